@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"balde/throttle"
+)
+
+// Exit codes of every command.
+const (
+	ExitOK          = 0 // everything done
+	ExitFailed      = 1 // some items failed (or an unexpected error)
+	ExitUsage       = 2 // bad usage or input: one line on stderr, nothing done
+	ExitUnavailable = 3 // the store (database) is unavailable
+)
+
+// Main holds what every command needs from the process: its streams and its
+// environment. Tests build one with their own buffers and getenv.
+type Main struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+// NewMain returns a Main over the given streams and environment.
+func NewMain(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *Main {
+	return &Main{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}
+}
+
+// Command is one subcommand of balde.
+type Command struct {
+	Name    string
+	Summary string
+	Run     func(ctx context.Context, m *Main, args []string) error
+}
+
+// commands lists every subcommand; each lives in a file of its own.
+func commands() []Command {
+	return []Command{
+		{"migrate", "apply or revert database migrations (up|down|version)", runMigrate},
+		{"version", "print the version", func(_ context.Context, m *Main, _ []string) error {
+			fmt.Fprintln(m.Stdout, "balde", Version)
+			return nil
+		}},
+	}
+}
+
+// Run dispatches args[0] to its command and returns the process exit code.
+// Errors print one line on stderr.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		m.usage(m.Stdout)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.Name == args[0] {
+			return m.exit(c.Run(ctx, m, args[1:]))
+		}
+	}
+	fmt.Fprintf(m.Stderr, "balde: unknown command %q (run \"balde help\")\n", args[0])
+	return ExitUsage
+}
+
+func (m *Main) usage(w io.Writer) {
+	fmt.Fprintln(w, "balde is a SQL-backed throttle for DICT (Pix) and SIFEN senders.")
+	fmt.Fprintln(w, "\nUsage: balde COMMAND [flags] [arguments]\n\nCommands:")
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-15s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintln(w, "\nRun \"balde COMMAND --help\" for a command's flags and an example.")
+}
+
+// exit turns a command's error into an exit code and one line on stderr.
+func (m *Main) exit(err error) int {
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ee):
+		if ee.Err != nil {
+			fmt.Fprintln(m.Stderr, "balde:", oneLine(ee.Err.Error()))
+		}
+		return ee.Code
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		fmt.Fprintln(m.Stderr, "balde:", oneLine(err.Error()))
+		return ExitUnavailable
+	default:
+		fmt.Fprintln(m.Stderr, "balde:", oneLine(err.Error()))
+		return ExitFailed
+	}
+}
+
+// ExitError carries an exit code chosen by a command.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// UsageError is bad usage or input: exit 2 with the message.
+func UsageError(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// newFlagSet returns a FlagSet that reports errors instead of exiting and
+// prints usage (with the command's example) to m.Stderr.
+func (m *Main) newFlagSet(name, synopsis, example string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(m.Stderr, "Usage: balde %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+		if example != "" {
+			fmt.Fprintf(m.Stderr, "\nExample:\n  %s\n", example)
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args, turning a parse error into a usage error (the
+// flag package already printed the details).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return UsageError("%s: %v", fs.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// run executes balde with args and an environment, returning the exit code
+// and both streams.
+func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := NewMain(strings.NewReader(""), &out, &errOut, func(k string) string { return env[k] })
+	code = m.Run(context.Background(), args)
+	return code, out.String(), errOut.String()
+}
+
+func TestMigrateUpDownVersion(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	code, out, errOut := run(t, nil, "migrate", "--db", db, "version")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "version 0 of")
+
+	code, out, _ = run(t, nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "(current)")
+
+	code, out, _ = run(t, map[string]string{"BALDE_DB": db}, "migrate", "down")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "1 pending")
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"UnknownCommand", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"MigrateNoAction", []string{"migrate"}, "want exactly one of up, down, version"},
+		{"MigrateBadAction", []string{"migrate", "sideways"}, `unknown action "sideways"`},
+		{"MigrateBadDSN", []string{"migrate", "--db", "mysql://x", "up"}, "unsupported DSN scheme"},
+		{"MigrateBadFlag", []string{"migrate", "--nope", "up"}, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, nil, tt.args...)
+			require.Equal(t, ExitUsage, code)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			require.Contains(t, lines[len(lines)-1], tt.want)
+		})
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	code, out, _ := run(t, nil, "help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "migrate")
+	code, _, errOut := run(t, nil, "migrate", "--help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, errOut, "Example:")
+}

@@ -1,0 +1,122 @@
+// Package migrations holds balde's schema as golang-migrate files, one folder
+// per engine (sqlite/, postgres/), embedded in the binary. Version numbers are
+// kept in lockstep: 0003 means the same change in both folders. Files are
+// append-only; a SQLite file never contains BEGIN/COMMIT (the driver wraps
+// each file in a transaction).
+package migrations
+
+import (
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
+	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+)
+
+//go:embed sqlite/*.sql postgres/*.sql
+var FS embed.FS
+
+// Engine names a folder of migrations: "sqlite" or "postgres".
+type Engine string
+
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+)
+
+// Migrator applies the migrations of one engine to one database. It owns the
+// *sql.DB it was given and closes it in Close (golang-migrate's drivers do).
+type Migrator struct {
+	m *migrate.Migrate
+}
+
+// New returns a Migrator over db, which must be a dedicated handle: Close
+// closes it.
+func New(db *sql.DB, engine Engine) (*Migrator, error) {
+	src, err := iofs.New(FS, string(engine))
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
+	var drv database.Driver
+	switch engine {
+	case SQLite:
+		drv, err = sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{})
+	case Postgres:
+		drv, err = pgxmigrate.WithInstance(db, &pgxmigrate.Config{})
+	default:
+		return nil, fmt.Errorf("migrations: unknown engine %q", engine)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, string(engine), drv)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
+	return &Migrator{m: m}, nil
+}
+
+// Up applies every pending migration. Having none to apply is not an error.
+func (g *Migrator) Up() error {
+	if err := g.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrations: up: %w", err)
+	}
+	return nil
+}
+
+// Down reverts the latest migration only (one step), the safe default for an
+// operator. Having none to revert is not an error.
+func (g *Migrator) Down() error {
+	if v, _, err := g.Version(); err != nil || v == 0 {
+		return err
+	}
+	if err := g.m.Steps(-1); err != nil {
+		return fmt.Errorf("migrations: down: %w", err)
+	}
+	return nil
+}
+
+// Version returns the applied version (0 when none) and whether the last
+// migration failed half-way (dirty).
+func (g *Migrator) Version() (version uint, dirty bool, err error) {
+	v, dirty, err := g.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("migrations: version: %w", err)
+	}
+	return v, dirty, nil
+}
+
+// Latest returns the highest version in the engine's folder: the version a
+// database is at when it is current.
+func Latest(engine Engine) (uint, error) {
+	src, err := iofs.New(FS, string(engine))
+	if err != nil {
+		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
+	defer src.Close()
+	v, err := src.First()
+	if err != nil {
+		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
+	for {
+		next, err := src.Next(v)
+		if err != nil {
+			return v, nil
+		}
+		v = next
+	}
+}
+
+// Close closes the migrator and its database handle.
+func (g *Migrator) Close() error {
+	srcErr, dbErr := g.m.Close()
+	return errors.Join(srcErr, dbErr)
+}

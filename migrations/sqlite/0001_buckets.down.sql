@@ -1,0 +1,2 @@
+DROP TABLE buckets;
+DROP TABLE policies;

@@ -1,0 +1,281 @@
+package throttle
+
+import (
+	"math/bits"
+	"time"
+)
+
+// Bucket is the stored state of one key, and the pure arithmetic on it. All
+// arithmetic is on integers (nanoseconds and whole tokens); nothing stored is
+// a float. The zero time.Time means "never".
+//
+// Methods that take a Policy require p to be the policy the bucket's key
+// resolves to; methods that take now never move a timestamp backwards, so a
+// clock that steps back never creates tokens.
+type Bucket struct {
+	Key Key
+	// Tokens is the balance in whole tokens as of RefilledAt. It is at most
+	// the policy's capacity and may be negative after a penalty.
+	Tokens int64
+	// Carry is, under RefillContinuous, the part of the next token already
+	// accrued at RefilledAt, in units of 1/RefillPeriod.Nanoseconds() of a
+	// token: 0 <= Carry < RefillPeriod.Nanoseconds(). It is 0 otherwise.
+	Carry int64
+	// RefilledAt is the instant Tokens and Carry describe.
+	RefilledAt time.Time
+	// Spent lists, under RefillRolling, the tokens still out and when they
+	// were spent, oldest first; each comes back RefillPeriod after its At.
+	Spent []Spend
+	// LastSentAt is when the last request was admitted (the cooldown counts
+	// from it); SendCount counts admitted requests.
+	LastSentAt time.Time
+	SendCount  int64
+	// BlockedUntil is the end of a block that started with a refusal.
+	BlockedUntil time.Time
+	// Severity is the level last stored for this bucket (SeverityUnknown for
+	// a bucket never written).
+	Severity Severity
+}
+
+// Spend is a group of tokens spent at one instant under RefillRolling.
+type Spend struct {
+	At time.Time
+	N  int64
+}
+
+// NewBucket returns the state of a key that has no row: a full bucket.
+func NewBucket(key Key, p Policy, now time.Time) Bucket {
+	return Bucket{Key: key, Tokens: p.Capacity, RefilledAt: now}
+}
+
+// Refill brings b up to now under p: it adds the tokens accrued since
+// RefilledAt, never beyond capacity. A bucket that is (or becomes) full
+// forgets its carry, because tokens arriving at a full bucket are discarded.
+// If now is before RefilledAt nothing changes.
+func (b *Bucket) Refill(p Policy, now time.Time) {
+	if !now.After(b.RefilledAt) {
+		return
+	}
+	if p.Refill == RefillRolling {
+		b.expireSpent(p, now)
+		b.RefilledAt = now
+		return
+	}
+	if b.Tokens >= p.Capacity {
+		b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
+		return
+	}
+	elapsed := uint64(now.Sub(b.RefilledAt))
+	missing := uint64(p.Capacity - b.Tokens)
+	period := uint64(p.RefillPeriod)
+	rate := uint64(p.RefillTokens)
+
+	if p.Refill == RefillStepwise {
+		steps := elapsed / period
+		if steps == 0 {
+			return
+		}
+		// steps*rate >= missing, written so it cannot overflow.
+		if steps >= (missing+rate-1)/rate {
+			b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
+			return
+		}
+		b.Tokens += int64(steps * rate)
+		b.RefilledAt = b.RefilledAt.Add(time.Duration(steps * period))
+		return
+	}
+
+	// Continuous: accrued = Carry + elapsed*rate, in 1/period-of-a-token
+	// units; the bucket fills once accrued >= missing*period. 128-bit
+	// products, so a bucket idle for years or deep in debt cannot overflow.
+	accHi, accLo := bits.Mul64(elapsed, rate)
+	var c uint64
+	accLo, c = bits.Add64(accLo, uint64(b.Carry), 0)
+	accHi += c
+	needHi, needLo := bits.Mul64(missing, period)
+	if accHi > needHi || (accHi == needHi && accLo >= needLo) {
+		b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
+		return
+	}
+	// accrued < missing*period, so the quotient is < missing and fits.
+	q, r := bits.Div64(accHi, accLo, period)
+	b.Tokens += int64(q)
+	b.Carry = int64(r)
+	b.RefilledAt = now
+}
+
+// expireSpent drops the rolling-window spends that have come back by now and
+// recomputes Tokens from the ones still out.
+func (b *Bucket) expireSpent(p Policy, now time.Time) {
+	i := 0
+	for i < len(b.Spent) && !b.Spent[i].At.Add(p.RefillPeriod).After(now) {
+		i++
+	}
+	if i > 0 {
+		b.Spent = append(b.Spent[:0], b.Spent[i:]...)
+	}
+	if len(b.Spent) == 0 {
+		b.Spent = nil
+	}
+	b.Tokens = p.Capacity - b.spentTokens()
+}
+
+func (b *Bucket) spentTokens() int64 {
+	var n int64
+	for _, s := range b.Spent {
+		n += s.N
+	}
+	return n
+}
+
+// UntilTokens returns how long after now the bucket will hold at least n
+// whole tokens, assuming nothing else touches it; 0 if it already does.
+// b must have been refilled to now. n must be <= p.Capacity.
+func (b *Bucket) UntilTokens(p Policy, n int64, now time.Time) time.Duration {
+	if b.Tokens >= n {
+		return 0
+	}
+	need := uint64(n - b.Tokens)
+	var at time.Time
+	switch p.Refill {
+	case RefillRolling:
+		var freed uint64
+		for _, s := range b.Spent {
+			freed += uint64(s.N)
+			if freed >= need {
+				at = s.At.Add(p.RefillPeriod)
+				break
+			}
+		}
+	case RefillStepwise:
+		rate := uint64(p.RefillTokens)
+		steps := (need + rate - 1) / rate
+		at = b.RefilledAt.Add(time.Duration(steps * uint64(p.RefillPeriod)))
+	default:
+		// The smallest e with Carry + e*rate >= need*period:
+		// e = ceil((need*period - Carry) / rate).
+		hi, lo := bits.Mul64(need, uint64(p.RefillPeriod))
+		var borrow uint64
+		lo, borrow = bits.Sub64(lo, uint64(b.Carry), 0)
+		hi -= borrow
+		rate := uint64(p.RefillTokens)
+		if hi >= rate { // the wait does not fit in 64 bits of nanoseconds
+			return maxDuration
+		}
+		e, r := bits.Div64(hi, lo, rate)
+		if r != 0 {
+			e++
+		}
+		if e > uint64(maxDuration) {
+			return maxDuration
+		}
+		at = b.RefilledAt.Add(time.Duration(e))
+	}
+	return positive(at.Sub(now))
+}
+
+// UntilFull returns how long after now the bucket will be full again; it is
+// the reset time of the IETF RateLimit header.
+func (b *Bucket) UntilFull(p Policy, now time.Time) time.Duration {
+	return b.UntilTokens(p, p.Capacity, now)
+}
+
+// UntilCooldownEnds returns how long after now the policy's minimum interval
+// since the last admitted request runs out; 0 when there is none pending.
+func (b *Bucket) UntilCooldownEnds(p Policy, now time.Time) time.Duration {
+	if p.MinInterval <= 0 || b.LastSentAt.IsZero() {
+		return 0
+	}
+	return positive(b.LastSentAt.Add(p.MinInterval).Sub(now))
+}
+
+// UntilUnblocked returns how long after now the bucket's block lasts.
+func (b *Bucket) UntilUnblocked(now time.Time) time.Duration {
+	if b.BlockedUntil.IsZero() {
+		return 0
+	}
+	return positive(b.BlockedUntil.Sub(now))
+}
+
+// IsIdle reports whether b, refilled to now, is equivalent to having no row
+// at all: full, with no cooldown or block pending. Such a row may be deleted.
+func (b *Bucket) IsIdle(p Policy, now time.Time) bool {
+	return b.Tokens >= p.Capacity && len(b.Spent) == 0 &&
+		b.UntilCooldownEnds(p, now) == 0 && b.UntilUnblocked(now) == 0
+}
+
+// spend takes n tokens at now for an admitted request. b must have been
+// refilled to now.
+func (b *Bucket) spend(p Policy, n int64, now time.Time) {
+	b.add(p, -n, now)
+	b.LastSentAt = later(b.LastSentAt, now)
+	b.SendCount++
+}
+
+// add changes the balance by delta at now, never above capacity, and returns
+// the change actually applied (smaller than delta when a credit hits the
+// capacity). b must have been refilled to now.
+func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
+	if delta > 0 && b.Tokens+delta > p.Capacity {
+		delta = max(p.Capacity-b.Tokens, 0)
+	}
+	if delta == 0 {
+		return 0
+	}
+	if p.Refill == RefillRolling {
+		if delta < 0 {
+			// Spent tokens stay ordered; under a clock that stepped back they
+			// are stamped at the newest spend, which only delays their return.
+			at := now
+			if n := len(b.Spent); n > 0 {
+				at = later(b.Spent[n-1].At, now)
+			}
+			if n := len(b.Spent); n > 0 && b.Spent[n-1].At.Equal(at) {
+				b.Spent[n-1].N -= delta
+			} else {
+				b.Spent = append(b.Spent, Spend{At: at, N: -delta})
+			}
+		} else {
+			// A refund or credit gives back the newest spends first: it undoes
+			// the most recent charge.
+			left := delta
+			for left > 0 && len(b.Spent) > 0 {
+				last := &b.Spent[len(b.Spent)-1]
+				take := min(left, last.N)
+				last.N -= take
+				left -= take
+				if last.N == 0 {
+					b.Spent = b.Spent[:len(b.Spent)-1]
+				}
+			}
+			if len(b.Spent) == 0 {
+				b.Spent = nil
+			}
+		}
+		b.Tokens = p.Capacity - b.spentTokens()
+		return delta
+	}
+	b.Tokens += delta
+	if b.Tokens >= p.Capacity {
+		b.Carry = 0
+	}
+	return delta
+}
+
+// setFull makes b full now and clears its cooldown and block (an admin reset).
+func (b *Bucket) setFull(p Policy, now time.Time) {
+	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
+	b.RefilledAt = later(b.RefilledAt, now)
+	b.LastSentAt, b.BlockedUntil = time.Time{}, time.Time{}
+}
+
+const maxDuration = time.Duration(1<<63 - 1)
+
+func positive(d time.Duration) time.Duration { return max(d, 0) }
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

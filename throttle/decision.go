@@ -1,0 +1,120 @@
+package throttle
+
+import (
+	"fmt"
+	"time"
+)
+
+// Reason says why a request was refused. The zero value means it was not.
+type Reason uint8
+
+const (
+	ReasonNone Reason = iota
+	// ReasonEmpty: the bucket holds fewer whole tokens than the cost.
+	ReasonEmpty
+	// ReasonCooldown: the policy's minimum interval since the last admitted
+	// request has not passed.
+	ReasonCooldown
+	// ReasonBlocked: the key is blocked after an earlier refusal.
+	ReasonBlocked
+)
+
+var reasonNames = [...]string{"", "empty", "cooldown", "blocked"}
+
+// String returns "", "empty", "cooldown" or "blocked".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Charge asks for Cost tokens (>= 1, <= the policy's capacity) from the
+// bucket of Key. It is admitted when the bucket holds at least Cost whole
+// tokens, its cooldown has passed and it is not blocked.
+type Charge struct {
+	Key  Key
+	Cost int64
+}
+
+// Decision is the answer to a Take. A refusal is a Decision, not an error.
+type Decision struct {
+	Allowed bool
+	// Reason is why the request was refused: the constraint with the longest
+	// wait (a block wins a tie, then the cooldown).
+	Reason Reason
+	// Key is the bucket that decided: when refused, the one with the longest
+	// wait; when allowed, the one with the fewest tokens left. Limit,
+	// Remaining and ResetAfter describe it, for the RateLimit headers.
+	Key Key
+	// Limit is the capacity of Key's policy.
+	Limit int64
+	// Remaining is the whole tokens left in Key's bucket after the decision.
+	// It may be negative after a penalty.
+	Remaining int64
+	// RetryAfter is the exact wait until the same request would be admitted,
+	// considering tokens, cooldowns and blocks of every key: 0 when allowed.
+	RetryAfter time.Duration
+	// ResetAfter is the wait until Key's bucket is full again.
+	ResetAfter time.Duration
+	// FailOpen is set when the store could not answer and every policy
+	// involved fails open: the request was admitted without a bucket.
+	FailOpen bool
+	// Buckets has one entry per distinct key charged, in key order.
+	Buckets []BucketDecision
+}
+
+// BucketDecision is the part of a Decision about one key.
+type BucketDecision struct {
+	Key        Key
+	Policy     Policy
+	Cost       int64
+	Reason     Reason
+	Remaining  int64
+	RetryAfter time.Duration
+	ResetAfter time.Duration
+}
+
+// Adjustment changes a bucket's balance after the outcome of a request is
+// known. Delta is in whole tokens: negative for LedgerPenalty, positive for
+// LedgerRefund and LedgerCredit. A credit needs a Ref and is applied at most
+// once per (Key, Ref); no change ever takes a bucket above its capacity.
+type Adjustment struct {
+	Key    Key
+	Delta  int64
+	Reason LedgerReason
+	Ref    string
+}
+
+// Adjusted is the result of one Adjustment (or Sync target).
+type Adjusted struct {
+	Key Key
+	// Applied is the change actually made: smaller than asked when a credit
+	// hits the capacity, 0 for a repeated credit.
+	Applied int64
+	// Balance is the whole tokens after the change.
+	Balance int64
+	// Duplicate is set when a credit with the same reference was already
+	// applied to this bucket; nothing changed.
+	Duplicate bool
+}
+
+// SyncTarget lowers the mirror to what the remote side reported: the balance
+// becomes at most Tokens, and the key is blocked for at least BlockFor
+// (a remote Retry-After). It never raises a balance.
+type SyncTarget struct {
+	Key      Key
+	Tokens   int64
+	BlockFor time.Duration
+	Ref      string
+}
+
+// SeverityChange is emitted when a decision moves a bucket to another
+// severity level; it is delivered to the Notifier after the commit.
+type SeverityChange struct {
+	Key      Key
+	From, To Severity
+	Tokens   int64
+	Capacity int64
+	At       time.Time
+}

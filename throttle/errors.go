@@ -1,0 +1,29 @@
+package throttle
+
+import "errors"
+
+// Errors returned by the engine. A refusal is never an error: it is a
+// Decision with Allowed == false. Errors mean bad input (nothing changed) or a
+// store that could not answer.
+var (
+	// ErrUnknownPolicy means a key names a policy the resolver does not know.
+	ErrUnknownPolicy = errors.New("throttle: unknown policy")
+	// ErrInvalidKey means a key's identifier, env or policy name is empty,
+	// too long or holds control characters.
+	ErrInvalidKey = errors.New("throttle: invalid key")
+	// ErrInvalidPolicy means a policy's numbers cannot describe a bucket
+	// (capacity or refill not positive, and so on).
+	ErrInvalidPolicy = errors.New("throttle: invalid policy")
+	// ErrInvalidCost means a charge's cost is below 1 or above the policy's
+	// capacity (such a request could never be admitted).
+	ErrInvalidCost = errors.New("throttle: invalid cost")
+	// ErrInvalidAdjustment means an adjustment has a delta of the wrong sign
+	// for its reason, or a credit without a reference.
+	ErrInvalidAdjustment = errors.New("throttle: invalid adjustment")
+	// ErrStoreUnavailable means the store could not run the transaction
+	// (database down, locked past its timeout, disk full). For a Take it is
+	// only returned when a policy involved fails closed.
+	ErrStoreUnavailable = errors.New("throttle: store unavailable")
+)
+
+func isUnknownPolicy(err error) bool { return errors.Is(err, ErrUnknownPolicy) }

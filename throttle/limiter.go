@@ -1,0 +1,298 @@
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+)
+
+// Config holds a Limiter's settings. The zero value is usable.
+type Config struct {
+	// Clock is used for reads (refill for display) and must be the store's
+	// clock. Default SystemClock.
+	Clock Clock
+	// Thresholds grade severity. Zero means DefaultThresholds.
+	Thresholds Thresholds
+	// Ledger says how routine takes are written. Default LedgerEveryTake.
+	Ledger LedgerGranularity
+	// SkipRefusalRows leaves refusals out of the ledger (they are still
+	// counted by the Observer). Default: refusals are recorded.
+	SkipRefusalRows bool
+	// Notifier receives severity changes. Default: none.
+	Notifier Notifier
+	// Observer receives metrics. Default: none.
+	Observer Observer
+	// Logger logs fail-open admissions. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Limiter is the engine's API: it resolves policies, validates input, runs
+// the rules in store transactions and reports to the notifier and observer.
+// It holds no bucket state of its own; several Limiters (in several
+// processes) on one database share their buckets exactly. Safe for
+// concurrent use.
+type Limiter struct {
+	store    Store
+	policies Resolver
+	clock    Clock
+	rules    rules
+	ledger   LedgerGranularity
+	notifier Notifier
+	observer Observer
+	logger   *slog.Logger
+}
+
+// NewLimiter returns a Limiter deciding with store and policies.
+func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
+	if cfg.Thresholds == (Thresholds{}) {
+		cfg.Thresholds = DefaultThresholds
+	}
+	if err := cfg.Thresholds.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Limiter{
+		store:    store,
+		policies: policies,
+		clock:    cfg.Clock,
+		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows},
+		ledger:   cfg.Ledger,
+		notifier: cfg.Notifier,
+		observer: cfg.Observer,
+		logger:   cfg.Logger,
+	}
+	if l.clock == nil {
+		l.clock = SystemClock
+	}
+	if l.observer == nil {
+		l.observer = nopObserver{}
+	}
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	return l, nil
+}
+
+// Policy resolves the policy of key.
+func (l *Limiter) Policy(key Key) (Policy, error) {
+	if err := key.Validate(); err != nil {
+		return Policy{}, err
+	}
+	p, err := l.policies.Resolve(key)
+	if err != nil {
+		return Policy{}, err
+	}
+	if p.Name != key.Policy {
+		return Policy{}, fmt.Errorf("%w: key %s resolved to policy %q", ErrUnknownPolicy, key, p.Name)
+	}
+	return p, p.Validate()
+}
+
+// Take charges every charge at once, all or nothing, in one transaction,
+// and returns the Decision. ref is recorded on the ledger rows (a document
+// id, an EndToEndId; may be empty). Charges on the same key are merged.
+//
+// Errors: ErrInvalidKey, ErrUnknownPolicy, ErrInvalidPolicy, ErrInvalidCost
+// for bad input (nothing changed); ErrStoreUnavailable when the store failed
+// and some policy involved fails closed. When every policy fails open, a
+// store failure yields an admitting Decision with FailOpen set.
+func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Decision, error) {
+	start := time.Now()
+	ps, err := l.price(charges)
+	if err != nil {
+		return Decision{}, err
+	}
+	var d Decision
+	err = l.update(ctx, keysOf(ps), nil, func(tx *Tx) error {
+		d = tx.take(ref, ps, l.rules)
+		return nil
+	})
+	if err != nil {
+		return l.failTake(ps, err)
+	}
+	l.observer.Decided(d, time.Since(start))
+	return d, nil
+}
+
+// failTake applies the fail mode of the policies of a Take whose
+// transaction failed.
+func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
+	for _, p := range ps {
+		if p.policy.FailMode != FailOpen {
+			return Decision{}, fmt.Errorf("throttle: take %s: %w", p.Key, err)
+		}
+	}
+	d := Decision{Allowed: true, FailOpen: true, Buckets: make([]BucketDecision, len(ps))}
+	for i, p := range ps {
+		d.Buckets[i] = BucketDecision{Key: p.Key, Policy: p.policy, Cost: p.Cost, Remaining: p.policy.Capacity}
+		l.observer.FailedOpen(p.Key, err)
+		l.logger.Warn("store unavailable: admitting because the policy fails open",
+			slog.String("key", p.Key.String()), slog.Any("error", err))
+	}
+	d.decide()
+	l.observer.Decided(d, 0)
+	return d, nil
+}
+
+// Adjust applies every adjustment in one transaction and returns one result
+// each, in order. Credits are idempotent per (Key, Ref).
+//
+// Errors: ErrInvalidKey, ErrUnknownPolicy, ErrInvalidAdjustment for bad input
+// (nothing changed); ErrStoreUnavailable.
+func (l *Limiter) Adjust(ctx context.Context, adjs ...Adjustment) ([]Adjusted, error) {
+	policies := make([]Policy, len(adjs))
+	var credits []CreditRef
+	for i, a := range adjs {
+		p, err := l.Policy(a.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := validateAdjustment(a); err != nil {
+			return nil, err
+		}
+		policies[i] = p
+		if a.Reason == LedgerCredit {
+			credits = append(credits, CreditRef{Key: a.Key, Ref: a.Ref})
+		}
+	}
+	out := make([]Adjusted, len(adjs))
+	keys := make([]Key, len(adjs))
+	for i, a := range adjs {
+		keys[i] = a.Key
+	}
+	err := l.update(ctx, keys, credits, func(tx *Tx) error {
+		for i, a := range adjs {
+			out[i] = tx.adjust(a, policies[i], l.rules)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("throttle: adjust: %w", err)
+	}
+	return out, nil
+}
+
+func validateAdjustment(a Adjustment) error {
+	switch {
+	case a.Delta > MaxTokens || a.Delta < -MaxTokens:
+		return fmt.Errorf("%w: %s: delta %d out of range", ErrInvalidAdjustment, a.Key, a.Delta)
+	case a.Reason == LedgerPenalty && a.Delta < 0,
+		(a.Reason == LedgerRefund || a.Reason == LedgerCredit) && a.Delta > 0:
+	default:
+		return fmt.Errorf("%w: %s: %s of %d (penalties are negative, refunds and credits positive)", ErrInvalidAdjustment, a.Key, a.Reason, a.Delta)
+	}
+	if a.Reason == LedgerCredit && a.Ref == "" {
+		return fmt.Errorf("%w: %s: a credit needs a reference", ErrInvalidAdjustment, a.Key)
+	}
+	return nil
+}
+
+// Sync lowers buckets to the remote side's state in one transaction (see
+// SyncTarget). Errors as Adjust.
+func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, error) {
+	policies := make([]Policy, len(targets))
+	keys := make([]Key, len(targets))
+	for i, t := range targets {
+		p, err := l.Policy(t.Key)
+		if err != nil {
+			return nil, err
+		}
+		if t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens {
+			return nil, fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
+		}
+		policies[i], keys[i] = p, t.Key
+	}
+	out := make([]Adjusted, len(targets))
+	err := l.update(ctx, keys, nil, func(tx *Tx) error {
+		for i, t := range targets {
+			out[i] = tx.sync(t, policies[i], l.rules)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("throttle: sync: %w", err)
+	}
+	return out, nil
+}
+
+// Reset fills key's bucket and clears its cooldown and block, recording
+// actor (who did it) in the ledger. It returns the new state.
+func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState, error) {
+	p, err := l.Policy(key)
+	if err != nil {
+		return BucketState{}, err
+	}
+	if actor == "" {
+		return BucketState{}, fmt.Errorf("%w: a reset needs the name of who did it", ErrInvalidAdjustment)
+	}
+	var b Bucket
+	var now time.Time
+	err = l.update(ctx, []Key{key}, nil, func(tx *Tx) error {
+		b, now = tx.reset(key, p, actor, l.rules), tx.now
+		return nil
+	})
+	if err != nil {
+		return BucketState{}, fmt.Errorf("throttle: reset %s: %w", key, err)
+	}
+	return l.state(b, true, now), nil
+}
+
+// update runs apply in one store transaction with the limiter's ledger
+// granularity, then delivers the severity changes it caused.
+func (l *Limiter) update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
+	var changes []SeverityChange
+	err := l.store.Update(ctx, keys, credits, func(tx *Tx) error {
+		tx.granularity = l.ledger
+		if err := apply(tx); err != nil {
+			return err
+		}
+		changes = tx.changes
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		l.observer.SeverityChanged(c)
+		if l.notifier != nil {
+			l.notifier.Notify(ctx, c)
+		}
+	}
+	return nil
+}
+
+// price resolves and validates charges, merges charges on one key and sorts
+// them in lock order.
+func (l *Limiter) price(charges []Charge) ([]priced, error) {
+	if len(charges) == 0 {
+		return nil, fmt.Errorf("%w: no charge", ErrInvalidCost)
+	}
+	ps := make([]priced, 0, len(charges))
+	for _, c := range charges {
+		p, err := l.Policy(c.Key)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(ps, func(q priced) bool { return q.Key == c.Key }); i >= 0 {
+			ps[i].Cost += c.Cost
+		} else {
+			ps = append(ps, priced{Charge: c, policy: p})
+		}
+	}
+	for _, p := range ps {
+		if p.Cost < 1 || p.Cost > p.policy.Capacity {
+			return nil, fmt.Errorf("%w: %s: cost %d not in 1..%d", ErrInvalidCost, p.Key, p.Cost, p.policy.Capacity)
+		}
+	}
+	slices.SortFunc(ps, func(a, b priced) int { return a.Key.Compare(b.Key) })
+	return ps, nil
+}
+
+func keysOf(ps []priced) []Key {
+	keys := make([]Key, len(ps))
+	for i, p := range ps {
+		keys[i] = p.Key
+	}
+	return keys
+}

@@ -1,0 +1,102 @@
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PruneOptions bound a Prune run.
+type PruneOptions struct {
+	// Retention keeps ledger rows younger than this. Default 30 days.
+	Retention time.Duration
+	// Batch is the most rows deleted per transaction, so a prune never holds
+	// the write lock for long. Default 1000.
+	Batch int
+	// SkipBuckets leaves idle bucket rows alone.
+	SkipBuckets bool
+}
+
+// PruneResult counts what a Prune removed.
+type PruneResult struct {
+	LedgerRows int64
+	Buckets    int64
+}
+
+// DefaultRetention is how long ledger rows are kept unless configured.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// Prune deletes ledger rows older than the retention and bucket rows that
+// are equivalent to no row (full, no cooldown or block pending), in bounded
+// batches, each its own transaction. Deleting an idle bucket changes no
+// future decision: a key with no row is a full bucket. Its SendCount and
+// LastSentAt go with it (the ledger keeps the history).
+func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 1000
+	}
+	var res PruneResult
+	before := l.clock().Add(-opts.Retention)
+	for {
+		n, err := l.store.PruneLedger(ctx, before, opts.Batch)
+		res.LedgerRows += n
+		if err != nil {
+			return res, fmt.Errorf("throttle: prune ledger: %w", err)
+		}
+		if n < int64(opts.Batch) {
+			break
+		}
+	}
+	if opts.SkipBuckets {
+		return res, nil
+	}
+	f := Filter{Limit: opts.Batch}
+	for {
+		rows, err := l.store.List(ctx, f)
+		if err != nil {
+			return res, fmt.Errorf("throttle: prune buckets: %w", err)
+		}
+		if len(rows) == 0 {
+			return res, nil
+		}
+		f.After = rows[len(rows)-1].Key
+		// Candidates are checked again inside the transaction: a decision
+		// may have touched them since they were listed.
+		now := l.clock()
+		var keys []Key
+		policies := make(map[Key]Policy)
+		for _, b := range rows {
+			p, err := l.Policy(b.Key)
+			if err != nil {
+				continue
+			}
+			b.Refill(p, now)
+			if b.IsIdle(p, now) {
+				keys = append(keys, b.Key)
+				policies[b.Key] = p
+			}
+		}
+		if len(keys) > 0 {
+			var n int64
+			err := l.update(ctx, keys, nil, func(tx *Tx) error {
+				n = 0
+				for _, k := range keys {
+					if tx.collect(k, policies[k]) {
+						n++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return res, fmt.Errorf("throttle: prune buckets: %w", err)
+			}
+			res.Buckets += n
+		}
+		if len(rows) < opts.Batch {
+			return res, nil
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package throttle
+
+// The rules: each function below applies one operation to the transaction's
+// in-memory buckets. They are pure (no I/O, time comes from tx.now), so a
+// store can run many of them in one transaction and get exactly what running
+// them one transaction each, in the same order, would give.
+
+// priced is a Charge with its policy resolved and validated.
+type priced struct {
+	Charge
+	policy Policy
+}
+
+// take admits all charges or none.
+func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
+	d := Decision{Allowed: true, Buckets: make([]BucketDecision, len(charges))}
+	views := make([]*txBucket, len(charges))
+	for i, c := range charges {
+		tb := tx.bucket(c.Key, c.policy)
+		views[i] = tb
+		bd := BucketDecision{Key: c.Key, Policy: c.policy, Cost: c.Cost}
+		// The wait is the longest of the three constraints; each only grows
+		// the wait, so the maximum is the exact earliest admission.
+		wait, reason := tb.b.UntilTokens(c.policy, c.Cost, tx.now), ReasonEmpty
+		if w := tb.b.UntilCooldownEnds(c.policy, tx.now); w > 0 && w >= wait {
+			wait, reason = w, ReasonCooldown
+		}
+		if w := tb.b.UntilUnblocked(tx.now); w > 0 && w >= wait {
+			wait, reason = w, ReasonBlocked
+		}
+		if wait > 0 {
+			bd.Reason, bd.RetryAfter = reason, wait
+			d.Allowed = false
+		}
+		d.Buckets[i] = bd
+	}
+
+	for i, c := range charges {
+		tb, bd := views[i], &d.Buckets[i]
+		switch {
+		case d.Allowed:
+			tb.b.spend(c.policy, c.Cost, tx.now)
+			tx.touch(tb, c.policy, r.thresholds)
+			tx.record(tb, -c.Cost, LedgerTake, ref)
+		case bd.Reason != ReasonNone:
+			// A refusal for tokens or cooldown starts the policy's block.
+			if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
+				tb.b.BlockedUntil = tx.now.Add(c.policy.BlockFor)
+				if c.policy.BlockFor >= bd.RetryAfter {
+					bd.Reason, bd.RetryAfter = ReasonBlocked, c.policy.BlockFor
+				}
+				tx.touch(tb, c.policy, r.thresholds)
+			}
+			if r.recordRefusals {
+				tx.record(tb, 0, refusalReason(bd.Reason), ref)
+			}
+		}
+		bd.Remaining = tb.b.Tokens
+		bd.ResetAfter = tb.b.UntilFull(c.policy, tx.now)
+	}
+	d.decide()
+	return d
+}
+
+// decide fills the summary fields of d from its bucket decisions.
+func (d *Decision) decide() {
+	best := -1
+	for i, bd := range d.Buckets {
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := d.Buckets[best]
+		if d.Allowed {
+			// The bucket with the fewest tokens left describes the headers.
+			if bd.Remaining < b.Remaining || (bd.Remaining == b.Remaining && bd.Policy.Capacity < b.Policy.Capacity) {
+				best = i
+			}
+		} else if bd.RetryAfter > b.RetryAfter {
+			best = i
+		}
+	}
+	if best < 0 {
+		return
+	}
+	b := d.Buckets[best]
+	d.Key, d.Reason, d.Limit = b.Key, b.Reason, b.Policy.Capacity
+	d.Remaining, d.RetryAfter, d.ResetAfter = b.Remaining, b.RetryAfter, b.ResetAfter
+}
+
+// adjust applies one penalty, refund or credit.
+func (tx *Tx) adjust(a Adjustment, p Policy, r rules) Adjusted {
+	tb := tx.bucket(a.Key, p)
+	if a.Reason == LedgerCredit {
+		ref := CreditRef{Key: a.Key, Ref: a.Ref}
+		if tx.credited[ref] {
+			return Adjusted{Key: a.Key, Balance: tb.b.Tokens, Duplicate: true}
+		}
+		tx.credited[ref] = true
+	}
+	applied := tb.b.add(p, a.Delta, tx.now)
+	if applied != 0 {
+		tx.touch(tb, p, r.thresholds)
+	}
+	// A credit is recorded even when the bucket was full, so that the
+	// reference stays used.
+	if applied != 0 || a.Reason == LedgerCredit {
+		tx.record(tb, applied, a.Reason, a.Ref)
+	}
+	return Adjusted{Key: a.Key, Applied: applied, Balance: tb.b.Tokens}
+}
+
+// sync lowers a bucket to the remote side's state; it never raises it.
+func (tx *Tx) sync(t SyncTarget, p Policy, r rules) Adjusted {
+	tb := tx.bucket(t.Key, p)
+	var applied int64
+	changed := false
+	if tb.b.Tokens > t.Tokens {
+		applied = tb.b.add(p, t.Tokens-tb.b.Tokens, tx.now)
+		changed = true
+	}
+	if t.BlockFor > 0 {
+		if until := tx.now.Add(t.BlockFor); until.After(tb.b.BlockedUntil) {
+			tb.b.BlockedUntil = until
+			changed = true
+		}
+	}
+	if changed {
+		tx.touch(tb, p, r.thresholds)
+		tx.record(tb, applied, LedgerSync, t.Ref)
+	}
+	return Adjusted{Key: t.Key, Applied: applied, Balance: tb.b.Tokens}
+}
+
+// reset fills a bucket and clears its cooldown and block (an operator's
+// action); actor is recorded as the ledger reference.
+func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
+	tb := tx.bucket(key, p)
+	before := tb.b.Tokens
+	tb.b.setFull(p, tx.now)
+	tx.touch(tb, p, r.thresholds)
+	tx.record(tb, tb.b.Tokens-before, LedgerReset, actor)
+	return tb.b
+}
+
+// collect deletes a stored bucket that is equivalent to no row (full, no
+// cooldown or block pending) and reports whether it did.
+func (tx *Tx) collect(key Key, p Policy) bool {
+	tb, ok := tx.buckets[key]
+	if !ok || !tb.stored {
+		return false
+	}
+	tb.b.Refill(p, tx.now)
+	if !tb.b.IsIdle(p, tx.now) {
+		return false
+	}
+	tb.dirty, tb.delete = true, true
+	return true
+}
+
+// rules are the limiter's settings the operations need.
+type rules struct {
+	thresholds     Thresholds
+	recordRefusals bool
+}

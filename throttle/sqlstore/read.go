@@ -1,0 +1,294 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"balde/throttle"
+)
+
+// Buckets implements throttle.Store.
+func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
+	q := s.read.Rebind(`
+		SELECT ` + bucketColumns + `
+		FROM buckets
+		WHERE policy_id = ? AND env = ? AND identifier = ?`)
+	var out []throttle.Bucket
+	for _, k := range keys {
+		id, ok, err := s.lookupPolicy(ctx, k.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		r, err := scanBucketRow(s.read.QueryRowContext(ctx, q, id, k.Env, k.Identifier))
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, formatError("read bucket", err)
+		}
+		b, err := r.bucket(k)
+		if err != nil {
+			return nil, formatError("read bucket", err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// where builds the WHERE clause of a bucket filter. ok is false when the
+// filter names a policy that was never stored (nothing can match).
+func (s *Store) where(ctx context.Context, f throttle.Filter, withCursor bool) (clause string, args []any, ok bool, err error) {
+	var conds []string
+	if f.Policy != "" {
+		id, known, err := s.lookupPolicy(ctx, f.Policy)
+		if err != nil || !known {
+			return "", nil, false, err
+		}
+		conds, args = append(conds, "policy_id = ?"), append(args, id)
+	}
+	if f.Env != "" {
+		conds, args = append(conds, "env = ?"), append(args, f.Env)
+	}
+	if f.IdentifierPrefix != "" {
+		conds, args = append(conds, "identifier >= ?"), append(args, f.IdentifierPrefix)
+		if upper, ok := prefixEnd(f.IdentifierPrefix); ok {
+			conds, args = append(conds, "identifier < ?"), append(args, upper)
+		}
+	}
+	if withCursor && f.After != (throttle.Key{}) {
+		id, known, err := s.lookupPolicy(ctx, f.After.Policy)
+		if err != nil {
+			return "", nil, false, err
+		}
+		if !known {
+			return "", nil, false, fmt.Errorf("%w: cursor names unknown policy %q", throttle.ErrInvalidKey, f.After.Policy)
+		}
+		conds = append(conds, "(policy_id, env, identifier) > (?, ?, ?)")
+		args = append(args, id, f.After.Env, f.After.Identifier)
+	}
+	if len(conds) == 0 {
+		return "", nil, true, nil
+	}
+	return "WHERE " + strings.Join(conds, " AND "), args, true, nil
+}
+
+// prefixEnd returns the smallest string greater than every string with the
+// prefix p (bytewise), or false when there is none (p is all 0xFF bytes).
+func prefixEnd(p string) (string, bool) {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xFF {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// List implements throttle.Store, in (policy id, env, identifier) order.
+func (s *Store) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+	where, args, ok, err := s.where(ctx, f, true)
+	if err != nil || !ok {
+		return nil, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = throttle.DefaultPageSize
+	}
+	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
+		SELECT `+bucketColumns+`
+		FROM buckets
+		`+where+`
+		ORDER BY policy_id, env, identifier
+		LIMIT ?`), append(args, limit)...)
+	if err != nil {
+		return nil, formatError("list buckets", err)
+	}
+	defer rows.Close()
+	var out []throttle.Bucket
+	for rows.Next() {
+		r, err := scanBucketRow(rows)
+		if err != nil {
+			return nil, formatError("list buckets", err)
+		}
+		name, err := s.nameOf(ctx, r.key.policyID)
+		if err != nil {
+			return nil, err
+		}
+		b, err := r.bucket(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier})
+		if err != nil {
+			return nil, formatError("list buckets", err)
+		}
+		out = append(out, b)
+	}
+	return out, formatError("list buckets", rows.Err())
+}
+
+// CountBySeverity implements throttle.Store.
+func (s *Store) CountBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+	where, args, ok, err := s.where(ctx, f, false)
+	out := make(map[throttle.Severity]int64)
+	if err != nil || !ok {
+		return out, err
+	}
+	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
+		SELECT severity, count(*)
+		FROM buckets
+		`+where+`
+		GROUP BY severity`), args...)
+	if err != nil {
+		return nil, formatError("count buckets", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sev, n int64
+		if err := rows.Scan(&sev, &n); err != nil {
+			return nil, formatError("count buckets", err)
+		}
+		out[throttle.Severity(sev)] = n
+	}
+	return out, formatError("count buckets", rows.Err())
+}
+
+// ledgerWhere builds the WHERE clause of a ledger query.
+func (s *Store) ledgerWhere(ctx context.Context, q throttle.LedgerQuery, withCursor bool) (string, []any, bool, error) {
+	var conds []string
+	var args []any
+	policy := q.Policy
+	if q.Key != nil {
+		policy = q.Key.Policy
+	}
+	if policy != "" {
+		id, known, err := s.lookupPolicy(ctx, policy)
+		if err != nil || !known {
+			return "", nil, false, err
+		}
+		conds, args = append(conds, "policy_id = ?"), append(args, id)
+	}
+	if q.Key != nil {
+		conds = append(conds, "env = ?", "identifier = ?")
+		args = append(args, q.Key.Env, q.Key.Identifier)
+	}
+	if len(q.Reasons) > 0 {
+		var in []string
+		for _, r := range q.Reasons {
+			in, args = append(in, "?"), append(args, int64(r))
+			if r == throttle.LedgerTake {
+				in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
+			}
+		}
+		conds = append(conds, "reason IN ("+strings.Join(in, ", ")+")")
+	}
+	if !q.Since.IsZero() {
+		conds, args = append(conds, "at >= ?"), append(args, nanos(q.Since))
+	}
+	if withCursor && q.BeforeID > 0 {
+		conds, args = append(conds, "id < ?"), append(args, q.BeforeID)
+	}
+	if len(conds) == 0 {
+		return "", nil, true, nil
+	}
+	return "WHERE " + strings.Join(conds, " AND "), args, true, nil
+}
+
+// Ledger implements throttle.Store.
+func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+	where, args, ok, err := s.ledgerWhere(ctx, q, true)
+	if err != nil || !ok {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = throttle.DefaultPageSize
+	}
+	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
+		SELECT `+ledgerColumns+`
+		FROM token_ledger
+		`+where+`
+		ORDER BY id DESC
+		LIMIT ?`), append(args, limit)...)
+	if err != nil {
+		return nil, formatError("read ledger", err)
+	}
+	defer rows.Close()
+	var out []throttle.LedgerEntry
+	for rows.Next() {
+		r, err := scanLedgerRow(rows)
+		if err != nil {
+			return nil, formatError("read ledger", err)
+		}
+		name, err := s.nameOf(ctx, r.key.policyID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.entry(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier}))
+	}
+	return out, formatError("read ledger", rows.Err())
+}
+
+// CountLedger implements throttle.Store.
+func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+	where, args, ok, err := s.ledgerWhere(ctx, q, false)
+	if err != nil || !ok {
+		return 0, err
+	}
+	var n int64
+	err = s.read.QueryRowContext(ctx, s.read.Rebind(`
+		SELECT COALESCE(SUM(n), 0)
+		FROM token_ledger
+		`+where), args...).Scan(&n)
+	return n, formatError("count ledger", err)
+}
+
+// PruneLedger implements throttle.Store. It walks the ledger in id order,
+// which is insertion order: it deletes the longest run of oldest ids whose
+// rows are all older than before, up to limit, with one range delete. It
+// stops at the first younger row, so its cost is bounded by limit whatever
+// the size of the ledger; a row written out of time order (clocks of two
+// processes disagreeing) waits until the rows before it age out too.
+func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tx, err := s.write.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, s.write.Rebind(`
+		SELECT id, at
+		FROM token_ledger
+		ORDER BY id
+		LIMIT ?`), limit)
+	if err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	var n, last int64
+	cutoff := nanos(before)
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			rows.Close()
+			return 0, formatError("prune ledger", err)
+		}
+		if at >= cutoff {
+			break
+		}
+		n, last = n+1, id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, s.write.Rebind(`DELETE FROM token_ledger WHERE id <= ?`), last); err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	return n, formatError("prune ledger", tx.Commit())
+}

@@ -1,0 +1,118 @@
+package sqlstore
+
+import (
+	"database/sql"
+
+	"balde/throttle"
+)
+
+// bucketRow is a row of the buckets table.
+type bucketRow struct {
+	key          rowKey
+	tokens       int64
+	carry        int64
+	refilledAt   int64
+	sendCount    int64
+	severity     int64
+	lastSentAt   sql.NullInt64
+	blockedUntil sql.NullInt64
+	spent        []byte
+}
+
+// bucketColumns lists the columns of bucketRow in scan order.
+const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, blocked_until, spent`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanBucketRow(sc scanner) (bucketRow, error) {
+	var r bucketRow
+	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.blockedUntil, &r.spent)
+	return r, err
+}
+
+func (r bucketRow) bucket(key throttle.Key) (throttle.Bucket, error) {
+	spent, err := decodeSpent(r.spent)
+	if err != nil {
+		return throttle.Bucket{}, err
+	}
+	return throttle.Bucket{
+		Key:          key,
+		Tokens:       r.tokens,
+		Carry:        r.carry,
+		RefilledAt:   fromNanos(r.refilledAt),
+		Spent:        spent,
+		LastSentAt:   fromNullNanos(r.lastSentAt),
+		SendCount:    r.sendCount,
+		BlockedUntil: fromNullNanos(r.blockedUntil),
+		Severity:     throttle.Severity(r.severity),
+	}, nil
+}
+
+func (s *Store) toBucketRow(b throttle.Bucket) bucketRow {
+	return bucketRow{
+		key:          s.rowKey(b.Key),
+		tokens:       b.Tokens,
+		carry:        b.Carry,
+		refilledAt:   nanos(b.RefilledAt),
+		sendCount:    b.SendCount,
+		severity:     int64(b.Severity),
+		lastSentAt:   nullNanos(b.LastSentAt),
+		blockedUntil: nullNanos(b.BlockedUntil),
+		spent:        encodeSpent(b.Spent),
+	}
+}
+
+// ledgerRow is a row of the token_ledger table.
+type ledgerRow struct {
+	id      int64
+	key     rowKey
+	at      int64
+	reason  int64
+	delta   int64
+	balance int64
+	n       int64
+	ref     sql.NullString
+}
+
+// reasonMinuteOfTakes is the stored reason of an aggregated take row; it
+// reads back as throttle.LedgerTake with Count events.
+const reasonMinuteOfTakes = 10
+
+const ledgerColumns = `id, policy_id, env, identifier, at, reason, delta, balance, n, ref`
+
+func scanLedgerRow(sc scanner) (ledgerRow, error) {
+	var r ledgerRow
+	err := sc.Scan(&r.id, &r.key.policyID, &r.key.env, &r.key.identifier, &r.at, &r.reason, &r.delta, &r.balance, &r.n, &r.ref)
+	return r, err
+}
+
+func (s *Store) toLedgerRows(es []throttle.LedgerEntry, aggregated bool) []ledgerRow {
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]ledgerRow, len(es))
+	for i, e := range es {
+		reason := int64(e.Reason)
+		if aggregated {
+			reason = reasonMinuteOfTakes
+		}
+		out[i] = ledgerRow{
+			key: s.rowKey(e.Key), at: nanos(e.At), reason: reason,
+			delta: e.Delta, balance: e.Balance, n: max(e.Count, 1),
+			ref: sql.NullString{String: e.Ref, Valid: e.Ref != ""},
+		}
+	}
+	return out
+}
+
+func (r ledgerRow) entry(key throttle.Key) throttle.LedgerEntry {
+	reason := throttle.LedgerReason(r.reason)
+	if r.reason == reasonMinuteOfTakes {
+		reason = throttle.LedgerTake
+	}
+	return throttle.LedgerEntry{
+		ID: r.id, Key: key, At: fromNanos(r.at), Delta: r.delta, Balance: r.balance,
+		Reason: reason, Ref: r.ref.String, Count: r.n,
+	}
+}

@@ -1,0 +1,440 @@
+// Package sqlstore is the throttle.Store of balde on SQL: SQLite
+// (modernc.org/sqlite, pure Go, the embedded default) and PostgreSQL (pgx).
+//
+// Every Update is one transaction. On SQLite the transaction takes the
+// database's write lock at BEGIN (BEGIN IMMEDIATE) and all writes of a
+// process go through one connection, so several processes on one file
+// serialize on the lock and stay exact. On PostgreSQL the buckets are locked
+// with SELECT ... FOR UPDATE in key order, and a transaction that loses a race
+// to create a bucket is retried from the start.
+//
+// The SQL that differs between the engines (how rows are locked and written
+// in bulk) is in sqlite.go and postgres.go; everything else is shared.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"balde/migrations"
+	"balde/throttle"
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Clock is read once per transaction, after its locks are taken.
+	// Default throttle.SystemClock.
+	Clock throttle.Clock
+	// Migrate applies pending migrations before the store opens.
+	Migrate bool
+	// MaxConns bounds PostgreSQL connections (default 16). SQLite always
+	// writes through one connection and reads through up to MaxConns.
+	MaxConns int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is a throttle.Store on SQLite or PostgreSQL. Safe for concurrent use.
+type Store struct {
+	engine Engine
+	write  *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
+	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
+	rw     rowWriter
+	now    throttle.Clock
+	logger *slog.Logger
+
+	mu          sync.RWMutex
+	policyID    map[string]int64
+	policyNames map[int64]string
+}
+
+var _ throttle.Store = (*Store)(nil)
+
+// rowWriter is what differs between the engines inside an Update: loading
+// rows with their locks, and writing rows back in bulk.
+type rowWriter interface {
+	// loadBuckets locks and returns the rows of keys that exist.
+	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
+	// loadCredits returns the refs that are already in the ledger.
+	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
+	insertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error
+	updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error
+	deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error
+	insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error
+	addAggregated(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error
+	close() error
+}
+
+// Open connects to the database named by dsn (see ParseDSN), optionally
+// applying pending migrations first.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	engine, driverDSN, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Migrate {
+		if err := Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{
+		engine:      engine,
+		now:         opts.Clock,
+		logger:      opts.Logger,
+		policyID:    make(map[string]int64),
+		policyNames: make(map[int64]string),
+	}
+	if s.now == nil {
+		s.now = throttle.SystemClock
+	}
+	if s.logger == nil {
+		s.logger = slog.Default().WithGroup("sqlstore")
+	}
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = 16
+	}
+	switch engine {
+	case SQLite:
+		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
+		if err != nil {
+			return nil, formatError("open", err)
+		}
+		w.SetMaxOpenConns(1)
+		w.SetConnMaxIdleTime(0)
+		r, err := sql.Open("sqlite", driverDSN+"&_pragma=query_only(1)")
+		if err != nil {
+			w.Close()
+			return nil, formatError("open", err)
+		}
+		r.SetMaxOpenConns(maxConns)
+		r.SetMaxIdleConns(maxConns)
+		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
+		s.write, s.read = sqlx.NewDb(w, "sqlite3"), sqlx.NewDb(r, "sqlite3")
+	case Postgres:
+		db, err := sql.Open("pgx", driverDSN)
+		if err != nil {
+			return nil, formatError("open", err)
+		}
+		db.SetMaxOpenConns(maxConns)
+		db.SetMaxIdleConns(maxConns)
+		s.write = sqlx.NewDb(db, "pgx")
+		s.read = s.write
+	}
+	if err := s.write.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, formatError("open", err)
+	}
+	if engine == SQLite {
+		s.rw, err = newSQLiteWriter(ctx, s.write.DB)
+	} else {
+		s.rw = postgresWriter{}
+	}
+	if err != nil {
+		s.Close()
+		return nil, formatError("open", err)
+	}
+	return s, nil
+}
+
+// Engine tells which database the store is on.
+func (s *Store) Engine() Engine { return s.engine }
+
+// DB returns the store's write handle, for packages that keep their own
+// tables in the same database (their migrations live in migrations/).
+func (s *Store) DB() *sqlx.DB { return s.write }
+
+// ReadDB returns a handle for reads only (on SQLite a read-only pool that
+// does not wait behind writers).
+func (s *Store) ReadDB() *sqlx.DB { return s.read }
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	var errs []error
+	if s.rw != nil {
+		errs = append(errs, s.rw.close())
+	}
+	if s.read != nil && s.read != s.write {
+		errs = append(errs, s.read.Close())
+	}
+	if s.write != nil {
+		errs = append(errs, s.write.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return formatError("ping", s.read.PingContext(ctx))
+}
+
+// Migrate opens a dedicated connection to dsn and runs fn with a Migrator
+// (golang-migrate closes the connection it is given).
+func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
+	engine, driverDSN, err := ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	driver := "sqlite"
+	if engine == Postgres {
+		driver = "pgx"
+	} else {
+		driverDSN += "&_txlock=immediate"
+	}
+	db, err := sql.Open(driver, driverDSN)
+	if err != nil {
+		return formatError("migrate", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return formatError("migrate", err)
+	}
+	m, err := migrations.New(db, engine)
+	if err != nil {
+		db.Close()
+		return formatError("migrate", err)
+	}
+	defer m.Close()
+	return fn(m)
+}
+
+// rowKey is a Key as stored: the policy name interned.
+type rowKey struct {
+	policyID   int64
+	env        string
+	identifier string
+}
+
+type creditKey struct {
+	rowKey
+	ref string
+}
+
+// applyError marks an error returned by the apply function, which Update
+// returns unchanged.
+type applyError struct{ err error }
+
+func (e applyError) Error() string { return e.err.Error() }
+
+// Update implements throttle.Store.
+func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, throttle.Key.Compare)
+	keys = slices.Compact(keys)
+	names := make([]string, 0, len(keys)+len(credits))
+	for _, k := range keys {
+		names = append(names, k.Policy)
+	}
+	for _, c := range credits {
+		names = append(names, c.Key.Policy)
+	}
+	if err := s.ensurePolicies(ctx, names); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.update(ctx, keys, credits, apply)
+		var ae applyError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ae):
+			return ae.err
+		case retryable(err) && attempt < maxAttempts && ctx.Err() == nil:
+			s.logger.Debug("retrying a transaction that lost a race", slog.Int("attempt", attempt), slog.Any("error", err))
+			continue
+		}
+		return formatError("update", err)
+	}
+}
+
+// maxAttempts bounds the retries of a PostgreSQL transaction that lost a race.
+const maxAttempts = 20
+
+func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	// On SQLite BeginTx issues BEGIN IMMEDIATE (the DSN's _txlock): the
+	// write lock is ours from here, so the clock is read after it.
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	t := throttle.NewTx(s.now())
+
+	byRow := make(map[rowKey]throttle.Key, len(keys)+len(credits))
+	rowKeys := make([]rowKey, len(keys))
+	for i, k := range keys {
+		rowKeys[i] = s.rowKey(k)
+		byRow[rowKeys[i]] = k
+	}
+	rows, err := s.rw.loadBuckets(ctx, tx, rowKeys)
+	if err != nil {
+		return fmt.Errorf("load buckets: %w", err)
+	}
+	for _, r := range rows {
+		b, err := r.bucket(byRow[r.key])
+		if err != nil {
+			return err
+		}
+		t.Load(b)
+	}
+	if len(credits) > 0 {
+		refs := make([]creditKey, len(credits))
+		for i, c := range credits {
+			refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
+			byRow[refs[i].rowKey] = c.Key
+		}
+		found, err := s.rw.loadCredits(ctx, tx, refs)
+		if err != nil {
+			return fmt.Errorf("load credits: %w", err)
+		}
+		for _, f := range found {
+			t.LoadCredit(throttle.CreditRef{Key: byRow[f.rowKey], Ref: f.ref})
+		}
+	}
+
+	if err := apply(t); err != nil {
+		return applyError{err}
+	}
+
+	var inserts, updates []bucketRow
+	var deletes []rowKey
+	for _, w := range t.BucketWrites() {
+		row := s.toBucketRow(w.Bucket)
+		switch {
+		case w.Delete:
+			deletes = append(deletes, row.key)
+		case w.Insert:
+			inserts = append(inserts, row)
+		default:
+			updates = append(updates, row)
+		}
+	}
+	if err := s.rw.insertBuckets(ctx, tx, inserts); err != nil {
+		return fmt.Errorf("insert buckets: %w", err)
+	}
+	if err := s.rw.updateBuckets(ctx, tx, updates); err != nil {
+		return fmt.Errorf("update buckets: %w", err)
+	}
+	if err := s.rw.deleteBuckets(ctx, tx, deletes); err != nil {
+		return fmt.Errorf("delete buckets: %w", err)
+	}
+	entries, aggregated := t.LedgerRows()
+	if err := s.rw.insertLedger(ctx, tx, s.toLedgerRows(entries, false)); err != nil {
+		return fmt.Errorf("insert ledger: %w", err)
+	}
+	if err := s.rw.addAggregated(ctx, tx, s.toLedgerRows(aggregated, true)); err != nil {
+		return fmt.Errorf("insert ledger: %w", err)
+	}
+	return tx.Commit()
+}
+
+// ensurePolicies interns policy names, each in its own small transaction
+// the first time this process sees it.
+func (s *Store) ensurePolicies(ctx context.Context, names []string) error {
+	for _, name := range names {
+		s.mu.RLock()
+		_, ok := s.policyID[name]
+		s.mu.RUnlock()
+		if ok {
+			continue
+		}
+		if _, err := s.write.ExecContext(ctx, s.write.Rebind(`INSERT INTO policies (name) VALUES (?) ON CONFLICT (name) DO NOTHING`), name); err != nil {
+			return formatError("intern policy "+name, err)
+		}
+		if err := s.loadPolicies(ctx, s.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadPolicies refreshes the cache of interned policy names.
+func (s *Store) loadPolicies(ctx context.Context, db *sqlx.DB) error {
+	var rows []struct {
+		ID   int64  `db:"id"`
+		Name string `db:"name"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT id, name FROM policies`); err != nil {
+		return formatError("load policies", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		s.policyID[r.Name] = r.ID
+		s.policyNames[r.ID] = r.Name
+	}
+	return nil
+}
+
+// lookupPolicy returns the id of an interned policy name, refreshing the
+// cache once (another process may have interned it); ok is false for a name
+// never stored.
+func (s *Store) lookupPolicy(ctx context.Context, name string) (int64, bool, error) {
+	s.mu.RLock()
+	id, ok := s.policyID[name]
+	s.mu.RUnlock()
+	if ok {
+		return id, true, nil
+	}
+	if err := s.loadPolicies(ctx, s.read); err != nil {
+		return 0, false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok = s.policyID[name]
+	return id, ok, nil
+}
+
+// nameOf returns the name of an interned policy id, refreshing the cache
+// once when the id is new to this process.
+func (s *Store) nameOf(ctx context.Context, id int64) (string, error) {
+	s.mu.RLock()
+	name, ok := s.policyNames[id]
+	s.mu.RUnlock()
+	if ok {
+		return name, nil
+	}
+	if err := s.loadPolicies(ctx, s.read); err != nil {
+		return "", err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if name, ok := s.policyNames[id]; ok {
+		return name, nil
+	}
+	return "", formatError("load policies", fmt.Errorf("unknown policy id %d", id))
+}
+
+func (s *Store) rowKey(k throttle.Key) rowKey {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return rowKey{policyID: s.policyID[k.Policy], env: k.Env, identifier: k.Identifier}
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func nullNanos(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func fromNullNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromNanos(n.Int64)
+}

@@ -1,0 +1,20 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+	"balde/throttle/throttletest"
+)
+
+// TestStore runs the engine's whole behaviour suite on each SQL engine: the
+// same results as the in-memory reference store.
+func TestStore(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
+			return sqlstoretest.MustOpen(t, engine, clock)
+		})
+	})
+}

@@ -1,0 +1,113 @@
+// Package sqlstoretest opens real SQL stores for tests: a SQLite file in a
+// temporary directory, or a fresh schema in the PostgreSQL named by
+// BALDE_TEST_POSTGRES_DSN (the test is skipped, with a message, without it).
+package sqlstoretest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"flag"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/migrations"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+)
+
+// PostgresEnv names the variable holding the PostgreSQL DSN for tests.
+const PostgresEnv = "BALDE_TEST_POSTGRES_DSN"
+
+var dump = flag.Bool("dump", false, "keep SQLite test databases and print their paths")
+
+// Engines are the engines a store test runs on.
+var Engines = []sqlstore.Engine{sqlstore.SQLite, sqlstore.Postgres}
+
+// DSN returns the DSN of a new, empty, migrated database for one test on
+// engine: a SQLite file in tb.TempDir(), or a new schema in PostgreSQL that
+// is dropped at cleanup. It skips the test when engine is PostgreSQL and
+// BALDE_TEST_POSTGRES_DSN is not set.
+func DSN(tb testing.TB, engine sqlstore.Engine) string {
+	tb.Helper()
+	var dsn string
+	switch engine {
+	case sqlstore.SQLite:
+		dir := tb.TempDir()
+		if *dump {
+			d, err := os.MkdirTemp("", "balde-test-")
+			require.NoError(tb, err)
+			dir = d
+			tb.Logf("SQLite database kept at %s", filepath.Join(dir, "balde.db"))
+		}
+		dsn = "sqlite://" + filepath.Join(dir, "balde.db")
+	case sqlstore.Postgres:
+		dsn = PostgresSchema(tb)
+	default:
+		tb.Fatalf("unknown engine %q", engine)
+	}
+	require.NoError(tb, sqlstore.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
+	return dsn
+}
+
+// PostgresSchema creates a schema of its own for one test in the database of
+// BALDE_TEST_POSTGRES_DSN and returns a DSN whose search_path points at it;
+// the schema is dropped at cleanup. It skips the test without the variable.
+func PostgresSchema(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		tb.Skip(PostgresEnv + " not set: skipping PostgreSQL")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	db, err := sql.Open("pgx", base)
+	require.NoError(tb, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE SCHEMA ` + schema)
+	require.NoError(tb, err, "create schema in %s", PostgresEnv)
+	tb.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+	})
+	u, err := url.Parse(base)
+	require.NoError(tb, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// MustOpen opens a migrated store on a new database for one test and closes
+// it at cleanup.
+func MustOpen(tb testing.TB, engine sqlstore.Engine, clock throttle.Clock) *sqlstore.Store {
+	tb.Helper()
+	return MustOpenDSN(tb, DSN(tb, engine), clock)
+}
+
+// MustOpenDSN opens a store on an existing database (another process or
+// another store of the same test may share it) and closes it at cleanup.
+func MustOpenDSN(tb testing.TB, dsn string, clock throttle.Clock) *sqlstore.Store {
+	tb.Helper()
+	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{Clock: clock})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
+	return s
+}
+
+// ForEachEngine runs fn as a subtest per engine ("sqlite", "postgres").
+func ForEachEngine(t *testing.T, fn func(t *testing.T, engine sqlstore.Engine)) {
+	for _, e := range Engines {
+		t.Run(string(e), func(t *testing.T) { fn(t, e) })
+	}
+}

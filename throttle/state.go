@@ -1,0 +1,194 @@
+package throttle
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// BucketState is a bucket as a person or a monitor sees it at At: refilled,
+// with its policy and the waits that apply. Reading a state never writes.
+type BucketState struct {
+	// Bucket is refilled to At. Bucket.Severity is the level last stored.
+	Bucket
+	Policy Policy
+	At     time.Time
+	// Stored is false for a key with no row: a full bucket.
+	Stored bool
+	// Orphan is set for a stored row whose policy the resolver no longer
+	// knows; such a row is shown as stored, without refill.
+	Orphan bool
+	// Severity is the level at At (which refill may have improved).
+	Severity Severity
+	// CooldownLeft, BlockLeft and UntilFull are measured from At.
+	CooldownLeft time.Duration
+	BlockLeft    time.Duration
+	UntilFull    time.Duration
+	// RetryAfter is the wait until a request of cost 1 would be admitted.
+	RetryAfter time.Duration
+}
+
+func (l *Limiter) state(b Bucket, stored bool, now time.Time) BucketState {
+	p, err := l.Policy(b.Key)
+	if err != nil {
+		return BucketState{Bucket: b, At: now, Stored: stored, Orphan: true, Severity: b.Severity}
+	}
+	b.Refill(p, now)
+	s := BucketState{
+		Bucket: b, Policy: p, At: now, Stored: stored,
+		Severity:     l.rules.thresholds.Of(b.Tokens, p.Capacity),
+		CooldownLeft: b.UntilCooldownEnds(p, now),
+		BlockLeft:    b.UntilUnblocked(now),
+		UntilFull:    b.UntilFull(p, now),
+	}
+	s.RetryAfter = max(b.UntilTokens(p, 1, now), s.CooldownLeft, s.BlockLeft)
+	return s
+}
+
+// State returns key's bucket as of now. A key with no row is a full bucket.
+//
+// Errors: ErrInvalidKey, ErrUnknownPolicy, ErrStoreUnavailable.
+func (l *Limiter) State(ctx context.Context, key Key) (BucketState, error) {
+	p, err := l.Policy(key)
+	if err != nil {
+		return BucketState{}, err
+	}
+	rows, err := l.store.Buckets(ctx, []Key{key})
+	if err != nil {
+		return BucketState{}, fmt.Errorf("throttle: state %s: %w", key, err)
+	}
+	now := l.clock()
+	if len(rows) == 0 {
+		return l.state(NewBucket(key, p, now), false, now), nil
+	}
+	return l.state(rows[0], true, now), nil
+}
+
+// States returns the states of several keys at one instant, in the order
+// given; keys with no row are full buckets.
+func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error) {
+	policies := make([]Policy, len(keys))
+	for i, k := range keys {
+		p, err := l.Policy(k)
+		if err != nil {
+			return nil, err
+		}
+		policies[i] = p
+	}
+	rows, err := l.store.Buckets(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: states: %w", err)
+	}
+	byKey := make(map[Key]Bucket, len(rows))
+	for _, b := range rows {
+		byKey[b.Key] = b
+	}
+	now := l.clock()
+	out := make([]BucketState, len(keys))
+	for i, k := range keys {
+		b, ok := byKey[k]
+		if !ok {
+			b = NewBucket(k, policies[i], now)
+		}
+		out[i] = l.state(b, ok, now)
+	}
+	return out, nil
+}
+
+// Page is one page of a bucket listing.
+type Page struct {
+	States []BucketState
+	// Next is the cursor of the following page ("" on the last page); pass
+	// it to DecodeCursor and then as Filter.After.
+	Next string
+}
+
+// List returns the stored buckets matching f, refilled to now, one page at a
+// time (keyset pagination: the cost of a page does not grow with its depth).
+func (l *Limiter) List(ctx context.Context, f Filter) (Page, error) {
+	if f.Limit <= 0 || f.Limit > MaxPageSize {
+		f.Limit = min(max(f.Limit, DefaultPageSize), MaxPageSize)
+	}
+	want := f.Limit
+	f.Limit++ // one more tells whether there is a next page
+	rows, err := l.store.List(ctx, f)
+	if err != nil {
+		return Page{}, fmt.Errorf("throttle: list: %w", err)
+	}
+	var page Page
+	if len(rows) > want {
+		rows = rows[:want]
+		page.Next = EncodeCursor(rows[want-1].Key)
+	}
+	now := l.clock()
+	page.States = make([]BucketState, len(rows))
+	for i, b := range rows {
+		page.States[i] = l.state(b, true, now)
+	}
+	return page, nil
+}
+
+// Page sizes for List.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// EncodeCursor turns the last key of a page into an opaque URL-safe cursor.
+func EncodeCursor(k Key) string {
+	b, _ := json.Marshal([3]string{k.Policy, k.Env, k.Identifier})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor is the inverse of EncodeCursor; "" decodes to the zero Key.
+// The error wraps ErrInvalidKey.
+func DecodeCursor(s string) (Key, error) {
+	if s == "" {
+		return Key{}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var parts [3]string
+	if err == nil {
+		err = json.Unmarshal(b, &parts)
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("%w: bad cursor", ErrInvalidKey)
+	}
+	k := Key{Policy: parts[0], Env: parts[1], Identifier: parts[2]}
+	return k, k.Validate()
+}
+
+// Ledger returns ledger entries matching q, newest first.
+func (l *Limiter) Ledger(ctx context.Context, q LedgerQuery) ([]LedgerEntry, error) {
+	if q.Limit <= 0 || q.Limit > MaxPageSize {
+		q.Limit = min(max(q.Limit, DefaultPageSize), MaxPageSize)
+	}
+	entries, err := l.store.Ledger(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: ledger: %w", err)
+	}
+	return entries, nil
+}
+
+// CountLedger counts ledger events matching q.
+func (l *Limiter) CountLedger(ctx context.Context, q LedgerQuery) (int64, error) {
+	n, err := l.store.CountLedger(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("throttle: count ledger: %w", err)
+	}
+	return n, nil
+}
+
+// CountBySeverity counts stored buckets matching f by stored severity.
+func (l *Limiter) CountBySeverity(ctx context.Context, f Filter) (map[Severity]int64, error) {
+	m, err := l.store.CountBySeverity(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: count buckets: %w", err)
+	}
+	return m, nil
+}
+
+// Now returns the limiter's clock reading.
+func (l *Limiter) Now() time.Time { return l.clock() }

@@ -1,0 +1,102 @@
+// Package throttle is balde's engine: token buckets kept in a SQL store and
+// decided in one transaction each, so that several processes sharing a
+// database stay exact.
+//
+// The vocabulary:
+//
+//   - A Policy describes a kind of bucket (capacity, refill, cooldown,
+//     block, fail mode). A Key names one bucket: (policy, env, identifier).
+//   - Limiter.Take charges one or more keys at once, all or nothing, and
+//     answers a Decision. A refusal is a Decision with Allowed == false, a
+//     Reason (empty, cooldown, blocked) and the exact RetryAfter.
+//   - Limiter.Adjust applies what the outcome of a request costs or earns
+//     (a penalty, a refund, a credit), Limiter.Sync lowers the mirror to the
+//     remote side's state, Limiter.Reset is an operator filling a bucket.
+//   - Every change of tokens is a LedgerEntry with a reason and a reference.
+//
+// Units: tokens are whole int64 tokens; time is time.Time and
+// time.Duration, stored as integer nanoseconds. Refill is lazy (computed when
+// a bucket is read, nothing runs on a timer) and exact: under continuous
+// refill the fraction of the next token is carried in Bucket.Carry, never
+// rounded away. A clock that steps backwards never creates tokens.
+//
+// The rules are pure functions over a Tx, the in-memory view of one store
+// transaction; a Store only locks, loads and writes rows. That split lets a
+// store apply many decisions in one transaction with the same results as one
+// transaction each.
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps buckets and the ledger. Implementations: sqlstore (SQLite and
+// PostgreSQL). All methods are safe for concurrent use, also from several
+// processes on one database.
+//
+// Errors: a Store wraps ErrStoreUnavailable around every failure to reach or
+// use the database; ErrInvalidKey for a key it cannot store.
+type Store interface {
+	// Update runs one write transaction. It locks the buckets of keys (in
+	// Key.Compare order, to avoid deadlocks), reads its clock once, builds a
+	// Tx with NewTx, loads the rows that exist and the credit references of
+	// credits that were already applied, and calls apply. If apply returns
+	// nil it writes tx.BucketWrites and tx.LedgerRows and commits; otherwise
+	// it rolls back and returns apply's error unchanged.
+	//
+	// apply may be called more than once when the store retries a
+	// transaction that lost a race; it must depend only on the Tx it is given.
+	Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error
+
+	// Buckets returns the stored rows of keys that have one, in no
+	// particular order. It does not lock and does not write.
+	Buckets(ctx context.Context, keys []Key) ([]Bucket, error)
+
+	// List returns up to f.Limit stored rows matching f, in the store's key
+	// order, starting after f.After. It does not lock and does not write.
+	List(ctx context.Context, f Filter) ([]Bucket, error)
+
+	// CountBySeverity counts the stored rows matching f (After and Limit
+	// ignored) by their stored severity.
+	CountBySeverity(ctx context.Context, f Filter) (map[Severity]int64, error)
+
+	// Ledger returns up to q.Limit ledger entries matching q, newest first.
+	Ledger(ctx context.Context, q LedgerQuery) ([]LedgerEntry, error)
+
+	// CountLedger counts the ledger rows matching q (BeforeID and Limit
+	// ignored), summing Count for aggregated rows.
+	CountLedger(ctx context.Context, q LedgerQuery) (int64, error)
+
+	// PruneLedger deletes up to limit ledger rows older than before, oldest
+	// first, and returns how many it deleted. Callers loop until it returns
+	// fewer than limit.
+	PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// Filter selects buckets for listing. Empty fields match everything.
+type Filter struct {
+	Policy           string
+	Env              string
+	IdentifierPrefix string
+	// After is the keyset cursor: list keys strictly after it in the
+	// store's order. The zero Key starts at the beginning.
+	After Key
+	// Limit bounds the rows returned (a store may cap it).
+	Limit int
+}
+
+// LedgerQuery selects ledger entries. Empty fields match everything.
+type LedgerQuery struct {
+	// Key, when not nil, restricts to one bucket.
+	Key *Key
+	// Policy restricts to one policy (ignored when Key is set).
+	Policy  string
+	Reasons []LedgerReason
+	// Since keeps entries at or after it.
+	Since time.Time
+	// BeforeID is the keyset cursor: entries with ID < BeforeID; 0 means
+	// from the newest.
+	BeforeID int64
+	Limit    int
+}

@@ -1,0 +1,208 @@
+package throttletest
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"balde/throttle"
+)
+
+// MemStore is a throttle.Store in memory, with the SQL store's semantics:
+// Update is serialized (one transaction at a time), rolls back when apply
+// fails, and aggregates take rows per bucket and minute. It is for tests of
+// code above the engine that do not need a database.
+type MemStore struct {
+	// Now is the store's clock, read once per Update.
+	Now throttle.Clock
+
+	mu      sync.Mutex
+	buckets map[throttle.Key]throttle.Bucket
+	ledger  []throttle.LedgerEntry
+	nextID  int64
+}
+
+var _ throttle.Store = (*MemStore)(nil)
+
+// NewMemStore returns an empty store reading time from now.
+func NewMemStore(now throttle.Clock) *MemStore {
+	return &MemStore{Now: now, buckets: make(map[throttle.Key]throttle.Bucket)}
+}
+
+// Update implements throttle.Store.
+func (s *MemStore) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx := throttle.NewTx(s.Now())
+	for _, k := range keys {
+		if b, ok := s.buckets[k]; ok {
+			tx.Load(cloneBucket(b))
+		}
+	}
+	for _, c := range credits {
+		for _, e := range s.ledger {
+			if e.Key == c.Key && e.Reason == throttle.LedgerCredit && e.Ref == c.Ref {
+				tx.LoadCredit(c)
+				break
+			}
+		}
+	}
+	if err := apply(tx); err != nil {
+		return err
+	}
+	for _, w := range tx.BucketWrites() {
+		if w.Delete {
+			delete(s.buckets, w.Bucket.Key)
+		} else {
+			s.buckets[w.Bucket.Key] = cloneBucket(w.Bucket)
+		}
+	}
+	rows, aggregated := tx.LedgerRows()
+	for _, e := range rows {
+		s.nextID++
+		e.ID = s.nextID
+		s.ledger = append(s.ledger, e)
+	}
+	for _, e := range aggregated {
+		i := slices.IndexFunc(s.ledger, func(o throttle.LedgerEntry) bool {
+			return o.Key == e.Key && o.Reason == throttle.LedgerTake && o.At.Equal(e.At)
+		})
+		if i < 0 {
+			s.nextID++
+			e.ID = s.nextID
+			s.ledger = append(s.ledger, e)
+			continue
+		}
+		s.ledger[i].Delta += e.Delta
+		s.ledger[i].Count += e.Count
+		s.ledger[i].Balance = e.Balance
+	}
+	return nil
+}
+
+func cloneBucket(b throttle.Bucket) throttle.Bucket {
+	b.Spent = slices.Clone(b.Spent)
+	return b
+}
+
+// Buckets implements throttle.Store.
+func (s *MemStore) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []throttle.Bucket
+	for _, k := range keys {
+		if b, ok := s.buckets[k]; ok {
+			out = append(out, cloneBucket(b))
+		}
+	}
+	return out, nil
+}
+
+func (s *MemStore) matching(f throttle.Filter) []throttle.Bucket {
+	var out []throttle.Bucket
+	for k, b := range s.buckets {
+		if (f.Policy == "" || k.Policy == f.Policy) && (f.Env == "" || k.Env == f.Env) &&
+			strings.HasPrefix(k.Identifier, f.IdentifierPrefix) {
+			out = append(out, cloneBucket(b))
+		}
+	}
+	slices.SortFunc(out, func(a, b throttle.Bucket) int { return a.Key.Compare(b.Key) })
+	return out
+}
+
+// List implements throttle.Store, in Key.Compare order.
+func (s *MemStore) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := s.matching(f)
+	if f.After != (throttle.Key{}) {
+		i, _ := slices.BinarySearchFunc(all, f.After, func(b throttle.Bucket, k throttle.Key) int {
+			if c := b.Key.Compare(k); c != 0 {
+				return c
+			}
+			return -1 // strictly after
+		})
+		for i < len(all) && all[i].Key.Compare(f.After) <= 0 {
+			i++
+		}
+		all = all[i:]
+	}
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, nil
+}
+
+// CountBySeverity implements throttle.Store.
+func (s *MemStore) CountBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[throttle.Severity]int64)
+	for _, b := range s.matching(f) {
+		out[b.Severity]++
+	}
+	return out, nil
+}
+
+func (s *MemStore) ledgerMatching(q throttle.LedgerQuery) []throttle.LedgerEntry {
+	var out []throttle.LedgerEntry
+	for _, e := range s.ledger {
+		switch {
+		case q.Key != nil && e.Key != *q.Key,
+			q.Key == nil && q.Policy != "" && e.Key.Policy != q.Policy,
+			len(q.Reasons) > 0 && !slices.Contains(q.Reasons, e.Reason),
+			!q.Since.IsZero() && e.At.Before(q.Since):
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Ledger implements throttle.Store.
+func (s *MemStore) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []throttle.LedgerEntry
+	for _, e := range s.ledgerMatching(q) {
+		if q.BeforeID == 0 || e.ID < q.BeforeID {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b throttle.LedgerEntry) int { return cmp.Compare(b.ID, a.ID) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// CountLedger implements throttle.Store.
+func (s *MemStore) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, e := range s.ledgerMatching(q) {
+		n += e.Count
+	}
+	return n, nil
+}
+
+// PruneLedger implements throttle.Store.
+func (s *MemStore) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var kept []throttle.LedgerEntry
+	var n int64
+	for _, e := range s.ledger {
+		if e.At.Before(before) && n < int64(limit) {
+			n++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	s.ledger = kept
+	return n, nil
+}

@@ -1,0 +1,16 @@
+package throttletest_test
+
+import (
+	"testing"
+
+	"balde/throttle"
+	"balde/throttle/throttletest"
+)
+
+func TestMemStore(t *testing.T) {
+	throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
+		return throttletest.NewMemStore(clock)
+	})
+}
+
+func TestFailModes(t *testing.T) { throttletest.TestFailModes(t) }

@@ -1,0 +1,75 @@
+package throttletest
+
+import (
+	"context"
+	"time"
+
+	"balde/throttle"
+)
+
+// Store is a throttle.Store whose methods can be replaced one by one: a nil
+// function field falls through to Base. Use it to inject failures, e.g.
+//
+//	s := &throttletest.Store{Base: mem, UpdateFn: func(...) error { return throttle.ErrStoreUnavailable }}
+type Store struct {
+	Base throttle.Store
+
+	UpdateFn          func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error
+	BucketsFn         func(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error)
+	ListFn            func(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error)
+	CountBySeverityFn func(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error)
+	LedgerFn          func(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error)
+	CountLedgerFn     func(ctx context.Context, q throttle.LedgerQuery) (int64, error)
+	PruneLedgerFn     func(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+var _ throttle.Store = (*Store)(nil)
+
+func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	if s.UpdateFn != nil {
+		return s.UpdateFn(ctx, keys, credits, apply)
+	}
+	return s.Base.Update(ctx, keys, credits, apply)
+}
+
+func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
+	if s.BucketsFn != nil {
+		return s.BucketsFn(ctx, keys)
+	}
+	return s.Base.Buckets(ctx, keys)
+}
+
+func (s *Store) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+	if s.ListFn != nil {
+		return s.ListFn(ctx, f)
+	}
+	return s.Base.List(ctx, f)
+}
+
+func (s *Store) CountBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+	if s.CountBySeverityFn != nil {
+		return s.CountBySeverityFn(ctx, f)
+	}
+	return s.Base.CountBySeverity(ctx, f)
+}
+
+func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+	if s.LedgerFn != nil {
+		return s.LedgerFn(ctx, q)
+	}
+	return s.Base.Ledger(ctx, q)
+}
+
+func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+	if s.CountLedgerFn != nil {
+		return s.CountLedgerFn(ctx, q)
+	}
+	return s.Base.CountLedger(ctx, q)
+}
+
+func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
+	if s.PruneLedgerFn != nil {
+		return s.PruneLedgerFn(ctx, before, limit)
+	}
+	return s.Base.PruneLedger(ctx, before, limit)
+}

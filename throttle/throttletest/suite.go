@@ -1,0 +1,648 @@
+package throttletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/throttle"
+)
+
+// OpenStore opens an empty store for one test, reading time from clock. It
+// registers its own cleanup.
+type OpenStore func(t *testing.T, clock throttle.Clock) throttle.Store
+
+// TestStore runs the engine's behaviour tests through a Limiter over stores
+// opened by open. Every Store implementation must pass it: that is what makes
+// the in-memory, SQLite and PostgreSQL stores interchangeable.
+func TestStore(t *testing.T, open OpenStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open OpenStore)
+	}{
+		{"PenaltyRetryAfterIsExact", testPenaltyRetryAfter},
+		{"RefillModes", testRefillModes},
+		{"CarryIsNeverLost", testCarryIsNeverLost},
+		{"BackwardsClockCreatesNoTokens", testBackwardsClock},
+		{"CreditCappedAndIdempotent", testCredits},
+		{"MultiKeyAllOrNothing", testMultiKey},
+		{"Cooldown", testCooldown},
+		{"BlockAfterRefusal", testBlock},
+		{"RollingWindow", testRolling},
+		{"SeverityChanges", testSeverity},
+		{"Sync", testSync},
+		{"Reset", testReset},
+		{"LedgerExplainsBalance", testLedgerReplay},
+		{"LedgerAggregatesTakes", testLedgerAggregate},
+		{"ListAndPaginate", testList},
+		{"PruneKeepsResults", testPrune},
+		{"BadInputChangesNothing", testBadInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open) })
+	}
+}
+
+// Env is a Limiter over a fresh store with a fake clock.
+type Env struct {
+	T       *testing.T
+	Clock   *FakeClock
+	Store   throttle.Store
+	Limiter *throttle.Limiter
+	Notes   *Recorder
+}
+
+// NewEnv opens a store and a limiter resolving policies.
+func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg throttle.Config) *Env {
+	t.Helper()
+	e := &Env{T: t, Clock: NewFakeClock(Epoch), Notes: &Recorder{}}
+	e.Store = open(t, e.Clock.Now)
+	cfg.Clock, cfg.Notifier = e.Clock.Now, e.Notes
+	lim, err := throttle.NewLimiter(e.Store, policies, cfg)
+	require.NoError(t, err)
+	e.Limiter = lim
+	return e
+}
+
+// Take charges cost on key and fails the test on error.
+func (e *Env) Take(key throttle.Key, cost int64) throttle.Decision {
+	e.T.Helper()
+	d, err := e.Limiter.Take(context.Background(), "", throttle.Charge{Key: key, Cost: cost})
+	require.NoError(e.T, err)
+	return d
+}
+
+// State reads key's state and fails the test on error.
+func (e *Env) State(key throttle.Key) throttle.BucketState {
+	e.T.Helper()
+	s, err := e.Limiter.State(context.Background(), key)
+	require.NoError(e.T, err)
+	return s
+}
+
+// Recorder is a Notifier that keeps what it was told.
+type Recorder struct {
+	mu      sync.Mutex
+	Changes []throttle.SeverityChange
+}
+
+// Notify implements throttle.Notifier.
+func (r *Recorder) Notify(_ context.Context, c throttle.SeverityChange) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Changes = append(r.Changes, c)
+}
+
+// Step is one request of a step table: after moving the clock by Advance,
+// take Cost from the key and expect the decision.
+type Step struct {
+	Advance       time.Duration
+	Cost          int64
+	WantAllowed   bool
+	WantReason    throttle.Reason
+	WantRemaining int64
+	WantRetry     time.Duration
+}
+
+// Run plays steps against key and reports the index of a failing step.
+func (e *Env) Run(key throttle.Key, steps []Step) {
+	e.T.Helper()
+	for i, s := range steps {
+		e.Clock.Advance(s.Advance)
+		d := e.Take(key, s.Cost)
+		got := Step{Advance: s.Advance, Cost: s.Cost, WantAllowed: d.Allowed, WantReason: d.Reason, WantRemaining: d.Remaining, WantRetry: d.RetryAfter}
+		require.Equal(e.T, s, got, "step %d", i)
+	}
+}
+
+var (
+	keyA = throttle.Key{Policy: "P", Env: "test", Identifier: "a"}
+	keyB = throttle.Key{Policy: "Q", Env: "test", Identifier: "b"}
+)
+
+// pf is the DICT's PF user anti-scan bucket: 2 per minute, capacity 100.
+func pf(mode throttle.RefillMode) throttle.Policy {
+	return throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 2, RefillPeriod: time.Minute, Refill: mode}
+}
+
+func one(p throttle.Policy) throttle.Policies { return throttle.Policies{p.Name: p} }
+
+func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
+	// The DICT manual's example: a PF payer with 5 tokens whose lookup
+	// returns 404 is at -15 and may look up again only after 8 minutes.
+	tests := []struct {
+		mode throttle.RefillMode
+		// The balance 1 ns before the 8 minutes: continuous has accrued all
+		// but a sliver of the 16th token; stepwise has had 7 steps of 2.
+		wantJustBefore int64
+	}{
+		{throttle.RefillContinuous, 0},
+		{throttle.RefillStepwise, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			e := NewEnv(t, open, one(pf(tt.mode)), throttle.Config{})
+			e.Run(keyA, []Step{
+				{Cost: 95, WantAllowed: true, WantRemaining: 5},
+				{Cost: 1, WantAllowed: true, WantRemaining: 4}, // the lookup is reserved
+			})
+			// It returned 404: 20 in all, 19 more than reserved.
+			adj, err := e.Limiter.Adjust(context.Background(), throttle.Adjustment{Key: keyA, Delta: -19, Reason: throttle.LedgerPenalty, Ref: "404"})
+			require.NoError(t, err)
+			require.Equal(t, int64(-15), adj[0].Balance)
+			e.Run(keyA, []Step{
+				{Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: -15, WantRetry: 8 * time.Minute},
+				{Advance: 8*time.Minute - time.Nanosecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: tt.wantJustBefore, WantRetry: time.Nanosecond},
+				{Advance: time.Nanosecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+			})
+		})
+	}
+}
+
+func testRefillModes(t *testing.T, open OpenStore) {
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second}
+	tests := []struct {
+		mode  throttle.RefillMode
+		steps []Step
+	}{
+		{throttle.RefillContinuous, []Step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			{Advance: 1500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0}, // 1.5 tokens accrued, 0.5 carried
+			{Advance: 400 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 100 * time.Millisecond},
+			{Advance: 100 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{throttle.RefillStepwise, []Step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			{Advance: 1500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 8500 * time.Millisecond},
+			{Advance: 8500 * time.Millisecond, Cost: 10, WantAllowed: true, WantRemaining: 0}, // the whole step at once
+			{Advance: 9 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: time.Second},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			p.Refill = tt.mode
+			e := NewEnv(t, open, one(p), throttle.Config{})
+			e.Run(keyA, tt.steps)
+		})
+	}
+}
+
+func testCarryIsNeverLost(t *testing.T, open OpenStore) {
+	// 7 tokens per 3 s: a token every 428571428.57 ns, not a whole number.
+	// A thousand takes one millisecond apart must leave the same balance as
+	// the same thousand tokens taken at once a second later.
+	p := throttle.Policy{Name: "P", Capacity: 5000, RefillTokens: 7, RefillPeriod: 3 * time.Second}
+	slow := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
+	fast := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
+	for _, e := range []*Env{slow, fast} {
+		require.True(t, e.Take(keyA, 3000).Allowed)
+	}
+	for range 1000 {
+		slow.Clock.Advance(time.Millisecond)
+		require.True(t, slow.Take(keyA, 1).Allowed)
+	}
+	fast.Clock.Advance(time.Second)
+	require.True(t, fast.Take(keyA, 1000).Allowed)
+	s, f := slow.State(keyA), fast.State(keyA)
+	require.Equal(t, f.Tokens, s.Tokens)
+	require.Equal(t, f.Carry, s.Carry)
+	require.Equal(t, int64(5000-3000-1000+2), s.Tokens) // 7/3 tokens per second, 1 s
+	require.Equal(t, f.RetryAfter, s.RetryAfter)
+}
+
+func testBackwardsClock(t *testing.T, open OpenStore) {
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	e.Run(keyA, []Step{
+		{Cost: 10, WantAllowed: true, WantRemaining: 0},
+		// The clock steps back 10 s: no token appears, and the wait is
+		// counted from the latest instant the bucket has seen.
+		{Advance: -10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 11 * time.Second},
+		{Advance: 10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: time.Second},
+		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+	})
+}
+
+func testCredits(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+	require.True(t, e.Take(keyA, 1).Allowed)
+
+	credit := func(ref string, n int64) throttle.Adjusted {
+		t.Helper()
+		out, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: n, Reason: throttle.LedgerCredit, Ref: ref})
+		require.NoError(t, err)
+		return out[0]
+	}
+	// +2 on 99 of 100: capped at capacity.
+	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: 1, Balance: 100}, credit("E2E-1", 2))
+	require.True(t, e.Take(keyA, 10).Allowed)
+	// The same reference again: nothing.
+	require.Equal(t, throttle.Adjusted{Key: keyA, Balance: 90, Duplicate: true}, credit("E2E-1", 2))
+	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: 2, Balance: 92}, credit("E2E-2", 2))
+	require.Equal(t, int64(92), e.State(keyA).Tokens)
+
+	// Two credits with one reference in one call: the second is a duplicate.
+	out, err := e.Limiter.Adjust(ctx,
+		throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerCredit, Ref: "E2E-3"},
+		throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerCredit, Ref: "E2E-3"})
+	require.NoError(t, err)
+	require.False(t, out[0].Duplicate)
+	require.True(t, out[1].Duplicate)
+	require.Equal(t, int64(93), e.State(keyA).Tokens)
+}
+
+func testMultiKey(t *testing.T, open OpenStore) {
+	ps := throttle.Policies{
+		"P": {Name: "P", Capacity: 5, RefillTokens: 1, RefillPeriod: time.Hour},
+		"Q": {Name: "Q", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour},
+	}
+	e := NewEnv(t, open, ps, throttle.Config{})
+	both := []throttle.Charge{{Key: keyA, Cost: 1}, {Key: keyB, Cost: 1}}
+	d, err := e.Limiter.Take(context.Background(), "r1", both...)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, keyB, d.Key) // fewest tokens left
+	require.Equal(t, int64(0), d.Remaining)
+
+	d, err = e.Limiter.Take(context.Background(), "r2", both...)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	require.Equal(t, keyB, d.Key)
+	require.Equal(t, throttle.ReasonEmpty, d.Reason)
+	require.Equal(t, time.Hour, d.RetryAfter)
+	// The first key was not charged for the refused request.
+	require.Equal(t, int64(4), e.State(keyA).Tokens)
+	require.Equal(t, int64(1), e.State(keyA).SendCount)
+}
+
+func testCooldown(t *testing.T, open OpenStore) {
+	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	e.Run(keyA, []Step{
+		{Cost: 1, WantAllowed: true, WantRemaining: 99},
+		{Advance: 3 * time.Second, Cost: 1, WantReason: throttle.ReasonCooldown, WantRemaining: 99, WantRetry: 7 * time.Second},
+		{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 98},
+	})
+	s := e.State(keyA)
+	require.Equal(t, int64(2), s.SendCount)
+	require.Equal(t, Epoch.Add(10*time.Second), s.LastSentAt.UTC())
+	require.Equal(t, 10*time.Second, s.CooldownLeft)
+}
+
+func testBlock(t *testing.T, open OpenStore) {
+	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	e.Run(keyA, []Step{
+		{Cost: 1, WantAllowed: true, WantRemaining: 1},
+		{Cost: 1, WantAllowed: true, WantRemaining: 0},
+		// Over the limit: blocked for 5 minutes, even though tokens come back
+		// sooner.
+		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 5 * time.Minute},
+		{Advance: time.Minute, Cost: 1, WantReason: throttle.ReasonBlocked, WantRemaining: 2, WantRetry: 4 * time.Minute},
+		{Advance: 4 * time.Minute, Cost: 1, WantAllowed: true, WantRemaining: 1},
+	})
+}
+
+func testRolling(t *testing.T, open OpenStore) {
+	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	e.Run(keyA, []Step{
+		{Cost: 1, WantAllowed: true, WantRemaining: 2},
+		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
+		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		// At most 3 in any 10 s: the first comes back at 10 s.
+		{Advance: time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 7 * time.Second},
+		{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		{Advance: 500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 500 * time.Millisecond},
+		{Advance: 500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+	})
+}
+
+func testSeverity(t *testing.T, open OpenStore) {
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	require.True(t, e.Take(keyA, 5).Allowed) // 50 %: still Healthy
+	require.Empty(t, e.Notes.Changes)
+	require.True(t, e.Take(keyA, 1).Allowed) // 40 %
+	require.True(t, e.Take(keyA, 3).Allowed) // 10 %: High (Critical is below 10 %)
+	require.True(t, e.Take(keyA, 1).Allowed) // 0 %
+	var got []string
+	for _, c := range e.Notes.Changes {
+		got = append(got, c.From.String()+">"+c.To.String())
+	}
+	require.Equal(t, []string{"Healthy>Medium", "Medium>High", "High>Critical"}, got)
+	require.Equal(t, throttle.SeverityCritical, e.State(keyA).Bucket.Severity)
+	// Refill shows the current level without writing it.
+	e.Clock.Advance(time.Minute)
+	s := e.State(keyA)
+	require.Equal(t, throttle.SeverityHealthy, s.Severity)
+	require.Equal(t, throttle.SeverityCritical, s.Bucket.Severity)
+
+	counts, err := e.Limiter.CountBySeverity(context.Background(), throttle.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, counts)
+}
+
+func testSync(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+	// The remote side says 30 tokens: lowered.
+	out, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: 30, Ref: "reconcile"})
+	require.NoError(t, err)
+	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: -70, Balance: 30}, out[0])
+	// 50 is more than the mirror has: never raised.
+	out, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: 50})
+	require.NoError(t, err)
+	require.Equal(t, throttle.Adjusted{Key: keyA, Balance: 30}, out[0])
+	// A remote 429 with Retry-After 90 s: empty and blocked for 90 s.
+	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: 0, BlockFor: 90 * time.Second, Ref: "429"})
+	require.NoError(t, err)
+	e.Run(keyA, []Step{
+		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 90 * time.Second},
+		// 90 s of stepwise refill is one step of 2 tokens.
+		{Advance: 90 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
+	})
+}
+
+func testReset(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: time.Minute, BlockFor: time.Hour}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	e.Take(keyA, 2)
+	require.Equal(t, throttle.ReasonBlocked, e.Take(keyA, 1).Reason)
+
+	s, err := e.Limiter.Reset(ctx, keyA, "alice")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), s.Tokens)
+	require.Zero(t, s.BlockLeft)
+	require.Zero(t, s.CooldownLeft)
+	require.True(t, e.Take(keyA, 1).Allowed)
+
+	entries, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "alice", entries[0].Ref)
+	require.Equal(t, int64(2), entries[0].Delta)
+
+	_, err = e.Limiter.Reset(ctx, keyA, "")
+	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
+}
+
+func testLedgerReplay(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	for _, mode := range []throttle.RefillMode{throttle.RefillContinuous, throttle.RefillStepwise} {
+		t.Run(mode.String(), func(t *testing.T) {
+			p := throttle.Policy{Name: "P", Capacity: 20, RefillTokens: 7, RefillPeriod: 3 * time.Second, Refill: mode}
+			e := NewEnv(t, open, one(p), throttle.Config{})
+			// A mixed history: takes, refusals, penalties, credits, a reset.
+			for i := range 200 {
+				e.Clock.Advance(time.Duration(i%7) * 37 * time.Millisecond)
+				d := e.Take(keyA, 1+int64(i%3))
+				switch {
+				case d.Allowed && i%5 == 0:
+					_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -4, Reason: throttle.LedgerPenalty})
+					require.NoError(t, err)
+				case d.Allowed && i%11 == 0:
+					_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: 3, Reason: throttle.LedgerCredit, Ref: fmt.Sprint("E", i)})
+					require.NoError(t, err)
+				case i == 150:
+					_, err := e.Limiter.Reset(ctx, keyA, "bob")
+					require.NoError(t, err)
+				}
+			}
+			entries, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &keyA, Limit: throttle.MaxPageSize})
+			require.NoError(t, err)
+			reverse(entries)
+			b, err := throttle.Replay(p, entries)
+			require.NoError(t, err)
+			s := e.State(keyA)
+			b.Refill(p, s.At)
+			require.Equal(t, s.Tokens, b.Tokens)
+			require.Equal(t, s.Carry, b.Carry)
+		})
+	}
+}
+
+func reverse(es []throttle.LedgerEntry) {
+	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+		es[i], es[j] = es[j], es[i]
+	}
+}
+
+func testLedgerAggregate(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 1000, RefillTokens: 1, RefillPeriod: time.Hour}
+	e := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerAggregateTakes})
+	for range 10 {
+		e.Clock.Advance(time.Second)
+		e.Take(keyA, 2)
+	}
+	_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "404"})
+	require.NoError(t, err)
+	e.Clock.Advance(time.Minute)
+	e.Take(keyA, 1)
+
+	entries, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &keyA})
+	require.NoError(t, err)
+	require.Len(t, entries, 3) // one take row per minute, the penalty alone
+	reverse(entries)
+	require.Equal(t, throttle.LedgerTake, entries[0].Reason)
+	require.Equal(t, int64(10), entries[0].Count)
+	require.Equal(t, int64(-20), entries[0].Delta)
+	require.Equal(t, int64(980), entries[0].Balance)
+	require.Equal(t, throttle.LedgerPenalty, entries[1].Reason)
+	require.Equal(t, int64(1), entries[2].Count)
+	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+	require.NoError(t, err)
+	require.Equal(t, int64(11), n)
+}
+
+func testList(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	ps := throttle.Policies{
+		"P": {Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
+		"Q": {Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
+	}
+	e := NewEnv(t, open, ps, throttle.Config{})
+	var want []throttle.Key
+	for _, pol := range []string{"P", "Q"} {
+		for _, env := range []string{"prod", "test"} {
+			for i := range 7 {
+				k := throttle.Key{Policy: pol, Env: env, Identifier: fmt.Sprintf("id-%02d", i)}
+				e.Take(k, 1)
+				want = append(want, k)
+			}
+		}
+	}
+	var got []throttle.Key
+	f := throttle.Filter{Limit: 5}
+	pages := 0
+	for {
+		page, err := e.Limiter.List(ctx, f)
+		require.NoError(t, err)
+		pages++
+		for _, s := range page.States {
+			require.Equal(t, int64(9), s.Tokens)
+			got = append(got, s.Key)
+		}
+		if page.Next == "" {
+			break
+		}
+		f.After, err = throttle.DecodeCursor(page.Next)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 6, pages)
+	require.ElementsMatch(t, want, got)
+	require.Len(t, got, len(want)) // no key twice
+
+	page, err := e.Limiter.List(ctx, throttle.Filter{Policy: "Q", Env: "test", IdentifierPrefix: "id-0", Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, page.States, 7)
+	for _, s := range page.States {
+		require.Equal(t, "Q", s.Key.Policy)
+		require.Equal(t, "test", s.Key.Env)
+	}
+	page, err = e.Limiter.List(ctx, throttle.Filter{IdentifierPrefix: "id-03"})
+	require.NoError(t, err)
+	require.Len(t, page.States, 4)
+}
+
+func testPrune(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
+	pruned := NewEnv(t, open, one(p), throttle.Config{})
+	control := NewEnv(t, open, one(p), throttle.Config{})
+	keys := []throttle.Key{keyA, {Policy: "P", Env: "test", Identifier: "c"}}
+	play := func(round int) []throttle.Decision {
+		var out []throttle.Decision
+		for _, e := range []*Env{pruned, control} {
+			e.Clock.Advance(time.Duration(round%4) * 40 * time.Second)
+			for i, k := range keys {
+				out = append(out, e.Take(k, int64(1+(round+i)%2)))
+			}
+		}
+		return out
+	}
+	for round := range 30 {
+		d := play(round)
+		// Both stores answered the same.
+		require.Equal(t, d[:2], d[2:], "round %d", round)
+		if round%5 == 4 {
+			_, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2})
+			require.NoError(t, err)
+		}
+	}
+	// After a long idle time every bucket is full: all rows go.
+	pruned.Clock.Advance(time.Hour)
+	res, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Buckets)
+	n, err := pruned.Limiter.CountLedger(ctx, throttle.LedgerQuery{})
+	require.NoError(t, err)
+	require.Zero(t, n)
+	page, err := pruned.Limiter.List(ctx, throttle.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, page.States)
+	require.Equal(t, int64(3), pruned.State(keyA).Tokens)
+}
+
+func testBadInput(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	tests := []struct {
+		name    string
+		charges []throttle.Charge
+		want    error
+	}{
+		{"ErrUnknownPolicy", []throttle.Charge{{Key: throttle.Key{Policy: "NOPE", Env: "test", Identifier: "a"}, Cost: 1}}, throttle.ErrUnknownPolicy},
+		{"ErrInvalidKeyEmptyEnv", []throttle.Charge{{Key: throttle.Key{Policy: "P", Identifier: "a"}, Cost: 1}}, throttle.ErrInvalidKey},
+		{"ErrInvalidKeyControlChar", []throttle.Charge{{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "a\x00"}, Cost: 1}}, throttle.ErrInvalidKey},
+		{"ErrInvalidCostZero", []throttle.Charge{{Key: keyA, Cost: 0}}, throttle.ErrInvalidCost},
+		{"ErrInvalidCostAboveCapacity", []throttle.Charge{{Key: keyA, Cost: 4}}, throttle.ErrInvalidCost},
+		{"ErrInvalidCostNoCharge", nil, throttle.ErrInvalidCost},
+		// One bad key spoils the whole request: the good one is not charged.
+		{"ErrUnknownPolicyInMulti", []throttle.Charge{{Key: keyA, Cost: 1}, {Key: throttle.Key{Policy: "NOPE", Env: "test", Identifier: "a"}, Cost: 1}}, throttle.ErrUnknownPolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.Limiter.Take(ctx, "", tt.charges...)
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+	adjs := []struct {
+		name string
+		adj  throttle.Adjustment
+	}{
+		{"PositivePenalty", throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerPenalty}},
+		{"NegativeCredit", throttle.Adjustment{Key: keyA, Delta: -1, Reason: throttle.LedgerCredit, Ref: "x"}},
+		{"CreditWithoutRef", throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerCredit}},
+		{"TakeIsNotAnAdjustment", throttle.Adjustment{Key: keyA, Delta: -1, Reason: throttle.LedgerTake}},
+	}
+	for _, tt := range adjs {
+		t.Run("ErrInvalidAdjustment"+tt.name, func(t *testing.T) {
+			_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -1, Reason: throttle.LedgerPenalty}, tt.adj)
+			require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
+		})
+	}
+	// Nothing above moved a token or wrote a row.
+	page, err := e.Limiter.List(ctx, throttle.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, page.States)
+	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{})
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// errUnavailable stands for a database that does not answer.
+var errUnavailable = fmt.Errorf("%w: connection refused", throttle.ErrStoreUnavailable)
+
+// TestFailModes checks that a store failure refuses for a fail-closed policy
+// and admits, visibly, for a fail-open one.
+func TestFailModes(t *testing.T) {
+	closed := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Minute}
+	open := closed
+	open.Name, open.FailMode = "Q", throttle.FailOpen
+	failing := &Store{Base: NewMemStore(SystemNow), UpdateFn: func(context.Context, []throttle.Key, []throttle.CreditRef, func(*throttle.Tx) error) error {
+		return errUnavailable
+	}}
+	obs := &countingObserver{}
+	lim, err := throttle.NewLimiter(failing, throttle.Policies{"P": closed, "Q": open}, throttle.Config{Observer: obs})
+	require.NoError(t, err)
+
+	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1})
+	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
+
+	d, err := lim.Take(context.Background(), "", throttle.Charge{Key: keyB, Cost: 1})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.True(t, d.FailOpen)
+	require.Equal(t, 1, obs.failedOpen)
+
+	// Mixed: one closed policy makes the request fail closed.
+	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyB, Cost: 1})
+	require.True(t, errors.Is(err, throttle.ErrStoreUnavailable))
+	require.Equal(t, 1, obs.failedOpen)
+}
+
+// SystemNow is time.Now as a throttle.Clock.
+func SystemNow() time.Time { return time.Now() }
+
+type countingObserver struct {
+	mu         sync.Mutex
+	failedOpen int
+}
+
+func (o *countingObserver) Decided(throttle.Decision, time.Duration) {}
+func (o *countingObserver) FailedOpen(throttle.Key, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failedOpen++
+}
+func (o *countingObserver) SeverityChanged(throttle.SeverityChange) {}

@@ -1,0 +1,161 @@
+package throttle
+
+import (
+	"slices"
+	"time"
+)
+
+// CreditRef names a credit already applied: a reference on one bucket.
+type CreditRef struct {
+	Key Key
+	Ref string
+}
+
+// Tx is the in-memory view of one store transaction. A Store builds it with
+// NewTx from the rows it locked and loaded, hands it to the engine's apply
+// function, then writes back what Tx reports: BucketWrites and LedgerRows.
+// The rules (refill, admission, penalties) run only here, in memory, so one
+// transaction may carry many decisions in sequence, each seeing the effects
+// of the ones before it.
+//
+// A Tx is used by one goroutine.
+type Tx struct {
+	now         time.Time
+	granularity LedgerGranularity
+	buckets     map[Key]*txBucket
+	credited    map[CreditRef]bool
+	ledger      []LedgerEntry
+	aggregated  []LedgerEntry // routine takes folded per bucket (LedgerAggregateTakes)
+	aggIndex    map[Key]int   // index in aggregated per key
+	changes     []SeverityChange
+}
+
+type txBucket struct {
+	b      Bucket
+	stored bool // a row exists in the store
+	dirty  bool
+	delete bool
+}
+
+// NewTx starts the view of a transaction that runs at now (read from the
+// store's clock once, after the locks were taken).
+func NewTx(now time.Time) *Tx {
+	return &Tx{
+		now:      now,
+		buckets:  make(map[Key]*txBucket),
+		credited: make(map[CreditRef]bool),
+	}
+}
+
+// Now is the instant of the transaction.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// Load adds a stored row to the view. Keys with no row are absent: the
+// engine treats them as full buckets.
+func (tx *Tx) Load(b Bucket) { tx.buckets[b.Key] = &txBucket{b: b, stored: true} }
+
+// LoadCredit records that ref was already credited to its bucket.
+func (tx *Tx) LoadCredit(ref CreditRef) { tx.credited[ref] = true }
+
+// BucketWrite is one row to write back: Insert when the store has no row for
+// the key yet, Delete when the row is to be removed, otherwise an update.
+type BucketWrite struct {
+	Bucket Bucket
+	Insert bool
+	Delete bool
+}
+
+// BucketWrites returns the rows the transaction changed, in key order.
+func (tx *Tx) BucketWrites() []BucketWrite {
+	var out []BucketWrite
+	for _, tb := range tx.buckets {
+		if !tb.dirty {
+			continue
+		}
+		if tb.delete {
+			if tb.stored {
+				out = append(out, BucketWrite{Bucket: tb.b, Delete: true})
+			}
+			continue
+		}
+		out = append(out, BucketWrite{Bucket: tb.b, Insert: !tb.stored})
+	}
+	slices.SortFunc(out, func(a, b BucketWrite) int { return a.Bucket.Key.Compare(b.Bucket.Key) })
+	return out
+}
+
+// LedgerRows returns the ledger rows to insert, in the order they happened.
+// Aggregated take rows (Count may be > 1, At truncated to the minute) are
+// returned separately: the store adds them to the row of the same bucket and
+// minute if there is one.
+func (tx *Tx) LedgerRows() (rows, aggregated []LedgerEntry) {
+	return tx.ledger, tx.aggregated
+}
+
+// SeverityChanges returns the severity transitions of the transaction.
+func (tx *Tx) SeverityChanges() []SeverityChange { return tx.changes }
+
+// bucket returns the view of key under p, creating a full bucket for an
+// absent key, refilled to the transaction's now.
+func (tx *Tx) bucket(key Key, p Policy) *txBucket {
+	tb, ok := tx.buckets[key]
+	if !ok || tb.delete {
+		tb = &txBucket{b: NewBucket(key, p, tx.now), stored: ok && tb.stored}
+		tx.buckets[key] = tb
+	}
+	tb.b.Refill(p, tx.now)
+	return tb
+}
+
+// record appends a ledger row for a change of tb, folding takes into one row
+// per bucket when the granularity asks for it.
+func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
+	if reason == LedgerTake {
+		switch tx.granularity {
+		case LedgerNoTakes:
+			return
+		case LedgerAggregateTakes:
+			if i, ok := tx.aggIndex[tb.b.Key]; ok {
+				e := &tx.aggregated[i]
+				e.Delta += delta
+				e.Balance = tb.b.Tokens
+				e.Count++
+				return
+			}
+			if tx.aggIndex == nil {
+				tx.aggIndex = make(map[Key]int)
+			}
+			tx.aggIndex[tb.b.Key] = len(tx.aggregated)
+			tx.aggregated = append(tx.aggregated, LedgerEntry{
+				Key: tb.b.Key, At: tx.now.Truncate(time.Minute), Delta: delta,
+				Balance: tb.b.Tokens, Reason: reason, Count: 1,
+			})
+			return
+		}
+	}
+	tx.ledger = append(tx.ledger, LedgerEntry{
+		Key: tb.b.Key, At: tx.now, Delta: delta, Balance: tb.b.Tokens,
+		Reason: reason, Ref: ref, Count: 1,
+	})
+}
+
+// touch marks tb changed and updates its stored severity, noting a
+// transition for the Notifier.
+func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
+	tb.dirty = true
+	tb.delete = false
+	sev := th.Of(tb.b.Tokens, p.Capacity)
+	if sev != tb.b.Severity {
+		from := tb.b.Severity
+		if from == SeverityUnknown {
+			from = SeverityHealthy // a bucket with no row was full
+		}
+		if from != sev {
+			tx.changes = append(tx.changes, SeverityChange{
+				Key: tb.b.Key, From: from, To: sev,
+				Tokens: tb.b.Tokens, Capacity: p.Capacity, At: tx.now,
+			})
+		}
+		tb.b.Severity = sev
+	}
+}

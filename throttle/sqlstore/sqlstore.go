@@ -262,13 +262,14 @@ const maxAttempts = 20
 
 func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
 	// On SQLite BeginTx issues BEGIN IMMEDIATE (the DSN's _txlock): the
-	// write lock is ours from here, so the clock is read after it.
+	// write lock is ours from here. On PostgreSQL loadBuckets takes the row
+	// locks. Either way the clock is read once the locks are held, so a
+	// transaction never runs at an instant before the one it waited for.
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	t := throttle.NewTx(s.now())
 
 	byRow := make(map[rowKey]throttle.Key, len(keys)+len(credits))
 	rowKeys := make([]rowKey, len(keys))
@@ -280,6 +281,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err != nil {
 		return fmt.Errorf("load buckets: %w", err)
 	}
+	t := throttle.NewTx(s.now())
 	for _, r := range rows {
 		b, err := r.bucket(byRow[r.key])
 		if err != nil {

@@ -28,9 +28,11 @@ const DefaultDSN = "sqlite://balde.db"
 //
 // For SQLite the returned DSN carries the connection settings every
 // connection needs (they must be in the DSN: a PRAGMA run with Exec reaches
-// only one pooled connection): WAL, a 5 s busy timeout, foreign keys, and
+// only one pooled connection): WAL, a 5 s busy timeout, foreign keys,
 // synchronous=NORMAL (durable across a crash of the process; the last
-// transactions may be lost on power loss — see docs/decisions).
+// transactions may be lost on power loss — see docs/decisions), and a 64 MiB
+// journal_size_limit so a WAL that grew under a burst is truncated back after
+// the next checkpoint.
 func ParseDSN(dsn string) (Engine, string, error) {
 	switch {
 	case dsn == "":
@@ -62,7 +64,8 @@ func ParseDSN(dsn string) (Engine, string, error) {
 // sqliteDSN builds the modernc.org/sqlite DSN for path with balde's pragmas
 // plus any extra query parameters the user gave.
 func sqliteDSN(path, extra string) string {
-	q := "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+	q := "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=journal_size_limit(67108864)"
 	if extra != "" {
 		q += "&" + extra
 	}

@@ -243,11 +243,14 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 func (l *Limiter) update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
 	var changes []SeverityChange
 	err := l.store.Update(ctx, keys, credits, func(tx *Tx) error {
+		// Under group commit several operations share tx: keep only the
+		// transitions this one caused.
 		tx.granularity = l.ledger
+		first := len(tx.changes)
 		if err := apply(tx); err != nil {
 			return err
 		}
-		changes = tx.changes
+		changes = slices.Clone(tx.changes[first:])
 		return nil
 	})
 	if err != nil {

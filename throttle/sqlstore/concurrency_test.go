@@ -26,6 +26,7 @@ const (
 	envChildWorkers  = "BALDE_TEST_HAMMER_WORKERS"
 	envChildAttempts = "BALDE_TEST_HAMMER_ATTEMPTS"
 	envChildFor      = "BALDE_TEST_HAMMER_FOR"
+	envChildGroup    = "BALDE_TEST_HAMMER_GROUP"
 )
 
 func TestMain(m *testing.M) {
@@ -100,7 +101,13 @@ func hammerChild(dsn string) int {
 		return 1
 	}
 	defer store.Close()
-	lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{})
+	var s throttle.Store = store
+	if os.Getenv(envChildGroup) != "" {
+		g := throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers(store.Engine())})
+		defer g.Close()
+		s = g
+	}
+	lim, err := throttle.NewLimiter(s, throttle.Policies{p.Name: p}, throttle.Config{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -116,8 +123,34 @@ func hammerChild(dsn string) int {
 	return 0
 }
 
+// writers is the number of group-commit writers per engine.
+func writers(e sqlstore.Engine) int {
+	if e == sqlstore.Postgres {
+		return 4
+	}
+	return 1
+}
+
+// modes are the two ways a process reaches the store.
+var modes = []string{"naive", "group"}
+
+// limiterFor returns a limiter over store, through a GroupCommit in mode
+// "group".
+func limiterFor(t *testing.T, store *sqlstore.Store, mode string, p throttle.Policy) *throttle.Limiter {
+	t.Helper()
+	var s throttle.Store = store
+	if mode == "group" {
+		g := throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers(store.Engine())})
+		t.Cleanup(func() { g.Close() })
+		s = g
+	}
+	lim, err := throttle.NewLimiter(s, throttle.Policies{p.Name: p}, throttle.Config{})
+	require.NoError(t, err)
+	return lim
+}
+
 // startChildren re-executes the test binary n times as hammering children.
-func startChildren(t *testing.T, n int, dsn, policy string, workers, attempts int, d time.Duration) func() tally {
+func startChildren(t *testing.T, n int, dsn, mode, policy string, workers, attempts int, d time.Duration) func() tally {
 	t.Helper()
 	type result struct {
 		t   tally
@@ -130,6 +163,9 @@ func startChildren(t *testing.T, n int, dsn, policy string, workers, attempts in
 			envChildDSN+"="+dsn, envChildPolicy+"="+policy,
 			envChildWorkers+"="+strconv.Itoa(workers), envChildAttempts+"="+strconv.Itoa(attempts),
 			envChildFor+"="+d.String())
+		if mode == "group" {
+			cmd.Env = append(cmd.Env, envChildGroup+"=1")
+		}
 		go func() {
 			out, err := cmd.Output()
 			var tl tally
@@ -158,21 +194,27 @@ func startChildren(t *testing.T, n int, dsn, policy string, workers, attempts in
 // instances and child processes at once: exactly the capacity is admitted.
 func TestExactAcrossProcesses(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		for _, mode := range modes {
+			t.Run(mode, func(t *testing.T) { testExactAcrossProcesses(t, engine, mode) })
+		}
+	})
+}
+
+func testExactAcrossProcesses(t *testing.T, engine sqlstore.Engine, mode string) {
+	{
 		ctx := context.Background()
 		dsn := sqlstoretest.DSN(t, engine)
 		p := hammerPolicies["slow"]
 		const children, workers, attempts = 2, 4, 60
 
-		wait := startChildren(t, children, dsn, "slow", workers, attempts, 0)
+		wait := startChildren(t, children, dsn, mode, "slow", workers, attempts, 0)
 		// Two store instances in this process too (two pools, like two app
 		// instances behind a load balancer).
 		var local tally
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for range 2 {
-			store := sqlstoretest.MustOpenDSN(t, dsn, nil)
-			lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{})
-			require.NoError(t, err)
+			lim := limiterFor(t, sqlstoretest.MustOpenDSN(t, dsn, nil), mode, p)
 			wg.Go(func() {
 				tl, err := hammer(ctx, lim, workers, attempts, 0)
 				require.NoError(t, err)
@@ -199,7 +241,7 @@ func TestExactAcrossProcesses(t *testing.T) {
 		n, err := lim.CountLedger(ctx, throttle.LedgerQuery{Key: &hammerKey, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 		require.NoError(t, err)
 		require.Equal(t, p.Capacity, n)
-	})
+	}
 }
 
 // TestLedgerExplainsConcurrentHistory hammers a fast-refilling bucket from
@@ -210,15 +252,21 @@ func TestExactAcrossProcesses(t *testing.T) {
 // anywhere breaks the chain.
 func TestLedgerExplainsConcurrentHistory(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		for _, mode := range modes {
+			t.Run(mode, func(t *testing.T) { testLedgerExplains(t, engine, mode) })
+		}
+	})
+}
+
+func testLedgerExplains(t *testing.T, engine sqlstore.Engine, mode string) {
+	{
 		ctx := context.Background()
 		dsn := sqlstoretest.DSN(t, engine)
 		p := hammerPolicies["fast"]
 		const run = 700 * time.Millisecond
 
-		wait := startChildren(t, 1, dsn, "fast", 3, 0, run)
-		store := sqlstoretest.MustOpenDSN(t, dsn, nil)
-		lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{})
-		require.NoError(t, err)
+		wait := startChildren(t, 1, dsn, mode, "fast", 3, 0, run)
+		lim := limiterFor(t, sqlstoretest.MustOpenDSN(t, dsn, nil), mode, p)
 		local, err := hammer(ctx, lim, 3, 0, run)
 		require.NoError(t, err)
 		remote := wait()
@@ -254,8 +302,8 @@ func TestLedgerExplainsConcurrentHistory(t *testing.T) {
 			}
 		}
 		require.Equal(t, admitted, takes)
-		t.Logf("%s: %d admitted, %d refused in %s across 2 processes", engine, admitted, local.Refused+remote.Refused, run)
-	})
+		t.Logf("%s %s: %d admitted, %d refused in %s across 2 processes", engine, mode, admitted, local.Refused+remote.Refused, run)
+	}
 }
 
 func reverse(es []throttle.LedgerEntry) {

@@ -18,3 +18,14 @@ func TestStore(t *testing.T) {
 		})
 	})
 }
+
+// TestGroupCommitStore runs the suite through a GroupCommit on each engine.
+func TestGroupCommitStore(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
+			g := throttle.NewGroupCommit(sqlstoretest.MustOpen(t, engine, clock), throttle.GroupCommitOptions{})
+			t.Cleanup(func() { g.Close() })
+			return g
+		})
+	})
+}

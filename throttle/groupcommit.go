@@ -1,0 +1,207 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// GroupCommitOptions tune a GroupCommit. The zero value is usable.
+type GroupCommitOptions struct {
+	// MaxBatch bounds the operations applied in one transaction. Default 256.
+	MaxBatch int
+	// MaxWait is how long a batch that is not full waits for more
+	// operations. Default 0: a batch takes what is queued when the writer is
+	// free and never waits, so an idle system sees no extra latency; under
+	// load, operations queue while a transaction runs and the next batch
+	// takes them all.
+	MaxWait time.Duration
+	// Writers is the number of transactions run at once. Default 1, right
+	// for SQLite (one writer per database). On PostgreSQL a few writers
+	// overlap round trips.
+	Writers int
+}
+
+// GroupCommit is a Store that funnels the Updates of one process into
+// batches, each applied in one transaction of the underlying store: one
+// BEGIN/COMMIT, one read and one write per distinct key, and the ledger rows
+// in bulk, for many decisions. The operations of a batch run in arrival
+// order on one Tx, each seeing the effects of the ones before it, so the
+// results are exactly those of running them one transaction each at the
+// batch's instant. Across processes every batch is one transaction of the
+// underlying store, so exactness across processes holds as before.
+//
+// Reads go straight to the underlying store. Close stops the writers.
+type GroupCommit struct {
+	Store
+	opts    GroupCommitOptions
+	batches atomic.Int64
+	ops     atomic.Int64
+	queue   chan *groupOp
+	done    chan struct{}
+	closed  sync.Once
+	wg      sync.WaitGroup
+}
+
+// ErrClosed is returned by Updates on a closed GroupCommit.
+var ErrClosed = errors.New("throttle: group commit closed")
+
+type groupOp struct {
+	ctx     context.Context
+	keys    []Key
+	credits []CreditRef
+	apply   func(*Tx) error
+	result  chan error
+}
+
+// NewGroupCommit starts the writers of a GroupCommit over store.
+func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Writers <= 0 {
+		opts.Writers = 1
+	}
+	g := &GroupCommit{
+		Store: store,
+		opts:  opts,
+		queue: make(chan *groupOp, opts.MaxBatch*opts.Writers),
+		done:  make(chan struct{}),
+	}
+	for range opts.Writers {
+		g.wg.Go(g.write)
+	}
+	return g
+}
+
+var _ Store = (*GroupCommit)(nil)
+
+// Update queues the operation for the next batch and waits for its
+// transaction. Once queued, the operation is applied even if ctx ends
+// meanwhile (its caller then gets the result anyway); an operation whose ctx
+// ended before its batch started is dropped with ctx's error.
+func (g *GroupCommit) Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
+	op := &groupOp{ctx: ctx, keys: keys, credits: credits, apply: apply, result: make(chan error, 1)}
+	select {
+	case g.queue <- op:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.done:
+		return ErrClosed
+	}
+	return <-op.result
+}
+
+// Stats returns how many transactions the writers ran and how many
+// operations they carried: ops/batches is the mean batch size.
+func (g *GroupCommit) Stats() (batches, ops int64) { return g.batches.Load(), g.ops.Load() }
+
+// Queued returns how many operations wait for a writer.
+func (g *GroupCommit) Queued() int { return len(g.queue) }
+
+// Close stops the writers after the batches in flight; queued operations
+// not yet started get ErrClosed.
+func (g *GroupCommit) Close() error {
+	g.closed.Do(func() { close(g.done) })
+	g.wg.Wait()
+	for {
+		select {
+		case op := <-g.queue:
+			op.result <- ErrClosed
+		default:
+			return nil
+		}
+	}
+}
+
+// write is one writer: it takes a batch from the queue and commits it.
+func (g *GroupCommit) write() {
+	batch := make([]*groupOp, 0, g.opts.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-g.queue:
+			batch = append(batch, op)
+		case <-g.done:
+			return
+		}
+		batch = g.fill(batch)
+		g.commit(batch)
+	}
+}
+
+// fill adds what is already queued, then waits up to MaxWait for more.
+func (g *GroupCommit) fill(batch []*groupOp) []*groupOp {
+	var timeout <-chan time.Time
+	if g.opts.MaxWait > 0 {
+		t := time.NewTimer(g.opts.MaxWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for len(batch) < g.opts.MaxBatch {
+		select {
+		case op := <-g.queue:
+			batch = append(batch, op)
+			continue
+		default:
+		}
+		if timeout == nil {
+			return batch
+		}
+		select {
+		case op := <-g.queue:
+			batch = append(batch, op)
+		case <-timeout:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commit applies a batch in one transaction and answers each operation. An
+// operation whose apply fails is answered with its error and the batch is
+// run again without it, so that its partial effects are not committed.
+func (g *GroupCommit) commit(batch []*groupOp) {
+	live := batch[:0:0]
+	for _, op := range batch {
+		if err := op.ctx.Err(); err != nil {
+			op.result <- err
+			continue
+		}
+		live = append(live, op)
+	}
+	for len(live) > 0 {
+		g.batches.Add(1)
+		g.ops.Add(int64(len(live)))
+		var keys []Key
+		var credits []CreditRef
+		for _, op := range live {
+			keys = append(keys, op.keys...)
+			credits = append(credits, op.credits...)
+		}
+		errs := make([]error, len(live))
+		failed := -1
+		err := g.Store.Update(context.Background(), keys, credits, func(tx *Tx) error {
+			failed = -1 // the store may run this again on a fresh Tx
+			for i, op := range live {
+				if errs[i] = op.apply(tx); errs[i] != nil {
+					failed = i
+					return errs[i]
+				}
+			}
+			return nil
+		})
+		if err != nil && failed >= 0 {
+			live[failed].result <- errs[failed]
+			live = slices.Delete(live, failed, failed+1)
+			continue
+		}
+		for _, op := range live {
+			op.result <- err
+		}
+		return
+	}
+}

@@ -1,0 +1,128 @@
+package throttletest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/throttle"
+	"balde/throttle/throttletest"
+)
+
+// TestGroupCommitStore runs the whole behaviour suite through a GroupCommit:
+// one operation at a time it must behave exactly like the store below it.
+func TestGroupCommitStore(t *testing.T) {
+	throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
+		g := throttle.NewGroupCommit(throttletest.NewMemStore(clock), throttle.GroupCommitOptions{})
+		t.Cleanup(func() { require.NoError(t, g.Close()) })
+		return g
+	})
+}
+
+// TestGroupCommitBatchesExactly sends many concurrent takes on a few hot
+// keys through a slow store: they are batched (fewer transactions than
+// takes) and exactly the capacity of each key is admitted.
+func TestGroupCommitBatchesExactly(t *testing.T) {
+	ctx := context.Background()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	mem := throttletest.NewMemStore(clock.Now)
+	// Each transaction waits for a turn, so operations pile up behind it.
+	turns := make(chan struct{})
+	slow := &throttletest.Store{Base: mem, UpdateFn: func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+		<-turns
+		return mem.Update(ctx, keys, credits, apply)
+	}}
+	g := throttle.NewGroupCommit(slow, throttle.GroupCommitOptions{MaxBatch: 64})
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
+	lim, err := throttle.NewLimiter(g, throttle.Policies{"P": p}, throttle.Config{Clock: clock.Now})
+	require.NoError(t, err)
+
+	const workers, perWorker, keys = 16, 50, 4
+	admitted := make([]int, keys)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				k := throttle.Key{Policy: "P", Env: "test", Identifier: fmt.Sprint("k", (w+i)%keys)}
+				d, err := lim.Take(ctx, "", throttle.Charge{Key: k, Cost: 1})
+				require.NoError(t, err)
+				if d.Allowed {
+					mu.Lock()
+					admitted[(w+i)%keys]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	for {
+		select {
+		case turns <- struct{}{}:
+			continue
+		case <-finished:
+		}
+		break
+	}
+	require.Equal(t, []int{100, 100, 100, 100}, admitted)
+	batches, ops := g.Stats()
+	require.Equal(t, int64(workers*perWorker), ops)
+	require.Less(t, batches, ops/2, "operations should share transactions")
+	t.Logf("%d takes in %d transactions", ops, batches)
+}
+
+// TestGroupCommitIsolatesAFailingOperation checks that an operation whose
+// apply fails gets its error while the others of its batch commit.
+func TestGroupCommitIsolatesAFailingOperation(t *testing.T) {
+	ctx := context.Background()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	mem := throttletest.NewMemStore(clock.Now)
+	gate, entered := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	held := &throttletest.Store{Base: mem, UpdateFn: func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+		// Hold the first transaction so that the next two queue up behind it.
+		once.Do(func() { close(entered); <-gate })
+		return mem.Update(ctx, keys, credits, apply)
+	}}
+	g := throttle.NewGroupCommit(held, throttle.GroupCommitOptions{})
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+
+	boom := errors.New("boom")
+	key := throttle.Key{Policy: "P", Env: "test", Identifier: "a"}
+	results := make(chan error, 3)
+	go func() { results <- g.Update(ctx, []throttle.Key{key}, nil, func(*throttle.Tx) error { return nil }) }()
+	<-entered
+	applied := make(chan struct{}, 1)
+	go func() { results <- g.Update(ctx, []throttle.Key{key}, nil, func(*throttle.Tx) error { return boom }) }()
+	go func() {
+		results <- g.Update(ctx, []throttle.Key{key}, nil, func(*throttle.Tx) error {
+			select {
+			case applied <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	for g.Queued() < 2 {
+		runtime.Gosched() // both are queued behind the held transaction
+	}
+	close(gate)
+	var errs []error
+	for range 3 {
+		errs = append(errs, <-results)
+	}
+	require.ElementsMatch(t, []error{nil, nil, boom}, errs)
+	require.Len(t, applied, 1)
+	// The held one alone, then the two together, then the good one again
+	// without the failing one.
+	batches, _ := g.Stats()
+	require.Equal(t, int64(3), batches)
+}

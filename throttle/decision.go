@@ -60,6 +60,10 @@ type Decision struct {
 	// FailOpen is set when the store could not answer and every policy
 	// involved fails open: the request was admitted without a bucket.
 	FailOpen bool
+	// Cached is set on a refusal answered from the limiter's memory of an
+	// earlier refusal, without a database round trip. Buckets then holds only
+	// the refused key, with its Remaining as of that earlier refusal.
+	Cached bool
 	// Buckets has one entry per distinct key charged, in key order.
 	Buckets []BucketDecision
 }

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -26,7 +27,16 @@ type Config struct {
 	Observer Observer
 	// Logger logs fail-open admissions. Default slog.Default().
 	Logger *slog.Logger
+	// RefusalCacheSize bounds how many refused keys are remembered so that
+	// repeated requests on them are refused from memory until their
+	// retry-after (LRU). 0 means DefaultRefusalCacheSize; negative disables
+	// the cache.
+	RefusalCacheSize int
 }
+
+// DefaultRefusalCacheSize is the refusal cache's default bound (about 10 MB
+// at most).
+const DefaultRefusalCacheSize = 65536
 
 // Limiter is the engine's API: it resolves policies, validates input, runs
 // the rules in store transactions and reports to the notifier and observer.
@@ -42,6 +52,7 @@ type Limiter struct {
 	notifier Notifier
 	observer Observer
 	logger   *slog.Logger
+	refused  *refusalCache
 }
 
 // NewLimiter returns a Limiter deciding with store and policies.
@@ -70,6 +81,12 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	}
 	if l.logger == nil {
 		l.logger = slog.Default()
+	}
+	switch {
+	case cfg.RefusalCacheSize == 0:
+		l.refused = newRefusalCache(DefaultRefusalCacheSize)
+	case cfg.RefusalCacheSize > 0:
+		l.refused = newRefusalCache(cfg.RefusalCacheSize)
 	}
 	return l, nil
 }
@@ -103,13 +120,25 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		return Decision{}, err
 	}
+	if d, ok := l.refused.check(ps, l.clock()); ok {
+		l.observer.Decided(d, time.Since(start))
+		return d, nil
+	}
 	var d Decision
+	var after []Bucket
+	var at time.Time
 	err = l.update(ctx, keysOf(ps), nil, func(tx *Tx) error {
 		d = tx.take(ref, ps, l.rules)
+		if !d.Allowed && l.refused != nil {
+			after, at = tx.snapshot(keysOf(ps)), tx.now
+		}
 		return nil
 	})
 	if err != nil {
 		return l.failTake(ps, err)
+	}
+	if !d.Allowed {
+		l.refused.remember(d, after, at)
 	}
 	l.observer.Decided(d, time.Since(start))
 	return d, nil
@@ -119,7 +148,7 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 // transaction failed.
 func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
 	for _, p := range ps {
-		if p.policy.FailMode != FailOpen {
+		if p.policy.FailMode != FailOpen || !errors.Is(err, ErrStoreUnavailable) {
 			return Decision{}, fmt.Errorf("throttle: take %s: %w", p.Key, err)
 		}
 	}
@@ -169,6 +198,11 @@ func (l *Limiter) Adjust(ctx context.Context, adjs ...Adjustment) ([]Adjusted, e
 	})
 	if err != nil {
 		return nil, fmt.Errorf("throttle: adjust: %w", err)
+	}
+	for _, a := range adjs {
+		if a.Delta > 0 {
+			l.refused.forget(a.Key)
+		}
 	}
 	return out, nil
 }
@@ -235,6 +269,7 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 	if err != nil {
 		return BucketState{}, fmt.Errorf("throttle: reset %s: %w", key, err)
 	}
+	l.refused.forget(key)
 	return l.state(b, true, now), nil
 }
 

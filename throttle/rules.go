@@ -1,5 +1,7 @@
 package throttle
 
+import "time"
+
 // The rules: each function below applies one operation to the transaction's
 // in-memory buckets. They are pure (no I/O, time comes from tx.now), so a
 // store can run many of them in one transaction and get exactly what running
@@ -18,18 +20,8 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	for i, c := range charges {
 		tb := tx.bucket(c.Key, c.policy)
 		views[i] = tb
-		bd := BucketDecision{Key: c.Key, Policy: c.policy, Cost: c.Cost}
-		// The wait is the longest of the three constraints; each only grows
-		// the wait, so the maximum is the exact earliest admission.
-		wait, reason := tb.b.UntilTokens(c.policy, c.Cost, tx.now), ReasonEmpty
-		if w := tb.b.UntilCooldownEnds(c.policy, tx.now); w > 0 && w >= wait {
-			wait, reason = w, ReasonCooldown
-		}
-		if w := tb.b.UntilUnblocked(tx.now); w > 0 && w >= wait {
-			wait, reason = w, ReasonBlocked
-		}
-		if wait > 0 {
-			bd.Reason, bd.RetryAfter = reason, wait
+		bd := tb.b.evaluate(c.policy, c.Cost, tx.now)
+		if bd.Reason != ReasonNone {
 			d.Allowed = false
 		}
 		d.Buckets[i] = bd
@@ -60,6 +52,25 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	}
 	d.decide()
 	return d
+}
+
+// evaluate decides a charge of cost on b at now, b refilled to now: the
+// wait is the longest of the three constraints (tokens, cooldown, block);
+// each only grows the wait, so the maximum is the exact earliest admission.
+// Remaining and ResetAfter are left for the caller.
+func (b *Bucket) evaluate(p Policy, cost int64, now time.Time) BucketDecision {
+	bd := BucketDecision{Key: b.Key, Policy: p, Cost: cost}
+	wait, reason := b.UntilTokens(p, cost, now), ReasonEmpty
+	if w := b.UntilCooldownEnds(p, now); w > 0 && w >= wait {
+		wait, reason = w, ReasonCooldown
+	}
+	if w := b.UntilUnblocked(now); w > 0 && w >= wait {
+		wait, reason = w, ReasonBlocked
+	}
+	if wait > 0 {
+		bd.Reason, bd.RetryAfter = reason, wait
+	}
+	return bd
 }
 
 // decide fills the summary fields of d from its bucket decisions.

@@ -92,6 +92,18 @@ func (tx *Tx) LedgerRows() (rows, aggregated []LedgerEntry) {
 	return tx.ledger, tx.aggregated
 }
 
+// snapshot copies the current state of keys' buckets.
+func (tx *Tx) snapshot(keys []Key) []Bucket {
+	out := make([]Bucket, len(keys))
+	for i, k := range keys {
+		if tb, ok := tx.buckets[k]; ok {
+			out[i] = tb.b
+			out[i].Spent = slices.Clone(tb.b.Spent)
+		}
+	}
+	return out
+}
+
 // SeverityChanges returns the severity transitions of the transaction.
 func (tx *Tx) SeverityChanges() []SeverityChange { return tx.changes }
 

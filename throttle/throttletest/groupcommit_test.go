@@ -41,7 +41,8 @@ func TestGroupCommitBatchesExactly(t *testing.T) {
 	g := throttle.NewGroupCommit(slow, throttle.GroupCommitOptions{MaxBatch: 64})
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
 	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
-	lim, err := throttle.NewLimiter(g, throttle.Policies{"P": p}, throttle.Config{Clock: clock.Now})
+	// Without the refusal cache every take reaches the store.
+	lim, err := throttle.NewLimiter(g, throttle.Policies{"P": p}, throttle.Config{Clock: clock.Now, RefusalCacheSize: -1})
 	require.NoError(t, err)
 
 	const workers, perWorker, keys = 16, 50, 4

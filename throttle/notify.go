@@ -8,8 +8,8 @@ import (
 
 // Notifier receives severity transitions after the transaction that caused
 // them committed. Notify must not block for long: the Limiter calls it on
-// the decision's goroutine. Implementations: SlogNotifier and
-// WebhookNotifier.
+// the decision's goroutine. Implementations: SlogNotifier here, and
+// webhook.Notifier (package throttle/webhook) for HTTP endpoints.
 type Notifier interface {
 	Notify(ctx context.Context, c SeverityChange)
 }

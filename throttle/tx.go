@@ -121,7 +121,11 @@ func (tx *Tx) bucket(key Key, p Policy) *txBucket {
 
 // record appends a ledger row for a change of tb, folding takes into one row
 // per bucket when the granularity asks for it.
+//
+// A bucket with a ledger row is always written back: the store keeps, in
+// the bucket's row, a pointer to its latest ledger row.
 func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
+	tb.dirty, tb.delete = true, false
 	if reason == LedgerTake {
 		switch tx.granularity {
 		case LedgerNoTakes:

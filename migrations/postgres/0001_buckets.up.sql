@@ -19,6 +19,7 @@ CREATE TABLE buckets (
     send_count    BIGINT   NOT NULL DEFAULT 0,
     severity      SMALLINT NOT NULL DEFAULT 0,
     last_sent_at  BIGINT,
+    last_entry    BIGINT,
     blocked_until BIGINT,
     spent         BYTEA,
     PRIMARY KEY (policy_id, env, identifier)

@@ -18,6 +18,7 @@ CREATE TABLE buckets (
     send_count    INTEGER NOT NULL DEFAULT 0,
     severity      INTEGER NOT NULL DEFAULT 0, -- 1 Healthy, 2 Medium, 3 High, 4 Critical
     last_sent_at  INTEGER,                    -- NULL: never admitted
+    last_entry    INTEGER,                    -- id of the bucket's latest token_ledger row
     blocked_until INTEGER,                    -- NULL: never blocked
     spent         BLOB,                       -- rolling windows only: when outstanding tokens were spent
     PRIMARY KEY (policy_id, env, identifier)

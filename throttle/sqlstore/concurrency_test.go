@@ -43,7 +43,7 @@ var hammerPolicies = throttle.Policies{
 	// No refill worth speaking of during a test: exactly the capacity passes.
 	"slow": {Name: "HAMMER", Capacity: 300, RefillTokens: 1, RefillPeriod: time.Hour, Refill: throttle.RefillStepwise},
 	// A fast continuous refill: admissions and refusals interleave.
-	"fast": {Name: "HAMMER", Capacity: 20, RefillTokens: 400, RefillPeriod: time.Second},
+	"fast": {Name: "HAMMER", Capacity: 20, RefillTokens: 150, RefillPeriod: time.Second},
 }
 
 type tally struct {

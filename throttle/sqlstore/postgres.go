@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"slices"
 )
 
 // postgresWriter sends each kind of write as one statement over arrays
@@ -89,15 +91,16 @@ func bucketArrays(rows []bucketRow) []any {
 	sends := make([]int64, len(rows))
 	severity := make([]int64, len(rows))
 	lastSent := make([]*int64, len(rows))
+	lastEntry := make([]*int64, len(rows))
 	blocked := make([]*int64, len(rows))
 	spent := make([][]byte, len(rows))
 	for i, r := range rows {
 		keys[i] = r.key
 		tokens[i], carry[i], refilled[i], sends[i], severity[i] = r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity
-		lastSent[i], blocked[i], spent[i] = nullable(r.lastSentAt), nullable(r.blockedUntil), r.spent
+		lastSent[i], lastEntry[i], blocked[i], spent[i] = nullable(r.lastSentAt), nullable(r.lastEntry), nullable(r.blockedUntil), r.spent
 	}
 	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, tokens, carry, refilled, sends, severity, lastSent, blocked, spent}
+	return []any{ids, envs, identifiers, tokens, carry, refilled, sends, severity, lastSent, lastEntry, blocked, spent}
 }
 
 func nullable(n sql.NullInt64) *int64 {
@@ -109,7 +112,7 @@ func nullable(n sql.NullInt64) *int64 {
 
 const unnestBuckets = `
 	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
-	                     $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bytea[])`
+	                     $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])`
 
 // insertBuckets creates new rows. Two transactions that both found no row
 // for a key both insert it: the second fails with a unique violation and
@@ -135,6 +138,7 @@ func (postgresWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buck
 		    send_count = v.send_count,
 		    severity = v.severity,
 		    last_sent_at = v.last_sent_at,
+		    last_entry = v.last_entry,
 		    blocked_until = v.blocked_until,
 		    spent = v.spent
 		FROM (`+unnestBuckets+`) AS v (`+bucketColumns+`)
@@ -157,44 +161,75 @@ func (postgresWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowK
 
 func ledgerArrays(rows []ledgerRow) []any {
 	keys := make([]rowKey, len(rows))
+	id := make([]int64, len(rows))
 	at := make([]int64, len(rows))
 	reason := make([]int64, len(rows))
 	delta := make([]int64, len(rows))
 	balance := make([]int64, len(rows))
 	n := make([]int64, len(rows))
+	prev := make([]*int64, len(rows))
 	ref := make([]*string, len(rows))
 	for i, r := range rows {
 		keys[i] = r.key
-		at[i], reason[i], delta[i], balance[i], n[i] = r.at, r.reason, r.delta, r.balance, r.n
+		id[i], at[i], reason[i], delta[i], balance[i], n[i] = r.id, r.at, r.reason, r.delta, r.balance, r.n
+		prev[i] = nullable(r.prev)
 		if r.ref.Valid {
 			ref[i] = &r.ref.String
 		}
 	}
 	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, at, reason, delta, balance, n, ref}
+	return []any{id, ids, envs, identifiers, at, reason, delta, balance, n, prev, ref}
 }
-
-const insertLedgerSQL = `
-	INSERT INTO token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, ref)
-	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::smallint[],
-	                     $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])`
 
 func (postgresWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, insertLedgerSQL, ledgerArrays(rows)...)
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO token_ledger (`+ledgerColumns+`)
+		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bigint[], $6::smallint[],
+		                     $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])`, ledgerArrays(rows)...)
 	return err
 }
 
-func (postgresWriter) addAggregated(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	if len(rows) == 0 {
-		return nil
+// ledgerIDs draws n ids from the identity's sequence in one round trip.
+// Ids of concurrent transactions interleave, but a bucket's rows are
+// written under its row lock, so along one bucket they increase.
+func (postgresWriter) ledgerIDs(ctx context.Context, tx *sql.Tx, n int) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT nextval(pg_get_serial_sequence('token_ledger', 'id'))
+		FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, err
 	}
-	_, err := tx.ExecContext(ctx, insertLedgerSQL+`
-		ON CONFLICT (policy_id, env, identifier, at) WHERE reason = 10
-		DO UPDATE SET delta = token_ledger.delta + excluded.delta,
-		              n = token_ledger.n + excluded.n,
-		              balance = excluded.balance`, ledgerArrays(rows)...)
+	defer rows.Close()
+	ids := make([]int64, 0, n)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, rows.Err()
+}
+
+func (postgresWriter) minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error) {
+	var same bool
+	err := tx.QueryRowContext(ctx, `SELECT reason = 10 AND at = $1 FROM token_ledger WHERE id = $2`, at, id).Scan(&same)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return same, err
+}
+
+func (postgresWriter) addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error {
+	_, err := tx.ExecContext(ctx, `
+		UPDATE token_ledger
+		SET delta = delta + $1,
+		    n = n + $2,
+		    balance = $3
+		WHERE id = $4`, r.delta, r.n, r.balance, id)
 	return err
 }

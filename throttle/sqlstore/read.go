@@ -161,20 +161,12 @@ func (s *Store) CountBySeverity(ctx context.Context, f throttle.Filter) (map[thr
 func (s *Store) ledgerWhere(ctx context.Context, q throttle.LedgerQuery, withCursor bool) (string, []any, bool, error) {
 	var conds []string
 	var args []any
-	policy := q.Policy
-	if q.Key != nil {
-		policy = q.Key.Policy
-	}
-	if policy != "" {
+	if policy := q.Policy; policy != "" {
 		id, known, err := s.lookupPolicy(ctx, policy)
 		if err != nil || !known {
 			return "", nil, false, err
 		}
 		conds, args = append(conds, "policy_id = ?"), append(args, id)
-	}
-	if q.Key != nil {
-		conds = append(conds, "env = ?", "identifier = ?")
-		args = append(args, q.Key.Env, q.Key.Identifier)
 	}
 	if len(q.Reasons) > 0 {
 		var in []string
@@ -200,13 +192,16 @@ func (s *Store) ledgerWhere(ctx context.Context, q throttle.LedgerQuery, withCur
 
 // Ledger implements throttle.Store.
 func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
-	where, args, ok, err := s.ledgerWhere(ctx, q, true)
-	if err != nil || !ok {
-		return nil, err
-	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = throttle.DefaultPageSize
+	}
+	if q.Key != nil {
+		return s.bucketLedger(ctx, q, limit)
+	}
+	where, args, ok, err := s.ledgerWhere(ctx, q, true)
+	if err != nil || !ok {
+		return nil, err
 	}
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT `+ledgerColumns+`
@@ -217,6 +212,10 @@ func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.
 	if err != nil {
 		return nil, formatError("read ledger", err)
 	}
+	return s.scanLedger(ctx, rows)
+}
+
+func (s *Store) scanLedger(ctx context.Context, rows *sql.Rows) ([]throttle.LedgerEntry, error) {
 	defer rows.Close()
 	var out []throttle.LedgerEntry
 	for rows.Next() {
@@ -233,8 +232,91 @@ func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.
 	return out, formatError("read ledger", rows.Err())
 }
 
+// maxWalk bounds how many rows of one bucket's chain a read walks.
+const maxWalk = 1_000_000
+
+// walkChain returns the SQL of a walk along one bucket's ledger rows, newest
+// first, from the bucket's latest row (or from the row before BeforeID),
+// stopping at Since, at a row of another bucket, or after depth rows; and
+// the filter on reasons for the outer query. The walk yields rows in chain
+// order, so an outer LIMIT takes the newest.
+func (s *Store) walkChain(ctx context.Context, q throttle.LedgerQuery, depth int) (cte, reasons string, args, reasonArgs []any, ok bool, err error) {
+	id, known, err := s.lookupPolicy(ctx, q.Key.Policy)
+	if err != nil || !known {
+		return "", "", nil, nil, false, err
+	}
+	k := []any{id, q.Key.Env, q.Key.Identifier}
+	start := `(SELECT last_entry FROM buckets WHERE policy_id = ? AND env = ? AND identifier = ?)`
+	startArgs := k
+	if q.BeforeID > 0 {
+		start, startArgs = `(SELECT prev FROM token_ledger WHERE id = ?)`, []any{q.BeforeID}
+	}
+	since := ""
+	var sinceArgs []any
+	if !q.Since.IsZero() {
+		since, sinceArgs = " AND at >= ?", []any{nanos(q.Since)}
+	}
+	cte = `WITH RECURSIVE chain AS (
+			SELECT ` + ledgerColumns + `, 1 AS depth
+			FROM token_ledger
+			WHERE id = ` + start + ` AND policy_id = ? AND env = ? AND identifier = ?` + since + `
+			UNION ALL
+			SELECT l.id, l.policy_id, l.env, l.identifier, l.at, l.reason, l.delta, l.balance, l.n, l.prev, l.ref, c.depth + 1
+			FROM token_ledger AS l
+			JOIN chain AS c ON l.id = c.prev
+			WHERE l.policy_id = ? AND l.env = ? AND l.identifier = ? AND c.depth < ?` + strings.ReplaceAll(since, "at", "l.at") + `
+		)`
+	args = append(append(append(append(append(args, startArgs...), k...), sinceArgs...), k...), depth)
+	args = append(args, sinceArgs...)
+	if len(q.Reasons) > 0 {
+		var in []string
+		for _, r := range q.Reasons {
+			in, reasonArgs = append(in, "?"), append(reasonArgs, int64(r))
+			if r == throttle.LedgerTake {
+				in, reasonArgs = append(in, "?"), append(reasonArgs, int64(reasonMinuteOfTakes))
+			}
+		}
+		reasons = "WHERE reason IN (" + strings.Join(in, ", ") + ")"
+	}
+	return cte, reasons, args, reasonArgs, true, nil
+}
+
+// bucketLedger reads one bucket's latest rows by walking its chain.
+func (s *Store) bucketLedger(ctx context.Context, q throttle.LedgerQuery, limit int) ([]throttle.LedgerEntry, error) {
+	depth := limit // without a filter on reasons, the walk is exactly the page
+	if len(q.Reasons) > 0 {
+		depth = maxWalk
+	}
+	cte, reasons, args, reasonArgs, ok, err := s.walkChain(ctx, q, depth)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, s.read.Rebind(cte+`
+		SELECT `+ledgerColumns+`
+		FROM chain
+		`+reasons+`
+		LIMIT ?`), append(append(args, reasonArgs...), limit)...)
+	if err != nil {
+		return nil, formatError("read ledger", err)
+	}
+	return s.scanLedger(ctx, rows)
+}
+
 // CountLedger implements throttle.Store.
 func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+	if q.Key != nil {
+		q.BeforeID = 0
+		cte, reasons, args, reasonArgs, ok, err := s.walkChain(ctx, q, maxWalk)
+		if err != nil || !ok {
+			return 0, err
+		}
+		var n int64
+		err = s.read.QueryRowContext(ctx, s.read.Rebind(cte+`
+			SELECT COALESCE(SUM(n), 0)
+			FROM chain
+			`+reasons), append(args, reasonArgs...)...).Scan(&n)
+		return n, formatError("count ledger", err)
+	}
 	where, args, ok, err := s.ledgerWhere(ctx, q, false)
 	if err != nil || !ok {
 		return 0, err

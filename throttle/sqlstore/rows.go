@@ -15,19 +15,20 @@ type bucketRow struct {
 	sendCount    int64
 	severity     int64
 	lastSentAt   sql.NullInt64
+	lastEntry    sql.NullInt64 // id of the bucket's latest ledger row
 	blockedUntil sql.NullInt64
 	spent        []byte
 }
 
 // bucketColumns lists the columns of bucketRow in scan order.
-const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, blocked_until, spent`
+const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanBucketRow(sc scanner) (bucketRow, error) {
 	var r bucketRow
 	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.blockedUntil, &r.spent)
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent)
 	return r, err
 }
 
@@ -72,6 +73,7 @@ type ledgerRow struct {
 	delta   int64
 	balance int64
 	n       int64
+	prev    sql.NullInt64 // the previous row of the same bucket
 	ref     sql.NullString
 }
 
@@ -79,11 +81,11 @@ type ledgerRow struct {
 // reads back as throttle.LedgerTake with Count events.
 const reasonMinuteOfTakes = 10
 
-const ledgerColumns = `id, policy_id, env, identifier, at, reason, delta, balance, n, ref`
+const ledgerColumns = `id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref`
 
 func scanLedgerRow(sc scanner) (ledgerRow, error) {
 	var r ledgerRow
-	err := sc.Scan(&r.id, &r.key.policyID, &r.key.env, &r.key.identifier, &r.at, &r.reason, &r.delta, &r.balance, &r.n, &r.ref)
+	err := sc.Scan(&r.id, &r.key.policyID, &r.key.env, &r.key.identifier, &r.at, &r.reason, &r.delta, &r.balance, &r.n, &r.prev, &r.ref)
 	return r, err
 }
 

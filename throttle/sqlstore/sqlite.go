@@ -11,7 +11,7 @@ import (
 // statement is a function call, not a round trip, and a prepared one skips
 // parsing. All of them run on the store's only write connection.
 type sqliteWriter struct {
-	load, credit, insert, update, del, ledger, aggregated *sql.Stmt
+	load, credit, insert, update, del, ledger, maxID, minute, add *sql.Stmt
 }
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
@@ -30,7 +30,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?`},
 		{&w.insert, `
 			INSERT INTO buckets (` + bucketColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.update, `
 			UPDATE buckets
 			SET tokens = ?,
@@ -39,6 +39,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			    send_count = ?,
 			    severity = ?,
 			    last_sent_at = ?,
+			    last_entry = ?,
 			    blocked_until = ?,
 			    spent = ?
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
@@ -46,15 +47,18 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			DELETE FROM buckets
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		{&w.ledger, `
-			INSERT INTO token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, ref)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.aggregated, `
-			INSERT INTO token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, ref)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (policy_id, env, identifier, at) WHERE reason = 10
-			DO UPDATE SET delta = delta + excluded.delta,
-			              n = n + excluded.n,
-			              balance = excluded.balance`},
+			INSERT INTO token_ledger (` + ledgerColumns + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		// The writer holds the database's write lock: the largest id cannot
+		// change under it.
+		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM token_ledger`},
+		{&w.minute, `SELECT reason = 10 AND at = ? FROM token_ledger WHERE id = ?`},
+		{&w.add, `
+			UPDATE token_ledger
+			SET delta = delta + ?,
+			    n = n + ?,
+			    balance = ?
+			WHERE id = ?`},
 	}
 	for _, s := range stmts {
 		st, err := db.PrepareContext(ctx, s.text)
@@ -69,7 +73,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.load, w.credit, w.insert, w.update, w.del, w.ledger, w.aggregated} {
+	for _, st := range []*sql.Stmt{w.load, w.credit, w.insert, w.update, w.del, w.ledger, w.maxID, w.minute, w.add} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -117,7 +121,7 @@ func (w *sqliteWriter) insertBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 	st := tx.StmtContext(ctx, w.insert)
 	for _, r := range rows {
 		if _, err := st.ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-			r.sendCount, r.severity, r.lastSentAt, r.blockedUntil, r.spent); err != nil {
+			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent); err != nil {
 			return err
 		}
 	}
@@ -131,7 +135,7 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 	st := tx.StmtContext(ctx, w.update)
 	for _, r := range rows {
 		if _, err := st.ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
-			r.lastSentAt, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier); err != nil {
+			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier); err != nil {
 			return err
 		}
 	}
@@ -151,22 +155,40 @@ func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []row
 	return nil
 }
 
+func (w *sqliteWriter) ledgerIDs(ctx context.Context, tx *sql.Tx, n int) ([]int64, error) {
+	var last int64
+	if err := tx.StmtContext(ctx, w.maxID).QueryRowContext(ctx).Scan(&last); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = last + 1 + int64(i)
+	}
+	return ids, nil
+}
+
+func (w *sqliteWriter) minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error) {
+	var same bool
+	err := tx.StmtContext(ctx, w.minute).QueryRowContext(ctx, at, id).Scan(&same)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return same, err
+}
+
+func (w *sqliteWriter) addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error {
+	_, err := tx.StmtContext(ctx, w.add).ExecContext(ctx, r.delta, r.n, r.balance, id)
+	return err
+}
+
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	return w.execLedger(ctx, tx, w.ledger, rows)
-}
-
-func (w *sqliteWriter) addAggregated(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	return w.execLedger(ctx, tx, w.aggregated, rows)
-}
-
-func (w *sqliteWriter) execLedger(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, rows []ledgerRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	st := tx.StmtContext(ctx, stmt)
+	st := tx.StmtContext(ctx, w.ledger)
 	for _, r := range rows {
-		if _, err := st.ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-			r.delta, r.balance, r.n, r.ref); err != nil {
+		if _, err := st.ExecContext(ctx, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
+			r.delta, r.balance, r.n, r.prev, r.ref); err != nil {
 			return err
 		}
 	}

@@ -61,17 +61,23 @@ type Store struct {
 var _ throttle.Store = (*Store)(nil)
 
 // rowWriter is what differs between the engines inside an Update: loading
-// rows with their locks, and writing rows back in bulk.
+// rows with their locks, allocating ledger ids, and writing rows in bulk.
 type rowWriter interface {
 	// loadBuckets locks and returns the rows of keys that exist.
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
+	// ledgerIDs returns n new ledger ids, increasing.
+	ledgerIDs(ctx context.Context, tx *sql.Tx, n int) ([]int64, error)
+	// minuteRow tells whether ledger row id is an aggregated take row of the
+	// minute at (reason 10).
+	minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error)
 	insertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error
 	updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error
 	deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error
 	insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error
-	addAggregated(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error
+	// addToLedgerRow adds an aggregated take row's events to row id.
+	addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error
 	close() error
 }
 
@@ -282,12 +288,14 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		return fmt.Errorf("load buckets: %w", err)
 	}
 	t := throttle.NewTx(s.now())
+	head := make(map[rowKey]sql.NullInt64, len(rows))
 	for _, r := range rows {
 		b, err := r.bucket(byRow[r.key])
 		if err != nil {
 			return err
 		}
 		t.Load(b)
+		head[r.key] = r.lastEntry
 	}
 	if len(credits) > 0 {
 		refs := make([]creditKey, len(credits))
@@ -308,10 +316,16 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		return applyError{err}
 	}
 
+	// Ledger rows first: each links to the previous row of its bucket, and
+	// the bucket's row then points to its latest.
+	if err := s.writeLedger(ctx, tx, t, head); err != nil {
+		return fmt.Errorf("insert ledger: %w", err)
+	}
 	var inserts, updates []bucketRow
 	var deletes []rowKey
 	for _, w := range t.BucketWrites() {
 		row := s.toBucketRow(w.Bucket)
+		row.lastEntry = head[row.key]
 		switch {
 		case w.Delete:
 			deletes = append(deletes, row.key)
@@ -330,14 +344,45 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err := s.rw.deleteBuckets(ctx, tx, deletes); err != nil {
 		return fmt.Errorf("delete buckets: %w", err)
 	}
-	entries, aggregated := t.LedgerRows()
-	if err := s.rw.insertLedger(ctx, tx, s.toLedgerRows(entries, false)); err != nil {
-		return fmt.Errorf("insert ledger: %w", err)
-	}
-	if err := s.rw.addAggregated(ctx, tx, s.toLedgerRows(aggregated, true)); err != nil {
-		return fmt.Errorf("insert ledger: %w", err)
-	}
 	return tx.Commit()
+}
+
+// writeLedger inserts the transaction's ledger rows, linking each to the
+// previous row of its bucket, and leaves in head the latest row of each
+// bucket. An aggregated take row is added to its bucket's latest row when
+// that row aggregates the same minute, and inserted otherwise.
+func (s *Store) writeLedger(ctx context.Context, tx *sql.Tx, t *throttle.Tx, head map[rowKey]sql.NullInt64) error {
+	entries, aggregated := t.LedgerRows()
+	rows := s.toLedgerRows(entries, false)
+	for _, r := range s.toLedgerRows(aggregated, true) {
+		h := head[r.key]
+		if h.Valid {
+			same, err := s.rw.minuteRow(ctx, tx, h.Int64, r.at)
+			if err != nil {
+				return err
+			}
+			if same {
+				if err := s.rw.addToLedgerRow(ctx, tx, h.Int64, r); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	ids, err := s.rw.ledgerIDs(ctx, tx, len(rows))
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].id = ids[i]
+		rows[i].prev = head[rows[i].key]
+		head[rows[i].key] = sql.NullInt64{Int64: ids[i], Valid: true}
+	}
+	return s.rw.insertLedger(ctx, tx, rows)
 }
 
 // ensurePolicies interns policy names, each in its own small transaction

@@ -39,6 +39,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"Reset", testReset},
 		{"LedgerExplainsBalance", testLedgerReplay},
 		{"LedgerAggregatesTakes", testLedgerAggregate},
+		{"LedgerPerBucketPages", testLedgerPerBucket},
 		{"ListAndPaginate", testList},
 		{"PruneKeepsResults", testPrune},
 		{"BadInputChangesNothing", testBadInput},
@@ -461,6 +462,41 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 	require.NoError(t, err)
 	require.Equal(t, int64(11), n)
+}
+
+func testLedgerPerBucket(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+	// Two buckets written in turn, sometimes in one request.
+	for i := range 7 {
+		e.Take(keyA, 1)
+		e.Take(keyC, 2)
+		if i%3 == 0 {
+			_, err := e.Limiter.Take(ctx, "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyC, Cost: 1})
+			require.NoError(t, err)
+		}
+	}
+	// keyA: 7 single takes and 3 joint ones; pages of 4, newest first.
+	var balances []int64
+	q := throttle.LedgerQuery{Key: &keyA, Limit: 4}
+	for {
+		page, err := e.Limiter.Ledger(ctx, q)
+		require.NoError(t, err)
+		for _, en := range page {
+			require.Equal(t, keyA, en.Key)
+			balances = append(balances, en.Balance)
+		}
+		if len(page) < q.Limit {
+			break
+		}
+		q.BeforeID = page[len(page)-1].ID
+	}
+	require.Equal(t, []int64{90, 91, 92, 93, 94, 95, 96, 97, 98, 99}, balances)
+	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyC})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), n)
 }
 
 func testList(t *testing.T, open OpenStore) {

@@ -1,0 +1,387 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+
+	"balde/migrations"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+)
+
+// The benchmarks report decisions/s and p50/p99 latency (µs) of each
+// scenario; `make bench` runs them side by side, 5 times, and summarizes the
+// medians with benchstat. See docs/BENCHMARKS.md.
+
+// measure runs b.N operations spread over callers goroutines and reports
+// throughput and latency percentiles.
+func measure(b *testing.B, callers int, op func(worker, i int) error) {
+	b.Helper()
+	lats := make([][]time.Duration, callers)
+	var next atomic.Int64
+	var failed atomic.Value
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, b.N/callers+1)
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					break
+				}
+				t := time.Now()
+				if err := op(w, int(i)); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat = append(lat, time.Since(t))
+			}
+			lats[w] = lat
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	reportLatency(b, slices.Concat(lats...), b.N, elapsed)
+}
+
+func reportLatency(b *testing.B, all []time.Duration, n int, elapsed time.Duration) {
+	slices.Sort(all)
+	pct := func(p float64) float64 {
+		if len(all) == 0 {
+			return 0
+		}
+		return float64(all[min(len(all)-1, int(float64(len(all))*p))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+	b.ReportMetric(0, "ns/op")
+}
+
+const benchPolicy = "BENCH"
+
+// benchPolicyFor never runs dry, so every decision does the full work of an
+// admission (a debit and a ledger row).
+var benchP = throttle.Policy{Name: benchPolicy, Capacity: throttle.MaxTokens, RefillTokens: throttle.MaxTokens, RefillPeriod: time.Second}
+
+// manyKeys is the number of bucket rows of the large-table scenarios.
+const manyKeys = 1_000_000
+
+func benchKey(i int) throttle.Key {
+	return throttle.Key{Policy: benchPolicy, Env: "prod", Identifier: fmt.Sprintf("u%07d", i)}
+}
+
+// benchDB caches one populated database per engine for the whole run.
+var benchDB = struct {
+	sync.Mutex
+	dsn map[sqlstore.Engine]string
+}{dsn: map[sqlstore.Engine]string{}}
+
+// populatedDSN returns a database holding manyKeys full bucket rows of
+// benchPolicy (policy id 1), built once per run in SQL.
+func populatedDSN(b *testing.B, engine sqlstore.Engine) string {
+	b.Helper()
+	benchDB.Lock()
+	defer benchDB.Unlock()
+	if dsn, ok := benchDB.dsn[engine]; ok {
+		return dsn
+	}
+	if engine == sqlstore.Postgres && os.Getenv(sqlstoretest.PostgresEnv) == "" {
+		b.Skip(sqlstoretest.PostgresEnv + " not set: skipping PostgreSQL")
+	}
+	var dsn string
+	if engine == sqlstore.SQLite {
+		dir, err := os.MkdirTemp("", "balde-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		dsn = "sqlite://" + dir + "/bench.db"
+		if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		var err error
+		if dsn, err = benchSchema(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UnixNano()
+	var q string
+	if engine == sqlstore.SQLite {
+		q = fmt.Sprintf(`
+			INSERT INTO policies (id, name) VALUES (1, '%s');
+			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+			INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
+			SELECT 1, 'prod', printf('u%%07d', i), %d, 0, %d, 0, 1 FROM n`, benchPolicy, manyKeys-1, throttle.MaxTokens, now)
+	} else {
+		q = fmt.Sprintf(`
+			INSERT INTO policies (id, name) VALUES (1, '%s');
+			INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
+			SELECT 1, 'prod', 'u' || lpad(i::text, 7, '0'), %d, 0, %d, 0, 1 FROM generate_series(0, %d) i;
+			ANALYZE buckets`, benchPolicy, throttle.MaxTokens, now, manyKeys-1)
+	}
+	if _, err := s.DB().Exec(q); err != nil {
+		b.Fatal(err)
+	}
+	benchDB.dsn[engine] = dsn
+	return dsn
+}
+
+// benchSchema recreates the schema balde_bench in the PostgreSQL of
+// BALDE_TEST_POSTGRES_DSN, migrated, and returns its DSN.
+func benchSchema() (string, error) {
+	base := os.Getenv(sqlstoretest.PostgresEnv)
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP SCHEMA IF EXISTS balde_bench CASCADE; CREATE SCHEMA balde_bench`); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("search_path", "balde_bench")
+	u.RawQuery = q.Encode()
+	dsn := u.String()
+	return dsn, sqlstore.Migrate(context.Background(), dsn, upMigrations)
+}
+
+func upMigrations(m *migrations.Migrator) error { return m.Up() }
+
+// keyOf picks the key of operation i: one hot key, or a random one of many.
+func keyOf(many bool, i int) throttle.Key {
+	if !many {
+		return benchKey(0)
+	}
+	return benchKey(rand.IntN(manyKeys))
+}
+
+func engines() []sqlstore.Engine { return sqlstoretest.Engines }
+
+// BenchmarkCeiling is the raw ceiling of the engine on the same table: a
+// bare single-row UPDATE (autocommit, no read, no ledger) and a single-row
+// upsert.
+func BenchmarkCeiling(b *testing.B) {
+	for _, engine := range engines() {
+		for _, stmt := range []string{"update", "upsert"} {
+			for _, keys := range []string{"1key", "1Mkeys"} {
+				for _, callers := range []int{1, 8, 16} {
+					b.Run(fmt.Sprintf("%s/%s/%s/callers=%d", engine, stmt, keys, callers), func(b *testing.B) {
+						s, err := sqlstore.Open(context.Background(), populatedDSN(b, engine), sqlstore.Options{MaxConns: callers})
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer s.Close()
+						q := `UPDATE buckets SET tokens = tokens - 1 WHERE policy_id = 1 AND env = 'prod' AND identifier = ?`
+						if stmt == "upsert" {
+							q = `INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at) VALUES (1, 'prod', ?, 0, 0, 0)
+								ON CONFLICT (policy_id, env, identifier) DO UPDATE SET tokens = buckets.tokens - 1`
+						}
+						st, err := s.DB().Prepare(s.DB().Rebind(q))
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer st.Close()
+						measure(b, callers, func(_, i int) error {
+							_, err := st.Exec(keyOf(keys == "1Mkeys", i).Identifier)
+							return err
+						})
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDecision is a full decision (refill, checks, debit, ledger row,
+// severity) through the Limiter: naive (one transaction per decision) and
+// with group commit.
+func BenchmarkDecision(b *testing.B) {
+	for _, engine := range engines() {
+		for _, mode := range []string{"naive", "group"} {
+			for _, keys := range []string{"1key", "1Mkeys"} {
+				for _, callers := range []int{1, 8, 32} {
+					b.Run(fmt.Sprintf("%s/%s/%s/callers=%d", engine, mode, keys, callers), func(b *testing.B) {
+						lim, done := benchLimiter(b, engine, mode, callers, throttle.Config{})
+						defer done()
+						ctx := context.Background()
+						measure(b, callers, func(_, i int) error {
+							d, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(keys == "1Mkeys", i), Cost: 1})
+							if err == nil && !d.Allowed {
+								err = fmt.Errorf("refused: %+v", d)
+							}
+							return err
+						})
+					})
+				}
+			}
+		}
+	}
+}
+
+func benchLimiter(b *testing.B, engine sqlstore.Engine, mode string, callers int, cfg throttle.Config) (*throttle.Limiter, func()) {
+	b.Helper()
+	s, err := sqlstore.Open(context.Background(), populatedDSN(b, engine), sqlstore.Options{MaxConns: max(callers, 4)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var store throttle.Store = s
+	closeAll := func() { s.Close() }
+	if mode == "group" {
+		g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{Writers: writers(engine)})
+		store = g
+		closeAll = func() {
+			batches, ops := g.Stats()
+			if batches > 0 {
+				b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
+			}
+			g.Close()
+			s.Close()
+		}
+	}
+	lim, err := throttle.NewLimiter(store, throttle.Policies{benchPolicy: benchP}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim, closeAll
+}
+
+// BenchmarkPeers are what a user would otherwise pick: x/time/rate in
+// memory (one process only, nothing persisted) and redis_rate (GCRA in
+// Redis, shared by instances).
+func BenchmarkPeers(b *testing.B) {
+	for _, callers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("xtimerate/1key/callers=%d", callers), func(b *testing.B) {
+			l := rate.NewLimiter(rate.Inf, 1)
+			measure(b, callers, func(_, _ int) error {
+				if !l.Allow() {
+					return fmt.Errorf("refused")
+				}
+				return nil
+			})
+		})
+	}
+	for _, callers := range []int{8, 16, 32} {
+		b.Run(fmt.Sprintf("redisrate/1Mkeys/callers=%d", callers), func(b *testing.B) {
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", PoolSize: callers})
+			defer rdb.Close()
+			if err := rdb.Ping(context.Background()).Err(); err != nil {
+				b.Skip("no Redis on 127.0.0.1:6379: ", err)
+			}
+			l := redis_rate.NewLimiter(rdb)
+			limit := redis_rate.PerSecond(1_000_000)
+			ctx := context.Background()
+			measure(b, callers, func(_, i int) error {
+				_, err := l.Allow(ctx, keyOf(true, i).Identifier, limit)
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkScanAttack is the DICT's main threat: one payer hammering lookups
+// that are all refused (its bucket is empty), while normal payers look up
+// keys. It reports the attacker's refusals/s and the normal payers' p99, with
+// and without the refusal cache (SQLite, group commit).
+func BenchmarkScanAttack(b *testing.B) {
+	for _, cache := range []string{"cache", "nocache"} {
+		b.Run(cache, func(b *testing.B) {
+			cfg := throttle.Config{}
+			if cache == "nocache" {
+				cfg.RefusalCacheSize = -1
+			}
+			dsn := populatedDSN(b, sqlstore.SQLite)
+			s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
+			defer g.Close()
+			attackerP := throttle.Policy{Name: "ATTACKED", Capacity: 100, RefillTokens: 2, RefillPeriod: time.Minute}
+			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP, attackerP.Name: attackerP}, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			attacker := throttle.Key{Policy: attackerP.Name, Env: "prod", Identifier: "scanner"}
+			if _, err := lim.Take(ctx, "", throttle.Charge{Key: attacker, Cost: 100}); err != nil {
+				b.Fatal(err)
+			}
+			// Normal payers run for as long as the attacker makes b.N attempts.
+			stop := make(chan struct{})
+			var normal []time.Duration
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					var lat []time.Duration
+					for {
+						select {
+						case <-stop:
+							mu.Lock()
+							normal = append(normal, lat...)
+							mu.Unlock()
+							return
+						default:
+						}
+						t := time.Now()
+						if _, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, 0), Cost: 1}); err != nil {
+							b.Error(err)
+						}
+						lat = append(lat, time.Since(t))
+					}
+				})
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				d, err := lim.Take(ctx, "", throttle.Charge{Key: attacker, Cost: 1})
+				if err != nil || d.Allowed {
+					b.Fatal("the attacker must be refused", err)
+				}
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			slices.Sort(normal)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "refusals/s")
+			if len(normal) > 0 {
+				b.ReportMetric(float64(normal[len(normal)*99/100].Nanoseconds())/1e3, "normal-p99-µs")
+				b.ReportMetric(float64(len(normal))/elapsed.Seconds(), "normal-decisions/s")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+

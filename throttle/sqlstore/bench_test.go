@@ -3,9 +3,9 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
-	"net/url"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -384,4 +384,3 @@ func BenchmarkScanAttack(b *testing.B) {
 		})
 	}
 }
-

@@ -5,25 +5,36 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// sqliteWriter writes through prepared single-row statements: on SQLite a
-// statement is a function call, not a round trip, and a prepared one skips
-// parsing. All of them run on the store's only write connection.
+// sqliteWriter writes through prepared statements: on SQLite a statement
+// is a function call, not a round trip, and a prepared one skips parsing.
+// Loads, upserts and ledger inserts of several rows are one statement each
+// (prepared once per row count, up to maxRowsPerStatement), so a batch of
+// decisions costs a few statements, not a few per decision. All of them run
+// on the store's only write connection, under the database write lock.
 type sqliteWriter struct {
-	load, credit, insert, update, del, ledger, maxID, minute, add *sql.Stmt
+	credit, del, maxID, minute, add, insert *sql.Stmt
+
+	// Read-only after newSQLiteWriter.
+	loads  map[int]*sql.Stmt // by number of keys
+	upsert map[int]*sql.Stmt // by number of rows
+	ledger map[int]*sql.Stmt // by number of rows
 }
 
+// maxRowsPerStatement bounds the rows of one multi-row statement. Every
+// size up to it is prepared when the store opens: preparing inside a
+// transaction would ask the pool for a second connection, and the writer
+// has only one.
+const maxRowsPerStatement = 32
+
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
-	w := &sqliteWriter{}
+	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
 	stmts := []struct {
 		dst  **sql.Stmt
 		text string
 	}{
-		{&w.load, `
-			SELECT ` + bucketColumns + `
-			FROM buckets
-			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		{&w.credit, `
 			SELECT 1
 			FROM token_ledger
@@ -31,24 +42,9 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		{&w.insert, `
 			INSERT INTO buckets (` + bucketColumns + `)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.update, `
-			UPDATE buckets
-			SET tokens = ?,
-			    carry = ?,
-			    refilled_at = ?,
-			    send_count = ?,
-			    severity = ?,
-			    last_sent_at = ?,
-			    last_entry = ?,
-			    blocked_until = ?,
-			    spent = ?
-			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		{&w.del, `
 			DELETE FROM buckets
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
-		{&w.ledger, `
-			INSERT INTO token_ledger (` + ledgerColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		// The writer holds the database's write lock: the largest id cannot
 		// change under it.
 		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM token_ledger`},
@@ -68,12 +64,78 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		}
 		*s.dst = st
 	}
+	for n := 1; n <= maxRowsPerStatement; n++ {
+		for _, c := range []struct {
+			cache map[int]*sql.Stmt
+			text  func(int) string
+		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.ledger, ledgerSQL}} {
+			st, err := db.PrepareContext(ctx, c.text(n))
+			if err != nil {
+				w.close()
+				return nil, fmt.Errorf("prepare: %w", err)
+			}
+			c.cache[n] = st
+		}
+	}
 	return w, nil
+}
+
+// prepared returns the statement of cache for n rows (1 <= n <=
+// maxRowsPerStatement), prepared when the store opened.
+func prepared(cache map[int]*sql.Stmt, n int) (*sql.Stmt, error) {
+	st, ok := cache[n]
+	if !ok {
+		return nil, fmt.Errorf("no statement for %d rows", n)
+	}
+	return st, nil
+}
+
+// tuples returns n comma-separated groups of k placeholders.
+func tuples(n, k int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", k), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+func loadSQL(n int) string {
+	return `
+		SELECT ` + bucketColumns + `
+		FROM buckets
+		WHERE (policy_id, env, identifier) IN (VALUES ` + tuples(n, 3) + `)`
+}
+
+// upsertSQL writes rows that exist (the transaction read them under the
+// write lock) or are new; on SQLite nobody else can insert meanwhile.
+func upsertSQL(n int) string {
+	return `
+		INSERT INTO buckets (` + bucketColumns + `)
+		VALUES ` + tuples(n, 12) + `
+		ON CONFLICT (policy_id, env, identifier) DO UPDATE
+		SET tokens = excluded.tokens,
+		    carry = excluded.carry,
+		    refilled_at = excluded.refilled_at,
+		    send_count = excluded.send_count,
+		    severity = excluded.severity,
+		    last_sent_at = excluded.last_sent_at,
+		    last_entry = excluded.last_entry,
+		    blocked_until = excluded.blocked_until,
+		    spent = excluded.spent`
+}
+
+func ledgerSQL(n int) string {
+	return `
+		INSERT INTO token_ledger (` + ledgerColumns + `)
+		VALUES ` + tuples(n, 11)
 }
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.load, w.credit, w.insert, w.update, w.del, w.ledger, w.maxID, w.minute, w.add} {
+	all := []*sql.Stmt{w.credit, w.insert, w.del, w.maxID, w.minute, w.add}
+	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.ledger} {
+		for _, st := range cache {
+			all = append(all, st)
+		}
+	}
+	for _, st := range all {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -81,20 +143,43 @@ func (w *sqliteWriter) close() error {
 	return errors.Join(errs...)
 }
 
-func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error) {
-	st := tx.StmtContext(ctx, w.load)
-	out := make([]bucketRow, 0, len(keys))
-	for _, k := range keys {
-		r, err := scanBucketRow(st.QueryRowContext(ctx, k.policyID, k.env, k.identifier))
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
+// chunks calls fn on consecutive pieces of n items of at most
+// maxRowsPerStatement.
+func chunks(n int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; lo += maxRowsPerStatement {
+		if err := fn(lo, min(lo+maxRowsPerStatement, n)); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
 	}
-	return out, nil
+	return nil
+}
+
+func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error) {
+	out := make([]bucketRow, 0, len(keys))
+	err := chunks(len(keys), func(lo, hi int) error {
+		st, err := prepared(w.loads, hi-lo)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 3*(hi-lo))
+		for _, k := range keys[lo:hi] {
+			args = append(args, k.policyID, k.env, k.identifier)
+		}
+		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanBucketRow(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
@@ -115,31 +200,27 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 }
 
 func (w *sqliteWriter) insertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	st := tx.StmtContext(ctx, w.insert)
-	for _, r := range rows {
-		if _, err := st.ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.upsertBuckets(ctx, tx, rows)
 }
 
 func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	st := tx.StmtContext(ctx, w.update)
-	for _, r := range rows {
-		if _, err := st.ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
-			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier); err != nil {
+	return w.upsertBuckets(ctx, tx, rows)
+}
+
+func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
+	return chunks(len(rows), func(lo, hi int) error {
+		st, err := prepared(w.upsert, hi-lo)
+		if err != nil {
 			return err
 		}
-	}
-	return nil
+		args := make([]any, 0, 12*(hi-lo))
+		for _, r := range rows[lo:hi] {
+			args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
+				r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent)
+		}
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		return err
+	})
 }
 
 func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error {
@@ -182,15 +263,17 @@ func (w *sqliteWriter) addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64,
 }
 
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	st := tx.StmtContext(ctx, w.ledger)
-	for _, r := range rows {
-		if _, err := st.ExecContext(ctx, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-			r.delta, r.balance, r.n, r.prev, r.ref); err != nil {
+	return chunks(len(rows), func(lo, hi int) error {
+		st, err := prepared(w.ledger, hi-lo)
+		if err != nil {
 			return err
 		}
-	}
-	return nil
+		args := make([]any, 0, 11*(hi-lo))
+		for _, r := range rows[lo:hi] {
+			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
+				r.delta, r.balance, r.n, r.prev, r.ref)
+		}
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		return err
+	})
 }

@@ -1,6 +1,7 @@
 package dict_test
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"testing"
@@ -510,4 +511,36 @@ func TestSimulatorRejectsMalformedRequests(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// The same exhaustion with 80 payers looking up at once: exactly 50 are
+// sent, the DICT answers every one with 200 and never with 429.
+func TestCategoryHParticipantConcurrentPayers(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H"})
+		errs := make(chan error, 80)
+		for i := range 80 {
+			go func() { errs <- e.lookup(knownPhone, makeCPF(i)) }()
+		}
+		var ok, refused int
+		for range 80 {
+			err := <-errs
+			var re *dict.RefusedError
+			switch {
+			case err == nil:
+				ok++
+			case errors.As(err, &re):
+				require.Equal(t, dict.PolicyEntriesReadParticipantAntiscan, re.Decision.Key.Policy)
+				refused++
+			default:
+				t.Fatalf("lookup: %v", err)
+			}
+		}
+		require.Equal(t, 50, ok)
+		require.Equal(t, 30, refused)
+		st := e.stats()
+		require.Equal(t, int64(50), st.Count(dict.OpGetEntry, http.StatusOK))
+		require.Equal(t, int64(0), st.Total(http.StatusTooManyRequests))
+		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+	})
 }

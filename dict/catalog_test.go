@@ -240,3 +240,24 @@ func TestParticipantKeys(t *testing.T) {
 	_, err = c.ParticipantKeys("x")
 	require.ErrorIs(t, err, dict.ErrInvalidISPB)
 }
+
+func TestDefine(t *testing.T) {
+	c := dict.NewCatalog("prod")
+	err := c.Define(dict.Spec{Name: "WEBHOOK_OUT", Scope: dict.ScopeEntity,
+		Limits: dict.Limits{Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}})
+	require.NoError(t, err)
+	s, ok := c.Spec("WEBHOOK_OUT")
+	require.True(t, ok)
+	require.Equal(t, int64(1), s.Reserve, "the reserve defaults to 1")
+	require.Equal(t, "WEBHOOK_OUT", c.Specs()[30].Name, "added after the DICT's")
+	p, err := c.Resolve(c.Key("WEBHOOK_OUT", "any entity"))
+	require.NoError(t, err)
+	require.Equal(t, int64(10), p.Capacity)
+
+	err = c.Define(dict.Spec{Name: "BROKEN", Scope: dict.ScopeUser, Classes: map[string]dict.Limits{
+		"PF": {Capacity: 1, RefillTokens: 1, RefillPeriod: time.Second}}})
+	require.ErrorIs(t, err, throttle.ErrInvalidPolicy)
+	require.ErrorContains(t, err, "BROKEN.classes: a USER policy needs both PF and PJ (missing PJ)")
+	_, ok = c.Spec("BROKEN")
+	require.False(t, ok)
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"balde/dict"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+)
+
+// runDictReconcile is "balde dict-reconcile": one reconciliation of the
+// local DICT buckets with the DICT's GET /api/v2/policies/.
+func runDictReconcile(ctx context.Context, m *Main, args []string) error {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	fs := m.newFlagSet("dict-reconcile", "dict-reconcile [--db DSN] [--dict-url URL] [--dict-participant ISPB] [--dict-category C] [--dict-env ENV] [--policies FILE]",
+		"balde dict-reconcile --dict-url https://dict.pi.rsfn.net.br:16522 --dict-participant 12345678 --db postgres://balde@127.0.0.1:5432/balde")
+	cfg.addStoreFlags(fs)
+	cfg.addDictFlags(fs)
+	cfg.addPolicyFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return UsageError("dict-reconcile: unexpected arguments %q", fs.Args())
+	}
+	if cfg.DictURL == "" {
+		return UsageError("dict-reconcile: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
+	}
+	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
+		return UsageError("dict-reconcile: --dict-participant: %v", err)
+	}
+	catalog := dict.NewCatalog(cfg.DictEnv)
+	if cfg.DictCategory != "" {
+		if err := catalog.SetCategory(cfg.DictCategory); err != nil {
+			return UsageError("dict-reconcile: --dict-category: %v", err)
+		}
+	}
+	if cfg.PolicyFile != "" {
+		if err := catalog.LoadFile(cfg.PolicyFile); err != nil {
+			return UsageError("dict-reconcile: %v", err)
+		}
+	}
+	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
+		return UsageError("dict-reconcile: %v", err)
+	}
+	var httpClient *http.Client
+	if cfg.DictCert != "" || cfg.DictKey != "" || cfg.DictCA != "" {
+		c, err := dict.NewTLSClient(cfg.DictCert, cfg.DictKey, cfg.DictCA)
+		if err != nil {
+			return UsageError("dict-reconcile: %v", err)
+		}
+		httpClient = c
+	}
+
+	store, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{Migrate: true})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	limiter, err := throttle.NewLimiter(store, catalog, throttle.Config{Ledger: cfg.Ledger, Thresholds: cfg.Thresholds})
+	if err != nil {
+		return err
+	}
+	client, err := dict.NewClient(dict.ClientConfig{
+		BaseURL: cfg.DictURL, Participant: cfg.DictParticipant,
+		Limiter: limiter, Catalog: catalog, Records: dict.NewRecords(store.DB(), store.ReadDB()),
+		HTTPClient: httpClient,
+	})
+	if err != nil {
+		return UsageError("dict-reconcile: %v", err)
+	}
+	if _, err := client.RestoreCategory(ctx); err != nil {
+		return err
+	}
+	res, err := client.Reconcile(ctx)
+	var refused *dict.RefusedError
+	if errors.As(err, &refused) {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: %w", err)}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "category %s", res.Category)
+	if res.CategoryChanged {
+		fmt.Fprint(m.Stdout, " (changed)")
+	}
+	fmt.Fprintf(m.Stdout, "; %d policies at the DICT, %d local buckets lowered\n", len(res.Remote), len(res.Lowered))
+	for _, a := range res.Lowered {
+		fmt.Fprintf(m.Stdout, "lowered %s by %d to %d\n", a.Key, -a.Applied, a.Balance)
+	}
+	for _, s := range res.Mismatched {
+		fmt.Fprintf(m.Stdout, "mismatch %s\n", s)
+	}
+	for _, name := range res.Unknown {
+		fmt.Fprintf(m.Stdout, "unknown policy %s (not in the catalog)\n", name)
+	}
+	return nil
+}

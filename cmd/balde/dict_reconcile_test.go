@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/dict"
+	"balde/dict/dictsim"
+)
+
+func TestDictReconcile(t *testing.T) {
+	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
+		Category: "H",
+		DB:       "sqlite://" + filepath.Join(t.TempDir(), "sim.db"),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	hs := httptest.NewServer(sim)
+	t.Cleanup(func() {
+		hs.Close()
+		require.NoError(t, sim.Close())
+	})
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+
+	// Another app spends one KEYS_CHECK token at the DICT.
+	body, err := dict.Marshal(&dict.CheckKeysRequest{Keys: []string{"+5561988880000"}})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, hs.URL+dict.APIPrefix+"/keys/check", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set(dict.HeaderRequestingParticipant, "12345678")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	code, out, errOut := run(t, nil, "dict-reconcile", "--db", db, "--dict-url", hs.URL, "--dict-participant", "12345678")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "category H (changed); 28 policies at the DICT")
+	require.Contains(t, out, "lowered KEYS_CHECK/prod/12345678 by 1 to 69")
+
+	// The category was recorded: the next run starts from H.
+	code, out, errOut = run(t, map[string]string{"BALDE_DICT_URL": hs.URL, "BALDE_DB": db}, "dict-reconcile")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "category H; 28 policies at the DICT, 0 local buckets lowered")
+}
+
+func TestDictReconcileUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"NoURL", nil, nil, "no DICT URL configured (set --dict-url or BALDE_DICT_URL)"},
+		{"BadParticipant", nil, []string{"--dict-url", "http://127.0.0.1:1", "--dict-participant", "1234"}, "--dict-participant"},
+		{"BadCategory", nil, []string{"--dict-url", "http://127.0.0.1:1", "--dict-category", "A B"}, "--dict-category"},
+		{"BadPolicyFile", nil, []string{"--dict-url", "http://127.0.0.1:1", "--policies", "missing.json"}, "invalid policy file"},
+		{"BadURL", nil, []string{"--dict-url", "ftp://x", "--db", "sqlite://" + filepath.Join(t.TempDir(), "x.db")}, "not an http(s) URL"},
+		{"Arguments", nil, []string{"now"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, tt.env, append([]string{"dict-reconcile"}, tt.args...)...)
+			require.Equal(t, ExitUsage, code)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			require.Len(t, lines, 1, errOut)
+			require.Contains(t, lines[0], tt.want)
+		})
+	}
+
+	code, _, errOut := run(t, nil, "dict-reconcile", "--help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, errOut, "Example:\n  balde dict-reconcile --dict-url")
+}

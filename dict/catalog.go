@@ -1,0 +1,513 @@
+package dict
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"balde/throttle"
+)
+
+// Scope says what one bucket of a policy belongs to, and so what the
+// Identifier of its keys is.
+type Scope string
+
+const (
+	// ScopePSP: one bucket per participant; the identifier is its ISPB.
+	ScopePSP Scope = "PSP"
+	// ScopeUser: one bucket per end user; the identifier is the payer's CPF
+	// (class PF) or CNPJ (class PJ), as in the PI-PayerId header.
+	ScopeUser Scope = "USER"
+	// ScopeEntity: one bucket per entity named by a free identifier (an
+	// account, a bank entity). It is for adapters other than the DICT that
+	// share the catalog (seed 003's per-entity Pix bucket).
+	ScopeEntity Scope = "ENTITY"
+)
+
+// DefaultEnv is the env part of DICT bucket keys unless configured.
+const DefaultEnv = "prod"
+
+// Outcome and event names of the counting rules. A DICT request's outcome
+// is its HTTP status in decimal ("200", "404"); OutcomeDefault is the cost of
+// any outcome a policy does not list. OutcomeTransportError is a request
+// whose response never arrived: the DICT may or may not have counted it, so
+// it costs the default (conservative).
+const (
+	OutcomeDefault        = "*"
+	OutcomeTransportError = "error"
+	// EventPayment is a payment order (pacs.008) sent with the EndToEndId
+	// of an earlier lookup.
+	EventPayment = "payment"
+)
+
+// Limits are the size and refill of a bucket.
+type Limits struct {
+	// Capacity is the bucket size in whole tokens.
+	Capacity int64
+	// RefillTokens tokens come back every RefillPeriod.
+	RefillTokens int64
+	RefillPeriod time.Duration
+	// Credits, when not nil, overrides Spec.Credits for buckets of this
+	// class (the DICT credits a payment with 1 token to a PF, 2 to a PJ).
+	Credits map[string]int64
+}
+
+// Spec is one policy of the catalog: which operations it limits, how its
+// buckets are sized, and what each outcome costs.
+//
+// Counting: a request reserves Reserve tokens from the bucket at admission
+// (the bucket must hold at least that many whole tokens); once the outcome is
+// known its total cost is Costs[outcome] (or Costs[OutcomeDefault], or
+// Reserve when neither is set) and the difference is settled: a penalty when
+// the cost is higher than the reserve, a refund when lower. An event (a
+// payment) credits Credits[event] tokens, capped at capacity, once per
+// reference.
+type Spec struct {
+	Name       string
+	Scope      Scope
+	Operations []string
+	// Limits apply when Classes is empty.
+	Limits Limits
+	// Classes size the buckets by class: "PF" and "PJ" for a USER policy,
+	// the participant category ("A".."H") for a PSP policy. A participant
+	// whose category has no class gets the strictest class (the smallest
+	// capacity).
+	Classes map[string]Limits
+	// Refill is the refill mode; when a spec does not set it (RefillSet
+	// false) the catalog's mode applies (default throttle.RefillStepwise).
+	Refill    throttle.RefillMode
+	RefillSet bool
+	// Reserve is what admission takes from the bucket, in whole tokens (>= 1).
+	Reserve int64
+	// Costs maps an outcome to the total cost of a request, in whole tokens
+	// (>= 0).
+	Costs map[string]int64
+	// Credits maps an event to the tokens it gives back (> 0).
+	Credits map[string]int64
+	// MinInterval, BlockFor and FailMode are passed to throttle.Policy.
+	MinInterval time.Duration
+	BlockFor    time.Duration
+	FailMode    throttle.FailMode
+}
+
+// Catalog is the set of policies the DICT applies (seed 001, exactly),
+// overridable and extensible from a policy file, plus the participant's
+// current category. It implements throttle.Resolver for the DICT's keys:
+//
+//   - USER policies are keyed by the payer id: a CPF resolves to the PF
+//     limits (2/min, capacity 100 for the anti-scan policies), a CNPJ to the
+//     PJ limits (20/min, capacity 1000);
+//   - PSP policies are keyed by ISPB; the two policies sized by category
+//     (ENTRIES_READ_PARTICIPANT_ANTISCAN and ENTRIES_STATISTICS_READ) resolve
+//     to the current category's limits;
+//   - the Env of every key must be the catalog's env.
+//
+// A Catalog is safe for concurrent use; SetCategory may be called while
+// requests are decided (reconcile learns the category).
+type Catalog struct {
+	env string
+
+	mu       sync.RWMutex
+	specs    map[string]Spec
+	order    []string
+	category string
+	refill   throttle.RefillMode
+}
+
+var _ throttle.Resolver = (*Catalog)(nil)
+
+// NewCatalog returns the DICT's catalog (seed 001) for env ("" means
+// DefaultEnv), with refill mode throttle.RefillStepwise and no category
+// (see SetCategory; until then the categorised policies use the strictest
+// category, H).
+func NewCatalog(env string) *Catalog {
+	if env == "" {
+		env = DefaultEnv
+	}
+	c := &Catalog{env: env, specs: make(map[string]Spec), refill: throttle.RefillStepwise}
+	for _, s := range seedPolicies() {
+		c.specs[s.Name] = s
+		c.order = append(c.order, s.Name)
+	}
+	return c
+}
+
+// Env returns the env part of the catalog's keys.
+func (c *Catalog) Env() string { return c.env }
+
+// Key returns the bucket key of policy for identifier in the catalog's env.
+func (c *Catalog) Key(policy, identifier string) throttle.Key {
+	return throttle.Key{Policy: policy, Env: c.env, Identifier: identifier}
+}
+
+// Category returns the participant's current category ("" when unknown).
+func (c *Catalog) Category() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.category
+}
+
+// SetCategory sets the participant's category. Any category that passes
+// ValidateCategory is accepted (the DICT may publish new ones); one with no
+// class in a policy gets that policy's strictest class.
+func (c *Catalog) SetCategory(category string) error {
+	if err := ValidateCategory(category); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.category = category
+	return nil
+}
+
+// Refill returns the catalog's refill mode.
+func (c *Catalog) Refill() throttle.RefillMode {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.refill
+}
+
+// SetRefill sets the refill mode of every policy that does not set its own.
+// It fails, changing nothing, if some policy cannot use mode (a rolling
+// window must refill its whole capacity per period).
+// RefillStepwise (the default) is the conservative reading of the DICT's
+// "n tokens per period": it is never more generous than continuous refill.
+func (c *Catalog) SetRefill(mode throttle.RefillMode) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range c.order {
+		if err := validateSpec(c.specs[name], mode); err != nil {
+			return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, name, err)
+		}
+	}
+	c.refill = mode
+	return nil
+}
+
+// Spec returns the policy named name, with Refill set to the mode in
+// effect; ok is false when the catalog has no such policy.
+func (c *Catalog) Spec(name string) (Spec, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.specs[name]
+	if !ok {
+		return Spec{}, false
+	}
+	return c.effective(s), true
+}
+
+// Specs returns every policy, the DICT's in the order of seed 001 first,
+// then the ones a policy file added, in the order they were added.
+func (c *Catalog) Specs() []Spec {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Spec, len(c.order))
+	for i, name := range c.order {
+		out[i] = c.effective(c.specs[name])
+	}
+	return out
+}
+
+// effective returns a deep copy of s with the refill mode in effect.
+// c.mu must be held.
+func (c *Catalog) effective(s Spec) Spec {
+	if !s.RefillSet {
+		s.Refill = c.refill
+	}
+	return cloneSpec(s)
+}
+
+// Define adds a policy or replaces one, after validating it. The error
+// wraps throttle.ErrInvalidPolicy and names the field at fault.
+func (c *Catalog) Define(s Spec) error {
+	s = cloneSpec(s)
+	if s.Reserve == 0 {
+		s.Reserve = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := validateSpec(s, c.refill); err != nil {
+		return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, s.Name, err)
+	}
+	c.define(s)
+	return nil
+}
+
+// define stores s. c.mu must be held.
+func (c *Catalog) define(s Spec) {
+	if _, ok := c.specs[s.Name]; !ok {
+		c.order = append(c.order, s.Name)
+	}
+	c.specs[s.Name] = s
+}
+
+// Resolve implements throttle.Resolver. Errors: throttle.ErrUnknownPolicy
+// for a policy the catalog does not have; throttle.ErrInvalidKey (with the
+// dict sentinel: ErrInvalidPayerID, ErrInvalidISPB) for a key in another env
+// or whose identifier does not fit the policy's scope.
+func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
+	c.mu.RLock()
+	s, ok := c.specs[key.Policy]
+	category, refill := c.category, c.refill
+	c.mu.RUnlock()
+	if !ok {
+		return throttle.Policy{}, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	}
+	if key.Env != c.env {
+		return throttle.Policy{}, fmt.Errorf("%w: %s: env %q is not the DICT's %q", throttle.ErrInvalidKey, key, key.Env, c.env)
+	}
+	lim, _, err := s.limitsFor(key.Identifier, category)
+	if err != nil {
+		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key.Policy, err)
+	}
+	mode := refill
+	if s.RefillSet {
+		mode = s.Refill
+	}
+	return throttle.Policy{
+		Name:         s.Name,
+		Capacity:     lim.Capacity,
+		RefillTokens: lim.RefillTokens,
+		RefillPeriod: lim.RefillPeriod,
+		Refill:       mode,
+		MinInterval:  s.MinInterval,
+		BlockFor:     s.BlockFor,
+		FailMode:     s.FailMode,
+	}, nil
+}
+
+// Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
+// the category in effect for a categorised PSP policy, "" otherwise.
+func (c *Catalog) Class(key throttle.Key) (string, error) {
+	c.mu.RLock()
+	s, ok := c.specs[key.Policy]
+	category := c.category
+	c.mu.RUnlock()
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	}
+	_, class, err := s.limitsFor(key.Identifier, category)
+	return class, err
+}
+
+// Reserve returns what admission takes from key's bucket.
+func (c *Catalog) Reserve(key throttle.Key) (int64, error) {
+	s, ok := c.Spec(key.Policy)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	}
+	return s.Reserve, nil
+}
+
+// Cost returns the total cost, in whole tokens, of a request with the
+// given outcome to key's bucket: Costs[outcome], else Costs[OutcomeDefault],
+// else the reserve.
+func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
+	s, ok := c.Spec(key.Policy)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	}
+	if n, ok := s.Costs[outcome]; ok {
+		return n, nil
+	}
+	if n, ok := s.Costs[OutcomeDefault]; ok {
+		return n, nil
+	}
+	return s.Reserve, nil
+}
+
+// Credit returns the tokens event gives back to key's bucket: the class's
+// credit when it has one, else the policy's. The error wraps
+// ErrUnknownOutcome when the policy does not credit event.
+func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
+	c.mu.RLock()
+	s, ok := c.specs[key.Policy]
+	category := c.category
+	c.mu.RUnlock()
+	if !ok {
+		return 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	}
+	lim, _, err := s.limitsFor(key.Identifier, category)
+	if err != nil {
+		return 0, err
+	}
+	if n, ok := lim.Credits[event]; ok {
+		return n, nil
+	}
+	if n, ok := s.Credits[event]; ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("%w: %s does not credit %q", ErrUnknownOutcome, key.Policy, event)
+}
+
+// ParticipantKeys returns the keys of every PSP policy's bucket of
+// participant, in catalog order: what listBucketStates reports.
+func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
+	if err := ValidateISPB(participant); err != nil {
+		return nil, err
+	}
+	var keys []throttle.Key
+	for _, s := range c.Specs() {
+		if s.Scope == ScopePSP {
+			keys = append(keys, c.Key(s.Name, participant))
+		}
+	}
+	return keys, nil
+}
+
+// limitsFor returns the limits and class of the bucket of identifier under
+// s, given the participant's category.
+func (s Spec) limitsFor(identifier, category string) (Limits, string, error) {
+	switch s.Scope {
+	case ScopeUser:
+		person, err := ParsePayerID(identifier)
+		if err != nil {
+			return Limits{}, "", err
+		}
+		if len(s.Classes) == 0 {
+			return s.Limits, string(person), nil
+		}
+		lim, ok := s.Classes[string(person)]
+		if !ok {
+			return Limits{}, "", fmt.Errorf("%w: %s has no limits for %s", throttle.ErrInvalidPolicy, s.Name, person)
+		}
+		return lim, string(person), nil
+	case ScopePSP:
+		if err := ValidateISPB(identifier); err != nil {
+			return Limits{}, "", err
+		}
+		if len(s.Classes) == 0 {
+			return s.Limits, "", nil
+		}
+		if lim, ok := s.Classes[category]; ok {
+			return lim, category, nil
+		}
+		class := strictest(s.Classes)
+		return s.Classes[class], class, nil
+	}
+	return s.Limits, "", nil
+}
+
+// strictest returns the class with the smallest capacity; among equal
+// capacities, the last by name ("H" before "G").
+func strictest(classes map[string]Limits) string {
+	best := ""
+	for _, name := range slices.Sorted(maps.Keys(classes)) {
+		if best == "" || classes[name].Capacity <= classes[best].Capacity {
+			best = name
+		}
+	}
+	return best
+}
+
+// specError is a field of a spec that cannot describe a policy. Field is
+// named as in the policy file ("classes.PF.capacity").
+type specError struct {
+	Field, Msg string
+}
+
+func (e *specError) Error() string { return e.Field + ": " + e.Msg }
+
+// validateSpec checks every field of s; mode is the catalog's refill mode
+// (used when s sets none).
+func validateSpec(s Spec, mode throttle.RefillMode) *specError {
+	if s.RefillSet {
+		mode = s.Refill
+	}
+	bad := func(field, format string, args ...any) *specError {
+		return &specError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if err := (throttle.Key{Policy: s.Name, Env: "x", Identifier: "x"}).Validate(); err != nil {
+		return bad("name", "%q is not a policy name (1 to %d printable bytes)", s.Name, throttle.MaxPolicyLen)
+	}
+	switch s.Scope {
+	case ScopePSP, ScopeUser, ScopeEntity:
+	default:
+		return bad("scope", "%q (want PSP, USER or ENTITY)", s.Scope)
+	}
+	if s.MinInterval < 0 {
+		return bad("min_interval", "negative")
+	}
+	if s.BlockFor < 0 {
+		return bad("block_for", "negative")
+	}
+	check := func(prefix string, l Limits) *specError {
+		switch {
+		case l.Capacity <= 0 || l.Capacity > throttle.MaxTokens:
+			return bad(prefix+"capacity", "%d is not a whole number of tokens in 1..%d", l.Capacity, int64(throttle.MaxTokens))
+		case l.RefillTokens <= 0 || l.RefillTokens > throttle.MaxTokens:
+			return bad(prefix+"refill_tokens", "%d is not a whole number of tokens in 1..%d", l.RefillTokens, int64(throttle.MaxTokens))
+		case l.RefillPeriod <= 0:
+			return bad(prefix+"refill_period", "%s is not a positive duration", l.RefillPeriod)
+		case s.Reserve < 1 || s.Reserve > l.Capacity:
+			return bad("reserve", "%d not in 1..%d (the %scapacity)", s.Reserve, l.Capacity, prefix)
+		}
+		p := throttle.Policy{Name: s.Name, Capacity: l.Capacity, RefillTokens: l.RefillTokens, RefillPeriod: l.RefillPeriod,
+			Refill: mode, MinInterval: s.MinInterval, BlockFor: s.BlockFor, FailMode: s.FailMode}
+		if err := p.Validate(); err != nil {
+			return bad("refill", "%s refill of %s: %v", mode, prefix+"limits", err)
+		}
+		for event, n := range l.Credits {
+			if n <= 0 || n > throttle.MaxTokens {
+				return bad(prefix+"credits."+event, "%d is not a positive number of tokens", n)
+			}
+		}
+		return nil
+	}
+	if len(s.Classes) == 0 {
+		if err := check("", s.Limits); err != nil {
+			return err
+		}
+	} else {
+		if s.Scope == ScopeEntity {
+			return bad("classes", "an ENTITY policy has no classes")
+		}
+		if s.Scope == ScopeUser {
+			for _, p := range []PersonType{PF, PJ} {
+				if _, ok := s.Classes[string(p)]; !ok {
+					return bad("classes", "a USER policy needs both PF and PJ (missing %s)", p)
+				}
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Classes)) {
+			if s.Scope == ScopeUser && name != string(PF) && name != string(PJ) {
+				return bad("classes."+name, "a USER policy has classes PF and PJ only")
+			}
+			if s.Scope == ScopePSP && ValidateCategory(name) != nil {
+				return bad("classes."+name, "a category is 1 to 16 letters, digits, - or _")
+			}
+			if err := check("classes."+name+".", s.Classes[name]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, outcome := range slices.Sorted(maps.Keys(s.Costs)) {
+		if n := s.Costs[outcome]; n < 0 || n > throttle.MaxTokens {
+			return bad("costs."+outcome, "%d is not a number of tokens >= 0", n)
+		}
+	}
+	for _, event := range slices.Sorted(maps.Keys(s.Credits)) {
+		if n := s.Credits[event]; n <= 0 || n > throttle.MaxTokens {
+			return bad("credits."+event, "%d is not a positive number of tokens", n)
+		}
+	}
+	return nil
+}
+
+func cloneSpec(s Spec) Spec {
+	s.Operations = slices.Clone(s.Operations)
+	s.Costs = maps.Clone(s.Costs)
+	s.Credits = maps.Clone(s.Credits)
+	s.Limits.Credits = maps.Clone(s.Limits.Credits)
+	if s.Classes != nil {
+		classes := make(map[string]Limits, len(s.Classes))
+		for k, l := range s.Classes {
+			l.Credits = maps.Clone(l.Credits)
+			classes[k] = l
+		}
+		s.Classes = classes
+	}
+	return s
+}

@@ -1,0 +1,519 @@
+package dict
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"balde/throttle"
+)
+
+// ClientConfig configures NewClient.
+type ClientConfig struct {
+	// BaseURL is the DICT's address, e.g. https://dict.pi.rsfn.net.br:16522
+	// (APIPrefix is added to it).
+	BaseURL string
+	// Participant is this participant's ISPB (PI-RequestingParticipant).
+	Participant string
+	// Limiter and Catalog are the local mirror: the Limiter must resolve the
+	// Catalog's policies.
+	Limiter *throttle.Limiter
+	Catalog *Catalog
+	// Records, when set, records every lookup (needed by CreditPayment and
+	// the anti-scan monitors) and the category Reconcile learns.
+	Records *Records
+	// HTTPClient sends the requests; NewTLSClient builds one for mutual TLS.
+	// Default: a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Client calls the DICT API for one participant. Before every request it
+// takes from the local mirror and refuses locally (a *RefusedError; nothing
+// is sent) when a bucket is empty; after the response it settles by status;
+// on a remote 429 it brings the local buckets down to 0 and blocks them for
+// the remote Retry-After. Safe for concurrent use.
+type Client struct {
+	base        *url.URL
+	participant string
+	meter       Meter
+	catalog     *Catalog
+	records     *Records
+	http        *http.Client
+	logger      *slog.Logger
+}
+
+// NewClient returns a Client. The error wraps ErrInvalidISPB for a bad
+// participant, or says which field is missing.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if err := ValidateISPB(cfg.Participant); err != nil {
+		return nil, fmt.Errorf("dict: client participant: %w", err)
+	}
+	if cfg.Limiter == nil || cfg.Catalog == nil {
+		return nil, errors.New("dict: client needs a Limiter and a Catalog")
+	}
+	base, err := url.Parse(strings.TrimSuffix(strings.TrimSuffix(cfg.BaseURL, "/"), APIPrefix))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("dict: client base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	c := &Client{
+		base:        base,
+		participant: cfg.Participant,
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
+		catalog:     cfg.Catalog,
+		records:     cfg.Records,
+		http:        cfg.HTTPClient,
+		logger:      cfg.Logger,
+	}
+	if c.http == nil {
+		c.http = &http.Client{Timeout: 30 * time.Second}
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	return c, nil
+}
+
+// Participant returns the client's ISPB.
+func (c *Client) Participant() string { return c.participant }
+
+// Catalog returns the client's catalog.
+func (c *Client) Catalog() *Catalog { return c.catalog }
+
+// Meter returns the client's meter (its Limiter and Catalog).
+func (c *Client) Meter() Meter { return c.meter }
+
+// LookupRequest is one getEntry.
+type LookupRequest struct {
+	// Key is the Pix key looked up; its type is inferred (ParseKey).
+	Key string
+	// PayerID is the CPF or CNPJ of the end user who will pay.
+	PayerID string
+	// EndToEndID is the EndToEndId of the payment the lookup prepares;
+	// empty: the client generates one (NewEndToEndID).
+	EndToEndID string
+}
+
+// LookupResult is the outcome of a getEntry that was sent.
+type LookupResult struct {
+	EndToEndID string
+	Key        Key
+	// Entry is the answer when the DICT found the key (status 200).
+	Entry *GetEntryResponse
+}
+
+// GetEntry looks a key up (GET /api/v2/entries/{Key}), charged to the
+// payer's USER anti-scan bucket and the participant's
+// ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: 1 token each at admission, then
+// 200 → 1 and 1, 404 → 20 and 3, 500 and 429 → refunded.
+//
+// Errors: ErrInvalidKey, ErrInvalidPayerID, ErrInvalidEndToEndID (nothing
+// taken or sent); *RefusedError (not sent); *RemoteError for any status but
+// 200 (NotFound() for a key with no entry) — the LookupResult still carries
+// the EndToEndId; throttle.ErrStoreUnavailable.
+func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult, error) {
+	key, err := ParseKey(req.Key)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	if _, err := ParsePayerID(req.PayerID); err != nil {
+		return LookupResult{}, err
+	}
+	e2e := req.EndToEndID
+	if e2e == "" {
+		if e2e, err = NewEndToEndID(c.participant, c.meter.Limiter.Now()); err != nil {
+			return LookupResult{}, err
+		}
+	} else if err := ValidateEndToEndID(e2e); err != nil {
+		return LookupResult{}, err
+	}
+	res := LookupResult{EndToEndID: e2e, Key: key}
+	keys := c.catalog.LookupKeys(key.Type, req.PayerID, c.participant)
+	hdr := http.Header{}
+	hdr.Set(HeaderPayerID, req.PayerID)
+	hdr.Set(HeaderEndToEndID, e2e)
+	resp, err := c.do(ctx, call{
+		op: OpGetEntry, method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value),
+		header: hdr, keys: keys, ref: e2e,
+	})
+	if resp != nil && c.records != nil {
+		// The row maps the EndToEndId to the buckets a payment credits.
+		rerr := c.records.RecordLookup(context.WithoutCancel(ctx), Lookup{
+			EndToEndID: e2e, Env: c.catalog.Env(), PayerID: req.PayerID, KeyType: key.Type,
+			Policy: keys[0].Policy, Participant: c.participant, Status: resp.status, LookedUpAt: resp.sentAt,
+		})
+		if rerr != nil {
+			c.logger.Error("dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", e2e), slog.Any("error", rerr))
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	var out GetEntryResponse
+	if err := resp.decode(OpGetEntry, http.StatusOK, &out); err != nil {
+		return res, err
+	}
+	res.Entry = &out
+	return res, nil
+}
+
+// CheckKeys asks which keys have an entry (POST /api/v2/keys/check),
+// charged 1 token to KEYS_CHECK. Every key is validated first.
+func (c *Client) CheckKeys(ctx context.Context, keys []string) ([]KeyCheck, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: no key to check", ErrInvalidKey)
+	}
+	for _, k := range keys {
+		if _, err := ParseKey(k); err != nil {
+			return nil, err
+		}
+	}
+	body, err := Marshal(&CheckKeysRequest{Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body,
+		keys: []throttle.Key{c.catalog.Key(PolicyKeysCheck, c.participant)}})
+	if err != nil {
+		return nil, err
+	}
+	var out CheckKeysResponse
+	if err := resp.decode(OpCheckKeys, http.StatusOK, &out); err != nil {
+		return nil, err
+	}
+	return out.Keys, nil
+}
+
+// CreateEntry registers a key (POST /api/v2/entries/), charged 1 token to
+// ENTRIES_WRITE. The key, its type, the account's participant and the
+// owner's tax id are validated first; an empty RequestID gets a new UUID
+// and an empty Reason becomes USER_REQUESTED.
+func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (*CreateEntryResponse, error) {
+	if _, err := ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
+		return nil, err
+	}
+	if err := ValidateISPB(req.Entry.Account.Participant); err != nil {
+		return nil, err
+	}
+	if _, err := ParsePayerID(req.Entry.Owner.TaxIDNumber); err != nil {
+		return nil, fmt.Errorf("dict: owner tax id: %w", err)
+	}
+	if req.RequestID == "" {
+		req.RequestID = uuid.NewString()
+	}
+	if req.Reason == "" {
+		req.Reason = "USER_REQUESTED"
+	}
+	body, err := Marshal(&req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body,
+		keys: []throttle.Key{c.catalog.Key(PolicyEntriesWrite, c.participant)}})
+	if err != nil {
+		return nil, err
+	}
+	var out CreateEntryResponse
+	if err := resp.decode(OpCreateEntry, http.StatusCreated, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteEntry removes a key (POST /api/v2/entries/{Key}/delete), charged 1
+// token to ENTRIES_WRITE. An empty reason becomes USER_REQUESTED.
+func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (*DeleteEntryResponse, error) {
+	k, err := ParseKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = "USER_REQUESTED"
+	}
+	body, err := Marshal(&DeleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, call{op: OpDeleteEntry, method: http.MethodPost, path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body,
+		keys: []throttle.Key{c.catalog.Key(PolicyEntriesWrite, c.participant)}})
+	if err != nil {
+		return nil, err
+	}
+	var out DeleteEntryResponse
+	if err := resp.decode(OpDeleteEntry, http.StatusOK, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ClaimsFilter selects claims. Filtering by role (donor or claimer) charges
+// CLAIMS_LIST_WITH_ROLE, no role CLAIMS_LIST_WITHOUT_ROLE.
+type ClaimsFilter struct {
+	IsDonor   bool
+	IsClaimer bool
+	// Limit bounds the claims returned (0: the DICT's default).
+	Limit int
+}
+
+// ListClaims lists claims of the participant (GET /api/v2/claims/).
+func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (*ListClaimsResponse, error) {
+	q := url.Values{}
+	q.Set("Participant", c.participant)
+	policy := PolicyClaimsListWithoutRole
+	if f.IsDonor {
+		q.Set("IsDonor", "true")
+		policy = PolicyClaimsListWithRole
+	}
+	if f.IsClaimer {
+		q.Set("IsClaimer", "true")
+		policy = PolicyClaimsListWithRole
+	}
+	if f.Limit > 0 {
+		q.Set("Limit", strconv.Itoa(f.Limit))
+	}
+	resp, err := c.do(ctx, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q,
+		keys: []throttle.Key{c.catalog.Key(policy, c.participant)}})
+	if err != nil {
+		return nil, err
+	}
+	var out ListClaimsResponse
+	if err := resp.decode(OpListClaims, http.StatusOK, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetBucketState reads one of the participant's buckets at the DICT
+// (GET /api/v2/policies/{policy}), charged 1 token to POLICIES_READ.
+func (c *Client) GetBucketState(ctx context.Context, policy string) (*GetPolicyResponse, error) {
+	if err := (throttle.Key{Policy: policy, Env: c.catalog.Env(), Identifier: c.participant}).Validate(); err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy),
+		keys: []throttle.Key{c.catalog.Key(PolicyPoliciesRead, c.participant)}})
+	if err != nil {
+		return nil, err
+	}
+	var out GetPolicyResponse
+	if err := resp.decode(OpGetBucketState, http.StatusOK, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListBucketStates reads all of the participant's buckets at the DICT and
+// its category (GET /api/v2/policies/), charged 1 token to POLICIES_LIST
+// (6/min, capacity 20).
+func (c *Client) ListBucketStates(ctx context.Context) (*ListPoliciesResponse, error) {
+	resp, err := c.do(ctx, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/",
+		keys: []throttle.Key{c.catalog.Key(PolicyPoliciesList, c.participant)}})
+	if err != nil {
+		return nil, err
+	}
+	var out ListPoliciesResponse
+	if err := resp.decode(OpListBucketStates, http.StatusOK, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PaymentCredit is the result of CreditPayment.
+type PaymentCredit struct {
+	Lookup Lookup
+	// Adjusted has the payer's bucket then the participant's.
+	Adjusted []throttle.Adjusted
+	// Duplicate is set when the payment was already credited: nothing changed.
+	Duplicate bool
+}
+
+// CreditPayment credits a payment order (pacs.008) sent with the EndToEndId
+// of an earlier lookup that found its key: +1 (PF) or +2 (PJ) to the payer's
+// bucket and +1 to the participant's, capped at capacity, once per
+// EndToEndId. The DICT credits its own buckets when the SPI sees the
+// payment; this keeps the mirror in step.
+//
+// Errors: ErrInvalidEndToEndID; ErrNoRecords; ErrUnknownEndToEndID;
+// ErrNotPayable for a lookup that did not end in 200.
+func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentCredit, error) {
+	if err := ValidateEndToEndID(endToEndID); err != nil {
+		return PaymentCredit{}, err
+	}
+	if c.records == nil {
+		return PaymentCredit{}, ErrNoRecords
+	}
+	l, err := c.records.FindLookup(ctx, endToEndID)
+	if err != nil {
+		return PaymentCredit{}, err
+	}
+	adjusted, err := CreditLookup(ctx, c.meter, c.records, l)
+	if err != nil {
+		return PaymentCredit{Lookup: l}, err
+	}
+	pc := PaymentCredit{Lookup: l, Adjusted: adjusted, Duplicate: true}
+	for _, a := range adjusted {
+		pc.Duplicate = pc.Duplicate && a.Duplicate
+	}
+	return pc, nil
+}
+
+// CreditLookup credits the payment of lookup l to the buckets it was
+// charged to and marks it paid (see Client.CreditPayment). The simulator
+// uses it for its own buckets.
+func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) ([]throttle.Adjusted, error) {
+	if l.Status != http.StatusOK {
+		return nil, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
+	}
+	if l.Env != m.Catalog.Env() {
+		return nil, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
+	}
+	adjusted, err := m.Credit(ctx, l.EndToEndID, EventPayment,
+		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
+	if err != nil {
+		return nil, err
+	}
+	if err := records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now()); err != nil {
+		return adjusted, err
+	}
+	return adjusted, nil
+}
+
+// call is one request to the DICT and the buckets it is charged to.
+type call struct {
+	op     string
+	method string
+	path   string // after APIPrefix, segments escaped (url.PathEscape)
+	query  url.Values
+	header http.Header
+	body   []byte
+	keys   []throttle.Key
+	ref    string
+}
+
+// response is a DICT response, read whole.
+type response struct {
+	status     int
+	header     http.Header
+	body       []byte
+	retryAfter time.Duration
+	sentAt     time.Time
+}
+
+// do reserves, sends, and settles one call. It returns a response for every
+// request that got one (whatever its status), and an error when the request
+// was refused locally, could not be sent, or was answered with a 429.
+func (c *Client) do(ctx context.Context, cl call) (*response, error) {
+	// Build the request first: nothing is taken for a request that cannot be built.
+	target := strings.TrimSuffix(c.base.String(), "/") + APIPrefix + cl.path
+	if len(cl.query) > 0 {
+		target += "?" + cl.query.Encode()
+	}
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
+	}
+	for k, vs := range cl.header {
+		req.Header[k] = vs
+	}
+	req.Header.Set(HeaderRequestingParticipant, c.participant)
+	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
+	if cl.body != nil {
+		req.Header.Set("Content-Type", ContentTypeXML)
+	}
+
+	r, err := c.meter.Reserve(ctx, cl.op, cl.ref, cl.keys...)
+	if err != nil {
+		return nil, err
+	}
+	// From here the reservation is settled whatever happens to ctx.
+	settleCtx := context.WithoutCancel(ctx)
+	sentAt := c.meter.Limiter.Now()
+	httpResp, err := c.http.Do(req)
+	if err != nil {
+		if _, serr := c.meter.Settle(settleCtx, r, OutcomeTransportError); serr != nil {
+			c.logger.Error("dict: settle failed", slog.String("op", cl.op), slog.Any("error", serr))
+		}
+		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
+	}
+	defer httpResp.Body.Close()
+	data, rerr := io.ReadAll(io.LimitReader(httpResp.Body, MaxBodySize+1))
+	resp := &response{status: httpResp.StatusCode, header: httpResp.Header, body: data, sentAt: sentAt,
+		retryAfter: parseRetryAfter(httpResp.Header.Get("Retry-After"), sentAt)}
+
+	// Settle by status; on a remote 429 the mirror was more generous than
+	// the DICT: bring every bucket of the call down to 0 for Retry-After.
+	if _, err := c.meter.Settle(settleCtx, r, Outcome(resp.status)); err != nil {
+		return resp, err
+	}
+	if resp.status == http.StatusTooManyRequests {
+		targets := make([]throttle.SyncTarget, len(cl.keys))
+		for i, k := range cl.keys {
+			targets[i] = throttle.SyncTarget{Key: k, Tokens: 0, BlockFor: resp.retryAfter, Ref: cl.ref}
+		}
+		if _, err := c.meter.Limiter.Sync(settleCtx, targets...); err != nil {
+			return resp, fmt.Errorf("dict: %s: sync after a remote 429: %w", cl.op, err)
+		}
+		c.logger.Warn("dict: remote 429: local buckets brought down to 0",
+			slog.String("op", cl.op), slog.Duration("retry_after", resp.retryAfter))
+		return resp, resp.remoteError(cl.op)
+	}
+	if rerr != nil {
+		return resp, fmt.Errorf("%w: %s: read body: %w", ErrMalformedResponse, cl.op, rerr)
+	}
+	return resp, nil
+}
+
+// decode checks the status and decodes the body into v, or returns a
+// *RemoteError for any other status.
+func (r *response) decode(op string, want int, v any) error {
+	if r.status != want {
+		return r.remoteError(op)
+	}
+	if len(r.body) == 0 {
+		return fmt.Errorf("%w: %s: %w", ErrMalformedResponse, op, errNoBody)
+	}
+	if err := Unmarshal(r.body, v); err != nil {
+		return fmt.Errorf("dict: %s: %w", op, err)
+	}
+	return nil
+}
+
+func (r *response) remoteError(op string) *RemoteError {
+	e := &RemoteError{Op: op, Status: r.status, RetryAfter: r.retryAfter}
+	if p, err := DecodeProblem(r.body); err == nil {
+		e.Problem = p
+	}
+	return e
+}
+
+// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
+// (relative to now). Absent or malformed: 0.
+func parseRetryAfter(s string, now time.Time) time.Duration {
+	if s == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		if n <= 0 || n > 86400*365 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(s); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,98 @@
+package dict
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"balde/throttle"
+)
+
+// Errors of bad input. Each is returned before anything is taken from a
+// bucket or sent to the DICT. Key parse errors wrap ErrInvalidKey and the
+// sentinel of the key type (errors.Is works for both); payer id errors wrap
+// ErrInvalidPayerID and ErrInvalidCPF or ErrInvalidCNPJ.
+var (
+	ErrInvalidKey        = errors.New("dict: invalid key")
+	ErrInvalidCPF        = errors.New("dict: invalid CPF")
+	ErrInvalidCNPJ       = errors.New("dict: invalid CNPJ")
+	ErrInvalidEmail      = errors.New("dict: invalid EMAIL key")
+	ErrInvalidPhone      = errors.New("dict: invalid PHONE key")
+	ErrInvalidEVP        = errors.New("dict: invalid EVP key")
+	ErrUnknownKeyType    = errors.New("dict: unknown key type")
+	ErrInvalidISPB       = errors.New("dict: invalid ISPB")
+	ErrInvalidPayerID    = errors.New("dict: invalid payer id")
+	ErrInvalidEndToEndID = errors.New("dict: invalid EndToEndId")
+	ErrInvalidCategory   = errors.New("dict: invalid participant category")
+
+	// ErrInvalidPolicyFile means a policy file could not be read or holds a
+	// value that cannot describe a policy; the message names the field.
+	ErrInvalidPolicyFile = errors.New("dict: invalid policy file")
+
+	// ErrUnknownOutcome means an outcome or event has no cost or credit in
+	// the policy's counting rules.
+	ErrUnknownOutcome = errors.New("dict: unknown outcome")
+
+	// ErrUnknownEndToEndID means no lookup was recorded with that
+	// EndToEndId, so a payment cannot be credited.
+	ErrUnknownEndToEndID = errors.New("dict: no lookup with that EndToEndId")
+	// ErrNotPayable means the lookup of that EndToEndId did not find an
+	// entry (only a 200 can lead to a payment order).
+	ErrNotPayable = errors.New("dict: lookup did not find an entry")
+
+	// ErrNoRecords means the operation needs the lookup records (Records)
+	// and the client has none.
+	ErrNoRecords = errors.New("dict: no lookup records configured")
+
+	// ErrMalformedResponse means the DICT answered with a body that is not
+	// the XML the operation expects.
+	ErrMalformedResponse = errors.New("dict: malformed response")
+)
+
+// RefusedError is a request the local throttle refused: it was not sent.
+// Decision says which bucket refused (Decision.Key), why (Decision.Reason:
+// empty, cooldown, blocked) and when the same request would be admitted
+// (Decision.RetryAfter).
+type RefusedError struct {
+	Op       string
+	Decision throttle.Decision
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("dict: %s refused locally: %s %s, retry after %s",
+		e.Op, e.Decision.Key, e.Decision.Reason, e.Decision.RetryAfter)
+}
+
+// RetryAfter is the wait until the request would be admitted.
+func (e *RefusedError) RetryAfter() time.Duration { return e.Decision.RetryAfter }
+
+// RemoteError is a response of the DICT with a status other than the
+// operation's success. Problem is the RFC 7807 body when the DICT sent one
+// (nil otherwise). RetryAfter is the response's Retry-After (0 when absent).
+type RemoteError struct {
+	Op         string
+	Status     int
+	RetryAfter time.Duration
+	Problem    *Problem
+}
+
+func (e *RemoteError) Error() string {
+	s := fmt.Sprintf("dict: %s: remote status %d", e.Op, e.Status)
+	if e.Problem != nil {
+		s += ": " + e.Problem.TypeName()
+		if e.Problem.Title != "" {
+			s += ": " + e.Problem.Title
+		}
+		if e.Problem.Detail != "" {
+			s += " (" + e.Problem.Detail + ")"
+		}
+	}
+	if e.RetryAfter > 0 {
+		s += fmt.Sprintf(", retry after %s", e.RetryAfter)
+	}
+	return s
+}
+
+// NotFound reports whether the DICT answered 404 (for getEntry: no entry
+// for the key).
+func (e *RemoteError) NotFound() bool { return e.Status == 404 }

@@ -1,0 +1,295 @@
+package dict
+
+import (
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// KeyType is the type of a Pix key.
+type KeyType string
+
+const (
+	KeyCPF   KeyType = "CPF"
+	KeyCNPJ  KeyType = "CNPJ"
+	KeyPhone KeyType = "PHONE"
+	KeyEmail KeyType = "EMAIL"
+	KeyEVP   KeyType = "EVP"
+)
+
+// KeyTypes lists every key type, in the order of the DICT's documentation.
+var KeyTypes = []KeyType{KeyCPF, KeyCNPJ, KeyPhone, KeyEmail, KeyEVP}
+
+// ParseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
+// the DICT writes them). The error wraps ErrUnknownKeyType.
+func ParseKeyType(s string) (KeyType, error) {
+	for _, t := range KeyTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", ErrUnknownKeyType, s)
+}
+
+// Key is a valid Pix key and its type.
+type Key struct {
+	Type  KeyType
+	Value string
+}
+
+// String returns the key as the DICT writes it.
+func (k Key) String() string { return k.Value }
+
+// Limits of the key formats (DICT API 2.6.1).
+const (
+	MaxEmailLen = 77
+)
+
+var (
+	phoneRE = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
+	// emailRE is the DICT's pattern for EMAIL keys: lowercase only.
+	emailRE    = regexp.MustCompile("^[a-z0-9.!#$&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")
+	evpRE      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	cnpjRE     = regexp.MustCompile(`^[A-Z0-9]{12}[0-9]{2}$`)
+	ispbRE     = regexp.MustCompile(`^[0-9]{8}$`)
+	e2eRE      = regexp.MustCompile(`^E[0-9]{8}[0-9]{12}[a-zA-Z0-9]{11}$`)
+	digitsRE   = regexp.MustCompile(`^[0-9]+$`)
+	categoryRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,16}$`)
+)
+
+// ParseKey validates s as a Pix key and infers its type: a leading "+" is a
+// PHONE, an "@" an EMAIL, 36 characters with dashes an EVP, 11 digits a CPF,
+// 14 characters a CNPJ. The key is not normalised: an EMAIL with capitals is
+// an error, as the DICT would answer.
+//
+// Errors wrap ErrInvalidKey and the type's sentinel (ErrInvalidCPF,
+// ErrInvalidCNPJ, ErrInvalidPhone, ErrInvalidEmail, ErrInvalidEVP), or
+// ErrUnknownKeyType when no type fits.
+func ParseKey(s string) (Key, error) {
+	var t KeyType
+	switch {
+	case strings.HasPrefix(s, "+"):
+		t = KeyPhone
+	case strings.Contains(s, "@"):
+		t = KeyEmail
+	case len(s) == 36 && strings.Count(s, "-") == 4:
+		t = KeyEVP
+	case len(s) == 11 && digitsRE.MatchString(s):
+		t = KeyCPF
+	case len(s) == 14:
+		t = KeyCNPJ
+	default:
+		return Key{}, fmt.Errorf("%w %q: %w (not a CPF, CNPJ, PHONE, EMAIL or EVP)", ErrInvalidKey, truncate(s), ErrUnknownKeyType)
+	}
+	return ParseKeyAs(t, s)
+}
+
+// ParseKeyAs validates s as a key of type t. Errors as ParseKey.
+func ParseKeyAs(t KeyType, s string) (Key, error) {
+	var err error
+	switch t {
+	case KeyCPF:
+		err = ValidateCPF(s)
+	case KeyCNPJ:
+		err = ValidateCNPJ(s)
+	case KeyPhone:
+		if !phoneRE.MatchString(s) {
+			err = fmt.Errorf("%w: %q is not E.164 (+ then 2 to 15 digits, no leading 0)", ErrInvalidPhone, truncate(s))
+		}
+	case KeyEmail:
+		switch {
+		case len(s) > MaxEmailLen:
+			err = fmt.Errorf("%w: %d characters (at most %d)", ErrInvalidEmail, len(s), MaxEmailLen)
+		case strings.ToLower(s) != s:
+			err = fmt.Errorf("%w: %q has capital letters (the DICT stores EMAIL keys in lowercase)", ErrInvalidEmail, truncate(s))
+		case !emailRE.MatchString(s):
+			err = fmt.Errorf("%w: %q is not an email address", ErrInvalidEmail, truncate(s))
+		}
+	case KeyEVP:
+		if !evpRE.MatchString(s) {
+			err = fmt.Errorf("%w: %q is not a lowercase UUID", ErrInvalidEVP, truncate(s))
+		}
+	default:
+		return Key{}, fmt.Errorf("%w: %w %q", ErrInvalidKey, ErrUnknownKeyType, t)
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+	return Key{Type: t, Value: s}, nil
+}
+
+// ValidateCPF reports whether s is a CPF: 11 digits whose last two are the
+// mod-11 check digits of the first nine, not all the same digit. The error
+// wraps ErrInvalidCPF.
+func ValidateCPF(s string) error {
+	if len(s) != 11 || !digitsRE.MatchString(s) {
+		return fmt.Errorf("%w: %q is not 11 digits", ErrInvalidCPF, truncate(s))
+	}
+	if allSame(s) {
+		return fmt.Errorf("%w: %q has all digits equal", ErrInvalidCPF, s)
+	}
+	for n := 9; n <= 10; n++ {
+		sum := 0
+		for i := 0; i < n; i++ {
+			sum += int(s[i]-'0') * (n + 1 - i)
+		}
+		dv := sum * 10 % 11
+		if dv == 10 {
+			dv = 0
+		}
+		if int(s[n]-'0') != dv {
+			return fmt.Errorf("%w: %q has wrong check digits", ErrInvalidCPF, s)
+		}
+	}
+	return nil
+}
+
+// ValidateCNPJ reports whether s is a CNPJ in the numeric or the
+// alphanumeric form (^[A-Z0-9]{12}[0-9]{2}$): the last two digits are the
+// mod-11 check digits of the others, each character valued as its ASCII
+// code minus 48 ("0" is 0, "A" is 17), with weights 2..9 from the right;
+// a remainder below 2 gives 0, otherwise 11 minus it. "12ABC34501DE35" is
+// valid. A CNPJ of one repeated character is rejected. The error wraps
+// ErrInvalidCNPJ.
+func ValidateCNPJ(s string) error {
+	if !cnpjRE.MatchString(s) {
+		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", ErrInvalidCNPJ, truncate(s))
+	}
+	if allSame(s) {
+		return fmt.Errorf("%w: %q has all characters equal", ErrInvalidCNPJ, s)
+	}
+	for n := 12; n <= 13; n++ {
+		sum := 0
+		for i := 0; i < n; i++ {
+			// weights run 2..9 from the right, then start again at 2
+			w := (n-1-i)%8 + 2
+			sum += int(s[i]-'0') * w
+		}
+		dv := 0
+		if r := sum % 11; r >= 2 {
+			dv = 11 - r
+		}
+		if int(s[n]-'0') != dv {
+			return fmt.Errorf("%w: %q has wrong check digits", ErrInvalidCNPJ, s)
+		}
+	}
+	return nil
+}
+
+// ValidateISPB reports whether s is an ISPB: exactly 8 digits. The error
+// wraps ErrInvalidISPB.
+func ValidateISPB(s string) error {
+	if !ispbRE.MatchString(s) {
+		return fmt.Errorf("%w: %q is not 8 digits", ErrInvalidISPB, truncate(s))
+	}
+	return nil
+}
+
+// PersonType tells a natural person (PF, identified by a CPF) from a legal
+// person (PJ, identified by a CNPJ). The DICT sizes a payer's anti-scan
+// buckets by it.
+type PersonType string
+
+const (
+	PF PersonType = "PF"
+	PJ PersonType = "PJ"
+)
+
+// ParsePayerID validates the payer id of a lookup (the PI-PayerId header):
+// a CPF makes a PF, a CNPJ a PJ. The error wraps ErrInvalidPayerID and
+// ErrInvalidCPF or ErrInvalidCNPJ.
+func ParsePayerID(s string) (PersonType, error) {
+	if len(s) == 11 {
+		if err := ValidateCPF(s); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
+		}
+		return PF, nil
+	}
+	if err := ValidateCNPJ(s); err != nil {
+		if len(s) != 14 {
+			err = fmt.Errorf("%w or %w: %q is neither 11 nor 14 characters", ErrInvalidCPF, ErrInvalidCNPJ, truncate(s))
+		}
+		return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
+	}
+	return PJ, nil
+}
+
+// OwnerType returns the DICT's owner type of a person type:
+// NATURAL_PERSON or LEGAL_PERSON.
+func (p PersonType) OwnerType() string {
+	if p == PJ {
+		return "LEGAL_PERSON"
+	}
+	return "NATURAL_PERSON"
+}
+
+// EndToEndIDLen is the length of a Pix EndToEndId.
+const EndToEndIDLen = 32
+
+// NewEndToEndID returns a fresh Pix EndToEndId for a payment initiated by
+// participant ispb at now: "E", the ISPB, the UTC time as yyyyMMddHHmm and
+// 11 random letters and digits (32 characters), e.g.
+// "E12345678202601020304ab3Cd5Ef7Gh". The error wraps ErrInvalidISPB.
+func NewEndToEndID(ispb string, now time.Time) (string, error) {
+	if err := ValidateISPB(ispb); err != nil {
+		return "", err
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	var suffix [11]byte
+	for i := range suffix {
+		suffix[i] = alphabet[randIndex(len(alphabet))]
+	}
+	return "E" + ispb + now.UTC().Format("200601021504") + string(suffix[:]), nil
+}
+
+// ValidateEndToEndID reports whether s is a Pix EndToEndId: "E", an ISPB,
+// a valid yyyyMMddHHmm time and 11 letters or digits. The error wraps
+// ErrInvalidEndToEndID.
+func ValidateEndToEndID(s string) error {
+	if !e2eRE.MatchString(s) {
+		return fmt.Errorf("%w: %q is not E + ISPB + yyyyMMddHHmm + 11 letters or digits", ErrInvalidEndToEndID, truncate(s))
+	}
+	if _, err := time.Parse("200601021504", s[9:21]); err != nil {
+		return fmt.Errorf("%w: %q has no valid date and time", ErrInvalidEndToEndID, s)
+	}
+	return nil
+}
+
+// ValidateCategory reports whether s can be a participant category: the
+// DICT's table has A to H, but a category is kept as a free string (1 to 16
+// letters, digits, "-" or "_") so that a new one published by Banco Central
+// is not an error. The error wraps ErrInvalidCategory.
+func ValidateCategory(s string) error {
+	if !categoryRE.MatchString(s) {
+		return fmt.Errorf("%w: %q (want a letter such as A..H)", ErrInvalidCategory, truncate(s))
+	}
+	return nil
+}
+
+// randIndex returns a uniform random index below n (n <= 256) from
+// crypto/rand.
+func randIndex(n int) int {
+	limit := 256 - 256%n
+	var b [1]byte
+	for {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+		if int(b[0]) < limit {
+			return int(b[0]) % n
+		}
+	}
+}
+
+func allSame(s string) bool {
+	return strings.Count(s, s[:1]) == len(s)
+}
+
+// truncate shortens s for error messages.
+func truncate(s string) string {
+	const max = 80
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}

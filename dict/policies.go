@@ -1,0 +1,141 @@
+package dict
+
+import "time"
+
+// Policy names of the DICT (seed 001's table, in its order).
+const (
+	PolicyEntriesReadUserAntiscan        = "ENTRIES_READ_USER_ANTISCAN"
+	PolicyEntriesReadUserAntiscanV2      = "ENTRIES_READ_USER_ANTISCAN_V2"
+	PolicyEntriesReadParticipantAntiscan = "ENTRIES_READ_PARTICIPANT_ANTISCAN"
+	PolicyEntriesStatisticsRead          = "ENTRIES_STATISTICS_READ"
+	PolicyEntriesWrite                   = "ENTRIES_WRITE"
+	PolicyEntriesUpdate                  = "ENTRIES_UPDATE"
+	PolicyClaimsRead                     = "CLAIMS_READ"
+	PolicyClaimsWrite                    = "CLAIMS_WRITE"
+	PolicyClaimsListWithRole             = "CLAIMS_LIST_WITH_ROLE"
+	PolicyClaimsListWithoutRole          = "CLAIMS_LIST_WITHOUT_ROLE"
+	PolicySyncVerificationsWrite         = "SYNC_VERIFICATIONS_WRITE"
+	PolicyCidsFilesWrite                 = "CIDS_FILES_WRITE"
+	PolicyCidsFilesRead                  = "CIDS_FILES_READ"
+	PolicyCidsEventsList                 = "CIDS_EVENTS_LIST"
+	PolicyCidsEntriesRead                = "CIDS_ENTRIES_READ"
+	PolicyInfractionReportsRead          = "INFRACTION_REPORTS_READ"
+	PolicyInfractionReportsWrite         = "INFRACTION_REPORTS_WRITE"
+	PolicyInfractionReportsListWithRole  = "INFRACTION_REPORTS_LIST_WITH_ROLE"
+	PolicyInfractionReportsListNoRole    = "INFRACTION_REPORTS_LIST_WITHOUT_ROLE"
+	PolicyKeysCheck                      = "KEYS_CHECK"
+	PolicyRefundsRead                    = "REFUNDS_READ"
+	PolicyRefundsWrite                   = "REFUNDS_WRITE"
+	PolicyRefundListWithRole             = "REFUND_LIST_WITH_ROLE"
+	PolicyRefundListWithoutRole          = "REFUND_LIST_WITHOUT_ROLE"
+	PolicyFraudMarkersRead               = "FRAUD_MARKERS_READ"
+	PolicyFraudMarkersWrite              = "FRAUD_MARKERS_WRITE"
+	PolicyFraudMarkersList               = "FRAUD_MARKERS_LIST"
+	PolicyPersonsStatisticsRead          = "PERSONS_STATISTICS_READ"
+	PolicyPoliciesRead                   = "POLICIES_READ"
+	PolicyPoliciesList                   = "POLICIES_LIST"
+)
+
+// Categories are the participant categories of seed 001, A (largest) to H.
+var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
+
+// seedPolicies returns the DICT's policy table (seed 001, manual v8 and API
+// 2.6.1), exactly:
+//
+//   - the two USER anti-scan policies: PF 2/min capacity 100, PJ 20/min
+//     capacity 1000; a 200 costs 1, a 404 costs 20; a payment credits 1 (PF)
+//     or 2 (PJ);
+//   - ENTRIES_READ_PARTICIPANT_ANTISCAN by category A..H (25 000/min, 50 000
+//     down to 2/min, 50); a 200 costs 1, a 404 costs 3; a payment credits 1;
+//   - ENTRIES_STATISTICS_READ sized by the same category table (the seed
+//     marks both with (**));
+//   - every other policy: any status but 500 costs 1.
+//
+// Every policy refunds a 500 and a 429 (the DICT did not serve the request;
+// on a 429 the client also brings its bucket down to 0).
+func seedPolicies() []Spec {
+	perMin := func(n, capacity int64) Limits {
+		return Limits{Capacity: capacity, RefillTokens: n, RefillPeriod: time.Minute}
+	}
+	categories := map[string]Limits{
+		"A": perMin(25000, 50000),
+		"B": perMin(20000, 40000),
+		"C": perMin(15000, 30000),
+		"D": perMin(8000, 16000),
+		"E": perMin(2500, 5000),
+		"F": perMin(250, 500),
+		"G": perMin(25, 250),
+		"H": perMin(2, 50),
+	}
+	user := func() map[string]Limits {
+		pf, pj := perMin(2, 100), perMin(20, 1000)
+		pf.Credits = map[string]int64{EventPayment: 1}
+		pj.Credits = map[string]int64{EventPayment: 2}
+		return map[string]Limits{string(PF): pf, string(PJ): pj}
+	}
+	userCosts := func() map[string]int64 {
+		return map[string]int64{"200": 1, "404": 20, "500": 0, "429": 0, OutcomeDefault: 1}
+	}
+	other := func() map[string]int64 {
+		return map[string]int64{"500": 0, "429": 0, OutcomeDefault: 1}
+	}
+	psp := func(name string, limits Limits, ops ...string) Spec {
+		return Spec{Name: name, Scope: ScopePSP, Operations: ops, Limits: limits, Reserve: 1, Costs: other()}
+	}
+	return []Spec{
+		{Name: PolicyEntriesReadUserAntiscan, Scope: ScopeUser, Operations: []string{OpGetEntry},
+			Classes: user(), Reserve: 1, Costs: userCosts()},
+		{Name: PolicyEntriesReadUserAntiscanV2, Scope: ScopeUser, Operations: []string{OpGetEntry},
+			Classes: user(), Reserve: 1, Costs: userCosts()},
+		{Name: PolicyEntriesReadParticipantAntiscan, Scope: ScopePSP, Operations: []string{OpGetEntry},
+			Classes: categories, Reserve: 1,
+			Costs:   map[string]int64{"200": 1, "404": 3, "500": 0, "429": 0, OutcomeDefault: 1},
+			Credits: map[string]int64{EventPayment: 1}},
+		{Name: PolicyEntriesStatisticsRead, Scope: ScopePSP, Operations: []string{OpGetEntryStatistics},
+			Classes: cloneLimits(categories), Reserve: 1, Costs: other()},
+		psp(PolicyEntriesWrite, perMin(1200, 36000), OpCreateEntry, OpDeleteEntry),
+		psp(PolicyEntriesUpdate, perMin(600, 600), "updateEntry"),
+		psp(PolicyClaimsRead, perMin(600, 18000), "getClaim"),
+		psp(PolicyClaimsWrite, perMin(1200, 36000), "createClaim", "acknowledgeClaim", "cancelClaim", "confirmClaim", "completeClaim"),
+		psp(PolicyClaimsListWithRole, perMin(40, 200), OpListClaims),
+		psp(PolicyClaimsListWithoutRole, perMin(10, 50), OpListClaims),
+		psp(PolicySyncVerificationsWrite, perMin(10, 50), "createSyncVerification"),
+		psp(PolicyCidsFilesWrite, Limits{Capacity: 200, RefillTokens: 40, RefillPeriod: 24 * time.Hour}, "createCidSetFile"),
+		psp(PolicyCidsFilesRead, perMin(10, 50), "getCidSetFile"),
+		psp(PolicyCidsEventsList, perMin(20, 100), "listCidSetEvents"),
+		psp(PolicyCidsEntriesRead, perMin(1200, 36000), "getEntryByCid"),
+		psp(PolicyInfractionReportsRead, perMin(600, 18000), "getInfractionReport"),
+		psp(PolicyInfractionReportsWrite, perMin(1200, 36000), "createInfractionReport", "acknowledgeInfractionReport", "cancelInfractionReport", "closeInfractionReport"),
+		psp(PolicyInfractionReportsListWithRole, perMin(40, 200), "listInfractionReports"),
+		psp(PolicyInfractionReportsListNoRole, perMin(10, 50), "listInfractionReports"),
+		psp(PolicyKeysCheck, perMin(70, 70), OpCheckKeys),
+		psp(PolicyRefundsRead, perMin(1200, 36000), "getRefund"),
+		psp(PolicyRefundsWrite, perMin(2400, 72000), "createRefund", "cancelRefund", "closeRefund"),
+		psp(PolicyRefundListWithRole, perMin(40, 200), "listRefunds"),
+		psp(PolicyRefundListWithoutRole, perMin(10, 50), "listRefunds"),
+		psp(PolicyFraudMarkersRead, perMin(600, 18000), "getFraudMarker"),
+		psp(PolicyFraudMarkersWrite, perMin(1200, 36000), "createFraudMarker", "cancelFraudMarker"),
+		psp(PolicyFraudMarkersList, perMin(600, 18000), "listFrauds"),
+		psp(PolicyPersonsStatisticsRead, perMin(12000, 36000), "getPersonStatistics"),
+		psp(PolicyPoliciesRead, perMin(60, 200), OpGetBucketState),
+		psp(PolicyPoliciesList, perMin(6, 20), OpListBucketStates),
+	}
+}
+
+// UserPolicyFor returns the USER anti-scan policy a lookup of a key of type
+// t is charged to: ENTRIES_READ_USER_ANTISCAN for EMAIL and PHONE keys,
+// ENTRIES_READ_USER_ANTISCAN_V2 for CPF, CNPJ and EVP keys.
+func UserPolicyFor(t KeyType) string {
+	if t == KeyEmail || t == KeyPhone {
+		return PolicyEntriesReadUserAntiscan
+	}
+	return PolicyEntriesReadUserAntiscanV2
+}
+
+func cloneLimits(m map[string]Limits) map[string]Limits {
+	out := make(map[string]Limits, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

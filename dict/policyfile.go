@@ -1,0 +1,336 @@
+package dict
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"balde/throttle"
+)
+
+// PolicyFile is the "dict" section of balde's policy file (--policies,
+// BALDE_POLICY_FILE): a JSON object whose other top-level sections belong to
+// other modules and are ignored here. It overrides the numbers of the DICT's
+// policies and defines new policies with their own costs and credits:
+//
+//	{
+//	  "dict": {
+//	    "refill": "stepwise",
+//	    "policies": {
+//	      "ENTRIES_WRITE": {"capacity": 30000, "refill_tokens": 1000, "refill_period": "1m"},
+//	      "ENTRIES_READ_USER_ANTISCAN": {"classes": {"PF": {"capacity": 50}}},
+//	      "PIX_ENTITY": {
+//	        "scope": "ENTITY", "capacity": 2000, "refill_tokens": 2, "refill_period": "1m",
+//	        "reserve": 2, "costs": {"valid": 2, "invalid": 10}, "credits": {"confirmed": 2}
+//	      }
+//	    }
+//	  }
+//	}
+//
+// An override changes only the fields it gives (classes, costs and credits
+// merge entry by entry); a new policy needs a scope and complete limits.
+// Periods (refill_period, min_interval, block_for) are Go durations
+// ("1m", "24h") or whole days ("1d").
+type PolicyFile struct {
+	// Refill is the catalog's refill mode: stepwise, continuous or rolling.
+	Refill   *string                `json:"refill"`
+	Policies map[string]PolicyEntry `json:"policies"`
+}
+
+// PolicyEntry overrides or defines one policy. Nil fields are left as they are.
+type PolicyEntry struct {
+	Scope        *string                `json:"scope"`
+	Operations   []string               `json:"operations"`
+	Capacity     *int64                 `json:"capacity"`
+	RefillTokens *int64                 `json:"refill_tokens"`
+	RefillPeriod *string                `json:"refill_period"`
+	Refill       *string                `json:"refill"`
+	Classes      map[string]LimitsEntry `json:"classes"`
+	Reserve      *int64                 `json:"reserve"`
+	Costs        map[string]int64       `json:"costs"`
+	Credits      map[string]int64       `json:"credits"`
+	MinInterval  *string                `json:"min_interval"`
+	BlockFor     *string                `json:"block_for"`
+	FailOpen     *bool                  `json:"fail_open"`
+}
+
+// LimitsEntry overrides or defines the limits of one class.
+type LimitsEntry struct {
+	Capacity     *int64           `json:"capacity"`
+	RefillTokens *int64           `json:"refill_tokens"`
+	RefillPeriod *string          `json:"refill_period"`
+	Credits      map[string]int64 `json:"credits"`
+}
+
+// parseDuration reads a period of the policy file: a Go duration ("1m",
+// "90s", "24h") or a whole number of days ("1d").
+func parseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 32)
+		if err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (e.g. \"1m\", \"24h\", \"1d\")", s)
+	}
+	return v, nil
+}
+
+// PolicyFileSection is the top-level key of the DICT's section.
+const PolicyFileSection = "dict"
+
+// ParsePolicyFile reads a policy file and returns its DICT section (nil
+// when the file has none). Unknown fields in the section are errors. The
+// error wraps ErrInvalidPolicyFile and names the field or line at fault.
+func ParsePolicyFile(r io.Reader) (*PolicyFile, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPolicyFile, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			line := 1 + bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n"))
+			return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidPolicyFile, line, syn)
+		}
+		return nil, fmt.Errorf("%w: the file is not a JSON object of sections (want {\"dict\": {...}})", ErrInvalidPolicyFile)
+	}
+	raw, ok := top[PolicyFileSection]
+	if !ok {
+		return nil, nil
+	}
+	// The section, then each policy on its own, so that an error names the
+	// policy it is in.
+	var section struct {
+		Refill   *string                    `json:"refill"`
+		Policies map[string]json.RawMessage `json:"policies"`
+	}
+	if err := strictDecode(raw, &section); err != nil {
+		return nil, jsonError(err, PolicyFileSection)
+	}
+	f := &PolicyFile{Refill: section.Refill, Policies: make(map[string]PolicyEntry, len(section.Policies))}
+	for _, name := range slices.Sorted(maps.Keys(section.Policies)) {
+		var e PolicyEntry
+		if err := strictDecode(section.Policies[name], &e); err != nil {
+			return nil, jsonError(err, PolicyFileSection+".policies."+name)
+		}
+		f.Policies[name] = e
+	}
+	return f, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// LoadPolicyFile reads the policy file at path (see ParsePolicyFile).
+func LoadPolicyFile(path string) (*PolicyFile, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPolicyFile, err)
+	}
+	defer fh.Close()
+	f, err := ParsePolicyFile(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// jsonError turns a decoding error of the part at path into one naming the
+// field.
+func jsonError(err error, path string) error {
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typ):
+		field := path
+		if typ.Field != "" {
+			field += "." + typ.Field
+		}
+		return fmt.Errorf("%w: %s: want %s, got JSON %s", ErrInvalidPolicyFile, field, typ.Type, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("%w: %s: %s", ErrInvalidPolicyFile, path, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return fmt.Errorf("%w: %s: %v", ErrInvalidPolicyFile, path, err)
+}
+
+// Apply merges f into the catalog, all or nothing: if any policy would be
+// invalid the catalog is left unchanged. The error wraps
+// ErrInvalidPolicyFile and names the field ("dict.policies.X.capacity").
+func (c *Catalog) Apply(f *PolicyFile) error {
+	if f == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mode := c.refill
+	if f.Refill != nil {
+		m, err := throttle.ParseRefillMode(*f.Refill)
+		if err != nil {
+			return fmt.Errorf("%w: dict.refill: %v", ErrInvalidPolicyFile, err)
+		}
+		mode = m
+	}
+	merged := make(map[string]Spec, len(f.Policies))
+	for _, name := range slices.Sorted(maps.Keys(f.Policies)) {
+		old, exists := c.specs[name]
+		s, err := mergeEntry(name, old, exists, f.Policies[name])
+		if err != nil {
+			return fmt.Errorf("%w: dict.policies.%s.%v", ErrInvalidPolicyFile, name, err)
+		}
+		merged[name] = s
+	}
+	// Validate what changed; a new refill mode changes every policy.
+	check := merged
+	if mode != c.refill {
+		check = maps.Clone(c.specs)
+		maps.Copy(check, merged)
+	}
+	for _, name := range slices.Sorted(maps.Keys(check)) {
+		if err := validateSpec(check[name], mode); err != nil {
+			return fmt.Errorf("%w: dict.policies.%s.%v", ErrInvalidPolicyFile, name, err)
+		}
+	}
+	// Everything is valid: commit, new policies in name order.
+	c.refill = mode
+	for _, name := range slices.Sorted(maps.Keys(merged)) {
+		c.define(merged[name])
+	}
+	return nil
+}
+
+// LoadFile reads the policy file at path and applies it (see Apply).
+func (c *Catalog) LoadFile(path string) error {
+	f, err := LoadPolicyFile(path)
+	if err != nil {
+		return err
+	}
+	if err := c.Apply(f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// mergeEntry applies e over old (the current spec when exists) and returns
+// the result. Errors name the field relative to the policy.
+func mergeEntry(name string, old Spec, exists bool, e PolicyEntry) (Spec, error) {
+	s := cloneSpec(old)
+	if !exists {
+		s = Spec{Name: name, Reserve: 1}
+		if e.Scope == nil {
+			return Spec{}, fmt.Errorf("scope: a new policy needs a scope (PSP, USER or ENTITY)")
+		}
+	}
+	if e.Scope != nil {
+		scope := Scope(*e.Scope)
+		if exists && scope != old.Scope {
+			return Spec{}, fmt.Errorf("scope: %s is a %s policy of the DICT; its scope cannot change to %q", name, old.Scope, scope)
+		}
+		s.Scope = scope
+	}
+	if e.Operations != nil {
+		s.Operations = slices.Clone(e.Operations)
+	}
+	if e.Refill != nil {
+		m, err := throttle.ParseRefillMode(*e.Refill)
+		if err != nil {
+			return Spec{}, fmt.Errorf("refill: %v", err)
+		}
+		s.Refill, s.RefillSet = m, true
+	}
+	if e.Capacity != nil || e.RefillTokens != nil || e.RefillPeriod != nil {
+		if len(s.Classes) > 0 {
+			return Spec{}, fmt.Errorf("capacity: %s is sized by class; override \"classes\" instead", name)
+		}
+		l, err := mergeLimits(s.Limits, LimitsEntry{Capacity: e.Capacity, RefillTokens: e.RefillTokens, RefillPeriod: e.RefillPeriod})
+		if err != nil {
+			return Spec{}, err
+		}
+		s.Limits = l
+	}
+	for _, class := range slices.Sorted(maps.Keys(e.Classes)) {
+		if s.Classes == nil {
+			s.Classes = make(map[string]Limits)
+		}
+		ce := e.Classes[class]
+		if _, ok := s.Classes[class]; !ok && (ce.Capacity == nil || ce.RefillTokens == nil || ce.RefillPeriod == nil) {
+			return Spec{}, fmt.Errorf("classes.%s: a new class needs capacity, refill_tokens and refill_period", class)
+		}
+		l, err := mergeLimits(s.Classes[class], ce)
+		if err != nil {
+			return Spec{}, fmt.Errorf("classes.%s.%w", class, err)
+		}
+		s.Classes[class] = l
+	}
+	if !exists && len(s.Classes) == 0 && (e.Capacity == nil || e.RefillTokens == nil || e.RefillPeriod == nil) {
+		return Spec{}, fmt.Errorf("capacity: a new policy needs capacity, refill_tokens and refill_period (or classes)")
+	}
+	if e.Reserve != nil {
+		s.Reserve = *e.Reserve
+	}
+	if e.Costs != nil && s.Costs == nil {
+		s.Costs = make(map[string]int64)
+	}
+	maps.Copy(s.Costs, e.Costs)
+	if e.Credits != nil && s.Credits == nil {
+		s.Credits = make(map[string]int64)
+	}
+	maps.Copy(s.Credits, e.Credits)
+	if e.MinInterval != nil {
+		d, err := parseDuration(*e.MinInterval)
+		if err != nil {
+			return Spec{}, fmt.Errorf("min_interval: %w", err)
+		}
+		s.MinInterval = d
+	}
+	if e.BlockFor != nil {
+		d, err := parseDuration(*e.BlockFor)
+		if err != nil {
+			return Spec{}, fmt.Errorf("block_for: %w", err)
+		}
+		s.BlockFor = d
+	}
+	if e.FailOpen != nil {
+		s.FailMode = throttle.FailClosed
+		if *e.FailOpen {
+			s.FailMode = throttle.FailOpen
+		}
+	}
+	return s, nil
+}
+
+func mergeLimits(l Limits, e LimitsEntry) (Limits, error) {
+	if e.Capacity != nil {
+		l.Capacity = *e.Capacity
+	}
+	if e.RefillTokens != nil {
+		l.RefillTokens = *e.RefillTokens
+	}
+	if e.RefillPeriod != nil {
+		d, err := parseDuration(*e.RefillPeriod)
+		if err != nil {
+			return l, fmt.Errorf("refill_period: %w", err)
+		}
+		l.RefillPeriod = d
+	}
+	if e.Credits != nil {
+		if l.Credits == nil {
+			l.Credits = make(map[string]int64)
+		}
+		maps.Copy(l.Credits, e.Credits)
+	}
+	return l, nil
+}

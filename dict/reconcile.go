@@ -1,0 +1,193 @@
+package dict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"balde/throttle"
+)
+
+// ReconcileResult is what one reconciliation saw and did.
+type ReconcileResult struct {
+	At time.Time
+	// Category is the category the DICT reported ("" if none);
+	// CategoryChanged is set when it differs from the catalog's before.
+	Category        string
+	CategoryChanged bool
+	// Remote is the DICT's answer, one Policy per bucket.
+	Remote []Policy
+	// Lowered lists the local buckets brought down to the DICT's state.
+	Lowered []throttle.Adjusted
+	// Unknown lists policies the DICT reported that the catalog does not
+	// have (or not as PSP policies): nothing was done for them.
+	Unknown []string
+	// Mismatched lists policies whose remote capacity or refill differs from
+	// the catalog's, as "NAME: local 2/60s capacity 50, remote 4/60s
+	// capacity 100"; a policy file can bring the catalog in line.
+	Mismatched []string
+}
+
+// Reconcile reads the participant's buckets at the DICT (ListBucketStates,
+// itself limited by POLICIES_LIST: 6/min, capacity 20), records the
+// participant's category (catalog and Records), and lowers every local PSP
+// bucket that holds more tokens than the DICT reports (Limiter.Sync; a
+// bucket is never raised).
+//
+// Errors: as ListBucketStates (a *RefusedError when POLICIES_LIST is empty
+// locally); throttle.ErrStoreUnavailable.
+func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	remote, err := c.ListBucketStates(ctx)
+	if err != nil {
+		return ReconcileResult{}, err
+	}
+	res := ReconcileResult{At: remote.ResponseTime.Time, Category: remote.Category, Remote: remote.Policies}
+	if res.At.IsZero() {
+		res.At = c.meter.Limiter.Now()
+	}
+
+	// The category first: it sizes the categorised buckets synced below.
+	if remote.Category != "" {
+		if err := ValidateCategory(remote.Category); err != nil {
+			c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
+		} else {
+			res.CategoryChanged = c.catalog.Category() != remote.Category
+			if err := c.catalog.SetCategory(remote.Category); err != nil {
+				return res, err
+			}
+			if c.records != nil {
+				if err := c.records.SaveCategory(ctx, c.catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
+					return res, err
+				}
+			}
+		}
+	}
+
+	var targets []throttle.SyncTarget
+	for _, p := range remote.Policies {
+		spec, ok := c.catalog.Spec(p.Name)
+		if !ok || spec.Scope != ScopePSP {
+			res.Unknown = append(res.Unknown, p.Name)
+			continue
+		}
+		key := c.catalog.Key(p.Name, c.participant)
+		local, err := c.catalog.Resolve(key)
+		if err != nil {
+			return res, err
+		}
+		if local.Capacity != p.Capacity || local.RefillTokens != p.RefillTokens || int64(local.RefillPeriod/time.Second) != p.RefillPeriodSec {
+			res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s: local %d/%ds capacity %d, remote %d/%ds capacity %d",
+				p.Name, local.RefillTokens, int64(local.RefillPeriod/time.Second), local.Capacity, p.RefillTokens, p.RefillPeriodSec, p.Capacity))
+		}
+		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: p.AvailableTokens, Ref: "reconcile " + remote.CorrelationID})
+	}
+	if len(targets) == 0 {
+		return res, nil
+	}
+	adjusted, err := c.meter.Limiter.Sync(ctx, targets...)
+	if err != nil {
+		return res, fmt.Errorf("dict: reconcile: %w", err)
+	}
+	for _, a := range adjusted {
+		if a.Applied < 0 {
+			res.Lowered = append(res.Lowered, a)
+		}
+	}
+	return res, nil
+}
+
+// RunReconcile reconciles at once and then every interval until ctx is
+// done, logging each result and passing it to report (which may be nil);
+// failures (a local refusal, a DICT error) are logged and retried at the
+// next tick. POLICIES_LIST allows 6 a minute: keep every at 10 s or more.
+// It returns ctx's error.
+func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report func(ReconcileResult, error)) error {
+	if every <= 0 {
+		return fmt.Errorf("dict: reconcile interval %s is not positive", every)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res, err := c.Reconcile(ctx)
+		var refused *RefusedError
+		switch {
+		case errors.As(err, &refused):
+			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", refused.RetryAfter()))
+		case err != nil:
+			c.logger.Warn("dict: reconcile failed", slog.Any("error", err))
+		default:
+			c.logger.Info("dict: reconciled", slog.String("category", res.Category),
+				slog.Int("lowered", len(res.Lowered)), slog.Int("mismatched", len(res.Mismatched)))
+		}
+		if report != nil {
+			report(res, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// RestoreCategory sets the catalog's category from Records, if one was
+// recorded by an earlier reconciliation (the DICT's word wins over the
+// configured default). It reports whether one was found.
+func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
+	if c.records == nil {
+		return false, nil
+	}
+	cat, ok, err := c.records.Category(ctx, c.catalog.Env(), c.participant)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, c.catalog.SetCategory(cat)
+}
+
+// LocalPolicies reports the participant's buckets in the local mirror in
+// the DICT's listBucketStates format (for the app's /policies/ endpoint).
+func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, error) {
+	return ListPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
+}
+
+// LocalPolicy reports one of the participant's buckets in the local mirror
+// in the DICT's getBucketState format.
+func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
+	return GetPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
+}
+
+// ListPolicies builds the listBucketStates answer for participant from the
+// buckets of lim (every PSP policy of the catalog, in catalog order), without
+// taking anything. Errors: ErrInvalidISPB, throttle.ErrStoreUnavailable.
+func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
+	keys, err := cat.ParticipantKeys(participant)
+	if err != nil {
+		return nil, err
+	}
+	states, err := lim.States(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("dict: list policies: %w", err)
+	}
+	return NewListPoliciesResponse(participant, cat.Category(), states, lim.Now()), nil
+}
+
+// GetPolicy builds the getBucketState answer for one PSP policy of
+// participant from lim. Errors: throttle.ErrUnknownPolicy for a name that
+// is not a PSP policy of the catalog; ErrInvalidISPB;
+// throttle.ErrStoreUnavailable.
+func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
+	if err := ValidateISPB(participant); err != nil {
+		return nil, err
+	}
+	spec, ok := cat.Spec(policy)
+	if !ok || spec.Scope != ScopePSP {
+		return nil, fmt.Errorf("%w: %q is not a participant policy of the DICT", throttle.ErrUnknownPolicy, truncate(policy))
+	}
+	state, err := lim.State(ctx, cat.Key(policy, participant))
+	if err != nil {
+		return nil, fmt.Errorf("dict: get policy: %w", err)
+	}
+	return NewGetPolicyResponse(participant, cat.Category(), state, lim.Now()), nil
+}

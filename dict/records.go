@@ -1,0 +1,207 @@
+package dict
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"balde/throttle"
+)
+
+// Records keeps the DICT's own tables (migration 0004) in the store's
+// database: one row per lookup, keyed by EndToEndId, so a later payment can
+// be credited to the buckets the lookup was charged to and the anti-scan
+// monitors can count 404s; and the participant's category. Safe for
+// concurrent use.
+type Records struct {
+	db   *sqlx.DB
+	read *sqlx.DB
+}
+
+// NewRecords returns Records over the store's write and read handles
+// (sqlstore.Store.DB and ReadDB); the database must be migrated.
+func NewRecords(db, read *sqlx.DB) *Records {
+	if read == nil {
+		read = db
+	}
+	return &Records{db: db, read: read}
+}
+
+// Lookup is one recorded getEntry.
+type Lookup struct {
+	EndToEndID  string
+	Env         string
+	PayerID     string
+	KeyType     KeyType
+	Policy      string
+	Participant string
+	// Status is the HTTP status of the answer; 0 when none arrived.
+	Status     int
+	LookedUpAt time.Time
+	// PaidAt is when a payment with the same EndToEndId was credited (zero
+	// until then).
+	PaidAt time.Time
+}
+
+// PersonType returns PF or PJ from the lookup's payer id.
+func (l Lookup) PersonType() PersonType {
+	if len(l.PayerID) == 14 {
+		return PJ
+	}
+	return PF
+}
+
+type lookupRow struct {
+	EndToEndID  string        `db:"end_to_end_id"`
+	Env         string        `db:"env"`
+	PayerID     string        `db:"payer_id"`
+	KeyType     string        `db:"key_type"`
+	Policy      string        `db:"policy"`
+	Participant string        `db:"participant"`
+	Status      int           `db:"status"`
+	LookedUpAt  int64         `db:"looked_up_at"`
+	PaidAt      sql.NullInt64 `db:"paid_at"`
+}
+
+// RecordLookup stores l, replacing an earlier lookup with the same
+// EndToEndId (keeping its payment, if any).
+func (r *Records) RecordLookup(ctx context.Context, l Lookup) error {
+	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
+		INSERT INTO dict_lookups (
+			end_to_end_id,
+			env,
+			payer_id,
+			key_type,
+			policy,
+			participant,
+			status,
+			looked_up_at
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (end_to_end_id) DO UPDATE SET
+			env = excluded.env,
+			payer_id = excluded.payer_id,
+			key_type = excluded.key_type,
+			policy = excluded.policy,
+			participant = excluded.participant,
+			status = excluded.status,
+			looked_up_at = excluded.looked_up_at`),
+		l.EndToEndID, l.Env, l.PayerID, string(l.KeyType), l.Policy, l.Participant, l.Status, l.LookedUpAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("dict: record lookup %s: %w", l.EndToEndID, storeError(err))
+	}
+	return nil
+}
+
+// FindLookup returns the lookup with EndToEndId e2e, or an error wrapping
+// ErrUnknownEndToEndID.
+func (r *Records) FindLookup(ctx context.Context, e2e string) (Lookup, error) {
+	var row lookupRow
+	err := r.read.GetContext(ctx, &row, r.read.Rebind(`
+		SELECT
+			end_to_end_id,
+			env,
+			payer_id,
+			key_type,
+			policy,
+			participant,
+			status,
+			looked_up_at,
+			paid_at
+		FROM dict_lookups
+		WHERE end_to_end_id = ?`), e2e)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lookup{}, fmt.Errorf("%w: %s", ErrUnknownEndToEndID, e2e)
+	}
+	if err != nil {
+		return Lookup{}, fmt.Errorf("dict: find lookup %s: %w", e2e, storeError(err))
+	}
+	l := Lookup{
+		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: KeyType(row.KeyType),
+		Policy: row.Policy, Participant: row.Participant, Status: row.Status,
+		LookedUpAt: time.Unix(0, row.LookedUpAt).UTC(),
+	}
+	if row.PaidAt.Valid {
+		l.PaidAt = time.Unix(0, row.PaidAt.Int64).UTC()
+	}
+	return l, nil
+}
+
+// MarkPaid records that the lookup e2e was paid at, unless it already was.
+func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error {
+	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
+		UPDATE dict_lookups
+		SET paid_at = ?
+		WHERE end_to_end_id = ? AND paid_at IS NULL`), at.UnixNano(), e2e)
+	if err != nil {
+		return fmt.Errorf("dict: mark %s paid: %w", e2e, storeError(err))
+	}
+	return nil
+}
+
+// Category returns the category recorded for participant in env; ok is
+// false when none was.
+func (r *Records) Category(ctx context.Context, env, participant string) (category string, ok bool, err error) {
+	err = r.read.GetContext(ctx, &category, r.read.Rebind(`
+		SELECT category
+		FROM dict_participants
+		WHERE env = ? AND participant = ?`), env, participant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("dict: load category of %s: %w", participant, storeError(err))
+	}
+	return category, true, nil
+}
+
+// SaveCategory records participant's category in env.
+func (r *Records) SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error {
+	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
+		INSERT INTO dict_participants (
+			env,
+			participant,
+			category,
+			updated_at
+		) VALUES (?, ?, ?, ?)
+		ON CONFLICT (env, participant) DO UPDATE SET
+			category = excluded.category,
+			updated_at = excluded.updated_at`),
+		env, participant, category, at.UnixNano())
+	if err != nil {
+		return fmt.Errorf("dict: save category of %s: %w", participant, storeError(err))
+	}
+	return nil
+}
+
+// PruneLookups deletes up to limit lookups made before before, oldest
+// first, and returns how many it deleted; callers loop until fewer than
+// limit come back.
+func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := r.db.ExecContext(ctx, r.db.Rebind(`
+		DELETE FROM dict_lookups
+		WHERE end_to_end_id IN (
+			SELECT end_to_end_id
+			FROM dict_lookups
+			WHERE looked_up_at < ?
+			ORDER BY looked_up_at
+			LIMIT ?
+		)`), before.UnixNano(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("dict: prune lookups: %w", storeError(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("dict: prune lookups: %w", storeError(err))
+	}
+	return n, nil
+}
+
+// storeError marks a database error as throttle.ErrStoreUnavailable, the
+// engine's word for a store that could not answer.
+func storeError(err error) error {
+	return fmt.Errorf("%w: %w", throttle.ErrStoreUnavailable, err)
+}

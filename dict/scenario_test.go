@@ -1,0 +1,546 @@
+package dict_test
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/dict"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+)
+
+// A PF payer scanning unknown EMAIL keys spends 20 tokens per 404 from a
+// bucket of 100: the mirror stops the sixth lookup, and the DICT never has
+// to answer 429.
+func TestPFScanIsStoppedLocallyAfterFive(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{})
+		for i := range 5 {
+			requireNotFound(t, e.lookup(unknownEmail(i), cpfPF))
+		}
+		refused := requireRefused(t, e.lookup(unknownEmail(5), cpfPF))
+		require.Equal(t, e.catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF), refused.Decision.Key)
+		require.Equal(t, throttle.ReasonEmpty, refused.Decision.Reason)
+		require.Equal(t, time.Minute, refused.Decision.RetryAfter, "2 tokens per minute, stepwise")
+
+		st := e.stats()
+		require.Equal(t, int64(5), st.Count(dict.OpGetEntry, http.StatusNotFound))
+		require.Equal(t, int64(5), e.sent(dict.OpGetEntry), "the sixth lookup was never sent")
+		require.Equal(t, int64(0), st.Total(http.StatusTooManyRequests))
+
+		// Both sides agree: payer at 0, participant at 50000 - 5*3.
+		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		require.Equal(t, int64(0), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		remote, err := e.client.GetBucketState(e.ctx, dict.PolicyEntriesReadParticipantAntiscan)
+		require.NoError(t, err)
+		require.Equal(t, int64(50000-15), remote.Policy.AvailableTokens)
+		require.Equal(t, int64(50000-15), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+		// The V2 bucket (CPF, CNPJ, EVP keys) is another bucket.
+		r, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownEVP, PayerID: cpfPF})
+		require.NoError(t, err)
+		require.Equal(t, knownEVP, r.Entry.Entry.Key)
+	})
+}
+
+// A PJ payer's bucket holds 1000 tokens: 50 lookups of unknown keys.
+func TestPJScanIsStoppedLocallyAfterFifty(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{})
+		for i := range 50 {
+			requireNotFound(t, e.lookup(unknownEVP(i), cnpjPJ))
+		}
+		refused := requireRefused(t, e.lookup(unknownEVP(50), cnpjPJ))
+		require.Equal(t, e.catalog.Key(dict.PolicyEntriesReadUserAntiscanV2, cnpjPJ), refused.Decision.Key)
+		require.Equal(t, int64(1000), refused.Decision.Limit)
+		require.Equal(t, time.Minute, refused.Decision.RetryAfter, "20 tokens per minute, stepwise")
+		require.Equal(t, int64(50), e.sent(dict.OpGetEntry))
+		require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
+
+		// A minute later 20 tokens are back: exactly one more 404.
+		e.advance(time.Minute)
+		requireNotFound(t, e.lookup(unknownEVP(51), cnpjPJ))
+		requireRefused(t, e.lookup(unknownEVP(52), cnpjPJ))
+		require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
+	})
+}
+
+// A category H participant (capacity 50, 2/min) shared by many payers:
+// exactly 50 lookups, then the participant's bucket refuses, whoever asks.
+func TestCategoryHParticipantIsExhaustedExactly(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H"})
+		for i := range 50 {
+			_, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(i)})
+			require.NoError(t, err, "payer %d", i)
+		}
+		refused := requireRefused(t, e.lookup(knownPhone, makeCPF(50)))
+		require.Equal(t, e.catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb), refused.Decision.Key)
+		require.Equal(t, int64(50), refused.Decision.Limit)
+		require.Equal(t, time.Minute, refused.Decision.RetryAfter)
+		// A payer with tokens of its own is refused all the same.
+		requireRefused(t, e.lookup(knownEmail, cnpjPJ))
+
+		// Stepwise: nothing after 59 s, 2 lookups after a minute.
+		e.advance(59 * time.Second)
+		requireRefused(t, e.lookup(knownPhone, makeCPF(51)))
+		e.advance(time.Second)
+		require.NoError(t, e.lookup(knownPhone, makeCPF(51)))
+		require.NoError(t, e.lookup(knownPhone, makeCPF(52)))
+		requireRefused(t, e.lookup(knownPhone, makeCPF(53)))
+
+		st := e.stats()
+		require.Equal(t, int64(52), st.Count(dict.OpGetEntry, http.StatusOK))
+		require.Equal(t, int64(52), e.sent(dict.OpGetEntry))
+		require.Equal(t, int64(0), st.Total(http.StatusTooManyRequests))
+		require.Equal(t, int64(0), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+	})
+}
+
+// A payment order with the EndToEndId of a lookup gives the payer 1 token
+// (PF) and the participant 1, once.
+func TestPaymentCreditRestoresLookupsOnce(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{})
+		// 4 × 404 (80 tokens) and 19 × 200 leave the payer 1 token.
+		for i := range 4 {
+			requireNotFound(t, e.lookup(unknownEmail(i), cpfPF))
+		}
+		notFound, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: unknownEVP(0), PayerID: otherCPF})
+		requireNotFound(t, err)
+		for range 19 {
+			require.NoError(t, e.lookup(knownPhone, cpfPF))
+		}
+		paid, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		requireRefused(t, e.lookup(knownPhone, cpfPF))
+		participant := e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb)
+
+		// The payment is sent: the SPI tells the DICT, the app its mirror.
+		credit, err := e.client.CreditPayment(e.ctx, paid.EndToEndID)
+		require.NoError(t, err)
+		require.False(t, credit.Duplicate)
+		require.Equal(t, []int64{1, 1}, []int64{credit.Adjusted[0].Applied, credit.Adjusted[1].Applied})
+		remote := e.pay(paid.EndToEndID)
+		require.False(t, remote.Duplicate)
+		require.Equal(t, int64(1), e.tokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		require.Equal(t, participant+1, e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+		require.NoError(t, e.lookup(knownPhone, cpfPF), "the credit buys one more lookup")
+		requireRefused(t, e.lookup(knownPhone, cpfPF))
+
+		// The same payment again changes nothing, on either side.
+		credit, err = e.client.CreditPayment(e.ctx, paid.EndToEndID)
+		require.NoError(t, err)
+		require.True(t, credit.Duplicate)
+		require.True(t, e.pay(paid.EndToEndID).Duplicate)
+		requireRefused(t, e.lookup(knownPhone, cpfPF))
+		require.Equal(t, int64(0), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+
+		l, err := e.records.FindLookup(e.ctx, paid.EndToEndID)
+		require.NoError(t, err)
+		require.Equal(t, e.clock.Now(), l.PaidAt)
+
+		_, err = e.client.CreditPayment(e.ctx, notFound.EndToEndID)
+		require.ErrorIs(t, err, dict.ErrNotPayable)
+		_, err = e.client.CreditPayment(e.ctx, "E12345678202601020304ab3Cd5Ef7Gh")
+		require.ErrorIs(t, err, dict.ErrUnknownEndToEndID)
+		_, err = e.client.CreditPayment(e.ctx, "E123")
+		require.ErrorIs(t, err, dict.ErrInvalidEndToEndID)
+		require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
+	})
+}
+
+// A PJ payment credits 2 to the payer, capped at the capacity.
+func TestPaymentCreditPJIsCapped(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite, envConfig{})
+	r, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: cnpjPJ})
+	require.NoError(t, err)
+	require.Equal(t, int64(999), e.tokens(dict.PolicyEntriesReadUserAntiscan, cnpjPJ))
+	credit, err := e.client.CreditPayment(e.ctx, r.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), credit.Adjusted[0].Applied, "+2 capped at 1000")
+	require.Equal(t, int64(1000), e.tokens(dict.PolicyEntriesReadUserAntiscan, cnpjPJ))
+}
+
+// The manual's example: a PF payer with 5 tokens whose lookup returns 404
+// is at -15, and can look up again only after 8 minutes (16 tokens at 2
+// per minute).
+func TestManualExampleMinus15For8Minutes(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{})
+		for i := range 4 {
+			requireNotFound(t, e.lookup(unknownEmail(i), cpfPF))
+		}
+		for range 15 {
+			require.NoError(t, e.lookup(knownPhone, cpfPF))
+		}
+		require.Equal(t, int64(5), e.tokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		requireNotFound(t, e.lookup(unknownEmail(4), cpfPF))
+		require.Equal(t, int64(-15), e.tokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		require.Equal(t, int64(-15), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+
+		refused := requireRefused(t, e.lookup(knownPhone, cpfPF))
+		require.Equal(t, 8*time.Minute, refused.Decision.RetryAfter)
+
+		e.advance(8*time.Minute - time.Second)
+		refused = requireRefused(t, e.lookup(knownPhone, cpfPF))
+		require.Equal(t, time.Second, refused.Decision.RetryAfter)
+		// The DICT agrees: a request that bypasses the mirror gets a 429
+		// with Retry-After 1.
+		status, retryAfter := e.rawLookup(knownPhone, cpfPF)
+		require.Equal(t, http.StatusTooManyRequests, status)
+		require.Equal(t, "1", retryAfter)
+
+		e.advance(time.Second)
+		require.NoError(t, e.lookup(knownPhone, cpfPF))
+		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		require.Equal(t, int64(0), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
+		require.Equal(t, int64(1), e.stats().Total(http.StatusTooManyRequests), "only the request that bypassed the mirror")
+	})
+}
+
+// rawLookup sends a getEntry straight to the simulator, bypassing the
+// mirror, and returns the status and Retry-After.
+func (e *env) rawLookup(key, payer string) (int, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.simURL+dict.APIPrefix+"/entries/"+key, nil)
+	require.NoError(e.t, err)
+	e2e, err := dict.NewEndToEndID(ispb, e.clock.Now())
+	require.NoError(e.t, err)
+	req.Header.Set(dict.HeaderRequestingParticipant, ispb)
+	req.Header.Set(dict.HeaderPayerID, payer)
+	req.Header.Set(dict.HeaderEndToEndID, e2e)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// A mirror that believes the participant is category A while the DICT has
+// it in H is more generous than the DICT: the 51st lookup gets a remote
+// 429. The client brings its buckets down to 0, honours Retry-After, and
+// sends nothing more until then.
+func TestDesynchronisedMirrorCorrectsItselfOn429(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H", LocalCategory: "A"})
+		for i := range 50 {
+			require.NoError(t, e.lookup(knownPhone, makeCPF(i)))
+		}
+		require.Equal(t, int64(49950), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+		_, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(50)})
+		var remote *dict.RemoteError
+		require.ErrorAs(t, err, &remote)
+		require.Equal(t, http.StatusTooManyRequests, remote.Status)
+		require.Equal(t, time.Minute, remote.RetryAfter)
+		require.Equal(t, dict.ProblemRateLimited, remote.Problem.TypeName())
+
+		// The local buckets of the request are at 0 and blocked for the
+		// remote Retry-After.
+		participant, err := e.limiter.State(e.ctx, e.catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+		require.NoError(t, err)
+		require.Equal(t, int64(0), participant.Tokens)
+		require.Equal(t, time.Minute, participant.BlockLeft)
+		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadUserAntiscan, makeCPF(50)))
+
+		// Nothing is sent until Retry-After has passed, whoever the payer.
+		refused := requireRefused(t, e.lookup(knownPhone, makeCPF(51)))
+		require.Equal(t, throttle.ReasonBlocked, refused.Decision.Reason)
+		require.Equal(t, time.Minute, refused.Decision.RetryAfter)
+		e.advance(59 * time.Second)
+		requireRefused(t, e.lookup(knownPhone, makeCPF(51)))
+		require.Equal(t, int64(51), e.sent(dict.OpGetEntry))
+
+		e.advance(time.Second)
+		require.NoError(t, e.lookup(knownPhone, makeCPF(51)), "the DICT refilled 2 tokens")
+		require.Equal(t, int64(1), e.stats().Total(http.StatusTooManyRequests))
+
+		// The remote 429 cost the payer nothing at the DICT.
+		require.Equal(t, int64(100), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, makeCPF(50)))
+	})
+}
+
+// Reconcile reads GET /policies/, records the category the DICT reports,
+// and lowers every local bucket the DICT says is emptier.
+func TestReconcileLowersLocalBucketsAndRecordsCategory(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H", LocalCategory: "A"})
+		// Another instance of the app with a mirror of its own spends from
+		// the participant's buckets at the DICT.
+		otherStore := sqlstoretest.MustOpen(t, engine, e.clock.Now)
+		otherLimiter, err := throttle.NewLimiter(otherStore, e.catalog, throttle.Config{Clock: e.clock.Now})
+		require.NoError(t, err)
+		other := e.newClient(otherLimiter, nil)
+		for range 10 {
+			_, err := other.CheckKeys(e.ctx, []string{knownPhone, unknownEmail(0)})
+			require.NoError(t, err)
+		}
+		for i := range 3 {
+			_, err := other.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(i)})
+			require.NoError(t, err)
+		}
+		require.Equal(t, int64(70), e.tokens(dict.PolicyKeysCheck, ispb))
+
+		res, err := e.client.Reconcile(e.ctx)
+		require.NoError(t, err)
+		require.Equal(t, "H", res.Category)
+		require.True(t, res.CategoryChanged)
+		require.Len(t, res.Remote, 28)
+		require.Empty(t, res.Unknown)
+		require.Empty(t, res.Mismatched, "the catalog of H matches the DICT's")
+		lowered := map[string]int64{}
+		for _, a := range res.Lowered {
+			lowered[a.Key.Policy] = a.Balance
+		}
+		require.Equal(t, map[string]int64{
+			dict.PolicyKeysCheck:                      60,
+			dict.PolicyEntriesReadParticipantAntiscan: 47,
+		}, lowered)
+		require.Equal(t, int64(60), e.tokens(dict.PolicyKeysCheck, ispb))
+		require.Equal(t, int64(47), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+		require.Equal(t, int64(19), e.tokens(dict.PolicyPoliciesList, ispb), "the list itself was charged on both sides")
+		require.Equal(t, int64(19), e.remoteTokens(dict.PolicyPoliciesList, ispb))
+		require.Equal(t, "H", e.catalog.Category())
+
+		// The category survives a restart (Records), and wins over the
+		// configured default.
+		fresh := dict.NewCatalog("prod")
+		require.NoError(t, fresh.SetCategory("A"))
+		lim, err := throttle.NewLimiter(e.store, fresh, throttle.Config{Clock: e.clock.Now})
+		require.NoError(t, err)
+		restarted, err := dict.NewClient(dict.ClientConfig{BaseURL: e.simURL, Participant: ispb, Limiter: lim, Catalog: fresh, Records: e.records})
+		require.NoError(t, err)
+		ok, err := restarted.RestoreCategory(e.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "H", fresh.Category())
+
+		// A second reconcile right away lowers nothing.
+		res, err = e.client.Reconcile(e.ctx)
+		require.NoError(t, err)
+		require.False(t, res.CategoryChanged)
+		require.Empty(t, res.Lowered)
+	})
+}
+
+// Reconcile goes through the throttle: POLICIES_LIST holds 20.
+func TestReconcileIsLimitedByPoliciesList(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite, envConfig{})
+	for i := range 20 {
+		_, err := e.client.Reconcile(e.ctx)
+		require.NoError(t, err, "reconcile %d", i)
+	}
+	_, err := e.client.Reconcile(e.ctx)
+	refused := requireRefused(t, err)
+	require.Equal(t, dict.PolicyPoliciesList, refused.Decision.Key.Policy)
+	require.Equal(t, time.Minute, refused.Decision.RetryAfter, "6 per minute, stepwise")
+	require.Equal(t, int64(20), e.sent(dict.OpListBucketStates))
+	require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
+}
+
+// Bad input is an error before anything is taken or sent.
+func TestBadInputTakesAndSendsNothing(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite, envConfig{})
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"InvalidPayerCPF", func() error { return e.lookup(knownPhone, "52998224726") }, dict.ErrInvalidCPF},
+		{"InvalidPayerCNPJ", func() error { return e.lookup(knownPhone, "11222333000180") }, dict.ErrInvalidCNPJ},
+		{"PayerIsAnISPB", func() error { return e.lookup(knownPhone, ispb) }, dict.ErrInvalidPayerID},
+		{"InvalidKey", func() error { return e.lookup("Maria@Example.com", cpfPF) }, dict.ErrInvalidEmail},
+		{"InvalidCPFKey", func() error { return e.lookup("11111111111", cpfPF) }, dict.ErrInvalidCPF},
+		{"InvalidEndToEndID", func() error {
+			_, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: cpfPF, EndToEndID: "E1"})
+			return err
+		}, dict.ErrInvalidEndToEndID},
+		{"CheckKeysOneBadKey", func() error {
+			_, err := e.client.CheckKeys(e.ctx, []string{knownPhone, "not a key"})
+			return err
+		}, dict.ErrInvalidKey},
+		{"CheckKeysNone", func() error { _, err := e.client.CheckKeys(e.ctx, nil); return err }, dict.ErrInvalidKey},
+		{"CreateEntryBadOwner", func() error {
+			_, err := e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: dict.Entry{Key: "new@example.com", KeyType: dict.KeyEmail,
+				Account: dict.Account{Participant: ispb, AccountNumber: "1", AccountType: "CACC"},
+				Owner:   dict.Owner{Type: "NATURAL_PERSON", TaxIDNumber: "123", Name: "X"}}})
+			return err
+		}, dict.ErrInvalidPayerID},
+		{"CreateEntryBadISPB", func() error {
+			_, err := e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: dict.Entry{Key: "new@example.com", KeyType: dict.KeyEmail,
+				Account: dict.Account{Participant: "1234"}, Owner: dict.Owner{TaxIDNumber: cpfPF}}})
+			return err
+		}, dict.ErrInvalidISPB},
+		{"DeleteEntryBadKey", func() error { _, err := e.client.DeleteEntry(e.ctx, "+0", ""); return err }, dict.ErrInvalidPhone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorIs(t, tt.call(), tt.want)
+		})
+	}
+	n, err := e.limiter.CountLedger(e.ctx, throttle.LedgerQuery{})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), n, "no token moved")
+	require.Empty(t, e.stats(), "nothing was sent")
+
+	_, err = dict.NewClient(dict.ClientConfig{BaseURL: e.simURL, Participant: "1234567", Limiter: e.limiter, Catalog: e.catalog})
+	require.ErrorIs(t, err, dict.ErrInvalidISPB)
+	_, err = dict.NewClient(dict.ClientConfig{BaseURL: "ftp://x", Participant: ispb, Limiter: e.limiter, Catalog: e.catalog})
+	require.Error(t, err)
+}
+
+// The other operations, each charged to its policy on both sides.
+func TestOtherOperations(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{})
+		checks, err := e.client.CheckKeys(e.ctx, []string{knownPhone, unknownEmail(1)})
+		require.NoError(t, err)
+		require.Equal(t, []dict.KeyCheck{{Key: knownPhone, HasEntry: true}, {Key: unknownEmail(1), HasEntry: false}}, checks)
+		require.Equal(t, int64(69), e.tokens(dict.PolicyKeysCheck, ispb))
+
+		newKey := "nova.chave@example.com"
+		created, err := e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: dict.Entry{
+			Key: newKey, KeyType: dict.KeyEmail,
+			Account: dict.Account{Participant: ispb, Branch: "0001", AccountNumber: "0001112223", AccountType: "CACC", OpeningDate: dict.Timestamp{Time: e.clock.Now()}},
+			Owner:   dict.Owner{Type: "NATURAL_PERSON", TaxIDNumber: cpfPF, Name: "Fulana"},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, newKey, created.Entry.Key)
+		_, err = e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: created.Entry})
+		var remote *dict.RemoteError
+		require.ErrorAs(t, err, &remote)
+		require.Equal(t, http.StatusConflict, remote.Status)
+
+		r, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: newKey, PayerID: cnpjPJ})
+		require.NoError(t, err)
+		require.Equal(t, "Fulana", r.Entry.Entry.Owner.Name)
+		deleted, err := e.client.DeleteEntry(e.ctx, newKey, "")
+		require.NoError(t, err)
+		require.Equal(t, newKey, deleted.Key)
+		requireNotFound(t, e.lookup(newKey, cnpjPJ))
+		require.Equal(t, int64(36000-3), e.tokens(dict.PolicyEntriesWrite, ispb), "create, failed create, delete")
+		require.Equal(t, int64(36000-3), e.remoteTokens(dict.PolicyEntriesWrite, ispb))
+
+		_, err = e.client.ListClaims(e.ctx, dict.ClaimsFilter{IsDonor: true})
+		require.NoError(t, err)
+		_, err = e.client.ListClaims(e.ctx, dict.ClaimsFilter{})
+		require.NoError(t, err)
+		require.Equal(t, int64(199), e.tokens(dict.PolicyClaimsListWithRole, ispb))
+		require.Equal(t, int64(49), e.tokens(dict.PolicyClaimsListWithoutRole, ispb))
+		require.Equal(t, int64(199), e.remoteTokens(dict.PolicyClaimsListWithRole, ispb))
+		require.Equal(t, int64(49), e.remoteTokens(dict.PolicyClaimsListWithoutRole, ispb))
+
+		got, err := e.client.GetBucketState(e.ctx, dict.PolicyClaimsListWithRole)
+		require.NoError(t, err)
+		require.Equal(t, dict.Policy{AvailableTokens: 199, Capacity: 200, RefillTokens: 40, RefillPeriodSec: 60, Name: dict.PolicyClaimsListWithRole}, got.Policy)
+		require.Equal(t, "A", got.Category)
+		_, err = e.client.GetBucketState(e.ctx, "NO_SUCH_POLICY")
+		require.ErrorAs(t, err, &remote)
+		require.Equal(t, http.StatusNotFound, remote.Status)
+		require.Equal(t, dict.ProblemNotFound, remote.Problem.TypeName())
+		require.Equal(t, int64(198), e.tokens(dict.PolicyPoliciesRead, ispb), "a 404 costs 1 too")
+		require.Equal(t, int64(198), e.remoteTokens(dict.PolicyPoliciesRead, ispb))
+
+		// The local mirror in the DICT's format, as the app's /policies/ serves it.
+		remoteList, err := e.client.ListBucketStates(e.ctx)
+		require.NoError(t, err)
+		local, err := e.client.LocalPolicies(e.ctx)
+		require.NoError(t, err)
+		require.Equal(t, remoteList.Policies, local.Policies, "the mirror is exact")
+		one, err := e.client.LocalPolicy(e.ctx, dict.PolicyKeysCheck)
+		require.NoError(t, err)
+		require.Equal(t, int64(69), one.Policy.AvailableTokens)
+		_, err = e.client.LocalPolicy(e.ctx, dict.PolicyEntriesReadUserAntiscan)
+		require.ErrorIs(t, err, throttle.ErrUnknownPolicy, "USER policies are not the participant's")
+	})
+}
+
+// The simulator rejects malformed headers without charging anything.
+func TestSimulatorRejectsMalformedRequests(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite, envConfig{})
+	e2e, err := dict.NewEndToEndID(ispb, e.clock.Now())
+	require.NoError(t, err)
+	tests := []struct {
+		name, path, participant, payer, e2e string
+		want                                int
+		wantType                            string
+	}{
+		{"BadParticipant", "/entries/" + knownPhone, "1234", cpfPF, e2e, 400, dict.ProblemBadRequest},
+		{"BadPayer", "/entries/" + knownPhone, ispb, "123", e2e, 400, dict.ProblemBadRequest},
+		{"BadEndToEndID", "/entries/" + knownPhone, ispb, cpfPF, "x", 400, dict.ProblemBadRequest},
+		{"BadKey", "/entries/not-a-key", ispb, cpfPF, e2e, 400, dict.ProblemBadRequest},
+		{"PoliciesBadParticipant", "/policies/", "abc", "", "", 403, dict.ProblemForbidden},
+		{"PolicyBadParticipant", "/policies/KEYS_CHECK", "", "", "", 403, dict.ProblemForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, e.simURL+dict.APIPrefix+tt.path, nil)
+			require.NoError(t, err)
+			req.Header.Set(dict.HeaderRequestingParticipant, tt.participant)
+			req.Header.Set(dict.HeaderPayerID, tt.payer)
+			req.Header.Set(dict.HeaderEndToEndID, tt.e2e)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, tt.want, resp.StatusCode)
+			require.Equal(t, dict.ContentTypeProblemXML, resp.Header.Get("Content-Type"))
+			var p dict.Problem
+			require.NoError(t, dict.Decode(resp.Body, &p))
+			require.Equal(t, tt.wantType, p.TypeName())
+			require.Equal(t, strconv.Itoa(tt.want), strconv.Itoa(p.Status))
+		})
+	}
+	n, err := e.sim.Limiter().CountLedger(e.ctx, throttle.LedgerQuery{})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), n)
+
+	// The clock endpoint needs a fake clock and a duration.
+	resp, err := http.Post(e.simURL+"/sim/clock?advance=soon", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp, err = http.Post(e.simURL+"/sim/payments?endToEndId="+e2e, "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// The same exhaustion with 80 payers looking up at once: exactly 50 are
+// sent, the DICT answers every one with 200 and never with 429.
+func TestCategoryHParticipantConcurrentPayers(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H"})
+		errs := make(chan error, 80)
+		for i := range 80 {
+			go func() { errs <- e.lookup(knownPhone, makeCPF(i)) }()
+		}
+		var ok, refused int
+		for range 80 {
+			err := <-errs
+			var re *dict.RefusedError
+			switch {
+			case err == nil:
+				ok++
+			case errors.As(err, &re):
+				require.Equal(t, dict.PolicyEntriesReadParticipantAntiscan, re.Decision.Key.Policy)
+				refused++
+			default:
+				t.Fatalf("lookup: %v", err)
+			}
+		}
+		require.Equal(t, 50, ok)
+		require.Equal(t, 30, refused)
+		st := e.stats()
+		require.Equal(t, int64(50), st.Count(dict.OpGetEntry, http.StatusOK))
+		require.Equal(t, int64(0), st.Total(http.StatusTooManyRequests))
+		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+	})
+}

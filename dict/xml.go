@@ -1,0 +1,363 @@
+package dict
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"balde/throttle"
+)
+
+// The XML of the DICT API. Element names and order follow the API reference
+// exactly (seed 001 for the policy responses); Go field names follow Go
+// style and carry the DICT's name in their tag where they differ.
+
+// XMLHeader is the declaration the DICT writes before every document.
+const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
+
+// MaxBodySize bounds the XML bodies the client and the simulator read.
+const MaxBodySize = 1 << 20
+
+// Signature is the XML digital signature element of a DICT message, kept
+// verbatim (its inner XML); balde does not sign or verify.
+type Signature struct {
+	XML string `xml:",innerxml"`
+}
+
+// Timestamp is an instant in the DICT's format: UTC with milliseconds,
+// "2022-09-02T13:19:25.833Z". It reads any RFC 3339 time.
+type Timestamp struct{ time.Time }
+
+// TimestampLayout is the layout of ResponseTime.
+const TimestampLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTimestamp renders t as the DICT does ("2022-09-02T13:19:25.833Z").
+func FormatTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (t Timestamp) MarshalText() ([]byte, error) {
+	return []byte(FormatTimestamp(t.Time)), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *Timestamp) UnmarshalText(b []byte) error {
+	v, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("dict: timestamp %q: %w", truncate(string(b)), err)
+	}
+	t.Time = v
+	return nil
+}
+
+// Policy is the state of one bucket as the DICT reports it.
+type Policy struct {
+	AvailableTokens int64
+	Capacity        int64
+	RefillTokens    int64
+	RefillPeriodSec int64
+	Name            string
+}
+
+// ListPoliciesResponse is the answer of listBucketStates
+// (GET /api/v2/policies/).
+type ListPoliciesResponse struct {
+	XMLName       xml.Name `xml:"ListPoliciesResponse"`
+	Signature     Signature
+	CorrelationID string `xml:"CorrelationId"`
+	ResponseTime  Timestamp
+	Category      string
+	Policies      []Policy `xml:"Policies>Policy"`
+}
+
+// GetPolicyResponse is the answer of getBucketState
+// (GET /api/v2/policies/{policy}).
+type GetPolicyResponse struct {
+	XMLName       xml.Name `xml:"GetPolicyResponse"`
+	Signature     Signature
+	CorrelationID string `xml:"CorrelationId"`
+	ResponseTime  Timestamp
+	Category      string
+	Policy        Policy
+}
+
+// Account is a transactional account in Brazil.
+type Account struct {
+	Participant   string
+	Branch        string `xml:",omitempty"`
+	AccountNumber string
+	AccountType   string
+	OpeningDate   Timestamp
+}
+
+// Owner is the owner of a key: Type is NATURAL_PERSON or LEGAL_PERSON.
+type Owner struct {
+	Type        string
+	TaxIDNumber string `xml:"TaxIdNumber"`
+	Name        string
+	TradeName   string `xml:",omitempty"`
+}
+
+// Entry is a key and the account it points to.
+type Entry struct {
+	Key                   string
+	KeyType               KeyType
+	Account               Account
+	Owner                 Owner
+	CreationDate          *Timestamp `xml:",omitempty"`
+	KeyOwnershipDate      *Timestamp `xml:",omitempty"`
+	OpenClaimCreationDate *Timestamp `xml:",omitempty"`
+}
+
+// GetEntryResponse is the answer of getEntry (GET /api/v2/entries/{Key}).
+type GetEntryResponse struct {
+	XMLName       xml.Name `xml:"GetEntryResponse"`
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	Entry         Entry
+}
+
+// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check).
+type CheckKeysRequest struct {
+	XMLName   xml.Name `xml:"CheckKeysRequest"`
+	Signature Signature
+	Keys      []string `xml:"Keys>Key"`
+}
+
+// KeyCheck says whether one key has an entry.
+type KeyCheck struct {
+	HasEntry bool   `xml:"hasEntry,attr"`
+	Key      string `xml:",chardata"`
+}
+
+// CheckKeysResponse is the answer of checkKeys.
+type CheckKeysResponse struct {
+	XMLName       xml.Name `xml:"CheckKeysResponse"`
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string     `xml:"CorrelationId"`
+	Keys          []KeyCheck `xml:"Keys>Key"`
+}
+
+// CreateEntryRequest is the body of createEntry (POST /api/v2/entries/).
+// Reason is USER_REQUESTED or RECONCILIATION; RequestID is a UUID that
+// makes the request idempotent.
+type CreateEntryRequest struct {
+	XMLName   xml.Name `xml:"CreateEntryRequest"`
+	Signature Signature
+	Entry     Entry
+	Reason    string
+	RequestID string `xml:"RequestId"`
+}
+
+// CreateEntryResponse is the answer of createEntry.
+type CreateEntryResponse struct {
+	XMLName       xml.Name `xml:"CreateEntryResponse"`
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	Entry         Entry
+}
+
+// DeleteEntryRequest is the body of deleteEntry
+// (POST /api/v2/entries/{Key}/delete).
+type DeleteEntryRequest struct {
+	XMLName     xml.Name `xml:"DeleteEntryRequest"`
+	Signature   Signature
+	Key         string
+	Participant string
+	Reason      string
+}
+
+// DeleteEntryResponse is the answer of deleteEntry.
+type DeleteEntryResponse struct {
+	XMLName       xml.Name `xml:"DeleteEntryResponse"`
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	Key           string
+}
+
+// Claim is one claim (portability or ownership) in a listing.
+type Claim struct {
+	ID                 string `xml:"Id"`
+	Type               string
+	Key                string
+	KeyType            KeyType
+	DonorParticipant   string
+	ClaimerParticipant string `xml:"Claimer>Participant"`
+	Status             string
+	LastModified       Timestamp
+}
+
+// ListClaimsResponse is the answer of listClaims (GET /api/v2/claims/).
+type ListClaimsResponse struct {
+	XMLName         xml.Name `xml:"ListClaimsResponse"`
+	Signature       Signature
+	ResponseTime    Timestamp
+	CorrelationID   string `xml:"CorrelationId"`
+	HasMoreElements bool
+	Claims          []Claim `xml:"Claims>Claim"`
+}
+
+// ProblemNamespace is the namespace of RFC 7807 problems in XML.
+const ProblemNamespace = "urn:ietf:rfc:7807"
+
+// ProblemTypePrefix prefixes the type of every DICT problem.
+const ProblemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
+
+// Problem types the DICT answers with (the part after ProblemTypePrefix).
+const (
+	ProblemBadRequest          = "BadRequest"
+	ProblemForbidden           = "Forbidden"
+	ProblemNotFound            = "NotFound"
+	ProblemEntryNotFound       = "EntryNotFound"
+	ProblemEntryAlreadyExists  = "EntryAlreadyExists"
+	ProblemEntryInvalid        = "EntryInvalid"
+	ProblemRateLimited         = "RateLimited"
+	ProblemInternalServerError = "InternalServerError"
+	ProblemServiceUnavailable  = "ServiceUnavailable"
+)
+
+// Problem is an RFC 7807 problem as the DICT writes it:
+//
+//	<problem xmlns="urn:ietf:rfc:7807">
+//	    <type>https://dict.pi.rsfn.net.br/api/v2/error/EntryNotFound</type>
+//	    <title>Entry not found</title>
+//	    <status>404</status>
+//	    <detail>...</detail>
+//	</problem>
+type Problem struct {
+	XMLName xml.Name `xml:"urn:ietf:rfc:7807 problem"`
+	Type    string   `xml:"type"`
+	Title   string   `xml:"title"`
+	Status  int      `xml:"status"`
+	Detail  string   `xml:"detail,omitempty"`
+}
+
+// NewProblem returns a problem of the given type (e.g. ProblemEntryNotFound).
+func NewProblem(typ string, status int, title, detail string) *Problem {
+	return &Problem{Type: ProblemTypePrefix + typ, Title: title, Status: status, Detail: detail}
+}
+
+// TypeName returns the problem's type without ProblemTypePrefix
+// ("EntryNotFound"), or the whole type when it lacks the prefix.
+func (p *Problem) TypeName() string { return strings.TrimPrefix(p.Type, ProblemTypePrefix) }
+
+// Marshal renders v as a DICT document: XMLHeader, then v indented by four
+// spaces, then a newline — byte for byte the layout of seed 001.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(XMLHeader)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "    ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("dict: encode %T: %w", v, err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// Unmarshal decodes one DICT document into v, whose root element must match
+// (the types above check their XMLName). The error wraps
+// ErrMalformedResponse.
+func Unmarshal(data []byte, v any) error {
+	if len(data) > MaxBodySize {
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrMalformedResponse, len(data), MaxBodySize)
+	}
+	if err := xml.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %T: %w", ErrMalformedResponse, v, err)
+	}
+	return nil
+}
+
+// Decode reads one DICT document of at most MaxBodySize bytes from r into v.
+// Errors as Unmarshal.
+func Decode(r io.Reader, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBodySize+1))
+	if err != nil {
+		return fmt.Errorf("%w: read: %w", ErrMalformedResponse, err)
+	}
+	return Unmarshal(data, v)
+}
+
+// DecodeProblem reads an RFC 7807 problem. Besides malformed XML it rejects
+// a problem with no type or a status outside 100..599 (ErrMalformedResponse).
+func DecodeProblem(data []byte) (*Problem, error) {
+	var p Problem
+	if err := Unmarshal(data, &p); err != nil {
+		return nil, err
+	}
+	if p.XMLName.Space != ProblemNamespace {
+		return nil, fmt.Errorf("%w: problem in namespace %q (want %q)", ErrMalformedResponse, truncate(p.XMLName.Space), ProblemNamespace)
+	}
+	if p.Type == "" || p.Status < 100 || p.Status > 599 {
+		return nil, fmt.Errorf("%w: problem without a type or with status %d", ErrMalformedResponse, p.Status)
+	}
+	return &p, nil
+}
+
+// PolicyFromState reports a bucket of the local mirror (or of the
+// simulator) as the DICT would: its tokens as of the state's instant (which
+// may be negative after a penalty), capacity and refill. A refill period
+// that is not a whole number of seconds is rounded up.
+func PolicyFromState(s throttle.BucketState) Policy {
+	return Policy{
+		AvailableTokens: s.Tokens,
+		Capacity:        s.Policy.Capacity,
+		RefillTokens:    s.Policy.RefillTokens,
+		RefillPeriodSec: int64((s.Policy.RefillPeriod + time.Second - 1) / time.Second),
+		Name:            s.Key.Policy,
+	}
+}
+
+// NewListPoliciesResponse builds the listBucketStates answer of participant
+// from bucket states, stamped now.
+func NewListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
+	r := &ListPoliciesResponse{
+		CorrelationID: NewCorrelationID(participant, now),
+		ResponseTime:  Timestamp{now.UTC()},
+		Category:      category,
+		Policies:      make([]Policy, len(states)),
+	}
+	for i, s := range states {
+		r.Policies[i] = PolicyFromState(s)
+	}
+	return r
+}
+
+// NewGetPolicyResponse builds the getBucketState answer of participant from
+// one bucket state, stamped now.
+func NewGetPolicyResponse(participant, category string, state throttle.BucketState, now time.Time) *GetPolicyResponse {
+	return &GetPolicyResponse{
+		CorrelationID: NewCorrelationID(participant, now),
+		ResponseTime:  Timestamp{now.UTC()},
+		Category:      category,
+		Policy:        PolicyFromState(state),
+	}
+}
+
+// brasilia is the DICT's local time (UTC-3, no daylight saving since 2019),
+// in which correlation ids are stamped.
+var brasilia = time.FixedZone("BRT", -3*60*60)
+
+// NewCorrelationID returns a correlation id in the DICT's layout (seed 001:
+// "B20220902101925801123456781A6998"): "B", the Brasília time as
+// yyyyMMddHHmmssSSS, the participant's ISPB and 6 random hexadecimal digits,
+// 32 characters in all.
+func NewCorrelationID(participant string, now time.Time) string {
+	const hex = "0123456789ABCDEF"
+	var suffix [6]byte
+	for i := range suffix {
+		suffix[i] = hex[randIndex(len(hex))]
+	}
+	t := now.In(brasilia)
+	return "B" + t.Format("20060102150405") + fmt.Sprintf("%03d", t.Nanosecond()/1e6) + participant + string(suffix[:])
+}
+
+// errNoBody is returned when a response that must have a body has none.
+var errNoBody = errors.New("empty body")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,10 +336,9 @@ func TestUnansweredSendIsResolvedBeforeAnyResend(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		// The simulator loses the first request (answers 503 without
 		// recording it): the sender cannot know whether SIFEN got it.
-		lost := true
+		var lost atomic.Bool
 		w := newWorld(t, engine, worldConfig{sim: sifensim.Config{BeforeRecepcion: func(context.Context, sifensim.Recepcion) error {
-			if lost {
-				lost = false
+			if lost.CompareAndSwap(false, true) {
 				return errors.New("lost")
 			}
 			return nil

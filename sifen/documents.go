@@ -1,10 +1,12 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -496,4 +498,35 @@ func (s *docStore) finish(ctx context.Context, r docRow, st settle, now time.Tim
 		return nil
 	})
 	return n == 1, err
+}
+
+// GroupLots splits documents into lots SIFEN accepts by count and kind:
+// one environment, one RUC and one DE type per lot, at most MaxLotDEs
+// each, in id order within a lot, lots ordered by their first document.
+// Documents that are not sendable are left out. A lot of very large DEs may
+// still exceed MaxLotZipBytes (Send says ErrLotTooBig); send it in halves.
+func GroupLots(docs []Document) [][]int64 {
+	type kind struct {
+		env Env
+		ruc string
+		typ int
+	}
+	sorted := slices.Clone(docs)
+	slices.SortFunc(sorted, func(a, b Document) int { return cmp.Compare(a.ID, b.ID) })
+	var lots [][]int64
+	open := make(map[kind]int) // the index in lots of each kind's lot being filled
+	for _, d := range sorted {
+		if !d.Status.Sendable() {
+			continue
+		}
+		k := kind{d.Env, d.RUC.Number, d.Type}
+		i, ok := open[k]
+		if !ok || len(lots[i]) == MaxLotDEs {
+			lots = append(lots, nil)
+			i = len(lots) - 1
+			open[k] = i
+		}
+		lots[i] = append(lots[i], d.ID)
+	}
+	return lots
 }

@@ -437,3 +437,26 @@ func TestNewSenderNeedsSIFENPolicies(t *testing.T) {
 	_, err = sifen.NewSender(store, c, l, sifen.SenderConfig{})
 	require.ErrorIs(t, err, throttle.ErrUnknownPolicy)
 }
+
+func TestGroupLots(t *testing.T) {
+	doc := func(id int64, env sifen.Env, ruc string, typ int, st sifen.Status) sifen.Document {
+		return sifen.Document{ID: id, Env: env, RUC: sifen.RUC{Number: ruc}, Type: typ, Status: st}
+	}
+	var docs []sifen.Document
+	for id := int64(1); id <= 52; id++ {
+		docs = append(docs, doc(id, sifen.EnvTest, "80069563", 1, sifen.StatusDraft))
+	}
+	docs = append(docs,
+		doc(60, sifen.EnvProd, "80069563", 1, sifen.StatusDraft),
+		doc(53, sifen.EnvTest, "88888801", 1, sifen.StatusError),
+		doc(54, sifen.EnvTest, "80069563", 5, sifen.StatusDraft),
+		doc(55, sifen.EnvTest, "80069563", 1, sifen.StatusSent),
+		doc(56, sifen.EnvTest, "80069563", 1, sifen.StatusSending),
+	)
+	first50 := make([]int64, 50)
+	for i := range first50 {
+		first50[i] = int64(i + 1)
+	}
+	require.Equal(t, [][]int64{first50, {51, 52}, {53}, {54}, {60}}, sifen.GroupLots(docs))
+	require.Empty(t, sifen.GroupLots(nil))
+}

@@ -1,0 +1,92 @@
+// Command sifensim runs the SIFEN simulator (package balde/sifen/sifensim)
+// on a loopback address:
+//
+//	sifensim --addr 127.0.0.1:8282 [--interval 10s] [--block 10m] [--processing 2s] [--fake-clock]
+//
+// Point balde at it with BALDE_SIFEN_URL=http://127.0.0.1:8282/{env}.
+// GET /sim/stats shows the requests it got; with --fake-clock,
+// POST /sim/clock?advance=10m moves its time.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"balde/sifen/sifensim"
+	"balde/throttle/throttletest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "sifensim:", err)
+		os.Exit(2)
+	}
+}
+
+// run parses args, serves until ctx is done, and prints the address it
+// listens on (a line "listening on http://ADDR") to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sifensim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8282", "address to listen on (loopback only; port 0 picks a free one)")
+	interval := fs.Duration("interval", sifensim.DefaultInterval, "least time between two lots of one RUC in one environment")
+	block := fs.Duration("block", sifensim.DefaultBlock, "how long a RUC that breaks a rule is blocked")
+	processing := fs.Duration("processing", sifensim.DefaultProcessing, "how long a lot stays in processing")
+	fake := fs.Bool("fake-clock", false, "use a clock that moves only with POST /sim/clock?advance=DURATION")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", *addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--addr %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", *addr)
+	}
+	cfg := sifensim.Config{
+		Interval:   *interval,
+		Block:      *block,
+		Processing: *processing,
+		Logger:     slog.New(slog.NewTextHandler(stderr, nil)),
+	}
+	if *fake {
+		clock := throttletest.NewFakeClock(time.Now())
+		cfg.Clock, cfg.Advance = clock.Now, clock.Advance
+	}
+	sim, err := sifensim.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}

@@ -1,0 +1,236 @@
+package sifen
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// The real endpoints (manual técnico v150).
+const (
+	TestURL = "https://sifen-test.set.gov.py"
+	ProdURL = "https://sifen.set.gov.py"
+
+	RecepcionPath    = "/de/ws/async/recibe-lote.wsdl"
+	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
+	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
+
+	// DefaultTimeout bounds one request to SIFEN.
+	DefaultTimeout = 60 * time.Second
+	// maxResponseBytes bounds what the client reads of an answer.
+	maxResponseBytes = 8 << 20
+)
+
+// ClientConfig says where SIFEN is and how to reach it. The zero value
+// reaches the real SIFEN without a client certificate (which SIFEN refuses:
+// set CertFile and KeyFile).
+type ClientConfig struct {
+	// BaseURL, when set, replaces both environments' base URL; "{env}" in
+	// it is replaced by "test" or "prod" (e.g. the simulator's
+	// "http://127.0.0.1:8282/{env}", so that it keeps the two apart).
+	BaseURL string
+	// TestURL and ProdURL are the base URLs per environment; defaults
+	// TestURL and ProdURL of this package.
+	TestURL, ProdURL string
+	// RecepcionPath, ConsultaLotePath and ConsultaPath override the paths
+	// of the three services.
+	RecepcionPath, ConsultaLotePath, ConsultaPath string
+	// CertFile and KeyFile are the PEM client certificate and key for
+	// mutual TLS; CAFile is a PEM bundle of the roots to trust (default:
+	// the system's).
+	CertFile, KeyFile, CAFile string
+	// Timeout bounds one request; default DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient, when set, is used as is and the TLS fields are ignored.
+	HTTPClient *http.Client
+}
+
+// Client is the bare SOAP transport to SIFEN's three services. It does not
+// throttle and keeps no state: use Sender to send. Safe for concurrent use.
+type Client struct {
+	http  *http.Client
+	cfg   ClientConfig
+	idSeq func() string
+}
+
+// NewClient returns a Client for cfg, loading the certificate files.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.TestURL == "" {
+		cfg.TestURL = TestURL
+	}
+	if cfg.ProdURL == "" {
+		cfg.ProdURL = ProdURL
+	}
+	if cfg.RecepcionPath == "" {
+		cfg.RecepcionPath = RecepcionPath
+	}
+	if cfg.ConsultaLotePath == "" {
+		cfg.ConsultaLotePath = ConsultaLotePath
+	}
+	if cfg.ConsultaPath == "" {
+		cfg.ConsultaPath = ConsultaPath
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tlsConfig, err := cfg.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tlsConfig
+		hc = &http.Client{Transport: tr, Timeout: cfg.Timeout}
+	}
+	return &Client{http: hc, cfg: cfg, idSeq: newRequestID}, nil
+}
+
+// tlsConfig builds the TLS settings of mutual TLS from the PEM files.
+func (c ClientConfig) tlsConfig() (*tls.Config, error) {
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, fmt.Errorf("sifen: client certificate: set both the certificate and the key file")
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("sifen: client certificate: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("sifen: CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("sifen: CA file %s holds no PEM certificate", c.CAFile)
+		}
+		conf.RootCAs = pool
+	}
+	return conf, nil
+}
+
+// URL returns the endpoint of a service path in env.
+func (c *Client) URL(env Env, path string) string {
+	base := c.cfg.TestURL
+	if env == EnvProd {
+		base = c.cfg.ProdURL
+	}
+	if c.cfg.BaseURL != "" {
+		base = strings.ReplaceAll(c.cfg.BaseURL, "{env}", string(env))
+	}
+	return strings.TrimRight(base, "/") + path
+}
+
+// newRequestID returns a dId: 15 random digits, the first not zero.
+func newRequestID() string {
+	n, err := rand.Int(rand.Reader, big.NewInt(9e14))
+	if err != nil {
+		// crypto/rand does not fail on supported platforms.
+		panic(err)
+	}
+	return fmt.Sprintf("%015d", n.Int64()+1e14)
+}
+
+// RecepcionLote sends a packed lot (siRecepLoteDE) to env and returns
+// SIFEN's answer: CodeLotQueued with a lot number, or CodeLotNotQueued with
+// the reason. Errors: *RemoteError (ErrRemote) for an HTTP error or a SOAP
+// fault; a transport error (wrapped) when no answer came; see NotSent.
+func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error) {
+	req := EnvioLote{ID: c.idSeq(), XDE: base64.StdEncoding.EncodeToString(zip)}
+	return call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
+}
+
+// ConsultaLote asks for the result of a lot (siResultLoteDE).
+func (c *Client) ConsultaLote(ctx context.Context, env Env, lotNumber string) (ConsultaLoteResponse, error) {
+	if err := ValidateLotNumber(lotNumber); err != nil {
+		return ConsultaLoteResponse{}, err
+	}
+	req := ConsultaLote{ID: c.idSeq(), LotNumber: lotNumber}
+	return call[ConsultaLoteResponse](ctx, c, env, ServiceConsultaLote, c.cfg.ConsultaLotePath, req)
+}
+
+// ConsultaDE asks whether SIFEN has a DE (siConsDE): CodeDEFound or
+// CodeDENotFound.
+func (c *Client) ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaDEResponse, error) {
+	req := ConsultaDE{ID: c.idSeq(), CDC: cdc}
+	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, c.cfg.ConsultaPath, req)
+}
+
+// call posts one SOAP request and reads the answer.
+func call[T any](ctx context.Context, c *Client, env Env, service, path string, body any) (T, error) {
+	var zero T
+	if err := env.Validate(); err != nil {
+		return zero, err
+	}
+	payload, err := MarshalSOAP(body)
+	if err != nil {
+		return zero, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(payload))
+	if err != nil {
+		return zero, fmt.Errorf("sifen: %s: %w", service, err)
+	}
+	req.Header.Set("Content-Type", SOAPContentType)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return zero, fmt.Errorf("sifen: %s: %w", service, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return zero, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
+	}
+	out, fault, err := UnmarshalSOAP[T](data)
+	switch {
+	case fault != nil:
+		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Fault: fault.String()}
+	case err != nil || resp.StatusCode != http.StatusOK:
+		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Body: snippet(data)}
+	}
+	return *out, nil
+}
+
+func snippet(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// NotSent reports whether err, from a Client call, proves the request never
+// reached SIFEN: the connection could not be made (nothing was written).
+// Any other failure may have happened after SIFEN got the request.
+func NotSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var cv *tls.CertificateVerificationError
+	var re *RemoteError
+	switch {
+	case errors.As(err, &cv):
+		return true
+	case errors.As(err, &re):
+		// SIFEN answered: a fault or a 4xx means it did not take the
+		// request; a 5xx may come from a proxy after the fact.
+		return re.Fault != "" || re.StatusCode >= 400 && re.StatusCode < 500
+	}
+	return false
+}

@@ -1,0 +1,123 @@
+package sifen_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/sifen"
+	"balde/sifen/sifensim"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+	"balde/throttle/throttletest"
+)
+
+// world is a Sender on a real database talking over loopback HTTP to a
+// simulator; both read one fake clock.
+type world struct {
+	dsn     string
+	clock   *throttletest.FakeClock
+	sim     *sifensim.Server
+	simURL  string
+	store   *sqlstore.Store
+	limiter *throttle.Limiter
+	sender  *sifen.Sender
+}
+
+type worldConfig struct {
+	policy sifen.PolicyConfig
+	sim    sifensim.Config
+	sender sifen.SenderConfig
+	// limiterStore replaces the throttle's store (failure injection);
+	// documents stay in the SQL store.
+	limiterStore func(*sqlstore.Store) throttle.Store
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func newWorld(t *testing.T, engine sqlstore.Engine, cfg worldConfig) *world {
+	t.Helper()
+	w := &world{dsn: sqlstoretest.DSN(t, engine), clock: throttletest.NewFakeClock(throttletest.Epoch)}
+	cfg.sim.Clock, cfg.sim.Advance = w.clock.Now, w.clock.Advance
+	if cfg.sim.Logger == nil {
+		cfg.sim.Logger = quietLogger()
+	}
+	sim, err := sifensim.NewServer(cfg.sim)
+	require.NoError(t, err)
+	ts := httptest.NewServer(sim)
+	t.Cleanup(ts.Close)
+	w.sim, w.simURL = sim, ts.URL
+	w.store = sqlstoretest.MustOpenDSN(t, w.dsn, w.clock.Now)
+	var ls throttle.Store = w.store
+	if cfg.limiterStore != nil {
+		ls = cfg.limiterStore(w.store)
+	}
+	w.limiter, w.sender = newSender(t, ls, w.store, w.simURL, cfg.policy, w.clock.Now, cfg.sender)
+	return w
+}
+
+// newSender builds the limiter and Sender of one process.
+func newSender(t testing.TB, ls throttle.Store, store *sqlstore.Store, simURL string, policy sifen.PolicyConfig, clock throttle.Clock, cfg sifen.SenderConfig) (*throttle.Limiter, *sifen.Sender) {
+	t.Helper()
+	r, err := sifen.NewResolver(policy)
+	require.NoError(t, err)
+	l, err := throttle.NewLimiter(ls, r, throttle.Config{Clock: clock, Logger: quietLogger()})
+	require.NoError(t, err)
+	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: simURL + "/{env}", Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	cfg.Clock = clock
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	s, err := sifen.NewSender(store, c, l, cfg)
+	require.NoError(t, err)
+	return l, s
+}
+
+// stats reads the simulator's GET /sim/stats over HTTP.
+func (w *world) stats(t *testing.T) sifensim.Stats {
+	t.Helper()
+	resp, err := http.Get(w.simURL + "/sim/stats")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st sifensim.Stats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
+}
+
+// importDocs imports each XML and returns the documents' ids in order.
+func (w *world) importDocs(t *testing.T, env sifen.Env, xmls ...[]byte) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, x := range xmls {
+		docs, err := w.sender.Import(context.Background(), x, env)
+		require.NoError(t, err)
+		for _, d := range docs {
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids
+}
+
+func (w *world) doc(t *testing.T, id int64) sifen.Document {
+	t.Helper()
+	d, err := w.sender.Get(context.Background(), id)
+	require.NoError(t, err)
+	return d
+}
+
+// ledgerRows counts the throttle's ledger rows: every take and refusal
+// writes one, so 0 means the throttle was never asked.
+func (w *world) ledgerRows(t *testing.T) int64 {
+	t.Helper()
+	n, err := w.limiter.CountLedger(context.Background(), throttle.LedgerQuery{})
+	require.NoError(t, err)
+	return n
+}

@@ -1,0 +1,480 @@
+package sifen
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The lot rules SIFEN enforces (it answers 0301 "lot not queued", and may
+// block the RUC, when one is broken).
+const (
+	// MaxLotDEs is the most DEs one lot may hold.
+	MaxLotDEs = 50
+	// MaxLotZipBytes is the largest compressed lot, in bytes (1000 KB): the
+	// ZIP that travels base64-encoded in xDE.
+	MaxLotZipBytes = 1000 * 1024
+	// maxLotXMLBytes bounds what UnzipLote inflates (a ZIP bomb guard).
+	maxLotXMLBytes = 64 << 20
+	// lotFileName is the name of the XML file inside the ZIP.
+	lotFileName = "lote.xml"
+)
+
+// DE is one electronic document (an rDE element) and what the throttle and
+// the lot rules need from it.
+type DE struct {
+	// RUC is the issuer: gEmis/dRucEm and gEmis/dDVEmi, validated.
+	RUC RUC
+	// Type is the DE type, gTimb/iTiDE (1 invoice, 4 self-invoice, 5 credit
+	// note, 6 debit note, 7 remission note, ...).
+	Type int
+	// CDC is the DE's 44-digit control code, the Id attribute of DE.
+	CDC string
+	// XML is the rDE element exactly as it was in the input, made
+	// standalone: namespace declarations it inherited from an enclosing
+	// rLoteDE are added to its start tag. Nothing else is touched, so a
+	// signature over DE stays valid.
+	XML []byte
+}
+
+// Lote is a lot of DEs, parsed. A single rDE parses as a lot of one.
+type Lote struct {
+	DEs []DE
+}
+
+// ParseLote reads a DE (root rDE) or a lot (root rLoteDE holding rDE
+// elements) in SIFEN's namespace and returns every DE with its RUC, check
+// digit, type and CDC validated. It does not apply the lot rules (see
+// Validate and Pack): a file of many DEs may be imported and sent in
+// several lots.
+//
+// Errors wrap ErrMalformedXML, ErrMissingRUC, ErrInvalidRUC, ErrInvalidDV,
+// ErrInvalidCDC or ErrInvalidType and name the DE at fault (its position in
+// the lot, from 1); an rLoteDE without rDE is ErrLotEmpty.
+func ParseLote(data []byte) (Lote, error) {
+	d := xml.NewDecoder(bytes.NewReader(data))
+	root, start, err := nextStart(d)
+	if err != nil {
+		return Lote{}, err
+	}
+	var l Lote
+	switch {
+	case root.Name == xml.Name{Space: Namespace, Local: "rDE"}:
+		de, err := parseRDE(d, data, root, start, nil)
+		if err != nil {
+			return Lote{}, err
+		}
+		l.DEs = append(l.DEs, de)
+	case root.Name == xml.Name{Space: Namespace, Local: "rLoteDE"}:
+		if l.DEs, err = parseLotBody(d, data, nsDecls(root.Attr)); err != nil {
+			return Lote{}, err
+		}
+		if len(l.DEs) == 0 {
+			return Lote{}, fmt.Errorf("%w: rLoteDE is empty", ErrLotEmpty)
+		}
+	default:
+		return Lote{}, fmt.Errorf("%w: root element {%s}%s is neither rDE nor rLoteDE of %s", ErrMalformedXML, root.Name.Space, root.Name.Local, Namespace)
+	}
+	// Only comments, processing instructions and spaces may follow the root.
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return l, nil
+		}
+		if err != nil {
+			return Lote{}, malformed(err)
+		}
+		switch t := tok.(type) {
+		case xml.Comment, xml.ProcInst:
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return Lote{}, fmt.Errorf("%w: text after the root element", ErrMalformedXML)
+			}
+		default:
+			return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
+		}
+	}
+}
+
+// parseLotBody reads the children of rLoteDE up to its end.
+func parseLotBody(d *xml.Decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
+	var des []DE
+	for {
+		off := d.InputOffset()
+		tok, err := d.Token()
+		if err != nil {
+			return nil, malformed(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if t.Name != (xml.Name{Space: Namespace, Local: "rDE"}) {
+				return nil, fmt.Errorf("%w: rLoteDE holds %s (only rDE)", ErrMalformedXML, t.Name.Local)
+			}
+			de, err := parseRDE(d, data, t, off, inherited)
+			if err != nil {
+				return nil, fmt.Errorf("DE %d of the lot: %w", len(des)+1, err)
+			}
+			des = append(des, de)
+		case xml.EndElement:
+			return des, nil
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return nil, fmt.Errorf("%w: text in rLoteDE", ErrMalformedXML)
+			}
+		case xml.Directive:
+			return nil, fmt.Errorf("%w: directive in rLoteDE", ErrMalformedXML)
+		}
+	}
+}
+
+func malformed(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: unexpected end of document", ErrMalformedXML)
+	}
+	return fmt.Errorf("%w: %w", ErrMalformedXML, err)
+}
+
+// nextStart returns the root element and its byte offset, refusing DOCTYPE
+// and text before it.
+func nextStart(d *xml.Decoder) (xml.StartElement, int64, error) {
+	for {
+		off := d.InputOffset()
+		tok, err := d.Token()
+		if err != nil {
+			return xml.StartElement{}, 0, malformed(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			return t, off, nil
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return xml.StartElement{}, 0, fmt.Errorf("%w: text before the root element", ErrMalformedXML)
+			}
+		case xml.Directive:
+			return xml.StartElement{}, 0, fmt.Errorf("%w: DOCTYPE and other directives are not accepted", ErrMalformedXML)
+		}
+	}
+}
+
+// nsDecls returns the namespace declarations among attrs (xmlns="..." and
+// xmlns:p="..."), which encoding/xml leaves untranslated.
+func nsDecls(attrs []xml.Attr) []xml.Attr {
+	var out []xml.Attr
+	for _, a := range attrs {
+		if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// The paths, below rDE, of what a DE must carry.
+const (
+	pathDE    = "DE"
+	pathType  = "DE/gTimb/iTiDE"
+	pathRUC   = "DE/gDatGralOpe/gEmis/dRucEm"
+	pathRUCDV = "DE/gDatGralOpe/gEmis/dDVEmi"
+)
+
+// parseRDE reads the rest of the rDE element that start opened at byte off
+// of data, and returns the DE.
+func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
+	var (
+		path   []string // local names below rDE; "-" for elements of another namespace
+		values = make(map[string]string)
+		text   strings.Builder
+		cdc    string
+		hasCDC bool
+	)
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return DE{}, malformed(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			name := "-"
+			if t.Name.Space == Namespace {
+				name = t.Name.Local
+			}
+			path = append(path, name)
+			text.Reset()
+			if strings.Join(path, "/") == pathDE {
+				for _, a := range t.Attr {
+					if a.Name == (xml.Name{Local: "Id"}) {
+						cdc, hasCDC = a.Value, true
+					}
+				}
+			}
+		case xml.CharData:
+			text.Write(t)
+		case xml.EndElement:
+			if len(path) == 0 {
+				// The end of rDE.
+				end := d.InputOffset()
+				return newDE(standalone(data[off:end], start.Attr, inherited), values, cdc, hasCDC)
+			}
+			switch p := strings.Join(path, "/"); p {
+			case pathType, pathRUC, pathRUCDV:
+				if _, dup := values[p]; dup {
+					return DE{}, fmt.Errorf("%w: two %s in one DE", ErrMalformedXML, path[len(path)-1])
+				}
+				values[p] = strings.TrimSpace(text.String())
+			}
+			path = path[:len(path)-1]
+			text.Reset()
+		case xml.Directive:
+			return DE{}, fmt.Errorf("%w: directive inside rDE", ErrMalformedXML)
+		}
+	}
+}
+
+// newDE validates what parseRDE found.
+func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, error) {
+	num, okNum := values[pathRUC]
+	dv, okDV := values[pathRUCDV]
+	if !okNum || num == "" {
+		return DE{}, fmt.Errorf("%w: no gDatGralOpe/gEmis/dRucEm", ErrMissingRUC)
+	}
+	if !okDV || dv == "" {
+		return DE{}, fmt.Errorf("%w: no gDatGralOpe/gEmis/dDVEmi for RUC %q", ErrMissingRUC, num)
+	}
+	ruc, err := newRUC(num, dv)
+	if err != nil {
+		return DE{}, err
+	}
+	typ, err := parseType(values[pathType])
+	if err != nil {
+		return DE{}, err
+	}
+	if !hasCDC {
+		return DE{}, fmt.Errorf("%w: DE has no Id attribute", ErrInvalidCDC)
+	}
+	if err := ValidateCDC(cdc, typ, ruc); err != nil {
+		return DE{}, err
+	}
+	return DE{RUC: ruc, Type: typ, CDC: cdc, XML: raw}, nil
+}
+
+func parseType(s string) (int, error) {
+	if len(s) == 0 || len(s) > 2 {
+		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || s[0] == '+' || s[0] == '-' {
+		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
+	}
+	return n, nil
+}
+
+// ValidateCDC checks a CDC against its DE: 44 digits, laid out as
+//
+//	TT RRRRRRRR D EEE PPP NNNNNNN C YYYYMMDD E SSSSSSSSS V
+//
+// (type, RUC left-padded with zeros, the RUC's check digit, establishment,
+// point of issue, number, taxpayer type, date, emission type, security
+// code, and a module-11 check digit over the first 43). The type must be
+// the DE's iTiDE; the RUC and its check digit must be the issuer's when the
+// RUC is all digits. Errors wrap ErrInvalidCDC.
+func ValidateCDC(cdc string, typ int, ruc RUC) error {
+	if len(cdc) != 44 {
+		return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
+	}
+	for i := 0; i < len(cdc); i++ {
+		if cdc[i] < '0' || cdc[i] > '9' {
+			return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
+		}
+	}
+	if want := CheckDigit(cdc[:43]); int(cdc[43]-'0') != want {
+		return fmt.Errorf("%w: %s: check digit %c, want %d", ErrInvalidCDC, cdc, cdc[43], want)
+	}
+	if want := fmt.Sprintf("%02d", typ); cdc[:2] != want {
+		return fmt.Errorf("%w: %s starts with type %s but iTiDE is %d", ErrInvalidCDC, cdc, cdc[:2], typ)
+	}
+	if isDigits(ruc.Number) {
+		want := strings.Repeat("0", 8-len(ruc.Number)) + ruc.Number + strconv.Itoa(ruc.DV)
+		if cdc[2:11] != want {
+			return fmt.Errorf("%w: %s holds RUC %s-%c but the issuer is %s", ErrInvalidCDC, cdc, cdc[2:10], cdc[10], ruc)
+		}
+	}
+	return nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// standalone adds to the start tag of raw the inherited namespace
+// declarations it does not make itself.
+func standalone(raw []byte, own, inherited []xml.Attr) []byte {
+	var missing []xml.Attr
+	for _, in := range inherited {
+		declared := false
+		for _, a := range nsDecls(own) {
+			if a.Name == in.Name {
+				declared = true
+			}
+		}
+		if !declared {
+			missing = append(missing, in)
+		}
+	}
+	out := bytes.Clone(raw)
+	if len(missing) == 0 {
+		return out
+	}
+	// The element name ends at the first space, '/' or '>'.
+	i := 1
+	for i < len(raw) && !isXMLSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
+		i++
+	}
+	var decl bytes.Buffer
+	for _, a := range missing {
+		decl.WriteByte(' ')
+		if a.Name.Space == "xmlns" {
+			decl.WriteString("xmlns:" + a.Name.Local)
+		} else {
+			decl.WriteString("xmlns")
+		}
+		decl.WriteString(`="`)
+		_ = xml.EscapeText(&decl, []byte(a.Value))
+		decl.WriteByte('"')
+	}
+	return append(out[:i:i], append(decl.Bytes(), raw[i:]...)...)
+}
+
+func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// Validate applies the lot rules that do not need the ZIP: 1 to MaxLotDEs
+// DEs, no CDC twice, one DE type, one issuer RUC. Errors: ErrLotEmpty,
+// ErrLotTooManyDEs, ErrLotDuplicateCDC, ErrLotMixedTypes, ErrLotMixedRUC.
+func (l Lote) Validate() error {
+	switch {
+	case len(l.DEs) == 0:
+		return ErrLotEmpty
+	case len(l.DEs) > MaxLotDEs:
+		return fmt.Errorf("%w: %d DEs", ErrLotTooManyDEs, len(l.DEs))
+	}
+	seen := make(map[string]bool, len(l.DEs))
+	first := l.DEs[0]
+	for i, de := range l.DEs {
+		if seen[de.CDC] {
+			return fmt.Errorf("%w: %s", ErrLotDuplicateCDC, de.CDC)
+		}
+		seen[de.CDC] = true
+		if de.Type != first.Type {
+			return fmt.Errorf("%w: DE 1 is of type %d, DE %d of type %d", ErrLotMixedTypes, first.Type, i+1, de.Type)
+		}
+		if de.RUC != first.RUC {
+			return fmt.Errorf("%w: DE 1 is from %s, DE %d from %s", ErrLotMixedRUC, first.RUC, i+1, de.RUC)
+		}
+	}
+	return nil
+}
+
+// XML returns the lot as the rLoteDE document SIFEN receives: the DEs'
+// XML, in order, inside rLoteDE.
+func (l Lote) XML() []byte {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	b.WriteString(`<rLoteDE xmlns="` + Namespace + `">`)
+	for _, de := range l.DEs {
+		b.Write(de.XML)
+	}
+	b.WriteString(`</rLoteDE>`)
+	return b.Bytes()
+}
+
+// Packed is a lot ready to travel.
+type Packed struct {
+	// XML is the rLoteDE document.
+	XML []byte
+	// Zip is a ZIP archive holding XML as lote.xml: xDE before base64.
+	Zip []byte
+	// Hash is the lot's identity: the hex SHA-256 of XML. The same DEs in
+	// the same order give the same hash.
+	Hash string
+}
+
+// Pack validates l (Validate), builds its XML and ZIP, and checks the ZIP's
+// size (ErrLotTooBig beyond MaxLotZipBytes).
+func (l Lote) Pack() (Packed, error) {
+	if err := l.Validate(); err != nil {
+		return Packed{}, err
+	}
+	doc := l.XML()
+	z, err := ZipLote(doc)
+	if err != nil {
+		return Packed{}, err
+	}
+	if err := CheckZipSize(len(z)); err != nil {
+		return Packed{}, err
+	}
+	sum := sha256.Sum256(doc)
+	return Packed{XML: doc, Zip: z, Hash: hex.EncodeToString(sum[:])}, nil
+}
+
+// CheckZipSize returns ErrLotTooBig when a compressed lot of n bytes
+// exceeds MaxLotZipBytes.
+func CheckZipSize(n int) error {
+	if n > MaxLotZipBytes {
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrLotTooBig, n, MaxLotZipBytes)
+	}
+	return nil
+}
+
+// ZipLote returns a ZIP archive (deflate) holding doc as lote.xml. The
+// archive carries no timestamp, so the same doc gives the same bytes.
+func ZipLote(doc []byte) ([]byte, error) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: lotFileName, Method: zip.Deflate})
+	if err != nil {
+		return nil, fmt.Errorf("sifen: zip lot: %w", err)
+	}
+	if _, err := w.Write(doc); err != nil {
+		return nil, fmt.Errorf("sifen: zip lot: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("sifen: zip lot: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// UnzipLote returns the one file of a ZIP archive made by ZipLote (or by
+// any SIFEN client). Errors wrap ErrMalformedXML: not a ZIP, not exactly one
+// file, or more than 64 MiB inflated.
+func UnzipLote(z []byte) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: xDE is not a ZIP archive: %w", ErrMalformedXML, err)
+	}
+	if len(zr.File) != 1 {
+		return nil, fmt.Errorf("%w: the ZIP holds %d files (want one)", ErrMalformedXML, len(zr.File))
+	}
+	f, err := zr.File[0].Open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
+	}
+	defer f.Close()
+	doc, err := io.ReadAll(io.LimitReader(f, maxLotXMLBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
+	}
+	if len(doc) > maxLotXMLBytes {
+		return nil, fmt.Errorf("%w: the ZIP inflates beyond %d bytes", ErrMalformedXML, maxLotXMLBytes)
+	}
+	return doc, nil
+}

@@ -1,0 +1,203 @@
+package sifen_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/sifen"
+	"balde/sifen/sifentest"
+)
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+func TestParseLoteTestdata(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		wantErr  error
+		wantRUCs []string // one per DE, when parsing succeeds
+		wantType int
+		// wantLotErr is what Lote.Validate says about a file that parses.
+		wantLotErr error
+	}{
+		{file: "de/valid_80069563.xml", wantRUCs: []string{"80069563-1"}, wantType: 1},
+		{file: "de/valid_88888801.xml", wantRUCs: []string{"88888801-5"}, wantType: 5},
+		{file: "de/valid_800695.xml", wantRUCs: []string{"800695-4"}, wantType: 1},
+		{file: "de/valid_letters_A1234567.xml", wantRUCs: []string{"A1234567-3"}, wantType: 1},
+		{file: "de/bad_dv_80069563.xml", wantErr: sifen.ErrInvalidDV},
+		{file: "de/no_ruc.xml", wantErr: sifen.ErrMissingRUC},
+		{file: "de/malformed_truncated.xml", wantErr: sifen.ErrMalformedXML},
+		{file: "de/bad_cdc.xml", wantErr: sifen.ErrInvalidCDC},
+		{file: "lote/valid_3_88888801.xml", wantRUCs: []string{"88888801-5", "88888801-5", "88888801-5"}, wantType: 1},
+		{file: "lote/inherited_ns.xml", wantRUCs: []string{"80069563-1", "80069563-1"}, wantType: 1},
+		{file: "lote/mixed_ruc.xml", wantRUCs: []string{"80069563-1", "88888801-5"}, wantType: 1, wantLotErr: sifen.ErrLotMixedRUC},
+		{file: "lote/mixed_type.xml", wantRUCs: []string{"80069563-1", "80069563-1"}, wantType: 1, wantLotErr: sifen.ErrLotMixedTypes},
+		{file: "lote/bad_dv_second.xml", wantErr: sifen.ErrInvalidDV},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			lot, err := sifen.ParseLote(readTestdata(t, tc.file))
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var rucs []string
+			for _, de := range lot.DEs {
+				rucs = append(rucs, de.RUC.String())
+				require.Len(t, de.CDC, 44)
+			}
+			require.Equal(t, tc.wantRUCs, rucs)
+			require.Equal(t, tc.wantType, lot.DEs[0].Type)
+			if tc.wantLotErr != nil {
+				require.ErrorIs(t, lot.Validate(), tc.wantLotErr)
+			} else {
+				require.NoError(t, lot.Validate())
+			}
+		})
+	}
+}
+
+func TestParseLoteErrorNamesTheDE(t *testing.T) {
+	_, err := sifen.ParseLote(readTestdata(t, "lote/bad_dv_second.xml"))
+	require.ErrorIs(t, err, sifen.ErrInvalidDV)
+	require.ErrorContains(t, err, "DE 2 of the lot")
+	require.ErrorContains(t, err, "the check digit of 800695 is 4")
+}
+
+func TestParseLoteStandaloneDEs(t *testing.T) {
+	// The rDE elements of this lot inherit their namespaces from rLoteDE;
+	// each extracted DE must parse on its own and mean the same.
+	lot, err := sifen.ParseLote(readTestdata(t, "lote/inherited_ns.xml"))
+	require.NoError(t, err)
+	for _, de := range lot.DEs {
+		require.True(t, bytes.HasPrefix(de.XML, []byte(`<rDE xmlns="`+sifen.Namespace+`" xmlns:xsi=`)), "%s", de.XML[:80])
+		again, err := sifen.ParseLote(de.XML)
+		require.NoError(t, err)
+		require.Equal(t, []sifen.DE{de}, again.DEs)
+	}
+	// The rebuilt lot parses to the same DEs.
+	again, err := sifen.ParseLote(lot.XML())
+	require.NoError(t, err)
+	require.Equal(t, lot.DEs, again.DEs)
+}
+
+func TestParseLoteKeepsDEBytes(t *testing.T) {
+	doc := sifentest.Doc{Number: 7}
+	lot, err := sifen.ParseLote(sifentest.Lote(doc))
+	require.NoError(t, err)
+	require.Equal(t, doc.XML(), lot.DEs[0].XML)
+	require.Equal(t, doc.CDC(), lot.DEs[0].CDC)
+}
+
+func TestParseLoteRejects(t *testing.T) {
+	de := string(sifentest.Doc{}.XML())
+	for _, tc := range []struct {
+		name    string
+		in      string
+		wantErr error
+	}{
+		{"Empty", "", sifen.ErrMalformedXML},
+		{"OtherRoot", `<foo/>`, sifen.ErrMalformedXML},
+		{"RDEWithoutNamespace", `<rDE><DE/></rDE>`, sifen.ErrMalformedXML},
+		{"Doctype", `<!DOCTYPE x [<!ENTITY a "b">]>` + de, sifen.ErrMalformedXML},
+		{"TwoRoots", de + de, sifen.ErrMalformedXML},
+		{"TextAfter", de + "x", sifen.ErrMalformedXML},
+		{"OtherChildInLot", `<rLoteDE xmlns="` + sifen.Namespace + `"><x/></rLoteDE>`, sifen.ErrMalformedXML},
+		{"Latin1", `<?xml version="1.0" encoding="ISO-8859-1"?>` + de, sifen.ErrMalformedXML},
+		{"TwoRUCs", string(bytes.Replace([]byte(de), []byte("<dRucEm>"), []byte("<dRucEm>80069563</dRucEm><dRucEm>"), 1)), sifen.ErrMalformedXML},
+		{"NoType", string(bytes.Replace([]byte(de), []byte("<iTiDE>1</iTiDE>"), nil, 1)), sifen.ErrInvalidType},
+		{"NoCDC", string(bytes.Replace([]byte(de), []byte(` Id="`+sifentest.Doc{}.CDC()+`"`), nil, 1)), sifen.ErrInvalidCDC},
+		{"CDCOfOtherType", string(sifentest.Doc{Type: 5}.XML()[:0]) + string(bytes.Replace([]byte(de), []byte("<iTiDE>1</iTiDE>"), []byte("<iTiDE>5</iTiDE>"), 1)), sifen.ErrInvalidCDC},
+		{"CDCOfOtherRUC", string(bytes.Replace([]byte(de), []byte("<dRucEm>80069563</dRucEm><dDVEmi>1</dDVEmi>"), []byte("<dRucEm>88888801</dRucEm><dDVEmi>5</dDVEmi>"), 1)), sifen.ErrInvalidCDC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := sifen.ParseLote([]byte(tc.in))
+			require.ErrorIs(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestLotePack(t *testing.T) {
+	parse := func(t *testing.T, docs ...sifentest.Doc) sifen.Lote {
+		t.Helper()
+		lot, err := sifen.ParseLote(sifentest.Lote(docs...))
+		require.NoError(t, err)
+		return lot
+	}
+	t.Run("OK50", func(t *testing.T) {
+		lot := parse(t, sifentest.Docs("80069563", 1, sifen.MaxLotDEs)...)
+		p, err := lot.Pack()
+		require.NoError(t, err)
+		doc, err := sifen.UnzipLote(p.Zip)
+		require.NoError(t, err)
+		require.Equal(t, p.XML, doc)
+		require.Len(t, p.Hash, 64)
+		// Same DEs, same lot: identical bytes and hash.
+		p2, err := lot.Pack()
+		require.NoError(t, err)
+		require.Equal(t, p, p2)
+	})
+	t.Run("ErrLotTooManyDEs", func(t *testing.T) {
+		_, err := parse(t, sifentest.Docs("80069563", 1, sifen.MaxLotDEs+1)...).Pack()
+		require.ErrorIs(t, err, sifen.ErrLotTooManyDEs)
+	})
+	t.Run("ErrLotEmpty", func(t *testing.T) {
+		_, err := sifen.Lote{}.Pack()
+		require.ErrorIs(t, err, sifen.ErrLotEmpty)
+	})
+	t.Run("ErrLotDuplicateCDC", func(t *testing.T) {
+		_, err := parse(t, sifentest.Doc{Number: 1}, sifentest.Doc{Number: 1}).Pack()
+		require.ErrorIs(t, err, sifen.ErrLotDuplicateCDC)
+	})
+	t.Run("ErrLotTooBig", func(t *testing.T) {
+		docs := sifentest.Docs("80069563", 1, 40)
+		for i := range docs {
+			docs[i].Filler = 40_000
+		}
+		_, err := parse(t, docs...).Pack()
+		require.ErrorIs(t, err, sifen.ErrLotTooBig)
+	})
+}
+
+func TestUnzipLoteRejects(t *testing.T) {
+	_, err := sifen.UnzipLote([]byte("not a zip"))
+	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+}
+
+func FuzzParseLote(f *testing.F) {
+	for _, name := range []string{
+		"de/valid_80069563.xml", "de/valid_letters_A1234567.xml", "de/bad_dv_80069563.xml", "de/no_ruc.xml",
+		"de/malformed_truncated.xml", "de/bad_cdc.xml", "lote/valid_3_88888801.xml", "lote/inherited_ns.xml",
+		"lote/mixed_ruc.xml", "lote/bad_dv_second.xml",
+	} {
+		f.Add(readTestdata(f, name))
+	}
+	f.Add([]byte(`<s:rLoteDE xmlns:s="` + sifen.Namespace + `"><s:rDE/></s:rLoteDE>`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lot, err := sifen.ParseLote(data)
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, lot.DEs)
+		for _, de := range lot.DEs {
+			// Everything that parses is valid, and stands alone.
+			require.NoError(t, de.RUC.Validate())
+			require.NoError(t, sifen.ValidateCDC(de.CDC, de.Type, de.RUC))
+			alone, err := sifen.ParseLote(de.XML)
+			require.NoError(t, err, "%q", de.XML)
+			require.Equal(t, []sifen.DE{de}, alone.DEs)
+		}
+		// The lot rebuilt from its DEs parses to the same DEs.
+		again, err := sifen.ParseLote(lot.XML())
+		require.NoError(t, err)
+		require.Equal(t, lot.DEs, again.DEs)
+	})
+}

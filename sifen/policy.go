@@ -1,0 +1,202 @@
+package sifen
+
+import (
+	"fmt"
+	"time"
+
+	"balde/throttle"
+)
+
+// The names of SIFEN's throttle policies.
+const (
+	// PolicyRecepcionLote throttles siRecepLoteDE per (RUC, environment):
+	// the key's Identifier is the RUC number without check digit, its Env
+	// "test" or "prod" (see RecepcionKey).
+	PolicyRecepcionLote = "SIFEN_RECEPCION_LOTE"
+	// PolicyConsultaLote throttles siResultLoteDE per lot: the Identifier is
+	// the lot number (dProtConsLote), the Env the lot's environment (see
+	// ConsultaKey).
+	PolicyConsultaLote = "SIFEN_CONSULTA_LOTE"
+)
+
+// Defaults of PolicyConfig.
+const (
+	// DefaultInterval is the least time between two lots of one RUC in one
+	// environment (SIFEN_THROTTLE_SECONDS).
+	DefaultInterval = 10 * time.Second
+	// DefaultConsultaInterval is the least time between two queries of one
+	// lot, and between a lot's send and its first query (DNIT's developer
+	// guide, 2024).
+	DefaultConsultaInterval = 10 * time.Minute
+)
+
+// PolicyConfig sets SIFEN's throttle. The zero value is the default: 10 s
+// between lots of one RUC in either environment, no per-minute cap, 10 min
+// between queries of one lot.
+type PolicyConfig struct {
+	// Interval is the least time between two lots of one RUC in one
+	// environment. Zero means DefaultInterval; there is no way to turn the
+	// cooldown off.
+	Interval time.Duration
+	// EnvInterval overrides Interval for one environment, e.g.
+	// {EnvProd: 45 * time.Second} (the seed advises 30-60 s in prod).
+	EnvInterval map[Env]time.Duration
+	// PerMinute, when positive, also caps the lots of one RUC in one
+	// environment to that many in any window of one minute (at most
+	// throttle.MaxRollingCapacity).
+	PerMinute int64
+	// ConsultaInterval is the least time between two queries of one lot and
+	// from a lot's send to its first query. Zero means DefaultConsultaInterval.
+	ConsultaInterval time.Duration
+}
+
+// Validate reports a negative interval, an unknown environment or a
+// per-minute cap out of range (errors wrap throttle.ErrInvalidPolicy).
+func (c PolicyConfig) Validate() error {
+	if c.Interval < 0 || c.ConsultaInterval < 0 {
+		return fmt.Errorf("%w: sifen: negative interval", throttle.ErrInvalidPolicy)
+	}
+	for env, d := range c.EnvInterval {
+		if err := env.Validate(); err != nil {
+			return err
+		}
+		if d < 0 {
+			return fmt.Errorf("%w: sifen: negative interval for %s", throttle.ErrInvalidPolicy, env)
+		}
+	}
+	if c.PerMinute < 0 || c.PerMinute > throttle.MaxRollingCapacity {
+		return fmt.Errorf("%w: sifen: %d lots per minute (want 0..%d)", throttle.ErrInvalidPolicy, c.PerMinute, throttle.MaxRollingCapacity)
+	}
+	return nil
+}
+
+// IntervalFor returns the minimum interval between two lots of one RUC in
+// env.
+func (c PolicyConfig) IntervalFor(env Env) time.Duration {
+	if d := c.EnvInterval[env]; d > 0 {
+		return d
+	}
+	if c.Interval > 0 {
+		return c.Interval
+	}
+	return DefaultInterval
+}
+
+// consultaInterval returns ConsultaInterval or its default.
+func (c PolicyConfig) consultaInterval() time.Duration {
+	if c.ConsultaInterval > 0 {
+		return c.ConsultaInterval
+	}
+	return DefaultConsultaInterval
+}
+
+// RecepcionPolicy returns the policy of lots of one RUC in env:
+//
+//   - MinInterval is IntervalFor(env): the cooldown between two lots.
+//   - With PerMinute > 0 the bucket is a rolling window of PerMinute tokens
+//     per minute: at most PerMinute lots in any 60 s.
+//   - Without it the bucket holds one token that refills continuously in
+//     exactly MinInterval. After a send the token comes back at the very
+//     instant the cooldown ends, so the bucket never refuses before the
+//     cooldown does, and a refusal always reads "cooldown".
+//
+// A refusal does not block the key (BlockFor 0): waiting is free. A block
+// comes only from SIFEN itself (Sender syncs one after a 0301). The policy
+// fails closed: without the database nothing is sent.
+func (c PolicyConfig) RecepcionPolicy(env Env) throttle.Policy {
+	interval := c.IntervalFor(env)
+	p := throttle.Policy{
+		Name:         PolicyRecepcionLote,
+		Capacity:     1,
+		RefillTokens: 1,
+		RefillPeriod: interval,
+		Refill:       throttle.RefillContinuous,
+		MinInterval:  interval,
+	}
+	if c.PerMinute > 0 {
+		p.Capacity, p.RefillTokens, p.RefillPeriod, p.Refill = c.PerMinute, c.PerMinute, time.Minute, throttle.RefillRolling
+	}
+	return p
+}
+
+// ConsultaPolicy returns the policy of queries of one lot: one query per
+// ConsultaInterval (a one-token bucket refilled in that time, and the same
+// cooldown). The wait before the first query is not in the policy: Sender
+// blocks the lot's key for ConsultaInterval (throttle.Limiter.Sync) right
+// after SIFEN accepts the lot.
+func (c PolicyConfig) ConsultaPolicy() throttle.Policy {
+	d := c.consultaInterval()
+	return throttle.Policy{
+		Name:         PolicyConsultaLote,
+		Capacity:     1,
+		RefillTokens: 1,
+		RefillPeriod: d,
+		Refill:       throttle.RefillContinuous,
+		MinInterval:  d,
+	}
+}
+
+// Resolver resolves SIFEN's policies for the throttle engine. Build it with
+// NewResolver; combine it with other resolvers with throttle.Resolvers.
+type Resolver struct {
+	cfg PolicyConfig
+}
+
+var _ throttle.Resolver = (*Resolver)(nil)
+
+// NewResolver returns the Resolver of cfg, or cfg's validation error.
+func NewResolver(cfg PolicyConfig) (*Resolver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Resolver{cfg: cfg}, nil
+}
+
+// Config returns the configuration the resolver was built with.
+func (r *Resolver) Config() PolicyConfig { return r.cfg }
+
+// Resolve implements throttle.Resolver. A key of another policy is
+// throttle.ErrUnknownPolicy; a SIFEN key with an environment other than
+// test or prod, a malformed RUC or a malformed lot number is
+// throttle.ErrInvalidKey.
+func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
+	switch key.Policy {
+	case PolicyRecepcionLote, PolicyConsultaLote:
+	default:
+		return throttle.Policy{}, fmt.Errorf("%w: %q", throttle.ErrUnknownPolicy, key.Policy)
+	}
+	env := Env(key.Env)
+	if err := env.Validate(); err != nil {
+		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
+	}
+	if key.Policy == PolicyConsultaLote {
+		if err := ValidateLotNumber(key.Identifier); err != nil {
+			return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
+		}
+		return r.cfg.ConsultaPolicy(), nil
+	}
+	if err := ValidateRUCNumber(key.Identifier); err != nil {
+		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
+	}
+	return r.cfg.RecepcionPolicy(env), nil
+}
+
+// RecepcionKey is the throttle key of lots of ruc in env.
+func RecepcionKey(env Env, ruc RUC) throttle.Key {
+	return throttle.Key{Policy: PolicyRecepcionLote, Env: string(env), Identifier: ruc.Number}
+}
+
+// ConsultaKey is the throttle key of queries of a lot in env.
+func ConsultaKey(env Env, lotNumber string) throttle.Key {
+	return throttle.Key{Policy: PolicyConsultaLote, Env: string(env), Identifier: lotNumber}
+}
+
+// ValidateLotNumber checks a lot number (dProtConsLote): 1 to 20 digits,
+// kept as a string (SIFEN's are 17 digits and more than a float holds).
+// The error wraps ErrInvalidLotNumber.
+func ValidateLotNumber(n string) error {
+	if len(n) < 1 || len(n) > 20 || !isDigits(n) {
+		return fmt.Errorf("%w: %q", ErrInvalidLotNumber, n)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Package sifen sends electronic documents (DE) to SIFEN, Paraguay's
+// e-invoicing system, without ever provoking its penalties.
+//
+// SIFEN answers 0301 ("lot not queued") and may block an issuer's RUC for 10
+// to 60 minutes when a lot breaks its rules or a RUC sends too often. This
+// package therefore checks everything it can before a lot leaves:
+//
+//   - every DE's issuer RUC (dRucEm) and check digit (dDVEmi), with SET's
+//     module-11 algorithm (ruc.go);
+//   - the lot rules: 1 to 50 DEs, one DE type, one issuer RUC, at most
+//     1000 KB compressed (lote.go);
+//   - the throttle: a minimum interval between two lots of one RUC in one
+//     environment, and at least 10 minutes between two queries of one lot
+//     (policy.go, on the balde/throttle engine);
+//   - that no CDC is sent again while an earlier send of it has no final
+//     result, and that no lot is sent twice, across processes sharing one
+//     database (sender.go, documents.go).
+//
+// Sender is the one send path: the web app's send button and the batch
+// command both call Sender.Send on the same database. Client is the bare SOAP
+// transport (siRecepLoteDE, siResultLoteDE, siConsDE) and does not throttle.
+// The simulator in sifen/sifensim speaks the same protocol.
+package sifen
+
+import "fmt"
+
+// Namespace is the XML namespace of SIFEN's documents and messages.
+const Namespace = "http://ekuatia.set.gov.py/sifen/xsd"
+
+// Env is a SIFEN environment. There are exactly two.
+type Env string
+
+const (
+	EnvTest Env = "test"
+	EnvProd Env = "prod"
+)
+
+// ParseEnv returns the Env named s ("test" or "prod"); anything else is an
+// error wrapping ErrInvalidEnv.
+func ParseEnv(s string) (Env, error) {
+	e := Env(s)
+	if err := e.Validate(); err != nil {
+		return "", err
+	}
+	return e, nil
+}
+
+// Validate reports whether e is "test" or "prod" (error wraps ErrInvalidEnv).
+func (e Env) Validate() error {
+	switch e {
+	case EnvTest, EnvProd:
+		return nil
+	}
+	return fmt.Errorf("%w: %q (want test or prod)", ErrInvalidEnv, string(e))
+}
+
+// String returns "test" or "prod".
+func (e Env) String() string { return string(e) }

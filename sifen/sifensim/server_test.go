@@ -1,0 +1,348 @@
+package sifensim_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/sifen"
+	"balde/sifen/sifensim"
+	"balde/sifen/sifentest"
+	"balde/throttle/throttletest"
+)
+
+type sim struct {
+	*sifensim.Server
+	url    string
+	clock  *throttletest.FakeClock
+	client *sifen.Client
+}
+
+func start(t *testing.T, cfg sifensim.Config) *sim {
+	t.Helper()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	cfg.Clock, cfg.Advance = clock.Now, clock.Advance
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	s, err := sifensim.NewServer(cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", HTTPClient: ts.Client()})
+	require.NoError(t, err)
+	return &sim{Server: s, url: ts.URL, clock: clock, client: c}
+}
+
+// send zips and sends an rLoteDE document as it is (no local checks).
+func (s *sim) send(t *testing.T, env sifen.Env, doc []byte) sifen.EnvioLoteResponse {
+	t.Helper()
+	z, err := sifen.ZipLote(doc)
+	require.NoError(t, err)
+	resp, err := s.client.RecepcionLote(context.Background(), env, z)
+	require.NoError(t, err)
+	return resp
+}
+
+// post sends a raw body to a service path and returns the status and body.
+func (s *sim) post(t *testing.T, path, contentType string, body []byte) (int, string) {
+	t.Helper()
+	resp, err := http.Post(s.url+path, contentType, bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// stats reads GET /sim/stats over HTTP.
+func (s *sim) stats(t *testing.T) sifensim.Stats {
+	t.Helper()
+	resp, err := http.Get(s.url + "/sim/stats")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var st sifensim.Stats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
+}
+
+func TestRecepcionQueuesAndProcesses(t *testing.T) {
+	s := start(t, sifensim.Config{Processing: 2 * time.Second})
+	ctx := context.Background()
+	docs := sifentest.Docs("88888801", 1, 3)
+
+	resp := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
+	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+	require.Equal(t, "Lote recibido con éxito", resp.Message)
+	require.Len(t, resp.LotNumber, 17)
+	lot := resp.LotNumber
+
+	r, err := s.client.ConsultaLote(ctx, sifen.EnvTest, lot)
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeLotProcessing, r.Code)
+	require.Empty(t, r.Results)
+	de, err := s.client.ConsultaDE(ctx, sifen.EnvTest, docs[0].CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDENotFound, de.Code, "not found while processing")
+
+	s.clock.Advance(2 * time.Second)
+	r, err = s.client.ConsultaLote(ctx, sifen.EnvTest, lot)
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeLotDone, r.Code)
+	require.Len(t, r.Results, 3)
+	for i, res := range r.Results {
+		require.Equal(t, docs[i].CDC(), res.CDC)
+		require.Equal(t, sifen.ResultApproved, res.Status)
+		require.NotEmpty(t, res.AuthNumber)
+	}
+	de, err = s.client.ConsultaDE(ctx, sifen.EnvTest, docs[0].CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDEFound, de.Code)
+	require.Contains(t, de.Content, docs[0].CDC())
+
+	// The other environment knows nothing of it.
+	de, err = s.client.ConsultaDE(ctx, sifen.EnvProd, docs[0].CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDENotFound, de.Code)
+	r, err = s.client.ConsultaLote(ctx, sifen.EnvProd, lot)
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeLotUnknown, r.Code)
+
+	s.clock.Advance(48*time.Hour + time.Second)
+	r, err = s.client.ConsultaLote(ctx, sifen.EnvTest, lot)
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeLotTooLate, r.Code)
+
+	st := s.stats(t)
+	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "test", "88888801", sifen.CodeLotQueued))
+	require.Equal(t, int64(3), st.Count(sifen.ServiceConsultaLote, "test", "", ""))
+	require.Equal(t, int64(3), st.Count(sifen.ServiceConsultaDE, "", "", ""))
+	require.Equal(t, st.Total, st.ByService[sifen.ServiceRecepcionLote]+st.ByService[sifen.ServiceConsultaLote]+st.ByService[sifen.ServiceConsultaDE])
+}
+
+func TestRecepcionLotRules(t *testing.T) {
+	big := sifentest.Docs("80069563", 1, 40)
+	for i := range big {
+		big[i].Filler = 40_000
+	}
+	envelope := func(xde string) []byte {
+		b, err := sifen.MarshalSOAP(&sifen.EnvioLote{ID: "1", XDE: xde})
+		require.NoError(t, err)
+		return b
+	}
+	zipped := func(doc []byte) string {
+		z, err := sifen.ZipLote(doc)
+		require.NoError(t, err)
+		return base64.StdEncoding.EncodeToString(z)
+	}
+	for _, tc := range []struct {
+		name    string
+		xde     string
+		wantMsg string
+	}{
+		{"TooManyDEs", zipped(sifentest.Lote(sifentest.Docs("80069563", 1, 51)...)), "el lote contiene más de 50 DE"},
+		{"MixedTypes", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2, Type: 5})), "el lote contiene DE de distintos tipos"},
+		{"MixedRUC", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2, RUC: "88888801"})), "el lote contiene DE de distintos emisores (RUC)"},
+		{"RepeatedCDC", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 1})), "el lote repite un CDC"},
+		{"TooBig", zipped(sifentest.Lote(big...)), "el mensaje comprimido supera 1000 KB"},
+		{"BadDV", zipped(sifentest.Lote(sifentest.Doc{BadDV: true})), "RUC o DV del emisor inválido"},
+		{"NoRUC", zipped(sifentest.Lote(sifentest.Doc{NoRUC: true})), "RUC o DV del emisor inválido"},
+		{"Empty", zipped([]byte(`<rLoteDE xmlns="` + sifen.Namespace + `"/>`)), "el lote no contiene DE"},
+		{"Malformed", zipped([]byte(`<rLoteDE xmlns="`)), "XML del lote mal formado"},
+		{"NotZip", base64.StdEncoding.EncodeToString([]byte("plain text")), "XML del lote mal formado"},
+		{"NotBase64", "%%%", "XML del lote mal formado"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, sifensim.Config{})
+			status, body := s.post(t, "/test"+sifen.RecepcionPath, sifen.SOAPContentType, envelope(tc.xde))
+			require.Equal(t, http.StatusOK, status)
+			r, _, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse]([]byte(body))
+			require.NoError(t, err)
+			require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+			require.Contains(t, r.Message, "Lote no encolado para procesamiento: "+tc.wantMsg)
+			require.Empty(t, r.LotNumber)
+			require.Equal(t, int64(1), s.stats(t).Count(sifen.ServiceRecepcionLote, "test", "", sifen.CodeLotNotQueued))
+		})
+	}
+}
+
+func TestRecepcionBlocksFastRUC(t *testing.T) {
+	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 10 * time.Minute})
+	a := sifentest.Docs("80069563", 1, 10)
+	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[0])).Code)
+	// Another RUC, and the same RUC in prod, are not affected.
+	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{RUC: "88888801"})).Code)
+	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvProd, sifentest.Lote(a[0])).Code)
+
+	s.clock.Advance(3 * time.Second)
+	r := s.send(t, sifen.EnvTest, sifentest.Lote(a[1]))
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "envíos demasiado frecuentes (3s desde el último lote, mínimo 10s); RUC 80069563-1 bloqueado por 10m0s")
+
+	s.clock.Advance(10 * time.Second)
+	r = s.send(t, sifen.EnvTest, sifentest.Lote(a[2]))
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "RUC 80069563-1 bloqueado hasta")
+
+	s.clock.Advance(10*time.Minute - 10*time.Second)
+	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[3])).Code)
+
+	st := s.stats(t)
+	require.Equal(t, int64(2), st.Count(sifen.ServiceRecepcionLote, "test", "80069563", sifen.CodeLotQueued))
+	require.Equal(t, int64(2), st.Count(sifen.ServiceRecepcionLote, "test", "80069563", sifen.CodeLotNotQueued))
+	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "prod", "80069563", sifen.CodeLotQueued))
+	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "test", "88888801", sifen.CodeLotQueued))
+	require.Equal(t, int64(5), st.ByRUC["80069563"])
+}
+
+func TestRecepcionBlocksRepeatedLot(t *testing.T) {
+	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 30 * time.Minute, Processing: time.Second})
+	lot := sifentest.Lote(sifentest.Docs("80069563", 1, 2)...)
+	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, lot).Code)
+	s.clock.Advance(time.Minute)
+	r := s.send(t, sifen.EnvTest, lot)
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "lote duplicado")
+	require.Contains(t, r.Message, "bloqueado por 30m0s")
+	s.clock.Advance(29 * time.Minute)
+	r = s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 9}))
+	require.Contains(t, r.Message, "bloqueado hasta")
+}
+
+func TestRecepcionCDCInProcessing(t *testing.T) {
+	s := start(t, sifensim.Config{Interval: time.Second, Processing: time.Minute})
+	docs := sifentest.Docs("80069563", 1, 2)
+	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(docs[0])).Code)
+	s.clock.Advance(2 * time.Second)
+	r := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "CDC "+docs[0].CDC()+" en procesamiento")
+}
+
+func TestProcessingRejects(t *testing.T) {
+	s := start(t, sifensim.Config{Interval: time.Second, Processing: time.Second, Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+		return "1111", "rechazo de prueba", de.CDC == sifentest.Doc{Number: 2}.CDC()
+	}})
+	ctx := context.Background()
+	docs := sifentest.Docs("80069563", 1, 2)
+	first := s.send(t, sifen.EnvTest, sifentest.Lote(docs[0]))
+	s.clock.Advance(2 * time.Second)
+	// docs[0] is approved by now; sending it again in another lot gets a
+	// duplicate rejection for it alone.
+	second := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
+	require.Equal(t, sifen.CodeLotQueued, second.Code)
+	s.clock.Advance(2 * time.Second)
+
+	r, err := s.client.ConsultaLote(ctx, sifen.EnvTest, first.LotNumber)
+	require.NoError(t, err)
+	require.Equal(t, sifen.ResultApproved, r.Results[0].Status)
+	r, err = s.client.ConsultaLote(ctx, sifen.EnvTest, second.LotNumber)
+	require.NoError(t, err)
+	require.Equal(t, []sifen.DEResult{
+		{CDC: docs[0].CDC(), Status: sifen.ResultRejected, Messages: []sifen.ResultMessage{{Code: "1001", Message: "CDC duplicado"}}},
+		{CDC: docs[1].CDC(), Status: sifen.ResultRejected, Messages: []sifen.ResultMessage{{Code: "1111", Message: "rechazo de prueba"}}},
+	}, r.Results)
+	de, err := s.client.ConsultaDE(ctx, sifen.EnvTest, docs[1].CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDENotFound, de.Code)
+	de, err = s.client.ConsultaDE(ctx, sifen.EnvTest, docs[0].CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDEFound, de.Code)
+}
+
+func TestBeforeRecepcionDrops(t *testing.T) {
+	var seen []sifensim.Recepcion
+	s := start(t, sifensim.Config{BeforeRecepcion: func(_ context.Context, r sifensim.Recepcion) error {
+		seen = append(seen, r)
+		return errors.New("lost in transit")
+	}})
+	doc := sifentest.Doc{}
+	z, err := sifen.ZipLote(sifentest.Lote(doc))
+	require.NoError(t, err)
+	_, err = s.client.RecepcionLote(context.Background(), sifen.EnvTest, z)
+	var re *sifen.RemoteError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, http.StatusServiceUnavailable, re.StatusCode)
+	require.Equal(t, []sifensim.Recepcion{{Env: sifen.EnvTest, RUC: sifen.RUC{Number: "80069563", DV: 1}, CDCs: []string{doc.CDC()}}}, seen)
+
+	de, err := s.client.ConsultaDE(context.Background(), sifen.EnvTest, doc.CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDENotFound, de.Code)
+	require.Equal(t, int64(1), s.stats(t).Count(sifen.ServiceRecepcionLote, "test", "80069563", "dropped"))
+}
+
+func TestEnvelopeFaults(t *testing.T) {
+	s := start(t, sifensim.Config{})
+	valid, err := sifen.MarshalSOAP(&sifen.ConsultaDE{ID: "1", CDC: sifentest.Doc{}.CDC()})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, path, contentType string
+		body                    []byte
+		wantStatus              int
+		wantBody                string
+	}{
+		{"OK", sifen.ConsultaPath, sifen.SOAPContentType, valid, http.StatusOK, "0420"},
+		{"SOAP11", "/test" + sifen.ConsultaPath, "text/xml; charset=utf-8", valid, http.StatusUnsupportedMediaType, "application/soap+xml"},
+		{"NotXML", "/test" + sifen.ConsultaPath, sifen.SOAPContentType, []byte("hello"), http.StatusBadRequest, "soap:Sender"},
+		{"WrongBody", "/test" + sifen.RecepcionPath, sifen.SOAPContentType, valid, http.StatusBadRequest, "the request of siRecepLoteDE"},
+		{"UnknownEnv", "/homolog" + sifen.ConsultaPath, sifen.SOAPContentType, valid, http.StatusNotFound, "404"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := s.post(t, tc.path, tc.contentType, tc.body)
+			require.Equal(t, tc.wantStatus, status, body)
+			require.Contains(t, body, tc.wantBody)
+		})
+	}
+	resp, err := http.Get(s.url + "/test" + sifen.ConsultaPath)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, int64(4), s.stats(t).Count(sifen.ServiceConsultaDE, "", "", ""))
+}
+
+func TestClockEndpoint(t *testing.T) {
+	s := start(t, sifensim.Config{})
+	status, body := s.post(t, "/sim/clock?advance=10m", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, throttletest.Epoch.Add(10*time.Minute).Format(time.RFC3339Nano))
+	require.Equal(t, throttletest.Epoch.Add(10*time.Minute), s.clock.Now())
+	status, _ = s.post(t, "/sim/clock?advance=-1m", "", nil)
+	require.Equal(t, http.StatusBadRequest, status)
+
+	real, err := sifensim.NewServer(sifensim.Config{})
+	require.NoError(t, err)
+	ts := httptest.NewServer(real)
+	defer ts.Close()
+	resp, err := http.Post(ts.URL+"/sim/clock?advance=1m", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestClose(t *testing.T) {
+	s := start(t, sifensim.Config{})
+	require.NoError(t, s.Close())
+	resp, err := http.Get(s.url + "/sim/stats")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+}
+
+func TestNewServerRejectsBadConfig(t *testing.T) {
+	_, err := sifensim.NewServer(sifensim.Config{Env: "homolog"})
+	require.ErrorIs(t, err, sifen.ErrInvalidEnv)
+	_, err = sifensim.NewServer(sifensim.Config{Block: -time.Second})
+	require.Error(t, err)
+	require.True(t, strings.HasPrefix(err.Error(), "sifensim:"))
+}

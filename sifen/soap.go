@@ -1,0 +1,195 @@
+package sifen
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SOAPNamespace is the namespace of SOAP 1.2 envelopes; SOAPContentType is
+// their media type.
+const (
+	SOAPNamespace   = "http://www.w3.org/2003/05/soap-envelope"
+	SOAPContentType = "application/soap+xml; charset=utf-8"
+)
+
+// The service names, as SIFEN's WSDLs call the operations.
+const (
+	ServiceRecepcionLote = "siRecepLoteDE"
+	ServiceConsultaLote  = "siResultLoteDE"
+	ServiceConsultaDE    = "siConsDE"
+)
+
+// Response codes of SIFEN (manual técnico v150). Codes are strings: they
+// have leading zeros.
+const (
+	// siRecepLoteDE (dCodRes).
+	CodeLotQueued    = "0300" // Lote recibido con éxito
+	CodeLotNotQueued = "0301" // Lote no encolado para procesamiento
+
+	// siResultLoteDE (dCodResLot).
+	CodeLotUnknown    = "0360" // Número de lote inexistente
+	CodeLotProcessing = "0361" // Lote en procesamiento
+	CodeLotDone       = "0362" // Procesamiento de lote concluido
+	CodeLotTooLate    = "0364" // Consulta extemporánea de lote (more than 48 h)
+
+	// siConsDE (dCodRes).
+	CodeDENotFound = "0420" // Documento no existe en SIFEN o ha sido rechazado
+	CodeDEFound    = "0422" // CDC encontrado
+)
+
+// The per-DE results of a processed lot (dEstRes).
+const (
+	ResultApproved        = "Aprobado"
+	ResultApprovedWithObs = "Aprobado con observación"
+	ResultRejected        = "Rechazado"
+)
+
+// TimeLayout is the layout of dFecProc.
+const TimeLayout = "2006-01-02T15:04:05-07:00"
+
+// EnvioLote is the body of siRecepLoteDE.
+type EnvioLote struct {
+	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnvioLote"`
+	// ID (dId) identifies the request: up to 15 digits.
+	ID string `xml:"dId"`
+	// XDE is the base64 of a ZIP holding the rLoteDE document.
+	XDE string `xml:"xDE"`
+}
+
+// EnvioLoteResponse is the answer of siRecepLoteDE.
+type EnvioLoteResponse struct {
+	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rResEnviLoteDe"`
+	// ProcessedAt (dFecProc) is when SIFEN handled the request (TimeLayout).
+	ProcessedAt string `xml:"dFecProc"`
+	// Code is CodeLotQueued or CodeLotNotQueued.
+	Code    string `xml:"dCodRes"`
+	Message string `xml:"dMsgRes"`
+	// LotNumber (dProtConsLote) is the lot's number when it was queued. It
+	// is a string: up to 17 digits and more.
+	LotNumber string `xml:"dProtConsLote,omitempty"`
+	// ProcessingTime (dTpoProces) is SIFEN's estimate, in seconds.
+	ProcessingTime string `xml:"dTpoProces,omitempty"`
+}
+
+// ConsultaLote is the body of siResultLoteDE.
+type ConsultaLote struct {
+	XMLName   xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsLoteDe"`
+	ID        string   `xml:"dId"`
+	LotNumber string   `xml:"dProtConsLote"`
+}
+
+// ConsultaLoteResponse is the answer of siResultLoteDE.
+type ConsultaLoteResponse struct {
+	XMLName     xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rResEnviConsLoteDe"`
+	ProcessedAt string   `xml:"dFecProc"`
+	// Code is CodeLotUnknown, CodeLotProcessing, CodeLotDone or CodeLotTooLate.
+	Code    string `xml:"dCodResLot"`
+	Message string `xml:"dMsgResLot"`
+	// Results has one entry per DE when Code is CodeLotDone.
+	Results []DEResult `xml:"gResProcLote"`
+}
+
+// DEResult is the result of one DE of a processed lot.
+type DEResult struct {
+	// CDC (id) of the DE.
+	CDC string `xml:"id"`
+	// Status (dEstRes) is ResultApproved, ResultApprovedWithObs or ResultRejected.
+	Status string `xml:"dEstRes"`
+	// AuthNumber (dProtAut) is the authorization protocol of an approved DE.
+	AuthNumber string `xml:"dProtAut,omitempty"`
+	// Messages (gResProc) explain the result: codes and texts.
+	Messages []ResultMessage `xml:"gResProc"`
+}
+
+// Approved reports whether the DE was approved (with or without observations).
+func (r DEResult) Approved() bool {
+	return r.Status == ResultApproved || r.Status == ResultApprovedWithObs
+}
+
+// ResultMessage is one gResProc.
+type ResultMessage struct {
+	Code    string `xml:"dCodRes"`
+	Message string `xml:"dMsgRes"`
+}
+
+// ConsultaDE is the body of siConsDE.
+type ConsultaDE struct {
+	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsDeRequest"`
+	ID      string   `xml:"dId"`
+	CDC     string   `xml:"dCDC"`
+}
+
+// ConsultaDEResponse is the answer of siConsDE.
+type ConsultaDEResponse struct {
+	XMLName     xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsDeResponse"`
+	ProcessedAt string   `xml:"dFecProc"`
+	// Code is CodeDEFound or CodeDENotFound.
+	Code    string `xml:"dCodRes"`
+	Message string `xml:"dMsgRes"`
+	// Content (xContenDE) is the DE and its approval, when found.
+	Content string `xml:"xContenDE,omitempty"`
+}
+
+// Fault is a SOAP 1.2 fault.
+type Fault struct {
+	XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Fault"`
+	Code    string   `xml:"http://www.w3.org/2003/05/soap-envelope Code>Value"`
+	Reason  string   `xml:"http://www.w3.org/2003/05/soap-envelope Reason>Text"`
+}
+
+func (f *Fault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
+
+// Envelope is a SOAP 1.2 envelope whose body holds a T or a Fault.
+type Envelope[T any] struct {
+	XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
+	Body    struct {
+		Fault   *Fault
+		Content *T
+	} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
+}
+
+// MarshalSOAP returns a SOAP 1.2 envelope holding body (one of the message
+// types of this file, or a *Fault).
+func MarshalSOAP(body any) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	b.WriteString(`<soap:Envelope xmlns:soap="` + SOAPNamespace + `"><soap:Header/><soap:Body>`)
+	if err := xml.NewEncoder(&b).Encode(body); err != nil {
+		return nil, fmt.Errorf("sifen: marshal SOAP body: %w", err)
+	}
+	b.WriteString(`</soap:Body></soap:Envelope>`)
+	return b.Bytes(), nil
+}
+
+// UnmarshalSOAP reads a SOAP 1.2 envelope whose body holds a T, or a
+// Fault. It returns the body, or the fault, or an error when data is not a
+// SOAP 1.2 envelope holding either (wrapping ErrMalformedXML).
+func UnmarshalSOAP[T any](data []byte) (*T, *Fault, error) {
+	var env Envelope[T]
+	if err := xml.Unmarshal(data, &env); err != nil {
+		return nil, nil, fmt.Errorf("%w: SOAP envelope: %w", ErrMalformedXML, err)
+	}
+	if env.Body.Fault != nil {
+		return nil, env.Body.Fault, nil
+	}
+	if env.Body.Content == nil {
+		var zero T
+		return nil, nil, fmt.Errorf("%w: SOAP body does not hold %T", ErrMalformedXML, zero)
+	}
+	return env.Body.Content, nil, nil
+}
+
+// FormatTime renders t as dFecProc (TimeLayout).
+func FormatTime(t time.Time) string { return t.Format(TimeLayout) }
+
+// parseTime reads dFecProc; the zero time when it cannot.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(TimeLayout, strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}

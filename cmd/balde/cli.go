@@ -44,6 +44,7 @@ type Command struct {
 func commands() []Command {
 	return []Command{
 		{"migrate", "apply or revert database migrations (up|down|version)", runMigrate},
+		{"serve", "run the web app: admin pages, /api, /metrics, /healthz", runServe},
 		{"version", "print the version", func(_ context.Context, m *Main, _ []string) error {
 			fmt.Fprintln(m.Stdout, "balde", Version)
 			return nil

@@ -278,11 +278,13 @@ func TestAdminBucketDetail(t *testing.T) {
 	require.Equal(t, []string{"+0", "-6", "-4"}, deltas)
 	require.Equal(t, 1, doc.Find("table.ledger tr.ledger-refusal").Length())
 
-	// The chart has one point per entry plus now.
+	// The chart: before and after each take (10→6, refilled to 10 at 30 of 31 s, →4),
+	// the refusal (4); now is the instant of the refusal. One dot per entry.
 	points, ok := doc.Find("svg.chart polyline.chart-line").Attr("points")
 	require.True(t, ok)
-	require.Len(t, strings.Fields(points), 4)
-	require.Equal(t, 4, doc.Find("svg.chart circle").Length())
+	require.Equal(t, "56.0,10.0 56.0,82.0 688.9,10.0 688.9,118.0 710.0,118.0", points)
+	require.Equal(t, 3, doc.Find("svg.chart circle").Length())
+	require.Equal(t, "2026-01-02 03:04:35 UTC: take -6 → 4", doc.Find("svg.chart circle title").Eq(1).Text())
 
 	reset, _ := doc.Find("a.button.danger").Attr("href")
 	require.Equal(t, "/admin/buckets/P/prod/payer-1/reset", reset)

@@ -10,9 +10,11 @@ import (
 )
 
 // balanceChart is a small server-rendered SVG line chart of a bucket's
-// balance: one point per ledger entry (the balance right after it), plus
-// the current balance. Between points the line is straight; the real
-// balance refills in a ramp or steps, which the points bound.
+// balance: for each ledger entry the balance just before it (Balance -
+// Delta) and right after it, so a take is a vertical drop and the refill
+// between two entries a rising line; then the current balance. The refill
+// is drawn straight (exact for continuous refill below capacity; stepwise
+// refill climbs in steps under the line).
 type balanceChart struct {
 	Empty bool
 
@@ -56,21 +58,25 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState) ba
 		c.Empty = true
 		return c
 	}
+	// label is "" for the points before an entry: they get no dot.
 	type point struct {
 		at      time.Time
 		balance int64
 		label   string
 	}
-	pts := make([]point, 0, len(entries)+1)
+	pts := make([]point, 0, 2*len(entries)+1)
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
+		if e.Delta != 0 {
+			pts = append(pts, point{e.At, e.Balance - e.Delta, ""})
+		}
 		label := fmt.Sprintf("%s: %s %+d → %d", e.At.UTC().Format(timeLayout), e.Reason, e.Delta, e.Balance)
 		if e.Count > 1 {
 			label += fmt.Sprintf(" (%d events)", e.Count)
 		}
 		pts = append(pts, point{e.At, e.Balance, label})
 	}
-	if !st.At.Before(pts[len(pts)-1].at) {
+	if st.At.After(pts[len(pts)-1].at) {
 		pts = append(pts, point{st.At, st.Tokens, fmt.Sprintf("%s: now %d", st.At.UTC().Format(timeLayout), st.Tokens)})
 	}
 
@@ -97,7 +103,9 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState) ba
 		}
 		px, py := num(x(p.at)), num(y(p.balance))
 		b.WriteString(px + "," + py)
-		c.Dots = append(c.Dots, chartDot{X: px, Y: py, Label: p.label})
+		if p.label != "" {
+			c.Dots = append(c.Dots, chartDot{X: px, Y: py, Label: p.label})
+		}
 	}
 	c.Points = b.String()
 	c.CapY, c.ZeroY = num(y(hi)), num(y(0))

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gorilla/mux"
+
+	"balde/throttle"
 )
 
 // format is how a route answers, errors included.
@@ -232,4 +235,17 @@ func pathVars(r *http.Request) (map[string]string, error) {
 func (s *Server) redirectHome(w http.ResponseWriter, r *http.Request) error {
 	http.Redirect(w, r, s.path("adminBuckets"), http.StatusSeeOther)
 	return nil
+}
+
+// parseLimit reads the page size of a listing: empty is the default,
+// anything but 1..MaxPageSize is a bad request.
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return throttle.DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > throttle.MaxPageSize {
+		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, s, throttle.MaxPageSize)
+	}
+	return n, nil
 }

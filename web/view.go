@@ -1,15 +1,10 @@
 package web
 
 import (
-	"bytes"
 	"fmt"
-	"io/fs"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"balde/templates"
 	"balde/throttle"
 )
 
@@ -166,31 +161,4 @@ func formatWhen(t, now time.Time) string {
 		s += " (" + formatWait(ago) + " ago)"
 	}
 	return s
-}
-
-// serveStatic is GET /static/{file}: the embedded stylesheet.
-func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request) error {
-	name := strings.TrimPrefix(r.URL.Path, s.path("static"))
-	if name == "" || !fs.ValidPath(name) {
-		return ErrNotFound
-	}
-	b, err := fs.ReadFile(templates.FS, "static/"+name)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, r.URL.Path)
-	}
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
-	return nil
-}
-
-// parseLimit reads the page size of a listing: empty is the default,
-// anything but 1..MaxPageSize is a bad request.
-func parseLimit(s string) (int, error) {
-	if s == "" {
-		return throttle.DefaultPageSize, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > throttle.MaxPageSize {
-		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, s, throttle.MaxPageSize)
-	}
-	return n, nil
 }

@@ -13,7 +13,10 @@
 //     an HTML or JSON body. Handlers return errors; they never write an
 //     error response themselves.
 //   - render.go: the page templates, parsed once at Open from a declared
-//     table, rendered into a buffer (a template error is a clean 500).
+//     table, rendered into a buffer (a template error is a clean 500);
+//     view.go formats buckets for pages, static.go serves the stylesheet.
+//   - admin.go, summary.go, chart.go: the admin pages; api.go: JSON for
+//     monitors; health.go: /healthz.
 //   - ratelimit.go, inbound.go, clientip.go: the inbound limiter (per client
 //     IP and per API token, an exact sliding window plus a block, stored
 //     through the throttle engine like every other bucket).

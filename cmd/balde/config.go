@@ -3,12 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"balde/throttle"
 	"balde/throttle/sqlstore"
+	"balde/web"
 )
 
 // Config is the configuration shared by every command. Defaults come from
@@ -59,6 +61,38 @@ type Config struct {
 	Thresholds throttle.Thresholds
 	// AlertWebhook receives severity changes as JSON (BALDE_ALERT_WEBHOOK).
 	AlertWebhook string
+
+	// AdminUser is the admin's name (--admin-user, BALDE_ADMIN_USER); the
+	// ledger records it on a reset. AdminPassword (BALDE_ADMIN_PASSWORD) or
+	// AdminPasswordBcrypt (BALDE_ADMIN_PASSWORD_BCRYPT, wins) is the
+	// password; with neither, serve generates one and prints it once.
+	// Passwords have no flag: a command line is visible to every user.
+	AdminUser, AdminPassword, AdminPasswordBcrypt string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// (--trusted-proxies, BALDE_TRUSTED_PROXIES: CIDR prefixes or
+	// addresses, comma-separated). Empty: the socket address is the client.
+	TrustedProxies []netip.Prefix
+	// InboundIPLimit is the number of requests per InboundWindow a client
+	// IP may make to serve's endpoints (--inbound-ip-limit,
+	// BALDE_INBOUND_IP_LIMIT, default 120; 0 turns the inbound limiter
+	// off). InboundBlock is how long a client that exceeded its limit is
+	// refused (--inbound-block, BALDE_INBOUND_BLOCK, default 5m).
+	InboundIPLimit int64
+	InboundWindow  time.Duration
+	InboundBlock   time.Duration
+	// InboundTokens are API tokens (API_KEY header) with limits of their
+	// own (BALDE_INBOUND_TOKENS: "TOKEN=LIMIT[/WINDOW[/BLOCK]]", comma- or
+	// newline-separated); InboundTokensFile holds more, one per line
+	// (BALDE_INBOUND_TOKENS_FILE). See web.ParseInboundTokens.
+	InboundTokens     []web.InboundToken
+	InboundTokensFile string
+	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
+	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
+	// default "/healthz,/metrics,/static/").
+	InboundPaths, InboundExempt []string
+	// InboundFailMode is what the inbound limiter does when the database
+	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
+	InboundFailMode throttle.FailMode
 }
 
 // DefaultConfig returns the configuration of "make run": SQLite in the
@@ -74,6 +108,13 @@ func DefaultConfig() Config {
 		Ledger:          throttle.LedgerEveryTake,
 		LedgerRetention: throttle.DefaultRetention,
 		Thresholds:      throttle.DefaultThresholds,
+		AdminUser:       "admin",
+		InboundIPLimit:  web.DefaultInboundIPLimit,
+		InboundWindow:   web.DefaultInboundWindow,
+		InboundBlock:    web.DefaultInboundBlock,
+		InboundPaths:    []string{"/"},
+		InboundExempt:   web.DefaultInboundExempt,
+		InboundFailMode: throttle.FailOpen,
 	}
 }
 
@@ -135,7 +176,7 @@ func (c *Config) ParseEnv(getenv func(string) string) error {
 		}
 		c.Thresholds = t
 	}
-	return nil
+	return c.parseWebEnv(getenv)
 }
 
 // parseSeconds reads a whole or decimal number of seconds ("10", "2.5").
@@ -207,4 +248,135 @@ func (c *Config) addSifenFlags(fs *flag.FlagSet) {
 // addPolicyFlags registers --policies.
 func (c *Config) addPolicyFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PolicyFile, "policies", c.PolicyFile, "JSON file overriding or adding policies (env BALDE_POLICY_FILE)")
+}
+
+// parseWebEnv reads the variables of serve's web server (admin credential,
+// trusted proxies, inbound limiter).
+func (c *Config) parseWebEnv(getenv func(string) string) error {
+	str := func(name string, dst *string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	str("BALDE_ADMIN_USER", &c.AdminUser)
+	str("BALDE_ADMIN_PASSWORD", &c.AdminPassword)
+	str("BALDE_ADMIN_PASSWORD_BCRYPT", &c.AdminPasswordBcrypt)
+	str("BALDE_INBOUND_TOKENS_FILE", &c.InboundTokensFile)
+	if s := getenv("BALDE_TRUSTED_PROXIES"); s != "" {
+		p, err := web.ParseTrustedProxies(s)
+		if err != nil {
+			return fmt.Errorf("BALDE_TRUSTED_PROXIES: %w", err)
+		}
+		c.TrustedProxies = p
+	}
+	if s := getenv("BALDE_INBOUND_IP_LIMIT"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 || n > throttle.MaxRollingCapacity {
+			return fmt.Errorf("BALDE_INBOUND_IP_LIMIT: %q is not a number of requests in 0..%d", s, throttle.MaxRollingCapacity)
+		}
+		c.InboundIPLimit = n
+	}
+	for _, v := range []struct {
+		name     string
+		dst      *time.Duration
+		zeroOK   bool
+		positive string
+	}{
+		{"BALDE_INBOUND_WINDOW", &c.InboundWindow, false, "a positive duration (e.g. 1m)"},
+		{"BALDE_INBOUND_BLOCK", &c.InboundBlock, true, "a duration (e.g. 5m, or 0 for no block)"},
+	} {
+		if s := getenv(v.name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 || (d == 0 && !v.zeroOK) {
+				return fmt.Errorf("%s: %q is not %s", v.name, s, v.positive)
+			}
+			*v.dst = d
+		}
+	}
+	if s := getenv("BALDE_INBOUND_TOKENS"); s != "" {
+		tokens, err := web.ParseInboundTokens(strings.NewReader(s))
+		if err != nil {
+			return fmt.Errorf("BALDE_INBOUND_TOKENS: %w", err)
+		}
+		c.InboundTokens = tokens
+	}
+	for _, v := range []struct {
+		name string
+		dst  *[]string
+	}{{"BALDE_INBOUND_PATHS", &c.InboundPaths}, {"BALDE_INBOUND_EXEMPT", &c.InboundExempt}} {
+		if s := getenv(v.name); s != "" {
+			var prefixes []string
+			for _, p := range strings.Split(s, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					if !strings.HasPrefix(p, "/") {
+						return fmt.Errorf("%s: %q is not a path prefix (want /...)", v.name, p)
+					}
+					prefixes = append(prefixes, p)
+				}
+			}
+			*v.dst = prefixes
+		}
+	}
+	switch s := getenv("BALDE_INBOUND_FAIL"); s {
+	case "":
+	case "open":
+		c.InboundFailMode = throttle.FailOpen
+	case "closed":
+		c.InboundFailMode = throttle.FailClosed
+	default:
+		return fmt.Errorf("BALDE_INBOUND_FAIL: %q (want open or closed)", s)
+	}
+	return nil
+}
+
+// durationFlag is a flag.Value of a Go duration that may not be negative.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%q is not a duration (e.g. 1m)", s)
+	}
+	*f.d = d
+	return nil
+}
+
+// proxiesFlag is a flag.Value of trusted proxy prefixes.
+type proxiesFlag struct{ p *[]netip.Prefix }
+
+func (f proxiesFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range *f.p {
+		parts = append(parts, p.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f proxiesFlag) Set(s string) error {
+	p, err := web.ParseTrustedProxies(s)
+	if err != nil {
+		return err
+	}
+	*f.p = p
+	return nil
+}
+
+// addWebFlags registers the flags of serve's web server.
+func (c *Config) addWebFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on, HOST:PORT (env BALDE_ADDR)")
+	fs.StringVar(&c.AdminUser, "admin-user", c.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_BCRYPT (env BALDE_ADMIN_USER)")
+	fs.Var(proxiesFlag{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+	fs.Int64Var(&c.InboundIPLimit, "inbound-ip-limit", c.InboundIPLimit, "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	fs.Var(durationFlag{&c.InboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	fs.Var(durationFlag{&c.InboundBlock}, "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)")
 }

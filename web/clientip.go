@@ -1,0 +1,97 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// clientIP returns the address of the client that sent r.
+//
+// The socket peer is the client unless it is a trusted proxy. Then the
+// X-Forwarded-For chain is read from the right (the hop nearest to us),
+// skipping trusted proxies; the first address that is not one is the
+// client. A client can write anything at the left of the chain, so nothing
+// left of the first untrusted hop is believed. An entry that does not
+// parse ends the walk: the last trusted hop is then the client (it is the
+// one that forwarded garbage).
+func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	peer := parseHost(r.RemoteAddr)
+	if !peer.IsValid() || !isTrusted(peer, trusted) {
+		return peer
+	}
+	client := peer
+	hops := r.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			a := parseHost(strings.TrimSpace(parts[j]))
+			if !a.IsValid() {
+				return client
+			}
+			client = a
+			if !isTrusted(a, trusted) {
+				return a
+			}
+		}
+	}
+	return client
+}
+
+// parseHost parses "ip", "ip:port" or "[ipv6]:port", unmapping IPv4-in-IPv6
+// and dropping zones. It returns the zero Addr when s is none of those.
+func parseHost(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone("")
+	}
+	return netip.Addr{}
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTrustedProxies reads a comma- or space-separated list of CIDR
+// prefixes or single addresses ("10.0.0.0/8, 127.0.0.1, ::1").
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if strings.Contains(f, "/") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, fmt.Errorf("web: trusted proxy %q: %w", f, err)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("web: trusted proxy %q is neither an address nor a CIDR prefix", f)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// limitIdentifier is the identifier of a client IP in the inbound limiter:
+// an IPv4 address as is, an IPv6 address as its /64 (one subscriber gets a
+// whole /64, so counting single IPv6 addresses would let a client rotate
+// through 2^64 of them).
+func limitIdentifier(a netip.Addr) string {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}

@@ -1,0 +1,298 @@
+package web
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"balde/throttle"
+)
+
+// Policy names of the inbound limiter's buckets. Keys are
+// (INBOUND_IP, env, client IP or IPv6 /64) and
+// (INBOUND_TOKEN, env, hex SHA-256 of the API token): a raw token is never
+// stored, logged or shown.
+const (
+	PolicyInboundIP    = "INBOUND_IP"
+	PolicyInboundToken = "INBOUND_TOKEN"
+)
+
+// TokenHeader is the request header that carries an API token.
+const TokenHeader = "API_KEY"
+
+// InboundConfig configures the inbound limiter (seed 004): an exact sliding
+// window of Limit requests per Window for each client IP, and a Block after
+// the limit is exceeded, during which every request is refused.
+type InboundConfig struct {
+	// Env is the env part of the keys (default "prod").
+	Env string
+	// IPLimit requests per Window per client IP (1..10000).
+	IPLimit int64
+	// Window is the sliding window (default 1 min).
+	Window time.Duration
+	// Block is how long a client is refused after exceeding its limit
+	// (default 5 min; 0 only refuses until the window frees a slot).
+	Block time.Duration
+	// Tokens have limits of their own that replace the IP limit for
+	// requests carrying them in the API_KEY header. A token that is not
+	// listed is ignored (the IP limit applies), so a client cannot escape
+	// its IP's limit by inventing tokens.
+	Tokens []InboundToken
+	// Paths are the path prefixes limited (default "/": everything);
+	// Exempt prefixes are never limited (default /healthz, /metrics,
+	// /static/).
+	Paths, Exempt []string
+	// FailMode is what happens when the store cannot answer: FailOpen
+	// (the default here, logged and counted) or FailClosed (503).
+	FailMode throttle.FailMode
+}
+
+// Default inbound limits (see docs/decisions/0006-inbound-limiter.md).
+const (
+	DefaultInboundIPLimit = 120
+	DefaultInboundWindow  = time.Minute
+	DefaultInboundBlock   = 5 * time.Minute
+	DefaultInboundEnv     = "prod"
+)
+
+// DefaultInboundExempt are the paths not limited by default: probes,
+// scrapes and the stylesheet.
+var DefaultInboundExempt = []string{"/healthz", "/metrics", "/static/"}
+
+// InboundToken is one API token with its own limit. Window and Block of 0
+// take the IP limit's.
+type InboundToken struct {
+	// Hash is the hex SHA-256 of the token (see HashToken).
+	Hash   string
+	Limit  int64
+	Window time.Duration
+	Block  time.Duration
+}
+
+// HashToken returns the hex SHA-256 of an API token: its identity in keys,
+// configuration and logs.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// ParseInboundTokens reads API tokens with their limits, one entry per line
+// or separated by commas; blank lines and lines starting with # are
+// skipped. An entry is
+//
+//	TOKEN=LIMIT[/WINDOW[/BLOCK]]
+//
+// where TOKEN is the raw token or "sha256:" and its 64-hex-digit SHA-256
+// (so a configuration file need not hold the secret), LIMIT a number of
+// requests, WINDOW and BLOCK Go durations. The split is at the last "=",
+// so base64 padding in a token is fine; a token cannot hold a comma.
+//
+//	s3cr3t-monitor=1000/1m/10m
+//	sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08=60
+func ParseInboundTokens(r io.Reader) ([]InboundToken, error) {
+	var out []InboundToken
+	seen := make(map[string]bool)
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		for _, entry := range strings.Split(text, ",") {
+			entry = strings.TrimSpace(entry)
+			if entry == "" {
+				continue
+			}
+			t, err := parseInboundToken(entry)
+			if err != nil {
+				return nil, fmt.Errorf("web: inbound tokens: line %d: %w", line, err)
+			}
+			if seen[t.Hash] {
+				return nil, fmt.Errorf("web: inbound tokens: line %d: token sha256:%s… listed twice", line, t.Hash[:8])
+			}
+			seen[t.Hash] = true
+			out = append(out, t)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("web: inbound tokens: %w", err)
+	}
+	return out, nil
+}
+
+func parseInboundToken(entry string) (InboundToken, error) {
+	i := strings.LastIndexByte(entry, '=')
+	if i <= 0 {
+		return InboundToken{}, fmt.Errorf("want TOKEN=LIMIT[/WINDOW[/BLOCK]]")
+	}
+	token, spec := strings.TrimSpace(entry[:i]), entry[i+1:]
+	var t InboundToken
+	if h, ok := strings.CutPrefix(token, "sha256:"); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != sha256.Size {
+			return InboundToken{}, fmt.Errorf("sha256: wants 64 hex digits")
+		}
+		t.Hash = strings.ToLower(h)
+	} else {
+		if strings.ContainsAny(token, " \t") {
+			return InboundToken{}, fmt.Errorf("a token cannot hold spaces")
+		}
+		t.Hash = HashToken(token)
+	}
+	parts := strings.Split(spec, "/")
+	if len(parts) > 3 {
+		return InboundToken{}, fmt.Errorf("token sha256:%s…: want LIMIT[/WINDOW[/BLOCK]]", t.Hash[:8])
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(parts[0]), 10, 64)
+	if err != nil || n < 1 || n > throttle.MaxRollingCapacity {
+		return InboundToken{}, fmt.Errorf("token sha256:%s…: limit %q is not a number in 1..%d", t.Hash[:8], parts[0], throttle.MaxRollingCapacity)
+	}
+	t.Limit = n
+	durs := []*time.Duration{&t.Window, &t.Block}
+	for k, p := range parts[1:] {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil || d < 0 || (k == 0 && d == 0) {
+			return InboundToken{}, fmt.Errorf("token sha256:%s…: %q is not a positive duration (e.g. 1m)", t.Hash[:8], p)
+		}
+		*durs[k] = d
+	}
+	return t, nil
+}
+
+// Inbound is the inbound limiter: it decides whether a request to the
+// server's own endpoints is admitted, through the same engine (and so the
+// same SQL store, shared by every instance) as the outbound throttles.
+//
+// Build it with NewInbound, put Policies() in the resolver of a
+// throttle.Limiter over the shared store, and set Limiter to it before
+// Server.Open. A Limiter of its own (rather than the outbound one) lets the
+// caller keep routine inbound takes out of the ledger.
+type Inbound struct {
+	// Limiter takes the inbound charges. Required before use.
+	Limiter *throttle.Limiter
+
+	env    string
+	ip     throttle.Policy
+	tokens map[string]throttle.Policy // by token hash
+	paths  []string
+	exempt []string
+}
+
+// NewInbound validates cfg and returns the limiter (without its
+// throttle.Limiter yet).
+func NewInbound(cfg InboundConfig) (*Inbound, error) {
+	if cfg.Env == "" {
+		cfg.Env = DefaultInboundEnv
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultInboundWindow
+	}
+	if cfg.Paths == nil {
+		cfg.Paths = []string{"/"}
+	}
+	if cfg.Exempt == nil {
+		cfg.Exempt = DefaultInboundExempt
+	}
+	in := &Inbound{
+		env:    cfg.Env,
+		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, cfg.FailMode),
+		tokens: make(map[string]throttle.Policy, len(cfg.Tokens)),
+		paths:  cfg.Paths,
+		exempt: cfg.Exempt,
+	}
+	if err := in.ip.Validate(); err != nil {
+		return nil, fmt.Errorf("web: inbound IP limit: %w", err)
+	}
+	if err := (throttle.Key{Policy: PolicyInboundIP, Env: cfg.Env, Identifier: "x"}).Validate(); err != nil {
+		return nil, fmt.Errorf("web: inbound env: %w", err)
+	}
+	for _, t := range cfg.Tokens {
+		window, block := t.Window, t.Block
+		if window == 0 {
+			window = cfg.Window
+		}
+		if block == 0 {
+			block = cfg.Block
+		}
+		p := rollingPolicy(PolicyInboundToken, t.Limit, window, block, cfg.FailMode)
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("web: inbound token sha256:%.8s…: %w", t.Hash, err)
+		}
+		in.tokens[t.Hash] = p
+	}
+	return in, nil
+}
+
+// rollingPolicy is an exact sliding window of limit requests per window:
+// each token spent comes back exactly one window later (RefillRolling),
+// and exceeding the limit blocks the key for block.
+func rollingPolicy(name string, limit int64, window, block time.Duration, fail throttle.FailMode) throttle.Policy {
+	return throttle.Policy{
+		Name:         name,
+		Refill:       throttle.RefillRolling,
+		Capacity:     limit,
+		RefillTokens: limit,
+		RefillPeriod: window,
+		BlockFor:     block,
+		FailMode:     fail,
+	}
+}
+
+// Policies resolves the inbound keys: INBOUND_IP to the IP policy, and
+// INBOUND_TOKEN keys to the policy of their token (ErrUnknownPolicy for a
+// token no longer configured: its row shows as an orphan).
+func (in *Inbound) Policies() throttle.Resolver {
+	return throttle.ResolverFunc(func(k throttle.Key) (throttle.Policy, error) {
+		switch k.Policy {
+		case PolicyInboundIP:
+			return in.ip, nil
+		case PolicyInboundToken:
+			if p, ok := in.tokens[k.Identifier]; ok {
+				return p, nil
+			}
+			return throttle.Policy{}, fmt.Errorf("%w: %s for a token no longer configured", throttle.ErrUnknownPolicy, k.Policy)
+		}
+		return throttle.Policy{}, fmt.Errorf("%w: %q", throttle.ErrUnknownPolicy, k.Policy)
+	})
+}
+
+// PolicyNames lists the inbound policy names (for the admin filter).
+func (in *Inbound) PolicyNames() []string {
+	return []string{PolicyInboundIP, PolicyInboundToken}
+}
+
+// applies reports whether a request path is limited: under one of the
+// limited prefixes and none of the exempt ones.
+func (in *Inbound) applies(path string) bool {
+	for _, p := range in.exempt {
+		if strings.HasPrefix(path, p) {
+			return false
+		}
+	}
+	for _, p := range in.paths {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// key returns the bucket a request is charged to, with the name of its
+// RateLimit policy ("token" or "ip"): a configured token's own bucket when
+// the request carries one, the client IP's otherwise.
+func (in *Inbound) key(token string, ip string) (throttle.Key, string, throttle.Policy) {
+	if token != "" {
+		h := HashToken(token)
+		if p, ok := in.tokens[h]; ok {
+			return throttle.Key{Policy: PolicyInboundToken, Env: in.env, Identifier: h}, "token", p
+		}
+	}
+	return throttle.Key{Policy: PolicyInboundIP, Env: in.env, Identifier: ip}, "ip", in.ip
+}

@@ -1,0 +1,200 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// statusWriter records the status and size of a response. It is created by
+// recoverPanics, the outermost middleware, and reused by the log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recoverPanics turns a panic into a logged 500 (when nothing was written
+// yet). http.ErrAbortHandler is re-raised: it is net/http's way to abort.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.Logger.Error("panic", slog.String("request_id", requestInfoFrom(r.Context()).id),
+				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			if sw.status == 0 {
+				s.Error(sw, r, fmt.Errorf("web: panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// requestIDPattern is what an incoming X-Request-Id must look like to be
+// kept (a proxy's id); anything else is replaced.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// assignRequestID gives every request an id, echoed in X-Request-Id, shown
+// on error pages and in every log line about the request.
+func (s *Server) assignRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDPattern.MatchString(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		requestInfoFrom(r.Context()).id = id
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logRequests logs one line per request and records the HTTP metrics,
+// labelled by route template (never the raw path: identifiers would make
+// the label set unbounded).
+func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw, ok := w.(*statusWriter)
+		if !ok {
+			sw = &statusWriter{ResponseWriter: w}
+		}
+		next.ServeHTTP(sw, r)
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		info := requestInfoFrom(r.Context())
+		s.Metrics.observeHTTP(info.template, r.Method, status, elapsed)
+		level := slog.LevelInfo
+		if rt.name == "healthz" || rt.name == "metrics" || rt.name == "static" {
+			level = slog.LevelDebug // probes and scrapes would drown the log
+		}
+		s.Logger.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", info.id),
+			slog.String("method", r.Method),
+			slog.String("route", info.template),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", status),
+			slog.Int64("bytes", sw.bytes),
+			slog.Duration("duration", elapsed),
+			slog.String("client", info.clientIP.String()),
+			slog.String("user", info.user))
+	})
+}
+
+// contentSecurityPolicy allows nothing but balde's own stylesheet, forms
+// posting to itself and inline SVG. There is no script at all: the pages
+// work without JavaScript (auto-refresh is a <meta http-equiv="refresh">).
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// secureHeaders sets the security headers of every response. Admin and API
+// answers are never cached; static files may be, briefly.
+func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if r.TLS != nil {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		if rt.name == "static" {
+			h.Set("Cache-Control", "public, max-age=3600")
+		} else {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate requires the admin credential (HTTP basic). A failure is a
+// 401 with a WWW-Authenticate challenge; the admin's name goes into the
+// request info (the ledger records it on a reset).
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if !ok || !s.auth.check(user, pass) {
+			if ok {
+				info := requestInfoFrom(r.Context())
+				s.Logger.Warn("admin authentication failed",
+					slog.String("request_id", info.id),
+					slog.String("client", info.clientIP.String()))
+			}
+			s.Error(w, r, ErrUnauthorized)
+			return
+		}
+		requestInfoFrom(r.Context()).user = user
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkCrossOrigin refuses state-changing requests that a browser sends
+// from another origin (CSRF), with Go's http.CrossOriginProtection: it reads
+// Sec-Fetch-Site, or compares Origin with Host for older browsers. Safe
+// methods pass. See docs/decisions/0004-csrf.md.
+func (s *Server) checkCrossOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.cop.Check(r); err != nil {
+			s.Error(w, r, fmt.Errorf("%w: %v", ErrCrossOrigin, err))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxFormBytes bounds the body of an admin form.
+const maxFormBytes = 64 << 10
+
+// parseForm reads a POST form of at most maxFormBytes. A malformed or
+// oversized body is a bad request.
+func parseForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("%w: form larger than %d bytes", ErrBadRequest, maxFormBytes)
+		}
+		return fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"slices"
+
+	"balde/templates"
+)
+
+// pageFiles declares every page template in package templates. parsePages
+// fails when a page file exists there that is not declared here (or the
+// other way round), so a page cannot be added or removed by half. Each page
+// defines "title" and "content"; layout.html's "base" calls them.
+var pageFiles = []string{
+	"admin_bucket.html",
+	"admin_buckets.html",
+	"admin_reset.html",
+	"error.html",
+	// Phase 2: "sifen_documents.html", "sifen_document.html", "dict_lookup.html".
+}
+
+// page is the data of one page template: a typed struct per page.
+type page interface {
+	templateFile() string
+}
+
+// parsePages parses layout.html and partials/*.html once, then each
+// declared page on a clone of them.
+func parsePages() (map[string]*template.Template, error) {
+	return parsePagesFS(templates.FS, pageFiles)
+}
+
+func parsePagesFS(fsys fs.FS, declared []string) (map[string]*template.Template, error) {
+	found, err := fs.Glob(fsys, "*.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: templates: %w", err)
+	}
+	found = slices.DeleteFunc(found, func(f string) bool { return f == "layout.html" })
+	for _, f := range found {
+		if !slices.Contains(declared, f) {
+			return nil, fmt.Errorf("web: templates: page %s is not declared in web.pageFiles", f)
+		}
+	}
+	base, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(fsys, "layout.html", "partials/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: templates: %w", err)
+	}
+	pages := make(map[string]*template.Template, len(declared))
+	for _, f := range declared {
+		if !slices.Contains(found, f) {
+			return nil, fmt.Errorf("web: templates: declared page %s does not exist", f)
+		}
+		t, err := template.Must(base.Clone()).ParseFS(fsys, f)
+		if err != nil {
+			return nil, fmt.Errorf("web: templates: %w", err)
+		}
+		for _, name := range []string{"title", "content"} {
+			if t.Lookup(name) == nil {
+				return nil, fmt.Errorf("web: templates: page %s does not define %q", f, name)
+			}
+		}
+		pages[f] = t
+	}
+	return pages, nil
+}
+
+// templateFuncs are the few helpers templates use; everything else is
+// computed into the page structs.
+var templateFuncs = template.FuncMap{}
+
+// render executes p's template into a buffer and writes it with status. A
+// template error writes nothing and is returned: the caller's Error turns
+// it into a clean 500, never half a page.
+func (s *Server) render(w http.ResponseWriter, status int, p page) error {
+	t, ok := s.pages[p.templateFile()]
+	if !ok {
+		return fmt.Errorf("web: render: page %s is not declared", p.templateFile())
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "base", p); err != nil {
+		return fmt.Errorf("web: render %s: %w", p.templateFile(), err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+	return nil
+}
+
+// layout is the part of every page that layout.html and the navigation use.
+type layout struct {
+	Nav       []navLink
+	HomeURL   string
+	StyleURL  string
+	User      string
+	RequestID string
+	// Refresh, when > 0, reloads the page every Refresh seconds.
+	Refresh int
+}
+
+type navLink struct {
+	Label, URL string
+	Current    bool
+}
+
+// layout fills the common page data for r; current is the route name of
+// the navigation entry to highlight.
+func (s *Server) layout(r *http.Request, current string) layout {
+	info := requestInfoFrom(r.Context())
+	l := layout{
+		HomeURL:   s.path("adminBuckets"),
+		StyleURL:  s.path("static") + "style.css",
+		User:      info.user,
+		RequestID: info.id,
+	}
+	for _, n := range navItems {
+		l.Nav = append(l.Nav, navLink{Label: n.label, URL: s.path(n.route), Current: n.route == current})
+	}
+	return l
+}

@@ -1,0 +1,251 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"balde/throttle"
+)
+
+// format is how a route answers, errors included.
+type format uint8
+
+const (
+	// formatAuto decides by path (unmatched requests): JSON under /api/,
+	// HTML elsewhere.
+	formatAuto format = iota
+	formatHTML
+	formatJSON
+)
+
+// route is one entry of the route table.
+type route struct {
+	// name identifies the route; URLs are built from it (Server.path).
+	name   string
+	method string // GET routes also answer HEAD
+	// path is a gorilla/mux template. Variables match one path segment;
+	// their values are path-escaped in URLs and unescaped by pathVars, so
+	// an identifier may hold any printable character, "/" included.
+	path   string
+	prefix bool // match path as a prefix (static files)
+	format format
+	// admin routes require the admin credential.
+	admin  bool
+	handle func(w http.ResponseWriter, r *http.Request) error
+}
+
+// routes is the route table: every path the server answers.
+func (s *Server) routes() []route {
+	const bucket = "/{policy}/{env}/{identifier}"
+	return []route{
+		{name: "home", method: http.MethodGet, path: "/", format: formatHTML, handle: s.redirectHome},
+		{name: "static", method: http.MethodGet, path: "/static/", prefix: true, format: formatHTML, handle: s.serveStatic},
+
+		// Admin pages (admin.go).
+		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
+		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
+		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, handle: s.confirmReset},
+		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, handle: s.resetBucket},
+
+		// Machine endpoints (api.go, metrics.go, health.go).
+		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
+		{name: "apiBucket", method: http.MethodGet, path: "/api/buckets" + bucket, format: formatJSON, admin: true, handle: s.getAPIBucket},
+		{name: "metrics", method: http.MethodGet, path: "/metrics", format: formatJSON, handle: s.serveMetrics},
+		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, handle: s.checkHealth},
+
+		// Phase 2 adds here: the SIFEN documents pages (sifen.go), the DICT
+		// lookup page (dict.go) and the DICT-format /policies/ endpoints
+		// (policies.go, with a problem-XML format).
+	}
+}
+
+// navItems are the links of the top navigation, by route name.
+var navItems = []struct{ label, route string }{
+	{"Buckets", "adminBuckets"},
+	// Phase 2: {"Documents", "documents"}, {"DICT lookup", "dictLookup"}.
+}
+
+// Unmatched requests get pseudo-routes so that they pass through the same
+// middleware (security headers, inbound limit, logs) as the others.
+var (
+	notFoundRoute         = route{name: "notFound", format: formatAuto}
+	methodNotAllowedRoute = route{name: "methodNotAllowed", format: formatAuto}
+)
+
+// newRouter builds the mux from the route table. The middleware of every
+// route, outermost first:
+//
+//	recover → request id → log → security headers → inbound limit → auth → CSRF → handler
+//
+// recover comes first so a panic anywhere becomes a clean 500; the request
+// id before the log so every log line has it; the inbound limit before
+// auth so that guessing the admin password is rate limited too; CSRF after
+// auth (a cross-origin POST without the credential is a 401 either way).
+func (s *Server) newRouter() *mux.Router {
+	r := mux.NewRouter()
+	// Match on the escaped path so that "%2F" inside a variable does not
+	// split it, and do not clean paths: an identifier may be "..".
+	r.UseEncodedPath()
+	r.SkipClean(true)
+	for _, rt := range s.routes() {
+		var m *mux.Route
+		if rt.prefix {
+			m = r.PathPrefix(rt.path)
+		} else {
+			m = r.Path(rt.path)
+		}
+		methods := []string{rt.method}
+		if rt.method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+		m.Methods(methods...).Name(rt.name).Handler(s.chain(rt))
+	}
+	r.NotFoundHandler = s.chain(notFoundRoute)
+	r.MethodNotAllowedHandler = s.chain(methodNotAllowedRoute)
+	return r
+}
+
+// chain wraps a route's handler in its middleware (see newRouter).
+func (s *Server) chain(rt route) http.Handler {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handle := rt.handle
+		switch rt.name {
+		case notFoundRoute.name:
+			handle = func(http.ResponseWriter, *http.Request) error { return ErrNotFound }
+		case methodNotAllowedRoute.name:
+			handle = func(http.ResponseWriter, *http.Request) error { return ErrMethodNotAllowed }
+		}
+		if err := handle(w, r); err != nil {
+			s.Error(w, r, err)
+		}
+	})
+	h = s.checkCrossOrigin(h)
+	if rt.admin {
+		h = s.authenticate(h)
+	}
+	h = s.limitInbound(h)
+	h = s.secureHeaders(h, rt)
+	h = s.logRequests(h, rt)
+	h = s.assignRequestID(h)
+	h = s.recoverPanics(h)
+	return s.withRequestInfo(h, rt)
+}
+
+// requestInfo is what the middleware learns about a request, kept in its
+// context. It is a pointer so inner middleware (auth) can fill it in.
+type requestInfo struct {
+	route    *route
+	template string // the route's path template, for metric labels
+	id       string
+	clientIP netip.Addr
+	user     string // the authenticated admin
+}
+
+type requestInfoKey struct{}
+
+func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
+	tmpl := rt.path
+	if tmpl == "" {
+		tmpl = "unmatched"
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := &requestInfo{route: &rt, template: tmpl, clientIP: clientIP(r, s.TrustedProxies)}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+	})
+}
+
+// requestInfoFrom returns the request's info; outside the middleware (a
+// bare handler in a test) an empty one.
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info
+	}
+	return &requestInfo{route: &notFoundRoute, template: "unmatched"}
+}
+
+// format tells how to answer r: the route's format, or for unmatched
+// requests JSON under /api/ and HTML elsewhere.
+func (info *requestInfo) format(r *http.Request) format {
+	if info.route.format != formatAuto {
+		return info.route.format
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		return formatJSON
+	}
+	return formatHTML
+}
+
+// path builds the escaped URL path of a route from its name and variables
+// given as pairs ("policy", "P", "env", "prod", ...). Values are
+// path-escaped, so any printable identifier round-trips. It panics on an
+// unknown route name or missing variable: those are programming errors
+// that every handler test catches.
+func (s *Server) path(name string, pairs ...string) string {
+	rt := s.router.Get(name)
+	if rt == nil {
+		panic(fmt.Sprintf("web: no route named %q", name))
+	}
+	escaped := make([]string, len(pairs))
+	for i, p := range pairs {
+		if i%2 == 1 {
+			p = url.PathEscape(p)
+		}
+		escaped[i] = p
+	}
+	u, err := rt.URLPath(escaped...)
+	if err != nil {
+		panic(fmt.Sprintf("web: route %q: %v", name, err))
+	}
+	// u.Path holds the escaped text as built: use it as is.
+	return u.Path
+}
+
+// pathWithQuery is path plus an encoded query (omitted when empty).
+func (s *Server) pathWithQuery(name string, q url.Values, pairs ...string) string {
+	p := s.path(name, pairs...)
+	if enc := q.Encode(); enc != "" {
+		p += "?" + enc
+	}
+	return p
+}
+
+// pathVars returns the route variables of r, unescaped. An invalid escape
+// is a bad request.
+func pathVars(r *http.Request) (map[string]string, error) {
+	vars := mux.Vars(r)
+	out := make(map[string]string, len(vars))
+	for k, v := range vars {
+		u, err := url.PathUnescape(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: path variable %s: %v", ErrBadRequest, k, err)
+		}
+		out[k] = u
+	}
+	return out, nil
+}
+
+// redirectHome is GET /: the bucket list.
+func (s *Server) redirectHome(w http.ResponseWriter, r *http.Request) error {
+	http.Redirect(w, r, s.path("adminBuckets"), http.StatusSeeOther)
+	return nil
+}
+
+// parseLimit reads the page size of a listing: empty is the default,
+// anything but 1..MaxPageSize is a bad request.
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return throttle.DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > throttle.MaxPageSize {
+		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, s, throttle.MaxPageSize)
+	}
+	return n, nil
+}

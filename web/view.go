@@ -1,0 +1,164 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"balde/throttle"
+)
+
+// bucketView is one bucket as the admin pages show it.
+type bucketView struct {
+	Key    throttle.Key
+	Scope  string
+	Stored bool
+	Orphan bool
+
+	Tokens      int64
+	Negative    bool
+	Capacity    int64
+	FillPercent int64 // 0..100, for the fill bar
+	Refill      string
+	PolicyText  string
+	Severity    string
+	SevClass    string
+	Wait        string // "cooldown 8s", "blocked 4m12s" or ""
+	RetryAfter  string
+	UntilFull   string
+	LastSent    string
+	SendCount   int64
+
+	DetailURL string // "" for orphans (their policy is unknown)
+}
+
+// newBucketView renders a state for a page.
+func (s *Server) newBucketView(st throttle.BucketState) bucketView {
+	now := st.At
+	v := bucketView{
+		Key:        st.Key,
+		Stored:     st.Stored,
+		Orphan:     st.Orphan,
+		Tokens:     st.Tokens,
+		Negative:   st.Tokens < 0,
+		Capacity:   st.Policy.Capacity,
+		Severity:   st.Severity.String(),
+		SevClass:   severityClass(st.Severity),
+		SendCount:  st.SendCount,
+		LastSent:   formatWhen(st.LastSentAt, now),
+		RetryAfter: formatWaitOrNow(st.RetryAfter),
+		UntilFull:  formatWaitOrNow(st.UntilFull),
+	}
+	if s.Scope != nil {
+		v.Scope = s.Scope(st.Key)
+	}
+	if !st.Orphan {
+		v.Refill = formatRefill(st.Policy)
+		v.PolicyText = st.Policy.String()
+		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
+		v.DetailURL = s.bucketPath("adminBucket", st.Key)
+	} else {
+		v.Severity = "Unknown policy"
+	}
+	var waits []string
+	if st.BlockLeft > 0 {
+		waits = append(waits, "blocked "+formatWait(st.BlockLeft))
+	}
+	if st.CooldownLeft > 0 {
+		waits = append(waits, "cooldown "+formatWait(st.CooldownLeft))
+	}
+	v.Wait = strings.Join(waits, ", ")
+	return v
+}
+
+// bucketPath builds the URL of a per-bucket route.
+func (s *Server) bucketPath(name string, k throttle.Key) string {
+	return s.path(name, "policy", k.Policy, "env", k.Env, "identifier", k.Identifier)
+}
+
+// severityClass is the CSS class of a severity level.
+func severityClass(sev throttle.Severity) string {
+	switch sev {
+	case throttle.SeverityHealthy:
+		return "sev-healthy"
+	case throttle.SeverityMedium:
+		return "sev-medium"
+	case throttle.SeverityHigh:
+		return "sev-high"
+	case throttle.SeverityCritical:
+		return "sev-critical"
+	}
+	return "sev-unknown"
+}
+
+// fillPercent is tokens as a whole percentage of capacity, clamped to
+// 0..100 (a negative balance shows an empty bar; the number says how far).
+func fillPercent(tokens, capacity int64) int64 {
+	if capacity <= 0 || tokens <= 0 {
+		return 0
+	}
+	if tokens >= capacity {
+		return 100
+	}
+	return tokens * 100 / capacity
+}
+
+// formatRefill renders a policy's refill, e.g. "2 / min", "120 / 1m0s window".
+func formatRefill(p throttle.Policy) string {
+	s := fmt.Sprintf("%d / %s", p.RefillTokens, formatPeriod(p.RefillPeriod))
+	switch p.Refill {
+	case throttle.RefillStepwise:
+		s += " (stepwise)"
+	case throttle.RefillRolling:
+		s += " (sliding window)"
+	}
+	return s
+}
+
+func formatPeriod(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	case 24 * time.Hour:
+		return "day"
+	}
+	return d.String()
+}
+
+// formatWait renders a wait for people: "4m12s", "8s", "0.35s".
+func formatWait(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < 10*time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func formatWaitOrNow(d time.Duration) string {
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + formatWait(d)
+}
+
+// timeLayout is how the admin pages show instants (always UTC).
+const timeLayout = "2006-01-02 15:04:05 UTC"
+
+// formatWhen renders an instant and how long before now it was; the zero
+// time is "never".
+func formatWhen(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	s := t.UTC().Format(timeLayout)
+	if ago := now.Sub(t); ago >= 0 {
+		s += " (" + formatWait(ago) + " ago)"
+	}
+	return s
+}

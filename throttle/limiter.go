@@ -120,21 +120,35 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		return Decision{}, err
 	}
-	if d, ok := l.refused.check(ps, l.clock()); ok {
+	if d, ok, flush := l.refused.check(ps, l.clock()); ok {
+		if flush {
+			// Best effort: a failure keeps the counts for the next transaction.
+			_ = l.FlushRefusals(ctx)
+		}
 		l.observer.Decided(d, time.Since(start))
 		return d, nil
+	}
+	// Refusals answered from memory whose entries expired ride along.
+	due := l.refused.drain()
+	keys := keysOf(ps)
+	if len(due) > 0 && l.rules.recordRefusals {
+		keys = append(keys, refusalKeys(due)...)
 	}
 	var d Decision
 	var after []Bucket
 	var at time.Time
-	err = l.update(ctx, keysOf(ps), nil, func(tx *Tx) error {
+	err = l.update(ctx, keys, nil, func(tx *Tx) error {
 		d = tx.take(ref, ps, l.rules)
 		if !d.Allowed && l.refused != nil {
 			after, at = tx.snapshot(keysOf(ps)), tx.now
 		}
+		if l.rules.recordRefusals {
+			tx.recordRefusals(due)
+		}
 		return nil
 	})
 	if err != nil {
+		l.refused.requeue(due)
 		return l.failTake(ps, err)
 	}
 	if !d.Allowed {

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -11,6 +12,8 @@ import (
 // before the first entry, which holds when the entries cover the bucket's
 // whole life since it was last full. It returns the bucket as of the last
 // entry, or an error naming the first entry the ledger cannot explain.
+//
+// Refusal rows are skipped: they move no token.
 //
 // Replay needs one row per take (LedgerEveryTake) and a token-bucket policy
 // (not RefillRolling).
@@ -23,6 +26,11 @@ func Replay(p Policy, entries []LedgerEntry) (Bucket, error) {
 	}
 	b := NewBucket(entries[0].Key, p, entries[0].At)
 	for i, e := range entries {
+		if slices.Contains(RefusalReasons, e.Reason) {
+			// A refusal moves no token; its balance is what it saw, and a
+			// group answered from memory is written after later rows.
+			continue
+		}
 		b.Refill(p, e.At)
 		if got := b.Tokens + e.Delta; got != e.Balance {
 			return b, fmt.Errorf("throttle: replay: entry %d (id %d, %s %+d at %s): balance %d + delta %d = %d, ledger says %d",

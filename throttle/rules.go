@@ -154,6 +154,20 @@ func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	return tb.b
 }
 
+// recordRefusals writes groups of refusals answered from memory: one ledger
+// row each, Count refusals, stamped with the last refusal's time and the
+// balance it saw. Such a row may come after rows of later instants.
+func (tx *Tx) recordRefusals(due []refusalCount) {
+	for _, r := range due {
+		tb := tx.bucket(r.key, r.policy)
+		tb.dirty, tb.delete = true, false
+		tx.ledger = append(tx.ledger, LedgerEntry{
+			Key: r.key, At: r.last, Balance: r.balance,
+			Reason: refusalReason(r.reason), Count: r.n,
+		})
+	}
+}
+
 // collect deletes a stored bucket that is equivalent to no row (full, no
 // cooldown or block pending) and reports whether it did.
 func (tx *Tx) collect(key Key, p Policy) bool {

@@ -118,11 +118,17 @@ func (s *Server) refreshSummaryInBackground() {
 }
 
 // computeSummary counts every stored bucket by severity, the refusals of
-// the last hour, and runs the panels.
+// the last hour (those other processes answered from memory reach the
+// ledger within a minute), and runs the panels.
 func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	at := s.now()
 	counts, err := s.Limiter.CountBySeverity(ctx, throttle.Filter{})
 	if err != nil {
+		return nil, err
+	}
+	// Refusals answered from the limiter's memory reach the ledger in
+	// groups; write this process's now so that the count includes them.
+	if err := s.Limiter.FlushRefusals(ctx); err != nil {
 		return nil, err
 	}
 	refusals, err := s.Limiter.CountLedger(ctx, throttle.LedgerQuery{

@@ -26,19 +26,11 @@ func TestGroupCommitStore(t *testing.T) {
 }
 
 // TestGroupCommitBatchesExactly sends many concurrent takes on a few hot
-// keys through a slow store: they are batched (fewer transactions than
-// takes) and exactly the capacity of each key is admitted.
+// keys through group commit: exactly the capacity of each key is admitted.
 func TestGroupCommitBatchesExactly(t *testing.T) {
 	ctx := context.Background()
 	clock := throttletest.NewFakeClock(throttletest.Epoch)
-	mem := throttletest.NewMemStore(clock.Now)
-	// Each transaction waits for a turn, so operations pile up behind it.
-	turns := make(chan struct{})
-	slow := &throttletest.Store{Base: mem, UpdateFn: func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
-		<-turns
-		return mem.Update(ctx, keys, credits, apply)
-	}}
-	g := throttle.NewGroupCommit(slow, throttle.GroupCommitOptions{MaxBatch: 64})
+	g := throttle.NewGroupCommit(throttletest.NewMemStore(clock.Now), throttle.GroupCommitOptions{MaxBatch: 64})
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
 	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
 	// Without the refusal cache every take reaches the store.
@@ -63,21 +55,57 @@ func TestGroupCommitBatchesExactly(t *testing.T) {
 			}
 		})
 	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	for {
-		select {
-		case turns <- struct{}{}:
-			continue
-		case <-finished:
-		}
-		break
-	}
+	wg.Wait()
 	require.Equal(t, []int{100, 100, 100, 100}, admitted)
 	batches, ops := g.Stats()
 	require.Equal(t, int64(workers*perWorker), ops)
-	require.Less(t, batches, ops/2, "operations should share transactions")
 	t.Logf("%d takes in %d transactions", ops, batches)
+}
+
+// TestGroupCommitBatchesWhatQueued holds one transaction while 16 takes
+// queue behind it: they are then committed as one batch.
+func TestGroupCommitBatchesWhatQueued(t *testing.T) {
+	ctx := context.Background()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	mem := throttletest.NewMemStore(clock.Now)
+	gate, entered := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	held := &throttletest.Store{Base: mem, UpdateFn: func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+		once.Do(func() { close(entered); <-gate })
+		return mem.Update(ctx, keys, credits, apply)
+	}}
+	g := throttle.NewGroupCommit(held, throttle.GroupCommitOptions{MaxBatch: 64})
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour}
+	lim, err := throttle.NewLimiter(g, throttle.Policies{"P": p}, throttle.Config{Clock: clock.Now, RefusalCacheSize: -1})
+	require.NoError(t, err)
+	take := func() throttle.Decision {
+		d, err := lim.Take(ctx, "", throttle.Charge{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "hot"}, Cost: 1})
+		require.NoError(t, err)
+		return d
+	}
+	first := make(chan throttle.Decision, 1)
+	go func() { first <- take() }()
+	<-entered
+	results := make(chan throttle.Decision, 16)
+	for range 16 {
+		go func() { results <- take() }()
+	}
+	for g.Queued() < 16 {
+		runtime.Gosched() // all 16 are queued behind the held transaction
+	}
+	close(gate)
+	require.True(t, (<-first).Allowed)
+	admitted := 0
+	for range 16 {
+		if (<-results).Allowed {
+			admitted++
+		}
+	}
+	require.Equal(t, 9, admitted) // capacity 10, the first took one
+	batches, ops := g.Stats()
+	require.Equal(t, int64(2), batches, "the 16 queued takes share one transaction")
+	require.Equal(t, int64(17), ops)
 }
 
 // TestGroupCommitIsolatesAFailingOperation checks that an operation whose

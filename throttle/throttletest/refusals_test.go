@@ -149,3 +149,46 @@ func TestRefusalCacheDisabled(t *testing.T) {
 	}
 	require.Equal(t, int64(4), e.updates.Load())
 }
+
+func TestRefusalsFromMemoryReachTheLedger(t *testing.T) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour}
+	e := newCountingEnv(t, p, 0)
+	refused := []throttle.LedgerReason{throttle.LedgerRefusedEmpty}
+	count := func() int64 {
+		t.Helper()
+		n, err := e.lim.CountLedger(ctx, throttle.LedgerQuery{Key: &cacheKey, Reasons: refused})
+		require.NoError(t, err)
+		return n
+	}
+	e.take(t, cacheKey, 1)
+	e.take(t, cacheKey, 1) // refused by the store: one row
+	for range 10 {
+		e.take(t, cacheKey, 1) // refused from memory
+	}
+	require.Equal(t, int64(1), count())
+	require.NoError(t, e.lim.FlushRefusals(ctx))
+	require.Equal(t, int64(11), count())
+	require.NoError(t, e.lim.FlushRefusals(ctx))
+	require.Equal(t, int64(11), count(), "nothing is written twice")
+
+	// A key hammered only from memory is written at least once a minute,
+	// without anyone calling FlushRefusals.
+	before := e.updates.Load()
+	for range 30 {
+		e.clock.Advance(3 * time.Second)
+		require.True(t, e.take(t, cacheKey, 1).Cached)
+	}
+	require.Equal(t, before+1, e.updates.Load())
+	require.GreaterOrEqual(t, count(), int64(11+20))
+
+	// The rest of the group rides along with the next transaction after
+	// the entry expired, stamped with the time of the last refusal.
+	last := e.clock.Now()
+	e.clock.Advance(time.Hour)
+	require.True(t, e.take(t, cacheKey, 1).Allowed)
+	require.Equal(t, int64(11+30), count())
+	rows, err := e.lim.Ledger(ctx, throttle.LedgerQuery{Key: &cacheKey, Reasons: refused, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, last, rows[0].At)
+}

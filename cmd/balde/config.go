@@ -48,9 +48,17 @@ type Config struct {
 	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).
 	SifenCert, SifenKey, SifenCA string
 
+	// SifenPerMinute, when positive, also caps the lots of one RUC and env
+	// per minute (BALDE_SIFEN_PER_MINUTE).
+	SifenPerMinute int64
+
 	// PolicyFile overrides and extends the policy catalog (--policies,
 	// BALDE_POLICY_FILE).
 	PolicyFile string
+
+	// GroupCommit batches the concurrent decisions of a process into one
+	// transaction (BALDE_GROUP_COMMIT=on|off, default on).
+	GroupCommit bool
 
 	// Ledger is how routine takes are written: every, minute or none
 	// (BALDE_LEDGER). LedgerRetention is how long rows are kept
@@ -106,6 +114,7 @@ func DefaultConfig() Config {
 		DictEnv:         "prod",
 		SifenThrottle:   10 * time.Second,
 		Ledger:          throttle.LedgerEveryTake,
+		GroupCommit:     true,
 		LedgerRetention: throttle.DefaultRetention,
 		Thresholds:      throttle.DefaultThresholds,
 		AdminUser:       "admin",
@@ -153,6 +162,23 @@ func (c *Config) ParseEnv(getenv func(string) string) error {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
 			*v.dst = d
+		}
+	}
+	if s := getenv("BALDE_SIFEN_PER_MINUTE"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("BALDE_SIFEN_PER_MINUTE: %q is not a whole number of lots per minute", s)
+		}
+		c.SifenPerMinute = n
+	}
+	if s := getenv("BALDE_GROUP_COMMIT"); s != "" {
+		switch s {
+		case "on", "true", "1":
+			c.GroupCommit = true
+		case "off", "false", "0":
+			c.GroupCommit = false
+		default:
+			return fmt.Errorf("BALDE_GROUP_COMMIT: %q (want on or off)", s)
 		}
 	}
 	if s := getenv("BALDE_LEDGER"); s != "" {
@@ -240,7 +266,7 @@ func (c *Config) addDictFlags(fs *flag.FlagSet) {
 
 // addSifenFlags registers the SIFEN endpoint flags.
 func (c *Config) addSifenFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.SifenURL, "sifen-url", c.SifenURL, "SIFEN base URL (env BALDE_SIFEN_URL)")
+	fs.StringVar(&c.SifenURL, "sifen-url", c.SifenURL, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`)
 	fs.Var(secondsFlag{&c.SifenThrottle}, "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
 	fs.Var(secondsFlag{&c.SifenThrottleProd}, "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"balde/dict"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
 )
 
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the
@@ -35,45 +32,17 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) error {
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return UsageError("dict-reconcile: --dict-participant: %v", err)
 	}
-	catalog := dict.NewCatalog(cfg.DictEnv)
-	if cfg.DictCategory != "" {
-		if err := catalog.SetCategory(cfg.DictCategory); err != nil {
-			return UsageError("dict-reconcile: --dict-category: %v", err)
-		}
+	if _, _, err := cfg.catalogs(); err != nil {
+		return fmt.Errorf("dict-reconcile: %w", err)
 	}
-	if cfg.PolicyFile != "" {
-		if err := catalog.LoadFile(cfg.PolicyFile); err != nil {
-			return UsageError("dict-reconcile: %v", err)
-		}
-	}
-	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
-		return UsageError("dict-reconcile: %v", err)
-	}
-	var httpClient *http.Client
-	if cfg.DictCert != "" || cfg.DictKey != "" || cfg.DictCA != "" {
-		c, err := dict.NewTLSClient(cfg.DictCert, cfg.DictKey, cfg.DictCA)
-		if err != nil {
-			return UsageError("dict-reconcile: %v", err)
-		}
-		httpClient = c
-	}
-
-	store, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{Migrate: true})
+	eng, err := openEngine(ctx, cfg, engineOptions{})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	limiter, err := throttle.NewLimiter(store, catalog, throttle.Config{Ledger: cfg.Ledger, Thresholds: cfg.Thresholds})
+	defer eng.close(ctx)
+	client, err := eng.dictClient(cfg, cfg.DictURL)
 	if err != nil {
 		return err
-	}
-	client, err := dict.NewClient(dict.ClientConfig{
-		BaseURL: cfg.DictURL, Participant: cfg.DictParticipant,
-		Limiter: limiter, Catalog: catalog, Records: dict.NewRecords(store.DB(), store.ReadDB()),
-		HTTPClient: httpClient,
-	})
-	if err != nil {
-		return UsageError("dict-reconcile: %v", err)
 	}
 	if _, err := client.RestoreCategory(ctx); err != nil {
 		return err

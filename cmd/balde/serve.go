@@ -70,29 +70,33 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	return app.close()
 }
 
-// app is what serve runs: the store and the web server over it.
+// app is what serve runs: the engine and the web server over it.
 type app struct {
-	store             *sqlstore.Store
+	engine            *engine
 	server            *web.Server
 	generatedPassword string
 }
 
-// openApp wires serve: store → limiters → web server, listening when it
-// returns. Each catalog of policies is one resolver in the chain; a key is
-// decided by the first resolver that knows its policy name.
+// openApp wires serve: engine (store, group commit, limiter with the
+// inbound, DICT and SIFEN policies) → web server, listening when it returns.
 func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInbound(cfg)
 	if err != nil {
 		return nil, err
 	}
-	store, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{Migrate: true, Logger: logger.WithGroup("sqlstore")})
+	metrics := web.NewMetrics()
+	var resolvers throttle.Resolvers
+	if inbound != nil {
+		resolvers = append(resolvers, inbound.Policies())
+	}
+	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Observer: metrics, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	a := &app{store: store}
-	if err := a.openServer(cfg, inbound, logger); err != nil {
-		store.Close()
+	a := &app{engine: eng}
+	if err := a.openServer(cfg, inbound, metrics, logger); err != nil {
+		eng.close(ctx)
 		return nil, err
 	}
 	return a, nil
@@ -118,33 +122,18 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 	return in, nil
 }
 
-func (a *app) openServer(cfg Config, inbound *web.Inbound, logger *slog.Logger) error {
-	metrics := web.NewMetrics()
-	var resolvers throttle.Resolvers
-	var policyNames []string
+func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics, logger *slog.Logger) error {
+	eng := a.engine
+	policyNames := eng.policyNames()
 	if inbound != nil {
-		resolvers = append(resolvers, inbound.Policies())
-		policyNames = append(policyNames, inbound.PolicyNames()...)
-	}
-	// Phase 2: the DICT catalog and the SIFEN policy join the chain here,
-	// one line each (resolvers = append(resolvers, ...)).
-
-	limiter, err := throttle.NewLimiter(a.store, resolvers, throttle.Config{
-		Thresholds: cfg.Thresholds,
-		Ledger:     cfg.Ledger,
-		Notifier:   throttle.SlogNotifier{Logger: logger.WithGroup("severity")},
-		Observer:   metrics,
-		Logger:     logger.WithGroup("throttle"),
-	})
-	if err != nil {
-		return UsageError("%v", err)
-	}
-	if inbound != nil {
+		policyNames = append(inbound.PolicyNames(), policyNames...)
 		// The inbound limiter has a Limiter of its own on the same store:
 		// every request is a take, and writing a ledger row for each (or
 		// for each refusal of a flood) would bury the outbound history.
 		// Its decisions are still counted in the metrics.
-		inbound.Limiter, err = throttle.NewLimiter(a.store, resolvers, throttle.Config{
+		var err error
+		inbound.Limiter, err = throttle.NewLimiter(eng.throttleStore(), inbound.Policies(), throttle.Config{
+			Clock:           eng.store.Now,
 			Thresholds:      cfg.Thresholds,
 			Ledger:          throttle.LedgerNoTakes,
 			SkipRefusalRows: true,
@@ -166,12 +155,12 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, logger *slog.Logger) 
 
 	s := web.NewServer()
 	s.Addr = cfg.Addr
-	s.Limiter = limiter
+	s.Limiter = eng.limiter
 	s.Inbound = inbound
 	s.Admin = creds
 	s.TrustedProxies = cfg.TrustedProxies
 	s.Metrics = metrics
-	s.HealthCheck = storeHealth(a.store)
+	s.HealthCheck = storeHealth(eng.store)
 	s.Logger = logger.WithGroup("web")
 	s.Policies = policyNames
 	if err := s.Open(); err != nil {
@@ -181,9 +170,9 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, logger *slog.Logger) 
 	return nil
 }
 
-// close stops the server (waiting for requests in flight), then the store.
+// close stops the server (waiting for requests in flight), then the engine.
 func (a *app) close() error {
-	return errors.Join(a.server.Close(), a.store.Close())
+	return errors.Join(a.server.Close(), a.engine.close(context.Background()))
 }
 
 // storeHealth is the health check of /healthz: the database answers and
@@ -197,13 +186,11 @@ func storeHealth(store *sqlstore.Store) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		var version int64
-		var dirty bool
-		err = store.ReadDB().QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty)
+		version, dirty, err := store.SchemaVersion(ctx)
 		if err != nil {
-			return fmt.Errorf("serve: read the schema version: %w: %w", throttle.ErrStoreUnavailable, err)
+			return err
 		}
-		if dirty || version != int64(latest) {
+		if dirty || version != latest {
 			return fmt.Errorf("serve: schema at version %d (dirty %t), want %d", version, dirty, latest)
 		}
 		return nil

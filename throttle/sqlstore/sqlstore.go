@@ -153,6 +153,25 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Now reads the store's clock: the instant a transaction starting now would
+// run at. Give it to the Limiter and to anything deciding with the store.
+func (s *Store) Now() time.Time { return s.now() }
+
+// SchemaVersion returns the migration version the database is at and
+// whether the last migration failed half-way (dirty); 0 for a database
+// never migrated.
+func (s *Store) SchemaVersion(ctx context.Context) (version uint, dirty bool, err error) {
+	var v int64
+	err = s.read.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&v, &dirty)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, formatError("schema version", err)
+	}
+	return uint(v), dirty, nil
+}
+
 // Engine tells which database the store is on.
 func (s *Store) Engine() Engine { return s.engine }
 

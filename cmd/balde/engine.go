@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"balde/dict"
+	"balde/sifen"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/webhook"
+)
+
+// engine is the throttle every command shares: the store, group commit,
+// the limiter and the DICT and SIFEN catalogs. serve and the batch commands
+// build it with openEngine from the same Config, so that a web process and
+// a batch process on one database decide exactly alike.
+type engine struct {
+	store   *sqlstore.Store
+	group   *throttle.GroupCommit // nil when group commit is off
+	limiter *throttle.Limiter
+	dict    *dict.Catalog
+	sifen   *sifen.Resolver
+	webhook *webhook.Notifier // nil without BALDE_ALERT_WEBHOOK
+	logger  *slog.Logger
+}
+
+// engineOptions are what a command adds to the engine.
+type engineOptions struct {
+	// Resolvers come before the DICT and SIFEN catalogs in the chain.
+	Resolvers throttle.Resolvers
+	// Observer receives the limiter's measurements (serve's metrics).
+	Observer throttle.Observer
+	Logger   *slog.Logger
+}
+
+// SifenOfficial is the value of --sifen-url / BALDE_SIFEN_URL that selects
+// SIFEN's official endpoints (sifen-test.set.gov.py and sifen.set.gov.py);
+// an empty value starts the simulator (serve) or is refused (batch commands).
+const SifenOfficial = "official"
+
+// catalogs builds the DICT catalog and the SIFEN resolver from cfg without
+// touching the database; bad settings are usage errors.
+func (c Config) catalogs() (*dict.Catalog, *sifen.Resolver, error) {
+	catalog := dict.NewCatalog(c.DictEnv)
+	if c.DictCategory != "" {
+		if err := catalog.SetCategory(c.DictCategory); err != nil {
+			return nil, nil, UsageError("--dict-category: %v", err)
+		}
+	}
+	if c.PolicyFile != "" {
+		if err := catalog.LoadFile(c.PolicyFile); err != nil {
+			return nil, nil, UsageError("%v", err)
+		}
+	}
+	sc := sifen.PolicyConfig{Interval: c.SifenThrottle, PerMinute: c.SifenPerMinute}
+	if c.SifenThrottleProd > 0 {
+		sc.EnvInterval = map[sifen.Env]time.Duration{sifen.EnvProd: c.SifenThrottleProd}
+	}
+	resolver, err := sifen.NewResolver(sc)
+	if err != nil {
+		return nil, nil, UsageError("SIFEN policy: %v", err)
+	}
+	return catalog, resolver, nil
+}
+
+// openEngine opens the store (applying pending migrations) and builds the
+// limiter over it.
+func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, error) {
+	catalog, resolver, err := cfg.catalogs()
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
+		return nil, UsageError("%v", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	store, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{Migrate: true, Logger: logger.WithGroup("sqlstore")})
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{store: store, dict: catalog, sifen: resolver, logger: logger}
+	var s throttle.Store = store
+	if cfg.GroupCommit {
+		writers := 1 // SQLite has one writer per database
+		if store.Engine() == sqlstore.Postgres {
+			writers = 4
+		}
+		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers})
+		s = e.group
+	}
+	notifiers := throttle.Notifiers{throttle.SlogNotifier{Logger: logger.WithGroup("severity")}}
+	if cfg.AlertWebhook != "" {
+		e.webhook = webhook.New(cfg.AlertWebhook, webhook.Options{Logger: logger.WithGroup("webhook")})
+		notifiers = append(notifiers, e.webhook)
+	}
+	resolvers := append(append(throttle.Resolvers{}, opts.Resolvers...), catalog, resolver)
+	e.limiter, err = throttle.NewLimiter(s, resolvers, throttle.Config{
+		Clock:      store.Now,
+		Thresholds: cfg.Thresholds,
+		Ledger:     cfg.Ledger,
+		Notifier:   notifiers,
+		Observer:   opts.Observer,
+		Logger:     logger.WithGroup("throttle"),
+	})
+	if err != nil {
+		e.close(ctx)
+		return nil, UsageError("%v", err)
+	}
+	return e, nil
+}
+
+// throttleStore is what limiters of this process decide through: the group
+// commit when it is on, the store otherwise.
+func (e *engine) throttleStore() throttle.Store {
+	if e.group != nil {
+		return e.group
+	}
+	return e.store
+}
+
+// policyNames lists the DICT and SIFEN policies, for filters on the pages.
+func (e *engine) policyNames() []string {
+	var names []string
+	for _, s := range e.dict.Specs() {
+		names = append(names, s.Name)
+	}
+	return append(names, sifen.PolicyRecepcionLote, sifen.PolicyConsultaLote)
+}
+
+// close writes the refusals answered from memory, stops group commit and
+// the webhook, and closes the store.
+func (e *engine) close(ctx context.Context) error {
+	var errs []error
+	if e.limiter != nil {
+		errs = append(errs, e.limiter.FlushRefusals(context.WithoutCancel(ctx)))
+	}
+	if e.group != nil {
+		errs = append(errs, e.group.Close())
+	}
+	if e.webhook != nil {
+		errs = append(errs, e.webhook.Close())
+	}
+	errs = append(errs, e.store.Close())
+	return errors.Join(errs...)
+}
+
+// dictClient returns a DICT client for baseURL, with mutual TLS when cfg
+// names a certificate.
+func (e *engine) dictClient(cfg Config, baseURL string) (*dict.Client, error) {
+	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
+		return nil, UsageError("--dict-participant: %v", err)
+	}
+	var httpClient *http.Client
+	if cfg.DictCert != "" || cfg.DictKey != "" || cfg.DictCA != "" {
+		c, err := dict.NewTLSClient(cfg.DictCert, cfg.DictKey, cfg.DictCA)
+		if err != nil {
+			return nil, UsageError("DICT TLS: %v", err)
+		}
+		httpClient = c
+	}
+	client, err := dict.NewClient(dict.ClientConfig{
+		BaseURL: baseURL, Participant: cfg.DictParticipant,
+		Limiter: e.limiter, Catalog: e.dict, Records: dict.NewRecords(e.store.DB(), e.store.ReadDB()),
+		HTTPClient: httpClient, Logger: e.logger.WithGroup("dict"),
+	})
+	if err != nil {
+		return nil, UsageError("DICT client: %v", err)
+	}
+	return client, nil
+}
+
+// sifenSender returns the SIFEN send path for baseURL: SifenOfficial for
+// SIFEN's own endpoints, or a base URL in which "{env}" becomes test or
+// prod (the simulator's).
+func (e *engine) sifenSender(cfg Config, baseURL string) (*sifen.Sender, error) {
+	cc := sifen.ClientConfig{CertFile: cfg.SifenCert, KeyFile: cfg.SifenKey, CAFile: cfg.SifenCA}
+	if baseURL != SifenOfficial {
+		cc.BaseURL = baseURL
+	}
+	client, err := sifen.NewClient(cc)
+	if err != nil {
+		return nil, UsageError("SIFEN client: %v", err)
+	}
+	sender, err := sifen.NewSender(e.store, client, e.limiter, sifen.SenderConfig{
+		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("SIFEN sender: %w", err)
+	}
+	return sender, nil
+}

@@ -18,10 +18,17 @@ test:
 race:
 	$(GO) test -count=1 -race -timeout 20m ./throttle/... ./web/...
 
-# Benchmarks, side by side in one run; results go to docs/BENCHMARKS.md by hand
-# with the machine and the date.
+# Benchmarks, side by side in one run: the bare UPDATE/upsert ceiling, balde's
+# decisions (naive and group commit), x/time/rate, redis_rate and the scanning
+# attack, 5 times each, summarized as medians by benchstat. PostgreSQL and Redis
+# rows need BALDE_TEST_POSTGRES_DSN and a Redis on 127.0.0.1:6379. The numbers
+# go to docs/BENCHMARKS.md by hand, with the machine and the date.
+BENCH      ?= .
+BENCHTIME  ?= 2s
+BENCHCOUNT ?= 5
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 -timeout 60m ./throttle/... | tee bench.out
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 120m ./throttle/sqlstore/ ./web/ | tee bench.out
+	$(GO) tool benchstat -col /callers bench.out || $(GO) tool benchstat bench.out
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -30,11 +37,25 @@ lint:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/balde ./cmd/balde
 
+# Every fuzz target for FUZZTIME each (the seed corpora run in make test).
+FUZZTIME ?= 60s
+FUZZ_TARGETS = \
+	./throttle:FuzzRefillIsExact \
+	./dict:FuzzParseKey ./dict:FuzzParseCNPJ ./dict:FuzzParseCPF ./dict:FuzzDecodeProblem \
+	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile \
+	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit \
+	./web:FuzzParseInboundTokens ./web:FuzzClientIP
 fuzz:
-	@echo "no fuzz targets yet"
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
+	done
 
+# A longer exactness run: the cross-process hammer tests, repeated.
+SOAKCOUNT ?= 20
 soak:
-	@echo "no soak test yet"
+	$(GO) test -count $(SOAKCOUNT) -timeout 60m -run 'TestExactAcrossProcesses|TestLedgerExplainsConcurrentHistory|TestGroupCommit' ./throttle/...
 
 clean:
 	rm -rf bin bench.out

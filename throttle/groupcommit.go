@@ -13,11 +13,12 @@ import (
 type GroupCommitOptions struct {
 	// MaxBatch bounds the operations applied in one transaction. Default 256.
 	MaxBatch int
-	// MaxWait is how long a batch that is not full waits for more
-	// operations. Default 0: a batch takes what is queued when the writer is
-	// free and never waits, so an idle system sees no extra latency; under
-	// load, operations queue while a transaction runs and the next batch
-	// takes them all.
+	// MaxWait is the longest a batch waits for more operations, and it
+	// waits only while it is smaller than the batch before it: callers
+	// answered by one transaction come back a few microseconds later, and
+	// waiting for them makes batches (and throughput) larger under load,
+	// while a lone caller (previous batch of one) never waits. Default
+	// DefaultMaxWait; negative never waits.
 	MaxWait time.Duration
 	// Writers is the number of transactions run at once. Default 1, right
 	// for SQLite (one writer per database). On PostgreSQL a few writers
@@ -57,6 +58,9 @@ type groupOp struct {
 	result  chan error
 }
 
+// DefaultMaxWait is GroupCommitOptions.MaxWait's default.
+const DefaultMaxWait = 100 * time.Microsecond
+
 // NewGroupCommit starts the writers of a GroupCommit over store.
 func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
 	if opts.MaxBatch <= 0 {
@@ -64,6 +68,9 @@ func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
 	}
 	if opts.Writers <= 0 {
 		opts.Writers = 1
+	}
+	if opts.MaxWait == 0 {
+		opts.MaxWait = DefaultMaxWait
 	}
 	g := &GroupCommit{
 		Store: store,
@@ -120,6 +127,7 @@ func (g *GroupCommit) Close() error {
 // write is one writer: it takes a batch from the queue and commits it.
 func (g *GroupCommit) write() {
 	batch := make([]*groupOp, 0, g.opts.MaxBatch)
+	previous := 0
 	for {
 		batch = batch[:0]
 		select {
@@ -128,19 +136,16 @@ func (g *GroupCommit) write() {
 		case <-g.done:
 			return
 		}
-		batch = g.fill(batch)
+		batch = g.fill(batch, previous)
+		previous = len(batch)
 		g.commit(batch)
 	}
 }
 
-// fill adds what is already queued, then waits up to MaxWait for more.
-func (g *GroupCommit) fill(batch []*groupOp) []*groupOp {
+// fill adds what is already queued, then, while the batch is smaller than
+// the previous one, waits up to MaxWait for the callers it answered.
+func (g *GroupCommit) fill(batch []*groupOp, previous int) []*groupOp {
 	var timeout <-chan time.Time
-	if g.opts.MaxWait > 0 {
-		t := time.NewTimer(g.opts.MaxWait)
-		defer t.Stop()
-		timeout = t.C
-	}
 	for len(batch) < g.opts.MaxBatch {
 		select {
 		case op := <-g.queue:
@@ -148,8 +153,13 @@ func (g *GroupCommit) fill(batch []*groupOp) []*groupOp {
 			continue
 		default:
 		}
-		if timeout == nil {
+		if g.opts.MaxWait < 0 || len(batch) >= previous {
 			return batch
+		}
+		if timeout == nil {
+			t := time.NewTimer(g.opts.MaxWait)
+			defer t.Stop()
+			timeout = t.C
 		}
 		select {
 		case op := <-g.queue:

@@ -42,6 +42,12 @@ type Options struct {
 	MaxConns int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// CheckpointEvery, on SQLite, moves WAL checkpoints out of the decision
+	// path: the writer's automatic checkpoint is turned off and a goroutine
+	// runs a passive checkpoint (which never blocks writers or readers) on a
+	// connection of its own at this interval. Zero keeps SQLite's default:
+	// the transaction that grows the WAL past 1000 pages checkpoints it.
+	CheckpointEvery time.Duration
 }
 
 // Store is a throttle.Store on SQLite or PostgreSQL. Safe for concurrent use.
@@ -56,6 +62,8 @@ type Store struct {
 	mu          sync.RWMutex
 	policyID    map[string]int64
 	policyNames map[int64]string
+
+	checkpointer *checkpointer // SQLite with Options.CheckpointEvery
 }
 
 var _ throttle.Store = (*Store)(nil)
@@ -112,7 +120,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	switch engine {
 	case SQLite:
-		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
+		writerDSN := driverDSN + "&_txlock=immediate"
+		if opts.CheckpointEvery > 0 {
+			writerDSN += "&_pragma=wal_autocheckpoint(0)"
+		}
+		w, err := sql.Open("sqlite", writerDSN)
 		if err != nil {
 			return nil, formatError("open", err)
 		}
@@ -143,6 +155,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if engine == SQLite {
 		s.rw, err = newSQLiteWriter(ctx, s.write.DB)
+		if err == nil && opts.CheckpointEvery > 0 {
+			s.checkpointer, err = startCheckpointer(driverDSN, opts.CheckpointEvery, s.logger)
+		}
 	} else {
 		s.rw = postgresWriter{}
 	}
@@ -186,6 +201,9 @@ func (s *Store) ReadDB() *sqlx.DB { return s.read }
 // Close closes the connections.
 func (s *Store) Close() error {
 	var errs []error
+	if s.checkpointer != nil {
+		errs = append(errs, s.checkpointer.stop())
+	}
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
 	}

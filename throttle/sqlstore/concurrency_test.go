@@ -126,7 +126,7 @@ func hammerChild(dsn string) int {
 // writers is the number of group-commit writers per engine.
 func writers(e sqlstore.Engine) int {
 	if e == sqlstore.Postgres {
-		return 4
+		return 2
 	}
 	return 1
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 )
 
-// postgresWriter sends each kind of write as one statement over arrays
-// (unnest), whatever the number of rows: on PostgreSQL every statement is a
-// round trip, so a transaction costs the same few of them for one decision
-// or a hundred. Buckets are locked with FOR UPDATE in key order.
+// postgresWriter keeps a transaction to four round trips whatever the
+// number of decisions in it (BEGIN, the locking load, one write, COMMIT):
+// on PostgreSQL every statement is a round trip (about 100 us on loopback
+// here), so statements take arrays (unnest) and the write is one statement
+// of data-modifying CTEs. Buckets are locked with FOR UPDATE in key order.
 type postgresWriter struct{}
 
 func (postgresWriter) close() error { return nil }
@@ -114,107 +114,6 @@ const unnestBuckets = `
 	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
 	                     $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])`
 
-// insertBuckets creates new rows. Two transactions that both found no row
-// for a key both insert it: the second fails with a unique violation and
-// Update runs it again, now finding (and locking) the row.
-func (postgresWriter) insertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO buckets (`+bucketColumns+`)`+unnestBuckets, bucketArrays(rows)...)
-	return err
-}
-
-// updateBuckets writes rows this transaction holds locked.
-func (postgresWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `
-		UPDATE buckets AS b
-		SET tokens = v.tokens,
-		    carry = v.carry,
-		    refilled_at = v.refilled_at,
-		    send_count = v.send_count,
-		    severity = v.severity,
-		    last_sent_at = v.last_sent_at,
-		    last_entry = v.last_entry,
-		    blocked_until = v.blocked_until,
-		    spent = v.spent
-		FROM (`+unnestBuckets+`) AS v (`+bucketColumns+`)
-		WHERE b.policy_id = v.policy_id AND b.env = v.env AND b.identifier = v.identifier`,
-		bucketArrays(rows)...)
-	return err
-}
-
-func (postgresWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	ids, envs, identifiers := keyArrays(keys)
-	_, err := tx.ExecContext(ctx, `
-		DELETE FROM buckets
-		WHERE (policy_id, env, identifier) IN (
-			SELECT * FROM unnest($1::int[], $2::text[], $3::text[]))`, ids, envs, identifiers)
-	return err
-}
-
-func ledgerArrays(rows []ledgerRow) []any {
-	keys := make([]rowKey, len(rows))
-	id := make([]int64, len(rows))
-	at := make([]int64, len(rows))
-	reason := make([]int64, len(rows))
-	delta := make([]int64, len(rows))
-	balance := make([]int64, len(rows))
-	n := make([]int64, len(rows))
-	prev := make([]*int64, len(rows))
-	ref := make([]*string, len(rows))
-	for i, r := range rows {
-		keys[i] = r.key
-		id[i], at[i], reason[i], delta[i], balance[i], n[i] = r.id, r.at, r.reason, r.delta, r.balance, r.n
-		prev[i] = nullable(r.prev)
-		if r.ref.Valid {
-			ref[i] = &r.ref.String
-		}
-	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{id, ids, envs, identifiers, at, reason, delta, balance, n, prev, ref}
-}
-
-func (postgresWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO token_ledger (`+ledgerColumns+`)
-		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bigint[], $6::smallint[],
-		                     $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])`, ledgerArrays(rows)...)
-	return err
-}
-
-// ledgerIDs draws n ids from the identity's sequence in one round trip.
-// Ids of concurrent transactions interleave, but a bucket's rows are
-// written under its row lock, so along one bucket they increase.
-func (postgresWriter) ledgerIDs(ctx context.Context, tx *sql.Tx, n int) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT nextval(pg_get_serial_sequence('token_ledger', 'id'))
-		FROM generate_series(1, $1)`, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids := make([]int64, 0, n)
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, rows.Err()
-}
-
 func (postgresWriter) minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error) {
 	var same bool
 	err := tx.QueryRowContext(ctx, `SELECT reason = 10 AND at = $1 FROM token_ledger WHERE id = $2`, at, id).Scan(&same)
@@ -232,4 +131,100 @@ func (postgresWriter) addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, 
 		    balance = $3
 		WHERE id = $4`, r.delta, r.n, r.balance, id)
 	return err
+}
+
+// writeSQL inserts the ledger rows with ids drawn from the identity's
+// sequence in their order, each linked to the previous row of its bucket
+// (the row before it in this statement, else the bucket's head before the
+// transaction), then updates, inserts and deletes buckets, pointing each at
+// its latest ledger row. A new bucket that another transaction inserted
+// first fails with a unique violation and the whole transaction is re-run.
+const writeSQL = `
+	WITH v AS MATERIALIZED (
+		SELECT t.*, nextval(pg_get_serial_sequence('token_ledger', 'id')) AS id
+		FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6::bigint[],
+		            $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+		     WITH ORDINALITY AS t(policy_id, env, identifier, at, reason, delta, balance, n, ref, head, ord)
+	),
+	c AS MATERIALIZED (
+		SELECT v.*, COALESCE(lag(id) OVER (PARTITION BY policy_id, env, identifier ORDER BY ord), head) AS prev
+		FROM v
+	),
+	l AS (
+		INSERT INTO token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
+		SELECT id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref
+		FROM c
+	),
+	h AS (
+		SELECT DISTINCT ON (policy_id, env, identifier) policy_id, env, identifier, id AS last
+		FROM c
+		ORDER BY policy_id, env, identifier, ord DESC
+	),
+	u AS (
+		UPDATE buckets AS b
+		SET tokens = x.tokens,
+		    carry = x.carry,
+		    refilled_at = x.refilled_at,
+		    send_count = x.send_count,
+		    severity = x.severity,
+		    last_sent_at = x.last_sent_at,
+		    last_entry = COALESCE(h.last, x.last_entry),
+		    blocked_until = x.blocked_until,
+		    spent = x.spent
+		FROM unnest($11::int[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[],
+		            $17::bigint[], $18::smallint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::bytea[])
+		     AS x(` + bucketColumns + `)
+		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
+		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
+	),
+	i AS (
+		INSERT INTO buckets (` + bucketColumns + `)
+		SELECT x.policy_id, x.env, x.identifier, x.tokens, x.carry, x.refilled_at, x.send_count, x.severity,
+		       x.last_sent_at, COALESCE(h.last, x.last_entry), x.blocked_until, x.spent
+		FROM unnest($23::int[], $24::text[], $25::text[], $26::bigint[], $27::bigint[], $28::bigint[],
+		            $29::bigint[], $30::smallint[], $31::bigint[], $32::bigint[], $33::bigint[], $34::bytea[])
+		     AS x(` + bucketColumns + `)
+		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
+	),
+	d AS (
+		DELETE FROM buckets
+		WHERE (policy_id, env, identifier) IN (
+			SELECT * FROM unnest($35::int[], $36::text[], $37::text[]))
+	)
+	SELECT 1`
+
+func (postgresWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error {
+	if len(ws.ledger) == 0 && len(ws.inserts) == 0 && len(ws.updates) == 0 && len(ws.deletes) == 0 {
+		return nil
+	}
+	args := ledgerArrays(ws.ledger, ws.heads)
+	args = append(args, bucketArrays(ws.updates)...)
+	args = append(args, bucketArrays(ws.inserts)...)
+	ids, envs, identifiers := keyArrays(ws.deletes)
+	args = append(args, ids, envs, identifiers)
+	_, err := tx.ExecContext(ctx, writeSQL, args...)
+	return err
+}
+
+// ledgerArrays splits ledger rows into the parallel arrays of writeSQL,
+// with each row's bucket head before the transaction.
+func ledgerArrays(rows []ledgerRow, heads map[rowKey]sql.NullInt64) []any {
+	keys := make([]rowKey, len(rows))
+	at := make([]int64, len(rows))
+	reason := make([]int64, len(rows))
+	delta := make([]int64, len(rows))
+	balance := make([]int64, len(rows))
+	n := make([]int64, len(rows))
+	ref := make([]*string, len(rows))
+	head := make([]*int64, len(rows))
+	for i, r := range rows {
+		keys[i] = r.key
+		at[i], reason[i], delta[i], balance[i], n[i] = r.at, r.reason, r.delta, r.balance, r.n
+		if r.ref.Valid {
+			ref[i] = &r.ref.String
+		}
+		head[i] = nullable(heads[r.key])
+	}
+	ids, envs, identifiers := keyArrays(keys)
+	return []any{ids, envs, identifiers, at, reason, delta, balance, n, ref, head}
 }

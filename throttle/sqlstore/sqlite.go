@@ -15,7 +15,7 @@ import (
 // decisions costs a few statements, not a few per decision. All of them run
 // on the store's only write connection, under the database write lock.
 type sqliteWriter struct {
-	credit, del, maxID, minute, add, insert *sql.Stmt
+	credit, del, maxID, minute, add *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
 	loads  map[int]*sql.Stmt // by number of keys
@@ -39,9 +39,6 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			SELECT 1
 			FROM token_ledger
 			WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?`},
-		{&w.insert, `
-			INSERT INTO buckets (` + bucketColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.del, `
 			DELETE FROM buckets
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
@@ -129,7 +126,7 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.insert, w.del, w.maxID, w.minute, w.add}
+	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.minute, w.add}
 	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.ledger} {
 		for _, st := range cache {
 			all = append(all, st)
@@ -199,14 +196,6 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 	return found, nil
 }
 
-func (w *sqliteWriter) insertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	return w.upsertBuckets(ctx, tx, rows)
-}
-
-func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	return w.upsertBuckets(ctx, tx, rows)
-}
-
 func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
 	return chunks(len(rows), func(lo, hi int) error {
 		st, err := prepared(w.upsert, hi-lo)
@@ -236,16 +225,29 @@ func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []row
 	return nil
 }
 
-func (w *sqliteWriter) ledgerIDs(ctx context.Context, tx *sql.Tx, n int) ([]int64, error) {
-	var last int64
-	if err := tx.StmtContext(ctx, w.maxID).QueryRowContext(ctx).Scan(&last); err != nil {
-		return nil, err
+// write numbers the ledger rows after the largest id (the write lock is
+// held: nobody else can insert), links them, then runs the statements.
+func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error {
+	if len(ws.ledger) > 0 {
+		var last int64
+		if err := tx.StmtContext(ctx, w.maxID).QueryRowContext(ctx).Scan(&last); err != nil {
+			return err
+		}
+		ids := make([]int64, len(ws.ledger))
+		for i := range ids {
+			ids[i] = last + 1 + int64(i)
+		}
+		ws.link(ids)
+	} else {
+		ws.link(nil)
 	}
-	ids := make([]int64, n)
-	for i := range ids {
-		ids[i] = last + 1 + int64(i)
+	if err := w.insertLedger(ctx, tx, ws.ledger); err != nil {
+		return fmt.Errorf("insert ledger: %w", err)
 	}
-	return ids, nil
+	if err := w.upsertBuckets(ctx, tx, append(ws.inserts, ws.updates...)); err != nil {
+		return fmt.Errorf("write buckets: %w", err)
+	}
+	return w.deleteBuckets(ctx, tx, ws.deletes)
 }
 
 func (w *sqliteWriter) minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error) {

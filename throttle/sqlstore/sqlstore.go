@@ -42,12 +42,6 @@ type Options struct {
 	MaxConns int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// CheckpointEvery, on SQLite, moves WAL checkpoints out of the decision
-	// path: the writer's automatic checkpoint is turned off and a goroutine
-	// runs a passive checkpoint (which never blocks writers or readers) on a
-	// connection of its own at this interval. Zero keeps SQLite's default:
-	// the transaction that grows the WAL past 1000 pages checkpoints it.
-	CheckpointEvery time.Duration
 }
 
 // Store is a throttle.Store on SQLite or PostgreSQL. Safe for concurrent use.
@@ -62,31 +56,36 @@ type Store struct {
 	mu          sync.RWMutex
 	policyID    map[string]int64
 	policyNames map[int64]string
-
-	checkpointer *checkpointer // SQLite with Options.CheckpointEvery
 }
 
 var _ throttle.Store = (*Store)(nil)
 
 // rowWriter is what differs between the engines inside an Update: loading
-// rows with their locks, allocating ledger ids, and writing rows in bulk.
+// rows with their locks, and writing a transaction's changes back.
 type rowWriter interface {
 	// loadBuckets locks and returns the rows of keys that exist.
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
-	// ledgerIDs returns n new ledger ids, increasing.
-	ledgerIDs(ctx context.Context, tx *sql.Tx, n int) ([]int64, error)
 	// minuteRow tells whether ledger row id is an aggregated take row of the
 	// minute at (reason 10).
 	minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error)
-	insertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error
-	updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error
-	deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error
-	insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error
 	// addToLedgerRow adds an aggregated take row's events to row id.
 	addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error
+	// write applies a transaction's changes (see writeSet).
+	write(ctx context.Context, tx *sql.Tx, w *writeSet) error
 	close() error
+}
+
+// writeSet is what a transaction writes back. The writer gives the ledger
+// rows ids in their order, links each to the previous row of its bucket
+// (heads holds each bucket's latest row before the transaction), and points
+// every written bucket row at its latest ledger row.
+type writeSet struct {
+	inserts, updates []bucketRow
+	deletes          []rowKey
+	ledger           []ledgerRow
+	heads            map[rowKey]sql.NullInt64
 }
 
 // Open connects to the database named by dsn (see ParseDSN), optionally
@@ -120,11 +119,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	switch engine {
 	case SQLite:
-		writerDSN := driverDSN + "&_txlock=immediate"
-		if opts.CheckpointEvery > 0 {
-			writerDSN += "&_pragma=wal_autocheckpoint(0)"
-		}
-		w, err := sql.Open("sqlite", writerDSN)
+		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
 		if err != nil {
 			return nil, formatError("open", err)
 		}
@@ -155,9 +150,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if engine == SQLite {
 		s.rw, err = newSQLiteWriter(ctx, s.write.DB)
-		if err == nil && opts.CheckpointEvery > 0 {
-			s.checkpointer, err = startCheckpointer(driverDSN, opts.CheckpointEvery, s.logger)
-		}
 	} else {
 		s.rw = postgresWriter{}
 	}
@@ -201,9 +193,6 @@ func (s *Store) ReadDB() *sqlx.DB { return s.read }
 // Close closes the connections.
 func (s *Store) Close() error {
 	var errs []error
-	if s.checkpointer != nil {
-		errs = append(errs, s.checkpointer.stop())
-	}
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
 	}
@@ -353,73 +342,66 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		return applyError{err}
 	}
 
-	// Ledger rows first: each links to the previous row of its bucket, and
-	// the bucket's row then points to its latest.
-	if err := s.writeLedger(ctx, tx, t, head); err != nil {
-		return fmt.Errorf("insert ledger: %w", err)
+	ws := &writeSet{heads: head}
+	if ws.ledger, err = s.ledgerRows(ctx, tx, t, head); err != nil {
+		return fmt.Errorf("ledger: %w", err)
 	}
-	var inserts, updates []bucketRow
-	var deletes []rowKey
 	for _, w := range t.BucketWrites() {
 		row := s.toBucketRow(w.Bucket)
-		row.lastEntry = head[row.key]
+		row.lastEntry = head[row.key] // the writer advances it past new rows
 		switch {
 		case w.Delete:
-			deletes = append(deletes, row.key)
+			ws.deletes = append(ws.deletes, row.key)
 		case w.Insert:
-			inserts = append(inserts, row)
+			ws.inserts = append(ws.inserts, row)
 		default:
-			updates = append(updates, row)
+			ws.updates = append(ws.updates, row)
 		}
 	}
-	if err := s.rw.insertBuckets(ctx, tx, inserts); err != nil {
-		return fmt.Errorf("insert buckets: %w", err)
-	}
-	if err := s.rw.updateBuckets(ctx, tx, updates); err != nil {
-		return fmt.Errorf("update buckets: %w", err)
-	}
-	if err := s.rw.deleteBuckets(ctx, tx, deletes); err != nil {
-		return fmt.Errorf("delete buckets: %w", err)
+	if err := s.rw.write(ctx, tx, ws); err != nil {
+		return fmt.Errorf("write: %w", err)
 	}
 	return tx.Commit()
 }
 
-// writeLedger inserts the transaction's ledger rows, linking each to the
-// previous row of its bucket, and leaves in head the latest row of each
-// bucket. An aggregated take row is added to its bucket's latest row when
-// that row aggregates the same minute, and inserted otherwise.
-func (s *Store) writeLedger(ctx context.Context, tx *sql.Tx, t *throttle.Tx, head map[rowKey]sql.NullInt64) error {
+// ledgerRows returns the ledger rows to insert, in order. An aggregated
+// take row is added to its bucket's latest row when that row aggregates the
+// same minute, and inserted otherwise.
+func (s *Store) ledgerRows(ctx context.Context, tx *sql.Tx, t *throttle.Tx, head map[rowKey]sql.NullInt64) ([]ledgerRow, error) {
 	entries, aggregated := t.LedgerRows()
 	rows := s.toLedgerRows(entries, false)
 	for _, r := range s.toLedgerRows(aggregated, true) {
-		h := head[r.key]
-		if h.Valid {
+		if h := head[r.key]; h.Valid {
 			same, err := s.rw.minuteRow(ctx, tx, h.Int64, r.at)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if same {
 				if err := s.rw.addToLedgerRow(ctx, tx, h.Int64, r); err != nil {
-					return err
+					return nil, err
 				}
 				continue
 			}
 		}
 		rows = append(rows, r)
 	}
-	if len(rows) == 0 {
-		return nil
+	return rows, nil
+}
+
+// link gives rows the ids, in order, links each to the previous row of its
+// bucket and advances heads to each bucket's latest row.
+func (w *writeSet) link(ids []int64) {
+	for i := range w.ledger {
+		r := &w.ledger[i]
+		r.id = ids[i]
+		r.prev = w.heads[r.key]
+		w.heads[r.key] = sql.NullInt64{Int64: ids[i], Valid: true}
 	}
-	ids, err := s.rw.ledgerIDs(ctx, tx, len(rows))
-	if err != nil {
-		return err
+	for _, rows := range [][]bucketRow{w.inserts, w.updates} {
+		for i := range rows {
+			rows[i].lastEntry = w.heads[rows[i].key]
+		}
 	}
-	for i := range rows {
-		rows[i].id = ids[i]
-		rows[i].prev = head[rows[i].key]
-		head[rows[i].key] = sql.NullInt64{Int64: ids[i], Valid: true}
-	}
-	return s.rw.insertLedger(ctx, tx, rows)
 }
 
 // ensurePolicies interns policy names, each in its own small transaction

@@ -1,0 +1,42 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/throttle/sqlstore"
+)
+
+func TestParseDSN(t *testing.T) {
+	const pragmas = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=wal_autocheckpoint(16000)&_pragma=journal_size_limit(67108864)"
+	tests := []struct {
+		name, dsn  string
+		wantEngine sqlstore.Engine
+		wantDriver string
+	}{
+		{"SQLiteScheme", "sqlite://balde.db", sqlstore.SQLite, "file:balde.db?" + pragmas},
+		{"SQLiteAbsolute", "sqlite:///var/lib/balde/balde.db", sqlstore.SQLite, "file:/var/lib/balde/balde.db?" + pragmas},
+		{"Path", "data/balde.db", sqlstore.SQLite, "file:data/balde.db?" + pragmas},
+		{"FileURI", "file:x.db?cache=shared", sqlstore.SQLite, "file:x.db?" + pragmas + "&cache=shared"},
+		{"UserPragmaWins", "sqlite://x.db?_pragma=synchronous(FULL)", sqlstore.SQLite,
+			"file:x.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(16000)&_pragma=journal_size_limit(67108864)&_pragma=synchronous(FULL)"},
+		{"Postgres", "postgres://u@127.0.0.1:5432/db?sslmode=disable", sqlstore.Postgres, "postgres://u@127.0.0.1:5432/db?sslmode=disable"},
+		{"PostgreSQLScheme", "postgresql://u@h/db", sqlstore.Postgres, "postgresql://u@h/db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			engine, driver, err := sqlstore.ParseDSN(tt.dsn)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantEngine, engine)
+			require.Equal(t, tt.wantDriver, driver)
+		})
+	}
+	for _, bad := range []string{"", "mysql://x", "sqlite://", "sqlite://?x=1"} {
+		t.Run("Error"+bad, func(t *testing.T) {
+			_, _, err := sqlstore.ParseDSN(bad)
+			require.Error(t, err)
+		})
+	}
+}

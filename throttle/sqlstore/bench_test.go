@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,19 +93,25 @@ func benchKey(i int) throttle.Key {
 	return throttle.Key{Policy: benchPolicy, Env: "prod", Identifier: fmt.Sprintf("u%07d", i)}
 }
 
-// benchDB caches one populated database per engine for the whole run.
+// benchDB caches one populated database per engine and size for the run.
 var benchDB = struct {
 	sync.Mutex
-	dsn map[sqlstore.Engine]string
-}{dsn: map[sqlstore.Engine]string{}}
+	dsn map[string]string
+}{dsn: map[string]string{}}
 
 // populatedDSN returns a database holding manyKeys full bucket rows of
 // benchPolicy (policy id 1), built once per run in SQL.
 func populatedDSN(b *testing.B, engine sqlstore.Engine) string {
+	return populatedDSNOf(b, engine, manyKeys)
+}
+
+// populatedDSNOf is populatedDSN with rows bucket rows.
+func populatedDSNOf(b *testing.B, engine sqlstore.Engine, rows int) string {
 	b.Helper()
 	benchDB.Lock()
 	defer benchDB.Unlock()
-	if dsn, ok := benchDB.dsn[engine]; ok {
+	id := fmt.Sprintf("%s/%d", engine, rows)
+	if dsn, ok := benchDB.dsn[id]; ok {
 		return dsn
 	}
 	if engine == sqlstore.Postgres && os.Getenv(sqlstoretest.PostgresEnv) == "" {
@@ -122,7 +129,7 @@ func populatedDSN(b *testing.B, engine sqlstore.Engine) string {
 		}
 	} else {
 		var err error
-		if dsn, err = benchSchema(); err != nil {
+		if dsn, err = benchSchema(fmt.Sprintf("balde_bench_%d", rows)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -138,31 +145,31 @@ func populatedDSN(b *testing.B, engine sqlstore.Engine) string {
 			INSERT INTO policies (id, name) VALUES (1, '%s');
 			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 			INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
-			SELECT 1, 'prod', printf('u%%07d', i), %d, 0, %d, 0, 1 FROM n`, benchPolicy, manyKeys-1, throttle.MaxTokens, now)
+			SELECT 1, 'prod', printf('u%%07d', i), %d, 0, %d, 0, 1 FROM n`, benchPolicy, rows-1, throttle.MaxTokens, now)
 	} else {
 		q = fmt.Sprintf(`
 			INSERT INTO policies (id, name) VALUES (1, '%s');
 			INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
 			SELECT 1, 'prod', 'u' || lpad(i::text, 7, '0'), %d, 0, %d, 0, 1 FROM generate_series(0, %d) i;
-			ANALYZE buckets`, benchPolicy, throttle.MaxTokens, now, manyKeys-1)
+			ANALYZE buckets`, benchPolicy, throttle.MaxTokens, now, rows-1)
 	}
 	if _, err := s.DB().Exec(q); err != nil {
 		b.Fatal(err)
 	}
-	benchDB.dsn[engine] = dsn
+	benchDB.dsn[id] = dsn
 	return dsn
 }
 
-// benchSchema recreates the schema balde_bench in the PostgreSQL of
+// benchSchema recreates a schema in the PostgreSQL of
 // BALDE_TEST_POSTGRES_DSN, migrated, and returns its DSN.
-func benchSchema() (string, error) {
+func benchSchema(schema string) (string, error) {
 	base := os.Getenv(sqlstoretest.PostgresEnv)
 	db, err := sql.Open("pgx", base)
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
-	if _, err := db.Exec(`DROP SCHEMA IF EXISTS balde_bench CASCADE; CREATE SCHEMA balde_bench`); err != nil {
+	if _, err := db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE; CREATE SCHEMA ` + schema); err != nil {
 		return "", err
 	}
 	u, err := url.Parse(base)
@@ -170,7 +177,7 @@ func benchSchema() (string, error) {
 		return "", err
 	}
 	q := u.Query()
-	q.Set("search_path", "balde_bench")
+	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	dsn := u.String()
 	return dsn, sqlstore.Migrate(context.Background(), dsn, upMigrations)
@@ -471,5 +478,100 @@ func BenchmarkPaced(b *testing.B) {
 			slices.Sort(lag)
 			b.ReportMetric(float64(lag[len(lag)*99/100].Nanoseconds())/1e3, "lag-p99-µs")
 		})
+	}
+}
+
+// BenchmarkScale checks that a decision stays O(log n) in the number of
+// bucket rows: naive decisions on random keys and the admin's first page
+// (keyset) at 1 M and 10 M rows (10 M only with BALDE_BENCH_10M=1: building
+// it takes a few minutes), and the cost of one bounded prune batch.
+func BenchmarkScale(b *testing.B) {
+	sizes := []int{manyKeys}
+	if os.Getenv("BALDE_BENCH_10M") != "" {
+		sizes = append(sizes, 10*manyKeys)
+	}
+	for _, rows := range sizes {
+		pick := func(i int) throttle.Key { return benchKey(rand.IntN(rows)) }
+		b.Run(fmt.Sprintf("sqlite/rows=%d/decision", rows), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			lim, err := throttle.NewLimiter(s, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			measure(b, 1, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: pick(i), Cost: 1})
+				return err
+			})
+		})
+		b.Run(fmt.Sprintf("sqlite/rows=%d/list-page", rows), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			lim, err := throttle.NewLimiter(s, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			measure(b, 1, func(_, i int) error {
+				// A page deep in the table, by cursor.
+				_, err := lim.List(ctx, throttle.Filter{After: pick(i), Limit: throttle.DefaultPageSize})
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkPruneWhileDeciding measures decisions while `balde prune`
+// deletes idle bucket rows (the populated table is all idle) in batches of
+// 1000 and 100: the p99.9 shows how long a prune batch holds the write lock.
+func BenchmarkPruneWhileDeciding(b *testing.B) {
+	for _, batch := range []int{1000, 100} {
+		b.Run(fmt.Sprintf("sqlite/batch=%d/callers=4", batch), func(b *testing.B) {
+			dir := b.TempDir()
+			src := strings.TrimPrefix(populatedDSN(b, sqlstore.SQLite), "sqlite://")
+			copyFile(b, src, dir+"/p.db")
+			s, err := sqlstore.Open(context.Background(), "sqlite://"+dir+"/p.db", sqlstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
+			defer g.Close()
+			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			pruned := make(chan throttle.PruneResult, 1)
+			go func() {
+				res, _ := lim.Prune(ctx, throttle.PruneOptions{BucketBatch: batch})
+				pruned <- res
+			}()
+			measure(b, 4, func(_, i int) error {
+				_, err := lim.Take(context.Background(), "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+			cancel()
+			res := <-pruned
+			b.ReportMetric(float64(res.Buckets), "buckets-pruned")
+		})
+	}
+}
+
+func copyFile(b *testing.B, from, to string) {
+	b.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -570,13 +570,13 @@ func testPrune(t *testing.T, open OpenStore) {
 		// Both stores answered the same.
 		require.Equal(t, d[:2], d[2:], "round %d", round)
 		if round%5 == 4 {
-			_, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2})
+			_, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2, BucketBatch: 2})
 			require.NoError(t, err)
 		}
 	}
 	// After a long idle time every bucket is full: all rows go.
 	pruned.Clock.Advance(time.Hour)
-	res, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1})
+	res, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1, BucketBatch: 1})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), res.Buckets)
 	n, err := pruned.Limiter.CountLedger(ctx, throttle.LedgerQuery{})

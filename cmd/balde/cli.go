@@ -47,6 +47,7 @@ func commands() []Command {
 		{"dict-reconcile", "lower local DICT buckets to the DICT's GET /policies/ state", runDictReconcile},
 		{"serve", "run the web app: admin pages, /api, /metrics, /healthz", runServe},
 		{"sifen-send", "send DE and lot XML files to SIFEN through the throttle", runSifenSend},
+		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
 		{"version", "print the version", func(_ context.Context, m *Main, _ []string) error {
 			fmt.Fprintln(m.Stdout, "balde", Version)
 			return nil

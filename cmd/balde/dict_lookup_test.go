@@ -20,6 +20,8 @@ import (
 
 	"balde/dict"
 	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
 )
 
 // foundKeys are keys the simulator's directory holds (dict/testdata/entries.csv).
@@ -111,43 +113,45 @@ type childProc struct {
 // TestDictLookupWait: once the participant's bucket is empty, --wait
 // sleeps exactly until the next refill step, then the lookups go on.
 func TestDictLookupWait(t *testing.T) {
-	p := participantPolicy(t)
-	require.Equal(t, throttle.RefillStepwise, p.Refill)
-	sim := startDictSim(t, "H", true)
-	clock := newFakeTime(testEpoch, func(d time.Duration) {
-		_, err := sim.Advance(d)
-		require.NoError(t, err)
-	})
-	n := int(p.Capacity + p.RefillTokens) // one refill step beyond the bucket
-	out := filepath.Join(t.TempDir(), "results.json")
-	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		p := participantPolicy(t)
+		require.Equal(t, throttle.RefillStepwise, p.Refill)
+		sim := startDictSim(t, "H", true)
+		clock := newFakeTime(testEpoch, func(d time.Duration) {
+			_, err := sim.Advance(d)
+			require.NoError(t, err)
+		})
+		n := int(p.Capacity + p.RefillTokens) // one refill step beyond the bucket
+		out := filepath.Join(t.TempDir(), "results.json")
+		env := map[string]string{"BALDE_DB": sqlstoretest.DSN(t, engine), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
 
-	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "dict-lookup", "--json", "--out", out, keysFile(t, n))
-	require.Equal(t, ExitOK, code, stderr)
-	require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "dict-lookup", "--json", "--out", out, keysFile(t, n))
+		require.Equal(t, ExitOK, code, stderr)
+		require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
 
-	items, sum := jsonLines[lookupRecord](t, stdout)
-	require.Equal(t, summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
-	for i, it := range items {
-		require.Equal(t, http.StatusOK, it.Status, "lookup %d", i)
-		wantWait := 0.0
-		if i == int(p.Capacity) {
-			wantWait = p.RefillPeriod.Seconds()
+		items, sum := jsonLines[lookupRecord](t, stdout)
+		require.Equal(t, summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
+		for i, it := range items {
+			require.Equal(t, http.StatusOK, it.Status, "lookup %d", i)
+			wantWait := 0.0
+			if i == int(p.Capacity) {
+				wantWait = p.RefillPeriod.Seconds()
+			}
+			require.Equal(t, wantWait, it.WaitS, "lookup %d", i)
 		}
-		require.Equal(t, wantWait, it.WaitS, "lookup %d", i)
-	}
-	require.Equal(t, int64(n), sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
-	require.Equal(t, int64(0), sim.Stats().Total(http.StatusTooManyRequests))
+		require.Equal(t, int64(n), sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
+		require.Equal(t, int64(0), sim.Stats().Total(http.StatusTooManyRequests))
 
-	// --out holds the same results as one JSON array, with the entries.
-	data, err := os.ReadFile(out)
-	require.NoError(t, err)
-	var written []lookupRecord
-	require.NoError(t, json.Unmarshal(data, &written))
-	require.Equal(t, items, written)
-	require.Equal(t, "João Silva", written[0].OwnerName)
-	require.Equal(t, "PHONE", written[0].KeyType)
-	require.Equal(t, "12345678", written[0].Participant)
+		// --out holds the same results as one JSON array, with the entries.
+		data, err := os.ReadFile(out)
+		require.NoError(t, err)
+		var written []lookupRecord
+		require.NoError(t, json.Unmarshal(data, &written))
+		require.Equal(t, items, written)
+		require.Equal(t, "João Silva", written[0].OwnerName)
+		require.Equal(t, "PHONE", written[0].KeyType)
+		require.Equal(t, "12345678", written[0].Participant)
+	})
 }
 
 func TestDictLookupNoWait(t *testing.T) {

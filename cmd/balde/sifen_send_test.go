@@ -15,6 +15,7 @@ import (
 	"balde/sifen/sifensim"
 	"balde/sifen/sifentest"
 	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
 )
 
 // threeLotsOfOneRUC writes three DEs of RUC 80069563 of three types: three
@@ -48,42 +49,44 @@ func documentStatuses(t *testing.T, db string) map[string]int {
 }
 
 func TestSifenSendWait(t *testing.T) {
-	clock := newFakeTime(testEpoch)
-	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 5 * time.Second})
-	dir, cdcs := threeLotsOfOneRUC(t)
-	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
-	env := map[string]string{"SIFEN_THROTTLE_SECONDS": "7", "BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		clock := newFakeTime(testEpoch)
+		sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 5 * time.Second})
+		dir, cdcs := threeLotsOfOneRUC(t)
+		db := sqlstoretest.DSN(t, engine)
+		env := map[string]string{"SIFEN_THROTTLE_SECONDS": "7", "BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
 
-	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--json", dir)
-	require.Equal(t, ExitOK, code, stderr)
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--json", dir)
+		require.Equal(t, ExitOK, code, stderr)
 
-	// Each lot after the first waited exactly the configured cooldown.
-	require.Equal(t, []time.Duration{7 * time.Second, 7 * time.Second}, clock.slept())
-	items, sum := jsonLines[sifenRecord](t, stdout)
-	require.Len(t, items, 3)
-	var waits []float64
-	for i, it := range items {
-		require.Equal(t, resultSent, it.Result, it.Message)
-		require.Equal(t, cdcs[i], it.CDC)
-		require.Equal(t, "80069563-1", it.RUC)
-		require.Equal(t, "test", it.Env)
-		require.Equal(t, sifen.CodeLotQueued, it.Code)
-		require.NotEmpty(t, it.Lot)
-		require.Equal(t, filepath.Join(dir, []string{"a.xml", "b.xml", "c.xml"}[i]), it.File)
-		waits = append(waits, it.WaitS)
-	}
-	require.Equal(t, []float64{0, 7, 7}, waits)
-	require.Equal(t, summary{Total: 3, Sent: 3, WaitS: 14, ElapsedS: 14}, sum)
-	require.Equal(t, map[string]int{cdcs[0]: 1, cdcs[1]: 1, cdcs[2]: 1}, sim.queuedCounts())
-	require.Equal(t, int64(0), sim.Stats().Count("siRecepLoteDE", "", "", "0301"))
+		// Each lot after the first waited exactly the configured cooldown.
+		require.Equal(t, []time.Duration{7 * time.Second, 7 * time.Second}, clock.slept())
+		items, sum := jsonLines[sifenRecord](t, stdout)
+		require.Len(t, items, 3)
+		var waits []float64
+		for i, it := range items {
+			require.Equal(t, resultSent, it.Result, it.Message)
+			require.Equal(t, cdcs[i], it.CDC)
+			require.Equal(t, "80069563-1", it.RUC)
+			require.Equal(t, "test", it.Env)
+			require.Equal(t, sifen.CodeLotQueued, it.Code)
+			require.NotEmpty(t, it.Lot)
+			require.Equal(t, filepath.Join(dir, []string{"a.xml", "b.xml", "c.xml"}[i]), it.File)
+			waits = append(waits, it.WaitS)
+		}
+		require.Equal(t, []float64{0, 7, 7}, waits)
+		require.Equal(t, summary{Total: 3, Sent: 3, WaitS: 14, ElapsedS: 14}, sum)
+		require.Equal(t, map[string]int{cdcs[0]: 1, cdcs[1]: 1, cdcs[2]: 1}, sim.queuedCounts())
+		require.Equal(t, int64(0), sim.Stats().Count("siRecepLoteDE", "", "", "0301"))
 
-	// A second run finds every document sent: nothing goes out again.
-	clock.Advance(time.Hour)
-	code, stdout, stderr = runIn(clock.ctx(context.Background()), "", env, "sifen-send", dir)
-	require.Equal(t, ExitOK, code, stderr)
-	require.Contains(t, stdout, "0 sent, 0 blocked, 3 skipped, 0 failed of 3")
-	require.Equal(t, 3, strings.Count(stdout, "CDC already sent"))
-	require.Equal(t, int64(3), sim.Stats().Count("siRecepLoteDE", "", "", ""))
+		// A second run finds every document sent: nothing goes out again.
+		clock.Advance(time.Hour)
+		code, stdout, stderr = runIn(clock.ctx(context.Background()), "", env, "sifen-send", dir)
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "0 sent, 0 blocked, 3 skipped, 0 failed of 3")
+		require.Equal(t, 3, strings.Count(stdout, "CDC already sent"))
+		require.Equal(t, int64(3), sim.Stats().Count("siRecepLoteDE", "", "", ""))
+	})
 }
 
 func TestSifenSendNoWait(t *testing.T) {

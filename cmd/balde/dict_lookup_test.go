@@ -187,9 +187,10 @@ func TestDictLookupNotFoundAndPlainKeys(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	// One key per line, the payer from --payer; a comment; a key the
 	// directory does not hold.
-	keys := writeFile(t, t.TempDir(), "keys.txt", []byte("# to check\n+5561988880000\n+5561900000000\n"))
-	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
-		"--dict-url", sim.URL(), "--payer", "11222333000181", "--json", keys)
+	// They come from stdin ("-").
+	keys := "# to check\n+5561988880000\n+5561900000000\n"
+	code, stdout, stderr := runIn(clock.ctx(context.Background()), keys, nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
+		"--dict-url", sim.URL(), "--payer", "11222333000181", "--json", "-")
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum := jsonLines[lookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Sent)

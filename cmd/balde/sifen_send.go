@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -267,7 +268,11 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	if err != nil {
 		fmt.Fprintf(b.warn, "balde: sifen-send: some documents left sending could not be resolved (they stay unsent): %s\n", oneLine(err.Error()))
 	}
-	sending, err := b.sendingCDCs(ctx)
+	sending, err := b.cdcsIn(ctx, sifen.StatusSending)
+	if err != nil {
+		return stop(err)
+	}
+	rejected, err := b.cdcsIn(ctx, sifen.StatusRejected)
 	if err != nil {
 		return stop(err)
 	}
@@ -280,13 +285,27 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 		if ctx.Err() != nil {
 			return b.interrupted(items)
 		}
+		if id, ok := rejected[it.de.CDC]; ok {
+			// Import would make a rejected document a draft again: only a
+			// corrected one is worth sending.
+			doc, err := b.sender.Get(ctx, id)
+			if err != nil {
+				return stop(err)
+			}
+			if bytes.Equal(doc.XML, it.de.XML) {
+				it.doc, it.res, it.code = id, resultSkipped, doc.ResponseCode
+				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", doc.Message)
+				b.finish(it)
+				continue
+			}
+		}
 		imported, err := b.sender.Import(ctx, it.de.XML, b.env)
 		switch {
 		case err == nil:
 			it.doc = imported[0].ID
 			byID[it.doc] = it
 			docs = append(docs, imported[0])
-		case errors.Is(err, sifen.ErrCDCInFlight) && sending[it.de.CDC]:
+		case errors.Is(err, sifen.ErrCDCInFlight) && sending[it.de.CDC] != 0:
 			it.res = resultBlocked
 			it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); settled by a run after %s", sifen.DefaultResolveAfter)
 			b.finish(it)
@@ -324,18 +343,20 @@ func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
 	return b.rep.finish(true, len(items)-b.done), nil
 }
 
-// sendingCDCs returns the CDCs of the env's documents in "sending" (after
-// Resolve: those whose send may still be running, here or elsewhere).
-func (b *sifenBatch) sendingCDCs(ctx context.Context) (map[string]bool, error) {
-	out := make(map[string]bool)
-	f := sifen.Filter{Env: b.env, Statuses: []sifen.Status{sifen.StatusSending}, Limit: 1000}
+// cdcsIn returns the env's documents in status by CDC. After Resolve, the
+// documents in "sending" are those whose send may still be running, here
+// or elsewhere; "rejected" ones are few. (sifen.Filter has no CDC field:
+// this lists them all, 1000 a page.)
+func (b *sifenBatch) cdcsIn(ctx context.Context, status sifen.Status) (map[string]int64, error) {
+	out := make(map[string]int64)
+	f := sifen.Filter{Env: b.env, Statuses: []sifen.Status{status}, Limit: 1000}
 	for {
 		docs, err := b.sender.List(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		for _, d := range docs {
-			out[d.CDC] = true
+			out[d.CDC] = d.ID
 		}
 		if len(docs) < f.Limit {
 			return out, nil
@@ -400,7 +421,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 		}
 		b.rep.waiting(d, fmt.Sprintf("%s on %s, %d document(s)", out.Blocked.Reason, out.Blocked.Key, len(ids)))
 		if err := b.clock.Sleep(ctx, d); err != nil {
-			report(resultBlocked, "", "", "interrupted while waiting for the throttle", waited)
+			report(resultBlocked, "", "", "interrupted while waiting for the throttle", d)
 			return nil, nil
 		}
 		waited += d

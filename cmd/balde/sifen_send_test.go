@@ -296,3 +296,53 @@ func TestSifenSendKill9(t *testing.T) {
 	require.Equal(t, int64(0), sim.Stats().Count("siRecepLoteDE", "", "", "0301"))
 	require.Equal(t, map[string]int{"sent": 10, "approved": 2}, documentStatuses(t, db))
 }
+
+// TestSifenSendRejected: a document SIFEN rejected is not sent again by a
+// rerun while its file is unchanged; once corrected (same CDC, new XML) it
+// is.
+func TestSifenSendRejected(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	bad := sifentest.Doc{RUC: "80069563", Number: 2}
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+		return "1001", "CDC duplicado", de.CDC == bad.CDC()
+	}})
+	dir := t.TempDir()
+	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, bad))
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+	ctx := clock.ctx(context.Background())
+	code, _, stderr := runIn(ctx, "", env, "sifen-send", dir)
+	require.Equal(t, ExitOK, code, stderr)
+
+	// What serve does in the background: query the lot once it is due.
+	clock.Advance(sifen.DefaultConsultaInterval)
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	sender, err := eng.sifenSender(cfg, sim.URL)
+	require.NoError(t, err)
+	_, err = sender.Poll(ctx)
+	require.NoError(t, err)
+	require.NoError(t, eng.close(ctx))
+	require.Equal(t, map[string]int{"approved": 1, "rejected": 1}, documentStatuses(t, db))
+
+	code, stdout, stderr := runIn(ctx, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 2, Skipped: 2}, sum)
+	require.Equal(t, "rejected by SIFEN (Rechazado: 1001 CDC duplicado); correct the document to send it again", items[1].Message)
+	require.Equal(t, int64(1), sim.Stats().Count("siRecepLoteDE", "", "", ""))
+
+	// The corrected document has the same CDC and another XML.
+	fixed := bad
+	fixed.Filler = 10
+	require.Equal(t, bad.CDC(), fixed.CDC())
+	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, fixed))
+	code, stdout, stderr = runIn(ctx, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum = jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 2, Sent: 1, Skipped: 1}, sum)
+	require.Equal(t, resultSent, items[1].Result)
+	require.Equal(t, map[string]int{bad.CDC(): 2, sifentest.Doc{RUC: "80069563", Number: 1}.CDC(): 1}, sim.queuedCounts())
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -271,4 +272,37 @@ func TestDictLookupBadInput(t *testing.T) {
 	code, _, stderr := runIn(context.Background(), "", nil, "dict-lookup", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stderr, "Example:\n  balde dict-lookup --dict-url")
+}
+
+// FuzzReadLookups: any input is either refused with a usage error or read
+// into lookups whose every key and payer is valid.
+func FuzzReadLookups(f *testing.F) {
+	for _, s := range []string{
+		"key,payer\n+5561988880000,52998224725\n",
+		"# c\n11144477735\n",
+		"maria.souza@example.com, 11222333000181\n",
+		"\"+5561988880000\",\"52998224725\"\n",
+		"a,b,c\n",
+		"\"unterminated\n",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		m := NewMain(strings.NewReader(input), io.Discard, io.Discard, func(string) string { return "" })
+		items, err := readLookups(m, "-", "52998224725")
+		if err != nil {
+			var ee *ExitError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, ExitUsage, ee.Code)
+			return
+		}
+		require.NotEmpty(t, items)
+		for _, it := range items {
+			_, err := dict.ParseKey(it.Key)
+			require.NoError(t, err)
+			_, err = dict.ParsePayerID(it.Payer)
+			require.NoError(t, err)
+		}
+	})
 }

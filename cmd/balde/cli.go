@@ -46,6 +46,10 @@ func commands() []Command {
 		{"migrate", "apply or revert database migrations (up|down|version)", runMigrate},
 		{"dict-reconcile", "lower local DICT buckets to the DICT's GET /policies/ state", runDictReconcile},
 		{"serve", "run the web app: admin pages, /api, /metrics, /healthz", runServe},
+		{"sifen-send", "send DE and lot XML files to SIFEN through the throttle", runSifenSend},
+		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
+		{"buckets", "list, show or reset buckets (the admin page in the terminal)", runBuckets},
+		{"prune", "remove old ledger rows, idle buckets and old DICT lookups", runPrune},
 		{"version", "print the version", func(_ context.Context, m *Main, _ []string) error {
 			fmt.Fprintln(m.Stdout, "balde", Version)
 			return nil

@@ -36,6 +36,10 @@ type engineOptions struct {
 	// Observer receives the limiter's measurements (serve's metrics).
 	Observer throttle.Observer
 	Logger   *slog.Logger
+	// Clock is the engine's time: the store's, and so the limiter's and the
+	// SIFEN sender's. Nil is the system clock; tests of the batch commands
+	// give a fake one.
+	Clock throttle.Clock
 }
 
 // SifenOfficial is the value of --sifen-url / BALDE_SIFEN_URL that selects
@@ -82,7 +86,7 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	store, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{Migrate: true, Logger: logger.WithGroup("sqlstore")})
+	store, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{Clock: opts.Clock, Migrate: true, Logger: logger.WithGroup("sqlstore")})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"balde/throttle"
+)
+
+// What the batch commands (sifen-send, dict-lookup) share: how they read
+// time and wait, the --wait/--no-wait/--max-wait flags, and how they
+// report items (a progress bar on a terminal, plain lines otherwise, JSON
+// lines with --json) and the summary.
+
+// batchClock is how a batch command reads time and waits. The engine's
+// clock and the sleep must agree: a command sleeps exactly the RetryAfter
+// the limiter computed, then asks again.
+type batchClock struct {
+	// Now is the engine's clock (engineOptions.Clock); nil is the system
+	// clock.
+	Now throttle.Clock
+	// Sleep waits d, or less when ctx ends first (it then returns
+	// ctx.Err()). Nil is a real wait.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+type batchClockKey struct{}
+
+// withBatchClock returns ctx carrying c for the batch commands run with it.
+// Tests use it to run a command on a fake clock whose sleeps only advance
+// time; main never sets it.
+func withBatchClock(ctx context.Context, c batchClock) context.Context {
+	return context.WithValue(ctx, batchClockKey{}, c)
+}
+
+// batchClockFrom returns the clock ctx carries, with the defaults filled in.
+func batchClockFrom(ctx context.Context) batchClock {
+	c, _ := ctx.Value(batchClockKey{}).(batchClock)
+	if c.Sleep == nil {
+		c.Sleep = sleepContext
+	}
+	return c
+}
+
+// now reads c.Now, or the system clock.
+func (c batchClock) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+// sleepContext waits d or until ctx ends.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// DefaultMaxWait is the most a batch command waits for one item, over all
+// its retries, unless --max-wait says otherwise. It covers SIFEN's
+// cooldown many times over and a local block after a 0301 (10 min).
+const DefaultMaxWait = 15 * time.Minute
+
+// waitFlags are --wait, --no-wait and --max-wait.
+type waitFlags struct {
+	wait, noWait bool
+	maxWait      time.Duration
+}
+
+func (w *waitFlags) add(fs *flag.FlagSet) {
+	w.maxWait = DefaultMaxWait
+	fs.BoolVar(&w.wait, "wait", false, "when the throttle refuses an item, sleep exactly until it would be admitted and retry (the default)")
+	fs.BoolVar(&w.noWait, "no-wait", false, "when the throttle refuses an item, report it blocked and go on with the next")
+	fs.Var(durationFlag{&w.maxWait}, "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
+}
+
+// resolve returns whether to wait, and for how long at most per item.
+func (w *waitFlags) resolve(cmd string) (bool, time.Duration, error) {
+	if w.wait && w.noWait {
+		return false, 0, UsageError("%s: --wait and --no-wait contradict each other", cmd)
+	}
+	return !w.noWait, w.maxWait, nil
+}
+
+// result is how one item of a batch ended.
+type result string
+
+const (
+	resultSent    result = "sent"    // sent, and answered
+	resultBlocked result = "blocked" // not sent: the throttle refused it (or it is in flight elsewhere)
+	resultSkipped result = "skipped" // nothing to do: already sent
+	resultFailed  result = "failed"  // sent or tried, without success
+	resultInvalid result = "invalid" // bad input: nothing was sent
+)
+
+// summary is the end of a batch: counts by result, the time spent waiting
+// and in all. It is printed as a line, or as one JSON object
+// {"summary": {...}} after the items' JSON lines.
+type summary struct {
+	Total   int `json:"total"`
+	Sent    int `json:"sent"`
+	Blocked int `json:"blocked"`
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
+	Invalid int `json:"invalid"`
+	// NotProcessed counts items left untouched by an interruption.
+	NotProcessed int     `json:"not_processed"`
+	WaitS        float64 `json:"wait_s"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	Interrupted  bool    `json:"interrupted"`
+}
+
+// undone counts the items that are not done: exit code 1 when positive.
+func (s summary) undone() int { return s.Blocked + s.Failed + s.Invalid + s.NotProcessed }
+
+// String renders the summary line.
+func (s summary) String() string {
+	line := fmt.Sprintf("%d sent, %d blocked, %d skipped, %d failed", s.Sent, s.Blocked, s.Skipped, s.Failed)
+	if s.Invalid > 0 {
+		line += fmt.Sprintf(", %d invalid", s.Invalid)
+	}
+	line += fmt.Sprintf(" of %d in %s; waited %s", s.Total, fmtSeconds(s.ElapsedS), fmtSeconds(s.WaitS))
+	if s.Interrupted {
+		line += fmt.Sprintf("; interrupted, %d not processed", s.NotProcessed)
+	}
+	return line
+}
+
+// fmtSeconds renders seconds as a Go duration rounded for people.
+func fmtSeconds(s float64) string {
+	return fmtWait(time.Duration(s * float64(time.Second)))
+}
+
+// fmtWait renders a wait for people: "4m12s", "7s", "0.35s".
+func fmtWait(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < 10*time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// seconds converts a duration to seconds, rounded to the millisecond, for
+// the JSON output.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// outputMode is how a reporter writes.
+type outputMode int
+
+const (
+	modePlain outputMode = iota // one log line per item (stdout is not a terminal: CI, cron, a pipe)
+	modeBar                     // a progress bar with counts and ETA; notable items as lines above it
+	modeJSON                    // one JSON object per line per item, then the summary object
+)
+
+// chooseMode picks the output mode for w: JSON when asked, a bar when w is
+// a terminal, plain lines otherwise.
+func chooseMode(w io.Writer, jsonOut bool) outputMode {
+	switch {
+	case jsonOut:
+		return modeJSON
+	case isTerminal(w):
+		return modeBar
+	}
+	return modePlain
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// reporter writes a batch's items, waits and summary. Not safe for
+// concurrent use (a batch handles one item at a time).
+type reporter struct {
+	w     io.Writer
+	mode  outputMode
+	bar   *progressbar.ProgressBar
+	clock batchClock
+	start time.Time
+	sum   summary
+}
+
+// newReporter returns a reporter of total items writing to w in mode.
+func newReporter(w io.Writer, mode outputMode, total int, what string, clock batchClock) *reporter {
+	r := &reporter{w: w, mode: mode, clock: clock, start: clock.now(), sum: summary{Total: total}}
+	if mode == modeBar {
+		r.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+		)
+	}
+	return r
+}
+
+// item records one item's result: counted, and written as line (plain),
+// as a line above the bar when it is not a plain success (bar), or as obj
+// (JSON).
+func (r *reporter) item(res result, line string, obj any) {
+	switch res {
+	case resultSent:
+		r.sum.Sent++
+	case resultBlocked:
+		r.sum.Blocked++
+	case resultSkipped:
+		r.sum.Skipped++
+	case resultFailed:
+		r.sum.Failed++
+	case resultInvalid:
+		r.sum.Invalid++
+	}
+	switch r.mode {
+	case modePlain:
+		fmt.Fprintln(r.w, line)
+	case modeJSON:
+		writeJSONLine(r.w, obj)
+	case modeBar:
+		if res != resultSent && res != resultSkipped {
+			r.above(line)
+		}
+		r.bar.Describe(r.counts())
+		_ = r.bar.Add(1)
+	}
+}
+
+// waiting shows a wait that is about to start and adds it to the total.
+func (r *reporter) waiting(d time.Duration, why string) {
+	r.sum.WaitS += seconds(d)
+	switch r.mode {
+	case modePlain:
+		fmt.Fprintf(r.w, "waiting %s: %s\n", fmtWait(d), why)
+	case modeBar:
+		r.bar.Describe(fmt.Sprintf("waiting %s (%s)", fmtWait(d), why))
+	}
+}
+
+// note writes an event that is not an item (a resolved document): a plain
+// line, a line above the bar, or nothing in JSON mode.
+func (r *reporter) note(line string) {
+	switch r.mode {
+	case modePlain:
+		fmt.Fprintln(r.w, line)
+	case modeBar:
+		r.above(line)
+	}
+}
+
+// above prints line above the progress bar.
+func (r *reporter) above(line string) {
+	_ = r.bar.Clear()
+	fmt.Fprintln(r.w, line)
+	_ = r.bar.RenderBlank()
+}
+
+func (r *reporter) counts() string {
+	return fmt.Sprintf("sent %d, blocked %d, skipped %d, failed %d", r.sum.Sent, r.sum.Blocked, r.sum.Skipped, r.sum.Failed)
+}
+
+// finish writes the summary and returns it. notProcessed items were left
+// untouched by an interruption.
+func (r *reporter) finish(interrupted bool, notProcessed int) summary {
+	r.sum.Interrupted, r.sum.NotProcessed = interrupted, notProcessed
+	r.sum.ElapsedS = seconds(r.clock.now().Sub(r.start))
+	switch r.mode {
+	case modeJSON:
+		writeJSONLine(r.w, struct {
+			Summary summary `json:"summary"`
+		}{r.sum})
+	case modeBar:
+		if !r.bar.IsFinished() {
+			_ = r.bar.Exit()
+			fmt.Fprintln(r.w)
+		}
+		fmt.Fprintln(r.w, r.sum.String())
+	default:
+		fmt.Fprintln(r.w, r.sum.String())
+	}
+	return r.sum
+}
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(strconv.Quote(err.Error()))
+	}
+	b = append(b, '\n')
+	_, _ = w.Write(b)
+}
+
+// batchExit is a batch's error from its summary: nil when every item is
+// done, exit code 1 naming what is not.
+func batchExit(cmd string, s summary) error {
+	if s.undone() == 0 {
+		return nil
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{s.Blocked, "blocked"}, {s.Failed, "failed"}, {s.Invalid, "invalid"}, {s.NotProcessed, "not processed (interrupted)"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: %d of %d not done: %s", cmd, s.undone(), s.Total, strings.Join(parts, ", "))}
+}

@@ -1,0 +1,455 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"balde/dict"
+	"balde/sifen"
+	"balde/throttle"
+)
+
+// runBuckets is "balde buckets list|show|reset": the admin page's data in
+// the terminal, and its reset button.
+func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	fs := m.newFlagSet("buckets",
+		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--limit N] [--after CURSOR] [--json] [--yes] [--actor NAME] [POLICY/ENV/ID]",
+		"balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20\n"+
+			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
+			"  balde buckets reset --yes --actor alice ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
+	cfg.addStoreFlags(fs)
+	cfg.addDictFlags(fs)
+	cfg.addPolicyFlags(fs)
+	policy := fs.String("policy", "", "policy name (list: a filter; show, reset: part of the key)")
+	env := fs.String("env", "", "env: prod, test, ... (list: a filter; show, reset: part of the key)")
+	id := fs.String("id", "", "identifier (list: a prefix; show, reset: exact)")
+	limit := fs.Int("limit", 0, "list: buckets per page (default 50, at most 1000); show: ledger rows (default 20)")
+	after := fs.String("after", "", "list: the cursor printed at the end of the previous page")
+	jsonOut := fs.Bool("json", false, "write JSON instead of a table")
+	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
+	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger")
+
+	// Flags may come before or after the action and the key
+	// ("buckets list --policy X", "buckets --policy X list").
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	var action string
+	var rest []string
+	if len(pos) > 0 {
+		action, rest = pos[0], pos[1:]
+	}
+	if action != "list" && action != "show" && action != "reset" {
+		if action == "" {
+			return UsageError("buckets: want an action: list, show or reset")
+		}
+		return UsageError("buckets: unknown action %q (want list, show or reset)", action)
+	}
+	if *limit < 0 || *limit > throttle.MaxPageSize {
+		return UsageError("buckets: --limit %d: want 1..%d", *limit, throttle.MaxPageSize)
+	}
+
+	eng, err := openAdminEngine(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	b := bucketsCmd{m: m, eng: eng, json: *jsonOut}
+
+	if action == "list" {
+		if len(rest) > 0 {
+			return UsageError("buckets list: unexpected arguments %q (filters are --policy, --env, --id)", rest)
+		}
+		cursor, err := throttle.DecodeCursor(*after)
+		if err != nil {
+			return UsageError("buckets list: --after: %v", err)
+		}
+		return b.list(ctx, throttle.Filter{Policy: *policy, Env: *env, IdentifierPrefix: *id, After: cursor, Limit: *limit})
+	}
+	key, err := bucketKey(action, rest, *policy, *env, *id)
+	if err != nil {
+		return err
+	}
+	if _, err := eng.limiter.Policy(key); err != nil {
+		return UsageError("buckets %s: %s: %v", action, key, err)
+	}
+	if action == "show" {
+		return b.show(ctx, key, *limit)
+	}
+	if strings.TrimSpace(*actor) == "" {
+		return UsageError("buckets reset: --actor is empty")
+	}
+	return b.reset(ctx, key, *actor, *yes)
+}
+
+// parseInterleaved parses flags that may come between the positional
+// arguments, and returns those arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+}
+
+// openAdminEngine opens the engine with every policy serve knows — the
+// inbound limiter's too, so its buckets are not shown as orphans — and
+// the DICT category a reconciliation recorded.
+func openAdminEngine(ctx context.Context, cfg Config) (*engine, error) {
+	inbound, err := newInbound(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var resolvers throttle.Resolvers
+	if inbound != nil {
+		resolvers = append(resolvers, inbound.Policies())
+	}
+	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: batchClockFrom(ctx).Now})
+	if err != nil {
+		return nil, err
+	}
+	category, ok, err := dict.NewRecords(eng.store.DB(), eng.store.ReadDB()).Category(ctx, eng.dict.Env(), cfg.DictParticipant)
+	if err == nil && ok {
+		err = eng.dict.SetCategory(category)
+	}
+	if err != nil {
+		return nil, errors.Join(err, eng.close(ctx))
+	}
+	return eng, nil
+}
+
+// bucketKey reads the key of show and reset: POLICY/ENV/IDENTIFIER as the
+// argument, or --policy, --env and --id.
+func bucketKey(action string, rest []string, policy, env, id string) (throttle.Key, error) {
+	var k throttle.Key
+	switch {
+	case len(rest) == 1 && policy == "" && env == "" && id == "":
+		parts := strings.SplitN(rest[0], "/", 3)
+		if len(parts) != 3 {
+			return k, UsageError("buckets %s: %q is not POLICY/ENV/IDENTIFIER", action, rest[0])
+		}
+		k = throttle.Key{Policy: parts[0], Env: parts[1], Identifier: parts[2]}
+	case len(rest) == 0:
+		k = throttle.Key{Policy: policy, Env: env, Identifier: id}
+	default:
+		return k, UsageError("buckets %s: give the key once: POLICY/ENV/IDENTIFIER, or --policy, --env and --id", action)
+	}
+	if err := k.Validate(); err != nil {
+		return k, UsageError("buckets %s: want a key POLICY/ENV/IDENTIFIER (or --policy, --env and --id): %v", action, err)
+	}
+	return k, nil
+}
+
+// defaultActor is $USER@hostname, or "cli".
+func defaultActor(getenv func(string) string) string {
+	user := getenv("USER")
+	if user == "" {
+		return "cli"
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return user + "@" + host
+	}
+	return user
+}
+
+// bucketsCmd runs one buckets action.
+type bucketsCmd struct {
+	m    *Main
+	eng  *engine
+	json bool
+}
+
+// list prints one page of stored buckets, refilled to now.
+func (b bucketsCmd) list(ctx context.Context, f throttle.Filter) error {
+	page, err := b.eng.limiter.List(ctx, f)
+	if err != nil {
+		return err
+	}
+	if b.json {
+		out := struct {
+			Buckets []bucketJSON `json:"buckets"`
+			Next    string       `json:"next"`
+		}{Buckets: []bucketJSON{}, Next: page.Next}
+		for _, st := range page.States {
+			out.Buckets = append(out.Buckets, b.bucketJSON(st))
+		}
+		writeJSONLine(b.m.Stdout, out)
+		return nil
+	}
+	if len(page.States) == 0 {
+		fmt.Fprintln(b.m.Stdout, "no stored bucket matches (a key with no row is a full bucket)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS")
+	for _, st := range page.States {
+		v := b.view(st)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.scope, st.Key.Identifier, st.Key.Env,
+			st.Tokens, v.capacity, v.refill, v.severity, v.wait, v.lastSend, st.SendCount)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(b.m.Stdout, "more: add --after %s\n", page.Next)
+	}
+	return nil
+}
+
+// show prints one bucket (a key with no row is a full bucket) and its most
+// recent ledger rows.
+func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
+	st, err := b.eng.limiter.State(ctx, key)
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		limit = 20
+	}
+	entries, err := b.eng.limiter.Ledger(ctx, throttle.LedgerQuery{Key: &key, Limit: limit})
+	if err != nil {
+		return err
+	}
+	if b.json {
+		out := struct {
+			Bucket bucketJSON   `json:"bucket"`
+			Ledger []ledgerJSON `json:"ledger"`
+		}{Bucket: b.bucketJSON(st), Ledger: []ledgerJSON{}}
+		for _, e := range entries {
+			out.Ledger = append(out.Ledger, newLedgerJSON(e))
+		}
+		writeJSONLine(b.m.Stdout, out)
+		return nil
+	}
+	b.printState(st)
+	fmt.Fprintf(b.m.Stdout, "\nledger (newest first, at most %d):\n", limit)
+	if len(entries) == 0 {
+		fmt.Fprintln(b.m.Stdout, "  no rows")
+		return nil
+	}
+	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(timeLayout), e.Reason, e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+	}
+	return tw.Flush()
+}
+
+// printState prints a bucket as "field: value" lines.
+func (b bucketsCmd) printState(st throttle.BucketState) {
+	v := b.view(st)
+	w := tabwriter.NewWriter(b.m.Stdout, 0, 0, 1, ' ', 0)
+	stored := "yes"
+	if !st.Stored {
+		stored = "no (a key with no row is a full bucket)"
+	}
+	for _, row := range [][2]string{
+		{"bucket", st.Key.String()},
+		{"scope", v.scope},
+		{"stored", stored},
+		{"tokens", fmt.Sprintf("%d of %s", st.Tokens, v.capacity)},
+		{"refill", v.refill},
+		{"policy", v.policy},
+		{"severity", v.severity},
+		{"cooldown/block", v.wait},
+		{"next admitted", waitOrNow(st.RetryAfter)},
+		{"full", waitOrNow(st.UntilFull)},
+		{"last send", v.lastSend},
+		{"sends", fmt.Sprint(st.SendCount)},
+	} {
+		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
+	}
+	_ = w.Flush()
+}
+
+// reset fills a stored bucket and clears its cooldown and block, after a
+// confirmation read from stdin unless yes.
+func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, yes bool) error {
+	st, err := b.eng.limiter.State(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !st.Stored {
+		return UsageError("buckets reset: no stored bucket %s (a key with no row is already full)", key)
+	}
+	if !yes {
+		b.printState(st)
+		fmt.Fprintf(b.m.Stdout, "Reset %s to %d tokens and clear its cooldown and block, as %q? [y/N] ", key, st.Policy.Capacity, actor)
+		answer, _ := bufio.NewReader(b.m.Stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(b.m.Stdout)
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
+		}
+	}
+	after, err := b.eng.limiter.Reset(ctx, key, actor)
+	if err != nil {
+		return err
+	}
+	if b.json {
+		writeJSONLine(b.m.Stdout, struct {
+			Bucket       bucketJSON `json:"bucket"`
+			TokensBefore int64      `json:"tokens_before"`
+			Actor        string     `json:"actor"`
+		}{b.bucketJSON(after), st.Tokens, actor})
+		return nil
+	}
+	fmt.Fprintf(b.m.Stdout, "reset %s: %d → %d tokens, cooldown and block cleared (by %s)\n", key, st.Tokens, after.Tokens, actor)
+	return nil
+}
+
+// bucketView is a state rendered for people.
+type bucketView struct {
+	scope, capacity, refill, policy, severity, wait, lastSend string
+}
+
+func (b bucketsCmd) view(st throttle.BucketState) bucketView {
+	v := bucketView{
+		scope: b.eng.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
+		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: formatWhen(st.LastSentAt, st.At),
+	}
+	if st.Orphan {
+		v.capacity, v.refill, v.policy, v.severity = "?", "?", "unknown policy", "unknown policy"
+	}
+	var waits []string
+	if st.BlockLeft > 0 {
+		waits = append(waits, "blocked "+fmtWait(st.BlockLeft))
+	}
+	if st.CooldownLeft > 0 {
+		waits = append(waits, "cooldown "+fmtWait(st.CooldownLeft))
+	}
+	if len(waits) > 0 {
+		v.wait = strings.Join(waits, ", ")
+	}
+	return v
+}
+
+// scope names whom a key's bucket belongs to: the DICT's PSP, USER or
+// ENTITY, SIFEN's RUC or LOT, "-" for other policies.
+func (e *engine) scope(k throttle.Key) string {
+	if s, ok := e.dict.Spec(k.Policy); ok {
+		return string(s.Scope)
+	}
+	switch k.Policy {
+	case sifen.PolicyRecepcionLote:
+		return "RUC"
+	case sifen.PolicyConsultaLote:
+		return "LOT"
+	}
+	return "-"
+}
+
+// bucketJSON is a bucket in --json output. Durations are in seconds.
+type bucketJSON struct {
+	Policy        string     `json:"policy"`
+	Env           string     `json:"env"`
+	Identifier    string     `json:"identifier"`
+	Scope         string     `json:"scope"`
+	Stored        bool       `json:"stored"`
+	Orphan        bool       `json:"orphan"`
+	Tokens        int64      `json:"tokens"`
+	Capacity      int64      `json:"capacity"`
+	Refill        string     `json:"refill"`
+	Severity      string     `json:"severity"`
+	CooldownLeftS float64    `json:"cooldown_left_s"`
+	BlockLeftS    float64    `json:"block_left_s"`
+	RetryAfterS   float64    `json:"retry_after_s"`
+	UntilFullS    float64    `json:"until_full_s"`
+	LastSentAt    *time.Time `json:"last_sent_at"`
+	SendCount     int64      `json:"send_count"`
+	At            time.Time  `json:"at"`
+}
+
+func (b bucketsCmd) bucketJSON(st throttle.BucketState) bucketJSON {
+	j := bucketJSON{
+		Policy: st.Key.Policy, Env: st.Key.Env, Identifier: st.Key.Identifier, Scope: b.eng.scope(st.Key),
+		Stored: st.Stored, Orphan: st.Orphan, Tokens: st.Tokens, Capacity: st.Policy.Capacity,
+		Severity: st.Severity.String(), CooldownLeftS: seconds(st.CooldownLeft), BlockLeftS: seconds(st.BlockLeft),
+		RetryAfterS: seconds(st.RetryAfter), UntilFullS: seconds(st.UntilFull), SendCount: st.SendCount, At: st.At.UTC(),
+	}
+	if !st.Orphan {
+		j.Refill = formatRefill(st.Policy)
+	}
+	if !st.LastSentAt.IsZero() {
+		t := st.LastSentAt.UTC()
+		j.LastSentAt = &t
+	}
+	return j
+}
+
+// ledgerJSON is a ledger row in --json output.
+type ledgerJSON struct {
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason"`
+	Delta   int64     `json:"delta"`
+	Balance int64     `json:"balance"`
+	Count   int64     `json:"count"`
+	Ref     string    `json:"ref"`
+}
+
+func newLedgerJSON(e throttle.LedgerEntry) ledgerJSON {
+	return ledgerJSON{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta, Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref}
+}
+
+// formatRefill renders a policy's refill, e.g. "2 / min (stepwise)".
+func formatRefill(p throttle.Policy) string {
+	period := p.RefillPeriod.String()
+	switch p.RefillPeriod {
+	case time.Second:
+		period = "s"
+	case time.Minute:
+		period = "min"
+	case time.Hour:
+		period = "h"
+	case 24 * time.Hour:
+		period = "day"
+	}
+	s := fmt.Sprintf("%d / %s", p.RefillTokens, period)
+	switch p.Refill {
+	case throttle.RefillStepwise:
+		s += " (stepwise)"
+	case throttle.RefillRolling:
+		s += " (sliding window)"
+	}
+	return s
+}
+
+// timeLayout is how instants are shown (always UTC).
+const timeLayout = "2006-01-02 15:04:05 UTC"
+
+// formatWhen renders an instant and how long before now it was; the zero
+// time is "never".
+func formatWhen(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	s := t.UTC().Format(timeLayout)
+	if ago := now.Sub(t); ago >= 0 {
+		s += " (" + fmtWait(ago) + " ago)"
+	}
+	return s
+}
+
+func waitOrNow(d time.Duration) string {
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + fmtWait(d)
+}

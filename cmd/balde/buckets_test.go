@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/dict"
+	"balde/sifen"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+)
+
+// seeded are the keys seedBuckets takes from.
+var (
+	seededParticipant = throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: "prod", Identifier: "12345678"}
+	seededUser        = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: payerCPF}
+	seededRUC         = sifen.RecepcionKey(sifen.EnvTest, sifen.RUC{Number: "80069563", DV: 1})
+)
+
+// seedBuckets takes from three buckets at the clock's time, through the
+// engine every command uses, and records one DICT lookup.
+func seedBuckets(t *testing.T, db string, clock *fakeTime) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, eng.close(ctx)) }()
+	for _, c := range []struct {
+		key  throttle.Key
+		cost int64
+		ref  string
+	}{{seededParticipant, 5, "seed-participant"}, {seededUser, 3, "seed-user"}, {seededRUC, 1, "doc:1"}} {
+		d, err := eng.limiter.Take(ctx, c.ref, throttle.Charge{Key: c.key, Cost: c.cost})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	err = dict.NewRecords(eng.store.DB(), eng.store.ReadDB()).RecordLookup(ctx, dict.Lookup{
+		EndToEndID: "E12345678202603021200abcdefghijk", Env: "prod", PayerID: payerCPF, KeyType: dict.KeyPhone,
+		Policy: seededUser.Policy, Participant: "12345678", Status: 200, LookedUpAt: clock.Now(),
+	})
+	require.NoError(t, err)
+}
+
+// bucketsOut is what "buckets list --json" prints.
+type bucketsOut struct {
+	Buckets []bucketJSON `json:"buckets"`
+	Next    string       `json:"next"`
+}
+
+// showOut is what "buckets show --json" prints.
+type showOut struct {
+	Bucket bucketJSON   `json:"bucket"`
+	Ledger []ledgerJSON `json:"ledger"`
+}
+
+func decodeJSON[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&v), s)
+	return v
+}
+
+func TestBucketsListAndShow(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	clock.Advance(2 * time.Second)
+	ctx := clock.ctx(context.Background())
+	env := map[string]string{"BALDE_DB": db}
+
+	t.Run("Table", func(t *testing.T) {
+		code, stdout, stderr := runIn(ctx, "", env, "buckets", "list")
+		require.Equal(t, ExitOK, code, stderr)
+		lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+		require.Len(t, lines, 4)
+		require.Equal(t, []string{"POLICY", "SCOPE", "IDENTIFIER", "ENV", "TOKENS", "CAPACITY", "REFILL", "SEVERITY", "COOLDOWN/BLOCK", "LAST", "SEND", "SENDS"}, strings.Fields(lines[0]))
+		// Key order: policy, env, identifier.
+		require.Equal(t, []string{"ENTRIES_READ_PARTICIPANT_ANTISCAN", "PSP", "12345678", "prod"}, strings.Fields(lines[1])[:4])
+		require.Equal(t, []string{"ENTRIES_READ_USER_ANTISCAN", "USER", payerCPF, "prod", "97", "100", "2", "/", "min", "(stepwise)", "Healthy", "-"}, strings.Fields(lines[2])[:12])
+		require.Equal(t, []string{"SIFEN_RECEPCION_LOTE", "RUC", "80069563", "test"}, strings.Fields(lines[3])[:4])
+		require.Contains(t, lines[3], "cooldown 8s")
+		require.Contains(t, lines[3], "2026-03-02 12:00:00 UTC (2s ago)")
+		require.True(t, strings.HasSuffix(lines[3], " 1"), "one send: %q", lines[3])
+	})
+	t.Run("JSONFiltered", func(t *testing.T) {
+		code, stdout, stderr := runIn(ctx, "", env, "buckets", "list", "--json", "--id", "5299")
+		require.Equal(t, ExitOK, code, stderr)
+		out := decodeJSON[bucketsOut](t, stdout)
+		require.Len(t, out.Buckets, 1)
+		b := out.Buckets[0]
+		require.Equal(t, seededUser, throttle.Key{Policy: b.Policy, Env: b.Env, Identifier: b.Identifier})
+		require.Equal(t, int64(97), b.Tokens)
+		require.Equal(t, "USER", b.Scope)
+		require.Empty(t, out.Next)
+
+		code, stdout, _ = runIn(ctx, "", env, "buckets", "--policy", sifen.PolicyRecepcionLote, "--env", "test", "list", "--json")
+		require.Equal(t, ExitOK, code)
+		out = decodeJSON[bucketsOut](t, stdout)
+		require.Len(t, out.Buckets, 1)
+		require.Equal(t, 8.0, out.Buckets[0].CooldownLeftS)
+	})
+	t.Run("Pages", func(t *testing.T) {
+		code, stdout, _ := runIn(ctx, "", env, "buckets", "list", "--limit", "2")
+		require.Equal(t, ExitOK, code)
+		require.Contains(t, stdout, "more: add --after ")
+		cursor := strings.TrimSpace(stdout[strings.LastIndex(stdout, "--after ")+len("--after "):])
+		code, stdout, _ = runIn(ctx, "", env, "buckets", "list", "--json", "--limit", "2", "--after", cursor)
+		require.Equal(t, ExitOK, code)
+		out := decodeJSON[bucketsOut](t, stdout)
+		require.Len(t, out.Buckets, 1)
+		require.Equal(t, sifen.PolicyRecepcionLote, out.Buckets[0].Policy)
+	})
+	t.Run("Show", func(t *testing.T) {
+		code, stdout, stderr := runIn(ctx, "", env, "buckets", "show", seededRUC.String())
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "bucket:         SIFEN_RECEPCION_LOTE/test/80069563\n")
+		require.Contains(t, stdout, "cooldown/block: cooldown 8s\n")
+		require.Contains(t, stdout, "next admitted:  in 8s\n")
+		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+take\s+-1\s+0\s+1\s+doc:1\n`, stdout)
+
+		// A key with no row is a full bucket.
+		code, stdout, _ = runIn(ctx, "", env, "buckets", "show", "--json", "--policy", seededUser.Policy, "--env", "prod", "--id", "11144477735")
+		require.Equal(t, ExitOK, code)
+		out := decodeJSON[showOut](t, stdout)
+		require.False(t, out.Bucket.Stored)
+		require.Equal(t, out.Bucket.Capacity, out.Bucket.Tokens)
+		require.Empty(t, out.Ledger)
+	})
+}
+
+func TestBucketsReset(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		db := sqlstoretest.DSN(t, engine)
+		clock := newFakeTime(testEpoch)
+		seedBuckets(t, db, clock)
+		ctx := clock.ctx(context.Background())
+		env := map[string]string{"BALDE_DB": db, "USER": "bob"}
+		show := func() showOut {
+			code, stdout, stderr := runIn(ctx, "", env, "buckets", "show", "--json", seededParticipant.String())
+			require.Equal(t, ExitOK, code, stderr)
+			return decodeJSON[showOut](t, stdout)
+		}
+		before := show()
+		require.Equal(t, before.Bucket.Capacity-5, before.Bucket.Tokens)
+
+		t.Run("NotConfirmed", func(t *testing.T) {
+			code, stdout, stderr := runIn(ctx, "no\n", env, "buckets", "reset", seededParticipant.String())
+			require.Equal(t, ExitFailed, code)
+			oneStderrLine(t, stderr, "buckets reset: not confirmed: ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 unchanged")
+			require.Contains(t, stdout, `Reset ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 to `)
+			require.Contains(t, stdout, `as "bob@`)
+			require.Equal(t, before, show(), "nothing changed")
+		})
+		t.Run("Confirmed", func(t *testing.T) {
+			code, stdout, stderr := runIn(ctx, "y\n", env, "buckets", "reset", seededParticipant.String())
+			require.Equal(t, ExitOK, code, stderr)
+			require.Contains(t, stdout, "cooldown and block cleared (by bob@")
+			after := show()
+			require.Equal(t, after.Bucket.Capacity, after.Bucket.Tokens)
+			require.Equal(t, "reset", after.Ledger[0].Reason)
+			require.Equal(t, int64(5), after.Ledger[0].Delta)
+			require.True(t, strings.HasPrefix(after.Ledger[0].Ref, "bob@"), after.Ledger[0].Ref)
+		})
+		t.Run("YesWithActor", func(t *testing.T) {
+			code, stdout, stderr := runIn(ctx, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--json", seededRUC.String())
+			require.Equal(t, ExitOK, code, stderr)
+			out := decodeJSON[struct {
+				Bucket       bucketJSON `json:"bucket"`
+				TokensBefore int64      `json:"tokens_before"`
+				Actor        string     `json:"actor"`
+			}](t, stdout)
+			require.Equal(t, "alice", out.Actor)
+			require.Equal(t, 0.0, out.Bucket.CooldownLeftS)
+			code, stdout, _ = runIn(ctx, "", env, "buckets", "show", "--json", seededRUC.String())
+			require.Equal(t, ExitOK, code)
+			entry := decodeJSON[showOut](t, stdout).Ledger[0]
+			require.Equal(t, "reset", entry.Reason)
+			require.Equal(t, "alice", entry.Ref)
+		})
+	})
+}
+
+func TestBucketsUsage(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NoAction", nil, "want an action: list, show or reset"},
+		{"UnknownAction", []string{"drop"}, `unknown action "drop"`},
+		{"ResetUnknownPolicy", []string{"reset", "--yes", "NOPE/prod/1"}, "NOPE/prod/1: throttle: unknown policy"},
+		{"ResetMalformedKey", []string{"reset", "--yes", "ENTRIES_READ_USER_ANTISCAN"}, `"ENTRIES_READ_USER_ANTISCAN" is not POLICY/ENV/IDENTIFIER`},
+		{"ResetMissingEnv", []string{"reset", "--yes", "--policy", seededUser.Policy, "--id", payerCPF}, "want a key POLICY/ENV/IDENTIFIER"},
+		{"ResetBadIdentifier", []string{"reset", "--yes", seededUser.Policy + "/prod/123"}, "invalid"},
+		{"ResetNoRow", []string{"reset", "--yes", seededUser.Policy + "/prod/11144477735"}, "no stored bucket"},
+		{"ResetKeyTwice", []string{"reset", "--yes", "--policy", "X", seededUser.String()}, "give the key once"},
+		{"ListArgs", []string{"list", "everything"}, "unexpected arguments"},
+		{"BadLimit", []string{"list", "--limit", "5000"}, "--limit 5000"},
+		{"BadCursor", []string{"list", "--after", "!!"}, "--after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runIn(clock.ctx(context.Background()), "", map[string]string{"BALDE_DB": db}, append([]string{"buckets"}, tt.args...)...)
+			require.Equal(t, ExitUsage, code, stderr)
+			oneStderrLine(t, stderr, tt.want)
+		})
+	}
+	code, _, stderr := runIn(context.Background(), "", nil, "buckets", "--help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, stderr, "Example:\n  balde buckets list")
+}
+
+func TestPrune(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		db := sqlstoretest.DSN(t, engine)
+		clock := newFakeTime(testEpoch)
+		seedBuckets(t, db, clock)
+		env := map[string]string{"BALDE_DB": db}
+		type pruneOut struct {
+			Before      time.Time `json:"before"`
+			LedgerRows  int64     `json:"ledger_rows"`
+			Buckets     int64     `json:"buckets"`
+			DictLookups int64     `json:"dict_lookups"`
+			SkipBuckets bool      `json:"skip_buckets"`
+		}
+		prune := func(args ...string) pruneOut {
+			t.Helper()
+			code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, append([]string{"prune", "--json"}, args...)...)
+			require.Equal(t, ExitOK, code, stderr)
+			return decodeJSON[pruneOut](t, stdout)
+		}
+		listed := func() int {
+			code, stdout, _ := runIn(clock.ctx(context.Background()), "", env, "buckets", "list", "--json")
+			require.Equal(t, ExitOK, code)
+			return len(decodeJSON[bucketsOut](t, stdout).Buckets)
+		}
+
+		// Two seconds on, every bucket still owes something: none is idle.
+		clock.Advance(2 * time.Second)
+		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, 3, listed())
+
+		// An hour on, all are full again: the same as no row, unless kept.
+		clock.Advance(time.Hour)
+		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
+		require.Equal(t, 3, listed())
+		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention), Buckets: 3}, prune())
+		require.Equal(t, 0, listed())
+
+		// Past the retention the ledger rows and the lookup go too.
+		clock.Advance(48 * time.Hour)
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "prune", "--retention", "24h", "--batch", "2")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Equal(t, "removed 3 ledger rows and 1 DICT lookups older than 24h0m0s (before 2026-03-03 13:00:02 UTC)\n"+
+			"removed 0 idle buckets (full, no cooldown or block: the same as no row)\n", stdout)
+
+		code, _, stderr = runIn(context.Background(), "", env, "prune", "--batch", "0")
+		require.Equal(t, ExitUsage, code)
+		oneStderrLine(t, stderr, "--batch 0")
+	})
+}

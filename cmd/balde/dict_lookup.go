@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"balde/dict"
+	"balde/throttle"
+)
+
+// runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)
+// through the local mirror, one at a time. A lookup the mirror refuses is
+// never sent: with --wait the command sleeps exactly until the mirror
+// would admit it and asks again, with --no-wait it reports it and goes on.
+func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	fs := m.newFlagSet("dict-lookup",
+		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
+		"balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16522 --payer 11144477735 --out results.csv keys.csv")
+	cfg.addStoreFlags(fs)
+	cfg.addDictFlags(fs)
+	cfg.addPolicyFlags(fs)
+	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
+	var wf waitFlags
+	wf.add(fs)
+	outPath := fs.String("out", "", "write the results to FILE (CSV, or JSON with --format json or a .json name)")
+	format := fs.String("format", "", "format of --out: csv or json (default: from the file name, else csv)")
+	jsonOut := fs.Bool("json", false, "write one JSON object per key, then a summary object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	wait, maxWait, err := wf.resolve("dict-lookup")
+	if err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return UsageError("dict-lookup: want exactly one FILE.csv (\"-\" for stdin), got %d arguments", fs.NArg())
+	}
+	if cfg.DictURL == "" {
+		return UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
+	}
+	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
+		return UsageError("dict-lookup: --dict-participant: %v", err)
+	}
+	if *payer != "" {
+		if _, err := dict.ParsePayerID(*payer); err != nil {
+			return UsageError("dict-lookup: --payer: %v", err)
+		}
+	}
+	outFormat, err := lookupFormat(*format, *outPath)
+	if err != nil {
+		return err
+	}
+
+	// The whole input is read and checked before anything is sent.
+	items, err := readLookups(m, fs.Arg(0), *payer)
+	if err != nil {
+		return err
+	}
+	var out *lookupWriter
+	if *outPath != "" {
+		if out, err = createLookupWriter(*outPath, outFormat); err != nil {
+			return UsageError("dict-lookup: --out: %v", err)
+		}
+		defer func() { err = errors.Join(err, out.close()) }()
+	}
+
+	clock := batchClockFrom(ctx)
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	client, err := eng.dictClient(cfg, cfg.DictURL)
+	if err != nil {
+		return err
+	}
+	if _, err := client.RestoreCategory(ctx); err != nil {
+		return err
+	}
+
+	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock)
+	for i, it := range items {
+		if ctx.Err() != nil {
+			rep.finish(true, len(items)-i)
+			return batchExit("dict-lookup", rep.sum)
+		}
+		rec, err := lookupOne(ctx, client, it, wait, maxWait, clock, rep)
+		if err != nil {
+			rep.finish(false, len(items)-i)
+			return err
+		}
+		rep.item(rec.Result, rec.line(), rec)
+		if out != nil {
+			if err := out.write(rec); err != nil {
+				rep.finish(false, len(items)-i-1)
+				return fmt.Errorf("dict-lookup: --out: %w", err)
+			}
+		}
+	}
+	return batchExit("dict-lookup", rep.finish(false, 0))
+}
+
+// lookupItem is one line of the input.
+type lookupItem struct {
+	Line       int
+	Key, Payer string
+}
+
+// readLookups reads path ("-" is stdin): one key per line, or "key,payer"
+// CSV, with an optional header line ("key" or "key,payer") and "#"
+// comments. Every key and payer is validated; the first bad line is a usage
+// error naming it.
+func readLookups(m *Main, path, defaultPayer string) ([]lookupItem, error) {
+	var r io.Reader = m.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, UsageError("dict-lookup: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	cr.Comment = '#'
+	var items []lookupItem
+	for first := true; ; first = false {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, UsageError("dict-lookup: %s: %v", path, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if first && strings.EqualFold(strings.TrimSpace(rec[0]), "key") {
+			continue
+		}
+		if len(rec) > 2 {
+			return nil, UsageError("dict-lookup: %s line %d: %d fields, want key or key,payer", path, line, len(rec))
+		}
+		it := lookupItem{Line: line, Key: strings.TrimSpace(rec[0]), Payer: defaultPayer}
+		if len(rec) == 2 && strings.TrimSpace(rec[1]) != "" {
+			it.Payer = strings.TrimSpace(rec[1])
+		}
+		if _, err := dict.ParseKey(it.Key); err != nil {
+			return nil, UsageError("dict-lookup: %s line %d: %v", path, line, err)
+		}
+		if it.Payer == "" {
+			return nil, UsageError("dict-lookup: %s line %d: no payer (add a payer column or --payer)", path, line)
+		}
+		if _, err := dict.ParsePayerID(it.Payer); err != nil {
+			return nil, UsageError("dict-lookup: %s line %d: %v", path, line, err)
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return nil, UsageError("dict-lookup: %s: no key to look up", path)
+	}
+	return items, nil
+}
+
+// lookupRecord is the result of one lookup: a JSON line with --json, a row
+// or object of --out.
+type lookupRecord struct {
+	Key   string `json:"key"`
+	Payer string `json:"payer"`
+	// Status is the DICT's HTTP status, or 0 when nothing was answered
+	// (refused locally, or the request failed).
+	Status int `json:"status"`
+	// Reason is why a lookup was refused locally (empty, cooldown,
+	// blocked) or the DICT's problem type.
+	Reason      string  `json:"reason"`
+	RetryAfterS float64 `json:"retry_after_s"`
+	Result      result  `json:"result"`
+	WaitS       float64 `json:"wait_s"`
+	EndToEndID  string  `json:"end_to_end_id,omitempty"`
+	Message     string  `json:"message,omitempty"`
+
+	// The entry, when the DICT found the key.
+	KeyType     string `json:"key_type,omitempty"`
+	Participant string `json:"participant,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	Account     string `json:"account,omitempty"`
+	AccountType string `json:"account_type,omitempty"`
+	OwnerType   string `json:"owner_type,omitempty"`
+	OwnerTaxID  string `json:"owner_tax_id,omitempty"`
+	OwnerName   string `json:"owner_name,omitempty"`
+}
+
+// line renders the record for the plain output.
+func (r lookupRecord) line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-7s %s payer=%s status=%d", r.Result, r.Key, r.Payer, r.Status)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " reason=%s", r.Reason)
+	}
+	if r.RetryAfterS > 0 {
+		fmt.Fprintf(&b, " retry_after=%s", fmtSeconds(r.RetryAfterS))
+	}
+	if r.WaitS > 0 {
+		fmt.Fprintf(&b, " wait=%s", fmtSeconds(r.WaitS))
+	}
+	if r.OwnerName != "" {
+		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
+	}
+	if r.Message != "" {
+		fmt.Fprintf(&b, " %q", r.Message)
+	}
+	return b.String()
+}
+
+// lookupOne looks it up, waiting while the mirror refuses (with wait, up
+// to maxWait in all). The error is a store failure: the run stops.
+func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait bool, maxWait time.Duration, clock batchClock, rep *reporter) (lookupRecord, error) {
+	rec := lookupRecord{Key: it.Key, Payer: it.Payer}
+	var waited time.Duration
+	for {
+		// A lookup that started completes whatever happens to ctx: Ctrl-C
+		// stops the run after it.
+		res, err := client.GetEntry(context.WithoutCancel(ctx), dict.LookupRequest{Key: it.Key, PayerID: it.Payer})
+		rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(waited)
+		var refused *dict.RefusedError
+		var remote *dict.RemoteError
+		switch {
+		case err == nil:
+			rec.Status, rec.Result = http.StatusOK, resultSent
+			e := res.Entry.Entry
+			rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
+			rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
+			rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
+			return rec, nil
+		case errors.As(err, &refused):
+			d := max(refused.RetryAfter(), time.Millisecond)
+			if wait && waited+d <= maxWait {
+				rep.waiting(d, fmt.Sprintf("%s on %s", refused.Decision.Reason, refused.Decision.Key))
+				if err := clock.Sleep(ctx, d); err == nil {
+					waited += d
+					continue
+				}
+				rec.Message = "interrupted while waiting for the throttle"
+			} else {
+				rec.Message = fmt.Sprintf("refused locally by %s, not sent", refused.Decision.Key)
+				if wait {
+					rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+				}
+			}
+			rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, refused.Decision.Reason.String(), seconds(d)
+			return rec, nil
+		case errors.As(err, &remote):
+			rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
+			if remote.Problem != nil {
+				rec.Reason = remote.Problem.TypeName()
+			}
+			rec.Result = resultFailed
+			if remote.NotFound() {
+				rec.Result, rec.Message = resultSent, "no entry for this key"
+			} else {
+				rec.Message = err.Error()
+			}
+			return rec, nil
+		case errors.Is(err, throttle.ErrStoreUnavailable):
+			return rec, err
+		default:
+			rec.Result, rec.Reason, rec.Message = resultFailed, "request failed", err.Error()
+			return rec, nil
+		}
+	}
+}
+
+// lookupFormat picks the format of --out.
+func lookupFormat(format, path string) (string, error) {
+	switch format {
+	case "csv", "json":
+		return format, nil
+	case "":
+		if strings.EqualFold(filepath.Ext(path), ".json") {
+			return "json", nil
+		}
+		return "csv", nil
+	}
+	return "", UsageError("dict-lookup: --format %q: want csv or json", format)
+}
+
+// lookupColumns is the header of a CSV --out.
+var lookupColumns = []string{"key", "payer", "status", "reason", "retry_after_s", "result", "wait_s", "end_to_end_id",
+	"key_type", "participant", "branch", "account", "account_type", "owner_type", "owner_tax_id", "owner_name", "message"}
+
+// lookupWriter writes --out as the lookups end: CSV rows, or the elements
+// of one JSON array. A run stopped by Ctrl-C leaves a complete file of the
+// lookups done.
+type lookupWriter struct {
+	f    *os.File
+	csv  *csv.Writer
+	n    int
+	json bool
+}
+
+func createLookupWriter(path, format string) (*lookupWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &lookupWriter{f: f, json: format == "json"}
+	if w.json {
+		_, err = io.WriteString(f, "[")
+	} else {
+		w.csv = csv.NewWriter(f)
+		err = w.csv.Write(lookupColumns)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *lookupWriter) write(r lookupRecord) error {
+	defer func() { w.n++ }()
+	if w.json {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		sep := ",\n"
+		if w.n == 0 {
+			sep = "\n"
+		}
+		_, err = io.WriteString(w.f, sep+string(b))
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	err := w.csv.Write([]string{r.Key, r.Payer, strconv.Itoa(r.Status), r.Reason, f(r.RetryAfterS), string(r.Result), f(r.WaitS), r.EndToEndID,
+		r.KeyType, r.Participant, r.Branch, r.Account, r.AccountType, r.OwnerType, r.OwnerTaxID, r.OwnerName, r.Message})
+	if err != nil {
+		return err
+	}
+	w.csv.Flush()
+	return w.csv.Error()
+}
+
+func (w *lookupWriter) close() error {
+	var err error
+	if w.json {
+		_, err = io.WriteString(w.f, "\n]\n")
+	}
+	return errors.Join(err, w.f.Close())
+}

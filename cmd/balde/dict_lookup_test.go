@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/dict"
+	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+)
+
+// foundKeys are keys the simulator's directory holds (dict/testdata/entries.csv).
+var foundKeys = []string{"+5561988880000", "maria.souza@example.com", "11144477735", "11222333000181"}
+
+const payerCPF = "52998224725"
+
+// keysFile writes n lookups of foundKeys, as "key,payer" CSV with a header.
+func keysFile(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("key,payer\n")
+	for i := range n {
+		b.WriteString(foundKeys[i%len(foundKeys)] + "," + payerCPF + "\n")
+	}
+	return writeFile(t, t.TempDir(), "keys.csv", []byte(b.String()))
+}
+
+// participantPolicy is the category H participant anti-scan policy, as the
+// catalog defines it.
+func participantPolicy(t *testing.T) throttle.Policy {
+	t.Helper()
+	c := dict.NewCatalog("prod")
+	require.NoError(t, c.SetCategory("H"))
+	p, err := c.Resolve(c.Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
+	require.NoError(t, err)
+	return p
+}
+
+// TestDictLookupTwoProcesses runs two dict-lookup processes at once over
+// one category H participant on one SQLite file: together they send
+// exactly the bucket's allowance, and the DICT answers no 429.
+func TestDictLookupTwoProcesses(t *testing.T) {
+	p := participantPolicy(t)
+	sim := startDictSim(t, "H", true)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), "", nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, stderr)
+
+	// Each process alone would take 40: more than half the bucket.
+	perChild := int(p.Capacity)*4/5 + 1
+	keys := keysFile(t, perChild)
+	var children []*childProc
+	for range 2 {
+		c := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", sim.URL(), "--dict-participant", "12345678",
+			"--dict-category", "H", "--no-wait", "--json", keys)
+		ch := &childProc{cmd: c}
+		c.Stdout, c.Stderr = &ch.stdout, &ch.stderr
+		require.NoError(t, c.Start())
+		children = append(children, ch)
+	}
+	var sent, refused int
+	for _, ch := range children {
+		err := ch.cmd.Wait()
+		items, sum := jsonLines[lookupRecord](t, ch.stdout.String())
+		require.Len(t, items, perChild)
+		for _, it := range items {
+			switch it.Status {
+			case http.StatusOK:
+				sent++
+			case 0:
+				require.Equal(t, resultBlocked, it.Result)
+				require.Equal(t, "empty", it.Reason)
+				require.Positive(t, it.RetryAfterS)
+				refused++
+			default:
+				t.Fatalf("status %d: %+v", it.Status, it)
+			}
+		}
+		if sum.Blocked > 0 {
+			require.ErrorContains(t, err, "exit status 1", ch.stderr.String())
+		} else {
+			require.NoError(t, err, ch.stderr.String())
+		}
+	}
+	require.Equal(t, int(p.Capacity), sent, "together exactly the allowance")
+	require.Equal(t, 2*perChild-int(p.Capacity), refused)
+	stats := sim.Stats()
+	require.Equal(t, p.Capacity, stats.Count(dict.OpGetEntry, http.StatusOK))
+	require.Equal(t, int64(0), stats.Total(http.StatusTooManyRequests))
+}
+
+// childProc is a child process and its output.
+type childProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+// TestDictLookupWait: once the participant's bucket is empty, --wait
+// sleeps exactly until the next refill step, then the lookups go on.
+func TestDictLookupWait(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		p := participantPolicy(t)
+		require.Equal(t, throttle.RefillStepwise, p.Refill)
+		sim := startDictSim(t, "H", true)
+		clock := newFakeTime(testEpoch, func(d time.Duration) {
+			_, err := sim.Advance(d)
+			require.NoError(t, err)
+		})
+		n := int(p.Capacity + p.RefillTokens) // one refill step beyond the bucket
+		out := filepath.Join(t.TempDir(), "results.json")
+		env := map[string]string{"BALDE_DB": sqlstoretest.DSN(t, engine), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
+
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "dict-lookup", "--json", "--out", out, keysFile(t, n))
+		require.Equal(t, ExitOK, code, stderr)
+		require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
+
+		items, sum := jsonLines[lookupRecord](t, stdout)
+		require.Equal(t, summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
+		for i, it := range items {
+			require.Equal(t, http.StatusOK, it.Status, "lookup %d", i)
+			wantWait := 0.0
+			if i == int(p.Capacity) {
+				wantWait = p.RefillPeriod.Seconds()
+			}
+			require.Equal(t, wantWait, it.WaitS, "lookup %d", i)
+		}
+		require.Equal(t, int64(n), sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
+		require.Equal(t, int64(0), sim.Stats().Total(http.StatusTooManyRequests))
+
+		// --out holds the same results as one JSON array, with the entries.
+		data, err := os.ReadFile(out)
+		require.NoError(t, err)
+		var written []lookupRecord
+		require.NoError(t, json.Unmarshal(data, &written))
+		require.Equal(t, items, written)
+		require.Equal(t, "João Silva", written[0].OwnerName)
+		require.Equal(t, "PHONE", written[0].KeyType)
+		require.Equal(t, "12345678", written[0].Participant)
+	})
+}
+
+func TestDictLookupNoWait(t *testing.T) {
+	p := participantPolicy(t)
+	sim := startDictSim(t, "H", true)
+	clock := newFakeTime(testEpoch)
+	out := filepath.Join(t.TempDir(), "results.csv")
+	n := int(p.Capacity) + 3
+	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
+
+	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "dict-lookup", "--no-wait", "--out", out, keysFile(t, n))
+	require.Equal(t, ExitFailed, code)
+	oneStderrLine(t, stderr, "dict-lookup: 3 of 53 not done: 3 blocked")
+	require.Empty(t, clock.slept())
+	require.Contains(t, stdout, "blocked +5561988880000 payer="+payerCPF+" status=0 reason=empty retry_after="+p.RefillPeriod.String()+" \"refused locally by ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678, not sent\"")
+	require.Contains(t, stdout, "50 sent, 3 blocked, 0 skipped, 0 failed of 53")
+
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, lookupColumns, rows[0])
+	require.Len(t, rows, n+1)
+	require.Equal(t, []string{"11144477735", payerCPF, "200"}, rows[3][:3])
+	firstRefused := rows[1+p.Capacity] // after the header and the allowance
+	require.Equal(t, []string{foundKeys[p.Capacity%4], payerCPF, "0", "empty", strconv.Itoa(int(p.RefillPeriod.Seconds())), "blocked"}, firstRefused[:6])
+	require.Equal(t, p.Capacity, sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
+}
+
+func TestDictLookupNotFoundAndPlainKeys(t *testing.T) {
+	sim := startDictSim(t, "A", true)
+	clock := newFakeTime(testEpoch)
+	// One key per line, the payer from --payer; a comment; a key the
+	// directory does not hold.
+	// They come from stdin ("-").
+	keys := "# to check\n+5561988880000\n+5561900000000\n"
+	code, stdout, stderr := runIn(clock.ctx(context.Background()), keys, nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
+		"--dict-url", sim.URL(), "--payer", "11222333000181", "--json", "-")
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum := jsonLines[lookupRecord](t, stdout)
+	require.Equal(t, 2, sum.Sent)
+	require.Equal(t, http.StatusOK, items[0].Status)
+	require.Equal(t, "11222333000181", items[0].Payer)
+	require.Equal(t, http.StatusNotFound, items[1].Status)
+	require.Equal(t, "EntryNotFound", items[1].Reason)
+	require.Equal(t, "no entry for this key", items[1].Message)
+}
+
+func TestDictLookupInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sim := startDictSim(t, "A", false)
+	// Ctrl-C arrives while the first lookup is answered.
+	var once sync.Once
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sim.ServeHTTP(w, r)
+		once.Do(cancel)
+	}))
+	defer hs.Close()
+	code, stdout, stderr := runIn(ctx, "", nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
+		"--dict-url", hs.URL, "--json", keysFile(t, 3))
+	require.Equal(t, ExitFailed, code)
+	oneStderrLine(t, stderr, "dict-lookup: 2 of 3 not done: 2 not processed (interrupted)")
+	items, sum := jsonLines[lookupRecord](t, stdout)
+	require.Len(t, items, 1)
+	require.Equal(t, http.StatusOK, items[0].Status)
+	require.Equal(t, summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
+	require.Equal(t, int64(1), sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
+}
+
+func TestDictLookupBadInput(t *testing.T) {
+	sim := startDictSim(t, "A", true)
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.csv", []byte("+5561988880000,"+payerCPF+"\n"))
+	tests := []struct {
+		name  string
+		input string // the file's content; "" means the argument names no file
+		env   map[string]string
+		args  []string
+		want  string
+	}{
+		{"MissingFile", "", nil, []string{filepath.Join(dir, "nope.csv")}, "nope.csv: no such file or directory"},
+		{"MalformedLine", "+5561988880000," + payerCPF + "\nmaria.souza@example.com," + payerCPF + ",extra\n", nil, nil, "line 2: 3 fields, want key or key,payer"},
+		{"BareQuote", "key,payer\n\"+5561988880000," + payerCPF + "\n", nil, nil, "extraneous or missing \" in quoted-field"},
+		{"InvalidCPFKey", "11144477700," + payerCPF + "\n", nil, nil, "line 1: dict: invalid key"},
+		{"InvalidPayer", "+5561988880000,11144477700\n", nil, nil, "line 1: dict: invalid payer id"},
+		{"InvalidPayerFlag", "", nil, []string{"--payer", "123", good}, "--payer: dict: invalid payer id"},
+		{"NoPayer", "+5561988880000\n", nil, nil, "line 1: no payer (add a payer column or --payer)"},
+		{"NoKey", "key,payer\n", nil, nil, "no key to look up"},
+		{"NoDictURL", "", map[string]string{"BALDE_DICT_URL": ""}, []string{good}, "no DICT URL configured (set --dict-url or BALDE_DICT_URL)"},
+		{"BadFormat", "", nil, []string{"--format", "xml", "--out", filepath.Join(dir, "r.xml"), good}, `--format "xml": want csv or json`},
+		{"BadParticipant", "", nil, []string{"--dict-participant", "1234", good}, "--dict-participant"},
+		{"TwoFiles", "", nil, []string{good, good}, "want exactly one FILE.csv"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"BALDE_DICT_URL": sim.URL(), "BALDE_DB": "sqlite://" + filepath.Join(dir, "b.db")}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			args := append([]string{"dict-lookup"}, tt.args...)
+			if tt.input != "" {
+				args = append(args, writeFile(t, t.TempDir(), "keys.csv", []byte(tt.input)))
+			}
+			code, stdout, stderr := runIn(context.Background(), "", env, args...)
+			require.Equal(t, ExitUsage, code, stdout)
+			oneStderrLine(t, stderr, tt.want)
+		})
+	}
+	require.Empty(t, sim.Stats(), "nothing sent")
+	_, err := os.Stat(filepath.Join(dir, "b.db"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the database was not even opened")
+	_, err = os.Stat(filepath.Join(dir, "r.xml"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	code, _, stderr := runIn(context.Background(), "", nil, "dict-lookup", "--help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, stderr, "Example:\n  balde dict-lookup --dict-url")
+}
+
+// FuzzReadLookups: any input is either refused with a usage error or read
+// into lookups whose every key and payer is valid.
+func FuzzReadLookups(f *testing.F) {
+	for _, s := range []string{
+		"key,payer\n+5561988880000,52998224725\n",
+		"# c\n11144477735\n",
+		"maria.souza@example.com, 11222333000181\n",
+		"\"+5561988880000\",\"52998224725\"\n",
+		"a,b,c\n",
+		"\"unterminated\n",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		m := NewMain(strings.NewReader(input), io.Discard, io.Discard, func(string) string { return "" })
+		items, err := readLookups(m, "-", "52998224725")
+		if err != nil {
+			var ee *ExitError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, ExitUsage, ee.Code)
+			return
+		}
+		require.NotEmpty(t, items)
+		for _, it := range items {
+			_, err := dict.ParseKey(it.Key)
+			require.NoError(t, err)
+			_, err = dict.ParsePayerID(it.Payer)
+			require.NoError(t, err)
+		}
+	})
+}

@@ -1,0 +1,458 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"balde/sifen"
+	"balde/throttle"
+)
+
+// runSifenSend is "balde sifen-send": it imports DE and lot XML files as
+// documents, groups them into lots and sends each through sifen.Sender —
+// the same path, throttle and documents table as serve's send button — on
+// the database it shares with serve.
+//
+// A rerun, or a run after a crash, never sends a document twice: documents
+// left in "sending" are resolved first (Sender.Resolve), documents already
+// sent are skipped (Import refuses their CDC), and only drafts and errors
+// are grouped and sent.
+func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	fs := m.newFlagSet("sifen-send",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--json] FILE|DIR...",
+		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml")
+	cfg.addStoreFlags(fs)
+	cfg.addSifenFlags(fs)
+	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
+	var wf waitFlags
+	wf.add(fs)
+	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	env, err := sifen.ParseEnv(*envName)
+	if err != nil {
+		return UsageError("sifen-send: --env %q: want test or prod", *envName)
+	}
+	wait, maxWait, err := wf.resolve("sifen-send")
+	if err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return UsageError("sifen-send: no FILE or DIR to send (see balde sifen-send --help)")
+	}
+	if cfg.SifenURL == "" {
+		return UsageError(`sifen-send: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
+	}
+
+	// Every file is read and parsed before anything is stored or sent:
+	// bad input changes nothing.
+	files, err := xmlFiles(fs.Args())
+	if err != nil {
+		return UsageError("sifen-send: %v", err)
+	}
+	clock := batchClockFrom(ctx)
+	mode := chooseMode(m.Stdout, *jsonOut)
+	items, bad := parseDocuments(files, env)
+	if len(bad) > 0 {
+		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock)
+		for _, it := range bad {
+			rep.item(resultInvalid, it.line(), it.record())
+		}
+		rep.finish(false, len(items)-len(bad))
+		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].message)
+	}
+
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	sender, err := eng.sifenSender(cfg, cfg.SifenURL)
+	if err != nil {
+		return err
+	}
+	b := &sifenBatch{
+		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock,
+		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock), warn: m.Stderr,
+	}
+	sum, err := b.run(ctx, items)
+	if err != nil {
+		return err
+	}
+	return batchExit("sifen-send", sum)
+}
+
+// xmlFiles expands the arguments: a file is taken as is, a directory gives
+// its *.xml files (not recursively), in name order. A path named twice is
+// sent once.
+func xmlFiles(args []string) ([]string, error) {
+	var files []string
+	seen := make(map[string]bool)
+	add := func(p string) {
+		if clean := filepath.Clean(p); !seen[clean] {
+			seen[clean] = true
+			files = append(files, p)
+		}
+	}
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			add(a)
+			continue
+		}
+		entries, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, e := range entries {
+			if !e.IsDir() && strings.EqualFold(filepath.Ext(e.Name()), ".xml") {
+				add(filepath.Join(a, e.Name()))
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s: no .xml file in the directory", a)
+		}
+	}
+	return files, nil
+}
+
+// sifenItem is one DE of the input and what became of it.
+type sifenItem struct {
+	file string
+	env  sifen.Env
+	de   sifen.DE
+	doc  int64 // the document's id once imported
+
+	res     result
+	code    string
+	lot     string
+	wait    time.Duration
+	message string
+}
+
+// sifenRecord is the JSON line of one document.
+type sifenRecord struct {
+	File     string  `json:"file"`
+	CDC      string  `json:"cdc,omitempty"`
+	Document int64   `json:"document,omitempty"`
+	RUC      string  `json:"ruc"`
+	Env      string  `json:"env"`
+	Result   result  `json:"result"`
+	Code     string  `json:"code"`
+	Lot      string  `json:"lot"`
+	WaitS    float64 `json:"wait_s"`
+	Message  string  `json:"message"`
+}
+
+func (it *sifenItem) record() sifenRecord {
+	r := sifenRecord{
+		File: it.file, CDC: it.de.CDC, Document: it.doc, Env: string(it.env), Result: it.res,
+		Code: it.code, Lot: it.lot, WaitS: seconds(it.wait), Message: it.message,
+	}
+	if it.de.RUC.Number != "" {
+		r.RUC = it.de.RUC.String()
+	}
+	return r
+}
+
+// line renders the item for the plain output.
+func (it *sifenItem) line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-7s %s", it.res, it.file)
+	if it.de.CDC != "" {
+		fmt.Fprintf(&b, " cdc=%s ruc=%s", it.de.CDC, it.de.RUC)
+	}
+	fmt.Fprintf(&b, " env=%s", it.env)
+	if it.lot != "" {
+		fmt.Fprintf(&b, " lot=%s", it.lot)
+	}
+	if it.code != "" {
+		fmt.Fprintf(&b, " code=%s", it.code)
+	}
+	if it.wait > 0 {
+		fmt.Fprintf(&b, " wait=%s", fmtWait(it.wait))
+	}
+	if it.message != "" {
+		fmt.Fprintf(&b, " %q", it.message)
+	}
+	return b.String()
+}
+
+// parseDocuments reads every file and returns its DEs as items, in order;
+// bad lists the files (or DEs) that cannot be sent: unreadable, malformed,
+// a bad RUC, check digit or CDC, or a CDC given twice.
+func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
+	where := make(map[string]string) // CDC → file
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err == nil {
+			var lot sifen.Lote
+			if lot, err = sifen.ParseLote(data); err == nil {
+				for _, de := range lot.DEs {
+					it := &sifenItem{file: f, env: env, de: de}
+					items = append(items, it)
+					if prev, ok := where[de.CDC]; ok {
+						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s is also in %s", f, de.CDC, prev)
+						bad = append(bad, it)
+						continue
+					}
+					where[de.CDC] = f
+				}
+				continue
+			}
+		}
+		it := &sifenItem{file: f, env: env, res: resultInvalid, message: fmt.Sprintf("%s: %v", f, err)}
+		items = append(items, it)
+		bad = append(bad, it)
+	}
+	return items, bad
+}
+
+// sifenBatch sends one run's documents.
+type sifenBatch struct {
+	sender  *sifen.Sender
+	env     sifen.Env
+	wait    bool
+	maxWait time.Duration
+	clock   batchClock
+	rep     *reporter
+	warn    io.Writer // warnings that do not stop the run
+
+	done int // items reported
+}
+
+// finish reports it.
+func (b *sifenBatch) finish(it *sifenItem) {
+	b.done++
+	b.rep.item(it.res, it.line(), it.record())
+}
+
+// run resolves, imports, groups and sends. It returns the summary, or an
+// error when the store failed (the summary is printed first).
+func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, error) {
+	stop := func(err error) (summary, error) {
+		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
+			return b.interrupted(items)
+		}
+		b.rep.finish(false, len(items)-b.done)
+		return summary{}, err
+	}
+
+	// 1. Settle what a crashed or unanswered send left in "sending" before
+	// anything can be sent again.
+	resolved, err := b.sender.Resolve(ctx)
+	for _, r := range resolved {
+		b.rep.note(fmt.Sprintf("resolved document %d (cdc=%s) left sending: SIFEN answered %s, now %s", r.DocumentID, r.CDC, r.Code, r.Status))
+	}
+	if errors.Is(err, throttle.ErrStoreUnavailable) {
+		return stop(err)
+	}
+	if err != nil {
+		fmt.Fprintf(b.warn, "balde: sifen-send: some documents left sending could not be resolved (they stay unsent): %s\n", oneLine(err.Error()))
+	}
+	sending, err := b.cdcsIn(ctx, sifen.StatusSending)
+	if err != nil {
+		return stop(err)
+	}
+	rejected, err := b.cdcsIn(ctx, sifen.StatusRejected)
+	if err != nil {
+		return stop(err)
+	}
+
+	// 2. Import each DE on its own: a document already sent is skipped
+	// without refusing the rest of its file.
+	byID := make(map[int64]*sifenItem)
+	var docs []sifen.Document
+	for _, it := range items {
+		if ctx.Err() != nil {
+			return b.interrupted(items)
+		}
+		if id, ok := rejected[it.de.CDC]; ok {
+			// Import would make a rejected document a draft again: only a
+			// corrected one is worth sending.
+			doc, err := b.sender.Get(ctx, id)
+			if err != nil {
+				return stop(err)
+			}
+			if bytes.Equal(doc.XML, it.de.XML) {
+				it.doc, it.res, it.code = id, resultSkipped, doc.ResponseCode
+				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", doc.Message)
+				b.finish(it)
+				continue
+			}
+		}
+		imported, err := b.sender.Import(ctx, it.de.XML, b.env)
+		switch {
+		case err == nil:
+			it.doc = imported[0].ID
+			byID[it.doc] = it
+			docs = append(docs, imported[0])
+		case errors.Is(err, sifen.ErrCDCInFlight) && sending[it.de.CDC] != 0:
+			it.res = resultBlocked
+			it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); settled by a run after %s", sifen.DefaultResolveAfter)
+			b.finish(it)
+		case errors.Is(err, sifen.ErrCDCInFlight):
+			it.res, it.message = resultSkipped, strings.TrimPrefix(err.Error(), "sifen: ")
+			b.finish(it)
+		case errors.Is(err, throttle.ErrStoreUnavailable):
+			return stop(err)
+		default:
+			it.res, it.message = resultFailed, err.Error()
+			b.finish(it)
+		}
+	}
+
+	// 3. Send lot by lot, alternating between RUCs so that one RUC's
+	// cooldown runs while another's lot goes.
+	queue := interleave(sifen.GroupLots(docs), byID)
+	for len(queue) > 0 {
+		if ctx.Err() != nil {
+			return b.interrupted(items)
+		}
+		lot := queue[0]
+		queue = queue[1:]
+		halves, err := b.send(ctx, lot, byID)
+		if err != nil {
+			return stop(err)
+		}
+		queue = append(halves, queue...)
+	}
+	return b.rep.finish(false, 0), nil
+}
+
+// interrupted ends a run stopped by Ctrl-C between items.
+func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
+	return b.rep.finish(true, len(items)-b.done), nil
+}
+
+// cdcsIn returns the env's documents in status by CDC. After Resolve, the
+// documents in "sending" are those whose send may still be running, here
+// or elsewhere; "rejected" ones are few. (sifen.Filter has no CDC field:
+// this lists them all, 1000 a page.)
+func (b *sifenBatch) cdcsIn(ctx context.Context, status sifen.Status) (map[string]int64, error) {
+	out := make(map[string]int64)
+	f := sifen.Filter{Env: b.env, Statuses: []sifen.Status{status}, Limit: 1000}
+	for {
+		docs, err := b.sender.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			out[d.CDC] = d.ID
+		}
+		if len(docs) < f.Limit {
+			return out, nil
+		}
+		f.BeforeID = docs[len(docs)-1].ID
+	}
+}
+
+// send sends one lot, waiting and retrying while the throttle refuses it
+// (with --wait, up to --max-wait), and reports its documents. A lot too big
+// once compressed comes back as two halves to send instead. The error is a
+// store failure: the run stops.
+func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sifenItem) ([][]int64, error) {
+	var waited time.Duration
+	report := func(res result, code, lot, msg string, wait time.Duration) {
+		for _, id := range ids {
+			it := byID[id]
+			it.res, it.code, it.lot, it.message, it.wait = res, code, lot, msg, wait
+			b.finish(it)
+		}
+	}
+	for {
+		// Once started, a send completes whatever happens to ctx: Ctrl-C
+		// stops the run after this lot, never half-way through it.
+		out, err := b.sender.Send(context.WithoutCancel(ctx), ids...)
+		switch {
+		case errors.Is(err, sifen.ErrLotTooBig) && len(ids) > 1:
+			return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
+		case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
+			// Another process (serve's send button) claimed them first.
+			report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
+			return nil, nil
+		case errors.Is(err, throttle.ErrStoreUnavailable):
+			report(resultFailed, "", "", err.Error(), waited)
+			return nil, err
+		case err != nil:
+			report(resultFailed, "", "", err.Error(), waited)
+			return nil, nil
+		}
+		switch out.Status {
+		case sifen.OutcomeSent:
+			report(resultSent, out.Code, out.LotNumber, out.Message, waited)
+			return nil, nil
+		case sifen.OutcomeBlocked:
+		case sifen.OutcomeNotQueued:
+			report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
+			return nil, nil
+		default: // OutcomeFailed, OutcomeUnknown
+			report(resultFailed, out.Code, "", out.Message, waited)
+			return nil, nil
+		}
+
+		// Blocked: wait exactly the time the throttle named, then retry.
+		d := out.Blocked.Wait
+		if !b.wait || waited+d > b.maxWait {
+			msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, fmtWait(d))
+			if b.wait {
+				msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+			}
+			report(resultBlocked, "", "", msg, d)
+			return nil, nil
+		}
+		b.rep.waiting(d, fmt.Sprintf("%s on %s, %d document(s)", out.Blocked.Reason, out.Blocked.Key, len(ids)))
+		if err := b.clock.Sleep(ctx, d); err != nil {
+			report(resultBlocked, "", "", "interrupted while waiting for the throttle", d)
+			return nil, nil
+		}
+		waited += d
+	}
+}
+
+// interleave orders lots round-robin across (env, RUC): the first lot of
+// each RUC, then the second of each, and so on.
+func interleave(lots [][]int64, byID map[int64]*sifenItem) [][]int64 {
+	type rucKey struct {
+		env sifen.Env
+		ruc string
+	}
+	var order []rucKey
+	groups := make(map[rucKey][][]int64)
+	for _, l := range lots {
+		it := byID[l[0]]
+		k := rucKey{it.env, it.de.RUC.Number}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], l)
+	}
+	out := make([][]int64, 0, len(lots))
+	for len(out) < len(lots) {
+		for _, k := range order {
+			if g := groups[k]; len(g) > 0 {
+				out = append(out, g[0])
+				groups[k] = g[1:]
+			}
+		}
+	}
+	return slices.Clip(out)
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/sifen"
+	"balde/sifen/sifensim"
+	"balde/sifen/sifentest"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
+)
+
+// threeLotsOfOneRUC writes three DEs of RUC 80069563 of three types: three
+// lots, each waiting for the RUC's cooldown after the previous one.
+func threeLotsOfOneRUC(t *testing.T) (dir string, cdcs []string) {
+	t.Helper()
+	dir = t.TempDir()
+	for i, typ := range []int{1, 5, 4} {
+		d := sifentest.Doc{RUC: "80069563", Type: typ, Number: i + 1}
+		writeFile(t, dir, []string{"a.xml", "b.xml", "c.xml"}[i], d.File())
+		cdcs = append(cdcs, d.CDC())
+	}
+	return dir, cdcs
+}
+
+func documentStatuses(t *testing.T, db string) map[string]int {
+	t.Helper()
+	store, err := sqlstore.Open(context.Background(), db, sqlstore.Options{})
+	require.NoError(t, err)
+	defer store.Close()
+	var rows []struct {
+		Status string `db:"status"`
+		N      int    `db:"n"`
+	}
+	require.NoError(t, store.ReadDB().Select(&rows, `SELECT status, COUNT(*) AS n FROM documents GROUP BY status`))
+	out := make(map[string]int)
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out
+}
+
+func TestSifenSendWait(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		clock := newFakeTime(testEpoch)
+		sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 5 * time.Second})
+		dir, cdcs := threeLotsOfOneRUC(t)
+		db := sqlstoretest.DSN(t, engine)
+		env := map[string]string{"SIFEN_THROTTLE_SECONDS": "7", "BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--json", dir)
+		require.Equal(t, ExitOK, code, stderr)
+
+		// Each lot after the first waited exactly the configured cooldown.
+		require.Equal(t, []time.Duration{7 * time.Second, 7 * time.Second}, clock.slept())
+		items, sum := jsonLines[sifenRecord](t, stdout)
+		require.Len(t, items, 3)
+		var waits []float64
+		for i, it := range items {
+			require.Equal(t, resultSent, it.Result, it.Message)
+			require.Equal(t, cdcs[i], it.CDC)
+			require.Equal(t, "80069563-1", it.RUC)
+			require.Equal(t, "test", it.Env)
+			require.Equal(t, sifen.CodeLotQueued, it.Code)
+			require.NotEmpty(t, it.Lot)
+			require.Equal(t, filepath.Join(dir, []string{"a.xml", "b.xml", "c.xml"}[i]), it.File)
+			waits = append(waits, it.WaitS)
+		}
+		require.Equal(t, []float64{0, 7, 7}, waits)
+		require.Equal(t, summary{Total: 3, Sent: 3, WaitS: 14, ElapsedS: 14}, sum)
+		require.Equal(t, map[string]int{cdcs[0]: 1, cdcs[1]: 1, cdcs[2]: 1}, sim.queuedCounts())
+		require.Equal(t, int64(0), sim.Stats().Count("siRecepLoteDE", "", "", "0301"))
+
+		// A second run finds every document sent: nothing goes out again.
+		clock.Advance(time.Hour)
+		code, stdout, stderr = runIn(clock.ctx(context.Background()), "", env, "sifen-send", dir)
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "0 sent, 0 blocked, 3 skipped, 0 failed of 3")
+		require.Equal(t, 3, strings.Count(stdout, "CDC already sent"))
+		require.Equal(t, int64(3), sim.Stats().Count("siRecepLoteDE", "", "", ""))
+	})
+}
+
+func TestSifenSendNoWait(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 5 * time.Second})
+	dir, _ := threeLotsOfOneRUC(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"SIFEN_THROTTLE_SECONDS": "7", "BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+
+	t.Run("NoWait", func(t *testing.T) {
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--no-wait", "--json", dir)
+		require.Equal(t, ExitFailed, code)
+		oneStderrLine(t, stderr, "sifen-send: 2 of 3 not done: 2 blocked")
+		require.Empty(t, clock.slept())
+		items, sum := jsonLines[sifenRecord](t, stdout)
+		require.Equal(t, []result{resultSent, resultBlocked, resultBlocked}, []result{items[0].Result, items[1].Result, items[2].Result})
+		require.Equal(t, 7.0, items[1].WaitS)
+		require.Contains(t, items[1].Message, "blocked: cooldown on SIFEN_RECEPCION_LOTE/test/80069563, retry in 7s")
+		require.Equal(t, summary{Total: 3, Sent: 1, Blocked: 2}, sum)
+		require.Equal(t, map[string]int{"draft": 0, "error": 2, "sent": 1}, withZero(documentStatuses(t, db), "draft"))
+	})
+	t.Run("BeyondMaxWait", func(t *testing.T) {
+		// The blocked documents are sent on this run: one now, one after
+		// the cooldown would be needed, beyond --max-wait.
+		clock.Advance(time.Minute)
+		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--max-wait", "5s", dir)
+		require.Equal(t, ExitFailed, code)
+		oneStderrLine(t, stderr, "1 blocked")
+		require.Empty(t, clock.slept())
+		require.Contains(t, stdout, "(beyond --max-wait 5s)")
+		require.Contains(t, stdout, "1 sent, 1 blocked, 1 skipped, 0 failed of 3")
+	})
+	require.Equal(t, int64(2), sim.Stats().Count("siRecepLoteDE", "", "", "0300"))
+}
+
+// withZero adds key with 0 when missing.
+func withZero(m map[string]int, keys ...string) map[string]int {
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			m[k] = 0
+		}
+	}
+	return m
+}
+
+func TestSifenSendInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Ctrl-C arrives while the first lot is at SIFEN, before its answer.
+	sim := startSifenSim(t, sifensim.Config{AfterRecepcion: func(context.Context, sifensim.Recepcion) { cancel() }})
+	dir := t.TempDir()
+	for i, ruc := range []string{"80069563", "88888801", "80000005"} {
+		lot, _ := sifenLot(ruc, 1, 2)
+		writeFile(t, dir, ruc+".xml", lot)
+		_ = i
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+
+	code, stdout, stderr := runIn(ctx, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	require.Equal(t, ExitFailed, code)
+	oneStderrLine(t, stderr, "4 not processed (interrupted)")
+	items, sum := jsonLines[sifenRecord](t, stdout)
+	require.Len(t, items, 2)
+	require.Equal(t, resultSent, items[0].Result)
+	require.Equal(t, resultSent, items[1].Result)
+	require.Equal(t, summary{Total: 6, Sent: 2, NotProcessed: 4, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
+	require.Equal(t, int64(1), sim.Stats().Count("siRecepLoteDE", "", "", ""))
+	// Nothing half-sent: the lot's answer was recorded.
+	require.Equal(t, map[string]int{"sent": 2, "draft": 4}, documentStatuses(t, db))
+}
+
+func TestSifenSendSplitsALotTooBig(t *testing.T) {
+	sim := startSifenSim(t, sifensim.Config{Interval: -1})
+	dir := t.TempDir()
+	// Two DEs of 700 KB that does not compress: together over 1000 KB.
+	writeFile(t, dir, "big.xml", sifentest.Lote(
+		sifentest.Doc{RUC: "80069563", Number: 1, Filler: 700 << 10},
+		sifentest.Doc{RUC: "80069563", Number: 2, Filler: 700 << 10}))
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(time.Now())
+	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--sifen-throttle", "1", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, 2, sum.Sent)
+	require.NotEqual(t, items[0].Lot, items[1].Lot, "sent in two lots")
+	require.Equal(t, []time.Duration{time.Second}, clock.slept())
+}
+
+func TestSifenSendBadInput(t *testing.T) {
+	sim := startSifenSim(t, sifensim.Config{})
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.xml", sifentest.Doc{Number: 1}.File())
+	badDV := writeFile(t, dir, "bad_dv.xml", sifentest.Doc{Number: 2, BadDV: true}.File())
+	twice := writeFile(t, dir, "twice.xml", sifentest.Doc{Number: 1}.File())
+	malformed := writeFile(t, dir, "malformed.xml", []byte("<rDE"))
+	empty := t.TempDir()
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"MissingFile", nil, []string{filepath.Join(dir, "nope.xml")}, "nope.xml: no such file or directory"},
+		{"EmptyDir", nil, []string{empty}, "no .xml file in the directory"},
+		{"WrongCheckDigit", nil, []string{good, badDV}, "1 invalid document(s), nothing sent: " + badDV + ": sifen: wrong RUC check digit"},
+		{"Malformed", nil, []string{malformed, good}, "nothing sent: " + malformed + ": sifen: malformed XML"},
+		{"CDCTwice", nil, []string{good, twice}, "is also in " + good},
+		{"UnknownEnv", nil, []string{"--env", "staging", good}, `--env "staging": want test or prod`},
+		{"NoSifenURL", map[string]string{"BALDE_SIFEN_URL": ""}, []string{good}, "no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL"},
+		{"NoFile", nil, nil, "no FILE or DIR to send"},
+		{"WaitAndNoWait", nil, []string{"--wait", "--no-wait", good}, "--wait and --no-wait contradict each other"},
+		{"BadMaxWait", nil, []string{"--max-wait", "soon", good}, "invalid value"},
+		{"BadThrottleEnv", map[string]string{"SIFEN_THROTTLE_SECONDS": "ten"}, []string{good}, "SIFEN_THROTTLE_SECONDS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			code, _, stderr := runIn(context.Background(), "", env, append([]string{"sifen-send"}, tt.args...)...)
+			require.Equal(t, ExitUsage, code)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			require.Contains(t, lines[len(lines)-1], tt.want)
+			if !strings.Contains(tt.name, "Bad") || tt.name == "BadThrottleEnv" {
+				require.Len(t, lines, 1, stderr)
+			}
+		})
+	}
+	require.Equal(t, int64(0), sim.Stats().Total, "nothing sent")
+	_, err := os.Stat(strings.TrimPrefix(db, "sqlite://"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing stored: the database was not even opened")
+
+	code, _, stderr := runIn(context.Background(), "", nil, "sifen-send", "--help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, stderr, "Example:\n  balde sifen-send --env test --sifen-url official")
+}
+
+// TestSifenSendKill9 kills a sifen-send process (SIGKILL) while its third
+// lot is at SIFEN, unanswered, then runs it again once the claim is old
+// enough to resolve: every document reaches SIFEN exactly once and none is
+// left in "sending".
+func TestSifenSendKill9(t *testing.T) {
+	const lots, killAt = 6, 3
+	reached := make(chan struct{})
+	killed := make(chan struct{})
+	var n atomic.Int32
+	sim := startSifenSim(t, sifensim.Config{AfterRecepcion: func(ctx context.Context, r sifensim.Recepcion) {
+		if n.Add(1) == killAt {
+			close(reached)
+			select { // hold the answer until the sender is dead
+			case <-killed:
+			case <-time.After(10 * time.Second):
+			}
+		}
+	}})
+	dir := t.TempDir()
+	var cdcs []string
+	for i := range lots {
+		ruc := []string{"80069563", "88888801", "80000005", "80012345", "80054321", "80099999"}[i]
+		lot, c := sifenLot(ruc, 1, 2)
+		writeFile(t, dir, ruc+".xml", lot)
+		cdcs = append(cdcs, c...)
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+
+	child := childCommand(t, time.Time{}, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	var childOut strings.Builder
+	child.Stdout = &childOut
+	require.NoError(t, child.Start())
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		_ = child.Process.Kill()
+		t.Fatalf("the child did not reach lot %d; output:\n%s", killAt, childOut.String())
+	}
+	require.NoError(t, child.Process.Kill())
+	err := child.Wait()
+	require.ErrorContains(t, err, "signal: killed")
+	close(killed)
+	require.Equal(t, map[string]int{"sent": 4, "sending": 2, "draft": 6}, documentStatuses(t, db))
+
+	// Run again at once: the two documents of the unanswered lot may still
+	// be in a live send elsewhere, so they are left alone (blocked) and
+	// nothing is sent twice.
+	later := newFakeTime(time.Now().Add(time.Minute))
+	code, stdout, stderr := runIn(later.ctx(context.Background()), "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	require.Equal(t, ExitFailed, code, stderr)
+	_, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 12, Sent: 6, Skipped: 4, Blocked: 2}, sum)
+
+	// After ResolveAfter, the rerun asks SIFEN about them (found: approved).
+	later.Advance(sifen.DefaultResolveAfter)
+	code, stdout, stderr = runIn(later.ctx(context.Background()), "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	_, sum = jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 12, Skipped: 12}, sum)
+
+	want := make(map[string]int)
+	for _, c := range cdcs {
+		want[c] = 1
+	}
+	require.Equal(t, want, sim.queuedCounts(), "every document queued exactly once")
+	require.Equal(t, int64(lots), sim.Stats().Count("siRecepLoteDE", "", "", "0300"))
+	require.Equal(t, int64(0), sim.Stats().Count("siRecepLoteDE", "", "", "0301"))
+	require.Equal(t, map[string]int{"sent": 10, "approved": 2}, documentStatuses(t, db))
+}
+
+// TestSifenSendRejected: a document SIFEN rejected is not sent again by a
+// rerun while its file is unchanged; once corrected (same CDC, new XML) it
+// is.
+func TestSifenSendRejected(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	bad := sifentest.Doc{RUC: "80069563", Number: 2}
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+		return "1001", "CDC duplicado", de.CDC == bad.CDC()
+	}})
+	dir := t.TempDir()
+	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, bad))
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+	ctx := clock.ctx(context.Background())
+	code, _, stderr := runIn(ctx, "", env, "sifen-send", dir)
+	require.Equal(t, ExitOK, code, stderr)
+
+	// What serve does in the background: query the lot once it is due.
+	clock.Advance(sifen.DefaultConsultaInterval)
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	sender, err := eng.sifenSender(cfg, sim.URL)
+	require.NoError(t, err)
+	_, err = sender.Poll(ctx)
+	require.NoError(t, err)
+	require.NoError(t, eng.close(ctx))
+	require.Equal(t, map[string]int{"approved": 1, "rejected": 1}, documentStatuses(t, db))
+
+	code, stdout, stderr := runIn(ctx, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 2, Skipped: 2}, sum)
+	require.Equal(t, "rejected by SIFEN (Rechazado: 1001 CDC duplicado); correct the document to send it again", items[1].Message)
+	require.Equal(t, int64(1), sim.Stats().Count("siRecepLoteDE", "", "", ""))
+
+	// The corrected document has the same CDC and another XML.
+	fixed := bad
+	fixed.Filler = 10
+	require.Equal(t, bad.CDC(), fixed.CDC())
+	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, fixed))
+	code, stdout, stderr = runIn(ctx, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum = jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 2, Sent: 1, Skipped: 1}, sum)
+	require.Equal(t, resultSent, items[1].Result)
+	require.Equal(t, map[string]int{bad.CDC(): 2, sifentest.Doc{RUC: "80069563", Number: 1}.CDC(): 1}, sim.queuedCounts())
+}

@@ -44,7 +44,8 @@ FUZZ_TARGETS = \
 	./dict:FuzzParseKey ./dict:FuzzParseCNPJ ./dict:FuzzParseCPF ./dict:FuzzDecodeProblem \
 	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile \
 	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit \
-	./web:FuzzParseInboundTokens ./web:FuzzClientIP
+	./web:FuzzParseInboundTokens ./web:FuzzClientIP \
+	./cmd/balde:FuzzReadLookups
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

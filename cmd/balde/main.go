@@ -16,6 +16,13 @@ var Version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C asks the command to stop cleanly (a batch finishes
+	// its current item); once it has, signals get their default action
+	// again, so a second Ctrl-C kills the process.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	m := NewMain(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	os.Exit(m.Run(ctx, os.Args[1:]))
 }

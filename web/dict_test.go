@@ -14,6 +14,8 @@ import (
 
 	"balde/dict"
 	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
 )
 
 // Keys and payers of dict/testdata/entries.csv.
@@ -158,7 +160,11 @@ func TestDictLookupBadInput(t *testing.T) {
 }
 
 func TestDictPaymentIsIdempotent(t *testing.T) {
-	e := newEnv(t, withDict())
+	sqlstoretest.ForEachEngine(t, testDictPaymentIsIdempotent)
+}
+
+func testDictPaymentIsIdempotent(t *testing.T, engine sqlstore.Engine) {
+	e := newEnv(t, withStore(engine), withDict())
 	// Two lookups by a PJ payer: 1000 - 2; the second one is paid.
 	require.Equal(t, http.StatusOK, e.lookup(keyEmail, payerPJ).StatusCode)
 	page := document(t, e.lookup(keyEmail, payerPJ))

@@ -17,6 +17,8 @@ import (
 	"balde/sifen"
 	"balde/sifen/sifentest"
 	"balde/throttle"
+	"balde/throttle/sqlstore"
+	"balde/throttle/sqlstore/sqlstoretest"
 	"balde/web"
 )
 
@@ -228,7 +230,11 @@ func TestDocumentsBadRequests(t *testing.T) {
 // to the document, whose page says "blocked for RUC X in env Y, retry in
 // N s".
 func TestSendDocumentBlockedRUC(t *testing.T) {
-	e := newEnv(t, withSifen(sifenConfig{}))
+	sqlstoretest.ForEachEngine(t, testSendDocumentBlockedRUC)
+}
+
+func testSendDocumentBlockedRUC(t *testing.T, engine sqlstore.Engine) {
+	e := newEnv(t, withStore(engine), withSifen(sifenConfig{}))
 	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 2)...), sifen.EnvTest)
 
 	resp := e.send(ids[0])

@@ -19,8 +19,10 @@ var pageFiles = []string{
 	"admin_bucket.html",
 	"admin_buckets.html",
 	"admin_reset.html",
+	"dict_lookup.html",
 	"error.html",
-	// Phase 2: "sifen_documents.html", "sifen_document.html", "dict_lookup.html".
+	"sifen_document.html",
+	"sifen_documents.html",
 }
 
 // page is the data of one page template: a typed struct per page.
@@ -117,6 +119,9 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		RequestID: info.id,
 	}
 	for _, n := range navItems {
+		if n.shown != nil && !n.shown(s) {
+			continue
+		}
 		l.Nav = append(l.Nav, navLink{Label: n.label, URL: s.path(n.route), Current: n.route == current})
 	}
 	return l

@@ -19,10 +19,13 @@ type format uint8
 
 const (
 	// formatAuto decides by path (unmatched requests): JSON under /api/,
-	// HTML elsewhere.
+	// DICT problem XML under /policies/, HTML elsewhere.
 	formatAuto format = iota
 	formatHTML
 	formatJSON
+	// formatXML is the DICT's: XML documents, errors as RFC 7807 problems
+	// in XML.
+	formatXML
 )
 
 // route is one entry of the route table.
@@ -60,16 +63,34 @@ func (s *Server) routes() []route {
 		{name: "metrics", method: http.MethodGet, path: "/metrics", format: formatJSON, handle: s.serveMetrics},
 		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, handle: s.checkHealth},
 
-		// Phase 2 adds here: the SIFEN documents pages (sifen.go), the DICT
-		// lookup page (dict.go) and the DICT-format /policies/ endpoints
-		// (policies.go, with a problem-XML format).
+		// SIFEN documents (sifen.go): the list with the upload form, one
+		// document, and its Send to SIFEN button.
+		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, handle: s.listDocuments},
+		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, handle: s.importDocuments},
+		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, handle: s.showDocument},
+		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, handle: s.sendDocument},
+
+		// DICT lookup (dict.go): the form, the lookup, the payment button.
+		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.showDictLookup},
+		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.lookupDictKey},
+		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, handle: s.creditDictPayment},
+
+		// The DICT's own GET /policies/ endpoints over the local mirror
+		// (policies.go): for machines, identified by PI-RequestingParticipant.
+		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, handle: s.listPolicies},
+		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, handle: s.getPolicy},
 	}
 }
 
-// navItems are the links of the top navigation, by route name.
-var navItems = []struct{ label, route string }{
-	{"Buckets", "adminBuckets"},
-	// Phase 2: {"Documents", "documents"}, {"DICT lookup", "dictLookup"}.
+// navItems are the links of the top navigation, by route name; a link
+// whose feature is not configured (shown false) is left out.
+var navItems = []struct {
+	label, route string
+	shown        func(*Server) bool
+}{
+	{"Buckets", "adminBuckets", nil},
+	{"Documents", "documents", func(s *Server) bool { return s.Sifen != nil }},
+	{"DICT lookup", "dictLookup", func(s *Server) bool { return s.Dict != nil }},
 }
 
 // Unmatched requests get pseudo-routes so that they pass through the same
@@ -176,8 +197,11 @@ func (info *requestInfo) format(r *http.Request) format {
 	if info.route.format != formatAuto {
 		return info.route.format
 	}
-	if strings.HasPrefix(r.URL.Path, "/api/") {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/api/"):
 		return formatJSON
+	case strings.HasPrefix(r.URL.Path, "/policies/"):
+		return formatXML
 	}
 	return formatHTML
 }

@@ -46,6 +46,18 @@ type Server struct {
 	// Logger defaults to slog.Default().WithGroup("web").
 	Logger *slog.Logger
 
+	// Sifen is the SIFEN send path of the documents pages (/documents): the
+	// same sifen.Sender the batch command sends with. Nil: those pages
+	// answer 404 and leave the navigation.
+	Sifen SifenSender
+	// Dict is the DICT client of the lookup page (/dict/lookup) and of the
+	// DICT-format /policies/ endpoints over the local mirror. Nil: they
+	// answer 404.
+	Dict DictClient
+	// UploadLimit bounds an uploaded DE or lot, in bytes. NewServer sets
+	// DefaultUploadLimit.
+	UploadLimit int64
+
 	// Policies lists policy names the bucket filter suggests.
 	Policies []string
 	// Scope, when set, names the scope of a key (the DICT's PSP or USER)
@@ -79,9 +91,10 @@ type Server struct {
 // then Open it.
 func NewServer() *Server {
 	s := &Server{
-		Metrics:    NewMetrics(),
-		SummaryTTL: 15 * time.Second,
-		cop:        http.NewCrossOriginProtection(),
+		Metrics:     NewMetrics(),
+		SummaryTTL:  15 * time.Second,
+		UploadLimit: DefaultUploadLimit,
+		cop:         http.NewCrossOriginProtection(),
 	}
 	s.router = s.newRouter()
 	return s

@@ -48,6 +48,9 @@ type env struct {
 	inboundConfig *web.InboundConfig
 	configure     []func(*web.Server)
 	ledger        throttle.LedgerGranularity
+
+	// the SIFEN and DICT sides (world_test.go)
+	sims
 }
 
 type option func(*env)
@@ -84,6 +87,14 @@ func withServer(f func(*web.Server)) option {
 	return func(e *env) { e.configure = append(e.configure, f) }
 }
 
+// withPanels gives the server summary panels built from the env (its
+// records, sender, clock) once the simulators are attached.
+func withPanels(f func(e *env) []web.PanelFunc) option {
+	return func(e *env) {
+		e.configure = append(e.configure, func(s *web.Server) { s.Panels = append(s.Panels, f(e)...) })
+	}
+}
+
 // newEnv opens a server on 127.0.0.1:0 over an in-memory store (or the one
 // an option chose), with a fake clock at throttletest.Epoch.
 func newEnv(t testing.TB, opts ...option) *env {
@@ -92,11 +103,12 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(e)
 	}
+	e.openSQLIfNeeded(t)
 	if e.store == nil {
 		e.store = throttletest.NewMemStore(e.clock.Now)
 	}
 	e.metrics = web.NewMetrics()
-	resolvers := throttle.Resolvers{testPolicies}
+	resolvers := append(throttle.Resolvers{testPolicies}, e.simResolvers(t)...)
 	if e.inboundConfig != nil {
 		in, err := web.NewInbound(*e.inboundConfig)
 		require.NoError(t, err)
@@ -123,6 +135,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	s.Logger = testLogger(t)
 	s.SummaryTTL = 0
 	s.Policies = []string{"P", "SLOW"}
+	e.attachSims(t, s)
 	for _, f := range e.configure {
 		f(s)
 	}

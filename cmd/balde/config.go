@@ -101,7 +101,32 @@ type Config struct {
 	// InboundFailMode is what the inbound limiter does when the database
 	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
 	InboundFailMode throttle.FailMode
+
+	// DictReconcileEvery is how often serve reconciles the local DICT
+	// buckets with the DICT's GET /policies/ in the background
+	// (--dict-reconcile-every, BALDE_DICT_RECONCILE_EVERY: a duration of at
+	// least 10 s, POLICIES_LIST allowing 6 a minute, or "off").
+	// ReconcileAuto, the default, is every minute against a real DICT and
+	// off against the simulator, which shares no traffic with it.
+	DictReconcileEvery time.Duration
+	// PruneEvery is how often serve deletes ledger rows and DICT lookups
+	// older than LedgerRetention and idle bucket rows, and settles SIFEN
+	// documents a crashed send left in "sending" (--prune-every,
+	// BALDE_PRUNE_EVERY, default 10m; "off" or 0 turns it off).
+	PruneEvery time.Duration
 }
+
+// ReconcileAuto is DictReconcileEvery's default: DefaultReconcileEvery
+// against a real DICT, off against the simulator.
+const ReconcileAuto time.Duration = -1
+
+// Defaults of serve's background work.
+const (
+	DefaultReconcileEvery = time.Minute
+	DefaultPruneEvery     = 10 * time.Minute
+	// minReconcileEvery keeps reconciliation within POLICIES_LIST's 6 a minute.
+	minReconcileEvery = 10 * time.Second
+)
 
 // DefaultConfig returns the configuration of "make run": SQLite in the
 // working directory, simulators in-process.
@@ -124,6 +149,9 @@ func DefaultConfig() Config {
 		InboundPaths:    []string{"/"},
 		InboundExempt:   web.DefaultInboundExempt,
 		InboundFailMode: throttle.FailOpen,
+
+		DictReconcileEvery: ReconcileAuto,
+		PruneEvery:         DefaultPruneEvery,
 	}
 }
 
@@ -352,6 +380,75 @@ func (c *Config) parseWebEnv(getenv func(string) string) error {
 	default:
 		return fmt.Errorf("BALDE_INBOUND_FAIL: %q (want open or closed)", s)
 	}
+	return c.parseBackgroundEnv(getenv)
+}
+
+// parseBackgroundEnv reads the periods of serve's background work.
+func (c *Config) parseBackgroundEnv(getenv func(string) string) error {
+	if s := getenv("BALDE_DICT_RECONCILE_EVERY"); s != "" {
+		if err := (reconcileFlag{&c.DictReconcileEvery}).Set(s); err != nil {
+			return fmt.Errorf("BALDE_DICT_RECONCILE_EVERY: %w", err)
+		}
+	}
+	if s := getenv("BALDE_PRUNE_EVERY"); s != "" {
+		if err := (everyFlag{&c.PruneEvery}).Set(s); err != nil {
+			return fmt.Errorf("BALDE_PRUNE_EVERY: %w", err)
+		}
+	}
+	return nil
+}
+
+// everyFlag is a flag.Value of a period: a positive duration, or "off"
+// (or 0) for never.
+type everyFlag struct{ d *time.Duration }
+
+func (f everyFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	if *f.d == 0 {
+		return "off"
+	}
+	return f.d.String()
+}
+
+func (f everyFlag) Set(s string) error {
+	if s == "off" || s == "0" {
+		*f.d = 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%q is not a period (e.g. 10m) or off", s)
+	}
+	*f.d = d
+	return nil
+}
+
+// reconcileFlag is DictReconcileEvery's flag.Value: "auto", "off" (or
+// 0), or a period of at least 10 s.
+type reconcileFlag struct{ d *time.Duration }
+
+func (f reconcileFlag) String() string {
+	if f.d != nil && *f.d == ReconcileAuto {
+		return "auto"
+	}
+	return everyFlag(f).String()
+}
+
+func (f reconcileFlag) Set(s string) error {
+	if s == "auto" {
+		*f.d = ReconcileAuto
+		return nil
+	}
+	var d time.Duration
+	if err := (everyFlag{&d}).Set(s); err != nil {
+		return err
+	}
+	if d != 0 && d < minReconcileEvery {
+		return fmt.Errorf("%s is more often than POLICIES_LIST allows (6 a minute): use %s or more", d, minReconcileEvery)
+	}
+	*f.d = d
 	return nil
 }
 
@@ -395,6 +492,12 @@ func (f proxiesFlag) Set(s string) error {
 	}
 	*f.p = p
 	return nil
+}
+
+// addBackgroundFlags registers the periods of serve's background work.
+func (c *Config) addBackgroundFlags(fs *flag.FlagSet) {
+	fs.Var(reconcileFlag{&c.DictReconcileEvery}, "dict-reconcile-every", `period of the background DICT reconciliation, "auto" (every minute against a real DICT, off against the simulator) or "off" (env BALDE_DICT_RECONCILE_EVERY)`)
+	fs.Var(everyFlag{&c.PruneEvery}, "prune-every", `period of the background prune of old ledger rows, DICT lookups and idle buckets, or "off" (env BALDE_PRUNE_EVERY)`)
 }
 
 // addWebFlags registers the flags of serve's web server.

@@ -6,28 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"balde/dict"
 	"balde/migrations"
+	"balde/sifen"
 	"balde/throttle"
 	"balde/throttle/sqlstore"
 	"balde/web"
 )
 
 // runServe is "balde serve": the web app. It opens the store (applying
-// pending migrations), builds the limiters and the web server, serves until
-// the context ends (Ctrl-C, SIGTERM) and shuts down gracefully.
+// pending migrations), starts the DICT and SIFEN simulators when no
+// endpoint is configured, builds the DICT client and the SIFEN sender,
+// settles SIFEN documents a crashed send left in "sending", serves until the
+// context ends (Ctrl-C, SIGTERM) with reconciliation and pruning in the
+// background, and shuts down gracefully.
 func runServe(ctx context.Context, m *Main, args []string) error {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
 	}
-	fs := m.newFlagSet("serve", "serve [--addr HOST:PORT] [--db DSN] [flags]",
+	fs := m.newFlagSet("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
 		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db")
 	cfg.addStoreFlags(fs)
 	cfg.addWebFlags(fs)
+	cfg.addDictFlags(fs)
+	cfg.addSifenFlags(fs)
+	cfg.addPolicyFlags(fs)
+	cfg.addBackgroundFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +49,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
 		return UsageError("%v", err)
+	}
+	if err := checkSifenURL(cfg.SifenURL); err != nil {
+		return err
 	}
 	if cfg.AdminPasswordBcrypt != "" {
 		if _, err := bcrypt.Cost([]byte(cfg.AdminPasswordBcrypt)); err != nil {
@@ -60,6 +76,19 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if sims := app.sims; sims.dict != nil {
+		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
+			sims.dict.URL(), sims.entries, cfg.DictCategory)
+	} else {
+		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
+	}
+	if sims := app.sims; sims.sifen != nil {
+		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.sifenURL)
+	} else if cfg.SifenURL == SifenOfficial {
+		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
+	} else {
+		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
+	}
 	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", app.server.URL())
 	if app.generatedPassword != "" {
 		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, set BALDE_ADMIN_PASSWORD to choose one): %s\n",
@@ -70,16 +99,40 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	return app.close()
 }
 
-// app is what serve runs: the engine and the web server over it.
+// checkSifenURL accepts an empty SIFEN URL (the simulator), SifenOfficial,
+// or an http(s) base URL; sifen.NewClient does not check it.
+func checkSifenURL(s string) error {
+	if s == "" || s == SifenOfficial {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(s, "{env}", "test"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return UsageError("--sifen-url: %q is not %q nor an http(s) base URL (e.g. http://127.0.0.1:8282/{env})", s, SifenOfficial)
+	}
+	return nil
+}
+
+// app is what serve runs: the engine, the simulators, the DICT client and
+// the SIFEN sender, the web server over them, and the background work.
 type app struct {
 	engine            *engine
+	sims              *simulators
+	dict              *dict.Client
+	records           *dict.Records
+	sender            *sifen.Sender
 	server            *web.Server
 	generatedPassword string
+
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
 }
 
 // openApp wires serve: engine (store, group commit, limiter with the
-// inbound, DICT and SIFEN policies) → web server, listening when it returns.
-func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error) {
+// inbound, DICT and SIFEN policies) → simulators (when no endpoint is
+// configured) → DICT client (its category restored) and SIFEN sender
+// (documents left "sending" settled) → web server, listening when it
+// returns → background reconciliation and pruning.
+func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInbound(cfg)
 	if err != nil {
@@ -95,10 +148,36 @@ func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error)
 		return nil, err
 	}
 	a := &app{engine: eng}
-	if err := a.openServer(cfg, inbound, metrics, logger); err != nil {
-		eng.close(ctx)
+	defer func() {
+		if err != nil {
+			a.sims.close()
+			eng.close(ctx)
+		}
+	}()
+
+	sims, dictURL, sifenURL, err := startSimulators(ctx, cfg, logger)
+	if err != nil {
 		return nil, err
 	}
+	a.sims = sims
+	if a.dict, err = eng.dictClient(cfg, dictURL); err != nil {
+		return nil, err
+	}
+	if _, err := a.dict.RestoreCategory(ctx); err != nil {
+		return nil, err
+	}
+	a.records = dict.NewRecords(eng.store.DB(), eng.store.ReadDB())
+	if a.sender, err = eng.sifenSender(cfg, sifenURL); err != nil {
+		return nil, err
+	}
+	// Before anything can send: documents a crashed send left in
+	// "sending" are settled by asking SIFEN, or stay (and are reported).
+	a.resolveSifen(ctx, logger)
+
+	if err := a.openServer(cfg, inbound, metrics, logger); err != nil {
+		return nil, err
+	}
+	a.startBackground(cfg, logger)
 	return a, nil
 }
 
@@ -163,6 +242,14 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics,
 	s.HealthCheck = storeHealth(eng.store)
 	s.Logger = logger.WithGroup("web")
 	s.Policies = policyNames
+	s.Sifen = a.sender
+	s.Dict = a.dict
+	s.Scope = web.Scopes(eng.dict)
+	s.Panels = []web.PanelFunc{
+		web.DictCategoryPanel(eng.dict, cfg.DictParticipant),
+		web.AntiScanPanel(a.records.Monitors, eng.store.Now),
+		web.SifenDocumentsPanel(a.sender),
+	}
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -170,9 +257,97 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics,
 	return nil
 }
 
-// close stops the server (waiting for requests in flight), then the engine.
+// close stops the background work, the server (waiting for requests in
+// flight), the simulators, then the engine.
 func (a *app) close() error {
-	return errors.Join(a.server.Close(), a.engine.close(context.Background()))
+	a.bgCancel()
+	a.bg.Wait()
+	return errors.Join(a.server.Close(), a.sims.close(), a.engine.close(context.Background()))
+}
+
+// resolveSifen settles the SIFEN documents left in "sending" whose claim
+// is old enough (sifen.Sender.Resolve); what it cannot settle now (SIFEN
+// unreachable) stays and is logged, and the next maintenance pass tries
+// again.
+func (a *app) resolveSifen(ctx context.Context, logger *slog.Logger) {
+	resolved, err := a.sender.Resolve(ctx)
+	for _, r := range resolved {
+		logger.Info("SIFEN document settled", slog.Int64("id", r.DocumentID), slog.String("code", r.Code), slog.String("status", string(r.Status)))
+	}
+	if err != nil {
+		logger.Warn("SIFEN documents left in sending could not all be settled", slog.Any("error", err))
+	}
+}
+
+// startBackground starts the DICT reconciliation (against a real DICT by
+// default; see Config.DictReconcileEvery) and the maintenance loop; close
+// stops them.
+func (a *app) startBackground(cfg Config, logger *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.bgCancel = cancel
+	if every := reconcilePeriod(cfg.DictReconcileEvery, a.sims.dict != nil); every > 0 {
+		logger.Info("DICT reconciliation on", slog.Duration("every", every))
+		a.bg.Go(func() { _ = a.dict.RunReconcile(ctx, every, nil) })
+	}
+	if cfg.PruneEvery > 0 {
+		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
+	}
+}
+
+// reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is
+// DefaultReconcileEvery against a real DICT and off (0) against the
+// simulator, whose buckets only ever see this process's traffic; a value
+// set explicitly is used as it is, simulator or not.
+func reconcilePeriod(every time.Duration, simulated bool) time.Duration {
+	if every != ReconcileAuto {
+		return every
+	}
+	if simulated {
+		return 0
+	}
+	return DefaultReconcileEvery
+}
+
+// maintain runs every period until ctx ends: it deletes ledger rows and
+// DICT lookups older than retention and idle bucket rows (Limiter.Prune,
+// Records.PruneLookups), and settles SIFEN documents left in "sending"
+// (Resolve). Failures are logged and retried at the next tick.
+func (a *app) maintain(ctx context.Context, every, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := a.engine.limiter.Prune(ctx, throttle.PruneOptions{Retention: retention})
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("prune", slog.Any("error", err))
+		}
+		lookups, err := a.pruneLookups(ctx, a.engine.store.Now().Add(-retention))
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("prune DICT lookups", slog.Any("error", err))
+		}
+		logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", lookups))
+		a.resolveSifen(ctx, logger)
+	}
+}
+
+// pruneLookupsBatch bounds one DELETE of DICT lookups (one short write
+// transaction each).
+const pruneLookupsBatch = 1000
+
+// pruneLookups deletes the DICT lookups made before before, in batches.
+func (a *app) pruneLookups(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		n, err := a.records.PruneLookups(ctx, before, pruneLookupsBatch)
+		total += n
+		if err != nil || n < pruneLookupsBatch {
+			return total, err
+		}
+	}
 }
 
 // storeHealth is the health check of /healthz: the database answers and

@@ -72,6 +72,8 @@ type servingMain struct {
 	stdout *lineWriter
 	cancel context.CancelFunc
 	done   chan int
+	// before are the lines printed before "listening on".
+	before []string
 }
 
 var (
@@ -95,6 +97,7 @@ func runServeMain(t *testing.T, env map[string]string, args ...string) *servingM
 				urlCh <- m[1]
 				return
 			}
+			sm.before = append(sm.before, line)
 		}
 	}()
 	select {
@@ -234,6 +237,12 @@ func TestServeUsageErrors(t *testing.T) {
 		{"BadBcrypt", map[string]string{"BALDE_ADMIN_PASSWORD_BCRYPT": "plain"}, nil, "hash"},
 		{"ExtraArgument", nil, []string{"now"}, `unexpected argument "now"`},
 		{"BadDSN", nil, []string{"--db", "mysql://x"}, "unsupported DSN scheme"},
+		{"BadParticipant", map[string]string{"BALDE_DICT_PARTICIPANT": "1234"}, nil, "--dict-participant"},
+		{"BadCategory", nil, []string{"--dict-category", "Z!"}, "--dict-category"},
+		{"ReconcileTooOften", map[string]string{"BALDE_DICT_RECONCILE_EVERY": "1s"}, nil, "BALDE_DICT_RECONCILE_EVERY"},
+		{"BadPrune", map[string]string{"BALDE_PRUNE_EVERY": "sometimes"}, nil, "BALDE_PRUNE_EVERY"},
+		{"BadSifenURL", nil, []string{"--sifen-url", "ftp://sifen/{env}"}, "--sifen-url"},
+		{"BadDictURL", map[string]string{"BALDE_DICT_URL": "dict.example"}, nil, "DICT client"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"balde/dict/dictsim"
+	"balde/sifen/sifensim"
+)
+
+// simEntries are the DICT simulator's keys: a copy of
+// dict/testdata/entries.csv (a test keeps the two equal), embedded so that
+// serve has them wherever it runs.
+//
+//go:embed sim_entries.csv
+var simEntries []byte
+
+// simulators are the DICT and SIFEN simulators serve runs in-process when
+// no endpoint is configured, so that "make run" works with no credentials.
+// Each listens on a loopback port of its own; a nil field is a simulator
+// not started (its real endpoint is configured).
+type simulators struct {
+	dict     *dictsim.Server
+	entries  int
+	sifen    *sifensim.Server
+	sifenSrv *http.Server
+	sifenURL string // "http://ADDR/{env}"
+	done     chan struct{}
+}
+
+// startSimulators starts the simulators cfg leaves without an endpoint:
+// dictsim when DictURL is empty (on its own temporary SQLite store, never
+// the app's database, with the sample entries and the configured category
+// and policy file, so its limits are the mirror's), sifensim when SifenURL
+// is empty (SIFEN's rules with their defaults). It returns the URLs to use.
+func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *simulators, dictURL, sifenURL string, err error) {
+	sims := &simulators{}
+	dictURL, sifenURL = cfg.DictURL, cfg.SifenURL
+	defer func() {
+		if err != nil {
+			sims.close()
+		}
+	}()
+	if dictURL == "" {
+		entries, err := dictsim.ReadEntries(bytes.NewReader(simEntries))
+		if err != nil {
+			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
+		}
+		sims.entries = len(entries)
+		sims.dict, err = dictsim.NewServer(ctx, dictsim.Config{
+			Entries:    entries,
+			Category:   cfg.DictCategory,
+			Env:        cfg.DictEnv,
+			PolicyFile: cfg.PolicyFile,
+			Logger:     logger.WithGroup("dictsim"),
+		})
+		if err != nil {
+			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
+		}
+		if err := sims.dict.Open("127.0.0.1:0"); err != nil {
+			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
+		}
+		dictURL = sims.dict.URL()
+	}
+	if sifenURL == "" {
+		sims.sifen, err = sifensim.NewServer(sifensim.Config{Logger: logger.WithGroup("sifensim")})
+		if err != nil {
+			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: listen: %w", err)
+		}
+		sims.sifenSrv = &http.Server{Handler: sims.sifen, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		sims.done = make(chan struct{})
+		go func() {
+			defer close(sims.done)
+			if err := sims.sifenSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("SIFEN simulator", slog.Any("error", err))
+			}
+		}()
+		sims.sifenURL = "http://" + ln.Addr().String() + "/{env}"
+		sifenURL = sims.sifenURL
+	}
+	return sims, dictURL, sifenURL, nil
+}
+
+// close stops the simulators that run (the DICT's temporary store goes
+// with it).
+func (s *simulators) close() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	if s.sifenSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.sifenSrv.Shutdown(ctx))
+		cancel()
+		<-s.done
+		errs = append(errs, s.sifen.Close())
+	}
+	if s.dict != nil {
+		errs = append(errs, s.dict.Close())
+	}
+	return errors.Join(errs...)
+}

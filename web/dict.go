@@ -1,0 +1,290 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"balde/dict"
+)
+
+// DictClient is what the DICT lookup page and the /policies/ endpoints
+// need from the DICT client. *dict.Client implements it; tests may pass a
+// fake.
+type DictClient interface {
+	// GetEntry looks a key up for a payer: the local mirror first, then
+	// the DICT, settled by the answer.
+	GetEntry(ctx context.Context, req dict.LookupRequest) (dict.LookupResult, error)
+	// CreditPayment credits the payment order of a lookup, once.
+	CreditPayment(ctx context.Context, endToEndID string) (dict.PaymentCredit, error)
+	// LocalPolicies and LocalPolicy report the participant's buckets in the
+	// local mirror in the DICT's XML.
+	LocalPolicies(ctx context.Context) (*dict.ListPoliciesResponse, error)
+	LocalPolicy(ctx context.Context, policy string) (*dict.GetPolicyResponse, error)
+	// Participant is this participant's ISPB.
+	Participant() string
+	// Catalog is the DICT's policy catalog of the mirror.
+	Catalog() *dict.Catalog
+}
+
+var _ DictClient = (*dict.Client)(nil)
+
+// dictLookupPage is dict_lookup.html: the form, and the result of a lookup
+// or of a payment.
+type dictLookupPage struct {
+	layout
+	Participant string
+	Category    string
+	Key         string
+	PayerID     string
+
+	// Status is the HTTP status of the page; InputError the message of a
+	// bad key or payer id.
+	Status     int
+	InputError string
+
+	EndToEndID string
+	Entry      *entryView
+	Refusal    *refusalView
+	Remote     *remoteView
+	// Buckets are the lookup's buckets (payer's, participant's) after it.
+	Buckets   []bucketView
+	ShowScope bool
+	Payment   *paymentView
+
+	LookupURL  string
+	PaymentURL string
+}
+
+func (dictLookupPage) templateFile() string { return "dict_lookup.html" }
+
+// entryView is a GetEntryResponse on the page.
+type entryView struct {
+	Key, KeyType                                    string
+	Participant, Branch, AccountNumber, AccountType string
+	OpeningDate                                     string
+	OwnerType, OwnerTaxID, OwnerName, TradeName     string
+	CreationDate, KeyOwnershipDate, OpenClaim       string
+	ResponseTime, CorrelationID                     string
+}
+
+// refusalView is a lookup the local mirror refused: it was not sent.
+type refusalView struct {
+	Policy, Env, Identifier string
+	// Whose is "payer" or "participant".
+	Whose     string
+	Reason    string
+	RetryIn   string
+	BucketURL string
+}
+
+// remoteView is an answer of the DICT other than 200.
+type remoteView struct {
+	Status     int
+	NotFound   bool
+	Type       string
+	Title      string
+	Detail     string
+	RetryAfter string
+}
+
+// paymentView is the result of the payment button.
+type paymentView struct {
+	EndToEndID string
+	Duplicate  bool
+	PaidAt     string
+	Rows       []creditRow
+}
+
+type creditRow struct {
+	Policy, Identifier string
+	Applied, Balance   int64
+	Duplicate          bool
+	BucketURL          string
+}
+
+// showDictLookup is GET /dict/lookup: the lookup form.
+func (s *Server) showDictLookup(w http.ResponseWriter, r *http.Request) error {
+	if s.Dict == nil {
+		return ErrNotFound
+	}
+	return s.render(w, http.StatusOK, s.newDictLookupPage(r))
+}
+
+func (s *Server) newDictLookupPage(r *http.Request) dictLookupPage {
+	return dictLookupPage{
+		layout:      s.layout(r, "dictLookup"),
+		Participant: s.Dict.Participant(),
+		Category:    s.Dict.Catalog().Category(),
+		Status:      http.StatusOK,
+		ShowScope:   s.Scope != nil,
+		LookupURL:   s.path("dictLookupSend"),
+		PaymentURL:  s.path("dictPayment"),
+	}
+}
+
+// lookupDictKey is POST /dict/lookup (key, payer_id): one getEntry through
+// the DICT client. The page shows the entry (200) with a "payment sent"
+// button; the local refusal with the empty bucket and the wait (429 and
+// Retry-After: nothing was sent); the DICT's answer otherwise (404 for a
+// key with no entry, which costs 20 tokens to the payer and 3 to the
+// participant; 502 for a failure). A key or payer id that is not valid is
+// a 400 with the reason, and nothing is taken or sent. Every outcome also
+// shows the lookup's buckets as they are after it.
+func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
+	if s.Dict == nil {
+		return ErrNotFound
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	p := s.newDictLookupPage(r)
+	p.Key = strings.TrimSpace(r.PostForm.Get("key"))
+	p.PayerID = strings.TrimSpace(r.PostForm.Get("payer_id"))
+
+	res, err := s.Dict.GetEntry(r.Context(), dict.LookupRequest{Key: p.Key, PayerID: p.PayerID})
+	var (
+		refused *dict.RefusedError
+		remote  *dict.RemoteError
+	)
+	switch {
+	case err == nil:
+		p.Entry = newEntryView(res.Entry)
+		p.EndToEndID = res.EndToEndID
+	case errors.As(err, &refused):
+		p.Refusal = s.newRefusalView(refused, p.PayerID)
+	case errors.As(err, &remote):
+		p.Remote = newRemoteView(remote)
+		p.EndToEndID = res.EndToEndID
+	case isBadLookupInput(err):
+		p.InputError = publicMessage(err)
+	default:
+		// The store or the network failed: the error page says so.
+		return err
+	}
+	if err != nil {
+		p.Status = s.prepareError(w, r, err).status
+	}
+	s.Logger.Info("dict lookup", slog.String("key_type", string(res.Key.Type)), slog.Int("status", p.Status),
+		slog.String("end_to_end_id", res.EndToEndID), slog.String("user", requestInfoFrom(r.Context()).user))
+
+	// The buckets the lookup was charged to, as they are now.
+	if res.Key.Value != "" {
+		keys := s.Dict.Catalog().LookupKeys(res.Key.Type, p.PayerID, s.Dict.Participant())
+		states, err := s.Limiter.States(r.Context(), keys)
+		if err != nil {
+			return err
+		}
+		for _, st := range states {
+			p.Buckets = append(p.Buckets, s.newBucketView(st))
+		}
+	}
+	return s.render(w, p.Status, p)
+}
+
+// isBadLookupInput reports whether err is a lookup's bad input: nothing
+// was taken or sent.
+func isBadLookupInput(err error) bool {
+	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
+		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
+}
+
+func newEntryView(e *dict.GetEntryResponse) *entryView {
+	if e == nil {
+		return nil
+	}
+	ts := func(t *dict.Timestamp) string {
+		if t == nil || t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(timeLayout)
+	}
+	en := e.Entry
+	return &entryView{
+		Key:              en.Key,
+		KeyType:          string(en.KeyType),
+		Participant:      en.Account.Participant,
+		Branch:           en.Account.Branch,
+		AccountNumber:    en.Account.AccountNumber,
+		AccountType:      en.Account.AccountType,
+		OpeningDate:      ts(&en.Account.OpeningDate),
+		OwnerType:        en.Owner.Type,
+		OwnerTaxID:       en.Owner.TaxIDNumber,
+		OwnerName:        en.Owner.Name,
+		TradeName:        en.Owner.TradeName,
+		CreationDate:     ts(en.CreationDate),
+		KeyOwnershipDate: ts(en.KeyOwnershipDate),
+		OpenClaim:        ts(en.OpenClaimCreationDate),
+		ResponseTime:     ts(&e.ResponseTime),
+		CorrelationID:    e.CorrelationID,
+	}
+}
+
+func (s *Server) newRefusalView(e *dict.RefusedError, payer string) *refusalView {
+	k := e.Decision.Key
+	v := &refusalView{
+		Policy:     k.Policy,
+		Env:        k.Env,
+		Identifier: k.Identifier,
+		Whose:      "participant",
+		Reason:     e.Decision.Reason.String(),
+		RetryIn:    formatWaitOrNow(e.Decision.RetryAfter),
+		BucketURL:  s.bucketPath("adminBucket", k),
+	}
+	if k.Identifier == payer {
+		v.Whose = "payer"
+	}
+	return v
+}
+
+func newRemoteView(e *dict.RemoteError) *remoteView {
+	v := &remoteView{Status: e.Status, NotFound: e.NotFound()}
+	if e.Problem != nil {
+		v.Type, v.Title, v.Detail = e.Problem.TypeName(), e.Problem.Title, e.Problem.Detail
+	}
+	if e.RetryAfter > 0 {
+		v.RetryAfter = formatWait(e.RetryAfter)
+	}
+	return v
+}
+
+// creditDictPayment is POST /dict/payments (end_to_end_id), the "payment
+// sent" button of a lookup that found its key: it stands for the pacs.008
+// the app would send, and credits the lookup's buckets (+1 PF or +2 PJ to
+// the payer, +1 to the participant, capped at capacity) with
+// dict.Client.CreditPayment. A second press changes nothing and says the
+// credit was already applied. An EndToEndId with no lookup is a 404; one
+// whose lookup did not find the key, a 409.
+func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error {
+	if s.Dict == nil {
+		return ErrNotFound
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	e2e := strings.TrimSpace(r.PostForm.Get("end_to_end_id"))
+	pc, err := s.Dict.CreditPayment(r.Context(), e2e)
+	if err != nil {
+		return err
+	}
+	p := s.newDictLookupPage(r)
+	p.EndToEndID = e2e
+	p.PayerID = pc.Lookup.PayerID
+	pv := &paymentView{EndToEndID: e2e, Duplicate: pc.Duplicate}
+	if !pc.Lookup.PaidAt.IsZero() {
+		pv.PaidAt = formatWhen(pc.Lookup.PaidAt, s.now())
+	}
+	for _, a := range pc.Adjusted {
+		pv.Rows = append(pv.Rows, creditRow{
+			Policy: a.Key.Policy, Identifier: a.Key.Identifier,
+			Applied: a.Applied, Balance: a.Balance, Duplicate: a.Duplicate,
+			BucketURL: s.bucketPath("adminBucket", a.Key),
+		})
+	}
+	p.Payment = pv
+	s.Logger.Info("dict payment credited", slog.String("end_to_end_id", e2e), slog.Bool("duplicate", pc.Duplicate),
+		slog.String("user", requestInfoFrom(r.Context()).user))
+	return s.render(w, http.StatusOK, p)
+}

@@ -1,0 +1,481 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"balde/sifen"
+)
+
+// SifenSender is what the documents pages need from SIFEN's send path.
+// *sifen.Sender implements it: the Send button calls the very Send the
+// batch command calls, on the same database, so the throttle of a RUC is
+// one whoever sends. Tests may pass a fake.
+type SifenSender interface {
+	// Import stores the DEs of a DE or lot XML as drafts of env.
+	Import(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
+	// Get returns one document with its XML (sifen.ErrNotFound).
+	Get(ctx context.Context, id int64) (sifen.Document, error)
+	// List returns documents newest first, without their XML.
+	List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error)
+	// Send sends documents as one lot: throttle, SIFEN, record.
+	Send(ctx context.Context, ids ...int64) (sifen.Outcome, error)
+}
+
+var _ SifenSender = (*sifen.Sender)(nil)
+
+// DefaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
+// DEs (a lot is at most 1000 KB once compressed).
+const DefaultUploadLimit = 8 << 20
+
+// Page sizes of the document list.
+const (
+	documentsPageSize    = 50
+	documentsMaxPageSize = 500
+)
+
+// xmlShownBytes is how much of a document's XML its page shows.
+const xmlShownBytes = 64 << 10
+
+// documentStatuses are the statuses the list filter offers, in the order
+// a document goes through them.
+var documentStatuses = []sifen.Status{
+	sifen.StatusDraft, sifen.StatusSending, sifen.StatusSent,
+	sifen.StatusApproved, sifen.StatusRejected, sifen.StatusError,
+}
+
+// documentView is one document as the pages show it.
+type documentView struct {
+	ID           int64
+	Env          string
+	RUC          string
+	CDC          string
+	Type         string
+	Status       string
+	StatusClass  string
+	Message      string
+	LotNumber    string
+	LotHash      string
+	ResponseCode string
+	Wait         string // "retry in 7 s" while a throttle refusal lasts
+	Created      string
+	Updated      string
+	Sent         string
+	Sendable     bool
+
+	URL     string
+	SendURL string
+}
+
+func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
+	id := strconv.FormatInt(d.ID, 10)
+	v := documentView{
+		ID:           d.ID,
+		Env:          string(d.Env),
+		RUC:          d.RUC.String(),
+		CDC:          d.CDC,
+		Type:         documentType(d.Type),
+		Status:       string(d.Status),
+		StatusClass:  statusClass(d.Status),
+		Message:      d.Message,
+		LotNumber:    d.LotNumber,
+		ResponseCode: d.ResponseCode,
+		Created:      formatWhen(d.CreatedAt, now),
+		Updated:      formatWhen(d.UpdatedAt, now),
+		Sent:         formatWhen(d.SentAt, now),
+		Sendable:     d.Status.Sendable(),
+		URL:          s.path("document", "id", id),
+		SendURL:      s.path("sendDocument", "id", id),
+	}
+	if len(d.LotHash) > 16 {
+		v.LotHash = d.LotHash[:16]
+	}
+	if wait := d.RetryAt.Sub(now); d.Status == sifen.StatusError && wait > 0 {
+		v.Wait = fmt.Sprintf("retry in %d s", ceilSeconds(wait))
+	}
+	return v
+}
+
+// documentType renders a DE type (iTiDE) with its name.
+func documentType(t int) string {
+	names := map[int]string{
+		1: "Factura electrónica",
+		4: "Autofactura electrónica",
+		5: "Nota de crédito electrónica",
+		6: "Nota de débito electrónica",
+		7: "Nota de remisión electrónica",
+	}
+	if n, ok := names[t]; ok {
+		return fmt.Sprintf("%d · %s", t, n)
+	}
+	return strconv.Itoa(t)
+}
+
+// statusClass colours a document status like a severity.
+func statusClass(st sifen.Status) string {
+	switch st {
+	case sifen.StatusSent, sifen.StatusApproved:
+		return "sev-healthy"
+	case sifen.StatusSending:
+		return "sev-medium"
+	case sifen.StatusError:
+		return "sev-high"
+	case sifen.StatusRejected:
+		return "sev-critical"
+	}
+	return "sev-unknown"
+}
+
+// documentsPage is sifen_documents.html.
+type documentsPage struct {
+	layout
+	Flash     string
+	Documents []documentView
+
+	// The filter, as given.
+	RUC, Env, Status string
+	Limit            int
+	Envs             []string
+	Statuses         []string
+
+	ListURL   string
+	ImportURL string
+	NextURL   string
+	FirstURL  string
+}
+
+func (documentsPage) templateFile() string { return "sifen_documents.html" }
+
+// listDocuments is GET /documents: the upload form and one page of
+// documents, newest first, filtered by RUC (?ruc=, with or without its
+// check digit), environment (?env=) and status (?status=). Pagination is by
+// keyset: ?before= is the id of the last document of the previous page.
+func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
+	if s.Sifen == nil {
+		return ErrNotFound
+	}
+	q := r.URL.Query()
+	f, err := parseDocumentFilter(q)
+	if err != nil {
+		return err
+	}
+	limit := f.Limit
+	f.Limit = limit + 1 // one more tells whether there is a next page
+	docs, err := s.Sifen.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	more := len(docs) > limit
+	if more {
+		docs = docs[:limit]
+	}
+
+	now := s.now()
+	p := documentsPage{
+		layout:    s.layout(r, "documents"),
+		RUC:       q.Get("ruc"),
+		Env:       q.Get("env"),
+		Status:    q.Get("status"),
+		Limit:     limit,
+		Envs:      []string{string(sifen.EnvTest), string(sifen.EnvProd)},
+		ListURL:   s.path("documents"),
+		ImportURL: s.path("importDocuments"),
+	}
+	for _, st := range documentStatuses {
+		p.Statuses = append(p.Statuses, string(st))
+	}
+	if n, err := strconv.Atoi(q.Get("imported")); err == nil && n > 0 {
+		p.Flash = fmt.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
+	}
+	for _, d := range docs {
+		p.Documents = append(p.Documents, s.newDocumentView(d, now))
+	}
+
+	// Links keep the filter; the pager changes only ?before=.
+	base := url.Values{}
+	for _, name := range []string{"ruc", "env", "status"} {
+		if v := q.Get(name); v != "" {
+			base.Set(name, v)
+		}
+	}
+	if limit != documentsPageSize {
+		base.Set("limit", strconv.Itoa(limit))
+	}
+	if more {
+		next := url.Values{"before": {strconv.FormatInt(docs[len(docs)-1].ID, 10)}}
+		for k, v := range base {
+			next[k] = v
+		}
+		p.NextURL = s.pathWithQuery("documents", next)
+	}
+	if f.BeforeID > 0 {
+		p.FirstURL = s.pathWithQuery("documents", base)
+	}
+	return s.render(w, http.StatusOK, p)
+}
+
+// parseDocumentFilter reads the list's query. A malformed value is a bad
+// request naming it.
+func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
+	f := sifen.Filter{Limit: documentsPageSize}
+	if v := q.Get("env"); v != "" {
+		env, err := sifen.ParseEnv(v)
+		if err != nil {
+			return f, err
+		}
+		f.Env = env
+	}
+	if v := strings.TrimSpace(q.Get("ruc")); v != "" {
+		// "80069563-1" is the number with its check digit: keep the number.
+		number, _, _ := strings.Cut(v, "-")
+		if err := sifen.ValidateRUCNumber(number); err != nil {
+			return f, err
+		}
+		f.RUC = number
+	}
+	if v := q.Get("status"); v != "" {
+		st := sifen.Status(v)
+		known := false
+		for _, s := range documentStatuses {
+			known = known || s == st
+		}
+		if !known {
+			return f, fmt.Errorf("%w: status %q (want draft, sending, sent, approved, rejected or error)", ErrBadRequest, v)
+		}
+		f.Statuses = []sifen.Status{st}
+	}
+	if v := q.Get("before"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			return f, fmt.Errorf("%w: before %q is not a document id", ErrBadRequest, v)
+		}
+		f.BeforeID = id
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > documentsMaxPageSize {
+			return f, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, v, documentsMaxPageSize)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+// importDocuments is POST /documents (multipart/form-data): the DE or lot
+// XML in "file" is stored as drafts of the environment in "env"
+// (Sender.Import, all or nothing). One document: 303 to its page; several:
+// 303 to the list. Bad XML, a bad RUC or check digit, an unknown
+// environment: 400 and nothing stored; a CDC being sent or already sent:
+// 409; a file over UploadLimit: 413.
+func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
+	if s.Sifen == nil {
+		return ErrNotFound
+	}
+	data, env, err := s.readUpload(w, r)
+	if err != nil {
+		return err
+	}
+	docs, err := s.Sifen.Import(r.Context(), data, env)
+	if err != nil {
+		return err
+	}
+	s.Logger.Info("documents imported", slog.Int("count", len(docs)), slog.String("env", string(env)),
+		slog.String("user", requestInfoFrom(r.Context()).user))
+	if len(docs) == 1 {
+		http.Redirect(w, r, s.path("document", "id", strconv.FormatInt(docs[0].ID, 10)), http.StatusSeeOther)
+		return nil
+	}
+	http.Redirect(w, r, s.pathWithQuery("documents", url.Values{"imported": {strconv.Itoa(len(docs))}}), http.StatusSeeOther)
+	return nil
+}
+
+// readUpload reads the multipart upload form: the file and the
+// environment.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, sifen.Env, error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		return nil, "", fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", ErrBadRequest)
+	}
+	limit := s.UploadLimit
+	if limit <= 0 {
+		limit = DefaultUploadLimit
+	}
+	// The body holds the file and a few small fields besides.
+	r.Body = http.MaxBytesReader(w, r.Body, limit+maxFormBytes)
+	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, "", fmt.Errorf("%w: the upload is larger than %d bytes", ErrTooLarge, limit)
+		}
+		return nil, "", fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
+	}
+	defer r.MultipartForm.RemoveAll()
+	env, err := sifen.ParseEnv(r.PostFormValue("env"))
+	if err != nil {
+		return nil, "", err
+	}
+	file, _, err := r.FormFile("file")
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", ErrBadRequest)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, limit+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: read the upload: %v", ErrBadRequest, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, "", fmt.Errorf("%w: the file is larger than %d bytes", ErrTooLarge, limit)
+	}
+	return data, env, nil
+}
+
+// documentPage is sifen_document.html.
+type documentPage struct {
+	layout
+	Doc          documentView
+	Banner       *banner
+	XML          string
+	XMLTruncated bool
+
+	ListURL    string
+	RUCListURL string
+}
+
+func (documentPage) templateFile() string { return "sifen_document.html" }
+
+// banner is the box at the top of a document page that says how its last
+// send ended.
+type banner struct {
+	// Class is "ok", "warning" or "error".
+	Class  string
+	Text   string
+	Detail string
+}
+
+// showDocument is GET /documents/{id}: the document, how its last send
+// ended (a throttle refusal shows "blocked for RUC X in env Y, retry in
+// N s" while the wait lasts, and the page reloads itself when it ends), its
+// Send to SIFEN button when it may be sent, and its XML.
+func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
+	if s.Sifen == nil {
+		return ErrNotFound
+	}
+	id, err := documentID(r)
+	if err != nil {
+		return err
+	}
+	d, err := s.Sifen.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	p := documentPage{
+		layout:  s.layout(r, "documents"),
+		Doc:     s.newDocumentView(d, now),
+		Banner:  documentBanner(d, now),
+		ListURL: s.path("documents"),
+		RUCListURL: s.pathWithQuery("documents", url.Values{
+			"ruc": {d.RUC.Number}, "env": {string(d.Env)},
+		}),
+	}
+	xml := d.XML
+	if len(xml) > xmlShownBytes {
+		xml, p.XMLTruncated = xml[:xmlShownBytes], true
+	}
+	p.XML = strings.ToValidUTF8(string(xml), "\uFFFD")
+	// While a refusal lasts, reload when it ends: the Send button is
+	// worth pressing again then.
+	if wait := d.RetryAt.Sub(now); d.Status == sifen.StatusError && wait > 0 {
+		p.Refresh = int(min(ceilSeconds(wait)+1, 60))
+	}
+	return s.render(w, http.StatusOK, p)
+}
+
+// documentBanner says how the last send of d ended, from the document's
+// own state (so a reload shows the truth, whatever the URL says), or nil
+// for a draft never sent.
+func documentBanner(d sifen.Document, now time.Time) *banner {
+	switch d.Status {
+	case sifen.StatusError:
+		if wait := d.RetryAt.Sub(now); wait > 0 {
+			return &banner{Class: "warning",
+				Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
+				Detail: "The throttle refused the send before anything left (" + d.Message + "). Nothing was sent to SIFEN."}
+		}
+		if !d.RetryAt.IsZero() {
+			return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
+		}
+		return &banner{Class: "error", Text: "The last send did not succeed; the document may be sent again.", Detail: d.Message}
+	case sifen.StatusSent:
+		return &banner{Class: "ok",
+			Text:   fmt.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
+			Detail: d.Message}
+	case sifen.StatusSending:
+		return &banner{Class: "warning", Text: "Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve).", Detail: d.Message}
+	case sifen.StatusApproved:
+		return &banner{Class: "ok", Text: "Approved by SIFEN.", Detail: d.Message}
+	case sifen.StatusRejected:
+		return &banner{Class: "error", Text: "Rejected by SIFEN.", Detail: d.Message}
+	}
+	if d.Message != "" {
+		return &banner{Class: "ok", Text: d.Message}
+	}
+	return nil
+}
+
+// sendDocument is POST /documents/{id}/send, the Send to SIFEN button: it
+// sends the document as a lot of one with sifen.Sender.Send (the throttle
+// of its RUC and environment first) and redirects (303) to the document's
+// page, whatever the outcome: ?result= says which (sent, blocked,
+// not_queued, failed, unknown) and, when blocked, ?wait= the whole seconds
+// to wait, as seed 002 does. The page reads the outcome from the document,
+// which Send marked. A document that cannot be sent now (already sent,
+// being sent) is a 409; a lot rule it breaks, a 400.
+func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
+	if s.Sifen == nil {
+		return ErrNotFound
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	id, err := documentID(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.Sifen.Send(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"result": {string(out.Status)}}
+	attrs := []slog.Attr{slog.Int64("id", id), slog.String("outcome", string(out.Status)),
+		slog.String("user", requestInfoFrom(r.Context()).user)}
+	if out.Blocked != nil {
+		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
+		attrs = append(attrs, slog.Duration("wait", out.Blocked.Wait))
+	}
+	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "document send", attrs...)
+	http.Redirect(w, r, s.pathWithQuery("document", q, "id", strconv.FormatInt(id, 10)), http.StatusSeeOther)
+	return nil
+}
+
+// documentID reads the {id} of a document route.
+func documentID(r *http.Request) (int64, error) {
+	vars, err := pathVars(r)
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseInt(vars["id"], 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("%w: document id %q", ErrNotFound, vars["id"])
+	}
+	return id, nil
+}

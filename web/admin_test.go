@@ -125,8 +125,26 @@ func TestAdminSummaryPanels(t *testing.T) {
 	require.Equal(t, 0, panel.Find("b").Length())
 }
 
+func TestAdminSummaryIsFreshWhileCheap(t *testing.T) {
+	e := newEnv(t, withServer(func(s *web.Server) { s.SummaryTTL, s.SummaryFresh = time.Minute, time.Hour }))
+	total := func() string {
+		doc := document(t, e.get("/admin/buckets", asAdmin))
+		var n string
+		doc.Find(".summary .card").Each(func(_ int, s *goquery.Selection) {
+			if s.Find(".label").Text() == "stored buckets" {
+				n = s.Find(".num").Text()
+			}
+		})
+		return n
+	}
+	require.Equal(t, "0", total())
+	e.take(key("P", "a"), 1)
+	require.Equal(t, "1", total(), "a summary cheaper than SummaryFresh is computed for every request")
+}
+
 func TestAdminSummaryIsCached(t *testing.T) {
-	e := newEnv(t, withServer(func(s *web.Server) { s.SummaryTTL = time.Minute }))
+	// SummaryFresh < 0: as on a large table, the cache is always used.
+	e := newEnv(t, withServer(func(s *web.Server) { s.SummaryTTL, s.SummaryFresh = time.Minute, -1 }))
 	total := func() string {
 		doc := document(t, e.get("/admin/buckets", asAdmin))
 		var n string

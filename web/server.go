@@ -71,6 +71,10 @@ type Server struct {
 	// which cost a full scan) is reused before it is recomputed in the
 	// background. 0 recomputes it on every request. NewServer sets 15 s.
 	SummaryTTL time.Duration
+	// SummaryFresh: while computing the summary takes less than this, every
+	// request computes it (small installations always see fresh numbers);
+	// negative always uses the cache. Default 50 ms.
+	SummaryFresh time.Duration
 
 	router  *mux.Router
 	pages   map[string]*template.Template
@@ -91,10 +95,11 @@ type Server struct {
 // then Open it.
 func NewServer() *Server {
 	s := &Server{
-		Metrics:     NewMetrics(),
-		SummaryTTL:  15 * time.Second,
-		UploadLimit: DefaultUploadLimit,
-		cop:         http.NewCrossOriginProtection(),
+		Metrics:      NewMetrics(),
+		SummaryTTL:   15 * time.Second,
+		SummaryFresh: 50 * time.Millisecond,
+		UploadLimit:  DefaultUploadLimit,
+		cop:          http.NewCrossOriginProtection(),
 	}
 	s.router = s.newRouter()
 	return s

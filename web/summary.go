@@ -45,13 +45,15 @@ type severityCount struct {
 }
 
 // summaryCache keeps the last summary. Counting buckets by severity scans
-// every row (about 0.35 s at a million rows on SQLite), so the admin page
-// shows a summary at most SummaryTTL old and recomputes it in the
-// background; only the very first request (before Open's warm-up ends)
-// waits for it.
+// every row (about 0.35 s at a million rows on SQLite): while a summary
+// takes less than Server.SummaryFresh to compute, every request computes it
+// (a small installation always sees fresh numbers); once it takes longer,
+// the admin page shows a summary at most SummaryTTL old and recomputes it
+// in the background.
 type summaryCache struct {
 	mu         sync.Mutex
 	val        *summary
+	took       time.Duration // how long the last computation took
 	refreshing bool
 }
 
@@ -63,14 +65,16 @@ func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 	}
 	c := &s.summary
 	c.mu.Lock()
-	v := c.val
+	v, took := c.val, c.took
 	c.mu.Unlock()
-	if v == nil {
+	if v == nil || took < s.SummaryFresh {
+		start := time.Now()
 		v, err := s.computeSummary(ctx)
 		if err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
+		c.took = time.Since(start)
 		if c.val == nil || c.val.At.Before(v.At) {
 			c.val = v
 		}
@@ -101,10 +105,12 @@ func (s *Server) refreshSummaryInBackground() {
 	s.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.bgCtx, time.Minute)
 		defer cancel()
+		start := time.Now()
 		v, err := s.computeSummary(ctx)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.refreshing = false
+		c.took = time.Since(start)
 		if err != nil {
 			if s.bgCtx.Err() == nil {
 				s.Logger.Warn("admin summary", slog.Any("error", err))

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"balde/sifen"
+	"balde/sifen/sifensim"
+	"balde/sifen/sifentest"
+)
+
+// TestBatchAndSendButtonShareTheCooldown is seed 002's point: the same
+// throttle check before every send, in the web handler and in the batch
+// tool. A `balde sifen-send` process and serve's Send button work on one
+// SQLite file, for one RUC and env, at the same time, on the real clock:
+// the simulator (whose own interval is a little shorter, for the time
+// between a take and the lot's arrival) never sees two lots of that RUC too
+// close together, and every document of both sides is queued exactly once.
+func TestBatchAndSendButtonShareTheCooldown(t *testing.T) {
+	const ruc = "80069563"
+	var mu sync.Mutex
+	var arrivals []time.Time
+	var refused []string
+	sim := startSifenSim(t, sifensim.Config{
+		Interval: 400 * time.Millisecond,
+		AfterRecepcion: func(_ context.Context, r sifensim.Recepcion) {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Code != sifen.CodeLotQueued {
+				refused = append(refused, r.Code+" "+r.Message)
+				return
+			}
+			arrivals = append(arrivals, time.Now())
+		},
+	})
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{
+		"BALDE_DB": db, "BALDE_SIFEN_URL": sim.URL, "SIFEN_THROTTLE_SECONDS": "0.5",
+		"BALDE_ADMIN_PASSWORD": "pw", "BALDE_INBOUND_IP_LIMIT": "0",
+	}
+	sm := runServeMain(t, env)
+	web := newAdminClient(t, sm.url, "admin", "pw")
+
+	// The web app holds 5 invoices of the RUC, each uploaded on its own.
+	var webDocs []string
+	for _, d := range sifentest.Docs(ruc, 1000, 5) {
+		resp, body := web.upload(d.File(), "test")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+		webDocs = append(webDocs, strings.TrimPrefix(resp.Header.Get("Location"), "/documents/"))
+	}
+	// The batch sends 120 others of the same RUC: 3 lots (50, 50, 20).
+	lot, batchCDCs := sifenLot(ruc, 1, 120)
+	file := writeFile(t, t.TempDir(), "lote.xml", lot)
+	batch := childCommand(t, time.Time{}, "sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json", file)
+	batch.Env = append(batch.Env, "SIFEN_THROTTLE_SECONDS=0.5")
+	var batchOut strings.Builder
+	batch.Stdout = &batchOut
+	require.NoError(t, batch.Start())
+
+	// Meanwhile a person presses Send on each web document until it goes.
+	blocked := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for _, id := range webDocs {
+		for {
+			require.True(t, time.Now().Before(deadline), "document %s not sent in 30 s", id)
+			resp, body := web.postForm("/documents/"+id+"/send", url.Values{})
+			require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+			result, err := url.Parse(resp.Header.Get("Location"))
+			require.NoError(t, err)
+			if result.Query().Get("result") == "sent" {
+				break
+			}
+			require.Equal(t, "blocked", result.Query().Get("result"), resp.Header.Get("Location"))
+			blocked++
+			time.Sleep(50 * time.Millisecond) // a person pressing again; the wait is real time
+		}
+	}
+	require.NoError(t, batch.Wait(), batchOut.String())
+	items, sum := jsonLines[sifenRecord](t, batchOut.String())
+	require.Equal(t, len(batchCDCs), sum.Sent)
+	lots := map[string]bool{}
+	for _, it := range items {
+		require.Equal(t, resultSent, it.Result, it.Message)
+		lots[it.Lot] = true
+	}
+	require.Len(t, lots, 3, "120 documents of one RUC go in lots of 50, 50 and 20")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, refused, "the simulator refused lots: the cooldown was not shared")
+	require.Len(t, arrivals, 3+len(webDocs))
+	slices.SortFunc(arrivals, time.Time.Compare)
+	for i := 1; i < len(arrivals); i++ {
+		require.GreaterOrEqual(t, arrivals[i].Sub(arrivals[i-1]), 400*time.Millisecond, "lots %d and %d", i-1, i)
+	}
+	queued := sim.queuedCounts()
+	for _, cdc := range batchCDCs {
+		require.Equal(t, 1, queued[cdc], cdc)
+	}
+	require.Len(t, queued, len(batchCDCs)+len(webDocs))
+	t.Logf("%d lots of one RUC from two processes; the Send button was refused %d times meanwhile", len(arrivals), blocked)
+}

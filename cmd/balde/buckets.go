@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"balde/dict"
 	"balde/sifen"
 	"balde/throttle"
 )
@@ -125,7 +124,7 @@ func openAdminEngine(ctx context.Context, cfg Config) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	category, ok, err := dict.NewRecords(eng.store.DB(), eng.store.ReadDB()).Category(ctx, eng.dict.Env(), cfg.DictParticipant)
+	category, ok, err := eng.records.Category(ctx, eng.dict.Env(), cfg.DictParticipant)
 	if err == nil && ok {
 		err = eng.dict.SetCategory(category)
 	}

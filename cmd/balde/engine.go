@@ -24,6 +24,7 @@ type engine struct {
 	group   *throttle.GroupCommit // nil when group commit is off
 	limiter *throttle.Limiter
 	dict    *dict.Catalog
+	records *dict.Records // DICT lookups and the learned category
 	sifen   *sifen.Resolver
 	webhook *webhook.Notifier // nil without BALDE_ALERT_WEBHOOK
 	logger  *slog.Logger
@@ -90,7 +91,7 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{store: store, dict: catalog, sifen: resolver, logger: logger}
+	e := &engine{store: store, dict: catalog, records: dict.NewRecords(store.DB(), store.ReadDB()), sifen: resolver, logger: logger}
 	var s throttle.Store = store
 	if cfg.GroupCommit {
 		writers := 1 // SQLite has one writer per database
@@ -139,6 +140,36 @@ func (e *engine) policyNames() []string {
 	return append(names, sifen.PolicyRecepcionLote, sifen.PolicyConsultaLote)
 }
 
+// pruneResult counts what engine.prune removed.
+type pruneResult struct {
+	throttle.PruneResult
+	Before      time.Time // rows older than this were removed
+	DictLookups int64
+}
+
+// prune applies the retention to the ledger and to the DICT lookups and
+// removes idle buckets (unless skipBuckets), each in bounded batches of at
+// most batch rows (0: the engine's defaults), so that it can run while
+// decisions go on. serve runs it periodically and "balde prune" once.
+func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, skipBuckets bool) (pruneResult, error) {
+	res := pruneResult{Before: e.limiter.Now().Add(-retention)}
+	var err error
+	res.PruneResult, err = e.limiter.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: batch, SkipBuckets: skipBuckets})
+	if err != nil {
+		return res, err
+	}
+	if batch <= 0 {
+		batch = 1000
+	}
+	for {
+		n, err := e.records.PruneLookups(ctx, res.Before, batch)
+		res.DictLookups += n
+		if err != nil || n < int64(batch) {
+			return res, err
+		}
+	}
+}
+
 // close writes the refusals answered from memory, stops group commit and
 // the webhook, and closes the store.
 func (e *engine) close(ctx context.Context) error {
@@ -172,7 +203,7 @@ func (e *engine) dictClient(cfg Config, baseURL string) (*dict.Client, error) {
 	}
 	client, err := dict.NewClient(dict.ClientConfig{
 		BaseURL: baseURL, Participant: cfg.DictParticipant,
-		Limiter: e.limiter, Catalog: e.dict, Records: dict.NewRecords(e.store.DB(), e.store.ReadDB()),
+		Limiter: e.limiter, Catalog: e.dict, Records: e.records,
 		HTTPClient: httpClient, Logger: e.logger.WithGroup("dict"),
 	})
 	if err != nil {

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"balde/dict"
-	"balde/throttle"
 )
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket
@@ -48,23 +45,11 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	before := eng.limiter.Now().Add(-retention)
-	res, err := eng.limiter.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: *batch, SkipBuckets: *skipBuckets})
+	res, err := eng.prune(ctx, retention, *batch, *skipBuckets)
 	if err != nil {
 		return err
 	}
-	var lookups int64
-	records := dict.NewRecords(eng.store.DB(), eng.store.ReadDB())
-	for {
-		n, err := records.PruneLookups(ctx, before, *batch)
-		lookups += n
-		if err != nil {
-			return err
-		}
-		if n < int64(*batch) {
-			break
-		}
-	}
+	before, lookups := res.Before, res.DictLookups
 
 	if *jsonOut {
 		writeJSONLine(m.Stdout, struct {

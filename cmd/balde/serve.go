@@ -118,7 +118,6 @@ type app struct {
 	engine            *engine
 	sims              *simulators
 	dict              *dict.Client
-	records           *dict.Records
 	sender            *sifen.Sender
 	server            *web.Server
 	generatedPassword string
@@ -166,7 +165,6 @@ func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err 
 	if _, err := a.dict.RestoreCategory(ctx); err != nil {
 		return nil, err
 	}
-	a.records = dict.NewRecords(eng.store.DB(), eng.store.ReadDB())
 	if a.sender, err = eng.sifenSender(cfg, sifenURL); err != nil {
 		return nil, err
 	}
@@ -247,7 +245,7 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics,
 	s.Scope = web.Scopes(eng.dict)
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(eng.dict, cfg.DictParticipant),
-		web.AntiScanPanel(a.records.Monitors, eng.store.Now),
+		web.AntiScanPanel(eng.records.Monitors, eng.store.Now),
 		web.SifenDocumentsPanel(a.sender),
 	}
 	if err := s.Open(); err != nil {
@@ -321,32 +319,12 @@ func (a *app) maintain(ctx context.Context, every, retention time.Duration, logg
 			return
 		case <-t.C:
 		}
-		res, err := a.engine.limiter.Prune(ctx, throttle.PruneOptions{Retention: retention})
+		res, err := a.engine.prune(ctx, retention, 0, false)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("prune", slog.Any("error", err))
 		}
-		lookups, err := a.pruneLookups(ctx, a.engine.store.Now().Add(-retention))
-		if err != nil && ctx.Err() == nil {
-			logger.Warn("prune DICT lookups", slog.Any("error", err))
-		}
-		logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", lookups))
+		logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups))
 		a.resolveSifen(ctx, logger)
-	}
-}
-
-// pruneLookupsBatch bounds one DELETE of DICT lookups (one short write
-// transaction each).
-const pruneLookupsBatch = 1000
-
-// pruneLookups deletes the DICT lookups made before before, in batches.
-func (a *app) pruneLookups(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		n, err := a.records.PruneLookups(ctx, before, pruneLookupsBatch)
-		total += n
-		if err != nil || n < pruneLookupsBatch {
-			return total, err
-		}
 	}
 }
 

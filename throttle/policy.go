@@ -131,10 +131,15 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// Rate renders the refill, e.g. "2/min", "40/day", "1/10s".
+func (p Policy) Rate() string {
+	return fmt.Sprintf("%d/%s", p.RefillTokens, periodString(p.RefillPeriod))
+}
+
 // String renders p for logs and pages, e.g.
 // "ENTRIES_READ_USER_ANTISCAN: 2/min (capacity 100, stepwise)".
 func (p Policy) String() string {
-	s := fmt.Sprintf("%s: %d/%s (capacity %d, %s", p.Name, p.RefillTokens, periodString(p.RefillPeriod), p.Capacity, p.Refill)
+	s := fmt.Sprintf("%s: %s (capacity %d, %s", p.Name, p.Rate(), p.Capacity, p.Refill)
 	if p.MinInterval > 0 {
 		s += fmt.Sprintf(", every %s at most", p.MinInterval)
 	}

@@ -59,7 +59,7 @@ func TestAdminBucketsShowsState(t *testing.T) {
 	require.Equal(t, "-5", strings.TrimSpace(neg["Tokens"].Text()), "3 s of refill is not a whole token yet (one per 6 s)")
 	require.Equal(t, 1, neg["Tokens"].Find(".negative").Length())
 	require.Equal(t, "10", neg["Capacity"].Text())
-	require.Equal(t, "10 / min", neg["Refill"].Text())
+	require.Equal(t, "10/min", neg["Refill"].Text())
 	require.Equal(t, "Critical", neg["Severity"].Text())
 	bar, _ := neg["Fill"].Find("rect.fill-bar").Attr("width")
 	require.Equal(t, "0", bar)

@@ -26,7 +26,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",
-				Value: fmt.Sprintf("%d / %s, capacity %d", pol.RefillTokens, formatPeriod(pol.RefillPeriod), pol.Capacity)})
+				Value: fmt.Sprintf("%s, capacity %d", pol.Rate(), pol.Capacity)})
 		}
 		return p, nil
 	}

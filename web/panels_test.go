@@ -107,14 +107,14 @@ func TestDictCategoryPanel(t *testing.T) {
 	require.Equal(t, map[string][2]string{
 		"ISPB":             {participant, ""},
 		"Category":         {"A", ""},
-		"Anti-scan bucket": {"25000 / min, capacity 50000", ""},
+		"Anti-scan bucket": {"25000/min, capacity 50000", ""},
 	}, rows)
 
 	// Reconciliation learns another category: the panel follows.
 	require.NoError(t, e.catalog.SetCategory("H"))
 	rows = panelRows(t, document(t, e.get("/admin/buckets", asAdmin)), "DICT participant")
 	require.Equal(t, [2]string{"H", ""}, rows["Category"])
-	require.Equal(t, [2]string{"2 / min, capacity 50", ""}, rows["Anti-scan bucket"])
+	require.Equal(t, [2]string{"2/min, capacity 50", ""}, rows["Anti-scan bucket"])
 }
 
 func TestSifenDocumentsPanel(t *testing.T) {

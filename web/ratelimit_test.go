@@ -268,7 +268,7 @@ func TestInboundBucketsShowInAdmin(t *testing.T) {
 	doc := document(t, e.get("/admin/buckets?policy=INBOUND_IP", asAdmin, fromAddr("198.51.100.77:1")))
 	r := row(t, doc, "198.51.100.77")
 	require.Equal(t, "3", strings.TrimSpace(r["Tokens"].Text()), "both requests were charged, the listing one before it listed")
-	require.Equal(t, "5 / min (sliding window)", r["Refill"].Text())
+	require.Equal(t, "5/min (sliding window)", r["Refill"].Text())
 }
 
 func TestParseTrustedProxies(t *testing.T) {

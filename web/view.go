@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -103,9 +102,10 @@ func fillPercent(tokens, capacity int64) int64 {
 	return tokens * 100 / capacity
 }
 
-// formatRefill renders a policy's refill, e.g. "2 / min", "120 / 1m0s window".
+// formatRefill renders a policy's refill, e.g. "2/min (stepwise)",
+// "120/min (sliding window)".
 func formatRefill(p throttle.Policy) string {
-	s := fmt.Sprintf("%d / %s", p.RefillTokens, formatPeriod(p.RefillPeriod))
+	s := p.Rate()
 	switch p.Refill {
 	case throttle.RefillStepwise:
 		s += " (stepwise)"
@@ -113,20 +113,6 @@ func formatRefill(p throttle.Policy) string {
 		s += " (sliding window)"
 	}
 	return s
-}
-
-func formatPeriod(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "s"
-	case time.Minute:
-		return "min"
-	case time.Hour:
-		return "h"
-	case 24 * time.Hour:
-		return "day"
-	}
-	return d.String()
 }
 
 // formatWait renders a wait for people: "4m12s", "8s", "0.35s".

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,18 +58,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if _, err := bcrypt.Cost([]byte(cfg.AdminPasswordBcrypt)); err != nil {
 			return UsageError("BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash: %v", err)
 		}
-	}
-	if cfg.InboundTokensFile != "" {
-		f, err := os.Open(cfg.InboundTokensFile)
-		if err != nil {
-			return UsageError("BALDE_INBOUND_TOKENS_FILE: %v", err)
-		}
-		tokens, err := web.ParseInboundTokens(f)
-		f.Close()
-		if err != nil {
-			return UsageError("BALDE_INBOUND_TOKENS_FILE %s: %v", cfg.InboundTokensFile, err)
-		}
-		cfg.InboundTokens = append(cfg.InboundTokens, tokens...)
 	}
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
@@ -179,10 +168,23 @@ func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err 
 	return a, nil
 }
 
-// newInbound builds the inbound limiter from cfg, or nil when it is off.
+// newInbound builds the inbound limiter from cfg (reading
+// BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
 func newInbound(cfg Config) (*web.Inbound, error) {
 	if cfg.InboundIPLimit == 0 {
 		return nil, nil
+	}
+	if cfg.InboundTokensFile != "" {
+		f, err := os.Open(cfg.InboundTokensFile)
+		if err != nil {
+			return nil, UsageError("BALDE_INBOUND_TOKENS_FILE: %v", err)
+		}
+		tokens, err := web.ParseInboundTokens(f)
+		f.Close()
+		if err != nil {
+			return nil, UsageError("BALDE_INBOUND_TOKENS_FILE %s: %v", cfg.InboundTokensFile, err)
+		}
+		cfg.InboundTokens = append(slices.Clip(cfg.InboundTokens), tokens...)
 	}
 	in, err := web.NewInbound(web.InboundConfig{
 		IPLimit:  cfg.InboundIPLimit,

@@ -645,7 +645,7 @@ func TestFailModes(t *testing.T) {
 	closed := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Minute}
 	open := closed
 	open.Name, open.FailMode = "Q", throttle.FailOpen
-	failing := &Store{Base: NewMemStore(SystemNow), UpdateFn: func(context.Context, []throttle.Key, []throttle.CreditRef, func(*throttle.Tx) error) error {
+	failing := &Store{Base: NewMemStore(throttle.SystemClock), UpdateFn: func(context.Context, []throttle.Key, []throttle.CreditRef, func(*throttle.Tx) error) error {
 		return errUnavailable
 	}}
 	obs := &countingObserver{}
@@ -666,9 +666,6 @@ func TestFailModes(t *testing.T) {
 	require.True(t, errors.Is(err, throttle.ErrStoreUnavailable))
 	require.Equal(t, 1, obs.failedOpen)
 }
-
-// SystemNow is time.Now as a throttle.Clock.
-func SystemNow() time.Time { return time.Now() }
 
 type countingObserver struct {
 	mu         sync.Mutex

@@ -94,9 +94,13 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 	e := &engine{store: store, dict: catalog, records: dict.NewRecords(store.DB(), store.ReadDB()), sifen: resolver, logger: logger}
 	var s throttle.Store = store
 	if cfg.GroupCommit {
-		writers := 1 // SQLite has one writer per database
+		// SQLite has one writer per database. On PostgreSQL two writers
+		// overlap one batch's round trips with another's commit; more make
+		// batches smaller (measured, 1M keys, 16 callers: 1 writer 5.8-6.9k
+		// decisions/s, 2: 7.0-7.8k, 4: 4.0-5.2k, 8: 3.0-3.5k).
+		writers := 1
 		if store.Engine() == sqlstore.Postgres {
-			writers = 4
+			writers = 2
 		}
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers})
 		s = e.group

@@ -33,26 +33,51 @@ func (bucketsPage) templateFile() string { return "admin_buckets.html" }
 // autoRefreshSeconds is the period of the bucket list's auto-refresh.
 const autoRefreshSeconds = 10
 
-// showAdminBuckets is GET /admin/buckets: the summary and one page of
-// stored buckets, filtered by policy, env and identifier prefix, in key
-// order. Pagination is by keyset: ?after= is the opaque cursor of the last
-// key of the previous page, so a page costs the same at any depth.
-func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error {
+// bucketFilter reads a bucket listing's query, shared by the admin page and
+// the JSON API: policy, env, identifier (a prefix), after (the opaque
+// cursor of the previous page's last key) and limit (1..1000, default 50).
+func bucketFilter(r *http.Request) (throttle.Filter, error) {
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"))
 	if err != nil {
-		return err
+		return throttle.Filter{}, err
 	}
 	after, err := throttle.DecodeCursor(q.Get("after"))
 	if err != nil {
-		return err
+		return throttle.Filter{}, err
 	}
-	f := throttle.Filter{
+	return throttle.Filter{
 		Policy:           q.Get("policy"),
 		Env:              q.Get("env"),
 		IdentifierPrefix: q.Get("identifier"),
 		After:            after,
 		Limit:            limit,
+	}, nil
+}
+
+// filterQuery is the query of f without its cursor: what a link to
+// another page of the same listing keeps.
+func filterQuery(f throttle.Filter) url.Values {
+	q := url.Values{}
+	for name, v := range map[string]string{"policy": f.Policy, "env": f.Env, "identifier": f.IdentifierPrefix} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	if f.Limit != throttle.DefaultPageSize {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
+}
+
+// showAdminBuckets is GET /admin/buckets: the summary and one page of
+// stored buckets, filtered by policy, env and identifier prefix, in key
+// order. Pagination is by keyset: ?after= is the opaque cursor of the last
+// key of the previous page, so a page costs the same at any depth.
+func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error {
+	f, err := bucketFilter(r)
+	if err != nil {
+		return err
 	}
 	list, err := s.Limiter.List(r.Context(), f)
 	if err != nil {
@@ -67,7 +92,7 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		layout:    s.layout(r, "adminBuckets"),
 		Summary:   sum,
 		Filter:    f,
-		Limit:     limit,
+		Limit:     f.Limit,
 		Policies:  slices.Sorted(slices.Values(s.Policies)),
 		ShowScope: s.Scope != nil,
 		ListURL:   s.path("adminBuckets"),
@@ -77,16 +102,8 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	}
 
 	// Links keep the filter; each adds or drops one parameter.
-	base := url.Values{}
-	for _, name := range []string{"policy", "env", "identifier"} {
-		if v := q.Get(name); v != "" {
-			base.Set(name, v)
-		}
-	}
-	if limit != throttle.DefaultPageSize {
-		base.Set("limit", strconv.Itoa(limit))
-	}
-	refreshing := q.Get("refresh") != ""
+	base := filterQuery(f)
+	refreshing := r.URL.Query().Get("refresh") != ""
 	if refreshing {
 		p.Refresh = autoRefreshSeconds
 		base.Set("refresh", "1")

@@ -2,8 +2,6 @@ package web
 
 import (
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"balde/throttle"
@@ -83,22 +81,11 @@ type apiBucketList struct {
 // stored buckets in key order, keyset-paginated (limit 1..1000, default 50).
 // identifier is a prefix.
 func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	f, err := bucketFilter(r)
 	if err != nil {
 		return err
 	}
-	after, err := throttle.DecodeCursor(q.Get("after"))
-	if err != nil {
-		return err
-	}
-	page, err := s.Limiter.List(r.Context(), throttle.Filter{
-		Policy:           q.Get("policy"),
-		Env:              q.Get("env"),
-		IdentifierPrefix: q.Get("identifier"),
-		After:            after,
-		Limit:            limit,
-	})
+	page, err := s.Limiter.List(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -107,15 +94,7 @@ func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
 		out.Buckets = append(out.Buckets, newAPIBucket(st))
 	}
 	if page.Next != "" {
-		next := url.Values{}
-		for _, name := range []string{"policy", "env", "identifier"} {
-			if v := q.Get(name); v != "" {
-				next.Set(name, v)
-			}
-		}
-		if limit != throttle.DefaultPageSize {
-			next.Set("limit", strconv.Itoa(limit))
-		}
+		next := filterQuery(f)
 		next.Set("after", page.Next)
 		out.Next, out.NextURL = page.Next, s.pathWithQuery("apiBuckets", next)
 	}

@@ -290,17 +290,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	for _, pages := range []int{1000, 16000} {
 		b.Run(fmt.Sprintf("sqlite/every%dpages/1Mkeys/callers=8", pages), func(b *testing.B) {
 			dsn := fmt.Sprintf("%s?_pragma=wal_autocheckpoint(%d)", populatedDSN(b, sqlstore.SQLite), pages)
-			s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{MaxConns: 8})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
-			defer g.Close()
-			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			lim := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 8, func(_, i int) error {
 				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
@@ -308,6 +298,31 @@ func BenchmarkCheckpoint(b *testing.B) {
 			})
 		})
 	}
+}
+
+// openBench opens a store on dsn with opts and a limiter over it (through
+// group commit when group is set) deciding benchPolicy, closed when b ends.
+func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, policies throttle.Policies, cfg throttle.Config) *throttle.Limiter {
+	b.Helper()
+	s, err := sqlstore.Open(context.Background(), dsn, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var store throttle.Store = s
+	if group {
+		g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
+		b.Cleanup(func() { g.Close() })
+		store = g
+	}
+	if policies == nil {
+		policies = throttle.Policies{benchPolicy: benchP}
+	}
+	lim, err := throttle.NewLimiter(store, policies, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
 }
 
 // BenchmarkPeers are what a user would otherwise pick: x/time/rate in
@@ -354,22 +369,12 @@ func BenchmarkScanAttack(b *testing.B) {
 			if cache == "nocache" {
 				cfg.RefusalCacheSize = -1
 			}
-			dsn := populatedDSN(b, sqlstore.SQLite)
-			s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
-			defer g.Close()
 			// The scanner's bucket is empty and refills too slowly to matter
 			// during the run; a key of its own each run (the database is
 			// shared by the whole benchmark run).
 			attackerP := throttle.Policy{Name: "ATTACKED", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
-			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP, attackerP.Name: attackerP}, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			lim := openBench(b, populatedDSN(b, sqlstore.SQLite), sqlstore.Options{}, true,
+				throttle.Policies{benchPolicy: benchP, attackerP.Name: attackerP}, cfg)
 			ctx := context.Background()
 			attacker := throttle.Key{Policy: attackerP.Name, Env: "prod", Identifier: fmt.Sprint("scanner-", time.Now().UnixNano())}
 			if _, err := lim.Sync(ctx, throttle.SyncTarget{Key: attacker, Tokens: 0}); err != nil {
@@ -496,15 +501,7 @@ func BenchmarkScale(b *testing.B) {
 	for _, rows := range sizes {
 		pick := func(i int) throttle.Key { return benchKey(rand.IntN(rows)) }
 		b.Run(fmt.Sprintf("sqlite/rows=%d/decision", rows), func(b *testing.B) {
-			s, err := sqlstore.Open(context.Background(), populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			lim, err := throttle.NewLimiter(s, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			lim := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 1, func(_, i int) error {
 				_, err := lim.Take(ctx, "", throttle.Charge{Key: pick(i), Cost: 1})
@@ -512,15 +509,7 @@ func BenchmarkScale(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("sqlite/rows=%d/list-page", rows), func(b *testing.B) {
-			s, err := sqlstore.Open(context.Background(), populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			lim, err := throttle.NewLimiter(s, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			lim := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 1, func(_, i int) error {
 				// A page deep in the table, by cursor.
@@ -540,17 +529,7 @@ func BenchmarkPruneWhileDeciding(b *testing.B) {
 			dir := b.TempDir()
 			src := strings.TrimPrefix(populatedDSN(b, sqlstore.SQLite), "sqlite://")
 			copyFile(b, src, dir+"/p.db")
-			s, err := sqlstore.Open(context.Background(), "sqlite://"+dir+"/p.db", sqlstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
-			defer g.Close()
-			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			lim := openBench(b, "sqlite://"+dir+"/p.db", sqlstore.Options{}, true, nil, throttle.Config{})
 			ctx, cancel := context.WithCancel(context.Background())
 			pruned := make(chan throttle.PruneResult, 1)
 			go func() {

@@ -66,16 +66,6 @@ func (r LedgerReason) String() string {
 	return fmt.Sprintf("LedgerReason(%d)", uint8(r))
 }
 
-// ParseLedgerReason is the inverse of LedgerReason.String.
-func ParseLedgerReason(s string) (LedgerReason, error) {
-	for r, n := range ledgerReasonNames {
-		if n == s {
-			return r, nil
-		}
-	}
-	return 0, fmt.Errorf("throttle: unknown ledger reason %q", s)
-}
-
 // LedgerEntry is one row of the token ledger: a change of a bucket's balance
 // (or a refusal) with its cause. Replaying a bucket's entries in order, with
 // the policy's refill between them, reproduces its balance.

@@ -25,16 +25,6 @@ func (s Severity) String() string {
 	return fmt.Sprintf("Severity(%d)", uint8(s))
 }
 
-// ParseSeverity is the inverse of Severity.String (case-sensitive).
-func ParseSeverity(s string) (Severity, error) {
-	for i, n := range severityNames {
-		if n == s {
-			return Severity(i), nil
-		}
-	}
-	return 0, fmt.Errorf("throttle: unknown severity %q", s)
-}
-
 // Thresholds are the fill ratios, in percent of capacity, below which a
 // bucket is Medium, High and Critical. They must satisfy
 // 100 >= Medium >= High >= Critical >= 0.

@@ -84,9 +84,9 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	}
 	switch {
 	case cfg.RefusalCacheSize == 0:
-		l.refused = newRefusalCache(DefaultRefusalCacheSize)
+		l.refused = newRefusalCache(DefaultRefusalCacheSize, !cfg.SkipRefusalRows)
 	case cfg.RefusalCacheSize > 0:
-		l.refused = newRefusalCache(cfg.RefusalCacheSize)
+		l.refused = newRefusalCache(cfg.RefusalCacheSize, !cfg.SkipRefusalRows)
 	}
 	return l, nil
 }
@@ -123,28 +123,23 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if d, ok, flush := l.refused.check(ps, l.clock()); ok {
 		if flush {
 			// Best effort: a failure keeps the counts for the next transaction.
-			_ = l.FlushRefusals(ctx)
+			_ = l.writeRefusals(ctx, l.refused.drain())
 		}
 		l.observer.Decided(d, time.Since(start))
 		return d, nil
 	}
-	// Refusals answered from memory whose entries expired ride along.
+	// Refusals answered from memory whose groups are due ride along.
 	due := l.refused.drain()
 	keys := keysOf(ps)
-	if len(due) > 0 && l.rules.recordRefusals {
-		keys = append(keys, refusalKeys(due)...)
-	}
 	var d Decision
 	var after []Bucket
 	var at time.Time
-	err = l.update(ctx, keys, nil, func(tx *Tx) error {
+	err = l.update(ctx, append(keys, refusalKeys(due)...), nil, func(tx *Tx) error {
 		d = tx.take(ref, ps, l.rules)
 		if !d.Allowed && l.refused != nil {
-			after, at = tx.snapshot(keysOf(ps)), tx.now
+			after, at = tx.snapshot(keys), tx.now
 		}
-		if l.rules.recordRefusals {
-			tx.recordRefusals(due)
-		}
+		tx.recordRefusals(due)
 		return nil
 	})
 	if err != nil {

@@ -27,6 +27,9 @@ import (
 // Limiter.FlushRefusals is called.
 type refusalCache struct {
 	entries *lru.Cache[Key, *refusal]
+	// counting is off when the limiter writes no refusal rows
+	// (Config.SkipRefusalRows): then nothing is counted or queued.
+	counting bool
 
 	mu  sync.Mutex
 	due []refusalCount // groups to write with the next transaction
@@ -58,8 +61,8 @@ type refusalCount struct {
 	balance int64
 }
 
-func newRefusalCache(size int) *refusalCache {
-	c := &refusalCache{}
+func newRefusalCache(size int, counting bool) *refusalCache {
+	c := &refusalCache{counting: counting}
 	entries, err := lru.NewWithEvict(size, func(_ Key, r *refusal) { c.queue(r.takePending()) })
 	if err != nil {
 		return nil
@@ -110,7 +113,8 @@ func (c *refusalCache) requeue(due []refusalCount) {
 
 // check returns a refusal for the charges if one of their keys is
 // remembered as refused at now for at least its cost. flush is set when the
-// key's pending group is old enough to be written now.
+// key's pending group became a minute old and was queued: the caller
+// should write the queue now (drain).
 func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush bool) {
 	if c == nil {
 		return Decision{}, false, false
@@ -139,23 +143,36 @@ func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush 
 		bd.Remaining, bd.ResetAfter = b.Tokens, b.UntilFull(p.policy, now)
 		d := Decision{Buckets: []BucketDecision{bd}, Cached: true}
 		d.decide()
-
-		r.mu.Lock()
-		if r.pending.n > 0 && r.pending.reason != bd.Reason {
-			c.queue(r.pending) // a new reason starts a new group
-			r.pending.n = 0
-		}
-		if r.pending.n == 0 {
-			r.first = now
-			r.pending = refusalCount{key: p.Key, policy: p.policy, reason: bd.Reason}
-		}
-		r.pending.n++
-		r.pending.last, r.pending.balance = now, bd.Remaining
-		flush = now.Sub(r.first) >= refusalFlushEvery
-		r.mu.Unlock()
-		return d, true, flush
+		return d, true, c.count(r, p, bd, now)
 	}
 	return Decision{}, false, false
+}
+
+// count adds a refusal answered from memory to r's pending group and
+// queues the group once it is refusalFlushEvery old; it reports whether it
+// did.
+func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.Time) bool {
+	if !c.counting {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending.n > 0 && r.pending.reason != bd.Reason {
+		c.queue(r.pending) // a new reason starts a new group
+		r.pending.n = 0
+	}
+	if r.pending.n == 0 {
+		r.first = now
+		r.pending = refusalCount{key: p.Key, policy: p.policy, reason: bd.Reason}
+	}
+	r.pending.n++
+	r.pending.last, r.pending.balance = now, bd.Remaining
+	if now.Sub(r.first) < refusalFlushEvery {
+		return false
+	}
+	c.queue(r.pending)
+	r.pending.n = 0
+	return true
 }
 
 // remember records the refused keys of a decision taken at now, with the
@@ -166,9 +183,6 @@ func (c *refusalCache) remember(d Decision, buckets []Bucket, now time.Time) {
 	}
 	for i, bd := range d.Buckets {
 		if bd.Reason == ReasonNone {
-			if d.Allowed {
-				c.entries.Remove(bd.Key)
-			}
 			continue
 		}
 		b := buckets[i]
@@ -209,7 +223,7 @@ func (l *Limiter) FlushRefusals(ctx context.Context) error {
 }
 
 func (l *Limiter) writeRefusals(ctx context.Context, due []refusalCount) error {
-	if len(due) == 0 || !l.rules.recordRefusals {
+	if len(due) == 0 {
 		return nil
 	}
 	err := l.update(ctx, refusalKeys(due), nil, func(tx *Tx) error {

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 )
 
 // postgresWriter keeps a transaction to four round trips whatever the
@@ -32,19 +31,19 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	}
 	ids, envs, identifiers := keyArrays(keys)
 	rows, err := tx.QueryContext(ctx, `
-		SELECT `+bucketColumns+`
-		FROM buckets
-		WHERE (policy_id, env, identifier) IN (
+		SELECT `+lockedBucketColumns+`
+		FROM `+lockedBucketsFrom+`
+		WHERE (b.policy_id, b.env, b.identifier) IN (
 			SELECT * FROM unnest($1::int[], $2::text[], $3::text[]))
-		ORDER BY policy_id, env, identifier
-		FOR UPDATE`, ids, envs, identifiers)
+		ORDER BY b.policy_id, b.env, b.identifier
+		FOR UPDATE OF b`, ids, envs, identifiers)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []bucketRow
 	for rows.Next() {
-		r, err := scanBucketRow(rows)
+		r, err := scanLockedBucketRow(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -114,30 +113,11 @@ const unnestBuckets = `
 	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
 	                     $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])`
 
-func (postgresWriter) minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error) {
-	var same bool
-	err := tx.QueryRowContext(ctx, `SELECT reason = 10 AND at = $1 FROM token_ledger WHERE id = $2`, at, id).Scan(&same)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return same, err
-}
-
-func (postgresWriter) addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error {
-	_, err := tx.ExecContext(ctx, `
-		UPDATE token_ledger
-		SET delta = delta + $1,
-		    n = n + $2,
-		    balance = $3
-		WHERE id = $4`, r.delta, r.n, r.balance, id)
-	return err
-}
-
 // writeSQL inserts the ledger rows with ids drawn from the identity's
 // sequence in their order, each linked to the previous row of its bucket
 // (the row before it in this statement, else the bucket's head before the
 // transaction), then updates, inserts and deletes buckets, pointing each at
-// its latest ledger row. A new bucket that another transaction inserted
+// its latest ledger row, and adds merged minute rows to their head rows. A new bucket that another transaction inserted
 // first fails with a unique violation and the whole transaction is re-run.
 const writeSQL = `
 	WITH v AS MATERIALIZED (
@@ -190,11 +170,19 @@ const writeSQL = `
 		DELETE FROM buckets
 		WHERE (policy_id, env, identifier) IN (
 			SELECT * FROM unnest($35::int[], $36::text[], $37::text[]))
+	),
+	m AS (
+		UPDATE token_ledger AS t
+		SET delta = t.delta + x.delta,
+		    n = t.n + x.n,
+		    balance = x.balance
+		FROM unnest($38::bigint[], $39::bigint[], $40::bigint[], $41::bigint[]) AS x(id, delta, n, balance)
+		WHERE t.id = x.id
 	)
 	SELECT 1`
 
 func (postgresWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error {
-	if len(ws.ledger) == 0 && len(ws.inserts) == 0 && len(ws.updates) == 0 && len(ws.deletes) == 0 {
+	if len(ws.ledger) == 0 && len(ws.inserts) == 0 && len(ws.updates) == 0 && len(ws.deletes) == 0 && len(ws.merges) == 0 {
 		return nil
 	}
 	args := ledgerArrays(ws.ledger, ws.heads)
@@ -202,6 +190,14 @@ func (postgresWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error
 	args = append(args, bucketArrays(ws.inserts)...)
 	ids, envs, identifiers := keyArrays(ws.deletes)
 	args = append(args, ids, envs, identifiers)
+	mid := make([]int64, len(ws.merges))
+	mdelta := make([]int64, len(ws.merges))
+	mn := make([]int64, len(ws.merges))
+	mbalance := make([]int64, len(ws.merges))
+	for i, m := range ws.merges {
+		mid[i], mdelta[i], mn[i], mbalance[i] = m.id, m.delta, m.n, m.balance
+	}
+	args = append(args, mid, mdelta, mn, mbalance)
 	_, err := tx.ExecContext(ctx, writeSQL, args...)
 	return err
 }

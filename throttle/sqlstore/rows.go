@@ -18,10 +18,24 @@ type bucketRow struct {
 	lastEntry    sql.NullInt64 // id of the bucket's latest ledger row
 	blockedUntil sql.NullInt64
 	spent        []byte
+
+	// headMinute is, for a row loaded to be written, the minute of the
+	// bucket's latest ledger row when that row aggregates a minute of takes
+	// (reason 10): the next aggregated take row of that minute is added to it.
+	headMinute sql.NullInt64
 }
 
 // bucketColumns lists the columns of bucketRow in scan order.
 const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent`
+
+// lockedBucketColumns are bucketColumns of buckets AS b, plus the minute of
+// the bucket's latest ledger row when it aggregates takes, joined as h on
+// b.last_entry: what a write transaction loads.
+const lockedBucketColumns = `b.policy_id, b.env, b.identifier, b.tokens, b.carry, b.refilled_at, b.send_count, b.severity,
+	b.last_sent_at, b.last_entry, b.blocked_until, b.spent, CASE WHEN h.reason = 10 THEN h.at END`
+
+// lockedBucketsFrom is the FROM clause of lockedBucketColumns.
+const lockedBucketsFrom = `buckets AS b LEFT JOIN token_ledger AS h ON h.id = b.last_entry`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -29,6 +43,13 @@ func scanBucketRow(sc scanner) (bucketRow, error) {
 	var r bucketRow
 	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
 		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent)
+	return r, err
+}
+
+func scanLockedBucketRow(sc scanner) (bucketRow, error) {
+	var r bucketRow
+	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.headMinute)
 	return r, err
 }
 

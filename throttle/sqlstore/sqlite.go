@@ -15,7 +15,7 @@ import (
 // decisions costs a few statements, not a few per decision. All of them run
 // on the store's only write connection, under the database write lock.
 type sqliteWriter struct {
-	credit, del, maxID, minute, add *sql.Stmt
+	credit, del, maxID, add *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
 	loads  map[int]*sql.Stmt // by number of keys
@@ -45,7 +45,6 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		// The writer holds the database's write lock: the largest id cannot
 		// change under it.
 		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM token_ledger`},
-		{&w.minute, `SELECT reason = 10 AND at = ? FROM token_ledger WHERE id = ?`},
 		{&w.add, `
 			UPDATE token_ledger
 			SET delta = delta + ?,
@@ -95,9 +94,9 @@ func tuples(n, k int) string {
 
 func loadSQL(n int) string {
 	return `
-		SELECT ` + bucketColumns + `
-		FROM buckets
-		WHERE (policy_id, env, identifier) IN (VALUES ` + tuples(n, 3) + `)`
+		SELECT ` + lockedBucketColumns + `
+		FROM ` + lockedBucketsFrom + `
+		WHERE (b.policy_id, b.env, b.identifier) IN (VALUES ` + tuples(n, 3) + `)`
 }
 
 // upsertSQL writes rows that exist (the transaction read them under the
@@ -126,7 +125,7 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.minute, w.add}
+	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add}
 	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.ledger} {
 		for _, st := range cache {
 			all = append(all, st)
@@ -168,7 +167,7 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanBucketRow(rows)
+			r, err := scanLockedBucketRow(rows)
 			if err != nil {
 				return err
 			}
@@ -244,24 +243,16 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	if err := w.insertLedger(ctx, tx, ws.ledger); err != nil {
 		return fmt.Errorf("insert ledger: %w", err)
 	}
+	add := tx.StmtContext(ctx, w.add)
+	for _, m := range ws.merges {
+		if _, err := add.ExecContext(ctx, m.delta, m.n, m.balance, m.id); err != nil {
+			return fmt.Errorf("add to ledger row: %w", err)
+		}
+	}
 	if err := w.upsertBuckets(ctx, tx, append(ws.inserts, ws.updates...)); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)
-}
-
-func (w *sqliteWriter) minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error) {
-	var same bool
-	err := tx.StmtContext(ctx, w.minute).QueryRowContext(ctx, at, id).Scan(&same)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return same, err
-}
-
-func (w *sqliteWriter) addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error {
-	_, err := tx.StmtContext(ctx, w.add).ExecContext(ctx, r.delta, r.n, r.balance, id)
-	return err
 }
 
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {

@@ -67,11 +67,6 @@ type rowWriter interface {
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
-	// minuteRow tells whether ledger row id is an aggregated take row of the
-	// minute at (reason 10).
-	minuteRow(ctx context.Context, tx *sql.Tx, id, at int64) (bool, error)
-	// addToLedgerRow adds an aggregated take row's events to row id.
-	addToLedgerRow(ctx context.Context, tx *sql.Tx, id int64, r ledgerRow) error
 	// write applies a transaction's changes (see writeSet).
 	write(ctx context.Context, tx *sql.Tx, w *writeSet) error
 	close() error
@@ -79,12 +74,14 @@ type rowWriter interface {
 
 // writeSet is what a transaction writes back. The writer gives the ledger
 // rows ids in their order, links each to the previous row of its bucket
-// (heads holds each bucket's latest row before the transaction), and points
-// every written bucket row at its latest ledger row.
+// (heads holds each bucket's latest row before the transaction), points
+// every written bucket row at its latest ledger row, and adds each merge
+// (an aggregated take row whose id is its bucket's head) to that row.
 type writeSet struct {
 	inserts, updates []bucketRow
 	deletes          []rowKey
 	ledger           []ledgerRow
+	merges           []ledgerRow
 	heads            map[rowKey]sql.NullInt64
 }
 
@@ -315,6 +312,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	}
 	t := throttle.NewTx(s.now())
 	head := make(map[rowKey]sql.NullInt64, len(rows))
+	headMinute := make(map[rowKey]int64)
 	for _, r := range rows {
 		b, err := r.bucket(byRow[r.key])
 		if err != nil {
@@ -322,6 +320,9 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		}
 		t.Load(b)
 		head[r.key] = r.lastEntry
+		if r.headMinute.Valid {
+			headMinute[r.key] = r.headMinute.Int64
+		}
 	}
 	if len(credits) > 0 {
 		refs := make([]creditKey, len(credits))
@@ -343,9 +344,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	}
 
 	ws := &writeSet{heads: head}
-	if ws.ledger, err = s.ledgerRows(ctx, tx, t, head); err != nil {
-		return fmt.Errorf("ledger: %w", err)
-	}
+	ws.ledger, ws.merges = s.ledgerRows(t, head, headMinute)
 	for _, w := range t.BucketWrites() {
 		row := s.toBucketRow(w.Bucket)
 		row.lastEntry = head[row.key] // the writer advances it past new rows
@@ -364,28 +363,21 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	return tx.Commit()
 }
 
-// ledgerRows returns the ledger rows to insert, in order. An aggregated
-// take row is added to its bucket's latest row when that row aggregates the
-// same minute, and inserted otherwise.
-func (s *Store) ledgerRows(ctx context.Context, tx *sql.Tx, t *throttle.Tx, head map[rowKey]sql.NullInt64) ([]ledgerRow, error) {
+// ledgerRows returns the ledger rows to insert, in order, and the
+// aggregated take rows to add to their bucket's latest row: those of the
+// minute that row already aggregates (headMinute, loaded with the bucket).
+func (s *Store) ledgerRows(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinute map[rowKey]int64) (rows, merges []ledgerRow) {
 	entries, aggregated := t.LedgerRows()
-	rows := s.toLedgerRows(entries, false)
+	rows = s.toLedgerRows(entries, false)
 	for _, r := range s.toLedgerRows(aggregated, true) {
-		if h := head[r.key]; h.Valid {
-			same, err := s.rw.minuteRow(ctx, tx, h.Int64, r.at)
-			if err != nil {
-				return nil, err
-			}
-			if same {
-				if err := s.rw.addToLedgerRow(ctx, tx, h.Int64, r); err != nil {
-					return nil, err
-				}
-				continue
-			}
+		if m, ok := headMinute[r.key]; ok && m == r.at {
+			r.id = head[r.key].Int64
+			merges = append(merges, r)
+			continue
 		}
 		rows = append(rows, r)
 	}
-	return rows, nil
+	return rows, merges
 }
 
 // link gives rows the ids, in order, links each to the previous row of its

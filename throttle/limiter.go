@@ -279,7 +279,7 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 		return BucketState{}, fmt.Errorf("throttle: reset %s: %w", key, err)
 	}
 	l.refused.forget(key)
-	return l.state(b, true, now), nil
+	return l.state(b, p, true, now), nil
 }
 
 // update runs apply in one store transaction with the limiter's ledger

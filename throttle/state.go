@@ -30,11 +30,8 @@ type BucketState struct {
 	RetryAfter time.Duration
 }
 
-func (l *Limiter) state(b Bucket, stored bool, now time.Time) BucketState {
-	p, err := l.Policy(b.Key)
-	if err != nil {
-		return BucketState{Bucket: b, At: now, Stored: stored, Orphan: true, Severity: b.Severity}
-	}
+// state is b as seen at now under p. b must be p's bucket.
+func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketState {
 	b.Refill(p, now)
 	s := BucketState{
 		Bucket: b, Policy: p, At: now, Stored: stored,
@@ -51,19 +48,11 @@ func (l *Limiter) state(b Bucket, stored bool, now time.Time) BucketState {
 //
 // Errors: ErrInvalidKey, ErrUnknownPolicy, ErrStoreUnavailable.
 func (l *Limiter) State(ctx context.Context, key Key) (BucketState, error) {
-	p, err := l.Policy(key)
+	states, err := l.States(ctx, []Key{key})
 	if err != nil {
 		return BucketState{}, err
 	}
-	rows, err := l.store.Buckets(ctx, []Key{key})
-	if err != nil {
-		return BucketState{}, fmt.Errorf("throttle: state %s: %w", key, err)
-	}
-	now := l.clock()
-	if len(rows) == 0 {
-		return l.state(NewBucket(key, p, now), false, now), nil
-	}
-	return l.state(rows[0], true, now), nil
+	return states[0], nil
 }
 
 // States returns the states of several keys at one instant, in the order
@@ -92,7 +81,7 @@ func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error)
 		if !ok {
 			b = NewBucket(k, policies[i], now)
 		}
-		out[i] = l.state(b, ok, now)
+		out[i] = l.state(b, policies[i], ok, now)
 	}
 	return out, nil
 }
@@ -125,7 +114,13 @@ func (l *Limiter) List(ctx context.Context, f Filter) (Page, error) {
 	now := l.clock()
 	page.States = make([]BucketState, len(rows))
 	for i, b := range rows {
-		page.States[i] = l.state(b, true, now)
+		p, err := l.Policy(b.Key)
+		if err != nil {
+			// A row whose policy left the catalog is shown as stored.
+			page.States[i] = BucketState{Bucket: b, At: now, Stored: true, Orphan: true, Severity: b.Severity}
+			continue
+		}
+		page.States[i] = l.state(b, p, true, now)
 	}
 	return page, nil
 }

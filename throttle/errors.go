@@ -24,6 +24,8 @@ var (
 	// (database down, locked past its timeout, disk full). For a Take it is
 	// only returned when a policy involved fails closed.
 	ErrStoreUnavailable = errors.New("throttle: store unavailable")
+	// ErrClosed is returned by Updates on a closed GroupCommit.
+	ErrClosed = errors.New("throttle: group commit closed")
 )
 
 func isUnknownPolicy(err error) bool { return errors.Is(err, ErrUnknownPolicy) }

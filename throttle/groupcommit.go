@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,9 +45,6 @@ type GroupCommit struct {
 	closed  sync.Once
 	wg      sync.WaitGroup
 }
-
-// ErrClosed is returned by Updates on a closed GroupCommit.
-var ErrClosed = errors.New("throttle: group commit closed")
 
 type groupOp struct {
 	ctx     context.Context

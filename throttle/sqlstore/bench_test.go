@@ -258,29 +258,15 @@ func BenchmarkDecision(b *testing.B) {
 
 func benchLimiter(b *testing.B, engine sqlstore.Engine, mode string, callers int, cfg throttle.Config) (*throttle.Limiter, func()) {
 	b.Helper()
-	s, err := sqlstore.Open(context.Background(), populatedDSN(b, engine), sqlstore.Options{MaxConns: max(callers, 4)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var store throttle.Store = s
-	closeAll := func() { s.Close() }
-	if mode == "group" {
-		g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{Writers: writers(engine)})
-		store = g
-		closeAll = func() {
-			batches, ops := g.Stats()
-			if batches > 0 {
-				b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
-			}
-			g.Close()
-			s.Close()
+	lim, g := openBench(b, populatedDSN(b, engine), sqlstore.Options{MaxConns: max(callers, 4)}, mode == "group", nil, cfg)
+	return lim, func() {
+		if g == nil {
+			return
+		}
+		if batches, ops := g.Stats(); batches > 0 {
+			b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
 		}
 	}
-	lim, err := throttle.NewLimiter(store, throttle.Policies{benchPolicy: benchP}, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return lim, closeAll
 }
 
 // BenchmarkCheckpoint compares when SQLite checkpoints its WAL under
@@ -290,7 +276,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	for _, pages := range []int{1000, 16000} {
 		b.Run(fmt.Sprintf("sqlite/every%dpages/1Mkeys/callers=8", pages), func(b *testing.B) {
 			dsn := fmt.Sprintf("%s?_pragma=wal_autocheckpoint(%d)", populatedDSN(b, sqlstore.SQLite), pages)
-			lim := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
+			lim, _ := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 8, func(_, i int) error {
 				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
@@ -301,8 +287,10 @@ func BenchmarkCheckpoint(b *testing.B) {
 }
 
 // openBench opens a store on dsn with opts and a limiter over it (through
-// group commit when group is set) deciding benchPolicy, closed when b ends.
-func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, policies throttle.Policies, cfg throttle.Config) *throttle.Limiter {
+// group commit, with the engine's number of writers, when group is set)
+// deciding benchPolicy, closed when b ends. The GroupCommit is nil without
+// group.
+func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, policies throttle.Policies, cfg throttle.Config) (*throttle.Limiter, *throttle.GroupCommit) {
 	b.Helper()
 	s, err := sqlstore.Open(context.Background(), dsn, opts)
 	if err != nil {
@@ -310,8 +298,9 @@ func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, poli
 	}
 	b.Cleanup(func() { s.Close() })
 	var store throttle.Store = s
+	var g *throttle.GroupCommit
 	if group {
-		g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
+		g = throttle.NewGroupCommit(s, throttle.GroupCommitOptions{Writers: writers(s.Engine())})
 		b.Cleanup(func() { g.Close() })
 		store = g
 	}
@@ -322,7 +311,7 @@ func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, poli
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lim
+	return lim, g
 }
 
 // BenchmarkPeers are what a user would otherwise pick: x/time/rate in
@@ -373,7 +362,7 @@ func BenchmarkScanAttack(b *testing.B) {
 			// during the run; a key of its own each run (the database is
 			// shared by the whole benchmark run).
 			attackerP := throttle.Policy{Name: "ATTACKED", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
-			lim := openBench(b, populatedDSN(b, sqlstore.SQLite), sqlstore.Options{}, true,
+			lim, _ := openBench(b, populatedDSN(b, sqlstore.SQLite), sqlstore.Options{}, true,
 				throttle.Policies{benchPolicy: benchP, attackerP.Name: attackerP}, cfg)
 			ctx := context.Background()
 			attacker := throttle.Key{Policy: attackerP.Name, Env: "prod", Identifier: fmt.Sprint("scanner-", time.Now().UnixNano())}
@@ -501,7 +490,7 @@ func BenchmarkScale(b *testing.B) {
 	for _, rows := range sizes {
 		pick := func(i int) throttle.Key { return benchKey(rand.IntN(rows)) }
 		b.Run(fmt.Sprintf("sqlite/rows=%d/decision", rows), func(b *testing.B) {
-			lim := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
+			lim, _ := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 1, func(_, i int) error {
 				_, err := lim.Take(ctx, "", throttle.Charge{Key: pick(i), Cost: 1})
@@ -509,7 +498,7 @@ func BenchmarkScale(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("sqlite/rows=%d/list-page", rows), func(b *testing.B) {
-			lim := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
+			lim, _ := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 1, func(_, i int) error {
 				// A page deep in the table, by cursor.
@@ -529,7 +518,7 @@ func BenchmarkPruneWhileDeciding(b *testing.B) {
 			dir := b.TempDir()
 			src := strings.TrimPrefix(populatedDSN(b, sqlstore.SQLite), "sqlite://")
 			copyFile(b, src, dir+"/p.db")
-			lim := openBench(b, "sqlite://"+dir+"/p.db", sqlstore.Options{}, true, nil, throttle.Config{})
+			lim, _ := openBench(b, "sqlite://"+dir+"/p.db", sqlstore.Options{}, true, nil, throttle.Config{})
 			ctx, cancel := context.WithCancel(context.Background())
 			pruned := make(chan throttle.PruneResult, 1)
 			go func() {

@@ -376,15 +376,7 @@ func TestUnansweredSendIsResolvedBeforeAnyResend(t *testing.T) {
 		w.clock.Advance(time.Minute)
 		_, err = w.sender.Send(ctx, ids[0])
 		require.ErrorIs(t, err, sifen.ErrNotSendable)
-		// A young claim may be a live send elsewhere: Resolve leaves it.
-		resolved, err := w.sender.Resolve(ctx)
-		require.NoError(t, err)
-		require.Empty(t, resolved)
-
-		w.clock.Advance(sifen.DefaultResolveAfter)
-		resolved, err = w.sender.Resolve(ctx)
-		require.NoError(t, err)
-		require.Equal(t, []sifen.Resolved{{DocumentID: ids[0], CDC: sifentest.Doc{}.CDC(), Code: sifen.CodeDENotFound, Status: sifen.StatusDraft}}, resolved)
+		w.requireResolvedOnceStale(t, sifen.Resolved{DocumentID: ids[0], CDC: sifentest.Doc{}.CDC(), Code: sifen.CodeDENotFound, Status: sifen.StatusDraft})
 
 		out, err = w.sender.Send(ctx, ids[0])
 		require.NoError(t, err)

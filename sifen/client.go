@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -65,7 +66,10 @@ type Client struct {
 	idSeq func() string
 }
 
-// NewClient returns a Client for cfg, loading the certificate files.
+// NewClient returns a Client for cfg, loading the certificate files. A
+// base URL (BaseURL, TestURL, ProdURL) that is not an absolute http(s) URL
+// is an error: nothing could be sent there, and a send that fails after
+// its claim leaves its documents in "sending" until Resolve.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -75,6 +79,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.ProdURL == "" {
 		cfg.ProdURL = ProdURL
+	}
+	for _, base := range []string{cfg.BaseURL, cfg.TestURL, cfg.ProdURL} {
+		if err := checkBaseURL(base); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.RecepcionPath == "" {
 		cfg.RecepcionPath = RecepcionPath
@@ -96,6 +105,19 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		hc = &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	}
 	return &Client{http: hc, cfg: cfg, idSeq: newRequestID}, nil
+}
+
+// checkBaseURL accepts "" (not set) and an absolute http(s) URL with a
+// host, "{env}" standing for an environment.
+func checkBaseURL(base string) error {
+	if base == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(base, "{env}", string(EnvTest)))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("sifen: client base URL %q is not an http(s) URL", base)
+	}
+	return nil
 }
 
 // tlsConfig builds the TLS settings of mutual TLS from the PEM files.

@@ -157,4 +157,16 @@ func TestClientURLs(t *testing.T) {
 
 	_, err = c.ConsultaDE(context.Background(), "homolog", sifentest.Doc{}.CDC())
 	require.ErrorIs(t, err, sifen.ErrInvalidEnv)
+
+	for _, cfg := range []sifen.ClientConfig{
+		{BaseURL: "ftp://sifen.example/{env}"},
+		{BaseURL: "127.0.0.1:8282/{env}"},
+		{BaseURL: "http:///{env}"},
+		{BaseURL: "http://[::1/{env}"},
+		{TestURL: "sifen-test.set.gov.py"},
+		{ProdURL: "file:///etc"},
+	} {
+		_, err := sifen.NewClient(cfg)
+		require.ErrorContains(t, err, "is not an http(s) URL", "%+v", cfg)
+	}
 }

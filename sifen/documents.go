@@ -274,22 +274,21 @@ func (s *docStore) list(ctx context.Context, f Filter) ([]Document, error) {
 }
 
 // importDE inserts de, or turns an existing document with its CDC back
-// into a draft of the new XML when that document may be sent again.
+// into a draft of the new XML when that document may be sent again: it is
+// in draft or error, or SIFEN rejected it and de is a corrected version.
 func (s *docStore) importDE(ctx context.Context, tx *sqlx.Tx, env Env, de DE, now time.Time) (int64, error) {
-	var existing []struct {
-		ID     int64  `db:"id"`
-		Status string `db:"status"`
-	}
-	err := tx.SelectContext(ctx, &existing, tx.Rebind(`SELECT id, status FROM documents WHERE env = ? AND cdc = ?`), string(env), de.CDC)
+	var existing []docRow
+	err := tx.SelectContext(ctx, &existing, tx.Rebind(`SELECT `+docColumns+` FROM documents WHERE env = ? AND cdc = ?`), string(env), de.CDC)
 	if err != nil {
 		return 0, wrapDB(err)
 	}
 	if len(existing) == 1 {
 		ex := existing[0]
-		switch Status(ex.Status) {
-		case StatusDraft, StatusError, StatusRejected:
-		default:
-			return 0, fmt.Errorf("%w: %s is document %d, %s", ErrCDCInFlight, de.CDC, ex.ID, ex.Status)
+		st := Status(ex.Status)
+		corrected := st == StatusRejected && ex.XML != string(de.XML)
+		if !st.Sendable() && !corrected {
+			ex.XML = ""
+			return 0, &CDCError{CDC: de.CDC, Document: ex.document()}
 		}
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			UPDATE documents SET

@@ -48,7 +48,8 @@ var (
 	ErrLotAlreadySent = errors.New("sifen: lot already sent")
 
 	// ErrCDCInFlight: a document with this CDC is being sent, was sent and
-	// has no final result yet, or was approved.
+	// has no final result yet, was approved, or was rejected and the DE
+	// has not changed since (see *CDCError).
 	ErrCDCInFlight = errors.New("sifen: CDC already sent")
 	// ErrNotFound: no document with this id.
 	ErrNotFound = errors.New("sifen: document not found")
@@ -90,3 +91,25 @@ func (e *RemoteError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrRemote) true.
 func (e *RemoteError) Unwrap() error { return ErrRemote }
+
+// CDCError is Import's refusal of a DE whose CDC a stored document already
+// holds: the document is being sent, was sent and has no final result yet,
+// was approved, or was rejected and the DE has the same XML (SIFEN would
+// reject it again; a corrected DE keeps its CDC and is imported).
+type CDCError struct {
+	CDC string
+	// Document is the stored document, without its XML: Status says why it
+	// holds the CDC; Message and ResponseCode say what SIFEN answered.
+	Document Document
+}
+
+func (e *CDCError) Error() string {
+	if e.Document.Status == StatusRejected {
+		return fmt.Sprintf("%v: %s is document %d, rejected by SIFEN (%s); correct the document to send it again",
+			ErrCDCInFlight, e.CDC, e.Document.ID, e.Document.Message)
+	}
+	return fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, e.Document.ID, e.Document.Status)
+}
+
+// Unwrap makes errors.Is(err, ErrCDCInFlight) true.
+func (e *CDCError) Unwrap() error { return ErrCDCInFlight }

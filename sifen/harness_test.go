@@ -113,6 +113,23 @@ func (w *world) doc(t *testing.T, id int64) sifen.Document {
 	return d
 }
 
+// requireResolvedOnceStale checks Resolve on documents a send left in
+// "sending": a claim younger than ResolveAfter may be a live send in
+// another process and is left alone; once it is that old, Resolve settles
+// exactly want.
+func (w *world) requireResolvedOnceStale(t *testing.T, want ...sifen.Resolved) {
+	t.Helper()
+	ctx := context.Background()
+	resolved, err := w.sender.Resolve(ctx)
+	require.NoError(t, err)
+	require.Empty(t, resolved)
+
+	w.clock.Advance(sifen.DefaultResolveAfter)
+	resolved, err = w.sender.Resolve(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, resolved)
+}
+
 // ledgerRows counts the throttle's ledger rows: every take and refusal
 // writes one, so 0 means the throttle was never asked.
 func (w *world) ledgerRows(t *testing.T) int64 {

@@ -276,18 +276,11 @@ func TestCrashBetweenSendingAndAnswer(t *testing.T) {
 				require.ErrorAs(t, err, &ee)
 				require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())
 
-				// The document is still "sending": no one can resend it, and a
-				// young claim is left alone.
+				// The document is still "sending": no one can resend it until
+				// Resolve settles it, which it does once the claim is stale.
 				_, err = w.sender.Send(ctx, ids[0])
 				require.ErrorIs(t, err, sifen.ErrNotSendable)
-				resolved, err := w.sender.Resolve(ctx)
-				require.NoError(t, err)
-				require.Empty(t, resolved)
-
-				w.clock.Advance(sifen.DefaultResolveAfter)
-				resolved, err = w.sender.Resolve(ctx)
-				require.NoError(t, err)
-				require.Equal(t, []sifen.Resolved{{DocumentID: ids[0], CDC: doc.CDC(), Code: tc.wantCode, Status: tc.wantStatus}}, resolved)
+				w.requireResolvedOnceStale(t, sifen.Resolved{DocumentID: ids[0], CDC: doc.CDC(), Code: tc.wantCode, Status: tc.wantStatus})
 
 				out, err := w.sender.Send(ctx, ids[0])
 				if tc.wantStatus == sifen.StatusApproved {

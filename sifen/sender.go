@@ -128,11 +128,13 @@ func NewSender(store *sqlstore.Store, client *Client, limiter *throttle.Limiter,
 // of env and returns them in input order. All or nothing: a DE with a
 // missing RUC, a wrong check digit or a bad CDC refuses the whole input.
 // A CDC already stored in env is imported again (the document becomes a
-// draft of the new XML) when it is in draft, error or rejected; when it is
-// being sent, sent or approved the import fails with ErrCDCInFlight.
+// draft of the new XML) when it is in draft or error, or rejected and the
+// XML differs (a corrected DE keeps its CDC); otherwise — being sent, sent,
+// approved, or rejected with the same XML — the import fails with a
+// *CDCError naming the document that holds the CDC.
 //
-// Errors: ErrInvalidEnv, the errors of ParseLote, ErrCDCInFlight,
-// throttle.ErrStoreUnavailable.
+// Errors: ErrInvalidEnv, the errors of ParseLote, *CDCError
+// (ErrCDCInFlight), throttle.ErrStoreUnavailable.
 func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err

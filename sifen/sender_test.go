@@ -3,6 +3,7 @@ package sifen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -202,6 +203,11 @@ func TestSameCDCAndSameLotAreNeverSentTwice(t *testing.T) {
 		require.ErrorIs(t, err, sifen.ErrNotSendable)
 		_, err = w.sender.Import(ctx, rejected.File(), sifen.EnvTest)
 		require.ErrorIs(t, err, sifen.ErrCDCInFlight)
+		var taken *sifen.CDCError
+		require.ErrorAs(t, err, &taken)
+		require.Equal(t, ids[1], taken.Document.ID)
+		require.Equal(t, sifen.StatusSent, taken.Document.Status)
+		require.Equal(t, fmt.Sprintf("sifen: CDC already sent: %s is document %d, sent", rejected.CDC(), ids[1]), err.Error())
 
 		// The lot is processed: one approved, one rejected.
 		w.clock.Advance(sifen.DefaultConsultaInterval)
@@ -215,11 +221,25 @@ func TestSameCDCAndSameLotAreNeverSentTwice(t *testing.T) {
 		require.Equal(t, "Rechazado: 1111 rechazo de prueba", d.Message)
 		require.Equal(t, "1111", d.ResponseCode)
 
-		// An approved CDC can never be imported again; a rejected one can,
-		// but sent alone it is a new lot.
+		// An approved CDC can never be imported again; a rejected one only
+		// once corrected (same CDC, other XML): SIFEN would reject the same
+		// DE again.
 		_, err = w.sender.Import(ctx, sifentest.Doc{Number: 1}.File(), sifen.EnvTest)
 		require.ErrorIs(t, err, sifen.ErrCDCInFlight)
-		again, err := w.sender.Import(ctx, rejected.File(), sifen.EnvTest)
+		require.ErrorAs(t, err, &taken)
+		require.Equal(t, sifen.StatusApproved, taken.Document.Status)
+		_, err = w.sender.Import(ctx, rejected.File(), sifen.EnvTest)
+		require.ErrorIs(t, err, sifen.ErrCDCInFlight)
+		require.ErrorAs(t, err, &taken)
+		require.Equal(t, sifen.StatusRejected, taken.Document.Status)
+		require.Equal(t, "1111", taken.Document.ResponseCode)
+		require.Equal(t, fmt.Sprintf("sifen: CDC already sent: %s is document %d, rejected by SIFEN (Rechazado: 1111 rechazo de prueba); correct the document to send it again",
+			rejected.CDC(), ids[1]), err.Error())
+		require.Equal(t, sifen.StatusRejected, w.doc(t, ids[1]).Status, "a refused import changes nothing")
+		corrected := rejected
+		corrected.Filler = 10
+		require.Equal(t, rejected.CDC(), corrected.CDC())
+		again, err := w.sender.Import(ctx, corrected.File(), sifen.EnvTest)
 		require.NoError(t, err)
 		require.Equal(t, ids[1], again[0].ID)
 		require.Equal(t, sifen.StatusDraft, again[0].Status)
@@ -356,15 +376,7 @@ func TestUnansweredSendIsResolvedBeforeAnyResend(t *testing.T) {
 		w.clock.Advance(time.Minute)
 		_, err = w.sender.Send(ctx, ids[0])
 		require.ErrorIs(t, err, sifen.ErrNotSendable)
-		// A young claim may be a live send elsewhere: Resolve leaves it.
-		resolved, err := w.sender.Resolve(ctx)
-		require.NoError(t, err)
-		require.Empty(t, resolved)
-
-		w.clock.Advance(sifen.DefaultResolveAfter)
-		resolved, err = w.sender.Resolve(ctx)
-		require.NoError(t, err)
-		require.Equal(t, []sifen.Resolved{{DocumentID: ids[0], CDC: sifentest.Doc{}.CDC(), Code: sifen.CodeDENotFound, Status: sifen.StatusDraft}}, resolved)
+		w.requireResolvedOnceStale(t, sifen.Resolved{DocumentID: ids[0], CDC: sifentest.Doc{}.CDC(), Code: sifen.CodeDENotFound, Status: sifen.StatusDraft})
 
 		out, err = w.sender.Send(ctx, ids[0])
 		require.NoError(t, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -268,14 +267,6 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	if err != nil {
 		fmt.Fprintf(b.warn, "balde: sifen-send: some documents left sending could not be resolved (they stay unsent): %s\n", oneLine(err.Error()))
 	}
-	sending, err := b.cdcsIn(ctx, sifen.StatusSending)
-	if err != nil {
-		return stop(err)
-	}
-	rejected, err := b.cdcsIn(ctx, sifen.StatusRejected)
-	if err != nil {
-		return stop(err)
-	}
 
 	// 2. Import each DE on its own: a document already sent is skipped
 	// without refusing the rest of its file.
@@ -285,32 +276,26 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 		if ctx.Err() != nil {
 			return b.interrupted(items)
 		}
-		if id, ok := rejected[it.de.CDC]; ok {
-			// Import would make a rejected document a draft again: only a
-			// corrected one is worth sending.
-			doc, err := b.sender.Get(ctx, id)
-			if err != nil {
-				return stop(err)
-			}
-			if bytes.Equal(doc.XML, it.de.XML) {
-				it.doc, it.res, it.code = id, resultSkipped, doc.ResponseCode
-				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", doc.Message)
-				b.finish(it)
-				continue
-			}
-		}
 		imported, err := b.sender.Import(ctx, it.de.XML, b.env)
+		var taken *sifen.CDCError
 		switch {
 		case err == nil:
 			it.doc = imported[0].ID
 			byID[it.doc] = it
 			docs = append(docs, imported[0])
-		case errors.Is(err, sifen.ErrCDCInFlight) && sending[it.de.CDC] != 0:
-			it.res = resultBlocked
-			it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); settled by a run after %s", sifen.DefaultResolveAfter)
-			b.finish(it)
-		case errors.Is(err, sifen.ErrCDCInFlight):
+		case errors.As(err, &taken):
+			// Another document holds the CDC (Import says which and why).
 			it.res, it.message = resultSkipped, strings.TrimPrefix(err.Error(), "sifen: ")
+			switch taken.Document.Status {
+			case sifen.StatusSending:
+				// After Resolve, a send may still be live, here or elsewhere.
+				it.res = resultBlocked
+				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); settled by a run after %s", sifen.DefaultResolveAfter)
+			case sifen.StatusRejected:
+				// Import takes a rejected CDC again once its XML changed.
+				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode
+				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+			}
 			b.finish(it)
 		case errors.Is(err, throttle.ErrStoreUnavailable):
 			return stop(err)
@@ -341,28 +326,6 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 // interrupted ends a run stopped by Ctrl-C between items.
 func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
 	return b.rep.finish(true, len(items)-b.done), nil
-}
-
-// cdcsIn returns the env's documents in status by CDC. After Resolve, the
-// documents in "sending" are those whose send may still be running, here
-// or elsewhere; "rejected" ones are few. (sifen.Filter has no CDC field:
-// this lists them all, 1000 a page.)
-func (b *sifenBatch) cdcsIn(ctx context.Context, status sifen.Status) (map[string]int64, error) {
-	out := make(map[string]int64)
-	f := sifen.Filter{Env: b.env, Statuses: []sifen.Status{status}, Limit: 1000}
-	for {
-		docs, err := b.sender.List(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range docs {
-			out[d.CDC] = d.ID
-		}
-		if len(docs) < f.Limit {
-			return out, nil
-		}
-		f.BeforeID = docs[len(docs)-1].ID
-	}
 }
 
 // send sends one lot, waiting and retrying while the throttle refuses it

@@ -227,6 +227,19 @@ func TestSifenSendBadInput(t *testing.T) {
 	require.Contains(t, stderr, "Example:\n  balde sifen-send --env test --sifen-url official")
 }
 
+// TestSifenSendBadSifenURL: a SIFEN URL that is not http(s) stops the run
+// with exit 2 before any document is stored or claimed (it used to leave
+// them in "sending", the request failing after the claim).
+func TestSifenSendBadSifenURL(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "de.xml", sifentest.Doc{Number: 1}.File())
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), "", nil, "sifen-send", "--db", db, "--sifen-url", "ftp://sifen.example/{env}", file)
+	require.Equal(t, ExitUsage, code, stderr)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %s", stderr)
+	require.Contains(t, stderr, `"ftp://sifen.example/{env}" is not an http(s) URL`)
+	require.Empty(t, documentStatuses(t, db))
+}
+
 // TestSifenSendKill9 kills a sifen-send process (SIGKILL) while its third
 // lot is at SIFEN, unanswered, then runs it again once the claim is old
 // enough to resolve: every document reaches SIFEN exactly once and none is

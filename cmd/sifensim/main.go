@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -72,21 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer sim.Close()
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
+	if err := sim.Open(*addr); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdown)
+	fmt.Fprintf(stdout, "listening on %s\n", sim.URL())
+	<-ctx.Done()
+	return sim.Close()
 }

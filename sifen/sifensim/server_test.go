@@ -346,3 +346,24 @@ func TestNewServerRejectsBadConfig(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, strings.HasPrefix(err.Error(), "sifensim:"))
 }
+
+func TestOpenServesUntilClose(t *testing.T) {
+	s, err := sifensim.NewServer(sifensim.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.Equal(t, "", s.URL())
+	require.NoError(t, s.Open("127.0.0.1:0"))
+	url := s.URL()
+	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), url)
+
+	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: url + "/{env}"})
+	require.NoError(t, err)
+	resp, err := c.ConsultaDE(context.Background(), sifen.EnvProd, sifentest.Doc{}.CDC())
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeDENotFound, resp.Code)
+	require.Equal(t, int64(1), s.Stats().Count(sifen.ServiceConsultaDE, "prod", "", sifen.CodeDENotFound))
+
+	require.NoError(t, s.Close())
+	_, err = http.Get(url + "/sim/stats")
+	require.Error(t, err, "the listener is closed")
+	require.NoError(t, s.Close(), "a second Close does nothing")
+}

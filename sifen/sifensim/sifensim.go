@@ -25,8 +25,9 @@
 //
 // The services are served at SIFEN's paths, under /test or /prod to pick
 // the environment ("/test/de/ws/async/recibe-lote.wsdl"), or without a
-// prefix for Config.Env. Point a sifen.Client at it with
-// ClientConfig{BaseURL: "http://HOST:PORT/{env}"}.
+// prefix for Config.Env. Serve the handler yourself (httptest.NewServer),
+// or let Open listen; then point a sifen.Client at it with
+// ClientConfig{BaseURL: URL() + "/{env}"}.
 package sifensim
 
 import (
@@ -37,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -104,11 +106,14 @@ type Recepcion struct {
 	Code, Message, LotNumber string
 }
 
-// Server is the simulator: an http.Handler. Safe for concurrent use.
+// Server is the simulator: an http.Handler, which Open also serves on a
+// listener of its own. Safe for concurrent use.
 type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
 	logger *slog.Logger
+	ln     net.Listener // set by Open
+	srv    *http.Server // set by Open
 
 	mu      sync.Mutex
 	closed  bool
@@ -230,13 +235,49 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Close makes the server answer 503 to every request from now on. It does
-// not close listeners: whoever serves the handler does.
+// Open listens on addr ("127.0.0.1:0" picks a free port) and serves the
+// simulator there in the background until Close. Call it once, before URL.
+func (s *Server) Open(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sifensim: listen: %w", err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("sifensim: serve", slog.Any("error", err))
+		}
+	}()
+	return nil
+}
+
+// URL returns "http://ADDR" of an opened server ("" before Open). Clients
+// use URL()+"/{env}" as their base URL.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// Close stops the listener Open started, if any (letting requests in
+// progress finish, for up to 5 s), and makes the handler answer 503 to
+// every request from now on. A listener someone else serves the handler on
+// stays theirs to close.
 func (s *Server) Close() error {
+	var err error
+	if srv := s.srv; srv != nil {
+		s.srv = nil
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = srv.Shutdown(ctx)
+		cancel()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	return nil
+	return err
 }
 
 // env returns the environment of a request's path.

@@ -45,7 +45,7 @@ type ClientConfig struct {
 // on a remote 429 it brings the local buckets down to 0 and blocks them for
 // the remote Retry-After. Safe for concurrent use.
 type Client struct {
-	base        *url.URL
+	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16522/api/v2
 	participant string
 	meter       Meter
 	catalog     *Catalog
@@ -68,7 +68,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("dict: client base URL %q is not an http(s) URL", cfg.BaseURL)
 	}
 	c := &Client{
-		base:        base,
+		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
 		participant: cfg.Participant,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
 		catalog:     cfg.Catalog,
@@ -414,7 +414,7 @@ type response struct {
 // was refused locally, could not be sent, or was answered with a 429.
 func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
-	target := strings.TrimSuffix(c.base.String(), "/") + APIPrefix + cl.path
+	target := c.api + cl.path
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}

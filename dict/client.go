@@ -328,7 +328,7 @@ func (c *Client) ListBucketStates(ctx context.Context) (*ListPoliciesResponse, e
 	return &out, nil
 }
 
-// PaymentCredit is the result of CreditPayment.
+// PaymentCredit is the result of CreditPayment (and CreditLookup).
 type PaymentCredit struct {
 	Lookup Lookup
 	// Adjusted has the payer's bucket then the participant's.
@@ -356,36 +356,33 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err != nil {
 		return PaymentCredit{}, err
 	}
-	adjusted, err := CreditLookup(ctx, c.meter, c.records, l)
-	if err != nil {
-		return PaymentCredit{Lookup: l}, err
-	}
-	pc := PaymentCredit{Lookup: l, Adjusted: adjusted, Duplicate: true}
-	for _, a := range adjusted {
-		pc.Duplicate = pc.Duplicate && a.Duplicate
-	}
-	return pc, nil
+	return CreditLookup(ctx, c.meter, c.records, l)
 }
 
 // CreditLookup credits the payment of lookup l to the buckets it was
 // charged to and marks it paid (see Client.CreditPayment). The simulator
-// uses it for its own buckets.
-func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) ([]throttle.Adjusted, error) {
+// uses it for its own buckets. On error the PaymentCredit holds only l.
+func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) (PaymentCredit, error) {
+	pc := PaymentCredit{Lookup: l}
 	if l.Status != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
+		return pc, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
 	}
 	if l.Env != m.Catalog.Env() {
-		return nil, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
+		return pc, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
 	}
 	adjusted, err := m.Credit(ctx, l.EndToEndID, EventPayment,
 		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
 	if err != nil {
-		return nil, err
+		return pc, err
 	}
 	if err := records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now()); err != nil {
-		return adjusted, err
+		return pc, err
 	}
-	return adjusted, nil
+	pc.Adjusted, pc.Duplicate = adjusted, true
+	for _, a := range adjusted {
+		pc.Duplicate = pc.Duplicate && a.Duplicate
+	}
+	return pc, nil
 }
 
 // call is one request to the DICT and the buckets it is charged to.

@@ -243,17 +243,29 @@ func (c *Catalog) define(s Spec) {
 	c.specs[s.Name] = s
 }
 
+// find returns the stored spec of policy, not a copy (Define and Apply
+// replace a spec, never change one in place: it may be read without the
+// lock), with the category and refill mode in effect. The error wraps
+// throttle.ErrUnknownPolicy. The decision path (Resolve, Reserve, Cost,
+// Credit) reads specs through it, without copying their maps.
+func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.specs[policy]
+	if !ok {
+		return Spec{}, "", 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, policy)
+	}
+	return s, c.category, c.refill, nil
+}
+
 // Resolve implements throttle.Resolver. Errors: throttle.ErrUnknownPolicy
 // for a policy the catalog does not have; throttle.ErrInvalidKey (with the
 // dict sentinel: ErrInvalidPayerID, ErrInvalidISPB) for a key in another env
 // or whose identifier does not fit the policy's scope.
 func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
-	c.mu.RLock()
-	s, ok := c.specs[key.Policy]
-	category, refill := c.category, c.refill
-	c.mu.RUnlock()
-	if !ok {
-		return throttle.Policy{}, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	s, category, refill, err := c.find(key.Policy)
+	if err != nil {
+		return throttle.Policy{}, err
 	}
 	if key.Env != c.env {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: env %q is not the DICT's %q", throttle.ErrInvalidKey, key, key.Env, c.env)
@@ -281,12 +293,9 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 // Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
 // the category in effect for a categorised PSP policy, "" otherwise.
 func (c *Catalog) Class(key throttle.Key) (string, error) {
-	c.mu.RLock()
-	s, ok := c.specs[key.Policy]
-	category := c.category
-	c.mu.RUnlock()
-	if !ok {
-		return "", fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	s, category, _, err := c.find(key.Policy)
+	if err != nil {
+		return "", err
 	}
 	_, class, err := s.limitsFor(key.Identifier, category)
 	return class, err
@@ -294,9 +303,9 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 
 // Reserve returns what admission takes from key's bucket.
 func (c *Catalog) Reserve(key throttle.Key) (int64, error) {
-	s, ok := c.Spec(key.Policy)
-	if !ok {
-		return 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	s, _, _, err := c.find(key.Policy)
+	if err != nil {
+		return 0, err
 	}
 	return s.Reserve, nil
 }
@@ -305,9 +314,9 @@ func (c *Catalog) Reserve(key throttle.Key) (int64, error) {
 // given outcome to key's bucket: Costs[outcome], else Costs[OutcomeDefault],
 // else the reserve.
 func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
-	s, ok := c.Spec(key.Policy)
-	if !ok {
-		return 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	s, _, _, err := c.find(key.Policy)
+	if err != nil {
+		return 0, err
 	}
 	if n, ok := s.Costs[outcome]; ok {
 		return n, nil
@@ -322,12 +331,9 @@ func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
 // credit when it has one, else the policy's. The error wraps
 // ErrUnknownOutcome when the policy does not credit event.
 func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
-	c.mu.RLock()
-	s, ok := c.specs[key.Policy]
-	category := c.category
-	c.mu.RUnlock()
-	if !ok {
-		return 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, key.Policy)
+	s, category, _, err := c.find(key.Policy)
+	if err != nil {
+		return 0, err
 	}
 	lim, _, err := s.limitsFor(key.Identifier, category)
 	if err != nil {
@@ -391,11 +397,13 @@ func (s Spec) limitsFor(identifier, category string) (Limits, string, error) {
 }
 
 // strictest returns the class with the smallest capacity; among equal
-// capacities, the last by name ("H" before "G").
+// capacities, the last by name ("H" before "G"). It runs on every
+// decision of a participant whose category has no class: no sorting, no
+// allocation.
 func strictest(classes map[string]Limits) string {
 	best := ""
-	for _, name := range slices.Sorted(maps.Keys(classes)) {
-		if best == "" || classes[name].Capacity <= classes[best].Capacity {
+	for name, l := range classes {
+		if b, ok := classes[best]; !ok || l.Capacity < b.Capacity || (l.Capacity == b.Capacity && name > best) {
 			best = name
 		}
 	}

@@ -199,6 +199,46 @@ func TestCategory(t *testing.T) {
 	require.Equal(t, "I", c.Category())
 }
 
+// Among classes of equal capacity the strictest is the last by name, and
+// a category with no class gets it.
+func TestStrictestClassOnTies(t *testing.T) {
+	c := dict.NewCatalog("prod")
+	limits := func(capacity int64) dict.Limits {
+		return dict.Limits{Capacity: capacity, RefillTokens: 1, RefillPeriod: time.Minute}
+	}
+	require.NoError(t, c.Define(dict.Spec{Name: "TIED", Scope: dict.ScopePSP,
+		Classes: map[string]dict.Limits{"A": limits(100), "B": limits(10), "G": limits(10), "C": limits(50)}}))
+	for _, category := range []string{"", "H"} {
+		if category != "" {
+			require.NoError(t, c.SetCategory(category))
+		}
+		class, err := c.Class(c.Key("TIED", ispb))
+		require.NoError(t, err)
+		require.Equal(t, "G", class, "category %q", category)
+	}
+}
+
+// The decision path (resolve, reserve, settle, credit a lookup's two keys)
+// reads the catalog without copying it: nothing is allocated, even with no
+// category, when every call looks for the strictest class.
+func TestCatalogDecisionPathDoesNotAllocate(t *testing.T) {
+	c := dict.NewCatalog("prod")
+	keys := c.LookupKeys(dict.KeyPhone, cpfPF, ispb)
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, k := range keys {
+			_, err := c.Resolve(k)
+			require.NoError(t, err)
+			_, err = c.Reserve(k)
+			require.NoError(t, err)
+			_, err = c.Cost(k, "404")
+			require.NoError(t, err)
+			_, err = c.Credit(k, dict.EventPayment)
+			require.NoError(t, err)
+		}
+	})
+	require.Equal(t, 0.0, allocs)
+}
+
 func TestCatalogConcurrentCategory(t *testing.T) {
 	c := dict.NewCatalog("prod")
 	key := c.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb)

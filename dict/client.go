@@ -45,7 +45,7 @@ type ClientConfig struct {
 // on a remote 429 it brings the local buckets down to 0 and blocks them for
 // the remote Retry-After. Safe for concurrent use.
 type Client struct {
-	base        *url.URL
+	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16522/api/v2
 	participant string
 	meter       Meter
 	catalog     *Catalog
@@ -68,7 +68,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("dict: client base URL %q is not an http(s) URL", cfg.BaseURL)
 	}
 	c := &Client{
-		base:        base,
+		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
 		participant: cfg.Participant,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
 		catalog:     cfg.Catalog,
@@ -328,7 +328,7 @@ func (c *Client) ListBucketStates(ctx context.Context) (*ListPoliciesResponse, e
 	return &out, nil
 }
 
-// PaymentCredit is the result of CreditPayment.
+// PaymentCredit is the result of CreditPayment (and CreditLookup).
 type PaymentCredit struct {
 	Lookup Lookup
 	// Adjusted has the payer's bucket then the participant's.
@@ -356,36 +356,33 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err != nil {
 		return PaymentCredit{}, err
 	}
-	adjusted, err := CreditLookup(ctx, c.meter, c.records, l)
-	if err != nil {
-		return PaymentCredit{Lookup: l}, err
-	}
-	pc := PaymentCredit{Lookup: l, Adjusted: adjusted, Duplicate: true}
-	for _, a := range adjusted {
-		pc.Duplicate = pc.Duplicate && a.Duplicate
-	}
-	return pc, nil
+	return CreditLookup(ctx, c.meter, c.records, l)
 }
 
 // CreditLookup credits the payment of lookup l to the buckets it was
 // charged to and marks it paid (see Client.CreditPayment). The simulator
-// uses it for its own buckets.
-func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) ([]throttle.Adjusted, error) {
+// uses it for its own buckets. On error the PaymentCredit holds only l.
+func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) (PaymentCredit, error) {
+	pc := PaymentCredit{Lookup: l}
 	if l.Status != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
+		return pc, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
 	}
 	if l.Env != m.Catalog.Env() {
-		return nil, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
+		return pc, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
 	}
 	adjusted, err := m.Credit(ctx, l.EndToEndID, EventPayment,
 		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
 	if err != nil {
-		return nil, err
+		return pc, err
 	}
 	if err := records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now()); err != nil {
-		return adjusted, err
+		return pc, err
 	}
-	return adjusted, nil
+	pc.Adjusted, pc.Duplicate = adjusted, true
+	for _, a := range adjusted {
+		pc.Duplicate = pc.Duplicate && a.Duplicate
+	}
+	return pc, nil
 }
 
 // call is one request to the DICT and the buckets it is charged to.
@@ -414,7 +411,7 @@ type response struct {
 // was refused locally, could not be sent, or was answered with a 429.
 func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
-	target := strings.TrimSuffix(c.base.String(), "/") + APIPrefix + cl.path
+	target := c.api + cl.path
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}

@@ -1,6 +1,9 @@
 package dict
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Policy names of the DICT (seed 001's table, in its order).
 const (
@@ -92,7 +95,7 @@ func seedPolicies() []Spec {
 			Costs:   map[string]int64{"200": 1, "404": 3, "500": 0, "429": 0, OutcomeDefault: 1},
 			Credits: map[string]int64{EventPayment: 1}},
 		{Name: PolicyEntriesStatisticsRead, Scope: ScopePSP, Operations: []string{OpGetEntryStatistics},
-			Classes: cloneLimits(categories), Reserve: 1, Costs: other()},
+			Classes: maps.Clone(categories), Reserve: 1, Costs: other()},
 		psp(PolicyEntriesWrite, perMin(1200, 36000), OpCreateEntry, OpDeleteEntry),
 		psp(PolicyEntriesUpdate, perMin(600, 600), "updateEntry"),
 		psp(PolicyClaimsRead, perMin(600, 18000), "getClaim"),
@@ -130,12 +133,4 @@ func UserPolicyFor(t KeyType) string {
 		return PolicyEntriesReadUserAntiscan
 	}
 	return PolicyEntriesReadUserAntiscanV2
-}
-
-func cloneLimits(m map[string]Limits) map[string]Limits {
-	out := make(map[string]Limits, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

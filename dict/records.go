@@ -39,7 +39,8 @@ type Lookup struct {
 	KeyType     KeyType
 	Policy      string
 	Participant string
-	// Status is the HTTP status of the answer; 0 when none arrived.
+	// Status is the HTTP status of the answer (a lookup that got none is
+	// not recorded).
 	Status     int
 	LookedUpAt time.Time
 	// PaidAt is when a payment with the same EndToEndId was credited (zero

@@ -10,7 +10,7 @@ import (
 
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the
 // local DICT buckets with the DICT's GET /api/v2/policies/.
-func runDictReconcile(ctx context.Context, m *Main, args []string) error {
+func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
@@ -32,14 +32,11 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) error {
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return UsageError("dict-reconcile: --dict-participant: %v", err)
 	}
-	if _, _, err := cfg.catalogs(); err != nil {
-		return fmt.Errorf("dict-reconcile: %w", err)
-	}
 	eng, err := openEngine(ctx, cfg, engineOptions{})
 	if err != nil {
 		return err
 	}
-	defer eng.close(ctx)
+	defer func() { err = errors.Join(err, eng.close(ctx)) }()
 	client, err := eng.dictClient(cfg, cfg.DictURL)
 	if err != nil {
 		return err

@@ -51,6 +51,21 @@ func TestDictReconcile(t *testing.T) {
 	code, out, errOut = run(t, map[string]string{"BALDE_DICT_URL": hs.URL, "BALDE_DB": db}, "dict-reconcile")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "category H; 28 policies at the DICT, 0 local buckets lowered")
+
+	// A catalog that allows one reconciliation: the policy differs from the
+	// DICT's, and the second run is refused locally, sending nothing.
+	policies := writeFile(t, t.TempDir(), "policies.json",
+		[]byte(`{"dict": {"policies": {"POLICIES_LIST": {"capacity": 1, "refill_tokens": 1}}}}`))
+	args := []string{"dict-reconcile", "--db", "sqlite://" + filepath.Join(t.TempDir(), "strict.db"), "--dict-url", hs.URL, "--policies", policies}
+	code, out, errOut = run(t, nil, args...)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "mismatch POLICIES_LIST: local 1/60s capacity 1, remote 6/60s capacity 20\n")
+	sent := sim.Stats().Count(dict.OpListBucketStates, http.StatusOK)
+	code, out, errOut = run(t, nil, args...)
+	require.Equal(t, ExitFailed, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "listBucketStates refused locally")
+	require.Equal(t, sent, sim.Stats().Count(dict.OpListBucketStates, http.StatusOK))
 }
 
 func TestDictReconcileUsage(t *testing.T) {

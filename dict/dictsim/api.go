@@ -6,63 +6,115 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"balde/dict"
 	"balde/throttle"
 )
 
-// reply writes v as a DICT document with status, counted under op.
-func (s *Server) reply(w http.ResponseWriter, op string, status int, v any) {
+// call is an admitted API request: the requesting participant, what its
+// admission reserved, and the instant it is answered at.
+type call struct {
+	op          string
+	participant string
+	res         dict.Reservation
+	now         time.Time
+}
+
+// responseTime and correlationID stamp the answer of c.
+func (c call) responseTime() dict.Timestamp { return dict.Timestamp{Time: c.now} }
+func (c call) correlationID() string        { return dict.NewCorrelationID(c.participant, c.now) }
+
+// outcome is how a request ends: its status, and the document of a success
+// (doc) or the problem of a failure.
+type outcome struct {
+	status int
+	doc    any
+	// typ is the problem type (dict.ProblemBadRequest, ...); title "" is
+	// the status text ("Bad Request").
+	typ, title, detail string
+}
+
+func success(status int, doc any) outcome { return outcome{status: status, doc: doc} }
+
+func failure(status int, typ, title, detail string) outcome {
+	if title == "" {
+		title = http.StatusText(status)
+	}
+	return outcome{status: status, typ: typ, title: title, detail: detail}
+}
+
+func badRequest(err error) outcome {
+	return failure(http.StatusBadRequest, dict.ProblemBadRequest, "Bad request", err.Error())
+}
+
+// unavailable logs err (what failed) and returns a 503.
+func (s *Server) unavailable(op, what string, err error) outcome {
+	s.logger.Error("dictsim: "+what, slog.String("op", op), slog.Any("error", err))
+	return failure(http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "Service unavailable", "")
+}
+
+// write answers out (its document, or its RFC 7807 problem), counted
+// under op. A document that cannot be encoded is answered with a 500.
+func (s *Server) write(w http.ResponseWriter, op string, out outcome) {
+	contentType, v := dict.ContentTypeXML, out.doc
+	if v == nil {
+		contentType, v = dict.ContentTypeProblemXML, dict.NewProblem(out.typ, out.status, out.title, out.detail)
+	}
 	data, err := dict.Marshal(v)
-	if err != nil {
+	if err != nil && out.doc != nil {
 		s.logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
-		s.problem(w, op, http.StatusInternalServerError, dict.ProblemInternalServerError, "Internal server error", "")
+		s.write(w, op, failure(http.StatusInternalServerError, dict.ProblemInternalServerError, "Internal server error", ""))
 		return
 	}
-	s.count(op, status)
-	w.Header().Set("Content-Type", dict.ContentTypeXML)
-	w.WriteHeader(status)
+	s.count(op, out.status)
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(out.status)
 	_, _ = w.Write(data)
 }
 
-// problem writes an RFC 7807 problem, counted under op.
-func (s *Server) problem(w http.ResponseWriter, op string, status int, typ, title, detail string) {
-	data, _ := dict.Marshal(dict.NewProblem(typ, status, title, detail))
-	s.count(op, status)
-	w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
+// admit checks PI-RequestingParticipant (a malformed one is answered
+// badParticipant: 400, or 403 on the policy endpoints; nothing is charged)
+// and charges the request to the participant's bucket of policy (see
+// charge). ok is false when it answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, op string, badParticipant int, policy string) (call, bool) {
+	participant, ok := s.requester(w, r, op, badParticipant)
+	if !ok {
+		return call{}, false
+	}
+	return s.charge(w, r, op, participant, "", s.catalog.Key(policy, participant))
 }
 
 // charge reserves the request's tokens from the simulator's buckets. When
 // refused it answers 429 with Retry-After (and ok is false); when the store
 // fails it answers 503.
-func (s *Server) charge(w http.ResponseWriter, r *http.Request, op, ref string, keys ...throttle.Key) (dict.Reservation, bool) {
+func (s *Server) charge(w http.ResponseWriter, r *http.Request, op, participant, ref string, keys ...throttle.Key) (call, bool) {
 	res, err := s.meter.Reserve(r.Context(), op, ref, keys...)
 	var refused *dict.RefusedError
 	switch {
 	case errors.As(err, &refused):
 		d := refused.Decision
 		w.Header().Set("Retry-After", retryAfterSeconds(d.RetryAfter))
-		s.problem(w, op, http.StatusTooManyRequests, dict.ProblemRateLimited, "Rate limited",
-			d.Key.Policy+": "+d.Reason.String()+" ("+d.RetryAfter.String()+" until a token is available)")
-		return res, false
+		s.write(w, op, failure(http.StatusTooManyRequests, dict.ProblemRateLimited, "Rate limited",
+			d.Key.Policy+": "+d.Reason.String()+" ("+d.RetryAfter.String()+" until a token is available)"))
+		return call{}, false
 	case errors.Is(err, throttle.ErrInvalidKey):
-		s.problem(w, op, http.StatusBadRequest, dict.ProblemBadRequest, "Bad request", err.Error())
-		return res, false
+		s.write(w, op, badRequest(err))
+		return call{}, false
 	case err != nil:
-		s.logger.Error("dictsim: reserve", slog.String("op", op), slog.Any("error", err))
-		s.problem(w, op, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "Service unavailable", "")
-		return res, false
+		s.write(w, op, s.unavailable(op, "reserve", err))
+		return call{}, false
 	}
-	return res, true
+	return call{op: op, participant: participant, res: res, now: s.clock.Now()}, true
 }
 
-// settle charges the outcome of an admitted request.
-func (s *Server) settle(ctx context.Context, res dict.Reservation, status int) {
-	if _, err := s.meter.Settle(context.WithoutCancel(ctx), res, dict.Outcome(status)); err != nil {
-		s.logger.Error("dictsim: settle", slog.String("op", res.Op), slog.Any("error", err))
+// finish settles c by the status of out, then answers out. Settling never
+// waits on the request's context: the tokens were taken.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, c call, out outcome) {
+	if _, err := s.meter.Settle(context.WithoutCancel(r.Context()), c.res, dict.Outcome(out.status)); err != nil {
+		s.logger.Error("dictsim: settle", slog.String("op", c.op), slog.Any("error", err))
 	}
+	s.write(w, c.op, out)
 }
 
 // requester returns the validated PI-RequestingParticipant, or answers
@@ -74,264 +126,197 @@ func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, st
 		if status == http.StatusForbidden {
 			typ = dict.ProblemForbidden
 		}
-		s.problem(w, op, status, typ, "Invalid "+dict.HeaderRequestingParticipant, err.Error())
+		s.write(w, op, failure(status, typ, "Invalid "+dict.HeaderRequestingParticipant, err.Error()))
 		return "", false
 	}
 	return p, true
 }
 
-func (s *Server) badRequest(w http.ResponseWriter, op string, err error) {
-	s.problem(w, op, http.StatusBadRequest, dict.ProblemBadRequest, "Bad request", err.Error())
-}
-
-// getEntry handles "GET /api/v2/entries/{key}".
+// getEntry handles "GET /api/v2/entries/{key}". A malformed key, payer or
+// EndToEndId is a 400 and charges nothing.
 func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	const op = dict.OpGetEntry
 	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
 	if !ok {
 		return
 	}
-	payer := r.Header.Get(dict.HeaderPayerID)
-	if _, err := dict.ParsePayerID(payer); err != nil {
-		s.badRequest(w, op, err)
-		return
-	}
-	e2e := r.Header.Get(dict.HeaderEndToEndID)
-	if err := dict.ValidateEndToEndID(e2e); err != nil {
-		s.badRequest(w, op, err)
-		return
-	}
-	key, err := dict.ParseKey(r.PathValue("key"))
+	key, payer, e2e, err := parseLookup(r)
 	if err != nil {
-		s.badRequest(w, op, err)
+		s.write(w, op, badRequest(err))
 		return
 	}
-	keys := s.catalog.LookupKeys(key.Type, payer, participant)
-	res, ok := s.charge(w, r, op, e2e, keys...)
+	c, ok := s.charge(w, r, op, participant, e2e, s.catalog.LookupKeys(key.Type, payer, participant)...)
 	if !ok {
 		return
 	}
-	now := s.clock.Now()
 	s.mu.Lock()
 	entry, found := s.entries[key.Value]
 	s.mu.Unlock()
-	status := http.StatusOK
-	if !found {
-		status = http.StatusNotFound
+	out := failure(http.StatusNotFound, dict.ProblemEntryNotFound, "Entry not found", "")
+	if found {
+		out = success(http.StatusOK, &dict.GetEntryResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID(), Entry: entry})
 	}
-	s.settle(r.Context(), res, status)
+	// Recorded before the answer: the payment that may follow needs it.
 	if err := s.records.RecordLookup(context.WithoutCancel(r.Context()), dict.Lookup{
 		EndToEndID: e2e, Env: s.catalog.Env(), PayerID: payer, KeyType: key.Type,
-		Policy: keys[0].Policy, Participant: participant, Status: status, LookedUpAt: now,
+		Policy: c.res.Keys[0].Policy, Participant: participant, Status: out.status, LookedUpAt: c.now,
 	}); err != nil {
 		s.logger.Error("dictsim: record lookup", slog.Any("error", err))
 	}
-	if !found {
-		s.problem(w, op, status, dict.ProblemEntryNotFound, "Entry not found", "")
-		return
+	s.finish(w, r, c, out)
+}
+
+// parseLookup reads the key, PI-PayerId and PI-EndToEndId of a getEntry.
+func parseLookup(r *http.Request) (key dict.Key, payer, e2e string, err error) {
+	payer, e2e = r.Header.Get(dict.HeaderPayerID), r.Header.Get(dict.HeaderEndToEndID)
+	if _, err := dict.ParsePayerID(payer); err != nil {
+		return key, "", "", err
 	}
-	s.reply(w, op, status, &dict.GetEntryResponse{
-		ResponseTime:  dict.Timestamp{Time: now},
-		CorrelationID: dict.NewCorrelationID(participant, now),
-		Entry:         entry,
-	})
+	if err := dict.ValidateEndToEndID(e2e); err != nil {
+		return key, "", "", err
+	}
+	key, err = dict.ParseKey(r.PathValue("key"))
+	return key, payer, e2e, err
 }
 
 // createEntry handles "POST /api/v2/entries/".
 func (s *Server) createEntry(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpCreateEntry
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
+	c, ok := s.admit(w, r, dict.OpCreateEntry, http.StatusBadRequest, dict.PolicyEntriesWrite)
 	if !ok {
 		return
 	}
-	res, ok := s.charge(w, r, op, "", s.catalog.Key(dict.PolicyEntriesWrite, participant))
-	if !ok {
-		return
-	}
-	status, problem, detail := http.StatusCreated, "", ""
+	s.finish(w, r, c, s.addEntry(r, c))
+}
+
+// addEntry adds the entry of a createEntry request to the directory.
+func (s *Server) addEntry(r *http.Request, c call) outcome {
 	var req dict.CreateEntryRequest
-	now := s.clock.Now()
 	if err := dict.Decode(r.Body, &req); err != nil {
-		status, problem, detail = http.StatusBadRequest, dict.ProblemBadRequest, err.Error()
-	} else if _, err := dict.ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
-		status, problem, detail = http.StatusBadRequest, dict.ProblemEntryInvalid, err.Error()
-	} else if req.Entry.Account.Participant != participant {
-		status, problem, detail = http.StatusForbidden, dict.ProblemForbidden, "the account is not the requesting participant's"
-	} else {
-		s.mu.Lock()
-		if _, exists := s.entries[req.Entry.Key]; exists {
-			status, problem, detail = http.StatusConflict, dict.ProblemEntryAlreadyExists, "the key already has an entry"
-		} else {
-			ts := dict.Timestamp{Time: now}
-			req.Entry.CreationDate, req.Entry.KeyOwnershipDate = &ts, &ts
-			s.entries[req.Entry.Key] = req.Entry
-		}
-		s.mu.Unlock()
+		return failure(http.StatusBadRequest, dict.ProblemBadRequest, "", err.Error())
 	}
-	s.settle(r.Context(), res, status)
-	if problem != "" {
-		s.problem(w, op, status, problem, http.StatusText(status), detail)
-		return
+	if _, err := dict.ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
+		return failure(http.StatusBadRequest, dict.ProblemEntryInvalid, "", err.Error())
 	}
-	s.reply(w, op, status, &dict.CreateEntryResponse{
-		ResponseTime:  dict.Timestamp{Time: now},
-		CorrelationID: dict.NewCorrelationID(participant, now),
-		Entry:         req.Entry,
-	})
+	if req.Entry.Account.Participant != c.participant {
+		return failure(http.StatusForbidden, dict.ProblemForbidden, "", "the account is not the requesting participant's")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.entries[req.Entry.Key]; exists {
+		return failure(http.StatusConflict, dict.ProblemEntryAlreadyExists, "", "the key already has an entry")
+	}
+	ts := c.responseTime()
+	req.Entry.CreationDate, req.Entry.KeyOwnershipDate = &ts, &ts
+	s.entries[req.Entry.Key] = req.Entry
+	return success(http.StatusCreated, &dict.CreateEntryResponse{ResponseTime: ts, CorrelationID: c.correlationID(), Entry: req.Entry})
 }
 
 // deleteEntry handles "POST /api/v2/entries/{key}/delete".
 func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpDeleteEntry
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
+	c, ok := s.admit(w, r, dict.OpDeleteEntry, http.StatusBadRequest, dict.PolicyEntriesWrite)
 	if !ok {
 		return
 	}
-	res, ok := s.charge(w, r, op, "", s.catalog.Key(dict.PolicyEntriesWrite, participant))
-	if !ok {
-		return
-	}
-	status, problem, detail := http.StatusOK, "", ""
+	s.finish(w, r, c, s.removeEntry(r, c))
+}
+
+// removeEntry removes the entry of a deleteEntry request from the
+// directory.
+func (s *Server) removeEntry(r *http.Request, c call) outcome {
 	var req dict.DeleteEntryRequest
 	if err := dict.Decode(r.Body, &req); err != nil {
-		status, problem, detail = http.StatusBadRequest, dict.ProblemBadRequest, err.Error()
-	} else if req.Key != r.PathValue("key") {
-		status, problem, detail = http.StatusBadRequest, dict.ProblemBadRequest, "the body's Key is not the path's"
-	} else {
-		s.mu.Lock()
-		e, exists := s.entries[req.Key]
-		switch {
-		case !exists:
-			status, problem = http.StatusNotFound, dict.ProblemEntryNotFound
-		case e.Account.Participant != participant:
-			status, problem, detail = http.StatusForbidden, dict.ProblemForbidden, "the entry is another participant's"
-		default:
-			delete(s.entries, req.Key)
-		}
-		s.mu.Unlock()
+		return failure(http.StatusBadRequest, dict.ProblemBadRequest, "", err.Error())
 	}
-	s.settle(r.Context(), res, status)
-	if problem != "" {
-		s.problem(w, op, status, problem, http.StatusText(status), detail)
-		return
+	if req.Key != r.PathValue("key") {
+		return failure(http.StatusBadRequest, dict.ProblemBadRequest, "", "the body's Key is not the path's")
 	}
-	now := s.clock.Now()
-	s.reply(w, op, status, &dict.DeleteEntryResponse{
-		ResponseTime:  dict.Timestamp{Time: now},
-		CorrelationID: dict.NewCorrelationID(participant, now),
-		Key:           req.Key,
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, exists := s.entries[req.Key]
+	switch {
+	case !exists:
+		return failure(http.StatusNotFound, dict.ProblemEntryNotFound, "", "")
+	case e.Account.Participant != c.participant:
+		return failure(http.StatusForbidden, dict.ProblemForbidden, "", "the entry is another participant's")
+	}
+	delete(s.entries, req.Key)
+	return success(http.StatusOK, &dict.DeleteEntryResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID(), Key: req.Key})
 }
 
 // checkKeys handles "POST /api/v2/keys/check".
 func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpCheckKeys
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
+	c, ok := s.admit(w, r, dict.OpCheckKeys, http.StatusBadRequest, dict.PolicyKeysCheck)
 	if !ok {
 		return
 	}
-	res, ok := s.charge(w, r, op, "", s.catalog.Key(dict.PolicyKeysCheck, participant))
-	if !ok {
-		return
-	}
+	s.finish(w, r, c, s.findKeys(r, c))
+}
+
+// findKeys says which keys of a checkKeys request have an entry.
+func (s *Server) findKeys(r *http.Request, c call) outcome {
 	var req dict.CheckKeysRequest
-	err := dict.Decode(r.Body, &req)
-	if err == nil && len(req.Keys) == 0 {
-		err = errors.New("no key to check")
+	if err := dict.Decode(r.Body, &req); err != nil {
+		return badRequest(err)
+	}
+	if len(req.Keys) == 0 {
+		return badRequest(errors.New("no key to check"))
 	}
 	for _, k := range req.Keys {
-		if err != nil {
-			break
+		if _, err := dict.ParseKey(k); err != nil {
+			return badRequest(err)
 		}
-		_, err = dict.ParseKey(k)
 	}
-	if err != nil {
-		s.settle(r.Context(), res, http.StatusBadRequest)
-		s.badRequest(w, op, err)
-		return
-	}
-	out := &dict.CheckKeysResponse{Keys: make([]dict.KeyCheck, len(req.Keys))}
+	out := &dict.CheckKeysResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID(), Keys: make([]dict.KeyCheck, len(req.Keys))}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, k := range req.Keys {
 		_, found := s.entries[k]
 		out.Keys[i] = dict.KeyCheck{Key: k, HasEntry: found}
 	}
-	s.mu.Unlock()
-	s.settle(r.Context(), res, http.StatusOK)
-	now := s.clock.Now()
-	out.ResponseTime, out.CorrelationID = dict.Timestamp{Time: now}, dict.NewCorrelationID(participant, now)
-	s.reply(w, op, http.StatusOK, out)
+	return success(http.StatusOK, out)
 }
 
 // listClaims handles "GET /api/v2/claims/": the simulator holds no claims.
 func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpListClaims
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
 	policy := dict.PolicyClaimsListWithoutRole
-	if q.Get("IsDonor") == "true" || q.Get("IsClaimer") == "true" {
+	if q := r.URL.Query(); q.Get("IsDonor") == "true" || q.Get("IsClaimer") == "true" {
 		policy = dict.PolicyClaimsListWithRole
 	}
-	res, ok := s.charge(w, r, op, "", s.catalog.Key(policy, participant))
+	c, ok := s.admit(w, r, dict.OpListClaims, http.StatusBadRequest, policy)
 	if !ok {
 		return
 	}
-	s.settle(r.Context(), res, http.StatusOK)
-	now := s.clock.Now()
-	s.reply(w, op, http.StatusOK, &dict.ListClaimsResponse{
-		ResponseTime:  dict.Timestamp{Time: now},
-		CorrelationID: dict.NewCorrelationID(participant, now),
-	})
+	s.finish(w, r, c, success(http.StatusOK, &dict.ListClaimsResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID()}))
 }
 
 // listPolicies handles "GET /api/v2/policies/".
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpListBucketStates
-	participant, ok := s.requester(w, r, op, http.StatusForbidden)
+	c, ok := s.admit(w, r, dict.OpListBucketStates, http.StatusForbidden, dict.PolicyPoliciesList)
 	if !ok {
 		return
 	}
-	res, ok := s.charge(w, r, op, "", s.catalog.Key(dict.PolicyPoliciesList, participant))
-	if !ok {
-		return
-	}
-	s.settle(r.Context(), res, http.StatusOK)
-	out, err := dict.ListPolicies(r.Context(), s.limiter, s.catalog, participant)
+	doc, err := dict.ListPolicies(r.Context(), s.limiter, s.catalog, c.participant)
+	out := success(http.StatusOK, doc)
 	if err != nil {
-		s.logger.Error("dictsim: list policies", slog.Any("error", err))
-		s.problem(w, op, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "Service unavailable", "")
-		return
+		out = s.unavailable(c.op, "list policies", err)
 	}
-	s.reply(w, op, http.StatusOK, out)
+	s.finish(w, r, c, out)
 }
 
 // getPolicy handles "GET /api/v2/policies/{policy}".
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpGetBucketState
-	participant, ok := s.requester(w, r, op, http.StatusForbidden)
-	if !ok {
-		return
-	}
-	res, ok := s.charge(w, r, op, "", s.catalog.Key(dict.PolicyPoliciesRead, participant))
+	c, ok := s.admit(w, r, dict.OpGetBucketState, http.StatusForbidden, dict.PolicyPoliciesRead)
 	if !ok {
 		return
 	}
 	name := r.PathValue("policy")
-	out, err := dict.GetPolicy(r.Context(), s.limiter, s.catalog, participant, name)
+	doc, err := dict.GetPolicy(r.Context(), s.limiter, s.catalog, c.participant, name)
+	out := success(http.StatusOK, doc)
 	switch {
 	case errors.Is(err, throttle.ErrUnknownPolicy):
-		s.settle(r.Context(), res, http.StatusNotFound)
-		s.problem(w, op, http.StatusNotFound, dict.ProblemNotFound, "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
-		return
+		out = failure(http.StatusNotFound, dict.ProblemNotFound, "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
 	case err != nil:
-		s.settle(r.Context(), res, http.StatusServiceUnavailable)
-		s.logger.Error("dictsim: get policy", slog.Any("error", err))
-		s.problem(w, op, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "Service unavailable", "")
-		return
+		out = s.unavailable(c.op, "get policy", err)
 	}
-	s.settle(r.Context(), res, http.StatusOK)
-	s.reply(w, op, http.StatusOK, out)
+	s.finish(w, r, c, out)
 }

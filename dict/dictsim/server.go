@@ -338,7 +338,7 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
-	adjusted, err := dict.CreditLookup(r.Context(), s.meter, s.records, l)
+	pc, err := dict.CreditLookup(r.Context(), s.meter, s.records, l)
 	if errors.Is(err, dict.ErrNotPayable) {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 		return
@@ -347,11 +347,7 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
-	res := PaymentResult{EndToEndID: e2e, Duplicate: true, Adjusted: adjusted}
-	for _, a := range adjusted {
-		res.Duplicate = res.Duplicate && a.Duplicate
-	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, PaymentResult{EndToEndID: e2e, Duplicate: pc.Duplicate, Adjusted: pc.Adjusted})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

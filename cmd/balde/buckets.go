@@ -60,7 +60,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("buckets: --limit %d: want 1..%d", *limit, throttle.MaxPageSize)
 	}
 
-	eng, err := openAdminEngine(ctx, cfg)
+	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}
@@ -110,8 +110,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // openAdminEngine opens the engine with every policy serve knows — the
 // inbound limiter's too, so its buckets are not shown as orphans — and
-// the DICT category a reconciliation recorded.
-func openAdminEngine(ctx context.Context, cfg Config) (*engine, error) {
+// the DICT category a reconciliation recorded. clock is the engine's time
+// (nil: the system clock).
+func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
 	inbound, err := newInbound(cfg)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func openAdminEngine(ctx context.Context, cfg Config) (*engine, error) {
 	if inbound != nil {
 		resolvers = append(resolvers, inbound.Policies())
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: batchClockFrom(ctx).Now})
+	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: clock})
 	if err != nil {
 		return nil, err
 	}

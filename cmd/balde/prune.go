@@ -40,7 +40,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("prune: --batch %d: want a positive number of rows", *batch)
 	}
 
-	eng, err := openAdminEngine(ctx, cfg)
+	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}

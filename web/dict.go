@@ -158,7 +158,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
-	case isBadLookupInput(err):
+	case isDictInputError(err):
 		p.InputError = publicMessage(err)
 	default:
 		// The store or the network failed: the error page says so.
@@ -182,13 +182,6 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return s.render(w, p.Status, p)
-}
-
-// isBadLookupInput reports whether err is a lookup's bad input: nothing
-// was taken or sent.
-func isBadLookupInput(err error) bool {
-	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
-		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
 }
 
 func newEntryView(e *dict.GetEntryResponse) *entryView {

@@ -99,10 +99,7 @@ func problemOf(r *http.Request, err error) problem {
 		return problem{http.StatusNotFound, publicMessage(err), 0}
 	case errors.Is(err, dict.ErrNotPayable):
 		return problem{http.StatusConflict, publicMessage(err), 0}
-	case errors.Is(err, dict.ErrInvalidKey),
-		errors.Is(err, dict.ErrInvalidPayerID),
-		errors.Is(err, dict.ErrInvalidEndToEndID),
-		errors.Is(err, dict.ErrInvalidISPB):
+	case isDictInputError(err):
 		return problem{http.StatusBadRequest, publicMessage(err), 0}
 
 	// SIFEN: bad documents are the client's input; a document in the
@@ -161,6 +158,14 @@ func problemOf(r *http.Request, err error) problem {
 		return problem{http.StatusServiceUnavailable, "the request took too long", storeRetryAfter}
 	}
 	return problem{http.StatusInternalServerError, "internal error", 0}
+}
+
+// isDictInputError reports whether err is bad input to a DICT lookup or
+// payment: nothing was taken or sent (a 400). The lookup page shows it
+// beside the form.
+func isDictInputError(err error) bool {
+	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
+		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
 }
 
 // remoteRetryAfter is the Retry-After of a DICT answer (0 without one).

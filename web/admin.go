@@ -218,7 +218,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 
 func newLedgerView(e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
-		At:      e.At.UTC().Format(timeLayout),
+		At:      e.At.UTC().Format(TimeLayout),
 		Reason:  e.Reason.String(),
 		Delta:   fmt.Sprintf("%+d", e.Delta),
 		Balance: e.Balance,

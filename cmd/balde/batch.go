@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"balde/throttle"
+	"balde/web"
 )
 
 // What the batch commands (sifen-send, dict-lookup) share: how they read
@@ -139,16 +140,9 @@ func fmtSeconds(s float64) string {
 	return fmtWait(time.Duration(s * float64(time.Second)))
 }
 
-// fmtWait renders a wait for people: "4m12s", "7s", "0.35s".
-func fmtWait(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < 10*time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
+// fmtWait renders a wait for people, as the admin pages do
+// (web.FormatWait): "4m12s", "7s", "0.35s".
+func fmtWait(d time.Duration) string { return web.FormatWait(d) }
 
 // seconds converts a duration to seconds, rounded to the millisecond, for
 // the JSON output.

@@ -13,6 +13,7 @@ import (
 
 	"balde/sifen"
 	"balde/throttle"
+	"balde/web"
 )
 
 // runBuckets is "balde buckets list|show|reset": the admin page's data in
@@ -247,7 +248,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(timeLayout), e.Reason, e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(web.TimeLayout), e.Reason, e.Delta, e.Balance, max(e.Count, 1), e.Ref)
 	}
 	return tw.Flush()
 }
@@ -269,8 +270,8 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 		{"policy", v.policy},
 		{"severity", v.severity},
 		{"cooldown/block", v.wait},
-		{"next admitted", waitOrNow(st.RetryAfter)},
-		{"full", waitOrNow(st.UntilFull)},
+		{"next admitted", web.FormatWaitOrNow(st.RetryAfter)},
+		{"full", web.FormatWaitOrNow(st.UntilFull)},
 		{"last send", v.lastSend},
 		{"sends", fmt.Sprint(st.SendCount)},
 	} {
@@ -322,20 +323,13 @@ type bucketView struct {
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	v := bucketView{
 		scope: b.eng.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
-		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: formatWhen(st.LastSentAt, st.At),
+		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
 	}
 	if st.Orphan {
 		v.capacity, v.refill, v.policy, v.severity = "?", "?", "unknown policy", "unknown policy"
 	}
-	var waits []string
-	if st.BlockLeft > 0 {
-		waits = append(waits, "blocked "+fmtWait(st.BlockLeft))
-	}
-	if st.CooldownLeft > 0 {
-		waits = append(waits, "cooldown "+fmtWait(st.CooldownLeft))
-	}
-	if len(waits) > 0 {
-		v.wait = strings.Join(waits, ", ")
+	if w := web.FormatBucketWait(st); w != "" {
+		v.wait = w
 	}
 	return v
 }
@@ -429,27 +423,4 @@ func formatRefill(p throttle.Policy) string {
 		s += " (sliding window)"
 	}
 	return s
-}
-
-// timeLayout is how instants are shown (always UTC).
-const timeLayout = "2006-01-02 15:04:05 UTC"
-
-// formatWhen renders an instant and how long before now it was; the zero
-// time is "never".
-func formatWhen(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	s := t.UTC().Format(timeLayout)
-	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + fmtWait(ago) + " ago)"
-	}
-	return s
-}
-
-func waitOrNow(d time.Duration) string {
-	if d <= 0 {
-		return "now"
-	}
-	return "in " + fmtWait(d)
 }

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"balde/sifen"
 	"balde/throttle"
 	"balde/web"
 )
@@ -322,7 +321,7 @@ type bucketView struct {
 
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	v := bucketView{
-		scope: b.eng.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
+		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
 		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
 	}
 	if st.Orphan {
@@ -334,17 +333,12 @@ func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	return v
 }
 
-// scope names whom a key's bucket belongs to: the DICT's PSP, USER or
-// ENTITY, SIFEN's RUC or LOT, "-" for other policies.
-func (e *engine) scope(k throttle.Key) string {
-	if s, ok := e.dict.Spec(k.Policy); ok {
-		return string(s.Scope)
-	}
-	switch k.Policy {
-	case sifen.PolicyRecepcionLote:
-		return "RUC"
-	case sifen.PolicyConsultaLote:
-		return "LOT"
+// scope names whom a key's bucket belongs to, as the admin page does
+// (web.Scopes: PSP, USER, RUC, LOT, IP, TOKEN), or "-" for a policy
+// without one.
+func (b bucketsCmd) scope(k throttle.Key) string {
+	if s := web.Scopes(b.eng.dict)(k); s != "" {
+		return s
 	}
 	return "-"
 }
@@ -372,7 +366,7 @@ type bucketJSON struct {
 
 func (b bucketsCmd) bucketJSON(st throttle.BucketState) bucketJSON {
 	j := bucketJSON{
-		Policy: st.Key.Policy, Env: st.Key.Env, Identifier: st.Key.Identifier, Scope: b.eng.scope(st.Key),
+		Policy: st.Key.Policy, Env: st.Key.Env, Identifier: st.Key.Identifier, Scope: b.scope(st.Key),
 		Stored: st.Stored, Orphan: st.Orphan, Tokens: st.Tokens, Capacity: st.Policy.Capacity,
 		Severity: st.Severity.String(), CooldownLeftS: seconds(st.CooldownLeft), BlockLeftS: seconds(st.BlockLeft),
 		RetryAfterS: seconds(st.RetryAfter), UntilFullS: seconds(st.UntilFull), SendCount: st.SendCount, At: st.At.UTC(),

@@ -15,6 +15,7 @@ import (
 	"balde/throttle"
 	"balde/throttle/sqlstore"
 	"balde/throttle/sqlstore/sqlstoretest"
+	"balde/web"
 )
 
 // seeded are the keys seedBuckets takes from.
@@ -189,6 +190,37 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, "alice", entry.Ref)
 		})
 	})
+}
+
+// TestBucketsScope: the scope column says whom a bucket belongs to as the
+// admin page does, the inbound limiter's buckets included.
+func TestBucketsScope(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openAdminEngine(ctx, cfg, clock.Now)
+	require.NoError(t, err)
+	inbound := throttle.Key{Policy: web.PolicyInboundIP, Env: web.DefaultInboundEnv, Identifier: "192.0.2.7"}
+	d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: inbound, Cost: 1})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.NoError(t, eng.close(ctx))
+
+	code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	scopes := map[string]string{}
+	for _, b := range decodeJSON[bucketsOut](t, stdout).Buckets {
+		scopes[b.Policy] = b.Scope
+	}
+	require.Equal(t, map[string]string{
+		seededParticipant.Policy: "PSP",
+		seededUser.Policy:        "USER",
+		seededRUC.Policy:         "RUC",
+		web.PolicyInboundIP:      "IP",
+	}, scopes)
 }
 
 func TestBucketsUsage(t *testing.T) {

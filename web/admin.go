@@ -38,7 +38,7 @@ const autoRefreshSeconds = 10
 // cursor of the previous page's last key) and limit (1..1000, default 50).
 func bucketFilter(r *http.Request) (throttle.Filter, error) {
 	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	limit, err := parseLimit(q.Get("limit"), throttle.DefaultPageSize, throttle.MaxPageSize)
 	if err != nil {
 		return throttle.Filter{}, err
 	}

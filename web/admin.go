@@ -16,7 +16,6 @@ type bucketsPage struct {
 	layout
 	Summary   *summary
 	Filter    throttle.Filter
-	Limit     int
 	Policies  []string
 	ShowScope bool
 	Buckets   []bucketView
@@ -92,7 +91,6 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		layout:    s.layout(r, "adminBuckets"),
 		Summary:   sum,
 		Filter:    f,
-		Limit:     f.Limit,
 		Policies:  slices.Sorted(slices.Values(s.Policies)),
 		ShowScope: s.Scope != nil,
 		ListURL:   s.path("adminBuckets"),

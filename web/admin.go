@@ -16,7 +16,6 @@ type bucketsPage struct {
 	layout
 	Summary   *summary
 	Filter    throttle.Filter
-	Limit     int
 	Policies  []string
 	ShowScope bool
 	Buckets   []bucketView
@@ -38,7 +37,7 @@ const autoRefreshSeconds = 10
 // cursor of the previous page's last key) and limit (1..1000, default 50).
 func bucketFilter(r *http.Request) (throttle.Filter, error) {
 	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	limit, err := parseLimit(q.Get("limit"), throttle.DefaultPageSize, throttle.MaxPageSize)
 	if err != nil {
 		return throttle.Filter{}, err
 	}
@@ -92,7 +91,6 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		layout:    s.layout(r, "adminBuckets"),
 		Summary:   sum,
 		Filter:    f,
-		Limit:     f.Limit,
 		Policies:  slices.Sorted(slices.Values(s.Policies)),
 		ShowScope: s.Scope != nil,
 		ListURL:   s.path("adminBuckets"),
@@ -218,7 +216,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 
 func newLedgerView(e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
-		At:      e.At.UTC().Format(timeLayout),
+		At:      e.At.UTC().Format(TimeLayout),
 		Reason:  e.Reason.String(),
 		Delta:   fmt.Sprintf("%+d", e.Delta),
 		Balance: e.Balance,

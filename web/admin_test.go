@@ -125,18 +125,22 @@ func TestAdminSummaryPanels(t *testing.T) {
 	require.Equal(t, 0, panel.Find("b").Length())
 }
 
+// summaryTotal is the "stored buckets" card of the admin summary.
+func summaryTotal(t *testing.T, e *env) string {
+	t.Helper()
+	doc := document(t, e.get("/admin/buckets", asAdmin))
+	var n string
+	doc.Find(".summary .card").Each(func(_ int, s *goquery.Selection) {
+		if s.Find(".label").Text() == "stored buckets" {
+			n = s.Find(".num").Text()
+		}
+	})
+	return n
+}
+
 func TestAdminSummaryIsFreshWhileCheap(t *testing.T) {
 	e := newEnv(t, withServer(func(s *web.Server) { s.SummaryTTL, s.SummaryFresh = time.Minute, time.Hour }))
-	total := func() string {
-		doc := document(t, e.get("/admin/buckets", asAdmin))
-		var n string
-		doc.Find(".summary .card").Each(func(_ int, s *goquery.Selection) {
-			if s.Find(".label").Text() == "stored buckets" {
-				n = s.Find(".num").Text()
-			}
-		})
-		return n
-	}
+	total := func() string { return summaryTotal(t, e) }
 	require.Equal(t, "0", total())
 	e.take(key("P", "a"), 1)
 	require.Equal(t, "1", total(), "a summary cheaper than SummaryFresh is computed for every request")
@@ -145,16 +149,7 @@ func TestAdminSummaryIsFreshWhileCheap(t *testing.T) {
 func TestAdminSummaryIsCached(t *testing.T) {
 	// SummaryFresh < 0: as on a large table, the cache is always used.
 	e := newEnv(t, withServer(func(s *web.Server) { s.SummaryTTL, s.SummaryFresh = time.Minute, -1 }))
-	total := func() string {
-		doc := document(t, e.get("/admin/buckets", asAdmin))
-		var n string
-		doc.Find(".summary .card").Each(func(_ int, s *goquery.Selection) {
-			if s.Find(".label").Text() == "stored buckets" {
-				n = s.Find(".num").Text()
-			}
-		})
-		return n
-	}
+	total := func() string { return summaryTotal(t, e) }
 	// Open warmed the cache in the background; wait until a page shows it.
 	require.Eventually(t, func() bool { return total() == "0" }, 5*time.Second, time.Millisecond)
 	e.take(key("P", "a"), 1)

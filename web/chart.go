@@ -70,14 +70,14 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState) ba
 		if e.Delta != 0 {
 			pts = append(pts, point{e.At, e.Balance - e.Delta, ""})
 		}
-		label := fmt.Sprintf("%s: %s %+d → %d", e.At.UTC().Format(timeLayout), e.Reason, e.Delta, e.Balance)
+		label := fmt.Sprintf("%s: %s %+d → %d", e.At.UTC().Format(TimeLayout), e.Reason, e.Delta, e.Balance)
 		if e.Count > 1 {
 			label += fmt.Sprintf(" (%d events)", e.Count)
 		}
 		pts = append(pts, point{e.At, e.Balance, label})
 	}
 	if st.At.After(pts[len(pts)-1].at) {
-		pts = append(pts, point{st.At, st.Tokens, fmt.Sprintf("%s: now %d", st.At.UTC().Format(timeLayout), st.Tokens)})
+		pts = append(pts, point{st.At, st.Tokens, fmt.Sprintf("%s: now %d", st.At.UTC().Format(TimeLayout), st.Tokens)})
 	}
 
 	hi, lo := max(st.Policy.Capacity, 1), int64(0)
@@ -113,7 +113,7 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState) ba
 	if lo < 0 {
 		c.MinLabel = strconv.FormatInt(lo, 10)
 	}
-	c.FromText, c.ToText = t0.UTC().Format(timeLayout), t1.UTC().Format(timeLayout)
+	c.FromText, c.ToText = t0.UTC().Format(TimeLayout), t1.UTC().Format(TimeLayout)
 	return c
 }
 

@@ -158,7 +158,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
-	case isBadLookupInput(err):
+	case isDictInputError(err):
 		p.InputError = publicMessage(err)
 	default:
 		// The store or the network failed: the error page says so.
@@ -184,13 +184,6 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, p.Status, p)
 }
 
-// isBadLookupInput reports whether err is a lookup's bad input: nothing
-// was taken or sent.
-func isBadLookupInput(err error) bool {
-	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
-		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
-}
-
 func newEntryView(e *dict.GetEntryResponse) *entryView {
 	if e == nil {
 		return nil
@@ -199,7 +192,7 @@ func newEntryView(e *dict.GetEntryResponse) *entryView {
 		if t == nil || t.IsZero() {
 			return ""
 		}
-		return t.UTC().Format(timeLayout)
+		return t.UTC().Format(TimeLayout)
 	}
 	en := e.Entry
 	return &entryView{
@@ -230,7 +223,7 @@ func (s *Server) newRefusalView(e *dict.RefusedError, payer string) *refusalView
 		Identifier: k.Identifier,
 		Whose:      "participant",
 		Reason:     e.Decision.Reason.String(),
-		RetryIn:    formatWaitOrNow(e.Decision.RetryAfter),
+		RetryIn:    FormatWaitOrNow(e.Decision.RetryAfter),
 		BucketURL:  s.bucketPath("adminBucket", k),
 	}
 	if k.Identifier == payer {
@@ -245,7 +238,7 @@ func newRemoteView(e *dict.RemoteError) *remoteView {
 		v.Type, v.Title, v.Detail = e.Problem.TypeName(), e.Problem.Title, e.Problem.Detail
 	}
 	if e.RetryAfter > 0 {
-		v.RetryAfter = formatWait(e.RetryAfter)
+		v.RetryAfter = FormatWait(e.RetryAfter)
 	}
 	return v
 }
@@ -274,7 +267,7 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 	p.PayerID = pc.Lookup.PayerID
 	pv := &paymentView{EndToEndID: e2e, Duplicate: pc.Duplicate}
 	if !pc.Lookup.PaidAt.IsZero() {
-		pv.PaidAt = formatWhen(pc.Lookup.PaidAt, s.now())
+		pv.PaidAt = FormatWhen(pc.Lookup.PaidAt, s.now())
 	}
 	for _, a := range pc.Adjusted {
 		pv.Rows = append(pv.Rows, creditRow{

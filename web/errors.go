@@ -50,7 +50,7 @@ type RateLimitError struct {
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("web: too many requests (%s limit): retry in %s", e.Policy, formatWait(e.RetryAfter))
+	return fmt.Sprintf("web: too many requests (%s limit): retry in %s", e.Policy, FormatWait(e.RetryAfter))
 }
 
 // storeRetryAfter is the Retry-After sent with a 503 when the store is
@@ -88,7 +88,7 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.As(err, &refused):
 		d := refused.Decision
 		return problem{http.StatusTooManyRequests, fmt.Sprintf("refused by the local DICT mirror: bucket %s / %s is %s, retry in %s",
-			d.Key.Policy, d.Key.Identifier, d.Reason, formatWait(d.RetryAfter)), d.RetryAfter}
+			d.Key.Policy, d.Key.Identifier, d.Reason, FormatWait(d.RetryAfter)), d.RetryAfter}
 	case errors.As(err, &remote) && remote.NotFound():
 		return problem{http.StatusNotFound, publicMessage(err), 0}
 	case errors.As(err, &remote) && remote.Status == http.StatusTooManyRequests:
@@ -99,10 +99,7 @@ func problemOf(r *http.Request, err error) problem {
 		return problem{http.StatusNotFound, publicMessage(err), 0}
 	case errors.Is(err, dict.ErrNotPayable):
 		return problem{http.StatusConflict, publicMessage(err), 0}
-	case errors.Is(err, dict.ErrInvalidKey),
-		errors.Is(err, dict.ErrInvalidPayerID),
-		errors.Is(err, dict.ErrInvalidEndToEndID),
-		errors.Is(err, dict.ErrInvalidISPB):
+	case isDictInputError(err):
 		return problem{http.StatusBadRequest, publicMessage(err), 0}
 
 	// SIFEN: bad documents are the client's input; a document in the
@@ -163,6 +160,14 @@ func problemOf(r *http.Request, err error) problem {
 	return problem{http.StatusInternalServerError, "internal error", 0}
 }
 
+// isDictInputError reports whether err is bad input to a DICT lookup or
+// payment: nothing was taken or sent (a 400). The lookup page shows it
+// beside the form.
+func isDictInputError(err error) bool {
+	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
+		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
+}
+
 // remoteRetryAfter is the Retry-After of a DICT answer (0 without one).
 func remoteRetryAfter(e *dict.RemoteError) time.Duration {
 	if e == nil {
@@ -220,7 +225,7 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 		Message:    p.message,
 	}
 	if p.retryAfter > 0 {
-		page.RetryAfter = formatWait(p.retryAfter)
+		page.RetryAfter = FormatWait(p.retryAfter)
 	}
 	if err := s.render(w, p.status, page); err != nil {
 		// The error page itself failed: answer in plain text rather than

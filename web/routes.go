@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/gorilla/mux"
-
-	"balde/throttle"
 )
 
 // format is how a route answers, errors included.
@@ -261,15 +259,15 @@ func (s *Server) redirectHome(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// parseLimit reads the page size of a listing: empty is the default,
-// anything but 1..MaxPageSize is a bad request.
-func parseLimit(s string) (int, error) {
+// parseLimit reads the page size of a listing: empty is def, anything but
+// 1..most is a bad request.
+func parseLimit(s string, def, most int) (int, error) {
 	if s == "" {
-		return throttle.DefaultPageSize, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > throttle.MaxPageSize {
-		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, s, throttle.MaxPageSize)
+	if err != nil || n < 1 || n > most {
+		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, s, most)
 	}
 	return n, nil
 }

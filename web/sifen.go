@@ -89,9 +89,9 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		Message:      d.Message,
 		LotNumber:    d.LotNumber,
 		ResponseCode: d.ResponseCode,
-		Created:      formatWhen(d.CreatedAt, now),
-		Updated:      formatWhen(d.UpdatedAt, now),
-		Sent:         formatWhen(d.SentAt, now),
+		Created:      FormatWhen(d.CreatedAt, now),
+		Updated:      FormatWhen(d.UpdatedAt, now),
+		Sent:         FormatWhen(d.SentAt, now),
 		Sendable:     d.Status.Sendable(),
 		URL:          s.path("document", "id", id),
 		SendURL:      s.path("sendDocument", "id", id),
@@ -226,7 +226,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 // parseDocumentFilter reads the list's query. A malformed value is a bad
 // request naming it.
 func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
-	f := sifen.Filter{Limit: documentsPageSize}
+	var f sifen.Filter
 	if v := q.Get("env"); v != "" {
 		env, err := sifen.ParseEnv(v)
 		if err != nil {
@@ -260,14 +260,9 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 		}
 		f.BeforeID = id
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > documentsMaxPageSize {
-			return f, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, v, documentsMaxPageSize)
-		}
-		f.Limit = n
-	}
-	return f, nil
+	var err error
+	f.Limit, err = parseLimit(q.Get("limit"), documentsPageSize, documentsMaxPageSize)
+	return f, err
 }
 
 // importDocuments is POST /documents (multipart/form-data): the DE or lot

@@ -144,7 +144,7 @@ func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &summary{RefusalsLastHour: refusals, At: at, AtText: at.UTC().Format(timeLayout)}
+	v := &summary{RefusalsLastHour: refusals, At: at, AtText: at.UTC().Format(TimeLayout)}
 	for _, sev := range []throttle.Severity{throttle.SeverityHealthy, throttle.SeverityMedium, throttle.SeverityHigh, throttle.SeverityCritical} {
 		v.BySeverity = append(v.BySeverity, severityCount{Label: sev.String(), Class: severityClass(sev), Count: counts[sev]})
 	}

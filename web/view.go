@@ -44,9 +44,9 @@ func (s *Server) newBucketView(st throttle.BucketState) bucketView {
 		Severity:   st.Severity.String(),
 		SevClass:   severityClass(st.Severity),
 		SendCount:  st.SendCount,
-		LastSent:   formatWhen(st.LastSentAt, now),
-		RetryAfter: formatWaitOrNow(st.RetryAfter),
-		UntilFull:  formatWaitOrNow(st.UntilFull),
+		LastSent:   FormatWhen(st.LastSentAt, now),
+		RetryAfter: FormatWaitOrNow(st.RetryAfter),
+		UntilFull:  FormatWaitOrNow(st.UntilFull),
 	}
 	if s.Scope != nil {
 		v.Scope = s.Scope(st.Key)
@@ -59,14 +59,7 @@ func (s *Server) newBucketView(st throttle.BucketState) bucketView {
 	} else {
 		v.Severity = "Unknown policy"
 	}
-	var waits []string
-	if st.BlockLeft > 0 {
-		waits = append(waits, "blocked "+formatWait(st.BlockLeft))
-	}
-	if st.CooldownLeft > 0 {
-		waits = append(waits, "cooldown "+formatWait(st.CooldownLeft))
-	}
-	v.Wait = strings.Join(waits, ", ")
+	v.Wait = FormatBucketWait(st)
 	return v
 }
 
@@ -115,8 +108,11 @@ func formatRefill(p throttle.Policy) string {
 	return s
 }
 
-// formatWait renders a wait for people: "4m12s", "8s", "0.35s".
-func formatWait(d time.Duration) string {
+// How balde shows waits and instants to people: the admin pages, and the
+// buckets and batch commands, which print the same values in a terminal.
+
+// FormatWait renders a wait for people: "4m12s", "8s", "0.35s".
+func FormatWait(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "0s"
@@ -126,25 +122,40 @@ func formatWait(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-func formatWaitOrNow(d time.Duration) string {
+// FormatWaitOrNow renders a wait still to come: "in 8s", or "now" when it
+// is over.
+func FormatWaitOrNow(d time.Duration) string {
 	if d <= 0 {
 		return "now"
 	}
-	return "in " + formatWait(d)
+	return "in " + FormatWait(d)
 }
 
-// timeLayout is how the admin pages show instants (always UTC).
-const timeLayout = "2006-01-02 15:04:05 UTC"
+// FormatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
+// "cooldown 8s", both joined by a comma, or "" when it has neither.
+func FormatBucketWait(st throttle.BucketState) string {
+	var waits []string
+	if st.BlockLeft > 0 {
+		waits = append(waits, "blocked "+FormatWait(st.BlockLeft))
+	}
+	if st.CooldownLeft > 0 {
+		waits = append(waits, "cooldown "+FormatWait(st.CooldownLeft))
+	}
+	return strings.Join(waits, ", ")
+}
 
-// formatWhen renders an instant and how long before now it was; the zero
-// time is "never".
-func formatWhen(t, now time.Time) string {
+// TimeLayout is how instants are shown (always UTC).
+const TimeLayout = "2006-01-02 15:04:05 UTC"
+
+// FormatWhen renders an instant and how long before now it was, e.g.
+// "2026-03-02 12:00:00 UTC (7s ago)"; the zero time is "never".
+func FormatWhen(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	s := t.UTC().Format(timeLayout)
+	s := t.UTC().Format(TimeLayout)
 	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + formatWait(ago) + " ago)"
+		s += " (" + FormatWait(ago) + " ago)"
 	}
 	return s
 }

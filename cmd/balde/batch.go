@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"balde/throttle"
+	"balde/web"
 )
 
 // What the batch commands (sifen-send, dict-lookup) share: how they read
@@ -22,30 +23,22 @@ import (
 // report items (a progress bar on a terminal, plain lines otherwise, JSON
 // lines with --json) and the summary.
 
-// batchClock is how a batch command reads time and waits. The engine's
-// clock and the sleep must agree: a command sleeps exactly the RetryAfter
-// the limiter computed, then asks again.
+// batchClock is how a batch command reads time and waits: Main.Clock and
+// Main.Sleep, as Main.batchClock fills them in. The engine's clock and the
+// sleep must agree: a command sleeps exactly the RetryAfter the limiter
+// computed, then asks again.
 type batchClock struct {
 	// Now is the engine's clock (engineOptions.Clock); nil is the system
 	// clock.
 	Now throttle.Clock
 	// Sleep waits d, or less when ctx ends first (it then returns
-	// ctx.Err()). Nil is a real wait.
+	// ctx.Err()).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-type batchClockKey struct{}
-
-// withBatchClock returns ctx carrying c for the batch commands run with it.
-// Tests use it to run a command on a fake clock whose sleeps only advance
-// time; main never sets it.
-func withBatchClock(ctx context.Context, c batchClock) context.Context {
-	return context.WithValue(ctx, batchClockKey{}, c)
-}
-
-// batchClockFrom returns the clock ctx carries, with the defaults filled in.
-func batchClockFrom(ctx context.Context) batchClock {
-	c, _ := ctx.Value(batchClockKey{}).(batchClock)
+// batchClock returns m's clock and sleep, a real wait when m.Sleep is nil.
+func (m *Main) batchClock() batchClock {
+	c := batchClock{Now: m.Clock, Sleep: m.Sleep}
 	if c.Sleep == nil {
 		c.Sleep = sleepContext
 	}
@@ -147,16 +140,9 @@ func fmtSeconds(s float64) string {
 	return fmtWait(time.Duration(s * float64(time.Second)))
 }
 
-// fmtWait renders a wait for people: "4m12s", "7s", "0.35s".
-func fmtWait(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < 10*time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
+// fmtWait renders a wait for people, as the admin pages do
+// (web.FormatWait): "4m12s", "7s", "0.35s".
+func fmtWait(d time.Duration) string { return web.FormatWait(d) }
 
 // seconds converts a duration to seconds, rounded to the millisecond, for
 // the JSON output.

@@ -50,16 +50,16 @@ func runChild(argsJSON string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 99
 	}
-	ctx := context.Background()
+	m := NewMain(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	if at := os.Getenv(envChildClock); at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 99
 		}
-		ctx = withBatchClock(ctx, batchClock{Now: throttletest.NewFakeClock(t).Now})
+		m.Clock = throttletest.NewFakeClock(t).Now
 	}
-	return NewMain(os.Stdin, os.Stdout, os.Stderr, os.Getenv).Run(ctx, args)
+	return m.Run(context.Background(), args)
 }
 
 // childCommand returns balde running args in a child process; at, when
@@ -76,11 +76,15 @@ func childCommand(t *testing.T, at time.Time, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// runIn runs balde in the test process with ctx (which may carry a
-// batchClock), stdin and an environment.
-func runIn(ctx context.Context, stdin string, env map[string]string, args ...string) (code int, stdout, stderr string) {
+// runIn runs balde in the test process with ctx, stdin and an environment,
+// on clock when it is not nil (its sleeps only advance it), on the system
+// clock otherwise.
+func runIn(ctx context.Context, clock *fakeTime, stdin string, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	m := NewMain(strings.NewReader(stdin), &out, &errOut, func(k string) string { return env[k] })
+	if clock != nil {
+		m.Clock, m.Sleep = clock.Now, clock.sleep
+	}
 	code = m.Run(ctx, args)
 	return code, out.String(), errOut.String()
 }
@@ -124,11 +128,6 @@ func (f *fakeTime) slept() []time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]time.Duration(nil), f.sleeps...)
-}
-
-// ctx returns a context carrying this clock for the batch commands.
-func (f *fakeTime) ctx(parent context.Context) context.Context {
-	return withBatchClock(parent, batchClock{Now: f.Now, Sleep: f.sleep})
 }
 
 // testEpoch is where the fake clocks of these tests start.

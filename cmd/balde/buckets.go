@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"balde/sifen"
 	"balde/throttle"
+	"balde/web"
 )
 
 // runBuckets is "balde buckets list|show|reset": the admin page's data in
@@ -60,7 +60,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("buckets: --limit %d: want 1..%d", *limit, throttle.MaxPageSize)
 	}
 
-	eng, err := openAdminEngine(ctx, cfg)
+	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}
@@ -110,8 +110,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // openAdminEngine opens the engine with every policy serve knows — the
 // inbound limiter's too, so its buckets are not shown as orphans — and
-// the DICT category a reconciliation recorded.
-func openAdminEngine(ctx context.Context, cfg Config) (*engine, error) {
+// the DICT category a reconciliation recorded. clock is the engine's time
+// (nil: the system clock).
+func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
 	inbound, err := newInbound(cfg)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func openAdminEngine(ctx context.Context, cfg Config) (*engine, error) {
 	if inbound != nil {
 		resolvers = append(resolvers, inbound.Policies())
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: batchClockFrom(ctx).Now})
+	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(timeLayout), e.Reason, e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(web.TimeLayout), e.Reason, e.Delta, e.Balance, max(e.Count, 1), e.Ref)
 	}
 	return tw.Flush()
 }
@@ -268,8 +269,8 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 		{"policy", v.policy},
 		{"severity", v.severity},
 		{"cooldown/block", v.wait},
-		{"next admitted", waitOrNow(st.RetryAfter)},
-		{"full", waitOrNow(st.UntilFull)},
+		{"next admitted", web.FormatWaitOrNow(st.RetryAfter)},
+		{"full", web.FormatWaitOrNow(st.UntilFull)},
 		{"last send", v.lastSend},
 		{"sends", fmt.Sprint(st.SendCount)},
 	} {
@@ -320,36 +321,24 @@ type bucketView struct {
 
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	v := bucketView{
-		scope: b.eng.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
-		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: formatWhen(st.LastSentAt, st.At),
+		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
+		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
 	}
 	if st.Orphan {
 		v.capacity, v.refill, v.policy, v.severity = "?", "?", "unknown policy", "unknown policy"
 	}
-	var waits []string
-	if st.BlockLeft > 0 {
-		waits = append(waits, "blocked "+fmtWait(st.BlockLeft))
-	}
-	if st.CooldownLeft > 0 {
-		waits = append(waits, "cooldown "+fmtWait(st.CooldownLeft))
-	}
-	if len(waits) > 0 {
-		v.wait = strings.Join(waits, ", ")
+	if w := web.FormatBucketWait(st); w != "" {
+		v.wait = w
 	}
 	return v
 }
 
-// scope names whom a key's bucket belongs to: the DICT's PSP, USER or
-// ENTITY, SIFEN's RUC or LOT, "-" for other policies.
-func (e *engine) scope(k throttle.Key) string {
-	if s, ok := e.dict.Spec(k.Policy); ok {
-		return string(s.Scope)
-	}
-	switch k.Policy {
-	case sifen.PolicyRecepcionLote:
-		return "RUC"
-	case sifen.PolicyConsultaLote:
-		return "LOT"
+// scope names whom a key's bucket belongs to, as the admin page does
+// (web.Scopes: PSP, USER, RUC, LOT, IP, TOKEN), or "-" for a policy
+// without one.
+func (b bucketsCmd) scope(k throttle.Key) string {
+	if s := web.Scopes(b.eng.dict)(k); s != "" {
+		return s
 	}
 	return "-"
 }
@@ -377,7 +366,7 @@ type bucketJSON struct {
 
 func (b bucketsCmd) bucketJSON(st throttle.BucketState) bucketJSON {
 	j := bucketJSON{
-		Policy: st.Key.Policy, Env: st.Key.Env, Identifier: st.Key.Identifier, Scope: b.eng.scope(st.Key),
+		Policy: st.Key.Policy, Env: st.Key.Env, Identifier: st.Key.Identifier, Scope: b.scope(st.Key),
 		Stored: st.Stored, Orphan: st.Orphan, Tokens: st.Tokens, Capacity: st.Policy.Capacity,
 		Severity: st.Severity.String(), CooldownLeftS: seconds(st.CooldownLeft), BlockLeftS: seconds(st.BlockLeft),
 		RetryAfterS: seconds(st.RetryAfter), UntilFullS: seconds(st.UntilFull), SendCount: st.SendCount, At: st.At.UTC(),
@@ -428,27 +417,4 @@ func formatRefill(p throttle.Policy) string {
 		s += " (sliding window)"
 	}
 	return s
-}
-
-// timeLayout is how instants are shown (always UTC).
-const timeLayout = "2006-01-02 15:04:05 UTC"
-
-// formatWhen renders an instant and how long before now it was; the zero
-// time is "never".
-func formatWhen(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	s := t.UTC().Format(timeLayout)
-	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + fmtWait(ago) + " ago)"
-	}
-	return s
-}
-
-func waitOrNow(d time.Duration) string {
-	if d <= 0 {
-		return "now"
-	}
-	return "in " + fmtWait(d)
 }

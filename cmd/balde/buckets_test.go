@@ -15,6 +15,7 @@ import (
 	"balde/throttle"
 	"balde/throttle/sqlstore"
 	"balde/throttle/sqlstore/sqlstoretest"
+	"balde/web"
 )
 
 // seeded are the keys seedBuckets takes from.
@@ -76,11 +77,11 @@ func TestBucketsListAndShow(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	seedBuckets(t, db, clock)
 	clock.Advance(2 * time.Second)
-	ctx := clock.ctx(context.Background())
+	ctx := context.Background()
 	env := map[string]string{"BALDE_DB": db}
 
 	t.Run("Table", func(t *testing.T) {
-		code, stdout, stderr := runIn(ctx, "", env, "buckets", "list")
+		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list")
 		require.Equal(t, ExitOK, code, stderr)
 		lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 		require.Len(t, lines, 4)
@@ -94,7 +95,7 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.True(t, strings.HasSuffix(lines[3], " 1"), "one send: %q", lines[3])
 	})
 	t.Run("JSONFiltered", func(t *testing.T) {
-		code, stdout, stderr := runIn(ctx, "", env, "buckets", "list", "--json", "--id", "5299")
+		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list", "--json", "--id", "5299")
 		require.Equal(t, ExitOK, code, stderr)
 		out := decodeJSON[bucketsOut](t, stdout)
 		require.Len(t, out.Buckets, 1)
@@ -104,25 +105,25 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Equal(t, "USER", b.Scope)
 		require.Empty(t, out.Next)
 
-		code, stdout, _ = runIn(ctx, "", env, "buckets", "--policy", sifen.PolicyRecepcionLote, "--env", "test", "list", "--json")
+		code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "--policy", sifen.PolicyRecepcionLote, "--env", "test", "list", "--json")
 		require.Equal(t, ExitOK, code)
 		out = decodeJSON[bucketsOut](t, stdout)
 		require.Len(t, out.Buckets, 1)
 		require.Equal(t, 8.0, out.Buckets[0].CooldownLeftS)
 	})
 	t.Run("Pages", func(t *testing.T) {
-		code, stdout, _ := runIn(ctx, "", env, "buckets", "list", "--limit", "2")
+		code, stdout, _ := runIn(ctx, clock, "", env, "buckets", "list", "--limit", "2")
 		require.Equal(t, ExitOK, code)
 		require.Contains(t, stdout, "more: add --after ")
 		cursor := strings.TrimSpace(stdout[strings.LastIndex(stdout, "--after ")+len("--after "):])
-		code, stdout, _ = runIn(ctx, "", env, "buckets", "list", "--json", "--limit", "2", "--after", cursor)
+		code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "list", "--json", "--limit", "2", "--after", cursor)
 		require.Equal(t, ExitOK, code)
 		out := decodeJSON[bucketsOut](t, stdout)
 		require.Len(t, out.Buckets, 1)
 		require.Equal(t, sifen.PolicyRecepcionLote, out.Buckets[0].Policy)
 	})
 	t.Run("Show", func(t *testing.T) {
-		code, stdout, stderr := runIn(ctx, "", env, "buckets", "show", seededRUC.String())
+		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", seededRUC.String())
 		require.Equal(t, ExitOK, code, stderr)
 		require.Contains(t, stdout, "bucket:         SIFEN_RECEPCION_LOTE/test/80069563\n")
 		require.Contains(t, stdout, "cooldown/block: cooldown 8s\n")
@@ -130,7 +131,7 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+take\s+-1\s+0\s+1\s+doc:1\n`, stdout)
 
 		// A key with no row is a full bucket.
-		code, stdout, _ = runIn(ctx, "", env, "buckets", "show", "--json", "--policy", seededUser.Policy, "--env", "prod", "--id", "11144477735")
+		code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "show", "--json", "--policy", seededUser.Policy, "--env", "prod", "--id", "11144477735")
 		require.Equal(t, ExitOK, code)
 		out := decodeJSON[showOut](t, stdout)
 		require.False(t, out.Bucket.Stored)
@@ -144,10 +145,10 @@ func TestBucketsReset(t *testing.T) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)
 		seedBuckets(t, db, clock)
-		ctx := clock.ctx(context.Background())
+		ctx := context.Background()
 		env := map[string]string{"BALDE_DB": db, "USER": "bob"}
 		show := func() showOut {
-			code, stdout, stderr := runIn(ctx, "", env, "buckets", "show", "--json", seededParticipant.String())
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededParticipant.String())
 			require.Equal(t, ExitOK, code, stderr)
 			return decodeJSON[showOut](t, stdout)
 		}
@@ -155,7 +156,7 @@ func TestBucketsReset(t *testing.T) {
 		require.Equal(t, before.Bucket.Capacity-5, before.Bucket.Tokens)
 
 		t.Run("NotConfirmed", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, "no\n", env, "buckets", "reset", seededParticipant.String())
+			code, stdout, stderr := runIn(ctx, clock, "no\n", env, "buckets", "reset", seededParticipant.String())
 			require.Equal(t, ExitFailed, code)
 			oneStderrLine(t, stderr, "buckets reset: not confirmed: ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 unchanged")
 			require.Contains(t, stdout, `Reset ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 to `)
@@ -163,7 +164,7 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, before, show(), "nothing changed")
 		})
 		t.Run("Confirmed", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, "y\n", env, "buckets", "reset", seededParticipant.String())
+			code, stdout, stderr := runIn(ctx, clock, "y\n", env, "buckets", "reset", seededParticipant.String())
 			require.Equal(t, ExitOK, code, stderr)
 			require.Contains(t, stdout, "cooldown and block cleared (by bob@")
 			after := show()
@@ -173,7 +174,7 @@ func TestBucketsReset(t *testing.T) {
 			require.True(t, strings.HasPrefix(after.Ledger[0].Ref, "bob@"), after.Ledger[0].Ref)
 		})
 		t.Run("YesWithActor", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--json", seededRUC.String())
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code, stderr)
 			out := decodeJSON[struct {
 				Bucket       bucketJSON `json:"bucket"`
@@ -182,13 +183,44 @@ func TestBucketsReset(t *testing.T) {
 			}](t, stdout)
 			require.Equal(t, "alice", out.Actor)
 			require.Equal(t, 0.0, out.Bucket.CooldownLeftS)
-			code, stdout, _ = runIn(ctx, "", env, "buckets", "show", "--json", seededRUC.String())
+			code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "show", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code)
 			entry := decodeJSON[showOut](t, stdout).Ledger[0]
 			require.Equal(t, "reset", entry.Reason)
 			require.Equal(t, "alice", entry.Ref)
 		})
 	})
+}
+
+// TestBucketsScope: the scope column says whom a bucket belongs to as the
+// admin page does, the inbound limiter's buckets included.
+func TestBucketsScope(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openAdminEngine(ctx, cfg, clock.Now)
+	require.NoError(t, err)
+	inbound := throttle.Key{Policy: web.PolicyInboundIP, Env: web.DefaultInboundEnv, Identifier: "192.0.2.7"}
+	d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: inbound, Cost: 1})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.NoError(t, eng.close(ctx))
+
+	code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	scopes := map[string]string{}
+	for _, b := range decodeJSON[bucketsOut](t, stdout).Buckets {
+		scopes[b.Policy] = b.Scope
+	}
+	require.Equal(t, map[string]string{
+		seededParticipant.Policy: "PSP",
+		seededUser.Policy:        "USER",
+		seededRUC.Policy:         "RUC",
+		web.PolicyInboundIP:      "IP",
+	}, scopes)
 }
 
 func TestBucketsUsage(t *testing.T) {
@@ -214,12 +246,12 @@ func TestBucketsUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := runIn(clock.ctx(context.Background()), "", map[string]string{"BALDE_DB": db}, append([]string{"buckets"}, tt.args...)...)
+			code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, append([]string{"buckets"}, tt.args...)...)
 			require.Equal(t, ExitUsage, code, stderr)
 			oneStderrLine(t, stderr, tt.want)
 		})
 	}
-	code, _, stderr := runIn(context.Background(), "", nil, "buckets", "--help")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "buckets", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stderr, "Example:\n  balde buckets list")
 }
@@ -239,12 +271,12 @@ func TestPrune(t *testing.T) {
 		}
 		prune := func(args ...string) pruneOut {
 			t.Helper()
-			code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, append([]string{"prune", "--json"}, args...)...)
+			code, stdout, stderr := runIn(context.Background(), clock, "", env, append([]string{"prune", "--json"}, args...)...)
 			require.Equal(t, ExitOK, code, stderr)
 			return decodeJSON[pruneOut](t, stdout)
 		}
 		listed := func() int {
-			code, stdout, _ := runIn(clock.ctx(context.Background()), "", env, "buckets", "list", "--json")
+			code, stdout, _ := runIn(context.Background(), clock, "", env, "buckets", "list", "--json")
 			require.Equal(t, ExitOK, code)
 			return len(decodeJSON[bucketsOut](t, stdout).Buckets)
 		}
@@ -263,12 +295,12 @@ func TestPrune(t *testing.T) {
 
 		// Past the retention the ledger rows and the lookup go too.
 		clock.Advance(48 * time.Hour)
-		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "prune", "--retention", "24h", "--batch", "2")
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "24h", "--batch", "2")
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, "removed 3 ledger rows and 1 DICT lookups older than 24h0m0s (before 2026-03-03 13:00:02 UTC)\n"+
 			"removed 0 idle buckets (full, no cooldown or block: the same as no row)\n", stdout)
 
-		code, _, stderr = runIn(context.Background(), "", env, "prune", "--batch", "0")
+		code, _, stderr = runIn(context.Background(), nil, "", env, "prune", "--batch", "0")
 		require.Equal(t, ExitUsage, code)
 		oneStderrLine(t, stderr, "--batch 0")
 	})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"balde/throttle"
 )
@@ -20,12 +21,23 @@ const (
 	ExitUnavailable = 3 // the store (database) is unavailable
 )
 
-// Main holds what every command needs from the process: its streams and its
-// environment. Tests build one with their own buffers and getenv.
+// Main holds what every command needs from the process: its streams, its
+// environment and its time. Tests build one with their own buffers and
+// getenv, and set Clock and Sleep to run the batch commands on a fake
+// clock.
 type Main struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+
+	// Clock is the engine's time (the store's, and so the limiter's and
+	// the SIFEN sender's) in sifen-send, dict-lookup, buckets and prune,
+	// and the time of the batch commands' reports. Nil is the system clock.
+	Clock throttle.Clock
+	// Sleep is how sifen-send and dict-lookup wait the RetryAfter the
+	// limiter computed against Clock: it waits d, or less when ctx ends
+	// first (it then returns ctx.Err()). Nil is a real wait.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // NewMain returns a Main over the given streams and environment.

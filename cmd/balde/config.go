@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -159,78 +160,145 @@ func DefaultConfig() Config {
 // empty variable keeps the current value; a malformed one is an error naming
 // the variable.
 func (c *Config) ParseEnv(getenv func(string) string) error {
-	str := func(name string, dst *string) {
-		if v := getenv(name); v != "" {
-			*dst = v
-		}
-	}
-	str("BALDE_DB", &c.DB)
-	str("BALDE_ADDR", &c.Addr)
-	str("BALDE_DICT_URL", &c.DictURL)
-	str("BALDE_DICT_PARTICIPANT", &c.DictParticipant)
-	str("BALDE_DICT_CATEGORY", &c.DictCategory)
-	str("BALDE_DICT_ENV", &c.DictEnv)
-	str("BALDE_DICT_CERT", &c.DictCert)
-	str("BALDE_DICT_KEY", &c.DictKey)
-	str("BALDE_DICT_CA", &c.DictCA)
-	str("BALDE_SIFEN_URL", &c.SifenURL)
-	str("BALDE_SIFEN_CERT", &c.SifenCert)
-	str("BALDE_SIFEN_KEY", &c.SifenKey)
-	str("BALDE_SIFEN_CA", &c.SifenCA)
-	str("BALDE_POLICY_FILE", &c.PolicyFile)
-	str("BALDE_ALERT_WEBHOOK", &c.AlertWebhook)
-
-	for _, v := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"SIFEN_THROTTLE_SECONDS", &c.SifenThrottle}, {"SIFEN_THROTTLE_SECONDS_PROD", &c.SifenThrottleProd}} {
+	for _, v := range c.envVars() {
 		if s := getenv(v.name); s != "" {
-			d, err := parseSeconds(s)
-			if err != nil {
+			if err := v.set(s); err != nil {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
-			*v.dst = d
 		}
 	}
-	if s := getenv("BALDE_SIFEN_PER_MINUTE"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("BALDE_SIFEN_PER_MINUTE: %q is not a whole number of lots per minute", s)
-		}
-		c.SifenPerMinute = n
+	return nil
+}
+
+// envVar is one environment variable and how it sets its Config field.
+type envVar struct {
+	name string
+	// set parses a non-empty value into the field; its error describes the
+	// value (ParseEnv adds the variable's name).
+	set func(string) error
+}
+
+// envVars lists every variable ParseEnv reads.
+func (c *Config) envVars() []envVar {
+	return []envVar{
+		{"BALDE_DB", setString(&c.DB)},
+		{"BALDE_ADDR", setString(&c.Addr)},
+		{"BALDE_DICT_URL", setString(&c.DictURL)},
+		{"BALDE_DICT_PARTICIPANT", setString(&c.DictParticipant)},
+		{"BALDE_DICT_CATEGORY", setString(&c.DictCategory)},
+		{"BALDE_DICT_ENV", setString(&c.DictEnv)},
+		{"BALDE_DICT_CERT", setString(&c.DictCert)},
+		{"BALDE_DICT_KEY", setString(&c.DictKey)},
+		{"BALDE_DICT_CA", setString(&c.DictCA)},
+		{"BALDE_SIFEN_URL", setString(&c.SifenURL)},
+		{"BALDE_SIFEN_CERT", setString(&c.SifenCert)},
+		{"BALDE_SIFEN_KEY", setString(&c.SifenKey)},
+		{"BALDE_SIFEN_CA", setString(&c.SifenCA)},
+		{"BALDE_POLICY_FILE", setString(&c.PolicyFile)},
+		{"BALDE_ALERT_WEBHOOK", setString(&c.AlertWebhook)},
+		{"SIFEN_THROTTLE_SECONDS", secondsFlag{&c.SifenThrottle}.Set},
+		{"SIFEN_THROTTLE_SECONDS_PROD", secondsFlag{&c.SifenThrottleProd}.Set},
+		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
+		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
+			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
+		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
+		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
+		{"BALDE_SEVERITY_THRESHOLDS", setParsed(&c.Thresholds, parseThresholds)},
+
+		// serve's web server: admin credential, trusted proxies, inbound
+		// limiter.
+		{"BALDE_ADMIN_USER", setString(&c.AdminUser)},
+		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
+		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
+		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
+		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
+		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, intIn(0, throttle.MaxRollingCapacity,
+			fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity)))},
+		{"BALDE_INBOUND_WINDOW", setParsed(&c.InboundWindow, durationMin(1, "a positive duration (e.g. 1m)"))},
+		{"BALDE_INBOUND_BLOCK", setParsed(&c.InboundBlock, durationMin(0, "a duration (e.g. 5m, or 0 for no block)"))},
+		{"BALDE_INBOUND_TOKENS", setParsed(&c.InboundTokens, func(s string) ([]web.InboundToken, error) {
+			return web.ParseInboundTokens(strings.NewReader(s))
+		})},
+		{"BALDE_INBOUND_PATHS", setParsed(&c.InboundPaths, parsePathPrefixes)},
+		{"BALDE_INBOUND_EXEMPT", setParsed(&c.InboundExempt, parsePathPrefixes)},
+		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailMode, oneOf(map[string]throttle.FailMode{
+			"open": throttle.FailOpen, "closed": throttle.FailClosed}, "open or closed"))},
+
+		// serve's background work.
+		{"BALDE_DICT_RECONCILE_EVERY", reconcileFlag{&c.DictReconcileEvery}.Set},
+		{"BALDE_PRUNE_EVERY", everyFlag{&c.PruneEvery}.Set},
 	}
-	if s := getenv("BALDE_GROUP_COMMIT"); s != "" {
-		switch s {
-		case "on", "true", "1":
-			c.GroupCommit = true
-		case "off", "false", "0":
-			c.GroupCommit = false
-		default:
-			return fmt.Errorf("BALDE_GROUP_COMMIT: %q (want on or off)", s)
-		}
+}
+
+// setString returns the setter of a string field.
+func setString(dst *string) func(string) error {
+	return func(s string) error {
+		*dst = s
+		return nil
 	}
-	if s := getenv("BALDE_LEDGER"); s != "" {
-		g, err := throttle.ParseLedgerGranularity(s)
+}
+
+// setParsed returns the setter of a field read by parse; on an error the
+// field keeps its value.
+func setParsed[T any](dst *T, parse func(string) (T, error)) func(string) error {
+	return func(s string) error {
+		v, err := parse(s)
 		if err != nil {
-			return fmt.Errorf("BALDE_LEDGER: %w", err)
+			return err
 		}
-		c.Ledger = g
+		*dst = v
+		return nil
 	}
-	if s := getenv("BALDE_LEDGER_RETENTION"); s != "" {
+}
+
+// durationMin parses a Go duration of at least lowest; want says what is
+// expected, for the error.
+func durationMin(lowest time.Duration, want string) func(string) (time.Duration, error) {
+	return func(s string) (time.Duration, error) {
 		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("BALDE_LEDGER_RETENTION: %q is not a positive duration (e.g. 720h)", s)
+		if err != nil || d < lowest {
+			return 0, fmt.Errorf("%q is not %s", s, want)
 		}
-		c.LedgerRetention = d
+		return d, nil
 	}
-	if s := getenv("BALDE_SEVERITY_THRESHOLDS"); s != "" {
-		t, err := parseThresholds(s)
-		if err != nil {
-			return fmt.Errorf("BALDE_SEVERITY_THRESHOLDS: %w", err)
+}
+
+// intIn parses a whole number in lowest..highest; want says what is
+// expected, for the error.
+func intIn(lowest, highest int64, want string) func(string) (int64, error) {
+	return func(s string) (int64, error) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < lowest || n > highest {
+			return 0, fmt.Errorf("%q is not %s", s, want)
 		}
-		c.Thresholds = t
+		return n, nil
 	}
-	return c.parseWebEnv(getenv)
+}
+
+// oneOf parses one of the words of values; want lists them, for the error.
+func oneOf[T any](values map[string]T, want string) func(string) (T, error) {
+	return func(s string) (T, error) {
+		v, ok := values[s]
+		if !ok {
+			return v, fmt.Errorf("%q (want %s)", s, want)
+		}
+		return v, nil
+	}
+}
+
+// parsePathPrefixes reads a comma-separated list of path prefixes, each
+// starting with "/".
+func parsePathPrefixes(s string) ([]string, error) {
+	var prefixes []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if !strings.HasPrefix(p, "/") {
+				return nil, fmt.Errorf("%q is not a path prefix (want /...)", p)
+			}
+			prefixes = append(prefixes, p)
+		}
+	}
+	return prefixes, nil
 }
 
 // parseSeconds reads a whole or decimal number of seconds ("10", "2.5").
@@ -271,12 +339,7 @@ func (f secondsFlag) String() string {
 }
 
 func (f secondsFlag) Set(s string) error {
-	d, err := parseSeconds(s)
-	if err != nil {
-		return err
-	}
-	*f.d = d
-	return nil
+	return setParsed(f.d, parseSeconds)(s)
 }
 
 // addStoreFlags registers --db.
@@ -304,100 +367,6 @@ func (c *Config) addPolicyFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PolicyFile, "policies", c.PolicyFile, "JSON file overriding or adding policies (env BALDE_POLICY_FILE)")
 }
 
-// parseWebEnv reads the variables of serve's web server (admin credential,
-// trusted proxies, inbound limiter).
-func (c *Config) parseWebEnv(getenv func(string) string) error {
-	str := func(name string, dst *string) {
-		if v := getenv(name); v != "" {
-			*dst = v
-		}
-	}
-	str("BALDE_ADMIN_USER", &c.AdminUser)
-	str("BALDE_ADMIN_PASSWORD", &c.AdminPassword)
-	str("BALDE_ADMIN_PASSWORD_BCRYPT", &c.AdminPasswordBcrypt)
-	str("BALDE_INBOUND_TOKENS_FILE", &c.InboundTokensFile)
-	if s := getenv("BALDE_TRUSTED_PROXIES"); s != "" {
-		p, err := web.ParseTrustedProxies(s)
-		if err != nil {
-			return fmt.Errorf("BALDE_TRUSTED_PROXIES: %w", err)
-		}
-		c.TrustedProxies = p
-	}
-	if s := getenv("BALDE_INBOUND_IP_LIMIT"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 || n > throttle.MaxRollingCapacity {
-			return fmt.Errorf("BALDE_INBOUND_IP_LIMIT: %q is not a number of requests in 0..%d", s, throttle.MaxRollingCapacity)
-		}
-		c.InboundIPLimit = n
-	}
-	for _, v := range []struct {
-		name     string
-		dst      *time.Duration
-		zeroOK   bool
-		positive string
-	}{
-		{"BALDE_INBOUND_WINDOW", &c.InboundWindow, false, "a positive duration (e.g. 1m)"},
-		{"BALDE_INBOUND_BLOCK", &c.InboundBlock, true, "a duration (e.g. 5m, or 0 for no block)"},
-	} {
-		if s := getenv(v.name); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil || d < 0 || (d == 0 && !v.zeroOK) {
-				return fmt.Errorf("%s: %q is not %s", v.name, s, v.positive)
-			}
-			*v.dst = d
-		}
-	}
-	if s := getenv("BALDE_INBOUND_TOKENS"); s != "" {
-		tokens, err := web.ParseInboundTokens(strings.NewReader(s))
-		if err != nil {
-			return fmt.Errorf("BALDE_INBOUND_TOKENS: %w", err)
-		}
-		c.InboundTokens = tokens
-	}
-	for _, v := range []struct {
-		name string
-		dst  *[]string
-	}{{"BALDE_INBOUND_PATHS", &c.InboundPaths}, {"BALDE_INBOUND_EXEMPT", &c.InboundExempt}} {
-		if s := getenv(v.name); s != "" {
-			var prefixes []string
-			for _, p := range strings.Split(s, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					if !strings.HasPrefix(p, "/") {
-						return fmt.Errorf("%s: %q is not a path prefix (want /...)", v.name, p)
-					}
-					prefixes = append(prefixes, p)
-				}
-			}
-			*v.dst = prefixes
-		}
-	}
-	switch s := getenv("BALDE_INBOUND_FAIL"); s {
-	case "":
-	case "open":
-		c.InboundFailMode = throttle.FailOpen
-	case "closed":
-		c.InboundFailMode = throttle.FailClosed
-	default:
-		return fmt.Errorf("BALDE_INBOUND_FAIL: %q (want open or closed)", s)
-	}
-	return c.parseBackgroundEnv(getenv)
-}
-
-// parseBackgroundEnv reads the periods of serve's background work.
-func (c *Config) parseBackgroundEnv(getenv func(string) string) error {
-	if s := getenv("BALDE_DICT_RECONCILE_EVERY"); s != "" {
-		if err := (reconcileFlag{&c.DictReconcileEvery}).Set(s); err != nil {
-			return fmt.Errorf("BALDE_DICT_RECONCILE_EVERY: %w", err)
-		}
-	}
-	if s := getenv("BALDE_PRUNE_EVERY"); s != "" {
-		if err := (everyFlag{&c.PruneEvery}).Set(s); err != nil {
-			return fmt.Errorf("BALDE_PRUNE_EVERY: %w", err)
-		}
-	}
-	return nil
-}
-
 // everyFlag is a flag.Value of a period: a positive duration, or "off"
 // (or 0) for never.
 type everyFlag struct{ d *time.Duration }
@@ -417,12 +386,7 @@ func (f everyFlag) Set(s string) error {
 		*f.d = 0
 		return nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return fmt.Errorf("%q is not a period (e.g. 10m) or off", s)
-	}
-	*f.d = d
-	return nil
+	return setParsed(f.d, durationMin(1, "a period (e.g. 10m) or off"))(s)
 }
 
 // reconcileFlag is DictReconcileEvery's flag.Value: "auto", "off" (or
@@ -463,12 +427,7 @@ func (f durationFlag) String() string {
 }
 
 func (f durationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return fmt.Errorf("%q is not a duration (e.g. 1m)", s)
-	}
-	*f.d = d
-	return nil
+	return setParsed(f.d, durationMin(0, "a duration (e.g. 1m)"))(s)
 }
 
 // proxiesFlag is a flag.Value of trusted proxy prefixes.
@@ -486,12 +445,7 @@ func (f proxiesFlag) String() string {
 }
 
 func (f proxiesFlag) Set(s string) error {
-	p, err := web.ParseTrustedProxies(s)
-	if err != nil {
-		return err
-	}
-	*f.p = p
-	return nil
+	return setParsed(f.p, web.ParseTrustedProxies)(s)
 }
 
 // addBackgroundFlags registers the periods of serve's background work.

@@ -78,7 +78,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		defer func() { err = errors.Join(err, out.close()) }()
 	}
 
-	clock := batchClockFrom(ctx)
+	clock := m.batchClock()
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 	p := participantPolicy(t)
 	sim := startDictSim(t, "H", true)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
-	code, _, stderr := runIn(context.Background(), "", nil, "migrate", "--db", db, "up")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "migrate", "--db", db, "up")
 	require.Equal(t, ExitOK, code, stderr)
 
 	// Each process alone would take 40: more than half the bucket.
@@ -126,7 +126,7 @@ func TestDictLookupWait(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "results.json")
 		env := map[string]string{"BALDE_DB": sqlstoretest.DSN(t, engine), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
 
-		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "dict-lookup", "--json", "--out", out, keysFile(t, n))
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--json", "--out", out, keysFile(t, n))
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
 
@@ -163,7 +163,7 @@ func TestDictLookupNoWait(t *testing.T) {
 	n := int(p.Capacity) + 3
 	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
 
-	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "dict-lookup", "--no-wait", "--out", out, keysFile(t, n))
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--no-wait", "--out", out, keysFile(t, n))
 	require.Equal(t, ExitFailed, code)
 	oneStderrLine(t, stderr, "dict-lookup: 3 of 53 not done: 3 blocked")
 	require.Empty(t, clock.slept())
@@ -190,7 +190,7 @@ func TestDictLookupNotFoundAndPlainKeys(t *testing.T) {
 	// directory does not hold.
 	// They come from stdin ("-").
 	keys := "# to check\n+5561988880000\n+5561900000000\n"
-	code, stdout, stderr := runIn(clock.ctx(context.Background()), keys, nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
+	code, stdout, stderr := runIn(context.Background(), clock, keys, nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
 		"--dict-url", sim.URL(), "--payer", "11222333000181", "--json", "-")
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum := jsonLines[lookupRecord](t, stdout)
@@ -213,7 +213,7 @@ func TestDictLookupInterrupted(t *testing.T) {
 		once.Do(cancel)
 	}))
 	defer hs.Close()
-	code, stdout, stderr := runIn(ctx, "", nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
+	code, stdout, stderr := runIn(ctx, nil, "", nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
 		"--dict-url", hs.URL, "--json", keysFile(t, 3))
 	require.Equal(t, ExitFailed, code)
 	oneStderrLine(t, stderr, "dict-lookup: 2 of 3 not done: 2 not processed (interrupted)")
@@ -258,7 +258,7 @@ func TestDictLookupBadInput(t *testing.T) {
 			if tt.input != "" {
 				args = append(args, writeFile(t, t.TempDir(), "keys.csv", []byte(tt.input)))
 			}
-			code, stdout, stderr := runIn(context.Background(), "", env, args...)
+			code, stdout, stderr := runIn(context.Background(), nil, "", env, args...)
 			require.Equal(t, ExitUsage, code, stdout)
 			oneStderrLine(t, stderr, tt.want)
 		})
@@ -269,7 +269,7 @@ func TestDictLookupBadInput(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "r.xml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	code, _, stderr := runIn(context.Background(), "", nil, "dict-lookup", "--help")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stderr, "Example:\n  balde dict-lookup --dict-url")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -11,13 +10,10 @@ import (
 )
 
 // run executes balde with args and an environment, returning the exit code
-// and both streams.
+// and both streams (runIn with no stdin, on the system clock).
 func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	m := NewMain(strings.NewReader(""), &out, &errOut, func(k string) string { return env[k] })
-	code = m.Run(context.Background(), args)
-	return code, out.String(), errOut.String()
+	return runIn(context.Background(), nil, "", env, args...)
 }
 
 func TestMigrateUpDownVersion(t *testing.T) {

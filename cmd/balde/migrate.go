@@ -16,7 +16,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	}
 	fs := m.newFlagSet("migrate", "migrate up|down|version [--db DSN]",
 		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde")
-	fs.StringVar(&cfg.DB, "db", cfg.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB)")
+	cfg.addStoreFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

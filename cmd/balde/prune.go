@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"balde/web"
 )
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket
@@ -40,7 +42,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("prune: --batch %d: want a positive number of rows", *batch)
 	}
 
-	eng, err := openAdminEngine(ctx, cfg)
+	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		return nil
 	}
 	fmt.Fprintf(m.Stdout, "removed %d ledger rows and %d DICT lookups older than %s (before %s)\n",
-		res.LedgerRows, lookups, retention, before.UTC().Format(timeLayout))
+		res.LedgerRows, lookups, retention, before.UTC().Format(web.TimeLayout))
 	if *skipBuckets {
 		fmt.Fprintln(m.Stdout, "idle buckets kept (--skip-buckets)")
 	} else {

@@ -48,9 +48,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
-		return UsageError("%v", err)
-	}
 	if err := checkSifenURL(cfg.SifenURL); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return UsageError("sifen-send: %v", err)
 	}
-	clock := batchClockFrom(ctx)
+	clock := m.batchClock()
 	mode := chooseMode(m.Stdout, *jsonOut)
 	items, bad := parseDocuments(files, env)
 	if len(bad) > 0 {

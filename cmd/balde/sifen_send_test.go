@@ -56,7 +56,7 @@ func TestSifenSendWait(t *testing.T) {
 		db := sqlstoretest.DSN(t, engine)
 		env := map[string]string{"SIFEN_THROTTLE_SECONDS": "7", "BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
 
-		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--json", dir)
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
 		require.Equal(t, ExitOK, code, stderr)
 
 		// Each lot after the first waited exactly the configured cooldown.
@@ -81,7 +81,7 @@ func TestSifenSendWait(t *testing.T) {
 
 		// A second run finds every document sent: nothing goes out again.
 		clock.Advance(time.Hour)
-		code, stdout, stderr = runIn(clock.ctx(context.Background()), "", env, "sifen-send", dir)
+		code, stdout, stderr = runIn(context.Background(), clock, "", env, "sifen-send", dir)
 		require.Equal(t, ExitOK, code, stderr)
 		require.Contains(t, stdout, "0 sent, 0 blocked, 3 skipped, 0 failed of 3")
 		require.Equal(t, 3, strings.Count(stdout, "CDC already sent"))
@@ -97,7 +97,7 @@ func TestSifenSendNoWait(t *testing.T) {
 	env := map[string]string{"SIFEN_THROTTLE_SECONDS": "7", "BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
 
 	t.Run("NoWait", func(t *testing.T) {
-		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--no-wait", "--json", dir)
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--no-wait", "--json", dir)
 		require.Equal(t, ExitFailed, code)
 		oneStderrLine(t, stderr, "sifen-send: 2 of 3 not done: 2 blocked")
 		require.Empty(t, clock.slept())
@@ -112,7 +112,7 @@ func TestSifenSendNoWait(t *testing.T) {
 		// The blocked documents are sent on this run: one now, one after
 		// the cooldown would be needed, beyond --max-wait.
 		clock.Advance(time.Minute)
-		code, stdout, stderr := runIn(clock.ctx(context.Background()), "", env, "sifen-send", "--max-wait", "5s", dir)
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--max-wait", "5s", dir)
 		require.Equal(t, ExitFailed, code)
 		oneStderrLine(t, stderr, "1 blocked")
 		require.Empty(t, clock.slept())
@@ -145,7 +145,7 @@ func TestSifenSendInterrupted(t *testing.T) {
 	}
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 
-	code, stdout, stderr := runIn(ctx, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	code, stdout, stderr := runIn(ctx, nil, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitFailed, code)
 	oneStderrLine(t, stderr, "4 not processed (interrupted)")
 	items, sum := jsonLines[sifenRecord](t, stdout)
@@ -167,7 +167,7 @@ func TestSifenSendSplitsALotTooBig(t *testing.T) {
 		sifentest.Doc{RUC: "80069563", Number: 2, Filler: 700 << 10}))
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 	clock := newFakeTime(time.Now())
-	code, stdout, stderr := runIn(clock.ctx(context.Background()), "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--sifen-throttle", "1", "--json", dir)
+	code, stdout, stderr := runIn(context.Background(), clock, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--sifen-throttle", "1", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum := jsonLines[sifenRecord](t, stdout)
 	require.Equal(t, 2, sum.Sent)
@@ -209,7 +209,7 @@ func TestSifenSendBadInput(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			code, _, stderr := runIn(context.Background(), "", env, append([]string{"sifen-send"}, tt.args...)...)
+			code, _, stderr := runIn(context.Background(), nil, "", env, append([]string{"sifen-send"}, tt.args...)...)
 			require.Equal(t, ExitUsage, code)
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			require.Contains(t, lines[len(lines)-1], tt.want)
@@ -222,7 +222,7 @@ func TestSifenSendBadInput(t *testing.T) {
 	_, err := os.Stat(strings.TrimPrefix(db, "sqlite://"))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing stored: the database was not even opened")
 
-	code, _, stderr := runIn(context.Background(), "", nil, "sifen-send", "--help")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "sifen-send", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stderr, "Example:\n  balde sifen-send --env test --sifen-url official")
 }
@@ -288,14 +288,14 @@ func TestSifenSendKill9(t *testing.T) {
 	// be in a live send elsewhere, so they are left alone (blocked) and
 	// nothing is sent twice.
 	later := newFakeTime(time.Now().Add(time.Minute))
-	code, stdout, stderr := runIn(later.ctx(context.Background()), "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	code, stdout, stderr := runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitFailed, code, stderr)
 	_, sum := jsonLines[sifenRecord](t, stdout)
 	require.Equal(t, summary{Total: 12, Sent: 6, Skipped: 4, Blocked: 2}, sum)
 
 	// After ResolveAfter, the rerun asks SIFEN about them (found: approved).
 	later.Advance(sifen.DefaultResolveAfter)
-	code, stdout, stderr = runIn(later.ctx(context.Background()), "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+	code, stdout, stderr = runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	_, sum = jsonLines[sifenRecord](t, stdout)
 	require.Equal(t, summary{Total: 12, Skipped: 12}, sum)
@@ -323,8 +323,8 @@ func TestSifenSendRejected(t *testing.T) {
 	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, bad))
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
-	ctx := clock.ctx(context.Background())
-	code, _, stderr := runIn(ctx, "", env, "sifen-send", dir)
+	ctx := context.Background()
+	code, _, stderr := runIn(ctx, clock, "", env, "sifen-send", dir)
 	require.Equal(t, ExitOK, code, stderr)
 
 	// What serve does in the background: query the lot once it is due.
@@ -340,7 +340,7 @@ func TestSifenSendRejected(t *testing.T) {
 	require.NoError(t, eng.close(ctx))
 	require.Equal(t, map[string]int{"approved": 1, "rejected": 1}, documentStatuses(t, db))
 
-	code, stdout, stderr := runIn(ctx, "", env, "sifen-send", "--json", dir)
+	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum := jsonLines[sifenRecord](t, stdout)
 	require.Equal(t, summary{Total: 2, Skipped: 2}, sum)
@@ -352,7 +352,7 @@ func TestSifenSendRejected(t *testing.T) {
 	fixed.Filler = 10
 	require.Equal(t, bad.CDC(), fixed.CDC())
 	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, fixed))
-	code, stdout, stderr = runIn(ctx, "", env, "sifen-send", "--json", dir)
+	code, stdout, stderr = runIn(ctx, clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum = jsonLines[sifenRecord](t, stdout)
 	require.Equal(t, summary{Total: 2, Sent: 1, Skipped: 1}, sum)

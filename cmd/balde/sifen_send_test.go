@@ -233,7 +233,7 @@ func TestSifenSendBadInput(t *testing.T) {
 func TestSifenSendBadSifenURL(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "de.xml", sifentest.Doc{Number: 1}.File())
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
-	code, _, stderr := runIn(context.Background(), "", nil, "sifen-send", "--db", db, "--sifen-url", "ftp://sifen.example/{env}", file)
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "sifen-send", "--db", db, "--sifen-url", "ftp://sifen.example/{env}", file)
 	require.Equal(t, ExitUsage, code, stderr)
 	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %s", stderr)
 	require.Contains(t, stderr, `"ftp://sifen.example/{env}" is not an http(s) URL`)

@@ -1,6 +1,9 @@
 package throttle
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Clock returns the current time. The engine never calls time.Now directly:
 // stores and limiters are given a Clock so tests can use a fake one
@@ -9,3 +12,37 @@ type Clock func() time.Time
 
 // SystemClock is the wall clock.
 func SystemClock() time.Time { return time.Now() }
+
+// ManualClock is a clock that stands still until it is moved: the
+// simulators' --fake-clock, and tests (throttletest.FakeClock is this type).
+// Pass its Now method as a Clock. Safe for concurrent use.
+type ManualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManualClock returns a clock standing at t.
+func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d (negative d steps it back) and returns the
+// new time.
+func (c *ManualClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Set moves the clock to t.
+func (c *ManualClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}

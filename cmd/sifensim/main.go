@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"balde/sifen/sifensim"
-	"balde/throttle/throttletest"
+	"balde/throttle"
 )
 
 func main() {
@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:     slog.New(slog.NewTextHandler(stderr, nil)),
 	}
 	if *fake {
-		clock := throttletest.NewFakeClock(time.Now())
+		clock := throttle.NewManualClock(time.Now())
 		cfg.Clock, cfg.Advance = clock.Now, clock.Advance
 	}
 	sim, err := sifensim.NewServer(cfg)

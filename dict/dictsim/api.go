@@ -105,7 +105,7 @@ func (s *Server) charge(w http.ResponseWriter, r *http.Request, op, participant,
 		s.write(w, op, s.unavailable(op, "reserve", err))
 		return call{}, false
 	}
-	return call{op: op, participant: participant, res: res, now: s.clock.Now()}, true
+	return call{op: op, participant: participant, res: res, now: s.now()}, true
 }
 
 // finish settles c by the status of out, then answers out. Settling never

@@ -71,7 +71,9 @@ type Config struct {
 // Server is a running simulator: an http.Handler with its own store. Open
 // listens on an address; Close stops it and releases the store.
 type Server struct {
-	clock   *clock
+	// now is the simulator's time; manual is set with Config.FakeClock.
+	now     throttle.Clock
+	manual  *throttle.ManualClock
 	store   *sqlstore.Store
 	limiter *throttle.Limiter
 	catalog *dict.Catalog
@@ -93,7 +95,7 @@ type Server struct {
 // entries. The caller must Close it.
 func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{
-		clock:   &clock{fake: cfg.FakeClock, now: cfg.Start},
+		now:     throttle.SystemClock,
 		logger:  cfg.Logger,
 		entries: make(map[string]dict.Entry),
 		stats:   make(Stats),
@@ -101,8 +103,13 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	if s.clock.now.IsZero() {
-		s.clock.now = time.Now().UTC()
+	if cfg.FakeClock {
+		start := cfg.Start
+		if start.IsZero() {
+			start = time.Now().UTC()
+		}
+		s.manual = throttle.NewManualClock(start)
+		s.now = s.manual.Now
 	}
 	s.catalog = dict.NewCatalog(cfg.Env)
 	category := cfg.Category
@@ -125,7 +132,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		entries = append(entries, more...)
 	}
-	start := dict.Timestamp{Time: s.clock.Now().UTC()}
+	start := dict.Timestamp{Time: s.now().UTC()}
 	for _, e := range entries {
 		if _, err := dict.ParseKeyAs(e.KeyType, e.Key); err != nil {
 			return nil, fmt.Errorf("dictsim: entry: %w", err)
@@ -152,13 +159,13 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		s.tmpDir = dir
 		dsn = "sqlite://" + filepath.Join(dir, "dictsim.db")
 	}
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Clock: s.clock.Now, Migrate: true, Logger: s.logger})
+	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Clock: s.now, Migrate: true, Logger: s.logger})
 	if err != nil {
 		s.removeTmp()
 		return nil, fmt.Errorf("dictsim: %w", err)
 	}
 	s.store = store
-	s.limiter, err = throttle.NewLimiter(store, s.catalog, throttle.Config{Clock: s.clock.Now, Logger: s.logger})
+	s.limiter, err = throttle.NewLimiter(store, s.catalog, throttle.Config{Clock: s.now, Logger: s.logger})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("dictsim: %w", err)
@@ -235,18 +242,18 @@ func (s *Server) removeTmp() {
 }
 
 // Now returns the simulator's time.
-func (s *Server) Now() time.Time { return s.clock.Now() }
+func (s *Server) Now() time.Time { return s.now() }
 
 // Advance moves the fake clock by d (>= 0) and returns the new time. It
 // fails when the simulator runs on real time.
 func (s *Server) Advance(d time.Duration) (time.Time, error) {
-	if !s.clock.fake {
+	if s.manual == nil {
 		return time.Time{}, errors.New("dictsim: the clock is real (start with a fake clock to move it)")
 	}
 	if d < 0 {
 		return time.Time{}, fmt.Errorf("dictsim: cannot move the clock back (%s)", d)
 	}
-	return s.clock.advance(d), nil
+	return s.manual.Advance(d), nil
 }
 
 // Limiter returns the simulator's limiter (its server-side buckets).

@@ -1,10 +1,12 @@
 package sqlstore_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"balde/throttle"
 	"balde/throttle/sqlstore"
 )
 
@@ -40,4 +42,12 @@ func TestParseDSN(t *testing.T) {
 			require.Error(t, err)
 		})
 	}
+}
+
+// TestOpenUnmigrated: opening a database that was never migrated, without
+// Migrate, is an error naming the likely cause, not a panic.
+func TestOpenUnmigrated(t *testing.T) {
+	_, err := sqlstore.Open(context.Background(), "sqlite://"+t.TempDir()+"/empty.db", sqlstore.Options{})
+	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
+	require.ErrorContains(t, err, "is the database migrated?")
 }

@@ -146,13 +146,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, formatError("open", err)
 	}
 	if engine == SQLite {
-		s.rw, err = newSQLiteWriter(ctx, s.write.DB)
+		// Assigned only on success: a nil *sqliteWriter in the interface
+		// would not be nil for Close.
+		w, err := newSQLiteWriter(ctx, s.write.DB)
+		if err != nil {
+			s.Close()
+			return nil, formatError("open (is the database migrated?)", err)
+		}
+		s.rw = w
 	} else {
 		s.rw = postgresWriter{}
-	}
-	if err != nil {
-		s.Close()
-		return nil, formatError("open", err)
 	}
 	return s, nil
 }

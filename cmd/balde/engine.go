@@ -216,18 +216,24 @@ func (e *engine) dictClient(cfg Config, baseURL string) (*dict.Client, error) {
 	return client, nil
 }
 
-// sifenSender returns the SIFEN send path for baseURL: SifenOfficial for
+// sifenClient returns a SIFEN client for baseURL: SifenOfficial for
 // SIFEN's own endpoints, or a base URL in which "{env}" becomes test or
-// prod (the simulator's).
-func (e *engine) sifenSender(cfg Config, baseURL string) (*sifen.Sender, error) {
-	cc := sifen.ClientConfig{CertFile: cfg.SifenCert, KeyFile: cfg.SifenKey, CAFile: cfg.SifenCA}
+// prod (the simulator's). It touches no database, so commands build it
+// before opening the engine: a bad URL or certificate changes nothing.
+func (c Config) sifenClient(baseURL string) (*sifen.Client, error) {
+	cc := sifen.ClientConfig{CertFile: c.SifenCert, KeyFile: c.SifenKey, CAFile: c.SifenCA}
 	if baseURL != SifenOfficial {
 		cc.BaseURL = baseURL
 	}
 	client, err := sifen.NewClient(cc)
 	if err != nil {
-		return nil, UsageError("SIFEN client: %v", err)
+		return nil, UsageError("--sifen-url: %v", err)
 	}
+	return client, nil
+}
+
+// sifenSender returns the SIFEN send path over client.
+func (e *engine) sifenSender(client *sifen.Client) (*sifen.Sender, error) {
 	sender, err := sifen.NewSender(e.store, client, e.limiter, sifen.SenderConfig{
 		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
 	})

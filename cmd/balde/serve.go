@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,8 +46,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	if err := checkSifenURL(cfg.SifenURL); err != nil {
-		return err
+	// A configured SIFEN is checked before the database is touched; without
+	// one the simulator's client is built once it listens.
+	var sifenClient *sifen.Client
+	if cfg.SifenURL != "" {
+		var err error
+		if sifenClient, err = cfg.sifenClient(cfg.SifenURL); err != nil {
+			return err
+		}
 	}
 	if cfg.AdminPasswordBcrypt != "" {
 		if _, err := bcrypt.Cost([]byte(cfg.AdminPasswordBcrypt)); err != nil {
@@ -58,7 +62,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	app, err := openApp(ctx, cfg, logger)
+	app, err := openApp(ctx, cfg, sifenClient, logger)
 	if err != nil {
 		return err
 	}
@@ -85,19 +89,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	return app.close()
 }
 
-// checkSifenURL accepts an empty SIFEN URL (the simulator), SifenOfficial,
-// or an http(s) base URL; sifen.NewClient does not check it.
-func checkSifenURL(s string) error {
-	if s == "" || s == SifenOfficial {
-		return nil
-	}
-	u, err := url.Parse(strings.ReplaceAll(s, "{env}", "test"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return UsageError("--sifen-url: %q is not %q nor an http(s) base URL (e.g. http://127.0.0.1:8282/{env})", s, SifenOfficial)
-	}
-	return nil
-}
-
 // app is what serve runs: the engine, the simulators, the DICT client and
 // the SIFEN sender, the web server over them, and the background work.
 type app struct {
@@ -117,7 +108,7 @@ type app struct {
 // configured) → DICT client (its category restored) and SIFEN sender
 // (documents left "sending" settled) → web server, listening when it
 // returns → background reconciliation and pruning.
-func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err error) {
+func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInbound(cfg)
 	if err != nil {
@@ -151,7 +142,12 @@ func openApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err 
 	if _, err := a.dict.RestoreCategory(ctx); err != nil {
 		return nil, err
 	}
-	if a.sender, err = eng.sifenSender(cfg, sifenURL); err != nil {
+	if sifenClient == nil {
+		if sifenClient, err = cfg.sifenClient(sifenURL); err != nil {
+			return nil, err
+		}
+	}
+	if a.sender, err = eng.sifenSender(sifenClient); err != nil {
 		return nil, err
 	}
 	// Before anything can send: documents a crashed send left in

@@ -74,12 +74,16 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].message)
 	}
 
+	client, err := cfg.sifenClient(cfg.SifenURL)
+	if err != nil {
+		return err
+	}
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	sender, err := eng.sifenSender(cfg, cfg.SifenURL)
+	sender, err := eng.sifenSender(client)
 	if err != nil {
 		return err
 	}

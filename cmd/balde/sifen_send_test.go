@@ -232,12 +232,13 @@ func TestSifenSendBadInput(t *testing.T) {
 // them in "sending", the request failing after the claim).
 func TestSifenSendBadSifenURL(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "de.xml", sifentest.Doc{Number: 1}.File())
-	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
-	code, _, stderr := runIn(context.Background(), nil, "", nil, "sifen-send", "--db", db, "--sifen-url", "ftp://sifen.example/{env}", file)
+	path := filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "sifen-send", "--db", "sqlite://"+path, "--sifen-url", "ftp://sifen.example/{env}", file)
 	require.Equal(t, ExitUsage, code, stderr)
 	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %s", stderr)
 	require.Contains(t, stderr, `"ftp://sifen.example/{env}" is not an http(s) URL`)
-	require.Empty(t, documentStatuses(t, db))
+	// Nothing stored: the URL is checked before the database is even opened.
+	require.NoFileExists(t, path)
 }
 
 // TestSifenSendKill9 kills a sifen-send process (SIGKILL) while its third
@@ -333,7 +334,9 @@ func TestSifenSendRejected(t *testing.T) {
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	sender, err := eng.sifenSender(cfg, sim.URL)
+	client, err := cfg.sifenClient(sim.URL)
+	require.NoError(t, err)
+	sender, err := eng.sifenSender(client)
 	require.NoError(t, err)
 	_, err = sender.Poll(ctx)
 	require.NoError(t, err)

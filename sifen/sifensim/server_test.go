@@ -367,3 +367,14 @@ func TestOpenServesUntilClose(t *testing.T) {
 	require.Error(t, err, "the listener is closed")
 	require.NoError(t, s.Close(), "a second Close does nothing")
 }
+
+// TestCloseRightAfterOpen: closing before the serving goroutine has run
+// stops the server cleanly.
+func TestCloseRightAfterOpen(t *testing.T) {
+	for range 50 {
+		s, err := sifensim.NewServer(sifensim.Config{})
+		require.NoError(t, err)
+		require.NoError(t, s.Open("127.0.0.1:0"))
+		require.NoError(t, s.Close())
+	}
+}

@@ -242,11 +242,13 @@ func (s *Server) Open(addr string) error {
 	if err != nil {
 		return fmt.Errorf("sifensim: listen: %w", err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+	// The goroutine serves its own copy: Close clears s.srv, possibly
+	// before the goroutine runs (Serve then returns ErrServerClosed).
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
+	s.ln, s.srv = ln, srv
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("sifensim: serve", slog.Any("error", err))
 		}
 	}()

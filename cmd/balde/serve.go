@@ -73,7 +73,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
 	}
 	if sims := app.sims; sims.sifen != nil {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.sifenURL)
+		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.sifen.URL()+"/{env}")
 	} else if cfg.SifenURL == SifenOfficial {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
 	} else {

@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
 
 	"balde/dict/dictsim"
 	"balde/sifen/sifensim"
@@ -27,12 +24,9 @@ var simEntries []byte
 // Each listens on a loopback port of its own; a nil field is a simulator
 // not started (its real endpoint is configured).
 type simulators struct {
-	dict     *dictsim.Server
-	entries  int
-	sifen    *sifensim.Server
-	sifenSrv *http.Server
-	sifenURL string // "http://ADDR/{env}"
-	done     chan struct{}
+	dict    *dictsim.Server
+	entries int
+	sifen   *sifensim.Server
 }
 
 // startSimulators starts the simulators cfg leaves without an endpoint:
@@ -74,21 +68,10 @@ func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *s
 		if err != nil {
 			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: listen: %w", err)
+		if err := sims.sifen.Open("127.0.0.1:0"); err != nil {
+			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
 		}
-		sims.sifenSrv = &http.Server{Handler: sims.sifen, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-		sims.done = make(chan struct{})
-		go func() {
-			defer close(sims.done)
-			if err := sims.sifenSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("SIFEN simulator", slog.Any("error", err))
-			}
-		}()
-		sims.sifenURL = "http://" + ln.Addr().String() + "/{env}"
-		sifenURL = sims.sifenURL
+		sifenURL = sims.sifen.URL() + "/{env}"
 	}
 	return sims, dictURL, sifenURL, nil
 }
@@ -100,11 +83,7 @@ func (s *simulators) close() error {
 		return nil
 	}
 	var errs []error
-	if s.sifenSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, s.sifenSrv.Shutdown(ctx))
-		cancel()
-		<-s.done
+	if s.sifen != nil {
 		errs = append(errs, s.sifen.Close())
 	}
 	if s.dict != nil {

@@ -84,11 +84,8 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	client, err := eng.dictClient(cfg, cfg.DictURL)
+	client, err := eng.dictClient(ctx, cfg, cfg.DictURL)
 	if err != nil {
-		return err
-	}
-	if _, err := client.RestoreCategory(ctx); err != nil {
 		return err
 	}
 

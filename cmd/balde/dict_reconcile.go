@@ -37,11 +37,8 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	client, err := eng.dictClient(cfg, cfg.DictURL)
+	client, err := eng.dictClient(ctx, cfg, cfg.DictURL)
 	if err != nil {
-		return err
-	}
-	if _, err := client.RestoreCategory(ctx); err != nil {
 		return err
 	}
 	res, err := client.Reconcile(ctx)

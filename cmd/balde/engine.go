@@ -192,8 +192,9 @@ func (e *engine) close(ctx context.Context) error {
 }
 
 // dictClient returns a DICT client for baseURL, with mutual TLS when cfg
-// names a certificate.
-func (e *engine) dictClient(cfg Config, baseURL string) (*dict.Client, error) {
+// names a certificate, its catalog set to the participant's category a
+// reconciliation recorded (which wins over --dict-category).
+func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string) (*dict.Client, error) {
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return nil, UsageError("--dict-participant: %v", err)
 	}
@@ -212,6 +213,9 @@ func (e *engine) dictClient(cfg Config, baseURL string) (*dict.Client, error) {
 	})
 	if err != nil {
 		return nil, UsageError("DICT client: %v", err)
+	}
+	if _, err := client.RestoreCategory(ctx); err != nil {
+		return nil, err
 	}
 	return client, nil
 }

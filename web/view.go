@@ -52,7 +52,7 @@ func (s *Server) newBucketView(st throttle.BucketState) bucketView {
 		v.Scope = s.Scope(st.Key)
 	}
 	if !st.Orphan {
-		v.Refill = formatRefill(st.Policy)
+		v.Refill = FormatRefill(st.Policy)
 		v.PolicyText = st.Policy.String()
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
 		v.DetailURL = s.bucketPath("adminBucket", st.Key)
@@ -95,9 +95,9 @@ func fillPercent(tokens, capacity int64) int64 {
 	return tokens * 100 / capacity
 }
 
-// formatRefill renders a policy's refill, e.g. "2/min (stepwise)",
-// "120/min (sliding window)".
-func formatRefill(p throttle.Policy) string {
+// FormatRefill renders a policy's refill, e.g. "2/min (stepwise)",
+// "120/min (sliding window)", as the admin pages and balde buckets show it.
+func FormatRefill(p throttle.Policy) string {
 	s := p.Rate()
 	switch p.Refill {
 	case throttle.RefillStepwise:

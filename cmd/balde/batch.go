@@ -137,12 +137,8 @@ func (s summary) String() string {
 
 // fmtSeconds renders seconds as a Go duration rounded for people.
 func fmtSeconds(s float64) string {
-	return fmtWait(time.Duration(s * float64(time.Second)))
+	return web.FormatWait(time.Duration(s * float64(time.Second)))
 }
-
-// fmtWait renders a wait for people, as the admin pages do
-// (web.FormatWait): "4m12s", "7s", "0.35s".
-func fmtWait(d time.Duration) string { return web.FormatWait(d) }
 
 // seconds converts a duration to seconds, rounded to the millisecond, for
 // the JSON output.
@@ -242,9 +238,9 @@ func (r *reporter) waiting(d time.Duration, why string) {
 	r.sum.WaitS += seconds(d)
 	switch r.mode {
 	case modePlain:
-		fmt.Fprintf(r.w, "waiting %s: %s\n", fmtWait(d), why)
+		fmt.Fprintf(r.w, "waiting %s: %s\n", web.FormatWait(d), why)
 	case modeBar:
-		r.bar.Describe(fmt.Sprintf("waiting %s (%s)", fmtWait(d), why))
+		r.bar.Describe(fmt.Sprintf("waiting %s (%s)", web.FormatWait(d), why))
 	}
 }
 

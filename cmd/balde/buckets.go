@@ -321,7 +321,7 @@ type bucketView struct {
 
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	v := bucketView{
-		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: formatRefill(st.Policy),
+		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: web.FormatRefill(st.Policy),
 		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
 	}
 	if st.Orphan {
@@ -372,7 +372,7 @@ func (b bucketsCmd) bucketJSON(st throttle.BucketState) bucketJSON {
 		RetryAfterS: seconds(st.RetryAfter), UntilFullS: seconds(st.UntilFull), SendCount: st.SendCount, At: st.At.UTC(),
 	}
 	if !st.Orphan {
-		j.Refill = formatRefill(st.Policy)
+		j.Refill = web.FormatRefill(st.Policy)
 	}
 	if !st.LastSentAt.IsZero() {
 		t := st.LastSentAt.UTC()
@@ -394,27 +394,4 @@ type ledgerJSON struct {
 
 func newLedgerJSON(e throttle.LedgerEntry) ledgerJSON {
 	return ledgerJSON{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta, Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref}
-}
-
-// formatRefill renders a policy's refill, e.g. "2 / min (stepwise)".
-func formatRefill(p throttle.Policy) string {
-	period := p.RefillPeriod.String()
-	switch p.RefillPeriod {
-	case time.Second:
-		period = "s"
-	case time.Minute:
-		period = "min"
-	case time.Hour:
-		period = "h"
-	case 24 * time.Hour:
-		period = "day"
-	}
-	s := fmt.Sprintf("%d / %s", p.RefillTokens, period)
-	switch p.Refill {
-	case throttle.RefillStepwise:
-		s += " (stepwise)"
-	case throttle.RefillRolling:
-		s += " (sliding window)"
-	}
-	return s
 }

@@ -88,7 +88,7 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Equal(t, []string{"POLICY", "SCOPE", "IDENTIFIER", "ENV", "TOKENS", "CAPACITY", "REFILL", "SEVERITY", "COOLDOWN/BLOCK", "LAST", "SEND", "SENDS"}, strings.Fields(lines[0]))
 		// Key order: policy, env, identifier.
 		require.Equal(t, []string{"ENTRIES_READ_PARTICIPANT_ANTISCAN", "PSP", "12345678", "prod"}, strings.Fields(lines[1])[:4])
-		require.Equal(t, []string{"ENTRIES_READ_USER_ANTISCAN", "USER", payerCPF, "prod", "97", "100", "2", "/", "min", "(stepwise)", "Healthy", "-"}, strings.Fields(lines[2])[:12])
+		require.Equal(t, []string{"ENTRIES_READ_USER_ANTISCAN", "USER", payerCPF, "prod", "97", "100", "2/min", "(stepwise)", "Healthy", "-"}, strings.Fields(lines[2])[:10])
 		require.Equal(t, []string{"SIFEN_RECEPCION_LOTE", "RUC", "80069563", "test"}, strings.Fields(lines[3])[:4])
 		require.Contains(t, lines[3], "cooldown 8s")
 		require.Contains(t, lines[3], "2026-03-02 12:00:00 UTC (2s ago)")

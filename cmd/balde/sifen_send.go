@@ -13,6 +13,7 @@ import (
 
 	"balde/sifen"
 	"balde/throttle"
+	"balde/web"
 )
 
 // runSifenSend is "balde sifen-send": it imports DE and lot XML files as
@@ -191,7 +192,7 @@ func (it *sifenItem) line() string {
 		fmt.Fprintf(&b, " code=%s", it.code)
 	}
 	if it.wait > 0 {
-		fmt.Fprintf(&b, " wait=%s", fmtWait(it.wait))
+		fmt.Fprintf(&b, " wait=%s", web.FormatWait(it.wait))
 	}
 	if it.message != "" {
 		fmt.Fprintf(&b, " %q", it.message)
@@ -379,7 +380,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 		// Blocked: wait exactly the time the throttle named, then retry.
 		d := out.Blocked.Wait
 		if !b.wait || waited+d > b.maxWait {
-			msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, fmtWait(d))
+			msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
 			if b.wait {
 				msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
 			}

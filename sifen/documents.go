@@ -273,6 +273,29 @@ func (s *docStore) list(ctx context.Context, f Filter) ([]Document, error) {
 	return out, nil
 }
 
+// countByStatus counts the documents of each status (of env, if given).
+func (s *docStore) countByStatus(ctx context.Context, env Env) (map[Status]int64, error) {
+	q, args := `SELECT status, COUNT(*) FROM documents GROUP BY status`, []any{}
+	if env != "" {
+		q, args = `SELECT status, COUNT(*) FROM documents WHERE env = ? GROUP BY status`, []any{string(env)}
+	}
+	rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
+	if err != nil {
+		return nil, dbError("count documents", err)
+	}
+	defer rows.Close()
+	out := make(map[Status]int64)
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, dbError("count documents", err)
+		}
+		out[Status(st)] = n
+	}
+	return out, dbError("count documents", rows.Err())
+}
+
 // importDE inserts de, or turns an existing document with its CDC back
 // into a draft of the new XML when that document may be sent again: it is
 // in draft or error, or SIFEN rejected it and de is a corrected version.

@@ -191,6 +191,17 @@ func (s *Sender) List(ctx context.Context, f Filter) ([]Document, error) {
 	return s.docs.list(ctx, f)
 }
 
+// CountByStatus counts the documents by status, of env or of both
+// environments when env is "".
+func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, error) {
+	if env != "" {
+		if err := env.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return s.docs.countByStatus(ctx, env)
+}
+
 // Send sends the documents ids as one lot, following the protocol in
 // Sender's doc comment, and returns how it ended. A throttle refusal, an
 // answer from SIFEN and a failed connection are Outcomes, not errors.

@@ -472,3 +472,24 @@ func TestGroupLots(t *testing.T) {
 	require.Equal(t, [][]int64{first50, {51, 52}, {53}, {54}, {60}}, sifen.GroupLots(docs))
 	require.Empty(t, sifen.GroupLots(nil))
 }
+
+func TestCountByStatus(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		w := newWorld(t, engine, worldConfig{})
+		ctx := context.Background()
+		ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2}))
+		w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 3}.File())
+		out, err := w.sender.Send(ctx, ids...)
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeSent, out.Status)
+
+		all, err := w.sender.CountByStatus(ctx, "")
+		require.NoError(t, err)
+		require.Equal(t, map[sifen.Status]int64{sifen.StatusSent: 2, sifen.StatusDraft: 1}, all)
+		prod, err := w.sender.CountByStatus(ctx, sifen.EnvProd)
+		require.NoError(t, err)
+		require.Equal(t, map[sifen.Status]int64{sifen.StatusDraft: 1}, prod)
+		_, err = w.sender.CountByStatus(ctx, "staging")
+		require.ErrorIs(t, err, sifen.ErrInvalidEnv)
+	})
+}

@@ -111,25 +111,19 @@ func perMille(pm int64) string {
 	return fmt.Sprintf("%d.%d %%", pm/10, pm%10)
 }
 
-// documentCountCap is where the documents panel stops counting.
-const documentCountCap = 1000
-
 // SifenDocumentsPanel is the admin summary's box of SIFEN documents by
-// status. It counts with List, so each count stops at 1000 ("1000+").
+// status (one counting query).
 func SifenDocumentsPanel(sender SifenSender) PanelFunc {
 	return func(ctx context.Context) (Panel, error) {
+		counts, err := sender.CountByStatus(ctx, "")
+		if err != nil {
+			return Panel{}, err
+		}
 		p := Panel{Title: "SIFEN documents"}
 		for _, st := range documentStatuses {
-			docs, err := sender.List(ctx, sifen.Filter{Statuses: []sifen.Status{st}, Limit: documentCountCap})
-			if err != nil {
-				return Panel{}, err
-			}
-			n := strconv.Itoa(len(docs))
-			if len(docs) >= documentCountCap {
-				n += "+"
-			}
-			row := PanelRow{Label: string(st), Value: n}
-			if len(docs) > 0 && st != sifen.StatusDraft {
+			n := counts[st]
+			row := PanelRow{Label: string(st), Value: strconv.FormatInt(n, 10)}
+			if n > 0 && st != sifen.StatusDraft {
 				row.Class = statusClass(st)
 			}
 			p.Rows = append(p.Rows, row)

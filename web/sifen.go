@@ -27,6 +27,8 @@ type SifenSender interface {
 	Get(ctx context.Context, id int64) (sifen.Document, error)
 	// List returns documents newest first, without their XML.
 	List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error)
+	// CountByStatus counts documents by status ("" env: both).
+	CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error)
 	// Send sends documents as one lot: throttle, SIFEN, record.
 	Send(ctx context.Context, ids ...int64) (sifen.Outcome, error)
 }

@@ -237,12 +237,18 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 		f.Env = env
 	}
 	if v := strings.TrimSpace(q.Get("ruc")); v != "" {
-		// "80069563-1" is the number with its check digit: keep the number.
-		number, _, _ := strings.Cut(v, "-")
-		if err := sifen.ValidateRUCNumber(number); err != nil {
+		// "80069563" is the number; "80069563-1" has its check digit too,
+		// which must be right.
+		if strings.Contains(v, "-") {
+			ruc, err := sifen.ParseRUC(v)
+			if err != nil {
+				return f, err
+			}
+			v = ruc.Number
+		} else if err := sifen.ValidateRUCNumber(v); err != nil {
 			return f, err
 		}
-		f.RUC = number
+		f.RUC = v
 	}
 	if v := q.Get("status"); v != "" {
 		st := sifen.Status(v)

@@ -201,6 +201,7 @@ func TestDocumentsBadRequests(t *testing.T) {
 			return e.upload(sifentest.Doc{RUC: "80069563", Filler: 70 << 10}.File(), "test", asAdmin)
 		}, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
 		{"BadRUCFilter", func() *http.Response { return e.get("/documents?ruc=%3Cscript%3E", asAdmin) }, http.StatusBadRequest, "invalid RUC"},
+		{"WrongCheckDigitFilter", func() *http.Response { return e.get("/documents?ruc=88888801-4", asAdmin) }, http.StatusBadRequest, "the check digit of 88888801 is 5"},
 		{"BadStatusFilter", func() *http.Response { return e.get("/documents?status=lost", asAdmin) }, http.StatusBadRequest, `status &#34;lost&#34;`},
 		{"BadEnvFilter", func() *http.Response { return e.get("/documents?env=staging", asAdmin) }, http.StatusBadRequest, "invalid environment"},
 		{"BadLimit", func() *http.Response { return e.get("/documents?limit=501", asAdmin) }, http.StatusBadRequest, "limit"},

@@ -80,7 +80,7 @@ func (w *waitFlags) add(fs *flag.FlagSet) {
 	w.maxWait = DefaultMaxWait
 	fs.BoolVar(&w.wait, "wait", false, "when the throttle refuses an item, sleep exactly until it would be admitted and retry (the default)")
 	fs.BoolVar(&w.noWait, "no-wait", false, "when the throttle refuses an item, report it blocked and go on with the next")
-	fs.Var(durationFlag{&w.maxWait}, "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
+	fs.Var(durationFlag(&w.maxWait), "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
 }
 
 // resolve returns whether to wait, and for how long at most per item.

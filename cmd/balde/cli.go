@@ -158,14 +158,22 @@ func (m *Main) newFlagSet(name, synopsis, example string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning a parse error into a usage error (the
-// flag package already printed the details).
+// parseFlags parses args. A parse error becomes a usage error of one line
+// naming the flag and pointing at --help; the usage text is printed only
+// when asked for with -h or --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return UsageError("%s: %v", fs.Name(), err)
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		return UsageError("%s: %v (see balde %s --help)", fs.Name(), err, fs.Name())
 	}
 	return nil
 }

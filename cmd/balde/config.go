@@ -212,10 +212,9 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
 		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
 		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
-		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, intIn(0, throttle.MaxRollingCapacity,
-			fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity)))},
-		{"BALDE_INBOUND_WINDOW", setParsed(&c.InboundWindow, durationMin(1, "a positive duration (e.g. 1m)"))},
-		{"BALDE_INBOUND_BLOCK", setParsed(&c.InboundBlock, durationMin(0, "a duration (e.g. 5m, or 0 for no block)"))},
+		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, parseInboundIPLimit)},
+		{"BALDE_INBOUND_WINDOW", setParsed(&c.InboundWindow, parseInboundWindow)},
+		{"BALDE_INBOUND_BLOCK", setParsed(&c.InboundBlock, parseInboundBlock)},
 		{"BALDE_INBOUND_TOKENS", setParsed(&c.InboundTokens, func(s string) ([]web.InboundToken, error) {
 			return web.ParseInboundTokens(strings.NewReader(s))
 		})},
@@ -237,6 +236,15 @@ func setString(dst *string) func(string) error {
 		return nil
 	}
 }
+
+// The inbound limiter's settings are parsed alike from their variables
+// and their flags.
+var (
+	parseInboundIPLimit = intIn(0, throttle.MaxRollingCapacity,
+		fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))
+	parseInboundWindow = durationMin(1, "a positive duration (e.g. 1m)")
+	parseInboundBlock  = durationMin(0, "a duration (e.g. 5m, or 0 for no block)")
+)
 
 // setParsed returns the setter of a field read by parse; on an error the
 // field keeps its value.
@@ -416,18 +424,25 @@ func (f reconcileFlag) Set(s string) error {
 	return nil
 }
 
-// durationFlag is a flag.Value of a Go duration that may not be negative.
-type durationFlag struct{ d *time.Duration }
-
-func (f durationFlag) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return f.d.String()
+// parsedFlag is a flag.Value read with the parser of the matching
+// environment variable, so a flag accepts exactly what its variable does.
+type parsedFlag[T any] struct {
+	v     *T
+	parse func(string) (T, error)
 }
 
-func (f durationFlag) Set(s string) error {
-	return setParsed(f.d, durationMin(0, "a duration (e.g. 1m)"))(s)
+func (f parsedFlag[T]) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return fmt.Sprint(*f.v)
+}
+
+func (f parsedFlag[T]) Set(s string) error { return setParsed(f.v, f.parse)(s) }
+
+// durationFlag is a flag.Value of a Go duration that may not be negative.
+func durationFlag(d *time.Duration) parsedFlag[time.Duration] {
+	return parsedFlag[time.Duration]{d, durationMin(0, "a duration (e.g. 1m)")}
 }
 
 // proxiesFlag is a flag.Value of trusted proxy prefixes.
@@ -459,7 +474,7 @@ func (c *Config) addWebFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on, HOST:PORT (env BALDE_ADDR)")
 	fs.StringVar(&c.AdminUser, "admin-user", c.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_BCRYPT (env BALDE_ADMIN_USER)")
 	fs.Var(proxiesFlag{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	fs.Int64Var(&c.InboundIPLimit, "inbound-ip-limit", c.InboundIPLimit, "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	fs.Var(durationFlag{&c.InboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
-	fs.Var(durationFlag{&c.InboundBlock}, "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)")
+	fs.Var(parsedFlag[int64]{&c.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	fs.Var(parsedFlag[time.Duration]{&c.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	fs.Var(parsedFlag[time.Duration]{&c.InboundBlock, parseInboundBlock}, "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)")
 }

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -49,13 +48,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fake := fs.Bool("fake-clock", false, "use a clock that moves only with POST /sim/clock?advance=DURATION")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("--addr %q: %w", *addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("--addr %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", *addr)
 	}
 	cfg := sifensim.Config{
 		Interval:   *interval,

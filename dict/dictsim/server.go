@@ -194,12 +194,13 @@ func (s *Server) routes() {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Open listens on addr (e.g. "127.0.0.1:0") and serves in the background
-// until Close. URL then returns the base URL to give the client.
+// Open listens on addr, a loopback address (e.g. "127.0.0.1:0"; any other
+// is refused), and serves in the background until Close. URL then returns
+// the base URL to give the client.
 func (s *Server) Open(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenLoopback(addr)
 	if err != nil {
-		return fmt.Errorf("dictsim: listen: %w", err)
+		return err
 	}
 	s.ln = ln
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
@@ -209,6 +210,25 @@ func (s *Server) Open(addr string) error {
 		}
 	}()
 	return nil
+}
+
+// listenLoopback listens on addr, which must be a loopback address
+// (127.0.0.0/8, ::1 or localhost; port 0 picks a free port): the simulator
+// serves made-up data without authentication, so it never leaves this
+// machine.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("dictsim: address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("dictsim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dictsim: listen: %w", err)
+	}
+	return ln, nil
 }
 
 // URL returns "http://ADDR" of an opened server ("" before Open).

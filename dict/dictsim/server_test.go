@@ -113,3 +113,34 @@ func TestFakeClock(t *testing.T) {
 	_, err = srv.Advance(-time.Second)
 	require.Error(t, err)
 }
+
+// TestOpenLoopbackOnly: the simulator answers without authentication, so
+// it refuses to listen anywhere but on this machine.
+func TestOpenLoopbackOnly(t *testing.T) {
+	tests := []struct {
+		addr string
+		want string // "" = opens
+	}{
+		{"127.0.0.1:0", ""},
+		{"localhost:0", ""},
+		{"0.0.0.0:0", "loopback only"},
+		{":0", "loopback only"},
+		{"192.0.2.1:0", "loopback only"},
+		{"127.0.0.1", "missing port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			srv, err := dictsim.NewServer(context.Background(), dictsim.Config{Logger: quiet})
+			require.NoError(t, err)
+			defer srv.Close()
+			err = srv.Open(tt.addr)
+			if tt.want == "" {
+				require.NoError(t, err)
+				require.NotEmpty(t, srv.URL())
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+			require.Empty(t, srv.URL(), "nothing listens")
+		})
+	}
+}

@@ -378,3 +378,34 @@ func TestCloseRightAfterOpen(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 }
+
+// TestOpenLoopbackOnly: the simulator answers without authentication, so
+// it refuses to listen anywhere but on this machine.
+func TestOpenLoopbackOnly(t *testing.T) {
+	tests := []struct {
+		addr string
+		want string // "" = opens
+	}{
+		{"127.0.0.1:0", ""},
+		{"localhost:0", ""},
+		{"0.0.0.0:0", "loopback only"},
+		{":0", "loopback only"},
+		{"192.0.2.1:0", "loopback only"},
+		{"127.0.0.1", "missing port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			s, err := sifensim.NewServer(sifensim.Config{})
+			require.NoError(t, err)
+			defer s.Close()
+			err = s.Open(tt.addr)
+			if tt.want == "" {
+				require.NoError(t, err)
+				require.NotEmpty(t, s.URL())
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+			require.Empty(t, s.URL(), "nothing listens")
+		})
+	}
+}

@@ -235,12 +235,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Open listens on addr ("127.0.0.1:0" picks a free port) and serves the
-// simulator there in the background until Close. Call it once, before URL.
+// Open listens on addr, a loopback address ("127.0.0.1:0" picks a free
+// port; any other is refused), and serves the simulator there in the
+// background until Close. Call it once, before URL.
 func (s *Server) Open(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenLoopback(addr)
 	if err != nil {
-		return fmt.Errorf("sifensim: listen: %w", err)
+		return err
 	}
 	// The goroutine serves its own copy: Close clears s.srv, possibly
 	// before the goroutine runs (Serve then returns ErrServerClosed).
@@ -253,6 +254,25 @@ func (s *Server) Open(addr string) error {
 		}
 	}()
 	return nil
+}
+
+// listenLoopback listens on addr, which must be a loopback address
+// (127.0.0.0/8, ::1 or localhost; port 0 picks a free port): the simulator
+// serves made-up data without authentication, so it never leaves this
+// machine.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("sifensim: address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sifensim: listen: %w", err)
+	}
+	return ln, nil
 }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients

@@ -63,7 +63,10 @@ func TestWALStaysBounded(t *testing.T) {
 	close(done)
 	readers.Wait()
 	t.Logf("largest WAL seen over %d decisions: %d KiB", decisions, maxWAL/1024)
-	// 8,000 decisions rewrite thousands of pages: unbounded, that is tens of MiB.
-	// Checkpoints keep it near the autocheckpoint size (1000 pages, 4 MiB).
-	require.Less(t, maxWAL, int64(16<<20))
+	// 8,000 decisions rewrite thousands of pages: unbounded (checkpoints
+	// stopped), the WAL reached ~57 MB. Checkpoints keep it near the
+	// autocheckpoint size (1000 pages, 4 MiB: 4.0-5.0 MiB in 5 quiet runs);
+	// readers that hold a snapshot while the machine is loaded can delay a
+	// restart of the WAL, once to 16.5 MB during a parallel `go test ./...`.
+	require.Less(t, maxWAL, int64(32<<20))
 }

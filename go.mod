@@ -1,4 +1,4 @@
-module balde
+module github.com/balde-throttle/balde
 
 go 1.26.0
 

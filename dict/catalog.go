@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Scope says what one bucket of a policy belongs to, and so what the

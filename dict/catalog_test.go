@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // ClientConfig configures NewClient.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Meter applies the catalog's counting rules to a Limiter: Reserve before a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Errors of bad input. Each is returned before anything is taken from a

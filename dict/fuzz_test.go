@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 func FuzzParseKey(f *testing.F) {

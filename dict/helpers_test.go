@@ -14,12 +14,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/dict/dictsim"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // quiet discards the logs of clients and simulators under test.

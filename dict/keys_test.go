@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 func TestParseKey(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // PolicyFile is the "dict" section of balde's policy file (--policies,

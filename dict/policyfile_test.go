@@ -8,11 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 func applyFile(t *testing.T, c *dict.Catalog, text string) error {

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // ReconcileResult is what one reconciliation saw and did.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Records keeps the DICT's own tables (migration 0004) in the store's

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 func mustRecords(t *testing.T, engine sqlstore.Engine) *dict.Records {

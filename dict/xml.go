@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // The XML of the DICT API. Element names and order follow the API reference

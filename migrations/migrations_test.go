@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/migrations"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // TestEnginesInLockstep checks that both folders hold the same versions,

@@ -21,9 +21,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/sifen/sifensim"
-	"balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 )
 
 // pki is a throwaway CA with a server and a client certificate, as PEM files.

@@ -11,12 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/sifen/sifensim"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // world is a Sender on a real database talking over loopback HTTP to a

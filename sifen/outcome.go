@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // OutcomeStatus says how a send ended. Every status but OutcomeUnknown

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // The names of SIFEN's throttle policies.

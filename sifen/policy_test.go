@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/throttle"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 var ruc80069563 = sifen.RUC{Number: "80069563", DV: 1}

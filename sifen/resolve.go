@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Resolve settles the documents a crashed or unanswered send left in

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 func TestCheckDigit(t *testing.T) {

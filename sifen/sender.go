@@ -13,8 +13,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"balde/throttle"
-	"balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Defaults of SenderConfig.

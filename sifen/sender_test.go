@@ -11,13 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/sifen/sifensim"
-	"balde/sifen/sifentest"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 func TestSendCooldown(t *testing.T) {

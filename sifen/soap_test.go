@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 func TestUnmarshalSOAPSamples(t *testing.T) {

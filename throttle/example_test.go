@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"balde/throttle"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // A DICT lookup by a PF payer: reserve one token before sending, then settle

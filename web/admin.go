@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // bucketsPage is admin_buckets.html.

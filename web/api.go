@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // apiBucket is one bucket in the JSON API: seed 003's bucket document, with

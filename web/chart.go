@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // balanceChart is a small server-rendered SVG line chart of a bucket's

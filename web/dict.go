@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 // DictClient is what the DICT lookup page and the /policies/ endpoints

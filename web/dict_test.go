@@ -12,10 +12,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // Keys and payers of dict/testdata/entries.csv.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"balde/dict"
-	"balde/sifen"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Errors of the web layer. Handlers return them (wrapped with detail when

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Policy names of the inbound limiter's buckets. Keys are

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Metrics holds balde's Prometheus metrics in a registry of its own (no

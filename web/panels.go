@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"balde/dict"
-	"balde/sifen"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 // DictCategoryPanel is the admin summary's box about the DICT participant:

@@ -10,11 +10,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/sifen"
-	"balde/sifen/sifentest"
-	"balde/throttle"
-	"balde/web"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
 )
 
 // panelRows returns the admin summary's panel titled title as label →

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 // listPolicies is GET /policies/: the participant's PSP buckets in the

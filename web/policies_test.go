@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 var update = flag.Bool("update", false, "rewrite web/testdata/*.golden.xml (the test then fails: run it again without -update)")

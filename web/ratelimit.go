@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // limitInbound charges one request to the client's inbound bucket (its API

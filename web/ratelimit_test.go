@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/web"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/web"
 )
 
 // step is one request of a rate-limit scenario: at an offset from the start,

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"slices"
 
-	"balde/templates"
+	"github.com/balde-throttle/balde/templates"
 )
 
 // pageFiles declares every page template in package templates. parsePages

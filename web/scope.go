@@ -1,9 +1,9 @@
 package web
 
 import (
-	"balde/dict"
-	"balde/sifen"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Scopes returns a Server.Scope for balde's policies: what one bucket

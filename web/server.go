@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Server is balde's HTTP server. Create it with NewServer, set its fields,

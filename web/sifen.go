@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/sifen"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 // SifenSender is what the documents pages need from SIFEN's send path.

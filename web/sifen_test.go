@@ -14,12 +14,12 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/sifen/sifentest"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
-	"balde/web"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/web"
 )
 
 // upload posts xml as the file of the upload form, with env.

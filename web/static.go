@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/templates"
+	"github.com/balde-throttle/balde/templates"
 )
 
 // serveStatic is GET /static/{file}: the embedded stylesheet.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Panel is an extra box of the admin summary: the DICT participant's

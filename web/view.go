@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // bucketView is one bucket as the admin pages show it.

@@ -14,8 +14,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"balde/throttle"
-	"balde/web"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
 )
 
 // What the batch commands (sifen-send, dict-lookup) share: how they read

@@ -19,11 +19,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict/dictsim"
-	"balde/sifen"
-	"balde/sifen/sifensim"
-	"balde/sifen/sifentest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // A test that needs balde in another OS process re-executes the test

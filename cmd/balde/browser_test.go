@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 )
 
 // chromiumPath finds Debian's chromium (BALDE_CHROMIUM overrides), or "".

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"balde/throttle"
-	"balde/web"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
 )
 
 // runBuckets is "balde buckets list|show|reset": the admin page's data in

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Exit codes of every command.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/web"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/web"
 )
 
 // Config is the configuration shared by every command. Defaults come from

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 func TestConfigPrecedence(t *testing.T) {

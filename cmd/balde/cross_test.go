@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/sifen/sifensim"
-	"balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 )
 
 // TestBatchAndSendButtonShareTheCooldown is seed 002's point: the same

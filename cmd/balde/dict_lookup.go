@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"balde/dict"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)

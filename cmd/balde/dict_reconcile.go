@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the

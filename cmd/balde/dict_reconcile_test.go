@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/dict/dictsim"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsim"
 )
 
 func TestDictReconcile(t *testing.T) {

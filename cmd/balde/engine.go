@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"time"
 
-	"balde/dict"
-	"balde/sifen"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/webhook"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/webhook"
 )
 
 // engine is the throttle every command shares: the store, group commit,

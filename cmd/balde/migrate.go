@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"balde/migrations"
-	"balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // runMigrate is "balde migrate up|down|version [--db DSN]".

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"balde/web"
+	"github.com/balde-throttle/balde/web"
 )
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket

@@ -13,12 +13,12 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"balde/dict"
-	"balde/migrations"
-	"balde/sifen"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/web"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/web"
 )
 
 // runServe is "balde serve": the web app. It opens the store (applying

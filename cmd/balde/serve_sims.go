@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"balde/dict/dictsim"
-	"balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/sifen/sifensim"
 )
 
 // simEntries are the DICT simulator's keys: a copy of

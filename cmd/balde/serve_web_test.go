@@ -21,11 +21,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/dict/dictsim"
-	"balde/sifen/sifensim"
-	"balde/sifen/sifentest"
-	"balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 var (

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"balde/sifen"
-	"balde/throttle"
-	"balde/web"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
 )
 
 // runSifenSend is "balde sifen-send": it imports DE and lot XML files as

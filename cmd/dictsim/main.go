@@ -16,7 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"balde/dict/dictsim"
+	"github.com/balde-throttle/balde/dict/dictsim"
 )
 
 func main() {

@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"balde/sifen/sifensim"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"balde/dict"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // call is an admitted API request: the requesting participant, what its

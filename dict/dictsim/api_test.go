@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/dict"
-	"balde/dict/dictsim"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsim"
 )
 
 // TestAPIAnswers sends each operation's requests straight to the

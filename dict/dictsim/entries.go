@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"balde/dict"
+	"github.com/balde-throttle/balde/dict"
 )
 
 // EntriesHeader is the header line of an entries file.

@@ -37,9 +37,9 @@ import (
 	"sync"
 	"time"
 
-	"balde/dict"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Config configures NewServer. The zero value is a usable simulator with

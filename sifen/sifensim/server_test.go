@@ -16,10 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/sifen"
-	"balde/sifen/sifensim"
-	"balde/sifen/sifentest"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 type sim struct {

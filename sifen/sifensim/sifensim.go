@@ -45,8 +45,8 @@ import (
 	"sync"
 	"time"
 
-	"balde/sifen"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Defaults of Config.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"slices"
 
-	"balde/sifen"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 // Count is the number of requests of one service, environment, RUC and

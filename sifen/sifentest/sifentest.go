@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/sifen"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 // Doc describes one DE to build. The zero value is a valid invoice of RUC

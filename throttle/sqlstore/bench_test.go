@@ -18,10 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
-	"balde/migrations"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
-	"balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // The benchmarks report decisions/s and p50/p99 latency (µs) of each

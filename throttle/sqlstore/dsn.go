@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"balde/migrations"
+	"github.com/balde-throttle/balde/migrations"
 )
 
 // Engine is the database behind a Store.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // formatError turns a driver error into the engine's vocabulary: a context

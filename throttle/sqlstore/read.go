@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Buckets implements throttle.Store.

@@ -3,7 +3,7 @@ package sqlstore
 import (
 	"database/sql"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // bucketRow is a row of the buckets table.

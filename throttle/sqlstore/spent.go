@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // encodeSpent packs a rolling window's outstanding spends as varints: the

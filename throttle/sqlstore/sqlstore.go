@@ -26,8 +26,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
-	"balde/migrations"
-	"balde/throttle"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Options configure Open. The zero value is usable.

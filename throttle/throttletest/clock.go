@@ -6,7 +6,7 @@ package throttletest
 import (
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // FakeClock is a clock that moves only when told (throttle.ManualClock):

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/throttle"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // TestGroupCommitStore runs the whole behaviour suite through a GroupCommit:

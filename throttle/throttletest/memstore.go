@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // MemStore is a throttle.Store in memory, with the SQL store's semantics:

@@ -3,8 +3,8 @@ package throttletest_test
 import (
 	"testing"
 
-	"balde/throttle"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 func TestMemStore(t *testing.T) {

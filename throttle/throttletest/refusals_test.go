@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/throttle"
-	"balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // countingEnv is a limiter whose store counts its transactions.

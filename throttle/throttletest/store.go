@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Store is a throttle.Store whose methods can be replaced one by one: a nil

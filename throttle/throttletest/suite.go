@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // OpenStore opens an empty store for one test, reading time from clock. It

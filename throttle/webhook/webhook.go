@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"balde/throttle"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Event is the JSON body posted for one change.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/throttle"
-	"balde/throttle/throttletest"
-	"balde/throttle/webhook"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/throttle/webhook"
 )
 
 func TestNotifierPostsSeverityChanges(t *testing.T) {

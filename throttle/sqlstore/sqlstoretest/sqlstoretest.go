@@ -16,9 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"balde/migrations"
-	"balde/throttle"
-	"balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // PostgresEnv names the variable holding the PostgreSQL DSN for tests.

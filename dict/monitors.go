@@ -73,14 +73,14 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (AntiScan, erro
 	from := since.UnixNano()
 	err := r.read.GetContext(ctx, &a.Lookups, r.read.Rebind(`
 		SELECT COUNT(*)
-		FROM dict_lookups
+		FROM balde_dict_lookups
 		WHERE looked_up_at >= ? AND status IN (200, 404)`), from)
 	if err != nil {
 		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
 	}
 	err = r.read.GetContext(ctx, &a.Payments, r.read.Rebind(`
 		SELECT COUNT(*)
-		FROM dict_lookups
+		FROM balde_dict_lookups
 		WHERE paid_at >= ?`), from)
 	if err != nil {
 		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
@@ -90,7 +90,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (AntiScan, erro
 			participant AS id,
 			COUNT(*) AS lookups,
 			SUM(CASE WHEN status = 404 THEN 1 ELSE 0 END) AS not_found
-		FROM dict_lookups
+		FROM balde_dict_lookups
 		WHERE looked_up_at >= ? AND status IN (200, 404)
 		GROUP BY participant
 		ORDER BY participant`), from); err != nil {
@@ -101,7 +101,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (AntiScan, erro
 			payer_id AS id,
 			COUNT(*) AS lookups,
 			SUM(CASE WHEN status = 404 THEN 1 ELSE 0 END) AS not_found
-		FROM dict_lookups
+		FROM balde_dict_lookups
 		WHERE looked_up_at >= ? AND status IN (200, 404)
 		GROUP BY payer_id
 		HAVING COUNT(*) >= ?

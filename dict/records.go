@@ -72,7 +72,7 @@ type lookupRow struct {
 // EndToEndId (keeping its payment, if any).
 func (r *Records) RecordLookup(ctx context.Context, l Lookup) error {
 	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
-		INSERT INTO dict_lookups (
+		INSERT INTO balde_dict_lookups (
 			end_to_end_id,
 			env,
 			payer_id,
@@ -112,7 +112,7 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (Lookup, error) {
 			status,
 			looked_up_at,
 			paid_at
-		FROM dict_lookups
+		FROM balde_dict_lookups
 		WHERE end_to_end_id = ?`), e2e)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lookup{}, fmt.Errorf("%w: %s", ErrUnknownEndToEndID, e2e)
@@ -134,7 +134,7 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (Lookup, error) {
 // MarkPaid records that the lookup e2e was paid at, unless it already was.
 func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error {
 	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
-		UPDATE dict_lookups
+		UPDATE balde_dict_lookups
 		SET paid_at = ?
 		WHERE end_to_end_id = ? AND paid_at IS NULL`), at.UnixNano(), e2e)
 	if err != nil {
@@ -148,7 +148,7 @@ func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error 
 func (r *Records) Category(ctx context.Context, env, participant string) (category string, ok bool, err error) {
 	err = r.read.GetContext(ctx, &category, r.read.Rebind(`
 		SELECT category
-		FROM dict_participants
+		FROM balde_dict_participants
 		WHERE env = ? AND participant = ?`), env, participant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
@@ -162,7 +162,7 @@ func (r *Records) Category(ctx context.Context, env, participant string) (catego
 // SaveCategory records participant's category in env.
 func (r *Records) SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error {
 	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
-		INSERT INTO dict_participants (
+		INSERT INTO balde_dict_participants (
 			env,
 			participant,
 			category,
@@ -183,10 +183,10 @@ func (r *Records) SaveCategory(ctx context.Context, env, participant, category s
 // limit come back.
 func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int) (int64, error) {
 	res, err := r.db.ExecContext(ctx, r.db.Rebind(`
-		DELETE FROM dict_lookups
+		DELETE FROM balde_dict_lookups
 		WHERE end_to_end_id IN (
 			SELECT end_to_end_id
-			FROM dict_lookups
+			FROM balde_dict_lookups
 			WHERE looked_up_at < ?
 			ORDER BY looked_up_at
 			LIMIT ?

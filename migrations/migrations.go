@@ -29,6 +29,12 @@ const (
 	Postgres Engine = "postgres"
 )
 
+// VersionTable is the table in which golang-migrate records balde's schema
+// version. It is not golang-migrate's default (schema_migrations), so balde
+// can share a database with an application that keeps its own migration
+// history there.
+const VersionTable = "balde_schema_migrations"
+
 // Migrator applies the migrations of one engine to one database. It owns the
 // *sql.DB it was given and closes it in Close (golang-migrate's drivers do).
 type Migrator struct {
@@ -42,12 +48,15 @@ func New(db *sql.DB, engine Engine) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
+	if err := adoptLegacy(db, engine); err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
 	var drv database.Driver
 	switch engine {
 	case SQLite:
-		drv, err = sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{})
+		drv, err = sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{MigrationsTable: VersionTable})
 	case Postgres:
-		drv, err = pgxmigrate.WithInstance(db, &pgxmigrate.Config{})
+		drv, err = pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: VersionTable})
 	default:
 		return nil, fmt.Errorf("migrations: unknown engine %q", engine)
 	}

@@ -210,7 +210,7 @@ func (s *docStore) get(ctx context.Context, db sqlx.QueryerContext, ids []int64,
 	if withXML {
 		cols = docColumns
 	}
-	q, args, err := sqlx.In(`SELECT `+cols+` FROM documents WHERE id IN (?) ORDER BY id`, ids)
+	q, args, err := sqlx.In(`SELECT `+cols+` FROM balde_documents WHERE id IN (?) ORDER BY id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("sifen: get documents: %w", err)
 	}
@@ -260,7 +260,7 @@ func (s *docStore) list(ctx context.Context, f Filter) ([]Document, error) {
 		limit = 100
 	}
 	limit = min(limit, 1000)
-	q := `SELECT ` + listColumns + ` FROM documents WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
+	q := `SELECT ` + listColumns + ` FROM balde_documents WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
 	var rows []docRow
 	if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...); err != nil {
@@ -275,9 +275,9 @@ func (s *docStore) list(ctx context.Context, f Filter) ([]Document, error) {
 
 // countByStatus counts the documents of each status (of env, if given).
 func (s *docStore) countByStatus(ctx context.Context, env Env) (map[Status]int64, error) {
-	q, args := `SELECT status, COUNT(*) FROM documents GROUP BY status`, []any{}
+	q, args := `SELECT status, COUNT(*) FROM balde_documents GROUP BY status`, []any{}
 	if env != "" {
-		q, args = `SELECT status, COUNT(*) FROM documents WHERE env = ? GROUP BY status`, []any{string(env)}
+		q, args = `SELECT status, COUNT(*) FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
 	}
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
 	if err != nil {
@@ -301,7 +301,7 @@ func (s *docStore) countByStatus(ctx context.Context, env Env) (map[Status]int64
 // in draft or error, or SIFEN rejected it and de is a corrected version.
 func (s *docStore) importDE(ctx context.Context, tx *sqlx.Tx, env Env, de DE, now time.Time) (int64, error) {
 	var existing []docRow
-	err := tx.SelectContext(ctx, &existing, tx.Rebind(`SELECT `+docColumns+` FROM documents WHERE env = ? AND cdc = ?`), string(env), de.CDC)
+	err := tx.SelectContext(ctx, &existing, tx.Rebind(`SELECT `+docColumns+` FROM balde_documents WHERE env = ? AND cdc = ?`), string(env), de.CDC)
 	if err != nil {
 		return 0, wrapDB(err)
 	}
@@ -314,7 +314,7 @@ func (s *docStore) importDE(ctx context.Context, tx *sqlx.Tx, env Env, de DE, no
 			return 0, &CDCError{CDC: de.CDC, Document: ex.document()}
 		}
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			UPDATE documents SET
+			UPDATE balde_documents SET
 				ruc = ?, dv = ?, de_type = ?, xml = ?,
 				status = 'draft', message = ?, version = version + 1,
 				claim = NULL, lot_hash = NULL, lot_number = NULL, response_code = NULL, retry_at = NULL,
@@ -327,7 +327,7 @@ func (s *docStore) importDE(ctx context.Context, tx *sqlx.Tx, env Env, de DE, no
 	// RETURNING rows are drained (rows.Next to the end): an unfinished
 	// statement would stop SQLite's WAL checkpoints.
 	rows, err := tx.QueryContext(ctx, tx.Rebind(`
-		INSERT INTO documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
+		INSERT INTO balde_documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
 		RETURNING id`),
 		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), nanos(now), nanos(now))
@@ -355,7 +355,7 @@ func (s *docStore) claim(ctx context.Context, rows []docRow, claim string, p Pac
 	env := rows[0].Env
 	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
-			INSERT INTO document_lots (env, hash, ruc, status, created_at)
+			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
 			ON CONFLICT (env, hash) DO NOTHING`),
 			env, p.Hash, ruc.Number, nanos(now))
@@ -369,7 +369,7 @@ func (s *docStore) claim(ctx context.Context, rows []docRow, claim string, p Pac
 		}
 		for _, r := range rows {
 			res, err := tx.ExecContext(ctx, tx.Rebind(`
-				UPDATE documents SET
+				UPDATE balde_documents SET
 					status = 'sending', claim = ?, claimed_at = ?, lot_hash = ?,
 					message = '', retry_at = NULL, version = version + 1, updated_at = ?
 				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`),
@@ -408,7 +408,7 @@ func (s *docStore) release(ctx context.Context, ids []int64, claim string, env E
 	}
 	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`
-			UPDATE documents SET
+			UPDATE balde_documents SET
 				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
 				sent_at = COALESCE(?, sent_at),
 				claim = NULL, version = version + 1, updated_at = ?
@@ -435,7 +435,7 @@ func (s *docStore) updateLot(ctx context.Context, tx *sqlx.Tx, env Env, hash str
 	switch {
 	case st.status == StatusSent || st.status.Final():
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			UPDATE document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number)
+			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number)
 			WHERE env = ? AND hash = ?`), nullString(st.lotNumber), string(env), hash)
 		return err
 	case st.status == StatusSending:
@@ -444,11 +444,11 @@ func (s *docStore) updateLot(ctx context.Context, tx *sqlx.Tx, env Env, hash str
 		// SIFEN does not have the lot, unless one of its documents says
 		// otherwise (Resolve settles them one by one).
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			DELETE FROM document_lots
+			DELETE FROM balde_document_lots
 			WHERE env = ? AND hash = ? AND NOT EXISTS (
-				SELECT 1 FROM documents
-				WHERE documents.env = document_lots.env AND documents.lot_hash = document_lots.hash
-				AND documents.status IN ('sending', 'sent', 'approved', 'rejected'))`),
+				SELECT 1 FROM balde_documents
+				WHERE balde_documents.env = balde_document_lots.env AND balde_documents.lot_hash = balde_document_lots.hash
+				AND balde_documents.status IN ('sending', 'sent', 'approved', 'rejected'))`),
 			string(env), hash)
 		return err
 	}
@@ -458,7 +458,7 @@ func (s *docStore) updateLot(ctx context.Context, tx *sqlx.Tx, env Env, hash str
 // in 'sending'.
 func (s *docStore) note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
 	return s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`UPDATE documents SET message = ?, updated_at = ?, version = version + 1
+		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, nanos(now), ids, claim)
 		if err != nil {
 			return err
@@ -472,7 +472,7 @@ func (s *docStore) note(ctx context.Context, ids []int64, claim, message string,
 // before cutoff.
 func (s *docStore) stale(ctx context.Context, cutoff time.Time) ([]docRow, error) {
 	var rows []docRow
-	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM documents
+	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
 		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), nanos(cutoff))
 	return rows, dbError("find documents left sending", err)
 }
@@ -480,7 +480,7 @@ func (s *docStore) stale(ctx context.Context, cutoff time.Time) ([]docRow, error
 // sentLots returns the (env, lot number) of lots with documents still 'sent'.
 func (s *docStore) sentLots(ctx context.Context) ([]lotRef, error) {
 	var rows []lotRef
-	err := s.read.SelectContext(ctx, &rows, `SELECT DISTINCT env, lot_number FROM documents
+	err := s.read.SelectContext(ctx, &rows, `SELECT DISTINCT env, lot_number FROM balde_documents
 		WHERE status = 'sent' AND lot_number IS NOT NULL ORDER BY lot_number`)
 	return rows, dbError("find sent lots", err)
 }
@@ -493,7 +493,7 @@ type lotRef struct {
 // lotDocs returns the documents of a lot that are still 'sent'.
 func (s *docStore) lotDocs(ctx context.Context, env Env, lotNumber string) ([]docRow, error) {
 	var rows []docRow
-	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM documents
+	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
 		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`), string(env), lotNumber)
 	return rows, dbError("find documents of lot", err)
 }
@@ -504,7 +504,7 @@ func (s *docStore) finish(ctx context.Context, r docRow, st settle, now time.Tim
 	var n int64
 	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
-			UPDATE documents SET status = ?, message = ?, response_code = ?,
+			UPDATE balde_documents SET status = ?, message = ?, response_code = ?,
 				version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? AND status = 'sent'`),
 			string(st.status), st.message, nullString(st.responseCode), nanos(now), r.ID, r.Version)

@@ -175,7 +175,7 @@ func TestBadRUCIsRefusedAndNothingMoves(t *testing.T) {
 		// A document whose stored XML was changed behind balde's back (here:
 		// a wrong check digit) is refused at send time too.
 		ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{}.File())
-		_, err = w.store.DB().Exec(w.store.DB().Rebind(`UPDATE documents SET xml = ? WHERE id = ?`),
+		_, err = w.store.DB().Exec(w.store.DB().Rebind(`UPDATE balde_documents SET xml = ? WHERE id = ?`),
 			string(sifentest.Doc{BadDV: true}.XML()), ids[0])
 		require.NoError(t, err)
 		_, err = w.sender.Send(ctx, ids[0])
@@ -253,7 +253,7 @@ func TestSameCDCAndSameLotAreNeverSentTwice(t *testing.T) {
 		w.clock.Advance(sifen.DefaultConsultaInterval)
 		_, err = w.sender.QueryLot(ctx, sifen.EnvProd, out.LotNumber)
 		require.NoError(t, err)
-		_, err = w.store.DB().Exec(w.store.DB().Rebind(`UPDATE documents SET status = 'error' WHERE id = ?`), lotIDs[0])
+		_, err = w.store.DB().Exec(w.store.DB().Rebind(`UPDATE balde_documents SET status = 'error' WHERE id = ?`), lotIDs[0])
 		require.NoError(t, err)
 		_, err = w.sender.Send(ctx, lotIDs...)
 		require.ErrorIs(t, err, sifen.ErrLotAlreadySent)

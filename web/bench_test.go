@@ -28,8 +28,8 @@ func loadBuckets(tb testing.TB, e *env, n int) {
 	db := e.store.(*sqlstore.Store).DB()
 	_, err := db.Exec(`
 		WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
-		INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at)
-		SELECT (SELECT id FROM policies WHERE name = 'P'), 'prod', printf('id-%07d', i),
+		INSERT INTO balde_buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at)
+		SELECT (SELECT id FROM balde_policies WHERE name = 'P'), 'prod', printf('id-%07d', i),
 		       i % 11 - 1, 0, ?, i % 97, 1 + i % 4, ?
 		FROM seq`, n-1, e.clock.Now().UnixNano(), e.clock.Now().Add(-time.Second).UnixNano())
 	require.NoError(tb, err)

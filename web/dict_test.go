@@ -219,7 +219,7 @@ func TestDictPaymentOfANotFoundLookupConflicts(t *testing.T) {
 	// The 404's EndToEndId is in the records; a payment for it is refused.
 	resp := e.lookup(keyMissing, payerPF)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	rows, err := e.sql.ReadDB().QueryContext(context.Background(), `SELECT end_to_end_id FROM dict_lookups`)
+	rows, err := e.sql.ReadDB().QueryContext(context.Background(), `SELECT end_to_end_id FROM balde_dict_lookups`)
 	require.NoError(t, err)
 	var e2e string
 	for rows.Next() {

@@ -256,9 +256,9 @@ func TestInboundStoresNoRawToken(t *testing.T) {
 
 	db := e.store.(*sqlstore.Store).DB()
 	var n int
-	require.NoError(t, db.Get(&n, `SELECT count(*) FROM buckets WHERE identifier LIKE '%secret%'`))
+	require.NoError(t, db.Get(&n, `SELECT count(*) FROM balde_buckets WHERE identifier LIKE '%secret%'`))
 	require.Zero(t, n)
-	require.NoError(t, db.Get(&n, `SELECT count(*) FROM token_ledger WHERE identifier LIKE '%secret%' OR ref LIKE '%secret%'`))
+	require.NoError(t, db.Get(&n, `SELECT count(*) FROM balde_token_ledger WHERE identifier LIKE '%secret%' OR ref LIKE '%secret%'`))
 	require.Zero(t, n)
 }
 

@@ -243,7 +243,7 @@ func TestServePrunes(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&stats))
 	resp.Body.Close()
 	require.Equal(t, int64(1), stats.Count(dict.OpGetEntry, http.StatusOK))
-	require.Eventually(t, func() bool { return count("token_ledger") == 0 && count("dict_lookups") == 0 },
+	require.Eventually(t, func() bool { return count("balde_token_ledger") == 0 && count("balde_dict_lookups") == 0 },
 		10*time.Second, 20*time.Millisecond, "the maintenance loop prunes")
 }
 

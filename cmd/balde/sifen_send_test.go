@@ -40,7 +40,7 @@ func documentStatuses(t *testing.T, db string) map[string]int {
 		Status string `db:"status"`
 		N      int    `db:"n"`
 	}
-	require.NoError(t, store.ReadDB().Select(&rows, `SELECT status, COUNT(*) AS n FROM documents GROUP BY status`))
+	require.NoError(t, store.ReadDB().Select(&rows, `SELECT status, COUNT(*) AS n FROM balde_documents GROUP BY status`))
 	out := make(map[string]int)
 	for _, r := range rows {
 		out[r.Status] = r.N

@@ -3,7 +3,7 @@
 -- getEntry keyed by its EndToEndId: a payment order with the same
 -- EndToEndId credits the buckets it was charged to, once, and the
 -- anti-scan monitors read it by time. Times are integer nanoseconds.
-CREATE TABLE dict_lookups (
+CREATE TABLE balde_dict_lookups (
     end_to_end_id TEXT     COLLATE "C" PRIMARY KEY,
     env           TEXT     COLLATE "C" NOT NULL,
     payer_id      TEXT     COLLATE "C" NOT NULL,
@@ -15,10 +15,10 @@ CREATE TABLE dict_lookups (
     paid_at       BIGINT
 );
 
-CREATE INDEX dict_lookups_time ON dict_lookups (looked_up_at);
-CREATE INDEX dict_lookups_paid ON dict_lookups (paid_at) WHERE paid_at IS NOT NULL;
+CREATE INDEX balde_dict_lookups_time ON balde_dict_lookups (looked_up_at);
+CREATE INDEX balde_dict_lookups_paid ON balde_dict_lookups (paid_at) WHERE paid_at IS NOT NULL;
 
-CREATE TABLE dict_participants (
+CREATE TABLE balde_dict_participants (
     env         TEXT   COLLATE "C" NOT NULL,
     participant TEXT   COLLATE "C" NOT NULL,
     category    TEXT   NOT NULL,

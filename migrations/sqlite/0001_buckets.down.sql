@@ -1,2 +1,2 @@
-DROP TABLE buckets;
-DROP TABLE policies;
+DROP TABLE balde_buckets;
+DROP TABLE balde_policies;

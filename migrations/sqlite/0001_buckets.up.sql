@@ -3,13 +3,13 @@
 -- interned in `policies` and the table is WITHOUT ROWID (the primary key is
 -- the row) to keep a row small: see docs/BENCHMARKS.md for bytes per row.
 -- Times are integer nanoseconds since the Unix epoch; nothing is a float.
-CREATE TABLE policies (
+CREATE TABLE balde_policies (
     id   INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE
 ) STRICT;
 
-CREATE TABLE buckets (
-    policy_id     INTEGER NOT NULL REFERENCES policies (id),
+CREATE TABLE balde_buckets (
+    policy_id     INTEGER NOT NULL REFERENCES balde_policies (id),
     env           TEXT    NOT NULL,
     identifier    TEXT    NOT NULL,
     tokens        INTEGER NOT NULL,           -- whole tokens as of refilled_at; may be negative

@@ -1,1 +1,1 @@
-DROP TABLE token_ledger;
+DROP TABLE balde_token_ledger;

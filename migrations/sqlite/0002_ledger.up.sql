@@ -9,7 +9,7 @@
 -- reason: 1 take, 2 penalty, 3 refund, 4 credit, 5 reset, 6 refused-empty,
 -- 7 refused-cooldown, 8 refused-blocked, 9 sync, 10 takes of one minute
 -- (aggregated, n events).
-CREATE TABLE token_ledger (
+CREATE TABLE balde_token_ledger (
     id         INTEGER PRIMARY KEY,
     policy_id  INTEGER NOT NULL,
     env        TEXT    NOT NULL,
@@ -24,6 +24,6 @@ CREATE TABLE token_ledger (
 ) STRICT;
 
 -- A credit is applied once per (bucket, reference).
-CREATE UNIQUE INDEX token_ledger_credit ON token_ledger (policy_id, env, identifier, ref) WHERE reason = 4;
+CREATE UNIQUE INDEX balde_token_ledger_credit ON balde_token_ledger (policy_id, env, identifier, ref) WHERE reason = 4;
 -- Everything but routine takes, by time: refusals in the last hour, credits.
-CREATE INDEX token_ledger_events ON token_ledger (reason, at) WHERE reason NOT IN (1, 10);
+CREATE INDEX balde_token_ledger_events ON balde_token_ledger (reason, at) WHERE reason NOT IN (1, 10);

@@ -1,3 +1,3 @@
 -- Reverts 0003: drops SIFEN's documents and lots (their content is lost).
-DROP TABLE document_lots;
-DROP TABLE documents;
+DROP TABLE balde_document_lots;
+DROP TABLE balde_documents;

@@ -3,7 +3,7 @@
 -- how they agree that a document is being sent, so nothing is sent twice,
 -- even after a crash (protocol: docs/decisions/0005-sifen-send-protocol.md).
 -- Times are integer nanoseconds since the Unix epoch, like the engine's.
-CREATE TABLE documents (
+CREATE TABLE balde_documents (
     id            INTEGER PRIMARY KEY,
     env           TEXT    NOT NULL CHECK (env IN ('test', 'prod')),
     ruc           TEXT    NOT NULL,           -- dRucEm, without check digit
@@ -27,14 +27,14 @@ CREATE TABLE documents (
 ) STRICT;
 
 -- Resolve finds documents left in 'sending'; Poll finds lots still 'sent'.
-CREATE INDEX documents_status ON documents (status, claimed_at);
-CREATE INDEX documents_lot ON documents (env, lot_number) WHERE lot_number IS NOT NULL;
-CREATE INDEX documents_ruc ON documents (ruc, env);
+CREATE INDEX balde_documents_status ON balde_documents (status, claimed_at);
+CREATE INDEX balde_documents_lot ON balde_documents (env, lot_number) WHERE lot_number IS NOT NULL;
+CREATE INDEX balde_documents_ruc ON balde_documents (ruc, env);
 
 -- A lot that reached SIFEN, or may have: its row exists from the claim
 -- until SIFEN is known not to have it, and then forever once queued. The
 -- primary key is what keeps a lot from being sent twice.
-CREATE TABLE document_lots (
+CREATE TABLE balde_document_lots (
     env        TEXT    NOT NULL,
     hash       TEXT    NOT NULL,              -- hex SHA-256 of the rLoteDE document
     ruc        TEXT    NOT NULL,

@@ -5,7 +5,7 @@
 -- the anti-scan monitors (404 share per participant and per payer, lookups
 -- per payment) read it by time. The looked-up key itself is not stored.
 -- Times are integer nanoseconds since the Unix epoch, as in the engine.
-CREATE TABLE dict_lookups (
+CREATE TABLE balde_dict_lookups (
     end_to_end_id TEXT    PRIMARY KEY,
     env           TEXT    NOT NULL,
     payer_id      TEXT    NOT NULL,           -- CPF (PF) or CNPJ (PJ)
@@ -18,14 +18,14 @@ CREATE TABLE dict_lookups (
 ) STRICT, WITHOUT ROWID;
 
 -- The monitors scan a time window; pruning deletes the oldest rows.
-CREATE INDEX dict_lookups_time ON dict_lookups (looked_up_at);
+CREATE INDEX balde_dict_lookups_time ON balde_dict_lookups (looked_up_at);
 -- Payments in a window.
-CREATE INDEX dict_lookups_paid ON dict_lookups (paid_at) WHERE paid_at IS NOT NULL;
+CREATE INDEX balde_dict_lookups_paid ON balde_dict_lookups (paid_at) WHERE paid_at IS NOT NULL;
 
 -- The category (A..H, kept as a free string) the DICT reports for a
 -- participant, learned by reconciliation; it sizes the participant's
 -- ENTRIES_READ_PARTICIPANT_ANTISCAN and ENTRIES_STATISTICS_READ buckets.
-CREATE TABLE dict_participants (
+CREATE TABLE balde_dict_participants (
     env         TEXT    NOT NULL,
     participant TEXT    NOT NULL,
     category    TEXT    NOT NULL,

@@ -142,16 +142,16 @@ func populatedDSNOf(b *testing.B, engine sqlstore.Engine, rows int) string {
 	var q string
 	if engine == sqlstore.SQLite {
 		q = fmt.Sprintf(`
-			INSERT INTO policies (id, name) VALUES (1, '%s');
+			INSERT INTO balde_policies (id, name) VALUES (1, '%s');
 			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-			INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
+			INSERT INTO balde_buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
 			SELECT 1, 'prod', printf('u%%07d', i), %d, 0, %d, 0, 1 FROM n`, benchPolicy, rows-1, throttle.MaxTokens, now)
 	} else {
 		q = fmt.Sprintf(`
-			INSERT INTO policies (id, name) VALUES (1, '%s');
-			INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
+			INSERT INTO balde_policies (id, name) VALUES (1, '%s');
+			INSERT INTO balde_buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity)
 			SELECT 1, 'prod', 'u' || lpad(i::text, 7, '0'), %d, 0, %d, 0, 1 FROM generate_series(0, %d) i;
-			ANALYZE buckets`, benchPolicy, throttle.MaxTokens, now, rows-1)
+			ANALYZE balde_buckets`, benchPolicy, throttle.MaxTokens, now, rows-1)
 	}
 	if _, err := s.DB().Exec(q); err != nil {
 		b.Fatal(err)
@@ -209,10 +209,10 @@ func BenchmarkCeiling(b *testing.B) {
 							b.Fatal(err)
 						}
 						defer s.Close()
-						q := `UPDATE buckets SET tokens = tokens - 1 WHERE policy_id = 1 AND env = 'prod' AND identifier = ?`
+						q := `UPDATE balde_buckets SET tokens = tokens - 1 WHERE policy_id = 1 AND env = 'prod' AND identifier = ?`
 						if stmt == "upsert" {
-							q = `INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at) VALUES (1, 'prod', ?, 0, 0, 0)
-								ON CONFLICT (policy_id, env, identifier) DO UPDATE SET tokens = buckets.tokens - 1`
+							q = `INSERT INTO balde_buckets (policy_id, env, identifier, tokens, carry, refilled_at) VALUES (1, 'prod', ?, 0, 0, 0)
+								ON CONFLICT (policy_id, env, identifier) DO UPDATE SET tokens = balde_buckets.tokens - 1`
 						}
 						st, err := s.DB().Prepare(s.DB().Rebind(q))
 						if err != nil {

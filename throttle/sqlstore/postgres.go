@@ -61,7 +61,7 @@ func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credit
 	ids, envs, identifiers := keyArrays(keys)
 	rows, err := tx.QueryContext(ctx, `
 		SELECT policy_id, env, identifier, ref
-		FROM token_ledger
+		FROM balde_token_ledger
 		WHERE reason = 4
 		  AND (policy_id, env, identifier, ref) IN (
 			SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]))`,
@@ -121,7 +121,7 @@ const unnestBuckets = `
 // first fails with a unique violation and the whole transaction is re-run.
 const writeSQL = `
 	WITH v AS MATERIALIZED (
-		SELECT t.*, nextval(pg_get_serial_sequence('token_ledger', 'id')) AS id
+		SELECT t.*, nextval(pg_get_serial_sequence('balde_token_ledger', 'id')) AS id
 		FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6::bigint[],
 		            $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
 		     WITH ORDINALITY AS t(policy_id, env, identifier, at, reason, delta, balance, n, ref, head, ord)
@@ -131,7 +131,7 @@ const writeSQL = `
 		FROM v
 	),
 	l AS (
-		INSERT INTO token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
+		INSERT INTO balde_token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
 		SELECT id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref
 		FROM c
 	),
@@ -141,7 +141,7 @@ const writeSQL = `
 		ORDER BY policy_id, env, identifier, ord DESC
 	),
 	u AS (
-		UPDATE buckets AS b
+		UPDATE balde_buckets AS b
 		SET tokens = x.tokens,
 		    carry = x.carry,
 		    refilled_at = x.refilled_at,
@@ -158,7 +158,7 @@ const writeSQL = `
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
 	),
 	i AS (
-		INSERT INTO buckets (` + bucketColumns + `)
+		INSERT INTO balde_buckets (` + bucketColumns + `)
 		SELECT x.policy_id, x.env, x.identifier, x.tokens, x.carry, x.refilled_at, x.send_count, x.severity,
 		       x.last_sent_at, COALESCE(h.last, x.last_entry), x.blocked_until, x.spent
 		FROM unnest($23::int[], $24::text[], $25::text[], $26::bigint[], $27::bigint[], $28::bigint[],
@@ -167,12 +167,12 @@ const writeSQL = `
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 	),
 	d AS (
-		DELETE FROM buckets
+		DELETE FROM balde_buckets
 		WHERE (policy_id, env, identifier) IN (
 			SELECT * FROM unnest($35::int[], $36::text[], $37::text[]))
 	),
 	m AS (
-		UPDATE token_ledger AS t
+		UPDATE balde_token_ledger AS t
 		SET delta = t.delta + x.delta,
 		    n = t.n + x.n,
 		    balance = x.balance

@@ -15,7 +15,7 @@ import (
 func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
 	q := s.read.Rebind(`
 		SELECT ` + bucketColumns + `
-		FROM buckets
+		FROM balde_buckets
 		WHERE policy_id = ? AND env = ? AND identifier = ?`)
 	var out []throttle.Bucket
 	for _, k := range keys {
@@ -104,7 +104,7 @@ func (s *Store) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket,
 	}
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT `+bucketColumns+`
-		FROM buckets
+		FROM balde_buckets
 		`+where+`
 		ORDER BY policy_id, env, identifier
 		LIMIT ?`), append(args, limit)...)
@@ -140,7 +140,7 @@ func (s *Store) CountBySeverity(ctx context.Context, f throttle.Filter) (map[thr
 	}
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT severity, count(*)
-		FROM buckets
+		FROM balde_buckets
 		`+where+`
 		GROUP BY severity`), args...)
 	if err != nil {
@@ -205,7 +205,7 @@ func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.
 	}
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT `+ledgerColumns+`
-		FROM token_ledger
+		FROM balde_token_ledger
 		`+where+`
 		ORDER BY id DESC
 		LIMIT ?`), append(args, limit)...)
@@ -246,10 +246,10 @@ func (s *Store) walkChain(ctx context.Context, q throttle.LedgerQuery, depth int
 		return "", "", nil, nil, false, err
 	}
 	k := []any{id, q.Key.Env, q.Key.Identifier}
-	start := `(SELECT last_entry FROM buckets WHERE policy_id = ? AND env = ? AND identifier = ?)`
+	start := `(SELECT last_entry FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?)`
 	startArgs := k
 	if q.BeforeID > 0 {
-		start, startArgs = `(SELECT prev FROM token_ledger WHERE id = ?)`, []any{q.BeforeID}
+		start, startArgs = `(SELECT prev FROM balde_token_ledger WHERE id = ?)`, []any{q.BeforeID}
 	}
 	since := ""
 	var sinceArgs []any
@@ -258,11 +258,11 @@ func (s *Store) walkChain(ctx context.Context, q throttle.LedgerQuery, depth int
 	}
 	cte = `WITH RECURSIVE chain AS (
 			SELECT ` + ledgerColumns + `, 1 AS depth
-			FROM token_ledger
+			FROM balde_token_ledger
 			WHERE id = ` + start + ` AND policy_id = ? AND env = ? AND identifier = ?` + since + `
 			UNION ALL
 			SELECT l.id, l.policy_id, l.env, l.identifier, l.at, l.reason, l.delta, l.balance, l.n, l.prev, l.ref, c.depth + 1
-			FROM token_ledger AS l
+			FROM balde_token_ledger AS l
 			JOIN chain AS c ON l.id = c.prev
 			WHERE l.policy_id = ? AND l.env = ? AND l.identifier = ? AND c.depth < ?` + strings.ReplaceAll(since, "at", "l.at") + `
 		)`
@@ -324,7 +324,7 @@ func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64,
 	var n int64
 	err = s.read.QueryRowContext(ctx, s.read.Rebind(`
 		SELECT COALESCE(SUM(n), 0)
-		FROM token_ledger
+		FROM balde_token_ledger
 		`+where), args...).Scan(&n)
 	return n, formatError("count ledger", err)
 }
@@ -343,7 +343,7 @@ func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (i
 	defer tx.Rollback()
 	rows, err := tx.QueryContext(ctx, s.write.Rebind(`
 		SELECT id, at
-		FROM token_ledger
+		FROM balde_token_ledger
 		ORDER BY id
 		LIMIT ?`), limit)
 	if err != nil {
@@ -369,7 +369,7 @@ func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (i
 	if n == 0 {
 		return 0, nil
 	}
-	if _, err := tx.ExecContext(ctx, s.write.Rebind(`DELETE FROM token_ledger WHERE id <= ?`), last); err != nil {
+	if _, err := tx.ExecContext(ctx, s.write.Rebind(`DELETE FROM balde_token_ledger WHERE id <= ?`), last); err != nil {
 		return 0, formatError("prune ledger", err)
 	}
 	return n, formatError("prune ledger", tx.Commit())

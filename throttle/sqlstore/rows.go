@@ -35,7 +35,7 @@ const lockedBucketColumns = `b.policy_id, b.env, b.identifier, b.tokens, b.carry
 	b.last_sent_at, b.last_entry, b.blocked_until, b.spent, CASE WHEN h.reason = 10 THEN h.at END`
 
 // lockedBucketsFrom is the FROM clause of lockedBucketColumns.
-const lockedBucketsFrom = `buckets AS b LEFT JOIN token_ledger AS h ON h.id = b.last_entry`
+const lockedBucketsFrom = `balde_buckets AS b LEFT JOIN balde_token_ledger AS h ON h.id = b.last_entry`
 
 type scanner interface{ Scan(dest ...any) error }
 

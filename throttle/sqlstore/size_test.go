@@ -32,14 +32,14 @@ func TestBucketRowSize(t *testing.T) {
 	s := sqlstoretest.MustOpen(t, sqlstore.SQLite, nil)
 	now := time.Now().UnixNano()
 	_, err := s.DB().Exec(fmt.Sprintf(`
-		INSERT INTO policies (id, name) VALUES (7, 'ENTRIES_READ_USER_ANTISCAN_V2');
+		INSERT INTO balde_policies (id, name) VALUES (7, 'ENTRIES_READ_USER_ANTISCAN_V2');
 		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-		INSERT INTO buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry)
+		INSERT INTO balde_buckets (policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry)
 		SELECT 7, 'prod', printf('%%011d', abs(random()) %% 100000000000), 80 + i %% 20, 0, %d + i, 1 + i %% 50, 1, %d + i, 1000000000 + i
 		FROM n
 		WHERE true ON CONFLICT DO NOTHING`, rowsForSize-1, now, now))
 	require.NoError(t, err)
-	perRow := bytesPerRow(t, s, "buckets")
+	perRow := bytesPerRow(t, s, "balde_buckets")
 	t.Logf("bucket row: %.1f bytes on disk (SQLite, %d rows, random key order)", perRow, rowsForSize)
 	require.LessOrEqual(t, perRow, 100.0)
 }
@@ -52,13 +52,13 @@ func TestLedgerRowSize(t *testing.T) {
 	now := time.Now().UnixNano()
 	_, err := s.DB().Exec(fmt.Sprintf(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-		INSERT INTO token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
+		INSERT INTO balde_token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
 		SELECT i, 7, 'prod', printf('%%011d', abs(random()) %% 100000000000), %d + i * 1000, 1, -1, 50 + i %% 50, 1, i - 1 - i %% 3, NULL
 		FROM n`, rowsForSize, now))
 	require.NoError(t, err)
-	perRow := bytesPerRow(t, s, "token_ledger")
+	perRow := bytesPerRow(t, s, "balde_token_ledger")
 	var indexes float64
-	require.NoError(t, s.DB().QueryRow(`SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'token_ledger_%'`).Scan(&indexes))
+	require.NoError(t, s.DB().QueryRow(`SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'balde_token_ledger_%'`).Scan(&indexes))
 	perRow += indexes / float64(rowsForSize)
 	t.Logf("ledger row (take): %.1f bytes on disk with its indexes (SQLite, %d rows)", perRow, rowsForSize)
 	require.LessOrEqual(t, perRow, 64.0)

@@ -37,16 +37,16 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 	}{
 		{&w.credit, `
 			SELECT 1
-			FROM token_ledger
+			FROM balde_token_ledger
 			WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?`},
 		{&w.del, `
-			DELETE FROM buckets
+			DELETE FROM balde_buckets
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		// The writer holds the database's write lock: the largest id cannot
 		// change under it.
-		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM token_ledger`},
+		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM balde_token_ledger`},
 		{&w.add, `
-			UPDATE token_ledger
+			UPDATE balde_token_ledger
 			SET delta = delta + ?,
 			    n = n + ?,
 			    balance = ?
@@ -103,7 +103,7 @@ func loadSQL(n int) string {
 // write lock) or are new; on SQLite nobody else can insert meanwhile.
 func upsertSQL(n int) string {
 	return `
-		INSERT INTO buckets (` + bucketColumns + `)
+		INSERT INTO balde_buckets (` + bucketColumns + `)
 		VALUES ` + tuples(n, 12) + `
 		ON CONFLICT (policy_id, env, identifier) DO UPDATE
 		SET tokens = excluded.tokens,
@@ -119,7 +119,7 @@ func upsertSQL(n int) string {
 
 func ledgerSQL(n int) string {
 	return `
-		INSERT INTO token_ledger (` + ledgerColumns + `)
+		INSERT INTO balde_token_ledger (` + ledgerColumns + `)
 		VALUES ` + tuples(n, 11)
 }
 

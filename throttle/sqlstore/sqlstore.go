@@ -169,7 +169,7 @@ func (s *Store) Now() time.Time { return s.now() }
 // never migrated.
 func (s *Store) SchemaVersion(ctx context.Context) (version uint, dirty bool, err error) {
 	var v int64
-	err = s.read.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&v, &dirty)
+	err = s.read.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&v, &dirty)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -409,7 +409,7 @@ func (s *Store) ensurePolicies(ctx context.Context, names []string) error {
 		if ok {
 			continue
 		}
-		if _, err := s.write.ExecContext(ctx, s.write.Rebind(`INSERT INTO policies (name) VALUES (?) ON CONFLICT (name) DO NOTHING`), name); err != nil {
+		if _, err := s.write.ExecContext(ctx, s.write.Rebind(`INSERT INTO balde_policies (name) VALUES (?) ON CONFLICT (name) DO NOTHING`), name); err != nil {
 			return formatError("intern policy "+name, err)
 		}
 		if err := s.loadPolicies(ctx, s.write); err != nil {
@@ -425,7 +425,7 @@ func (s *Store) loadPolicies(ctx context.Context, db *sqlx.DB) error {
 		ID   int64  `db:"id"`
 		Name string `db:"name"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT id, name FROM policies`); err != nil {
+	if err := db.SelectContext(ctx, &rows, `SELECT id, name FROM balde_policies`); err != nil {
 		return formatError("load policies", err)
 	}
 	s.mu.Lock()

@@ -1,0 +1,162 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// legacyTables are the tables of a balde database migrated before its tables
+// took the balde_ prefix and its versions moved to VersionTable, in the
+// order the old migrations created them.
+var legacyTables = []string{
+	"policies", "buckets", "token_ledger", // 0001, 0002
+	"documents", "document_lots", // 0003
+	"dict_lookups", "dict_participants", // 0004
+}
+
+// adoptLegacy upgrades, in place and in one transaction, a database that a
+// balde before the prefix migrated: its version row moves from
+// schema_migrations to VersionTable and its tables (with, on PostgreSQL,
+// their indexes, identity sequences and foreign keys) take the balde_
+// prefix. A database is legacy when it has schema_migrations and no
+// VersionTable, and its tables include balde's "buckets" and
+// "token_ledger"; an application's own schema_migrations without those
+// tables is left alone. Adopting twice is a no-op.
+func adoptLegacy(db *sql.DB, engine Engine) error {
+	ctx := context.Background()
+	legacy, err := isLegacy(ctx, db, engine)
+	if err != nil || !legacy {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("adopt legacy schema: %w", err)
+	}
+	defer tx.Rollback()
+	var version int64
+	var dirty bool
+	if err := tx.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty); err != nil {
+		return fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
+	}
+	for _, name := range legacyTables {
+		exists, err := tableExists(ctx, tx, engine, name)
+		if err != nil {
+			return fmt.Errorf("adopt legacy schema: %w", err)
+		}
+		if !exists {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s RENAME TO balde_%s`, name, name)); err != nil {
+			return fmt.Errorf("adopt legacy schema: rename %s: %w", name, err)
+		}
+		if engine == Postgres {
+			if err := prefixPostgresObjects(ctx, tx, "balde_"+name); err != nil {
+				return fmt.Errorf("adopt legacy schema: %s: %w", name, err)
+			}
+		}
+	}
+	stmts := []string{
+		fmt.Sprintf(`CREATE TABLE %s (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`, VersionTable),
+		fmt.Sprintf(`INSERT INTO %s (version, dirty) VALUES ($1, $2)`, VersionTable),
+		`DROP TABLE schema_migrations`,
+	}
+	if _, err := tx.ExecContext(ctx, stmts[0]); err != nil {
+		return fmt.Errorf("adopt legacy schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, stmts[1], version, dirty); err != nil {
+		return fmt.Errorf("adopt legacy schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, stmts[2]); err != nil {
+		return fmt.Errorf("adopt legacy schema: %w", err)
+	}
+	return tx.Commit()
+}
+
+// isLegacy reports whether db holds a balde schema of before the prefix.
+func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
+	for _, probe := range []struct {
+		name string
+		want bool
+	}{{VersionTable, false}, {"schema_migrations", true}, {"buckets", true}, {"token_ledger", true}} {
+		exists, err := tableExists(ctx, db, engine, probe.name)
+		if err != nil {
+			return false, fmt.Errorf("adopt legacy schema: %w", err)
+		}
+		if exists != probe.want {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tableExists reports whether a table named name is visible: in the main
+// database on SQLite, in the first schema of the search_path on PostgreSQL.
+func tableExists(ctx context.Context, q queryer, engine Engine, name string) (bool, error) {
+	query := `SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1`
+	if engine == Postgres {
+		query = `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
+	}
+	var one int
+	err := q.QueryRowContext(ctx, query, name).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look for table %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// prefixPostgresObjects gives the balde_ prefix to the schema-wide names that
+// PostgreSQL derived from a table's old name when it was created: its
+// indexes (and so its primary-key and unique constraints), its identity
+// sequences and its foreign keys. Otherwise an application creating its own
+// "documents" table would collide with balde's "documents_pkey".
+func prefixPostgresObjects(ctx context.Context, tx *sql.Tx, table string) error {
+	const objects = `
+		SELECT 'INDEX', i.relname
+		FROM pg_index x
+		JOIN pg_class i ON i.oid = x.indexrelid
+		WHERE x.indrelid = to_regclass($1) AND i.relname NOT LIKE 'balde\_%'
+		UNION ALL
+		SELECT 'SEQUENCE', s.relname
+		FROM pg_depend d
+		JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+		WHERE d.refobjid = to_regclass($1) AND s.relname NOT LIKE 'balde\_%'
+		UNION ALL
+		SELECT 'CONSTRAINT', c.conname
+		FROM pg_constraint c
+		WHERE c.conrelid = to_regclass($1) AND c.contype = 'f' AND c.conname NOT LIKE 'balde\_%'`
+	rows, err := tx.QueryContext(ctx, objects, table)
+	if err != nil {
+		return fmt.Errorf("list derived names: %w", err)
+	}
+	var renames []string
+	for rows.Next() {
+		var kind, name string
+		if err := rows.Scan(&kind, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("list derived names: %w", err)
+		}
+		if kind == "CONSTRAINT" {
+			renames = append(renames, fmt.Sprintf(`ALTER TABLE %s RENAME CONSTRAINT %q TO %q`, table, name, "balde_"+name))
+		} else {
+			renames = append(renames, fmt.Sprintf(`ALTER %s %q RENAME TO %q`, kind, name, "balde_"+name))
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("list derived names: %w", err)
+	}
+	for _, stmt := range renames {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package sifen
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
@@ -25,6 +26,14 @@ const (
 	maxLotXMLBytes = 64 << 20
 	// lotFileName is the name of the XML file inside the ZIP.
 	lotFileName = "lote.xml"
+	// MaxDepth is the deepest element nesting ParseLote accepts, counted
+	// from the root (rLoteDE or rDE). SIFEN's v150 schema nests about 8
+	// levels below rDE, and a signature about 6; deeper input is refused
+	// before it can cost anything.
+	MaxDepth = 64
+	// ctxCheckEvery is how many tokens ParseLoteContext reads between two
+	// looks at its context.
+	ctxCheckEvery = 1024
 )
 
 // DE is one electronic document (an rDE element) and what the throttle and
@@ -59,7 +68,17 @@ type Lote struct {
 // ErrInvalidCDC or ErrInvalidType and name the DE at fault (its position in
 // the lot, from 1); an rLoteDE without rDE is ErrLotEmpty.
 func ParseLote(data []byte) (Lote, error) {
-	d := xml.NewDecoder(bytes.NewReader(data))
+	return ParseLoteContext(context.Background(), data)
+}
+
+// ParseLoteContext is ParseLote that gives up when ctx ends (the error
+// wraps ctx.Err()). Parsing takes time linear in len(data); an element
+// nested deeper than MaxDepth is ErrMalformedXML.
+func ParseLoteContext(ctx context.Context, data []byte) (Lote, error) {
+	if err := ctx.Err(); err != nil {
+		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
+	}
+	d := &decoder{Decoder: xml.NewDecoder(bytes.NewReader(data)), ctx: ctx}
 	root, start, err := nextStart(d)
 	if err != nil {
 		return Lote{}, err
@@ -104,7 +123,7 @@ func ParseLote(data []byte) (Lote, error) {
 }
 
 // parseLotBody reads the children of rLoteDE up to its end.
-func parseLotBody(d *xml.Decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
+func parseLotBody(d *decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
 	var des []DE
 	for {
 		off := d.InputOffset()
@@ -134,7 +153,47 @@ func parseLotBody(d *xml.Decoder, data []byte, inherited []xml.Attr) ([]DE, erro
 	}
 }
 
+// decoder is an xml.Decoder that counts the depth of the document (from
+// the root, 1) and looks at a context every ctxCheckEvery tokens.
+type decoder struct {
+	*xml.Decoder
+	ctx   context.Context
+	depth int
+	n     int
+}
+
+// errTooDeep is returned by decoder.Token past MaxDepth.
+var errTooDeep = fmt.Errorf("elements nested deeper than %d", MaxDepth)
+
+// Token returns the next token, refusing one that opens an element deeper
+// than MaxDepth, and stops when the context ends.
+func (d *decoder) Token() (xml.Token, error) {
+	d.n++
+	if d.n%ctxCheckEvery == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	tok, err := d.Decoder.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.(type) {
+	case xml.StartElement:
+		d.depth++
+		if d.depth > MaxDepth {
+			return nil, errTooDeep
+		}
+	case xml.EndElement:
+		d.depth--
+	}
+	return tok, nil
+}
+
 func malformed(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("sifen: parse lot: %w", err)
+	}
 	if errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: unexpected end of document", ErrMalformedXML)
 	}
@@ -143,7 +202,7 @@ func malformed(err error) error {
 
 // nextStart returns the root element and its byte offset, refusing DOCTYPE
 // and text before it.
-func nextStart(d *xml.Decoder) (xml.StartElement, int64, error) {
+func nextStart(d *decoder) (xml.StartElement, int64, error) {
 	for {
 		off := d.InputOffset()
 		tok, err := d.Token()
@@ -181,11 +240,23 @@ const (
 	pathType  = "DE/gTimb/iTiDE"
 	pathRUC   = "DE/gDatGralOpe/gEmis/dRucEm"
 	pathRUCDV = "DE/gDatGralOpe/gEmis/dDVEmi"
+	// maxPathDepth is the depth of the deepest of them.
+	maxPathDepth = 4
 )
+
+// joinPath returns the path's "/"-joined form when it is short enough to be
+// one of the paths above, and "" otherwise: joining only short paths keeps
+// parsing linear however deep the document is.
+func joinPath(path []string) string {
+	if len(path) > maxPathDepth {
+		return ""
+	}
+	return strings.Join(path, "/")
+}
 
 // parseRDE reads the rest of the rDE element that start opened at byte off
 // of data, and returns the DE.
-func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
+func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
 	var (
 		path   []string // local names below rDE; "-" for elements of another namespace
 		values = make(map[string]string)
@@ -206,7 +277,7 @@ func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, in
 			}
 			path = append(path, name)
 			text.Reset()
-			if strings.Join(path, "/") == pathDE {
+			if len(path) == 1 && path[0] == pathDE {
 				for _, a := range t.Attr {
 					if a.Name == (xml.Name{Local: "Id"}) {
 						cdc, hasCDC = a.Value, true
@@ -221,7 +292,7 @@ func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, in
 				end := d.InputOffset()
 				return newDE(standalone(data[off:end], start.Attr, inherited), values, cdc, hasCDC)
 			}
-			switch p := strings.Join(path, "/"); p {
+			switch p := joinPath(path); p {
 			case pathType, pathRUC, pathRUCDV:
 				if _, dup := values[p]; dup {
 					return DE{}, fmt.Errorf("%w: two %s in one DE", ErrMalformedXML, path[len(path)-1])

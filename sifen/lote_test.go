@@ -2,9 +2,12 @@ package sifen_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -200,4 +203,31 @@ func FuzzParseLote(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, lot.DEs, again.DEs)
 	})
+}
+
+// A DE nested 30,000 deep (issue 13) is refused, fast: parsing joined the
+// whole element path on every element, which took seconds at this depth
+// and kept serve busy for minutes at 500,000.
+func TestParseLoteRefusesDeepNesting(t *testing.T) {
+	const depth = 30_000
+	valid := sifentest.Doc{}.XML()
+	i := bytes.Index(valid, []byte("<gDatRec>"))
+	require.Positive(t, i)
+	var deep bytes.Buffer
+	deep.Write(valid[:i])
+	deep.WriteString(strings.Repeat("<x>", depth))
+	deep.WriteString(strings.Repeat("</x>", depth))
+	deep.Write(valid[i:])
+
+	start := time.Now()
+	_, err := sifen.ParseLote(deep.Bytes())
+	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+	require.ErrorContains(t, err, "nested deeper than 64")
+	require.Less(t, time.Since(start), time.Second, "refusing a deep DE must be fast")
+
+	// A cancelled context stops the parse.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = sifen.ParseLoteContext(ctx, valid)
+	require.ErrorIs(t, err, context.Canceled)
 }

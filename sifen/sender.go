@@ -139,7 +139,7 @@ func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, 
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
-	lot, err := ParseLote(data)
+	lot, err := ParseLoteContext(ctx, data)
 	if err != nil {
 		return nil, err
 	}

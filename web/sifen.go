@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // SifenSender is what the documents pages need from SIFEN's send path.
@@ -34,6 +35,28 @@ type SifenSender interface {
 }
 
 var _ SifenSender = (*sifen.Sender)(nil)
+
+// rucWaiter is what a SifenSender may add so that pages never say "may be
+// sent" while the RUC is held back (*sifen.Sender has it).
+type rucWaiter interface {
+	RUCWait(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, error)
+}
+
+var _ rucWaiter = (*sifen.Sender)(nil)
+
+// rucWait returns how long a lot of d's RUC must wait now (0: it may be
+// sent), when the sender can tell.
+func (s *Server) rucWait(ctx context.Context, d sifen.Document) time.Duration {
+	w, ok := s.Sifen.(rucWaiter)
+	if !ok {
+		return 0
+	}
+	dec, err := w.RUCWait(ctx, d.Env, d.RUC)
+	if err != nil || dec.Allowed {
+		return 0
+	}
+	return dec.RetryAfter
+}
 
 // DefaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
 // DEs (a lot is at most 1000 KB once compressed).
@@ -68,6 +91,8 @@ type documentView struct {
 	LotNumber    string
 	LotHash      string
 	ResponseCode string
+	Result       string // SIFEN's dEstRes
+	AuthNumber   string // dProtAut
 	Wait         string // "retry in 7 s" while a throttle refusal lasts
 	Created      string
 	Updated      string
@@ -91,6 +116,8 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		Message:      d.Message,
 		LotNumber:    d.LotNumber,
 		ResponseCode: d.ResponseCode,
+		Result:       d.Result,
+		AuthNumber:   d.AuthNumber,
 		Created:      FormatWhen(d.CreatedAt, now),
 		Updated:      FormatWhen(d.UpdatedAt, now),
 		Sent:         FormatWhen(d.SentAt, now),
@@ -101,8 +128,11 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 	if len(d.LotHash) > 16 {
 		v.LotHash = d.LotHash[:16]
 	}
-	if wait := d.RetryAt.Sub(now); d.Status == sifen.StatusError && wait > 0 {
+	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		v.Wait = fmt.Sprintf("retry in %d s", ceilSeconds(wait))
+	}
+	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
+		v.Status = "approved with observations"
 	}
 	return v
 }
@@ -381,6 +411,11 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
+	if held := s.rucWait(r.Context(), d); d.Status.Sendable() && held > 0 && now.Add(held).After(d.RetryAt) {
+		// The RUC is held back (a block after 0301, a lot on the wire, the
+		// interval): say so, whatever the document's own record says.
+		d.RetryAt = now.Add(held)
+	}
 	p := documentPage{
 		layout:  s.layout(r, "documents"),
 		Doc:     s.newDocumentView(d, now),
@@ -397,7 +432,7 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 	p.XML = strings.ToValidUTF8(string(xml), "\uFFFD")
 	// While a refusal lasts, reload when it ends: the Send button is
 	// worth pressing again then.
-	if wait := d.RetryAt.Sub(now); d.Status == sifen.StatusError && wait > 0 {
+	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		p.Refresh = int(min(ceilSeconds(wait)+1, 60))
 	}
 	return s.render(w, http.StatusOK, p)
@@ -407,16 +442,23 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 // own state (so a reload shows the truth, whatever the URL says), or nil
 // for a draft never sent.
 func documentBanner(d sifen.Document, now time.Time) *banner {
+	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
+		detail := "Nothing was sent to SIFEN."
+		switch {
+		case d.Status == sifen.StatusError:
+			detail = d.Message + " Until the RUC's wait ends nothing is sent."
+		case d.Message != "":
+			detail = "The throttle refused the send before anything left (" + d.Message + "). " + detail
+		}
+		return &banner{Class: "warning",
+			Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
+			Detail: detail}
+	}
+	if d.Status.Sendable() && !d.RetryAt.IsZero() {
+		return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
+	}
 	switch d.Status {
 	case sifen.StatusError:
-		if wait := d.RetryAt.Sub(now); wait > 0 {
-			return &banner{Class: "warning",
-				Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
-				Detail: "The throttle refused the send before anything left (" + d.Message + "). Nothing was sent to SIFEN."}
-		}
-		if !d.RetryAt.IsZero() {
-			return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
-		}
 		return &banner{Class: "error", Text: "The last send did not succeed; the document may be sent again.", Detail: d.Message}
 	case sifen.StatusSent:
 		return &banner{Class: "ok",
@@ -425,9 +467,16 @@ func documentBanner(d sifen.Document, now time.Time) *banner {
 	case sifen.StatusSending:
 		return &banner{Class: "warning", Text: "Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve).", Detail: d.Message}
 	case sifen.StatusApproved:
-		return &banner{Class: "ok", Text: "Approved by SIFEN.", Detail: d.Message}
+		text := "Approved by SIFEN"
+		if d.Result == sifen.ResultApprovedWithObs {
+			text += " with observations"
+		}
+		if d.AuthNumber != "" {
+			text += " (authorization " + d.AuthNumber + ")"
+		}
+		return &banner{Class: "ok", Text: text + ".", Detail: d.Message}
 	case sifen.StatusRejected:
-		return &banner{Class: "error", Text: "Rejected by SIFEN.", Detail: d.Message}
+		return &banner{Class: "error", Text: "Rejected by SIFEN: correct the DE and import it again (same CDC) to send it.", Detail: d.Message}
 	}
 	if d.Message != "" {
 		return &banner{Class: "ok", Text: d.Message}

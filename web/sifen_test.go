@@ -252,7 +252,7 @@ func testSendDocumentBlockedRUC(t *testing.T, engine sqlstore.Engine) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
 	require.Equal(t, docPath(ids[1])+"?result=blocked&wait=7", resp.Header.Get("Location"))
 	blocked := e.doc(ids[1])
-	require.Equal(t, sifen.StatusError, blocked.Status)
+	require.Equal(t, sifen.StatusDraft, blocked.Status, "a refusal is shown as blocked, never as error")
 	require.Equal(t, "blocked: cooldown, wait 7 s", blocked.Message)
 	require.Equal(t, e.clock.Now().Add(7*time.Second), blocked.RetryAt)
 	require.Equal(t, int64(1), e.sifenSends(t), "the refused lot never left")
@@ -352,8 +352,13 @@ func TestSendDocumentNotQueued(t *testing.T) {
 	require.Equal(t, sifen.StatusError, d.Status)
 	require.Equal(t, sifen.CodeLotNotQueued, d.ResponseCode)
 	page := document(t, e.get(docPath(ids[1]), asAdmin))
-	require.Equal(t, "The last send did not succeed; the document may be sent again.", page.Find(".banner-text").Text())
+	// Issue 11: the page never says "may be sent again" while the RUC is
+	// blocked locally after the 0301 (10 minutes for the first).
+	require.Equal(t, "Blocked for RUC 88888801-5 in env test, retry in 600 s.", page.Find(".banner-text").Text())
 	require.Contains(t, page.Find(".banner-detail").Text(), "SIFEN did not queue the lot: 0301")
+	e.clock.Advance(10 * time.Minute)
+	page = document(t, e.get(docPath(ids[1]), asAdmin))
+	require.Equal(t, "The last send did not succeed; the document may be sent again.", page.Find(".banner-text").Text())
 	require.Equal(t, 1, page.Find("button#send").Length(), "it may be sent again")
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/balde-throttle/balde/dict/dictsim"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -111,7 +112,7 @@ func (e *env) attachSims(t testing.TB, s *web.Server) {
 		e.sim, e.simURL = sim, ts.URL
 		client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", Timeout: 10 * time.Second})
 		require.NoError(t, err)
-		e.sender, err = sifen.NewSender(e.sql, client, e.limiter, sifen.SenderConfig{Clock: e.clock.Now, Logger: testLogger(t)})
+		e.sender, err = sifen.NewSender(sifensql.New(e.sql), client, e.limiter, sifen.SenderConfig{Clock: e.clock.Now, Logger: testLogger(t)})
 		require.NoError(t, err)
 		s.Sifen = e.sender
 		if e.sifenCf.fake != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/webhook"
@@ -238,7 +239,7 @@ func (c Config) sifenClient(baseURL string) (*sifen.Client, error) {
 
 // sifenSender returns the SIFEN send path over client.
 func (e *engine) sifenSender(client *sifen.Client) (*sifen.Sender, error) {
-	sender, err := sifen.NewSender(e.store, client, e.limiter, sifen.SenderConfig{
+	sender, err := sifen.NewSender(sifensql.New(e.store), client, e.limiter, sifen.SenderConfig{
 		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
 	})
 	if err != nil {

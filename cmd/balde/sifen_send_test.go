@@ -106,7 +106,7 @@ func TestSifenSendNoWait(t *testing.T) {
 		require.Equal(t, 7.0, items[1].WaitS)
 		require.Contains(t, items[1].Message, "blocked: cooldown on SIFEN_RECEPCION_LOTE/test/80069563, retry in 7s")
 		require.Equal(t, summary{Total: 3, Sent: 1, Blocked: 2}, sum)
-		require.Equal(t, map[string]int{"draft": 0, "error": 2, "sent": 1}, withZero(documentStatuses(t, db), "draft"))
+		require.Equal(t, map[string]int{"draft": 2, "error": 0, "sent": 1}, withZero(documentStatuses(t, db), "error"))
 	})
 	t.Run("BeyondMaxWait", func(t *testing.T) {
 		// The blocked documents are sent on this run: one now, one after
@@ -317,7 +317,7 @@ func TestSifenSendKill9(t *testing.T) {
 func TestSifenSendRejected(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	bad := sifentest.Doc{RUC: "80069563", Number: 2}
-	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Reject: func(_ string, de sifensim.DE) (string, string, bool) {
 		return "1001", "CDC duplicado", de.CDC == bad.CDC()
 	}})
 	dir := t.TempDir()

@@ -73,7 +73,7 @@ type el struct {
 	children []el
 }
 
-func t(name, text string) el          { return el{name: name, text: text} }
+func t(name, text string) el           { return el{name: name, text: text} }
 func g(name string, children ...el) el { return el{name: name, children: children} }
 
 func (e el) write(b *bytes.Buffer) {

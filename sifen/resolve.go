@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -205,4 +206,27 @@ func resultText(r DEResult) string {
 		return r.Status
 	}
 	return r.Status + ": " + strings.Join(parts, "; ")
+}
+
+// RunPoll calls Poll every `every` until ctx ends, passing each pass's
+// outcomes to report (which may be nil). Lots are queried only when their
+// SIFEN_CONSULTA_LOTE key admits it (ConsultaInterval after the send, then
+// between queries), so a short period costs only local decisions.
+func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([]LotOutcome, error)) {
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		out, err := s.Poll(ctx)
+		if report != nil && (len(out) > 0 || err != nil) {
+			report(out, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -581,3 +581,37 @@ func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decisi
 	}
 	return throttle.Decision{Key: key, Reason: reason, RetryAfter: wait}, nil
 }
+
+// ShareInterval makes the interval between lots of a RUC a property of the
+// database every process shares, not of one process's flags: for each
+// environment it compares this process's interval (its limiter's policy)
+// with the one stored. The stricter wins: a longer own interval is stored,
+// so every process on the database waits it (Send reads the stored value);
+// a shorter one gives way to the stored one. It returns one line per
+// environment where the two differed, for the process to print at start —
+// never silently. Call it once when a process starts.
+func (s *Sender) ShareInterval(ctx context.Context) ([]string, error) {
+	var notes []string
+	for _, env := range []Env{EnvTest, EnvProd} {
+		own := DefaultInterval
+		if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
+			own = p.MinInterval
+		}
+		stored, ok, err := s.docs.Interval(ctx, env)
+		if err != nil {
+			return notes, err
+		}
+		switch {
+		case !ok || own > stored:
+			if err := s.docs.SetInterval(ctx, env, own, s.clock()); err != nil {
+				return notes, err
+			}
+			if ok {
+				notes = append(notes, fmt.Sprintf("SIFEN %s: this process's interval %s is stricter than the database's %s: every process now waits %s between lots of a RUC", env, own, stored, own))
+			}
+		case own < stored:
+			notes = append(notes, fmt.Sprintf("SIFEN %s: this process is configured for %s between lots of a RUC, but the database's interval is %s (set by another process): %s applies", env, own, stored, stored))
+		}
+	}
+	return notes, nil
+}

@@ -45,6 +45,10 @@ type Config struct {
 	// one environment (SIFEN_THROTTLE_SECONDS, default 10 s);
 	// SifenThrottleProd overrides it for prod (SIFEN_THROTTLE_SECONDS_PROD).
 	SifenThrottle, SifenThrottleProd time.Duration
+	// SifenPollEvery is how often serve looks for lots whose result is due
+	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0 turns it off). Each lot is
+	// queried only as SIFEN_CONSULTA_LOTE admits (10 min after the send).
+	SifenPollEvery time.Duration
 	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN
 	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).
 	SifenCert, SifenKey, SifenCA string
@@ -139,6 +143,7 @@ func DefaultConfig() Config {
 		DictCategory:    "A",
 		DictEnv:         "prod",
 		SifenThrottle:   10 * time.Second,
+		SifenPollEvery:  30 * time.Second,
 		Ledger:          throttle.LedgerEveryTake,
 		GroupCommit:     true,
 		LedgerRetention: throttle.DefaultRetention,
@@ -196,8 +201,9 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_SIFEN_CA", setString(&c.SifenCA)},
 		{"BALDE_POLICY_FILE", setString(&c.PolicyFile)},
 		{"BALDE_ALERT_WEBHOOK", setString(&c.AlertWebhook)},
-		{"SIFEN_THROTTLE_SECONDS", secondsFlag{&c.SifenThrottle}.Set},
-		{"SIFEN_THROTTLE_SECONDS_PROD", secondsFlag{&c.SifenThrottleProd}.Set},
+		{"SIFEN_THROTTLE_SECONDS", intervalFlag{&c.SifenThrottle}.Set},
+		{"SIFEN_THROTTLE_SECONDS_PROD", intervalFlag{&c.SifenThrottleProd}.Set},
+		{"BALDE_SIFEN_POLL_EVERY", everyFlag{&c.SifenPollEvery}.Set},
 		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
 		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
 			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
@@ -350,6 +356,25 @@ func (f secondsFlag) Set(s string) error {
 	return setParsed(f.d, parseSeconds)(s)
 }
 
+// intervalFlag is a SIFEN interval in seconds: more than 0 (0 used to pass
+// and silently mean the default; SIFEN blocks a RUC that sends too often,
+// so there is no way to turn the interval off).
+type intervalFlag struct{ d *time.Duration }
+
+func (f intervalFlag) String() string { return secondsFlag(f).String() }
+
+func (f intervalFlag) Set(s string) error {
+	d, err := parseSeconds(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q: the interval between two lots of a RUC must be more than 0 seconds (SIFEN blocks a RUC that sends too often)", s)
+	}
+	*f.d = d
+	return nil
+}
+
 // addStoreFlags registers --db.
 func (c *Config) addStoreFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DB, "db", c.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB)")
@@ -366,8 +391,8 @@ func (c *Config) addDictFlags(fs *flag.FlagSet) {
 // addSifenFlags registers the SIFEN endpoint flags.
 func (c *Config) addSifenFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SifenURL, "sifen-url", c.SifenURL, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`)
-	fs.Var(secondsFlag{&c.SifenThrottle}, "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
-	fs.Var(secondsFlag{&c.SifenThrottleProd}, "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
+	fs.Var(intervalFlag{&c.SifenThrottle}, "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
+	fs.Var(intervalFlag{&c.SifenThrottleProd}, "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
 }
 
 // addPolicyFlags registers --policies.

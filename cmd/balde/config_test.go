@@ -43,6 +43,7 @@ func TestConfigBadEnv(t *testing.T) {
 	tests := []struct{ name, key, value, want string }{
 		{"ThrottleNotANumber", "SIFEN_THROTTLE_SECONDS", "ten", "SIFEN_THROTTLE_SECONDS"},
 		{"ThrottleNegative", "SIFEN_THROTTLE_SECONDS", "-1", "SIFEN_THROTTLE_SECONDS"},
+		{"ThrottleZero", "SIFEN_THROTTLE_SECONDS", "0", "must be more than 0 seconds"},
 		{"LedgerUnknown", "BALDE_LEDGER", "sometimes", "BALDE_LEDGER"},
 		{"RetentionBad", "BALDE_LEDGER_RETENTION", "30 days", "BALDE_LEDGER_RETENTION"},
 		{"ThresholdsUnordered", "BALDE_SEVERITY_THRESHOLDS", "10,25,50", "BALDE_SEVERITY_THRESHOLDS"},

@@ -147,6 +147,15 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if a.sender, err = eng.sifenSender(sifenClient); err != nil {
 		return nil, err
 	}
+	// The interval between lots is the database's, the strictest any
+	// process configured: a difference is said, never silent.
+	notes, err := a.sender.ShareInterval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		logger.Warn(n)
+	}
 	// Before anything can send: documents a crashed send left in
 	// "sending" are settled by asking SIFEN, or stay (and are reported).
 	a.resolveSifen(ctx, logger)
@@ -281,6 +290,23 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 	}
 	if cfg.PruneEvery > 0 {
 		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
+	}
+	if cfg.SifenPollEvery > 0 {
+		// Lot results (siConsLoteDE): each lot is asked when its
+		// SIFEN_CONSULTA_LOTE key admits it; documents move from sent to
+		// approved or rejected.
+		a.bg.Go(func() {
+			a.sender.RunPoll(ctx, cfg.SifenPollEvery, func(out []sifen.LotOutcome, err error) {
+				for _, o := range out {
+					if o.Blocked == nil {
+						logger.Info("SIFEN lot queried", slog.String("lot", o.LotNumber), slog.String("code", o.Code), slog.Int("updated", o.Updated))
+					}
+				}
+				if err != nil && ctx.Err() == nil {
+					logger.Warn("SIFEN lot results", slog.Any("error", err))
+				}
+			})
+		})
 	}
 }
 

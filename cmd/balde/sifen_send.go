@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--json] FILE|DIR...",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--json] FILE|DIR...",
 		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml")
 	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
@@ -39,6 +40,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	var wf waitFlags
 	wf.add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
+	follow := fs.Bool("follow", false, "after sending, query each lot's result (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE) until every document this run sent is approved or rejected")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -88,6 +90,15 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// The interval between lots is the database's (the strictest any
+	// process configured): a difference is said, never silent.
+	notes, err := sender.ShareInterval(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(m.Stderr, "balde: sifen-send: %s\n", n)
+	}
 	b := &sifenBatch{
 		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock,
 		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock), warn: m.Stderr,
@@ -95,6 +106,11 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	sum, err := b.run(ctx, items)
 	if err != nil {
 		return err
+	}
+	if *follow {
+		if err := b.follow(ctx, items); err != nil {
+			return err
+		}
 	}
 	return batchExit("sifen-send", sum)
 }
@@ -423,4 +439,64 @@ func interleave(lots [][]int64, byID map[int64]*sifenItem) [][]int64 {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// follow polls the lots this run sent (Sender.Poll, each lot queried as
+// SIFEN_CONSULTA_LOTE admits) until every document it sent has SIFEN's
+// result, and reports each: approved (with dProtAut, and whether with
+// observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
+// documents keep their results and serve keeps polling.
+func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
+	pending := make(map[int64]*sifenItem)
+	for _, it := range items {
+		if it.res == resultSent {
+			pending[it.doc] = it
+		}
+	}
+	for len(pending) > 0 {
+		out, err := b.sender.Poll(ctx)
+		if errors.Is(err, throttle.ErrStoreUnavailable) {
+			return err
+		}
+		if err != nil {
+			fmt.Fprintf(b.warn, "balde: sifen-send: lot results: %s\n", oneLine(err.Error()))
+		}
+		for id := range pending {
+			d, err := b.sender.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if d.Status == sifen.StatusSent {
+				continue
+			}
+			delete(pending, id)
+			line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
+			if d.Result != "" {
+				line += fmt.Sprintf(" result=%q", d.Result)
+			}
+			if d.AuthNumber != "" {
+				line += " dProtAut=" + d.AuthNumber
+			}
+			b.rep.note(line + " " + strconv.Quote(d.Message))
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		// Sleep until the first of our lots may be queried again.
+		wait := time.Duration(0)
+		for _, o := range out {
+			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
+				wait = o.Blocked.Wait
+			}
+		}
+		if wait <= 0 {
+			wait = time.Second
+		}
+		b.rep.waiting(wait, fmt.Sprintf("results of %d document(s)", len(pending)))
+		if err := b.clock.Sleep(ctx, wait); err != nil {
+			fmt.Fprintf(b.warn, "balde: sifen-send: interrupted while following %d document(s); serve keeps polling their lots\n", len(pending))
+			return nil
+		}
+	}
+	return nil
 }

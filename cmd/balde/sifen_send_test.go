@@ -362,3 +362,50 @@ func TestSifenSendRejected(t *testing.T) {
 	require.Equal(t, resultSent, items[1].Result)
 	require.Equal(t, map[string]int{bad.CDC(): 2, sifentest.Doc{RUC: "80069563", Number: 1}.CDC(): 1}, sim.queuedCounts())
 }
+
+// TestSifenSendFollow: issue 11 point 2. Lot results used never to be
+// fetched: documents stayed "sent" forever, and a corrected DE could not be
+// imported again after its rejection ("CDC already sent"). With --follow the
+// batch waits for its lot's result (the first query 10 minutes after the
+// send, as DNIT asks), reports each document approved (with dProtAut, and
+// observations) or rejected (with SIFEN's code), and a corrected DE goes
+// again under the same CDC; an approved one never does.
+func TestSifenSendFollow(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	docs := sifentest.Docs("80069563", 1, 3)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 5 * time.Second, Processing: time.Minute,
+		Reject: func(_ string, de sifensim.DE) (string, string, bool) {
+			return "1111", "rechazo de prueba", de.CDC == docs[1].CDC()
+		},
+		Observe: func(_ string, de sifensim.DE) (string, string, bool) {
+			return "0261", "observación de prueba", de.CDC == docs[2].CDC()
+		}})
+	dir := t.TempDir()
+	writeFile(t, dir, "lote.xml", sifentest.Lote(docs...))
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--follow", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stdout, "waiting 10m")
+	require.Regexp(t, `approved document 1 cdc=`+docs[0].CDC()+` lot=\d{17} result="Aprobado" dProtAut=\d+`, stdout)
+	require.Regexp(t, `rejected document 2 cdc=`+docs[1].CDC()+` lot=\d{17} result="Rechazado" "Rechazado: 1111 rechazo de prueba"`, stdout)
+	require.Regexp(t, `approved document 3 cdc=`+docs[2].CDC()+` .*result="Aprobado con observación" dProtAut=\d+`, stdout)
+	require.Equal(t, map[string]int{"approved": 2, "rejected": 1}, documentStatuses(t, db))
+
+	// The corrected DE (same CDC, other content) is imported and sent
+	// again; the approved one is skipped.
+	fixed := docs[1]
+	fixed.Filler = 16
+	require.Equal(t, docs[1].CDC(), fixed.CDC())
+	dir2 := t.TempDir()
+	writeFile(t, dir2, "a.xml", fixed.File())
+	writeFile(t, dir2, "b.xml", docs[0].File())
+	clock.Advance(time.Minute)
+	code, stdout, stderr = runIn(context.Background(), clock, "", env, "sifen-send", dir2)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Regexp(t, `sent +\S+a\.xml cdc=`+fixed.CDC(), stdout)
+	require.Regexp(t, `skipped +\S+b\.xml cdc=`+docs[0].CDC()+`.*approved`, stdout)
+	require.Equal(t, 2, sim.queued[docs[1].CDC()])
+	require.Equal(t, 1, sim.queued[docs[0].CDC()])
+}

@@ -409,3 +409,34 @@ func TestSifenSendFollow(t *testing.T) {
 	require.Equal(t, 2, sim.queued[docs[1].CDC()])
 	require.Equal(t, 1, sim.queued[docs[0].CDC()])
 }
+
+// TestSifenSend360DEsNoRemoteRefusal: issue 11's closing test. 360 DEs of
+// three RUCs (200, 100 and 60: the big RUC's last lots go back to back),
+// a simulator that takes 0.5 s to answer each lot (on the fake clock both
+// share) and measures its 1 s from its answer, and balde at a 1 s interval:
+// SIFEN never answers 0301. Measuring from the take, the big RUC's lots
+// left 0.5 s after the previous answer.
+func TestSifenSend360DEsNoRemoteRefusal(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: time.Second, Processing: time.Minute,
+		AfterRecepcion: func(context.Context, sifensim.Recepcion) { clock.Advance(500 * time.Millisecond) }})
+	dir := t.TempDir()
+	for _, r := range []struct {
+		ruc string
+		n   int
+	}{{"80069563", 200}, {"88888801", 100}, {"800695", 60}} {
+		writeFile(t, dir, r.ruc+".xml", sifentest.Lote(sifentest.Docs(r.ruc, 1, r.n)...))
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "1"}
+
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	_, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 360, Sent: 360, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
+	st := sim.Stats()
+	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), "lots")
+	require.Equal(t, int64(0), st.ByCode[sifensim.CodeLotNotQueued], "remote refusals")
+	t.Logf("360 DEs in %d lots, %d remote 0301, %.1f s waited on the fake clock",
+		st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), st.ByCode[sifensim.CodeLotNotQueued], sum.WaitS)
+}

@@ -93,7 +93,7 @@ func Reimportable(d Document, de DE) bool {
 // one environment, one RUC and one DE type per lot, at most MaxLotDEs
 // each, in id order within a lot, lots ordered by their first document.
 // Documents that are not sendable are left out. A lot of very large DEs may
-// still exceed MaxLotZipBytes (Send says ErrLotTooBig); send it in halves.
+// still exceed MaxLotMessageBytes (Send says ErrLotTooBig); send it in halves.
 func GroupLots(docs []Document) [][]int64 {
 	type kind struct {
 		env Env

@@ -179,3 +179,28 @@ func TestLocalBlockGrowsWithRecurrence(t *testing.T) {
 	require.Equal(t, st.ByCode[sifen.CodeLotNotQueued], st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued))
 	require.Equal(t, int64(0), st.Count(sifen.ServiceRecepcionLote, "", "", "blocked"))
 }
+
+// Issue 11: an unsigned DE, or one whose content says test environment, is
+// refused for prod with a clear message; unsigned DEs go to test only when
+// the sender allows them.
+func TestUnfitDEsAreRefused(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	ctx := context.Background()
+	_, err := w.sender.Import(ctx, sifentest.Doc{Number: 1}.File(), sifen.EnvProd)
+	require.ErrorIs(t, err, sifen.ErrUnfit)
+	require.ErrorContains(t, err, "made for the test environment")
+	_, err = w.sender.Import(ctx, sifentest.Doc{Number: 2, Prod: true, Unsigned: true}.File(), sifen.EnvProd)
+	require.ErrorIs(t, err, sifen.ErrUnfit)
+	require.ErrorContains(t, err, "not signed")
+	_, err = w.sender.Import(ctx, sifentest.Doc{Number: 3, Unsigned: true}.File(), sifen.EnvTest)
+	require.ErrorIs(t, err, sifen.ErrUnfit)
+	docs, err := w.sender.List(ctx, sifen.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, docs, "nothing stored")
+
+	_, lenient := newSender(t, w.store, w.store, w.simURL, sifen.PolicyConfig{}, w.clock.Now, sifen.SenderConfig{AllowUnsigned: true})
+	_, err = lenient.Import(ctx, sifentest.Doc{Number: 3, Unsigned: true}.File(), sifen.EnvTest)
+	require.NoError(t, err)
+	_, err = lenient.Import(ctx, sifentest.Doc{Number: 4, Prod: true, Unsigned: true}.File(), sifen.EnvProd)
+	require.ErrorIs(t, err, sifen.ErrUnfit, "never unsigned into prod")
+}

@@ -53,6 +53,9 @@ type SenderConfig struct {
 	RemoteBlock, RemoteBlockMax, BlockMemory time.Duration
 	// InFlightFor: see DefaultInFlightFor.
 	InFlightFor time.Duration
+	// AllowUnsigned lets DEs without a signature into the test environment
+	// (never into prod). Off by default: SIFEN rejects an unsigned DE.
+	AllowUnsigned bool
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -171,6 +174,11 @@ func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, 
 	if err != nil {
 		return nil, err
 	}
+	for i, de := range lot.DEs {
+		if err := s.fit(env, de); err != nil {
+			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
+		}
+	}
 	ids, err := s.docs.Import(ctx, env, lot.DEs, s.clock())
 	if err != nil {
 		return nil, err
@@ -244,6 +252,9 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (Outcome, error) {
 		de, err := storedDE(r)
 		if err != nil {
 			return Outcome{}, err
+		}
+		if err := s.fit(env, de); err != nil {
+			return Outcome{}, fmt.Errorf("document %d: %w", r.ID, err)
 		}
 		lot.DEs = append(lot.DEs, de)
 	}
@@ -499,6 +510,22 @@ func (s *Sender) sync(ctx context.Context, key throttle.Key, d time.Duration, re
 	if err != nil {
 		s.logger.Error("blocking a throttle key", slog.String("key", key.String()), slog.Any("error", err))
 	}
+}
+
+// fit refuses a DE that may not go to env (CheckFit).
+func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }
+
+// CheckFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
+// allowUnsigned and env is test), or a test DE (its dNomEmi says so) meant
+// for prod.
+func CheckFit(env Env, de DE, allowUnsigned bool) error {
+	switch {
+	case !de.Signed && (env == EnvProd || !allowUnsigned):
+		return fmt.Errorf("%w: the DE is not signed (no ds:Signature in rDE): SIFEN rejects it", ErrUnfit)
+	case de.TestIssuer && env == EnvProd:
+		return fmt.Errorf("%w: the DE says it was made for the test environment (dNomEmi %q) and cannot go to prod", ErrUnfit, testIssuerName)
+	}
+	return nil
 }
 
 // storedDE parses a stored document again and checks it is what the row

@@ -76,7 +76,7 @@ func TestSendOtherRUCsAndEnvsDoNotInterfere(t *testing.T) {
 			sifentest.Doc{RUC: "80069563", Number: 1}.File(),
 			sifentest.Doc{RUC: "88888801", Number: 1}.File(),
 			sifentest.Doc{RUC: "800695", Number: 1}.File())
-		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{RUC: "80069563", Number: 1}.File())
+		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{RUC: "80069563", Number: 1, Prod: true}.File())
 		for _, id := range append(test, prod...) {
 			out, err := w.sender.Send(ctx, id)
 			require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestSendRefusesBadInputBeforeSending(t *testing.T) {
 		other := w.importDocs(t, sifen.EnvTest,
 			sifentest.Doc{RUC: "88888801", Number: 1}.File(),
 			sifentest.Doc{Number: 1, Type: 5}.File())
-		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 1}.File())
+		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 1, Prod: true}.File())
 		bigDocs := sifentest.Docs("800695", 1, 40)
 		var big [][]byte
 		for i := range bigDocs {
@@ -248,7 +248,7 @@ func TestSameCDCAndSameLotAreNeverSentTwice(t *testing.T) {
 
 		// The very same lot again is refused locally: SIFEN would block the RUC.
 		w.clock.Advance(time.Minute)
-		lotIDs := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 7}.File())
+		lotIDs := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 7, Prod: true}.File())
 		out, err = w.sender.Send(ctx, lotIDs...)
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeSent, out.Status)
@@ -480,7 +480,7 @@ func TestCountByStatus(t *testing.T) {
 		w := newWorld(t, engine, worldConfig{})
 		ctx := context.Background()
 		ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2}))
-		w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 3}.File())
+		w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 3, Prod: true}.File())
 		out, err := w.sender.Send(ctx, ids...)
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeSent, out.Status)

@@ -117,6 +117,7 @@ func problemOf(r *http.Request, err error) problem {
 		errors.Is(err, sifen.ErrInvalidDV),
 		errors.Is(err, sifen.ErrInvalidCDC),
 		errors.Is(err, sifen.ErrInvalidType),
+		errors.Is(err, sifen.ErrUnfit),
 		errors.Is(err, sifen.ErrInvalidLotNumber),
 		errors.Is(err, sifen.ErrLotEmpty),
 		errors.Is(err, sifen.ErrLotTooManyDEs),

@@ -125,7 +125,7 @@ func TestDocumentsUploadAndList(t *testing.T) {
 	require.Equal(t, "/documents", current)
 
 	// One DE goes straight to its page.
-	resp = e.upload(sifentest.Doc{RUC: "80069563", Number: 9}.File(), "prod", asAdmin)
+	resp = e.upload(sifentest.Doc{RUC: "80069563", Number: 9, Prod: true}.File(), "prod", asAdmin)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
 	one := e.allDocs()[0]
 	require.Equal(t, docPath(one.ID), resp.Header.Get("Location"))
@@ -276,7 +276,7 @@ func testSendDocumentBlockedRUC(t *testing.T, engine sqlstore.Engine) {
 	require.Equal(t, int64(2), e.sifenSends(t))
 
 	// The other environment is another bucket: a prod document of the same RUC goes at once.
-	prod := e.importDocs(sifentest.Doc{RUC: "88888801", Number: 3}.File(), sifen.EnvProd)
+	prod := e.importDocs(sifentest.Doc{RUC: "88888801", Number: 3, Prod: true}.File(), sifen.EnvProd)
 	require.Equal(t, docPath(prod[0])+"?result=sent", e.send(prod[0]).Header.Get("Location"))
 }
 
@@ -383,7 +383,7 @@ func TestSendDocumentOutcomes(t *testing.T) {
 	}{
 		{"Failed", sifen.Outcome{Status: sifen.OutcomeFailed}, nil, http.StatusSeeOther, "?result=failed", ""},
 		{"Unknown", sifen.Outcome{Status: sifen.OutcomeUnknown}, nil, http.StatusSeeOther, "?result=unknown", ""},
-		{"LotTooBig", sifen.Outcome{}, sifen.ErrLotTooBig, http.StatusBadRequest, "", "compressed lot larger than 1000 KB"},
+		{"LotTooBig", sifen.Outcome{}, sifen.ErrLotTooBig, http.StatusBadRequest, "", "lot message larger than 1000 KB"},
 		{"AlreadySent", sifen.Outcome{}, sifen.ErrLotAlreadySent, http.StatusConflict, "", "lot already sent"},
 		{"StoreDown", sifen.Outcome{}, throttle.ErrStoreUnavailable, http.StatusServiceUnavailable, "", "the store is unavailable"},
 		{"SIFENFault", sifen.Outcome{}, &sifen.RemoteError{Service: "siRecepLoteDE", StatusCode: 500, Fault: "env:Receiver"}, http.StatusBadGateway, "", "SOAP fault"},

@@ -222,7 +222,7 @@ func (it *sifenItem) line() string {
 func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
 	where := make(map[string]string) // CDC → file
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readCapped(f, web.DefaultUploadLimit)
 		if err == nil {
 			var lot sifen.Lote
 			if lot, err = sifen.ParseLote(data); err == nil {
@@ -231,6 +231,11 @@ func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
 					items = append(items, it)
 					if prev, ok := where[de.CDC]; ok {
 						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s is also in %s", f, de.CDC, prev)
+						bad = append(bad, it)
+						continue
+					}
+					if err := sifen.CheckFit(env, de, false); err != nil {
+						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s: %v", f, de.CDC, err)
 						bad = append(bad, it)
 						continue
 					}
@@ -244,6 +249,24 @@ func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
 		bad = append(bad, it)
 	}
 	return items, bad
+}
+
+// readCapped reads a file of at most limit bytes (the web upload's cap):
+// a larger one is an error, read no further.
+func readCapped(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d MB (the most one file may hold, as in the web upload)", limit>>20)
+	}
+	return data, nil
 }
 
 // sifenBatch sends one run's documents.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -182,6 +183,9 @@ func TestSifenSendBadInput(t *testing.T) {
 	badDV := writeFile(t, dir, "bad_dv.xml", sifentest.Doc{Number: 2, BadDV: true}.File())
 	twice := writeFile(t, dir, "twice.xml", sifentest.Doc{Number: 1}.File())
 	malformed := writeFile(t, dir, "malformed.xml", []byte("<rDE"))
+	unsigned := writeFile(t, dir, "unsigned.xml", sifentest.Doc{Number: 3, Unsigned: true}.File())
+	huge := writeFile(t, dir, "huge.xml", append(sifentest.Doc{Number: 4}.File(), bytes.Repeat([]byte(" "), 8<<20)...))
+	deep := writeFile(t, dir, "deep.xml", []byte(`<rDE xmlns="`+sifen.Namespace+`">`+strings.Repeat("<x>", 30000)+strings.Repeat("</x>", 30000)+`</rDE>`))
 	empty := t.TempDir()
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 
@@ -202,6 +206,11 @@ func TestSifenSendBadInput(t *testing.T) {
 		{"WaitAndNoWait", nil, []string{"--wait", "--no-wait", good}, "--wait and --no-wait contradict each other"},
 		{"BadMaxWait", nil, []string{"--max-wait", "soon", good}, "invalid value"},
 		{"BadThrottleEnv", map[string]string{"SIFEN_THROTTLE_SECONDS": "ten"}, []string{good}, "SIFEN_THROTTLE_SECONDS"},
+		{"ZeroThrottle", map[string]string{"SIFEN_THROTTLE_SECONDS": "0"}, []string{good}, "must be more than 0 seconds"},
+		{"TooBig", nil, []string{huge}, "larger than 8 MB"},
+		{"TooDeep", nil, []string{deep}, "nested deeper than 64"},
+		{"TestDEToProd", nil, []string{"--env", "prod", good}, "and cannot go to prod"},
+		{"Unsigned", nil, []string{unsigned}, "not signed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +222,7 @@ func TestSifenSendBadInput(t *testing.T) {
 			require.Equal(t, ExitUsage, code)
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			require.Contains(t, lines[len(lines)-1], tt.want)
-			if !strings.Contains(tt.name, "Bad") || tt.name == "BadThrottleEnv" {
+			if !strings.Contains(tt.name, "Bad") || tt.name == "BadThrottleEnv" || tt.name == "ZeroThrottle" {
 				require.Len(t, lines, 1, stderr)
 			}
 		})

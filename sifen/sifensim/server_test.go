@@ -234,11 +234,16 @@ func TestRecepcionBlocksRepeatedLot(t *testing.T) {
 	s.clock.Advance(time.Minute)
 	r := s.send(t, sifen.EnvTest, lot)
 	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
-	require.Contains(t, r.Message, "en procesamiento")
+	require.Contains(t, r.Message, "lote reenviado")
 	require.Contains(t, r.Message, "bloqueado por 30m0s")
 	s.clock.Advance(29 * time.Minute)
 	r = s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 9}))
 	require.Contains(t, r.Message, "bloqueado hasta")
+	s.clock.Advance(time.Hour)
+	r = s.send(t, sifen.EnvTest, lot)
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "lote reenviado", "the same lot, processed or not, is never taken twice")
+	require.Contains(t, r.Message, "bloqueado por 1h0m0s", "a recurrence blocks twice as long")
 }
 
 func TestRecepcionCDCInProcessing(t *testing.T) {

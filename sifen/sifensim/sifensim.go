@@ -12,8 +12,9 @@
 //     (10 minutes, then 20, 30, ... up to 60 on recurrence within 24 h;
 //     Config.Block, BlockMax) for: an empty lot, more than 50 DEs, a SOAP
 //     message over 1000 KB, DEs of several RUCs or several types, the same
-//     CDC twice in the lot, a CDC whose earlier lot is still processing
-//     (DNIT); and a lot of a RUC that arrives less than Config.Interval after
+//     CDC twice in the lot, a CDC whose earlier lot is still processing, the
+//     same lot sent again (DNIT, Guía de mejores prácticas, Oct 2024, §4-5);
+//     and a lot of a RUC that arrives less than Config.Interval after
 //     the answer to its previous lot, or while that lot has no answer yet
 //     (the seed's frequency rule). While a RUC is blocked every lot of it
 //     gets 0301. A lot that cannot be read (not base64, not a ZIP, malformed
@@ -174,6 +175,7 @@ type Server struct {
 	rucs    map[rucKey]*rucState
 	lots    map[string]*lot // by lot number
 	cdcs    map[cdcKey]*cdcState
+	hashes  map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
 	nextLot uint64
 	nextAut uint64
 	stats   map[Count]int64
@@ -248,6 +250,7 @@ func NewServer(cfg Config) (*Server, error) {
 		rucs:    make(map[rucKey]*rucState),
 		lots:    make(map[string]*lot),
 		cdcs:    make(map[cdcKey]*cdcState),
+		hashes:  make(map[cdcKey]string),
 		nextLot: firstLotNumber,
 		nextAut: 1_000_000_001,
 		stats:   make(map[Count]int64),
@@ -400,7 +403,7 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	des, err := unpackLot(req.XDE)
+	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
 		now := s.cfg.Clock()
 		s.count(service, env, "", CodeLotNotQueued)
@@ -422,7 +425,7 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	code, msg, number, rk := s.decide(env, des, size)
+	code, msg, number, rk := s.decide(env, des, hash, size)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
 	s.count(service, env, rucNumber(des), code)
 	if s.cfg.Latency > 0 {
@@ -463,7 +466,7 @@ func notQueued(why string) string { return "Lote no encolado para procesamiento:
 // decide applies the lot rules and the per-RUC rules, and queues the lot.
 // It returns the answer and the RUC's key (whose busy mark the caller
 // clears once the answer leaves).
-func (s *Server) decide(env string, des []DE, size int) (code, msg, number string, rk rucKey) {
+func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg, number string, rk rucKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
@@ -512,6 +515,9 @@ func (s *Server) decide(env string, des []DE, size int) (code, msg, number strin
 	case size > MaxMessageBytes:
 		return block(fmt.Sprintf("el mensaje tiene %d bytes (máximo %d)", size, MaxMessageBytes))
 	}
+	if prev := s.hashes[cdcKey{env, hash}]; prev != "" {
+		return block("lote reenviado (ya recibido como lote " + prev + ")")
+	}
 	for _, de := range des {
 		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].results == nil {
 			return block("el CDC " + de.CDC + " está en procesamiento en el lote " + c.lot)
@@ -528,6 +534,7 @@ func (s *Server) decide(env string, des []DE, size int) (code, msg, number strin
 	number = strconv.FormatUint(s.nextLot, 10)
 	s.nextLot++
 	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
+	s.hashes[cdcKey{env, hash}] = number
 	for _, de := range des {
 		k := cdcKey{env, de.CDC}
 		if c := s.cdcs[k]; c != nil && c.approved {

@@ -8,7 +8,9 @@ package sifensim
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -150,31 +152,36 @@ type rde struct {
 // rLoteDE document in it: its root rLoteDE (in no namespace, as DNIT's
 // example writes it, or in SIFEN's), holding rDE elements in SIFEN's
 // namespace. A UTF-8 byte order mark is accepted.
-func unpackLot(xde string) ([]DE, error) {
+//
+// It returns the DEs and the lot's identity: the hex SHA-256 of the
+// inflated document.
+func unpackLot(xde string) ([]DE, string, error) {
 	z, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(xde), ""))
 	if err != nil {
-		return nil, fmt.Errorf("xDE no es base64: %w", err)
+		return nil, "", fmt.Errorf("xDE no es base64: %w", err)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
 	if err != nil {
-		return nil, fmt.Errorf("xDE no es un archivo ZIP: %w", err)
+		return nil, "", fmt.Errorf("xDE no es un archivo ZIP: %w", err)
 	}
 	if len(zr.File) != 1 {
-		return nil, fmt.Errorf("el ZIP contiene %d archivos (uno esperado)", len(zr.File))
+		return nil, "", fmt.Errorf("el ZIP contiene %d archivos (uno esperado)", len(zr.File))
 	}
 	f, err := zr.File[0].Open()
 	if err != nil {
-		return nil, fmt.Errorf("ZIP: %w", err)
+		return nil, "", fmt.Errorf("ZIP: %w", err)
 	}
 	defer f.Close()
 	doc, err := io.ReadAll(io.LimitReader(f, maxInflated+1))
 	if err != nil {
-		return nil, fmt.Errorf("ZIP: %w", err)
+		return nil, "", fmt.Errorf("ZIP: %w", err)
 	}
 	if len(doc) > maxInflated {
-		return nil, errors.New("el ZIP es demasiado grande descomprimido")
+		return nil, "", errors.New("el ZIP es demasiado grande descomprimido")
 	}
-	return readLot(bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf")))
+	sum := sha256.Sum256(doc)
+	des, err := readLot(bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf")))
+	return des, hex.EncodeToString(sum[:]), err
 }
 
 // readLot reads an rLoteDE document.

@@ -183,6 +183,14 @@ type documentsPage struct {
 	ImportURL string
 	NextURL   string
 	FirstURL  string
+	// SendRUC is set when the list is filtered by RUC and env: the "Send all
+	// drafts of RUC …" button's form.
+	SendRUC *sendRUCForm
+}
+
+// sendRUCForm is the "Send all drafts of RUC …" button.
+type sendRUCForm struct {
+	URL, RUC, Env string
 }
 
 func (documentsPage) templateFile() string { return "sifen_documents.html" }
@@ -227,6 +235,18 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	}
 	if n, err := strconv.Atoi(q.Get("imported")); err == nil && n > 0 {
 		p.Flash = fmt.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
+	}
+	if f.RUC != "" && f.Env != "" {
+		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(f.Env)}
+	}
+	switch q.Get("result") {
+	case string(sifen.OutcomeSent):
+		p.Flash = fmt.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
+	case string(sifen.OutcomeBlocked):
+		p.Flash = fmt.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
+	case "":
+	default:
+		p.Flash = fmt.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
 	for _, d := range docs {
 		p.Documents = append(p.Documents, s.newDocumentView(d, now))
@@ -516,6 +536,53 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "document send", attrs...)
 	http.Redirect(w, r, s.pathWithQuery("document", q, "id", strconv.FormatInt(id, 10)), http.StatusSeeOther)
+	return nil
+}
+
+// sendRUCDrafts is POST /documents/send-ruc, the "Send all drafts of RUC
+// …" button: the drafts (and documents in error) of one RUC in one env,
+// oldest first, grouped as SIFEN takes them (sifen.GroupLots: one type, at
+// most 50), and the first lot sent with sifen.Sender.Send — the same
+// throttle check as every send. It redirects (303) to the RUC's list with
+// ?result= (sent, blocked with &wait=, not_queued, failed, unknown); a
+// refusal is "blocked" with the wait, never an error. No draft: 400.
+func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
+	if s.Sifen == nil {
+		return ErrNotFound
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	f, err := parseDocumentFilter(url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}})
+	if err != nil {
+		return err
+	}
+	if f.RUC == "" || f.Env == "" {
+		return fmt.Errorf("%w: the RUC and the environment are both needed", sifen.ErrInvalidRUC)
+	}
+	f.Statuses, f.Limit = []sifen.Status{sifen.StatusDraft, sifen.StatusError}, 1000
+	docs, err := s.Sifen.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	lots := sifen.GroupLots(docs)
+	if len(lots) == 0 {
+		return fmt.Errorf("%w: no draft of RUC %s in %s", sifen.ErrLotEmpty, f.RUC, f.Env)
+	}
+	out, err := s.Sifen.Send(r.Context(), lots[0]...)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(lots[0]))}}
+	if out.LotNumber != "" {
+		q.Set("lot", out.LotNumber)
+	}
+	if out.Blocked != nil {
+		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
+	}
+	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "RUC drafts send", slog.String("ruc", f.RUC), slog.String("env", string(f.Env)),
+		slog.Int("documents", len(lots[0])), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
+	http.Redirect(w, r, s.pathWithQuery("documents", q), http.StatusSeeOther)
 	return nil
 }
 

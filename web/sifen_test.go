@@ -433,3 +433,50 @@ func TestDocumentsPagesOff(t *testing.T) {
 	nav := document(t, e.get("/admin/buckets", asAdmin)).Find("header.top nav a")
 	require.Equal(t, 1, nav.Length(), "only Buckets: no documents, no DICT lookup")
 }
+
+// TestSendAllDraftsOfRUC: issue 11, the "Send all drafts of RUC …" button:
+// one lot of up to 50 drafts of one RUC and type, behind the same throttle
+// check; a refusal shows as blocked with the wait, the drafts stay drafts.
+func TestSendAllDraftsOfRUC(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 60)...), sifen.EnvTest)
+	other := e.importDocs(sifentest.Lote(sifentest.Docs("80069563", 1, 2)...), sifen.EnvTest)
+
+	page := document(t, e.get("/documents?ruc=88888801&env=test", asAdmin))
+	require.Equal(t, "Send all drafts of RUC 88888801 in test", strings.TrimSpace(page.Find("button#send-ruc").Text()))
+	require.Zero(t, document(t, e.get("/documents", asAdmin)).Find("button#send-ruc").Length(), "only on a list of one RUC and env")
+
+	form := url.Values{"ruc": {"88888801-5"}, "env": {"test"}}
+	resp := e.post("/documents/send-ruc", form, asAdmin)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
+	loc := resp.Header.Get("Location")
+	require.Contains(t, loc, "result=sent")
+	require.Contains(t, loc, "n=50")
+	for i, id := range ids {
+		want := sifen.StatusSent
+		if i >= 50 {
+			want = sifen.StatusDraft
+		}
+		require.Equal(t, want, e.doc(id).Status, "document %d", i+1)
+	}
+	require.Equal(t, sifen.StatusDraft, e.doc(other[0]).Status)
+	require.Contains(t, document(t, e.get(loc, asAdmin)).Find(".flash").Text(), "Sent a lot of 50 document(s)")
+
+	// Pressed again at once: blocked, the wait shown, nothing sent, drafts stay drafts.
+	resp = e.post("/documents/send-ruc", form, asAdmin)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	loc = resp.Header.Get("Location")
+	require.Contains(t, loc, "result=blocked")
+	require.Contains(t, loc, "wait=10")
+	require.Equal(t, "Blocked for RUC 88888801 in env test, retry in 10 s: nothing was sent.", document(t, e.get(loc, asAdmin)).Find(".flash").Text())
+	require.Equal(t, sifen.StatusDraft, e.doc(ids[55]).Status)
+	require.Equal(t, int64(1), e.sifenSends(t))
+
+	e.clock.Advance(10 * time.Second)
+	resp = e.post("/documents/send-ruc", form, asAdmin)
+	require.Contains(t, resp.Header.Get("Location"), "n=10")
+	require.Equal(t, sifen.StatusSent, e.doc(ids[59]).Status)
+
+	resp = e.post("/documents/send-ruc", form, asAdmin)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "no draft left")
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/sifen"
@@ -203,4 +204,60 @@ func TestUnfitDEsAreRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = lenient.Import(ctx, sifentest.Doc{Number: 4, Prod: true, Unsigned: true}.File(), sifen.EnvProd)
 	require.ErrorIs(t, err, sifen.ErrUnfit, "never unsigned into prod")
+}
+
+// Issue 11 point 2, serve's side: RunPoll moves a sent document to its
+// result once the lot's first query is due (10 minutes after the send), with
+// dProtAut stored; before that nothing is asked.
+func TestRunPollFetchesLotResults(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{Processing: time.Minute,
+		Observe: func(_ string, de sifensim.DE) (string, string, bool) { return "1005", "observación", true }}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File())
+	out, err := w.sender.Send(ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+
+	polled := make(chan []sifen.LotOutcome, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.sender.RunPoll(ctx, 5*time.Millisecond, func(o []sifen.LotOutcome, err error) {
+			assert.NoError(t, err)
+			select {
+			case polled <- o:
+			default: // the test reads the document, not every pass
+			}
+		})
+	}()
+	select {
+	case o := <-polled:
+		require.NotNil(t, o[0].Blocked, "the first query waits 10 minutes")
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPoll never polled")
+	}
+	require.Equal(t, int64(0), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", ""))
+
+	w.clock.Advance(sifen.DefaultConsultaInterval)
+	deadline := time.After(10 * time.Second)
+	for w.doc(t, ids[0]).Status == sifen.StatusSent {
+		select {
+		case <-polled:
+		case <-deadline:
+			t.Fatal("the lot's result never came")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPoll did not stop with its context")
+	}
+	d := w.doc(t, ids[0])
+	require.Equal(t, sifen.StatusApproved, d.Status)
+	require.Equal(t, sifen.ResultApprovedWithObs, d.Result)
+	require.Len(t, d.AuthNumber, 10)
+	require.Equal(t, "1005", d.ResponseCode)
+	require.Equal(t, int64(1), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", sifen.CodeLotDone))
 }

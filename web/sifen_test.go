@@ -480,3 +480,21 @@ func TestSendAllDraftsOfRUC(t *testing.T) {
 	resp = e.post("/documents/send-ruc", form, asAdmin)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "no draft left")
 }
+
+// TestUploadRefusesDeepNesting: issue 13 point 1. A DE nested 30,000 deep
+// took seconds to parse (and 500,000 deep kept serve busy for minutes):
+// it is refused at once with a 400, and nothing is stored.
+func TestUploadRefusesDeepNesting(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}))
+	valid := sifentest.Doc{}.XML()
+	i := bytes.Index(valid, []byte("<gDatRec>"))
+	deep := append(append(bytes.Clone(valid[:i]), []byte(strings.Repeat("<x>", 30000)+strings.Repeat("</x>", 30000))...), valid[i:]...)
+	start := time.Now()
+	resp := e.upload(deep, "test", asAdmin)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body(t, resp), "nested deeper than 64")
+	require.Less(t, time.Since(start), 2*time.Second)
+	docs, err := e.sender.List(context.Background(), sifen.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, docs)
+}

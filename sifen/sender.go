@@ -72,34 +72,40 @@ type SenderConfig struct {
 //
 //  1. Check (no write): the documents exist, are all in draft or error,
 //     share one environment; their XML is parsed again and the lot rules are
-//     applied (1-50 DEs, one type, one RUC, ZIP at most 1000 KB). Bad input
-//     is an error here and nothing changes.
-//  2. Claim: in one transaction, register the lot (env, hash) in
-//     document_lots — refused if it is there already: a lot is never sent
-//     twice — and move every document from draft/error to "sending" with a
-//     fresh claim token, each UPDATE conditional on the version read in
-//     step 1. If any document was claimed or changed meanwhile, by this
-//     process or another, the whole claim rolls back (ErrNotSendable).
-//     A CDC is unique per environment, and a document in sending or sent
-//     cannot be claimed, so no CDC is sent again while an earlier send of
-//     it has no final result.
-//  3. Take one token from SIFEN_RECEPCION_LOTE for (env, RUC) — the
-//     cooldown every process shares through the database. A refusal
-//     releases the claim: documents to "error" with "blocked: REASON, wait
-//     N s" and RetryAt, the lot unregistered, and OutcomeBlocked returned.
+//     applied (1-50 DEs, one type, one RUC, the SOAP message at most 1000 KB,
+//     fit for the environment). Bad input is an error here and nothing
+//     changes.
+//  2. Claim, in one transaction: the RUC's gate first (its state row,
+//     locked): refused while the interval since the answer to its previous
+//     lot has not passed, while another lot of it is on the wire, or while
+//     a local block after 0301 runs — a refusal is OutcomeBlocked with its
+//     Decision, the documents keep their status with the wait. Admitted,
+//     the lot is marked in flight, registered in balde_document_lots —
+//     refused if it is there already: a lot is never sent twice — and every
+//     document moves from draft/error to "sending" with a fresh claim token,
+//     each UPDATE conditional on the version read in step 1. If any
+//     document was claimed or changed meanwhile the whole claim rolls back
+//     (ErrNotSendable). A CDC is unique per environment, and a document in
+//     sending or sent cannot be claimed, so no CDC is sent again while an
+//     earlier send of it has no final result.
+//  3. Take one token from SIFEN_RECEPCION_LOTE for (env, RUC) (the ledger,
+//     the optional per-minute cap, a block synced after 0301). A refusal
+//     releases the claim (documents back to draft with the wait) and
+//     returns OutcomeBlocked.
 //  4. Send siRecepLoteDE, with the caller's cancellation detached: once the
 //     request may have left, its answer is recorded.
-//  5. Record, conditional on the claim token: 0300 → "sent" with the lot
-//     number (and the lot's first query is blocked for ConsultaInterval);
-//     any other answer → "error" (after 0301 the RUC is also blocked
-//     locally for RemoteBlock); no connection → "error"; no answer →
-//     the documents stay "sending".
+//  5. Record, conditional on the claim token, with the instant the answer
+//     arrived (or the request failed) as the RUC's last answer: 0300 →
+//     "sent" with the lot number (and the lot's first query is blocked for
+//     ConsultaInterval); any other answer → "error" (after 0301 the RUC is
+//     also blocked locally, longer for each 0301 in a row); no connection →
+//     "error"; no answer → the documents stay "sending".
 //
 // A process that dies between 2 and 5 leaves documents in "sending", which
-// no send can claim. Resolve, run at start-up (and from time to time), asks
-// SIFEN about each of them by CDC (siConsDE) once its claim is older than
-// ResolveAfter: found → approved, not found → draft, sendable again. See
-// docs/decisions/0005-sifen-send-protocol.md.
+// no send can claim. Resolve asks SIFEN about each of them by CDC
+// (siConsDE) once its claim is older than ResolveAfter: found → approved;
+// not found → draft only once the claim is NotFoundAfter (48 h) old. See
+// docs/decisions/0005, 0011 and 0012.
 type Sender struct {
 	docs    DocumentStore
 	client  Transport

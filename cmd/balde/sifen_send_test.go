@@ -449,3 +449,25 @@ func TestSifenSend360DEsNoRemoteRefusal(t *testing.T) {
 	t.Logf("360 DEs in %d lots, %d remote 0301, %.1f s waited on the fake clock",
 		st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), st.ByCode[sifensim.CodeLotNotQueued], sum.WaitS)
 }
+
+// TestSifenSendSaysTheIntervalIsTheDatabases: issue 11 point 4. A batch at
+// 1 s on a database whose interval is 10 s (set by serve, or an earlier
+// run) says so on stderr at start, and waits 10 s.
+func TestSifenSendSaysTheIntervalIsTheDatabases(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 10 * time.Second})
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	writeFile(t, dir1, "a.xml", sifentest.Doc{Number: 1}.File())
+	writeFile(t, dir2, "b.xml", sifentest.Doc{Number: 2}.File())
+
+	code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "10"}, "sifen-send", dir1)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Empty(t, stderr)
+
+	code, _, stderr = runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "1"}, "sifen-send", dir2)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stderr, "balde: sifen-send: SIFEN test: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies")
+	require.Equal(t, []time.Duration{10 * time.Second}, clock.slept())
+	require.Equal(t, int64(0), sim.Stats().ByCode[sifensim.CodeLotNotQueued])
+}

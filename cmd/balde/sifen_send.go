@@ -334,7 +334,7 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere.
 				it.res = resultBlocked
-				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); settled by a run after %s", sifen.DefaultResolveAfter)
+				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)", sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
 				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode

@@ -29,14 +29,25 @@ type Server struct {
 	// Required.
 	Limiter *throttle.Limiter
 	// Admin is the credential of the admin pages, the API and the reset
-	// action. Required: the admin is never open.
+	// action (HTTP basic). Required unless Authenticate is set: the admin
+	// is never open.
 	Admin Credentials
+	// Authenticate, when set, replaces the built-in basic authentication:
+	// it returns the name of the admin that sent r (recorded in the ledger
+	// on a reset), or ok false for a 401 without a basic-auth challenge.
+	// An app mounting Handler brings its own login this way (its session
+	// cookie, its SSO proxy's header). It may be called twice per request.
+	Authenticate func(r *http.Request) (user string, ok bool)
 	// Inbound limits the server's own endpoints per client IP and API
 	// token. Nil disables inbound limiting.
 	Inbound *Inbound
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// finding a client's IP. Empty: the socket address is the client.
 	TrustedProxies []netip.Prefix
+	// MetricsToken, when set, protects /metrics: a scrape must send
+	// "Authorization: Bearer <MetricsToken>" (compared in constant time),
+	// anything else is a 401. Empty: /metrics is open, as probes are.
+	MetricsToken string
 	// Metrics is served at /metrics and should also be the Limiters'
 	// throttle.Observer. NewServer creates one.
 	Metrics *Metrics

@@ -293,8 +293,9 @@ func TestRoutesUnmatched(t *testing.T) {
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Block: time.Minute}))
 	responses := map[string]*http.Response{
-		"Page":         e.get("/admin/buckets", asAdmin, fromAddr("192.0.2.10:1")),
-		"Unauthorized": e.get("/admin/buckets", fromAddr("192.0.2.11:1")),
+		"Page": e.get("/admin/buckets", asAdmin, fromAddr("192.0.2.10:1")),
+		// The admin's page is charged to the admin, the 401 to the IP.
+		"Unauthorized": e.get("/admin/buckets", fromAddr("192.0.2.10:1")),
 		"NotFound":     e.get("/nope", fromAddr("192.0.2.12:1")),
 		"Static":       e.get("/static/style.css"),
 		"Healthz":      e.get("/healthz"),

@@ -228,6 +228,7 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics,
 	s.Inbound = inbound
 	s.Admin = creds
 	s.TrustedProxies = cfg.TrustedProxies
+	s.MetricsToken = cfg.MetricsToken
 	s.Metrics = metrics
 	s.HealthCheck = storeHealth(eng.store)
 	s.Logger = logger.WithGroup("web")

@@ -230,12 +230,12 @@ func (s *Server) path(name string, pairs ...string) string {
 		panic(fmt.Sprintf("web: route %q: %v", name, err))
 	}
 	// u.Path holds the escaped text as built: use it as is.
-	return u.Path
+	return s.BasePath + u.Path
 }
 
 // requestURL is the URL of r as the client sees it (path and query).
 func (s *Server) requestURL(r *http.Request) string {
-	return r.URL.RequestURI()
+	return s.BasePath + r.URL.RequestURI()
 }
 
 // pathWithQuery is path plus an encoded query (omitted when empty).

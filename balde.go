@@ -83,8 +83,9 @@ type Config struct {
 // ConfigError is a setting of Config that Open refused before touching
 // any database.
 type ConfigError struct {
-	// Setting is the field of Config: "DB", "DictCategory", "PolicyFile",
-	// "Sifen", "Inbound" or "Limiter" (thresholds and the like).
+	// Setting is the field of Config: "DB", "Engine", "DictCategory",
+	// "PolicyFile", "Sifen", "Inbound" or "Limiter" (thresholds and the
+	// like).
 	Setting string
 	Err     error
 }
@@ -141,6 +142,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	var store *sqlstore.Store
 	switch {
 	case cfg.SQLDB != nil:
+		if cfg.Engine != sqlstore.SQLite && cfg.Engine != sqlstore.Postgres {
+			return nil, &ConfigError{"Engine", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Engine)}
+		}
 		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, cfg.Engine, opts)
 	case cfg.DB != "":
 		if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {

@@ -264,6 +264,44 @@ func (e *Engine) PolicyNames() []string {
 	return append(names, sifen.PolicyRecepcionLote, sifen.PolicyConsultaLote)
 }
 
+// PruneResult counts what Engine.Prune removed.
+type PruneResult struct {
+	throttle.PruneResult
+	// Before: rows older than this were removed.
+	Before time.Time
+	// DictLookups is the number of DICT lookup records removed.
+	DictLookups int64
+}
+
+// Prune applies the retention (0: throttle.DefaultRetention) to the ledger
+// and to the DICT lookups and removes idle buckets (unless opts says
+// SkipBuckets), each in bounded batches (opts.Batch rows; 0: 1000), so that
+// it can run while decisions go on. An application embedding balde calls
+// it periodically, as balde serve does every 10 minutes.
+func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
+	retention := opts.Retention
+	if retention <= 0 {
+		retention = throttle.DefaultRetention
+	}
+	res := PruneResult{Before: e.limiter.Now().Add(-retention)}
+	var err error
+	res.PruneResult, err = e.limiter.Prune(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = 1000
+	}
+	for {
+		n, err := e.records.PruneLookups(ctx, res.Before, batch)
+		res.DictLookups += n
+		if err != nil || n < int64(batch) {
+			return res, err
+		}
+	}
+}
+
 // CheckHealth reports whether the database answers and its schema is at
 // balde's latest migration, not dirty (the web server's /healthz).
 func (e *Engine) CheckHealth(ctx context.Context) error { return CheckStoreHealth(ctx, e.store) }

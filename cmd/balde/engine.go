@@ -98,33 +98,14 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 }
 
 // pruneResult counts what engine.prune removed.
-type pruneResult struct {
-	throttle.PruneResult
-	Before      time.Time // rows older than this were removed
-	DictLookups int64
-}
+type pruneResult = balde.PruneResult
 
-// prune applies the retention to the ledger and to the DICT lookups and
-// removes idle buckets (unless skipBuckets), each in bounded batches of at
-// most batch rows (0: the engine's defaults), so that it can run while
-// decisions go on. serve runs it periodically and "balde prune" once.
+// prune is balde.Engine.Prune: the retention applied to the ledger and the
+// DICT lookups, idle buckets removed (unless skipBuckets), in batches of at
+// most batch rows (0: the defaults). serve runs it periodically and "balde
+// prune" once.
 func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, skipBuckets bool) (pruneResult, error) {
-	res := pruneResult{Before: e.limiter.Now().Add(-retention)}
-	var err error
-	res.PruneResult, err = e.limiter.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: batch, SkipBuckets: skipBuckets})
-	if err != nil {
-		return res, err
-	}
-	if batch <= 0 {
-		batch = 1000
-	}
-	for {
-		n, err := e.records.PruneLookups(ctx, res.Before, batch)
-		res.DictLookups += n
-		if err != nil || n < int64(batch) {
-			return res, err
-		}
-	}
+	return e.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: batch, SkipBuckets: skipBuckets})
 }
 
 // close closes the engine (balde.Engine.Close: refusals, group commit,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/balde-throttle/balde/web"
 )
@@ -126,4 +127,22 @@ func TestTooManyRequestsPageLinksToARetryThatWorks(t *testing.T) {
 	u, err := url.Parse(hrefs[0])
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnauthorized, e.get(u.String()).StatusCode, "after the wait the link is answered, not refused")
+}
+
+// With a bcrypt hash the first load is charged to the IP (only bcrypt can
+// tell the password, and it runs after the IP limit); once bcrypt accepted
+// the pair, the admin is charged to its own bucket.
+func TestInboundAdminWithBcrypt(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(adminPassword), bcrypt.MinCost)
+	require.NoError(t, err)
+	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Window: time.Minute, AdminLimit: 100}),
+		withServer(func(s *web.Server) { s.Admin = web.Credentials{User: adminUser, PasswordBcrypt: string(hash)} }))
+	resp := e.get("/admin/buckets", asAdmin)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, `"ip";q=1;w=60`, resp.Header.Get("RateLimit-Policy"))
+	for range 5 {
+		resp := e.get("/admin/buckets", asAdmin)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, `"admin";q=100;w=60`, resp.Header.Get("RateLimit-Policy"))
+	}
 }

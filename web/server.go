@@ -50,7 +50,8 @@ type Server struct {
 	// token. Nil disables inbound limiting.
 	Inbound *Inbound
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
-	// finding a client's IP. Empty: the socket address is the client.
+	// finding a client's IP. Empty: the Inbound limiter's, if any, else the
+	// socket address is the client.
 	TrustedProxies []netip.Prefix
 	// MetricsToken, when set, protects /metrics: a scrape must send
 	// "Authorization: Bearer <MetricsToken>" (compared in constant time),
@@ -163,6 +164,10 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	if s.Inbound != nil && s.Inbound.Limiter == nil {
 		return nil, fmt.Errorf("web: the inbound limiter needs its throttle.Limiter")
+	}
+	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
+		// One notion of the client for the pages and the middleware.
+		s.TrustedProxies = s.Inbound.trusted
 	}
 	var err error
 	if s.pages, err = parsePages(); err != nil {

@@ -185,17 +185,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, &ConfigError{"Limiter", err}
 	}
 	if inbound != nil {
-		// The inbound limiter has a Limiter of its own on the same store:
-		// every request is a take, and writing a ledger row for each (or
-		// for each refusal of a flood) would bury the outbound history.
-		// Its decisions are still counted by the Observer.
-		inbound.Limiter, err = throttle.NewLimiter(e.ThrottleStore(), inbound.Policies(), throttle.Config{
-			Clock:           store.Now,
-			Thresholds:      cfg.Thresholds,
-			Ledger:          throttle.LedgerNoTakes,
-			SkipRefusalRows: true,
-			Observer:        cfg.Observer,
-			Logger:          logger.WithGroup("inbound"),
+		// A limiter of its own on the same store (see Inbound.UseStore).
+		err = inbound.UseStore(e.ThrottleStore(), throttle.Config{
+			Clock:      store.Now,
+			Thresholds: cfg.Thresholds,
+			Observer:   cfg.Observer,
+			Logger:     logger.WithGroup("inbound"),
 		})
 		if err != nil {
 			e.Close(ctx)

@@ -292,6 +292,23 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	return in, nil
 }
 
+// UseStore sets in.Limiter to a limiter of its own over store (the store
+// of the outbound limiter, or its group commit), with cfg's Clock,
+// Thresholds, Observer and Logger. Its Ledger is throttle.LedgerNoTakes and
+// it skips refusal rows: every request is a take, and a ledger row for each
+// (or for each refusal of a flood) would bury the outbound history. Its
+// decisions still reach the Observer.
+func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
+	cfg.Ledger = throttle.LedgerNoTakes
+	cfg.SkipRefusalRows = true
+	lim, err := throttle.NewLimiter(store, in.Policies(), cfg)
+	if err != nil {
+		return fmt.Errorf("web: inbound limiter: %w", err)
+	}
+	in.Limiter = lim
+	return nil
+}
+
 // rollingPolicy is an exact sliding window of limit requests per window:
 // each token spent comes back exactly one window later (RefillRolling),
 // and exceeding the limit blocks the key for block.

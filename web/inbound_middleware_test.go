@@ -22,8 +22,7 @@ func middleware(t *testing.T, cfg web.InboundConfig) (http.Handler, *throttletes
 	clock := throttletest.NewFakeClock(throttletest.Epoch)
 	in, err := web.NewInbound(cfg)
 	require.NoError(t, err)
-	in.Limiter, err = throttle.NewLimiter(throttletest.NewMemStore(clock.Now), in.Policies(), throttle.Config{Clock: clock.Now})
-	require.NoError(t, err)
+	require.NoError(t, in.UseStore(throttletest.NewMemStore(clock.Now), throttle.Config{Clock: clock.Now}))
 	app := http.NewServeMux()
 	app.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "app") })
 	return in.Middleware(app), clock

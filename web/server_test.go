@@ -113,11 +113,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		in, err := web.NewInbound(*e.inboundConfig)
 		require.NoError(t, err)
 		resolvers = append(resolvers, in.Policies())
-		in.Limiter, err = throttle.NewLimiter(e.store, resolvers, throttle.Config{
-			Clock: e.clock.Now, Ledger: throttle.LedgerNoTakes, SkipRefusalRows: true, Observer: e.metrics,
-			Logger: testLogger(t),
-		})
-		require.NoError(t, err)
+		require.NoError(t, in.UseStore(e.store, throttle.Config{Clock: e.clock.Now, Observer: e.metrics, Logger: testLogger(t)}))
 		e.inbound = in
 	}
 	var err error

@@ -144,6 +144,7 @@ func checkSQLitePool(ctx context.Context, db *sql.DB) error {
 		return formatError("open", err)
 	}
 	defer probe.Close()
+	probe.SetMaxOpenConns(1) // BEGIN and ROLLBACK on one connection
 	_, err = probe.ExecContext(ctx, `BEGIN IMMEDIATE`)
 	if err == nil {
 		_, _ = probe.ExecContext(ctx, `ROLLBACK`)

@@ -32,7 +32,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--json] FILE|DIR...",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--allow-unsigned] [--json] FILE|DIR...",
 		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml")
 	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
@@ -40,6 +40,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	var wf waitFlags
 	wf.add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
 	follow := fs.Bool("follow", false, "after sending, query each lot's result (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE) until every document this run sent is approved or rejected")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -47,6 +48,9 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	env, err := sifen.ParseEnv(*envName)
 	if err != nil {
 		return UsageError("sifen-send: --env %q: want test or prod", *envName)
+	}
+	if *allowUnsigned && env != sifen.EnvTest {
+		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
 	}
 	wait, maxWait, err := wf.resolve("sifen-send")
 	if err != nil {
@@ -67,7 +71,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	clock := m.batchClock()
 	mode := chooseMode(m.Stdout, *jsonOut)
-	items, bad := parseDocuments(files, env)
+	items, bad := parseDocuments(files, env, *allowUnsigned)
 	if len(bad) > 0 {
 		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock)
 		for _, it := range bad {
@@ -86,7 +90,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	sender, err := eng.sifenSender(client)
+	sender, err := eng.sifenSender(client, *allowUnsigned)
 	if err != nil {
 		return err
 	}
@@ -219,7 +223,7 @@ func (it *sifenItem) line() string {
 // parseDocuments reads every file and returns its DEs as items, in order;
 // bad lists the files (or DEs) that cannot be sent: unreadable, malformed,
 // a bad RUC, check digit or CDC, or a CDC given twice.
-func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
+func parseDocuments(files []string, env sifen.Env, allowUnsigned bool) (items, bad []*sifenItem) {
 	where := make(map[string]string) // CDC → file
 	for _, f := range files {
 		data, err := readCapped(f, web.DefaultUploadLimit)
@@ -234,7 +238,7 @@ func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
 						bad = append(bad, it)
 						continue
 					}
-					if err := sifen.CheckFit(env, de, false); err != nil {
+					if err := sifen.CheckFit(env, de, allowUnsigned); err != nil {
 						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s: %v", f, de.CDC, err)
 						bad = append(bad, it)
 						continue

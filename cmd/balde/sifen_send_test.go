@@ -211,6 +211,7 @@ func TestSifenSendBadInput(t *testing.T) {
 		{"TooDeep", nil, []string{deep}, "nested deeper than 64"},
 		{"TestDEToProd", nil, []string{"--env", "prod", good}, "and cannot go to prod"},
 		{"Unsigned", nil, []string{unsigned}, "not signed"},
+		{"UnsignedToProd", nil, []string{"--env", "prod", "--allow-unsigned", unsigned}, "--allow-unsigned is for the test environment only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -470,4 +471,16 @@ func TestSifenSendSaysTheIntervalIsTheDatabases(t *testing.T) {
 	require.Contains(t, stderr, "balde: sifen-send: SIFEN test: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies")
 	require.Equal(t, []time.Duration{10 * time.Second}, clock.slept())
 	require.Equal(t, int64(0), sim.Stats().ByCode[sifensim.CodeLotNotQueued])
+}
+
+// TestSifenSendAllowUnsigned: an unsigned DE goes to test with
+// --allow-unsigned (and is refused without it, see TestSifenSendBadInput).
+func TestSifenSendAllowUnsigned(t *testing.T) {
+	sim := startSifenSim(t, sifensim.Config{})
+	file := writeFile(t, t.TempDir(), "unsigned.xml", sifentest.Doc{Number: 5, Unsigned: true}.File())
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, stdout, stderr := runIn(context.Background(), nil, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}, "sifen-send", "--allow-unsigned", file)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stdout, "sent")
+	require.Equal(t, int64(1), sim.Stats().Count(sifensim.ServiceRecepcionLote, "test", "80069563", sifensim.CodeLotQueued))
 }

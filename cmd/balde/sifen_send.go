@@ -468,6 +468,19 @@ func interleave(lots [][]int64, byID map[int64]*sifenItem) [][]int64 {
 	return slices.Clip(out)
 }
 
+// sifenResult is the JSON line --follow writes per document once SIFEN's
+// result is known: {"lot_result": {...}}.
+type sifenResult struct {
+	Document   int64  `json:"document"`
+	CDC        string `json:"cdc"`
+	Lot        string `json:"lot"`
+	Status     string `json:"status"`      // approved or rejected
+	Result     string `json:"result"`      // dEstRes
+	AuthNumber string `json:"auth_number"` // dProtAut
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+}
+
 // follow polls the lots this run sent (Sender.Poll, each lot queried as
 // SIFEN_CONSULTA_LOTE admits) until every document it sent has SIFEN's
 // result, and reports each: approved (with dProtAut, and whether with
@@ -505,6 +518,12 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 				line += " dProtAut=" + d.AuthNumber
 			}
 			b.rep.note(line + " " + strconv.Quote(d.Message))
+			if b.rep.mode == modeJSON {
+				writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
+					Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
+					AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
+				}})
+			}
 		}
 		if len(pending) == 0 {
 			return nil

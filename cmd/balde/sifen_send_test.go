@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -402,6 +403,27 @@ func TestSifenSendFollow(t *testing.T) {
 	require.Regexp(t, `rejected document 2 cdc=`+docs[1].CDC()+` lot=\d{17} result="Rechazado" "Rechazado: 1111 rechazo de prueba"`, stdout)
 	require.Regexp(t, `approved document 3 cdc=`+docs[2].CDC()+` .*result="Aprobado con observación" dProtAut=\d+`, stdout)
 	require.Equal(t, map[string]int{"approved": 2, "rejected": 1}, documentStatuses(t, db))
+
+	// The same in JSON: one {"lot_result": …} line per document after the summary.
+	db2 := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	docs2 := sifentest.Docs("88888801", 1, 2)
+	dirJSON := t.TempDir()
+	writeFile(t, dirJSON, "lote.xml", sifentest.Lote(docs2...))
+	code, stdout, stderr = runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db2}, "sifen-send", "--follow", "--json", dirJSON)
+	require.Equal(t, ExitOK, code, stderr)
+	var results []sifenResult
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var r map[string]sifenResult
+		if json.Unmarshal([]byte(line), &r) == nil && r["lot_result"].CDC != "" {
+			results = append(results, r["lot_result"])
+		}
+	}
+	require.Len(t, results, 2, stdout)
+	for _, r := range results {
+		require.Equal(t, "approved", r.Status)
+		require.Equal(t, "Aprobado", r.Result)
+		require.NotEmpty(t, r.AuthNumber)
+	}
 
 	// The corrected DE (same CDC, other content) is imported and sent
 	// again; the approved one is skipped.

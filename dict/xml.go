@@ -119,6 +119,25 @@ type GetEntryResponse struct {
 	ResponseTime  Timestamp
 	CorrelationID string `xml:"CorrelationId"`
 	Entry         Entry
+	Statistics    *Statistics `xml:",omitempty"`
+}
+
+// Statistics are the anti-fraud counters of an entry (OpenAPI 1.8.0):
+// settlements, reported and confirmed frauds and rejections, by key, owner
+// and account, over 3 days, 30 days and 6 months (quantized).
+type Statistics struct {
+	LastUpdated Timestamp
+	Counters    []Counter `xml:"Counters>Counter"`
+}
+
+// Counter is one statistic: Type (SETTLEMENTS, REPORTED_FRAUDS,
+// CONFIRMED_FRAUDS, REJECTED) by KEY, OWNER or ACCOUNT.
+type Counter struct {
+	Type string `xml:"type,attr"`
+	By   string `xml:"by,attr"`
+	D3   int64  `xml:"d3,attr"`
+	D30  int64  `xml:"d30,attr"`
+	M6   int64  `xml:"m6,attr"`
 }
 
 // CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check).
@@ -232,11 +251,53 @@ const (
 //	    <detail>...</detail>
 //	</problem>
 type Problem struct {
-	XMLName xml.Name `xml:"urn:ietf:rfc:7807 problem"`
-	Type    string   `xml:"type"`
-	Title   string   `xml:"title"`
-	Status  int      `xml:"status"`
-	Detail  string   `xml:"detail,omitempty"`
+	XMLName       xml.Name    `xml:"urn:ietf:rfc:7807 problem"`
+	Type          string      `xml:"type"`
+	Title         string      `xml:"title"`
+	Status        int         `xml:"status"`
+	Detail        string      `xml:"detail,omitempty"`
+	CorrelationID string      `xml:"correlationId,omitempty"`
+	Violations    *Violations `xml:"violations,omitempty"`
+}
+
+// Violations lists what a request violated (OpenAPI 1.8.0's Violation).
+type Violations struct {
+	Violation []Violation `xml:"violation"`
+}
+
+// Violation is one violation: Reason is required; Property names what was
+// violated and Value its value.
+type Violation struct {
+	Reason   string `xml:"reason"`
+	Value    string `xml:"value,omitempty"`
+	Property string `xml:"property,omitempty"`
+}
+
+// Names reports whether the problem names policy: a violation whose value
+// or property is policy, or the detail mentioning it as a whole word.
+func (p *Problem) Names(policy string) bool {
+	if p.Violations != nil {
+		for _, v := range p.Violations.Violation {
+			if v.Value == policy || v.Property == policy {
+				return true
+			}
+		}
+	}
+	word := func(b byte) bool {
+		return b == '_' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
+	}
+	for i := 0; ; {
+		j := strings.Index(p.Detail[i:], policy)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(policy)
+		if (j == 0 || !word(p.Detail[j-1])) && (end == len(p.Detail) || !word(p.Detail[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // NewProblem returns a problem of the given type (e.g. ProblemEntryNotFound).

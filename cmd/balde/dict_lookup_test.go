@@ -206,11 +206,14 @@ func TestDictLookupInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sim := startDictSim(t, "A", false)
-	// Ctrl-C arrives while the first lookup is answered.
+	// Ctrl-C arrives while the first lookup is answered (after the
+	// category was learned from GET /policies/).
 	var once sync.Once
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sim.ServeHTTP(w, r)
-		once.Do(cancel)
+		if strings.Contains(r.URL.Path, "/entries/") {
+			once.Do(cancel)
+		}
 	}))
 	defer hs.Close()
 	code, stdout, stderr := runIn(ctx, nil, "", nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),

@@ -136,7 +136,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		return nil, err
 	}
 	a.sims = sims
-	if a.dict, err = eng.dictClient(ctx, cfg, dictURL); err != nil {
+	if a.dict, err = eng.dictClient(ctx, cfg, dictURL, true); err != nil {
 		return nil, err
 	}
 	if sifenClient == nil {

@@ -45,6 +45,8 @@ type envConfig struct {
 	// SimCategory is the category the simulator gives every participant;
 	// LocalCategory the one the app's catalog starts with ("": the same).
 	SimCategory, LocalCategory string
+	// Latency is the simulator's answer latency (0: none).
+	Latency time.Duration
 }
 
 func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
@@ -59,6 +61,7 @@ func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
 	sim, err := dictsim.NewServer(ctx, dictsim.Config{
 		EntriesFile: "testdata/entries.csv",
 		Category:    cfg.SimCategory,
+		Latency:     cfg.Latency,
 		FakeClock:   true,
 		Start:       throttletest.Epoch,
 		Logger:      quiet,

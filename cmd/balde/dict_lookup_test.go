@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"github.com/balde-throttle/balde/dict/dictsim"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -103,6 +105,71 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 	stats := sim.Stats()
 	require.Equal(t, p.Capacity, stats.Count(dict.OpGetEntry, http.StatusOK))
 	require.Equal(t, int64(0), stats.Total(http.StatusTooManyRequests))
+}
+
+// TestDictLookupSixProcessesOnePayer: six dict-lookup processes scan one
+// PF payer (100 tokens; a 404 costs 20) with unknown keys against a DICT
+// whose answers take 0.25 s to arrive after it charged them. Each lookup in
+// flight holds the worst case, so the mirror is never more generous than
+// the DICT: no remote 429, and exactly the 5 lookups the payer can afford
+// are answered. (With the old 1-token reservation the lookups in flight
+// were admitted on credit and drew remote 429s.)
+func TestDictLookupSixProcessesOnePayer(t *testing.T) {
+	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
+		Category: "A", Latency: 250 * time.Millisecond, FakeClock: true, Start: testEpoch, Logger: discardLogger,
+	})
+	require.NoError(t, err)
+	require.NoError(t, sim.Open("127.0.0.1:0"))
+	t.Cleanup(func() { require.NoError(t, sim.Close()) })
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, stderr)
+
+	const procs, perProc = 6, 8
+	var children []*childProc
+	for p := range procs {
+		var b strings.Builder
+		b.WriteString("key,payer\n")
+		for i := range perProc {
+			fmt.Fprintf(&b, "naoexiste-%d-%d@example.com,%s\n", p, i, payerCPF)
+		}
+		keys := writeFile(t, t.TempDir(), "keys.csv", []byte(b.String()))
+		c := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", sim.URL(), "--no-wait", "--json", keys)
+		ch := &childProc{cmd: c}
+		c.Stdout, c.Stderr = &ch.stdout, &ch.stderr
+		require.NoError(t, c.Start())
+		children = append(children, ch)
+	}
+	var answered, refused int
+	for _, ch := range children {
+		done := make(chan error, 1)
+		go func() { done <- ch.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = ch.cmd.Process.Kill()
+			t.Fatalf("a dict-lookup process did not finish within 60 s: %s", ch.stderr.String())
+		}
+		items, _ := jsonLines[lookupRecord](t, ch.stdout.String())
+		require.Len(t, items, perProc, ch.stderr.String())
+		for _, it := range items {
+			switch it.Status {
+			case http.StatusNotFound:
+				answered++
+			case 0:
+				require.Equal(t, resultBlocked, it.Result, "%+v", it)
+				refused++
+			default:
+				t.Fatalf("status %d: %+v", it.Status, it)
+			}
+		}
+	}
+	stats := sim.Stats()
+	t.Logf("6 processes x 8 lookups: %d answered, %d refused locally, remote 429s: %d", answered, refused, stats.Total(http.StatusTooManyRequests))
+	require.Equal(t, int64(0), stats.Total(http.StatusTooManyRequests), "no remote 429")
+	require.GreaterOrEqual(t, answered, 5)
+	require.Equal(t, int64(answered), stats.Count(dict.OpGetEntry, http.StatusNotFound))
+	require.Equal(t, procs*perProc, answered+refused)
 }
 
 // childProc is a child process and its output.

@@ -229,11 +229,12 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 	return res, nil
 }
 
-// CheckKeys asks which keys have an entry (POST /api/v2/keys/check),
-// charged 1 token to KEYS_CHECK. Every key is validated first.
+// CheckKeys asks which of 1 to MaxCheckKeys keys have an entry
+// (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
+// validated first.
 func (c *Client) CheckKeys(ctx context.Context, keys []string) ([]KeyCheck, error) {
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: no key to check", ErrInvalidKey)
+	if len(keys) == 0 || len(keys) > MaxCheckKeys {
+		return nil, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), MaxCheckKeys)
 	}
 	for _, k := range keys {
 		if _, err := ParseKey(k); err != nil {

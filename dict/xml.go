@@ -140,12 +140,15 @@ type Counter struct {
 	M6   int64  `xml:"m6,attr"`
 }
 
-// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check).
+// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check): 1
+// to MaxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
 type CheckKeysRequest struct {
-	XMLName   xml.Name `xml:"CheckKeysRequest"`
-	Signature Signature
-	Keys      []string `xml:"Keys>Key"`
+	XMLName xml.Name `xml:"CheckKeysRequest"`
+	Keys    []string `xml:"Keys>Key"`
 }
+
+// MaxCheckKeys is the most keys one checkKeys may ask about.
+const MaxCheckKeys = 200
 
 // KeyCheck says whether one key has an entry.
 type KeyCheck struct {

@@ -25,6 +25,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // foundKeys are keys the simulator's directory holds (dict/testdata/entries.csv).
@@ -374,5 +375,58 @@ func FuzzReadLookups(f *testing.F) {
 			_, err = dict.ParsePayerID(it.Payer)
 			require.NoError(t, err)
 		}
+	})
+}
+
+// TestDictCategoryLearnedAtStart: until the DICT says otherwise the
+// participant is in the strictest category (H); dict-lookup and serve ask
+// GET /policies/ when they start, keep the answer in the database and reuse
+// it while fresh (POLICIES_LIST allows 6 a minute). Before, the CLI
+// defaulted to A (50,000 tokens) and never asked.
+func TestDictCategoryLearnedAtStart(t *testing.T) {
+	ctx := context.Background()
+	require.Equal(t, "", DefaultConfig().DictCategory, "no category until learned")
+	participantCapacity := func(eng *engine) int64 {
+		p, err := eng.dict.Resolve(eng.dict.Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
+		require.NoError(t, err)
+		return p.Capacity
+	}
+	open := func(t *testing.T, db, url string) *engine {
+		cfg := DefaultConfig()
+		cfg.DB = db
+		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttletest.NewFakeClock(testEpoch).Now})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, eng.close(ctx)) })
+		_, err = eng.dictClient(ctx, cfg, url, true)
+		require.NoError(t, err)
+		return eng
+	}
+
+	t.Run("LearnedAndReused", func(t *testing.T) {
+		sim := startDictSim(t, "C", true)
+		db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+		eng := open(t, db, sim.URL())
+		require.Equal(t, "C", eng.dict.Category())
+		require.Equal(t, int64(30000), participantCapacity(eng))
+		require.Equal(t, int64(1), sim.Stats().Count(dict.OpListBucketStates, http.StatusOK))
+
+		// A second process on the same database reuses what was learned.
+		eng = open(t, db, sim.URL())
+		require.Equal(t, "C", eng.dict.Category())
+		require.Equal(t, int64(1), sim.Stats().Count(dict.OpListBucketStates, http.StatusOK), "not asked again while fresh")
+	})
+	t.Run("StrictestUntilKnown", func(t *testing.T) {
+		sim := startDictSim(t, "A", true)
+		down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/policies/") {
+				http.Error(w, "maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			sim.ServeHTTP(w, r)
+		}))
+		t.Cleanup(down.Close)
+		eng := open(t, "sqlite://"+filepath.Join(t.TempDir(), "balde.db"), down.URL)
+		require.Equal(t, "", eng.dict.Category())
+		require.Equal(t, int64(50), participantCapacity(eng), "category H")
 	})
 }

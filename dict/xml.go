@@ -22,10 +22,16 @@ const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
 // MaxBodySize bounds the XML bodies the client and the simulator read.
 const MaxBodySize = 1 << 20
 
+// SignatureNamespace is the namespace of the XMLDSig Signature element.
+const SignatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
+
 // Signature is the XML digital signature element of a DICT message, kept
-// verbatim (its inner XML); balde does not sign or verify.
+// verbatim (its inner XML) with its namespace (XMLName.Space, usually
+// SignatureNamespace), so a signed document round-trips; balde does not
+// sign or verify (see Signer).
 type Signature struct {
-	XML string `xml:",innerxml"`
+	XMLName xml.Name
+	XML     string `xml:",innerxml"`
 }
 
 // Timestamp is an instant in the DICT's format: UTC with milliseconds,
@@ -134,7 +140,7 @@ type Statistics struct {
 // CONFIRMED_FRAUDS, REJECTED) by KEY, OWNER or ACCOUNT.
 type Counter struct {
 	Type string `xml:"type,attr"`
-	By   string `xml:"by,attr"`
+	By   string `xml:"by,attr,omitempty"`
 	D3   int64  `xml:"d3,attr"`
 	D30  int64  `xml:"d30,attr"`
 	M6   int64  `xml:"m6,attr"`
@@ -204,16 +210,26 @@ type DeleteEntryResponse struct {
 	Key           string
 }
 
-// Claim is one claim (portability or ownership) in a listing.
+// Claim is a claim of a key (portability or ownership), as in
+// ListClaimsResponse and the claim operations (OpenAPI 1.8.0): the claimer's
+// account and person, the donor, the periods and the reasons. Fields the
+// DICT sets (Id, Status, periods, LastModified, reasons) are empty in a
+// createClaim request.
 type Claim struct {
-	ID                 string `xml:"Id"`
-	Type               string
-	Key                string
-	KeyType            KeyType
-	DonorParticipant   string
-	ClaimerParticipant string `xml:"Claimer>Participant"`
-	Status             string
-	LastModified       Timestamp
+	Type                string
+	Key                 string
+	KeyType             KeyType
+	ClaimerAccount      Account
+	Claimer             Owner
+	DonorParticipant    string     `xml:",omitempty"`
+	ID                  string     `xml:"Id,omitempty"`
+	Status              string     `xml:",omitempty"`
+	ResolutionPeriodEnd *Timestamp `xml:",omitempty"`
+	CompletionPeriodEnd *Timestamp `xml:",omitempty"`
+	LastModified        *Timestamp `xml:",omitempty"`
+	ConfirmReason       string     `xml:",omitempty"`
+	CancelReason        string     `xml:",omitempty"`
+	CancelledBy         string     `xml:",omitempty"`
 }
 
 // ListClaimsResponse is the answer of listClaims (GET /api/v2/claims/).

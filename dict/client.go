@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -127,12 +128,25 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.PoliciesURL != "" {
 		t.PoliciesURL = c.policiesAPI
 	}
+	if isNil(cfg.Records) {
+		// A nil *dictsql.Records in the interface is no records.
+		cfg.Records, c.records = nil, nil
+	}
 	if cfg.Records != nil {
 		t.Records = cfg.Records
 	}
 	hc.Transport = t
 	c.http = &hc
 	return c, nil
+}
+
+// isNil reports whether v is nil or holds a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // isLoopback reports whether host is a loopback address (where the

@@ -193,17 +193,18 @@ type LookupResult struct {
 // GetEntry looks a key up (GET /api/v2/entries/{Key}), charged to the
 // payer's USER anti-scan bucket and the participant's
 // ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: admitted while both are
-// positive, the worst case
-// held at admission (20 and 3, the worst case), then 200 → 1 and 1,
-// 404 → 20 and 3, 500 and 429 → nothing.
+// positive, holding the worst case (20 and 3) until the answer; then a 200
+// costs 1 and 1, a 404 20 and 3, a 500 or a 429 nothing (the difference is
+// refunded).
 //
 // A refusal of the mirror is res.Decision (Allowed false) with a nil error:
 // nothing was sent.
 //
 // Errors: ErrInvalidKey, ErrInvalidPayerID, ErrInvalidEndToEndID (nothing
 // taken or sent); *RemoteError for any status but 200 (NotFound() for a key
-// with no entry) — the LookupResult still carries the EndToEndId and the
-// problem's Statistics-free answer; throttle.ErrStoreUnavailable.
+// with no entry) — the LookupResult still carries the EndToEndId;
+// throttle.ErrStoreUnavailable when the mirror could not decide (nothing
+// sent). A store failure after the answer never hides it (see Transport).
 func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult, error) {
 	key, err := ParseKey(req.Key)
 	if err != nil {

@@ -79,7 +79,8 @@ type Spec struct {
 	// false) the catalog's mode applies (default throttle.RefillStepwise).
 	Refill    throttle.RefillMode
 	RefillSet bool
-	// Reserve is what admission takes from the bucket, in whole tokens (>= 1).
+	// Reserve is what the bucket must hold to admit a request, in whole
+	// tokens (>= 1; the DICT admits while the balance is positive: 1).
 	Reserve int64
 	// Costs maps an outcome to the total cost of a request, in whole tokens
 	// (>= 0).
@@ -301,7 +302,8 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 	return class, err
 }
 
-// Reserve returns what admission takes from key's bucket.
+// Reserve returns what key's bucket must hold to admit a request (see
+// Hold for what admission takes).
 func (c *Catalog) Reserve(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {

@@ -186,3 +186,24 @@ func TestSignatureKeepsItsNamespace(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, slices.Contains(strings.Split(string(out), "\n"), "    <Signature></Signature>"), "%s", out)
 }
+
+// TestProblemKeepsViolationsAndCorrelationID: a problem (OpenAPI 1.8.0's
+// Problem) round-trips with its correlationId and violations, and names
+// the policy its violations name.
+func TestProblemKeepsViolationsAndCorrelationID(t *testing.T) {
+	in := `<problem xmlns="urn:ietf:rfc:7807"><type>https://dict.pi.rsfn.net.br/api/v2/error/RateLimited</type>` +
+		`<title>Rate limited</title><status>429</status><detail>too many</detail><correlationId>a9f13566e19f5ca51329479a5bae60c5</correlationId>` +
+		`<violations><violation><reason>no tokens left</reason><value>ENTRIES_READ_USER_ANTISCAN_V2</value><property>policy</property></violation></violations></problem>`
+	p, err := dict.DecodeProblem([]byte(in))
+	require.NoError(t, err)
+	require.Equal(t, "a9f13566e19f5ca51329479a5bae60c5", p.CorrelationID)
+	require.True(t, p.Names(dict.PolicyEntriesReadUserAntiscanV2))
+	require.False(t, p.Names(dict.PolicyEntriesReadUserAntiscan), "a prefix is not a name")
+	out, err := dict.Marshal(p)
+	require.NoError(t, err)
+	require.Equal(t, leaves(t, []byte(in)), leaves(t, out))
+
+	byDetail := &dict.Problem{Detail: "bucket ENTRIES_READ_PARTICIPANT_ANTISCAN is empty"}
+	require.True(t, byDetail.Names(dict.PolicyEntriesReadParticipantAntiscan))
+	require.False(t, byDetail.Names(dict.PolicyEntriesReadUserAntiscan))
+}

@@ -430,3 +430,48 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 		require.Equal(t, int64(50), participantCapacity(eng), "category H")
 	})
 }
+
+// TestDictLookupKilledMidRequest: a dict-lookup killed (kill -9) while the
+// DICT has charged its 404 but before the answer arrived leaves the mirror
+// no more generous than the DICT: the hold already counted the worst case.
+// (With the old 1-token reservation the mirror kept 99 tokens where the
+// DICT had 80.)
+func TestDictLookupKilledMidRequest(t *testing.T) {
+	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
+		Category: "A", Latency: 2 * time.Second, FakeClock: true, Start: testEpoch, Logger: discardLogger,
+	})
+	require.NoError(t, err)
+	require.NoError(t, sim.Open("127.0.0.1:0"))
+	t.Cleanup(func() { require.NoError(t, sim.Close()) })
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, stderr)
+
+	keys := writeFile(t, t.TempDir(), "keys.csv", []byte("key,payer\nnaoexiste@example.com,"+payerCPF+"\n"))
+	child := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", sim.URL(), "--no-wait", "--json", keys)
+	require.NoError(t, child.Start())
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	require.Eventually(t, func() bool {
+		n, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
+		return n == 80
+	}, 30*time.Second, 5*time.Millisecond, "the DICT charged the 404")
+	require.NoError(t, child.Process.Kill())
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed process did not exit within 10 s")
+	}
+
+	cfg := DefaultConfig()
+	cfg.DB = db
+	ctx := context.Background()
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttletest.NewFakeClock(testEpoch).Now})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, eng.close(ctx)) }()
+	st, err := eng.limiter.State(ctx, eng.dict.Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
+	require.NoError(t, err)
+	remote, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
+	require.LessOrEqual(t, st.Tokens, remote, "the mirror is never more generous than the DICT")
+	require.Equal(t, int64(80), st.Tokens)
+}

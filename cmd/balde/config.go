@@ -78,6 +78,9 @@ type Config struct {
 	// password; with neither, serve generates one and prints it once.
 	// Passwords have no flag: a command line is visible to every user.
 	AdminUser, AdminPassword, AdminPasswordBcrypt string
+	// MetricsToken, when set, protects /metrics with a bearer token
+	// (BALDE_METRICS_TOKEN; no flag, like the passwords).
+	MetricsToken string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (--trusted-proxies, BALDE_TRUSTED_PROXIES: CIDR prefixes or
 	// addresses, comma-separated). Empty: the socket address is the client.
@@ -98,7 +101,8 @@ type Config struct {
 	InboundTokensFile string
 	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
 	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
-	// default "/healthz,/metrics,/static/").
+	// default web.DefaultInboundExempt): exact paths, or a subtree when the
+	// entry ends in "/".
 	InboundPaths, InboundExempt []string
 	// InboundFailMode is what the inbound limiter does when the database
 	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
@@ -211,6 +215,7 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_ADMIN_USER", setString(&c.AdminUser)},
 		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
 		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
+		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
 		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
 		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
 		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, parseInboundIPLimit)},

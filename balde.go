@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -101,7 +102,7 @@ type Engine struct {
 	limiter  *throttle.Limiter
 	inbound  *web.Inbound // nil without Config.Inbound
 	catalog  *dict.Catalog
-	records  *dict.Records
+	records  *dictsql.Records
 	resolver *sifen.Resolver
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
@@ -157,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, catalog: catalog, records: dict.NewRecords(store.DB(), store.ReadDB()),
+	e := &Engine{store: store, catalog: catalog, records: dictsql.NewRecords(store.DB(), store.ReadDB()),
 		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger}
 	if cfg.GroupCommit {
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: GroupCommitWriters(store.Engine())})
@@ -212,7 +213,7 @@ func GroupCommitWriters(engine sqlstore.Engine) int {
 	return 1
 }
 
-// Store is the SQL store (for its own tables' neighbours: dict.Records,
+// Store is the SQL store (for its own tables' neighbours: dictsql.Records,
 // the SIFEN documents).
 func (e *Engine) Store() *sqlstore.Store { return e.store }
 
@@ -238,7 +239,7 @@ func (e *Engine) DictCatalog() *dict.Catalog { return e.catalog }
 
 // DictRecords keeps DICT lookups (for payment credits) and the learned
 // participant category.
-func (e *Engine) DictRecords() *dict.Records { return e.records }
+func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 
 // SifenResolver holds the SIFEN lot policies.
 func (e *Engine) SifenResolver() *sifen.Resolver { return e.resolver }

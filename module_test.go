@@ -16,9 +16,8 @@ import (
 )
 
 // adopterSteps are the steps the throwaway application runs, in order (see
-// testdata/adopter/main.go). The lead adds "dict-transport" before
-// "untouched" once dict.Transport is merged.
-var adopterSteps = []string{"app-schema", "migrate", "handler", "middleware", "untouched", "close"}
+// testdata/adopter/main.go).
+var adopterSteps = []string{"app-schema", "migrate", "handler", "middleware", "dict-transport", "untouched", "close"}
 
 // Done-when of issue 10: a separate module, its go.mod replacing balde with
 // this checkout, imports balde, migrates into a database that already has

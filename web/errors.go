@@ -75,7 +75,7 @@ type problem struct {
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *RateLimitError
-		refused *dict.RefusedError
+		refused *throttle.RefusedError
 		remote  *dict.RemoteError
 	)
 	switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifensql"
@@ -42,7 +43,7 @@ type sims struct {
 	dictSim *dictsim.Server
 	dictURL string
 	dict    *dict.Client
-	records *dict.Records
+	records *dictsql.Records
 }
 
 type sifenConfig struct {
@@ -130,7 +131,7 @@ func (e *env) attachSims(t testing.TB, s *web.Server) {
 		t.Cleanup(func() { require.NoError(t, sim.Close()) })
 		e.dictSim, e.dictURL = sim, sim.URL()
 		if e.sql != nil {
-			e.records = dict.NewRecords(e.sql.DB(), e.sql.ReadDB())
+			e.records = dictsql.NewRecords(e.sql.DB(), e.sql.ReadDB())
 		}
 		e.dict, err = dict.NewClient(dict.ClientConfig{
 			BaseURL: sim.URL(), Participant: participant, Limiter: e.limiter, Catalog: e.catalog,

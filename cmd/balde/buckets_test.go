@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -44,7 +45,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	err = dict.NewRecords(eng.store.DB(), eng.store.ReadDB()).RecordLookup(ctx, dict.Lookup{
+	err = dictsql.NewRecords(eng.store.DB(), eng.store.ReadDB()).RecordLookup(ctx, dict.Lookup{
 		EndToEndID: "E12345678202603021200abcdefghijk", Env: "prod", PayerID: payerCPF, KeyType: dict.KeyPhone,
 		Policy: seededUser.Policy, Participant: "12345678", Status: 200, LookedUpAt: clock.Now(),
 	})

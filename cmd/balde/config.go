@@ -29,8 +29,9 @@ type Config struct {
 	// DictParticipant is this participant's ISPB (--dict-participant,
 	// BALDE_DICT_PARTICIPANT).
 	DictParticipant string
-	// DictCategory is the participant's category A..H until reconcile learns
-	// it (--dict-category, BALDE_DICT_CATEGORY).
+	// DictCategory is the participant's category A..H until it is learned
+	// from the DICT (--dict-category, BALDE_DICT_CATEGORY); empty: the
+	// strictest, H.
 	DictCategory string
 	// DictEnv is the env part of DICT bucket keys (--dict-env, BALDE_DICT_ENV).
 	DictEnv string
@@ -144,7 +145,7 @@ func DefaultConfig() Config {
 		DB:              sqlstore.DefaultDSN,
 		Addr:            "127.0.0.1:8080",
 		DictParticipant: "12345678",
-		DictCategory:    "A",
+		DictCategory:    "",
 		DictEnv:         "prod",
 		SifenThrottle:   10 * time.Second,
 		SifenPollEvery:  30 * time.Second,
@@ -389,7 +390,7 @@ func (c *Config) addStoreFlags(fs *flag.FlagSet) {
 func (c *Config) addDictFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DictURL, "dict-url", c.DictURL, "DICT base URL (env BALDE_DICT_URL)")
 	fs.StringVar(&c.DictParticipant, "dict-participant", c.DictParticipant, "this participant's ISPB, 8 digits (env BALDE_DICT_PARTICIPANT)")
-	fs.StringVar(&c.DictCategory, "dict-category", c.DictCategory, "participant category A..H until reconcile learns it (env BALDE_DICT_CATEGORY)")
+	fs.StringVar(&c.DictCategory, "dict-category", c.DictCategory, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)")
 	fs.StringVar(&c.DictEnv, "dict-env", c.DictEnv, "env part of DICT bucket keys (env BALDE_DICT_ENV)")
 }
 

@@ -36,7 +36,7 @@ func TestConfigPrecedence(t *testing.T) {
 	require.Equal(t, "87654321", cfg.DictParticipant)          // env over default
 	require.Equal(t, throttle.LedgerAggregateTakes, cfg.Ledger)
 	require.Equal(t, throttle.Thresholds{Medium: 60, High: 30, Critical: 5}, cfg.Thresholds)
-	require.Equal(t, "A", cfg.DictCategory) // default
+	require.Equal(t, "", cfg.DictCategory) // default: unknown, the strictest (H) until learned
 }
 
 func TestConfigBadEnv(t *testing.T) {

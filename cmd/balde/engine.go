@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
@@ -27,7 +31,7 @@ type engine struct {
 	store   *sqlstore.Store
 	limiter *throttle.Limiter
 	dict    *dict.Catalog
-	records *dict.Records // DICT lookups and the learned category
+	records *dictsql.Records // DICT lookups and the learned category
 	sifen   *sifen.Resolver
 	logger  *slog.Logger
 }
@@ -114,9 +118,15 @@ func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, 
 func (e *engine) close(ctx context.Context) error { return e.Close(ctx) }
 
 // dictClient returns a DICT client for baseURL, with mutual TLS when cfg
-// names a certificate, its catalog set to the participant's category a
-// reconciliation recorded (which wins over --dict-category).
-func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string) (*dict.Client, error) {
+// names a certificate, its catalog set to the participant's category as
+// the DICT reports it (GET /policies/, learned at start and kept in the
+// database; reused while fresh). Until learned, the categorised buckets use
+// --dict-category, else the strictest (H). Against a simulator (a loopback
+// URL) the "payment sent" of the demo also reaches the simulator.
+//
+// learn false leaves the category to the caller (dict-reconcile asks the
+// DICT itself); the one recorded is still restored.
+func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string, learn bool) (*dict.Client, error) {
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return nil, UsageError("--dict-participant: %v", err)
 	}
@@ -128,18 +138,45 @@ func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string) (*d
 		}
 		httpClient = c
 	}
-	client, err := dict.NewClient(dict.ClientConfig{
+	cc := dict.ClientConfig{
 		BaseURL: baseURL, Participant: cfg.DictParticipant,
 		Limiter: e.limiter, Catalog: e.dict, Records: e.records,
 		HTTPClient: httpClient, Logger: e.logger.WithGroup("dict"),
-	})
+	}
+	if u, err := url.Parse(baseURL); err == nil && isLoopbackHost(u.Hostname()) {
+		cc.PaymentNoticeURL = strings.TrimSuffix(baseURL, "/") + "/sim/payments"
+	}
+	client, err := dict.NewClient(cc)
 	if err != nil {
 		return nil, UsageError("DICT client: %v", err)
 	}
-	if _, err := client.RestoreCategory(ctx); err != nil {
+	if !learn {
+		if _, err := client.RestoreCategory(ctx); err != nil {
+			return nil, err
+		}
+		return client, nil
+	}
+	learned, err := client.LearnCategory(ctx, dict.CategoryFresh)
+	switch {
+	case err != nil && errors.Is(err, throttle.ErrStoreUnavailable):
 		return nil, err
+	case err != nil:
+		e.logger.Warn("dict: category not learned from the DICT: the strictest category applies until it is",
+			slog.String("category", e.dict.Category()), slog.Any("error", err))
+	default:
+		e.logger.Info("dict: category", slog.String("category", learned.Category), slog.String("source", learned.Source))
 	}
 	return client, nil
+}
+
+// isLoopbackHost reports whether host is a loopback address, where the
+// simulators listen.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // sifenClient returns a SIFEN client for baseURL: SifenOfficial for

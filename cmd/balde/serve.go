@@ -66,8 +66,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if sims := app.sims; sims.dict != nil {
+		category := app.dict.Catalog().Category() // learned from its GET /policies/
+		if category == "" {
+			category = "H (strictest, not learned)"
+		}
 		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.dict.URL(), sims.entries, cfg.DictCategory)
+			sims.dict.URL(), sims.entries, category)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
 	}
@@ -130,7 +134,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		return nil, err
 	}
 	a.sims = sims
-	if a.dict, err = eng.dictClient(ctx, cfg, dictURL); err != nil {
+	if a.dict, err = eng.dictClient(ctx, cfg, dictURL, true); err != nil {
 		return nil, err
 	}
 	if sifenClient == nil {

@@ -21,6 +21,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsim"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
@@ -89,11 +91,58 @@ var steps = map[string]func(context.Context, *app) error{
 		}
 		return nil
 	},
-	// EXTENSION POINT (lead, once dict.Transport is merged): "dict-transport",
-	// one DICT lookup through dict.Transport wrapping the application's own
-	// *http.Client against dictsim on 127.0.0.1:0 — charged to the payer's and
-	// the participant's buckets of a.eng.Limiter(), recorded for payment
-	// credits — then list "dict-transport" in module_test.go's adopterSteps.
+	// One DICT lookup through dict.Transport wrapping the application's own
+	// transport, against dictsim on 127.0.0.1:0: charged to the payer's and
+	// the participant's buckets of the engine's limiter (the worst case held,
+	// the difference refunded), recorded for payment credits.
+	"dict-transport": func(ctx context.Context, a *app) error {
+		sim, err := dictsim.NewServer(ctx, dictsim.Config{Entries: []dictsim.Entry{{
+			Key: "maria.souza@example.com", KeyType: "EMAIL",
+			Account: dictsim.Account{Participant: "12345678", Branch: "0001", AccountNumber: "0001234567", AccountType: "CACC"},
+			Owner:   dictsim.Owner{Type: "NATURAL_PERSON", TaxIDNumber: "52998224725", Name: "Maria Souza"},
+		}}})
+		if err != nil {
+			return err
+		}
+		if err := sim.Open("127.0.0.1:0"); err != nil {
+			return err
+		}
+		defer sim.Close()
+		appClient := &http.Client{Timeout: 10 * time.Second} // the application's own, signed, client
+		catalog := a.eng.DictCatalog()
+		appClient.Transport = &dict.Transport{Base: http.DefaultTransport,
+			Meter: dict.Meter{Limiter: a.eng.Limiter(), Catalog: catalog}, Participant: "12345678", Records: a.eng.DictRecords()}
+		const e2e = "E12345678202601020304abcdefghij1"
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, sim.URL()+"/api/v2/entries/maria.souza@example.com", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set(dict.HeaderPayerID, "11144477735")
+		req.Header.Set(dict.HeaderEndToEndID, e2e)
+		resp, err := appClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("lookup: status %d", resp.StatusCode)
+		}
+		payer, err := a.eng.Limiter().State(ctx, catalog.Key(dict.PolicyEntriesReadUserAntiscan, "11144477735"))
+		if err != nil {
+			return err
+		}
+		participant, err := a.eng.Limiter().State(ctx, catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
+		if err != nil {
+			return err
+		}
+		if payer.Tokens != 99 || participant.Tokens != participant.Policy.Capacity-1 {
+			return fmt.Errorf("after a 200: payer %d (want 99), participant %d (want %d)", payer.Tokens, participant.Tokens, participant.Policy.Capacity-1)
+		}
+		if _, err := a.eng.DictRecords().FindLookup(ctx, e2e); err != nil {
+			return fmt.Errorf("the lookup was not recorded: %w", err)
+		}
+		return nil
+	},
 
 	// The application's history and table as they were.
 	"untouched": func(ctx context.Context, a *app) error {

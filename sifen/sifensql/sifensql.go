@@ -1,6 +1,6 @@
 // Package sifensql keeps SIFEN's documents, lots and per-RUC sending state
 // in balde's SQL database (SQLite or PostgreSQL, the tables of migrations
-// 0003 and 0006): the sifen.DocumentStore that sifen.Sender uses. It is the
+// 0003 and 0005): the sifen.DocumentStore that sifen.Sender uses. It is the
 // adapter; the domain package sifen imports no database driver.
 package sifensql
 
@@ -27,7 +27,7 @@ type Store struct {
 
 var _ sifen.DocumentStore = (*Store)(nil)
 
-// New returns the documents store of s's database (migrated to 0006 or
+// New returns the documents store of s's database (migrated to 0005 or
 // later). It shares s's connections.
 func New(s *sqlstore.Store) *Store {
 	return &Store{write: s.DB(), read: s.ReadDB()}

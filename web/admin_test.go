@@ -60,7 +60,8 @@ func TestAdminBucketsShowsState(t *testing.T) {
 	require.Equal(t, 1, neg["Tokens"].Find(".negative").Length())
 	require.Equal(t, "10", neg["Capacity"].Text())
 	require.Equal(t, "10/min", neg["Refill"].Text())
-	require.Equal(t, "Critical", neg["Severity"].Text())
+	require.Equal(t, "Critical", neg["Severity"].Find(".badge").Text())
+	require.Equal(t, "negative", neg["Severity"].Find(".state").Text())
 	bar, _ := neg["Fill"].Find("rect.fill-bar").Attr("width")
 	require.Equal(t, "0", bar)
 	require.Equal(t, "1", neg["Sends"].Text())
@@ -68,7 +69,7 @@ func TestAdminBucketsShowsState(t *testing.T) {
 
 	half := row(t, doc, "half")
 	require.Equal(t, "4", strings.TrimSpace(half["Tokens"].Text()))
-	require.Equal(t, "Medium", half["Severity"].Text())
+	require.Equal(t, "Medium", half["Severity"].Find(".badge").Text())
 	bar, _ = half["Fill"].Find("rect.fill-bar").Attr("width")
 	require.Equal(t, "40", bar)
 

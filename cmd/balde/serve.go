@@ -282,6 +282,30 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 	if cfg.PruneEvery > 0 {
 		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
 	}
+	a.bg.Go(func() { a.reevaluate(ctx, SeverityEvery, logger) })
+}
+
+// SeverityEvery is how often serve grades again the buckets that are not
+// Healthy, so that a bucket refilled while nobody sends gets its recovery
+// (log, webhook "resolved", metric) within this time.
+const SeverityEvery = 15 * time.Second
+
+// reevaluate runs Limiter.Reevaluate every period until ctx ends.
+func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("severity re-evaluation", slog.Any("error", err))
+		} else if n > 0 {
+			logger.Info("severity re-evaluated", slog.Int("recovered", n))
+		}
+	}
 }
 
 // reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is

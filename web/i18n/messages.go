@@ -1,0 +1,95 @@
+package i18n
+
+import (
+	"golang.org/x/text/feature/plural"
+	"golang.org/x/text/message/catalog"
+)
+
+// messages is the catalog: the English key, then Portuguese (Brazil) and
+// Spanish (Paraguay). Keep it sorted by where the message is used.
+var messages = [][3]string{
+	// layout and navigation
+	{"signed in as", "conectado como", "sesión de"},
+	{"a SQL-backed throttle for DICT and SIFEN", "um limitador em SQL para o DICT e o SIFEN", "un limitador en SQL para DICT y SIFEN"},
+	{"request", "requisição", "solicitud"},
+	{"Buckets", "Baldes", "Baldes"},
+	{"SIFEN documents", "Documentos SIFEN", "Documentos SIFEN"},
+	{"DICT lookup", "Consulta DICT", "Consulta DICT"},
+	// severities and states
+	{"Healthy", "Saudável", "Saludable"},
+	{"Medium", "Médio", "Medio"},
+	{"High", "Alto", "Alto"},
+	{"Critical", "Crítico", "Crítico"},
+	{"Unknown", "Desconhecido", "Desconocido"},
+	{"Unknown policy", "Política desconhecida", "Política desconocida"},
+	{"blocked", "bloqueado", "bloqueado"},
+	{"cooling down", "em espera", "en espera"},
+	{"negative", "negativo", "negativo"},
+	{"any", "qualquer", "cualquiera"},
+	// the bucket list
+	{"Bucket states", "Estado dos baldes", "Estado de los baldes"},
+	{"SIFEN lot polling", "Consultas de lote SIFEN", "Consultas de lote SIFEN"},
+	{"Policy", "Política", "Política"},
+	{"Env", "Ambiente", "Ambiente"},
+	{"Identifier starts with", "Identificador começa com", "Identificador empieza con"},
+	{"Severity now", "Severidade agora", "Severidad ahora"},
+	{"State", "Estado", "Estado"},
+	{"Sort", "Ordem", "Orden"},
+	{"Per page", "Por página", "Por página"},
+	{"Filter", "Filtrar", "Filtrar"},
+	{"Clear", "Limpar", "Limpiar"},
+	{"Auto-refresh", "Atualizar sozinho", "Actualizar solo"},
+	{"Stop auto-refresh", "Parar de atualizar", "Dejar de actualizar"},
+	{"key", "chave", "clave"},
+	{"severity (worst first)", "severidade (pior primeiro)", "severidad (peor primero)"},
+	{"last send (newest first)", "último envio (mais recente primeiro)", "último envío (más reciente primero)"},
+	{"fill (emptiest first)", "nível (mais vazio primeiro)", "nivel (más vacío primero)"},
+	{"Scope", "Escopo", "Ámbito"},
+	{"Identifier", "Identificador", "Identificador"},
+	{"Tokens", "Fichas", "Fichas"},
+	{"Capacity", "Capacidade", "Capacidad"},
+	{"Refill", "Recarga", "Recarga"},
+	{"Fill", "Nível", "Nivel"},
+	{"Severity", "Severidade", "Severidad"},
+	{"Cooldown / block", "Espera / bloqueio", "Espera / bloqueo"},
+	{"Last send", "Último envio", "Último envío"},
+	{"Sends", "Envios", "Envíos"},
+	{"never", "nunca", "nunca"},
+	{"unknown policy", "política desconhecida", "política desconocida"},
+	{"No stored bucket matches. A key with no stored row is a full bucket.", "Nenhum balde guardado corresponde. Uma chave sem linha guardada é um balde cheio.", "Ningún balde guardado coincide. Una clave sin fila guardada es un balde lleno."},
+	{"« First page", "« Primeira página", "« Primera página"},
+	{"‹ Previous", "‹ Anterior", "‹ Anterior"},
+	{"Next ›", "Próxima ›", "Siguiente ›"},
+	{"Page %d (rows %d–%d)", "Página %d (linhas %d–%d)", "Página %d (filas %d–%d)"},
+	{"The filter read %d stored rows without filling the page; the next page continues from there.", "O filtro leu %d linhas sem completar a página; a próxima página continua dali.", "El filtro leyó %d filas sin completar la página; la página siguiente continúa desde allí."},
+	// the summary
+	{"stored buckets", "baldes guardados", "baldes guardados"},
+	{"refusals in the last hour", "recusas na última hora", "rechazos en la última hora"},
+	{"All buckets, as of %s. Severity is computed now; a key with no stored row is a full bucket and is not counted.", "Todos os baldes, em %s. A severidade é calculada agora; uma chave sem linha guardada é um balde cheio e não é contada.", "Todos los baldes, a las %s. La severidad se calcula ahora; una clave sin fila guardada es un balde lleno y no se cuenta."},
+	// the bucket page
+	{"Balance over time", "Saldo ao longo do tempo", "Saldo en el tiempo"},
+	{"Recent ledger", "Registro recente", "Registro reciente"},
+	{"last hour", "última hora", "última hora"},
+	{"last day", "último dia", "último día"},
+	{"last week", "última semana", "última semana"},
+	{"refusals", "recusas", "rechazos"},
+	{"Next request of 1 token", "Próxima requisição de 1 ficha", "Próxima solicitud de 1 ficha"},
+	{"Full again", "Cheio de novo", "Lleno de nuevo"},
+	{"Stored", "Guardado", "Guardado"},
+	{"Reset this bucket…", "Reiniciar este balde…", "Reiniciar este balde…"},
+}
+
+// pluralForm is a message with plural forms per language (English,
+// Portuguese, Spanish).
+type pluralForm struct {
+	key   string
+	forms [3]catalog.Message
+}
+
+var plurals = []pluralForm{
+	{"%d lot-polling buckets are on their own tab", [3]catalog.Message{
+		plural.Selectf(1, "%d", "=1", "1 lot-polling bucket is on its own tab", "other", "%d lot-polling buckets are on their own tab"),
+		plural.Selectf(1, "%d", "=1", "1 balde de consulta de lote está na sua própria aba", "other", "%d baldes de consulta de lote estão na sua própria aba"),
+		plural.Selectf(1, "%d", "=1", "1 balde de consulta de lote está en su propia pestaña", "other", "%d baldes de consulta de lote están en su propia pestaña"),
+	}},
+}

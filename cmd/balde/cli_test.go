@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// What was seen: "balde migrate up --db X", the help's own example, exited 2.
+func TestFlagsAfterArguments(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	code, out, errOut := run(t, nil, "migrate", "up", "--db", db)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "(current)")
+
+	// "--" ends the flags: what follows is an argument even if it looks
+	// like a flag.
+	code, _, errOut = run(t, nil, "migrate", "--db", db, "--", "--up")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, `unknown action "--up"`)
+
+	code, _, errOut = run(t, nil, "migrate", "version", "--nope")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "flag provided but not defined: -nope")
+}
+
+// What was seen: "balde buckets list" in the wrong directory created and
+// migrated balde.db and said "no stored bucket matches", exit 0.
+func TestReadOnlyCommandsRefuseAMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "balde.db")
+	for _, args := range [][]string{
+		{"buckets", "list"},
+		{"buckets", "show", "SIFEN_RECEPCION_LOTE/test/80069563"},
+		{"prune", "--dry-run"},
+	} {
+		code, out, errOut := run(t, nil, append(args, "--db", "sqlite://"+path)...)
+		require.Equal(t, ExitUsage, code, "%v: %s%s", args, out, errOut)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		require.Len(t, lines, 1, errOut)
+		require.Contains(t, lines[0], "no database at "+path)
+		_, err := os.Stat(path)
+		require.ErrorIs(t, err, os.ErrNotExist, "%v created the database", args)
+	}
+}
+
+// What was seen: "sqlstore: migrate: throttle: ..." in a user's error line.
+func TestErrorLinesHaveNoInternalPrefixes(t *testing.T) {
+	var stderr strings.Builder
+	m := NewMain(nil, &strings.Builder{}, &stderr, func(string) string { return "" })
+	code := m.exit(fmt.Errorf("sqlstore: migrate: %w", fmt.Errorf("throttle: %w: dial tcp 127.0.0.1:5432: connection refused", throttle.ErrStoreUnavailable)))
+	require.Equal(t, ExitUnavailable, code)
+	require.Equal(t, "balde: store unavailable: dial tcp 127.0.0.1:5432: connection refused\n", stderr.String())
+}
+
+// What was seen: "buckets list --policy NOPE" said nothing was wrong.
+func TestBucketsListUnknownPolicy(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, errOut := run(t, nil, "migrate", "up", "--db", db)
+	require.Equal(t, ExitOK, code, errOut)
+	code, _, errOut = run(t, nil, "buckets", "list", "--policy", "NOPE", "--db", db)
+	require.Equal(t, ExitUsage, code)
+	oneStderrLine(t, errOut, `unknown policy "NOPE"`)
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -347,10 +348,11 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 // bucketPage is admin_bucket.html.
 type bucketPage struct {
 	layout
-	Bucket bucketView
-	Flash  string
-	Chart  balanceChart
-	Ledger []ledgerView
+	Bucket  bucketView
+	Flash   string
+	Chart   balanceChart
+	Windows []navLink
+	Ledger  []ledgerView
 
 	ListURL   string
 	ResetURL  string
@@ -390,6 +392,14 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: before %q is not a ledger entry id", ErrBadRequest, b)
 		}
 	}
+	window := chartWindows[0]
+	if w := r.URL.Query().Get("window"); w != "" {
+		i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
+		if i < 0 {
+			return fmt.Errorf("%w: window %q (want hour, day or week)", ErrBadRequest, w)
+		}
+		window = chartWindows[i]
+	}
 	st, err := s.Limiter.State(r.Context(), key)
 	if err != nil {
 		return err
@@ -398,20 +408,35 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The chart always shows the newest entries up to now.
-	recent := entries
-	if before != 0 {
-		if recent, err = s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, Limit: ledgerPageSize}); err != nil {
-			return err
-		}
+	from := st.At.Add(-window.Span)
+	inWindow, partial, err := s.windowEntries(r.Context(), key, from)
+	if err != nil {
+		return err
 	}
 
+	l := s.layout(r, "adminBuckets")
 	p := bucketPage{
-		layout:   s.layout(r, "adminBuckets"),
-		Bucket:   s.newBucketView(st),
-		Chart:    newBalanceChart(recent, st),
+		layout:   l,
+		Bucket:   s.newBucketViewIn(st, l.T),
+		Chart:    newBalanceChart(inWindow, st, from),
 		ListURL:  s.path("adminBuckets"),
 		ResetURL: s.bucketPath("adminResetConfirm", key),
+	}
+	p.Chart.Partial = partial
+	for _, w := range chartWindows {
+		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
+			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
+	}
+	// A reset during a cooldown clears the last send with it; the ledger
+	// still knows it.
+	if st.LastSentAt.IsZero() && st.SendCount > 0 {
+		takes, err := s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, Reasons: []throttle.LedgerReason{throttle.LedgerTake}, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(takes) > 0 {
+			p.Bucket.LastSent = formatWhenIn(l.T, takes[0].At, st.At)
+		}
 	}
 	if r.URL.Query().Get("reset") == "1" {
 		p.Flash = "The bucket was reset: it is full, with no cooldown or block. The ledger records who did it."
@@ -427,6 +452,42 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
 	return s.render(w, http.StatusOK, p)
+}
+
+// windowEntries returns key's ledger entries since from, oldest first, at
+// most maxChartRows of them (the newest; partial is then set).
+func (s *Server) windowEntries(ctx context.Context, key throttle.Key, from time.Time) (entries []throttle.LedgerEntry, partial bool, err error) {
+	var beforeID int64
+	for len(entries) < maxChartRows {
+		page, err := s.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &key, Since: from, BeforeID: beforeID, Limit: throttle.MaxPageSize})
+		if err != nil {
+			return nil, false, err
+		}
+		entries = append(entries, page...)
+		if len(page) < throttle.MaxPageSize {
+			break
+		}
+		beforeID = page[len(page)-1].ID
+		partial = len(entries) >= maxChartRows
+	}
+	// Aggregated rows carry the minute they began: order by time.
+	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return cmpID(a.ID, b.ID)
+	})
+	return entries, partial, nil
+}
+
+func cmpID(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func newLedgerView(e throttle.LedgerEntry) ledgerView {

@@ -159,8 +159,8 @@ func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 			Count: counts.BySeverity[sev], URL: list("severity", strings.ToLower(sev.String()))})
 	}
 	v.BySeverity = append(v.BySeverity,
-		severityCount{Label: "blocked", Class: countClass(counts.Blocked, "sev-high"), Count: counts.Blocked, URL: list("state", "blocked")},
-		severityCount{Label: "negative", Class: countClass(counts.Negative, "sev-critical"), Count: counts.Negative, URL: list("state", "negative")})
+		severityCount{Label: "Blocked", Class: countClass(counts.Blocked, "sev-high"), Count: counts.Blocked, URL: list("state", "blocked")},
+		severityCount{Label: "Negative", Class: countClass(counts.Negative, "sev-critical"), Count: counts.Negative, URL: list("state", "negative")})
 	for _, f := range s.Panels {
 		p, err := f(ctx)
 		if err != nil {

@@ -29,6 +29,8 @@ type bucketView struct {
 	RetryAfter  string
 	UntilFull   string
 	LastSent    string
+	LastSentAgo string // "4.8s ago", "never": the list's short form
+	LastSentAt  string // the instant in UTC (and the zone), "" for never
 	SendCount   int64
 
 	DetailURL string // "" for orphans (their policy is unknown)
@@ -68,6 +70,11 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
 	v.Wait = FormatBucketWait(st)
+	v.LastSentAgo = tr.Sprintf("never")
+	if !st.LastSentAt.IsZero() {
+		v.LastSentAt = tr.Time(st.LastSentAt)
+		v.LastSentAgo = tr.Sprintf("%s ago", FormatWait(max(now.Sub(st.LastSentAt), 0)))
+	}
 	if c := st.Condition(); c != throttle.ConditionAny {
 		v.State, v.StateClass = tr.Sprintf(c.String()), "state-"+c.Param()
 	}

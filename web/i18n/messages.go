@@ -13,7 +13,7 @@ var messages = [][3]string{
 	{"a SQL-backed throttle for DICT and SIFEN", "um limitador em SQL para o DICT e o SIFEN", "un limitador en SQL para DICT y SIFEN"},
 	{"request", "requisição", "solicitud"},
 	{"Buckets", "Baldes", "Baldes"},
-	{"SIFEN documents", "Documentos SIFEN", "Documentos SIFEN"},
+	{"Documents", "Documentos", "Documentos"},
 	{"DICT lookup", "Consulta DICT", "Consulta DICT"},
 	// severities and states
 	{"Healthy", "Saudável", "Saludable"},
@@ -26,6 +26,8 @@ var messages = [][3]string{
 	{"cooling down", "em espera", "en espera"},
 	{"negative", "negativo", "negativo"},
 	{"any", "qualquer", "cualquiera"},
+	{"Blocked", "Bloqueados", "Bloqueados"},
+	{"Negative", "Negativos", "Negativos"},
 	// the bucket list
 	{"Bucket states", "Estado dos baldes", "Estado de los baldes"},
 	{"SIFEN lot polling", "Consultas de lote SIFEN", "Consultas de lote SIFEN"},
@@ -55,6 +57,7 @@ var messages = [][3]string{
 	{"Last send", "Último envio", "Último envío"},
 	{"Sends", "Envios", "Envíos"},
 	{"never", "nunca", "nunca"},
+	{"%s ago", "há %s", "hace %s"},
 	{"unknown policy", "política desconhecida", "política desconocida"},
 	{"No stored bucket matches. A key with no stored row is a full bucket.", "Nenhum balde guardado corresponde. Uma chave sem linha guardada é um balde cheio.", "Ningún balde guardado coincide. Una clave sin fila guardada es un balde lleno."},
 	{"« First page", "« Primeira página", "« Primera página"},

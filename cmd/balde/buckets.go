@@ -142,12 +142,25 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 // that nothing matches. PostgreSQL databases are created by their owner,
 // so they are not checked here.
 func requireDatabase(dsn string) error {
-	engine, _, err := sqlstore.ParseDSN(dsn)
-	if err != nil {
+	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
 		return UsageError("%v", err)
 	}
-	if engine != sqlstore.SQLite {
+	path, ok := sqlitePath(dsn)
+	if !ok {
 		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
+	}
+	return nil
+}
+
+// sqlitePath is the file of a SQLite DSN; false for PostgreSQL, an
+// in-memory database or a DSN that does not parse.
+func sqlitePath(dsn string) (string, bool) {
+	engine, _, err := sqlstore.ParseDSN(dsn)
+	if err != nil || engine != sqlstore.SQLite {
+		return "", false
 	}
 	path := dsn
 	for _, p := range []string{"sqlite://", "file:"} {
@@ -157,12 +170,9 @@ func requireDatabase(dsn string) error {
 		path = path[:i]
 	}
 	if path == ":memory:" || strings.Contains(dsn, "mode=memory") {
-		return nil
+		return "", false
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
-	}
-	return nil
+	return path, true
 }
 
 // openAdminEngine opens the engine with every policy serve knows — the

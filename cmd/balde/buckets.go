@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // runBuckets is "balde buckets list|show|reset": the admin page's data in
@@ -100,7 +102,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide"}
+	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: m.printer()}
 
 	if action == "list" {
 		if len(rest) > 0 {
@@ -242,6 +244,7 @@ type bucketsCmd struct {
 	eng  *engine
 	json bool
 	wide bool
+	tr   *i18n.Printer // the language of LANG; JSON is never translated
 }
 
 // listOptions are a listing's filter and order.
@@ -318,14 +321,14 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		return nil
 	}
 	if len(page.States) == 0 {
-		fmt.Fprintln(b.m.Stdout, "no stored bucket matches (a key with no row is a full bucket)")
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
 	if b.wide {
-		fmt.Fprintln(tw, "POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS")
+		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS"))
 	} else {
-		fmt.Fprintln(tw, "POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND")
+		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
 	}
 	for _, st := range page.States {
 		v := b.view(st)
@@ -334,9 +337,9 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 				st.Tokens, v.capacity, v.refill, v.severity, v.wait, v.lastSend, st.SendCount)
 			continue
 		}
-		last := "never"
+		last := b.tr.Sprintf("never")
 		if !st.LastSentAt.IsZero() {
-			last = web.FormatWait(st.At.Sub(st.LastSentAt)) + " ago"
+			last = b.tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, shorten(st.Key.Identifier, 24), st.Key.Env,
 			st.Tokens, v.capacity, v.severity, v.wait, last)
@@ -348,7 +351,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		fmt.Fprintf(b.m.Stdout, "partial: the filter read %d rows\n", throttle.MaxScan)
 	}
 	if page.Next != "" {
-		fmt.Fprintf(b.m.Stdout, "more: add --after %s\n", page.Next)
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
 	}
 	return nil
 }
@@ -442,7 +445,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	}
 	if !yes {
 		b.printState(st)
-		fmt.Fprintf(b.m.Stdout, "Reset %s to %d tokens and clear its cooldown and block, as %q? [y/N] ", key, st.Policy.Capacity, actor)
+		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		answer, _ := bufio.NewReader(b.m.Stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(b.m.Stdout)
@@ -461,7 +464,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 		}{b.bucketJSON(after), st.Tokens, actor})
 		return nil
 	}
-	fmt.Fprintf(b.m.Stdout, "reset %s: %d → %d tokens, cooldown and block cleared (by %s)\n", key, st.Tokens, after.Tokens, actor)
+	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(st.Tokens, 10), strconv.FormatInt(after.Tokens, 10), actor))
 	return nil
 }
 
@@ -473,7 +476,7 @@ type bucketView struct {
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	v := bucketView{
 		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: web.FormatRefill(st.Policy),
-		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
+		policy: st.Policy.String(), severity: b.tr.Sprintf(st.Severity.String()), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
 	}
 	if st.Orphan {
 		v.capacity, v.refill, v.policy, v.severity = "?", "?", "unknown policy", "unknown policy"

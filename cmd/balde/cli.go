@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // Exit codes of every command.
@@ -38,6 +39,18 @@ type Main struct {
 	// limiter computed against Clock: it waits d, or less when ctx ends
 	// first (it then returns ctx.Err()). Nil is a real wait.
 	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// printer is the language of the operator commands' messages, from
+// LC_ALL, LC_MESSAGES or LANG (English when none names pt_BR or es_PY),
+// with times in the local zone next to UTC.
+func (m *Main) printer() *i18n.Printer {
+	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if l := m.Getenv(v); l != "" {
+			return i18n.FromLocale(l, time.Local)
+		}
+	}
+	return i18n.New(i18n.English, time.Local)
 }
 
 // NewMain returns a Main over the given streams and environment.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,4 +68,19 @@ func TestBucketsListUnknownPolicy(t *testing.T) {
 	code, _, errOut = run(t, nil, "buckets", "list", "--policy", "NOPE", "--db", db)
 	require.Equal(t, ExitUsage, code)
 	oneStderrLine(t, errOut, `unknown policy "NOPE"`)
+}
+
+// The operator commands speak the language of LANG.
+func TestBucketsAndPruneSpeakLANG(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	env := map[string]string{"BALDE_DB": db, "LANG": "pt_BR.UTF-8"}
+	code, out, errOut := runIn(context.Background(), clock, "", env, "buckets", "list")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "POLÍTICA")
+	require.Contains(t, out, "Saudável")
+	code, out, errOut = runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db, "LANG": "es_PY.UTF-8"}, "prune", "--dry-run")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "simulación: eliminaría 0 filas del registro")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -84,16 +85,18 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		}{before.UTC(), res.LedgerRows, res.Buckets, lookups, *skipBuckets, *dryRun})
 		return nil
 	}
-	verb := "removed"
+	tr := m.printer()
+	verb := tr.Sprintf("removed")
 	if *dryRun {
-		verb = "dry run: would remove"
+		verb = tr.Sprintf("dry run: would remove")
 	}
-	fmt.Fprintf(m.Stdout, "%s %d ledger rows and %d DICT lookups older than %s (before %s)\n",
-		verb, res.LedgerRows, lookups, retention, before.UTC().Format(web.TimeLayout))
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s ledger rows and %s DICT lookups older than %s (before %s)",
+		verb, n(res.LedgerRows), n(lookups), retention.String(), before.UTC().Format(web.TimeLayout)))
 	if *skipBuckets {
-		fmt.Fprintln(m.Stdout, "idle buckets kept (--skip-buckets)")
+		fmt.Fprintln(m.Stdout, tr.Sprintf("idle buckets kept (--skip-buckets)"))
 	} else {
-		fmt.Fprintf(m.Stdout, "%s %d idle buckets (full, no cooldown or block: the same as no row)\n", verb, res.Buckets)
+		fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s idle buckets (full, no cooldown or block: the same as no row)", verb, n(res.Buckets)))
 	}
 	return nil
 }

@@ -80,6 +80,19 @@ var messages = [][3]string{
 	{"Full again", "Cheio de novo", "Lleno de nuevo"},
 	{"Stored", "Guardado", "Guardado"},
 	{"Reset this bucket…", "Reiniciar este balde…", "Reiniciar este balde…"},
+
+	// balde buckets and balde prune (LANG)
+	{"no stored bucket matches (a key with no row is a full bucket)", "nenhum balde guardado corresponde (uma chave sem linha é um balde cheio)", "ningún balde guardado coincide (una clave sin fila es un balde lleno)"},
+	{"POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND", "POLÍTICA\tIDENTIFICADOR\tAMBIENTE\tFICHAS\tSEVERIDADE\tESTADO\tÚLTIMO ENVIO", "POLÍTICA\tIDENTIFICADOR\tAMBIENTE\tFICHAS\tSEVERIDAD\tESTADO\tÚLTIMO ENVÍO"},
+	{"POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS", "POLÍTICA\tESCOPO\tIDENTIFICADOR\tAMBIENTE\tFICHAS\tCAPACIDADE\tRECARGA\tSEVERIDADE\tESPERA/BLOQUEIO\tÚLTIMO ENVIO\tENVIOS", "POLÍTICA\tÁMBITO\tIDENTIFICADOR\tAMBIENTE\tFICHAS\tCAPACIDAD\tRECARGA\tSEVERIDAD\tESPERA/BLOQUEO\tÚLTIMO ENVÍO\tENVÍOS"},
+	{"more: add --after %s", "há mais: acrescente --after %s", "hay más: agregue --after %s"},
+	{"Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", "Reiniciar %s para %s fichas e limpar a espera e o bloqueio, como %s? [y/N] ", "¿Reiniciar %s a %s fichas y quitar la espera y el bloqueo, como %s? [y/N] "},
+	{"reset %s: %s → %s tokens, cooldown and block cleared (by %s)", "%s reiniciado: %s → %s fichas, espera e bloqueio limpos (por %s)", "%s reiniciado: %s → %s fichas, espera y bloqueo quitados (por %s)"},
+	{"removed", "removidos", "eliminados"},
+	{"dry run: would remove", "simulação: removeria", "simulación: eliminaría"},
+	{"%s %s ledger rows and %s DICT lookups older than %s (before %s)", "%s %s linhas do registro e %s consultas DICT com mais de %s (antes de %s)", "%s %s filas del registro y %s consultas DICT de más de %s (antes de %s)"},
+	{"idle buckets kept (--skip-buckets)", "baldes ociosos mantidos (--skip-buckets)", "baldes ociosos conservados (--skip-buckets)"},
+	{"%s %s idle buckets (full, no cooldown or block: the same as no row)", "%s %s baldes ociosos (cheios, sem espera nem bloqueio: o mesmo que nenhuma linha)", "%s %s baldes ociosos (llenos, sin espera ni bloqueo: lo mismo que ninguna fila)"},
 }
 
 // pluralForm is a message with plural forms per language (English,

@@ -106,6 +106,15 @@ func (p *Printer) Sprintf(key string, args ...any) string {
 	return p.p.Sprintf(key, args...)
 }
 
+// Text translates a fixed text (a title, a label) that is not a format:
+// one containing "%" is returned as it is, never formatted.
+func (p *Printer) Text(key string) string {
+	if strings.Contains(key, "%") {
+		return key
+	}
+	return p.p.Sprintf(key)
+}
+
 // Lang is the language's BCP 47 tag, for <html lang>.
 func (p *Printer) Lang() string { return p.Tag.String() }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -43,24 +44,11 @@ func (s Severity) String() string {
 // ParseSeverity is the inverse of String, case-insensitive ("critical").
 func ParseSeverity(s string) (Severity, error) {
 	for i, n := range severityNames[1:] {
-		if equalFold(n, s) {
+		if strings.EqualFold(n, s) {
 			return Severity(i + 1), nil
 		}
 	}
 	return 0, fmt.Errorf("throttle: unknown severity %q (want healthy, medium, high or critical)", s)
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range len(a) {
-		x, y := a[i]|0x20, b[i]|0x20
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // Grading says how severity applies to a policy's buckets.

@@ -530,9 +530,10 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	l := s.layout(r, "adminBuckets")
 	return s.render(w, http.StatusOK, resetPage{
-		layout:    s.layout(r, "adminBuckets"),
-		Bucket:    s.newBucketView(st),
+		layout:    l,
+		Bucket:    s.newBucketViewIn(st, l.T),
 		ListURL:   s.path("adminBuckets"),
 		DetailURL: s.bucketPath("adminBucket", key),
 		ResetURL:  s.bucketPath("adminReset", key),

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,4 +85,36 @@ func TestBucketsAndPruneSpeakLANG(t *testing.T) {
 	code, out, errOut = runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db, "LANG": "es_PY.UTF-8"}, "prune", "--dry-run")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "simulación: eliminaría 0 filas del registro")
+}
+
+// The examples in the --help of the operator commands run (against a
+// seeded temporary database: --db is replaced, BALDE_DB set).
+func TestOperatorHelpExamplesRun(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	env := map[string]string{"BALDE_DB": db}
+	dbFlag := regexp.MustCompile(`--db \S+`)
+	for _, cmd := range []string{"buckets", "prune"} {
+		code, _, help := runIn(context.Background(), clock, "", env, cmd, "--help")
+		require.Equal(t, ExitOK, code)
+		_, examples, ok := strings.Cut(help, "Example:\n")
+		require.True(t, ok, "%s --help has no example", cmd)
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(examples), "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "balde ") {
+				continue
+			}
+			line = dbFlag.ReplaceAllString(line, "--db "+db)
+			args := strings.Fields(strings.TrimPrefix(line, "balde "))
+			if slices.Contains(args, "--watch") {
+				continue // runs until Ctrl-C
+			}
+			code, out, errOut := runIn(context.Background(), clock, "", env, args...)
+			require.Equal(t, ExitOK, code, "%s\n%s%s", line, out, errOut)
+			n++
+		}
+		require.Positive(t, n, "%s: no runnable example", cmd)
+	}
 }

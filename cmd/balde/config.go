@@ -133,6 +133,10 @@ type Config struct {
 	// documents a crashed send left in "sending" (--prune-every,
 	// BALDE_PRUNE_EVERY, default 10m; "off" or 0 turns it off).
 	PruneEvery time.Duration
+	// SeverityEvery is how often serve grades again the buckets that are
+	// not Healthy, delivering the recoveries refill brought
+	// (BALDE_SEVERITY_EVERY, default 15s; "off" or 0 turns it off).
+	SeverityEvery time.Duration
 }
 
 // ReconcileAuto is DictReconcileEvery's default: DefaultReconcileEvery
@@ -173,6 +177,7 @@ func DefaultConfig() Config {
 
 		DictReconcileEvery: ReconcileAuto,
 		PruneEvery:         DefaultPruneEvery,
+		SeverityEvery:      DefaultSeverityEvery,
 	}
 }
 
@@ -251,6 +256,7 @@ func (c *Config) envVars() []envVar {
 		// serve's background work.
 		{"BALDE_DICT_RECONCILE_EVERY", reconcileFlag{&c.DictReconcileEvery}.Set},
 		{"BALDE_PRUNE_EVERY", everyFlag{&c.PruneEvery}.Set},
+		{"BALDE_SEVERITY_EVERY", everyFlag{&c.SeverityEvery}.Set},
 	}
 }
 

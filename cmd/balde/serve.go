@@ -297,13 +297,15 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 	if cfg.PruneEvery > 0 {
 		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
 	}
-	a.bg.Go(func() { a.reevaluate(ctx, SeverityEvery, logger) })
+	if cfg.SeverityEvery > 0 {
+		a.bg.Go(func() { a.reevaluate(ctx, cfg.SeverityEvery, logger) })
+	}
 }
 
-// SeverityEvery is how often serve grades again the buckets that are not
-// Healthy, so that a bucket refilled while nobody sends gets its recovery
-// (log, webhook "resolved", metric) within this time.
-const SeverityEvery = 15 * time.Second
+// DefaultSeverityEvery is how often serve grades again the buckets that are
+// not Healthy (Config.SeverityEvery), so that a bucket refilled while nobody
+// sends gets its recovery (log, webhook "resolved", metric) within this time.
+const DefaultSeverityEvery = 15 * time.Second
 
 // reevaluate runs Limiter.Reevaluate every period until ctx ends.
 func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {

@@ -79,6 +79,8 @@ func commands() []Command {
 			fmt.Fprintln(m.Stdout, "balde", Version)
 			return nil
 		}},
+		{"completion", "print a shell completion script (bash|zsh): source <(balde completion bash)", runCompletion},
+		{"__complete", "", runComplete},
 	}
 }
 
@@ -107,7 +109,9 @@ func (m *Main) usage(w io.Writer) {
 	cs := commands()
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	for _, c := range cs {
-		fmt.Fprintf(w, "  %-15s %s\n", c.Name, c.Summary)
+		if c.Summary != "" { // hidden: __complete
+			fmt.Fprintf(w, "  %-15s %s\n", c.Name, c.Summary)
+		}
 	}
 	fmt.Fprintln(w, "\nRun \"balde COMMAND --help\" for a command's flags and an example.")
 }
@@ -200,17 +204,19 @@ func (m *Main) newFlagSet(name, synopsis, example string) *flag.FlagSet {
 // only when asked for with -h or --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	defer func() {
+	restore := func() {
 		fs.Usage = usage
 		fs.SetOutput(out)
-	}()
+	}
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer restore()
 	var pos []string
 	for {
 		err := fs.Parse(args)
 		switch {
 		case errors.Is(err, flag.ErrHelp):
+			restore() // the usage prints the flags to the real output
 			usage()
 			return err
 		case err != nil:

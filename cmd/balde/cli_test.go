@@ -118,3 +118,23 @@ func TestOperatorHelpExamplesRun(t *testing.T) {
 		require.Positive(t, n, "%s: no runnable example", cmd)
 	}
 }
+
+func TestShellCompletion(t *testing.T) {
+	code, out, _ := run(t, nil, "completion", "bash")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "complete -F _balde balde")
+	code, out, _ = run(t, nil, "__complete")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, strings.Fields(out), "buckets")
+	require.NotContains(t, out, "__complete")
+	code, out, _ = run(t, nil, "__complete", "buckets")
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, []string{"list", "show", "reset"}, strings.Fields(out))
+	code, out, _ = run(t, nil, "__complete", "prune", "flags")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, strings.Fields(out), "--dry-run")
+	require.Contains(t, strings.Fields(out), "--db")
+	code, _, errOut := run(t, nil, "completion", "fish")
+	require.Equal(t, ExitUsage, code)
+	oneStderrLine(t, errOut, "want bash or zsh")
+}

@@ -70,6 +70,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
 	v.Wait = FormatBucketWait(st)
+	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, st.UntilFull)
 	v.LastSentAgo = tr.Sprintf("never")
 	if !st.LastSentAt.IsZero() {
 		v.LastSentAt = tr.Time(st.LastSentAt)
@@ -186,7 +187,15 @@ func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
 	}
 	s := tr.Time(t)
 	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + FormatWait(ago) + " ago)"
+		s += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
 	}
 	return s
+}
+
+// waitIn is FormatWaitOrNow in tr's language: "in 8s", "now".
+func waitIn(tr *i18n.Printer, d time.Duration) string {
+	if d <= 0 {
+		return tr.Sprintf("now")
+	}
+	return tr.Sprintf("in %s", FormatWait(d))
 }

@@ -294,6 +294,9 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 		}
 		fmt.Fprintf(b.m.Stdout, "every %s, at %s (Ctrl-C to stop)\n", every, clock.now().UTC().Format(web.TimeLayout))
 		if err := b.list(ctx, lo); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C during a draw
+			}
 			return err
 		}
 		if err := clock.Sleep(ctx, every); err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -137,4 +138,23 @@ func TestShellCompletion(t *testing.T) {
 	code, _, errOut := run(t, nil, "completion", "fish")
 	require.Equal(t, ExitUsage, code)
 	oneStderrLine(t, errOut, "want bash or zsh")
+}
+
+// buckets list --watch redraws every period until Ctrl-C, then exits 0.
+func TestBucketsListWatch(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sleeps := 0
+	clock := newFakeTime(testEpoch, func(time.Duration) {
+		if sleeps++; sleeps == 2 {
+			cancel() // Ctrl-C during the second wait
+		}
+	})
+	seedBuckets(t, db, clock)
+	code, out, errOut := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--watch", "5s", "--state", "cooling")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, 3, strings.Count(out, "(Ctrl-C to stop)"), out)
+	require.Contains(t, out, "every 5s, at 2026-03-02 12:00:10 UTC")
+	require.Equal(t, 2, strings.Count(out, "cooldown"), "the RUC cools down at 0 s and 5 s; Ctrl-C ends the third draw: %s", out)
 }

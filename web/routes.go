@@ -48,6 +48,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{name: "home", method: http.MethodGet, path: "/", format: formatHTML, handle: s.redirectHome},
 		{name: "static", method: http.MethodGet, path: "/static/", prefix: true, format: formatHTML, handle: s.serveStatic},
+		{name: "favicon", method: http.MethodGet, path: "/favicon.ico", format: formatHTML, handle: s.serveFavicon},
 
 		// Admin pages (admin.go).
 		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
@@ -149,7 +150,10 @@ func (s *Server) chain(rt route) http.Handler {
 	if rt.admin {
 		h = s.authenticate(h)
 	}
-	h = s.limitInbound(h)
+	if rt.name == "metrics" {
+		h = s.requireMetricsToken(h)
+	}
+	h = s.limitInbound(h, rt)
 	h = s.secureHeaders(h, rt)
 	h = s.logRequests(h, rt)
 	h = s.assignRequestID(h)
@@ -226,7 +230,12 @@ func (s *Server) path(name string, pairs ...string) string {
 		panic(fmt.Sprintf("web: route %q: %v", name, err))
 	}
 	// u.Path holds the escaped text as built: use it as is.
-	return u.Path
+	return s.BasePath + u.Path
+}
+
+// requestURL is the URL of r as the client sees it (path and query).
+func (s *Server) requestURL(r *http.Request) string {
+	return s.BasePath + r.URL.RequestURI()
 }
 
 // pathWithQuery is path plus an encoded query (omitted when empty).

@@ -255,7 +255,7 @@ type listOptions struct {
 
 // knownPolicies are the policy names this engine resolves.
 func (b bucketsCmd) knownPolicies() []string {
-	names := b.eng.policyNames()
+	names := b.eng.PolicyNames()
 	for _, n := range []string{web.PolicyInboundIP, web.PolicyInboundToken} {
 		if !slices.Contains(names, n) {
 			names = append(names, n)

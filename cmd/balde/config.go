@@ -95,6 +95,9 @@ type Config struct {
 	// BALDE_SIFEN_SIM_ADDR; default 127.0.0.1:0, a new port each start;
 	// make run fixes them). Loopback only.
 	DictSimAddr, SifenSimAddr string
+	// MetricsToken, when set, protects /metrics with a bearer token
+	// (BALDE_METRICS_TOKEN; no flag, like the passwords).
+	MetricsToken string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (--trusted-proxies, BALDE_TRUSTED_PROXIES: CIDR prefixes or
 	// addresses, comma-separated). Empty: the socket address is the client.
@@ -115,7 +118,8 @@ type Config struct {
 	InboundTokensFile string
 	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
 	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
-	// default "/healthz,/metrics,/static/").
+	// default web.DefaultInboundExempt): exact paths, or a subtree when the
+	// entry ends in "/".
 	InboundPaths, InboundExempt []string
 	// InboundFailMode is what the inbound limiter does when the database
 	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
@@ -240,6 +244,7 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_TIME_ZONE", setParsed(&c.TimeZone, time.LoadLocation)},
 		{"BALDE_DICT_SIM_ADDR", setString(&c.DictSimAddr)},
 		{"BALDE_SIFEN_SIM_ADDR", setString(&c.SifenSimAddr)},
+		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
 		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
 		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
 		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, parseInboundIPLimit)},

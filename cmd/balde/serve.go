@@ -16,10 +16,9 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -121,16 +120,11 @@ type app struct {
 // returns → background reconciliation and pruning.
 func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
-	inbound, err := newInbound(cfg)
+	inbound, err := newInboundConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	metrics := web.NewMetrics()
-	var resolvers throttle.Resolvers
-	if inbound != nil {
-		resolvers = append(resolvers, inbound.Policies())
-	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Observer: metrics, Logger: logger})
+	eng, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +156,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	// "sending" are settled by asking SIFEN, or stay (and are reported).
 	a.resolveSifen(ctx, logger)
 
-	if err := a.openServer(cfg, inbound, metrics, logger); err != nil {
+	if err := a.openServer(cfg); err != nil {
 		return nil, err
 	}
 	a.startBackground(cfg, logger)
@@ -172,6 +166,20 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 // newInbound builds the inbound limiter from cfg (reading
 // BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
 func newInbound(cfg Config) (*web.Inbound, error) {
+	ic, err := newInboundConfig(cfg)
+	if ic == nil || err != nil {
+		return nil, err
+	}
+	in, err := web.NewInbound(*ic)
+	if err != nil {
+		return nil, UsageError("inbound limiter: %v", err)
+	}
+	return in, nil
+}
+
+// newInboundConfig is the inbound limiter's configuration from cfg
+// (reading BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
+func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	if cfg.InboundIPLimit == 0 {
 		return nil, nil
 	}
@@ -187,7 +195,7 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 		}
 		cfg.InboundTokens = append(slices.Clip(cfg.InboundTokens), tokens...)
 	}
-	in, err := web.NewInbound(web.InboundConfig{
+	return &web.InboundConfig{
 		IPLimit:  cfg.InboundIPLimit,
 		Window:   cfg.InboundWindow,
 		Block:    cfg.InboundBlock,
@@ -195,36 +203,12 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 		Paths:    cfg.InboundPaths,
 		Exempt:   cfg.InboundExempt,
 		FailMode: cfg.InboundFailMode,
-	})
-	if err != nil {
-		return nil, UsageError("inbound limiter: %v", err)
-	}
-	return in, nil
+	}, nil
 }
 
-func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics, logger *slog.Logger) error {
-	eng := a.engine
-	policyNames := eng.policyNames()
-	if inbound != nil {
-		policyNames = append(inbound.PolicyNames(), policyNames...)
-		// The inbound limiter has a Limiter of its own on the same store:
-		// every request is a take, and writing a ledger row for each (or
-		// for each refusal of a flood) would bury the outbound history.
-		// Its decisions are still counted in the metrics.
-		var err error
-		inbound.Limiter, err = throttle.NewLimiter(eng.throttleStore(), inbound.Policies(), throttle.Config{
-			Clock:           eng.store.Now,
-			Thresholds:      cfg.Thresholds,
-			Ledger:          throttle.LedgerNoTakes,
-			SkipRefusalRows: true,
-			Observer:        metrics,
-			Logger:          logger.WithGroup("inbound"),
-		})
-		if err != nil {
-			return UsageError("%v", err)
-		}
-	}
-
+// openServer opens the web server over the engine (balde.Engine.NewServer)
+// with serve's credential, DICT client and SIFEN sender.
+func (a *app) openServer(cfg Config) error {
 	creds := web.Credentials{User: cfg.AdminUser, Password: cfg.AdminPassword, PasswordBcrypt: cfg.AdminPasswordBcrypt}
 	if creds.Password == "" && creds.PasswordBcrypt == "" {
 		// The admin is never open: without a configured password, one is
@@ -235,26 +219,16 @@ func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics,
 			return err
 		}
 	}
-
-	s := web.NewServer()
+	s := a.engine.NewServer(cfg.DictParticipant)
 	s.Addr = cfg.Addr
-	s.Limiter = eng.limiter
-	s.Inbound = inbound
 	s.Admin = creds
 	s.TrustedProxies = cfg.TrustedProxies
-	s.Metrics = metrics
-	s.HealthCheck = storeHealth(eng.store)
-	s.Logger = logger.WithGroup("web")
-	s.Policies = policyNames
+	s.MetricsToken = cfg.MetricsToken
+	s.HealthCheck = storeHealth(a.engine.store)
 	s.Sifen = a.sender
 	s.Dict = a.dict
-	s.Scope = web.Scopes(eng.dict)
 	s.TimeZone = cfg.TimeZone
-	s.Panels = []web.PanelFunc{
-		web.DictCategoryPanel(eng.dict, cfg.DictParticipant),
-		web.AntiScanPanel(eng.records.Monitors, eng.store.Now),
-		web.SifenDocumentsPanel(a.sender),
-	}
+	s.Panels = append(s.Panels, web.SifenDocumentsPanel(a.sender))
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -364,23 +338,7 @@ func (a *app) maintain(ctx context.Context, every, retention time.Duration, logg
 // storeHealth is the health check of /healthz: the database answers and
 // its schema is at the latest migration, not dirty.
 func storeHealth(store *sqlstore.Store) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if err := store.Ping(ctx); err != nil {
-			return err
-		}
-		latest, err := migrations.Latest(store.Engine())
-		if err != nil {
-			return err
-		}
-		version, dirty, err := store.SchemaVersion(ctx)
-		if err != nil {
-			return err
-		}
-		if dirty || version != latest {
-			return fmt.Errorf("serve: schema at version %d (dirty %t), want %d", version, dirty, latest)
-		}
-		return nil
-	}
+	return func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
 }
 
 // adminPassword finds serve's admin password when none is configured in

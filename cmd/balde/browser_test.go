@@ -349,6 +349,9 @@ func TestBrowserOperatorPages(t *testing.T) {
 
 			visit("/documents", "table.documents")
 			shoot("documents")
+
+			visit("/dict/lookup", "main h1")
+			shoot("dictlookup")
 		}
 	}
 	t.Logf("operator browser test took %s; screenshots in %s", time.Since(start).Round(time.Millisecond), artifacts)

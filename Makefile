@@ -8,8 +8,9 @@ LDFLAGS := -X main.Version=$(VERSION)
 
 .PHONY: run test test-tools race bench lint build fuzz soak clean
 
+# The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve --dict-sim-addr 127.0.0.1:8081 --sifen-sim-addr 127.0.0.1:8082
 
 # test-tools/ holds the third-party SIFEN tools some tests run (the DE
 # generator, signer and SOAP client, pinned by package-lock.json); without

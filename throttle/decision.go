@@ -142,3 +142,7 @@ type SeverityChange struct {
 	Capacity int64
 	At       time.Time
 }
+
+// Resolved reports whether the change brings the bucket back to Healthy:
+// the end of the alert its earlier change started.
+func (c SeverityChange) Resolved() bool { return c.To == SeverityHealthy && c.From > SeverityHealthy }

@@ -150,7 +150,13 @@ func (tx *Tx) sync(t SyncTarget, p Policy, r rules) Adjusted {
 func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	tb := tx.bucket(key, p)
 	before := tb.b.Tokens
+	// The last send is history, kept unless clearing the cooldown needs
+	// it gone (the cooldown runs from it).
+	last, cooling := tb.b.LastSentAt, tb.b.UntilCooldownEnds(p, tx.now) > 0
 	tb.b.setFull(p, tx.now)
+	if !cooling {
+		tb.b.LastSentAt = last
+	}
 	tx.touch(tb, p, r.thresholds)
 	tx.record(tb, tb.b.Tokens-before, LedgerReset, actor)
 	return tb.b

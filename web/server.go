@@ -78,6 +78,9 @@ type Server struct {
 	// DefaultUploadLimit.
 	UploadLimit int64
 
+	// TimeZone is where the admin pages show times next to UTC; nil is
+	// the server's local zone.
+	TimeZone *time.Location
 	// Policies lists policy names the bucket filter suggests.
 	Policies []string
 	// Scope, when set, names the scope of a key (the DICT's PSP or USER)

@@ -82,6 +82,24 @@ type Config struct {
 	// password; with neither, serve generates one and prints it once.
 	// Passwords have no flag: a command line is visible to every user.
 	AdminUser, AdminPassword, AdminPasswordBcrypt string
+	// AdminPasswordFile holds the password on its first line
+	// (BALDE_ADMIN_PASSWORD_FILE). With no password configured at all,
+	// serve keeps the one it generates in DataDir/admin-password, so it
+	// stays the same across restarts.
+	AdminPasswordFile string
+	// DataDir is where serve keeps what it generates (the admin password)
+	// (BALDE_DATA_DIR); empty: the SQLite database's directory, or the
+	// user's config directory (…/balde) for PostgreSQL.
+	DataDir string
+	// TimeZone is where the admin pages show times next to UTC
+	// (BALDE_TIME_ZONE, an IANA name such as America/Asuncion); nil: the
+	// server's local zone.
+	TimeZone *time.Location
+	// DictSimAddr and SifenSimAddr are where serve's built-in simulators
+	// listen (--dict-sim-addr, --sifen-sim-addr, BALDE_DICT_SIM_ADDR,
+	// BALDE_SIFEN_SIM_ADDR; default 127.0.0.1:0, a new port each start;
+	// make run fixes them). Loopback only.
+	DictSimAddr, SifenSimAddr string
 	// MetricsToken, when set, protects /metrics with a bearer token
 	// (BALDE_METRICS_TOKEN; no flag, like the passwords).
 	MetricsToken string
@@ -124,6 +142,10 @@ type Config struct {
 	// documents a crashed send left in "sending" (--prune-every,
 	// BALDE_PRUNE_EVERY, default 10m; "off" or 0 turns it off).
 	PruneEvery time.Duration
+	// SeverityEvery is how often serve grades again the buckets that are
+	// not Healthy, delivering the recoveries refill brought
+	// (BALDE_SEVERITY_EVERY, default 15s; "off" or 0 turns it off).
+	SeverityEvery time.Duration
 }
 
 // ReconcileAuto is DictReconcileEvery's default: DefaultReconcileEvery
@@ -154,6 +176,8 @@ func DefaultConfig() Config {
 		LedgerRetention: throttle.DefaultRetention,
 		Thresholds:      throttle.DefaultThresholds,
 		AdminUser:       "admin",
+		DictSimAddr:     "127.0.0.1:0",
+		SifenSimAddr:    "127.0.0.1:0",
 		InboundIPLimit:  web.DefaultInboundIPLimit,
 		InboundWindow:   web.DefaultInboundWindow,
 		InboundBlock:    web.DefaultInboundBlock,
@@ -163,6 +187,7 @@ func DefaultConfig() Config {
 
 		DictReconcileEvery: ReconcileAuto,
 		PruneEvery:         DefaultPruneEvery,
+		SeverityEvery:      DefaultSeverityEvery,
 	}
 }
 
@@ -221,6 +246,11 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_ADMIN_USER", setString(&c.AdminUser)},
 		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
 		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
+		{"BALDE_ADMIN_PASSWORD_FILE", setString(&c.AdminPasswordFile)},
+		{"BALDE_DATA_DIR", setString(&c.DataDir)},
+		{"BALDE_TIME_ZONE", setParsed(&c.TimeZone, time.LoadLocation)},
+		{"BALDE_DICT_SIM_ADDR", setString(&c.DictSimAddr)},
+		{"BALDE_SIFEN_SIM_ADDR", setString(&c.SifenSimAddr)},
 		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
 		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
 		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
@@ -238,6 +268,7 @@ func (c *Config) envVars() []envVar {
 		// serve's background work.
 		{"BALDE_DICT_RECONCILE_EVERY", reconcileFlag{&c.DictReconcileEvery}.Set},
 		{"BALDE_PRUNE_EVERY", everyFlag{&c.PruneEvery}.Set},
+		{"BALDE_SEVERITY_EVERY", everyFlag{&c.SeverityEvery}.Set},
 	}
 }
 
@@ -344,7 +375,7 @@ func parseThresholds(s string) (throttle.Thresholds, error) {
 		}
 		n[i] = v
 	}
-	t := throttle.Thresholds{Medium: n[0], High: n[1], Critical: n[2]}
+	t := throttle.Thresholds{Medium: n[0], High: n[1], Critical: n[2], Recover: throttle.DefaultThresholds.Recover}
 	return t, t.Validate()
 }
 
@@ -503,7 +534,9 @@ func (c *Config) addBackgroundFlags(fs *flag.FlagSet) {
 // addWebFlags registers the flags of serve's web server.
 func (c *Config) addWebFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on, HOST:PORT (env BALDE_ADDR)")
-	fs.StringVar(&c.AdminUser, "admin-user", c.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_BCRYPT (env BALDE_ADMIN_USER)")
+	fs.StringVar(&c.AdminUser, "admin-user", c.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD, BALDE_ADMIN_PASSWORD_BCRYPT or BALDE_ADMIN_PASSWORD_FILE, else DATA_DIR/admin-password, generated once (env BALDE_ADMIN_USER)")
+	fs.StringVar(&c.DictSimAddr, "dict-sim-addr", c.DictSimAddr, "where the built-in DICT simulator listens, loopback HOST:PORT (env BALDE_DICT_SIM_ADDR)")
+	fs.StringVar(&c.SifenSimAddr, "sifen-sim-addr", c.SifenSimAddr, "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)")
 	fs.Var(proxiesFlag{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
 	fs.Var(parsedFlag[int64]{&c.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
 	fs.Var(parsedFlag[time.Duration]{&c.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")

@@ -35,7 +35,7 @@ func TestConfigPrecedence(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, cfg.SifenThrottle) // the flag wins
 	require.Equal(t, "87654321", cfg.DictParticipant)          // env over default
 	require.Equal(t, throttle.LedgerAggregateTakes, cfg.Ledger)
-	require.Equal(t, throttle.Thresholds{Medium: 60, High: 30, Critical: 5}, cfg.Thresholds)
+	require.Equal(t, throttle.Thresholds{Medium: 60, High: 30, Critical: 5, Recover: throttle.DefaultThresholds.Recover}, cfg.Thresholds)
 	require.Equal(t, "", cfg.DictCategory) // default: unknown, the strictest (H) until learned
 }
 

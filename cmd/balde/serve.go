@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -62,6 +65,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	app, err := openApp(ctx, cfg, sifenClient, logger)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The operator must choose another --addr: bad input, nothing done.
+		return UsageError("serve: an address is already in use (%v); choose another --addr (BALDE_ADDR) or stop what listens there", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -83,9 +90,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
 	}
 	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", app.server.URL())
-	if app.generatedPassword != "" {
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, set BALDE_ADMIN_PASSWORD to choose one): %s\n",
-			cfg.AdminUser, app.generatedPassword)
+	switch {
+	case app.generatedPassword != "":
+		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, kept in %s; set BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_FILE to choose one): %s\n",
+			cfg.AdminUser, app.passwordFile, app.generatedPassword)
+	case app.passwordFile != "":
+		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, app.passwordFile)
 	}
 	<-ctx.Done()
 	logger.Info("shutting down")
@@ -101,6 +111,7 @@ type app struct {
 	sender            *sifen.Sender
 	server            *web.Server
 	generatedPassword string
+	passwordFile      string // where the password was read or kept
 
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
@@ -214,9 +225,12 @@ func (a *app) openServer(cfg Config) error {
 	creds := web.Credentials{User: cfg.AdminUser, Password: cfg.AdminPassword, PasswordBcrypt: cfg.AdminPasswordBcrypt}
 	if creds.Password == "" && creds.PasswordBcrypt == "" {
 		// The admin is never open: without a configured password, one is
-		// made up and printed once.
-		creds.Password = rand.Text()
-		a.generatedPassword = creds.Password
+		// read from a file, or made up once, kept and printed once.
+		var err error
+		creds.Password, a.passwordFile, a.generatedPassword, err = adminPassword(cfg)
+		if err != nil {
+			return err
+		}
 	}
 	s := a.engine.NewServer(cfg.DictParticipant)
 	s.Addr = cfg.Addr
@@ -226,6 +240,7 @@ func (a *app) openServer(cfg Config) error {
 	s.HealthCheck = storeHealth(a.engine.store)
 	s.Sifen = a.sender
 	s.Dict = a.dict
+	s.TimeZone = cfg.TimeZone
 	s.Panels = append(s.Panels, web.SifenDocumentsPanel(a.sender))
 	if err := s.Open(); err != nil {
 		return err
@@ -286,6 +301,32 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 			})
 		})
 	}
+	if cfg.SeverityEvery > 0 {
+		a.bg.Go(func() { a.reevaluate(ctx, cfg.SeverityEvery, logger) })
+	}
+}
+
+// DefaultSeverityEvery is how often serve grades again the buckets that are
+// not Healthy (Config.SeverityEvery), so that a bucket refilled while nobody
+// sends gets its recovery (log, webhook "resolved", metric) within this time.
+const DefaultSeverityEvery = 15 * time.Second
+
+// reevaluate runs Limiter.Reevaluate every period until ctx ends.
+func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("severity re-evaluation", slog.Any("error", err))
+		} else if n > 0 {
+			logger.Info("severity re-evaluated", slog.Int("recovered", n))
+		}
+	}
 }
 
 // reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is
@@ -328,4 +369,56 @@ func (a *app) maintain(ctx context.Context, every, retention time.Duration, logg
 // its schema is at the latest migration, not dirty.
 func storeHealth(store *sqlstore.Store) func(context.Context) error {
 	return func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
+}
+
+// adminPassword finds serve's admin password when none is configured in
+// the environment: the first line of AdminPasswordFile, else
+// DataDir/admin-password, else a new one written there (0600) and returned
+// as generated, to be printed once. It returns the file it used.
+func adminPassword(cfg Config) (password, file, generated string, err error) {
+	if cfg.AdminPasswordFile != "" {
+		b, err := os.ReadFile(cfg.AdminPasswordFile)
+		if err != nil {
+			return "", "", "", UsageError("BALDE_ADMIN_PASSWORD_FILE: %v", err)
+		}
+		password, _, _ = strings.Cut(string(b), "\n")
+		if password = strings.TrimSpace(password); password == "" {
+			return "", "", "", UsageError("BALDE_ADMIN_PASSWORD_FILE %s: the first line is empty", cfg.AdminPasswordFile)
+		}
+		return password, cfg.AdminPasswordFile, "", nil
+	}
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return "", "", "", err
+	}
+	file = filepath.Join(dir, "admin-password")
+	if b, err := os.ReadFile(file); err == nil {
+		if password = strings.TrimSpace(string(b)); password != "" {
+			return password, file, "", nil
+		}
+	}
+	password = rand.Text()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("serve: keep the admin password: %w", err)
+	}
+	if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
+		return "", "", "", fmt.Errorf("serve: keep the admin password: %w", err)
+	}
+	return password, file, password, nil
+}
+
+// dataDir resolves Config.DataDir: as given, else the SQLite database's
+// directory, else the user's config directory's balde/.
+func (c Config) dataDir() (string, error) {
+	if c.DataDir != "" {
+		return c.DataDir, nil
+	}
+	if path, ok := sqlitePath(c.DB); ok {
+		return filepath.Dir(path), nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", UsageError("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
+	}
+	return filepath.Join(dir, "balde"), nil
 }

@@ -62,7 +62,7 @@ func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *s
 		if err != nil {
 			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
 		}
-		if err := sims.dict.Open("127.0.0.1:0"); err != nil {
+		if err := sims.dict.Open(cfg.DictSimAddr); err != nil {
 			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
 		}
 		dictURL = sims.dict.URL()
@@ -72,7 +72,7 @@ func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *s
 		if err != nil {
 			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
 		}
-		if err := sims.sifen.Open("127.0.0.1:0"); err != nil {
+		if err := sims.sifen.Open(cfg.SifenSimAddr); err != nil {
 			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
 		}
 		sifenURL = sims.sifen.URL() + "/{env}"

@@ -36,6 +36,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"BlockAfterRefusal", testBlock},
 		{"RollingWindow", testRolling},
 		{"SeverityChanges", testSeverity},
+		{"SeverityNow", testSeverityNow},
 		{"Sync", testSync},
 		{"Reset", testReset},
 		{"LedgerExplainsBalance", testLedgerReplay},
@@ -730,3 +731,45 @@ func (o *countingObserver) FailedOpen(throttle.Key, error) {
 	o.failedOpen++
 }
 func (o *countingObserver) SeverityChanged(throttle.SeverityChange) {}
+
+// testSeverityNow: the store's part of read-time severity — the stored
+// level prefilter (Filter.MinSeverity), ExcludePolicies — through
+// Limiter.List, CountNow and Reevaluate.
+func testSeverityNow(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
+	q := throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
+	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+	require.True(t, e.Take(keyA, 10).Allowed) // Critical
+	require.True(t, e.Take(keyC, 1).Allowed)  // Healthy
+	require.True(t, e.Take(keyB, 10).Allowed) // Critical, policy Q
+
+	keys := func(f throttle.Filter) []throttle.Key {
+		t.Helper()
+		page, err := e.Limiter.List(ctx, f)
+		require.NoError(t, err)
+		var out []throttle.Key
+		for _, s := range page.States {
+			out = append(out, s.Key)
+		}
+		return out
+	}
+	require.Equal(t, []throttle.Key{keyA, keyB}, keys(throttle.Filter{Severity: throttle.SeverityCritical}))
+	require.Equal(t, []throttle.Key{keyA, keyC}, keys(throttle.Filter{ExcludePolicies: []string{"Q"}}))
+	require.Equal(t, []throttle.Key{keyA, keyB}, keys(throttle.Filter{MinSeverity: throttle.SeverityHigh}))
+
+	e.Clock.Advance(time.Minute) // all full again
+	require.Empty(t, keys(throttle.Filter{Severity: throttle.SeverityCritical}))
+	c, err := e.Limiter.CountNow(ctx, throttle.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), c.BySeverity[throttle.SeverityHealthy])
+	require.Equal(t, int64(0), c.BySeverity[throttle.SeverityCritical])
+
+	n, err := e.Limiter.Reevaluate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	stored, err := e.Limiter.CountBySeverity(ctx, throttle.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityHealthy: 3}, stored, "the recoveries are written")
+}

@@ -186,6 +186,14 @@ type documentsPage struct {
 	// SendRUC is set when the list is filtered by RUC and env: the "Send all
 	// drafts of RUC …" button's form.
 	SendRUC *sendRUCForm
+	// Upload is the upload form as sent, when it was refused.
+	Upload uploadForm
+}
+
+// uploadForm is a refused upload, shown again: the environment chosen, the
+// file's name and why it was refused.
+type uploadForm struct {
+	Env, File, Error string
 }
 
 // sendRUCForm is the "Send all drafts of RUC …" button.
@@ -203,16 +211,24 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
 		return ErrNotFound
 	}
-	q := r.URL.Query()
-	f, err := parseDocumentFilter(q)
+	p, err := s.newDocumentsPage(r, r.URL.Query())
 	if err != nil {
 		return err
+	}
+	return s.render(w, http.StatusOK, p)
+}
+
+// newDocumentsPage builds the documents page for the list's query q.
+func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage, error) {
+	f, err := parseDocumentFilter(q)
+	if err != nil {
+		return documentsPage{}, err
 	}
 	limit := f.Limit
 	f.Limit = limit + 1 // one more tells whether there is a next page
 	docs, err := s.Sifen.List(r.Context(), f)
 	if err != nil {
-		return err
+		return documentsPage{}, err
 	}
 	more := len(docs) > limit
 	if more {
@@ -230,6 +246,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 		ListURL:   s.path("documents"),
 		ImportURL: s.path("importDocuments"),
 	}
+	tr := p.T
 	for _, st := range documentStatuses {
 		p.Statuses = append(p.Statuses, string(st))
 	}
@@ -248,6 +265,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	default:
 		p.Flash = fmt.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
+	_ = tr
 	for _, d := range docs {
 		p.Documents = append(p.Documents, s.newDocumentView(d, now))
 	}
@@ -272,7 +290,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	if f.BeforeID > 0 {
 		p.FirstURL = s.pathWithQuery("documents", base)
 	}
-	return s.render(w, http.StatusOK, p)
+	return p, nil
 }
 
 // parseDocumentFilter reads the list's query. A malformed value is a bad
@@ -328,35 +346,55 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 // (Sender.Import, all or nothing). One document: 303 to its page; several:
 // 303 to the list. Bad XML, a bad RUC or check digit, an unknown
 // environment: 400 and nothing stored; a CDC being sent or already sent:
-// 409; a file over UploadLimit: 413.
+// 409; a file over UploadLimit: 413. A refused upload (4xx) shows the
+// documents page again with that status: the form keeps the environment
+// chosen, names the file and says why beside it.
 func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
 		return ErrNotFound
 	}
-	data, env, err := s.readUpload(w, r)
-	if err != nil {
+	up, err := s.readUpload(w, r)
+	if err == nil {
+		var docs []sifen.Document
+		if docs, err = s.Sifen.Import(r.Context(), up.data, up.env); err == nil {
+			s.Logger.Info("documents imported", slog.Int("count", len(docs)), slog.String("env", string(up.env)),
+				slog.String("user", requestInfoFrom(r.Context()).user))
+			if len(docs) == 1 {
+				http.Redirect(w, r, s.path("document", "id", strconv.FormatInt(docs[0].ID, 10)), http.StatusSeeOther)
+				return nil
+			}
+			http.Redirect(w, r, s.pathWithQuery("documents", url.Values{"imported": {strconv.Itoa(len(docs))}}), http.StatusSeeOther)
+			return nil
+		}
+	}
+	pr := problemOf(r, err)
+	if pr.status < 400 || pr.status >= 500 {
 		return err
 	}
-	docs, err := s.Sifen.Import(r.Context(), data, env)
-	if err != nil {
+	p, perr := s.newDocumentsPage(r, url.Values{})
+	if perr != nil {
 		return err
 	}
-	s.Logger.Info("documents imported", slog.Int("count", len(docs)), slog.String("env", string(env)),
-		slog.String("user", requestInfoFrom(r.Context()).user))
-	if len(docs) == 1 {
-		http.Redirect(w, r, s.path("document", "id", strconv.FormatInt(docs[0].ID, 10)), http.StatusSeeOther)
-		return nil
-	}
-	http.Redirect(w, r, s.pathWithQuery("documents", url.Values{"imported": {strconv.Itoa(len(docs))}}), http.StatusSeeOther)
-	return nil
+	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Error: pr.message}
+	return s.render(w, s.prepareError(w, r, err).status, p)
+}
+
+// upload is the upload form as read.
+type upload struct {
+	data     []byte
+	env      sifen.Env
+	envText  string // the env field as sent
+	fileName string
 }
 
 // readUpload reads the multipart upload form: the file and the
-// environment.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, sifen.Env, error) {
+// environment. What could be read of the form comes back with an error
+// too, to show the form again.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, error) {
+	var up upload
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
-		return nil, "", fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", ErrBadRequest)
+		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", ErrBadRequest)
 	}
 	limit := s.UploadLimit
 	if limit <= 0 {
@@ -367,28 +405,34 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, sif
 	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, "", fmt.Errorf("%w: the upload is larger than %d bytes", ErrTooLarge, limit)
+			return up, fmt.Errorf("%w: the upload is larger than %d bytes", ErrTooLarge, limit)
 		}
-		return nil, "", fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
+		return up, fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
 	}
 	defer r.MultipartForm.RemoveAll()
-	env, err := sifen.ParseEnv(r.PostFormValue("env"))
-	if err != nil {
-		return nil, "", err
+	up.envText = r.PostFormValue("env")
+	file, hdr, ferr := r.FormFile("file")
+	if ferr == nil {
+		defer file.Close()
+		up.fileName = hdr.Filename
 	}
-	file, _, err := r.FormFile("file")
+	env, err := sifen.ParseEnv(up.envText)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", ErrBadRequest)
+		return up, err
 	}
-	defer file.Close()
+	up.env = env
+	if ferr != nil {
+		return up, fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", ErrBadRequest)
+	}
 	data, err := io.ReadAll(io.LimitReader(file, limit+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: read the upload: %v", ErrBadRequest, err)
+		return up, fmt.Errorf("%w: read the upload: %v", ErrBadRequest, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, "", fmt.Errorf("%w: the file is larger than %d bytes", ErrTooLarge, limit)
+		return up, fmt.Errorf("%w: the file is larger than %d bytes", ErrTooLarge, limit)
 	}
-	return data, env, nil
+	up.data = data
+	return up, nil
 }
 
 // documentPage is sifen_document.html.

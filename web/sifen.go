@@ -15,6 +15,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // SifenSender is what the documents pages need from SIFEN's send path.
@@ -103,7 +104,10 @@ type documentView struct {
 	SendURL string
 }
 
-func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
+// newDocumentView renders d for a page in tr's language (the statuses,
+// the wait, the times); SIFEN's own words (dEstRes, the messages) stay as
+// SIFEN wrote them.
+func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Printer) documentView {
 	id := strconv.FormatInt(d.ID, 10)
 	v := documentView{
 		ID:           d.ID,
@@ -111,16 +115,16 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		RUC:          d.RUC.String(),
 		CDC:          d.CDC,
 		Type:         documentType(d.Type),
-		Status:       string(d.Status),
+		Status:       tr.Text(string(d.Status)),
 		StatusClass:  statusClass(d.Status),
 		Message:      d.Message,
 		LotNumber:    d.LotNumber,
 		ResponseCode: d.ResponseCode,
 		Result:       d.Result,
 		AuthNumber:   d.AuthNumber,
-		Created:      FormatWhen(d.CreatedAt, now),
-		Updated:      FormatWhen(d.UpdatedAt, now),
-		Sent:         FormatWhen(d.SentAt, now),
+		Created:      formatWhenIn(tr, d.CreatedAt, now),
+		Updated:      formatWhenIn(tr, d.UpdatedAt, now),
+		Sent:         formatWhenIn(tr, d.SentAt, now),
 		Sendable:     d.Status.Sendable(),
 		URL:          s.path("document", "id", id),
 		SendURL:      s.path("sendDocument", "id", id),
@@ -129,10 +133,10 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		v.LotHash = d.LotHash[:16]
 	}
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
-		v.Wait = fmt.Sprintf("retry in %d s", ceilSeconds(wait))
+		v.Wait = tr.Sprintf("retry in %d s", ceilSeconds(wait))
 	}
 	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
-		v.Status = "approved with observations"
+		v.Status = tr.Sprintf("approved with observations")
 	}
 	return v
 }
@@ -251,23 +255,22 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		p.Statuses = append(p.Statuses, string(st))
 	}
 	if n, err := strconv.Atoi(q.Get("imported")); err == nil && n > 0 {
-		p.Flash = fmt.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
+		p.Flash = tr.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
 	}
 	if f.RUC != "" && f.Env != "" {
 		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(f.Env)}
 	}
 	switch q.Get("result") {
 	case string(sifen.OutcomeSent):
-		p.Flash = fmt.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
+		p.Flash = tr.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
 	case string(sifen.OutcomeBlocked):
-		p.Flash = fmt.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
+		p.Flash = tr.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
 	case "":
 	default:
-		p.Flash = fmt.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
+		p.Flash = tr.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
-	_ = tr
 	for _, d := range docs {
-		p.Documents = append(p.Documents, s.newDocumentView(d, now))
+		p.Documents = append(p.Documents, s.newDocumentView(d, now, tr))
 	}
 
 	// Links keep the filter; the pager changes only ?before=.
@@ -480,10 +483,11 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 		// interval): say so, whatever the document's own record says.
 		d.RetryAt = now.Add(held)
 	}
+	l := s.layout(r, "documents")
 	p := documentPage{
-		layout:  s.layout(r, "documents"),
-		Doc:     s.newDocumentView(d, now),
-		Banner:  documentBanner(d, now),
+		layout:  l,
+		Doc:     s.newDocumentView(d, now, l.T),
+		Banner:  documentBanner(d, now, l.T),
 		ListURL: s.path("documents"),
 		RUCListURL: s.pathWithQuery("documents", url.Values{
 			"ruc": {d.RUC.Number}, "env": {string(d.Env)},
@@ -503,44 +507,49 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 // documentBanner says how the last send of d ended, from the document's
-// own state (so a reload shows the truth, whatever the URL says), or nil
-// for a draft never sent.
-func documentBanner(d sifen.Document, now time.Time) *banner {
+// own state (so a reload shows the truth, whatever the URL says), in tr's
+// language, or nil for a draft never sent.
+func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
-		detail := "Nothing was sent to SIFEN."
+		detail := tr.Sprintf("Nothing was sent to SIFEN.")
 		switch {
 		case d.Status == sifen.StatusError:
-			detail = d.Message + " Until the RUC's wait ends nothing is sent."
+			detail = tr.Sprintf("%s Until the RUC's wait ends nothing is sent.", d.Message)
 		case d.Message != "":
-			detail = "The throttle refused the send before anything left (" + d.Message + "). " + detail
+			detail = tr.Sprintf("The throttle refused the send before anything left (%s). %s", d.Message, detail)
 		}
 		return &banner{Class: "warning",
-			Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
+			Text:   tr.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
 			Detail: detail}
 	}
 	if d.Status.Sendable() && !d.RetryAt.IsZero() {
-		return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
+		return &banner{Class: "warning", Text: tr.Sprintf("The throttle refused the last send; the wait is over: it may be sent now."), Detail: d.Message}
 	}
 	switch d.Status {
 	case sifen.StatusError:
-		return &banner{Class: "error", Text: "The last send did not succeed; the document may be sent again.", Detail: d.Message}
+		return &banner{Class: "error", Text: tr.Sprintf("The last send did not succeed; the document may be sent again."), Detail: d.Message}
 	case sifen.StatusSent:
 		return &banner{Class: "ok",
-			Text:   fmt.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
+			Text:   tr.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
 			Detail: d.Message}
 	case sifen.StatusSending:
-		return &banner{Class: "warning", Text: "Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve).", Detail: d.Message}
+		return &banner{Class: "warning", Text: tr.Sprintf("Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve)."), Detail: d.Message}
 	case sifen.StatusApproved:
-		text := "Approved by SIFEN"
-		if d.Result == sifen.ResultApprovedWithObs {
-			text += " with observations"
+		obs := d.Result == sifen.ResultApprovedWithObs
+		var text string
+		switch {
+		case obs && d.AuthNumber != "":
+			text = tr.Sprintf("Approved by SIFEN with observations (dProtAut %s).", d.AuthNumber)
+		case obs:
+			text = tr.Sprintf("Approved by SIFEN with observations.")
+		case d.AuthNumber != "":
+			text = tr.Sprintf("Approved by SIFEN (dProtAut %s).", d.AuthNumber)
+		default:
+			text = tr.Sprintf("Approved by SIFEN.")
 		}
-		if d.AuthNumber != "" {
-			text += " (authorization " + d.AuthNumber + ")"
-		}
-		return &banner{Class: "ok", Text: text + ".", Detail: d.Message}
+		return &banner{Class: "ok", Text: text, Detail: d.Message}
 	case sifen.StatusRejected:
-		return &banner{Class: "error", Text: "Rejected by SIFEN: correct the DE and import it again (same CDC) to send it.", Detail: d.Message}
+		return &banner{Class: "error", Text: tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it."), Detail: d.Message}
 	}
 	if d.Message != "" {
 		return &banner{Class: "ok", Text: d.Message}

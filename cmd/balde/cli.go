@@ -99,7 +99,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			return m.exit(c.Run(ctx, m, args[1:]))
 		}
 	}
-	fmt.Fprintf(m.Stderr, "balde: unknown command %q (run \"balde help\")\n", args[0])
+	fmt.Fprintln(m.Stderr, "balde:", m.printer().Sprintf("unknown command %q (run \"balde help\")", args[0]))
 	return ExitUsage
 }
 
@@ -116,7 +116,10 @@ func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun \"balde COMMAND --help\" for a command's flags and an example.")
 }
 
-// exit turns a command's error into an exit code and one line on stderr.
+// exit turns a command's error into an exit code and one line on stderr,
+// in the language of LANG when the command's message is in the catalog
+// (web/i18n); the words quoted from elsewhere (a flag parser's, a
+// database's) stay as they were.
 func (m *Main) exit(err error) int {
 	var ee *ExitError
 	switch {
@@ -126,7 +129,11 @@ func (m *Main) exit(err error) int {
 		return ExitOK
 	case errors.As(err, &ee):
 		if ee.Err != nil {
-			fmt.Fprintln(m.Stderr, "balde:", oneLine(ee.Err.Error()))
+			msg := ee.Err.Error()
+			if tr := m.printer(); ee.format != "" && i18n.Has(ee.format) && tr.Tag != i18n.English {
+				msg = tr.Sprintf(ee.format, ee.args...)
+			}
+			fmt.Fprintln(m.Stderr, "balde:", oneLine(msg))
 		}
 		return ee.Code
 	case errors.Is(err, throttle.ErrStoreUnavailable):
@@ -142,6 +149,10 @@ func (m *Main) exit(err error) int {
 type ExitError struct {
 	Code int
 	Err  error
+
+	// format and args are the English message, for its translation.
+	format string
+	args   []any
 }
 
 func (e *ExitError) Error() string {
@@ -155,7 +166,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // UsageError is bad usage or input: exit 2 with the message.
 func UsageError(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...), format: format, args: args}
 }
 
 // oneLine is s on one line, without the internal package prefixes

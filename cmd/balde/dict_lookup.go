@@ -89,11 +89,11 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 
-	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock)
+	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock, m.printer())
 	for i, it := range items {
 		if ctx.Err() != nil {
 			rep.finish(true, len(items)-i)
-			return batchExit("dict-lookup", rep.sum)
+			return batchExit("dict-lookup", rep.sum, rep.tr)
 		}
 		rec, err := lookupOne(ctx, client, it, wait, maxWait, clock, rep)
 		if err != nil {
@@ -108,7 +108,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 			}
 		}
 	}
-	return batchExit("dict-lookup", rep.finish(false, 0))
+	return batchExit("dict-lookup", rep.finish(false, 0), rep.tr)
 }
 
 // lookupItem is one line of the input.
@@ -188,6 +188,8 @@ type lookupRecord struct {
 	WaitS       float64 `json:"wait_s"`
 	EndToEndID  string  `json:"end_to_end_id,omitempty"`
 	Message     string  `json:"message,omitempty"`
+	// said is Message in the reader's language, for the plain line.
+	said string
 
 	// The entry, when the DICT found the key.
 	KeyType     string `json:"key_type,omitempty"`
@@ -216,7 +218,9 @@ func (r lookupRecord) line() string {
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
 	}
-	if r.Message != "" {
+	if r.said != "" {
+		fmt.Fprintf(&b, " %q", r.said)
+	} else if r.Message != "" {
 		fmt.Fprintf(&b, " %q", r.Message)
 	}
 	return b.String()
@@ -249,16 +253,19 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 		case errors.As(err, &refused):
 			d := max(refused.RetryAfter(), time.Millisecond)
 			if wait && waited+d <= maxWait {
-				rep.waiting(d, fmt.Sprintf("%s on %s", refused.Decision.Reason, refused.Decision.Key))
+				rep.waiting(d, rep.tr.Sprintf("%s on %s", rep.tr.Text(refused.Decision.Reason.String()), refused.Decision.Key))
 				if err := clock.Sleep(ctx, d); err == nil {
 					waited += d
 					continue
 				}
 				rec.Message = "interrupted while waiting for the throttle"
+				rec.said = rep.tr.Sprintf(rec.Message)
 			} else {
 				rec.Message = fmt.Sprintf("refused locally by %s, not sent", refused.Decision.Key)
+				rec.said = rep.tr.Sprintf("refused locally by %s, not sent", refused.Decision.Key)
 				if wait {
 					rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+					rec.said += rep.tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
 				}
 			}
 			rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, refused.Decision.Reason.String(), seconds(d)
@@ -270,7 +277,7 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 			}
 			rec.Result = resultFailed
 			if remote.NotFound() {
-				rec.Result, rec.Message = resultSent, "no entry for this key"
+				rec.Result, rec.Message, rec.said = resultSent, "no entry for this key", rep.tr.Sprintf("no entry for this key")
 			} else {
 				rec.Message = err.Error()
 			}

@@ -73,7 +73,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	mode := chooseMode(m.Stdout, *jsonOut)
 	items, bad := parseDocuments(files, env, *allowUnsigned)
 	if len(bad) > 0 {
-		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock)
+		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
 		for _, it := range bad {
 			rep.item(resultInvalid, it.line(), it.record())
 		}
@@ -105,7 +105,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	b := &sifenBatch{
 		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock,
-		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock), warn: m.Stderr,
+		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), warn: m.Stderr,
 	}
 	sum, err := b.run(ctx, items)
 	if err != nil {
@@ -116,7 +116,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 			return err
 		}
 	}
-	return batchExit("sifen-send", sum)
+	return batchExit("sifen-send", sum, b.rep.tr)
 }
 
 // xmlFiles expands the arguments: a file is taken as is, a directory gives
@@ -170,6 +170,7 @@ type sifenItem struct {
 	lot     string
 	wait    time.Duration
 	message string
+	said    string // message in the reader's language, for the plain line
 }
 
 // sifenRecord is the JSON line of one document.
@@ -214,7 +215,9 @@ func (it *sifenItem) line() string {
 	if it.wait > 0 {
 		fmt.Fprintf(&b, " wait=%s", web.FormatWait(it.wait))
 	}
-	if it.message != "" {
+	if it.said != "" {
+		fmt.Fprintf(&b, " %q", it.said)
+	} else if it.message != "" {
 		fmt.Fprintf(&b, " %q", it.message)
 	}
 	return b.String()
@@ -382,10 +385,12 @@ func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
 // store failure: the run stops.
 func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sifenItem) ([][]int64, error) {
 	var waited time.Duration
+	tr := b.rep.tr
+	said := ""
 	report := func(res result, code, lot, msg string, wait time.Duration) {
 		for _, id := range ids {
 			it := byID[id]
-			it.res, it.code, it.lot, it.message, it.wait = res, code, lot, msg, wait
+			it.res, it.code, it.lot, it.message, it.wait, it.said = res, code, lot, msg, wait, said
 			b.finish(it)
 		}
 	}
@@ -424,14 +429,17 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 		d := out.Blocked.Wait
 		if !b.wait || waited+d > b.maxWait {
 			msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
+			said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(out.Blocked.Reason.String()), out.Blocked.Key, web.FormatWait(d))
 			if b.wait {
 				msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+				said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
 			}
 			report(resultBlocked, "", "", msg, d)
 			return nil, nil
 		}
-		b.rep.waiting(d, fmt.Sprintf("%s on %s, %d document(s)", out.Blocked.Reason, out.Blocked.Key, len(ids)))
+		b.rep.waiting(d, tr.Sprintf("%s on %s, %d document(s)", tr.Text(out.Blocked.Reason.String()), out.Blocked.Key, len(ids)))
 		if err := b.clock.Sleep(ctx, d); err != nil {
+			said = tr.Sprintf("interrupted while waiting for the throttle")
 			report(resultBlocked, "", "", "interrupted while waiting for the throttle", d)
 			return nil, nil
 		}
@@ -538,7 +546,7 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		if wait <= 0 {
 			wait = time.Second
 		}
-		b.rep.waiting(wait, fmt.Sprintf("results of %d document(s)", len(pending)))
+		b.rep.waiting(wait, b.rep.tr.Sprintf("results of %d document(s)", len(pending)))
 		if err := b.clock.Sleep(ctx, wait); err != nil {
 			fmt.Fprintf(b.warn, "balde: sifen-send: interrupted while following %d document(s); serve keeps polling their lots\n", len(pending))
 			return nil

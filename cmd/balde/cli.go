@@ -75,13 +75,23 @@ func commands() []Command {
 		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
 		{"buckets", "list, show or reset buckets (the admin page in the terminal)", runBuckets},
 		{"prune", "remove old ledger rows, idle buckets and old DICT lookups", runPrune},
-		{"version", "print the version", func(_ context.Context, m *Main, _ []string) error {
-			fmt.Fprintln(m.Stdout, "balde", Version)
-			return nil
-		}},
+		{"version", "print the version", runVersion},
 		{"completion", "print a shell completion script (bash|zsh): source <(balde completion bash)", runCompletion},
 		{"__complete", "", runComplete},
 	}
+}
+
+// runVersion is "balde version": it prints the version.
+func runVersion(_ context.Context, m *Main, args []string) error {
+	fs := m.newFlagSet("version", "version", "balde version")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return UsageError("version: unexpected arguments %q", fs.Args())
+	}
+	fmt.Fprintln(m.Stdout, "balde", Version)
+	return nil
 }
 
 // Run dispatches args[0] to its command and returns the process exit code.

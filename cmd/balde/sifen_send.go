@@ -310,13 +310,13 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	// anything can be sent again.
 	resolved, err := b.sender.Resolve(ctx)
 	for _, r := range resolved {
-		b.rep.note(fmt.Sprintf("resolved document %d (cdc=%s) left sending: SIFEN answered %s, now %s", r.DocumentID, r.CDC, r.Code, r.Status))
+		b.rep.note(b.rep.tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, b.rep.tr.Text(string(r.Status))))
 	}
 	if errors.Is(err, throttle.ErrStoreUnavailable) {
 		return stop(err)
 	}
 	if err != nil {
-		fmt.Fprintf(b.warn, "balde: sifen-send: some documents left sending could not be resolved (they stay unsent): %s\n", oneLine(err.Error()))
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", oneLine(err.Error())))
 	}
 
 	// 2. Import each DE on its own: a document already sent is skipped
@@ -341,11 +341,14 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere.
 				it.res = resultBlocked
-				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)", sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
+				const left = "left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)"
+				it.message = fmt.Sprintf(left, sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
+				it.said = b.rep.tr.Sprintf(left, sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
 				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode
 				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+				it.said = b.rep.tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			}
 			b.finish(it)
 		case errors.Is(err, throttle.ErrStoreUnavailable):
@@ -403,6 +406,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 			return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
 		case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
 			// Another process (serve's send button) claimed them first.
+			said = tr.Sprintf("sent by another process: %s", strings.TrimPrefix(err.Error(), "sifen: "))
 			report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
 			return nil, nil
 		case errors.Is(err, throttle.ErrStoreUnavailable):
@@ -418,6 +422,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 			return nil, nil
 		case sifen.OutcomeBlocked:
 		case sifen.OutcomeNotQueued:
+			said = tr.Sprintf("SIFEN did not queue the lot: %s", out.Message)
 			report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
 			return nil, nil
 		default: // OutcomeFailed, OutcomeUnknown
@@ -507,7 +512,7 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 			return err
 		}
 		if err != nil {
-			fmt.Fprintf(b.warn, "balde: sifen-send: lot results: %s\n", oneLine(err.Error()))
+			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(err.Error())))
 		}
 		for id := range pending {
 			d, err := b.sender.Get(ctx, id)
@@ -548,7 +553,7 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		}
 		b.rep.waiting(wait, b.rep.tr.Sprintf("results of %d document(s)", len(pending)))
 		if err := b.clock.Sleep(ctx, wait); err != nil {
-			fmt.Fprintf(b.warn, "balde: sifen-send: interrupted while following %d document(s); serve keeps polling their lots\n", len(pending))
+			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(pending)))
 			return nil
 		}
 	}

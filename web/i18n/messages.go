@@ -314,6 +314,14 @@ var messages = [][3]string{
 	{"interrupted while waiting for the throttle", "interrompido enquanto esperava o limitador", "interrumpido mientras esperaba al limitador"},
 	{"refused locally by %s, not sent", "recusada localmente por %s, não enviada", "rechazada localmente por %s, no enviada"},
 	{" (the wait is beyond --max-wait %s)", " (a espera passa de --max-wait %s)", " (la espera supera --max-wait %s)"},
+	{"resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", "documento %s (cdc=%s) resolvido, estava enviando: o SIFEN respondeu %s, agora %s", "documento %s (cdc=%s) resuelto, estaba enviándose: SIFEN respondió %s, ahora %s"},
+	{"sifen-send: some documents left sending could not be resolved (they stay unsent): %s", "sifen-send: alguns documentos que ficaram enviando não puderam ser resolvidos (continuam sem envio): %s", "sifen-send: algunos documentos que quedaron enviándose no pudieron resolverse (siguen sin enviar): %s"},
+	{"left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)", "ficou enviando por um envio sem resposta (aqui ou em outro processo); uma execução depois de %s consulta o SIFEN, e ele só é enviado de novo com uma resposta definitiva (não encontrado %s após o envio)", "quedó enviándose por un envío sin respuesta (aquí o en otro proceso); una ejecución después de %s consulta a SIFEN, y solo se envía de nuevo con una respuesta definitiva (no encontrado %s después del envío)"},
+	{"rejected by SIFEN (%s); correct the document to send it again", "rejeitado pelo SIFEN (%s); corrija o documento para enviá-lo de novo", "rechazado por SIFEN (%s); corrija el documento para enviarlo de nuevo"},
+	{"sent by another process: %s", "enviado por outro processo: %s", "enviado por otro proceso: %s"},
+	{"SIFEN did not queue the lot: %s", "o SIFEN não enfileirou o lote: %s", "SIFEN no encoló el lote: %s"},
+	{"sifen-send: lot results: %s", "sifen-send: resultados de lote: %s", "sifen-send: resultados de lote: %s"},
+	{"sifen-send: interrupted while following %d document(s); serve keeps polling their lots", "sifen-send: interrompido enquanto acompanhava %d documento(s); o serve continua consultando os lotes", "sifen-send: interrumpido mientras seguía %d documento(s); serve sigue consultando sus lotes"},
 	{"no entry for this key", "nenhum vínculo para esta chave", "ningún vínculo para esta clave"},
 }
 

@@ -241,6 +241,8 @@ func TestBrowserOperatorPages(t *testing.T) {
 	})
 	lot := filepath.Join(t.TempDir(), "lote.xml")
 	require.NoError(t, os.WriteFile(lot, sifentest.Lote(sifentest.Docs("88888801", 1, 2)...), 0o644))
+	badLot := filepath.Join(t.TempDir(), "bad.xml")
+	require.NoError(t, os.WriteFile(badLot, []byte("<rDE><unclosed>"), 0o644))
 	artifacts := artifactsDir(t)
 
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(t, chromium)...)
@@ -357,6 +359,18 @@ func TestBrowserOperatorPages(t *testing.T) {
 			require.Equal(t, tr.Text("draft"), text(`table.documents tbody tr:first-child .badge`))
 			require.Contains(t, text("table.documents thead"), "CDC")
 			shoot("documents")
+			// A refused upload keeps the form: the env chosen, the reason beside it.
+			require.NoError(t, chromedp.Do(ctx,
+				chromedp.SetUploadFiles(css(`input[name="file"]`), []string{badLot}),
+				chromedp.SetValue(css(`section.upload select[name="env"]`), "prod"),
+				chromedp.Click(css(`form[enctype="multipart/form-data"] button[type="submit"]`)),
+				chromedp.WaitVisible(css(`section.upload [role="alert"]`)),
+			))
+			require.Contains(t, text(`section.upload [role="alert"]`), tr.Sprintf("Not imported")+": bad.xml")
+			env, err := chromedp.Run(ctx, chromedp.Value(css(`section.upload select[name="env"]`)))
+			require.NoError(t, err)
+			require.Equal(t, "prod", env)
+			shoot("upload_refused")
 			visit("/documents/1", "section.state")
 			require.Equal(t, tr.Sprintf("Document %d", 1)+" "+tr.Text("draft"), text("main h1"))
 			dl := text("section.state dl")

@@ -378,7 +378,7 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if perr != nil {
 		return err
 	}
-	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Error: pr.message}
+	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Error: strings.TrimSuffix(pr.message, ".")}
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
 

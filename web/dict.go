@@ -9,6 +9,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // DictClient is what the DICT lookup page and the /policies/ endpoints
@@ -164,7 +165,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		p.Entry = newEntryView(res.Entry)
 		p.EndToEndID = res.EndToEndID
 	case errors.As(err, &refused):
-		p.Refusal = s.newRefusalView(refused, p.PayerID)
+		p.Refusal = s.newRefusalView(refused, p.PayerID, p.T)
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
@@ -190,7 +191,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 			p.BucketsError = "The buckets cannot be read right now (the store did not answer); the DICT's answer above stands."
 		}
 		for _, st := range states {
-			p.Buckets = append(p.Buckets, s.newBucketView(st))
+			p.Buckets = append(p.Buckets, s.newBucketViewIn(st, p.T))
 		}
 	}
 	return s.render(w, p.Status, p)
@@ -232,15 +233,16 @@ func newEntryView(e *dict.GetEntryResponse) *entryView {
 	return v
 }
 
-func (s *Server) newRefusalView(e *throttle.RefusedError, payer string) *refusalView {
+// newRefusalView renders a local refusal in tr's language.
+func (s *Server) newRefusalView(e *throttle.RefusedError, payer string, tr *i18n.Printer) *refusalView {
 	k := e.Decision.Key
 	v := &refusalView{
 		Policy:     k.Policy,
 		Env:        k.Env,
 		Identifier: k.Identifier,
 		Whose:      "participant",
-		Reason:     e.Decision.Reason.String(),
-		RetryIn:    FormatWaitOrNow(e.Decision.RetryAfter),
+		Reason:     tr.Text(e.Decision.Reason.String()),
+		RetryIn:    waitIn(tr, e.Decision.RetryAfter),
 		BucketURL:  s.bucketPath("adminBucket", k),
 	}
 	if k.Identifier == payer {
@@ -284,7 +286,7 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 	p.PayerID = pc.Lookup.PayerID
 	pv := &paymentView{EndToEndID: e2e, Duplicate: pc.Duplicate}
 	if !pc.Lookup.PaidAt.IsZero() {
-		pv.PaidAt = FormatWhen(pc.Lookup.PaidAt, s.now())
+		pv.PaidAt = formatWhenIn(p.T, pc.Lookup.PaidAt, s.now())
 	}
 	for _, a := range pc.Adjusted {
 		pv.Rows = append(pv.Rows, creditRow{

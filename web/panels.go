@@ -26,7 +26,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",
-				Value: fmt.Sprintf("%s, capacity %d", pol.Rate(), pol.Capacity)})
+				Value: "%s, capacity %s", ValueArgs: []any{pol.Rate(), strconv.FormatInt(pol.Capacity, 10)}})
 		}
 		return p, nil
 	}
@@ -52,9 +52,9 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 			return Panel{}, err
 		}
 		p := Panel{
-			Title: "DICT anti-scan monitors (24 h)",
-			Note: fmt.Sprintf("Suspicious: a participant with more than %s of its lookups ending in 404; a payer with at least %d lookups and more than %s.",
-				perMille(dict.ParticipantNotFoundLimit), dict.PayerMinLookups, perMille(dict.PayerNotFoundLimit)),
+			Title:    "DICT anti-scan monitors (24 h)",
+			Note:     "Suspicious: a participant with more than %s of its lookups ending in 404; a payer with at least %d lookups and more than %s.",
+			NoteArgs: []any{perMille(dict.ParticipantNotFoundLimit), dict.PayerMinLookups, perMille(dict.PayerNotFoundLimit)},
 		}
 		perPayment := "no payment order yet"
 		if a.Payments > 0 {
@@ -68,7 +68,7 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 			p.Rows = append(p.Rows, PanelRow{Label: "404 share per participant", Value: "no lookup"})
 		}
 		for _, c := range a.Participants {
-			p.Rows = append(p.Rows, scanRow("404 share, participant "+c.ID, c))
+			p.Rows = append(p.Rows, scanRow("404 share, participant %s", c))
 		}
 		suspicious := 0
 		for _, c := range a.Payers {
@@ -84,24 +84,26 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 		if suspicious > 0 {
 			class = "sev-critical"
 		}
-		p.Rows = append(p.Rows, PanelRow{Label: fmt.Sprintf("Payers with ≥ %d lookups", dict.PayerMinLookups),
-			Value: fmt.Sprintf("%s (%d suspicious)", watched, suspicious), Class: class})
+		p.Rows = append(p.Rows, PanelRow{Label: "Payers with ≥ %d lookups", LabelArgs: []any{dict.PayerMinLookups},
+			Value: "%s (%d suspicious)", ValueArgs: []any{watched, suspicious}, Class: class})
 		for i, c := range a.Payers {
 			if i == maxPanelPayers {
 				break
 			}
-			p.Rows = append(p.Rows, scanRow("404 share, payer "+c.ID, c))
+			p.Rows = append(p.Rows, scanRow("404 share, payer %s", c))
 		}
 		return p, nil
 	}
 }
 
-// scanRow renders one monitored participant or payer: "2.5 % (5 of 200)".
+// scanRow renders one monitored participant or payer: "2.5 % (5 of 200)";
+// label is a format of its id.
 func scanRow(label string, c dict.ScanCount) PanelRow {
-	r := PanelRow{Label: label, Value: fmt.Sprintf("%s (%d of %d)", perMille(c.NotFoundPerMille()), c.NotFound, c.Lookups), Class: "sev-healthy"}
+	r := PanelRow{Label: label, LabelArgs: []any{c.ID}, Value: "%s (%d of %d)",
+		ValueArgs: []any{perMille(c.NotFoundPerMille()), c.NotFound, c.Lookups}, Class: "sev-healthy"}
 	if c.Suspicious {
 		r.Class = "sev-critical"
-		r.Value += " suspicious"
+		r.Value = "%s (%d of %d) suspicious"
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // SifenSender is what the documents pages need from SIFEN's send path.
@@ -103,7 +104,10 @@ type documentView struct {
 	SendURL string
 }
 
-func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
+// newDocumentView renders d for a page in tr's language (the statuses,
+// the wait, the times); SIFEN's own words (dEstRes, the messages) stay as
+// SIFEN wrote them.
+func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Printer) documentView {
 	id := strconv.FormatInt(d.ID, 10)
 	v := documentView{
 		ID:           d.ID,
@@ -111,16 +115,16 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		RUC:          d.RUC.String(),
 		CDC:          d.CDC,
 		Type:         documentType(d.Type),
-		Status:       string(d.Status),
+		Status:       tr.Text(string(d.Status)),
 		StatusClass:  statusClass(d.Status),
 		Message:      d.Message,
 		LotNumber:    d.LotNumber,
 		ResponseCode: d.ResponseCode,
 		Result:       d.Result,
 		AuthNumber:   d.AuthNumber,
-		Created:      FormatWhen(d.CreatedAt, now),
-		Updated:      FormatWhen(d.UpdatedAt, now),
-		Sent:         FormatWhen(d.SentAt, now),
+		Created:      formatWhenIn(tr, d.CreatedAt, now),
+		Updated:      formatWhenIn(tr, d.UpdatedAt, now),
+		Sent:         formatWhenIn(tr, d.SentAt, now),
 		Sendable:     d.Status.Sendable(),
 		URL:          s.path("document", "id", id),
 		SendURL:      s.path("sendDocument", "id", id),
@@ -129,10 +133,10 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		v.LotHash = d.LotHash[:16]
 	}
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
-		v.Wait = fmt.Sprintf("retry in %d s", ceilSeconds(wait))
+		v.Wait = tr.Sprintf("retry in %d s", ceilSeconds(wait))
 	}
 	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
-		v.Status = "approved with observations"
+		v.Status = tr.Sprintf("approved with observations")
 	}
 	return v
 }
@@ -186,6 +190,14 @@ type documentsPage struct {
 	// SendRUC is set when the list is filtered by RUC and env: the "Send all
 	// drafts of RUC …" button's form.
 	SendRUC *sendRUCForm
+	// Upload is the upload form as sent, when it was refused.
+	Upload uploadForm
+}
+
+// uploadForm is a refused upload, shown again: the environment chosen, the
+// file's name and why it was refused.
+type uploadForm struct {
+	Env, File, Error string
 }
 
 // sendRUCForm is the "Send all drafts of RUC …" button.
@@ -203,16 +215,24 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
 		return ErrNotFound
 	}
-	q := r.URL.Query()
-	f, err := parseDocumentFilter(q)
+	p, err := s.newDocumentsPage(r, r.URL.Query())
 	if err != nil {
 		return err
+	}
+	return s.render(w, http.StatusOK, p)
+}
+
+// newDocumentsPage builds the documents page for the list's query q.
+func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage, error) {
+	f, err := parseDocumentFilter(q)
+	if err != nil {
+		return documentsPage{}, err
 	}
 	limit := f.Limit
 	f.Limit = limit + 1 // one more tells whether there is a next page
 	docs, err := s.Sifen.List(r.Context(), f)
 	if err != nil {
-		return err
+		return documentsPage{}, err
 	}
 	more := len(docs) > limit
 	if more {
@@ -230,26 +250,27 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 		ListURL:   s.path("documents"),
 		ImportURL: s.path("importDocuments"),
 	}
+	tr := p.T
 	for _, st := range documentStatuses {
 		p.Statuses = append(p.Statuses, string(st))
 	}
 	if n, err := strconv.Atoi(q.Get("imported")); err == nil && n > 0 {
-		p.Flash = fmt.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
+		p.Flash = tr.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
 	}
 	if f.RUC != "" && f.Env != "" {
 		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(f.Env)}
 	}
 	switch q.Get("result") {
 	case string(sifen.OutcomeSent):
-		p.Flash = fmt.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
+		p.Flash = tr.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
 	case string(sifen.OutcomeBlocked):
-		p.Flash = fmt.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
+		p.Flash = tr.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
 	case "":
 	default:
-		p.Flash = fmt.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
+		p.Flash = tr.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
 	for _, d := range docs {
-		p.Documents = append(p.Documents, s.newDocumentView(d, now))
+		p.Documents = append(p.Documents, s.newDocumentView(d, now, tr))
 	}
 
 	// Links keep the filter; the pager changes only ?before=.
@@ -272,7 +293,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	if f.BeforeID > 0 {
 		p.FirstURL = s.pathWithQuery("documents", base)
 	}
-	return s.render(w, http.StatusOK, p)
+	return p, nil
 }
 
 // parseDocumentFilter reads the list's query. A malformed value is a bad
@@ -328,35 +349,55 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 // (Sender.Import, all or nothing). One document: 303 to its page; several:
 // 303 to the list. Bad XML, a bad RUC or check digit, an unknown
 // environment: 400 and nothing stored; a CDC being sent or already sent:
-// 409; a file over UploadLimit: 413.
+// 409; a file over UploadLimit: 413. A refused upload (4xx) shows the
+// documents page again with that status: the form keeps the environment
+// chosen, names the file and says why beside it.
 func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
 		return ErrNotFound
 	}
-	data, env, err := s.readUpload(w, r)
-	if err != nil {
+	up, err := s.readUpload(w, r)
+	if err == nil {
+		var docs []sifen.Document
+		if docs, err = s.Sifen.Import(r.Context(), up.data, up.env); err == nil {
+			s.Logger.Info("documents imported", slog.Int("count", len(docs)), slog.String("env", string(up.env)),
+				slog.String("user", requestInfoFrom(r.Context()).user))
+			if len(docs) == 1 {
+				http.Redirect(w, r, s.path("document", "id", strconv.FormatInt(docs[0].ID, 10)), http.StatusSeeOther)
+				return nil
+			}
+			http.Redirect(w, r, s.pathWithQuery("documents", url.Values{"imported": {strconv.Itoa(len(docs))}}), http.StatusSeeOther)
+			return nil
+		}
+	}
+	pr := problemOf(r, err)
+	if pr.status < 400 || pr.status >= 500 {
 		return err
 	}
-	docs, err := s.Sifen.Import(r.Context(), data, env)
-	if err != nil {
+	p, perr := s.newDocumentsPage(r, url.Values{})
+	if perr != nil {
 		return err
 	}
-	s.Logger.Info("documents imported", slog.Int("count", len(docs)), slog.String("env", string(env)),
-		slog.String("user", requestInfoFrom(r.Context()).user))
-	if len(docs) == 1 {
-		http.Redirect(w, r, s.path("document", "id", strconv.FormatInt(docs[0].ID, 10)), http.StatusSeeOther)
-		return nil
-	}
-	http.Redirect(w, r, s.pathWithQuery("documents", url.Values{"imported": {strconv.Itoa(len(docs))}}), http.StatusSeeOther)
-	return nil
+	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Error: strings.TrimSuffix(pr.message, ".")}
+	return s.render(w, s.prepareError(w, r, err).status, p)
+}
+
+// upload is the upload form as read.
+type upload struct {
+	data     []byte
+	env      sifen.Env
+	envText  string // the env field as sent
+	fileName string
 }
 
 // readUpload reads the multipart upload form: the file and the
-// environment.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, sifen.Env, error) {
+// environment. What could be read of the form comes back with an error
+// too, to show the form again.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, error) {
+	var up upload
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
-		return nil, "", fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", ErrBadRequest)
+		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", ErrBadRequest)
 	}
 	limit := s.UploadLimit
 	if limit <= 0 {
@@ -367,28 +408,34 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) ([]byte, sif
 	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, "", fmt.Errorf("%w: the upload is larger than %d bytes", ErrTooLarge, limit)
+			return up, fmt.Errorf("%w: the upload is larger than %d bytes", ErrTooLarge, limit)
 		}
-		return nil, "", fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
+		return up, fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
 	}
 	defer r.MultipartForm.RemoveAll()
-	env, err := sifen.ParseEnv(r.PostFormValue("env"))
-	if err != nil {
-		return nil, "", err
+	up.envText = r.PostFormValue("env")
+	file, hdr, ferr := r.FormFile("file")
+	if ferr == nil {
+		defer file.Close()
+		up.fileName = hdr.Filename
 	}
-	file, _, err := r.FormFile("file")
+	env, err := sifen.ParseEnv(up.envText)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", ErrBadRequest)
+		return up, err
 	}
-	defer file.Close()
+	up.env = env
+	if ferr != nil {
+		return up, fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", ErrBadRequest)
+	}
 	data, err := io.ReadAll(io.LimitReader(file, limit+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: read the upload: %v", ErrBadRequest, err)
+		return up, fmt.Errorf("%w: read the upload: %v", ErrBadRequest, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, "", fmt.Errorf("%w: the file is larger than %d bytes", ErrTooLarge, limit)
+		return up, fmt.Errorf("%w: the file is larger than %d bytes", ErrTooLarge, limit)
 	}
-	return data, env, nil
+	up.data = data
+	return up, nil
 }
 
 // documentPage is sifen_document.html.
@@ -436,10 +483,11 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 		// interval): say so, whatever the document's own record says.
 		d.RetryAt = now.Add(held)
 	}
+	l := s.layout(r, "documents")
 	p := documentPage{
-		layout:  s.layout(r, "documents"),
-		Doc:     s.newDocumentView(d, now),
-		Banner:  documentBanner(d, now),
+		layout:  l,
+		Doc:     s.newDocumentView(d, now, l.T),
+		Banner:  documentBanner(d, now, l.T),
 		ListURL: s.path("documents"),
 		RUCListURL: s.pathWithQuery("documents", url.Values{
 			"ruc": {d.RUC.Number}, "env": {string(d.Env)},
@@ -459,44 +507,49 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 // documentBanner says how the last send of d ended, from the document's
-// own state (so a reload shows the truth, whatever the URL says), or nil
-// for a draft never sent.
-func documentBanner(d sifen.Document, now time.Time) *banner {
+// own state (so a reload shows the truth, whatever the URL says), in tr's
+// language, or nil for a draft never sent.
+func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
-		detail := "Nothing was sent to SIFEN."
+		detail := tr.Sprintf("Nothing was sent to SIFEN.")
 		switch {
 		case d.Status == sifen.StatusError:
-			detail = d.Message + " Until the RUC's wait ends nothing is sent."
+			detail = tr.Sprintf("%s Until the RUC's wait ends nothing is sent.", d.Message)
 		case d.Message != "":
-			detail = "The throttle refused the send before anything left (" + d.Message + "). " + detail
+			detail = tr.Sprintf("The throttle refused the send before anything left (%s). %s", d.Message, detail)
 		}
 		return &banner{Class: "warning",
-			Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
+			Text:   tr.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
 			Detail: detail}
 	}
 	if d.Status.Sendable() && !d.RetryAt.IsZero() {
-		return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
+		return &banner{Class: "warning", Text: tr.Sprintf("The throttle refused the last send; the wait is over: it may be sent now."), Detail: d.Message}
 	}
 	switch d.Status {
 	case sifen.StatusError:
-		return &banner{Class: "error", Text: "The last send did not succeed; the document may be sent again.", Detail: d.Message}
+		return &banner{Class: "error", Text: tr.Sprintf("The last send did not succeed; the document may be sent again."), Detail: d.Message}
 	case sifen.StatusSent:
 		return &banner{Class: "ok",
-			Text:   fmt.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
+			Text:   tr.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
 			Detail: d.Message}
 	case sifen.StatusSending:
-		return &banner{Class: "warning", Text: "Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve).", Detail: d.Message}
+		return &banner{Class: "warning", Text: tr.Sprintf("Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve)."), Detail: d.Message}
 	case sifen.StatusApproved:
-		text := "Approved by SIFEN"
-		if d.Result == sifen.ResultApprovedWithObs {
-			text += " with observations"
+		obs := d.Result == sifen.ResultApprovedWithObs
+		var text string
+		switch {
+		case obs && d.AuthNumber != "":
+			text = tr.Sprintf("Approved by SIFEN with observations (dProtAut %s).", d.AuthNumber)
+		case obs:
+			text = tr.Sprintf("Approved by SIFEN with observations.")
+		case d.AuthNumber != "":
+			text = tr.Sprintf("Approved by SIFEN (dProtAut %s).", d.AuthNumber)
+		default:
+			text = tr.Sprintf("Approved by SIFEN.")
 		}
-		if d.AuthNumber != "" {
-			text += " (authorization " + d.AuthNumber + ")"
-		}
-		return &banner{Class: "ok", Text: text + ".", Detail: d.Message}
+		return &banner{Class: "ok", Text: text, Detail: d.Message}
 	case sifen.StatusRejected:
-		return &banner{Class: "error", Text: "Rejected by SIFEN: correct the DE and import it again (same CDC) to send it.", Detail: d.Message}
+		return &banner{Class: "error", Text: tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it."), Detail: d.Message}
 	}
 	if d.Message != "" {
 		return &banner{Class: "ok", Text: d.Message}

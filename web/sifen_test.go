@@ -498,3 +498,41 @@ func TestUploadRefusesDeepNesting(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, docs)
 }
+
+// An upload refused with a 4xx re-renders the documents page: the form
+// keeps the environment chosen, names the file refused and shows why next
+// to it; nothing is stored (issue 14 point 9: upload errors dropped the
+// form).
+func TestUploadErrorKeepsTheForm(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}), withServer(func(s *web.Server) { s.UploadLimit = 64 << 10 }))
+	tests := []struct {
+		name     string
+		xml      []byte
+		env      string
+		want     int
+		wantText string
+	}{
+		{"WrongCheckDigit", sifentest.Doc{RUC: "80069563", BadDV: true}.File(), "prod", http.StatusBadRequest, "check digit"},
+		{"MalformedXML", []byte("<rDE><unclosed>"), "prod", http.StatusBadRequest, "malformed XML"},
+		{"TooLarge", sifentest.Doc{RUC: "80069563", Filler: 70 << 10}.File(), "prod", http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
+		{"NoFile", nil, "prod", http.StatusBadRequest, "choose the DE or lot XML file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := e.upload(tt.xml, tt.env, asAdmin)
+			require.Equal(t, tt.want, resp.StatusCode)
+			doc := document(t, resp)
+			form := doc.Find(`section.upload form[enctype="multipart/form-data"]`)
+			require.Equal(t, 1, form.Length(), "the upload form is on the page")
+			selected, _ := form.Find(`select[name="env"] option[selected]`).Attr("value")
+			require.Equal(t, tt.env, selected, "the environment chosen is kept")
+			alert := strings.TrimSpace(doc.Find(`section.upload [role="alert"]`).Text())
+			require.Contains(t, alert, tt.wantText)
+			if tt.xml != nil && tt.want != http.StatusRequestEntityTooLarge {
+				require.Contains(t, alert, "lote.xml", "the refused file is named")
+			}
+			require.Equal(t, 1, doc.Find(`form[method="get"] select[name="status"]`).Length(), "the list's filter is there too")
+			require.Empty(t, e.allDocs(), "bad input stores nothing")
+		})
+	}
+}

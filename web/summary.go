@@ -15,15 +15,22 @@ import (
 // Panel is an extra box of the admin summary: the DICT participant's
 // category, an anti-scan monitor. Rows are label/value pairs; Class colours
 // a value like a severity ("sev-high", ...).
+//
+// Titles, labels, values and notes are English: a text in the catalog
+// (web/i18n) is shown in the reader's language. With LabelArgs, ValueArgs
+// or NoteArgs the text is a format (its catalog key) and the arguments are
+// formatted in the reader's language; without, it is shown as a fixed text.
 type Panel struct {
-	Title string
-	Rows  []PanelRow
-	Note  string
+	Title    string
+	Rows     []PanelRow
+	Note     string
+	NoteArgs []any
 }
 
 // PanelRow is one line of a Panel.
 type PanelRow struct {
-	Label, Value, Class string
+	Label, Value, Class  string
+	LabelArgs, ValueArgs []any
 }
 
 // PanelFunc computes a Panel. It runs with the summary, which is cached

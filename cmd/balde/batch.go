@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // What the batch commands (sifen-send, dict-lookup) share: how they read
@@ -140,15 +142,18 @@ type summary struct {
 // undone counts the items that are not done: exit code 1 when positive.
 func (s summary) undone() int { return s.Blocked + s.Failed + s.Invalid + s.NotProcessed }
 
-// String renders the summary line.
-func (s summary) String() string {
-	line := fmt.Sprintf("%d sent, %d blocked, %d skipped, %d failed", s.Sent, s.Blocked, s.Skipped, s.Failed)
+// String renders the summary line in English.
+func (s summary) String() string { return s.text(i18n.New(i18n.English, nil)) }
+
+// text renders the summary line in tr's language.
+func (s summary) text(tr *i18n.Printer) string {
+	line := tr.Sprintf("%d sent, %d blocked, %d skipped, %d failed", s.Sent, s.Blocked, s.Skipped, s.Failed)
 	if s.Invalid > 0 {
-		line += fmt.Sprintf(", %d invalid", s.Invalid)
+		line += tr.Sprintf(", %d invalid", s.Invalid)
 	}
-	line += fmt.Sprintf(" of %d in %s; waited %s", s.Total, fmtSeconds(s.ElapsedS), fmtSeconds(s.WaitS))
+	line += tr.Sprintf(" of %d in %s; waited %s", s.Total, fmtSeconds(s.ElapsedS), fmtSeconds(s.WaitS))
 	if s.Interrupted {
-		line += fmt.Sprintf("; interrupted, %d not processed", s.NotProcessed)
+		line += tr.Sprintf("; interrupted, %d not processed", s.NotProcessed)
 	}
 	return line
 }
@@ -194,6 +199,7 @@ func isTerminal(w io.Writer) bool {
 // reporter writes a batch's items, waits and summary. Not safe for
 // concurrent use (a batch handles one item at a time).
 type reporter struct {
+	tr    *i18n.Printer // the language of the lines people read (not of JSON)
 	w     io.Writer
 	mode  outputMode
 	bar   *progressbar.ProgressBar
@@ -207,9 +213,13 @@ type reporter struct {
 // barTick is how often the bar is redrawn during a wait.
 const barTick = time.Second
 
-// newReporter returns a reporter of total items writing to w in mode.
-func newReporter(w io.Writer, mode outputMode, total int, what string, clock batchClock) *reporter {
-	r := &reporter{w: w, mode: mode, clock: clock, start: clock.now(), sum: summary{Total: total}}
+// newReporter returns a reporter of total items writing to w in mode, its
+// lines for people in tr's language (nil: English).
+func newReporter(w io.Writer, mode outputMode, total int, what string, clock batchClock, tr *i18n.Printer) *reporter {
+	if tr == nil {
+		tr = i18n.New(i18n.English, nil)
+	}
+	r := &reporter{tr: tr, w: w, mode: mode, clock: clock, start: clock.now(), sum: summary{Total: total}}
 	if clock.hook != nil {
 		clock.hook.rep = r
 	}
@@ -266,9 +276,9 @@ func (r *reporter) waiting(d time.Duration, why string) {
 	r.why = why
 	switch r.mode {
 	case modePlain:
-		fmt.Fprintf(r.w, "waiting %s: %s\n", web.FormatWait(d), why)
+		fmt.Fprintln(r.w, r.tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
 	case modeBar:
-		r.above(fmt.Sprintf("waiting %s: %s", web.FormatWait(d), why))
+		r.above(r.tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
 	}
 }
 
@@ -289,7 +299,7 @@ func (r *reporter) sleep(ctx context.Context, d time.Duration, base func(context
 		return base(ctx, d)
 	}
 	for left := d; left > 0; {
-		r.bar.Describe(fmt.Sprintf("waiting %s (%s) · %s", web.FormatWait(left), r.why, r.counts()))
+		r.bar.Describe(r.tr.Sprintf("waiting %s (%s) · %s", web.FormatWait(left), r.why, r.counts()))
 		_ = r.bar.RenderBlank()
 		step := min(left, barTick)
 		if err := base(ctx, step); err != nil {
@@ -319,7 +329,7 @@ func (r *reporter) above(line string) {
 }
 
 func (r *reporter) counts() string {
-	return fmt.Sprintf("sent %d, blocked %d, skipped %d, failed %d", r.sum.Sent, r.sum.Blocked, r.sum.Skipped, r.sum.Failed)
+	return r.tr.Sprintf("sent %d, blocked %d, skipped %d, failed %d", r.sum.Sent, r.sum.Blocked, r.sum.Skipped, r.sum.Failed)
 }
 
 // finish writes the summary and returns it. notProcessed items were left
@@ -337,9 +347,9 @@ func (r *reporter) finish(interrupted bool, notProcessed int) summary {
 			_ = r.bar.Exit()
 			fmt.Fprintln(r.w)
 		}
-		fmt.Fprintln(r.w, r.sum.String())
+		fmt.Fprintln(r.w, r.sum.text(r.tr))
 	default:
-		fmt.Fprintln(r.w, r.sum.String())
+		fmt.Fprintln(r.w, r.sum.text(r.tr))
 	}
 	return r.sum
 }
@@ -355,8 +365,8 @@ func writeJSONLine(w io.Writer, v any) {
 }
 
 // batchExit is a batch's error from its summary: nil when every item is
-// done, exit code 1 naming what is not.
-func batchExit(cmd string, s summary) error {
+// done, exit code 1 naming what is not, in tr's language.
+func batchExit(cmd string, s summary, tr *i18n.Printer) error {
 	if s.undone() == 0 {
 		return nil
 	}
@@ -364,10 +374,10 @@ func batchExit(cmd string, s summary) error {
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{s.Blocked, "blocked"}, {s.Failed, "failed"}, {s.Invalid, "invalid"}, {s.NotProcessed, "not processed (interrupted)"}} {
+	}{{s.Blocked, "%d blocked"}, {s.Failed, "%d failed"}, {s.Invalid, "%d invalid"}, {s.NotProcessed, "%d not processed (interrupted)"}} {
 		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+			parts = append(parts, tr.Sprintf(p.what, p.n))
 		}
 	}
-	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: %d of %d not done: %s", cmd, s.undone(), s.Total, strings.Join(parts, ", "))}
+	return &ExitError{Code: ExitFailed, Err: errors.New(tr.Sprintf("%s: %d of %d not done: %s", cmd, s.undone(), s.Total, strings.Join(parts, ", ")))}
 }

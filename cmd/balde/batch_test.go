@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 func TestChooseMode(t *testing.T) {
@@ -38,7 +40,7 @@ func TestReporterBar(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	m := &Main{Clock: clock.Now, Sleep: clock.sleep}
 	bc := m.batchClock()
-	r := newReporter(&out, modeBar, 3, "sifen-send", bc)
+	r := newReporter(&out, modeBar, 3, "sifen-send", bc, nil)
 	r.item(resultSent, "sent a.xml", nil)
 	r.waiting(7*time.Second, "cooldown on SIFEN_RECEPCION_LOTE/test/80069563")
 	require.NoError(t, bc.Sleep(context.Background(), 7*time.Second))
@@ -62,7 +64,7 @@ func TestReporterBarDuringWaits(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	m := &Main{Clock: clock.Now, Sleep: clock.sleep}
 	bc := m.batchClock()
-	r := newReporter(&out, modeBar, 10, "sifen-send", bc)
+	r := newReporter(&out, modeBar, 10, "sifen-send", bc, nil)
 	for range 8 {
 		r.item(resultSent, "sent", nil)
 	}
@@ -82,15 +84,15 @@ func TestReporterBarDuringWaits(t *testing.T) {
 		return context.Canceled
 	}}
 	bc2 := stop.batchClock()
-	r2 := newReporter(&bytes.Buffer{}, modePlain, 1, "sifen-send", bc2)
+	r2 := newReporter(&bytes.Buffer{}, modePlain, 1, "sifen-send", bc2, nil)
 	r2.waiting(12*time.Minute, "blocked")
 	require.ErrorIs(t, bc2.Sleep(context.Background(), 12*time.Minute), context.Canceled)
 	require.Equal(t, 1.0, r2.finish(true, 1).WaitS)
 }
 
 func TestSummaryExit(t *testing.T) {
-	require.NoError(t, batchExit("x", summary{Total: 2, Sent: 1, Skipped: 1}))
-	err := batchExit("x", summary{Total: 5, Sent: 1, Blocked: 2, Failed: 1, NotProcessed: 1, Interrupted: true})
+	require.NoError(t, batchExit("x", summary{Total: 2, Sent: 1, Skipped: 1}, i18n.New(i18n.English, nil)))
+	err := batchExit("x", summary{Total: 5, Sent: 1, Blocked: 2, Failed: 1, NotProcessed: 1, Interrupted: true}, i18n.New(i18n.English, nil))
 	var ee *ExitError
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, ExitFailed, ee.Code)

@@ -241,6 +241,8 @@ func TestBrowserOperatorPages(t *testing.T) {
 	})
 	lot := filepath.Join(t.TempDir(), "lote.xml")
 	require.NoError(t, os.WriteFile(lot, sifentest.Lote(sifentest.Docs("88888801", 1, 2)...), 0o644))
+	badLot := filepath.Join(t.TempDir(), "bad.xml")
+	require.NoError(t, os.WriteFile(badLot, []byte("<rDE><unclosed>"), 0o644))
 	artifacts := artifactsDir(t)
 
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(t, chromium)...)
@@ -347,10 +349,50 @@ func TestBrowserOperatorPages(t *testing.T) {
 			require.Equal(t, tr.Sprintf(wantCritical), text(`section.state .badge`))
 			shoot("chart")
 
+			// The documents page and a document's page: their own words in
+			// the language asked for, SIFEN's terms (RUC, CDC, dProtAut) as
+			// they are.
 			visit("/documents", "table.documents")
+			require.Equal(t, tr.Sprintf("SIFEN documents"), text("main h1"))
+			require.Equal(t, tr.Sprintf("Upload a DE or a lot"), text("section.upload h2"))
+			require.Equal(t, tr.Sprintf("Send to SIFEN"), text(`table.documents tbody tr:first-child button`))
+			require.Equal(t, tr.Text("draft"), text(`table.documents tbody tr:first-child .badge`))
+			require.Contains(t, text("table.documents thead"), "CDC")
 			shoot("documents")
+			// A refused upload keeps the form: the env chosen, the reason beside it.
+			require.NoError(t, chromedp.Do(ctx,
+				chromedp.SetUploadFiles(css(`input[name="file"]`), []string{badLot}),
+				chromedp.SetValue(css(`section.upload select[name="env"]`), "prod"),
+				chromedp.Click(css(`form[enctype="multipart/form-data"] button[type="submit"]`)),
+				chromedp.WaitVisible(css(`section.upload [role="alert"]`)),
+			))
+			require.Contains(t, text(`section.upload [role="alert"]`), tr.Sprintf("Not imported")+": bad.xml")
+			env, err := chromedp.Run(ctx, chromedp.Value(css(`section.upload select[name="env"]`)))
+			require.NoError(t, err)
+			require.Equal(t, "prod", env)
+			shoot("upload_refused")
+			visit("/documents/1", "section.state")
+			require.Equal(t, tr.Sprintf("Document %d", 1)+" "+tr.Text("draft"), text("main h1"))
+			dl := text("section.state dl")
+			require.Contains(t, dl, tr.Sprintf("Lot number"))
+			require.Contains(t, dl, "dProtAut")
+			shoot("document")
 
+			// The DICT lookup page: a lookup of a key the directory holds.
 			visit("/dict/lookup", "main h1")
+			require.Equal(t, tr.Sprintf("DICT lookup"), text("main h1"))
+			require.Contains(t, text("form.filter label"), tr.Sprintf("Pix key (CPF, CNPJ, +phone, email or EVP)"))
+			require.NoError(t, chromedp.Do(ctx,
+				chromedp.SetValue(css(`input[name="key"]`), "11144477735"),
+				chromedp.SetValue(css(`input[name="payer_id"]`), "11222333000181"),
+				chromedp.Click(css(`#lookup`)),
+				chromedp.WaitVisible(css(`#payment`)),
+			))
+			require.Equal(t, tr.Sprintf("Entry"), text("main h2"))
+			require.Contains(t, text("section.state dl"), tr.Sprintf("Owner tax id"))
+			require.Contains(t, text("section.state dl"), "EndToEndId")
+			require.Equal(t, tr.Sprintf("Payment sent"), text("#payment"))
+			require.Contains(t, text("main"), tr.Sprintf("The lookup's buckets now"))
 			shoot("dictlookup")
 		}
 	}

@@ -351,7 +351,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		return err
 	}
 	if page.Partial {
-		fmt.Fprintf(b.m.Stdout, "partial: the filter read %d rows\n", throttle.MaxScan)
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("partial: the filter read %s rows", strconv.Itoa(throttle.MaxScan)))
 	}
 	if page.Next != "" {
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
@@ -476,16 +476,39 @@ type bucketView struct {
 	scope, capacity, refill, policy, severity, wait, lastSend string
 }
 
+// view renders st's cells in the language of LANG: the severity, the
+// refill's kind, the cooldown and block, the last send.
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
+	tr := b.tr
 	v := bucketView{
-		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: web.FormatRefill(st.Policy),
-		policy: st.Policy.String(), severity: b.tr.Sprintf(st.Severity.String()), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
+		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: tr.Text(web.FormatRefill(st.Policy)),
+		policy: st.Policy.String(), severity: tr.Sprintf(st.Severity.String()), wait: "-", lastSend: tr.Sprintf("never"),
+	}
+	switch st.Policy.Refill {
+	case throttle.RefillStepwise:
+		v.refill = tr.Sprintf("%s (stepwise)", st.Policy.Rate())
+	case throttle.RefillRolling:
+		v.refill = tr.Sprintf("%s (sliding window)", st.Policy.Rate())
+	}
+	if !st.LastSentAt.IsZero() {
+		v.lastSend = st.LastSentAt.UTC().Format(web.TimeLayout)
+		if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
+			v.lastSend += " (" + tr.Sprintf("%s ago", web.FormatWait(ago)) + ")"
+		}
 	}
 	if st.Orphan {
-		v.capacity, v.refill, v.policy, v.severity = "?", "?", "unknown policy", "unknown policy"
+		v.capacity, v.refill = "?", "?"
+		v.policy, v.severity = tr.Sprintf("unknown policy"), tr.Sprintf("unknown policy")
 	}
-	if w := web.FormatBucketWait(st); w != "" {
-		v.wait = w
+	var waits []string
+	if st.BlockLeft > 0 {
+		waits = append(waits, tr.Sprintf("blocked %s", web.FormatWait(st.BlockLeft)))
+	}
+	if st.CooldownLeft > 0 {
+		waits = append(waits, tr.Sprintf("cooldown %s", web.FormatWait(st.CooldownLeft)))
+	}
+	if len(waits) > 0 {
+		v.wait = strings.Join(waits, ", ")
 	}
 	return v
 }

@@ -75,13 +75,23 @@ func commands() []Command {
 		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
 		{"buckets", "list, show or reset buckets (the admin page in the terminal)", runBuckets},
 		{"prune", "remove old ledger rows, idle buckets and old DICT lookups", runPrune},
-		{"version", "print the version", func(_ context.Context, m *Main, _ []string) error {
-			fmt.Fprintln(m.Stdout, "balde", Version)
-			return nil
-		}},
+		{"version", "print the version", runVersion},
 		{"completion", "print a shell completion script (bash|zsh): source <(balde completion bash)", runCompletion},
 		{"__complete", "", runComplete},
 	}
+}
+
+// runVersion is "balde version": it prints the version.
+func runVersion(_ context.Context, m *Main, args []string) error {
+	fs := m.newFlagSet("version", "version", "balde version")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return UsageError("version: unexpected arguments %q", fs.Args())
+	}
+	fmt.Fprintln(m.Stdout, "balde", Version)
+	return nil
 }
 
 // Run dispatches args[0] to its command and returns the process exit code.
@@ -99,7 +109,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			return m.exit(c.Run(ctx, m, args[1:]))
 		}
 	}
-	fmt.Fprintf(m.Stderr, "balde: unknown command %q (run \"balde help\")\n", args[0])
+	fmt.Fprintln(m.Stderr, "balde:", m.printer().Sprintf("unknown command %q (run \"balde help\")", args[0]))
 	return ExitUsage
 }
 
@@ -116,7 +126,10 @@ func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun \"balde COMMAND --help\" for a command's flags and an example.")
 }
 
-// exit turns a command's error into an exit code and one line on stderr.
+// exit turns a command's error into an exit code and one line on stderr,
+// in the language of LANG when the command's message is in the catalog
+// (web/i18n); the words quoted from elsewhere (a flag parser's, a
+// database's) stay as they were.
 func (m *Main) exit(err error) int {
 	var ee *ExitError
 	switch {
@@ -126,7 +139,11 @@ func (m *Main) exit(err error) int {
 		return ExitOK
 	case errors.As(err, &ee):
 		if ee.Err != nil {
-			fmt.Fprintln(m.Stderr, "balde:", oneLine(ee.Err.Error()))
+			msg := ee.Err.Error()
+			if tr := m.printer(); ee.format != "" && i18n.Has(ee.format) && tr.Tag != i18n.English {
+				msg = tr.Sprintf(ee.format, ee.args...)
+			}
+			fmt.Fprintln(m.Stderr, "balde:", oneLine(msg))
 		}
 		return ee.Code
 	case errors.Is(err, throttle.ErrStoreUnavailable):
@@ -142,6 +159,10 @@ func (m *Main) exit(err error) int {
 type ExitError struct {
 	Code int
 	Err  error
+
+	// format and args are the English message, for its translation.
+	format string
+	args   []any
 }
 
 func (e *ExitError) Error() string {
@@ -155,7 +176,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // UsageError is bad usage or input: exit 2 with the message.
 func UsageError(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...), format: format, args: args}
 }
 
 // oneLine is s on one line, without the internal package prefixes

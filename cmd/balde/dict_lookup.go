@@ -89,11 +89,11 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 
-	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock)
+	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock, m.printer())
 	for i, it := range items {
 		if ctx.Err() != nil {
 			rep.finish(true, len(items)-i)
-			return batchExit("dict-lookup", rep.sum)
+			return batchExit("dict-lookup", rep.sum, rep.tr)
 		}
 		rec, err := lookupOne(ctx, client, it, wait, maxWait, clock, rep)
 		if err != nil {
@@ -108,7 +108,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 			}
 		}
 	}
-	return batchExit("dict-lookup", rep.finish(false, 0))
+	return batchExit("dict-lookup", rep.finish(false, 0), rep.tr)
 }
 
 // lookupItem is one line of the input.
@@ -188,6 +188,8 @@ type lookupRecord struct {
 	WaitS       float64 `json:"wait_s"`
 	EndToEndID  string  `json:"end_to_end_id,omitempty"`
 	Message     string  `json:"message,omitempty"`
+	// said is Message in the reader's language, for the plain line.
+	said string
 
 	// The entry, when the DICT found the key.
 	KeyType     string `json:"key_type,omitempty"`
@@ -216,7 +218,9 @@ func (r lookupRecord) line() string {
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
 	}
-	if r.Message != "" {
+	if r.said != "" {
+		fmt.Fprintf(&b, " %q", r.said)
+	} else if r.Message != "" {
 		fmt.Fprintf(&b, " %q", r.Message)
 	}
 	return b.String()
@@ -226,16 +230,16 @@ func (r lookupRecord) line() string {
 // to maxWait in all). The error is a store failure: the run stops.
 func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait bool, maxWait time.Duration, clock batchClock, rep *reporter) (lookupRecord, error) {
 	rec := lookupRecord{Key: it.Key, Payer: it.Payer}
-	// Waiting is throttle.Waiter's (through the DICT transport): it sleeps
-	// each RetryAfter the limiter computed and takes again. The sleep below
-	// only adds the command's bounds: --max-wait in all, and Ctrl-C (ctx),
-	// which ends a wait though not a lookup already sent.
+	// Waiting is throttle.Waiter's: it sleeps each RetryAfter the mirror
+	// computed and looks up again (nothing was sent while refused). The
+	// sleep below only adds the command's bounds: --max-wait in all, and
+	// Ctrl-C (ctx), which ends a wait though not a lookup already sent.
 	var waited time.Duration
-	var stopped string
+	var interrupted bool
 	waiter := throttle.Waiter{
 		Refused: func(d throttle.Decision) {
 			if wait && waited+d.RetryAfter <= maxWait {
-				rep.waiting(d.RetryAfter, fmt.Sprintf("%s on %s", d.Reason, d.Key))
+				rep.waiting(d.RetryAfter, rep.tr.Sprintf("%s on %s", rep.tr.Text(d.Reason.String()), d.Key))
 			}
 		},
 		Sleep: func(_ context.Context, d time.Duration) error {
@@ -243,7 +247,7 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 				return errWaitBound
 			}
 			if err := clock.Sleep(ctx, d); err != nil {
-				stopped = "interrupted while waiting for the throttle"
+				interrupted = true
 				return err
 			}
 			waited += d
@@ -267,11 +271,16 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 	case err == nil && !res.Decision.Allowed:
 		// Refused by the mirror (a value, decision 0010): nothing was sent.
 		d := res.Decision
-		rec.Message = stopped
-		if rec.Message == "" {
+		switch {
+		case interrupted:
+			rec.Message = "interrupted while waiting for the throttle"
+			rec.said = rep.tr.Sprintf(rec.Message)
+		default:
 			rec.Message = fmt.Sprintf("refused locally by %s, not sent", d.Key)
+			rec.said = rep.tr.Sprintf("refused locally by %s, not sent", d.Key)
 			if wait {
 				rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+				rec.said += rep.tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
 			}
 		}
 		rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
@@ -290,7 +299,7 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 		}
 		rec.Result = resultFailed
 		if remote.NotFound() {
-			rec.Result, rec.Message = resultSent, "no entry for this key"
+			rec.Result, rec.Message, rec.said = resultSent, "no entry for this key", rep.tr.Sprintf("no entry for this key")
 		} else {
 			rec.Message = err.Error()
 		}

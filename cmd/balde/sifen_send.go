@@ -73,7 +73,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	mode := chooseMode(m.Stdout, *jsonOut)
 	items, bad := parseDocuments(files, env, *allowUnsigned)
 	if len(bad) > 0 {
-		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock)
+		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
 		for _, it := range bad {
 			rep.item(resultInvalid, it.line(), it.record())
 		}
@@ -105,7 +105,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	b := &sifenBatch{
 		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock,
-		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock), warn: m.Stderr,
+		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), warn: m.Stderr,
 	}
 	sum, err := b.run(ctx, items)
 	if err != nil {
@@ -116,7 +116,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 			return err
 		}
 	}
-	return batchExit("sifen-send", sum)
+	return batchExit("sifen-send", sum, b.rep.tr)
 }
 
 // xmlFiles expands the arguments: a file is taken as is, a directory gives
@@ -170,6 +170,7 @@ type sifenItem struct {
 	lot     string
 	wait    time.Duration
 	message string
+	said    string // message in the reader's language, for the plain line
 }
 
 // sifenRecord is the JSON line of one document.
@@ -214,7 +215,9 @@ func (it *sifenItem) line() string {
 	if it.wait > 0 {
 		fmt.Fprintf(&b, " wait=%s", web.FormatWait(it.wait))
 	}
-	if it.message != "" {
+	if it.said != "" {
+		fmt.Fprintf(&b, " %q", it.said)
+	} else if it.message != "" {
 		fmt.Fprintf(&b, " %q", it.message)
 	}
 	return b.String()
@@ -307,13 +310,13 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	// anything can be sent again.
 	resolved, err := b.sender.Resolve(ctx)
 	for _, r := range resolved {
-		b.rep.note(fmt.Sprintf("resolved document %d (cdc=%s) left sending: SIFEN answered %s, now %s", r.DocumentID, r.CDC, r.Code, r.Status))
+		b.rep.note(b.rep.tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, b.rep.tr.Text(string(r.Status))))
 	}
 	if errors.Is(err, throttle.ErrStoreUnavailable) {
 		return stop(err)
 	}
 	if err != nil {
-		fmt.Fprintf(b.warn, "balde: sifen-send: some documents left sending could not be resolved (they stay unsent): %s\n", oneLine(err.Error()))
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", oneLine(err.Error())))
 	}
 
 	// 2. Import each DE on its own: a document already sent is skipped
@@ -338,11 +341,14 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere.
 				it.res = resultBlocked
-				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)", sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
+				const left = "left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)"
+				it.message = fmt.Sprintf(left, sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
+				it.said = b.rep.tr.Sprintf(left, sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
 				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode
 				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+				it.said = b.rep.tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			}
 			b.finish(it)
 		case errors.Is(err, throttle.ErrStoreUnavailable):
@@ -382,10 +388,12 @@ func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
 // store failure: the run stops.
 func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sifenItem) ([][]int64, error) {
 	var waited time.Duration
+	tr := b.rep.tr
+	said := ""
 	report := func(res result, code, lot, msg string, wait time.Duration) {
 		for _, id := range ids {
 			it := byID[id]
-			it.res, it.code, it.lot, it.message, it.wait = res, code, lot, msg, wait
+			it.res, it.code, it.lot, it.message, it.wait, it.said = res, code, lot, msg, wait, said
 			b.finish(it)
 		}
 	}
@@ -396,7 +404,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 	waiter := throttle.Waiter{
 		Refused: func(d throttle.Decision) {
 			if b.wait && waited+d.RetryAfter <= b.maxWait {
-				b.rep.waiting(d.RetryAfter, fmt.Sprintf("%s on %s, %d document(s)", d.Reason, d.Key, len(ids)))
+				b.rep.waiting(d.RetryAfter, tr.Sprintf("%s on %s, %d document(s)", tr.Text(d.Reason.String()), d.Key, len(ids)))
 			}
 		},
 		Sleep: func(_ context.Context, d time.Duration) error {
@@ -430,6 +438,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 		return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
 	case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
 		// Another process (serve's send button) claimed them first.
+		said = tr.Sprintf("sent by another process: %s", strings.TrimPrefix(err.Error(), "sifen: "))
 		report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
 		return nil, nil
 	case errors.Is(err, throttle.ErrStoreUnavailable):
@@ -445,14 +454,18 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 	case sifen.OutcomeBlocked:
 		d := out.Blocked.Wait
 		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
+		said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(out.Blocked.Reason.String()), out.Blocked.Key, web.FormatWait(d))
 		switch {
 		case interrupted:
 			msg = "interrupted while waiting for the throttle"
+			said = tr.Sprintf("interrupted while waiting for the throttle")
 		case b.wait:
 			msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+			said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
 		}
 		report(resultBlocked, "", "", msg, d)
 	case sifen.OutcomeNotQueued:
+		said = tr.Sprintf("SIFEN did not queue the lot: %s", out.Message)
 		report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
 	default: // OutcomeFailed, OutcomeUnknown
 		report(resultFailed, out.Code, "", out.Message, waited)
@@ -520,7 +533,7 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 			return err
 		}
 		if err != nil {
-			fmt.Fprintf(b.warn, "balde: sifen-send: lot results: %s\n", oneLine(err.Error()))
+			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(err.Error())))
 		}
 		for id := range pending {
 			d, err := b.sender.Get(ctx, id)
@@ -559,9 +572,9 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		if wait <= 0 {
 			wait = time.Second
 		}
-		b.rep.waiting(wait, fmt.Sprintf("results of %d document(s)", len(pending)))
+		b.rep.waiting(wait, b.rep.tr.Sprintf("results of %d document(s)", len(pending)))
 		if err := b.clock.Sleep(ctx, wait); err != nil {
-			fmt.Fprintf(b.warn, "balde: sifen-send: interrupted while following %d document(s); serve keeps polling their lots\n", len(pending))
+			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(pending)))
 			return nil
 		}
 	}

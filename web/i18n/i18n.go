@@ -115,6 +115,34 @@ func (p *Printer) Text(key string) string {
 	return p.p.Sprintf(key)
 }
 
+// Format translates key formatted with args, or, without args, as a fixed
+// text (Text): for messages built before the language is known (the
+// summary panels, computed once for every reader).
+func (p *Printer) Format(key string, args []any) string {
+	if len(args) == 0 {
+		return p.Text(key)
+	}
+	return p.p.Sprintf(key, args...)
+}
+
+// Has reports whether key is in the catalog (has translations).
+func Has(key string) bool {
+	_, ok := keys[key]
+	return ok
+}
+
+// keys are the catalog's keys.
+var keys = func() map[string]bool {
+	m := make(map[string]bool, len(messages)+len(plurals))
+	for _, msg := range messages {
+		m[msg[0]] = true
+	}
+	for _, pm := range plurals {
+		m[pm.key] = true
+	}
+	return m
+}()
+
 // Lang is the language's BCP 47 tag, for <html lang>.
 func (p *Printer) Lang() string { return p.Tag.String() }
 

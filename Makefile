@@ -30,9 +30,12 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 120m ./throttle/sqlstore/ ./web/ | tee bench.out
 	$(GO) tool benchstat -col /callers bench.out || $(GO) tool benchstat bench.out
 
+# gofmt, go vet and staticcheck (a tool of go.mod: `go tool` builds the
+# pinned version, so nothing is installed by hand).
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/balde ./cmd/balde

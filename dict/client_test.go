@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -253,10 +254,10 @@ func TestRunReconcile(t *testing.T) {
 		done <- e.client.RunReconcile(ctx, time.Hour, func(_ dict.ReconcileResult, err error) { reports <- err })
 	}()
 	// The first pass runs at once.
-	require.NoError(t, <-reports)
+	require.NoError(t, waitfor.Recv(t, reports, 30*time.Second, "the first reconcile pass"))
 	require.Equal(t, "F", e.catalog.Category())
 	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	require.ErrorIs(t, waitfor.Recv(t, done, 10*time.Second, "RunReconcile returning once canceled"), context.Canceled)
 	require.Equal(t, int64(1), e.sent(dict.OpListBucketStates))
 	require.Error(t, e.client.RunReconcile(context.Background(), 0, nil))
 }

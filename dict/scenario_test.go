@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -523,8 +524,8 @@ func TestCategoryHParticipantConcurrentPayers(t *testing.T) {
 			go func() { errs <- e.lookup(knownPhone, makeCPF(i)) }()
 		}
 		var ok, refused int
-		for range 80 {
-			err := <-errs
+		for i := range 80 {
+			err := waitfor.Recv(t, errs, time.Minute, "lookup %d of 80 concurrent payers", i)
 			var re *dict.RefusedError
 			switch {
 			case err == nil:

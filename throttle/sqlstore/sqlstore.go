@@ -51,7 +51,9 @@ type Store struct {
 	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
 	rw     rowWriter
 	now    throttle.Clock
-	logger *slog.Logger
+	// maxConns is the PostgreSQL pool's size (flushIdle restores it).
+	maxConns int
+	logger   *slog.Logger
 
 	mu          sync.RWMutex
 	policyID    map[string]int64
@@ -138,6 +140,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		db.SetMaxOpenConns(maxConns)
 		db.SetMaxIdleConns(maxConns)
+		s.maxConns = maxConns
 		s.write = sqlx.NewDb(db, "pgx")
 		s.read = s.write
 	}
@@ -205,9 +208,10 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers (after transient errors, again
+// with backoff).
 func (s *Store) Ping(ctx context.Context) error {
-	return formatError("ping", s.read.PingContext(ctx))
+	return formatError("ping", s.withRetry(ctx, "ping", func() error { return s.read.PingContext(ctx) }))
 }
 
 // Migrate opens a dedicated connection to dsn and runs fn with a Migrator
@@ -270,9 +274,11 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 	for _, c := range credits {
 		names = append(names, c.Key.Policy)
 	}
-	if err := s.ensurePolicies(ctx, names); err != nil {
+	// Registering policy names is idempotent: retried like a read.
+	if err := s.withRetry(ctx, "ensure policies", func() error { return s.ensurePolicies(ctx, names) }); err != nil {
 		return err
 	}
+	transient := retrier{s: s, op: "update"}
 	for attempt := 1; ; attempt++ {
 		err := s.update(ctx, keys, credits, apply)
 		var ae applyError
@@ -281,8 +287,14 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 			return nil
 		case errors.As(err, &ae):
 			return ae.err
+		case errors.Is(err, ErrCommitInDoubt):
+			// Never re-run: it may have been applied (decision 0020).
 		case retryable(err) && attempt < maxAttempts && ctx.Err() == nil:
 			s.logger.Debug("retrying a transaction that lost a race", slog.Int("attempt", attempt), slog.Any("error", err))
+			continue
+		case transient.again(ctx, err):
+			// A broken connection, an administrator's shutdown, SQLITE_BUSY
+			// past the busy timeout: the transaction did not commit.
 			continue
 		}
 		return formatError("update", err)
@@ -363,7 +375,13 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err := s.rw.write(ctx, tx, ws); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		if definiteCommitFailure(err) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
+	}
+	return nil
 }
 
 // ledgerRows returns the ledger rows to insert, in order, and the

@@ -17,8 +17,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +56,7 @@ type Store struct {
 	now    throttle.Clock
 	// maxConns is the PostgreSQL pool's size (flushIdle restores it).
 	maxConns int
+	identity Identity // which database Open opened (identity.go)
 	logger   *slog.Logger
 
 	mu          sync.RWMutex
@@ -118,6 +122,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	switch engine {
 	case SQLite:
+		// The file must exist (Migrate creates it): a connection opened
+		// again after the file was deleted must fail, not create an empty
+		// database in its place (identity.go).
+		if !strings.Contains(driverDSN, "mode=") {
+			driverDSN += "&mode=rw"
+		}
+		if _, err := os.Stat(SQLitePath(driverDSN)); errors.Is(err, fs.ErrNotExist) {
+			return nil, formatError("open (is the database migrated?)", err)
+		}
 		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
 		if err != nil {
 			return nil, formatError("open", err)
@@ -159,6 +172,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.rw = w
 	} else {
 		s.rw = postgresWriter{}
+	}
+	if err := s.loadIdentity(ctx, driverDSN); err != nil {
+		s.Close()
+		return nil, formatError("open: identity", err)
 	}
 	return s, nil
 }
@@ -226,6 +243,12 @@ func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) erro
 		driver = "pgx"
 	} else {
 		driverDSN += "&_txlock=immediate"
+		// Other processes migrating the same file wait (migrations/lock.go).
+		unlock, err := migrations.LockSQLite(ctx, SQLitePath(driverDSN))
+		if err != nil {
+			return formatError("migrate", err)
+		}
+		defer unlock()
 	}
 	db, err := sql.Open(driver, driverDSN)
 	if err != nil {

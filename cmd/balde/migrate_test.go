@@ -60,7 +60,7 @@ func TestMigrateForce(t *testing.T) {
 	// A migration that failed half-way.
 	raw, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
-	_, err = raw.Exec(`UPDATE `+migrations.VersionTable+` SET dirty = 1`)
+	_, err = raw.Exec(`UPDATE ` + migrations.VersionTable + ` SET dirty = 1`)
 	require.NoError(t, err)
 	require.NoError(t, raw.Close())
 	code, out, _ := run(t, nil, "migrate", "--db", db, "version")

@@ -76,8 +76,15 @@ func transient(err error) bool {
 		errors.As(err, &ce), errors.As(err, &ne), pgconn.SafeToRetry(err):
 		return true
 	}
-	// pgx reports a connection it closed after a fatal error this way.
-	return strings.Contains(err.Error(), "conn closed")
+	// pgx reports a connection it closed after a fatal error as "conn
+	// closed"; golang-migrate flattens driver errors into its own text.
+	msg := err.Error()
+	for _, s := range []string{"conn closed", "driver: bad connection", "(SQLSTATE 57P01)", "(SQLSTATE 57P02)", "(SQLSTATE 57P03)", "(SQLSTATE 08"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // brokenConn reports whether err says the connection itself is gone, after
@@ -116,7 +123,7 @@ func backoff(n int) time.Duration {
 // retrier counts the transient failures of one operation and waits between
 // its attempts.
 type retrier struct {
-	s       *Store
+	s       *Store // nil before the store is open
 	op      string
 	attempt int
 	waited  time.Duration
@@ -136,10 +143,14 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if r.waited+d > transientBudget {
 		return false
 	}
-	if brokenConn(err) {
-		r.s.flushIdle()
+	logger := slog.Default()
+	if r.s != nil {
+		logger = r.s.logger
+		if brokenConn(err) {
+			r.s.flushIdle()
+		}
 	}
-	r.s.logger.Warn("retrying after a transient store error", slog.String("op", r.op),
+	logger.Warn("retrying after a transient store error", slog.String("op", r.op),
 		slog.Int("attempt", r.attempt), slog.Duration("backoff", d), slog.Any("error", err))
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -175,4 +186,16 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 			return err
 		}
 	}
+}
+
+// Retry runs fn again after transient store errors, the way the store's own
+// reads and decisions are (with backoff, about 2.5 s at most, never past
+// ctx), for packages that query the store's DB() or ReadDB() themselves
+// (sifen's documents, dict's records). fn must be safe to run twice: a
+// read, or a whole transaction that began and committed inside fn and
+// whose COMMIT error fn does not return as a transient one (a commit in
+// doubt must not be re-run; see ErrCommitInDoubt and decision 0020).
+// It returns fn's last error unchanged.
+func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
+	return s.withRetry(ctx, op, fn)
 }

@@ -99,8 +99,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if opts.Migrate {
-		if err := Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
-			return nil, err
+		// Up is idempotent: retried after a transient error (retry.go).
+		r := retrier{op: "migrate up"}
+		for {
+			err := Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() })
+			if err == nil {
+				break
+			}
+			if !r.again(ctx, err) {
+				return nil, err
+			}
 		}
 	}
 	s := &Store{

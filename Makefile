@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test race bench lint build fuzz soak clean
+.PHONY: run test race bench lint build fuzz soak reliability clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve
@@ -49,17 +49,40 @@ FUZZ_TARGETS = \
 	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit \
 	./web:FuzzParseInboundTokens ./web:FuzzClientIP \
 	./cmd/balde:FuzzReadLookups
+# FUZZPARALLEL workers each (the machine may be shared); the last line of
+# each target is its exec count, collected in fuzz.out for the record.
+FUZZPARALLEL ?= 1
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
+	@set -e; : > fuzz.out; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
-	done
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel $(FUZZPARALLEL) $$pkg 2>&1 | tee fuzz.last; \
+		echo "$$pkg $$name $$(grep -o 'execs: [0-9]*' fuzz.last | tail -1) $$(tail -1 fuzz.last)" >> fuzz.out; \
+	done; rm -f fuzz.last; echo "== exec counts (fuzz.out)"; cat fuzz.out
 
 # A longer exactness run: the cross-process hammer tests, repeated.
 SOAKCOUNT ?= 20
 soak:
 	$(GO) test -count $(SOAKCOUNT) -timeout 60m -run 'TestExactAcrossProcesses|TestLedgerExplainsConcurrentHistory|TestGroupCommit' ./throttle/...
 
+# The reliability suite of docs/RELIABILITY.md, long versions (minutes; the
+# short versions run in make test): sifen-send killed with SIGKILL 50 times
+# per engine, PostgreSQL sessions terminated every 30 ms for 60 s under web
+# and batch load, the readiness and file-identity checks, the migration
+# lock, and a soak of SOAK (default 30m) sampled every 10 s into soak.csv;
+# then every fuzz target for FUZZTIME. PostgreSQL parts need
+# BALDE_TEST_POSTGRES_DSN (they skip without it).
+SOAK ?= 30m
+reliability:
+	set -o pipefail; BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
+		-run 'TestCrashSifenSend|TestStoreFaultsPostgres|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
+		./cmd/balde 2>&1 | tee reliability.out | grep -E '^(---|ok|FAIL|PASS)|_test.go:[0-9]+: '
+	set -o pipefail; BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
+		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \
+		./throttle/sqlstore 2>&1 | tee -a reliability.out | grep -E '^(---|ok|FAIL|PASS)'
+	set -o pipefail; BALDE_RELIABILITY=1 BALDE_SOAK_DURATION=$(SOAK) BALDE_SOAK_CSV=$(CURDIR)/soak.csv $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' \
+		./cmd/balde 2>&1 | tee -a reliability.out | grep -E '^(---|ok|FAIL|PASS)|_test.go:[0-9]+: '
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out fuzz.out fuzz.last reliability.out soak.csv

@@ -163,4 +163,3 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 		f.After = after
 	}
 }
-

@@ -11,9 +11,11 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -403,4 +405,69 @@ func writeSoakCSV(t *testing.T, samples []soakSample) {
 	}
 	w.Flush()
 	require.NoError(t, w.Error())
+}
+
+// TestSQLiteImmutable: serve's SQLite files are made immutable (chattr +i:
+// the tests run as root, for whom file modes do not restrict).
+//
+// At start, serve refuses the database (issue 13 saw it start and say
+// healthy). Under a running serve, Linux checks the flag when a file is
+// opened, not on each write: serve's open descriptors keep writing, so
+// decisions still succeed and readiness rightly stays 200 — never a 500 or
+// a hang — and nothing is needed when the files become writable again.
+func TestSQLiteImmutable(t *testing.T) {
+	if _, err := exec.LookPath("chattr"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs chattr and root")
+	}
+	hold := sized(t, "BALDE_READONLY_DURATION", 2*time.Second, 20*time.Second)
+	path := filepath.Join(t.TempDir(), "balde.db")
+	db := "sqlite://" + path
+	files := []string{path, path + "-wal", path + "-shm"}
+	chattr := func(flag string) {
+		out, err := exec.Command("chattr", append([]string{flag}, files...)...).CombinedOutput()
+		require.NoError(t, err, "chattr %s: %s", flag, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chattr", append([]string{"-i"}, files...)...).Run() })
+	env := map[string]string{"BALDE_DB": db, "BALDE_ADMIN_PASSWORD": "pw", "BALDE_INBOUND_IP_LIMIT": "10000", "BALDE_INBOUND_WINDOW": "1s"}
+
+	// At start: refused.
+	code, _, stderr := run(t, nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, stderr)
+	for _, f := range files[1:] {
+		require.NoError(t, os.WriteFile(f, nil, 0o644)) // chattr needs the files to exist
+	}
+	chattr("+i")
+	code, _, stderr = run(t, env, "serve", "--addr", "127.0.0.1:0")
+	require.NotEqual(t, ExitOK, code)
+	require.Contains(t, stderr, "refusing to start")
+	chattr("-i")
+
+	// Under a running serve.
+	sm := runServeMain(t, env)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var web, ready statusCounts
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				code, _, _ := getStatus(sm.url+"/api/buckets?policy=INBOUND_IP", "admin", "pw")
+				web.add(code)
+				code, _, _ = getStatus(sm.url+"/readyz", "", "")
+				ready.add(code)
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	chattr("+i")
+	time.Sleep(hold)
+	chattr("-i")
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	waitfor.Group(t, &wg, 30*time.Second, "the web traffic stopping")
+	w, r := web.snapshot(), ready.snapshot()
+	t.Logf("immutable for %s under serve: web answers %v, readiness %v", hold, w, r)
+	require.Equal(t, []int{http.StatusOK}, slices.Sorted(maps.Keys(w)), "web answers")
+	require.Equal(t, []int{http.StatusOK}, slices.Sorted(maps.Keys(r)), "readiness")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,9 +45,11 @@ func crashKills(t *testing.T) int {
 func TestCrashSifenSend(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		kills := crashKills(t)
+		var arrivals atomic.Int64
 		sim := startSifenSim(t, sifensim.Config{
 			Interval: 10 * time.Millisecond,
 			BeforeRecepcion: func(ctx context.Context, _ sifensim.Recepcion) error {
+				arrivals.Add(1)
 				select { // a random answer time widens the window a kill can hit
 				case <-time.After(time.Duration(rand.IntN(60)) * time.Millisecond):
 				case <-ctx.Done():
@@ -57,7 +60,9 @@ func TestCrashSifenSend(t *testing.T) {
 		db := sqlstoretest.DSN(t, engine)
 		dir := t.TempDir()
 		var cdcs []string
-		const rucs, perRUC = 6, 60 // lots of 50 and 10 per RUC
+		// One lot per RUC, two RUCs per kill: the kills never run out of
+		// lots to interrupt.
+		rucs, perRUC := max(6, 2*kills), 5
 		for i := range rucs {
 			lot, c := sifenLot(fmt.Sprintf("8%07d", 2000+i), 1, perRUC)
 			writeFile(t, dir, fmt.Sprintf("r%d.xml", i), lot)
@@ -71,16 +76,31 @@ func TestCrashSifenSend(t *testing.T) {
 			child.Env = append(child.Env, "SIFEN_THROTTLE_SECONDS=0.02")
 			var out, errOut strings.Builder
 			child.Stdout, child.Stderr = &out, &errOut
+			seen := arrivals.Load()
 			require.NoError(t, child.Start())
-			time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+			exited := make(chan error, 1)
+			go func() { exited <- child.Wait() }()
+			// Kill once this run is sending (a lot reached SIFEN) at a
+			// random instant up to 150 ms after: before, during or after a
+			// lot's request and its answer.
+			deadline := time.Now().Add(10 * time.Second)
+			for arrivals.Load() == seen && time.Now().Before(deadline) && len(exited) == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
 			_ = child.Process.Kill()
-			err := waitfor.Cmd(t, child, 30*time.Second, "sifen-send run %d; stderr:\n%s", i, &errOut)
+			err := waitfor.Recv(t, exited, 30*time.Second, "sifen-send run %d exiting", i)
 			if err != nil && strings.Contains(err.Error(), "killed") {
 				killed++
 			} else {
 				finished++
 			}
 		}
+
+		// What the killed runs got to SIFEN before recovery: the kills hit
+		// between lots and in the middle of them.
+		queuedBefore := len(sim.queuedCounts())
+		sendingBefore := documentStatuses(t, db)["sending"]
 
 		// Recovery: later, once every claim is old enough to resolve.
 		later := newFakeTime(time.Now().Add(time.Minute + sifen.DefaultResolveAfter))
@@ -109,8 +129,9 @@ func TestCrashSifenSend(t *testing.T) {
 		}
 		statuses := documentStatuses(t, db)
 		buckets := replayAllBuckets(t, db, 20*time.Millisecond)
-		t.Logf("%s: %d kills (%d runs finished first), %d documents: %d sent twice, %d lost; statuses %v; %d buckets explained by their ledger",
-			engine, killed, finished, len(cdcs), twice, lost, statuses, buckets)
+		t.Logf("%s: %d kills (%d runs finished first); before recovery %d of %d documents had reached SIFEN and %d were left in sending; "+
+			"after: %d sent twice, %d lost; statuses %v; %d buckets explained by their ledger",
+			engine, killed, finished, queuedBefore, len(cdcs), sendingBefore, twice, lost, statuses, buckets)
 		require.Zero(t, twice, "documents sent twice")
 		require.Zero(t, lost, "documents lost")
 		require.Zero(t, statuses["sending"]+statuses["draft"], "documents left unsettled: %v", statuses)

@@ -275,6 +275,16 @@ func testLedgerExplains(t *testing.T, engine sqlstore.Engine, mode string) {
 		waitfor.Do(t, 2*time.Minute, func() { local, err = hammer(ctx, lim, 3, 0, run) }, "hammering for %s in the test process", run)
 		require.NoError(t, err)
 		remote := wait()
+		// On a loaded machine 700 ms may not be enough to empty the bucket
+		// (seen once at load average 9): hammer on from this process until
+		// it refuses, within a bound. The ledger check below holds either way.
+		for round := 0; local.Refused+remote.Refused == 0 && round < 20; round++ {
+			var more tally
+			waitfor.Do(t, 2*time.Minute, func() { more, err = hammer(ctx, lim, 3, 0, run) }, "hammering round %d", round)
+			require.NoError(t, err)
+			local.Admitted += more.Admitted
+			local.Refused += more.Refused
+		}
 		admitted := local.Admitted + remote.Admitted
 		require.Positive(t, local.Refused+remote.Refused, "the bucket should have run dry")
 

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +21,7 @@ import (
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -183,4 +189,158 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 		require.NoError(t, err)
 		f.After = after
 	}
+}
+
+// TestCrashServe kills serve (a child process) with SIGKILL at random
+// instants while a person uploads invoices and presses Send, restarts it,
+// and goes on; a last start, with a clock past the time after which
+// claims are resolved, settles what was left in "sending" by asking SIFEN
+// and sends the rest. Every invoice reaches SIFEN exactly once and the
+// ledger explains every bucket.
+func TestCrashServe(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		kills := crashKills(t)
+		var arrivals atomic.Int64
+		sim := startSifenSim(t, sifensim.Config{
+			Interval: 10 * time.Millisecond,
+			BeforeRecepcion: func(ctx context.Context, _ sifensim.Recepcion) error {
+				arrivals.Add(1)
+				select {
+				case <-time.After(time.Duration(rand.IntN(60)) * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return nil
+			},
+		})
+		db := sqlstoretest.DSN(t, engine)
+		const perRound = 4 // one invoice per RUC: the last start's standing clock admits each once
+		var ids, cdcs []string
+		var firstDoc sifentest.Doc
+		for round := range kills {
+			sc := startServeChild(t, db, sim.URL, time.Time{})
+			web := newAdminClient(t, sc.url, "admin", "pw")
+			for i := range perRound {
+				d := sifentest.Docs(fmt.Sprintf("8%07d", 3000+round*perRound+i), 1, 1)[0]
+				if len(ids) == 0 {
+					firstDoc = d
+				}
+				resp, body := web.upload(d.File(), "test")
+				require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+				ids = append(ids, strings.TrimPrefix(resp.Header.Get("Location"), "/documents/"))
+				cdcs = append(cdcs, d.CDC())
+			}
+			seen := arrivals.Load()
+			go func() { // presses Send on every invoice of the round until serve dies
+				for _, id := range ids[len(ids)-perRound:] {
+					req, _ := http.NewRequest(http.MethodPost, sc.url+"/documents/"+id+"/send", strings.NewReader(""))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					req.SetBasicAuth("admin", "pw")
+					if resp, err := web.http.Do(req); err == nil {
+						resp.Body.Close()
+					}
+				}
+			}()
+			waitfor.Until(t, 10*time.Second, func() bool { return arrivals.Load() > seen }, "round %d: a lot reaching SIFEN", round)
+			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+			sc.kill(t)
+		}
+		queuedBefore, sendingBefore := len(sim.queuedCounts()), documentStatuses(t, db)["sending"]
+
+		// Recovery. Past the resolve time (serve runs on the system clock,
+		// so a sifen-send on a later clock does it), what was left in
+		// "sending" is settled by asking SIFEN; then serve starts again and
+		// what is still a draft is sent from the web.
+		later := newFakeTime(time.Now().Add(time.Hour + sifen.DefaultResolveAfter))
+		first := writeFile(t, t.TempDir(), "first.xml", firstDoc.File())
+		code, _, stderr := runIn(context.Background(), later, "", map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"},
+			"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, first)
+		require.Equal(t, ExitOK, code, stderr)
+		sc := startServeChild(t, db, sim.URL, time.Time{})
+		web := newAdminClient(t, sc.url, "admin", "pw")
+		for _, id := range ids {
+			// 303: sent now; 409: already sent (or settled at start).
+			resp, body := web.postForm("/documents/"+id+"/send", nil)
+			require.Contains(t, []int{http.StatusSeeOther, http.StatusConflict}, resp.StatusCode, body)
+		}
+		sc.kill(t)
+
+		queued := sim.queuedCounts()
+		twice, lost := 0, 0
+		for _, c := range cdcs {
+			switch n := queued[c]; {
+			case n == 0:
+				lost++
+			case n > 1:
+				twice++
+			}
+		}
+		statuses := documentStatuses(t, db)
+		buckets := replayAllBuckets(t, db, 20*time.Millisecond)
+		t.Logf("%s: serve killed %d times; before recovery %d of %d invoices had reached SIFEN and %d were left in sending; "+
+			"after: %d sent twice, %d lost; statuses %v; %d buckets explained by their ledger",
+			engine, kills, queuedBefore, len(cdcs), sendingBefore, twice, lost, statuses, buckets)
+		require.Zero(t, twice, "invoices sent twice")
+		require.Zero(t, lost, "invoices lost")
+		require.Zero(t, statuses["sending"]+statuses["draft"], "invoices left unsettled: %v", statuses)
+	})
+}
+
+// serveChild is "balde serve" in a child process.
+type serveChild struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan error
+	stderr syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startServeChild starts serve on db in a child process and waits until it
+// listens. (at is passed to childCommand; serve itself runs on the system
+// clock.)
+func startServeChild(t *testing.T, db, sifenURL string, at time.Time) *serveChild {
+	t.Helper()
+	cmd := childCommand(t, at, "serve", "--addr", "127.0.0.1:0", "--db", db, "--sifen-url", sifenURL)
+	cmd.Env = append(cmd.Env, "BALDE_ADMIN_PASSWORD=pw", "BALDE_INBOUND_IP_LIMIT=0", "SIFEN_THROTTLE_SECONDS=0.02")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	sc := &serveChild{cmd: cmd, exited: make(chan error, 1)}
+	cmd.Stderr = &sc.stderr
+	require.NoError(t, cmd.Start())
+	urls := make(chan string, 1)
+	go func() {
+		sc2 := bufio.NewScanner(stdout)
+		for sc2.Scan() {
+			if m := listeningLine.FindStringSubmatch(sc2.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		sc.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc.url = waitfor.Recv(t, urls, 20*time.Second, "serve child listening; stderr:\n%s", &sc.stderr)
+	return sc
+}
+
+// kill sends SIGKILL and waits for the child to be gone.
+func (sc *serveChild) kill(t *testing.T) {
+	t.Helper()
+	_ = sc.cmd.Process.Kill()
+	waitfor.Recv(t, sc.exited, 20*time.Second, "serve child exiting after SIGKILL")
 }

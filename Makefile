@@ -75,7 +75,7 @@ soak:
 SOAK ?= 30m
 reliability:
 	set -o pipefail; BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
-		-run 'TestCrashSifenSend|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
+		-run 'TestCrashSifenSend|TestCrashServe|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
 		./cmd/balde 2>&1 | tee reliability.out | grep -E '^(---|ok|FAIL|PASS)|_test.go:[0-9]+: '
 	set -o pipefail; BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \

@@ -6,13 +6,20 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test race bench lint build fuzz soak reliability clean
+.PHONY: run test test-tools race bench lint build fuzz soak reliability clean
 
+# The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve --dict-sim-addr 127.0.0.1:8081 --sifen-sim-addr 127.0.0.1:8082
 
-test:
+# test-tools/ holds the third-party SIFEN tools some tests run (the DE
+# generator, signer and SOAP client, pinned by package-lock.json); without
+# npm those tests skip, saying so.
+test: test-tools
 	$(GO) test -count=1 -timeout 9m ./...
+
+test-tools:
+	@if command -v npm >/dev/null; then npm ci --prefix test-tools --no-audit --no-fund --loglevel=error; else echo "make: npm not found: the tests with real SIFEN documents will skip"; fi
 
 # The race detector over the packages with concurrency of their own.
 race:

@@ -57,11 +57,11 @@ type Limits struct {
 // Spec is one policy of the catalog: which operations it limits, how its
 // buckets are sized, and what each outcome costs.
 //
-// Counting: a request reserves Reserve tokens from the bucket at admission
-// (the bucket must hold at least that many whole tokens); once the outcome is
+// Counting: a request is admitted while the bucket holds Reserve whole
+// tokens (1: the DICT admits while the balance is positive) and holds its
+// worst-case cost (Catalog.Hold, the largest of Costs); once the outcome is
 // known its total cost is Costs[outcome] (or Costs[OutcomeDefault], or
-// Reserve when neither is set) and the difference is settled: a penalty when
-// the cost is higher than the reserve, a refund when lower. An event (a
+// Reserve when neither is set) and the difference is refunded. An event (a
 // payment) credits Credits[event] tokens, capped at capacity, once per
 // reference.
 type Spec struct {
@@ -79,7 +79,8 @@ type Spec struct {
 	// false) the catalog's mode applies (default throttle.RefillStepwise).
 	Refill    throttle.RefillMode
 	RefillSet bool
-	// Reserve is what admission takes from the bucket, in whole tokens (>= 1).
+	// Reserve is what the bucket must hold to admit a request, in whole
+	// tokens (>= 1; the DICT admits while the balance is positive: 1).
 	Reserve int64
 	// Costs maps an outcome to the total cost of a request, in whole tokens
 	// (>= 0).
@@ -301,13 +302,32 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 	return class, err
 }
 
-// Reserve returns what admission takes from key's bucket.
+// Reserve returns what key's bucket must hold to admit a request (see
+// Hold for what admission takes).
 func (c *Catalog) Reserve(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
 	return s.Reserve, nil
+}
+
+// Hold returns what a request holds from key's bucket until its outcome is
+// known: its worst-case cost (the largest of the policy's costs and its
+// reserve, at most the bucket's capacity).
+func (c *Catalog) Hold(key throttle.Key) (int64, error) {
+	s, category, _, err := c.find(key.Policy)
+	if err != nil {
+		return 0, err
+	}
+	n := s.Reserve
+	for _, cost := range s.Costs {
+		n = max(n, cost)
+	}
+	if lim, _, err := s.limitsFor(key.Identifier, category); err == nil {
+		n = min(n, lim.Capacity)
+	}
+	return n, nil
 }
 
 // Cost returns the total cost, in whole tokens, of a request with the

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -31,25 +33,51 @@ type ClientConfig struct {
 	Catalog *Catalog
 	// Records, when set, records every lookup (needed by CreditPayment and
 	// the anti-scan monitors) and the category Reconcile learns.
-	Records *Records
+	Records Records
 	// HTTPClient sends the requests; NewTLSClient builds one for mutual TLS.
+	// Its Transport is wrapped by a dict.Transport (the one send path).
 	// Default: a client with a 30 s timeout.
 	HTTPClient *http.Client
+	// PoliciesURL is the base URL of GET /policies/ when it lives on its own
+	// host (dict-ratelimit… in the public spec); default BaseURL.
+	PoliciesURL string
+	// PaymentNoticeURL, when set, is POSTed ?endToEndId=E2E by
+	// CreditPayment before the mirror is credited: a simulator's stand-in
+	// for the SPI seeing the payment order (dictsim's /sim/payments), so
+	// that both sides credit the payment. The real DICT learns of payments
+	// from the SPI: leave it empty.
+	PaymentNoticeURL string
+	// Signer signs the body of write operations (XMLDSig with the PSP's
+	// key; balde holds no key). Without one, writes are sent unsigned only
+	// to a loopback address (a simulator) and refused otherwise
+	// (ErrUnsigned).
+	Signer Signer
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
 
-// Client calls the DICT API for one participant. Before every request it
-// takes from the local mirror and refuses locally (a *RefusedError; nothing
-// is sent) when a bucket is empty; after the response it settles by status;
-// on a remote 429 it brings the local buckets down to 0 and blocks them for
-// the remote Retry-After. Safe for concurrent use.
+// Signer signs a write operation's XML body with the PSP's key (XMLDSig,
+// the Signature element) and returns the signed document.
+type Signer interface {
+	Sign(ctx context.Context, op string, body []byte) ([]byte, error)
+}
+
+// Client calls the DICT API for one participant through a Transport: before
+// every request it holds the worst-case cost in the local mirror and
+// refuses locally (nothing is sent) when a bucket is not positive; after
+// the response it refunds the difference by status; on a remote 429 it
+// lowers only the bucket the DICT says is empty (see Transport) for the
+// remote Retry-After. Safe for concurrent use.
 type Client struct {
 	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16522/api/v2
+	policiesAPI string // the base of GET /policies/
 	participant string
+	signer      Signer
+	loopback    bool
+	notice      string
 	meter       Meter
 	catalog     *Catalog
-	records     *Records
+	records     Records
 	http        *http.Client
 	logger      *slog.Logger
 }
@@ -70,19 +98,65 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c := &Client{
 		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
 		participant: cfg.Participant,
+		signer:      cfg.Signer,
+		loopback:    isLoopback(base.Hostname()),
+		notice:      cfg.PaymentNoticeURL,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
-		http:        cfg.HTTPClient,
 		logger:      cfg.Logger,
 	}
-	if c.http == nil {
-		c.http = &http.Client{Timeout: 30 * time.Second}
+	c.policiesAPI = c.api
+	if cfg.PoliciesURL != "" {
+		pu, err := url.Parse(strings.TrimSuffix(cfg.PoliciesURL, "/"))
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, fmt.Errorf("dict: client policies URL %q is not an http(s) URL", cfg.PoliciesURL)
+		}
+		if !apiPrefix.MatchString(pu.Path) {
+			pu.Path += APIPrefix
+		}
+		c.policiesAPI = pu.String()
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
+	hc := http.Client{Timeout: 30 * time.Second}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	t := &Transport{Base: hc.Transport, Meter: c.meter, Participant: c.participant, Logger: c.logger}
+	if cfg.PoliciesURL != "" {
+		t.PoliciesURL = c.policiesAPI
+	}
+	if isNil(cfg.Records) {
+		// A nil *dictsql.Records in the interface is no records.
+		cfg.Records, c.records = nil, nil
+	}
+	if cfg.Records != nil {
+		t.Records = cfg.Records
+	}
+	hc.Transport = t
+	c.http = &hc
 	return c, nil
+}
+
+// isNil reports whether v is nil or holds a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// isLoopback reports whether host is a loopback address (where the
+// simulators listen).
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Participant returns the client's ISPB.
@@ -105,23 +179,32 @@ type LookupRequest struct {
 	EndToEndID string
 }
 
-// LookupResult is the outcome of a getEntry that was sent.
+// LookupResult is the outcome of a getEntry. Decision is the mirror's: a
+// refusal (Allowed false, with its Reason and RetryAfter) means nothing was
+// sent.
 type LookupResult struct {
 	EndToEndID string
 	Key        Key
+	Decision   throttle.Decision
 	// Entry is the answer when the DICT found the key (status 200).
 	Entry *GetEntryResponse
 }
 
 // GetEntry looks a key up (GET /api/v2/entries/{Key}), charged to the
 // payer's USER anti-scan bucket and the participant's
-// ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: 1 token each at admission, then
-// 200 → 1 and 1, 404 → 20 and 3, 500 and 429 → refunded.
+// ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: admitted while both are
+// positive, holding the worst case (20 and 3) until the answer; then a 200
+// costs 1 and 1, a 404 20 and 3, a 500 or a 429 nothing (the difference is
+// refunded).
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent.
 //
 // Errors: ErrInvalidKey, ErrInvalidPayerID, ErrInvalidEndToEndID (nothing
-// taken or sent); *RefusedError (not sent); *RemoteError for any status but
-// 200 (NotFound() for a key with no entry) — the LookupResult still carries
-// the EndToEndId; throttle.ErrStoreUnavailable.
+// taken or sent); *RemoteError for any status but 200 (NotFound() for a key
+// with no entry) — the LookupResult still carries the EndToEndId;
+// throttle.ErrStoreUnavailable when the mirror could not decide (nothing
+// sent). A store failure after the answer never hides it (see Transport).
 func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult, error) {
 	key, err := ParseKey(req.Key)
 	if err != nil {
@@ -139,23 +222,16 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 		return LookupResult{}, err
 	}
 	res := LookupResult{EndToEndID: e2e, Key: key}
-	keys := c.catalog.LookupKeys(key.Type, req.PayerID, c.participant)
 	hdr := http.Header{}
 	hdr.Set(HeaderPayerID, req.PayerID)
 	hdr.Set(HeaderEndToEndID, e2e)
 	resp, err := c.do(ctx, call{
 		op: OpGetEntry, method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value),
-		header: hdr, keys: keys, ref: e2e,
+		header: hdr, decision: &res.Decision,
 	})
-	if resp != nil && c.records != nil {
-		// The row maps the EndToEndId to the buckets a payment credits.
-		rerr := c.records.RecordLookup(context.WithoutCancel(ctx), Lookup{
-			EndToEndID: e2e, Env: c.catalog.Env(), PayerID: req.PayerID, KeyType: key.Type,
-			Policy: keys[0].Policy, Participant: c.participant, Status: resp.status, LookedUpAt: resp.sentAt,
-		})
-		if rerr != nil {
-			c.logger.Error("dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", e2e), slog.Any("error", rerr))
-		}
+	if d, ok := throttle.AsRefusal(err); ok {
+		res.Decision = d
+		return res, nil
 	}
 	if err != nil {
 		return res, err
@@ -168,11 +244,12 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 	return res, nil
 }
 
-// CheckKeys asks which keys have an entry (POST /api/v2/keys/check),
-// charged 1 token to KEYS_CHECK. Every key is validated first.
+// CheckKeys asks which of 1 to MaxCheckKeys keys have an entry
+// (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
+// validated first.
 func (c *Client) CheckKeys(ctx context.Context, keys []string) ([]KeyCheck, error) {
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: no key to check", ErrInvalidKey)
+	if len(keys) == 0 || len(keys) > MaxCheckKeys {
+		return nil, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), MaxCheckKeys)
 	}
 	for _, k := range keys {
 		if _, err := ParseKey(k); err != nil {
@@ -183,8 +260,7 @@ func (c *Client) CheckKeys(ctx context.Context, keys []string) ([]KeyCheck, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body,
-		keys: []throttle.Key{c.catalog.Key(PolicyKeysCheck, c.participant)}})
+	resp, err := c.do(ctx, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body})
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +295,7 @@ func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (*Crea
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body,
-		keys: []throttle.Key{c.catalog.Key(PolicyEntriesWrite, c.participant)}})
+	resp, err := c.do(ctx, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body})
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +320,7 @@ func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (*DeleteEn
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, call{op: OpDeleteEntry, method: http.MethodPost, path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body,
-		keys: []throttle.Key{c.catalog.Key(PolicyEntriesWrite, c.participant)}})
+	resp, err := c.do(ctx, call{op: OpDeleteEntry, method: http.MethodPost, path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body})
 	if err != nil {
 		return nil, err
 	}
@@ -257,11 +331,21 @@ func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (*DeleteEn
 	return &out, nil
 }
 
-// ClaimsFilter selects claims. Filtering by role (donor or claimer) charges
+// ClaimsFilter selects claims (listClaims' query, OpenAPI 1.8.0): what the
+// spec's polling needs. Filtering by role (donor or claimer) charges
 // CLAIMS_LIST_WITH_ROLE, no role CLAIMS_LIST_WITHOUT_ROLE.
 type ClaimsFilter struct {
 	IsDonor   bool
 	IsClaimer bool
+	// IncludeIndirectParticipants lists the claims of the participant's
+	// indirect participants too.
+	IncludeIndirectParticipants bool
+	// Status and Type keep claims in one of these (OPEN, WAITING_RESOLUTION,
+	// CONFIRMED, CANCELLED, COMPLETED; OWNERSHIP, PORTABILITY); empty: all.
+	Status []string
+	Type   string
+	// ModifiedAfter and ModifiedBefore bound LastModified (zero: unbounded).
+	ModifiedAfter, ModifiedBefore time.Time
 	// Limit bounds the claims returned (0: the DICT's default).
 	Limit int
 }
@@ -270,20 +354,31 @@ type ClaimsFilter struct {
 func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (*ListClaimsResponse, error) {
 	q := url.Values{}
 	q.Set("Participant", c.participant)
-	policy := PolicyClaimsListWithoutRole
+	if f.IncludeIndirectParticipants {
+		q.Set("IncludeIndirectParticipants", "true")
+	}
 	if f.IsDonor {
 		q.Set("IsDonor", "true")
-		policy = PolicyClaimsListWithRole
 	}
 	if f.IsClaimer {
 		q.Set("IsClaimer", "true")
-		policy = PolicyClaimsListWithRole
+	}
+	for _, st := range f.Status {
+		q.Add("Status", st)
+	}
+	if f.Type != "" {
+		q.Set("Type", f.Type)
+	}
+	if !f.ModifiedAfter.IsZero() {
+		q.Set("ModifiedAfter", FormatTimestamp(f.ModifiedAfter))
+	}
+	if !f.ModifiedBefore.IsZero() {
+		q.Set("ModifiedBefore", FormatTimestamp(f.ModifiedBefore))
 	}
 	if f.Limit > 0 {
 		q.Set("Limit", strconv.Itoa(f.Limit))
 	}
-	resp, err := c.do(ctx, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q,
-		keys: []throttle.Key{c.catalog.Key(policy, c.participant)}})
+	resp, err := c.do(ctx, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q})
 	if err != nil {
 		return nil, err
 	}
@@ -300,8 +395,7 @@ func (c *Client) GetBucketState(ctx context.Context, policy string) (*GetPolicyR
 	if err := (throttle.Key{Policy: policy, Env: c.catalog.Env(), Identifier: c.participant}).Validate(); err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy),
-		keys: []throttle.Key{c.catalog.Key(PolicyPoliciesRead, c.participant)}})
+	resp, err := c.do(ctx, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)})
 	if err != nil {
 		return nil, err
 	}
@@ -316,8 +410,7 @@ func (c *Client) GetBucketState(ctx context.Context, policy string) (*GetPolicyR
 // its category (GET /api/v2/policies/), charged 1 token to POLICIES_LIST
 // (6/min, capacity 20).
 func (c *Client) ListBucketStates(ctx context.Context) (*ListPoliciesResponse, error) {
-	resp, err := c.do(ctx, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/",
-		keys: []throttle.Key{c.catalog.Key(PolicyPoliciesList, c.participant)}})
+	resp, err := c.do(ctx, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/"})
 	if err != nil {
 		return nil, err
 	}
@@ -356,13 +449,35 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err != nil {
 		return PaymentCredit{}, err
 	}
+	if c.notice != "" && l.Status == http.StatusOK {
+		if err := c.noticePayment(ctx, endToEndID); err != nil {
+			return PaymentCredit{Lookup: l}, err
+		}
+	}
 	return CreditLookup(ctx, c.meter, c.records, l)
+}
+
+// noticePayment tells the simulator the payment order was sent.
+func (c *Client) noticePayment(ctx context.Context, e2e string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.notice+"?endToEndId="+url.QueryEscape(e2e), nil)
+	if err != nil {
+		return fmt.Errorf("dict: payment notice: %w", err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("dict: payment notice: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("dict: payment notice: %s answered %d", c.notice, resp.StatusCode)
+	}
+	return nil
 }
 
 // CreditLookup credits the payment of lookup l to the buckets it was
 // charged to and marks it paid (see Client.CreditPayment). The simulator
 // uses it for its own buckets. On error the PaymentCredit holds only l.
-func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) (PaymentCredit, error) {
+func CreditLookup(ctx context.Context, m Meter, records Records, l Lookup) (PaymentCredit, error) {
 	pc := PaymentCredit{Lookup: l}
 	if l.Status != http.StatusOK {
 		return pc, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
@@ -385,7 +500,7 @@ func CreditLookup(ctx context.Context, m Meter, records *Records, l Lookup) (Pay
 	return pc, nil
 }
 
-// call is one request to the DICT and the buckets it is charged to.
+// call is one request to the DICT.
 type call struct {
 	op     string
 	method string
@@ -393,8 +508,8 @@ type call struct {
 	query  url.Values
 	header http.Header
 	body   []byte
-	keys   []throttle.Key
-	ref    string
+	// decision, when set, receives the mirror's decision.
+	decision *throttle.Decision
 }
 
 // response is a DICT response, read whole.
@@ -403,23 +518,46 @@ type response struct {
 	header     http.Header
 	body       []byte
 	retryAfter time.Duration
-	sentAt     time.Time
 }
 
-// do reserves, sends, and settles one call. It returns a response for every
-// request that got one (whatever its status), and an error when the request
-// was refused locally, could not be sent, or was answered with a 429.
+// decisionKey carries a *throttle.Decision for the Transport to fill.
+type decisionKey struct{}
+
+// do sends one call through the client's Transport (hold, send, settle,
+// 429 sync, record). It returns a response for every request that got one
+// (whatever its status), and an error when the request was refused locally
+// (a *throttle.RefusedError), could not be sent, or was answered with a 429.
 func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
-	target := c.api + cl.path
+	api := c.api
+	if cl.op == OpListBucketStates || cl.op == OpGetBucketState {
+		api = c.policiesAPI
+	}
+	target := api + cl.path
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}
-	var body io.Reader
-	if cl.body != nil {
-		body = bytes.NewReader(cl.body)
+	body := cl.body
+	if rt, _, ok := MatchRoute(cl.method, APIPrefix+cl.path); ok && rt.Write {
+		switch {
+		case c.signer != nil:
+			signed, err := c.signer.Sign(ctx, cl.op, body)
+			if err != nil {
+				return nil, fmt.Errorf("dict: %s: sign: %w", cl.op, err)
+			}
+			body = signed
+		case !c.loopback:
+			return nil, fmt.Errorf("%w: %s to %s", ErrUnsigned, cl.op, c.api)
+		}
 	}
-	req, err := http.NewRequestWithContext(ctx, cl.method, target, body)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	if cl.decision != nil {
+		ctx = context.WithValue(ctx, decisionKey{}, cl.decision)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
 	if err != nil {
 		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
@@ -428,44 +566,21 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	}
 	req.Header.Set(HeaderRequestingParticipant, c.participant)
 	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
-	if cl.body != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", ContentTypeXML)
 	}
-
-	r, err := c.meter.Reserve(ctx, cl.op, cl.ref, cl.keys...)
-	if err != nil {
-		return nil, err
-	}
-	// From here the reservation is settled whatever happens to ctx.
-	settleCtx := context.WithoutCancel(ctx)
-	sentAt := c.meter.Limiter.Now()
 	httpResp, err := c.http.Do(req)
 	if err != nil {
-		if _, serr := c.meter.Settle(settleCtx, r, OutcomeTransportError); serr != nil {
-			c.logger.Error("dict: settle failed", slog.String("op", cl.op), slog.Any("error", serr))
+		if d, ok := throttle.AsRefusal(err); ok {
+			return nil, &throttle.RefusedError{Op: "dict " + cl.op, Decision: d}
 		}
 		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
 	defer httpResp.Body.Close()
 	data, rerr := io.ReadAll(io.LimitReader(httpResp.Body, MaxBodySize+1))
-	resp := &response{status: httpResp.StatusCode, header: httpResp.Header, body: data, sentAt: sentAt,
-		retryAfter: parseRetryAfter(httpResp.Header.Get("Retry-After"), sentAt)}
-
-	// Settle by status; on a remote 429 the mirror was more generous than
-	// the DICT: bring every bucket of the call down to 0 for Retry-After.
-	if _, err := c.meter.Settle(settleCtx, r, Outcome(resp.status)); err != nil {
-		return resp, err
-	}
+	resp := &response{status: httpResp.StatusCode, header: httpResp.Header, body: data,
+		retryAfter: ParseRetryAfter(httpResp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
 	if resp.status == http.StatusTooManyRequests {
-		targets := make([]throttle.SyncTarget, len(cl.keys))
-		for i, k := range cl.keys {
-			targets[i] = throttle.SyncTarget{Key: k, Tokens: 0, BlockFor: resp.retryAfter, Ref: cl.ref}
-		}
-		if _, err := c.meter.Limiter.Sync(settleCtx, targets...); err != nil {
-			return resp, fmt.Errorf("dict: %s: sync after a remote 429: %w", cl.op, err)
-		}
-		c.logger.Warn("dict: remote 429: local buckets brought down to 0",
-			slog.String("op", cl.op), slog.Duration("retry_after", resp.retryAfter))
 		return resp, resp.remoteError(cl.op)
 	}
 	if rerr != nil {
@@ -495,22 +610,4 @@ func (r *response) remoteError(op string) *RemoteError {
 		e.Problem = p
 	}
 	return e
-}
-
-// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
-// (relative to now). Absent or malformed: 0.
-func parseRetryAfter(s string, now time.Time) time.Duration {
-	if s == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
-		if n <= 0 || n > 86400*365 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(s); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

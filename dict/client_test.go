@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -63,7 +63,7 @@ func newClientEnv(t *testing.T, url string, httpClient *http.Client) *clientEnv 
 	e.limiter, err = throttle.NewLimiter(store, e.catalog, throttle.Config{Clock: e.clock.Now})
 	require.NoError(t, err)
 	e.client, err = dict.NewClient(dict.ClientConfig{BaseURL: url, Participant: ispb, Limiter: e.limiter, Catalog: e.catalog,
-		Records: dict.NewRecords(store.DB(), store.ReadDB()), HTTPClient: httpClient, Logger: quiet})
+		Records: dictsql.NewRecords(store.DB(), store.ReadDB()), HTTPClient: httpClient, Logger: quiet})
 	require.NoError(t, err)
 	return e
 }
@@ -84,19 +84,33 @@ func TestSettleByStatus(t *testing.T) {
 		closed          bool
 		wantUser        int64
 		wantParticipant int64
-		wantBlock       time.Duration
-		wantErr         func(t *testing.T, err error)
+		// wantBlock is the payer's block, wantPBlock the participant's.
+		wantBlock, wantPBlock time.Duration
+		wantErr               func(t *testing.T, err error)
 	}{
-		{"InternalError500IsRefunded", &fakeDICT{status: 500}, false, 100, 50000, 0, remoteStatus(500)},
-		{"RateLimited429SyncsToZero", &fakeDICT{status: 429}, false, 0, 0, 0, remoteStatus(429)},
-		{"RateLimited429RetryAfterSeconds", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"}}, false, 0, 0, 17 * time.Second, remoteStatus(429)},
-		{"RateLimited429RetryAfterDate", &fakeDICT{status: 429, header: map[string]string{"Retry-After": throttletest.Epoch.Add(90 * time.Second).Format(http.TimeFormat)}}, false, 0, 0, 90 * time.Second, remoteStatus(429)},
-		{"BadRequest400CostsOne", &fakeDICT{status: 400}, false, 99, 49999, 0, remoteStatus(400)},
-		{"Unavailable503CostsOne", &fakeDICT{status: 503, header: map[string]string{"Retry-After": "5"}}, false, 99, 49999, 0, remoteStatus(503)},
-		{"MalformedBodyCostsOne", &fakeDICT{status: 200, body: "<GetEntryResponse><Entry>"}, false, 99, 49999, 0, func(t *testing.T, err error) {
+		// The hold (20 and 3) comes back whole: the DICT did not serve it.
+		{"InternalError500IsRefunded", &fakeDICT{status: 500}, false, 100, 50000, 0, 0, remoteStatus(500)},
+		// A 429 that names no bucket syncs the payer's only: one payer's 429
+		// never stops the participant (it was before: both went to 0).
+		{"RateLimited429SyncsOnlyThePayer", &fakeDICT{status: 429}, false, 0, 50000, 0, 0, remoteStatus(429)},
+		{"RateLimited429RetryAfterSeconds", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"}}, false, 0, 50000, 17 * time.Second, 0, remoteStatus(429)},
+		{"RateLimited429RetryAfterDate", &fakeDICT{status: 429, header: map[string]string{"Retry-After": throttletest.Epoch.Add(90 * time.Second).Format(http.TimeFormat)}}, false, 0, 50000, 90 * time.Second, 0, remoteStatus(429)},
+		// Absurd Retry-After values are clamped, not lost (the year 9999
+		// overflowed blocked_until to a negative number before).
+		{"RateLimited429RetryAfterYear9999IsClamped", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}}, false, 0, 50000, dict.MaxRetryAfter, 0, remoteStatus(429)},
+		{"RateLimited429RetryAfterHugeSecondsIsClamped", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "99999999999999999999"}}, false, 0, 50000, dict.MaxRetryAfter, 0, remoteStatus(429)},
+		// A problem that names the participant's bucket syncs that one only.
+		{"RateLimited429NamingTheParticipant", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"},
+			body: `<problem xmlns="urn:ietf:rfc:7807"><type>https://dict.pi.rsfn.net.br/api/v2/error/RateLimited</type><title>Rate limited</title><status>429</status>` +
+				`<violations><violation><reason>empty</reason><value>ENTRIES_READ_PARTICIPANT_ANTISCAN</value><property>policy</property></violation></violations></problem>`},
+			false, 100, 0, 0, 17 * time.Second, remoteStatus(429)},
+		{"BadRequest400CostsOne", &fakeDICT{status: 400}, false, 99, 49999, 0, 0, remoteStatus(400)},
+		{"Unavailable503CostsOne", &fakeDICT{status: 503, header: map[string]string{"Retry-After": "5"}}, false, 99, 49999, 0, 0, remoteStatus(503)},
+		{"MalformedBodyCostsOne", &fakeDICT{status: 200, body: "<GetEntryResponse><Entry>"}, false, 99, 49999, 0, 0, func(t *testing.T, err error) {
 			require.ErrorIs(t, err, dict.ErrMalformedResponse)
 		}},
-		{"NoResponseCostsOne", &fakeDICT{}, true, 99, 49999, 0, func(t *testing.T, err error) {
+		// No answer: the DICT may have counted a 404, so the hold stays.
+		{"NoResponseKeepsTheHold", &fakeDICT{}, true, 80, 49997, 0, 0, func(t *testing.T, err error) {
 			require.Error(t, err)
 			var re *dict.RemoteError
 			require.False(t, errors.As(err, &re))
@@ -117,7 +131,7 @@ func TestSettleByStatus(t *testing.T) {
 			require.Equal(t, tt.wantUser, user.Tokens)
 			require.Equal(t, tt.wantParticipant, participant.Tokens)
 			require.Equal(t, tt.wantBlock, user.BlockLeft)
-			require.Equal(t, tt.wantBlock, participant.BlockLeft)
+			require.Equal(t, tt.wantPBlock, participant.BlockLeft)
 		})
 	}
 }
@@ -251,13 +265,24 @@ func TestRunReconcile(t *testing.T) {
 	reports := make(chan error, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- e.client.RunReconcile(ctx, time.Hour, func(_ dict.ReconcileResult, err error) { reports <- err })
+		done <- e.client.RunReconcile(ctx, 50*time.Millisecond, func(_ dict.ReconcileResult, err error) { reports <- err })
 	}()
-	// The first pass runs at once.
-	require.NoError(t, waitfor.Recv(t, reports, 30*time.Second, "the first reconcile pass"))
+	// The first pass runs one interval after the start (the client learned
+	// the category when it was built).
+	select {
+	case err := <-reports:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconciliation within 10 s")
+	}
 	require.Equal(t, "F", e.catalog.Category())
 	cancel()
-	require.ErrorIs(t, waitfor.Recv(t, done, 10*time.Second, "RunReconcile returning once canceled"), context.Canceled)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunReconcile did not return within 10 s of its cancellation")
+	}
 	require.Equal(t, int64(1), e.sent(dict.OpListBucketStates))
 	require.Error(t, e.client.RunReconcile(context.Background(), 0, nil))
 }

@@ -19,7 +19,9 @@ type Meter struct {
 	Catalog *Catalog
 }
 
-// Reservation is what Reserve took: Reserved[i] tokens from Keys[i].
+// Reservation is what Reserve took: Reserved[i] tokens from Keys[i] (the
+// worst-case cost of the request to that bucket). Decision is the limiter's
+// answer: when it is a refusal nothing was taken.
 type Reservation struct {
 	Op       string
 	Ref      string
@@ -31,41 +33,54 @@ type Reservation struct {
 // Outcome names an HTTP status as an outcome of the counting rules ("404").
 func Outcome(status int) string { return strconv.Itoa(status) }
 
-// Reserve takes each key's reserve (1 token for every DICT policy) in one
-// all-or-nothing Limiter.Take; ref goes to the ledger (the EndToEndId of a
-// lookup). When refused it returns the Reservation with its Decision and a
-// *RefusedError, and nothing was taken.
+// Reserve takes, in one all-or-nothing Limiter.Take, the worst-case cost of
+// the request from each key (Catalog.Hold: 20 from a payer and 3 from the
+// participant for a getEntry), admitted while each bucket holds the
+// policy's reserve (1 token: the DICT admits while the balance is
+// positive). Requests in flight so never overdraw the DICT's buckets; the
+// difference comes back at Settle. ref goes to the ledger (the EndToEndId
+// of a lookup). A refusal is the Reservation's Decision (Allowed false),
+// with a nil error: nothing was taken.
 //
 // Errors: bad keys (throttle.ErrInvalidKey, throttle.ErrUnknownPolicy),
-// throttle.ErrStoreUnavailable, *RefusedError.
+// throttle.ErrStoreUnavailable.
 func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (Reservation, error) {
 	r := Reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		n, err := m.Catalog.Reserve(k)
+		admit, err := m.Catalog.Reserve(k)
 		if err != nil {
 			return r, err
 		}
-		r.Reserved[i] = n
-		charges[i] = throttle.Charge{Key: k, Cost: n}
+		hold, err := m.Catalog.Hold(k)
+		if err != nil {
+			return r, err
+		}
+		r.Reserved[i] = hold
+		charges[i] = throttle.Charge{Key: k, Cost: hold}
+		if admit < hold {
+			charges[i].Admit = admit
+		}
 	}
 	d, err := m.Limiter.Take(ctx, ref, charges...)
 	if err != nil {
 		return r, fmt.Errorf("dict: %s: %w", op, err)
 	}
 	r.Decision = d
-	if !d.Allowed {
-		return r, &RefusedError{Op: op, Decision: d}
-	}
 	return r, nil
 }
 
-// Settle charges the difference between each key's cost for outcome and its
-// reserve, in one Limiter.Adjust: a penalty when the outcome costs more (a
-// getEntry 404: 19 more tokens from the payer, 2 more from the participant),
-// a refund when it costs less (a 500: the reserve comes back). It returns
-// one Adjusted per key that changed.
+// Settle gives back the difference between what Reserve held and the cost
+// of outcome, in one Limiter.Adjust: a 200 refunds 19 to the payer and 2 to
+// the participant, a 404 nothing, a 500 or a 429 the whole hold. A request
+// whose answer never arrived (OutcomeTransportError) keeps its hold: the
+// DICT may have counted it at its worst. A cost above the hold (a policy
+// file may make one) is a penalty. It returns one Adjusted per key that
+// changed.
 func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]throttle.Adjusted, error) {
+	if outcome == OutcomeTransportError {
+		return nil, nil
+	}
 	var adjs []throttle.Adjustment
 	for i, k := range r.Keys {
 		cost, err := m.Catalog.Cost(k, outcome)

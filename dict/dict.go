@@ -1,22 +1,26 @@
 // Package dict is balde's adapter for the DICT, the Pix key directory run
 // by Banco Central do Brasil: the policy catalog of the DICT's rate limits
 // (seed 001, exact), the key types, the counting rules (what a getEntry
-// costs by outcome, what a payment credits), the XML of the API, and a
-// Client that asks the throttle before every request and settles after the
-// response. The simulator that enforces the same limits server-side is in
-// dictsim.
+// costs by outcome, what a payment credits), the XML of the API (OpenAPI
+// 1.8.0), the table of its operations (Routes), and Transport, an
+// http.RoundTripper that throttles any DICT client; Client is built on it.
+// It imports no database library: what it stores goes through LookupStore
+// and CategoryStore (dictsql implements them). The simulator, dictsim,
+// shares none of this code.
 //
-// The flow of one request (Client does this for every operation):
+// The flow of one request (Transport does this for every operation):
 //
 //  1. validate the input (key, payer id, ISPB, EndToEndId): bad input is
 //     an error, nothing is taken and nothing is sent;
-//  2. reserve: Limiter.Take the policy's reserve (1 token) from every bucket
-//     the operation is charged to, all or nothing — a refusal is a
-//     *RefusedError and the request is never sent;
-//  3. send, then settle by the response's status with Limiter.Adjust
-//     (a getEntry 404 costs 20 tokens to the payer and 3 to the participant,
-//     a 500 is refunded), and on a remote 429 bring the local buckets down
-//     to 0 (Limiter.Sync) for the remote Retry-After.
+//  2. hold: Limiter.Take the worst-case cost of the request from every
+//     bucket it is charged to (20 from the payer and 3 from the participant
+//     for a getEntry), all or nothing, admitted while each bucket is
+//     positive as the DICT admits — a refusal is a Decision (a
+//     *throttle.RefusedError out of Transport) and nothing is sent;
+//  3. send, then refund the difference by the response's status with
+//     Limiter.Adjust (a 200 gives back 19 and 2, a 500 everything), and on
+//     a remote 429 lower only the bucket the DICT says is empty
+//     (Limiter.Sync) for the remote Retry-After.
 //
 // Units: tokens are whole tokens; periods are time.Duration. Every bucket
 // key is throttle.Key{Policy, Env, Identifier} where Env is the catalog's

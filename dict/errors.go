@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // Errors of bad input. Each is returned before anything is taken from a
@@ -44,27 +42,14 @@ var (
 	// and the client has none.
 	ErrNoRecords = errors.New("dict: no lookup records configured")
 
+	// ErrUnsigned means a write operation was about to go unsigned to a
+	// DICT that is not a simulator on loopback: configure a Signer.
+	ErrUnsigned = errors.New("dict: write operation not signed (configure a Signer)")
+
 	// ErrMalformedResponse means the DICT answered with a body that is not
 	// the XML the operation expects.
 	ErrMalformedResponse = errors.New("dict: malformed response")
 )
-
-// RefusedError is a request the local throttle refused: it was not sent.
-// Decision says which bucket refused (Decision.Key), why (Decision.Reason:
-// empty, cooldown, blocked) and when the same request would be admitted
-// (Decision.RetryAfter).
-type RefusedError struct {
-	Op       string
-	Decision throttle.Decision
-}
-
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("dict: %s refused locally: %s %s, retry after %s",
-		e.Op, e.Decision.Key, e.Decision.Reason, e.Decision.RetryAfter)
-}
-
-// RetryAfter is the wait until the request would be admitted.
-func (e *RefusedError) RetryAfter() time.Duration { return e.Decision.RetryAfter }
 
 // RemoteError is a response of the DICT with a status other than the
 // operation's success. Problem is the RFC 7807 body when the DICT sent one

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -35,7 +35,7 @@ type env struct {
 	store   *sqlstore.Store
 	catalog *dict.Catalog
 	limiter *throttle.Limiter
-	records *dict.Records
+	records dict.Records
 	client  *dict.Client
 	sim     *dictsim.Server
 	simURL  string
@@ -45,6 +45,8 @@ type envConfig struct {
 	// SimCategory is the category the simulator gives every participant;
 	// LocalCategory the one the app's catalog starts with ("": the same).
 	SimCategory, LocalCategory string
+	// Latency is the simulator's answer latency (0: none).
+	Latency time.Duration
 }
 
 func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
@@ -59,7 +61,7 @@ func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
 	sim, err := dictsim.NewServer(ctx, dictsim.Config{
 		EntriesFile: "testdata/entries.csv",
 		Category:    cfg.SimCategory,
-		DB:          "sqlite://" + filepath.Join(t.TempDir(), "dictsim.db"),
+		Latency:     cfg.Latency,
 		FakeClock:   true,
 		Start:       throttletest.Epoch,
 		Logger:      quiet,
@@ -77,14 +79,14 @@ func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
 	require.NoError(t, e.catalog.SetCategory(cfg.LocalCategory))
 	e.limiter, err = throttle.NewLimiter(e.store, e.catalog, throttle.Config{Clock: e.clock.Now})
 	require.NoError(t, err)
-	e.records = dict.NewRecords(e.store.DB(), e.store.ReadDB())
+	e.records = dictsql.NewRecords(e.store.DB(), e.store.ReadDB())
 	e.client = e.newClient(e.limiter, e.records)
 	return e
 }
 
 // newClient returns another client of the same participant on the same
 // simulator (another app instance when given another limiter).
-func (e *env) newClient(lim *throttle.Limiter, records *dict.Records) *dict.Client {
+func (e *env) newClient(lim *throttle.Limiter, records dict.Records) *dict.Client {
 	e.t.Helper()
 	c, err := dict.NewClient(dict.ClientConfig{
 		BaseURL: e.simURL, Participant: ispb, Limiter: lim, Catalog: e.catalog, Records: records, Logger: quiet,
@@ -138,8 +140,12 @@ func (e *env) pay(e2e string) dictsim.PaymentResult {
 }
 
 // lookup sends a getEntry and returns its error.
+// A refusal comes back as a *throttle.RefusedError (the result's Decision).
 func (e *env) lookup(key, payer string) error {
-	_, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: key, PayerID: payer})
+	res, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: key, PayerID: payer})
+	if err == nil && !res.Decision.Allowed {
+		return &throttle.RefusedError{Op: "dict getEntry", Decision: res.Decision}
+	}
 	return err
 }
 
@@ -154,9 +160,9 @@ func (e *env) tokens(policy, identifier string) int64 {
 // remoteTokens returns the simulator's balance of the same bucket.
 func (e *env) remoteTokens(policy, identifier string) int64 {
 	e.t.Helper()
-	st, err := e.sim.Limiter().State(e.ctx, e.sim.Catalog().Key(policy, identifier))
-	require.NoError(e.t, err)
-	return st.Tokens
+	n, ok := e.sim.Balance(policy, identifier)
+	require.True(e.t, ok, "the simulator has no policy %s", policy)
+	return n
 }
 
 func requireNotFound(t *testing.T, err error) {
@@ -168,9 +174,9 @@ func requireNotFound(t *testing.T, err error) {
 	require.Equal(t, dict.ProblemEntryNotFound, re.Problem.TypeName())
 }
 
-func requireRefused(t *testing.T, err error) *dict.RefusedError {
+func requireRefused(t *testing.T, err error) *throttle.RefusedError {
 	t.Helper()
-	var re *dict.RefusedError
+	var re *throttle.RefusedError
 	require.ErrorAs(t, err, &re)
 	return re
 }

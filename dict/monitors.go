@@ -1,10 +1,6 @@
 package dict
 
-import (
-	"context"
-	"fmt"
-	"time"
-)
+import "time"
 
 // Thresholds of the anti-scan monitors of the DICT manual.
 const (
@@ -63,57 +59,4 @@ func (s ScanCount) NotFoundPerMille() int64 {
 		return 0
 	}
 	return s.NotFound * 1000 / s.Lookups
-}
-
-// Monitors computes the anti-scan monitors over the lookups made at or
-// after since (the manual's window is 24 h: pass now minus 24 h). Each query
-// reads the window through the index on looked_up_at.
-func (r *Records) Monitors(ctx context.Context, since time.Time) (AntiScan, error) {
-	a := AntiScan{Since: since}
-	from := since.UnixNano()
-	err := r.read.GetContext(ctx, &a.Lookups, r.read.Rebind(`
-		SELECT COUNT(*)
-		FROM balde_dict_lookups
-		WHERE looked_up_at >= ? AND status IN (200, 404)`), from)
-	if err != nil {
-		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
-	}
-	err = r.read.GetContext(ctx, &a.Payments, r.read.Rebind(`
-		SELECT COUNT(*)
-		FROM balde_dict_lookups
-		WHERE paid_at >= ?`), from)
-	if err != nil {
-		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
-	}
-	if err := r.read.SelectContext(ctx, &a.Participants, r.read.Rebind(`
-		SELECT
-			participant AS id,
-			COUNT(*) AS lookups,
-			SUM(CASE WHEN status = 404 THEN 1 ELSE 0 END) AS not_found
-		FROM balde_dict_lookups
-		WHERE looked_up_at >= ? AND status IN (200, 404)
-		GROUP BY participant
-		ORDER BY participant`), from); err != nil {
-		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
-	}
-	if err := r.read.SelectContext(ctx, &a.Payers, r.read.Rebind(`
-		SELECT
-			payer_id AS id,
-			COUNT(*) AS lookups,
-			SUM(CASE WHEN status = 404 THEN 1 ELSE 0 END) AS not_found
-		FROM balde_dict_lookups
-		WHERE looked_up_at >= ? AND status IN (200, 404)
-		GROUP BY payer_id
-		HAVING COUNT(*) >= ?
-		ORDER BY SUM(CASE WHEN status = 404 THEN 1 ELSE 0 END) * 1000000 / COUNT(*) DESC, payer_id
-		LIMIT ?`), from, PayerMinLookups, MaxMonitoredPayers); err != nil {
-		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
-	}
-	for i := range a.Participants {
-		a.Participants[i].Suspicious = a.Participants[i].NotFound*1000 > ParticipantNotFoundLimit*a.Participants[i].Lookups
-	}
-	for i := range a.Payers {
-		a.Payers[i].Suspicious = a.Payers[i].NotFound*1000 > PayerNotFoundLimit*a.Payers[i].Lookups
-	}
-	return a, nil
 }

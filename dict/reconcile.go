@@ -2,7 +2,6 @@ package dict
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,7 +35,7 @@ type ReconcileResult struct {
 // bucket that holds more tokens than the DICT reports (Limiter.Sync; a
 // bucket is never raised).
 //
-// Errors: as ListBucketStates (a *RefusedError when POLICIES_LIST is empty
+// Errors: as ListBucketStates (a *throttle.RefusedError when POLICIES_LIST is empty
 // locally); throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	remote, err := c.ListBucketStates(ctx)
@@ -98,8 +97,9 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	return res, nil
 }
 
-// RunReconcile reconciles at once and then every interval until ctx is
-// done, logging each result and passing it to report (which may be nil);
+// RunReconcile reconciles every interval until ctx is done, the first time
+// one interval after it starts (LearnCategory reconciled when the client
+// started), logging each result and passing it to report (which may be nil);
 // failures (a local refusal, a DICT error) are logged and retried at the
 // next tick. POLICIES_LIST allows 6 a minute: keep every at 10 s or more.
 // It returns ctx's error.
@@ -110,11 +110,16 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
 		res, err := c.Reconcile(ctx)
-		var refused *RefusedError
+		d, refused := throttle.AsRefusal(err)
 		switch {
-		case errors.As(err, &refused):
-			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", refused.RetryAfter()))
+		case refused:
+			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", d.RetryAfter))
 		case err != nil:
 			c.logger.Warn("dict: reconcile failed", slog.Any("error", err))
 		default:
@@ -124,12 +129,48 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 		if report != nil {
 			report(res, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+	}
+}
+
+// CategoryFresh is how long a category learned from the DICT is reused
+// without asking again (GET /policies/ is limited to 6/min; the DICT
+// reviews categories far less often).
+const CategoryFresh = 24 * time.Hour
+
+// LearnedCategory says where the catalog's category came from.
+type LearnedCategory struct {
+	Category string
+	// Source is "stored" (learned earlier, still fresh) or "dict" (asked now).
+	Source string
+	At     time.Time
+}
+
+// LearnCategory sets the catalog's category from the DICT: the one kept in
+// Records when it was learned less than maxAge ago, else GET /policies/
+// (Reconcile, which records it). When neither answers the catalog keeps its
+// category (the strictest, H, until one is known) and the error says why:
+// a refusal (POLICIES_LIST empty), a remote error, a store failure.
+func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
+	if c.records != nil {
+		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+		if err != nil {
+			return LearnedCategory{}, err
+		}
+		if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
+			if err := c.catalog.SetCategory(cat); err != nil {
+				return LearnedCategory{}, err
+			}
+			return LearnedCategory{Category: cat, Source: "stored", At: at}, nil
 		}
 	}
+	res, err := c.Reconcile(ctx)
+	if err != nil {
+		return LearnedCategory{}, err
+	}
+	if res.Category == "" {
+		return LearnedCategory{}, fmt.Errorf("dict: the DICT reported no category")
+	}
+	return LearnedCategory{Category: res.Category, Source: "dict", At: res.At}, nil
 }
 
 // RestoreCategory sets the catalog's category from Records, if one was
@@ -139,7 +180,7 @@ func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
 	if c.records == nil {
 		return false, nil
 	}
-	cat, ok, err := c.records.Category(ctx, c.catalog.Env(), c.participant)
+	cat, _, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -22,10 +22,16 @@ const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
 // MaxBodySize bounds the XML bodies the client and the simulator read.
 const MaxBodySize = 1 << 20
 
+// SignatureNamespace is the namespace of the XMLDSig Signature element.
+const SignatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
+
 // Signature is the XML digital signature element of a DICT message, kept
-// verbatim (its inner XML); balde does not sign or verify.
+// verbatim (its inner XML) with its namespace (XMLName.Space, usually
+// SignatureNamespace), so a signed document round-trips; balde does not
+// sign or verify (see Signer).
 type Signature struct {
-	XML string `xml:",innerxml"`
+	XMLName xml.Name
+	XML     string `xml:",innerxml"`
 }
 
 // Timestamp is an instant in the DICT's format: UTC with milliseconds,
@@ -119,14 +125,36 @@ type GetEntryResponse struct {
 	ResponseTime  Timestamp
 	CorrelationID string `xml:"CorrelationId"`
 	Entry         Entry
+	Statistics    *Statistics `xml:",omitempty"`
 }
 
-// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check).
-type CheckKeysRequest struct {
-	XMLName   xml.Name `xml:"CheckKeysRequest"`
-	Signature Signature
-	Keys      []string `xml:"Keys>Key"`
+// Statistics are the anti-fraud counters of an entry (OpenAPI 1.8.0):
+// settlements, reported and confirmed frauds and rejections, by key, owner
+// and account, over 3 days, 30 days and 6 months (quantized).
+type Statistics struct {
+	LastUpdated Timestamp
+	Counters    []Counter `xml:"Counters>Counter"`
 }
+
+// Counter is one statistic: Type (SETTLEMENTS, REPORTED_FRAUDS,
+// CONFIRMED_FRAUDS, REJECTED) by KEY, OWNER or ACCOUNT.
+type Counter struct {
+	Type string `xml:"type,attr"`
+	By   string `xml:"by,attr,omitempty"`
+	D3   int64  `xml:"d3,attr"`
+	D30  int64  `xml:"d30,attr"`
+	M6   int64  `xml:"m6,attr"`
+}
+
+// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check): 1
+// to MaxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
+type CheckKeysRequest struct {
+	XMLName xml.Name `xml:"CheckKeysRequest"`
+	Keys    []string `xml:"Keys>Key"`
+}
+
+// MaxCheckKeys is the most keys one checkKeys may ask about.
+const MaxCheckKeys = 200
 
 // KeyCheck says whether one key has an entry.
 type KeyCheck struct {
@@ -182,16 +210,26 @@ type DeleteEntryResponse struct {
 	Key           string
 }
 
-// Claim is one claim (portability or ownership) in a listing.
+// Claim is a claim of a key (portability or ownership), as in
+// ListClaimsResponse and the claim operations (OpenAPI 1.8.0): the claimer's
+// account and person, the donor, the periods and the reasons. Fields the
+// DICT sets (Id, Status, periods, LastModified, reasons) are empty in a
+// createClaim request.
 type Claim struct {
-	ID                 string `xml:"Id"`
-	Type               string
-	Key                string
-	KeyType            KeyType
-	DonorParticipant   string
-	ClaimerParticipant string `xml:"Claimer>Participant"`
-	Status             string
-	LastModified       Timestamp
+	Type                string
+	Key                 string
+	KeyType             KeyType
+	ClaimerAccount      Account
+	Claimer             Owner
+	DonorParticipant    string     `xml:",omitempty"`
+	ID                  string     `xml:"Id,omitempty"`
+	Status              string     `xml:",omitempty"`
+	ResolutionPeriodEnd *Timestamp `xml:",omitempty"`
+	CompletionPeriodEnd *Timestamp `xml:",omitempty"`
+	LastModified        *Timestamp `xml:",omitempty"`
+	ConfirmReason       string     `xml:",omitempty"`
+	CancelReason        string     `xml:",omitempty"`
+	CancelledBy         string     `xml:",omitempty"`
 }
 
 // ListClaimsResponse is the answer of listClaims (GET /api/v2/claims/).
@@ -232,11 +270,53 @@ const (
 //	    <detail>...</detail>
 //	</problem>
 type Problem struct {
-	XMLName xml.Name `xml:"urn:ietf:rfc:7807 problem"`
-	Type    string   `xml:"type"`
-	Title   string   `xml:"title"`
-	Status  int      `xml:"status"`
-	Detail  string   `xml:"detail,omitempty"`
+	XMLName       xml.Name    `xml:"urn:ietf:rfc:7807 problem"`
+	Type          string      `xml:"type"`
+	Title         string      `xml:"title"`
+	Status        int         `xml:"status"`
+	Detail        string      `xml:"detail,omitempty"`
+	CorrelationID string      `xml:"correlationId,omitempty"`
+	Violations    *Violations `xml:"violations,omitempty"`
+}
+
+// Violations lists what a request violated (OpenAPI 1.8.0's Violation).
+type Violations struct {
+	Violation []Violation `xml:"violation"`
+}
+
+// Violation is one violation: Reason is required; Property names what was
+// violated and Value its value.
+type Violation struct {
+	Reason   string `xml:"reason"`
+	Value    string `xml:"value,omitempty"`
+	Property string `xml:"property,omitempty"`
+}
+
+// Names reports whether the problem names policy: a violation whose value
+// or property is policy, or the detail mentioning it as a whole word.
+func (p *Problem) Names(policy string) bool {
+	if p.Violations != nil {
+		for _, v := range p.Violations.Violation {
+			if v.Value == policy || v.Property == policy {
+				return true
+			}
+		}
+	}
+	word := func(b byte) bool {
+		return b == '_' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
+	}
+	for i := 0; ; {
+		j := strings.Index(p.Detail[i:], policy)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(policy)
+		if (j == 0 || !word(p.Detail[j-1])) && (end == len(p.Detail) || !word(p.Detail[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // NewProblem returns a problem of the given type (e.g. ProblemEntryNotFound).

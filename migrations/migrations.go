@@ -42,8 +42,13 @@ type Migrator struct {
 }
 
 // New returns a Migrator over db, which must be a dedicated handle: Close
-// closes it.
+// closes it. NewShared migrates an application's pool and leaves it open.
 func New(db *sql.DB, engine Engine) (*Migrator, error) {
+	return newMigrator(db, engine, false)
+}
+
+// newMigrator is New; a shared db is left open by Close.
+func newMigrator(db *sql.DB, engine Engine, shared bool) (*Migrator, error) {
 	src, err := iofs.New(FS, string(engine))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
@@ -62,6 +67,9 @@ func New(db *sql.DB, engine Engine) (*Migrator, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
+	}
+	if shared {
+		drv = keepOpen{drv}
 	}
 	m, err := migrate.NewWithInstance("iofs", src, string(engine), drv)
 	if err != nil {

@@ -26,6 +26,10 @@ var (
 	// ErrInvalidCDC: a DE's CDC (the Id of DE) is not 44 digits, its own
 	// check digit is wrong, or it disagrees with the DE's type or RUC.
 	ErrInvalidCDC = errors.New("sifen: invalid CDC")
+	// ErrUnfit: a DE that may not go to the environment asked: unsigned (no
+	// ds:Signature; SenderConfig.AllowUnsigned lets them into test only),
+	// or marked as a test DE (dNomEmi) and meant for prod.
+	ErrUnfit = errors.New("sifen: DE not fit for the environment")
 	// ErrInvalidType: a DE's type (gTimb/iTiDE) is missing or not 1..99.
 	ErrInvalidType = errors.New("sifen: invalid DE type")
 
@@ -41,8 +45,9 @@ var (
 	ErrLotMixedEnv = errors.New("sifen: lot mixes environments")
 	// ErrLotDuplicateCDC: the same CDC twice in one lot.
 	ErrLotDuplicateCDC = errors.New("sifen: lot repeats a CDC")
-	// ErrLotTooBig: the compressed lot exceeds MaxLotZipBytes.
-	ErrLotTooBig = errors.New("sifen: compressed lot larger than 1000 KB")
+	// ErrLotTooBig: the siRecepLoteDE message carrying the lot would exceed
+	// MaxLotMessageBytes.
+	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB")
 	// ErrLotAlreadySent: this exact lot already reached SIFEN (or may have:
 	// its send has no final result yet). SIFEN blocks a RUC that resends a lot.
 	ErrLotAlreadySent = errors.New("sifen: lot already sent")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -76,7 +78,7 @@ func newSender(t testing.TB, ls throttle.Store, store *sqlstore.Store, simURL st
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	s, err := sifen.NewSender(store, c, l, cfg)
+	s, err := sifen.NewSender(sifensql.New(store), c, l, cfg)
 	require.NoError(t, err)
 	return l, s
 }
@@ -125,6 +127,35 @@ func (w *world) requireResolvedOnceStale(t *testing.T, want ...sifen.Resolved) {
 	require.Empty(t, resolved)
 
 	w.clock.Advance(sifen.DefaultResolveAfter)
+	resolved, err = w.sender.Resolve(ctx)
+	require.NoError(t, err)
+	// Issue 11 point 3: SIFEN's 0420 while the lot may still be processing
+	// (DNIT: 1 to 24 hours) is not definitive; the document stays
+	// unsendable until the claim is DefaultNotFoundAfter old.
+	var early []sifen.Resolved
+	for _, r := range want {
+		if r.Code == sifen.CodeDENotFound {
+			r.Status = sifen.StatusSending
+		}
+		early = append(early, r)
+	}
+	require.Equal(t, early, resolved)
+	for _, r := range want {
+		if r.Code == sifen.CodeDENotFound {
+			d := w.doc(t, r.DocumentID)
+			require.Equal(t, sifen.StatusSending, d.Status)
+			require.Contains(t, d.Message, "not definitive")
+		}
+	}
+	if len(early) == 0 || slices.Equal(early, want) {
+		return
+	}
+	claimed := w.doc(t, want[0].DocumentID).ClaimedAt
+	w.clock.Advance(claimed.Add(sifen.DefaultNotFoundAfter - time.Second).Sub(w.clock.Now()))
+	resolved, err = w.sender.Resolve(ctx)
+	require.NoError(t, err)
+	require.Equal(t, early, resolved, "a second before the 48 h, still not definitive")
+	w.clock.Advance(time.Second)
 	resolved, err = w.sender.Resolve(ctx)
 	require.NoError(t, err)
 	require.Equal(t, want, resolved)

@@ -3,7 +3,9 @@ package sifen
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
@@ -18,13 +20,26 @@ import (
 const (
 	// MaxLotDEs is the most DEs one lot may hold.
 	MaxLotDEs = 50
-	// MaxLotZipBytes is the largest compressed lot, in bytes (1000 KB): the
-	// ZIP that travels base64-encoded in xDE.
-	MaxLotZipBytes = 1000 * 1024
+	// MaxLotMessageBytes is the largest siRecepLoteDE message, in bytes
+	// (1000 KB): DNIT's limit is on "el mensaje de datos de entrada del WS",
+	// the SOAP message as sent, after base64 and the envelope (Guía de
+	// mejores prácticas para la gestión del envío de DE, Oct 2024, §4 e).
+	MaxLotMessageBytes = 1000 * 1024
+	// MaxItems is the most items (gCamItem) a DE may hold: maxOccurs in
+	// SIFEN's v150 schema (tgDtipDE).
+	MaxItems = 999
 	// maxLotXMLBytes bounds what UnzipLote inflates (a ZIP bomb guard).
 	maxLotXMLBytes = 64 << 20
 	// lotFileName is the name of the XML file inside the ZIP.
 	lotFileName = "lote.xml"
+	// MaxDepth is the deepest element nesting ParseLote accepts, counted
+	// from the root (rLoteDE or rDE). SIFEN's v150 schema nests about 8
+	// levels below rDE, and a signature about 6; deeper input is refused
+	// before it can cost anything.
+	MaxDepth = 64
+	// ctxCheckEvery is how many tokens ParseLoteContext reads between two
+	// looks at its context.
+	ctxCheckEvery = 1024
 )
 
 // DE is one electronic document (an rDE element) and what the throttle and
@@ -37,6 +52,12 @@ type DE struct {
 	Type int
 	// CDC is the DE's 44-digit control code, the Id attribute of DE.
 	CDC string
+	// Signed reports a ds:Signature element in rDE (the DE is signed).
+	Signed bool
+	// TestIssuer reports gEmis/dNomEmi reading "DE generado en ambiente de
+	// prueba - sin valor comercial ni fiscal", which SIFEN requires of every
+	// DE of the test environment: such a DE never goes to prod.
+	TestIssuer bool
 	// XML is the rDE element exactly as it was in the input, made
 	// standalone: namespace declarations it inherited from an enclosing
 	// rLoteDE are added to its start tag. Nothing else is touched, so a
@@ -59,7 +80,20 @@ type Lote struct {
 // ErrInvalidCDC or ErrInvalidType and name the DE at fault (its position in
 // the lot, from 1); an rLoteDE without rDE is ErrLotEmpty.
 func ParseLote(data []byte) (Lote, error) {
-	d := xml.NewDecoder(bytes.NewReader(data))
+	return ParseLoteContext(context.Background(), data)
+}
+
+// ParseLoteContext is ParseLote that gives up when ctx ends (the error
+// wraps ctx.Err()). Parsing takes time linear in len(data); an element
+// nested deeper than MaxDepth is ErrMalformedXML.
+func ParseLoteContext(ctx context.Context, data []byte) (Lote, error) {
+	if err := ctx.Err(); err != nil {
+		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
+	}
+	// A UTF-8 byte order mark is accepted (and dropped: offsets below are
+	// into the rest).
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	d := &decoder{Decoder: xml.NewDecoder(bytes.NewReader(data)), ctx: ctx}
 	root, start, err := nextStart(d)
 	if err != nil {
 		return Lote{}, err
@@ -72,7 +106,9 @@ func ParseLote(data []byte) (Lote, error) {
 			return Lote{}, err
 		}
 		l.DEs = append(l.DEs, de)
-	case root.Name == xml.Name{Space: Namespace, Local: "rLoteDE"}:
+	case root.Name == xml.Name{Space: Namespace, Local: "rLoteDE"}, root.Name == xml.Name{Local: "rLoteDE"}:
+		// DNIT's example (and both public clients) write rLoteDE without a
+		// namespace, each rDE with its own; the namespaced form is read too.
 		if l.DEs, err = parseLotBody(d, data, nsDecls(root.Attr)); err != nil {
 			return Lote{}, err
 		}
@@ -80,7 +116,7 @@ func ParseLote(data []byte) (Lote, error) {
 			return Lote{}, fmt.Errorf("%w: rLoteDE is empty", ErrLotEmpty)
 		}
 	default:
-		return Lote{}, fmt.Errorf("%w: root element {%s}%s is neither rDE nor rLoteDE of %s", ErrMalformedXML, root.Name.Space, root.Name.Local, Namespace)
+		return Lote{}, fmt.Errorf("%w: root element {%s}%s is neither rDE of %s nor rLoteDE", ErrMalformedXML, root.Name.Space, root.Name.Local, Namespace)
 	}
 	// Only comments, processing instructions and spaces may follow the root.
 	for {
@@ -104,7 +140,7 @@ func ParseLote(data []byte) (Lote, error) {
 }
 
 // parseLotBody reads the children of rLoteDE up to its end.
-func parseLotBody(d *xml.Decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
+func parseLotBody(d *decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
 	var des []DE
 	for {
 		off := d.InputOffset()
@@ -134,7 +170,47 @@ func parseLotBody(d *xml.Decoder, data []byte, inherited []xml.Attr) ([]DE, erro
 	}
 }
 
+// decoder is an xml.Decoder that counts the depth of the document (from
+// the root, 1) and looks at a context every ctxCheckEvery tokens.
+type decoder struct {
+	*xml.Decoder
+	ctx   context.Context
+	depth int
+	n     int
+}
+
+// errTooDeep is returned by decoder.Token past MaxDepth.
+var errTooDeep = fmt.Errorf("elements nested deeper than %d", MaxDepth)
+
+// Token returns the next token, refusing one that opens an element deeper
+// than MaxDepth, and stops when the context ends.
+func (d *decoder) Token() (xml.Token, error) {
+	d.n++
+	if d.n%ctxCheckEvery == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	tok, err := d.Decoder.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.(type) {
+	case xml.StartElement:
+		d.depth++
+		if d.depth > MaxDepth {
+			return nil, errTooDeep
+		}
+	case xml.EndElement:
+		d.depth--
+	}
+	return tok, nil
+}
+
 func malformed(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("sifen: parse lot: %w", err)
+	}
 	if errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: unexpected end of document", ErrMalformedXML)
 	}
@@ -143,7 +219,7 @@ func malformed(err error) error {
 
 // nextStart returns the root element and its byte offset, refusing DOCTYPE
 // and text before it.
-func nextStart(d *xml.Decoder) (xml.StartElement, int64, error) {
+func nextStart(d *decoder) (xml.StartElement, int64, error) {
 	for {
 		off := d.InputOffset()
 		tok, err := d.Token()
@@ -181,17 +257,36 @@ const (
 	pathType  = "DE/gTimb/iTiDE"
 	pathRUC   = "DE/gDatGralOpe/gEmis/dRucEm"
 	pathRUCDV = "DE/gDatGralOpe/gEmis/dDVEmi"
+	pathName  = "DE/gDatGralOpe/gEmis/dNomEmi"
+	pathItem  = "DE/gDtipDE/gCamItem"
+	// testIssuerName is dNomEmi of every DE of SIFEN's test environment.
+	testIssuerName = "DE generado en ambiente de prueba - sin valor comercial ni fiscal"
+	nsDSig         = "http://www.w3.org/2000/09/xmldsig#"
+	// maxPathDepth is the depth of the deepest of them.
+	maxPathDepth = 4
 )
+
+// joinPath returns the path's "/"-joined form when it is short enough to be
+// one of the paths above, and "" otherwise: joining only short paths keeps
+// parsing linear however deep the document is.
+func joinPath(path []string) string {
+	if len(path) > maxPathDepth {
+		return ""
+	}
+	return strings.Join(path, "/")
+}
 
 // parseRDE reads the rest of the rDE element that start opened at byte off
 // of data, and returns the DE.
-func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
+func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
 	var (
 		path   []string // local names below rDE; "-" for elements of another namespace
 		values = make(map[string]string)
 		text   strings.Builder
 		cdc    string
 		hasCDC bool
+		signed bool
+		items  int
 	)
 	for {
 		tok, err := d.Token()
@@ -204,9 +299,17 @@ func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, in
 			if t.Name.Space == Namespace {
 				name = t.Name.Local
 			}
+			if len(path) == 0 && t.Name == (xml.Name{Space: nsDSig, Local: "Signature"}) {
+				signed = true
+			}
 			path = append(path, name)
+			if len(path) == 3 && joinPath(path) == pathItem {
+				if items++; items > MaxItems {
+					return DE{}, fmt.Errorf("%w: more than %d items (gCamItem) in one DE", ErrMalformedXML, MaxItems)
+				}
+			}
 			text.Reset()
-			if strings.Join(path, "/") == pathDE {
+			if len(path) == 1 && path[0] == pathDE {
 				for _, a := range t.Attr {
 					if a.Name == (xml.Name{Local: "Id"}) {
 						cdc, hasCDC = a.Value, true
@@ -219,10 +322,12 @@ func parseRDE(d *xml.Decoder, data []byte, start xml.StartElement, off int64, in
 			if len(path) == 0 {
 				// The end of rDE.
 				end := d.InputOffset()
-				return newDE(standalone(data[off:end], start.Attr, inherited), values, cdc, hasCDC)
+				de, err := newDE(standalone(data[off:end], start.Attr, inherited), values, cdc, hasCDC)
+				de.Signed, de.TestIssuer = signed, values[pathName] == testIssuerName
+				return de, err
 			}
-			switch p := strings.Join(path, "/"); p {
-			case pathType, pathRUC, pathRUCDV:
+			switch p := joinPath(path); p {
+			case pathType, pathRUC, pathRUCDV, pathName:
 				if _, dup := values[p]; dup {
 					return DE{}, fmt.Errorf("%w: two %s in one DE", ErrMalformedXML, path[len(path)-1])
 				}
@@ -384,12 +489,14 @@ func (l Lote) Validate() error {
 	return nil
 }
 
-// XML returns the lot as the rLoteDE document SIFEN receives: the DEs'
-// XML, in order, inside rLoteDE.
+// XML returns the lot as the rLoteDE document SIFEN receives, written as
+// DNIT's guide shows it and both public clients send it: rLoteDE without a
+// namespace, holding the DEs' XML in order, each rDE declaring its own
+// (DE.XML is standalone), with nothing between them.
 func (l Lote) XML() []byte {
 	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	b.WriteString(`<rLoteDE xmlns="` + Namespace + `">`)
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
+	b.WriteString(`<rLoteDE>`)
 	for _, de := range l.DEs {
 		b.Write(de.XML)
 	}
@@ -408,8 +515,9 @@ type Packed struct {
 	Hash string
 }
 
-// Pack validates l (Validate), builds its XML and ZIP, and checks the ZIP's
-// size (ErrLotTooBig beyond MaxLotZipBytes).
+// Pack validates l (Validate), builds its XML and ZIP, and checks the size
+// of the SOAP message that will carry it (ErrLotTooBig beyond
+// MaxLotMessageBytes).
 func (l Lote) Pack() (Packed, error) {
 	if err := l.Validate(); err != nil {
 		return Packed{}, err
@@ -419,18 +527,30 @@ func (l Lote) Pack() (Packed, error) {
 	if err != nil {
 		return Packed{}, err
 	}
-	if err := CheckZipSize(len(z)); err != nil {
+	if err := CheckMessageSize(len(z)); err != nil {
 		return Packed{}, err
 	}
 	sum := sha256.Sum256(doc)
 	return Packed{XML: doc, Zip: z, Hash: hex.EncodeToString(sum[:])}, nil
 }
 
-// CheckZipSize returns ErrLotTooBig when a compressed lot of n bytes
-// exceeds MaxLotZipBytes.
-func CheckZipSize(n int) error {
-	if n > MaxLotZipBytes {
-		return fmt.Errorf("%w: %d bytes (at most %d)", ErrLotTooBig, n, MaxLotZipBytes)
+// MessageSize returns the size in bytes of the siRecepLoteDE message that
+// carries a ZIP of zipLen bytes, as Client.RecepcionLote writes it: the
+// envelope, a 15-digit dId and the ZIP in base64.
+func MessageSize(zipLen int) int {
+	env, err := MarshalSOAP(EnvioLote{ID: "100000000000000"})
+	if err != nil {
+		panic(err) // a constant message always marshals
+	}
+	return len(env) + base64.StdEncoding.EncodedLen(zipLen)
+}
+
+// CheckMessageSize returns ErrLotTooBig when the message carrying a ZIP of
+// zipLen bytes exceeds MaxLotMessageBytes (a 990 KB ZIP is a 1.32 MB
+// message: base64 adds a third).
+func CheckMessageSize(zipLen int) error {
+	if n := MessageSize(zipLen); n > MaxLotMessageBytes {
+		return fmt.Errorf("%w: the message would be %d bytes (at most %d; ZIP of %d bytes)", ErrLotTooBig, n, MaxLotMessageBytes, zipLen)
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package sifen_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -200,4 +203,91 @@ func FuzzParseLote(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, lot.DEs, again.DEs)
 	})
+}
+
+// A DE nested 30,000 deep (issue 13) is refused, fast: parsing joined the
+// whole element path on every element, which took seconds at this depth
+// and kept serve busy for minutes at 500,000.
+func TestParseLoteRefusesDeepNesting(t *testing.T) {
+	const depth = 30_000
+	valid := sifentest.Doc{}.XML()
+	i := bytes.Index(valid, []byte("<gDatRec>"))
+	require.Positive(t, i)
+	var deep bytes.Buffer
+	deep.Write(valid[:i])
+	deep.WriteString(strings.Repeat("<x>", depth))
+	deep.WriteString(strings.Repeat("</x>", depth))
+	deep.Write(valid[i:])
+
+	start := time.Now()
+	_, err := sifen.ParseLote(deep.Bytes())
+	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+	require.ErrorContains(t, err, "nested deeper than 64")
+	require.Less(t, time.Since(start), time.Second, "refusing a deep DE must be fast")
+
+	// A cancelled context stops the parse.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = sifen.ParseLoteContext(ctx, valid)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// Issue 11, wire form: the lot balde zips is written as DNIT's example
+// (rLoteDE without a namespace, each rDE with its own); a lot in that form,
+// and a file with a UTF-8 byte order mark, are read too.
+func TestLotWireForm(t *testing.T) {
+	docs := sifentest.Docs("80069563", 1, 2)
+	lot, err := sifen.ParseLote(sifentest.Lote(docs...))
+	require.NoError(t, err)
+	x := string(lot.XML())
+	require.True(t, strings.HasPrefix(x, `<?xml version="1.0" encoding="UTF-8"?><rLoteDE><rDE xmlns="`+sifen.Namespace+`"`), x[:120])
+	again, err := sifen.ParseLote(lot.XML())
+	require.NoError(t, err)
+	require.Equal(t, lot, again)
+
+	bom, err := sifen.ParseLote(append([]byte("\xef\xbb\xbf"), docs[0].File()...))
+	require.NoError(t, err)
+	require.Equal(t, docs[0].CDC(), bom.DEs[0].CDC)
+	require.True(t, bom.DEs[0].Signed)
+	require.True(t, bom.DEs[0].TestIssuer)
+}
+
+// Issue 11, lot size: DNIT's 1000 KB is the SOAP message as sent; a ZIP of
+// 990 KB went out as a 1.32 MB message.
+func TestPackChecksTheMessageNotTheZip(t *testing.T) {
+	require.NoError(t, sifen.CheckMessageSize(700*1024))
+	err := sifen.CheckMessageSize(990 * 1024)
+	require.ErrorIs(t, err, sifen.ErrLotTooBig)
+	require.Greater(t, sifen.MessageSize(990*1024), 1300*1024)
+	// The largest ZIP that fits: 3/4 of the limit, less the envelope.
+	limit := 0
+	for n := 740 * 1024; n < 780*1024; n++ {
+		if sifen.CheckMessageSize(n) != nil {
+			limit = n - 1
+			break
+		}
+	}
+	require.LessOrEqual(t, sifen.MessageSize(limit), sifen.MaxLotMessageBytes)
+	require.Greater(t, sifen.MessageSize(limit+1), sifen.MaxLotMessageBytes)
+}
+
+// Issue 11: a DE with more items than the schema allows (gCamItem,
+// maxOccurs 999) is refused.
+func TestParseLoteRefusesTooManyItems(t *testing.T) {
+	valid := sifentest.Doc{}.XML()
+	i := bytes.Index(valid, []byte("<gCamItem>"))
+	j := bytes.Index(valid, []byte("</gCamItem>")) + len("</gCamItem>")
+	item := valid[i:j]
+	build := func(n int) []byte {
+		var b bytes.Buffer
+		b.Write(valid[:i])
+		b.Write(bytes.Repeat(item, n))
+		b.Write(valid[j:])
+		return b.Bytes()
+	}
+	_, err := sifen.ParseLote(build(999))
+	require.NoError(t, err)
+	_, err = sifen.ParseLote(build(1000))
+	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+	require.ErrorContains(t, err, "more than 999 items")
 }

@@ -51,8 +51,13 @@ type Outcome struct {
 	LotNumber string
 	// ProcessedAt is SIFEN's dFecProc (zero when absent).
 	ProcessedAt time.Time
-	// Blocked is set when Status is OutcomeBlocked.
-	Blocked *Blocked
+	// Blocked is set when Status is OutcomeBlocked, and Decision is the
+	// refusal itself (docs/decisions/0010: a refusal is a value carrying
+	// the Decision). A refusal by the RUC's gate (the interval since the
+	// previous lot's answer, a lot still on the wire, a block after 0301)
+	// is a Decision with ReasonCooldown or ReasonBlocked on RecepcionKey.
+	Blocked  *Blocked
+	Decision *throttle.Decision
 }
 
 // Blocked is a throttle refusal: why, for how long, and which bucket.
@@ -89,8 +94,10 @@ func newBlocked(d throttle.Decision, now time.Time) *Blocked {
 type LotOutcome struct {
 	Env       Env
 	LotNumber string
-	// Blocked is set when the throttle refused the query (nothing was asked).
-	Blocked *Blocked
+	// Blocked and Decision are set when the throttle refused the query
+	// (nothing was asked).
+	Blocked  *Blocked
+	Decision *throttle.Decision
 	// Code and Message are SIFEN's dCodResLot and dMsgResLot.
 	Code, Message string
 	// Results are the per-DE results of a processed lot (CodeLotDone).
@@ -107,6 +114,7 @@ type Resolved struct {
 	// Code is SIFEN's answer to siConsDE (CodeDEFound, CodeDENotFound).
 	Code string
 	// Status is the document's new status: approved when SIFEN has it,
-	// draft when it does not.
+	// draft when it does not (definitively), sending while SIFEN's 0420 is
+	// not definitive yet.
 	Status Status
 }

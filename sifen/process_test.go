@@ -209,7 +209,7 @@ func TestTwoProcessesShareTheCooldown(t *testing.T) {
 			for _, d := range docs {
 				statuses[d.Status]++
 			}
-			require.Equal(t, map[sifen.Status]int{sifen.StatusSent: 1, sifen.StatusError: 1}, statuses, ruc)
+			require.Equal(t, map[sifen.Status]int{sifen.StatusSent: 1, sifen.StatusDraft: 1}, statuses, ruc)
 		}
 		require.Equal(t, int64(0), st.ByCode[sifen.CodeLotNotQueued])
 		require.Equal(t, int64(len(rucs)), st.Total)

@@ -6,71 +6,92 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/balde-throttle/balde/throttle"
 )
 
 // Resolve settles the documents a crashed or unanswered send left in
-// "sending", before anything can send them again: for each one whose claim
-// is older than ResolveAfter it asks SIFEN by CDC (siConsDE). Found (0422):
-// the document is approved. Not found (0420): it goes back to draft, and
-// may be sent again. Any other answer, or no answer, leaves it in
-// "sending" and is reported in the error, so Resolve can simply be run
-// again. Call it when a process starts, and from time to time.
+// "sending", before anything can send them again, following DNIT: a CDC is
+// sent again only after a definitive answer (docs/decisions/0012). For each
+// document whose claim is older than ResolveAfter it asks SIFEN by CDC
+// (siConsDE):
 //
-// A claim younger than ResolveAfter may belong to a send still running in
-// another process, and is left alone. Several processes may run Resolve at
+//   - 0422 (found): the document is approved.
+//   - 0420 (not found or rejected) once the claim is older than
+//     NotFoundAfter (48 h: past DNIT's 1-24 h of processing and the 48 h a
+//     lot can be queried): no lot can still hold it, so it goes back to
+//     draft and may be sent again.
+//   - 0420 before that is not definitive (the lot may still be
+//     processing): the document stays in sending, with a message saying
+//     until when; Resolved reports it with its unchanged status.
+//
+// Any other answer, or no answer, leaves it in "sending" and is reported
+// in the error, so Resolve can simply be run again. Call it when a process
+// starts, and from time to time. Several processes may run Resolve at
 // once: each document is settled once (conditional on its claim).
 func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
-	rows, err := s.docs.stale(ctx, s.clock().Add(-s.cfg.ResolveAfter))
+	rows, err := s.docs.Stale(ctx, s.clock().Add(-s.cfg.ResolveAfter))
 	if err != nil {
 		return nil, err
 	}
 	var out []Resolved
 	var errs []error
 	for _, r := range rows {
-		env := Env(r.Env)
-		resp, err := s.client.ConsultaDE(ctx, env, r.CDC)
+		resp, err := s.client.ConsultaDE(ctx, r.Env, r.CDC)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %d: %w", r.ID, err))
 			continue
 		}
-		var st settle
-		switch resp.Code {
-		case CodeDEFound:
-			st = settle{status: StatusApproved, responseCode: resp.Code,
-				message: "found at SIFEN after a send without answer: " + resp.Code + " " + resp.Message}
-		case CodeDENotFound:
-			st = settle{status: StatusDraft, responseCode: resp.Code,
-				message: "not at SIFEN after a send without answer (" + resp.Code + " " + resp.Message + "): it may be sent again"}
+		var st Settle
+		now := s.clock()
+		switch {
+		case resp.Code == CodeDEFound:
+			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved,
+				Message: "found at SIFEN after a send without answer: " + resp.Code + " " + resp.Message}
+		case resp.Code == CodeDENotFound && now.Sub(r.ClaimedAt) >= s.cfg.NotFoundAfter:
+			st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
+				Message: fmt.Sprintf("not at SIFEN %s after a send without answer (%s %s): it may be sent again",
+					s.cfg.NotFoundAfter, resp.Code, resp.Message)}
+		case resp.Code == CodeDENotFound:
+			until := r.ClaimedAt.Add(s.cfg.NotFoundAfter)
+			msg := fmt.Sprintf("SIFEN answered %s (%s), which is not definitive while the lot may be processing: kept unsendable until %s",
+				resp.Code, resp.Message, until.Format("2006-01-02 15:04 MST"))
+			if err := s.docs.Note(ctx, []int64{r.ID}, r.Claim, msg, now); err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, Resolved{DocumentID: r.ID, CDC: r.CDC, Code: resp.Code, Status: StatusSending})
+			continue
 		default:
 			errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, r.ID, resp.Code, resp.Message))
 			continue
 		}
-		n, err := s.docs.release(ctx, []int64{r.ID}, r.Claim.String, env, r.LotHash.String, st, s.clock())
+		n, err := s.docs.Release(ctx, Release{IDs: []int64{r.ID}, Token: r.Claim, Env: r.Env, Hash: r.LotHash, RUC: r.RUC.Number, St: st, Now: now})
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if n == 1 {
-			out = append(out, Resolved{DocumentID: r.ID, CDC: r.CDC, Code: resp.Code, Status: st.status})
+			out = append(out, Resolved{DocumentID: r.ID, CDC: r.CDC, Code: resp.Code, Status: st.Status})
 			s.logger.Info("resolved a document left sending", slog.Int64("id", r.ID), slog.String("cdc", r.CDC),
-				slog.String("code", resp.Code), slog.String("status", string(st.status)))
+				slog.String("code", resp.Code), slog.String("status", string(st.Status)))
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// QueryLot asks SIFEN for the result of a lot (siResultLoteDE), throttled
+// QueryLot asks SIFEN for the result of a lot (siConsLoteDE), throttled
 // by SIFEN_CONSULTA_LOTE: a refused query is a LotOutcome with Blocked set
 // (the first query is due ConsultaInterval after the send, and each next
 // one ConsultaInterval after the previous). A processed lot (0362) moves its
-// documents from "sent" to approved or rejected. A lot SIFEN does not know
-// (0360) or no longer answers for (0364) is settled document by document
-// with siConsDE: found → approved, not found → error (may be sent again).
-// A lot in processing (0361) changes nothing.
+// documents from "sent" to approved (Result says whether with observations,
+// AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages). A
+// lot SIFEN does not know (0360) or no longer answers for (0364) is settled
+// document by document with siConsDE: found → approved, not found → error
+// (may be sent again: the lot is beyond its 48 h). A lot in processing
+// (0361) changes nothing.
 //
-// Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the Client,
+// Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the Transport,
 // throttle.ErrStoreUnavailable.
 func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOutcome, error) {
 	if err := env.Validate(); err != nil {
@@ -85,7 +106,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 		return out, fmt.Errorf("sifen: query lot %s: %w", lotNumber, err)
 	}
 	if !d.Allowed {
-		out.Blocked = newBlocked(d, s.clock())
+		out.Blocked, out.Decision = newBlocked(d, s.clock()), &d
 		return out, nil
 	}
 	resp, err := s.client.ConsultaLote(ctx, env, lotNumber)
@@ -93,7 +114,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 		return out, err
 	}
 	out.Code, out.Message, out.Results = resp.Code, resp.Message, resp.Results
-	docs, err := s.docs.lotDocs(ctx, env, lotNumber)
+	docs, err := s.docs.LotDocuments(ctx, env, lotNumber)
 	if err != nil {
 		return out, err
 	}
@@ -108,14 +129,14 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 			if !ok {
 				continue
 			}
-			st := settle{status: StatusRejected, message: resultText(res)}
+			st := Settle{Status: StatusRejected, Message: resultText(res), Result: res.Status}
 			if res.Approved() {
-				st.status = StatusApproved
+				st.Status, st.AuthNumber = StatusApproved, res.AuthNumber
 			}
 			if len(res.Messages) > 0 {
-				st.responseCode = res.Messages[0].Code
+				st.ResponseCode = res.Messages[0].Code
 			}
-			ok, err := s.docs.finish(ctx, doc, st, s.clock())
+			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
 			if err != nil {
 				return out, err
 			}
@@ -131,17 +152,17 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 				errs = append(errs, fmt.Errorf("document %d: %w", doc.ID, err))
 				continue
 			}
-			st := settle{responseCode: r.Code}
+			st := Settle{ResponseCode: r.Code}
 			switch r.Code {
 			case CodeDEFound:
-				st.status, st.message = StatusApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
+				st.Status, st.Result, st.Message = StatusApproved, ResultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
 			case CodeDENotFound:
-				st.status, st.message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
+				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
 			default:
 				errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message))
 				continue
 			}
-			ok, err := s.docs.finish(ctx, doc, st, s.clock())
+			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
 			if err != nil {
 				errs = append(errs, err)
 			} else if ok {
@@ -154,9 +175,11 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 }
 
 // Poll queries every lot that has documents still "sent" (QueryLot each)
-// and returns one LotOutcome per lot, including those the throttle refused.
+// and returns one LotOutcome per lot, including those the throttle refused
+// (not due yet). serve runs it periodically and `balde sifen-send --follow`
+// until every lot it sent has its result.
 func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
-	lots, err := s.docs.sentLots(ctx)
+	lots, err := s.docs.SentLots(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -183,4 +206,27 @@ func resultText(r DEResult) string {
 		return r.Status
 	}
 	return r.Status + ": " + strings.Join(parts, "; ")
+}
+
+// RunPoll calls Poll every `every` until ctx ends, passing each pass's
+// outcomes to report (which may be nil). Lots are queried only when their
+// SIFEN_CONSULTA_LOTE key admits it (ConsultaInterval after the send, then
+// between queries), so a short period costs only local decisions.
+func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([]LotOutcome, error)) {
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		out, err := s.Poll(ctx)
+		if report != nil && (len(out) > 0 || err != nil) {
+			report(out, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

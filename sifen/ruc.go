@@ -72,8 +72,9 @@ func validateRUCNumber(number string) error {
 // CheckDigit returns SET's module-11 check digit of s, the algorithm of the
 // RUC's dDVEmi and of the CDC's last digit:
 //
-//  1. every byte that is not a digit is replaced by its decimal code
-//     ("A" becomes "65");
+//  1. letters are uppercased first (as SET's algorithm does: "123456a"
+//     has the check digit of "123456A"), then every byte that is not a
+//     digit is replaced by its decimal code ("A" becomes "65");
 //  2. the digits are weighted 2, 3, ..., 11 from the right, starting again
 //     at 2 after 11, and summed;
 //  3. with r = sum mod 11, the digit is 11 - r when r > 1, else 0.
@@ -92,6 +93,9 @@ func CheckDigit(s string) int {
 	}
 	for i := len(s) - 1; i >= 0; i-- {
 		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
 		if '0' <= c && c <= '9' {
 			add(int(c - '0'))
 			continue

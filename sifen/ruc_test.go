@@ -70,6 +70,15 @@ func TestParseRUC(t *testing.T) {
 	require.ErrorIs(t, err, sifen.ErrInvalidRUC)
 	_, err = sifen.ParseRUC("80069563-12")
 	require.ErrorIs(t, err, sifen.ErrInvalidRUC)
+
+	// SET's algorithm uppercases letters first (issue 11): 123456a has the
+	// check digit of 123456A, 7, not 5 (what "a" = 97 would give).
+	require.Equal(t, 7, sifen.CheckDigit("123456A"))
+	require.Equal(t, 7, sifen.CheckDigit("123456a"))
+	_, err = sifen.ParseRUC("123456a-5")
+	require.ErrorIs(t, err, sifen.ErrInvalidDV)
+	_, err = sifen.ParseRUC("123456a-7")
+	require.NoError(t, err)
 }
 
 // referenceCheckDigit is SET's algorithm written the way its published
@@ -77,10 +86,14 @@ func TestParseRUC(t *testing.T) {
 func referenceCheckDigit(s string) int {
 	expanded := ""
 	for i := 0; i < len(s); i++ {
-		if s[i] >= '0' && s[i] <= '9' {
-			expanded += string(s[i])
+		c := s[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A' // SET uppercases first
+		}
+		if c >= '0' && c <= '9' {
+			expanded += string(c)
 		} else {
-			expanded += strconv.Itoa(int(s[i]))
+			expanded += strconv.Itoa(int(c))
 		}
 	}
 	total, k := 0, 2

@@ -11,10 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Defaults of SenderConfig.
@@ -23,9 +20,24 @@ const (
 	// its documents: longer than any live send (DefaultTimeout) and than
 	// SIFEN's usual processing of a lot (DNIT advises querying after 10 min).
 	DefaultResolveAfter = 15 * time.Minute
-	// DefaultRemoteBlock is how long a RUC is blocked locally after SIFEN
-	// answers 0301 (SIFEN blocks for 10 to 60 minutes).
-	DefaultRemoteBlock = 10 * time.Minute
+	// DefaultNotFoundAfter is how old a claim must be before SIFEN's 0420
+	// ("not found or rejected") about its CDC makes the document sendable
+	// again: DNIT's guide says a lot's processing takes 1 to 24 hours, and a
+	// lot can be queried for 48 hours; before that a 0420 may be a DE still
+	// processing (docs/decisions/0012-sifen-resolution.md).
+	DefaultNotFoundAfter = 48 * time.Hour
+	// DefaultRemoteBlock is how long a RUC is blocked locally after its
+	// first 0301, and DefaultRemoteBlockMax the longest block: each 0301
+	// within DefaultBlockMemory of the previous one blocks one step longer
+	// (10, 20, ... 60 minutes), as SIFEN blocks 10 to 60 minutes by
+	// recurrence.
+	DefaultRemoteBlock    = 10 * time.Minute
+	DefaultRemoteBlockMax = 60 * time.Minute
+	DefaultBlockMemory    = 24 * time.Hour
+	// DefaultInFlightFor is how long a lot without answer holds its RUC: a
+	// process that died mid-send leaves it in flight, and its request ended
+	// at the latest DefaultTimeout after it left.
+	DefaultInFlightFor = 2 * DefaultTimeout
 )
 
 // SenderConfig configures a Sender. The zero value is usable.
@@ -35,8 +47,15 @@ type SenderConfig struct {
 	Clock throttle.Clock
 	// ResolveAfter: see DefaultResolveAfter.
 	ResolveAfter time.Duration
-	// RemoteBlock: see DefaultRemoteBlock.
-	RemoteBlock time.Duration
+	// NotFoundAfter: see DefaultNotFoundAfter.
+	NotFoundAfter time.Duration
+	// RemoteBlock, RemoteBlockMax and BlockMemory: see DefaultRemoteBlock.
+	RemoteBlock, RemoteBlockMax, BlockMemory time.Duration
+	// InFlightFor: see DefaultInFlightFor.
+	InFlightFor time.Duration
+	// AllowUnsigned lets DEs without a signature into the test environment
+	// (never into prod). Off by default: SIFEN rejects an unsigned DE.
+	AllowUnsigned bool
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -53,48 +72,54 @@ type SenderConfig struct {
 //
 //  1. Check (no write): the documents exist, are all in draft or error,
 //     share one environment; their XML is parsed again and the lot rules are
-//     applied (1-50 DEs, one type, one RUC, ZIP at most 1000 KB). Bad input
-//     is an error here and nothing changes.
-//  2. Claim: in one transaction, register the lot (env, hash) in
-//     document_lots — refused if it is there already: a lot is never sent
-//     twice — and move every document from draft/error to "sending" with a
-//     fresh claim token, each UPDATE conditional on the version read in
-//     step 1. If any document was claimed or changed meanwhile, by this
-//     process or another, the whole claim rolls back (ErrNotSendable).
-//     A CDC is unique per environment, and a document in sending or sent
-//     cannot be claimed, so no CDC is sent again while an earlier send of
-//     it has no final result.
-//  3. Take one token from SIFEN_RECEPCION_LOTE for (env, RUC) — the
-//     cooldown every process shares through the database. A refusal
-//     releases the claim: documents to "error" with "blocked: REASON, wait
-//     N s" and RetryAt, the lot unregistered, and OutcomeBlocked returned.
+//     applied (1-50 DEs, one type, one RUC, the SOAP message at most 1000 KB,
+//     fit for the environment). Bad input is an error here and nothing
+//     changes.
+//  2. Claim, in one transaction: the RUC's gate first (its state row,
+//     locked): refused while the interval since the answer to its previous
+//     lot has not passed, while another lot of it is on the wire, or while
+//     a local block after 0301 runs — a refusal is OutcomeBlocked with its
+//     Decision, the documents keep their status with the wait. Admitted,
+//     the lot is marked in flight, registered in balde_document_lots —
+//     refused if it is there already: a lot is never sent twice — and every
+//     document moves from draft/error to "sending" with a fresh claim token,
+//     each UPDATE conditional on the version read in step 1. If any
+//     document was claimed or changed meanwhile the whole claim rolls back
+//     (ErrNotSendable). A CDC is unique per environment, and a document in
+//     sending or sent cannot be claimed, so no CDC is sent again while an
+//     earlier send of it has no final result.
+//  3. Take one token from SIFEN_RECEPCION_LOTE for (env, RUC) (the ledger,
+//     the optional per-minute cap, a block synced after 0301). A refusal
+//     releases the claim (documents back to draft with the wait) and
+//     returns OutcomeBlocked.
 //  4. Send siRecepLoteDE, with the caller's cancellation detached: once the
 //     request may have left, its answer is recorded.
-//  5. Record, conditional on the claim token: 0300 → "sent" with the lot
-//     number (and the lot's first query is blocked for ConsultaInterval);
-//     any other answer → "error" (after 0301 the RUC is also blocked
-//     locally for RemoteBlock); no connection → "error"; no answer →
-//     the documents stay "sending".
+//  5. Record, conditional on the claim token, with the instant the answer
+//     arrived (or the request failed) as the RUC's last answer: 0300 →
+//     "sent" with the lot number (and the lot's first query is blocked for
+//     ConsultaInterval); any other answer → "error" (after 0301 the RUC is
+//     also blocked locally, longer for each 0301 in a row); no connection →
+//     "error"; no answer → the documents stay "sending".
 //
 // A process that dies between 2 and 5 leaves documents in "sending", which
-// no send can claim. Resolve, run at start-up (and from time to time), asks
-// SIFEN about each of them by CDC (siConsDE) once its claim is older than
-// ResolveAfter: found → approved, not found → draft, sendable again. See
-// docs/decisions/0005-sifen-send-protocol.md.
+// no send can claim. Resolve asks SIFEN about each of them by CDC
+// (siConsDE) once its claim is older than ResolveAfter: found → approved;
+// not found → draft only once the claim is NotFoundAfter (48 h) old. See
+// docs/decisions/0005, 0011 and 0012.
 type Sender struct {
-	docs    docStore
-	client  *Client
+	docs    DocumentStore
+	client  Transport
 	limiter *throttle.Limiter
 	clock   throttle.Clock
 	cfg     SenderConfig
 	logger  *slog.Logger
 }
 
-// NewSender returns a Sender keeping documents in store's database (the
-// documents table of migration 0003), sending with client, and throttling
-// with limiter, whose resolver must know SIFEN's policies (NewResolver).
-func NewSender(store *sqlstore.Store, client *Client, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
-	if store == nil || client == nil || limiter == nil {
+// NewSender returns a Sender keeping documents in docs (sifensql.New for
+// balde's database), sending with client (a *Client), and throttling with
+// limiter, whose resolver must know SIFEN's policies (NewResolver).
+func NewSender(docs DocumentStore, client Transport, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
+	if docs == nil || client == nil || limiter == nil {
 		return nil, errors.New("sifen: NewSender needs a store, a client and a limiter")
 	}
 	probe := RecepcionKey(EnvTest, RUC{Number: "88888801", DV: 5})
@@ -107,15 +132,27 @@ func NewSender(store *sqlstore.Store, client *Client, limiter *throttle.Limiter,
 	if cfg.ResolveAfter <= 0 {
 		cfg.ResolveAfter = DefaultResolveAfter
 	}
+	if cfg.NotFoundAfter <= 0 {
+		cfg.NotFoundAfter = DefaultNotFoundAfter
+	}
 	if cfg.RemoteBlock <= 0 {
 		cfg.RemoteBlock = DefaultRemoteBlock
+	}
+	if cfg.RemoteBlockMax < cfg.RemoteBlock {
+		cfg.RemoteBlockMax = max(DefaultRemoteBlockMax, cfg.RemoteBlock)
+	}
+	if cfg.BlockMemory <= 0 {
+		cfg.BlockMemory = DefaultBlockMemory
+	}
+	if cfg.InFlightFor <= 0 {
+		cfg.InFlightFor = DefaultInFlightFor
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	return &Sender{
-		docs:    docStore{write: store.DB(), read: store.ReadDB()},
+		docs:    docs,
 		client:  client,
 		limiter: limiter,
 		clock:   cfg.Clock,
@@ -139,46 +176,30 @@ func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, 
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
-	lot, err := ParseLote(data)
+	lot, err := ParseLoteContext(ctx, data)
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock()
-	ids := make([]int64, len(lot.DEs))
-	err = s.docs.inTx(ctx, "import documents", func(tx *sqlx.Tx) error {
-		for i, de := range lot.DEs {
-			if ids[i], err = s.docs.importDE(ctx, tx, env, de, now); err != nil {
-				return err
-			}
+	for i, de := range lot.DEs {
+		if err := s.fit(env, de); err != nil {
+			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
-		return nil
-	})
+	}
+	ids, err := s.docs.Import(ctx, env, lot.DEs, s.clock())
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.docs.get(ctx, s.docs.read, ids, true)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[int64]Document, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r.document()
-	}
-	out := make([]Document, len(ids))
-	for i, id := range ids {
-		out[i] = byID[id]
-	}
-	return out, nil
+	return s.docs.Documents(ctx, ids, true)
 }
 
 // Get returns one document with its XML. Errors: ErrNotFound,
 // throttle.ErrStoreUnavailable.
 func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
-	rows, err := s.docs.get(ctx, s.docs.read, []int64{id}, true)
+	docs, err := s.docs.Documents(ctx, []int64{id}, true)
 	if err != nil {
 		return Document{}, err
 	}
-	return rows[0].document(), nil
+	return docs[0], nil
 }
 
 // List returns documents matching f, newest first, without their XML.
@@ -188,7 +209,7 @@ func (s *Sender) List(ctx context.Context, f Filter) ([]Document, error) {
 			return nil, err
 		}
 	}
-	return s.docs.list(ctx, f)
+	return s.docs.List(ctx, f)
 }
 
 // CountByStatus counts the documents by status, of env or of both
@@ -199,7 +220,7 @@ func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, 
 			return nil, err
 		}
 	}
-	return s.docs.countByStatus(ctx, env)
+	return s.docs.CountByStatus(ctx, env)
 }
 
 // Send sends the documents ids as one lot, following the protocol in
@@ -219,24 +240,27 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	rows, err := s.docs.get(ctx, s.docs.read, ids, true)
+	rows, err := s.docs.Documents(ctx, ids, true)
 	if err != nil {
 		return Outcome{}, err
 	}
 
 	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
-	env := Env(rows[0].Env)
+	env := rows[0].Env
 	var lot Lote
 	for _, r := range rows {
-		if Env(r.Env) != env {
+		if r.Env != env {
 			return Outcome{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
 		}
-		if st := Status(r.Status); !st.Sendable() {
-			return Outcome{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, st)
+		if !r.Status.Sendable() {
+			return Outcome{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
 		}
 		de, err := storedDE(r)
 		if err != nil {
 			return Outcome{}, err
+		}
+		if err := s.fit(env, de); err != nil {
+			return Outcome{}, fmt.Errorf("document %d: %w", r.ID, err)
 		}
 		lot.DEs = append(lot.DEs, de)
 	}
@@ -246,32 +270,46 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (Outcome, error) {
 	}
 	ruc := lot.DEs[0].RUC
 	out := Outcome{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}
+	key := RecepcionKey(env, ruc)
+	interval := s.interval(ctx, env)
 
-	// 2. Claim.
+	// 2. Claim, through the RUC's gate: the interval runs from the previous
+	// lot's answer, and no lot leaves while another of the RUC is on the wire.
 	claim := newClaim()
-	if err := s.docs.claim(ctx, rows, claim, packed, ruc, s.clock()); err != nil {
+	now := s.clock()
+	reason := throttle.ReasonCooldown
+	wait, err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: now,
+		Gate: s.admitGate(interval, claim, now, &reason)})
+	if err != nil {
 		return Outcome{}, err
+	}
+	if wait > 0 {
+		d := throttle.Decision{Key: key, Reason: reason, RetryAfter: wait}
+		return s.refused(ctx, out, d, now)
 	}
 	// From here on the claim must be released or recorded whatever the
 	// caller does with ctx.
 	bg := context.WithoutCancel(ctx)
+	unclaim := func(st Settle) (int64, error) {
+		return s.docs.Release(bg, Release{IDs: ids, Token: claim, Env: env, Hash: packed.Hash, RUC: ruc.Number, St: st,
+			Now: s.clock(), Gate: s.leaveGate(claim)})
+	}
 
 	// 3. Throttle.
-	key := RecepcionKey(env, ruc)
 	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1})
 	if err != nil {
 		msg := "not sent: throttle unavailable: " + err.Error()
-		if _, rerr := s.docs.release(bg, ids, claim, env, packed.Hash, settle{status: StatusError, message: msg}, s.clock()); rerr != nil {
+		if _, rerr := unclaim(Settle{Status: StatusError, Message: msg}); rerr != nil {
 			s.logger.Error("releasing documents after a throttle failure", slog.Any("ids", ids), slog.Any("error", rerr))
 		}
 		return Outcome{}, fmt.Errorf("sifen: send %v: %w", ids, err)
 	}
 	if !d.Allowed {
 		now := s.clock()
-		out.Status, out.Blocked = OutcomeBlocked, newBlocked(d, now)
+		out.Status, out.Blocked, out.Decision = OutcomeBlocked, newBlocked(d, now), &d
 		out.Message = out.Blocked.Message()
-		st := settle{status: StatusError, message: out.Message, retryAt: out.Blocked.Until}
-		if _, err := s.docs.release(bg, ids, claim, env, packed.Hash, st, now); err != nil {
+		// A refused send leaves the documents as drafts: nothing was sent.
+		if _, err := unclaim(Settle{Status: StatusDraft, Message: out.Message, RetryAt: out.Blocked.Until}); err != nil {
 			return out, err
 		}
 		s.logger.Info("lot refused by the throttle", slog.String("key", key.String()),
@@ -283,19 +321,131 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (Outcome, error) {
 	resp, sendErr := s.client.RecepcionLote(bg, env, packed.Zip)
 
 	// 5. Record.
-	return s.record(bg, out, claim, resp, sendErr)
+	return s.record(bg, out, claim, interval, resp, sendErr)
+}
+
+// refused records a refusal that came before any claim and returns it as
+// an Outcome: the documents keep their status, with the wait.
+func (s *Sender) refused(ctx context.Context, out Outcome, d throttle.Decision, now time.Time) (Outcome, error) {
+	out.Status, out.Blocked, out.Decision = OutcomeBlocked, newBlocked(d, now), &d
+	out.Message = out.Blocked.Message()
+	if err := s.docs.Hold(ctx, out.DocumentIDs, out.Message, out.Blocked.Until, now); err != nil {
+		return out, err
+	}
+	s.logger.Info("lot held back", slog.String("key", d.Key.String()), slog.Duration("wait", d.RetryAfter))
+	return out, nil
+}
+
+// interval is the least time between the answer to a lot of a RUC in env
+// and its next lot: the limiter's policy, or the interval stored in the
+// database when that is stricter (every process shares the strictest).
+func (s *Sender) interval(ctx context.Context, env Env) time.Duration {
+	d := DefaultInterval
+	if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
+		d = p.MinInterval
+	}
+	stored, ok, err := s.docs.Interval(ctx, env)
+	if err != nil {
+		s.logger.Warn("reading the stored SIFEN interval", slog.Any("error", err))
+	}
+	if ok && stored > d {
+		d = stored
+	}
+	return d
+}
+
+// admitGate decides a claim from the RUC's state: it waits until interval
+// (or the longer interval the previous sender owed) has passed since the
+// previous lot's answer, until a lot still on the wire has its answer (or
+// is older than InFlightFor: its request is over), and until a local block
+// after a 0301 ends. Admitted, the lot is marked in flight.
+// A refusal sets *reason: ReasonBlocked for a block, else ReasonCooldown.
+func (s *Sender) admitGate(interval time.Duration, claim string, now time.Time, reason *throttle.Reason) func(RUCState) (RUCState, time.Duration) {
+	return func(st RUCState) (RUCState, time.Duration) {
+		owed := max(st.Interval, interval)
+		var wait time.Duration
+		last := st.LastAnswerAt
+		if st.InFlightClaim != "" {
+			if end := st.InFlightSince.Add(s.cfg.InFlightFor); now.Before(end) {
+				// A lot is on the wire: try again once an interval has
+				// passed; its answer will have come by then, or not.
+				wait = owed
+			} else if end.After(last) {
+				last = end
+			}
+		}
+		if !last.IsZero() {
+			wait = max(wait, last.Add(owed).Sub(now))
+		}
+		if st.BlockLevel > 0 {
+			if w := st.LastBlockAt.Add(s.blockFor(st.BlockLevel)).Sub(now); w > 0 && w >= wait {
+				wait, *reason = w, throttle.ReasonBlocked
+			}
+		}
+		if wait > 0 {
+			return st, wait
+		}
+		st.Interval, st.InFlightClaim, st.InFlightSince = interval, claim, now
+		return st, 0
+	}
+}
+
+// leaveGate clears the in-flight mark of a lot that never left (a throttle
+// refusal or failure): the previous answer still counts.
+func (s *Sender) leaveGate(claim string) func(RUCState) RUCState {
+	return func(st RUCState) RUCState {
+		if st.InFlightClaim == claim {
+			st.InFlightClaim, st.InFlightSince = "", time.Time{}
+		}
+		return st
+	}
+}
+
+// answerGate records that a lot's request ended at now (an answer arrived,
+// or it failed): the next lot waits interval from now. After a 0301 the
+// block level rises (or starts again at 1 when the previous 0301 is older
+// than BlockMemory).
+func (s *Sender) answerGate(claim string, interval time.Duration, now time.Time, code string) func(RUCState) RUCState {
+	return func(st RUCState) RUCState {
+		st = s.leaveGate(claim)(st)
+		if now.After(st.LastAnswerAt) {
+			st.LastAnswerAt = now
+		}
+		st.Interval = max(st.Interval, interval)
+		if st.BlockLevel > 0 && now.Sub(st.LastBlockAt) >= s.cfg.BlockMemory {
+			st.BlockLevel = 0
+		}
+		if code == CodeLotNotQueued {
+			st.BlockLevel++
+			st.LastBlockAt = now
+		}
+		return st
+	}
+}
+
+// blockFor is the local block after the level-th 0301 in a row:
+// RemoteBlock × level, at most RemoteBlockMax.
+func (s *Sender) blockFor(level int) time.Duration {
+	if level <= 0 {
+		return 0
+	}
+	d := s.cfg.RemoteBlock * time.Duration(level)
+	if d > s.cfg.RemoteBlockMax || d/time.Duration(level) != s.cfg.RemoteBlock {
+		return s.cfg.RemoteBlockMax
+	}
+	return d
 }
 
 // record writes the answer of a send (step 5 of the protocol).
-func (s *Sender) record(ctx context.Context, out Outcome, claim string, resp EnvioLoteResponse, sendErr error) (Outcome, error) {
+func (s *Sender) record(ctx context.Context, out Outcome, claim string, interval time.Duration, resp EnvioLoteResponse, sendErr error) (Outcome, error) {
 	now := s.clock()
 	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
 	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()))
-	var st settle
+	var st Settle
 	switch {
 	case sendErr != nil && NotSent(sendErr):
 		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
-		st = settle{status: StatusError, message: out.Message}
+		st = Settle{Status: StatusError, Message: out.Message}
 		log.Warn("lot not sent", slog.Any("error", sendErr))
 	case sendErr != nil || (resp.Code == CodeLotQueued && ValidateLotNumber(resp.LotNumber) != nil):
 		out.Status = OutcomeUnknown
@@ -305,21 +455,28 @@ func (s *Sender) record(ctx context.Context, out Outcome, claim string, resp Env
 			out.Message = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
 		}
 		log.Error("lot sent without a usable answer", slog.String("message", out.Message))
-		return out, s.docs.note(ctx, ids, claim, out.Message, now)
+		// The request is over: the interval runs from now. The documents
+		// stay in sending for Resolve.
+		_, err := s.docs.Release(ctx, Release{IDs: nil, Token: claim, Env: env, Hash: hash, RUC: out.RUC.Number,
+			St: Settle{Status: StatusSending}, Now: now, Gate: s.answerGate(claim, interval, now, "")})
+		return out, errors.Join(err, s.docs.Note(ctx, ids, claim, out.Message, now))
 	case resp.Code == CodeLotQueued:
 		out.Status = OutcomeSent
 		out.Code, out.Message, out.LotNumber = resp.Code, resp.Message, resp.LotNumber
 		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		st = settle{status: StatusSent, message: resp.Code + " " + resp.Message, responseCode: resp.Code, lotNumber: resp.LotNumber, sent: true}
+		st = Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber, Sent: true}
 		log.Info("lot queued", slog.String("lot", resp.LotNumber))
 	default:
 		out.Status = OutcomeNotQueued
 		out.Code, out.Message = resp.Code, resp.Message
 		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		st = settle{status: StatusError, message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, responseCode: resp.Code}
+		st = Settle{Status: StatusError, Message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, ResponseCode: resp.Code}
 		log.Warn("lot not queued", slog.String("code", resp.Code), slog.String("message", resp.Message))
 	}
-	n, err := s.docs.release(ctx, ids, claim, env, hash, st, now)
+	var level int
+	gate := s.answerGate(claim, interval, now, out.Code)
+	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, RUC: out.RUC.Number, St: st, Now: now,
+		Gate: func(rs RUCState) RUCState { rs = gate(rs); level = rs.BlockLevel; return rs }})
 	if err != nil {
 		log.Error("recording the answer of a send failed: the documents stay in sending until Resolve", slog.Any("error", err))
 		return out, err
@@ -334,8 +491,11 @@ func (s *Sender) record(ctx context.Context, out Outcome, claim string, resp Env
 		// DNIT: the first query of a lot no earlier than 10 minutes after it was sent.
 		s.sync(ctx, ConsultaKey(env, out.LotNumber), s.consultaDelay(env, out.LotNumber), "lot:"+out.LotNumber)
 	case out.Code == CodeLotNotQueued:
-		// SIFEN may have blocked the RUC: do not knock again for a while.
-		s.sync(ctx, RecepcionKey(env, out.RUC), s.cfg.RemoteBlock, "0301:"+hash[:16])
+		// SIFEN may have blocked the RUC: do not knock again for a while,
+		// longer after each 0301 in a row.
+		block := s.blockFor(level)
+		out.Message += fmt.Sprintf(" (RUC blocked locally for %s: 0301 number %d in a row)", block, level)
+		s.sync(ctx, RecepcionKey(env, out.RUC), block, "0301:"+hash[:16])
 	}
 	return out, nil
 }
@@ -358,9 +518,25 @@ func (s *Sender) sync(ctx context.Context, key throttle.Key, d time.Duration, re
 	}
 }
 
+// fit refuses a DE that may not go to env (CheckFit).
+func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }
+
+// CheckFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
+// allowUnsigned and env is test), or a test DE (its dNomEmi says so) meant
+// for prod.
+func CheckFit(env Env, de DE, allowUnsigned bool) error {
+	switch {
+	case !de.Signed && (env == EnvProd || !allowUnsigned):
+		return fmt.Errorf("%w: the DE is not signed (no ds:Signature in rDE): SIFEN rejects it", ErrUnfit)
+	case de.TestIssuer && env == EnvProd:
+		return fmt.Errorf("%w: the DE says it was made for the test environment (dNomEmi %q) and cannot go to prod", ErrUnfit, testIssuerName)
+	}
+	return nil
+}
+
 // storedDE parses a stored document again and checks it is what the row
 // says.
-func storedDE(r docRow) (DE, error) {
+func storedDE(r Document) (DE, error) {
 	lot, err := ParseLote([]byte(r.XML))
 	if err != nil {
 		return DE{}, fmt.Errorf("document %d: %w", r.ID, err)
@@ -369,7 +545,7 @@ func storedDE(r docRow) (DE, error) {
 		return DE{}, fmt.Errorf("%w: document %d holds %d DEs", ErrMalformedXML, r.ID, len(lot.DEs))
 	}
 	de := lot.DEs[0]
-	if de.CDC != r.CDC || de.RUC != (RUC{Number: r.RUC, DV: r.DV}) || de.Type != r.Type {
+	if de.CDC != r.CDC || de.RUC != r.RUC || de.Type != r.Type {
 		return DE{}, fmt.Errorf("%w: document %d: its XML does not match its row", ErrMalformedXML, r.ID)
 	}
 	return de, nil
@@ -406,4 +582,69 @@ func newClaim() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// RUCWait says whether a lot of ruc in env would be admitted now, without
+// taking anything: the RUC's gate (the interval since its last lot's answer,
+// a lot still on the wire, a local block after 0301) and the throttle's own
+// state. A refusal is a Decision with Allowed false, its Reason and
+// RetryAfter; pages use it so that they never say "may be sent" while the
+// RUC is blocked.
+func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decision, error) {
+	key := RecepcionKey(env, ruc)
+	st, err := s.docs.RUCState(ctx, env, ruc.Number)
+	if err != nil {
+		return throttle.Decision{}, err
+	}
+	now := s.clock()
+	reason := throttle.ReasonCooldown
+	_, wait := s.admitGate(s.interval(ctx, env), "", now, &reason)(st)
+	bs, err := s.limiter.State(ctx, key)
+	if err != nil {
+		return throttle.Decision{}, err
+	}
+	if bs.RetryAfter > wait {
+		wait, reason = bs.RetryAfter, throttle.ReasonCooldown
+		if bs.BlockLeft >= bs.RetryAfter {
+			reason = throttle.ReasonBlocked
+		}
+	}
+	if wait <= 0 {
+		return throttle.Decision{Allowed: true, Key: key}, nil
+	}
+	return throttle.Decision{Key: key, Reason: reason, RetryAfter: wait}, nil
+}
+
+// ShareInterval makes the interval between lots of a RUC a property of the
+// database every process shares, not of one process's flags: for each
+// environment it compares this process's interval (its limiter's policy)
+// with the one stored. The stricter wins: a longer own interval is stored,
+// so every process on the database waits it (Send reads the stored value);
+// a shorter one gives way to the stored one. It returns one line per
+// environment where the two differed, for the process to print at start —
+// never silently. Call it once when a process starts.
+func (s *Sender) ShareInterval(ctx context.Context) ([]string, error) {
+	var notes []string
+	for _, env := range []Env{EnvTest, EnvProd} {
+		own := DefaultInterval
+		if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
+			own = p.MinInterval
+		}
+		stored, ok, err := s.docs.Interval(ctx, env)
+		if err != nil {
+			return notes, err
+		}
+		switch {
+		case !ok || own > stored:
+			if err := s.docs.SetInterval(ctx, env, own, s.clock()); err != nil {
+				return notes, err
+			}
+			if ok {
+				notes = append(notes, fmt.Sprintf("SIFEN %s: this process's interval %s is stricter than the database's %s: every process now waits %s between lots of a RUC", env, own, stored, own))
+			}
+		case own < stored:
+			notes = append(notes, fmt.Sprintf("SIFEN %s: this process is configured for %s between lots of a RUC, but the database's interval is %s (set by another process): %s applies", env, own, stored, stored))
+		}
+	}
+	return notes, nil
 }

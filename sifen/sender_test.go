@@ -13,6 +13,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -47,8 +48,9 @@ func TestSendCooldown(t *testing.T) {
 		require.Equal(t, 7*time.Second, out.Blocked.Wait)
 		require.Equal(t, int64(7), out.Blocked.WaitSeconds())
 		require.Equal(t, sifen.RecepcionKey(sifen.EnvTest, ruc80069563), out.Blocked.Key)
+		require.Equal(t, throttle.ReasonCooldown, out.Decision.Reason)
 		d = w.doc(t, ids[1])
-		require.Equal(t, sifen.StatusError, d.Status)
+		require.Equal(t, sifen.StatusDraft, d.Status, "a refusal is not an error: the document stays a draft")
 		require.Equal(t, "blocked: cooldown, wait 7 s", d.Message)
 		require.Equal(t, throttletest.Epoch.Add(10*time.Second), d.RetryAt)
 
@@ -74,7 +76,7 @@ func TestSendOtherRUCsAndEnvsDoNotInterfere(t *testing.T) {
 			sifentest.Doc{RUC: "80069563", Number: 1}.File(),
 			sifentest.Doc{RUC: "88888801", Number: 1}.File(),
 			sifentest.Doc{RUC: "800695", Number: 1}.File())
-		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{RUC: "80069563", Number: 1}.File())
+		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{RUC: "80069563", Number: 1, Prod: true}.File())
 		for _, id := range append(test, prod...) {
 			out, err := w.sender.Send(ctx, id)
 			require.NoError(t, err)
@@ -99,7 +101,7 @@ func TestSendRefusesBadInputBeforeSending(t *testing.T) {
 		other := w.importDocs(t, sifen.EnvTest,
 			sifentest.Doc{RUC: "88888801", Number: 1}.File(),
 			sifentest.Doc{Number: 1, Type: 5}.File())
-		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 1}.File())
+		prod := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 1, Prod: true}.File())
 		bigDocs := sifentest.Docs("800695", 1, 40)
 		var big [][]byte
 		for i := range bigDocs {
@@ -189,7 +191,7 @@ func TestBadRUCIsRefusedAndNothingMoves(t *testing.T) {
 func TestSameCDCAndSameLotAreNeverSentTwice(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		rejected := sifentest.Doc{Number: 2}
-		w := newWorld(t, engine, worldConfig{sim: sifensim.Config{Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+		w := newWorld(t, engine, worldConfig{sim: sifensim.Config{Reject: func(_ string, de sifensim.DE) (string, string, bool) {
 			return "1111", "rechazo de prueba", de.CDC == rejected.CDC()
 		}}})
 		ctx := context.Background()
@@ -246,7 +248,7 @@ func TestSameCDCAndSameLotAreNeverSentTwice(t *testing.T) {
 
 		// The very same lot again is refused locally: SIFEN would block the RUC.
 		w.clock.Advance(time.Minute)
-		lotIDs := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 7}.File())
+		lotIDs := w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 7, Prod: true}.File())
 		out, err = w.sender.Send(ctx, lotIDs...)
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeSent, out.Status)
@@ -446,7 +448,7 @@ func TestNewSenderNeedsSIFENPolicies(t *testing.T) {
 	require.NoError(t, err)
 	c, err := sifen.NewClient(sifen.ClientConfig{})
 	require.NoError(t, err)
-	_, err = sifen.NewSender(store, c, l, sifen.SenderConfig{})
+	_, err = sifen.NewSender(sifensql.New(store), c, l, sifen.SenderConfig{})
 	require.ErrorIs(t, err, throttle.ErrUnknownPolicy)
 }
 
@@ -478,7 +480,7 @@ func TestCountByStatus(t *testing.T) {
 		w := newWorld(t, engine, worldConfig{})
 		ctx := context.Background()
 		ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2}))
-		w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 3}.File())
+		w.importDocs(t, sifen.EnvProd, sifentest.Doc{Number: 3, Prod: true}.File())
 		out, err := w.sender.Send(ctx, ids...)
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeSent, out.Status)

@@ -7,18 +7,23 @@
 //
 //   - every DE's issuer RUC (dRucEm) and check digit (dDVEmi), with SET's
 //     module-11 algorithm (ruc.go);
-//   - the lot rules: 1 to 50 DEs, one DE type, one issuer RUC, at most
-//     1000 KB compressed (lote.go);
-//   - the throttle: a minimum interval between two lots of one RUC in one
-//     environment, and at least 10 minutes between two queries of one lot
-//     (policy.go, on the balde/throttle engine);
-//   - that no CDC is sent again while an earlier send of it has no final
-//     result, and that no lot is sent twice, across processes sharing one
-//     database (sender.go, documents.go).
+//   - the lot rules: 1 to 50 DEs, one DE type, one issuer RUC, and the SOAP
+//     message as sent at most 1000 KB (lote.go); that no unsigned or test DE
+//     goes to prod;
+//   - the interval between two lots of one RUC in one environment, counted
+//     from the answer to the previous lot, with no lot while another of the
+//     RUC is on the wire, and a local block after 0301 that grows with
+//     recurrence (sender.go; docs/decisions/0011); at least 10 minutes
+//     between queries of one lot (policy.go, on the balde/throttle engine);
+//   - that no CDC is sent again without SIFEN's definitive answer, and that
+//     no lot is sent twice, across processes sharing one database
+//     (sender.go, resolve.go; docs/decisions/0012).
 //
-// Sender is the one send path: the web app's send button and the batch
-// command both call Sender.Send on the same database. Client is the bare SOAP
-// transport (siRecepLoteDE, siResultLoteDE, siConsDE) and does not throttle.
+// Sender is the one send path: the web app's send buttons and the batch
+// command both call Sender.Send on the same database. It depends on a
+// DocumentStore (sifen/sifensql keeps it in SQL, so this package imports no
+// database driver) and a Transport: Client, the bare SOAP transport
+// (siRecepLoteDE, siConsLoteDE, siConsDE), which does not throttle.
 // The simulator in sifen/sifensim speaks the same protocol.
 package sifen
 

@@ -31,10 +31,28 @@ func (r Reason) String() string {
 
 // Charge asks for Cost tokens (>= 1, <= the policy's capacity) from the
 // bucket of Key. It is admitted when the bucket holds at least Cost whole
-// tokens, its cooldown has passed and it is not blocked.
+// tokens (or Admit, when set), its cooldown has passed and it is not
+// blocked.
 type Charge struct {
 	Key  Key
 	Cost int64
+	// Admit, when > 0 (and <= Cost), is the whole tokens the bucket must
+	// hold to admit the charge, which still debits the full Cost and so may
+	// take the balance below zero. It is the pessimistic reservation of a
+	// remote side that admits while the balance is positive and charges by
+	// outcome (the DICT): Admit 1 and Cost the worst-case outcome, the
+	// difference refunded when the outcome is known. With 5 tokens left a
+	// Charge{Cost: 20, Admit: 1} is admitted and leaves -15; at 2 tokens a
+	// minute the bucket is positive again 8 minutes later. 0 means Cost.
+	Admit int64
+}
+
+// need is the whole tokens the bucket must hold to admit c.
+func (c Charge) need() int64 {
+	if c.Admit > 0 {
+		return c.Admit
+	}
+	return c.Cost
 }
 
 // Decision is the answer to a Take. A refusal is a Decision, not an error.
@@ -70,8 +88,10 @@ type Decision struct {
 
 // BucketDecision is the part of a Decision about one key.
 type BucketDecision struct {
-	Key        Key
-	Policy     Policy
+	Key    Key
+	Policy Policy
+	// Cost is what the charge debits (see Charge.Admit for what admission
+	// needs).
 	Cost       int64
 	Reason     Reason
 	Remaining  int64
@@ -122,3 +142,7 @@ type SeverityChange struct {
 	Capacity int64
 	At       time.Time
 }
+
+// Resolved reports whether the change brings the bucket back to Healthy:
+// the end of the alert its earlier change started.
+func (c SeverityChange) Resolved() bool { return c.To == SeverityHealthy && c.From > SeverityHealthy }

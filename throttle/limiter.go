@@ -147,7 +147,7 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 		return l.failTake(ps, err)
 	}
 	if !d.Allowed {
-		l.refused.remember(d, after, at)
+		l.refused.remember(d, ps, after, at)
 	}
 	l.observer.Decided(d, time.Since(start))
 	return d, nil
@@ -322,6 +322,10 @@ func (l *Limiter) price(charges []Charge) ([]priced, error) {
 			return nil, err
 		}
 		if i := slices.IndexFunc(ps, func(q priced) bool { return q.Key == c.Key }); i >= 0 {
+			// Merged: the costs add up; the stricter admission wins.
+			if ps[i].Admit > 0 || c.Admit > 0 {
+				ps[i].Admit = max(ps[i].need(), c.need())
+			}
 			ps[i].Cost += c.Cost
 		} else {
 			ps = append(ps, priced{Charge: c, policy: p})
@@ -330,6 +334,9 @@ func (l *Limiter) price(charges []Charge) ([]priced, error) {
 	for _, p := range ps {
 		if p.Cost < 1 || p.Cost > p.policy.Capacity {
 			return nil, fmt.Errorf("%w: %s: cost %d not in 1..%d", ErrInvalidCost, p.Key, p.Cost, p.policy.Capacity)
+		}
+		if p.Admit < 0 || p.Admit > p.Cost {
+			return nil, fmt.Errorf("%w: %s: admit %d not in 0..%d (the cost)", ErrInvalidCost, p.Key, p.Admit, p.Cost)
 		}
 	}
 	slices.SortFunc(ps, func(a, b priced) int { return a.Key.Compare(b.Key) })

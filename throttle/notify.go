@@ -30,11 +30,14 @@ type SlogNotifier struct{ Logger *slog.Logger }
 
 // Notify logs c.
 func (n SlogNotifier) Notify(ctx context.Context, c SeverityChange) {
-	level := slog.LevelWarn
-	if c.To == SeverityHealthy || c.To < c.From {
+	level, msg := slog.LevelWarn, "bucket severity changed"
+	if c.To < c.From {
 		level = slog.LevelInfo
 	}
-	n.Logger.Log(ctx, level, "bucket severity changed",
+	if c.Resolved() {
+		msg = "bucket severity resolved"
+	}
+	n.Logger.Log(ctx, level, msg,
 		slog.String("key", c.Key.String()),
 		slog.String("from", c.From.String()),
 		slog.String("to", c.To.String()),

@@ -97,6 +97,9 @@ type Policy struct {
 	BlockFor time.Duration
 	// FailMode is what Take does when the store is unavailable.
 	FailMode FailMode
+	// Grading says how severity applies to the policy's buckets; the zero
+	// value, GradeAuto, grades by fill except for a one-token cooldown gate.
+	Grading Grading
 }
 
 // PerMinute returns a continuous-refill policy of n tokens per minute with
@@ -125,6 +128,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: %s: a rolling window holds at most %d tokens", ErrInvalidPolicy, p.Name, MaxRollingCapacity)
 	case p.MinInterval < 0 || p.BlockFor < 0:
 		return fmt.Errorf("%w: %s: negative cooldown or block", ErrInvalidPolicy, p.Name)
+	case p.Grading > GradeCooldown:
+		return fmt.Errorf("%w: %s: grading %d", ErrInvalidPolicy, p.Name, p.Grading)
 	case p.FailMode > FailOpen:
 		return fmt.Errorf("%w: %s: fail mode %d", ErrInvalidPolicy, p.Name, p.FailMode)
 	}

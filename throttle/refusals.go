@@ -128,14 +128,15 @@ func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush 
 			c.entries.Remove(p.Key) // its pending group is queued by the eviction
 			continue
 		}
-		if p.Cost < r.cost || p.policy != r.policy {
+		if p.need() < r.cost || p.policy != r.policy {
 			continue
 		}
 		// The same pure rule as in the store, on the remembered state: the
 		// answer is what the store would give if nobody else touched the key.
 		b := r.bucket
 		b.Refill(p.policy, now)
-		bd := b.evaluate(p.policy, p.Cost, now)
+		bd := b.evaluate(p.policy, p.need(), now)
+		bd.Cost = p.Cost
 		if bd.Reason == ReasonNone {
 			c.entries.Remove(p.Key)
 			continue
@@ -175,9 +176,10 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 	return true
 }
 
-// remember records the refused keys of a decision taken at now, with the
-// buckets' states right after it.
-func (c *refusalCache) remember(d Decision, buckets []Bucket, now time.Time) {
+// remember records the refused keys of a decision taken at now on the
+// charges ps (in the decision's order), with the buckets' states right
+// after it.
+func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now time.Time) {
 	if c == nil {
 		return
 	}
@@ -185,9 +187,10 @@ func (c *refusalCache) remember(d Decision, buckets []Bucket, now time.Time) {
 		if bd.Reason == ReasonNone {
 			continue
 		}
+		need := ps[i].need()
 		b := buckets[i]
 		b.Spent = slices.Clone(b.Spent)
-		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: bd.Cost, policy: bd.Policy, bucket: b})
+		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
 	}
 }
 

@@ -20,7 +20,8 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	for i, c := range charges {
 		tb := tx.bucket(c.Key, c.policy)
 		views[i] = tb
-		bd := tb.b.evaluate(c.policy, c.Cost, tx.now)
+		bd := tb.b.evaluate(c.policy, c.need(), tx.now)
+		bd.Cost = c.Cost
 		if bd.Reason != ReasonNone {
 			d.Allowed = false
 		}
@@ -54,13 +55,14 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	return d
 }
 
-// evaluate decides a charge of cost on b at now, b refilled to now: the
-// wait is the longest of the three constraints (tokens, cooldown, block);
-// each only grows the wait, so the maximum is the exact earliest admission.
-// Remaining and ResetAfter are left for the caller.
-func (b *Bucket) evaluate(p Policy, cost int64, now time.Time) BucketDecision {
-	bd := BucketDecision{Key: b.Key, Policy: p, Cost: cost}
-	wait, reason := b.UntilTokens(p, cost, now), ReasonEmpty
+// evaluate decides a charge that needs need whole tokens on b at now, b
+// refilled to now: the wait is the longest of the three constraints
+// (tokens, cooldown, block); each only grows the wait, so the maximum is
+// the exact earliest admission. Cost is set to need; Remaining and
+// ResetAfter are left for the caller.
+func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
+	bd := BucketDecision{Key: b.Key, Policy: p, Cost: need}
+	wait, reason := b.UntilTokens(p, need, now), ReasonEmpty
 	if w := b.UntilCooldownEnds(p, now); w > 0 && w >= wait {
 		wait, reason = w, ReasonCooldown
 	}
@@ -148,7 +150,13 @@ func (tx *Tx) sync(t SyncTarget, p Policy, r rules) Adjusted {
 func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	tb := tx.bucket(key, p)
 	before := tb.b.Tokens
+	// The last send is history, kept unless clearing the cooldown needs
+	// it gone (the cooldown runs from it).
+	last, cooling := tb.b.LastSentAt, tb.b.UntilCooldownEnds(p, tx.now) > 0
 	tb.b.setFull(p, tx.now)
+	if !cooling {
+		tb.b.LastSentAt = last
+	}
 	tx.touch(tb, p, r.thresholds)
 	tx.record(tb, tb.b.Tokens-before, LedgerReset, actor)
 	return tb.b

@@ -35,7 +35,7 @@ func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketSt
 	b.Refill(p, now)
 	s := BucketState{
 		Bucket: b, Policy: p, At: now, Stored: stored,
-		Severity:     l.rules.thresholds.Of(b.Tokens, p.Capacity),
+		Severity:     l.rules.thresholds.Grade(p, b, now, b.Severity),
 		CooldownLeft: b.UntilCooldownEnds(p, now),
 		BlockLeft:    b.UntilUnblocked(now),
 		UntilFull:    b.UntilFull(p, now),
@@ -92,6 +92,9 @@ type Page struct {
 	// Next is the cursor of the following page ("" on the last page); pass
 	// it to DecodeCursor and then as Filter.After.
 	Next string
+	// Partial is set when a read-time filter (Filter.Severity, Condition)
+	// read MaxScan rows without filling the page: Next resumes the scan.
+	Partial bool
 }
 
 // List returns the stored buckets matching f, refilled to now, one page at a
@@ -101,6 +104,9 @@ func (l *Limiter) List(ctx context.Context, f Filter) (Page, error) {
 		f.Limit = min(max(f.Limit, DefaultPageSize), MaxPageSize)
 	}
 	want := f.Limit
+	if f.readTime() {
+		return l.listMatching(ctx, f, want)
+	}
 	f.Limit++ // one more tells whether there is a next page
 	rows, err := l.store.List(ctx, f)
 	if err != nil {
@@ -176,7 +182,8 @@ func (l *Limiter) CountLedger(ctx context.Context, q LedgerQuery) (int64, error)
 	return n, nil
 }
 
-// CountBySeverity counts stored buckets matching f by stored severity.
+// CountBySeverity counts stored buckets matching f by stored severity (the
+// level last alerted on); CountNow counts them by their level now.
 func (l *Limiter) CountBySeverity(ctx context.Context, f Filter) (map[Severity]int64, error) {
 	m, err := l.store.CountBySeverity(ctx, f)
 	if err != nil {

@@ -84,6 +84,16 @@ type Filter struct {
 	After Key
 	// Limit bounds the rows returned (a store may cap it).
 	Limit int
+	// ExcludePolicies leaves out the buckets of these policies (a store
+	// applies it).
+	ExcludePolicies []string
+	// MinSeverity keeps rows whose stored severity is at least this level
+	// (a store applies it; SeverityUnknown keeps all).
+	MinSeverity Severity
+	// Severity (the level now) and Condition are applied by the Limiter at
+	// read time; a store ignores them.
+	Severity  Severity
+	Condition Condition
 }
 
 // LedgerQuery selects ledger entries. Empty fields match everything.

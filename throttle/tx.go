@@ -155,12 +155,13 @@ func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string)
 	})
 }
 
-// touch marks tb changed and updates its stored severity, noting a
-// transition for the Notifier.
+// touch marks tb changed and updates its stored severity (Thresholds.Grade,
+// with hysteresis from the level stored), noting a transition for the
+// Notifier.
 func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
 	tb.dirty = true
 	tb.delete = false
-	sev := th.Of(tb.b.Tokens, p.Capacity)
+	sev := th.Grade(p, tb.b, tx.now, tb.b.Severity)
 	if sev != tb.b.Severity {
 		from := tb.b.Severity
 		if from == SeverityUnknown {

@@ -1,13 +1,17 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -15,16 +19,36 @@ import (
 type bucketsPage struct {
 	layout
 	Summary   *summary
-	Filter    throttle.Filter
+	Query     listQuery
 	Policies  []string
 	ShowScope bool
 	Buckets   []bucketView
+	// Tabs are "Buckets" (every policy but lot polling) and "Lot polling".
+	Tabs []navLink
+	// Hidden counts the lot-polling buckets left out of the main tab.
+	Hidden  int64
+	LotsURL string
+	// Partial is set when a filter read MaxScan rows without filling the
+	// page (or, sorted, without reaching the end).
+	Partial bool
+
+	Severities []option
+	States     []option
+	Sorts      []option
 
 	ListURL      string
 	NextURL      string
+	PrevURL      string
 	FirstURL     string
 	RefreshURL   string
 	NoRefreshURL string
+	PageText     string
+}
+
+// option is one choice of a select.
+type option struct {
+	Value, Label string
+	Selected     bool
 }
 
 func (bucketsPage) templateFile() string { return "admin_buckets.html" }
@@ -32,36 +56,117 @@ func (bucketsPage) templateFile() string { return "admin_buckets.html" }
 // autoRefreshSeconds is the period of the bucket list's auto-refresh.
 const autoRefreshSeconds = 10
 
-// bucketFilter reads a bucket listing's query, shared by the admin page and
-// the JSON API: policy, env, identifier (a prefix), after (the opaque
-// cursor of the previous page's last key) and limit (1..1000, default 50).
-func bucketFilter(r *http.Request) (throttle.Filter, error) {
+// lotPollingPolicies are the policies of SIFEN's per-lot queries: one
+// bucket per lot, thousands of them, all alike. They have a tab of their
+// own so that they do not bury the DICT's and the RUCs' buckets.
+var lotPollingPolicies = []string{sifen.PolicyConsultaLote}
+
+// listQuery is a bucket listing's query, shared by the admin page and the
+// JSON API.
+type listQuery struct {
+	Filter throttle.Filter
+	// Severity and State are the read-time filters as given (lowercase).
+	Severity, State string
+	Sort            throttle.SortBy
+	// Page is the page number of a sorted listing (1-based).
+	Page int
+	// After is the keyset cursor (key order) and Trail the cursors of the
+	// pages before it ("-" for the first), so that "previous" works.
+	After string
+	Trail []string
+	// Tab is "" (everything but lot polling, unless a policy is named),
+	// "lots" (lot polling only) or "all".
+	Tab string
+}
+
+// maxTrail bounds the pages "previous" can walk back.
+const maxTrail = 50
+
+// bucketQuery reads a bucket listing's query: policy, env, identifier (a
+// prefix), severity (healthy|medium|high|critical, the level now), state
+// (blocked|cooling|negative), sort (key|severity|last_send|tokens), tab
+// (lots|all), limit (1..1000, default 50), and either after (the opaque
+// cursor of the previous page's last key; trail lists the cursors before
+// it) in key order or page (1..) when sorted.
+func bucketQuery(r *http.Request) (listQuery, error) {
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"), throttle.DefaultPageSize, throttle.MaxPageSize)
 	if err != nil {
-		return throttle.Filter{}, err
+		return listQuery{}, err
 	}
 	after, err := throttle.DecodeCursor(q.Get("after"))
 	if err != nil {
-		return throttle.Filter{}, err
+		return listQuery{}, err
 	}
-	return throttle.Filter{
-		Policy:           q.Get("policy"),
-		Env:              q.Get("env"),
-		IdentifierPrefix: q.Get("identifier"),
-		After:            after,
-		Limit:            limit,
-	}, nil
+	lq := listQuery{
+		Filter: throttle.Filter{
+			Policy:           q.Get("policy"),
+			Env:              q.Get("env"),
+			IdentifierPrefix: q.Get("identifier"),
+			After:            after,
+			Limit:            limit,
+		},
+		Severity: strings.ToLower(q.Get("severity")),
+		State:    q.Get("state"),
+		After:    q.Get("after"),
+		Tab:      q.Get("tab"),
+		Page:     1,
+	}
+	if lq.Severity != "" {
+		if lq.Filter.Severity, err = throttle.ParseSeverity(lq.Severity); err != nil {
+			return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	}
+	if lq.Filter.Condition, err = throttle.ParseCondition(lq.State); err != nil {
+		return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if lq.Sort, err = throttle.ParseSortBy(q.Get("sort")); err != nil {
+		return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if p := q.Get("page"); p != "" {
+		if lq.Page, err = strconv.Atoi(p); err != nil || lq.Page < 1 {
+			return listQuery{}, fmt.Errorf("%w: page %q is not a number from 1", ErrBadRequest, p)
+		}
+	}
+	if t := q.Get("trail"); t != "" {
+		lq.Trail = strings.Split(t, ",")
+		if len(lq.Trail) > maxTrail {
+			lq.Trail = lq.Trail[len(lq.Trail)-maxTrail:]
+		}
+	}
+	switch lq.Tab {
+	case "", "all":
+		if lq.Tab == "" && lq.Filter.Policy == "" {
+			lq.Filter.ExcludePolicies = lotPollingPolicies
+		}
+	case "lots":
+		if lq.Filter.Policy == "" {
+			lq.Filter.Policy = lotPollingPolicies[0]
+		}
+	default:
+		return listQuery{}, fmt.Errorf("%w: tab %q (want lots or all)", ErrBadRequest, lq.Tab)
+	}
+	return lq, nil
 }
 
-// filterQuery is the query of f without its cursor: what a link to
-// another page of the same listing keeps.
-func filterQuery(f throttle.Filter) url.Values {
+// values is the query of lq without its position (after, trail, page):
+// what a link to another page of the same listing keeps.
+func (lq listQuery) values() url.Values {
 	q := url.Values{}
-	for name, v := range map[string]string{"policy": f.Policy, "env": f.Env, "identifier": f.IdentifierPrefix} {
+	f := lq.Filter
+	for name, v := range map[string]string{
+		"policy": f.Policy, "env": f.Env, "identifier": f.IdentifierPrefix,
+		"severity": lq.Severity, "state": lq.State, "tab": lq.Tab,
+	} {
 		if v != "" {
 			q.Set(name, v)
 		}
+	}
+	if lq.Tab == "lots" && f.Policy == lotPollingPolicies[0] {
+		q.Del("policy")
+	}
+	if lq.Sort != throttle.SortKey {
+		q.Set("sort", string(lq.Sort))
 	}
 	if f.Limit != throttle.DefaultPageSize {
 		q.Set("limit", strconv.Itoa(f.Limit))
@@ -69,16 +174,91 @@ func filterQuery(f throttle.Filter) url.Values {
 	return q
 }
 
+// listing is one page of a listing and the links around it.
+type listing struct {
+	States                 []throttle.BucketState
+	Next, Prev, First      url.Values // nil: no such page
+	Partial                bool
+	PageNumber, PageOffset int
+}
+
+// list runs lq: in key order by keyset, or sorted by reading every
+// matching bucket (at most throttle.MaxScan) and cutting a page.
+func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
+	var out listing
+	base := lq.values()
+	with := func(kv ...string) url.Values {
+		v := url.Values{}
+		for k, vs := range base {
+			v[k] = slices.Clone(vs)
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] != "" {
+				v.Set(kv[i], kv[i+1])
+			}
+		}
+		return v
+	}
+	if lq.Sort != throttle.SortKey {
+		f := lq.Filter
+		f.After = throttle.Key{}
+		all, partial, err := s.Limiter.ListAll(ctx, f)
+		if err != nil {
+			return out, err
+		}
+		throttle.SortStates(all, lq.Sort)
+		size := lq.Filter.Limit
+		from := min((lq.Page-1)*size, len(all))
+		out.States, out.Partial = all[from:min(from+size, len(all))], partial
+		out.PageNumber, out.PageOffset = lq.Page, from
+		if from+size < len(all) {
+			out.Next = with("page", strconv.Itoa(lq.Page+1))
+		}
+		if lq.Page > 1 {
+			out.Prev = with("page", strconv.Itoa(lq.Page-1))
+			out.First = with()
+		}
+		return out, nil
+	}
+	page, err := s.Limiter.List(ctx, lq.Filter)
+	if err != nil {
+		return out, err
+	}
+	out.States, out.Partial = page.States, page.Partial
+	out.PageNumber = len(lq.Trail) + 1
+	current := lq.After
+	if current == "" {
+		current = "-"
+	}
+	if page.Next != "" {
+		trail := append(slices.Clone(lq.Trail), current)
+		if len(trail) > maxTrail {
+			trail = trail[len(trail)-maxTrail:]
+		}
+		out.Next = with("after", page.Next, "trail", strings.Join(trail, ","))
+	}
+	if lq.After != "" {
+		out.First = with()
+		out.Prev = with()
+		if n := len(lq.Trail); n > 0 && lq.Trail[n-1] != "-" {
+			out.Prev = with("after", lq.Trail[n-1], "trail", strings.Join(lq.Trail[:n-1], ","))
+		}
+	}
+	return out, nil
+}
+
 // showAdminBuckets is GET /admin/buckets: the summary and one page of
-// stored buckets, filtered by policy, env and identifier prefix, in key
-// order. Pagination is by keyset: ?after= is the opaque cursor of the last
-// key of the previous page, so a page costs the same at any depth.
+// stored buckets, filtered (policy, env, identifier prefix, severity now,
+// state) and in key order or sorted (see bucketQuery). Lot-polling buckets
+// have their own tab. In key order pagination is by keyset (?after=), so a
+// page costs the same at any depth; sorted, the matching buckets are read
+// (at most throttle.MaxScan) and cut in pages.
 func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error {
-	f, err := bucketFilter(r)
+	lq, err := bucketQuery(r)
 	if err != nil {
 		return err
 	}
-	list, err := s.Limiter.List(r.Context(), f)
+	list, err := s.list(r.Context(), lq)
 	if err != nil {
 		return err
 	}
@@ -90,52 +270,89 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	p := bucketsPage{
 		layout:    s.layout(r, "adminBuckets"),
 		Summary:   sum,
-		Filter:    f,
+		Query:     lq,
 		Policies:  slices.Sorted(slices.Values(s.Policies)),
 		ShowScope: s.Scope != nil,
 		ListURL:   s.path("adminBuckets"),
+		Partial:   list.Partial,
 	}
+	tr := p.T
 	for _, st := range list.States {
-		p.Buckets = append(p.Buckets, s.newBucketView(st))
+		p.Buckets = append(p.Buckets, s.newBucketViewIn(st, tr))
+	}
+	p.Severities = append(p.Severities, option{Value: "", Label: tr.Sprintf("any")})
+	for _, sev := range throttle.Severities {
+		v := strings.ToLower(sev.String())
+		p.Severities = append(p.Severities, option{Value: v, Label: tr.Sprintf(sev.String()), Selected: v == lq.Severity})
+	}
+	p.States = append(p.States, option{Value: "", Label: tr.Sprintf("any")})
+	for _, c := range []throttle.Condition{throttle.ConditionBlocked, throttle.ConditionCoolingDown, throttle.ConditionNegative} {
+		p.States = append(p.States, option{Value: c.Param(), Label: tr.Sprintf(c.String()), Selected: c == lq.Filter.Condition})
+	}
+	for _, o := range []struct {
+		by    throttle.SortBy
+		label string
+	}{{throttle.SortKey, "key"}, {throttle.SortSeverity, "severity (worst first)"}, {throttle.SortLastSend, "last send (newest first)"}, {throttle.SortTokens, "fill (emptiest first)"}} {
+		p.Sorts = append(p.Sorts, option{Value: string(o.by), Label: tr.Sprintf(o.label), Selected: o.by == lq.Sort})
 	}
 
-	// Links keep the filter; each adds or drops one parameter.
-	base := filterQuery(f)
-	refreshing := r.URL.Query().Get("refresh") != ""
-	if refreshing {
-		p.Refresh = autoRefreshSeconds
-		base.Set("refresh", "1")
+	// Tabs, and how many lot-polling buckets the main tab leaves out.
+	mainTab, lotsTab := lq.values(), lq.values()
+	mainTab.Del("tab")
+	lotsTab.Set("tab", "lots")
+	lotsTab.Del("policy")
+	p.Tabs = []navLink{
+		{Label: tr.Sprintf("Buckets"), URL: s.pathWithQuery("adminBuckets", mainTab), Current: lq.Tab != "lots"},
+		{Label: tr.Sprintf("SIFEN lot polling"), URL: s.pathWithQuery("adminBuckets", lotsTab), Current: lq.Tab == "lots"},
 	}
-	with := func(key, value string) string {
-		v := url.Values{}
-		for k, vs := range base {
-			v[k] = slices.Clone(vs)
+	if len(lq.Filter.ExcludePolicies) > 0 {
+		counts, err := s.Limiter.CountBySeverity(r.Context(), throttle.Filter{Policy: lotPollingPolicies[0], Env: lq.Filter.Env})
+		if err != nil {
+			return err
 		}
-		if value == "" {
-			v.Del(key)
-		} else {
-			v.Set(key, value)
+		for _, n := range counts {
+			p.Hidden += n
+		}
+		p.LotsURL = p.Tabs[1].URL
+	}
+
+	refreshing := r.URL.Query().Get("refresh") != ""
+	link := func(v url.Values) string {
+		if v == nil {
+			return ""
+		}
+		if refreshing {
+			v.Set("refresh", "1")
 		}
 		return s.pathWithQuery("adminBuckets", v)
 	}
-	if list.Next != "" {
-		p.NextURL = with("after", list.Next)
+	if refreshing {
+		p.Refresh = autoRefreshSeconds
 	}
-	if f.After != (throttle.Key{}) {
-		p.FirstURL = with("after", "")
+	p.NextURL, p.PrevURL, p.FirstURL = link(list.Next), link(list.Prev), link(list.First)
+	here := r.URL.Query()
+	here.Set("refresh", "1")
+	p.RefreshURL = s.pathWithQuery("adminBuckets", here)
+	here.Del("refresh")
+	p.NoRefreshURL = s.pathWithQuery("adminBuckets", here)
+	if len(p.Buckets) > 0 {
+		from := list.PageOffset + 1
+		if lq.Sort == throttle.SortKey {
+			from = (list.PageNumber-1)*lq.Filter.Limit + 1
+		}
+		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
 	}
-	p.RefreshURL = with("refresh", "1")
-	p.NoRefreshURL = with("refresh", "")
 	return s.render(w, http.StatusOK, p)
 }
 
 // bucketPage is admin_bucket.html.
 type bucketPage struct {
 	layout
-	Bucket bucketView
-	Flash  string
-	Chart  balanceChart
-	Ledger []ledgerView
+	Bucket  bucketView
+	Flash   string
+	Chart   balanceChart
+	Windows []navLink
+	Ledger  []ledgerView
 
 	ListURL   string
 	ResetURL  string
@@ -175,6 +392,14 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: before %q is not a ledger entry id", ErrBadRequest, b)
 		}
 	}
+	window := chartWindows[0]
+	if w := r.URL.Query().Get("window"); w != "" {
+		i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
+		if i < 0 {
+			return fmt.Errorf("%w: window %q (want hour, day or week)", ErrBadRequest, w)
+		}
+		window = chartWindows[i]
+	}
 	st, err := s.Limiter.State(r.Context(), key)
 	if err != nil {
 		return err
@@ -183,20 +408,35 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The chart always shows the newest entries up to now.
-	recent := entries
-	if before != 0 {
-		if recent, err = s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, Limit: ledgerPageSize}); err != nil {
-			return err
-		}
+	from := st.At.Add(-window.Span)
+	inWindow, partial, err := s.windowEntries(r.Context(), key, from)
+	if err != nil {
+		return err
 	}
 
+	l := s.layout(r, "adminBuckets")
 	p := bucketPage{
-		layout:   s.layout(r, "adminBuckets"),
-		Bucket:   s.newBucketView(st),
-		Chart:    newBalanceChart(recent, st),
+		layout:   l,
+		Bucket:   s.newBucketViewIn(st, l.T),
+		Chart:    newBalanceChart(inWindow, st, from),
 		ListURL:  s.path("adminBuckets"),
 		ResetURL: s.bucketPath("adminResetConfirm", key),
+	}
+	p.Chart.Partial = partial
+	for _, w := range chartWindows {
+		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
+			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
+	}
+	// A reset during a cooldown clears the last send with it; the ledger
+	// still knows it.
+	if st.LastSentAt.IsZero() && st.SendCount > 0 {
+		takes, err := s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, Reasons: []throttle.LedgerReason{throttle.LedgerTake}, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(takes) > 0 {
+			p.Bucket.LastSent = formatWhenIn(l.T, takes[0].At, st.At)
+		}
 	}
 	if r.URL.Query().Get("reset") == "1" {
 		p.Flash = "The bucket was reset: it is full, with no cooldown or block. The ledger records who did it."
@@ -212,6 +452,42 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
 	return s.render(w, http.StatusOK, p)
+}
+
+// windowEntries returns key's ledger entries since from, oldest first, at
+// most maxChartRows of them (the newest; partial is then set).
+func (s *Server) windowEntries(ctx context.Context, key throttle.Key, from time.Time) (entries []throttle.LedgerEntry, partial bool, err error) {
+	var beforeID int64
+	for len(entries) < maxChartRows {
+		page, err := s.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &key, Since: from, BeforeID: beforeID, Limit: throttle.MaxPageSize})
+		if err != nil {
+			return nil, false, err
+		}
+		entries = append(entries, page...)
+		if len(page) < throttle.MaxPageSize {
+			break
+		}
+		beforeID = page[len(page)-1].ID
+		partial = len(entries) >= maxChartRows
+	}
+	// Aggregated rows carry the minute they began: order by time.
+	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return cmpID(a.ID, b.ID)
+	})
+	return entries, partial, nil
+}
+
+func cmpID(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func newLedgerView(e throttle.LedgerEntry) ledgerView {
@@ -254,9 +530,10 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	l := s.layout(r, "adminBuckets")
 	return s.render(w, http.StatusOK, resetPage{
-		layout:    s.layout(r, "adminBuckets"),
-		Bucket:    s.newBucketView(st),
+		layout:    l,
+		Bucket:    s.newBucketViewIn(st, l.T),
 		ListURL:   s.path("adminBuckets"),
 		DetailURL: s.bucketPath("adminBucket", key),
 		ResetURL:  s.bucketPath("adminReset", key),

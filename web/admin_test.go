@@ -60,15 +60,18 @@ func TestAdminBucketsShowsState(t *testing.T) {
 	require.Equal(t, 1, neg["Tokens"].Find(".negative").Length())
 	require.Equal(t, "10", neg["Capacity"].Text())
 	require.Equal(t, "10/min", neg["Refill"].Text())
-	require.Equal(t, "Critical", neg["Severity"].Text())
+	require.Equal(t, "Critical", neg["Severity"].Find(".badge").Text())
+	require.Equal(t, "negative", neg["Severity"].Find(".cond").Text())
 	bar, _ := neg["Fill"].Find("rect.fill-bar").Attr("width")
 	require.Equal(t, "0", bar)
 	require.Equal(t, "1", neg["Sends"].Text())
-	require.Contains(t, neg["Last send"].Text(), "2026-01-02 03:04:05 UTC (3s ago)")
+	require.Equal(t, "3s ago", neg["Last send"].Text())
+	at, _ := neg["Last send"].Attr("title")
+	require.Contains(t, at, "2026-01-02 03:04:05 UTC")
 
 	half := row(t, doc, "half")
 	require.Equal(t, "4", strings.TrimSpace(half["Tokens"].Text()))
-	require.Equal(t, "Medium", half["Severity"].Text())
+	require.Equal(t, "Medium", half["Severity"].Find(".badge").Text())
 	bar, _ = half["Fill"].Find("rect.fill-bar").Attr("width")
 	require.Equal(t, "40", bar)
 
@@ -291,13 +294,18 @@ func TestAdminBucketDetail(t *testing.T) {
 	require.Equal(t, []string{"+0", "-6", "-4"}, deltas)
 	require.Equal(t, 1, doc.Find("table.ledger tr.ledger-refusal").Length())
 
-	// The chart: before and after each take (10→6, refilled to 10 at 30 of 31 s, →4),
-	// the refusal (4); now is the instant of the refusal. One dot per entry.
+	// The chart spans the last hour up to now (the refusal's instant):
+	// 10→6 at 0 s, refilled (continuous, 10/min) to the capacity at 24 s,
+	// 10→4 at 30 s, then 4 until now. One dot per take; the refusal is a
+	// red mark under the plot.
 	points, ok := doc.Find("svg.chart polyline.chart-line").Attr("points")
 	require.True(t, ok)
-	require.Equal(t, "56.0,10.0 56.0,82.0 688.9,10.0 688.9,118.0 710.0,118.0", points)
-	require.Equal(t, 3, doc.Find("svg.chart circle").Length())
+	require.Equal(t, "704.4,10.0 704.4,82.0 708.7,10.0 709.8,10.0 709.8,118.0 710.0,118.0", points)
+	require.Equal(t, 2, doc.Find("svg.chart circle").Length())
 	require.Equal(t, "2026-01-02 03:04:35 UTC: take -6 → 4", doc.Find("svg.chart circle title").Eq(1).Text())
+	require.Equal(t, "2026-01-02 03:04:36 UTC: 1 refused", doc.Find("svg.chart rect.chart-refusal title").Text())
+	day, _ := doc.Find(`nav.tabs a:contains("last day")`).Attr("href")
+	require.Equal(t, "/admin/buckets/P/prod/payer-1?window=day", day)
 
 	reset, _ := doc.Find("a.button.danger").Attr("href")
 	require.Equal(t, "/admin/buckets/P/prod/payer-1/reset", reset)

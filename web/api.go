@@ -7,9 +7,11 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// apiBucket is one bucket in the JSON API: seed 003's bucket document, with
-// the policy and waits a monitor needs. Durations are in seconds.
-type apiBucket struct {
+// APIBucket is one bucket in the JSON API and in the CLI's --json (one set
+// of field names for both): seed 003's bucket document, with the policy
+// and waits a monitor needs. Durations are in seconds; severity is the
+// level now.
+type APIBucket struct {
 	Policy     string `json:"policy"`
 	Env        string `json:"env"`
 	Identifier string `json:"identifier"`
@@ -22,8 +24,13 @@ type apiBucket struct {
 	RefillMode          string  `json:"refill_mode"`
 	// Severity is "Healthy", "Medium", "High" or "Critical"; SeverityLevel
 	// is seed 003's AlertSeverity number (1..4, 0 unknown).
-	Severity          string     `json:"severity"`
-	SeverityLevel     int        `json:"severity_level"`
+	Severity      string `json:"severity"`
+	SeverityLevel int    `json:"severity_level"`
+	// State is "blocked", "cooling down", "negative" or "".
+	State string `json:"state"`
+	// Scope is whom the bucket belongs to (PSP, USER, RUC, LOT, IP, TOKEN)
+	// or "".
+	Scope             string     `json:"scope,omitempty"`
 	CooldownSeconds   float64    `json:"cooldown_remaining_seconds"`
 	BlockSeconds      float64    `json:"block_remaining_seconds"`
 	RetryAfterSeconds float64    `json:"retry_after_seconds"`
@@ -37,8 +44,9 @@ type apiBucket struct {
 	At     time.Time `json:"at"`
 }
 
-func newAPIBucket(st throttle.BucketState) apiBucket {
-	b := apiBucket{
+// NewAPIBucket renders st for the API; scope may be nil.
+func NewAPIBucket(st throttle.BucketState, scope func(throttle.Key) string) APIBucket {
+	b := APIBucket{
 		Policy:              st.Key.Policy,
 		Env:                 st.Key.Env,
 		Identifier:          st.Key.Identifier,
@@ -48,6 +56,7 @@ func newAPIBucket(st throttle.BucketState) apiBucket {
 		RefillPeriodSeconds: st.Policy.RefillPeriod.Seconds(),
 		Severity:            st.Severity.String(),
 		SeverityLevel:       int(st.Severity),
+		State:               st.Condition().String(),
 		CooldownSeconds:     st.CooldownLeft.Seconds(),
 		BlockSeconds:        st.BlockLeft.Seconds(),
 		RetryAfterSeconds:   st.RetryAfter.Seconds(),
@@ -60,6 +69,9 @@ func newAPIBucket(st throttle.BucketState) apiBucket {
 	if !st.Orphan {
 		b.RefillMode = st.Policy.Refill.String()
 	}
+	if scope != nil {
+		b.Scope = scope(st.Key)
+	}
 	if !st.LastSentAt.IsZero() {
 		t := st.LastSentAt.UTC()
 		b.LastSentAt = &t
@@ -70,33 +82,42 @@ func newAPIBucket(st throttle.BucketState) apiBucket {
 // apiBucketList is the answer of GET /api/buckets (seed 003's
 // GetAllBuckets, one page at a time).
 type apiBucketList struct {
-	Buckets []apiBucket `json:"buckets"`
-	// Next is the cursor of the next page, NextURL the same as a path with
-	// the filter kept; both are absent on the last page.
+	Buckets []APIBucket `json:"buckets"`
+	// Next is the cursor (key order) or page number (sorted) of the next
+	// page, NextURL the same as a path with the filter kept; both are
+	// absent on the last page. Partial is set when a filter stopped at
+	// throttle.MaxScan rows.
 	Next    string `json:"next,omitempty"`
 	NextURL string `json:"next_url,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
 }
 
-// listAPIBuckets is GET /api/buckets?policy=&env=&identifier=&after=&limit=:
-// stored buckets in key order, keyset-paginated (limit 1..1000, default 50).
-// identifier is a prefix.
+// listAPIBuckets is GET /api/buckets with the admin list's query (see
+// bucketQuery: policy, env, identifier, severity, state, sort, after,
+// page, limit); every policy by default (tab=lots: lot polling only).
 func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
-	f, err := bucketFilter(r)
+	lq, err := bucketQuery(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.Limiter.List(r.Context(), f)
+	if lq.Tab == "" {
+		lq.Tab, lq.Filter.ExcludePolicies = "all", nil
+	}
+	list, err := s.list(r.Context(), lq)
 	if err != nil {
 		return err
 	}
-	out := apiBucketList{Buckets: make([]apiBucket, 0, len(page.States))}
-	for _, st := range page.States {
-		out.Buckets = append(out.Buckets, newAPIBucket(st))
+	out := apiBucketList{Buckets: make([]APIBucket, 0, len(list.States)), Partial: list.Partial}
+	for _, st := range list.States {
+		out.Buckets = append(out.Buckets, NewAPIBucket(st, s.Scope))
 	}
-	if page.Next != "" {
-		next := filterQuery(f)
-		next.Set("after", page.Next)
-		out.Next, out.NextURL = page.Next, s.pathWithQuery("apiBuckets", next)
+	if list.Next != nil {
+		out.Next = list.Next.Get("after")
+		if out.Next == "" {
+			out.Next = list.Next.Get("page")
+		}
+		list.Next.Del("trail")
+		out.NextURL = s.pathWithQuery("apiBuckets", list.Next)
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
@@ -114,6 +135,6 @@ func (s *Server) getAPIBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, newAPIBucket(st))
+	s.writeJSON(w, r, http.StatusOK, NewAPIBucket(st, s.Scope))
 	return nil
 }

@@ -43,7 +43,7 @@ func TestAPIBucket(t *testing.T) {
 		"policy": "SLOW", "env": "prod", "identifier": `ruc"<1>`,
 		"tokens": 76.0, "capacity": 100.0,
 		"refill_tokens": 100.0, "refill_period_seconds": 60.0, "refill_mode": "continuous",
-		"severity": "Healthy", "severity_level": 1.0,
+		"severity": "Healthy", "severity_level": 1.0, "state": "cooling down",
 		"cooldown_remaining_seconds": 6.0, "block_remaining_seconds": 0.0,
 		"retry_after_seconds": 6.0, "until_full_seconds": 14.0,
 		"last_sent_at": "2026-01-02T03:04:05Z", "send_count": 1.0,

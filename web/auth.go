@@ -80,6 +80,22 @@ func (a *authenticator) check(user, password string) bool {
 	return true
 }
 
+// known is check without bcrypt: true when the pair is the admin's and
+// that is cheap to tell (a plain password, or the pair bcrypt accepted
+// last); false when it is not, or only bcrypt could tell. The inbound
+// limiter uses it to charge the admin's own bucket, leaving a slow check
+// to run after the per-IP limit.
+func (a *authenticator) known(user, password string) bool {
+	if a.hash == nil {
+		return a.check(user, password)
+	}
+	u := sha256.Sum256([]byte(user))
+	pair := pairDigest(user, password)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hasOK && subtle.ConstantTimeCompare(pair[:], a.accepted[:])&subtle.ConstantTimeCompare(u[:], a.user[:]) == 1
+}
+
 // pairDigest binds a user and a password in one digest (length-prefixed so
 // that ("ab", "c") and ("a", "bc") differ).
 func pairDigest(user, password string) [32]byte {

@@ -17,12 +17,17 @@ import (
 // parse ends the walk: the last trusted hop is then the client (it is the
 // one that forwarded garbage).
 func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	return clientIPFrom(r, trusted, "X-Forwarded-For")
+}
+
+// clientIPFrom is clientIP reading the chain from header (canonical form).
+func clientIPFrom(r *http.Request, trusted []netip.Prefix, header string) netip.Addr {
 	peer := parseHost(r.RemoteAddr)
 	if !peer.IsValid() || !isTrusted(peer, trusted) {
 		return peer
 	}
 	client := peer
-	hops := r.Header.Values("X-Forwarded-For")
+	hops := r.Header.Values(header)
 	for i := len(hops) - 1; i >= 0; i-- {
 		parts := strings.Split(hops[i], ",")
 		for j := len(parts) - 1; j >= 0; j-- {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // DictClient is what the DICT lookup page and the /policies/ endpoints
@@ -49,10 +50,12 @@ type dictLookupPage struct {
 	Entry      *entryView
 	Refusal    *refusalView
 	Remote     *remoteView
-	// Buckets are the lookup's buckets (payer's, participant's) after it.
-	Buckets   []bucketView
-	ShowScope bool
-	Payment   *paymentView
+	// Buckets are the lookup's buckets (payer's, participant's) after it;
+	// BucketsError says why they are missing.
+	Buckets      []bucketView
+	BucketsError string
+	ShowScope    bool
+	Payment      *paymentView
 
 	LookupURL  string
 	PaymentURL string
@@ -68,6 +71,9 @@ type entryView struct {
 	OwnerType, OwnerTaxID, OwnerName, TradeName     string
 	CreationDate, KeyOwnershipDate, OpenClaim       string
 	ResponseTime, CorrelationID                     string
+	// StatisticsUpdated and Counters are the entry's Statistics.
+	StatisticsUpdated string
+	Counters          []dict.Counter
 }
 
 // refusalView is a lookup the local mirror refused: it was not sent.
@@ -145,8 +151,12 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	p.PayerID = strings.TrimSpace(r.PostForm.Get("payer_id"))
 
 	res, err := s.Dict.GetEntry(r.Context(), dict.LookupRequest{Key: p.Key, PayerID: p.PayerID})
+	if err == nil && !res.Decision.Allowed {
+		// Refused by the mirror: nothing was sent (decision 0010).
+		err = &throttle.RefusedError{Op: "dict getEntry", Decision: res.Decision}
+	}
 	var (
-		refused *dict.RefusedError
+		refused *throttle.RefusedError
 		remote  *dict.RemoteError
 	)
 	switch {
@@ -170,12 +180,14 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	s.Logger.Info("dict lookup", slog.String("key_type", string(res.Key.Type)), slog.Int("status", p.Status),
 		slog.String("end_to_end_id", res.EndToEndID), slog.String("user", requestInfoFrom(r.Context()).user))
 
-	// The buckets the lookup was charged to, as they are now.
+	// The buckets the lookup was charged to, as they are now. The DICT's
+	// answer is shown even when they cannot be read.
 	if res.Key.Value != "" {
 		keys := s.Dict.Catalog().LookupKeys(res.Key.Type, p.PayerID, s.Dict.Participant())
 		states, err := s.Limiter.States(r.Context(), keys)
 		if err != nil {
-			return err
+			s.Logger.Error("dict lookup: bucket panel unavailable", slog.Any("error", err))
+			p.BucketsError = "The buckets cannot be read right now (the store did not answer); the DICT's answer above stands."
 		}
 		for _, st := range states {
 			p.Buckets = append(p.Buckets, s.newBucketView(st))
@@ -195,7 +207,7 @@ func newEntryView(e *dict.GetEntryResponse) *entryView {
 		return t.UTC().Format(TimeLayout)
 	}
 	en := e.Entry
-	return &entryView{
+	v := &entryView{
 		Key:              en.Key,
 		KeyType:          string(en.KeyType),
 		Participant:      en.Account.Participant,
@@ -213,9 +225,14 @@ func newEntryView(e *dict.GetEntryResponse) *entryView {
 		ResponseTime:     ts(&e.ResponseTime),
 		CorrelationID:    e.CorrelationID,
 	}
+	if st := e.Statistics; st != nil {
+		v.StatisticsUpdated = ts(&st.LastUpdated)
+		v.Counters = st.Counters
+	}
+	return v
 }
 
-func (s *Server) newRefusalView(e *dict.RefusedError, payer string) *refusalView {
+func (s *Server) newRefusalView(e *throttle.RefusedError, payer string) *refusalView {
 	k := e.Decision.Key
 	v := &refusalView{
 		Policy:     k.Policy,

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // Keys and payers of dict/testdata/entries.csv.
@@ -248,4 +250,43 @@ func cells(tr *goquery.Selection) []string {
 	var out []string
 	tr.Find("td").Each(func(_ int, td *goquery.Selection) { out = append(out, strings.TrimSpace(td.Text())) })
 	return out
+}
+
+// TestDictLookupShowsStatistics: the entry's Statistics (the DICT's
+// anti-fraud counters) are shown with it.
+func TestDictLookupShowsStatistics(t *testing.T) {
+	e := newEnv(t, withDict())
+	resp := e.lookup(keyFound, payerPF)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	page := document(t, resp)
+	rows := page.Find("table.statistics tbody tr")
+	require.Equal(t, 12, rows.Length(), "4 counters by key, owner and account")
+	var cells []string
+	rows.First().Find("td").Each(func(_ int, td *goquery.Selection) { cells = append(cells, td.Text()) })
+	require.Equal(t, []string{"SETTLEMENTS", "KEY", "0", "0", "0"}, cells)
+}
+
+// TestDictLookupAnswerSurvivesTheBucketPanel: when the buckets cannot be
+// read after the lookup, the page still shows the DICT's answer (before:
+// a 503 for a lookup the DICT had answered).
+func TestDictLookupAnswerSurvivesTheBucketPanel(t *testing.T) {
+	var readsDown atomic.Bool
+	e := newEnv(t, withDict(), func(e *env) {
+		e.store = &throttletest.Store{
+			Base: throttletest.NewMemStore(e.clock.Now),
+			BucketsFn: func(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
+				if readsDown.Load() {
+					return nil, throttle.ErrStoreUnavailable
+				}
+				return nil, nil
+			},
+		}
+	})
+	readsDown.Store(true)
+	resp := e.lookup(keyFound, payerPF)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	page := document(t, resp)
+	require.Contains(t, page.Find("section.state dl").Text(), "João Silva")
+	require.Contains(t, page.Find("p.warning").Text(), "The buckets cannot be read right now")
+	require.Zero(t, page.Find("table.buckets").Length())
 }

@@ -75,7 +75,7 @@ type problem struct {
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *RateLimitError
-		refused *dict.RefusedError
+		refused *throttle.RefusedError
 		remote  *dict.RemoteError
 	)
 	switch {
@@ -117,6 +117,7 @@ func problemOf(r *http.Request, err error) problem {
 		errors.Is(err, sifen.ErrInvalidDV),
 		errors.Is(err, sifen.ErrInvalidCDC),
 		errors.Is(err, sifen.ErrInvalidType),
+		errors.Is(err, sifen.ErrUnfit),
 		errors.Is(err, sifen.ErrInvalidLotNumber),
 		errors.Is(err, sifen.ErrLotEmpty),
 		errors.Is(err, sifen.ErrLotTooManyDEs),
@@ -227,6 +228,17 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	if p.retryAfter > 0 {
 		page.RetryAfter = FormatWait(p.retryAfter)
 	}
+	if p.status == http.StatusTooManyRequests {
+		// Every other page of balde is limited by the same bucket: the
+		// page links only to a retry of the refused request, and reloads
+		// itself once the wait is over.
+		page.Nav = nil
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			page.RetryURL = s.requestURL(r)
+			page.HomeURL = page.RetryURL
+			page.Refresh = int(ceilSeconds(p.retryAfter))
+		}
+	}
 	if err := s.render(w, p.status, page); err != nil {
 		// The error page itself failed: answer in plain text rather than
 		// with half a page.
@@ -257,7 +269,7 @@ func (s *Server) prepareError(w http.ResponseWriter, r *http.Request, err error)
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", retryAfterSeconds(p.retryAfter))
 	}
-	if p.status == http.StatusUnauthorized {
+	if p.status == http.StatusUnauthorized && s.Authenticate == nil && info.route.name != "metrics" {
 		h.Set("WWW-Authenticate", `Basic realm="balde admin", charset="UTF-8"`)
 	}
 	h.Set("Cache-Control", "no-store")
@@ -303,6 +315,8 @@ type errorPage struct {
 	StatusText string
 	Message    string
 	RetryAfter string
+	// RetryURL, on a 429, is the refused page: the only link shown.
+	RetryURL string
 }
 
 func (errorPage) templateFile() string { return "error.html" }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -16,13 +18,16 @@ import (
 // Policy names of the inbound limiter's buckets. Keys are
 // (INBOUND_IP, env, client IP or IPv6 /64) and
 // (INBOUND_TOKEN, env, hex SHA-256 of the API token): a raw token is never
-// stored, logged or shown.
+// stored, logged or shown. An authenticated admin on the admin pages is
+// charged to (INBOUND_ADMIN, env, user name) instead of its IP.
 const (
 	PolicyInboundIP    = "INBOUND_IP"
 	PolicyInboundToken = "INBOUND_TOKEN"
+	PolicyInboundAdmin = "INBOUND_ADMIN"
 )
 
-// TokenHeader is the request header that carries an API token.
+// TokenHeader is the request header that carries an API token, unless
+// InboundConfig.TokenHeader names another.
 const TokenHeader = "API_KEY"
 
 // InboundConfig configures the inbound limiter (seed 004): an exact sliding
@@ -38,18 +43,44 @@ type InboundConfig struct {
 	// Block is how long a client is refused after exceeding its limit
 	// (default 5 min; 0 only refuses until the window frees a slot).
 	Block time.Duration
+	// AdminLimit requests per Window for each admin credential on the admin
+	// pages (default DefaultInboundAdminLimit). An authenticated admin is
+	// charged here instead of to its IP, so the public per-IP limit never
+	// locks the operator out; without the credential the IP limit applies.
+	AdminLimit int64
 	// Tokens have limits of their own that replace the IP limit for
 	// requests carrying them in the API_KEY header. A token that is not
 	// listed is ignored (the IP limit applies), so a client cannot escape
 	// its IP's limit by inventing tokens.
 	Tokens []InboundToken
-	// Paths are the path prefixes limited (default "/": everything);
-	// Exempt prefixes are never limited (default /healthz, /metrics,
-	// /static/).
+	// Paths are the path prefixes limited (default "/": everything).
+	// Exempt paths are never limited (default DefaultInboundExempt). An
+	// exempt entry is an exact path ("/healthz" exempts /healthz, not
+	// /healthzX nor /healthz/x), unless it ends in "/", which exempts the
+	// whole subtree ("/static/").
 	Paths, Exempt []string
 	// FailMode is what happens when the store cannot answer: FailOpen
 	// (the default here, logged and counted) or FailClosed (503).
 	FailMode throttle.FailMode
+
+	// The options below matter to Middleware, which has no Server around
+	// it; a Server uses its own TrustedProxies and error pages.
+
+	// TrustedProxies are the peers whose ForwardedHeader is believed when
+	// finding a client's IP (see ParseTrustedProxies). Empty: the socket
+	// address is the client.
+	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the header a trusted proxy appends the client to,
+	// a comma-separated list read from the right (default
+	// "X-Forwarded-For").
+	ForwardedHeader string
+	// TokenHeader is the header that carries an API token (default
+	// TokenHeader, "API_KEY").
+	TokenHeader string
+	// Refused writes the answer to a refused request: err is a
+	// *RateLimitError (429), or the store's error when the limiter fails
+	// closed. Default: a plain-text 429 or 503 with Retry-After.
+	Refused func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Default inbound limits (see docs/decisions/0006-inbound-limiter.md).
@@ -58,11 +89,15 @@ const (
 	DefaultInboundWindow  = time.Minute
 	DefaultInboundBlock   = 5 * time.Minute
 	DefaultInboundEnv     = "prod"
+	// DefaultInboundAdminLimit is generous: an operator clicking through
+	// the admin pages, each with its stylesheet, stays far below it.
+	DefaultInboundAdminLimit = 1200
 )
 
-// DefaultInboundExempt are the paths not limited by default: probes,
-// scrapes and the stylesheet.
-var DefaultInboundExempt = []string{"/healthz", "/metrics", "/static/"}
+// DefaultInboundExempt are the paths not limited by default: the probes
+// (exact paths), the Prometheus scrape (protect it with
+// Server.MetricsToken), the icon and the stylesheets (a subtree).
+var DefaultInboundExempt = []string{"/healthz", "/livez", "/readyz", "/metrics", "/favicon.ico", "/static/"}
 
 // InboundToken is one API token with its own limit. Window and Block of 0
 // take the IP limit's.
@@ -180,9 +215,15 @@ type Inbound struct {
 
 	env    string
 	ip     throttle.Policy
+	admin  throttle.Policy
 	tokens map[string]throttle.Policy // by token hash
 	paths  []string
 	exempt []string
+
+	trusted     []netip.Prefix
+	forwarded   string
+	tokenHeader string
+	refused     func(http.ResponseWriter, *http.Request, error)
 }
 
 // NewInbound validates cfg and returns the limiter (without its
@@ -200,15 +241,36 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	if cfg.Exempt == nil {
 		cfg.Exempt = DefaultInboundExempt
 	}
+	if cfg.AdminLimit == 0 {
+		cfg.AdminLimit = DefaultInboundAdminLimit
+	}
+	if cfg.ForwardedHeader == "" {
+		cfg.ForwardedHeader = "X-Forwarded-For"
+	}
+	if cfg.TokenHeader == "" {
+		cfg.TokenHeader = TokenHeader
+	}
+	if cfg.Refused == nil {
+		cfg.Refused = writeRefusedPlain
+	}
 	in := &Inbound{
 		env:    cfg.Env,
 		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, cfg.FailMode),
+		admin:  rollingPolicy(PolicyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, cfg.FailMode),
 		tokens: make(map[string]throttle.Policy, len(cfg.Tokens)),
 		paths:  cfg.Paths,
 		exempt: cfg.Exempt,
+
+		trusted:     cfg.TrustedProxies,
+		forwarded:   http.CanonicalHeaderKey(cfg.ForwardedHeader),
+		tokenHeader: cfg.TokenHeader,
+		refused:     cfg.Refused,
 	}
 	if err := in.ip.Validate(); err != nil {
 		return nil, fmt.Errorf("web: inbound IP limit: %w", err)
+	}
+	if err := in.admin.Validate(); err != nil {
+		return nil, fmt.Errorf("web: inbound admin limit: %w", err)
 	}
 	if err := (throttle.Key{Policy: PolicyInboundIP, Env: cfg.Env, Identifier: "x"}).Validate(); err != nil {
 		return nil, fmt.Errorf("web: inbound env: %w", err)
@@ -228,6 +290,23 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		in.tokens[t.Hash] = p
 	}
 	return in, nil
+}
+
+// UseStore sets in.Limiter to a limiter of its own over store (the store
+// of the outbound limiter, or its group commit), with cfg's Clock,
+// Thresholds, Observer and Logger. Its Ledger is throttle.LedgerNoTakes and
+// it skips refusal rows: every request is a take, and a ledger row for each
+// (or for each refusal of a flood) would bury the outbound history. Its
+// decisions still reach the Observer.
+func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
+	cfg.Ledger = throttle.LedgerNoTakes
+	cfg.SkipRefusalRows = true
+	lim, err := throttle.NewLimiter(store, in.Policies(), cfg)
+	if err != nil {
+		return fmt.Errorf("web: inbound limiter: %w", err)
+	}
+	in.Limiter = lim
+	return nil
 }
 
 // rollingPolicy is an exact sliding window of limit requests per window:
@@ -253,6 +332,8 @@ func (in *Inbound) Policies() throttle.Resolver {
 		switch k.Policy {
 		case PolicyInboundIP:
 			return in.ip, nil
+		case PolicyInboundAdmin:
+			return in.admin, nil
 		case PolicyInboundToken:
 			if p, ok := in.tokens[k.Identifier]; ok {
 				return p, nil
@@ -265,14 +346,15 @@ func (in *Inbound) Policies() throttle.Resolver {
 
 // PolicyNames lists the inbound policy names (for the admin filter).
 func (in *Inbound) PolicyNames() []string {
-	return []string{PolicyInboundIP, PolicyInboundToken}
+	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin}
 }
 
 // applies reports whether a request path is limited: under one of the
-// limited prefixes and none of the exempt ones.
+// limited prefixes and not exempt (an exact exempt path, or under an
+// exempt entry ending in "/").
 func (in *Inbound) applies(path string) bool {
 	for _, p := range in.exempt {
-		if strings.HasPrefix(path, p) {
+		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) {
 			return false
 		}
 	}
@@ -285,9 +367,17 @@ func (in *Inbound) applies(path string) bool {
 }
 
 // key returns the bucket a request is charged to, with the name of its
-// RateLimit policy ("token" or "ip"): a configured token's own bucket when
-// the request carries one, the client IP's otherwise.
-func (in *Inbound) key(token string, ip string) (throttle.Key, string, throttle.Policy) {
+// RateLimit policy ("admin", "token" or "ip"): the admin's when an
+// authenticated admin is named, a configured token's own bucket when the
+// request carries one, the client IP's otherwise.
+func (in *Inbound) key(admin, token, ip string) (throttle.Key, string, throttle.Policy) {
+	if admin != "" {
+		k := throttle.Key{Policy: PolicyInboundAdmin, Env: in.env, Identifier: admin}
+		if k.Validate() != nil {
+			k.Identifier = HashToken(admin)
+		}
+		return k, "admin", in.admin
+	}
 	if token != "" {
 		h := HashToken(token)
 		if p, ok := in.tokens[h]; ok {

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,6 +30,12 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	failOpen  *prometheus.CounterVec
 	severity  *prometheus.CounterVec
+
+	buckets     *prometheus.GaugeVec
+	blocked     prometheus.Gauge
+	negative    prometheus.Gauge
+	worstFill   *prometheus.GaugeVec
+	worstTokens *prometheus.GaugeVec
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -62,6 +70,26 @@ func NewMetrics() *Metrics {
 			Name: "balde_throttle_severity_changes_total",
 			Help: "Buckets that changed severity level, by policy and levels.",
 		}, []string{"policy", "from", "to"}),
+		buckets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "balde_buckets",
+			Help: "Stored buckets by their severity now (computed at scrape time, not the level stored at the last write).",
+		}, []string{"severity"}),
+		blocked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "balde_buckets_blocked",
+			Help: "Keys blocked now (refusing everything after a refusal or a remote 429).",
+		}),
+		negative: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "balde_buckets_negative",
+			Help: "Buckets with a negative balance now (after a penalty).",
+		}),
+		worstFill: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "balde_bucket_worst_fill_ratio",
+			Help: "Per policy, the fill ratio (tokens/capacity, negative below 0) of its emptiest bucket now; absent when every bucket of the policy was stored Healthy.",
+		}, []string{"policy"}),
+		worstTokens: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "balde_bucket_worst_tokens",
+			Help: "Per policy, the tokens of its emptiest bucket now (see balde_bucket_worst_fill_ratio).",
+		}, []string{"policy"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "balde_http_requests_total",
 			Help: "HTTP requests served, by route template, method and status code.",
@@ -73,6 +101,7 @@ func NewMetrics() *Metrics {
 		}, []string{"route"}),
 	}
 	m.Registry.MustRegister(m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
+		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
 		m.httpRequests, m.httpDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
@@ -121,8 +150,40 @@ func (m *Metrics) observeHTTP(route, method string, status int, elapsed time.Dur
 	m.httpDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 }
 
-// serveMetrics is GET /metrics in the Prometheus text format.
+// SetBuckets sets the bucket gauges from counts of the severity now.
+func (m *Metrics) SetBuckets(c throttle.SeverityCounts) {
+	for _, sev := range throttle.Severities {
+		m.buckets.WithLabelValues(sev.String()).Set(float64(c.BySeverity[sev]))
+	}
+	m.blocked.Set(float64(c.Blocked))
+	m.negative.Set(float64(c.Negative))
+	m.worstFill.Reset()
+	m.worstTokens.Reset()
+	for policy, st := range c.Worst {
+		if st.Policy.Capacity > 0 {
+			m.worstFill.WithLabelValues(policy).Set(float64(st.Tokens) / float64(st.Policy.Capacity))
+		}
+		m.worstTokens.WithLabelValues(policy).Set(float64(st.Tokens))
+	}
+}
+
+// metricsCountTimeout bounds the count of buckets a scrape runs.
+const metricsCountTimeout = 5 * time.Second
+
+// serveMetrics is GET /metrics in the Prometheus text format. The bucket
+// gauges are computed at scrape time (Limiter.CountNow); when that fails
+// the scrape still answers, with the gauges of the last good count.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if s.Limiter != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), metricsCountTimeout)
+		c, err := s.Limiter.CountNow(ctx, throttle.Filter{})
+		cancel()
+		if err != nil {
+			s.Logger.Warn("metrics: count buckets", slog.Any("error", err))
+		} else {
+			s.Metrics.SetBuckets(c)
+		}
+	}
 	s.Metrics.handler.ServeHTTP(w, r)
 	return nil
 }

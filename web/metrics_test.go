@@ -31,8 +31,9 @@ func TestMetricsAfterDecisions(t *testing.T) {
 		`balde_throttle_refusals_total{policy="SLOW",reason="cooldown"} 1`,
 		`balde_throttle_decision_seconds_count{policy="SLOW"} 2`,
 		`balde_throttle_severity_changes_total{from="Healthy",policy="P",to="High"} 1`,
-		// The inbound limiter reports through the same observer.
-		`balde_throttle_decisions_total{policy="INBOUND_IP",result="allowed"} 1`,
+		// The inbound limiter reports through the same observer (the
+		// admin's page is charged to the admin's own bucket).
+		`balde_throttle_decisions_total{policy="INBOUND_ADMIN",result="allowed"} 1`,
 		// HTTP requests are labelled by route template.
 		`balde_http_requests_total{code="200",method="GET",route="/admin/buckets/{policy}/{env}/{identifier}"} 1`,
 		`balde_http_request_seconds_count{route="/admin/buckets/{policy}/{env}/{identifier}"} 1`,

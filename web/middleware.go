@@ -2,6 +2,8 @@ package web
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -102,7 +104,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 		info := requestInfoFrom(r.Context())
 		s.Metrics.observeHTTP(info.template, r.Method, status, elapsed)
 		level := slog.LevelInfo
-		if rt.probe || rt.name == "metrics" || rt.name == "static" {
+		if rt.probe || rt.name == "metrics" || rt.name == "static" || rt.name == "favicon" {
 			level = slog.LevelDebug // probes and scrapes would drown the log
 		}
 		s.Logger.LogAttrs(r.Context(), level, "request",
@@ -138,7 +140,7 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 		if r.TLS != nil {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
-		if rt.name == "static" {
+		if rt.name == "static" || rt.name == "favicon" {
 			h.Set("Cache-Control", "public, max-age=3600")
 		} else {
 			h.Set("Cache-Control", "no-store")
@@ -147,11 +149,22 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// authenticate requires the admin credential (HTTP basic). A failure is a
-// 401 with a WWW-Authenticate challenge; the admin's name goes into the
-// request info (the ledger records it on a reset).
+// authenticate requires the admin: Server.Authenticate's answer when it
+// is set, the admin credential (HTTP basic) otherwise. A failure is a 401
+// (with a WWW-Authenticate challenge for basic auth); the admin's name goes
+// into the request info (the ledger records it on a reset).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Authenticate != nil {
+			user, ok := s.Authenticate(r)
+			if !ok || user == "" {
+				s.Error(w, r, ErrUnauthorized)
+				return
+			}
+			requestInfoFrom(r.Context()).user = user
+			next.ServeHTTP(w, r)
+			return
+		}
 		user, pass, ok := r.BasicAuth()
 		if !ok || !s.auth.check(user, pass) {
 			if ok {
@@ -164,6 +177,41 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		requestInfoFrom(r.Context()).user = user
+		next.ServeHTTP(w, r)
+	})
+}
+
+// knownAdmin returns the admin that sent r when that is cheap to tell
+// (Server.Authenticate, a plain password, or the bcrypt pair accepted
+// last): the inbound limiter charges such a request to the admin's own
+// bucket. "" for anyone else, who is then limited per IP.
+func (s *Server) knownAdmin(r *http.Request) (string, bool) {
+	if s.Authenticate != nil {
+		user, ok := s.Authenticate(r)
+		return user, ok && user != ""
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok || !s.auth.known(user, pass) {
+		return "", false
+	}
+	return user, true
+}
+
+// requireMetricsToken guards /metrics when Server.MetricsToken is set: the
+// scrape must send "Authorization: Bearer <token>" (constant-time compare).
+func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.MetricsToken == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		want := sha256.Sum256([]byte(s.MetricsToken))
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(token))
+		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			s.Error(w, r, fmt.Errorf("%w: /metrics needs its bearer token", ErrUnauthorized))
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -40,7 +40,7 @@ const AntiScanWindow = 24 * time.Hour
 const maxPanelPayers = 5
 
 // AntiScanPanel is the admin summary's box of the DICT manual's anti-scan
-// monitors over the last 24 hours, from monitors (dict.Records.Monitors):
+// monitors over the last 24 hours, from monitors (dictsql.Records.Monitors):
 // lookups per payment order sent; the share of lookups that ended in 404
 // per participant, suspicious above 7 %; and the payers with at least 100
 // lookups, with their share of 404s, suspicious above 20 %. Suspicious

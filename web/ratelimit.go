@@ -1,15 +1,21 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// limitInbound charges one request to the client's inbound bucket (its API
-// token's when it carries a configured one, its IP's otherwise) and refuses
-// it with 429 when the limit is exceeded or the client is blocked.
+// limitInbound charges one request to the client's inbound bucket and
+// refuses it with 429 when the limit is exceeded or the client is blocked.
+// The bucket is the admin's own (INBOUND_ADMIN, a generous limit) on an
+// admin page whose request carries the admin credential, so the operator is
+// never locked out by the public limit; otherwise its API token's when it
+// carries a configured one, its IP's otherwise (wrong or missing
+// credentials included, so guessing the password is limited).
 //
 // Every limited response carries the IETF RateLimit headers
 // (draft-ietf-httpapi-ratelimit-headers), e.g.
@@ -23,7 +29,7 @@ import (
 // rounded up to whole seconds. When the store is down and the policy fails
 // open, the request passes with RateLimit-Policy only (nothing is known
 // about the bucket).
-func (s *Server) limitInbound(next http.Handler) http.Handler {
+func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in := s.Inbound
 		if in == nil || !in.applies(r.URL.Path) {
@@ -31,19 +37,80 @@ func (s *Server) limitInbound(next http.Handler) http.Handler {
 			return
 		}
 		info := requestInfoFrom(r.Context())
-		key, name, p := in.key(r.Header.Get(TokenHeader), limitIdentifier(info.clientIP))
-		d, err := in.Limiter.Take(r.Context(), "", throttle.Charge{Key: key, Cost: 1})
-		if err != nil {
-			s.Error(w, r, err)
-			return
+		var admin string
+		if rt.admin && rt.format == formatHTML {
+			admin, _ = s.knownAdmin(r)
 		}
-		setRateLimitHeaders(w.Header(), name, p, d)
-		if !d.Allowed {
-			s.Error(w, r, &RateLimitError{Policy: name, RetryAfter: d.RetryAfter})
+		if err := in.limit(w, r, info.clientIP, admin); err != nil {
+			s.Error(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Middleware is the inbound limiter for any router: every request under
+// Paths and not exempt is charged to its client's bucket (its API token's
+// when TokenHeader carries a configured one, else its IP's, found through
+// TrustedProxies), answered with the RateLimit headers, and refused with
+// InboundConfig.Refused (by default a plain-text 429 with Retry-After) when
+// the limit is exceeded or the client is blocked. Requests that pass reach
+// next untouched.
+//
+// in.Limiter must be set (balde.Engine.Inbound builds it); Middleware
+// panics otherwise, when it is built, not on a request. Put it before the
+// app's authentication so that guessing credentials is limited too.
+func (in *Inbound) Middleware(next http.Handler) http.Handler {
+	if in.Limiter == nil {
+		panic("web: Inbound.Middleware: the inbound limiter needs its throttle.Limiter")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !in.applies(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := in.limit(w, r, clientIPFrom(r, in.trusted, in.forwarded), ""); err != nil {
+			in.refused(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limit charges r to its bucket (see key) and writes the RateLimit
+// headers. It returns nil when the request is admitted, a *RateLimitError
+// when it is refused, and the store's error when the limiter cannot decide
+// and fails closed.
+func (in *Inbound) limit(w http.ResponseWriter, r *http.Request, client netip.Addr, admin string) error {
+	key, name, p := in.key(admin, r.Header.Get(in.tokenHeader), limitIdentifier(client))
+	d, err := in.Limiter.Take(r.Context(), "", throttle.Charge{Key: key, Cost: 1})
+	if err != nil {
+		return err
+	}
+	setRateLimitHeaders(w.Header(), name, p, d)
+	if !d.Allowed {
+		return &RateLimitError{Policy: name, RetryAfter: d.RetryAfter}
+	}
+	return nil
+}
+
+// writeRefusedPlain is Middleware's default answer to a refusal: 429 (or
+// 503 when the store failed closed) with Retry-After and one line of text.
+func writeRefusedPlain(w http.ResponseWriter, _ *http.Request, err error) {
+	status, wait := http.StatusServiceUnavailable, storeRetryAfter
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		status, wait = http.StatusTooManyRequests, rl.RetryAfter
+	}
+	w.Header().Set("Retry-After", retryAfterSeconds(wait))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if status == http.StatusTooManyRequests {
+		fmt.Fprintf(w, "too many requests: retry in %s\n", FormatWait(wait))
+		return
+	}
+	fmt.Fprintln(w, "the rate limiter's store is unavailable: retry later")
 }
 
 // setRateLimitHeaders writes RateLimit-Policy and RateLimit for decision d

@@ -40,7 +40,7 @@ func runSteps(t *testing.T, e *env, path string, steps []step, opts ...reqOpt) {
 func TestInboundExactSlidingWindow(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 3, Window: time.Minute}))
 	ms := time.Millisecond
-	runSteps(t, e, "/admin/buckets", []step{
+	runSteps(t, e, "/api/buckets", []step{
 		{0, 200, "", `"ip";r=2;t=60`},
 		{10 * time.Second, 200, "", `"ip";r=1;t=60`},
 		{20 * time.Second, 200, "", `"ip";r=0;t=60`},
@@ -88,7 +88,7 @@ func TestInboundRefusalBody(t *testing.T) {
 	require.Equal(t, 60.0, got.RetryAfter)
 	require.Contains(t, got.Error, "too many requests")
 
-	resp = e.get("/admin/buckets", asAdmin)
+	resp = e.get("/admin/buckets")
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
 	require.Contains(t, body(t, resp), "Retry in 1m0s")
@@ -207,7 +207,7 @@ func TestInboundClientIP(t *testing.T) {
 				if req[1] != "" {
 					opts = append(opts, withHeader("X-Forwarded-For", req[1]))
 				}
-				require.Equal(t, tt.wantStatus[i], e.get("/admin/buckets", opts...).StatusCode, "request %d", i)
+				require.Equal(t, tt.wantStatus[i], e.get("/api/buckets", opts...).StatusCode, "request %d", i)
 			}
 			page, err := e.limiter.List(t.Context(), throttle.Filter{Policy: web.PolicyInboundIP})
 			require.NoError(t, err)
@@ -264,10 +264,11 @@ func TestInboundStoresNoRawToken(t *testing.T) {
 
 func TestInboundBucketsShowInAdmin(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 5, Window: time.Minute, Block: 5 * time.Minute}))
-	e.get("/admin/buckets", asAdmin, fromAddr("198.51.100.77:1"))
+	e.get("/api/buckets", asAdmin, fromAddr("198.51.100.77:1"))
+	e.get("/nope", fromAddr("198.51.100.77:1"))
 	doc := document(t, e.get("/admin/buckets?policy=INBOUND_IP", asAdmin, fromAddr("198.51.100.77:1")))
 	r := row(t, doc, "198.51.100.77")
-	require.Equal(t, "3", strings.TrimSpace(r["Tokens"].Text()), "both requests were charged, the listing one before it listed")
+	require.Equal(t, "3", strings.TrimSpace(r["Tokens"].Text()), "the API and unmatched requests were charged to the IP, the admin's page to the admin")
 	require.Equal(t, "5/min (sliding window)", r["Refill"].Text())
 }
 

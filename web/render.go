@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/balde-throttle/balde/templates"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // pageFiles declares every page template in package templates. parsePages
@@ -94,6 +96,10 @@ func (s *Server) render(w http.ResponseWriter, status int, p page) error {
 
 // layout is the part of every page that layout.html and the navigation use.
 type layout struct {
+	// T translates the page's words (chosen from Accept-Language) and
+	// shows times in the server's zone next to UTC; Lang is its tag.
+	T         *i18n.Printer
+	Lang      string
 	Nav       []navLink
 	HomeURL   string
 	StyleURL  string
@@ -112,7 +118,10 @@ type navLink struct {
 // the navigation entry to highlight.
 func (s *Server) layout(r *http.Request, current string) layout {
 	info := requestInfoFrom(r.Context())
+	tr := s.printer(r.Header.Get("Accept-Language"))
 	l := layout{
+		T:         tr,
+		Lang:      tr.Lang(),
 		HomeURL:   s.path("adminBuckets"),
 		StyleURL:  s.path("static") + "style.css",
 		User:      info.user,
@@ -122,7 +131,17 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		if n.shown != nil && !n.shown(s) {
 			continue
 		}
-		l.Nav = append(l.Nav, navLink{Label: n.label, URL: s.path(n.route), Current: n.route == current})
+		l.Nav = append(l.Nav, navLink{Label: tr.Sprintf(n.label), URL: s.path(n.route), Current: n.route == current})
 	}
 	return l
+}
+
+// printer returns the translator for an Accept-Language header, showing
+// times in Server.TimeZone (nil: the server's local zone) next to UTC.
+func (s *Server) printer(acceptLanguage string) *i18n.Printer {
+	zone := s.TimeZone
+	if zone == nil {
+		zone = time.Local
+	}
+	return i18n.FromAcceptLanguage(acceptLanguage, zone)
 }

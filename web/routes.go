@@ -50,6 +50,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{name: "home", method: http.MethodGet, path: "/", format: formatHTML, handle: s.redirectHome},
 		{name: "static", method: http.MethodGet, path: "/static/", prefix: true, format: formatHTML, handle: s.serveStatic},
+		{name: "favicon", method: http.MethodGet, path: "/favicon.ico", format: formatHTML, handle: s.serveFavicon},
 
 		// Admin pages (admin.go).
 		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
@@ -71,6 +72,7 @@ func (s *Server) routes() []route {
 		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, handle: s.showDocument},
 		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, handle: s.sendDocument},
+		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
 		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.showDictLookup},
@@ -153,8 +155,11 @@ func (s *Server) chain(rt route) http.Handler {
 	if rt.admin {
 		h = s.authenticate(h)
 	}
+	if rt.name == "metrics" {
+		h = s.requireMetricsToken(h)
+	}
 	if !rt.probe {
-		h = s.limitInbound(h)
+		h = s.limitInbound(h, rt)
 	}
 	h = s.secureHeaders(h, rt)
 	h = s.logRequests(h, rt)
@@ -232,7 +237,12 @@ func (s *Server) path(name string, pairs ...string) string {
 		panic(fmt.Sprintf("web: route %q: %v", name, err))
 	}
 	// u.Path holds the escaped text as built: use it as is.
-	return u.Path
+	return s.BasePath + u.Path
+}
+
+// requestURL is the URL of r as the client sees it (path and query).
+func (s *Server) requestURL(r *http.Request) string {
+	return s.BasePath + r.URL.RequestURI()
 }
 
 // pathWithQuery is path plus an encoded query (omitted when empty).

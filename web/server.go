@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,25 +20,43 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Server is balde's HTTP server. Create it with NewServer, set its fields,
-// then call Open; Close shuts it down gracefully. Fields must not change
-// after Open.
+// Server is balde's HTTP server. Create it with NewServer and set its
+// fields; then either Open it (it listens on Addr) or mount its Handler in
+// an application's router (no listener of its own). Close shuts down
+// either. Fields must not change after Open or Handler.
 type Server struct {
-	// Addr is the TCP address to listen on, e.g. "127.0.0.1:8080";
-	// "127.0.0.1:0" picks a free port (see URL and Port).
+	// Addr is the TCP address Open listens on, e.g. "127.0.0.1:8080";
+	// "127.0.0.1:0" picks a free port (see URL and Port). Handler ignores
+	// it.
 	Addr string
+	// BasePath is the path prefix the application mounts the handler under,
+	// e.g. "/balde" (no trailing slash); every link and redirect is built
+	// under it. "" is the root.
+	BasePath string
 	// Limiter answers every bucket question of the admin pages and the API.
 	// Required.
 	Limiter *throttle.Limiter
 	// Admin is the credential of the admin pages, the API and the reset
-	// action. Required: the admin is never open.
+	// action (HTTP basic). Required unless Authenticate is set: the admin
+	// is never open.
 	Admin Credentials
+	// Authenticate, when set, replaces the built-in basic authentication:
+	// it returns the name of the admin that sent r (recorded in the ledger
+	// on a reset), or ok false for a 401 without a basic-auth challenge.
+	// An app mounting Handler brings its own login this way (its session
+	// cookie, its SSO proxy's header). It may be called twice per request.
+	Authenticate func(r *http.Request) (user string, ok bool)
 	// Inbound limits the server's own endpoints per client IP and API
 	// token. Nil disables inbound limiting.
 	Inbound *Inbound
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
-	// finding a client's IP. Empty: the socket address is the client.
+	// finding a client's IP. Empty: the Inbound limiter's, if any, else the
+	// socket address is the client.
 	TrustedProxies []netip.Prefix
+	// MetricsToken, when set, protects /metrics: a scrape must send
+	// "Authorization: Bearer <MetricsToken>" (compared in constant time),
+	// anything else is a 401. Empty: /metrics is open, as probes are.
+	MetricsToken string
 	// Metrics is served at /metrics and should also be the Limiters'
 	// throttle.Observer. NewServer creates one.
 	Metrics *Metrics
@@ -58,6 +78,9 @@ type Server struct {
 	// DefaultUploadLimit.
 	UploadLimit int64
 
+	// TimeZone is where the admin pages show times next to UTC; nil is
+	// the server's local zone.
+	TimeZone *time.Location
 	// Policies lists policy names the bucket filter suggests.
 	Policies []string
 	// Scope, when set, names the scope of a key (the DICT's PSP or USER)
@@ -82,9 +105,10 @@ type Server struct {
 	auth    *authenticator
 	summary summaryCache
 
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{} // closed when Serve returns
+	ready bool // set by Handler: the configuration was checked
+	ln    net.Listener
+	srv   *http.Server
+	done  chan struct{} // closed when Serve returns
 
 	bgCtx    context.Context // canceled by Close; background work runs under it
 	bgCancel context.CancelFunc
@@ -105,12 +129,28 @@ func NewServer() *Server {
 	return s
 }
 
-// Open validates the configuration, parses the templates, listens on Addr
-// and starts serving in the background. When Open returns without error
-// the server accepts connections (URL and Port tell where).
-func (s *Server) Open() error {
+// Handler validates the configuration, parses the templates and returns
+// the server as an http.Handler with no listener of its own, for an
+// application to mount under BasePath in its own router:
+//
+//	s.BasePath = "/balde"
+//	h, err := s.Handler()
+//	mux.Handle("/balde/", h)
+//
+// A request path under BasePath is served relative to it, so mounting it
+// with http.StripPrefix(s.BasePath, h) works the same. The admin pages need
+// the admin: Admin (basic auth, the default) or Authenticate (the
+// application's own login). Background work (the summary's recount) runs
+// until Close. Calling Handler again returns the same handler.
+func (s *Server) Handler() (http.Handler, error) {
+	if s.ready {
+		return http.HandlerFunc(s.serveMounted), nil
+	}
 	if s.Limiter == nil {
-		return fmt.Errorf("web: server needs a Limiter")
+		return nil, fmt.Errorf("web: server needs a Limiter")
+	}
+	if s.BasePath != "" && (!strings.HasPrefix(s.BasePath, "/") || strings.HasSuffix(s.BasePath, "/")) {
+		return nil, fmt.Errorf("web: base path %q must start with / and not end with one (e.g. /balde)", s.BasePath)
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default().WithGroup("web")
@@ -118,27 +158,66 @@ func (s *Server) Open() error {
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics()
 	}
-	auth, err := newAuthenticator(s.Admin)
+	if s.Authenticate == nil {
+		auth, err := newAuthenticator(s.Admin)
+		if err != nil {
+			return nil, err
+		}
+		s.auth = auth
+	}
+	if s.Inbound != nil && s.Inbound.Limiter == nil {
+		return nil, fmt.Errorf("web: the inbound limiter needs its throttle.Limiter")
+	}
+	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
+		// One notion of the client for the pages and the middleware.
+		s.TrustedProxies = s.Inbound.trusted
+	}
+	var err error
+	if s.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
+	s.ready = true
+	// Warm the summary so the first admin page does not pay for it.
+	s.refreshSummaryInBackground()
+	return http.HandlerFunc(s.serveMounted), nil
+}
+
+// serveMounted serves r relative to BasePath.
+func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
+	if s.BasePath != "" {
+		if rest, ok := strings.CutPrefix(r.URL.Path, s.BasePath); ok && (rest == "" || rest[0] == '/') {
+			r2 := new(http.Request)
+			*r2 = *r
+			r2.URL = new(url.URL)
+			*r2.URL = *r.URL
+			r2.URL.Path = "/" + strings.TrimPrefix(rest, "/")
+			if r.URL.RawPath != "" {
+				r2.URL.RawPath = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.RawPath, s.BasePath), "/")
+			}
+			r = r2
+		}
+	}
+	s.router.ServeHTTP(w, r)
+}
+
+// Open validates the configuration (see Handler), listens on Addr and
+// starts serving in the background. When Open returns without error the
+// server accepts connections (URL and Port tell where).
+func (s *Server) Open() error {
+	h, err := s.Handler()
 	if err != nil {
 		return err
 	}
-	s.auth = auth
-	if s.Inbound != nil && s.Inbound.Limiter == nil {
-		return fmt.Errorf("web: the inbound limiter needs its throttle.Limiter")
-	}
-	if s.pages, err = parsePages(); err != nil {
-		return err
-	}
-	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
-
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		s.bgCancel()
+		s.bg.Wait()
 		return fmt.Errorf("web: listen: %w", err)
 	}
 	s.ln = ln
 	s.srv = &http.Server{
-		Handler:           s,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -153,26 +232,27 @@ func (s *Server) Open() error {
 			s.Logger.Error("serve", slog.Any("error", err))
 		}
 	}()
-	// Warm the summary so the first admin page does not pay for it.
-	s.refreshSummaryInBackground()
 	return nil
 }
 
-// Close stops accepting connections, waits up to 10 s for requests in
-// flight to finish (then cuts them), and stops background work.
+// Close stops accepting connections (after Open), waits up to 10 s for
+// requests in flight to finish (then cuts them), and stops background
+// work. A server never opened nor mounted has nothing to close.
 func (s *Server) Close() error {
-	if s.srv == nil {
-		return nil
+	var err error
+	if s.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = s.srv.Shutdown(ctx)
+		if err != nil {
+			err = errors.Join(err, s.srv.Close())
+		}
+		<-s.done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(err, s.srv.Close())
+	if s.bgCancel != nil {
+		s.bgCancel()
+		s.bg.Wait()
 	}
-	<-s.done
-	s.bgCancel()
-	s.bg.Wait()
 	if err != nil {
 		return fmt.Errorf("web: shutdown: %w", err)
 	}
@@ -206,10 +286,15 @@ func (s *Server) Port() int {
 	return s.ln.Addr().(*net.TCPAddr).Port
 }
 
-// ServeHTTP routes r through the route table. It is usable after Open
-// (tests call it with httptest recorders).
+// ServeHTTP serves r as the Handler does, once Open or Handler has checked
+// the configuration; before that it answers 500 (it never panics on a
+// server that was not set up).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.router.ServeHTTP(w, r)
+	if !s.ready {
+		http.Error(w, "web: the server is not set up: call Open or Handler first", http.StatusInternalServerError)
+		return
+	}
+	s.serveMounted(w, r)
 }
 
 // now is the time of the admin pages: the Limiter's clock, so that a fake

@@ -113,11 +113,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		in, err := web.NewInbound(*e.inboundConfig)
 		require.NoError(t, err)
 		resolvers = append(resolvers, in.Policies())
-		in.Limiter, err = throttle.NewLimiter(e.store, resolvers, throttle.Config{
-			Clock: e.clock.Now, Ledger: throttle.LedgerNoTakes, SkipRefusalRows: true, Observer: e.metrics,
-			Logger: testLogger(t),
-		})
-		require.NoError(t, err)
+		require.NoError(t, in.UseStore(e.store, throttle.Config{Clock: e.clock.Now, Observer: e.metrics, Logger: testLogger(t)}))
 		e.inbound = in
 	}
 	var err error
@@ -293,8 +289,9 @@ func TestRoutesUnmatched(t *testing.T) {
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Block: time.Minute}))
 	responses := map[string]*http.Response{
-		"Page":         e.get("/admin/buckets", asAdmin, fromAddr("192.0.2.10:1")),
-		"Unauthorized": e.get("/admin/buckets", fromAddr("192.0.2.11:1")),
+		"Page": e.get("/admin/buckets", asAdmin, fromAddr("192.0.2.10:1")),
+		// The admin's page is charged to the admin, the 401 to the IP.
+		"Unauthorized": e.get("/admin/buckets", fromAddr("192.0.2.10:1")),
 		"NotFound":     e.get("/nope", fromAddr("192.0.2.12:1")),
 		"Static":       e.get("/static/style.css"),
 		"Healthz":      e.get("/healthz"),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // SifenSender is what the documents pages need from SIFEN's send path.
@@ -34,6 +35,28 @@ type SifenSender interface {
 }
 
 var _ SifenSender = (*sifen.Sender)(nil)
+
+// rucWaiter is what a SifenSender may add so that pages never say "may be
+// sent" while the RUC is held back (*sifen.Sender has it).
+type rucWaiter interface {
+	RUCWait(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, error)
+}
+
+var _ rucWaiter = (*sifen.Sender)(nil)
+
+// rucWait returns how long a lot of d's RUC must wait now (0: it may be
+// sent), when the sender can tell.
+func (s *Server) rucWait(ctx context.Context, d sifen.Document) time.Duration {
+	w, ok := s.Sifen.(rucWaiter)
+	if !ok {
+		return 0
+	}
+	dec, err := w.RUCWait(ctx, d.Env, d.RUC)
+	if err != nil || dec.Allowed {
+		return 0
+	}
+	return dec.RetryAfter
+}
 
 // DefaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
 // DEs (a lot is at most 1000 KB once compressed).
@@ -68,6 +91,8 @@ type documentView struct {
 	LotNumber    string
 	LotHash      string
 	ResponseCode string
+	Result       string // SIFEN's dEstRes
+	AuthNumber   string // dProtAut
 	Wait         string // "retry in 7 s" while a throttle refusal lasts
 	Created      string
 	Updated      string
@@ -91,6 +116,8 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 		Message:      d.Message,
 		LotNumber:    d.LotNumber,
 		ResponseCode: d.ResponseCode,
+		Result:       d.Result,
+		AuthNumber:   d.AuthNumber,
 		Created:      FormatWhen(d.CreatedAt, now),
 		Updated:      FormatWhen(d.UpdatedAt, now),
 		Sent:         FormatWhen(d.SentAt, now),
@@ -101,8 +128,11 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time) documentView {
 	if len(d.LotHash) > 16 {
 		v.LotHash = d.LotHash[:16]
 	}
-	if wait := d.RetryAt.Sub(now); d.Status == sifen.StatusError && wait > 0 {
+	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		v.Wait = fmt.Sprintf("retry in %d s", ceilSeconds(wait))
+	}
+	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
+		v.Status = "approved with observations"
 	}
 	return v
 }
@@ -153,6 +183,14 @@ type documentsPage struct {
 	ImportURL string
 	NextURL   string
 	FirstURL  string
+	// SendRUC is set when the list is filtered by RUC and env: the "Send all
+	// drafts of RUC …" button's form.
+	SendRUC *sendRUCForm
+}
+
+// sendRUCForm is the "Send all drafts of RUC …" button.
+type sendRUCForm struct {
+	URL, RUC, Env string
 }
 
 func (documentsPage) templateFile() string { return "sifen_documents.html" }
@@ -197,6 +235,18 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	}
 	if n, err := strconv.Atoi(q.Get("imported")); err == nil && n > 0 {
 		p.Flash = fmt.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
+	}
+	if f.RUC != "" && f.Env != "" {
+		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(f.Env)}
+	}
+	switch q.Get("result") {
+	case string(sifen.OutcomeSent):
+		p.Flash = fmt.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
+	case string(sifen.OutcomeBlocked):
+		p.Flash = fmt.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
+	case "":
+	default:
+		p.Flash = fmt.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
 	for _, d := range docs {
 		p.Documents = append(p.Documents, s.newDocumentView(d, now))
@@ -381,6 +431,11 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
+	if held := s.rucWait(r.Context(), d); d.Status.Sendable() && held > 0 && now.Add(held).After(d.RetryAt) {
+		// The RUC is held back (a block after 0301, a lot on the wire, the
+		// interval): say so, whatever the document's own record says.
+		d.RetryAt = now.Add(held)
+	}
 	p := documentPage{
 		layout:  s.layout(r, "documents"),
 		Doc:     s.newDocumentView(d, now),
@@ -397,7 +452,7 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 	p.XML = strings.ToValidUTF8(string(xml), "\uFFFD")
 	// While a refusal lasts, reload when it ends: the Send button is
 	// worth pressing again then.
-	if wait := d.RetryAt.Sub(now); d.Status == sifen.StatusError && wait > 0 {
+	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		p.Refresh = int(min(ceilSeconds(wait)+1, 60))
 	}
 	return s.render(w, http.StatusOK, p)
@@ -407,16 +462,23 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 // own state (so a reload shows the truth, whatever the URL says), or nil
 // for a draft never sent.
 func documentBanner(d sifen.Document, now time.Time) *banner {
+	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
+		detail := "Nothing was sent to SIFEN."
+		switch {
+		case d.Status == sifen.StatusError:
+			detail = d.Message + " Until the RUC's wait ends nothing is sent."
+		case d.Message != "":
+			detail = "The throttle refused the send before anything left (" + d.Message + "). " + detail
+		}
+		return &banner{Class: "warning",
+			Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
+			Detail: detail}
+	}
+	if d.Status.Sendable() && !d.RetryAt.IsZero() {
+		return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
+	}
 	switch d.Status {
 	case sifen.StatusError:
-		if wait := d.RetryAt.Sub(now); wait > 0 {
-			return &banner{Class: "warning",
-				Text:   fmt.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
-				Detail: "The throttle refused the send before anything left (" + d.Message + "). Nothing was sent to SIFEN."}
-		}
-		if !d.RetryAt.IsZero() {
-			return &banner{Class: "warning", Text: "The throttle refused the last send; the wait is over: it may be sent now.", Detail: d.Message}
-		}
 		return &banner{Class: "error", Text: "The last send did not succeed; the document may be sent again.", Detail: d.Message}
 	case sifen.StatusSent:
 		return &banner{Class: "ok",
@@ -425,9 +487,16 @@ func documentBanner(d sifen.Document, now time.Time) *banner {
 	case sifen.StatusSending:
 		return &banner{Class: "warning", Text: "Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve).", Detail: d.Message}
 	case sifen.StatusApproved:
-		return &banner{Class: "ok", Text: "Approved by SIFEN.", Detail: d.Message}
+		text := "Approved by SIFEN"
+		if d.Result == sifen.ResultApprovedWithObs {
+			text += " with observations"
+		}
+		if d.AuthNumber != "" {
+			text += " (authorization " + d.AuthNumber + ")"
+		}
+		return &banner{Class: "ok", Text: text + ".", Detail: d.Message}
 	case sifen.StatusRejected:
-		return &banner{Class: "error", Text: "Rejected by SIFEN.", Detail: d.Message}
+		return &banner{Class: "error", Text: "Rejected by SIFEN: correct the DE and import it again (same CDC) to send it.", Detail: d.Message}
 	}
 	if d.Message != "" {
 		return &banner{Class: "ok", Text: d.Message}
@@ -467,6 +536,53 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "document send", attrs...)
 	http.Redirect(w, r, s.pathWithQuery("document", q, "id", strconv.FormatInt(id, 10)), http.StatusSeeOther)
+	return nil
+}
+
+// sendRUCDrafts is POST /documents/send-ruc, the "Send all drafts of RUC
+// …" button: the drafts (and documents in error) of one RUC in one env,
+// oldest first, grouped as SIFEN takes them (sifen.GroupLots: one type, at
+// most 50), and the first lot sent with sifen.Sender.Send — the same
+// throttle check as every send. It redirects (303) to the RUC's list with
+// ?result= (sent, blocked with &wait=, not_queued, failed, unknown); a
+// refusal is "blocked" with the wait, never an error. No draft: 400.
+func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
+	if s.Sifen == nil {
+		return ErrNotFound
+	}
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	f, err := parseDocumentFilter(url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}})
+	if err != nil {
+		return err
+	}
+	if f.RUC == "" || f.Env == "" {
+		return fmt.Errorf("%w: the RUC and the environment are both needed", sifen.ErrInvalidRUC)
+	}
+	f.Statuses, f.Limit = []sifen.Status{sifen.StatusDraft, sifen.StatusError}, 1000
+	docs, err := s.Sifen.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	lots := sifen.GroupLots(docs)
+	if len(lots) == 0 {
+		return fmt.Errorf("%w: no draft of RUC %s in %s", sifen.ErrLotEmpty, f.RUC, f.Env)
+	}
+	out, err := s.Sifen.Send(r.Context(), lots[0]...)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(lots[0]))}}
+	if out.LotNumber != "" {
+		q.Set("lot", out.LotNumber)
+	}
+	if out.Blocked != nil {
+		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
+	}
+	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "RUC drafts send", slog.String("ruc", f.RUC), slog.String("env", string(f.Env)),
+		slog.Int("documents", len(lots[0])), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
+	http.Redirect(w, r, s.pathWithQuery("documents", q), http.StatusSeeOther)
 	return nil
 }
 

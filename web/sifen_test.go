@@ -125,7 +125,7 @@ func TestDocumentsUploadAndList(t *testing.T) {
 	require.Equal(t, "/documents", current)
 
 	// One DE goes straight to its page.
-	resp = e.upload(sifentest.Doc{RUC: "80069563", Number: 9}.File(), "prod", asAdmin)
+	resp = e.upload(sifentest.Doc{RUC: "80069563", Number: 9, Prod: true}.File(), "prod", asAdmin)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
 	one := e.allDocs()[0]
 	require.Equal(t, docPath(one.ID), resp.Header.Get("Location"))
@@ -252,7 +252,7 @@ func testSendDocumentBlockedRUC(t *testing.T, engine sqlstore.Engine) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
 	require.Equal(t, docPath(ids[1])+"?result=blocked&wait=7", resp.Header.Get("Location"))
 	blocked := e.doc(ids[1])
-	require.Equal(t, sifen.StatusError, blocked.Status)
+	require.Equal(t, sifen.StatusDraft, blocked.Status, "a refusal is shown as blocked, never as error")
 	require.Equal(t, "blocked: cooldown, wait 7 s", blocked.Message)
 	require.Equal(t, e.clock.Now().Add(7*time.Second), blocked.RetryAt)
 	require.Equal(t, int64(1), e.sifenSends(t), "the refused lot never left")
@@ -276,7 +276,7 @@ func testSendDocumentBlockedRUC(t *testing.T, engine sqlstore.Engine) {
 	require.Equal(t, int64(2), e.sifenSends(t))
 
 	// The other environment is another bucket: a prod document of the same RUC goes at once.
-	prod := e.importDocs(sifentest.Doc{RUC: "88888801", Number: 3}.File(), sifen.EnvProd)
+	prod := e.importDocs(sifentest.Doc{RUC: "88888801", Number: 3, Prod: true}.File(), sifen.EnvProd)
 	require.Equal(t, docPath(prod[0])+"?result=sent", e.send(prod[0]).Header.Get("Location"))
 }
 
@@ -352,8 +352,13 @@ func TestSendDocumentNotQueued(t *testing.T) {
 	require.Equal(t, sifen.StatusError, d.Status)
 	require.Equal(t, sifen.CodeLotNotQueued, d.ResponseCode)
 	page := document(t, e.get(docPath(ids[1]), asAdmin))
-	require.Equal(t, "The last send did not succeed; the document may be sent again.", page.Find(".banner-text").Text())
+	// Issue 11: the page never says "may be sent again" while the RUC is
+	// blocked locally after the 0301 (10 minutes for the first).
+	require.Equal(t, "Blocked for RUC 88888801-5 in env test, retry in 600 s.", page.Find(".banner-text").Text())
 	require.Contains(t, page.Find(".banner-detail").Text(), "SIFEN did not queue the lot: 0301")
+	e.clock.Advance(10 * time.Minute)
+	page = document(t, e.get(docPath(ids[1]), asAdmin))
+	require.Equal(t, "The last send did not succeed; the document may be sent again.", page.Find(".banner-text").Text())
 	require.Equal(t, 1, page.Find("button#send").Length(), "it may be sent again")
 }
 
@@ -378,7 +383,7 @@ func TestSendDocumentOutcomes(t *testing.T) {
 	}{
 		{"Failed", sifen.Outcome{Status: sifen.OutcomeFailed}, nil, http.StatusSeeOther, "?result=failed", ""},
 		{"Unknown", sifen.Outcome{Status: sifen.OutcomeUnknown}, nil, http.StatusSeeOther, "?result=unknown", ""},
-		{"LotTooBig", sifen.Outcome{}, sifen.ErrLotTooBig, http.StatusBadRequest, "", "compressed lot larger than 1000 KB"},
+		{"LotTooBig", sifen.Outcome{}, sifen.ErrLotTooBig, http.StatusBadRequest, "", "lot message larger than 1000 KB"},
 		{"AlreadySent", sifen.Outcome{}, sifen.ErrLotAlreadySent, http.StatusConflict, "", "lot already sent"},
 		{"StoreDown", sifen.Outcome{}, throttle.ErrStoreUnavailable, http.StatusServiceUnavailable, "", "the store is unavailable"},
 		{"SIFENFault", sifen.Outcome{}, &sifen.RemoteError{Service: "siRecepLoteDE", StatusCode: 500, Fault: "env:Receiver"}, http.StatusBadGateway, "", "SOAP fault"},
@@ -427,4 +432,69 @@ func TestDocumentsPagesOff(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.send(1).StatusCode)
 	nav := document(t, e.get("/admin/buckets", asAdmin)).Find("header.top nav a")
 	require.Equal(t, 1, nav.Length(), "only Buckets: no documents, no DICT lookup")
+}
+
+// TestSendAllDraftsOfRUC: issue 11, the "Send all drafts of RUC …" button:
+// one lot of up to 50 drafts of one RUC and type, behind the same throttle
+// check; a refusal shows as blocked with the wait, the drafts stay drafts.
+func TestSendAllDraftsOfRUC(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 60)...), sifen.EnvTest)
+	other := e.importDocs(sifentest.Lote(sifentest.Docs("80069563", 1, 2)...), sifen.EnvTest)
+
+	page := document(t, e.get("/documents?ruc=88888801&env=test", asAdmin))
+	require.Equal(t, "Send all drafts of RUC 88888801 in test", strings.TrimSpace(page.Find("button#send-ruc").Text()))
+	require.Zero(t, document(t, e.get("/documents", asAdmin)).Find("button#send-ruc").Length(), "only on a list of one RUC and env")
+
+	form := url.Values{"ruc": {"88888801-5"}, "env": {"test"}}
+	resp := e.post("/documents/send-ruc", form, asAdmin)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
+	loc := resp.Header.Get("Location")
+	require.Contains(t, loc, "result=sent")
+	require.Contains(t, loc, "n=50")
+	for i, id := range ids {
+		want := sifen.StatusSent
+		if i >= 50 {
+			want = sifen.StatusDraft
+		}
+		require.Equal(t, want, e.doc(id).Status, "document %d", i+1)
+	}
+	require.Equal(t, sifen.StatusDraft, e.doc(other[0]).Status)
+	require.Contains(t, document(t, e.get(loc, asAdmin)).Find(".flash").Text(), "Sent a lot of 50 document(s)")
+
+	// Pressed again at once: blocked, the wait shown, nothing sent, drafts stay drafts.
+	resp = e.post("/documents/send-ruc", form, asAdmin)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	loc = resp.Header.Get("Location")
+	require.Contains(t, loc, "result=blocked")
+	require.Contains(t, loc, "wait=10")
+	require.Equal(t, "Blocked for RUC 88888801 in env test, retry in 10 s: nothing was sent.", document(t, e.get(loc, asAdmin)).Find(".flash").Text())
+	require.Equal(t, sifen.StatusDraft, e.doc(ids[55]).Status)
+	require.Equal(t, int64(1), e.sifenSends(t))
+
+	e.clock.Advance(10 * time.Second)
+	resp = e.post("/documents/send-ruc", form, asAdmin)
+	require.Contains(t, resp.Header.Get("Location"), "n=10")
+	require.Equal(t, sifen.StatusSent, e.doc(ids[59]).Status)
+
+	resp = e.post("/documents/send-ruc", form, asAdmin)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "no draft left")
+}
+
+// TestUploadRefusesDeepNesting: issue 13 point 1. A DE nested 30,000 deep
+// took seconds to parse (and 500,000 deep kept serve busy for minutes):
+// it is refused at once with a 400, and nothing is stored.
+func TestUploadRefusesDeepNesting(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}))
+	valid := sifentest.Doc{}.XML()
+	i := bytes.Index(valid, []byte("<gDatRec>"))
+	deep := append(append(bytes.Clone(valid[:i]), []byte(strings.Repeat("<x>", 30000)+strings.Repeat("</x>", 30000))...), valid[i:]...)
+	start := time.Now()
+	resp := e.upload(deep, "test", asAdmin)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body(t, resp), "nested deeper than 64")
+	require.Less(t, time.Since(start), 2*time.Second)
+	docs, err := e.sender.List(context.Background(), sifen.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, docs)
 }

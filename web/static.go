@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -11,9 +12,22 @@ import (
 	"github.com/balde-throttle/balde/templates"
 )
 
+// favicon is balde's icon (16x16, a bucket), served so that every page
+// view does not also cost a 404.
+//
+//go:embed favicon.ico
+var favicon []byte
+
+// serveFavicon is GET /favicon.ico.
+func (s *Server) serveFavicon(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "image/x-icon")
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(favicon))
+	return nil
+}
+
 // serveStatic is GET /static/{file}: the embedded stylesheet.
 func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request) error {
-	name := strings.TrimPrefix(r.URL.Path, s.path("static"))
+	name := strings.TrimPrefix(r.URL.Path, "/static/")
 	if name == "" || !fs.ValidPath(name) {
 		return ErrNotFound
 	}

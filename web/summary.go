@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,18 +32,22 @@ type PanelFunc func(ctx context.Context) (Panel, error)
 
 // summary is the top of the admin bucket list.
 type summary struct {
+	// BySeverity counts buckets by their severity now (throttle.CountNow),
+	// then the blocked and negative ones; each card links to the list
+	// filtered on it.
 	BySeverity       []severityCount
 	Total            int64
+	Partial          bool
 	RefusalsLastHour int64
 	Panels           []Panel
 	At               time.Time
-	AtText           string
 }
 
 type severityCount struct {
-	Label string
+	Label string // English; the template translates it
 	Class string
 	Count int64
+	URL   string
 }
 
 // summaryCache keeps the last summary. Counting buckets by severity scans
@@ -128,7 +134,7 @@ func (s *Server) refreshSummaryInBackground() {
 // ledger within a minute), and runs the panels.
 func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	at := s.now()
-	counts, err := s.Limiter.CountBySeverity(ctx, throttle.Filter{})
+	counts, err := s.Limiter.CountNow(ctx, throttle.Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +150,17 @@ func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &summary{RefusalsLastHour: refusals, At: at, AtText: at.UTC().Format(TimeLayout)}
-	for _, sev := range []throttle.Severity{throttle.SeverityHealthy, throttle.SeverityMedium, throttle.SeverityHigh, throttle.SeverityCritical} {
-		v.BySeverity = append(v.BySeverity, severityCount{Label: sev.String(), Class: severityClass(sev), Count: counts[sev]})
+	v := &summary{RefusalsLastHour: refusals, At: at, Total: counts.Total, Partial: counts.Partial}
+	list := func(k, val string) string {
+		return s.pathWithQuery("adminBuckets", url.Values{k: {val}, "tab": {"all"}, "sort": {string(throttle.SortSeverity)}})
 	}
-	for _, n := range counts {
-		v.Total += n
+	for _, sev := range throttle.Severities {
+		v.BySeverity = append(v.BySeverity, severityCount{Label: sev.String(), Class: severityClass(sev),
+			Count: counts.BySeverity[sev], URL: list("severity", strings.ToLower(sev.String()))})
 	}
+	v.BySeverity = append(v.BySeverity,
+		severityCount{Label: "Blocked", Class: countClass(counts.Blocked, "sev-high"), Count: counts.Blocked, URL: list("state", "blocked")},
+		severityCount{Label: "Negative", Class: countClass(counts.Negative, "sev-critical"), Count: counts.Negative, URL: list("state", "negative")})
 	for _, f := range s.Panels {
 		p, err := f(ctx)
 		if err != nil {
@@ -159,4 +169,12 @@ func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 		v.Panels = append(v.Panels, p)
 	}
 	return v, nil
+}
+
+// countClass is class when n > 0.
+func countClass(n int64, class string) string {
+	if n > 0 {
+		return class
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // bucketView is one bucket as the admin pages show it.
@@ -23,16 +24,25 @@ type bucketView struct {
 	Severity    string
 	SevClass    string
 	Wait        string // "cooldown 8s", "blocked 4m12s" or ""
+	State       string // "blocked", "cooling down", "negative" or "", translated
+	StateClass  string
 	RetryAfter  string
 	UntilFull   string
 	LastSent    string
+	LastSentAgo string // "4.8s ago", "never": the list's short form
+	LastSentAt  string // the instant in UTC (and the zone), "" for never
 	SendCount   int64
 
 	DetailURL string // "" for orphans (their policy is unknown)
 }
 
-// newBucketView renders a state for a page.
+// newBucketView renders a state for a page in English.
 func (s *Server) newBucketView(st throttle.BucketState) bucketView {
+	return s.newBucketViewIn(st, s.printer(""))
+}
+
+// newBucketViewIn renders a state for a page in tr's language.
+func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) bucketView {
 	now := st.At
 	v := bucketView{
 		Key:        st.Key,
@@ -41,10 +51,10 @@ func (s *Server) newBucketView(st throttle.BucketState) bucketView {
 		Tokens:     st.Tokens,
 		Negative:   st.Tokens < 0,
 		Capacity:   st.Policy.Capacity,
-		Severity:   st.Severity.String(),
+		Severity:   tr.Sprintf(st.Severity.String()),
 		SevClass:   severityClass(st.Severity),
 		SendCount:  st.SendCount,
-		LastSent:   FormatWhen(st.LastSentAt, now),
+		LastSent:   formatWhenIn(tr, st.LastSentAt, now),
 		RetryAfter: FormatWaitOrNow(st.RetryAfter),
 		UntilFull:  FormatWaitOrNow(st.UntilFull),
 	}
@@ -57,9 +67,18 @@ func (s *Server) newBucketView(st throttle.BucketState) bucketView {
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
 		v.DetailURL = s.bucketPath("adminBucket", st.Key)
 	} else {
-		v.Severity = "Unknown policy"
+		v.Severity = tr.Sprintf("Unknown policy")
 	}
 	v.Wait = FormatBucketWait(st)
+	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, st.UntilFull)
+	v.LastSentAgo = tr.Sprintf("never")
+	if !st.LastSentAt.IsZero() {
+		v.LastSentAt = tr.Time(st.LastSentAt)
+		v.LastSentAgo = tr.Sprintf("%s ago", FormatWait(max(now.Sub(st.LastSentAt), 0)))
+	}
+	if c := st.Condition(); c != throttle.ConditionAny {
+		v.State, v.StateClass = tr.Sprintf(c.String()), "state-"+c.Param()
+	}
 	return v
 }
 
@@ -158,4 +177,25 @@ func FormatWhen(t, now time.Time) string {
 		s += " (" + FormatWait(ago) + " ago)"
 	}
 	return s
+}
+
+// formatWhenIn is FormatWhen in tr's language and zone: the instant in UTC
+// (and tr's zone), and how long ago.
+func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
+	if t.IsZero() {
+		return tr.Sprintf("never")
+	}
+	s := tr.Time(t)
+	if ago := now.Sub(t); ago >= 0 {
+		s += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
+	}
+	return s
+}
+
+// waitIn is FormatWaitOrNow in tr's language: "in 8s", "now".
+func waitIn(tr *i18n.Printer, d time.Duration) string {
+	if d <= 0 {
+		return tr.Sprintf("now")
+	}
+	return tr.Sprintf("in %s", FormatWait(d))
 }

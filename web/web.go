@@ -8,7 +8,8 @@
 //
 // How it is put together:
 //
-//   - server.go: Server (fields set by the caller, then Open and Close).
+//   - server.go: Server (fields set by the caller, then Open and Close, or
+//     Handler to mount it under BasePath in an application's router).
 //   - routes.go: every route in one table, with its name, method, format
 //     (HTML, JSON or XML) and whether it needs the admin credential; the
 //     middleware chain of each route; URLs built from route names.
@@ -27,7 +28,8 @@
 //   - api.go: JSON for monitors; health.go: /healthz.
 //   - ratelimit.go, inbound.go, clientip.go: the inbound limiter (per client
 //     IP and per API token, an exact sliding window plus a block, stored
-//     through the throttle engine like every other bucket).
+//     through the throttle engine like every other bucket; the admin has a
+//     bucket of its own), also as Inbound.Middleware for any router.
 //   - auth.go: HTTP basic authentication of the admin; csrf in middleware.go.
 //   - metrics.go: Prometheus metrics, including the engine's Observer.
 package web

@@ -12,8 +12,10 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -41,7 +43,7 @@ type sims struct {
 	dictSim *dictsim.Server
 	dictURL string
 	dict    *dict.Client
-	records *dict.Records
+	records *dictsql.Records
 }
 
 type sifenConfig struct {
@@ -111,7 +113,7 @@ func (e *env) attachSims(t testing.TB, s *web.Server) {
 		e.sim, e.simURL = sim, ts.URL
 		client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", Timeout: 10 * time.Second})
 		require.NoError(t, err)
-		e.sender, err = sifen.NewSender(e.sql, client, e.limiter, sifen.SenderConfig{Clock: e.clock.Now, Logger: testLogger(t)})
+		e.sender, err = sifen.NewSender(sifensql.New(e.sql), client, e.limiter, sifen.SenderConfig{Clock: e.clock.Now, Logger: testLogger(t)})
 		require.NoError(t, err)
 		s.Sifen = e.sender
 		if e.sifenCf.fake != nil {
@@ -129,7 +131,7 @@ func (e *env) attachSims(t testing.TB, s *web.Server) {
 		t.Cleanup(func() { require.NoError(t, sim.Close()) })
 		e.dictSim, e.dictURL = sim, sim.URL()
 		if e.sql != nil {
-			e.records = dict.NewRecords(e.sql.DB(), e.sql.ReadDB())
+			e.records = dictsql.NewRecords(e.sql.DB(), e.sql.ReadDB())
 		}
 		e.dict, err = dict.NewClient(dict.ClientConfig{
 			BaseURL: sim.URL(), Participant: participant, Limiter: e.limiter, Catalog: e.catalog,

@@ -32,17 +32,33 @@ type batchClock struct {
 	// clock.
 	Now throttle.Clock
 	// Sleep waits d, or less when ctx ends first (it then returns
-	// ctx.Err()).
+	// ctx.Err()). When a reporter was made with this clock, its waits go
+	// through the reporter, which redraws the progress bar with the time
+	// left and adds the time actually waited to the summary.
 	Sleep func(ctx context.Context, d time.Duration) error
+
+	hook *waitHook // shared by the copies of one batchClock
+}
+
+// waitHook routes a batchClock's sleeps through the reporter made with it.
+type waitHook struct {
+	sleep func(ctx context.Context, d time.Duration) error // the underlying wait
+	rep   *reporter
 }
 
 // batchClock returns m's clock and sleep, a real wait when m.Sleep is nil.
 func (m *Main) batchClock() batchClock {
-	c := batchClock{Now: m.Clock, Sleep: m.Sleep}
-	if c.Sleep == nil {
-		c.Sleep = sleepContext
+	base := m.Sleep
+	if base == nil {
+		base = sleepContext
 	}
-	return c
+	h := &waitHook{sleep: base}
+	return batchClock{Now: m.Clock, hook: h, Sleep: func(ctx context.Context, d time.Duration) error {
+		if h.rep != nil {
+			return h.rep.sleep(ctx, d, h.sleep)
+		}
+		return h.sleep(ctx, d)
+	}}
 }
 
 // now reads c.Now, or the system clock.
@@ -113,10 +129,12 @@ type summary struct {
 	Failed  int `json:"failed"`
 	Invalid int `json:"invalid"`
 	// NotProcessed counts items left untouched by an interruption.
-	NotProcessed int     `json:"not_processed"`
-	WaitS        float64 `json:"wait_s"`
-	ElapsedS     float64 `json:"elapsed_s"`
-	Interrupted  bool    `json:"interrupted"`
+	NotProcessed int `json:"not_processed"`
+	// WaitS is the time actually spent waiting for the throttle (less than
+	// planned when a wait was interrupted), ElapsedS the whole run.
+	WaitS       float64 `json:"wait_s"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	Interrupted bool    `json:"interrupted"`
 }
 
 // undone counts the items that are not done: exit code 1 when positive.
@@ -182,11 +200,19 @@ type reporter struct {
 	clock batchClock
 	start time.Time
 	sum   summary
+	why   string        // the reason of the wait announced last
+	waitd time.Duration // time actually waited, summed
 }
+
+// barTick is how often the bar is redrawn during a wait.
+const barTick = time.Second
 
 // newReporter returns a reporter of total items writing to w in mode.
 func newReporter(w io.Writer, mode outputMode, total int, what string, clock batchClock) *reporter {
 	r := &reporter{w: w, mode: mode, clock: clock, start: clock.now(), sum: summary{Total: total}}
+	if clock.hook != nil {
+		clock.hook.rep = r
+	}
 	if mode == modeBar {
 		r.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(w),
@@ -195,7 +221,6 @@ func newReporter(w io.Writer, mode outputMode, total int, what string, clock bat
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetRenderBlankState(true),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
 		)
@@ -229,19 +254,50 @@ func (r *reporter) item(res result, line string, obj any) {
 			r.above(line)
 		}
 		r.bar.Describe(r.counts())
+		// The bar is not throttled: a throttled Add skips drawing, and
+		// the count shown then stays stale through the next wait.
 		_ = r.bar.Add(1)
 	}
 }
 
-// waiting shows a wait that is about to start and adds it to the total.
+// waiting announces a wait that is about to start: a plain line, or a
+// line above the bar (the bar then counts it down, see sleep).
 func (r *reporter) waiting(d time.Duration, why string) {
-	r.sum.WaitS += seconds(d)
+	r.why = why
 	switch r.mode {
 	case modePlain:
 		fmt.Fprintf(r.w, "waiting %s: %s\n", web.FormatWait(d), why)
 	case modeBar:
-		r.bar.Describe(fmt.Sprintf("waiting %s (%s)", web.FormatWait(d), why))
+		r.above(fmt.Sprintf("waiting %s: %s", web.FormatWait(d), why))
 	}
+}
+
+// sleep waits d with base, redrawing the bar every barTick with the time
+// left, and adds the time actually waited (by the batch clock) to the
+// summary, also when ctx ends the wait early.
+func (r *reporter) sleep(ctx context.Context, d time.Duration, base func(context.Context, time.Duration) error) error {
+	start := r.clock.now()
+	defer func() {
+		r.waitd += max(r.clock.now().Sub(start), 0)
+		r.sum.WaitS = seconds(r.waitd)
+		if r.mode == modeBar {
+			r.bar.Describe(r.counts())
+			_ = r.bar.RenderBlank()
+		}
+	}()
+	if r.mode != modeBar {
+		return base(ctx, d)
+	}
+	for left := d; left > 0; {
+		r.bar.Describe(fmt.Sprintf("waiting %s (%s) · %s", web.FormatWait(left), r.why, r.counts()))
+		_ = r.bar.RenderBlank()
+		step := min(left, barTick)
+		if err := base(ctx, step); err != nil {
+			return err
+		}
+		left = d - r.clock.now().Sub(start)
+	}
+	return nil
 }
 
 // note writes an event that is not an item (a resolved document): a plain

@@ -202,7 +202,6 @@ func startDictSim(t *testing.T, category string, fake bool) *dictsim.Server {
 	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
 		Category:    category,
 		EntriesFile: filepath.Join("..", "..", "dict", "testdata", "entries.csv"),
-		DB:          "sqlite://" + filepath.Join(t.TempDir(), "dictsim.db"),
 		FakeClock:   fake,
 		Start:       testEpoch,
 		Logger:      discardLogger,

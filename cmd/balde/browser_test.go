@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // chromiumPath finds Debian's chromium (BALDE_CHROMIUM overrides), or "".
@@ -166,4 +172,187 @@ func TestBrowserSendTwiceIsBlocked(t *testing.T) {
 	require.Contains(t, rows, "SIFEN_RECEPCION_LOTE RUC 88888801 test")
 	screenshot("browser_admin_buckets.png")
 	t.Logf("browser test took %s; screenshots in %s", time.Since(start).Round(time.Millisecond), artifacts)
+}
+
+// browserOptions are the flags TESTING.md asks for, and a fresh profile.
+func browserOptions(t *testing.T, chromium string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	}
+}
+
+// seedOperatorBuckets puts, at the real time, a Critical DICT user bucket
+// (emptied), a negative one (a penalty), a healthy one and a RUC cooling
+// down into db, through the engine every command uses.
+func seedOperatorBuckets(t *testing.T, db string) (critical, negative throttle.Key) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, eng.close(ctx)) }()
+	critical = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: payerCPF}
+	negative = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "11144477735"}
+	healthy := throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: "prod", Identifier: "12345678"}
+	for _, c := range []throttle.Charge{{Key: critical, Cost: 100}, {Key: negative, Cost: 100}, {Key: healthy, Cost: 5}, {Key: seededRUC, Cost: 1}} {
+		d, err := eng.limiter.Take(ctx, "seed", c)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	_, err = eng.limiter.Adjust(ctx, throttle.Adjustment{Key: negative, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "seed-404"})
+	require.NoError(t, err)
+	return critical, negative
+}
+
+// TestBrowserOperatorPages takes, in English, Portuguese and Spanish, at
+// 1400 px and at a phone's 390 px, screenshots of the summary, the list
+// filtered by a card, a bucket's chart and the documents page (saved in
+// test-artifacts/operator_*.png), and asserts what an operator reads: the
+// severity a row shows is the severity the API computes now, the cards'
+// counts match the filtered list, the words are in the language asked for,
+// and nothing is wider than the phone (document scrollWidth <= 390).
+func TestBrowserOperatorPages(t *testing.T) {
+	chromium := chromiumPath()
+	if chromium == "" {
+		t.Skip("chromium not found: install Debian's package (apt-get install -y chromium) or set BALDE_CHROMIUM; .ci/run installs it")
+	}
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	start := time.Now()
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	critical, negative := seedOperatorBuckets(t, db)
+	sm := runServeMain(t, map[string]string{
+		"BALDE_DB":             db,
+		"BALDE_ADMIN_USER":     "ops",
+		"BALDE_ADMIN_PASSWORD": "browser-pw",
+	})
+	lot := filepath.Join(t.TempDir(), "lote.xml")
+	require.NoError(t, os.WriteFile(lot, sifentest.Lote(sifentest.Docs("88888801", 1, 2)...), 0o644))
+	artifacts := artifactsDir(t)
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(t, chromium)...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	require.NoError(t, chromedp.Do(browser))
+	ctx, cancel := context.WithTimeout(browser, 150*time.Second)
+	defer cancel()
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:browser-pw"))
+	headers := func(lang string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+				Headers: network.Headers{"Authorization": auth, "Accept-Language": lang},
+			})
+			return err
+		})
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(css(sel)))
+		require.NoError(t, err, sel)
+		return strings.TrimSpace(s)
+	}
+	// Two documents on the documents page.
+	require.NoError(t, chromedp.Do(ctx, headers("en"),
+		chromedp.Navigate(sm.url+"/documents"),
+		chromedp.WaitVisible(css(`input[name="file"]`)),
+		chromedp.SetUploadFiles(css(`input[name="file"]`), []string{lot}),
+		chromedp.SetValue(css(`select[name="env"]`), "test"),
+		chromedp.Click(css(`form[enctype="multipart/form-data"] button[type="submit"]`)),
+		chromedp.WaitVisible(css(`table.documents`)),
+	))
+
+	// severityNow is what GET /api/buckets/KEY computes now.
+	severityNow := func(k throttle.Key) string {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(sm.url+"/api/buckets/"+k.Policy+"/"+k.Env+"/"+k.Identifier)))
+		body := text("body")
+		var b web.APIBucket
+		require.NoError(t, json.Unmarshal([]byte(body), &b), body)
+		return b.Severity
+	}
+	for _, lang := range []struct {
+		accept, title string
+	}{{"en", "Bucket states"}, {"pt-BR", "Estado dos baldes"}, {"es-PY", "Estado de los baldes"}} {
+		tr := i18n.FromAcceptLanguage(lang.accept, nil)
+		for _, width := range []int64{1400, 390} {
+			shoot := func(page string) {
+				t.Helper()
+				// Measured before the screenshot: a full-page screenshot
+				// resizes the emulated screen to the content.
+				if width <= 390 {
+					sw, err := chromedp.Run(ctx, chromedp.Evaluate[int64](`document.documentElement.scrollWidth`))
+					require.NoError(t, err)
+					wide, werr := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const out = []; const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); let n; while ((n = w.nextNode())) { if (n.parentElement.closest(".scroll")) continue; const r = document.createRange(); r.selectNodeContents(n); const b = r.getBoundingClientRect(); if (b.right > window.innerWidth + 1) out.push(n.parentElement.tagName + "." + n.parentElement.getAttribute("class") + " " + Math.round(b.right) + " " + n.textContent.trim().slice(0, 40)); } for (const e of document.querySelectorAll("body *")) { if (e.closest(".scroll")) continue; const b = e.getBoundingClientRect(); if (b.right > window.innerWidth + 1) out.push(e.tagName + "." + e.getAttribute("class") + " " + Math.round(b.right)); } return out.slice(0, 10); })()`))
+					require.LessOrEqual(t, sw, width, "%s in %s is wider than the phone; widest elements: %q %v", page, tr.Lang(), wide, werr)
+				}
+				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(artifacts, fmt.Sprintf("operator_%s_%s_%d.png", page, tr.Lang(), width)), png, 0o644))
+				require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)))
+			}
+			visit := func(path, wait string) {
+				t.Helper()
+				require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(sm.url+path), chromedp.WaitVisible(css(wait))))
+			}
+			require.NoError(t, chromedp.Do(ctx, headers(lang.accept), chromedp.EmulateViewport(width, 900)))
+
+			// The severity the API computes now, read before the page.
+			wantCritical, wantNegative := severityNow(critical), severityNow(negative)
+			require.Equal(t, "Critical", wantCritical)
+
+			visit("/admin/buckets", "main h1")
+			require.Equal(t, lang.title, text("main h1"))
+			htmlLang, err := chromedp.Run(ctx, chromedp.AttributeValue(css("html"), "lang"))
+			require.NoError(t, err)
+			require.Equal(t, tr.Lang(), htmlLang.Value)
+			row := func(id string) string {
+				return text(`table.buckets tbody tr:has(td.id a[href$="/` + id + `"]) .badge`)
+			}
+			require.Equal(t, tr.Sprintf(wantCritical), row(critical.Identifier), "the severity shown is the severity now")
+			require.Equal(t, tr.Sprintf(wantNegative), row(negative.Identifier))
+			criticalCard := text(`.summary a.card.sev-critical .num`)
+			shoot("summary")
+
+			// The Critical card opens the list filtered on it.
+			require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`.summary a.card.sev-critical`)),
+				chromedp.WaitVisible(css(`table.buckets`))))
+			badges, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+				`[...document.querySelectorAll("table.buckets tbody .badge")].map(e => e.textContent.trim())`))
+			require.NoError(t, err)
+			require.Equal(t, criticalCard, strconv.Itoa(len(badges)), "the card counts what its list shows")
+			for _, b := range badges {
+				require.Equal(t, tr.Sprintf("Critical"), b)
+			}
+			shoot("filtered")
+
+			visit("/admin/buckets/"+critical.Policy+"/"+critical.Env+"/"+critical.Identifier+"?window=hour", "svg.chart")
+			require.Equal(t, tr.Sprintf(wantCritical), text(`section.state .badge`))
+			shoot("chart")
+
+			visit("/documents", "table.documents")
+			shoot("documents")
+
+			visit("/dict/lookup", "main h1")
+			shoot("dictlookup")
+		}
+	}
+	t.Logf("operator browser test took %s; screenshots in %s", time.Since(start).Round(time.Millisecond), artifacts)
 }

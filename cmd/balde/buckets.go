@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // runBuckets is "balde buckets list|show|reset": the admin page's data in
@@ -23,8 +26,9 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("buckets",
-		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--limit N] [--after CURSOR] [--json] [--yes] [--actor NAME] [POLICY/ENV/ID]",
-		"balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20\n"+
+		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [POLICY/ENV/ID]",
+		"balde buckets list --severity critical --sort severity\n"+
+			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
 			"  balde buckets reset --yes --actor alice ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
 	cfg.addStoreFlags(fs)
@@ -35,16 +39,21 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	id := fs.String("id", "", "identifier (list: a prefix; show, reset: exact)")
 	limit := fs.Int("limit", 0, "list: buckets per page (default 50, at most 1000); show: ledger rows (default 20)")
 	after := fs.String("after", "", "list: the cursor printed at the end of the previous page")
-	jsonOut := fs.Bool("json", false, "write JSON instead of a table")
+	jsonOut := fs.Bool("json", false, "write JSON instead of a table (the same as -o json; the field names of /api/buckets)")
+	output := fs.String("o", "table", "list: output format: table (fits 100 columns), wide (every column) or json")
+	severity := fs.String("severity", "", "list: only buckets at this severity now: healthy, medium, high or critical")
+	state := fs.String("state", "", "list: only buckets blocked, cooling (down) or negative now")
+	sortBy := fs.String("sort", "key", "list: key, severity (worst first), last_send (newest first) or tokens (emptiest first)")
+	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
-	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger")
+	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	var action string
 	var rest []string
 	if len(pos) > 0 {
@@ -59,13 +68,41 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if *limit < 0 || *limit > throttle.MaxPageSize {
 		return UsageError("buckets: --limit %d: want 1..%d", *limit, throttle.MaxPageSize)
 	}
+	if *jsonOut {
+		*output = "json"
+	}
+	if *output != "table" && *output != "wide" && *output != "json" {
+		return UsageError("buckets: -o %q: want table, wide or json", *output)
+	}
+	var lo listOptions
+	if *severity != "" {
+		sev, err := throttle.ParseSeverity(*severity)
+		if err != nil {
+			return UsageError("buckets: --severity %q: want healthy, medium, high or critical", *severity)
+		}
+		lo.filter.Severity = sev
+	}
+	cond, err := throttle.ParseCondition(*state)
+	if err != nil {
+		return UsageError("buckets: --state %q: want blocked, cooling or negative", *state)
+	}
+	lo.filter.Condition = cond
+	if lo.sort, err = throttle.ParseSortBy(*sortBy); err != nil {
+		return UsageError("buckets: --sort %q: want key, severity, last_send or tokens", *sortBy)
+	}
+	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
+		return UsageError("buckets: --watch %s: want at least 100ms", *watch)
+	}
 
+	if err := requireDatabase(cfg.DB); err != nil {
+		return err
+	}
 	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	b := bucketsCmd{m: m, eng: eng, json: *jsonOut}
+	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: m.printer()}
 
 	if action == "list" {
 		if len(rest) > 0 {
@@ -75,7 +112,15 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if err != nil {
 			return UsageError("buckets list: --after: %v", err)
 		}
-		return b.list(ctx, throttle.Filter{Policy: *policy, Env: *env, IdentifierPrefix: *id, After: cursor, Limit: *limit})
+		if *policy != "" && !slices.Contains(b.knownPolicies(), *policy) {
+			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.knownPolicies(), ", "))
+		}
+		lo.filter.Policy, lo.filter.Env, lo.filter.IdentifierPrefix = *policy, *env, *id
+		lo.filter.After, lo.filter.Limit = cursor, *limit
+		if *watch > 0 {
+			return b.watch(ctx, lo, *watch)
+		}
+		return b.list(ctx, lo)
 	}
 	key, err := bucketKey(action, rest, *policy, *env, *id)
 	if err != nil {
@@ -93,19 +138,43 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	return b.reset(ctx, key, *actor, *yes)
 }
 
-// parseInterleaved parses flags that may come between the positional
-// arguments, and returns those arguments.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+// requireDatabase refuses a SQLite database file that does not exist: the
+// operator commands that read or fix state (buckets, prune) must not
+// create and migrate an empty database in the wrong directory and report
+// that nothing matches. PostgreSQL databases are created by their owner,
+// so they are not checked here.
+func requireDatabase(dsn string) error {
+	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
+		return UsageError("%v", err)
 	}
+	path, ok := sqlitePath(dsn)
+	if !ok {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
+	}
+	return nil
+}
+
+// sqlitePath is the file of a SQLite DSN; false for PostgreSQL, an
+// in-memory database or a DSN that does not parse.
+func sqlitePath(dsn string) (string, bool) {
+	engine, _, err := sqlstore.ParseDSN(dsn)
+	if err != nil || engine != sqlstore.SQLite {
+		return "", false
+	}
+	path := dsn
+	for _, p := range []string{"sqlite://", "file:"} {
+		path = strings.TrimPrefix(path, p)
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if path == ":memory:" || strings.Contains(dsn, "mode=memory") {
+		return "", false
+	}
+	return path, true
 }
 
 // openAdminEngine opens the engine with every policy serve knows — the
@@ -174,19 +243,80 @@ type bucketsCmd struct {
 	m    *Main
 	eng  *engine
 	json bool
+	wide bool
+	tr   *i18n.Printer // the language of LANG; JSON is never translated
+}
+
+// listOptions are a listing's filter and order.
+type listOptions struct {
+	filter throttle.Filter
+	sort   throttle.SortBy
+}
+
+// knownPolicies are the policy names this engine resolves.
+func (b bucketsCmd) knownPolicies() []string {
+	names := b.eng.PolicyNames()
+	for _, n := range []string{web.PolicyInboundIP, web.PolicyInboundToken} {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// page reads one page: in key order by keyset, or sorted over every
+// matching bucket (at most throttle.MaxScan), the first --limit of them.
+func (b bucketsCmd) page(ctx context.Context, lo listOptions) (throttle.Page, error) {
+	if lo.sort == throttle.SortKey {
+		return b.eng.limiter.List(ctx, lo.filter)
+	}
+	f := lo.filter
+	f.After = throttle.Key{}
+	all, partial, err := b.eng.limiter.ListAll(ctx, f)
+	if err != nil {
+		return throttle.Page{}, err
+	}
+	throttle.SortStates(all, lo.sort)
+	limit := lo.filter.Limit
+	if limit <= 0 {
+		limit = throttle.DefaultPageSize
+	}
+	return throttle.Page{States: all[:min(limit, len(all))], Partial: partial}, nil
+}
+
+// watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
+func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
+	clock := b.m.batchClock()
+	for {
+		if isTerminal(b.m.Stdout) {
+			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
+		}
+		fmt.Fprintf(b.m.Stdout, "every %s, at %s (Ctrl-C to stop)\n", every, clock.now().UTC().Format(web.TimeLayout))
+		if err := b.list(ctx, lo); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C during a draw
+			}
+			return err
+		}
+		if err := clock.Sleep(ctx, every); err != nil {
+			return nil // interrupted: the normal end of a watch
+		}
+	}
 }
 
 // list prints one page of stored buckets, refilled to now.
-func (b bucketsCmd) list(ctx context.Context, f throttle.Filter) error {
-	page, err := b.eng.limiter.List(ctx, f)
+func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
+	page, err := b.page(ctx, lo)
 	if err != nil {
 		return err
 	}
 	if b.json {
 		out := struct {
-			Buckets []bucketJSON `json:"buckets"`
-			Next    string       `json:"next"`
-		}{Buckets: []bucketJSON{}, Next: page.Next}
+			Buckets []web.APIBucket `json:"buckets"`
+			Next    string          `json:"next,omitempty"`
+			Partial bool            `json:"partial,omitempty"`
+		}{Buckets: []web.APIBucket{}, Next: page.Next, Partial: page.Partial}
 		for _, st := range page.States {
 			out.Buckets = append(out.Buckets, b.bucketJSON(st))
 		}
@@ -194,23 +324,50 @@ func (b bucketsCmd) list(ctx context.Context, f throttle.Filter) error {
 		return nil
 	}
 	if len(page.States) == 0 {
-		fmt.Fprintln(b.m.Stdout, "no stored bucket matches (a key with no row is a full bucket)")
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS")
+	if b.wide {
+		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS"))
+	} else {
+		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
+	}
 	for _, st := range page.States {
 		v := b.view(st)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.scope, st.Key.Identifier, st.Key.Env,
-			st.Tokens, v.capacity, v.refill, v.severity, v.wait, v.lastSend, st.SendCount)
+		if b.wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.scope, st.Key.Identifier, st.Key.Env,
+				st.Tokens, v.capacity, v.refill, v.severity, v.wait, v.lastSend, st.SendCount)
+			continue
+		}
+		last := b.tr.Sprintf("never")
+		if !st.LastSentAt.IsZero() {
+			last = b.tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, shorten(st.Key.Identifier, 24), st.Key.Env,
+			st.Tokens, v.capacity, v.severity, v.wait, last)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if page.Partial {
+		fmt.Fprintf(b.m.Stdout, "partial: the filter read %d rows\n", throttle.MaxScan)
+	}
 	if page.Next != "" {
-		fmt.Fprintf(b.m.Stdout, "more: add --after %s\n", page.Next)
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
 	}
 	return nil
+}
+
+// shorten cuts s to n characters with an ellipsis in the middle, so that
+// both ends of a long identifier (a CDC, an end-to-end id) stay readable.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	half := (n - 1) / 2
+	return string(r[:half]) + "…" + string(r[len(r)-(n-1-half):])
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
@@ -229,8 +386,8 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	}
 	if b.json {
 		out := struct {
-			Bucket bucketJSON   `json:"bucket"`
-			Ledger []ledgerJSON `json:"ledger"`
+			Bucket web.APIBucket `json:"bucket"`
+			Ledger []ledgerJSON  `json:"ledger"`
 		}{Bucket: b.bucketJSON(st), Ledger: []ledgerJSON{}}
 		for _, e := range entries {
 			out.Ledger = append(out.Ledger, newLedgerJSON(e))
@@ -291,7 +448,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	}
 	if !yes {
 		b.printState(st)
-		fmt.Fprintf(b.m.Stdout, "Reset %s to %d tokens and clear its cooldown and block, as %q? [y/N] ", key, st.Policy.Capacity, actor)
+		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		answer, _ := bufio.NewReader(b.m.Stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(b.m.Stdout)
@@ -304,13 +461,13 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	}
 	if b.json {
 		writeJSONLine(b.m.Stdout, struct {
-			Bucket       bucketJSON `json:"bucket"`
-			TokensBefore int64      `json:"tokens_before"`
-			Actor        string     `json:"actor"`
+			Bucket       web.APIBucket `json:"bucket"`
+			TokensBefore int64         `json:"tokens_before"`
+			Actor        string        `json:"actor"`
 		}{b.bucketJSON(after), st.Tokens, actor})
 		return nil
 	}
-	fmt.Fprintf(b.m.Stdout, "reset %s: %d → %d tokens, cooldown and block cleared (by %s)\n", key, st.Tokens, after.Tokens, actor)
+	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(st.Tokens, 10), strconv.FormatInt(after.Tokens, 10), actor))
 	return nil
 }
 
@@ -322,7 +479,7 @@ type bucketView struct {
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	v := bucketView{
 		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: web.FormatRefill(st.Policy),
-		policy: st.Policy.String(), severity: st.Severity.String(), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
+		policy: st.Policy.String(), severity: b.tr.Sprintf(st.Severity.String()), wait: "-", lastSend: web.FormatWhen(st.LastSentAt, st.At),
 	}
 	if st.Orphan {
 		v.capacity, v.refill, v.policy, v.severity = "?", "?", "unknown policy", "unknown policy"
@@ -343,42 +500,10 @@ func (b bucketsCmd) scope(k throttle.Key) string {
 	return "-"
 }
 
-// bucketJSON is a bucket in --json output. Durations are in seconds.
-type bucketJSON struct {
-	Policy        string     `json:"policy"`
-	Env           string     `json:"env"`
-	Identifier    string     `json:"identifier"`
-	Scope         string     `json:"scope"`
-	Stored        bool       `json:"stored"`
-	Orphan        bool       `json:"orphan"`
-	Tokens        int64      `json:"tokens"`
-	Capacity      int64      `json:"capacity"`
-	Refill        string     `json:"refill"`
-	Severity      string     `json:"severity"`
-	CooldownLeftS float64    `json:"cooldown_left_s"`
-	BlockLeftS    float64    `json:"block_left_s"`
-	RetryAfterS   float64    `json:"retry_after_s"`
-	UntilFullS    float64    `json:"until_full_s"`
-	LastSentAt    *time.Time `json:"last_sent_at"`
-	SendCount     int64      `json:"send_count"`
-	At            time.Time  `json:"at"`
-}
-
-func (b bucketsCmd) bucketJSON(st throttle.BucketState) bucketJSON {
-	j := bucketJSON{
-		Policy: st.Key.Policy, Env: st.Key.Env, Identifier: st.Key.Identifier, Scope: b.scope(st.Key),
-		Stored: st.Stored, Orphan: st.Orphan, Tokens: st.Tokens, Capacity: st.Policy.Capacity,
-		Severity: st.Severity.String(), CooldownLeftS: seconds(st.CooldownLeft), BlockLeftS: seconds(st.BlockLeft),
-		RetryAfterS: seconds(st.RetryAfter), UntilFullS: seconds(st.UntilFull), SendCount: st.SendCount, At: st.At.UTC(),
-	}
-	if !st.Orphan {
-		j.Refill = web.FormatRefill(st.Policy)
-	}
-	if !st.LastSentAt.IsZero() {
-		t := st.LastSentAt.UTC()
-		j.LastSentAt = &t
-	}
-	return j
+// bucketJSON renders a bucket for --json with the field names of
+// /api/buckets (web.APIBucket), scope included.
+func (b bucketsCmd) bucketJSON(st throttle.BucketState) web.APIBucket {
+	return web.NewAPIBucket(st, web.Scopes(b.eng.dict))
 }
 
 // ledgerJSON is a ledger row in --json output.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -44,7 +45,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	err = dict.NewRecords(eng.store.DB(), eng.store.ReadDB()).RecordLookup(ctx, dict.Lookup{
+	err = dictsql.NewRecords(eng.store.DB(), eng.store.ReadDB()).RecordLookup(ctx, dict.Lookup{
 		EndToEndID: "E12345678202603021200abcdefghijk", Env: "prod", PayerID: payerCPF, KeyType: dict.KeyPhone,
 		Policy: seededUser.Policy, Participant: "12345678", Status: 200, LookedUpAt: clock.Now(),
 	})
@@ -53,14 +54,15 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 
 // bucketsOut is what "buckets list --json" prints.
 type bucketsOut struct {
-	Buckets []bucketJSON `json:"buckets"`
-	Next    string       `json:"next"`
+	Buckets []web.APIBucket `json:"buckets"`
+	Next    string          `json:"next"`
+	Partial bool            `json:"partial"`
 }
 
 // showOut is what "buckets show --json" prints.
 type showOut struct {
-	Bucket bucketJSON   `json:"bucket"`
-	Ledger []ledgerJSON `json:"ledger"`
+	Bucket web.APIBucket `json:"bucket"`
+	Ledger []ledgerJSON  `json:"ledger"`
 }
 
 func decodeJSON[T any](t *testing.T, s string) T {
@@ -81,7 +83,7 @@ func TestBucketsListAndShow(t *testing.T) {
 	env := map[string]string{"BALDE_DB": db}
 
 	t.Run("Table", func(t *testing.T) {
-		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list")
+		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list", "-o", "wide")
 		require.Equal(t, ExitOK, code, stderr)
 		lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 		require.Len(t, lines, 4)
@@ -93,6 +95,27 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Contains(t, lines[3], "cooldown 8s")
 		require.Contains(t, lines[3], "2026-03-02 12:00:00 UTC (2s ago)")
 		require.True(t, strings.HasSuffix(lines[3], " 1"), "one send: %q", lines[3])
+	})
+	// What was seen: a 173-column table. The default fits 100 columns.
+	t.Run("Narrow", func(t *testing.T) {
+		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list")
+		require.Equal(t, ExitOK, code, stderr)
+		lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+		require.Len(t, lines, 4)
+		for _, l := range lines {
+			require.LessOrEqual(t, len([]rune(l)), 100, l)
+		}
+		require.Equal(t, []string{"SIFEN_RECEPCION_LOTE", "80069563", "test", "0/1", "Healthy", "cooldown", "8s", "2s", "ago"}, strings.Fields(lines[3]))
+	})
+	t.Run("SortedAndFiltered", func(t *testing.T) {
+		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list", "--sort", "last_send", "-o", "json")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Len(t, decodeJSON[bucketsOut](t, stdout).Buckets, 3)
+		code, stdout, stderr = runIn(ctx, clock, "", env, "buckets", "list", "--state", "cooling", "--json")
+		require.Equal(t, ExitOK, code, stderr)
+		out := decodeJSON[bucketsOut](t, stdout)
+		require.Len(t, out.Buckets, 1)
+		require.Equal(t, "cooling down", out.Buckets[0].State)
 	})
 	t.Run("JSONFiltered", func(t *testing.T) {
 		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list", "--json", "--id", "5299")
@@ -109,7 +132,7 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Equal(t, ExitOK, code)
 		out = decodeJSON[bucketsOut](t, stdout)
 		require.Len(t, out.Buckets, 1)
-		require.Equal(t, 8.0, out.Buckets[0].CooldownLeftS)
+		require.Equal(t, 8.0, out.Buckets[0].CooldownSeconds)
 	})
 	t.Run("Pages", func(t *testing.T) {
 		code, stdout, _ := runIn(ctx, clock, "", env, "buckets", "list", "--limit", "2")
@@ -177,12 +200,12 @@ func TestBucketsReset(t *testing.T) {
 			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code, stderr)
 			out := decodeJSON[struct {
-				Bucket       bucketJSON `json:"bucket"`
-				TokensBefore int64      `json:"tokens_before"`
-				Actor        string     `json:"actor"`
+				Bucket       web.APIBucket `json:"bucket"`
+				TokensBefore int64         `json:"tokens_before"`
+				Actor        string        `json:"actor"`
 			}](t, stdout)
 			require.Equal(t, "alice", out.Actor)
-			require.Equal(t, 0.0, out.Bucket.CooldownLeftS)
+			require.Equal(t, 0.0, out.Bucket.CooldownSeconds)
 			code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "show", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code)
 			entry := decodeJSON[showOut](t, stdout).Ledger[0]
@@ -234,7 +257,7 @@ func TestBucketsUsage(t *testing.T) {
 	}{
 		{"NoAction", nil, "want an action: list, show or reset"},
 		{"UnknownAction", []string{"drop"}, `unknown action "drop"`},
-		{"ResetUnknownPolicy", []string{"reset", "--yes", "NOPE/prod/1"}, "NOPE/prod/1: throttle: unknown policy"},
+		{"ResetUnknownPolicy", []string{"reset", "--yes", "NOPE/prod/1"}, "NOPE/prod/1: unknown policy"},
 		{"ResetMalformedKey", []string{"reset", "--yes", "ENTRIES_READ_USER_ANTISCAN"}, `"ENTRIES_READ_USER_ANTISCAN" is not POLICY/ENV/IDENTIFIER`},
 		{"ResetMissingEnv", []string{"reset", "--yes", "--policy", seededUser.Policy, "--id", payerCPF}, "want a key POLICY/ENV/IDENTIFIER"},
 		{"ResetBadIdentifier", []string{"reset", "--yes", seededUser.Policy + "/prod/123"}, "invalid"},
@@ -268,6 +291,7 @@ func TestPrune(t *testing.T) {
 			Buckets     int64     `json:"buckets"`
 			DictLookups int64     `json:"dict_lookups"`
 			SkipBuckets bool      `json:"skip_buckets"`
+			DryRun      bool      `json:"dry_run"`
 		}
 		prune := func(args ...string) pruneOut {
 			t.Helper()
@@ -293,8 +317,17 @@ func TestPrune(t *testing.T) {
 		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention), Buckets: 3}, prune())
 		require.Equal(t, 0, listed())
 
-		// Past the retention the ledger rows and the lookup go too.
+		// Past the retention the ledger rows and the lookup go too; a dry
+		// run first counts them and removes nothing.
 		clock.Advance(48 * time.Hour)
+		before := clock.Now().Add(-24 * time.Hour)
+		require.Equal(t, pruneOut{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneOut{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+
+		// What was seen: "--retention 1s" deleted the audit trail, no floor.
+		code, _, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "1s")
+		require.Equal(t, ExitUsage, code)
+		oneStderrLine(t, stderr, "--retention 1s would erase the audit trail")
 		code, stdout, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "24h", "--batch", "2")
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, "removed 3 ledger rows and 1 DICT lookups older than 24h0m0s (before 2026-03-03 13:00:02 UTC)\n"+

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // Exit codes of every command.
@@ -40,6 +41,18 @@ type Main struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
+// printer is the language of the operator commands' messages, from
+// LC_ALL, LC_MESSAGES or LANG (English when none names pt_BR or es_PY),
+// with times in the local zone next to UTC.
+func (m *Main) printer() *i18n.Printer {
+	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if l := m.Getenv(v); l != "" {
+			return i18n.FromLocale(l, time.Local)
+		}
+	}
+	return i18n.New(i18n.English, time.Local)
+}
+
 // NewMain returns a Main over the given streams and environment.
 func NewMain(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *Main {
 	return &Main{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}
@@ -66,6 +79,8 @@ func commands() []Command {
 			fmt.Fprintln(m.Stdout, "balde", Version)
 			return nil
 		}},
+		{"completion", "print a shell completion script (bash|zsh): source <(balde completion bash)", runCompletion},
+		{"__complete", "", runComplete},
 	}
 }
 
@@ -94,7 +109,9 @@ func (m *Main) usage(w io.Writer) {
 	cs := commands()
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	for _, c := range cs {
-		fmt.Fprintf(w, "  %-15s %s\n", c.Name, c.Summary)
+		if c.Summary != "" { // hidden: __complete
+			fmt.Fprintf(w, "  %-15s %s\n", c.Name, c.Summary)
+		}
 	}
 	fmt.Fprintln(w, "\nRun \"balde COMMAND --help\" for a command's flags and an example.")
 }
@@ -141,7 +158,27 @@ func UsageError(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine is s on one line, without the internal package prefixes
+// ("sqlstore: ", "migrate: ", "throttle: ") that wrapping adds on the way
+// up: they say where in balde an error passed, which the operator reading
+// the line does not need.
+func oneLine(s string) string {
+	words := strings.Fields(s)
+	out := words[:0]
+	for _, w := range words {
+		if internalPrefixes[w] {
+			continue
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
+}
+
+// internalPrefixes are the error prefixes of balde's packages.
+var internalPrefixes = map[string]bool{
+	"sqlstore:": true, "migrate:": true, "migrations:": true, "throttle:": true,
+	"web:": true, "webhook:": true, "engine:": true, "groupcommit:": true,
+}
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
 // prints usage (with the command's example) to m.Stderr.
@@ -158,22 +195,45 @@ func (m *Main) newFlagSet(name, synopsis, example string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args. A parse error becomes a usage error of one line
-// naming the flag and pointing at --help; the usage text is printed only
-// when asked for with -h or --help.
+// parseFlags parses args, with flags before, between or after the
+// positional arguments ("migrate up --db X" as "migrate --db X up"), the
+// way operators' other tools take them; "--" ends the flags, and
+// everything after it is an argument. Afterwards fs.Args() holds the
+// positional arguments in order. A parse error becomes a usage error of one
+// line naming the flag and pointing at --help; the usage text is printed
+// only when asked for with -h or --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
+	restore := func() {
+		fs.Usage = usage
+		fs.SetOutput(out)
+	}
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = usage
-	fs.SetOutput(out)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		usage()
-		return err
-	case err != nil:
-		return UsageError("%s: %v (see balde %s --help)", fs.Name(), err, fs.Name())
+	defer restore()
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			restore() // the usage prints the flags to the real output
+			usage()
+			return err
+		case err != nil:
+			return UsageError("%s: %v (see balde %s --help)", fs.Name(), err, fs.Name())
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...) // after "--": arguments only
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
+	// Leave the arguments in fs.Args(): a FlagSet parsing "--" first
+	// keeps everything after it as arguments.
+	_ = fs.Parse(append([]string{"--"}, pos...))
 	return nil
 }

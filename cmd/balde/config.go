@@ -29,8 +29,9 @@ type Config struct {
 	// DictParticipant is this participant's ISPB (--dict-participant,
 	// BALDE_DICT_PARTICIPANT).
 	DictParticipant string
-	// DictCategory is the participant's category A..H until reconcile learns
-	// it (--dict-category, BALDE_DICT_CATEGORY).
+	// DictCategory is the participant's category A..H until it is learned
+	// from the DICT (--dict-category, BALDE_DICT_CATEGORY); empty: the
+	// strictest, H.
 	DictCategory string
 	// DictEnv is the env part of DICT bucket keys (--dict-env, BALDE_DICT_ENV).
 	DictEnv string
@@ -45,6 +46,10 @@ type Config struct {
 	// one environment (SIFEN_THROTTLE_SECONDS, default 10 s);
 	// SifenThrottleProd overrides it for prod (SIFEN_THROTTLE_SECONDS_PROD).
 	SifenThrottle, SifenThrottleProd time.Duration
+	// SifenPollEvery is how often serve looks for lots whose result is due
+	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0 turns it off). Each lot is
+	// queried only as SIFEN_CONSULTA_LOTE admits (10 min after the send).
+	SifenPollEvery time.Duration
 	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN
 	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).
 	SifenCert, SifenKey, SifenCA string
@@ -77,6 +82,27 @@ type Config struct {
 	// password; with neither, serve generates one and prints it once.
 	// Passwords have no flag: a command line is visible to every user.
 	AdminUser, AdminPassword, AdminPasswordBcrypt string
+	// AdminPasswordFile holds the password on its first line
+	// (BALDE_ADMIN_PASSWORD_FILE). With no password configured at all,
+	// serve keeps the one it generates in DataDir/admin-password, so it
+	// stays the same across restarts.
+	AdminPasswordFile string
+	// DataDir is where serve keeps what it generates (the admin password)
+	// (BALDE_DATA_DIR); empty: the SQLite database's directory, or the
+	// user's config directory (…/balde) for PostgreSQL.
+	DataDir string
+	// TimeZone is where the admin pages show times next to UTC
+	// (BALDE_TIME_ZONE, an IANA name such as America/Asuncion); nil: the
+	// server's local zone.
+	TimeZone *time.Location
+	// DictSimAddr and SifenSimAddr are where serve's built-in simulators
+	// listen (--dict-sim-addr, --sifen-sim-addr, BALDE_DICT_SIM_ADDR,
+	// BALDE_SIFEN_SIM_ADDR; default 127.0.0.1:0, a new port each start;
+	// make run fixes them). Loopback only.
+	DictSimAddr, SifenSimAddr string
+	// MetricsToken, when set, protects /metrics with a bearer token
+	// (BALDE_METRICS_TOKEN; no flag, like the passwords).
+	MetricsToken string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (--trusted-proxies, BALDE_TRUSTED_PROXIES: CIDR prefixes or
 	// addresses, comma-separated). Empty: the socket address is the client.
@@ -97,7 +123,8 @@ type Config struct {
 	InboundTokensFile string
 	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
 	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
-	// default "/healthz,/metrics,/static/").
+	// default web.DefaultInboundExempt): exact paths, or a subtree when the
+	// entry ends in "/".
 	InboundPaths, InboundExempt []string
 	// InboundFailMode is what the inbound limiter does when the database
 	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
@@ -115,6 +142,10 @@ type Config struct {
 	// documents a crashed send left in "sending" (--prune-every,
 	// BALDE_PRUNE_EVERY, default 10m; "off" or 0 turns it off).
 	PruneEvery time.Duration
+	// SeverityEvery is how often serve grades again the buckets that are
+	// not Healthy, delivering the recoveries refill brought
+	// (BALDE_SEVERITY_EVERY, default 15s; "off" or 0 turns it off).
+	SeverityEvery time.Duration
 }
 
 // ReconcileAuto is DictReconcileEvery's default: DefaultReconcileEvery
@@ -136,14 +167,17 @@ func DefaultConfig() Config {
 		DB:              sqlstore.DefaultDSN,
 		Addr:            "127.0.0.1:8080",
 		DictParticipant: "12345678",
-		DictCategory:    "A",
+		DictCategory:    "",
 		DictEnv:         "prod",
 		SifenThrottle:   10 * time.Second,
+		SifenPollEvery:  30 * time.Second,
 		Ledger:          throttle.LedgerEveryTake,
 		GroupCommit:     true,
 		LedgerRetention: throttle.DefaultRetention,
 		Thresholds:      throttle.DefaultThresholds,
 		AdminUser:       "admin",
+		DictSimAddr:     "127.0.0.1:0",
+		SifenSimAddr:    "127.0.0.1:0",
 		InboundIPLimit:  web.DefaultInboundIPLimit,
 		InboundWindow:   web.DefaultInboundWindow,
 		InboundBlock:    web.DefaultInboundBlock,
@@ -153,6 +187,7 @@ func DefaultConfig() Config {
 
 		DictReconcileEvery: ReconcileAuto,
 		PruneEvery:         DefaultPruneEvery,
+		SeverityEvery:      DefaultSeverityEvery,
 	}
 }
 
@@ -196,8 +231,9 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_SIFEN_CA", setString(&c.SifenCA)},
 		{"BALDE_POLICY_FILE", setString(&c.PolicyFile)},
 		{"BALDE_ALERT_WEBHOOK", setString(&c.AlertWebhook)},
-		{"SIFEN_THROTTLE_SECONDS", secondsFlag{&c.SifenThrottle}.Set},
-		{"SIFEN_THROTTLE_SECONDS_PROD", secondsFlag{&c.SifenThrottleProd}.Set},
+		{"SIFEN_THROTTLE_SECONDS", intervalFlag{&c.SifenThrottle}.Set},
+		{"SIFEN_THROTTLE_SECONDS_PROD", intervalFlag{&c.SifenThrottleProd}.Set},
+		{"BALDE_SIFEN_POLL_EVERY", everyFlag{&c.SifenPollEvery}.Set},
 		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
 		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
 			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
@@ -210,6 +246,12 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_ADMIN_USER", setString(&c.AdminUser)},
 		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
 		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
+		{"BALDE_ADMIN_PASSWORD_FILE", setString(&c.AdminPasswordFile)},
+		{"BALDE_DATA_DIR", setString(&c.DataDir)},
+		{"BALDE_TIME_ZONE", setParsed(&c.TimeZone, time.LoadLocation)},
+		{"BALDE_DICT_SIM_ADDR", setString(&c.DictSimAddr)},
+		{"BALDE_SIFEN_SIM_ADDR", setString(&c.SifenSimAddr)},
+		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
 		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
 		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
 		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, parseInboundIPLimit)},
@@ -226,6 +268,7 @@ func (c *Config) envVars() []envVar {
 		// serve's background work.
 		{"BALDE_DICT_RECONCILE_EVERY", reconcileFlag{&c.DictReconcileEvery}.Set},
 		{"BALDE_PRUNE_EVERY", everyFlag{&c.PruneEvery}.Set},
+		{"BALDE_SEVERITY_EVERY", everyFlag{&c.SeverityEvery}.Set},
 	}
 }
 
@@ -332,7 +375,7 @@ func parseThresholds(s string) (throttle.Thresholds, error) {
 		}
 		n[i] = v
 	}
-	t := throttle.Thresholds{Medium: n[0], High: n[1], Critical: n[2]}
+	t := throttle.Thresholds{Medium: n[0], High: n[1], Critical: n[2], Recover: throttle.DefaultThresholds.Recover}
 	return t, t.Validate()
 }
 
@@ -350,6 +393,25 @@ func (f secondsFlag) Set(s string) error {
 	return setParsed(f.d, parseSeconds)(s)
 }
 
+// intervalFlag is a SIFEN interval in seconds: more than 0 (0 used to pass
+// and silently mean the default; SIFEN blocks a RUC that sends too often,
+// so there is no way to turn the interval off).
+type intervalFlag struct{ d *time.Duration }
+
+func (f intervalFlag) String() string { return secondsFlag(f).String() }
+
+func (f intervalFlag) Set(s string) error {
+	d, err := parseSeconds(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q: the interval between two lots of a RUC must be more than 0 seconds (SIFEN blocks a RUC that sends too often)", s)
+	}
+	*f.d = d
+	return nil
+}
+
 // addStoreFlags registers --db.
 func (c *Config) addStoreFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DB, "db", c.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB)")
@@ -359,15 +421,15 @@ func (c *Config) addStoreFlags(fs *flag.FlagSet) {
 func (c *Config) addDictFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DictURL, "dict-url", c.DictURL, "DICT base URL (env BALDE_DICT_URL)")
 	fs.StringVar(&c.DictParticipant, "dict-participant", c.DictParticipant, "this participant's ISPB, 8 digits (env BALDE_DICT_PARTICIPANT)")
-	fs.StringVar(&c.DictCategory, "dict-category", c.DictCategory, "participant category A..H until reconcile learns it (env BALDE_DICT_CATEGORY)")
+	fs.StringVar(&c.DictCategory, "dict-category", c.DictCategory, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)")
 	fs.StringVar(&c.DictEnv, "dict-env", c.DictEnv, "env part of DICT bucket keys (env BALDE_DICT_ENV)")
 }
 
 // addSifenFlags registers the SIFEN endpoint flags.
 func (c *Config) addSifenFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SifenURL, "sifen-url", c.SifenURL, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`)
-	fs.Var(secondsFlag{&c.SifenThrottle}, "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
-	fs.Var(secondsFlag{&c.SifenThrottleProd}, "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
+	fs.Var(intervalFlag{&c.SifenThrottle}, "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
+	fs.Var(intervalFlag{&c.SifenThrottleProd}, "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
 }
 
 // addPolicyFlags registers --policies.
@@ -472,7 +534,9 @@ func (c *Config) addBackgroundFlags(fs *flag.FlagSet) {
 // addWebFlags registers the flags of serve's web server.
 func (c *Config) addWebFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on, HOST:PORT (env BALDE_ADDR)")
-	fs.StringVar(&c.AdminUser, "admin-user", c.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_BCRYPT (env BALDE_ADMIN_USER)")
+	fs.StringVar(&c.AdminUser, "admin-user", c.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD, BALDE_ADMIN_PASSWORD_BCRYPT or BALDE_ADMIN_PASSWORD_FILE, else DATA_DIR/admin-password, generated once (env BALDE_ADMIN_USER)")
+	fs.StringVar(&c.DictSimAddr, "dict-sim-addr", c.DictSimAddr, "where the built-in DICT simulator listens, loopback HOST:PORT (env BALDE_DICT_SIM_ADDR)")
+	fs.StringVar(&c.SifenSimAddr, "sifen-sim-addr", c.SifenSimAddr, "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)")
 	fs.Var(proxiesFlag{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
 	fs.Var(parsedFlag[int64]{&c.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
 	fs.Var(parsedFlag[time.Duration]{&c.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")

@@ -35,14 +35,15 @@ func TestConfigPrecedence(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, cfg.SifenThrottle) // the flag wins
 	require.Equal(t, "87654321", cfg.DictParticipant)          // env over default
 	require.Equal(t, throttle.LedgerAggregateTakes, cfg.Ledger)
-	require.Equal(t, throttle.Thresholds{Medium: 60, High: 30, Critical: 5}, cfg.Thresholds)
-	require.Equal(t, "A", cfg.DictCategory) // default
+	require.Equal(t, throttle.Thresholds{Medium: 60, High: 30, Critical: 5, Recover: throttle.DefaultThresholds.Recover}, cfg.Thresholds)
+	require.Equal(t, "", cfg.DictCategory) // default: unknown, the strictest (H) until learned
 }
 
 func TestConfigBadEnv(t *testing.T) {
 	tests := []struct{ name, key, value, want string }{
 		{"ThrottleNotANumber", "SIFEN_THROTTLE_SECONDS", "ten", "SIFEN_THROTTLE_SECONDS"},
 		{"ThrottleNegative", "SIFEN_THROTTLE_SECONDS", "-1", "SIFEN_THROTTLE_SECONDS"},
+		{"ThrottleZero", "SIFEN_THROTTLE_SECONDS", "0", "must be more than 0 seconds"},
 		{"LedgerUnknown", "BALDE_LEDGER", "sometimes", "BALDE_LEDGER"},
 		{"RetentionBad", "BALDE_LEDGER_RETENTION", "30 days", "BALDE_LEDGER_RETENTION"},
 		{"ThresholdsUnordered", "BALDE_SEVERITY_THRESHOLDS", "10,25,50", "BALDE_SEVERITY_THRESHOLDS"},

@@ -84,7 +84,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	client, err := eng.dictClient(ctx, cfg, cfg.DictURL)
+	client, err := eng.dictClient(ctx, cfg, cfg.DictURL, true)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,11 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 		// stops the run after it.
 		res, err := client.GetEntry(context.WithoutCancel(ctx), dict.LookupRequest{Key: it.Key, PayerID: it.Payer})
 		rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(waited)
-		var refused *dict.RefusedError
+		if err == nil && !res.Decision.Allowed {
+			// Refused by the mirror (a value, decision 0010): nothing was sent.
+			err = &throttle.RefusedError{Op: "dict getEntry", Decision: res.Decision}
+		}
+		var refused *throttle.RefusedError
 		var remote *dict.RemoteError
 		switch {
 		case err == nil:

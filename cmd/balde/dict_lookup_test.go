@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"github.com/balde-throttle/balde/dict/dictsim"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +26,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // foundKeys are keys the simulator's directory holds (dict/testdata/entries.csv).
@@ -104,6 +107,71 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 	stats := sim.Stats()
 	require.Equal(t, p.Capacity, stats.Count(dict.OpGetEntry, http.StatusOK))
 	require.Equal(t, int64(0), stats.Total(http.StatusTooManyRequests))
+}
+
+// TestDictLookupSixProcessesOnePayer: six dict-lookup processes scan one
+// PF payer (100 tokens; a 404 costs 20) with unknown keys against a DICT
+// whose answers take 0.25 s to arrive after it charged them. Each lookup in
+// flight holds the worst case, so the mirror is never more generous than
+// the DICT: no remote 429, and exactly the 5 lookups the payer can afford
+// are answered. (With the old 1-token reservation the lookups in flight
+// were admitted on credit and drew remote 429s.)
+func TestDictLookupSixProcessesOnePayer(t *testing.T) {
+	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
+		Category: "A", Latency: 250 * time.Millisecond, FakeClock: true, Start: testEpoch, Logger: discardLogger,
+	})
+	require.NoError(t, err)
+	require.NoError(t, sim.Open("127.0.0.1:0"))
+	t.Cleanup(func() { require.NoError(t, sim.Close()) })
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, stderr)
+
+	const procs, perProc = 6, 8
+	var children []*childProc
+	for p := range procs {
+		var b strings.Builder
+		b.WriteString("key,payer\n")
+		for i := range perProc {
+			fmt.Fprintf(&b, "naoexiste-%d-%d@example.com,%s\n", p, i, payerCPF)
+		}
+		keys := writeFile(t, t.TempDir(), "keys.csv", []byte(b.String()))
+		c := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", sim.URL(), "--no-wait", "--json", keys)
+		ch := &childProc{cmd: c}
+		c.Stdout, c.Stderr = &ch.stdout, &ch.stderr
+		require.NoError(t, c.Start())
+		children = append(children, ch)
+	}
+	var answered, refused int
+	for _, ch := range children {
+		done := make(chan error, 1)
+		go func() { done <- ch.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = ch.cmd.Process.Kill()
+			t.Fatalf("a dict-lookup process did not finish within 60 s: %s", ch.stderr.String())
+		}
+		items, _ := jsonLines[lookupRecord](t, ch.stdout.String())
+		require.Len(t, items, perProc, ch.stderr.String())
+		for _, it := range items {
+			switch it.Status {
+			case http.StatusNotFound:
+				answered++
+			case 0:
+				require.Equal(t, resultBlocked, it.Result, "%+v", it)
+				refused++
+			default:
+				t.Fatalf("status %d: %+v", it.Status, it)
+			}
+		}
+	}
+	stats := sim.Stats()
+	t.Logf("6 processes x 8 lookups: %d answered, %d refused locally, remote 429s: %d", answered, refused, stats.Total(http.StatusTooManyRequests))
+	require.Equal(t, int64(0), stats.Total(http.StatusTooManyRequests), "no remote 429")
+	require.GreaterOrEqual(t, answered, 5)
+	require.Equal(t, int64(answered), stats.Count(dict.OpGetEntry, http.StatusNotFound))
+	require.Equal(t, procs*perProc, answered+refused)
 }
 
 // childProc is a child process and its output.
@@ -207,11 +275,14 @@ func TestDictLookupInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sim := startDictSim(t, "A", false)
-	// Ctrl-C arrives while the first lookup is answered.
+	// Ctrl-C arrives while the first lookup is answered (after the
+	// category was learned from GET /policies/).
 	var once sync.Once
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sim.ServeHTTP(w, r)
-		once.Do(cancel)
+		if strings.Contains(r.URL.Path, "/entries/") {
+			once.Do(cancel)
+		}
 	}))
 	defer hs.Close()
 	code, stdout, stderr := runIn(ctx, nil, "", nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
@@ -306,4 +377,102 @@ func FuzzReadLookups(f *testing.F) {
 			require.NoError(t, err)
 		}
 	})
+}
+
+// TestDictCategoryLearnedAtStart: until the DICT says otherwise the
+// participant is in the strictest category (H); dict-lookup and serve ask
+// GET /policies/ when they start, keep the answer in the database and reuse
+// it while fresh (POLICIES_LIST allows 6 a minute). Before, the CLI
+// defaulted to A (50,000 tokens) and never asked.
+func TestDictCategoryLearnedAtStart(t *testing.T) {
+	ctx := context.Background()
+	require.Equal(t, "", DefaultConfig().DictCategory, "no category until learned")
+	participantCapacity := func(eng *engine) int64 {
+		p, err := eng.dict.Resolve(eng.dict.Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
+		require.NoError(t, err)
+		return p.Capacity
+	}
+	open := func(t *testing.T, db, url string) *engine {
+		cfg := DefaultConfig()
+		cfg.DB = db
+		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttletest.NewFakeClock(testEpoch).Now})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, eng.close(ctx)) })
+		_, err = eng.dictClient(ctx, cfg, url, true)
+		require.NoError(t, err)
+		return eng
+	}
+
+	t.Run("LearnedAndReused", func(t *testing.T) {
+		sim := startDictSim(t, "C", true)
+		db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+		eng := open(t, db, sim.URL())
+		require.Equal(t, "C", eng.dict.Category())
+		require.Equal(t, int64(30000), participantCapacity(eng))
+		require.Equal(t, int64(1), sim.Stats().Count(dict.OpListBucketStates, http.StatusOK))
+
+		// A second process on the same database reuses what was learned.
+		eng = open(t, db, sim.URL())
+		require.Equal(t, "C", eng.dict.Category())
+		require.Equal(t, int64(1), sim.Stats().Count(dict.OpListBucketStates, http.StatusOK), "not asked again while fresh")
+	})
+	t.Run("StrictestUntilKnown", func(t *testing.T) {
+		sim := startDictSim(t, "A", true)
+		down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/policies/") {
+				http.Error(w, "maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			sim.ServeHTTP(w, r)
+		}))
+		t.Cleanup(down.Close)
+		eng := open(t, "sqlite://"+filepath.Join(t.TempDir(), "balde.db"), down.URL)
+		require.Equal(t, "", eng.dict.Category())
+		require.Equal(t, int64(50), participantCapacity(eng), "category H")
+	})
+}
+
+// TestDictLookupKilledMidRequest: a dict-lookup killed (kill -9) while the
+// DICT has charged its 404 but before the answer arrived leaves the mirror
+// no more generous than the DICT: the hold already counted the worst case.
+// (With the old 1-token reservation the mirror kept 99 tokens where the
+// DICT had 80.)
+func TestDictLookupKilledMidRequest(t *testing.T) {
+	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
+		Category: "A", Latency: 2 * time.Second, FakeClock: true, Start: testEpoch, Logger: discardLogger,
+	})
+	require.NoError(t, err)
+	require.NoError(t, sim.Open("127.0.0.1:0"))
+	t.Cleanup(func() { require.NoError(t, sim.Close()) })
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, _, stderr := runIn(context.Background(), nil, "", nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, stderr)
+
+	keys := writeFile(t, t.TempDir(), "keys.csv", []byte("key,payer\nnaoexiste@example.com,"+payerCPF+"\n"))
+	child := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", sim.URL(), "--no-wait", "--json", keys)
+	require.NoError(t, child.Start())
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	require.Eventually(t, func() bool {
+		n, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
+		return n == 80
+	}, 30*time.Second, 5*time.Millisecond, "the DICT charged the 404")
+	require.NoError(t, child.Process.Kill())
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed process did not exit within 10 s")
+	}
+
+	cfg := DefaultConfig()
+	cfg.DB = db
+	ctx := context.Background()
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttletest.NewFakeClock(testEpoch).Now})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, eng.close(ctx)) }()
+	st, err := eng.limiter.State(ctx, eng.dict.Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
+	require.NoError(t, err)
+	remote, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
+	require.LessOrEqual(t, st.Tokens, remote, "the mirror is never more generous than the DICT")
+	require.Equal(t, int64(80), st.Tokens)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the
@@ -37,13 +38,12 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	client, err := eng.dictClient(ctx, cfg, cfg.DictURL)
+	client, err := eng.dictClient(ctx, cfg, cfg.DictURL, false)
 	if err != nil {
 		return err
 	}
 	res, err := client.Reconcile(ctx)
-	var refused *dict.RefusedError
-	if errors.As(err, &refused) {
+	if _, refused := throttle.AsRefusal(err); refused {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: %w", err)}
 	}
 	if err != nil {

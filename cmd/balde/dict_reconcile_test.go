@@ -20,7 +20,6 @@ import (
 func TestDictReconcile(t *testing.T) {
 	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
 		Category: "H",
-		DB:       "sqlite://" + filepath.Join(t.TempDir(), "sim.db"),
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)

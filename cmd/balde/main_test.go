@@ -60,4 +60,5 @@ func TestHelpExitsZero(t *testing.T) {
 	code, _, errOut := run(t, nil, "migrate", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, errOut, "Example:")
+	require.Contains(t, errOut, "  -db ", "the flags are listed")
 }

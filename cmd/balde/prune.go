@@ -4,30 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
 )
+
+// MinRetention is the shortest ledger retention prune accepts without
+// --force: the ledger is the audit trail of every token, and a retention
+// of seconds ("--retention 1s") would erase it.
+const MinRetention = 24 * time.Hour
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket
 // rows equal to a full bucket (a key with no row is full), and the
 // retention of the DICT's lookup records. Each deletion is a bounded batch
 // in its own transaction, so a prune never holds the write lock for long
-// and may run while serve and the batch commands work.
+// and may run while serve and the batch commands work. --dry-run counts
+// what would go and deletes nothing.
 func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
 	}
-	fs := m.newFlagSet("prune", "prune [--retention D] [--batch N] [--skip-buckets] [--json] [--db DSN]",
-		"balde prune --retention 720h --db postgres://balde@127.0.0.1:5432/balde")
+	fs := m.newFlagSet("prune", "prune [--retention D] [--dry-run] [--force] [--batch N] [--skip-buckets] [--json] [--db DSN]",
+		"balde prune --dry-run --retention 720h --db sqlite://balde.db")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
 	retention := cfg.LedgerRetention
-	fs.Var(durationFlag(&retention), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION)")
+	fs.Var(durationFlag(&retention), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
 	batch := fs.Int("batch", 1000, "most rows deleted per transaction")
 	skipBuckets := fs.Bool("skip-buckets", false, "keep idle bucket rows (prune the ledger and lookups only)")
+	dryRun := fs.Bool("dry-run", false, "count what would be removed; remove nothing")
+	force := fs.Bool("force", false, "accept a retention under 24h (the ledger is the audit trail)")
 	jsonOut := fs.Bool("json", false, "write one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -38,8 +48,14 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	if retention <= 0 {
 		return UsageError("prune: --retention must be positive (e.g. 720h)")
 	}
+	if retention < MinRetention && !*force && !*dryRun {
+		return UsageError("prune: --retention %s would erase the audit trail of the last day; use at least %s, or add --force (try --dry-run first)", retention, MinRetention)
+	}
 	if *batch <= 0 {
 		return UsageError("prune: --batch %d: want a positive number of rows", *batch)
+	}
+	if err := requireDatabase(cfg.DB); err != nil {
+		return err
 	}
 
 	eng, err := openAdminEngine(ctx, cfg, m.Clock)
@@ -47,7 +63,12 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	res, err := eng.prune(ctx, retention, *batch, *skipBuckets)
+	var res pruneResult
+	if *dryRun {
+		res, err = pruneCount(ctx, eng, retention, *skipBuckets)
+	} else {
+		res, err = eng.prune(ctx, retention, *batch, *skipBuckets)
+	}
 	if err != nil {
 		return err
 	}
@@ -60,15 +81,57 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 			Buckets     int64     `json:"buckets"`
 			DictLookups int64     `json:"dict_lookups"`
 			SkipBuckets bool      `json:"skip_buckets"`
-		}{before.UTC(), res.LedgerRows, res.Buckets, lookups, *skipBuckets})
+			DryRun      bool      `json:"dry_run"`
+		}{before.UTC(), res.LedgerRows, res.Buckets, lookups, *skipBuckets, *dryRun})
 		return nil
 	}
-	fmt.Fprintf(m.Stdout, "removed %d ledger rows and %d DICT lookups older than %s (before %s)\n",
-		res.LedgerRows, lookups, retention, before.UTC().Format(web.TimeLayout))
+	tr := m.printer()
+	verb := tr.Sprintf("removed")
+	if *dryRun {
+		verb = tr.Sprintf("dry run: would remove")
+	}
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s ledger rows and %s DICT lookups older than %s (before %s)",
+		verb, n(res.LedgerRows), n(lookups), retention.String(), before.UTC().Format(web.TimeLayout)))
 	if *skipBuckets {
-		fmt.Fprintln(m.Stdout, "idle buckets kept (--skip-buckets)")
+		fmt.Fprintln(m.Stdout, tr.Sprintf("idle buckets kept (--skip-buckets)"))
 	} else {
-		fmt.Fprintf(m.Stdout, "removed %d idle buckets (full, no cooldown or block: the same as no row)\n", res.Buckets)
+		fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s idle buckets (full, no cooldown or block: the same as no row)", verb, n(res.Buckets)))
 	}
 	return nil
+}
+
+// pruneCount counts what prune would remove: ledger events older than the
+// retention (an aggregated row counts its events), DICT lookups older than
+// it, and stored buckets that are idle now.
+func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipBuckets bool) (pruneResult, error) {
+	res := pruneResult{Before: eng.limiter.Now().Add(-retention)}
+	all, err := eng.limiter.CountLedger(ctx, throttle.LedgerQuery{})
+	if err != nil {
+		return res, err
+	}
+	young, err := eng.limiter.CountLedger(ctx, throttle.LedgerQuery{Since: res.Before})
+	if err != nil {
+		return res, err
+	}
+	res.LedgerRows = all - young
+	db := eng.store.ReadDB()
+	if err := db.QueryRowContext(ctx, db.Rebind(`
+		SELECT count(*)
+		FROM balde_dict_lookups
+		WHERE looked_up_at < ?`), res.Before.UnixNano()).Scan(&res.DictLookups); err != nil {
+		return res, fmt.Errorf("prune: count DICT lookups: %w", err)
+	}
+	if !skipBuckets {
+		states, _, err := eng.limiter.ListAll(ctx, throttle.Filter{})
+		if err != nil {
+			return res, err
+		}
+		for _, st := range states {
+			if !st.Orphan && st.Tokens >= st.Policy.Capacity && len(st.Spent) == 0 && st.CooldownLeft == 0 && st.BlockLeft == 0 {
+				res.Buckets++
+			}
+		}
+	}
+	return res, nil
 }

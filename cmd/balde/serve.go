@@ -7,16 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -68,13 +70,21 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	app, err := openApp(ctx, cfg, sifenClient, logger)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The operator must choose another --addr: bad input, nothing done.
+		return UsageError("serve: an address is already in use (%v); choose another --addr (BALDE_ADDR) or stop what listens there", err)
+	}
 	if err != nil {
 		return err
 	}
 	logDatabase(app.engine.store, creating, logger)
 	if sims := app.sims; sims.dict != nil {
+		category := app.dict.Catalog().Category() // learned from its GET /policies/
+		if category == "" {
+			category = "H (strictest, not learned)"
+		}
 		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.dict.URL(), sims.entries, cfg.DictCategory)
+			sims.dict.URL(), sims.entries, category)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
 	}
@@ -86,9 +96,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
 	}
 	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", app.server.URL())
-	if app.generatedPassword != "" {
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, set BALDE_ADMIN_PASSWORD to choose one): %s\n",
-			cfg.AdminUser, app.generatedPassword)
+	switch {
+	case app.generatedPassword != "":
+		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, kept in %s; set BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_FILE to choose one): %s\n",
+			cfg.AdminUser, app.passwordFile, app.generatedPassword)
+	case app.passwordFile != "":
+		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, app.passwordFile)
 	}
 	<-ctx.Done()
 	logger.Info("shutting down")
@@ -104,6 +117,7 @@ type app struct {
 	sender            *sifen.Sender
 	server            *web.Server
 	generatedPassword string
+	passwordFile      string // where the password was read or kept
 
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
@@ -116,16 +130,11 @@ type app struct {
 // returns → background reconciliation and pruning.
 func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
-	inbound, err := newInbound(cfg)
+	inbound, err := newInboundConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	metrics := web.NewMetrics()
-	var resolvers throttle.Resolvers
-	if inbound != nil {
-		resolvers = append(resolvers, inbound.Policies())
-	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Observer: metrics, Logger: logger})
+	eng, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +154,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		return nil, err
 	}
 	a.sims = sims
-	if a.dict, err = eng.dictClient(ctx, cfg, dictURL); err != nil {
+	if a.dict, err = eng.dictClient(ctx, cfg, dictURL, true); err != nil {
 		return nil, err
 	}
 	if sifenClient == nil {
@@ -156,11 +165,20 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if a.sender, err = eng.sifenSender(sifenClient); err != nil {
 		return nil, err
 	}
+	// The interval between lots is the database's, the strictest any
+	// process configured: a difference is said, never silent.
+	notes, err := a.sender.ShareInterval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		logger.Warn(n)
+	}
 	// Before anything can send: documents a crashed send left in
 	// "sending" are settled by asking SIFEN, or stay (and are reported).
 	a.resolveSifen(ctx, logger)
 
-	if err := a.openServer(cfg, inbound, metrics, logger); err != nil {
+	if err := a.openServer(cfg); err != nil {
 		return nil, err
 	}
 	a.startBackground(cfg, logger)
@@ -170,6 +188,20 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 // newInbound builds the inbound limiter from cfg (reading
 // BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
 func newInbound(cfg Config) (*web.Inbound, error) {
+	ic, err := newInboundConfig(cfg)
+	if ic == nil || err != nil {
+		return nil, err
+	}
+	in, err := web.NewInbound(*ic)
+	if err != nil {
+		return nil, UsageError("inbound limiter: %v", err)
+	}
+	return in, nil
+}
+
+// newInboundConfig is the inbound limiter's configuration from cfg
+// (reading BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
+func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	if cfg.InboundIPLimit == 0 {
 		return nil, nil
 	}
@@ -185,7 +217,7 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 		}
 		cfg.InboundTokens = append(slices.Clip(cfg.InboundTokens), tokens...)
 	}
-	in, err := web.NewInbound(web.InboundConfig{
+	return &web.InboundConfig{
 		IPLimit:  cfg.InboundIPLimit,
 		Window:   cfg.InboundWindow,
 		Block:    cfg.InboundBlock,
@@ -193,62 +225,32 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 		Paths:    cfg.InboundPaths,
 		Exempt:   cfg.InboundExempt,
 		FailMode: cfg.InboundFailMode,
-	})
-	if err != nil {
-		return nil, UsageError("inbound limiter: %v", err)
-	}
-	return in, nil
+	}, nil
 }
 
-func (a *app) openServer(cfg Config, inbound *web.Inbound, metrics *web.Metrics, logger *slog.Logger) error {
-	eng := a.engine
-	policyNames := eng.policyNames()
-	if inbound != nil {
-		policyNames = append(inbound.PolicyNames(), policyNames...)
-		// The inbound limiter has a Limiter of its own on the same store:
-		// every request is a take, and writing a ledger row for each (or
-		// for each refusal of a flood) would bury the outbound history.
-		// Its decisions are still counted in the metrics.
-		var err error
-		inbound.Limiter, err = throttle.NewLimiter(eng.throttleStore(), inbound.Policies(), throttle.Config{
-			Clock:           eng.store.Now,
-			Thresholds:      cfg.Thresholds,
-			Ledger:          throttle.LedgerNoTakes,
-			SkipRefusalRows: true,
-			Observer:        metrics,
-			Logger:          logger.WithGroup("inbound"),
-		})
-		if err != nil {
-			return UsageError("%v", err)
-		}
-	}
-
+// openServer opens the web server over the engine (balde.Engine.NewServer)
+// with serve's credential, DICT client and SIFEN sender.
+func (a *app) openServer(cfg Config) error {
 	creds := web.Credentials{User: cfg.AdminUser, Password: cfg.AdminPassword, PasswordBcrypt: cfg.AdminPasswordBcrypt}
 	if creds.Password == "" && creds.PasswordBcrypt == "" {
 		// The admin is never open: without a configured password, one is
-		// made up and printed once.
-		creds.Password = rand.Text()
-		a.generatedPassword = creds.Password
+		// read from a file, or made up once, kept and printed once.
+		var err error
+		creds.Password, a.passwordFile, a.generatedPassword, err = adminPassword(cfg)
+		if err != nil {
+			return err
+		}
 	}
-
-	s := web.NewServer()
+	s := a.engine.NewServer(cfg.DictParticipant)
 	s.Addr = cfg.Addr
-	s.Limiter = eng.limiter
-	s.Inbound = inbound
 	s.Admin = creds
 	s.TrustedProxies = cfg.TrustedProxies
-	s.Metrics = metrics
-	s.HealthCheck = storeHealth(eng.store)
-	s.Logger = logger.WithGroup("web")
-	s.Policies = policyNames
+	s.MetricsToken = cfg.MetricsToken
+	s.HealthCheck = storeHealth(a.engine.store)
 	s.Sifen = a.sender
 	s.Dict = a.dict
-	s.Scope = web.Scopes(eng.dict)
-	s.Panels = []web.PanelFunc{
-		web.DictCategoryPanel(eng.dict, cfg.DictParticipant),
-		web.AntiScanPanel(eng.records.Monitors, eng.store.Now),
-		web.SifenDocumentsPanel(a.sender),
-	}
+	s.TimeZone = cfg.TimeZone
+	s.Panels = append(s.Panels, web.SifenDocumentsPanel(a.sender))
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -292,6 +294,49 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
 	}
 	a.bg.Go(func() { watchDatabase(ctx, a.engine.store, identityCheckEvery, logger) })
+	if cfg.SifenPollEvery > 0 {
+		// Lot results (siConsLoteDE): each lot is asked when its
+		// SIFEN_CONSULTA_LOTE key admits it; documents move from sent to
+		// approved or rejected.
+		a.bg.Go(func() {
+			a.sender.RunPoll(ctx, cfg.SifenPollEvery, func(out []sifen.LotOutcome, err error) {
+				for _, o := range out {
+					if o.Blocked == nil {
+						logger.Info("SIFEN lot queried", slog.String("lot", o.LotNumber), slog.String("code", o.Code), slog.Int("updated", o.Updated))
+					}
+				}
+				if err != nil && ctx.Err() == nil {
+					logger.Warn("SIFEN lot results", slog.Any("error", err))
+				}
+			})
+		})
+	}
+	if cfg.SeverityEvery > 0 {
+		a.bg.Go(func() { a.reevaluate(ctx, cfg.SeverityEvery, logger) })
+	}
+}
+
+// DefaultSeverityEvery is how often serve grades again the buckets that are
+// not Healthy (Config.SeverityEvery), so that a bucket refilled while nobody
+// sends gets its recovery (log, webhook "resolved", metric) within this time.
+const DefaultSeverityEvery = 15 * time.Second
+
+// reevaluate runs Limiter.Reevaluate every period until ctx ends.
+func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("severity re-evaluation", slog.Any("error", err))
+		} else if n > 0 {
+			logger.Info("severity re-evaluated", slog.Int("recovered", n))
+		}
+	}
 }
 
 // reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is
@@ -335,21 +380,57 @@ func (a *app) maintain(ctx context.Context, every, retention time.Duration, logg
 // still the one opened (sqlstore.Store.CheckWrite), and the schema is at
 // the latest migration, not dirty.
 func storeHealth(store *sqlstore.Store) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if err := store.CheckWrite(ctx); err != nil {
-			return err
-		}
-		latest, err := migrations.Latest(store.Engine())
+	return func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
+}
+
+// adminPassword finds serve's admin password when none is configured in
+// the environment: the first line of AdminPasswordFile, else
+// DataDir/admin-password, else a new one written there (0600) and returned
+// as generated, to be printed once. It returns the file it used.
+func adminPassword(cfg Config) (password, file, generated string, err error) {
+	if cfg.AdminPasswordFile != "" {
+		b, err := os.ReadFile(cfg.AdminPasswordFile)
 		if err != nil {
-			return err
+			return "", "", "", UsageError("BALDE_ADMIN_PASSWORD_FILE: %v", err)
 		}
-		version, dirty, err := store.SchemaVersion(ctx)
-		if err != nil {
-			return err
+		password, _, _ = strings.Cut(string(b), "\n")
+		if password = strings.TrimSpace(password); password == "" {
+			return "", "", "", UsageError("BALDE_ADMIN_PASSWORD_FILE %s: the first line is empty", cfg.AdminPasswordFile)
 		}
-		if dirty || version != latest {
-			return fmt.Errorf("serve: schema at version %d (dirty %t), want %d", version, dirty, latest)
-		}
-		return nil
+		return password, cfg.AdminPasswordFile, "", nil
 	}
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return "", "", "", err
+	}
+	file = filepath.Join(dir, "admin-password")
+	if b, err := os.ReadFile(file); err == nil {
+		if password = strings.TrimSpace(string(b)); password != "" {
+			return password, file, "", nil
+		}
+	}
+	password = rand.Text()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("serve: keep the admin password: %w", err)
+	}
+	if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
+		return "", "", "", fmt.Errorf("serve: keep the admin password: %w", err)
+	}
+	return password, file, password, nil
+}
+
+// dataDir resolves Config.DataDir: as given, else the SQLite database's
+// directory, else the user's config directory's balde/.
+func (c Config) dataDir() (string, error) {
+	if c.DataDir != "" {
+		return c.DataDir, nil
+	}
+	if path, ok := sqlitePath(c.DB); ok {
+		return filepath.Dir(path), nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", UsageError("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
+	}
+	return filepath.Join(dir, "balde"), nil
 }

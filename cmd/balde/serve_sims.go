@@ -30,9 +30,9 @@ type simulators struct {
 }
 
 // startSimulators starts the simulators cfg leaves without an endpoint:
-// dictsim when DictURL is empty (on its own temporary SQLite store, never
-// the app's database, with the sample entries and the configured category
-// and policy file, so its limits are the mirror's), sifensim when SifenURL
+// dictsim when DictURL is empty (with its own in-memory buckets, never
+// the app's database, the sample entries and the configured category, else
+// A: it is the demo's DICT, whose limits balde mirrors), sifensim when SifenURL
 // is empty (SIFEN's rules with their defaults). It returns the URLs to use.
 func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *simulators, dictURL, sifenURL string, err error) {
 	sims := &simulators{}
@@ -48,17 +48,21 @@ func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *s
 			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
 		}
 		sims.entries = len(entries)
+		// The simulator is the DICT of the demo: its category is the one
+		// configured, else A; balde learns it from GET /policies/ at start.
+		category := cfg.DictCategory
+		if category == "" {
+			category = "A"
+		}
 		sims.dict, err = dictsim.NewServer(ctx, dictsim.Config{
-			Entries:    entries,
-			Category:   cfg.DictCategory,
-			Env:        cfg.DictEnv,
-			PolicyFile: cfg.PolicyFile,
-			Logger:     logger.WithGroup("dictsim"),
+			Entries:  entries,
+			Category: category,
+			Logger:   logger.WithGroup("dictsim"),
 		})
 		if err != nil {
 			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
 		}
-		if err := sims.dict.Open("127.0.0.1:0"); err != nil {
+		if err := sims.dict.Open(cfg.DictSimAddr); err != nil {
 			return nil, "", "", fmt.Errorf("serve: DICT simulator: %w", err)
 		}
 		dictURL = sims.dict.URL()
@@ -68,7 +72,7 @@ func startSimulators(ctx context.Context, cfg Config, logger *slog.Logger) (_ *s
 		if err != nil {
 			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
 		}
-		if err := sims.sifen.Open("127.0.0.1:0"); err != nil {
+		if err := sims.sifen.Open(cfg.SifenSimAddr); err != nil {
 			return nil, "", "", fmt.Errorf("serve: SIFEN simulator: %w", err)
 		}
 		sifenURL = sims.sifen.URL() + "/{env}"

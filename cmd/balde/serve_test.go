@@ -157,8 +157,9 @@ func TestServeEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, "Bucket states")
 	require.Contains(t, page, "signed in as <strong>ops</strong>")
-	// The admin's own request went through the inbound limiter.
-	require.Equal(t, `"ip";q=120;w=60`, resp.Header.Get("RateLimit-Policy"))
+	// The admin's own request went through the inbound limiter, charged
+	// to the admin's generous bucket rather than the public per-IP one.
+	require.Equal(t, `"admin";q=1200;w=60`, resp.Header.Get("RateLimit-Policy"))
 
 	resp, _ = get(t, sm.url+"/admin/buckets", "ops", "wrong")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
@@ -208,7 +209,7 @@ func TestServeFlagsOverrideEnv(t *testing.T) {
 		"BALDE_INBOUND_TOKENS_FILE": tokens,
 	}, "--inbound-ip-limit", "9", "--admin-user", "flaguser")
 
-	resp, _ := get(t, sm.url+"/admin/buckets", "flaguser", "pw")
+	resp, _ := get(t, sm.url+"/api/buckets", "flaguser", "pw")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, `"ip";q=9;w=60`, resp.Header.Get("RateLimit-Policy"))
 

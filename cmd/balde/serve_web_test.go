@@ -183,7 +183,6 @@ func sifenStats(t *testing.T, base string) sifensim.Stats {
 func TestServeReconcilesWithARealDICT(t *testing.T) {
 	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
 		Category: "H",
-		DB:       "sqlite://" + filepath.Join(t.TempDir(), "sim.db"),
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

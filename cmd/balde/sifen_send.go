@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--json] FILE|DIR...",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--allow-unsigned] [--json] FILE|DIR...",
 		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml")
 	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
@@ -39,12 +40,17 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	var wf waitFlags
 	wf.add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
+	follow := fs.Bool("follow", false, "after sending, query each lot's result (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE) until every document this run sent is approved or rejected")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	env, err := sifen.ParseEnv(*envName)
 	if err != nil {
 		return UsageError("sifen-send: --env %q: want test or prod", *envName)
+	}
+	if *allowUnsigned && env != sifen.EnvTest {
+		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
 	}
 	wait, maxWait, err := wf.resolve("sifen-send")
 	if err != nil {
@@ -65,7 +71,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	clock := m.batchClock()
 	mode := chooseMode(m.Stdout, *jsonOut)
-	items, bad := parseDocuments(files, env)
+	items, bad := parseDocuments(files, env, *allowUnsigned)
 	if len(bad) > 0 {
 		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock)
 		for _, it := range bad {
@@ -84,9 +90,18 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	sender, err := eng.sifenSender(client)
+	sender, err := eng.sifenSender(client, *allowUnsigned)
 	if err != nil {
 		return err
+	}
+	// The interval between lots is the database's (the strictest any
+	// process configured): a difference is said, never silent.
+	notes, err := sender.ShareInterval(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(m.Stderr, "balde: sifen-send: %s\n", n)
 	}
 	b := &sifenBatch{
 		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock,
@@ -95,6 +110,11 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	sum, err := b.run(ctx, items)
 	if err != nil {
 		return err
+	}
+	if *follow {
+		if err := b.follow(ctx, items); err != nil {
+			return err
+		}
 	}
 	return batchExit("sifen-send", sum)
 }
@@ -203,10 +223,10 @@ func (it *sifenItem) line() string {
 // parseDocuments reads every file and returns its DEs as items, in order;
 // bad lists the files (or DEs) that cannot be sent: unreadable, malformed,
 // a bad RUC, check digit or CDC, or a CDC given twice.
-func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
+func parseDocuments(files []string, env sifen.Env, allowUnsigned bool) (items, bad []*sifenItem) {
 	where := make(map[string]string) // CDC → file
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readCapped(f, web.DefaultUploadLimit)
 		if err == nil {
 			var lot sifen.Lote
 			if lot, err = sifen.ParseLote(data); err == nil {
@@ -215,6 +235,11 @@ func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
 					items = append(items, it)
 					if prev, ok := where[de.CDC]; ok {
 						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s is also in %s", f, de.CDC, prev)
+						bad = append(bad, it)
+						continue
+					}
+					if err := sifen.CheckFit(env, de, allowUnsigned); err != nil {
+						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s: %v", f, de.CDC, err)
 						bad = append(bad, it)
 						continue
 					}
@@ -228,6 +253,24 @@ func parseDocuments(files []string, env sifen.Env) (items, bad []*sifenItem) {
 		bad = append(bad, it)
 	}
 	return items, bad
+}
+
+// readCapped reads a file of at most limit bytes (the web upload's cap):
+// a larger one is an error, read no further.
+func readCapped(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d MB (the most one file may hold, as in the web upload)", limit>>20)
+	}
+	return data, nil
 }
 
 // sifenBatch sends one run's documents.
@@ -295,7 +338,7 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere.
 				it.res = resultBlocked
-				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); settled by a run after %s", sifen.DefaultResolveAfter)
+				it.message = fmt.Sprintf("left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)", sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
 				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode
@@ -423,4 +466,83 @@ func interleave(lots [][]int64, byID map[int64]*sifenItem) [][]int64 {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// sifenResult is the JSON line --follow writes per document once SIFEN's
+// result is known: {"lot_result": {...}}.
+type sifenResult struct {
+	Document   int64  `json:"document"`
+	CDC        string `json:"cdc"`
+	Lot        string `json:"lot"`
+	Status     string `json:"status"`      // approved or rejected
+	Result     string `json:"result"`      // dEstRes
+	AuthNumber string `json:"auth_number"` // dProtAut
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+}
+
+// follow polls the lots this run sent (Sender.Poll, each lot queried as
+// SIFEN_CONSULTA_LOTE admits) until every document it sent has SIFEN's
+// result, and reports each: approved (with dProtAut, and whether with
+// observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
+// documents keep their results and serve keeps polling.
+func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
+	pending := make(map[int64]*sifenItem)
+	for _, it := range items {
+		if it.res == resultSent {
+			pending[it.doc] = it
+		}
+	}
+	for len(pending) > 0 {
+		out, err := b.sender.Poll(ctx)
+		if errors.Is(err, throttle.ErrStoreUnavailable) {
+			return err
+		}
+		if err != nil {
+			fmt.Fprintf(b.warn, "balde: sifen-send: lot results: %s\n", oneLine(err.Error()))
+		}
+		for id := range pending {
+			d, err := b.sender.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if d.Status == sifen.StatusSent {
+				continue
+			}
+			delete(pending, id)
+			line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
+			if d.Result != "" {
+				line += fmt.Sprintf(" result=%q", d.Result)
+			}
+			if d.AuthNumber != "" {
+				line += " dProtAut=" + d.AuthNumber
+			}
+			b.rep.note(line + " " + strconv.Quote(d.Message))
+			if b.rep.mode == modeJSON {
+				writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
+					Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
+					AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
+				}})
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		// Sleep until the first of our lots may be queried again.
+		wait := time.Duration(0)
+		for _, o := range out {
+			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
+				wait = o.Blocked.Wait
+			}
+		}
+		if wait <= 0 {
+			wait = time.Second
+		}
+		b.rep.waiting(wait, fmt.Sprintf("results of %d document(s)", len(pending)))
+		if err := b.clock.Sleep(ctx, wait); err != nil {
+			fmt.Fprintf(b.warn, "balde: sifen-send: interrupted while following %d document(s); serve keeps polling their lots\n", len(pending))
+			return nil
+		}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,7 +109,7 @@ func TestSifenSendNoWait(t *testing.T) {
 		require.Equal(t, 7.0, items[1].WaitS)
 		require.Contains(t, items[1].Message, "blocked: cooldown on SIFEN_RECEPCION_LOTE/test/80069563, retry in 7s")
 		require.Equal(t, summary{Total: 3, Sent: 1, Blocked: 2}, sum)
-		require.Equal(t, map[string]int{"draft": 0, "error": 2, "sent": 1}, withZero(documentStatuses(t, db), "draft"))
+		require.Equal(t, map[string]int{"draft": 2, "error": 0, "sent": 1}, withZero(documentStatuses(t, db), "error"))
 	})
 	t.Run("BeyondMaxWait", func(t *testing.T) {
 		// The blocked documents are sent on this run: one now, one after
@@ -183,6 +185,9 @@ func TestSifenSendBadInput(t *testing.T) {
 	badDV := writeFile(t, dir, "bad_dv.xml", sifentest.Doc{Number: 2, BadDV: true}.File())
 	twice := writeFile(t, dir, "twice.xml", sifentest.Doc{Number: 1}.File())
 	malformed := writeFile(t, dir, "malformed.xml", []byte("<rDE"))
+	unsigned := writeFile(t, dir, "unsigned.xml", sifentest.Doc{Number: 3, Unsigned: true}.File())
+	huge := writeFile(t, dir, "huge.xml", append(sifentest.Doc{Number: 4}.File(), bytes.Repeat([]byte(" "), 8<<20)...))
+	deep := writeFile(t, dir, "deep.xml", []byte(`<rDE xmlns="`+sifen.Namespace+`">`+strings.Repeat("<x>", 30000)+strings.Repeat("</x>", 30000)+`</rDE>`))
 	empty := t.TempDir()
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 
@@ -203,6 +208,12 @@ func TestSifenSendBadInput(t *testing.T) {
 		{"WaitAndNoWait", nil, []string{"--wait", "--no-wait", good}, "--wait and --no-wait contradict each other"},
 		{"BadMaxWait", nil, []string{"--max-wait", "soon", good}, "invalid value"},
 		{"BadThrottleEnv", map[string]string{"SIFEN_THROTTLE_SECONDS": "ten"}, []string{good}, "SIFEN_THROTTLE_SECONDS"},
+		{"ZeroThrottle", map[string]string{"SIFEN_THROTTLE_SECONDS": "0"}, []string{good}, "must be more than 0 seconds"},
+		{"TooBig", nil, []string{huge}, "larger than 8 MB"},
+		{"TooDeep", nil, []string{deep}, "nested deeper than 64"},
+		{"TestDEToProd", nil, []string{"--env", "prod", good}, "and cannot go to prod"},
+		{"Unsigned", nil, []string{unsigned}, "not signed"},
+		{"UnsignedToProd", nil, []string{"--env", "prod", "--allow-unsigned", unsigned}, "--allow-unsigned is for the test environment only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +225,7 @@ func TestSifenSendBadInput(t *testing.T) {
 			require.Equal(t, ExitUsage, code)
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			require.Contains(t, lines[len(lines)-1], tt.want)
-			if !strings.Contains(tt.name, "Bad") || tt.name == "BadThrottleEnv" {
+			if !strings.Contains(tt.name, "Bad") || tt.name == "BadThrottleEnv" || tt.name == "ZeroThrottle" {
 				require.Len(t, lines, 1, stderr)
 			}
 		})
@@ -318,7 +329,7 @@ func TestSifenSendKill9(t *testing.T) {
 func TestSifenSendRejected(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	bad := sifentest.Doc{RUC: "80069563", Number: 2}
-	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Reject: func(_ string, de sifensim.DE) (string, string, bool) {
 		return "1001", "CDC duplicado", de.CDC == bad.CDC()
 	}})
 	dir := t.TempDir()
@@ -362,4 +373,137 @@ func TestSifenSendRejected(t *testing.T) {
 	require.Equal(t, summary{Total: 2, Sent: 1, Skipped: 1}, sum)
 	require.Equal(t, resultSent, items[1].Result)
 	require.Equal(t, map[string]int{bad.CDC(): 2, sifentest.Doc{RUC: "80069563", Number: 1}.CDC(): 1}, sim.queuedCounts())
+}
+
+// TestSifenSendFollow: issue 11 point 2. Lot results used never to be
+// fetched: documents stayed "sent" forever, and a corrected DE could not be
+// imported again after its rejection ("CDC already sent"). With --follow the
+// batch waits for its lot's result (the first query 10 minutes after the
+// send, as DNIT asks), reports each document approved (with dProtAut, and
+// observations) or rejected (with SIFEN's code), and a corrected DE goes
+// again under the same CDC; an approved one never does.
+func TestSifenSendFollow(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	docs := sifentest.Docs("80069563", 1, 3)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 5 * time.Second, Processing: time.Minute,
+		Reject: func(_ string, de sifensim.DE) (string, string, bool) {
+			return "1111", "rechazo de prueba", de.CDC == docs[1].CDC()
+		},
+		Observe: func(_ string, de sifensim.DE) (string, string, bool) {
+			return "0261", "observación de prueba", de.CDC == docs[2].CDC()
+		}})
+	dir := t.TempDir()
+	writeFile(t, dir, "lote.xml", sifentest.Lote(docs...))
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--follow", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stdout, "waiting 10m")
+	require.Regexp(t, `approved document 1 cdc=`+docs[0].CDC()+` lot=\d{17} result="Aprobado" dProtAut=\d+`, stdout)
+	require.Regexp(t, `rejected document 2 cdc=`+docs[1].CDC()+` lot=\d{17} result="Rechazado" "Rechazado: 1111 rechazo de prueba"`, stdout)
+	require.Regexp(t, `approved document 3 cdc=`+docs[2].CDC()+` .*result="Aprobado con observación" dProtAut=\d+`, stdout)
+	require.Equal(t, map[string]int{"approved": 2, "rejected": 1}, documentStatuses(t, db))
+
+	// The same in JSON: one {"lot_result": …} line per document after the summary.
+	db2 := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	docs2 := sifentest.Docs("88888801", 1, 2)
+	dirJSON := t.TempDir()
+	writeFile(t, dirJSON, "lote.xml", sifentest.Lote(docs2...))
+	code, stdout, stderr = runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db2}, "sifen-send", "--follow", "--json", dirJSON)
+	require.Equal(t, ExitOK, code, stderr)
+	var results []sifenResult
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var r map[string]sifenResult
+		if json.Unmarshal([]byte(line), &r) == nil && r["lot_result"].CDC != "" {
+			results = append(results, r["lot_result"])
+		}
+	}
+	require.Len(t, results, 2, stdout)
+	for _, r := range results {
+		require.Equal(t, "approved", r.Status)
+		require.Equal(t, "Aprobado", r.Result)
+		require.NotEmpty(t, r.AuthNumber)
+	}
+
+	// The corrected DE (same CDC, other content) is imported and sent
+	// again; the approved one is skipped.
+	fixed := docs[1]
+	fixed.Filler = 16
+	require.Equal(t, docs[1].CDC(), fixed.CDC())
+	dir2 := t.TempDir()
+	writeFile(t, dir2, "a.xml", fixed.File())
+	writeFile(t, dir2, "b.xml", docs[0].File())
+	clock.Advance(time.Minute)
+	code, stdout, stderr = runIn(context.Background(), clock, "", env, "sifen-send", dir2)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Regexp(t, `sent +\S+a\.xml cdc=`+fixed.CDC(), stdout)
+	require.Regexp(t, `skipped +\S+b\.xml cdc=`+docs[0].CDC()+`.*approved`, stdout)
+	require.Equal(t, 2, sim.queued[docs[1].CDC()])
+	require.Equal(t, 1, sim.queued[docs[0].CDC()])
+}
+
+// TestSifenSend360DEsNoRemoteRefusal: issue 11's closing test. 360 DEs of
+// three RUCs (200, 100 and 60: the big RUC's last lots go back to back),
+// a simulator that takes 0.5 s to answer each lot (on the fake clock both
+// share) and measures its 1 s from its answer, and balde at a 1 s interval:
+// SIFEN never answers 0301. Measuring from the take, the big RUC's lots
+// left 0.5 s after the previous answer.
+func TestSifenSend360DEsNoRemoteRefusal(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: time.Second, Processing: time.Minute,
+		AfterRecepcion: func(context.Context, sifensim.Recepcion) { clock.Advance(500 * time.Millisecond) }})
+	dir := t.TempDir()
+	for _, r := range []struct {
+		ruc string
+		n   int
+	}{{"80069563", 200}, {"88888801", 100}, {"800695", 60}} {
+		writeFile(t, dir, r.ruc+".xml", sifentest.Lote(sifentest.Docs(r.ruc, 1, r.n)...))
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "1"}
+
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	_, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, summary{Total: 360, Sent: 360, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
+	st := sim.Stats()
+	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), "lots")
+	require.Equal(t, int64(0), st.ByCode[sifensim.CodeLotNotQueued], "remote refusals")
+	t.Logf("360 DEs in %d lots, %d remote 0301, %.1f s waited on the fake clock",
+		st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), st.ByCode[sifensim.CodeLotNotQueued], sum.WaitS)
+}
+
+// TestSifenSendSaysTheIntervalIsTheDatabases: issue 11 point 4. A batch at
+// 1 s on a database whose interval is 10 s (set by serve, or an earlier
+// run) says so on stderr at start, and waits 10 s.
+func TestSifenSendSaysTheIntervalIsTheDatabases(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 10 * time.Second})
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	writeFile(t, dir1, "a.xml", sifentest.Doc{Number: 1}.File())
+	writeFile(t, dir2, "b.xml", sifentest.Doc{Number: 2}.File())
+
+	code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "10"}, "sifen-send", dir1)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Empty(t, stderr)
+
+	code, _, stderr = runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "1"}, "sifen-send", dir2)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stderr, "balde: sifen-send: SIFEN test: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies")
+	require.Equal(t, []time.Duration{10 * time.Second}, clock.slept())
+	require.Equal(t, int64(0), sim.Stats().ByCode[sifensim.CodeLotNotQueued])
+}
+
+// TestSifenSendAllowUnsigned: an unsigned DE goes to test with
+// --allow-unsigned (and is refused without it, see TestSifenSendBadInput).
+func TestSifenSendAllowUnsigned(t *testing.T) {
+	sim := startSifenSim(t, sifensim.Config{})
+	file := writeFile(t, t.TempDir(), "unsigned.xml", sifentest.Doc{Number: 5, Unsigned: true}.File())
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	code, stdout, stderr := runIn(context.Background(), nil, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}, "sifen-send", "--allow-unsigned", file)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stdout, "sent")
+	require.Equal(t, int64(1), sim.Stats().Count(sifensim.ServiceRecepcionLote, "test", "80069563", sifensim.CodeLotQueued))
 }

@@ -38,9 +38,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg dictsim.Config
 	fs.StringVar(&cfg.EntriesFile, "entries", "", "CSV of the directory's entries (key,key_type,participant,branch,account,account_type,owner_type,owner_tax_id,owner_name)")
 	fs.StringVar(&cfg.Category, "category", "A", "every participant's category, A..H")
-	fs.StringVar(&cfg.DB, "db", "", "the simulator's own database DSN (default: SQLite in a temporary directory)")
-	fs.StringVar(&cfg.Env, "env", "prod", "env part of the simulator's bucket keys")
-	fs.StringVar(&cfg.PolicyFile, "policies", "", "JSON policy file overriding the catalog, as for balde")
+	fs.DurationVar(&cfg.Latency, "latency", 0, "time between charging a request and answering it (requests in flight race as against the DICT)")
+	fs.BoolVar(&cfg.NameEmptyBucket, "name-empty-bucket", false, "name the empty bucket's policy in a 429's problem (the public API does not)")
 	fs.BoolVar(&cfg.FakeClock, "fake-clock", false, "time stands still until POST /sim/clock?advance=DURATION moves it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: dictsim [flags]\n\nFlags:")

@@ -46,6 +46,6 @@ func TestRunUsage(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, stderr.String(), "Example:")
 	require.Error(t, run(context.Background(), []string{"extra"}, io.Discard, io.Discard))
-	require.ErrorContains(t, run(context.Background(), []string{"--category", "A B"}, io.Discard, io.Discard), "invalid participant category")
+	require.ErrorContains(t, run(context.Background(), []string{"--category", "A B"}, io.Discard, io.Discard), "is not A..H")
 	require.ErrorContains(t, run(context.Background(), []string{"--addr", "0.0.0.0:8181"}, io.Discard, io.Discard), "loopback only")
 }

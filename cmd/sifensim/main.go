@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	interval := fs.Duration("interval", sifensim.DefaultInterval, "least time between two lots of one RUC in one environment")
 	block := fs.Duration("block", sifensim.DefaultBlock, "how long a RUC that breaks a rule is blocked")
 	processing := fs.Duration("processing", sifensim.DefaultProcessing, "how long a lot stays in processing")
+	blockMax := fs.Duration("block-max", sifensim.DefaultBlockMax, "the longest block (each recurrence within 24 h blocks --block longer)")
+	latency := fs.Duration("latency", 0, "how long siRecepLoteDE takes to answer (wall time), as over the internet")
 	fake := fs.Bool("fake-clock", false, "use a clock that moves only with POST /sim/clock?advance=DURATION")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Interval:   *interval,
 		Block:      *block,
 		Processing: *processing,
+		BlockMax:   *blockMax,
+		Latency:    *latency,
 		Logger:     slog.New(slog.NewTextHandler(stderr, nil)),
 	}
 	if *fake {

@@ -1,322 +1,408 @@
 package dictsim
 
 import (
-	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/xml"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle"
 )
 
-// call is an admitted API request: the requesting participant, what its
-// admission reserved, and the instant it is answered at.
+// maxCheckKeys is the most keys one checkKeys may ask about (OpenAPI 1.8.0).
+const maxCheckKeys = 200
+
+// bucket returns the bucket of policy name for identifier, refilled to now, and
+// its limits; ok is false for a policy the table does not have. s.mu must
+// be held.
+func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
+	var p policy
+	found := false
+	for _, q := range policyTable() {
+		if q.name == name {
+			p, found = q, true
+			break
+		}
+	}
+	if !found {
+		return nil, limit{}, false
+	}
+	l := p.limit
+	switch {
+	case p.user:
+		l = userLimits(len(identifier) == 14)
+	case p.byCategory:
+		l, _ = categoryLimits(s.category)
+	}
+	now := s.clock()
+	k := bucketKey{name, identifier}
+	b := s.buckets[k]
+	if b == nil {
+		b = newBucket(l, now)
+		s.buckets[k] = b
+	}
+	b.refill(l, now)
+	return b, l, true
+}
+
+// call is an admitted request: what it is charged to when answered.
 type call struct {
 	op          string
 	participant string
-	res         dict.Reservation
-	now         time.Time
+	keys        []bucketKey
+	at          time.Time
 }
 
-// responseTime and correlationID stamp the answer of c.
-func (c call) responseTime() dict.Timestamp { return dict.Timestamp{Time: c.now} }
-func (c call) correlationID() string        { return dict.NewCorrelationID(c.participant, c.now) }
-
-// outcome is how a request ends: its status, and the document of a success
-// (doc) or the problem of a failure.
-type outcome struct {
-	status int
-	doc    any
-	// typ is the problem type (dict.ProblemBadRequest, ...); title "" is
-	// the status text ("Bad Request").
-	typ, title, detail string
-}
-
-func success(status int, doc any) outcome { return outcome{status: status, doc: doc} }
-
-func failure(status int, typ, title, detail string) outcome {
-	if title == "" {
-		title = http.StatusText(status)
+// admit decides a request that needs the buckets of keys: admitted while
+// every one holds a positive balance (nothing is charged yet), otherwise
+// answered 429 with Retry-After and charged nothing; ok is false then.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant string, keys ...bucketKey) (call, bool) {
+	s.mu.Lock()
+	var wait time.Duration
+	var empty []violation
+	for _, k := range keys {
+		b, l, _ := s.bucket(k.policy, k.identifier)
+		if !b.admits(l) {
+			wait = max(wait, b.untilPositive(l))
+			empty = append(empty, violation{Reason: "no tokens left", Property: "policy", Value: k.policy})
+		}
 	}
-	return outcome{status: status, typ: typ, title: title, detail: detail}
-}
-
-func badRequest(err error) outcome {
-	return failure(http.StatusBadRequest, dict.ProblemBadRequest, "Bad request", err.Error())
-}
-
-// unavailable logs err (what failed) and returns a 503.
-func (s *Server) unavailable(op, what string, err error) outcome {
-	s.logger.Error("dictsim: "+what, slog.String("op", op), slog.Any("error", err))
-	return failure(http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "Service unavailable", "")
-}
-
-// write answers out (its document, or its RFC 7807 problem), counted
-// under op. A document that cannot be encoded is answered with a 500.
-func (s *Server) write(w http.ResponseWriter, op string, out outcome) {
-	contentType, v := dict.ContentTypeXML, out.doc
-	if v == nil {
-		contentType, v = dict.ContentTypeProblemXML, dict.NewProblem(out.typ, out.status, out.title, out.detail)
+	now := s.clock()
+	s.mu.Unlock()
+	if empty == nil {
+		return call{op: op, participant: participant, keys: keys, at: now}, true
 	}
-	data, err := dict.Marshal(v)
-	if err != nil && out.doc != nil {
+	p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "", participant)
+	if s.nameEmptyBucket {
+		p.Violations = &violations{List: empty}
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
+	s.write(w, op, http.StatusTooManyRequests, p)
+	return call{}, false
+}
+
+// answer charges c's buckets by status now, then, after the configured
+// latency, writes doc (a document, or a *problem; a func() any is called
+// after the charge, under s.mu, to build it).
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
+	s.mu.Lock()
+	for _, k := range c.keys {
+		b, l, _ := s.bucket(k.policy, k.identifier)
+		b.add(l, -cost(k.policy, status))
+	}
+	if build, ok := doc.(func() any); ok {
+		doc = build()
+	}
+	s.mu.Unlock()
+	if s.latency > 0 {
+		t := time.NewTimer(s.latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	s.write(w, c.op, status, doc)
+}
+
+// write encodes doc and counts the response under op.
+func (s *Server) write(w http.ResponseWriter, op string, status int, doc any) {
+	data, err := encodeXML(doc)
+	if err != nil {
 		s.logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
-		s.write(w, op, failure(http.StatusInternalServerError, dict.ProblemInternalServerError, "Internal server error", ""))
-		return
+		status, data = http.StatusInternalServerError, nil
 	}
-	s.count(op, out.status)
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(out.status)
+	s.mu.Lock()
+	if s.stats[op] == nil {
+		s.stats[op] = make(map[int]int64)
+	}
+	s.stats[op][status]++
+	s.mu.Unlock()
+	ct := "application/xml"
+	if _, ok := doc.(*problem); ok {
+		ct = "application/problem+xml"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
 	_, _ = w.Write(data)
 }
 
-// admit checks PI-RequestingParticipant (a malformed one is answered
-// badParticipant: 400, or 403 on the policy endpoints; nothing is charged)
-// and charges the request to the participant's bucket of policy (see
-// charge). ok is false when it answered.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, op string, badParticipant int, policy string) (call, bool) {
-	participant, ok := s.requester(w, r, op, badParticipant)
-	if !ok {
-		return call{}, false
-	}
-	return s.charge(w, r, op, participant, "", s.catalog.Key(policy, participant))
+func newProblem(typ string, status int, title, detail, participant string) *problem {
+	return &problem{Type: problemPrefix + typ, Title: title, Status: status, Detail: detail, CorrelationID: correlationID(participant)}
 }
 
-// charge reserves the request's tokens from the simulator's buckets. When
-// refused it answers 429 with Retry-After (and ok is false); when the store
-// fails it answers 503.
-func (s *Server) charge(w http.ResponseWriter, r *http.Request, op, participant, ref string, keys ...throttle.Key) (call, bool) {
-	res, err := s.meter.Reserve(r.Context(), op, ref, keys...)
-	var refused *dict.RefusedError
-	switch {
-	case errors.As(err, &refused):
-		d := refused.Decision
-		w.Header().Set("Retry-After", retryAfterSeconds(d.RetryAfter))
-		s.write(w, op, failure(http.StatusTooManyRequests, dict.ProblemRateLimited, "Rate limited",
-			d.Key.Policy+": "+d.Reason.String()+" ("+d.RetryAfter.String()+" until a token is available)"))
-		return call{}, false
-	case errors.Is(err, throttle.ErrInvalidKey):
-		s.write(w, op, badRequest(err))
-		return call{}, false
-	case err != nil:
-		s.write(w, op, s.unavailable(op, "reserve", err))
-		return call{}, false
-	}
-	return call{op: op, participant: participant, res: res, now: s.now()}, true
-}
-
-// finish settles c by the status of out, then answers out. Settling never
-// waits on the request's context: the tokens were taken.
-func (s *Server) finish(w http.ResponseWriter, r *http.Request, c call, out outcome) {
-	if _, err := s.meter.Settle(context.WithoutCancel(r.Context()), c.res, dict.Outcome(out.status)); err != nil {
-		s.logger.Error("dictsim: settle", slog.String("op", c.op), slog.Any("error", err))
-	}
-	s.write(w, c.op, out)
+// correlationID is 32 hexadecimal digits, as in the API's examples.
+func correlationID(string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // requester returns the validated PI-RequestingParticipant, or answers
-// status (400, or 403 on the policy endpoints) and returns false.
+// status (400, or 403 on the policy endpoints) uncharged.
 func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, status int) (string, bool) {
-	p := r.Header.Get(dict.HeaderRequestingParticipant)
-	if err := dict.ValidateISPB(p); err != nil {
-		typ := dict.ProblemBadRequest
+	p := r.Header.Get("PI-RequestingParticipant")
+	if !ispbFormat.MatchString(p) {
+		typ := "BadRequest"
 		if status == http.StatusForbidden {
-			typ = dict.ProblemForbidden
+			typ = "Forbidden"
 		}
-		s.write(w, op, failure(status, typ, "Invalid "+dict.HeaderRequestingParticipant, err.Error()))
+		s.write(w, op, status, newProblem(typ, status, "Invalid PI-RequestingParticipant", "want 8 digits", ""))
 		return "", false
 	}
 	return p, true
 }
 
-// getEntry handles "GET /api/v2/entries/{key}". A malformed key, payer or
-// EndToEndId is a 400 and charges nothing.
+func (s *Server) badRequest(w http.ResponseWriter, op, participant, detail string) {
+	s.write(w, op, http.StatusBadRequest, newProblem("BadRequest", http.StatusBadRequest, "Bad Request", detail, participant))
+}
+
+// decode reads the XML body of an admitted request into v.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	return xml.Unmarshal(data, v)
+}
+
+// getEntry handles "GET /api/v2/entries/{key}": charged to the payer's USER
+// anti-scan bucket (ENTRIES_READ_USER_ANTISCAN for EMAIL and PHONE keys,
+// the _V2 policy otherwise) and to the participant's. A malformed key,
+// PI-PayerId or PI-EndToEndId is a 400 charged nothing.
 func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
-	const op = dict.OpGetEntry
+	const op = "getEntry"
 	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
 	if !ok {
 		return
 	}
-	key, payer, e2e, err := parseLookup(r)
-	if err != nil {
-		s.write(w, op, badRequest(err))
+	key, payer, e2e := r.PathValue("key"), r.Header.Get("PI-PayerId"), r.Header.Get("PI-EndToEndId")
+	typ := keyType(key)
+	switch {
+	case typ == "":
+		s.badRequest(w, op, participant, "malformed key")
+		return
+	case !payerFormat.MatchString(payer):
+		s.badRequest(w, op, participant, "PI-PayerId: want a CPF or CNPJ")
+		return
+	case !e2eFormat.MatchString(e2e):
+		s.badRequest(w, op, participant, "PI-EndToEndId: malformed")
 		return
 	}
-	c, ok := s.charge(w, r, op, participant, e2e, s.catalog.LookupKeys(key.Type, payer, participant)...)
+	user := userAntiscanV2
+	if typ == "EMAIL" || typ == "PHONE" {
+		user = userAntiscan
+	}
+	c, ok := s.admit(w, r, op, participant, bucketKey{user, payer}, bucketKey{participantAntiscan, participant})
 	if !ok {
 		return
 	}
 	s.mu.Lock()
-	entry, found := s.entries[key.Value]
-	s.mu.Unlock()
-	out := failure(http.StatusNotFound, dict.ProblemEntryNotFound, "Entry not found", "")
+	e, found := s.entries[key]
+	status := http.StatusNotFound
 	if found {
-		out = success(http.StatusOK, &dict.GetEntryResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID(), Entry: entry})
+		status = http.StatusOK
 	}
-	// Recorded before the answer: the payment that may follow needs it.
-	if err := s.records.RecordLookup(context.WithoutCancel(r.Context()), dict.Lookup{
-		EndToEndID: e2e, Env: s.catalog.Env(), PayerID: payer, KeyType: key.Type,
-		Policy: c.res.Keys[0].Policy, Participant: participant, Status: out.status, LookedUpAt: c.now,
-	}); err != nil {
-		s.logger.Error("dictsim: record lookup", slog.Any("error", err))
+	// Kept before the answer: the payment that may follow needs it.
+	s.lookups[e2e] = &lookup{payer: payer, participant: participant, userPolicy: user, status: status}
+	s.mu.Unlock()
+	if !found {
+		s.answer(w, r, c, status, newProblem("EntryNotFound", status, "Entry not found", "", participant))
+		return
 	}
-	s.finish(w, r, c, out)
+	stats := statistics{LastUpdated: stamp(c.at)}
+	for _, t := range []string{"SETTLEMENTS", "REPORTED_FRAUDS", "CONFIRMED_FRAUDS", "REJECTED"} {
+		for _, by := range []string{"KEY", "OWNER", "ACCOUNT"} {
+			stats.Counters = append(stats.Counters, counter{Type: t, By: by})
+		}
+	}
+	s.answer(w, r, c, status, &getEntryResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant), Entry: e, Statistics: stats})
 }
 
-// parseLookup reads the key, PI-PayerId and PI-EndToEndId of a getEntry.
-func parseLookup(r *http.Request) (key dict.Key, payer, e2e string, err error) {
-	payer, e2e = r.Header.Get(dict.HeaderPayerID), r.Header.Get(dict.HeaderEndToEndID)
-	if _, err := dict.ParsePayerID(payer); err != nil {
-		return key, "", "", err
-	}
-	if err := dict.ValidateEndToEndID(e2e); err != nil {
-		return key, "", "", err
-	}
-	key, err = dict.ParseKey(r.PathValue("key"))
-	return key, payer, e2e, err
-}
-
-// createEntry handles "POST /api/v2/entries/".
+// createEntry handles "POST /api/v2/entries/" (ENTRIES_WRITE).
 func (s *Server) createEntry(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.admit(w, r, dict.OpCreateEntry, http.StatusBadRequest, dict.PolicyEntriesWrite)
+	const op = "createEntry"
+	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
 	if !ok {
 		return
 	}
-	s.finish(w, r, c, s.addEntry(r, c))
-}
-
-// addEntry adds the entry of a createEntry request to the directory.
-func (s *Server) addEntry(r *http.Request, c call) outcome {
-	var req dict.CreateEntryRequest
-	if err := dict.Decode(r.Body, &req); err != nil {
-		return failure(http.StatusBadRequest, dict.ProblemBadRequest, "", err.Error())
+	c, ok := s.admit(w, r, op, participant, bucketKey{entriesWrite, participant})
+	if !ok {
+		return
 	}
-	if _, err := dict.ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
-		return failure(http.StatusBadRequest, dict.ProblemEntryInvalid, "", err.Error())
+	var req createEntryRequest
+	if err := decode(r, &req); err != nil {
+		s.answer(w, r, c, http.StatusBadRequest, newProblem("BadRequest", 400, "Bad Request", err.Error(), participant))
+		return
 	}
-	if req.Entry.Account.Participant != c.participant {
-		return failure(http.StatusForbidden, dict.ProblemForbidden, "", "the account is not the requesting participant's")
+	if keyType(req.Entry.Key) != req.Entry.KeyType {
+		s.answer(w, r, c, http.StatusBadRequest, newProblem("EntryInvalid", 400, "Bad Request", "the key is not of its KeyType", participant))
+		return
+	}
+	if req.Entry.Account.Participant != participant {
+		s.answer(w, r, c, http.StatusForbidden, newProblem("Forbidden", 403, "Forbidden", "the account is not the requesting participant's", participant))
+		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, exists := s.entries[req.Entry.Key]; exists {
-		return failure(http.StatusConflict, dict.ProblemEntryAlreadyExists, "", "the key already has an entry")
+		s.mu.Unlock()
+		s.answer(w, r, c, http.StatusConflict, newProblem("EntryAlreadyExists", 409, "Conflict", "the key already has an entry", participant))
+		return
 	}
-	ts := c.responseTime()
+	ts := stamp(c.at)
 	req.Entry.CreationDate, req.Entry.KeyOwnershipDate = &ts, &ts
 	s.entries[req.Entry.Key] = req.Entry
-	return success(http.StatusCreated, &dict.CreateEntryResponse{ResponseTime: ts, CorrelationID: c.correlationID(), Entry: req.Entry})
+	s.mu.Unlock()
+	s.answer(w, r, c, http.StatusCreated, &createEntryResponse{ResponseTime: ts, CorrelationID: correlationID(participant), Entry: req.Entry})
 }
 
-// deleteEntry handles "POST /api/v2/entries/{key}/delete".
+// deleteEntry handles "POST /api/v2/entries/{key}/delete" (ENTRIES_WRITE).
 func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.admit(w, r, dict.OpDeleteEntry, http.StatusBadRequest, dict.PolicyEntriesWrite)
+	const op = "deleteEntry"
+	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
 	if !ok {
 		return
 	}
-	s.finish(w, r, c, s.removeEntry(r, c))
-}
-
-// removeEntry removes the entry of a deleteEntry request from the
-// directory.
-func (s *Server) removeEntry(r *http.Request, c call) outcome {
-	var req dict.DeleteEntryRequest
-	if err := dict.Decode(r.Body, &req); err != nil {
-		return failure(http.StatusBadRequest, dict.ProblemBadRequest, "", err.Error())
+	c, ok := s.admit(w, r, op, participant, bucketKey{entriesWrite, participant})
+	if !ok {
+		return
 	}
-	if req.Key != r.PathValue("key") {
-		return failure(http.StatusBadRequest, dict.ProblemBadRequest, "", "the body's Key is not the path's")
+	var req deleteEntryRequest
+	if err := decode(r, &req); err != nil || req.Key != r.PathValue("key") {
+		s.answer(w, r, c, http.StatusBadRequest, newProblem("BadRequest", 400, "Bad Request", "the body's Key is not the path's", participant))
+		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, exists := s.entries[req.Key]
 	switch {
 	case !exists:
-		return failure(http.StatusNotFound, dict.ProblemEntryNotFound, "", "")
-	case e.Account.Participant != c.participant:
-		return failure(http.StatusForbidden, dict.ProblemForbidden, "", "the entry is another participant's")
+		s.mu.Unlock()
+		s.answer(w, r, c, http.StatusNotFound, newProblem("EntryNotFound", 404, "Entry not found", "", participant))
+		return
+	case e.Account.Participant != participant:
+		s.mu.Unlock()
+		s.answer(w, r, c, http.StatusForbidden, newProblem("Forbidden", 403, "Forbidden", "the entry is another participant's", participant))
+		return
 	}
 	delete(s.entries, req.Key)
-	return success(http.StatusOK, &dict.DeleteEntryResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID(), Key: req.Key})
+	s.mu.Unlock()
+	s.answer(w, r, c, http.StatusOK, &deleteEntryResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant), Key: req.Key})
 }
 
-// checkKeys handles "POST /api/v2/keys/check".
+// checkKeys handles "POST /api/v2/keys/check" (KEYS_CHECK): 1 to 200 keys.
 func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.admit(w, r, dict.OpCheckKeys, http.StatusBadRequest, dict.PolicyKeysCheck)
+	const op = "checkKeys"
+	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
 	if !ok {
 		return
 	}
-	s.finish(w, r, c, s.findKeys(r, c))
-}
-
-// findKeys says which keys of a checkKeys request have an entry.
-func (s *Server) findKeys(r *http.Request, c call) outcome {
-	var req dict.CheckKeysRequest
-	if err := dict.Decode(r.Body, &req); err != nil {
-		return badRequest(err)
+	c, ok := s.admit(w, r, op, participant, bucketKey{keysCheck, participant})
+	if !ok {
+		return
 	}
-	if len(req.Keys) == 0 {
-		return badRequest(errors.New("no key to check"))
-	}
-	for _, k := range req.Keys {
-		if _, err := dict.ParseKey(k); err != nil {
-			return badRequest(err)
+	var req checkKeysRequest
+	err := decode(r, &req)
+	switch {
+	case err == nil && (len(req.Keys) == 0 || len(req.Keys) > maxCheckKeys):
+		err = errors.New("want 1 to 200 keys")
+	case err == nil:
+		for _, k := range req.Keys {
+			if keyType(k) == "" {
+				err = errors.New("malformed key " + strconv.Quote(k))
+				break
+			}
 		}
 	}
-	out := &dict.CheckKeysResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID(), Keys: make([]dict.KeyCheck, len(req.Keys))}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, k := range req.Keys {
-		_, found := s.entries[k]
-		out.Keys[i] = dict.KeyCheck{Key: k, HasEntry: found}
-	}
-	return success(http.StatusOK, out)
-}
-
-// listClaims handles "GET /api/v2/claims/": the simulator holds no claims.
-func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
-	policy := dict.PolicyClaimsListWithoutRole
-	if q := r.URL.Query(); q.Get("IsDonor") == "true" || q.Get("IsClaimer") == "true" {
-		policy = dict.PolicyClaimsListWithRole
-	}
-	c, ok := s.admit(w, r, dict.OpListClaims, http.StatusBadRequest, policy)
-	if !ok {
-		return
-	}
-	s.finish(w, r, c, success(http.StatusOK, &dict.ListClaimsResponse{ResponseTime: c.responseTime(), CorrelationID: c.correlationID()}))
-}
-
-// listPolicies handles "GET /api/v2/policies/".
-func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.admit(w, r, dict.OpListBucketStates, http.StatusForbidden, dict.PolicyPoliciesList)
-	if !ok {
-		return
-	}
-	doc, err := dict.ListPolicies(r.Context(), s.limiter, s.catalog, c.participant)
-	out := success(http.StatusOK, doc)
 	if err != nil {
-		out = s.unavailable(c.op, "list policies", err)
+		s.answer(w, r, c, http.StatusBadRequest, newProblem("BadRequest", 400, "Bad Request", err.Error(), participant))
+		return
 	}
-	s.finish(w, r, c, out)
+	out := &checkKeysResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant)}
+	s.mu.Lock()
+	for _, k := range req.Keys {
+		_, found := s.entries[k]
+		out.Keys = append(out.Keys, keyCheck{Key: k, HasEntry: found})
+	}
+	s.mu.Unlock()
+	s.answer(w, r, c, http.StatusOK, out)
 }
 
-// getPolicy handles "GET /api/v2/policies/{policy}".
+// listClaims handles "GET /api/v2/claims/": CLAIMS_LIST_WITH_ROLE when
+// filtered by donor or claimer, CLAIMS_LIST_WITHOUT_ROLE otherwise. The
+// simulator holds no claims.
+func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
+	const op = "listClaims"
+	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
+	if !ok {
+		return
+	}
+	policy := claimsListNoRole
+	if q := r.URL.Query(); q.Get("IsDonor") == "true" || q.Get("IsClaimer") == "true" {
+		policy = claimsListWithRole
+	}
+	c, ok := s.admit(w, r, op, participant, bucketKey{policy, participant})
+	if !ok {
+		return
+	}
+	s.answer(w, r, c, http.StatusOK, &listClaimsResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant)})
+}
+
+// state reports the bucket of PSP policy p of participant; s.mu must be
+// held.
+func (s *Server) state(p policy, participant string) policyState {
+	b, l, _ := s.bucket(p.name, participant)
+	return policyState{AvailableTokens: b.tokens(l), Capacity: l.capacity, RefillTokens: l.refill,
+		RefillPeriodSec: int64(l.period / time.Second), Name: p.name}
+}
+
+// listPolicies handles "GET /api/v2/policies/" (POLICIES_LIST): every PSP
+// bucket of the participant as it is when the request is answered (its own
+// charge included), and the category.
+func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
+	const op = "listBucketStates"
+	participant, ok := s.requester(w, r, op, http.StatusForbidden)
+	if !ok {
+		return
+	}
+	c, ok := s.admit(w, r, op, participant, bucketKey{policiesList, participant})
+	if !ok {
+		return
+	}
+	s.answer(w, r, c, http.StatusOK, func() any {
+		doc := &listPoliciesResponse{CorrelationID: correlationID(participant), ResponseTime: stamp(c.at), Category: s.category}
+		for _, p := range policyTable() {
+			if !p.user {
+				doc.Policies = append(doc.Policies, s.state(p, participant))
+			}
+		}
+		return doc
+	})
+}
+
+// getPolicy handles "GET /api/v2/policies/{policy}" (POLICIES_READ): 404
+// NotFound for a policy that is not a PSP policy of the table.
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.admit(w, r, dict.OpGetBucketState, http.StatusForbidden, dict.PolicyPoliciesRead)
+	const op = "getBucketState"
+	participant, ok := s.requester(w, r, op, http.StatusForbidden)
+	if !ok {
+		return
+	}
+	c, ok := s.admit(w, r, op, participant, bucketKey{policiesRead, participant})
 	if !ok {
 		return
 	}
 	name := r.PathValue("policy")
-	doc, err := dict.GetPolicy(r.Context(), s.limiter, s.catalog, c.participant, name)
-	out := success(http.StatusOK, doc)
-	switch {
-	case errors.Is(err, throttle.ErrUnknownPolicy):
-		out = failure(http.StatusNotFound, dict.ProblemNotFound, "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
-	case err != nil:
-		out = s.unavailable(c.op, "get policy", err)
+	for _, p := range policyTable() {
+		if p.name == name && !p.user {
+			s.answer(w, r, c, http.StatusOK, func() any {
+				return &getPolicyResponse{CorrelationID: correlationID(participant), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(p, participant)}
+			})
+			return
+		}
 	}
-	s.finish(w, r, c, out)
+	s.answer(w, r, c, http.StatusNotFound, newProblem("NotFound", http.StatusNotFound, "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"), participant))
 }

@@ -1,26 +1,29 @@
 // Package dictsim is a DICT simulator: a real HTTP server that speaks the
-// DICT API's XML for the operations balde uses and enforces the DICT's
-// limits server-side with the throttle engine, the dict catalog and the
-// same counting rules as the client (dict.Meter), on a store of its own.
+// DICT API's XML and enforces the DICT's limits server-side, as an oracle
+// for balde's client. It imports nothing of balde: its policy table
+// (seed 001), its buckets and its XML are its own, so that a mistake shared
+// with the client cannot hide.
 //
-// Endpoints (API under dict.APIPrefix):
+// Its counting is the DICT's: a request is admitted while every bucket it
+// needs holds a positive balance, and charged by its outcome when it is
+// answered (a getEntry 404 costs 20 to the payer and 3 to the participant);
+// otherwise it is answered 429 RateLimited with Retry-After, the whole
+// seconds until the balance is positive again, and charged nothing. The
+// answer then takes Config.Latency to reach the client: requests in flight
+// race as they do against the real DICT.
 //
-//	GET  /api/v2/entries/{Key}         getEntry: 200 GetEntryResponse, 404 EntryNotFound,
-//	                                   400 for a malformed key or header, 429 RateLimited
-//	POST /api/v2/entries/              createEntry: 201 CreateEntryResponse
-//	POST /api/v2/entries/{Key}/delete  deleteEntry: 200 DeleteEntryResponse
-//	POST /api/v2/keys/check            checkKeys: 200 CheckKeysResponse
-//	GET  /api/v2/claims/               listClaims: 200 ListClaimsResponse (no claims)
-//	GET  /api/v2/policies/             listBucketStates: the participant's PSP buckets
-//	GET  /api/v2/policies/{policy}     getBucketState: 404 NotFound for an unknown policy
+// Endpoints (API under /api/v2):
+//
+//	GET  /api/v2/entries/{Key}         getEntry (PI-PayerId, PI-EndToEndId)
+//	POST /api/v2/entries/              createEntry
+//	POST /api/v2/entries/{Key}/delete  deleteEntry
+//	POST /api/v2/keys/check            checkKeys (at most 200 keys)
+//	GET  /api/v2/claims/               listClaims (the simulator holds no claims)
+//	GET  /api/v2/policies/             listBucketStates, from the simulator's own buckets
+//	GET  /api/v2/policies/{policy}     getBucketState
 //	GET  /sim/stats                    JSON: responses by operation and status
-//	POST /sim/payments?endToEndId=E2E  stands for the SPI receiving a pacs.008: credits the lookup
+//	POST /sim/payments?endToEndId=E2E  the SPI received a payment order: credits the lookup's buckets once
 //	POST /sim/clock?advance=8m         moves the fake clock (Config.FakeClock only)
-//
-// A 429 carries Retry-After: the whole seconds until the request would be
-// admitted (seed 000). A malformed PI-RequestingParticipant is a 403 on the
-// policy endpoints and a 400 elsewhere. Requests rejected as malformed
-// before their buckets are known are not charged.
 package dictsim
 
 import (
@@ -31,35 +34,27 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Config configures NewServer. The zero value is a usable simulator with
-// no entries, category A, real time and a SQLite store in a temporary
-// directory.
+// no entries, category A, real time and no latency.
 type Config struct {
 	// Entries are the keys the directory holds; EntriesFile, when set, adds
 	// those of a CSV file (see ReadEntries).
-	Entries     []dict.Entry
+	Entries     []Entry
 	EntriesFile string
-	// Category is every participant's category (default "A").
+	// Category is every participant's category, A..H (default "A").
 	Category string
-	// Env is the env of the simulator's bucket keys (default "prod").
-	Env string
-	// PolicyFile overrides the catalog, as for the client.
-	PolicyFile string
-	// DB is the simulator's store (a DSN, see sqlstore.ParseDSN). Default:
-	// a SQLite file in a temporary directory removed by Close. It must not
-	// be the app's database: the simulator's buckets have the same keys.
-	DB string
+	// Latency is the time between the simulator charging a request and the
+	// client receiving its answer (real time, even with FakeClock).
+	Latency time.Duration
+	// NameEmptyBucket makes a 429's problem name the empty bucket's policy
+	// in a violation (property "policy"). The public API does not say that
+	// it does; by default the problem is the published one.
+	NameEmptyBucket bool
 	// FakeClock makes time stand still until POST /sim/clock (or Advance)
 	// moves it; it starts at Start (default: now).
 	FakeClock bool
@@ -68,61 +63,64 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Server is a running simulator: an http.Handler with its own store. Open
-// listens on an address; Close stops it and releases the store.
+// Server is a running simulator, an http.Handler. Open listens on an
+// address; Close stops it.
 type Server struct {
-	// now is the simulator's time; manual is set with Config.FakeClock.
-	now     throttle.Clock
-	manual  *throttle.ManualClock
-	store   *sqlstore.Store
-	limiter *throttle.Limiter
-	catalog *dict.Catalog
-	meter   dict.Meter
-	records *dict.Records
-	mux     *http.ServeMux
-	logger  *slog.Logger
-	tmpDir  string
+	category        string
+	latency         time.Duration
+	nameEmptyBucket bool
+	fake            bool
+	logger          *slog.Logger
+	mux             *http.ServeMux
 
 	mu      sync.Mutex
-	entries map[string]dict.Entry
+	now     time.Time // the fake clock's time
+	entries map[string]Entry
+	buckets map[bucketKey]*bucket
+	lookups map[string]*lookup
 	stats   Stats
 
 	ln  net.Listener
 	srv *http.Server
 }
 
-// NewServer opens the simulator's store (migrating it) and loads its
-// entries. The caller must Close it.
-func NewServer(ctx context.Context, cfg Config) (*Server, error) {
+type bucketKey struct{ policy, identifier string }
+
+// lookup is a getEntry answered, kept for the payment that may follow.
+type lookup struct {
+	payer, participant, userPolicy string
+	status                         int
+	paid                           bool
+}
+
+// NewServer returns a simulator holding cfg's entries.
+func NewServer(_ context.Context, cfg Config) (*Server, error) {
 	s := &Server{
-		now:     throttle.SystemClock,
-		logger:  cfg.Logger,
-		entries: make(map[string]dict.Entry),
-		stats:   make(Stats),
+		category:        cfg.Category,
+		latency:         cfg.Latency,
+		nameEmptyBucket: cfg.NameEmptyBucket,
+		fake:            cfg.FakeClock,
+		logger:          cfg.Logger,
+		entries:         make(map[string]Entry),
+		buckets:         make(map[bucketKey]*bucket),
+		lookups:         make(map[string]*lookup),
+		stats:           make(Stats),
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	if cfg.FakeClock {
-		start := cfg.Start
-		if start.IsZero() {
-			start = time.Now().UTC()
-		}
-		s.manual = throttle.NewManualClock(start)
-		s.now = s.manual.Now
+	if s.category == "" {
+		s.category = "A"
 	}
-	s.catalog = dict.NewCatalog(cfg.Env)
-	category := cfg.Category
-	if category == "" {
-		category = "A"
+	if _, ok := categoryLimits(s.category); !ok {
+		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
 	}
-	if err := s.catalog.SetCategory(category); err != nil {
-		return nil, fmt.Errorf("dictsim: %w", err)
+	if cfg.Latency < 0 {
+		return nil, fmt.Errorf("dictsim: negative latency %s", cfg.Latency)
 	}
-	if cfg.PolicyFile != "" {
-		if err := s.catalog.LoadFile(cfg.PolicyFile); err != nil {
-			return nil, fmt.Errorf("dictsim: %w", err)
-		}
+	s.now = cfg.Start
+	if s.now.IsZero() {
+		s.now = time.Now().UTC()
 	}
 	entries := cfg.Entries
 	if cfg.EntriesFile != "" {
@@ -132,13 +130,13 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		entries = append(entries, more...)
 	}
-	start := dict.Timestamp{Time: s.now().UTC()}
+	start := stamp(s.Now())
 	for _, e := range entries {
-		if _, err := dict.ParseKeyAs(e.KeyType, e.Key); err != nil {
-			return nil, fmt.Errorf("dictsim: entry: %w", err)
+		if keyType(e.Key) != e.KeyType {
+			return nil, fmt.Errorf("dictsim: entry %q is not a %s key", e.Key, e.KeyType)
 		}
 		// Entries without dates were created when the simulator started.
-		if e.Account.OpeningDate.IsZero() {
+		if time.Time(e.Account.OpeningDate).IsZero() {
 			e.Account.OpeningDate = start
 		}
 		if e.CreationDate == nil {
@@ -149,36 +147,13 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.entries[e.Key] = e
 	}
-
-	dsn := cfg.DB
-	if dsn == "" {
-		dir, err := os.MkdirTemp("", "dictsim-")
-		if err != nil {
-			return nil, fmt.Errorf("dictsim: %w", err)
-		}
-		s.tmpDir = dir
-		dsn = "sqlite://" + filepath.Join(dir, "dictsim.db")
-	}
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Clock: s.now, Migrate: true, Logger: s.logger})
-	if err != nil {
-		s.removeTmp()
-		return nil, fmt.Errorf("dictsim: %w", err)
-	}
-	s.store = store
-	s.limiter, err = throttle.NewLimiter(store, s.catalog, throttle.Config{Clock: s.now, Logger: s.logger})
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("dictsim: %w", err)
-	}
-	s.meter = dict.Meter{Limiter: s.limiter, Catalog: s.catalog}
-	s.records = dict.NewRecords(store.DB(), store.ReadDB())
 	s.routes()
 	return s, nil
 }
 
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	api := dict.APIPrefix
+	const api = "/api/v2"
 	s.mux.HandleFunc("GET "+api+"/entries/{key}", s.getEntry)
 	s.mux.HandleFunc("POST "+api+"/entries/{$}", s.createEntry)
 	s.mux.HandleFunc("POST "+api+"/entries/{key}/delete", s.deleteEntry)
@@ -195,12 +170,18 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Open listens on addr, a loopback address (e.g. "127.0.0.1:0"; any other
-// is refused), and serves in the background until Close. URL then returns
-// the base URL to give the client.
+// is refused), and serves in the background until Close.
 func (s *Server) Open(addr string) error {
-	ln, err := listenLoopback(addr)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("dictsim: address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("dictsim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dictsim: listen: %w", err)
 	}
 	s.ln = ln
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
@@ -212,25 +193,6 @@ func (s *Server) Open(addr string) error {
 	return nil
 }
 
-// listenLoopback listens on addr, which must be a loopback address
-// (127.0.0.0/8, ::1 or localhost; port 0 picks a free port): the simulator
-// serves made-up data without authentication, so it never leaves this
-// machine.
-func listenLoopback(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("dictsim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("dictsim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dictsim: listen: %w", err)
-	}
-	return ln, nil
-}
-
 // URL returns "http://ADDR" of an opened server ("" before Open).
 func (s *Server) URL() string {
 	if s.ln == nil {
@@ -239,48 +201,57 @@ func (s *Server) URL() string {
 	return "http://" + s.ln.Addr().String()
 }
 
-// Close stops serving (if opened), closes the store and removes the
-// temporary database, if the simulator made one.
+// Close stops serving, if opened.
 func (s *Server) Close() error {
-	var errs []error
-	if s.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, s.srv.Shutdown(ctx))
-		cancel()
+	if s.srv == nil {
+		return nil
 	}
-	if s.store != nil {
-		errs = append(errs, s.store.Close())
-	}
-	s.removeTmp()
-	return errors.Join(errs...)
-}
-
-func (s *Server) removeTmp() {
-	if s.tmpDir != "" {
-		_ = os.RemoveAll(s.tmpDir)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
 }
 
 // Now returns the simulator's time.
-func (s *Server) Now() time.Time { return s.now() }
+func (s *Server) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clock()
+}
 
-// Advance moves the fake clock by d (>= 0) and returns the new time. It
-// fails when the simulator runs on real time.
+// clock reads the time; s.mu must be held.
+func (s *Server) clock() time.Time {
+	if s.fake {
+		return s.now
+	}
+	return time.Now().UTC()
+}
+
+// Advance moves the fake clock by d (>= 0) and returns the new time.
 func (s *Server) Advance(d time.Duration) (time.Time, error) {
-	if s.manual == nil {
+	if !s.fake {
 		return time.Time{}, errors.New("dictsim: the clock is real (start with a fake clock to move it)")
 	}
 	if d < 0 {
 		return time.Time{}, fmt.Errorf("dictsim: cannot move the clock back (%s)", d)
 	}
-	return s.manual.Advance(d), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = s.now.Add(d)
+	return s.now, nil
 }
 
-// Limiter returns the simulator's limiter (its server-side buckets).
-func (s *Server) Limiter() *throttle.Limiter { return s.limiter }
-
-// Catalog returns the simulator's catalog.
-func (s *Server) Catalog() *dict.Catalog { return s.catalog }
+// Balance returns the whole tokens in the bucket of policy for identifier
+// (a payer's CPF/CNPJ or a participant's ISPB) now; ok is false for a
+// policy the simulator does not have.
+func (s *Server) Balance(policy, identifier string) (tokens int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, l, ok := s.bucket(policy, identifier)
+	if !ok {
+		return 0, false
+	}
+	return b.tokens(l), true
+}
 
 // Stats counts the responses of the simulator by operation and status.
 type Stats map[string]map[int]int64
@@ -311,15 +282,6 @@ func (s *Server) Stats() Stats {
 	return out
 }
 
-func (s *Server) count(op string, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stats[op] == nil {
-		s.stats[op] = make(map[int]int64)
-	}
-	s.stats[op][status]++
-}
-
 // showStats handles "GET /sim/stats".
 func (s *Server) showStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Stats())
@@ -340,50 +302,58 @@ func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"now": now.Format(time.RFC3339Nano)})
 }
 
+// Credited is what a payment gave one bucket.
+type Credited struct {
+	Policy     string `json:"policy"`
+	Identifier string `json:"identifier"`
+	Applied    int64  `json:"applied"`
+	Balance    int64  `json:"balance"`
+}
+
 // PaymentResult is the JSON answer of POST /sim/payments.
 type PaymentResult struct {
-	EndToEndID string              `json:"endToEndId"`
-	Duplicate  bool                `json:"duplicate"`
-	Adjusted   []throttle.Adjusted `json:"adjusted"`
+	EndToEndID string     `json:"endToEndId"`
+	Duplicate  bool       `json:"duplicate"`
+	Credited   []Credited `json:"credited"`
 }
 
 // receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI
-// received a payment order with that EndToEndId; the lookup's buckets are
-// credited (+1 PF / +2 PJ, +1 participant, once).
+// received a payment order with the EndToEndId of a lookup that found its
+// key; the lookup's buckets are credited (+1 PF / +2 PJ, +1 participant,
+// capped at capacity), once. 404 for an unknown EndToEndId, 409 for a
+// lookup that did not end in 200.
 func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 	e2e := r.URL.Query().Get("endToEndId")
-	if err := dict.ValidateEndToEndID(e2e); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if !e2eFormat.MatchString(e2e) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "endToEndId: not an EndToEndId"})
 		return
 	}
-	l, err := s.records.FindLookup(r.Context(), e2e)
-	if errors.Is(err, dict.ErrUnknownEndToEndID) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.lookups[e2e]
+	switch {
+	case !ok:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no lookup with EndToEndId " + e2e})
+		return
+	case l.status != http.StatusOK:
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "the lookup ended in " + strconv.Itoa(l.status)})
 		return
 	}
-	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
-		return
+	res := PaymentResult{EndToEndID: e2e, Duplicate: l.paid}
+	if !l.paid {
+		l.paid = true
+		pj := len(l.payer) == 14
+		for _, k := range []bucketKey{{l.userPolicy, l.payer}, {participantAntiscan, l.participant}} {
+			b, lim, _ := s.bucket(k.policy, k.identifier)
+			applied := b.add(lim, paymentCredit(k.policy, pj))
+			res.Credited = append(res.Credited, Credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
+		}
 	}
-	pc, err := dict.CreditLookup(r.Context(), s.meter, s.records, l)
-	if errors.Is(err, dict.ErrNotPayable) {
-		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-		return
-	}
-	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, PaymentResult{EndToEndID: e2e, Duplicate: pc.Duplicate, Adjusted: pc.Adjusted})
+	writeJSON(w, http.StatusOK, res)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// retryAfterSeconds rounds a wait up to whole seconds, at least 1.
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.FormatInt(max(int64((d+time.Second-1)/time.Second), 1), 10)
 }

@@ -2,145 +2,223 @@ package dictsim_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
+	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+const (
+	ispb  = "12345678"
+	payer = "52998224725" // a PF payer: 100 tokens, 2/min
+)
 
-func TestReadEntries(t *testing.T) {
-	entries, err := dictsim.LoadEntries("../testdata/entries.csv")
+var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newSim(t *testing.T, cfg dictsim.Config) (*dictsim.Server, string) {
+	t.Helper()
+	cfg.EntriesFile, cfg.FakeClock, cfg.Start = "../testdata/entries.csv", true, start
+	srv, err := dictsim.NewServer(context.Background(), cfg)
 	require.NoError(t, err)
-	require.Len(t, entries, 7)
-	require.Equal(t, dict.Entry{
-		Key: "12ABC34501DE35", KeyType: dict.KeyCNPJ,
-		Account: dict.Account{Participant: "87654321", Branch: "0042", AccountNumber: "0000011111", AccountType: "CACC"},
-		Owner:   dict.Owner{Type: "LEGAL_PERSON", TaxIDNumber: "12ABC34501DE35", Name: "Nova Empresa Alfanumérica S.A."},
-	}, entries[4])
-
-	header := strings.Join(dictsim.EntriesHeader, ",") + "\n"
-	tests := []struct {
-		name, csv, want string
-	}{
-		{"BadHeader", "key,type\n", "header"},
-		{"BadKey", header + "+0,PHONE,12345678,1,2,CACC,NATURAL_PERSON,52998224725,A\n", "line 2: key"},
-		{"BadKeyType", header + "+5561988880000,TEL,12345678,1,2,CACC,NATURAL_PERSON,52998224725,A\n", "line 2: key_type"},
-		{"BadISPB", header + "+5561988880000,PHONE,1234,1,2,CACC,NATURAL_PERSON,52998224725,A\n", "line 2: participant"},
-		{"BadTaxID", header + "+5561988880000,PHONE,12345678,1,2,CACC,NATURAL_PERSON,52998224726,A\n", "line 2: owner_tax_id"},
-		{"OwnerTypeMismatch", header + "+5561988880000,PHONE,12345678,1,2,CACC,LEGAL_PERSON,52998224725,A\n", "line 2: owner_type"},
-		{"MissingName", header + "+5561988880000,PHONE,12345678,1,2,CACC,NATURAL_PERSON,52998224725,\n", "line 2: account, account_type and owner_name"},
-		{"Duplicate", header + "+5561988880000,PHONE,12345678,1,2,CACC,NATURAL_PERSON,52998224725,A\n+5561988880000,PHONE,12345678,1,2,CACC,NATURAL_PERSON,52998224725,A\n", "line 3: key +5561988880000 already on line 2"},
-		{"FieldCount", header + "+5561988880000,PHONE\n", "wrong number of fields"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := dictsim.ReadEntries(strings.NewReader(tt.csv))
-			require.ErrorContains(t, err, tt.want)
-		})
-	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return srv, hs.URL
 }
 
-func TestServerOpenAndClose(t *testing.T) {
-	ctx := context.Background()
-	srv, err := dictsim.NewServer(ctx, dictsim.Config{EntriesFile: "../testdata/entries.csv", Logger: quiet})
-	require.NoError(t, err)
-	require.Equal(t, "", srv.URL())
-	require.NoError(t, srv.Open("127.0.0.1:0"))
-	require.True(t, strings.HasPrefix(srv.URL(), "http://127.0.0.1:"))
-	require.Equal(t, "A", srv.Catalog().Category())
+// e2e returns the n-th EndToEndId of the test.
+func e2e(n int) string { return fmt.Sprintf("E%s202601020304%011d", ispb, n) }
 
-	req, err := http.NewRequest(http.MethodGet, srv.URL()+dict.APIPrefix+"/policies/KEYS_CHECK", nil)
+func get(t *testing.T, url string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
-	req.Header.Set(dict.HeaderRequestingParticipant, "12345678")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	var got dict.GetPolicyResponse
-	require.NoError(t, dict.Decode(resp.Body, &got))
-	resp.Body.Close()
-	require.Equal(t, dict.Policy{AvailableTokens: 70, Capacity: 70, RefillTokens: 70, RefillPeriodSec: 60, Name: dict.PolicyKeysCheck}, got.Policy)
-	require.Equal(t, int64(1), srv.Stats().Count(dict.OpGetBucketState, http.StatusOK))
-
-	// Real time: the clock cannot be moved.
-	_, err = srv.Advance(time.Minute)
-	require.Error(t, err)
-	resp, err = http.Post(srv.URL()+"/sim/clock?advance=1m", "", nil)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusConflict, resp.StatusCode)
-	require.WithinDuration(t, time.Now(), srv.Now(), time.Minute)
-
-	require.NoError(t, srv.Close())
-	_, err = http.Get(srv.URL() + "/sim/stats")
-	require.Error(t, err, "closed")
+	return resp.StatusCode, resp.Header, string(b)
 }
 
-func TestServerConfigErrors(t *testing.T) {
-	ctx := context.Background()
-	_, err := dictsim.NewServer(ctx, dictsim.Config{Category: "not a category", Logger: quiet})
-	require.ErrorIs(t, err, dict.ErrInvalidCategory)
-	_, err = dictsim.NewServer(ctx, dictsim.Config{EntriesFile: "missing.csv", Logger: quiet})
-	require.Error(t, err)
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	require.NoError(t, os.WriteFile(bad, []byte(`{"dict": {"policies": {"KEYS_CHECK": {"capacity": 0}}}}`), 0o600))
-	_, err = dictsim.NewServer(ctx, dictsim.Config{PolicyFile: bad, Logger: quiet})
-	require.ErrorIs(t, err, dict.ErrInvalidPolicyFile)
-	_, err = dictsim.NewServer(ctx, dictsim.Config{DB: "mysql://nope", Logger: quiet})
-	require.Error(t, err)
+func lookup(t *testing.T, url, key, payer string, n int) (int, http.Header, string) {
+	t.Helper()
+	return get(t, url+"/api/v2/entries/"+key, map[string]string{
+		"PI-RequestingParticipant": ispb, "PI-PayerId": payer, "PI-EndToEndId": e2e(n)})
 }
 
-// The simulator's fake clock moves only when told.
-func TestFakeClock(t *testing.T) {
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	srv, err := dictsim.NewServer(context.Background(), dictsim.Config{FakeClock: true, Start: start, Logger: quiet,
-		DB: "sqlite://" + filepath.Join(t.TempDir(), "sim.db")})
+// TestImportsNothingOfTheClient keeps the simulator an oracle: it shares no
+// code with balde's client side.
+func TestImportsNothingOfTheClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.Close()) })
-	require.Equal(t, start, srv.Now())
-	now, err := srv.Advance(8 * time.Minute)
-	require.NoError(t, err)
-	require.Equal(t, start.Add(8*time.Minute), now)
-	_, err = srv.Advance(-time.Second)
-	require.Error(t, err)
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/balde-throttle/balde") {
+			require.Equal(t, "github.com/balde-throttle/balde/dict/dictsim", dep, "dictsim imports a balde package")
+		}
+	}
 }
 
-// TestOpenLoopbackOnly: the simulator answers without authentication, so
-// it refuses to listen anywhere but on this machine.
+// TestCountsAsTheDICT: admitted while the balance is positive, charged by
+// outcome when answered, 429 with Retry-After until positive again.
+func TestCountsAsTheDICT(t *testing.T) {
+	sim, url := newSim(t, dictsim.Config{Category: "H"})
+	// Five 404s take the PF payer from 100 to 0 (20 each).
+	for i := range 5 {
+		status, _, body := lookup(t, url, "naoexiste@example.com", payer, i)
+		require.Equal(t, http.StatusNotFound, status, body)
+		require.Contains(t, body, "EntryNotFound")
+	}
+	tokens, ok := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payer)
+	require.True(t, ok)
+	require.Equal(t, int64(0), tokens)
+	tokens, _ = sim.Balance("ENTRIES_READ_PARTICIPANT_ANTISCAN", ispb)
+	require.Equal(t, int64(50-15), tokens, "category H: 50, a 404 costs 3")
+
+	status, hdr, body := lookup(t, url, "naoexiste@example.com", payer, 5)
+	require.Equal(t, http.StatusTooManyRequests, status)
+	require.Equal(t, "30", hdr.Get("Retry-After"), "one token at 2/min")
+	require.Contains(t, body, "<type>https://dict.pi.rsfn.net.br/api/v2/error/RateLimited</type>")
+	require.NotContains(t, body, "violation", "the published problem does not name the bucket")
+	tokens, _ = sim.Balance("ENTRIES_READ_USER_ANTISCAN", payer)
+	require.Equal(t, int64(0), tokens, "a 429 is charged nothing")
+
+	_, err := sim.Advance(30 * time.Second)
+	require.NoError(t, err)
+	status, _, body = lookup(t, url, "maria.souza@example.com", payer, 6)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<Statistics>")
+	require.Equal(t, int64(1), sim.Stats().Count("getEntry", 429))
+	require.Equal(t, int64(5), sim.Stats().Count("getEntry", 404))
+}
+
+// TestManualExample: 5 tokens, a 404 -> -15, positive again after 8 min.
+func TestManualExample(t *testing.T) {
+	sim, url := newSim(t, dictsim.Config{NameEmptyBucket: true})
+	for i := range 4 {
+		lookup(t, url, "naoexiste@example.com", payer, i) // 100 -> 20
+	}
+	for i := range 15 {
+		status, _, _ := lookup(t, url, "maria.souza@example.com", payer, 10+i) // 20 -> 5
+		require.Equal(t, http.StatusOK, status)
+	}
+	status, _, _ := lookup(t, url, "naoexiste@example.com", payer, 30)
+	require.Equal(t, http.StatusNotFound, status)
+	tokens, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payer)
+	require.Equal(t, int64(-15), tokens)
+	status, hdr, body := lookup(t, url, "maria.souza@example.com", payer, 31)
+	require.Equal(t, http.StatusTooManyRequests, status)
+	require.Equal(t, "480", hdr.Get("Retry-After"))
+	require.Contains(t, body, "<value>ENTRIES_READ_USER_ANTISCAN</value>", "NameEmptyBucket names it")
+	_, err := sim.Advance(8 * time.Minute)
+	require.NoError(t, err)
+	status, _, _ = lookup(t, url, "maria.souza@example.com", payer, 32)
+	require.Equal(t, http.StatusOK, status)
+}
+
+func TestPaymentCreditsOnce(t *testing.T) {
+	sim, url := newSim(t, dictsim.Config{})
+	status, _, _ := lookup(t, url, "maria.souza@example.com", payer, 1)
+	require.Equal(t, http.StatusOK, status)
+	pay := func(n int) (int, dictsim.PaymentResult) {
+		resp, err := http.Post(url+"/sim/payments?endToEndId="+e2e(n), "", nil)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var res dictsim.PaymentResult
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
+		return resp.StatusCode, res
+	}
+	code, res := pay(1)
+	require.Equal(t, http.StatusOK, code)
+	require.False(t, res.Duplicate)
+	tokens, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payer)
+	require.Equal(t, int64(100), tokens, "99 + 1")
+	code, res = pay(1)
+	require.Equal(t, http.StatusOK, code)
+	require.True(t, res.Duplicate)
+	code, _ = pay(2)
+	require.Equal(t, http.StatusNotFound, code)
+}
+
+func TestPoliciesFromItsOwnState(t *testing.T) {
+	_, url := newSim(t, dictsim.Config{Category: "G"})
+	hdr := map[string]string{"PI-RequestingParticipant": ispb}
+	status, _, body := get(t, url+"/api/v2/policies/", hdr)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "<Category>G</Category>")
+	require.Contains(t, body, "<AvailableTokens>250</AvailableTokens>\n            <Capacity>250</Capacity>\n            <RefillTokens>25</RefillTokens>\n            <RefillPeriodSec>60</RefillPeriodSec>\n            <Name>ENTRIES_READ_PARTICIPANT_ANTISCAN</Name>")
+	status, _, body = get(t, url+"/api/v2/policies/POLICIES_LIST", hdr)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "<AvailableTokens>19</AvailableTokens>", "the listing was charged")
+	status, _, _ = get(t, url+"/api/v2/policies/NOPE", hdr)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _, _ = get(t, url+"/api/v2/policies/", nil)
+	require.Equal(t, http.StatusForbidden, status)
+}
+
+func TestCheckKeysAtMost200(t *testing.T) {
+	_, url := newSim(t, dictsim.Config{})
+	post := func(n int) int {
+		var b strings.Builder
+		b.WriteString("<CheckKeysRequest><Keys>")
+		for range n {
+			b.WriteString("<Key>maria.souza@example.com</Key>")
+		}
+		b.WriteString("</Keys></CheckKeysRequest>")
+		req, err := http.NewRequest(http.MethodPost, url+"/api/v2/keys/check", strings.NewReader(b.String()))
+		require.NoError(t, err)
+		req.Header.Set("PI-RequestingParticipant", ispb)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, post(200))
+	require.Equal(t, http.StatusBadRequest, post(201))
+}
+
+func TestLatencyComesAfterTheCharge(t *testing.T) {
+	sim, url := newSim(t, dictsim.Config{Latency: 200 * time.Millisecond})
+	done := make(chan int, 1)
+	go func() {
+		status, _, _ := lookup(t, url, "naoexiste@example.com", payer, 1)
+		done <- status
+	}()
+	require.Eventually(t, func() bool {
+		tokens, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payer)
+		return tokens == 80
+	}, 2*time.Second, 5*time.Millisecond, "the 404 is charged before its answer reaches the client")
+	select {
+	case status := <-done:
+		require.Equal(t, http.StatusNotFound, status)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer within 5s")
+	}
+}
+
 func TestOpenLoopbackOnly(t *testing.T) {
-	tests := []struct {
-		addr string
-		want string // "" = opens
-	}{
-		{"127.0.0.1:0", ""},
-		{"localhost:0", ""},
-		{"0.0.0.0:0", "loopback only"},
-		{":0", "loopback only"},
-		{"192.0.2.1:0", "loopback only"},
-		{"127.0.0.1", "missing port"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.addr, func(t *testing.T) {
-			srv, err := dictsim.NewServer(context.Background(), dictsim.Config{Logger: quiet})
-			require.NoError(t, err)
-			defer srv.Close()
-			err = srv.Open(tt.addr)
-			if tt.want == "" {
-				require.NoError(t, err)
-				require.NotEmpty(t, srv.URL())
-				return
-			}
-			require.ErrorContains(t, err, tt.want)
-			require.Empty(t, srv.URL(), "nothing listens")
-		})
-	}
+	srv, err := dictsim.NewServer(context.Background(), dictsim.Config{})
+	require.NoError(t, err)
+	require.ErrorContains(t, srv.Open("0.0.0.0:0"), "loopback only")
+	require.NoError(t, srv.Open("127.0.0.1:0"))
+	require.True(t, strings.HasPrefix(srv.URL(), "http://127.0.0.1:"))
+	require.NoError(t, srv.Close())
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := dictsim.NewServer(context.Background(), dictsim.Config{Category: "Z"})
+	require.ErrorContains(t, err, "category")
+	_, err = dictsim.ReadEntries(strings.NewReader("key\n"))
+	require.ErrorContains(t, err, "header")
 }

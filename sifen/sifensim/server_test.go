@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -151,17 +152,15 @@ func TestRecepcionLotRules(t *testing.T) {
 		xde     string
 		wantMsg string
 	}{
-		{"TooManyDEs", zipped(sifentest.Lote(sifentest.Docs("80069563", 1, 51)...)), "el lote contiene más de 50 DE"},
+		{"TooManyDEs", zipped(sifentest.Lote(sifentest.Docs("80069563", 1, 51)...)), "el lote contiene 51 DE (máximo 50); RUC 80069563 bloqueado por 10m0s"},
 		{"MixedTypes", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2, Type: 5})), "el lote contiene DE de distintos tipos"},
-		{"MixedRUC", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2, RUC: "88888801"})), "el lote contiene DE de distintos emisores (RUC)"},
-		{"RepeatedCDC", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 1})), "el lote repite un CDC"},
-		{"TooBig", zipped(sifentest.Lote(big...)), "el mensaje comprimido supera 1000 KB"},
-		{"BadDV", zipped(sifentest.Lote(sifentest.Doc{BadDV: true})), "RUC o DV del emisor inválido"},
-		{"NoRUC", zipped(sifentest.Lote(sifentest.Doc{NoRUC: true})), "RUC o DV del emisor inválido"},
-		{"Empty", zipped([]byte(`<rLoteDE xmlns="` + sifen.Namespace + `"/>`)), "el lote no contiene DE"},
-		{"Malformed", zipped([]byte(`<rLoteDE xmlns="`)), "XML del lote mal formado"},
-		{"NotZip", base64.StdEncoding.EncodeToString([]byte("plain text")), "XML del lote mal formado"},
-		{"NotBase64", "%%%", "XML del lote mal formado"},
+		{"MixedRUC", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2, RUC: "88888801"})), "el lote contiene DE de distintos emisores"},
+		{"RepeatedCDC", zipped(sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 1})), "el lote repite el CDC"},
+		{"TooBig", zipped(sifentest.Lote(big...)), "el mensaje tiene"},
+		{"Empty", zipped([]byte(`<rLoteDE/>`)), "el lote no contiene DE"},
+		{"Malformed", zipped([]byte(`<rLoteDE xmlns="`)), "XML mal formado"},
+		{"NotZip", base64.StdEncoding.EncodeToString([]byte("plain text")), "xDE no es un archivo ZIP"},
+		{"NotBase64", "%%%", "xDE no es base64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, sifensim.Config{})
@@ -173,13 +172,19 @@ func TestRecepcionLotRules(t *testing.T) {
 			require.Contains(t, r.Message, "Lote no encolado para procesamiento: "+tc.wantMsg)
 			require.Empty(t, r.LotNumber)
 			require.Equal(t, int64(1), s.stats(t).Count(sifen.ServiceRecepcionLote, "test", "", sifen.CodeLotNotQueued))
+			if !strings.HasPrefix(tc.wantMsg, "xDE") && tc.name != "Empty" && tc.name != "Malformed" {
+				// A broken lot rule blocks the RUC.
+				r := s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 77}))
+				require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+				require.Contains(t, r.Message, "bloqueado hasta")
+			}
 		})
 	}
 }
 
 func TestRecepcionBlocksFastRUC(t *testing.T) {
 	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 10 * time.Minute})
-	a := sifentest.Docs("80069563", 1, 10)
+	a := sifentest.Docs("80069563", 1, 12)
 	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[0])).Code)
 	// Another RUC, and the same RUC in prod, are not affected.
 	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{RUC: "88888801"})).Code)
@@ -188,12 +193,12 @@ func TestRecepcionBlocksFastRUC(t *testing.T) {
 	s.clock.Advance(3 * time.Second)
 	r := s.send(t, sifen.EnvTest, sifentest.Lote(a[1]))
 	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
-	require.Contains(t, r.Message, "envíos demasiado frecuentes (3s desde el último lote, mínimo 10s); RUC 80069563-1 bloqueado por 10m0s")
+	require.Contains(t, r.Message, "envíos demasiado frecuentes (3s desde la respuesta al lote anterior, mínimo 10s); RUC 80069563 bloqueado por 10m0s")
 
 	s.clock.Advance(10 * time.Second)
 	r = s.send(t, sifen.EnvTest, sifentest.Lote(a[2]))
 	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
-	require.Contains(t, r.Message, "RUC 80069563-1 bloqueado hasta")
+	require.Contains(t, r.Message, "RUC 80069563 bloqueado hasta")
 
 	s.clock.Advance(10*time.Minute - 10*time.Second)
 	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[3])).Code)
@@ -204,20 +209,41 @@ func TestRecepcionBlocksFastRUC(t *testing.T) {
 	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "prod", "80069563", sifen.CodeLotQueued))
 	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "test", "88888801", sifen.CodeLotQueued))
 	require.Equal(t, int64(5), st.ByRUC["80069563"])
+
+	// A second offence within 24 h blocks twice as long (10, 20, ... 60 min).
+	r = s.send(t, sifen.EnvTest, sifentest.Lote(a[4]))
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "bloqueado por 20m0s")
+	prev := 20 * time.Minute
+	for level, want := range []time.Duration{30 * time.Minute, 40 * time.Minute, 50 * time.Minute, time.Hour, time.Hour} {
+		s.clock.Advance(prev - time.Second)
+		require.Contains(t, s.send(t, sifen.EnvTest, sifentest.Lote(a[5+level])).Message, "bloqueado hasta")
+		s.clock.Advance(time.Second)
+		r = s.send(t, sifen.EnvTest, sifentest.Lote(a[5+level]))
+		require.Equal(t, sifen.CodeLotQueued, r.Code, r.Message)
+		r = s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 100 + level}))
+		require.Contains(t, r.Message, fmt.Sprintf("bloqueado por %s", want))
+		prev = want
+	}
 }
 
 func TestRecepcionBlocksRepeatedLot(t *testing.T) {
-	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 30 * time.Minute, Processing: time.Second})
+	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 30 * time.Minute, Processing: time.Hour})
 	lot := sifentest.Lote(sifentest.Docs("80069563", 1, 2)...)
 	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, lot).Code)
 	s.clock.Advance(time.Minute)
 	r := s.send(t, sifen.EnvTest, lot)
 	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
-	require.Contains(t, r.Message, "lote duplicado")
+	require.Contains(t, r.Message, "lote reenviado")
 	require.Contains(t, r.Message, "bloqueado por 30m0s")
 	s.clock.Advance(29 * time.Minute)
 	r = s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 9}))
 	require.Contains(t, r.Message, "bloqueado hasta")
+	s.clock.Advance(time.Hour)
+	r = s.send(t, sifen.EnvTest, lot)
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "lote reenviado", "the same lot, processed or not, is never taken twice")
+	require.Contains(t, r.Message, "bloqueado por 1h0m0s", "a recurrence blocks twice as long")
 }
 
 func TestRecepcionCDCInProcessing(t *testing.T) {
@@ -227,11 +253,11 @@ func TestRecepcionCDCInProcessing(t *testing.T) {
 	s.clock.Advance(2 * time.Second)
 	r := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
 	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
-	require.Contains(t, r.Message, "CDC "+docs[0].CDC()+" en procesamiento")
+	require.Contains(t, r.Message, "el CDC "+docs[0].CDC()+" está en procesamiento")
 }
 
 func TestProcessingRejects(t *testing.T) {
-	s := start(t, sifensim.Config{Interval: time.Second, Processing: time.Second, Reject: func(_ sifen.Env, de sifen.DE) (string, string, bool) {
+	s := start(t, sifensim.Config{Interval: time.Second, Processing: time.Second, Reject: func(_ string, de sifensim.DE) (string, string, bool) {
 		return "1111", "rechazo de prueba", de.CDC == sifentest.Doc{Number: 2}.CDC()
 	}})
 	ctx := context.Background()
@@ -274,7 +300,7 @@ func TestBeforeRecepcionDrops(t *testing.T) {
 	var re *sifen.RemoteError
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, http.StatusServiceUnavailable, re.StatusCode)
-	require.Equal(t, []sifensim.Recepcion{{Env: sifen.EnvTest, RUC: sifen.RUC{Number: "80069563", DV: 1}, CDCs: []string{doc.CDC()}}}, seen)
+	require.Equal(t, []sifensim.Recepcion{{Env: "test", RUC: "80069563-1", CDCs: []string{doc.CDC()}}}, seen)
 
 	de, err := s.client.ConsultaDE(context.Background(), sifen.EnvTest, doc.CDC())
 	require.NoError(t, err)
@@ -293,8 +319,9 @@ func TestEnvelopeFaults(t *testing.T) {
 		wantBody                string
 	}{
 		{"OK", sifen.ConsultaPath, sifen.SOAPContentType, valid, http.StatusOK, "0420"},
+		{"ApplicationXML", "/test" + sifen.ConsultaPath, "application/xml; charset=utf-8", valid, http.StatusOK, "0420"},
 		{"SOAP11", "/test" + sifen.ConsultaPath, "text/xml; charset=utf-8", valid, http.StatusUnsupportedMediaType, "application/soap+xml"},
-		{"NotXML", "/test" + sifen.ConsultaPath, sifen.SOAPContentType, []byte("hello"), http.StatusBadRequest, "soap:Sender"},
+		{"NotXML", "/test" + sifen.ConsultaPath, sifen.SOAPContentType, []byte("hello"), http.StatusBadRequest, "env:Sender"},
 		{"WrongBody", "/test" + sifen.RecepcionPath, sifen.SOAPContentType, valid, http.StatusBadRequest, "the request of siRecepLoteDE"},
 		{"UnknownEnv", "/homolog" + sifen.ConsultaPath, sifen.SOAPContentType, valid, http.StatusNotFound, "404"},
 	} {
@@ -308,7 +335,7 @@ func TestEnvelopeFaults(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-	require.Equal(t, int64(4), s.stats(t).Count(sifen.ServiceConsultaDE, "", "", ""))
+	require.Equal(t, int64(5), s.stats(t).Count(sifen.ServiceConsultaDE, "", "", ""))
 }
 
 func TestClockEndpoint(t *testing.T) {
@@ -341,7 +368,7 @@ func TestClose(t *testing.T) {
 
 func TestNewServerRejectsBadConfig(t *testing.T) {
 	_, err := sifensim.NewServer(sifensim.Config{Env: "homolog"})
-	require.ErrorIs(t, err, sifen.ErrInvalidEnv)
+	require.ErrorContains(t, err, "environment")
 	_, err = sifensim.NewServer(sifensim.Config{Block: -time.Second})
 	require.Error(t, err)
 	require.True(t, strings.HasPrefix(err.Error(), "sifensim:"))

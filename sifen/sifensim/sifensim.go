@@ -1,38 +1,46 @@
 // Package sifensim is a SIFEN simulator: a SOAP 1.2 server for the three
-// services balde uses (siRecepLoteDE, siResultLoteDE, siConsDE) that
-// enforces SIFEN's rules server-side, so that `make run` works with no
-// credentials and tests run against a real HTTP peer.
+// services of lots (siRecepLoteDE, siConsLoteDE, siConsDE) written from
+// SIFEN's published behaviour, so that `make run` works with no credentials
+// and tests run against an independent HTTP peer. It imports nothing of
+// balde's client side: it reads the envelope, unzips the lot and parses its
+// DEs with its own code (wire.go), keeps its own state and clock, and
+// applies its own rules, so a wire-format mistake on either side shows.
 //
-// What it does:
+// The rules (README, "SIFEN"; DNIT's or the seed's as marked):
 //
-//   - siRecepLoteDE validates the envelope (a SOAP fault otherwise) and the
-//     lot, answering 0301 with a message naming the broken rule (not base64,
-//     not a ZIP, malformed XML, a bad RUC, check digit or CDC, no DE, more
-//     than 50, mixed types, mixed RUCs, a repeated CDC, more than 1000 KB
-//     compressed). A RUC that resends a queued lot, or sends again less than
-//     Interval after its last queued lot, is blocked for Block: that request
-//     and every lot of the RUC until the block ends get 0301. A CDC still
-//     processing in another lot gets 0301. Otherwise 0300 and a 17-digit lot
-//     number.
-//   - siResultLoteDE answers 0360 for an unknown lot, 0361 while the lot is
-//     processing (Processing after it was queued), 0362 with a result per DE
-//     after that (approved, or rejected when the CDC was already approved or
-//     Config.Reject says so), and 0364 48 hours after the lot was queued.
+//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC
+//     (10 minutes, then 20, 30, ... up to 60 on recurrence within 24 h;
+//     Config.Block, BlockMax) for: an empty lot, more than 50 DEs, a SOAP
+//     message over 1000 KB, DEs of several RUCs or several types, the same
+//     CDC twice in the lot, a CDC whose earlier lot is still processing, the
+//     same lot sent again (DNIT, Guía de mejores prácticas, Oct 2024, §4-5);
+//     and a lot of a RUC that arrives less than Config.Interval after
+//     the answer to its previous lot, or while that lot has no answer yet
+//     (the seed's frequency rule). While a RUC is blocked every lot of it
+//     gets 0301. A lot that cannot be read (not base64, not a ZIP, malformed
+//     XML) gets 0301 without a block. Otherwise 0300 and a lot number.
+//   - A queued lot is processed Config.Processing after it was queued
+//     (on the simulator's clock): each DE is approved (with a dProtAut),
+//     approved with observations (Config.Observe) or rejected with a code:
+//     a bad RUC check digit or CDC, a CDC already approved (1001), a DE
+//     signed-less or marked as a test DE sent to prod, or Config.Reject.
+//   - siConsLoteDE answers 0360 for an unknown lot, 0361 while it is
+//     processing, 0362 with the per-DE results, 0364 after 48 hours.
 //   - siConsDE answers 0422 for an approved CDC and 0420 otherwise.
+//   - Both SOAP content types real clients send are accepted
+//     (application/soap+xml and application/xml); answers use SIFEN's
+//     prefixes (env:, ns2:).
 //   - GET /sim/stats answers the counts of requests by service, environment,
 //     RUC and response code (Stats); GET /sim/clock the simulator's time;
 //     POST /sim/clock?advance=DURATION moves a fake clock (Config.Advance).
 //
 // The services are served at SIFEN's paths, under /test or /prod to pick
 // the environment ("/test/de/ws/async/recibe-lote.wsdl"), or without a
-// prefix for Config.Env. Serve the handler yourself (httptest.NewServer),
-// or let Open listen; then point a sifen.Client at it with
-// ClientConfig{BaseURL: URL() + "/{env}"}.
+// prefix for Config.Env.
 package sifensim
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,62 +52,109 @@ import (
 	"strings"
 	"sync"
 	"time"
+)
 
-	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle"
+// SIFEN's paths of the three services (manual técnico v150).
+const (
+	RecepcionPath    = "/de/ws/async/recibe-lote.wsdl"
+	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
+	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
+)
+
+// The service names, as Stats counts them.
+const (
+	ServiceRecepcionLote = "siRecepLoteDE"
+	ServiceConsultaLote  = "siResultLoteDE"
+	ServiceConsultaDE    = "siConsDE"
+)
+
+// SIFEN's response codes the simulator answers.
+const (
+	CodeLotQueued     = "0300"
+	CodeLotNotQueued  = "0301"
+	CodeLotUnknown    = "0360"
+	CodeLotProcessing = "0361"
+	CodeLotDone       = "0362"
+	CodeLotTooLate    = "0364"
+	CodeDENotFound    = "0420"
+	CodeDEFound       = "0422"
+)
+
+// The per-DE results (dEstRes).
+const (
+	ResultApproved        = "Aprobado"
+	ResultApprovedWithObs = "Aprobado con observación"
+	ResultRejected        = "Rechazado"
 )
 
 // Defaults of Config.
 const (
 	DefaultInterval   = 10 * time.Second
 	DefaultBlock      = 10 * time.Minute
+	DefaultBlockMax   = 60 * time.Minute
 	DefaultProcessing = 2 * time.Second
+	// blockMemory is how long a 0301 counts as a recurrence.
+	blockMemory = 24 * time.Hour
 	// lotQueryWindow is how long a lot can be queried (0364 after).
 	lotQueryWindow = 48 * time.Hour
+	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits: 50 DEs, and
+	// 1000 KB for the SOAP message as received.
+	MaxLotDEs       = 50
+	MaxMessageBytes = 1000 * 1024
 	// maxRequestBytes bounds a request body.
 	maxRequestBytes = 8 << 20
 	// firstLotNumber makes lot numbers 17 digits long, like SIFEN's.
 	firstLotNumber = 10_000_000_000_000_001
+	// testIssuerName is dNomEmi of every DE of the test environment.
+	testIssuerName = "DE generado en ambiente de prueba - sin valor comercial ni fiscal"
+	timeLayout     = "2006-01-02T15:04:05-07:00"
 )
 
 // Config configures a Server. The zero value is usable.
 type Config struct {
-	// Clock is the simulator's time; default throttle.SystemClock.
-	Clock throttle.Clock
+	// Clock is the simulator's time; default time.Now.
+	Clock func() time.Time
 	// Advance, when set, moves Clock forward (POST /sim/clock?advance=D);
 	// without it that endpoint answers 404.
 	Advance func(time.Duration) time.Time
-	// Interval is the least time between two queued lots of one RUC in one
-	// environment; default DefaultInterval. Negative disables the rule.
+	// Interval is the least time between the answer to a lot of a RUC in
+	// one environment and its next lot; default DefaultInterval. Negative
+	// disables the rule.
 	Interval time.Duration
-	// Block is how long a RUC is blocked after breaking a rule; default
-	// DefaultBlock.
-	Block time.Duration
+	// Block is the first block of a RUC that breaks a rule, and BlockMax
+	// the longest: each recurrence within 24 h blocks Block longer.
+	Block, BlockMax time.Duration
 	// Processing is how long a lot stays in processing; default
 	// DefaultProcessing. Negative means no processing time.
 	Processing time.Duration
-	// Env is the environment of the paths without /test or /prod; default
-	// test.
-	Env sifen.Env
-	// BeforeRecepcion, when set, is called for every parsed siRecepLoteDE
-	// before it is decided; an error drops the request as if it was lost
-	// (HTTP 503, nothing recorded). Tests use it to hold a request.
+	// Latency is how long (wall time) siRecepLoteDE takes to answer a lot
+	// it read, as over the internet. The answer's instant, from which the
+	// frequency rule counts, is taken after it.
+	Latency time.Duration
+	// Env is the environment of the paths without /test or /prod ("test"
+	// by default).
+	Env string
+	// BeforeRecepcion, when set, is called for every readable
+	// siRecepLoteDE before it is decided; an error drops the request as if
+	// it was lost (HTTP 503, nothing recorded).
 	BeforeRecepcion func(ctx context.Context, r Recepcion) error
 	// AfterRecepcion, when set, is called once a siRecepLoteDE is decided
-	// and recorded, before the answer is written. Tests use it to hold an
-	// answer that the sender will never read.
+	// and recorded, before the answer is written (and its instant taken).
 	AfterRecepcion func(ctx context.Context, r Recepcion)
-	// Reject, when set, decides per DE of a processed lot: reject with
-	// code and message when ok is true.
-	Reject func(env sifen.Env, de sifen.DE) (code, message string, ok bool)
+	// Reject, when set, decides per DE of a processed lot: rejected with
+	// code and message when ok.
+	Reject func(env string, de DE) (code, message string, ok bool)
+	// Observe, when set, approves a DE with an observation when ok.
+	Observe func(env string, de DE) (code, message string, ok bool)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
 
 // Recepcion describes one siRecepLoteDE for the hooks.
 type Recepcion struct {
-	Env sifen.Env
-	RUC sifen.RUC
+	Env string
+	// RUC is the first DE's issuer, "NUMBER-DV".
+	RUC string
 	// CDCs are the lot's DEs.
 	CDCs []string
 	// Code, Message and LotNumber are the answer (empty in BeforeRecepcion).
@@ -119,9 +174,8 @@ type Server struct {
 	closed  bool
 	rucs    map[rucKey]*rucState
 	lots    map[string]*lot // by lot number
-	queued  map[hashKey]string
 	cdcs    map[cdcKey]*cdcState
-	pending []*lot // queued lots not processed yet
+	hashes  map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
 	nextLot uint64
 	nextAut uint64
 	stats   map[Count]int64
@@ -129,48 +183,39 @@ type Server struct {
 
 var _ http.Handler = (*Server)(nil)
 
-type rucKey struct {
-	env sifen.Env
-	ruc string
-}
+type rucKey struct{ env, ruc string }
 
 type rucState struct {
-	lastQueued   time.Time
+	lastAnswer   time.Time
+	busy         bool // a lot of the RUC has no answer yet
 	blockedUntil time.Time
+	level        int
+	lastBlock    time.Time
 }
 
-type hashKey struct {
-	env  sifen.Env
-	hash string
-}
-
-type cdcKey struct {
-	env sifen.Env
-	cdc string
-}
+type cdcKey struct{ env, cdc string }
 
 type cdcState struct {
-	lot      string
+	lot      string // the last lot that held it
 	ruc      string
 	approved bool
-	rejected bool
 	xml      []byte
 	aut      string
 }
 
 type lot struct {
 	number   string
-	env      sifen.Env
-	ruc      sifen.RUC
-	des      []sifen.DE
+	env      string
+	ruc      string
+	des      []DE
 	queuedAt time.Time
-	results  []sifen.DEResult // nil until processed
+	results  []el // nil until processed
 }
 
 // NewServer returns a simulator with cfg.
 func NewServer(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
-		cfg.Clock = throttle.SystemClock
+		cfg.Clock = time.Now
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
@@ -178,20 +223,21 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Block == 0 {
 		cfg.Block = DefaultBlock
 	}
-	if cfg.Block < 0 {
+	if cfg.Block < 0 || cfg.BlockMax < 0 {
 		return nil, fmt.Errorf("sifensim: negative block %s", cfg.Block)
+	}
+	if cfg.BlockMax < cfg.Block {
+		cfg.BlockMax = max(DefaultBlockMax, cfg.Block)
 	}
 	if cfg.Processing == 0 {
 		cfg.Processing = DefaultProcessing
 	}
-	if cfg.Processing < 0 {
-		cfg.Processing = 0
-	}
+	cfg.Processing = max(cfg.Processing, 0)
 	if cfg.Env == "" {
-		cfg.Env = sifen.EnvTest
+		cfg.Env = "test"
 	}
-	if err := cfg.Env.Validate(); err != nil {
-		return nil, fmt.Errorf("sifensim: %w", err)
+	if cfg.Env != "test" && cfg.Env != "prod" {
+		return nil, fmt.Errorf("sifensim: environment %q (want test or prod)", cfg.Env)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -203,16 +249,16 @@ func NewServer(cfg Config) (*Server, error) {
 		logger:  logger.With(slog.String("component", "sifensim")),
 		rucs:    make(map[rucKey]*rucState),
 		lots:    make(map[string]*lot),
-		queued:  make(map[hashKey]string),
 		cdcs:    make(map[cdcKey]*cdcState),
+		hashes:  make(map[cdcKey]string),
 		nextLot: firstLotNumber,
 		nextAut: 1_000_000_001,
 		stats:   make(map[Count]int64),
 	}
 	for path, h := range map[string]http.HandlerFunc{
-		sifen.RecepcionPath:    s.recepcionLote,
-		sifen.ConsultaLotePath: s.consultaLote,
-		sifen.ConsultaPath:     s.consultaDE,
+		RecepcionPath:    s.recepcionLote,
+		ConsultaLotePath: s.consultaLote,
+		ConsultaPath:     s.consultaDE,
 	} {
 		s.mux.HandleFunc("POST "+path, h)
 		s.mux.HandleFunc("POST /{env}"+path, h)
@@ -286,8 +332,7 @@ func (s *Server) URL() string {
 
 // Close stops the listener Open started, if any (letting requests in
 // progress finish, for up to 5 s), and makes the handler answer 503 to
-// every request from now on. A listener someone else serves the handler on
-// stays theirs to close.
+// every request from now on.
 func (s *Server) Close() error {
 	var err error
 	if srv := s.srv; srv != nil {
@@ -303,323 +348,315 @@ func (s *Server) Close() error {
 }
 
 // env returns the environment of a request's path.
-func (s *Server) env(r *http.Request) (sifen.Env, bool) {
-	v := r.PathValue("env")
-	if v == "" {
+func (s *Server) env(r *http.Request) (string, bool) {
+	switch v := r.PathValue("env"); v {
+	case "":
 		return s.cfg.Env, true
+	case "test", "prod":
+		return v, true
 	}
-	env, err := sifen.ParseEnv(v)
-	return env, err == nil
+	return "", false
 }
 
-// readSOAP reads a SOAP 1.2 request holding a T, answering a fault itself
-// when it cannot.
-func readSOAP[T any](s *Server, w http.ResponseWriter, r *http.Request, service string) (sifen.Env, *T, bool) {
+// readRequest reads a SOAP 1.2 request holding a T, answering a fault
+// itself when it cannot. It returns the body's size too.
+func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, service string) (string, *T, int, bool) {
 	env, ok := s.env(r)
 	if !ok {
 		s.count(service, "", "", "404")
 		http.NotFound(w, r)
-		return "", nil, false
+		return "", nil, 0, false
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/soap+xml") {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
 		s.count(service, env, "", "fault")
-		writeFault(w, http.StatusUnsupportedMediaType, "soap:Sender", "SOAP 1.2 needs Content-Type application/soap+xml, not "+strconv.Quote(ct))
-		return "", nil, false
+		writeXML(w, http.StatusUnsupportedMediaType, fault("env:Sender", "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)"))
+		return "", nil, 0, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
 		s.count(service, env, "", "fault")
-		writeFault(w, http.StatusRequestEntityTooLarge, "soap:Sender", "request body: "+err.Error())
-		return "", nil, false
+		writeXML(w, http.StatusRequestEntityTooLarge, fault("env:Sender", "request body: "+err.Error()))
+		return "", nil, 0, false
 	}
-	req, fault, err := sifen.UnmarshalSOAP[T](body)
-	if err != nil || fault != nil {
+	req, err := readEnvelope[T](body)
+	if err != nil {
 		s.count(service, env, "", "fault")
-		msg := "not a SOAP 1.2 envelope holding the request of " + service
-		if err != nil {
-			msg += ": " + err.Error()
-		}
-		writeFault(w, http.StatusBadRequest, "soap:Sender", msg)
-		return "", nil, false
+		writeXML(w, http.StatusBadRequest, fault("env:Sender", "not a SOAP 1.2 envelope holding the request of "+service+": "+err.Error()))
+		return "", nil, 0, false
 	}
-	return env, req, true
+	return env, req, len(body), true
 }
 
-func writeFault(w http.ResponseWriter, status int, code, reason string) {
-	b, err := sifen.MarshalSOAP(&sifen.Fault{Code: code, Reason: reason})
-	if err != nil {
-		http.Error(w, reason, status)
-		return
-	}
-	w.Header().Set("Content-Type", sifen.SOAPContentType)
+func writeXML(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/soap+xml; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
-func writeSOAP(w http.ResponseWriter, body any) {
-	b, err := sifen.MarshalSOAP(body)
-	if err != nil {
-		writeFault(w, http.StatusInternalServerError, "soap:Receiver", err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", sifen.SOAPContentType)
-	_, _ = w.Write(b)
-}
+func formatTime(t time.Time) string { return t.Format(timeLayout) }
 
 // recepcionLote serves siRecepLoteDE.
 func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
-	const service = sifen.ServiceRecepcionLote
-	env, req, ok := readSOAP[sifen.EnvioLote](s, w, r, service)
+	const service = ServiceRecepcionLote
+	env, req, size, ok := readRequest[envioLote](s, w, r, service)
 	if !ok {
 		return
 	}
-	now := s.cfg.Clock()
-	resp := sifen.EnvioLoteResponse{ProcessedAt: sifen.FormatTime(now)}
-	lot, packed, err := unpack(req.XDE)
+	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
-		resp.Code, resp.Message = sifen.CodeLotNotQueued, notQueued(ruleMessage(err))
-		s.count(service, env, "", resp.Code)
-		writeSOAP(w, &resp)
+		now := s.cfg.Clock()
+		s.count(service, env, "", CodeLotNotQueued)
+		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(now)),
+			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
 	}
-	rec := Recepcion{Env: env, RUC: lot.DEs[0].RUC}
-	for _, de := range lot.DEs {
+	rec := Recepcion{Env: env}
+	if len(des) > 0 {
+		rec.RUC = des[0].RUC + "-" + des[0].DV
+	}
+	for _, de := range des {
 		rec.CDCs = append(rec.CDCs, de.CDC)
 	}
 	if s.cfg.BeforeRecepcion != nil {
 		if err := s.cfg.BeforeRecepcion(r.Context(), rec); err != nil {
-			s.count(service, env, rec.RUC.Number, "dropped")
+			s.count(service, env, rucNumber(des), "dropped")
 			http.Error(w, "sifensim: request dropped: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 	}
-	resp = s.decide(env, lot, packed)
-	rec.Code, rec.Message, rec.LotNumber = resp.Code, resp.Message, resp.LotNumber
-	s.count(service, env, rec.RUC.Number, resp.Code)
+	code, msg, number, rk := s.decide(env, des, hash, size)
+	rec.Code, rec.Message, rec.LotNumber = code, msg, number
+	s.count(service, env, rucNumber(des), code)
+	if s.cfg.Latency > 0 {
+		select {
+		case <-time.After(s.cfg.Latency):
+		case <-r.Context().Done():
+		}
+	}
 	if s.cfg.AfterRecepcion != nil {
 		s.cfg.AfterRecepcion(r.Context(), rec)
 	}
-	writeSOAP(w, &resp)
+	// The answer leaves now: the frequency rule counts from this instant.
+	s.mu.Lock()
+	now := s.cfg.Clock()
+	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
+		st.busy = false
+		if now.After(st.lastAnswer) {
+			st.lastAnswer = now
+		}
+	}
+	s.mu.Unlock()
+	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
+	if number != "" {
+		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
+	}
+	writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", fields...)))
 }
 
-// unpack decodes, unzips, parses and checks a lot.
-func unpack(xde string) (sifen.Lote, sifen.Packed, error) {
-	z, err := base64.StdEncoding.DecodeString(strings.TrimSpace(xde))
-	if err != nil {
-		return sifen.Lote{}, sifen.Packed{}, fmt.Errorf("%w: xDE is not base64: %w", sifen.ErrMalformedXML, err)
+func rucNumber(des []DE) string {
+	if len(des) == 0 {
+		return ""
 	}
-	if err := sifen.CheckZipSize(len(z)); err != nil {
-		return sifen.Lote{}, sifen.Packed{}, err
-	}
-	doc, err := sifen.UnzipLote(z)
-	if err != nil {
-		return sifen.Lote{}, sifen.Packed{}, err
-	}
-	lot, err := sifen.ParseLote(doc)
-	if err != nil {
-		return sifen.Lote{}, sifen.Packed{}, err
-	}
-	// Pack again: Validate applies the lot rules, and the hash of the
-	// lot's canonical XML is its identity.
-	packed, err := lot.Pack()
-	if err != nil {
-		return sifen.Lote{}, sifen.Packed{}, err
-	}
-	return lot, packed, nil
+	return des[0].RUC
 }
 
-// decide applies the per-RUC rules to a valid lot and queues it.
-func (s *Server) decide(env sifen.Env, l sifen.Lote, p sifen.Packed) sifen.EnvioLoteResponse {
+func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }
+
+// decide applies the lot rules and the per-RUC rules, and queues the lot.
+// It returns the answer and the RUC's key (whose busy mark the caller
+// clears once the answer leaves).
+func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg, number string, rk rucKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
-	resp := sifen.EnvioLoteResponse{ProcessedAt: sifen.FormatTime(now), Code: sifen.CodeLotNotQueued}
-	ruc := l.DEs[0].RUC
-	rk := rucKey{env: env, ruc: ruc.Number}
+	s.processDue(now)
+	if len(des) == 0 {
+		// No RUC to block: the lot has none.
+		return CodeLotNotQueued, notQueued("el lote no contiene DE"), "", rucKey{}
+	}
+	ruc := des[0].RUC
+	rk = rucKey{env, ruc}
 	st := s.rucs[rk]
 	if st == nil {
 		st = &rucState{}
 		s.rucs[rk] = st
 	}
-	block := func(why string) sifen.EnvioLoteResponse {
-		st.blockedUntil = now.Add(s.cfg.Block)
-		resp.Message = notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, s.cfg.Block))
-		s.logger.Info("RUC blocked", slog.String("env", string(env)), slog.String("ruc", ruc.String()), slog.String("why", why))
-		return resp
+	block := func(why string) (string, string, string, rucKey) {
+		if !st.lastBlock.IsZero() && now.Sub(st.lastBlock) < blockMemory {
+			st.level++
+		} else {
+			st.level = 1
+		}
+		st.lastBlock = now
+		d := min(s.cfg.Block*time.Duration(st.level), s.cfg.BlockMax)
+		st.blockedUntil = now.Add(d)
+		s.logger.Info("RUC blocked", slog.String("env", env), slog.String("ruc", ruc), slog.String("why", why), slog.Duration("for", d))
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), "", rucKey{}
+	}
+	if now.Before(st.blockedUntil) {
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), "", rucKey{}
+	}
+	seen := make(map[string]bool, len(des))
+	for i, de := range des {
+		switch {
+		case de.RUC != ruc:
+			return block(fmt.Sprintf("el lote contiene DE de distintos emisores (DE 1: %s, DE %d: %s)", ruc, i+1, de.RUC))
+		case de.Type != des[0].Type:
+			return block(fmt.Sprintf("el lote contiene DE de distintos tipos (DE 1: %s, DE %d: %s)", des[0].Type, i+1, de.Type))
+		case seen[de.CDC]:
+			return block("el lote repite el CDC " + de.CDC)
+		}
+		seen[de.CDC] = true
 	}
 	switch {
-	case now.Before(st.blockedUntil):
-		resp.Message = notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, sifen.FormatTime(st.blockedUntil)))
-		return resp
-	case s.queued[hashKey{env, p.Hash}] != "":
-		return block("lote duplicado (ya recibido como lote " + s.queued[hashKey{env, p.Hash}] + ")")
-	case s.cfg.Interval > 0 && !st.lastQueued.IsZero() && now.Sub(st.lastQueued) < s.cfg.Interval:
-		return block(fmt.Sprintf("envíos demasiado frecuentes (%s desde el último lote, mínimo %s)", now.Sub(st.lastQueued), s.cfg.Interval))
+	case len(des) > MaxLotDEs:
+		return block(fmt.Sprintf("el lote contiene %d DE (máximo %d)", len(des), MaxLotDEs))
+	case size > MaxMessageBytes:
+		return block(fmt.Sprintf("el mensaje tiene %d bytes (máximo %d)", size, MaxMessageBytes))
 	}
-	s.processDue(now)
-	for _, de := range l.DEs {
-		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && !c.approved && !c.rejected {
-			resp.Message = notQueued("CDC " + de.CDC + " en procesamiento en el lote " + c.lot)
-			return resp
+	if prev := s.hashes[cdcKey{env, hash}]; prev != "" {
+		return block("lote reenviado (ya recibido como lote " + prev + ")")
+	}
+	for _, de := range des {
+		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].results == nil {
+			return block("el CDC " + de.CDC + " está en procesamiento en el lote " + c.lot)
 		}
 	}
-	number := strconv.FormatUint(s.nextLot, 10)
+	if s.cfg.Interval > 0 {
+		if st.busy {
+			return block("envíos demasiado frecuentes (el lote anterior aún no fue respondido)")
+		}
+		if since := now.Sub(st.lastAnswer); !st.lastAnswer.IsZero() && since < s.cfg.Interval {
+			return block(fmt.Sprintf("envíos demasiado frecuentes (%s desde la respuesta al lote anterior, mínimo %s)", since, s.cfg.Interval))
+		}
+	}
+	number = strconv.FormatUint(s.nextLot, 10)
 	s.nextLot++
-	lt := &lot{number: number, env: env, ruc: ruc, des: l.DEs, queuedAt: now}
-	s.lots[number] = lt
-	s.pending = append(s.pending, lt)
-	s.queued[hashKey{env, p.Hash}] = number
-	for _, de := range l.DEs {
+	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
+	s.hashes[cdcKey{env, hash}] = number
+	for _, de := range des {
 		k := cdcKey{env, de.CDC}
 		if c := s.cdcs[k]; c != nil && c.approved {
 			continue // stays approved; the lot's result will reject the duplicate
 		}
-		s.cdcs[k] = &cdcState{lot: number, ruc: ruc.Number, xml: de.XML}
+		s.cdcs[k] = &cdcState{lot: number, ruc: ruc, xml: de.XML}
 	}
-	st.lastQueued = now
-	resp.Code, resp.Message, resp.LotNumber = sifen.CodeLotQueued, "Lote recibido con éxito", number
-	resp.ProcessingTime = strconv.Itoa(int(s.cfg.Processing / time.Second))
-	return resp
-}
-
-func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }
-
-// ruleMessage names the rule a lot broke, in SIFEN's words.
-func ruleMessage(err error) string {
-	var why string
-	switch {
-	case errors.Is(err, sifen.ErrLotEmpty):
-		why = "el lote no contiene DE"
-	case errors.Is(err, sifen.ErrLotTooManyDEs):
-		why = "el lote contiene más de 50 DE"
-	case errors.Is(err, sifen.ErrLotMixedTypes):
-		why = "el lote contiene DE de distintos tipos"
-	case errors.Is(err, sifen.ErrLotMixedRUC):
-		why = "el lote contiene DE de distintos emisores (RUC)"
-	case errors.Is(err, sifen.ErrLotDuplicateCDC):
-		why = "el lote repite un CDC"
-	case errors.Is(err, sifen.ErrLotTooBig):
-		why = "el mensaje comprimido supera 1000 KB"
-	case errors.Is(err, sifen.ErrMissingRUC), errors.Is(err, sifen.ErrInvalidRUC), errors.Is(err, sifen.ErrInvalidDV):
-		why = "RUC o DV del emisor inválido"
-	case errors.Is(err, sifen.ErrInvalidCDC):
-		why = "CDC inválido"
-	case errors.Is(err, sifen.ErrInvalidType):
-		why = "tipo de DE inválido"
-	default:
-		why = "XML del lote mal formado"
-	}
-	return why + " (" + err.Error() + ")"
+	st.busy = true
+	return CodeLotQueued, "Lote recibido con éxito", number, rk
 }
 
 // processDue processes the queued lots whose processing time has passed.
 // s.mu is held.
 func (s *Server) processDue(now time.Time) {
-	keep := s.pending[:0]
-	for _, l := range s.pending {
-		if now.Before(l.queuedAt.Add(s.cfg.Processing)) {
-			keep = append(keep, l)
-			continue
+	for _, l := range s.lots {
+		if l.results == nil && !now.Before(l.queuedAt.Add(s.cfg.Processing)) {
+			s.process(l)
 		}
-		s.process(l)
 	}
-	clear(s.pending[len(keep):])
-	s.pending = keep
 }
 
 // process decides each DE of a lot. s.mu is held.
 func (s *Server) process(l *lot) {
-	l.results = make([]sifen.DEResult, 0, len(l.des))
+	l.results = make([]el, 0, len(l.des))
 	for _, de := range l.des {
 		k := cdcKey{l.env, de.CDC}
 		c := s.cdcs[k]
-		res := sifen.DEResult{CDC: de.CDC}
-		switch {
-		case c != nil && c.approved && c.lot != l.number:
-			res.Status = sifen.ResultRejected
-			res.Messages = []sifen.ResultMessage{{Code: "1001", Message: "CDC duplicado"}}
-		default:
-			code, msg, reject := "", "", false
-			if s.cfg.Reject != nil {
-				code, msg, reject = s.cfg.Reject(l.env, de)
-			}
-			if reject {
-				res.Status = sifen.ResultRejected
-				res.Messages = []sifen.ResultMessage{{Code: code, Message: msg}}
-				if c != nil {
-					c.rejected = true
-				}
-			} else {
-				res.Status = sifen.ResultApproved
-				res.AuthNumber = strconv.FormatUint(s.nextAut, 10)
-				s.nextAut++
-				res.Messages = []sifen.ResultMessage{{Code: "0260", Message: "Autorización del DE satisfactoria"}}
-				if c != nil {
-					c.approved, c.aut = true, res.AuthNumber
-				}
+		status, code, msg, aut := ResultApproved, "0260", "Autorización del DE satisfactoria", ""
+		rejected := func(cd, m string) { status, code, msg = ResultRejected, cd, m }
+		if cd, m := deProblem(de); cd != "" {
+			rejected(cd, m)
+		} else if c != nil && c.approved && c.lot != l.number {
+			rejected("1001", "CDC duplicado")
+		} else if l.env == "prod" && !de.Signed {
+			rejected("0141", "Firma digital ausente")
+		} else if l.env == "prod" && de.IssuerName == testIssuerName {
+			rejected("1309", "DE de ambiente de prueba enviado a producción")
+		} else if s.cfg.Reject != nil {
+			if cd, m, ok := s.cfg.Reject(l.env, de); ok {
+				rejected(cd, m)
 			}
 		}
-		l.results = append(l.results, res)
+		if status == ResultApproved && s.cfg.Observe != nil {
+			if cd, m, ok := s.cfg.Observe(l.env, de); ok {
+				status, code, msg = ResultApprovedWithObs, cd, m
+			}
+		}
+		if status != ResultRejected {
+			aut = strconv.FormatUint(s.nextAut, 10)
+			s.nextAut++
+			if c != nil {
+				c.approved, c.aut = true, aut
+			}
+		}
+		res := []el{t("id", de.CDC), t("dEstRes", status)}
+		if aut != "" {
+			res = append(res, t("dProtAut", aut))
+		}
+		res = append(res, g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))
+		l.results = append(l.results, g("gResProcLote", res...))
 	}
 }
 
-// consultaLote serves siResultLoteDE.
+// consultaLote serves siConsLoteDE.
 func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
-	const service = sifen.ServiceConsultaLote
-	env, req, ok := readSOAP[sifen.ConsultaLote](s, w, r, service)
+	const service = ServiceConsultaLote
+	env, req, _, ok := readRequest[consLote](s, w, r, service)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
 	now := s.cfg.Clock()
 	s.processDue(now)
-	resp := sifen.ConsultaLoteResponse{ProcessedAt: sifen.FormatTime(now)}
-	l := s.lots[req.LotNumber]
-	ruc := ""
+	fields := []el{t("dFecProc", formatTime(now))}
+	l := s.lots[strings.TrimSpace(req.LotNumber)]
+	ruc, code := "", ""
 	switch {
 	case l == nil || l.env != env:
-		resp.Code, resp.Message = sifen.CodeLotUnknown, "Número de Lote inexistente"
+		code = CodeLotUnknown
+		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Número de Lote inexistente"))
 	case now.Sub(l.queuedAt) > lotQueryWindow:
-		ruc = l.ruc.Number
-		resp.Code, resp.Message = sifen.CodeLotTooLate, "Consulta extemporánea de Lote"
+		ruc, code = l.ruc, CodeLotTooLate
+		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Consulta extemporánea de Lote"))
 	case l.results == nil:
-		ruc = l.ruc.Number
-		resp.Code, resp.Message = sifen.CodeLotProcessing, "Lote "+l.number+" en procesamiento"
+		ruc, code = l.ruc, CodeLotProcessing
+		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Lote "+l.number+" en procesamiento"))
 	default:
-		ruc = l.ruc.Number
-		resp.Code, resp.Message = sifen.CodeLotDone, "Procesamiento de lote "+l.number+" concluido"
-		resp.Results = append([]sifen.DEResult(nil), l.results...)
+		ruc, code = l.ruc, CodeLotDone
+		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Procesamiento de lote "+l.number+" concluido"))
+		fields = append(fields, l.results...)
 	}
 	s.mu.Unlock()
-	s.count(service, env, ruc, resp.Code)
-	writeSOAP(w, &resp)
+	s.count(service, env, ruc, code)
+	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe", fields...)))
 }
 
 // consultaDE serves siConsDE.
 func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
-	const service = sifen.ServiceConsultaDE
-	env, req, ok := readSOAP[sifen.ConsultaDE](s, w, r, service)
+	const service = ServiceConsultaDE
+	env, req, _, ok := readRequest[consDE](s, w, r, service)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
 	now := s.cfg.Clock()
 	s.processDue(now)
-	resp := sifen.ConsultaDEResponse{ProcessedAt: sifen.FormatTime(now)}
+	fields := []el{t("dFecProc", formatTime(now))}
 	c := s.cdcs[cdcKey{env, strings.TrimSpace(req.CDC)}]
-	ruc := ""
+	ruc, code := "", CodeDENotFound
 	if c != nil {
 		ruc = c.ruc
 	}
 	if c != nil && c.approved {
-		resp.Code, resp.Message = sifen.CodeDEFound, "CDC encontrado"
-		resp.Content = "<rContDe>" + string(c.xml) + "<dProtAut>" + c.aut + "</dProtAut></rContDe>"
+		code = CodeDEFound
+		fields = append(fields, t("dCodRes", code), t("dMsgRes", "CDC encontrado"),
+			t("xContenDE", "<rContDe>"+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut></rContDe>"))
 	} else {
-		resp.Code, resp.Message = sifen.CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
+		fields = append(fields, t("dCodRes", code), t("dMsgRes", "Documento No Existe en SIFEN o ha sido Rechazado"))
 	}
 	s.mu.Unlock()
-	s.count(service, env, ruc, resp.Code)
-	writeSOAP(w, &resp)
+	s.count(service, env, ruc, code)
+	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse", fields...)))
 }
 
 // showClock serves GET /sim/clock.

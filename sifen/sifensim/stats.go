@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
-
-	"github.com/balde-throttle/balde/sifen"
 )
 
 // Count is the number of requests of one service, environment, RUC and
@@ -45,10 +43,10 @@ func (s Stats) Count(service, env, ruc, code string) int64 {
 }
 
 // count records one request.
-func (s *Server) count(service string, env sifen.Env, ruc, code string) {
+func (s *Server) count(service, env, ruc, code string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats[Count{Service: service, Env: string(env), RUC: ruc, Code: code}]++
+	s.stats[Count{Service: service, Env: env, RUC: ruc, Code: code}]++
 }
 
 // Stats returns the counts so far.

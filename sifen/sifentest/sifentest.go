@@ -36,6 +36,12 @@ type Doc struct {
 	Filler int
 	// Date is the emission date; default 2026-01-02 10:00 (Asunción).
 	Date time.Time
+	// Prod writes a production issuer name (dNomEmi); by default the DE
+	// carries the name SIFEN requires in its test environment, and balde
+	// refuses to send it to prod.
+	Prod bool
+	// Unsigned leaves the ds:Signature out.
+	Unsigned bool
 }
 
 func (d Doc) withDefaults() Doc {
@@ -129,7 +135,12 @@ func (d Doc) XML() []byte {
 	if !d.NoRUC {
 		w(`<dRucEm>%s</dRucEm><dDVEmi>%d</dDVEmi>`, d.RUC, d.DV())
 	}
-	w(`<iTipCont>2</iTipCont><dNomEmi>DE generado en ambiente de prueba - sin valor comercial ni fiscal</dNomEmi><dDirEmi>Avda. Mariscal López 1234</dDirEmi><dNumCas>1234</dNumCas><cDepEmi>1</cDepEmi><dDesDepEmi>CAPITAL</dDesDepEmi><cCiuEmi>1</cCiuEmi><dDesCiuEmi>ASUNCION (DISTRITO)</dDesCiuEmi><dTelEmi>021000000</dTelEmi><dEmailE>facturacion@example.com.py</dEmailE>`)
+	issuer := "DE generado en ambiente de prueba - sin valor comercial ni fiscal"
+	if d.Prod {
+		issuer = "Empresa de Ejemplo S.A."
+	}
+	w(`<iTipCont>2</iTipCont><dNomEmi>%s</dNomEmi>`, issuer)
+	w(`<dDirEmi>Avda. Mariscal López 1234</dDirEmi><dNumCas>1234</dNumCas><cDepEmi>1</cDepEmi><dDesDepEmi>CAPITAL</dDesDepEmi><cCiuEmi>1</cCiuEmi><dDesCiuEmi>ASUNCION (DISTRITO)</dDesCiuEmi><dTelEmi>021000000</dTelEmi><dEmailE>facturacion@example.com.py</dEmailE>`)
 	w(`<gActEco><cActEco>62010</cActEco><dDesActEco>Actividades de programación informática</dDesActEco></gActEco></gEmis>`)
 	w(`<gDatRec><iNatRec>1</iNatRec><iTiOpe>1</iTiOpe><cPaisRec>PRY</cPaisRec><dDesPaisRe>Paraguay</dDesPaisRe><iTiContRec>1</iTiContRec><dRucRec>88888801</dRucRec><dDVRec>5</dDVRec><dNomRec>Cliente de prueba</dNomRec></gDatRec>`)
 	w(`</gDatGralOpe>`)
@@ -137,7 +148,9 @@ func (d Doc) XML() []byte {
 	w(`<gCamItem><dCodInt>001</dCodInt><dDesProSer>Servicio de desarrollo</dDesProSer><cUniMed>77</cUniMed><dDesUniMed>UNI</dDesUniMed><dCantProSer>1</dCantProSer><gValorItem><dPUniProSer>110000</dPUniProSer><dTotBruOpeItem>110000</dTotBruOpeItem></gValorItem></gCamItem></gDtipDE>`)
 	w(`<gTotSub><dTotOpe>110000</dTotOpe><dTotGralOpe>110000</dTotGralOpe><dIVA10>10000</dIVA10><dTotIVA>10000</dTotIVA></gTotSub>`)
 	w("</DE>\n")
-	w(`<Signature xmlns="http://www.w3.org/2000/09/xmldsig#"><SignedInfo><CanonicalizationMethod Algorithm="http://www.w3.org/TR/2001/REC-xml-c14n-20010315"/><SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/><Reference URI="#%s"><DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><DigestValue>AAAA</DigestValue></Reference></SignedInfo><SignatureValue>AAAA</SignatureValue></Signature>`, cdc)
+	if !d.Unsigned {
+		w(`<Signature xmlns="http://www.w3.org/2000/09/xmldsig#"><SignedInfo><CanonicalizationMethod Algorithm="http://www.w3.org/TR/2001/REC-xml-c14n-20010315"/><SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/><Reference URI="#%s"><DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><DigestValue>AAAA</DigestValue></Reference></SignedInfo><SignatureValue>AAAA</SignatureValue></Signature>`, cdc)
+	}
 	w("\n<gCamFuFD><dCarQR>https://ekuatia.set.gov.py/consultas-test/qr?nVersion=150&amp;Id=%s", cdc)
 	if d.Filler > 0 {
 		r := rand.New(rand.NewPCG(uint64(d.Number), uint64(d.Filler)))
@@ -160,7 +173,7 @@ func (d Doc) File() []byte {
 func Lote(docs ...Doc) []byte {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	b.WriteString(`<rLoteDE xmlns="` + sifen.Namespace + `">` + "\n")
+	b.WriteString(`<rLoteDE>` + "\n")
 	for _, d := range docs {
 		b.Write(d.XML())
 		b.WriteString("\n")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -125,12 +126,7 @@ func hammerChild(dsn string) int {
 }
 
 // writers is the number of group-commit writers per engine.
-func writers(e sqlstore.Engine) int {
-	if e == sqlstore.Postgres {
-		return 2
-	}
-	return 1
-}
+func writers(e sqlstore.Engine) int { return balde.GroupCommitWriters(e) }
 
 // modes are the two ways a process reaches the store.
 var modes = []string{"naive", "group"}

@@ -84,11 +84,11 @@ func (s *Store) Identity() Identity { return s.identity }
 
 // CheckIdentity returns an error wrapping ErrDatabaseReplaced when the
 // SQLite file the store opened is no longer the file at its path (deleted,
-// or another file moved there). Always nil on PostgreSQL. It costs one
-// stat(2).
+// or another file moved there). Always nil on PostgreSQL and for a store
+// made by OpenDB (whose file balde does not know). It costs one stat(2).
 func (s *Store) CheckIdentity() error {
-	if s.engine != SQLite {
-		return nil
+	if s.engine != SQLite || s.identity.Path == "" {
+		return nil // PostgreSQL, or a pool given to OpenDB (no path known)
 	}
 	dev, ino, err := statFile(s.identity.Path)
 	switch {

@@ -56,6 +56,18 @@ func (s *Store) where(ctx context.Context, f throttle.Filter, withCursor bool) (
 	if f.Env != "" {
 		conds, args = append(conds, "env = ?"), append(args, f.Env)
 	}
+	for _, name := range f.ExcludePolicies {
+		id, known, err := s.lookupPolicy(ctx, name)
+		if err != nil {
+			return "", nil, false, err
+		}
+		if known {
+			conds, args = append(conds, "policy_id <> ?"), append(args, id)
+		}
+	}
+	if f.MinSeverity > throttle.SeverityUnknown {
+		conds, args = append(conds, "severity >= ?"), append(args, int64(f.MinSeverity))
+	}
 	if f.IdentifierPrefix != "" {
 		conds, args = append(conds, "identifier >= ?"), append(args, f.IdentifierPrefix)
 		if upper, ok := prefixEnd(f.IdentifierPrefix); ok {

@@ -168,8 +168,8 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 // this each of them would fail one more request before being dropped.
 // (SQLite's connections are in process: nothing to flush.)
 func (s *Store) flushIdle() {
-	if s.engine != Postgres {
-		return
+	if s.engine != Postgres || s.shared || s.maxConns == 0 {
+		return // an application's pool (OpenDB) keeps its own settings
 	}
 	s.write.SetMaxIdleConns(0)
 	s.write.SetMaxIdleConns(s.maxConns)

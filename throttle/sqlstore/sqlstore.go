@@ -54,10 +54,14 @@ type Store struct {
 	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
 	rw     rowWriter
 	now    throttle.Clock
-	// maxConns is the PostgreSQL pool's size (flushIdle restores it).
+	// maxConns is the PostgreSQL pool's size (flushIdle restores it); 0
+	// when the pool is not the store's own.
 	maxConns int
 	identity Identity // which database Open opened (identity.go)
 	logger   *slog.Logger
+	// shared is set by OpenDB: the pool is the application's, and Close
+	// leaves it open.
+	shared bool
 
 	mu          sync.RWMutex
 	policyID    map[string]int64
@@ -218,11 +222,15 @@ func (s *Store) DB() *sqlx.DB { return s.write }
 // does not wait behind writers).
 func (s *Store) ReadDB() *sqlx.DB { return s.read }
 
-// Close closes the connections.
+// Close closes the connections; on a store of OpenDB, only what the store
+// prepared (the application's pool stays open).
 func (s *Store) Close() error {
 	var errs []error
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
+	}
+	if s.shared {
+		return errors.Join(errs...)
 	}
 	if s.read != nil && s.read != s.write {
 		errs = append(errs, s.read.Close())

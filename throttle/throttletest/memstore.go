@@ -105,7 +105,8 @@ func (s *MemStore) matching(f throttle.Filter) []throttle.Bucket {
 	var out []throttle.Bucket
 	for k, b := range s.buckets {
 		if (f.Policy == "" || k.Policy == f.Policy) && (f.Env == "" || k.Env == f.Env) &&
-			strings.HasPrefix(k.Identifier, f.IdentifierPrefix) {
+			strings.HasPrefix(k.Identifier, f.IdentifierPrefix) &&
+			!slices.Contains(f.ExcludePolicies, k.Policy) && b.Severity >= f.MinSeverity {
 			out = append(out, cloneBucket(b))
 		}
 	}

@@ -26,6 +26,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		fn   func(t *testing.T, open OpenStore)
 	}{
 		{"PenaltyRetryAfterIsExact", testPenaltyRetryAfter},
+		{"PessimisticReservation", testPessimisticReservation},
 		{"RefillModes", testRefillModes},
 		{"CarryIsNeverLost", testCarryIsNeverLost},
 		{"BackwardsClockCreatesNoTokens", testBackwardsClock},
@@ -35,6 +36,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"BlockAfterRefusal", testBlock},
 		{"RollingWindow", testRolling},
 		{"SeverityChanges", testSeverity},
+		{"SeverityNow", testSeverityNow},
 		{"Sync", testSync},
 		{"Reset", testReset},
 		{"LedgerExplainsBalance", testLedgerReplay},
@@ -163,6 +165,54 @@ func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
 			})
 		})
 	}
+}
+
+func testPessimisticReservation(t *testing.T, open OpenStore) {
+	// The DICT admits a lookup while the balance is positive and charges it
+	// by outcome: the mirror holds the worst case (20) at admission and
+	// refunds the difference. The manual's example still holds exactly: 5
+	// tokens, a 404 -> -15, positive again after 8 minutes at 2/min.
+	ctx := context.Background()
+	hold := func(e *Env) throttle.Decision {
+		d, err := e.Limiter.Take(ctx, "E2E", throttle.Charge{Key: keyA, Cost: 20, Admit: 1})
+		require.NoError(t, err)
+		return d
+	}
+	t.Run("404KeepsTheHold", func(t *testing.T) {
+		e := NewEnv(t, open, one(pf(throttle.RefillContinuous)), throttle.Config{})
+		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
+		d := hold(e)
+		require.True(t, d.Allowed)
+		require.Equal(t, int64(-15), d.Remaining)
+		require.Equal(t, int64(20), d.Buckets[0].Cost)
+		d = hold(e)
+		require.Equal(t, throttle.ReasonEmpty, d.Reason)
+		require.Equal(t, 8*time.Minute, d.RetryAfter)
+		require.Equal(t, int64(-15), d.Remaining)
+		e.Clock.Advance(8 * time.Minute)
+		require.True(t, hold(e).Allowed)
+	})
+	t.Run("200RefundsTheDifference", func(t *testing.T) {
+		e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
+		require.Equal(t, int64(-15), hold(e).Remaining)
+		adj, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: 19, Reason: throttle.LedgerRefund, Ref: "E2E"})
+		require.NoError(t, err)
+		require.Equal(t, int64(4), adj[0].Balance)
+	})
+	t.Run("InFlightNeverOverdraw", func(t *testing.T) {
+		// Five lookups in flight take 100 and the sixth is refused: however
+		// their answers come, the DICT's bucket cannot go below the mirror's.
+		e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+		for i := range 5 {
+			require.True(t, hold(e).Allowed, "lookup %d", i)
+		}
+		d := hold(e)
+		require.False(t, d.Allowed)
+		require.Equal(t, int64(0), d.Remaining)
+		// A refusal answered from memory uses the same admission rule.
+		require.False(t, hold(e).Allowed)
+	})
 }
 
 func testRefillModes(t *testing.T, open OpenStore) {
@@ -603,6 +653,8 @@ func testBadInput(t *testing.T, open OpenStore) {
 		{"ErrInvalidCostZero", []throttle.Charge{{Key: keyA, Cost: 0}}, throttle.ErrInvalidCost},
 		{"ErrInvalidCostAboveCapacity", []throttle.Charge{{Key: keyA, Cost: 4}}, throttle.ErrInvalidCost},
 		{"ErrInvalidCostNoCharge", nil, throttle.ErrInvalidCost},
+		{"ErrInvalidCostAdmitAboveCost", []throttle.Charge{{Key: keyA, Cost: 2, Admit: 3}}, throttle.ErrInvalidCost},
+		{"ErrInvalidCostNegativeAdmit", []throttle.Charge{{Key: keyA, Cost: 2, Admit: -1}}, throttle.ErrInvalidCost},
 		// One bad key spoils the whole request: the good one is not charged.
 		{"ErrUnknownPolicyInMulti", []throttle.Charge{{Key: keyA, Cost: 1}, {Key: throttle.Key{Policy: "NOPE", Env: "test", Identifier: "a"}, Cost: 1}}, throttle.ErrUnknownPolicy},
 	}
@@ -679,3 +731,45 @@ func (o *countingObserver) FailedOpen(throttle.Key, error) {
 	o.failedOpen++
 }
 func (o *countingObserver) SeverityChanged(throttle.SeverityChange) {}
+
+// testSeverityNow: the store's part of read-time severity — the stored
+// level prefilter (Filter.MinSeverity), ExcludePolicies — through
+// Limiter.List, CountNow and Reevaluate.
+func testSeverityNow(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
+	q := throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
+	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+	require.True(t, e.Take(keyA, 10).Allowed) // Critical
+	require.True(t, e.Take(keyC, 1).Allowed)  // Healthy
+	require.True(t, e.Take(keyB, 10).Allowed) // Critical, policy Q
+
+	keys := func(f throttle.Filter) []throttle.Key {
+		t.Helper()
+		page, err := e.Limiter.List(ctx, f)
+		require.NoError(t, err)
+		var out []throttle.Key
+		for _, s := range page.States {
+			out = append(out, s.Key)
+		}
+		return out
+	}
+	require.Equal(t, []throttle.Key{keyA, keyB}, keys(throttle.Filter{Severity: throttle.SeverityCritical}))
+	require.Equal(t, []throttle.Key{keyA, keyC}, keys(throttle.Filter{ExcludePolicies: []string{"Q"}}))
+	require.Equal(t, []throttle.Key{keyA, keyB}, keys(throttle.Filter{MinSeverity: throttle.SeverityHigh}))
+
+	e.Clock.Advance(time.Minute) // all full again
+	require.Empty(t, keys(throttle.Filter{Severity: throttle.SeverityCritical}))
+	c, err := e.Limiter.CountNow(ctx, throttle.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), c.BySeverity[throttle.SeverityHealthy])
+	require.Equal(t, int64(0), c.BySeverity[throttle.SeverityCritical])
+
+	n, err := e.Limiter.Reevaluate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	stored, err := e.Limiter.CountBySeverity(ctx, throttle.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityHealthy: 3}, stored, "the recoveries are written")
+}

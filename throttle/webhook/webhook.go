@@ -26,6 +26,10 @@ type Event struct {
 	Tokens     int64     `json:"tokens"`
 	Capacity   int64     `json:"capacity"`
 	At         time.Time `json:"at"`
+	// Status is "firing" while the bucket is worse than Healthy and
+	// "resolved" when it is Healthy again (Alertmanager's words), so a
+	// receiver can close the alert it opened.
+	Status string `json:"status"`
 }
 
 // Notifier posts events from a bounded queue on its own goroutine, so a
@@ -74,6 +78,10 @@ func (n *Notifier) Notify(_ context.Context, c throttle.SeverityChange) {
 	e := Event{
 		Policy: c.Key.Policy, Env: c.Key.Env, Identifier: c.Key.Identifier,
 		From: c.From.String(), To: c.To.String(), Tokens: c.Tokens, Capacity: c.Capacity, At: c.At,
+		Status: "firing",
+	}
+	if c.Resolved() {
+		e.Status = "resolved"
 	}
 	select {
 	case n.queue <- e:

@@ -35,11 +35,18 @@ func TestNotifierPostsSeverityChanges(t *testing.T) {
 	key := throttle.Key{Policy: "P", Env: "prod", Identifier: "12345678"}
 	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 10})
 	require.NoError(t, err)
+	// Refilled while nobody sends: the maintenance pass posts the recovery.
+	clock.Advance(10 * time.Hour)
+	changed, err := lim.Reevaluate(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, changed)
 	require.NoError(t, n.Close())
 
-	require.Len(t, got, 1)
+	require.Len(t, got, 2)
 	require.Equal(t, webhook.Event{Policy: "P", Env: "prod", Identifier: "12345678", From: "Healthy", To: "Critical",
-		Tokens: 0, Capacity: 10, At: throttletest.Epoch}, <-got)
+		Tokens: 0, Capacity: 10, At: throttletest.Epoch, Status: "firing"}, <-got)
+	require.Equal(t, webhook.Event{Policy: "P", Env: "prod", Identifier: "12345678", From: "Critical", To: "Healthy",
+		Tokens: 10, Capacity: 10, At: throttletest.Epoch.Add(10 * time.Hour), Status: "resolved"}, <-got)
 	require.Zero(t, n.Failed())
 }
 

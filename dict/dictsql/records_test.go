@@ -1,4 +1,4 @@
-package dict_test
+package dictsql_test
 
 import (
 	"context"
@@ -9,15 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
-func mustRecords(t *testing.T, engine sqlstore.Engine) *dict.Records {
+const (
+	ispb     = "12345678"
+	cpfPF    = "52998224725"
+	cnpjPJ   = "11222333000181"
+	otherCPF = "11144477735"
+)
+
+func mustRecords(t *testing.T, engine sqlstore.Engine) *dictsql.Records {
 	t.Helper()
 	s := sqlstoretest.MustOpen(t, engine, throttletest.NewFakeClock(throttletest.Epoch).Now)
-	return dict.NewRecords(s.DB(), s.ReadDB())
+	return dictsql.NewRecords(s.DB(), s.ReadDB())
 }
 
 func TestRecords(t *testing.T) {

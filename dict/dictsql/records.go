@@ -1,4 +1,8 @@
-package dict
+// Package dictsql keeps the DICT adapter's own tables (migration 0004) in
+// balde's SQL database: the SQL side of dict.LookupStore and
+// dict.CategoryStore, kept out of package dict so that importing dict pulls
+// in no database library.
+package dictsql
 
 import (
 	"context"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -22,6 +27,8 @@ type Records struct {
 	read *sqlx.DB
 }
 
+var _ dict.Records = (*Records)(nil)
+
 // NewRecords returns Records over the store's write and read handles
 // (sqlstore.Store.DB and ReadDB); the database must be migrated.
 func NewRecords(db, read *sqlx.DB) *Records {
@@ -29,31 +36,6 @@ func NewRecords(db, read *sqlx.DB) *Records {
 		read = db
 	}
 	return &Records{db: db, read: read}
-}
-
-// Lookup is one recorded getEntry.
-type Lookup struct {
-	EndToEndID  string
-	Env         string
-	PayerID     string
-	KeyType     KeyType
-	Policy      string
-	Participant string
-	// Status is the HTTP status of the answer (a lookup that got none is
-	// not recorded).
-	Status     int
-	LookedUpAt time.Time
-	// PaidAt is when a payment with the same EndToEndId was credited (zero
-	// until then).
-	PaidAt time.Time
-}
-
-// PersonType returns PF or PJ from the lookup's payer id.
-func (l Lookup) PersonType() PersonType {
-	if len(l.PayerID) == 14 {
-		return PJ
-	}
-	return PF
 }
 
 type lookupRow struct {
@@ -70,7 +52,7 @@ type lookupRow struct {
 
 // RecordLookup stores l, replacing an earlier lookup with the same
 // EndToEndId (keeping its payment, if any).
-func (r *Records) RecordLookup(ctx context.Context, l Lookup) error {
+func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
 		INSERT INTO balde_dict_lookups (
 			end_to_end_id,
@@ -98,8 +80,8 @@ func (r *Records) RecordLookup(ctx context.Context, l Lookup) error {
 }
 
 // FindLookup returns the lookup with EndToEndId e2e, or an error wrapping
-// ErrUnknownEndToEndID.
-func (r *Records) FindLookup(ctx context.Context, e2e string) (Lookup, error) {
+// dict.ErrUnknownEndToEndID.
+func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, error) {
 	var row lookupRow
 	err := r.read.GetContext(ctx, &row, r.read.Rebind(`
 		SELECT
@@ -115,13 +97,13 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (Lookup, error) {
 		FROM balde_dict_lookups
 		WHERE end_to_end_id = ?`), e2e)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Lookup{}, fmt.Errorf("%w: %s", ErrUnknownEndToEndID, e2e)
+		return dict.Lookup{}, fmt.Errorf("%w: %s", dict.ErrUnknownEndToEndID, e2e)
 	}
 	if err != nil {
-		return Lookup{}, fmt.Errorf("dict: find lookup %s: %w", e2e, storeError(err))
+		return dict.Lookup{}, fmt.Errorf("dict: find lookup %s: %w", e2e, storeError(err))
 	}
-	l := Lookup{
-		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: KeyType(row.KeyType),
+	l := dict.Lookup{
+		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: dict.KeyType(row.KeyType),
 		Policy: row.Policy, Participant: row.Participant, Status: row.Status,
 		LookedUpAt: time.Unix(0, row.LookedUpAt).UTC(),
 	}
@@ -157,6 +139,28 @@ func (r *Records) Category(ctx context.Context, env, participant string) (catego
 		return "", false, fmt.Errorf("dict: load category of %s: %w", participant, storeError(err))
 	}
 	return category, true, nil
+}
+
+// LearnedCategory returns the category recorded for participant in env and
+// when it was recorded (dict.CategoryStore).
+func (r *Records) LearnedCategory(ctx context.Context, env, participant string) (category string, at time.Time, ok bool, err error) {
+	var row struct {
+		Category  string `db:"category"`
+		UpdatedAt int64  `db:"updated_at"`
+	}
+	err = r.read.GetContext(ctx, &row, r.read.Rebind(`
+		SELECT
+			category,
+			updated_at
+		FROM balde_dict_participants
+		WHERE env = ? AND participant = ?`), env, participant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, false, nil
+	}
+	if err != nil {
+		return "", time.Time{}, false, fmt.Errorf("dictsql: load category of %s: %w", participant, storeError(err))
+	}
+	return row.Category, time.Unix(0, row.UpdatedAt).UTC(), true, nil
 }
 
 // SaveCategory records participant's category in env.

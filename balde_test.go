@@ -1,0 +1,45 @@
+package balde_test
+
+import (
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/web"
+)
+
+// Bad settings are a *ConfigError naming the setting, and nothing is
+// created on disk.
+func TestOpenRefusesBadSettingsBeforeTouchingTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite://" + filepath.Join(dir, "balde.db")
+	appDB, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "app.db")))
+	require.NoError(t, err)
+	defer appDB.Close()
+	tests := []struct {
+		name    string
+		cfg     balde.Config
+		setting string
+	}{
+		{"NoDatabase", balde.Config{}, "DB"},
+		{"BadDSN", balde.Config{DB: "mysql://x"}, "DB"},
+		{"PoolWithoutEngine", balde.Config{SQLDB: appDB}, "Engine"},
+		{"BadCategory", balde.Config{DB: db, DictCategory: "not a category"}, "DictCategory"},
+		{"MissingPolicyFile", balde.Config{DB: db, PolicyFile: filepath.Join(dir, "nope.json")}, "PolicyFile"},
+		{"BadInbound", balde.Config{DB: db, Inbound: &web.InboundConfig{IPLimit: -1}}, "Inbound"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := balde.Open(t.Context(), tt.cfg)
+			var ce *balde.ConfigError
+			require.True(t, errors.As(err, &ce), "got %v", err)
+			require.Equal(t, tt.setting, ce.Setting)
+		})
+	}
+	require.NoFileExists(t, filepath.Join(dir, "balde.db"))
+}

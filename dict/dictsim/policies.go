@@ -1,0 +1,136 @@
+package dictsim
+
+import "time"
+
+// The DICT's rate limits and counting rules, written from seed 001 (the DICT
+// manual's chapter on buckets and the API's policy table) independently of
+// balde's client, so that a mistake in the client's catalog cannot hide here.
+
+// limit is the size and refill of a bucket: refill tokens every period, up
+// to capacity.
+type limit struct {
+	capacity int64
+	refill   int64
+	period   time.Duration
+}
+
+func perMin(refill, capacity int64) limit {
+	return limit{capacity: capacity, refill: refill, period: time.Minute}
+}
+
+// policy is one row of the policy table. A USER policy has one bucket per
+// end user (PI-PayerId), sized by person type (PF: 11 digits, PJ: 14); a PSP
+// policy one bucket per participant, sized by the participant's category
+// when byCategory is set.
+type policy struct {
+	name       string
+	user       bool
+	byCategory bool
+	limit      limit
+}
+
+// The policies the simulator enforces.
+const (
+	userAntiscan        = "ENTRIES_READ_USER_ANTISCAN"
+	userAntiscanV2      = "ENTRIES_READ_USER_ANTISCAN_V2"
+	participantAntiscan = "ENTRIES_READ_PARTICIPANT_ANTISCAN"
+	statisticsRead      = "ENTRIES_STATISTICS_READ"
+	entriesWrite        = "ENTRIES_WRITE"
+	claimsListWithRole  = "CLAIMS_LIST_WITH_ROLE"
+	claimsListNoRole    = "CLAIMS_LIST_WITHOUT_ROLE"
+	keysCheck           = "KEYS_CHECK"
+	policiesRead        = "POLICIES_READ"
+	policiesList        = "POLICIES_LIST"
+)
+
+// userLimits are the USER anti-scan buckets by person type.
+func userLimits(pj bool) limit {
+	if pj {
+		return perMin(20, 1000)
+	}
+	return perMin(2, 100)
+}
+
+// categoryLimits are ENTRIES_READ_PARTICIPANT_ANTISCAN's (and
+// ENTRIES_STATISTICS_READ's) buckets by participant category; ok is false
+// for a category the table does not have.
+func categoryLimits(category string) (limit, bool) {
+	l, ok := map[string]limit{
+		"A": perMin(25000, 50000),
+		"B": perMin(20000, 40000),
+		"C": perMin(15000, 30000),
+		"D": perMin(8000, 16000),
+		"E": perMin(2500, 5000),
+		"F": perMin(250, 500),
+		"G": perMin(25, 250),
+		"H": perMin(2, 50),
+	}[category]
+	return l, ok
+}
+
+// policyTable is seed 001's table, in its order.
+func policyTable() []policy {
+	psp := func(name string, l limit) policy { return policy{name: name, limit: l} }
+	return []policy{
+		{name: userAntiscan, user: true},
+		{name: userAntiscanV2, user: true},
+		{name: participantAntiscan, byCategory: true},
+		{name: statisticsRead, byCategory: true},
+		psp(entriesWrite, perMin(1200, 36000)),
+		psp("ENTRIES_UPDATE", perMin(600, 600)),
+		psp("CLAIMS_READ", perMin(600, 18000)),
+		psp("CLAIMS_WRITE", perMin(1200, 36000)),
+		psp(claimsListWithRole, perMin(40, 200)),
+		psp(claimsListNoRole, perMin(10, 50)),
+		psp("SYNC_VERIFICATIONS_WRITE", perMin(10, 50)),
+		psp("CIDS_FILES_WRITE", limit{capacity: 200, refill: 40, period: 24 * time.Hour}),
+		psp("CIDS_FILES_READ", perMin(10, 50)),
+		psp("CIDS_EVENTS_LIST", perMin(20, 100)),
+		psp("CIDS_ENTRIES_READ", perMin(1200, 36000)),
+		psp("INFRACTION_REPORTS_READ", perMin(600, 18000)),
+		psp("INFRACTION_REPORTS_WRITE", perMin(1200, 36000)),
+		psp("INFRACTION_REPORTS_LIST_WITH_ROLE", perMin(40, 200)),
+		psp("INFRACTION_REPORTS_LIST_WITHOUT_ROLE", perMin(10, 50)),
+		psp(keysCheck, perMin(70, 70)),
+		psp("REFUNDS_READ", perMin(1200, 36000)),
+		psp("REFUNDS_WRITE", perMin(2400, 72000)),
+		psp("REFUND_LIST_WITH_ROLE", perMin(40, 200)),
+		psp("REFUND_LIST_WITHOUT_ROLE", perMin(10, 50)),
+		psp("FRAUD_MARKERS_READ", perMin(600, 18000)),
+		psp("FRAUD_MARKERS_WRITE", perMin(1200, 36000)),
+		psp("FRAUD_MARKERS_LIST", perMin(600, 18000)),
+		psp("PERSONS_STATISTICS_READ", perMin(12000, 36000)),
+		psp(policiesRead, perMin(60, 200)),
+		psp(policiesList, perMin(6, 20)),
+	}
+}
+
+// cost is what an answer with status costs a bucket of policy (seed 001's
+// counting rules): the anti-scan policies count 200 and 404 only (USER: 1
+// and 20; participant: 1 and 3); every other policy counts any status but
+// 500 as 1.
+func cost(policy string, status int) int64 {
+	switch policy {
+	case userAntiscan, userAntiscanV2:
+		return map[int]int64{200: 1, 404: 20}[status]
+	case participantAntiscan:
+		return map[int]int64{200: 1, 404: 3}[status]
+	}
+	if status == 500 {
+		return 0
+	}
+	return 1
+}
+
+// paymentCredit is what a payment order sent after a lookup gives back to
+// a bucket of policy: 1 to a PF payer, 2 to a PJ payer, 1 to the
+// participant.
+func paymentCredit(policy string, pj bool) int64 {
+	switch {
+	case policy == participantAntiscan:
+		return 1
+	case pj:
+		return 2
+	}
+	return 1
+}

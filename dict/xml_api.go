@@ -1,0 +1,301 @@
+package dict
+
+import "encoding/xml"
+
+// The rest of the DICT API's messages (OpenAPI 1.8.0), for a PSP's own
+// client and for the simulator: balde's Client does not send them, but
+// Transport throttles them. Element names and nesting follow the published
+// examples; a type whose XMLName has no tag serves the several operations
+// named in its comment, and keeps the root element it was decoded from
+// (set XMLName.Local to build one).
+
+// UpdateEntryRequest is the body of updateEntry (PUT /api/v2/entries/{Key}).
+type UpdateEntryRequest struct {
+	XMLName   xml.Name `xml:"UpdateEntryRequest"`
+	Signature Signature
+	Key       string
+	Account   Account
+	Owner     Owner
+	Reason    string
+}
+
+// UpdateEntryResponse is the answer of updateEntry.
+type UpdateEntryResponse struct {
+	XMLName       xml.Name `xml:"UpdateEntryResponse"`
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	Entry         Entry
+}
+
+// CreateClaimRequest is the body of createClaim (POST /api/v2/claims/).
+type CreateClaimRequest struct {
+	XMLName   xml.Name `xml:"CreateClaimRequest"`
+	Signature Signature
+	Claim     Claim
+}
+
+// ClaimRequest is the body of acknowledgeClaim, confirmClaim, cancelClaim
+// and completeClaim (AcknowledgeClaimRequest, ConfirmClaimRequest,
+// CancelClaimRequest, CompleteClaimRequest).
+type ClaimRequest struct {
+	XMLName     xml.Name
+	Signature   Signature
+	ClaimID     string `xml:"ClaimId"`
+	Participant string
+	Reason      string `xml:",omitempty"`
+	RequestID   string `xml:"RequestId,omitempty"`
+}
+
+// ClaimResponse is the answer of createClaim, getClaim, acknowledgeClaim,
+// confirmClaim, cancelClaim and completeClaim (completeClaim adds the new
+// entry's dates).
+type ClaimResponse struct {
+	XMLName           xml.Name
+	Signature         Signature
+	ResponseTime      Timestamp
+	CorrelationID     string `xml:"CorrelationId"`
+	Claim             Claim
+	EntryCreationDate *Timestamp `xml:",omitempty"`
+	KeyOwnershipDate  *Timestamp `xml:",omitempty"`
+}
+
+// SyncVerification is a check of a participant's CID set for one key type.
+type SyncVerification struct {
+	Participant             string
+	KeyType                 KeyType
+	ParticipantSyncVerifier string
+	ID                      string `xml:"Id,omitempty"`
+	Result                  string `xml:",omitempty"`
+}
+
+// CreateSyncVerificationRequest is the body of createSyncVerification.
+type CreateSyncVerificationRequest struct {
+	XMLName          xml.Name `xml:"CreateSyncVerificationRequest"`
+	Signature        Signature
+	SyncVerification SyncVerification
+}
+
+// CreateSyncVerificationResponse is the answer of createSyncVerification.
+type CreateSyncVerificationResponse struct {
+	XMLName          xml.Name `xml:"CreateSyncVerificationResponse"`
+	Signature        Signature
+	ResponseTime     Timestamp
+	CorrelationID    string `xml:"CorrelationId"`
+	SyncVerification SyncVerification
+}
+
+// CreateCidSetFileRequest is the body of createCidSetFile.
+type CreateCidSetFileRequest struct {
+	XMLName     xml.Name `xml:"CreateCidSetFileRequest"`
+	Signature   Signature
+	Participant string
+	KeyType     KeyType
+}
+
+// CidSetFile is a file of a participant's CIDs for one key type.
+type CidSetFile struct {
+	ID           string `xml:"Id"`
+	Status       string
+	Participant  string
+	KeyType      KeyType
+	RequestTime  *Timestamp `xml:",omitempty"`
+	CreationTime *Timestamp `xml:",omitempty"`
+	URL          string     `xml:"Url,omitempty"`
+	Bytes        string     `xml:",omitempty"`
+	Sha256       string     `xml:",omitempty"`
+}
+
+// CidSetFileResponse is the answer of createCidSetFile and getCidSetFile
+// (CreateCidSetFileResponse, GetCidSetFileResponse).
+type CidSetFileResponse struct {
+	XMLName       xml.Name
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	CidSetFile    CidSetFile
+}
+
+// CidSetEvent is one change of a CID set.
+type CidSetEvent struct {
+	Type      string
+	Cid       string
+	Timestamp Timestamp
+}
+
+// ListCidSetEventsResponse is the answer of listCidSetEvents.
+type ListCidSetEventsResponse struct {
+	XMLName           xml.Name `xml:"ListCidSetEventsResponse"`
+	Signature         Signature
+	ResponseTime      Timestamp
+	CorrelationID     string `xml:"CorrelationId"`
+	HasMoreElements   bool
+	Participant       string
+	KeyType           KeyType
+	StartTime         Timestamp
+	EndTime           Timestamp
+	SyncVerifierStart string
+	SyncVerifierEnd   string
+	CidSetEvents      []CidSetEvent `xml:"CidSetEvents>CidSetEvent"`
+}
+
+// GetEntryByCidResponse is the answer of getEntryByCid.
+type GetEntryByCidResponse struct {
+	XMLName       xml.Name `xml:"GetEntryByCidResponse"`
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	Cid           string
+	Entry         Entry
+	RequestID     string `xml:"RequestId,omitempty"`
+}
+
+// InfractingAccount is the account an infraction report points at.
+type InfractingAccount struct {
+	Branch        string `xml:",omitempty"`
+	AccountNumber string
+}
+
+// InfractionData describes the transaction of an infraction report.
+type InfractionData struct {
+	TaxIDNumber           string `xml:"TaxIdNumber,omitempty"`
+	Key                   string `xml:",omitempty"`
+	DebitedParticipant    string
+	CreditedParticipant   string
+	ReportedBy            string
+	TransactionDate       *Timestamp         `xml:",omitempty"`
+	InfractingAccountData *InfractingAccount `xml:",omitempty"`
+}
+
+// InfractionReport is a report of a suspected fraud.
+type InfractionReport struct {
+	TransactionID       string          `xml:"TransactionId"`
+	TransactionType     string          `xml:",omitempty"`
+	TransactionResult   string          `xml:",omitempty"`
+	InfractionData      *InfractionData `xml:",omitempty"`
+	InfractionType      string
+	ReportDetails       string     `xml:",omitempty"`
+	ID                  string     `xml:"Id,omitempty"`
+	Status              string     `xml:",omitempty"`
+	DebitedParticipant  string     `xml:",omitempty"`
+	CreditedParticipant string     `xml:",omitempty"`
+	ReportedBy          string     `xml:",omitempty"`
+	CreationTime        *Timestamp `xml:",omitempty"`
+	LastModified        *Timestamp `xml:",omitempty"`
+	AnalysisResult      string     `xml:",omitempty"`
+	AnalysisDetails     string     `xml:",omitempty"`
+}
+
+// CreateInfractionReportRequest is the body of createInfractionReport.
+type CreateInfractionReportRequest struct {
+	XMLName          xml.Name `xml:"CreateInfractionReportRequest"`
+	Signature        Signature
+	Participant      string
+	InfractionReport InfractionReport
+}
+
+// InfractionReportRequest is the body of acknowledgeInfractionReport,
+// cancelInfractionReport and closeInfractionReport (with the analysis).
+type InfractionReportRequest struct {
+	XMLName            xml.Name
+	Signature          Signature
+	InfractionReportID string `xml:"InfractionReportId"`
+	Participant        string
+	AnalysisResult     string `xml:",omitempty"`
+	AnalysisDetails    string `xml:",omitempty"`
+}
+
+// InfractionReportResponse is the answer of createInfractionReport,
+// getInfractionReport, acknowledgeInfractionReport, cancelInfractionReport
+// and closeInfractionReport.
+type InfractionReportResponse struct {
+	XMLName          xml.Name
+	Signature        Signature
+	ResponseTime     Timestamp
+	CorrelationID    string `xml:"CorrelationId"`
+	InfractionReport InfractionReport
+}
+
+// ListInfractionReportsResponse is the answer of listInfractionReports.
+type ListInfractionReportsResponse struct {
+	XMLName           xml.Name `xml:"ListInfractionReportsResponse"`
+	Signature         Signature
+	ResponseTime      Timestamp
+	CorrelationID     string `xml:"CorrelationId"`
+	HasMoreElements   bool
+	InfractionReports []InfractionReport `xml:"InfractionReports>InfractionReport"`
+}
+
+// Refund is a special return (devolução) request.
+type Refund struct {
+	TransactionID         string `xml:"TransactionId"`
+	RefundReason          string
+	RefundAmount          string
+	RefundDetails         string     `xml:",omitempty"`
+	ID                    string     `xml:"Id,omitempty"`
+	Status                string     `xml:",omitempty"`
+	ContestedParticipant  string     `xml:",omitempty"`
+	RequestingParticipant string     `xml:",omitempty"`
+	CreationTime          *Timestamp `xml:",omitempty"`
+	LastModified          *Timestamp `xml:",omitempty"`
+	AnalysisResult        string     `xml:",omitempty"`
+	AnalysisDetails       string     `xml:",omitempty"`
+	RefundTransactionID   string     `xml:"RefundTransactionId,omitempty"`
+}
+
+// CreateRefundRequest is the body of createRefund.
+type CreateRefundRequest struct {
+	XMLName     xml.Name `xml:"CreateRefundRequest"`
+	Signature   Signature
+	Participant string
+	Refund      Refund
+}
+
+// RefundRequest is the body of cancelRefund and closeRefund (with the
+// analysis).
+type RefundRequest struct {
+	XMLName               xml.Name
+	Signature             Signature
+	RefundID              string `xml:"RefundId"`
+	Participant           string
+	RefundAnalysisResult  string `xml:",omitempty"`
+	RefundAnalysisDetails string `xml:",omitempty"`
+	RefundTransactionID   string `xml:"RefundTransactionId,omitempty"`
+}
+
+// RefundResponse is the answer of createRefund, getRefund, cancelRefund
+// and closeRefund.
+type RefundResponse struct {
+	XMLName       xml.Name
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+	Refund        Refund
+}
+
+// ListRefundsResponse is the answer of listRefunds.
+type ListRefundsResponse struct {
+	XMLName         xml.Name `xml:"ListRefundsResponse"`
+	Signature       Signature
+	ResponseTime    Timestamp
+	CorrelationID   string `xml:"CorrelationId"`
+	HasMoreElements bool
+	Refunds         []Refund `xml:"Refunds>Refund"`
+}
+
+// OwnerStatistics are the counters of one key owner.
+type OwnerStatistics struct {
+	TaxIDNumber string `xml:"TaxIdNumber"`
+	LastUpdated Timestamp
+	Counters    []Counter `xml:"Counters>Counter"`
+}
+
+// GetOwnerStatisticsResponse is the answer of getOwnerStatistics
+// (GET /api/v2/statistics/owner/{TaxIdNumber}).
+type GetOwnerStatisticsResponse struct {
+	XMLName         xml.Name `xml:"GetOwnerStatisticsResponse"`
+	Signature       Signature
+	ResponseTime    Timestamp
+	CorrelationID   string `xml:"CorrelationId"`
+	OwnerStatistics OwnerStatistics
+}

@@ -1,0 +1,83 @@
+package balde_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+)
+
+// adopterSteps are the steps the throwaway application runs, in order (see
+// testdata/adopter/main.go).
+var adopterSteps = []string{"app-schema", "migrate", "handler", "middleware", "dict-transport", "untouched", "close"}
+
+// Done-when of issue 10: a separate module, its go.mod replacing balde with
+// this checkout, imports balde, migrates into a database that already has
+// the application's own schema_migrations at version 57 and a documents
+// table (both untouched after), mounts the handler and the middleware, on
+// SQLite and PostgreSQL. Offline: the module cache already holds every
+// dependency (GOPROXY=off).
+func TestAdopterModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a separate module")
+	}
+	checkout, err := os.Getwd()
+	require.NoError(t, err)
+	bin := buildAdopter(t, checkout)
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		dsn := filepath.Join(t.TempDir(), "app.db")
+		if engine == sqlstore.Postgres {
+			dsn = sqlstoretest.PostgresSchema(t) // skips without BALDE_TEST_POSTGRES_DSN
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, string(engine), dsn, strings.Join(adopterSteps, ",")).CombinedOutput()
+		require.NoError(t, err, "adopter: %s", out)
+		var want strings.Builder
+		for _, s := range adopterSteps {
+			want.WriteString("ok " + s + "\n")
+		}
+		require.Equal(t, want.String(), string(out))
+	})
+}
+
+// buildAdopter writes the throwaway module in a temporary directory and
+// builds it, offline.
+func buildAdopter(t *testing.T, checkout string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(checkout, "testdata", "adopter", "main.go"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644))
+	sum, err := os.ReadFile(filepath.Join(checkout, "go.sum"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	gomod := "module example.com/adopter\n\ngo 1.26.0\n\n" +
+		"require github.com/balde-throttle/balde v0.0.0\n\n" +
+		"replace github.com/balde-throttle/balde => " + checkout + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	goTool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if os.Getenv("GOROOT") == "" {
+		goTool = "go"
+	}
+	bin := filepath.Join(dir, "adopter")
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", bin, "."}} {
+		cmd := exec.CommandContext(ctx, goTool, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s: %s", strings.Join(args, " "), out)
+	}
+	return bin
+}

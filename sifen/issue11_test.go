@@ -1,0 +1,263 @@
+package sifen_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+)
+
+// Issue 11 point 1: the interval runs from the previous lot's answer, not
+// from the take. The simulator takes 5 s to answer (on the shared fake
+// clock) and measures its 10 s from its answer: a lot 10 s after the
+// previous one's take, 5 s after its answer, earned a 0301 and a block.
+func TestIntervalRunsFromTheAnswer(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		var w *world
+		slow := func(context.Context, sifensim.Recepcion) { w.clock.Advance(5 * time.Second) }
+		w = newWorld(t, engine, worldConfig{sim: sifensim.Config{AfterRecepcion: slow, Processing: time.Hour}})
+		ctx := context.Background()
+		ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File(), sifentest.Doc{Number: 2}.File())
+		start := w.clock.Now()
+
+		out, err := w.sender.Send(ctx, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeSent, out.Status)
+		require.Equal(t, start.Add(5*time.Second), w.clock.Now(), "the answer came 5 s after the take")
+
+		// 10 s after the take, 5 s after the answer: still 5 s to wait.
+		w.clock.Advance(5 * time.Second)
+		out, err = w.sender.Send(ctx, ids[1])
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeBlocked, out.Status)
+		require.Equal(t, throttle.ReasonCooldown, out.Decision.Reason)
+		require.Equal(t, 5*time.Second, out.Decision.RetryAfter)
+
+		// The stored state shows when the answer came.
+		st, err := w.sender.RUCWait(ctx, sifen.EnvTest, ruc80069563)
+		require.NoError(t, err)
+		require.False(t, st.Allowed)
+		require.Equal(t, 5*time.Second, st.RetryAfter)
+
+		w.clock.Advance(5 * time.Second)
+		out, err = w.sender.Send(ctx, ids[1])
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeSent, out.Status)
+		require.Equal(t, int64(0), w.stats(t).ByCode[sifen.CodeLotNotQueued], "SIFEN never saw two lots closer than the interval")
+	})
+}
+
+// Issue 11 point 1, the other half: no lot of a RUC leaves while another of
+// it is on the wire, however long that takes.
+func TestNoLotWhileAnotherIsOnTheWire(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	var first atomic.Bool
+	hold := func(ctx context.Context, _ sifensim.Recepcion) {
+		if first.CompareAndSwap(false, true) {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			case <-time.After(30 * time.Second):
+			}
+		}
+	}
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{AfterRecepcion: hold, Processing: time.Hour}})
+	ctx := context.Background()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File(), sifentest.Doc{Number: 2}.File())
+	done := make(chan sifen.Outcome, 1)
+	go func() {
+		out, _ := w.sender.Send(ctx, ids[0])
+		done <- out
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first lot never arrived")
+	}
+	// A minute on the simulated clock: the take's cooldown is long over,
+	// but the first lot has no answer yet.
+	w.clock.Advance(time.Minute)
+	out, err := w.sender.Send(ctx, ids[1])
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeBlocked, out.Status)
+	close(release)
+	select {
+	case out = <-done:
+		require.Equal(t, sifen.OutcomeSent, out.Status)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first send never returned")
+	}
+	require.Equal(t, int64(0), w.stats(t).ByCode[sifen.CodeLotNotQueued])
+}
+
+// Issue 11 point 4: the interval is the database's, not one process's
+// flag. A process at 1 s next to one at 10 s waited only 970 ms after the
+// other's lot; now it waits the stricter 10 s, and says so at start.
+func TestIntervalIsSharedByTheDatabase(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		w := newWorld(t, engine, worldConfig{sim: sifensim.Config{Interval: 10 * time.Second, Processing: time.Hour}})
+		ctx := context.Background()
+		_, lax := newSender(t, w.store, w.store, w.simURL, sifen.PolicyConfig{Interval: time.Second}, w.clock.Now, sifen.SenderConfig{})
+
+		notes, err := w.sender.ShareInterval(ctx)
+		require.NoError(t, err)
+		require.Empty(t, notes, "the first process stores its interval")
+		notes, err = lax.ShareInterval(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{
+			"SIFEN test: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies",
+			"SIFEN prod: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies",
+		}, notes)
+
+		ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File(), sifentest.Doc{Number: 2}.File())
+		out, err := w.sender.Send(ctx, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeSent, out.Status)
+		w.clock.Advance(970 * time.Millisecond)
+		out, err = lax.Send(ctx, ids[1])
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeBlocked, out.Status)
+		require.Equal(t, 10*time.Second-970*time.Millisecond, out.Decision.RetryAfter)
+		w.clock.Advance(2 * time.Second)
+		out, err = lax.Send(ctx, ids[1])
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeBlocked, out.Status, "1 s is not the interval of this database")
+		require.Equal(t, int64(0), w.stats(t).ByCode[sifen.CodeLotNotQueued])
+	})
+}
+
+// Issue 11 point 5: the local block after a 0301 grows with recurrence, as
+// SIFEN's does (10, 20, ... up to 60 minutes), instead of a fixed 10.
+func TestLocalBlockGrowsWithRecurrence(t *testing.T) {
+	// A lax local interval (1 s) against the simulator's 10 s provokes the
+	// 0301s this test needs.
+	w := newWorld(t, sqlstore.SQLite, worldConfig{policy: sifen.PolicyConfig{Interval: time.Second},
+		sim: sifensim.Config{Interval: 10 * time.Second, Processing: time.Hour}})
+	ctx := context.Background()
+	docs := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 12)...))
+	n := 0
+	next := func() int64 { n++; return docs[n-1] }
+
+	for level, want := range []time.Duration{10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 40 * time.Minute, 50 * time.Minute, time.Hour, time.Hour} {
+		out, err := w.sender.Send(ctx, next())
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeSent, out.Status, "level %d", level)
+		w.clock.Advance(time.Second)
+		out, err = w.sender.Send(ctx, next())
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeNotQueued, out.Status)
+		require.Contains(t, out.Message, "RUC blocked locally for "+want.String())
+
+		// Nothing leaves before the block ends, and the page-side check agrees.
+		w.clock.Advance(want - time.Second)
+		d, err := w.sender.RUCWait(ctx, sifen.EnvTest, ruc80069563)
+		require.NoError(t, err)
+		require.Equal(t, throttle.ReasonBlocked, d.Reason)
+		require.Equal(t, time.Second, d.RetryAfter)
+		n--
+		out, err = w.sender.Send(ctx, next())
+		require.NoError(t, err)
+		require.Equal(t, sifen.OutcomeBlocked, out.Status)
+		require.Equal(t, throttle.ReasonBlocked, out.Decision.Reason)
+		w.clock.Advance(time.Second)
+		n--
+		if n+2 > len(docs) {
+			break
+		}
+	}
+	st := w.stats(t)
+	require.Equal(t, st.ByCode[sifen.CodeLotNotQueued], st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued))
+	require.Equal(t, int64(0), st.Count(sifen.ServiceRecepcionLote, "", "", "blocked"))
+}
+
+// Issue 11: an unsigned DE, or one whose content says test environment, is
+// refused for prod with a clear message; unsigned DEs go to test only when
+// the sender allows them.
+func TestUnfitDEsAreRefused(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	ctx := context.Background()
+	_, err := w.sender.Import(ctx, sifentest.Doc{Number: 1}.File(), sifen.EnvProd)
+	require.ErrorIs(t, err, sifen.ErrUnfit)
+	require.ErrorContains(t, err, "made for the test environment")
+	_, err = w.sender.Import(ctx, sifentest.Doc{Number: 2, Prod: true, Unsigned: true}.File(), sifen.EnvProd)
+	require.ErrorIs(t, err, sifen.ErrUnfit)
+	require.ErrorContains(t, err, "not signed")
+	_, err = w.sender.Import(ctx, sifentest.Doc{Number: 3, Unsigned: true}.File(), sifen.EnvTest)
+	require.ErrorIs(t, err, sifen.ErrUnfit)
+	docs, err := w.sender.List(ctx, sifen.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, docs, "nothing stored")
+
+	_, lenient := newSender(t, w.store, w.store, w.simURL, sifen.PolicyConfig{}, w.clock.Now, sifen.SenderConfig{AllowUnsigned: true})
+	_, err = lenient.Import(ctx, sifentest.Doc{Number: 3, Unsigned: true}.File(), sifen.EnvTest)
+	require.NoError(t, err)
+	_, err = lenient.Import(ctx, sifentest.Doc{Number: 4, Prod: true, Unsigned: true}.File(), sifen.EnvProd)
+	require.ErrorIs(t, err, sifen.ErrUnfit, "never unsigned into prod")
+}
+
+// Issue 11 point 2, serve's side: RunPoll moves a sent document to its
+// result once the lot's first query is due (10 minutes after the send), with
+// dProtAut stored; before that nothing is asked.
+func TestRunPollFetchesLotResults(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{Processing: time.Minute,
+		Observe: func(_ string, de sifensim.DE) (string, string, bool) { return "1005", "observación", true }}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File())
+	out, err := w.sender.Send(ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+
+	polled := make(chan []sifen.LotOutcome, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.sender.RunPoll(ctx, 5*time.Millisecond, func(o []sifen.LotOutcome, err error) {
+			assert.NoError(t, err)
+			select {
+			case polled <- o:
+			default: // the test reads the document, not every pass
+			}
+		})
+	}()
+	select {
+	case o := <-polled:
+		require.NotNil(t, o[0].Blocked, "the first query waits 10 minutes")
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPoll never polled")
+	}
+	require.Equal(t, int64(0), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", ""))
+
+	w.clock.Advance(sifen.DefaultConsultaInterval)
+	deadline := time.After(10 * time.Second)
+	for w.doc(t, ids[0]).Status == sifen.StatusSent {
+		select {
+		case <-polled:
+		case <-deadline:
+			t.Fatal("the lot's result never came")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPoll did not stop with its context")
+	}
+	d := w.doc(t, ids[0])
+	require.Equal(t, sifen.StatusApproved, d.Status)
+	require.Equal(t, sifen.ResultApprovedWithObs, d.Result)
+	require.Len(t, d.AuthNumber, 10)
+	require.Equal(t, "1005", d.ResponseCode)
+	require.Equal(t, int64(1), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", sifen.CodeLotDone))
+}

@@ -1,0 +1,619 @@
+// Package sifensql keeps SIFEN's documents, lots and per-RUC sending state
+// in balde's SQL database (SQLite or PostgreSQL, the tables of migrations
+// 0003 and 0005): the sifen.DocumentStore that sifen.Sender uses. It is the
+// adapter; the domain package sifen imports no database driver.
+package sifensql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+// Store is the SQL sifen.DocumentStore. Safe for concurrent use.
+type Store struct {
+	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
+	read  *sqlx.DB
+}
+
+var _ sifen.DocumentStore = (*Store)(nil)
+
+// New returns the documents store of s's database (migrated to 0005 or
+// later). It shares s's connections.
+func New(s *sqlstore.Store) *Store {
+	return &Store{write: s.DB(), read: s.ReadDB()}
+}
+
+// docRow is a balde_documents row.
+type docRow struct {
+	ID           int64          `db:"id"`
+	Env          string         `db:"env"`
+	RUC          string         `db:"ruc"`
+	DV           int            `db:"dv"`
+	CDC          string         `db:"cdc"`
+	Type         int            `db:"de_type"`
+	XML          string         `db:"xml"`
+	Status       string         `db:"status"`
+	Message      string         `db:"message"`
+	Version      int64          `db:"version"`
+	Claim        sql.NullString `db:"claim"`
+	LotHash      sql.NullString `db:"lot_hash"`
+	LotNumber    sql.NullString `db:"lot_number"`
+	ResponseCode sql.NullString `db:"response_code"`
+	Result       sql.NullString `db:"result"`
+	AuthNumber   sql.NullString `db:"auth_number"`
+	RetryAt      sql.NullInt64  `db:"retry_at"`
+	CreatedAt    int64          `db:"created_at"`
+	UpdatedAt    int64          `db:"updated_at"`
+	ClaimedAt    sql.NullInt64  `db:"claimed_at"`
+	SentAt       sql.NullInt64  `db:"sent_at"`
+}
+
+const docColumns = `id, env, ruc, dv, cdc, de_type, xml, status, message, version, claim,
+	lot_hash, lot_number, response_code, result, auth_number, retry_at, created_at, updated_at, claimed_at, sent_at`
+
+// listColumns are docColumns without the XML.
+const listColumns = `id, env, ruc, dv, cdc, de_type, '' AS xml, status, message, version, claim,
+	lot_hash, lot_number, response_code, result, auth_number, retry_at, created_at, updated_at, claimed_at, sent_at`
+
+func (r docRow) document() sifen.Document {
+	d := sifen.Document{
+		ID:           r.ID,
+		Env:          sifen.Env(r.Env),
+		RUC:          sifen.RUC{Number: r.RUC, DV: r.DV},
+		CDC:          r.CDC,
+		Type:         r.Type,
+		Status:       sifen.Status(r.Status),
+		Message:      r.Message,
+		Claim:        r.Claim.String,
+		LotHash:      r.LotHash.String,
+		LotNumber:    r.LotNumber.String,
+		ResponseCode: r.ResponseCode.String,
+		Result:       r.Result.String,
+		AuthNumber:   r.AuthNumber.String,
+		RetryAt:      fromNullNanos(r.RetryAt),
+		Version:      r.Version,
+		CreatedAt:    fromNanos(r.CreatedAt),
+		UpdatedAt:    fromNanos(r.UpdatedAt),
+		ClaimedAt:    fromNullNanos(r.ClaimedAt),
+		SentAt:       fromNullNanos(r.SentAt),
+	}
+	if r.XML != "" {
+		d.XML = []byte(r.XML)
+	}
+	return d
+}
+
+func documents(rows []docRow) []sifen.Document {
+	out := make([]sifen.Document, len(rows))
+	for i, r := range rows {
+		out[i] = r.document()
+	}
+	return out
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func nullNanos(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func fromNullNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromNanos(n.Int64)
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// dbError wraps a database failure as the throttle engine does: a context
+// error stays itself, anything else is throttle.ErrStoreUnavailable.
+func dbError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("sifen: %s: %w", op, err)
+	}
+	return fmt.Errorf("sifen: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
+}
+
+// inTx runs fn in one write transaction.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.write.BeginTxx(ctx, nil)
+	if err != nil {
+		return dbError(op, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		var se storeErr
+		if errors.As(err, &se) {
+			return dbError(op, se.err)
+		}
+		return err
+	}
+	return dbError(op, tx.Commit())
+}
+
+// storeErr marks a database failure inside inTx (as opposed to a rule).
+type storeErr struct{ err error }
+
+func (e storeErr) Error() string { return e.err.Error() }
+
+func wrapDB(err error) error {
+	if err == nil {
+		return nil
+	}
+	return storeErr{err}
+}
+
+// Documents implements sifen.DocumentStore.
+func (s *Store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
+	rows, err := s.get(ctx, s.read, ids, withXML)
+	if err != nil {
+		return nil, err
+	}
+	return documents(rows), nil
+}
+
+// get returns the rows with ids, in id order; ErrNotFound names a missing one.
+func (s *Store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
+	cols := listColumns
+	if withXML {
+		cols = docColumns
+	}
+	q, args, err := sqlx.In(`SELECT `+cols+` FROM balde_documents WHERE id IN (?) ORDER BY id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("sifen: get documents: %w", err)
+	}
+	var rows []docRow
+	if err := sqlx.SelectContext(ctx, db, &rows, s.read.Rebind(q), args...); err != nil {
+		return nil, dbError("get documents", err)
+	}
+	if len(rows) != len(ids) {
+		found := make(map[int64]bool, len(rows))
+		for _, r := range rows {
+			found[r.ID] = true
+		}
+		for _, id := range ids {
+			if !found[id] {
+				return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// List implements sifen.DocumentStore.
+func (s *Store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
+	where, args := []string{"1 = 1"}, []any{}
+	if f.Env != "" {
+		where, args = append(where, "env = ?"), append(args, string(f.Env))
+	}
+	if f.RUC != "" {
+		where, args = append(where, "ruc = ?"), append(args, f.RUC)
+	}
+	if len(f.Statuses) > 0 {
+		marks := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			marks[i] = "?"
+			args = append(args, string(st))
+		}
+		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
+	}
+	if f.LotNumber != "" {
+		where, args = append(where, "lot_number = ?"), append(args, f.LotNumber)
+	}
+	if f.BeforeID > 0 {
+		where, args = append(where, "id < ?"), append(args, f.BeforeID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	q := `SELECT ` + listColumns + ` FROM balde_documents WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	var rows []docRow
+	if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...); err != nil {
+		return nil, dbError("list documents", err)
+	}
+	return documents(rows), nil
+}
+
+// CountByStatus implements sifen.DocumentStore.
+func (s *Store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
+	q, args := `SELECT status, COUNT(*) FROM balde_documents GROUP BY status`, []any{}
+	if env != "" {
+		q, args = `SELECT status, COUNT(*) FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
+	}
+	rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
+	if err != nil {
+		return nil, dbError("count documents", err)
+	}
+	defer rows.Close()
+	out := make(map[sifen.Status]int64)
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, dbError("count documents", err)
+		}
+		out[sifen.Status(st)] = n
+	}
+	return out, dbError("count documents", rows.Err())
+}
+
+// Import implements sifen.DocumentStore.
+func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, now time.Time) ([]int64, error) {
+	ids := make([]int64, len(des))
+	err := s.inTx(ctx, "import documents", func(tx *sqlx.Tx) error {
+		for i, de := range des {
+			var err error
+			if ids[i], err = s.importDE(ctx, tx, env, de, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// importDE inserts de, or turns the document holding its CDC back into a
+// draft of the new XML when sifen.Reimportable allows it.
+func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (int64, error) {
+	var existing []docRow
+	err := tx.SelectContext(ctx, &existing, tx.Rebind(`SELECT `+docColumns+` FROM balde_documents WHERE env = ? AND cdc = ?`), string(env), de.CDC)
+	if err != nil {
+		return 0, wrapDB(err)
+	}
+	if len(existing) == 1 {
+		ex := existing[0].document()
+		if !sifen.Reimportable(ex, de) {
+			ex.XML = nil
+			return 0, &sifen.CDCError{CDC: de.CDC, Document: ex}
+		}
+		_, err := tx.ExecContext(ctx, tx.Rebind(`
+			UPDATE balde_documents SET
+				ruc = ?, dv = ?, de_type = ?, xml = ?,
+				status = 'draft', message = ?, version = version + 1,
+				claim = NULL, lot_hash = NULL, lot_number = NULL, response_code = NULL, retry_at = NULL,
+				result = NULL, auth_number = NULL,
+				updated_at = ?, claimed_at = NULL, sent_at = NULL
+			WHERE id = ?`),
+			de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
+			"imported again (was "+string(ex.Status)+")", nanos(now), ex.ID)
+		return ex.ID, wrapDB(err)
+	}
+	// RETURNING rows are drained (rows.Next to the end): an unfinished
+	// statement would stop SQLite's WAL checkpoints.
+	rows, err := tx.QueryContext(ctx, tx.Rebind(`
+		INSERT INTO balde_documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
+		RETURNING id`),
+		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), nanos(now), nanos(now))
+	if err != nil {
+		return 0, wrapDB(err)
+	}
+	defer rows.Close()
+	var id int64
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return 0, wrapDB(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, wrapDB(err)
+	}
+	return id, wrapDB(rows.Close())
+}
+
+// Claim implements sifen.DocumentStore: in one transaction it reads and
+// locks the RUC's state and asks c.Gate, registers the lot (refused if it
+// is there already: a lot is never sent twice) and moves every document
+// from draft/error to sending, each conditional on the version read. Any
+// document claimed or changed meanwhile aborts the whole claim.
+func (s *Store) Claim(ctx context.Context, c sifen.Claim) (time.Duration, error) {
+	var wait time.Duration
+	err := s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
+		if c.Gate != nil {
+			st, err := s.lockRUC(ctx, tx, c.Env, c.RUC.Number)
+			if err != nil {
+				return err
+			}
+			next, w := c.Gate(st)
+			if w > 0 {
+				wait = w
+				return nil
+			}
+			if err := s.writeRUC(ctx, tx, next); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, tx.Rebind(`
+			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
+			VALUES (?, ?, ?, 'sending', ?)
+			ON CONFLICT (env, hash) DO NOTHING`),
+			string(c.Env), c.Lot.Hash, c.RUC.Number, nanos(c.Now))
+		if err != nil {
+			return wrapDB(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return wrapDB(err)
+		} else if n == 0 {
+			return fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)
+		}
+		for _, d := range c.Docs {
+			res, err := tx.ExecContext(ctx, tx.Rebind(`
+				UPDATE balde_documents SET
+					status = 'sending', claim = ?, claimed_at = ?, lot_hash = ?,
+					message = '', retry_at = NULL, version = version + 1, updated_at = ?
+				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`),
+				c.Token, nanos(c.Now), c.Lot.Hash, nanos(c.Now), d.ID, d.Version)
+			if err != nil {
+				return wrapDB(err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return wrapDB(err)
+			} else if n != 1 {
+				return fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)
+			}
+		}
+		return nil
+	})
+	return wait, err
+}
+
+// rucRow is a balde_sifen_rucs row.
+type rucRow struct {
+	Env           string         `db:"env"`
+	RUC           string         `db:"ruc"`
+	IntervalNS    int64          `db:"interval_ns"`
+	LastAnswerAt  sql.NullInt64  `db:"last_answer_at"`
+	InFlightClaim sql.NullString `db:"in_flight_claim"`
+	InFlightSince sql.NullInt64  `db:"in_flight_since"`
+	BlockLevel    int            `db:"block_level"`
+	LastBlockAt   sql.NullInt64  `db:"last_block_at"`
+}
+
+const rucColumns = `env, ruc, interval_ns, last_answer_at, in_flight_claim, in_flight_since, block_level, last_block_at`
+
+func (r rucRow) state() sifen.RUCState {
+	return sifen.RUCState{
+		Env: sifen.Env(r.Env), RUC: r.RUC, Interval: time.Duration(r.IntervalNS),
+		LastAnswerAt: fromNullNanos(r.LastAnswerAt), InFlightClaim: r.InFlightClaim.String,
+		InFlightSince: fromNullNanos(r.InFlightSince), BlockLevel: r.BlockLevel, LastBlockAt: fromNullNanos(r.LastBlockAt),
+	}
+}
+
+// lockRUC returns the RUC's state, its row created and locked for the
+// rest of tx (SQLite's write transactions lock the database at BEGIN;
+// PostgreSQL locks the row with FOR UPDATE).
+func (s *Store) lockRUC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, ruc string) (sifen.RUCState, error) {
+	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO balde_sifen_rucs (env, ruc) VALUES (?, ?) ON CONFLICT (env, ruc) DO NOTHING`),
+		string(env), ruc); err != nil {
+		return sifen.RUCState{}, wrapDB(err)
+	}
+	q := `SELECT ` + rucColumns + ` FROM balde_sifen_rucs WHERE env = ? AND ruc = ?`
+	if tx.DriverName() == "pgx" {
+		q += ` FOR UPDATE`
+	}
+	var rows []rucRow
+	if err := tx.SelectContext(ctx, &rows, tx.Rebind(q), string(env), ruc); err != nil {
+		return sifen.RUCState{}, wrapDB(err)
+	}
+	if len(rows) != 1 {
+		return sifen.RUCState{}, wrapDB(fmt.Errorf("RUC %s in %s: %d state rows", ruc, env, len(rows)))
+	}
+	return rows[0].state(), nil
+}
+
+func (s *Store) writeRUC(ctx context.Context, tx *sqlx.Tx, st sifen.RUCState) error {
+	_, err := tx.ExecContext(ctx, tx.Rebind(`
+		UPDATE balde_sifen_rucs SET
+			interval_ns = ?, last_answer_at = ?, in_flight_claim = ?, in_flight_since = ?,
+			block_level = ?, last_block_at = ?
+		WHERE env = ? AND ruc = ?`),
+		int64(st.Interval), nullNanos(st.LastAnswerAt), nullString(st.InFlightClaim), nullNanos(st.InFlightSince),
+		st.BlockLevel, nullNanos(st.LastBlockAt), string(st.Env), st.RUC)
+	return wrapDB(err)
+}
+
+// RUCState implements sifen.DocumentStore.
+func (s *Store) RUCState(ctx context.Context, env sifen.Env, ruc string) (sifen.RUCState, error) {
+	var rows []rucRow
+	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+rucColumns+` FROM balde_sifen_rucs WHERE env = ? AND ruc = ?`), string(env), ruc)
+	if err != nil {
+		return sifen.RUCState{}, dbError("read RUC state", err)
+	}
+	if len(rows) == 0 {
+		return sifen.RUCState{Env: env, RUC: ruc}, nil
+	}
+	return rows[0].state(), nil
+}
+
+// Release implements sifen.DocumentStore: it writes the settle to the
+// documents still held by r.Token, updates the lot (dropped when SIFEN does
+// not have it, queued with its number when it does) and, with r.Gate, the
+// RUC's state.
+func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
+	var n int64
+	var sentAt sql.NullInt64
+	if r.St.Sent {
+		sentAt = nullNanos(r.Now)
+	}
+	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
+		if r.Gate != nil {
+			st, err := s.lockRUC(ctx, tx, r.Env, r.RUC)
+			if err != nil {
+				return err
+			}
+			if err := s.writeRUC(ctx, tx, r.Gate(st)); err != nil {
+				return err
+			}
+		}
+		if len(r.IDs) == 0 {
+			return nil
+		}
+		q, args, err := sqlx.In(`
+			UPDATE balde_documents SET
+				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
+				sent_at = COALESCE(?, sent_at),
+				claim = NULL, version = version + 1, updated_at = ?
+			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
+			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), nullNanos(r.St.RetryAt),
+			sentAt, nanos(r.Now), r.IDs, r.Token)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+		if err != nil {
+			return wrapDB(err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return wrapDB(err)
+		}
+		return wrapDB(updateLot(ctx, tx, r.Env, r.Hash, r.St))
+	})
+	return n, err
+}
+
+// updateLot records what is known of a lot after a send or a resolve.
+func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st sifen.Settle) error {
+	switch {
+	case st.Status == sifen.StatusSent || st.Status.Final():
+		_, err := tx.ExecContext(ctx, tx.Rebind(`
+			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number)
+			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), string(env), hash)
+		return err
+	case st.Status == sifen.StatusSending:
+		return nil
+	default:
+		// SIFEN does not have the lot, unless one of its documents says
+		// otherwise (Resolve settles them one by one).
+		_, err := tx.ExecContext(ctx, tx.Rebind(`
+			DELETE FROM balde_document_lots
+			WHERE env = ? AND hash = ? AND NOT EXISTS (
+				SELECT 1 FROM balde_documents
+				WHERE balde_documents.env = balde_document_lots.env AND balde_documents.lot_hash = balde_document_lots.hash
+				AND balde_documents.status IN ('sending', 'sent', 'approved', 'rejected'))`),
+			string(env), hash)
+		return err
+	}
+}
+
+// Note implements sifen.DocumentStore.
+func (s *Store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
+	return s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
+		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
+			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, nanos(now), ids, claim)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
+		return wrapDB(err)
+	})
+}
+
+// Hold implements sifen.DocumentStore.
+func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
+	return s.inTx(ctx, "record refusal", func(tx *sqlx.Tx) error {
+		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, retry_at = ?, updated_at = ?, version = version + 1
+			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nullNanos(retryAt), nanos(now), ids)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
+		return wrapDB(err)
+	})
+}
+
+// Stale implements sifen.DocumentStore.
+func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
+	var rows []docRow
+	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
+		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), nanos(cutoff))
+	return documents(rows), dbError("find documents left sending", err)
+}
+
+// SentLots implements sifen.DocumentStore.
+func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
+	var rows []sifen.LotRef
+	err := s.read.SelectContext(ctx, &rows, `SELECT DISTINCT env, lot_number FROM balde_documents
+		WHERE status = 'sent' AND lot_number IS NOT NULL ORDER BY lot_number`)
+	return rows, dbError("find sent lots", err)
+}
+
+// LotDocuments implements sifen.DocumentStore.
+func (s *Store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
+	var rows []docRow
+	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
+		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`), string(env), lotNumber)
+	return documents(rows), dbError("find documents of lot", err)
+}
+
+// Finish implements sifen.DocumentStore.
+func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
+	var n int64
+	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, tx.Rebind(`
+			UPDATE balde_documents SET status = ?, message = ?, response_code = ?, result = ?, auth_number = ?,
+				version = version + 1, updated_at = ?
+			WHERE id = ? AND version = ? AND status = 'sent'`),
+			string(st.Status), st.Message, nullString(st.ResponseCode), nullString(st.Result), nullString(st.AuthNumber),
+			nanos(now), d.ID, d.Version)
+		if err != nil {
+			return wrapDB(err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return wrapDB(err)
+		}
+		if n == 1 && d.LotHash != "" {
+			return wrapDB(updateLot(ctx, tx, d.Env, d.LotHash, st))
+		}
+		return nil
+	})
+	return n == 1, err
+}
+
+// Interval implements sifen.DocumentStore.
+func (s *Store) Interval(ctx context.Context, env sifen.Env) (time.Duration, bool, error) {
+	var ns []int64
+	err := s.read.SelectContext(ctx, &ns, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
+	if err != nil {
+		return 0, false, dbError("read the SIFEN interval", err)
+	}
+	if len(ns) == 0 {
+		return 0, false, nil
+	}
+	return time.Duration(ns[0]), true, nil
+}
+
+// SetInterval implements sifen.DocumentStore.
+func (s *Store) SetInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) error {
+	return s.inTx(ctx, "store the SIFEN interval", func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, tx.Rebind(`
+			INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at`),
+			string(env), int64(d), nanos(now))
+		return wrapDB(err)
+	})
+}

@@ -1,0 +1,164 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// SQLiteDSN returns the modernc.org/sqlite DSN an application should open
+// its own pool of the SQLite file path with, to share it with a store of
+// OpenDB: balde's pragmas (WAL, busy_timeout, ...; see ParseDSN) and
+// _txlock=immediate, so that every write transaction takes the database's
+// write lock at BEGIN and several processes on one file stay exact.
+//
+//	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("app.db"))
+func SQLiteDSN(path string) string {
+	return sqliteDSN(path, "_txlock=immediate")
+}
+
+// OpenDB returns a store on an application's own pool, which it shares: the
+// store's tables (balde_*) and migration versions (balde_schema_migrations)
+// live beside the application's, and Close leaves db open. With
+// opts.Migrate the pending migrations run first, on db (migrations.NewShared).
+//
+// SQLite: db must be a modernc.org/sqlite pool whose DSN has
+// _txlock=immediate and a busy_timeout (SQLiteDSN builds one); OpenDB checks
+// both on a file database and returns an error naming what is missing.
+// Without them a write transaction takes the lock only at its first write,
+// and one that loses the race to another process fails with SQLITE_BUSY
+// instead of waiting. WAL (in SQLiteDSN) lets reads go on during writes. The
+// store writes and reads through db; SetMaxOpenConns(1) on it makes writers
+// of this process queue in Go rather than on the file lock (balde's own
+// Open does that), at the price of reads waiting behind writes.
+//
+// PostgreSQL: db must be a pgx pool (github.com/jackc/pgx/v5/stdlib): the
+// store binds Go slices as PostgreSQL arrays. Its tables go in the first
+// schema of the pool's search_path (see the README's PostgreSQL section).
+// opts.MaxConns is ignored: the pool is the application's to size.
+func OpenDB(ctx context.Context, db *sql.DB, engine Engine, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("sqlstore: OpenDB: nil *sql.DB")
+	}
+	switch engine {
+	case SQLite:
+		if err := checkSQLitePool(ctx, db); err != nil {
+			return nil, err
+		}
+	case Postgres:
+		if _, ok := db.Driver().(*stdlib.Driver); !ok {
+			return nil, fmt.Errorf("sqlstore: OpenDB: PostgreSQL needs a pgx pool (github.com/jackc/pgx/v5/stdlib), not %T", db.Driver())
+		}
+	default:
+		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
+	}
+	if opts.Migrate {
+		if err := MigrateDB(ctx, db, engine, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{
+		engine:      engine,
+		now:         opts.Clock,
+		logger:      opts.Logger,
+		shared:      true,
+		policyID:    make(map[string]int64),
+		policyNames: make(map[int64]string),
+	}
+	if s.now == nil {
+		s.now = throttle.SystemClock
+	}
+	if s.logger == nil {
+		s.logger = slog.Default().WithGroup("sqlstore")
+	}
+	if engine == SQLite {
+		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
+		s.write = sqlx.NewDb(db, "sqlite3")
+		w, err := newSQLiteWriter(ctx, db)
+		if err != nil {
+			return nil, formatError("open (is the database migrated?)", err)
+		}
+		s.rw = w
+	} else {
+		s.write = sqlx.NewDb(db, "pgx")
+		s.rw = postgresWriter{}
+	}
+	s.read = s.write
+	if err := s.write.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, formatError("open", err)
+	}
+	return s, nil
+}
+
+// MigrateDB runs fn with a Migrator on an application's pool, which stays
+// open (see migrations.NewShared).
+func MigrateDB(ctx context.Context, db *sql.DB, engine Engine, fn func(*migrations.Migrator) error) error {
+	m, err := migrations.NewShared(ctx, db, engine)
+	if err != nil {
+		return formatError("migrate", err)
+	}
+	defer m.Close()
+	return fn(m)
+}
+
+// checkSQLitePool verifies that an application's SQLite pool takes the write
+// lock at BEGIN and waits for it: it begins a transaction on db and tries to
+// take the write lock from a connection of its own to the same file, without
+// waiting. A file it cannot name (in memory) is not checked.
+func checkSQLitePool(ctx context.Context, db *sql.DB) error {
+	var timeout int64
+	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+		return formatError("open", err)
+	}
+	var seq int
+	var name, file string
+	if err := db.QueryRowContext(ctx, `PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
+		return formatError("open", err)
+	}
+	if file == "" {
+		return nil
+	}
+	const fix = "open it with sqlstore.SQLiteDSN(path)"
+	if timeout <= 0 {
+		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool has no busy_timeout (writers of other processes would fail with SQLITE_BUSY instead of waiting): %s", fix)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return formatError("open", err)
+	}
+	defer tx.Rollback()
+	probe, err := sql.Open("sqlite", "file:"+(&url.URL{Path: file}).EscapedPath()+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		return formatError("open", err)
+	}
+	defer probe.Close()
+	probe.SetMaxOpenConns(1) // BEGIN and ROLLBACK on one connection
+	_, err = probe.ExecContext(ctx, `BEGIN IMMEDIATE`)
+	if err == nil {
+		_, _ = probe.ExecContext(ctx, `ROLLBACK`)
+		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool's transactions do not take the write lock at BEGIN (_txlock=immediate is missing; a transaction that loses a race would fail with SQLITE_BUSY): %s", fix)
+	}
+	if !isBusy(err) {
+		return formatError("open", err)
+	}
+	return nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY ("database is
+// locked"), extended codes included.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}

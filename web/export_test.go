@@ -1,0 +1,41 @@
+package web
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// MetricNames lists the fully-qualified names of balde's own metrics.
+func MetricNames(m *Metrics) []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
+			m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens, m.httpRequests, m.httpDuration} {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		out = append(out, descName(d))
+	}
+	return out
+}
+
+// descName digs the fqName out of a Desc's String ("Desc{fqName: \"x\", ...").
+func descName(d *prometheus.Desc) string {
+	s := d.String()
+	const p = `fqName: "`
+	i := indexOf(s, p)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(p):]
+	return s[:indexOf(s, `"`)]
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}

@@ -28,6 +28,10 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 type Waiter struct {
 	Limiter *Limiter
 	Sleep   Sleep
+	// Refused, when set, is told of each refusal before Wait sleeps its
+	// RetryAfter (a batch command shows it on its progress bar). It must not
+	// block.
+	Refused func(Decision)
 }
 
 // Wait is shorthand for Waiter{Limiter: l}.Wait: it blocks until the
@@ -60,6 +64,18 @@ func (l *Limiter) Wait(ctx context.Context, ref string, charges ...Charge) (Deci
 // the key when its policy blocks after a refusal), so Wait takes again only
 // once the wait is over, never earlier.
 func (w Waiter) Wait(ctx context.Context, ref string, charges ...Charge) (Decision, error) {
+	return w.Do(ctx, func(ctx context.Context) (Decision, error) {
+		return w.Limiter.Take(ctx, ref, charges...)
+	})
+}
+
+// Do is Wait for an operation that takes its own tokens: try is called,
+// and while it answers a refusal (an error-free Decision with Allowed
+// false: nothing was sent) Do sleeps the RetryAfter and calls it again. It
+// returns like Wait. A DICT lookup (whose transport reserves the tokens) and
+// a SIFEN lot send (whose sender claims the documents first) wait this way,
+// so the wait happens before a request starts, never inside it.
+func (w Waiter) Do(ctx context.Context, try func(context.Context) (Decision, error)) (Decision, error) {
 	sleep := w.Sleep
 	if sleep == nil {
 		sleep = SleepContext
@@ -68,7 +84,7 @@ func (w Waiter) Wait(ctx context.Context, ref string, charges ...Charge) (Decisi
 		if err := ctx.Err(); err != nil {
 			return Decision{}, fmt.Errorf("throttle: wait: %w", err)
 		}
-		d, err := w.Limiter.Take(ctx, ref, charges...)
+		d, err := try(ctx)
 		if err != nil || d.Allowed {
 			return d, err
 		}
@@ -78,6 +94,9 @@ func (w Waiter) Wait(ctx context.Context, ref string, charges ...Charge) (Decisi
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d.RetryAfter {
 			return d, fmt.Errorf("throttle: %w: %w", refused, context.DeadlineExceeded)
+		}
+		if w.Refused != nil {
+			w.Refused(d)
 		}
 		if err := sleep(ctx, d.RetryAfter); err != nil {
 			return d, fmt.Errorf("throttle: %w: %w", refused, err)

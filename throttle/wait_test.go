@@ -131,3 +131,39 @@ func ExampleWaiter_Wait() {
 	// waiting 10s
 	// sending lot 2
 }
+
+// TestDoRetriesAnOperationThatTakesItsOwnTokens: Do calls the operation
+// again only after each refusal's RetryAfter, tells Refused of each
+// refusal before sleeping, and stops at the first answer that is not a
+// refusal, or at the sleep's own error (a batch command's --max-wait).
+func TestDoRetriesAnOperationThatTakesItsOwnTokens(t *testing.T) {
+	e := newWaitEnv(t)
+	var refused []time.Duration
+	e.waiter.Refused = func(d throttle.Decision) { refused = append(refused, d.RetryAfter) }
+	calls := 0
+	send := func(ctx context.Context) (throttle.Decision, error) {
+		calls++
+		return e.lim.Take(ctx, "lot", throttle.Charge{Key: e.key, Cost: 1})
+	}
+	for range 2 {
+		d, err := e.waiter.Do(t.Context(), send)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Equal(t, 3, calls, "one refused call, then admitted after the wait")
+	require.Equal(t, []time.Duration{10 * time.Second}, refused)
+	require.Equal(t, []time.Duration{10 * time.Second}, e.slept)
+
+	bound := errors.New("beyond --max-wait")
+	e.waiter.Sleep = func(context.Context, time.Duration) error { return bound }
+	d, err := e.waiter.Do(t.Context(), send)
+	require.ErrorIs(t, err, bound)
+	got, ok := throttle.AsRefusal(err)
+	require.True(t, ok, "the refusal travels with the sleep's error")
+	require.Equal(t, d, got)
+	require.Equal(t, throttle.ReasonCooldown, d.Reason)
+
+	failure := errors.New("connection refused")
+	_, err = e.waiter.Do(t.Context(), func(context.Context) (throttle.Decision, error) { return throttle.Decision{}, failure })
+	require.ErrorIs(t, err, failure, "a failure is returned at once, not waited out")
+}

@@ -112,16 +112,20 @@ func TestCrashSifenSend(t *testing.T) {
 		later := newFakeTime(time.Now().Add(time.Minute + sifen.DefaultResolveAfter))
 		env := map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"}
 		var sum summary
+		var lastOut string
 		for run := 0; run < 3; run++ {
 			code, stdout, stderr := runIn(context.Background(), later, "", env, args...)
+			lastOut = stdout
 			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
 			_, sum = jsonLines[sifenRecord](t, stdout)
 			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
 				break
 			}
-			later.Advance(sifen.DefaultResolveAfter)
+			// A document SIFEN says it never received is sent again only
+			// once it has been not found for DefaultNotFoundAfter.
+			later.Advance(sifen.DefaultNotFoundAfter + sifen.DefaultResolveAfter)
 		}
-		require.Equal(t, len(cdcs), sum.Skipped, "everything done in the end: %+v", sum)
+		require.Equal(t, len(cdcs), sum.Skipped, "everything done in the end: %+v\n%s", sum, lastOut)
 
 		queued := sim.queuedCounts()
 		twice, lost := 0, 0
@@ -252,9 +256,12 @@ func TestCrashServe(t *testing.T) {
 		// what is still a draft is sent from the web.
 		later := newFakeTime(time.Now().Add(time.Hour + sifen.DefaultResolveAfter))
 		first := writeFile(t, t.TempDir(), "first.xml", firstDoc.File())
-		code, _, stderr := runIn(context.Background(), later, "", map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"},
-			"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, first)
-		require.Equal(t, ExitOK, code, stderr)
+		for range 2 { // the second past DefaultNotFoundAfter: what SIFEN never received goes back to draft
+			code, _, stderr := runIn(context.Background(), later, "", map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"},
+				"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, first)
+			require.Equal(t, ExitOK, code, stderr)
+			later.Advance(sifen.DefaultNotFoundAfter + sifen.DefaultResolveAfter)
+		}
 		sc := startServeChild(t, db, sim.URL, time.Time{})
 		web := newAdminClient(t, sc.url, "admin", "pw")
 		for _, id := range ids {

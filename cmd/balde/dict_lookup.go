@@ -226,63 +226,86 @@ func (r lookupRecord) line() string {
 // to maxWait in all). The error is a store failure: the run stops.
 func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait bool, maxWait time.Duration, clock batchClock, rep *reporter) (lookupRecord, error) {
 	rec := lookupRecord{Key: it.Key, Payer: it.Payer}
+	// Waiting is throttle.Waiter's (through the DICT transport): it sleeps
+	// each RetryAfter the limiter computed and takes again. The sleep below
+	// only adds the command's bounds: --max-wait in all, and Ctrl-C (ctx),
+	// which ends a wait though not a lookup already sent.
 	var waited time.Duration
-	for {
+	var stopped string
+	waiter := throttle.Waiter{
+		Refused: func(d throttle.Decision) {
+			if wait && waited+d.RetryAfter <= maxWait {
+				rep.waiting(d.RetryAfter, fmt.Sprintf("%s on %s", d.Reason, d.Key))
+			}
+		},
+		Sleep: func(_ context.Context, d time.Duration) error {
+			if !wait || waited+d > maxWait {
+				return errWaitBound
+			}
+			if err := clock.Sleep(ctx, d); err != nil {
+				stopped = "interrupted while waiting for the throttle"
+				return err
+			}
+			waited += d
+			return nil
+		},
+	}
+	var res dict.LookupResult
+	_, err := waiter.Do(ctx, func(context.Context) (throttle.Decision, error) {
 		// A lookup that started completes whatever happens to ctx: Ctrl-C
 		// stops the run after it.
-		res, err := client.GetEntry(context.WithoutCancel(ctx), dict.LookupRequest{Key: it.Key, PayerID: it.Payer})
-		rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(waited)
-		if err == nil && !res.Decision.Allowed {
-			// Refused by the mirror (a value, decision 0010): nothing was sent.
-			err = &throttle.RefusedError{Op: "dict getEntry", Decision: res.Decision}
+		var err error
+		res, err = client.GetEntry(context.WithoutCancel(ctx), dict.LookupRequest{Key: it.Key, PayerID: it.Payer})
+		return res.Decision, err
+	})
+	if _, refused := throttle.AsRefusal(err); refused {
+		err = nil // the wait ended refused: res.Decision says why
+	}
+	rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(waited)
+	var remote *dict.RemoteError
+	switch {
+	case err == nil && !res.Decision.Allowed:
+		// Refused by the mirror (a value, decision 0010): nothing was sent.
+		d := res.Decision
+		rec.Message = stopped
+		if rec.Message == "" {
+			rec.Message = fmt.Sprintf("refused locally by %s, not sent", d.Key)
+			if wait {
+				rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+			}
 		}
-		var refused *throttle.RefusedError
-		var remote *dict.RemoteError
-		switch {
-		case err == nil:
-			rec.Status, rec.Result = http.StatusOK, resultSent
-			e := res.Entry.Entry
-			rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
-			rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
-			rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
-			return rec, nil
-		case errors.As(err, &refused):
-			d := max(refused.RetryAfter(), time.Millisecond)
-			if wait && waited+d <= maxWait {
-				rep.waiting(d, fmt.Sprintf("%s on %s", refused.Decision.Reason, refused.Decision.Key))
-				if err := clock.Sleep(ctx, d); err == nil {
-					waited += d
-					continue
-				}
-				rec.Message = "interrupted while waiting for the throttle"
-			} else {
-				rec.Message = fmt.Sprintf("refused locally by %s, not sent", refused.Decision.Key)
-				if wait {
-					rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-				}
-			}
-			rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, refused.Decision.Reason.String(), seconds(d)
-			return rec, nil
-		case errors.As(err, &remote):
-			rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
-			if remote.Problem != nil {
-				rec.Reason = remote.Problem.TypeName()
-			}
-			rec.Result = resultFailed
-			if remote.NotFound() {
-				rec.Result, rec.Message = resultSent, "no entry for this key"
-			} else {
-				rec.Message = err.Error()
-			}
-			return rec, nil
-		case errors.Is(err, throttle.ErrStoreUnavailable):
-			return rec, err
-		default:
-			rec.Result, rec.Reason, rec.Message = resultFailed, "request failed", err.Error()
-			return rec, nil
+		rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
+		return rec, nil
+	case err == nil:
+		rec.Status, rec.Result = http.StatusOK, resultSent
+		e := res.Entry.Entry
+		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
+		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
+		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
+		return rec, nil
+	case errors.As(err, &remote):
+		rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
+		if remote.Problem != nil {
+			rec.Reason = remote.Problem.TypeName()
 		}
+		rec.Result = resultFailed
+		if remote.NotFound() {
+			rec.Result, rec.Message = resultSent, "no entry for this key"
+		} else {
+			rec.Message = err.Error()
+		}
+		return rec, nil
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		return rec, err
+	default:
+		rec.Result, rec.Reason, rec.Message = resultFailed, "request failed", err.Error()
+		return rec, nil
 	}
 }
+
+// errWaitBound ends a throttle wait that would pass --max-wait (or any wait
+// under --no-wait).
+var errWaitBound = errors.New("the wait is beyond the command's bound")
 
 // lookupFormat picks the format of --out.
 func lookupFormat(format, path string) (string, error) {

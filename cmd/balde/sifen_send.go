@@ -389,54 +389,75 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 			b.finish(it)
 		}
 	}
-	for {
+	// Waiting is throttle.Waiter's: it sleeps each RetryAfter the refusal
+	// named and sends again. The sleep below only adds the command's
+	// bounds: --max-wait in all, and Ctrl-C (ctx) between two tries.
+	var interrupted bool
+	waiter := throttle.Waiter{
+		Refused: func(d throttle.Decision) {
+			if b.wait && waited+d.RetryAfter <= b.maxWait {
+				b.rep.waiting(d.RetryAfter, fmt.Sprintf("%s on %s, %d document(s)", d.Reason, d.Key, len(ids)))
+			}
+		},
+		Sleep: func(_ context.Context, d time.Duration) error {
+			if !b.wait || waited+d > b.maxWait {
+				return errWaitBound
+			}
+			if err := b.clock.Sleep(ctx, d); err != nil {
+				interrupted = true
+				return err
+			}
+			waited += d
+			return nil
+		},
+	}
+	var out sifen.Outcome
+	_, err := waiter.Do(ctx, func(context.Context) (throttle.Decision, error) {
 		// Once started, a send completes whatever happens to ctx: Ctrl-C
 		// stops the run after this lot, never half-way through it.
-		out, err := b.sender.Send(context.WithoutCancel(ctx), ids...)
-		switch {
-		case errors.Is(err, sifen.ErrLotTooBig) && len(ids) > 1:
-			return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
-		case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
-			// Another process (serve's send button) claimed them first.
-			report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
-			return nil, nil
-		case errors.Is(err, throttle.ErrStoreUnavailable):
-			report(resultFailed, "", "", err.Error(), waited)
-			return nil, err
-		case err != nil:
-			report(resultFailed, "", "", err.Error(), waited)
-			return nil, nil
+		var err error
+		out, err = b.sender.Send(context.WithoutCancel(ctx), ids...)
+		if err == nil && out.Status == sifen.OutcomeBlocked {
+			return *out.Decision, nil
 		}
-		switch out.Status {
-		case sifen.OutcomeSent:
-			report(resultSent, out.Code, out.LotNumber, out.Message, waited)
-			return nil, nil
-		case sifen.OutcomeBlocked:
-		case sifen.OutcomeNotQueued:
-			report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
-			return nil, nil
-		default: // OutcomeFailed, OutcomeUnknown
-			report(resultFailed, out.Code, "", out.Message, waited)
-			return nil, nil
-		}
-
-		// Blocked: wait exactly the time the throttle named, then retry.
-		d := out.Blocked.Wait
-		if !b.wait || waited+d > b.maxWait {
-			msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
-			if b.wait {
-				msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
-			}
-			report(resultBlocked, "", "", msg, d)
-			return nil, nil
-		}
-		b.rep.waiting(d, fmt.Sprintf("%s on %s, %d document(s)", out.Blocked.Reason, out.Blocked.Key, len(ids)))
-		if err := b.clock.Sleep(ctx, d); err != nil {
-			report(resultBlocked, "", "", "interrupted while waiting for the throttle", d)
-			return nil, nil
-		}
-		waited += d
+		return throttle.Decision{Allowed: true}, err // anything but a refusal ends the wait
+	})
+	if _, refused := throttle.AsRefusal(err); refused {
+		err = nil // the wait ended refused: out says why
 	}
+	switch {
+	case errors.Is(err, sifen.ErrLotTooBig) && len(ids) > 1:
+		return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
+	case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
+		// Another process (serve's send button) claimed them first.
+		report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
+		return nil, nil
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		report(resultFailed, "", "", err.Error(), waited)
+		return nil, err
+	case err != nil:
+		report(resultFailed, "", "", err.Error(), waited)
+		return nil, nil
+	}
+	switch out.Status {
+	case sifen.OutcomeSent:
+		report(resultSent, out.Code, out.LotNumber, out.Message, waited)
+	case sifen.OutcomeBlocked:
+		d := out.Blocked.Wait
+		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
+		switch {
+		case interrupted:
+			msg = "interrupted while waiting for the throttle"
+		case b.wait:
+			msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+		}
+		report(resultBlocked, "", "", msg, d)
+	case sifen.OutcomeNotQueued:
+		report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
+	default: // OutcomeFailed, OutcomeUnknown
+		report(resultFailed, out.Code, "", out.Message, waited)
+	}
+	return nil, nil
 }
 
 // interleave orders lots round-robin across (env, RUC): the first lot of

@@ -81,14 +81,15 @@ soak:
 # BALDE_TEST_POSTGRES_DSN (they skip without it).
 SOAK ?= 30m
 reliability:
-	set -o pipefail; BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
+	@: > reliability.out
+	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestCrashSifenSend|TestCrashServe|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
-		./cmd/balde 2>&1 | tee reliability.out | grep -E '^(---|ok|FAIL|PASS)|_test.go:[0-9]+: '
-	set -o pipefail; BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
+		./cmd/balde >> reliability.out 2>&1; s=$$?; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.out | grep -v WARN; exit $$s
+	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \
-		./throttle/sqlstore 2>&1 | tee -a reliability.out | grep -E '^(---|ok|FAIL|PASS)'
-	set -o pipefail; BALDE_RELIABILITY=1 BALDE_SOAK_DURATION=$(SOAK) BALDE_SOAK_CSV=$(CURDIR)/soak.csv $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' \
-		./cmd/balde 2>&1 | tee -a reliability.out | grep -E '^(---|ok|FAIL|PASS)|_test.go:[0-9]+: '
+		./throttle/sqlstore > reliability.sqlstore.out 2>&1; s=$$?; cat reliability.sqlstore.out >> reliability.out; grep -E '^(---|ok|FAIL)' reliability.sqlstore.out; rm -f reliability.sqlstore.out; exit $$s
+	BALDE_RELIABILITY=1 BALDE_SOAK_DURATION=$(SOAK) BALDE_SOAK_CSV=$(CURDIR)/soak.csv $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' \
+		./cmd/balde > reliability.soak.out 2>&1; s=$$?; cat reliability.soak.out >> reliability.out; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.soak.out; rm -f reliability.soak.out; exit $$s
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 clean:

@@ -63,8 +63,9 @@ fuzz:
 	@set -e; : > fuzz.out; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel $(FUZZPARALLEL) $$pkg 2>&1 | tee fuzz.last; \
-		echo "$$pkg $$name $$(grep -o 'execs: [0-9]*' fuzz.last | tail -1) $$(tail -1 fuzz.last)" >> fuzz.out; \
+		s=0; $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel $(FUZZPARALLEL) $$pkg > fuzz.last 2>&1 || s=$$?; \
+		cat fuzz.last; echo "$$pkg $$name $$(grep -o 'execs: [0-9]*' fuzz.last | tail -1) $$(tail -1 fuzz.last)" >> fuzz.out; \
+		[ $$s -eq 0 ] || exit $$s; \
 	done; rm -f fuzz.last; echo "== exec counts (fuzz.out)"; cat fuzz.out
 
 # A longer exactness run: the cross-process hammer tests, repeated.

@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test test-tools race bench lint build fuzz soak clean
+.PHONY: run test test-tools race bench lint build fuzz soak reliability clean
 
 # The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
@@ -37,9 +37,12 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 120m ./throttle/sqlstore/ ./web/ | tee bench.out
 	$(GO) tool benchstat -col /callers bench.out || $(GO) tool benchstat bench.out
 
+# gofmt, go vet and staticcheck (a tool of go.mod: `go tool` builds the
+# pinned version, so nothing is installed by hand).
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/balde ./cmd/balde
@@ -53,17 +56,42 @@ FUZZ_TARGETS = \
 	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit \
 	./web:FuzzParseInboundTokens ./web:FuzzClientIP \
 	./cmd/balde:FuzzReadLookups
+# FUZZPARALLEL workers each (the machine may be shared); the last line of
+# each target is its exec count, collected in fuzz.out for the record.
+FUZZPARALLEL ?= 1
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
+	@set -e; : > fuzz.out; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
-	done
+		s=0; $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel $(FUZZPARALLEL) $$pkg > fuzz.last 2>&1 || s=$$?; \
+		cat fuzz.last; echo "$$pkg $$name $$(grep -o 'execs: [0-9]*' fuzz.last | tail -1) $$(tail -1 fuzz.last)" >> fuzz.out; \
+		[ $$s -eq 0 ] || exit $$s; \
+	done; rm -f fuzz.last; echo "== exec counts (fuzz.out)"; cat fuzz.out
 
 # A longer exactness run: the cross-process hammer tests, repeated.
 SOAKCOUNT ?= 20
 soak:
 	$(GO) test -count $(SOAKCOUNT) -timeout 60m -run 'TestExactAcrossProcesses|TestLedgerExplainsConcurrentHistory|TestGroupCommit' ./throttle/...
 
+# The reliability suite of docs/RELIABILITY.md, long versions (minutes; the
+# short versions run in make test): sifen-send killed with SIGKILL 50 times
+# per engine, PostgreSQL sessions terminated every 30 ms for 60 s under web
+# and batch load, the readiness and file-identity checks, the migration
+# lock, and a soak of SOAK (default 30m) sampled every 10 s into soak.csv;
+# then every fuzz target for FUZZTIME. PostgreSQL parts need
+# BALDE_TEST_POSTGRES_DSN (they skip without it).
+SOAK ?= 30m
+reliability:
+	@: > reliability.out
+	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
+		-run 'TestCrashSifenSend|TestCrashServe|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
+		./cmd/balde >> reliability.out 2>&1; s=$$?; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.out | grep -v WARN; exit $$s
+	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
+		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \
+		./throttle/sqlstore > reliability.sqlstore.out 2>&1; s=$$?; cat reliability.sqlstore.out >> reliability.out; grep -E '^(---|ok|FAIL)' reliability.sqlstore.out; rm -f reliability.sqlstore.out; exit $$s
+	BALDE_RELIABILITY=1 BALDE_SOAK_DURATION=$(SOAK) BALDE_SOAK_CSV=$(CURDIR)/soak.csv $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' \
+		./cmd/balde > reliability.soak.out 2>&1; s=$$?; cat reliability.soak.out >> reliability.out; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.soak.out; rm -f reliability.soak.out; exit $$s
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out fuzz.out fuzz.last reliability.out soak.csv

@@ -304,7 +304,10 @@ func (e *Engine) CheckHealth(ctx context.Context) error { return CheckStoreHealt
 
 // CheckStoreHealth is Engine.CheckHealth for a store of one's own.
 func CheckStoreHealth(ctx context.Context, store *sqlstore.Store) error {
-	if err := store.Ping(ctx); err != nil {
+	// A write round trip, not a ping: a database that answers reads but
+	// refuses writes is not ready; and a SQLite file deleted or replaced
+	// under the process is not either (decision 0022).
+	if err := store.CheckWrite(ctx); err != nil {
 		return err
 	}
 	latest, err := migrations.Latest(store.Engine())

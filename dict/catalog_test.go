@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -257,7 +258,7 @@ func TestCatalogConcurrentCategory(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitfor.Group(t, &wg, 30*time.Second, "4 goroutines setting and resolving the category")
 }
 
 func TestSetRefill(t *testing.T) {

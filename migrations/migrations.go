@@ -98,6 +98,18 @@ func (g *Migrator) Down() error {
 	return nil
 }
 
+// Force records version as the applied one and clears the dirty flag,
+// running no migration: the manual repair after a migration failed
+// half-way, once the operator has made the schema match version by hand.
+// -1 means no migration applied. Used on a schema that does not match
+// version, it makes every later migration run against the wrong schema.
+func (g *Migrator) Force(version int) error {
+	if err := g.m.Force(version); err != nil {
+		return fmt.Errorf("migrations: force %d: %w", version, err)
+	}
+	return nil
+}
+
 // Version returns the applied version (0 when none) and whether the last
 // migration failed half-way (dirty).
 func (g *Migrator) Version() (version uint, dirty bool, err error) {

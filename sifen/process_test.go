@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -115,7 +116,7 @@ func startChild(t *testing.T, w *world, ids []int64, waitGo bool) *child {
 		// A child still running when the test ends is killed, by its pid.
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			_ = waitfor.Cmd(t, cmd, 10*time.Second, "killed child at cleanup")
 		}
 	})
 	go func() {
@@ -156,7 +157,7 @@ func (c *child) results(t *testing.T, n int) []childResult {
 		require.NoError(t, json.Unmarshal([]byte(c.expect(t, "RESULT ")), &r))
 		out = append(out, r)
 	}
-	require.NoError(t, c.cmd.Wait(), "stderr:\n%s", c.stderr)
+	require.NoError(t, waitfor.Cmd(t, c.cmd, 60*time.Second, "child after its results; stderr:\n%s", c.stderr), "stderr:\n%s", c.stderr)
 	return out
 }
 
@@ -271,7 +272,7 @@ func TestCrashBetweenSendingAndAnswer(t *testing.T) {
 				}
 				require.Equal(t, sifen.StatusSending, w.doc(t, ids[0]).Status)
 				require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
-				err := c.cmd.Wait()
+				err := waitfor.Cmd(t, c.cmd, 10*time.Second, "child killed with SIGKILL")
 				var ee *exec.ExitError
 				require.ErrorAs(t, err, &ee)
 				require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())

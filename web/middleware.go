@@ -104,7 +104,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 		info := requestInfoFrom(r.Context())
 		s.Metrics.observeHTTP(info.template, r.Method, status, elapsed)
 		level := slog.LevelInfo
-		if rt.name == "healthz" || rt.name == "metrics" || rt.name == "static" || rt.name == "favicon" {
+		if rt.probe || rt.name == "metrics" || rt.name == "static" || rt.name == "favicon" {
 			level = slog.LevelDebug // probes and scrapes would drown the log
 		}
 		s.Logger.LogAttrs(r.Context(), level, "request",

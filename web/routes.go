@@ -38,7 +38,9 @@ type route struct {
 	prefix bool // match path as a prefix (static files)
 	format format
 	// admin routes require the admin credential.
-	admin  bool
+	admin bool
+	// probe routes (health.go) skip the inbound limiter and log at debug.
+	probe  bool
 	handle func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -60,7 +62,9 @@ func (s *Server) routes() []route {
 		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
 		{name: "apiBucket", method: http.MethodGet, path: "/api/buckets" + bucket, format: formatJSON, admin: true, handle: s.getAPIBucket},
 		{name: "metrics", method: http.MethodGet, path: "/metrics", format: formatJSON, handle: s.serveMetrics},
-		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, handle: s.checkHealth},
+		{name: "livez", method: http.MethodGet, path: "/livez", format: formatJSON, probe: true, handle: s.checkLive},
+		{name: "readyz", method: http.MethodGet, path: "/readyz", format: formatJSON, probe: true, handle: s.checkReady},
+		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, probe: true, handle: s.checkReady},
 
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, and its Send to SIFEN button.
@@ -154,7 +158,9 @@ func (s *Server) chain(rt route) http.Handler {
 	if rt.name == "metrics" {
 		h = s.requireMetricsToken(h)
 	}
-	h = s.limitInbound(h, rt)
+	if !rt.probe {
+		h = s.limitInbound(h, rt)
+	}
 	h = s.secureHeaders(h, rt)
 	h = s.logRequests(h, rt)
 	h = s.assignRequestID(h)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -79,7 +80,7 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 	}
 	var sent, refused int
 	for _, ch := range children {
-		err := ch.cmd.Wait()
+		err := waitfor.Cmd(t, ch.cmd, 2*time.Minute, "dict-lookup child; stderr:\n%s", &ch.stderr)
 		items, sum := jsonLines[lookupRecord](t, ch.stdout.String())
 		require.Len(t, items, perChild)
 		for _, it := range items {

@@ -3,34 +3,58 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// runMigrate is "balde migrate up|down|version [--db DSN]".
+// runMigrate is "balde migrate up|down|version [--db DSN]" and
+// "balde migrate force VERSION [--db DSN]".
+//
+// force records VERSION as applied and clears the dirty flag without
+// running anything: the manual repair after a migration failed half-way,
+// once the schema has been made to match VERSION by hand. It prints a
+// warning on stderr, since forcing a version the schema does not match
+// makes every later migration run against the wrong schema.
 func runMigrate(ctx context.Context, m *Main, args []string) error {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
 	}
-	fs := m.newFlagSet("migrate", "migrate up|down|version [--db DSN]",
+	fs := m.newFlagSet("migrate", "migrate up|down|version|force VERSION [--db DSN]",
 		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde")
 	cfg.addStoreFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return UsageError("migrate: want exactly one of up, down, version")
-	}
 	op := fs.Arg(0)
-	if op != "up" && op != "down" && op != "version" {
-		return UsageError("migrate: unknown action %q (want up, down or version)", op)
+	force := -2 // the version to force; -1 is "no migration applied"
+	switch {
+	case op == "force" && fs.NArg() == 2:
+		v, err := strconv.Atoi(fs.Arg(1))
+		if err != nil || v < -1 {
+			return UsageError("migrate: force: %q is not a version (a migration number, or -1 for none)", fs.Arg(1))
+		}
+		force = v
+	case op == "force":
+		return UsageError("migrate: force needs exactly one VERSION")
+	case fs.NArg() != 1:
+		fs.Usage()
+		return UsageError("migrate: want exactly one of up, down, version, force VERSION")
+	case op != "up" && op != "down" && op != "version":
+		return UsageError("migrate: unknown action %q (want up, down, version or force VERSION)", op)
 	}
 	engine, _, err := sqlstore.ParseDSN(cfg.DB)
 	if err != nil {
 		return UsageError("%v", err)
+	}
+	latest, err := migrations.Latest(engine)
+	if err != nil {
+		return err
+	}
+	if force > int(latest) {
+		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
 	}
 	return sqlstore.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
 		switch op {
@@ -42,19 +66,25 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 			if err := mg.Down(); err != nil {
 				return err
 			}
+		case "force":
+			v, dirty, err := mg.Version()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
+				"the schema must already match it, or later migrations will fail or damage data\n", force, v, dirty)
+			if err := mg.Force(force); err != nil {
+				return err
+			}
 		}
 		v, dirty, err := mg.Version()
-		if err != nil {
-			return err
-		}
-		latest, err := migrations.Latest(engine)
 		if err != nil {
 			return err
 		}
 		state := "current"
 		switch {
 		case dirty:
-			state = "dirty: the last migration failed half-way; fix it and force the version"
+			state = "dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION"
 		case v < latest:
 			state = fmt.Sprintf("%d pending", latest-v)
 		}

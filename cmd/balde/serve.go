@@ -42,6 +42,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	cfg.addSifenFlags(fs)
 	cfg.addPolicyFlags(fs)
 	cfg.addBackgroundFlags(fs)
+	create := fs.Bool("create", false, "create the SQLite database if its file does not exist (without it, only the default path is created)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -64,6 +65,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	creating, err := checkCreate(cfg.DB, *create)
+	if err != nil {
+		return err
+	}
 	app, err := openApp(ctx, cfg, sifenClient, logger)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
@@ -72,6 +77,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	logDatabase(app.engine.store, creating, logger)
 	if sims := app.sims; sims.dict != nil {
 		category := app.dict.Catalog().Category() // learned from its GET /policies/
 		if category == "" {
@@ -139,6 +145,9 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 			eng.close(ctx)
 		}
 	}()
+	if err := checkWritable(ctx, eng.store); err != nil {
+		return nil, err
+	}
 
 	sims, dictURL, sifenURL, err := startSimulators(ctx, cfg, logger)
 	if err != nil {
@@ -284,6 +293,7 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 	if cfg.PruneEvery > 0 {
 		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
 	}
+	a.bg.Go(func() { watchDatabase(ctx, a.engine.store, identityCheckEvery, logger) })
 	if cfg.SifenPollEvery > 0 {
 		// Lot results (siConsLoteDE): each lot is asked when its
 		// SIFEN_CONSULTA_LOTE key admits it; documents move from sent to
@@ -365,8 +375,10 @@ func (a *app) maintain(ctx context.Context, every, retention time.Duration, logg
 	}
 }
 
-// storeHealth is the health check of /healthz: the database answers and
-// its schema is at the latest migration, not dirty.
+// storeHealth is the readiness check of /readyz and /healthz: a write round
+// trip succeeds (retried once on a fresh connection), the SQLite file is
+// still the one opened (sqlstore.Store.CheckWrite), and the schema is at
+// the latest migration, not dirty.
 func storeHealth(store *sqlstore.Store) func(context.Context) error {
 	return func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
 }

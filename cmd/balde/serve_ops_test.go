@@ -26,7 +26,7 @@ func TestServeBusyPortIsBadInput(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	code, _, errOut := run(t, map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "b.db")},
-		"serve", "--addr", l.Addr().String())
+		"serve", "--addr", l.Addr().String(), "--create")
 	require.Equal(t, ExitUsage, code, errOut)
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	require.Contains(t, lines[len(lines)-1], "already in use")

@@ -89,7 +89,9 @@ func runServeMain(t *testing.T, env map[string]string, args ...string) *servingM
 	ctx, cancel := context.WithCancel(context.Background())
 	sm := &servingMain{stdout: newLineWriter(), cancel: cancel, done: make(chan int, 1)}
 	m := NewMain(strings.NewReader(""), sm.stdout, io.Discard, func(k string) string { return env[k] })
-	go func() { sm.done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)) }()
+	// --create: each test's database is new (serve refuses to create one
+	// without it, see TestServeRefusesToCreateAMissingDatabase).
+	go func() { sm.done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--create"}, args...)) }()
 	urlCh := make(chan string, 1)
 	go func() {
 		for line := range sm.stdout.lines {
@@ -253,7 +255,7 @@ func TestServeUsageErrors(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			args := append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...)
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--create"}, tt.args...)
 			code, _, errOut := run(t, env, args...)
 			require.Equal(t, ExitUsage, code, errOut)
 			require.Contains(t, errOut, tt.want)

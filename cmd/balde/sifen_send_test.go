@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -291,7 +292,7 @@ func TestSifenSendKill9(t *testing.T) {
 		t.Fatalf("the child did not reach lot %d; output:\n%s", killAt, childOut.String())
 	}
 	require.NoError(t, child.Process.Kill())
-	err := child.Wait()
+	err := waitfor.Cmd(t, child, 10*time.Second, "sifen-send killed with SIGKILL")
 	require.ErrorContains(t, err, "signal: killed")
 	close(killed)
 	require.Equal(t, map[string]int{"sent": 4, "sending": 2, "draft": 6}, documentStatuses(t, db))

@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/internal/waitfor"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -20,7 +23,9 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--entries", "../../dict/testdata/entries.csv", "--category", "H", "--fake-clock"}, w, io.Discard)
 		w.Close()
 	}()
-	line, err := bufio.NewReader(out).ReadString('\n')
+	var line string
+	var err error
+	waitfor.Do(t, 10*time.Second, func() { line, err = bufio.NewReader(out).ReadString('\n') }, "dictsim printing its address")
 	require.NoError(t, err)
 	require.Contains(t, line, "(category H, fake clock true)")
 	url := strings.Fields(line)[3]
@@ -32,7 +37,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, waitfor.Recv(t, done, 10*time.Second, "dictsim stopping once canceled"))
 }
 
 func TestRunUsage(t *testing.T) {

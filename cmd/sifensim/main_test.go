@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/internal/waitfor"
 )
 
 // startRun runs the command in the background and returns its base URL and
@@ -23,14 +26,16 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 		done <- run(ctx, args, pw, io.Discard)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	var line string
+	var err error
+	waitfor.Do(t, 10*time.Second, func() { line, err = bufio.NewReader(pr).ReadString('\n') }, "sifensim printing its address")
 	require.NoError(t, err)
 	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
 	require.True(t, ok, line)
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	return url, func() error {
 		cancel()
-		return <-done
+		return waitfor.Recv(t, done, 10*time.Second, "sifensim stopping once canceled")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -405,7 +406,7 @@ func BenchmarkScanAttack(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			close(stop)
-			wg.Wait()
+			waitfor.Group(b, &wg, time.Minute, "the normal callers stopping")
 			slices.Sort(normal)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "refusals/s")
 			if len(normal) > 0 {
@@ -467,7 +468,7 @@ func BenchmarkPaced(b *testing.B) {
 				jobs <- at
 			}
 			close(jobs)
-			wg.Wait()
+			waitfor.Group(b, &wg, 5*time.Minute, "the workers draining the offered load")
 			elapsed := time.Since(start)
 			b.StopTimer()
 			reportLatency(b, slices.Concat(lats...), b.N, elapsed)
@@ -530,7 +531,7 @@ func BenchmarkPruneWhileDeciding(b *testing.B) {
 				return err
 			})
 			cancel()
-			res := <-pruned
+			res := waitfor.Recv(b, pruned, time.Minute, "Prune returning once canceled")
 			b.ReportMetric(float64(res.Buckets), "buckets-pruned")
 		})
 	}

@@ -109,10 +109,6 @@ func nullable(n sql.NullInt64) *int64 {
 	return &n.Int64
 }
 
-const unnestBuckets = `
-	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
-	                     $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[])`
-
 // writeSQL inserts the ledger rows with ids drawn from the identity's
 // sequence in their order, each linked to the previous row of its bucket
 // (the row before it in this statement, else the bucket's head before the

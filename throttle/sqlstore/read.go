@@ -11,8 +11,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Buckets implements throttle.Store.
-func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
+// buckets is Buckets without its retries; Buckets implements throttle.Store.
+func (s *Store) buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
 	q := s.read.Rebind(`
 		SELECT ` + bucketColumns + `
 		FROM balde_buckets
@@ -104,8 +104,8 @@ func prefixEnd(p string) (string, bool) {
 	return "", false
 }
 
-// List implements throttle.Store, in (policy id, env, identifier) order.
-func (s *Store) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+// list is List without its retries; List implements throttle.Store, in (policy id, env, identifier) order.
+func (s *Store) list(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
 	where, args, ok, err := s.where(ctx, f, true)
 	if err != nil || !ok {
 		return nil, err
@@ -143,8 +143,8 @@ func (s *Store) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket,
 	return out, formatError("list buckets", rows.Err())
 }
 
-// CountBySeverity implements throttle.Store.
-func (s *Store) CountBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+// countBySeverity is CountBySeverity without its retries; CountBySeverity implements throttle.Store.
+func (s *Store) countBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
 	where, args, ok, err := s.where(ctx, f, false)
 	out := make(map[throttle.Severity]int64)
 	if err != nil || !ok {
@@ -202,8 +202,8 @@ func (s *Store) ledgerWhere(ctx context.Context, q throttle.LedgerQuery, withCur
 	return "WHERE " + strings.Join(conds, " AND "), args, true, nil
 }
 
-// Ledger implements throttle.Store.
-func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+// ledger is Ledger without its retries; Ledger implements throttle.Store.
+func (s *Store) ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = throttle.DefaultPageSize
@@ -314,8 +314,8 @@ func (s *Store) bucketLedger(ctx context.Context, q throttle.LedgerQuery, limit 
 	return s.scanLedger(ctx, rows)
 }
 
-// CountLedger implements throttle.Store.
-func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+// countLedger is CountLedger without its retries; CountLedger implements throttle.Store.
+func (s *Store) countLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
 	if q.Key != nil {
 		q.BeforeID = 0
 		cte, reasons, args, reasonArgs, ok, err := s.walkChain(ctx, q, maxWalk)
@@ -341,13 +341,13 @@ func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64,
 	return n, formatError("count ledger", err)
 }
 
-// PruneLedger implements throttle.Store. It walks the ledger in id order,
+// pruneLedger is PruneLedger without its retries; PruneLedger implements throttle.Store. It walks the ledger in id order,
 // which is insertion order: it deletes the longest run of oldest ids whose
 // rows are all older than before, up to limit, with one range delete. It
 // stops at the first younger row, so its cost is bounded by limit whatever
 // the size of the ledger; a row written out of time order (clocks of two
 // processes disagreeing) waits until the rows before it age out too.
-func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
+func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, formatError("prune ledger", err)

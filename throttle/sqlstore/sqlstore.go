@@ -17,8 +17,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +54,11 @@ type Store struct {
 	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
 	rw     rowWriter
 	now    throttle.Clock
-	logger *slog.Logger
+	// maxConns is the PostgreSQL pool's size (flushIdle restores it); 0
+	// when the pool is not the store's own.
+	maxConns int
+	identity Identity // which database Open opened (identity.go)
+	logger   *slog.Logger
 	// shared is set by OpenDB: the pool is the application's, and Close
 	// leaves it open.
 	shared bool
@@ -96,8 +103,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if opts.Migrate {
-		if err := Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
-			return nil, err
+		// Up is idempotent: retried after a transient error (retry.go).
+		r := retrier{op: "migrate up"}
+		for {
+			err := Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() })
+			if err == nil {
+				break
+			}
+			if !r.again(ctx, err) {
+				return nil, err
+			}
 		}
 	}
 	s := &Store{
@@ -119,6 +134,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	switch engine {
 	case SQLite:
+		// The file must exist (Migrate creates it): a connection opened
+		// again after the file was deleted must fail, not create an empty
+		// database in its place (identity.go).
+		if !strings.Contains(driverDSN, "mode=") {
+			driverDSN += "&mode=rw"
+		}
+		if _, err := os.Stat(SQLitePath(driverDSN)); errors.Is(err, fs.ErrNotExist) {
+			return nil, formatError("open (is the database migrated?)", err)
+		}
 		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
 		if err != nil {
 			return nil, formatError("open", err)
@@ -141,6 +165,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		db.SetMaxOpenConns(maxConns)
 		db.SetMaxIdleConns(maxConns)
+		s.maxConns = maxConns
 		s.write = sqlx.NewDb(db, "pgx")
 		s.read = s.write
 	}
@@ -159,6 +184,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.rw = w
 	} else {
 		s.rw = postgresWriter{}
+	}
+	if err := s.loadIdentity(ctx, driverDSN); err != nil {
+		s.Close()
+		return nil, formatError("open: identity", err)
 	}
 	return s, nil
 }
@@ -212,9 +241,10 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers (after transient errors, again
+// with backoff).
 func (s *Store) Ping(ctx context.Context) error {
-	return formatError("ping", s.read.PingContext(ctx))
+	return formatError("ping", s.withRetry(ctx, "ping", func() error { return s.read.PingContext(ctx) }))
 }
 
 // Migrate opens a dedicated connection to dsn and runs fn with a Migrator
@@ -229,6 +259,12 @@ func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) erro
 		driver = "pgx"
 	} else {
 		driverDSN += "&_txlock=immediate"
+		// Other processes migrating the same file wait (migrations/lock.go).
+		unlock, err := migrations.LockSQLite(ctx, SQLitePath(driverDSN))
+		if err != nil {
+			return formatError("migrate", err)
+		}
+		defer unlock()
 	}
 	db, err := sql.Open(driver, driverDSN)
 	if err != nil {
@@ -277,9 +313,11 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 	for _, c := range credits {
 		names = append(names, c.Key.Policy)
 	}
-	if err := s.ensurePolicies(ctx, names); err != nil {
+	// Registering policy names is idempotent: retried like a read.
+	if err := s.withRetry(ctx, "ensure policies", func() error { return s.ensurePolicies(ctx, names) }); err != nil {
 		return err
 	}
+	transient := retrier{s: s, op: "update"}
 	for attempt := 1; ; attempt++ {
 		err := s.update(ctx, keys, credits, apply)
 		var ae applyError
@@ -288,8 +326,14 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 			return nil
 		case errors.As(err, &ae):
 			return ae.err
+		case errors.Is(err, ErrCommitInDoubt):
+			// Never re-run: it may have been applied (decision 0020).
 		case retryable(err) && attempt < maxAttempts && ctx.Err() == nil:
 			s.logger.Debug("retrying a transaction that lost a race", slog.Int("attempt", attempt), slog.Any("error", err))
+			continue
+		case transient.again(ctx, err):
+			// A broken connection, an administrator's shutdown, SQLITE_BUSY
+			// past the busy timeout: the transaction did not commit.
 			continue
 		}
 		return formatError("update", err)
@@ -370,7 +414,13 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err := s.rw.write(ctx, tx, ws); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		if definiteCommitFailure(err) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
+	}
+	return nil
 }
 
 // ledgerRows returns the ledger rows to insert, in order, and the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -61,7 +62,7 @@ func TestWALStaysBounded(t *testing.T) {
 		}
 	}
 	close(done)
-	readers.Wait()
+	waitfor.Group(t, &readers, time.Minute, "the readers stopping")
 	t.Logf("largest WAL seen over %d decisions: %d KiB", decisions, maxWAL/1024)
 	// 8,000 decisions rewrite thousands of pages: unbounded (checkpoints
 	// stopped), the WAL reached ~57 MB. Checkpoints keep it near the

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
@@ -55,7 +55,7 @@ func TestGroupCommitBatchesExactly(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitfor.Group(t, &wg, 60*time.Second, "%d workers taking %d each", workers, perWorker)
 	require.Equal(t, []int{100, 100, 100, 100}, admitted)
 	batches, ops := g.Stats()
 	require.Equal(t, int64(workers*perWorker), ops)
@@ -76,6 +76,8 @@ func TestGroupCommitBatchesWhatQueued(t *testing.T) {
 	}}
 	g := throttle.NewGroupCommit(held, throttle.GroupCommitOptions{MaxBatch: 64})
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // a failed test still ends the held transaction before Close
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour}
 	lim, err := throttle.NewLimiter(g, throttle.Policies{"P": p}, throttle.Config{Clock: clock.Now, RefusalCacheSize: -1})
 	require.NoError(t, err)
@@ -86,19 +88,18 @@ func TestGroupCommitBatchesWhatQueued(t *testing.T) {
 	}
 	first := make(chan throttle.Decision, 1)
 	go func() { first <- take() }()
-	<-entered
+	waitfor.Recv(t, entered, 10*time.Second, "the first take entering its transaction")
 	results := make(chan throttle.Decision, 16)
 	for range 16 {
 		go func() { results <- take() }()
 	}
-	for g.Queued() < 16 {
-		runtime.Gosched() // all 16 are queued behind the held transaction
-	}
-	close(gate)
-	require.True(t, (<-first).Allowed)
+	// All 16 are queued behind the held transaction.
+	waitfor.Until(t, 10*time.Second, func() bool { return g.Queued() >= 16 }, "16 takes queued (have %d)", g.Queued())
+	release()
+	require.True(t, waitfor.Recv(t, first, 10*time.Second, "the held take's decision").Allowed)
 	admitted := 0
-	for range 16 {
-		if (<-results).Allowed {
+	for i := range 16 {
+		if waitfor.Recv(t, results, 10*time.Second, "decision %d of the queued takes", i).Allowed {
 			admitted++
 		}
 	}
@@ -123,12 +124,14 @@ func TestGroupCommitIsolatesAFailingOperation(t *testing.T) {
 	}}
 	g := throttle.NewGroupCommit(held, throttle.GroupCommitOptions{})
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // a failed test still ends the held transaction before Close
 
 	boom := errors.New("boom")
 	key := throttle.Key{Policy: "P", Env: "test", Identifier: "a"}
 	results := make(chan error, 3)
 	go func() { results <- g.Update(ctx, []throttle.Key{key}, nil, func(*throttle.Tx) error { return nil }) }()
-	<-entered
+	waitfor.Recv(t, entered, 10*time.Second, "the first update entering its transaction")
 	applied := make(chan struct{}, 1)
 	go func() { results <- g.Update(ctx, []throttle.Key{key}, nil, func(*throttle.Tx) error { return boom }) }()
 	go func() {
@@ -140,13 +143,12 @@ func TestGroupCommitIsolatesAFailingOperation(t *testing.T) {
 			return nil
 		})
 	}()
-	for g.Queued() < 2 {
-		runtime.Gosched() // both are queued behind the held transaction
-	}
-	close(gate)
+	// Both are queued behind the held transaction.
+	waitfor.Until(t, 10*time.Second, func() bool { return g.Queued() >= 2 }, "2 updates queued")
+	release()
 	var errs []error
-	for range 3 {
-		errs = append(errs, <-results)
+	for i := range 3 {
+		errs = append(errs, waitfor.Recv(t, results, 10*time.Second, "result %d of 3 updates", i))
 	}
 	require.ElementsMatch(t, []error{nil, nil, boom}, errs)
 	require.Len(t, applied, 1)

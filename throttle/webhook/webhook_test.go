@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,12 +51,17 @@ func TestNotifierPostsSeverityChanges(t *testing.T) {
 }
 
 func TestNotifierCountsFailuresAndDrops(t *testing.T) {
-	release := make(chan struct{})
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-release
+		select {
+		case <-gate:
+		case <-time.After(30 * time.Second):
+		}
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	defer srv.Close()
+	defer release() // before Close, even when the test fails half-way
 	n := webhook.New(srv.URL, webhook.Options{Queue: 1})
 	c := throttle.SeverityChange{Key: throttle.Key{Policy: "P", Env: "e", Identifier: "i"}, From: throttle.SeverityHealthy, To: throttle.SeverityHigh}
 	// The first is taken by the poster (stuck on the endpoint) or waits in
@@ -64,7 +70,7 @@ func TestNotifierCountsFailuresAndDrops(t *testing.T) {
 		n.Notify(context.Background(), c)
 	}
 	require.Positive(t, n.Dropped())
-	close(release)
+	release()
 	require.NoError(t, n.Close())
 	require.Equal(t, 3-n.Dropped(), n.Failed())
 }

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+)
+
+// crashKills is how many times TestCrashSifenSend kills sifen-send per
+// engine: 3 in make test, 50 under make reliability (BALDE_CRASH_KILLS
+// overrides).
+func crashKills(t *testing.T) int {
+	if v := os.Getenv("BALDE_CRASH_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		return n
+	}
+	if reliabilityLong() {
+		return 50
+	}
+	return 3
+}
+
+// TestCrashSifenSend kills sifen-send with SIGKILL at random instants
+// while it sends lots of several RUCs to a simulator that answers after a
+// random delay, on SQLite and PostgreSQL, then recovers (the runs after
+// the claims are old enough settle what was left in "sending"). Every
+// document reaches SIFEN exactly once (0 sent twice, 0 lost), none is left
+// unsettled, and the ledger explains every bucket (throttle.Replay).
+func TestCrashSifenSend(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		kills := crashKills(t)
+		var arrivals atomic.Int64
+		sim := startSifenSim(t, sifensim.Config{
+			Interval: 10 * time.Millisecond,
+			BeforeRecepcion: func(ctx context.Context, _ sifensim.Recepcion) error {
+				arrivals.Add(1)
+				select { // a random answer time widens the window a kill can hit
+				case <-time.After(time.Duration(rand.IntN(60)) * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return nil
+			},
+		})
+		db := sqlstoretest.DSN(t, engine)
+		dir := t.TempDir()
+		var cdcs []string
+		// One lot per RUC, two RUCs per kill: the kills never run out of
+		// lots to interrupt.
+		rucs, perRUC := max(6, 2*kills), 5
+		for i := range rucs {
+			lot, c := sifenLot(fmt.Sprintf("8%07d", 2000+i), 1, perRUC)
+			writeFile(t, dir, fmt.Sprintf("r%d.xml", i), lot)
+			cdcs = append(cdcs, c...)
+		}
+		args := []string{"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json", dir}
+
+		killed, finished := 0, 0
+		for i := range kills {
+			child := childCommand(t, time.Time{}, args...)
+			child.Env = append(child.Env, "SIFEN_THROTTLE_SECONDS=0.02")
+			var out, errOut strings.Builder
+			child.Stdout, child.Stderr = &out, &errOut
+			seen := arrivals.Load()
+			require.NoError(t, child.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- child.Wait() }()
+			// Kill once this run is sending (a lot reached SIFEN) at a
+			// random instant up to 150 ms after: before, during or after a
+			// lot's request and its answer.
+			deadline := time.Now().Add(10 * time.Second)
+			for arrivals.Load() == seen && time.Now().Before(deadline) && len(exited) == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+			_ = child.Process.Kill()
+			err := waitfor.Recv(t, exited, 30*time.Second, "sifen-send run %d exiting", i)
+			if err != nil && strings.Contains(err.Error(), "killed") {
+				killed++
+			} else {
+				finished++
+			}
+		}
+
+		// What the killed runs got to SIFEN before recovery: the kills hit
+		// between lots and in the middle of them.
+		queuedBefore := len(sim.queuedCounts())
+		sendingBefore := documentStatuses(t, db)["sending"]
+
+		// Recovery: later, once every claim is old enough to resolve.
+		later := newFakeTime(time.Now().Add(time.Minute + sifen.DefaultResolveAfter))
+		env := map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"}
+		var sum summary
+		var lastOut string
+		for run := 0; run < 3; run++ {
+			code, stdout, stderr := runIn(context.Background(), later, "", env, args...)
+			lastOut = stdout
+			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
+			_, sum = jsonLines[sifenRecord](t, stdout)
+			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
+				break
+			}
+			// A document SIFEN says it never received is sent again only
+			// once it has been not found for DefaultNotFoundAfter.
+			later.Advance(sifen.DefaultNotFoundAfter + sifen.DefaultResolveAfter)
+		}
+		require.Equal(t, len(cdcs), sum.Skipped, "everything done in the end: %+v\n%s", sum, lastOut)
+
+		queued := sim.queuedCounts()
+		twice, lost := 0, 0
+		for _, c := range cdcs {
+			switch n := queued[c]; {
+			case n == 0:
+				lost++
+			case n > 1:
+				twice++
+			}
+		}
+		statuses := documentStatuses(t, db)
+		buckets := replayAllBuckets(t, db, 20*time.Millisecond)
+		t.Logf("%s: %d kills (%d runs finished first); before recovery %d of %d documents had reached SIFEN and %d were left in sending; "+
+			"after: %d sent twice, %d lost; statuses %v; %d buckets explained by their ledger",
+			engine, killed, finished, queuedBefore, len(cdcs), sendingBefore, twice, lost, statuses, buckets)
+		require.Zero(t, twice, "documents sent twice")
+		require.Zero(t, lost, "documents lost")
+		require.Zero(t, statuses["sending"]+statuses["draft"], "documents left unsettled: %v", statuses)
+		require.Positive(t, buckets)
+	})
+}
+
+// replayAllBuckets replays the whole ledger of every bucket in db against
+// its policy (throttle.Replay; SIFEN's with the cooldown sifenThrottle the
+// runs had) and returns how many it checked.
+func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	cfg.SifenThrottle = sifenThrottle
+	eng, err := openEngine(context.Background(), cfg, engineOptions{Logger: discardLogger})
+	require.NoError(t, err)
+	defer eng.close(context.Background())
+	ctx := context.Background()
+	n := 0
+	f := throttle.Filter{Limit: throttle.MaxPageSize}
+	for {
+		page, err := eng.limiter.List(ctx, f)
+		require.NoError(t, err)
+		for _, st := range page.States {
+			key := st.Key
+			var entries []throttle.LedgerEntry
+			q := throttle.LedgerQuery{Key: &key, Limit: throttle.MaxPageSize}
+			for {
+				es, err := eng.limiter.Ledger(ctx, q)
+				require.NoError(t, err)
+				entries = append(entries, es...)
+				if len(es) < q.Limit {
+					break
+				}
+				q.BeforeID = es[len(es)-1].ID
+			}
+			for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 {
+				entries[i], entries[j] = entries[j], entries[i]
+			}
+			_, err := throttle.Replay(st.Policy, entries)
+			require.NoError(t, err, "bucket %s", key)
+			n++
+		}
+		if page.Next == "" {
+			return n
+		}
+		after, err := throttle.DecodeCursor(page.Next)
+		require.NoError(t, err)
+		f.After = after
+	}
+}
+
+// TestCrashServe kills serve (a child process) with SIGKILL at random
+// instants while a person uploads invoices and presses Send, restarts it,
+// and goes on; then sifen-send, on a clock past the time after which
+// claims are resolved, settles what was left in "sending" by asking SIFEN
+// and sends the rest. Every invoice reaches SIFEN exactly once and the
+// ledger explains every bucket.
+func TestCrashServe(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		kills := crashKills(t)
+		var arrivals atomic.Int64
+		sim := startSifenSim(t, sifensim.Config{
+			Interval: 10 * time.Millisecond,
+			BeforeRecepcion: func(ctx context.Context, _ sifensim.Recepcion) error {
+				arrivals.Add(1)
+				select {
+				case <-time.After(time.Duration(rand.IntN(60)) * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return nil
+			},
+		})
+		db := sqlstoretest.DSN(t, engine)
+		const perRound = 4 // one invoice per RUC: the last start's standing clock admits each once
+		var ids, cdcs []string
+		var docs []sifentest.Doc
+		for round := range kills {
+			sc := startServeChild(t, db, sim.URL, time.Time{})
+			web := newAdminClient(t, sc.url, "admin", "pw")
+			for i := range perRound {
+				d := sifentest.Docs(fmt.Sprintf("8%07d", 3000+round*perRound+i), 1, 1)[0]
+				docs = append(docs, d)
+				resp, body := web.upload(d.File(), "test")
+				require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+				ids = append(ids, strings.TrimPrefix(resp.Header.Get("Location"), "/documents/"))
+				cdcs = append(cdcs, d.CDC())
+			}
+			seen := arrivals.Load()
+			go func() { // presses Send on every invoice of the round until serve dies
+				for _, id := range ids[len(ids)-perRound:] {
+					req, _ := http.NewRequest(http.MethodPost, sc.url+"/documents/"+id+"/send", strings.NewReader(""))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					req.SetBasicAuth("admin", "pw")
+					if resp, err := web.http.Do(req); err == nil {
+						resp.Body.Close()
+					}
+				}
+			}()
+			waitfor.Until(t, 10*time.Second, func() bool { return arrivals.Load() > seen }, "round %d: a lot reaching SIFEN", round)
+			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+			sc.kill(t)
+		}
+		queuedBefore, sendingBefore := len(sim.queuedCounts()), documentStatuses(t, db)["sending"]
+
+		// Recovery, on a clock past the resolve time (serve runs on the
+		// system clock, so sifen-send does it, over the same invoices as
+		// files): what was left in "sending" is settled by asking SIFEN,
+		// what SIFEN never received goes back to draft once not found for
+		// DefaultNotFoundAfter, and drafts are sent.
+		dir := t.TempDir()
+		for i, d := range docs {
+			writeFile(t, dir, fmt.Sprintf("%03d.xml", i), d.File())
+		}
+		later := newFakeTime(time.Now().Add(time.Hour + sifen.DefaultResolveAfter))
+		var sum summary
+		var lastOut string
+		for run := 0; run < 3; run++ {
+			code, stdout, stderr := runIn(context.Background(), later, "", map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"},
+				"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json", dir)
+			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
+			lastOut = stdout
+			_, sum = jsonLines[sifenRecord](t, stdout)
+			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
+				break
+			}
+			later.Advance(sifen.DefaultNotFoundAfter + sifen.DefaultResolveAfter)
+		}
+		require.Equal(t, len(cdcs), sum.Skipped, "everything done in the end: %+v\n%s", sum, lastOut)
+
+		queued := sim.queuedCounts()
+		twice, lost := 0, 0
+		for _, c := range cdcs {
+			switch n := queued[c]; {
+			case n == 0:
+				lost++
+			case n > 1:
+				twice++
+			}
+		}
+		statuses := documentStatuses(t, db)
+		buckets := replayAllBuckets(t, db, 20*time.Millisecond)
+		t.Logf("%s: serve killed %d times; before recovery %d of %d invoices had reached SIFEN and %d were left in sending; "+
+			"after: %d sent twice, %d lost; statuses %v; %d buckets explained by their ledger",
+			engine, kills, queuedBefore, len(cdcs), sendingBefore, twice, lost, statuses, buckets)
+		require.Zero(t, twice, "invoices sent twice")
+		require.Zero(t, lost, "invoices lost")
+		require.Zero(t, statuses["sending"]+statuses["draft"], "invoices left unsettled: %v", statuses)
+	})
+}
+
+// serveChild is "balde serve" in a child process.
+type serveChild struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan error
+	stderr syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startServeChild starts serve on db in a child process and waits until it
+// listens. (at is passed to childCommand; serve itself runs on the system
+// clock.)
+func startServeChild(t *testing.T, db, sifenURL string, at time.Time) *serveChild {
+	t.Helper()
+	cmd := childCommand(t, at, "serve", "--addr", "127.0.0.1:0", "--db", db, "--sifen-url", sifenURL)
+	cmd.Env = append(cmd.Env, "BALDE_ADMIN_PASSWORD=pw", "BALDE_INBOUND_IP_LIMIT=0", "SIFEN_THROTTLE_SECONDS=0.02")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	sc := &serveChild{cmd: cmd, exited: make(chan error, 1)}
+	cmd.Stderr = &sc.stderr
+	require.NoError(t, cmd.Start())
+	urls := make(chan string, 1)
+	go func() {
+		sc2 := bufio.NewScanner(stdout)
+		for sc2.Scan() {
+			if m := listeningLine.FindStringSubmatch(sc2.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		sc.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc.url = waitfor.Recv(t, urls, 20*time.Second, "serve child listening; stderr:\n%s", &sc.stderr)
+	return sc
+}
+
+// kill sends SIGKILL and waits for the child to be gone.
+func (sc *serveChild) kill(t *testing.T) {
+	t.Helper()
+	_ = sc.cmd.Process.Kill()
+	waitfor.Recv(t, sc.exited, 20*time.Second, "serve child exiting after SIGKILL")
+}

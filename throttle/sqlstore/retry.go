@@ -1,0 +1,201 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+)
+
+// ErrCommitInDoubt means a transaction's COMMIT was sent but its answer was
+// lost (the connection broke while committing): it may or may not have
+// been applied. The store never re-runs such a transaction, since running it
+// again could apply a decision twice (docs/decisions/0020). It always comes
+// wrapped with throttle.ErrStoreUnavailable, so a caller that does not
+// know it treats the decision as failed: it does not send, and at worst
+// the tokens of one decision were debited for a call never made.
+var ErrCommitInDoubt = errors.New("sqlstore: commit outcome unknown")
+
+// Transient-error retries: the first retry after transientBackoff, each
+// next one after twice the previous (with ±50 % jitter, capped at
+// transientMaxBackoff), until transientMaxAttempts attempts in all or
+// transientBudget of waiting, whichever comes first (about 2.5 s), and
+// never past the caller's context.
+const (
+	transientMaxAttempts = 8
+	transientBackoff     = 20 * time.Millisecond
+	transientMaxBackoff  = 800 * time.Millisecond
+	transientBudget      = 3 * time.Second
+)
+
+// transient reports whether err is a failure of the database or of the
+// connection to it that is likely to pass by itself and after which the
+// statement or transaction did NOT take effect: a connection reset or
+// refused, a session terminated by an administrator or a restarting
+// server (57P01/57P02/57P03), a connection exception (class 08), a
+// serialization failure or deadlock (40001/40P01), or SQLite's
+// SQLITE_BUSY/SQLITE_LOCKED past its busy timeout. Errors of a COMMIT are
+// classified by the caller (see ErrCommitInDoubt).
+func transient(err error) bool {
+	if err == nil || errors.Is(err, ErrCommitInDoubt) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03",
+			pe.Code == "40001", pe.Code == "40P01", pe.Code == "53300",
+			strings.HasPrefix(pe.Code, "08"):
+			return true
+		}
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	switch {
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE),
+		errors.As(err, &ce), errors.As(err, &ne), pgconn.SafeToRetry(err):
+		return true
+	}
+	// pgx reports a connection it closed after a fatal error as "conn
+	// closed"; golang-migrate flattens driver errors into its own text.
+	msg := err.Error()
+	for _, s := range []string{"conn closed", "driver: bad connection", "(SQLSTATE 57P01)", "(SQLSTATE 57P02)", "(SQLSTATE 57P03)", "(SQLSTATE 08"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// brokenConn reports whether err says the connection itself is gone, after
+// which the idle connections of the pool are likely gone too (a server
+// restart or pg_terminate_backend kills them all at once).
+func brokenConn(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	var se *sqlite.Error
+	return transient(err) && !errors.As(err, &se)
+}
+
+// definiteCommitFailure reports whether a failed COMMIT certainly did not
+// apply: the server answered with a rollback (class 40) or SQLite said so
+// (SQLite reports a commit's outcome synchronously, in process).
+func definiteCommitFailure(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "40")
+	}
+	var se *sqlite.Error
+	return errors.As(err, &se)
+}
+
+// backoff is the wait before retry number n (1 for the first).
+func backoff(n int) time.Duration {
+	d := transientBackoff << (n - 1)
+	if d > transientMaxBackoff || d <= 0 {
+		d = transientMaxBackoff
+	}
+	return d/2 + rand.N(d) // ±50 %
+}
+
+// retrier counts the transient failures of one operation and waits between
+// its attempts.
+type retrier struct {
+	s       *Store // nil before the store is open
+	op      string
+	attempt int
+	waited  time.Duration
+}
+
+// again reports whether the operation should run again after err, having
+// waited the backoff (false when err is not transient, the attempts or
+// the budget are spent, or ctx ends while waiting). After a broken
+// connection it empties the pool's idle connections first, so the next
+// attempt runs on a fresh one.
+func (r *retrier) again(ctx context.Context, err error) bool {
+	r.attempt++
+	if !transient(err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
+		return false
+	}
+	d := backoff(r.attempt)
+	if r.waited+d > transientBudget {
+		return false
+	}
+	logger := slog.Default()
+	if r.s != nil {
+		logger = r.s.logger
+		if brokenConn(err) {
+			r.s.flushIdle()
+		}
+	}
+	logger.Warn("retrying after a transient store error", slog.String("op", r.op),
+		slog.Int("attempt", r.attempt), slog.Duration("backoff", d), slog.Any("error", err))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	r.waited += d
+	return true
+}
+
+// flushIdle closes the idle connections of the PostgreSQL pool: after a
+// server restart or pg_terminate_backend they are all dead, and without
+// this each of them would fail one more request before being dropped.
+// (SQLite's connections are in process: nothing to flush.)
+func (s *Store) flushIdle() {
+	if s.engine != Postgres || s.shared || s.maxConns == 0 {
+		return // an application's pool (OpenDB) keeps its own settings
+	}
+	s.write.SetMaxIdleConns(0)
+	s.write.SetMaxIdleConns(s.maxConns)
+}
+
+// withRetry runs fn, a read or a statement that takes effect only if it
+// returns nil, again after transient errors (see retrier.again). It
+// returns fn's last error as is.
+func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error {
+	r := retrier{s: s, op: op}
+	for {
+		err := fn()
+		if err == nil || !r.again(ctx, err) {
+			return err
+		}
+	}
+}
+
+// Retry runs fn again after transient store errors, the way the store's own
+// reads and decisions are (with backoff, about 2.5 s at most, never past
+// ctx), for packages that query the store's DB() or ReadDB() themselves
+// (sifen's documents, dict's records). fn must be safe to run twice: a
+// read, or a whole transaction that began and committed inside fn and
+// whose COMMIT error fn does not return as a transient one (a commit in
+// doubt must not be re-run; see ErrCommitInDoubt and decision 0020).
+// It returns fn's last error unchanged.
+func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
+	return s.withRetry(ctx, op, fn)
+}

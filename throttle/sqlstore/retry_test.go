@@ -1,0 +1,108 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+)
+
+// terminateBackends ends, with pg_terminate_backend, every PostgreSQL
+// session whose application_name is app (the test's own: other tests and
+// other programs on the server are left alone) and returns how many.
+func terminateBackends(t *testing.T, app string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", os.Getenv(sqlstoretest.PostgresEnv))
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&n))
+	return n
+}
+
+// withAppName returns dsn with application_name set to app.
+func withAppName(t *testing.T, dsn, app string) string {
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestTakeSurvivesTerminatedConnections is issue 13's dict-lookup that
+// stopped after 22 of 400 keys with SQLSTATE 57P01: every pooled
+// connection of the store is terminated by an administrator between two
+// decisions; the next decisions and reads still succeed (the store
+// retries on a fresh connection), and each is applied exactly once.
+func TestTakeSurvivesTerminatedConnections(t *testing.T) {
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	app := "balde_retry_" + strings.ReplaceAll(t.Name(), "/", "_")
+	store := sqlstoretest.MustOpenDSN(t, withAppName(t, dsn, app), nil)
+	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
+	lim, err := throttle.NewLimiter(store, throttle.Policies{"P": p}, throttle.Config{RefusalCacheSize: -1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	key := throttle.Key{Policy: "P", Env: "test", Identifier: "k"}
+
+	// Warm the pool with several connections, then kill them all.
+	for range 5 {
+		_, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+		require.NoError(t, err)
+	}
+	for round := range 3 {
+		require.Positive(t, terminateBackends(t, app), "round %d: no session to terminate", round)
+		d, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+		require.NoError(t, err, "round %d", round)
+		require.True(t, d.Allowed)
+		require.NoError(t, store.Ping(ctx), "round %d", round)
+		_, err = lim.State(ctx, key)
+		require.NoError(t, err, "round %d", round)
+	}
+	s, err := lim.State(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, int64(100-5-3), s.Tokens, "each retried take applied exactly once")
+}
+
+// TestTakeWaitsOutABusySQLite: another process holds SQLite's write lock
+// longer than the busy timeout; the take is retried with backoff and
+// succeeds once the lock is released, instead of failing with SQLITE_BUSY.
+func TestTakeWaitsOutABusySQLite(t *testing.T) {
+	dsn := sqlstoretest.DSN(t, sqlstore.SQLite)
+	store := sqlstoretest.MustOpenDSN(t, dsn+"?_pragma=busy_timeout(50)", nil)
+	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour}
+	lim, err := throttle.NewLimiter(store, throttle.Policies{"P": p}, throttle.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	key := throttle.Key{Policy: "P", Env: "test", Identifier: "k"}
+	_, err = lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+	require.NoError(t, err)
+
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"))
+	require.NoError(t, err)
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	go func() {
+		time.Sleep(400 * time.Millisecond) // holding the lock 8 busy timeouts
+		_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+	}()
+	start := time.Now()
+	d, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "the take waited for the lock")
+}

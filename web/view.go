@@ -36,11 +36,6 @@ type bucketView struct {
 	DetailURL string // "" for orphans (their policy is unknown)
 }
 
-// newBucketView renders a state for a page in English.
-func (s *Server) newBucketView(st throttle.BucketState) bucketView {
-	return s.newBucketViewIn(st, s.printer(""))
-}
-
 // newBucketViewIn renders a state for a page in tr's language.
 func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) bucketView {
 	now := st.At

@@ -248,6 +248,7 @@ var messages = [][3]string{
 	{"unknown command %q (run \"balde help\")", "comando desconhecido %q (rode \"balde help\")", "comando desconocido %q (ejecute \"balde help\")"},
 	{"%s: %v (see balde %s --help)", "%s: %v (veja balde %s --help)", "%s: %v (vea balde %s --help)"},
 	{"no database at %s (give --db or BALDE_DB; balde migrate up creates one)", "nenhum banco de dados em %s (informe --db ou BALDE_DB; balde migrate up cria um)", "ninguna base de datos en %s (indique --db o BALDE_DB; balde migrate up crea una)"},
+	{"serve: no database at %s; pass --create to create a new, empty one (was it deleted or moved?)", "serve: nenhum banco de dados em %s; passe --create para criar um novo, vazio (ele foi apagado ou movido?)", "serve: ninguna base de datos en %s; pase --create para crear una nueva, vacía (¿fue borrada o movida?)"},
 	{"%s: --wait and --no-wait contradict each other", "%s: --wait e --no-wait se contradizem", "%s: --wait y --no-wait se contradicen"},
 	{"sifen-send: no FILE or DIR to send (see balde sifen-send --help)", "sifen-send: nenhum FILE ou DIR para enviar (veja balde sifen-send --help)", "sifen-send: ningún FILE o DIR para enviar (vea balde sifen-send --help)"},
 	{`sifen-send: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`, `sifen-send: nenhuma URL do SIFEN configurada (use --sifen-url ou BALDE_SIFEN_URL; "official" para os endpoints do SIFEN)`, `sifen-send: ninguna URL de SIFEN configurada (use --sifen-url o BALDE_SIFEN_URL; "official" para los endpoints de SIFEN)`},

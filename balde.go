@@ -158,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, catalog: catalog, records: dictsql.NewRecords(store.DB(), store.ReadDB()),
+	e := &Engine{store: store, catalog: catalog, records: retriedRecords(store),
 		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger}
 	if cfg.GroupCommit {
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: GroupCommitWriters(store.Engine())})
@@ -369,4 +369,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	errs = append(errs, e.store.Close())
 	return errors.Join(errs...)
+}
+
+// retriedRecords keeps the DICT's lookups and category in store's
+// database, each statement retried like the store's own after a transient
+// failure (issue: one dropped connection ended a dict-lookup batch).
+func retriedRecords(store *sqlstore.Store) *dictsql.Records {
+	r := dictsql.NewRecords(store.DB(), store.ReadDB())
+	r.Retry = store.Retry
+	return r
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)
@@ -303,6 +304,12 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 		} else {
 			rec.Message = err.Error()
 		}
+		return rec, nil
+	case errors.Is(err, sqlstore.ErrCommitInDoubt):
+		// The store lost the answer to a commit (its connection dropped
+		// then): this key failed, the run goes on. If the commit landed, a
+		// hold stays on the mirror, which is only stricter for it.
+		rec.Result, rec.Reason, rec.Message = resultFailed, "store commit in doubt", err.Error()
 		return rec, nil
 	case errors.Is(err, throttle.ErrStoreUnavailable):
 		return rec, err

@@ -14,21 +14,21 @@ import (
 func (r *Records) Monitors(ctx context.Context, since time.Time) (dict.AntiScan, error) {
 	a := dict.AntiScan{Since: since}
 	from := since.UnixNano()
-	err := r.read.GetContext(ctx, &a.Lookups, r.read.Rebind(`
+	err := r.get(ctx, &a.Lookups, r.read.Rebind(`
 		SELECT COUNT(*)
 		FROM balde_dict_lookups
 		WHERE looked_up_at >= ? AND status IN (200, 404)`), from)
 	if err != nil {
 		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
 	}
-	err = r.read.GetContext(ctx, &a.Payments, r.read.Rebind(`
+	err = r.get(ctx, &a.Payments, r.read.Rebind(`
 		SELECT COUNT(*)
 		FROM balde_dict_lookups
 		WHERE paid_at >= ?`), from)
 	if err != nil {
 		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
 	}
-	if err := r.read.SelectContext(ctx, &a.Participants, r.read.Rebind(`
+	if err := r.selectAll(ctx, &a.Participants, r.read.Rebind(`
 		SELECT
 			participant AS id,
 			COUNT(*) AS lookups,
@@ -39,7 +39,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (dict.AntiScan,
 		ORDER BY participant`), from); err != nil {
 		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
 	}
-	if err := r.read.SelectContext(ctx, &a.Payers, r.read.Rebind(`
+	if err := r.selectAll(ctx, &a.Payers, r.read.Rebind(`
 		SELECT
 			payer_id AS id,
 			COUNT(*) AS lookups,

@@ -25,6 +25,12 @@ import (
 type Records struct {
 	db   *sqlx.DB
 	read *sqlx.DB
+	// Retry, when set, runs each statement and runs it again after a
+	// transient failure of the database (sqlstore.Store.Retry: a dropped
+	// connection, an administrator's shutdown of the session, SQLITE_BUSY).
+	// Every statement here is idempotent (an upsert, a guarded UPDATE, a
+	// DELETE of old rows, reads), so a repeat is safe. Nil runs it once.
+	Retry func(ctx context.Context, op string, fn func() error) error
 }
 
 var _ dict.Records = (*Records)(nil)
@@ -53,7 +59,7 @@ type lookupRow struct {
 // RecordLookup stores l, replacing an earlier lookup with the same
 // EndToEndId (keeping its payment, if any).
 func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
-	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
+	_, err := r.exec(ctx, r.db.Rebind(`
 		INSERT INTO balde_dict_lookups (
 			end_to_end_id,
 			env,
@@ -83,7 +89,7 @@ func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 // dict.ErrUnknownEndToEndID.
 func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, error) {
 	var row lookupRow
-	err := r.read.GetContext(ctx, &row, r.read.Rebind(`
+	err := r.get(ctx, &row, r.read.Rebind(`
 		SELECT
 			end_to_end_id,
 			env,
@@ -115,7 +121,7 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, erro
 
 // MarkPaid records that the lookup e2e was paid at, unless it already was.
 func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error {
-	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
+	_, err := r.exec(ctx, r.db.Rebind(`
 		UPDATE balde_dict_lookups
 		SET paid_at = ?
 		WHERE end_to_end_id = ? AND paid_at IS NULL`), at.UnixNano(), e2e)
@@ -128,7 +134,7 @@ func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error 
 // Category returns the category recorded for participant in env; ok is
 // false when none was.
 func (r *Records) Category(ctx context.Context, env, participant string) (category string, ok bool, err error) {
-	err = r.read.GetContext(ctx, &category, r.read.Rebind(`
+	err = r.get(ctx, &category, r.read.Rebind(`
 		SELECT category
 		FROM balde_dict_participants
 		WHERE env = ? AND participant = ?`), env, participant)
@@ -148,7 +154,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 		Category  string `db:"category"`
 		UpdatedAt int64  `db:"updated_at"`
 	}
-	err = r.read.GetContext(ctx, &row, r.read.Rebind(`
+	err = r.get(ctx, &row, r.read.Rebind(`
 		SELECT
 			category,
 			updated_at
@@ -165,7 +171,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 
 // SaveCategory records participant's category in env.
 func (r *Records) SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error {
-	_, err := r.db.ExecContext(ctx, r.db.Rebind(`
+	_, err := r.exec(ctx, r.db.Rebind(`
 		INSERT INTO balde_dict_participants (
 			env,
 			participant,
@@ -186,7 +192,7 @@ func (r *Records) SaveCategory(ctx context.Context, env, participant, category s
 // first, and returns how many it deleted; callers loop until fewer than
 // limit come back.
 func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res, err := r.db.ExecContext(ctx, r.db.Rebind(`
+	res, err := r.exec(ctx, r.db.Rebind(`
 		DELETE FROM balde_dict_lookups
 		WHERE end_to_end_id IN (
 			SELECT end_to_end_id
@@ -203,6 +209,31 @@ func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int)
 		return 0, fmt.Errorf("dict: prune lookups: %w", storeError(err))
 	}
 	return n, nil
+}
+
+// run runs fn through r.Retry, or once without it.
+func (r *Records) run(ctx context.Context, op string, fn func() error) error {
+	if r.Retry == nil {
+		return fn()
+	}
+	return r.Retry(ctx, op, fn)
+}
+
+func (r *Records) exec(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	err = r.run(ctx, "dict records", func() error {
+		res, err = r.db.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
+}
+
+func (r *Records) get(ctx context.Context, dest any, query string, args ...any) error {
+	return r.run(ctx, "dict records", func() error { return r.read.GetContext(ctx, dest, query, args...) })
+}
+
+// selectAll is SelectContext, retried (sqlx empties dest before each try).
+func (r *Records) selectAll(ctx context.Context, dest any, query string, args ...any) error {
+	return r.run(ctx, "dict records", func() error { return r.read.SelectContext(ctx, dest, query, args...) })
 }
 
 // storeError marks a database error as throttle.ErrStoreUnavailable, the

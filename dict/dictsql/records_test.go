@@ -141,3 +141,51 @@ func TestMonitors(t *testing.T) {
 		require.Equal(t, int64(208), a.Payers[0].NotFoundPerMille())
 	})
 }
+
+// TestEveryStatementSurvivesARetry: Records.Retry (sqlstore.Store.Retry in
+// balde) may run a statement again after a transient failure, possibly one
+// whose first run landed. Every statement is idempotent and list reads are
+// not doubled: a Retry that runs each statement twice gives the same
+// results as one that runs it once.
+func TestEveryStatementSurvivesARetry(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		ctx := context.Background()
+		s := sqlstoretest.MustOpen(t, engine, throttletest.NewFakeClock(throttletest.Epoch).Now)
+		once := dictsql.NewRecords(s.DB(), s.ReadDB())
+		twice := dictsql.NewRecords(s.DB(), s.ReadDB())
+		tries := 0
+		twice.Retry = func(_ context.Context, _ string, fn func() error) error {
+			tries++
+			_ = fn() // a first try whose effect landed before its connection died
+			return fn()
+		}
+		at := throttletest.Epoch
+		for i := range 120 {
+			e2e := fmt.Sprintf("E%s202601020304%011d", ispb, i)
+			status := 200
+			if i%4 == 0 {
+				status = 404
+			}
+			require.NoError(t, twice.RecordLookup(ctx, dict.Lookup{EndToEndID: e2e, Env: "prod", PayerID: cpfPF, KeyType: dict.KeyEmail,
+				Policy: dict.PolicyEntriesReadUserAntiscan, Participant: ispb, Status: status, LookedUpAt: at}))
+			if i%3 == 0 {
+				require.NoError(t, twice.MarkPaid(ctx, e2e, at.Add(time.Duration(i)*time.Second)))
+			}
+		}
+		require.NoError(t, twice.SaveCategory(ctx, "prod", ispb, "C", at))
+
+		want, err := once.Monitors(ctx, at.Add(-time.Hour))
+		require.NoError(t, err)
+		got, err := twice.Monitors(ctx, at.Add(-time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Len(t, got.Participants, 1, "a retried list read is not doubled")
+		require.Equal(t, int64(120), got.Lookups)
+		require.Equal(t, int64(40), got.Payments)
+		category, ok, err := twice.Category(ctx, "prod", ispb)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "C", category)
+		require.Positive(t, tries)
+	})
+}

@@ -196,9 +196,23 @@ func keyOf(many bool, i int) throttle.Key {
 func engines() []sqlstore.Engine { return sqlstoretest.Engines }
 
 // BenchmarkCeiling is the raw ceiling of the engine on the same table: a
-// bare single-row UPDATE (autocommit, no read, no ledger) and a single-row
-// upsert.
+// bare single-row UPDATE (autocommit, no read, no ledger), a single-row
+// upsert and, on SQLite, the hand-written transaction of a decision
+// (handTx: BEGIN IMMEDIATE, read, ledger INSERT, UPDATE, COMMIT), the
+// yardstick of the naive decision in BenchmarkDecision.
 func BenchmarkCeiling(b *testing.B) {
+	for _, keys := range []string{"1key", "1Mkeys"} {
+		b.Run(fmt.Sprintf("sqlite/handtx/%s/callers=1", keys), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			h := newHandTx(b, s, 1)
+			ctx := context.Background()
+			measure(b, 1, func(_, i int) error { return h.take(ctx, keyOf(keys == "1Mkeys", i)) })
+		})
+	}
 	for _, engine := range engines() {
 		for _, stmt := range []string{"update", "upsert"} {
 			for _, keys := range []string{"1key", "1Mkeys"} {

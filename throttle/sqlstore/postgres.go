@@ -52,6 +52,18 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	return out, rows.Err()
 }
 
+// headMinutes reads the minutes loadBuckets joined (one round trip fewer
+// than asking again).
+func (postgresWriter) headMinutes(_ context.Context, _ *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
+	out := make(map[rowKey]int64)
+	for _, r := range rows {
+		if r.headMinute.Valid {
+			out[r.key] = r.headMinute.Int64
+		}
+	}
+	return out, nil
+}
+
 func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
 	keys := make([]rowKey, len(refs))
 	texts := make([]string, len(refs))

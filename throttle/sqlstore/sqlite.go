@@ -16,6 +16,11 @@ import (
 // on the store's only write connection, under the database write lock.
 type sqliteWriter struct {
 	credit, del, maxID, add *sql.Stmt
+	// The statements of the common case, one decision on a bucket that
+	// exists: an UPDATE by primary key (cheaper than an upsert, which tries
+	// the insert first) and a ledger INSERT that lets SQLite number the row
+	// (no MAX(id) query).
+	update1, ledger1, headMinute *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
 	loads  map[int]*sql.Stmt // by number of keys
@@ -45,6 +50,16 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		// The writer holds the database's write lock: the largest id cannot
 		// change under it.
 		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM balde_token_ledger`},
+		{&w.update1, `
+			UPDATE balde_buckets
+			SET tokens = ?, carry = ?, refilled_at = ?, send_count = ?, severity = ?,
+			    last_sent_at = ?, last_entry = ?, blocked_until = ?, spent = ?
+			WHERE policy_id = ? AND env = ? AND identifier = ?`},
+		{&w.ledger1, `
+			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.headMinute, `
+			SELECT at FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
 		{&w.add, `
 			UPDATE balde_token_ledger
 			SET delta = delta + ?,
@@ -92,11 +107,17 @@ func tuples(n, k int) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
+// loadSQL reads n bucket rows by primary key; one key is an equality (a
+// single B-tree seek). The minute of each bucket's latest ledger row is read
+// only when a transaction needs it (headMinutes).
 func loadSQL(n int) string {
+	if n == 1 {
+		return `SELECT ` + bucketColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
+	}
 	return `
-		SELECT ` + lockedBucketColumns + `
-		FROM ` + lockedBucketsFrom + `
-		WHERE (b.policy_id, b.env, b.identifier) IN (VALUES ` + tuples(n, 3) + `)`
+		SELECT ` + bucketColumns + `
+		FROM balde_buckets
+		WHERE (policy_id, env, identifier) IN (VALUES ` + tuples(n, 3) + `)`
 }
 
 // upsertSQL writes rows that exist (the transaction read them under the
@@ -125,7 +146,7 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add}
+	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute}
 	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.ledger} {
 		for _, st := range cache {
 			all = append(all, st)
@@ -167,7 +188,7 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanLockedBucketRow(rows)
+			r, err := scanBucketRow(rows)
 			if err != nil {
 				return err
 			}
@@ -176,6 +197,26 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		return rows.Err()
 	})
 	return out, err
+}
+
+func (w *sqliteWriter) headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
+	out := make(map[rowKey]int64)
+	st := tx.StmtContext(ctx, w.headMinute)
+	for _, r := range rows {
+		if !r.lastEntry.Valid {
+			continue
+		}
+		var at int64
+		err := st.QueryRowContext(ctx, r.lastEntry.Int64).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // not an aggregated row
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[r.key] = at
+	}
+	return out, nil
 }
 
 func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
@@ -227,7 +268,20 @@ func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []row
 // write numbers the ledger rows after the largest id (the write lock is
 // held: nobody else can insert), links them, then runs the statements.
 func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error {
-	if len(ws.ledger) > 0 {
+	if len(ws.ledger) == 1 {
+		// SQLite numbers the row after the largest id, as below.
+		r := ws.ledger[0]
+		res, err := tx.StmtContext(ctx, w.ledger1).ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
+			r.delta, r.balance, r.n, ws.heads[r.key], r.ref)
+		if err != nil {
+			return fmt.Errorf("insert ledger: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("insert ledger: %w", err)
+		}
+		ws.link([]int64{id})
+	} else if len(ws.ledger) > 0 {
 		var last int64
 		if err := tx.StmtContext(ctx, w.maxID).QueryRowContext(ctx).Scan(&last); err != nil {
 			return err
@@ -237,11 +291,11 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 			ids[i] = last + 1 + int64(i)
 		}
 		ws.link(ids)
+		if err := w.insertLedger(ctx, tx, ws.ledger); err != nil {
+			return fmt.Errorf("insert ledger: %w", err)
+		}
 	} else {
 		ws.link(nil)
-	}
-	if err := w.insertLedger(ctx, tx, ws.ledger); err != nil {
-		return fmt.Errorf("insert ledger: %w", err)
 	}
 	add := tx.StmtContext(ctx, w.add)
 	for _, m := range ws.merges {
@@ -249,7 +303,13 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 			return fmt.Errorf("add to ledger row: %w", err)
 		}
 	}
-	if err := w.upsertBuckets(ctx, tx, append(ws.inserts, ws.updates...)); err != nil {
+	if len(ws.inserts) == 0 && len(ws.updates) == 1 {
+		r := ws.updates[0]
+		if _, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
+			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier); err != nil {
+			return fmt.Errorf("write buckets: %w", err)
+		}
+	} else if err := w.upsertBuckets(ctx, tx, append(ws.inserts, ws.updates...)); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)

@@ -68,6 +68,10 @@ var _ throttle.Store = (*Store)(nil)
 type rowWriter interface {
 	// loadBuckets locks and returns the rows of keys that exist.
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
+	// headMinutes returns, for rows loaded by loadBuckets whose latest
+	// ledger row aggregates a minute of takes, that minute by key. Asked
+	// only when the transaction has aggregated take rows.
+	headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
 	// write applies a transaction's changes (see writeSet).
@@ -322,7 +326,6 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	}
 	t := throttle.NewTx(s.now())
 	head := make(map[rowKey]sql.NullInt64, len(rows))
-	headMinute := make(map[rowKey]int64)
 	for _, r := range rows {
 		b, err := r.bucket(byRow[r.key])
 		if err != nil {
@@ -330,9 +333,6 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		}
 		t.Load(b)
 		head[r.key] = r.lastEntry
-		if r.headMinute.Valid {
-			headMinute[r.key] = r.headMinute.Int64
-		}
 	}
 	if len(credits) > 0 {
 		refs := make([]creditKey, len(credits))
@@ -353,6 +353,12 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		return applyError{err}
 	}
 
+	var headMinute map[rowKey]int64
+	if _, aggregated := t.LedgerRows(); len(aggregated) > 0 {
+		if headMinute, err = s.rw.headMinutes(ctx, tx, rows); err != nil {
+			return fmt.Errorf("load head rows: %w", err)
+		}
+	}
 	ws := &writeSet{heads: head}
 	ws.ledger, ws.merges = s.ledgerRows(t, head, headMinute)
 	for _, w := range t.BucketWrites() {

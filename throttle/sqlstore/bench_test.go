@@ -107,10 +107,16 @@ func populatedDSN(b *testing.B, engine sqlstore.Engine) string {
 
 // populatedDSNOf is populatedDSN with rows bucket rows.
 func populatedDSNOf(b *testing.B, engine sqlstore.Engine, rows int) string {
+	return populatedDSNWith(b, engine, rows, "")
+}
+
+// populatedDSNWith is populatedDSNOf for a SQLite database created with
+// params ("page_size=N" creates the file with that page size).
+func populatedDSNWith(b *testing.B, engine sqlstore.Engine, rows int, params string) string {
 	b.Helper()
 	benchDB.Lock()
 	defer benchDB.Unlock()
-	id := fmt.Sprintf("%s/%d", engine, rows)
+	id := fmt.Sprintf("%s/%d/%s", engine, rows, params)
 	if dsn, ok := benchDB.dsn[id]; ok {
 		return dsn
 	}
@@ -124,6 +130,18 @@ func populatedDSNOf(b *testing.B, engine sqlstore.Engine, rows int) string {
 			b.Fatal(err)
 		}
 		dsn = "sqlite://" + dir + "/bench.db"
+		if size, ok := strings.CutPrefix(params, "page_size="); ok {
+			// The page size is fixed when the file is created, before WAL.
+			db, err := sql.Open("sqlite", dir+"/bench.db")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = db.Exec(`PRAGMA page_size = ` + size + `; CREATE TABLE x (a); DROP TABLE x`)
+			db.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
 		if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
 			b.Fatal(err)
 		}
@@ -290,6 +308,25 @@ func BenchmarkCheckpoint(b *testing.B) {
 	for _, pages := range []int{1000, 16000} {
 		b.Run(fmt.Sprintf("sqlite/every%dpages/1Mkeys/callers=8", pages), func(b *testing.B) {
 			dsn := fmt.Sprintf("%s?_pragma=wal_autocheckpoint(%d)", populatedDSN(b, sqlstore.SQLite), pages)
+			lim, _ := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
+			ctx := context.Background()
+			measure(b, 8, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkPageSize compares SQLite page sizes for the buckets on uniform
+// keys (group commit, 8 callers, 1M rows): each decision dirties its own
+// bucket page, and every dirty page is written to the WAL (and checksummed)
+// and again at checkpoint, so a smaller page writes fewer bytes per
+// decision, at the price of a deeper B-tree.
+func BenchmarkPageSize(b *testing.B) {
+	for _, size := range []int{1024, 2048, 4096} {
+		b.Run(fmt.Sprintf("sqlite/page=%d/1Mkeys/callers=8", size), func(b *testing.B) {
+			dsn := populatedDSNWith(b, sqlstore.SQLite, manyKeys, fmt.Sprintf("page_size=%d", size))
 			lim, _ := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
 			ctx := context.Background()
 			measure(b, 8, func(_, i int) error {

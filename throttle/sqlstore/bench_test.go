@@ -337,6 +337,33 @@ func BenchmarkPageSize(b *testing.B) {
 	}
 }
 
+// BenchmarkSQLiteSettings compares connection settings on uniform keys
+// (group commit, 8 callers, 1M rows), in one run: balde's, a 64 MiB page
+// cache, synchronous=FULL (an fsync per commit: durable on power loss) and
+// OFF (not durable, for scale only), and checkpoints every 64,000 pages.
+func BenchmarkSQLiteSettings(b *testing.B) {
+	for _, c := range []struct{ name, params string }{
+		{"balde", ""},
+		{"cache64MiB", "_pragma=cache_size(-65536)"},
+		{"syncFULL", "_pragma=synchronous(FULL)"},
+		{"syncOFF", "_pragma=synchronous(OFF)"},
+		{"checkpoint64k", "_pragma=wal_autocheckpoint(64000)"},
+	} {
+		b.Run(fmt.Sprintf("sqlite/%s/1Mkeys/callers=8", c.name), func(b *testing.B) {
+			dsn := populatedDSN(b, sqlstore.SQLite)
+			if c.params != "" {
+				dsn += "?" + c.params
+			}
+			lim, _ := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
+			ctx := context.Background()
+			measure(b, 8, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+		})
+	}
+}
+
 // openBench opens a store on dsn with opts and a limiter over it (through
 // group commit, with the engine's number of writers, when group is set)
 // deciding benchPolicy, closed when b ends. The GroupCommit is nil without

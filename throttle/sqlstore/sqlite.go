@@ -23,9 +23,10 @@ type sqliteWriter struct {
 	update1, ledger1, headMinute *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
-	loads  map[int]*sql.Stmt // by number of keys
-	upsert map[int]*sql.Stmt // by number of rows
-	ledger map[int]*sql.Stmt // by number of rows
+	loads   map[int]*sql.Stmt // by number of keys
+	upsert  map[int]*sql.Stmt // by number of rows
+	updates map[int]*sql.Stmt // by number of rows
+	ledger  map[int]*sql.Stmt // by number of rows
 }
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
@@ -35,7 +36,7 @@ type sqliteWriter struct {
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
-	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
+	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, updates: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
 	stmts := []struct {
 		dst  **sql.Stmt
 		text string
@@ -79,7 +80,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		for _, c := range []struct {
 			cache map[int]*sql.Stmt
 			text  func(int) string
-		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.ledger, ledgerSQL}} {
+		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.updates, updateSQL}, {w.ledger, ledgerSQL}} {
 			st, err := db.PrepareContext(ctx, c.text(n))
 			if err != nil {
 				w.close()
@@ -138,6 +139,19 @@ func upsertSQL(n int) string {
 		    spent = excluded.spent`
 }
 
+// updateSQL writes n rows that exist (read under the write lock) by
+// primary key: one B-tree seek each, where an upsert tries the insert
+// first.
+func updateSQL(n int) string {
+	return `
+		UPDATE balde_buckets AS b
+		SET tokens = v.column4, carry = v.column5, refilled_at = v.column6, send_count = v.column7,
+		    severity = v.column8, last_sent_at = v.column9, last_entry = v.column10,
+		    blocked_until = v.column11, spent = v.column12
+		FROM (VALUES ` + tuples(n, 12) + `) AS v
+		WHERE b.policy_id = v.column1 AND b.env = v.column2 AND b.identifier = v.column3`
+}
+
 func ledgerSQL(n int) string {
 	return `
 		INSERT INTO balde_token_ledger (` + ledgerColumns + `)
@@ -147,7 +161,7 @@ func ledgerSQL(n int) string {
 func (w *sqliteWriter) close() error {
 	var errs []error
 	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute}
-	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.ledger} {
+	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.updates, w.ledger} {
 		for _, st := range cache {
 			all = append(all, st)
 		}
@@ -242,14 +256,38 @@ func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 12*(hi-lo))
-		for _, r := range rows[lo:hi] {
-			args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-				r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent)
-		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
 		return err
 	})
+}
+
+// updateBuckets writes rows that exist: one by the UPDATE of its primary
+// key, several in one UPDATE ... FROM (VALUES ...) per chunk.
+func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
+	if len(rows) == 1 {
+		r := rows[0]
+		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
+			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier)
+		return err
+	}
+	return chunks(len(rows), func(lo, hi int) error {
+		st, err := prepared(w.updates, hi-lo)
+		if err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
+		return err
+	})
+}
+
+// bucketArgs lists the columns of rows in bucketColumns order.
+func bucketArgs(rows []bucketRow) []any {
+	args := make([]any, 0, 12*len(rows))
+	for _, r := range rows {
+		args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
+			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent)
+	}
+	return args
 }
 
 func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error {
@@ -303,13 +341,10 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 			return fmt.Errorf("add to ledger row: %w", err)
 		}
 	}
-	if len(ws.inserts) == 0 && len(ws.updates) == 1 {
-		r := ws.updates[0]
-		if _, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
-			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier); err != nil {
-			return fmt.Errorf("write buckets: %w", err)
-		}
-	} else if err := w.upsertBuckets(ctx, tx, append(ws.inserts, ws.updates...)); err != nil {
+	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
+		return fmt.Errorf("write buckets: %w", err)
+	}
+	if err := w.upsertBuckets(ctx, tx, ws.inserts); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)

@@ -511,6 +511,7 @@ func BenchmarkPaced(b *testing.B) {
 	}{
 		{sqlstore.SQLite, "naive", "1key", 5000},
 		{sqlstore.SQLite, "group", "1key", 20000},
+		{sqlstore.SQLite, "group", "1key", 30000},
 		{sqlstore.SQLite, "group", "1Mkeys", 7000},
 	} {
 		b.Run(fmt.Sprintf("%s/%s/%s/rate=%d", c.engine, c.mode, c.keys, c.rate), func(b *testing.B) {

@@ -364,6 +364,35 @@ func BenchmarkSQLiteSettings(b *testing.B) {
 	}
 }
 
+// BenchmarkPostgresWriters compares the number of group-commit writers on
+// PostgreSQL (1M keys, 16 callers) in one run: more writers overlap round
+// trips, but make batches smaller.
+func BenchmarkPostgresWriters(b *testing.B) {
+	for _, w := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("postgres/writers=%d/1Mkeys/callers=16", w), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.Postgres), sqlstore.Options{MaxConns: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{Writers: w})
+			b.Cleanup(func() { g.Close() })
+			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			measure(b, 16, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+			if batches, ops := g.Stats(); batches > 0 {
+				b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
+			}
+		})
+	}
+}
+
 // openBench opens a store on dsn with opts and a limiter over it (through
 // group commit, with the engine's number of writers, when group is set)
 // deciding benchPolicy, closed when b ends. The GroupCommit is nil without

@@ -5,8 +5,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -98,8 +100,21 @@ func (s *Store) pipelined(ctx context.Context, pc *pgx.Conn, keys []throttle.Key
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	var pe *pgconn.PgError
+	if err != nil && !errors.As(err, &pe) {
+		// COMMIT was sent and no answer came back (the connection broke,
+		// the context ended): the transaction may have committed. Running
+		// it again could apply its decisions twice, so the error carries
+		// nothing a retry would recognize; the cause is logged.
+		s.logger.Warn("commit outcome unknown", slog.Any("error", err))
+		return errCommitUnknown
+	}
 	return err
 }
+
+// errCommitUnknown is returned when a pipelined COMMIT got no answer: the
+// transaction may or may not have been applied, and is not run again.
+var errCommitUnknown = errors.New("sqlstore: commit sent, outcome unknown")
 
 // readLoads reads the results of BEGIN and the load queries of a batch.
 func readLoads(br pgx.BatchResults, buckets, credits bool) ([]bucketRow, []creditKey, error) {

@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test test-tools race bench lint build fuzz soak clean
+.PHONY: run test test-tools race bench bench-ab lint build fuzz soak clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve
@@ -35,6 +35,21 @@ BENCHCOUNT ?= 5
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 120m ./throttle/sqlstore/ ./web/ | tee bench.out
 	$(GO) tool benchstat -col /callers bench.out || $(GO) tool benchstat bench.out
+
+# Before/after, interleaved: the test binaries of BEFORE (a commit) and of
+# the work tree run BENCH alternately, one process each, ROUNDS times, so
+# that other load on the machine hits both alike; compare ratios taken
+# inside one process (docs/BENCHMARKS.md, round two).
+BEFORE ?= main
+ROUNDS ?= 3
+bench-ab:
+	@set -e; d=$$(mktemp -d); git archive $(BEFORE) | tar -x -C $$d; \
+	(cd $$d && $(GO) test -c -o $(CURDIR)/bench-before.test ./throttle/sqlstore/); rm -rf $$d; \
+	$(GO) test -c -o bench-after.test ./throttle/sqlstore/; rm -f bench-ab.out; \
+	for i in $$(seq $(ROUNDS)); do for v in before after; do \
+		./bench-$$v.test -test.run '^$$' -test.bench '$(BENCH)' -test.benchtime $(BENCHTIME) -test.count 1 -test.timeout 60m \
+			| sed "s/^Benchmark/$$v\/round$$i\/Benchmark/" | tee -a bench-ab.out; \
+	done; done
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -65,4 +80,4 @@ soak:
 	$(GO) test -count $(SOAKCOUNT) -timeout 60m -run 'TestExactAcrossProcesses|TestLedgerExplainsConcurrentHistory|TestGroupCommit' ./throttle/...
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out bench-ab.out bench-before.test bench-after.test

@@ -39,7 +39,8 @@ bench:
 # Before/after, interleaved: the test binaries of BEFORE (a commit) and of
 # the work tree run BENCH alternately, one process each, ROUNDS times, so
 # that other load on the machine hits both alike; compare ratios taken
-# inside one process (docs/BENCHMARKS.md, round two).
+# inside one process (docs/BENCHMARKS.md, round two). Make expands "$" in
+# BENCH: anchor a pattern with "$$" (BENCH='Decision/sqlite/naive/1key/callers=1$$').
 BEFORE ?= main
 ROUNDS ?= 3
 bench-ab:

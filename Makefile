@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test test-tools race bench lint build fuzz soak reliability clean
+.PHONY: run test test-tools race bench bench-ab lint build fuzz soak reliability clean
 
 # The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
@@ -36,6 +36,22 @@ BENCHCOUNT ?= 5
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 120m ./throttle/sqlstore/ ./web/ | tee bench.out
 	$(GO) tool benchstat -col /callers bench.out || $(GO) tool benchstat bench.out
+
+# Before/after, interleaved: the test binaries of BEFORE (a commit) and of
+# the work tree run BENCH alternately, one process each, ROUNDS times, so
+# that other load on the machine hits both alike; compare ratios taken
+# inside one process (docs/BENCHMARKS.md, round two). Make expands "$" in
+# BENCH: anchor a pattern with "$$" (BENCH='Decision/sqlite/naive/1key/callers=1$$').
+BEFORE ?= main
+ROUNDS ?= 3
+bench-ab:
+	@set -e; d=$$(mktemp -d); git archive $(BEFORE) | tar -x -C $$d; \
+	(cd $$d && $(GO) test -c -o $(CURDIR)/bench-before.test ./throttle/sqlstore/); rm -rf $$d; \
+	$(GO) test -c -o bench-after.test ./throttle/sqlstore/; rm -f bench-ab.out; \
+	for i in $$(seq $(ROUNDS)); do for v in before after; do \
+		./bench-$$v.test -test.run '^$$' -test.bench '$(BENCH)' -test.benchtime $(BENCHTIME) -test.count 1 -test.timeout 60m \
+			| sed "s/^Benchmark/$$v\/round$$i\/Benchmark/" | tee -a bench-ab.out; \
+	done; done
 
 # gofmt, go vet and staticcheck (a tool of go.mod: `go tool` builds the
 # pinned version, so nothing is installed by hand).
@@ -94,4 +110,4 @@ reliability:
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 clean:
-	rm -rf bin bench.out fuzz.out fuzz.last reliability.out soak.csv
+	rm -rf bin bench.out bench-ab.out bench-before.test bench-after.test fuzz.out fuzz.last reliability.out soak.csv

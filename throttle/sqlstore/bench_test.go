@@ -108,10 +108,16 @@ func populatedDSN(b *testing.B, engine sqlstore.Engine) string {
 
 // populatedDSNOf is populatedDSN with rows bucket rows.
 func populatedDSNOf(b *testing.B, engine sqlstore.Engine, rows int) string {
+	return populatedDSNWith(b, engine, rows, "")
+}
+
+// populatedDSNWith is populatedDSNOf for a SQLite database created with
+// params ("page_size=N" creates the file with that page size).
+func populatedDSNWith(b *testing.B, engine sqlstore.Engine, rows int, params string) string {
 	b.Helper()
 	benchDB.Lock()
 	defer benchDB.Unlock()
-	id := fmt.Sprintf("%s/%d", engine, rows)
+	id := fmt.Sprintf("%s/%d/%s", engine, rows, params)
 	if dsn, ok := benchDB.dsn[id]; ok {
 		return dsn
 	}
@@ -125,6 +131,18 @@ func populatedDSNOf(b *testing.B, engine sqlstore.Engine, rows int) string {
 			b.Fatal(err)
 		}
 		dsn = "sqlite://" + dir + "/bench.db"
+		if size, ok := strings.CutPrefix(params, "page_size="); ok {
+			// The page size is fixed when the file is created, before WAL.
+			db, err := sql.Open("sqlite", dir+"/bench.db")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = db.Exec(`PRAGMA page_size = ` + size + `; CREATE TABLE x (a); DROP TABLE x`)
+			db.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
 		if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
 			b.Fatal(err)
 		}
@@ -197,9 +215,23 @@ func keyOf(many bool, i int) throttle.Key {
 func engines() []sqlstore.Engine { return sqlstoretest.Engines }
 
 // BenchmarkCeiling is the raw ceiling of the engine on the same table: a
-// bare single-row UPDATE (autocommit, no read, no ledger) and a single-row
-// upsert.
+// bare single-row UPDATE (autocommit, no read, no ledger), a single-row
+// upsert and, on SQLite, the hand-written transaction of a decision
+// (handTx: BEGIN IMMEDIATE, read, ledger INSERT, UPDATE, COMMIT), the
+// yardstick of the naive decision in BenchmarkDecision.
 func BenchmarkCeiling(b *testing.B) {
+	for _, keys := range []string{"1key", "1Mkeys"} {
+		b.Run(fmt.Sprintf("sqlite/handtx/%s/callers=1", keys), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			h := newHandTx(b, s, 1)
+			ctx := context.Background()
+			measure(b, 1, func(_, i int) error { return h.take(ctx, keyOf(keys == "1Mkeys", i)) })
+		})
+	}
 	for _, engine := range engines() {
 		for _, stmt := range []string{"update", "upsert"} {
 			for _, keys := range []string{"1key", "1Mkeys"} {
@@ -283,6 +315,81 @@ func BenchmarkCheckpoint(b *testing.B) {
 				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
 				return err
 			})
+		})
+	}
+}
+
+// BenchmarkPageSize compares SQLite page sizes for the buckets on uniform
+// keys (group commit, 8 callers, 1M rows): each decision dirties its own
+// bucket page, and every dirty page is written to the WAL (and checksummed)
+// and again at checkpoint, so a smaller page writes fewer bytes per
+// decision, at the price of a deeper B-tree.
+func BenchmarkPageSize(b *testing.B) {
+	for _, size := range []int{1024, 2048, 4096} {
+		b.Run(fmt.Sprintf("sqlite/page=%d/1Mkeys/callers=8", size), func(b *testing.B) {
+			dsn := populatedDSNWith(b, sqlstore.SQLite, manyKeys, fmt.Sprintf("page_size=%d", size))
+			lim, _ := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
+			ctx := context.Background()
+			measure(b, 8, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkSQLiteSettings compares connection settings on uniform keys
+// (group commit, 8 callers, 1M rows), in one run: balde's, a 64 MiB page
+// cache, synchronous=FULL (an fsync per commit: durable on power loss) and
+// OFF (not durable, for scale only), and checkpoints every 64,000 pages.
+func BenchmarkSQLiteSettings(b *testing.B) {
+	for _, c := range []struct{ name, params string }{
+		{"balde", ""},
+		{"cache64MiB", "_pragma=cache_size(-65536)"},
+		{"syncFULL", "_pragma=synchronous(FULL)"},
+		{"syncOFF", "_pragma=synchronous(OFF)"},
+		{"checkpoint64k", "_pragma=wal_autocheckpoint(64000)"},
+	} {
+		b.Run(fmt.Sprintf("sqlite/%s/1Mkeys/callers=8", c.name), func(b *testing.B) {
+			dsn := populatedDSN(b, sqlstore.SQLite)
+			if c.params != "" {
+				dsn += "?" + c.params
+			}
+			lim, _ := openBench(b, dsn, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
+			ctx := context.Background()
+			measure(b, 8, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkPostgresWriters compares the number of group-commit writers on
+// PostgreSQL (1M keys, 16 callers) in one run: more writers overlap round
+// trips, but make batches smaller.
+func BenchmarkPostgresWriters(b *testing.B) {
+	for _, w := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("postgres/writers=%d/1Mkeys/callers=16", w), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.Postgres), sqlstore.Options{MaxConns: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{Writers: w})
+			b.Cleanup(func() { g.Close() })
+			lim, err := throttle.NewLimiter(g, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			measure(b, 16, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+			if batches, ops := g.Stats(); batches > 0 {
+				b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
+			}
 		})
 	}
 }
@@ -434,6 +541,7 @@ func BenchmarkPaced(b *testing.B) {
 	}{
 		{sqlstore.SQLite, "naive", "1key", 5000},
 		{sqlstore.SQLite, "group", "1key", 20000},
+		{sqlstore.SQLite, "group", "1key", 30000},
 		{sqlstore.SQLite, "group", "1Mkeys", 7000},
 	} {
 		b.Run(fmt.Sprintf("%s/%s/%s/rate=%d", c.engine, c.mode, c.keys, c.rate), func(b *testing.B) {

@@ -25,18 +25,30 @@ func keyArrays(keys []rowKey) (ids []int64, envs, identifiers []string) {
 	return ids, envs, identifiers
 }
 
+// pgLoadSQL locks and reads the bucket rows of three key arrays, in key
+// order.
+const pgLoadSQL = `
+	SELECT ` + lockedBucketColumns + `
+	FROM ` + lockedBucketsFrom + `
+	WHERE (b.policy_id, b.env, b.identifier) IN (
+		SELECT * FROM unnest($1::int[], $2::text[], $3::text[]))
+	ORDER BY b.policy_id, b.env, b.identifier
+	FOR UPDATE OF b`
+
+// pgCreditsSQL returns the credit refs of four arrays already in the ledger.
+const pgCreditsSQL = `
+	SELECT policy_id, env, identifier, ref
+	FROM balde_token_ledger
+	WHERE reason = 4
+	  AND (policy_id, env, identifier, ref) IN (
+		SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]))`
+
 func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	ids, envs, identifiers := keyArrays(keys)
-	rows, err := tx.QueryContext(ctx, `
-		SELECT `+lockedBucketColumns+`
-		FROM `+lockedBucketsFrom+`
-		WHERE (b.policy_id, b.env, b.identifier) IN (
-			SELECT * FROM unnest($1::int[], $2::text[], $3::text[]))
-		ORDER BY b.policy_id, b.env, b.identifier
-		FOR UPDATE OF b`, ids, envs, identifiers)
+	rows, err := tx.QueryContext(ctx, pgLoadSQL, ids, envs, identifiers)
 	if err != nil {
 		return nil, err
 	}
@@ -52,20 +64,31 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	return out, rows.Err()
 }
 
-func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
+// headMinutes reads the minutes loadBuckets joined (one round trip fewer
+// than asking again).
+func (postgresWriter) headMinutes(_ context.Context, _ *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
+	out := make(map[rowKey]int64)
+	for _, r := range rows {
+		if r.headMinute.Valid {
+			out[r.key] = r.headMinute.Int64
+		}
+	}
+	return out, nil
+}
+
+// creditArrays splits refs into the four arrays of pgCreditsSQL.
+func creditArrays(refs []creditKey) []any {
 	keys := make([]rowKey, len(refs))
 	texts := make([]string, len(refs))
 	for i, c := range refs {
 		keys[i], texts[i] = c.rowKey, c.ref
 	}
 	ids, envs, identifiers := keyArrays(keys)
-	rows, err := tx.QueryContext(ctx, `
-		SELECT policy_id, env, identifier, ref
-		FROM balde_token_ledger
-		WHERE reason = 4
-		  AND (policy_id, env, identifier, ref) IN (
-			SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]))`,
-		ids, envs, identifiers, texts)
+	return []any{ids, envs, identifiers, texts}
+}
+
+func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
+	rows, err := tx.QueryContext(ctx, pgCreditsSQL, creditArrays(refs)...)
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +201,20 @@ const writeSQL = `
 	SELECT 1`
 
 func (postgresWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error {
-	if len(ws.ledger) == 0 && len(ws.inserts) == 0 && len(ws.updates) == 0 && len(ws.deletes) == 0 && len(ws.merges) == 0 {
+	if ws.empty() {
 		return nil
 	}
+	_, err := tx.ExecContext(ctx, writeSQL, writeArgs(ws)...)
+	return err
+}
+
+// empty tells whether ws writes nothing.
+func (ws *writeSet) empty() bool {
+	return len(ws.ledger) == 0 && len(ws.inserts) == 0 && len(ws.updates) == 0 && len(ws.deletes) == 0 && len(ws.merges) == 0
+}
+
+// writeArgs are the arguments of writeSQL for ws.
+func writeArgs(ws *writeSet) []any {
 	args := ledgerArrays(ws.ledger, ws.heads)
 	args = append(args, bucketArrays(ws.updates)...)
 	args = append(args, bucketArrays(ws.inserts)...)
@@ -193,9 +227,7 @@ func (postgresWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error
 	for i, m := range ws.merges {
 		mid[i], mdelta[i], mn[i], mbalance[i] = m.id, m.delta, m.n, m.balance
 	}
-	args = append(args, mid, mdelta, mn, mbalance)
-	_, err := tx.ExecContext(ctx, writeSQL, args...)
-	return err
+	return append(args, mid, mdelta, mn, mbalance)
 }
 
 // ledgerArrays splits ledger rows into the parallel arrays of writeSQL,

@@ -102,6 +102,9 @@ type ledgerRow struct {
 // reads back as throttle.LedgerTake with Count events.
 const reasonMinuteOfTakes = 10
 
+// reasonMinuteOfTakesSQL is reasonMinuteOfTakes in SQL text.
+const reasonMinuteOfTakesSQL = "10"
+
 const ledgerColumns = `id, policy_id, env, identifier, at, reason, delta, balance, n, prev, ref`
 
 func scanLedgerRow(sc scanner) (ledgerRow, error) {

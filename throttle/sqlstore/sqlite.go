@@ -16,11 +16,17 @@ import (
 // on the store's only write connection, under the database write lock.
 type sqliteWriter struct {
 	credit, del, maxID, add *sql.Stmt
+	// The statements of the common case, one decision on a bucket that
+	// exists: an UPDATE by primary key (cheaper than an upsert, which tries
+	// the insert first) and a ledger INSERT that lets SQLite number the row
+	// (no MAX(id) query).
+	update1, ledger1, headMinute *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
-	loads  map[int]*sql.Stmt // by number of keys
-	upsert map[int]*sql.Stmt // by number of rows
-	ledger map[int]*sql.Stmt // by number of rows
+	loads   map[int]*sql.Stmt // by number of keys
+	upsert  map[int]*sql.Stmt // by number of rows
+	updates map[int]*sql.Stmt // by number of rows
+	ledger  map[int]*sql.Stmt // by number of rows
 }
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
@@ -30,7 +36,7 @@ type sqliteWriter struct {
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
-	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
+	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, updates: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
 	stmts := []struct {
 		dst  **sql.Stmt
 		text string
@@ -45,6 +51,16 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		// The writer holds the database's write lock: the largest id cannot
 		// change under it.
 		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM balde_token_ledger`},
+		{&w.update1, `
+			UPDATE balde_buckets
+			SET tokens = ?, carry = ?, refilled_at = ?, send_count = ?, severity = ?,
+			    last_sent_at = ?, last_entry = ?, blocked_until = ?, spent = ?
+			WHERE policy_id = ? AND env = ? AND identifier = ?`},
+		{&w.ledger1, `
+			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.headMinute, `
+			SELECT at FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
 		{&w.add, `
 			UPDATE balde_token_ledger
 			SET delta = delta + ?,
@@ -64,7 +80,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		for _, c := range []struct {
 			cache map[int]*sql.Stmt
 			text  func(int) string
-		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.ledger, ledgerSQL}} {
+		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.updates, updateSQL}, {w.ledger, ledgerSQL}} {
 			st, err := db.PrepareContext(ctx, c.text(n))
 			if err != nil {
 				w.close()
@@ -92,11 +108,17 @@ func tuples(n, k int) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
+// loadSQL reads n bucket rows by primary key; one key is an equality (a
+// single B-tree seek). The minute of each bucket's latest ledger row is read
+// only when a transaction needs it (headMinutes).
 func loadSQL(n int) string {
+	if n == 1 {
+		return `SELECT ` + bucketColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
+	}
 	return `
-		SELECT ` + lockedBucketColumns + `
-		FROM ` + lockedBucketsFrom + `
-		WHERE (b.policy_id, b.env, b.identifier) IN (VALUES ` + tuples(n, 3) + `)`
+		SELECT ` + bucketColumns + `
+		FROM balde_buckets
+		WHERE (policy_id, env, identifier) IN (VALUES ` + tuples(n, 3) + `)`
 }
 
 // upsertSQL writes rows that exist (the transaction read them under the
@@ -117,6 +139,19 @@ func upsertSQL(n int) string {
 		    spent = excluded.spent`
 }
 
+// updateSQL writes n rows that exist (read under the write lock) by
+// primary key: one B-tree seek each, where an upsert tries the insert
+// first.
+func updateSQL(n int) string {
+	return `
+		UPDATE balde_buckets AS b
+		SET tokens = v.column4, carry = v.column5, refilled_at = v.column6, send_count = v.column7,
+		    severity = v.column8, last_sent_at = v.column9, last_entry = v.column10,
+		    blocked_until = v.column11, spent = v.column12
+		FROM (VALUES ` + tuples(n, 12) + `) AS v
+		WHERE b.policy_id = v.column1 AND b.env = v.column2 AND b.identifier = v.column3`
+}
+
 func ledgerSQL(n int) string {
 	return `
 		INSERT INTO balde_token_ledger (` + ledgerColumns + `)
@@ -125,8 +160,8 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add}
-	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.ledger} {
+	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute}
+	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.updates, w.ledger} {
 		for _, st := range cache {
 			all = append(all, st)
 		}
@@ -167,7 +202,7 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanLockedBucketRow(rows)
+			r, err := scanBucketRow(rows)
 			if err != nil {
 				return err
 			}
@@ -176,6 +211,26 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		return rows.Err()
 	})
 	return out, err
+}
+
+func (w *sqliteWriter) headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
+	out := make(map[rowKey]int64)
+	st := tx.StmtContext(ctx, w.headMinute)
+	for _, r := range rows {
+		if !r.lastEntry.Valid {
+			continue
+		}
+		var at int64
+		err := st.QueryRowContext(ctx, r.lastEntry.Int64).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // not an aggregated row
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[r.key] = at
+	}
+	return out, nil
 }
 
 func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
@@ -201,14 +256,38 @@ func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 12*(hi-lo))
-		for _, r := range rows[lo:hi] {
-			args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-				r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent)
-		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
 		return err
 	})
+}
+
+// updateBuckets writes rows that exist: one by the UPDATE of its primary
+// key, several in one UPDATE ... FROM (VALUES ...) per chunk.
+func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
+	if len(rows) == 1 {
+		r := rows[0]
+		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
+			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier)
+		return err
+	}
+	return chunks(len(rows), func(lo, hi int) error {
+		st, err := prepared(w.updates, hi-lo)
+		if err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
+		return err
+	})
+}
+
+// bucketArgs lists the columns of rows in bucketColumns order.
+func bucketArgs(rows []bucketRow) []any {
+	args := make([]any, 0, 12*len(rows))
+	for _, r := range rows {
+		args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
+			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent)
+	}
+	return args
 }
 
 func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error {
@@ -227,7 +306,20 @@ func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []row
 // write numbers the ledger rows after the largest id (the write lock is
 // held: nobody else can insert), links them, then runs the statements.
 func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) error {
-	if len(ws.ledger) > 0 {
+	if len(ws.ledger) == 1 {
+		// SQLite numbers the row after the largest id, as below.
+		r := ws.ledger[0]
+		res, err := tx.StmtContext(ctx, w.ledger1).ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
+			r.delta, r.balance, r.n, ws.heads[r.key], r.ref)
+		if err != nil {
+			return fmt.Errorf("insert ledger: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("insert ledger: %w", err)
+		}
+		ws.link([]int64{id})
+	} else if len(ws.ledger) > 0 {
 		var last int64
 		if err := tx.StmtContext(ctx, w.maxID).QueryRowContext(ctx).Scan(&last); err != nil {
 			return err
@@ -237,11 +329,11 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 			ids[i] = last + 1 + int64(i)
 		}
 		ws.link(ids)
+		if err := w.insertLedger(ctx, tx, ws.ledger); err != nil {
+			return fmt.Errorf("insert ledger: %w", err)
+		}
 	} else {
 		ws.link(nil)
-	}
-	if err := w.insertLedger(ctx, tx, ws.ledger); err != nil {
-		return fmt.Errorf("insert ledger: %w", err)
 	}
 	add := tx.StmtContext(ctx, w.add)
 	for _, m := range ws.merges {
@@ -249,7 +341,10 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 			return fmt.Errorf("add to ledger row: %w", err)
 		}
 	}
-	if err := w.upsertBuckets(ctx, tx, append(ws.inserts, ws.updates...)); err != nil {
+	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
+		return fmt.Errorf("write buckets: %w", err)
+	}
+	if err := w.upsertBuckets(ctx, tx, ws.inserts); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)

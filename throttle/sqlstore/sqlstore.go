@@ -75,6 +75,10 @@ var _ throttle.Store = (*Store)(nil)
 type rowWriter interface {
 	// loadBuckets locks and returns the rows of keys that exist.
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
+	// headMinutes returns, for rows loaded by loadBuckets whose latest
+	// ledger row aggregates a minute of takes, that minute by key. Asked
+	// only when the transaction has aggregated take rows.
+	headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
 	// write applies a transaction's changes (see writeSet).
@@ -344,6 +348,13 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 const maxAttempts = 20
 
 func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	if s.engine == Postgres {
+		// Two round trips instead of four when the pool is pgx's (it is,
+		// unless OpenDB was given another driver).
+		if err := s.updatePipelined(ctx, keys, credits, apply); !errors.Is(err, errNotPgx) {
+			return err
+		}
+	}
 	// On SQLite BeginTx issues BEGIN IMMEDIATE (the DSN's _txlock): the
 	// write lock is ours from here. On PostgreSQL loadBuckets takes the row
 	// locks. Either way the clock is read once the locks are held, so a
@@ -354,49 +365,84 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	}
 	defer tx.Rollback()
 
-	byRow := make(map[rowKey]throttle.Key, len(keys)+len(credits))
-	rowKeys := make([]rowKey, len(keys))
-	for i, k := range keys {
-		rowKeys[i] = s.rowKey(k)
-		byRow[rowKeys[i]] = k
-	}
+	byRow, rowKeys, refs := s.rowKeys(keys, credits)
 	rows, err := s.rw.loadBuckets(ctx, tx, rowKeys)
 	if err != nil {
 		return fmt.Errorf("load buckets: %w", err)
 	}
-	t := throttle.NewTx(s.now())
-	head := make(map[rowKey]sql.NullInt64, len(rows))
-	headMinute := make(map[rowKey]int64)
-	for _, r := range rows {
-		b, err := r.bucket(byRow[r.key])
-		if err != nil {
-			return err
-		}
-		t.Load(b)
-		head[r.key] = r.lastEntry
-		if r.headMinute.Valid {
-			headMinute[r.key] = r.headMinute.Int64
-		}
-	}
-	if len(credits) > 0 {
-		refs := make([]creditKey, len(credits))
-		for i, c := range credits {
-			refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
-			byRow[refs[i].rowKey] = c.Key
-		}
-		found, err := s.rw.loadCredits(ctx, tx, refs)
-		if err != nil {
+	var found []creditKey
+	if len(refs) > 0 {
+		if found, err = s.rw.loadCredits(ctx, tx, refs); err != nil {
 			return fmt.Errorf("load credits: %w", err)
 		}
-		for _, f := range found {
-			t.LoadCredit(throttle.CreditRef{Key: byRow[f.rowKey], Ref: f.ref})
-		}
+	}
+	t, head, err := s.newTx(rows, found, byRow)
+	if err != nil {
+		return err
 	}
 
 	if err := apply(t); err != nil {
 		return applyError{err}
 	}
 
+	var headMinute map[rowKey]int64
+	if _, aggregated := t.LedgerRows(); len(aggregated) > 0 {
+		if headMinute, err = s.rw.headMinutes(ctx, tx, rows); err != nil {
+			return fmt.Errorf("load head rows: %w", err)
+		}
+	}
+	if err := s.rw.write(ctx, tx, s.writeSet(t, head, headMinute)); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		if definiteCommitFailure(err) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
+	}
+	return nil
+}
+
+// rowKeys interns keys and credits' keys, and maps each back to its Key.
+func (s *Store) rowKeys(keys []throttle.Key, credits []throttle.CreditRef) (map[rowKey]throttle.Key, []rowKey, []creditKey) {
+	byRow := make(map[rowKey]throttle.Key, len(keys)+len(credits))
+	rowKeys := make([]rowKey, len(keys))
+	for i, k := range keys {
+		rowKeys[i] = s.rowKey(k)
+		byRow[rowKeys[i]] = k
+	}
+	var refs []creditKey
+	if len(credits) > 0 {
+		refs = make([]creditKey, len(credits))
+		for i, c := range credits {
+			refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
+			byRow[refs[i].rowKey] = c.Key
+		}
+	}
+	return byRow, rowKeys, refs
+}
+
+// newTx reads the clock (the locks are held) and builds the Tx of the
+// loaded rows and credits, with each bucket's latest ledger row (head).
+func (s *Store) newTx(rows []bucketRow, found []creditKey, byRow map[rowKey]throttle.Key) (*throttle.Tx, map[rowKey]sql.NullInt64, error) {
+	t := throttle.NewTx(s.now())
+	head := make(map[rowKey]sql.NullInt64, len(rows))
+	for _, r := range rows {
+		b, err := r.bucket(byRow[r.key])
+		if err != nil {
+			return nil, nil, err
+		}
+		t.Load(b)
+		head[r.key] = r.lastEntry
+	}
+	for _, f := range found {
+		t.LoadCredit(throttle.CreditRef{Key: byRow[f.rowKey], Ref: f.ref})
+	}
+	return t, head, nil
+}
+
+// writeSet is what t writes back, given each bucket's head before it.
+func (s *Store) writeSet(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinute map[rowKey]int64) *writeSet {
 	ws := &writeSet{heads: head}
 	ws.ledger, ws.merges = s.ledgerRows(t, head, headMinute)
 	for _, w := range t.BucketWrites() {
@@ -411,16 +457,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 			ws.updates = append(ws.updates, row)
 		}
 	}
-	if err := s.rw.write(ctx, tx, ws); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		if definiteCommitFailure(err) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
-	}
-	return nil
+	return ws
 }
 
 // ledgerRows returns the ledger rows to insert, in order, and the

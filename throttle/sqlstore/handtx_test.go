@@ -1,0 +1,138 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+)
+
+// handTx is the SQL of one admitting decision written by hand on SQLite:
+// BEGIN IMMEDIATE, read the bucket, insert its ledger row linked to the
+// previous one, update the bucket (tokens, refill instant, sends, pointer to
+// the new ledger row), COMMIT, through prepared statements on the store's
+// write connection. It is the yardstick of the engine's own overhead: a
+// decision does this much SQL and should cost little more.
+type handTx struct {
+	db                *sql.DB
+	read, insert, upd *sql.Stmt
+	policyID          int64
+}
+
+func newHandTx(tb testing.TB, s *sqlstore.Store, policyID int64) *handTx {
+	tb.Helper()
+	db := s.DB().DB
+	h := &handTx{db: db, policyID: policyID}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&h.read, `SELECT tokens, last_entry FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`},
+		{&h.insert, `INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev) VALUES (?, ?, ?, ?, 1, -1, ?, 1, ?)`},
+		{&h.upd, `UPDATE balde_buckets SET tokens = ?, refilled_at = ?, send_count = send_count + 1, last_sent_at = ?, last_entry = ?
+			WHERE policy_id = ? AND env = ? AND identifier = ?`},
+	} {
+		st, err := db.Prepare(p.q)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { st.Close() })
+		*p.dst = st
+	}
+	return h
+}
+
+// take runs the transaction on key (its row must exist).
+func (h *handTx) take(ctx context.Context, key throttle.Key) error {
+	tx, err := h.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var tokens int64
+	var last sql.NullInt64
+	if err := tx.StmtContext(ctx, h.read).QueryRowContext(ctx, h.policyID, key.Env, key.Identifier).Scan(&tokens, &last); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	now := time.Now().UnixNano()
+	res, err := tx.StmtContext(ctx, h.insert).ExecContext(ctx, h.policyID, key.Env, key.Identifier, now, tokens-1, last)
+	if err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.StmtContext(ctx, h.upd).ExecContext(ctx, tokens-1, now, now, id, h.policyID, key.Env, key.Identifier); err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	return tx.Commit()
+}
+
+// TestDecisionCostBar is the bar a change to the write path must clear: a
+// naive decision (one Limiter.Take, one transaction) on SQLite costs at
+// most twice the hand-written transaction of the same statements (handTx),
+// measured in the same run. It alternates short rounds of each and compares
+// the median of the per-pair ratios, so load from elsewhere on the machine
+// slows both sides alike; the bar (0.5x) is far below what the engine does
+// (docs/BENCHMARKS.md), so only a real regression fails it.
+func TestDecisionCostBar(t *testing.T) {
+	const (
+		rounds = 31
+		round  = 40 * time.Millisecond
+		bar    = 0.5
+	)
+	ctx := context.Background()
+	s := sqlstoretest.MustOpen(t, sqlstore.SQLite, nil)
+	lim, err := throttle.NewLimiter(s, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+	require.NoError(t, err)
+	key := benchKey(0)
+	// The first decision creates the bucket row (and interns the policy).
+	_, err = lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+	require.NoError(t, err)
+	var policyID int64
+	require.NoError(t, s.DB().QueryRow(`SELECT id FROM balde_policies WHERE name = ?`, benchPolicy).Scan(&policyID))
+	h := newHandTx(t, s, policyID)
+
+	rate := func(op func() error) float64 {
+		n, start := 0, time.Now()
+		for time.Since(start) < round {
+			require.NoError(t, op())
+			n++
+		}
+		return float64(n) / time.Since(start).Seconds()
+	}
+	naive := func() error {
+		d, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("refused: %+v", d)
+		}
+		return err
+	}
+	hand := func() error { return h.take(ctx, key) }
+	rate(naive) // warm both paths up
+	rate(hand)
+	ratios := make([]float64, rounds)
+	for i := range ratios {
+		var n, m float64
+		if i%2 == 0 { // alternate which side goes first
+			n, m = rate(naive), rate(hand)
+		} else {
+			m, n = rate(hand), rate(naive)
+		}
+		ratios[i] = n / m
+	}
+	slices.Sort(ratios)
+	median := ratios[rounds/2]
+	t.Logf("naive decision / hand-written transaction: median %.2f over %d pairs of rounds (quartiles %.2f, %.2f)",
+		median, rounds, ratios[rounds/4], ratios[3*rounds/4])
+	require.GreaterOrEqual(t, median, bar, "a naive decision costs more than twice the SQL it runs: profile it (docs/BENCHMARKS.md)")
+}

@@ -68,17 +68,10 @@ func checkWritable(ctx context.Context, store *sqlstore.Store) error {
 // whose writes now go to a file nobody will find again. Readiness fails
 // meanwhile (storeHealth checks the same).
 func watchDatabase(ctx context.Context, store *sqlstore.Store, every time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, every, func() {
 		if err := store.CheckIdentity(); err != nil {
 			logger.Error("THE DATABASE FILE WAS DELETED OR REPLACED: writes are going to an unlinked file; stop serve, restore the file, restart",
 				slog.String("identity", store.Identity().String()), slog.Any("error", err))
 		}
-	}
+	})
 }

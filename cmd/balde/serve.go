@@ -323,20 +323,13 @@ const DefaultSeverityEvery = 15 * time.Second
 
 // reevaluate runs Limiter.Reevaluate every period until ctx ends.
 func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, every, func() {
 		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
 			logger.Warn("severity re-evaluation", slog.Any("error", err))
 		} else if n > 0 {
 			logger.Info("severity re-evaluated", slog.Int("recovered", n))
 		}
-	}
+	})
 }
 
 // reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is
@@ -358,6 +351,19 @@ func reconcilePeriod(every time.Duration, simulated bool) time.Duration {
 // Records.PruneLookups), and settles SIFEN documents left in "sending"
 // (Resolve). Failures are logged and retried at the next tick.
 func (a *app) maintain(ctx context.Context, every, retention time.Duration, logger *slog.Logger) {
+	everyTick(ctx, every, func() {
+		res, err := a.engine.prune(ctx, retention, 0, false)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("prune", slog.Any("error", err))
+		}
+		logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups))
+		a.resolveSifen(ctx, logger)
+	})
+}
+
+// everyTick runs fn once every period, the first time one period from now,
+// until ctx ends: serve's background loops.
+func everyTick(ctx context.Context, every time.Duration, fn func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -366,12 +372,7 @@ func (a *app) maintain(ctx context.Context, every, retention time.Duration, logg
 			return
 		case <-t.C:
 		}
-		res, err := a.engine.prune(ctx, retention, 0, false)
-		if err != nil && ctx.Err() == nil {
-			logger.Warn("prune", slog.Any("error", err))
-		}
-		logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups))
-		a.resolveSifen(ctx, logger)
+		fn()
 	}
 }
 

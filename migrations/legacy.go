@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 )
 
 // legacyTables are the tables of a balde database migrated before its tables
@@ -20,10 +21,8 @@ var legacyTables = []string{
 // balde before the prefix migrated: its version row moves from
 // schema_migrations to VersionTable and its tables (with, on PostgreSQL,
 // their indexes, identity sequences and foreign keys) take the balde_
-// prefix. A database is legacy when it has schema_migrations and no
-// VersionTable, and its tables include balde's "buckets" and
-// "token_ledger"; an application's own schema_migrations without those
-// tables is left alone. Adopting twice is a no-op.
+// prefix (see isLegacy); an application's own schema_migrations is left
+// alone. Adopting twice is a no-op.
 func adoptLegacy(db *sql.DB, engine Engine) error {
 	ctx := context.Background()
 	legacy, err := isLegacy(ctx, db, engine)
@@ -51,10 +50,12 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s RENAME TO balde_%s`, name, name)); err != nil {
 			return fmt.Errorf("adopt legacy schema: rename %s: %w", name, err)
 		}
+		prefix := prefixSQLiteIndexes
 		if engine == Postgres {
-			if err := prefixPostgresObjects(ctx, tx, "balde_"+name); err != nil {
-				return fmt.Errorf("adopt legacy schema: %s: %w", name, err)
-			}
+			prefix = prefixPostgresObjects
+		}
+		if err := prefix(ctx, tx, "balde_"+name); err != nil {
+			return fmt.Errorf("adopt legacy schema: %s: %w", name, err)
 		}
 	}
 	stmts := []string{
@@ -74,7 +75,15 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 	return tx.Commit()
 }
 
-// isLegacy reports whether db holds a balde schema of before the prefix.
+// legacyLatest is the last version the migrations had before the prefix:
+// a schema_migrations beyond it belongs to somebody else.
+const legacyLatest = 4
+
+// isLegacy reports whether db holds a balde schema of before the prefix:
+// schema_migrations at a version balde's old migrations reached, balde's
+// "buckets" and "token_ledger" tables, and no VersionTable. An application
+// that happens to have tables of those names but its own history (version
+// 57, say) is not adopted.
 func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
 	for _, probe := range []struct {
 		name string
@@ -88,7 +97,14 @@ func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
 			return false, nil
 		}
 	}
-	return true, nil
+	var version int64
+	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_migrations`).Scan(&version); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return false, fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
+	}
+	return version >= 1 && version <= legacyLatest, nil
 }
 
 type queryer interface {
@@ -111,6 +127,52 @@ func tableExists(ctx context.Context, q queryer, engine Engine, name string) (bo
 		return false, fmt.Errorf("look for table %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// legacyIndexName finds the name in an index's CREATE statement as SQLite
+// stores it (sqlite_master.sql), quoted or not.
+var legacyIndexName = regexp.MustCompile(`(?i)^(\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?)("?)([^"\s(]+)("?)`)
+
+// prefixSQLiteIndexes gives the balde_ prefix to the indexes of a renamed
+// table. SQLite keeps an index's name when its table is renamed and has no
+// RENAME INDEX, so each one is dropped and created again under the new name
+// from its own stored definition (which RENAME TABLE already pointed at the
+// new table name); automatic indexes of constraints are named by SQLite
+// and left alone. Otherwise an application creating an index named
+// token_ledger_events would collide with balde's.
+func prefixSQLiteIndexes(ctx context.Context, tx *sql.Tx, table string) error {
+	rows, err := tx.QueryContext(ctx,
+		`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 AND sql IS NOT NULL AND name NOT LIKE 'balde\_%' ESCAPE '\'`, table)
+	if err != nil {
+		return fmt.Errorf("list indexes: %w", err)
+	}
+	type index struct{ name, create string }
+	var indexes []index
+	for rows.Next() {
+		var ix index
+		if err := rows.Scan(&ix.name, &ix.create); err != nil {
+			rows.Close()
+			return fmt.Errorf("list indexes: %w", err)
+		}
+		indexes = append(indexes, ix)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("list indexes: %w", err)
+	}
+	for _, ix := range indexes {
+		m := legacyIndexName.FindStringSubmatchIndex(ix.create)
+		if m == nil {
+			return fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.create)
+		}
+		create := ix.create[:m[6]] + "balde_" + ix.create[m[6]:]
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DROP INDEX %q`, ix.name)); err != nil {
+			return fmt.Errorf("drop index %s: %w", ix.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, create); err != nil {
+			return fmt.Errorf("%s: %w", create, err)
+		}
+	}
+	return nil
 }
 
 // prefixPostgresObjects gives the balde_ prefix to the schema-wide names that

@@ -93,8 +93,9 @@ func TestUpgradeFromUnprefixedSchema(t *testing.T) {
 			`CREATE TABLE documents (id INTEGER PRIMARY KEY)`,
 			`CREATE TABLE policies (id INTEGER PRIMARY KEY, name TEXT UNIQUE)`,
 		)
+		exec(t, db, `CREATE INDEX token_ledger_events ON documents (id)`, `CREATE INDEX documents_status ON documents (id)`)
 		if engine == sqlstore.Postgres {
-			exec(t, db, `CREATE SEQUENCE policies_id_seq`, `CREATE INDEX token_ledger_events ON documents (id)`)
+			exec(t, db, `CREATE SEQUENCE policies_id_seq`)
 		}
 
 		s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
@@ -148,5 +149,26 @@ func TestBesideAnApplicationSchema(t *testing.T) {
 		require.Equal(t, want, appState())
 		migrateUp(t, dsn)
 		require.Equal(t, want, appState())
+	})
+}
+
+// TestApplicationTablesNamedLikeBaldesAreNotAdopted: an application whose
+// own history is at version 57 and which happens to have tables named
+// buckets and token_ledger is not mistaken for an old balde database: its
+// tables keep their names and its schema_migrations stays.
+func TestApplicationTablesNamedLikeBaldesAreNotAdopted(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		dsn, db := emptyDatabase(t, engine)
+		exec(t, db,
+			`CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`,
+			`INSERT INTO schema_migrations (version, dirty) VALUES (57, false)`,
+			`CREATE TABLE buckets (id INTEGER PRIMARY KEY, label TEXT)`,
+			`CREATE TABLE token_ledger (id INTEGER PRIMARY KEY)`,
+			`INSERT INTO buckets (id, label) VALUES (1, 'the app''s own')`,
+		)
+		migrateUp(t, dsn)
+		require.Equal(t, 57, count(t, db, `SELECT version FROM schema_migrations`))
+		require.Equal(t, 1, count(t, db, `SELECT COUNT(*) FROM buckets WHERE label = 'the app''s own'`))
+		require.Equal(t, 0, count(t, db, `SELECT COUNT(*) FROM balde_buckets`))
 	})
 }

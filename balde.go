@@ -129,6 +129,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, &ConfigError{"Sifen", err}
 	}
+	if cfg.Thresholds != (throttle.Thresholds{}) {
+		if err := cfg.Thresholds.Validate(); err != nil {
+			return nil, &ConfigError{"Thresholds", err}
+		}
+	}
 	var inbound *web.Inbound
 	if cfg.Inbound != nil {
 		if inbound, err = web.NewInbound(*cfg.Inbound); err != nil {

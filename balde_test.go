@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -32,6 +33,7 @@ func TestOpenRefusesBadSettingsBeforeTouchingTheDatabase(t *testing.T) {
 		{"BadCategory", balde.Config{DB: db, DictCategory: "not a category"}, "DictCategory"},
 		{"MissingPolicyFile", balde.Config{DB: db, PolicyFile: filepath.Join(dir, "nope.json")}, "PolicyFile"},
 		{"BadInbound", balde.Config{DB: db, Inbound: &web.InboundConfig{IPLimit: -1}}, "Inbound"},
+		{"BadThresholds", balde.Config{DB: db, Thresholds: throttle.Thresholds{Medium: 10, High: 50, Critical: 5}}, "Thresholds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

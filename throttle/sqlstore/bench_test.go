@@ -263,6 +263,49 @@ func BenchmarkCeiling(b *testing.B) {
 	}
 }
 
+// BenchmarkBatchCeiling bounds what any group commit on one SQLite file
+// can do on uniform keys: one writer, transactions of rows random buckets
+// each, and nothing in them but the bucket writes — one UPDATE of the rows
+// found by key, no read into Go, no ledger, no rules. A decision must at
+// least find and rewrite its bucket's row, so balde's group commit cannot
+// pass this figure on the same file; compare it with redis_rate in the
+// same run (docs/BENCHMARKS.md, goal 2).
+func BenchmarkBatchCeiling(b *testing.B) {
+	for _, rows := range []int{8, 32} {
+		b.Run(fmt.Sprintf("sqlite/update/1Mkeys/rows=%d", rows), func(b *testing.B) {
+			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{MaxConns: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			q := `UPDATE balde_buckets SET tokens = tokens - 1 WHERE policy_id = 1 AND env = 'prod' AND identifier IN (?` +
+				strings.Repeat(", ?", rows-1) + `)`
+			args := make([]any, rows)
+			ctx := context.Background()
+			b.ResetTimer()
+			start := time.Now()
+			for done := 0; done < b.N; done += rows {
+				for i := range args {
+					args[i] = keyOf(true, 0).Identifier
+				}
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+					tx.Rollback()
+					b.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
 // BenchmarkDecision is a full decision (refill, checks, debit, ledger row,
 // severity) through the Limiter: naive (one transaction per decision) and
 // with group commit.

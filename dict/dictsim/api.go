@@ -85,10 +85,23 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant s
 	return call{}, false
 }
 
-// answer charges c's buckets by status now, then, after the configured
-// latency, writes doc (a document, or a *problem; a func() any is called
-// after the charge, under s.mu, to build it).
+// answer waits the configured latency (the DICT working on the request),
+// then charges c's buckets by status and writes doc (a document, or a
+// *problem; a func() any is called after the charge, under s.mu, to build
+// it). Charging at the answer, not at the admission, is the DICT's
+// counting: requests admitted while a bucket was positive are all charged
+// when they are answered, so lookups in flight can take a bucket below
+// zero together, as they can at the DICT. A client that went away during
+// the latency is still charged: its request reached the DICT.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
+	if s.latency > 0 {
+		t := time.NewTimer(s.latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
 	s.mu.Lock()
 	for _, k := range c.keys {
 		b, l, _ := s.bucket(k.policy, k.identifier)
@@ -98,14 +111,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status i
 		doc = build()
 	}
 	s.mu.Unlock()
-	if s.latency > 0 {
-		t := time.NewTimer(s.latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-		}
-	}
 	s.write(w, c.op, status, doc)
 }
 

@@ -8,9 +8,10 @@
 // needs holds a positive balance, and charged by its outcome when it is
 // answered (a getEntry 404 costs 20 to the payer and 3 to the participant);
 // otherwise it is answered 429 RateLimited with Retry-After, the whole
-// seconds until the balance is positive again, and charged nothing. The
-// answer then takes Config.Latency to reach the client: requests in flight
-// race as they do against the real DICT.
+// seconds until the balance is positive again, and charged nothing. An
+// admitted request is worked on for Config.Latency before it is charged and
+// answered, so requests in flight race as they do against the real DICT:
+// all of those admitted while a bucket was positive are charged.
 //
 // Endpoints (API under /api/v2):
 //
@@ -48,8 +49,8 @@ type Config struct {
 	EntriesFile string
 	// Category is every participant's category, A..H (default "A").
 	Category string
-	// Latency is the time between the simulator charging a request and the
-	// client receiving its answer (real time, even with FakeClock).
+	// Latency is the time between admitting a request and charging and
+	// answering it (real time, even with FakeClock).
 	Latency time.Duration
 	// NameEmptyBucket makes a 429's problem name the empty bucket's policy
 	// in a violation (property "policy"). The public API does not say that

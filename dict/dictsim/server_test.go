@@ -103,6 +103,48 @@ func TestCountsAsTheDICT(t *testing.T) {
 	require.Equal(t, int64(5), sim.Stats().Count("getEntry", 404))
 }
 
+// TestInFlightLookupsAreChargedWhenAnswered: lookups admitted while the
+// payer's bucket is positive are all charged when the DICT answers them, so
+// seven unknown keys in flight together take a PF payer of 100 tokens to
+// -40 — the overdraft a client must reserve against — and none gets a 429:
+// each was admitted while the balance was positive. (Were they charged at
+// admission, the sixth would find 0 and be refused.) The 2 s latency is the
+// margin for all seven to be admitted before the first is charged.
+func TestInFlightLookupsAreChargedWhenAnswered(t *testing.T) {
+	sim, url := newSim(t, dictsim.Config{Latency: 2 * time.Second})
+	const n = 7
+	statuses := make(chan int, n)
+	for i := range n {
+		go func() {
+			req, err := http.NewRequest(http.MethodGet, url+"/api/v2/entries/naoexiste@example.com", nil)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			req.Header.Set("PI-RequestingParticipant", ispb)
+			req.Header.Set("PI-PayerId", payer)
+			req.Header.Set("PI-EndToEndId", e2e(i))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for range n {
+		select {
+		case status := <-statuses:
+			require.Equal(t, http.StatusNotFound, status)
+		case <-time.After(20 * time.Second):
+			t.Fatal("no answer within 20 s")
+		}
+	}
+	tokens, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payer)
+	require.Equal(t, int64(100-n*20), tokens)
+}
+
 // TestManualExample: 5 tokens, a 404 -> -15, positive again after 8 min.
 func TestManualExample(t *testing.T) {
 	sim, url := newSim(t, dictsim.Config{NameEmptyBucket: true})

@@ -52,6 +52,9 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if *allowUnsigned && env != sifen.EnvTest {
 		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
 	}
+	if err := cfg.checkSifenBlock(); err != nil {
+		return err
+	}
 	wait, maxWait, err := wf.resolve("sifen-send")
 	if err != nil {
 		return err
@@ -90,7 +93,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	sender, err := eng.sifenSender(client, *allowUnsigned)
+	sender, err := eng.sifenSender(cfg, client, *allowUnsigned)
 	if err != nil {
 		return err
 	}

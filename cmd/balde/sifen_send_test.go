@@ -546,3 +546,46 @@ func TestSifenSendBlockStepIsConfigurable(t *testing.T) {
 		})
 	}
 }
+
+// TestSifenSendFollowsEarlierLots: issue 11 audit, point 1. --follow used to
+// follow only the lots its own run sent: a rerun whose documents were
+// already sent followed nothing, and without serve nobody fetched their
+// results. It now follows every lot of the database still sent, paced by
+// SIFEN_CONSULTA_LOTE (the first query 10 minutes after the send), and
+// with no FILE does only that.
+func TestSifenSendFollowsEarlierLots(t *testing.T) {
+	tests := []struct {
+		name string
+		args func(dir string) []string // the second run
+	}{
+		{"RerunOfTheSameFiles", func(dir string) []string { return []string{"sifen-send", "--follow", dir} }},
+		{"NoFile", func(string) []string { return []string{"sifen-send", "--follow"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeTime(testEpoch)
+			sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Processing: time.Minute})
+			docs := sifentest.Docs("80069563", 1, 2)
+			dir := t.TempDir()
+			writeFile(t, dir, "lote.xml", sifentest.Lote(docs...))
+			writeFile(t, dir, "other.xml", sifentest.Doc{RUC: "88888801", Number: 1}.File())
+			db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+			env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+
+			code, _, stderr := runIn(context.Background(), clock, "", env, "sifen-send", dir)
+			require.Equal(t, ExitOK, code, stderr)
+			require.Equal(t, map[string]int{"sent": 3}, documentStatuses(t, db))
+
+			code, stdout, stderr := runIn(context.Background(), clock, "", env, tt.args(dir)...)
+			require.Equal(t, ExitOK, code, stderr)
+			require.Contains(t, stdout, "waiting 10m", "the lot-query policy paces the first query")
+			for i, d := range append(docs, sifentest.Doc{RUC: "88888801", Number: 1}) {
+				require.Regexp(t, `approved document \d cdc=`+d.CDC()+` lot=\d{17} result="Aprobado" dProtAut=\d+`, stdout, "document %d", i+1)
+			}
+			require.Equal(t, map[string]int{"approved": 3}, documentStatuses(t, db))
+			st := sim.Stats()
+			require.Equal(t, int64(2), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), "nothing sent twice")
+			require.Equal(t, int64(2), st.Count(sifensim.ServiceConsultaLote, "", "", ""), "each lot queried once, when due")
+		})
+	}
+}

@@ -119,3 +119,43 @@ func GroupLots(docs []Document) [][]int64 {
 	}
 	return lots
 }
+
+// FitLot returns how many of docs, from the first, fit in one lot: the
+// longest prefix whose siRecepLoteDE message (the lot zipped, in base64,
+// in its envelope) is at most MaxLotMessageBytes; 0 when the first alone
+// is too big. docs must carry their XML (Sender.Get). It bisects on the
+// prefix length, a longer prefix never zipping smaller. It checks the size
+// only: Send still applies every lot rule.
+//
+// Errors: the errors of ParseLote for a stored XML that no longer parses.
+func FitLot(docs []Document) (int, error) {
+	des := make([]DE, len(docs))
+	for i, d := range docs {
+		de, err := storedDE(d)
+		if err != nil {
+			return 0, err
+		}
+		des[i] = de
+	}
+	fits := func(n int) (bool, error) {
+		z, err := ZipLote(Lote{DEs: des[:n]}.XML())
+		if err != nil {
+			return false, err
+		}
+		return CheckMessageSize(len(z)) == nil, nil
+	}
+	lo, hi := 0, len(des) // fits(lo) is known true (an empty prefix), fits(hi+1) false
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		ok, err := fits(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, nil
+}

@@ -2,6 +2,7 @@ package sifen_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +261,46 @@ func TestRunPollFetchesLotResults(t *testing.T) {
 	require.Len(t, d.AuthNumber, 10)
 	require.Equal(t, "1005", d.ResponseCode)
 	require.Equal(t, int64(1), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", sifen.CodeLotDone))
+}
+
+// Issue 11 audit, point 6: siConsLoteDE 0360 ("número de lote
+// inexistente") about a lot SIFEN itself numbered, with siConsDE 0420 about
+// its DE, is no definitive answer (docs/decisions/0012): within
+// NotFoundAfter of the send the document stays sent (unsendable) and its
+// lot is queried again; only past it does it go to error, sendable again.
+// A fresh simulator is a SIFEN that does not know the lot.
+func TestLotUnknownIsNotDefinitive(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	ctx := context.Background()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File())
+	out, err := w.sender.Send(ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+
+	amnesiac, err := sifensim.NewServer(sifensim.Config{Clock: w.clock.Now, Logger: quietLogger()})
+	require.NoError(t, err)
+	ts := httptest.NewServer(amnesiac)
+	t.Cleanup(ts.Close)
+	_, poller := newSender(t, w.store, w.store, ts.URL, sifen.PolicyConfig{}, w.clock.Now, sifen.SenderConfig{})
+
+	steps := []struct {
+		name       string
+		advance    time.Duration
+		wantStatus sifen.Status
+		wantText   string
+	}{
+		{"0360 after 10 minutes: kept sent", sifen.DefaultConsultaInterval, sifen.StatusSent, "not definitive"},
+		{"0360 a day later: still sent", 24 * time.Hour, sifen.StatusSent, "not definitive"},
+		{"0360 past 48 h: may be sent again", sifen.DefaultNotFoundAfter, sifen.StatusError, "it may be sent again"},
+	}
+	for _, st := range steps {
+		w.clock.Advance(st.advance)
+		lo, err := poller.QueryLot(ctx, sifen.EnvTest, out.LotNumber)
+		require.NoError(t, err, st.name)
+		require.Nil(t, lo.Blocked, st.name)
+		require.Equal(t, sifen.CodeLotUnknown, lo.Code, st.name)
+		d := w.doc(t, ids[0])
+		require.Equal(t, st.wantStatus, d.Status, st.name)
+		require.Contains(t, d.Message, st.wantText, st.name)
+	}
 }

@@ -87,9 +87,13 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 // documents from "sent" to approved (Result says whether with observations,
 // AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages). A
 // lot SIFEN does not know (0360) or no longer answers for (0364) is settled
-// document by document with siConsDE: found → approved, not found → error
-// (may be sent again: the lot is beyond its 48 h). A lot in processing
-// (0361) changes nothing.
+// document by document with siConsDE: found (0422) → approved. Not found
+// (0420) is definitive, and the document goes to error (may be sent
+// again), only after 0364 or once the send is NotFoundAfter old: 0360
+// "número de lote inexistente" is no result of any DE (SIFEN numbered the
+// lot itself when it queued it), so before that the document stays sent,
+// with a message, and its lot is queried again (docs/decisions/0012). A lot
+// in processing (0361) changes nothing.
 //
 // Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the Transport,
 // throttle.ErrStoreUnavailable.
@@ -158,6 +162,15 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 				st.Status, st.Result, st.Message = StatusApproved, ResultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
 			case CodeDENotFound:
 				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
+				if sent := sentAt(doc); resp.Code == CodeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {
+					// Not definitive: the lot may still be processing.
+					st.Status, st.ResponseCode = StatusSent, resp.Code
+					st.Message = fmt.Sprintf("SIFEN answered %s (%s) for lot %s and %s for the DE, which is not definitive while the lot may be processing: kept unsendable, its lot queried again, until %s",
+						resp.Code, resp.Message, lotNumber, r.Code, sent.Add(s.cfg.NotFoundAfter).Format("2006-01-02 15:04 MST"))
+					if st.Message == doc.Message {
+						continue
+					}
+				}
 			default:
 				errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message))
 				continue
@@ -165,7 +178,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
 			if err != nil {
 				errs = append(errs, err)
-			} else if ok {
+			} else if ok && st.Status != StatusSent {
 				out.Updated++
 			}
 		}
@@ -194,6 +207,15 @@ func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
 		out = append(out, o)
 	}
 	return out, errors.Join(errs...)
+}
+
+// sentAt is when doc's lot left: SentAt, or its claim when the store
+// did not record it.
+func sentAt(doc Document) time.Time {
+	if doc.SentAt.IsZero() {
+		return doc.ClaimedAt
+	}
+	return doc.SentAt
 }
 
 // resultText renders a DE's result: "Aprobado: 0260 Autorización del DE satisfactoria".

@@ -269,6 +269,9 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	default:
 		p.Flash = tr.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
+	if n, err := strconv.Atoi(q.Get("toobig")); err == nil && n > 0 && q.Get("result") != "" {
+		p.Flash += " " + tr.Sprintf("%d more draft(s) stay drafts: with them the SOAP message would exceed 1000 KB. Press the button again to send them.", n)
+	}
 	for _, d := range docs {
 		p.Documents = append(p.Documents, s.newDocumentView(d, now, tr))
 	}
@@ -596,9 +599,13 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 // …" button: the drafts (and documents in error) of one RUC in one env,
 // oldest first, grouped as SIFEN takes them (sifen.GroupLots: one type, at
 // most 50), and the first lot sent with sifen.Sender.Send — the same
-// throttle check as every send. It redirects (303) to the RUC's list with
-// ?result= (sent, blocked with &wait=, not_queued, failed, unknown); a
-// refusal is "blocked" with the wait, never an error. No draft: 400.
+// throttle check as every send. A lot whose SOAP message would exceed
+// 1000 KB is cut to the longest prefix that fits (sifen.FitLot), and the
+// rest stay drafts for the next press (&toobig= says how many). It
+// redirects (303) to the RUC's list with ?result= (sent, blocked with
+// &wait=, not_queued, failed, unknown) and &n= the documents of the lot; a
+// refusal is "blocked" with the wait, never an error. No draft, or a first
+// draft too big alone to travel: 400.
 func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
 		return ErrNotFound
@@ -622,11 +629,26 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if len(lots) == 0 {
 		return fmt.Errorf("%w: no draft of RUC %s in %s", sifen.ErrLotEmpty, f.RUC, f.Env)
 	}
-	out, err := s.Sifen.Send(r.Context(), lots[0]...)
+	lot := lots[0]
+	out, err := s.Sifen.Send(r.Context(), lot...)
+	if errors.Is(err, sifen.ErrLotTooBig) && len(lot) > 1 {
+		// Send refused it before taking anything: send what fits.
+		n, ferr := s.fitLot(r.Context(), lot)
+		if ferr != nil {
+			return ferr
+		}
+		if n > 0 {
+			lot = lot[:n]
+			out, err = s.Sifen.Send(r.Context(), lot...)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(lots[0]))}}
+	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(lot))}}
+	if left := len(lots[0]) - len(lot); left > 0 {
+		q.Set("toobig", strconv.Itoa(left))
+	}
 	if out.LotNumber != "" {
 		q.Set("lot", out.LotNumber)
 	}
@@ -634,9 +656,23 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
 	}
 	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "RUC drafts send", slog.String("ruc", f.RUC), slog.String("env", string(f.Env)),
-		slog.Int("documents", len(lots[0])), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
+		slog.Int("documents", len(lot)), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
 	http.Redirect(w, r, s.pathWithQuery("documents", q), http.StatusSeeOther)
 	return nil
+}
+
+// fitLot returns how many of ids, from the first, fit in one lot message
+// (sifen.FitLot over the documents with their XML).
+func (s *Server) fitLot(ctx context.Context, ids []int64) (int, error) {
+	docs := make([]sifen.Document, len(ids))
+	for i, id := range ids {
+		d, err := s.Sifen.Get(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		docs[i] = d
+	}
+	return sifen.FitLot(docs)
 }
 
 // documentID reads the {id} of a document route.

@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -479,6 +480,52 @@ func TestSendAllDraftsOfRUC(t *testing.T) {
 
 	resp = e.post("/documents/send-ruc", form, asAdmin)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "no draft left")
+}
+
+// TestSendAllDraftsOfRUCTooBig: issue 11 audit, point 3. 40 drafts of one
+// RUC whose lot message would exceed 1000 KB: the button sends the longest
+// prefix that fits (as sifen-send splits), the rest stay drafts and the
+// page says so; the next press, once the interval has passed, sends them.
+func TestSendAllDraftsOfRUCTooBig(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}))
+	big := sifentest.Docs("800695", 1, 40)
+	for i := range big {
+		big[i].Filler = 40_000
+	}
+	ids := e.importDocs(sifentest.Lote(big...), sifen.EnvTest)
+	form := url.Values{"ruc": {"800695-" + strconv.Itoa(big[0].DV())}, "env": {"test"}}
+
+	sent := 0
+	for press := 1; sent < len(ids); press++ {
+		require.LessOrEqual(t, press, 4, "40 drafts of 40 KB go in a few presses")
+		resp := e.post("/documents/send-ruc", form, asAdmin)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
+		loc := resp.Header.Get("Location")
+		require.Contains(t, loc, "result=sent", loc)
+		u, err := url.Parse(loc)
+		require.NoError(t, err)
+		n, err := strconv.Atoi(u.Query().Get("n"))
+		require.NoError(t, err)
+		require.Positive(t, n)
+		for i, id := range ids {
+			want := sifen.StatusDraft
+			if i < sent+n {
+				want = sifen.StatusSent
+			}
+			require.Equal(t, want, e.doc(id).Status, "press %d, document %d", press, i+1)
+		}
+		flash := document(t, e.get(loc, asAdmin)).Find(".flash").Text()
+		require.Contains(t, flash, fmt.Sprintf("Sent a lot of %d document(s)", n))
+		if left := len(ids) - sent - n; left > 0 {
+			require.Less(t, n, len(ids))
+			require.Contains(t, flash, fmt.Sprintf("%d more draft(s) stay drafts: with them the SOAP message would exceed 1000 KB.", left))
+		} else {
+			require.NotContains(t, flash, "stay drafts")
+		}
+		sent += n
+		e.clock.Advance(10 * time.Second)
+	}
+	require.Equal(t, int64(0), e.sim.Stats().Count("siRecepLoteDE", "", "", sifen.CodeLotNotQueued), "SIFEN never refused a lot")
 }
 
 // TestUploadRefusesDeepNesting: issue 13 point 1. A DE nested 30,000 deep

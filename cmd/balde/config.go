@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
@@ -46,6 +47,13 @@ type Config struct {
 	// one environment (SIFEN_THROTTLE_SECONDS, default 10 s);
 	// SifenThrottleProd overrides it for prod (SIFEN_THROTTLE_SECONDS_PROD).
 	SifenThrottle, SifenThrottleProd time.Duration
+	// SifenBlockStep and SifenBlockMax shape the local block after SIFEN's
+	// 0301 (lot not queued): the first blocks the RUC for SifenBlockStep,
+	// each one within a day of the previous one step longer, up to
+	// SifenBlockMax (BALDE_SIFEN_BLOCK_STEP, default 10m, at least 10m,
+	// SIFEN's own shortest block; BALDE_SIFEN_BLOCK_MAX, default 60m, at
+	// least the step, at most 24h). See sifen.DefaultRemoteBlock.
+	SifenBlockStep, SifenBlockMax time.Duration
 	// SifenPollEvery is how often serve looks for lots whose result is due
 	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0 turns it off). Each lot is
 	// queried only as SIFEN_CONSULTA_LOTE admits (10 min after the send).
@@ -171,6 +179,8 @@ func DefaultConfig() Config {
 		DictEnv:         "prod",
 		SifenThrottle:   10 * time.Second,
 		SifenPollEvery:  30 * time.Second,
+		SifenBlockStep:  sifen.DefaultRemoteBlock,
+		SifenBlockMax:   sifen.DefaultRemoteBlockMax,
 		Ledger:          throttle.LedgerEveryTake,
 		GroupCommit:     true,
 		LedgerRetention: throttle.DefaultRetention,
@@ -234,6 +244,8 @@ func (c *Config) envVars() []envVar {
 		{"SIFEN_THROTTLE_SECONDS", intervalFlag{&c.SifenThrottle}.Set},
 		{"SIFEN_THROTTLE_SECONDS_PROD", intervalFlag{&c.SifenThrottleProd}.Set},
 		{"BALDE_SIFEN_POLL_EVERY", everyFlag{&c.SifenPollEvery}.Set},
+		{"BALDE_SIFEN_BLOCK_STEP", setParsed(&c.SifenBlockStep, parseBlockStep)},
+		{"BALDE_SIFEN_BLOCK_MAX", setParsed(&c.SifenBlockMax, parseBlockMax)},
 		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
 		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
 			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
@@ -289,6 +301,24 @@ var (
 	parseInboundBlock  = durationMin(0, "a duration (e.g. 5m, or 0 for no block)")
 )
 
+// The local block after SIFEN's 0301: a step shorter than SIFEN's own
+// shortest block (10 min) would send into a block SIFEN still holds, and
+// earn a longer one.
+var (
+	parseBlockStep = durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, "a duration from 10m to 24h (SIFEN blocks a RUC at least 10 minutes)")
+	parseBlockMax  = durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, "a duration from 10m to 24h")
+)
+
+// checkSifenBlock checks what a single value cannot: the longest block
+// is at least one step. The error is a UsageError naming both settings.
+func (c Config) checkSifenBlock() error {
+	if c.SifenBlockMax < c.SifenBlockStep {
+		return UsageError("BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) %s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) %s: the longest block is at least one step",
+			c.SifenBlockMax, c.SifenBlockStep)
+	}
+	return nil
+}
+
 // setParsed returns the setter of a field read by parse; on an error the
 // field keeps its value.
 func setParsed[T any](dst *T, parse func(string) (T, error)) func(string) error {
@@ -308,6 +338,18 @@ func durationMin(lowest time.Duration, want string) func(string) (time.Duration,
 	return func(s string) (time.Duration, error) {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < lowest {
+			return 0, fmt.Errorf("%q is not %s", s, want)
+		}
+		return d, nil
+	}
+}
+
+// durationIn parses a Go duration in lowest..highest; want says what is
+// expected, for the error.
+func durationIn(lowest, highest time.Duration, want string) func(string) (time.Duration, error) {
+	return func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < lowest || d > highest {
 			return 0, fmt.Errorf("%q is not %s", s, want)
 		}
 		return d, nil
@@ -430,6 +472,8 @@ func (c *Config) addSifenFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SifenURL, "sifen-url", c.SifenURL, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`)
 	fs.Var(intervalFlag{&c.SifenThrottle}, "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
 	fs.Var(intervalFlag{&c.SifenThrottleProd}, "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
+	fs.Var(parsedFlag[time.Duration]{&c.SifenBlockStep, parseBlockStep}, "sifen-block-step", "local block of a RUC after SIFEN's first 0301, one step longer at each recurrence within a day; at least 10m (env BALDE_SIFEN_BLOCK_STEP)")
+	fs.Var(parsedFlag[time.Duration]{&c.SifenBlockMax, parseBlockMax}, "sifen-block-max", "longest local block after repeated 0301s, at least --sifen-block-step (env BALDE_SIFEN_BLOCK_MAX)")
 }
 
 // addPolicyFlags registers --policies.

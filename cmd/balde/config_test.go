@@ -55,6 +55,9 @@ func TestConfigBadEnv(t *testing.T) {
 		{"PathNotAPrefix", "BALDE_INBOUND_PATHS", "/api,admin", `BALDE_INBOUND_PATHS: "admin" is not a path prefix`},
 		{"FailUnknown", "BALDE_INBOUND_FAIL", "ajar", `BALDE_INBOUND_FAIL: "ajar" (want open or closed)`},
 		{"PruneEveryNegative", "BALDE_PRUNE_EVERY", "-1m", "BALDE_PRUNE_EVERY"},
+		{"BlockStepShort", "BALDE_SIFEN_BLOCK_STEP", "5m", `BALDE_SIFEN_BLOCK_STEP: "5m" is not a duration from 10m to 24h`},
+		{"BlockStepNotADuration", "BALDE_SIFEN_BLOCK_STEP", "10", "BALDE_SIFEN_BLOCK_STEP"},
+		{"BlockMaxLong", "BALDE_SIFEN_BLOCK_MAX", "25h", `BALDE_SIFEN_BLOCK_MAX: "25h" is not a duration from 10m to 24h`},
 		{"ReconcileTooOften", "BALDE_DICT_RECONCILE_EVERY", "5s", "BALDE_DICT_RECONCILE_EVERY: 5s is more often than POLICIES_LIST allows"},
 	}
 	for _, tt := range tests {

@@ -195,12 +195,14 @@ func (c Config) sifenClient(baseURL string) (*sifen.Client, error) {
 	return client, nil
 }
 
-// sifenSender returns the SIFEN send path over client; allowUnsigned lets
-// unsigned DEs into the test environment (never prod).
-func (e *engine) sifenSender(client *sifen.Client, allowUnsigned ...bool) (*sifen.Sender, error) {
+// sifenSender returns the SIFEN send path over client, with cfg's local
+// block after 0301; allowUnsigned lets unsigned DEs into the test
+// environment (never prod).
+func (e *engine) sifenSender(cfg Config, client *sifen.Client, allowUnsigned bool) (*sifen.Sender, error) {
 	sender, err := sifen.NewSender(sifensql.New(e.store), client, e.limiter, sifen.SenderConfig{
 		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
-		AllowUnsigned: len(allowUnsigned) > 0 && allowUnsigned[0],
+		RemoteBlock: cfg.SifenBlockStep, RemoteBlockMax: cfg.SifenBlockMax,
+		AllowUnsigned: allowUnsigned,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("SIFEN sender: %w", err)

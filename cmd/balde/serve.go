@@ -49,6 +49,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
+	if err := cfg.checkSifenBlock(); err != nil {
+		return err
+	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
 	var sifenClient *sifen.Client
@@ -162,7 +165,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 			return nil, err
 		}
 	}
-	if a.sender, err = eng.sifenSender(sifenClient); err != nil {
+	if a.sender, err = eng.sifenSender(cfg, sifenClient, false); err != nil {
 		return nil, err
 	}
 	// The interval between lots is the database's, the strictest any

@@ -248,6 +248,8 @@ func TestServeUsageErrors(t *testing.T) {
 		{"BadPrune", map[string]string{"BALDE_PRUNE_EVERY": "sometimes"}, nil, "BALDE_PRUNE_EVERY"},
 		{"BadSifenURL", nil, []string{"--sifen-url", "ftp://sifen/{env}"}, "--sifen-url"},
 		{"BadDictURL", map[string]string{"BALDE_DICT_URL": "dict.example"}, nil, "DICT client"},
+		{"BadBlockStep", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "ten minutes"}, nil, "BALDE_SIFEN_BLOCK_STEP"},
+		{"BlockMaxBelowStep", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "30m"}, []string{"--sifen-block-max", "20m"}, "BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) 20m0s is shorter than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,17 +199,38 @@ func TestRealDocumentsThroughSifenSend(t *testing.T) {
 	require.False(t, ok, "a tampered DE must not verify")
 }
 
-// TestRealDocumentsThroughTheWebUpload: the generated DEs are uploaded to
-// serve's documents page, parse, and one is sent to serve's simulator.
+// TestRealDocumentsThroughTheWebUpload: facturas of three RUCs, a nota de
+// remisión, a nota de crédito and a nota de débito made by the real
+// generator and signed are uploaded to serve's documents page and sent
+// through the web: the RUC with every type by "Send all drafts of RUC …"
+// (one lot per press, one type per lot), the other two with each
+// document's Send button. The simulator (behind a recorder) queues every
+// lot without a refusal, and the signatures inside the zips it received
+// still verify.
 func TestRealDocumentsThroughTheWebUpload(t *testing.T) {
 	tools := testTools(t)
 	p12, pw := testP12(t)
 	docs := generate(t, tools, p12, pw,
 		genSpec{RUC: "80069563-1", Tipo: 1, Numero: 11},
-		genSpec{RUC: "88888801-5", Tipo: 7, Numero: 12},
+		genSpec{RUC: "80069563-1", Tipo: 1, Numero: 12},
+		genSpec{RUC: "88888801-5", Tipo: 1, Numero: 13},
+		genSpec{RUC: "800695-4", Tipo: 1, Numero: 14},
+		genSpec{RUC: "80069563-1", Tipo: 7, Numero: 15},
 	)
+	notes := generate(t, tools, p12, pw,
+		genSpec{RUC: "80069563-1", Tipo: 5, Numero: 16, Asociado: docs[0].CDC},
+		genSpec{RUC: "80069563-1", Tipo: 6, Numero: 17, Asociado: docs[1].CDC},
+	)
+	docs = append(docs, notes...)
+
+	sim, err := sifensim.NewServer(sifensim.Config{Interval: 50 * time.Millisecond, Processing: time.Minute, Logger: discardLogger})
+	require.NoError(t, err)
+	rec := &xdeRecorder{next: sim}
+	hs := httptest.NewServer(rec)
+	t.Cleanup(hs.Close)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
-	sm := runServeMain(t, map[string]string{"BALDE_DB": db, "BALDE_ADMIN_PASSWORD": "pw"})
+	sm := runServeMain(t, map[string]string{"BALDE_DB": db, "BALDE_ADMIN_PASSWORD": "pw",
+		"BALDE_SIFEN_URL": hs.URL + "/{env}", "SIFEN_THROTTLE_SECONDS": "0.1", "BALDE_INBOUND_IP_LIMIT": "0"})
 	c := newAdminClient(t, sm.url, "admin", "pw")
 	for _, d := range docs {
 		b, err := os.ReadFile(d.File)
@@ -215,11 +238,58 @@ func TestRealDocumentsThroughTheWebUpload(t *testing.T) {
 		resp, page := c.upload(b, "test")
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
 	}
-	ids := c.documentIDs()
-	require.Len(t, ids, 2)
-	resp, _ := c.postForm("/documents/"+ids[1]+"/send", nil)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	require.Equal(t, "/documents/"+ids[1]+"?result=sent", resp.Header.Get("Location"))
+	require.Len(t, c.documentIDs(), len(docs))
+
+	// Each document's Send button, for the RUCs of one factura each.
+	for _, ruc := range []string{"88888801", "800695"} {
+		resp, page := c.get("/documents?env=test&ruc=" + ruc)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		ids := regexp.MustCompile(`/documents/(\d+)/send`).FindAllStringSubmatch(page, -1)
+		require.Len(t, ids, 1, page)
+		resp, _ = c.postForm("/documents/"+ids[0][1]+"/send", nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/documents/"+ids[0][1]+"?result=sent", resp.Header.Get("Location"))
+	}
+
+	// "Send all drafts of RUC 80069563": a lot per press (facturas, then
+	// remisión, crédito, débito), pressed again while the interval holds
+	// it back, until no draft is left.
+	form := url.Values{"ruc": {"80069563-1"}, "env": {"test"}}
+	lots, deadline := 0, time.Now().Add(30*time.Second)
+	for {
+		require.True(t, time.Now().Before(deadline), "the drafts of 80069563 were not all sent in 30 s (%d lots)", lots)
+		resp, page := c.postForm("/documents/send-ruc", form)
+		if resp.StatusCode == http.StatusBadRequest {
+			require.Contains(t, page, "no draft of RUC 80069563")
+			break
+		}
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+		switch loc := resp.Header.Get("Location"); {
+		case strings.Contains(loc, "result=sent"):
+			lots++
+		case strings.Contains(loc, "result=blocked"):
+			time.Sleep(20 * time.Millisecond)
+		default:
+			t.Fatalf("send all drafts: %s", loc)
+		}
+	}
+	require.Equal(t, 4, lots, "one lot per DE type")
+	require.Equal(t, map[string]int{"sent": len(docs)}, documentStatuses(t, db))
+	st := sim.Stats()
+	require.Equal(t, int64(0), st.ByCode[sifensim.CodeLotNotQueued], "remote refusals")
+	require.Equal(t, int64(6), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued))
+
+	// What the simulator received: every DE, its signature intact.
+	rec.mu.Lock()
+	xdes := slices.Clone(rec.xdes)
+	rec.mu.Unlock()
+	require.Len(t, xdes, 6)
+	lines, ok := verifySignatures(t, tools, xdes)
+	require.True(t, ok, strings.Join(lines, "\n"))
+	require.Len(t, lines, len(docs))
+	for _, d := range docs {
+		require.Contains(t, strings.Join(lines, "\n"), d.CDC)
+	}
 }
 
 // TestSetapiAgainstSifensim: the public SOAP client, which no one here

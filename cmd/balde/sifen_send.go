@@ -26,14 +26,19 @@ import (
 // left in "sending" are resolved first (Sender.Resolve), documents already
 // sent are skipped (Import refuses their CDC), and only drafts and errors
 // are grouped and sent.
+//
+// With --follow it then fetches the results of every lot of the database
+// still "sent" — this run's and any earlier run's or serve's — as serve's
+// poller does (each lot queried as SIFEN_CONSULTA_LOTE admits); with no
+// FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--allow-unsigned] [--json] FILE|DIR...",
-		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml")
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
+		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db")
 	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
@@ -41,7 +46,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	wf.add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
-	follow := fs.Bool("follow", false, "after sending, query each lot's result (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE) until every document this run sent is approved or rejected")
+	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE), until each document is approved or rejected; with no FILE, only that")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -52,12 +57,15 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if *allowUnsigned && env != sifen.EnvTest {
 		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
 	}
+	if err := cfg.checkSifenBlock(); err != nil {
+		return err
+	}
 	wait, maxWait, err := wf.resolve("sifen-send")
 	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return UsageError("sifen-send: no FILE or DIR to send (see balde sifen-send --help)")
+	if fs.NArg() == 0 && !*follow {
+		return UsageError("sifen-send: no FILE or DIR to send, and no --follow (see balde sifen-send --help)")
 	}
 	if cfg.SifenURL == "" {
 		return UsageError(`sifen-send: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
@@ -90,7 +98,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	sender, err := eng.sifenSender(client, *allowUnsigned)
+	sender, err := eng.sifenSender(cfg, client, *allowUnsigned)
 	if err != nil {
 		return err
 	}
@@ -515,17 +523,31 @@ type sifenResult struct {
 	Message    string `json:"message"`
 }
 
-// follow polls the lots this run sent (Sender.Poll, each lot queried as
-// SIFEN_CONSULTA_LOTE admits) until every document it sent has SIFEN's
-// result, and reports each: approved (with dProtAut, and whether with
-// observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
+// follow polls the lots of the database still sent (Sender.Poll, each lot
+// queried as SIFEN_CONSULTA_LOTE admits) until every document that was
+// sent when it started — this run's and earlier runs' or serve's — has
+// SIFEN's result, and reports each: approved (with dProtAut, and whether
+// with observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
 // documents keep their results and serve keeps polling.
 func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
-	pending := make(map[int64]*sifenItem)
+	pending := make(map[int64]bool)
 	for _, it := range items {
 		if it.res == resultSent {
-			pending[it.doc] = it
+			pending[it.doc] = true
 		}
+	}
+	for f := (sifen.Filter{Statuses: []sifen.Status{sifen.StatusSent}, Limit: 1000}); ; {
+		docs, err := b.sender.List(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			pending[d.ID] = true
+		}
+		if len(docs) < f.Limit {
+			break
+		}
+		f.BeforeID = docs[len(docs)-1].ID
 	}
 	for len(pending) > 0 {
 		out, err := b.sender.Poll(ctx)

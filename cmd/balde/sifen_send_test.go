@@ -209,6 +209,8 @@ func TestSifenSendBadInput(t *testing.T) {
 		{"BadMaxWait", nil, []string{"--max-wait", "soon", good}, "invalid value"},
 		{"BadThrottleEnv", map[string]string{"SIFEN_THROTTLE_SECONDS": "ten"}, []string{good}, "SIFEN_THROTTLE_SECONDS"},
 		{"ZeroThrottle", map[string]string{"SIFEN_THROTTLE_SECONDS": "0"}, []string{good}, "must be more than 0 seconds"},
+		{"BadBlockStepEnv", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "1m"}, []string{good}, `BALDE_SIFEN_BLOCK_STEP: "1m" is not a duration from 10m to 24h`},
+		{"BadBlockMaxFlag", nil, []string{"--sifen-block-max", "2h", "--sifen-block-step", "3h", good}, "BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) 2h0m0s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) 3h0m0s"},
 		{"TooBig", nil, []string{huge}, "larger than 8 MB"},
 		{"TooDeep", nil, []string{deep}, "nested deeper than 64"},
 		{"TestDEToProd", nil, []string{"--env", "prod", good}, "and cannot go to prod"},
@@ -225,7 +227,7 @@ func TestSifenSendBadInput(t *testing.T) {
 			require.Equal(t, ExitUsage, code)
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			require.Contains(t, lines[len(lines)-1], tt.want)
-			if !strings.Contains(tt.name, "Bad") || tt.name == "BadThrottleEnv" || tt.name == "ZeroThrottle" {
+			if !strings.Contains(tt.name, "Bad") || strings.Contains(tt.name, "Throttle") || strings.Contains(tt.name, "Block") {
 				require.Len(t, lines, 1, stderr)
 			}
 		})
@@ -348,7 +350,7 @@ func TestSifenSendRejected(t *testing.T) {
 	require.NoError(t, err)
 	client, err := cfg.sifenClient(sim.URL)
 	require.NoError(t, err)
-	sender, err := eng.sifenSender(client)
+	sender, err := eng.sifenSender(cfg, client, false)
 	require.NoError(t, err)
 	_, err = sender.Poll(ctx)
 	require.NoError(t, err)
@@ -506,4 +508,84 @@ func TestSifenSendAllowUnsigned(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	require.Contains(t, stdout, "sent")
 	require.Equal(t, int64(1), sim.Stats().Count(sifensim.ServiceRecepcionLote, "test", "80069563", sifensim.CodeLotQueued))
+}
+
+// TestSifenSendBlockStepIsConfigurable: issue 11 point 5, from the command
+// line. BALDE_SIFEN_BLOCK_STEP sets the local block after SIFEN's 0301: a
+// simulator at 10 s refuses the second lot of a RUC sent 1 s after the
+// first, and the third lot of the run is held back for the configured step
+// (the default, 10m, without the variable).
+func TestSifenSendBlockStepIsConfigurable(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want float64 // seconds the third lot must wait
+	}{
+		{"Default", nil, 600},
+		{"Step25m", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "25m"}, 1500},
+		{"Step15mMax20m", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "15m", "BALDE_SIFEN_BLOCK_MAX": "20m"}, 900},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeTime(testEpoch)
+			sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Interval: 10 * time.Second})
+			dir := t.TempDir()
+			writeFile(t, dir, "a.xml", sifentest.Lote(sifentest.Docs("80069563", 1, 150)...))
+			env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "SIFEN_THROTTLE_SECONDS": "1"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", "--max-wait", "5s", dir)
+			require.Equal(t, ExitFailed, code, stderr)
+			recs, _ := jsonLines[sifenRecord](t, stdout)
+			require.Len(t, recs, 150)
+			require.Equal(t, result("sent"), recs[0].Result)
+			require.Equal(t, sifensim.CodeLotNotQueued, recs[50].Code, "the second lot, 1 s after the first answer")
+			require.Equal(t, result("blocked"), recs[100].Result)
+			require.Equal(t, tt.want, recs[100].WaitS, recs[100].Message)
+		})
+	}
+}
+
+// TestSifenSendFollowsEarlierLots: issue 11 audit, point 1. --follow used to
+// follow only the lots its own run sent: a rerun whose documents were
+// already sent followed nothing, and without serve nobody fetched their
+// results. It now follows every lot of the database still sent, paced by
+// SIFEN_CONSULTA_LOTE (the first query 10 minutes after the send), and
+// with no FILE does only that.
+func TestSifenSendFollowsEarlierLots(t *testing.T) {
+	tests := []struct {
+		name string
+		args func(dir string) []string // the second run
+	}{
+		{"RerunOfTheSameFiles", func(dir string) []string { return []string{"sifen-send", "--follow", dir} }},
+		{"NoFile", func(string) []string { return []string{"sifen-send", "--follow"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeTime(testEpoch)
+			sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Processing: time.Minute})
+			docs := sifentest.Docs("80069563", 1, 2)
+			dir := t.TempDir()
+			writeFile(t, dir, "lote.xml", sifentest.Lote(docs...))
+			writeFile(t, dir, "other.xml", sifentest.Doc{RUC: "88888801", Number: 1}.File())
+			db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+			env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+
+			code, _, stderr := runIn(context.Background(), clock, "", env, "sifen-send", dir)
+			require.Equal(t, ExitOK, code, stderr)
+			require.Equal(t, map[string]int{"sent": 3}, documentStatuses(t, db))
+
+			code, stdout, stderr := runIn(context.Background(), clock, "", env, tt.args(dir)...)
+			require.Equal(t, ExitOK, code, stderr)
+			require.Contains(t, stdout, "waiting 10m", "the lot-query policy paces the first query")
+			for i, d := range append(docs, sifentest.Doc{RUC: "88888801", Number: 1}) {
+				require.Regexp(t, `approved document \d cdc=`+d.CDC()+` lot=\d{17} result="Aprobado" dProtAut=\d+`, stdout, "document %d", i+1)
+			}
+			require.Equal(t, map[string]int{"approved": 3}, documentStatuses(t, db))
+			st := sim.Stats()
+			require.Equal(t, int64(2), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), "nothing sent twice")
+			require.Equal(t, int64(2), st.Count(sifensim.ServiceConsultaLote, "", "", ""), "each lot queried once, when due")
+		})
+	}
 }

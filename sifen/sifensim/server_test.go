@@ -177,6 +177,11 @@ func TestRecepcionLotRules(t *testing.T) {
 				r := s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 77}))
 				require.Equal(t, sifen.CodeLotNotQueued, r.Code)
 				require.Contains(t, r.Message, "bloqueado hasta")
+			} else {
+				// An empty or unreadable lot names no RUC: nothing is blocked
+				// (SIFEN, which knows the issuer from the certificate, would).
+				r := s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 77}))
+				require.Equal(t, sifen.CodeLotQueued, r.Code, r.Message)
 			}
 		})
 	}

@@ -8,17 +8,20 @@
 //
 // The rules (README, "SIFEN"; DNIT's or the seed's as marked):
 //
-//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC
-//     (10 minutes, then 20, 30, ... up to 60 on recurrence within 24 h;
-//     Config.Block, BlockMax) for: an empty lot, more than 50 DEs, a SOAP
-//     message over 1000 KB, DEs of several RUCs or several types, the same
-//     CDC twice in the lot, a CDC whose earlier lot is still processing, the
-//     same lot sent again (DNIT, Guía de mejores prácticas, Oct 2024, §4-5);
-//     and a lot of a RUC that arrives less than Config.Interval after
-//     the answer to its previous lot, or while that lot has no answer yet
-//     (the seed's frequency rule). While a RUC is blocked every lot of it
-//     gets 0301. A lot that cannot be read (not base64, not a ZIP, malformed
-//     XML) gets 0301 without a block. Otherwise 0300 and a lot number.
+//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of
+//     the lot's first DE (10 minutes, then 20, 30, ... up to 60 on
+//     recurrence within 24 h; Config.Block, BlockMax) for: more than 50
+//     DEs, a SOAP message over 1000 KB, DEs of several RUCs or several
+//     types, the same CDC twice in the lot, a CDC whose earlier lot is still
+//     processing, the same lot sent again (DNIT, Guía de mejores prácticas,
+//     Oct 2024, §4-5); and a lot of a RUC that arrives less than
+//     Config.Interval after the answer to its previous lot, or while that
+//     lot has no answer yet (the seed's frequency rule). While a RUC is
+//     blocked every lot of it gets 0301. An empty lot, and a lot that cannot
+//     be read (not base64, not a ZIP, malformed XML), get 0301 without a
+//     block: they name no RUC, and the simulator does not take the issuer
+//     from the client certificate as SIFEN does (DNIT blocks for an empty
+//     lot too). Otherwise 0300 and a lot number.
 //   - A queued lot is processed Config.Processing after it was queued
 //     (on the simulator's clock): each DE is approved (with a dProtAut),
 //     approved with observations (Config.Observe) or rejected with a code:

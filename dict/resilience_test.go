@@ -2,7 +2,6 @@ package dict_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -42,23 +41,26 @@ func (s *flakyStore) Update(ctx context.Context, keys []throttle.Key, credits []
 // DICT is never lost to a database blip, and the DICT's answer is returned.
 // Before, a failed settle lost the 404's penalty (the mirror stayed 19
 // tokens more generous than the DICT) and the caller saw a store error for
-// a lookup the DICT had answered.
+// a lookup the DICT had answered. The lookup finds its key (200): the
+// settle is a refund of 19 (payer) and 2 (participant) that must land
+// through the blip; a 404 would settle nothing (its cost is the hold).
 func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 	tests := []struct {
 		name string
 		fail int32
-		// wantPayer is the payer's balance after a 404.
-		wantPayer int64
+		// wantPayer and wantParticipant are the balances after the 200
+		// (100 and 50 before: category H until learned; 20 and 3 held).
+		wantPayer, wantParticipant int64
 	}{
-		// The settle is retried until it lands.
-		{"ShortBlipSettles", 3, 80},
+		// The settle is retried until it lands: the refund is there.
+		{"ShortBlipRefunds", 3, 99, 49},
 		// The store stays down: the hold (the worst case) stays, the mirror
 		// is never more generous than the DICT.
-		{"LongOutageKeepsTheHold", 1000, 80},
+		{"LongOutageKeepsTheHold", 1000, 80, 47},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hs := httptest.NewServer(&fakeDICT{status: http.StatusNotFound, body: problemXML(404, "EntryNotFound", "")})
+			hs := httptest.NewServer(&fakeDICT{status: http.StatusOK, body: mustReadFile(t, "testdata/get_entry_response.golden.xml")})
 			defer hs.Close()
 			clock := throttletest.NewFakeClock(throttletest.Epoch)
 			store := &flakyStore{Store: throttletest.NewMemStore(clock.Now)}
@@ -70,14 +72,18 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 			client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog, Logger: quiet})
 			require.NoError(t, err)
 
-			_, err = client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
-			requireNotFound(t, err)
-			require.False(t, errors.Is(err, throttle.ErrStoreUnavailable))
+			res, err := client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
+			require.NoError(t, err, "the DICT's answer is returned whatever the store does")
+			require.True(t, res.Decision.Allowed)
+			require.NotNil(t, res.Entry)
 
 			store.fail.Store(0)
 			st, err := lim.State(context.Background(), catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF))
 			require.NoError(t, err)
-			require.Equal(t, tt.wantPayer, st.Tokens)
+			require.Equal(t, tt.wantPayer, st.Tokens, "payer")
+			st, err = lim.State(context.Background(), catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+			require.NoError(t, err)
+			require.Equal(t, tt.wantParticipant, st.Tokens, "participant")
 		})
 	}
 }

@@ -211,6 +211,32 @@ func TestRoutesCoverEveryOperation(t *testing.T) {
 	require.False(t, ok)
 }
 
+// TestMatchRouteUnderEveryPrefix: an operation is found under each API
+// prefix the DICT serves it from. Before, checkKeys under /api-np/v1 (its
+// official home in OpenAPI 1.8.0) was "not a DICT operation".
+func TestMatchRouteUnderEveryPrefix(t *testing.T) {
+	tests := []struct {
+		name, method, path, wantOp string
+	}{
+		{"SeedV2", "POST", "/api/v2/keys/check", dict.OpCheckKeys},
+		{"OfficialNonPublicHost", "POST", "/api-np/v1/keys/check", dict.OpCheckKeys},
+		{"NonPublicHostBehindABasePath", "POST", "/dict/api-np/v1/keys/check", dict.OpCheckKeys},
+		{"RateLimitHost", "GET", "/api/v1/policies/", dict.OpListBucketStates},
+		{"NoPrefix", "GET", "/entries/x", dict.OpGetEntry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt, _, ok := dict.MatchRoute(tt.method, tt.path)
+			require.True(t, ok, "%s %s", tt.method, tt.path)
+			require.Equal(t, tt.wantOp, rt.Op)
+		})
+	}
+	for _, path := range []string{"/api-xx/v1/keys/check", "/api-np/keys/check"} {
+		_, _, ok := dict.MatchRoute("POST", path)
+		require.False(t, ok, path)
+	}
+}
+
 // TestCheckKeysAtMost200: CheckKeysRequest has no Signature and at most
 // 200 keys.
 func TestCheckKeysAtMost200(t *testing.T) {

@@ -475,8 +475,9 @@ func (c *Client) noticePayment(ctx context.Context, e2e string) error {
 }
 
 // CreditLookup credits the payment of lookup l to the buckets it was
-// charged to and marks it paid (see Client.CreditPayment). The simulator
-// uses it for its own buckets. On error the PaymentCredit holds only l.
+// charged to and marks it paid (see Client.CreditPayment), in the local
+// mirror only (the simulator credits its own buckets on /sim/payments). On
+// error the PaymentCredit holds only l.
 func CreditLookup(ctx context.Context, m Meter, records Records, l Lookup) (PaymentCredit, error) {
 	pc := PaymentCredit{Lookup: l}
 	if l.Status != http.StatusOK {

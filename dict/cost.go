@@ -11,9 +11,10 @@ import (
 // Meter applies the catalog's counting rules to a Limiter: Reserve before a
 // request, Settle once its outcome is known, Credit for a later event (a
 // payment). The Limiter must resolve the catalog's policies (the Catalog
-// itself, or a throttle.Resolvers chain holding it). The client uses a Meter
-// on the local mirror, the simulator one on its own store: the same rules on
-// both sides of the wire.
+// itself, or a throttle.Resolvers chain holding it). Client and Transport
+// use a Meter on the local mirror. The simulator (dictsim) does not: it
+// counts with its own buckets and policy table, written independently from
+// seed 001, so that it can disagree with these rules when they are wrong.
 type Meter struct {
 	Limiter *throttle.Limiter
 	Catalog *Catalog

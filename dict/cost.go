@@ -79,11 +79,21 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 // file may make one) is a penalty. It returns one Adjusted per key that
 // changed.
 func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]throttle.Adjusted, error) {
-	if outcome == OutcomeTransportError {
-		return nil, nil
-	}
+	return m.SettleAndSync(ctx, r, outcome)
+}
+
+// SettleAndSync is Settle, then targets (see throttle.SyncTarget) in the
+// same transaction (Limiter.AdjustAndSync): a remote 429 refunds its hold
+// and lowers the bucket the DICT says is empty at once, so no other request
+// is admitted on the refund in between. It returns the Adjusted of the keys
+// that changed, then one per target. A transport error applies only the
+// targets.
+func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	for i, k := range r.Keys {
+		if outcome == OutcomeTransportError {
+			break
+		}
 		cost, err := m.Catalog.Cost(k, outcome)
 		if err != nil {
 			return nil, err
@@ -95,10 +105,10 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerRefund, Ref: r.Ref})
 		}
 	}
-	if len(adjs) == 0 {
+	if len(adjs) == 0 && len(targets) == 0 {
 		return nil, nil
 	}
-	out, err := m.Limiter.Adjust(ctx, adjs...)
+	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}

@@ -88,6 +88,63 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 	}
 }
 
+// hookStore runs after once, right after the transaction number at
+// (1-based) has committed, as another process deciding at that moment.
+type hookStore struct {
+	throttle.Store
+	n     atomic.Int32
+	at    int32
+	after func()
+}
+
+func (s *hookStore) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	err := s.Store.Update(ctx, keys, credits, apply)
+	if s.n.Add(1) == s.at {
+		s.after()
+	}
+	return err
+}
+
+// TestRemote429LeavesNoGap: on a remote 429 the hold's refund and the sync
+// of the empty bucket are one transaction, so a request deciding right
+// after the settle sees the bucket empty and blocked. Before, they were two:
+// a request between them was admitted on the refunded tokens and sent to a
+// DICT that had just said the bucket was empty.
+func TestRemote429LeavesNoGap(t *testing.T) {
+	hs := httptest.NewServer(&fakeDICT{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "60"},
+		body: problemXML(429, "RateLimited", "bucket "+dict.PolicyEntriesReadUserAntiscan+" is empty")})
+	defer hs.Close()
+	ctx := context.Background()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	catalog := dict.NewCatalog("prod")
+	payer := catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF)
+	store := &hookStore{Store: throttletest.NewMemStore(clock.Now), at: 2} // 1: the hold, 2: the settle
+	lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})
+	require.NoError(t, err)
+	var other throttle.Decision
+	ran := false
+	store.after = func() {
+		ran = true
+		var err error
+		other, err = lim.Take(ctx, "other", throttle.Charge{Key: payer, Cost: 20, Admit: 1})
+		require.NoError(t, err)
+	}
+	client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog, Logger: quiet})
+	require.NoError(t, err)
+
+	_, err = client.GetEntry(ctx, dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
+	var re *dict.RemoteError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, http.StatusTooManyRequests, re.Status)
+
+	require.True(t, ran, "another request decided right after the settle")
+	require.False(t, other.Allowed, "a request right after the settle is refused")
+	require.Equal(t, throttle.ReasonBlocked, other.Reason)
+	st, err := lim.State(ctx, payer)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), st.Tokens)
+}
+
 func problemXML(status int, typ, detail string) string {
 	return fmt.Sprintf(`<problem xmlns="urn:ietf:rfc:7807"><type>https://dict.pi.rsfn.net.br/api/v2/error/%s</type><title>%s</title><status>%d</status><detail>%s</detail></problem>`,
 		typ, typ, status, detail)

@@ -220,7 +220,8 @@ func TestPoliciesOnTheirOwnHost(t *testing.T) {
 	require.NoError(t, err)
 	list, err := client.ListBucketStates(e.ctx)
 	require.NoError(t, err)
-	require.Equal(t, "A", list.Category)
+	require.True(t, list.Decision.Allowed)
+	require.Equal(t, "A", list.Response.Category)
 	require.Nil(t, api.last)
 }
 

@@ -1,8 +1,10 @@
 package dict_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -51,12 +53,15 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 		// wantPayer and wantParticipant are the balances after the 200
 		// (100 and 50 before: category H until learned; 20 and 3 held).
 		wantPayer, wantParticipant int64
+		// wantLogged: the lost refund is logged with its reference and
+		// what stays held.
+		wantLogged bool
 	}{
 		// The settle is retried until it lands: the refund is there.
-		{"ShortBlipRefunds", 3, 99, 49},
+		{"ShortBlipRefunds", 3, 99, 49, false},
 		// The store stays down: the hold (the worst case) stays, the mirror
 		// is never more generous than the DICT.
-		{"LongOutageKeepsTheHold", 1000, 80, 47},
+		{"LongOutageKeepsTheHold", 1000, 80, 47, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,11 +74,16 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 			catalog := dict.NewCatalog("prod")
 			lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})
 			require.NoError(t, err)
-			client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog, Logger: quiet})
+			var logs bytes.Buffer
+			client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 
 			res, err := client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
 			require.NoError(t, err, "the DICT's answer is returned whatever the store does")
+			held := fmt.Sprintf(`ref=%s outcome=200 held="ENTRIES_READ_USER_ANTISCAN/prod/%s=20 ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/%s=3"`,
+				res.EndToEndID, cpfPF, ispb)
+			require.Equal(t, tt.wantLogged, strings.Contains(logs.String(), held), "%s", logs.String())
 			require.True(t, res.Decision.Allowed)
 			require.NotNil(t, res.Entry)
 

@@ -178,8 +178,18 @@ func (t *Transport) settle(ctx context.Context, r Reservation, outcome string) {
 	})
 	if err != nil {
 		t.logger().Error("dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
-			slog.String("op", r.Op), slog.String("outcome", outcome), slog.Any("error", err))
+			slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r), slog.Any("error", err))
 	}
+}
+
+// holdAttr lists what r holds, "KEY=N" per bucket: what an operator
+// would give back by hand after a settle that never landed.
+func holdAttr(r Reservation) slog.Attr {
+	held := make([]string, len(r.Keys))
+	for i, k := range r.Keys {
+		held[i] = fmt.Sprintf("%s=%d", k, r.Reserved[i])
+	}
+	return slog.String("held", strings.Join(held, " "))
 }
 
 func (t *Transport) record(ctx context.Context, l Lookup) {
@@ -226,7 +236,7 @@ func (t *Transport) settleAfter429(ctx context.Context, r Reservation, req *http
 	})
 	if err != nil {
 		t.logger().Error("dict: settle and sync after a remote 429 failed: the hold stays",
-			slog.String("op", rt.Op), slog.Any("error", err))
+			slog.String("op", rt.Op), slog.String("ref", r.Ref), holdAttr(r), slog.Any("error", err))
 	}
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
 		slog.String("op", rt.Op), slog.String("bucket", named[0].String()), slog.Duration("retry_after", wait))

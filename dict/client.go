@@ -244,46 +244,79 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 	return res, nil
 }
 
+// Result is the outcome of a DICT operation other than getEntry (which has
+// LookupResult). Decision is the mirror's: a refusal (Allowed false, with
+// its Reason and RetryAfter) comes with a nil error and a nil Response, and
+// means nothing was sent. Response is the DICT's answer when it succeeded.
+// Errors are failures only (docs/decisions/0010).
+type Result[T any] struct {
+	Decision throttle.Decision
+	Response *T
+}
+
+// send sends cl and decodes the DICT's answer with status want into
+// res.Response; a refusal of the mirror is res.Decision with a nil error.
+func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], error) {
+	var res Result[T]
+	cl.decision = &res.Decision
+	resp, err := c.do(ctx, cl)
+	if d, ok := throttle.AsRefusal(err); ok {
+		res.Decision = d
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	var out T
+	if err := resp.decode(cl.op, want, &out); err != nil {
+		return res, err
+	}
+	res.Response = &out
+	return res, nil
+}
+
 // CheckKeys asks which of 1 to MaxCheckKeys keys have an entry
 // (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
 // validated first.
-func (c *Client) CheckKeys(ctx context.Context, keys []string) ([]KeyCheck, error) {
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent. Errors: ErrInvalidKey and the key errors of ParseKey
+// (nothing taken or sent); *RemoteError for any status but 200;
+// throttle.ErrStoreUnavailable when the mirror could not decide.
+func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeysResponse], error) {
 	if len(keys) == 0 || len(keys) > MaxCheckKeys {
-		return nil, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), MaxCheckKeys)
+		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), MaxCheckKeys)
 	}
 	for _, k := range keys {
 		if _, err := ParseKey(k); err != nil {
-			return nil, err
+			return Result[CheckKeysResponse]{}, err
 		}
 	}
 	body, err := Marshal(&CheckKeysRequest{Keys: keys})
 	if err != nil {
-		return nil, err
+		return Result[CheckKeysResponse]{}, err
 	}
-	resp, err := c.do(ctx, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body})
-	if err != nil {
-		return nil, err
-	}
-	var out CheckKeysResponse
-	if err := resp.decode(OpCheckKeys, http.StatusOK, &out); err != nil {
-		return nil, err
-	}
-	return out.Keys, nil
+	return send[CheckKeysResponse](ctx, c, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body}, http.StatusOK)
 }
 
 // CreateEntry registers a key (POST /api/v2/entries/), charged 1 token to
 // ENTRIES_WRITE. The key, its type, the account's participant and the
 // owner's tax id are validated first; an empty RequestID gets a new UUID
-// and an empty Reason becomes USER_REQUESTED.
-func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (*CreateEntryResponse, error) {
+// and an empty Reason becomes USER_REQUESTED. The answer is a 201.
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent. Errors: bad input (nothing taken or sent), ErrUnsigned,
+// *RemoteError for any status but 201, throttle.ErrStoreUnavailable.
+func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Result[CreateEntryResponse], error) {
+	var none Result[CreateEntryResponse]
 	if _, err := ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
-		return nil, err
+		return none, err
 	}
 	if err := ValidateISPB(req.Entry.Account.Participant); err != nil {
-		return nil, err
+		return none, err
 	}
 	if _, err := ParsePayerID(req.Entry.Owner.TaxIDNumber); err != nil {
-		return nil, fmt.Errorf("dict: owner tax id: %w", err)
+		return none, fmt.Errorf("dict: owner tax id: %w", err)
 	}
 	if req.RequestID == "" {
 		req.RequestID = uuid.NewString()
@@ -293,42 +326,32 @@ func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (*Crea
 	}
 	body, err := Marshal(&req)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	resp, err := c.do(ctx, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body})
-	if err != nil {
-		return nil, err
-	}
-	var out CreateEntryResponse
-	if err := resp.decode(OpCreateEntry, http.StatusCreated, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[CreateEntryResponse](ctx, c, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body}, http.StatusCreated)
 }
 
 // DeleteEntry removes a key (POST /api/v2/entries/{Key}/delete), charged 1
 // token to ENTRIES_WRITE. An empty reason becomes USER_REQUESTED.
-func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (*DeleteEntryResponse, error) {
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent. Errors: the key errors of ParseKey (nothing taken or
+// sent), ErrUnsigned, *RemoteError for any status but 200,
+// throttle.ErrStoreUnavailable.
+func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (Result[DeleteEntryResponse], error) {
 	k, err := ParseKey(key)
 	if err != nil {
-		return nil, err
+		return Result[DeleteEntryResponse]{}, err
 	}
 	if reason == "" {
 		reason = "USER_REQUESTED"
 	}
 	body, err := Marshal(&DeleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: reason})
 	if err != nil {
-		return nil, err
+		return Result[DeleteEntryResponse]{}, err
 	}
-	resp, err := c.do(ctx, call{op: OpDeleteEntry, method: http.MethodPost, path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body})
-	if err != nil {
-		return nil, err
-	}
-	var out DeleteEntryResponse
-	if err := resp.decode(OpDeleteEntry, http.StatusOK, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[DeleteEntryResponse](ctx, c, call{op: OpDeleteEntry, method: http.MethodPost,
+		path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body}, http.StatusOK)
 }
 
 // ClaimsFilter selects claims (listClaims' query, OpenAPI 1.8.0): what the
@@ -351,7 +374,11 @@ type ClaimsFilter struct {
 }
 
 // ListClaims lists claims of the participant (GET /api/v2/claims/).
-func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (*ListClaimsResponse, error) {
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent. Errors: *RemoteError for any status but 200,
+// throttle.ErrStoreUnavailable.
+func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListClaimsResponse], error) {
 	q := url.Values{}
 	q.Set("Participant", c.participant)
 	if f.IncludeIndirectParticipants {
@@ -378,47 +405,32 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (*ListClaimsRes
 	if f.Limit > 0 {
 		q.Set("Limit", strconv.Itoa(f.Limit))
 	}
-	resp, err := c.do(ctx, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q})
-	if err != nil {
-		return nil, err
-	}
-	var out ListClaimsResponse
-	if err := resp.decode(OpListClaims, http.StatusOK, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[ListClaimsResponse](ctx, c, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT
 // (GET /api/v2/policies/{policy}), charged 1 token to POLICIES_READ.
-func (c *Client) GetBucketState(ctx context.Context, policy string) (*GetPolicyResponse, error) {
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent. Errors: throttle.ErrInvalidKey for a bad policy name
+// (nothing sent), *RemoteError for any status but 200,
+// throttle.ErrStoreUnavailable.
+func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetPolicyResponse], error) {
 	if err := (throttle.Key{Policy: policy, Env: c.catalog.Env(), Identifier: c.participant}).Validate(); err != nil {
-		return nil, err
+		return Result[GetPolicyResponse]{}, err
 	}
-	resp, err := c.do(ctx, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)})
-	if err != nil {
-		return nil, err
-	}
-	var out GetPolicyResponse
-	if err := resp.decode(OpGetBucketState, http.StatusOK, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[GetPolicyResponse](ctx, c, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)
 }
 
 // ListBucketStates reads all of the participant's buckets at the DICT and
 // its category (GET /api/v2/policies/), charged 1 token to POLICIES_LIST
 // (6/min, capacity 20).
-func (c *Client) ListBucketStates(ctx context.Context) (*ListPoliciesResponse, error) {
-	resp, err := c.do(ctx, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/"})
-	if err != nil {
-		return nil, err
-	}
-	var out ListPoliciesResponse
-	if err := resp.decode(OpListBucketStates, http.StatusOK, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+//
+// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
+// nothing was sent. Errors: *RemoteError for any status but 200,
+// throttle.ErrStoreUnavailable.
+func (c *Client) ListBucketStates(ctx context.Context) (Result[ListPoliciesResponse], error) {
+	return send[ListPoliciesResponse](ctx, c, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/"}, http.StatusOK)
 }
 
 // PaymentCredit is the result of CreditPayment (and CreditLookup).
@@ -475,8 +487,9 @@ func (c *Client) noticePayment(ctx context.Context, e2e string) error {
 }
 
 // CreditLookup credits the payment of lookup l to the buckets it was
-// charged to and marks it paid (see Client.CreditPayment). The simulator
-// uses it for its own buckets. On error the PaymentCredit holds only l.
+// charged to and marks it paid (see Client.CreditPayment), in the local
+// mirror only (the simulator credits its own buckets on /sim/payments). On
+// error the PaymentCredit holds only l.
 func CreditLookup(ctx context.Context, m Meter, records Records, l Lookup) (PaymentCredit, error) {
 	pc := PaymentCredit{Lookup: l}
 	if l.Status != http.StatusOK {

@@ -11,9 +11,10 @@ import (
 // Meter applies the catalog's counting rules to a Limiter: Reserve before a
 // request, Settle once its outcome is known, Credit for a later event (a
 // payment). The Limiter must resolve the catalog's policies (the Catalog
-// itself, or a throttle.Resolvers chain holding it). The client uses a Meter
-// on the local mirror, the simulator one on its own store: the same rules on
-// both sides of the wire.
+// itself, or a throttle.Resolvers chain holding it). Client and Transport
+// use a Meter on the local mirror. The simulator (dictsim) does not: it
+// counts with its own buckets and policy table, written independently from
+// seed 001, so that it can disagree with these rules when they are wrong.
 type Meter struct {
 	Limiter *throttle.Limiter
 	Catalog *Catalog
@@ -78,11 +79,21 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 // file may make one) is a penalty. It returns one Adjusted per key that
 // changed.
 func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]throttle.Adjusted, error) {
-	if outcome == OutcomeTransportError {
-		return nil, nil
-	}
+	return m.SettleAndSync(ctx, r, outcome)
+}
+
+// SettleAndSync is Settle, then targets (see throttle.SyncTarget) in the
+// same transaction (Limiter.AdjustAndSync): a remote 429 refunds its hold
+// and lowers the bucket the DICT says is empty at once, so no other request
+// is admitted on the refund in between. It returns the Adjusted of the keys
+// that changed, then one per target. A transport error applies only the
+// targets.
+func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	for i, k := range r.Keys {
+		if outcome == OutcomeTransportError {
+			break
+		}
 		cost, err := m.Catalog.Cost(k, outcome)
 		if err != nil {
 			return nil, err
@@ -94,10 +105,10 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerRefund, Ref: r.Ref})
 		}
 	}
-	if len(adjs) == 0 {
+	if len(adjs) == 0 && len(targets) == 0 {
 		return nil, nil
 	}
-	out, err := m.Limiter.Adjust(ctx, adjs...)
+	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}

@@ -17,19 +17,14 @@ import (
 	"github.com/balde-throttle/balde/dict"
 )
 
-// apiExamples is the folder of the DICT API's published example bodies
-// (OpenAPI 1.8.0), kept outside the repository as reference data;
-// BALDE_DICT_API_EXAMPLES overrides it.
-func apiExamples(t *testing.T) string {
-	dir := os.Getenv("BALDE_DICT_API_EXAMPLES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "reference", "pix-dict-api", "openapi", "examples")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("DICT API examples not found at %s (set BALDE_DICT_API_EXAMPLES): skipping", dir)
-	}
-	return dir
-}
+// officialExamples is the folder of the DICT API's published example
+// bodies (OpenAPI 1.8.0), copied unchanged into testdata/official (see its
+// README) so that the round trip runs in every clone.
+const officialExamples = "testdata/official"
+
+// officialExampleCount is how many example bodies OpenAPI 1.8.0 publishes:
+// the test fails if some went missing rather than passing on fewer.
+const officialExampleCount = 60
 
 // messageFor returns a value of the Go type of a DICT message with root
 // element root, or nil.
@@ -148,10 +143,10 @@ func leaves(t *testing.T, data []byte) []string {
 // API (OpenAPI 1.8.0) into balde's types and encodes it again: no element,
 // attribute or value is lost.
 func TestOfficialExamplesRoundTrip(t *testing.T) {
-	dir := apiExamples(t)
+	dir := officialExamples
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*.xml"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
+	require.Len(t, files, officialExampleCount, "official examples in %s", dir)
 	for _, f := range files {
 		name, _ := filepath.Rel(dir, f)
 		t.Run(name, func(t *testing.T) {

@@ -11,7 +11,11 @@ import (
 
 // ReconcileResult is what one reconciliation saw and did.
 type ReconcileResult struct {
-	At time.Time
+	// Decision is the mirror's on GET /policies/: a refusal (Allowed false,
+	// POLICIES_LIST empty locally) means nothing was sent nor done, and
+	// the other fields are empty.
+	Decision throttle.Decision
+	At       time.Time
 	// Category is the category the DICT reported ("" if none);
 	// CategoryChanged is set when it differs from the catalog's before.
 	Category        string
@@ -35,14 +39,17 @@ type ReconcileResult struct {
 // bucket that holds more tokens than the DICT reports (Limiter.Sync; a
 // bucket is never raised).
 //
-// Errors: as ListBucketStates (a *throttle.RefusedError when POLICIES_LIST is empty
-// locally); throttle.ErrStoreUnavailable.
+// A refusal of the mirror (POLICIES_LIST empty locally) is res.Decision
+// (Allowed false) with a nil error: nothing was sent.
+//
+// Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
-	remote, err := c.ListBucketStates(ctx)
-	if err != nil {
-		return ReconcileResult{}, err
+	listed, err := c.ListBucketStates(ctx)
+	if err != nil || !listed.Decision.Allowed {
+		return ReconcileResult{Decision: listed.Decision}, err
 	}
-	res := ReconcileResult{At: remote.ResponseTime.Time, Category: remote.Category, Remote: remote.Policies}
+	remote := listed.Response
+	res := ReconcileResult{Decision: listed.Decision, At: remote.ResponseTime.Time, Category: remote.Category, Remote: remote.Policies}
 	if res.At.IsZero() {
 		res.At = c.meter.Limiter.Now()
 	}
@@ -116,12 +123,11 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 		case <-t.C:
 		}
 		res, err := c.Reconcile(ctx)
-		d, refused := throttle.AsRefusal(err)
 		switch {
-		case refused:
-			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", d.RetryAfter))
 		case err != nil:
 			c.logger.Warn("dict: reconcile failed", slog.Any("error", err))
+		case !res.Decision.Allowed:
+			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", res.Decision.RetryAfter))
 		default:
 			c.logger.Info("dict: reconciled", slog.String("category", res.Category),
 				slog.Int("lowered", len(res.Lowered)), slog.Int("mismatched", len(res.Mismatched)))
@@ -149,7 +155,9 @@ type LearnedCategory struct {
 // Records when it was learned less than maxAge ago, else GET /policies/
 // (Reconcile, which records it). When neither answers the catalog keeps its
 // category (the strictest, H, until one is known) and the error says why:
-// a refusal (POLICIES_LIST empty), a remote error, a store failure.
+// a refusal (POLICIES_LIST empty locally: a *throttle.RefusedError, since
+// not learning the category is this method's failure, see decision 0010),
+// a remote error, a store failure.
 func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
 	if c.records != nil {
 		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
@@ -166,6 +174,9 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 	res, err := c.Reconcile(ctx)
 	if err != nil {
 		return LearnedCategory{}, err
+	}
+	if !res.Decision.Allowed {
+		return LearnedCategory{}, &throttle.RefusedError{Op: "dict " + OpListBucketStates, Decision: res.Decision}
 	}
 	if res.Category == "" {
 		return LearnedCategory{}, fmt.Errorf("dict: the DICT reported no category")

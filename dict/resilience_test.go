@@ -1,9 +1,10 @@
 package dict_test
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,23 +43,29 @@ func (s *flakyStore) Update(ctx context.Context, keys []throttle.Key, credits []
 // DICT is never lost to a database blip, and the DICT's answer is returned.
 // Before, a failed settle lost the 404's penalty (the mirror stayed 19
 // tokens more generous than the DICT) and the caller saw a store error for
-// a lookup the DICT had answered.
+// a lookup the DICT had answered. The lookup finds its key (200): the
+// settle is a refund of 19 (payer) and 2 (participant) that must land
+// through the blip; a 404 would settle nothing (its cost is the hold).
 func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 	tests := []struct {
 		name string
 		fail int32
-		// wantPayer is the payer's balance after a 404.
-		wantPayer int64
+		// wantPayer and wantParticipant are the balances after the 200
+		// (100 and 50 before: category H until learned; 20 and 3 held).
+		wantPayer, wantParticipant int64
+		// wantLogged: the lost refund is logged with its reference and
+		// what stays held.
+		wantLogged bool
 	}{
-		// The settle is retried until it lands.
-		{"ShortBlipSettles", 3, 80},
+		// The settle is retried until it lands: the refund is there.
+		{"ShortBlipRefunds", 3, 99, 49, false},
 		// The store stays down: the hold (the worst case) stays, the mirror
 		// is never more generous than the DICT.
-		{"LongOutageKeepsTheHold", 1000, 80},
+		{"LongOutageKeepsTheHold", 1000, 80, 47, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hs := httptest.NewServer(&fakeDICT{status: http.StatusNotFound, body: problemXML(404, "EntryNotFound", "")})
+			hs := httptest.NewServer(&fakeDICT{status: http.StatusOK, body: mustReadFile(t, "testdata/get_entry_response.golden.xml")})
 			defer hs.Close()
 			clock := throttletest.NewFakeClock(throttletest.Epoch)
 			store := &flakyStore{Store: throttletest.NewMemStore(clock.Now)}
@@ -67,19 +74,85 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 			catalog := dict.NewCatalog("prod")
 			lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})
 			require.NoError(t, err)
-			client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog, Logger: quiet})
+			var logs bytes.Buffer
+			client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 
-			_, err = client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
-			requireNotFound(t, err)
-			require.False(t, errors.Is(err, throttle.ErrStoreUnavailable))
+			res, err := client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
+			require.NoError(t, err, "the DICT's answer is returned whatever the store does")
+			held := fmt.Sprintf(`ref=%s outcome=200 held="ENTRIES_READ_USER_ANTISCAN/prod/%s=20 ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/%s=3"`,
+				res.EndToEndID, cpfPF, ispb)
+			require.Equal(t, tt.wantLogged, strings.Contains(logs.String(), held), "%s", logs.String())
+			require.True(t, res.Decision.Allowed)
+			require.NotNil(t, res.Entry)
 
 			store.fail.Store(0)
 			st, err := lim.State(context.Background(), catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF))
 			require.NoError(t, err)
-			require.Equal(t, tt.wantPayer, st.Tokens)
+			require.Equal(t, tt.wantPayer, st.Tokens, "payer")
+			st, err = lim.State(context.Background(), catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+			require.NoError(t, err)
+			require.Equal(t, tt.wantParticipant, st.Tokens, "participant")
 		})
 	}
+}
+
+// hookStore runs after once, right after the transaction number at
+// (1-based) has committed, as another process deciding at that moment.
+type hookStore struct {
+	throttle.Store
+	n     atomic.Int32
+	at    int32
+	after func()
+}
+
+func (s *hookStore) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	err := s.Store.Update(ctx, keys, credits, apply)
+	if s.n.Add(1) == s.at {
+		s.after()
+	}
+	return err
+}
+
+// TestRemote429LeavesNoGap: on a remote 429 the hold's refund and the sync
+// of the empty bucket are one transaction, so a request deciding right
+// after the settle sees the bucket empty and blocked. Before, they were two:
+// a request between them was admitted on the refunded tokens and sent to a
+// DICT that had just said the bucket was empty.
+func TestRemote429LeavesNoGap(t *testing.T) {
+	hs := httptest.NewServer(&fakeDICT{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "60"},
+		body: problemXML(429, "RateLimited", "bucket "+dict.PolicyEntriesReadUserAntiscan+" is empty")})
+	defer hs.Close()
+	ctx := context.Background()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	catalog := dict.NewCatalog("prod")
+	payer := catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF)
+	store := &hookStore{Store: throttletest.NewMemStore(clock.Now), at: 2} // 1: the hold, 2: the settle
+	lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})
+	require.NoError(t, err)
+	var other throttle.Decision
+	ran := false
+	store.after = func() {
+		ran = true
+		var err error
+		other, err = lim.Take(ctx, "other", throttle.Charge{Key: payer, Cost: 20, Admit: 1})
+		require.NoError(t, err)
+	}
+	client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog, Logger: quiet})
+	require.NoError(t, err)
+
+	_, err = client.GetEntry(ctx, dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
+	var re *dict.RemoteError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, http.StatusTooManyRequests, re.Status)
+
+	require.True(t, ran, "another request decided right after the settle")
+	require.False(t, other.Allowed, "a request right after the settle is refused")
+	require.Equal(t, throttle.ReasonBlocked, other.Reason)
+	st, err := lim.State(ctx, payer)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), st.Tokens)
 }
 
 func problemXML(status int, typ, detail string) string {
@@ -157,7 +230,8 @@ func TestPoliciesOnTheirOwnHost(t *testing.T) {
 	require.NoError(t, err)
 	list, err := client.ListBucketStates(e.ctx)
 	require.NoError(t, err)
-	require.Equal(t, "A", list.Category)
+	require.True(t, list.Decision.Allowed)
+	require.Equal(t, "A", list.Response.Category)
 	require.Nil(t, api.last)
 }
 
@@ -203,6 +277,32 @@ func TestRoutesCoverEveryOperation(t *testing.T) {
 	}
 	_, _, ok := dict.MatchRoute("GET", "/api/v2/nothing")
 	require.False(t, ok)
+}
+
+// TestMatchRouteUnderEveryPrefix: an operation is found under each API
+// prefix the DICT serves it from. Before, checkKeys under /api-np/v1 (its
+// official home in OpenAPI 1.8.0) was "not a DICT operation".
+func TestMatchRouteUnderEveryPrefix(t *testing.T) {
+	tests := []struct {
+		name, method, path, wantOp string
+	}{
+		{"SeedV2", "POST", "/api/v2/keys/check", dict.OpCheckKeys},
+		{"OfficialNonPublicHost", "POST", "/api-np/v1/keys/check", dict.OpCheckKeys},
+		{"NonPublicHostBehindABasePath", "POST", "/dict/api-np/v1/keys/check", dict.OpCheckKeys},
+		{"RateLimitHost", "GET", "/api/v1/policies/", dict.OpListBucketStates},
+		{"NoPrefix", "GET", "/entries/x", dict.OpGetEntry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt, _, ok := dict.MatchRoute(tt.method, tt.path)
+			require.True(t, ok, "%s %s", tt.method, tt.path)
+			require.Equal(t, tt.wantOp, rt.Op)
+		})
+	}
+	for _, path := range []string{"/api-xx/v1/keys/check", "/api-np/keys/check"} {
+		_, _, ok := dict.MatchRoute("POST", path)
+		require.False(t, ok, path)
+	}
 }
 
 // TestCheckKeysAtMost200: CheckKeysRequest has no Signature and at most

@@ -112,12 +112,13 @@ func Routes() []Route {
 	}
 }
 
-// apiPrefix matches the API prefix of a DICT URL path (/api/v2, or /api/v1
-// on the rate-limit host of the public spec).
-var apiPrefix = regexp.MustCompile(`^.*?/api/v[0-9]+`)
+// apiPrefix matches the API prefix of a DICT URL path: /api/v2, /api/v1 on
+// the rate-limit host of the public spec, or /api-np/v1 where OpenAPI
+// 1.8.0 serves checkKeys (dict-np…), after any base path of a proxy.
+var apiPrefix = regexp.MustCompile(`^.*?/api(?:-np)?/v[0-9]+`)
 
 // MatchRoute returns the route of a request to the DICT: method and URL
-// path (with or without its /api/vN prefix), and the values of the path's
+// path (with or without its /api/vN or /api-np/vN prefix), and the values of the path's
 // {Param} segments. ok is false for a request that is no DICT operation.
 func MatchRoute(method, path string) (rt Route, params map[string]string, ok bool) {
 	path = apiPrefix.ReplaceAllString(path, "")

@@ -39,7 +39,7 @@ func TestPFScanIsStoppedLocallyAfterFive(t *testing.T) {
 		require.Equal(t, int64(0), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, cpfPF))
 		remote, err := e.client.GetBucketState(e.ctx, dict.PolicyEntriesReadParticipantAntiscan)
 		require.NoError(t, err)
-		require.Equal(t, int64(50000-15), remote.Policy.AvailableTokens)
+		require.Equal(t, int64(50000-15), remote.Response.Policy.AvailableTokens)
 		require.Equal(t, int64(50000-15), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
 
 		// The V2 bucket (CPF, CNPJ, EVP keys) is another bucket.
@@ -342,12 +342,85 @@ func TestReconcileIsLimitedByPoliciesList(t *testing.T) {
 		_, err := e.client.Reconcile(e.ctx)
 		require.NoError(t, err, "reconcile %d", i)
 	}
-	_, err := e.client.Reconcile(e.ctx)
-	refused := requireRefused(t, err)
-	require.Equal(t, dict.PolicyPoliciesList, refused.Decision.Key.Policy)
-	require.Equal(t, time.Minute, refused.Decision.RetryAfter, "6 per minute, stepwise")
+	res, err := e.client.Reconcile(e.ctx)
+	require.NoError(t, err, "a refusal is a value")
+	require.False(t, res.Decision.Allowed)
+	require.Equal(t, dict.PolicyPoliciesList, res.Decision.Key.Policy)
+	require.Equal(t, time.Minute, res.Decision.RetryAfter, "6 per minute, stepwise")
+	require.Empty(t, res.Remote)
 	require.Equal(t, int64(20), e.sent(dict.OpListBucketStates))
 	require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
+	// LearnCategory, whose failure to learn is an error, says why.
+	_, err = e.client.LearnCategory(e.ctx, 0)
+	requireRefused(t, err)
+}
+
+// TestOperationsRefuseWithAValue: every operation of Client returns a
+// refusal of the mirror as its result's Decision with a nil error, as
+// GetEntry does (decision 0010), and sends nothing. Before, all but GetEntry
+// returned it as a *throttle.RefusedError.
+func TestOperationsRefuseWithAValue(t *testing.T) {
+	entry := dict.Entry{Key: "nova.chave@example.com", KeyType: dict.KeyEmail,
+		Account: dict.Account{Participant: ispb, Branch: "0001", AccountNumber: "0001112223", AccountType: "CACC", OpeningDate: dict.Timestamp{Time: time.Date(2020, 1, 2, 0, 0, 0, 0, time.UTC)}},
+		Owner:   dict.Owner{Type: "NATURAL_PERSON", TaxIDNumber: cpfPF, Name: "Fulana"}}
+	var e *env // each case has its own
+	tests := []struct {
+		name, policy, op string
+		// call returns the result's Decision, whether it has a Response,
+		// and the error.
+		call func() (throttle.Decision, bool, error)
+	}{
+		{"CheckKeys", dict.PolicyKeysCheck, dict.OpCheckKeys, func() (throttle.Decision, bool, error) {
+			r, err := e.client.CheckKeys(e.ctx, []string{knownPhone})
+			return r.Decision, r.Response != nil, err
+		}},
+		{"CreateEntry", dict.PolicyEntriesWrite, dict.OpCreateEntry, func() (throttle.Decision, bool, error) {
+			r, err := e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: entry})
+			return r.Decision, r.Response != nil, err
+		}},
+		{"DeleteEntry", dict.PolicyEntriesWrite, dict.OpDeleteEntry, func() (throttle.Decision, bool, error) {
+			r, err := e.client.DeleteEntry(e.ctx, knownEmail, "")
+			return r.Decision, r.Response != nil, err
+		}},
+		{"ListClaims", dict.PolicyClaimsListWithoutRole, dict.OpListClaims, func() (throttle.Decision, bool, error) {
+			r, err := e.client.ListClaims(e.ctx, dict.ClaimsFilter{})
+			return r.Decision, r.Response != nil, err
+		}},
+		{"GetBucketState", dict.PolicyPoliciesRead, dict.OpGetBucketState, func() (throttle.Decision, bool, error) {
+			r, err := e.client.GetBucketState(e.ctx, dict.PolicyKeysCheck)
+			return r.Decision, r.Response != nil, err
+		}},
+		{"ListBucketStates", dict.PolicyPoliciesList, dict.OpListBucketStates, func() (throttle.Decision, bool, error) {
+			r, err := e.client.ListBucketStates(e.ctx)
+			return r.Decision, r.Response != nil, err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e = newEnv(t, sqlstore.SQLite, envConfig{})
+			// Allowed: the answer is there.
+			d, answered, err := tt.call()
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			require.True(t, answered)
+
+			// Empty the bucket: refused, a value, nothing sent.
+			key := e.catalog.Key(tt.policy, ispb)
+			st, err := e.limiter.State(e.ctx, key)
+			require.NoError(t, err)
+			_, err = e.limiter.Take(e.ctx, "", throttle.Charge{Key: key, Cost: st.Tokens})
+			require.NoError(t, err)
+			sent := e.sent(tt.op)
+			d, answered, err = tt.call()
+			require.NoError(t, err, "a refusal is not an error")
+			require.False(t, d.Allowed)
+			require.Equal(t, key, d.Key)
+			require.Equal(t, throttle.ReasonEmpty, d.Reason)
+			require.Positive(t, d.RetryAfter)
+			require.False(t, answered)
+			require.Equal(t, sent, e.sent(tt.op), "nothing sent")
+		})
+	}
 }
 
 // Bad input is an error before anything is taken or sent.
@@ -407,7 +480,8 @@ func TestOtherOperations(t *testing.T) {
 		e := newEnv(t, engine, envConfig{})
 		checks, err := e.client.CheckKeys(e.ctx, []string{knownPhone, unknownEmail(1)})
 		require.NoError(t, err)
-		require.Equal(t, []dict.KeyCheck{{Key: knownPhone, HasEntry: true}, {Key: unknownEmail(1), HasEntry: false}}, checks)
+		require.True(t, checks.Decision.Allowed)
+		require.Equal(t, []dict.KeyCheck{{Key: knownPhone, HasEntry: true}, {Key: unknownEmail(1), HasEntry: false}}, checks.Response.Keys)
 		require.Equal(t, int64(69), e.tokens(dict.PolicyKeysCheck, ispb))
 
 		newKey := "nova.chave@example.com"
@@ -417,8 +491,8 @@ func TestOtherOperations(t *testing.T) {
 			Owner:   dict.Owner{Type: "NATURAL_PERSON", TaxIDNumber: cpfPF, Name: "Fulana"},
 		}})
 		require.NoError(t, err)
-		require.Equal(t, newKey, created.Entry.Key)
-		_, err = e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: created.Entry})
+		require.Equal(t, newKey, created.Response.Entry.Key)
+		_, err = e.client.CreateEntry(e.ctx, dict.CreateEntryRequest{Entry: created.Response.Entry})
 		var remote *dict.RemoteError
 		require.ErrorAs(t, err, &remote)
 		require.Equal(t, http.StatusConflict, remote.Status)
@@ -428,7 +502,7 @@ func TestOtherOperations(t *testing.T) {
 		require.Equal(t, "Fulana", r.Entry.Entry.Owner.Name)
 		deleted, err := e.client.DeleteEntry(e.ctx, newKey, "")
 		require.NoError(t, err)
-		require.Equal(t, newKey, deleted.Key)
+		require.Equal(t, newKey, deleted.Response.Key)
 		requireNotFound(t, e.lookup(newKey, cnpjPJ))
 		require.Equal(t, int64(36000-3), e.tokens(dict.PolicyEntriesWrite, ispb), "create, failed create, delete")
 		require.Equal(t, int64(36000-3), e.remoteTokens(dict.PolicyEntriesWrite, ispb))
@@ -444,8 +518,8 @@ func TestOtherOperations(t *testing.T) {
 
 		got, err := e.client.GetBucketState(e.ctx, dict.PolicyClaimsListWithRole)
 		require.NoError(t, err)
-		require.Equal(t, dict.Policy{AvailableTokens: 199, Capacity: 200, RefillTokens: 40, RefillPeriodSec: 60, Name: dict.PolicyClaimsListWithRole}, got.Policy)
-		require.Equal(t, "A", got.Category)
+		require.Equal(t, dict.Policy{AvailableTokens: 199, Capacity: 200, RefillTokens: 40, RefillPeriodSec: 60, Name: dict.PolicyClaimsListWithRole}, got.Response.Policy)
+		require.Equal(t, "A", got.Response.Category)
 		_, err = e.client.GetBucketState(e.ctx, "NO_SUCH_POLICY")
 		require.ErrorAs(t, err, &remote)
 		require.Equal(t, http.StatusNotFound, remote.Status)
@@ -458,7 +532,7 @@ func TestOtherOperations(t *testing.T) {
 		require.NoError(t, err)
 		local, err := e.client.LocalPolicies(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, remoteList.Policies, local.Policies, "the mirror is exact")
+		require.Equal(t, remoteList.Response.Policies, local.Policies, "the mirror is exact")
 		one, err := e.client.LocalPolicy(e.ctx, dict.PolicyKeysCheck)
 		require.NoError(t, err)
 		require.Equal(t, int64(69), one.Policy.AvailableTokens)

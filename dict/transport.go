@@ -114,9 +114,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
 	}
 
-	t.settle(ctx, r, Outcome(resp.StatusCode))
 	if resp.StatusCode == http.StatusTooManyRequests {
-		t.syncAfter429(ctx, req, rt, keys, resp, data, participant)
+		t.settleAfter429(ctx, r, req, rt, keys, resp, data, participant)
+	} else {
+		t.settle(ctx, r, Outcome(resp.StatusCode))
 	}
 	if rt.Op == OpGetEntry && t.Records != nil {
 		t.record(ctx, Lookup{
@@ -177,8 +178,18 @@ func (t *Transport) settle(ctx context.Context, r Reservation, outcome string) {
 	})
 	if err != nil {
 		t.logger().Error("dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
-			slog.String("op", r.Op), slog.String("outcome", outcome), slog.Any("error", err))
+			slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r), slog.Any("error", err))
 	}
+}
+
+// holdAttr lists what r holds, "KEY=N" per bucket: what an operator
+// would give back by hand after a settle that never landed.
+func holdAttr(r Reservation) slog.Attr {
+	held := make([]string, len(r.Keys))
+	for i, k := range r.Keys {
+		held[i] = fmt.Sprintf("%s=%d", k, r.Reserved[i])
+	}
+	return slog.String("held", strings.Join(held, " "))
 }
 
 func (t *Transport) record(ctx context.Context, l Lookup) {
@@ -188,13 +199,15 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 	}
 }
 
-// syncAfter429 lowers only the bucket the DICT says is empty, for the
-// remote Retry-After: the one its problem names (a violation or the detail
-// naming a policy of the request); when it names none, the payer's USER
-// bucket of a getEntry, whose participant bucket is then checked with
+// settleAfter429 settles r as a 429 (its hold comes back) and, in the same
+// transaction, lowers only the bucket the DICT says is empty to 0 and blocks
+// it for the remote Retry-After: no request is admitted on the refund in
+// between. The bucket is the one the problem names (a violation or the
+// detail naming a policy of the request); when it names none, the payer's
+// USER bucket of a getEntry, whose participant bucket is then checked with
 // GET /policies/{policy} (within POLICIES_READ's own limit) and lowered to
 // what the DICT reports; for any other operation, its one bucket.
-func (t *Transport) syncAfter429(ctx context.Context, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
+func (t *Transport) settleAfter429(ctx context.Context, r Reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
 	wait := ParseRetryAfter(resp.Header.Get("Retry-After"), t.Meter.Limiter.Now())
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
@@ -216,12 +229,14 @@ func (t *Transport) syncAfter429(ctx context.Context, req *http.Request, rt Rout
 	for i, k := range named {
 		targets[i] = throttle.SyncTarget{Key: k, Tokens: 0, BlockFor: wait, Ref: req.Header.Get(HeaderEndToEndID)}
 	}
+	outcome := Outcome(http.StatusTooManyRequests)
 	err := retry(func() error {
-		_, err := t.Meter.Limiter.Sync(ctx, targets...)
+		_, err := t.Meter.SettleAndSync(ctx, r, outcome, targets...)
 		return err
 	})
 	if err != nil {
-		t.logger().Error("dict: sync after a remote 429 failed", slog.String("op", rt.Op), slog.Any("error", err))
+		t.logger().Error("dict: settle and sync after a remote 429 failed: the hold stays",
+			slog.String("op", rt.Op), slog.String("ref", r.Ref), holdAttr(r), slog.Any("error", err))
 	}
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
 		slog.String("op", rt.Op), slog.String("bucket", named[0].String()), slog.Duration("retry_after", wait))

@@ -19,7 +19,7 @@ import (
 // XMLHeader is the declaration the DICT writes before every document.
 const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
 
-// MaxBodySize bounds the XML bodies the client and the simulator read.
+// MaxBodySize bounds the XML bodies Client and Transport read (1 MiB).
 const MaxBodySize = 1 << 20
 
 // SignatureNamespace is the namespace of the XMLDSig Signature element.
@@ -381,9 +381,9 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	return &p, nil
 }
 
-// PolicyFromState reports a bucket of the local mirror (or of the
-// simulator) as the DICT would: its tokens as of the state's instant (which
-// may be negative after a penalty), capacity and refill. A refill period
+// PolicyFromState reports a bucket of the local mirror as the DICT would:
+// its tokens as of the state's instant (which may be negative after a
+// penalty), capacity and refill. A refill period
 // that is not a whole number of seconds is rounded up.
 func PolicyFromState(s throttle.BucketState) Policy {
 	return Policy{

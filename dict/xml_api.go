@@ -3,8 +3,8 @@ package dict
 import "encoding/xml"
 
 // The rest of the DICT API's messages (OpenAPI 1.8.0), for a PSP's own
-// client and for the simulator: balde's Client does not send them, but
-// Transport throttles them. Element names and nesting follow the published
+// client (the simulator has its own XML types): balde's Client does not
+// send them, but Transport throttles them. Element names and nesting follow the published
 // examples; a type whose XMLName has no tag serves the several operations
 // named in its comment, and keeps the root element it was decoded from
 // (set XMLName.Local to build one).

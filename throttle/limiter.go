@@ -179,7 +179,43 @@ func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
 // Errors: ErrInvalidKey, ErrUnknownPolicy, ErrInvalidAdjustment for bad input
 // (nothing changed); ErrStoreUnavailable.
 func (l *Limiter) Adjust(ctx context.Context, adjs ...Adjustment) ([]Adjusted, error) {
-	policies := make([]Policy, len(adjs))
+	out, err := l.apply(ctx, "adjust", adjs, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Sync lowers buckets to the remote side's state in one transaction (see
+// SyncTarget). Errors as Adjust.
+func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, error) {
+	out, err := l.apply(ctx, "sync", nil, targets)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AdjustAndSync applies adjs, then targets, in one transaction: no other
+// decision sees the buckets between the two. It is the settle of a request
+// the remote side refused (a DICT 429): the refund of its hold and the sync
+// of the bucket the remote side says is empty land together, so no request
+// is admitted on the refunded tokens in between. It returns one Adjusted per
+// adjustment, then one per target, in order. Errors as Adjust; on an error
+// nothing changed.
+func (l *Limiter) AdjustAndSync(ctx context.Context, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
+	out, err := l.apply(ctx, "adjust and sync", adjs, targets)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// apply validates adjs and targets and applies them, adjustments first, in
+// one store transaction; op names it in errors.
+func (l *Limiter) apply(ctx context.Context, op string, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
+	adjPolicies := make([]Policy, len(adjs))
+	keys := make([]Key, 0, len(adjs)+len(targets))
 	var credits []CreditRef
 	for i, a := range adjs {
 		p, err := l.Policy(a.Key)
@@ -189,24 +225,39 @@ func (l *Limiter) Adjust(ctx context.Context, adjs ...Adjustment) ([]Adjusted, e
 		if err := validateAdjustment(a); err != nil {
 			return nil, err
 		}
-		policies[i] = p
+		adjPolicies[i] = p
+		keys = append(keys, a.Key)
 		if a.Reason == LedgerCredit {
 			credits = append(credits, CreditRef{Key: a.Key, Ref: a.Ref})
 		}
 	}
-	out := make([]Adjusted, len(adjs))
-	keys := make([]Key, len(adjs))
-	for i, a := range adjs {
-		keys[i] = a.Key
+	syncPolicies := make([]Policy, len(targets))
+	for i, t := range targets {
+		p, err := l.Policy(t.Key)
+		if err != nil {
+			return nil, err
+		}
+		if t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens {
+			return nil, fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
+		}
+		syncPolicies[i] = p
+		keys = append(keys, t.Key)
 	}
+	// A key adjusted and synced is locked once.
+	slices.SortFunc(keys, Key.Compare)
+	keys = slices.Compact(keys)
+	out := make([]Adjusted, len(adjs)+len(targets))
 	err := l.update(ctx, keys, credits, func(tx *Tx) error {
 		for i, a := range adjs {
-			out[i] = tx.adjust(a, policies[i], l.rules)
+			out[i] = tx.adjust(a, adjPolicies[i], l.rules)
+		}
+		for i, t := range targets {
+			out[len(adjs)+i] = tx.sync(t, syncPolicies[i], l.rules)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("throttle: adjust: %w", err)
+		return nil, fmt.Errorf("throttle: %s: %w", op, err)
 	}
 	for _, a := range adjs {
 		if a.Delta > 0 {
@@ -229,34 +280,6 @@ func validateAdjustment(a Adjustment) error {
 		return fmt.Errorf("%w: %s: a credit needs a reference", ErrInvalidAdjustment, a.Key)
 	}
 	return nil
-}
-
-// Sync lowers buckets to the remote side's state in one transaction (see
-// SyncTarget). Errors as Adjust.
-func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, error) {
-	policies := make([]Policy, len(targets))
-	keys := make([]Key, len(targets))
-	for i, t := range targets {
-		p, err := l.Policy(t.Key)
-		if err != nil {
-			return nil, err
-		}
-		if t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens {
-			return nil, fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
-		}
-		policies[i], keys[i] = p, t.Key
-	}
-	out := make([]Adjusted, len(targets))
-	err := l.update(ctx, keys, nil, func(tx *Tx) error {
-		for i, t := range targets {
-			out[i] = tx.sync(t, policies[i], l.rules)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("throttle: sync: %w", err)
-	}
-	return out, nil
 }
 
 // Reset fills key's bucket and clears its cooldown and block, recording

@@ -27,6 +27,11 @@ type Config struct {
 	// DictURL is the DICT's base URL, e.g. https://dict.pi.rsfn.net.br:16522
 	// (--dict-url, BALDE_DICT_URL). Empty: serve starts the simulator.
 	DictURL string
+	// DictPoliciesURL is the base URL of the DICT's GET /policies/ when it
+	// lives on its own host (dict-ratelimit… in the public spec, e.g.
+	// https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1)
+	// (--dict-policies-url, BALDE_DICT_POLICIES_URL). Empty: DictURL.
+	DictPoliciesURL string
 	// DictParticipant is this participant's ISPB (--dict-participant,
 	// BALDE_DICT_PARTICIPANT).
 	DictParticipant string
@@ -229,6 +234,7 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_DB", setString(&c.DB)},
 		{"BALDE_ADDR", setString(&c.Addr)},
 		{"BALDE_DICT_URL", setString(&c.DictURL)},
+		{"BALDE_DICT_POLICIES_URL", setString(&c.DictPoliciesURL)},
 		{"BALDE_DICT_PARTICIPANT", setString(&c.DictParticipant)},
 		{"BALDE_DICT_CATEGORY", setString(&c.DictCategory)},
 		{"BALDE_DICT_ENV", setString(&c.DictEnv)},
@@ -462,6 +468,7 @@ func (c *Config) addStoreFlags(fs *flag.FlagSet) {
 // addDictFlags registers the DICT endpoint and identity flags.
 func (c *Config) addDictFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DictURL, "dict-url", c.DictURL, "DICT base URL (env BALDE_DICT_URL)")
+	fs.StringVar(&c.DictPoliciesURL, "dict-policies-url", c.DictPoliciesURL, "base URL of the DICT's GET /policies/ when it has its own host (default: --dict-url) (env BALDE_DICT_POLICIES_URL)")
 	fs.StringVar(&c.DictParticipant, "dict-participant", c.DictParticipant, "this participant's ISPB, 8 digits (env BALDE_DICT_PARTICIPANT)")
 	fs.StringVar(&c.DictCategory, "dict-category", c.DictCategory, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)")
 	fs.StringVar(&c.DictEnv, "dict-env", c.DictEnv, "env part of DICT bucket keys (env BALDE_DICT_ENV)")

@@ -21,6 +21,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"BALDE_LEDGER":              "minute",
 		"BALDE_SEVERITY_THRESHOLDS": "60,30,5",
 		"BALDE_DICT_PARTICIPANT":    "87654321",
+		"BALDE_DICT_POLICIES_URL":   "https://dict-ratelimit.example:16422/api/v1",
 	}
 	cfg := DefaultConfig()
 	require.NoError(t, cfg.ParseEnv(func(k string) string { return env[k] }))
@@ -37,6 +38,12 @@ func TestConfigPrecedence(t *testing.T) {
 	require.Equal(t, throttle.LedgerAggregateTakes, cfg.Ledger)
 	require.Equal(t, throttle.Thresholds{Medium: 60, High: 30, Critical: 5, Recover: throttle.DefaultThresholds.Recover}, cfg.Thresholds)
 	require.Equal(t, "", cfg.DictCategory) // default: unknown, the strictest (H) until learned
+	require.Equal(t, "https://dict-ratelimit.example:16422/api/v1", cfg.DictPoliciesURL)
+
+	// The policies host: unset by default, the flag over the env.
+	require.Equal(t, "", DefaultConfig().DictPoliciesURL)
+	require.NoError(t, fs.Parse([]string{"--dict-policies-url", "https://flag.example/api/v1"}))
+	require.Equal(t, "https://flag.example/api/v1", cfg.DictPoliciesURL)
 }
 
 func TestConfigBadEnv(t *testing.T) {

@@ -43,11 +43,12 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	res, err := client.Reconcile(ctx)
-	if _, refused := throttle.AsRefusal(err); refused {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: %w", err)}
-	}
 	if err != nil {
 		return err
+	}
+	if !res.Decision.Allowed {
+		refused := &throttle.RefusedError{Op: "dict " + dict.OpListBucketStates, Decision: res.Decision}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: %w", refused)}
 	}
 	fmt.Fprintf(m.Stdout, "category %s", res.Category)
 	if res.CategoryChanged {

@@ -67,6 +67,41 @@ func TestDictReconcile(t *testing.T) {
 	require.Equal(t, sent, sim.Stats().Count(dict.OpListBucketStates, http.StatusOK))
 }
 
+// TestDictReconcilePoliciesHost: with --dict-policies-url, GET /policies/
+// goes to that host (the DICT's rate-limit host in the public spec), not
+// to --dict-url, where nothing listens here.
+func TestDictReconcilePoliciesHost(t *testing.T) {
+	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
+		Category: "H",
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	hs := httptest.NewServer(sim)
+	t.Cleanup(func() {
+		hs.Close()
+		require.NoError(t, sim.Close())
+	})
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"Flag", nil, []string{"--dict-policies-url", hs.URL}},
+		{"Env", map[string]string{"BALDE_DICT_POLICIES_URL": hs.URL + "/api/v2"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := sim.Stats().Count(dict.OpListBucketStates, http.StatusOK)
+			args := append([]string{"dict-reconcile", "--db", db, "--dict-url", "http://127.0.0.1:1"}, tt.args...)
+			code, out, errOut := run(t, tt.env, args...)
+			require.Equal(t, ExitOK, code, errOut)
+			require.Contains(t, out, "28 policies at the DICT")
+			require.Equal(t, before+1, sim.Stats().Count(dict.OpListBucketStates, http.StatusOK))
+		})
+	}
+}
+
 func TestDictReconcileUsage(t *testing.T) {
 	tests := []struct {
 		name string

@@ -123,6 +123,7 @@ func (e *engine) close(ctx context.Context) error { return e.Close(ctx) }
 // database; reused while fresh). Until learned, the categorised buckets use
 // --dict-category, else the strictest (H). Against a simulator (a loopback
 // URL) the "payment sent" of the demo also reaches the simulator.
+// GET /policies/ goes to cfg.DictPoliciesURL when set (its own host).
 //
 // learn false leaves the category to the caller (dict-reconcile asks the
 // DICT itself); the one recorded is still restored.
@@ -139,7 +140,7 @@ func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string, lea
 		httpClient = c
 	}
 	cc := dict.ClientConfig{
-		BaseURL: baseURL, Participant: cfg.DictParticipant,
+		BaseURL: baseURL, PoliciesURL: cfg.DictPoliciesURL, Participant: cfg.DictParticipant,
 		Limiter: e.limiter, Catalog: e.dict, Records: e.records,
 		HTTPClient: httpClient, Logger: e.logger.WithGroup("dict"),
 	}

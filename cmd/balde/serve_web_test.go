@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,4 +310,97 @@ func TestSimEntriesAreTheSample(t *testing.T) {
 	want, err := os.ReadFile("../../dict/testdata/entries.csv")
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(simEntries), "copy dict/testdata/entries.csv to cmd/balde/sim_entries.csv")
+}
+
+// TestServePaymentReachesTheSimulator is issue 12 #6 through serve: the
+// demo's "payment sent" credits the simulator as well as the mirror, so the
+// lookup it pays for is not refused by the simulator. The participant's
+// anti-scan bucket (category H: 50 tokens) is brought to 0 on both sides,
+// the payment gives it 1 back, and the next lookup must be answered. Before,
+// only the mirror was credited: it admitted the lookup and the simulator
+// answered 429.
+func TestServePaymentReachesTheSimulator(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	sm := runServeMain(t, map[string]string{"BALDE_DB": db, "BALDE_ADMIN_PASSWORD": "pw", "BALDE_DICT_CATEGORY": "H"})
+	dictURL := lineMatch(t, sm.before, dictSimLine)
+	c := newAdminClient(t, sm.url, "admin", "pw")
+	const found, payer = "11144477735", "52998224725" // a sample entry, a PF payer
+	lookup := func(key, payer string) (int, *goquery.Document) {
+		t.Helper()
+		resp, page := c.postForm("/dict/lookup", url.Values{"key": {key}, "payer_id": {payer}})
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+		require.NoError(t, err)
+		return resp.StatusCode, doc
+	}
+
+	// A found key (200): 1 token of the participant's 50; its EndToEndId
+	// is the payment's.
+	status, doc := lookup(found, payer)
+	require.Equal(t, http.StatusOK, status)
+	e2e, ok := doc.Find(`input[name="end_to_end_id"]`).Attr("value")
+	require.True(t, ok, "the lookup page has the payment button")
+	// 16 unknown keys (404, 3 tokens each) by 4 payers (20 tokens of their
+	// 100 each), then a found key: 49 - 48 - 1 = 0 on both sides.
+	for i := range 16 {
+		status, _ = lookup(fmt.Sprintf("nobody%d@example.com", i), cpf(i/4))
+		require.Equal(t, http.StatusNotFound, status, "lookup %d: the DICT answered 404", i)
+	}
+	status, _ = lookup(found, payer)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, int64(0), simTokens(t, dictURL, dict.PolicyEntriesReadParticipantAntiscan))
+
+	// The payment: +1 to the participant at the simulator too.
+	resp, page := c.postForm("/dict/payments", url.Values{"end_to_end_id": {e2e}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, "Credit applied.")
+	require.Equal(t, int64(1), simTokens(t, dictURL, dict.PolicyEntriesReadParticipantAntiscan), "the simulator got the credit")
+
+	// The next lookup is answered, not refused by the simulator.
+	status, doc = lookup(found, payer)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, doc.Text(), "João Silva")
+	st := dictStats(t, dictURL)
+	require.Equal(t, int64(0), st.Total(http.StatusTooManyRequests), "remote 429s")
+	require.Equal(t, int64(3), st.Count(dict.OpGetEntry, http.StatusOK))
+	require.Equal(t, int64(16), st.Count(dict.OpGetEntry, http.StatusNotFound))
+}
+
+// cpf returns the n-th valid CPF of a series.
+func cpf(n int) string {
+	s := fmt.Sprintf("%09d", 300000000+n)
+	for _, length := range []int{9, 10} {
+		sum := 0
+		for i := 0; i < length; i++ {
+			sum += int(s[i]-'0') * (length + 1 - i)
+		}
+		s += strconv.Itoa(sum * 10 % 11 % 10)
+	}
+	return s
+}
+
+// simTokens reads the participant 12345678's bucket of policy at the DICT
+// simulator (its own GET /policies/{policy}, charged to its POLICIES_READ
+// only).
+func simTokens(t *testing.T, base, policy string) int64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+dict.APIPrefix+"/policies/"+policy, nil)
+	require.NoError(t, err)
+	req.Header.Set(dict.HeaderRequestingParticipant, "12345678")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var pol dict.GetPolicyResponse
+	require.NoError(t, dict.Decode(resp.Body, &pol))
+	return pol.Policy.AvailableTokens
+}
+
+func dictStats(t *testing.T, base string) dictsim.Stats {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(base + "/sim/stats")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st dictsim.Stats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
 }

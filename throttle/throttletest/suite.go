@@ -38,6 +38,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"SeverityChanges", testSeverity},
 		{"SeverityNow", testSeverityNow},
 		{"Sync", testSync},
+		{"AdjustAndSyncIsOneTransaction", testAdjustAndSync},
 		{"Reset", testReset},
 		{"LedgerExplainsBalance", testLedgerReplay},
 		{"LedgerAggregatesTakes", testLedgerAggregate},
@@ -419,6 +420,39 @@ func testSync(t *testing.T, open OpenStore) {
 		// 90 s of stepwise refill is one step of 2 tokens.
 		{Advance: 90 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
 	})
+}
+
+// testAdjustAndSync: a refund and a sync of the same bucket (a remote 429
+// after a hold of 20) land together, the refund first; the results come in
+// order, adjustments then targets; bad input changes nothing.
+func testAdjustAndSync(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	q := pf(throttle.RefillStepwise)
+	q.Name = "Q"
+	e := NewEnv(t, open, throttle.Policies{"P": pf(throttle.RefillStepwise), "Q": q}, throttle.Config{})
+	e.Take(keyA, 20)
+	e.Take(keyB, 3)
+	out, err := e.Limiter.AdjustAndSync(ctx,
+		[]throttle.Adjustment{
+			{Key: keyA, Delta: 20, Reason: throttle.LedgerRefund, Ref: "E2E"},
+			{Key: keyB, Delta: 3, Reason: throttle.LedgerRefund, Ref: "E2E"},
+		},
+		[]throttle.SyncTarget{{Key: keyA, Tokens: 0, BlockFor: time.Minute, Ref: "E2E"}})
+	require.NoError(t, err)
+	require.Equal(t, []throttle.Adjusted{
+		{Key: keyA, Applied: 20, Balance: 100},
+		{Key: keyB, Applied: 3, Balance: 100},
+		{Key: keyA, Applied: -100, Balance: 0},
+	}, out)
+	require.Equal(t, int64(0), e.State(keyA).Tokens)
+	require.Equal(t, int64(100), e.State(keyB).Tokens)
+	require.Equal(t, throttle.ReasonBlocked, e.Take(keyA, 1).Reason)
+
+	_, err = e.Limiter.AdjustAndSync(ctx,
+		[]throttle.Adjustment{{Key: keyB, Delta: -1, Reason: throttle.LedgerPenalty}},
+		[]throttle.SyncTarget{{Key: keyB, BlockFor: -time.Second}})
+	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
+	require.Equal(t, int64(100), e.State(keyB).Tokens, "nothing changed")
 }
 
 func testReset(t *testing.T, open OpenStore) {

@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg dictsim.Config
 	fs.StringVar(&cfg.EntriesFile, "entries", "", "CSV of the directory's entries (key,key_type,participant,branch,account,account_type,owner_type,owner_tax_id,owner_name)")
 	fs.StringVar(&cfg.Category, "category", "A", "every participant's category, A..H")
-	fs.DurationVar(&cfg.Latency, "latency", 0, "time between charging a request and answering it (requests in flight race as against the DICT)")
+	fs.DurationVar(&cfg.Latency, "latency", 0, "time between admitting a request and charging and answering it (requests in flight race as against the DICT)")
 	fs.BoolVar(&cfg.NameEmptyBucket, "name-empty-bucket", false, "name the empty bucket's policy in a 429's problem (the public API does not)")
 	fs.BoolVar(&cfg.FakeClock, "fake-clock", false, "time stands still until POST /sim/clock?advance=DURATION moves it")
 	fs.Usage = func() {

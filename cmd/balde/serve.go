@@ -321,15 +321,19 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 // sends gets its recovery (log, webhook "resolved", metric) within this time.
 const DefaultSeverityEvery = 15 * time.Second
 
-// reevaluate runs Limiter.Reevaluate every period until ctx ends.
+// reevaluate runs Limiter.Reevaluate at once (a fresh limiter grades every
+// row again: the policies may differ from the last process's, see
+// Limiter.Regrade) and then every period until ctx ends.
 func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
-	everyTick(ctx, every, func() {
+	run := func() {
 		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
 			logger.Warn("severity re-evaluation", slog.Any("error", err))
 		} else if n > 0 {
-			logger.Info("severity re-evaluated", slog.Int("recovered", n))
+			logger.Info("severity re-evaluated", slog.Int("changed", n))
 		}
-	})
+	}
+	run()
+	everyTick(ctx, every, run)
 }
 
 // reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is

@@ -153,6 +153,19 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Contains(t, stdout, "next admitted:  in 8s\n")
 		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+take\s+-1\s+0\s+1\s+doc:1\n`, stdout)
 
+		// What was seen: show's labels and ledger were English whatever LANG said.
+		pt := map[string]string{"BALDE_DB": db, "LANG": "pt_BR.UTF-8"}
+		code, stdout, stderr = runIn(ctx, clock, "", pt, "buckets", "show", seededRUC.String())
+		require.Equal(t, ExitOK, code, stderr)
+		require.Regexp(t, `(?m)^balde:\s+SIFEN_RECEPCION_LOTE/test/80069563$`, stdout)
+		require.Regexp(t, `(?m)^política:\s+SIFEN_RECEPCION_LOTE: 1/10s \(capacidade 1, contínua, no máximo a cada 10s\)$`, stdout)
+		require.Regexp(t, `(?m)^espera/bloqueio:\s+espera 8s$`, stdout)
+		require.Regexp(t, `(?m)^próxima admitida:\s+em 8s$`, stdout)
+		require.Contains(t, stdout, "registro (mais recentes primeiro, no máximo 20):")
+		require.Regexp(t, `\n  ID\s+QUANDO\s+MOTIVO\s+VARIAÇÃO\s+SALDO\s+EVENTOS\s+REF\n`, stdout)
+		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+consumo\s+-1\s+0\s+1\s+doc:1\n`, stdout)
+		require.NotContains(t, stdout, "capacity")
+
 		// A key with no row is a full bucket.
 		code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "show", "--json", "--policy", seededUser.Policy, "--env", "prod", "--id", "11144477735")
 		require.Equal(t, ExitOK, code)

@@ -11,10 +11,13 @@ import (
 
 // bucketView is one bucket as the admin pages show it.
 type bucketView struct {
-	Key    throttle.Key
-	Scope  string
-	Stored bool
-	Orphan bool
+	Key throttle.Key
+	// PolicyParts is the policy name split at "_", so that the list can
+	// offer a line break after each underscore.
+	PolicyParts []string
+	Scope       string
+	Stored      bool
+	Orphan      bool
 
 	Tokens      int64
 	Negative    bool
@@ -42,18 +45,19 @@ type bucketView struct {
 func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) bucketView {
 	now := st.At
 	v := bucketView{
-		Key:        st.Key,
-		Stored:     st.Stored,
-		Orphan:     st.Orphan,
-		Tokens:     st.Tokens,
-		Negative:   st.Tokens < 0,
-		Capacity:   st.Policy.Capacity,
-		Severity:   tr.Sprintf(st.Severity.String()),
-		SevClass:   severityClass(st.Severity),
-		SendCount:  st.SendCount,
-		LastSent:   formatWhenIn(tr, st.LastSentAt, now),
-		RetryAfter: FormatWaitOrNow(st.RetryAfter),
-		UntilFull:  FormatWaitOrNow(st.UntilFull),
+		Key:         st.Key,
+		PolicyParts: strings.Split(st.Key.Policy, "_"),
+		Stored:      st.Stored,
+		Orphan:      st.Orphan,
+		Tokens:      st.Tokens,
+		Negative:    st.Tokens < 0,
+		Capacity:    st.Policy.Capacity,
+		Severity:    tr.Sprintf(st.Severity.String()),
+		SevClass:    severityClass(st.Severity),
+		SendCount:   st.SendCount,
+		LastSent:    formatWhenIn(tr, st.LastSentAt, now),
+		RetryAfter:  FormatWaitOrNow(st.RetryAfter),
+		UntilFull:   FormatWaitOrNow(st.UntilFull),
 	}
 	if s.Scope != nil {
 		v.Scope = s.Scope(st.Key)

@@ -350,6 +350,25 @@ func TestBrowserOperatorPages(t *testing.T) {
 				}
 			}
 			require.Equal(t, criticalCard, strconv.Itoa(criticalRows), "the Critical card counts the Critical rows the table shows: %q", shown)
+			// What was seen: at 390 px the list's scroll box showed only
+			// Policy and Scope, and at 1400 px the Sends column was cut off.
+			// The operator's key cells — identifier, severity, tokens — of
+			// every row are in view without a sideways swipe, and the list
+			// does not need one at all.
+			outside, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+				const out = [];
+				for (const tr of document.querySelectorAll("table.buckets tbody tr")) {
+					for (const sel of ["td.id", "td.sev .badge", "td.tokens"]) {
+						const b = tr.querySelector(sel).getBoundingClientRect();
+						if (b.width === 0 || b.left < 0 || b.right > window.innerWidth) out.push(tr.querySelector("td.id").textContent.trim() + " " + sel + " " + Math.round(b.left) + ".." + Math.round(b.right));
+					}
+				}
+				const box = document.querySelector("table.buckets").parentElement;
+				if (box.scrollWidth > box.clientWidth + 1) out.push("the list scrolls sideways: " + box.scrollWidth + " > " + box.clientWidth);
+				return out;
+			})()`))
+			require.NoError(t, err)
+			require.Empty(t, outside, "at %d px in %s", width, tr.Lang())
 			shoot("summary")
 
 			// The Critical card opens the list filtered on it.

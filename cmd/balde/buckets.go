@@ -256,7 +256,7 @@ type listOptions struct {
 // knownPolicies are the policy names this engine resolves.
 func (b bucketsCmd) knownPolicies() []string {
 	names := b.eng.PolicyNames()
-	for _, n := range []string{web.PolicyInboundIP, web.PolicyInboundToken} {
+	for _, n := range web.InboundPolicyNames() {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}

@@ -287,6 +287,11 @@ func TestBucketsUsage(t *testing.T) {
 			oneStderrLine(t, stderr, tt.want)
 		})
 	}
+	// What was seen: the admin's own inbound bucket was refused as unknown.
+	for _, p := range []string{web.PolicyInboundIP, web.PolicyInboundToken, web.PolicyInboundAdmin} {
+		code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--policy", p)
+		require.Equal(t, ExitOK, code, "--policy %s: %s", p, stderr)
+	}
 	code, _, stderr := runIn(context.Background(), nil, "", nil, "buckets", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stderr, "Example:\n  balde buckets list")

@@ -356,3 +356,42 @@ func TestPrune(t *testing.T) {
 		oneStderrLine(t, stderr, "--batch 0")
 	})
 }
+
+// What was seen: prune --dry-run counted ledger events (an aggregated row
+// counts each take it stands for) and printed them as rows; the prune
+// itself then removed fewer rows than announced.
+func TestPruneDryRunCountsRows(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB, cfg.Ledger = db, throttle.LedgerAggregateTakes
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	for range 3 { // one aggregated row for three takes
+		d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: seededUser, Cost: 1})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.NoError(t, eng.close(ctx))
+	clock.Advance(48 * time.Hour)
+
+	type pruneOut struct {
+		Before      time.Time `json:"before"`
+		LedgerRows  int64     `json:"ledger_rows"`
+		Buckets     int64     `json:"buckets"`
+		DictLookups int64     `json:"dict_lookups"`
+		SkipBuckets bool      `json:"skip_buckets"`
+		DryRun      bool      `json:"dry_run"`
+	}
+	prune := func(args ...string) int64 {
+		t.Helper()
+		code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, append([]string{"prune", "--json", "--retention", "24h"}, args...)...)
+		require.Equal(t, ExitOK, code, stderr)
+		return decodeJSON[pruneOut](t, stdout).LedgerRows
+	}
+	dry := prune("--dry-run")
+	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")
+	require.Equal(t, dry, prune(), "the dry run announces what the prune removes")
+}

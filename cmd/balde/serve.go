@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +51,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
+	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
+		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
+		}
+	}
+	// The background prune keeps the floor of balde prune unless forced.
+	if cfg.PruneEvery > 0 && cfg.LedgerRetention < MinRetention && !cfg.LedgerRetentionForce {
+		return UsageError("serve: BALDE_LEDGER_RETENTION %s would erase the audit trail of the last day; use at least %s, or set BALDE_LEDGER_RETENTION_FORCE=on", cfg.LedgerRetention, MinRetention)
+	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
 	var sifenClient *sifen.Client
@@ -72,7 +83,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	app, err := openApp(ctx, cfg, sifenClient, logger)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
-		return UsageError("serve: an address is already in use (%v); choose another --addr (BALDE_ADDR) or stop what listens there", err)
+		addr := cfg.Addr
+		var op *net.OpError
+		if errors.As(err, &op) && op.Addr != nil {
+			addr = op.Addr.String()
+		}
+		return UsageError("serve: %s is already in use; choose another --addr (BALDE_ADDR) or stop what listens there", addr)
 	}
 	if err != nil {
 		return err
@@ -438,4 +454,17 @@ func (c Config) dataDir() (string, error) {
 		return "", UsageError("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
 	}
 	return filepath.Join(dir, "balde"), nil
+}
+
+// checkListenAddr reports whether addr is a HOST:PORT a listener can take:
+// a port number in 0..65535 (0: any free port).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want HOST:PORT: %w", err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 0..65535", port)
+	}
+	return nil
 }

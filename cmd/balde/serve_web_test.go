@@ -221,6 +221,8 @@ func TestServePrunes(t *testing.T) {
 		"BALDE_ADMIN_PASSWORD":   "pw",
 		"BALDE_PRUNE_EVERY":      "50ms",
 		"BALDE_LEDGER_RETENTION": "1ms",
+		// Under balde prune's 24 h floor: serve needs it said.
+		"BALDE_LEDGER_RETENTION_FORCE": "on",
 	})
 	c := newAdminClient(t, sm.url, "admin", "pw")
 	resp, _ := c.postForm("/dict/lookup", url.Values{"key": {"11144477735"}, "payer_id": {"52998224725"}})

@@ -292,7 +292,11 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 		return BucketState{}, fmt.Errorf("throttle: reset %s: %w", key, err)
 	}
 	l.refused.forget(key)
-	return l.state(b, p, true, now), nil
+	st := []BucketState{l.state(b, p, true, now)}
+	if err := l.recallLastSends(ctx, st); err != nil {
+		return BucketState{}, err
+	}
+	return st[0], nil
 }
 
 // update runs apply in one store transaction with the limiter's ledger

@@ -361,6 +361,9 @@ func (l *Limiter) listMatching(ctx context.Context, f Filter, want int) (Page, e
 	if err != nil {
 		return Page{}, err
 	}
+	if err := l.recallLastSends(ctx, page.States); err != nil {
+		return Page{}, err
+	}
 	switch {
 	case more:
 		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
@@ -381,7 +384,10 @@ func (l *Limiter) ListAll(ctx context.Context, f Filter) (states []BucketState, 
 		}
 		return true
 	})
-	return states, partial, err
+	if err != nil {
+		return nil, false, err
+	}
+	return states, partial, l.recallLastSends(ctx, states)
 }
 
 // SortBy names an order of bucket states for SortStates.

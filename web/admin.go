@@ -428,17 +428,6 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
 			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
 	}
-	// A reset during a cooldown clears the last send with it; the ledger
-	// still knows it.
-	if st.LastSentAt.IsZero() && st.SendCount > 0 {
-		takes, err := s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, Reasons: []throttle.LedgerReason{throttle.LedgerTake}, Limit: 1})
-		if err != nil {
-			return err
-		}
-		if len(takes) > 0 {
-			p.Bucket.LastSent = formatWhenIn(l.T, takes[0].At, st.At)
-		}
-	}
 	if r.URL.Query().Get("reset") == "1" {
 		p.Flash = l.T.Sprintf("The bucket was reset: it is full, with no cooldown or block. The ledger records who did it.")
 	}

@@ -156,7 +156,7 @@ func TestServeWithSimulators(t *testing.T) {
 	require.NoError(t, dict.Unmarshal([]byte(xml), &pol))
 	require.Equal(t, int64(49999), pol.Policy.AvailableTokens)
 	_, page = c.get("/admin/buckets")
-	for _, want := range []string{"DICT participant", "DICT anti-scan monitors (24 h)", "SIFEN documents", "<td>RUC</td>", "<td>USER</td>", "<td>PSP</td>"} {
+	for _, want := range []string{"DICT participant", "DICT anti-scan monitors (24 h)", "SIFEN documents", `<td class="scope">RUC</td>`, `<td class="scope">USER</td>`, `<td class="scope">PSP</td>`} {
 		require.Contains(t, page, want)
 	}
 

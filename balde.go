@@ -185,6 +185,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Notifier:   notifiers,
 		Observer:   cfg.Observer,
 		Logger:     logger.WithGroup("throttle"),
+		// The DICT category (learned at start, then by reconciliation)
+		// and a policy file change capacities: stored levels are graded
+		// again (Limiter.Regrade) when these change.
+		Definitions: func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) },
 	})
 	if err != nil {
 		e.Close(ctx)

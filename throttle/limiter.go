@@ -32,6 +32,13 @@ type Config struct {
 	// retry-after (LRU). 0 means DefaultRefusalCacheSize; negative disables
 	// the cache.
 	RefusalCacheSize int
+	// Definitions, when set, returns a value that changes whenever the
+	// policies the Resolver returns may have changed (a DICT category
+	// learned, a policy file applied): a stored severity is trusted for
+	// counting and filtering only after Regrade ran under the current value
+	// (see Limiter.Regrade). Nil means the policies do not change during the
+	// Limiter's life.
+	Definitions func() string
 }
 
 // DefaultRefusalCacheSize is the refusal cache's default bound (about 10 MB
@@ -53,6 +60,8 @@ type Limiter struct {
 	observer Observer
 	logger   *slog.Logger
 	refused  *refusalCache
+	defs     func() string
+	trust    trust
 }
 
 // NewLimiter returns a Limiter deciding with store and policies.
@@ -72,6 +81,10 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		notifier: cfg.Notifier,
 		observer: cfg.Observer,
 		logger:   cfg.Logger,
+		defs:     cfg.Definitions,
+	}
+	if l.defs == nil {
+		l.defs = func() string { return "" }
 	}
 	if l.clock == nil {
 		l.clock = SystemClock
@@ -302,7 +315,11 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 		return BucketState{}, fmt.Errorf("throttle: reset %s: %w", key, err)
 	}
 	l.refused.forget(key)
-	return l.state(b, p, true, now), nil
+	st := []BucketState{l.state(b, p, true, now)}
+	if err := l.recallLastSends(ctx, st); err != nil {
+		return BucketState{}, err
+	}
+	return st[0], nil
 }
 
 // update runs apply in one store transaction with the limiter's ledger

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,8 +17,10 @@ import (
 // admin pages, the API, /metrics); the level stored in a bucket's row
 // (Bucket.Severity) is the level last alerted on. It caches the read-time
 // value for counting and is the "previous level" of the hysteresis, never
-// the answer: refill only improves a bucket, so the stored level is never
-// better than the level now.
+// the answer: under an unchanged policy refill only improves a bucket, so
+// the stored level is never better than the level now. A policy whose
+// capacity, grading or thresholds changed breaks that (45 tokens are
+// Healthy out of 50, Critical out of 50,000): see Limiter.Regrade.
 type Severity uint8
 
 const (
@@ -256,17 +259,39 @@ func (f Filter) readTime() bool {
 	return f.Severity != SeverityUnknown || f.Condition != ConditionAny
 }
 
-// prefilter narrows f for the store: a level now is never worse than the
-// level stored, so a bucket Medium or worse now is stored at least that
-// bad; blocked and negative buckets are stored at least High.
-func (f Filter) prefilter() Filter {
-	if f.Severity > SeverityHealthy {
+// prefilter narrows f for the store. When trusted (see Limiter.Regrade) a
+// level now is never worse than the level stored, so a bucket Medium or
+// worse now is stored at least that bad; otherwise the severity filter
+// reads every row. Blocked and negative buckets are stored at least High
+// in any case: a block or a negative balance is written, and every grading
+// rates it High or worse.
+func (f Filter) prefilter(trusted bool) Filter {
+	if f.Severity > SeverityHealthy && trusted {
 		f.MinSeverity = max(f.MinSeverity, f.Severity)
 	}
 	if f.Condition == ConditionBlocked || f.Condition == ConditionNegative {
 		f.MinSeverity = max(f.MinSeverity, SeverityHigh)
 	}
 	return f
+}
+
+// trust records the policy definitions under which every stored level was
+// last graded by Regrade.
+type trust struct {
+	mu   sync.Mutex
+	ok   bool
+	defs string
+}
+
+// Trusted reports whether a row stored Healthy is Healthy now: a Regrade
+// completed in this Limiter under the policy definitions in effect
+// (Config.Definitions). Until then counts and severity filters re-grade
+// every row (at most MaxScan) instead of only those stored worse.
+func (l *Limiter) Trusted() bool {
+	defs := l.defs()
+	l.trust.mu.Lock()
+	defer l.trust.mu.Unlock()
+	return l.trust.ok && l.trust.defs == defs
 }
 
 // MaxScan bounds the stored rows one listing or count reads to apply the
@@ -281,7 +306,7 @@ const scanPage = 1000
 // it returns the key of the last row read and whether it stopped at the
 // cap before the end.
 func (l *Limiter) scan(ctx context.Context, f Filter, fn func(BucketState) bool) (last Key, capped bool, err error) {
-	f = f.prefilter()
+	f = f.prefilter(l.Trusted())
 	f.Limit = scanPage
 	read := 0
 	for {
@@ -336,6 +361,9 @@ func (l *Limiter) listMatching(ctx context.Context, f Filter, want int) (Page, e
 	if err != nil {
 		return Page{}, err
 	}
+	if err := l.recallLastSends(ctx, page.States); err != nil {
+		return Page{}, err
+	}
 	switch {
 	case more:
 		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
@@ -356,7 +384,10 @@ func (l *Limiter) ListAll(ctx context.Context, f Filter) (states []BucketState, 
 		}
 		return true
 	})
-	return states, partial, err
+	if err != nil {
+		return nil, false, err
+	}
+	return states, partial, l.recallLastSends(ctx, states)
 }
 
 // SortBy names an order of bucket states for SortStates.
@@ -437,23 +468,28 @@ type SeverityCounts struct {
 	// Blocked and Negative count buckets in that condition now.
 	Blocked, Negative int64
 	// Rechecked is how many rows were re-graded (those stored worse than
-	// Healthy); Partial is set when there were more than MaxScan of them
-	// and the rest are counted at their stored level.
+	// Healthy when Trusted, every row otherwise); Partial is set when there
+	// were more than MaxScan of them and the rest are counted at their
+	// stored level.
 	Rechecked int64
 	Partial   bool
 	// Worst is, per policy, the state of its emptiest bucket among those
-	// re-graded (by fill; absent for a policy whose buckets are all stored
-	// Healthy).
+	// re-graded that are or were stored worse than Healthy (by fill; absent
+	// for a policy whose buckets are all Healthy now and stored so).
 	Worst map[string]BucketState
 	At    time.Time
 }
 
 // CountNow counts the stored buckets matching f by their severity now.
-// Rows stored Healthy are Healthy now (refill never makes a bucket worse);
-// the others are read and graded again, so a bucket that refilled since
-// its last write is counted at its level now, not the stored one.
+// When Trusted, rows stored Healthy are Healthy now (refill never makes a
+// bucket worse) and only the others are read and graded again; otherwise
+// (no Regrade yet, or the policy definitions changed since) every row is,
+// so a row stored Healthy under a smaller capacity is counted at its level
+// now. Either way a bucket that refilled since its last write is counted
+// at its level now, not the stored one.
 func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error) {
 	f.Severity, f.Condition, f.After = SeverityUnknown, ConditionAny, Key{}
+	trusted := l.Trusted()
 	stored, err := l.store.CountBySeverity(ctx, f)
 	if err != nil {
 		return SeverityCounts{}, fmt.Errorf("throttle: count buckets: %w", err)
@@ -467,7 +503,9 @@ func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error
 		c.BySeverity[sev] += n
 	}
 	g := f
-	g.MinSeverity = max(f.MinSeverity, SeverityMedium)
+	if trusted {
+		g.MinSeverity = max(f.MinSeverity, SeverityMedium)
+	}
 	_, capped, err := l.scan(ctx, g, func(s BucketState) bool {
 		c.Rechecked++
 		c.BySeverity[max(s.Bucket.Severity, SeverityHealthy)]--
@@ -478,7 +516,7 @@ func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error
 		if s.Has(ConditionNegative) {
 			c.Negative++
 		}
-		if !s.Orphan {
+		if !s.Orphan && max(s.Severity, s.Bucket.Severity) > SeverityHealthy {
 			if w, ok := c.Worst[s.Key.Policy]; !ok || s.Tokens*w.Policy.Capacity < w.Tokens*s.Policy.Capacity {
 				c.Worst[s.Key.Policy] = s
 			}
@@ -497,20 +535,65 @@ func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error
 // delivered once, like any transition, to the Notifier (To better than
 // From; To Healthy is the "resolved" event) and the Observer. Lazy refill
 // writes nothing on its own: without this, a bucket that recovers while
-// nobody sends would stay alerted. serve calls it periodically. It returns
-// the number of buckets whose level improved.
+// nobody sends would stay alerted. When the Limiter is not Trusted it runs
+// Regrade instead (every row). serve calls it periodically. It returns the
+// number of buckets whose stored level changed.
 func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
-	var keys []Key
-	var policies []Policy
-	_, _, err := l.scan(ctx, Filter{MinSeverity: SeverityMedium}, func(s BucketState) bool {
-		if !s.Orphan && s.Severity < s.Bucket.Severity {
-			keys, policies = append(keys, s.Key), append(policies, s.Policy)
-		}
-		return true
-	})
-	if err != nil {
-		return 0, err
+	if !l.Trusted() {
+		return l.Regrade(ctx)
 	}
+	return l.regrade(ctx, Filter{MinSeverity: SeverityMedium})
+}
+
+// Regrade grades again every stored bucket under the policies in effect
+// and writes each level that differs from the stored one, in either
+// direction, through the same transactions as any change (so a row stored
+// Healthy under a capacity of 50 that holds 45 tokens of 50,000 now is
+// written Critical and alerted once). It reads every row, a page of
+// scanPage at a time, and writes only the rows that changed. Once it
+// completes the Limiter is Trusted under the definitions read at its
+// start, until Config.Definitions returns another value. It returns the
+// number of buckets whose stored level changed.
+func (l *Limiter) Regrade(ctx context.Context) (int, error) {
+	defs := l.defs()
+	changed, err := l.regrade(ctx, Filter{})
+	if err != nil {
+		return changed, err
+	}
+	l.trust.mu.Lock()
+	l.trust.ok, l.trust.defs = true, defs
+	l.trust.mu.Unlock()
+	return changed, nil
+}
+
+// regrade re-grades every stored row matching f (no read-time filters;
+// not capped at MaxScan) and writes the levels that changed.
+func (l *Limiter) regrade(ctx context.Context, f Filter) (int, error) {
+	changed := 0
+	for {
+		var keys []Key
+		var policies []Policy
+		last, capped, err := l.scan(ctx, f, func(s BucketState) bool {
+			if !s.Orphan && s.Severity != s.Bucket.Severity {
+				keys, policies = append(keys, s.Key), append(policies, s.Policy)
+			}
+			return true
+		})
+		if err != nil {
+			return changed, err
+		}
+		n, err := l.writeGrades(ctx, keys, policies)
+		changed += n
+		if err != nil || !capped {
+			return changed, err
+		}
+		f.After = last
+	}
+}
+
+// writeGrades grades keys again in transactions of up to 100 keys and
+// returns how many stored levels changed.
+func (l *Limiter) writeGrades(ctx context.Context, keys []Key, policies []Policy) (int, error) {
 	changed := 0
 	const batch = 100
 	for i := 0; i < len(keys); i += batch {
@@ -522,14 +605,14 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 				tb := tx.bucket(k, ps[j])
 				before := tb.b.Severity
 				tx.touch(tb, ps[j], l.rules.thresholds)
-				if tb.b.Severity < before {
+				if tb.b.Severity != before {
 					n++
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return changed, fmt.Errorf("throttle: reevaluate: %w", err)
+			return changed, fmt.Errorf("throttle: regrade: %w", err)
 		}
 		changed += n
 	}

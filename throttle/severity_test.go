@@ -2,6 +2,7 @@ package throttle_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -154,4 +155,79 @@ func TestListFiltersAndSortsBySeverityNow(t *testing.T) {
 	page, err = e.Limiter.List(ctx, throttle.Filter{Severity: throttle.SeverityCritical})
 	require.NoError(t, err)
 	require.Empty(t, page.States)
+}
+
+// What was seen (issue 14, point 1, after the first fix): a row stored
+// Healthy under one capacity (45 of category H's 50) is Critical under the
+// capacity in effect now (45 of 50,000), yet the cards and the Critical
+// filter trusted the stored Healthy and left it out, and Reevaluate never
+// re-graded or alerted it.
+func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
+	ctx := context.Background()
+	k := throttle.Key{Policy: "ENTRIES_READ_PARTICIPANT_ANTISCAN", Env: "prod", Identifier: "12345678"}
+	for _, tc := range []struct {
+		name string
+		// regradeBefore: the limiter had graded every row under capacity
+		// 50 (serve running) before the capacity changed; otherwise it is
+		// a fresh process reading rows an earlier one wrote.
+		regradeBefore bool
+	}{
+		{name: "capacity changes while serving", regradeBefore: true},
+		{name: "a new process with another capacity", regradeBefore: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			capacity := int64(50)
+			res := throttle.ResolverFunc(func(key throttle.Key) (throttle.Policy, error) {
+				return throttle.Policy{Name: key.Policy, Capacity: capacity, RefillTokens: 1, RefillPeriod: time.Hour}, nil
+			})
+			e := throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttle.Store {
+				return throttletest.NewMemStore(now)
+			}, res, throttle.Config{Definitions: func() string { return fmt.Sprint(capacity) }})
+			require.True(t, e.Take(k, 5).Allowed) // 45 of 50: Healthy
+			if tc.regradeBefore {
+				_, err := e.Limiter.Regrade(ctx)
+				require.NoError(t, err)
+				require.True(t, e.Limiter.Trusted())
+			}
+			capacity = 50_000 // the category learned at start
+			require.False(t, e.Limiter.Trusted(), "the definitions changed")
+			require.Equal(t, throttle.SeverityCritical, e.State(k).Severity)
+
+			count := func() map[throttle.Severity]int64 {
+				t.Helper()
+				c, err := e.Limiter.CountNow(ctx, throttle.Filter{})
+				require.NoError(t, err)
+				return c.BySeverity
+			}
+			critical := func() []throttle.Key {
+				t.Helper()
+				page, err := e.Limiter.List(ctx, throttle.Filter{Severity: throttle.SeverityCritical})
+				require.NoError(t, err)
+				var out []throttle.Key
+				for _, s := range page.States {
+					out = append(out, s.Key)
+				}
+				return out
+			}
+			require.Equal(t, int64(1), count()[throttle.SeverityCritical], "the card counts the level now")
+			require.Equal(t, int64(0), count()[throttle.SeverityHealthy])
+			require.Equal(t, []throttle.Key{k}, critical(), "the Critical filter finds it")
+
+			n, err := e.Limiter.Reevaluate(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.Equal(t, []string{"Healthy>Critical"}, transitions(e.Notes.Changes), "alerted once")
+			require.True(t, e.Limiter.Trusted())
+			stored, err := e.Limiter.CountBySeverity(ctx, throttle.Filter{})
+			require.NoError(t, err)
+			require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, stored, "the level now is written")
+			require.Equal(t, int64(1), count()[throttle.SeverityCritical])
+			require.Equal(t, []throttle.Key{k}, critical())
+
+			n, err = e.Limiter.Reevaluate(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n)
+			require.Len(t, e.Notes.Changes, 1)
+		})
+	}
 }

@@ -83,7 +83,31 @@ func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error)
 		}
 		out[i] = l.state(b, policies[i], ok, now)
 	}
-	return out, nil
+	return out, l.recallLastSends(ctx, out)
+}
+
+// recallLastSends fills LastSentAt of the states whose row lost it: a reset
+// during a cooldown clears the row's last send (the cooldown runs from it),
+// but the bucket was sent on (SendCount > 0) and the ledger keeps the take.
+// It reads one ledger row per such state (rare: only reset buckets); with
+// no take left in the ledger (pruned, BALDE_LEDGER=none) the last send
+// stays unknown. A take aggregated by minute gives the minute's start.
+func (l *Limiter) recallLastSends(ctx context.Context, states []BucketState) error {
+	for i := range states {
+		s := &states[i]
+		if !s.Stored || s.Orphan || !s.LastSentAt.IsZero() || s.SendCount == 0 {
+			continue
+		}
+		k := s.Key
+		takes, err := l.store.Ledger(ctx, LedgerQuery{Key: &k, Reasons: []LedgerReason{LedgerTake}, Limit: 1})
+		if err != nil {
+			return fmt.Errorf("throttle: last send of %s: %w", k, err)
+		}
+		if len(takes) > 0 {
+			s.LastSentAt = takes[0].At
+		}
+	}
+	return nil
 }
 
 // Page is one page of a bucket listing.
@@ -128,7 +152,7 @@ func (l *Limiter) List(ctx context.Context, f Filter) (Page, error) {
 		}
 		page.States[i] = l.state(b, p, true, now)
 	}
-	return page, nil
+	return page, l.recallLastSends(ctx, page.States)
 }
 
 // Page sizes for List.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // bucketsPage is admin_buckets.html.
@@ -427,22 +428,11 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
 			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
 	}
-	// A reset during a cooldown clears the last send with it; the ledger
-	// still knows it.
-	if st.LastSentAt.IsZero() && st.SendCount > 0 {
-		takes, err := s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, Reasons: []throttle.LedgerReason{throttle.LedgerTake}, Limit: 1})
-		if err != nil {
-			return err
-		}
-		if len(takes) > 0 {
-			p.Bucket.LastSent = formatWhenIn(l.T, takes[0].At, st.At)
-		}
-	}
 	if r.URL.Query().Get("reset") == "1" {
-		p.Flash = "The bucket was reset: it is full, with no cooldown or block. The ledger records who did it."
+		p.Flash = l.T.Sprintf("The bucket was reset: it is full, with no cooldown or block. The ledger records who did it.")
 	}
 	for _, e := range entries {
-		p.Ledger = append(p.Ledger, newLedgerView(e))
+		p.Ledger = append(p.Ledger, newLedgerView(l.T, e))
 	}
 	if len(entries) == ledgerPageSize {
 		p.OlderURL = s.pathWithQuery("adminBucket", url.Values{"before": {strconv.FormatInt(entries[len(entries)-1].ID, 10)}},
@@ -490,10 +480,12 @@ func cmpID(a, b int64) int {
 	return 0
 }
 
-func newLedgerView(e throttle.LedgerEntry) ledgerView {
+// newLedgerView is e as the bucket page shows it, its reason in tr's
+// language.
+func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
 		At:      e.At.UTC().Format(TimeLayout),
-		Reason:  e.Reason.String(),
+		Reason:  tr.Text(e.Reason.String()),
 		Delta:   fmt.Sprintf("%+d", e.Delta),
 		Balance: e.Balance,
 		Count:   e.Count,

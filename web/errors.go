@@ -219,11 +219,14 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeProblemXML(w, p)
 		return
 	}
+	l := s.layout(r, "")
 	page := errorPage{
-		layout:     s.layout(r, ""),
+		layout:     l,
 		Status:     p.status,
-		StatusText: http.StatusText(p.status),
-		Message:    p.message,
+		StatusText: l.T.Text(http.StatusText(p.status)),
+		// The fixed messages are in the catalog; a message quoting the
+		// request (a bad key, DICT's or SIFEN's answer) stays as it is.
+		Message: l.T.Text(p.message),
 	}
 	if p.retryAfter > 0 {
 		page.RetryAfter = FormatWait(p.retryAfter)

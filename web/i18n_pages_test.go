@@ -57,3 +57,42 @@ func TestDocumentsAndDictPagesAreTranslated(t *testing.T) {
 		})
 	}
 }
+
+// What was seen: the reset confirmation, the error page and parts of a
+// bucket's page (the policy's text, ledger reasons, the reset message,
+// the ledger's pager) were English whatever the reader's language.
+func TestResetErrorAndBucketPagesAreTranslated(t *testing.T) {
+	e := newEnv(t)
+	k := key("P", "alice")
+	e.take(k, 3)
+	bucket := "/admin/buckets/P/prod/alice"
+	for _, tc := range []struct {
+		accept                             string
+		resetH1, cancel, policy, reason    string
+		flash, notFound, back, emptyLedger string
+	}{
+		{"pt-BR", "Reiniciar este balde?", "Cancelar", "P: 10/min (capacidade 10, contínua)", "consumo",
+			"O balde foi reiniciado", "404 Não encontrado", "Voltar à lista de baldes", "Nenhum lançamento para este balde."},
+		{"es-PY", "¿Reiniciar este balde?", "Cancelar", "P: 10/min (capacidad 10, continua)", "consumo",
+			"El balde fue reiniciado", "404 No encontrado", "Volver a la lista de baldes", "Ningún asiento para este balde."},
+	} {
+		t.Run(tc.accept, func(t *testing.T) {
+			lang := withHeader("Accept-Language", tc.accept)
+			reset := document(t, e.get(bucket+"/reset", asAdmin, lang))
+			require.Equal(t, tc.resetH1, reset.Find("h1").Text())
+			require.Equal(t, tc.cancel, reset.Find("form a").Text())
+
+			page := document(t, e.get(bucket+"?reset=1", asAdmin, lang))
+			require.Contains(t, page.Find("section.state dl").Text(), tc.policy)
+			require.Equal(t, tc.reason, page.Find("table.ledger tbody tr td").Eq(1).Text())
+			require.Contains(t, page.Find(".flash").Text(), tc.flash)
+
+			missing := document(t, e.get("/admin/buckets/P/prod/nobody-here/nope", asAdmin, lang))
+			require.Equal(t, tc.notFound, missing.Find("h1").Text())
+			require.Equal(t, tc.back, missing.Find("main p a").Last().Text())
+
+			empty := document(t, e.get("/admin/buckets/P/prod/never-used", asAdmin, lang))
+			require.Equal(t, tc.emptyLedger, empty.Find("p.empty").Last().Text())
+		})
+	}
+}

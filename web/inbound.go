@@ -345,7 +345,11 @@ func (in *Inbound) Policies() throttle.Resolver {
 }
 
 // PolicyNames lists the inbound policy names (for the admin filter).
-func (in *Inbound) PolicyNames() []string {
+func (in *Inbound) PolicyNames() []string { return InboundPolicyNames() }
+
+// InboundPolicyNames lists the inbound limiter's policy names, whether or
+// not a limiter is configured (balde buckets filters on them).
+func InboundPolicyNames() []string {
 	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin}
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,15 +11,19 @@ import (
 
 // bucketView is one bucket as the admin pages show it.
 type bucketView struct {
-	Key    throttle.Key
-	Scope  string
-	Stored bool
-	Orphan bool
+	Key throttle.Key
+	// PolicyParts is the policy name split at "_", so that the list can
+	// offer a line break after each underscore.
+	PolicyParts []string
+	Scope       string
+	Stored      bool
+	Orphan      bool
 
 	Tokens      int64
 	Negative    bool
 	Capacity    int64
-	FillPercent int64 // 0..100, for the fill bar
+	FillPercent int64  // 0..100, for the fill bar
+	FillLabel   string // "45% full", translated: the bar's text for screen readers
 	Refill      string
 	PolicyText  string
 	Severity    string
@@ -40,31 +45,33 @@ type bucketView struct {
 func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) bucketView {
 	now := st.At
 	v := bucketView{
-		Key:        st.Key,
-		Stored:     st.Stored,
-		Orphan:     st.Orphan,
-		Tokens:     st.Tokens,
-		Negative:   st.Tokens < 0,
-		Capacity:   st.Policy.Capacity,
-		Severity:   tr.Sprintf(st.Severity.String()),
-		SevClass:   severityClass(st.Severity),
-		SendCount:  st.SendCount,
-		LastSent:   formatWhenIn(tr, st.LastSentAt, now),
-		RetryAfter: FormatWaitOrNow(st.RetryAfter),
-		UntilFull:  FormatWaitOrNow(st.UntilFull),
+		Key:         st.Key,
+		PolicyParts: strings.Split(st.Key.Policy, "_"),
+		Stored:      st.Stored,
+		Orphan:      st.Orphan,
+		Tokens:      st.Tokens,
+		Negative:    st.Tokens < 0,
+		Capacity:    st.Policy.Capacity,
+		Severity:    tr.Sprintf(st.Severity.String()),
+		SevClass:    severityClass(st.Severity),
+		SendCount:   st.SendCount,
+		LastSent:    formatWhenIn(tr, st.LastSentAt, now),
+		RetryAfter:  FormatWaitOrNow(st.RetryAfter),
+		UntilFull:   FormatWaitOrNow(st.UntilFull),
 	}
 	if s.Scope != nil {
 		v.Scope = s.Scope(st.Key)
 	}
 	if !st.Orphan {
-		v.Refill = FormatRefill(st.Policy)
-		v.PolicyText = st.Policy.String()
+		v.Refill = FormatRefillIn(tr, st.Policy)
+		v.PolicyText = FormatPolicyIn(tr, st.Policy)
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
+		v.FillLabel = tr.Sprintf("%d%% full", v.FillPercent)
 		v.DetailURL = s.bucketPath("adminBucket", st.Key)
 	} else {
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
-	v.Wait = FormatBucketWait(st)
+	v.Wait = FormatBucketWaitIn(tr, st)
 	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, st.UntilFull)
 	v.LastSentAgo = tr.Sprintf("never")
 	if !st.LastSentAt.IsZero() {
@@ -120,6 +127,45 @@ func FormatRefill(p throttle.Policy) string {
 		s += " (sliding window)"
 	}
 	return s
+}
+
+// FormatRefillIn is FormatRefill in tr's language: "2/min (em degraus)".
+func FormatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
+	switch p.Refill {
+	case throttle.RefillStepwise:
+		return tr.Sprintf("%s (stepwise)", p.Rate())
+	case throttle.RefillRolling:
+		return tr.Sprintf("%s (sliding window)", p.Rate())
+	}
+	return p.Rate()
+}
+
+// FormatPolicyIn is throttle.Policy.String in tr's language, e.g.
+// "ENTRIES_READ_USER_ANTISCAN: 2/min (capacidade 100, em degraus)".
+func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
+	parts := []string{tr.Sprintf("capacity %d", p.Capacity), tr.Text(p.Refill.String())}
+	if p.MinInterval > 0 {
+		parts = append(parts, tr.Sprintf("every %s at most", p.MinInterval))
+	}
+	if p.BlockFor > 0 {
+		parts = append(parts, tr.Sprintf("block %s", p.BlockFor))
+	}
+	if p.FailMode == throttle.FailOpen {
+		parts = append(parts, tr.Text("fail open"))
+	}
+	return fmt.Sprintf("%s: %s (%s)", p.Name, p.Rate(), strings.Join(parts, ", "))
+}
+
+// FormatBucketWaitIn is FormatBucketWait in tr's language.
+func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
+	var waits []string
+	if st.BlockLeft > 0 {
+		waits = append(waits, tr.Sprintf("blocked %s", FormatWait(st.BlockLeft)))
+	}
+	if st.CooldownLeft > 0 {
+		waits = append(waits, tr.Sprintf("cooldown %s", FormatWait(st.CooldownLeft)))
+	}
+	return strings.Join(waits, ", ")
 }
 
 // How balde shows waits and instants to people: the admin pages, and the

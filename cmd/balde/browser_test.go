@@ -193,9 +193,12 @@ func browserOptions(t *testing.T, chromium string) []chromedp.ExecAllocatorOptio
 }
 
 // seedOperatorBuckets puts, at the real time, a Critical DICT user bucket
-// (emptied), a negative one (a penalty), a healthy one and a RUC cooling
-// down into db, through the engine every command uses.
-func seedOperatorBuckets(t *testing.T, db string) (critical, negative throttle.Key) {
+// (emptied), a negative one (a penalty), a participant bucket and a RUC
+// cooling down into db, through the engine every command uses. The
+// participant bucket holds 45 tokens, stored Healthy under the strictest
+// category's capacity of 50 (no category learned yet); serve learns the
+// simulator's category A (capacity 50,000), under which it is Critical.
+func seedOperatorBuckets(t *testing.T, db string) (critical, negative, participant throttle.Key) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -205,15 +208,18 @@ func seedOperatorBuckets(t *testing.T, db string) (critical, negative throttle.K
 	defer func() { require.NoError(t, eng.close(ctx)) }()
 	critical = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: payerCPF}
 	negative = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "11144477735"}
-	healthy := throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: "prod", Identifier: "12345678"}
-	for _, c := range []throttle.Charge{{Key: critical, Cost: 100}, {Key: negative, Cost: 100}, {Key: healthy, Cost: 5}, {Key: seededRUC, Cost: 1}} {
+	participant = throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: "prod", Identifier: "12345678"}
+	for _, c := range []throttle.Charge{{Key: critical, Cost: 100}, {Key: negative, Cost: 100}, {Key: participant, Cost: 5}, {Key: seededRUC, Cost: 1}} {
 		d, err := eng.limiter.Take(ctx, "seed", c)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
 	_, err = eng.limiter.Adjust(ctx, throttle.Adjustment{Key: negative, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "seed-404"})
 	require.NoError(t, err)
-	return critical, negative
+	st, err := eng.limiter.State(ctx, participant)
+	require.NoError(t, err)
+	require.Equal(t, throttle.SeverityHealthy, st.Bucket.Severity, "stored Healthy: 45 of 50")
+	return critical, negative, participant
 }
 
 // TestBrowserOperatorPages takes, in English, Portuguese and Spanish, at
@@ -233,7 +239,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 	}
 	start := time.Now()
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
-	critical, negative := seedOperatorBuckets(t, db)
+	critical, negative, participant := seedOperatorBuckets(t, db)
 	sm := runServeMain(t, map[string]string{
 		"BALDE_DB":             db,
 		"BALDE_ADMIN_USER":     "ops",
@@ -319,6 +325,8 @@ func TestBrowserOperatorPages(t *testing.T) {
 			// The severity the API computes now, read before the page.
 			wantCritical, wantNegative := severityNow(critical), severityNow(negative)
 			require.Equal(t, "Critical", wantCritical)
+			wantParticipant := severityNow(participant)
+			require.Equal(t, "Critical", wantParticipant, "45 tokens of category A's 50,000")
 
 			visit("/admin/buckets", "main h1")
 			require.Equal(t, lang.title, text("main h1"))
@@ -330,7 +338,37 @@ func TestBrowserOperatorPages(t *testing.T) {
 			}
 			require.Equal(t, tr.Sprintf(wantCritical), row(critical.Identifier), "the severity shown is the severity now")
 			require.Equal(t, tr.Sprintf(wantNegative), row(negative.Identifier))
+			require.Equal(t, tr.Sprintf(wantParticipant), row(participant.Identifier), "stored Healthy, Critical now")
 			criticalCard := text(`.summary a.card.sev-critical .num`)
+			shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+				`[...document.querySelectorAll("table.buckets tbody .badge")].map(e => e.textContent.trim())`))
+			require.NoError(t, err)
+			criticalRows := 0
+			for _, b := range shown {
+				if b == tr.Sprintf("Critical") {
+					criticalRows++
+				}
+			}
+			require.Equal(t, criticalCard, strconv.Itoa(criticalRows), "the Critical card counts the Critical rows the table shows: %q", shown)
+			// What was seen: at 390 px the list's scroll box showed only
+			// Policy and Scope, and at 1400 px the Sends column was cut off.
+			// The operator's key cells — identifier, severity, tokens — of
+			// every row are in view without a sideways swipe, and the list
+			// does not need one at all.
+			outside, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+				const out = [];
+				for (const tr of document.querySelectorAll("table.buckets tbody tr")) {
+					for (const sel of ["td.id", "td.sev .badge", "td.tokens"]) {
+						const b = tr.querySelector(sel).getBoundingClientRect();
+						if (b.width === 0 || b.left < 0 || b.right > window.innerWidth) out.push(tr.querySelector("td.id").textContent.trim() + " " + sel + " " + Math.round(b.left) + ".." + Math.round(b.right));
+					}
+				}
+				const box = document.querySelector("table.buckets").parentElement;
+				if (box.scrollWidth > box.clientWidth + 1) out.push("the list scrolls sideways: " + box.scrollWidth + " > " + box.clientWidth);
+				return out;
+			})()`))
+			require.NoError(t, err)
+			require.Empty(t, outside, "at %d px in %s", width, tr.Lang())
 			shoot("summary")
 
 			// The Critical card opens the list filtered on it.
@@ -343,6 +381,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 			for _, b := range badges {
 				require.Equal(t, tr.Sprintf("Critical"), b)
 			}
+			require.Equal(t, tr.Sprintf("Critical"), row(participant.Identifier), "the filtered list has the bucket stored Healthy")
 			shoot("filtered")
 
 			visit("/admin/buckets/"+critical.Policy+"/"+critical.Env+"/"+critical.Identifier+"?window=hour", "svg.chart")

@@ -256,7 +256,7 @@ type listOptions struct {
 // knownPolicies are the policy names this engine resolves.
 func (b bucketsCmd) knownPolicies() []string {
 	names := b.eng.PolicyNames()
-	for _, n := range []string{web.PolicyInboundIP, web.PolicyInboundToken} {
+	for _, n := range web.InboundPolicyNames() {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
@@ -292,7 +292,7 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 		if isTerminal(b.m.Stdout) {
 			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
 		}
-		fmt.Fprintf(b.m.Stdout, "every %s, at %s (Ctrl-C to stop)\n", every, clock.now().UTC().Format(web.TimeLayout))
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, clock.now().UTC().Format(web.TimeLayout)))
 		if err := b.list(ctx, lo); err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C during a draw
@@ -396,15 +396,15 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		return nil
 	}
 	b.printState(st)
-	fmt.Fprintf(b.m.Stdout, "\nledger (newest first, at most %d):\n", limit)
+	fmt.Fprintln(b.m.Stdout, "\n"+b.tr.Sprintf("ledger (newest first, at most %d):", limit))
 	if len(entries) == 0 {
-		fmt.Fprintln(b.m.Stdout, "  no rows")
+		fmt.Fprintln(b.m.Stdout, "  "+b.tr.Sprintf("no rows"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF")
+	fmt.Fprintln(tw, "  "+b.tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
 	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(web.TimeLayout), e.Reason, e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(web.TimeLayout), b.tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
 	}
 	return tw.Flush()
 }
@@ -413,23 +413,31 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 func (b bucketsCmd) printState(st throttle.BucketState) {
 	v := b.view(st)
 	w := tabwriter.NewWriter(b.m.Stdout, 0, 0, 1, ' ', 0)
-	stored := "yes"
+	tr := b.tr
+	stored := tr.Sprintf("yes")
 	if !st.Stored {
-		stored = "no (a key with no row is a full bucket)"
+		stored = tr.Sprintf("no (a key with no row is a full bucket)")
+	}
+	// Waits keep their Go form (8s, 4m12s); "now" is translated.
+	wait := func(d time.Duration) string {
+		if d <= 0 {
+			return tr.Sprintf("now")
+		}
+		return tr.Sprintf("in %s", web.FormatWait(d))
 	}
 	for _, row := range [][2]string{
-		{"bucket", st.Key.String()},
-		{"scope", v.scope},
-		{"stored", stored},
-		{"tokens", fmt.Sprintf("%d of %s", st.Tokens, v.capacity)},
-		{"refill", v.refill},
-		{"policy", v.policy},
-		{"severity", v.severity},
-		{"cooldown/block", v.wait},
-		{"next admitted", web.FormatWaitOrNow(st.RetryAfter)},
-		{"full", web.FormatWaitOrNow(st.UntilFull)},
-		{"last send", v.lastSend},
-		{"sends", fmt.Sprint(st.SendCount)},
+		{tr.Sprintf("bucket"), st.Key.String()},
+		{tr.Sprintf("scope"), v.scope},
+		{tr.Sprintf("stored"), stored},
+		{tr.Sprintf("tokens"), tr.Sprintf("%s of %s", strconv.FormatInt(st.Tokens, 10), v.capacity)},
+		{tr.Sprintf("refill"), v.refill},
+		{tr.Sprintf("policy"), v.policy},
+		{tr.Sprintf("severity"), v.severity},
+		{tr.Sprintf("cooldown/block"), v.wait},
+		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
+		{tr.Sprintf("full"), wait(st.UntilFull)},
+		{tr.Sprintf("last send"), v.lastSend},
+		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
 	}
@@ -481,15 +489,10 @@ type bucketView struct {
 func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 	tr := b.tr
 	v := bucketView{
-		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity), refill: tr.Text(web.FormatRefill(st.Policy)),
-		policy: st.Policy.String(), severity: tr.Sprintf(st.Severity.String()), wait: "-", lastSend: tr.Sprintf("never"),
+		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity),
+		policy: web.FormatPolicyIn(tr, st.Policy), severity: tr.Sprintf(st.Severity.String()), wait: "-", lastSend: tr.Sprintf("never"),
 	}
-	switch st.Policy.Refill {
-	case throttle.RefillStepwise:
-		v.refill = tr.Sprintf("%s (stepwise)", st.Policy.Rate())
-	case throttle.RefillRolling:
-		v.refill = tr.Sprintf("%s (sliding window)", st.Policy.Rate())
-	}
+	v.refill = web.FormatRefillIn(tr, st.Policy)
 	if !st.LastSentAt.IsZero() {
 		v.lastSend = st.LastSentAt.UTC().Format(web.TimeLayout)
 		if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
@@ -500,15 +503,8 @@ func (b bucketsCmd) view(st throttle.BucketState) bucketView {
 		v.capacity, v.refill = "?", "?"
 		v.policy, v.severity = tr.Sprintf("unknown policy"), tr.Sprintf("unknown policy")
 	}
-	var waits []string
-	if st.BlockLeft > 0 {
-		waits = append(waits, tr.Sprintf("blocked %s", web.FormatWait(st.BlockLeft)))
-	}
-	if st.CooldownLeft > 0 {
-		waits = append(waits, tr.Sprintf("cooldown %s", web.FormatWait(st.CooldownLeft)))
-	}
-	if len(waits) > 0 {
-		v.wait = strings.Join(waits, ", ")
+	if w := web.FormatBucketWaitIn(tr, st); w != "" {
+		v.wait = w
 	}
 	return v
 }

@@ -153,6 +153,19 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Contains(t, stdout, "next admitted:  in 8s\n")
 		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+take\s+-1\s+0\s+1\s+doc:1\n`, stdout)
 
+		// What was seen: show's labels and ledger were English whatever LANG said.
+		pt := map[string]string{"BALDE_DB": db, "LANG": "pt_BR.UTF-8"}
+		code, stdout, stderr = runIn(ctx, clock, "", pt, "buckets", "show", seededRUC.String())
+		require.Equal(t, ExitOK, code, stderr)
+		require.Regexp(t, `(?m)^balde:\s+SIFEN_RECEPCION_LOTE/test/80069563$`, stdout)
+		require.Regexp(t, `(?m)^política:\s+SIFEN_RECEPCION_LOTE: 1/10s \(capacidade 1, contínua, no máximo a cada 10s\)$`, stdout)
+		require.Regexp(t, `(?m)^espera/bloqueio:\s+espera 8s$`, stdout)
+		require.Regexp(t, `(?m)^próxima admitida:\s+em 8s$`, stdout)
+		require.Contains(t, stdout, "registro (mais recentes primeiro, no máximo 20):")
+		require.Regexp(t, `\n  ID\s+QUANDO\s+MOTIVO\s+VARIAÇÃO\s+SALDO\s+EVENTOS\s+REF\n`, stdout)
+		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+consumo\s+-1\s+0\s+1\s+doc:1\n`, stdout)
+		require.NotContains(t, stdout, "capacity")
+
 		// A key with no row is a full bucket.
 		code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "show", "--json", "--policy", seededUser.Policy, "--env", "prod", "--id", "11144477735")
 		require.Equal(t, ExitOK, code)
@@ -274,6 +287,11 @@ func TestBucketsUsage(t *testing.T) {
 			oneStderrLine(t, stderr, tt.want)
 		})
 	}
+	// What was seen: the admin's own inbound bucket was refused as unknown.
+	for _, p := range []string{web.PolicyInboundIP, web.PolicyInboundToken, web.PolicyInboundAdmin} {
+		code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--policy", p)
+		require.Equal(t, ExitOK, code, "--policy %s: %s", p, stderr)
+	}
 	code, _, stderr := runIn(context.Background(), nil, "", nil, "buckets", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stderr, "Example:\n  balde buckets list")
@@ -337,4 +355,43 @@ func TestPrune(t *testing.T) {
 		require.Equal(t, ExitUsage, code)
 		oneStderrLine(t, stderr, "--batch 0")
 	})
+}
+
+// What was seen: prune --dry-run counted ledger events (an aggregated row
+// counts each take it stands for) and printed them as rows; the prune
+// itself then removed fewer rows than announced.
+func TestPruneDryRunCountsRows(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB, cfg.Ledger = db, throttle.LedgerAggregateTakes
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	for range 3 { // one aggregated row for three takes
+		d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: seededUser, Cost: 1})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.NoError(t, eng.close(ctx))
+	clock.Advance(48 * time.Hour)
+
+	type pruneOut struct {
+		Before      time.Time `json:"before"`
+		LedgerRows  int64     `json:"ledger_rows"`
+		Buckets     int64     `json:"buckets"`
+		DictLookups int64     `json:"dict_lookups"`
+		SkipBuckets bool      `json:"skip_buckets"`
+		DryRun      bool      `json:"dry_run"`
+	}
+	prune := func(args ...string) int64 {
+		t.Helper()
+		code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, append([]string{"prune", "--json", "--retention", "24h"}, args...)...)
+		require.Equal(t, ExitOK, code, stderr)
+		return decodeJSON[pruneOut](t, stdout).LedgerRows
+	}
+	dry := prune("--dry-run")
+	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")
+	require.Equal(t, dry, prune(), "the dry run announces what the prune removes")
 }

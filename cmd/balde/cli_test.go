@@ -221,3 +221,15 @@ func TestBucketsListWatch(t *testing.T) {
 	require.Contains(t, out, "every 5s, at 2026-03-02 12:00:10 UTC")
 	require.Equal(t, 2, strings.Count(out, "cooldown"), "the RUC cools down at 0 s and 5 s; Ctrl-C ends the third draw: %s", out)
 }
+
+// The --watch header speaks LANG too.
+func TestBucketsListWatchSpeaksLANG(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := newFakeTime(testEpoch, func(time.Duration) { cancel() })
+	seedBuckets(t, db, clock)
+	code, out, errOut := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db, "LANG": "es_PY.UTF-8"}, "buckets", "list", "--watch", "5s")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "cada 5s, a las 2026-03-02 12:00:00 UTC (Ctrl-C para detener)")
+}

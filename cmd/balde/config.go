@@ -81,9 +81,11 @@ type Config struct {
 
 	// Ledger is how routine takes are written: every, minute or none
 	// (BALDE_LEDGER). LedgerRetention is how long rows are kept
-	// (BALDE_LEDGER_RETENTION, default 720h).
-	Ledger          throttle.LedgerGranularity
-	LedgerRetention time.Duration
+	// (BALDE_LEDGER_RETENTION, default 720h); serve refuses one under
+	// MinRetention unless LedgerRetentionForce (BALDE_LEDGER_RETENTION_FORCE).
+	Ledger               throttle.LedgerGranularity
+	LedgerRetention      time.Duration
+	LedgerRetentionForce bool
 	// Thresholds grade severity (BALDE_SEVERITY_THRESHOLDS "50,25,10").
 	Thresholds throttle.Thresholds
 	// AlertWebhook receives severity changes as JSON (BALDE_ALERT_WEBHOOK).
@@ -257,6 +259,8 @@ func (c *Config) envVars() []envVar {
 			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
 		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
 		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
+		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, oneOf(map[string]bool{
+			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
 		{"BALDE_SEVERITY_THRESHOLDS", setParsed(&c.Thresholds, parseThresholds)},
 
 		// serve's web server: admin credential, trusted proxies, inbound

@@ -61,7 +61,7 @@ var passThrough = map[string]bool{
 	"dict-lookup: %v": true, "dict-lookup: %s: %v": true, "dict-reconcile: --dict-participant: %v": true,
 	"--dict-participant: %v": true, "DICT TLS: %v": true, "DICT client: %v": true, "--sifen-url: %v": true,
 	"BALDE_INBOUND_TOKENS_FILE: %v": true, "BALDE_INBOUND_TOKENS_FILE %s: %v": true, "BALDE_ADMIN_PASSWORD_FILE: %v": true,
-	"sifen-send: %v": true,
+	"sifen-send: %v": true, "serve: %s %q: %v": true,
 }
 
 // Every usage error line a command writes in words of its own is in the

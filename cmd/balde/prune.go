@@ -101,21 +101,23 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	return nil
 }
 
-// pruneCount counts what prune would remove: ledger events older than the
-// retention (an aggregated row counts its events), DICT lookups older than
-// it, and stored buckets that are idle now.
+// pruneCount counts what prune would remove: ledger rows older than the
+// retention (an aggregated row is one row, whatever events it stands for),
+// DICT lookups older than it, and stored buckets that are idle now.
 func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipBuckets bool) (pruneResult, error) {
 	res := pruneResult{Before: eng.limiter.Now().Add(-retention)}
-	all, err := eng.limiter.CountLedger(ctx, throttle.LedgerQuery{})
-	if err != nil {
-		return res, err
-	}
-	young, err := eng.limiter.CountLedger(ctx, throttle.LedgerQuery{Since: res.Before})
-	if err != nil {
-		return res, err
-	}
-	res.LedgerRows = all - young
 	db := eng.store.ReadDB()
+	// Rows, as the prune deletes them: oldest id first, up to the first
+	// row younger than the retention (an aggregated row is one row).
+	if err := db.QueryRowContext(ctx, db.Rebind(`
+		SELECT count(*)
+		FROM balde_token_ledger
+		WHERE id < COALESCE(
+			(SELECT min(id) FROM balde_token_ledger WHERE at >= ?),
+			(SELECT max(id) + 1 FROM balde_token_ledger),
+			0)`), res.Before.UnixNano()).Scan(&res.LedgerRows); err != nil {
+		return res, fmt.Errorf("prune: count ledger rows: %w", err)
+	}
 	if err := db.QueryRowContext(ctx, db.Rebind(`
 		SELECT count(*)
 		FROM balde_dict_lookups

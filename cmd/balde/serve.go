@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +54,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err := cfg.checkSifenBlock(); err != nil {
 		return err
 	}
+	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
+		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
+		}
+	}
+	// The background prune keeps the floor of balde prune unless forced.
+	if cfg.PruneEvery > 0 && cfg.LedgerRetention < MinRetention && !cfg.LedgerRetentionForce {
+		return UsageError("serve: BALDE_LEDGER_RETENTION %s would erase the audit trail of the last day; use at least %s, or set BALDE_LEDGER_RETENTION_FORCE=on", cfg.LedgerRetention, MinRetention)
+	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
 	var sifenClient *sifen.Client
@@ -75,7 +86,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	app, err := openApp(ctx, cfg, sifenClient, logger)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
-		return UsageError("serve: an address is already in use (%v); choose another --addr (BALDE_ADDR) or stop what listens there", err)
+		addr := cfg.Addr
+		var op *net.OpError
+		if errors.As(err, &op) && op.Addr != nil {
+			addr = op.Addr.String()
+		}
+		return UsageError("serve: %s is already in use; choose another --addr (BALDE_ADDR) or stop what listens there", addr)
 	}
 	if err != nil {
 		return err
@@ -324,15 +340,19 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 // sends gets its recovery (log, webhook "resolved", metric) within this time.
 const DefaultSeverityEvery = 15 * time.Second
 
-// reevaluate runs Limiter.Reevaluate every period until ctx ends.
+// reevaluate runs Limiter.Reevaluate at once (a fresh limiter grades every
+// row again: the policies may differ from the last process's, see
+// Limiter.Regrade) and then every period until ctx ends.
 func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
-	everyTick(ctx, every, func() {
+	run := func() {
 		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
 			logger.Warn("severity re-evaluation", slog.Any("error", err))
 		} else if n > 0 {
-			logger.Info("severity re-evaluated", slog.Int("recovered", n))
+			logger.Info("severity re-evaluated", slog.Int("changed", n))
 		}
-	})
+	}
+	run()
+	everyTick(ctx, every, run)
 }
 
 // reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is
@@ -437,4 +457,17 @@ func (c Config) dataDir() (string, error) {
 		return "", UsageError("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
 	}
 	return filepath.Join(dir, "balde"), nil
+}
+
+// checkListenAddr reports whether addr is a HOST:PORT a listener can take:
+// a port number in 0..65535 (0: any free port).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want HOST:PORT: %w", err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 0..65535", port)
+	}
+	return nil
 }

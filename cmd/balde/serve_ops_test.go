@@ -31,6 +31,49 @@ func TestServeBusyPortIsBadInput(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	require.Contains(t, lines[len(lines)-1], "already in use")
 	require.Contains(t, lines[len(lines)-1], "choose another --addr")
+	// What was seen: "(web: listen: listen tcp …)", an internal prefix.
+	require.Equal(t, "balde: serve: "+l.Addr().String()+" is already in use; choose another --addr (BALDE_ADDR) or stop what listens there", lines[len(lines)-1])
+}
+
+// What was seen: serve --addr :99999 exited 1 (a failed listen); and
+// BALDE_LEDGER_RETENTION=1s had serve's background prune delete the audit
+// trail, with none of balde prune's 24 h floor. Both are bad input: exit 2,
+// one line, nothing opened.
+func TestServeRefusesBadAddrAndShortRetention(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "b.db")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"port out of range", nil, []string{"--addr", ":99999"}, `serve: --addr ":99999": port "99999" is not a number in 0..65535`},
+		{"no port", nil, []string{"--addr", "localhost"}, `serve: --addr "localhost": want HOST:PORT`},
+		{"simulator port", nil, []string{"--dict-sim-addr", "127.0.0.1:x"}, `serve: --dict-sim-addr "127.0.0.1:x"`},
+		{"retention under a day", map[string]string{"BALDE_LEDGER_RETENTION": "1s"}, nil, "serve: BALDE_LEDGER_RETENTION 1s would erase the audit trail of the last day; use at least 24h0m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"BALDE_DB": "sqlite://" + db}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			code, _, errOut := run(t, env, append([]string{"serve", "--create"}, tc.args...)...)
+			require.Equal(t, ExitUsage, code, errOut)
+			oneStderrLine(t, errOut, tc.want)
+			_, err := os.Stat(db)
+			require.True(t, os.IsNotExist(err), "nothing opened")
+		})
+	}
+	// Forced, or with the background prune off, a short retention passes
+	// (here to the next check, the address).
+	code, _, errOut := run(t, map[string]string{"BALDE_DB": "sqlite://" + db, "BALDE_LEDGER_RETENTION": "1s", "BALDE_LEDGER_RETENTION_FORCE": "on"},
+		"serve", "--create", "--addr", ":99999")
+	require.Equal(t, ExitUsage, code)
+	oneStderrLine(t, errOut, "--addr")
+	code, _, errOut = run(t, map[string]string{"BALDE_DB": "sqlite://" + db, "BALDE_LEDGER_RETENTION": "1s", "BALDE_PRUNE_EVERY": "off"},
+		"serve", "--create", "--addr", ":99999")
+	require.Equal(t, ExitUsage, code)
+	oneStderrLine(t, errOut, "--addr")
 }
 
 // What was seen: the admin password changed at every restart.

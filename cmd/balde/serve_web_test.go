@@ -158,7 +158,7 @@ func TestServeWithSimulators(t *testing.T) {
 	require.NoError(t, dict.Unmarshal([]byte(xml), &pol))
 	require.Equal(t, int64(49999), pol.Policy.AvailableTokens)
 	_, page = c.get("/admin/buckets")
-	for _, want := range []string{"DICT participant", "DICT anti-scan monitors (24 h)", "SIFEN documents", "<td>RUC</td>", "<td>USER</td>", "<td>PSP</td>"} {
+	for _, want := range []string{"DICT participant", "DICT anti-scan monitors (24 h)", "SIFEN documents", `<td class="scope">RUC</td>`, `<td class="scope">USER</td>`, `<td class="scope">PSP</td>`} {
 		require.Contains(t, page, want)
 	}
 
@@ -223,6 +223,8 @@ func TestServePrunes(t *testing.T) {
 		"BALDE_ADMIN_PASSWORD":   "pw",
 		"BALDE_PRUNE_EVERY":      "50ms",
 		"BALDE_LEDGER_RETENTION": "1ms",
+		// Under balde prune's 24 h floor: serve needs it said.
+		"BALDE_LEDGER_RETENTION_FORCE": "on",
 	})
 	c := newAdminClient(t, sm.url, "admin", "pw")
 	resp, _ := c.postForm("/dict/lookup", url.Values{"key": {"11144477735"}, "payer_id": {"52998224725"}})

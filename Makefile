@@ -90,7 +90,7 @@ soak:
 	$(GO) test -count $(SOAKCOUNT) -timeout 60m -run 'TestExactAcrossProcesses|TestLedgerExplainsConcurrentHistory|TestGroupCommit' ./throttle/...
 
 # The reliability suite of docs/RELIABILITY.md, long versions (minutes; the
-# short versions run in make test): sifen-send killed with SIGKILL 50 times
+# short versions run in make test): sifen-send, serve and dict-lookup each killed with SIGKILL 50 times
 # per engine, PostgreSQL sessions terminated every 30 ms for 60 s under web
 # and batch load, the readiness and file-identity checks, the migration
 # lock, and a soak of SOAK (default 30m) sampled every 10 s into soak.csv;
@@ -100,7 +100,7 @@ SOAK ?= 30m
 reliability:
 	@: > reliability.out
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
-		-run 'TestCrashSifenSend|TestCrashServe|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
+		-run 'TestCrashSifenSend|TestCrashServe|TestCrashDictLookup|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
 		./cmd/balde >> reliability.out 2>&1; s=$$?; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.out | grep -v WARN; exit $$s
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \

@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
+
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // ErrCommitInDoubt means a transaction's COMMIT was sent but its answer was
@@ -23,8 +25,10 @@ import (
 // again could apply a decision twice (docs/decisions/0020). It always comes
 // wrapped with throttle.ErrStoreUnavailable, so a caller that does not
 // know it treats the decision as failed: it does not send, and at worst
-// the tokens of one decision were debited for a call never made.
-var ErrCommitInDoubt = errors.New("sqlstore: commit outcome unknown")
+// the tokens of one decision were debited for a call never made. It wraps
+// throttle.ErrOutcomeUnknown, the engine's word for it, which a package
+// that must not import sqlstore checks before retrying a store failure.
+var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", throttle.ErrOutcomeUnknown)
 
 // Transient-error retries: the first retry after transientBackoff, each
 // next one after twice the previous (with ±50 % jitter, capped at

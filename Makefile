@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test test-tools race bench bench-ab lint build fuzz soak reliability clean
+.PHONY: run test test-under-load test-tools race bench bench-ab lint build fuzz soak reliability clean
 
 # The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
@@ -17,6 +17,12 @@ run:
 # npm those tests skip, saying so.
 test: test-tools
 	$(GO) test -count=1 -timeout 9m ./...
+
+# The flake check of docs/RELIABILITY.md: make test RUNS times in a row
+# (default 5) beside HOGS busy processes (default 2), stopping at the first
+# failure; logs in test-under-load.N.log.
+test-under-load:
+	RUNS=$(or $(RUNS),5) HOGS=$(or $(HOGS),2) MAKE="$(MAKE)" sh scripts/test-under-load.sh
 
 test-tools:
 	@if command -v npm >/dev/null; then npm ci --prefix test-tools --no-audit --no-fund --loglevel=error; else echo "make: npm not found: the tests with real SIFEN documents will skip"; fi
@@ -66,10 +72,10 @@ build:
 # Every fuzz target for FUZZTIME each (the seed corpora run in make test).
 FUZZTIME ?= 60s
 FUZZ_TARGETS = \
-	./throttle:FuzzRefillIsExact \
+	./throttle:FuzzRefillIsExact ./throttle:FuzzDecodeCursor ./throttle:FuzzParseCondition \
 	./dict:FuzzParseKey ./dict:FuzzParseCNPJ ./dict:FuzzParseCPF ./dict:FuzzDecodeProblem \
-	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile \
-	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit \
+	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile ./dict:FuzzParseRetryAfter ./dict:FuzzDecodeAnswers \
+	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit ./sifen:FuzzUnmarshalSOAP \
 	./web:FuzzParseInboundTokens ./web:FuzzClientIP \
 	./cmd/balde:FuzzReadLookups
 # FUZZPARALLEL workers each (the machine may be shared); the last line of
@@ -90,7 +96,7 @@ soak:
 	$(GO) test -count $(SOAKCOUNT) -timeout 60m -run 'TestExactAcrossProcesses|TestLedgerExplainsConcurrentHistory|TestGroupCommit' ./throttle/...
 
 # The reliability suite of docs/RELIABILITY.md, long versions (minutes; the
-# short versions run in make test): sifen-send killed with SIGKILL 50 times
+# short versions run in make test): sifen-send, serve and dict-lookup each killed with SIGKILL 50 times
 # per engine, PostgreSQL sessions terminated every 30 ms for 60 s under web
 # and batch load, the readiness and file-identity checks, the migration
 # lock, and a soak of SOAK (default 30m) sampled every 10 s into soak.csv;
@@ -100,7 +106,7 @@ SOAK ?= 30m
 reliability:
 	@: > reliability.out
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
-		-run 'TestCrashSifenSend|TestCrashServe|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
+		-run 'TestCrashSifenSend|TestCrashServe|TestCrashDictLookup|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
 		./cmd/balde >> reliability.out 2>&1; s=$$?; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.out | grep -v WARN; exit $$s
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \
@@ -110,4 +116,4 @@ reliability:
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 clean:
-	rm -rf bin bench.out bench-ab.out bench-before.test bench-after.test fuzz.out fuzz.last reliability.out soak.csv
+	rm -rf test-under-load.*.log bin bench.out bench-ab.out bench-before.test bench-after.test fuzz.out fuzz.last reliability.out soak.csv

@@ -155,12 +155,14 @@ func mustKeyType(key string) KeyType {
 
 // retry runs f until it succeeds, fails with something other than a store
 // failure, or about 3 s have passed: the outcome of a request that reached
-// the DICT must land in the mirror through a database blip.
+// the DICT must land in the mirror through a database blip. A change whose
+// outcome the store lost (throttle.ErrOutcomeUnknown) may have landed and
+// is never run again: a settle run twice refunded twice.
 func retry(f func() error) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := f()
-		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 {
+		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || errors.Is(err, throttle.ErrOutcomeUnknown) || attempt == 7 {
 			return err
 		}
 		time.Sleep(wait)

@@ -24,6 +24,12 @@ var (
 	// (database down, locked past its timeout, disk full). For a Take it is
 	// only returned when a policy involved fails closed.
 	ErrStoreUnavailable = errors.New("throttle: store unavailable")
+	// ErrOutcomeUnknown means the store lost the answer to a change it may
+	// have applied (the connection broke while committing); it always
+	// comes with ErrStoreUnavailable. Such a change must never be run
+	// again, since it could then apply twice: a caller that retries store
+	// failures stops at this one (docs/decisions/0020).
+	ErrOutcomeUnknown = errors.New("throttle: store outcome unknown")
 	// ErrClosed is returned by Updates on a closed GroupCommit.
 	ErrClosed = errors.New("throttle: group commit closed")
 )

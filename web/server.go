@@ -77,6 +77,13 @@ type Server struct {
 	// UploadLimit bounds an uploaded DE or lot, in bytes. NewServer sets
 	// DefaultUploadLimit.
 	UploadLimit int64
+	// ReadHeaderTimeout bounds the time a client has, from the moment its
+	// connection is accepted (or its previous request ends), to send a
+	// request's line and headers; past it Open's server closes the
+	// connection (a slowloris sending its headers a byte at a time holds
+	// nothing longer). NewServer sets DefaultReadHeaderTimeout; zero falls
+	// back to the 30 s bound on reading a whole request.
+	ReadHeaderTimeout time.Duration
 
 	// TimeZone is where the admin pages show times next to UTC; nil is
 	// the server's local zone.
@@ -115,15 +122,19 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
+// DefaultReadHeaderTimeout is NewServer's ReadHeaderTimeout.
+const DefaultReadHeaderTimeout = 10 * time.Second
+
 // NewServer returns a Server with its routes and defaults; set the fields,
 // then Open it.
 func NewServer() *Server {
 	s := &Server{
-		Metrics:      NewMetrics(),
-		SummaryTTL:   15 * time.Second,
-		SummaryFresh: 50 * time.Millisecond,
-		UploadLimit:  DefaultUploadLimit,
-		cop:          http.NewCrossOriginProtection(),
+		Metrics:           NewMetrics(),
+		SummaryTTL:        15 * time.Second,
+		SummaryFresh:      50 * time.Millisecond,
+		UploadLimit:       DefaultUploadLimit,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		cop:               http.NewCrossOriginProtection(),
 	}
 	s.router = s.newRouter()
 	return s
@@ -218,7 +229,7 @@ func (s *Server) Open() error {
 	s.ln = ln
 	s.srv = &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,

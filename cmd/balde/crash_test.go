@@ -27,9 +27,9 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
-// crashKills is how many times TestCrashSifenSend kills sifen-send per
-// engine: 3 in make test, 50 under make reliability (BALDE_CRASH_KILLS
-// overrides).
+// crashKills is how many times the crash tests kill their process per
+// engine (real kills: a run that ended before its kill does not count): 3
+// in make test, 50 under make reliability (BALDE_CRASH_KILLS overrides).
 func crashKills(t *testing.T) int {
 	if v := os.Getenv("BALDE_CRASH_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -44,9 +44,11 @@ func crashKills(t *testing.T) int {
 
 // TestCrashSifenSend kills sifen-send with SIGKILL at random instants
 // while it sends lots of several RUCs to a simulator that answers after a
-// random delay, on SQLite and PostgreSQL, then recovers (the runs after
-// the claims are old enough settle what was left in "sending"). Every
-// document reaches SIFEN exactly once (0 sent twice, 0 lost), none is left
+// random delay, on SQLite and PostgreSQL, until it has been killed
+// crashKills times (a run that ends before its kill is not counted: the
+// next run gets two more lots), then recovers (the runs after the claims
+// are old enough settle what was left in "sending"). Every document
+// reaches SIFEN exactly once (0 sent twice, 0 lost), none is left
 // unsettled, and the ledger explains every bucket (throttle.Replay).
 func TestCrashSifenSend(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
@@ -66,18 +68,25 @@ func TestCrashSifenSend(t *testing.T) {
 		db := sqlstoretest.DSN(t, engine)
 		dir := t.TempDir()
 		var cdcs []string
-		// One lot per RUC, two RUCs per kill: the kills never run out of
-		// lots to interrupt.
-		rucs, perRUC := max(6, 2*kills), 5
-		for i := range rucs {
-			lot, c := sifenLot(fmt.Sprintf("8%07d", 2000+i), 1, perRUC)
-			writeFile(t, dir, fmt.Sprintf("r%d.xml", i), lot)
-			cdcs = append(cdcs, c...)
+		// One lot per RUC, two new RUCs before each run: the kills never
+		// run out of lots to interrupt.
+		const perRUC = 5
+		rucs := 0
+		addLots := func(n int) {
+			for range n {
+				lot, c := sifenLot(fmt.Sprintf("8%07d", 2000+rucs), 1, perRUC)
+				writeFile(t, dir, fmt.Sprintf("r%03d.xml", rucs), lot)
+				cdcs = append(cdcs, c...)
+				rucs++
+			}
 		}
+		addLots(4)
 		args := []string{"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json", dir}
 
 		killed, finished := 0, 0
-		for i := range kills {
+		for i := 0; killed < kills; i++ {
+			require.Less(t, i, 3*kills+10, "%d runs for %d kills: the runs end before their kill", i, killed)
+			addLots(2)
 			child := childCommand(t, time.Time{}, args...)
 			child.Env = append(child.Env, "SIFEN_THROTTLE_SECONDS=0.02")
 			var out, errOut strings.Builder
@@ -157,11 +166,19 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 	cfg := DefaultConfig()
 	cfg.DB = db
 	cfg.SifenThrottle = sifenThrottle
+	return len(replayAllLedgers(t, cfg))
+}
+
+// replayAllLedgers replays the whole ledger of every bucket of cfg.DB
+// against its policy as cfg resolves it (throttle.Replay) and returns each
+// bucket's entries, oldest first.
+func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.LedgerEntry {
+	t.Helper()
 	eng, err := openEngine(context.Background(), cfg, engineOptions{Logger: discardLogger})
 	require.NoError(t, err)
 	defer eng.close(context.Background())
 	ctx := context.Background()
-	n := 0
+	all := make(map[throttle.Key][]throttle.LedgerEntry)
 	f := throttle.Filter{Limit: throttle.MaxPageSize}
 	for {
 		page, err := eng.limiter.List(ctx, f)
@@ -184,10 +201,10 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 			}
 			_, err := throttle.Replay(st.Policy, entries)
 			require.NoError(t, err, "bucket %s", key)
-			n++
+			all[key] = entries
 		}
 		if page.Next == "" {
-			return n
+			return all
 		}
 		after, err := throttle.DecodeCursor(page.Next)
 		require.NoError(t, err)

@@ -191,12 +191,15 @@ func TestStoreFaultsPostgres(t *testing.T) {
 		}
 	})
 	// The batch: dict-lookup over 400 keys, in this process, on its own
-	// store (as a separate process would be).
+	// store (as a separate process would be). It starts with the faults and
+	// is not interrupted when they stop: it must go through every key.
 	const keys = 400
 	var batchCode int
 	var batchOut, batchErr string
+	batchCtx, batchStop := context.WithTimeout(context.Background(), run+time.Minute)
+	defer batchStop()
 	wg.Go(func() {
-		batchCode, batchOut, batchErr = runIn(ctx, nil, "", nil, "dict-lookup", "--db", dsn, "--dict-url", sim.URL(),
+		batchCode, batchOut, batchErr = runIn(batchCtx, nil, "", nil, "dict-lookup", "--db", dsn, "--dict-url", sim.URL(),
 			"--dict-participant", "12345678", "--dict-category", "A", "--no-wait", "--json", keysFile(t, keys))
 	})
 	waitfor.Group(t, &wg, run+2*time.Minute, "the fault loop, the web traffic and the batch")
@@ -220,17 +223,28 @@ func TestStoreFaultsPostgres(t *testing.T) {
 	}
 	require.Zero(t, badRetryAfter.Load(), "a 503 without Retry-After")
 	require.Positive(t, kills.Load())
-	processed := 0
+	processed, inDoubt := 0, 0
 	for _, it := range items {
-		if it.Result != resultFailed {
+		switch {
+		case it.Result != resultFailed:
 			processed++
+		case it.Reason == "store commit in doubt":
+			inDoubt++ // decision 0020: never re-run, the key fails, the run goes on
+		default:
+			t.Errorf("key %s failed: %s %s", it.Key, it.Reason, it.Message)
 		}
 	}
-	// Known gap (docs/RELIABILITY.md): dict's own queries (its records and
-	// category, through Store.DB()) are not retried yet, so the batch can
-	// still stop on a terminated session; Store.Retry is there for them.
-	// The figure is reported, not asserted, until the DICT side uses it.
-	t.Logf("batch: %d of %d keys processed without a store failure (exit %d; stderr %q)", processed, keys, batchCode, batchErr)
+	t.Logf("batch: %d of %d keys processed, %d failed on a commit in doubt (exit %d; stderr %q)", processed, keys, inDoubt, batchCode, batchErr)
+	// dict's records, sifen's documents and the throttle's decisions are
+	// all retried in the store (decision 0020): a terminated session never
+	// ends the batch. Every key gets its result; only a commit whose answer
+	// was lost may fail one key.
+	require.Len(t, items, keys, "the batch went through every key; stderr %q", batchErr)
+	require.Zero(t, sum.NotProcessed, "keys left unprocessed: %+v", sum)
+	require.LessOrEqual(t, inDoubt, keys/20, "commits in doubt should be rare")
+	// The mirror was never more generous than the DICT: a decision applied
+	// twice (a refund retried after its commit landed) showed up here.
+	require.Zero(t, sim.Stats().Total(http.StatusTooManyRequests), "remote 429s")
 }
 
 func sqlOpen(t *testing.T, dsn string) *sql.DB {

@@ -20,17 +20,28 @@ import (
 )
 
 // Store is the SQL sifen.DocumentStore. Safe for concurrent use.
+//
+// Every read and every transaction runs again after a transient failure of
+// the database (a dropped connection, a session ended by an administrator,
+// a serialization failure, SQLITE_BUSY past the busy timeout), through the
+// throttle store's Retry, like the throttle's own decisions: a read is
+// idempotent, and a transaction that failed before its COMMIT was sent did
+// not apply, so it runs again from the start (its rows read again). A
+// COMMIT whose answer was lost is never re-run (sqlstore.ErrCommitInDoubt,
+// decision 0020): the method fails with it, and a claim that may have
+// landed is settled later like any send interrupted there (Resolve).
 type Store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
+	retry func(ctx context.Context, op string, fn func() error) error
 }
 
 var _ sifen.DocumentStore = (*Store)(nil)
 
 // New returns the documents store of s's database (migrated to 0005 or
-// later). It shares s's connections.
+// later). It shares s's connections and retries as s does (s.Retry).
 func New(s *sqlstore.Store) *Store {
-	return &Store{write: s.DB(), read: s.ReadDB()}
+	return &Store{write: s.DB(), read: s.ReadDB(), retry: s.Retry}
 }
 
 // docRow is a balde_documents row.
@@ -133,21 +144,40 @@ func dbError(op string, err error) error {
 	return fmt.Errorf("sifen: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
 }
 
-// inTx runs fn in one write transaction.
+// inTx runs fn in one write transaction, all of it again after a
+// transient failure before the COMMIT (fn may run more than once: it must
+// do nothing but its statements on tx). A rule's error (anything fn
+// returns not wrapped by wrapDB) is returned as is, never retried; a
+// commit in doubt wraps sqlstore.ErrCommitInDoubt and is never retried.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.write.BeginTxx(ctx, nil)
-	if err != nil {
-		return dbError(op, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		var se storeErr
-		if errors.As(err, &se) {
-			return dbError(op, se.err)
+	var ruleErr error
+	err := s.retry(ctx, op, func() error {
+		ruleErr = nil
+		tx, err := s.write.BeginTxx(ctx, nil)
+		if err != nil {
+			return err
 		}
-		return err
+		defer tx.Rollback()
+		if err := fn(tx); err != nil {
+			var se storeErr
+			if errors.As(err, &se) {
+				return se.err
+			}
+			ruleErr = err
+			return nil // rolled back by the defer; not a store failure
+		}
+		return sqlstore.CommitError(tx.Commit())
+	})
+	if ruleErr != nil {
+		return ruleErr
 	}
-	return dbError(op, tx.Commit())
+	return dbError(op, err)
+}
+
+// readRetried runs fn, a read, again after transient failures; op names it in
+// the error.
+func (s *Store) readRetried(ctx context.Context, op string, fn func() error) error {
+	return dbError(op, s.retry(ctx, op, fn))
 }
 
 // storeErr marks a database failure inside inTx (as opposed to a rule).
@@ -182,8 +212,10 @@ func (s *Store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, wi
 		return nil, fmt.Errorf("sifen: get documents: %w", err)
 	}
 	var rows []docRow
-	if err := sqlx.SelectContext(ctx, db, &rows, s.read.Rebind(q), args...); err != nil {
-		return nil, dbError("get documents", err)
+	if err := s.readRetried(ctx, "get documents", func() error {
+		return sqlx.SelectContext(ctx, db, &rows, s.read.Rebind(q), args...)
+	}); err != nil {
+		return nil, err
 	}
 	if len(rows) != len(ids) {
 		found := make(map[int64]bool, len(rows))
@@ -230,8 +262,10 @@ func (s *Store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 	q := `SELECT ` + listColumns + ` FROM balde_documents WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
 	var rows []docRow
-	if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...); err != nil {
-		return nil, dbError("list documents", err)
+	if err := s.readRetried(ctx, "list documents", func() error {
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
+	}); err != nil {
+		return nil, err
 	}
 	return documents(rows), nil
 }
@@ -242,21 +276,28 @@ func (s *Store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Sta
 	if env != "" {
 		q, args = `SELECT status, COUNT(*) FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
 	}
-	rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
-	if err != nil {
-		return nil, dbError("count documents", err)
-	}
-	defer rows.Close()
-	out := make(map[sifen.Status]int64)
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, dbError("count documents", err)
+	var out map[sifen.Status]int64
+	err := s.readRetried(ctx, "count documents", func() error {
+		out = make(map[sifen.Status]int64) // a retry starts the count again
+		rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
+		if err != nil {
+			return err
 		}
-		out[sifen.Status(st)] = n
+		defer rows.Close()
+		for rows.Next() {
+			var st string
+			var n int64
+			if err := rows.Scan(&st, &n); err != nil {
+				return err
+			}
+			out[sifen.Status(st)] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, dbError("count documents", rows.Err())
+	return out, nil
 }
 
 // Import implements sifen.DocumentStore.
@@ -440,9 +481,11 @@ func (s *Store) writeRUC(ctx context.Context, tx *sqlx.Tx, st sifen.RUCState) er
 // RUCState implements sifen.DocumentStore.
 func (s *Store) RUCState(ctx context.Context, env sifen.Env, ruc string) (sifen.RUCState, error) {
 	var rows []rucRow
-	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+rucColumns+` FROM balde_sifen_rucs WHERE env = ? AND ruc = ?`), string(env), ruc)
+	err := s.readRetried(ctx, "read RUC state", func() error {
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+rucColumns+` FROM balde_sifen_rucs WHERE env = ? AND ruc = ?`), string(env), ruc)
+	})
 	if err != nil {
-		return sifen.RUCState{}, dbError("read RUC state", err)
+		return sifen.RUCState{}, err
 	}
 	if len(rows) == 0 {
 		return sifen.RUCState{Env: env, RUC: ruc}, nil
@@ -549,25 +592,31 @@ func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, 
 // Stale implements sifen.DocumentStore.
 func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
 	var rows []docRow
-	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
+	err := s.readRetried(ctx, "find documents left sending", func() error {
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
 		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), nanos(cutoff))
-	return documents(rows), dbError("find documents left sending", err)
+	})
+	return documents(rows), err
 }
 
 // SentLots implements sifen.DocumentStore.
 func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 	var rows []sifen.LotRef
-	err := s.read.SelectContext(ctx, &rows, `SELECT DISTINCT env, lot_number FROM balde_documents
+	err := s.readRetried(ctx, "find sent lots", func() error {
+		return s.read.SelectContext(ctx, &rows, `SELECT DISTINCT env, lot_number FROM balde_documents
 		WHERE status = 'sent' AND lot_number IS NOT NULL ORDER BY lot_number`)
-	return rows, dbError("find sent lots", err)
+	})
+	return rows, err
 }
 
 // LotDocuments implements sifen.DocumentStore.
 func (s *Store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
 	var rows []docRow
-	err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
+	err := s.readRetried(ctx, "find documents of lot", func() error {
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
 		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`), string(env), lotNumber)
-	return documents(rows), dbError("find documents of lot", err)
+	})
+	return documents(rows), err
 }
 
 // Finish implements sifen.DocumentStore.
@@ -597,9 +646,11 @@ func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 // Interval implements sifen.DocumentStore.
 func (s *Store) Interval(ctx context.Context, env sifen.Env) (time.Duration, bool, error) {
 	var ns []int64
-	err := s.read.SelectContext(ctx, &ns, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
+	err := s.readRetried(ctx, "read the SIFEN interval", func() error {
+		return s.read.SelectContext(ctx, &ns, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
+	})
 	if err != nil {
-		return 0, false, dbError("read the SIFEN interval", err)
+		return 0, false, err
 	}
 	if len(ns) == 0 {
 		return 0, false, nil

@@ -89,27 +89,47 @@ func (s *Store) pipelined(ctx context.Context, pc *pgx.Conn, keys []throttle.Key
 	}
 	b.Queue("COMMIT")
 	br = pc.SendBatch(ctx, b)
+	var writeErr, commitErr error
 	if !ws.empty() {
-		if _, err = br.Exec(); err != nil {
-			err = fmt.Errorf("write: %w", err)
-		}
+		_, writeErr = br.Exec()
 	}
-	if err == nil {
-		_, err = br.Exec()
+	if writeErr == nil {
+		_, commitErr = br.Exec()
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	var pe *pgconn.PgError
-	if err != nil && !errors.As(err, &pe) {
-		// COMMIT was sent and no answer came back (the connection broke,
-		// the context ended): the transaction may have committed. Running
-		// it again could apply its decisions twice: ErrCommitInDoubt is
-		// never retried (decision 0020); the cause is logged.
+	err = pipelineOutcome(writeErr, commitErr, br.Close())
+	if errors.Is(err, ErrCommitInDoubt) {
 		s.logger.Warn("commit outcome unknown", slog.Any("error", err))
-		return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
 	}
 	return err
+}
+
+// pipelineOutcome tells what became of a pipelined write and COMMIT from
+// the errors of reading the write's result, the COMMIT's result and
+// closing the batch (the trailing ReadyForQuery):
+//   - COMMIT answered: committed, whatever closing says (a session
+//     terminated just after its commit reports FATAL 57P01 there);
+//   - the server refused the write with an error of its own: the COMMIT
+//     behind it in the pipeline was skipped, nothing applied, and the
+//     error is returned as is (retried when transient);
+//   - the server answered the COMMIT with a rollback (class 40): nothing
+//     applied, returned as is;
+//   - anything else (no answer: the connection broke, the context ended;
+//     or a FATAL in answer to COMMIT): the COMMIT was sent and may have
+//     applied. Running it again could apply its decisions twice, so it is
+//     ErrCommitInDoubt, never retried (decision 0020).
+func pipelineOutcome(writeErr, commitErr, closeErr error) error {
+	var pe *pgconn.PgError
+	switch {
+	case writeErr == nil && commitErr == nil:
+		return nil
+	case writeErr != nil && errors.As(writeErr, &pe):
+		return fmt.Errorf("write: %w", writeErr)
+	case writeErr != nil:
+		return fmt.Errorf("%w: write: %w", ErrCommitInDoubt, writeErr)
+	case definiteCommitFailure(commitErr):
+		return commitErr
+	}
+	return fmt.Errorf("%w: %w", ErrCommitInDoubt, errors.Join(commitErr, closeErr))
 }
 
 // readLoads reads the results of BEGIN and the load queries of a batch.

@@ -80,11 +80,11 @@ func TestCheckWriteSurvivesAConnectionReset(t *testing.T) {
 	ctx := context.Background()
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
 	app := "balde_ready_" + strings.ReplaceAll(t.Name(), "/", "_")
-	store := sqlstoretest.MustOpenDSN(t, withAppName(t, dsn, app), nil)
+	store := sqlstoretest.MustOpenDSN(t, sqlstoretest.WithApplicationName(t, dsn, app), nil)
 	require.NoError(t, store.CheckWrite(ctx))
 	require.Contains(t, store.Identity().String(), "postgres database test schema t_")
 	for round := range 11 {
-		require.Positive(t, terminateBackends(t, app), "round %d", round)
+		require.Positive(t, sqlstoretest.TerminateSessions(t, app), "round %d", round)
 		require.NoError(t, store.CheckWrite(ctx), "round %d", round)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
+
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // ErrCommitInDoubt means a transaction's COMMIT was sent but its answer was
@@ -22,8 +25,10 @@ import (
 // again could apply a decision twice (docs/decisions/0020). It always comes
 // wrapped with throttle.ErrStoreUnavailable, so a caller that does not
 // know it treats the decision as failed: it does not send, and at worst
-// the tokens of one decision were debited for a call never made.
-var ErrCommitInDoubt = errors.New("sqlstore: commit outcome unknown")
+// the tokens of one decision were debited for a call never made. It wraps
+// throttle.ErrOutcomeUnknown, the engine's word for it, which a package
+// that must not import sqlstore checks before retrying a store failure.
+var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", throttle.ErrOutcomeUnknown)
 
 // Transient-error retries: the first retry after transientBackoff, each
 // next one after twice the previous (with ±50 % jitter, capped at
@@ -175,6 +180,22 @@ func (s *Store) flushIdle() {
 	s.write.SetMaxIdleConns(s.maxConns)
 }
 
+// CommitError returns the error of a transaction's COMMIT as Retry must see
+// it: nil stays nil; a commit that certainly did not apply (PostgreSQL
+// answered with a rollback, class 40, or SQLite reported the failure, which
+// it does synchronously) is returned as is, so that Retry may run the whole
+// transaction again when it is transient; anything else (the connection
+// broke while committing, the context ended mid-commit) may have committed
+// and comes back wrapped in ErrCommitInDoubt, which Retry never re-runs
+// (decision 0020). For packages that run their own transactions on DB()
+// inside Retry.
+func CommitError(err error) error {
+	if err == nil || definiteCommitFailure(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
+}
+
 // withRetry runs fn, a read or a statement that takes effect only if it
 // returns nil, again after transient errors (see retrier.again). It
 // returns fn's last error as is.
@@ -193,8 +214,8 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 // ctx), for packages that query the store's DB() or ReadDB() themselves
 // (sifen's documents, dict's records). fn must be safe to run twice: a
 // read, or a whole transaction that began and committed inside fn and
-// whose COMMIT error fn does not return as a transient one (a commit in
-// doubt must not be re-run; see ErrCommitInDoubt and decision 0020).
+// whose COMMIT error fn passes through CommitError (a commit in doubt
+// must not be re-run; see ErrCommitInDoubt and decision 0020).
 // It returns fn's last error unchanged.
 func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
 	return s.withRetry(ctx, op, fn)

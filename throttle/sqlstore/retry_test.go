@@ -3,42 +3,19 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
-	"net/url"
-	"os"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
-
-// terminateBackends ends, with pg_terminate_backend, every PostgreSQL
-// session whose application_name is app (the test's own: other tests and
-// other programs on the server are left alone) and returns how many.
-func terminateBackends(t *testing.T, app string) int {
-	t.Helper()
-	db, err := sql.Open("pgx", os.Getenv(sqlstoretest.PostgresEnv))
-	require.NoError(t, err)
-	defer db.Close()
-	var n int
-	require.NoError(t, db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&n))
-	return n
-}
-
-// withAppName returns dsn with application_name set to app.
-func withAppName(t *testing.T, dsn, app string) string {
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // TestTakeSurvivesTerminatedConnections is issue 13's dict-lookup that
 // stopped after 22 of 400 keys with SQLSTATE 57P01: every pooled
@@ -48,7 +25,7 @@ func withAppName(t *testing.T, dsn, app string) string {
 func TestTakeSurvivesTerminatedConnections(t *testing.T) {
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
 	app := "balde_retry_" + strings.ReplaceAll(t.Name(), "/", "_")
-	store := sqlstoretest.MustOpenDSN(t, withAppName(t, dsn, app), nil)
+	store := sqlstoretest.MustOpenDSN(t, sqlstoretest.WithApplicationName(t, dsn, app), nil)
 	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
 	lim, err := throttle.NewLimiter(store, throttle.Policies{"P": p}, throttle.Config{RefusalCacheSize: -1})
 	require.NoError(t, err)
@@ -61,7 +38,7 @@ func TestTakeSurvivesTerminatedConnections(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for round := range 3 {
-		require.Positive(t, terminateBackends(t, app), "round %d: no session to terminate", round)
+		require.Positive(t, sqlstoretest.TerminateSessions(t, app), "round %d: no session to terminate", round)
 		d, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
 		require.NoError(t, err, "round %d", round)
 		require.True(t, d.Allowed)
@@ -105,4 +82,44 @@ func TestTakeWaitsOutABusySQLite(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "the take waited for the lock")
+}
+
+// TestCommitError: the error of a COMMIT is retried only when the commit
+// certainly did not apply; anything else is a commit in doubt, which Retry
+// runs exactly once (decision 0020).
+func TestCommitError(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		inDoubt  bool
+		wantRuns int
+	}{
+		{name: "Nil", err: nil, wantRuns: 1},
+		{name: "SerializationFailureRetried", err: &pgconn.PgError{Code: "40001"}, wantRuns: 2},
+		{name: "ConnectionLostInDoubt", err: io.ErrUnexpectedEOF, inDoubt: true, wantRuns: 1},
+		{name: "SessionTerminatedInDoubt", err: &pgconn.PgError{Code: "57P01"}, inDoubt: true, wantRuns: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sqlstore.CommitError(tc.err)
+			require.Equal(t, tc.inDoubt, errors.Is(got, sqlstore.ErrCommitInDoubt), "%v", got)
+			if tc.err != nil {
+				require.ErrorIs(t, got, tc.err)
+			}
+			store := sqlstoretest.MustOpen(t, sqlstore.SQLite, nil)
+			runs := 0
+			err := store.Retry(context.Background(), "commit", func() error {
+				runs++
+				if runs == 1 {
+					return sqlstore.CommitError(tc.err)
+				}
+				return nil
+			})
+			require.Equal(t, tc.wantRuns, runs)
+			if tc.inDoubt {
+				require.ErrorIs(t, err, sqlstore.ErrCommitInDoubt)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
 }

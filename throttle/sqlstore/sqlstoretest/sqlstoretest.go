@@ -105,6 +105,34 @@ func MustOpenDSN(tb testing.TB, dsn string, clock throttle.Clock) *sqlstore.Stor
 	return s
 }
 
+// TerminateSessions ends, with pg_terminate_backend, every PostgreSQL
+// session whose application_name is app (a test's own: other tests and
+// other programs on the server are left alone) and returns how many: an
+// administrator's shutdown of the sessions (SQLSTATE 57P01), the fault
+// the store's retries are for.
+func TerminateSessions(tb testing.TB, app string) int {
+	tb.Helper()
+	db, err := sql.Open("pgx", os.Getenv(PostgresEnv))
+	require.NoError(tb, err)
+	defer db.Close()
+	var n int
+	require.NoError(tb, db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&n))
+	return n
+}
+
+// WithApplicationName returns the PostgreSQL dsn with application_name set
+// to app, so that TerminateSessions finds its sessions.
+func WithApplicationName(tb testing.TB, dsn, app string) string {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	require.NoError(tb, err)
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // ForEachEngine runs fn as a subtest per engine ("sqlite", "postgres").
 func ForEachEngine(t *testing.T, fn func(t *testing.T, engine sqlstore.Engine)) {
 	for _, e := range Engines {

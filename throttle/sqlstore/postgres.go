@@ -5,8 +5,11 @@ import (
 	"database/sql"
 )
 
-// postgresWriter keeps a transaction to four round trips whatever the
-// number of decisions in it (BEGIN, the locking load, one write, COMMIT):
+// postgresWriter keeps a transaction to a fixed number of round trips
+// whatever the number of decisions in it: two on a pgx pool, which
+// pipelines BEGIN with the locking load and the write with COMMIT
+// (pipeline.go), four through plain database/sql (BEGIN, the locking load,
+// one write, COMMIT):
 // on PostgreSQL every statement is a round trip (about 100 us on loopback
 // here), so statements take arrays (unnest) and the write is one statement
 // of data-modifying CTEs. Buckets are locked with FOR UPDATE in key order.

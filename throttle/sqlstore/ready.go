@@ -16,9 +16,14 @@ import (
 // one, so a single reset of the pool's connections does not fail it.
 // Bound it with ctx: a probe wants its answer quickly.
 //
-// The write changes nothing: it sets the version row of
-// balde_schema_migrations to what it is (a real write on both engines: a
-// new row version in PostgreSQL, a WAL frame in SQLite).
+// The write changes nothing in the end, but it does write: in one
+// transaction it flips the dirty flag of balde_schema_migrations and flips
+// it back, so SQLite has a dirty page to append to the WAL at COMMIT and
+// PostgreSQL a new row version. (An UPDATE that sets a column to the value
+// it has is no write on SQLite: the B-tree leaves a page whose bytes would
+// not change clean, COMMIT writes nothing, and a file that refuses writes
+// went unnoticed.) Readers never see the flipped flag: it is never
+// committed.
 func (s *Store) CheckWrite(ctx context.Context) error {
 	if err := s.CheckIdentity(); err != nil {
 		return err
@@ -32,16 +37,23 @@ func (s *Store) CheckWrite(ctx context.Context) error {
 }
 
 func (s *Store) writeRoundTrip(ctx context.Context) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE `+migrations.VersionTable+` SET dirty = dirty`)
+	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
+	defer tx.Rollback()
+	for range 2 {
+		res, err := tx.ExecContext(ctx, `UPDATE `+migrations.VersionTable+` SET dirty = NOT dirty`)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("%s has %d rows, want 1 (is the database migrated?)", migrations.VersionTable, n)
+		}
 	}
-	if n != 1 {
-		return fmt.Errorf("%s has %d rows, want 1 (is the database migrated?)", migrations.VersionTable, n)
-	}
-	return nil
+	return tx.Commit()
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -128,26 +127,15 @@ func TestCrashDictLookup(t *testing.T) {
 			child := childCommand(t, time.Time{}, args...)
 			var out, errOut strings.Builder
 			child.Stdout, child.Stderr = &out, &errOut
-			seen := rec.arrivals.Load()
-			require.NoError(t, child.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- child.Wait() }()
 			// Kill once this run is looking up (a request reached the DICT)
 			// at a random instant up to 100 ms after: before a hold, between
 			// the hold and the request, while the answer is on its way, or
 			// between the answer and its settle and record.
-			deadline := time.Now().Add(10 * time.Second)
-			for rec.arrivals.Load() == seen && time.Now().Before(deadline) && len(exited) == 0 {
-				time.Sleep(2 * time.Millisecond)
-			}
-			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
-			_ = child.Process.Kill()
-			err := waitfor.Recv(t, exited, 30*time.Second, "dict-lookup run %d exiting", i)
-			if err != nil && strings.Contains(err.Error(), "killed") {
+			if killAfterArrival(t, child, &rec.arrivals, 100*time.Millisecond, fmt.Sprintf("dict-lookup run %d", i)) {
 				killed++
 			} else {
 				finished++
-				t.Logf("run %d ended before its kill: %v\n%s", i, err, errOut.String())
+				t.Logf("run %d ended before its kill:\n%s", i, errOut.String())
 			}
 		}
 		sentBefore := len(rec.seenCopy())

@@ -91,21 +91,10 @@ func TestCrashSifenSend(t *testing.T) {
 			child.Env = append(child.Env, "SIFEN_THROTTLE_SECONDS=0.02")
 			var out, errOut strings.Builder
 			child.Stdout, child.Stderr = &out, &errOut
-			seen := arrivals.Load()
-			require.NoError(t, child.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- child.Wait() }()
 			// Kill once this run is sending (a lot reached SIFEN) at a
 			// random instant up to 150 ms after: before, during or after a
 			// lot's request and its answer.
-			deadline := time.Now().Add(10 * time.Second)
-			for arrivals.Load() == seen && time.Now().Before(deadline) && len(exited) == 0 {
-				time.Sleep(2 * time.Millisecond)
-			}
-			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
-			_ = child.Process.Kill()
-			err := waitfor.Recv(t, exited, 30*time.Second, "sifen-send run %d exiting", i)
-			if err != nil && strings.Contains(err.Error(), "killed") {
+			if killAfterArrival(t, child, &arrivals, 150*time.Millisecond, fmt.Sprintf("sifen-send run %d", i)) {
 				killed++
 			} else {
 				finished++
@@ -311,6 +300,26 @@ func TestCrashServe(t *testing.T) {
 	})
 }
 
+// killAfterArrival starts child, waits (at most 10 s, or until it exits)
+// for arrivals to move — a request of the run reached the simulator —,
+// lets it run a random instant up to within, then kills it with SIGKILL.
+// It reports whether the kill ended the run (false: it had ended before).
+func killAfterArrival(t *testing.T, child *exec.Cmd, arrivals *atomic.Int64, within time.Duration, what string) bool {
+	t.Helper()
+	seen := arrivals.Load()
+	require.NoError(t, child.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for arrivals.Load() == seen && time.Now().Before(deadline) && len(exited) == 0 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(time.Duration(rand.Int64N(int64(within))))
+	_ = child.Process.Kill()
+	err := waitfor.Recv(t, exited, 30*time.Second, "%s exiting", what)
+	return err != nil && strings.Contains(err.Error(), "killed")
+}
+
 // serveChild is "balde serve" in a child process.
 type serveChild struct {
 	cmd    *exec.Cmd
@@ -342,8 +351,16 @@ func (b *syncBuffer) String() string {
 // clock.)
 func startServeChild(t *testing.T, db, sifenURL string, at time.Time) *serveChild {
 	t.Helper()
-	cmd := childCommand(t, at, "serve", "--addr", "127.0.0.1:0", "--db", db, "--sifen-url", sifenURL)
-	cmd.Env = append(cmd.Env, "BALDE_ADMIN_PASSWORD=pw", "BALDE_INBOUND_IP_LIMIT=0", "SIFEN_THROTTLE_SECONDS=0.02")
+	return startServeProcess(t, at, []string{"BALDE_ADMIN_PASSWORD=pw", "BALDE_INBOUND_IP_LIMIT=0", "SIFEN_THROTTLE_SECONDS=0.02"},
+		"--db", db, "--sifen-url", sifenURL)
+}
+
+// startServeProcess starts "balde serve --addr 127.0.0.1:0 args…" in a
+// child process with env added to the test's, and waits until it listens.
+func startServeProcess(t *testing.T, at time.Time, env []string, args ...string) *serveChild {
+	t.Helper()
+	cmd := childCommand(t, at, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	sc := &serveChild{cmd: cmd, exited: make(chan error, 1)}

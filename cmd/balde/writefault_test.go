@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -39,24 +38,8 @@ func TestSQLiteWritesFailUnderServe(t *testing.T) {
 	code, _, stderr := run(t, nil, "migrate", "--db", db, "up")
 	require.Equal(t, ExitOK, code, stderr)
 
-	cmd := childCommand(t, time.Time{}, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	cmd.Env = append(cmd.Env, "BALDE_ADMIN_PASSWORD=pw", "BALDE_INBOUND_IP_LIMIT=10000", "BALDE_INBOUND_WINDOW=1s")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var serveErr syncBuffer
-	cmd.Stderr = &serveErr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			if m := listeningLine.FindStringSubmatch(lines.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	url := waitfor.Recv(t, urls, 20*time.Second, "serve child listening; stderr:\n%s", &serveErr)
+	serve := startServeProcess(t, time.Time{}, []string{"BALDE_ADMIN_PASSWORD=pw", "BALDE_INBOUND_IP_LIMIT=10000", "BALDE_INBOUND_WINDOW=1s"}, "--db", db)
+	url, serveErr := serve.url, &serve.stderr
 
 	// Traffic: admin API requests (each one a write: the admin's inbound
 	// bucket) and readiness probes, counted by phase.
@@ -88,7 +71,7 @@ func TestSQLiteWritesFailUnderServe(t *testing.T) {
 	setPhase := func(p int) { phase.Lock(); current = p; phase.Unlock() }
 
 	time.Sleep(300 * time.Millisecond)
-	tracer := exec.Command(strace, "-f", "-qq", "-o", os.Getenv("BALDE_STRACE_LOG")+"/dev/null", "-p", fmt.Sprint(cmd.Process.Pid),
+	tracer := exec.Command(strace, "-f", "-qq", "-o", os.Getenv("BALDE_STRACE_LOG")+"/dev/null", "-p", fmt.Sprint(serve.cmd.Process.Pid),
 		"-e", "trace=pwrite64,pwritev,ftruncate,fallocate",
 		"-e", "inject=pwrite64,pwritev,ftruncate,fallocate:error=EROFS")
 	var tracerOut syncBuffer
@@ -112,7 +95,7 @@ func TestSQLiteWritesFailUnderServe(t *testing.T) {
 	for i := range phases {
 		for code := range phases[i].web.snapshot() {
 			require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, code,
-				"web answers %s the fault: only 200 or 503; serve's stderr:\n%s", names[i], &serveErr)
+				"web answers %s the fault: only 200 or 503; serve's stderr:\n%s", names[i], serveErr)
 		}
 	}
 	require.Empty(t, missingRetryAfter.snapshot(), "every 503 carries Retry-After")

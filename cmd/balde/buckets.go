@@ -102,7 +102,11 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: m.printer()}
+	tr := m.printer()
+	if cfg.TimeZone != nil {
+		tr.Zone = cfg.TimeZone
+	}
+	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr}
 
 	if action == "list" {
 		if len(rest) > 0 {
@@ -292,7 +296,7 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 		if isTerminal(b.m.Stdout) {
 			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
 		}
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, clock.now().UTC().Format(web.TimeLayout)))
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.now())))
 		if err := b.list(ctx, lo); err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C during a draw
@@ -404,7 +408,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  "+b.tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
 	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, e.At.UTC().Format(web.TimeLayout), b.tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, b.tr.Time(e.At), b.tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
 	}
 	return tw.Flush()
 }
@@ -436,7 +440,7 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 		{tr.Sprintf("cooldown/block"), v.wait},
 		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
 		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), v.lastSend},
+		{tr.Sprintf("last send"), lastSendIn(tr, st)},
 		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
@@ -482,6 +486,20 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 // bucketView is a state rendered for people.
 type bucketView struct {
 	scope, capacity, refill, policy, severity, wait, lastSend string
+}
+
+// lastSendIn is a bucket's last send for one bucket's page: the instant in
+// UTC and in tr's zone (BALDE_TIME_ZONE, else the machine's), and how long
+// before the state it was. The list keeps UTC only, to stay narrow.
+func lastSendIn(tr *i18n.Printer, st throttle.BucketState) string {
+	if st.LastSentAt.IsZero() {
+		return tr.Sprintf("never")
+	}
+	s := tr.Time(st.LastSentAt)
+	if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
+		s += " (" + tr.Sprintf("%s ago", web.FormatWait(ago)) + ")"
+	}
+	return s
 }
 
 // view renders st's cells in the language of LANG: the severity, the

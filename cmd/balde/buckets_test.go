@@ -80,7 +80,7 @@ func TestBucketsListAndShow(t *testing.T) {
 	seedBuckets(t, db, clock)
 	clock.Advance(2 * time.Second)
 	ctx := context.Background()
-	env := map[string]string{"BALDE_DB": db}
+	env := map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"} // whatever the machine's zone
 
 	t.Run("Table", func(t *testing.T) {
 		code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "list", "-o", "wide")
@@ -154,7 +154,7 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+take\s+-1\s+0\s+1\s+doc:1\n`, stdout)
 
 		// What was seen: show's labels and ledger were English whatever LANG said.
-		pt := map[string]string{"BALDE_DB": db, "LANG": "pt_BR.UTF-8"}
+		pt := map[string]string{"BALDE_DB": db, "LANG": "pt_BR.UTF-8", "BALDE_TIME_ZONE": "UTC"}
 		code, stdout, stderr = runIn(ctx, clock, "", pt, "buckets", "show", seededRUC.String())
 		require.Equal(t, ExitOK, code, stderr)
 		require.Regexp(t, `(?m)^balde:\s+SIFEN_RECEPCION_LOTE/test/80069563$`, stdout)
@@ -165,6 +165,15 @@ func TestBucketsListAndShow(t *testing.T) {
 		require.Regexp(t, `\n  ID\s+QUANDO\s+MOTIVO\s+VARIAÇÃO\s+SALDO\s+EVENTOS\s+REF\n`, stdout)
 		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC\s+consumo\s+-1\s+0\s+1\s+doc:1\n`, stdout)
 		require.NotContains(t, stdout, "capacity")
+
+		// What was seen: the CLI showed UTC only. With BALDE_TIME_ZONE, a
+		// bucket's page gives the zone's time next to UTC, as the admin
+		// pages do (the list stays UTC, to stay narrow).
+		py := map[string]string{"BALDE_DB": db, "LANG": "es_PY.UTF-8", "BALDE_TIME_ZONE": "America/Asuncion"}
+		code, stdout, stderr = runIn(ctx, clock, "", py, "buckets", "show", seededRUC.String())
+		require.Equal(t, ExitOK, code, stderr)
+		require.Regexp(t, `\n  \d+\s+2026-03-02 12:00:00 UTC \(09:00:00 -03\)\s+consumo\s+-1\s+0\s+1\s+doc:1\n`, stdout)
+		require.Contains(t, stdout, "2026-03-02 12:00:00 UTC (09:00:00 -03) (")
 
 		// A key with no row is a full bucket.
 		code, stdout, _ = runIn(ctx, clock, "", env, "buckets", "show", "--json", "--policy", seededUser.Policy, "--env", "prod", "--id", "11144477735")

@@ -1,4 +1,8 @@
 package sqlstore
 
-// LedgerWindowSQL is ledgerWindowSQL, for the query plan tests.
-var LedgerWindowSQL = ledgerWindowSQL
+// For the query plan tests.
+var (
+	LedgerWindowSQL = ledgerWindowSQL
+	WalkCTE         = walkCTE
+	RangeCTE        = rangeCTE
+)

@@ -20,6 +20,9 @@ var (
 	// ErrInvalidAdjustment means an adjustment has a delta of the wrong sign
 	// for its reason, or a credit without a reference.
 	ErrInvalidAdjustment = errors.New("throttle: invalid adjustment")
+	// ErrInvalidQuery means a read asks for something no store can answer
+	// (a LedgerWindowQuery with no slots or an empty window).
+	ErrInvalidQuery = errors.New("throttle: invalid query")
 	// ErrStoreUnavailable means the store could not run the transaction
 	// (database down, locked past its timeout, disk full). For a Take it is
 	// only returned when a policy involved fails closed.

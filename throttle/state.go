@@ -197,6 +197,25 @@ func (l *Limiter) Ledger(ctx context.Context, q LedgerQuery) ([]LedgerEntry, err
 	return entries, nil
 }
 
+// LedgerWindow folds q.Key's ledger rows of the window q.From..q.To into
+// q.Slots time slots, in the store (see Store.LedgerWindow): the answer
+// is bounded by q.Slots whatever the ledger's volume. It returns an error
+// wrapping ErrInvalidQuery for a query that fails Validate, ErrInvalidKey
+// for an invalid key.
+func (l *Limiter) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error) {
+	if err := q.Validate(); err != nil {
+		return LedgerWindow{}, err
+	}
+	if err := q.Key.Validate(); err != nil {
+		return LedgerWindow{}, err
+	}
+	w, err := l.store.LedgerWindow(ctx, q)
+	if err != nil {
+		return LedgerWindow{}, fmt.Errorf("throttle: ledger window: %w", err)
+	}
+	return w, nil
+}
+
 // CountLedger counts ledger events matching q.
 func (l *Limiter) CountLedger(ctx context.Context, q LedgerQuery) (int64, error) {
 	n, err := l.store.CountLedger(ctx, q)

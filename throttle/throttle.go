@@ -68,6 +68,13 @@ type Store interface {
 	// ignored), summing Count for aggregated rows.
 	CountLedger(ctx context.Context, q LedgerQuery) (int64, error)
 
+	// LedgerWindow folds q.Key's ledger rows of the window q.From..q.To
+	// into q.Slots time slots (see LedgerSlot): at most q.Slots slots
+	// whatever the number of rows, reading at most MaxWindowRows rows
+	// (Partial past it). A key with no stored row has no slots. q has been
+	// validated (LedgerWindowQuery.Validate).
+	LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error)
+
 	// PruneLedger deletes up to limit ledger rows older than before, oldest
 	// first, and returns how many it deleted. Callers loop until it returns
 	// fewer than limit.

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -409,8 +408,11 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	from := st.At.Add(-window.Span)
-	inWindow, partial, err := s.windowEntries(r.Context(), key, from)
+	// The chart is folded into chartSlots slots by the store: its cost in
+	// rows returned does not grow with the bucket's traffic.
+	folded, err := s.Limiter.LedgerWindow(r.Context(), throttle.LedgerWindowQuery{
+		Key: key, From: st.At.Add(-window.Span), To: st.At, Slots: chartSlots,
+	})
 	if err != nil {
 		return err
 	}
@@ -419,11 +421,10 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	p := bucketPage{
 		layout:   l,
 		Bucket:   s.newBucketViewIn(st, l.T),
-		Chart:    newBalanceChart(inWindow, st, from),
+		Chart:    newBalanceChart(folded, st),
 		ListURL:  s.path("adminBuckets"),
 		ResetURL: s.bucketPath("adminResetConfirm", key),
 	}
-	p.Chart.Partial = partial
 	for _, w := range chartWindows {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
 			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
@@ -442,42 +443,6 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
 	return s.render(w, http.StatusOK, p)
-}
-
-// windowEntries returns key's ledger entries since from, oldest first, at
-// most maxChartRows of them (the newest; partial is then set).
-func (s *Server) windowEntries(ctx context.Context, key throttle.Key, from time.Time) (entries []throttle.LedgerEntry, partial bool, err error) {
-	var beforeID int64
-	for len(entries) < maxChartRows {
-		page, err := s.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &key, Since: from, BeforeID: beforeID, Limit: throttle.MaxPageSize})
-		if err != nil {
-			return nil, false, err
-		}
-		entries = append(entries, page...)
-		if len(page) < throttle.MaxPageSize {
-			break
-		}
-		beforeID = page[len(page)-1].ID
-		partial = len(entries) >= maxChartRows
-	}
-	// Aggregated rows carry the minute they began: order by time.
-	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int {
-		if c := a.At.Compare(b.At); c != 0 {
-			return c
-		}
-		return cmpID(a.ID, b.ID)
-	})
-	return entries, partial, nil
-}
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // newLedgerView is e as the bucket page shows it, its reason in tr's

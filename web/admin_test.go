@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -413,4 +414,67 @@ func TestAdminStoreDown(t *testing.T) {
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, path)
 		require.Equal(t, "5", resp.Header.Get("Retry-After"), path)
 	}
+}
+
+// What was seen: the chart read at most 20,000 raw ledger rows, so a busy
+// bucket's "last hour" showed its last minutes. 25,000 requests in the hour
+// (one every 144 ms, most of them refused): the chart spans the whole hour
+// from its first refusals, counts them all, and the page reads one page of
+// the ledger table and at most one row per chart slot.
+func TestAdminBucketChartOfABusyHourReadsSlots(t *testing.T) {
+	var ledgerRows, windowCalls, slots int
+	e := newEnv(t, func(e *env) {
+		e.store = &throttletest.Store{
+			Base: throttletest.NewMemStore(e.clock.Now),
+			LedgerFn: func(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+				es, err := e.store.(*throttletest.Store).Base.Ledger(ctx, q)
+				ledgerRows += len(es)
+				return es, err
+			},
+			LedgerWindowFn: func(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
+				w, err := e.store.(*throttletest.Store).Base.LedgerWindow(ctx, q)
+				windowCalls, slots = windowCalls+1, slots+len(w.Slots)
+				return w, err
+			},
+		}
+	})
+	k := key("P", "busy")
+	start := e.clock.Now()
+	var refused int64
+	for i := range 25_000 {
+		e.clock.Set(start.Add(time.Duration(i) * 144 * time.Millisecond))
+		if !e.take(k, 1).Allowed {
+			refused++
+		}
+	}
+	e.clock.Set(start.Add(time.Hour))
+	inLedger, err := e.limiter.CountLedger(t.Context(), throttle.LedgerQuery{Key: &k, Reasons: throttle.RefusalReasons})
+	require.NoError(t, err)
+	ledgerRows = 0
+
+	resp := e.get("/admin/buckets/P/prod/busy?window=hour", asAdmin)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	doc := document(t, resp)
+	require.Equal(t, 100, ledgerRows, "one page of the ledger table")
+	require.Equal(t, 1, windowCalls)
+	require.LessOrEqual(t, slots, 360, "at most one row per slot")
+
+	var marked int64
+	var firstX float64 = -1
+	doc.Find("svg.chart rect.chart-refusal").Each(func(_ int, s *goquery.Selection) {
+		var n int64
+		_, err := fmt.Sscanf(s.Find("title").Text()[len("2026-01-02 03:04:05 UTC: "):], "%d refused", &n)
+		require.NoError(t, err)
+		marked += n
+		if firstX < 0 {
+			x, _ := s.Attr("x")
+			_, err := fmt.Sscan(x, &firstX)
+			require.NoError(t, err)
+		}
+	})
+	require.Greater(t, refused, int64(20_000))
+	require.Greater(t, inLedger, int64(20_000))
+	require.Equal(t, inLedger, marked, "every refusal of the hour in the ledger is marked")
+	require.Less(t, firstX, 58.0, "the first refusals are at the window's start (x=56)")
+	require.NotContains(t, doc.Find(".chart-legend").Text(), "only the newest")
 }

@@ -26,17 +26,21 @@ var chartWindows = []chartWindow{
 	{"week", "last week", 7 * 24 * time.Hour},
 }
 
-// maxChartRows bounds the ledger rows one chart reads (a week of
-// per-minute aggregated takes is 10,080).
-const maxChartRows = 20_000
+// chartSlots is how many time slots the store folds a chart's window into
+// (throttle.LedgerWindowQuery): 10 s each for the hour, 4 min for the day,
+// 28 min for the week, about 1.8 px each on the plot.
+const chartSlots = 360
 
 // balanceChart is a server-rendered SVG chart of a bucket's balance over a
-// time window (now-Span .. now), built from the ledger rows of the window
-// (routine takes aggregated per minute when BALDE_LEDGER says so):
+// time window (now-Span .. now), built from the ledger folded into
+// chartSlots slots by the store (throttle.LedgerWindow), so that a busy
+// bucket's chart reads a few hundred rows, not its whole ledger:
 //
-//   - each entry is a vertical move from the balance before it (Balance -
-//     Delta) to the balance after it;
-//   - between entries the refill is drawn as the policy gives it: in steps
+//   - each slot is a vertical move from the balance before its first
+//     change (Open) through its lowest and highest balances to the balance
+//     after its last change (Close); a slot of one change is exactly that
+//     change;
+//   - between slots the refill is drawn as the policy gives it: in steps
 //     for stepwise refill (RefillTokens at each whole RefillPeriod), as a
 //     slope up to the capacity for continuous refill;
 //   - refusals are red marks under the plot, one per pixel column, with
@@ -58,7 +62,10 @@ type balanceChart struct {
 	YLabels               []chartLabel
 	XLabels               []chartLabel
 	FromText, ToText      string
-	Partial               bool
+	// Partial says the store read only the newest MaxRows ledger rows of
+	// the window (throttle.MaxWindowRows).
+	Partial bool
+	MaxRows int
 }
 
 type chartDot struct {
@@ -86,7 +93,7 @@ const (
 	chartTop    = 10
 	chartBottom = 190
 	markHeight  = 8
-	maxDots     = 300 // entries drawn with a hover dot
+	maxDots     = 300 // slots drawn with a hover dot
 )
 
 type chartPoint struct {
@@ -94,41 +101,48 @@ type chartPoint struct {
 	balance int64
 }
 
-// newBalanceChart draws entries (oldest first, all within from..st.At)
-// under st's policy, ending at st (now).
-func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState, from time.Time) balanceChart {
+// newBalanceChart draws w (a window ending at st.At, now) under st's
+// policy, ending at st.
+func newBalanceChart(w throttle.LedgerWindow, st throttle.BucketState) balanceChart {
 	c := balanceChart{
 		Width: chartWidth, Height: chartHeight,
 		Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
 		PlotWidth: chartRight - chartLeft, PlotHeight: chartBottom - chartTop,
-		LabelX: chartLeft - 6,
+		LabelX: chartLeft - 6, Partial: w.Partial, MaxRows: throttle.MaxWindowRows,
 	}
-	to := st.At
-	if len(entries) == 0 || !to.After(from) {
+	from, to := w.Query.From, st.At
+	if len(w.Slots) == 0 || !to.After(from) {
 		c.Empty = true
 		return c
 	}
 	p := st.Policy
 	var pts []chartPoint
-	var refusals []throttle.LedgerEntry
-	var dotted []throttle.LedgerEntry
-	for _, e := range entries {
-		if slices.Contains(throttle.RefusalReasons, e.Reason) {
-			refusals = append(refusals, e)
+	var changed, refused []throttle.LedgerSlot
+	for _, sl := range w.Slots {
+		if sl.Refused > 0 {
+			refused = append(refused, sl)
+		}
+		if sl.Changes == 0 {
 			continue
 		}
-		before := e.Balance - e.Delta
 		if len(pts) == 0 {
-			pts = append(pts, chartPoint{e.At, before})
+			pts = append(pts, chartPoint{sl.First, sl.Open})
 		} else {
-			pts = refill(pts, p, e.At, before)
+			pts = refill(pts, p, sl.First, sl.Open)
 		}
-		pts = append(pts, chartPoint{e.At, e.Balance})
-		dotted = append(dotted, e)
+		// An aggregated row carries the minute it began: its time may be
+		// before the slot's earlier change.
+		last := maxTime(sl.First, sl.Last)
+		if sl.Changes > 1 {
+			mid := sl.First.Add(last.Sub(sl.First) / 2)
+			pts = append(pts, chartPoint{mid, sl.Max}, chartPoint{mid, sl.Min})
+		}
+		pts = append(pts, chartPoint{last, sl.Close})
+		changed = append(changed, sl)
 	}
 	if len(pts) == 0 {
 		// Only refusals in the window: the balance line is the state now.
-		pts = append(pts, chartPoint{refusals[0].At, refusals[0].Balance})
+		pts = append(pts, chartPoint{refused[0].FirstRefused, st.Tokens})
 	}
 	pts = refill(pts, p, to, st.Tokens)
 	pts = append(pts, chartPoint{to, st.Tokens})
@@ -159,15 +173,11 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState, fr
 		lastX, lastY = px, py
 	}
 	c.Points = b.String()
-	if len(dotted) > maxDots {
-		dotted = dotted[len(dotted)-maxDots:]
+	if len(changed) > maxDots {
+		changed = changed[len(changed)-maxDots:]
 	}
-	for _, e := range dotted {
-		label := fmt.Sprintf("%s: %s %+d → %d", e.At.UTC().Format(TimeLayout), e.Reason, e.Delta, e.Balance)
-		if e.Count > 1 {
-			label += fmt.Sprintf(" (%d events)", e.Count)
-		}
-		c.Dots = append(c.Dots, chartDot{X: num(x(e.At)), Y: num(y(e.Balance)), Label: label})
+	for _, sl := range changed {
+		c.Dots = append(c.Dots, chartDot{X: num(x(maxTime(sl.First, sl.Last))), Y: num(y(sl.Close)), Label: slotLabel(sl)})
 	}
 
 	// Refusals: one mark per pixel column under the plot.
@@ -177,13 +187,13 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState, fr
 	}
 	cols := map[int]*col{}
 	var order []int
-	for _, e := range refusals {
-		k := int(math.Round(x(e.At)))
+	for _, sl := range refused {
+		k := int(math.Round(x(sl.FirstRefused)))
 		if cols[k] == nil {
-			cols[k] = &col{first: e.At}
+			cols[k] = &col{first: sl.FirstRefused}
 			order = append(order, k)
 		}
-		cols[k].n += max(e.Count, 1)
+		cols[k].n += sl.Refused
 	}
 	for _, k := range order {
 		cl := cols[k]
@@ -226,6 +236,28 @@ func newBalanceChart(entries []throttle.LedgerEntry, st throttle.BucketState, fr
 	}
 	c.FromText, c.ToText = from.UTC().Format(TimeLayout), to.UTC().Format(TimeLayout)
 	return c
+}
+
+// slotLabel is the hover text of a slot's dot: the change itself when the
+// slot holds one, else its range.
+func slotLabel(sl throttle.LedgerSlot) string {
+	if sl.Changes == 1 {
+		label := fmt.Sprintf("%s: %s %+d → %d", sl.Last.UTC().Format(TimeLayout), sl.LastReason, sl.Close-sl.Open, sl.Close)
+		if sl.Events > 1 {
+			label += fmt.Sprintf(" (%d events)", sl.Events)
+		}
+		return label
+	}
+	return fmt.Sprintf("%s to %s: %d events, %d → %d (lowest %d, highest %d)",
+		sl.First.UTC().Format(TimeLayout), maxTime(sl.First, sl.Last).UTC().Format(TimeLayout),
+		sl.Events, sl.Open, sl.Close, sl.Min, sl.Max)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // maxStepsPerGap bounds the steps drawn between two entries; past it the

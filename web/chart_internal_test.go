@@ -24,7 +24,7 @@ func TestBalanceChartStepsWindowAndLabels(t *testing.T) {
 		{Key: k, At: now.Add(-5*time.Minute - 30*time.Second), Balance: -1, Reason: throttle.LedgerRefusedEmpty, Count: 3},
 	}
 	st := throttle.BucketState{Bucket: throttle.Bucket{Key: k, Tokens: 9}, Policy: p, At: now}
-	c := newBalanceChart(entries, st, from)
+	c := newBalanceChart(throttle.FoldLedger(entries, throttle.LedgerWindowQuery{Key: k, From: from, To: now, Slots: chartSlots}), st)
 
 	pts := strings.Fields(c.Points)
 	// From 100 down to -1, then +2 at each whole minute: 10 steps of a

@@ -139,7 +139,8 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.Is(err, ErrBadRequest),
 		errors.Is(err, throttle.ErrInvalidKey),
 		errors.Is(err, throttle.ErrInvalidCost),
-		errors.Is(err, throttle.ErrInvalidAdjustment):
+		errors.Is(err, throttle.ErrInvalidAdjustment),
+		errors.Is(err, throttle.ErrInvalidQuery):
 		return problem{http.StatusBadRequest, publicMessage(err), 0}
 	case errors.Is(err, ErrTooLarge):
 		return problem{http.StatusRequestEntityTooLarge, publicMessage(err), 0}

@@ -23,6 +23,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // The benchmarks report decisions/s and p50/p99 latency (µs) of each
@@ -697,4 +698,85 @@ func copyFile(b *testing.B, from, to string) {
 	if err := os.WriteFile(to, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// windowDB caches one seeded ledger per engine and scenario for the run.
+var windowDB = struct {
+	sync.Mutex
+	store map[string]*sqlstore.Store
+}{store: map[string]*sqlstore.Store{}}
+
+// BenchmarkLedgerWindow times the bucket page's chart query (the last hour
+// in 360 slots) over a ledger of 1,000,000 rows written in the last hour:
+// "busy" is one bucket with all of them (16,667 takes a minute, every take
+// written), "quiet" a bucket with 1 in 100 of them among another's.
+func BenchmarkLedgerWindow(b *testing.B) {
+	const total = 1_000_000
+	for _, engine := range sqlstoretest.Engines {
+		for _, sc := range []struct {
+			name  string
+			every int64
+		}{{"busy", 1}, {"quiet", 100}} {
+			b.Run(fmt.Sprintf("%s/%s", engine, sc.name), func(b *testing.B) {
+				from := throttletest.Epoch.Add(time.Hour)
+				s := windowStore(b, engine, sc.name, func(s *sqlstore.Store, clock *throttle.ManualClock) {
+					seedLedger(b, s, clock, windowKey, from, time.Hour/total, total, sc.every)
+				})
+				q := throttle.LedgerWindowQuery{Key: windowKey, From: from, To: from.Add(time.Hour), Slots: 360}
+				var w throttle.LedgerWindow
+				b.ResetTimer()
+				for b.Loop() {
+					var err error
+					if w, err = s.LedgerWindow(context.Background(), q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if len(w.Slots) != 360 || w.Partial {
+					b.Fatalf("%d slots, partial %v", len(w.Slots), w.Partial)
+				}
+				b.ReportMetric(float64(total/sc.every), "bucket-rows")
+			})
+		}
+	}
+}
+
+// windowStore returns the store of engine and scenario name, seeded by seed
+// on a new database the first time.
+func windowStore(b *testing.B, engine sqlstore.Engine, name string, seed func(*sqlstore.Store, *throttle.ManualClock)) *sqlstore.Store {
+	b.Helper()
+	windowDB.Lock()
+	defer windowDB.Unlock()
+	id := string(engine) + "/" + name
+	if s, ok := windowDB.store[id]; ok {
+		return s
+	}
+	if engine == sqlstore.Postgres && os.Getenv(sqlstoretest.PostgresEnv) == "" {
+		b.Skip(sqlstoretest.PostgresEnv + " not set: skipping PostgreSQL")
+	}
+	var dsn string
+	if engine == sqlstore.SQLite {
+		dir, err := os.MkdirTemp("", "balde-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		dsn = "sqlite://" + dir + "/window.db"
+		if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		var err error
+		if dsn, err = benchSchema("balde_bench_window_" + name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{Clock: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	seed(s, clock)
+	b.Logf("%s: seeded in %s", id, time.Since(start).Round(time.Millisecond))
+	windowDB.store[id] = s
+	return s
 }

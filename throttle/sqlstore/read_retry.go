@@ -42,6 +42,12 @@ func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (n int6
 	return n, err
 }
 
+// LedgerWindow implements throttle.Store (see ledgerWindow).
+func (s *Store) LedgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) (w throttle.LedgerWindow, err error) {
+	err = s.withRetry(ctx, "ledger window", func() error { w, err = s.ledgerWindow(ctx, q); return err })
+	return w, err
+}
+
 // PruneLedger implements throttle.Store (see pruneLedger). A retried prune
 // whose first try committed unseen deletes a further run of rows that are
 // all older than before: as the caller asked, only the count it reports

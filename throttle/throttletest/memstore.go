@@ -191,6 +191,13 @@ func (s *MemStore) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int
 	return n, nil
 }
 
+// LedgerWindow implements throttle.Store with throttle.FoldLedger.
+func (s *MemStore) LedgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return throttle.FoldLedger(s.ledgerMatching(throttle.LedgerQuery{Key: &q.Key}), q), nil
+}
+
 // PruneLedger implements throttle.Store.
 func (s *MemStore) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
 	s.mu.Lock()

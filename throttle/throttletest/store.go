@@ -20,6 +20,7 @@ type Store struct {
 	CountBySeverityFn func(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error)
 	LedgerFn          func(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error)
 	CountLedgerFn     func(ctx context.Context, q throttle.LedgerQuery) (int64, error)
+	LedgerWindowFn    func(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error)
 	PruneLedgerFn     func(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
@@ -65,6 +66,13 @@ func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64,
 		return s.CountLedgerFn(ctx, q)
 	}
 	return s.Base.CountLedger(ctx, q)
+}
+
+func (s *Store) LedgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
+	if s.LedgerWindowFn != nil {
+		return s.LedgerWindowFn(ctx, q)
+	}
+	return s.Base.LedgerWindow(ctx, q)
 }
 
 func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {

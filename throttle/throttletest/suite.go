@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"LedgerExplainsBalance", testLedgerReplay},
 		{"LedgerAggregatesTakes", testLedgerAggregate},
 		{"LedgerPerBucketPages", testLedgerPerBucket},
+		{"LedgerWindowFoldsSlots", testLedgerWindow},
 		{"ListAndPaginate", testList},
 		{"PruneKeepsResults", testPrune},
 		{"BadInputChangesNothing", testBadInput},
@@ -581,6 +583,109 @@ func testLedgerPerBucket(t *testing.T, open OpenStore) {
 	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyC})
 	require.NoError(t, err)
 	require.Equal(t, int64(10), n)
+}
+
+// testLedgerWindow checks a store's LedgerWindow against throttle.FoldLedger
+// of the same bucket's entries, with every take written and with takes
+// aggregated per minute, another bucket's rows interleaved, and refusals
+// throughout (demand 2.6 a minute, supply 2).
+func testLedgerWindow(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	for _, g := range []throttle.LedgerGranularity{throttle.LedgerEveryTake, throttle.LedgerAggregateTakes} {
+		t.Run(g.String(), func(t *testing.T) {
+			p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 2, RefillPeriod: time.Minute, Refill: throttle.RefillStepwise}
+			e := NewEnv(t, open, one(p), throttle.Config{Ledger: g})
+			keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+			for i := range 200 {
+				e.Clock.Advance(23 * time.Second)
+				e.Take(keyA, 1)
+				if i%4 == 0 {
+					e.Take(keyC, 1)
+				}
+				if i == 120 {
+					_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -2, Reason: throttle.LedgerPenalty, Ref: "404"})
+					require.NoError(t, err)
+				}
+			}
+			var all []throttle.LedgerEntry
+			q := throttle.LedgerQuery{Key: &keyA, Limit: throttle.MaxPageSize}
+			for {
+				page, err := e.Limiter.Ledger(ctx, q)
+				require.NoError(t, err)
+				all = append(all, page...)
+				if len(page) < q.Limit {
+					break
+				}
+				q.BeforeID = page[len(page)-1].ID
+			}
+			now := e.Clock.Now()
+
+			// The last hour in 40 slots of 90 s.
+			wq := throttle.LedgerWindowQuery{Key: keyA, From: now.Add(-time.Hour), To: now, Slots: 40}
+			got, err := e.Limiter.LedgerWindow(ctx, wq)
+			require.NoError(t, err)
+			want := throttle.FoldLedger(all, wq)
+			require.Equal(t, want, got)
+			require.False(t, got.Partial)
+			require.Len(t, got.Slots, 40, "every slot of 90 s has a row")
+			require.Equal(t, 0, got.Slots[0].Index)
+			require.Equal(t, wq.From, got.Slots[0].Start)
+			var refused, events int64
+			for _, sl := range got.Slots {
+				refused, events = refused+sl.Refused, events+sl.Events
+			}
+			// all is newest first: newest is the latest balance change.
+			var wantRefused, wantEvents int64
+			var newest *throttle.LedgerEntry
+			for i, en := range all {
+				switch {
+				case en.At.Before(wq.From):
+				case slices.Contains(throttle.RefusalReasons, en.Reason):
+					wantRefused += en.Count
+				default:
+					wantEvents += en.Count
+					if newest == nil {
+						newest = &all[i]
+					}
+				}
+			}
+			require.Positive(t, wantRefused)
+			require.Equal(t, wantRefused, refused)
+			require.Equal(t, wantEvents, events)
+			last := got.Slots[len(got.Slots)-1]
+			for i := len(got.Slots) - 1; last.Changes == 0; i-- {
+				last = got.Slots[i]
+			}
+			require.Equal(t, newest.Balance, last.Close)
+
+			// A window starting just after a refusal that an aggregated
+			// row of the same minute follows in the ledger (its time is the
+			// minute's start, before the refusal's): the refusal is in.
+			if g == throttle.LedgerAggregateTakes {
+				var from time.Time
+				for i := 1; i < len(all); i++ { // all is newest first
+					if slices.Contains(throttle.RefusalReasons, all[i].Reason) && all[i-1].Count >= 1 &&
+						all[i-1].Reason == throttle.LedgerTake && all[i-1].At.Before(all[i].At) && all[i].At.After(now.Add(-30*time.Minute)) {
+						from = all[i].At
+						break
+					}
+				}
+				require.False(t, from.IsZero(), "the scenario has a refusal followed by an earlier aggregated row")
+				wq := throttle.LedgerWindowQuery{Key: keyA, From: from, To: now, Slots: 7}
+				got, err := e.Limiter.LedgerWindow(ctx, wq)
+				require.NoError(t, err)
+				require.Equal(t, throttle.FoldLedger(all, wq), got)
+				require.Equal(t, from, got.Slots[0].FirstRefused)
+			}
+
+			// A bucket with no row has no slots; a bad query is an error.
+			none, err := e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "zz"}, From: wq.From, To: now, Slots: 10})
+			require.NoError(t, err)
+			require.Empty(t, none.Slots)
+			_, err = e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: keyA, From: now, To: now, Slots: 10})
+			require.ErrorIs(t, err, throttle.ErrInvalidQuery)
+		})
+	}
 }
 
 func testList(t *testing.T, open OpenStore) {

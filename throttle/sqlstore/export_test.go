@@ -1,0 +1,8 @@
+package sqlstore
+
+// For the query plan tests.
+var (
+	LedgerWindowSQL = ledgerWindowSQL
+	WalkCTE         = walkCTE
+	RangeCTE        = rangeCTE
+)

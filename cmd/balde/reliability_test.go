@@ -444,10 +444,12 @@ func writeSoakCSV(t *testing.T, samples []soakSample) {
 // the tests run as root, for whom file modes do not restrict).
 //
 // At start, serve refuses the database (issue 13 saw it start and say
-// healthy). Under a running serve, Linux checks the flag when a file is
-// opened, not on each write: serve's open descriptors keep writing, so
-// decisions still succeed and readiness rightly stays 200 — never a 500 or
-// a hang — and nothing is needed when the files become writable again.
+// healthy). Under a running serve, writes through its open descriptors
+// fail too (SQLITE_IOERR_WRITE): readiness says 503 while the flag is set
+// and 200 again once it is cleared, by itself; the web requests, whose only
+// write is the inbound limiter's (fail open), stay 200 — never a 500 or a
+// hang. (Until readiness's probe really wrote, it said 200 throughout and
+// this test concluded that the flag was checked only at open.)
 func TestSQLiteImmutable(t *testing.T) {
 	if _, err := exec.LookPath("chattr"); err != nil || os.Geteuid() != 0 {
 		t.Skip("needs chattr and root")
@@ -482,28 +484,39 @@ func TestSQLiteImmutable(t *testing.T) {
 	sm := runServeMain(t, env)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var web, ready statusCounts
+	var web statusCounts
+	var ready [3]statusCounts // before, while and after the files are immutable
+	var phase atomic.Int32
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				code, _, _ := getStatus(sm.url+"/api/buckets?policy=INBOUND_IP", "admin", "pw")
 				web.add(code)
+				p := phase.Load()
 				code, _, _ = getStatus(sm.url+"/readyz", "", "")
-				ready.add(code)
+				if p == phase.Load() {
+					ready[p].add(code)
+				}
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
 	}
 	time.Sleep(200 * time.Millisecond)
+	phase.Store(1)
 	chattr("+i")
 	time.Sleep(hold)
 	chattr("-i")
-	time.Sleep(200 * time.Millisecond)
+	phase.Store(2)
+	time.Sleep(time.Second)
 	stop()
 	waitfor.Group(t, &wg, 30*time.Second, "the web traffic stopping")
-	w, r := web.snapshot(), ready.snapshot()
-	t.Logf("immutable for %s under serve: web answers %v, readiness %v", hold, w, r)
-	require.Equal(t, []int{http.StatusOK}, slices.Sorted(maps.Keys(w)), "web answers")
-	require.Equal(t, []int{http.StatusOK}, slices.Sorted(maps.Keys(r)), "readiness")
+	w := web.snapshot()
+	t.Logf("immutable for %s under serve: web answers %v, readiness before %v, while %v, after %v",
+		hold, w, ready[0].snapshot(), ready[1].snapshot(), ready[2].snapshot())
+	require.Equal(t, []int{http.StatusOK}, slices.Sorted(maps.Keys(w)), "web answers (the inbound limiter fails open)")
+	require.Equal(t, []int{http.StatusOK}, slices.Sorted(maps.Keys(ready[0].snapshot())), "readiness before")
+	require.Contains(t, ready[1].snapshot(), http.StatusServiceUnavailable, "readiness while immutable")
+	code, _, _ = getStatus(sm.url+"/readyz", "", "")
+	require.Equal(t, http.StatusOK, code, "readiness after, by itself")
 }

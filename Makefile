@@ -106,7 +106,7 @@ SOAK ?= 30m
 reliability:
 	@: > reliability.out
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
-		-run 'TestCrashSifenSend|TestCrashServe|TestCrashDictLookup|TestStoreFaultsPostgres|TestSQLiteImmutable|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
+		-run 'TestCrashSifenSend|TestCrashServe|TestCrashDictLookup|TestStoreFaultsPostgres|TestSQLiteImmutable|TestSQLiteWritesFailUnderServe|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce' \
 		./cmd/balde >> reliability.out 2>&1; s=$$?; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.out | grep -v WARN; exit $$s
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected' \

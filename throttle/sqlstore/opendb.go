@@ -95,7 +95,7 @@ func OpenDB(ctx context.Context, db *sql.DB, engine Engine, opts Options) (*Stor
 		s.rw = postgresWriter{}
 	}
 	s.read = s.write
-	if err := s.write.PingContext(ctx); err != nil {
+	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()
 		return nil, formatError("open", err)
 	}

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"io"
+	"net"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,4 +125,52 @@ func TestCommitError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenSurvivesDroppedConnections is the dict-lookup batch of
+// TestStoreFaultsPostgres that exited 3 with "open: store unavailable:
+// driver: bad connection" under load (make test-under-load, 2026-11-25):
+// the kill storm ended the session of Open's first ping. Here a proxy in
+// front of PostgreSQL drops the first connections as they arrive; Open
+// retries (as every other round trip of the store) and succeeds.
+func TestOpenSurvivesDroppedConnections(t *testing.T) {
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	target := u.Host
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	const drop = 3
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if accepted.Add(1) <= drop {
+				c.Close() // the session ends before it answers
+				continue
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.DialTimeout("tcp", target, 5*time.Second)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); up.Close() }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	u.Host = ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := sqlstore.Open(ctx, u.String(), sqlstore.Options{})
+	require.NoError(t, err, "Open after %d dropped connections", drop)
+	defer s.Close()
+	require.Greater(t, accepted.Load(), int64(drop))
+	require.NoError(t, s.Ping(ctx))
 }

@@ -173,7 +173,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.write = sqlx.NewDb(db, "pgx")
 		s.read = s.write
 	}
-	if err := s.write.PingContext(ctx); err != nil {
+	// The first round trips are retried like any other (retry.go): a
+	// connection refused, reset or terminated while the batch opens its
+	// store must not end the batch (issue 13 saw dict-lookup exit 3 with
+	// "open: driver: bad connection" under a kill storm).
+	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()
 		return nil, formatError("open", err)
 	}
@@ -189,7 +193,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	} else {
 		s.rw = postgresWriter{}
 	}
-	if err := s.loadIdentity(ctx, driverDSN); err != nil {
+	if err := s.withRetry(ctx, "open: identity", func() error { return s.loadIdentity(ctx, driverDSN) }); err != nil {
 		s.Close()
 		return nil, formatError("open: identity", err)
 	}

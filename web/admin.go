@@ -421,7 +421,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	p := bucketPage{
 		layout:   l,
 		Bucket:   s.newBucketViewIn(st, l.T),
-		Chart:    newBalanceChart(folded, st),
+		Chart:    newBalanceChart(l.T, folded, st),
 		ListURL:  s.path("adminBuckets"),
 		ResetURL: s.bucketPath("adminResetConfirm", key),
 	}

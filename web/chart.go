@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // chartWindow is a time window of the balance chart.
@@ -103,7 +104,7 @@ type chartPoint struct {
 
 // newBalanceChart draws w (a window ending at st.At, now) under st's
 // policy, ending at st.
-func newBalanceChart(w throttle.LedgerWindow, st throttle.BucketState) balanceChart {
+func newBalanceChart(tr *i18n.Printer, w throttle.LedgerWindow, st throttle.BucketState) balanceChart {
 	c := balanceChart{
 		Width: chartWidth, Height: chartHeight,
 		Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
@@ -177,7 +178,7 @@ func newBalanceChart(w throttle.LedgerWindow, st throttle.BucketState) balanceCh
 		changed = changed[len(changed)-maxDots:]
 	}
 	for _, sl := range changed {
-		c.Dots = append(c.Dots, chartDot{X: num(x(maxTime(sl.First, sl.Last))), Y: num(y(sl.Close)), Label: slotLabel(sl)})
+		c.Dots = append(c.Dots, chartDot{X: num(x(maxTime(sl.First, sl.Last))), Y: num(y(sl.Close)), Label: slotLabel(tr, sl)})
 	}
 
 	// Refusals: one mark per pixel column under the plot.
@@ -199,7 +200,7 @@ func newBalanceChart(w throttle.LedgerWindow, st throttle.BucketState) balanceCh
 		cl := cols[k]
 		c.Refusals = append(c.Refusals, chartMark{
 			X: num(float64(k) - 1.5), Y: num(chartBottom + 2), W: "3", H: strconv.Itoa(markHeight),
-			Label: fmt.Sprintf("%s: %d refused", cl.first.UTC().Format(TimeLayout), cl.n),
+			Label: tr.Time(cl.first) + ": " + tr.Sprintf("%d refused", cl.n),
 		})
 	}
 
@@ -238,19 +239,18 @@ func newBalanceChart(w throttle.LedgerWindow, st throttle.BucketState) balanceCh
 	return c
 }
 
-// slotLabel is the hover text of a slot's dot: the change itself when the
-// slot holds one, else its range.
-func slotLabel(sl throttle.LedgerSlot) string {
+// slotLabel is the hover text of a slot's dot, in tr's language and zone:
+// the change itself when the slot holds one, else its range.
+func slotLabel(tr *i18n.Printer, sl throttle.LedgerSlot) string {
 	if sl.Changes == 1 {
-		label := fmt.Sprintf("%s: %s %+d → %d", sl.Last.UTC().Format(TimeLayout), sl.LastReason, sl.Close-sl.Open, sl.Close)
+		label := fmt.Sprintf("%s: %s %+d → %d", tr.Time(sl.Last), tr.Text(sl.LastReason.String()), sl.Close-sl.Open, sl.Close)
 		if sl.Events > 1 {
-			label += fmt.Sprintf(" (%d events)", sl.Events)
+			label += " " + tr.Sprintf("(%d events)", sl.Events)
 		}
 		return label
 	}
-	return fmt.Sprintf("%s to %s: %d events, %d → %d (lowest %d, highest %d)",
-		sl.First.UTC().Format(TimeLayout), maxTime(sl.First, sl.Last).UTC().Format(TimeLayout),
-		sl.Events, sl.Open, sl.Close, sl.Min, sl.Max)
+	return tr.Sprintf("%s to %s: %d events, %d → %d (lowest %d, highest %d)",
+		tr.Time(sl.First), tr.Time(maxTime(sl.First, sl.Last)), sl.Events, sl.Open, sl.Close, sl.Min, sl.Max)
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -82,6 +82,10 @@ func TestResetErrorAndBucketPagesAreTranslated(t *testing.T) {
 			require.Equal(t, tc.resetH1, reset.Find("h1").Text())
 			require.Equal(t, tc.cancel, reset.Find("form a").Text())
 
+			// The chart's hover text names the take in the reader's language.
+			chart := document(t, e.get(bucket, asAdmin, lang))
+			require.Contains(t, chart.Find("circle.chart-dot title").Text(), ": "+tc.reason+" -3")
+
 			page := document(t, e.get(bucket+"?reset=1", asAdmin, lang))
 			require.Contains(t, page.Find("section.state dl").Text(), tc.policy)
 			require.Equal(t, tc.reason, page.Find("table.ledger tbody tr td").Eq(1).Text())

@@ -17,7 +17,10 @@ import (
 	"github.com/balde-throttle/balde/dict/dictsim"
 )
 
-func TestDictReconcile(t *testing.T) {
+// newCategoryHSim is a DICT simulator whose participants are category H,
+// served on loopback until the test ends.
+func newCategoryHSim(t *testing.T) (*dictsim.Server, *httptest.Server) {
+	t.Helper()
 	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
 		Category: "H",
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -28,6 +31,11 @@ func TestDictReconcile(t *testing.T) {
 		hs.Close()
 		require.NoError(t, sim.Close())
 	})
+	return sim, hs
+}
+
+func TestDictReconcile(t *testing.T) {
+	sim, hs := newCategoryHSim(t)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 
 	// Another app spends one KEYS_CHECK token at the DICT.
@@ -71,16 +79,7 @@ func TestDictReconcile(t *testing.T) {
 // goes to that host (the DICT's rate-limit host in the public spec), not
 // to --dict-url, where nothing listens here.
 func TestDictReconcilePoliciesHost(t *testing.T) {
-	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
-		Category: "H",
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	require.NoError(t, err)
-	hs := httptest.NewServer(sim)
-	t.Cleanup(func() {
-		hs.Close()
-		require.NoError(t, sim.Close())
-	})
+	sim, hs := newCategoryHSim(t)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 	tests := []struct {
 		name string

@@ -122,37 +122,7 @@ func populatedDSNWith(b *testing.B, engine sqlstore.Engine, rows int, params str
 	if dsn, ok := benchDB.dsn[id]; ok {
 		return dsn
 	}
-	if engine == sqlstore.Postgres && os.Getenv(sqlstoretest.PostgresEnv) == "" {
-		b.Skip(sqlstoretest.PostgresEnv + " not set: skipping PostgreSQL")
-	}
-	var dsn string
-	if engine == sqlstore.SQLite {
-		dir, err := os.MkdirTemp("", "balde-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		dsn = "sqlite://" + dir + "/bench.db"
-		if size, ok := strings.CutPrefix(params, "page_size="); ok {
-			// The page size is fixed when the file is created, before WAL.
-			db, err := sql.Open("sqlite", dir+"/bench.db")
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, err = db.Exec(`PRAGMA page_size = ` + size + `; CREATE TABLE x (a); DROP TABLE x`)
-			db.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		var err error
-		if dsn, err = benchSchema(fmt.Sprintf("balde_bench_%d", rows)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dsn := migratedBenchDSN(b, engine, "bench.db", fmt.Sprintf("balde_bench_%d", rows), params)
 	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -182,6 +152,45 @@ func populatedDSNWith(b *testing.B, engine sqlstore.Engine, rows int, params str
 
 // benchSchema recreates a schema in the PostgreSQL of
 // BALDE_TEST_POSTGRES_DSN, migrated, and returns its DSN.
+// migratedBenchDSN is a new, migrated database of its own for a benchmark:
+// on SQLite a file named file in a new temporary folder (with the page
+// size of params "page_size=N", fixed before WAL), on PostgreSQL the
+// schema schema, dropped and created again. PostgreSQL skips without
+// BALDE_TEST_POSTGRES_DSN.
+func migratedBenchDSN(b *testing.B, engine sqlstore.Engine, file, schema, params string) string {
+	b.Helper()
+	if engine == sqlstore.Postgres {
+		if os.Getenv(sqlstoretest.PostgresEnv) == "" {
+			b.Skip(sqlstoretest.PostgresEnv + " not set: skipping PostgreSQL")
+		}
+		dsn, err := benchSchema(schema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return dsn
+	}
+	dir, err := os.MkdirTemp("", "balde-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dsn := "sqlite://" + dir + "/" + file
+	if size, ok := strings.CutPrefix(params, "page_size="); ok {
+		db, err := sql.Open("sqlite", dir+"/"+file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = db.Exec(`PRAGMA page_size = ` + size + `; CREATE TABLE x (a); DROP TABLE x`)
+		db.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
+		b.Fatal(err)
+	}
+	return dsn
+}
+
 func benchSchema(schema string) (string, error) {
 	base := os.Getenv(sqlstoretest.PostgresEnv)
 	db, err := sql.Open("pgx", base)
@@ -750,25 +759,7 @@ func windowStore(b *testing.B, engine sqlstore.Engine, name string, seed func(*s
 	if s, ok := windowDB.store[id]; ok {
 		return s
 	}
-	if engine == sqlstore.Postgres && os.Getenv(sqlstoretest.PostgresEnv) == "" {
-		b.Skip(sqlstoretest.PostgresEnv + " not set: skipping PostgreSQL")
-	}
-	var dsn string
-	if engine == sqlstore.SQLite {
-		dir, err := os.MkdirTemp("", "balde-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		dsn = "sqlite://" + dir + "/window.db"
-		if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		var err error
-		if dsn, err = benchSchema("balde_bench_window_" + name); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dsn := migratedBenchDSN(b, engine, "window.db", "balde_bench_window_"+name, "")
 	clock := throttle.NewManualClock(throttletest.Epoch)
 	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{Clock: clock.Now})
 	if err != nil {

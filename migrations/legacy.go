@@ -9,12 +9,18 @@ import (
 )
 
 // legacyTables are the tables of a balde database migrated before its tables
-// took the balde_ prefix and its versions moved to VersionTable, in the
-// order the old migrations created them.
-var legacyTables = []string{
-	"policies", "buckets", "token_ledger", // 0001, 0002
-	"documents", "document_lots", // 0003
-	"dict_lookups", "dict_participants", // 0004
+// took the balde_ prefix and its versions moved to VersionTable, with the
+// version of the old migration that created each, in that order. Only the
+// tables of the versions the database reached are balde's: a "documents"
+// table in a database at version 2 is the application's.
+var legacyTables = []struct {
+	name    string
+	version int64
+}{
+	{"policies", 1}, {"buckets", 1},
+	{"token_ledger", 2},
+	{"documents", 3}, {"document_lots", 3},
+	{"dict_lookups", 4}, {"dict_participants", 4},
 }
 
 // adoptLegacy upgrades, in place and in one transaction, a database that a
@@ -39,7 +45,11 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 	if err := tx.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty); err != nil {
 		return fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
 	}
-	for _, name := range legacyTables {
+	for _, table := range legacyTables {
+		if table.version > version {
+			continue // not created yet by balde: a table of that name is the application's
+		}
+		name := table.name
 		exists, err := tableExists(ctx, tx, engine, name)
 		if err != nil {
 			return fmt.Errorf("adopt legacy schema: %w", err)

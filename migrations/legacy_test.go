@@ -172,3 +172,37 @@ func TestApplicationTablesNamedLikeBaldesAreNotAdopted(t *testing.T) {
 		require.Equal(t, 0, count(t, db, `SELECT COUNT(*) FROM balde_buckets`))
 	})
 }
+
+// TestUpgradeLeavesTheApplicationsTablesOfLaterVersions: an old balde
+// database at version 2 (before it had a documents table) beside the
+// application's own "documents" table: the upgrade takes balde's tables of
+// versions 1 and 2 only, the application's table keeps its name and rows,
+// and balde's migration 0003 creates balde_documents beside it.
+func TestUpgradeLeavesTheApplicationsTablesOfLaterVersions(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		dsn, db := emptyDatabase(t, engine)
+		dir := filepath.Join("testdata", "legacy", string(engine))
+		files, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, f := range files[:2] { // 0001 and 0002
+			body, err := os.ReadFile(filepath.Join(dir, f.Name()))
+			require.NoError(t, err)
+			exec(t, db, string(body))
+		}
+		exec(t, db,
+			`CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`,
+			`INSERT INTO schema_migrations (version, dirty) VALUES (2, false)`,
+			`CREATE TABLE documents (id INTEGER PRIMARY KEY, title TEXT NOT NULL)`,
+			`INSERT INTO documents (id, title) VALUES (1, 'the app''s own')`,
+		)
+
+		migrateUp(t, dsn)
+
+		latest, err := migrations.Latest(engine)
+		require.NoError(t, err)
+		require.Equal(t, int(latest), count(t, db, `SELECT version FROM balde_schema_migrations`))
+		require.Equal(t, 1, count(t, db, `SELECT COUNT(*) FROM documents WHERE title = 'the app''s own'`))
+		require.Equal(t, 0, count(t, db, `SELECT COUNT(*) FROM balde_documents`))
+		require.Equal(t, 0, count(t, db, `SELECT COUNT(*) FROM balde_buckets`))
+	})
+}

@@ -119,7 +119,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	if *follow {
+	if *follow && ctx.Err() == nil { // after Ctrl-C the summary says what was done; nothing is followed
 		if err := b.follow(ctx, items); err != nil {
 			return err
 		}
@@ -538,6 +538,9 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 	}
 	for f := (sifen.Filter{Statuses: []sifen.Status{sifen.StatusSent}, Limit: 1000}); ; {
 		docs, err := b.sender.List(ctx, f)
+		if ctx.Err() != nil {
+			return nil // Ctrl-C before anything was followed
+		}
 		if err != nil {
 			return err
 		}
@@ -549,8 +552,15 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		}
 		f.BeforeID = docs[len(docs)-1].ID
 	}
+	interrupted := func() error {
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(pending)))
+		return nil
+	}
 	for len(pending) > 0 {
 		out, err := b.sender.Poll(ctx)
+		if ctx.Err() != nil {
+			return interrupted()
+		}
 		if errors.Is(err, throttle.ErrStoreUnavailable) {
 			return err
 		}
@@ -559,6 +569,9 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		}
 		for id := range pending {
 			d, err := b.sender.Get(ctx, id)
+			if ctx.Err() != nil {
+				return interrupted()
+			}
 			if err != nil {
 				return err
 			}
@@ -596,8 +609,7 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		}
 		b.rep.waiting(wait, b.rep.tr.Sprintf("results of %d document(s)", len(pending)))
 		if err := b.clock.Sleep(ctx, wait); err != nil {
-			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(pending)))
-			return nil
+			return interrupted()
 		}
 	}
 	return nil

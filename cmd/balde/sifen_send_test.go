@@ -589,3 +589,34 @@ func TestSifenSendFollowsEarlierLots(t *testing.T) {
 		})
 	}
 }
+
+// TestSifenSendFollowInterrupted: Ctrl-C while sending ends a --follow run
+// with its summary ("1 of 2 not done"), not with the cancelled context as a
+// failure of its own ("list documents: context canceled", seen in review);
+// Ctrl-C while following ends it with the "interrupted while following"
+// note and exit 0.
+func TestSifenSendFollowInterrupted(t *testing.T) {
+	sim := startSifenSim(t, sifensim.Config{Interval: 10 * time.Millisecond, Processing: time.Hour})
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db, "SIFEN_THROTTLE_SECONDS": "30"}
+	dir := t.TempDir()
+	// Two types: two lots of one RUC.
+	writeFile(t, dir, "a.xml", sifentest.Lote(sifentest.Doc{Number: 1}))
+	writeFile(t, dir, "b.xml", sifentest.Lote(sifentest.Doc{Number: 2, Type: 5}))
+
+	// The second lot waits 30 s for the RUC's interval: Ctrl-C then.
+	ctx, stop := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, stop)
+	code, _, stderr := runIn(ctx, nil, "", env, "sifen-send", "--follow", dir)
+	require.Equal(t, ExitFailed, code, stderr)
+	require.Contains(t, stderr, "1 of 2 not done")
+	require.NotContains(t, stderr, "context canceled")
+
+	// Ctrl-C while following the lot that went (processing for an hour).
+	ctx, stop = context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, stop)
+	code, _, stderr = runIn(ctx, nil, "", env, "sifen-send", "--follow")
+	require.Equal(t, ExitOK, code, stderr)
+	require.NotContains(t, stderr, "context canceled")
+	require.Contains(t, stderr, "interrupted while following 1 document(s)")
+}

@@ -188,19 +188,27 @@ func (s *Store) ledgerIDAt(ctx context.Context, t, head int64) (int64, error) {
 		WHERE id >= ?
 		ORDER BY id
 		LIMIT 1`)
+	// Search [lo, hi) for the first row at or after t; ans is the best
+	// found so far (head when none is). Ids may have gaps (a rolled-back
+	// transaction's on PostgreSQL, pruned rows): every step shrinks the
+	// range whether or not a row lies in its upper half.
+	ans := head
 	for hi := head; lo < hi; {
 		mid := lo + (hi-lo)/2
 		var id, at int64
 		if err := s.read.QueryRowContext(ctx, next, mid).Scan(&id, &at); err != nil {
 			return 0, formatError("read ledger window", err)
 		}
-		if at >= t {
-			hi = min(id, hi)
-		} else {
+		switch {
+		case id >= hi: // no row in [mid, hi)
+			hi = mid
+		case at >= t:
+			ans, hi = id, mid
+		default:
 			lo = id + 1
 		}
 	}
-	return lo, nil
+	return ans, nil
 }
 
 // foldWindow runs ledgerWindowSQL over cte (with its args) for q; a row at

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,4 +60,45 @@ func TestSettleInDoubtIsNotRepeated(t *testing.T) {
 	st, err := lim.State(context.Background(), payer)
 	require.NoError(t, err)
 	require.Equal(t, int64(50), st.Tokens, "the hold (20) refunded once after the 500, not twice")
+}
+
+// droppedCommitStore reports its n-th transaction's COMMIT as in doubt
+// without applying it: the change was lost with the connection.
+type droppedCommitStore struct {
+	throttle.Store
+	n     int32
+	calls atomic.Int32
+}
+
+func (s *droppedCommitStore) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	if s.calls.Add(1) == s.n {
+		return fmt.Errorf("%w: %w: connection lost during COMMIT", throttle.ErrStoreUnavailable, sqlstore.ErrCommitInDoubt)
+	}
+	return s.Store.Update(ctx, keys, credits, apply)
+}
+
+// TestRemote429SyncedWhenTheSettleIsInDoubt: after a remote 429 the refund
+// and the sync are one transaction; when its COMMIT is in doubt and it in
+// fact did not land, the payer's bucket must still be synced to empty and
+// blocked for Retry-After, or the next lookup goes out into another remote
+// 429 (review). The sync is run again alone: it never raises a balance.
+func TestRemote429SyncedWhenTheSettleIsInDoubt(t *testing.T) {
+	hs := httptest.NewServer(&fakeDICT{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "480"},
+		body: problemXML(429, "RateLimited", "")})
+	defer hs.Close()
+	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	store := &droppedCommitStore{Store: throttletest.NewMemStore(clock.Now), n: 2} // 1 hold, 2 settle and sync
+	catalog := dict.NewCatalog("prod")
+	lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})
+	require.NoError(t, err)
+	client, err := dict.NewClient(dict.ClientConfig{BaseURL: hs.URL, Participant: ispb, Limiter: lim, Catalog: catalog, Logger: quiet})
+	require.NoError(t, err)
+	payer := catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF)
+
+	_, _ = client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
+
+	st, err := lim.State(context.Background(), payer)
+	require.NoError(t, err)
+	require.LessOrEqual(t, st.Tokens, int64(0), "synced to the DICT's empty bucket")
+	require.GreaterOrEqual(t, st.BlockLeft, 479*time.Second, "blocked for Retry-After")
 }

@@ -170,6 +170,20 @@ func retry(f func() error) error {
 	}
 }
 
+// retryIdempotent is retry for a change that may be applied twice (a sync):
+// a commit in doubt is retried too.
+func retryIdempotent(f func() error) error {
+	wait := 25 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // settle settles r by outcome, retrying through store failures. A settle
 // that still fails loses only a refund: the hold already counted the worst
 // case, so the mirror stays on the DICT's safe side.
@@ -237,8 +251,21 @@ func (t *Transport) settleAfter429(ctx context.Context, r Reservation, req *http
 		return err
 	})
 	if err != nil {
-		t.logger().Error("dict: settle and sync after a remote 429 failed: the hold stays",
+		t.logger().Error("dict: settle and sync after a remote 429 failed: the hold stays; syncing alone",
 			slog.String("op", rt.Op), slog.String("ref", r.Ref), holdAttr(r), slog.Any("error", err))
+		// The sync must land whatever became of the settle (in doubt, or
+		// failed): without it the bucket the DICT says is empty keeps
+		// admitting into remote 429s. A sync never raises a balance and
+		// only lengthens a block, so running it again is harmless, even
+		// after a commit in doubt.
+		err = retryIdempotent(func() error {
+			_, err := t.Meter.Limiter.Sync(ctx, targets...)
+			return err
+		})
+		if err != nil {
+			t.logger().Error("dict: sync after a remote 429 failed: the empty bucket is not blocked locally",
+				slog.String("op", rt.Op), slog.String("bucket", named[0].String()), slog.Any("error", err))
+		}
 	}
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
 		slog.String("op", rt.Op), slog.String("bucket", named[0].String()), slog.Duration("retry_after", wait))

@@ -24,7 +24,12 @@ const aggregateLag = time.Minute
 //     and nothing else, about 2.5 µs a row (a B-tree search each). It stops
 //     at the first row older than the window's start less aggregateLag (an
 //     aggregated row may be up to a minute older than the row written
-//     before it), at a row of another bucket, or after a depth bound.
+//     before it) that is not a refusal row, at a row of another bucket, or
+//     after a depth bound. Refusal rows are walked through whatever their
+//     time: refusals answered from memory are written when their group is
+//     flushed — it may be with the bucket's next take, hours later —
+//     stamped with the last refusal's time, so a row of the window can lie
+//     behind one that looks older than it.
 //   - rangeCTE reads the id range of the window (ids follow time), every
 //     bucket's rows, keeping the bucket's: about 0.15 µs a row read,
 //     cheaper than the walk when at least one row in ten is the bucket's
@@ -34,7 +39,7 @@ const aggregateLag = time.Minute
 
 // walkCTE's parameters: the head id, the key, the stop time, the depth
 // bound, the key.
-const walkCTE = `
+var walkCTE = `
 		WITH RECURSIVE chain AS (
 			SELECT id, at, reason, delta, balance, n, prev, 1 AS depth
 			FROM balde_token_ledger
@@ -43,7 +48,7 @@ const walkCTE = `
 			SELECT l.id, l.at, l.reason, l.delta, l.balance, l.n, l.prev, c.depth + 1
 			FROM chain AS c
 			JOIN balde_token_ledger AS l ON l.id = c.prev
-			WHERE c.at >= ? AND c.depth < ?
+			WHERE (c.at >= ? OR c.reason IN (` + refusalReasonsSQL() + `)) AND c.depth < ?
 				AND l.policy_id = ? AND l.env = ? AND l.identifier = ?
 		)`
 

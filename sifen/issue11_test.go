@@ -207,6 +207,24 @@ func TestUnfitDEsAreRefused(t *testing.T) {
 	require.ErrorIs(t, err, sifen.ErrUnfit, "never unsigned into prod")
 }
 
+// TestImportRefusesADETooBigAlone: a DE whose SOAP message would pass
+// 1000 KB even alone can never be sent; stored as a draft it became the
+// oldest of its RUC and "Send all drafts" refused every press (FitLot
+// found no prefix that fits) — review. Import refuses it, nothing stored,
+// and a DE just under the bound is taken.
+func TestImportRefusesADETooBigAlone(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	ctx := context.Background()
+	_, err := w.sender.Import(ctx, sifentest.Doc{Number: 1, Filler: 1200 << 10}.File(), sifen.EnvTest)
+	require.ErrorIs(t, err, sifen.ErrLotTooBig)
+	require.ErrorContains(t, err, "DE 1 (")
+	docs, err := w.sender.List(ctx, sifen.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, docs, "nothing stored")
+	_, err = w.sender.Import(ctx, sifentest.Doc{Number: 2, Filler: 600 << 10}.File(), sifen.EnvTest)
+	require.NoError(t, err)
+}
+
 // Issue 11 point 2, serve's side: RunPoll moves a sent document to its
 // result once the lot's first query is due (10 minutes after the send), with
 // dProtAut stored; before that nothing is asked.

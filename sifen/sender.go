@@ -184,6 +184,9 @@ func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, 
 		if err := s.fit(env, de); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
+		if err := checkAlone(de); err != nil {
+			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
+		}
 	}
 	ids, err := s.docs.Import(ctx, env, lot.DEs, s.clock())
 	if err != nil {
@@ -520,6 +523,17 @@ func (s *Sender) sync(ctx context.Context, key throttle.Key, d time.Duration, re
 
 // fit refuses a DE that may not go to env (CheckFit).
 func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }
+
+// checkAlone refuses (ErrLotTooBig) a DE whose SOAP message would pass
+// SIFEN's 1000 KB even in a lot of its own: it could never be sent, and as
+// the oldest draft of its RUC it would hold back every lot built after it.
+func checkAlone(de DE) error {
+	z, err := ZipLote(Lote{DEs: []DE{de}}.XML())
+	if err != nil {
+		return err
+	}
+	return CheckMessageSize(len(z))
+}
 
 // CheckFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
 // allowUnsigned and env is test), or a test DE (its dNomEmi says so) meant

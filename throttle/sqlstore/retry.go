@@ -110,7 +110,10 @@ func brokenConn(err error) bool {
 func definiteCommitFailure(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return strings.HasPrefix(pe.Code, "40")
+		// Class 40 is a transaction rolled back (serialization failure,
+		// deadlock…), except 40003, statement_completion_unknown: its
+		// outcome is not known.
+		return strings.HasPrefix(pe.Code, "40") && pe.Code != "40003"
 	}
 	var se *sqlite.Error
 	return errors.As(err, &se)

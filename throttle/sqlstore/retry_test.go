@@ -101,6 +101,7 @@ func TestCommitError(t *testing.T) {
 		{name: "SerializationFailureRetried", err: &pgconn.PgError{Code: "40001"}, wantRuns: 2},
 		{name: "ConnectionLostInDoubt", err: io.ErrUnexpectedEOF, inDoubt: true, wantRuns: 1},
 		{name: "SessionTerminatedInDoubt", err: &pgconn.PgError{Code: "57P01"}, inDoubt: true, wantRuns: 1},
+		{name: "StatementCompletionUnknownInDoubt", err: &pgconn.PgError{Code: "40003"}, inDoubt: true, wantRuns: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := sqlstore.CommitError(tc.err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -325,6 +326,24 @@ func (c Config) checkSifenBlock() error {
 	if c.SifenBlockMax < c.SifenBlockStep {
 		return UsageError("BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) %s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) %s: the longest block is at least one step",
 			c.SifenBlockMax, c.SifenBlockStep)
+	}
+	return nil
+}
+
+// checkDictURLs refuses a DICT URL that is not http(s) with a host, before
+// any database is opened or created (the DICT client would refuse it only
+// once the engine is open). The error is a UsageError naming the setting.
+func (c Config) checkDictURLs() error {
+	for _, u := range []struct{ setting, value string }{
+		{"BALDE_DICT_URL (--dict-url)", c.DictURL},
+		{"BALDE_DICT_POLICIES_URL (--dict-policies-url)", c.DictPoliciesURL},
+	} {
+		if u.value == "" {
+			continue
+		}
+		if p, err := url.Parse(u.value); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return UsageError("%s %q is not an http(s) URL with a host", u.setting, u.value)
+		}
 	}
 	return nil
 }

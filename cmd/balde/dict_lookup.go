@@ -53,6 +53,9 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if cfg.DictURL == "" {
 		return UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
 	}
+	if err := cfg.checkDictURLs(); err != nil {
+		return err
+	}
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return UsageError("dict-lookup: --dict-participant: %v", err)
 	}

@@ -318,6 +318,9 @@ func TestDictLookupBadInput(t *testing.T) {
 		{"NoDictURL", "", map[string]string{"BALDE_DICT_URL": ""}, []string{good}, "no DICT URL configured (set --dict-url or BALDE_DICT_URL)"},
 		{"BadFormat", "", nil, []string{"--format", "xml", "--out", filepath.Join(dir, "r.xml"), good}, `--format "xml": want csv or json`},
 		{"BadParticipant", "", nil, []string{"--dict-participant", "1234", good}, "--dict-participant"},
+		{"DictURLNotHTTP", "", nil, []string{"--dict-url", "ftp://dict.example", good}, `BALDE_DICT_URL (--dict-url) "ftp://dict.example" is not an http(s) URL with a host`},
+		{"PoliciesURLNotHTTP", "", map[string]string{"BALDE_DICT_POLICIES_URL": "dict-ratelimit.example"}, []string{good},
+			`BALDE_DICT_POLICIES_URL (--dict-policies-url) "dict-ratelimit.example" is not an http(s) URL with a host`},
 		{"TwoFiles", "", nil, []string{good, good}, "want exactly one FILE.csv"},
 	}
 	for _, tt := range tests {

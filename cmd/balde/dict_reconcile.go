@@ -30,6 +30,9 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	if cfg.DictURL == "" {
 		return UsageError("dict-reconcile: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
 	}
+	if err := cfg.checkDictURLs(); err != nil {
+		return err
+	}
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return UsageError("dict-reconcile: --dict-participant: %v", err)
 	}

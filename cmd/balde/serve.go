@@ -54,6 +54,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err := cfg.checkSifenBlock(); err != nil {
 		return err
 	}
+	if err := cfg.checkDictURLs(); err != nil {
+		return err
+	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
 		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
 			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)

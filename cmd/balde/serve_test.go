@@ -247,7 +247,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"ReconcileTooOften", map[string]string{"BALDE_DICT_RECONCILE_EVERY": "1s"}, nil, "BALDE_DICT_RECONCILE_EVERY"},
 		{"BadPrune", map[string]string{"BALDE_PRUNE_EVERY": "sometimes"}, nil, "BALDE_PRUNE_EVERY"},
 		{"BadSifenURL", nil, []string{"--sifen-url", "ftp://sifen/{env}"}, "--sifen-url"},
-		{"BadDictURL", map[string]string{"BALDE_DICT_URL": "dict.example"}, nil, "DICT client"},
+		{"BadDictURL", map[string]string{"BALDE_DICT_URL": "dict.example"}, nil, `BALDE_DICT_URL (--dict-url) "dict.example" is not an http(s) URL with a host`},
 		{"BadBlockStep", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "ten minutes"}, nil, "BALDE_SIFEN_BLOCK_STEP"},
 		{"BlockMaxBelowStep", map[string]string{"BALDE_SIFEN_BLOCK_STEP": "30m"}, []string{"--sifen-block-max", "20m"}, "BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) 20m0s is shorter than"},
 	}

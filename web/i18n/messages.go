@@ -411,6 +411,7 @@ var messages = [][3]string{
 	{"sifen-send: interrupted while following %d document(s); serve keeps polling their lots", "sifen-send: interrompido enquanto acompanhava %d documento(s); o serve continua consultando os lotes", "sifen-send: interrumpido mientras seguía %d documento(s); serve sigue consultando sus lotes"},
 	{"no entry for this key", "nenhum vínculo para esta chave", "ningún vínculo para esta clave"},
 	{"(%d events)", "(%d eventos)", "(%d eventos)"},
+	{"%s %q is not an http(s) URL with a host", "%s %q não é uma URL http(s) com um host", "%s %q no es una URL http(s) con un host"},
 	{"%d refused", "%d recusados", "%d rechazados"},
 	{"%s to %s: %d events, %d → %d (lowest %d, highest %d)", "%s a %s: %d eventos, %d → %d (mínimo %d, máximo %d)", "%s a %s: %d eventos, %d → %d (mínimo %d, máximo %d)"},
 }

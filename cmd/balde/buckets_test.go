@@ -312,19 +312,11 @@ func TestPrune(t *testing.T) {
 		clock := newFakeTime(testEpoch)
 		seedBuckets(t, db, clock)
 		env := map[string]string{"BALDE_DB": db}
-		type pruneOut struct {
-			Before      time.Time `json:"before"`
-			LedgerRows  int64     `json:"ledger_rows"`
-			Buckets     int64     `json:"buckets"`
-			DictLookups int64     `json:"dict_lookups"`
-			SkipBuckets bool      `json:"skip_buckets"`
-			DryRun      bool      `json:"dry_run"`
-		}
-		prune := func(args ...string) pruneOut {
+		prune := func(args ...string) pruneJSON {
 			t.Helper()
 			code, stdout, stderr := runIn(context.Background(), clock, "", env, append([]string{"prune", "--json"}, args...)...)
 			require.Equal(t, ExitOK, code, stderr)
-			return decodeJSON[pruneOut](t, stdout)
+			return decodeJSON[pruneJSON](t, stdout)
 		}
 		listed := func() int {
 			code, stdout, _ := runIn(context.Background(), clock, "", env, "buckets", "list", "--json")
@@ -334,22 +326,22 @@ func TestPrune(t *testing.T) {
 
 		// Two seconds on, every bucket still owes something: none is idle.
 		clock.Advance(2 * time.Second)
-		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
 		// An hour on, all are full again: the same as no row, unless kept.
 		clock.Advance(time.Hour)
-		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
+		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
 		require.Equal(t, 3, listed())
-		require.Equal(t, pruneOut{Before: clock.Now().Add(-throttle.DefaultRetention), Buckets: 3}, prune())
+		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), Buckets: 3}, prune())
 		require.Equal(t, 0, listed())
 
 		// Past the retention the ledger rows and the lookup go too; a dry
 		// run first counts them and removes nothing.
 		clock.Advance(48 * time.Hour)
 		before := clock.Now().Add(-24 * time.Hour)
-		require.Equal(t, pruneOut{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
-		require.Equal(t, pruneOut{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
 
 		// What was seen: "--retention 1s" deleted the audit trail, no floor.
 		code, _, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "1s")
@@ -386,19 +378,11 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 	require.NoError(t, eng.close(ctx))
 	clock.Advance(48 * time.Hour)
 
-	type pruneOut struct {
-		Before      time.Time `json:"before"`
-		LedgerRows  int64     `json:"ledger_rows"`
-		Buckets     int64     `json:"buckets"`
-		DictLookups int64     `json:"dict_lookups"`
-		SkipBuckets bool      `json:"skip_buckets"`
-		DryRun      bool      `json:"dry_run"`
-	}
 	prune := func(args ...string) int64 {
 		t.Helper()
 		code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, append([]string{"prune", "--json", "--retention", "24h"}, args...)...)
 		require.Equal(t, ExitOK, code, stderr)
-		return decodeJSON[pruneOut](t, stdout).LedgerRows
+		return decodeJSON[pruneJSON](t, stdout).LedgerRows
 	}
 	dry := prune("--dry-run")
 	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")

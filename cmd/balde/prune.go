@@ -75,14 +75,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	before, lookups := res.Before, res.DictLookups
 
 	if *jsonOut {
-		writeJSONLine(m.Stdout, struct {
-			Before      time.Time `json:"before"`
-			LedgerRows  int64     `json:"ledger_rows"`
-			Buckets     int64     `json:"buckets"`
-			DictLookups int64     `json:"dict_lookups"`
-			SkipBuckets bool      `json:"skip_buckets"`
-			DryRun      bool      `json:"dry_run"`
-		}{before.UTC(), res.LedgerRows, res.Buckets, lookups, *skipBuckets, *dryRun})
+		writeJSONLine(m.Stdout, pruneJSON{before.UTC(), res.LedgerRows, res.Buckets, lookups, *skipBuckets, *dryRun})
 		return nil
 	}
 	tr := m.printer()
@@ -136,4 +129,15 @@ func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipB
 		}
 	}
 	return res, nil
+}
+
+// pruneJSON is what "balde prune --json" prints: the cut-off and what was
+// removed (or, with --dry-run, would be).
+type pruneJSON struct {
+	Before      time.Time `json:"before"`
+	LedgerRows  int64     `json:"ledger_rows"`
+	Buckets     int64     `json:"buckets"`
+	DictLookups int64     `json:"dict_lookups"`
+	SkipBuckets bool      `json:"skip_buckets"`
+	DryRun      bool      `json:"dry_run"`
 }

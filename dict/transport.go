@@ -158,25 +158,21 @@ func mustKeyType(key string) KeyType {
 // the DICT must land in the mirror through a database blip. A change whose
 // outcome the store lost (throttle.ErrOutcomeUnknown) may have landed and
 // is never run again: a settle run twice refunded twice.
-func retry(f func() error) error {
-	wait := 25 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		err := f()
-		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || errors.Is(err, throttle.ErrOutcomeUnknown) || attempt == 7 {
-			return err
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, time.Second)
-	}
-}
+func retry(f func() error) error { return retryStore(f, false) }
 
 // retryIdempotent is retry for a change that may be applied twice (a sync):
 // a commit in doubt is retried too.
-func retryIdempotent(f func() error) error {
+func retryIdempotent(f func() error) error { return retryStore(f, true) }
+
+// retryStore runs f again after a store failure, backing off from 25 ms to
+// 1 s, eight attempts in all; a commit in doubt is run again only when f is
+// idempotent.
+func retryStore(f func() error, idempotent bool) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := f()
-		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 {
+		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 ||
+			!idempotent && errors.Is(err, throttle.ErrOutcomeUnknown) {
 			return err
 		}
 		time.Sleep(wait)

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -96,15 +97,7 @@ const MaxWindowRows = 2_000_000
 // way to chart entries already in memory.
 func FoldLedger(entries []LedgerEntry, q LedgerWindowQuery) LedgerWindow {
 	es := slices.Clone(entries)
-	slices.SortStableFunc(es, func(a, b LedgerEntry) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(es, func(a, b LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
 	w := LedgerWindow{Query: q}
 	width := q.Width()
 	byIndex := map[int]int{}

@@ -192,21 +192,13 @@ func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
 // Errors: ErrInvalidKey, ErrUnknownPolicy, ErrInvalidAdjustment for bad input
 // (nothing changed); ErrStoreUnavailable.
 func (l *Limiter) Adjust(ctx context.Context, adjs ...Adjustment) ([]Adjusted, error) {
-	out, err := l.apply(ctx, "adjust", adjs, nil)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return l.apply(ctx, "adjust", adjs, nil)
 }
 
 // Sync lowers buckets to the remote side's state in one transaction (see
 // SyncTarget). Errors as Adjust.
 func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, error) {
-	out, err := l.apply(ctx, "sync", nil, targets)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return l.apply(ctx, "sync", nil, targets)
 }
 
 // AdjustAndSync applies adjs, then targets, in one transaction: no other
@@ -217,11 +209,7 @@ func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, 
 // adjustment, then one per target, in order. Errors as Adjust; on an error
 // nothing changed.
 func (l *Limiter) AdjustAndSync(ctx context.Context, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
-	out, err := l.apply(ctx, "adjust and sync", adjs, targets)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return l.apply(ctx, "adjust and sync", adjs, targets)
 }
 
 // apply validates adjs and targets and applies them, adjustments first, in

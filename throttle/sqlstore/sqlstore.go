@@ -398,13 +398,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err := s.rw.write(ctx, tx, s.writeSet(t, head, headMinute)); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		if definiteCommitFailure(err) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)
-	}
-	return nil
+	return CommitError(tx.Commit())
 }
 
 // rowKeys interns keys and credits' keys, and maps each back to its Key.

@@ -2,6 +2,7 @@ package sifen
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"time"
 )
@@ -123,7 +124,7 @@ func GroupLots(docs []Document) [][]int64 {
 // FitLot returns how many of docs, from the first, fit in one lot: the
 // longest prefix whose siRecepLoteDE message (the lot zipped, in base64,
 // in its envelope) is at most MaxLotMessageBytes; 0 when the first alone
-// is too big. docs must carry their XML (Sender.Get). It bisects on the
+// is too big. docs must carry their XML (Sender.FitLot reads them). It bisects on the
 // prefix length, a longer prefix never zipping smaller. It checks the size
 // only: Send still applies every lot rule.
 //
@@ -138,11 +139,11 @@ func FitLot(docs []Document) (int, error) {
 		des[i] = de
 	}
 	fits := func(n int) (bool, error) {
-		z, err := ZipLote(Lote{DEs: des[:n]}.XML())
-		if err != nil {
-			return false, err
+		_, _, err := Lote{DEs: des[:n]}.zip()
+		if errors.Is(err, ErrLotTooBig) {
+			return false, nil
 		}
-		return CheckMessageSize(len(z)) == nil, nil
+		return err == nil, err
 	}
 	lo, hi := 0, len(des) // fits(lo) is known true (an empty prefix), fits(hi+1) false
 	for lo < hi {

@@ -515,6 +515,20 @@ type Packed struct {
 	Hash string
 }
 
+// zip builds l's XML and its ZIP, and checks the size of the SOAP message
+// that will carry the ZIP (ErrLotTooBig beyond MaxLotMessageBytes). It does
+// not validate l: Pack does, FitLot and Import only ask about the size.
+func (l Lote) zip() (doc, z []byte, err error) {
+	doc = l.XML()
+	if z, err = ZipLote(doc); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckMessageSize(len(z)); err != nil {
+		return nil, nil, err
+	}
+	return doc, z, nil
+}
+
 // Pack validates l (Validate), builds its XML and ZIP, and checks the size
 // of the SOAP message that will carry it (ErrLotTooBig beyond
 // MaxLotMessageBytes).
@@ -522,12 +536,8 @@ func (l Lote) Pack() (Packed, error) {
 	if err := l.Validate(); err != nil {
 		return Packed{}, err
 	}
-	doc := l.XML()
-	z, err := ZipLote(doc)
+	doc, z, err := l.zip()
 	if err != nil {
-		return Packed{}, err
-	}
-	if err := CheckMessageSize(len(z)); err != nil {
 		return Packed{}, err
 	}
 	sum := sha256.Sum256(doc)

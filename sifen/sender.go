@@ -205,6 +205,26 @@ func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
 	return docs[0], nil
 }
 
+// FitLot returns how many of the documents ids, from the first, fit in one
+// lot message (see FitLot), reading them in one query.
+//
+// Errors: ErrNotFound, throttle.ErrStoreUnavailable, and FitLot's.
+func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
+	stored, err := s.docs.Documents(ctx, ids, true) // in id order
+	if err != nil {
+		return 0, err
+	}
+	byID := make(map[int64]Document, len(stored))
+	for _, d := range stored {
+		byID[d.ID] = d
+	}
+	docs := make([]Document, len(ids))
+	for i, id := range ids {
+		docs[i] = byID[id]
+	}
+	return FitLot(docs)
+}
+
 // List returns documents matching f, newest first, without their XML.
 func (s *Sender) List(ctx context.Context, f Filter) ([]Document, error) {
 	if f.Env != "" {
@@ -528,11 +548,8 @@ func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.Allo
 // SIFEN's 1000 KB even in a lot of its own: it could never be sent, and as
 // the oldest draft of its RUC it would hold back every lot built after it.
 func checkAlone(de DE) error {
-	z, err := ZipLote(Lote{DEs: []DE{de}}.XML())
-	if err != nil {
-		return err
-	}
-	return CheckMessageSize(len(z))
+	_, _, err := Lote{DEs: []DE{de}}.zip()
+	return err
 }
 
 // CheckFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless

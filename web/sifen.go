@@ -33,6 +33,8 @@ type SifenSender interface {
 	CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error)
 	// Send sends documents as one lot: throttle, SIFEN, record.
 	Send(ctx context.Context, ids ...int64) (sifen.Outcome, error)
+	// FitLot says how many of ids, from the first, fit in one lot message.
+	FitLot(ctx context.Context, ids []int64) (int, error)
 }
 
 var _ SifenSender = (*sifen.Sender)(nil)
@@ -600,7 +602,7 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 // oldest first, grouped as SIFEN takes them (sifen.GroupLots: one type, at
 // most 50), and the first lot sent with sifen.Sender.Send — the same
 // throttle check as every send. A lot whose SOAP message would exceed
-// 1000 KB is cut to the longest prefix that fits (sifen.FitLot), and the
+// 1000 KB is cut to the longest prefix that fits (Sender.FitLot), and the
 // rest stay drafts for the next press (&toobig= says how many). It
 // redirects (303) to the RUC's list with ?result= (sent, blocked with
 // &wait=, not_queued, failed, unknown) and &n= the documents of the lot; a
@@ -633,7 +635,7 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	out, err := s.Sifen.Send(r.Context(), lot...)
 	if errors.Is(err, sifen.ErrLotTooBig) && len(lot) > 1 {
 		// Send refused it before taking anything: send what fits.
-		n, ferr := s.fitLot(r.Context(), lot)
+		n, ferr := s.Sifen.FitLot(r.Context(), lot)
 		if ferr != nil {
 			return ferr
 		}
@@ -659,20 +661,6 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 		slog.Int("documents", len(lot)), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
 	http.Redirect(w, r, s.pathWithQuery("documents", q), http.StatusSeeOther)
 	return nil
-}
-
-// fitLot returns how many of ids, from the first, fit in one lot message
-// (sifen.FitLot over the documents with their XML).
-func (s *Server) fitLot(ctx context.Context, ids []int64) (int, error) {
-	docs := make([]sifen.Document, len(ids))
-	for i, id := range ids {
-		d, err := s.Sifen.Get(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		docs[i] = d
-	}
-	return sifen.FitLot(docs)
 }
 
 // documentID reads the {id} of a document route.

@@ -48,6 +48,25 @@ func count(t *testing.T, db *sql.DB, query string) int {
 	return n
 }
 
+// legacySchema builds in db the schema balde's migrations 0001 to version
+// left before the balde_ prefix (testdata/legacy, one file a version), with
+// that version in schema_migrations.
+func legacySchema(t *testing.T, db *sql.DB, engine sqlstore.Engine, version int) {
+	t.Helper()
+	dir := filepath.Join("testdata", "legacy", string(engine))
+	files, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, files, 4)
+	for _, f := range files[:version] {
+		body, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		require.NoError(t, err)
+		exec(t, db, string(body))
+	}
+	exec(t, db,
+		`CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO schema_migrations (version, dirty) VALUES (%d, false)`, version))
+}
+
 func migrateUp(t *testing.T, dsn string) {
 	t.Helper()
 	require.NoError(t, sqlstore.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
@@ -61,18 +80,8 @@ func migrateUp(t *testing.T, dsn string) {
 func TestUpgradeFromUnprefixedSchema(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn, db := emptyDatabase(t, engine)
-		dir := filepath.Join("testdata", "legacy", string(engine))
-		files, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		require.Len(t, files, 4)
-		for _, f := range files {
-			body, err := os.ReadFile(filepath.Join(dir, f.Name()))
-			require.NoError(t, err)
-			exec(t, db, string(body))
-		}
+		legacySchema(t, db, engine, 4)
 		exec(t, db,
-			`CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`,
-			`INSERT INTO schema_migrations (version, dirty) VALUES (4, false)`,
 			`INSERT INTO policies (name) VALUES ('SIFEN_RECEPCION_LOTE')`,
 			`INSERT INTO buckets (policy_id, env, identifier, tokens, refilled_at) VALUES (1, 'test', '80012345', 0, 1)`,
 			`INSERT INTO documents (env, ruc, dv, cdc, de_type, xml, status, created_at, updated_at)
@@ -181,17 +190,8 @@ func TestApplicationTablesNamedLikeBaldesAreNotAdopted(t *testing.T) {
 func TestUpgradeLeavesTheApplicationsTablesOfLaterVersions(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn, db := emptyDatabase(t, engine)
-		dir := filepath.Join("testdata", "legacy", string(engine))
-		files, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		for _, f := range files[:2] { // 0001 and 0002
-			body, err := os.ReadFile(filepath.Join(dir, f.Name()))
-			require.NoError(t, err)
-			exec(t, db, string(body))
-		}
+		legacySchema(t, db, engine, 2)
 		exec(t, db,
-			`CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`,
-			`INSERT INTO schema_migrations (version, dirty) VALUES (2, false)`,
 			`CREATE TABLE documents (id INTEGER PRIMARY KEY, title TEXT NOT NULL)`,
 			`INSERT INTO documents (id, title) VALUES (1, 'the app''s own')`,
 		)

@@ -81,6 +81,27 @@ type genSpec struct {
 }
 
 // generate runs test-tools/gen.js.
+// generateSet makes the suite's seven documents, numbered from first:
+// facturas of three RUCs (two of 80069563-1), a nota de remisión, then a
+// nota de crédito and a nota de débito on the first two facturas.
+func generateSet(t *testing.T, first int) []genDoc {
+	t.Helper()
+	tools := testTools(t)
+	p12, pw := testP12(t)
+	docs := generate(t, tools, p12, pw,
+		genSpec{RUC: "80069563-1", Tipo: 1, Numero: first},
+		genSpec{RUC: "80069563-1", Tipo: 1, Numero: first + 1},
+		genSpec{RUC: "88888801-5", Tipo: 1, Numero: first + 2},
+		genSpec{RUC: "800695-4", Tipo: 1, Numero: first + 3},
+		genSpec{RUC: "80069563-1", Tipo: 7, Numero: first + 4},
+	)
+	notes := generate(t, tools, p12, pw,
+		genSpec{RUC: "80069563-1", Tipo: 5, Numero: first + 5, Asociado: docs[0].CDC},
+		genSpec{RUC: "80069563-1", Tipo: 6, Numero: first + 6, Asociado: docs[1].CDC},
+	)
+	return append(docs, notes...)
+}
+
 func generate(t *testing.T, tools, p12, password string, specs ...genSpec) []genDoc {
 	t.Helper()
 	in, err := json.Marshal(map[string]any{"p12": p12, "password": password, "out": t.TempDir(), "docs": specs})
@@ -145,19 +166,7 @@ func verifySignatures(t *testing.T, tools string, xdes []string) (lines []string
 // zips as sent still verify.
 func TestRealDocumentsThroughSifenSend(t *testing.T) {
 	tools := testTools(t)
-	p12, pw := testP12(t)
-	docs := generate(t, tools, p12, pw,
-		genSpec{RUC: "80069563-1", Tipo: 1, Numero: 1},
-		genSpec{RUC: "80069563-1", Tipo: 1, Numero: 2},
-		genSpec{RUC: "88888801-5", Tipo: 1, Numero: 3},
-		genSpec{RUC: "800695-4", Tipo: 1, Numero: 4},
-		genSpec{RUC: "80069563-1", Tipo: 7, Numero: 5},
-	)
-	notes := generate(t, tools, p12, pw,
-		genSpec{RUC: "80069563-1", Tipo: 5, Numero: 6, Asociado: docs[0].CDC},
-		genSpec{RUC: "80069563-1", Tipo: 6, Numero: 7, Asociado: docs[1].CDC},
-	)
-	docs = append(docs, notes...)
+	docs := generateSet(t, 1)
 	dir := t.TempDir()
 	for _, d := range docs {
 		b, err := os.ReadFile(d.File)
@@ -209,19 +218,7 @@ func TestRealDocumentsThroughSifenSend(t *testing.T) {
 // still verify.
 func TestRealDocumentsThroughTheWebUpload(t *testing.T) {
 	tools := testTools(t)
-	p12, pw := testP12(t)
-	docs := generate(t, tools, p12, pw,
-		genSpec{RUC: "80069563-1", Tipo: 1, Numero: 11},
-		genSpec{RUC: "80069563-1", Tipo: 1, Numero: 12},
-		genSpec{RUC: "88888801-5", Tipo: 1, Numero: 13},
-		genSpec{RUC: "800695-4", Tipo: 1, Numero: 14},
-		genSpec{RUC: "80069563-1", Tipo: 7, Numero: 15},
-	)
-	notes := generate(t, tools, p12, pw,
-		genSpec{RUC: "80069563-1", Tipo: 5, Numero: 16, Asociado: docs[0].CDC},
-		genSpec{RUC: "80069563-1", Tipo: 6, Numero: 17, Asociado: docs[1].CDC},
-	)
-	docs = append(docs, notes...)
+	docs := generateSet(t, 11)
 
 	sim, err := sifensim.NewServer(sifensim.Config{Interval: 50 * time.Millisecond, Processing: time.Minute, Logger: discardLogger})
 	require.NoError(t, err)

@@ -221,27 +221,13 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 	} else if err := ValidateEndToEndID(e2e); err != nil {
 		return LookupResult{}, err
 	}
-	res := LookupResult{EndToEndID: e2e, Key: key}
 	hdr := http.Header{}
 	hdr.Set(HeaderPayerID, req.PayerID)
 	hdr.Set(HeaderEndToEndID, e2e)
-	resp, err := c.do(ctx, call{
-		op: OpGetEntry, method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value),
-		header: hdr, decision: &res.Decision,
-	})
-	if d, ok := throttle.AsRefusal(err); ok {
-		res.Decision = d
-		return res, nil
-	}
-	if err != nil {
-		return res, err
-	}
-	var out GetEntryResponse
-	if err := resp.decode(OpGetEntry, http.StatusOK, &out); err != nil {
-		return res, err
-	}
-	res.Entry = &out
-	return res, nil
+	r, err := send[GetEntryResponse](ctx, c, call{
+		op: OpGetEntry, method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value), header: hdr,
+	}, http.StatusOK)
+	return LookupResult{EndToEndID: e2e, Key: key, Decision: r.Decision, Entry: r.Response}, err
 }
 
 // Result is the outcome of a DICT operation other than getEntry (which has

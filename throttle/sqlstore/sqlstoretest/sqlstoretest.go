@@ -80,12 +80,7 @@ func PostgresSchema(tb testing.TB) string {
 		defer db.Close()
 		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
 	})
-	u, err := url.Parse(base)
-	require.NoError(tb, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return withParam(tb, base, "search_path", schema)
 }
 
 // MustOpen opens a migrated store on a new database for one test and closes
@@ -125,10 +120,17 @@ func TerminateSessions(tb testing.TB, app string) int {
 // to app, so that TerminateSessions finds its sessions.
 func WithApplicationName(tb testing.TB, dsn, app string) string {
 	tb.Helper()
+	return withParam(tb, dsn, "application_name", app)
+}
+
+// withParam returns the PostgreSQL URL dsn with its query parameter key set
+// to value.
+func withParam(tb testing.TB, dsn, key, value string) string {
+	tb.Helper()
 	u, err := url.Parse(dsn)
 	require.NoError(tb, err)
 	q := u.Query()
-	q.Set("application_name", app)
+	q.Set(key, value)
 	u.RawQuery = q.Encode()
 	return u.String()
 }

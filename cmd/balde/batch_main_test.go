@@ -104,6 +104,10 @@ type fakeTime struct {
 	mu     sync.Mutex
 	sleeps []time.Duration
 	also   []func(time.Duration)
+	// interruptible makes a sleep whose also cancelled its context return
+	// the context's error, as a real sleep cut by Ctrl-C does; otherwise
+	// the sleep completes and the cancellation is seen at the next check.
+	interruptible bool
 }
 
 func newFakeTime(at time.Time, also ...func(time.Duration)) *fakeTime {
@@ -120,6 +124,9 @@ func (f *fakeTime) sleep(ctx context.Context, d time.Duration) error {
 	f.Advance(d)
 	for _, fn := range f.also {
 		fn(d)
+	}
+	if f.interruptible {
+		return ctx.Err() // an also that cancelled is a Ctrl-C during the sleep
 	}
 	return nil
 }

@@ -604,18 +604,24 @@ func TestSifenSendFollowInterrupted(t *testing.T) {
 	writeFile(t, dir, "a.xml", sifentest.Lote(sifentest.Doc{Number: 1}))
 	writeFile(t, dir, "b.xml", sifentest.Lote(sifentest.Doc{Number: 2, Type: 5}))
 
+	// Ctrl-C comes during the batch's first sleep (a signal, not a timer).
+	var stop context.CancelFunc
+	clock := newFakeTime(testEpoch, func(time.Duration) { stop() })
+	clock.interruptible = true
+
 	// The second lot waits 30 s for the RUC's interval: Ctrl-C then.
-	ctx, stop := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, stop)
-	code, _, stderr := runIn(ctx, nil, "", env, "sifen-send", "--follow", dir)
+	var ctx context.Context
+	ctx, stop = context.WithCancel(context.Background())
+	code, _, stderr := runIn(ctx, clock, "", env, "sifen-send", "--follow", dir)
+	stop()
 	require.Equal(t, ExitFailed, code, stderr)
 	require.Contains(t, stderr, "1 of 2 not done")
 	require.NotContains(t, stderr, "context canceled")
 
 	// Ctrl-C while following the lot that went (processing for an hour).
 	ctx, stop = context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, stop)
-	code, _, stderr = runIn(ctx, nil, "", env, "sifen-send", "--follow")
+	code, _, stderr = runIn(ctx, clock, "", env, "sifen-send", "--follow")
+	stop()
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, stderr, "context canceled")
 	require.Contains(t, stderr, "interrupted while following 1 document(s)")

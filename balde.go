@@ -35,10 +35,11 @@ type Config struct {
 	DB string
 	// SQLDB is the application's own pool, used instead of DB
 	// (sqlstore.OpenDB: on SQLite open it with sqlstore.SQLiteDSN; on
-	// PostgreSQL it must be pgx's). Close leaves it open. Engine names its
-	// database: sqlstore.SQLite or sqlstore.Postgres.
-	SQLDB  *sql.DB
-	Engine sqlstore.Engine
+	// PostgreSQL it must be pgx's). Close leaves it open. Dialect names its
+	// database: sqlstore.SQLite or sqlstore.Postgres (required with SQLDB;
+	// a DSN says it itself).
+	SQLDB   *sql.DB
+	Dialect sqlstore.Engine
 	// Migrate applies balde's pending migrations at Open. They keep their
 	// versions in balde_schema_migrations and their tables are named
 	// balde_*, beside the application's own.
@@ -84,7 +85,7 @@ type Config struct {
 // ConfigError is a setting of Config that Open refused before touching
 // any database.
 type ConfigError struct {
-	// Setting is the field of Config: "DB", "Engine", "DictCategory",
+	// Setting is the field of Config: "DB", "Dialect", "DictCategory",
 	// "PolicyFile", "Sifen", "Inbound" or "Limiter" (thresholds and the
 	// like).
 	Setting string
@@ -148,10 +149,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	var store *sqlstore.Store
 	switch {
 	case cfg.SQLDB != nil:
-		if cfg.Engine != sqlstore.SQLite && cfg.Engine != sqlstore.Postgres {
-			return nil, &ConfigError{"Engine", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Engine)}
+		if cfg.Dialect != sqlstore.SQLite && cfg.Dialect != sqlstore.Postgres {
+			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Dialect)}
 		}
-		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, cfg.Engine, opts)
+		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, cfg.Dialect, opts)
 	case cfg.DB != "":
 		if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
 			return nil, &ConfigError{"DB", err}

@@ -29,7 +29,7 @@ func TestOpenRefusesBadSettingsBeforeTouchingTheDatabase(t *testing.T) {
 	}{
 		{"NoDatabase", balde.Config{}, "DB"},
 		{"BadDSN", balde.Config{DB: "mysql://x"}, "DB"},
-		{"PoolWithoutEngine", balde.Config{SQLDB: appDB}, "Engine"},
+		{"PoolWithoutDialect", balde.Config{SQLDB: appDB}, "Dialect"},
 		{"BadCategory", balde.Config{DB: db, DictCategory: "not a category"}, "DictCategory"},
 		{"MissingPolicyFile", balde.Config{DB: db, PolicyFile: filepath.Join(dir, "nope.json")}, "PolicyFile"},
 		{"BadInbound", balde.Config{DB: db, Inbound: &web.InboundConfig{IPLimit: -1}}, "Inbound"},

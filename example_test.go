@@ -59,7 +59,7 @@ func Example_applicationPool() {
 
 	db, _ := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "app.db"))) // the app's pool
 	defer db.Close()
-	eng, err := balde.Open(ctx, balde.Config{SQLDB: db, Engine: sqlstore.SQLite, Migrate: true})
+	eng, err := balde.Open(ctx, balde.Config{SQLDB: db, Dialect: sqlstore.SQLite, Migrate: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -49,7 +49,7 @@ var steps = map[string]func(context.Context, *app) error{
 	},
 	// balde on the application's pool, migrating beside its tables.
 	"migrate": func(ctx context.Context, a *app) error {
-		eng, err := balde.Open(ctx, balde.Config{SQLDB: a.db, Engine: a.engine, Migrate: true,
+		eng, err := balde.Open(ctx, balde.Config{SQLDB: a.db, Dialect: a.engine, Migrate: true,
 			Inbound: &web.InboundConfig{IPLimit: 2, Window: time.Minute, Block: time.Minute}})
 		if err != nil {
 			return err

@@ -268,6 +268,8 @@ func (a *app) openServer(cfg Config) error {
 	s.Admin = creds
 	s.TrustedProxies = cfg.TrustedProxies
 	s.MetricsToken = cfg.MetricsToken
+	s.RuntimeMetrics = true // a process of its own: Go and process collectors too
+	s.LogRequests = true
 	s.HealthCheck = storeHealth(a.engine.store)
 	s.Sifen = a.sender
 	s.Dict = a.dict

@@ -24,12 +24,13 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// runServe is "balde serve": the web app. It opens the store (applying
-// pending migrations), starts the DICT and SIFEN simulators when no
-// endpoint is configured, builds the DICT client and the SIFEN sender,
-// settles SIFEN documents a crashed send left in "sending", serves until the
-// context ends (Ctrl-C, SIGTERM) with reconciliation and pruning in the
-// background, and shuts down gracefully.
+// runServe is "balde serve": the web app. It starts the DICT and SIFEN
+// simulators when no endpoint is configured, opens the engine (the store,
+// pending migrations applied, the DICT client and the SIFEN sender), runs
+// its background work (balde.Engine.Run: SIFEN documents a crashed send
+// left in "sending" settled before the server opens, then lot polling,
+// re-grading, reconciliation, pruning), serves until the context ends
+// (Ctrl-C, SIGTERM), and shuts down gracefully.
 func runServe(ctx context.Context, m *Main, args []string) error {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {

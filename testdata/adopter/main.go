@@ -121,9 +121,9 @@ var steps = map[string]func(context.Context, *app) error{
 		case <-a.eng.Started():
 			return nil
 		case err := <-a.runDone:
-			return fmt.Errorf("Run ended at start: %v", err)
+			return fmt.Errorf("engine run ended at start: %v", err)
 		case <-time.After(30 * time.Second):
-			return errors.New("Run's start work took more than 30 s")
+			return errors.New("the engine's start work took more than 30 s")
 		}
 	},
 	// The admin pages under /balde/ in the application's router, behind
@@ -327,10 +327,10 @@ var steps = map[string]func(context.Context, *app) error{
 		select {
 		case err := <-a.runDone:
 			if err != nil {
-				return fmt.Errorf("Run: %w", err)
+				return fmt.Errorf("engine run: %w", err)
 			}
 		case <-time.After(30 * time.Second):
-			return errors.New("Run still running 30 s after its context ended")
+			return errors.New("the engine still running 30 s after its context ended")
 		}
 		if err := a.server.Close(); err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 // adopterSteps are the steps the throwaway application runs, in order (see
 // testdata/adopter/main.go).
 var adopterSteps = []string{"app-schema", "sims", "migrate", "run", "handler", "middleware", "dict-transport",
-	"sifen", "metrics", "untouched", "close", "logs"}
+	"dict-client", "sifen", "metrics", "untouched", "close", "logs"}
 
 // Done-when of issue 10: a separate module, its go.mod replacing balde with
 // this checkout, imports balde, migrates into a database that already has
@@ -26,7 +26,8 @@ var adopterSteps = []string{"app-schema", "sims", "migrate", "run", "handler", "
 // table (both untouched after), mounts the handler and the middleware, on
 // SQLite and PostgreSQL. Issue 19 adds: the engine's background jobs run
 // (Engine.Run), SIFEN drafts reach approved through Run's lot polling
-// against sifensim, the admin pages sit behind the application's own login
+// against sifensim, the engine's DICT client sends through the
+// application's own http.Client, the admin pages sit behind the application's own login
 // inside the inbound middleware, balde's metrics are gathered from the
 // application's registry beside the default one, and balde logs only
 // through the application's logger. The module's requirements are balde's

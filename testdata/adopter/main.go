@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -50,6 +51,9 @@ type app struct {
 
 	clock      *throttle.ManualClock // the engine's and the SIFEN simulator's time
 	sifenURL   string
+	dictURL    string
+	httpClient *http.Client // the application's own, counting what it sends
+	sent       atomic.Int64
 	stopSims   func()
 	metrics    *web.Metrics
 	logger     *slog.Logger  // the application's logger, writing to logs
@@ -79,18 +83,33 @@ var steps = map[string]func(context.Context, *app) error{
 			`CREATE TABLE documents (id INTEGER PRIMARY KEY, title TEXT NOT NULL)`,
 			`INSERT INTO documents (id, title) VALUES (1, 'invoice 2026-001')`)
 	},
-	// The SIFEN simulator on 127.0.0.1:0, on the application's clock.
+	// The SIFEN simulator on the application's clock and the DICT
+	// simulator (category C, one key), each on 127.0.0.1:0.
 	"sims": func(ctx context.Context, a *app) error {
-		sim, err := sifensim.NewServer(sifensim.Config{Clock: a.clock.Now, Processing: time.Minute,
-			Logger: slog.New(slog.DiscardHandler)})
+		quiet := slog.New(slog.DiscardHandler)
+		ss, err := sifensim.NewServer(sifensim.Config{Clock: a.clock.Now, Processing: time.Minute, Logger: quiet})
 		if err != nil {
 			return err
 		}
-		if err := sim.Open("127.0.0.1:0"); err != nil {
+		if err := ss.Open("127.0.0.1:0"); err != nil {
 			return err
 		}
-		a.sifenURL = sim.URL() + "/{env}"
-		a.stopSims = func() { sim.Close() }
+		a.sifenURL = ss.URL() + "/{env}"
+		ds, err := dictsim.NewServer(ctx, dictsim.Config{Category: "C", Entries: []dictsim.Entry{{
+			Key: "maria.souza@example.com", KeyType: "EMAIL",
+			Account: dictsim.Account{Participant: "12345678", Branch: "0001", AccountNumber: "0001234567", AccountType: "CACC"},
+			Owner:   dictsim.Owner{Type: "NATURAL_PERSON", TaxIDNumber: "52998224725", Name: "Maria Souza"},
+		}}, Logger: quiet})
+		if err != nil {
+			ss.Close()
+			return err
+		}
+		if err := ds.Open("127.0.0.1:0"); err != nil {
+			ss.Close()
+			return err
+		}
+		a.dictURL = ds.URL()
+		a.stopSims = func() { ss.Close(); ds.Close() }
 		return nil
 	},
 	// balde on the application's pool, migrating beside its tables, with
@@ -98,9 +117,13 @@ var steps = map[string]func(context.Context, *app) error{
 	"migrate": func(ctx context.Context, a *app) error {
 		a.metrics = web.NewMetrics()
 		eng, err := balde.Open(ctx, balde.Config{SQLDB: a.db, Dialect: a.engine, Migrate: true,
-			Clock:    a.clock.Now,
-			Inbound:  &web.InboundConfig{IPLimit: 2, Window: time.Minute, Block: time.Minute},
-			Sifen:    &balde.SifenConfig{BaseURL: a.sifenURL},
+			Clock:   a.clock.Now,
+			Inbound: &web.InboundConfig{IPLimit: 2, Window: time.Minute, Block: time.Minute},
+			Sifen:   &balde.SifenConfig{BaseURL: a.sifenURL},
+			// The engine's DICT client sends through the application's
+			// own client (its TLS, its signing proxy, here a counter).
+			Dict: &balde.DictConfig{BaseURL: a.dictURL, Participant: "12345678", HTTPClient: a.httpClient,
+				LearnCategory: true, Simulator: true},
 			Jobs:     balde.Jobs{SifenPollEvery: 10 * time.Millisecond},
 			Observer: a.metrics,
 			Logger:   a.logger,
@@ -181,25 +204,13 @@ var steps = map[string]func(context.Context, *app) error{
 	// the participant's buckets of the engine's limiter (the worst case held,
 	// the difference refunded), recorded for payment credits.
 	"dict-transport": func(ctx context.Context, a *app) error {
-		sim, err := dictsim.NewServer(ctx, dictsim.Config{Entries: []dictsim.Entry{{
-			Key: "maria.souza@example.com", KeyType: "EMAIL",
-			Account: dictsim.Account{Participant: "12345678", Branch: "0001", AccountNumber: "0001234567", AccountType: "CACC"},
-			Owner:   dictsim.Owner{Type: "NATURAL_PERSON", TaxIDNumber: "52998224725", Name: "Maria Souza"},
-		}}, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			return err
-		}
-		if err := sim.Open("127.0.0.1:0"); err != nil {
-			return err
-		}
-		defer sim.Close()
 		appClient := &http.Client{Timeout: 10 * time.Second} // the application's own, signed, client
 		catalog := a.eng.DictCatalog()
 		appClient.Transport = &dict.Transport{Base: http.DefaultTransport,
 			Meter: dict.Meter{Limiter: a.eng.Limiter(), Catalog: catalog}, Participant: "12345678", Records: a.eng.DictRecords(),
 			Logger: a.logger}
 		const e2e = "E12345678202601020304abcdefghij1"
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, sim.URL()+"/api/v2/entries/maria.souza@example.com", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.dictURL+"/api/v2/entries/maria.souza@example.com", nil)
 		if err != nil {
 			return err
 		}
@@ -294,6 +305,26 @@ var steps = map[string]func(context.Context, *app) error{
 		return nil
 	},
 
+	// A lookup through the engine's DICT client goes out through the
+	// application's own http.Client, with the category Run learned.
+	"dict-client": func(ctx context.Context, a *app) error {
+		if c := a.eng.DictCatalog().Category(); c != "C" {
+			return fmt.Errorf("category %q, want C (learned by Run from the DICT)", c)
+		}
+		before := a.sent.Load()
+		res, err := a.eng.Dict().GetEntry(ctx, dict.LookupRequest{Key: "maria.souza@example.com", PayerID: "52998224725"})
+		if err != nil {
+			return err
+		}
+		if res.Entry == nil || !res.Decision.Allowed {
+			return fmt.Errorf("lookup: entry %v, decision %+v", res.Entry, res.Decision)
+		}
+		if n := a.sent.Load() - before; n != 1 {
+			return fmt.Errorf("%d requests through the application's client, want 1", n)
+		}
+		return nil
+	},
+
 	// The application's history and table as they were.
 	"untouched": func(ctx context.Context, a *app) error {
 		var version int64
@@ -353,6 +384,14 @@ var steps = map[string]func(context.Context, *app) error{
 	},
 }
 
+// countingTransport counts the requests the application's client sends.
+type countingTransport struct{ n *atomic.Int64 }
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // lockedBuffer is a log destination safe for balde's goroutines.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -381,6 +420,7 @@ func main() {
 		clock: throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC)),
 		logs:  &lockedBuffer{}, defaultLog: &lockedBuffer{}}
 	a.logger = slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a.httpClient = &http.Client{Timeout: 10 * time.Second, Transport: countingTransport{&a.sent}}
 	slog.SetDefault(slog.New(slog.NewTextHandler(a.defaultLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	driver, dsn := "sqlite", sqlstore.SQLiteDSN(os.Args[2])
 	if a.engine == sqlstore.Postgres {

@@ -194,7 +194,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if err := checkWritable(ctx, a.engine.store); err != nil {
 		return nil, err
 	}
-	if err := a.run(); err != nil {
+	if err := a.run(ctx); err != nil {
 		return nil, err
 	}
 	if err := a.openServer(cfg); err != nil {
@@ -204,11 +204,11 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	return a, nil
 }
 
-// run starts the engine's background work and waits for its start work
-// (before anything can send: the SIFEN interval shared, documents a
-// crashed send left in "sending" settled).
-func (a *app) run() error {
-	ctx, cancel := context.WithCancel(context.Background())
+// run starts the engine's background work, until ctx ends or close, and
+// waits for its start work (before anything can send: the SIFEN interval
+// shared, documents a crashed send left in "sending" settled).
+func (a *app) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
 	a.stop, a.stopped = cancel, make(chan error, 1)
 	go func() { a.stopped <- a.engine.Run(ctx) }()
 	select {

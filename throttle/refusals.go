@@ -14,8 +14,10 @@ import (
 // answered from memory, without a database round trip.
 //
 // It can only be stricter than the store: an entry lives until the exact
-// instant the store said the key would admit again, and a credit, refund or
-// reset made through this Limiter drops the key's entry. A credit or reset
+// instant the store said the key would admit again, it answers only
+// refusals that would change nothing stored (see check: never one that
+// starts a block), and a credit, refund, reset or admitted take made
+// through this Limiter drops the key's entry. A credit or reset
 // made by ANOTHER process is not seen, so this process may keep refusing the
 // key until the remembered instant: never more generous than the mirror,
 // as the DICT manual requires of a participant's internal limit.
@@ -115,38 +117,76 @@ func (c *refusalCache) requeue(due []refusalCount) {
 // remembered as refused at now for at least its cost. flush is set when the
 // key's pending group became a minute old and was queued: the caller
 // should write the queue now (drain).
+//
+// The cache answers only refusals that change nothing stored. A refusal
+// for tokens or for the cooldown under a policy with a BlockFor starts a
+// new block in the store (see Tx.take), which memory cannot write: when
+// any charge of the take would be refused that way (its remembered bucket
+// is not blocked for at least its other waits, or it is not remembered at
+// all and so might be), the store decides. So a key whose block is shorter
+// than its window is blocked again on each refusal after the block ran out,
+// exactly as without the cache.
 func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush bool) {
 	if c == nil {
 		return Decision{}, false, false
 	}
+	var (
+		answer *refusal
+		at     priced
+		bd     BucketDecision
+	)
 	for _, p := range ps {
-		r, found := c.entries.Get(p.Key)
+		r, bdp, found := c.lookup(p, now)
 		if !found {
+			if p.policy.BlockFor > 0 {
+				return Decision{}, false, false // the store might start its block
+			}
 			continue
 		}
-		if !now.Before(r.until) {
-			c.entries.Remove(p.Key) // its pending group is queued by the eviction
-			continue
+		if bdp.Reason != ReasonBlocked && p.policy.BlockFor > 0 {
+			return Decision{}, false, false // the store starts a new block
 		}
-		if p.need() < r.cost || p.policy != r.policy {
-			continue
+		if answer == nil {
+			answer, at, bd = r, p, bdp
 		}
-		// The same pure rule as in the store, on the remembered state: the
-		// answer is what the store would give if nobody else touched the key.
-		b := r.bucket
-		b.Refill(p.policy, now)
-		bd := b.evaluate(p.policy, p.need(), now)
-		bd.Cost = p.Cost
-		if bd.Reason == ReasonNone {
-			c.entries.Remove(p.Key)
-			continue
-		}
-		bd.Remaining, bd.ResetAfter = b.Tokens, b.UntilFull(p.policy, now)
-		d := Decision{Buckets: []BucketDecision{bd}, Cached: true}
-		d.decide()
-		return d, true, c.count(r, p, bd, now)
 	}
-	return Decision{}, false, false
+	if answer == nil {
+		return Decision{}, false, false
+	}
+	d = Decision{Buckets: []BucketDecision{bd}, Cached: true}
+	d.decide()
+	return d, true, c.count(answer, at, bd, now)
+}
+
+// lookup evaluates charge p on its key's remembered refusal at now: found
+// is false when the key is not remembered, its entry expired (it is then
+// dropped), the entry was for a larger cost or another policy, or the
+// remembered bucket would admit p.
+func (c *refusalCache) lookup(p priced, now time.Time) (*refusal, BucketDecision, bool) {
+	r, found := c.entries.Get(p.Key)
+	if !found {
+		return nil, BucketDecision{}, false
+	}
+	if !now.Before(r.until) {
+		c.entries.Remove(p.Key) // its pending group is queued by the eviction
+		return nil, BucketDecision{}, false
+	}
+	if p.need() < r.cost || p.policy != r.policy {
+		return nil, BucketDecision{}, false
+	}
+	// The same pure rule as in the store, on the remembered state: the
+	// answer is what the store would give if nobody else touched the key.
+	b := r.bucket
+	b.Spent = slices.Clone(b.Spent)
+	b.Refill(p.policy, now)
+	bd := b.evaluate(p.policy, p.need(), now)
+	bd.Cost = p.Cost
+	if bd.Reason == ReasonNone {
+		c.entries.Remove(p.Key)
+		return nil, BucketDecision{}, false
+	}
+	bd.Remaining, bd.ResetAfter = b.Tokens, b.UntilFull(p.policy, now)
+	return r, bd, true
 }
 
 // count adds a refusal answered from memory to r's pending group and

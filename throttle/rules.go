@@ -34,7 +34,7 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 		case d.Allowed:
 			tb.b.spend(c.policy, c.Cost, tx.now)
 			tx.touch(tb, c.policy, r.thresholds)
-			tx.record(tb, -c.Cost, LedgerTake, ref)
+			tx.recordTake(tb, c.policy, -c.Cost, ref)
 		case bd.Reason != ReasonNone:
 			// A refusal for tokens or cooldown starts the policy's block.
 			if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {

@@ -329,7 +329,8 @@ func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 
 // rollingPolicy is an exact sliding window of limit requests per window:
 // each token spent comes back exactly one window later (RefillRolling),
-// and exceeding the limit blocks the key for block.
+// and exceeding the limit blocks the key for block. Its takes write no
+// ledger rows (throttle.LedgerNoTakes), whichever limiter resolves it.
 func rollingPolicy(name string, limit int64, window, block time.Duration, fail throttle.FailMode) throttle.Policy {
 	return throttle.Policy{
 		Name:         name,
@@ -339,6 +340,7 @@ func rollingPolicy(name string, limit int64, window, block time.Duration, fail t
 		RefillPeriod: window,
 		BlockFor:     block,
 		FailMode:     fail,
+		Ledger:       throttle.LedgerNoTakes,
 	}
 }
 

@@ -43,6 +43,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"Reset", testReset},
 		{"LedgerExplainsBalance", testLedgerReplay},
 		{"LedgerAggregatesTakes", testLedgerAggregate},
+		{"LedgerGranularityPerPolicy", testLedgerPerPolicy},
 		{"LedgerPerBucketPages", testLedgerPerBucket},
 		{"LedgerWindowFoldsSlots", testLedgerWindow},
 		{"ListAndPaginate", testList},
@@ -548,6 +549,87 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 	require.NoError(t, err)
 	require.Equal(t, int64(11), n)
+}
+
+// testLedgerPerPolicy: an application's high-volume policy folds its
+// takes per minute (Policy.Ledger) while a DICT policy in the same limiter,
+// at the limiter's default, keeps one row per take; a policy writing no
+// takes still writes its refusals. Each ledger still explains its balance.
+func testLedgerPerPolicy(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	sms := throttle.Policy{Name: "SMS", Capacity: 1000, RefillTokens: 10, RefillPeriod: time.Second, Ledger: throttle.LedgerAggregateTakes}
+	dict := pf(throttle.RefillStepwise) // Ledger left at LedgerDefault
+	quiet := throttle.Policy{Name: "QUIET", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Hour, Ledger: throttle.LedgerNoTakes}
+	e := NewEnv(t, open, throttle.Policies{"SMS": sms, dict.Name: dict, "QUIET": quiet}, throttle.Config{})
+	keySMS := throttle.Key{Policy: "SMS", Env: "test", Identifier: "account-1"}
+	keyDict := throttle.Key{Policy: dict.Name, Env: "test", Identifier: "12345678901"}
+	keyQuiet := throttle.Key{Policy: "QUIET", Env: "test", Identifier: "q"}
+	var smsTakes, dictTakes int64
+	for i := range 180 {
+		e.Clock.Advance(time.Second)
+		if e.Take(keySMS, 5).Allowed {
+			smsTakes++
+		}
+		if i%20 == 0 {
+			// One request charging both: each key at its own granularity.
+			d, err := e.Limiter.Take(ctx, "E2E", throttle.Charge{Key: keySMS, Cost: 1}, throttle.Charge{Key: keyDict, Cost: 1})
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			smsTakes++
+			dictTakes++
+		}
+	}
+	for range 5 {
+		e.Take(keyQuiet, 1)
+	}
+	require.NoError(t, e.Limiter.FlushRefusals(ctx))
+
+	all := func(k throttle.Key) []throttle.LedgerEntry {
+		es, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		require.NoError(t, err)
+		reverse(es)
+		return es
+	}
+	// The DICT bucket: one row per take, and Replay explains its balance.
+	dictRows := all(keyDict)
+	require.Len(t, dictRows, int(dictTakes))
+	for _, en := range dictRows {
+		require.Equal(t, int64(1), en.Count)
+		require.Equal(t, "E2E", en.Ref)
+	}
+	b, err := throttle.Replay(dict, dictRows)
+	require.NoError(t, err)
+	st := e.State(keyDict)
+	b.Refill(dict, st.At)
+	require.Equal(t, st.Tokens, b.Tokens)
+
+	// The SMS bucket: at most one take row per minute, counting every take;
+	// the newest row's balance is the bucket's, and the window folded in
+	// the store is FoldLedger's.
+	smsRows := all(keySMS)
+	require.LessOrEqual(t, len(smsRows), 4, "180 s of takes in at most 4 minutes")
+	var events int64
+	for _, en := range smsRows {
+		require.Equal(t, throttle.LedgerTake, en.Reason)
+		events += en.Count
+	}
+	require.Equal(t, smsTakes, events)
+	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keySMS, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+	require.NoError(t, err)
+	require.Equal(t, smsTakes, n)
+	require.Equal(t, e.State(keySMS).Tokens, smsRows[len(smsRows)-1].Balance)
+	now := e.Clock.Now()
+	wq := throttle.LedgerWindowQuery{Key: keySMS, From: now.Add(-time.Hour), To: now, Slots: 60}
+	window, err := e.Limiter.LedgerWindow(ctx, wq)
+	require.NoError(t, err)
+	require.Equal(t, throttle.FoldLedger(smsRows, wq), window)
+
+	// QUIET: no take rows, its refusals still there.
+	quietRows := all(keyQuiet)
+	require.Len(t, quietRows, 2)
+	for _, en := range quietRows {
+		require.Equal(t, throttle.LedgerRefusedEmpty, en.Reason)
+	}
 }
 
 func testLedgerPerBucket(t *testing.T, open OpenStore) {

@@ -23,9 +23,12 @@ import (
 // as the DICT manual requires of a participant's internal limit.
 //
 // Refusals answered from memory are still written to the ledger, as one row
-// per key and group (Count refusals, stamped with the last one's time): with
-// the limiter's next transaction once their entry expires or is evicted,
-// inline once a group is older than refusalFlushEvery, and whenever
+// per key, reason and group: Count refusals, all within RefusalGroupSpan of
+// the group's first, stamped with the newest one's time (see
+// Tx.recordRefusals). A group is written with the limiter's next
+// transaction once its entry expires or is evicted, inline when a refusal
+// comes RefusalGroupSpan or more after the group's first (the group is
+// closed and the refusal starts the next), and whenever
 // Limiter.FlushRefusals is called.
 type refusalCache struct {
 	entries *lru.Cache[Key, *refusal]
@@ -37,9 +40,13 @@ type refusalCache struct {
 	due []refusalCount // groups to write with the next transaction
 }
 
-// refusalFlushEvery bounds how long refusals answered from memory wait to
-// reach the ledger while their key keeps being hammered.
-const refusalFlushEvery = time.Minute
+// RefusalGroupSpan bounds the refusals of one ledger row of refusals
+// answered from memory: all lie within this span before the row's time
+// (the newest's). Prune deletes such a row once At+RefusalGroupSpan is
+// past the retention, so no refusal in it outlives the retention. It also
+// bounds how long refusals wait to reach the ledger while their key keeps
+// being hammered.
+const RefusalGroupSpan = time.Minute
 
 type refusal struct {
 	until  time.Time // the key admits again at this instant
@@ -189,18 +196,21 @@ func (c *refusalCache) lookup(p priced, now time.Time) (*refusal, BucketDecision
 	return r, bd, true
 }
 
-// count adds a refusal answered from memory to r's pending group and
-// queues the group once it is refusalFlushEvery old; it reports whether it
-// did.
+// count adds a refusal answered from memory to r's pending group. A
+// refusal of another reason, or RefusalGroupSpan or more after the group's
+// first, closes the group (queued) and starts the next; count reports
+// whether it queued one for the caller to write.
 func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.Time) bool {
 	if !c.counting {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending.n > 0 && r.pending.reason != bd.Reason {
-		c.queue(r.pending) // a new reason starts a new group
+	closed := false
+	if r.pending.n > 0 && (r.pending.reason != bd.Reason || now.Sub(r.first) >= RefusalGroupSpan || now.Before(r.first)) {
+		c.queue(r.pending)
 		r.pending.n = 0
+		closed = true
 	}
 	if r.pending.n == 0 {
 		r.first = now
@@ -208,12 +218,7 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 	}
 	r.pending.n++
 	r.pending.last, r.pending.balance = now, bd.Remaining
-	if now.Sub(r.first) < refusalFlushEvery {
-		return false
-	}
-	c.queue(r.pending)
-	r.pending.n = 0
-	return true
+	return closed
 }
 
 // remember records the refused keys of a decision taken at now on the
@@ -260,7 +265,7 @@ func (c *refusalCache) pendingAll() []refusalCount {
 // FlushRefusals writes to the ledger every refusal this limiter answered
 // from memory and has not written yet, in one transaction. Call it before
 // counting refusals from the ledger and before the process exits; the
-// limiter also writes them on its own within refusalFlushEvery.
+// limiter also writes them on its own (see refusalCache).
 func (l *Limiter) FlushRefusals(ctx context.Context) error {
 	return l.writeRefusals(ctx, l.refused.pendingAll())
 }

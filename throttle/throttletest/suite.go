@@ -48,6 +48,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"LedgerWindowFoldsSlots", testLedgerWindow},
 		{"ListAndPaginate", testList},
 		{"PruneKeepsResults", testPrune},
+		{"PruneRemovesEveryRefusalByItsOwnTime", testPruneRefusals},
 		{"BadInputChangesNothing", testBadInput},
 	}
 	for _, tt := range tests {
@@ -857,6 +858,100 @@ func testPrune(t *testing.T, open OpenStore) {
 	require.NoError(t, err)
 	require.Empty(t, page.States)
 	require.Equal(t, int64(3), pruned.State(keyA).Tokens)
+}
+
+// testPruneRefusals is issue 23.6: 25 refusals became a row with its
+// reference (the store's) and a row of 24 refusals answered from memory,
+// written only when the key was next used, weeks later, after younger rows
+// and stamped with its newest refusal: a 40-day-old row survived a 30-day
+// prune. Every refusal row now goes by its own time, a row of several
+// refusals as soon as its oldest may be past the retention, and the
+// bucket's chain of rows stays whole.
+func testPruneRefusals(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour}
+	q := throttle.Policy{Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second}
+	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	refusals := throttle.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
+	take := func(k throttle.Key, ref string) throttle.Decision {
+		d, err := e.Limiter.Take(ctx, ref, throttle.Charge{Key: k, Cost: 1})
+		require.NoError(t, err)
+		return d
+	}
+	rowsOf := func(k throttle.Key) []throttle.LedgerEntry {
+		es, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		require.NoError(t, err)
+		return es
+	}
+
+	require.True(t, take(keyA, "E2E-0").Allowed)
+	require.False(t, take(keyA, "E2E-1").Cached) // the store's refusal, with its reference
+	firstFromMemory := e.Clock.Now().Add(time.Second)
+	for range 24 {
+		e.Clock.Advance(time.Second)
+		require.True(t, take(keyA, "E2E-n").Cached)
+	}
+	newest := e.Clock.Now()
+
+	// Twenty days of another bucket's rows; then, at day 40, keyA again:
+	// its group is written with that take, after the younger rows.
+	e.Clock.Advance(20 * 24 * time.Hour)
+	for range 3 {
+		e.Clock.Advance(time.Second)
+		take(keyB, "")
+	}
+	e.Clock.Advance(20 * 24 * time.Hour)
+	require.True(t, take(keyA, "E2E-40").Allowed)
+	group := rowsOf(keyA)[0] // newest id first
+	require.Equal(t, int64(24), group.Count, "one row holds the refusals answered from memory")
+	require.Equal(t, newest, group.At, "stamped with the newest refusal")
+	require.Empty(t, group.Ref)
+
+	// A prune whose cutoff lies inside the group removes the group: its
+	// oldest refusal is past the retention.
+	cut := firstFromMemory.Add(time.Second)
+	_, err := e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true})
+	require.NoError(t, err)
+	n, err := e.Limiter.CountLedger(ctx, refusals)
+	require.NoError(t, err)
+	require.Zero(t, n, "no refusal of day 0 survives")
+
+	// The chain of keyA is whole: its day-40 take is there and readable.
+	rows := rowsOf(keyA)
+	require.Len(t, rows, 1)
+	require.Equal(t, "E2E-40", rows[0].Ref)
+	require.Len(t, rowsOf(keyB), 3, "younger rows stay")
+	take(keyA, "E2E-41")
+	rows = rowsOf(keyA)
+	require.Equal(t, "E2E-40", rows[len(rows)-1].Ref, "a row written after the prune links to the kept rows")
+	w, err := e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10})
+	require.NoError(t, err)
+	require.Equal(t, throttle.FoldLedger(rows, throttle.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}), w)
+
+	// The same with a 30-day retention at day 40 (the issue's numbers).
+	e2 := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	e, rowsOf = e2, func(k throttle.Key) []throttle.LedgerEntry {
+		es, err := e2.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		require.NoError(t, err)
+		return es
+	}
+	take(keyA, "E2E-0")
+	take(keyA, "E2E-1")
+	for range 24 {
+		e2.Clock.Advance(time.Second)
+		take(keyA, "E2E-n")
+	}
+	e2.Clock.Advance(20 * 24 * time.Hour)
+	take(keyB, "")
+	e2.Clock.Advance(20 * 24 * time.Hour)
+	take(keyA, "E2E-40")
+	_, err = e2.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true})
+	require.NoError(t, err)
+	n, err = e2.Limiter.CountLedger(ctx, refusals)
+	require.NoError(t, err)
+	require.Zero(t, n, "a 40-day-old refusal row does not survive a 30-day prune")
+	require.Len(t, rowsOf(keyB), 1)
+	require.Len(t, rowsOf(keyA), 1)
 }
 
 func testBadInput(t *testing.T, open OpenStore) {

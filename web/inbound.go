@@ -432,7 +432,8 @@ type inboundMount struct {
 // mount records a Server using in (Server.Handler calls it), so that
 // Middleware in front of the application charges a request to the
 // Server's admin pages or API to the admin's bucket, as the Server itself
-// would, and the default exemptions apply under its BasePath.
+// would, and the default exemptions apply under its BasePath. A Server
+// stays registered for the life of the Inbound (Close does not remove it).
 func (in *Inbound) mount(base string, admin func(*http.Request) string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

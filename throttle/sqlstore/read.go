@@ -346,7 +346,9 @@ func (s *Store) countLedger(ctx context.Context, q throttle.LedgerQuery) (int64,
 // order: it deletes the longest run of oldest ids whose rows are all older
 // than before, up to limit, with one range delete. It stops at the first
 // younger row, so its cost is bounded by limit whatever the size of the
-// ledger. Then, within the same limit, it deletes the refusal rows that are
+// ledger; another row written out of time order (an aggregated take row,
+// clocks of two processes disagreeing) waits until the rows before it age
+// out too. Then, within the same limit, it deletes the refusal rows that are
 // expired by their own time but lie after a younger row (a group of
 // refusals answered from memory is written late, stamped with its newest
 // refusal; see pruneLateRefusals).

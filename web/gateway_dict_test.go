@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
@@ -367,4 +368,61 @@ func TestDictGatewayAnswersBadRequestsItself(t *testing.T) {
 		})
 	}
 	require.Empty(t, w.stats(t))
+}
+
+// Separate processes that are not Go (testdata/gateway/dict_lookup.py,
+// Python's standard library only) scan through one gateway: 0 remote 429s,
+// the local refusals are the DICT's 429 problem, the ledger is the
+// simulator's.
+func TestDictGatewayServesPythonProcesses(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	w := newGatewayWorld(t, sqlstore.SQLite)
+	g := w.newGateway(t)
+	payers := []string{"11144477735", "52998224725", "39053344705"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type line struct {
+		Status      int    `json:"status"`
+		Local       bool   `json:"local"`
+		RetryAfter  string `json:"retry_after"`
+		ProblemType string `json:"problem_type"`
+	}
+	outs := make([][]byte, len(payers))
+	var wg sync.WaitGroup
+	for i, payer := range payers {
+		args := []string{"../testdata/gateway/dict_lookup.py", "--url", g.URL, "--participant", gatewayISPB, "--payer", payer,
+			"--e2e-prefix", e2eID(0)[:21], "--start", strconv.Itoa(100 * i)}
+		for k := range 8 {
+			args = append(args, fmt.Sprintf("nobody%d.%d@example.com", i, k))
+		}
+		wg.Go(func() {
+			out, err := exec.CommandContext(ctx, python, args...).Output()
+			require.NoError(t, err)
+			outs[i] = out
+		})
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	for _, out := range outs {
+		for _, raw := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+			var l line
+			require.NoError(t, json.Unmarshal(raw, &l), "%s", raw)
+			counts[l.Status]++
+			if l.Status == http.StatusTooManyRequests {
+				require.True(t, l.Local)
+				require.NotEmpty(t, l.RetryAfter)
+				require.Equal(t, dict.ProblemRateLimited, l.ProblemType)
+			}
+		}
+	}
+	require.Equal(t, map[int]int{http.StatusNotFound: 15, http.StatusTooManyRequests: 9}, counts)
+	require.Zero(t, w.stats(t).Count(dict.OpGetEntry, http.StatusTooManyRequests), "remote 429s")
+	buckets := map[string]string{gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan}
+	for _, p := range payers {
+		buckets[p] = dict.UserPolicyFor(dict.KeyEmail)
+	}
+	w.requireLedgerMatches(t, g.limiter, buckets)
 }

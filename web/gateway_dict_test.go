@@ -45,7 +45,7 @@ type gatewayWorld struct {
 	answer map[string][]byte // the simulator's last answer body, by path
 }
 
-func newGatewayWorld(t *testing.T, engine sqlstore.Engine) *gatewayWorld {
+func newGatewayWorld(t testing.TB, engine sqlstore.Engine) *gatewayWorld {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	w := &gatewayWorld{clock: throttletest.NewFakeClock(throttletest.Epoch), bodies: map[string][]byte{}, answer: map[string][]byte{}}
@@ -84,7 +84,7 @@ type gatewayInstance struct {
 	limiter *throttle.Limiter
 }
 
-func (w *gatewayWorld) newGateway(t *testing.T) gatewayInstance {
+func (w *gatewayWorld) newGateway(t testing.TB) gatewayInstance {
 	t.Helper()
 	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.clock.Now)
 	lim, err := throttle.NewLimiter(store, w.catalog, throttle.Config{Clock: w.clock.Now})

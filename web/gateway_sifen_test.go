@@ -1,0 +1,167 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifensql"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/web"
+)
+
+// sifenGatewayWorld is the SIFEN simulator and a SIFEN gateway in front of
+// it, sharing a fake clock that the gateway's holds move.
+type sifenGatewayWorld struct {
+	clock *throttletest.FakeClock
+	sim   *sifensim.Server
+	URL   string
+}
+
+func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	w := &sifenGatewayWorld{clock: throttletest.NewFakeClock(throttletest.Epoch)}
+	sim, err := sifensim.NewServer(sifensim.Config{Clock: w.clock.Now, Advance: w.clock.Advance, Logger: quiet})
+	require.NoError(t, err)
+	ts := httptest.NewServer(sim)
+	t.Cleanup(ts.Close)
+	w.sim = sim
+	store := sqlstoretest.MustOpen(t, engine, w.clock.Now)
+	resolver, err := sifen.NewResolver(sifen.PolicyConfig{})
+	require.NoError(t, err)
+	lim, err := throttle.NewLimiter(store, resolver, throttle.Config{Clock: w.clock.Now})
+	require.NoError(t, err)
+	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: sender, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
+		Sleep: func(_ context.Context, d time.Duration) error { w.clock.Advance(d); return nil }})
+	require.NoError(t, err)
+	gs := httptest.NewServer(g)
+	t.Cleanup(gs.Close)
+	w.URL = gs.URL
+	return w
+}
+
+// sendLot posts siRecepLoteDE with docs to the gateway, as any SOAP
+// client would, and returns the status, Retry-After and body.
+func (w *sifenGatewayWorld) sendLot(t *testing.T, docs ...sifentest.Doc) (int, string, []byte) {
+	t.Helper()
+	z, err := sifen.ZipLote(sifentest.Lote(docs...))
+	require.NoError(t, err)
+	body, err := sifen.MarshalSOAP(sifen.EnvioLote{ID: "1", XDE: base64.StdEncoding.EncodeToString(z)})
+	require.NoError(t, err)
+	return w.post(t, sifen.RecepcionPath, body)
+}
+
+func (w *sifenGatewayWorld) post(t *testing.T, path string, body []byte) (int, string, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", sifen.SOAPContentType)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), data
+}
+
+// Lots of three RUCs from several concurrent clients, two lots per RUC
+// back to back: the gateway holds each second lot for its RUC's interval,
+// so SIFEN queues every lot (0 × 0301) and no DE goes twice.
+func TestSifenGatewayHoldsLotsForTheirRUC(t *testing.T) {
+	for _, engine := range sqlstoretest.Engines {
+		t.Run(string(engine), func(t *testing.T) {
+			w := newSifenGatewayWorld(t, engine, time.Minute)
+			rucs := []string{"80069563", "80012345", "80000005"}
+			var mu sync.Mutex
+			lots := map[string]bool{}
+			var wg sync.WaitGroup
+			for i, ruc := range rucs {
+				for k := range 2 {
+					wg.Go(func() {
+						status, _, body := w.sendLot(t, sifentest.Doc{RUC: ruc, Number: 10*i + k + 1}, sifentest.Doc{RUC: ruc, Number: 10*i + k + 5})
+						require.Equal(t, http.StatusOK, status, "%s", body)
+						resp, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse](body)
+						require.NoError(t, err)
+						require.Nil(t, fault)
+						require.Equal(t, sifen.CodeLotQueued, resp.Code)
+						mu.Lock()
+						lots[resp.LotNumber] = true
+						mu.Unlock()
+					})
+				}
+			}
+			wg.Wait()
+			require.Len(t, lots, 6)
+			st := w.sim.Stats()
+			require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued), "0301s")
+			require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+		})
+	}
+}
+
+// Without a hold, a lot inside its RUC's interval is a SOAP fault with
+// Retry-After, not a SIFEN code, and nothing is sent; a lot sent twice is
+// refused the second time.
+func TestSifenGatewayRefusesWithAFault(t *testing.T) {
+	w := newSifenGatewayWorld(t, sqlstore.SQLite, -1)
+	status, _, body := w.sendLot(t, sifentest.Doc{Number: 1})
+	require.Equal(t, http.StatusOK, status, "%s", body)
+
+	status, retryAfter, body := w.sendLot(t, sifentest.Doc{Number: 2})
+	require.Equal(t, http.StatusTooManyRequests, status, "%s", body)
+	secs, err := strconv.Atoi(retryAfter)
+	require.NoError(t, err)
+	require.Positive(t, secs)
+	_, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse](body)
+	require.NoError(t, err)
+	require.NotNil(t, fault)
+	require.Contains(t, fault.Reason, fmt.Sprintf("send again after %d s", secs))
+
+	status, _, body = w.sendLot(t, sifentest.Doc{Number: 1})
+	require.Equal(t, http.StatusConflict, status, "%s", body)
+	require.Equal(t, int64(1), w.sim.Stats().Count(sifen.ServiceRecepcionLote, "", "", ""), "what reached SIFEN")
+}
+
+// The results of a lot are read through the gateway.
+func TestSifenGatewayAnswersLotResults(t *testing.T) {
+	w := newSifenGatewayWorld(t, sqlstore.SQLite, time.Minute)
+	status, _, body := w.sendLot(t, sifentest.Doc{Number: 1})
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	sent, _, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse](body)
+	require.NoError(t, err)
+	w.clock.Advance(time.Hour)
+	q, err := sifen.MarshalSOAP(sifen.ConsultaLote{ID: "2", LotNumber: sent.LotNumber})
+	require.NoError(t, err)
+	status, _, body = w.post(t, sifen.ConsultaLotePath, q)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	res, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLoteResponse](body)
+	require.NoError(t, err)
+	require.Nil(t, fault)
+	require.Equal(t, sifen.CodeLotDone, res.Code)
+	require.Len(t, res.Results, 1)
+	require.True(t, res.Results[0].Approved())
+}

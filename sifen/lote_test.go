@@ -5,8 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -367,20 +366,17 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 		}
 	}
 
-	// 3. Send lot by lot, alternating between RUCs so that one RUC's
-	// cooldown runs while another's lot goes.
-	queue := interleave(sifen.GroupLots(docs), byID)
-	for len(queue) > 0 {
-		if ctx.Err() != nil {
-			return b.interrupted(items)
-		}
-		lot := queue[0]
-		queue = queue[1:]
-		halves, err := b.send(ctx, lot, byID)
-		if err != nil {
-			return stop(err)
-		}
-		queue = append(halves, queue...)
+	// 3. Send: sifen's one send path groups, sends and waits; this command
+	// draws its events.
+	_, err = sifen.SendDocuments(ctx, b.sender, docs, sifen.BatchConfig{
+		Wait: b.wait, MaxWait: b.maxWait, Clock: b.clock.now, Sleep: b.clock.Sleep,
+		Progress: func(e sifen.Event) { b.draw(e, byID) },
+	})
+	if err != nil {
+		return stop(err)
+	}
+	if ctx.Err() != nil {
+		return b.interrupted(items)
 	}
 	return b.rep.finish(false, 0), nil
 }
@@ -390,124 +386,54 @@ func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
 	return b.rep.finish(true, len(items)-b.done), nil
 }
 
-// send sends one lot, waiting and retrying while the throttle refuses it
-// (with --wait, up to --max-wait), and reports its documents. A lot too big
-// once compressed comes back as two halves to send instead. The error is a
-// store failure: the run stops.
-func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sifenItem) ([][]int64, error) {
-	var waited time.Duration
+// draw shows one event of sifen.SendDocuments: a wait about to start, or a
+// document's result line.
+func (b *sifenBatch) draw(e sifen.Event, byID map[int64]*sifenItem) {
 	tr := b.rep.tr
-	said := ""
-	report := func(res result, code, lot, msg string, wait time.Duration) {
-		for _, id := range ids {
-			it := byID[id]
-			it.res, it.code, it.lot, it.message, it.wait, it.said = res, code, lot, msg, wait, said
+	switch e.Kind {
+	case sifen.EventWaiting:
+		if o := e.Outcome; o != nil && o.Blocked != nil {
+			b.rep.waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(o.Blocked.Reason.String()), o.Blocked.Key, len(e.IDs)))
+		} else {
+			b.rep.waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
+		}
+	case sifen.EventResult:
+		if it := byID[e.Result.DocumentID]; it != nil {
+			b.result(it, e.Result)
 			b.finish(it)
 		}
 	}
-	// Waiting is throttle.Waiter's: it sleeps each RetryAfter the refusal
-	// named and sends again. The sleep below only adds the command's
-	// bounds: --max-wait in all, and Ctrl-C (ctx) between two tries.
-	var interrupted bool
-	waiter := throttle.Waiter{
-		Refused: func(d throttle.Decision) {
-			if b.wait && waited+d.RetryAfter <= b.maxWait {
-				b.rep.waiting(d.RetryAfter, tr.Sprintf("%s on %s, %d document(s)", tr.Text(d.Reason.String()), d.Key, len(ids)))
-			}
-		},
-		Sleep: func(_ context.Context, d time.Duration) error {
-			if !b.wait || waited+d > b.maxWait {
-				return errWaitBound
-			}
-			if err := b.clock.Sleep(ctx, d); err != nil {
-				interrupted = true
-				return err
-			}
-			waited += d
-			return nil
-		},
-	}
-	var out sifen.Outcome
-	_, err := waiter.Do(ctx, func(context.Context) (throttle.Decision, error) {
-		// Once started, a send completes whatever happens to ctx: Ctrl-C
-		// stops the run after this lot, never half-way through it.
-		var err error
-		out, err = b.sender.Send(context.WithoutCancel(ctx), ids...)
-		if err == nil && out.Status == sifen.OutcomeBlocked {
-			return *out.Decision, nil
-		}
-		return throttle.Decision{Allowed: true}, err // anything but a refusal ends the wait
-	})
-	if _, refused := throttle.AsRefusal(err); refused {
-		err = nil // the wait ended refused: out says why
-	}
-	switch {
-	case errors.Is(err, sifen.ErrLotTooBig) && len(ids) > 1:
-		return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
-	case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
-		// Another process (serve's send button) claimed them first.
-		said = tr.Sprintf("sent by another process: %s", strings.TrimPrefix(err.Error(), "sifen: "))
-		report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
-		return nil, nil
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		report(resultFailed, "", "", err.Error(), waited)
-		return nil, err
-	case err != nil:
-		report(resultFailed, "", "", err.Error(), waited)
-		return nil, nil
-	}
-	switch out.Status {
-	case sifen.OutcomeSent:
-		report(resultSent, out.Code, out.LotNumber, out.Message, waited)
-	case sifen.OutcomeBlocked:
-		d := out.Blocked.Wait
-		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
-		said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(out.Blocked.Reason.String()), out.Blocked.Key, web.FormatWait(d))
-		switch {
-		case interrupted:
-			msg = "interrupted while waiting for the throttle"
-			said = tr.Sprintf("interrupted while waiting for the throttle")
-		case b.wait:
-			msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
-			said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
-		}
-		report(resultBlocked, "", "", msg, d)
-	case sifen.OutcomeNotQueued:
-		said = tr.Sprintf("SIFEN did not queue the lot: %s", out.Message)
-		report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
-	default: // OutcomeFailed, OutcomeUnknown
-		report(resultFailed, out.Code, "", out.Message, waited)
-	}
-	return nil, nil
 }
 
-// interleave orders lots round-robin across (env, RUC): the first lot of
-// each RUC, then the second of each, and so on.
-func interleave(lots [][]int64, byID map[int64]*sifenItem) [][]int64 {
-	type rucKey struct {
-		env sifen.Env
-		ruc string
-	}
-	var order []rucKey
-	groups := make(map[rucKey][][]int64)
-	for _, l := range lots {
-		it := byID[l[0]]
-		k := rucKey{it.env, it.de.RUC.Number}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], l)
-	}
-	out := make([][]int64, 0, len(lots))
-	for len(out) < len(lots) {
-		for _, k := range order {
-			if g := groups[k]; len(g) > 0 {
-				out = append(out, g[0])
-				groups[k] = g[1:]
+// result fills it from its document's result, with the plain line's
+// message in the reader's language.
+func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
+	tr := b.rep.tr
+	it.code, it.lot, it.wait, it.message, it.said = r.Code, r.LotNumber, r.Wait, r.Message, ""
+	switch r.Result {
+	case sifen.BatchSent:
+		it.res = resultSent
+	case sifen.BatchBlocked:
+		it.res = resultBlocked
+		if bl := r.Blocked; bl != nil {
+			d := web.FormatWait(bl.Wait)
+			it.message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
+			it.said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
+			if b.wait {
+				it.message += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+				it.said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
 			}
 		}
+	case sifen.BatchSentElsewhere:
+		it.res = resultSkipped
+		detail := strings.TrimPrefix(r.Message, "sent by another process: ")
+		it.said = tr.Sprintf("sent by another process: %s", detail)
+	default: // sifen.BatchFailed
+		it.res = resultFailed
+		if o := r.Outcome; o != nil && o.Status == sifen.OutcomeNotQueued {
+			it.said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
+		}
 	}
-	return slices.Clip(out)
 }
 
 // sifenResult is the JSON line --follow writes per document once SIFEN's

@@ -40,7 +40,7 @@ const maxNotQueued = 2
 // maxRaces bounds how often a document may lose a claim race in one run and
 // still be sendable (someone imported it again each time): then it is
 // reported failed rather than tried forever.
-const maxRaces = 3
+const maxRaces = 5
 
 // BatchConfig configures SendDocuments. The zero value sends one pass
 // without waiting, on the system clock.

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,14 +166,16 @@ type DocResult struct {
 //     0046): with Wait, its documents go back to the front of their RUC's
 //     queue in two halves (one lot if it had one document), sent once the
 //     RUC's local block is over (within MaxWait); a document whose second
-//     lot draws 0301 too fails. Without Wait they fail.
+//     lot draws 0301 too fails. Without Wait they fail, and a later batch
+//     that would build that very lot again (the documents' LotHash) sends
+//     it in two halves.
 //
 // Each send completes whatever happens to ctx; between sends and during a
 // wait, ctx ending stops the batch: the documents without a result were
 // not processed (they keep their status). The error is a store failure
 // (throttle.ErrStoreUnavailable), which stops the batch too.
 func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
-	b := newBatch(s, docs, cfg)
+	b := newBatch(ctx, s, docs, cfg)
 	for b.pending() {
 		if ctx.Err() != nil {
 			return b.results, nil
@@ -240,7 +243,7 @@ type batchGate struct {
 	watchAt, watchSince time.Time
 }
 
-func newBatch(s LotSender, docs []Document, cfg BatchConfig) *batch {
+func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) *batch {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultBatchMaxWait
 	}
@@ -264,7 +267,7 @@ func newBatch(s LotSender, docs []Document, cfg BatchConfig) *batch {
 		}
 	}
 	index := make(map[gateKey]*batchGate)
-	for _, ids := range GroupLots(unique) {
+	for _, ids := range b.lots(ctx, unique) {
 		d := byID[ids[0]]
 		k := gateKey{d.Env, d.RUC.Number}
 		g, ok := index[k]
@@ -275,10 +278,70 @@ func newBatch(s LotSender, docs []Document, cfg BatchConfig) *batch {
 		}
 		g.lots = append(g.lots, &batchLot{ids: ids})
 		for _, id := range ids {
-			b.docs[id] = &batchDoc{}
+			if b.docs[id] == nil {
+				b.docs[id] = &batchDoc{}
+			}
 		}
 	}
 	return b
+}
+
+// lots groups docs (GroupLots), ordered by their first document. A lot
+// SIFEN answered 0301 is never built again as it was (decision 0046): when
+// a lot's documents are all in error after the same 0301 and would form
+// that very lot again (the same LotHash), it goes in two halves, and its
+// documents count that 0301.
+func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
+	byID := make(map[int64]Document, len(docs))
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	var lots [][]int64
+	for _, ids := range GroupLots(docs) {
+		if !b.drewNotQueued(ctx, ids, byID) {
+			lots = append(lots, ids)
+			continue
+		}
+		for _, id := range ids {
+			b.docs[id] = &batchDoc{notQueued: 1, code: CodeLotNotQueued}
+		}
+		if len(ids) == 1 {
+			lots = append(lots, ids)
+			continue
+		}
+		lots = append(lots, ids[:len(ids)/2], ids[len(ids)/2:])
+	}
+	slices.SortStableFunc(lots, func(x, y []int64) int { return cmp.Compare(x[0], y[0]) })
+	return lots
+}
+
+// drewNotQueued reports whether ids are the very lot that drew a 0301:
+// every document in error with ResponseCode 0301 and one LotHash, the
+// hash of the lot they make (read with their XML). When in doubt (a read
+// fails), it says yes: splitting costs one interval, a second 0301 a longer
+// block.
+func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]Document) bool {
+	hash := byID[ids[0]].LotHash
+	for _, id := range ids {
+		d := byID[id]
+		if d.Status != StatusError || d.ResponseCode != CodeLotNotQueued || d.LotHash == "" || d.LotHash != hash {
+			return false
+		}
+	}
+	var lot Lote
+	for _, id := range ids {
+		d, err := b.s.Get(ctx, id)
+		if err != nil {
+			return true
+		}
+		de, err := storedDE(d)
+		if err != nil {
+			return true
+		}
+		lot.DEs = append(lot.DEs, de)
+	}
+	packed, err := lot.Pack()
+	return err != nil || packed.Hash == hash
 }
 
 func sleepTimer(ctx context.Context, d time.Duration) error {

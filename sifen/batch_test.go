@@ -314,3 +314,29 @@ func TestSendDocumentsTwoBatchesOverlapping(t *testing.T) {
 		require.Equal(t, int64(0), w.stats(t).Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotNotQueued))
 	})
 }
+
+// FollowDocuments fetches the results of the documents sent, each lot
+// queried as SIFEN_CONSULTA_LOTE admits (the first time 10 minutes after
+// its send), and tells each document's result once.
+func TestFollowDocuments(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{Processing: time.Minute}})
+	ctx := context.Background()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 3)...))
+	out, err := w.sender.Send(ctx, ids...)
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+
+	var slept []time.Duration
+	var got []int64
+	left, err := sifen.FollowDocuments(ctx, w.sender, nil, sifen.FollowConfig{Sleep: w.sleepOn(&slept),
+		Progress: func(e sifen.FollowEvent) {
+			if e.Kind == sifen.EventResult {
+				require.Equal(t, sifen.StatusApproved, e.Document.Status)
+				got = append(got, e.Document.ID)
+			}
+		}})
+	require.NoError(t, err)
+	require.Empty(t, left)
+	require.Equal(t, ids, got, "each document once, found from the database's sent lots")
+	require.Equal(t, []time.Duration{sifen.DefaultConsultaInterval}, slept)
+}

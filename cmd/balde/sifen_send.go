@@ -449,94 +449,51 @@ type sifenResult struct {
 	Message    string `json:"message"`
 }
 
-// follow polls the lots of the database still sent (Sender.Poll, each lot
-// queried as SIFEN_CONSULTA_LOTE admits) until every document that was
-// sent when it started — this run's and earlier runs' or serve's — has
-// SIFEN's result, and reports each: approved (with dProtAut, and whether
+// follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
+// sent documents and of every document of the database still sent — earlier
+// runs' or serve's — and reports each: approved (with dProtAut, and whether
 // with observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
 // documents keep their results and serve keeps polling.
 func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
-	pending := make(map[int64]bool)
+	var ids []int64
 	for _, it := range items {
 		if it.res == resultSent {
-			pending[it.doc] = true
+			ids = append(ids, it.doc)
 		}
 	}
-	for f := (sifen.Filter{Statuses: []sifen.Status{sifen.StatusSent}, Limit: 1000}); ; {
-		docs, err := b.sender.List(ctx, f)
-		if ctx.Err() != nil {
-			return nil // Ctrl-C before anything was followed
-		}
-		if err != nil {
-			return err
-		}
-		for _, d := range docs {
-			pending[d.ID] = true
-		}
-		if len(docs) < f.Limit {
-			break
-		}
-		f.BeforeID = docs[len(docs)-1].ID
-	}
-	interrupted := func() error {
-		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(pending)))
+	left, err := sifen.FollowDocuments(ctx, b.sender, ids, sifen.FollowConfig{
+		Sleep:    b.clock.Sleep,
+		Progress: b.drawFollow,
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(left)))
 		return nil
 	}
-	for len(pending) > 0 {
-		out, err := b.sender.Poll(ctx)
-		if ctx.Err() != nil {
-			return interrupted()
+	return err
+}
+
+// drawFollow shows one event of sifen.FollowDocuments.
+func (b *sifenBatch) drawFollow(e sifen.FollowEvent) {
+	switch e.Kind {
+	case sifen.EventPollFailed:
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(e.Err.Error())))
+	case sifen.EventWaiting:
+		b.rep.waiting(e.Wait, b.rep.tr.Sprintf("results of %d document(s)", len(e.IDs)))
+	case sifen.EventResult:
+		d := e.Document
+		line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
+		if d.Result != "" {
+			line += fmt.Sprintf(" result=%q", d.Result)
 		}
-		if errors.Is(err, throttle.ErrStoreUnavailable) {
-			return err
+		if d.AuthNumber != "" {
+			line += " dProtAut=" + d.AuthNumber
 		}
-		if err != nil {
-			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(err.Error())))
-		}
-		for id := range pending {
-			d, err := b.sender.Get(ctx, id)
-			if ctx.Err() != nil {
-				return interrupted()
-			}
-			if err != nil {
-				return err
-			}
-			if d.Status == sifen.StatusSent {
-				continue
-			}
-			delete(pending, id)
-			line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
-			if d.Result != "" {
-				line += fmt.Sprintf(" result=%q", d.Result)
-			}
-			if d.AuthNumber != "" {
-				line += " dProtAut=" + d.AuthNumber
-			}
-			b.rep.note(line + " " + strconv.Quote(d.Message))
-			if b.rep.mode == modeJSON {
-				writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
-					Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
-					AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
-				}})
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		// Sleep until the first of our lots may be queried again.
-		wait := time.Duration(0)
-		for _, o := range out {
-			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
-				wait = o.Blocked.Wait
-			}
-		}
-		if wait <= 0 {
-			wait = time.Second
-		}
-		b.rep.waiting(wait, b.rep.tr.Sprintf("results of %d document(s)", len(pending)))
-		if err := b.clock.Sleep(ctx, wait); err != nil {
-			return interrupted()
+		b.rep.note(line + " " + strconv.Quote(d.Message))
+		if b.rep.mode == modeJSON {
+			writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
+				Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
+				AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
+			}})
 		}
 	}
-	return nil
 }

@@ -274,6 +274,9 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if n, err := strconv.Atoi(q.Get("toobig")); err == nil && n > 0 && q.Get("result") != "" {
 		p.Flash += " " + tr.Sprintf("%d more draft(s) stay drafts: with them the SOAP message would exceed 1000 KB. Press the button again to send them.", n)
 	}
+	if n, err := strconv.Atoi(q.Get("later")); err == nil && n > 0 && q.Get("result") != "" {
+		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s s.", n, q.Get("later_wait"))
+	}
 	for _, d := range docs {
 		p.Documents = append(p.Documents, s.newDocumentView(d, now, tr))
 	}
@@ -653,6 +656,12 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if first.TooBig > 0 {
 		q.Set("toobig", strconv.Itoa(first.TooBig))
 	}
+	// The other lots the RUC's gate refused in this pass (beyond the
+	// first's refusal, and the drafts cut from the first lot by size).
+	if later, wait := refusedLater(results, first); later > 0 {
+		q.Set("later", strconv.Itoa(later))
+		q.Set("later_wait", strconv.FormatInt(wait.WaitSeconds(), 10))
+	}
 	if out.LotNumber != "" {
 		q.Set("lot", out.LotNumber)
 	}
@@ -663,6 +672,28 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 		slog.Int("documents", len(first.IDs)), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
 	http.Redirect(w, r, s.pathWithQuery("documents", q), http.StatusSeeOther)
 	return nil
+}
+
+// refusedLater counts the documents of a "Send all drafts" pass that the
+// RUC's gate refused, other than those of the first event's lot and those
+// the first lot left out by size, with the shortest wait among them.
+func refusedLater(results []sifen.DocResult, first *sifen.Event) (int, *sifen.Blocked) {
+	in := make(map[int64]bool, len(first.IDs))
+	for _, id := range first.IDs {
+		in[id] = true
+	}
+	n := -first.TooBig
+	var soonest *sifen.Blocked
+	for _, r := range results {
+		if r.Result != sifen.BatchBlocked || r.Blocked == nil || in[r.DocumentID] {
+			continue
+		}
+		n++
+		if soonest == nil || r.Blocked.Wait < soonest.Wait {
+			soonest = r.Blocked
+		}
+	}
+	return n, soonest
 }
 
 // firstFailure is the error of a "Send all drafts" that neither sent nor

@@ -461,7 +461,9 @@ func TestSendAllDraftsOfRUC(t *testing.T) {
 		require.Equal(t, want, e.doc(id).Status, "document %d", i+1)
 	}
 	require.Equal(t, sifen.StatusDraft, e.doc(other[0]).Status)
-	require.Contains(t, document(t, e.get(loc, asAdmin)).Find(".flash").Text(), "Sent a lot of 50 document(s)")
+	flash := document(t, e.get(loc, asAdmin)).Find(".flash").Text()
+	require.Contains(t, flash, "Sent a lot of 50 document(s)")
+	require.Contains(t, flash, "10 more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in 10 s.")
 
 	// Pressed again at once: blocked, the wait shown, nothing sent, drafts stay drafts.
 	resp = e.post("/documents/send-ruc", form, asAdmin)

@@ -17,9 +17,10 @@ import (
 )
 
 // runSifenSend is "balde sifen-send": it imports DE and lot XML files as
-// documents, groups them into lots and sends each through sifen.Sender —
-// the same path, throttle and documents table as serve's send button — on
-// the database it shares with serve.
+// documents and sends them with sifen.SendDocuments — the same send path,
+// throttle and documents table as serve's "Send all drafts" button — on the
+// database it shares with serve, drawing its progress and printing one
+// result per document.
 //
 // A rerun, or a run after a crash, never sends a document twice: documents
 // left in "sending" are resolved first (Sender.Resolve), documents already
@@ -302,8 +303,9 @@ func (b *sifenBatch) finish(it *sifenItem) {
 	b.rep.item(it.res, it.line(), it.record())
 }
 
-// run resolves, imports, groups and sends. It returns the summary, or an
-// error when the store failed (the summary is printed first).
+// run resolves, imports and sends (sifen.SendDocuments). It returns the
+// summary, or an error when the store failed (the summary is printed
+// first).
 func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, error) {
 	stop := func(err error) (summary, error) {
 		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {

@@ -3,6 +3,7 @@ package sifen_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,4 +340,75 @@ func TestFollowDocuments(t *testing.T) {
 	require.Empty(t, left)
 	require.Equal(t, ids, got, "each document once, found from the database's sent lots")
 	require.Equal(t, []time.Duration{sifen.DefaultConsultaInterval}, slept)
+}
+
+// A lot whose documents another send holds (in sending, its lot at SIFEN
+// without an answer yet) is not reported at once: the batch watches them,
+// and says "sent elsewhere" once that send recorded SIFEN's 0300, while
+// the documents nobody took are sent by the batch.
+func TestSendDocumentsWatchesDocumentsAnotherSendHolds(t *testing.T) {
+	var q queuedCDCs
+	release := make(chan struct{})
+	arrived := make(chan struct{})
+	var first atomic.Bool
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{AfterRecepcion: func(ctx context.Context, r sifensim.Recepcion) {
+		q.hook(ctx, r)
+		if first.CompareAndSwap(false, true) {
+			close(arrived)
+			select { // the other send's answer is held until the batch watches
+			case <-release:
+			case <-time.After(10 * time.Second):
+				t.Error("the batch did not start watching within 10 s")
+			}
+		}
+	}}})
+	ctx := context.Background()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 50)...))
+	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.clock.Now)
+	_, otherSender := newSender(t, store, store, w.simURL, sifen.PolicyConfig{}, w.clock.Now, sifen.SenderConfig{})
+	otherDone := make(chan error, 1)
+	docs := w.documents(t, ids)
+	racer := &raceFirst{LotSender: w.sender, before: func() {
+		go func() {
+			_, err := otherSender.Send(ctx, ids[25:]...)
+			otherDone <- err
+		}()
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Error("the other send did not reach the simulator within 10 s")
+		}
+	}}
+	var slept []time.Duration
+	sleep := w.sleepOn(&slept)
+	var once sync.Once
+	results, err := sifen.SendDocuments(ctx, racer, docs, sifen.BatchConfig{Wait: true, Clock: w.clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			once.Do(func() {
+				close(release)
+				select {
+				case err := <-otherDone:
+					require.NoError(t, err)
+				case <-time.After(10 * time.Second):
+					t.Error("the other send did not end within 10 s")
+				}
+			})
+			return sleep(ctx, d)
+		}})
+	require.NoError(t, err)
+	require.Equal(t, time.Second, slept[0], "the first wait is the watch of the held documents")
+	res := byDocument(results)
+	require.Len(t, res, 50)
+	for i, id := range ids {
+		want := sifen.BatchSent
+		if i >= 25 {
+			want = sifen.BatchSentElsewhere
+		}
+		require.Equal(t, want, res[id].Result, "document %d: %s", i+1, res[id].Message)
+		require.Equal(t, sifen.StatusSent, w.doc(t, id).Status)
+	}
+	for cdc, n := range q.counts() {
+		require.Equal(t, 1, n, "CDC %s", cdc)
+	}
+	require.Len(t, q.counts(), 50)
 }

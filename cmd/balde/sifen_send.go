@@ -371,7 +371,7 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	// 3. Send: sifen's one send path groups, sends and waits; this command
 	// draws its events.
 	_, err = sifen.SendDocuments(ctx, b.sender, docs, sifen.BatchConfig{
-		Wait: b.wait, MaxWait: b.maxWait, Clock: b.clock.now, Sleep: b.clock.Sleep,
+		Wait: b.wait && b.maxWait > 0, MaxWait: b.maxWait, Clock: b.clock.now, Sleep: b.clock.Sleep,
 		Progress: func(e sifen.Event) { b.draw(e, byID) },
 	})
 	if err != nil {

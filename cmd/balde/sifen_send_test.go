@@ -765,3 +765,17 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		require.Equal(t, map[string]int{"sent": 135}, documentStatuses(t, db))
 	})
 }
+
+// --max-wait 0 waits for nothing: a refused lot is reported blocked at once
+// (sifen.BatchConfig's zero MaxWait would mean its default).
+func TestSifenSendMaxWaitZero(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now})
+	dir, _ := threeLotsOfOneRUC(t)
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db")}
+	code, stdout, _ := runIn(context.Background(), clock, "", env, "sifen-send", "--max-wait", "0s", dir)
+	require.Equal(t, ExitFailed, code)
+	require.Empty(t, clock.slept())
+	require.Contains(t, stdout, "(beyond --max-wait 0s)")
+	require.Contains(t, stdout, "1 sent, 2 blocked, 0 skipped, 0 failed of 3")
+}

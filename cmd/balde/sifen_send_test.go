@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -778,4 +782,122 @@ func TestSifenSendMaxWaitZero(t *testing.T) {
 	require.Empty(t, clock.slept())
 	require.Contains(t, stdout, "(beyond --max-wait 0s)")
 	require.Contains(t, stdout, "1 sent, 2 blocked, 0 skipped, 0 failed of 3")
+}
+
+// Issue 22, done when: two sifen-send processes and serve's "Send all
+// drafts" button, started together on one database (SQLite and
+// PostgreSQL) over overlapping sets of 3 RUCs' 135 DEs, send every DE
+// exactly once, draw no 0301 from a simulator enforcing its interval, and
+// leave no draft. A process says "sent by another process" only for a DE
+// it did not send; nothing fails. The real clock (processes share no fake
+// one): the interval is 0.5 s, the simulator's 250 ms; every wait has a
+// deadline.
+func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		var mu sync.Mutex
+		var refused []string
+		sim := startSifenSim(t, sifensim.Config{Interval: 250 * time.Millisecond,
+			AfterRecepcion: func(_ context.Context, r sifensim.Recepcion) {
+				if r.Code != sifen.CodeLotQueued {
+					mu.Lock()
+					refused = append(refused, r.Code+" "+r.Message)
+					mu.Unlock()
+				}
+			}})
+		db := sqlstoretest.DSN(t, engine)
+		env := map[string]string{"BALDE_DB": db, "BALDE_SIFEN_URL": sim.URL, "SIFEN_THROTTLE_SECONDS": "0.5",
+			"BALDE_ADMIN_PASSWORD": "pw", "BALDE_INBOUND_IP_LIMIT": "0"}
+		sm := runServeMain(t, env)
+		web := newAdminClient(t, sm.url, "admin", "pw")
+
+		rucs := []string{"80069563", "88888801", "800695"}
+		dir := t.TempDir()
+		var thirds [3][]string
+		for _, ruc := range rucs {
+			for i := range thirds {
+				thirds[i] = append(thirds[i], writeFile(t, dir, fmt.Sprintf("%s-%d.xml", ruc, i),
+					sifentest.Lote(sifentest.Docs(ruc, 1+15*i, 15)...)))
+			}
+		}
+		sets := [][]string{append(slices.Clone(thirds[0]), thirds[1]...), append(slices.Clone(thirds[1]), thirds[2]...)}
+		children := make([]*exec.Cmd, len(sets))
+		outs := make([]*strings.Builder, len(sets))
+		for i, set := range sets {
+			outs[i] = &strings.Builder{}
+			c := childCommand(t, time.Time{}, append([]string{"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json"}, set...)...)
+			c.Env = append(c.Env, "SIFEN_THROTTLE_SECONDS=0.5")
+			c.Stdout, c.Stderr = outs[i], io.Discard
+			require.NoError(t, c.Start())
+			children[i] = c
+		}
+		// Meanwhile a person presses "Send all drafts" for each RUC, again and
+		// again, until the processes are done and no draft is left.
+		exited := make(chan struct{})
+		go func() {
+			for _, c := range children {
+				_ = c.Wait()
+			}
+			close(exited)
+		}()
+		deadline := time.Now().Add(time.Minute)
+		for done := false; ; {
+			require.True(t, time.Now().Before(deadline), "not done within a minute; outputs:\n%s\n%s", outs[0], outs[1])
+			select {
+			case <-exited:
+				done = true
+			default:
+			}
+			left := 0
+			for _, ruc := range rucs {
+				dv := sifentest.Doc{RUC: ruc}.DV()
+				resp, body := web.postForm("/documents/send-ruc", url.Values{"ruc": {fmt.Sprintf("%s-%d", ruc, dv)}, "env": {"test"}})
+				if resp.StatusCode == http.StatusBadRequest && strings.Contains(body, "no draft") {
+					continue
+				}
+				left++
+				require.Contains(t, []int{http.StatusSeeOther, http.StatusConflict}, resp.StatusCode, body)
+			}
+			if done && left == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for i, c := range children {
+			require.NotNil(t, c.ProcessState, "child %d", i)
+		}
+
+		queued := sim.queuedCounts()
+		sentBy := map[string]int{}
+		var all []sifenRecord
+		for i := range outs {
+			items, sum := jsonLines[sifenRecord](t, outs[i].String())
+			require.Len(t, items, 90, "process %d: one line per DE", i)
+			t.Logf("process %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
+			for _, it := range items {
+				if it.Result == resultSent {
+					sentBy[it.CDC]++
+				}
+			}
+			all = append(all, items...)
+		}
+		for _, it := range all {
+			switch {
+			case it.Result == resultSent:
+			case it.Result == resultSkipped:
+				require.Equal(t, 1, queued[it.CDC], "%s: %s", it.CDC, it.Message)
+			case it.Result == resultBlocked && strings.Contains(it.Message, "sending"):
+			default:
+				t.Fatalf("%s %s: %s", it.Result, it.CDC, it.Message)
+			}
+		}
+		require.Len(t, queued, 135)
+		for cdc, n := range queued {
+			require.Equal(t, 1, n, "CDC %s queued %d times", cdc, n)
+			require.LessOrEqual(t, sentBy[cdc], 1, "CDC %s", cdc)
+		}
+		mu.Lock()
+		require.Empty(t, refused, "the simulator refused lots")
+		mu.Unlock()
+		require.Equal(t, map[string]int{"sent": 135}, documentStatuses(t, db))
+	})
 }

@@ -75,12 +75,13 @@ const (
 	// a later lot because the message would have exceeded
 	// MaxLotMessageBytes.
 	EventLotSent EventKind = "lot_sent"
-	// EventRefused: a lot was refused before it left (Outcome.Blocked has
-	// the reason, the bucket and the wait).
+	// EventRefused: a lot was refused before it left (Blocked has the
+	// reason, the bucket and the wait).
 	EventRefused EventKind = "refused"
 	// EventWaiting: every RUC with documents left must wait; the batch
-	// sleeps Wait, until Until. Outcome is the refusal of the RUC due
-	// first, IDs its next lot.
+	// sleeps Wait, until Until. Blocked is the refusal of the RUC due
+	// first (nil when it waits for documents another send holds), IDs its
+	// next lot.
 	EventWaiting EventKind = "waiting"
 	// EventResult: one document's result (Result). Each document of the
 	// batch gets one, unless ctx ends first.
@@ -92,6 +93,7 @@ type Event struct {
 	Kind    EventKind
 	IDs     []int64
 	Outcome *Outcome
+	Blocked *Blocked
 	TooBig  int
 	Wait    time.Duration
 	Until   time.Time
@@ -199,7 +201,7 @@ func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchC
 		g := b.soonest()
 		now := b.now()
 		at := g.next()
-		b.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Outcome: g.refusal, Wait: at.Sub(now), Until: at})
+		b.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Blocked: g.refusal, Wait: at.Sub(now), Until: at})
 		if err := b.cfg.Sleep(ctx, at.Sub(now)); err != nil {
 			return b.results, nil
 		}
@@ -236,7 +238,7 @@ type batchLot struct {
 type batchGate struct {
 	lots    []*batchLot
 	readyAt time.Time // the next lot is not tried before (the refusal's wait)
-	refusal *Outcome  // the refusal that set readyAt
+	refusal *Blocked  // the refusal that set readyAt
 	// watch are documents another send holds, read again at watchAt;
 	// watchSince is when the first was seen.
 	watch               []int64
@@ -484,16 +486,17 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	}
 
 	if out.Status == OutcomeBlocked {
-		b.emit(Event{Kind: EventRefused, IDs: lot.ids, Outcome: &out, Wait: out.Blocked.Wait, Until: out.Blocked.Until})
-		if b.cfg.Wait && at.Add(out.Blocked.Wait).Sub(lot.start) <= b.cfg.MaxWait {
-			g.readyAt, g.refusal = out.Blocked.Until, &out
+		bl := refusalOf(out)
+		b.emit(Event{Kind: EventRefused, IDs: lot.ids, Outcome: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
+		if b.cfg.Wait && at.Add(bl.Wait).Sub(lot.start) <= b.cfg.MaxWait {
+			g.readyAt, g.refusal = bl.Until, bl
 			return nil
 		}
-		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, out.Blocked.Wait)
+		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, bl.Wait)
 		if b.cfg.Wait {
 			msg += fmt.Sprintf(" (beyond the longest wait %s)", b.cfg.MaxWait)
 		}
-		b.report(lot.ids, DocResult{Result: BatchBlocked, Message: msg, Outcome: &out, Blocked: out.Blocked, Wait: out.Blocked.Wait})
+		b.report(lot.ids, DocResult{Result: BatchBlocked, Message: msg, Outcome: &out, Blocked: bl, Wait: bl.Wait})
 		g.pop() // the next lot is tried at once: refused, it is reported with its own wait
 		return nil
 	}
@@ -640,6 +643,9 @@ func (b *batch) elsewhere(d Document) DocResult {
 	}
 	return DocResult{Result: BatchSentElsewhere, Code: d.ResponseCode, LotNumber: d.LotNumber, Message: msg, Document: &d}
 }
+
+// refusalOf is the refusal of a blocked send as a wait.
+func refusalOf(out Outcome) *Blocked { return out.Blocked }
 
 // storeFailure returns err when it is a store failure (the batch stops),
 // nil otherwise.

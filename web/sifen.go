@@ -665,8 +665,8 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if out.LotNumber != "" {
 		q.Set("lot", out.LotNumber)
 	}
-	if out.Blocked != nil {
-		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
+	if first.Blocked != nil {
+		q.Set("wait", strconv.FormatInt(first.Blocked.WaitSeconds(), 10))
 	}
 	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "RUC drafts send", slog.String("ruc", f.RUC), slog.String("env", string(f.Env)),
 		slog.Int("documents", len(first.IDs)), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))

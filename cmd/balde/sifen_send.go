@@ -394,8 +394,8 @@ func (b *sifenBatch) draw(e sifen.Event, byID map[int64]*sifenItem) {
 	tr := b.rep.tr
 	switch e.Kind {
 	case sifen.EventWaiting:
-		if o := e.Outcome; o != nil && o.Blocked != nil {
-			b.rep.waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(o.Blocked.Reason.String()), o.Blocked.Key, len(e.IDs)))
+		if bl := e.Blocked; bl != nil {
+			b.rep.waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
 		} else {
 			b.rep.waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 )
 
 // freeLoopbackAddr returns a loopback address nothing listens on.
@@ -100,5 +104,60 @@ func TestGatewayUsage(t *testing.T) {
 			code := NewMain(nil, &stdout, &stderr, func(string) string { return "" }).Run(context.Background(), tt.args)
 			require.Equal(t, ExitUsage, code, "%s", &stderr)
 		})
+	}
+}
+
+// "balde gateway sifen" in front of the simulator: a lot posted as any
+// SOAP client posts it is queued (0300), the same lot again is a fault.
+func TestGatewaySifenSendsALot(t *testing.T) {
+	sim := startSifenSim(t, sifensim.Config{})
+	addr := freeLoopbackAddr(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	var stdout, stderr bytes.Buffer
+	m := NewMain(nil, &stdout, &stderr, func(string) string { return "" })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"gateway", "sifen", "--addr", addr, "--db", db, "--sifen-url", sim.URL, "--env", "test"})
+	}()
+	base := "http://" + addr
+	client := &http.Client{Timeout: 10 * time.Second}
+	require.Eventually(t, func() bool {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 50*time.Millisecond, "the gateway never got ready: %s", &stderr)
+
+	z, err := sifen.ZipLote(sifentest.Lote(sifentest.Doc{Number: 7}))
+	require.NoError(t, err)
+	soap, err := sifen.MarshalSOAP(sifen.EnvioLote{ID: "1", XDE: base64.StdEncoding.EncodeToString(z)})
+	require.NoError(t, err)
+	post := func() (int, []byte) {
+		resp, err := client.Post(base+sifen.RecepcionPath, sifen.SOAPContentType, bytes.NewReader(soap))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, body
+	}
+	status, body := post()
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	answer, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse](body)
+	require.NoError(t, err)
+	require.Nil(t, fault)
+	require.Equal(t, sifen.CodeLotQueued, answer.Code)
+	status, body = post()
+	require.Equal(t, http.StatusConflict, status, "%s", body)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitOK, code, "%s", &stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gateway did not stop")
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -164,4 +168,83 @@ func TestSifenGatewayAnswersLotResults(t *testing.T) {
 	require.Equal(t, sifen.CodeLotDone, res.Code)
 	require.Len(t, res.Results, 1)
 	require.True(t, res.Results[0].Approved())
+}
+
+// Two Python processes (testdata/gateway/send_sirecepde.py, the standard
+// library only, written like an issuer's send_sirecepde.py) send lots of
+// three RUCs through one gateway at once: every lot is queued (0 × 0301),
+// no DE twice, and the results are read back through the gateway.
+func TestSifenGatewayServesPythonProcesses(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	w := newSifenGatewayWorld(t, sqlstore.SQLite, time.Minute)
+	dir := t.TempDir()
+	rucs := []string{"80069563", "80012345", "80000005"}
+	files := [2][]string{}
+	for p := range 2 {
+		for i, ruc := range rucs {
+			name := filepath.Join(dir, fmt.Sprintf("lote-%d-%d.xml", p, i))
+			lot := sifentest.Lote(sifentest.Doc{RUC: ruc, Number: 100*p + 10*i + 1}, sifentest.Doc{RUC: ruc, Number: 100*p + 10*i + 2})
+			require.NoError(t, os.WriteFile(name, lot, 0o644))
+			files[p] = append(files[p], name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type sent struct {
+		Status    int    `json:"status"`
+		Code      string `json:"code"`
+		LotNumber string `json:"lot_number"`
+		Fault     string `json:"fault"`
+	}
+	outs := make([][]byte, 2)
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Go(func() {
+			args := append([]string{"../testdata/gateway/send_sirecepde.py", "--url", w.URL, "--deadline", "30"}, files[p]...)
+			out, err := exec.CommandContext(ctx, python, args...).Output()
+			require.NoError(t, err, "%s", out)
+			outs[p] = out
+		})
+	}
+	wg.Wait()
+	var lots []string
+	for _, out := range outs {
+		for _, raw := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+			var s sent
+			require.NoError(t, json.Unmarshal(raw, &s), "%s", raw)
+			require.Equal(t, sifen.CodeLotQueued, s.Code, "%s", raw)
+			lots = append(lots, s.LotNumber)
+		}
+	}
+	require.Len(t, lots, 6)
+	st := w.sim.Stats()
+	require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued), "0301s")
+	require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", ""), "lots that reached SIFEN")
+
+	w.clock.Advance(time.Hour)
+	out, err := exec.CommandContext(ctx, python, append([]string{"../testdata/gateway/send_sirecepde.py", "--url", w.URL, "--results"}, lots...)...).Output()
+	require.NoError(t, err, "%s", out)
+	cdcs := map[string]int{}
+	for _, raw := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var r struct {
+			Code    string `json:"code"`
+			Results []struct {
+				CDC    string `json:"cdc"`
+				Result string `json:"result"`
+			} `json:"results"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &r), "%s", raw)
+		require.Equal(t, sifen.CodeLotDone, r.Code, "%s", raw)
+		for _, res := range r.Results {
+			cdcs[res.CDC]++
+			require.Equal(t, sifen.ResultApproved, res.Result)
+		}
+	}
+	require.Len(t, cdcs, 12)
+	for cdc, n := range cdcs {
+		require.Equal(t, 1, n, "%s went twice", cdc)
+	}
 }

@@ -30,8 +30,19 @@ type Bucket struct {
 	// from it); SendCount counts admitted requests.
 	LastSentAt time.Time
 	SendCount  int64
-	// BlockedUntil is the end of a block that started with a refusal.
+	// BlockedUntil is the end of a block that started with a refusal (or
+	// that a Sync set).
 	BlockedUntil time.Time
+	// NextAt is a cooldown the caller set, beside the policy's MinInterval:
+	// the key admits nothing before it. An admitted Charge with HoldFor sets
+	// it (the request is on the wire; nothing else goes until its answer),
+	// and a Sync with Cooldown moves it to the answer's time plus the
+	// interval owed (the interval runs from the remote side's answer). A
+	// refusal for it reads ReasonCooldown.
+	NextAt time.Time
+	// BlockLevel counts the escalating blocks in a row (SyncTarget.Escalate):
+	// the next one lasts one step longer.
+	BlockLevel int64
 	// Severity is the level last stored for this bucket (SeverityUnknown for
 	// a bucket never written).
 	Severity Severity
@@ -180,13 +191,19 @@ func (b *Bucket) UntilFull(p Policy, now time.Time) time.Duration {
 	return b.UntilTokens(p, p.Capacity, now)
 }
 
-// UntilCooldownEnds returns how long after now the policy's minimum interval
-// since the last admitted request runs out; 0 when there is none pending.
+// UntilCooldownEnds returns how long after now the cooldown runs out: the
+// policy's minimum interval since the last admitted request, or NextAt when
+// that is later; 0 when there is none pending.
 func (b *Bucket) UntilCooldownEnds(p Policy, now time.Time) time.Duration {
-	if p.MinInterval <= 0 || b.LastSentAt.IsZero() {
+	var end time.Time
+	if p.MinInterval > 0 && !b.LastSentAt.IsZero() {
+		end = b.LastSentAt.Add(p.MinInterval)
+	}
+	end = later(end, b.NextAt)
+	if end.IsZero() {
 		return 0
 	}
-	return positive(b.LastSentAt.Add(p.MinInterval).Sub(now))
+	return positive(end.Sub(now))
 }
 
 // UntilUnblocked returns how long after now the bucket's block lasts.
@@ -198,9 +215,10 @@ func (b *Bucket) UntilUnblocked(now time.Time) time.Duration {
 }
 
 // IsIdle reports whether b, refilled to now, is equivalent to having no row
-// at all: full, with no cooldown or block pending. Such a row may be deleted.
+// at all: full, with no cooldown, block or block level pending. Such a row
+// may be deleted.
 func (b *Bucket) IsIdle(p Policy, now time.Time) bool {
-	return b.Tokens >= p.Capacity && len(b.Spent) == 0 &&
+	return b.Tokens >= p.Capacity && len(b.Spent) == 0 && b.BlockLevel == 0 &&
 		b.UntilCooldownEnds(p, now) == 0 && b.UntilUnblocked(now) == 0
 }
 
@@ -262,11 +280,13 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 	return delta
 }
 
-// setFull makes b full now and clears its cooldown and block (an admin reset).
+// setFull makes b full now and clears its cooldown and block (an admin
+// reset). BlockLevel stays: it is the remote side's history, which a local
+// reset does not change.
 func (b *Bucket) setFull(p Policy, now time.Time) {
 	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
 	b.RefilledAt = later(b.RefilledAt, now)
-	b.LastSentAt, b.BlockedUntil = time.Time{}, time.Time{}
+	b.LastSentAt, b.BlockedUntil, b.NextAt = time.Time{}, time.Time{}, time.Time{}
 }
 
 const maxDuration = time.Duration(1<<63 - 1)

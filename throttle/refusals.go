@@ -189,6 +189,11 @@ func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now t
 		}
 		need := ps[i].need()
 		b := buckets[i]
+		if b.NextAt.After(now) {
+			// A hold's NextAt ends early when its answer comes (Sync with
+			// Hold): remembering it would refuse longer than the store.
+			continue
+		}
 		b.Spent = slices.Clone(b.Spent)
 		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
 	}

@@ -269,7 +269,7 @@ func (e *Engine) PolicyNames() []string {
 	for _, s := range e.catalog.Specs() {
 		names = append(names, s.Name)
 	}
-	return append(names, sifen.PolicyRecepcionLote, sifen.PolicyConsultaLote)
+	return append(names, sifen.PolicyRecepcionLote)
 }
 
 // PruneResult counts what Engine.Prune removed.

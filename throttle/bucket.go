@@ -34,12 +34,16 @@ type Bucket struct {
 	// that a Sync set).
 	BlockedUntil time.Time
 	// NextAt is a cooldown the caller set, beside the policy's MinInterval:
-	// the key admits nothing before it. An admitted Charge with HoldFor sets
-	// it (the request is on the wire; nothing else goes until its answer),
-	// and a Sync with Cooldown moves it to the answer's time plus the
-	// interval owed (the interval runs from the remote side's answer). A
-	// refusal for it reads ReasonCooldown.
+	// the key admits nothing before it. A Sync with Cooldown moves it to the
+	// answer's time plus the interval owed (the interval runs from the
+	// remote side's answer). A refusal for it reads ReasonCooldown.
 	NextAt time.Time
+	// HeldUntil is set by an admitted Charge with HoldFor: its request is on
+	// the wire, and the key admits nothing until the Sync of its answer
+	// clears it (SyncTarget.Hold), or until HeldUntil, when the request is
+	// over for sure. While held, the wait is the policy's MinInterval at
+	// least (the answer cannot come before now), the hold's end at most.
+	HeldUntil time.Time
 	// BlockLevel counts the escalating blocks in a row (SyncTarget.Escalate):
 	// the next one lasts one step longer.
 	BlockLevel int64
@@ -192,18 +196,34 @@ func (b *Bucket) UntilFull(p Policy, now time.Time) time.Duration {
 }
 
 // UntilCooldownEnds returns how long after now the cooldown runs out: the
-// policy's minimum interval since the last admitted request, or NextAt when
-// that is later; 0 when there is none pending.
+// policy's minimum interval since the last admitted request, NextAt, or a
+// hold (see HeldUntil), whichever is longest; 0 when none is pending.
 func (b *Bucket) UntilCooldownEnds(p Policy, now time.Time) time.Duration {
 	var end time.Time
 	if p.MinInterval > 0 && !b.LastSentAt.IsZero() {
 		end = b.LastSentAt.Add(p.MinInterval)
 	}
 	end = later(end, b.NextAt)
-	if end.IsZero() {
+	var wait time.Duration
+	if !end.IsZero() {
+		wait = positive(end.Sub(now))
+	}
+	if held := b.UntilReleased(now); held > 0 {
+		if p.MinInterval > 0 {
+			held = min(held, p.MinInterval)
+		}
+		wait = max(wait, held)
+	}
+	return wait
+}
+
+// UntilReleased returns how long after now the hold of a request on the
+// wire lasts at most (0 when none).
+func (b *Bucket) UntilReleased(now time.Time) time.Duration {
+	if b.HeldUntil.IsZero() {
 		return 0
 	}
-	return positive(end.Sub(now))
+	return positive(b.HeldUntil.Sub(now))
 }
 
 // UntilUnblocked returns how long after now the bucket's block lasts.
@@ -282,7 +302,7 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 
 // setFull makes b full now and clears its cooldown and block (an admin
 // reset). BlockLevel stays: it is the remote side's history, which a local
-// reset does not change.
+// reset does not change; so does a hold: its request is on the wire.
 func (b *Bucket) setFull(p Policy, now time.Time) {
 	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
 	b.RefilledAt = later(b.RefilledAt, now)

@@ -46,9 +46,10 @@ type Charge struct {
 	// minute the bucket is positive again 8 minutes later. 0 means Cost.
 	Admit int64
 	// HoldFor, when > 0, makes an admitted charge hold its key: nothing
-	// else is admitted on it for HoldFor (Bucket.NextAt), the longest the
-	// request can be on the wire. The Sync that records the answer ends the
-	// hold (SyncTarget.Hold, with BucketDecision.HeldUntil).
+	// else is admitted on it until the Sync that records its answer ends
+	// the hold (SyncTarget.Hold, with BucketDecision.HeldUntil), or for
+	// HoldFor at most, the longest the request can be on the wire
+	// (Bucket.HeldUntil).
 	HoldFor time.Duration
 }
 
@@ -149,11 +150,11 @@ type SyncTarget struct {
 	// blocked for BlockFor × level, at most BlockMax (when > 0).
 	Escalate         bool
 	BlockMax, Memory time.Duration
-	// Cooldown, when > 0 or with Hold set, records a remote answer after
-	// which the key must wait Cooldown: NextAt becomes now + Cooldown.
-	// When the key's NextAt is Hold (the hold the answered request put on
-	// it, BucketDecision.HeldUntil) it is replaced, so the hold ends;
-	// otherwise NextAt only moves later (another request holds the key).
+	// Cooldown, when > 0, records a remote answer after which the key must
+	// wait Cooldown: NextAt becomes now + Cooldown (never earlier than it
+	// was). Hold, when set, is the hold the answered request put on the key
+	// (BucketDecision.HeldUntil): it ends, unless the key is held by
+	// another request since.
 	Cooldown time.Duration
 	Hold     time.Time
 }

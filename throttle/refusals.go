@@ -189,9 +189,9 @@ func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now t
 		}
 		need := ps[i].need()
 		b := buckets[i]
-		if b.NextAt.After(now) {
-			// A hold's NextAt ends early when its answer comes (Sync with
-			// Hold): remembering it would refuse longer than the store.
+		if b.HeldUntil.After(now) {
+			// A hold ends when its answer comes (Sync with Hold), and
+			// only then is the wait known: the store decides.
 			continue
 		}
 		b.Spent = slices.Clone(b.Spent)

@@ -34,8 +34,8 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 		case d.Allowed:
 			tb.b.spend(c.policy, c.Cost, tx.now)
 			if c.HoldFor > 0 {
-				tb.b.NextAt = later(tb.b.NextAt, tx.now.Add(c.HoldFor))
-				bd.HeldUntil = tb.b.NextAt
+				tb.b.HeldUntil = tx.now.Add(c.HoldFor)
+				bd.HeldUntil = tb.b.HeldUntil
 			}
 			tx.touch(tb, c.policy, r.thresholds)
 			tx.record(tb, -c.Cost, LedgerTake, ref)
@@ -136,13 +136,12 @@ func (tx *Tx) sync(t SyncTarget, p Policy, r rules) Adjusted {
 		applied = tb.b.add(p, t.Tokens-tb.b.Tokens, tx.now)
 		changed = true
 	}
-	if t.Cooldown > 0 || !t.Hold.IsZero() {
-		next := tx.now.Add(t.Cooldown)
-		if !t.Hold.IsZero() && tb.b.NextAt.Equal(t.Hold) {
-			tb.b.NextAt = next
-		} else {
-			tb.b.NextAt = later(tb.b.NextAt, next)
-		}
+	if !t.Hold.IsZero() && tb.b.HeldUntil.Equal(t.Hold) {
+		tb.b.HeldUntil = time.Time{}
+		changed = true
+	}
+	if t.Cooldown > 0 {
+		tb.b.NextAt = later(tb.b.NextAt, tx.now.Add(t.Cooldown))
 		changed = true
 	}
 	out := Adjusted{Key: t.Key}

@@ -317,13 +317,13 @@ func (a *app) startBackground(cfg Config, logger *slog.Logger) {
 	}
 	a.bg.Go(func() { watchDatabase(ctx, a.engine.store, identityCheckEvery, logger) })
 	if cfg.SifenPollEvery > 0 {
-		// Lot results (siConsLoteDE): each lot is asked when its
-		// SIFEN_CONSULTA_LOTE key admits it; documents move from sent to
+		// Lot results (siConsLoteDE): each lot is asked when its query is
+		// due (a schedule of the lot); documents move from sent to
 		// approved or rejected.
 		a.bg.Go(func() {
 			a.sender.RunPoll(ctx, cfg.SifenPollEvery, func(out []sifen.LotOutcome, err error) {
 				for _, o := range out {
-					if o.Blocked == nil {
+					if !o.NotDue {
 						logger.Info("SIFEN lot queried", slog.String("lot", o.LotNumber), slog.String("code", o.Code), slog.Int("updated", o.Updated))
 					}
 				}

@@ -427,7 +427,7 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 			return nil
 		},
 	}
-	var out sifen.Outcome
+	var out sifen.LotSend
 	_, err := waiter.Do(ctx, func(context.Context) (throttle.Decision, error) {
 		// Once started, a send completes whatever happens to ctx: Ctrl-C
 		// stops the run after this lot, never half-way through it.
@@ -460,9 +460,10 @@ func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sife
 	case sifen.OutcomeSent:
 		report(resultSent, out.Code, out.LotNumber, out.Message, waited)
 	case sifen.OutcomeBlocked:
-		d := out.Blocked.Wait
-		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
-		said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(out.Blocked.Reason.String()), out.Blocked.Key, web.FormatWait(d))
+		blocked := out.Blocked()
+		d := blocked.Wait
+		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", blocked.Reason, blocked.Key, web.FormatWait(d))
+		said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(blocked.Reason.String()), blocked.Key, web.FormatWait(d))
 		switch {
 		case interrupted:
 			msg = "interrupted while waiting for the throttle"
@@ -600,8 +601,8 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 		// Sleep until the first of our lots may be queried again.
 		wait := time.Duration(0)
 		for _, o := range out {
-			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
-				wait = o.Blocked.Wait
+			if o.NotDue && (wait == 0 || o.Wait < wait) {
+				wait = o.Wait
 			}
 		}
 		if wait <= 0 {

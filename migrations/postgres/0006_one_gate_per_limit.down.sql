@@ -12,4 +12,5 @@ CREATE TABLE balde_sifen_rucs (
     PRIMARY KEY (env, ruc)
 );
 ALTER TABLE balde_buckets DROP COLUMN block_level;
+ALTER TABLE balde_buckets DROP COLUMN held_until;
 ALTER TABLE balde_buckets DROP COLUMN next_at;

@@ -484,10 +484,11 @@ func testReset(t *testing.T, open OpenStore) {
 }
 
 // testHoldUntilTheAnswer: a take with HoldFor holds its key (a request on
-// the wire) however full the bucket is, with the cooldown as the reason; the
-// Sync of its answer ends the hold and starts the interval from the answer;
-// a late answer of an older request does not shorten another's hold; a
-// reset clears the hold and the interval.
+// the wire) however full the bucket is, as a cooldown of the policy's
+// interval at least, the hold's end at most; the Sync of its answer ends the
+// hold and starts the interval from the answer; a late answer of an older
+// request does not end another's hold; a reset clears the interval, not a
+// hold (the request is on the wire).
 func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
@@ -502,37 +503,50 @@ func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	held := d.Buckets[0].HeldUntil
 	require.Equal(t, Epoch.Add(time.Minute), held)
 
-	// 30 s on the wire: the token is back, the hold refuses, as cooldown.
+	// 30 s on the wire: the token is back, the hold refuses, as a cooldown
+	// of one interval (the answer cannot come before now).
 	e.Clock.Advance(30 * time.Second)
 	d = take()
 	require.False(t, d.Allowed)
 	require.Equal(t, throttle.ReasonCooldown, d.Reason)
-	require.Equal(t, 30*time.Second, d.RetryAfter)
-	require.Equal(t, 30*time.Second, e.State(keyA).CooldownLeft, "the state says what the take says")
-	require.Equal(t, throttle.SeverityHealthy, e.State(keyA).Severity, "a request on the wire is no trouble")
+	require.Equal(t, 10*time.Second, d.RetryAfter)
+	s := e.State(keyA)
+	require.Equal(t, 10*time.Second, s.CooldownLeft, "the state says what the take says")
+	require.Equal(t, held, s.HeldUntil)
+	require.Equal(t, throttle.SeverityHealthy, s.Severity, "a request on the wire is no trouble")
+	// 55 s: the hold ends in 5 s at the latest.
+	e.Clock.Advance(25 * time.Second)
+	require.Equal(t, 5*time.Second, take().RetryAfter)
 
-	// The answer at 30 s: 10 s from it, not from the take.
+	// The answer at 55 s: 10 s from it, not from the take.
 	_, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held, Ref: "answer"})
 	require.NoError(t, err)
-	s := e.State(keyA)
+	s = e.State(keyA)
 	require.Equal(t, 10*time.Second, s.RetryAfter)
+	require.True(t, s.HeldUntil.IsZero())
 	require.Equal(t, throttle.ReasonCooldown, take().Reason)
 	e.Clock.Advance(10 * time.Second)
 	d = take()
 	require.True(t, d.Allowed)
-	second := d.Buckets[0].HeldUntil
 
 	// A late answer to the first request leaves the second's hold alone.
 	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held})
 	require.NoError(t, err)
-	require.Equal(t, time.Minute, e.State(keyA).CooldownLeft)
+	require.Equal(t, d.Buckets[0].HeldUntil, e.State(keyA).HeldUntil)
 
-	// A reset clears the hold and the interval.
+	// A reset clears the interval, not the hold.
+	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Hold: d.Buckets[0].HeldUntil})
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second, e.State(keyA).RetryAfter, "the late answer's interval")
 	s, err = e.Limiter.Reset(ctx, keyA, "alice")
 	require.NoError(t, err)
 	require.Zero(t, s.RetryAfter)
-	require.True(t, take().Allowed)
-	require.NotEqual(t, second, time.Time{})
+	d = take()
+	require.True(t, d.Allowed)
+	s, err = e.Limiter.Reset(ctx, keyA, "alice")
+	require.NoError(t, err)
+	require.Equal(t, d.Buckets[0].HeldUntil, s.HeldUntil, "a reset does not end a request on the wire")
+	require.False(t, take().Allowed)
 
 	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Cooldown: -time.Second})
 	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)

@@ -16,6 +16,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/web"
 )
 
 // rucViews is what every view of a RUC's gate says about its wait: the
@@ -101,4 +102,28 @@ func TestRUCGateIsOneState(t *testing.T) {
 	e.clock.Advance(4 * time.Second)
 	require.Equal(t, rucViews{List: "cooldown 6s", Detail: "cooldown 6s", API: 6 * time.Second, RUCWait: 6 * time.Second,
 		APISev: "Healthy", State: "cooling down"}, e.rucViews(t, ruc))
+}
+
+// TestBucketWaitSaysWhy: a RUC's wait says its reason in every view: a
+// block after SIFEN's 0301 with its level, a cooldown while a lot is on
+// the wire.
+func TestBucketWaitSaysWhy(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		st   throttle.BucketState
+		want string
+	}{
+		{"interval", throttle.BucketState{At: now, CooldownLeft: 7 * time.Second}, "cooldown 7s"},
+		{"on the wire", throttle.BucketState{At: now, CooldownLeft: 10 * time.Second,
+			Bucket: throttle.Bucket{HeldUntil: now.Add(time.Minute)}}, "cooldown 10s (a request on the wire)"},
+		{"0301 block", throttle.BucketState{At: now, BlockLeft: 20 * time.Minute, Bucket: throttle.Bucket{BlockLevel: 2}},
+			"blocked 20m0s (block 2 in a row)"},
+		{"remote block", throttle.BucketState{At: now, BlockLeft: 90 * time.Second}, "blocked 1m30s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, web.FormatBucketWait(tt.st))
+		})
+	}
 }

@@ -36,6 +36,8 @@ var messages = [][3]string{
 	{"Next query", "Próxima consulta", "Próxima consulta"},
 	{"next query at %s (in %s)", "próxima consulta em %s (daqui a %s)", "próxima consulta el %s (en %s)"},
 	{"next query now", "próxima consulta agora", "próxima consulta ahora"},
+	{"blocked %s (block %d in a row)", "bloqueado %s (bloqueio %d seguido)", "bloqueado %s (bloqueo %d seguido)"},
+	{"cooldown %s (a request on the wire)", "espera %s (uma requisição em trânsito)", "espera %s (una solicitud en tránsito)"},
 	{"No lot is waiting for its result.", "Nenhum lote espera o seu resultado.", "Ningún lote espera su resultado."},
 	{"Policy", "Política", "Política"},
 	{"Env", "Ambiente", "Ambiente"},

@@ -41,8 +41,9 @@ type Bucket struct {
 	// HeldUntil is set by an admitted Charge with HoldFor: its request is on
 	// the wire, and the key admits nothing until the Sync of its answer
 	// clears it (SyncTarget.Hold), or until HeldUntil, when the request is
-	// over for sure. While held, the wait is the policy's MinInterval at
-	// least (the answer cannot come before now), the hold's end at most.
+	// over for sure. While held, a refusal's wait is one MinInterval from
+	// now (the earliest the answer's interval can end), or the hold's end
+	// when that comes sooner: asked again then, the key says again.
 	HeldUntil time.Time
 	// BlockLevel counts the escalating blocks in a row (SyncTarget.Escalate):
 	// the next one lasts one step longer.

@@ -170,12 +170,13 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 		}
 		switch out.Status {
 		case sifen.OutcomeBlocked:
-			wait := out.Blocked.Wait
-			if g.hold < 0 || time.Until(deadline) < wait || out.Blocked.Reason == throttle.ReasonBlocked {
+			b := out.Blocked()
+			if g.hold < 0 || time.Until(deadline) < b.Wait || b.Reason == throttle.ReasonBlocked {
 				g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
-					fmt.Sprintf("balde: RUC %s: %s; nothing was sent, send again after %d s", out.RUC.Number, out.Message, out.Blocked.WaitSeconds()), wait)
+					fmt.Sprintf("balde: RUC %s: %s; nothing was sent, send again after %d s", out.RUC.Number, b.Message(), b.WaitSeconds()), b.Wait)
 				return
 			}
+			wait := b.Wait
 			if err := g.sleep(r.Context(), wait); err != nil {
 				return // the client went away; the documents stay drafts
 			}
@@ -209,9 +210,11 @@ func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 	switch {
 	case err != nil:
 		g.writeSendError(w, r, err)
-	case lo.Blocked != nil:
+	case lo.NotDue:
+		// DNIT's schedule of lot queries: nothing was asked.
+		secs := int64((lo.Wait + time.Second - 1) / time.Second)
 		g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
-			fmt.Sprintf("balde: lot %s: ask again after %d s", lo.LotNumber, lo.Blocked.WaitSeconds()), lo.Blocked.Wait)
+			fmt.Sprintf("balde: lot %s: its next query is not due yet; nothing was asked, ask again after %d s", lo.LotNumber, secs), lo.Wait)
 	case lo.Code == "":
 		g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not answer: "+lo.Message, 0)
 	default:

@@ -34,26 +34,37 @@ import (
 // sifenGatewayWorld is the SIFEN simulator and a SIFEN gateway in front of
 // it, sharing a fake clock that the gateway's holds move.
 type sifenGatewayWorld struct {
-	clock *throttletest.FakeClock
-	sim   *sifensim.Server
-	URL   string
+	clock  *throttletest.FakeClock
+	sim    *sifensim.Server
+	simURL string
+	dsn    string
+	URL    string // the first gateway's
 }
 
 func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
 	w := &sifenGatewayWorld{clock: throttletest.NewFakeClock(throttletest.Epoch)}
-	sim, err := sifensim.NewServer(sifensim.Config{Clock: w.clock.Now, Advance: w.clock.Advance, Logger: quiet})
+	sim, err := sifensim.NewServer(sifensim.Config{Clock: w.clock.Now, Advance: w.clock.Advance, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
-	w.sim = sim
-	store := sqlstoretest.MustOpen(t, engine, w.clock.Now)
+	w.sim, w.simURL = sim, ts.URL
+	w.dsn = sqlstoretest.DSN(t, engine)
+	w.URL = w.newGateway(t, hold)
+	return w
+}
+
+// newGateway starts another gateway instance (a store, limiter and sender
+// of its own on the world's database) and returns its URL.
+func (w *sifenGatewayWorld) newGateway(t *testing.T, hold time.Duration) string {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.clock.Now)
 	resolver, err := sifen.NewResolver(sifen.PolicyConfig{})
 	require.NoError(t, err)
 	lim, err := throttle.NewLimiter(store, resolver, throttle.Config{Clock: w.clock.Now})
 	require.NoError(t, err)
-	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", Timeout: 10 * time.Second})
+	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: w.simURL + "/{env}", Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.clock.Now, Logger: quiet})
 	require.NoError(t, err)
@@ -62,26 +73,35 @@ func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Durati
 	require.NoError(t, err)
 	gs := httptest.NewServer(g)
 	t.Cleanup(gs.Close)
-	w.URL = gs.URL
-	return w
+	return gs.URL
 }
 
 // sendLot posts siRecepLoteDE with docs to the gateway, as any SOAP
 // client would, and returns the status, Retry-After and body.
 func (w *sifenGatewayWorld) sendLot(t *testing.T, docs ...sifentest.Doc) (int, string, []byte) {
 	t.Helper()
+	return w.sendLotTo(t, w.URL, docs...)
+}
+
+func (w *sifenGatewayWorld) sendLotTo(t *testing.T, base string, docs ...sifentest.Doc) (int, string, []byte) {
+	t.Helper()
 	z, err := sifen.ZipLote(sifentest.Lote(docs...))
 	require.NoError(t, err)
 	body, err := sifen.MarshalSOAP(sifen.EnvioLote{ID: "1", XDE: base64.StdEncoding.EncodeToString(z)})
 	require.NoError(t, err)
-	return w.post(t, sifen.RecepcionPath, body)
+	return w.postTo(t, base, sifen.RecepcionPath, body)
 }
 
 func (w *sifenGatewayWorld) post(t *testing.T, path string, body []byte) (int, string, []byte) {
 	t.Helper()
+	return w.postTo(t, w.URL, path, body)
+}
+
+func (w *sifenGatewayWorld) postTo(t *testing.T, base, path string, body []byte) (int, string, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", sifen.SOAPContentType)
 	resp, err := http.DefaultClient.Do(req)
@@ -247,4 +267,32 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 	for cdc, n := range cdcs {
 		require.Equal(t, 1, n, "%s went twice", cdc)
 	}
+}
+
+// Two gateway instances on one PostgreSQL, neither holding: lots of one
+// RUC sent to both at once are admitted exactly as by one gateway — one
+// lot reaches SIFEN, every other is a 429 fault, none a 0301.
+func TestSifenGatewayTwoInstancesShareTheRUCGate(t *testing.T) {
+	if os.Getenv(sqlstoretest.PostgresEnv) == "" {
+		t.Skip(sqlstoretest.PostgresEnv + " not set: skipping PostgreSQL")
+	}
+	w := newSifenGatewayWorld(t, sqlstore.Postgres, -1)
+	urls := []string{w.URL, w.newGateway(t, -1)}
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			status, _, body := w.sendLotTo(t, urls[i%2], sifentest.Doc{Number: i + 1})
+			require.Contains(t, []int{http.StatusOK, http.StatusTooManyRequests}, status, "%s", body)
+			mu.Lock()
+			statuses[status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.Equal(t, map[int]int{http.StatusOK: 1, http.StatusTooManyRequests: 7}, statuses)
+	st := w.sim.Stats()
+	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "", "", ""))
+	require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued))
 }

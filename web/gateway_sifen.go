@@ -1,8 +1,10 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -186,7 +188,12 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 				g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not queue the lot: "+out.Message, 0)
 				return
 			}
-			g.writeSOAP(w, sifen.EnvioLoteResponse{ProcessedAt: formatSifenTime(out.ProcessedAt), Code: out.Code, Message: out.Message, LotNumber: out.LotNumber})
+			answer := sifenEl("rResEnviLoteDe", sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
+				sifenText("dCodRes", out.Code), sifenText("dMsgRes", out.Message))
+			if out.LotNumber != "" {
+				answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
+			}
+			g.writeAnswer(w, answer)
 			return
 		case sifen.OutcomeFailed:
 			g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN could not be reached, nothing was sent: "+out.Message, 0)
@@ -218,7 +225,19 @@ func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 	case lo.Code == "":
 		g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not answer: "+lo.Message, 0)
 	default:
-		g.writeSOAP(w, sifen.ConsultaLoteResponse{ProcessedAt: formatSifenTime(time.Now()), Code: lo.Code, Message: lo.Message, Results: lo.Results})
+		answer := sifenEl("rResEnviConsLoteDe", sifenText("dFecProc", formatSifenTime(time.Now())),
+			sifenText("dCodResLot", lo.Code), sifenText("dMsgResLot", lo.Message))
+		for _, r := range lo.Results {
+			res := sifenEl("gResProcLote", sifenText("id", r.CDC), sifenText("dEstRes", r.Status))
+			if r.AuthNumber != "" {
+				res.children = append(res.children, sifenText("dProtAut", r.AuthNumber))
+			}
+			for _, m := range r.Messages {
+				res.children = append(res.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
+			}
+			answer.children = append(answer.children, res)
+		}
+		g.writeAnswer(w, answer)
 	}
 }
 
@@ -244,27 +263,62 @@ func formatSifenTime(t time.Time) string {
 	return t.Format(sifen.TimeLayout)
 }
 
-func (g *SifenGateway) writeSOAP(w http.ResponseWriter, body any) {
-	data, err := sifen.MarshalSOAP(body)
-	if err != nil {
-		g.writeFault(w, http.StatusInternalServerError, "soap:Receiver", "balde: the answer could not be encoded", 0)
-		return
-	}
-	w.Header().Set("Content-Type", sifen.SOAPContentType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+// sifenElement is an element of an answer: text or children.
+type sifenElement struct {
+	name     string
+	text     string
+	children []sifenElement
 }
 
-// writeFault writes a SOAP 1.2 fault; retryAfter > 0 adds Retry-After.
-func (g *SifenGateway) writeFault(w http.ResponseWriter, status int, code, reason string, retryAfter time.Duration) {
-	data, err := sifen.MarshalSOAP(&sifen.Fault{Code: code, Reason: reason})
-	if err != nil {
-		data = nil
+func sifenText(name, text string) sifenElement { return sifenElement{name: name, text: text} }
+func sifenEl(name string, children ...sifenElement) sifenElement {
+	return sifenElement{name: name, children: children}
+}
+
+func (e sifenElement) write(b *bytes.Buffer) {
+	b.WriteString("<ns2:" + e.name + ">")
+	if e.children == nil {
+		_ = xml.EscapeText(b, []byte(e.text))
 	}
+	for _, c := range e.children {
+		c.write(b)
+	}
+	b.WriteString("</ns2:" + e.name + ">")
+}
+
+// writeAnswer writes a SOAP 1.2 answer as SIFEN writes its own: the
+// envelope prefixed env, SIFEN's elements ns2. Clients written against
+// SIFEN read them by those prefixes (facturacionelectronicapy-setapi reads
+// result["env:Envelope"]["env:Body"]), so the gateway keeps them.
+func (g *SifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
+	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)
+	b.WriteString(`<ns2:` + body.name + ` xmlns:ns2="` + sifen.Namespace + `">`)
+	for _, c := range body.children {
+		c.write(&b)
+	}
+	b.WriteString(`</ns2:` + body.name + `></env:Body></env:Envelope>`)
+	w.Header().Set("Content-Type", sifen.SOAPContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}
+
+// writeFault writes a SOAP 1.2 fault (prefix env, as SIFEN's);
+// retryAfter > 0 adds Retry-After.
+func (g *SifenGateway) writeFault(w http.ResponseWriter, status int, code, reason string, retryAfter time.Duration) {
+	code = strings.Replace(code, "soap:", "env:", 1)
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
+	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Body><env:Fault><env:Code><env:Value>`)
+	_ = xml.EscapeText(&b, []byte(code))
+	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="en">`)
+	_ = xml.EscapeText(&b, []byte(reason))
+	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
 	if retryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
 	}
 	w.Header().Set("Content-Type", sifen.SOAPContentType)
 	w.WriteHeader(status)
-	_, _ = w.Write(data)
+	_, _ = w.Write(b.Bytes())
 }

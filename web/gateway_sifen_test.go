@@ -154,6 +154,8 @@ func TestSifenGatewayRefusesWithAFault(t *testing.T) {
 	w := newSifenGatewayWorld(t, sqlstore.SQLite, -1)
 	status, _, body := w.sendLot(t, sifentest.Doc{Number: 1})
 	require.Equal(t, http.StatusOK, status, "%s", body)
+	// SIFEN's own prefixes, which clients written against SIFEN read by.
+	require.Contains(t, string(body), `<env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"><env:Header/><env:Body><ns2:rResEnviLoteDe xmlns:ns2="http://ekuatia.set.gov.py/sifen/xsd"><ns2:dFecProc>`)
 
 	status, retryAfter, body := w.sendLot(t, sifentest.Doc{Number: 2})
 	require.Equal(t, http.StatusTooManyRequests, status, "%s", body)

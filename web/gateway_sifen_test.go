@@ -298,3 +298,78 @@ func TestSifenGatewayTwoInstancesShareTheRUCGate(t *testing.T) {
 	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "", "", ""))
 	require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued))
 }
+
+// facturacionelectronicapy-setapi (npm), unchanged but for the host of its
+// hardcoded SIFEN URL, sends lots of three RUCs from two Node processes at
+// once through the gateway: every lot answered 0300 as SIFEN writes it
+// (setapi parses env:Envelope/ns2:rResEnviLoteDe), 0 × 0301, no DE twice.
+// It needs node, openssl and BALDE_TEST_SETAPI_DIR, a directory holding
+// `npm install facturacionelectronicapy-setapi@1.0.38`.
+func TestSifenGatewayServesSetapi(t *testing.T) {
+	dir := os.Getenv("BALDE_TEST_SETAPI_DIR")
+	if dir == "" {
+		t.Skip("BALDE_TEST_SETAPI_DIR not set: skipping facturacionelectronicapy-setapi")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not installed (setapi needs a PKCS#12 certificate)")
+	}
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key, crt, p12 := filepath.Join(tmp, "k.pem"), filepath.Join(tmp, "c.pem"), filepath.Join(tmp, "cert.p12")
+	out, err := exec.CommandContext(ctx, openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days", "1", "-subj", "/CN=balde test").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.CommandContext(ctx, openssl, "pkcs12", "-export", "-out", p12, "-inkey", key, "-in", crt, "-passout", "pass:test").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	w := newSifenGatewayWorld(t, sqlstore.SQLite, time.Minute)
+	rucs := []string{"80069563", "80012345", "80000005"}
+	outs := make([][]byte, 2)
+	var wg sync.WaitGroup
+	for p := range 2 {
+		args := []string{"../testdata/gateway/setapi_send.js", w.URL, p12, "test"}
+		for i, ruc := range rucs {
+			if i > 0 {
+				args = append(args, "--")
+			}
+			args = append(args, strconv.Itoa(100*p+i+1))
+			for k := range 2 {
+				name := filepath.Join(tmp, fmt.Sprintf("de-%d-%d-%d.xml", p, i, k))
+				require.NoError(t, os.WriteFile(name, sifentest.Doc{RUC: ruc, Number: 100*p + 10*i + k + 1}.File(), 0o644))
+				args = append(args, name)
+			}
+		}
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctx, node, args...)
+			cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
+			out, err := cmd.Output()
+			require.NoError(t, err, "%s", out)
+			outs[p] = out
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, out := range outs {
+		for _, raw := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+			var r struct {
+				OK   bool `json:"ok"`
+				Body struct {
+					Answer map[string]any `json:"ns2:rResEnviLoteDe"`
+				} `json:"body"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &r), "%s", raw)
+			require.True(t, r.OK, "%s", raw)
+			require.Equal(t, sifen.CodeLotQueued, r.Body.Answer["ns2:dCodRes"], "%s", raw)
+			n++
+		}
+	}
+	require.Equal(t, 6, n)
+	st := w.sim.Stats()
+	require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued), "0301s")
+	require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+}

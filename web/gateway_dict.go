@@ -26,10 +26,11 @@ import (
 // credited as the DICT credits its buckets when the SPI sees the payment.
 const DictGatewayPaymentsPath = "/gateway/payments"
 
-// HeaderLocalRefusal is set ("local") on a 429 the gateway answered
-// itself: nothing was sent to the DICT. A DICT client needs no change (the
-// answer is the DICT's own 429); an operator can tell the two apart.
-const HeaderLocalRefusal = "Balde-Refusal"
+// HeaderLocalRefusal is set ("local") on a 429 the local mirror answered:
+// nothing was sent to the DICT. A DICT client needs no change (the answer
+// is the DICT's own 429); an operator can tell the two apart. It is the
+// header dict.Transport sets on a refusal it answers itself.
+const HeaderLocalRefusal = "Balde-Refused"
 
 // PaymentCreditor credits the payment order of a lookup once.
 // *dict.Client implements it (balde.Engine.Dict).

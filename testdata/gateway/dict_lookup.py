@@ -5,7 +5,7 @@ A DICT client that is not balde's: the Python standard library only, the
 DICT API as published (GET /api/v2/entries/{key} with PI-RequestingParticipant,
 PI-PayerId and PI-EndToEndId). The gateway's URL replaces the DICT's; nothing
 else changes. A 429 is the DICT's problem XML either way; the gateway's own
-carries "Balde-Refusal: local".
+carries "Balde-Refused: local".
 
     dict_lookup.py --url http://127.0.0.1:8081 --participant 12345678 \
         --payer 11144477735 --e2e-prefix E1234567820250101120 KEY...
@@ -67,7 +67,7 @@ def main():
         print(json.dumps({
             "key": key,
             "status": status,
-            "local": headers.get("Balde-Refusal") == "local",
+            "local": headers.get("Balde-Refused") == "local",
             "retry_after": headers.get("Retry-After") or "",
             "problem_type": problem_type(body) if status >= 400 else "",
         }), flush=True)

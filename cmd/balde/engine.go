@@ -139,10 +139,14 @@ func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string, lea
 		}
 		httpClient = c
 	}
+	signer, verifier, err := cfg.dictSigning()
+	if err != nil {
+		return nil, err
+	}
 	cc := dict.ClientConfig{
 		BaseURL: baseURL, PoliciesURL: cfg.DictPoliciesURL, Participant: cfg.DictParticipant,
 		Limiter: e.limiter, Catalog: e.dict, Records: e.records,
-		HTTPClient: httpClient, Logger: e.logger.WithGroup("dict"),
+		HTTPClient: httpClient, Signer: signer, Verifier: verifier, Logger: e.logger.WithGroup("dict"),
 	}
 	if u, err := url.Parse(baseURL); err == nil && isLoopbackHost(u.Hostname()) {
 		cc.PaymentNoticeURL = strings.TrimSuffix(baseURL, "/") + "/sim/payments"

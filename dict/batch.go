@@ -183,6 +183,7 @@ func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(Batc
 		}
 	}
 	// Stopped: what ended after a lookup that never started.
+	complete := next == len(done)
 	for ; deliverErr == nil && next < len(done); next++ {
 		if done[next] != nil {
 			deliverErr = r.deliver(deliver, *done[next])
@@ -195,6 +196,8 @@ func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(Batc
 		return ctx.Err()
 	case cause != nil && !errors.Is(cause, context.Canceled):
 		return cause
+	case !complete:
+		return errors.New("dict: batch: a lookup ended without a result")
 	}
 	return nil
 }

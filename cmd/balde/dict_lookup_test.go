@@ -244,8 +244,8 @@ func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 	for i := range 5 {
 		fmt.Fprintf(&drain, "naoexiste-%d@example.com,%s\n", i, payerCPF)
 	}
-	code, _, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--no-wait", writeFile(t, t.TempDir(), "drain.csv", []byte(drain.String())))
-	require.Equal(t, ExitOK, code, stderr)
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--no-wait", writeFile(t, t.TempDir(), "drain.csv", []byte(drain.String())))
+	require.Equal(t, ExitOK, code, "drain: stdout %q, stderr %q", stdout, stderr)
 
 	full := []string{validCNPJ(112_223_330_000), validCNPJ(112_223_330_000 + 7919), validCNPJ(112_223_330_000 + 2*7919)}
 	var file strings.Builder
@@ -278,11 +278,11 @@ func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 		return clock.sleep(ctx, d)
 	}
 	code = m.Run(context.Background(), []string{"dict-lookup", "--wait", "--json", writeFile(t, t.TempDir(), "keys.csv", []byte(file.String()))})
-	require.Equal(t, ExitOK, code, errOut.String())
+	require.Equal(t, ExitOK, code, "stdout %q, stderr %q", out.String(), errOut.String())
 
 	items, sum := jsonLines[lookupRecord](t, out.String())
-	require.Len(t, items, len(want))
-	require.Equal(t, len(want), sum.Sent)
+	require.Len(t, items, len(want), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	require.Equal(t, len(want), sum.Sent, "stdout:\n%s", out.String())
 	for i, it := range items {
 		require.Equal(t, want[i], [2]string{it.Key, it.Payer}, "line %d in input order", i)
 		require.Equal(t, http.StatusOK, it.Status, "line %d", i)
@@ -291,7 +291,7 @@ func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 		}
 	}
 	require.Positive(t, items[0].WaitS, "the drained payer waited")
-	require.NotEmpty(t, clock.slept())
+	require.NotEmpty(t, clock.slept(), "the drained payer slept")
 }
 
 func TestDictLookupNoWait(t *testing.T) {

@@ -472,6 +472,7 @@ func FuzzReadLookups(f *testing.F) {
 		"a,b,c\n",
 		"\"unterminated\n",
 		"",
+		"key,payer\n" + strings.Repeat("a", 5000) + "@example.com,52998224725\n", // beyond the line limit
 	} {
 		f.Add(s)
 	}

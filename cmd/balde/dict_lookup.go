@@ -359,10 +359,6 @@ func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep 
 	return rec
 }
 
-// errWaitBound ends a throttle wait that would pass --max-wait (or any wait
-// under --no-wait); sifen-send uses it.
-var errWaitBound = errors.New("the wait is beyond the command's bound")
-
 // lookupFormat picks the format of --out.
 func lookupFormat(format, path string) (string, error) {
 	switch format {

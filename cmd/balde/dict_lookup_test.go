@@ -233,6 +233,11 @@ func TestDictLookupWait(t *testing.T) {
 // drained payer.
 func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 	sim := startDictSim(t, "A", true)
+	// The command runs in this process: the connections its concurrent
+	// lookups dialled stay in the default transport's pool, and the
+	// simulator's graceful Close waits 5 s for one that never carried a
+	// request. A process that exits closes them; so does this, before Close.
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
 	clock := newFakeTime(testEpoch, func(d time.Duration) {
 		_, err := sim.Advance(d)
 		require.NoError(t, err)

@@ -101,7 +101,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		signer:      cfg.Signer,
 		loopback:    isLoopback(base.Hostname()),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, Holds: &Holds{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,
@@ -244,13 +244,11 @@ type Result[T any] struct {
 // res.Response; a refusal of the mirror is res.Decision with a nil error.
 func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], error) {
 	var res Result[T]
-	cl.decision = &res.Decision
 	resp, err := c.do(ctx, cl)
-	if d, ok := throttle.AsRefusal(err); ok {
-		res.Decision = d
-		return res, nil
+	if resp != nil {
+		res.Decision = resp.decision
 	}
-	if err != nil {
+	if err != nil || !res.Decision.Allowed {
 		return res, err
 	}
 	var out T
@@ -507,25 +505,24 @@ type call struct {
 	query  url.Values
 	header http.Header
 	body   []byte
-	// decision, when set, receives the mirror's decision.
-	decision *throttle.Decision
 }
 
-// response is a DICT response, read whole.
+// response is a DICT response, read whole, with the mirror's decision on
+// its request.
 type response struct {
+	decision   throttle.Decision
 	status     int
 	header     http.Header
 	body       []byte
 	retryAfter time.Duration
 }
 
-// decisionKey carries a *throttle.Decision for the Transport to fill.
-type decisionKey struct{}
-
 // do sends one call through the client's Transport (hold, send, settle,
-// 429 sync, record). It returns a response for every request that got one
-// (whatever its status), and an error when the request was refused locally
-// (a *throttle.RefusedError), could not be sent, or was answered with a 429.
+// 429 sync, record). It returns a response for every request the mirror
+// decided: a local refusal is a response whose decision is not Allowed
+// (nothing was sent) and a nil error; an admitted request comes back with
+// the DICT's answer, and an error when it was answered with a 429. The
+// error alone means the request could not be built, decided or sent.
 func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
 	api := c.api
@@ -553,9 +550,6 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	if cl.decision != nil {
-		ctx = context.WithValue(ctx, decisionKey{}, cl.decision)
-	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
 	if err != nil {
 		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
@@ -570,14 +564,19 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	}
 	httpResp, err := c.http.Do(req)
 	if err != nil {
-		if d, ok := throttle.AsRefusal(err); ok {
-			return nil, &throttle.RefusedError{Op: "dict " + cl.op, Decision: d}
-		}
 		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
 	defer httpResp.Body.Close()
+	d, ok := DecisionOf(httpResp)
+	if !ok {
+		return nil, fmt.Errorf("dict: %s: the response did not come through the mirror's Transport", cl.op)
+	}
+	if !d.Allowed {
+		// Refused by the mirror: the Transport's own 429, nothing was sent.
+		return &response{decision: d}, nil
+	}
 	data, rerr := io.ReadAll(io.LimitReader(httpResp.Body, MaxBodySize+1))
-	resp := &response{status: httpResp.StatusCode, header: httpResp.Header, body: data,
+	resp := &response{decision: d, status: httpResp.StatusCode, header: httpResp.Header, body: data,
 		retryAfter: ParseRetryAfter(httpResp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
 	if resp.status == http.StatusTooManyRequests {
 		return resp, resp.remoteError(cl.op)

@@ -36,14 +36,15 @@ type ReconcileResult struct {
 // Reconcile reads the participant's buckets at the DICT (ListBucketStates,
 // itself limited by POLICIES_LIST: 6/min, capacity 20), records the
 // participant's category (catalog and Records), and lowers every local PSP
-// bucket that holds more tokens than the DICT reports (Limiter.Sync; a
-// bucket is never raised).
+// bucket that holds more tokens than the DICT reports less this process's
+// holds in flight (Limiter.Sync, see Holds; a bucket is never raised).
 //
 // A refusal of the mirror (POLICIES_LIST empty locally) is res.Decision
 // (Allowed false) with a nil error: nothing was sent.
 //
 // Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	before := c.catalog.Category() // the Transport learns the answer's category
 	listed, err := c.ListBucketStates(ctx)
 	if err != nil || !listed.Decision.Allowed {
 		return ReconcileResult{Decision: listed.Decision}, err
@@ -59,7 +60,7 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		if err := ValidateCategory(remote.Category); err != nil {
 			c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
 		} else {
-			res.CategoryChanged = c.catalog.Category() != remote.Category
+			res.CategoryChanged = before != remote.Category
 			if err := c.catalog.SetCategory(remote.Category); err != nil {
 				return res, err
 			}
@@ -87,7 +88,10 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s: local %d/%ds capacity %d, remote %d/%ds capacity %d",
 				p.Name, local.RefillTokens, int64(local.RefillPeriod/time.Second), local.Capacity, p.RefillTokens, p.RefillPeriodSec, p.Capacity))
 		}
-		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: p.AvailableTokens, Ref: "reconcile " + remote.CorrelationID})
+		// The requests this process has in flight are not in the DICT's
+		// number yet (it charges when it answers): their holds stay out.
+		tokens := p.AvailableTokens - c.meter.Holds.InFlight(key)
+		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "reconcile " + remote.CorrelationID})
 	}
 	if len(targets) == 0 {
 		return res, nil
@@ -222,7 +226,7 @@ func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, part
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return NewListPoliciesResponse(participant, cat.Category(), states, lim.Now()), nil
+	return NewListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
 }
 
 // GetPolicy builds the getBucketState answer for one PSP policy of
@@ -241,5 +245,5 @@ func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, partici
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	return NewGetPolicyResponse(participant, cat.Category(), state, lim.Now()), nil
+	return NewGetPolicyResponse(participant, cat.CategoryInEffect(), state, lim.Now()), nil
 }

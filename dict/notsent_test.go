@@ -169,4 +169,3 @@ func TestRequestThatNeverLeftIsRefunded(t *testing.T) {
 		})
 	})
 }
-

@@ -1,0 +1,78 @@
+package dict_test
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
+)
+
+// A reconciliation answered while a lookup of this process is in flight
+// (admitted by the DICT, not yet charged) reports a balance that does not
+// count it yet: the sync leaves the lookup's hold out, so that its refund
+// lands where the DICT is once it has charged. Before, the sync set the
+// DICT's number with the hold still taken, and the refund lifted the
+// mirror above the DICT (47 against 44).
+func TestSyncLeavesHoldsInFlightOut(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H", Latency: 400 * time.Millisecond})
+		// Another app instance, with a mirror of its own, spends 5 of the
+		// participant's tokens at the DICT.
+		other := e.newClient(mustLimiter(t, e), nil)
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() {
+				_, err := other.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(100 + i)})
+				require.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int64(45), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+		require.Equal(t, int64(50), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+		// The reconciliation is answered 400 ms after it is sent; the lookup
+		// is sent 150 ms after it and charged 400 ms later: the listing says
+		// 45 while the lookup holds 3 in flight.
+		done := make(chan error, 1)
+		go func() {
+			res, err := e.client.Reconcile(e.ctx)
+			if err == nil && !res.Decision.Allowed {
+				err = errors.New("reconcile refused locally")
+			}
+			done <- err
+		}()
+		time.Sleep(150 * time.Millisecond)
+		res, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: cpfPF})
+		require.NoError(t, err)
+		require.True(t, res.Decision.Allowed)
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the reconciliation did not end within 10 s")
+		}
+
+		require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+		require.Equal(t, int64(44), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb),
+			"the mirror is where the DICT is, not above it")
+		require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
+	})
+}
+
+// mustLimiter returns a limiter of e's catalog over a store of its own
+// (another app instance's mirror).
+func mustLimiter(t *testing.T, e *env) *throttle.Limiter {
+	t.Helper()
+	lim, err := throttle.NewLimiter(throttletest.NewMemStore(e.clock.Now), e.catalog, throttle.Config{Clock: e.clock.Now})
+	require.NoError(t, err)
+	return lim
+}

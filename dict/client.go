@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,9 +53,21 @@ type ClientConfig struct {
 	// to a loopback address (a simulator) and refused otherwise
 	// (ErrUnsigned).
 	Signer Signer
+	// CategoryRecheck is how often the client re-checks the participant's
+	// category while it runs (before a getEntry, at most once per period):
+	// the category another process recorded in Records within the period,
+	// else the DICT's answer to GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN
+	// (one POLICIES_READ token), which also syncs that bucket. Default
+	// DefaultCategoryRecheck; negative: never.
+	CategoryRecheck time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
+// refill period of the categorised participant policy, so that a category
+// the DICT changes is followed within one period by every process.
+const DefaultCategoryRecheck = time.Minute
 
 // Signer signs a write operation's XML body with the PSP's key (XMLDSig,
 // the Signature element) and returns the signed document.
@@ -80,6 +93,11 @@ type Client struct {
 	records     Records
 	http        *http.Client
 	logger      *slog.Logger
+
+	recheck    time.Duration
+	categoryMu sync.Mutex
+	checkedAt  time.Time // the last category check (or NewClient)
+	checking   bool
 }
 
 // NewClient returns a Client. The error wraps ErrInvalidISPB for a bad
@@ -105,6 +123,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,
+		recheck:     cfg.CategoryRecheck,
+		checkedAt:   cfg.Limiter.Now(),
+	}
+	if c.recheck == 0 {
+		c.recheck = DefaultCategoryRecheck
 	}
 	c.policiesAPI = c.api
 	if cfg.PoliciesURL != "" {
@@ -221,6 +244,7 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 	} else if err := ValidateEndToEndID(e2e); err != nil {
 		return LookupResult{}, err
 	}
+	c.recheckCategory(ctx)
 	hdr := http.Header{}
 	hdr.Set(HeaderPayerID, req.PayerID)
 	hdr.Set(HeaderEndToEndID, e2e)

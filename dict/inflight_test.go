@@ -22,6 +22,9 @@ import (
 // lands where the DICT is once it has charged. Before, the sync set the
 // DICT's number with the hold still taken, and the refund lifted the
 // mirror above the DICT (47 against 44).
+//
+// The test depends on timing (400 ms latency) only for which of the two
+// cases it exercises; both end at or below the DICT.
 func TestSyncLeavesHoldsInFlightOut(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		e := newEnv(t, engine, envConfig{SimCategory: "H", Latency: 400 * time.Millisecond})
@@ -61,9 +64,13 @@ func TestSyncLeavesHoldsInFlightOut(t *testing.T) {
 			t.Fatal("the reconciliation did not end within 10 s")
 		}
 
+		// 44 when the listing came before the lookup's charge (as planned);
+		// on a slow machine it may come after it, and the mirror is then up
+		// to the hold (3) stricter. Never above the DICT.
 		require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
-		require.Equal(t, int64(44), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb),
-			"the mirror is where the DICT is, not above it")
+		local := e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb)
+		require.LessOrEqual(t, local, int64(44), "the mirror is never above the DICT")
+		require.GreaterOrEqual(t, local, int64(44-3), "stricter by at most the hold")
 		require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
 	})
 }

@@ -142,10 +142,58 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 	}
 }
 
-// CategoryFresh is how long a category learned from the DICT is reused
-// without asking again (GET /policies/ is limited to 6/min; the DICT
-// reviews categories far less often).
-const CategoryFresh = 24 * time.Hour
+// CategoryFresh is how long a category learned from the DICT is reused at
+// start without asking again (GET /policies/ is limited to 6/min): one
+// refill period of the categorised policy, as the client's re-check
+// (ClientConfig.CategoryRecheck). It was 24 h: a category the DICT changed
+// was ignored for a day (decision 0068).
+const CategoryFresh = DefaultCategoryRecheck
+
+// recheckCategory re-checks the participant's category when the last check
+// is older than the client's recheck period (see ClientConfig): the one
+// another process recorded within the period, else the DICT's answer to
+// GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN, whose <Category> the
+// Transport learns and whose balance, less the holds in flight, the bucket
+// is synced to. One check runs at a time; failures are logged and retried
+// at the next period. The lookup that triggers it waits for it.
+func (c *Client) recheckCategory(ctx context.Context) {
+	if c.recheck < 0 {
+		return
+	}
+	now := c.meter.Limiter.Now()
+	c.categoryMu.Lock()
+	if c.checking || now.Sub(c.checkedAt) < c.recheck {
+		c.categoryMu.Unlock()
+		return
+	}
+	c.checking = true
+	c.categoryMu.Unlock()
+	defer func() {
+		c.categoryMu.Lock()
+		c.checking, c.checkedAt = false, now
+		c.categoryMu.Unlock()
+	}()
+	if c.records != nil {
+		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+		if err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
+			return
+		}
+	}
+	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
+	res, err := c.GetBucketState(ctx, key.Policy)
+	switch {
+	case err != nil:
+		c.logger.Warn("dict: category re-check failed", slog.Any("error", err))
+		return
+	case !res.Decision.Allowed:
+		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
+		return
+	}
+	tokens := res.Response.Policy.AvailableTokens - c.meter.Holds.InFlight(key)
+	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
+		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
+	}
+}
 
 // LearnedCategory says where the catalog's category came from.
 type LearnedCategory struct {

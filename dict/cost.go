@@ -3,8 +3,10 @@ package dict
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -37,6 +39,11 @@ type Reservation struct {
 	Decision throttle.Decision
 	// flight is the entry in Meter.Holds while the request is in flight.
 	flight *flight
+	// takenAt is the mirror's time before the take; fullAtTake[i] is set
+	// when Keys[i]'s bucket was full when the hold was taken (see
+	// flightRefill).
+	takenAt    time.Time
+	fullAtTake []bool
 }
 
 // Holds counts, per bucket, the tokens held by requests of this process that
@@ -172,6 +179,7 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	// Counted in flight before the take: a sync that runs while the take
 	// commits leaves the hold out twice (stricter), never not at all.
 	r.flight = m.Holds.add(keys, r.Reserved)
+	r.takenAt = m.Limiter.Now()
 	d, err := m.Limiter.Take(ctx, ref, charges...)
 	if err != nil || !d.Allowed {
 		r.Landed()
@@ -180,7 +188,47 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 		return r, fmt.Errorf("dict: %s: %w", op, err)
 	}
 	r.Decision = d
+	if d.Allowed && !d.FailOpen {
+		r.fullAtTake = make([]bool, len(keys))
+		for _, b := range d.Buckets {
+			for i, k := range keys {
+				if k == b.Key && b.Remaining+r.Reserved[i] >= b.Policy.Capacity {
+					r.fullAtTake[i] = true
+				}
+			}
+		}
+	}
 	return r, nil
+}
+
+// flightRefill is what the mirror's bucket of key refilled, in whole tokens
+// rounded up, between r's take and now, when the bucket was full at the
+// take and the DICT charged the request (cost > 0); 0 otherwise. The DICT
+// keeps a full bucket full until it charges, at the answer, and refills
+// from then; the mirror left full at the take, a flight earlier, and would
+// keep that refill as a lead over the DICT (a category G participant at
+// 25/min, 50 ms: 0.02 token, enough for the mirror to admit at 1 token
+// while the DICT holds 0.98 and answers 429). Settle charges it back
+// (decision 0067): the mirror ends under the DICT by less than a token.
+func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) int64 {
+	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
+		return 0
+	}
+	p, err := m.Catalog.Resolve(r.Keys[i])
+	if err != nil || p.RefillPeriod <= 0 {
+		return 0
+	}
+	elapsed := now.Sub(r.takenAt)
+	hi, lo := bits.Mul64(uint64(elapsed), uint64(p.RefillTokens))
+	period := uint64(p.RefillPeriod)
+	if hi >= period {
+		return p.Capacity // a flight longer than the bucket's whole refill
+	}
+	q, rem := bits.Div64(hi, lo, period)
+	if rem > 0 {
+		q++
+	}
+	return int64(min(q, uint64(p.Capacity)))
 }
 
 // Settle gives back the difference between what Reserve held and the cost
@@ -206,6 +254,7 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 // rather than lifting the mirror with r's refund on top.
 func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
+	now := m.Limiter.Now()
 	for i, k := range r.Keys {
 		if outcome == OutcomeTransportError {
 			break
@@ -216,6 +265,7 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 			if cost, err = m.Catalog.Cost(k, outcome); err != nil {
 				return nil, err
 			}
+			cost += m.flightRefill(r, i, cost, now)
 		}
 		switch delta := r.Reserved[i] - cost; {
 		case delta < 0:

@@ -130,7 +130,7 @@ func TestRequestThatNeverLeftIsRefunded(t *testing.T) {
 			_, err := c.GetEntry(ctx, dict.LookupRequest{Key: knownEmail, PayerID: cpfPF}) // the rows exist now
 			require.NoError(t, err)
 			payerBefore, participantBefore := e.balances(t)
-			require.Equal(t, int64(99), payerBefore)
+			require.Less(t, payerBefore, int64(100))
 			sentBefore := e.sim.Stats().Count(dict.OpGetEntry, http.StatusOK)
 
 			other := sqlstoretest.MustOpenDSN(t, e.dsn, nil)

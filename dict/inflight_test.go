@@ -83,3 +83,36 @@ func mustLimiter(t *testing.T, e *env) *throttle.Limiter {
 	require.NoError(t, err)
 	return lim
 }
+
+// A PJ payer holding 950 tokens draws a remote 429 because the
+// participant's bucket is empty at the DICT (the mirror believed category
+// A; the DICT has H). The payer keeps its 950, as the DICT has it; the
+// participant's bucket is synced to 0 and blocked. Before, the payer was
+// set to 0 (50 minutes of a PJ's allowance at 20/min, for a payer the
+// DICT would admit).
+func TestParticipantEmpty429LeavesThePJPayer(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		e := newEnv(t, engine, envConfig{SimCategory: "H", LocalCategory: "A"})
+		pj := makeCNPJ(7)
+		for range 50 {
+			require.NoError(t, e.lookup(knownPhone, pj))
+		}
+		require.Equal(t, int64(950), e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, pj))
+		require.Equal(t, int64(0), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+		_, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: pj})
+		var remote *dict.RemoteError
+		require.ErrorAs(t, err, &remote)
+		require.Equal(t, http.StatusTooManyRequests, remote.Status)
+
+		payer, err := e.limiter.State(e.ctx, e.catalog.Key(dict.PolicyEntriesReadUserAntiscan, pj))
+		require.NoError(t, err)
+		require.Equal(t, int64(950), payer.Tokens, "the payer is left as the DICT has it")
+		require.Equal(t, time.Duration(0), payer.BlockLeft)
+		participant, err := e.limiter.State(e.ctx, e.catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+		require.NoError(t, err)
+		require.Equal(t, int64(0), participant.Tokens)
+		require.Equal(t, 30*time.Second, participant.BlockLeft)
+		require.Equal(t, int64(1), e.stats().Total(http.StatusTooManyRequests))
+	})
+}

@@ -219,6 +219,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode == http.StatusOK && (rt.Op == OpGetBucketState || rt.Op == OpListBucketStates) {
 		t.learnCategory(ctx, participant, data)
+		t.noteParticipantBucket(rt.Op, participant, data)
 	}
 	if rt.Op == OpGetEntry && t.Records != nil {
 		t.record(ctx, Lookup{
@@ -451,8 +452,9 @@ type stateCall struct {
 }
 
 // participantBucket returns the participant's anti-scan balance at the DICT
-// (key's bucket): the answer of a GET /policies/{policy} already in flight
-// or received less than ParticipantStateFresh ago, else a new one (through
+// (key's bucket): the answer of a GET /policies/{policy} already in flight,
+// or any GET /policies/ answer received less than ParticipantStateFresh ago
+// (noteParticipantBucket), else a new one (through
 // t: charged to POLICIES_READ, refused locally when it is empty). ok is
 // false when no answer could be had.
 func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
@@ -485,6 +487,39 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 	t.stateMu.Unlock()
 	close(c.done)
 	return c.available, c.ok
+}
+
+// noteParticipantBucket keeps the participant's anti-scan balance from any
+// GET /policies/ answer (a reconciliation, a re-check, an adopter's own
+// call): a remote 429 within ParticipantStateFresh reuses it instead of
+// asking again.
+func (t *Transport) noteParticipantBucket(op, participant string, body []byte) {
+	if participant != t.Participant && t.Participant != "" {
+		return
+	}
+	var policies []Policy
+	if op == OpGetBucketState {
+		var doc GetPolicyResponse
+		if Unmarshal(body, &doc) != nil {
+			return
+		}
+		policies = []Policy{doc.Policy}
+	} else {
+		var doc ListPoliciesResponse
+		if Unmarshal(body, &doc) != nil {
+			return
+		}
+		policies = doc.Policies
+	}
+	for _, p := range policies {
+		if p.Name == PolicyEntriesReadParticipantAntiscan {
+			c := &stateCall{done: make(chan struct{}), at: t.Meter.Limiter.Now(), available: p.AvailableTokens, ok: true}
+			close(c.done)
+			t.stateMu.Lock()
+			t.stateLast = c
+			t.stateMu.Unlock()
+		}
+	}
 }
 
 // fetchParticipantBucket sends GET /policies/{policy} for key's bucket

@@ -202,8 +202,9 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 }
 
 // flightRefill is what the mirror's bucket of key refilled, in whole tokens
-// rounded up, between r's take and now, when the bucket was full at the
-// take and the DICT charged the request (cost > 0); 0 otherwise. The DICT
+// rounded up, between r's take and now, when the bucket refills
+// continuously, was full at the take, and the DICT charged the request
+// (cost > 0); 0 otherwise. The DICT
 // keeps a full bucket full until it charges, at the answer, and refills
 // from then; the mirror left full at the take, a flight earlier, and would
 // keep that refill as a lead over the DICT (a category G participant at
@@ -215,7 +216,7 @@ func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) in
 		return 0
 	}
 	p, err := m.Catalog.Resolve(r.Keys[i])
-	if err != nil || p.RefillPeriod <= 0 {
+	if err != nil || p.RefillPeriod <= 0 || p.Refill != throttle.RefillContinuous {
 		return 0
 	}
 	elapsed := now.Sub(r.takenAt)

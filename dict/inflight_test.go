@@ -1,9 +1,13 @@
 package dict_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,4 +119,58 @@ func TestParticipantEmpty429LeavesThePJPayer(t *testing.T) {
 		require.Equal(t, 30*time.Second, participant.BlockLeft)
 		require.Equal(t, int64(1), e.stats().Total(http.StatusTooManyRequests))
 	})
+}
+
+// A burst of remote 429s naming no bucket asks the DICT for the
+// participant's bucket once (POLICIES_READ is limited): the others wait for
+// that answer. The participant is positive (40 tokens), so each payer is
+// the one blamed.
+func TestBurstOf429sAsksForTheParticipantOnce(t *testing.T) {
+	var policies atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/policies/") {
+			policies.Add(1)
+			time.Sleep(200 * time.Millisecond) // the burst arrives meanwhile
+			w.Header().Set("Content-Type", dict.ContentTypeXML)
+			_, _ = w.Write([]byte(`<GetPolicyResponse><CorrelationId>x</CorrelationId><ResponseTime>2026-01-01T00:00:00Z</ResponseTime><Category>A</Category>` +
+				`<Policy><AvailableTokens>40</AvailableTokens><Capacity>50000</Capacity><RefillTokens>25000</RefillTokens><RefillPeriodSec>60</RefillPeriodSec>` +
+				`<Name>ENTRIES_READ_PARTICIPANT_ANTISCAN</Name></Policy></GetPolicyResponse>`))
+			return
+		}
+		w.Header().Set("Retry-After", "30")
+		w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(problemXML(429, "RateLimited", "")))
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	e := newClientEnv(t, hs.URL, nil)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			_, err := e.client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: makeCPF(i)})
+			var re *dict.RemoteError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, http.StatusTooManyRequests, re.Status)
+		})
+	}
+	waitGroupWithin(t, &wg, 30*time.Second)
+	require.Equal(t, int64(1), policies.Load(), "one GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN for the burst")
+	for i := range 10 {
+		payer := e.state(t, dict.PolicyEntriesReadUserAntiscan, makeCPF(i))
+		require.Equal(t, int64(0), payer.Tokens, "the participant is positive: the payer was the empty one")
+		require.Equal(t, 30*time.Second, payer.BlockLeft)
+	}
+	require.Equal(t, int64(40), e.state(t, dict.PolicyEntriesReadParticipantAntiscan, ispb).Tokens)
+}
+
+func waitGroupWithin(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("the lookups did not end within %s", d)
+	}
 }

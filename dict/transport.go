@@ -71,6 +71,7 @@ type Transport struct {
 
 	holdsOnce sync.Once
 	holds     *Holds
+	syncMu    sync.Mutex // see settleAfter429
 
 	// The participant's anti-scan bucket as GET /policies/{policy} last
 	// reported it (see participantBucket).
@@ -385,30 +386,42 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	defer r.Landed()
 	wait := ParseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
 	ref := req.Header.Get(HeaderEndToEndID)
+	var named []throttle.Key
+	if p, err := DecodeProblem(body); err == nil {
+		for _, k := range keys {
+			if p.Names(k.Policy) {
+				named = append(named, k)
+			}
+		}
+	}
+	// The participant's state is asked for outside syncMu (a round trip).
+	participantKnown, available := false, int64(0)
+	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
+		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
+	}
+	// The holds in flight are read and the settle committed under syncMu:
+	// of a burst of 429s, each sees the holds of those that settled before
+	// it gone (their refunds are in the balance), not counted twice.
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
 		return throttle.SyncTarget{Key: k, Tokens: -m.InFlightBut(k, r), BlockFor: wait, Ref: ref}
 	}
 	var targets []throttle.SyncTarget
-	if p, err := DecodeProblem(body); err == nil {
-		for _, k := range keys {
-			if p.Names(k.Policy) {
-				targets = append(targets, empty(k))
-			}
-		}
+	for _, k := range named {
+		targets = append(targets, empty(k))
 	}
 	if len(targets) == 0 {
 		targets = []throttle.SyncTarget{empty(keys[0])}
-		if (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
-			if available, ok := t.participantBucket(ctx, req, keys[1], participant); ok {
-				pt := throttle.SyncTarget{Key: keys[1], Tokens: available - m.InFlightBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
-				if available < 1 {
-					// The participant's bucket was the empty one: the payer
-					// is left as the DICT has it.
-					pt.BlockFor, pt.Ref = wait, ref
-					targets = nil
-				}
-				targets = append(targets, pt)
+		if participantKnown {
+			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - m.InFlightBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+			if available < 1 {
+				// The participant's bucket was the empty one: the payer
+				// is left as the DICT has it.
+				pt.BlockFor, pt.Ref = wait, ref
+				targets = nil
 			}
+			targets = append(targets, pt)
 		}
 	}
 	outcome := Outcome(http.StatusTooManyRequests)

@@ -7,7 +7,7 @@ import (
 
 // Errors of the package. Each means bad input or a state that forbids the
 // operation: nothing was throttled and nothing was sent. A throttle refusal
-// is not an error (see Outcome); neither is an answer from SIFEN.
+// is not an error (see LotSend); neither is an answer from SIFEN.
 var (
 	// ErrInvalidEnv: an environment other than "test" or "prod".
 	ErrInvalidEnv = errors.New("sifen: invalid environment")
@@ -47,7 +47,7 @@ var (
 	ErrLotDuplicateCDC = errors.New("sifen: lot repeats a CDC")
 	// ErrLotTooBig: the siRecepLoteDE message carrying the lot would exceed
 	// MaxLotMessageBytes.
-	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB")
+	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB (1,000,000 bytes)")
 	// ErrLotAlreadySent: this exact lot already reached SIFEN (or may have:
 	// its send has no final result yet). SIFEN blocks a RUC that resends a lot.
 	ErrLotAlreadySent = errors.New("sifen: lot already sent")

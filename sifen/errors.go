@@ -3,6 +3,7 @@ package sifen
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Errors of the package. Each means bad input or a state that forbids the
@@ -74,21 +75,32 @@ var (
 	ErrRemote = errors.New("sifen: SIFEN error")
 )
 
-// RemoteError is an answer from SIFEN that is not a result: an HTTP status
-// other than 200, a SOAP fault, or a body that cannot be read.
+// RemoteError is an answer from SIFEN that is not the service's result:
+// SIFEN's generic refusal rRetEnviDe (Code set), a SOAP fault (Fault set),
+// an HTTP status other than 200, or a body that cannot be read.
 type RemoteError struct {
 	// Service is the operation: "siRecepLoteDE", "siResultLoteDE" or "siConsDE".
 	Service string
 	// StatusCode is the HTTP status.
 	StatusCode int
-	// Fault is the SOAP fault's code and reason, when there was one.
-	Fault string
+	// Code and Message are dCodRes and dMsgRes of an rRetEnviDe answer
+	// (e.g. 0160 "XML Mal Formado."), State its dEstRes and ProcessedAt its
+	// dFecProc: SIFEN read the request far enough to refuse it.
+	Code, Message, State, ProcessedAt string
+	// Fault is the SOAP fault's code and reason, when there was one, and
+	// FaultCode its code alone ("env:Receiver").
+	Fault, FaultCode string
 	// Body is the start of the body, for the log.
 	Body string
 }
 
 func (e *RemoteError) Error() string {
-	if e.Fault != "" {
+	switch {
+	case e.Code != "":
+		return fmt.Sprintf("sifen: %s: HTTP %d: SIFEN refused the request: %s", e.Service, e.StatusCode, strings.TrimSpace(e.Code+" "+e.Message))
+	case faultKind(e.FaultCode) == FaultReceiver:
+		return fmt.Sprintf("sifen: %s: HTTP %d: SOAP fault: %s (a failure on SIFEN's side: the request may have been processed)", e.Service, e.StatusCode, e.Fault)
+	case e.Fault != "":
 		return fmt.Sprintf("sifen: %s: HTTP %d: SOAP fault: %s", e.Service, e.StatusCode, e.Fault)
 	}
 	return fmt.Sprintf("sifen: %s: HTTP %d: %q", e.Service, e.StatusCode, e.Body)

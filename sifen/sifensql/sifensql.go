@@ -519,10 +519,12 @@ func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 		q, args, err := sqlx.In(`
 			UPDATE balde_documents SET
 				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
+				result = ?, auth_number = ?,
 				sent_at = COALESCE(?, sent_at),
 				claim = NULL, version = version + 1, updated_at = ?
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
 			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), nullNanos(r.St.RetryAt),
+			nullString(r.St.Result), nullString(r.St.AuthNumber),
 			sentAt, nanos(r.Now), r.IDs, r.Token)
 		if err != nil {
 			return err

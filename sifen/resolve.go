@@ -243,6 +243,9 @@ func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([
 	defer t.Stop()
 	for {
 		out, err := s.Poll(ctx)
+		if ctx.Err() != nil {
+			return // stopping is no failure of the pass it cut short
+		}
 		if report != nil && (len(out) > 0 || err != nil) {
 			report(out, err)
 		}

@@ -498,7 +498,9 @@ func TestMalformedRequestGetsRetEnviDe(t *testing.T) {
 // DE and the dProtAut its lot's result gave it.
 func TestConsultaDEFoundCarriesDProtAut(t *testing.T) {
 	s := start(t, sifensim.Config{Processing: time.Second,
-		Observe: func(_ string, de sifensim.DE) (string, string, bool) { return "1005", "Transmisión extemporánea del DE", de.CDC == sifentest.Doc{Number: 2}.CDC() }})
+		Observe: func(_ string, de sifensim.DE) (string, string, bool) {
+			return "1005", "Transmisión extemporánea del DE", de.CDC == sifentest.Doc{Number: 2}.CDC()
+		}})
 	ctx := context.Background()
 	docs := sifentest.Docs("80069563", 1, 2)
 	resp := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))

@@ -43,7 +43,7 @@ func sendingSequence(t *testing.T) []step {
 	}
 	return []step{
 		{"Import", func(t *testing.T, docs *sifensql.Store) {
-			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, now)
+			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, sifen.ImportNew, now)
 			require.NoError(t, err)
 			require.Len(t, ids, 3)
 		}},

@@ -249,9 +249,11 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// NotSent reports whether err, from a Client call, proves the request never
-// reached SIFEN: the connection could not be made (nothing was written).
-// Any other failure may have happened after SIFEN got the request.
+// NotSent reports whether err, from a Client call, proves SIFEN did not
+// take the request: the connection could not be made (nothing was
+// written), or SIFEN answered that it refused it (rRetEnviDe, an env:Sender
+// fault, a 4xx; see refusedUnprocessed). Any other failure — no answer, an
+// env:Receiver fault, a 5xx — may have happened after SIFEN got it.
 func NotSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

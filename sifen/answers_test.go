@@ -1,6 +1,7 @@
 package sifen_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -9,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -216,4 +219,47 @@ func TestUnreadableLotResultIsNotRewritten(t *testing.T) {
 	}
 	require.Equal(t, 3, sim.asked[sifen.ConsultaLotePath])
 	require.Equal(t, versions[0], versions[2], "queried again, not rewritten")
+}
+
+// The loop closed over the wire: a lot the simulator queued and processed
+// but whose answer was lost is settled by Resolve from the simulator's
+// 0422, and the document gets the dProtAut its lot's result gave it (on
+// the old code: approved without one).
+func TestResolveStoresTheDProtAutOfA0422(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{Processing: time.Second}})
+	// loseAnswers forwards every request to the simulator and loses the
+	// answers of siRecepLoteDE (504 after the simulator took the lot).
+	loseAnswers := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		resp, err := http.Post(w.simURL+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		if strings.HasSuffix(r.URL.Path, sifen.RecepcionPath) {
+			rw.WriteHeader(http.StatusGatewayTimeout)
+			return
+		}
+		rw.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		rw.WriteHeader(resp.StatusCode)
+		_, _ = rw.Write(answer)
+	}))
+	t.Cleanup(loseAnswers.Close)
+	_, sender := newSender(t, w.store, w.store, loseAnswers.URL, sifen.PolicyConfig{}, w.clock.Now, sifen.SenderConfig{})
+
+	id := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File())[0]
+	out, err := sender.Send(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeUnknown, out.Status)
+	w.clock.Advance(sifen.DefaultResolveAfter)
+	resolved, err := sender.Resolve(ctx)
+	require.NoError(t, err)
+	require.Len(t, resolved, 1)
+	d := w.doc(t, id)
+	require.Equal(t, sifen.StatusApproved, d.Status)
+	require.Regexp(t, `^[0-9]{10}$`, d.AuthNumber, "the simulator's dProtAut")
+	require.Equal(t, int64(1), w.stats(t).Count(sifen.ServiceConsultaDE, "", "", sifen.CodeDEFound))
 }

@@ -49,7 +49,7 @@ var (
 	ErrLotDuplicateCDC = errors.New("sifen: lot repeats a CDC")
 	// ErrLotTooBig: the siRecepLoteDE message carrying the lot would exceed
 	// MaxLotMessageBytes.
-	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB")
+	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB (1,000,000 bytes)")
 	// ErrLotAlreadySent: this exact lot already reached SIFEN (or may have:
 	// its send has no final result yet). SIFEN blocks a RUC that resends a lot.
 	ErrLotAlreadySent = errors.New("sifen: lot already sent")
@@ -135,7 +135,7 @@ func (e *CDCError) Error() string {
 			e.CDC, d.ID, article(d.Status), d.Status, at(d.UpdatedAt))
 	case StatusSending:
 		if e.SendInProgress() {
-			return fmt.Sprintf("%v: %s is document %d, being sent now by another send since %s", ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt))
+			return fmt.Sprintf("%v: %s is document %d, sending: being sent now by another send since %s", ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt))
 		}
 		return fmt.Sprintf("%v: %s is document %d, left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
 			ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt), DefaultResolveAfter)

@@ -81,7 +81,7 @@ func TestPublishedAnswersSettleDocuments(t *testing.T) {
 		recep       answer
 		lot, consDE *answer
 
-		wantOutcome sifen.OutcomeStatus
+		wantOutcome sifen.LotSendStatus
 		wantStatus  sifen.Status
 		wantResult  string
 		wantAuth    string

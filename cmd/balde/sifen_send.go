@@ -29,7 +29,7 @@ import (
 //
 // With --follow it then fetches the results of every lot of the database
 // still "sent" — this run's and any earlier run's or serve's — as serve's
-// poller does (each lot queried as SIFEN_CONSULTA_LOTE admits); with no
+// poller does (each lot queried when its schedule says it is due); with no
 // FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
@@ -47,7 +47,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
 	replace := fs.Bool("replace", false, "a draft or error of the database holding a FILE's CDC with other content takes the FILE's content (without it, that DE is reported invalid and not sent)")
-	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE), until each document is approved or rejected; with no FILE, only that")
+	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, each lot when due: 10 min after its send, then every interval), until each document is approved or rejected; with no FILE, only that")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -448,7 +448,7 @@ func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
 		it.said = tr.Sprintf("sent by another process: %s", detail)
 	default: // sifen.BatchFailed
 		it.res = resultFailed
-		if o := r.Outcome; o != nil && o.Status == sifen.OutcomeNotQueued {
+		if o := r.LotSend; o != nil && o.Status == sifen.OutcomeNotQueued {
 			it.said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
 		}
 	}

@@ -133,9 +133,9 @@ func upFile(engine Engine, version uint) (body string, prev int, err error) {
 
 // schemaObject is a table, index or column a migration creates.
 type schemaObject struct {
-	kind   string // "table", "index" or "column"
-	table  string // the table of a column
-	name   string
+	kind  string // "table", "index" or "column"
+	table string // the table of a column
+	name  string
 }
 
 func (o schemaObject) String() string {

@@ -202,10 +202,16 @@ func CommitError(err error) error {
 // withRetry runs fn, a read or a statement that takes effect only if it
 // returns nil, again after transient errors (see retrier.again). It
 // returns fn's last error as is.
+//
+// A store that found its SQLite file corrupt (ErrDatabaseCorrupt) runs
+// nothing: it returns that error, wrapped with throttle.ErrStoreUnavailable.
 func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error {
+	if err := s.corruptErr(); err != nil {
+		return formatError(op, err)
+	}
 	r := retrier{s: s, op: op}
 	for {
-		err := fn()
+		err := s.noteCorrupt(fn())
 		if err == nil || !r.again(ctx, err) {
 			return err
 		}
@@ -219,7 +225,10 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 // read, or a whole transaction that began and committed inside fn and
 // whose COMMIT error fn passes through CommitError (a commit in doubt
 // must not be re-run; see ErrCommitInDoubt and decision 0020).
-// It returns fn's last error unchanged.
+// It returns fn's last error unchanged; on a store that found its SQLite
+// file corrupt it does not run fn and returns an error wrapping
+// ErrDatabaseCorrupt and throttle.ErrStoreUnavailable: nothing is sent on
+// the strength of what a corrupt file says.
 func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
 	return s.withRetry(ctx, op, fn)
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -121,7 +122,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.Migrate {
 		// Up is idempotent: retried after a transient error (retry.go).
-		r := retrier{op: "migrate up"}
+		r := newRetrier(nil, "migrate up")
 		for {
 			err := migrate(ctx, dsn, opts, func(m *migrations.Migrator) error {
 				if opts.Logger != nil {
@@ -309,6 +310,9 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	created := false
 	if engine == Postgres {
 		driver = "pgx"
+		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
+			return err
+		}
 	} else {
 		path := SQLitePath(driverDSN)
 		// Other processes migrating the same file wait (migrations/lock.go).
@@ -356,6 +360,26 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	return fn(m)
 }
 
+// withoutStatementTimeout lifts ParseDSN's default statement_timeout from
+// a PostgreSQL driver DSN for migrations, unless the user's dsn set it.
+func withoutStatementTimeout(dsn, driverDSN string) (string, error) {
+	orig, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	if orig.Query().Has("statement_timeout") {
+		return driverDSN, nil
+	}
+	u, err := url.Parse(driverDSN)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("statement_timeout", "0")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 // rowKey is a Key as stored: the policy name interned.
 type rowKey struct {
 	policyID   int64
@@ -390,7 +414,7 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err := s.withRetry(ctx, "ensure policies", func() error { return s.ensurePolicies(ctx, names) }); err != nil {
 		return err
 	}
-	transient := retrier{s: s, op: "update"}
+	transient := newRetrier(s, "update")
 	for attempt := 1; ; attempt++ {
 		err := s.noteCorrupt(s.update(ctx, keys, credits, apply))
 		var ae applyError

@@ -88,14 +88,19 @@ type LedgerEntry struct {
 	Count int64
 }
 
-// LedgerGranularity says how routine takes are written to the ledger.
-// Penalties, refunds, credits, resets, refusals and syncs are always written
-// one row each.
+// LedgerGranularity says how routine takes are written to the ledger: for
+// a whole Limiter (Config.Ledger) or for one policy (Policy.Ledger, which
+// overrides the Limiter's). Penalties, refunds, credits, resets, refusals
+// and syncs are always written (see Tx.recordRefusals for what one refusal
+// row holds).
 type LedgerGranularity uint8
 
 const (
+	// LedgerDefault is the zero value: for a Policy, the Limiter's
+	// granularity; for a Limiter, LedgerEveryTake.
+	LedgerDefault LedgerGranularity = iota
 	// LedgerEveryTake writes one row per take: exact replay, most disk.
-	LedgerEveryTake LedgerGranularity = iota
+	LedgerEveryTake
 	// LedgerAggregateTakes folds the takes of one bucket within one minute
 	// into a single row (Count events, summed Delta, last Balance).
 	LedgerAggregateTakes

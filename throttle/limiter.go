@@ -159,7 +159,11 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 		l.refused.requeue(due)
 		return l.failTake(ps, err)
 	}
-	if !d.Allowed {
+	if d.Allowed {
+		// A cheaper take admitted on a key remembered as refused for a
+		// dearer one changed the bucket under the entry.
+		l.refused.forget(keys...)
+	} else {
 		l.refused.remember(d, ps, after, at)
 	}
 	l.observer.Decided(d, time.Since(start))

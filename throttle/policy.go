@@ -100,6 +100,15 @@ type Policy struct {
 	// Grading says how severity applies to the policy's buckets; the zero
 	// value, GradeAuto, grades by fill except for a one-token cooldown gate.
 	Grading Grading
+	// Ledger says how the policy's routine takes are written to the
+	// ledger, overriding the Limiter's Config.Ledger: an application's
+	// high-volume policy (an SMS provider's 10/s per account) can fold its
+	// takes per minute (LedgerAggregateTakes) or write none
+	// (LedgerNoTakes: its refusals, penalties and resets only) while the
+	// DICT and SIFEN policies, which leave it at LedgerDefault, keep the
+	// Limiter's (one row per take by default). Refusals and adjustments are
+	// written whatever it says.
+	Ledger LedgerGranularity
 }
 
 // PerMinute returns a continuous-refill policy of n tokens per minute with
@@ -132,6 +141,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: %s: grading %d", ErrInvalidPolicy, p.Name, p.Grading)
 	case p.FailMode > FailOpen:
 		return fmt.Errorf("%w: %s: fail mode %d", ErrInvalidPolicy, p.Name, p.FailMode)
+	case p.Ledger > LedgerNoTakes:
+		return fmt.Errorf("%w: %s: ledger granularity %d", ErrInvalidPolicy, p.Name, p.Ledger)
 	}
 	return nil
 }

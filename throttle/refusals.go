@@ -14,16 +14,21 @@ import (
 // answered from memory, without a database round trip.
 //
 // It can only be stricter than the store: an entry lives until the exact
-// instant the store said the key would admit again, and a credit, refund or
-// reset made through this Limiter drops the key's entry. A credit or reset
+// instant the store said the key would admit again, it answers only
+// refusals that would change nothing stored (see check: never one that
+// starts a block), and a credit, refund, reset or admitted take made
+// through this Limiter drops the key's entry. A credit or reset
 // made by ANOTHER process is not seen, so this process may keep refusing the
 // key until the remembered instant: never more generous than the mirror,
 // as the DICT manual requires of a participant's internal limit.
 //
 // Refusals answered from memory are still written to the ledger, as one row
-// per key and group (Count refusals, stamped with the last one's time): with
-// the limiter's next transaction once their entry expires or is evicted,
-// inline once a group is older than refusalFlushEvery, and whenever
+// per key, reason and group: Count refusals, all within RefusalGroupSpan of
+// the group's first, stamped with the newest one's time (see
+// Tx.recordRefusals). A group is written with the limiter's next
+// transaction once its entry expires or is evicted, inline when a refusal
+// comes RefusalGroupSpan or more after the group's first (the group is
+// closed and the refusal starts the next), and whenever
 // Limiter.FlushRefusals is called.
 type refusalCache struct {
 	entries *lru.Cache[Key, *refusal]
@@ -35,9 +40,13 @@ type refusalCache struct {
 	due []refusalCount // groups to write with the next transaction
 }
 
-// refusalFlushEvery bounds how long refusals answered from memory wait to
-// reach the ledger while their key keeps being hammered.
-const refusalFlushEvery = time.Minute
+// RefusalGroupSpan bounds the refusals of one ledger row of refusals
+// answered from memory: all lie within this span before the row's time
+// (the newest's). Prune deletes such a row once At+RefusalGroupSpan is
+// past the retention, so no refusal in it outlives the retention. It also
+// bounds how long refusals wait to reach the ledger while their key keeps
+// being hammered.
+const RefusalGroupSpan = time.Minute
 
 type refusal struct {
 	until  time.Time // the key admits again at this instant
@@ -115,52 +124,93 @@ func (c *refusalCache) requeue(due []refusalCount) {
 // remembered as refused at now for at least its cost. flush is set when the
 // key's pending group became a minute old and was queued: the caller
 // should write the queue now (drain).
+//
+// The cache answers only refusals that change nothing stored. A refusal
+// for tokens or for the cooldown under a policy with a BlockFor starts a
+// new block in the store (see Tx.take), which memory cannot write: when
+// any charge of the take would be refused that way (its remembered bucket
+// is not blocked for at least its other waits, or it is not remembered at
+// all and so might be), the store decides. So a key whose block is shorter
+// than its window is blocked again on each refusal after the block ran out,
+// exactly as without the cache.
 func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush bool) {
 	if c == nil {
 		return Decision{}, false, false
 	}
+	var (
+		answer *refusal
+		at     priced
+		bd     BucketDecision
+	)
 	for _, p := range ps {
-		r, found := c.entries.Get(p.Key)
+		r, bdp, found := c.lookup(p, now)
 		if !found {
+			if p.policy.BlockFor > 0 {
+				return Decision{}, false, false // the store might start its block
+			}
 			continue
 		}
-		if !now.Before(r.until) {
-			c.entries.Remove(p.Key) // its pending group is queued by the eviction
-			continue
+		if bdp.Reason != ReasonBlocked && p.policy.BlockFor > 0 {
+			return Decision{}, false, false // the store starts a new block
 		}
-		if p.need() < r.cost || p.policy != r.policy {
-			continue
+		if answer == nil {
+			answer, at, bd = r, p, bdp
 		}
-		// The same pure rule as in the store, on the remembered state: the
-		// answer is what the store would give if nobody else touched the key.
-		b := r.bucket
-		b.Refill(p.policy, now)
-		bd := b.evaluate(p.policy, p.need(), now)
-		bd.Cost = p.Cost
-		if bd.Reason == ReasonNone {
-			c.entries.Remove(p.Key)
-			continue
-		}
-		bd.Remaining, bd.ResetAfter = b.Tokens, b.UntilFull(p.policy, now)
-		d := Decision{Buckets: []BucketDecision{bd}, Cached: true}
-		d.decide()
-		return d, true, c.count(r, p, bd, now)
 	}
-	return Decision{}, false, false
+	if answer == nil {
+		return Decision{}, false, false
+	}
+	d = Decision{Buckets: []BucketDecision{bd}, Cached: true}
+	d.decide()
+	return d, true, c.count(answer, at, bd, now)
 }
 
-// count adds a refusal answered from memory to r's pending group and
-// queues the group once it is refusalFlushEvery old; it reports whether it
-// did.
+// lookup evaluates charge p on its key's remembered refusal at now: found
+// is false when the key is not remembered, its entry expired (it is then
+// dropped), the entry was for a larger cost or another policy, or the
+// remembered bucket would admit p.
+func (c *refusalCache) lookup(p priced, now time.Time) (*refusal, BucketDecision, bool) {
+	r, found := c.entries.Get(p.Key)
+	if !found {
+		return nil, BucketDecision{}, false
+	}
+	if !now.Before(r.until) {
+		c.entries.Remove(p.Key) // its pending group is queued by the eviction
+		return nil, BucketDecision{}, false
+	}
+	if p.need() < r.cost || p.policy != r.policy {
+		return nil, BucketDecision{}, false
+	}
+	// The same pure rule as in the store, on the remembered state: the
+	// answer is what the store would give if nobody else touched the key.
+	b := r.bucket
+	b.Spent = slices.Clone(b.Spent)
+	b.Refill(p.policy, now)
+	bd := b.evaluate(p.policy, p.need(), now)
+	bd.Cost = p.Cost
+	if bd.Reason == ReasonNone {
+		c.entries.Remove(p.Key)
+		return nil, BucketDecision{}, false
+	}
+	bd.Remaining, bd.ResetAfter = b.Tokens, b.UntilFull(p.policy, now)
+	return r, bd, true
+}
+
+// count adds a refusal answered from memory to r's pending group. A
+// refusal of another reason, or RefusalGroupSpan or more after the group's
+// first, closes the group (queued) and starts the next; count reports
+// whether it queued one for the caller to write.
 func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.Time) bool {
 	if !c.counting {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending.n > 0 && r.pending.reason != bd.Reason {
-		c.queue(r.pending) // a new reason starts a new group
+	closed := false
+	if r.pending.n > 0 && (r.pending.reason != bd.Reason || now.Sub(r.first) >= RefusalGroupSpan || now.Before(r.first)) {
+		c.queue(r.pending)
 		r.pending.n = 0
+		closed = true
 	}
 	if r.pending.n == 0 {
 		r.first = now
@@ -168,12 +218,7 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 	}
 	r.pending.n++
 	r.pending.last, r.pending.balance = now, bd.Remaining
-	if now.Sub(r.first) < refusalFlushEvery {
-		return false
-	}
-	c.queue(r.pending)
-	r.pending.n = 0
-	return true
+	return closed
 }
 
 // remember records the refused keys of a decision taken at now on the
@@ -220,7 +265,7 @@ func (c *refusalCache) pendingAll() []refusalCount {
 // FlushRefusals writes to the ledger every refusal this limiter answered
 // from memory and has not written yet, in one transaction. Call it before
 // counting refusals from the ledger and before the process exits; the
-// limiter also writes them on its own within refusalFlushEvery.
+// limiter also writes them on its own (see refusalCache).
 func (l *Limiter) FlushRefusals(ctx context.Context) error {
 	return l.writeRefusals(ctx, l.refused.pendingAll())
 }

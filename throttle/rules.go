@@ -34,7 +34,7 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 		case d.Allowed:
 			tb.b.spend(c.policy, c.Cost, tx.now)
 			tx.touch(tb, c.policy, r.thresholds)
-			tx.record(tb, -c.Cost, LedgerTake, ref)
+			tx.recordTake(tb, c.policy, -c.Cost, ref)
 		case bd.Reason != ReasonNone:
 			// A refusal for tokens or cooldown starts the policy's block.
 			if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
@@ -163,8 +163,10 @@ func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 }
 
 // recordRefusals writes groups of refusals answered from memory: one ledger
-// row each, Count refusals, stamped with the last refusal's time and the
-// balance it saw. Such a row may come after rows of later instants.
+// row each, Count refusals of one key and reason, all within
+// RefusalGroupSpan before the row's time, which is the newest refusal's,
+// with the balance it saw and no reference. Such a row may come after rows
+// of later instants; Store.PruneLedger removes it by its own time.
 func (tx *Tx) recordRefusals(due []refusalCount) {
 	for _, r := range due {
 		tb := tx.bucket(r.key, r.policy)

@@ -77,7 +77,14 @@ type Store interface {
 
 	// PruneLedger deletes up to limit ledger rows older than before, oldest
 	// first, and returns how many it deleted. Callers loop until it returns
-	// fewer than limit.
+	// fewer than limit. Every refusal row goes by its own time, wherever
+	// it lies in insertion order (a group of refusals answered from memory
+	// is written late, stamped earlier than rows written before it); a row
+	// of several refusals (Count > 1, see Tx.recordRefusals) goes once its
+	// oldest refusal may be older than before: At before
+	// before+RefusalGroupSpan. A store may keep other rows written out of
+	// time order (an aggregated take row, up to a minute; the clocks of
+	// two processes disagreeing) until the rows before them age out.
 	PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 

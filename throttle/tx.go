@@ -119,15 +119,31 @@ func (tx *Tx) bucket(key Key, p Policy) *txBucket {
 	return tb
 }
 
+// recordTake records a take of policy p on tb at the policy's ledger
+// granularity, or the transaction's when the policy leaves it at
+// LedgerDefault.
+func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, ref string) {
+	g := p.Ledger
+	if g == LedgerDefault {
+		g = tx.granularity
+	}
+	tx.recordAt(g, tb, delta, LedgerTake, ref)
+}
+
 // record appends a ledger row for a change of tb, folding takes into one row
-// per bucket when the granularity asks for it.
+// per bucket when the transaction's granularity asks for it.
 //
 // A bucket with a ledger row is always written back: the store keeps, in
 // the bucket's row, a pointer to its latest ledger row.
 func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
+	tx.recordAt(tx.granularity, tb, delta, reason, ref)
+}
+
+// recordAt is record at granularity g.
+func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason LedgerReason, ref string) {
 	tb.dirty, tb.delete = true, false
 	if reason == LedgerTake {
-		switch tx.granularity {
+		switch g {
 		case LedgerNoTakes:
 			return
 		case LedgerAggregateTakes:

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -58,6 +60,13 @@ type InboundConfig struct {
 	// exempt entry is an exact path ("/healthz" exempts /healthz, not
 	// /healthzX nor /healthz/x), unless it ends in "/", which exempts the
 	// whole subtree ("/static/").
+	//
+	// Both are matched against one path, by Middleware and by a Server
+	// alike: the request's path as the application's router sees it, its
+	// BasePath included when the Server is mounted under one
+	// ("/balde/api/" limits balde's API mounted under /balde). The default
+	// Exempt also exempts its paths under the BasePath of every Server
+	// using this limiter (/balde/static/, /balde/healthz).
 	Paths, Exempt []string
 	// FailMode is what happens when the store cannot answer: FailOpen
 	// (the default here, logged and counted) or FailClosed (503).
@@ -219,6 +228,12 @@ type Inbound struct {
 	tokens map[string]throttle.Policy // by token hash
 	paths  []string
 	exempt []string
+	// defaultExempt: Exempt was not configured, so DefaultInboundExempt
+	// applies under every mounted Server's BasePath too.
+	defaultExempt bool
+
+	mu     sync.RWMutex
+	mounts []inboundMount // Servers using this limiter (see mount)
 
 	trusted     []netip.Prefix
 	forwarded   string
@@ -238,7 +253,8 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	if cfg.Paths == nil {
 		cfg.Paths = []string{"/"}
 	}
-	if cfg.Exempt == nil {
+	defaultExempt := cfg.Exempt == nil
+	if defaultExempt {
 		cfg.Exempt = DefaultInboundExempt
 	}
 	if cfg.AdminLimit == 0 {
@@ -260,6 +276,8 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		tokens: make(map[string]throttle.Policy, len(cfg.Tokens)),
 		paths:  cfg.Paths,
 		exempt: cfg.Exempt,
+
+		defaultExempt: defaultExempt,
 
 		trusted:     cfg.TrustedProxies,
 		forwarded:   http.CanonicalHeaderKey(cfg.ForwardedHeader),
@@ -311,7 +329,8 @@ func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 
 // rollingPolicy is an exact sliding window of limit requests per window:
 // each token spent comes back exactly one window later (RefillRolling),
-// and exceeding the limit blocks the key for block.
+// and exceeding the limit blocks the key for block. Its takes write no
+// ledger rows (throttle.LedgerNoTakes), whichever limiter resolves it.
 func rollingPolicy(name string, limit int64, window, block time.Duration, fail throttle.FailMode) throttle.Policy {
 	return throttle.Policy{
 		Name:         name,
@@ -321,6 +340,7 @@ func rollingPolicy(name string, limit int64, window, block time.Duration, fail t
 		RefillPeriod: window,
 		BlockFor:     block,
 		FailMode:     fail,
+		Ledger:       throttle.LedgerNoTakes,
 	}
 }
 
@@ -353,14 +373,23 @@ func InboundPolicyNames() []string {
 	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin}
 }
 
-// applies reports whether a request path is limited: under one of the
-// limited prefixes and not exempt (an exact exempt path, or under an
-// exempt entry ending in "/").
+// applies reports whether a request path, as the application's router
+// sees it, is limited: under one of the limited prefixes and not exempt
+// (an exact exempt path, or under an exempt entry ending in "/"; with the
+// default Exempt, such a path under a mounted Server's BasePath too).
 func (in *Inbound) applies(path string) bool {
-	for _, p := range in.exempt {
-		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) {
-			return false
+	if exempted(in.exempt, path) {
+		return false
+	}
+	if in.defaultExempt {
+		in.mu.RLock()
+		for _, m := range in.mounts {
+			if rest, ok := under(path, m.base); ok && exempted(DefaultInboundExempt, rest) {
+				in.mu.RUnlock()
+				return false
+			}
 		}
+		in.mu.RUnlock()
 	}
 	for _, p := range in.paths {
 		if strings.HasPrefix(path, p) {
@@ -368,6 +397,80 @@ func (in *Inbound) applies(path string) bool {
 		}
 	}
 	return false
+}
+
+func exempted(exempt []string, path string) bool {
+	for _, p := range exempt {
+		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// under returns path relative to base ("/" for base itself) when path is
+// base or below it; base "" is the root, under which every path is.
+func under(path, base string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, base)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return "", false
+	}
+	if rest == "" {
+		rest = "/"
+	}
+	return rest, true
+}
+
+// inboundMount is a Server using this limiter: requests under base are its
+// own, and admin names the admin credential a request to one of its admin
+// routes carries ("" for anyone else).
+type inboundMount struct {
+	base  string
+	admin func(*http.Request) string
+}
+
+// mount records a Server using in (Server.Handler calls it), so that
+// Middleware in front of the application charges a request to the
+// Server's admin pages or API to the admin's bucket, as the Server itself
+// would, and the default exemptions apply under its BasePath. A Server
+// stays registered for the life of the Inbound (Close does not remove it).
+func (in *Inbound) mount(base string, admin func(*http.Request) string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.mounts = append(in.mounts, inboundMount{base: base, admin: admin})
+}
+
+// mountedAdmin returns the admin a request (its path as the application
+// sees it) is charged to when it goes to a mounted Server's admin route
+// with the admin credential; "" otherwise.
+func (in *Inbound) mountedAdmin(r *http.Request) string {
+	in.mu.RLock()
+	mounts := in.mounts
+	in.mu.RUnlock()
+	for _, m := range mounts {
+		if _, ok := under(r.URL.Path, m.base); ok {
+			if admin := m.admin(r); admin != "" {
+				return admin
+			}
+		}
+	}
+	return ""
+}
+
+// chargedKey marks a request's context once an Inbound charged it (the
+// value is the *Inbound): a Server or a second Middleware behind it with
+// the same limiter lets it through without charging it again.
+type chargedKey struct{}
+
+// charged reports whether in already charged the request of ctx.
+func (in *Inbound) charged(ctx context.Context) bool {
+	by, _ := ctx.Value(chargedKey{}).(*Inbound)
+	return by == in
+}
+
+// markCharged returns r with its context marked as charged by in.
+func (in *Inbound) markCharged(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), chargedKey{}, in))
 }
 
 // key returns the bucket a request is charged to, with the name of its

@@ -6,16 +6,24 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/gorilla/mux"
+
 	"github.com/balde-throttle/balde/throttle"
 )
 
 // limitInbound charges one request to the client's inbound bucket and
 // refuses it with 429 when the limit is exceeded or the client is blocked.
 // The bucket is the admin's own (INBOUND_ADMIN, a generous limit) on an
-// admin page whose request carries the admin credential, so the operator is
-// never locked out by the public limit; otherwise its API token's when it
-// carries a configured one, its IP's otherwise (wrong or missing
-// credentials included, so guessing the password is limited).
+// admin route — a page or the JSON API — whose request carries the admin
+// credential, so the operator and its monitors are never locked out by the
+// public limit; otherwise its API token's when it carries a configured
+// one, its IP's otherwise (wrong or missing credentials included, so
+// guessing the password is limited).
+//
+// A request the same Inbound already charged (Middleware in front of the
+// application that mounts this server) passes uncharged: each request is
+// charged once, whichever wraps which. Paths and exemptions are matched on
+// the path as the application sees it (BasePath + the path here).
 //
 // Every limited response carries the IETF RateLimit headers
 // (draft-ietf-httpapi-ratelimit-headers), e.g.
@@ -32,21 +40,52 @@ import (
 func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in := s.Inbound
-		if in == nil || !in.applies(r.URL.Path) {
+		if in == nil || in.charged(r.Context()) || !in.applies(s.BasePath+r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		info := requestInfoFrom(r.Context())
 		var admin string
-		if rt.admin && rt.format == formatHTML {
+		if rt.admin {
 			admin, _ = s.knownAdmin(r)
 		}
 		if err := in.limit(w, r, info.clientIP, admin); err != nil {
 			s.Error(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, in.markCharged(r))
 	})
+}
+
+// inboundAdmin is the admin an application's request to this server (its
+// path under BasePath, as the application's router sees it) is charged to
+// by the inbound Middleware in front of the application: the admin
+// credential's name when the request goes to an admin route and carries
+// it (see knownAdmin), "" otherwise.
+func (s *Server) inboundAdmin(adminRoutes map[string]bool) func(*http.Request) string {
+	return func(r *http.Request) string {
+		var m mux.RouteMatch
+		if !s.router.Match(s.relative(r), &m) || m.Route == nil || !adminRoutes[m.Route.GetName()] {
+			return ""
+		}
+		admin, _ := s.knownAdmin(r)
+		return admin
+	}
+}
+
+// mountInbound tells the inbound limiter about this server (see
+// Inbound.mount).
+func (s *Server) mountInbound() {
+	if s.Inbound == nil {
+		return
+	}
+	admin := make(map[string]bool)
+	for _, rt := range s.routes() {
+		if rt.admin {
+			admin[rt.name] = true
+		}
+	}
+	s.Inbound.mount(s.BasePath, s.inboundAdmin(admin))
 }
 
 // Middleware is the inbound limiter for any router: every request under
@@ -55,7 +94,11 @@ func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 // TrustedProxies), answered with the RateLimit headers, and refused with
 // InboundConfig.Refused (by default a plain-text 429 with Retry-After) when
 // the limit is exceeded or the client is blocked. Requests that pass reach
-// next untouched.
+// next untouched but for a mark in their context: a Server using the same
+// Inbound behind it (its Handler mounted in the application's router)
+// does not charge them again. A request to such a Server's admin pages or
+// API that carries the admin credential is charged to the admin's bucket,
+// as the Server would charge it.
 //
 // in.Limiter must be set (balde.Engine.Inbound builds it); Middleware
 // panics otherwise, when it is built, not on a request. Put it before the
@@ -65,15 +108,15 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 		panic("web: Inbound.Middleware: the inbound limiter needs its throttle.Limiter")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !in.applies(r.URL.Path) {
+		if in.charged(r.Context()) || !in.applies(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := in.limit(w, r, clientIPFrom(r, in.trusted, in.forwarded), ""); err != nil {
+		if err := in.limit(w, r, clientIPFrom(r, in.trusted, in.forwarded), in.mountedAdmin(r)); err != nil {
 			in.refused(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, in.markCharged(r))
 	})
 }
 

@@ -24,6 +24,11 @@ type step struct {
 	wantRateLimit  string
 }
 
+// anonymousAPI is a path under /api/ that answers a JSON 404 without a
+// credential: charged to the client's IP. (An admin's /api/buckets is
+// charged to the admin's own bucket.)
+const anonymousAPI = "/api/orders"
+
 // runSteps sends the steps in order from one client, moving the fake clock.
 func runSteps(t *testing.T, e *env, path string, steps []step, opts ...reqOpt) {
 	t.Helper()
@@ -40,42 +45,42 @@ func runSteps(t *testing.T, e *env, path string, steps []step, opts ...reqOpt) {
 func TestInboundExactSlidingWindow(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 3, Window: time.Minute}))
 	ms := time.Millisecond
-	runSteps(t, e, "/api/buckets", []step{
-		{0, 200, "", `"ip";r=2;t=60`},
-		{10 * time.Second, 200, "", `"ip";r=1;t=60`},
-		{20 * time.Second, 200, "", `"ip";r=0;t=60`},
+	runSteps(t, e, anonymousAPI, []step{
+		{0, 404, "", `"ip";r=2;t=60`},
+		{10 * time.Second, 404, "", `"ip";r=1;t=60`},
+		{20 * time.Second, 404, "", `"ip";r=0;t=60`},
 		// The window holds 3 requests: the 4th waits for the first to
 		// leave it, at exactly 60 s.
 		{30 * time.Second, 429, "30", `"ip";r=0;t=50`},
 		{60*time.Second - ms, 429, "1", `"ip";r=0;t=21`},
-		{60 * time.Second, 200, "", `"ip";r=0;t=60`},
+		{60 * time.Second, 404, "", `"ip";r=0;t=60`},
 		// The next slot frees when the request of 10 s leaves the window.
 		{60 * time.Second, 429, "10", `"ip";r=0;t=60`},
-		{70 * time.Second, 200, "", `"ip";r=0;t=60`},
-	}, asAdmin)
+		{70 * time.Second, 404, "", `"ip";r=0;t=60`},
+	})
 }
 
 func TestInboundBlockAfterLimit(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 3, Window: time.Minute, Block: 5 * time.Minute}))
 	block := time.Second + 5*time.Minute
-	runSteps(t, e, "/api/buckets", []step{
-		{0, 200, "", `"ip";r=2;t=60`},
-		{0, 200, "", `"ip";r=1;t=60`},
-		{0, 200, "", `"ip";r=0;t=60`},
+	runSteps(t, e, anonymousAPI, []step{
+		{0, 404, "", `"ip";r=2;t=60`},
+		{0, 404, "", `"ip";r=1;t=60`},
+		{0, 404, "", `"ip";r=0;t=60`},
 		// Exceeding the limit blocks for 5 minutes, although the window
 		// would free a slot after 59 s.
 		{time.Second, 429, "300", `"ip";r=0;t=300`},
 		{2 * time.Minute, 429, "181", `"ip";r=0;t=181`},
 		{block - time.Second, 429, "1", `"ip";r=0;t=1`},
-		{block, 200, "", `"ip";r=2;t=60`},
-	}, asAdmin)
+		{block, 404, "", `"ip";r=2;t=60`},
+	})
 }
 
 func TestInboundRefusalBody(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Block: time.Minute}))
-	require.Equal(t, http.StatusOK, e.get("/api/buckets", asAdmin).StatusCode)
+	require.Equal(t, http.StatusNotFound, e.get(anonymousAPI).StatusCode)
 
-	resp := e.get("/api/buckets", asAdmin)
+	resp := e.get(anonymousAPI)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"))
 	var got struct {
@@ -112,10 +117,10 @@ func TestInboundPaths(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Paths: []string{"/api/"}, Exempt: []string{"/api/buckets/"}}))
 	for range 3 {
 		require.Equal(t, http.StatusOK, e.get("/admin/buckets", asAdmin).StatusCode, "not under a limited prefix")
-		require.Equal(t, http.StatusOK, e.get("/api/buckets/P/prod/x", asAdmin).StatusCode, "exempt")
+		require.Empty(t, e.get("/api/buckets/P/prod/x").Header.Get("RateLimit-Policy"), "exempt")
 	}
-	require.Equal(t, http.StatusOK, e.get("/api/buckets", asAdmin).StatusCode)
-	require.Equal(t, http.StatusTooManyRequests, e.get("/api/buckets", asAdmin).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, e.get("/api/buckets").StatusCode)
+	require.Equal(t, http.StatusTooManyRequests, e.get("/api/buckets").StatusCode)
 }
 
 func TestInboundTokenOverridesIP(t *testing.T) {
@@ -125,21 +130,21 @@ func TestInboundTokenOverridesIP(t *testing.T) {
 	}))
 	tokA := withHeader(web.TokenHeader, "tok-A")
 	for i := range 5 {
-		resp := e.get("/api/buckets", asAdmin, tokA)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "token request %d", i)
+		resp := e.get(anonymousAPI, tokA)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "token request %d", i)
 		require.Equal(t, `"token";q=5;w=10`, resp.Header.Get("RateLimit-Policy"))
 	}
-	resp := e.get("/api/buckets", asAdmin, tokA)
+	resp := e.get(anonymousAPI, tokA)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.Equal(t, "60", resp.Header.Get("Retry-After"), "the token takes the IP's block when it has none")
 
 	// The same IP without the token has its own, untouched limit.
-	require.Equal(t, `"ip";r=1;t=60`, e.get("/api/buckets", asAdmin).Header.Get("RateLimit"))
+	require.Equal(t, `"ip";r=1;t=60`, e.get(anonymousAPI).Header.Get("RateLimit"))
 	// An unknown token does not escape the IP limit.
-	resp = e.get("/api/buckets", asAdmin, withHeader(web.TokenHeader, "made-up"))
+	resp = e.get(anonymousAPI, withHeader(web.TokenHeader, "made-up"))
 	require.Equal(t, `"ip";q=2;w=60`, resp.Header.Get("RateLimit-Policy"))
 	require.Equal(t, `"ip";r=0;t=60`, resp.Header.Get("RateLimit"))
-	require.Equal(t, http.StatusTooManyRequests, e.get("/api/buckets", asAdmin, withHeader(web.TokenHeader, "another")).StatusCode)
+	require.Equal(t, http.StatusTooManyRequests, e.get(anonymousAPI, withHeader(web.TokenHeader, "another")).StatusCode)
 }
 
 func TestInboundClientIP(t *testing.T) {
@@ -156,14 +161,14 @@ func TestInboundClientIP(t *testing.T) {
 		{
 			name:       "SpoofedForwardedForIgnored",
 			requests:   [][2]string{{proxy, "198.51.100.1"}, {proxy, "198.51.100.2"}, {proxy, ""}},
-			wantStatus: []int{200, 429, 429},
+			wantStatus: []int{404, 429, 429},
 			wantIDs:    []string{"192.0.2.50"},
 		},
 		{
 			name:       "TrustedProxyForwardsClients",
 			trusted:    "192.0.2.50/32",
 			requests:   [][2]string{{proxy, "198.51.100.1"}, {proxy, "198.51.100.2"}, {proxy, "198.51.100.1"}},
-			wantStatus: []int{200, 200, 429},
+			wantStatus: []int{404, 404, 429},
 			wantIDs:    []string{"198.51.100.1", "198.51.100.2"},
 		},
 		{
@@ -173,26 +178,26 @@ func TestInboundClientIP(t *testing.T) {
 				{proxy, "203.0.113.9, 198.51.100.1"},
 				{proxy, "203.0.113.10, 198.51.100.1, 192.0.2.7"},
 			},
-			wantStatus: []int{200, 429},
+			wantStatus: []int{404, 429},
 			wantIDs:    []string{"198.51.100.1"},
 		},
 		{
 			name:       "UntrustedPeerWithTrustedLookingHeader",
 			trusted:    "192.0.2.50/32",
 			requests:   [][2]string{{"203.0.113.5:1", "192.0.2.50"}, {"203.0.113.5:2", "198.51.100.9"}},
-			wantStatus: []int{200, 429},
+			wantStatus: []int{404, 429},
 			wantIDs:    []string{"203.0.113.5"},
 		},
 		{
 			name:       "IPv6CountedPer64",
 			requests:   [][2]string{{"[2001:db8:1:2::5]:1", ""}, {"[2001:db8:1:2:ffff::6]:1", ""}, {"[2001:db8:1:3::5]:1", ""}},
-			wantStatus: []int{200, 429, 200},
+			wantStatus: []int{404, 429, 404},
 			wantIDs:    []string{"2001:db8:1:2::/64", "2001:db8:1:3::/64"},
 		},
 		{
 			name:       "IPv4MappedIsIPv4",
 			requests:   [][2]string{{"[::ffff:198.51.100.4]:1", ""}, {"198.51.100.4:2", ""}},
-			wantStatus: []int{200, 429},
+			wantStatus: []int{404, 429},
 			wantIDs:    []string{"198.51.100.4"},
 		},
 	}
@@ -203,11 +208,11 @@ func TestInboundClientIP(t *testing.T) {
 			e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Block: time.Minute}),
 				withServer(func(s *web.Server) { s.TrustedProxies = trusted }))
 			for i, req := range tt.requests {
-				opts := []reqOpt{asAdmin, fromAddr(req[0])}
+				opts := []reqOpt{fromAddr(req[0])}
 				if req[1] != "" {
 					opts = append(opts, withHeader("X-Forwarded-For", req[1]))
 				}
-				require.Equal(t, tt.wantStatus[i], e.get("/api/buckets", opts...).StatusCode, "request %d", i)
+				require.Equal(t, tt.wantStatus[i], e.get(anonymousAPI, opts...).StatusCode, "request %d", i)
 			}
 			page, err := e.limiter.List(t.Context(), throttle.Filter{Policy: web.PolicyInboundIP})
 			require.NoError(t, err)
@@ -245,8 +250,8 @@ func TestInboundStoresNoRawToken(t *testing.T) {
 		IPLimit: 5, Tokens: []web.InboundToken{{Hash: web.HashToken("very-secret-token"), Limit: 1}},
 	}))
 	tok := withHeader(web.TokenHeader, "very-secret-token")
-	require.Equal(t, http.StatusOK, e.get("/api/buckets", asAdmin, tok).StatusCode)
-	require.Equal(t, http.StatusTooManyRequests, e.get("/api/buckets", asAdmin, tok).StatusCode)
+	require.Equal(t, http.StatusNotFound, e.get(anonymousAPI, tok).StatusCode)
+	require.Equal(t, http.StatusTooManyRequests, e.get(anonymousAPI, tok).StatusCode)
 
 	page, err := e.limiter.List(t.Context(), throttle.Filter{Policy: web.PolicyInboundToken})
 	require.NoError(t, err)
@@ -264,11 +269,11 @@ func TestInboundStoresNoRawToken(t *testing.T) {
 
 func TestInboundBucketsShowInAdmin(t *testing.T) {
 	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 5, Window: time.Minute, Block: 5 * time.Minute}))
-	e.get("/api/buckets", asAdmin, fromAddr("198.51.100.77:1"))
+	e.get("/api/buckets", fromAddr("198.51.100.77:1"))
 	e.get("/nope", fromAddr("198.51.100.77:1"))
 	doc := document(t, e.get("/admin/buckets?policy=INBOUND_IP", asAdmin, fromAddr("198.51.100.77:1")))
 	r := row(t, doc, "198.51.100.77")
-	require.Equal(t, "3", strings.TrimSpace(r["Tokens"].Text()), "the API and unmatched requests were charged to the IP, the admin's page to the admin")
+	require.Equal(t, "3", strings.TrimSpace(r["Tokens"].Text()), "the API without the credential and unmatched requests were charged to the IP, the admin's page to the admin")
 	require.Equal(t, "5/min (sliding window)", r["Refill"].Text())
 }
 

@@ -188,6 +188,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, err
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
+	s.mountInbound()
 	s.ready = true
 	// Warm the summary so the first admin page does not pay for it.
 	s.refreshSummaryInBackground()
@@ -196,6 +197,12 @@ func (s *Server) Handler() (http.Handler, error) {
 
 // serveMounted serves r relative to BasePath.
 func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, s.relative(r))
+}
+
+// relative returns r with its path relative to BasePath (r itself when
+// the path is not under it).
+func (s *Server) relative(r *http.Request) *http.Request {
 	if s.BasePath != "" {
 		if rest, ok := strings.CutPrefix(r.URL.Path, s.BasePath); ok && (rest == "" || rest[0] == '/') {
 			r2 := new(http.Request)
@@ -206,10 +213,10 @@ func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
 			if r.URL.RawPath != "" {
 				r2.URL.RawPath = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.RawPath, s.BasePath), "/")
 			}
-			r = r2
+			return r2
 		}
 	}
-	s.router.ServeHTTP(w, r)
+	return r
 }
 
 // Open validates the configuration (see Handler), listens on Addr and

@@ -341,13 +341,101 @@ func (s *Store) countLedger(ctx context.Context, q throttle.LedgerQuery) (int64,
 	return n, formatError("count ledger", err)
 }
 
-// pruneLedger is PruneLedger without its retries; PruneLedger implements throttle.Store. It walks the ledger in id order,
-// which is insertion order: it deletes the longest run of oldest ids whose
-// rows are all older than before, up to limit, with one range delete. It
-// stops at the first younger row, so its cost is bounded by limit whatever
-// the size of the ledger; a row written out of time order (clocks of two
-// processes disagreeing) waits until the rows before it age out too.
+// pruneLedger is PruneLedger without its retries; PruneLedger implements
+// throttle.Store. It walks the ledger in id order, which is insertion
+// order: it deletes the longest run of oldest ids whose rows are all older
+// than before, up to limit, with one range delete. It stops at the first
+// younger row, so its cost is bounded by limit whatever the size of the
+// ledger; another row written out of time order (an aggregated take row,
+// clocks of two processes disagreeing) waits until the rows before it age
+// out too. Then, within the same limit, it deletes the refusal rows that are
+// expired by their own time but lie after a younger row (a group of
+// refusals answered from memory is written late, stamped with its newest
+// refusal; see pruneLateRefusals).
 func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
+	n, err := s.pruneLedgerRun(ctx, before, limit)
+	if err != nil || n >= int64(limit) {
+		return n, err
+	}
+	late, err := s.pruneLateRefusals(ctx, before, limit-int(n))
+	return n + late, err
+}
+
+// pruneLateRefusals deletes up to limit refusal rows expired by their own
+// time (a row of several refusals once At+RefusalGroupSpan is before
+// before), found through the balde_token_ledger_events index. Such a row
+// may sit inside its bucket's chain: the row after it in the chain, or the
+// bucket's last_entry, is pointed at the row before it first (the bucket
+// row is updated first, so that a decision on the bucket waits for the
+// relink), then the row is deleted. Finding the next row scans the ids
+// after the deleted one: such rows are few (a group flushed late).
+func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tx, err := s.write.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	defer tx.Rollback()
+	type lateRow struct {
+		id, policyID    int64
+		env, identifier string
+	}
+	cutoff, groupCutoff := nanos(before), nanos(before.Add(throttle.RefusalGroupSpan))
+	// "reason NOT IN (1, 10)" repeats the partial index's predicate so that
+	// both engines use it.
+	rows, err := tx.QueryContext(ctx, s.write.Rebind(`
+		SELECT id, policy_id, env, identifier
+		FROM balde_token_ledger
+		WHERE reason IN (`+refusalReasonsSQL()+`) AND reason NOT IN (1, 10)
+			AND at < ? AND (at < ? OR n > 1)
+		ORDER BY id
+		LIMIT ?`), groupCutoff, cutoff, limit)
+	if err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	var late []lateRow
+	for rows.Next() {
+		var r lateRow
+		if err := rows.Scan(&r.id, &r.policyID, &r.env, &r.identifier); err != nil {
+			rows.Close()
+			return 0, formatError("prune ledger", err)
+		}
+		late = append(late, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, formatError("prune ledger", err)
+	}
+	if len(late) == 0 {
+		return 0, nil
+	}
+	relinkBucket := s.write.Rebind(`
+		UPDATE balde_buckets
+		SET last_entry = CASE WHEN last_entry = ? THEN ? ELSE last_entry END
+		WHERE policy_id = ? AND env = ? AND identifier = ?`)
+	relinkNext := s.write.Rebind(`UPDATE balde_token_ledger SET prev = ? WHERE id > ? AND prev = ?`)
+	remove := s.write.Rebind(`DELETE FROM balde_token_ledger WHERE id = ?`)
+	readPrev := s.write.Rebind(`SELECT prev FROM balde_token_ledger WHERE id = ?`)
+	for _, r := range late {
+		// Read now: the row before may itself have been deleted above.
+		var prev sql.NullInt64
+		if err := tx.QueryRowContext(ctx, readPrev, r.id).Scan(&prev); err != nil {
+			return 0, formatError("prune ledger", err)
+		}
+		if _, err := tx.ExecContext(ctx, relinkBucket, r.id, prev, r.policyID, r.env, r.identifier); err != nil {
+			return 0, formatError("prune ledger", err)
+		}
+		if _, err := tx.ExecContext(ctx, relinkNext, prev, r.id, r.id); err != nil {
+			return 0, formatError("prune ledger", err)
+		}
+		if _, err := tx.ExecContext(ctx, remove, r.id); err != nil {
+			return 0, formatError("prune ledger", err)
+		}
+	}
+	return int64(len(late)), formatError("prune ledger", tx.Commit())
+}
+
+// pruneLedgerRun deletes the run of oldest ids (see pruneLedger).
+func (s *Store) pruneLedgerRun(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, formatError("prune ledger", err)

@@ -205,7 +205,7 @@ func (s *MemStore) PruneLedger(ctx context.Context, before time.Time, limit int)
 	var kept []throttle.LedgerEntry
 	var n int64
 	for _, e := range s.ledger {
-		if e.At.Before(before) && n < int64(limit) {
+		if expired(e, before) && n < int64(limit) {
 			n++
 			continue
 		}
@@ -213,4 +213,14 @@ func (s *MemStore) PruneLedger(ctx context.Context, before time.Time, limit int)
 	}
 	s.ledger = kept
 	return n, nil
+}
+
+// expired reports whether a ledger row goes in a prune before before: by
+// its own time, and a row of several refusals once its oldest may be older
+// (see throttle.Store.PruneLedger).
+func expired(e throttle.LedgerEntry, before time.Time) bool {
+	if e.Count > 1 && slices.Contains(throttle.RefusalReasons, e.Reason) {
+		return e.At.Before(before.Add(throttle.RefusalGroupSpan))
+	}
+	return e.At.Before(before)
 }

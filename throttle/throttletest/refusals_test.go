@@ -2,6 +2,9 @@ package throttletest_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,4 +194,103 @@ func TestRefusalsFromMemoryReachTheLedger(t *testing.T) {
 	rows, err := e.lim.Ledger(ctx, throttle.LedgerQuery{Key: &cacheKey, Reasons: refused, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, last, rows[0].At)
+}
+
+// TestRefusalCacheBlockShorterThanWindow is the case of issue 23.5: window
+// 10 s, block 3 s. Without the cache the refusal at 7.5 s (the block long
+// over, the window still full) blocks the key again until 10.5 s; the cache
+// must not answer it from memory and admit at 10 s.
+func TestRefusalCacheBlockShorterThanWindow(t *testing.T) {
+	p := throttle.Policy{Name: "P", Refill: throttle.RefillRolling, Capacity: 2, RefillTokens: 2,
+		RefillPeriod: 10 * time.Second, BlockFor: 3 * time.Second}
+	e := newCountingEnv(t, p, 0)
+	e.take(t, cacheKey, 1)
+	e.take(t, cacheKey, 1)
+	e.clock.Advance(500 * time.Millisecond)
+	require.False(t, e.take(t, cacheKey, 1).Allowed) // blocked until 3.5 s
+
+	e.clock.Advance(7 * time.Second) // 7.5 s
+	d := e.take(t, cacheKey, 1)
+	require.False(t, d.Allowed)
+	require.False(t, d.Cached, "a refusal that starts a block is the store's to write")
+	require.Equal(t, throttle.ReasonBlocked, d.Reason)
+	require.Equal(t, 3*time.Second, d.RetryAfter)
+
+	e.clock.Advance(2500 * time.Millisecond) // 10 s: the window is free, the block is not
+	d = e.take(t, cacheKey, 1)
+	require.False(t, d.Allowed)
+	require.True(t, d.Cached, "inside the block, memory answers")
+	require.Equal(t, 500*time.Millisecond, d.RetryAfter)
+	e.clock.Advance(500 * time.Millisecond)
+	require.True(t, e.take(t, cacheKey, 1).Allowed)
+}
+
+// TestRefusalCacheDecidesAsTheStore runs the same random sequences of
+// requests (costs, gaps, keys) through a limiter with the refusal cache and
+// one without, each on its own store and one fake clock, and requires
+// identical decisions: policies with blocks shorter than, equal to and
+// longer than their window, no block, a cooldown, and takes charging two
+// keys at once.
+func TestRefusalCacheDecidesAsTheStore(t *testing.T) {
+	window := 10 * time.Second
+	policies := []throttle.Policy{
+		{Name: "R", Refill: throttle.RefillRolling, Capacity: 3, RefillTokens: 3, RefillPeriod: window},
+		{Name: "R", Refill: throttle.RefillRolling, Capacity: 3, RefillTokens: 3, RefillPeriod: window, BlockFor: 3 * time.Second},
+		{Name: "R", Refill: throttle.RefillRolling, Capacity: 3, RefillTokens: 3, RefillPeriod: window, BlockFor: window},
+		{Name: "R", Refill: throttle.RefillRolling, Capacity: 1, RefillTokens: 1, RefillPeriod: window, BlockFor: 15 * time.Second},
+		{Name: "R", Refill: throttle.RefillStepwise, Capacity: 4, RefillTokens: 2, RefillPeriod: window, BlockFor: 2 * time.Second},
+		{Name: "R", Capacity: 3, RefillTokens: 1, RefillPeriod: 4 * time.Second, MinInterval: 2 * time.Second, BlockFor: time.Second},
+	}
+	// The second key of two-key takes: no block, as a DICT PSP bucket.
+	psp := throttle.Policy{Name: "S", Capacity: 4, RefillTokens: 1, RefillPeriod: 3 * time.Second}
+	keyR := throttle.Key{Policy: "R", Env: "test", Identifier: "client"}
+	keyS := throttle.Key{Policy: "S", Env: "test", Identifier: "psp"}
+	ctx := context.Background()
+	for pi, p := range policies {
+		for seed := range int64(40) {
+			rng := rand.New(rand.NewPCG(uint64(pi), uint64(seed)))
+			clock := throttletest.NewFakeClock(throttletest.Epoch)
+			resolver := throttle.Policies{"R": p, "S": psp}
+			cached, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), resolver, throttle.Config{Clock: clock.Now})
+			require.NoError(t, err)
+			direct, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), resolver, throttle.Config{Clock: clock.Now, RefusalCacheSize: -1})
+			require.NoError(t, err)
+			fromMemory := 0
+			for step := range 300 {
+				clock.Advance(time.Duration(rng.IntN(12)) * 250 * time.Millisecond)
+				charges := []throttle.Charge{{Key: keyR, Cost: 1 + rng.Int64N(p.Capacity)}}
+				switch rng.IntN(4) {
+				case 0:
+					charges = []throttle.Charge{{Key: keyS, Cost: 1 + rng.Int64N(2)}}
+				case 1:
+					charges = append(charges, throttle.Charge{Key: keyS, Cost: 1})
+				}
+				want, err := direct.Take(ctx, "", charges...)
+				require.NoError(t, err)
+				got, err := cached.Take(ctx, "", charges...)
+				require.NoError(t, err)
+				if got.Cached {
+					fromMemory++
+				}
+				at := fmt.Sprintf("policy %d seed %d step %d at %s, charges %v", pi, seed, step, clock.Now().Sub(throttletest.Epoch), charges)
+				require.Equal(t, want.Allowed, got.Allowed, at)
+				if len(charges) == 1 {
+					// One key: the whole decision is the store's.
+					require.Equal(t, want.Reason, got.Reason, at)
+					require.Equal(t, want.RetryAfter, got.RetryAfter, at)
+					require.Equal(t, want.Remaining, got.Remaining, at)
+					require.Equal(t, want.ResetAfter, got.ResetAfter, at)
+				} else if !want.Allowed {
+					// Two keys from memory: the remembered key's refusal, never
+					// a shorter wait than the one the store gives for it.
+					i := slices.IndexFunc(want.Buckets, func(bd throttle.BucketDecision) bool { return bd.Key == got.Key })
+					require.GreaterOrEqual(t, i, 0, at)
+					require.Equal(t, want.Buckets[i].RetryAfter, got.RetryAfter, at)
+				}
+			}
+			if pi == 0 && seed == 0 {
+				require.Positive(t, fromMemory, "the comparison exercises the cache")
+			}
+		}
+	}
 }

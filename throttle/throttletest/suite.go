@@ -43,10 +43,12 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"Reset", testReset},
 		{"LedgerExplainsBalance", testLedgerReplay},
 		{"LedgerAggregatesTakes", testLedgerAggregate},
+		{"LedgerGranularityPerPolicy", testLedgerPerPolicy},
 		{"LedgerPerBucketPages", testLedgerPerBucket},
 		{"LedgerWindowFoldsSlots", testLedgerWindow},
 		{"ListAndPaginate", testList},
 		{"PruneKeepsResults", testPrune},
+		{"PruneRemovesEveryRefusalByItsOwnTime", testPruneRefusals},
 		{"BadInputChangesNothing", testBadInput},
 	}
 	for _, tt := range tests {
@@ -550,6 +552,87 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(11), n)
 }
 
+// testLedgerPerPolicy: an application's high-volume policy folds its
+// takes per minute (Policy.Ledger) while a DICT policy in the same limiter,
+// at the limiter's default, keeps one row per take; a policy writing no
+// takes still writes its refusals. Each ledger still explains its balance.
+func testLedgerPerPolicy(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	sms := throttle.Policy{Name: "SMS", Capacity: 1000, RefillTokens: 10, RefillPeriod: time.Second, Ledger: throttle.LedgerAggregateTakes}
+	dict := pf(throttle.RefillStepwise) // Ledger left at LedgerDefault
+	quiet := throttle.Policy{Name: "QUIET", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Hour, Ledger: throttle.LedgerNoTakes}
+	e := NewEnv(t, open, throttle.Policies{"SMS": sms, dict.Name: dict, "QUIET": quiet}, throttle.Config{})
+	keySMS := throttle.Key{Policy: "SMS", Env: "test", Identifier: "account-1"}
+	keyDict := throttle.Key{Policy: dict.Name, Env: "test", Identifier: "12345678901"}
+	keyQuiet := throttle.Key{Policy: "QUIET", Env: "test", Identifier: "q"}
+	var smsTakes, dictTakes int64
+	for i := range 180 {
+		e.Clock.Advance(time.Second)
+		if e.Take(keySMS, 5).Allowed {
+			smsTakes++
+		}
+		if i%20 == 0 {
+			// One request charging both: each key at its own granularity.
+			d, err := e.Limiter.Take(ctx, "E2E", throttle.Charge{Key: keySMS, Cost: 1}, throttle.Charge{Key: keyDict, Cost: 1})
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			smsTakes++
+			dictTakes++
+		}
+	}
+	for range 5 {
+		e.Take(keyQuiet, 1)
+	}
+	require.NoError(t, e.Limiter.FlushRefusals(ctx))
+
+	all := func(k throttle.Key) []throttle.LedgerEntry {
+		es, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		require.NoError(t, err)
+		reverse(es)
+		return es
+	}
+	// The DICT bucket: one row per take, and Replay explains its balance.
+	dictRows := all(keyDict)
+	require.Len(t, dictRows, int(dictTakes))
+	for _, en := range dictRows {
+		require.Equal(t, int64(1), en.Count)
+		require.Equal(t, "E2E", en.Ref)
+	}
+	b, err := throttle.Replay(dict, dictRows)
+	require.NoError(t, err)
+	st := e.State(keyDict)
+	b.Refill(dict, st.At)
+	require.Equal(t, st.Tokens, b.Tokens)
+
+	// The SMS bucket: at most one take row per minute, counting every take;
+	// the newest row's balance is the bucket's, and the window folded in
+	// the store is FoldLedger's.
+	smsRows := all(keySMS)
+	require.LessOrEqual(t, len(smsRows), 4, "180 s of takes in at most 4 minutes")
+	var events int64
+	for _, en := range smsRows {
+		require.Equal(t, throttle.LedgerTake, en.Reason)
+		events += en.Count
+	}
+	require.Equal(t, smsTakes, events)
+	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keySMS, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+	require.NoError(t, err)
+	require.Equal(t, smsTakes, n)
+	require.Equal(t, e.State(keySMS).Tokens, smsRows[len(smsRows)-1].Balance)
+	now := e.Clock.Now()
+	wq := throttle.LedgerWindowQuery{Key: keySMS, From: now.Add(-time.Hour), To: now, Slots: 60}
+	window, err := e.Limiter.LedgerWindow(ctx, wq)
+	require.NoError(t, err)
+	require.Equal(t, throttle.FoldLedger(smsRows, wq), window)
+
+	// QUIET: no take rows, its refusals still there.
+	quietRows := all(keyQuiet)
+	require.Len(t, quietRows, 2)
+	for _, en := range quietRows {
+		require.Equal(t, throttle.LedgerRefusedEmpty, en.Reason)
+	}
+}
+
 func testLedgerPerBucket(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
@@ -775,6 +858,100 @@ func testPrune(t *testing.T, open OpenStore) {
 	require.NoError(t, err)
 	require.Empty(t, page.States)
 	require.Equal(t, int64(3), pruned.State(keyA).Tokens)
+}
+
+// testPruneRefusals is issue 23.6: 25 refusals became a row with its
+// reference (the store's) and a row of 24 refusals answered from memory,
+// written only when the key was next used, weeks later, after younger rows
+// and stamped with its newest refusal: a 40-day-old row survived a 30-day
+// prune. Every refusal row now goes by its own time, a row of several
+// refusals as soon as its oldest may be past the retention, and the
+// bucket's chain of rows stays whole.
+func testPruneRefusals(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour}
+	q := throttle.Policy{Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second}
+	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	refusals := throttle.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
+	take := func(k throttle.Key, ref string) throttle.Decision {
+		d, err := e.Limiter.Take(ctx, ref, throttle.Charge{Key: k, Cost: 1})
+		require.NoError(t, err)
+		return d
+	}
+	rowsOf := func(k throttle.Key) []throttle.LedgerEntry {
+		es, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		require.NoError(t, err)
+		return es
+	}
+
+	require.True(t, take(keyA, "E2E-0").Allowed)
+	require.False(t, take(keyA, "E2E-1").Cached) // the store's refusal, with its reference
+	firstFromMemory := e.Clock.Now().Add(time.Second)
+	for range 24 {
+		e.Clock.Advance(time.Second)
+		require.True(t, take(keyA, "E2E-n").Cached)
+	}
+	newest := e.Clock.Now()
+
+	// Twenty days of another bucket's rows; then, at day 40, keyA again:
+	// its group is written with that take, after the younger rows.
+	e.Clock.Advance(20 * 24 * time.Hour)
+	for range 3 {
+		e.Clock.Advance(time.Second)
+		take(keyB, "")
+	}
+	e.Clock.Advance(20 * 24 * time.Hour)
+	require.True(t, take(keyA, "E2E-40").Allowed)
+	group := rowsOf(keyA)[0] // newest id first
+	require.Equal(t, int64(24), group.Count, "one row holds the refusals answered from memory")
+	require.Equal(t, newest, group.At, "stamped with the newest refusal")
+	require.Empty(t, group.Ref)
+
+	// A prune whose cutoff lies inside the group removes the group: its
+	// oldest refusal is past the retention.
+	cut := firstFromMemory.Add(time.Second)
+	_, err := e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true})
+	require.NoError(t, err)
+	n, err := e.Limiter.CountLedger(ctx, refusals)
+	require.NoError(t, err)
+	require.Zero(t, n, "no refusal of day 0 survives")
+
+	// The chain of keyA is whole: its day-40 take is there and readable.
+	rows := rowsOf(keyA)
+	require.Len(t, rows, 1)
+	require.Equal(t, "E2E-40", rows[0].Ref)
+	require.Len(t, rowsOf(keyB), 3, "younger rows stay")
+	take(keyA, "E2E-41")
+	rows = rowsOf(keyA)
+	require.Equal(t, "E2E-40", rows[len(rows)-1].Ref, "a row written after the prune links to the kept rows")
+	w, err := e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10})
+	require.NoError(t, err)
+	require.Equal(t, throttle.FoldLedger(rows, throttle.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}), w)
+
+	// The same with a 30-day retention at day 40 (the issue's numbers).
+	e2 := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	e, rowsOf = e2, func(k throttle.Key) []throttle.LedgerEntry {
+		es, err := e2.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		require.NoError(t, err)
+		return es
+	}
+	take(keyA, "E2E-0")
+	take(keyA, "E2E-1")
+	for range 24 {
+		e2.Clock.Advance(time.Second)
+		take(keyA, "E2E-n")
+	}
+	e2.Clock.Advance(20 * 24 * time.Hour)
+	take(keyB, "")
+	e2.Clock.Advance(20 * 24 * time.Hour)
+	take(keyA, "E2E-40")
+	_, err = e2.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true})
+	require.NoError(t, err)
+	n, err = e2.Limiter.CountLedger(ctx, refusals)
+	require.NoError(t, err)
+	require.Zero(t, n, "a 40-day-old refusal row does not survive a 30-day prune")
+	require.Len(t, rowsOf(keyB), 1)
+	require.Len(t, rowsOf(keyA), 1)
 }
 
 func testBadInput(t *testing.T, open OpenStore) {

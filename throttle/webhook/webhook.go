@@ -18,8 +18,10 @@ import (
 
 // Event is the JSON body posted for one change.
 type Event struct {
-	Policy     string    `json:"policy"`
-	Env        string    `json:"env"`
+	Policy string `json:"policy"`
+	Env    string `json:"env"`
+	// Identifier is the bucket's, masked when it is personal data (see
+	// MaskIdentifier and Options.RevealIdentifiers).
 	Identifier string    `json:"identifier"`
 	From       string    `json:"from"`
 	To         string    `json:"to"`
@@ -35,15 +37,21 @@ type Event struct {
 // Notifier posts events from a bounded queue on its own goroutine, so a
 // slow or dead endpoint never slows a decision: when the queue is full an
 // event is dropped and counted. Close drains the queue.
+//
+// A post follows redirects only to the same scheme and host (at most
+// maxRedirects): a redirect elsewhere fails the post, so the body (the
+// bucket, its identifier) is never sent to a host that was not configured.
 type Notifier struct {
-	url     string
-	client  *http.Client
-	logger  *slog.Logger
-	queue   chan Event
-	dropped atomic.Int64
-	failed  atomic.Int64
-	wg      sync.WaitGroup
-	once    sync.Once
+	url      string
+	client   *http.Client
+	logger   *slog.Logger
+	personal func(throttle.Key) bool
+	reveal   bool
+	queue    chan Event
+	dropped  atomic.Int64
+	failed   atomic.Int64
+	wg       sync.WaitGroup
+	once     sync.Once
 }
 
 var _ throttle.Notifier = (*Notifier)(nil)
@@ -55,7 +63,18 @@ type Options struct {
 	// Queue bounds the events waiting to be posted. Default 1024.
 	Queue  int
 	Logger *slog.Logger
+	// Personal, when set, names further keys whose identifier is personal
+	// data (an application's per-person buckets): such an identifier is
+	// posted as "***" unless MaskIdentifier recognizes its shape. A CPF or
+	// CNPJ (the payer of the DICT's USER buckets) is masked without it.
+	Personal func(throttle.Key) bool
+	// RevealIdentifiers posts identifiers unmasked (opt-out: the receiver
+	// is trusted with personal data).
+	RevealIdentifiers bool
 }
+
+// maxRedirects bounds the same-host redirects a post follows.
+const maxRedirects = 3
 
 // New starts a Notifier posting to url.
 func New(url string, opts Options) *Notifier {
@@ -68,15 +87,75 @@ func New(url string, opts Options) *Notifier {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default().WithGroup("webhook")
 	}
-	n := &Notifier{url: url, client: opts.Client, logger: opts.Logger, queue: make(chan Event, opts.Queue)}
+	client := *opts.Client // a copy: the caller's client keeps its policy
+	client.CheckRedirect = sameHostOnly(opts.Client.CheckRedirect)
+	n := &Notifier{url: url, client: &client, logger: opts.Logger, queue: make(chan Event, opts.Queue),
+		personal: opts.Personal, reveal: opts.RevealIdentifiers}
 	n.wg.Go(n.run)
 	return n
+}
+
+// sameHostOnly is a CheckRedirect that refuses a redirect to another scheme
+// or host, and more than maxRedirects, before the redirected request is
+// sent; then next, if any, decides.
+func sameHostOnly(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			return fmt.Errorf("webhook: redirect to another host (%s://%s) refused", req.URL.Scheme, req.URL.Host)
+		}
+		if len(via) > maxRedirects {
+			return fmt.Errorf("webhook: more than %d redirects", maxRedirects)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+}
+
+// MaskIdentifier masks an identifier that is a Brazilian CPF (11 digits) or
+// CNPJ (14 digits), punctuated or not, as Brazilian systems show them:
+// "***.456.789-**" and "**.345.678/0001-**". Anything else is returned as
+// it is.
+func MaskIdentifier(id string) string {
+	digits := make([]byte, 0, 14)
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= '0' && c <= '9':
+			digits = append(digits, c)
+		case c == '.' || c == '-' || c == '/':
+		default:
+			return id
+		}
+	}
+	switch len(digits) {
+	case 11:
+		return "***." + string(digits[3:6]) + "." + string(digits[6:9]) + "-**"
+	case 14:
+		return "**." + string(digits[2:5]) + "." + string(digits[5:8]) + "/" + string(digits[8:12]) + "-**"
+	}
+	return id
+}
+
+// identifier is k's identifier as posted (see Options).
+func (n *Notifier) identifier(k throttle.Key) string {
+	if n.reveal {
+		return k.Identifier
+	}
+	if masked := MaskIdentifier(k.Identifier); masked != k.Identifier {
+		return masked
+	}
+	if n.personal != nil && n.personal(k) {
+		return "***"
+	}
+	return k.Identifier
 }
 
 // Notify queues c; it never blocks.
 func (n *Notifier) Notify(_ context.Context, c throttle.SeverityChange) {
 	e := Event{
-		Policy: c.Key.Policy, Env: c.Key.Env, Identifier: c.Key.Identifier,
+		Policy: c.Key.Policy, Env: c.Key.Env, Identifier: n.identifier(c.Key),
 		From: c.From.String(), To: c.To.String(), Tokens: c.Tokens, Capacity: c.Capacity, At: c.At,
 		Status: "firing",
 	}

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -73,4 +74,106 @@ func TestNotifierCountsFailuresAndDrops(t *testing.T) {
 	release()
 	require.NoError(t, n.Close())
 	require.Equal(t, 3-n.Dropped(), n.Failed())
+}
+
+// post sends one severity change of key through a Notifier with opts to
+// url and waits for it (Close drains the queue).
+func post(t *testing.T, url string, key throttle.Key, opts webhook.Options) *webhook.Notifier {
+	t.Helper()
+	n := webhook.New(url, opts)
+	n.Notify(context.Background(), throttle.SeverityChange{Key: key, From: throttle.SeverityHealthy, To: throttle.SeverityCritical, Capacity: 100, At: throttletest.Epoch})
+	require.NoError(t, n.Close())
+	return n
+}
+
+// Issue 23.6: the webhook followed a redirect to another host and sent the
+// body there.
+func TestNotifierRefusesRedirectsToAnotherHost(t *testing.T) {
+	var elsewhere, here []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere = append(elsewhere, r.URL.Path)
+	}))
+	defer other.Close()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		here = append(here, r.URL.Path+" "+string(body))
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
+		case "/moved":
+			http.Redirect(w, r, srv.URL+"/hook", http.StatusPermanentRedirect)
+		case "/loop":
+			http.Redirect(w, r, srv.URL+"/loop", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer srv.Close()
+	key := throttle.Key{Policy: "P", Env: "prod", Identifier: "12345678"}
+
+	n := post(t, srv.URL+"/away", key, webhook.Options{})
+	require.Equal(t, int64(1), n.Failed())
+	require.Empty(t, elsewhere, "nothing reaches the other host")
+
+	// A client of the caller's own is given the same rule.
+	n = post(t, srv.URL+"/away", key, webhook.Options{Client: &http.Client{Timeout: 5 * time.Second}})
+	require.Equal(t, int64(1), n.Failed())
+	require.Empty(t, elsewhere)
+
+	here = nil
+	n = post(t, srv.URL+"/moved", key, webhook.Options{})
+	require.Zero(t, n.Failed(), "a redirect on the same host is followed")
+	require.Len(t, here, 2)
+	require.Contains(t, here[1], `/hook {"policy":"P"`, "the body goes to the new path of the same host")
+
+	here = nil
+	n = post(t, srv.URL+"/loop", key, webhook.Options{})
+	require.Equal(t, int64(1), n.Failed())
+	require.Len(t, here, 4, "the first post and 3 redirects")
+}
+
+// Issue 23.6: the payload carried the payer's CPF.
+func TestNotifierMasksPersonalIdentifiers(t *testing.T) {
+	got := make(chan webhook.Event, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e webhook.Event
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&e))
+		got <- e
+	}))
+	defer srv.Close()
+	personal := func(k throttle.Key) bool { return k.Policy == "SMS_PER_PERSON" }
+	tests := []struct {
+		name string
+		key  throttle.Key
+		opts webhook.Options
+		want string
+	}{
+		{"PayerCPF", throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "12345678901"}, webhook.Options{}, "***.456.789-**"},
+		{"PayerCPFPunctuated", throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "123.456.789-01"}, webhook.Options{}, "***.456.789-**"},
+		{"PayerCNPJ", throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "12345678000195"}, webhook.Options{}, "**.345.678/0001-**"},
+		{"ParticipantISPB", throttle.Key{Policy: "ENTRIES_READ_PARTICIPANT_ANTISCAN", Env: "prod", Identifier: "12345678"}, webhook.Options{}, "12345678"},
+		{"SifenRUC", throttle.Key{Policy: "SIFEN_RECEPCION_LOTE", Env: "test", Identifier: "80069563-1"}, webhook.Options{}, "80069563-1"},
+		{"PersonalByTheApplication", throttle.Key{Policy: "SMS_PER_PERSON", Env: "prod", Identifier: "maria@example.com"}, webhook.Options{Personal: personal}, "***"},
+		{"OptedOut", throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "12345678901"}, webhook.Options{RevealIdentifiers: true}, "12345678901"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			post(t, srv.URL, tt.key, tt.opts)
+			e := <-got
+			require.Equal(t, tt.want, e.Identifier)
+			require.Equal(t, tt.key.Policy, e.Policy)
+		})
+	}
+}
+
+func TestMaskIdentifier(t *testing.T) {
+	for in, want := range map[string]string{
+		"12345678901":        "***.456.789-**",
+		"12.345.678/0001-95": "**.345.678/0001-**",
+		"1234567890":         "1234567890",
+		"12345678901x":       "12345678901x",
+		"":                   "",
+	} {
+		require.Equal(t, want, webhook.MaskIdentifier(in), in)
+	}
 }

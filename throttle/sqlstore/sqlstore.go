@@ -123,6 +123,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Migrate {
 		// Up is idempotent: retried after a transient error (retry.go).
 		r := newRetrier(nil, "migrate up")
+		r.logger = opts.Logger
 		for {
 			err := migrate(ctx, dsn, opts, func(m *migrations.Migrator) error {
 				if opts.Logger != nil {

@@ -322,11 +322,12 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 			return formatError("migrate", err)
 		}
 		defer unlock()
+		inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
 		exists, err := checkSQLiteFile(path)
 		if err != nil {
 			return formatError("migrate", err)
 		}
-		if !exists {
+		if !exists && !inMemory {
 			if err := createSQLite(ctx, path, driverDSN); err != nil {
 				return formatError("migrate: create "+path, err)
 			}
@@ -342,7 +343,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		db.Close()
 		return formatError("migrate", err)
 	}
-	if engine == SQLite && !created {
+	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
 		logger := opts.Logger
 		if logger == nil {
 			logger = slog.Default().WithGroup("sqlstore")

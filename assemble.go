@@ -40,6 +40,8 @@ type DictConfig struct {
 	CertFile, KeyFile, CAFile string
 	// Signer signs write operations (dict.ClientConfig.Signer).
 	Signer dict.Signer
+	// Verifier checks the DICT's signed answers (dict.ClientConfig.Verifier).
+	Verifier dict.Verifier
 	// LearnCategory asks the DICT's GET /policies/ for the participant's
 	// category (reusing one learned within dict.CategoryFresh): at the
 	// start of Run for Config.Dict, in NewDictClient for a client of its
@@ -56,9 +58,9 @@ type DictConfig struct {
 // the one send path of documents, with lot polling and resolution.
 type SifenConfig struct {
 	// Transport is the application's own SIFEN client (its signed SOAP
-	// client implementing sifen.Transport's three services). Nil: a
-	// *sifen.Client for BaseURL with CertFile, KeyFile and CAFile.
-	Transport sifen.Transport
+	// client implementing sifen.SOAPServices). Nil: a *sifen.Client for
+	// BaseURL with CertFile, KeyFile and CAFile.
+	Transport sifen.SOAPServices
 	// BaseURL replaces SIFEN's official endpoints (sifen.TestURL,
 	// sifen.ProdURL); "{env}" in it becomes test or prod (the simulator's
 	// "http://127.0.0.1:8282/{env}"). "": the official endpoints.
@@ -140,7 +142,7 @@ func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Clien
 	cc := dict.ClientConfig{
 		BaseURL: cfg.BaseURL, PoliciesURL: cfg.PoliciesURL, Participant: cfg.Participant,
 		Limiter: e.limiter, Catalog: e.catalog, Records: e.records,
-		HTTPClient: httpClient, Signer: cfg.Signer, Logger: e.logger.WithGroup("dict"),
+		HTTPClient: httpClient, Signer: cfg.Signer, Verifier: cfg.Verifier, Logger: e.logger.WithGroup("dict"),
 	}
 	if u, err := url.Parse(cfg.BaseURL); err == nil && isLoopbackHost(u.Hostname()) {
 		cc.PaymentNoticeURL = strings.TrimSuffix(cfg.BaseURL, "/") + "/sim/payments"

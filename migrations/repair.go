@@ -34,7 +34,8 @@ type Repair struct {
 // when it was killed between applying a migration and recording it. Each
 // migration runs in one transaction, so it landed whole or not at all:
 // Repair looks for every table, index and column the dirty version's up
-// file creates. All there: the version is recorded clean. None there: the
+// file creates (and checks that the tables and indexes it drops are gone).
+// All as the migration leaves them: the version is recorded clean. None: the
 // previous version is recorded, and Up applies the migration again. Some
 // there (a schema changed by hand, or a file that creates nothing Repair
 // can check): it changes nothing and returns an error wrapping ErrDirty
@@ -53,12 +54,12 @@ func (g *Migrator) Repair(ctx context.Context) (Repair, error) {
 	objects := createdObjects(body)
 	var present, missing []string
 	for _, o := range objects {
-		ok, err := o.exists(ctx, g.db, g.engine)
+		exists, err := o.exists(ctx, g.db, g.engine)
 		if err != nil {
 			return rep, fmt.Errorf("migrations: repair dirty version %d: %w", version, err)
 		}
 		rep.Objects = append(rep.Objects, o.String())
-		if ok {
+		if exists != o.dropped { // as the migration leaves it
 			present = append(present, o.String())
 		} else {
 			missing = append(missing, o.String())
@@ -131,30 +132,37 @@ func upFile(engine Engine, version uint) (body string, prev int, err error) {
 	return body, prev, nil
 }
 
-// schemaObject is a table, index or column a migration creates.
+// schemaObject is a table, index or column a migration creates, or a
+// table or index it drops.
 type schemaObject struct {
-	kind  string // "table", "index" or "column"
-	table string // the table of a column
-	name  string
+	kind    string // "table", "index" or "column"
+	table   string // the table of a column
+	name    string
+	dropped bool // the migration drops it: landed means absent
 }
 
 func (o schemaObject) String() string {
+	name := o.kind + " " + o.name
 	if o.kind == "column" {
-		return "column " + o.table + "." + o.name
+		name = "column " + o.table + "." + o.name
 	}
-	return o.kind + " " + o.name
+	if o.dropped {
+		return "dropped " + name
+	}
+	return name
 }
 
 var (
 	createTable  = regexp.MustCompile(`(?im)^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
 	createIndex  = regexp.MustCompile(`(?im)^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
+	dropObject   = regexp.MustCompile(`(?im)^\s*DROP\s+(TABLE|INDEX)\s+(IF\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
 	addColumn    = regexp.MustCompile(`(?im)^\s*ALTER\s+TABLE\s+"?([A-Za-z0-9_]+)"?\s+ADD\s+(?:COLUMN\s+)?(IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
 	sqlLineNotes = regexp.MustCompile(`--[^\n]*`)
 )
 
-// createdObjects lists the tables, indexes and columns body creates, in
-// order; objects created with IF NOT EXISTS are left out (they may have
-// been there before).
+// createdObjects lists the tables, indexes and columns body creates and
+// the tables and indexes it drops, in order; IF NOT EXISTS and IF EXISTS
+// ones are left out (their state proves nothing).
 func createdObjects(body string) []schemaObject {
 	body = sqlLineNotes.ReplaceAllString(body, "")
 	type hit struct {
@@ -175,6 +183,12 @@ func createdObjects(body string) []schemaObject {
 	for _, m := range addColumn.FindAllStringSubmatchIndex(body, -1) {
 		if m[4] < 0 {
 			hits = append(hits, hit{m[0], schemaObject{kind: "column", table: body[m[2]:m[3]], name: body[m[6]:m[7]]}})
+		}
+	}
+	for _, m := range dropObject.FindAllStringSubmatchIndex(body, -1) {
+		if m[4] < 0 {
+			kind := strings.ToLower(body[m[2]:m[3]])
+			hits = append(hits, hit{m[0], schemaObject{kind: kind, name: body[m[6]:m[7]], dropped: true}})
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int { return a.at - b.at })

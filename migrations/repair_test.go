@@ -21,16 +21,16 @@ import (
 func TestUpRepairsADirtyVersion(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// prepare leaves the database, migrated to latest-1, dirty at latest.
-		prepare    func(t *testing.T, exec func(...string), engine sqlstore.Engine, latest uint)
+		// prepare gets the database at version 4; it is then marked dirty at 5.
+		prepare    func(t *testing.T, exec func(...string), engine sqlstore.Engine, version uint)
 		wantErr    string
 		wantLanded bool
 	}{
-		{name: "LandedIsRecordedClean", wantLanded: true, prepare: func(t *testing.T, exec func(...string), engine sqlstore.Engine, latest uint) {
-			exec(upFile(t, engine, latest))
+		{name: "LandedIsRecordedClean", wantLanded: true, prepare: func(t *testing.T, exec func(...string), engine sqlstore.Engine, version uint) {
+			exec(upFile(t, engine, version))
 		}},
-		{name: "NotLandedRunsAgain", prepare: func(t *testing.T, exec func(...string), engine sqlstore.Engine, latest uint) {}},
-		{name: "PartlyThereIsRefused", wantErr: "missing: table balde_sifen_settings", prepare: func(t *testing.T, exec func(...string), engine sqlstore.Engine, latest uint) {
+		{name: "NotLandedRunsAgain", prepare: func(t *testing.T, exec func(...string), engine sqlstore.Engine, version uint) {}},
+		{name: "PartlyThereIsRefused", wantErr: "missing: table balde_sifen_settings", prepare: func(t *testing.T, exec func(...string), engine sqlstore.Engine, version uint) {
 			exec(`ALTER TABLE balde_documents ADD COLUMN result TEXT`,
 				`ALTER TABLE balde_documents ADD COLUMN auth_number TEXT`,
 				`CREATE TABLE balde_sifen_rucs (env TEXT)`)
@@ -42,11 +42,16 @@ func TestUpRepairsADirtyVersion(t *testing.T) {
 				dsn, db := emptyDatabase(t, engine)
 				latest, err := migrations.Latest(engine)
 				require.NoError(t, err)
+				// Dirty at 0005 (append-only: its tables stay what the
+				// cases create), from a database at 0004.
+				const dirtyAt = 5
 				migrateUp(t, dsn)
-				require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+				for v := latest; v >= dirtyAt; v-- {
+					require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+				}
 				run := func(stmts ...string) { exec(t, db, stmts...) }
-				tc.prepare(t, run, engine, latest)
-				run(fmt.Sprintf(`UPDATE %s SET version = %d, dirty = true`, migrations.VersionTable, latest))
+				tc.prepare(t, run, engine, dirtyAt)
+				run(fmt.Sprintf(`UPDATE %s SET version = %d, dirty = true`, migrations.VersionTable, dirtyAt))
 
 				var rep migrations.Repair
 				err = sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error {
@@ -62,10 +67,10 @@ func TestUpRepairsADirtyVersion(t *testing.T) {
 					return
 				}
 				require.NoError(t, err)
-				require.Equal(t, latest, rep.Version)
+				require.Equal(t, uint(dirtyAt), rep.Version)
 				require.Equal(t, tc.wantLanded, rep.Landed)
 				require.Contains(t, rep.Objects, "table balde_sifen_rucs")
-				require.Equal(t, 1, count(t, db, `SELECT count(*) FROM `+migrations.VersionTable+` WHERE dirty = false AND version = `+fmt.Sprint(latest)))
+				require.Equal(t, 1, count(t, db, `SELECT count(*) FROM `+migrations.VersionTable+` WHERE dirty = false AND version = `+fmt.Sprint(latest)), "Up went on to the latest")
 				s, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
 				require.NoError(t, err)
 				require.NoError(t, s.Close())
@@ -83,4 +88,32 @@ func upFile(t *testing.T, engine sqlstore.Engine, version uint) string {
 	body, err := fs.ReadFile(migrations.FS, names[0])
 	require.NoError(t, err)
 	return string(body)
+}
+
+// TestRepairChecksWhatAMigrationDrops marks 0006 dirty, which adds columns
+// and drops balde_sifen_rucs: landed means the columns there and the table
+// gone; not landed, the reverse.
+func TestRepairChecksWhatAMigrationDrops(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		for _, landed := range []bool{true, false} {
+			ctx := context.Background()
+			dsn, db := emptyDatabase(t, engine)
+			migrateUp(t, dsn)
+			for v, _ := migrations.Latest(engine); v > 6; v-- {
+				require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+			}
+			if !landed {
+				require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+			}
+			exec(t, db, `UPDATE `+migrations.VersionTable+` SET version = 6, dirty = true`)
+			var rep migrations.Repair
+			require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) (err error) {
+				rep, err = m.Repair(ctx)
+				return err
+			}))
+			require.Equal(t, landed, rep.Landed)
+			require.Contains(t, rep.Objects, "dropped table balde_sifen_rucs")
+			migrateUp(t, dsn)
+		}
+	})
 }

@@ -1,9 +1,12 @@
 // Package balde assembles the throttle from its parts, for the balde
 // binary and for an application that embeds it: the SQL store (its own
 // database or the application's pool), group commit, the limiter with the
-// DICT and SIFEN policies, the inbound limiter, and the web handler over
-// them. Open builds them from a Config and Close takes them down in the
-// right order; cmd/balde only parses flags and calls Open.
+// DICT and SIFEN policies, the inbound limiter, the DICT client and the
+// SIFEN sender, and the web handler over them. Open builds them from a
+// Config, Run does their background work (lot polling, resolution,
+// re-grading, reconciliation, pruning, the database watch) and Close takes
+// them down in the right order; cmd/balde only parses flags and calls
+// Open and Run.
 //
 // The parts stay usable one by one (throttle, throttle/sqlstore, dict,
 // sifen, web); this package is the wiring every user would otherwise copy.
@@ -15,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
@@ -35,10 +39,11 @@ type Config struct {
 	DB string
 	// SQLDB is the application's own pool, used instead of DB
 	// (sqlstore.OpenDB: on SQLite open it with sqlstore.SQLiteDSN; on
-	// PostgreSQL it must be pgx's). Close leaves it open. Engine names its
-	// database: sqlstore.SQLite or sqlstore.Postgres.
-	SQLDB  *sql.DB
-	Engine sqlstore.Engine
+	// PostgreSQL it must be pgx's). Close leaves it open. Dialect names its
+	// database: sqlstore.SQLite or sqlstore.Postgres (required with SQLDB;
+	// a DSN says it itself).
+	SQLDB   *sql.DB
+	Dialect sqlstore.Engine
 	// Migrate applies balde's pending migrations at Open. They keep their
 	// versions in balde_schema_migrations and their tables are named
 	// balde_*, beside the application's own.
@@ -63,8 +68,18 @@ type Config struct {
 	// the catalog's default), PolicyFile a DICT policy file that overrides
 	// the catalog (dict.Catalog.LoadFile).
 	DictEnv, DictCategory, PolicyFile string
-	// Sifen configures the SIFEN lot policies (zero: SIFEN's defaults).
-	Sifen sifen.PolicyConfig
+	// SifenPolicy configures the SIFEN lot policies (zero: SIFEN's
+	// defaults).
+	SifenPolicy sifen.PolicyConfig
+
+	// Dict, when set, builds the DICT client (Engine.Dict) and Run's DICT
+	// reconciliation.
+	Dict *DictConfig
+	// Sifen, when set, builds the SIFEN sender (Engine.Sifen) and Run's
+	// lot polling and resolution.
+	Sifen *SifenConfig
+	// Jobs are the periods of Run's background work (zero: the defaults).
+	Jobs Jobs
 
 	// Inbound, when set, builds the inbound limiter (Engine.Inbound): its
 	// policies join the resolvers and it decides through a limiter of its
@@ -75,18 +90,27 @@ type Config struct {
 	// chain (an application's own policies).
 	Resolvers throttle.Resolvers
 	// Observer receives the limiters' measurements; give it a
-	// web.Metrics to serve them at /metrics (Engine.NewServer does).
+	// web.Metrics to serve them at /metrics (Engine.NewServer does) or to
+	// register in the application's Prometheus registry (its bucket
+	// gauges then count the engine's buckets at each scrape).
 	Observer throttle.Observer
-	// Logger defaults to a logger that discards.
+	// Logger receives everything every part logs (store, limiters,
+	// webhook, DICT client, SIFEN sender, web server, Run's jobs). Nil
+	// discards; slog.Default() is never written to.
 	Logger *slog.Logger
+	// LogSeverity logs every severity change (a bucket emptying, its
+	// recovery) to Logger at Warn/Info (throttle.SlogNotifier). Off by
+	// default: an application's own policies may empty by design; balde
+	// serve turns it on.
+	LogSeverity bool
 }
 
 // ConfigError is a setting of Config that Open refused before touching
 // any database.
 type ConfigError struct {
-	// Setting is the field of Config: "DB", "Engine", "DictCategory",
-	// "PolicyFile", "Sifen", "Inbound" or "Limiter" (thresholds and the
-	// like).
+	// Setting is the field of Config: "DB", "Dialect", "DictCategory",
+	// "PolicyFile", "SifenPolicy", "Dict", "Sifen", "Inbound" or "Limiter"
+	// (thresholds and the like).
 	Setting string
 	Err     error
 }
@@ -107,13 +131,24 @@ type Engine struct {
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
 	logger   *slog.Logger
+
+	dict          *dict.Client  // nil without Config.Dict
+	dictSimulator bool          // Config.Dict.Simulator
+	dictLearn     bool          // Config.Dict.LearnCategory: Run learns it
+	sender        *sifen.Sender // nil without Config.Sifen
+	jobs          Jobs
+	running       atomic.Bool   // Run was called
+	started       chan struct{} // closed when Run's start work is done
 }
 
 // Open builds the engine: it checks the configuration (a *ConfigError
 // before any database is touched), opens the store (applying pending
-// migrations when asked), starts group commit, and builds the limiter over
-// the application's resolvers, the DICT catalog and the SIFEN policies.
-func Open(ctx context.Context, cfg Config) (*Engine, error) {
+// migrations when asked), starts group commit, builds the limiter over
+// the application's resolvers, the DICT catalog and the SIFEN policies,
+// then the DICT client (the participant's category restored from the
+// database) and the SIFEN sender when configured. Nothing is sent to the
+// DICT or SIFEN, and no background work starts, before Run.
+func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	catalog := dict.NewCatalog(cfg.DictEnv)
 	if cfg.DictCategory != "" {
 		if err := catalog.SetCategory(cfg.DictCategory); err != nil {
@@ -125,9 +160,22 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, &ConfigError{"PolicyFile", err}
 		}
 	}
-	resolver, err := sifen.NewResolver(cfg.Sifen)
+	resolver, err := sifen.NewResolver(cfg.SifenPolicy)
 	if err != nil {
-		return nil, &ConfigError{"Sifen", err}
+		return nil, &ConfigError{"SifenPolicy", err}
+	}
+	if err := checkDict(cfg.Dict); err != nil {
+		return nil, &ConfigError{"Dict", err}
+	}
+	var sifenTransport sifen.Transport
+	if cfg.Sifen != nil {
+		if sifenTransport = cfg.Sifen.Transport; sifenTransport == nil {
+			client, err := NewSifenClient(*cfg.Sifen)
+			if err != nil {
+				return nil, &ConfigError{"Sifen", err}
+			}
+			sifenTransport = client
+		}
 	}
 	if cfg.Thresholds != (throttle.Thresholds{}) {
 		if err := cfg.Thresholds.Validate(); err != nil {
@@ -148,10 +196,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	var store *sqlstore.Store
 	switch {
 	case cfg.SQLDB != nil:
-		if cfg.Engine != sqlstore.SQLite && cfg.Engine != sqlstore.Postgres {
-			return nil, &ConfigError{"Engine", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Engine)}
+		if cfg.Dialect != sqlstore.SQLite && cfg.Dialect != sqlstore.Postgres {
+			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Dialect)}
 		}
-		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, cfg.Engine, opts)
+		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, cfg.Dialect, opts)
 	case cfg.DB != "":
 		if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
 			return nil, &ConfigError{"DB", err}
@@ -164,11 +212,20 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{store: store, catalog: catalog, records: retriedRecords(store),
-		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger}
+		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger,
+		jobs: cfg.Jobs, started: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			e.Close(ctx)
+		}
+	}()
 	if cfg.GroupCommit {
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: GroupCommitWriters(store.Engine())})
 	}
-	notifiers := throttle.Notifiers{throttle.SlogNotifier{Logger: logger.WithGroup("severity")}}
+	var notifiers throttle.Notifiers
+	if cfg.LogSeverity {
+		notifiers = append(notifiers, throttle.SlogNotifier{Logger: logger.WithGroup("severity")})
+	}
 	if cfg.AlertWebhook != "" {
 		e.webhook = webhook.New(cfg.AlertWebhook, webhook.Options{Logger: logger.WithGroup("webhook")})
 		notifiers = append(notifiers, e.webhook)
@@ -191,7 +248,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		Definitions: func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) },
 	})
 	if err != nil {
-		e.Close(ctx)
 		return nil, &ConfigError{"Limiter", err}
 	}
 	if inbound != nil {
@@ -203,8 +259,27 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			Logger:     logger.WithGroup("inbound"),
 		})
 		if err != nil {
-			e.Close(ctx)
 			return nil, &ConfigError{"Inbound", err}
+		}
+	}
+	if m, ok := cfg.Observer.(*web.Metrics); ok {
+		m.CountFrom(e.limiter, logger.WithGroup("metrics"))
+	}
+	if cfg.Dict != nil {
+		// The category is learned by Run (a request to the DICT, and a
+		// write): Open only restores the one recorded.
+		dc := *cfg.Dict
+		dc.LearnCategory = false
+		if e.dict, err = e.NewDictClient(ctx, dc); err != nil {
+			return nil, err
+		}
+		e.dictSimulator, e.dictLearn = cfg.Dict.Simulator, cfg.Dict.LearnCategory
+	}
+	if cfg.Sifen != nil {
+		sc := *cfg.Sifen
+		sc.Transport = sifenTransport
+		if e.sender, err = e.NewSifenSender(sc); err != nil {
+			return nil, &ConfigError{"Sifen", err}
 		}
 	}
 	return e, nil
@@ -245,6 +320,12 @@ func (e *Engine) Limiter() *throttle.Limiter { return e.limiter }
 // Inbound is the inbound limiter, ready to use (its Limiter set), or nil
 // without Config.Inbound. Inbound().Middleware limits any router.
 func (e *Engine) Inbound() *web.Inbound { return e.inbound }
+
+// Dict is the DICT client built from Config.Dict, or nil without it.
+func (e *Engine) Dict() *dict.Client { return e.dict }
+
+// Sifen is the SIFEN sender built from Config.Sifen, or nil without it.
+func (e *Engine) Sifen() *sifen.Sender { return e.sender }
 
 // DictCatalog is the DICT policy catalog.
 func (e *Engine) DictCatalog() *dict.Catalog { return e.catalog }
@@ -338,11 +419,11 @@ func CheckStoreHealth(ctx context.Context, store *sqlstore.Store) error {
 
 // NewServer returns a web.Server over the engine: its limiter, inbound
 // limiter, policy names, DICT scopes and summary panels (DICT category
-// of participant, anti-scan monitors), health check, and the Observer as
-// its metrics when it is a *web.Metrics. Set the admin credential (or
-// Authenticate), the DICT client and the SIFEN sender if any, then Open it
-// on an address of its own or mount its Handler in the application's
-// router.
+// of participant, anti-scan monitors, SIFEN documents), health check,
+// logger, the DICT client and the SIFEN sender when configured, and the
+// Observer as its metrics when it is a *web.Metrics. Set the admin
+// credential (or Authenticate), then Open it on an address of its own or
+// mount its Handler in the application's router.
 func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
 	s.Limiter = e.limiter
@@ -357,6 +438,13 @@ func (e *Engine) NewServer(participant string) *web.Server {
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(e.catalog, participant),
 		web.AntiScanPanel(e.records.Monitors, e.store.Now),
+	}
+	if e.dict != nil {
+		s.Dict = e.dict
+	}
+	if e.sender != nil {
+		s.Sifen = e.sender
+		s.Panels = append(s.Panels, web.SifenDocumentsPanel(e.sender))
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
@@ -59,7 +63,7 @@ func Example_applicationPool() {
 
 	db, _ := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(dir, "app.db"))) // the app's pool
 	defer db.Close()
-	eng, err := balde.Open(ctx, balde.Config{SQLDB: db, Engine: sqlstore.SQLite, Migrate: true})
+	eng, err := balde.Open(ctx, balde.Config{SQLDB: db, Dialect: sqlstore.SQLite, Migrate: true})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -147,4 +151,57 @@ func ExampleEngine_NewServer() {
 	// Output:
 	// 303 /balde/admin/buckets
 	// 200 text/html; charset=utf-8
+}
+
+// The engine's background jobs: with Config.Sifen the engine builds the
+// SIFEN sender, and Run polls the lots it sent until SIFEN has their result
+// (the first query 10 minutes after the send): the document reaches
+// approved with no call of the application's. balde serve is Open + Run.
+func ExampleEngine_Run() {
+	dir, _ := os.MkdirTemp("", "balde-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	clock := throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC))
+	sim, _ := sifensim.NewServer(sifensim.Config{Clock: clock.Now, Processing: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(sim) // SIFEN: without BaseURL, its official endpoints and CertFile/KeyFile
+	defer srv.Close()
+
+	eng, err := balde.Open(ctx, balde.Config{
+		DB:      "sqlite://" + filepath.Join(dir, "balde.db"),
+		Migrate: true,
+		Clock:   clock.Now,
+		Sifen:   &balde.SifenConfig{BaseURL: srv.URL + "/{env}"},
+		Jobs:    balde.Jobs{SifenPollEvery: 10 * time.Millisecond}, // default 30 s
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close(ctx)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(runCtx) }()
+	defer func() {
+		stop()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			fmt.Println("Run did not stop")
+		}
+	}()
+
+	docs, _ := eng.Sifen().Import(ctx, sifentest.Lote(sifentest.Docs("80069563", 1, 1)...), sifen.EnvTest)
+	out, _ := eng.Sifen().Send(ctx, docs[0].ID)
+	fmt.Println(out.Status, out.Code)
+
+	clock.Advance(11 * time.Minute)
+	doc, _ := eng.Sifen().Get(ctx, docs[0].ID)
+	for deadline := time.Now().Add(10 * time.Second); doc.Status != sifen.StatusApproved && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		doc, _ = eng.Sifen().Get(ctx, docs[0].ID)
+	}
+	fmt.Println(doc.Status)
+	// Output:
+	// sent 0300
+	// approved
 }

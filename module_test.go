@@ -17,15 +17,22 @@ import (
 
 // adopterSteps are the steps the throwaway application runs, in order (see
 // testdata/adopter/main.go).
-var adopterSteps = []string{"app-schema", "migrate", "handler", "middleware", "dict-transport", "untouched", "close"}
+var adopterSteps = []string{"app-schema", "sims", "migrate", "run", "handler", "middleware", "dict-transport",
+	"dict-client", "sifen", "metrics", "untouched", "close", "logs"}
 
 // Done-when of issue 10: a separate module, its go.mod replacing balde with
 // this checkout, imports balde, migrates into a database that already has
 // the application's own schema_migrations at version 57 and a documents
 // table (both untouched after), mounts the handler and the middleware, on
-// SQLite and PostgreSQL. The module's requirements are balde's own, so it
-// builds from what `go test ./...` here already fetched, on a fresh machine
-// too.
+// SQLite and PostgreSQL. Issue 19 adds: the engine's background jobs run
+// (Engine.Run), SIFEN drafts reach approved through Run's lot polling
+// against sifensim, the engine's DICT client sends through the
+// application's own http.Client, the admin pages sit behind the application's own login
+// inside the inbound middleware, balde's metrics are gathered from the
+// application's registry beside the default one, and balde logs only
+// through the application's logger. The module's requirements are balde's
+// own, so it builds from what `go test ./...` here already fetched, on a
+// fresh machine too.
 func TestAdopterModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a separate module")

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,16 +18,32 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Metrics holds balde's Prometheus metrics in a registry of its own (no
-// global registry: two servers in one test process do not collide). It is
-// the engine's throttle.Observer: give it to every throttle.Limiter as
-// Config.Observer, and to the Server, which serves it at /metrics.
+// Metrics holds balde's Prometheus metrics. It is the engine's
+// throttle.Observer: give it to every throttle.Limiter as Config.Observer,
+// and to the Server, which serves it at /metrics.
+//
+// Metrics is a prometheus.Collector of balde's own metrics (balde_*) and
+// nothing else, so it registers in an application's registry beside the
+// application's metrics and its Go and process collectors with no
+// duplicate:
+//
+//	appRegistry.MustRegister(m)
+//
+// Registry is a registry of its own holding m alone (no global registry:
+// two servers in one test process do not collide); the Server's /metrics
+// serves it, with the Go and process collectors added when
+// Server.RuntimeMetrics is set (balde serve).
+//
+// The bucket gauges (balde_buckets, balde_buckets_blocked,
+// balde_buckets_negative, balde_bucket_worst_*) are the severity now:
+// every collection counts the buckets of the limiter given to CountFrom
+// first (the Server does it for its Limiter, balde.Open for the engine's).
 //
 // Labels are bounded: policy names, results, reasons, severities, scopes
 // (participant, payer, other), route templates, status codes and remote
 // answer codes; never an identifier or a raw path.
 type Metrics struct {
-	// Registry holds every metric below plus the Go and process collectors.
+	// Registry holds m, and only m.
 	Registry *prometheus.Registry
 
 	decisions *prometheus.CounterVec
@@ -50,12 +67,18 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 
-	handler http.Handler
+	// collectMu serializes collections: each counts the buckets and sets
+	// the gauges before reading them.
+	collectMu sync.Mutex
+	sourceMu  sync.Mutex
+	source    *throttle.Limiter // counted at each collection; nil: gauges as last set
+	logger    *slog.Logger      // a failed count, when source is set
 }
 
 var (
 	_ throttle.Observer       = (*Metrics)(nil)
 	_ throttle.RemoteObserver = (*Metrics)(nil)
+	_ prometheus.Collector    = (*Metrics)(nil)
 )
 
 // Metric scopes: whom a bucket belongs to, for the alerting rules. A
@@ -147,14 +170,79 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
 	}
-	m.Registry.MustRegister(m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
+	m.SetVersion(moduleVersion())
+	m.Registry.MustRegister(m)
+	return m
+}
+
+// collectors are balde's metrics, in the order they are described.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
 		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
 		m.remoteRefusals, m.buildInfo,
-		m.httpRequests, m.httpDuration,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.handler = promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
-	m.SetVersion(moduleVersion())
-	return m
+		m.httpRequests, m.httpDuration}
+}
+
+// Describe implements prometheus.Collector: balde's metrics, no runtime
+// collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector. With a limiter given to
+// CountFrom it first counts the buckets (Limiter.CountNow, at most 5 s);
+// when that fails the gauges keep the last good count and the failure is
+// logged.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.collectMu.Lock()
+	defer m.collectMu.Unlock()
+	m.sourceMu.Lock()
+	source, logger := m.source, m.logger
+	m.sourceMu.Unlock()
+	if source != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), metricsCountTimeout)
+		c, err := source.CountNow(ctx, throttle.Filter{})
+		cancel()
+		if err != nil {
+			logger.Warn("metrics: count buckets", slog.Any("error", err))
+		} else {
+			m.SetBuckets(c)
+		}
+	}
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// CountFrom makes every collection set the bucket gauges from l's buckets,
+// counted then (the severity now); a failed count is logged to logger (nil
+// discards). The first call wins: a Metrics shared by several servers of
+// one engine counts once per scrape.
+func (m *Metrics) CountFrom(l *throttle.Limiter, logger *slog.Logger) {
+	if l == nil {
+		return
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m.sourceMu.Lock()
+	defer m.sourceMu.Unlock()
+	if m.source == nil {
+		m.source, m.logger = l, logger
+	}
+}
+
+// handler serves m's registry in the Prometheus text format, with the Go
+// and process collectors when runtime is set.
+func (m *Metrics) handler(runtime bool) http.Handler {
+	if !runtime {
+		return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	}
+	rt := prometheus.NewRegistry()
+	rt.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(prometheus.Gatherers{m.Registry, rt}, promhttp.HandlerOpts{})
 }
 
 // moduleVersion is the main module's version from the build information
@@ -296,23 +384,15 @@ func (m *Metrics) SetBuckets(c throttle.SeverityCounts) {
 	}
 }
 
-// metricsCountTimeout bounds the count of buckets a scrape runs.
+// metricsCountTimeout bounds the count of buckets a collection runs.
 const metricsCountTimeout = 5 * time.Second
 
-// serveMetrics is GET /metrics in the Prometheus text format. The bucket
-// gauges are computed at scrape time (Limiter.CountNow); when that fails
-// the scrape still answers, with the gauges of the last good count.
+// serveMetrics is GET /metrics in the Prometheus text format: the Metrics'
+// registry (and the Go and process collectors with RuntimeMetrics). The
+// bucket gauges are computed at scrape time (Metrics.Collect counts the
+// Limiter's buckets); when that fails the scrape still answers, with the
+// gauges of the last good count.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	if s.Limiter != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), metricsCountTimeout)
-		c, err := s.Limiter.CountNow(ctx, throttle.Filter{})
-		cancel()
-		if err != nil {
-			s.Logger.Warn("metrics: count buckets", slog.Any("error", err))
-		} else {
-			s.Metrics.SetBuckets(c)
-		}
-	}
-	s.Metrics.handler.ServeHTTP(w, r)
+	s.metricsHandler.ServeHTTP(w, r)
 	return nil
 }

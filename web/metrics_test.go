@@ -1,12 +1,18 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -14,7 +20,7 @@ import (
 )
 
 func TestMetricsAfterDecisions(t *testing.T) {
-	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 50}))
+	e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 50}), withServer(func(s *web.Server) { s.RuntimeMetrics = true }))
 	k := key("SLOW", "ruc-1")
 	e.take(k, 1)
 	require.False(t, e.take(k, 1).Allowed) // cooldown
@@ -99,4 +105,84 @@ func TestHealthCheckGetsADeadline(t *testing.T) {
 	}))
 	require.Equal(t, http.StatusOK, e.get("/healthz").StatusCode)
 	require.False(t, deadline.IsZero(), "a probe must not hang on a stuck database")
+}
+
+// Issue 19: an application gathers balde's metrics from its own registry,
+// beside the default one (Go and process collectors), with no duplicate;
+// the bucket gauges are counted at that gather too, not only at a scrape
+// of balde's /metrics. Without RuntimeMetrics balde's /metrics serves
+// balde's metrics alone.
+func TestMetricsInTheApplicationsRegistry(t *testing.T) {
+	e := newEnv(t)
+	e.take(key("P", "x"), 10) // 0 of 10 left: Critical
+
+	// The application's registry beside the default one, …
+	app := prometheus.NewRegistry()
+	app.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "app_orders_total", Help: "The app's own."}))
+	require.NoError(t, app.Register(e.metrics))
+	// … or one registry with the runtime collectors of its own.
+	own := prometheus.NewRegistry()
+	own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	require.NoError(t, own.Register(e.metrics))
+	for _, g := range []prometheus.Gatherers{
+		{prometheus.DefaultGatherer, app},
+		{own},
+		{prometheus.DefaultGatherer, e.metrics.Registry}, // the issue's example
+	} {
+		families, err := g.Gather()
+		require.NoError(t, err)
+		names := map[string]bool{}
+		critical := -1.0
+		for _, f := range families {
+			names[f.GetName()] = true
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if f.GetName() == "balde_buckets" && l.GetName() == "severity" && l.GetValue() == "Critical" {
+						critical = max(critical, 0) + m.GetGauge().GetValue() // summed over the scopes
+					}
+				}
+			}
+		}
+		require.True(t, names["go_goroutines"])
+		require.True(t, names["balde_throttle_decisions_total"])
+		require.Equal(t, 1.0, critical, "balde_buckets counted at gather time")
+	}
+
+	out := body(t, e.get("/metrics"))
+	require.Contains(t, out, "balde_throttle_decisions_total")
+	require.NotContains(t, out, "go_goroutines", "runtime collectors only with RuntimeMetrics")
+}
+
+// Request lines reach the server's Logger only with LogRequests; warnings
+// still do without it.
+func TestRequestLogIsOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("LogRequests=", on), func(t *testing.T) {
+			var buf syncBuffer
+			e := newEnv(t, withServer(func(s *web.Server) {
+				s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+				s.LogRequests = on
+			}))
+			e.get("/admin/buckets", asAdmin)
+			require.Equal(t, on, strings.Contains(buf.String(), "msg=request"), "log: %s", buf.String())
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -85,9 +85,9 @@ func (s *Server) assignRequestID(next http.Handler) http.Handler {
 	})
 }
 
-// logRequests logs one line per request and records the HTTP metrics,
-// labelled by route template (never the raw path: identifiers would make
-// the label set unbounded).
+// logRequests records the HTTP metrics, labelled by route template (never
+// the raw path: identifiers would make the label set unbounded), and with
+// Server.LogRequests logs one line per request.
 func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -103,6 +103,9 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 		elapsed := time.Since(start)
 		info := requestInfoFrom(r.Context())
 		s.Metrics.observeHTTP(info.template, r.Method, status, elapsed)
+		if !s.LogRequests {
+			return
+		}
 		level := slog.LevelInfo
 		if rt.probe || rt.name == "metrics" || rt.name == "static" || rt.name == "favicon" {
 			level = slog.LevelDebug // probes and scrapes would drown the log

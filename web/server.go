@@ -58,13 +58,25 @@ type Server struct {
 	// anything else is a 401. Empty: /metrics is open, as probes are.
 	MetricsToken string
 	// Metrics is served at /metrics and should also be the Limiters'
-	// throttle.Observer. NewServer creates one.
+	// throttle.Observer. NewServer creates one. Handler makes its bucket
+	// gauges count the Limiter's buckets (Metrics.CountFrom).
 	Metrics *Metrics
+	// RuntimeMetrics adds the Go and process collectors to /metrics (balde
+	// serve sets it). Off, /metrics serves balde's metrics alone: an
+	// application whose own registry has the runtime collectors registers
+	// Metrics there and scrapes no duplicate.
+	RuntimeMetrics bool
 	// HealthCheck reports whether the store is reachable and its migrations
 	// current; /healthz answers 503 when it fails. Nil: always healthy.
 	HealthCheck func(context.Context) error
-	// Logger defaults to slog.Default().WithGroup("web").
+	// Logger receives the server's warnings and errors (and the request
+	// lines with LogRequests). Nil discards: an embedding application's
+	// slog.Default() is never written to.
 	Logger *slog.Logger
+	// LogRequests logs one line per request (at Info; probes, scrapes and
+	// static files at Debug) to Logger. Off by default for an application
+	// mounting Handler, which logs its own requests; balde serve sets it.
+	LogRequests bool
 
 	// Sifen is the SIFEN send path of the documents pages (/documents): the
 	// same sifen.Sender the batch command sends with. Nil: those pages
@@ -106,11 +118,12 @@ type Server struct {
 	// negative always uses the cache. Default 50 ms.
 	SummaryFresh time.Duration
 
-	router  *mux.Router
-	pages   map[string]*template.Template
-	cop     *http.CrossOriginProtection
-	auth    *authenticator
-	summary summaryCache
+	router         *mux.Router
+	metricsHandler http.Handler
+	pages          map[string]*template.Template
+	cop            *http.CrossOriginProtection
+	auth           *authenticator
+	summary        summaryCache
 
 	ready bool // set by Handler: the configuration was checked
 	ln    net.Listener
@@ -164,11 +177,13 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, fmt.Errorf("web: base path %q must start with / and not end with one (e.g. /balde)", s.BasePath)
 	}
 	if s.Logger == nil {
-		s.Logger = slog.Default().WithGroup("web")
+		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics()
 	}
+	s.Metrics.CountFrom(s.Limiter, s.Logger)
+	s.metricsHandler = s.Metrics.handler(s.RuntimeMetrics)
 	if s.Authenticate == nil {
 		auth, err := newAuthenticator(s.Admin)
 		if err != nil {

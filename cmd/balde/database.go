@@ -12,10 +12,6 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// identityCheckEvery is how often serve checks that its SQLite file is still
-// the one it opened (besides every readiness probe).
-const identityCheckEvery = 10 * time.Second
-
 // checkCreate refuses to let serve create a new SQLite database where one
 // is expected: a missing file at a configured path usually means the
 // database was deleted or moved, and creating an empty one in its place
@@ -60,18 +56,4 @@ func checkWritable(ctx context.Context, store *sqlstore.Store) error {
 		return fmt.Errorf("serve: the database cannot be written, refusing to start: %w", err)
 	}
 	return nil
-}
-
-// watchDatabase checks every period until ctx ends that the store's SQLite
-// file is still the one it opened, and logs at error level, at every
-// check, while it is not: the file was deleted or replaced under serve,
-// whose writes now go to a file nobody will find again. Readiness fails
-// meanwhile (storeHealth checks the same).
-func watchDatabase(ctx context.Context, store *sqlstore.Store, every time.Duration, logger *slog.Logger) {
-	everyTick(ctx, every, func() {
-		if err := store.CheckIdentity(); err != nil {
-			logger.Error("THE DATABASE FILE WAS DELETED OR REPLACED: writes are going to an unlinked file; stop serve, restore the file, restart",
-				slog.String("identity", store.Identity().String()), slog.Any("error", err))
-		}
-	})
 }

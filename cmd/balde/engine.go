@@ -3,19 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
@@ -49,6 +43,11 @@ type engineOptions struct {
 	// SIFEN sender's. Nil is the system clock; tests of the batch commands
 	// give a fake one.
 	Clock throttle.Clock
+	// Dict and Sifen build the engine's DICT client and SIFEN sender, and
+	// Jobs the periods of its background work (serve).
+	Dict  *balde.DictConfig
+	Sifen *balde.SifenConfig
+	Jobs  balde.Jobs
 }
 
 // SifenOfficial is the value of --sifen-url / BALDE_SIFEN_URL that selects
@@ -56,7 +55,8 @@ type engineOptions struct {
 // an empty value starts the simulator (serve) or is refused (batch commands).
 const SifenOfficial = "official"
 
-// engineConfig is the balde.Config of cfg: every command migrates.
+// engineConfig is the balde.Config of cfg: every command migrates and logs
+// severity changes.
 func (c Config) engineConfig(opts engineOptions) balde.Config {
 	sc := sifen.PolicyConfig{Interval: c.SifenThrottle, PerMinute: c.SifenPerMinute}
 	if c.SifenThrottleProd > 0 {
@@ -73,22 +73,45 @@ func (c Config) engineConfig(opts engineOptions) balde.Config {
 		DictEnv:      c.DictEnv,
 		DictCategory: c.DictCategory,
 		PolicyFile:   c.PolicyFile,
-		Sifen:        sc,
+		SifenPolicy:  sc,
+		Dict:         opts.Dict,
+		Sifen:        opts.Sifen,
+		Jobs:         opts.Jobs,
 		Inbound:      opts.Inbound,
 		Resolvers:    opts.Resolvers,
 		Observer:     opts.Observer,
 		Logger:       opts.Logger,
+		LogSeverity:  true,
 	}
 }
 
+// dictConfig is the DICT client's configuration for baseURL: cfg's
+// participant, policies URL and certificates.
+func (c Config) dictConfig(baseURL string, learn bool) balde.DictConfig {
+	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
+		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, LearnCategory: learn}
+}
+
+// sifenConfig is the SIFEN sender's configuration over client, with cfg's
+// local block after 0301.
+func (c Config) sifenConfig(client sifen.Transport, allowUnsigned bool) balde.SifenConfig {
+	return balde.SifenConfig{Transport: client, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax, AllowUnsigned: allowUnsigned}
+}
+
 // settingNames are the flags of balde.Config's settings, for messages.
-var settingNames = map[string]string{"DictCategory": "--dict-category: ", "Sifen": "SIFEN policy: ", "Inbound": "inbound limiter: "}
+var settingNames = map[string]string{"DictCategory": "--dict-category: ", "SifenPolicy": "SIFEN policy: ",
+	"Inbound": "inbound limiter: ", "Dict": "DICT client: ", "Sifen": "--sifen-url: "}
 
 // openEngine opens the engine (balde.Open, applying pending migrations).
 // Bad settings are usage errors, found before the database is touched.
 func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Dict != nil {
+		if err := checkDictClient(cfg); err != nil {
+			return nil, err
+		}
 	}
 	e, err := balde.Open(ctx, cfg.engineConfig(opts))
 	var ce *balde.ConfigError
@@ -102,13 +125,25 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 		records: e.DictRecords(), sifen: e.SifenResolver(), logger: opts.Logger}, nil
 }
 
+// checkDictClient says what is wrong with cfg's DICT participant or
+// certificates, in the commands' words.
+func checkDictClient(cfg Config) error {
+	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
+		return UsageError("--dict-participant: %v", err)
+	}
+	if _, err := balde.NewDictHTTPClient(cfg.dictConfig("", false)); err != nil {
+		return UsageError("DICT TLS: %v", err)
+	}
+	return nil
+}
+
 // pruneResult counts what engine.prune removed.
 type pruneResult = balde.PruneResult
 
 // prune is balde.Engine.Prune: the retention applied to the ledger and the
 // DICT lookups, idle buckets removed (unless skipBuckets), in batches of at
-// most batch rows (0: the defaults). serve runs it periodically and "balde
-// prune" once.
+// most batch rows (0: the defaults). "balde prune" runs it once (serve's
+// periodic prune is balde.Engine.Run's).
 func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, skipBuckets bool) (pruneResult, error) {
 	return e.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: batch, SkipBuckets: skipBuckets})
 }
@@ -117,67 +152,22 @@ func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, 
 // webhook, store, in that order).
 func (e *engine) close(ctx context.Context) error { return e.Close(ctx) }
 
-// dictClient returns a DICT client for baseURL, with mutual TLS when cfg
-// names a certificate, its catalog set to the participant's category as
-// the DICT reports it (GET /policies/, learned at start and kept in the
-// database; reused while fresh). Until learned, the categorised buckets use
-// --dict-category, else the strictest (H). Against a simulator (a loopback
-// URL) the "payment sent" of the demo also reaches the simulator.
-// GET /policies/ goes to cfg.DictPoliciesURL when set (its own host).
-//
-// learn false leaves the category to the caller (dict-reconcile asks the
-// DICT itself); the one recorded is still restored.
+// dictClient returns a DICT client for baseURL (balde.Engine.NewDictClient):
+// mutual TLS when cfg names a certificate, its catalog set to the
+// participant's category as the DICT reports it (learned at start and kept
+// in the database; reused while fresh), or, with learn false, the one
+// recorded restored (dict-reconcile asks the DICT itself). Until learned,
+// the categorised buckets use --dict-category, else the strictest (H).
 func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string, learn bool) (*dict.Client, error) {
-	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
-		return nil, UsageError("--dict-participant: %v", err)
-	}
-	var httpClient *http.Client
-	if cfg.DictCert != "" || cfg.DictKey != "" || cfg.DictCA != "" {
-		c, err := dict.NewTLSClient(cfg.DictCert, cfg.DictKey, cfg.DictCA)
-		if err != nil {
-			return nil, UsageError("DICT TLS: %v", err)
-		}
-		httpClient = c
-	}
-	cc := dict.ClientConfig{
-		BaseURL: baseURL, PoliciesURL: cfg.DictPoliciesURL, Participant: cfg.DictParticipant,
-		Limiter: e.limiter, Catalog: e.dict, Records: e.records,
-		HTTPClient: httpClient, Logger: e.logger.WithGroup("dict"),
-	}
-	if u, err := url.Parse(baseURL); err == nil && isLoopbackHost(u.Hostname()) {
-		cc.PaymentNoticeURL = strings.TrimSuffix(baseURL, "/") + "/sim/payments"
-	}
-	client, err := dict.NewClient(cc)
-	if err != nil {
-		return nil, UsageError("DICT client: %v", err)
-	}
-	if !learn {
-		if _, err := client.RestoreCategory(ctx); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}
-	learned, err := client.LearnCategory(ctx, dict.CategoryFresh)
-	switch {
-	case err != nil && errors.Is(err, throttle.ErrStoreUnavailable):
+	if err := checkDictClient(cfg); err != nil {
 		return nil, err
-	case err != nil:
-		e.logger.Warn("dict: category not learned from the DICT: the strictest category applies until it is",
-			slog.String("category", e.dict.Category()), slog.Any("error", err))
-	default:
-		e.logger.Info("dict: category", slog.String("category", learned.Category), slog.String("source", learned.Source))
 	}
-	return client, nil
-}
-
-// isLoopbackHost reports whether host is a loopback address, where the
-// simulators listen.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
+	client, err := e.NewDictClient(ctx, cfg.dictConfig(baseURL, learn))
+	var ce *balde.ConfigError
+	if errors.As(err, &ce) {
+		return nil, UsageError("DICT client: %v", ce.Err)
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return client, err
 }
 
 // sifenClient returns a SIFEN client for baseURL: SifenOfficial for
@@ -185,28 +175,19 @@ func isLoopbackHost(host string) bool {
 // prod (the simulator's). It touches no database, so commands build it
 // before opening the engine: a bad URL or certificate changes nothing.
 func (c Config) sifenClient(baseURL string) (*sifen.Client, error) {
-	cc := sifen.ClientConfig{CertFile: c.SifenCert, KeyFile: c.SifenKey, CAFile: c.SifenCA}
-	if baseURL != SifenOfficial {
-		cc.BaseURL = baseURL
+	if baseURL == SifenOfficial {
+		baseURL = ""
 	}
-	client, err := sifen.NewClient(cc)
+	client, err := balde.NewSifenClient(balde.SifenConfig{BaseURL: baseURL, CertFile: c.SifenCert, KeyFile: c.SifenKey, CAFile: c.SifenCA})
 	if err != nil {
 		return nil, UsageError("--sifen-url: %v", err)
 	}
 	return client, nil
 }
 
-// sifenSender returns the SIFEN send path over client, with cfg's local
-// block after 0301; allowUnsigned lets unsigned DEs into the test
-// environment (never prod).
+// sifenSender returns the SIFEN send path over client
+// (balde.Engine.NewSifenSender), with cfg's local block after 0301;
+// allowUnsigned lets unsigned DEs into the test environment (never prod).
 func (e *engine) sifenSender(cfg Config, client *sifen.Client, allowUnsigned bool) (*sifen.Sender, error) {
-	sender, err := sifen.NewSender(sifensql.New(e.store), client, e.limiter, sifen.SenderConfig{
-		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
-		RemoteBlock: cfg.SifenBlockStep, RemoteBlockMax: cfg.SifenBlockMax,
-		AllowUnsigned: allowUnsigned,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("SIFEN sender: %w", err)
-	}
-	return sender, nil
+	return e.NewSifenSender(cfg.sifenConfig(client, allowUnsigned))
 }

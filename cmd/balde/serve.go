@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,12 +24,13 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// runServe is "balde serve": the web app. It opens the store (applying
-// pending migrations), starts the DICT and SIFEN simulators when no
-// endpoint is configured, builds the DICT client and the SIFEN sender,
-// settles SIFEN documents a crashed send left in "sending", serves until the
-// context ends (Ctrl-C, SIGTERM) with reconciliation and pruning in the
-// background, and shuts down gracefully.
+// runServe is "balde serve": the web app. It starts the DICT and SIFEN
+// simulators when no endpoint is configured, opens the engine (the store,
+// pending migrations applied, the DICT client and the SIFEN sender), runs
+// its background work (balde.Engine.Run: SIFEN documents a crashed send
+// left in "sending" settled before the server opens, then lot polling,
+// re-grading, reconciliation, pruning), serves until the context ends
+// (Ctrl-C, SIGTERM), and shuts down gracefully.
 func runServe(ctx context.Context, m *Main, args []string) error {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
@@ -101,7 +101,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	logDatabase(app.engine.store, creating, logger)
 	if sims := app.sims; sims.dict != nil {
-		category := app.dict.Catalog().Category() // learned from its GET /policies/
+		category := app.engine.Dict().Catalog().Category() // learned from its GET /policies/
 		if category == "" {
 			category = "H (strictest, not learned)"
 		}
@@ -125,86 +125,153 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	case app.passwordFile != "":
 		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, app.passwordFile)
 	}
-	<-ctx.Done()
+	err = app.wait(ctx)
 	logger.Info("shutting down")
-	return app.close()
+	return errors.Join(err, app.close())
 }
 
-// app is what serve runs: the engine, the simulators, the DICT client and
-// the SIFEN sender, the web server over them, and the background work.
+// app is what serve runs: the simulators, the engine (with the DICT client
+// and the SIFEN sender, and its background work running), and the web
+// server over them.
 type app struct {
 	engine            *engine
 	sims              *simulators
-	dict              *dict.Client
-	sender            *sifen.Sender
 	server            *web.Server
 	generatedPassword string
 	passwordFile      string // where the password was read or kept
 
-	bgCancel context.CancelFunc
-	bg       sync.WaitGroup
+	stop    context.CancelFunc // ends the engine's Run
+	stopped chan error         // Run's result
 }
 
-// openApp wires serve: engine (store, group commit, limiter with the
-// inbound, DICT and SIFEN policies) → simulators (when no endpoint is
-// configured) → DICT client (its category restored) and SIFEN sender
-// (documents left "sending" settled) → web server, listening when it
-// returns → background reconciliation and pruning.
+// openApp wires serve: simulators (when no endpoint is configured) →
+// engine (store, group commit, limiter with the inbound, DICT and SIFEN
+// policies, DICT client, SIFEN sender; the database checked writable) →
+// the engine's background work (balde.Engine.Run: the DICT category
+// learned, documents left "sending" settled, then polling, re-grading,
+// reconciliation, pruning, the database watch) → web server, listening
+// when it returns.
 func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger})
-	if err != nil {
-		return nil, err
-	}
-	a := &app{engine: eng}
-	defer func() {
-		if err != nil {
-			a.sims.close()
-			eng.close(ctx)
+	if cfg.DictCategory != "" {
+		if err := dict.ValidateCategory(cfg.DictCategory); err != nil {
+			return nil, UsageError("%s%v", settingNames["DictCategory"], err)
 		}
-	}()
-	if err := checkWritable(ctx, eng.store); err != nil {
+	}
+	if err := checkDictClient(cfg); err != nil {
 		return nil, err
 	}
-
 	sims, dictURL, sifenURL, err := startSimulators(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	a.sims = sims
-	if a.dict, err = eng.dictClient(ctx, cfg, dictURL, true); err != nil {
-		return nil, err
-	}
+	a := &app{sims: sims}
+	defer func() {
+		if err != nil {
+			if a.engine != nil {
+				a.engine.close(ctx)
+			}
+			a.sims.close()
+		}
+	}()
 	if sifenClient == nil {
 		if sifenClient, err = cfg.sifenClient(sifenURL); err != nil {
 			return nil, err
 		}
 	}
-	if a.sender, err = eng.sifenSender(cfg, sifenClient, false); err != nil {
-		return nil, err
-	}
-	// The interval between lots is the database's, the strictest any
-	// process configured: a difference is said, never silent.
-	notes, err := a.sender.ShareInterval(ctx)
+	dc := cfg.dictConfig(dictURL, true)
+	dc.Simulator = sims.dict != nil // automatic reconciliation stays off against it
+	sc := cfg.sifenConfig(sifenClient, false)
+	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger,
+		Dict: &dc, Sifen: &sc, Jobs: cfg.jobs()})
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range notes {
-		logger.Warn(n)
-	}
-	// Before anything can send: documents a crashed send left in
-	// "sending" are settled by asking SIFEN, or stay (and are reported).
-	a.resolveSifen(ctx, logger)
-
-	if err := a.openServer(cfg); err != nil {
+	if err := checkWritable(ctx, a.engine.store); err != nil {
 		return nil, err
 	}
-	a.startBackground(cfg, logger)
+	if err := a.run(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openServer(cfg); err != nil {
+		a.stopRun()
+		return nil, err
+	}
 	return a, nil
+}
+
+// run starts the engine's background work, until ctx ends or close, and
+// waits for its start work (before anything can send: the SIFEN interval
+// shared, documents a crashed send left in "sending" settled).
+func (a *app) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	a.stop, a.stopped = cancel, make(chan error, 1)
+	go func() { a.stopped <- a.engine.Run(ctx) }()
+	select {
+	case <-a.engine.Started():
+		return nil
+	case err := <-a.stopped:
+		cancel()
+		return err
+	}
+}
+
+// stopRun ends the engine's background work and waits for it.
+func (a *app) stopRun() error {
+	a.stop()
+	if a.stopped == nil {
+		return nil
+	}
+	return <-a.stopped
+}
+
+// jobs are the periods of serve's background work (balde.Jobs): cfg's 0
+// ("off") is balde.Off, and SIFEN documents left in "sending" are settled
+// at each prune.
+func (c Config) jobs() balde.Jobs {
+	off := func(every time.Duration) time.Duration {
+		if every <= 0 {
+			return balde.Off
+		}
+		return every
+	}
+	return balde.Jobs{
+		SifenPollEvery:     off(c.SifenPollEvery),
+		SifenResolveEvery:  off(c.PruneEvery),
+		SeverityEvery:      off(c.SeverityEvery),
+		DictReconcileEvery: reconcileEvery(c.DictReconcileEvery),
+		PruneEvery:         off(c.PruneEvery),
+		Retention:          c.LedgerRetention,
+	}
+}
+
+// reconcileEvery is Config.DictReconcileEvery as balde.Jobs has it:
+// ReconcileAuto is 0 (automatic), 0 is balde.Off.
+func reconcileEvery(every time.Duration) time.Duration {
+	switch {
+	case every == ReconcileAuto:
+		return 0
+	case every <= 0:
+		return balde.Off
+	}
+	return every
+}
+
+// DefaultSeverityEvery is how often serve grades again the buckets that are
+// not Healthy (Config.SeverityEvery; balde.DefaultSeverityEvery).
+const DefaultSeverityEvery = balde.DefaultSeverityEvery
+
+// reconcilePeriod resolves Config.DictReconcileEvery as balde.Engine.Run
+// does (balde.ReconcilePeriod): ReconcileAuto is DefaultReconcileEvery
+// against a real DICT and off (0) against the simulator, whose buckets only
+// ever see this process's traffic; a value set explicitly is used as it
+// is, simulator or not.
+func reconcilePeriod(every time.Duration, simulated bool) time.Duration {
+	return balde.ReconcilePeriod(reconcileEvery(every), simulated)
 }
 
 // newInbound builds the inbound limiter from cfg (reading
@@ -250,8 +317,9 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	}, nil
 }
 
-// openServer opens the web server over the engine (balde.Engine.NewServer)
-// with serve's credential, DICT client and SIFEN sender.
+// openServer opens the web server over the engine (balde.Engine.NewServer,
+// with its DICT client and SIFEN sender) with serve's credential, the
+// runtime metrics and one log line per request.
 func (a *app) openServer(cfg Config) error {
 	creds := web.Credentials{User: cfg.AdminUser, Password: cfg.AdminPassword, PasswordBcrypt: cfg.AdminPasswordBcrypt}
 	if creds.Password == "" && creds.PasswordBcrypt == "" {
@@ -268,11 +336,10 @@ func (a *app) openServer(cfg Config) error {
 	s.Admin = creds
 	s.TrustedProxies = cfg.TrustedProxies
 	s.MetricsToken = cfg.MetricsToken
+	s.RuntimeMetrics = true // a process of its own: Go and process collectors too
+	s.LogRequests = true
 	s.HealthCheck = storeHealth(a.engine.store)
-	s.Sifen = a.sender
-	s.Dict = a.dict
 	s.TimeZone = cfg.TimeZone
-	s.Panels = append(s.Panels, web.SifenDocumentsPanel(a.sender))
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -280,126 +347,22 @@ func (a *app) openServer(cfg Config) error {
 	return nil
 }
 
+// wait returns when ctx ends (nil) or when the engine's background work
+// stopped on its own (its error).
+func (a *app) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-a.stopped:
+		a.stopped = nil // received: close does not wait for it again
+		return err
+	}
+}
+
 // close stops the background work, the server (waiting for requests in
 // flight), the simulators, then the engine.
 func (a *app) close() error {
-	a.bgCancel()
-	a.bg.Wait()
-	return errors.Join(a.server.Close(), a.sims.close(), a.engine.close(context.Background()))
-}
-
-// resolveSifen settles the SIFEN documents left in "sending" whose claim
-// is old enough (sifen.Sender.Resolve); what it cannot settle now (SIFEN
-// unreachable) stays and is logged, and the next maintenance pass tries
-// again.
-func (a *app) resolveSifen(ctx context.Context, logger *slog.Logger) {
-	resolved, err := a.sender.Resolve(ctx)
-	for _, r := range resolved {
-		logger.Info("SIFEN document settled", slog.Int64("id", r.DocumentID), slog.String("code", r.Code), slog.String("status", string(r.Status)))
-	}
-	if err != nil {
-		logger.Warn("SIFEN documents left in sending could not all be settled", slog.Any("error", err))
-	}
-}
-
-// startBackground starts the DICT reconciliation (against a real DICT by
-// default; see Config.DictReconcileEvery) and the maintenance loop; close
-// stops them.
-func (a *app) startBackground(cfg Config, logger *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	a.bgCancel = cancel
-	if every := reconcilePeriod(cfg.DictReconcileEvery, a.sims.dict != nil); every > 0 {
-		logger.Info("DICT reconciliation on", slog.Duration("every", every))
-		a.bg.Go(func() { _ = a.dict.RunReconcile(ctx, every, nil) })
-	}
-	if cfg.PruneEvery > 0 {
-		a.bg.Go(func() { a.maintain(ctx, cfg.PruneEvery, cfg.LedgerRetention, logger) })
-	}
-	a.bg.Go(func() { watchDatabase(ctx, a.engine.store, identityCheckEvery, logger) })
-	if cfg.SifenPollEvery > 0 {
-		// Lot results (siConsLoteDE): each lot is asked when its
-		// SIFEN_CONSULTA_LOTE key admits it; documents move from sent to
-		// approved or rejected.
-		a.bg.Go(func() {
-			a.sender.RunPoll(ctx, cfg.SifenPollEvery, func(out []sifen.LotOutcome, err error) {
-				for _, o := range out {
-					if o.Blocked == nil {
-						logger.Info("SIFEN lot queried", slog.String("lot", o.LotNumber), slog.String("code", o.Code), slog.Int("updated", o.Updated))
-					}
-				}
-				if err != nil && ctx.Err() == nil {
-					logger.Warn("SIFEN lot results", slog.Any("error", err))
-				}
-			})
-		})
-	}
-	if cfg.SeverityEvery > 0 {
-		a.bg.Go(func() { a.reevaluate(ctx, cfg.SeverityEvery, logger) })
-	}
-}
-
-// DefaultSeverityEvery is how often serve grades again the buckets that are
-// not Healthy (Config.SeverityEvery), so that a bucket refilled while nobody
-// sends gets its recovery (log, webhook "resolved", metric) within this time.
-const DefaultSeverityEvery = 15 * time.Second
-
-// reevaluate runs Limiter.Reevaluate at once (a fresh limiter grades every
-// row again: the policies may differ from the last process's, see
-// Limiter.Regrade) and then every period until ctx ends.
-func (a *app) reevaluate(ctx context.Context, every time.Duration, logger *slog.Logger) {
-	run := func() {
-		if n, err := a.engine.limiter.Reevaluate(ctx); err != nil && ctx.Err() == nil {
-			logger.Warn("severity re-evaluation", slog.Any("error", err))
-		} else if n > 0 {
-			logger.Info("severity re-evaluated", slog.Int("changed", n))
-		}
-	}
-	run()
-	everyTick(ctx, every, run)
-}
-
-// reconcilePeriod resolves Config.DictReconcileEvery: ReconcileAuto is
-// DefaultReconcileEvery against a real DICT and off (0) against the
-// simulator, whose buckets only ever see this process's traffic; a value
-// set explicitly is used as it is, simulator or not.
-func reconcilePeriod(every time.Duration, simulated bool) time.Duration {
-	if every != ReconcileAuto {
-		return every
-	}
-	if simulated {
-		return 0
-	}
-	return DefaultReconcileEvery
-}
-
-// maintain runs every period until ctx ends: it deletes ledger rows and
-// DICT lookups older than retention and idle bucket rows (Limiter.Prune,
-// Records.PruneLookups), and settles SIFEN documents left in "sending"
-// (Resolve). Failures are logged and retried at the next tick.
-func (a *app) maintain(ctx context.Context, every, retention time.Duration, logger *slog.Logger) {
-	everyTick(ctx, every, func() {
-		res, err := a.engine.prune(ctx, retention, 0, false)
-		if err != nil && ctx.Err() == nil {
-			logger.Warn("prune", slog.Any("error", err))
-		}
-		logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups))
-		a.resolveSifen(ctx, logger)
-	})
-}
-
-// everyTick runs fn once every period, the first time one period from now,
-// until ctx ends: serve's background loops.
-func everyTick(ctx context.Context, every time.Duration, fn func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn()
-	}
+	return errors.Join(a.stopRun(), a.server.Close(), a.sims.close(), a.engine.close(context.Background()))
 }
 
 // storeHealth is the readiness check of /readyz and /healthz: a write round

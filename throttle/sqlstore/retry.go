@@ -131,7 +131,8 @@ func backoff(n int) time.Duration {
 // retrier counts the transient failures of one operation and waits between
 // its attempts.
 type retrier struct {
-	s       *Store // nil before the store is open
+	s       *Store       // nil before the store is open
+	logger  *slog.Logger // before the store is open (Options.Logger); nil discards
 	op      string
 	attempt int
 	waited  time.Duration
@@ -151,7 +152,10 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if r.waited+d > transientBudget {
 		return false
 	}
-	logger := slog.Default()
+	logger := r.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	if r.s != nil {
 		logger = r.s.logger
 		if brokenConn(err) {

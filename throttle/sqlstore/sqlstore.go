@@ -108,7 +108,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.Migrate {
 		// Up is idempotent: retried after a transient error (retry.go).
-		r := retrier{op: "migrate up"}
+		r := retrier{op: "migrate up", logger: opts.Logger}
 		for {
 			err := Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() })
 			if err == nil {

@@ -329,19 +329,22 @@ func TestPrune(t *testing.T) {
 		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
-		// An hour on, all are full again: the same as no row, unless kept.
+		// An hour on, all are full again: the same as no row, but their
+		// ledger rows are within the retention, so the rows stay (issue
+		// 20: a pruned row hid its ledger from buckets show).
 		clock.Advance(time.Hour)
 		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
 		require.Equal(t, 3, listed())
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), Buckets: 3}, prune())
-		require.Equal(t, 0, listed())
+		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, 3, listed())
 
-		// Past the retention the ledger rows and the lookup go too; a dry
-		// run first counts them and removes nothing.
+		// Past the retention the ledger rows and the lookup go, and then
+		// the idle buckets; a dry run first counts them and removes nothing.
 		clock.Advance(48 * time.Hour)
 		before := clock.Now().Add(-24 * time.Hour)
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, 3, listed())
 
 		// What was seen: "--retention 1s" deleted the audit trail, no floor.
 		code, _, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "1s")
@@ -350,7 +353,8 @@ func TestPrune(t *testing.T) {
 		code, stdout, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "24h", "--batch", "2")
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, "removed 3 ledger rows and 1 DICT lookups older than 24h0m0s (before 2026-03-03 13:00:02 UTC)\n"+
-			"removed 0 idle buckets (full, no cooldown or block: the same as no row)\n", stdout)
+			"removed 3 idle buckets (full, no cooldown or block: the same as no row)\n", stdout)
+		require.Equal(t, 0, listed())
 
 		code, _, stderr = runIn(context.Background(), nil, "", env, "prune", "--batch", "0")
 		require.Equal(t, ExitUsage, code)
@@ -387,4 +391,40 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 	dry := prune("--dry-run")
 	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")
 	require.Equal(t, dry, prune(), "the dry run announces what the prune removes")
+}
+
+// Issue 20: after a prune removed a full idle bucket's row, buckets show
+// found 0 ledger rows although they were within the retention. It lists
+// them all until they are older than the retention.
+func TestBucketsShowListsLedgerAfterPrune(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		db := sqlstoretest.DSN(t, engine)
+		clock := newFakeTime(testEpoch)
+		seedBuckets(t, db, clock)
+		ctx := context.Background()
+		env := map[string]string{"BALDE_DB": db}
+		show := func() showOut {
+			t.Helper()
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededParticipant.String())
+			require.Equal(t, ExitOK, code, stderr)
+			return decodeJSON[showOut](t, stdout)
+		}
+		clock.Advance(time.Hour) // every bucket full again: idle
+		require.Len(t, show().Ledger, 1)
+
+		code, stdout, stderr := runIn(ctx, clock, "", env, "prune")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "removed 0 idle buckets")
+		out := show()
+		require.True(t, out.Bucket.Stored)
+		require.Len(t, out.Ledger, 1, "the seed's take is within the retention")
+		require.Equal(t, "seed-participant", out.Ledger[0].Ref)
+		require.Equal(t, int64(-5), out.Ledger[0].Delta)
+
+		clock.Advance(throttle.DefaultRetention)
+		code, stdout, stderr = runIn(ctx, clock, "", env, "prune")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "removed 3 idle buckets")
+		require.Empty(t, show().Ledger)
+	})
 }

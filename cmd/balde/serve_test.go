@@ -209,13 +209,20 @@ func TestServeFlagsOverrideEnv(t *testing.T) {
 		"BALDE_INBOUND_TOKENS_FILE": tokens,
 	}, "--inbound-ip-limit", "9", "--admin-user", "flaguser")
 
-	resp, _ := get(t, sm.url+"/api/buckets", "flaguser", "pw")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, `"ip";q=9;w=60`, resp.Header.Get("RateLimit-Policy"))
-
-	req, err := http.NewRequest(http.MethodGet, sm.url+"/api/buckets", nil)
+	// An anonymous request is charged to its IP (an authenticated admin is
+	// charged to the admin's bucket only).
+	resp, err := http.Get(sm.url + "/policies/")
 	require.NoError(t, err)
-	req.SetBasicAuth("flaguser", "pw")
+	resp.Body.Close()
+	require.Equal(t, `"ip";q=9;w=60`, resp.Header.Get("RateLimit-Policy"))
+	resp, _ = get(t, sm.url+"/api/buckets", "flaguser", "pw")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, resp.Header.Get("RateLimit-Policy"), `"ip"`)
+
+	// A request with an API token (and no admin credential) is charged to
+	// the token.
+	req, err := http.NewRequest(http.MethodGet, sm.url+"/policies/", nil)
+	require.NoError(t, err)
 	req.Header.Set("API_KEY", "mon-token")
 	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)

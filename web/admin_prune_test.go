@@ -12,6 +12,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/web"
 )
 
 // Issue 20: the periodic prune deleted a full idle bucket's row, and the
@@ -49,4 +50,34 @@ func TestAdminBucketPageListsLedgerAfterPrune(t *testing.T) {
 		require.Equal(t, throttle.PruneResult{LedgerRows: 2, Buckets: 1}, res)
 		require.Empty(t, ledgerRows())
 	})
+}
+
+// Issue 20: the list's "Cooldown / block" cell was empty for an empty or
+// negative bucket; only the bucket page knew when it admits again. The
+// list says it, from the same BucketState.RetryAfter as the page.
+func TestAdminBucketsListSaysWhenAnEmptyBucketAdmitsAgain(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.take(key("P", "neg"), 10)
+	_, err := e.limiter.Adjust(ctx, throttle.Adjustment{Key: key("P", "neg"), Delta: -5, Reason: throttle.LedgerPenalty})
+	require.NoError(t, err)
+	e.take(key("P", "empty"), 10)
+	e.take(key("P", "half"), 5)
+	e.clock.Advance(3 * time.Second)
+
+	for _, tt := range []struct{ id, want string }{
+		{"neg", "refills in 33s"},  // 6 tokens at one per 6 s, 3 s of it gone
+		{"empty", "refills in 3s"}, // one token: 6 s, 3 s gone
+		{"half", ""},               // admits now
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			st, err := e.limiter.State(ctx, key("P", tt.id))
+			require.NoError(t, err)
+			if tt.want != "" {
+				require.Equal(t, tt.want, "refills in "+web.FormatWait(st.RetryAfter), "the state the bucket page shows")
+			}
+			doc := document(t, e.get("/admin/buckets", asAdmin))
+			require.Equal(t, tt.want, row(t, doc, tt.id)["Cooldown / block"].Text())
+		})
+	}
 }

@@ -165,7 +165,17 @@ func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	if st.CooldownLeft > 0 {
 		waits = append(waits, tr.Sprintf("cooldown %s", FormatWait(st.CooldownLeft)))
 	}
+	if refillsIn(st) {
+		waits = append(waits, tr.Sprintf("refills in %s", FormatWait(st.RetryAfter)))
+	}
 	return strings.Join(waits, ", ")
+}
+
+// refillsIn tells whether an empty or negative bucket's next admission
+// waits for refill longer than for any block or cooldown: the lists then
+// say when (BucketState.RetryAfter, the detail page's "next admitted").
+func refillsIn(st throttle.BucketState) bool {
+	return !st.Orphan && st.RetryAfter > max(st.BlockLeft, st.CooldownLeft)
 }
 
 // How balde shows waits and instants to people: the admin pages, and the
@@ -192,7 +202,9 @@ func FormatWaitOrNow(d time.Duration) string {
 }
 
 // FormatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
-// "cooldown 8s", both joined by a comma, or "" when it has neither.
+// "cooldown 8s", and for an empty or negative bucket when refill admits
+// again ("refills in 42s", from RetryAfter), joined by commas, or "" when
+// it admits now.
 func FormatBucketWait(st throttle.BucketState) string {
 	var waits []string
 	if st.BlockLeft > 0 {
@@ -200,6 +212,9 @@ func FormatBucketWait(st throttle.BucketState) string {
 	}
 	if st.CooldownLeft > 0 {
 		waits = append(waits, "cooldown "+FormatWait(st.CooldownLeft))
+	}
+	if refillsIn(st) {
+		waits = append(waits, "refills in "+FormatWait(st.RetryAfter))
 	}
 	return strings.Join(waits, ", ")
 }

@@ -428,3 +428,36 @@ func TestBucketsShowListsLedgerAfterPrune(t *testing.T) {
 		require.Empty(t, show().Ledger)
 	})
 }
+
+// Issue 20: STATE showed "-" for a bucket at -11/100, even with --state
+// negative; only buckets show knew when it admits again. The list says it,
+// from the same BucketState.RetryAfter.
+func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	// Five mistyped keys and a penalty: the bucket at -11/100.
+	_, err = eng.limiter.Sync(ctx, throttle.SyncTarget{Key: seededUser, Tokens: -11, Ref: "mistyped-keys"})
+	require.NoError(t, err)
+	require.NoError(t, eng.close(ctx))
+	env := map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}
+
+	code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededUser.String())
+	require.Equal(t, ExitOK, code, stderr)
+	st := decodeJSON[showOut](t, stdout).Bucket
+	require.Equal(t, int64(-11), st.Tokens)
+	want := "refills in " + web.FormatWait(time.Duration(st.RetryAfterSeconds*float64(time.Second)))
+	require.Equal(t, "refills in 6m0s", want, "12 tokens at 2/min, stepwise")
+
+	for _, args := range [][]string{{"buckets", "list"}, {"buckets", "list", "--state", "negative"}, {"buckets", "list", "-o", "wide"}} {
+		code, stdout, stderr := runIn(ctx, clock, "", env, args...)
+		require.Equal(t, ExitOK, code, stderr)
+		lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+		require.Len(t, lines, 2, stdout)
+		require.Contains(t, lines[1], want, "%v", args)
+	}
+}

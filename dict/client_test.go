@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,8 +265,15 @@ func TestRunReconcile(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	reports := make(chan error, 1)
 	done := make(chan error, 1)
+	var passes atomic.Int64
 	go func() {
-		done <- e.client.RunReconcile(ctx, 50*time.Millisecond, func(_ dict.ReconcileResult, err error) { reports <- err })
+		done <- e.client.RunReconcile(ctx, 50*time.Millisecond, func(_ dict.ReconcileResult, err error) {
+			passes.Add(1)
+			select { // a loaded machine may run a second pass before the cancel
+			case reports <- err:
+			default:
+			}
+		})
 	}()
 	// The first pass runs one interval after the start (the client learned
 	// the category when it was built).
@@ -283,6 +291,7 @@ func TestRunReconcile(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunReconcile did not return within 10 s of its cancellation")
 	}
-	require.Equal(t, int64(1), e.sent(dict.OpListBucketStates))
+	// Each pass asked the DICT once, and nothing else did.
+	require.Equal(t, passes.Load(), e.sent(dict.OpListBucketStates))
 	require.Error(t, e.client.RunReconcile(context.Background(), 0, nil))
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -301,9 +304,9 @@ func TestBucketsUsage(t *testing.T) {
 		code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--policy", p)
 		require.Equal(t, ExitOK, code, "--policy %s: %s", p, stderr)
 	}
-	code, _, stderr := runIn(context.Background(), nil, "", nil, "buckets", "--help")
+	code, stdout, _ := runIn(context.Background(), nil, "", nil, "buckets", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, stderr, "Example:\n  balde buckets list")
+	require.Contains(t, stdout, "Example:\n  balde buckets list")
 }
 
 func TestPrune(t *testing.T) {
@@ -460,4 +463,62 @@ func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
 		require.Len(t, lines, 2, stdout)
 		require.Contains(t, lines[1], want, "%v", args)
 	}
+}
+
+// promptWriter cancels when the reset's [y/N] prompt has been written: the
+// operator presses Ctrl-C there.
+type promptWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *promptWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), "[y/N] ") {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+// Issue 20: Ctrl-C at the buckets reset [y/N] prompt was ignored and the
+// next line typed became the answer. It cancels the reset: exit 130, one
+// line "reset cancelled", the bucket unchanged, and a "y" typed afterwards
+// resets nothing.
+func TestBucketsResetCtrlCAtThePromptCancels(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	env := map[string]string{"BALDE_DB": db, "USER": "bob"}
+	show := func() showOut {
+		t.Helper()
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "buckets", "show", "--json", seededParticipant.String())
+		require.Equal(t, ExitOK, code, stderr)
+		return decodeJSON[showOut](t, stdout)
+	}
+	before := show()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdin, typed := io.Pipe() // a terminal nobody has typed into yet
+	defer typed.Close()
+	stdout := &promptWriter{cancel: cancel}
+	var stderr bytes.Buffer
+	m := NewMain(stdin, stdout, &stderr, func(k string) string { return env[k] })
+	m.Clock, m.Sleep = clock.Now, clock.sleep
+	done := make(chan int, 1)
+	go func() { done <- m.Run(ctx, []string{"buckets", "reset", seededParticipant.String()}) }()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitInterrupted, code, "stdout: %s", stdout.buf.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("buckets reset still waits for an answer 10 s after Ctrl-C")
+	}
+	oneStderrLine(t, stderr.String(), "reset cancelled: ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 unchanged")
+
+	// The line typed next is not an answer: nothing reads it any more.
+	go func() { _, _ = typed.Write([]byte("y\n")) }()
+	require.Equal(t, before, show(), "nothing changed")
 }

@@ -94,7 +94,8 @@ func Reimportable(d Document, de DE) bool {
 // one environment, one RUC and one DE type per lot, at most MaxLotDEs
 // each, in id order within a lot, lots ordered by their first document.
 // Documents that are not sendable are left out. A lot of very large DEs may
-// still exceed MaxLotMessageBytes (Send says ErrLotTooBig); send it in halves.
+// still exceed MaxLotMessageBytes (Send says ErrLotTooBig): SendDocuments
+// then sends its longest prefix that fits (FitLot) and the rest after.
 func GroupLots(docs []Document) [][]int64 {
 	type kind struct {
 		env Env

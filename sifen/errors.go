@@ -47,7 +47,7 @@ var (
 	ErrLotDuplicateCDC = errors.New("sifen: lot repeats a CDC")
 	// ErrLotTooBig: the siRecepLoteDE message carrying the lot would exceed
 	// MaxLotMessageBytes.
-	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB")
+	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB (1,000,000 bytes)")
 	// ErrLotAlreadySent: this exact lot already reached SIFEN (or may have:
 	// its send has no final result yet). SIFEN blocks a RUC that resends a lot.
 	ErrLotAlreadySent = errors.New("sifen: lot already sent")

@@ -20,11 +20,13 @@ import (
 const (
 	// MaxLotDEs is the most DEs one lot may hold.
 	MaxLotDEs = 50
-	// MaxLotMessageBytes is the largest siRecepLoteDE message, in bytes
-	// (1000 KB): DNIT's limit is on "el mensaje de datos de entrada del WS",
-	// the SOAP message as sent, after base64 and the envelope (Guía de
-	// mejores prácticas para la gestión del envío de DE, Oct 2024, §4 e).
-	MaxLotMessageBytes = 1000 * 1024
+	// MaxLotMessageBytes is the largest siRecepLoteDE message, in bytes:
+	// DNIT's "1000 KB" read as 1,000,000 bytes, the stricter of the two
+	// readings (no public source says which one SIFEN applies; decision
+	// 0045). The limit is on "el mensaje de datos de entrada del WS", the
+	// SOAP message as sent, after base64 and the envelope (Guía de mejores
+	// prácticas para la gestión del envío de DE, Oct 2024, §4 e).
+	MaxLotMessageBytes = 1_000_000
 	// MaxItems is the most items (gCamItem) a DE may hold: maxOccurs in
 	// SIFEN's v150 schema (tgDtipDE).
 	MaxItems = 999
@@ -559,8 +561,17 @@ func MessageSize(zipLen int) int {
 // zipLen bytes exceeds MaxLotMessageBytes (a 990 KB ZIP is a 1.32 MB
 // message: base64 adds a third).
 func CheckMessageSize(zipLen int) error {
-	if n := MessageSize(zipLen); n > MaxLotMessageBytes {
-		return fmt.Errorf("%w: the message would be %d bytes (at most %d; ZIP of %d bytes)", ErrLotTooBig, n, MaxLotMessageBytes, zipLen)
+	if err := checkMessageBytes(MessageSize(zipLen)); err != nil {
+		return fmt.Errorf("%w (ZIP of %d bytes)", err, zipLen)
+	}
+	return nil
+}
+
+// checkMessageBytes returns ErrLotTooBig for a message of n bytes over
+// MaxLotMessageBytes.
+func checkMessageBytes(n int) error {
+	if n > MaxLotMessageBytes {
+		return fmt.Errorf("%w: the message would be %d bytes (at most %d)", ErrLotTooBig, n, MaxLotMessageBytes)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,7 +262,7 @@ func TestPackChecksTheMessageNotTheZip(t *testing.T) {
 	require.Greater(t, sifen.MessageSize(990*1024), 1300*1024)
 	// The largest ZIP that fits: 3/4 of the limit, less the envelope.
 	limit := 0
-	for n := 740 * 1024; n < 780*1024; n++ {
+	for n := 700 * 1024; n < 780*1024; n++ {
 		if sifen.CheckMessageSize(n) != nil {
 			limit = n - 1
 			break
@@ -290,4 +291,45 @@ func TestParseLoteRefusesTooManyItems(t *testing.T) {
 	_, err = sifen.ParseLote(build(1000))
 	require.ErrorIs(t, err, sifen.ErrMalformedXML)
 	require.ErrorContains(t, err, "more than 999 items")
+}
+
+// Issue 22, item 2: DNIT's "1000 KB" is read as 1,000,000 bytes of the
+// whole SOAP message (decision 0045). The 1,012,146-byte message "Send all
+// drafts" built under the 1,024,000-byte reading is too big.
+func TestMessageSizeBoundary(t *testing.T) {
+	require.Equal(t, 1_000_000, sifen.MaxLotMessageBytes)
+	tests := []struct {
+		bytes int
+		fits  bool
+	}{
+		{999_999, true},
+		{1_000_000, true},
+		{1_000_001, false},
+		{1_012_146, false},
+		{1000 * 1024, false},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.bytes), func(t *testing.T) {
+			err := sifen.CheckMessageBytes(tt.bytes)
+			if tt.fits {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, sifen.ErrLotTooBig)
+			require.ErrorContains(t, err, "at most 1000000")
+		})
+	}
+	// Through a ZIP: the largest that fits makes a message of at most
+	// 1,000,000 bytes and within one base64 quantum of it.
+	zipLen := 0
+	for n := 740_000; n < 760_000; n++ {
+		if sifen.CheckMessageSize(n) != nil {
+			zipLen = n - 1
+			break
+		}
+	}
+	require.Positive(t, zipLen)
+	require.LessOrEqual(t, sifen.MessageSize(zipLen), 1_000_000)
+	require.Greater(t, sifen.MessageSize(zipLen), 1_000_000-4)
+	require.Greater(t, sifen.MessageSize(zipLen+1), 1_000_000)
 }

@@ -274,6 +274,9 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if n, err := strconv.Atoi(q.Get("toobig")); err == nil && n > 0 && q.Get("result") != "" {
 		p.Flash += " " + tr.Sprintf("%d more draft(s) stay drafts: with them the SOAP message would exceed 1000 KB. Press the button again to send them.", n)
 	}
+	if n, err := strconv.Atoi(q.Get("later")); err == nil && n > 0 && q.Get("result") != "" {
+		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s s.", n, q.Get("later_wait"))
+	}
 	for _, d := range docs {
 		p.Documents = append(p.Documents, s.newDocumentView(d, now, tr))
 	}
@@ -598,16 +601,17 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 // sendRUCDrafts is POST /documents/send-ruc, the "Send all drafts of RUC
-// …" button: the drafts (and documents in error) of one RUC in one env,
-// oldest first, grouped as SIFEN takes them (sifen.GroupLots: one type, at
-// most 50), and the first lot sent with sifen.Sender.Send — the same
-// throttle check as every send. A lot whose SOAP message would exceed
-// 1000 KB is cut to the longest prefix that fits (Sender.FitLot), and the
-// rest stay drafts for the next press (&toobig= says how many). It
+// …" button: the drafts (and documents in error) of one RUC in one env go
+// through sifen.SendDocuments — the one send path sifen-send uses, the same
+// throttle check as every send — in one pass without waiting: the first lot
+// (sifen.GroupLots: one type, at most 50, cut to the longest prefix whose
+// SOAP message fits, &toobig= counting the rest) is sent when the RUC may
+// send, and every lot the RUC's gate refuses stays drafts with its wait. It
 // redirects (303) to the RUC's list with ?result= (sent, blocked with
 // &wait=, not_queued, failed, unknown) and &n= the documents of the lot; a
-// refusal is "blocked" with the wait, never an error. No draft, or a first
-// draft too big alone to travel: 400.
+// refusal is "blocked" with the wait, never an error. No draft, or nothing
+// tried because every document failed a lot rule (a draft too big alone to
+// travel): 400; taken by another send meanwhile: 409.
 func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
 		return ErrNotFound
@@ -627,40 +631,84 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lots := sifen.GroupLots(docs)
-	if len(lots) == 0 {
+	if len(docs) == 0 {
 		return fmt.Errorf("%w: no draft of RUC %s in %s", sifen.ErrLotEmpty, f.RUC, f.Env)
 	}
-	lot := lots[0]
-	out, err := s.Sifen.Send(r.Context(), lot...)
-	if errors.Is(err, sifen.ErrLotTooBig) && len(lot) > 1 {
-		// Send refused it before taking anything: send what fits.
-		n, ferr := s.Sifen.FitLot(r.Context(), lot)
-		if ferr != nil {
-			return ferr
-		}
-		if n > 0 {
-			lot = lot[:n]
-			out, err = s.Sifen.Send(r.Context(), lot...)
-		}
-	}
+	// The first lot that left, else the first refusal, is what the page says.
+	var first *sifen.Event
+	results, err := sifen.SendDocuments(r.Context(), s.Sifen, docs, sifen.BatchConfig{Clock: s.now,
+		Progress: func(e sifen.Event) {
+			switch {
+			case e.Kind == sifen.EventLotSent && (first == nil || first.Kind != sifen.EventLotSent):
+				first = &e
+			case e.Kind == sifen.EventRefused && first == nil:
+				first = &e
+			}
+		}})
 	if err != nil {
 		return err
 	}
-	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(lot))}}
-	if left := len(lots[0]) - len(lot); left > 0 {
-		q.Set("toobig", strconv.Itoa(left))
+	if first == nil {
+		return firstFailure(results)
+	}
+	out := first.Outcome
+	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(first.IDs))}}
+	if first.TooBig > 0 {
+		q.Set("toobig", strconv.Itoa(first.TooBig))
+	}
+	// The other lots the RUC's gate refused in this pass (beyond the
+	// first's refusal, and the drafts cut from the first lot by size).
+	if later, wait := refusedLater(results, first); later > 0 {
+		q.Set("later", strconv.Itoa(later))
+		q.Set("later_wait", strconv.FormatInt(wait.WaitSeconds(), 10))
 	}
 	if out.LotNumber != "" {
 		q.Set("lot", out.LotNumber)
 	}
-	if out.Blocked != nil {
-		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
+	if first.Blocked != nil {
+		q.Set("wait", strconv.FormatInt(first.Blocked.WaitSeconds(), 10))
 	}
 	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "RUC drafts send", slog.String("ruc", f.RUC), slog.String("env", string(f.Env)),
-		slog.Int("documents", len(lot)), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
+		slog.Int("documents", len(first.IDs)), slog.String("outcome", string(out.Status)), slog.String("user", requestInfoFrom(r.Context()).user))
 	http.Redirect(w, r, s.pathWithQuery("documents", q), http.StatusSeeOther)
 	return nil
+}
+
+// refusedLater counts the documents of a "Send all drafts" pass that the
+// RUC's gate refused, other than those of the first event's lot and those
+// the first lot left out by size, with the shortest wait among them.
+func refusedLater(results []sifen.DocResult, first *sifen.Event) (int, *sifen.Blocked) {
+	in := make(map[int64]bool, len(first.IDs))
+	for _, id := range first.IDs {
+		in[id] = true
+	}
+	n := -first.TooBig
+	var soonest *sifen.Blocked
+	for _, r := range results {
+		if r.Result != sifen.BatchBlocked || r.Blocked == nil || in[r.DocumentID] {
+			continue
+		}
+		n++
+		if soonest == nil || r.Blocked.Wait < soonest.Wait {
+			soonest = r.Blocked
+		}
+	}
+	return n, soonest
+}
+
+// firstFailure is the error of a "Send all drafts" that neither sent nor
+// was refused: the first document's error (a lot rule: 400), or
+// sifen.ErrNotSendable (409) when other sends took every draft.
+func firstFailure(results []sifen.DocResult) error {
+	for _, r := range results {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	if len(results) > 0 {
+		return fmt.Errorf("%w: %s", sifen.ErrNotSendable, results[0].Message)
+	}
+	return fmt.Errorf("%w: nothing to send", sifen.ErrLotEmpty)
 }
 
 // documentID reads the {id} of a document route.

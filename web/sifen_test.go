@@ -461,7 +461,9 @@ func TestSendAllDraftsOfRUC(t *testing.T) {
 		require.Equal(t, want, e.doc(id).Status, "document %d", i+1)
 	}
 	require.Equal(t, sifen.StatusDraft, e.doc(other[0]).Status)
-	require.Contains(t, document(t, e.get(loc, asAdmin)).Find(".flash").Text(), "Sent a lot of 50 document(s)")
+	flash := document(t, e.get(loc, asAdmin)).Find(".flash").Text()
+	require.Contains(t, flash, "Sent a lot of 50 document(s)")
+	require.Contains(t, flash, "10 more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in 10 s.")
 
 	// Pressed again at once: blocked, the wait shown, nothing sent, drafts stay drafts.
 	resp = e.post("/documents/send-ruc", form, asAdmin)
@@ -582,4 +584,50 @@ func TestUploadErrorKeepsTheForm(t *testing.T) {
 			require.Empty(t, e.allDocs(), "bad input stores nothing")
 		})
 	}
+}
+
+// Issue 22, item 2: a lot SIFEN answered 0301 is never built again as it
+// was. The first press draws 0301 (another client of the RUC sent a lot
+// just before: SIFEN's interval); after the block, the next press sends the
+// first half of those drafts, and the press after the interval the other
+// half. Before, the same lot of 50 was built again.
+func TestSendAllDraftsAfter0301SendsHalves(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{}))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 50)...), sifen.EnvTest)
+	other, err := sifen.ParseLote(sifentest.Lote(sifentest.Docs("88888801", 500, 1)...))
+	require.NoError(t, err)
+	packed, err := other.Pack()
+	require.NoError(t, err)
+	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: e.simURL + "/{env}", Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	resp, err := c.RecepcionLote(context.Background(), sifen.EnvTest, packed.Zip)
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+
+	form := url.Values{"ruc": {"88888801-5"}, "env": {"test"}}
+	press := func() url.Values {
+		t.Helper()
+		r := e.post("/documents/send-ruc", form, asAdmin)
+		require.Equal(t, http.StatusSeeOther, r.StatusCode, body(t, r))
+		u, err := url.Parse(r.Header.Get("Location"))
+		require.NoError(t, err)
+		return u.Query()
+	}
+	q := press()
+	require.Equal(t, string(sifen.OutcomeNotQueued), q.Get("result"))
+	require.Equal(t, "50", q.Get("n"))
+	require.Equal(t, sifen.StatusError, e.doc(ids[0]).Status)
+
+	e.clock.Advance(sifen.DefaultRemoteBlock)
+	q = press()
+	require.Equal(t, string(sifen.OutcomeSent), q.Get("result"))
+	require.Equal(t, "25", q.Get("n"), "the first half, not the lot that drew 0301")
+	e.clock.Advance(10 * time.Second)
+	q = press()
+	require.Equal(t, string(sifen.OutcomeSent), q.Get("result"))
+	require.Equal(t, "25", q.Get("n"))
+	for i, id := range ids {
+		require.Equal(t, sifen.StatusSent, e.doc(id).Status, "document %d", i+1)
+	}
+	require.Equal(t, int64(1), e.sim.Stats().Count("siRecepLoteDE", "", "", sifen.CodeLotNotQueued))
 }

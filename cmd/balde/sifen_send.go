@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +17,10 @@ import (
 )
 
 // runSifenSend is "balde sifen-send": it imports DE and lot XML files as
-// documents, groups them into lots and sends each through sifen.Sender —
-// the same path, throttle and documents table as serve's send button — on
-// the database it shares with serve.
+// documents and sends them with sifen.SendDocuments — the same send path,
+// throttle and documents table as serve's "Send all drafts" button — on the
+// database it shares with serve, drawing its progress and printing one
+// result per document.
 //
 // A rerun, or a run after a crash, never sends a document twice: documents
 // left in "sending" are resolved first (Sender.Resolve), documents already
@@ -303,8 +303,9 @@ func (b *sifenBatch) finish(it *sifenItem) {
 	b.rep.item(it.res, it.line(), it.record())
 }
 
-// run resolves, imports, groups and sends. It returns the summary, or an
-// error when the store failed (the summary is printed first).
+// run resolves, imports and sends (sifen.SendDocuments). It returns the
+// summary, or an error when the store failed (the summary is printed
+// first).
 func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, error) {
 	stop := func(err error) (summary, error) {
 		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
@@ -367,20 +368,17 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 		}
 	}
 
-	// 3. Send lot by lot, alternating between RUCs so that one RUC's
-	// cooldown runs while another's lot goes.
-	queue := interleave(sifen.GroupLots(docs), byID)
-	for len(queue) > 0 {
-		if ctx.Err() != nil {
-			return b.interrupted(items)
-		}
-		lot := queue[0]
-		queue = queue[1:]
-		halves, err := b.send(ctx, lot, byID)
-		if err != nil {
-			return stop(err)
-		}
-		queue = append(halves, queue...)
+	// 3. Send: sifen's one send path groups, sends and waits; this command
+	// draws its events.
+	_, err = sifen.SendDocuments(ctx, b.sender, docs, sifen.BatchConfig{
+		Wait: b.wait && b.maxWait > 0, MaxWait: b.maxWait, Clock: b.clock.now, Sleep: b.clock.Sleep,
+		Progress: func(e sifen.Event) { b.draw(e, byID) },
+	})
+	if err != nil {
+		return stop(err)
+	}
+	if ctx.Err() != nil {
+		return b.interrupted(items)
 	}
 	return b.rep.finish(false, 0), nil
 }
@@ -390,124 +388,54 @@ func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
 	return b.rep.finish(true, len(items)-b.done), nil
 }
 
-// send sends one lot, waiting and retrying while the throttle refuses it
-// (with --wait, up to --max-wait), and reports its documents. A lot too big
-// once compressed comes back as two halves to send instead. The error is a
-// store failure: the run stops.
-func (b *sifenBatch) send(ctx context.Context, ids []int64, byID map[int64]*sifenItem) ([][]int64, error) {
-	var waited time.Duration
+// draw shows one event of sifen.SendDocuments: a wait about to start, or a
+// document's result line.
+func (b *sifenBatch) draw(e sifen.Event, byID map[int64]*sifenItem) {
 	tr := b.rep.tr
-	said := ""
-	report := func(res result, code, lot, msg string, wait time.Duration) {
-		for _, id := range ids {
-			it := byID[id]
-			it.res, it.code, it.lot, it.message, it.wait, it.said = res, code, lot, msg, wait, said
+	switch e.Kind {
+	case sifen.EventWaiting:
+		if bl := e.Blocked; bl != nil {
+			b.rep.waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
+		} else {
+			b.rep.waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
+		}
+	case sifen.EventResult:
+		if it := byID[e.Result.DocumentID]; it != nil {
+			b.result(it, e.Result)
 			b.finish(it)
 		}
 	}
-	// Waiting is throttle.Waiter's: it sleeps each RetryAfter the refusal
-	// named and sends again. The sleep below only adds the command's
-	// bounds: --max-wait in all, and Ctrl-C (ctx) between two tries.
-	var interrupted bool
-	waiter := throttle.Waiter{
-		Refused: func(d throttle.Decision) {
-			if b.wait && waited+d.RetryAfter <= b.maxWait {
-				b.rep.waiting(d.RetryAfter, tr.Sprintf("%s on %s, %d document(s)", tr.Text(d.Reason.String()), d.Key, len(ids)))
-			}
-		},
-		Sleep: func(_ context.Context, d time.Duration) error {
-			if !b.wait || waited+d > b.maxWait {
-				return errWaitBound
-			}
-			if err := b.clock.Sleep(ctx, d); err != nil {
-				interrupted = true
-				return err
-			}
-			waited += d
-			return nil
-		},
-	}
-	var out sifen.Outcome
-	_, err := waiter.Do(ctx, func(context.Context) (throttle.Decision, error) {
-		// Once started, a send completes whatever happens to ctx: Ctrl-C
-		// stops the run after this lot, never half-way through it.
-		var err error
-		out, err = b.sender.Send(context.WithoutCancel(ctx), ids...)
-		if err == nil && out.Status == sifen.OutcomeBlocked {
-			return *out.Decision, nil
-		}
-		return throttle.Decision{Allowed: true}, err // anything but a refusal ends the wait
-	})
-	if _, refused := throttle.AsRefusal(err); refused {
-		err = nil // the wait ended refused: out says why
-	}
-	switch {
-	case errors.Is(err, sifen.ErrLotTooBig) && len(ids) > 1:
-		return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}, nil
-	case errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
-		// Another process (serve's send button) claimed them first.
-		said = tr.Sprintf("sent by another process: %s", strings.TrimPrefix(err.Error(), "sifen: "))
-		report(resultSkipped, "", "", "sent by another process: "+strings.TrimPrefix(err.Error(), "sifen: "), waited)
-		return nil, nil
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		report(resultFailed, "", "", err.Error(), waited)
-		return nil, err
-	case err != nil:
-		report(resultFailed, "", "", err.Error(), waited)
-		return nil, nil
-	}
-	switch out.Status {
-	case sifen.OutcomeSent:
-		report(resultSent, out.Code, out.LotNumber, out.Message, waited)
-	case sifen.OutcomeBlocked:
-		d := out.Blocked.Wait
-		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", out.Blocked.Reason, out.Blocked.Key, web.FormatWait(d))
-		said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(out.Blocked.Reason.String()), out.Blocked.Key, web.FormatWait(d))
-		switch {
-		case interrupted:
-			msg = "interrupted while waiting for the throttle"
-			said = tr.Sprintf("interrupted while waiting for the throttle")
-		case b.wait:
-			msg += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
-			said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
-		}
-		report(resultBlocked, "", "", msg, d)
-	case sifen.OutcomeNotQueued:
-		said = tr.Sprintf("SIFEN did not queue the lot: %s", out.Message)
-		report(resultFailed, out.Code, "", "SIFEN did not queue the lot: "+out.Message, waited)
-	default: // OutcomeFailed, OutcomeUnknown
-		report(resultFailed, out.Code, "", out.Message, waited)
-	}
-	return nil, nil
 }
 
-// interleave orders lots round-robin across (env, RUC): the first lot of
-// each RUC, then the second of each, and so on.
-func interleave(lots [][]int64, byID map[int64]*sifenItem) [][]int64 {
-	type rucKey struct {
-		env sifen.Env
-		ruc string
-	}
-	var order []rucKey
-	groups := make(map[rucKey][][]int64)
-	for _, l := range lots {
-		it := byID[l[0]]
-		k := rucKey{it.env, it.de.RUC.Number}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], l)
-	}
-	out := make([][]int64, 0, len(lots))
-	for len(out) < len(lots) {
-		for _, k := range order {
-			if g := groups[k]; len(g) > 0 {
-				out = append(out, g[0])
-				groups[k] = g[1:]
+// result fills it from its document's result, with the plain line's
+// message in the reader's language.
+func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
+	tr := b.rep.tr
+	it.code, it.lot, it.wait, it.message, it.said = r.Code, r.LotNumber, r.Wait, r.Message, ""
+	switch r.Result {
+	case sifen.BatchSent:
+		it.res = resultSent
+	case sifen.BatchBlocked:
+		it.res = resultBlocked
+		if bl := r.Blocked; bl != nil {
+			d := web.FormatWait(bl.Wait)
+			it.message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
+			it.said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
+			if b.wait {
+				it.message += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+				it.said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
 			}
 		}
+	case sifen.BatchSentElsewhere:
+		it.res = resultSkipped
+		detail := strings.TrimPrefix(r.Message, "sent by another process: ")
+		it.said = tr.Sprintf("sent by another process: %s", detail)
+	default: // sifen.BatchFailed
+		it.res = resultFailed
+		if o := r.Outcome; o != nil && o.Status == sifen.OutcomeNotQueued {
+			it.said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
+		}
 	}
-	return slices.Clip(out)
 }
 
 // sifenResult is the JSON line --follow writes per document once SIFEN's
@@ -523,94 +451,51 @@ type sifenResult struct {
 	Message    string `json:"message"`
 }
 
-// follow polls the lots of the database still sent (Sender.Poll, each lot
-// queried as SIFEN_CONSULTA_LOTE admits) until every document that was
-// sent when it started — this run's and earlier runs' or serve's — has
-// SIFEN's result, and reports each: approved (with dProtAut, and whether
+// follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
+// sent documents and of every document of the database still sent — earlier
+// runs' or serve's — and reports each: approved (with dProtAut, and whether
 // with observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
 // documents keep their results and serve keeps polling.
 func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
-	pending := make(map[int64]bool)
+	var ids []int64
 	for _, it := range items {
 		if it.res == resultSent {
-			pending[it.doc] = true
+			ids = append(ids, it.doc)
 		}
 	}
-	for f := (sifen.Filter{Statuses: []sifen.Status{sifen.StatusSent}, Limit: 1000}); ; {
-		docs, err := b.sender.List(ctx, f)
-		if ctx.Err() != nil {
-			return nil // Ctrl-C before anything was followed
-		}
-		if err != nil {
-			return err
-		}
-		for _, d := range docs {
-			pending[d.ID] = true
-		}
-		if len(docs) < f.Limit {
-			break
-		}
-		f.BeforeID = docs[len(docs)-1].ID
-	}
-	interrupted := func() error {
-		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(pending)))
+	left, err := sifen.FollowDocuments(ctx, b.sender, ids, sifen.FollowConfig{
+		Sleep:    b.clock.Sleep,
+		Progress: b.drawFollow,
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(left)))
 		return nil
 	}
-	for len(pending) > 0 {
-		out, err := b.sender.Poll(ctx)
-		if ctx.Err() != nil {
-			return interrupted()
+	return err
+}
+
+// drawFollow shows one event of sifen.FollowDocuments.
+func (b *sifenBatch) drawFollow(e sifen.FollowEvent) {
+	switch e.Kind {
+	case sifen.EventPollFailed:
+		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(e.Err.Error())))
+	case sifen.EventWaiting:
+		b.rep.waiting(e.Wait, b.rep.tr.Sprintf("results of %d document(s)", len(e.IDs)))
+	case sifen.EventResult:
+		d := e.Document
+		line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
+		if d.Result != "" {
+			line += fmt.Sprintf(" result=%q", d.Result)
 		}
-		if errors.Is(err, throttle.ErrStoreUnavailable) {
-			return err
+		if d.AuthNumber != "" {
+			line += " dProtAut=" + d.AuthNumber
 		}
-		if err != nil {
-			fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(err.Error())))
-		}
-		for id := range pending {
-			d, err := b.sender.Get(ctx, id)
-			if ctx.Err() != nil {
-				return interrupted()
-			}
-			if err != nil {
-				return err
-			}
-			if d.Status == sifen.StatusSent {
-				continue
-			}
-			delete(pending, id)
-			line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
-			if d.Result != "" {
-				line += fmt.Sprintf(" result=%q", d.Result)
-			}
-			if d.AuthNumber != "" {
-				line += " dProtAut=" + d.AuthNumber
-			}
-			b.rep.note(line + " " + strconv.Quote(d.Message))
-			if b.rep.mode == modeJSON {
-				writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
-					Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
-					AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
-				}})
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		// Sleep until the first of our lots may be queried again.
-		wait := time.Duration(0)
-		for _, o := range out {
-			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
-				wait = o.Blocked.Wait
-			}
-		}
-		if wait <= 0 {
-			wait = time.Second
-		}
-		b.rep.waiting(wait, b.rep.tr.Sprintf("results of %d document(s)", len(pending)))
-		if err := b.clock.Sleep(ctx, wait); err != nil {
-			return interrupted()
+		b.rep.note(line + " " + strconv.Quote(d.Message))
+		if b.rep.mode == modeJSON {
+			writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
+				Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
+				AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
+			}})
 		}
 	}
-	return nil
 }

@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -625,4 +632,272 @@ func TestSifenSendFollowInterrupted(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, stderr, "context canceled")
 	require.Contains(t, stderr, "interrupted while following 1 document(s)")
+}
+
+// Issue 22, item 3: with RUC A blocked at SIFEN for 10 minutes (its first
+// lot arrives within the interval of a lot another client just sent: 0301),
+// RUC B's lots go out on time (wait_s 0, then B's own 10 s), and A's
+// documents are sent after the block in the same run — not reported failed,
+// not holding B back. Before, A's lot was reported failed, and B's second
+// lot waited behind A's next one.
+func TestSifenSendRUCsDoNotWaitForEachOther(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now})
+	dir := t.TempDir()
+	writeFile(t, dir, "a.xml", sifentest.Lote(sifentest.Docs("80069563", 1, 60)...))
+	writeFile(t, dir, "b.xml", sifentest.Lote(sifentest.Docs("88888801", 1, 60)...))
+	// Another client of RUC A sends a lot just before the run.
+	lot, err := sifen.ParseLote(sifentest.Lote(sifentest.Docs("80069563", 500, 1)...))
+	require.NoError(t, err)
+	packed, err := lot.Pack()
+	require.NoError(t, err)
+	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: sim.URL, Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	resp, err := c.RecepcionLote(context.Background(), sifen.EnvTest, packed.Zip)
+	require.NoError(t, err)
+	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
+	require.Equal(t, ExitOK, code, stderr)
+	items, sum := jsonLines[sifenRecord](t, stdout)
+	require.Equal(t, 120, sum.Sent, stdout)
+	waits := map[string][]float64{}
+	for _, it := range items {
+		require.Equal(t, resultSent, it.Result, it.Message)
+		waits[it.RUC] = append(waits[it.RUC], it.WaitS)
+	}
+	// Results come in the order they were decided: B's two lots first.
+	require.Equal(t, "88888801-5", items[0].RUC)
+	require.Equal(t, append(repeat(0, 50), repeat(10, 10)...), waits["88888801-5"], "B's lots on time")
+	require.Equal(t, append(append(repeat(600, 25), repeat(610, 25)...), repeat(10, 10)...), waits["80069563-1"],
+		"A's first lot after the block, in halves, then A's next lot")
+	require.Equal(t, []time.Duration{10 * time.Second, 590 * time.Second, 10 * time.Second, 10 * time.Second}, clock.slept())
+	require.Equal(t, int64(1), sim.Stats().Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotNotQueued))
+	for cdc, n := range sim.queuedCounts() {
+		require.Equal(t, 1, n, "CDC %s", cdc)
+	}
+	require.Equal(t, map[string]int{"sent": 120}, documentStatuses(t, db))
+}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// Issue 22, done when (in one test process): three sifen-send runs started
+// together on one database, each with its own engine, over overlapping file
+// sets of 3 RUCs (135 DEs), send every DE exactly once, with no 0301, and
+// leave no draft. A run says "sent by another process" only for a DE
+// another run sent; a DE another run held in flight when this one imported
+// it may be reported blocked (run again later), never failed.
+func TestSifenSendRunsOverlapping(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		clock := newFakeTime(testEpoch)
+		// Answers take 50 ms of wall time, so the runs' sends overlap.
+		sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, Latency: 50 * time.Millisecond})
+		dir := t.TempDir()
+		// Each RUC's 45 DEs in three files of 15; each run takes two thirds
+		// of every RUC, so the runs' lots overlap without being equal.
+		var thirds [3][]string
+		for _, ruc := range []string{"80069563", "88888801", "800695"} {
+			for i := range thirds {
+				thirds[i] = append(thirds[i], writeFile(t, dir, fmt.Sprintf("%s-%d.xml", ruc, i),
+					sifentest.Lote(sifentest.Docs(ruc, 1+15*i, 15)...)))
+			}
+		}
+		db := sqlstoretest.DSN(t, engine)
+		env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+		// Create the schema once, so that the runs start on a ready database.
+		code, _, stderr := runIn(context.Background(), nil, "", env, "migrate", "up")
+		require.Equal(t, ExitOK, code, stderr)
+		sets := [][]string{
+			append(slices.Clone(thirds[0]), thirds[1]...),
+			append(slices.Clone(thirds[1]), thirds[2]...),
+			append(slices.Clone(thirds[2]), thirds[0]...),
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		outs := make([]string, len(sets))
+		var wg sync.WaitGroup
+		for i, set := range sets {
+			wg.Go(func() {
+				_, outs[i], _ = runIn(ctx, clock, "", env, append([]string{"sifen-send", "--json"}, set...)...)
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("the three runs did not end within 3 minutes")
+		}
+		sentBy := map[string]int{}
+		var all []sifenRecord
+		for i := range outs {
+			items, sum := jsonLines[sifenRecord](t, outs[i])
+			require.Len(t, items, 90, "run %d: one line per DE", i)
+			t.Logf("run %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
+			for _, it := range items {
+				if it.Result == resultSent {
+					sentBy[it.CDC]++
+				}
+			}
+			all = append(all, items...)
+		}
+		for _, it := range all {
+			switch {
+			case it.Result == resultSent:
+			case it.Result == resultSkipped:
+				require.Equal(t, 1, sentBy[it.CDC], "%s: %s", it.CDC, it.Message)
+			case it.Result == resultBlocked && strings.Contains(it.Message, "sending"):
+			default:
+				t.Fatalf("%s %s: %s", it.Result, it.CDC, it.Message)
+			}
+		}
+		queued := sim.queuedCounts()
+		require.Len(t, queued, 135)
+		for cdc, n := range queued {
+			require.Equal(t, 1, n, "CDC %s queued %d times", cdc, n)
+			require.Equal(t, 1, sentBy[cdc], "CDC %s reported sent by one run", cdc)
+		}
+		require.Equal(t, int64(0), sim.Stats().Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotNotQueued))
+		require.Equal(t, map[string]int{"sent": 135}, documentStatuses(t, db))
+	})
+}
+
+// --max-wait 0 waits for nothing: a refused lot is reported blocked at once
+// (sifen.BatchConfig's zero MaxWait would mean its default).
+func TestSifenSendMaxWaitZero(t *testing.T) {
+	clock := newFakeTime(testEpoch)
+	sim := startSifenSim(t, sifensim.Config{Clock: clock.Now})
+	dir, _ := threeLotsOfOneRUC(t)
+	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db")}
+	code, stdout, _ := runIn(context.Background(), clock, "", env, "sifen-send", "--max-wait", "0s", dir)
+	require.Equal(t, ExitFailed, code)
+	require.Empty(t, clock.slept())
+	require.Contains(t, stdout, "(beyond --max-wait 0s)")
+	require.Contains(t, stdout, "1 sent, 2 blocked, 0 skipped, 0 failed of 3")
+}
+
+// Issue 22, done when: two sifen-send processes and serve's "Send all
+// drafts" button, started together on one database (SQLite and
+// PostgreSQL) over overlapping sets of 3 RUCs' 135 DEs, send every DE
+// exactly once, draw no 0301 from a simulator enforcing its interval, and
+// leave no draft. A process says "sent by another process" only for a DE
+// it did not send; nothing fails. The real clock (processes share no fake
+// one): the interval is 0.5 s, the simulator's 250 ms; every wait has a
+// deadline.
+func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		var mu sync.Mutex
+		var refused []string
+		sim := startSifenSim(t, sifensim.Config{Interval: 250 * time.Millisecond,
+			AfterRecepcion: func(_ context.Context, r sifensim.Recepcion) {
+				if r.Code != sifen.CodeLotQueued {
+					mu.Lock()
+					refused = append(refused, r.Code+" "+r.Message)
+					mu.Unlock()
+				}
+			}})
+		db := sqlstoretest.DSN(t, engine)
+		env := map[string]string{"BALDE_DB": db, "BALDE_SIFEN_URL": sim.URL, "SIFEN_THROTTLE_SECONDS": "0.5",
+			"BALDE_ADMIN_PASSWORD": "pw", "BALDE_INBOUND_IP_LIMIT": "0"}
+		sm := runServeMain(t, env)
+		web := newAdminClient(t, sm.url, "admin", "pw")
+
+		rucs := []string{"80069563", "88888801", "800695"}
+		dir := t.TempDir()
+		var thirds [3][]string
+		for _, ruc := range rucs {
+			for i := range thirds {
+				thirds[i] = append(thirds[i], writeFile(t, dir, fmt.Sprintf("%s-%d.xml", ruc, i),
+					sifentest.Lote(sifentest.Docs(ruc, 1+15*i, 15)...)))
+			}
+		}
+		sets := [][]string{append(slices.Clone(thirds[0]), thirds[1]...), append(slices.Clone(thirds[1]), thirds[2]...)}
+		children := make([]*exec.Cmd, len(sets))
+		outs := make([]*strings.Builder, len(sets))
+		for i, set := range sets {
+			outs[i] = &strings.Builder{}
+			c := childCommand(t, time.Time{}, append([]string{"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json"}, set...)...)
+			c.Env = append(c.Env, "SIFEN_THROTTLE_SECONDS=0.5")
+			c.Stdout, c.Stderr = outs[i], io.Discard
+			require.NoError(t, c.Start())
+			children[i] = c
+		}
+		// Meanwhile a person presses "Send all drafts" for each RUC, again and
+		// again, until the processes are done and no draft is left.
+		exited := make(chan struct{})
+		go func() {
+			for _, c := range children {
+				_ = c.Wait()
+			}
+			close(exited)
+		}()
+		deadline := time.Now().Add(time.Minute)
+		for done := false; ; {
+			require.True(t, time.Now().Before(deadline), "not done within a minute; outputs:\n%s\n%s", outs[0], outs[1])
+			select {
+			case <-exited:
+				done = true
+			default:
+			}
+			left := 0
+			for _, ruc := range rucs {
+				dv := sifentest.Doc{RUC: ruc}.DV()
+				resp, body := web.postForm("/documents/send-ruc", url.Values{"ruc": {fmt.Sprintf("%s-%d", ruc, dv)}, "env": {"test"}})
+				if resp.StatusCode == http.StatusBadRequest && strings.Contains(body, "no draft") {
+					continue
+				}
+				left++
+				require.Contains(t, []int{http.StatusSeeOther, http.StatusConflict}, resp.StatusCode, body)
+			}
+			if done && left == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for i, c := range children {
+			require.NotNil(t, c.ProcessState, "child %d", i)
+		}
+
+		queued := sim.queuedCounts()
+		sentBy := map[string]int{}
+		var all []sifenRecord
+		for i := range outs {
+			items, sum := jsonLines[sifenRecord](t, outs[i].String())
+			require.Len(t, items, 90, "process %d: one line per DE", i)
+			t.Logf("process %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
+			for _, it := range items {
+				if it.Result == resultSent {
+					sentBy[it.CDC]++
+				}
+			}
+			all = append(all, items...)
+		}
+		for _, it := range all {
+			switch {
+			case it.Result == resultSent:
+			case it.Result == resultSkipped:
+				require.Equal(t, 1, queued[it.CDC], "%s: %s", it.CDC, it.Message)
+			case it.Result == resultBlocked && strings.Contains(it.Message, "sending"):
+			default:
+				t.Fatalf("%s %s: %s", it.Result, it.CDC, it.Message)
+			}
+		}
+		require.Len(t, queued, 135)
+		for cdc, n := range queued {
+			require.Equal(t, 1, n, "CDC %s queued %d times", cdc, n)
+			require.LessOrEqual(t, sentBy[cdc], 1, "CDC %s", cdc)
+		}
+		mu.Lock()
+		require.Empty(t, refused, "the simulator refused lots")
+		mu.Unlock()
+		require.Equal(t, map[string]int{"sent": 135}, documentStatuses(t, db))
+	})
 }

@@ -322,7 +322,13 @@ func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, now t
 // draft of the new XML when sifen.Reimportable allows it.
 func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (int64, error) {
 	var existing []docRow
-	err := tx.SelectContext(ctx, &existing, tx.Rebind(`SELECT `+docColumns+` FROM balde_documents WHERE env = ? AND cdc = ?`), string(env), de.CDC)
+	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
+	if tx.DriverName() == "pgx" {
+		// Locked until the import commits: a claim committed meanwhile is
+		// seen (the document is no longer reimportable), never overwritten.
+		q += ` FOR UPDATE`
+	}
+	err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC)
 	if err != nil {
 		return 0, wrapDB(err)
 	}

@@ -212,6 +212,7 @@ var messages = [][3]string{
 	{"Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", "Bloqueado para o RUC %s no ambiente %s, tente de novo em %s s: nada foi enviado.", "Bloqueado para el RUC %s en el ambiente %s, reintente en %s s: no se envió nada."},
 	{"The lot of %s document(s) was not queued (%s): see each document.", "O lote de %s documento(s) não foi enfileirado (%s): veja cada documento.", "El lote de %s documento(s) no fue encolado (%s): vea cada documento."},
 	{"%d more draft(s) stay drafts: with them the SOAP message would exceed 1000 KB. Press the button again to send them.", "Mais %d rascunho(s) continuam rascunhos: com eles a mensagem SOAP passaria de 1000 KB. Pressione o botão de novo para enviá-los.", "%d borrador(es) más siguen como borradores: con ellos el mensaje SOAP superaría 1000 KB. Pulse el botón de nuevo para enviarlos."},
+	{"%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s s.", "Mais %d rascunho(s) esperam pelo RUC (o intervalo entre lotes, ou um bloqueio): pressione o botão de novo em %s s.", "%d borrador(es) más esperan al RUC (su intervalo entre lotes, o un bloqueo): pulse el botón de nuevo en %s s."},
 	{"Document %d", "Documento %d", "Documento %d"},
 	{"Lot number", "Número do lote", "Número de lote"},
 	{"Response code", "Código de resposta", "Código de respuesta"},

@@ -1,0 +1,657 @@
+package sifen
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// LotSender is the one-lot primitive SendDocuments drives: *Sender is one;
+// an application's wrapper of it (or a test double) may stand in.
+type LotSender interface {
+	// Send sends documents as one lot (Sender.Send).
+	Send(ctx context.Context, ids ...int64) (Outcome, error)
+	// FitLot says how many of ids, from the first, fit in one lot message
+	// (Sender.FitLot).
+	FitLot(ctx context.Context, ids []int64) (int, error)
+	// Get reads one document (Sender.Get).
+	Get(ctx context.Context, id int64) (Document, error)
+}
+
+var _ LotSender = (*Sender)(nil)
+
+// DefaultBatchMaxWait is BatchConfig.MaxWait when it is not set: SIFEN's
+// interval many times over and a first local block after 0301 (10 min).
+const DefaultBatchMaxWait = 15 * time.Minute
+
+// batchWatchEvery is how often a batch reads again documents another send
+// holds (in sending) until that send records its answer.
+const batchWatchEvery = time.Second
+
+// maxNotQueued is how many lots of one run that drew 0301 a document may be
+// in: the lot is never sent again as it was (decision 0046), and a document
+// whose second lot drew 0301 too is reported failed, not tried again.
+const maxNotQueued = 2
+
+// maxRaces bounds how often a document may lose a claim race in one run and
+// still be sendable (someone imported it again each time): then it is
+// reported failed rather than tried forever.
+const maxRaces = 5
+
+// BatchConfig configures SendDocuments. The zero value sends one pass
+// without waiting, on the system clock.
+type BatchConfig struct {
+	// Wait: when a lot is refused (its RUC's interval, a lot of the RUC on
+	// the wire, a block after 0301), send it once the refusal's wait has
+	// passed, as long as each of its documents has waited at most MaxWait
+	// in all; meanwhile the other RUCs' lots go. Without Wait a refused lot
+	// is reported blocked at once, and a lot that drew 0301 failed.
+	Wait bool
+	// MaxWait is the most one document may wait, over all its retries, from
+	// the moment its lot is its RUC's next; default DefaultBatchMaxWait.
+	MaxWait time.Duration
+	// Clock is the clock the Sender's store and limiter read (their waits
+	// are on it); default throttle.SystemClock.
+	Clock throttle.Clock
+	// Sleep waits d on Clock, or less when ctx ends (it then returns an
+	// error); default a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Progress, when set, is told each event as it happens, for a caller to
+	// draw (a progress bar, log lines); it must not block for long.
+	Progress func(Event)
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+const (
+	// EventLotSent: a lot went to SIFEN (or its request failed): Outcome
+	// says how it ended; TooBig counts the documents of its group left for
+	// a later lot because the message would have exceeded
+	// MaxLotMessageBytes.
+	EventLotSent EventKind = "lot_sent"
+	// EventRefused: a lot was refused before it left (Blocked has the
+	// reason, the bucket and the wait).
+	EventRefused EventKind = "refused"
+	// EventWaiting: every RUC with documents left must wait; the batch
+	// sleeps Wait, until Until. Blocked is the refusal of the RUC due
+	// first (nil when it waits for documents another send holds), IDs its
+	// next lot.
+	EventWaiting EventKind = "waiting"
+	// EventResult: one document's result (Result). Each document of the
+	// batch gets one, unless ctx ends first.
+	EventResult EventKind = "result"
+)
+
+// Event is one step of SendDocuments, for a caller to draw.
+type Event struct {
+	Kind    EventKind
+	IDs     []int64
+	Outcome *Outcome
+	Blocked *Blocked
+	TooBig  int
+	Wait    time.Duration
+	Until   time.Time
+	Result  *DocResult
+}
+
+// BatchResult is how one document of a batch ended.
+type BatchResult string
+
+const (
+	// BatchSent: SIFEN queued its lot (0300); LotNumber is set.
+	BatchSent BatchResult = "sent"
+	// BatchBlocked: not sent, and may be sent later: its RUC was refused
+	// for longer than MaxWait (or at all, without Wait), or another send
+	// still holds it without an answer. Blocked has the refusal when there
+	// was one.
+	BatchBlocked BatchResult = "blocked"
+	// BatchSentElsewhere: another process's send took the document (it is
+	// sent, approved or rejected now); Document is it as read.
+	BatchSentElsewhere BatchResult = "sent_elsewhere"
+	// BatchFailed: tried without success: SIFEN did not queue its lot
+	// (Code), the request failed or had no answer (Outcome), or Send
+	// refused the lot with an error (Err).
+	BatchFailed BatchResult = "failed"
+)
+
+// DocResult is one document's result in a batch.
+type DocResult struct {
+	DocumentID int64
+	Result     BatchResult
+	// Code is SIFEN's last dCodRes about the document in this run (0300,
+	// or 0301 for a blocked document whose lot SIFEN did not queue),
+	// LotNumber its dProtConsLote once queued, Message what happened in
+	// English.
+	Code, LotNumber, Message string
+	// Outcome is the last send of the document's lot (nil when none
+	// reached Send's outcome).
+	Outcome *Outcome
+	// Blocked is the refusal of a blocked document (nil when it is blocked
+	// because another send holds it).
+	Blocked *Blocked
+	// Wait is, for a sent document, how long it waited from the moment its
+	// lot was its RUC's next to the send; for a blocked one, the wait the
+	// refusal named.
+	Wait time.Duration
+	// Document is the document as read, for BatchSentElsewhere.
+	Document *Document
+	// Err is the error that failed it, if any.
+	Err error
+}
+
+// SendDocuments sends docs (drafts or documents in error; others, and a
+// document listed twice, are skipped without a result) to SIFEN through s, in lots, and returns one
+// result per document, in the order they were decided. It is the one
+// send path of balde: sifen-send and the web's "Send all drafts" call it.
+//
+//   - Lots: GroupLots (one env, RUC and type, at most MaxLotDEs); a lot
+//     whose message would exceed MaxLotMessageBytes is cut to the longest
+//     prefix that fits (FitLot), the rest forms the RUC's next lot.
+//   - RUCs are independent gates: each pass tries the next lot of every RUC
+//     whose wait is over, in the order of their first documents; a RUC that
+//     must wait never delays another. Only when every RUC with documents
+//     left must wait does the batch sleep, until the first is due.
+//   - Waiting is bounded per document (BatchConfig.MaxWait), over all its
+//     retries; without Wait, a refused lot is reported blocked at once.
+//   - A lot that lost a claim race (ErrNotSendable, ErrLotAlreadySent) is
+//     read again: documents still sendable are queued again; those another
+//     send holds (sending) are watched until it records its answer; only
+//     those another send really took (sent, approved, rejected) are
+//     BatchSentElsewhere.
+//   - A lot SIFEN answered 0301 is never sent again as it was (decision
+//     0046): with Wait, its documents go back to the front of their RUC's
+//     queue in two halves (one lot if it had one document), sent once the
+//     RUC's local block is over (within MaxWait); a document whose second
+//     lot draws 0301 too fails. Without Wait they fail, and a later batch
+//     that would build that very lot again (the documents' LotHash) sends
+//     it in two halves.
+//
+// Each send completes whatever happens to ctx; between sends and during a
+// wait, ctx ending stops the batch: the documents without a result were
+// not processed (they keep their status). The error is a store failure
+// (throttle.ErrStoreUnavailable), which stops the batch too.
+func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
+	b := newBatch(ctx, s, docs, cfg)
+	for b.pending() {
+		if ctx.Err() != nil {
+			return b.results, nil
+		}
+		tried := false
+		for _, g := range b.gates {
+			if !g.due(b.now()) {
+				continue
+			}
+			tried = true
+			if err := b.step(ctx, g); err != nil {
+				return b.results, err
+			}
+			if ctx.Err() != nil {
+				return b.results, nil
+			}
+		}
+		if tried {
+			continue
+		}
+		g := b.soonest()
+		now := b.now()
+		at := g.next()
+		b.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Blocked: g.refusal, Wait: at.Sub(now), Until: at})
+		if err := b.cfg.Sleep(ctx, at.Sub(now)); err != nil {
+			return b.results, nil
+		}
+	}
+	return b.results, nil
+}
+
+// batch is the state of one SendDocuments.
+type batch struct {
+	s       LotSender
+	cfg     BatchConfig
+	gates   []*batchGate
+	docs    map[int64]*batchDoc
+	results []DocResult
+}
+
+// batchDoc is what a batch remembers of one document.
+type batchDoc struct {
+	notQueued int    // lots of it that drew 0301
+	races     int    // claim races lost while it stayed sendable
+	code, msg string // SIFEN's last 0301 about it
+}
+
+// batchLot is a lot waiting to go.
+type batchLot struct {
+	ids []int64
+	// start is when the lot became its RUC's next (zero: not yet): its
+	// documents' waits count from it.
+	start  time.Time
+	tooBig int // documents of its group left out by size
+}
+
+// batchGate is one (env, RUC): its lots in order, and when it may go.
+type batchGate struct {
+	lots    []*batchLot
+	readyAt time.Time // the next lot is not tried before (the refusal's wait)
+	refusal *Blocked  // the refusal that set readyAt
+	// watch are documents another send holds, read again at watchAt;
+	// watchSince is when the first was seen.
+	watch               []int64
+	watchAt, watchSince time.Time
+}
+
+func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) *batch {
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultBatchMaxWait
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = throttle.SystemClock
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepTimer
+	}
+	b := &batch{s: s, cfg: cfg, docs: make(map[int64]*batchDoc)}
+	type gateKey struct {
+		env Env
+		ruc string
+	}
+	byID := make(map[int64]Document, len(docs))
+	unique := make([]Document, 0, len(docs))
+	for _, d := range docs {
+		if _, twice := byID[d.ID]; !twice {
+			byID[d.ID] = d
+			unique = append(unique, d)
+		}
+	}
+	index := make(map[gateKey]*batchGate)
+	for _, ids := range b.lots(ctx, unique) {
+		d := byID[ids[0]]
+		k := gateKey{d.Env, d.RUC.Number}
+		g, ok := index[k]
+		if !ok {
+			g = &batchGate{}
+			index[k] = g
+			b.gates = append(b.gates, g)
+		}
+		g.lots = append(g.lots, &batchLot{ids: ids})
+		for _, id := range ids {
+			if b.docs[id] == nil {
+				b.docs[id] = &batchDoc{}
+			}
+		}
+	}
+	return b
+}
+
+// lots groups docs (GroupLots), ordered by their first document. A lot
+// SIFEN answered 0301 is never built again as it was (decision 0046): when
+// a lot's documents are all in error after the same 0301 and would form
+// that very lot again (the same LotHash), it goes in two halves, and its
+// documents count that 0301.
+func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
+	byID := make(map[int64]Document, len(docs))
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	var lots [][]int64
+	for _, ids := range GroupLots(docs) {
+		if !b.drewNotQueued(ctx, ids, byID) {
+			lots = append(lots, ids)
+			continue
+		}
+		for _, id := range ids {
+			b.docs[id] = &batchDoc{notQueued: 1, code: CodeLotNotQueued}
+		}
+		if len(ids) == 1 {
+			lots = append(lots, ids)
+			continue
+		}
+		lots = append(lots, ids[:len(ids)/2], ids[len(ids)/2:])
+	}
+	slices.SortStableFunc(lots, func(x, y []int64) int { return cmp.Compare(x[0], y[0]) })
+	return lots
+}
+
+// drewNotQueued reports whether ids are the very lot that drew a 0301:
+// every document in error with ResponseCode 0301 and one LotHash, the
+// hash of the lot they make (read with their XML). When in doubt (a read
+// fails), it says yes: splitting costs one interval, a second 0301 a longer
+// block.
+func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]Document) bool {
+	hash := byID[ids[0]].LotHash
+	for _, id := range ids {
+		d := byID[id]
+		if d.Status != StatusError || d.ResponseCode != CodeLotNotQueued || d.LotHash == "" || d.LotHash != hash {
+			return false
+		}
+	}
+	var lot Lote
+	for _, id := range ids {
+		d, err := b.s.Get(ctx, id)
+		if err != nil {
+			return true
+		}
+		de, err := storedDE(d)
+		if err != nil {
+			return true
+		}
+		lot.DEs = append(lot.DEs, de)
+	}
+	packed, err := lot.Pack()
+	return err != nil || packed.Hash == hash
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *batch) now() time.Time { return b.cfg.Clock() }
+
+func (b *batch) emit(e Event) {
+	if b.cfg.Progress != nil {
+		b.cfg.Progress(e)
+	}
+}
+
+func (b *batch) pending() bool {
+	for _, g := range b.gates {
+		if len(g.lots) > 0 || len(g.watch) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// next is when g has something to do: its next lot's readyAt, or watchAt.
+func (g *batchGate) next() time.Time {
+	var at time.Time
+	if len(g.lots) > 0 {
+		at = g.readyAt
+	}
+	if len(g.watch) > 0 && (len(g.lots) == 0 || g.watchAt.Before(at)) {
+		at = g.watchAt
+	}
+	return at
+}
+
+func (g *batchGate) due(now time.Time) bool {
+	return (len(g.lots) > 0 || len(g.watch) > 0) && !now.Before(g.next())
+}
+
+func (g *batchGate) headIDs() []int64 {
+	if len(g.lots) > 0 {
+		return g.lots[0].ids
+	}
+	return g.watch
+}
+
+// soonest is the gate with something left that is due first.
+func (b *batch) soonest() *batchGate {
+	var first *batchGate
+	for _, g := range b.gates {
+		if len(g.lots) == 0 && len(g.watch) == 0 {
+			continue
+		}
+		if first == nil || g.next().Before(first.next()) {
+			first = g
+		}
+	}
+	return first
+}
+
+// step does g's due work: reads its watched documents again, then tries
+// its next lot.
+func (b *batch) step(ctx context.Context, g *batchGate) error {
+	if len(g.watch) > 0 && !b.now().Before(g.watchAt) {
+		if err := b.recheck(ctx, g); err != nil {
+			return err
+		}
+	}
+	if len(g.lots) == 0 || b.now().Before(g.readyAt) {
+		return nil
+	}
+	return b.try(ctx, g)
+}
+
+// report records one result per id and tells the caller.
+func (b *batch) report(ids []int64, r DocResult) {
+	for _, id := range ids {
+		r := r
+		r.DocumentID = id
+		if d := b.docs[id]; d != nil && r.Code == "" && r.Result != BatchSent {
+			r.Code = d.code // a blocked or failed document whose lot drew 0301 says so
+		}
+		b.results = append(b.results, r)
+		b.emit(Event{Kind: EventResult, IDs: []int64{id}, Result: &b.results[len(b.results)-1]})
+	}
+}
+
+// pop removes g's next lot; the one after it becomes the next.
+func (g *batchGate) pop() { g.lots = g.lots[1:] }
+
+// pushFront queues lots before g's next ones.
+func (g *batchGate) pushFront(lots ...*batchLot) {
+	g.lots = append(slices.Clip(lots), g.lots...)
+}
+
+// try sends g's next lot and decides what becomes of its documents.
+func (b *batch) try(ctx context.Context, g *batchGate) error {
+	lot := g.lots[0]
+	at := b.now()
+	if lot.start.IsZero() {
+		lot.start = at
+	}
+	// Once started, a send completes whatever happens to ctx: Ctrl-C stops
+	// the batch after this lot, never half-way through it.
+	out, err := b.s.Send(context.WithoutCancel(ctx), lot.ids...)
+	switch {
+	case errors.Is(err, ErrLotTooBig) && len(lot.ids) > 1:
+		// Send refused it before taking anything: the longest prefix that
+		// fits goes first, the rest is the RUC's next lot.
+		n, ferr := b.s.FitLot(ctx, lot.ids)
+		if ferr != nil {
+			b.report(lot.ids, DocResult{Result: BatchFailed, Message: ferr.Error(), Err: ferr})
+			g.pop()
+			return storeFailure(ferr)
+		}
+		if n <= 0 {
+			n = 1 // the first alone is too big: its own send says so
+		}
+		if n >= len(lot.ids) {
+			n = len(lot.ids) / 2 // FitLot and Send disagree: halves
+		}
+		g.pop()
+		g.pushFront(&batchLot{ids: lot.ids[:n], start: lot.start, tooBig: len(lot.ids) - n + lot.tooBig},
+			&batchLot{ids: lot.ids[n:]})
+		return nil
+	case errors.Is(err, ErrNotSendable), errors.Is(err, ErrLotAlreadySent):
+		g.pop()
+		return b.raced(ctx, g, lot)
+	case err != nil:
+		b.report(lot.ids, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
+		g.pop()
+		return storeFailure(err)
+	}
+
+	if out.Status == OutcomeBlocked {
+		bl := refusalOf(out)
+		b.emit(Event{Kind: EventRefused, IDs: lot.ids, Outcome: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
+		if b.cfg.Wait && at.Add(bl.Wait).Sub(lot.start) <= b.cfg.MaxWait {
+			g.readyAt, g.refusal = bl.Until, bl
+			return nil
+		}
+		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, bl.Wait)
+		if b.cfg.Wait {
+			msg += fmt.Sprintf(" (beyond the longest wait %s)", b.cfg.MaxWait)
+		}
+		b.report(lot.ids, DocResult{Result: BatchBlocked, Message: msg, Outcome: &out, Blocked: bl, Wait: bl.Wait})
+		g.pop() // the next lot is tried at once: refused, it is reported with its own wait
+		return nil
+	}
+
+	g.readyAt, g.refusal = time.Time{}, nil
+	b.emit(Event{Kind: EventLotSent, IDs: lot.ids, Outcome: &out, TooBig: lot.tooBig})
+	g.pop()
+	switch {
+	case out.Status == OutcomeSent:
+		b.report(lot.ids, DocResult{Result: BatchSent, Code: out.Code, LotNumber: out.LotNumber, Message: out.Message,
+			Outcome: &out, Wait: at.Sub(lot.start)})
+	case out.Status == OutcomeNotQueued && out.Code == CodeLotNotQueued && b.cfg.Wait:
+		b.notQueued(g, lot, out)
+	case out.Status == OutcomeNotQueued:
+		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: "SIFEN did not queue the lot: " + out.Message, Outcome: &out})
+	default: // OutcomeFailed, OutcomeUnknown
+		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: out.Message, Outcome: &out})
+	}
+	return nil
+}
+
+// notQueued handles a lot SIFEN answered 0301 with waiting on: its
+// documents go back to the front of the RUC's queue, in two halves (never
+// the identical lot again), to be sent once the RUC's block is over; a
+// document whose lot drew 0301 for the second time in this run fails.
+func (b *batch) notQueued(g *batchGate, lot *batchLot, out Outcome) {
+	var again []int64
+	for _, id := range lot.ids {
+		d := b.docs[id]
+		d.notQueued++
+		d.code, d.msg = out.Code, out.Message
+		if d.notQueued >= maxNotQueued {
+			b.report([]int64{id}, DocResult{Result: BatchFailed, Code: out.Code,
+				Message: "SIFEN did not queue the lot, for the second time in this run: " + out.Message, Outcome: &out})
+			continue
+		}
+		again = append(again, id)
+	}
+	switch {
+	case len(again) > 1:
+		h := len(again) / 2
+		g.pushFront(&batchLot{ids: again[:h], start: lot.start}, &batchLot{ids: again[h:], start: lot.start})
+	case len(again) == 1:
+		g.pushFront(&batchLot{ids: again, start: lot.start})
+	}
+}
+
+// raced reads again the documents of a lot whose claim another send won
+// (or that changed since they were read): those still sendable are queued
+// again, those another send holds are watched, and only those another
+// send took are BatchSentElsewhere.
+func (b *batch) raced(ctx context.Context, g *batchGate, lot *batchLot) error {
+	var again, held []int64
+	for _, id := range lot.ids {
+		d, err := b.s.Get(ctx, id)
+		if err != nil {
+			b.report([]int64{id}, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
+			if storeFailure(err) != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case d.Status.Sendable():
+			if bd := b.docs[id]; bd.races < maxRaces {
+				bd.races++
+				again = append(again, id)
+				continue
+			}
+			b.report([]int64{id}, DocResult{Result: BatchFailed, Document: &d,
+				Message: fmt.Sprintf("document %d changed under %d sends in a row (imported again elsewhere?): not sent", id, maxRaces)})
+		case d.Status == StatusSending:
+			held = append(held, id)
+		default:
+			b.report([]int64{id}, b.elsewhere(d))
+		}
+	}
+	if len(again) > 0 {
+		g.pushFront(&batchLot{ids: again, start: lot.start})
+	}
+	if len(held) > 0 {
+		now := b.now()
+		if len(g.watch) == 0 {
+			g.watchSince = now
+		}
+		g.watch = append(g.watch, held...)
+		if !b.cfg.Wait {
+			return b.recheck(ctx, g)
+		}
+		g.watchAt = now.Add(batchWatchEvery)
+	}
+	return nil
+}
+
+// recheck reads g's watched documents again: a send that took them has
+// recorded its answer (sent elsewhere), given them back (sendable: queued
+// again), or still holds them — watched on, or blocked once the watch has
+// lasted MaxWait (at once without Wait).
+func (b *batch) recheck(ctx context.Context, g *batchGate) error {
+	now := b.now()
+	var again, held []int64
+	for _, id := range g.watch {
+		d, err := b.s.Get(ctx, id)
+		if err != nil {
+			b.report([]int64{id}, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
+			if storeFailure(err) != nil {
+				g.watch = nil
+				return err
+			}
+			continue
+		}
+		switch {
+		case d.Status.Sendable():
+			again = append(again, id)
+		case d.Status == StatusSending:
+			held = append(held, id)
+		default:
+			b.report([]int64{id}, b.elsewhere(d))
+		}
+	}
+	g.watch = nil
+	if len(again) > 0 {
+		g.pushFront(&batchLot{ids: again, start: g.watchSince})
+	}
+	if len(held) > 0 {
+		if !b.cfg.Wait || now.Add(batchWatchEvery).Sub(g.watchSince) > b.cfg.MaxWait {
+			for _, id := range held {
+				d := DocResult{Result: BatchBlocked, Wait: now.Sub(g.watchSince),
+					Message: "being sent by another process, without an answer yet; a run after it answers (or after Resolve) sends it if it is still unsent"}
+				b.report([]int64{id}, d)
+			}
+			return nil
+		}
+		g.watch, g.watchAt = held, now.Add(batchWatchEvery)
+	}
+	return nil
+}
+
+// elsewhere is the result of a document another send took.
+func (b *batch) elsewhere(d Document) DocResult {
+	msg := fmt.Sprintf("sent by another process: document %d is %s", d.ID, d.Status)
+	if d.LotNumber != "" {
+		msg += " (lot " + d.LotNumber + ")"
+	}
+	return DocResult{Result: BatchSentElsewhere, Code: d.ResponseCode, LotNumber: d.LotNumber, Message: msg, Document: &d}
+}
+
+// refusalOf is the refusal of a blocked send as a wait.
+func refusalOf(out Outcome) *Blocked { return out.Blocked }
+
+// storeFailure returns err when it is a store failure (the batch stops),
+// nil otherwise.
+func storeFailure(err error) error {
+	if errors.Is(err, throttle.ErrStoreUnavailable) {
+		return err
+	}
+	return nil
+}

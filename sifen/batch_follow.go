@@ -1,0 +1,147 @@
+package sifen
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// Follower is what FollowDocuments needs: *Sender is one.
+type Follower interface {
+	// List returns documents matching a Filter (Sender.List).
+	List(ctx context.Context, f Filter) ([]Document, error)
+	// Poll queries every lot with documents still sent (Sender.Poll).
+	Poll(ctx context.Context) ([]LotOutcome, error)
+	// Get reads one document (Sender.Get).
+	Get(ctx context.Context, id int64) (Document, error)
+}
+
+var _ Follower = (*Sender)(nil)
+
+// FollowConfig configures FollowDocuments.
+type FollowConfig struct {
+	// Sleep waits d, or less when ctx ends (it then returns an error);
+	// default a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Progress, when set, is told each event: a wait about to start
+	// (EventWaiting, with Wait and IDs the documents still pending), a
+	// document's final result (EventResult, Result.Document set), a failed
+	// query of lots that does not stop the follow (EventPollFailed, Err).
+	Progress func(FollowEvent)
+}
+
+// FollowEvent is one step of FollowDocuments.
+type FollowEvent struct {
+	Kind EventKind
+	IDs  []int64
+	Wait time.Duration
+	// Document is a document that got SIFEN's result (EventResult).
+	Document *Document
+	// Err is a failed query of lots (EventPollFailed).
+	Err error
+}
+
+// EventPollFailed: querying the lots failed for a reason other than the
+// store; the follow goes on (FollowEvent.Err says why).
+const EventPollFailed EventKind = "poll_failed"
+
+// followIdle is the wait between two queries when no lot names its own.
+const followIdle = time.Second
+
+// FollowDocuments fetches SIFEN's results until every document of ids that
+// is sent, and every document of the database still sent when it starts
+// (earlier runs', another process's), has its result (approved or
+// rejected): it queries the lots (Follower.Poll, each lot as
+// SIFEN_CONSULTA_LOTE admits), tells each result, and sleeps until the
+// first lot may be queried again. It returns the documents still pending
+// and nil once none is, or ctx's error when ctx ends first (the documents
+// keep their status: serve's poller, or a later follow, goes on), or a
+// store failure.
+func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowConfig) ([]int64, error) {
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepTimer
+	}
+	emit := func(e FollowEvent) {
+		if cfg.Progress != nil {
+			cfg.Progress(e)
+		}
+	}
+	pending := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		pending[id] = true
+	}
+	for flt := (Filter{Statuses: []Status{StatusSent}, Limit: 1000}); ; {
+		docs, err := f.List(ctx, flt)
+		if ctx.Err() != nil {
+			return keys(pending), ctx.Err()
+		}
+		if err != nil {
+			return keys(pending), err
+		}
+		for _, d := range docs {
+			pending[d.ID] = true
+		}
+		if len(docs) < flt.Limit {
+			break
+		}
+		flt.BeforeID = docs[len(docs)-1].ID
+	}
+	for len(pending) > 0 {
+		out, err := f.Poll(ctx)
+		if ctx.Err() != nil {
+			return keys(pending), ctx.Err()
+		}
+		if errors.Is(err, throttle.ErrStoreUnavailable) {
+			return keys(pending), err
+		}
+		if err != nil {
+			emit(FollowEvent{Kind: EventPollFailed, Err: err})
+		}
+		for _, id := range keys(pending) {
+			d, err := f.Get(ctx, id)
+			if ctx.Err() != nil {
+				return keys(pending), ctx.Err()
+			}
+			if err != nil {
+				return keys(pending), err
+			}
+			if d.Status == StatusSent {
+				continue
+			}
+			delete(pending, id)
+			emit(FollowEvent{Kind: EventResult, IDs: []int64{id}, Document: &d})
+		}
+		if len(pending) == 0 {
+			return nil, nil
+		}
+		// Sleep until the first lot may be queried again.
+		wait := time.Duration(0)
+		for _, o := range out {
+			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
+				wait = o.Blocked.Wait
+			}
+		}
+		if wait <= 0 {
+			wait = followIdle
+		}
+		left := keys(pending)
+		emit(FollowEvent{Kind: EventWaiting, IDs: left, Wait: wait})
+		if err := cfg.Sleep(ctx, wait); err != nil {
+			return left, err
+		}
+	}
+	return nil, nil
+}
+
+// keys returns m's ids in order.
+func keys(m map[int64]bool) []int64 {
+	out := make([]int64, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -56,9 +56,9 @@ type DictConfig struct {
 // the one send path of documents, with lot polling and resolution.
 type SifenConfig struct {
 	// Transport is the application's own SIFEN client (its signed SOAP
-	// client implementing sifen.Transport's three services). Nil: a
-	// *sifen.Client for BaseURL with CertFile, KeyFile and CAFile.
-	Transport sifen.Transport
+	// client implementing sifen.SOAPServices). Nil: a *sifen.Client for
+	// BaseURL with CertFile, KeyFile and CAFile.
+	Transport sifen.SOAPServices
 	// BaseURL replaces SIFEN's official endpoints (sifen.TestURL,
 	// sifen.ProdURL); "{env}" in it becomes test or prod (the simulator's
 	// "http://127.0.0.1:8282/{env}"). "": the official endpoints.

@@ -167,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err := checkDict(cfg.Dict); err != nil {
 		return nil, &ConfigError{"Dict", err}
 	}
-	var sifenTransport sifen.Transport
+	var sifenTransport sifen.SOAPServices
 	if cfg.Sifen != nil {
 		if sifenTransport = cfg.Sifen.Transport; sifenTransport == nil {
 			client, err := NewSifenClient(*cfg.Sifen)
@@ -350,7 +350,7 @@ func (e *Engine) PolicyNames() []string {
 	for _, s := range e.catalog.Specs() {
 		names = append(names, s.Name)
 	}
-	return append(names, sifen.PolicyRecepcionLote, sifen.PolicyConsultaLote)
+	return append(names, sifen.PolicyRecepcionLote)
 }
 
 // PruneResult counts what Engine.Prune removed.

@@ -17,9 +17,9 @@ const Off time.Duration = -1
 // Defaults of Jobs.
 const (
 	// DefaultSifenPollEvery is how often Run looks for SIFEN lots whose
-	// result is due (each lot is queried only when its SIFEN_CONSULTA_LOTE
-	// key admits it, 10 min after the send, so a short period costs only
-	// local decisions).
+	// result is due (each lot is queried only when its query is due, 10
+	// min after the send, then every 10 min: a schedule of the lot, so a
+	// short period costs only one read of the lots).
 	DefaultSifenPollEvery = 30 * time.Second
 	// DefaultSifenResolveEvery is how often Run settles SIFEN documents a
 	// crashed or unanswered send left in "sending" (besides once at start).
@@ -209,7 +209,7 @@ func (e *Engine) resolveSifen(ctx context.Context) {
 func (e *Engine) reportPoll(ctx context.Context) func([]sifen.LotOutcome, error) {
 	return func(out []sifen.LotOutcome, err error) {
 		for _, o := range out {
-			if o.Blocked == nil {
+			if !o.NotDue {
 				e.logger.Info("SIFEN lot queried", slog.String("lot", o.LotNumber), slog.String("code", o.Code), slog.Int("updated", o.Updated))
 			}
 		}

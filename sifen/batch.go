@@ -15,7 +15,7 @@ import (
 // an application's wrapper of it (or a test double) may stand in.
 type LotSender interface {
 	// Send sends documents as one lot (Sender.Send).
-	Send(ctx context.Context, ids ...int64) (Outcome, error)
+	Send(ctx context.Context, ids ...int64) (LotSend, error)
 	// FitLot says how many of ids, from the first, fit in one lot message
 	// (Sender.FitLot).
 	FitLot(ctx context.Context, ids []int64) (int, error)
@@ -70,7 +70,7 @@ type BatchConfig struct {
 type EventKind string
 
 const (
-	// EventLotSent: a lot went to SIFEN (or its request failed): Outcome
+	// EventLotSent: a lot went to SIFEN (or its request failed): LotSend
 	// says how it ended; TooBig counts the documents of its group left for
 	// a later lot because the message would have exceeded
 	// MaxLotMessageBytes.
@@ -92,7 +92,7 @@ const (
 type Event struct {
 	Kind    EventKind
 	IDs     []int64
-	Outcome *Outcome
+	LotSend *LotSend
 	Blocked *Blocked
 	TooBig  int
 	Wait    time.Duration
@@ -115,7 +115,7 @@ const (
 	// sent, approved or rejected now); Document is it as read.
 	BatchSentElsewhere BatchResult = "sent_elsewhere"
 	// BatchFailed: tried without success: SIFEN did not queue its lot
-	// (Code), the request failed or had no answer (Outcome), or Send
+	// (Code), the request failed or had no answer (LotSend), or Send
 	// refused the lot with an error (Err).
 	BatchFailed BatchResult = "failed"
 )
@@ -129,9 +129,9 @@ type DocResult struct {
 	// LotNumber its dProtConsLote once queued, Message what happened in
 	// English.
 	Code, LotNumber, Message string
-	// Outcome is the last send of the document's lot (nil when none
+	// LotSend is the last send of the document's lot (nil when none
 	// reached Send's outcome).
-	Outcome *Outcome
+	LotSend *LotSend
 	// Blocked is the refusal of a blocked document (nil when it is blocked
 	// because another send holds it).
 	Blocked *Blocked
@@ -487,7 +487,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 
 	if out.Status == OutcomeBlocked {
 		bl := refusalOf(out)
-		b.emit(Event{Kind: EventRefused, IDs: lot.ids, Outcome: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
+		b.emit(Event{Kind: EventRefused, IDs: lot.ids, LotSend: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
 		if b.cfg.Wait && at.Add(bl.Wait).Sub(lot.start) <= b.cfg.MaxWait {
 			g.readyAt, g.refusal = bl.Until, bl
 			return nil
@@ -496,24 +496,24 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 		if b.cfg.Wait {
 			msg += fmt.Sprintf(" (beyond the longest wait %s)", b.cfg.MaxWait)
 		}
-		b.report(lot.ids, DocResult{Result: BatchBlocked, Message: msg, Outcome: &out, Blocked: bl, Wait: bl.Wait})
+		b.report(lot.ids, DocResult{Result: BatchBlocked, Message: msg, LotSend: &out, Blocked: bl, Wait: bl.Wait})
 		g.pop() // the next lot is tried at once: refused, it is reported with its own wait
 		return nil
 	}
 
 	g.readyAt, g.refusal = time.Time{}, nil
-	b.emit(Event{Kind: EventLotSent, IDs: lot.ids, Outcome: &out, TooBig: lot.tooBig})
+	b.emit(Event{Kind: EventLotSent, IDs: lot.ids, LotSend: &out, TooBig: lot.tooBig})
 	g.pop()
 	switch {
 	case out.Status == OutcomeSent:
 		b.report(lot.ids, DocResult{Result: BatchSent, Code: out.Code, LotNumber: out.LotNumber, Message: out.Message,
-			Outcome: &out, Wait: at.Sub(lot.start)})
+			LotSend: &out, Wait: at.Sub(lot.start)})
 	case out.Status == OutcomeNotQueued && out.Code == CodeLotNotQueued && b.cfg.Wait:
 		b.notQueued(g, lot, out)
 	case out.Status == OutcomeNotQueued:
-		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: "SIFEN did not queue the lot: " + out.Message, Outcome: &out})
+		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: "SIFEN did not queue the lot: " + out.Message, LotSend: &out})
 	default: // OutcomeFailed, OutcomeUnknown
-		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: out.Message, Outcome: &out})
+		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: out.Message, LotSend: &out})
 	}
 	return nil
 }
@@ -522,7 +522,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 // documents go back to the front of the RUC's queue, in two halves (never
 // the identical lot again), to be sent once the RUC's block is over; a
 // document whose lot drew 0301 for the second time in this run fails.
-func (b *batch) notQueued(g *batchGate, lot *batchLot, out Outcome) {
+func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 	var again []int64
 	for _, id := range lot.ids {
 		d := b.docs[id]
@@ -530,7 +530,7 @@ func (b *batch) notQueued(g *batchGate, lot *batchLot, out Outcome) {
 		d.code, d.msg = out.Code, out.Message
 		if d.notQueued >= maxNotQueued {
 			b.report([]int64{id}, DocResult{Result: BatchFailed, Code: out.Code,
-				Message: "SIFEN did not queue the lot, for the second time in this run: " + out.Message, Outcome: &out})
+				Message: "SIFEN did not queue the lot, for the second time in this run: " + out.Message, LotSend: &out})
 			continue
 		}
 		again = append(again, id)
@@ -645,7 +645,7 @@ func (b *batch) elsewhere(d Document) DocResult {
 }
 
 // refusalOf is the refusal of a blocked send as a wait.
-func refusalOf(out Outcome) *Blocked { return out.Blocked }
+func refusalOf(out LotSend) *Blocked { return out.Blocked() }
 
 // storeFailure returns err when it is a store failure (the batch stops),
 // nil otherwise.

@@ -55,7 +55,7 @@ const followIdle = time.Second
 // is sent, and every document of the database still sent when it starts
 // (earlier runs', another process's), has its result (approved or
 // rejected): it queries the lots (Follower.Poll, each lot as
-// SIFEN_CONSULTA_LOTE admits), tells each result, and sleeps until the
+// its schedule says it is due), tells each result, and sleeps until the
 // first lot may be queried again. It returns the documents still pending
 // and nil once none is, or ctx's error when ctx ends first (the documents
 // keep their status: serve's poller, or a later follow, goes on), or a
@@ -120,8 +120,8 @@ func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowCon
 		// Sleep until the first lot may be queried again.
 		wait := time.Duration(0)
 		for _, o := range out {
-			if o.Blocked != nil && (wait == 0 || o.Blocked.Wait < wait) {
-				wait = o.Blocked.Wait
+			if o.NotDue && (wait == 0 || o.Wait < wait) {
+				wait = o.Wait
 			}
 		}
 		if wait <= 0 {

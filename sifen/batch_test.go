@@ -111,7 +111,7 @@ func TestSendDocumentsRUCsAreIndependentGates(t *testing.T) {
 	results, err := sifen.SendDocuments(ctx, w.sender, w.documents(t, append(append([]int64{}, a...), b...)), sifen.BatchConfig{
 		Wait: true, MaxWait: 15 * time.Minute, Clock: w.clock.Now, Sleep: w.sleepOn(&slept),
 		Progress: func(e sifen.Event) {
-			if e.Kind == sifen.EventLotSent && e.Outcome.RUC.Number == "88888801" {
+			if e.Kind == sifen.EventLotSent && e.LotSend.RUC.Number == "88888801" {
 				sentAt = append(sentAt, w.clock.Now().Sub(start))
 			}
 		},
@@ -238,7 +238,7 @@ type raceFirst struct {
 	once   sync.Once
 }
 
-func (r *raceFirst) Send(ctx context.Context, ids ...int64) (sifen.Outcome, error) {
+func (r *raceFirst) Send(ctx context.Context, ids ...int64) (sifen.LotSend, error) {
 	r.once.Do(r.before)
 	return r.LotSender.Send(ctx, ids...)
 }

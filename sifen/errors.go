@@ -7,7 +7,7 @@ import (
 
 // Errors of the package. Each means bad input or a state that forbids the
 // operation: nothing was throttled and nothing was sent. A throttle refusal
-// is not an error (see Outcome); neither is an answer from SIFEN.
+// is not an error (see LotSend); neither is an answer from SIFEN.
 var (
 	// ErrInvalidEnv: an environment other than "test" or "prod".
 	ErrInvalidEnv = errors.New("sifen: invalid environment")

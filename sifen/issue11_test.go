@@ -76,7 +76,7 @@ func TestNoLotWhileAnotherIsOnTheWire(t *testing.T) {
 	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{AfterRecepcion: hold, Processing: time.Hour}})
 	ctx := context.Background()
 	ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File(), sifentest.Doc{Number: 2}.File())
-	done := make(chan sifen.Outcome, 1)
+	done := make(chan sifen.LotSend, 1)
 	go func() {
 		out, _ := w.sender.Send(ctx, ids[0])
 		done <- out
@@ -252,7 +252,7 @@ func TestRunPollFetchesLotResults(t *testing.T) {
 	}()
 	select {
 	case o := <-polled:
-		require.NotNil(t, o[0].Blocked, "the first query waits 10 minutes")
+		require.True(t, o[0].NotDue, "the first query waits 10 minutes")
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunPoll never polled")
 	}
@@ -315,7 +315,7 @@ func TestLotUnknownIsNotDefinitive(t *testing.T) {
 		w.clock.Advance(st.advance)
 		lo, err := poller.QueryLot(ctx, sifen.EnvTest, out.LotNumber)
 		require.NoError(t, err, st.name)
-		require.Nil(t, lo.Blocked, st.name)
+		require.False(t, lo.NotDue, st.name)
 		require.Equal(t, sifen.CodeLotUnknown, lo.Code, st.name)
 		d := w.doc(t, ids[0])
 		require.Equal(t, st.wantStatus, d.Status, st.name)

@@ -7,37 +7,39 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// OutcomeStatus says how a send ended. Every status but OutcomeUnknown
-// leaves the documents in a state that says so; see each constant.
-type OutcomeStatus string
+// LotSendStatus says how the send of one lot ended. Every status but
+// OutcomeUnknown leaves the documents in a state that says so; see each
+// constant.
+type LotSendStatus string
 
 const (
 	// OutcomeSent: SIFEN queued the lot (0300). The documents are "sent"
-	// and Outcome.LotNumber is set.
-	OutcomeSent OutcomeStatus = "sent"
+	// and LotSend.LotNumber is set.
+	OutcomeSent LotSendStatus = "sent"
 	// OutcomeNotQueued: SIFEN answered without queuing the lot (0301 or
 	// another code, or a SOAP fault). The documents are "error" and may be
-	// sent again; after a 0301 the RUC is blocked locally for
-	// SenderConfig.RemoteBlock.
-	OutcomeNotQueued OutcomeStatus = "not_queued"
-	// OutcomeBlocked: the throttle refused the send; nothing left. The
-	// documents are "error" with the wait in their message and RetryAt, and
-	// Outcome.Blocked has the reason and the exact wait. It is the seed's
-	// "ThrottleBlocked" with "wait_seconds".
-	OutcomeBlocked OutcomeStatus = "blocked"
+	// sent again; after a 0301 the RUC is blocked locally, longer for each
+	// 0301 in a row.
+	OutcomeNotQueued LotSendStatus = "not_queued"
+	// OutcomeBlocked: the RUC's gate (its SIFEN_RECEPCION_LOTE bucket)
+	// refused the send; nothing left. The documents keep their status, with
+	// the wait in their message and RetryAt, and LotSend.Decision has the
+	// reason and the exact wait. It is the seed's "ThrottleBlocked" with
+	// "wait_seconds".
+	OutcomeBlocked LotSendStatus = "blocked"
 	// OutcomeFailed: the request never reached SIFEN (the connection could
 	// not be made). The documents are "error" and may be sent again.
-	OutcomeFailed OutcomeStatus = "failed"
+	OutcomeFailed LotSendStatus = "failed"
 	// OutcomeUnknown: the request may have reached SIFEN but no answer came
 	// back. The documents stay "sending" until Sender.Resolve asks SIFEN
 	// what it has; they cannot be sent again before that.
-	OutcomeUnknown OutcomeStatus = "unknown"
+	OutcomeUnknown LotSendStatus = "unknown"
 )
 
-// Outcome is the result of Sender.Send. A refusal by the throttle is an
-// Outcome (OutcomeBlocked), not an error.
-type Outcome struct {
-	Status OutcomeStatus
+// LotSend is how the send of one lot ended: the result of Sender.Send. A
+// refusal by the RUC's gate is a LotSend (OutcomeBlocked), not an error.
+type LotSend struct {
+	Status LotSendStatus
 	// DocumentIDs are the documents of the lot, in id order.
 	DocumentIDs []int64
 	Env         Env
@@ -51,21 +53,30 @@ type Outcome struct {
 	LotNumber string
 	// ProcessedAt is SIFEN's dFecProc (zero when absent).
 	ProcessedAt time.Time
-	// Blocked is set when Status is OutcomeBlocked, and Decision is the
-	// refusal itself (docs/decisions/0010: a refusal is a value carrying
-	// the Decision). A refusal by the RUC's gate (the interval since the
-	// previous lot's answer, a lot still on the wire, a block after 0301)
-	// is a Decision with ReasonCooldown or ReasonBlocked on RecepcionKey.
-	Blocked  *Blocked
-	Decision *throttle.Decision
+	// Decision is the refusal when Status is OutcomeBlocked (nil
+	// otherwise): ReasonCooldown or ReasonBlocked on RecepcionKey, with
+	// the exact RetryAfter (docs/decisions/0010: a refusal is a value
+	// carrying the Decision). DecidedAt is when it was decided.
+	Decision  *throttle.Decision
+	DecidedAt time.Time
 }
 
-// Blocked is a throttle refusal: why, for how long, and which bucket.
+// Blocked is the refusal in Decision as a wait that ends at an instant, or
+// nil when the send was not refused.
+func (o LotSend) Blocked() *Blocked {
+	if o.Decision == nil || o.Decision.Allowed {
+		return nil
+	}
+	return newBlocked(*o.Decision, o.DecidedAt)
+}
+
+// Blocked is a refusal seen as a wait: why, for how long, until when, and
+// which bucket. It is derived from a throttle.Decision (LotSend.Blocked).
 type Blocked struct {
-	// Reason is throttle.ReasonCooldown (the minimum interval since the
-	// RUC's last lot), throttle.ReasonEmpty (the per-minute cap) or
-	// throttle.ReasonBlocked (SIFEN blocked the RUC, or the lot's first
-	// query is not due yet).
+	// Reason is throttle.ReasonCooldown (the interval since the answer to
+	// the RUC's last lot, or a lot of it still on the wire),
+	// throttle.ReasonEmpty (the per-minute cap) or throttle.ReasonBlocked
+	// (the local block after SIFEN's 0301).
 	Reason throttle.Reason
 	// Wait is the exact time until the same send would be admitted.
 	Wait time.Duration
@@ -94,10 +105,15 @@ func newBlocked(d throttle.Decision, now time.Time) *Blocked {
 type LotOutcome struct {
 	Env       Env
 	LotNumber string
-	// Blocked and Decision are set when the throttle refused the query
-	// (nothing was asked).
-	Blocked  *Blocked
-	Decision *throttle.Decision
+	// NotDue is set when the lot's next query is not due yet (NextQueryAt
+	// is in the future): nothing was asked. A lot's queries are a schedule
+	// (ConsultaInterval after the send, then after each query), not a
+	// limit: waiting for it is no refusal.
+	NotDue bool
+	// NextQueryAt is when the lot is to be queried next, and Wait, when
+	// NotDue, the time from now until then.
+	NextQueryAt time.Time
+	Wait        time.Duration
 	// Code and Message are SIFEN's dCodResLot and dMsgResLot.
 	Code, Message string
 	// Results are the per-DE results of a processed lot (CodeLotDone).

@@ -7,32 +7,25 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// The names of SIFEN's throttle policies.
-const (
-	// PolicyRecepcionLote throttles siRecepLoteDE per (RUC, environment):
-	// the key's Identifier is the RUC number without check digit, its Env
-	// "test" or "prod" (see RecepcionKey).
-	PolicyRecepcionLote = "SIFEN_RECEPCION_LOTE"
-	// PolicyConsultaLote throttles siResultLoteDE per lot: the Identifier is
-	// the lot number (dProtConsLote), the Env the lot's environment (see
-	// ConsultaKey).
-	PolicyConsultaLote = "SIFEN_CONSULTA_LOTE"
-)
+// PolicyRecepcionLote, SIFEN's throttle policy, is the gate of
+// siRecepLoteDE per (RUC, environment): the key's Identifier is the RUC
+// number without check digit, its Env "test" or "prod" (see RecepcionKey).
+// Its bucket is the RUC's one state (docs/decisions/0050). A lot's result
+// queries (siConsLoteDE) are a schedule of the lot, not a policy.
+const PolicyRecepcionLote = "SIFEN_RECEPCION_LOTE"
 
-// Defaults of PolicyConfig.
 const (
 	// DefaultInterval is the least time between two lots of one RUC in one
 	// environment (SIFEN_THROTTLE_SECONDS).
 	DefaultInterval = 10 * time.Second
 	// DefaultConsultaInterval is the least time between two queries of one
 	// lot, and between a lot's send and its first query (DNIT's developer
-	// guide, 2024).
+	// guide, 2024): SenderConfig.ConsultaInterval.
 	DefaultConsultaInterval = 10 * time.Minute
 )
 
 // PolicyConfig sets SIFEN's throttle. The zero value is the default: 10 s
-// between lots of one RUC in either environment, no per-minute cap, 10 min
-// between queries of one lot.
+// between lots of one RUC in either environment, no per-minute cap.
 type PolicyConfig struct {
 	// Interval is the least time between two lots of one RUC in one
 	// environment. Zero means DefaultInterval; there is no way to turn the
@@ -45,15 +38,12 @@ type PolicyConfig struct {
 	// environment to that many in any window of one minute (at most
 	// throttle.MaxRollingCapacity).
 	PerMinute int64
-	// ConsultaInterval is the least time between two queries of one lot and
-	// from a lot's send to its first query. Zero means DefaultConsultaInterval.
-	ConsultaInterval time.Duration
 }
 
 // Validate reports a negative interval, an unknown environment or a
 // per-minute cap out of range (errors wrap throttle.ErrInvalidPolicy).
 func (c PolicyConfig) Validate() error {
-	if c.Interval < 0 || c.ConsultaInterval < 0 {
+	if c.Interval < 0 {
 		return fmt.Errorf("%w: sifen: negative interval", throttle.ErrInvalidPolicy)
 	}
 	for env, d := range c.EnvInterval {
@@ -80,14 +70,6 @@ func (c PolicyConfig) IntervalFor(env Env) time.Duration {
 		return c.Interval
 	}
 	return DefaultInterval
-}
-
-// consultaInterval returns ConsultaInterval or its default.
-func (c PolicyConfig) consultaInterval() time.Duration {
-	if c.ConsultaInterval > 0 {
-		return c.ConsultaInterval
-	}
-	return DefaultConsultaInterval
 }
 
 // RecepcionPolicy returns the policy of lots of one RUC in env:
@@ -119,23 +101,6 @@ func (c PolicyConfig) RecepcionPolicy(env Env) throttle.Policy {
 	return p
 }
 
-// ConsultaPolicy returns the policy of queries of one lot: one query per
-// ConsultaInterval (a one-token bucket refilled in that time, and the same
-// cooldown). The wait before the first query is not in the policy: Sender
-// blocks the lot's key for ConsultaInterval (throttle.Limiter.Sync) right
-// after SIFEN accepts the lot.
-func (c PolicyConfig) ConsultaPolicy() throttle.Policy {
-	d := c.consultaInterval()
-	return throttle.Policy{
-		Name:         PolicyConsultaLote,
-		Capacity:     1,
-		RefillTokens: 1,
-		RefillPeriod: d,
-		Refill:       throttle.RefillContinuous,
-		MinInterval:  d,
-	}
-}
-
 // Resolver resolves SIFEN's policies for the throttle engine. Build it with
 // NewResolver; combine it with other resolvers with throttle.Resolvers.
 type Resolver struct {
@@ -157,23 +122,14 @@ func (r *Resolver) Config() PolicyConfig { return r.cfg }
 
 // Resolve implements throttle.Resolver. A key of another policy is
 // throttle.ErrUnknownPolicy; a SIFEN key with an environment other than
-// test or prod, a malformed RUC or a malformed lot number is
-// throttle.ErrInvalidKey.
+// test or prod or a malformed RUC is throttle.ErrInvalidKey.
 func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
-	switch key.Policy {
-	case PolicyRecepcionLote, PolicyConsultaLote:
-	default:
+	if key.Policy != PolicyRecepcionLote {
 		return throttle.Policy{}, fmt.Errorf("%w: %q", throttle.ErrUnknownPolicy, key.Policy)
 	}
 	env := Env(key.Env)
 	if err := env.Validate(); err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
-	}
-	if key.Policy == PolicyConsultaLote {
-		if err := ValidateLotNumber(key.Identifier); err != nil {
-			return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
-		}
-		return r.cfg.ConsultaPolicy(), nil
 	}
 	if err := ValidateRUCNumber(key.Identifier); err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
@@ -184,11 +140,6 @@ func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
 // RecepcionKey is the throttle key of lots of ruc in env.
 func RecepcionKey(env Env, ruc RUC) throttle.Key {
 	return throttle.Key{Policy: PolicyRecepcionLote, Env: string(env), Identifier: ruc.Number}
-}
-
-// ConsultaKey is the throttle key of queries of a lot in env.
-func ConsultaKey(env Env, lotNumber string) throttle.Key {
-	return throttle.Key{Policy: PolicyConsultaLote, Env: string(env), Identifier: lotNumber}
 }
 
 // ValidateLotNumber checks a lot number (dProtConsLote): 1 to 20 digits,

@@ -84,20 +84,6 @@ func TestRecepcionPolicyEnvOverrideAndPerMinute(t *testing.T) {
 	})
 }
 
-func TestConsultaPolicy(t *testing.T) {
-	l, clock := newPolicyLimiter(t, sifen.PolicyConfig{})
-	key := sifen.ConsultaKey(sifen.EnvTest, "10000000000000001")
-	// What Sender does after SIFEN queues a lot.
-	_, err := l.Sync(context.Background(), throttle.SyncTarget{Key: key, Tokens: throttle.MaxTokens, BlockFor: sifen.DefaultConsultaInterval})
-	require.NoError(t, err)
-	run(t, l, clock, []step{
-		{at: time.Minute, key: key, wantReason: throttle.ReasonBlocked, wantWait: 9 * time.Minute},
-		{at: 10 * time.Minute, key: key, wantAllowed: true},
-		{at: 15 * time.Minute, key: key, wantReason: throttle.ReasonCooldown, wantWait: 5 * time.Minute},
-		{at: 20 * time.Minute, key: key, wantAllowed: true},
-	})
-}
-
 func TestResolver(t *testing.T) {
 	r, err := sifen.NewResolver(sifen.PolicyConfig{})
 	require.NoError(t, err)
@@ -114,7 +100,7 @@ func TestResolver(t *testing.T) {
 		{"ErrUnknownPolicy", throttle.Key{Policy: "OTHER", Env: "test", Identifier: "80069563"}, throttle.ErrUnknownPolicy},
 		{"ErrInvalidKeyEnv", throttle.Key{Policy: sifen.PolicyRecepcionLote, Env: "homolog", Identifier: "80069563"}, sifen.ErrInvalidEnv},
 		{"ErrInvalidKeyRUC", throttle.Key{Policy: sifen.PolicyRecepcionLote, Env: "test", Identifier: "8006-9563"}, throttle.ErrInvalidKey},
-		{"ErrInvalidKeyLot", throttle.Key{Policy: sifen.PolicyConsultaLote, Env: "test", Identifier: "12a"}, sifen.ErrInvalidLotNumber},
+		{"ErrUnknownPolicyLotQueries", throttle.Key{Policy: "SIFEN_CONSULTA_LOTE", Env: "test", Identifier: "10000000000000001"}, throttle.ErrUnknownPolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.Resolve(tc.key)

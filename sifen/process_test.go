@@ -44,7 +44,7 @@ const (
 // childResult is what a child prints for each Send, on a line "RESULT {json}".
 type childResult struct {
 	ID     int64               `json:"id"`
-	Status sifen.OutcomeStatus `json:"status"`
+	Status sifen.LotSendStatus `json:"status"`
 	Reason string              `json:"reason"`
 	Wait   time.Duration       `json:"wait"`
 	Err    string              `json:"err"`
@@ -72,8 +72,8 @@ func TestHelperProcess(t *testing.T) {
 		require.NoError(t, err)
 		out, err := sender.Send(context.Background(), id)
 		r := childResult{ID: id, Status: out.Status, RUC: out.RUC.Number}
-		if out.Blocked != nil {
-			r.Reason, r.Wait = out.Blocked.Reason.String(), out.Blocked.Wait
+		if out.Blocked() != nil {
+			r.Reason, r.Wait = out.Blocked().Reason.String(), out.Blocked().Wait
 		}
 		if err != nil {
 			r.Err = err.Error()

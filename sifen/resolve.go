@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // Resolve settles the documents a crashed or unanswered send left in
@@ -66,7 +64,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 			errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, r.ID, resp.Code, resp.Message))
 			continue
 		}
-		n, err := s.docs.Release(ctx, Release{IDs: []int64{r.ID}, Token: r.Claim, Env: r.Env, Hash: r.LotHash, RUC: r.RUC.Number, St: st, Now: now})
+		n, err := s.docs.Release(ctx, Release{IDs: []int64{r.ID}, Token: r.Claim, Env: r.Env, Hash: r.LotHash, St: st, Now: now})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -80,10 +78,13 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 	return out, errors.Join(errs...)
 }
 
-// QueryLot asks SIFEN for the result of a lot (siConsLoteDE), throttled
-// by SIFEN_CONSULTA_LOTE: a refused query is a LotOutcome with Blocked set
-// (the first query is due ConsultaInterval after the send, and each next
-// one ConsultaInterval after the previous). A processed lot (0362) moves its
+// QueryLot asks SIFEN for the result of a lot (siConsLoteDE) when its
+// query is due: DNIT asks for the first query no earlier than
+// ConsultaInterval after the send, and as long between queries. That is a
+// schedule, data of the lot (LotRef.NextQueryAt), not a limit: a query not
+// due yet is a LotOutcome with NotDue and NextQueryAt, nothing asked, no
+// refusal counted. A query made moves the schedule on by ConsultaInterval.
+// A processed lot (0362) moves its
 // documents from "sent" to approved (Result says whether with observations,
 // AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages). A
 // lot SIFEN does not know (0360) or no longer answers for (0364) is settled
@@ -95,8 +96,8 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 // with a message, and its lot is queried again (docs/decisions/0012). A lot
 // in processing (0361) changes nothing.
 //
-// Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the Transport,
-// throttle.ErrStoreUnavailable.
+// Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the
+// SOAPServices, throttle.ErrStoreUnavailable.
 func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOutcome, error) {
 	if err := env.Validate(); err != nil {
 		return LotOutcome{}, err
@@ -104,14 +105,53 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	if err := ValidateLotNumber(lotNumber); err != nil {
 		return LotOutcome{}, err
 	}
-	out := LotOutcome{Env: env, LotNumber: lotNumber}
-	d, err := s.limiter.Take(ctx, "lot:"+lotNumber, throttle.Charge{Key: ConsultaKey(env, lotNumber), Cost: 1})
+	lots, err := s.docs.SentLots(ctx)
 	if err != nil {
-		return out, fmt.Errorf("sifen: query lot %s: %w", lotNumber, err)
+		return LotOutcome{}, err
 	}
-	if !d.Allowed {
-		out.Blocked, out.Decision = newBlocked(d, s.clock()), &d
+	for _, l := range lots {
+		if l.Env == env && l.LotNumber == lotNumber {
+			return s.queryLot(ctx, l)
+		}
+	}
+	// No document of it waits for its result: ask anyway (nothing is due
+	// or scheduled for such a lot).
+	return s.queryLot(ctx, LotRef{Env: env, LotNumber: lotNumber})
+}
+
+// Lots returns the lots that have documents waiting for their result, with
+// when each is to be queried next (NextQueryAt, see NextQuery), for the
+// pages.
+func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
+	lots, err := s.docs.SentLots(ctx)
+	for i := range lots {
+		lots[i].NextQueryAt = s.NextQuery(lots[i])
+	}
+	return lots, err
+}
+
+// NextQuery is when the lot l is to be queried: its stored schedule, or
+// ConsultaInterval after its send when it has none (a lot queued before
+// the schedule was stored).
+func (s *Sender) NextQuery(l LotRef) time.Time {
+	if !l.NextQueryAt.IsZero() || l.SentAt.IsZero() {
+		return l.NextQueryAt
+	}
+	return l.SentAt.Add(s.consultaInterval())
+}
+
+// queryLot queries l when due (see QueryLot).
+func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
+	env, lotNumber := l.Env, l.LotNumber
+	out := LotOutcome{Env: env, LotNumber: lotNumber, NextQueryAt: s.NextQuery(l)}
+	now := s.clock()
+	if out.NextQueryAt.After(now) {
+		out.NotDue, out.Wait = true, out.NextQueryAt.Sub(now)
 		return out, nil
+	}
+	out.NextQueryAt = now.Add(s.consultaInterval())
+	if err := s.docs.ScheduleLot(ctx, env, lotNumber, out.NextQueryAt); err != nil {
+		return out, fmt.Errorf("sifen: query lot %s: %w", lotNumber, err)
 	}
 	resp, err := s.client.ConsultaLote(ctx, env, lotNumber)
 	if err != nil {
@@ -187,10 +227,10 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	return out, nil
 }
 
-// Poll queries every lot that has documents still "sent" (QueryLot each)
-// and returns one LotOutcome per lot, including those the throttle refused
-// (not due yet). serve runs it periodically and `balde sifen-send --follow`
-// until every lot it sent has its result.
+// Poll queries every lot that has documents still "sent" and whose query
+// is due (see QueryLot), and returns one LotOutcome per lot, including
+// those not due yet (NotDue, with NextQueryAt). serve runs it periodically
+// and `balde sifen-send --follow` until every lot it sent has its result.
 func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
 	lots, err := s.docs.SentLots(ctx)
 	if err != nil {
@@ -199,7 +239,7 @@ func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
 	var out []LotOutcome
 	var errs []error
 	for _, l := range lots {
-		o, err := s.QueryLot(ctx, l.Env, l.LotNumber)
+		o, err := s.queryLot(ctx, l)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -232,8 +272,8 @@ func resultText(r DEResult) string {
 
 // RunPoll calls Poll every `every` until ctx ends, passing each pass's
 // outcomes to report (which may be nil). Lots are queried only when their
-// SIFEN_CONSULTA_LOTE key admits it (ConsultaInterval after the send, then
-// between queries), so a short period costs only local decisions.
+// query is due (ConsultaInterval after the send, then between queries), so
+// a short period costs only one read of the lots.
 func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([]LotOutcome, error)) {
 	if every <= 0 {
 		return
@@ -242,6 +282,9 @@ func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([
 	defer t.Stop()
 	for {
 		out, err := s.Poll(ctx)
+		if ctx.Err() != nil {
+			return // stopping is no failure of the pass it cut short
+		}
 		if report != nil && (len(out) > 0 || err != nil) {
 			report(out, err)
 		}

@@ -53,6 +53,10 @@ type SenderConfig struct {
 	RemoteBlock, RemoteBlockMax, BlockMemory time.Duration
 	// InFlightFor: see DefaultInFlightFor.
 	InFlightFor time.Duration
+	// ConsultaInterval is the time from a lot's send to its first result
+	// query and between two queries of it (a schedule of the lot, not a
+	// limit). Default DefaultConsultaInterval.
+	ConsultaInterval time.Duration
 	// AllowUnsigned lets DEs without a signature into the test environment
 	// (never into prod). Off by default: SIFEN rejects an unsigned DE.
 	AllowUnsigned bool
@@ -66,49 +70,54 @@ type SenderConfig struct {
 //
 // # The send protocol
 //
-// Nothing is sent twice, even when a process dies mid-send, because every
-// send goes through these steps, each one short transaction (none is held
-// across an HTTP call):
+// Nothing is sent twice, even when a process dies mid-send, and SIFEN never
+// sees two lots of a RUC closer than the interval, because every send goes
+// through these steps, each one short transaction (none is held across an
+// HTTP call):
 //
 //  1. Check (no write): the documents exist, are all in draft or error,
 //     share one environment; their XML is parsed again and the lot rules are
 //     applied (1-50 DEs, one type, one RUC, the SOAP message at most 1000 KB,
 //     fit for the environment). Bad input is an error here and nothing
 //     changes.
-//  2. Claim, in one transaction: the RUC's gate first (its state row,
-//     locked): refused while the interval since the answer to its previous
-//     lot has not passed, while another lot of it is on the wire, or while
-//     a local block after 0301 runs — a refusal is OutcomeBlocked with its
-//     Decision, the documents keep their status with the wait. Admitted,
-//     the lot is marked in flight, registered in balde_document_lots —
-//     refused if it is there already: a lot is never sent twice — and every
-//     document moves from draft/error to "sending" with a fresh claim token,
-//     each UPDATE conditional on the version read in step 1. If any
-//     document was claimed or changed meanwhile the whole claim rolls back
-//     (ErrNotSendable). A CDC is unique per environment, and a document in
-//     sending or sent cannot be claimed, so no CDC is sent again while an
-//     earlier send of it has no final result.
-//  3. Take one token from SIFEN_RECEPCION_LOTE for (env, RUC) (the ledger,
-//     the optional per-minute cap, a block synced after 0301). A refusal
-//     releases the claim (documents back to draft with the wait) and
-//     returns OutcomeBlocked.
+//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket for
+//     (env, RUC), the RUC's one state, which every view reads
+//     (docs/decisions/0050). It refuses while the interval since the answer
+//     to the RUC's previous lot has not passed, while another lot of it is
+//     on the wire, while the local block after a 0301 runs, and past the
+//     optional per-minute cap. A refusal is OutcomeBlocked with its
+//     Decision, a ledger row and a metric like every refusal; the
+//     documents keep their status, with the wait. Admitted, the take holds
+//     the RUC (Charge.HoldFor, InFlightFor at most) until step 5: no other
+//     process sends a lot of it meanwhile.
+//  3. Claim, in one transaction: the lot is registered in
+//     balde_document_lots — refused if it is there already: a lot is never
+//     sent twice — and every document moves from draft/error to "sending"
+//     with a fresh claim token, each UPDATE conditional on the version read
+//     in step 1. If any document was claimed or changed meanwhile the whole
+//     claim rolls back (ErrNotSendable) and the hold ends. A CDC is unique
+//     per environment, and a document in sending or sent cannot be claimed,
+//     so no CDC is sent again while an earlier send of it has no final
+//     result.
 //  4. Send siRecepLoteDE, with the caller's cancellation detached: once the
 //     request may have left, its answer is recorded.
-//  5. Record, conditional on the claim token, with the instant the answer
-//     arrived (or the request failed) as the RUC's last answer: 0300 →
-//     "sent" with the lot number (and the lot's first query is blocked for
-//     ConsultaInterval); any other answer → "error" (after 0301 the RUC is
-//     also blocked locally, longer for each 0301 in a row); no connection →
-//     "error"; no answer → the documents stay "sending".
+//  5. Record, at the instant the answer arrived (or the request failed):
+//     on the RUC's bucket the hold ends and the next lot waits the interval
+//     from now (after a 0301 the RUC is also blocked locally, one step
+//     longer for each 0301 in a row); then on the documents, conditional on
+//     the claim token: 0300 → "sent" with the lot number (its first result
+//     query scheduled ConsultaInterval later); any other answer → "error";
+//     no connection → "error"; no answer → the documents stay "sending".
 //
-// A process that dies between 2 and 5 leaves documents in "sending", which
-// no send can claim. Resolve asks SIFEN about each of them by CDC
-// (siConsDE) once its claim is older than ResolveAfter: found → approved;
-// not found → draft only once the claim is NotFoundAfter (48 h) old. See
-// docs/decisions/0005, 0011 and 0012.
+// A process that dies between 2 and 5 leaves the RUC held until the hold
+// expires (InFlightFor: its request is over by then) and documents in
+// "sending", which no send can claim. Resolve asks SIFEN about each of them
+// by CDC (siConsDE) once its claim is older than ResolveAfter: found →
+// approved; not found → draft only once the claim is NotFoundAfter (48 h)
+// old. See docs/decisions/0005, 0011, 0012 and 0050.
 type Sender struct {
 	docs    DocumentStore
-	client  Transport
+	client  SOAPServices
 	limiter *throttle.Limiter
 	clock   throttle.Clock
 	cfg     SenderConfig
@@ -118,7 +127,7 @@ type Sender struct {
 // NewSender returns a Sender keeping documents in docs (sifensql.New for
 // balde's database), sending with client (a *Client), and throttling with
 // limiter, whose resolver must know SIFEN's policies (NewResolver).
-func NewSender(docs DocumentStore, client Transport, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
+func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
 	if docs == nil || client == nil || limiter == nil {
 		return nil, errors.New("sifen: NewSender needs a store, a client and a limiter")
 	}
@@ -146,6 +155,9 @@ func NewSender(docs DocumentStore, client Transport, limiter *throttle.Limiter, 
 	}
 	if cfg.InFlightFor <= 0 {
 		cfg.InFlightFor = DefaultInFlightFor
+	}
+	if cfg.ConsultaInterval <= 0 {
+		cfg.ConsultaInterval = DefaultConsultaInterval
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -247,8 +259,9 @@ func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, 
 }
 
 // Send sends the documents ids as one lot, following the protocol in
-// Sender's doc comment, and returns how it ended. A throttle refusal, an
-// answer from SIFEN and a failed connection are Outcomes, not errors.
+// Sender's doc comment, and returns how it ended. A refusal by the RUC's
+// gate, an answer from SIFEN and a failed connection are LotSends, not
+// errors.
 //
 // Errors (nothing was taken from the throttle and nothing sent, unless
 // said): ErrNotFound; ErrNotSendable (a document not in draft or error, or
@@ -256,16 +269,16 @@ func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, 
 // (ErrLotEmpty, ErrLotTooManyDEs, ErrLotDuplicateCDC, ErrLotMixedTypes,
 // ErrLotMixedRUC, ErrLotTooBig); ErrLotAlreadySent; a stored XML that no
 // longer parses (the errors of ParseLote); throttle.ErrStoreUnavailable
-// (when it comes from the throttle, the documents are released to "error";
-// when it comes after the send, they stay "sending" for Resolve).
-func (s *Sender) Send(ctx context.Context, ids ...int64) (Outcome, error) {
+// (from the gate: the documents go to "error", nothing sent; after the
+// send: they stay "sending" for Resolve).
+func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 	ids, err := checkIDs(ids)
 	if err != nil {
-		return Outcome{}, err
+		return LotSend{}, err
 	}
 	rows, err := s.docs.Documents(ctx, ids, true)
 	if err != nil {
-		return Outcome{}, err
+		return LotSend{}, err
 	}
 
 	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
@@ -273,89 +286,73 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (Outcome, error) {
 	var lot Lote
 	for _, r := range rows {
 		if r.Env != env {
-			return Outcome{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
+			return LotSend{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
 		}
 		if !r.Status.Sendable() {
-			return Outcome{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
+			return LotSend{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
 		}
 		de, err := storedDE(r)
 		if err != nil {
-			return Outcome{}, err
+			return LotSend{}, err
 		}
 		if err := s.fit(env, de); err != nil {
-			return Outcome{}, fmt.Errorf("document %d: %w", r.ID, err)
+			return LotSend{}, fmt.Errorf("document %d: %w", r.ID, err)
 		}
 		lot.DEs = append(lot.DEs, de)
 	}
 	packed, err := lot.Pack()
 	if err != nil {
-		return Outcome{}, err
+		return LotSend{}, err
 	}
 	ruc := lot.DEs[0].RUC
-	out := Outcome{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}
+	out := LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}
 	key := RecepcionKey(env, ruc)
 	interval := s.interval(ctx, env)
 
-	// 2. Claim, through the RUC's gate: the interval runs from the previous
-	// lot's answer, and no lot leaves while another of the RUC is on the wire.
-	claim := newClaim()
-	now := s.clock()
-	reason := throttle.ReasonCooldown
-	wait, err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: now,
-		Gate: s.admitGate(interval, claim, now, &reason)})
+	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
+	// the lot is on the wire. A refusal (the interval since the previous
+	// lot's answer, a lot still on the wire, a block after 0301) is a
+	// ledger row and a metric, like any throttle refusal.
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
 	if err != nil {
-		return Outcome{}, err
-	}
-	if wait > 0 {
-		d := throttle.Decision{Key: key, Reason: reason, RetryAfter: wait}
-		return s.refused(ctx, out, d, now)
-	}
-	// From here on the claim must be released or recorded whatever the
-	// caller does with ctx.
-	bg := context.WithoutCancel(ctx)
-	unclaim := func(st Settle) (int64, error) {
-		return s.docs.Release(bg, Release{IDs: ids, Token: claim, Env: env, Hash: packed.Hash, RUC: ruc.Number, St: st,
-			Now: s.clock(), Gate: s.leaveGate(claim)})
-	}
-
-	// 3. Throttle.
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1})
-	if err != nil {
-		msg := "not sent: throttle unavailable: " + err.Error()
-		if _, rerr := unclaim(Settle{Status: StatusError, Message: msg}); rerr != nil {
-			s.logger.Error("releasing documents after a throttle failure", slog.Any("ids", ids), slog.Any("error", rerr))
+		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
+			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
 		}
-		return Outcome{}, fmt.Errorf("sifen: send %v: %w", ids, err)
+		return LotSend{}, fmt.Errorf("sifen: send %v: %w", ids, err)
 	}
 	if !d.Allowed {
-		now := s.clock()
-		out.Status, out.Blocked, out.Decision = OutcomeBlocked, newBlocked(d, now), &d
-		out.Message = out.Blocked.Message()
-		// A refused send leaves the documents as drafts: nothing was sent.
-		if _, err := unclaim(Settle{Status: StatusDraft, Message: out.Message, RetryAt: out.Blocked.Until}); err != nil {
-			return out, err
-		}
-		s.logger.Info("lot refused by the throttle", slog.String("key", key.String()),
-			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
-		return out, nil
+		return s.refused(ctx, out, d, s.clock())
+	}
+	held := d.Buckets[0].HeldUntil
+	// From here on the hold must be ended whatever the caller does with ctx.
+	bg := context.WithoutCancel(ctx)
+
+	// 3. Claim the documents.
+	claim := newClaim()
+	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {
+		// Nothing left: the hold ends now (the take's own interval stays).
+		s.answered(bg, key, held, 0, "claim failed:"+packed.Hash[:16], false)
+		return LotSend{}, err
 	}
 
 	// 4. Send.
 	resp, sendErr := s.client.RecepcionLote(bg, env, packed.Zip)
 
 	// 5. Record.
-	return s.record(bg, out, claim, interval, resp, sendErr)
+	return s.record(bg, out, claim, held, interval, resp, sendErr)
 }
 
-// refused records a refusal that came before any claim and returns it as
-// an Outcome: the documents keep their status, with the wait.
-func (s *Sender) refused(ctx context.Context, out Outcome, d throttle.Decision, now time.Time) (Outcome, error) {
-	out.Status, out.Blocked, out.Decision = OutcomeBlocked, newBlocked(d, now), &d
-	out.Message = out.Blocked.Message()
-	if err := s.docs.Hold(ctx, out.DocumentIDs, out.Message, out.Blocked.Until, now); err != nil {
+// refused records a refusal of the RUC's gate and returns it as a LotSend:
+// the documents keep their status, with the wait.
+func (s *Sender) refused(ctx context.Context, out LotSend, d throttle.Decision, now time.Time) (LotSend, error) {
+	out.Status, out.Decision, out.DecidedAt = OutcomeBlocked, &d, now
+	b := out.Blocked()
+	out.Message = b.Message()
+	if err := s.docs.Hold(ctx, out.DocumentIDs, out.Message, b.Until, now); err != nil {
 		return out, err
 	}
-	s.logger.Info("lot held back", slog.String("key", d.Key.String()), slog.Duration("wait", d.RetryAfter))
+	s.logger.Info("lot held back", slog.String("key", d.Key.String()),
+		slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
 	return out, nil
 }
 
@@ -377,92 +374,33 @@ func (s *Sender) interval(ctx context.Context, env Env) time.Duration {
 	return d
 }
 
-// admitGate decides a claim from the RUC's state: it waits until interval
-// (or the longer interval the previous sender owed) has passed since the
-// previous lot's answer, until a lot still on the wire has its answer (or
-// is older than InFlightFor: its request is over), and until a local block
-// after a 0301 ends. Admitted, the lot is marked in flight.
-// A refusal sets *reason: ReasonBlocked for a block, else ReasonCooldown.
-func (s *Sender) admitGate(interval time.Duration, claim string, now time.Time, reason *throttle.Reason) func(RUCState) (RUCState, time.Duration) {
-	return func(st RUCState) (RUCState, time.Duration) {
-		owed := max(st.Interval, interval)
-		var wait time.Duration
-		last := st.LastAnswerAt
-		if st.InFlightClaim != "" {
-			if end := st.InFlightSince.Add(s.cfg.InFlightFor); now.Before(end) {
-				// A lot is on the wire: try again once an interval has
-				// passed; its answer will have come by then, or not.
-				wait = owed
-			} else if end.After(last) {
-				last = end
-			}
-		}
-		if !last.IsZero() {
-			wait = max(wait, last.Add(owed).Sub(now))
-		}
-		if st.BlockLevel > 0 {
-			if w := st.LastBlockAt.Add(s.blockFor(st.BlockLevel)).Sub(now); w > 0 && w >= wait {
-				wait, *reason = w, throttle.ReasonBlocked
-			}
-		}
-		if wait > 0 {
-			return st, wait
-		}
-		st.Interval, st.InFlightClaim, st.InFlightSince = interval, claim, now
-		return st, 0
+// answered records on the RUC's bucket that the request its take held
+// (until held) ended now: the hold ends and the next lot waits interval
+// from now. After a 0301 the RUC is also blocked, one RemoteBlock step
+// longer for each 0301 in a row (BlockMemory apart at most), at most
+// RemoteBlockMax. It returns the block set (zero when none). A failure is
+// logged: the hold then lasts until it expires (InFlightFor), stricter than
+// the answer.
+func (s *Sender) answered(ctx context.Context, key throttle.Key, held time.Time, interval time.Duration, ref string, notQueued bool) throttle.Adjusted {
+	t := throttle.SyncTarget{Key: key, Tokens: throttle.MaxTokens, Cooldown: interval, Hold: held, Ref: ref}
+	if notQueued {
+		t.BlockFor, t.Escalate, t.BlockMax, t.Memory = s.cfg.RemoteBlock, true, s.cfg.RemoteBlockMax, s.cfg.BlockMemory
 	}
+	out, err := s.limiter.Sync(ctx, t)
+	if err != nil {
+		s.logger.Error("recording an answer on the RUC's gate", slog.String("key", key.String()), slog.Any("error", err))
+		return throttle.Adjusted{}
+	}
+	return out[0]
 }
 
-// leaveGate clears the in-flight mark of a lot that never left (a throttle
-// refusal or failure): the previous answer still counts.
-func (s *Sender) leaveGate(claim string) func(RUCState) RUCState {
-	return func(st RUCState) RUCState {
-		if st.InFlightClaim == claim {
-			st.InFlightClaim, st.InFlightSince = "", time.Time{}
-		}
-		return st
-	}
-}
-
-// answerGate records that a lot's request ended at now (an answer arrived,
-// or it failed): the next lot waits interval from now. After a 0301 the
-// block level rises (or starts again at 1 when the previous 0301 is older
-// than BlockMemory).
-func (s *Sender) answerGate(claim string, interval time.Duration, now time.Time, code string) func(RUCState) RUCState {
-	return func(st RUCState) RUCState {
-		st = s.leaveGate(claim)(st)
-		if now.After(st.LastAnswerAt) {
-			st.LastAnswerAt = now
-		}
-		st.Interval = max(st.Interval, interval)
-		if st.BlockLevel > 0 && now.Sub(st.LastBlockAt) >= s.cfg.BlockMemory {
-			st.BlockLevel = 0
-		}
-		if code == CodeLotNotQueued {
-			st.BlockLevel++
-			st.LastBlockAt = now
-		}
-		return st
-	}
-}
-
-// blockFor is the local block after the level-th 0301 in a row:
-// RemoteBlock × level, at most RemoteBlockMax.
-func (s *Sender) blockFor(level int) time.Duration {
-	if level <= 0 {
-		return 0
-	}
-	d := s.cfg.RemoteBlock * time.Duration(level)
-	if d > s.cfg.RemoteBlockMax || d/time.Duration(level) != s.cfg.RemoteBlock {
-		return s.cfg.RemoteBlockMax
-	}
-	return d
-}
-
-// record writes the answer of a send (step 5 of the protocol).
-func (s *Sender) record(ctx context.Context, out Outcome, claim string, interval time.Duration, resp EnvioLoteResponse, sendErr error) (Outcome, error) {
+// record writes the answer of a send (step 5 of the protocol): first on the
+// RUC's gate (the interval runs from now, the instant the answer arrived or
+// the request failed), then on the documents.
+func (s *Sender) record(ctx context.Context, out LotSend, claim string, held time.Time, interval time.Duration, resp EnvioLoteResponse, sendErr error) (LotSend, error) {
 	now := s.clock()
 	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
+	key := RecepcionKey(env, out.RUC)
 	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()))
 	var st Settle
 	switch {
@@ -470,6 +408,7 @@ func (s *Sender) record(ctx context.Context, out Outcome, claim string, interval
 		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
 		st = Settle{Status: StatusError, Message: out.Message}
 		log.Warn("lot not sent", slog.Any("error", sendErr))
+		s.answered(ctx, key, held, interval, "failed:"+hash[:16], false)
 	case sendErr != nil || (resp.Code == CodeLotQueued && ValidateLotNumber(resp.LotNumber) != nil):
 		out.Status = OutcomeUnknown
 		if sendErr != nil {
@@ -480,26 +419,36 @@ func (s *Sender) record(ctx context.Context, out Outcome, claim string, interval
 		log.Error("lot sent without a usable answer", slog.String("message", out.Message))
 		// The request is over: the interval runs from now. The documents
 		// stay in sending for Resolve.
-		_, err := s.docs.Release(ctx, Release{IDs: nil, Token: claim, Env: env, Hash: hash, RUC: out.RUC.Number,
-			St: Settle{Status: StatusSending}, Now: now, Gate: s.answerGate(claim, interval, now, "")})
-		return out, errors.Join(err, s.docs.Note(ctx, ids, claim, out.Message, now))
+		s.answered(ctx, key, held, interval, "unknown:"+hash[:16], false)
+		return out, s.docs.Note(ctx, ids, claim, out.Message, now)
 	case resp.Code == CodeLotQueued:
 		out.Status = OutcomeSent
 		out.Code, out.Message, out.LotNumber = resp.Code, resp.Message, resp.LotNumber
 		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		st = Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber, Sent: true}
+		// DNIT: the first query of a lot no earlier than ConsultaInterval
+		// after it was sent. A schedule of the lot, not a limit.
+		st = Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
+			Sent: true, NextQueryAt: now.Add(s.consultaInterval())}
 		log.Info("lot queued", slog.String("lot", resp.LotNumber))
+		s.answered(ctx, key, held, interval, "lot:"+resp.LotNumber, false)
 	default:
 		out.Status = OutcomeNotQueued
 		out.Code, out.Message = resp.Code, resp.Message
 		out.ProcessedAt = parseTime(resp.ProcessedAt)
 		st = Settle{Status: StatusError, Message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, ResponseCode: resp.Code}
 		log.Warn("lot not queued", slog.String("code", resp.Code), slog.String("message", resp.Message))
+		a := s.answered(ctx, key, held, interval, resp.Code+":"+hash[:16], resp.Code == CodeLotNotQueued)
+		if resp.Code == CodeLotNotQueued {
+			// SIFEN may have blocked the RUC: do not knock again for a
+			// while, longer after each 0301 in a row.
+			block := a.BlockedFor
+			if block == 0 { // the gate could not be written: its hold stands
+				block = s.cfg.InFlightFor
+			}
+			out.Message += fmt.Sprintf(" (RUC blocked locally for %s: 0301 number %d in a row)", block, a.BlockLevel)
+		}
 	}
-	var level int
-	gate := s.answerGate(claim, interval, now, out.Code)
-	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, RUC: out.RUC.Number, St: st, Now: now,
-		Gate: func(rs RUCState) RUCState { rs = gate(rs); level = rs.BlockLevel; return rs }})
+	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, St: st, Now: now})
 	if err != nil {
 		log.Error("recording the answer of a send failed: the documents stay in sending until Resolve", slog.Any("error", err))
 		return out, err
@@ -507,39 +456,12 @@ func (s *Sender) record(ctx context.Context, out Outcome, claim string, interval
 	if int(n) != len(ids) {
 		log.Warn("some documents were settled by Resolve before their send recorded its answer", slog.Int64("recorded", n))
 	}
-
-	// What the answer means for the throttle.
-	switch {
-	case out.Status == OutcomeSent:
-		// DNIT: the first query of a lot no earlier than 10 minutes after it was sent.
-		s.sync(ctx, ConsultaKey(env, out.LotNumber), s.consultaDelay(env, out.LotNumber), "lot:"+out.LotNumber)
-	case out.Code == CodeLotNotQueued:
-		// SIFEN may have blocked the RUC: do not knock again for a while,
-		// longer after each 0301 in a row.
-		block := s.blockFor(level)
-		out.Message += fmt.Sprintf(" (RUC blocked locally for %s: 0301 number %d in a row)", block, level)
-		s.sync(ctx, RecepcionKey(env, out.RUC), block, "0301:"+hash[:16])
-	}
 	return out, nil
 }
 
-// consultaDelay is the lot's query interval, from the limiter's policy.
-func (s *Sender) consultaDelay(env Env, lotNumber string) time.Duration {
-	p, err := s.limiter.Policy(ConsultaKey(env, lotNumber))
-	if err != nil || p.MinInterval <= 0 {
-		return DefaultConsultaInterval
-	}
-	return p.MinInterval
-}
-
-// sync blocks key for d without touching its tokens; a failure is logged
-// (the send itself is recorded already).
-func (s *Sender) sync(ctx context.Context, key throttle.Key, d time.Duration, ref string) {
-	_, err := s.limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: throttle.MaxTokens, BlockFor: d, Ref: ref})
-	if err != nil {
-		s.logger.Error("blocking a throttle key", slog.String("key", key.String()), slog.Any("error", err))
-	}
-}
+// consultaInterval is the time from a lot's send to its first query, and
+// between two queries of it.
+func (s *Sender) consultaInterval() time.Duration { return s.cfg.ConsultaInterval }
 
 // fit refuses a DE that may not go to env (CheckFit).
 func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }
@@ -616,34 +538,35 @@ func newClaim() string {
 }
 
 // RUCWait says whether a lot of ruc in env would be admitted now, without
-// taking anything: the RUC's gate (the interval since its last lot's answer,
-// a lot still on the wire, a local block after 0301) and the throttle's own
-// state. A refusal is a Decision with Allowed false, its Reason and
-// RetryAfter; pages use it so that they never say "may be sent" while the
-// RUC is blocked.
+// taking anything. It reads the RUC's gate, its SIFEN_RECEPCION_LOTE
+// bucket, as every view does (the interval since its last lot's answer, a
+// lot still on the wire, a local block after 0301): a refusal is a Decision
+// with Allowed false, its Reason and RetryAfter, the same a Send now would
+// get.
 func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decision, error) {
 	key := RecepcionKey(env, ruc)
-	st, err := s.docs.RUCState(ctx, env, ruc.Number)
-	if err != nil {
-		return throttle.Decision{}, err
-	}
-	now := s.clock()
-	reason := throttle.ReasonCooldown
-	_, wait := s.admitGate(s.interval(ctx, env), "", now, &reason)(st)
 	bs, err := s.limiter.State(ctx, key)
 	if err != nil {
 		return throttle.Decision{}, err
 	}
-	if bs.RetryAfter > wait {
-		wait, reason = bs.RetryAfter, throttle.ReasonCooldown
-		if bs.BlockLeft >= bs.RetryAfter {
-			reason = throttle.ReasonBlocked
-		}
+	return WaitOf(bs), nil
+}
+
+// WaitOf is the decision a take of one token would get from a bucket in
+// state bs: admitted, or refused with the reason of the longest wait (a
+// block wins a tie, then the cooldown), as the throttle decides.
+func WaitOf(bs throttle.BucketState) throttle.Decision {
+	if bs.RetryAfter <= 0 {
+		return throttle.Decision{Allowed: true, Key: bs.Key}
 	}
-	if wait <= 0 {
-		return throttle.Decision{Allowed: true, Key: key}, nil
+	reason := throttle.ReasonEmpty
+	switch {
+	case bs.BlockLeft >= bs.RetryAfter:
+		reason = throttle.ReasonBlocked
+	case bs.CooldownLeft >= bs.RetryAfter:
+		reason = throttle.ReasonCooldown
 	}
-	return throttle.Decision{Key: key, Reason: reason, RetryAfter: wait}, nil
+	return throttle.Decision{Key: bs.Key, Reason: reason, RetryAfter: bs.RetryAfter}
 }
 
 // ShareInterval makes the interval between lots of a RUC a property of the

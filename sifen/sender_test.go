@@ -44,10 +44,10 @@ func TestSendCooldown(t *testing.T) {
 		out, err = w.sender.Send(ctx, ids[1])
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeBlocked, out.Status)
-		require.Equal(t, throttle.ReasonCooldown, out.Blocked.Reason)
-		require.Equal(t, 7*time.Second, out.Blocked.Wait)
-		require.Equal(t, int64(7), out.Blocked.WaitSeconds())
-		require.Equal(t, sifen.RecepcionKey(sifen.EnvTest, ruc80069563), out.Blocked.Key)
+		require.Equal(t, throttle.ReasonCooldown, out.Blocked().Reason)
+		require.Equal(t, 7*time.Second, out.Blocked().Wait)
+		require.Equal(t, int64(7), out.Blocked().WaitSeconds())
+		require.Equal(t, sifen.RecepcionKey(sifen.EnvTest, ruc80069563), out.Blocked().Key)
 		require.Equal(t, throttle.ReasonCooldown, out.Decision.Reason)
 		d = w.doc(t, ids[1])
 		require.Equal(t, sifen.StatusDraft, d.Status, "a refusal is not an error: the document stays a draft")
@@ -292,8 +292,8 @@ func TestNotQueuedBlocksTheRUCLocally(t *testing.T) {
 		out, err = w.sender.Send(ctx, ids[2])
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeBlocked, out.Status)
-		require.Equal(t, throttle.ReasonBlocked, out.Blocked.Reason)
-		require.Equal(t, sifen.DefaultRemoteBlock-time.Minute, out.Blocked.Wait)
+		require.Equal(t, throttle.ReasonBlocked, out.Blocked().Reason)
+		require.Equal(t, sifen.DefaultRemoteBlock-time.Minute, out.Blocked().Wait)
 		require.Equal(t, int64(2), w.stats(t).Count(sifen.ServiceRecepcionLote, "", "", ""))
 
 		// The document refused by SIFEN can be sent again later.
@@ -305,36 +305,52 @@ func TestNotQueuedBlocksTheRUCLocally(t *testing.T) {
 	})
 }
 
-func TestQueryLotIsThrottled(t *testing.T) {
+// TestQueryLotIsScheduled: a lot's result queries are a schedule of the
+// lot (DNIT: the first 10 minutes after the send, then every 10 minutes),
+// not a limit: a query not due asks nothing and says when it is due, with
+// no bucket row and no refusal in the ledger.
+func TestQueryLotIsScheduled(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		w := newWorld(t, engine, worldConfig{sim: sifensim.Config{Processing: 15 * time.Minute}})
 		ctx := context.Background()
 		ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("88888801", 1, 3)...))
+		sentAt := w.clock.Now()
 		out, err := w.sender.Send(ctx, ids...)
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeSent, out.Status)
+		ledger := w.ledgerRows(t)
 
 		// Not before 10 minutes after the send.
 		w.clock.Advance(time.Minute)
 		lo, err := w.sender.QueryLot(ctx, sifen.EnvTest, out.LotNumber)
 		require.NoError(t, err)
-		require.Equal(t, throttle.ReasonBlocked, lo.Blocked.Reason)
-		require.Equal(t, 9*time.Minute, lo.Blocked.Wait)
+		require.True(t, lo.NotDue)
+		require.Equal(t, sentAt.Add(sifen.DefaultConsultaInterval), lo.NextQueryAt)
+		require.Equal(t, int64(0), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", ""))
 
 		w.clock.Advance(9 * time.Minute)
 		lo, err = w.sender.QueryLot(ctx, sifen.EnvTest, out.LotNumber)
 		require.NoError(t, err)
-		require.Nil(t, lo.Blocked)
+		require.False(t, lo.NotDue)
 		require.Equal(t, sifen.CodeLotProcessing, lo.Code)
 		require.Equal(t, 0, lo.Updated)
+		require.Equal(t, w.clock.Now().Add(sifen.DefaultConsultaInterval), lo.NextQueryAt)
 
-		// Then not more often than every 10 minutes; Poll reports the wait.
+		// Then not more often than every 10 minutes; Poll reports when.
 		w.clock.Advance(4 * time.Minute)
 		polled, err := w.sender.Poll(ctx)
 		require.NoError(t, err)
 		require.Len(t, polled, 1)
-		require.Equal(t, throttle.ReasonCooldown, polled[0].Blocked.Reason)
-		require.Equal(t, 6*time.Minute, polled[0].Blocked.Wait)
+		require.True(t, polled[0].NotDue)
+		require.Equal(t, w.clock.Now().Add(6*time.Minute), polled[0].NextQueryAt)
+
+		// The schedule is no limit: no bucket, no ledger row, no refusal.
+		page, err := w.limiter.List(ctx, throttle.Filter{})
+		require.NoError(t, err)
+		for _, st := range page.States {
+			require.Equal(t, sifen.PolicyRecepcionLote, st.Key.Policy, "no bucket but the RUC's gate")
+		}
+		require.Equal(t, ledger, w.ledgerRows(t), "waiting for a lot's result writes nothing to the ledger")
 
 		w.clock.Advance(6 * time.Minute)
 		polled, err = w.sender.Poll(ctx)

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Transport carries SIFEN's three SOAP services. *Client is the real one; a
-// test or an application may bring its own (a recorded transport, a client
+// SOAPServices are SIFEN's three SOAP services. *Client is the real one; a
+// test or an application may bring its own (a recorded exchange, a client
 // with its own signing). Implementations are safe for concurrent use.
-type Transport interface {
+type SOAPServices interface {
 	// RecepcionLote sends a lot (siRecepLoteDE). Errors as Client's; NotSent
 	// tells a request that never left from one that may have arrived.
 	RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error)
@@ -18,10 +18,11 @@ type Transport interface {
 	ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaDEResponse, error)
 }
 
-var _ Transport = (*Client)(nil)
+var _ SOAPServices = (*Client)(nil)
 
-// DocumentStore keeps documents, lots and each RUC's sending state, shared
-// by every process that sends on one database. Each method is one short
+// DocumentStore keeps documents and lots, shared by every process that
+// sends on one database. (A RUC's gate is not here: it is its
+// SIFEN_RECEPCION_LOTE bucket, in the throttle.) Each method is one short
 // transaction; none is held across a call to SIFEN. sifen/sifensql is the
 // SQL implementation (SQLite and PostgreSQL). Database failures wrap
 // throttle.ErrStoreUnavailable; a cancelled context stays itself.
@@ -38,10 +39,8 @@ type DocumentStore interface {
 	List(ctx context.Context, f Filter) ([]Document, error)
 	// CountByStatus counts documents by status, of env or of both when "".
 	CountByStatus(ctx context.Context, env Env) (map[Status]int64, error)
-	// Claim registers a lot and moves its documents to sending, after
-	// asking c.Gate about the RUC's state (see Claim). A wait > 0 is the
-	// gate's refusal: nothing changed.
-	Claim(ctx context.Context, c Claim) (wait time.Duration, err error)
+	// Claim registers a lot and moves its documents to sending (see Claim).
+	Claim(ctx context.Context, c Claim) error
 	// Release records what a send learned (see Release) and returns how
 	// many documents it still held.
 	Release(ctx context.Context, r Release) (int64, error)
@@ -50,32 +49,44 @@ type DocumentStore interface {
 	// Hold records a refusal before any claim: documents in draft or error
 	// keep their status and get message and retryAt.
 	Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error
+	// Fail records a failure before any claim (the throttle could not
+	// decide): documents in draft or error become "error" with message.
+	Fail(ctx context.Context, ids []int64, message string, now time.Time) error
 	// Stale returns documents in sending claimed at or before cutoff.
 	Stale(ctx context.Context, cutoff time.Time) ([]Document, error)
-	// SentLots returns the lots that have documents still sent.
+	// SentLots returns the lots that have documents still sent, with
+	// their query schedule.
 	SentLots(ctx context.Context) ([]LotRef, error)
+	// ScheduleLot sets when a lot is to be queried next.
+	ScheduleLot(ctx context.Context, env Env, lotNumber string, at time.Time) error
 	// LotDocuments returns the documents of a lot still sent.
 	LotDocuments(ctx context.Context, env Env, lotNumber string) ([]Document, error)
 	// Finish gives one sent document its result, conditional on its
 	// version; false when it had changed.
 	Finish(ctx context.Context, doc Document, st Settle, now time.Time) (bool, error)
-	// RUCState returns a RUC's sending state (the zero state, with Env and
-	// RUC set, when it never sent).
-	RUCState(ctx context.Context, env Env, ruc string) (RUCState, error)
 	// Interval returns the interval stored for env (ok false when none),
 	// and SetInterval stores one.
 	Interval(ctx context.Context, env Env) (d time.Duration, ok bool, err error)
 	SetInterval(ctx context.Context, env Env, d time.Duration, now time.Time) error
 }
 
-// LotRef names a lot SIFEN queued.
+// LotRef names a lot SIFEN queued that has documents still waiting for its
+// result, with its query schedule.
 type LotRef struct {
-	Env       Env    `db:"env"`
-	LotNumber string `db:"lot_number"`
+	Env       Env
+	LotNumber string
+	RUC       string
+	// Documents counts the lot's documents still sent.
+	Documents int
+	// SentAt is when the lot was queued.
+	SentAt time.Time
+	// NextQueryAt is when the lot is to be queried next (zero when the
+	// store has no schedule for it: due ConsultaInterval after SentAt).
+	NextQueryAt time.Time
 }
 
 // Claim is what DocumentStore.Claim needs: the documents as read (their
-// Version), the send's token, the lot and its RUC, and the gate.
+// Version), the send's token, and the lot and its RUC.
 type Claim struct {
 	Docs  []Document
 	Token string
@@ -83,24 +94,17 @@ type Claim struct {
 	Env   Env
 	RUC   RUC
 	Now   time.Time
-	// Gate decides from the RUC's state, read and locked in the claim's
-	// transaction: a wait > 0 refuses (nothing is written); otherwise the
-	// state it returns is stored with the claim.
-	Gate func(RUCState) (RUCState, time.Duration)
 }
 
 // Release is what DocumentStore.Release writes: the settle of the
-// documents still held by Token, the lot's fate, and (when Gate is set) the
-// RUC's new state, computed from the stored one in the same transaction.
+// documents still held by Token, and the lot's fate.
 type Release struct {
 	IDs   []int64
 	Token string
 	Env   Env
 	Hash  string
-	RUC   string
 	St    Settle
 	Now   time.Time
-	Gate  func(RUCState) RUCState
 }
 
 // Settle is what a send, a lot's result or Resolve learned about documents.
@@ -114,25 +118,7 @@ type Settle struct {
 	RetryAt            time.Time
 	// Sent sets the documents' SentAt.
 	Sent bool
-}
-
-// RUCState is one (env, RUC)'s sending state, shared by every process:
-// the interval owed after its last lot, when that lot's answer arrived, the
-// lot on the wire, and its run of 0301s.
-type RUCState struct {
-	Env Env
-	RUC string
-	// Interval is what the last sender owed after its lot (the strictest
-	// of the stored setting and its own).
-	Interval time.Duration
-	// LastAnswerAt is when the answer to the RUC's last lot arrived, or its
-	// request failed. The next lot waits Interval from it.
-	LastAnswerAt time.Time
-	// InFlightClaim is the send whose lot is on the wire ("" when none),
-	// since InFlightSince.
-	InFlightClaim string
-	InFlightSince time.Time
-	// BlockLevel counts the RUC's 0301s in a row; LastBlockAt is the last.
-	BlockLevel  int
-	LastBlockAt time.Time
+	// NextQueryAt, for a lot SIFEN queued, is when its result is to be
+	// queried first.
+	NextQueryAt time.Time
 }

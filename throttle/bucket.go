@@ -30,8 +30,24 @@ type Bucket struct {
 	// from it); SendCount counts admitted requests.
 	LastSentAt time.Time
 	SendCount  int64
-	// BlockedUntil is the end of a block that started with a refusal.
+	// BlockedUntil is the end of a block that started with a refusal (or
+	// that a Sync set).
 	BlockedUntil time.Time
+	// NextAt is a cooldown the caller set, beside the policy's MinInterval:
+	// the key admits nothing before it. A Sync with Cooldown moves it to the
+	// answer's time plus the interval owed (the interval runs from the
+	// remote side's answer). A refusal for it reads ReasonCooldown.
+	NextAt time.Time
+	// HeldUntil is set by an admitted Charge with HoldFor: its request is on
+	// the wire, and the key admits nothing until the Sync of its answer
+	// clears it (SyncTarget.Hold), or until HeldUntil, when the request is
+	// over for sure. While held, a refusal's wait is one MinInterval from
+	// now (the earliest the answer's interval can end), or the hold's end
+	// when that comes sooner: asked again then, the key says again.
+	HeldUntil time.Time
+	// BlockLevel counts the escalating blocks in a row (SyncTarget.Escalate):
+	// the next one lasts one step longer.
+	BlockLevel int64
 	// Severity is the level last stored for this bucket (SeverityUnknown for
 	// a bucket never written).
 	Severity Severity
@@ -180,13 +196,35 @@ func (b *Bucket) UntilFull(p Policy, now time.Time) time.Duration {
 	return b.UntilTokens(p, p.Capacity, now)
 }
 
-// UntilCooldownEnds returns how long after now the policy's minimum interval
-// since the last admitted request runs out; 0 when there is none pending.
+// UntilCooldownEnds returns how long after now the cooldown runs out: the
+// policy's minimum interval since the last admitted request, NextAt, or a
+// hold (see HeldUntil), whichever is longest; 0 when none is pending.
 func (b *Bucket) UntilCooldownEnds(p Policy, now time.Time) time.Duration {
-	if p.MinInterval <= 0 || b.LastSentAt.IsZero() {
+	var end time.Time
+	if p.MinInterval > 0 && !b.LastSentAt.IsZero() {
+		end = b.LastSentAt.Add(p.MinInterval)
+	}
+	end = later(end, b.NextAt)
+	var wait time.Duration
+	if !end.IsZero() {
+		wait = positive(end.Sub(now))
+	}
+	if held := b.UntilReleased(now); held > 0 {
+		if p.MinInterval > 0 {
+			held = min(held, p.MinInterval)
+		}
+		wait = max(wait, held)
+	}
+	return wait
+}
+
+// UntilReleased returns how long after now the hold of a request on the
+// wire lasts at most (0 when none).
+func (b *Bucket) UntilReleased(now time.Time) time.Duration {
+	if b.HeldUntil.IsZero() {
 		return 0
 	}
-	return positive(b.LastSentAt.Add(p.MinInterval).Sub(now))
+	return positive(b.HeldUntil.Sub(now))
 }
 
 // UntilUnblocked returns how long after now the bucket's block lasts.
@@ -198,9 +236,10 @@ func (b *Bucket) UntilUnblocked(now time.Time) time.Duration {
 }
 
 // IsIdle reports whether b, refilled to now, is equivalent to having no row
-// at all: full, with no cooldown or block pending. Such a row may be deleted.
+// at all: full, with no cooldown, block or block level pending. Such a row
+// may be deleted.
 func (b *Bucket) IsIdle(p Policy, now time.Time) bool {
-	return b.Tokens >= p.Capacity && len(b.Spent) == 0 &&
+	return b.Tokens >= p.Capacity && len(b.Spent) == 0 && b.BlockLevel == 0 &&
 		b.UntilCooldownEnds(p, now) == 0 && b.UntilUnblocked(now) == 0
 }
 
@@ -262,11 +301,13 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 	return delta
 }
 
-// setFull makes b full now and clears its cooldown and block (an admin reset).
+// setFull makes b full now and clears its cooldown and block (an admin
+// reset). BlockLevel stays: it is the remote side's history, which a local
+// reset does not change; so does a hold: its request is on the wire.
 func (b *Bucket) setFull(p Policy, now time.Time) {
 	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
 	b.RefilledAt = later(b.RefilledAt, now)
-	b.LastSentAt, b.BlockedUntil = time.Time{}, time.Time{}
+	b.LastSentAt, b.BlockedUntil, b.NextAt = time.Time{}, time.Time{}, time.Time{}
 }
 
 const maxDuration = time.Duration(1<<63 - 1)

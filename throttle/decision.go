@@ -45,6 +45,12 @@ type Charge struct {
 	// Charge{Cost: 20, Admit: 1} is admitted and leaves -15; at 2 tokens a
 	// minute the bucket is positive again 8 minutes later. 0 means Cost.
 	Admit int64
+	// HoldFor, when > 0, makes an admitted charge hold its key: nothing
+	// else is admitted on it until the Sync that records its answer ends
+	// the hold (SyncTarget.Hold, with BucketDecision.HeldUntil), or for
+	// HoldFor at most, the longest the request can be on the wire
+	// (Bucket.HeldUntil).
+	HoldFor time.Duration
 }
 
 // need is the whole tokens the bucket must hold to admit c.
@@ -97,6 +103,9 @@ type BucketDecision struct {
 	Remaining  int64
 	RetryAfter time.Duration
 	ResetAfter time.Duration
+	// HeldUntil is, for an admitted Charge with HoldFor, the end of the
+	// hold it put on the key; pass it as SyncTarget.Hold with the answer.
+	HeldUntil time.Time
 }
 
 // Adjustment changes a bucket's balance after the outcome of a request is
@@ -121,6 +130,10 @@ type Adjusted struct {
 	// Duplicate is set when a credit with the same reference was already
 	// applied to this bucket; nothing changed.
 	Duplicate bool
+	// BlockLevel and BlockedFor are, for a SyncTarget with Escalate, the
+	// key's level after it and the block it set.
+	BlockLevel int64
+	BlockedFor time.Duration
 }
 
 // SyncTarget lowers the mirror to what the remote side reported: the balance
@@ -131,6 +144,19 @@ type SyncTarget struct {
 	Tokens   int64
 	BlockFor time.Duration
 	Ref      string
+	// Escalate makes BlockFor one step of a block that grows with
+	// recurrence: the key's BlockLevel rises by one (starting again at 1
+	// when its previous block ended Memory or longer ago) and the key is
+	// blocked for BlockFor × level, at most BlockMax (when > 0).
+	Escalate         bool
+	BlockMax, Memory time.Duration
+	// Cooldown, when > 0, records a remote answer after which the key must
+	// wait Cooldown: NextAt becomes now + Cooldown (never earlier than it
+	// was). Hold, when set, is the hold the answered request put on the key
+	// (BucketDecision.HeldUntil): it ends, unless the key is held by
+	// another request since.
+	Cooldown time.Duration
+	Hold     time.Time
 }
 
 // SeverityChange is emitted when a decision moves a bucket to another

@@ -255,6 +255,9 @@ func (l *Limiter) apply(ctx context.Context, op string, adjs []Adjustment, targe
 		if t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens {
 			return nil, fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
 		}
+		if t.Cooldown < 0 || t.BlockMax < 0 || t.Memory < 0 {
+			return nil, fmt.Errorf("%w: sync %s: negative cooldown %s, block limit %s or memory %s", ErrInvalidAdjustment, t.Key, t.Cooldown, t.BlockMax, t.Memory)
+		}
 		syncPolicies[i] = p
 		keys = append(keys, t.Key)
 	}
@@ -366,11 +369,13 @@ func (l *Limiter) price(charges []Charge) ([]priced, error) {
 			return nil, err
 		}
 		if i := slices.IndexFunc(ps, func(q priced) bool { return q.Key == c.Key }); i >= 0 {
-			// Merged: the costs add up; the stricter admission wins.
+			// Merged: the costs add up; the stricter admission and the
+			// longer hold win.
 			if ps[i].Admit > 0 || c.Admit > 0 {
 				ps[i].Admit = max(ps[i].need(), c.need())
 			}
 			ps[i].Cost += c.Cost
+			ps[i].HoldFor = max(ps[i].HoldFor, c.HoldFor)
 		} else {
 			ps = append(ps, priced{Charge: c, policy: p})
 		}
@@ -381,6 +386,9 @@ func (l *Limiter) price(charges []Charge) ([]priced, error) {
 		}
 		if p.Admit < 0 || p.Admit > p.Cost {
 			return nil, fmt.Errorf("%w: %s: admit %d not in 0..%d (the cost)", ErrInvalidCost, p.Key, p.Admit, p.Cost)
+		}
+		if p.HoldFor < 0 {
+			return nil, fmt.Errorf("%w: %s: negative hold %s", ErrInvalidCost, p.Key, p.HoldFor)
 		}
 	}
 	slices.SortFunc(ps, func(a, b priced) int { return a.Key.Compare(b.Key) })

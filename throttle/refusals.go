@@ -234,6 +234,11 @@ func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now t
 		}
 		need := ps[i].need()
 		b := buckets[i]
+		if b.HeldUntil.After(now) {
+			// A hold ends when its answer comes (Sync with Hold), and
+			// only then is the wait known: the store decides.
+			continue
+		}
 		b.Spent = slices.Clone(b.Spent)
 		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
 	}

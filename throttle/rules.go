@@ -33,6 +33,10 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 		switch {
 		case d.Allowed:
 			tb.b.spend(c.policy, c.Cost, tx.now)
+			if c.HoldFor > 0 {
+				tb.b.HeldUntil = tx.now.Add(c.HoldFor)
+				bd.HeldUntil = tb.b.HeldUntil
+			}
 			tx.touch(tb, c.policy, r.thresholds)
 			tx.recordTake(tb, c.policy, -c.Cost, ref)
 		case bd.Reason != ReasonNone:
@@ -132,8 +136,28 @@ func (tx *Tx) sync(t SyncTarget, p Policy, r rules) Adjusted {
 		applied = tb.b.add(p, t.Tokens-tb.b.Tokens, tx.now)
 		changed = true
 	}
-	if t.BlockFor > 0 {
-		if until := tx.now.Add(t.BlockFor); until.After(tb.b.BlockedUntil) {
+	if !t.Hold.IsZero() && tb.b.HeldUntil.Equal(t.Hold) {
+		tb.b.HeldUntil = time.Time{}
+		changed = true
+	}
+	if t.Cooldown > 0 {
+		tb.b.NextAt = later(tb.b.NextAt, tx.now.Add(t.Cooldown))
+		changed = true
+	}
+	out := Adjusted{Key: t.Key}
+	block := t.BlockFor
+	if t.Escalate && block > 0 {
+		b := &tb.b
+		if b.BlockLevel > 0 && !b.BlockedUntil.IsZero() && t.Memory > 0 && tx.now.Sub(b.BlockedUntil) >= t.Memory {
+			b.BlockLevel = 0
+		}
+		b.BlockLevel++
+		block = escalated(t.BlockFor, b.BlockLevel, t.BlockMax)
+		out.BlockLevel, out.BlockedFor = b.BlockLevel, block
+		changed = true
+	}
+	if block > 0 {
+		if until := tx.now.Add(block); until.After(tb.b.BlockedUntil) {
 			tb.b.BlockedUntil = until
 			changed = true
 		}
@@ -142,7 +166,21 @@ func (tx *Tx) sync(t SyncTarget, p Policy, r rules) Adjusted {
 		tx.touch(tb, p, r.thresholds)
 		tx.record(tb, applied, LedgerSync, t.Ref)
 	}
-	return Adjusted{Key: t.Key, Applied: applied, Balance: tb.b.Tokens}
+	out.Applied, out.Balance = applied, tb.b.Tokens
+	return out
+}
+
+// escalated is the block of the level-th escalating block in a row: step ×
+// level, at most limit (when > 0).
+func escalated(step time.Duration, level int64, limit time.Duration) time.Duration {
+	d := step * time.Duration(level)
+	if d/time.Duration(level) != step || d < 0 { // overflow
+		d = maxDuration
+	}
+	if limit > 0 && d > limit {
+		d = max(limit, step)
+	}
+	return d
 }
 
 // reset fills a bucket and clears its cooldown and block (an operator's

@@ -23,11 +23,12 @@ type bucketsPage struct {
 	Policies  []string
 	ShowScope bool
 	Buckets   []bucketView
-	// Tabs are "Buckets" (every policy but lot polling) and "Lot polling".
+	// Tabs are "Buckets" and "SIFEN lots" (the lots waiting for their
+	// result, when the server has SIFEN).
 	Tabs []navLink
-	// Hidden counts the lot-polling buckets left out of the main tab.
-	Hidden  int64
-	LotsURL string
+	// Lots is the lots tab: SIFEN lots with documents waiting for their
+	// result, and when each is queried next (a schedule, not a bucket).
+	Lots []lotView
 	// Partial is set when a filter read MaxScan rows without filling the
 	// page (or, sorted, without reaching the end).
 	Partial bool
@@ -56,10 +57,22 @@ func (bucketsPage) templateFile() string { return "admin_buckets.html" }
 // autoRefreshSeconds is the period of the bucket list's auto-refresh.
 const autoRefreshSeconds = 10
 
-// lotPollingPolicies are the policies of SIFEN's per-lot queries: one
-// bucket per lot, thousands of them, all alike. They have a tab of their
-// own so that they do not bury the DICT's and the RUCs' buckets.
-var lotPollingPolicies = []string{sifen.PolicyConsultaLote}
+// lotView is one SIFEN lot waiting for its result, on the lots tab.
+type lotView struct {
+	Env, LotNumber, RUC string
+	Documents           int
+	SentAt              string
+	// NextQuery is "next query at <instant> (in 4m)" or "next query now".
+	NextQuery string
+}
+
+// lotLister is what a SifenSender may add for the lots tab (*sifen.Sender
+// has it).
+type lotLister interface {
+	Lots(ctx context.Context) ([]sifen.LotRef, error)
+}
+
+var _ lotLister = (*sifen.Sender)(nil)
 
 // listQuery is a bucket listing's query, shared by the admin page and the
 // JSON API.
@@ -74,8 +87,8 @@ type listQuery struct {
 	// pages before it ("-" for the first), so that "previous" works.
 	After string
 	Trail []string
-	// Tab is "" (everything but lot polling, unless a policy is named),
-	// "lots" (lot polling only) or "all".
+	// Tab is "" or "all" (buckets), or "lots" (SIFEN lots waiting for
+	// their result: no bucket).
 	Tab string
 }
 
@@ -135,14 +148,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 		}
 	}
 	switch lq.Tab {
-	case "", "all":
-		if lq.Tab == "" && lq.Filter.Policy == "" {
-			lq.Filter.ExcludePolicies = lotPollingPolicies
-		}
-	case "lots":
-		if lq.Filter.Policy == "" {
-			lq.Filter.Policy = lotPollingPolicies[0]
-		}
+	case "", "all", "lots":
 	default:
 		return listQuery{}, fmt.Errorf("%w: tab %q (want lots or all)", ErrBadRequest, lq.Tab)
 	}
@@ -161,9 +167,6 @@ func (lq listQuery) values() url.Values {
 		if v != "" {
 			q.Set(name, v)
 		}
-	}
-	if lq.Tab == "lots" && f.Policy == lotPollingPolicies[0] {
-		q.Del("policy")
 	}
 	if lq.Sort != throttle.SortKey {
 		q.Set("sort", string(lq.Sort))
@@ -249,8 +252,9 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 
 // showAdminBuckets is GET /admin/buckets: the summary and one page of
 // stored buckets, filtered (policy, env, identifier prefix, severity now,
-// state) and in key order or sorted (see bucketQuery). Lot-polling buckets
-// have their own tab. In key order pagination is by keyset (?after=), so a
+// state) and in key order or sorted (see bucketQuery). The lots tab
+// (?tab=lots) lists SIFEN lots waiting for their result instead, with when
+// each is queried next. In key order pagination is by keyset (?after=), so a
 // page costs the same at any depth; sorted, the matching buckets are read
 // (at most throttle.MaxScan) and cut in pages.
 func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error {
@@ -258,9 +262,11 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	list, err := s.list(r.Context(), lq)
-	if err != nil {
-		return err
+	var list listing
+	if lq.Tab != "lots" {
+		if list, err = s.list(r.Context(), lq); err != nil {
+			return err
+		}
 	}
 	sum, err := s.currentSummary(r.Context())
 	if err != nil {
@@ -296,24 +302,17 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		p.Sorts = append(p.Sorts, option{Value: string(o.by), Label: tr.Sprintf(o.label), Selected: o.by == lq.Sort})
 	}
 
-	// Tabs, and how many lot-polling buckets the main tab leaves out.
-	mainTab, lotsTab := lq.values(), lq.values()
+	// Tabs: the buckets, and the SIFEN lots waiting for their result.
+	mainTab := lq.values()
 	mainTab.Del("tab")
-	lotsTab.Set("tab", "lots")
-	lotsTab.Del("policy")
-	p.Tabs = []navLink{
-		{Label: tr.Sprintf("Buckets"), URL: s.pathWithQuery("adminBuckets", mainTab), Current: lq.Tab != "lots"},
-		{Label: tr.Sprintf("SIFEN lot polling"), URL: s.pathWithQuery("adminBuckets", lotsTab), Current: lq.Tab == "lots"},
-	}
-	if len(lq.Filter.ExcludePolicies) > 0 {
-		counts, err := s.Limiter.CountBySeverity(r.Context(), throttle.Filter{Policy: lotPollingPolicies[0], Env: lq.Filter.Env})
-		if err != nil {
-			return err
+	p.Tabs = []navLink{{Label: tr.Sprintf("Buckets"), URL: s.pathWithQuery("adminBuckets", mainTab), Current: lq.Tab != "lots"}}
+	if lister, ok := s.Sifen.(lotLister); ok {
+		p.Tabs = append(p.Tabs, navLink{Label: tr.Sprintf("SIFEN lots"), URL: s.pathWithQuery("adminBuckets", url.Values{"tab": {"lots"}}), Current: lq.Tab == "lots"})
+		if lq.Tab == "lots" {
+			if p.Lots, err = s.lotViews(r.Context(), lister, lq.Filter.Env, tr); err != nil {
+				return err
+			}
 		}
-		for _, n := range counts {
-			p.Hidden += n
-		}
-		p.LotsURL = p.Tabs[1].URL
 	}
 
 	refreshing := r.URL.Query().Get("refresh") != ""
@@ -343,6 +342,30 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
 	}
 	return s.render(w, http.StatusOK, p)
+}
+
+// lotViews lists the SIFEN lots waiting for their result (of env, or all
+// when ""), with when each is queried next.
+func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr *i18n.Printer) ([]lotView, error) {
+	lots, err := lister.Lots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Limiter.Now()
+	var out []lotView
+	for _, l := range lots {
+		if env != "" && string(l.Env) != env {
+			continue
+		}
+		v := lotView{Env: string(l.Env), LotNumber: l.LotNumber, RUC: l.RUC, Documents: l.Documents, SentAt: formatWhenIn(tr, l.SentAt, now)}
+		if wait := l.NextQueryAt.Sub(now); wait > 0 {
+			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Time(l.NextQueryAt), FormatWait(wait))
+		} else {
+			v.NextQuery = tr.Sprintf("next query now")
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // bucketPage is admin_bucket.html.
@@ -431,6 +454,9 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	}
 	if r.URL.Query().Get("reset") == "1" {
 		p.Flash = l.T.Sprintf("The bucket was reset: it is full, with no cooldown or block. The ledger records who did it.")
+		if key.Policy == sifen.PolicyRecepcionLote {
+			p.Flash = l.T.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer.")
+		}
 	}
 	for _, e := range entries {
 		p.Ledger = append(p.Ledger, newLedgerView(l.T, e))
@@ -468,10 +494,13 @@ func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 // resetPage is admin_reset.html: the confirmation step of a reset.
 type resetPage struct {
 	layout
-	Bucket    bucketView
-	ListURL   string
-	DetailURL string
-	ResetURL  string
+	Bucket bucketView
+	// RemoteNote says, for a SIFEN RUC's gate, what the reset does not do:
+	// lift a block SIFEN itself imposed.
+	RemoteNote string
+	ListURL    string
+	DetailURL  string
+	ResetURL   string
 }
 
 func (resetPage) templateFile() string { return "admin_reset.html" }
@@ -488,13 +517,17 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	l := s.layout(r, "adminBuckets")
-	return s.render(w, http.StatusOK, resetPage{
+	p := resetPage{
 		layout:    l,
 		Bucket:    s.newBucketViewIn(st, l.T),
 		ListURL:   s.path("adminBuckets"),
 		DetailURL: s.bucketPath("adminBucket", key),
 		ResetURL:  s.bucketPath("adminReset", key),
-	})
+	}
+	if key.Policy == sifen.PolicyRecepcionLote {
+		p.RemoteNote = l.T.Sprintf("This bucket is a SIFEN RUC's gate. The reset ends balde's own wait: the interval since SIFEN's last answer and the local block after a 0301. It does not lift a block SIFEN itself imposed after a 0301: SIFEN may answer 0301 again, and the next 0301 blocks longer (%d in a row so far). A lot still on the wire keeps holding the RUC until its answer.", st.BlockLevel)
+	}
+	return s.render(w, http.StatusOK, p)
 }
 
 // resetBucket is POST /admin/buckets/{policy}/{env}/{identifier}/reset

@@ -30,9 +30,14 @@ type APIBucket struct {
 	State string `json:"state"`
 	// Scope is whom the bucket belongs to (PSP, USER, RUC, LOT, IP, TOKEN)
 	// or "".
-	Scope             string     `json:"scope,omitempty"`
-	CooldownSeconds   float64    `json:"cooldown_remaining_seconds"`
-	BlockSeconds      float64    `json:"block_remaining_seconds"`
+	Scope           string  `json:"scope,omitempty"`
+	CooldownSeconds float64 `json:"cooldown_remaining_seconds"`
+	BlockSeconds    float64 `json:"block_remaining_seconds"`
+	// BlockLevel counts the escalating blocks in a row (a SIFEN RUC's
+	// 0301s); OnTheWire is set while a request admitted on the key holds
+	// it until its answer.
+	BlockLevel        int64      `json:"block_level,omitempty"`
+	OnTheWire         bool       `json:"on_the_wire,omitempty"`
 	RetryAfterSeconds float64    `json:"retry_after_seconds"`
 	UntilFullSeconds  float64    `json:"until_full_seconds"`
 	LastSentAt        *time.Time `json:"last_sent_at"`
@@ -61,6 +66,8 @@ func NewAPIBucket(st throttle.BucketState, scope func(throttle.Key) string) APIB
 		BlockSeconds:        st.BlockLeft.Seconds(),
 		RetryAfterSeconds:   st.RetryAfter.Seconds(),
 		UntilFullSeconds:    st.UntilFull.Seconds(),
+		BlockLevel:          st.BlockLevel,
+		OnTheWire:           st.UntilReleased(st.At) > 0,
 		SendCount:           st.SendCount,
 		Stored:              st.Stored,
 		Orphan:              st.Orphan,
@@ -94,15 +101,13 @@ type apiBucketList struct {
 
 // listAPIBuckets is GET /api/buckets with the admin list's query (see
 // bucketQuery: policy, env, identifier, severity, state, sort, after,
-// page, limit); every policy by default (tab=lots: lot polling only).
+// page, limit); every policy (a lot waiting for its result is no bucket).
 func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
 	lq, err := bucketQuery(r)
 	if err != nil {
 		return err
 	}
-	if lq.Tab == "" {
-		lq.Tab, lq.Filter.ExcludePolicies = "all", nil
-	}
+	lq.Tab = "all"
 	list, err := s.list(r.Context(), lq)
 	if err != nil {
 		return err

@@ -147,7 +147,7 @@ func TestScopes(t *testing.T) {
 		{dict.PolicyEntriesReadParticipantAntiscan, "PSP"},
 		{dict.PolicyPoliciesList, "PSP"},
 		{sifen.PolicyRecepcionLote, "RUC"},
-		{sifen.PolicyConsultaLote, "LOT"},
+		{"SIFEN_CONSULTA_LOTE", ""}, // lot queries are a schedule, not a policy
 		{web.PolicyInboundIP, "IP"},
 		{web.PolicyInboundToken, "TOKEN"},
 		{"SOMETHING_ELSE", ""},
@@ -170,11 +170,15 @@ func TestAdminBucketsScopeColumn(t *testing.T) {
 	require.Equal(t, "USER", row(t, doc, payerPF)["Scope"].Text())
 	require.Equal(t, "PSP", row(t, doc, participant)["Scope"].Text())
 	require.Equal(t, "RUC", row(t, doc, "80069563")["Scope"].Text())
-	// What was seen: lot polling buried the DICT's buckets. It has a tab
-	// of its own; the main list says how many it holds.
+	// What was seen: lot polling buried the DICT's buckets. A lot waiting
+	// for its result is no bucket at all: the lots tab shows it with when
+	// it is queried next (a schedule, not a limit).
 	require.NotZero(t, doc.Find(`a[href*="tab=lots"]`).Length())
 	require.Zero(t, doc.Find(`table.buckets td.id:contains("`+e.doc(ids[0]).LotNumber+`")`).Length())
-	require.Contains(t, doc.Find(`p.note a[href*="tab=lots"]`).Text(), "1 lot-polling bucket is on its own tab")
 	lots := document(t, e.get("/admin/buckets?tab=lots", asAdmin))
-	require.Equal(t, "LOT", row(t, lots, e.doc(ids[0]).LotNumber)["Scope"].Text(), "the lot's first query is blocked for 10 min")
+	require.Zero(t, lots.Find(`table.buckets`).Length(), "no bucket on the lots tab")
+	lot := lots.Find(`table.lots tbody tr`)
+	require.Equal(t, 1, lot.Length())
+	require.Equal(t, e.doc(ids[0]).LotNumber, lot.Find("td.id").Text())
+	require.Equal(t, "next query at "+e.clock.Now().Add(sifen.DefaultConsultaInterval).UTC().Format(web.TimeLayout)+" (in 10m0s)", lot.Find("td.next-query").Text())
 }

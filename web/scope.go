@@ -8,16 +8,14 @@ import (
 
 // Scopes returns a Server.Scope for balde's policies: what one bucket
 // belongs to. DICT policies say PSP (the participant) or USER (an end
-// user) from catalog; SIFEN's say RUC (an issuer in an environment) or LOT
-// (one lot's queries); the inbound limiter's say IP or TOKEN. Other
+// user) from catalog; SIFEN's says RUC (an issuer in an environment); the
+// inbound limiter's say IP or TOKEN. Other
 // policies have no scope ("").
 func Scopes(catalog *dict.Catalog) func(throttle.Key) string {
 	return func(k throttle.Key) string {
 		switch k.Policy {
 		case sifen.PolicyRecepcionLote:
 			return "RUC"
-		case sifen.PolicyConsultaLote:
-			return "LOT"
 		case PolicyInboundIP:
 			return "IP"
 		case PolicyInboundToken:

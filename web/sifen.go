@@ -32,7 +32,7 @@ type SifenSender interface {
 	// CountByStatus counts documents by status ("" env: both).
 	CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error)
 	// Send sends documents as one lot: throttle, SIFEN, record.
-	Send(ctx context.Context, ids ...int64) (sifen.Outcome, error)
+	Send(ctx context.Context, ids ...int64) (sifen.LotSend, error)
 	// FitLot says how many of ids, from the first, fit in one lot message.
 	FitLot(ctx context.Context, ids []int64) (int, error)
 }
@@ -591,9 +591,9 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 	q := url.Values{"result": {string(out.Status)}}
 	attrs := []slog.Attr{slog.Int64("id", id), slog.String("outcome", string(out.Status)),
 		slog.String("user", requestInfoFrom(r.Context()).user)}
-	if out.Blocked != nil {
-		q.Set("wait", strconv.FormatInt(out.Blocked.WaitSeconds(), 10))
-		attrs = append(attrs, slog.Duration("wait", out.Blocked.Wait))
+	if b := out.Blocked(); b != nil {
+		q.Set("wait", strconv.FormatInt(b.WaitSeconds(), 10))
+		attrs = append(attrs, slog.Duration("wait", b.Wait))
 	}
 	s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "document send", attrs...)
 	http.Redirect(w, r, s.pathWithQuery("document", q, "id", strconv.FormatInt(id, 10)), http.StatusSeeOther)
@@ -651,7 +651,7 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if first == nil {
 		return firstFailure(results)
 	}
-	out := first.Outcome
+	out := first.LotSend
 	q := url.Values{"ruc": {f.RUC}, "env": {string(f.Env)}, "result": {string(out.Status)}, "n": {strconv.Itoa(len(first.IDs))}}
 	if first.TooBig > 0 {
 		q.Set("toobig", strconv.Itoa(first.TooBig))

@@ -366,33 +366,33 @@ func TestSendDocumentNotQueued(t *testing.T) {
 // fakeSender is a SifenSender with function fields.
 type fakeSender struct {
 	web.SifenSender
-	SendFn func(ctx context.Context, ids ...int64) (sifen.Outcome, error)
+	SendFn func(ctx context.Context, ids ...int64) (sifen.LotSend, error)
 }
 
-func (f fakeSender) Send(ctx context.Context, ids ...int64) (sifen.Outcome, error) {
+func (f fakeSender) Send(ctx context.Context, ids ...int64) (sifen.LotSend, error) {
 	return f.SendFn(ctx, ids...)
 }
 
 func TestSendDocumentOutcomes(t *testing.T) {
 	tests := []struct {
 		name         string
-		out          sifen.Outcome
+		out          sifen.LotSend
 		err          error
 		wantStatus   int
 		wantLocation string
 		wantText     string
 	}{
-		{"Failed", sifen.Outcome{Status: sifen.OutcomeFailed}, nil, http.StatusSeeOther, "?result=failed", ""},
-		{"Unknown", sifen.Outcome{Status: sifen.OutcomeUnknown}, nil, http.StatusSeeOther, "?result=unknown", ""},
-		{"LotTooBig", sifen.Outcome{}, sifen.ErrLotTooBig, http.StatusBadRequest, "", "lot message larger than 1000 KB"},
-		{"AlreadySent", sifen.Outcome{}, sifen.ErrLotAlreadySent, http.StatusConflict, "", "lot already sent"},
-		{"StoreDown", sifen.Outcome{}, throttle.ErrStoreUnavailable, http.StatusServiceUnavailable, "", "the store is unavailable"},
-		{"SIFENFault", sifen.Outcome{}, &sifen.RemoteError{Service: "siRecepLoteDE", StatusCode: 500, Fault: "env:Receiver"}, http.StatusBadGateway, "", "SOAP fault"},
+		{"Failed", sifen.LotSend{Status: sifen.OutcomeFailed}, nil, http.StatusSeeOther, "?result=failed", ""},
+		{"Unknown", sifen.LotSend{Status: sifen.OutcomeUnknown}, nil, http.StatusSeeOther, "?result=unknown", ""},
+		{"LotTooBig", sifen.LotSend{}, sifen.ErrLotTooBig, http.StatusBadRequest, "", "lot message larger than 1000 KB"},
+		{"AlreadySent", sifen.LotSend{}, sifen.ErrLotAlreadySent, http.StatusConflict, "", "lot already sent"},
+		{"StoreDown", sifen.LotSend{}, throttle.ErrStoreUnavailable, http.StatusServiceUnavailable, "", "the store is unavailable"},
+		{"SIFENFault", sifen.LotSend{}, &sifen.RemoteError{Service: "siRecepLoteDE", StatusCode: 500, Fault: "env:Receiver"}, http.StatusBadGateway, "", "SOAP fault"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []int64
-			fake := fakeSender{SendFn: func(_ context.Context, ids ...int64) (sifen.Outcome, error) {
+			fake := fakeSender{SendFn: func(_ context.Context, ids ...int64) (sifen.LotSend, error) {
 				got = ids
 				return tt.out, tt.err
 			}}

@@ -159,10 +159,16 @@ func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
 // FormatBucketWaitIn is FormatBucketWait in tr's language.
 func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	var waits []string
-	if st.BlockLeft > 0 {
+	switch {
+	case st.BlockLeft > 0 && st.BlockLevel > 0:
+		waits = append(waits, tr.Sprintf("blocked %s (block %d in a row)", FormatWait(st.BlockLeft), st.BlockLevel))
+	case st.BlockLeft > 0:
 		waits = append(waits, tr.Sprintf("blocked %s", FormatWait(st.BlockLeft)))
 	}
-	if st.CooldownLeft > 0 {
+	switch {
+	case st.CooldownLeft > 0 && st.UntilReleased(st.At) > 0:
+		waits = append(waits, tr.Sprintf("cooldown %s (a request on the wire)", FormatWait(st.CooldownLeft)))
+	case st.CooldownLeft > 0:
 		waits = append(waits, tr.Sprintf("cooldown %s", FormatWait(st.CooldownLeft)))
 	}
 	if refillsIn(st) {
@@ -202,21 +208,13 @@ func FormatWaitOrNow(d time.Duration) string {
 }
 
 // FormatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
-// "cooldown 8s", and for an empty or negative bucket when refill admits
-// again ("refills in 42s", from RetryAfter), joined by commas, or "" when
-// it admits now.
+// "cooldown 8s", joined by commas, or "" when it admits now; a block that
+// escalates says its level ("blocked 20m0s (block 2 in a row)"), a
+// cooldown while a request is on the wire says so, and an empty or
+// negative bucket says when refill admits it again ("refills in 42s", from
+// RetryAfter).
 func FormatBucketWait(st throttle.BucketState) string {
-	var waits []string
-	if st.BlockLeft > 0 {
-		waits = append(waits, "blocked "+FormatWait(st.BlockLeft))
-	}
-	if st.CooldownLeft > 0 {
-		waits = append(waits, "cooldown "+FormatWait(st.CooldownLeft))
-	}
-	if refillsIn(st) {
-		waits = append(waits, "refills in "+FormatWait(st.RetryAfter))
-	}
-	return strings.Join(waits, ", ")
+	return FormatBucketWaitIn(i18n.New(i18n.English, nil), st)
 }
 
 // TimeLayout is how instants are shown (always UTC).

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
@@ -485,6 +486,9 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 		return nil
 	}
 	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(st.Tokens, 10), strconv.FormatInt(after.Tokens, 10), actor))
+	if key.Policy == sifen.PolicyRecepcionLote {
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
+	}
 	return nil
 }
 

@@ -237,6 +237,14 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, "reset", entry.Reason)
 			require.Equal(t, "alice", entry.Ref)
 		})
+		t.Run("RUCGateSaysWhatItDoesNotLift", func(t *testing.T) {
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", seededRUC.String())
+			require.Equal(t, ExitOK, code, stderr)
+			require.Contains(t, stdout, "A block SIFEN itself imposed after a 0301 is not lifted by it")
+			code, stdout, stderr = runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", seededParticipant.String())
+			require.Equal(t, ExitOK, code, stderr)
+			require.NotContains(t, stdout, "SIFEN", "a DICT bucket's reset says nothing of SIFEN")
+		})
 	})
 }
 

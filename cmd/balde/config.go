@@ -62,7 +62,7 @@ type Config struct {
 	SifenBlockStep, SifenBlockMax time.Duration
 	// SifenPollEvery is how often serve looks for lots whose result is due
 	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0 turns it off). Each lot is
-	// queried only as SIFEN_CONSULTA_LOTE admits (10 min after the send).
+	// queried only when due (10 min after the send, as the lot's schedule says).
 	SifenPollEvery time.Duration
 	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN
 	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).

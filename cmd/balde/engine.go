@@ -94,7 +94,7 @@ func (c Config) dictConfig(baseURL string, learn bool) balde.DictConfig {
 
 // sifenConfig is the SIFEN sender's configuration over client, with cfg's
 // local block after 0301.
-func (c Config) sifenConfig(client sifen.Transport, allowUnsigned bool) balde.SifenConfig {
+func (c Config) sifenConfig(client sifen.SOAPServices, allowUnsigned bool) balde.SifenConfig {
 	return balde.SifenConfig{Transport: client, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax, AllowUnsigned: allowUnsigned}
 }
 

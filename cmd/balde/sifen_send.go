@@ -29,7 +29,7 @@ import (
 //
 // With --follow it then fetches the results of every lot of the database
 // still "sent" — this run's and any earlier run's or serve's — as serve's
-// poller does (each lot queried as SIFEN_CONSULTA_LOTE admits); with no
+// poller does (each lot queried when its schedule says it is due); with no
 // FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
@@ -46,7 +46,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	wf.add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
-	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, paced by SIFEN_CONSULTA_LOTE), until each document is approved or rejected; with no FILE, only that")
+	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, each lot when due: 10 min after its send, then every interval), until each document is approved or rejected; with no FILE, only that")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -432,7 +432,7 @@ func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
 		it.said = tr.Sprintf("sent by another process: %s", detail)
 	default: // sifen.BatchFailed
 		it.res = resultFailed
-		if o := r.Outcome; o != nil && o.Status == sifen.OutcomeNotQueued {
+		if o := r.LotSend; o != nil && o.Status == sifen.OutcomeNotQueued {
 			it.said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
 		}
 	}

@@ -1,6 +1,6 @@
-// Package sifensql keeps SIFEN's documents, lots and per-RUC sending state
-// in balde's SQL database (SQLite or PostgreSQL, the tables of migrations
-// 0003 and 0005): the sifen.DocumentStore that sifen.Sender uses. It is the
+// Package sifensql keeps SIFEN's documents and lots in balde's SQL
+// database (SQLite or PostgreSQL, the tables of migrations 0003, 0005 and
+// 0006): the sifen.DocumentStore that sifen.Sender uses. It is the
 // adapter; the domain package sifen imports no database driver.
 package sifensql
 
@@ -38,7 +38,7 @@ type Store struct {
 
 var _ sifen.DocumentStore = (*Store)(nil)
 
-// New returns the documents store of s's database (migrated to 0005 or
+// New returns the documents store of s's database (migrated to 0006 or
 // later). It shares s's connections and retries as s does (s.Retry).
 func New(s *sqlstore.Store) *Store {
 	return &Store{write: s.DB(), read: s.ReadDB(), retry: s.Retry}
@@ -373,28 +373,13 @@ func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	return id, wrapDB(rows.Close())
 }
 
-// Claim implements sifen.DocumentStore: in one transaction it reads and
-// locks the RUC's state and asks c.Gate, registers the lot (refused if it
-// is there already: a lot is never sent twice) and moves every document
-// from draft/error to sending, each conditional on the version read. Any
-// document claimed or changed meanwhile aborts the whole claim.
-func (s *Store) Claim(ctx context.Context, c sifen.Claim) (time.Duration, error) {
-	var wait time.Duration
-	err := s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
-		if c.Gate != nil {
-			st, err := s.lockRUC(ctx, tx, c.Env, c.RUC.Number)
-			if err != nil {
-				return err
-			}
-			next, w := c.Gate(st)
-			if w > 0 {
-				wait = w
-				return nil
-			}
-			if err := s.writeRUC(ctx, tx, next); err != nil {
-				return err
-			}
-		}
+// Claim implements sifen.DocumentStore: in one transaction it registers
+// the lot (refused if it is there already: a lot is never sent twice) and
+// moves every document from draft/error to sending, each conditional on the
+// version read. Any document claimed or changed meanwhile aborts the whole
+// claim.
+func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
+	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
@@ -426,83 +411,11 @@ func (s *Store) Claim(ctx context.Context, c sifen.Claim) (time.Duration, error)
 		}
 		return nil
 	})
-	return wait, err
-}
-
-// rucRow is a balde_sifen_rucs row.
-type rucRow struct {
-	Env           string         `db:"env"`
-	RUC           string         `db:"ruc"`
-	IntervalNS    int64          `db:"interval_ns"`
-	LastAnswerAt  sql.NullInt64  `db:"last_answer_at"`
-	InFlightClaim sql.NullString `db:"in_flight_claim"`
-	InFlightSince sql.NullInt64  `db:"in_flight_since"`
-	BlockLevel    int            `db:"block_level"`
-	LastBlockAt   sql.NullInt64  `db:"last_block_at"`
-}
-
-const rucColumns = `env, ruc, interval_ns, last_answer_at, in_flight_claim, in_flight_since, block_level, last_block_at`
-
-func (r rucRow) state() sifen.RUCState {
-	return sifen.RUCState{
-		Env: sifen.Env(r.Env), RUC: r.RUC, Interval: time.Duration(r.IntervalNS),
-		LastAnswerAt: fromNullNanos(r.LastAnswerAt), InFlightClaim: r.InFlightClaim.String,
-		InFlightSince: fromNullNanos(r.InFlightSince), BlockLevel: r.BlockLevel, LastBlockAt: fromNullNanos(r.LastBlockAt),
-	}
-}
-
-// lockRUC returns the RUC's state, its row created and locked for the
-// rest of tx (SQLite's write transactions lock the database at BEGIN;
-// PostgreSQL locks the row with FOR UPDATE).
-func (s *Store) lockRUC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, ruc string) (sifen.RUCState, error) {
-	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO balde_sifen_rucs (env, ruc) VALUES (?, ?) ON CONFLICT (env, ruc) DO NOTHING`),
-		string(env), ruc); err != nil {
-		return sifen.RUCState{}, wrapDB(err)
-	}
-	q := `SELECT ` + rucColumns + ` FROM balde_sifen_rucs WHERE env = ? AND ruc = ?`
-	if tx.DriverName() == "pgx" {
-		q += ` FOR UPDATE`
-	}
-	var rows []rucRow
-	if err := tx.SelectContext(ctx, &rows, tx.Rebind(q), string(env), ruc); err != nil {
-		return sifen.RUCState{}, wrapDB(err)
-	}
-	if len(rows) != 1 {
-		return sifen.RUCState{}, wrapDB(fmt.Errorf("RUC %s in %s: %d state rows", ruc, env, len(rows)))
-	}
-	return rows[0].state(), nil
-}
-
-func (s *Store) writeRUC(ctx context.Context, tx *sqlx.Tx, st sifen.RUCState) error {
-	_, err := tx.ExecContext(ctx, tx.Rebind(`
-		UPDATE balde_sifen_rucs SET
-			interval_ns = ?, last_answer_at = ?, in_flight_claim = ?, in_flight_since = ?,
-			block_level = ?, last_block_at = ?
-		WHERE env = ? AND ruc = ?`),
-		int64(st.Interval), nullNanos(st.LastAnswerAt), nullString(st.InFlightClaim), nullNanos(st.InFlightSince),
-		st.BlockLevel, nullNanos(st.LastBlockAt), string(st.Env), st.RUC)
-	return wrapDB(err)
-}
-
-// RUCState implements sifen.DocumentStore.
-func (s *Store) RUCState(ctx context.Context, env sifen.Env, ruc string) (sifen.RUCState, error) {
-	var rows []rucRow
-	err := s.readRetried(ctx, "read RUC state", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+rucColumns+` FROM balde_sifen_rucs WHERE env = ? AND ruc = ?`), string(env), ruc)
-	})
-	if err != nil {
-		return sifen.RUCState{}, err
-	}
-	if len(rows) == 0 {
-		return sifen.RUCState{Env: env, RUC: ruc}, nil
-	}
-	return rows[0].state(), nil
 }
 
 // Release implements sifen.DocumentStore: it writes the settle to the
-// documents still held by r.Token, updates the lot (dropped when SIFEN does
-// not have it, queued with its number when it does) and, with r.Gate, the
-// RUC's state.
+// documents still held by r.Token and updates the lot (dropped when SIFEN
+// does not have it, queued with its number and first query when it does).
 func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 	var n int64
 	var sentAt sql.NullInt64
@@ -510,18 +423,6 @@ func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 		sentAt = nullNanos(r.Now)
 	}
 	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
-		if r.Gate != nil {
-			st, err := s.lockRUC(ctx, tx, r.Env, r.RUC)
-			if err != nil {
-				return err
-			}
-			if err := s.writeRUC(ctx, tx, r.Gate(st)); err != nil {
-				return err
-			}
-		}
-		if len(r.IDs) == 0 {
-			return nil
-		}
 		q, args, err := sqlx.In(`
 			UPDATE balde_documents SET
 				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
@@ -550,8 +451,9 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 	switch {
 	case st.Status == sifen.StatusSent || st.Status.Final():
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number)
-			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), string(env), hash)
+			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number),
+				next_query_at = COALESCE(?, next_query_at)
+			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), nullNanos(st.NextQueryAt), string(env), hash)
 		return err
 	case st.Status == sifen.StatusSending:
 		return nil
@@ -595,6 +497,19 @@ func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, 
 	})
 }
 
+// Fail implements sifen.DocumentStore.
+func (s *Store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
+	return s.inTx(ctx, "record failure", func(tx *sqlx.Tx) error {
+		q, args, err := sqlx.In(`UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
+			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nanos(now), ids)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
+		return wrapDB(err)
+	})
+}
+
 // Stale implements sifen.DocumentStore.
 func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
 	var rows []docRow
@@ -605,14 +520,47 @@ func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, 
 	return documents(rows), err
 }
 
+// lotRow is a lot with documents still sent, and its schedule.
+type lotRow struct {
+	Env         string        `db:"env"`
+	LotNumber   string        `db:"lot_number"`
+	RUC         string        `db:"ruc"`
+	Documents   int           `db:"documents"`
+	SentAt      sql.NullInt64 `db:"sent_at"`
+	NextQueryAt sql.NullInt64 `db:"next_query_at"`
+}
+
 // SentLots implements sifen.DocumentStore.
 func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
-	var rows []sifen.LotRef
+	var rows []lotRow
 	err := s.readRetried(ctx, "find sent lots", func() error {
-		return s.read.SelectContext(ctx, &rows, `SELECT DISTINCT env, lot_number FROM balde_documents
-		WHERE status = 'sent' AND lot_number IS NOT NULL ORDER BY lot_number`)
+		return s.read.SelectContext(ctx, &rows, `
+		SELECT d.env, d.lot_number, MIN(d.ruc) AS ruc, COUNT(*) AS documents,
+			MIN(COALESCE(d.sent_at, d.claimed_at)) AS sent_at, MAX(l.next_query_at) AS next_query_at
+		FROM balde_documents AS d
+		LEFT JOIN balde_document_lots AS l ON l.env = d.env AND l.hash = d.lot_hash
+		WHERE d.status = 'sent' AND d.lot_number IS NOT NULL
+		GROUP BY d.env, d.lot_number
+		ORDER BY d.lot_number, d.env`)
 	})
-	return rows, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sifen.LotRef, len(rows))
+	for i, r := range rows {
+		out[i] = sifen.LotRef{Env: sifen.Env(r.Env), LotNumber: r.LotNumber, RUC: r.RUC, Documents: r.Documents,
+			SentAt: fromNullNanos(r.SentAt), NextQueryAt: fromNullNanos(r.NextQueryAt)}
+	}
+	return out, nil
+}
+
+// ScheduleLot implements sifen.DocumentStore.
+func (s *Store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
+	return s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`),
+			nanos(at), string(env), lotNumber)
+		return wrapDB(err)
+	})
 }
 
 // LotDocuments implements sifen.DocumentStore.

@@ -37,10 +37,6 @@ func sendingSequence(t *testing.T) []step {
 	ruc := lote.DEs[0].RUC
 	var ids []int64
 	var held []sifen.Document
-	admit := func(st sifen.RUCState) (sifen.RUCState, time.Duration) {
-		st.InFlightClaim, st.InFlightSince = "claim-1", now
-		return st, 0
-	}
 	return []step{
 		{"Import", func(t *testing.T, docs *sifensql.Store) {
 			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, now)
@@ -63,15 +59,14 @@ func sendingSequence(t *testing.T) []step {
 			held, err = docs.Documents(ctx, ids, false) // new versions
 			require.NoError(t, err)
 		}},
-		{"Claim", func(t *testing.T, docs *sifensql.Store) {
-			wait, err := docs.Claim(ctx, sifen.Claim{Docs: held, Token: "claim-1", Lot: packed, Env: sifen.EnvTest, RUC: ruc, Now: now, Gate: admit})
+		{"Fail", func(t *testing.T, docs *sifensql.Store) {
+			require.NoError(t, docs.Fail(ctx, ids, "throttle down", now))
+			held, err = docs.Documents(ctx, ids, false)
 			require.NoError(t, err)
-			require.Zero(t, wait)
+			require.Equal(t, sifen.StatusError, held[0].Status)
 		}},
-		{"RUCState", func(t *testing.T, docs *sifensql.Store) {
-			st, err := docs.RUCState(ctx, sifen.EnvTest, ruc.Number)
-			require.NoError(t, err)
-			require.Equal(t, "claim-1", st.InFlightClaim)
+		{"Claim", func(t *testing.T, docs *sifensql.Store) {
+			require.NoError(t, docs.Claim(ctx, sifen.Claim{Docs: held, Token: "claim-1", Lot: packed, Env: sifen.EnvTest, RUC: ruc, Now: now}))
 		}},
 		{"Note", func(t *testing.T, docs *sifensql.Store) {
 			require.NoError(t, docs.Note(ctx, ids, "claim-1", "at SIFEN", now))
@@ -82,16 +77,22 @@ func sendingSequence(t *testing.T) []step {
 			require.Len(t, got, 3)
 		}},
 		{"Release", func(t *testing.T, docs *sifensql.Store) {
-			n, err := docs.Release(ctx, sifen.Release{IDs: ids, Token: "claim-1", Env: sifen.EnvTest, Hash: packed.Hash, RUC: ruc.Number,
-				St: sifen.Settle{Status: sifen.StatusSent, LotNumber: "42", Sent: true}, Now: now,
-				Gate: func(st sifen.RUCState) sifen.RUCState { st.InFlightClaim = ""; st.LastAnswerAt = now; return st }})
+			n, err := docs.Release(ctx, sifen.Release{IDs: ids, Token: "claim-1", Env: sifen.EnvTest, Hash: packed.Hash,
+				St: sifen.Settle{Status: sifen.StatusSent, LotNumber: "42", Sent: true, NextQueryAt: now.Add(10 * time.Minute)}, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, int64(3), n, "released exactly once")
 		}},
 		{"SentLots", func(t *testing.T, docs *sifensql.Store) {
 			lots, err := docs.SentLots(ctx)
 			require.NoError(t, err)
-			require.Equal(t, []sifen.LotRef{{Env: sifen.EnvTest, LotNumber: "42"}}, lots)
+			require.Equal(t, []sifen.LotRef{{Env: sifen.EnvTest, LotNumber: "42", RUC: ruc.Number, Documents: 3,
+				SentAt: now, NextQueryAt: now.Add(10 * time.Minute)}}, lots)
+		}},
+		{"ScheduleLot", func(t *testing.T, docs *sifensql.Store) {
+			require.NoError(t, docs.ScheduleLot(ctx, sifen.EnvTest, "42", now.Add(20*time.Minute)))
+			lots, err := docs.SentLots(ctx)
+			require.NoError(t, err)
+			require.Equal(t, now.Add(20*time.Minute), lots[0].NextQueryAt)
 		}},
 		{"LotDocuments", func(t *testing.T, docs *sifensql.Store) {
 			held, err = docs.LotDocuments(ctx, sifen.EnvTest, "42")
@@ -148,7 +149,7 @@ func TestEveryTransactionWaitsOutABusySQLite(t *testing.T) {
 	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { other.Close() })
-	writes := map[string]bool{"Import": true, "Hold": true, "Claim": true, "Note": true, "Release": true, "Finish": true, "SetInterval": true}
+	writes := map[string]bool{"Import": true, "Hold": true, "Fail": true, "Claim": true, "Note": true, "Release": true, "ScheduleLot": true, "Finish": true, "SetInterval": true}
 	for _, st := range sendingSequence(t) {
 		if !writes[st.name] {
 			t.Run(st.name, func(t *testing.T) { st.run(t, docs) })

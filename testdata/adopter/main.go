@@ -255,7 +255,7 @@ var steps = map[string]func(context.Context, *app) error{
 		if out.Status != sifen.OutcomeSent {
 			return fmt.Errorf("send: %s %s", out.Status, out.Message)
 		}
-		a.clock.Advance(11 * time.Minute) // SIFEN_CONSULTA_LOTE: first query 10 min after the send
+		a.clock.Advance(11 * time.Minute) // the lot's first query is due 10 min after the send
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			approved := 0

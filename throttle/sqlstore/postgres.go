@@ -119,13 +119,17 @@ func bucketArrays(rows []bucketRow) []any {
 	lastEntry := make([]*int64, len(rows))
 	blocked := make([]*int64, len(rows))
 	spent := make([][]byte, len(rows))
+	next := make([]*int64, len(rows))
+	held := make([]*int64, len(rows))
+	level := make([]int64, len(rows))
 	for i, r := range rows {
+		next[i], held[i], level[i] = nullable(r.nextAt), nullable(r.heldUntil), r.blockLevel
 		keys[i] = r.key
 		tokens[i], carry[i], refilled[i], sends[i], severity[i] = r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity
 		lastSent[i], lastEntry[i], blocked[i], spent[i] = nullable(r.lastSentAt), nullable(r.lastEntry), nullable(r.blockedUntil), r.spent
 	}
 	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, tokens, carry, refilled, sends, severity, lastSent, lastEntry, blocked, spent}
+	return []any{ids, envs, identifiers, tokens, carry, refilled, sends, severity, lastSent, lastEntry, blocked, spent, next, held, level}
 }
 
 func nullable(n sql.NullInt64) *int64 {
@@ -172,9 +176,13 @@ const writeSQL = `
 		    last_sent_at = x.last_sent_at,
 		    last_entry = COALESCE(h.last, x.last_entry),
 		    blocked_until = x.blocked_until,
-		    spent = x.spent
+		    spent = x.spent,
+		    next_at = x.next_at,
+		    held_until = x.held_until,
+		    block_level = x.block_level
 		FROM unnest($11::int[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[],
-		            $17::bigint[], $18::smallint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::bytea[])
+		            $17::bigint[], $18::smallint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::bytea[],
+		            $23::bigint[], $24::bigint[], $25::int[])
 		     AS x(` + bucketColumns + `)
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
@@ -182,23 +190,24 @@ const writeSQL = `
 	i AS (
 		INSERT INTO balde_buckets (` + bucketColumns + `)
 		SELECT x.policy_id, x.env, x.identifier, x.tokens, x.carry, x.refilled_at, x.send_count, x.severity,
-		       x.last_sent_at, COALESCE(h.last, x.last_entry), x.blocked_until, x.spent
-		FROM unnest($23::int[], $24::text[], $25::text[], $26::bigint[], $27::bigint[], $28::bigint[],
-		            $29::bigint[], $30::smallint[], $31::bigint[], $32::bigint[], $33::bigint[], $34::bytea[])
+		       x.last_sent_at, COALESCE(h.last, x.last_entry), x.blocked_until, x.spent, x.next_at, x.held_until, x.block_level
+		FROM unnest($26::int[], $27::text[], $28::text[], $29::bigint[], $30::bigint[], $31::bigint[],
+		            $32::bigint[], $33::smallint[], $34::bigint[], $35::bigint[], $36::bigint[], $37::bytea[],
+		            $38::bigint[], $39::bigint[], $40::int[])
 		     AS x(` + bucketColumns + `)
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 	),
 	d AS (
 		DELETE FROM balde_buckets
 		WHERE (policy_id, env, identifier) IN (
-			SELECT * FROM unnest($35::int[], $36::text[], $37::text[]))
+			SELECT * FROM unnest($41::int[], $42::text[], $43::text[]))
 	),
 	m AS (
 		UPDATE balde_token_ledger AS t
 		SET delta = t.delta + x.delta,
 		    n = t.n + x.n,
 		    balance = x.balance
-		FROM unnest($38::bigint[], $39::bigint[], $40::bigint[], $41::bigint[]) AS x(id, delta, n, balance)
+		FROM unnest($44::bigint[], $45::bigint[], $46::bigint[], $47::bigint[]) AS x(id, delta, n, balance)
 		WHERE t.id = x.id
 	)
 	SELECT 1`

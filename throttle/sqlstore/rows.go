@@ -18,6 +18,9 @@ type bucketRow struct {
 	lastEntry    sql.NullInt64 // id of the bucket's latest ledger row
 	blockedUntil sql.NullInt64
 	spent        []byte
+	nextAt       sql.NullInt64
+	heldUntil    sql.NullInt64
+	blockLevel   int64
 
 	// headMinute is, for a row loaded to be written, the minute of the
 	// bucket's latest ledger row when that row aggregates a minute of takes
@@ -26,13 +29,13 @@ type bucketRow struct {
 }
 
 // bucketColumns lists the columns of bucketRow in scan order.
-const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent`
+const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
 
 // lockedBucketColumns are bucketColumns of buckets AS b, plus the minute of
 // the bucket's latest ledger row when it aggregates takes, joined as h on
 // b.last_entry: what a write transaction loads.
 const lockedBucketColumns = `b.policy_id, b.env, b.identifier, b.tokens, b.carry, b.refilled_at, b.send_count, b.severity,
-	b.last_sent_at, b.last_entry, b.blocked_until, b.spent, CASE WHEN h.reason = 10 THEN h.at END`
+	b.last_sent_at, b.last_entry, b.blocked_until, b.spent, b.next_at, b.held_until, b.block_level, CASE WHEN h.reason = 10 THEN h.at END`
 
 // lockedBucketsFrom is the FROM clause of lockedBucketColumns.
 const lockedBucketsFrom = `balde_buckets AS b LEFT JOIN balde_token_ledger AS h ON h.id = b.last_entry`
@@ -42,14 +45,14 @@ type scanner interface{ Scan(dest ...any) error }
 func scanBucketRow(sc scanner) (bucketRow, error) {
 	var r bucketRow
 	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent)
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
 	return r, err
 }
 
 func scanLockedBucketRow(sc scanner) (bucketRow, error) {
 	var r bucketRow
 	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.headMinute)
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel, &r.headMinute)
 	return r, err
 }
 
@@ -67,6 +70,9 @@ func (r bucketRow) bucket(key throttle.Key) (throttle.Bucket, error) {
 		LastSentAt:   fromNullNanos(r.lastSentAt),
 		SendCount:    r.sendCount,
 		BlockedUntil: fromNullNanos(r.blockedUntil),
+		NextAt:       fromNullNanos(r.nextAt),
+		HeldUntil:    fromNullNanos(r.heldUntil),
+		BlockLevel:   r.blockLevel,
 		Severity:     throttle.Severity(r.severity),
 	}, nil
 }
@@ -82,6 +88,9 @@ func (s *Store) toBucketRow(b throttle.Bucket) bucketRow {
 		lastSentAt:   nullNanos(b.LastSentAt),
 		blockedUntil: nullNanos(b.BlockedUntil),
 		spent:        encodeSpent(b.Spent),
+		nextAt:       nullNanos(b.NextAt),
+		heldUntil:    nullNanos(b.HeldUntil),
+		blockLevel:   b.BlockLevel,
 	}
 }
 

@@ -54,7 +54,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		{&w.update1, `
 			UPDATE balde_buckets
 			SET tokens = ?, carry = ?, refilled_at = ?, send_count = ?, severity = ?,
-			    last_sent_at = ?, last_entry = ?, blocked_until = ?, spent = ?
+			    last_sent_at = ?, last_entry = ?, blocked_until = ?, spent = ?, next_at = ?, held_until = ?, block_level = ?
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		{&w.ledger1, `
 			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
@@ -126,7 +126,7 @@ func loadSQL(n int) string {
 func upsertSQL(n int) string {
 	return `
 		INSERT INTO balde_buckets (` + bucketColumns + `)
-		VALUES ` + tuples(n, 12) + `
+		VALUES ` + tuples(n, 15) + `
 		ON CONFLICT (policy_id, env, identifier) DO UPDATE
 		SET tokens = excluded.tokens,
 		    carry = excluded.carry,
@@ -136,7 +136,10 @@ func upsertSQL(n int) string {
 		    last_sent_at = excluded.last_sent_at,
 		    last_entry = excluded.last_entry,
 		    blocked_until = excluded.blocked_until,
-		    spent = excluded.spent`
+		    spent = excluded.spent,
+		    next_at = excluded.next_at,
+		    held_until = excluded.held_until,
+		    block_level = excluded.block_level`
 }
 
 // updateSQL writes n rows that exist (read under the write lock) by
@@ -147,8 +150,8 @@ func updateSQL(n int) string {
 		UPDATE balde_buckets AS b
 		SET tokens = v.column4, carry = v.column5, refilled_at = v.column6, send_count = v.column7,
 		    severity = v.column8, last_sent_at = v.column9, last_entry = v.column10,
-		    blocked_until = v.column11, spent = v.column12
-		FROM (VALUES ` + tuples(n, 12) + `) AS v
+		    blocked_until = v.column11, spent = v.column12, next_at = v.column13, held_until = v.column14, block_level = v.column15
+		FROM (VALUES ` + tuples(n, 15) + `) AS v
 		WHERE b.policy_id = v.column1 AND b.env = v.column2 AND b.identifier = v.column3`
 }
 
@@ -267,7 +270,7 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 	if len(rows) == 1 {
 		r := rows[0]
 		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
-			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.key.policyID, r.key.env, r.key.identifier)
+			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.nextAt, r.heldUntil, r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
 	return chunks(len(rows), func(lo, hi int) error {
@@ -282,10 +285,10 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 
 // bucketArgs lists the columns of rows in bucketColumns order.
 func bucketArgs(rows []bucketRow) []any {
-	args := make([]any, 0, 12*len(rows))
+	args := make([]any, 0, 15*len(rows))
 	for _, r := range rows {
 		args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent)
+			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.nextAt, r.heldUntil, r.blockLevel)
 	}
 	return args
 }

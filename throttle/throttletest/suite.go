@@ -41,6 +41,8 @@ func TestStore(t *testing.T, open OpenStore) {
 		{"Sync", testSync},
 		{"AdjustAndSyncIsOneTransaction", testAdjustAndSync},
 		{"Reset", testReset},
+		{"HoldUntilTheAnswer", testHoldUntilTheAnswer},
+		{"EscalatingBlock", testEscalatingBlock},
 		{"LedgerExplainsBalance", testLedgerReplay},
 		{"LedgerAggregatesTakes", testLedgerAggregate},
 		{"LedgerGranularityPerPolicy", testLedgerPerPolicy},
@@ -481,6 +483,110 @@ func testReset(t *testing.T, open OpenStore) {
 
 	_, err = e.Limiter.Reset(ctx, keyA, "")
 	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
+}
+
+// testHoldUntilTheAnswer: a take with HoldFor holds its key (a request on
+// the wire) however full the bucket is, as a cooldown of the policy's
+// interval at least, the hold's end at most; the Sync of its answer ends the
+// hold and starts the interval from the answer; a late answer of an older
+// request does not end another's hold; a reset clears the interval, not a
+// hold (the request is on the wire).
+func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	take := func() throttle.Decision {
+		d, err := e.Limiter.Take(ctx, "lot", throttle.Charge{Key: keyA, Cost: 1, HoldFor: time.Minute})
+		require.NoError(t, err)
+		return d
+	}
+	d := take()
+	require.True(t, d.Allowed)
+	held := d.Buckets[0].HeldUntil
+	require.Equal(t, Epoch.Add(time.Minute), held)
+
+	// 30 s on the wire: the token is back, the hold refuses, as a cooldown
+	// of one interval (the answer cannot come before now).
+	e.Clock.Advance(30 * time.Second)
+	d = take()
+	require.False(t, d.Allowed)
+	require.Equal(t, throttle.ReasonCooldown, d.Reason)
+	require.Equal(t, 10*time.Second, d.RetryAfter)
+	s := e.State(keyA)
+	require.Equal(t, 10*time.Second, s.CooldownLeft, "the state says what the take says")
+	require.Equal(t, held, s.HeldUntil)
+	require.Equal(t, throttle.SeverityHealthy, s.Severity, "a request on the wire is no trouble")
+	// 55 s: the hold ends in 5 s at the latest.
+	e.Clock.Advance(25 * time.Second)
+	require.Equal(t, 5*time.Second, take().RetryAfter)
+
+	// The answer at 55 s: 10 s from it, not from the take.
+	_, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held, Ref: "answer"})
+	require.NoError(t, err)
+	s = e.State(keyA)
+	require.Equal(t, 10*time.Second, s.RetryAfter)
+	require.True(t, s.HeldUntil.IsZero())
+	require.Equal(t, throttle.ReasonCooldown, take().Reason)
+	e.Clock.Advance(10 * time.Second)
+	d = take()
+	require.True(t, d.Allowed)
+
+	// A late answer to the first request leaves the second's hold alone.
+	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held})
+	require.NoError(t, err)
+	require.Equal(t, d.Buckets[0].HeldUntil, e.State(keyA).HeldUntil)
+
+	// A reset clears the interval, not the hold.
+	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Hold: d.Buckets[0].HeldUntil})
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second, e.State(keyA).RetryAfter, "the late answer's interval")
+	s, err = e.Limiter.Reset(ctx, keyA, "alice")
+	require.NoError(t, err)
+	require.Zero(t, s.RetryAfter)
+	d = take()
+	require.True(t, d.Allowed)
+	s, err = e.Limiter.Reset(ctx, keyA, "alice")
+	require.NoError(t, err)
+	require.Equal(t, d.Buckets[0].HeldUntil, s.HeldUntil, "a reset does not end a request on the wire")
+	require.False(t, take().Allowed)
+
+	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Cooldown: -time.Second})
+	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
+	_, err = e.Limiter.Take(ctx, "", throttle.Charge{Key: keyA, Cost: 1, HoldFor: -time.Second})
+	require.ErrorIs(t, err, throttle.ErrInvalidCost)
+}
+
+// testEscalatingBlock: each escalating sync blocks one step longer, up to
+// the limit; the level starts again after Memory without a block; a reset
+// lifts the block but keeps the level (the remote side's history).
+func testEscalatingBlock(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
+	e := NewEnv(t, open, one(p), throttle.Config{})
+	block := func() throttle.Adjusted {
+		out, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, BlockFor: 10 * time.Minute,
+			Escalate: true, BlockMax: 25 * time.Minute, Memory: time.Hour, Ref: "0301"})
+		require.NoError(t, err)
+		return out[0]
+	}
+	for i, want := range []time.Duration{10 * time.Minute, 20 * time.Minute, 25 * time.Minute} {
+		out := block()
+		require.Equal(t, int64(i+1), out.BlockLevel)
+		require.Equal(t, want, out.BlockedFor)
+		s := e.State(keyA)
+		require.Equal(t, want, s.BlockLeft)
+		require.Equal(t, int64(i+1), s.BlockLevel)
+		require.Equal(t, throttle.SeverityHigh, s.Severity)
+		e.Clock.Advance(want)
+	}
+	s, err := e.Limiter.Reset(ctx, keyA, "alice")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), s.BlockLevel, "a reset keeps the level")
+	require.Equal(t, int64(4), block().BlockLevel)
+	e.Clock.Advance(25*time.Minute + time.Hour)
+	out := block()
+	require.Equal(t, int64(1), out.BlockLevel, "an hour without a block: from the first step again")
+	require.Equal(t, 10*time.Minute, out.BlockedFor)
 }
 
 func testLedgerReplay(t *testing.T, open OpenStore) {

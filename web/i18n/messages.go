@@ -31,6 +31,14 @@ var messages = [][3]string{
 	// the bucket list
 	{"Bucket states", "Estado dos baldes", "Estado de los baldes"},
 	{"SIFEN lot polling", "Consultas de lote SIFEN", "Consultas de lote SIFEN"},
+	{"SIFEN lots", "Lotes SIFEN", "Lotes SIFEN"},
+	{"A lot's result is queried on a schedule (DNIT: not before 10 minutes after the send, then every 10 minutes): waiting for it is no limit, no refusal and no alert.", "O resultado de um lote é consultado num horário (DNIT: não antes de 10 minutos depois do envio, depois a cada 10 minutos): esperar por ele não é limite, nem recusa, nem alerta.", "El resultado de un lote se consulta según un horario (DNIT: no antes de 10 minutos después del envío, luego cada 10 minutos): esperarlo no es un límite, ni un rechazo, ni una alerta."},
+	{"Next query", "Próxima consulta", "Próxima consulta"},
+	{"next query at %s (in %s)", "próxima consulta em %s (daqui a %s)", "próxima consulta el %s (en %s)"},
+	{"next query now", "próxima consulta agora", "próxima consulta ahora"},
+	{"blocked %s (block %d in a row)", "bloqueado %s (bloqueio %d seguido)", "bloqueado %s (bloqueo %d seguido)"},
+	{"cooldown %s (a request on the wire)", "espera %s (uma requisição em trânsito)", "espera %s (una solicitud en tránsito)"},
+	{"No lot is waiting for its result.", "Nenhum lote espera o seu resultado.", "Ningún lote espera su resultado."},
 	{"Policy", "Política", "Política"},
 	{"Env", "Ambiente", "Ambiente"},
 	{"Identifier starts with", "Identificador começa com", "Identificador empieza con"},
@@ -109,6 +117,7 @@ var messages = [][3]string{
 	{"No ledger entries for this bucket.", "Nenhum lançamento para este balde.", "Ningún asiento para este balde."},
 	{"ledger pages", "páginas do registro", "páginas del registro"},
 	{"The bucket was reset: it is full, with no cooldown or block. The ledger records who did it.", "O balde foi reiniciado: está cheio, sem espera nem bloqueio. O registro guarda quem fez.", "El balde fue reiniciado: está lleno, sin espera ni bloqueo. El registro guarda quién lo hizo."},
+	{"The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer.", "A barreira do RUC foi reiniciada: a espera do próprio balde acabou. Um bloqueio que o próprio SIFEN impôs depois de um 0301 não é levantado por isso, e um lote ainda em trânsito segura o RUC até a sua resposta.", "La barrera del RUC fue reiniciada: la espera propia de balde terminó. Un bloqueo que el propio SIFEN impuso después de un 0301 no se levanta con esto, y un lote todavía en tránsito retiene el RUC hasta su respuesta."},
 	// ledger reasons
 	{"take", "consumo", "consumo"},
 	{"penalty", "penalidade", "penalidad"},
@@ -126,6 +135,7 @@ var messages = [][3]string{
 	{"fills it to its capacity of %d tokens (it holds %d now) and clears its cooldown and block.", "o enche até a capacidade de %d fichas (agora tem %d) e limpa a espera e o bloqueio.", "lo llena hasta su capacidad de %d fichas (ahora tiene %d) y quita la espera y el bloqueo."},
 	{"The ledger records the reset with your name,", "O registro guarda o reinício com o seu nome,", "El registro guarda el reinicio con su nombre,"},
 	{"A reset lets requests through that the remote side may still refuse or penalize: the local mirror then says more than the remote bucket holds.", "Um reinício deixa passar requisições que o lado remoto ainda pode recusar ou penalizar: o espelho local passa a dizer mais do que o balde remoto tem.", "Un reinicio deja pasar solicitudes que el lado remoto aún puede rechazar o penalizar: el espejo local dice entonces más de lo que tiene el balde remoto."},
+	{"This bucket is a SIFEN RUC's gate. The reset ends balde's own wait: the interval since SIFEN's last answer and the local block after a 0301. It does not lift a block SIFEN itself imposed after a 0301: SIFEN may answer 0301 again, and the next 0301 blocks longer (%d in a row so far). A lot still on the wire keeps holding the RUC until its answer.", "Este balde é a barreira de um RUC no SIFEN. O reinício acaba com a espera do próprio balde: o intervalo desde a última resposta do SIFEN e o bloqueio local depois de um 0301. Ele não levanta um bloqueio que o próprio SIFEN impôs depois de um 0301: o SIFEN pode responder 0301 de novo, e o próximo 0301 bloqueia por mais tempo (%d seguidos até agora). Um lote ainda em trânsito continua segurando o RUC até a sua resposta.", "Este balde es la barrera de un RUC en SIFEN. El reinicio termina la espera propia de balde: el intervalo desde la última respuesta de SIFEN y el bloqueo local después de un 0301. No levanta un bloqueo que el propio SIFEN impuso después de un 0301: SIFEN puede responder 0301 otra vez, y el próximo 0301 bloquea por más tiempo (%d seguidos hasta ahora). Un lote todavía en tránsito sigue reteniendo el RUC hasta su respuesta."},
 	{"Reset the bucket", "Reiniciar o balde", "Reiniciar el balde"},
 	{"Cancel", "Cancelar", "Cancelar"},
 	// the error page (the status texts, the fixed messages)

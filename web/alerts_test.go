@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
 )
@@ -187,4 +189,16 @@ func gather(t *testing.T, m *web.Metrics) string {
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
+}
+
+// A 0301 from SIFEN (the local interval shorter than SIFEN's) is counted
+// by balde_remote_refusals_total, which pages (BaldeRemoteRefusals).
+func TestSifenNotQueuedCountsARemoteRefusal(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{policy: sifen.PolicyConfig{Interval: time.Second}}))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 2)...), sifen.EnvTest)
+	require.Equal(t, docPath(ids[0])+"?result=sent", e.send(ids[0]).Header.Get("Location"))
+	require.NotContains(t, body(t, e.get("/metrics")), "balde_remote_refusals_total{")
+	e.clock.Advance(2 * time.Second)
+	require.Equal(t, docPath(ids[1])+"?result=not_queued", e.send(ids[1]).Header.Get("Location"))
+	require.Contains(t, body(t, e.get("/metrics")), `balde_remote_refusals_total{code="0301",policy="SIFEN_RECEPCION_LOTE",system="sifen"} 1`)
 }

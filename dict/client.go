@@ -52,6 +52,12 @@ type ClientConfig struct {
 	// to a loopback address (a simulator) and refused otherwise
 	// (ErrUnsigned).
 	Signer Signer
+	// Verifier, when set, checks the signature of every answer with the
+	// expected status before it is decoded (XMLVerifier: the DICT signs its
+	// answers and clients must validate them). A bad signature is the
+	// operation's error, wrapping ErrSignatureInvalid; the mirror was
+	// settled by the status all the same.
+	Verifier Verifier
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -73,6 +79,7 @@ type Client struct {
 	policiesAPI string // the base of GET /policies/
 	participant string
 	signer      Signer
+	verifier    Verifier
 	loopback    bool
 	notice      string
 	meter       Meter
@@ -99,6 +106,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
+		verifier:    cfg.Verifier,
 		loopback:    isLoopback(base.Hostname()),
 		notice:      cfg.PaymentNoticeURL,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
@@ -252,6 +260,11 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], 
 	}
 	if err != nil {
 		return res, err
+	}
+	if c.verifier != nil && resp.status == want {
+		if err := c.verifier.Verify(ctx, cl.op, resp.body); err != nil {
+			return res, err
+		}
 	}
 	var out T
 	if err := resp.decode(cl.op, want, &out); err != nil {

@@ -255,11 +255,13 @@ func moduleVersion() string {
 }
 
 // SetVersion sets balde_build_info's version label (the binary's version,
-// e.g. main.Version set with -ldflags); NewMetrics sets the main module's
+// e.g. main.Version set with -ldflags) and returns m, for
+// NewMetrics().SetVersion(Version); NewMetrics sets the main module's
 // version from the build information.
-func (m *Metrics) SetVersion(version string) {
+func (m *Metrics) SetVersion(version string) *Metrics {
 	m.buildInfo.Reset()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	return m
 }
 
 // SetScope sets how the bucket gauges tell scopes apart: scope names a

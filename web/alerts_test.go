@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -16,9 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -201,4 +204,28 @@ func TestSifenNotQueuedCountsARemoteRefusal(t *testing.T) {
 	e.clock.Advance(2 * time.Second)
 	require.Equal(t, docPath(ids[1])+"?result=not_queued", e.send(ids[1]).Header.Get("Location"))
 	require.Contains(t, body(t, e.get("/metrics")), `balde_remote_refusals_total{code="0301",policy="SIFEN_RECEPCION_LOTE",system="sifen"} 1`)
+}
+
+// A remote 429 from the DICT (another sender drained the participant) is
+// counted by balde_remote_refusals_total under the bucket the client
+// blamed, which pages (BaldeRemoteRefusals).
+func TestDictRemote429CountsARemoteRefusal(t *testing.T) {
+	dictServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(dictServer.Close)
+	m := web.NewMetrics()
+	catalog := dict.NewCatalog("prod")
+	limiter, err := throttle.NewLimiter(throttletest.NewMemStore(throttle.SystemClock), catalog, throttle.Config{Observer: m})
+	require.NoError(t, err)
+	client, err := dict.NewClient(dict.ClientConfig{BaseURL: dictServer.URL, Participant: "12345678", Limiter: limiter, Catalog: catalog})
+	require.NoError(t, err)
+	require.NotContains(t, gather(t, m), "balde_remote_refusals_total{")
+
+	_, err = client.GetEntry(context.Background(), dict.LookupRequest{Key: "+5561988880000", PayerID: "52998224725"})
+	var remote *dict.RemoteError
+	require.ErrorAs(t, err, &remote)
+	require.Equal(t, http.StatusTooManyRequests, remote.Status)
+	require.Regexp(t, `balde_remote_refusals_total\{code="429",policy="ENTRIES_READ_USER_ANTISCAN(_V2)?",system="dict"\} 1`, gather(t, m))
 }

@@ -53,6 +53,7 @@ var actions = map[string][]string{
 	"buckets":    {"list", "show", "reset"},
 	"migrate":    {"up", "down", "version"},
 	"completion": {"bash", "zsh"},
+	"gateway":    {"dict", "sifen"},
 }
 
 // flagValues are the values of the flags that take one of a few words.

@@ -64,6 +64,16 @@ type Limiter struct {
 	trust    trust
 }
 
+// RemoteRefused tells the Limiter's Observer, when it implements
+// RemoteObserver, that the remote side refused a request the mirror had
+// admitted (see RemoteObserver). It changes no bucket: the caller syncs
+// the buckets itself.
+func (l *Limiter) RemoteRefused(system, policy, code string) {
+	if o, ok := l.observer.(RemoteObserver); ok {
+		o.RemoteRefused(system, policy, code)
+	}
+}
+
 // NewLimiter returns a Limiter deciding with store and policies.
 func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	if cfg.Thresholds == (Thresholds{}) {

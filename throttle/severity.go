@@ -477,7 +477,22 @@ type SeverityCounts struct {
 	// re-graded that are or were stored worse than Healthy (by fill; absent
 	// for a policy whose buckets are all Healthy now and stored so).
 	Worst map[string]BucketState
-	At    time.Time
+	// ByPolicy breaks down, per policy, the buckets re-graded at a level
+	// worse than Healthy now and those blocked or negative now (the rows
+	// Blocked and Negative count), so that a view can tell a participant's
+	// bucket from an end user's. Healthy buckets are not broken down (rows
+	// stored Healthy are not read when Trusted); with Partial, the rows not
+	// re-graded are missing here too.
+	ByPolicy map[string]PolicyCounts
+	At       time.Time
+}
+
+// PolicyCounts is one policy's part of SeverityCounts.ByPolicy.
+type PolicyCounts struct {
+	// Worse counts the policy's buckets by their level now, for the
+	// levels worse than Healthy.
+	Worse             map[Severity]int64
+	Blocked, Negative int64
 }
 
 // CountNow counts the stored buckets matching f by their severity now.
@@ -494,7 +509,8 @@ func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error
 	if err != nil {
 		return SeverityCounts{}, fmt.Errorf("throttle: count buckets: %w", err)
 	}
-	c := SeverityCounts{BySeverity: make(map[Severity]int64), Worst: make(map[string]BucketState), At: l.clock()}
+	c := SeverityCounts{BySeverity: make(map[Severity]int64), Worst: make(map[string]BucketState),
+		ByPolicy: make(map[string]PolicyCounts), At: l.clock()}
 	for sev, n := range stored {
 		c.Total += n
 		if sev == SeverityUnknown {
@@ -510,11 +526,23 @@ func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error
 		c.Rechecked++
 		c.BySeverity[max(s.Bucket.Severity, SeverityHealthy)]--
 		c.BySeverity[max(s.Severity, SeverityHealthy)]++
+		pc := c.ByPolicy[s.Key.Policy]
+		if s.Severity > SeverityHealthy {
+			if pc.Worse == nil {
+				pc.Worse = make(map[Severity]int64)
+			}
+			pc.Worse[s.Severity]++
+		}
 		if s.Has(ConditionBlocked) {
 			c.Blocked++
+			pc.Blocked++
 		}
 		if s.Has(ConditionNegative) {
 			c.Negative++
+			pc.Negative++
+		}
+		if pc.Worse != nil || pc.Blocked > 0 || pc.Negative > 0 {
+			c.ByPolicy[s.Key.Policy] = pc
 		}
 		if !s.Orphan && max(s.Severity, s.Bucket.Severity) > SeverityHealthy {
 			if w, ok := c.Worst[s.Key.Policy]; !ok || s.Tokens*w.Policy.Capacity < w.Tokens*s.Policy.Capacity {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -462,7 +463,11 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	if !yes {
 		b.printState(st)
 		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
-		answer, _ := bufio.NewReader(b.m.Stdin).ReadString('\n')
+		answer, err := readAnswer(ctx, b.m.Stdin)
+		if err != nil {
+			fmt.Fprintln(b.m.Stdout)
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("buckets reset: reset cancelled: %s unchanged", key)}
+		}
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
@@ -485,6 +490,25 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
 	}
 	return nil
+}
+
+// readAnswer reads one line from r (a prompt's answer; "" at the end of
+// the input), or returns ctx.Err() as soon as ctx ends: Ctrl-C at a prompt
+// cancels it, and the next line typed is not taken as the answer. The read
+// itself cannot be interrupted; its goroutine ends with the input (the
+// process exits first).
+func readAnswer(ctx context.Context, r io.Reader) (string, error) {
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		return s, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // bucketView is a state rendered for people.

@@ -422,9 +422,9 @@ func TestDictLookupBadInput(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "r.xml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	code, _, stderr := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
+	code, stdout, _ := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, stderr, "Example:\n  balde dict-lookup --dict-url")
+	require.Contains(t, stdout, "Example:\n  balde dict-lookup --dict-url")
 }
 
 // longLine reads as "key,payer" then one line of n bytes and a newline,

@@ -61,16 +61,16 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 	if opts.SkipBuckets {
 		return res, nil
 	}
-	f := Filter{Limit: opts.BucketBatch}
+	var after Key
 	for {
-		rows, err := l.store.List(ctx, f)
+		rows, err := l.store.Rows(ctx, after, SeverityUnknown, opts.BucketBatch)
 		if err != nil {
 			return res, fmt.Errorf("throttle: prune buckets: %w", err)
 		}
 		if len(rows) == 0 {
 			return res, nil
 		}
-		f.After = rows[len(rows)-1].Key
+		after = rows[len(rows)-1].Key
 		// Candidates are checked again inside the transaction: a decision
 		// may have touched them since they were listed.
 		now := l.clock()

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -118,7 +118,7 @@ func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipB
 		return res, fmt.Errorf("prune: count DICT lookups: %w", err)
 	}
 	if !skipBuckets {
-		states, _, err := eng.limiter.ListAll(ctx, throttle.Filter{})
+		states, _, err := eng.Reader().ListAll(ctx, inspect.Filter{})
 		if err != nil {
 			return res, err
 		}

@@ -40,6 +40,8 @@ type DictConfig struct {
 	CertFile, KeyFile, CAFile string
 	// Signer signs write operations (dict.ClientConfig.Signer).
 	Signer dict.Signer
+	// Verifier checks the DICT's signed answers (dict.ClientConfig.Verifier).
+	Verifier dict.Verifier
 	// LearnCategory asks the DICT's GET /policies/ for the participant's
 	// category (reusing one learned within dict.CategoryFresh): at the
 	// start of Run for Config.Dict, in NewDictClient for a client of its
@@ -140,7 +142,7 @@ func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Clien
 	cc := dict.ClientConfig{
 		BaseURL: cfg.BaseURL, PoliciesURL: cfg.PoliciesURL, Participant: cfg.Participant,
 		Limiter: e.limiter, Catalog: e.catalog, Records: e.records,
-		HTTPClient: httpClient, Signer: cfg.Signer, Logger: e.logger.WithGroup("dict"),
+		HTTPClient: httpClient, Signer: cfg.Signer, Verifier: cfg.Verifier, Logger: e.logger.WithGroup("dict"),
 	}
 	if u, err := url.Parse(cfg.BaseURL); err == nil && isLoopbackHost(u.Hostname()) {
 		cc.PaymentNoticeURL = strings.TrimSuffix(cfg.BaseURL, "/") + "/sim/payments"

@@ -37,6 +37,10 @@ const DefaultEnv = "prod"
 const (
 	OutcomeDefault        = "*"
 	OutcomeTransportError = "error"
+	// OutcomeNotSent is a request that provably never reached the DICT (the
+	// connection was refused, the name did not resolve, its deadline passed
+	// before it was sent): it costs nothing and its whole hold comes back.
+	OutcomeNotSent = "not-sent"
 	// EventPayment is a payment order (pacs.008) sent with the EndToEndId
 	// of an earlier lookup.
 	EventPayment = "payment"
@@ -150,6 +154,22 @@ func (c *Catalog) Category() string {
 	return c.category
 }
 
+// CategoryInEffect returns the category the catalog applies: the one set
+// (learned from the DICT), else the strictest class of the categorised
+// participant policy (H in seed 001). It is what every view reports as
+// the participant's category (GET /policies/, the admin page): never "".
+func (c *Catalog) CategoryInEffect() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.category != "" {
+		return c.category
+	}
+	if s, ok := c.specs[PolicyEntriesReadParticipantAntiscan]; ok && len(s.Classes) > 0 {
+		return strictest(s.Classes)
+	}
+	return Categories[len(Categories)-1]
+}
+
 // SetCategory sets the participant's category. Any category that passes
 // ValidateCategory is accepted (the DICT may publish new ones); one with no
 // class in a policy gets that policy's strictest class.
@@ -247,7 +267,7 @@ func (c *Catalog) define(s Spec) {
 // find returns the stored spec of policy, not a copy (Define and Apply
 // replace a spec, never change one in place: it may be read without the
 // lock), with the category and refill mode in effect. The error wraps
-// throttle.ErrUnknownPolicy. The decision path (Resolve, Reserve, Cost,
+// throttle.ErrUnknownPolicy. The decision path (Resolve, Admission, Cost,
 // Credit) reads specs through it, without copying their maps.
 func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
 	c.mu.RLock()
@@ -302,9 +322,11 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 	return class, err
 }
 
-// Reserve returns what key's bucket must hold to admit a request (see
-// Hold for what admission takes).
-func (c *Catalog) Reserve(key throttle.Key) (int64, error) {
+// Admission returns what key's bucket must hold, in whole tokens, to admit
+// a request: the policy's Spec.Reserve (1 for every DICT policy: the DICT
+// admits while the balance is positive). Hold says what an admitted request
+// then takes. (Meter.Reserve is the act of taking it.)
+func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err

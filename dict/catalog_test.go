@@ -229,7 +229,7 @@ func TestCatalogDecisionPathDoesNotAllocate(t *testing.T) {
 		for _, k := range keys {
 			_, err := c.Resolve(k)
 			require.NoError(t, err)
-			_, err = c.Reserve(k)
+			_, err = c.Admission(k)
 			require.NoError(t, err)
 			_, err = c.Cost(k, "404")
 			require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,9 +53,27 @@ type ClientConfig struct {
 	// to a loopback address (a simulator) and refused otherwise
 	// (ErrUnsigned).
 	Signer Signer
+	// Verifier, when set, checks the signature of every answer with the
+	// expected status before it is decoded (XMLVerifier: the DICT signs its
+	// answers and clients must validate them). A bad signature is the
+	// operation's error, wrapping ErrSignatureInvalid; the mirror was
+	// settled by the status all the same.
+	Verifier Verifier
+	// CategoryRecheck is how often the client re-checks the participant's
+	// category while it runs (before a getEntry, at most once per period):
+	// the category another process recorded in Records within the period,
+	// else the DICT's answer to GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN
+	// (one POLICIES_READ token), which also syncs that bucket. Default
+	// DefaultCategoryRecheck; negative: never.
+	CategoryRecheck time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
+// refill period of the categorised participant policy, so that a category
+// the DICT changes is followed within one period by every process.
+const DefaultCategoryRecheck = time.Minute
 
 // Signer signs a write operation's XML body with the PSP's key (XMLDSig,
 // the Signature element) and returns the signed document.
@@ -73,6 +92,7 @@ type Client struct {
 	policiesAPI string // the base of GET /policies/
 	participant string
 	signer      Signer
+	verifier    Verifier
 	loopback    bool
 	notice      string
 	meter       Meter
@@ -80,6 +100,11 @@ type Client struct {
 	records     Records
 	http        *http.Client
 	logger      *slog.Logger
+
+	recheck    time.Duration
+	categoryMu sync.Mutex
+	checkedAt  time.Time // the last category check (or NewClient)
+	checking   bool
 }
 
 // NewClient returns a Client. The error wraps ErrInvalidISPB for a bad
@@ -99,12 +124,18 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
+		verifier:    cfg.Verifier,
 		loopback:    isLoopback(base.Hostname()),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog},
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, Holds: &Holds{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,
+		recheck:     cfg.CategoryRecheck,
+		checkedAt:   cfg.Limiter.Now(),
+	}
+	if c.recheck == 0 {
+		c.recheck = DefaultCategoryRecheck
 	}
 	c.policiesAPI = c.api
 	if cfg.PoliciesURL != "" {
@@ -221,6 +252,7 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult,
 	} else if err := ValidateEndToEndID(e2e); err != nil {
 		return LookupResult{}, err
 	}
+	c.recheckCategory(ctx)
 	hdr := http.Header{}
 	hdr.Set(HeaderPayerID, req.PayerID)
 	hdr.Set(HeaderEndToEndID, e2e)
@@ -244,14 +276,17 @@ type Result[T any] struct {
 // res.Response; a refusal of the mirror is res.Decision with a nil error.
 func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], error) {
 	var res Result[T]
-	cl.decision = &res.Decision
 	resp, err := c.do(ctx, cl)
-	if d, ok := throttle.AsRefusal(err); ok {
-		res.Decision = d
-		return res, nil
+	if resp != nil {
+		res.Decision = resp.decision
 	}
-	if err != nil {
+	if err != nil || !res.Decision.Allowed {
 		return res, err
+	}
+	if c.verifier != nil && resp.status == want {
+		if err := c.verifier.Verify(ctx, cl.op, resp.body); err != nil {
+			return res, err
+		}
 	}
 	var out T
 	if err := resp.decode(cl.op, want, &out); err != nil {
@@ -507,25 +542,24 @@ type call struct {
 	query  url.Values
 	header http.Header
 	body   []byte
-	// decision, when set, receives the mirror's decision.
-	decision *throttle.Decision
 }
 
-// response is a DICT response, read whole.
+// response is a DICT response, read whole, with the mirror's decision on
+// its request.
 type response struct {
+	decision   throttle.Decision
 	status     int
 	header     http.Header
 	body       []byte
 	retryAfter time.Duration
 }
 
-// decisionKey carries a *throttle.Decision for the Transport to fill.
-type decisionKey struct{}
-
 // do sends one call through the client's Transport (hold, send, settle,
-// 429 sync, record). It returns a response for every request that got one
-// (whatever its status), and an error when the request was refused locally
-// (a *throttle.RefusedError), could not be sent, or was answered with a 429.
+// 429 sync, record). It returns a response for every request the mirror
+// decided: a local refusal is a response whose decision is not Allowed
+// (nothing was sent) and a nil error; an admitted request comes back with
+// the DICT's answer, and an error when it was answered with a 429. The
+// error alone means the request could not be built, decided or sent.
 func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
 	api := c.api
@@ -553,9 +587,6 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	if cl.decision != nil {
-		ctx = context.WithValue(ctx, decisionKey{}, cl.decision)
-	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
 	if err != nil {
 		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
@@ -570,14 +601,19 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	}
 	httpResp, err := c.http.Do(req)
 	if err != nil {
-		if d, ok := throttle.AsRefusal(err); ok {
-			return nil, &throttle.RefusedError{Op: "dict " + cl.op, Decision: d}
-		}
 		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
 	defer httpResp.Body.Close()
+	d, ok := DecisionOf(httpResp)
+	if !ok {
+		return nil, fmt.Errorf("dict: %s: the response did not come through the mirror's Transport", cl.op)
+	}
+	if !d.Allowed {
+		// Refused by the mirror: the Transport's own 429, nothing was sent.
+		return &response{decision: d}, nil
+	}
 	data, rerr := io.ReadAll(io.LimitReader(httpResp.Body, MaxBodySize+1))
-	resp := &response{status: httpResp.StatusCode, header: httpResp.Header, body: data,
+	resp := &response{decision: d, status: httpResp.StatusCode, header: httpResp.Header, body: data,
 		retryAfter: ParseRetryAfter(httpResp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
 	if resp.status == http.StatusTooManyRequests {
 		return resp, resp.remoteError(cl.op)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,11 +37,21 @@ type fakeDICT struct {
 	status int
 	header map[string]string
 	body   string
+	// hangUp closes the connection without answering: the request
+	// arrived, its answer is lost.
+	hangUp bool
 	last   *http.Request
 }
 
 func (f *fakeDICT) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.last = r.Clone(context.Background())
+	if f.hangUp {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
 	for k, v := range f.header {
 		w.Header().Set(k, v)
 	}
@@ -110,11 +121,18 @@ func TestSettleByStatus(t *testing.T) {
 		{"MalformedBodyCostsOne", &fakeDICT{status: 200, body: "<GetEntryResponse><Entry>"}, false, 99, 49999, 0, 0, func(t *testing.T, err error) {
 			require.ErrorIs(t, err, dict.ErrMalformedResponse)
 		}},
-		// No answer: the DICT may have counted a 404, so the hold stays.
-		{"NoResponseKeepsTheHold", &fakeDICT{}, true, 80, 49997, 0, 0, func(t *testing.T, err error) {
+		// The answer was lost: the DICT may have counted a 404, so the hold
+		// stays.
+		{"LostAnswerKeepsTheHold", &fakeDICT{hangUp: true}, false, 80, 49997, 0, 0, func(t *testing.T, err error) {
 			require.Error(t, err)
 			var re *dict.RemoteError
 			require.False(t, errors.As(err, &re))
+		}},
+		// The connection was refused: the request never left, so the hold
+		// comes back (it was kept before: 80 and 49997).
+		{"ConnectionRefusedRefundsTheHold", &fakeDICT{}, true, 100, 50000, 0, 0, func(t *testing.T, err error) {
+			require.ErrorContains(t, err, "not sent, the hold is refunded")
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
 		}},
 	}
 	for _, tt := range tests {

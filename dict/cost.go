@@ -3,7 +3,10 @@ package dict
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -18,6 +21,11 @@ import (
 type Meter struct {
 	Limiter *throttle.Limiter
 	Catalog *Catalog
+	// Holds, when set, counts the tokens held by this process's requests in
+	// flight (Reserve adds, Settle removes), so that a sync to the DICT's
+	// state can leave them out (see Holds). NewClient sets one; a nil Holds
+	// counts nothing and syncs take the DICT's number as it is.
+	Holds *Holds
 }
 
 // Reservation is what Reserve took: Reserved[i] tokens from Keys[i] (the
@@ -29,6 +37,110 @@ type Reservation struct {
 	Keys     []throttle.Key
 	Reserved []int64
 	Decision throttle.Decision
+	// flight is the entry in Meter.Holds while the request is in flight.
+	flight *flight
+	// takenAt is the mirror's time before the take; fullAtTake[i] is set
+	// when Keys[i]'s bucket was full when the hold was taken (see
+	// flightRefill).
+	takenAt    time.Time
+	fullAtTake []bool
+}
+
+// Holds counts, per bucket, the tokens held by requests of this process that
+// are in flight: admitted (their worst case taken) and not yet settled. A
+// sync to a balance the DICT reports leaves them out — the synced balance is
+// the DICT's minus what is held in flight — so that the refunds that follow
+// land where the DICT will be once it has charged those requests, not above
+// it. Requests in flight in other processes sharing the database are not
+// counted (decision 0067). The zero value is ready; safe for concurrent use.
+type Holds struct {
+	mu   sync.Mutex
+	held map[throttle.Key]int64
+}
+
+// flight is one request's entry in Holds, removed once.
+type flight struct {
+	holds    *Holds
+	keys     []throttle.Key
+	reserved []int64
+	removed  bool // under holds.mu
+}
+
+// InFlight returns the tokens held from key's bucket by requests in flight.
+func (h *Holds) InFlight(key throttle.Key) int64 {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held[key]
+}
+
+// add counts a request's holds before its take; the entry it returns
+// removes them.
+func (h *Holds) add(keys []throttle.Key, reserved []int64) *flight {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held == nil {
+		h.held = make(map[throttle.Key]int64)
+	}
+	for i, k := range keys {
+		h.held[k] += reserved[i]
+	}
+	return &flight{holds: h, keys: keys, reserved: reserved}
+}
+
+// done removes f's holds, once (a nil f is nothing).
+func (f *flight) done() {
+	if f == nil {
+		return
+	}
+	h := f.holds
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f.removed {
+		return
+	}
+	f.removed = true
+	for i, k := range f.keys {
+		if h.held[k] -= f.reserved[i]; h.held[k] <= 0 {
+			delete(h.held, k)
+		}
+	}
+}
+
+// heldBy returns what f still holds from key (0 once removed).
+func (f *flight) heldBy(key throttle.Key) int64 {
+	if f == nil {
+		return 0
+	}
+	f.holds.mu.Lock()
+	defer f.holds.mu.Unlock()
+	var n int64
+	if !f.removed {
+		for i, k := range f.keys {
+			if k == key {
+				n += f.reserved[i]
+			}
+		}
+	}
+	return n
+}
+
+// Landed reports that r's request is no longer in flight (its answer
+// arrived, or it was never sent) once its settle has committed or been given
+// up: from then on its outcome is in the mirror's balance, not in Holds.
+// Settle calls it; call it when a reservation is dropped without one.
+func (r Reservation) Landed() { r.flight.done() }
+
+// InFlightBut returns the tokens held from key by this process's requests
+// in flight other than r (see Holds): what a sync of key to the DICT's
+// balance leaves out.
+func (m *Meter) InFlightBut(key throttle.Key, r Reservation) int64 {
+	return max(m.Holds.InFlight(key)-r.flight.heldBy(key), 0)
 }
 
 // Outcome names an HTTP status as an outcome of the counting rules ("404").
@@ -37,11 +149,12 @@ func Outcome(status int) string { return strconv.Itoa(status) }
 // Reserve takes, in one all-or-nothing Limiter.Take, the worst-case cost of
 // the request from each key (Catalog.Hold: 20 from a payer and 3 from the
 // participant for a getEntry), admitted while each bucket holds the
-// policy's reserve (1 token: the DICT admits while the balance is
-// positive). Requests in flight so never overdraw the DICT's buckets; the
-// difference comes back at Settle. ref goes to the ledger (the EndToEndId
-// of a lookup). A refusal is the Reservation's Decision (Allowed false),
-// with a nil error: nothing was taken.
+// policy's admission (Catalog.Admission, 1 token: the DICT admits while the
+// balance is positive). Requests in flight so never overdraw the DICT's
+// buckets; the difference comes back at Settle. ref goes to the ledger (the
+// EndToEndId of a lookup). While admitted and not settled, the hold counts
+// in m.Holds. A refusal is the Reservation's Decision (Allowed false), with
+// a nil error: nothing was taken.
 //
 // Errors: bad keys (throttle.ErrInvalidKey, throttle.ErrUnknownPolicy),
 // throttle.ErrStoreUnavailable.
@@ -49,7 +162,7 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r := Reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		admit, err := m.Catalog.Reserve(k)
+		admit, err := m.Catalog.Admission(k)
 		if err != nil {
 			return r, err
 		}
@@ -63,21 +176,71 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 			charges[i].Admit = admit
 		}
 	}
+	// Counted in flight before the take: a sync that runs while the take
+	// commits leaves the hold out twice (stricter), never not at all.
+	r.flight = m.Holds.add(keys, r.Reserved)
+	r.takenAt = m.Limiter.Now()
 	d, err := m.Limiter.Take(ctx, ref, charges...)
+	if err != nil || !d.Allowed {
+		r.Landed()
+	}
 	if err != nil {
 		return r, fmt.Errorf("dict: %s: %w", op, err)
 	}
 	r.Decision = d
+	if d.Allowed && !d.FailOpen {
+		r.fullAtTake = make([]bool, len(keys))
+		for _, b := range d.Buckets {
+			for i, k := range keys {
+				if k == b.Key && b.Remaining+r.Reserved[i] >= b.Policy.Capacity {
+					r.fullAtTake[i] = true
+				}
+			}
+		}
+	}
 	return r, nil
+}
+
+// flightRefill is what the mirror's bucket of key refilled, in whole tokens
+// rounded up, between r's take and now, when the bucket refills
+// continuously, was full at the take, and the DICT charged the request
+// (cost > 0); 0 otherwise. The DICT
+// keeps a full bucket full until it charges, at the answer, and refills
+// from then; the mirror left full at the take, a flight earlier, and would
+// keep that refill as a lead over the DICT (a category G participant at
+// 25/min, 50 ms: 0.02 token, enough for the mirror to admit at 1 token
+// while the DICT holds 0.98 and answers 429). Settle charges it back
+// (decision 0067): the mirror ends under the DICT by less than a token.
+func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) int64 {
+	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
+		return 0
+	}
+	p, err := m.Catalog.Resolve(r.Keys[i])
+	if err != nil || p.RefillPeriod <= 0 || p.Refill != throttle.RefillContinuous {
+		return 0
+	}
+	elapsed := now.Sub(r.takenAt)
+	hi, lo := bits.Mul64(uint64(elapsed), uint64(p.RefillTokens))
+	period := uint64(p.RefillPeriod)
+	if hi >= period {
+		return p.Capacity // a flight longer than the bucket's whole refill
+	}
+	q, rem := bits.Div64(hi, lo, period)
+	if rem > 0 {
+		q++
+	}
+	return int64(min(q, uint64(p.Capacity)))
 }
 
 // Settle gives back the difference between what Reserve held and the cost
 // of outcome, in one Limiter.Adjust: a 200 refunds 19 to the payer and 2 to
-// the participant, a 404 nothing, a 500 or a 429 the whole hold. A request
-// whose answer never arrived (OutcomeTransportError) keeps its hold: the
-// DICT may have counted it at its worst. A cost above the hold (a policy
-// file may make one) is a penalty. It returns one Adjusted per key that
-// changed.
+// the participant, a 404 nothing, a 500 or a 429 the whole hold, and so
+// does OutcomeNotSent (the request provably never left). A request whose
+// answer never arrived (OutcomeTransportError) keeps its hold: the DICT may
+// have counted it at its worst. A cost above the hold (a policy file may
+// make one) is a penalty. It returns one Adjusted per key that changed.
+// Once it commits, r is no longer in flight (Reservation.Landed); after an
+// error the caller retries it or calls r.Landed when it gives up.
 func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]throttle.Adjusted, error) {
 	return m.SettleAndSync(ctx, r, outcome)
 }
@@ -87,16 +250,23 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 // and lowers the bucket the DICT says is empty at once, so no other request
 // is admitted on the refund in between. It returns the Adjusted of the keys
 // that changed, then one per target. A transport error applies only the
-// targets.
+// targets. r leaves Holds (Reservation.Landed) only after the transaction
+// commits, so that a sync running meanwhile leaves r's hold out (stricter)
+// rather than lifting the mirror with r's refund on top.
 func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
+	now := m.Limiter.Now()
 	for i, k := range r.Keys {
 		if outcome == OutcomeTransportError {
 			break
 		}
-		cost, err := m.Catalog.Cost(k, outcome)
-		if err != nil {
-			return nil, err
+		cost := int64(0)
+		if outcome != OutcomeNotSent {
+			var err error
+			if cost, err = m.Catalog.Cost(k, outcome); err != nil {
+				return nil, err
+			}
+			cost += m.flightRefill(r, i, cost, now)
 		}
 		switch delta := r.Reserved[i] - cost; {
 		case delta < 0:
@@ -106,12 +276,14 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {
+		r.Landed()
 		return nil, nil
 	}
 	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}
+	r.Landed()
 	return out, nil
 }
 

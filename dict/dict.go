@@ -15,14 +15,15 @@
 //  2. hold: Limiter.Take the worst-case cost of the request from every
 //     bucket it is charged to (20 from the payer and 3 from the participant
 //     for a getEntry), all or nothing, admitted while each bucket is
-//     positive as the DICT admits — a refusal is a Decision (the result's
-//     Decision out of every Client method, a *throttle.RefusedError out of
-//     Transport) and nothing is sent;
+//     positive as the DICT admits — a refusal is a Decision and nothing is
+//     sent (the result's Decision out of every Client method; out of
+//     Transport, a 429 it answers itself whose Decision DecisionOf reads);
 //  3. send, then refund the difference by the response's status with
-//     Limiter.Adjust (a 200 gives back 19 and 2, a 500 everything); a
-//     remote 429 refunds its hold and lowers only the bucket the DICT says
-//     is empty for the remote Retry-After, in one transaction
-//     (Limiter.AdjustAndSync).
+//     Limiter.Adjust (a 200 gives back 19 and 2, a 500 everything, and so
+//     does a request that provably never left); a remote 429 refunds its
+//     hold and lowers only the bucket the DICT says is empty for the remote
+//     Retry-After, in one transaction (Limiter.AdjustAndSync), leaving out
+//     the holds still in flight (Holds).
 //
 // Units: tokens are whole tokens; periods are time.Duration. Every bucket
 // key is throttle.Key{Policy, Env, Identifier} where Env is the catalog's

@@ -36,14 +36,15 @@ type ReconcileResult struct {
 // Reconcile reads the participant's buckets at the DICT (ListBucketStates,
 // itself limited by POLICIES_LIST: 6/min, capacity 20), records the
 // participant's category (catalog and Records), and lowers every local PSP
-// bucket that holds more tokens than the DICT reports (Limiter.Sync; a
-// bucket is never raised).
+// bucket that holds more tokens than the DICT reports less this process's
+// holds in flight (Limiter.Sync, see Holds; a bucket is never raised).
 //
 // A refusal of the mirror (POLICIES_LIST empty locally) is res.Decision
 // (Allowed false) with a nil error: nothing was sent.
 //
 // Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	before := c.catalog.Category() // the Transport learns the answer's category
 	listed, err := c.ListBucketStates(ctx)
 	if err != nil || !listed.Decision.Allowed {
 		return ReconcileResult{Decision: listed.Decision}, err
@@ -59,7 +60,7 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		if err := ValidateCategory(remote.Category); err != nil {
 			c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
 		} else {
-			res.CategoryChanged = c.catalog.Category() != remote.Category
+			res.CategoryChanged = before != remote.Category
 			if err := c.catalog.SetCategory(remote.Category); err != nil {
 				return res, err
 			}
@@ -87,7 +88,10 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s: local %d/%ds capacity %d, remote %d/%ds capacity %d",
 				p.Name, local.RefillTokens, int64(local.RefillPeriod/time.Second), local.Capacity, p.RefillTokens, p.RefillPeriodSec, p.Capacity))
 		}
-		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: p.AvailableTokens, Ref: "reconcile " + remote.CorrelationID})
+		// The requests this process has in flight are not in the DICT's
+		// number yet (it charges when it answers): their holds stay out.
+		tokens := p.AvailableTokens - c.meter.Holds.InFlight(key)
+		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "reconcile " + remote.CorrelationID})
 	}
 	if len(targets) == 0 {
 		return res, nil
@@ -138,10 +142,58 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 	}
 }
 
-// CategoryFresh is how long a category learned from the DICT is reused
-// without asking again (GET /policies/ is limited to 6/min; the DICT
-// reviews categories far less often).
-const CategoryFresh = 24 * time.Hour
+// CategoryFresh is how long a category learned from the DICT is reused at
+// start without asking again (GET /policies/ is limited to 6/min): one
+// refill period of the categorised policy, as the client's re-check
+// (ClientConfig.CategoryRecheck). It was 24 h: a category the DICT changed
+// was ignored for a day (decision 0068).
+const CategoryFresh = DefaultCategoryRecheck
+
+// recheckCategory re-checks the participant's category when the last check
+// is older than the client's recheck period (see ClientConfig): the one
+// another process recorded within the period, else the DICT's answer to
+// GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN, whose <Category> the
+// Transport learns and whose balance, less the holds in flight, the bucket
+// is synced to. One check runs at a time; failures are logged and retried
+// at the next period. The lookup that triggers it waits for it.
+func (c *Client) recheckCategory(ctx context.Context) {
+	if c.recheck < 0 {
+		return
+	}
+	now := c.meter.Limiter.Now()
+	c.categoryMu.Lock()
+	if c.checking || now.Sub(c.checkedAt) < c.recheck {
+		c.categoryMu.Unlock()
+		return
+	}
+	c.checking = true
+	c.categoryMu.Unlock()
+	defer func() {
+		c.categoryMu.Lock()
+		c.checking, c.checkedAt = false, now
+		c.categoryMu.Unlock()
+	}()
+	if c.records != nil {
+		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+		if err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
+			return
+		}
+	}
+	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
+	res, err := c.GetBucketState(ctx, key.Policy)
+	switch {
+	case err != nil:
+		c.logger.Warn("dict: category re-check failed", slog.Any("error", err))
+		return
+	case !res.Decision.Allowed:
+		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
+		return
+	}
+	tokens := res.Response.Policy.AvailableTokens - c.meter.Holds.InFlight(key)
+	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
+		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
+	}
+}
 
 // LearnedCategory says where the catalog's category came from.
 type LearnedCategory struct {
@@ -222,7 +274,7 @@ func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, part
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return NewListPoliciesResponse(participant, cat.Category(), states, lim.Now()), nil
+	return NewListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
 }
 
 // GetPolicy builds the getBucketState answer for one PSP policy of
@@ -241,5 +293,5 @@ func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, partici
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	return NewGetPolicyResponse(participant, cat.Category(), state, lim.Now()), nil
+	return NewGetPolicyResponse(participant, cat.CategoryInEffect(), state, lim.Now()), nil
 }

@@ -227,8 +227,10 @@ func (e *env) rawLookup(key, payer string) (int, string) {
 
 // A mirror that believes the participant is category A while the DICT has
 // it in H is more generous than the DICT: the 51st lookup gets a remote
-// 429. The client syncs the payer's bucket, asks the DICT for the
-// participant's, and sends nothing more until it refills.
+// 429. Its problem names no bucket: the client asks the DICT for the
+// participant's (GET /policies/{policy}), finds it empty, syncs and blocks
+// it, leaves the payer as the DICT has it, learns category H from the
+// answer, and sends nothing more until it refills.
 func TestDesynchronisedMirrorCorrectsItselfOn429(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		e := newEnv(t, engine, envConfig{SimCategory: "H", LocalCategory: "A"})
@@ -244,19 +246,20 @@ func TestDesynchronisedMirrorCorrectsItselfOn429(t *testing.T) {
 		require.Equal(t, 30*time.Second, remote.RetryAfter, "the DICT refills continuously: a token every 30 s")
 		require.Equal(t, dict.ProblemRateLimited, remote.Problem.TypeName())
 
-		// The DICT's problem names no bucket: only the payer's is synced and
-		// blocked for Retry-After. The participant's is not blocked (before,
-		// it was: one payer's 429 stopped every payer); GET /policies/ tells
-		// the mirror the DICT's participant bucket is at 0.
-		require.Equal(t, int64(0), e.tokens(dict.PolicyEntriesReadUserAntiscan, makeCPF(50)))
+		// The participant's bucket was the empty one: it is synced to the
+		// DICT's 0 and blocked for Retry-After; the payer keeps what the
+		// DICT says it has (before, it was zeroed and blocked).
+		require.Equal(t, int64(1), e.stats().Count(dict.OpGetBucketState, http.StatusOK))
 		payer, err := e.limiter.State(e.ctx, e.catalog.Key(dict.PolicyEntriesReadUserAntiscan, makeCPF(50)))
 		require.NoError(t, err)
-		require.Equal(t, 30*time.Second, payer.BlockLeft)
+		require.Equal(t, e.remoteTokens(dict.PolicyEntriesReadUserAntiscan, makeCPF(50)), payer.Tokens)
+		require.Equal(t, int64(100), payer.Tokens)
+		require.Equal(t, time.Duration(0), payer.BlockLeft)
 		participant, err := e.limiter.State(e.ctx, e.catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, ispb))
 		require.NoError(t, err)
 		require.Equal(t, int64(0), participant.Tokens, "synced from GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN")
-		require.Equal(t, time.Duration(0), participant.BlockLeft)
-		require.Equal(t, int64(1), e.stats().Count(dict.OpGetBucketState, http.StatusOK))
+		require.Equal(t, 30*time.Second, participant.BlockLeft)
+		require.Equal(t, "H", e.catalog.Category(), "learned from the answer's <Category>")
 
 		// Nothing is sent while the participant's bucket is empty.
 		refused := requireRefused(t, e.lookup(knownPhone, makeCPF(51)))

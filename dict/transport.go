@@ -3,14 +3,18 @@ package dict
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -26,24 +30,37 @@ const MaxRetryAfter = 24 * time.Hour
 // with balde's mirror: it maps each request's method and path to its
 // operation and policies (Routes), takes the worst-case cost before sending
 // (the payer from PI-PayerId), settles by the response's status, handles a
-// remote 429 (see Client), and records getEntry lookups for payment credits.
-// A request the mirror refuses is not sent: RoundTrip returns a
-// *throttle.RefusedError (throttle.AsRefusal reads it, also through the
-// *url.Error of http.Client). A request that is no DICT operation, or whose
-// key or payer is malformed, is an error and is not sent.
+// remote 429 (see settleAfter429), and records getEntry lookups for payment
+// credits.
 //
-// The response is returned whatever its status, with its body read and
-// replaced (at most MaxBodySize bytes). Safe for concurrent use.
+// A request the mirror refuses is not sent: RoundTrip answers it itself
+// with a 429 as the DICT would (a RateLimited problem, Retry-After in whole
+// seconds rounded up, and the header Balde-Refused: local), so that a plain
+// http.Client user handles it like the DICT's own; DecisionOf(resp) returns
+// the refusal (Allowed false) with its bucket, reason and exact wait
+// (docs/decisions/0065). Every response that went through a Transport
+// carries the mirror's Decision the same way. A request that is no DICT
+// operation, or whose key or payer is malformed, is an error and is not
+// sent.
+//
+// A request that provably never left (the connection was refused, the
+// DICT's name did not resolve, its context ended before it was sent) gets
+// its hold back at once; one whose answer was lost keeps it (decision
+// 0015). The response is returned whatever its status, with its body read
+// and replaced (at most MaxBodySize bytes). Safe for concurrent use; do not
+// copy a Transport after first use.
 type Transport struct {
 	// Base sends the requests (the PSP's own transport, with its mutual
 	// TLS). Default http.DefaultTransport.
 	Base http.RoundTripper
-	// Meter is the local mirror.
+	// Meter is the local mirror. When Meter.Holds is nil the Transport
+	// counts its requests in flight itself.
 	Meter Meter
 	// Participant is the ISPB charged when a request has no
 	// PI-RequestingParticipant header (which is then set).
 	Participant string
-	// Records, when set, keeps every getEntry the DICT answered.
+	// Records, when set, keeps every getEntry the DICT answered; when it is
+	// also a CategoryStore, every category the DICT reports is saved there.
 	Records LookupStore
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its
 	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
@@ -51,12 +68,85 @@ type Transport struct {
 	PoliciesURL string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	holdsOnce sync.Once
+	holds     *Holds
+	syncMu    sync.Mutex // see settleAfter429
+
+	// The participant's anti-scan bucket as GET /policies/{policy} last
+	// reported it (see participantBucket).
+	stateMu   sync.Mutex
+	stateCall *stateCall
+	stateLast *stateCall
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
 
+// HeaderRefused marks a response the Transport wrote itself for a request
+// the local mirror refused (value "local"): it never reached the DICT.
+const HeaderRefused = "Balde-Refused"
+
+// decisionKey carries the mirror's Decision in the context of the request
+// a response answers (see DecisionOf).
+type decisionKey struct{}
+
+// DecisionOf returns the local mirror's Decision on the request resp
+// answers, when resp came through a Transport. Allowed false is a local
+// refusal: resp is then a 429 the Transport wrote (header Balde-Refused)
+// and nothing was sent. ok is false for a response that did not come
+// through a Transport.
+func DecisionOf(resp *http.Response) (d throttle.Decision, ok bool) {
+	if resp == nil || resp.Request == nil {
+		return throttle.Decision{}, false
+	}
+	d, ok = resp.Request.Context().Value(decisionKey{}).(throttle.Decision)
+	return d, ok
+}
+
+// withDecision returns resp answering req with d attached (DecisionOf).
+func withDecision(resp *http.Response, req *http.Request, d throttle.Decision) *http.Response {
+	resp.Request = req.WithContext(context.WithValue(req.Context(), decisionKey{}, d))
+	return resp
+}
+
+// refusalResponse is what RoundTrip answers for a request the mirror
+// refused: a 429 RateLimited problem naming the bucket, as the DICT would
+// answer, with Retry-After (whole seconds, rounded up) and d attached.
+func refusalResponse(req *http.Request, op, participant string, d throttle.Decision) *http.Response {
+	secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
+	p := NewProblem(ProblemRateLimited, http.StatusTooManyRequests, "Rate limited by the local mirror",
+		fmt.Sprintf("%s refused locally, not sent: bucket %s is %s, retry after %s", op, d.Key, d.Reason, d.RetryAfter))
+	body, err := Marshal(p)
+	if err != nil {
+		body = nil
+	}
+	h := http.Header{}
+	h.Set("Content-Type", ContentTypeProblemXML)
+	h.Set("Retry-After", strconv.FormatInt(max(secs, 0), 10))
+	h.Set(HeaderRefused, "local")
+	h.Set(HeaderRequestingParticipant, participant)
+	resp := &http.Response{
+		Status: "429 Too Many Requests", StatusCode: http.StatusTooManyRequests,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+	}
+	return withDecision(resp, req, d)
+}
+
+// meter returns t.Meter with its Holds (the Transport's own when the Meter
+// has none).
+func (t *Transport) meter() Meter {
+	m := t.Meter
+	if m.Holds == nil {
+		t.holdsOnce.Do(func() { t.holds = &Holds{} })
+		m.Holds = t.holds
+	}
+	return m
+}
+
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	m := t.meter()
 	rt, params, ok := MatchRoute(req.Method, req.URL.Path)
 	if !ok {
 		closeBody(req)
@@ -72,7 +162,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
 	}
-	keys, err := t.Meter.Catalog.RequestKeys(rt, params, req.Header, req.URL.Query(), participant)
+	keys, err := m.Catalog.RequestKeys(rt, params, req.Header, req.URL.Query(), participant)
 	if err != nil {
 		closeBody(req)
 		return nil, fmt.Errorf("dict: %s: %w", rt.Op, err)
@@ -85,47 +175,109 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	r, err := t.Meter.Reserve(req.Context(), rt.Op, ref, keys...)
+	r, err := m.Reserve(req.Context(), rt.Op, ref, keys...)
 	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
-	if slot, ok := req.Context().Value(decisionKey{}).(*throttle.Decision); ok {
-		*slot = r.Decision
-	}
 	if !r.Decision.Allowed {
 		closeBody(req)
-		return nil, &throttle.RefusedError{Op: "dict " + rt.Op, Decision: r.Decision}
+		return refusalResponse(req, rt.Op, participant, r.Decision), nil
 	}
 	// From here the reservation is settled whatever happens to the
 	// request's context.
 	ctx := context.WithoutCancel(req.Context())
-	sentAt := t.Meter.Limiter.Now()
+	if err := req.Context().Err(); err != nil {
+		// The take committed after the request's deadline (it waited on a
+		// lock): nothing is sent, and the hold comes back.
+		closeBody(req)
+		t.settle(ctx, m, r, OutcomeNotSent)
+		return nil, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+	}
+	sentAt := m.Limiter.Now()
 	resp, err := t.base().RoundTrip(req)
 	if err != nil {
+		if notSent(err) {
+			t.settle(ctx, m, r, OutcomeNotSent)
+			return nil, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+		}
 		// The hold stays: the DICT may have counted the request at its worst.
+		r.Landed()
 		return nil, err
 	}
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	if rerr != nil {
-		t.settle(ctx, r, OutcomeTransportError)
+		t.settle(ctx, m, r, OutcomeTransportError)
 		return nil, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
 	}
 
 	if resp.StatusCode == http.StatusTooManyRequests {
-		t.settleAfter429(ctx, r, req, rt, keys, resp, data, participant)
+		t.settleAfter429(ctx, m, r, req, rt, keys, resp, data, participant)
 	} else {
-		t.settle(ctx, r, Outcome(resp.StatusCode))
+		t.settle(ctx, m, r, Outcome(resp.StatusCode))
+	}
+	if resp.StatusCode == http.StatusOK && (rt.Op == OpGetBucketState || rt.Op == OpListBucketStates) {
+		t.learnCategory(ctx, participant, data)
+		t.noteParticipantBucket(rt.Op, participant, data)
 	}
 	if rt.Op == OpGetEntry && t.Records != nil {
 		t.record(ctx, Lookup{
-			EndToEndID: ref, Env: t.Meter.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: mustKeyType(params["Key"]),
+			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: mustKeyType(params["Key"]),
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
 		})
 	}
-	return resp, nil
+	return withDecision(resp, req, r.Decision), nil
+}
+
+// notSent reports whether err, from the base transport, proves the request
+// never reached the DICT: no connection could be opened (refused, or the
+// name did not resolve). Any other failure may have come after the request
+// went out.
+func notSent(err error) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	return errors.As(err, &dnsErr) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// learnCategory sets the catalog's category (and the stored one) from a
+// GET /policies/ answer that carries one: every answer of the DICT that
+// says the participant's category updates it (decision 0068).
+func (t *Transport) learnCategory(ctx context.Context, participant string, body []byte) {
+	category := answerCategory(body)
+	if category == "" || ValidateCategory(category) != nil {
+		return
+	}
+	m := t.Meter
+	if participant != t.Participant && t.Participant != "" {
+		return // another participant's answer says nothing of ours
+	}
+	if m.Catalog.Category() != category {
+		t.logger().Info("dict: the DICT reports another category", slog.String("from", m.Catalog.CategoryInEffect()), slog.String("to", category))
+		if err := m.Catalog.SetCategory(category); err != nil {
+			return
+		}
+	}
+	if cs, ok := t.Records.(CategoryStore); ok && !isNil(cs) {
+		err := retry(func() error { return cs.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now()) })
+		if err != nil {
+			t.logger().Error("dict: category not saved", slog.String("category", category), slog.Any("error", err))
+		}
+	}
+}
+
+// answerCategory reads <Category> from a GetPolicyResponse or a
+// ListPoliciesResponse ("" when there is none).
+func answerCategory(body []byte) string {
+	var doc struct {
+		Category string `xml:"Category"`
+	}
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		return ""
+	}
+	return strings.TrimSpace(doc.Category)
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -183,9 +335,10 @@ func retryStore(f func() error, idempotent bool) error {
 // settle settles r by outcome, retrying through store failures. A settle
 // that still fails loses only a refund: the hold already counted the worst
 // case, so the mirror stays on the DICT's safe side.
-func (t *Transport) settle(ctx context.Context, r Reservation, outcome string) {
+func (t *Transport) settle(ctx context.Context, m Meter, r Reservation, outcome string) {
+	defer r.Landed()
 	err := retry(func() error {
-		_, err := t.Meter.Settle(ctx, r, outcome)
+		_, err := m.Settle(ctx, r, outcome)
 		return err
 	})
 	if err != nil {
@@ -212,15 +365,27 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 }
 
 // settleAfter429 settles r as a 429 (its hold comes back) and, in the same
-// transaction, lowers only the bucket the DICT says is empty to 0 and blocks
-// it for the remote Retry-After: no request is admitted on the refund in
+// transaction, lowers only the bucket the DICT says is empty and blocks it
+// for the remote Retry-After: no request is admitted on the refund in
 // between. The bucket is the one the problem names (a violation or the
-// detail naming a policy of the request); when it names none, the payer's
-// USER bucket of a getEntry, whose participant bucket is then checked with
-// GET /policies/{policy} (within POLICIES_READ's own limit) and lowered to
-// what the DICT reports; for any other operation, its one bucket.
-func (t *Transport) settleAfter429(ctx context.Context, r Reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
-	wait := ParseRetryAfter(resp.Header.Get("Retry-After"), t.Meter.Limiter.Now())
+// detail naming a policy of the request). When it names none:
+//
+//   - a getEntry asks the DICT for the participant's anti-scan bucket
+//     (participantBucket: GET /policies/{policy}, within POLICIES_READ's own
+//     limit, one at a time, reused while fresh) and syncs it; the payer is
+//     blamed (its USER bucket to 0, blocked) only when the participant's
+//     bucket is positive, else the payer's bucket stays as the DICT has it
+//     (decision 0067). When the participant's state cannot be read, the
+//     payer is blamed as before;
+//   - any other operation: its one bucket.
+//
+// Every sync leaves out the holds of this process's other requests in
+// flight (Meter.Holds): the bucket becomes the DICT's balance minus them,
+// so that their refunds land where the DICT will be.
+func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
+	defer r.Landed()
+	wait := ParseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
+	ref := req.Header.Get(HeaderEndToEndID)
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
 		for _, k := range keys {
@@ -229,21 +394,39 @@ func (t *Transport) settleAfter429(ctx context.Context, r Reservation, req *http
 			}
 		}
 	}
-	checkParticipant := false
-	switch {
-	case len(named) > 0:
-	case rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator:
-		named, checkParticipant = keys[:1], true
-	default:
-		named = keys[:1]
+	// The participant's state is asked for outside syncMu (a round trip).
+	participantKnown, available := false, int64(0)
+	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
+		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
 	}
-	targets := make([]throttle.SyncTarget, len(named))
-	for i, k := range named {
-		targets[i] = throttle.SyncTarget{Key: k, Tokens: 0, BlockFor: wait, Ref: req.Header.Get(HeaderEndToEndID)}
+	// The holds in flight are read and the settle committed under syncMu:
+	// of a burst of 429s, each sees the holds of those that settled before
+	// it gone (their refunds are in the balance), not counted twice.
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	empty := func(k throttle.Key) throttle.SyncTarget {
+		return throttle.SyncTarget{Key: k, Tokens: -m.InFlightBut(k, r), BlockFor: wait, Ref: ref}
+	}
+	var targets []throttle.SyncTarget
+	for _, k := range named {
+		targets = append(targets, empty(k))
+	}
+	if len(targets) == 0 {
+		targets = []throttle.SyncTarget{empty(keys[0])}
+		if participantKnown {
+			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - m.InFlightBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+			if available < 1 {
+				// The participant's bucket was the empty one: the payer
+				// is left as the DICT has it.
+				pt.BlockFor, pt.Ref = wait, ref
+				targets = nil
+			}
+			targets = append(targets, pt)
+		}
 	}
 	outcome := Outcome(http.StatusTooManyRequests)
 	err := retry(func() error {
-		_, err := t.Meter.SettleAndSync(ctx, r, outcome, targets...)
+		_, err := m.SettleAndSync(ctx, r, outcome, targets...)
 		return err
 	})
 	if err != nil {
@@ -255,25 +438,106 @@ func (t *Transport) settleAfter429(ctx context.Context, r Reservation, req *http
 		// only lengthens a block, so running it again is harmless, even
 		// after a commit in doubt.
 		err = retryIdempotent(func() error {
-			_, err := t.Meter.Limiter.Sync(ctx, targets...)
+			_, err := m.Limiter.Sync(ctx, targets...)
 			return err
 		})
 		if err != nil {
 			t.logger().Error("dict: sync after a remote 429 failed: the empty bucket is not blocked locally",
-				slog.String("op", rt.Op), slog.String("bucket", named[0].String()), slog.Any("error", err))
+				slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Any("error", err))
 		}
 	}
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
-		slog.String("op", rt.Op), slog.String("bucket", named[0].String()), slog.Duration("retry_after", wait))
-	if checkParticipant {
-		t.checkParticipant(ctx, req, keys[1], participant)
+		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Duration("retry_after", wait))
+}
+
+// ParticipantStateFresh is how long an answer of GET /policies/{policy}
+// about the participant's anti-scan bucket stands for the next remote 429s
+// (POLICIES_READ is limited: 60/min, capacity 200): a burst of 429s asks
+// once.
+const ParticipantStateFresh = time.Second
+
+// stateCall is one GET /policies/{policy} about the participant's bucket.
+type stateCall struct {
+	done      chan struct{}
+	at        time.Time // when the answer arrived
+	available int64
+	ok        bool
+}
+
+// participantBucket returns the participant's anti-scan balance at the DICT
+// (key's bucket): the answer of a GET /policies/{policy} already in flight,
+// or any GET /policies/ answer received less than ParticipantStateFresh ago
+// (noteParticipantBucket), else a new one (through
+// t: charged to POLICIES_READ, refused locally when it is empty). ok is
+// false when no answer could be had.
+func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
+	now := t.Meter.Limiter.Now()
+	t.stateMu.Lock()
+	if c := t.stateCall; c != nil {
+		t.stateMu.Unlock()
+		select {
+		case <-c.done:
+			return c.available, c.ok
+		case <-time.After(30 * time.Second):
+			return 0, false
+		}
+	}
+	if c := t.stateLast; c != nil && c.ok && now.Sub(c.at) < ParticipantStateFresh && !now.Before(c.at) {
+		t.stateMu.Unlock()
+		return c.available, true
+	}
+	c := &stateCall{done: make(chan struct{})}
+	t.stateCall = c
+	t.stateMu.Unlock()
+
+	c.available, c.ok = t.fetchParticipantBucket(ctx, orig, key, participant)
+	c.at = t.Meter.Limiter.Now()
+	t.stateMu.Lock()
+	t.stateCall = nil
+	if c.ok {
+		t.stateLast = c
+	}
+	t.stateMu.Unlock()
+	close(c.done)
+	return c.available, c.ok
+}
+
+// noteParticipantBucket keeps the participant's anti-scan balance from any
+// GET /policies/ answer (a reconciliation, a re-check, an adopter's own
+// call): a remote 429 within ParticipantStateFresh reuses it instead of
+// asking again.
+func (t *Transport) noteParticipantBucket(op, participant string, body []byte) {
+	if participant != t.Participant && t.Participant != "" {
+		return
+	}
+	var policies []Policy
+	if op == OpGetBucketState {
+		var doc GetPolicyResponse
+		if Unmarshal(body, &doc) != nil {
+			return
+		}
+		policies = []Policy{doc.Policy}
+	} else {
+		var doc ListPoliciesResponse
+		if Unmarshal(body, &doc) != nil {
+			return
+		}
+		policies = doc.Policies
+	}
+	for _, p := range policies {
+		if p.Name == PolicyEntriesReadParticipantAntiscan {
+			c := &stateCall{done: make(chan struct{}), at: t.Meter.Limiter.Now(), available: p.AvailableTokens, ok: true}
+			close(c.done)
+			t.stateMu.Lock()
+			t.stateLast = c
+			t.stateMu.Unlock()
+		}
 	}
 }
 
-// checkParticipant asks the DICT for the participant's anti-scan bucket
-// (through t: charged to POLICIES_READ, refused locally when it is empty)
-// and lowers the mirror to it.
-func (t *Transport) checkParticipant(ctx context.Context, orig *http.Request, key throttle.Key, participant string) {
+// fetchParticipantBucket sends GET /policies/{policy} for key's bucket
+// through t (its <Category> updates the catalog, see learnCategory).
+func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	base := t.PoliciesURL
 	if base == "" {
 		u := *orig.URL
@@ -285,24 +549,26 @@ func (t *Transport) checkParticipant(ctx context.Context, orig *http.Request, ke
 	target := strings.TrimSuffix(base, "/") + "/policies/" + url.PathEscape(key.Policy)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return
+		return 0, false
 	}
 	req.Header.Set(HeaderRequestingParticipant, participant)
 	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
 	resp, err := t.RoundTrip(req)
 	if err != nil {
 		t.logger().Info("dict: participant bucket not checked after a remote 429", slog.Any("error", err))
-		return
+		return 0, false
 	}
 	defer resp.Body.Close()
+	if d, ok := DecisionOf(resp); ok && !d.Allowed {
+		t.logger().Info("dict: participant bucket not checked after a remote 429: POLICIES_READ empty locally",
+			slog.Duration("retry_after", d.RetryAfter))
+		return 0, false
+	}
 	var doc GetPolicyResponse
 	if resp.StatusCode != http.StatusOK || Decode(resp.Body, &doc) != nil || doc.Policy.Name != key.Policy {
-		return
+		return 0, false
 	}
-	_, err = t.Meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: doc.Policy.AvailableTokens, Ref: "GET /policies/" + key.Policy})
-	if err != nil {
-		t.logger().Error("dict: sync of the participant bucket failed", slog.Any("error", err))
-	}
+	return doc.Policy.AvailableTokens, true
 }
 
 // ParseRetryAfter reads a Retry-After header relative to now: whole seconds

@@ -2,11 +2,13 @@ package dict_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,15 +61,33 @@ func TestTransportThrottlesAPSPsClient(t *testing.T) {
 	_, err = get("/api/v2/nothing", nil)
 	require.ErrorContains(t, err, "not a DICT operation")
 
-	// An empty bucket: a *throttle.RefusedError through http.Client.
+	// An empty bucket: the Transport answers a 429 of its own, as the DICT
+	// would, and DecisionOf reads the refusal from it.
 	_, err = e.limiter.Take(e.ctx, "", throttle.Charge{Key: e.catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF), Cost: 99})
 	require.NoError(t, err)
-	_, err = get("/api/v2/entries/"+url.PathEscape(knownEmail), map[string]string{dict.HeaderPayerID: cpfPF, dict.HeaderEndToEndID: e2e})
-	d, refused := throttle.AsRefusal(err)
-	require.True(t, refused, "%v", err)
+	resp, err = get("/api/v2/entries/"+url.PathEscape(knownEmail), map[string]string{dict.HeaderPayerID: cpfPF, dict.HeaderEndToEndID: e2e})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, "local", resp.Header.Get(dict.HeaderRefused))
+	require.Equal(t, "60", resp.Header.Get("Retry-After"), "a PF payer refills 2 a minute")
+	p, err := dict.DecodeProblem(readAll(t, resp))
+	require.NoError(t, err)
+	require.Equal(t, dict.ProblemRateLimited, p.TypeName())
+	d, ok := dict.DecisionOf(resp)
+	require.True(t, ok)
+	require.False(t, d.Allowed)
 	require.Equal(t, dict.PolicyEntriesReadUserAntiscan, d.Key.Policy)
 	require.Equal(t, throttle.ReasonEmpty, d.Reason)
+	require.Equal(t, time.Minute, d.RetryAfter)
 	require.Equal(t, before, sent, "nothing sent")
+}
+
+func readAll(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return data
 }
 
 // TestListClaimsFilters: the query carries what the spec's polling needs.

@@ -27,16 +27,22 @@ const SignatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
 
 // Signature is the XML digital signature element of a DICT message, kept
 // verbatim (its inner XML) with its namespace (XMLName.Space, usually
-// SignatureNamespace), so a signed document round-trips; balde does not
-// sign or verify (see Signer).
+// SignatureNamespace), so a signed document round-trips. XMLSigner makes
+// it and XMLVerifier checks it.
 type Signature struct {
 	XMLName xml.Name
 	XML     string `xml:",innerxml"`
 }
 
 // Timestamp is an instant in the DICT's format: UTC with milliseconds,
-// "2022-09-02T13:19:25.833Z". It reads any RFC 3339 time.
-type Timestamp struct{ time.Time }
+// "2022-09-02T13:19:25.833Z". It reads any RFC 3339 time, and writes a
+// time it read back as it was written ("2010-01-10T03:00:00Z" stays so)
+// while its Time is unchanged: re-encoding a signed document must not
+// change a byte of it.
+type Timestamp struct {
+	time.Time
+	text string // as read by UnmarshalText
+}
 
 // TimestampLayout is the layout of ResponseTime.
 const TimestampLayout = "2006-01-02T15:04:05.000Z"
@@ -46,16 +52,22 @@ func FormatTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout
 
 // MarshalText implements encoding.TextMarshaler.
 func (t Timestamp) MarshalText() ([]byte, error) {
+	if t.text != "" {
+		if v, err := time.Parse(time.RFC3339Nano, t.text); err == nil && v.Equal(t.Time) {
+			return []byte(t.text), nil
+		}
+	}
 	return []byte(FormatTimestamp(t.Time)), nil
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (t *Timestamp) UnmarshalText(b []byte) error {
-	v, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	text := strings.TrimSpace(string(b))
+	v, err := time.Parse(time.RFC3339Nano, text)
 	if err != nil {
 		return fmt.Errorf("dict: timestamp %q: %w", truncate(string(b)), err)
 	}
-	t.Time = v
+	t.Time, t.text = v, text
 	return nil
 }
 
@@ -400,7 +412,7 @@ func PolicyFromState(s throttle.BucketState) Policy {
 func NewListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
 	r := &ListPoliciesResponse{
 		CorrelationID: NewCorrelationID(participant, now),
-		ResponseTime:  Timestamp{now.UTC()},
+		ResponseTime:  Timestamp{Time: now.UTC()},
 		Category:      category,
 		Policies:      make([]Policy, len(states)),
 	}
@@ -415,7 +427,7 @@ func NewListPoliciesResponse(participant, category string, states []throttle.Buc
 func NewGetPolicyResponse(participant, category string, state throttle.BucketState, now time.Time) *GetPolicyResponse {
 	return &GetPolicyResponse{
 		CorrelationID: NewCorrelationID(participant, now),
-		ResponseTime:  Timestamp{now.UTC()},
+		ResponseTime:  Timestamp{Time: now.UTC()},
 		Category:      category,
 		Policy:        PolicyFromState(state),
 	}

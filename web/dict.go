@@ -124,7 +124,7 @@ func (s *Server) newDictLookupPage(r *http.Request) dictLookupPage {
 	return dictLookupPage{
 		layout:      s.layout(r, "dictLookup"),
 		Participant: s.Dict.Participant(),
-		Category:    s.Dict.Catalog().Category(),
+		Category:    s.Dict.Catalog().CategoryInEffect(),
 		Status:      http.StatusOK,
 		ShowScope:   s.Scope != nil,
 		LookupURL:   s.path("dictLookupSend"),
@@ -152,20 +152,18 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	p.PayerID = strings.TrimSpace(r.PostForm.Get("payer_id"))
 
 	res, err := s.Dict.GetEntry(r.Context(), dict.LookupRequest{Key: p.Key, PayerID: p.PayerID})
-	if err == nil && !res.Decision.Allowed {
-		// Refused by the mirror: nothing was sent (decision 0010).
-		err = &throttle.RefusedError{Op: "dict getEntry", Decision: res.Decision}
-	}
-	var (
-		refused *throttle.RefusedError
-		remote  *dict.RemoteError
-	)
+	var remote *dict.RemoteError
 	switch {
+	case err == nil && !res.Decision.Allowed:
+		// Refused by the mirror, a value (decision 0010): nothing was sent.
+		// A 429 with the exact wait, as the DICT would answer.
+		p.Refusal = s.newRefusalView(res.Decision, p.PayerID, p.T)
+		p.Status = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", retryAfterSeconds(res.Decision.RetryAfter))
+		w.Header().Set("Cache-Control", "no-store")
 	case err == nil:
 		p.Entry = newEntryView(res.Entry)
 		p.EndToEndID = res.EndToEndID
-	case errors.As(err, &refused):
-		p.Refusal = s.newRefusalView(refused, p.PayerID, p.T)
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
@@ -233,16 +231,16 @@ func newEntryView(e *dict.GetEntryResponse) *entryView {
 	return v
 }
 
-// newRefusalView renders a local refusal in tr's language.
-func (s *Server) newRefusalView(e *throttle.RefusedError, payer string, tr *i18n.Printer) *refusalView {
-	k := e.Decision.Key
+// newRefusalView renders a local refusal d in tr's language.
+func (s *Server) newRefusalView(d throttle.Decision, payer string, tr *i18n.Printer) *refusalView {
+	k := d.Key
 	v := &refusalView{
 		Policy:     k.Policy,
 		Env:        k.Env,
 		Identifier: k.Identifier,
 		Whose:      "participant",
-		Reason:     tr.Text(e.Decision.Reason.String()),
-		RetryIn:    waitIn(tr, e.Decision.RetryAfter),
+		Reason:     tr.Text(d.Reason.String()),
+		RetryIn:    waitIn(tr, d.RetryAfter),
 		BucketURL:  s.bucketPath("adminBucket", k),
 	}
 	if k.Identifier == payer {

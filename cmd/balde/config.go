@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -45,6 +46,17 @@ type Config struct {
 	// DictCert, DictKey and DictCA are PEM files for mutual TLS with the DICT
 	// (BALDE_DICT_CERT, BALDE_DICT_KEY, BALDE_DICT_CA).
 	DictCert, DictKey, DictCA string
+	// DictSignCert and DictSignKey are the PEM certificate and RSA key the
+	// DICT write requests are signed with (XMLDSig, dict.XMLSigner;
+	// BALDE_DICT_SIGN_CERT, BALDE_DICT_SIGN_KEY). Empty: DictCert and
+	// DictKey, the TLS pair. Without either, writes go unsigned only to a
+	// simulator on loopback.
+	DictSignCert, DictSignKey string
+	// DictVerifyCert is a PEM file of the certificates the DICT's signed
+	// answers are checked against: its signing certificate, or the CA that
+	// issues it (dict.XMLVerifier; BALDE_DICT_VERIFY_CERT). Empty: answers
+	// are not verified.
+	DictVerifyCert string
 
 	// SifenURL is the base URL of SIFEN (--sifen-url, BALDE_SIFEN_URL).
 	// Empty: serve starts the simulator.
@@ -244,6 +256,9 @@ func (c *Config) envVars() []envVar {
 		{"BALDE_DICT_CERT", setString(&c.DictCert)},
 		{"BALDE_DICT_KEY", setString(&c.DictKey)},
 		{"BALDE_DICT_CA", setString(&c.DictCA)},
+		{"BALDE_DICT_SIGN_CERT", setString(&c.DictSignCert)},
+		{"BALDE_DICT_SIGN_KEY", setString(&c.DictSignKey)},
+		{"BALDE_DICT_VERIFY_CERT", setString(&c.DictVerifyCert)},
 		{"BALDE_SIFEN_URL", setString(&c.SifenURL)},
 		{"BALDE_SIFEN_CERT", setString(&c.SifenCert)},
 		{"BALDE_SIFEN_KEY", setString(&c.SifenKey)},
@@ -328,6 +343,39 @@ func (c Config) checkSifenBlock() error {
 			c.SifenBlockMax, c.SifenBlockStep)
 	}
 	return nil
+}
+
+// dictSigning returns the DICT client's Signer and Verifier as configured
+// (each nil when not configured): the signing pair is DictSignCert and
+// DictSignKey, else the TLS pair DictCert and DictKey. A pair that cannot
+// be read, is not RSA or does not match is a usage error naming the
+// variables.
+func (c Config) dictSigning() (dict.Signer, dict.Verifier, error) {
+	var signer dict.Signer
+	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
+	if certFile == "" && keyFile == "" {
+		certFile, keyFile, vars = c.DictCert, c.DictKey, "BALDE_DICT_CERT/BALDE_DICT_KEY"
+	}
+	switch {
+	case certFile == "" && keyFile == "":
+	case certFile == "" || keyFile == "":
+		return nil, nil, UsageError("DICT signing (%s): give both the certificate and the key", vars)
+	default:
+		s, err := dict.LoadXMLSigner(certFile, keyFile)
+		if err != nil {
+			return nil, nil, UsageError("DICT signing (%s): %v", vars, err)
+		}
+		signer = s
+	}
+	var verifier dict.Verifier
+	if c.DictVerifyCert != "" {
+		v, err := dict.LoadXMLVerifier(c.DictVerifyCert)
+		if err != nil {
+			return nil, nil, UsageError("DICT answers (BALDE_DICT_VERIFY_CERT): %v", err)
+		}
+		verifier = v
+	}
+	return signer, verifier, nil
 }
 
 // checkDictURLs refuses a DICT URL that is not http(s) with a host, before

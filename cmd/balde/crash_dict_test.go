@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,11 +91,18 @@ func (d *dictRecorder) seenCopy() map[string]int {
 //   - every bucket's balance is explained by its ledger (throttle.Replay);
 //   - every hold is explained: a lookup was sent to the DICT only after
 //     its hold was taken, never twice, and a hold without a recorded
-//     answer belongs to a lookup a kill interrupted (at most one per kill:
-//     decision 0015 keeps such a hold, since the DICT may have charged it);
+//     answer belongs to a lookup a kill interrupted (at most one per kill
+//     and sender — --senders 1 and the default: decision 0015 keeps such a
+//     hold, since the DICT may have charged it);
 //   - the DICT never refused a lookup (429): the mirror was never more
 //     generous than the DICT.
 func TestCrashDictLookup(t *testing.T) {
+	for _, senders := range []int{1, dict.DefaultBatchSenders} {
+		t.Run(fmt.Sprintf("senders%d", senders), func(t *testing.T) { crashDictLookup(t, senders) })
+	}
+}
+
+func crashDictLookup(t *testing.T, senders int) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		kills := crashKills(t)
 		sim := startDictSim(t, "A", false)
@@ -119,7 +127,7 @@ func TestCrashDictLookup(t *testing.T) {
 		}
 		file := writeFile(t, t.TempDir(), "keys.csv", []byte(b.String()))
 		args := []string{"dict-lookup", "--db", db, "--dict-url", dictURL.URL, "--dict-participant", "12345678",
-			"--dict-category", "A", "--no-wait", "--json", file}
+			"--dict-category", "A", "--no-wait", "--senders", strconv.Itoa(senders), "--json", file}
 
 		killed, finished := 0, 0
 		for i := 0; killed < kills; i++ {
@@ -191,7 +199,7 @@ func TestCrashDictLookup(t *testing.T) {
 			engine, killed, finished, sentBefore, len(held), len(held)-inFlight-unsentHolds, inFlight, unsentHolds, twice,
 			stats.Total(http.StatusTooManyRequests), len(ledgers), sum)
 		require.Zero(t, twice, "lookups sent twice under one EndToEndId")
-		require.LessOrEqual(t, inFlight+unsentHolds, killed, "holds left without an answer: at most one per kill")
+		require.LessOrEqual(t, inFlight+unsentHolds, killed*senders, "holds left without an answer: at most one per kill and sender")
 		require.Zero(t, stats.Total(http.StatusTooManyRequests), "the DICT refused a lookup: the mirror was more generous")
 	})
 }

@@ -15,21 +15,22 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)
-// through the local mirror, one at a time. A lookup the mirror refuses is
-// never sent: with --wait the command sleeps exactly until the mirror
-// would admit it and asks again, with --no-wait it reports it and goes on.
+// through the local mirror with dict.Batch: payers side by side, each
+// payer's lines in order, results printed in input order. A lookup the
+// mirror refuses is never sent: with --wait it sleeps exactly until the
+// mirror would admit it and asks again (other payers go on meanwhile),
+// with --no-wait it is reported and the run goes on.
 func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("dict-lookup",
-		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
+		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
 		"balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16522 --payer 11144477735 --out results.csv keys.csv")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
@@ -37,6 +38,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
 	var wf waitFlags
 	wf.add(fs)
+	senders := fs.Int("senders", dict.DefaultBatchSenders, "the most lookups in flight at once (payers go side by side; one payer's lines go in order)")
 	outPath := fs.String("out", "", "write the results to FILE (CSV, or JSON with --format json or a .json name)")
 	format := fs.String("format", "", "format of --out: csv or json (default: from the file name, else csv)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per key, then a summary object")
@@ -46,6 +48,9 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	wait, maxWait, err := wf.resolve("dict-lookup")
 	if err != nil {
 		return err
+	}
+	if *senders < 1 {
+		return UsageError("dict-lookup: --senders %d: want 1 or more", *senders)
 	}
 	if fs.NArg() != 1 {
 		return UsageError("dict-lookup: want exactly one FILE.csv (\"-\" for stdin), got %d arguments", fs.NArg())
@@ -94,23 +99,55 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	}
 
 	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock, m.printer())
+	// The batch's lookups run side by side: their waits go straight to the
+	// underlying sleep (the reporter's countdown is for one wait at a
+	// time), and each delivered result adds its own wait to the summary.
+	sleep := clock.Sleep
+	if clock.hook != nil {
+		sleep = clock.hook.sleep
+	}
+	batch := dict.Batch{
+		Client:  client,
+		Wait:    wait,
+		MaxWait: maxWait,
+		Senders: *senders,
+		Sleep:   sleep,
+		Progress: func(ev dict.BatchEvent) {
+			if ev.Kind == dict.BatchWaiting {
+				rep.waiting(ev.Wait, rep.tr.Sprintf("%s on %s", rep.tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
+			}
+		},
+	}
+	reqs := make([]dict.LookupRequest, len(items))
 	for i, it := range items {
-		if ctx.Err() != nil {
-			rep.finish(true, len(items)-i)
-			return batchExit("dict-lookup", rep.sum, rep.tr)
-		}
-		rec, err := lookupOne(ctx, client, it, wait, maxWait, clock, rep)
-		if err != nil {
-			rep.finish(false, len(items)-i)
-			return err
-		}
+		reqs[i] = dict.LookupRequest{Key: it.Key, PayerID: it.Payer}
+	}
+	delivered := 0
+	var outErr error
+	err = batch.Run(ctx, reqs, func(res dict.BatchResult) error {
+		rec := lookupRecordOf(res, wait, maxWait, rep)
+		delivered++
+		rep.waitd += res.Waited
+		rep.sum.WaitS = seconds(rep.waitd)
 		rep.item(rec.Result, rec.line(), rec)
 		if out != nil {
 			if err := out.write(rec); err != nil {
-				rep.finish(false, len(items)-i-1)
-				return fmt.Errorf("dict-lookup: --out: %w", err)
+				outErr = fmt.Errorf("dict-lookup: --out: %w", err)
+				return outErr
 			}
 		}
+		return nil
+	})
+	switch {
+	case outErr != nil:
+		rep.finish(false, len(items)-delivered)
+		return outErr
+	case ctx.Err() != nil:
+		rep.finish(true, len(items)-delivered)
+		return batchExit("dict-lookup", rep.sum, rep.tr)
+	case err != nil:
+		rep.finish(false, len(items)-delivered)
+		return err
 	}
 	return batchExit("dict-lookup", rep.finish(false, 0), rep.tr)
 }
@@ -135,13 +172,17 @@ func readLookups(m *Main, path, defaultPayer string) ([]lookupItem, error) {
 		defer f.Close()
 		r = f
 	}
-	cr := csv.NewReader(r)
+	lr := &lineLimitReader{r: r, max: maxLookupLine}
+	cr := csv.NewReader(lr)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	cr.Comment = '#'
 	var items []lookupItem
 	for first := true; ; first = false {
 		rec, err := cr.Read()
+		if lr.tooLong > 0 {
+			return nil, UsageError("dict-lookup: %s line %d: longer than %d bytes (a key and a payer take at most a few hundred)", path, lr.tooLong, maxLookupLine)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -174,6 +215,43 @@ func readLookups(m *Main, path, defaultPayer string) ([]lookupItem, error) {
 		return nil, UsageError("dict-lookup: %s: no key to look up", path)
 	}
 	return items, nil
+}
+
+// maxLookupLine bounds a line of dict-lookup's input, in bytes: a key (at
+// most 77 bytes, an e-mail) and a payer, quoted and spaced, fit many times
+// over. Without a bound, one 300 MB line took 1.2 GB to read.
+const maxLookupLine = 4096
+
+// lineLimitReader reads r and fails once a line (up to its newline) is
+// longer than max bytes: tooLong is then that line's number (1-based),
+// and the error errLineTooLong.
+type lineLimitReader struct {
+	r       io.Reader
+	max     int
+	line    int // the current line's number, 0-based
+	n       int // bytes of the current line so far
+	tooLong int
+}
+
+var errLineTooLong = errors.New("line too long")
+
+func (l *lineLimitReader) Read(p []byte) (int, error) {
+	if l.tooLong > 0 {
+		return 0, errLineTooLong
+	}
+	n, err := l.r.Read(p)
+	for i, c := range p[:n] {
+		if c == '\n' {
+			l.line++
+			l.n = 0
+			continue
+		}
+		if l.n++; l.n > l.max {
+			l.tooLong = l.line + 1
+			return i, errLineTooLong
+		}
+	}
+	return n, err
 }
 
 // lookupRecord is the result of one lookup: a JSON line with --json, a row
@@ -230,53 +308,18 @@ func (r lookupRecord) line() string {
 	return b.String()
 }
 
-// lookupOne looks it up, waiting while the mirror refuses (with wait, up
-// to maxWait in all). The error is a store failure: the run stops.
-func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait bool, maxWait time.Duration, clock batchClock, rep *reporter) (lookupRecord, error) {
-	rec := lookupRecord{Key: it.Key, Payer: it.Payer}
-	// Waiting is throttle.Waiter's: it sleeps each RetryAfter the mirror
-	// computed and looks up again (nothing was sent while refused). The
-	// sleep below only adds the command's bounds: --max-wait in all, and
-	// Ctrl-C (ctx), which ends a wait though not a lookup already sent.
-	var waited time.Duration
-	var interrupted bool
-	waiter := throttle.Waiter{
-		Refused: func(d throttle.Decision) {
-			if wait && waited+d.RetryAfter <= maxWait {
-				rep.waiting(d.RetryAfter, rep.tr.Sprintf("%s on %s", rep.tr.Text(d.Reason.String()), d.Key))
-			}
-		},
-		Sleep: func(_ context.Context, d time.Duration) error {
-			if !wait || waited+d > maxWait {
-				return errWaitBound
-			}
-			if err := clock.Sleep(ctx, d); err != nil {
-				interrupted = true
-				return err
-			}
-			waited += d
-			return nil
-		},
-	}
-	var res dict.LookupResult
-	_, err := waiter.Do(ctx, func(context.Context) (throttle.Decision, error) {
-		// A lookup that started completes whatever happens to ctx: Ctrl-C
-		// stops the run after it.
-		var err error
-		res, err = client.GetEntry(context.WithoutCancel(ctx), dict.LookupRequest{Key: it.Key, PayerID: it.Payer})
-		return res.Decision, err
-	})
-	if _, refused := throttle.AsRefusal(err); refused {
-		err = nil // the wait ended refused: res.Decision says why
-	}
-	rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(waited)
+// lookupRecordOf turns a lookup's result into its record.
+func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *reporter) lookupRecord {
+	rec := lookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID}
+	rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(res.Waited)
+	err := res.Err
 	var remote *dict.RemoteError
 	switch {
 	case err == nil && !res.Decision.Allowed:
 		// Refused by the mirror (a value, decision 0010): nothing was sent.
 		d := res.Decision
 		switch {
-		case interrupted:
+		case res.Interrupted:
 			rec.Message = "interrupted while waiting for the throttle"
 			rec.said = rep.tr.Sprintf(rec.Message)
 		default:
@@ -288,14 +331,12 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 			}
 		}
 		rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
-		return rec, nil
 	case err == nil:
 		rec.Status, rec.Result = http.StatusOK, resultSent
 		e := res.Entry.Entry
 		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
 		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
 		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
-		return rec, nil
 	case errors.As(err, &remote):
 		rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
 		if remote.Problem != nil {
@@ -307,24 +348,16 @@ func lookupOne(ctx context.Context, client *dict.Client, it lookupItem, wait boo
 		} else {
 			rec.Message = err.Error()
 		}
-		return rec, nil
 	case errors.Is(err, sqlstore.ErrCommitInDoubt):
 		// The store lost the answer to a commit (its connection dropped
 		// then): this key failed, the run goes on. If the commit landed, a
 		// hold stays on the mirror, which is only stricter for it.
 		rec.Result, rec.Reason, rec.Message = resultFailed, "store commit in doubt", err.Error()
-		return rec, nil
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		return rec, err
 	default:
 		rec.Result, rec.Reason, rec.Message = resultFailed, "request failed", err.Error()
-		return rec, nil
 	}
+	return rec
 }
-
-// errWaitBound ends a throttle wait that would pass --max-wait (or any wait
-// under --no-wait).
-var errWaitBound = errors.New("the wait is beyond the command's bound")
 
 // lookupFormat picks the format of --out.
 func lookupFormat(format, path string) (string, error) {

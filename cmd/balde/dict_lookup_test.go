@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,6 +225,80 @@ func TestDictLookupWait(t *testing.T) {
 	})
 }
 
+// TestDictLookupDrainedPayerDoesNotHoldBackOthers: with --wait, one payer
+// whose bucket is empty and three full ones: the full payers' lines are all
+// answered while the drained payer's wait is held (the sleep returns only
+// once they were, or fails after 30 s), and the output keeps the input's
+// order. Before, lines went one at a time and the file waited behind the
+// drained payer.
+func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
+	sim := startDictSim(t, "A", true)
+	// The command runs in this process: the connections its concurrent
+	// lookups dialled stay in the default transport's pool, and the
+	// simulator's graceful Close waits 5 s for one that never carried a
+	// request. A process that exits closes them; so does this, before Close.
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+	clock := newFakeTime(testEpoch, func(d time.Duration) {
+		_, err := sim.Advance(d)
+		require.NoError(t, err)
+	})
+	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "A"}
+
+	// Five unknown keys at 20 tokens each empty the PF payer's 100.
+	var drain strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&drain, "naoexiste-%d@example.com,%s\n", i, payerCPF)
+	}
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--no-wait", writeFile(t, t.TempDir(), "drain.csv", []byte(drain.String())))
+	require.Equal(t, ExitOK, code, "drain: stdout %q, stderr %q", stdout, stderr)
+
+	full := []string{validCNPJ(112_223_330_000), validCNPJ(112_223_330_000 + 7919), validCNPJ(112_223_330_000 + 2*7919)}
+	var file strings.Builder
+	var want [][2]string
+	for range 3 {
+		want = append(want, [2]string{foundKeys[0], payerCPF})
+		for _, p := range full {
+			want = append(want, [2]string{foundKeys[1], p})
+		}
+	}
+	file.WriteString("key,payer\n")
+	for _, w := range want {
+		file.WriteString(w[0] + "," + w[1] + "\n")
+	}
+	fullLines := int64(len(want) - 3)
+	answeredBefore := sim.Stats().Count(dict.OpGetEntry, http.StatusOK)
+
+	var out, errOut bytes.Buffer
+	m := NewMain(strings.NewReader(""), &out, &errOut, func(k string) string { return env[k] })
+	m.Clock = clock.Now
+	m.Sleep = func(ctx context.Context, d time.Duration) error {
+		deadline := time.Now().Add(30 * time.Second)
+		for sim.Stats().Count(dict.OpGetEntry, http.StatusOK)-answeredBefore < fullLines {
+			if time.Now().After(deadline) {
+				t.Errorf("the drained payer's wait of %s was held 30 s: the full payers' lines waited behind it", d)
+				return context.DeadlineExceeded
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return clock.sleep(ctx, d)
+	}
+	code = m.Run(context.Background(), []string{"dict-lookup", "--wait", "--json", writeFile(t, t.TempDir(), "keys.csv", []byte(file.String()))})
+	require.Equal(t, ExitOK, code, "stdout %q, stderr %q", out.String(), errOut.String())
+
+	items, sum := jsonLines[lookupRecord](t, out.String())
+	require.Len(t, items, len(want), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	require.Equal(t, len(want), sum.Sent, "stdout:\n%s", out.String())
+	for i, it := range items {
+		require.Equal(t, want[i], [2]string{it.Key, it.Payer}, "line %d in input order", i)
+		require.Equal(t, http.StatusOK, it.Status, "line %d", i)
+		if it.Payer != payerCPF {
+			require.Zero(t, it.WaitS, "line %d: a full payer never waits", i)
+		}
+	}
+	require.Positive(t, items[0].WaitS, "the drained payer waited")
+	require.NotEmpty(t, clock.slept(), "the drained payer slept")
+}
+
 func TestDictLookupNoWait(t *testing.T) {
 	p := participantPolicy(t)
 	sim := startDictSim(t, "H", true)
@@ -315,6 +390,9 @@ func TestDictLookupBadInput(t *testing.T) {
 		{"InvalidPayerFlag", "", nil, []string{"--payer", "123", good}, "--payer: dict: invalid payer id"},
 		{"NoPayer", "+5561988880000\n", nil, nil, "line 1: no payer (add a payer column or --payer)"},
 		{"NoKey", "key,payer\n", nil, nil, "no key to look up"},
+		{"LineTooLong", "+5561988880000," + payerCPF + "\n" + strings.Repeat("a", 5000) + "@example.com," + payerCPF + "\n", nil, nil,
+			"keys.csv line 2: longer than 4096 bytes"},
+		{"BadSenders", "", nil, []string{"--senders", "0", good}, "--senders 0: want 1 or more"},
 		{"NoDictURL", "", map[string]string{"BALDE_DICT_URL": ""}, []string{good}, "no DICT URL configured (set --dict-url or BALDE_DICT_URL)"},
 		{"BadFormat", "", nil, []string{"--format", "xml", "--out", filepath.Join(dir, "r.xml"), good}, `--format "xml": want csv or json`},
 		{"BadParticipant", "", nil, []string{"--dict-participant", "1234", good}, "--dict-participant"},
@@ -349,6 +427,45 @@ func TestDictLookupBadInput(t *testing.T) {
 	require.Contains(t, stderr, "Example:\n  balde dict-lookup --dict-url")
 }
 
+// longLine reads as "key,payer" then one line of n bytes and a newline,
+// making no copy of it.
+type longLine struct{ head, n int }
+
+func (l *longLine) Read(p []byte) (int, error) {
+	const head = "key,payer\n"
+	if l.n <= 0 {
+		return 0, io.EOF
+	}
+	i := 0
+	for ; i < len(p) && l.head < len(head); i++ {
+		p[i] = head[l.head]
+		l.head++
+	}
+	for ; i < len(p) && l.n > 0; i++ {
+		p[i] = 'a'
+		if l.n--; l.n == 0 {
+			p[i] = '\n'
+		}
+	}
+	return i, nil
+}
+
+// TestReadLookupsLineLimit: a 64 MB line is refused as bad input naming
+// the line, after reading no more than the bound of it (before, the whole
+// line was read into memory: a 300 MB line took 1.2 GB).
+func TestReadLookupsLineLimit(t *testing.T) {
+	m := NewMain(&longLine{n: 64 << 20}, io.Discard, io.Discard, func(string) string { return "" })
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readLookups(m, "-", payerCPF)
+	runtime.ReadMemStats(&after)
+	var ee *ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, ExitUsage, ee.Code)
+	require.ErrorContains(t, err, "dict-lookup: - line 2: longer than 4096 bytes")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated reading a 64 MB line")
+}
+
 // FuzzReadLookups: any input is either refused with a usage error or read
 // into lookups whose every key and payer is valid.
 func FuzzReadLookups(f *testing.F) {
@@ -360,6 +477,7 @@ func FuzzReadLookups(f *testing.F) {
 		"a,b,c\n",
 		"\"unterminated\n",
 		"",
+		"key,payer\n" + strings.Repeat("a", 5000) + "@example.com,52998224725\n", // beyond the line limit
 	} {
 		f.Add(s)
 	}

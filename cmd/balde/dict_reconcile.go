@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the
@@ -50,8 +49,10 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	if !res.Decision.Allowed {
-		refused := &throttle.RefusedError{Op: "dict " + dict.OpListBucketStates, Decision: res.Decision}
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: %w", refused)}
+		// Refused by the mirror, a value (decision 0065): nothing was sent.
+		d := res.Decision
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: dict %s refused locally: %s %s, retry after %s",
+			dict.OpListBucketStates, d.Key, d.Reason, d.RetryAfter)}
 	}
 	fmt.Fprintf(m.Stdout, "category %s", res.Category)
 	if res.CategoryChanged {

@@ -86,10 +86,12 @@ func (c Config) engineConfig(opts engineOptions) balde.Config {
 }
 
 // dictConfig is the DICT client's configuration for baseURL: cfg's
-// participant, policies URL and certificates.
+// participant, policies URL, certificates, signer and verifier (a bad
+// signing setting leaves them out here: checkDictClient reports it first).
 func (c Config) dictConfig(baseURL string, learn bool) balde.DictConfig {
+	signer, verifier, _ := c.dictSigning()
 	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
-		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, LearnCategory: learn}
+		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: learn}
 }
 
 // sifenConfig is the SIFEN sender's configuration over client, with cfg's
@@ -133,6 +135,9 @@ func checkDictClient(cfg Config) error {
 	}
 	if _, err := balde.NewDictHTTPClient(cfg.dictConfig("", false)); err != nil {
 		return UsageError("DICT TLS: %v", err)
+	}
+	if _, _, err := cfg.dictSigning(); err != nil {
+		return err
 	}
 	return nil
 }

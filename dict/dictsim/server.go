@@ -25,6 +25,7 @@
 //	GET  /sim/stats                    JSON: responses by operation and status
 //	POST /sim/payments?endToEndId=E2E  the SPI received a payment order: credits the lookup's buckets once
 //	POST /sim/clock?advance=8m         moves the fake clock (Config.FakeClock only)
+//	POST /sim/category?category=H      the DICT moves every participant to another category
 package dictsim
 
 import (
@@ -165,6 +166,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /sim/stats", s.showStats)
 	s.mux.HandleFunc("POST /sim/payments", s.receivePayment)
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
+	s.mux.HandleFunc("POST /sim/category", s.changeCategory)
 }
 
 // ServeHTTP implements http.Handler.
@@ -239,6 +241,39 @@ func (s *Server) Advance(d time.Duration) (time.Time, error) {
 	defer s.mu.Unlock()
 	s.now = s.now.Add(d)
 	return s.now, nil
+}
+
+// SetCategory moves every participant to category (A..H), as the DICT does
+// when it reviews a participant: the categorised buckets keep their
+// balance, capped at the new capacity, and refill at the new rate.
+func (s *Server) SetCategory(category string) error {
+	if _, ok := categoryLimits(category); !ok {
+		return fmt.Errorf("dictsim: category %q is not A..H", category)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Bring the categorised buckets up to now under the old limits first.
+	for k := range s.buckets {
+		s.bucket(k.policy, k.identifier)
+	}
+	s.category = category
+	return nil
+}
+
+// Category returns the participants' category.
+func (s *Server) Category() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.category
+}
+
+// changeCategory handles "POST /sim/category?category=H".
+func (s *Server) changeCategory(w http.ResponseWriter, r *http.Request) {
+	if err := s.SetCategory(r.URL.Query().Get("category")); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"category": s.Category()})
 }
 
 // Balance returns the whole tokens in the bucket of policy for identifier

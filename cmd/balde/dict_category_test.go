@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/dict/dictsql"
+)
+
+// "buckets list" sizes the participant's anti-scan bucket by the category
+// recorded from the DICT (F: capacity 500), not the strictest (H: 50), as
+// the admin page and /policies/ do (issue 21 #3); its 45 tokens were taken
+// while H applied.
+func TestBucketsListReadsTheLearnedCategory(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	require.NoError(t, dictsql.NewRecords(eng.store.DB(), eng.store.ReadDB()).SaveCategory(ctx, "prod", cfg.DictParticipant, "F", clock.Now()))
+	require.NoError(t, eng.close(ctx))
+	clock.Advance(time.Second)
+
+	code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}, "buckets", "list", "-o", "wide")
+	require.Equal(t, ExitOK, code, stderr)
+	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+	require.Equal(t, []string{"ENTRIES_READ_PARTICIPANT_ANTISCAN", "PSP", "12345678", "prod", "45", "500", "250/min"}, strings.Fields(lines[1])[:7])
+}

@@ -1,0 +1,310 @@
+package dict
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// Batch looks up many keys (getEntry) through a Client: the send path of a
+// file of lookups (balde dict-lookup, or an app's own batch job).
+//
+// Payers are independent buckets at the DICT, so a Batch runs them
+// independently: the lookups of one payer go one after another, in their
+// order, while the other payers' lookups go on beside them. A payer whose
+// bucket is empty waits (Wait) without holding back the others. At most
+// Senders lookups are in flight at once and at most Lanes payers are being
+// worked on at once (a waiting payer holds a lane, not a sender). The
+// participant's bucket is shared by every payer: the mirror refuses them all
+// alike when it is empty, and each waits its own RetryAfter.
+//
+// The zero value is not usable: set Client. A Batch may be reused but not
+// run twice at the same time.
+type Batch struct {
+	Client *Client
+	// Wait makes a lookup the mirror refuses sleep the refusal's
+	// RetryAfter and try again, up to MaxWait in all; without Wait (or
+	// beyond MaxWait) it ends refused. Nothing is sent while refused.
+	Wait bool
+	// MaxWait bounds the time one lookup may wait, over all its retries
+	// (0: no bound).
+	MaxWait time.Duration
+	// Senders bounds the lookups in flight at once (default
+	// DefaultBatchSenders).
+	Senders int
+	// Lanes bounds the payers worked on at once (default
+	// DefaultBatchLanes). When more payers than that are all waiting, the
+	// next payer starts only when one of them is done.
+	Lanes int
+	// Sleep waits d or until ctx ends (default throttle.SleepContext). Tests
+	// pass one that moves a fake clock.
+	Sleep throttle.Sleep
+	// Progress, when set, is told of every event as it happens (a lookup
+	// about to wait, a lookup done, in the order they happen) for a caller
+	// to draw. It is never called concurrently with itself or with Run's
+	// deliver, and it must not block for long.
+	Progress func(BatchEvent)
+}
+
+// Defaults of Batch.
+const (
+	DefaultBatchSenders = 4
+	DefaultBatchLanes   = 64
+)
+
+// BatchEventKind says what a BatchEvent reports.
+type BatchEventKind int
+
+const (
+	// BatchWaiting: a lookup was refused by the mirror and sleeps Wait
+	// before it asks again (Decision is the refusal).
+	BatchWaiting BatchEventKind = iota + 1
+	// BatchDone: a lookup ended (Result); Done events come in the order
+	// lookups end, not in input order.
+	BatchDone
+)
+
+// BatchEvent is one event of a running Batch.
+type BatchEvent struct {
+	Kind BatchEventKind
+	// Index is the lookup's position in Run's input.
+	Index   int
+	Request LookupRequest
+	// Decision and Wait are a BatchWaiting's refusal and the time it will
+	// sleep.
+	Decision throttle.Decision
+	Wait     time.Duration
+	// Result is a BatchDone's result.
+	Result *BatchResult
+}
+
+// BatchResult is how one lookup of a Batch ended.
+type BatchResult struct {
+	// Index is the lookup's position in Run's input.
+	Index   int
+	Request LookupRequest
+	// LookupResult is GetEntry's: Decision.Allowed false means the mirror
+	// refused the lookup and nothing was sent (Err is nil then).
+	LookupResult
+	// Err is the lookup's failure (as GetEntry's errors; a key with no
+	// entry is a *RemoteError with NotFound()).
+	Err error
+	// Waited is the time the lookup slept while refused.
+	Waited time.Duration
+	// Interrupted: Run's ctx ended while the lookup was waiting (it ended
+	// refused, unsent). When false, a refused lookup ended because the
+	// next wait was beyond MaxWait or Wait is off.
+	Interrupted bool
+}
+
+// Run looks up reqs and calls deliver once per lookup with its result, in
+// input order (results that end early wait in a reorder buffer for the
+// ones before them). deliver runs on Run's goroutine, never concurrently
+// with Progress.
+//
+// Run returns nil when every lookup was delivered. Otherwise it stops
+// starting lookups, lets those in flight finish (a request already sent is
+// never abandoned), delivers every result it has, in input order, skipping
+// the lookups that never started, and returns:
+//   - ctx's error when ctx ended (waiting lookups end Interrupted);
+//   - an error wrapping throttle.ErrStoreUnavailable when the mirror could
+//     not decide (nothing was sent for that lookup);
+//   - deliver's error.
+//
+// Every request is validated by GetEntry (bad input is a result's Err, not
+// a stop). Callers that must refuse a whole file on one bad line validate
+// it first.
+func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(BatchResult) error) error {
+	if b.Client == nil {
+		return errors.New("dict: batch has no Client")
+	}
+	senders, lanes := b.Senders, b.Lanes
+	if senders <= 0 {
+		senders = DefaultBatchSenders
+	}
+	if lanes <= 0 {
+		lanes = DefaultBatchLanes
+	}
+	r := &batchRun{
+		b:       b,
+		ctx:     ctx,
+		senders: make(chan struct{}, senders),
+		results: make(chan BatchResult),
+	}
+	r.stopCtx, r.stop = context.WithCancelCause(ctx)
+	defer r.stop(nil)
+
+	// One lane per payer, in the order payers first appear.
+	var order []string
+	byPayer := map[string][]int{}
+	for i, q := range reqs {
+		if _, ok := byPayer[q.PayerID]; !ok {
+			order = append(order, q.PayerID)
+		}
+		byPayer[q.PayerID] = append(byPayer[q.PayerID], i)
+	}
+
+	var wg sync.WaitGroup
+	go func() {
+		laneSlots := make(chan struct{}, lanes)
+	start:
+		for _, payer := range order {
+			select {
+			case laneSlots <- struct{}{}:
+			case <-r.stopCtx.Done():
+				break start
+			}
+			wg.Add(1)
+			go func(idx []int) {
+				defer func() { <-laneSlots; wg.Done() }()
+				r.lane(reqs, idx)
+			}(byPayer[payer])
+		}
+		wg.Wait()
+		close(r.results)
+	}()
+
+	// The reorder buffer: results[i] once lookup i ended.
+	done := make([]*BatchResult, len(reqs))
+	next := 0
+	var deliverErr error
+	for res := range r.results {
+		done[res.Index] = &res
+		r.progress(BatchEvent{Kind: BatchDone, Index: res.Index, Request: res.Request, Result: &res})
+		for deliverErr == nil && next < len(done) && done[next] != nil {
+			deliverErr = r.deliver(deliver, *done[next])
+			next++
+		}
+		if deliverErr != nil {
+			r.stop(deliverErr)
+		}
+	}
+	// Stopped: what ended after a lookup that never started.
+	complete := next == len(done)
+	for ; deliverErr == nil && next < len(done); next++ {
+		if done[next] != nil {
+			deliverErr = r.deliver(deliver, *done[next])
+		}
+	}
+	switch cause := context.Cause(r.stopCtx); {
+	case deliverErr != nil:
+		return deliverErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		return cause
+	case !complete:
+		return errors.New("dict: batch: a lookup ended without a result")
+	}
+	return nil
+}
+
+// batchRun is the state of one Batch.Run.
+type batchRun struct {
+	b       *Batch
+	ctx     context.Context // the caller's
+	stopCtx context.Context // ends with ctx, a store failure or deliver's error
+	stop    context.CancelCauseFunc
+	senders chan struct{}
+	results chan BatchResult
+	mu      sync.Mutex // serializes Progress and deliver
+}
+
+func (r *batchRun) progress(ev BatchEvent) {
+	if r.b.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.b.Progress(ev)
+}
+
+func (r *batchRun) deliver(deliver func(BatchResult) error, res BatchResult) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return deliver(res)
+}
+
+// lane looks up one payer's lookups idx, in order, until done or stopped.
+func (r *batchRun) lane(reqs []LookupRequest, idx []int) {
+	for _, i := range idx {
+		if r.stopCtx.Err() != nil {
+			return
+		}
+		res, ok := r.lookup(i, reqs[i])
+		if !ok {
+			return
+		}
+		r.results <- res
+	}
+}
+
+// errWaitBound ends a wait beyond MaxWait (or any wait without Wait).
+var errWaitBound = errors.New("dict: batch: the wait is beyond the bound")
+
+// lookup runs lookup i, waiting while refused. ok is false when the
+// result must not be delivered: the run stopped for a store failure or
+// deliver's error while the lookup waited (nothing was sent for it).
+func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
+	b := r.b
+	sleep := b.Sleep
+	if sleep == nil {
+		sleep = throttle.SleepContext
+	}
+	res = BatchResult{Index: i, Request: req}
+	var stoppedWaiting bool
+	waiter := throttle.Waiter{
+		Refused: func(d throttle.Decision) {
+			if b.Wait && (b.MaxWait <= 0 || res.Waited+d.RetryAfter <= b.MaxWait) {
+				r.progress(BatchEvent{Kind: BatchWaiting, Index: i, Request: req, Decision: d, Wait: d.RetryAfter})
+			}
+		},
+		Sleep: func(_ context.Context, d time.Duration) error {
+			if !b.Wait || (b.MaxWait > 0 && res.Waited+d > b.MaxWait) {
+				return errWaitBound
+			}
+			if err := sleep(r.stopCtx, d); err != nil {
+				stoppedWaiting = true
+				return err
+			}
+			res.Waited += d
+			return nil
+		},
+	}
+	_, err := waiter.Do(r.stopCtx, func(ctx context.Context) (throttle.Decision, error) {
+		select {
+		case r.senders <- struct{}{}:
+		case <-ctx.Done():
+			stoppedWaiting = true
+			return throttle.Decision{}, ctx.Err()
+		}
+		defer func() { <-r.senders }()
+		// A lookup that started completes whatever happens to ctx: the
+		// run stops after it.
+		var err error
+		res.LookupResult, err = b.Client.GetEntry(context.WithoutCancel(ctx), req)
+		return res.Decision, err
+	})
+	if r.stopCtx.Err() != nil && (stoppedWaiting || errors.Is(err, context.Canceled)) {
+		if r.ctx.Err() == nil {
+			return res, false // stopped by a failure elsewhere: not processed
+		}
+		if res.Decision.Allowed || res.EndToEndID == "" {
+			return res, false // interrupted before it was ever tried
+		}
+		res.Interrupted, res.Err = true, nil
+		return res, true
+	}
+	if _, refused := throttle.AsRefusal(err); refused {
+		err = nil // the wait ended refused: res.Decision says why
+	}
+	if errors.Is(err, throttle.ErrStoreUnavailable) {
+		r.stop(err)
+		return res, false
+	}
+	res.Err = err
+	return res, true
+}

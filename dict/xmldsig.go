@@ -1,0 +1,337 @@
+package dict
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/beevik/etree"
+	dsig "github.com/russellhaering/goxmldsig"
+)
+
+// The DICT's signature profile (OpenAPI 1.8.0, "Assinatura digital", and
+// the Pix security manual it points to; docs/decisions/0060): requests
+// that create or change data are signed by the participant, every response
+// is signed by the DICT, and clients must validate those signatures. The
+// signature is an XMLDSig Signature element enveloped by the document (a
+// child of the root element: the example bodies carry an empty
+// <Signature></Signature> as the root's first child), whose one Reference
+// has URI "" (the whole document) with the enveloped-signature and
+// exclusive C14N transforms and a SHA-256 digest; SignedInfo is
+// canonicalized with exclusive C14N and signed RSA-SHA256; KeyInfo carries
+// the signer's X.509 certificate. XMLSigner and XMLVerifier implement it
+// with github.com/russellhaering/goxmldsig.
+
+// Algorithms of the DICT's signature profile.
+const (
+	SignatureMethodRSASHA256 = dsig.RSASHA256SignatureMethod
+	CanonicalizationExcC14N  = string(dsig.CanonicalXML10ExclusiveAlgorithmId)
+)
+
+// ErrSignatureInvalid means a DICT document's signature is missing, does
+// not verify, does not follow the DICT's profile, or was made with a
+// certificate that is not trusted.
+var ErrSignatureInvalid = errors.New("dict: invalid XML signature")
+
+// Verifier checks the signature of a DICT answer (see XMLVerifier).
+type Verifier interface {
+	// Verify returns nil when body carries a valid signature of a trusted
+	// signer, else an error wrapping ErrSignatureInvalid.
+	Verify(ctx context.Context, op string, body []byte) error
+}
+
+var (
+	_ Signer   = (*XMLSigner)(nil)
+	_ Verifier = (*XMLVerifier)(nil)
+)
+
+// XMLSigner signs the bodies of DICT write requests with the participant's
+// RSA key, in the DICT's profile (see above). Safe for concurrent use.
+type XMLSigner struct {
+	key  crypto.Signer
+	cert *x509.Certificate
+}
+
+// NewXMLSigner returns a signer with key, whose public half must be cert's
+// (an RSA key: the profile signs RSA-SHA256). cert goes into KeyInfo.
+func NewXMLSigner(key crypto.Signer, cert *x509.Certificate) (*XMLSigner, error) {
+	if key == nil || cert == nil {
+		return nil, errors.New("dict: signer needs a key and its certificate")
+	}
+	pub, ok := key.Public().(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("dict: signing key is a %T: the DICT's profile signs RSA-SHA256", key.Public())
+	}
+	if !pub.Equal(cert.PublicKey) {
+		return nil, errors.New("dict: the signing key does not match the certificate")
+	}
+	return &XMLSigner{key: key, cert: cert}, nil
+}
+
+// LoadXMLSigner reads a PEM certificate and its PEM private key (PKCS #1,
+// PKCS #8 or the like, as tls.LoadX509KeyPair reads them) and returns
+// NewXMLSigner of them.
+func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("dict: signing certificate: %w", err)
+	}
+	key, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("dict: signing key is a %T, not a signer", pair.PrivateKey)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("dict: signing certificate: %w", err)
+	}
+	return NewXMLSigner(key, cert)
+}
+
+// Certificate returns the signer's certificate.
+func (s *XMLSigner) Certificate() *x509.Certificate { return s.cert }
+
+// Sign returns body signed: the Signature element is written where the
+// body's Signature child of the root stands (an empty placeholder, as
+// Marshal writes it, or an earlier signature, which is replaced), or as
+// the root's first child when there is none. Every other byte of body is
+// kept as it is, so the signed document is body with a Signature in it.
+func (s *XMLSigner) Sign(_ context.Context, op string, body []byte) ([]byte, error) {
+	start, end, err := signatureSpan(body)
+	if err != nil {
+		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
+	}
+	unsigned := make([]byte, 0, len(body)-(end-start))
+	unsigned = append(append(unsigned, body[:start]...), body[end:]...)
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(unsigned); err != nil {
+		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
+	}
+	sc, err := dsig.NewSigningContext(s.key, [][]byte{s.cert.Raw})
+	if err != nil {
+		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
+	}
+	sc.Hash = crypto.SHA256
+	sc.Prefix = "" // <Signature xmlns="http://www.w3.org/2000/09/xmldsig#">, as in the examples
+	sc.Canonicalizer = dsig.MakeC14N10ExclusiveCanonicalizerWithPrefixList("")
+	sig, err := sc.ConstructSignature(doc.Root(), true)
+	if err != nil {
+		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
+	}
+	sigDoc := etree.NewDocument()
+	sigDoc.SetRoot(sig)
+	sigXML, err := sigDoc.WriteToBytes()
+	if err != nil {
+		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
+	}
+	out := make([]byte, 0, len(unsigned)+len(sigXML))
+	out = append(append(append(out, body[:start]...), sigXML...), body[end:]...)
+	return out, nil
+}
+
+// signatureSpan finds the byte span of the Signature child of the root
+// element of doc (start == end: none, the position right after the root's
+// start tag).
+func signatureSpan(doc []byte) (start, end int, err error) {
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	depth := 0
+	inSig := false
+	for {
+		before := int(dec.InputOffset())
+		tok, err := dec.RawToken()
+		if errors.Is(err, io.EOF) {
+			return 0, 0, errors.New("no root element")
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth == 2 && tk.Name.Local == "Signature" && !inSig {
+				inSig, start = true, before
+			}
+		case xml.EndElement:
+			if depth == 2 && inSig {
+				return start, int(dec.InputOffset()), nil
+			}
+			depth--
+			if depth == 0 {
+				// A root with no Signature child: sign right after its start tag.
+				return rootStartEnd(doc)
+			}
+		}
+	}
+}
+
+// rootStartEnd returns the position right after the root's start tag.
+func rootStartEnd(doc []byte) (int, int, error) {
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			off := int(dec.InputOffset())
+			if bytes.HasSuffix(doc[:off], []byte("/>")) {
+				return 0, 0, errors.New("the root element is empty")
+			}
+			return off, off, nil
+		}
+	}
+}
+
+// XMLVerifier validates the signature of DICT answers against the DICT's
+// certificates: a signature verifies when it follows the DICT's profile,
+// covers the whole document, and was made with the certificate in its
+// KeyInfo, which is one of the trusted certificates or is issued by one
+// of them (a CA), valid at the verifier's clock. Safe for concurrent use.
+type XMLVerifier struct {
+	trusted []*x509.Certificate
+	pool    *x509.CertPool
+	now     func() time.Time
+}
+
+// NewXMLVerifier returns a verifier that trusts the given certificates
+// (the DICT's signing certificate, or the CA that issues it). now is the
+// clock certificates are checked at (nil: the system clock).
+func NewXMLVerifier(now func() time.Time, trusted ...*x509.Certificate) (*XMLVerifier, error) {
+	if len(trusted) == 0 {
+		return nil, errors.New("dict: verifier needs at least one trusted certificate")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	pool := x509.NewCertPool()
+	for _, c := range trusted {
+		pool.AddCert(c)
+	}
+	return &XMLVerifier{trusted: trusted, pool: pool, now: now}, nil
+}
+
+// LoadXMLVerifier reads the trusted certificates from a PEM file and
+// returns NewXMLVerifier of them on the system clock.
+func LoadXMLVerifier(pemFile string) (*XMLVerifier, error) {
+	data, err := os.ReadFile(pemFile)
+	if err != nil {
+		return nil, fmt.Errorf("dict: verification certificate: %w", err)
+	}
+	var certs []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("dict: verification certificate %s: %w", pemFile, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("dict: verification certificate %s: no PEM certificate in it", pemFile)
+	}
+	return NewXMLVerifier(nil, certs...)
+}
+
+// Verify implements Verifier. The error wraps ErrSignatureInvalid.
+func (v *XMLVerifier) Verify(_ context.Context, op string, body []byte) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrSignatureInvalid, op, fmt.Sprintf(format, args...))
+	}
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(body); err != nil {
+		return bad("%v", err)
+	}
+	root := doc.Root()
+	if root == nil {
+		return bad("no root element")
+	}
+	sigEl := signatureChild(root)
+	if sigEl == nil || len(sigEl.ChildElements()) == 0 {
+		return bad("not signed")
+	}
+	// The profile: what goxmldsig would also accept (RSA-SHA1, C14N 1.1)
+	// is refused here.
+	if m := attrOf(sigEl, "SignedInfo", "SignatureMethod"); m != SignatureMethodRSASHA256 {
+		return bad("signature method %q, want %s", m, SignatureMethodRSASHA256)
+	}
+	if m := attrOf(sigEl, "SignedInfo", "CanonicalizationMethod"); m != CanonicalizationExcC14N {
+		return bad("canonicalization %q, want %s", m, CanonicalizationExcC14N)
+	}
+	cert, err := keyInfoCertificate(sigEl)
+	if err != nil {
+		return bad("%v", err)
+	}
+	now := v.now()
+	if !v.trusts(cert, now) {
+		return bad("certificate %q is not trusted", cert.Subject.String())
+	}
+	vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
+	vc.Clock = dsig.NewFakeClockAt(now)
+	if _, err := vc.Validate(root); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// trusts reports whether cert is a trusted certificate, or issued by one
+// and valid at now.
+func (v *XMLVerifier) trusts(cert *x509.Certificate, now time.Time) bool {
+	for _, t := range v.trusted {
+		if t.Equal(cert) {
+			return true
+		}
+	}
+	_, err := cert.Verify(x509.VerifyOptions{Roots: v.pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
+}
+
+// signatureChild returns the XMLDSig Signature child of root, or nil.
+func signatureChild(root *etree.Element) *etree.Element {
+	for _, c := range root.ChildElements() {
+		if c.Tag == "Signature" && c.NamespaceURI() == SignatureNamespace {
+			return c
+		}
+	}
+	return nil
+}
+
+// attrOf returns the Algorithm attribute of the element at path under el.
+func attrOf(el *etree.Element, path ...string) string {
+	for _, p := range path {
+		if el = el.SelectElement(p); el == nil {
+			return ""
+		}
+	}
+	return el.SelectAttrValue("Algorithm", "")
+}
+
+// keyInfoCertificate reads the first certificate of sig's KeyInfo.
+func keyInfoCertificate(sig *etree.Element) (*x509.Certificate, error) {
+	el := sig.FindElement("./KeyInfo/X509Data/X509Certificate")
+	if el == nil {
+		return nil, errors.New("no X509Certificate in KeyInfo")
+	}
+	der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(el.Text()), ""))
+	if err != nil {
+		return nil, fmt.Errorf("KeyInfo certificate: %w", err)
+	}
+	return x509.ParseCertificate(der)
+}

@@ -10,7 +10,7 @@ import (
 
 // The reads of throttle.Store and inspect.Store, each run again after a transient error
 // (withRetry: a broken or terminated connection, SQLITE_BUSY past the busy
-// timeout), with backoff, within about 2.5 s. A read changes nothing, so
+// timeout), with backoff, within about 4.5 s. A read changes nothing, so
 // running it twice is harmless.
 
 // Buckets implements throttle.Store (see buckets).

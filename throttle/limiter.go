@@ -321,7 +321,7 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 	}
 	l.refused.forget(key)
 	st := []BucketState{l.state(b, p, true, now)}
-	if err := l.recallLastSends(ctx, st); err != nil {
+	if err := l.RecallLastSends(ctx, st); err != nil {
 		// The reset committed: say so, with the last send unknown, rather
 		// than report a failure for a reset that happened.
 		l.logger.WarnContext(ctx, "reset done; its last send could not be read back", slog.String("key", key.String()), slog.Any("error", err))

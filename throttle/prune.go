@@ -67,16 +67,16 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 	if opts.SkipBuckets {
 		return res, nil
 	}
-	f := Filter{Limit: opts.BucketBatch}
+	var after Key
 	for {
-		rows, err := l.store.List(ctx, f)
+		rows, err := l.store.Rows(ctx, after, SeverityUnknown, opts.BucketBatch)
 		if err != nil {
 			return res, fmt.Errorf("throttle: prune buckets: %w", err)
 		}
 		if len(rows) == 0 {
 			return res, nil
 		}
-		f.After = rows[len(rows)-1].Key
+		after = rows[len(rows)-1].Key
 		// Candidates are checked again inside the transaction: a decision
 		// may have touched them since they were listed.
 		now := l.clock()
@@ -91,11 +91,11 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 			if !b.IsIdle(p, now) {
 				continue
 			}
-			visible, err := l.store.Ledger(ctx, LedgerQuery{Key: &b.Key, Since: before, Limit: 1})
+			visible, err := l.store.LedgerSince(ctx, b.Key, before)
 			if err != nil {
 				return res, fmt.Errorf("throttle: prune buckets: %w", err)
 			}
-			if len(visible) > 0 {
+			if visible {
 				continue // its ledger is still within the retention
 			}
 			keys = append(keys, b.Key)

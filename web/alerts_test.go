@@ -21,6 +21,7 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 	"github.com/balde-throttle/balde/web"
 )
@@ -135,10 +136,10 @@ func TestAlertingRulesPassTheirUnitTests(t *testing.T) {
 // that the rules page on the first and never on the second.
 func TestMetricsBucketGaugesByScope(t *testing.T) {
 	m := web.NewMetrics()
-	m.SetBuckets(throttle.SeverityCounts{
+	m.SetBuckets(inspect.SeverityCounts{
 		BySeverity: map[throttle.Severity]int64{throttle.SeverityHealthy: 7, throttle.SeverityCritical: 4},
 		Blocked:    1, Negative: 2,
-		ByPolicy: map[string]throttle.PolicyCounts{
+		ByPolicy: map[string]inspect.PolicyCounts{
 			"ENTRIES_READ_PARTICIPANT_ANTISCAN": {Worse: map[throttle.Severity]int64{throttle.SeverityCritical: 1}, Negative: 1},
 			"ENTRIES_READ_USER_ANTISCAN_V2":     {Worse: map[throttle.Severity]int64{throttle.SeverityCritical: 2}, Negative: 1},
 			"SIFEN_CONSULTA_LOTE":               {Worse: map[throttle.Severity]int64{throttle.SeverityCritical: 1}, Blocked: 1},

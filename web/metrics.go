@@ -16,6 +16,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Metrics holds balde's Prometheus metrics. It is the engine's
@@ -36,8 +37,8 @@ import (
 //
 // The bucket gauges (balde_buckets, balde_buckets_blocked,
 // balde_buckets_negative, balde_bucket_worst_*) are the severity now:
-// every collection counts the buckets of the limiter given to CountFrom
-// first (the Server does it for its Limiter, balde.Open for the engine's).
+// every collection counts the buckets of the reader given to CountFrom
+// first (the Server does it for its Reader, balde.Open for the engine's).
 //
 // Labels are bounded: policy names, results, reasons, severities, scopes
 // (participant, payer, other), route templates, status codes and remote
@@ -71,8 +72,8 @@ type Metrics struct {
 	// the gauges before reading them.
 	collectMu sync.Mutex
 	sourceMu  sync.Mutex
-	source    *throttle.Limiter // counted at each collection; nil: gauges as last set
-	logger    *slog.Logger      // a failed count, when source is set
+	source    *inspect.Reader // counted at each collection; nil: gauges as last set
+	logger    *slog.Logger    // a failed count, when source is set
 }
 
 var (
@@ -192,7 +193,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector. With a limiter given to
-// CountFrom it first counts the buckets (Limiter.CountNow, at most 5 s);
+// CountFrom it first counts the buckets (Reader.CountNow, at most 5 s);
 // when that fails the gauges keep the last good count and the failure is
 // logged.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
@@ -203,7 +204,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.sourceMu.Unlock()
 	if source != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), metricsCountTimeout)
-		c, err := source.CountNow(ctx, throttle.Filter{})
+		c, err := source.CountNow(ctx, inspect.Filter{})
 		cancel()
 		if err != nil {
 			logger.Warn("metrics: count buckets", slog.Any("error", err))
@@ -216,12 +217,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// CountFrom makes every collection set the bucket gauges from l's buckets,
+// CountFrom makes every collection set the bucket gauges from r's buckets,
 // counted then (the severity now); a failed count is logged to logger (nil
 // discards). The first call wins: a Metrics shared by several servers of
 // one engine counts once per scrape.
-func (m *Metrics) CountFrom(l *throttle.Limiter, logger *slog.Logger) {
-	if l == nil {
+func (m *Metrics) CountFrom(r *inspect.Reader, logger *slog.Logger) {
+	if r == nil {
 		return
 	}
 	if logger == nil {
@@ -230,7 +231,7 @@ func (m *Metrics) CountFrom(l *throttle.Limiter, logger *slog.Logger) {
 	m.sourceMu.Lock()
 	defer m.sourceMu.Unlock()
 	if m.source == nil {
-		m.source, m.logger = l, logger
+		m.source, m.logger = r, logger
 	}
 }
 
@@ -330,7 +331,7 @@ var metricScopeNames = []string{ScopeParticipant, ScopePayer, ScopeOther}
 // levels worse than Healthy, the blocked and the negative buckets are
 // split by scope (c.ByPolicy); Healthy buckets carry no scope, and so do
 // worse ones a partial count could not attribute (c.Partial).
-func (m *Metrics) SetBuckets(c throttle.SeverityCounts) {
+func (m *Metrics) SetBuckets(c inspect.SeverityCounts) {
 	m.buckets.Reset()
 	m.blocked.Reset()
 	m.negative.Reset()

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -120,7 +120,7 @@ func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipB
 		return res, fmt.Errorf("prune: count DICT lookups: %w", err)
 	}
 	if !skipBuckets {
-		states, _, err := eng.limiter.ListAll(ctx, throttle.Filter{})
+		states, _, err := eng.Reader().ListAll(ctx, inspect.Filter{})
 		if err != nil {
 			return res, err
 		}
@@ -128,7 +128,7 @@ func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipB
 			if st.Orphan || st.Tokens < st.Policy.Capacity || len(st.Spent) > 0 || st.CooldownLeft > 0 || st.BlockLeft > 0 {
 				continue
 			}
-			kept, err := eng.limiter.Ledger(ctx, throttle.LedgerQuery{Key: &st.Key, Since: res.Before, Limit: 1})
+			kept, err := eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &st.Key, Since: res.Before, Limit: 1})
 			if err != nil {
 				return res, err
 			}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -822,11 +821,12 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 		sets := [][]string{append(slices.Clone(thirds[0]), thirds[1]...), append(slices.Clone(thirds[1]), thirds[2]...)}
 		children := make([]*exec.Cmd, len(sets))
 		outs := make([]*strings.Builder, len(sets))
+		errs := make([]*syncBuffer, len(sets))
 		for i, set := range sets {
-			outs[i] = &strings.Builder{}
+			outs[i], errs[i] = &strings.Builder{}, &syncBuffer{}
 			c := childCommand(t, time.Time{}, append([]string{"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json"}, set...)...)
 			c.Env = append(c.Env, "SIFEN_THROTTLE_SECONDS=0.5")
-			c.Stdout, c.Stderr = outs[i], io.Discard
+			c.Stdout, c.Stderr = outs[i], errs[i]
 			require.NoError(t, c.Start())
 			children[i] = c
 		}
@@ -871,7 +871,7 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 		var all []sifenRecord
 		for i := range outs {
 			items, sum := jsonLines[sifenRecord](t, outs[i].String())
-			require.Len(t, items, 90, "process %d: one line per DE", i)
+			require.Len(t, items, 90, "process %d: one line per DE; exit %v; stderr:\n%s", i, children[i].ProcessState, errs[i].String())
 			t.Logf("process %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
 				if it.Result == resultSent {

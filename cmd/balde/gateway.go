@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/web"
+)
+
+// DefaultGatewayAddr is where "balde gateway dict" listens by default
+// (BALDE_GATEWAY_ADDR): beside serve's 127.0.0.1:8080.
+const DefaultGatewayAddr = "127.0.0.1:8081"
+
+// DefaultSifenGatewayAddr is where "balde gateway sifen" listens by
+// default (BALDE_SIFEN_GATEWAY_ADDR).
+const DefaultSifenGatewayAddr = "127.0.0.1:8082"
+
+// runGateway is "balde gateway dict": a reverse proxy for the DICT API
+// throttled by the mirror (web.DictGateway), for DICT clients not written in
+// Go, with /metrics, /healthz, /readyz and /livez, behind the inbound
+// limiter. It shares the database (and so the buckets) with serve and the
+// batch commands.
+func runGateway(ctx context.Context, m *Main, args []string) error {
+	if len(args) > 0 && args[0] == "sifen" {
+		return runSifenGateway(ctx, m, args[1:])
+	}
+	if len(args) == 0 || args[0] != "dict" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprint(m.Stderr, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
+				"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
+				"  sifen  a SOAP endpoint for SIFEN's siRecepLoteDE and siResultLoteDE through the RUC gate (balde gateway sifen --help)\n"+
+				"\nExample:\n  balde gateway dict --help\n")
+			return nil
+		}
+		return UsageError("gateway: want \"gateway dict\" or \"gateway sifen\"")
+	}
+	return runDictGateway(ctx, m, args[1:])
+}
+
+func runDictGateway(ctx context.Context, m *Main, args []string) error {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	addr := DefaultGatewayAddr
+	if v := m.Getenv("BALDE_GATEWAY_ADDR"); v != "" {
+		addr = v
+	}
+	fs := m.newFlagSet("gateway dict", "gateway dict [--addr HOST:PORT] [--db DSN] --dict-url URL --dict-participant ISPB [flags]",
+		"balde gateway dict --addr 127.0.0.1:8081 --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16522 --dict-participant 12345678")
+	fs.StringVar(&addr, "addr", addr, "address the gateway listens on, HOST:PORT (env BALDE_GATEWAY_ADDR)")
+	cfg.addStoreFlags(fs)
+	cfg.addDictFlags(fs)
+	cfg.addPolicyFlags(fs)
+	cfg.addBackgroundFlags(fs)
+	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+	fs.Var(parsedFlag[int64]{&cfg.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	fs.Var(parsedFlag[time.Duration]{&cfg.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return UsageError("gateway dict: unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.DictURL == "" {
+		return UsageError("gateway dict: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
+	}
+	if err := cfg.checkDictURLs(); err != nil {
+		return err
+	}
+	if err := checkListenAddr(addr); err != nil {
+		return UsageError("gateway dict: --addr %q: %v", addr, err)
+	}
+	inbound, err := newInboundConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkDictClient(cfg); err != nil {
+		return err
+	}
+	dc := cfg.dictConfig(cfg.DictURL, true)
+	httpClient, err := balde.NewDictHTTPClient(dc)
+	if err != nil {
+		return UsageError("DICT TLS: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.jobs()})
+	if err != nil {
+		return err
+	}
+	defer e.close(context.Background())
+
+	h, err := newDictGatewayHandler(e, cfg, httpClient, logger)
+	if err != nil {
+		return err
+	}
+	return serveGateway(ctx, m, e, addr, h, logger, func(at string) string {
+		return fmt.Sprintf("DICT gateway on http://%s in front of %s (participant %s)", at, cfg.DictURL, cfg.DictParticipant)
+	})
+}
+
+// serveGateway runs the engine's background work and serves h on addr
+// until ctx ends (nil) or the work or the server fails; the banner of the
+// address it listens on is printed once listening.
+func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.Handler, logger *slog.Logger, banner func(addr string) string) error {
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Run(runCtx) }()
+	select {
+	case <-e.Started():
+	case err := <-stopped:
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		stopRun()
+		<-stopped
+		return fmt.Errorf("gateway: listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintln(m.Stdout, "balde: "+banner(ln.Addr().String()))
+
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-stopped:
+		stopped <- err
+	case err = <-served:
+	}
+	logger.Info("gateway: shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(err, srv.Shutdown(shutdownCtx))
+	stopRun()
+	if runErr := <-stopped; runErr != nil && !errors.Is(runErr, context.Canceled) {
+		err = errors.Join(err, runErr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// newDictGatewayHandler is the gateway's whole handler: the DICT API
+// (/api/v2/…) and the payment endpoint through web.DictGateway, in
+// gatewayMux.
+func newDictGatewayHandler(e *engine, cfg Config, httpClient *http.Client, logger *slog.Logger) (http.Handler, error) {
+	client := e.Dict()
+	var base http.RoundTripper
+	if httpClient != nil {
+		base = httpClient.Transport
+	}
+	g, err := web.NewDictGateway(web.DictGatewayConfig{
+		Target: cfg.DictURL, PoliciesURL: cfg.DictPoliciesURL, Participant: cfg.DictParticipant,
+		Meter: client.Meter(), Records: e.records, Payments: client, Base: base,
+		Logger: logger.WithGroup("gateway"),
+	})
+	if err != nil {
+		return nil, UsageError("gateway dict: %v", err)
+	}
+	return gatewayMux(e, cfg, g)
+}
+
+// gatewayMux serves api (behind the inbound limiter) and the probes and
+// /metrics of a web.Server over the engine. Its admin pages are not
+// served here: balde serve has them, on the same database.
+// cfg.MetricsToken protects /metrics.
+func gatewayMux(e *engine, cfg Config, api http.Handler) (http.Handler, error) {
+	s := e.NewServer(cfg.DictParticipant)
+	s.TrustedProxies = cfg.TrustedProxies
+	s.MetricsToken = cfg.MetricsToken
+	s.RuntimeMetrics = true
+	s.HealthCheck = storeHealth(e.store)
+	// No admin here: every credential is refused.
+	s.Authenticate = func(*http.Request) (string, bool) { return "", false }
+	ops, err := s.Handler()
+	if err != nil {
+		return nil, err
+	}
+	if in := e.Inbound(); in != nil {
+		api = in.Middleware(api)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/livez"} {
+		mux.Handle(p, ops)
+	}
+	return mux, nil
+}
+
+// runSifenGateway is "balde gateway sifen": web.SifenGateway in front of
+// SIFEN (or a simulator), sharing the RUC gates of serve and sifen-send
+// through the database.
+func runSifenGateway(ctx context.Context, m *Main, args []string) error {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	addr := DefaultSifenGatewayAddr
+	if v := m.Getenv("BALDE_SIFEN_GATEWAY_ADDR"); v != "" {
+		addr = v
+	}
+	fs := m.newFlagSet("gateway sifen", "gateway sifen [--addr HOST:PORT] [--db DSN] --sifen-url URL [--env test|prod] [--hold D] [flags]",
+		"balde gateway sifen --addr 127.0.0.1:8082 --db postgres://balde@db/balde --sifen-url official --env prod")
+	fs.StringVar(&addr, "addr", addr, "address the gateway listens on, HOST:PORT (env BALDE_SIFEN_GATEWAY_ADDR)")
+	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
+	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot is held for its RUC's interval before a fault with Retry-After is answered; 0 never holds")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
+	cfg.addStoreFlags(fs)
+	cfg.addSifenFlags(fs)
+	cfg.addPolicyFlags(fs)
+	cfg.addBackgroundFlags(fs)
+	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+	fs.Var(parsedFlag[int64]{&cfg.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	fs.Var(parsedFlag[time.Duration]{&cfg.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return UsageError("gateway sifen: unexpected argument %q", fs.Arg(0))
+	}
+	env, err := sifen.ParseEnv(*envName)
+	if err != nil {
+		return UsageError("gateway sifen: --env %q: want test or prod", *envName)
+	}
+	if *allowUnsigned && env != sifen.EnvTest {
+		return UsageError("gateway sifen: --allow-unsigned is for the test environment only")
+	}
+	if *hold < 0 {
+		return UsageError("gateway sifen: --hold %s: want 0 or more", *hold)
+	}
+	if cfg.SifenURL == "" {
+		return UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
+	}
+	if err := cfg.checkSifenBlock(); err != nil {
+		return err
+	}
+	if err := checkListenAddr(addr); err != nil {
+		return UsageError("gateway sifen: --addr %q: %v", addr, err)
+	}
+	inbound, err := newInboundConfig(cfg)
+	if err != nil {
+		return err
+	}
+	client, err := cfg.sifenClient(cfg.SifenURL)
+	if err != nil {
+		return err
+	}
+	sc := cfg.sifenConfig(client, *allowUnsigned)
+	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.jobs()})
+	if err != nil {
+		return err
+	}
+	defer e.close(context.Background())
+	holdFor := *hold
+	if holdFor == 0 {
+		holdFor = -1 // web.SifenGateway: negative never holds
+	}
+	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: e.Sifen(), Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
+	if err != nil {
+		return UsageError("gateway sifen: %v", err)
+	}
+	h, err := gatewayMux(e, cfg, g)
+	if err != nil {
+		return err
+	}
+	return serveGateway(ctx, m, e, addr, h, logger, func(at string) string {
+		return fmt.Sprintf("SIFEN gateway (%s) on http://%s in front of %s", env, at, cfg.SifenURL)
+	})
+}

@@ -1,0 +1,402 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// DictGatewayPaymentsPath is the gateway's own endpoint for payment
+// orders: POST DictGatewayPaymentsPath?endToEndId=E2E tells the gateway
+// that the pacs.008 of a lookup it forwarded was sent, so the mirror is
+// credited as the DICT credits its buckets when the SPI sees the payment.
+const DictGatewayPaymentsPath = "/gateway/payments"
+
+// HeaderLocalRefusal is set ("local") on a 429 the local mirror answered:
+// nothing was sent to the DICT. A DICT client needs no change (the answer
+// is the DICT's own 429); an operator can tell the two apart. It is the
+// header dict.Transport sets on a refusal it answers itself.
+const HeaderLocalRefusal = "Balde-Refused"
+
+// PaymentCreditor credits the payment order of a lookup once.
+// *dict.Client implements it (balde.Engine.Dict).
+type PaymentCreditor interface {
+	CreditPayment(ctx context.Context, endToEndID string) (dict.PaymentCredit, error)
+}
+
+// DictGatewayConfig configures NewDictGateway.
+type DictGatewayConfig struct {
+	// Target is the DICT's base URL (https://dict.pi.rsfn.net.br:16522);
+	// a request's path (/api/v2/…) and query are appended to it. Required.
+	Target string
+	// PoliciesURL is the base URL of GET /policies/ when it lives on its
+	// own host (https://dict-ratelimit.pi.rsfn.net.br:16422); "": Target.
+	PoliciesURL string
+	// Participant is the ISPB every request is sent and charged for: a
+	// request without PI-RequestingParticipant gets it, one naming another
+	// participant is answered 403 (the DICT refuses a participant that is
+	// not the certificate's). Required.
+	Participant string
+	// Meter is the local mirror (balde.Engine.Dict().Meter()). Required.
+	Meter dict.Meter
+	// Records keeps every getEntry (for payment credits and the anti-scan
+	// pages) and the category learned from GET /policies/. Optional.
+	Records dict.Records
+	// Payments credits POST DictGatewayPaymentsPath (balde.Engine.Dict());
+	// nil: the endpoint answers 404.
+	Payments PaymentCreditor
+	// Base sends the requests to the DICT: the PSP's transport with its
+	// mutual TLS (dict.NewTLSClient's). Nil: http.DefaultTransport.
+	Base http.RoundTripper
+	// Signer, when set, signs the body of write operations before they are
+	// forwarded; without it bodies pass byte for byte (the client signs).
+	Signer dict.Signer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// DictGateway is a reverse proxy for the DICT API that throttles every
+// request with the local mirror, for DICT clients not written in Go: only
+// their base URL changes. Each request is matched to its operation and
+// policies (dict.MatchRoute), reserved before it is forwarded (the payer
+// from PI-PayerId), forwarded, and settled by the answer's status by a
+// dict.Transport, exactly as dict.Client does (a getEntry 404 costs 20 to
+// the payer and 3 to the participant, a remote 429 lowers the bucket the
+// DICT says is empty). Bodies pass byte for byte in both directions,
+// unless Signer signs writes.
+//
+// Answers the gateway writes itself are the DICT's own, RFC 7807 problems
+// in XML (application/problem+xml):
+//
+//   - a request the mirror refuses: 429 RateLimited, Retry-After (whole
+//     seconds, at least 1) and HeaderLocalRefusal; nothing is sent;
+//   - a path that is no DICT operation: 404 NotFound; a bad key, payer,
+//     EndToEndId or participant: 400 BadRequest (403 Forbidden for another
+//     participant); nothing is taken or sent;
+//   - the DICT unreachable: 502; the database unavailable: 503 with
+//     Retry-After.
+//
+// A 200 to GET /policies/ (or /policies/{policy}) reconciles the mirror:
+// the category is recorded and every local bucket holding more than the
+// DICT reports is lowered to it (never raised).
+//
+// POST DictGatewayPaymentsPath?endToEndId=E2E credits a payment (see
+// PaymentCreditor) and answers JSON: {"endToEndId", "duplicate",
+// "credited": [{"policy", "applied", "balance"}]}; 400 for a malformed
+// EndToEndId, 404 for one never looked up through the mirror, 409 for a
+// lookup that found no entry.
+//
+// Safe for concurrent use; several gateways on one database (one
+// PostgreSQL) admit together exactly what one would.
+type DictGateway struct {
+	target, policies *url.URL
+	participant      string
+	meter            dict.Meter
+	records          dict.Records
+	payments         PaymentCreditor
+	signer           dict.Signer
+	logger           *slog.Logger
+	proxy            *httputil.ReverseProxy
+}
+
+var _ http.Handler = (*DictGateway)(nil)
+
+// NewDictGateway returns the gateway of cfg. Errors say which setting is
+// wrong (an ISPB error wraps dict.ErrInvalidISPB).
+func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
+	if err := dict.ValidateISPB(cfg.Participant); err != nil {
+		return nil, fmt.Errorf("web: DICT gateway participant: %w", err)
+	}
+	if cfg.Meter.Limiter == nil || cfg.Meter.Catalog == nil {
+		return nil, errors.New("web: DICT gateway needs a Meter (its Limiter and Catalog)")
+	}
+	target, err := gatewayBaseURL(cfg.Target)
+	if err != nil {
+		return nil, fmt.Errorf("web: DICT gateway target: %w", err)
+	}
+	policies := target
+	if cfg.PoliciesURL != "" {
+		if policies, err = gatewayBaseURL(cfg.PoliciesURL); err != nil {
+			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
+		}
+	}
+	g := &DictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
+		records: cfg.Records, payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
+	if g.logger == nil {
+		g.logger = slog.Default()
+	}
+	if isNilInterface(g.records) {
+		g.records = nil
+	}
+	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Logger: g.logger}
+	if cfg.PoliciesURL != "" {
+		t.PoliciesURL = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
+	}
+	if g.records != nil {
+		t.Records = g.records
+	}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:        g.rewrite,
+		Transport:      t,
+		ModifyResponse: g.reconcile,
+		ErrorHandler:   g.answerError,
+		ErrorLog:       slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
+	}
+	return g, nil
+}
+
+// gatewayBaseURL parses an http(s) base URL, without a trailing APIPrefix.
+func gatewayBaseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSuffix(s, "/"), dict.APIPrefix))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawQuery, u.Fragment = "", ""
+	return u, nil
+}
+
+// isNilInterface reports whether v is nil or holds a nil pointer (a nil
+// *dictsql.Records is no records).
+func isNilInterface(v dict.Records) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// gatewayRoute carries the matched route through the proxy.
+type gatewayRoute struct{}
+
+// ServeHTTP implements http.Handler.
+func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == DictGatewayPaymentsPath {
+		g.creditPayment(w, r)
+		return
+	}
+	rt, _, ok := dict.MatchRoute(r.Method, r.URL.Path)
+	if !ok {
+		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, "not a DICT operation: "+r.Method+" "+r.URL.Path, 0)
+		return
+	}
+	switch p := r.Header.Get(dict.HeaderRequestingParticipant); {
+	case p == "":
+		r.Header.Set(dict.HeaderRequestingParticipant, g.participant)
+	case p != g.participant:
+		g.writeProblem(w, http.StatusForbidden, dict.ProblemForbidden,
+			fmt.Sprintf("%s %s is not this gateway's participant", dict.HeaderRequestingParticipant, p), 0)
+		return
+	}
+	if rt.Write && g.signer != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, dict.MaxBodySize+1))
+		r.Body.Close()
+		if err != nil || len(body) > dict.MaxBodySize {
+			g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, "the body could not be read whole (at most 1 MiB)", 0)
+			return
+		}
+		signed, err := g.signer.Sign(r.Context(), rt.Op, body)
+		if err != nil {
+			g.logger.ErrorContext(r.Context(), "dict gateway: sign failed", slog.String("op", rt.Op), slog.Any("error", err))
+			g.writeProblem(w, http.StatusInternalServerError, dict.ProblemInternalServerError, "the request could not be signed", 0)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(signed))
+		r.ContentLength = int64(len(signed))
+		r.Header.Set("Content-Length", strconv.Itoa(len(signed)))
+	}
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatewayRoute{}, rt)))
+}
+
+// rewrite points the outgoing request at the DICT (or the policies host),
+// keeping the client's path, query and headers.
+func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
+	base := g.target
+	if rt, ok := pr.In.Context().Value(gatewayRoute{}).(dict.Route); ok &&
+		(rt.Op == dict.OpListBucketStates || rt.Op == dict.OpGetBucketState) {
+		base = g.policies
+	}
+	pr.SetURL(base)
+	pr.Out.Host = base.Host
+}
+
+// reconcile lowers the mirror to a 200 answer of GET /policies/ or
+// /policies/{policy} and records the category it reports; the body passes
+// on unchanged. Any other answer passes untouched.
+func (g *DictGateway) reconcile(resp *http.Response) error {
+	rt, _ := resp.Request.Context().Value(gatewayRoute{}).(dict.Route)
+	if resp.StatusCode != http.StatusOK || (rt.Op != dict.OpListBucketStates && rt.Op != dict.OpGetBucketState) {
+		return nil
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	if err != nil {
+		return nil
+	}
+	ctx := context.WithoutCancel(resp.Request.Context())
+	var policies []dict.Policy
+	category := ""
+	if rt.Op == dict.OpListBucketStates {
+		var doc dict.ListPoliciesResponse
+		if dict.Unmarshal(data, &doc) != nil {
+			return nil
+		}
+		policies, category = doc.Policies, doc.Category
+	} else {
+		var doc dict.GetPolicyResponse
+		if dict.Unmarshal(data, &doc) != nil {
+			return nil
+		}
+		policies, category = []dict.Policy{doc.Policy}, doc.Category
+	}
+	g.syncPolicies(ctx, category, policies)
+	return nil
+}
+
+// syncPolicies records category and lowers the local PSP buckets of
+// policies to the DICT's balances (Limiter.Sync never raises a bucket).
+// Failures are logged: the answer still reaches the client.
+func (g *DictGateway) syncPolicies(ctx context.Context, category string, policies []dict.Policy) {
+	cat := g.meter.Catalog
+	if category != "" && dict.ValidateCategory(category) == nil && cat.Category() != category {
+		if err := cat.SetCategory(category); err != nil {
+			g.logger.Warn("dict gateway: category not set", slog.String("category", category), slog.Any("error", err))
+		} else if g.records != nil {
+			if err := g.records.SaveCategory(ctx, cat.Env(), g.participant, category, g.meter.Limiter.Now()); err != nil {
+				g.logger.Error("dict gateway: category not recorded", slog.Any("error", err))
+			}
+		}
+	}
+	var targets []throttle.SyncTarget
+	for _, p := range policies {
+		spec, ok := cat.Spec(p.Name)
+		if !ok || spec.Scope != dict.ScopePSP {
+			continue
+		}
+		targets = append(targets, throttle.SyncTarget{Key: cat.Key(p.Name, g.participant), Tokens: p.AvailableTokens, Ref: "gateway GET /policies/"})
+	}
+	if len(targets) == 0 {
+		return
+	}
+	if _, err := g.meter.Limiter.Sync(ctx, targets...); err != nil {
+		g.logger.Error("dict gateway: mirror not reconciled with GET /policies/", slog.Any("error", err))
+	}
+}
+
+// answerError answers a request the proxy did not get an answer for: a
+// local refusal, bad input, an unavailable database or DICT.
+func (g *DictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
+	if d, ok := throttle.AsRefusal(err); ok {
+		g.writeRefusal(w, d)
+		return
+	}
+	switch {
+	case isDictInputError(err):
+		g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, publicMessage(err), 0)
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		g.logger.ErrorContext(r.Context(), "dict gateway: the mirror cannot decide", slog.Any("error", err))
+		g.writeProblem(w, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "the rate limit mirror is unavailable", storeRetryAfter)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away: nobody reads an answer.
+		w.WriteHeader(http.StatusBadGateway)
+	default:
+		g.logger.ErrorContext(r.Context(), "dict gateway: the DICT did not answer", slog.String("path", r.URL.Path), slog.Any("error", err))
+		g.writeProblem(w, http.StatusBadGateway, dict.ProblemServiceUnavailable, "the DICT did not answer", 0)
+	}
+}
+
+// writeRefusal answers a local refusal as the DICT answers an empty
+// bucket: 429 RateLimited, Retry-After, the policy in a violation.
+func (g *DictGateway) writeRefusal(w http.ResponseWriter, d throttle.Decision) {
+	w.Header().Set(HeaderLocalRefusal, "local")
+	p := dict.NewProblem(dict.ProblemRateLimited, http.StatusTooManyRequests, "Rate limited",
+		fmt.Sprintf("%s: %s", d.Key.Policy, d.Reason))
+	p.Violations = &dict.Violations{Violation: []dict.Violation{{Reason: "no tokens left", Property: "policy", Value: d.Key.Policy}}}
+	g.writeProblemDoc(w, p, max(d.RetryAfter, time.Second))
+}
+
+// writeProblem writes a DICT problem of typ; retryAfter > 0 adds the header.
+func (g *DictGateway) writeProblem(w http.ResponseWriter, status int, typ, detail string, retryAfter time.Duration) {
+	g.writeProblemDoc(w, dict.NewProblem(typ, status, http.StatusText(status), detail), retryAfter)
+}
+
+func (g *DictGateway) writeProblemDoc(w http.ResponseWriter, p *dict.Problem, retryAfter time.Duration) {
+	p.CorrelationID = dict.NewCorrelationID(g.participant, g.meter.Limiter.Now())
+	data, err := dict.Marshal(p)
+	if err != nil {
+		data = []byte(dict.XMLHeader)
+	}
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
+	}
+	w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(data)
+}
+
+// gatewayCredit is one bucket of a payment credit, in the JSON answer.
+type gatewayCredit struct {
+	Policy    string `json:"policy"`
+	Applied   int64  `json:"applied"`
+	Balance   int64  `json:"balance"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// creditPayment is POST DictGatewayPaymentsPath?endToEndId=E2E.
+func (g *DictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
+	if g.payments == nil {
+		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, "payments are not configured", 0)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		g.writeProblem(w, http.StatusMethodNotAllowed, dict.ProblemBadRequest, "POST "+DictGatewayPaymentsPath+"?endToEndId=E2E", 0)
+		return
+	}
+	e2e := r.URL.Query().Get("endToEndId")
+	pc, err := g.payments.CreditPayment(r.Context(), e2e)
+	switch {
+	case errors.Is(err, dict.ErrInvalidEndToEndID):
+		g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, publicMessage(err), 0)
+		return
+	case errors.Is(err, dict.ErrUnknownEndToEndID):
+		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, publicMessage(err), 0)
+		return
+	case errors.Is(err, dict.ErrNotPayable):
+		g.writeProblem(w, http.StatusConflict, dict.ProblemBadRequest, publicMessage(err), 0)
+		return
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		g.writeProblem(w, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "the rate limit mirror is unavailable", storeRetryAfter)
+		return
+	case err != nil:
+		g.logger.ErrorContext(r.Context(), "dict gateway: payment not credited", slog.String("end_to_end_id", e2e), slog.Any("error", err))
+		g.writeProblem(w, http.StatusInternalServerError, dict.ProblemInternalServerError, "the payment was not credited", 0)
+		return
+	}
+	out := struct {
+		EndToEndID string          `json:"endToEndId"`
+		Duplicate  bool            `json:"duplicate"`
+		Credited   []gatewayCredit `json:"credited"`
+	}{EndToEndID: e2e, Duplicate: pc.Duplicate, Credited: []gatewayCredit{}}
+	for _, a := range pc.Adjusted {
+		out.Credited = append(out.Credited, gatewayCredit{Policy: a.Key.Policy, Applied: a.Applied, Balance: a.Balance, Duplicate: a.Duplicate})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(out)
+}

@@ -1,0 +1,324 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// DefaultSifenGatewayHold is how long the SIFEN gateway holds a lot by
+// default for its RUC's interval before it answers a fault instead.
+const DefaultSifenGatewayHold = 30 * time.Second
+
+// sifenGatewayMaxRequest bounds a request: a lot's message is at most
+// 1,000,000 bytes (sifen.CheckMessageSize), the SOAP envelope around it
+// a little more.
+const sifenGatewayMaxRequest = 2 << 20
+
+// SifenGatewayConfig configures NewSifenGateway.
+type SifenGatewayConfig struct {
+	// Sender is the one send path of documents (balde.Engine.Sifen): its
+	// RUC gate is the one the web buttons and sifen-send go through.
+	// Required.
+	Sender *sifen.Sender
+	// Env is the SIFEN environment the gateway stands for (test or prod).
+	Env sifen.Env
+	// Hold is how long a lot waits for its RUC's interval (a cooldown or
+	// a lot of the same RUC on the wire) before the gateway answers a fault
+	// instead: 0 is DefaultSifenGatewayHold, negative never holds.
+	Hold time.Duration
+	// Sleep waits d or until ctx ends (its error then). Nil: a timer.
+	// Tests move a fake clock instead.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// SifenGateway is a SOAP 1.2 endpoint in front of SIFEN for issuers whose
+// systems are not written in Go (seed 002's Python web app and batch
+// tools): they change SIFEN's base URL and nothing else.
+//
+//   - siRecepLoteDE (…/de/ws/async/recibe-lote.wsdl): the lot (xDE, the
+//     base64 of the zipped rLoteDE) is parsed and checked (one RUC, at
+//     most 50 DEs, at most 1,000,000 bytes, signatures, CDCs not already
+//     sent), imported and sent by sifen.Sender through the RUC's gate.
+//     While the gate says wait, the request is held (up to Hold); SIFEN's
+//     answer (0300 with the lot number, or its own 0301) is returned as
+//     rResEnviLoteDe and recorded like any other send.
+//   - siResultLoteDE (…/de/ws/consultas/consulta-lote.wsdl): asked through
+//     sifen.Sender.QueryLot (its own throttle), the results recorded on
+//     the documents, answered as rResEnviConsLoteDe.
+//
+// What the gateway refuses is a SOAP 1.2 fault, never a made-up SIFEN
+// code: a throttle refusal is HTTP 429 with Retry-After (seconds) and a
+// Receiver fault whose reason names the RUC's wait; a lot that breaks a
+// rule is 400 with a Sender fault; a CDC already sent is 409; anything
+// the gateway does not serve (siRecepDE, siConsRUC, events) is 501.
+//
+// Safe for concurrent use; gateways, serve and sifen-send on one database
+// share every RUC's gate.
+type SifenGateway struct {
+	sender *sifen.Sender
+	env    sifen.Env
+	hold   time.Duration
+	sleep  func(context.Context, time.Duration) error
+	logger *slog.Logger
+}
+
+var _ http.Handler = (*SifenGateway)(nil)
+
+// NewSifenGateway returns the gateway of cfg.
+func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
+	if cfg.Sender == nil {
+		return nil, errors.New("web: SIFEN gateway needs a Sender")
+	}
+	if err := cfg.Env.Validate(); err != nil {
+		return nil, fmt.Errorf("web: SIFEN gateway: %w", err)
+	}
+	g := &SifenGateway{sender: cfg.Sender, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger}
+	if g.hold == 0 {
+		g.hold = DefaultSifenGatewayHold
+	}
+	if g.sleep == nil {
+		g.sleep = sleepContext
+	}
+	if g.logger == nil {
+		g.logger = slog.Default()
+	}
+	return g, nil
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		g.writeFault(w, http.StatusMethodNotAllowed, "soap:Sender", "SIFEN services are SOAP 1.2 over POST", 0)
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, sifenGatewayMaxRequest+1))
+	if err != nil || len(data) > sifenGatewayMaxRequest {
+		g.writeFault(w, http.StatusRequestEntityTooLarge, "soap:Sender", "the request could not be read whole (a lot's message is at most 1,000,000 bytes)", 0)
+		return
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, sifen.RecepcionPath):
+		g.receiveLot(w, r, data)
+	case strings.HasSuffix(r.URL.Path, sifen.ConsultaLotePath):
+		g.queryLot(w, r, data)
+	default:
+		g.writeFault(w, http.StatusNotImplemented, "soap:Receiver",
+			fmt.Sprintf("balde: %s is not served by the gateway (siRecepLoteDE and siResultLoteDE are)", r.URL.Path), 0)
+	}
+}
+
+// receiveLot is siRecepLoteDE.
+func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
+	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLote](data)
+	if err != nil || fault != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: not a siRecepLoteDE request (rEnvioLote)", 0)
+		return
+	}
+	zipped, err := base64.StdEncoding.DecodeString(strings.TrimSpace(req.XDE))
+	if err != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: xDE is not base64", 0)
+		return
+	}
+	if err := sifen.CheckMessageSize(len(zipped)); err != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: "+publicMessage(err), 0)
+		return
+	}
+	doc, err := sifen.UnzipLote(zipped)
+	if err != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: xDE: "+publicMessage(err), 0)
+		return
+	}
+	docs, err := g.sender.Import(r.Context(), doc, g.env)
+	if err != nil {
+		g.writeSendError(w, r, err)
+		return
+	}
+	ids := make([]int64, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	deadline := time.Now().Add(g.hold)
+	for {
+		out, err := g.sender.Send(r.Context(), ids...)
+		if err != nil {
+			g.writeSendError(w, r, err)
+			return
+		}
+		switch out.Status {
+		case sifen.OutcomeBlocked:
+			b := out.Blocked()
+			if g.hold < 0 || time.Until(deadline) < b.Wait || b.Reason == throttle.ReasonBlocked {
+				g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
+					fmt.Sprintf("balde: RUC %s: %s; nothing was sent, send again after %d s", out.RUC.Number, b.Message(), b.WaitSeconds()), b.Wait)
+				return
+			}
+			wait := b.Wait
+			if err := g.sleep(r.Context(), wait); err != nil {
+				return // the client went away; the documents stay drafts
+			}
+		case sifen.OutcomeSent, sifen.OutcomeNotQueued:
+			if out.Code == "" {
+				// A SOAP fault or an unreadable answer of SIFEN: no code to pass on.
+				g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not queue the lot: "+out.Message, 0)
+				return
+			}
+			answer := sifenEl("rResEnviLoteDe", sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
+				sifenText("dCodRes", out.Code), sifenText("dMsgRes", out.Message))
+			if out.LotNumber != "" {
+				answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
+			}
+			g.writeAnswer(w, answer)
+			return
+		case sifen.OutcomeFailed:
+			g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN could not be reached, nothing was sent: "+out.Message, 0)
+			return
+		default: // OutcomeUnknown
+			g.writeFault(w, http.StatusGatewayTimeout, "soap:Receiver",
+				"balde: SIFEN's answer was lost; the lot may have been queued and is resolved by balde (do not send it again): "+out.Message, 0)
+			return
+		}
+	}
+}
+
+// queryLot is siResultLoteDE.
+func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
+	req, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLote](data)
+	if err != nil || fault != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: not a siResultLoteDE request (rEnviConsLoteDe)", 0)
+		return
+	}
+	lo, err := g.sender.QueryLot(r.Context(), g.env, strings.TrimSpace(req.LotNumber))
+	switch {
+	case err != nil:
+		g.writeSendError(w, r, err)
+	case lo.NotDue:
+		// DNIT's schedule of lot queries: nothing was asked.
+		secs := int64((lo.Wait + time.Second - 1) / time.Second)
+		g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
+			fmt.Sprintf("balde: lot %s: its next query is not due yet; nothing was asked, ask again after %d s", lo.LotNumber, secs), lo.Wait)
+	case lo.Code == "":
+		g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not answer: "+lo.Message, 0)
+	default:
+		answer := sifenEl("rResEnviConsLoteDe", sifenText("dFecProc", formatSifenTime(time.Now())),
+			sifenText("dCodResLot", lo.Code), sifenText("dMsgResLot", lo.Message))
+		for _, r := range lo.Results {
+			res := sifenEl("gResProcLote", sifenText("id", r.CDC), sifenText("dEstRes", r.Status))
+			if r.AuthNumber != "" {
+				res.children = append(res.children, sifenText("dProtAut", r.AuthNumber))
+			}
+			for _, m := range r.Messages {
+				res.children = append(res.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
+			}
+			answer.children = append(answer.children, res)
+		}
+		g.writeAnswer(w, answer)
+	}
+}
+
+// writeSendError answers an error of Import, Send or QueryLot.
+func (g *SifenGateway) writeSendError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, sifen.ErrCDCInFlight), errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
+		g.writeFault(w, http.StatusConflict, "soap:Sender", "balde: "+publicMessage(err), 0)
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		g.logger.ErrorContext(r.Context(), "sifen gateway: the database cannot decide", slog.Any("error", err))
+		g.writeFault(w, http.StatusServiceUnavailable, "soap:Receiver", "balde: the throttle is unavailable, nothing was sent", storeRetryAfter)
+	case errors.Is(err, context.Canceled):
+	default:
+		// The lot rules, a bad CDC, RUC or signature, a malformed XML: the client's lot.
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: "+publicMessage(err), 0)
+	}
+}
+
+func formatSifenTime(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.Format(sifen.TimeLayout)
+}
+
+// sifenElement is an element of an answer: text or children.
+type sifenElement struct {
+	name     string
+	text     string
+	children []sifenElement
+}
+
+func sifenText(name, text string) sifenElement { return sifenElement{name: name, text: text} }
+func sifenEl(name string, children ...sifenElement) sifenElement {
+	return sifenElement{name: name, children: children}
+}
+
+func (e sifenElement) write(b *bytes.Buffer) {
+	b.WriteString("<ns2:" + e.name + ">")
+	if e.children == nil {
+		_ = xml.EscapeText(b, []byte(e.text))
+	}
+	for _, c := range e.children {
+		c.write(b)
+	}
+	b.WriteString("</ns2:" + e.name + ">")
+}
+
+// writeAnswer writes a SOAP 1.2 answer as SIFEN writes its own: the
+// envelope prefixed env, SIFEN's elements ns2. Clients written against
+// SIFEN read them by those prefixes (facturacionelectronicapy-setapi reads
+// result["env:Envelope"]["env:Body"]), so the gateway keeps them.
+func (g *SifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
+	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)
+	b.WriteString(`<ns2:` + body.name + ` xmlns:ns2="` + sifen.Namespace + `">`)
+	for _, c := range body.children {
+		c.write(&b)
+	}
+	b.WriteString(`</ns2:` + body.name + `></env:Body></env:Envelope>`)
+	w.Header().Set("Content-Type", sifen.SOAPContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}
+
+// writeFault writes a SOAP 1.2 fault (prefix env, as SIFEN's);
+// retryAfter > 0 adds Retry-After.
+func (g *SifenGateway) writeFault(w http.ResponseWriter, status int, code, reason string, retryAfter time.Duration) {
+	code = strings.Replace(code, "soap:", "env:", 1)
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
+	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Body><env:Fault><env:Code><env:Value>`)
+	_ = xml.EscapeText(&b, []byte(code))
+	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="en">`)
+	_ = xml.EscapeText(&b, []byte(reason))
+	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
+	}
+	w.Header().Set("Content-Type", sifen.SOAPContentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}

@@ -21,6 +21,14 @@ var ErrNoLookups = errors.New("no key to look up")
 // payer was given.
 var ErrNoPayer = errors.New("no payer")
 
+// ErrLineTooLong means a line of a lookups file is longer than
+// MaxLookupLine bytes.
+var ErrLineTooLong = errors.New("line too long")
+
+// ErrTooManyFields means a line of a lookups file has more than two fields
+// (LineError.Fields says how many).
+var ErrTooManyFields = errors.New("too many fields")
+
 // LookupLine is one line of a lookups file: its number (1-based) and the
 // getEntry it asks for (EndToEndID empty).
 type LookupLine struct {
@@ -29,11 +37,14 @@ type LookupLine struct {
 }
 
 // LineError says which line of a lookups file is bad and why: longer than
-// MaxLookupLine, more than two fields, an invalid key (ParseKey's error) or
-// payer (ParsePayerID's), or no payer at all (ErrNoPayer).
+// MaxLookupLine (ErrLineTooLong), more than two fields (ErrTooManyFields),
+// an invalid key (ParseKey's error) or payer (ParsePayerID's), or no payer
+// at all (ErrNoPayer).
 type LineError struct {
 	Line int
-	Err  error
+	// Fields is the number of fields of the line (0 when it is too long).
+	Fields int
+	Err    error
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
@@ -58,7 +69,7 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if lr.tooLong > 0 {
-			return nil, &LineError{Line: lr.tooLong, Err: fmt.Errorf("longer than %d bytes (a key and a payer take at most a few hundred)", MaxLookupLine)}
+			return nil, &LineError{Line: lr.tooLong, Err: fmt.Errorf("%w: longer than %d bytes (a key and a payer take at most a few hundred)", ErrLineTooLong, MaxLookupLine)}
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -71,20 +82,20 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 			continue
 		}
 		if len(rec) > 2 {
-			return nil, &LineError{Line: line, Err: fmt.Errorf("%d fields, want key or key,payer", len(rec))}
+			return nil, &LineError{Line: line, Fields: len(rec), Err: fmt.Errorf("%w: %d, want key or key,payer", ErrTooManyFields, len(rec))}
 		}
 		l := LookupLine{Line: line, LookupRequest: LookupRequest{Key: strings.TrimSpace(rec[0]), PayerID: defaultPayer}}
 		if len(rec) == 2 && strings.TrimSpace(rec[1]) != "" {
 			l.PayerID = strings.TrimSpace(rec[1])
 		}
 		if _, err := ParseKey(l.Key); err != nil {
-			return nil, &LineError{Line: line, Err: err}
+			return nil, &LineError{Line: line, Fields: len(rec), Err: err}
 		}
 		if l.PayerID == "" {
-			return nil, &LineError{Line: line, Err: ErrNoPayer}
+			return nil, &LineError{Line: line, Fields: len(rec), Err: ErrNoPayer}
 		}
 		if _, err := ParsePayerID(l.PayerID); err != nil {
-			return nil, &LineError{Line: line, Err: err}
+			return nil, &LineError{Line: line, Fields: len(rec), Err: err}
 		}
 		lines = append(lines, l)
 	}
@@ -96,7 +107,7 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 
 // lineLimitReader reads r and fails once a line (up to its newline) is
 // longer than max bytes: tooLong is then that line's number (1-based),
-// and the error errLineTooLong.
+// and the error ErrLineTooLong.
 type lineLimitReader struct {
 	r       io.Reader
 	max     int
@@ -105,11 +116,9 @@ type lineLimitReader struct {
 	tooLong int
 }
 
-var errLineTooLong = errors.New("line too long")
-
 func (l *lineLimitReader) Read(p []byte) (int, error) {
 	if l.tooLong > 0 {
-		return 0, errLineTooLong
+		return 0, ErrLineTooLong
 	}
 	n, err := l.r.Read(p)
 	for i, c := range p[:n] {
@@ -120,7 +129,7 @@ func (l *lineLimitReader) Read(p []byte) (int, error) {
 		}
 		if l.n++; l.n > l.max {
 			l.tooLong = l.line + 1
-			return i, errLineTooLong
+			return i, ErrLineTooLong
 		}
 	}
 	return n, err

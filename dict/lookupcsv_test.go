@@ -30,12 +30,12 @@ func TestReadLookupRequests(t *testing.T) {
 		{"Quoted", "\"+5561988880000\",\"11144477735\"\n", []dict.LookupLine{
 			{Line: 1, LookupRequest: dict.LookupRequest{Key: "+5561988880000", PayerID: "11144477735"}},
 		}, 0, ""},
-		{"ThreeFields", "+5561988880000\na,b,c\n", nil, 2, "line 2: 3 fields, want key or key,payer"},
+		{"ThreeFields", "+5561988880000\na,b,c\n", nil, 2, "line 2: too many fields: 3, want key or key,payer"},
 		{"InvalidKey", "11144477700\n", nil, 1, "line 1: dict: invalid key"},
 		{"InvalidPayer", "+5561988880000,11144477700\n", nil, 1, "line 1: dict: invalid payer id"},
 		{"BareQuote", "key,payer\n\"+5561988880000," + lookupPayer + "\n", nil, 0, "extraneous or missing \" in quoted-field"},
 		{"NoKey", "key,payer\n", nil, 0, "no key to look up"},
-		{"TooLong", "+5561988880000\n" + strings.Repeat("a", 5000) + "@example.com\n", nil, 2, "line 2: longer than 4096 bytes"},
+		{"TooLong", "+5561988880000\n" + strings.Repeat("a", 5000) + "@example.com\n", nil, 2, "line 2: line too long: longer than 4096 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +99,8 @@ func TestReadLookupRequestsLineLimit(t *testing.T) {
 	var le *dict.LineError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, 2, le.Line)
-	require.ErrorContains(t, err, "line 2: longer than 4096 bytes")
+	require.ErrorIs(t, err, dict.ErrLineTooLong)
+	require.ErrorContains(t, err, "line 2: line too long: longer than 4096 bytes")
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated reading a 64 MB line")
 }
 

@@ -165,11 +165,19 @@ func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, erro
 	lines, err := dict.ReadLookupRequests(r, defaultPayer)
 	var bad *dict.LineError
 	switch {
+	case errors.Is(err, dict.ErrNoLookups):
+		return nil, UsageError("dict-lookup: %s: no key to look up", path)
+	case !errors.As(err, &bad): // not one line's: below
+	case errors.Is(err, dict.ErrLineTooLong):
+		return nil, UsageError("dict-lookup: %s line %d: longer than %d bytes (a key and a payer take at most a few hundred)", path, bad.Line, dict.MaxLookupLine)
+	case errors.Is(err, dict.ErrTooManyFields):
+		return nil, UsageError("dict-lookup: %s line %d: %d fields, want key or key,payer", path, bad.Line, bad.Fields)
 	case errors.Is(err, dict.ErrNoPayer):
-		return nil, UsageError("dict-lookup: %s %v (add a payer column or --payer)", path, err)
-	case errors.As(err, &bad):
-		return nil, UsageError("dict-lookup: %s %v", path, err)
-	case err != nil:
+		return nil, UsageError("dict-lookup: %s line %d: no payer (add a payer column or --payer)", path, bad.Line)
+	default:
+		return nil, UsageError("dict-lookup: %s line %d: %v", path, bad.Line, bad.Err)
+	}
+	if err != nil {
 		return nil, UsageError("dict-lookup: %s: %v", path, err)
 	}
 	reqs := make([]dict.LookupRequest, len(lines))

@@ -111,7 +111,9 @@ type BatchResult struct {
 // the lookups that never started, and returns:
 //   - ctx's error when ctx ended (waiting lookups end Interrupted);
 //   - an error wrapping throttle.ErrStoreUnavailable when the mirror could
-//     not decide (nothing was sent for that lookup);
+//     not decide (nothing was sent for that lookup); a commit whose answer
+//     was lost (throttle.ErrOutcomeUnknown) is that lookup's Err instead,
+//     and the run goes on;
 //   - deliver's error.
 //
 // Every request is validated by GetEntry (bad input is a result's Err, not
@@ -301,10 +303,13 @@ func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 	if _, refused := throttle.AsRefusal(err); refused {
 		err = nil // the wait ended refused: res.Decision says why
 	}
-	if errors.Is(err, throttle.ErrStoreUnavailable) {
+	if errors.Is(err, throttle.ErrStoreUnavailable) && !errors.Is(err, throttle.ErrOutcomeUnknown) {
 		r.stop(err)
 		return res, false
 	}
+	// A commit whose answer was lost (throttle.ErrOutcomeUnknown) fails
+	// this lookup only: the store answered before and will again, and a
+	// hold that landed only makes the mirror stricter for this payer.
 	res.Err = err
 	return res, true
 }

@@ -93,3 +93,25 @@ func TestRemote429SyncedWhenTheSettleIsInDoubt(t *testing.T) {
 	require.LessOrEqual(t, st.Tokens, int64(0), "synced to the DICT's empty bucket")
 	require.GreaterOrEqual(t, st.BlockLeft, 479*time.Second, "blocked for Retry-After")
 }
+
+// TestBatchGoesOnAfterACommitInDoubt: a lookup whose hold's COMMIT is in
+// doubt fails alone; the batch goes on with the others (before, dict.Batch
+// stopped the whole run, and dict-lookup exited 3 after one key under the
+// PostgreSQL kill storm of TestStoreFaultsPostgres).
+func TestBatchGoesOnAfterACommitInDoubt(t *testing.T) {
+	// Transaction 1 is the first lookup's hold: its answer is lost.
+	client, _, _ := inDoubtClient(t, &fakeDICT{status: http.StatusInternalServerError, body: problemXML(500, "InternalServerError", "")}, 1, false)
+	reqs := []dict.LookupRequest{{Key: knownEmail, PayerID: cpfPF}, {Key: knownEmail, PayerID: cpfPF}, {Key: knownEmail, PayerID: cpfPF}}
+	var got []dict.BatchResult
+	err := (&dict.Batch{Client: client}).Run(context.Background(), reqs, func(r dict.BatchResult) error {
+		got = append(got, r)
+		return nil
+	})
+	require.NoError(t, err, "the run goes on after one commit in doubt")
+	require.Len(t, got, 3)
+	require.ErrorIs(t, got[0].Err, throttle.ErrOutcomeUnknown)
+	for _, r := range got[1:] {
+		require.Error(t, r.Err) // the DICT's 500, not a stop
+		require.NotErrorIs(t, r.Err, throttle.ErrOutcomeUnknown)
+	}
+}

@@ -6,10 +6,12 @@
 package migrations
 
 import (
+	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
@@ -38,7 +40,12 @@ const VersionTable = "balde_schema_migrations"
 // Migrator applies the migrations of one engine to one database. It owns the
 // *sql.DB it was given and closes it in Close (golang-migrate's drivers do).
 type Migrator struct {
-	m *migrate.Migrate
+	m      *migrate.Migrate
+	db     *sql.DB
+	engine Engine
+	// Logger receives the automatic repairs of Up (repair.go). Nil:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // New returns a Migrator over db, which must be a dedicated handle: Close
@@ -68,6 +75,7 @@ func newMigrator(db *sql.DB, engine Engine, shared bool) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
+	drv = &atomicDriver{Driver: drv, db: db, engine: engine}
 	if shared {
 		drv = keepOpen{drv}
 	}
@@ -75,11 +83,18 @@ func newMigrator(db *sql.DB, engine Engine, shared bool) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	return &Migrator{m: m}, nil
+	return &Migrator{m: m, db: db, engine: engine}, nil
 }
 
-// Up applies every pending migration. Having none to apply is not an error.
+// Up applies every pending migration, each in one transaction with its
+// version (atomic.go). Having none to apply is not an error. A schema left
+// dirty by an earlier balde is first repaired when the dirty migration
+// verifiably landed or verifiably did not (see Repair); otherwise Up
+// returns an error wrapping ErrDirty that says what to do.
 func (g *Migrator) Up() error {
+	if _, err := g.Repair(context.Background()); err != nil {
+		return err
+	}
 	if err := g.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("migrations: up: %w", err)
 	}

@@ -269,8 +269,7 @@ func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig
 		}
 	}
 	index := make(map[gateKey]*batchGate)
-	for _, ids := range b.lots(ctx, unique) {
-		d := byID[ids[0]]
+	gate := func(d Document) *batchGate {
 		k := gateKey{d.Env, d.RUC.Number}
 		g, ok := index[k]
 		if !ok {
@@ -278,11 +277,32 @@ func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig
 			index[k] = g
 			b.gates = append(b.gates, g)
 		}
+		return g
+	}
+	for _, ids := range b.lots(ctx, unique) {
+		g := gate(byID[ids[0]])
 		g.lots = append(g.lots, &batchLot{ids: ids})
 		for _, id := range ids {
 			if b.docs[id] == nil {
 				b.docs[id] = &batchDoc{}
 			}
+		}
+	}
+	// A document that is not sendable as given (another send claimed it
+	// between its import and this batch) is never dropped: it is watched
+	// from the start like a document another send holds, so that it gets
+	// a result once that send answers (or the watch ends).
+	for _, d := range unique {
+		if d.Status.Sendable() {
+			continue
+		}
+		g := gate(d)
+		if len(g.watch) == 0 {
+			g.watchSince, g.watchAt = b.now(), b.now()
+		}
+		g.watch = append(g.watch, d.ID)
+		if b.docs[d.ID] == nil {
+			b.docs[d.ID] = &batchDoc{}
 		}
 	}
 	return b

@@ -412,3 +412,29 @@ func TestSendDocumentsWatchesDocumentsAnotherSendHolds(t *testing.T) {
 	}
 	require.Len(t, q.counts(), 50)
 }
+
+// A document another send claimed between its import and the batch (it is
+// handed over in sending, or already sent) still gets a result: before,
+// GroupLots left it out and the batch said nothing of it (sifen-send printed
+// one line fewer than its DEs, seen under load).
+func TestSendDocumentsReportsDocumentsClaimedBeforeIt(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	ctx := context.Background()
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 3)...))
+	docs := w.documents(t, ids)
+	// Another send took the first two: the batch is given them as sent.
+	out, err := w.sender.Send(ctx, ids[:2]...)
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+	given := w.documents(t, ids[:2])
+	given = append(given, docs[2])
+	var slept []time.Duration
+	results, err := sifen.SendDocuments(ctx, w.sender, given, sifen.BatchConfig{Wait: true, Clock: w.clock.Now, Sleep: w.sleepOn(&slept)})
+	require.NoError(t, err)
+	res := byDocument(results)
+	require.Len(t, res, 3, "one result per document given")
+	for _, id := range ids[:2] {
+		require.Equal(t, sifen.BatchSentElsewhere, res[id].Result)
+	}
+	require.Equal(t, sifen.BatchSent, res[ids[2]].Result)
+}

@@ -171,11 +171,19 @@ func newRequestID() string {
 
 // RecepcionLote sends a packed lot (siRecepLoteDE) to env and returns
 // SIFEN's answer: CodeLotQueued with a lot number, or CodeLotNotQueued with
-// the reason. Errors: *RemoteError (ErrRemote) for an HTTP error or a SOAP
-// fault; a transport error (wrapped) when no answer came; see NotSent.
+// the reason, or — when SIFEN refused the request itself with its generic
+// rRetEnviDe, on HTTP 200 or 400 (e.g. 0160 "XML Mal Formado") — that
+// refusal's code and message: a definitive answer that nothing was queued.
+// Errors: *RemoteError (ErrRemote) for another HTTP error or a SOAP fault;
+// a transport error (wrapped) when no answer came; see NotSent.
 func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error) {
 	req := EnvioLote{ID: c.idSeq(), XDE: base64.StdEncoding.EncodeToString(zip)}
-	return call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
+	resp, err := call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
+	var refused *RemoteError
+	if errors.As(err, &refused) && refused.Code != "" {
+		return EnvioLoteResponse{ProcessedAt: refused.ProcessedAt, Code: refused.Code, Message: refused.Message}, nil
+	}
+	return resp, err
 }
 
 // ConsultaLote asks for the result of a lot (siResultLoteDE).
@@ -219,9 +227,14 @@ func call[T any](ctx context.Context, c *Client, env Env, service, path string, 
 		return zero, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
 	}
 	out, fault, err := UnmarshalSOAP[T](data)
+	var refused *RemoteError
 	switch {
 	case fault != nil:
-		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Fault: fault.String()}
+		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Fault: fault.String(), FaultCode: fault.Code}
+	case errors.As(err, &refused):
+		// rRetEnviDe, on HTTP 200 or 400 alike: SIFEN's own refusal.
+		refused.Service, refused.StatusCode = service, resp.StatusCode
+		return zero, refused
 	case err != nil || resp.StatusCode != http.StatusOK:
 		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Body: snippet(data)}
 	}
@@ -236,9 +249,11 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// NotSent reports whether err, from a Client call, proves the request never
-// reached SIFEN: the connection could not be made (nothing was written).
-// Any other failure may have happened after SIFEN got the request.
+// NotSent reports whether err, from a Client call, proves SIFEN did not
+// take the request: the connection could not be made (nothing was
+// written), or SIFEN answered that it refused it (rRetEnviDe, an env:Sender
+// fault, a 4xx; see refusedUnprocessed). Any other failure — no answer, an
+// env:Receiver fault, a 5xx — may have happened after SIFEN got it.
 func NotSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -250,9 +265,32 @@ func NotSent(err error) bool {
 	case errors.As(err, &cv):
 		return true
 	case errors.As(err, &re):
-		// SIFEN answered: a fault or a 4xx means it did not take the
-		// request; a 5xx may come from a proxy after the fact.
-		return re.Fault != "" || re.StatusCode >= 400 && re.StatusCode < 500
+		return refusedUnprocessed(re)
 	}
 	return false
+}
+
+// refusedUnprocessed reports whether an answer that is not a result proves
+// SIFEN did not process the request (docs/decisions/0055). SIFEN's own
+// refusal (rRetEnviDe) does. A SOAP 1.2 fault does when its code blames the
+// message (env:Sender: "should not be resent without change";
+// VersionMismatch, MustUnderstand, DataEncodingUnknown: it was not
+// understood), not when it is env:Receiver: a failure while processing,
+// after which the request may have had its effect (an upstream node may
+// have queued the lot), so the lot may have been received. Without a
+// fault, a 4xx means the request was not taken; a 5xx may come from a
+// proxy after the fact.
+func refusedUnprocessed(re *RemoteError) bool {
+	if re.Code != "" {
+		return true
+	}
+	if re.Fault != "" {
+		switch faultKind(re.FaultCode) {
+		case FaultSender, FaultVersionMismatch, FaultMustUnderstand, FaultDataEncodingUnknown:
+			return true
+		case FaultReceiver:
+			return false
+		}
+	}
+	return re.StatusCode >= 400 && re.StatusCode < 500
 }

@@ -79,15 +79,21 @@ type Filter struct {
 }
 
 // Reimportable reports whether a DE may be imported under the CDC of the
-// stored document d: when d is in draft or error (never sent, or known not
-// to be at SIFEN), or SIFEN rejected it and de is a corrected version (its
-// XML differs). A document being sent, sent without a final result,
-// approved, or rejected with the same XML keeps its CDC.
-func Reimportable(d Document, de DE) bool {
-	if d.Status.Sendable() {
-		return true
+// stored document d (which must carry its XML): when d is in draft or
+// error (never sent, or known not to be at SIFEN) and de is the same XML,
+// or other XML and mode is ImportReplace; or when SIFEN rejected d and de
+// is a corrected version (its XML differs). A document being sent, sent
+// without a final result, approved, or rejected with the same XML keeps
+// its CDC, whatever the mode.
+func Reimportable(d Document, de DE, mode ImportMode) bool {
+	same := string(d.XML) == string(de.XML)
+	switch {
+	case d.Status.Sendable():
+		return same || mode == ImportReplace
+	case d.Status == StatusRejected:
+		return !same
 	}
-	return d.Status == StatusRejected && string(d.XML) != string(de.XML)
+	return false
 }
 
 // GroupLots splits documents into lots SIFEN accepts by count and kind:

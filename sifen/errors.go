@@ -3,6 +3,8 @@ package sifen
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // Errors of the package. Each means bad input or a state that forbids the
@@ -54,7 +56,8 @@ var (
 
 	// ErrCDCInFlight: a document with this CDC is being sent, was sent and
 	// has no final result yet, was approved, or was rejected and the DE
-	// has not changed since (see *CDCError).
+	// has not changed since; or it is a draft or error with other content
+	// and the import did not ask to replace it (see *CDCError).
 	ErrCDCInFlight = errors.New("sifen: CDC already sent")
 	// ErrNotFound: no document with this id.
 	ErrNotFound = errors.New("sifen: document not found")
@@ -74,21 +77,32 @@ var (
 	ErrRemote = errors.New("sifen: SIFEN error")
 )
 
-// RemoteError is an answer from SIFEN that is not a result: an HTTP status
-// other than 200, a SOAP fault, or a body that cannot be read.
+// RemoteError is an answer from SIFEN that is not the service's result:
+// SIFEN's generic refusal rRetEnviDe (Code set), a SOAP fault (Fault set),
+// an HTTP status other than 200, or a body that cannot be read.
 type RemoteError struct {
 	// Service is the operation: "siRecepLoteDE", "siResultLoteDE" or "siConsDE".
 	Service string
 	// StatusCode is the HTTP status.
 	StatusCode int
-	// Fault is the SOAP fault's code and reason, when there was one.
-	Fault string
+	// Code and Message are dCodRes and dMsgRes of an rRetEnviDe answer
+	// (e.g. 0160 "XML Mal Formado."), State its dEstRes and ProcessedAt its
+	// dFecProc: SIFEN read the request far enough to refuse it.
+	Code, Message, State, ProcessedAt string
+	// Fault is the SOAP fault's code and reason, when there was one, and
+	// FaultCode its code alone ("env:Receiver").
+	Fault, FaultCode string
 	// Body is the start of the body, for the log.
 	Body string
 }
 
 func (e *RemoteError) Error() string {
-	if e.Fault != "" {
+	switch {
+	case e.Code != "":
+		return fmt.Sprintf("sifen: %s: HTTP %d: SIFEN refused the request: %s", e.Service, e.StatusCode, strings.TrimSpace(e.Code+" "+e.Message))
+	case faultKind(e.FaultCode) == FaultReceiver:
+		return fmt.Sprintf("sifen: %s: HTTP %d: SOAP fault: %s (a failure on SIFEN's side: the request may have been processed)", e.Service, e.StatusCode, e.Fault)
+	case e.Fault != "":
 		return fmt.Sprintf("sifen: %s: HTTP %d: SOAP fault: %s", e.Service, e.StatusCode, e.Fault)
 	}
 	return fmt.Sprintf("sifen: %s: HTTP %d: %q", e.Service, e.StatusCode, e.Body)
@@ -98,22 +112,53 @@ func (e *RemoteError) Error() string {
 func (e *RemoteError) Unwrap() error { return ErrRemote }
 
 // CDCError is Import's refusal of a DE whose CDC a stored document already
-// holds: the document is being sent, was sent and has no final result yet,
-// was approved, or was rejected and the DE has the same XML (SIFEN would
-// reject it again; a corrected DE keeps its CDC and is imported).
+// holds: the document is a draft or an error with other content (Import
+// without ImportReplace), is being sent, was sent and has no final result
+// yet, was approved, or was rejected and the DE has the same XML (SIFEN
+// would reject it again; a corrected DE keeps its CDC and is imported).
 type CDCError struct {
 	CDC string
 	// Document is the stored document, without its XML: Status says why it
 	// holds the CDC; Message and ResponseCode say what SIFEN answered.
 	Document Document
+	// Now is when the import was refused (it tells a send in progress from
+	// one left without answer).
+	Now time.Time
 }
 
 func (e *CDCError) Error() string {
-	if e.Document.Status == StatusRejected {
+	d := e.Document
+	at := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+	switch d.Status {
+	case StatusDraft, StatusError:
+		return fmt.Sprintf("sifen: CDC %s is already document %d, %s %s with other content (last changed %s): nothing was imported; to replace its content, import it again asking to replace it",
+			e.CDC, d.ID, article(d.Status), d.Status, at(d.UpdatedAt))
+	case StatusSending:
+		if e.SendInProgress() {
+			return fmt.Sprintf("%v: %s is document %d, sending: being sent now by another send since %s", ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt))
+		}
+		return fmt.Sprintf("%v: %s is document %d, left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
+			ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt), DefaultResolveAfter)
+	case StatusRejected:
 		return fmt.Sprintf("%v: %s is document %d, rejected by SIFEN (%s); correct the document to send it again",
-			ErrCDCInFlight, e.CDC, e.Document.ID, e.Document.Message)
+			ErrCDCInFlight, e.CDC, d.ID, d.Message)
 	}
-	return fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, e.Document.ID, e.Document.Status)
+	return fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, d.ID, d.Status)
+}
+
+// SendInProgress reports whether the document is being sent now: it is in
+// sending, claimed less than DefaultInFlightFor before the refusal (the
+// longest a send's request lasts). An older claim is a send left without
+// answer, which Sender.Resolve settles.
+func (e *CDCError) SendInProgress() bool {
+	return e.Document.Status == StatusSending && !e.Now.IsZero() && e.Now.Sub(e.Document.ClaimedAt) < DefaultInFlightFor
+}
+
+func article(s Status) string {
+	if s == StatusError {
+		return "an"
+	}
+	return "a"
 }
 
 // Unwrap makes errors.Is(err, ErrCDCInFlight) true.

@@ -149,6 +149,15 @@ type Importer interface {
 
 var _ Importer = (*Sender)(nil)
 
+// ImportFunc is a function that imports as Importer does, such as
+// (*Sender).ImportReplacing.
+type ImportFunc func(ctx context.Context, data []byte, env Env) ([]Document, error)
+
+// Import calls f.
+func (f ImportFunc) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
+	return f(ctx, data, env)
+}
+
 // Imported is what ImportFiles did with one DE.
 type Imported struct {
 	File string

@@ -15,7 +15,8 @@ import (
 // document whose claim is older than ResolveAfter it asks SIFEN by CDC
 // (siConsDE):
 //
-//   - 0422 (found): the document is approved.
+//   - 0422 (found): the document is approved, with the dProtAut of
+//     xContenDE (ConsultaDEResponse.AuthNumber).
 //   - 0420 (not found or rejected) once the claim is older than
 //     NotFoundAfter (48 h: past DNIT's 1-24 h of processing and the 48 h a
 //     lot can be queried): no lot can still hold it, so it goes back to
@@ -45,7 +46,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 		now := s.clock()
 		switch {
 		case resp.Code == CodeDEFound:
-			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved,
+			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved, AuthNumber: resp.AuthNumber(),
 				Message: "found at SIFEN after a send without answer: " + resp.Code + " " + resp.Message}
 		case resp.Code == CodeDENotFound && now.Sub(r.ClaimedAt) >= s.cfg.NotFoundAfter:
 			st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
@@ -86,7 +87,9 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 // refusal counted. A query made moves the schedule on by ConsultaInterval.
 // A processed lot (0362) moves its
 // documents from "sent" to approved (Result says whether with observations,
-// AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages). A
+// AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages),
+// dEstRes read as DNIT writes it (ReadResult; a result it cannot read
+// leaves the document sent, with a message, for a later query). A
 // lot SIFEN does not know (0360) or no longer answers for (0364) is settled
 // document by document with siConsDE: found (0422) → approved. Not found
 // (0420) is definitive, and the document goes to error (may be sent
@@ -173,18 +176,15 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 			if !ok {
 				continue
 			}
-			st := Settle{Status: StatusRejected, Message: resultText(res), Result: res.Status}
-			if res.Approved() {
-				st.Status, st.AuthNumber = StatusApproved, res.AuthNumber
-			}
-			if len(res.Messages) > 0 {
-				st.ResponseCode = res.Messages[0].Code
+			st, changes := lotResultSettle(doc, res)
+			if !changes {
+				continue
 			}
 			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
 			if err != nil {
 				return out, err
 			}
-			if ok {
+			if ok && st.Status != StatusSent {
 				out.Updated++
 			}
 		}
@@ -200,6 +200,7 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 			switch r.Code {
 			case CodeDEFound:
 				st.Status, st.Result, st.Message = StatusApproved, ResultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
+				st.AuthNumber = r.AuthNumber()
 			case CodeDENotFound:
 				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
 				if sent := sentAt(doc); resp.Code == CodeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {

@@ -177,14 +177,26 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 // of env and returns them in input order. All or nothing: a DE with a
 // missing RUC, a wrong check digit or a bad CDC refuses the whole input.
 // A CDC already stored in env is imported again (the document becomes a
-// draft of the new XML) when it is in draft or error, or rejected and the
-// XML differs (a corrected DE keeps its CDC); otherwise — being sent, sent,
-// approved, or rejected with the same XML — the import fails with a
-// *CDCError naming the document that holds the CDC.
+// draft of the new XML) when it is in draft or error with the same XML,
+// or rejected and the XML differs (a corrected DE keeps its CDC);
+// otherwise — a draft or error with other content (see ImportReplacing),
+// being sent, sent, approved, or rejected with the same XML — the import
+// fails with a *CDCError naming the document that holds the CDC.
 //
 // Errors: ErrInvalidEnv, the errors of ParseLote, *CDCError
 // (ErrCDCInFlight), throttle.ErrStoreUnavailable.
 func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
+	return s.importDEs(ctx, data, env, ImportNew)
+}
+
+// ImportReplacing is Import that also replaces the content of a draft or
+// error document holding one of the CDCs (the user asked for it); a CDC
+// being sent, sent or approved is refused all the same.
+func (s *Sender) ImportReplacing(ctx context.Context, data []byte, env Env) ([]Document, error) {
+	return s.importDEs(ctx, data, env, ImportReplace)
+}
+
+func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, mode ImportMode) ([]Document, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
@@ -200,7 +212,7 @@ func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, 
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
-	ids, err := s.docs.Import(ctx, env, lot.DEs, s.clock())
+	ids, err := s.docs.Import(ctx, env, lot.DEs, mode, s.clock())
 	if err != nil {
 		return nil, err
 	}

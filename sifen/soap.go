@@ -104,10 +104,9 @@ type DEResult struct {
 	Messages []ResultMessage `xml:"gResProc"`
 }
 
-// Approved reports whether the DE was approved (with or without observations).
-func (r DEResult) Approved() bool {
-	return r.Status == ResultApproved || r.Status == ResultApprovedWithObs
-}
+// Approved reports whether the DE was approved (with or without
+// observations), reading dEstRes as DNIT writes it (see ReadResult).
+func (r DEResult) Approved() bool { return r.Verdict().Approved() }
 
 // ResultMessage is one gResProc.
 type ResultMessage struct {
@@ -129,8 +128,99 @@ type ConsultaDEResponse struct {
 	// Code is CodeDEFound or CodeDENotFound.
 	Code    string `xml:"dCodRes"`
 	Message string `xml:"dMsgRes"`
-	// Content (xContenDE) is the DE and its approval, when found.
+	// Content (xContenDE) is the DE and its approval, when found: the
+	// element's content as it came (child elements, escaped XML or a CDATA
+	// section); AuthNumber reads dProtAut from it.
 	Content string `xml:"xContenDE,omitempty"`
+}
+
+// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML
+// whole: SIFEN sends the DE in it as child elements, as escaped text or in
+// a CDATA section, and a string field would keep only the text.
+func (r *ConsultaDEResponse) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	var aux struct {
+		ProcessedAt string `xml:"dFecProc"`
+		Code        string `xml:"dCodRes"`
+		Message     string `xml:"dMsgRes"`
+		Content     struct {
+			Inner string `xml:",innerxml"`
+		} `xml:"xContenDE"`
+	}
+	if err := d.DecodeElement(&aux, &start); err != nil {
+		return err
+	}
+	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message, Content: aux.Content.Inner}
+	return nil
+}
+
+// MarshalXML writes Content as XML, as UnmarshalXML keeps it (so that a
+// decoded answer encodes back to the same document).
+func (r ConsultaDEResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	type content struct {
+		Inner string `xml:",innerxml"`
+	}
+	aux := struct {
+		ProcessedAt string   `xml:"dFecProc"`
+		Code        string   `xml:"dCodRes"`
+		Message     string   `xml:"dMsgRes"`
+		Content     *content `xml:"xContenDE,omitempty"`
+	}{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
+	if r.Content != "" {
+		aux.Content = &content{Inner: r.Content}
+	}
+	start.Name = xml.Name{Space: "http://ekuatia.set.gov.py/sifen/xsd", Local: "rEnviConsDeResponse"}
+	return e.EncodeElement(aux, start)
+}
+
+// RetEnviDe is rRetEnviDe, SIFEN's protocol of one DE (manual técnico v150,
+// §7.4, Schema XML 3 and 4). SIFEN also answers it, with HTTP 200 or 400,
+// to a request of another service it refuses before reading it (0160 "XML
+// Mal Formado"): the refusal of that request, not of a DE.
+type RetEnviDe struct {
+	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rRetEnviDe"`
+	Prot    ProtDE   `xml:"rProtDe"`
+}
+
+// ProtDE is rProtDe. The manual's example puts dEstRes, dProtAut, dCodRes
+// and dMsgRes inside gResProc; SIFEN's answers put dEstRes and dProtAut
+// beside it. Both are read.
+type ProtDE struct {
+	CDC         string          `xml:"id"`
+	ProcessedAt string          `xml:"dFecProc"`
+	Status      string          `xml:"dEstRes"`
+	AuthNumber  string          `xml:"dProtAut"`
+	Results     []ProtDEMessage `xml:"gResProc"`
+}
+
+// ProtDEMessage is one gResProc of rProtDe.
+type ProtDEMessage struct {
+	Status     string `xml:"dEstRes"`
+	AuthNumber string `xml:"dProtAut"`
+	Code       string `xml:"dCodRes"`
+	Message    string `xml:"dMsgRes"`
+}
+
+// Code is the first dCodRes, Message its dMsgRes.
+func (p ProtDE) Code() (code, message string) {
+	for _, r := range p.Results {
+		if c := strings.TrimSpace(r.Code); c != "" {
+			return c, strings.TrimSpace(r.Message)
+		}
+	}
+	return "", ""
+}
+
+// State is dEstRes, wherever it was written.
+func (p ProtDE) State() string {
+	if s := strings.TrimSpace(p.Status); s != "" {
+		return s
+	}
+	for _, r := range p.Results {
+		if s := strings.TrimSpace(r.Status); s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // Fault is a SOAP 1.2 fault.
@@ -142,12 +232,35 @@ type Fault struct {
 
 func (f *Fault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
 
+// The SOAP 1.2 fault codes (SOAP 1.2 Part 1, §5.4.6), as Fault.Kind
+// returns them.
+const (
+	FaultSender              = "Sender"
+	FaultReceiver            = "Receiver"
+	FaultVersionMismatch     = "VersionMismatch"
+	FaultMustUnderstand      = "MustUnderstand"
+	FaultDataEncodingUnknown = "DataEncodingUnknown"
+)
+
+// Kind is the fault code without its prefix ("env:Receiver" → "Receiver").
+func (f *Fault) Kind() string { return faultKind(f.Code) }
+
+func faultKind(code string) string {
+	code = strings.TrimSpace(code)
+	if i := strings.LastIndexByte(code, ':'); i >= 0 {
+		return code[i+1:]
+	}
+	return code
+}
+
 // Envelope is a SOAP 1.2 envelope whose body holds a T or a Fault.
 type Envelope[T any] struct {
 	XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
 	Body    struct {
 		Fault   *Fault
 		Content *T
+		// Rejection is SIFEN's generic refusal of a request (RetEnviDe).
+		Rejection *RetEnviDe
 	} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
 }
 
@@ -165,8 +278,10 @@ func MarshalSOAP(body any) ([]byte, error) {
 }
 
 // UnmarshalSOAP reads a SOAP 1.2 envelope whose body holds a T, or a
-// Fault. It returns the body, or the fault, or an error when data is not a
-// SOAP 1.2 envelope holding either (wrapping ErrMalformedXML).
+// Fault. It returns the body, or the fault, or an error: a *RemoteError
+// with SIFEN's Code and Message (wrapping ErrRemote) when the body holds
+// SIFEN's generic refusal rRetEnviDe instead of a T; otherwise, when data
+// is not a SOAP 1.2 envelope holding either, one wrapping ErrMalformedXML.
 func UnmarshalSOAP[T any](data []byte) (*T, *Fault, error) {
 	var env Envelope[T]
 	if err := xml.Unmarshal(data, &env); err != nil {
@@ -174,6 +289,13 @@ func UnmarshalSOAP[T any](data []byte) (*T, *Fault, error) {
 	}
 	if env.Body.Fault != nil {
 		return nil, env.Body.Fault, nil
+	}
+	if env.Body.Content == nil && env.Body.Rejection != nil {
+		p := env.Body.Rejection.Prot
+		code, msg := p.Code()
+		if code != "" {
+			return nil, nil, &RemoteError{Code: code, Message: msg, State: p.State(), ProcessedAt: strings.TrimSpace(p.ProcessedAt)}
+		}
 	}
 	if env.Body.Content == nil {
 		var zero T

@@ -20,6 +20,19 @@ type SOAPServices interface {
 
 var _ SOAPServices = (*Client)(nil)
 
+// ImportMode says what an import does with a CDC a stored document in
+// draft or error already holds with other content (docs/decisions/0057).
+type ImportMode int
+
+const (
+	// ImportNew refuses it (*CDCError): two uploads of one CDC with
+	// different content may be two documents, and the last must not
+	// silently replace the first.
+	ImportNew ImportMode = iota
+	// ImportReplace replaces its content: the user said so.
+	ImportReplace
+)
+
 // DocumentStore keeps documents and lots, shared by every process that
 // sends on one database. (A RUC's gate is not here: it is its
 // SIFEN_RECEPCION_LOTE bucket, in the throttle.) Each method is one short
@@ -30,8 +43,9 @@ type DocumentStore interface {
 	// Import stores des as drafts of env, all or none, and returns their
 	// ids in order. A CDC already stored is taken again (the document
 	// becomes a draft of the new XML) when Reimportable says so of the
-	// stored document; otherwise the error is a *CDCError.
-	Import(ctx context.Context, env Env, des []DE, now time.Time) ([]int64, error)
+	// stored document in mode; otherwise the error is a *CDCError with Now
+	// set to now.
+	Import(ctx context.Context, env Env, des []DE, mode ImportMode, now time.Time) ([]int64, error)
 	// Documents returns the documents ids in id order, with their XML when
 	// withXML; ErrNotFound names a missing one.
 	Documents(ctx context.Context, ids []int64, withXML bool) ([]Document, error)

@@ -196,10 +196,11 @@ type documentsPage struct {
 	Upload uploadForm
 }
 
-// uploadForm is a refused upload, shown again: the environment chosen, the
-// file's name and why it was refused.
+// uploadForm is a refused upload, shown again: the environment and the
+// "replace" box chosen, the file's name and why it was refused.
 type uploadForm struct {
 	Env, File, Error string
+	Replace          bool
 }
 
 // sendRUCForm is the "Send all drafts of RUC …" button.
@@ -356,9 +357,12 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 // XML in "file" is stored as drafts of the environment in "env"
 // (Sender.Import, all or nothing). One document: 303 to its page; several:
 // 303 to the list. Bad XML, a bad RUC or check digit, an unknown
-// environment: 400 and nothing stored; a CDC being sent or already sent:
-// 409; a file over UploadLimit: 413. A refused upload (4xx) shows the
-// documents page again with that status: the form keeps the environment
+// environment: 400 and nothing stored; a CDC being sent or already sent,
+// or held by a draft or error with other content while the "replace" box
+// is not ticked: 409; a file over UploadLimit: 413. With "replace" ticked,
+// a draft or error of the same CDC takes the file's content
+// (Sender.ImportReplacing). A refused upload (4xx) shows the documents page
+// again with that status: the form keeps the environment and the box
 // chosen, names the file and says why beside it.
 func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
@@ -366,8 +370,12 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	}
 	up, err := s.readUpload(w, r)
 	if err == nil {
+		importer := s.Sifen.Import
+		if rp, ok := s.Sifen.(sifenReplacer); ok && up.replace {
+			importer = rp.ImportReplacing
+		}
 		var docs []sifen.Document
-		if docs, err = s.Sifen.Import(r.Context(), up.data, up.env); err == nil {
+		if docs, err = importer(r.Context(), up.data, up.env); err == nil {
 			s.Logger.Info("documents imported", slog.Int("count", len(docs)), slog.String("env", string(up.env)),
 				slog.String("user", requestInfoFrom(r.Context()).user))
 			if len(docs) == 1 {
@@ -386,9 +394,23 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if perr != nil {
 		return err
 	}
-	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Error: strings.TrimSuffix(pr.message, ".")}
+	msg := strings.TrimSuffix(pr.message, ".")
+	var taken *sifen.CDCError
+	if errors.As(err, &taken) && taken.Document.Status.Sendable() {
+		msg = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
+			taken.CDC, taken.Document.ID)
+	}
+	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Replace: up.replace, Error: msg}
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
+
+// sifenReplacer is what a SifenSender may add to replace the content of a
+// draft or error holding an uploaded CDC (*sifen.Sender has it).
+type sifenReplacer interface {
+	ImportReplacing(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
+}
+
+var _ sifenReplacer = (*sifen.Sender)(nil)
 
 // upload is the upload form as read.
 type upload struct {
@@ -396,6 +418,7 @@ type upload struct {
 	env      sifen.Env
 	envText  string // the env field as sent
 	fileName string
+	replace  bool // the "replace" box: a draft of the same CDC takes this content
 }
 
 // readUpload reads the multipart upload form: the file and the
@@ -422,6 +445,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, err
 	}
 	defer r.MultipartForm.RemoveAll()
 	up.envText = r.PostFormValue("env")
+	up.replace = r.PostFormValue("replace") != ""
 	file, hdr, ferr := r.FormFile("file")
 	if ferr == nil {
 		defer file.Close()

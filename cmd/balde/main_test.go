@@ -17,12 +17,15 @@ func run(t *testing.T, env map[string]string, args ...string) (code int, stdout,
 }
 
 func TestMigrateUpDownVersion(t *testing.T) {
-	db := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
-	code, out, errOut := run(t, nil, "migrate", "--db", db, "version")
-	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, out, "version 0 of")
+	path := filepath.Join(t.TempDir(), "m.db")
+	db := "sqlite://" + path
+	// version reads, it does not create (issue 23); up creates.
+	code, _, errOut := run(t, nil, "migrate", "--db", db, "version")
+	require.Equal(t, ExitUsage, code, errOut)
+	require.Contains(t, errOut, "no database at "+path)
+	require.NoFileExists(t, path)
 
-	code, out, _ = run(t, nil, "migrate", "--db", db, "up")
+	code, out, _ := run(t, nil, "migrate", "--db", db, "up")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "(current)")
 

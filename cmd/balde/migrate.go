@@ -49,6 +49,14 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return UsageError("%v", err)
 	}
+	if op != "up" {
+		// Only up builds a database where there is none: reading or
+		// fixing the version of a path that has no file must not leave
+		// an empty database behind (issue 23).
+		if err := requireDatabase(cfg.DB); err != nil {
+			return err
+		}
+	}
 	latest, err := migrations.Latest(engine)
 	if err != nil {
 		return err

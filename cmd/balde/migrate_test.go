@@ -57,22 +57,48 @@ func TestMigrateForce(t *testing.T) {
 	latest, err := migrations.Latest(migrations.SQLite)
 	require.NoError(t, err)
 
-	// A migration that failed half-way.
-	raw, err := sql.Open("sqlite", "file:"+path)
-	require.NoError(t, err)
-	_, err = raw.Exec(`UPDATE ` + migrations.VersionTable + ` SET dirty = 1`)
-	require.NoError(t, err)
-	require.NoError(t, raw.Close())
+	exec := func(stmts ...string) {
+		t.Helper()
+		raw, err := sql.Open("sqlite", "file:"+path)
+		require.NoError(t, err)
+		defer raw.Close()
+		for _, s := range stmts {
+			_, err = raw.Exec(s)
+			require.NoError(t, err, s)
+		}
+	}
+	// A migration that landed whole but was left dirty (killed before
+	// its version was recorded, by a balde before decision 0070): up
+	// repairs it by itself.
+	exec(`UPDATE ` + migrations.VersionTable + ` SET dirty = 1`)
 	code, out, _ := run(t, nil, "migrate", "--db", db, "version")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "dirty")
-	code, _, _ = run(t, nil, "migrate", "--db", db, "up")
-	require.NotEqual(t, ExitOK, code, "up refuses a dirty schema")
+	code, _, stderr = run(t, nil, "migrate", "--db", db, "up")
+	require.Equal(t, ExitOK, code, "up repairs a dirty version that landed: %s", stderr)
 
-	code, out, stderr = run(t, nil, "migrate", "--db", db, "force", fmt.Sprint(latest))
+	// A migration that failed half-way (or a schema changed by hand):
+	// only part of migration 0005 is there (the database taken back to 5).
+	for v := latest; v > 5; v-- {
+		code, _, stderr = run(t, nil, "migrate", "--db", db, "down")
+		require.Equal(t, ExitOK, code, stderr)
+	}
+	exec(`DROP TABLE balde_sifen_settings`, `UPDATE `+migrations.VersionTable+` SET dirty = 1`)
+	code, _, stderr = run(t, nil, "migrate", "--db", db, "up")
+	require.NotEqual(t, ExitOK, code, "up refuses a dirty schema it cannot repair")
+	require.Contains(t, stderr, "missing: table balde_sifen_settings")
+	// The operator makes the schema match the version by hand.
+	exec(`CREATE TABLE balde_sifen_settings (env TEXT NOT NULL PRIMARY KEY CHECK (env IN ('test', 'prod')),
+		interval_ns INTEGER NOT NULL, updated_at INTEGER NOT NULL) STRICT, WITHOUT ROWID`)
+
+	code, out, stderr = run(t, nil, "migrate", "--db", db, "force", "5")
 	require.Equal(t, ExitOK, code, stderr)
 	oneStderrLine(t, stderr, "WARNING: recording version")
-	require.Equal(t, fmt.Sprintf("sqlite version %d of %d (current)\n", latest, latest), out)
+	want := fmt.Sprintf("sqlite version 5 of %d (%d pending)\n", latest, latest-5)
+	if latest == 5 {
+		want = "sqlite version 5 of 5 (current)\n"
+	}
+	require.Equal(t, want, out)
 	code, _, stderr = run(t, nil, "migrate", "--db", db, "up")
 	require.Equal(t, ExitOK, code, stderr)
 	s, err := sqlstore.Open(t.Context(), db, sqlstore.Options{})

@@ -35,7 +35,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
 		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db")
 	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
@@ -44,6 +44,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	wf.add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
+	replace := fs.Bool("replace", false, "a draft or error of the database holding a FILE's CDC with other content takes the FILE's content (without it, that DE is reported invalid and not sent)")
 	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, each lot when due: 10 min after its send, then every interval), until each document is approved or rejected; with no FILE, only that")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -110,7 +111,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		fmt.Fprintf(m.Stderr, "balde: sifen-send: %s\n", n)
 	}
 	b := &sifenBatch{
-		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock,
+		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock, replace: *replace,
 		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), warn: m.Stderr,
 	}
 	sum, err := b.run(ctx, items)
@@ -210,6 +211,7 @@ func parseDocuments(ctx context.Context, files []string, env sifen.Env, allowUns
 type sifenBatch struct {
 	sender  *sifen.Sender
 	env     sifen.Env
+	replace bool // --replace: Import replaces a draft's or error's content
 	wait    bool
 	maxWait time.Duration
 	clock   batchClock
@@ -256,7 +258,11 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	for i, it := range items {
 		des[i] = sifen.FileDE{File: it.file, DE: it.de}
 	}
-	imported, err := sifen.ImportFiles(ctx, b.sender, des, b.env)
+	var importer sifen.Importer = b.sender
+	if b.replace {
+		importer = sifen.ImportFunc(b.sender.ImportReplacing)
+	}
+	imported, err := sifen.ImportFiles(ctx, importer, des, b.env)
 	byID := make(map[int64]*sifenItem)
 	var docs []sifen.Document
 	for i, im := range imported {
@@ -272,11 +278,21 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 			it.res, it.message = resultSkipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
 			switch taken.Document.Status {
 			case sifen.StatusSending:
-				// After Resolve, a send may still be live, here or elsewhere.
+				// After Resolve, a send may still be live, here or elsewhere:
+				// Import's error says which, and since when.
 				it.res = resultBlocked
-				const left = "left in sending by a send without answer (here or in another process); a run after %s asks SIFEN, and it is sent again only on a definitive answer (not found %s after the send)"
-				it.message = fmt.Sprintf(left, sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
-				it.said = b.rep.tr.Sprintf(left, sifen.DefaultResolveAfter, sifen.DefaultNotFoundAfter)
+				since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+				if taken.SendInProgress() {
+					it.said = b.rep.tr.Sprintf("being sent now by another send since %s", since)
+				} else {
+					it.said = b.rep.tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
+				}
+			case sifen.StatusDraft, sifen.StatusError:
+				// Another content under the CDC: the user decides (bad
+				// input, not "nothing to do").
+				it.res = resultInvalid
+				it.message += " (sifen-send --replace)"
+				it.said = b.rep.tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
 				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode

@@ -326,8 +326,9 @@ func TestEnvelopeFaults(t *testing.T) {
 		{"OK", sifen.ConsultaPath, sifen.SOAPContentType, valid, http.StatusOK, "0420"},
 		{"ApplicationXML", "/test" + sifen.ConsultaPath, "application/xml; charset=utf-8", valid, http.StatusOK, "0420"},
 		{"SOAP11", "/test" + sifen.ConsultaPath, "text/xml; charset=utf-8", valid, http.StatusUnsupportedMediaType, "application/soap+xml"},
-		{"NotXML", "/test" + sifen.ConsultaPath, sifen.SOAPContentType, []byte("hello"), http.StatusBadRequest, "env:Sender"},
-		{"WrongBody", "/test" + sifen.RecepcionPath, sifen.SOAPContentType, valid, http.StatusBadRequest, "the request of siRecepLoteDE"},
+		// A request SIFEN cannot read: rRetEnviDe 0160 on HTTP 400, as SIFEN answers it.
+		{"NotXML", "/test" + sifen.ConsultaPath, sifen.SOAPContentType, []byte("hello"), http.StatusBadRequest, "<ns2:rRetEnviDe"},
+		{"WrongBody", "/test" + sifen.RecepcionPath, sifen.SOAPContentType, valid, http.StatusBadRequest, "<ns2:dCodRes>0160</ns2:dCodRes>"},
 		{"UnknownEnv", "/homolog" + sifen.ConsultaPath, sifen.SOAPContentType, valid, http.StatusNotFound, "404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -439,5 +440,82 @@ func TestOpenLoopbackOnly(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 			require.Empty(t, s.URL(), "nothing listens")
 		})
+	}
+}
+
+// Issue 22: the lot's SOAP message may be at most 1,000,000 bytes as
+// received (DNIT's guide, "Lote no encolado para procesamiento", e: "no
+// debe superar 1000 KB"); one byte more is 0301 and blocks the RUC.
+func TestRecepcionMessageLimitIsAMillionBytes(t *testing.T) {
+	s := start(t, sifensim.Config{})
+	// padded is the siRecepLoteDE of doc, with spaces after the envelope
+	// to make it exactly size bytes.
+	padded := func(doc sifentest.Doc, size int) []byte {
+		z, err := sifen.ZipLote(sifentest.Lote(doc))
+		require.NoError(t, err)
+		b, err := sifen.MarshalSOAP(&sifen.EnvioLote{ID: "1", XDE: base64.StdEncoding.EncodeToString(z)})
+		require.NoError(t, err)
+		require.Less(t, len(b), size)
+		return append(b, bytes.Repeat([]byte(" "), size-len(b))...)
+	}
+	read := func(body string) sifen.EnvioLoteResponse {
+		r, _, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse]([]byte(body))
+		require.NoError(t, err)
+		return *r
+	}
+
+	status, body := s.post(t, "/test"+sifen.RecepcionPath, sifen.SOAPContentType, padded(sifentest.Doc{Number: 1}, sifensim.MaxMessageBytes+1))
+	require.Equal(t, http.StatusOK, status)
+	r := read(body)
+	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Contains(t, r.Message, "el mensaje tiene 1000001 bytes (máximo 1000000); RUC 80069563 bloqueado por 10m0s")
+
+	status, body = s.post(t, "/test"+sifen.RecepcionPath, sifen.SOAPContentType, padded(sifentest.Doc{RUC: "88888801", Number: 2}, sifensim.MaxMessageBytes))
+	require.Equal(t, http.StatusOK, status)
+	r = read(body)
+	require.Equal(t, sifen.CodeLotQueued, r.Code, r.Message)
+}
+
+// Issue 22: a request SIFEN cannot read gets its generic rRetEnviDe, which
+// the client reads as SIFEN's refusal with its code, on every service.
+func TestMalformedRequestGetsRetEnviDe(t *testing.T) {
+	s := start(t, sifensim.Config{})
+	for _, path := range []string{sifen.RecepcionPath, sifen.ConsultaLotePath, sifen.ConsultaPath} {
+		status, body := s.post(t, "/test"+path, sifen.SOAPContentType, []byte(`<soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope"><soap:Body><rEnvioLote>`))
+		require.Equal(t, http.StatusBadRequest, status, path)
+		_, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse]([]byte(body))
+		require.Nil(t, fault)
+		var refused *sifen.RemoteError
+		require.ErrorAs(t, err, &refused, path)
+		require.Equal(t, "0160", refused.Code)
+		require.Equal(t, "XML Mal Formado.", refused.Message)
+		require.Equal(t, "Rechazado", refused.State)
+	}
+	require.Equal(t, int64(3), s.stats(t).Count("", "test", "", "0160"))
+}
+
+// Issue 22: siConsDE 0422 carries the DE's protocol: xContenDE holds the
+// DE and the dProtAut its lot's result gave it.
+func TestConsultaDEFoundCarriesDProtAut(t *testing.T) {
+	s := start(t, sifensim.Config{Processing: time.Second,
+		Observe: func(_ string, de sifensim.DE) (string, string, bool) {
+			return "1005", "Transmisión extemporánea del DE", de.CDC == sifentest.Doc{Number: 2}.CDC()
+		}})
+	ctx := context.Background()
+	docs := sifentest.Docs("80069563", 1, 2)
+	resp := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
+	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+	s.clock.Advance(time.Second)
+	lot, err := s.client.ConsultaLote(ctx, sifen.EnvTest, resp.LotNumber)
+	require.NoError(t, err)
+	require.Len(t, lot.Results, 2)
+	require.Equal(t, sifen.ResultApprovedWithObs, lot.Results[1].Status)
+	for i, res := range lot.Results {
+		de, err := s.client.ConsultaDE(ctx, sifen.EnvTest, docs[i].CDC())
+		require.NoError(t, err)
+		require.Equal(t, sifen.CodeDEFound, de.Code)
+		require.Contains(t, de.Content, docs[i].CDC())
+		require.NotEmpty(t, res.AuthNumber)
+		require.Equal(t, res.AuthNumber, de.AuthNumber(), "DE %d", i+1)
 	}
 }

@@ -11,7 +11,7 @@
 //   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of
 //     the lot's first DE (10 minutes, then 20, 30, ... up to 60 on
 //     recurrence within 24 h; Config.Block, BlockMax) for: more than 50
-//     DEs, a SOAP message over 1000 KB, DEs of several RUCs or several
+//     DEs, a SOAP message over 1,000,000 bytes, DEs of several RUCs or several
 //     types, the same CDC twice in the lot, a CDC whose earlier lot is still
 //     processing, the same lot sent again (DNIT, Guía de mejores prácticas,
 //     Oct 2024, §4-5); and a lot of a RUC that arrives less than
@@ -29,7 +29,12 @@
 //     signed-less or marked as a test DE sent to prod, or Config.Reject.
 //   - siConsLoteDE answers 0360 for an unknown lot, 0361 while it is
 //     processing, 0362 with the per-DE results, 0364 after 48 hours.
-//   - siConsDE answers 0422 for an approved CDC and 0420 otherwise.
+//   - siConsDE answers 0422 for an approved CDC, xContenDE holding the
+//     DE, its dProtAut and its (empty) events as escaped text, and 0420
+//     otherwise.
+//   - A request that is not a SOAP 1.2 envelope holding the service's
+//     request gets SIFEN's generic rRetEnviDe, 0160 "XML Mal Formado.",
+//     with HTTP 400.
 //   - Both SOAP content types real clients send are accepted
 //     (application/soap+xml and application/xml); answers use SIFEN's
 //     prefixes (env:, ns2:).
@@ -81,6 +86,9 @@ const (
 	CodeLotTooLate    = "0364"
 	CodeDENotFound    = "0420"
 	CodeDEFound       = "0422"
+	// CodeXMLMalformed is SIFEN's answer, in its generic envelope
+	// rRetEnviDe, to a request it cannot read (manual técnico v150, §7.4).
+	CodeXMLMalformed = "0160"
 )
 
 // The per-DE results (dEstRes).
@@ -100,10 +108,13 @@ const (
 	blockMemory = 24 * time.Hour
 	// lotQueryWindow is how long a lot can be queried (0364 after).
 	lotQueryWindow = 48 * time.Hour
-	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits: 50 DEs, and
-	// 1000 KB for the SOAP message as received.
+	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
+	// "Lote no encolado para procesamiento", c and e): 50 DEs, and "el
+	// mensaje de datos de entrada del WS no debe superar 1000 KB" — the
+	// whole SOAP message as received, read as 1,000,000 bytes (SI kilobytes:
+	// the stricter reading, docs/decisions/0056).
 	MaxLotDEs       = 50
-	MaxMessageBytes = 1000 * 1024
+	MaxMessageBytes = 1_000_000
 	// maxRequestBytes bounds a request body.
 	maxRequestBytes = 8 << 20
 	// firstLotNumber makes lot numbers 17 digits long, like SIFEN's.
@@ -384,8 +395,10 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 	}
 	req, err := readEnvelope[T](body)
 	if err != nil {
-		s.count(service, env, "", "fault")
-		writeXML(w, http.StatusBadRequest, fault("env:Sender", "not a SOAP 1.2 envelope holding the request of "+service+": "+err.Error()))
+		// SIFEN answers a request it cannot read with its generic
+		// rRetEnviDe, 0160, and HTTP 400 (docs/decisions/0056).
+		s.count(service, env, "", CodeXMLMalformed)
+		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
 		return "", nil, 0, false
 	}
 	return env, req, len(body), true
@@ -652,8 +665,10 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 	}
 	if c != nil && c.approved {
 		code = CodeDEFound
+		// xContenDE as SIFEN sends it: escaped text of the DE (rDE) with
+		// its authorisation (dProtAut) and events (xContEv) beside it.
 		fields = append(fields, t("dCodRes", code), t("dMsgRes", "CDC encontrado"),
-			t("xContenDE", "<rContDe>"+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut></rContDe>"))
+			t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>"))
 	} else {
 		fields = append(fields, t("dCodRes", code), t("dMsgRes", "Documento No Existe en SIFEN o ha sido Rechazado"))
 	}

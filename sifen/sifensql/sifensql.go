@@ -301,12 +301,12 @@ func (s *Store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Sta
 }
 
 // Import implements sifen.DocumentStore.
-func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, now time.Time) ([]int64, error) {
+func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode sifen.ImportMode, now time.Time) ([]int64, error) {
 	ids := make([]int64, len(des))
 	err := s.inTx(ctx, "import documents", func(tx *sqlx.Tx) error {
 		for i, de := range des {
 			var err error
-			if ids[i], err = s.importDE(ctx, tx, env, de, now); err != nil {
+			if ids[i], err = s.importDE(ctx, tx, env, de, mode, now); err != nil {
 				return err
 			}
 		}
@@ -320,7 +320,7 @@ func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, now t
 
 // importDE inserts de, or turns the document holding its CDC back into a
 // draft of the new XML when sifen.Reimportable allows it.
-func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (int64, error) {
+func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
 	var existing []docRow
 	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
 	if tx.DriverName() == "pgx" {
@@ -334,9 +334,13 @@ func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	}
 	if len(existing) == 1 {
 		ex := existing[0].document()
-		if !sifen.Reimportable(ex, de) {
+		if !sifen.Reimportable(ex, de, mode) {
 			ex.XML = nil
-			return 0, &sifen.CDCError{CDC: de.CDC, Document: ex}
+			return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
+		}
+		note := "imported again (was " + string(ex.Status) + ")"
+		if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
+			note = "content replaced by an import (was " + string(ex.Status) + ")"
 		}
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			UPDATE balde_documents SET
@@ -347,7 +351,7 @@ func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 				updated_at = ?, claimed_at = NULL, sent_at = NULL
 			WHERE id = ?`),
 			de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
-			"imported again (was "+string(ex.Status)+")", nanos(now), ex.ID)
+			note, nanos(now), ex.ID)
 		return ex.ID, wrapDB(err)
 	}
 	// RETURNING rows are drained (rows.Next to the end): an unfinished
@@ -426,10 +430,12 @@ func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 		q, args, err := sqlx.In(`
 			UPDATE balde_documents SET
 				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
+				result = ?, auth_number = ?,
 				sent_at = COALESCE(?, sent_at),
 				claim = NULL, version = version + 1, updated_at = ?
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
 			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), nullNanos(r.St.RetryAt),
+			nullString(r.St.Result), nullString(r.St.AuthNumber),
 			sentAt, nanos(r.Now), r.IDs, r.Token)
 		if err != nil {
 			return err

@@ -39,7 +39,7 @@ func sendingSequence(t *testing.T) []step {
 	var held []sifen.Document
 	return []step{
 		{"Import", func(t *testing.T, docs *sifensql.Store) {
-			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, now)
+			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, sifen.ImportNew, now)
 			require.NoError(t, err)
 			require.Len(t, ids, 3)
 		}},

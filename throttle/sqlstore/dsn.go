@@ -22,8 +22,10 @@ const DefaultDSN = "sqlite://balde.db"
 // ParseDSN tells the engine of a DSN and returns what its driver opens:
 //
 //	postgres://... or postgresql://...  PostgreSQL (passed to pgx, with
-//	                                    plan_cache_mode=force_generic_plan
-//	                                    unless the DSN sets it)
+//	                                    plan_cache_mode=force_generic_plan,
+//	                                    lock_timeout=5s and
+//	                                    statement_timeout=30s, each unless
+//	                                    the DSN sets it)
 //	sqlite://PATH                       SQLite file PATH
 //	file:PATH?...                       SQLite, URI form (query kept)
 //	PATH                                SQLite file PATH
@@ -38,6 +40,16 @@ const DefaultDSN = "sqlite://balde.db"
 // journal_size_limit so a WAL that grew under a burst is truncated back
 // after the next checkpoint. Parameters given in the DSN come after these
 // and win.
+//
+// Every wait on a lock is bounded (issue 23: a session holding a bucket row
+// FOR UPDATE blocked dict-lookup for 74 s): on PostgreSQL a statement that
+// waits DefaultLockTimeout for a lock, or runs DefaultStatementTimeout,
+// fails (55P03, 57014) and the call fails with throttle.ErrStoreUnavailable;
+// on SQLite busy_timeout bounds one attempt at the write lock, and the
+// store's retries stop once a call has spent 5 s (retry.go), so a call
+// facing a stopped writer fails within about 5 s, at most 5 s plus
+// busy_timeout. See
+// docs/decisions/0071.
 func ParseDSN(dsn string) (Engine, string, error) {
 	switch {
 	case dsn == "":
@@ -51,10 +63,16 @@ func ParseDSN(dsn string) (Engine, string, error) {
 		// their best plan does not depend on the values: a generic plan
 		// saves re-planning the write statement (~1.3 ms) on every call.
 		q := u.Query()
-		if q.Get("plan_cache_mode") == "" {
-			q.Set("plan_cache_mode", "force_generic_plan")
-			u.RawQuery = q.Encode()
+		for _, p := range [][2]string{
+			{"plan_cache_mode", "force_generic_plan"},
+			{"lock_timeout", DefaultLockTimeout},
+			{"statement_timeout", DefaultStatementTimeout},
+		} {
+			if !q.Has(p[0]) {
+				q.Set(p[0], p[1])
+			}
 		}
+		u.RawQuery = q.Encode()
 		return Postgres, u.String(), nil
 	}
 	path, query := dsn, ""
@@ -74,6 +92,15 @@ func ParseDSN(dsn string) (Engine, string, error) {
 	}
 	return SQLite, sqliteDSN(path, query), nil
 }
+
+// PostgreSQL's bounds on waits, set as run-time parameters in the DSN
+// unless it names them (lock_timeout=..., statement_timeout=...; "0"
+// disables one). Migrations run without the statement bound (a migration
+// on a large table may take longer) but with the lock bound.
+const (
+	DefaultLockTimeout      = "5s"
+	DefaultStatementTimeout = "30s"
+)
 
 // sqlitePragmas are balde's connection settings for SQLite, in the order
 // they are listed (the driver runs them sorted).

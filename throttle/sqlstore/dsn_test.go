@@ -24,9 +24,10 @@ func TestParseDSN(t *testing.T) {
 		{"FileURI", "file:x.db?cache=shared", sqlstore.SQLite, "file:x.db?" + pragmas + "&cache=shared"},
 		{"UserPragmaWins", "sqlite://x.db?_pragma=synchronous(FULL)", sqlstore.SQLite,
 			"file:x.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(16000)&_pragma=journal_size_limit(67108864)&_pragma=synchronous(FULL)"},
-		{"Postgres", "postgres://u@127.0.0.1:5432/db?sslmode=disable", sqlstore.Postgres, "postgres://u@127.0.0.1:5432/db?plan_cache_mode=force_generic_plan&sslmode=disable"},
-		{"PostgreSQLScheme", "postgresql://u@h/db", sqlstore.Postgres, "postgresql://u@h/db?plan_cache_mode=force_generic_plan"},
-		{"PostgresPlanModeKept", "postgres://u@h/db?plan_cache_mode=auto", sqlstore.Postgres, "postgres://u@h/db?plan_cache_mode=auto"},
+		{"Postgres", "postgres://u@127.0.0.1:5432/db?sslmode=disable", sqlstore.Postgres, "postgres://u@127.0.0.1:5432/db?lock_timeout=5s&plan_cache_mode=force_generic_plan&sslmode=disable&statement_timeout=30s"},
+		{"PostgreSQLScheme", "postgresql://u@h/db", sqlstore.Postgres, "postgresql://u@h/db?lock_timeout=5s&plan_cache_mode=force_generic_plan&statement_timeout=30s"},
+		{"PostgresPlanModeKept", "postgres://u@h/db?plan_cache_mode=auto", sqlstore.Postgres, "postgres://u@h/db?lock_timeout=5s&plan_cache_mode=auto&statement_timeout=30s"},
+		{"PostgresTimeoutsKept", "postgres://u@h/db?lock_timeout=1s&statement_timeout=0", sqlstore.Postgres, "postgres://u@h/db?lock_timeout=1s&plan_cache_mode=force_generic_plan&statement_timeout=0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,11 @@ import (
 // one, so a single reset of the pool's connections does not fail it.
 // Bound it with ctx: a probe wants its answer quickly.
 //
+// On SQLite it also fails, with ErrDatabaseCorrupt, once the file was found
+// corrupt (by the check at open, a statement, or the integrity check that
+// CheckWrite starts in the background when the last one is older than
+// Options.IntegrityEvery; see CheckIntegrity).
+//
 // The write changes nothing in the end, but it does write: in one
 // transaction it flips the dirty flag of balde_schema_migrations and flips
 // it back, so SQLite has a dirty page to append to the WAL at COMMIT and
@@ -28,7 +33,11 @@ func (s *Store) CheckWrite(ctx context.Context) error {
 	if err := s.CheckIdentity(); err != nil {
 		return err
 	}
-	err := s.writeRoundTrip(ctx)
+	if err := s.corruptErr(); err != nil {
+		return formatError("check write", err)
+	}
+	s.integrityDue()
+	err := s.noteCorrupt(s.writeRoundTrip(ctx))
 	if err != nil && transient(err) && ctx.Err() == nil {
 		s.flushIdle() // the retry runs on a new connection
 		err = s.writeRoundTrip(ctx)

@@ -32,14 +32,21 @@ var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", thrott
 
 // Transient-error retries: the first retry after transientBackoff, each
 // next one after twice the previous (with ±50 % jitter, capped at
-// transientMaxBackoff), until transientMaxAttempts attempts in all or
-// transientBudget of waiting, whichever comes first (about 2.5 s), and
-// never past the caller's context.
+// transientMaxBackoff), until transientMaxAttempts attempts in all,
+// transientBudget of waiting between them (about 2.5 s), or
+// transientElapsedBudget since the first attempt began (the attempts
+// included), whichever comes first, and never past the caller's context.
+// The last bounds a call facing a stopped lock holder: each SQLite attempt
+// waits out busy_timeout (5 s), and 8 of them made a web DICT lookup answer
+// 503 after ~42 s (issue 23); now a call fails after at most
+// transientElapsedBudget plus one attempt.
 const (
 	transientMaxAttempts = 8
 	transientBackoff     = 20 * time.Millisecond
 	transientMaxBackoff  = 800 * time.Millisecond
 	transientBudget      = 3 * time.Second
+
+	transientElapsedBudget = 5 * time.Second
 )
 
 // transient reports whether err is a failure of the database or of the
@@ -136,7 +143,14 @@ type retrier struct {
 	op      string
 	attempt int
 	waited  time.Duration
+	// start is when the first attempt began (set by newRetrier; a zero
+	// start is taken as the first failure).
+	start time.Time
 }
+
+// newRetrier returns the retrier of an operation whose first attempt
+// begins now.
+func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, start: time.Now()} }
 
 // again reports whether the operation should run again after err, having
 // waited the backoff (false when err is not transient, the attempts or
@@ -148,8 +162,11 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if !transient(err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
 		return false
 	}
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
 	d := backoff(r.attempt)
-	if r.waited+d > transientBudget {
+	if r.waited+d > transientBudget || time.Since(r.start)+d > transientElapsedBudget {
 		return false
 	}
 	logger := r.logger
@@ -206,10 +223,16 @@ func CommitError(err error) error {
 // withRetry runs fn, a read or a statement that takes effect only if it
 // returns nil, again after transient errors (see retrier.again). It
 // returns fn's last error as is.
+//
+// A store that found its SQLite file corrupt (ErrDatabaseCorrupt) runs
+// nothing: it returns that error, wrapped with throttle.ErrStoreUnavailable.
 func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error {
-	r := retrier{s: s, op: op}
+	if err := s.corruptErr(); err != nil {
+		return formatError(op, err)
+	}
+	r := newRetrier(s, op)
 	for {
-		err := fn()
+		err := s.noteCorrupt(fn())
 		if err == nil || !r.again(ctx, err) {
 			return err
 		}
@@ -223,7 +246,10 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 // read, or a whole transaction that began and committed inside fn and
 // whose COMMIT error fn passes through CommitError (a commit in doubt
 // must not be re-run; see ErrCommitInDoubt and decision 0020).
-// It returns fn's last error unchanged.
+// It returns fn's last error unchanged; on a store that found its SQLite
+// file corrupt it does not run fn and returns an error wrapping
+// ErrDatabaseCorrupt and throttle.ErrStoreUnavailable: nothing is sent on
+// the strength of what a corrupt file says.
 func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
 	return s.withRetry(ctx, op, fn)
 }

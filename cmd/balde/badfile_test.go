@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// badFiles makes the two SQLite files of issue 23 that no command may use:
+// an empty (0-byte) one, and a copy of a database with 200 random bytes in
+// one of its data pages.
+var badFiles = []struct {
+	name string
+	make func(t *testing.T) string
+	want string // in the one stderr line
+}{
+	{"EmptyFile", func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "balde.db")
+		require.NoError(t, os.WriteFile(path, nil, 0o644))
+		return path
+	}, "is empty (0 bytes)"},
+	{"CorruptFile", corruptDatabaseCopy, "fails SQLite's integrity check"},
+}
+
+// corruptDatabaseCopy migrates a database, fills a table of it with a few
+// hundred pages, copies it and writes 200 random bytes over the start of a
+// data page of the copy.
+func corruptDatabaseCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	sound := filepath.Join(dir, "sound.db")
+	code, _, errOut := run(t, nil, "migrate", "--db", "sqlite://"+sound, "up")
+	require.Equal(t, ExitOK, code, errOut)
+	db, err := sql.Open("sqlite", "file:"+sound)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE filler (x BLOB)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+		INSERT INTO filler SELECT randomblob(100) FROM n`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	b, err := os.ReadFile(sound)
+	require.NoError(t, err)
+	const page = 4096
+	at := (len(b)/page - 5) * page
+	r := rand.New(rand.NewPCG(23, 3))
+	for i := range 200 {
+		b[at+i] = byte(r.Uint32())
+	}
+	bad := filepath.Join(dir, "copy.db")
+	require.NoError(t, os.WriteFile(bad, b, 0o644))
+	return bad
+}
+
+// TestEveryCommandRefusesABadFile runs every command that opens the
+// database on an empty and on a corrupt SQLite file: each exits 3 with one
+// line on stderr naming the file and saying what is wrong, and the file is
+// left byte for byte as it was. Before issue 23 the empty file was migrated
+// into a new, empty balde by serve, buckets list and migrate version, and
+// the corrupt one was served as ready.
+func TestEveryCommandRefusesABadFile(t *testing.T) {
+	lots := t.TempDir()
+	lot, _ := sifenLot("80002001", 1, 1)
+	writeFile(t, lots, "lot.xml", lot)
+	commands := [][]string{
+		{"serve", "--addr", "127.0.0.1:0"},
+		{"serve", "--addr", "127.0.0.1:0", "--create"},
+		{"migrate", "up"},
+		{"migrate", "version"},
+		{"migrate", "down"},
+		{"buckets", "list"},
+		{"prune"},
+		{"dict-lookup", "--dict-url", "http://127.0.0.1:1", "--payer", "11222333000181", "-"},
+		{"sifen-send", "--env", "test", "--sifen-url", "http://127.0.0.1:1", lots},
+	}
+	for _, bad := range badFiles {
+		t.Run(bad.name, func(t *testing.T) {
+			path := bad.make(t)
+			sum := func() [32]byte {
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				return sha256.Sum256(b)
+			}
+			before := sum()
+			for _, args := range commands {
+				env := map[string]string{"BALDE_DB": "sqlite://" + path, "BALDE_ADMIN_PASSWORD": "pw"}
+				// A serve that starts on the file would run until this
+				// deadline and exit 0: the test then fails, it does not hang.
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				code, _, errOut := runIn(ctx, nil, "+5561988880000\n", env, args...)
+				cancel()
+				require.Equal(t, ExitUnavailable, code, "%v: %s", args, errOut)
+				oneStderrLine(t, errOut, path)
+				require.Contains(t, errOut, bad.want, "%v", args)
+				require.Equal(t, before, sum(), "%v changed the file", args)
+			}
+			for _, suffix := range []string{"-wal", "-shm", ".new"} {
+				if fi, err := os.Stat(path + suffix); err == nil {
+					require.Zero(t, fi.Size(), "%s%s was written", path, suffix)
+				}
+			}
+		})
+	}
+}

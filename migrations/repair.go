@@ -1,0 +1,224 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrDirty means the schema is marked dirty at a version whose migration
+// cannot be shown to have landed or not: Up refuses to run on it. The
+// error that wraps it names the version and what is missing.
+var ErrDirty = errors.New("migrations: the schema is dirty")
+
+// Repair is what Migrator.Repair did.
+type Repair struct {
+	// Version is the dirty version found; zero when the schema was clean.
+	Version uint
+	// Landed says every object the dirty migration creates exists: the
+	// version was recorded clean. Otherwise none of them exists and the
+	// previous version was recorded, so that Up applies the migration again.
+	Landed bool
+	// Objects are the objects checked ("table balde_dict_lookups", ...).
+	Objects []string
+}
+
+// Repair clears the dirty flag a balde before decision 0070 could leave
+// when it was killed between applying a migration and recording it. Each
+// migration runs in one transaction, so it landed whole or not at all:
+// Repair looks for every table, index and column the dirty version's up
+// file creates (and checks that the tables and indexes it drops are gone).
+// All as the migration leaves them: the version is recorded clean. None: the
+// previous version is recorded, and Up applies the migration again. Some
+// there (a schema changed by hand, or a file that creates nothing Repair
+// can check): it changes nothing and returns an error wrapping ErrDirty
+// that names what is missing. On a clean schema it does nothing and
+// returns a zero Repair. Every repair is logged at warning level.
+func (g *Migrator) Repair(ctx context.Context) (Repair, error) {
+	version, dirty, err := g.Version()
+	if err != nil || !dirty {
+		return Repair{}, err
+	}
+	rep := Repair{Version: version}
+	body, prev, err := upFile(g.engine, version)
+	if err != nil {
+		return rep, fmt.Errorf("%w at version %d: %w", ErrDirty, version, err)
+	}
+	objects := createdObjects(body)
+	var present, missing []string
+	for _, o := range objects {
+		exists, err := o.exists(ctx, g.db, g.engine)
+		if err != nil {
+			return rep, fmt.Errorf("migrations: repair dirty version %d: %w", version, err)
+		}
+		rep.Objects = append(rep.Objects, o.String())
+		if exists != o.dropped { // as the migration leaves it
+			present = append(present, o.String())
+		} else {
+			missing = append(missing, o.String())
+		}
+	}
+	logger := g.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	switch {
+	case len(objects) == 0:
+		return rep, fmt.Errorf("%w at version %d, whose migration creates nothing that can be checked: "+
+			"make the schema match a version by hand, then balde migrate force VERSION", ErrDirty, version)
+	case len(missing) == 0:
+		if err := g.Force(int(version)); err != nil {
+			return rep, err
+		}
+		rep.Landed = true
+		logger.Warn("repaired a dirty schema version: its migration had landed whole",
+			slog.Uint64("version", uint64(version)), slog.Any("checked", rep.Objects))
+	case len(present) == 0:
+		if err := g.Force(prev); err != nil {
+			return rep, err
+		}
+		logger.Warn("repaired a dirty schema version: its migration had not landed; it runs again",
+			slog.Uint64("version", uint64(version)), slog.Int("recorded", prev), slog.Any("checked", rep.Objects))
+	default:
+		return rep, fmt.Errorf("%w at version %d and only part of its migration is there (missing: %s; present: %s): "+
+			"restore a backup, or make the schema match a version by hand, then balde migrate force VERSION",
+			ErrDirty, version, strings.Join(missing, ", "), strings.Join(present, ", "))
+	}
+	return rep, nil
+}
+
+// upFileName matches a migration file and captures its version.
+var upFileName = regexp.MustCompile(`^(\d+)_[^.]+\.up\.sql$`)
+
+// upFile returns the up migration of version and the version before it
+// (-1 when it is the first).
+func upFile(engine Engine, version uint) (body string, prev int, err error) {
+	entries, err := fs.ReadDir(FS, string(engine))
+	if err != nil {
+		return "", 0, err
+	}
+	prev = -1
+	found := false
+	for _, e := range entries {
+		m := upFileName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseUint(m[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case uint(v) == version:
+			b, err := fs.ReadFile(FS, string(engine)+"/"+e.Name())
+			if err != nil {
+				return "", 0, err
+			}
+			body, found = string(b), true
+		case uint(v) < version && int(v) > prev:
+			prev = int(v)
+		}
+	}
+	if !found {
+		return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
+	}
+	return body, prev, nil
+}
+
+// schemaObject is a table, index or column a migration creates, or a
+// table or index it drops.
+type schemaObject struct {
+	kind    string // "table", "index" or "column"
+	table   string // the table of a column
+	name    string
+	dropped bool // the migration drops it: landed means absent
+}
+
+func (o schemaObject) String() string {
+	name := o.kind + " " + o.name
+	if o.kind == "column" {
+		name = "column " + o.table + "." + o.name
+	}
+	if o.dropped {
+		return "dropped " + name
+	}
+	return name
+}
+
+var (
+	createTable  = regexp.MustCompile(`(?im)^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
+	createIndex  = regexp.MustCompile(`(?im)^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
+	dropObject   = regexp.MustCompile(`(?im)^\s*DROP\s+(TABLE|INDEX)\s+(IF\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
+	addColumn    = regexp.MustCompile(`(?im)^\s*ALTER\s+TABLE\s+"?([A-Za-z0-9_]+)"?\s+ADD\s+(?:COLUMN\s+)?(IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?`)
+	sqlLineNotes = regexp.MustCompile(`--[^\n]*`)
+)
+
+// createdObjects lists the tables, indexes and columns body creates and
+// the tables and indexes it drops, in order; IF NOT EXISTS and IF EXISTS
+// ones are left out (their state proves nothing).
+func createdObjects(body string) []schemaObject {
+	body = sqlLineNotes.ReplaceAllString(body, "")
+	type hit struct {
+		at  int
+		obj schemaObject
+	}
+	var hits []hit
+	for _, m := range createTable.FindAllStringSubmatchIndex(body, -1) {
+		if m[2] < 0 {
+			hits = append(hits, hit{m[0], schemaObject{kind: "table", name: body[m[4]:m[5]]}})
+		}
+	}
+	for _, m := range createIndex.FindAllStringSubmatchIndex(body, -1) {
+		if m[2] < 0 {
+			hits = append(hits, hit{m[0], schemaObject{kind: "index", name: body[m[4]:m[5]]}})
+		}
+	}
+	for _, m := range addColumn.FindAllStringSubmatchIndex(body, -1) {
+		if m[4] < 0 {
+			hits = append(hits, hit{m[0], schemaObject{kind: "column", table: body[m[2]:m[3]], name: body[m[6]:m[7]]}})
+		}
+	}
+	for _, m := range dropObject.FindAllStringSubmatchIndex(body, -1) {
+		if m[4] < 0 {
+			kind := strings.ToLower(body[m[2]:m[3]])
+			hits = append(hits, hit{m[0], schemaObject{kind: kind, name: body[m[6]:m[7]], dropped: true}})
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int { return a.at - b.at })
+	out := make([]schemaObject, len(hits))
+	for i, h := range hits {
+		out[i] = h.obj
+	}
+	return out
+}
+
+// exists reports whether o is in the database: the main database on
+// SQLite, the first schema of the search_path on PostgreSQL.
+func (o schemaObject) exists(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
+	var query string
+	var args []any
+	switch {
+	case engine == SQLite && o.kind == "column":
+		query, args = `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, []any{o.table, o.name}
+	case engine == SQLite:
+		query, args = `SELECT count(*) FROM sqlite_schema WHERE type = ? AND name = ?`, []any{o.kind, o.name}
+	case o.kind == "column":
+		query, args = `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, []any{o.table, o.name}
+	default:
+		query, args = `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relname = $1`, []any{o.name}
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for %s: %w", o, err)
+	}
+	return n > 0, nil
+}

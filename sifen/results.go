@@ -1,0 +1,191 @@
+package sifen
+
+import (
+	"encoding/xml"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Verdict is what SIFEN's result for one DE means for its document.
+type Verdict int
+
+const (
+	// VerdictUnknown: a result balde cannot read (a dEstRes text and codes
+	// it does not know). The document is neither approved nor rejected: it
+	// stays sent, its lot is queried again, and once SIFEN stops answering
+	// for the lot (0364, 48 h) the DE is asked for by CDC (siConsDE), whose
+	// 0422 or 0420 is read instead (docs/decisions/0055).
+	VerdictUnknown Verdict = iota
+	// VerdictApproved: "Aprobado", or no readable dEstRes but code 0260.
+	VerdictApproved
+	// VerdictApprovedWithObs: "Aprobado con observación" in any case, with
+	// or without accents, singular or plural.
+	VerdictApprovedWithObs
+	// VerdictRejected: "Rechazado".
+	VerdictRejected
+)
+
+// CodeAuthorized is the dCodRes of an approved DE: "Autorización del DE
+// satisfactoria" (manual técnico v150, §12.3.1.3, BC01).
+const CodeAuthorized = "0260"
+
+// Approved reports whether v approves the DE (with or without observations).
+func (v Verdict) Approved() bool { return v == VerdictApproved || v == VerdictApprovedWithObs }
+
+// Result is the canonical dEstRes of v (ResultApproved, ResultApprovedWithObs,
+// ResultRejected), "" for VerdictUnknown.
+func (v Verdict) Result() string {
+	switch v {
+	case VerdictApproved:
+		return ResultApproved
+	case VerdictApprovedWithObs:
+		return ResultApprovedWithObs
+	case VerdictRejected:
+		return ResultRejected
+	}
+	return ""
+}
+
+// ReadResult reads a DE's result the way DNIT writes it: dEstRes compared
+// without regard to case, accents, surrounding or repeated spaces, and
+// "observación" or "observaciones" ("Aprobado con Observación", the
+// guide's capitalisation, is "Aprobado con observación", the manual's).
+// When dEstRes is empty or not one of the three, the codes decide where one
+// is conclusive: CodeAuthorized approves. Anything else is VerdictUnknown,
+// never a silent rejection: a DE read as rejected invites a resend under
+// its CDC, which SIFEN answers with 1001 if it was in fact approved.
+func ReadResult(status string, codes ...string) Verdict {
+	switch foldResult(status) {
+	case "aprobado":
+		return VerdictApproved
+	case "aprobado con observacion", "aprobado con observaciones":
+		return VerdictApprovedWithObs
+	case "rechazado":
+		return VerdictRejected
+	}
+	for _, c := range codes {
+		if strings.TrimSpace(c) == CodeAuthorized {
+			return VerdictApproved
+		}
+	}
+	return VerdictUnknown
+}
+
+// foldResult lowercases s, removes its accents and collapses its spaces.
+func foldResult(s string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(s) {
+		if unicode.Is(unicode.Mn, r) {
+			continue // a combining accent
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// Verdict reads r (see ReadResult).
+func (r DEResult) Verdict() Verdict {
+	codes := make([]string, len(r.Messages))
+	for i, m := range r.Messages {
+		codes[i] = m.Code
+	}
+	return ReadResult(r.Status, codes...)
+}
+
+// lotResultSettle is what a processed lot's result r says of doc, and
+// whether it changes anything: approved (with dProtAut, the result's
+// canonical dEstRes, its observations in the message), rejected (SIFEN's
+// codes and messages), or, for a result balde cannot read, still sent
+// with a message saying so (false when that message is already there, so
+// that a lot queried again does not rewrite the document).
+func lotResultSettle(doc Document, r DEResult) (Settle, bool) {
+	v := r.Verdict()
+	st := Settle{Status: StatusRejected, Message: resultText(r), Result: v.Result()}
+	if len(r.Messages) > 0 {
+		st.ResponseCode = r.Messages[0].Code
+	}
+	switch {
+	case v.Approved():
+		st.Status, st.AuthNumber = StatusApproved, strings.TrimSpace(r.AuthNumber)
+	case v == VerdictUnknown:
+		st.Status = StatusSent
+		st.Message = fmt.Sprintf("SIFEN answered a result balde cannot read (%s): not taken as approved or rejected; the lot is queried again, and once SIFEN no longer answers for it (48 h) the DE is asked for by CDC",
+			resultText(r))
+		return st, st.Message != doc.Message
+	}
+	return st, true
+}
+
+// AuthNumber returns dProtAut from the DE SIFEN holds (xContenDE of a 0422
+// answer), "" when there is none. xContenDE carries rContDe — the DE
+// (rDE), its dProtAut and its events (xContEv) — either as elements, or
+// as text: escaped XML or a CDATA section (both are seen); its children
+// may also come without the rContDe element. The dProtAut taken is the
+// first one outside rDE and xContEv (an event has its own).
+func (r ConsultaDEResponse) AuthNumber() string {
+	return authNumber(r.Content, 0)
+}
+
+// authNumber searches content (XML, possibly several top-level elements)
+// for dProtAut; text that is itself XML is searched in turn, up to a depth.
+func authNumber(content string, depth int) string {
+	if depth > 2 {
+		return ""
+	}
+	d := xml.NewDecoder(strings.NewReader(content))
+	d.Strict = false
+	var path []string
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			path = append(path, tk.Name.Local)
+			if tk.Name.Local == "dProtAut" && !inside(path[:len(path)-1], "rDE", "xContEv") {
+				var v string
+				if err := d.DecodeElement(&v, &tk); err != nil {
+					return ""
+				}
+				path = path[:len(path)-1]
+				if v = strings.TrimSpace(v); v != "" && allDigits(v) {
+					return v
+				}
+			}
+		case xml.EndElement:
+			if len(path) > 0 {
+				path = path[:len(path)-1]
+			}
+		case xml.CharData:
+			if text := strings.TrimSpace(string(tk)); strings.HasPrefix(text, "<") && !inside(path, "rDE", "xContEv") {
+				if v := authNumber(text, depth+1); v != "" {
+					return v
+				}
+			}
+		}
+	}
+}
+
+func inside(path []string, names ...string) bool {
+	for _, p := range path {
+		for _, n := range names {
+			if p == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -154,6 +154,21 @@ func TestImportFiles(t *testing.T) {
 	require.NoError(t, again[1].Err)
 	require.Equal(t, sifen.StatusDraft, again[1].Document.Status)
 
+	// Other content under the second DE's CDC, still a draft: refused by
+	// Import, taken by ImportReplacing (sifen-send --replace).
+	changed := sifentest.Doc{Number: 2}
+	changed.Filler = 10
+	other, bad := sifen.ReadFiles(ctx, []string{writeXML(t, dir, "changed.xml", changed.File())}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+	refused, err := sifen.ImportFiles(ctx, w.sender, other, sifen.EnvTest)
+	require.NoError(t, err)
+	require.ErrorAs(t, refused[0].Err, &held)
+	require.Equal(t, sifen.StatusDraft, refused[0].Document.Status)
+	replaced, err := sifen.ImportFiles(ctx, sifen.ImportFunc(w.sender.ImportReplacing), other, sifen.EnvTest)
+	require.NoError(t, err)
+	require.NoError(t, replaced[0].Err)
+	require.Equal(t, got[1].Document.ID, replaced[0].Document.ID)
+
 	// The store fails on the second DE: the first is reported, the error
 	// stops the rest.
 	w2 := newWorld(t, sqlstore.SQLite, worldConfig{})

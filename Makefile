@@ -72,7 +72,7 @@ build:
 # Every fuzz target for FUZZTIME each (the seed corpora run in make test).
 FUZZTIME ?= 60s
 FUZZ_TARGETS = \
-	./throttle:FuzzRefillIsExact ./throttle:FuzzDecodeCursor ./throttle:FuzzParseCondition \
+	./throttle:FuzzRefillIsExact ./throttle/inspect:FuzzDecodeCursor ./throttle/inspect:FuzzParseCondition \
 	./dict:FuzzParseKey ./dict:FuzzParseCNPJ ./dict:FuzzParseCPF ./dict:FuzzDecodeProblem \
 	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile ./dict:FuzzParseRetryAfter ./dict:FuzzDecodeAnswers \
 	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit ./sifen:FuzzUnmarshalSOAP \

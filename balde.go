@@ -26,6 +26,7 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/webhook"
 	"github.com/balde-throttle/balde/web"
@@ -124,6 +125,7 @@ type Engine struct {
 	store    *sqlstore.Store
 	group    *throttle.GroupCommit // nil when group commit is off
 	limiter  *throttle.Limiter
+	reader   *inspect.Reader
 	inbound  *web.Inbound // nil without Config.Inbound
 	catalog  *dict.Catalog
 	records  *dictsql.Records
@@ -250,6 +252,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err != nil {
 		return nil, &ConfigError{"Limiter", err}
 	}
+	e.reader = inspect.New(e.limiter, e.store)
 	if inbound != nil {
 		// A limiter of its own on the same store (see Inbound.UseStore).
 		err = inbound.UseStore(e.ThrottleStore(), throttle.Config{
@@ -263,7 +266,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		}
 	}
 	if m, ok := cfg.Observer.(*web.Metrics); ok {
-		m.CountFrom(e.limiter, logger.WithGroup("metrics"))
+		m.CountFrom(e.reader, logger.WithGroup("metrics"))
 	}
 	if cfg.Dict != nil {
 		// The category is learned by Run (a request to the DICT, and a
@@ -316,6 +319,10 @@ func (e *Engine) ThrottleStore() throttle.Store {
 // Limiter is the limiter of every outbound decision (DICT, SIFEN, the
 // application's Resolvers) and of the admin pages.
 func (e *Engine) Limiter() *throttle.Limiter { return e.limiter }
+
+// Reader reads the buckets and the ledger as Limiter sees them (listings,
+// counts, the ledger and its chart window).
+func (e *Engine) Reader() *inspect.Reader { return e.reader }
 
 // Inbound is the inbound limiter, ready to use (its Limiter set), or nil
 // without Config.Inbound. Inbound().Middleware limits any router.
@@ -427,6 +434,7 @@ func CheckStoreHealth(ctx context.Context, store *sqlstore.Store) error {
 func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
 	s.Limiter = e.limiter
+	s.Reader = e.reader
 	s.Inbound = e.inbound
 	if m, ok := e.observer.(*web.Metrics); ok {
 		s.Metrics = m

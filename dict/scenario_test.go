@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -466,7 +467,7 @@ func TestBadInputTakesAndSendsNothing(t *testing.T) {
 			require.ErrorIs(t, tt.call(), tt.want)
 		})
 	}
-	n, err := e.limiter.CountLedger(e.ctx, throttle.LedgerQuery{})
+	n, err := inspect.New(e.limiter, e.store).CountLedger(e.ctx, inspect.LedgerQuery{})
 	require.NoError(t, err)
 	require.Equal(t, int64(0), n, "no token moved")
 	require.Empty(t, e.stats(), "nothing was sent")
@@ -638,7 +639,7 @@ func TestCategoryHParticipantConcurrentPayers(t *testing.T) {
 		require.Equal(t, 80, ok+refused)
 		require.GreaterOrEqual(t, ok, 17)
 		st := e.stats()
-		refunds, err := e.limiter.CountLedger(e.ctx, throttle.LedgerQuery{Reasons: []throttle.LedgerReason{throttle.LedgerRefund}})
+		refunds, err := inspect.New(e.limiter, e.store).CountLedger(e.ctx, inspect.LedgerQuery{Reasons: []throttle.LedgerReason{throttle.LedgerRefund}})
 		require.NoError(t, err)
 		t.Logf("80 payers: %d answered, %d refused locally, remote 429s: %d, refunds: %d", ok, refused, st.Total(http.StatusTooManyRequests), refunds)
 		require.Equal(t, int64(ok), st.Count(dict.OpGetEntry, http.StatusOK)+st.Count(dict.OpGetEntry, http.StatusNotFound))

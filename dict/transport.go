@@ -446,6 +446,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 				slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Any("error", err))
 		}
 	}
+	m.Limiter.RemoteRefused("dict", targets[0].Key.Policy, "429") // balde_remote_refusals_total: the mirror drifted
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
 		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Duration("retry_after", wait))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -165,7 +166,7 @@ func (w *world) requireResolvedOnceStale(t *testing.T, want ...sifen.Resolved) {
 // writes one, so 0 means the throttle was never asked.
 func (w *world) ledgerRows(t *testing.T) int64 {
 	t.Helper()
-	n, err := w.limiter.CountLedger(context.Background(), throttle.LedgerQuery{})
+	n, err := inspect.New(w.limiter, w.store).CountLedger(context.Background(), inspect.LedgerQuery{})
 	require.NoError(t, err)
 	return n
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -295,7 +296,7 @@ func TestCrashBetweenSendingAndAnswer(t *testing.T) {
 				require.Equal(t, int64(0), st.ByCode[sifen.CodeLotNotQueued])
 
 				// The throttle saw the child's take: the ledger says so.
-				n, err := w.limiter.CountLedger(ctx, throttle.LedgerQuery{Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+				n, err := inspect.New(w.limiter, w.store).CountLedger(ctx, inspect.LedgerQuery{Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 				require.NoError(t, err)
 				if tc.wantStatus == sifen.StatusApproved {
 					require.Equal(t, int64(1), n)

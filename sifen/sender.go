@@ -451,6 +451,7 @@ func (s *Sender) record(ctx context.Context, out LotSend, claim string, held tim
 		log.Warn("lot not queued", slog.String("code", resp.Code), slog.String("message", resp.Message))
 		a := s.answered(ctx, key, held, interval, resp.Code+":"+hash[:16], resp.Code == CodeLotNotQueued)
 		if resp.Code == CodeLotNotQueued {
+			s.limiter.RemoteRefused("sifen", key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
 			// SIFEN may have blocked the RUC: do not knock again for a
 			// while, longer after each 0301 in a row.
 			block := a.BlockedFor

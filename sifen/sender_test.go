@@ -16,6 +16,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -345,7 +346,7 @@ func TestQueryLotIsScheduled(t *testing.T) {
 		require.Equal(t, w.clock.Now().Add(6*time.Minute), polled[0].NextQueryAt)
 
 		// The schedule is no limit: no bucket, no ledger row, no refusal.
-		page, err := w.limiter.List(ctx, throttle.Filter{})
+		page, err := inspect.New(w.limiter, w.store).List(ctx, inspect.Filter{})
 		require.NoError(t, err)
 		for _, st := range page.States {
 			require.Equal(t, sifen.PolicyRecepcionLote, st.Key.Policy, "no bucket but the RUC's gate")

@@ -21,7 +21,7 @@ var (
 	// for its reason, or a credit without a reference.
 	ErrInvalidAdjustment = errors.New("throttle: invalid adjustment")
 	// ErrInvalidQuery means a read asks for something no store can answer
-	// (a LedgerWindowQuery with no slots or an empty window).
+	// (an inspect.LedgerWindowQuery with no slots or an empty window).
 	ErrInvalidQuery = errors.New("throttle: invalid query")
 	// ErrStoreUnavailable means the store could not run the transaction
 	// (database down, locked past its timeout, disk full). For a Take it is

@@ -64,6 +64,16 @@ type Limiter struct {
 	trust    trust
 }
 
+// RemoteRefused tells the Limiter's Observer, when it implements
+// RemoteObserver, that the remote side refused a request the mirror had
+// admitted (see RemoteObserver). It changes no bucket: the caller syncs
+// the buckets itself.
+func (l *Limiter) RemoteRefused(system, policy, code string) {
+	if o, ok := l.observer.(RemoteObserver); ok {
+		o.RemoteRefused(system, policy, code)
+	}
+}
+
 // NewLimiter returns a Limiter deciding with store and policies.
 func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	if cfg.Thresholds == (Thresholds{}) {
@@ -311,7 +321,7 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 	}
 	l.refused.forget(key)
 	st := []BucketState{l.state(b, p, true, now)}
-	if err := l.recallLastSends(ctx, st); err != nil {
+	if err := l.RecallLastSends(ctx, st); err != nil {
 		// The reset committed: say so, with the last send unknown, rather
 		// than report a failure for a reset that happened.
 		l.logger.WarnContext(ctx, "reset done; its last send could not be read back", slog.String("key", key.String()), slog.Any("error", err))

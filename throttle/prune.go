@@ -36,6 +36,12 @@ const DefaultRetention = 30 * 24 * time.Hour
 // batches, each its own transaction. Deleting an idle bucket changes no
 // future decision: a key with no row is a full bucket. Its SendCount and
 // LastSentAt go with it (the ledger keeps the history).
+//
+// An idle bucket whose ledger still holds rows (younger than the retention)
+// is kept until they are pruned: the bucket's row is where a read of its
+// ledger starts (the rows are chained from it, and the ledger has no index
+// by key), so deleting it would hide that history from the bucket page and
+// `balde buckets show` (issue 20; docs/decisions/0080).
 func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
@@ -61,16 +67,16 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 	if opts.SkipBuckets {
 		return res, nil
 	}
-	f := Filter{Limit: opts.BucketBatch}
+	var after Key
 	for {
-		rows, err := l.store.List(ctx, f)
+		rows, err := l.store.Rows(ctx, after, SeverityUnknown, opts.BucketBatch)
 		if err != nil {
 			return res, fmt.Errorf("throttle: prune buckets: %w", err)
 		}
 		if len(rows) == 0 {
 			return res, nil
 		}
-		f.After = rows[len(rows)-1].Key
+		after = rows[len(rows)-1].Key
 		// Candidates are checked again inside the transaction: a decision
 		// may have touched them since they were listed.
 		now := l.clock()
@@ -82,10 +88,18 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 				continue
 			}
 			b.Refill(p, now)
-			if b.IsIdle(p, now) {
-				keys = append(keys, b.Key)
-				policies[b.Key] = p
+			if !b.IsIdle(p, now) {
+				continue
 			}
+			visible, err := l.store.LedgerSince(ctx, b.Key, before)
+			if err != nil {
+				return res, fmt.Errorf("throttle: prune buckets: %w", err)
+			}
+			if visible {
+				continue // its ledger is still within the retention
+			}
+			keys = append(keys, b.Key)
+			policies[b.Key] = p
 		}
 		if len(keys) > 0 {
 			var n int64

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // What was seen: a reset erased "Last send".
@@ -34,7 +35,7 @@ func TestResetKeepsTheLastSend(t *testing.T) {
 	require.Zero(t, st.CooldownLeft)
 	require.True(t, sent.Equal(st.LastSentAt), "Reset's answer: last send %s", st.LastSentAt)
 	require.True(t, sent.Equal(e.State(g).LastSentAt), "State: last send %s", e.State(g).LastSentAt)
-	page, err := e.Limiter.List(context.Background(), throttle.Filter{Policy: gate.Name})
+	page, err := e.Reader.List(context.Background(), inspect.Filter{Policy: gate.Name})
 	require.NoError(t, err)
 	require.Len(t, page.States, 1)
 	require.True(t, sent.Equal(page.States[0].LastSentAt), "List: last send %s", page.States[0].LastSentAt)

@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -209,22 +208,6 @@ func (c Condition) Param() string {
 	return c.String()
 }
 
-// ParseCondition is the inverse of Param; it also accepts "cooldown" and
-// "cooling down".
-func ParseCondition(s string) (Condition, error) {
-	switch s {
-	case "":
-		return ConditionAny, nil
-	case "cooling", "cooldown", "cooling down", "cooling-down":
-		return ConditionCoolingDown, nil
-	case "blocked":
-		return ConditionBlocked, nil
-	case "negative":
-		return ConditionNegative, nil
-	}
-	return 0, fmt.Errorf("throttle: unknown state %q (want blocked, cooling or negative)", s)
-}
-
 // Has reports whether the bucket is in condition c (ConditionAny: always).
 func (s BucketState) Has(c Condition) bool {
 	switch c {
@@ -249,32 +232,6 @@ func (s BucketState) Condition() Condition {
 	return ConditionAny
 }
 
-// matches reports whether s passes f's read-time filters.
-func (f Filter) matches(s BucketState) bool {
-	return (f.Severity == SeverityUnknown || s.Severity == f.Severity) && s.Has(f.Condition)
-}
-
-// readTime reports whether f has filters only a read can apply.
-func (f Filter) readTime() bool {
-	return f.Severity != SeverityUnknown || f.Condition != ConditionAny
-}
-
-// prefilter narrows f for the store. When trusted (see Limiter.Regrade) a
-// level now is never worse than the level stored, so a bucket Medium or
-// worse now is stored at least that bad; otherwise the severity filter
-// reads every row. Blocked and negative buckets are stored at least High
-// in any case: a block or a negative balance is written, and every grading
-// rates it High or worse.
-func (f Filter) prefilter(trusted bool) Filter {
-	if f.Severity > SeverityHealthy && trusted {
-		f.MinSeverity = max(f.MinSeverity, f.Severity)
-	}
-	if f.Condition == ConditionBlocked || f.Condition == ConditionNegative {
-		f.MinSeverity = max(f.MinSeverity, SeverityHigh)
-	}
-	return f
-}
-
 // trust records the policy definitions under which every stored level was
 // last graded by Regrade.
 type trust struct {
@@ -286,7 +243,7 @@ type trust struct {
 // Trusted reports whether a row stored Healthy is Healthy now: a Regrade
 // completed in this Limiter under the policy definitions in effect
 // (Config.Definitions). Until then counts and severity filters re-grade
-// every row (at most MaxScan) instead of only those stored worse.
+// every row (at most inspect.MaxScan) instead of only those stored worse.
 func (l *Limiter) Trusted() bool {
 	defs := l.defs()
 	l.trust.mu.Lock()
@@ -294,47 +251,10 @@ func (l *Limiter) Trusted() bool {
 	return l.trust.ok && l.trust.defs == defs
 }
 
-// MaxScan bounds the stored rows one listing or count reads to apply the
-// read-time filters; past it a Page is Partial.
-const MaxScan = 100_000
-
-// scanPage is the store page size of a scan.
-const scanPage = 1000
-
-// scan reads the stored rows matching f from f.After on, refilled to now,
-// and calls fn for each until fn returns false or MaxScan rows were read;
-// it returns the key of the last row read and whether it stopped at the
-// cap before the end.
-func (l *Limiter) scan(ctx context.Context, f Filter, fn func(BucketState) bool) (last Key, capped bool, err error) {
-	f = f.prefilter(l.Trusted())
-	f.Limit = scanPage
-	read := 0
-	for {
-		rows, err := l.store.List(ctx, f)
-		if err != nil {
-			return last, false, fmt.Errorf("throttle: scan: %w", err)
-		}
-		now := l.clock()
-		for _, b := range rows {
-			last = b.Key
-			read++
-			if !fn(l.stateOf(b, now)) {
-				return last, false, nil
-			}
-			if read >= MaxScan {
-				return last, true, nil
-			}
-		}
-		if len(rows) < scanPage {
-			return last, false, nil
-		}
-		f.After = rows[len(rows)-1].Key
-	}
-}
-
-// stateOf is a stored row as seen at now (an orphan when its policy is
-// unknown).
-func (l *Limiter) stateOf(b Bucket, now time.Time) BucketState {
+// StoredState is the stored row b as seen at now: refilled and graded
+// under its policy, or, for a row whose policy the resolver no longer
+// knows, an orphan shown as stored, without refill.
+func (l *Limiter) StoredState(b Bucket, now time.Time) BucketState {
 	p, err := l.Policy(b.Key)
 	if err != nil {
 		return BucketState{Bucket: b, At: now, Stored: true, Orphan: true, Severity: b.Severity}
@@ -342,193 +262,8 @@ func (l *Limiter) stateOf(b Bucket, now time.Time) BucketState {
 	return l.state(b, p, true, now)
 }
 
-// listMatching is List for a filter with read-time parts: it scans until
-// it has a page (and one more row, to know there is a next page).
-func (l *Limiter) listMatching(ctx context.Context, f Filter, want int) (Page, error) {
-	var page Page
-	var more bool
-	last, capped, err := l.scan(ctx, f, func(s BucketState) bool {
-		if !f.matches(s) {
-			return true
-		}
-		if len(page.States) == want {
-			more = true
-			return false
-		}
-		page.States = append(page.States, s)
-		return true
-	})
-	if err != nil {
-		return Page{}, err
-	}
-	if err := l.recallLastSends(ctx, page.States); err != nil {
-		return Page{}, err
-	}
-	switch {
-	case more:
-		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
-	case capped:
-		// Stopped at the cap: the next page resumes after the last row read.
-		page.Next, page.Partial = EncodeCursor(last), true
-	}
-	return page, nil
-}
-
-// ListAll returns every stored bucket matching f (from f.After on, Limit
-// ignored), refilled to now, reading at most MaxScan rows; partial is set
-// when it stopped there.
-func (l *Limiter) ListAll(ctx context.Context, f Filter) (states []BucketState, partial bool, err error) {
-	_, partial, err = l.scan(ctx, f, func(s BucketState) bool {
-		if f.matches(s) {
-			states = append(states, s)
-		}
-		return true
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	return states, partial, l.recallLastSends(ctx, states)
-}
-
-// SortBy names an order of bucket states for SortStates.
-type SortBy string
-
-const (
-	SortKey      SortBy = "key"       // policy, env, identifier (the store's order)
-	SortSeverity SortBy = "severity"  // worst first, then the emptiest
-	SortLastSend SortBy = "last_send" // most recent send first
-	SortTokens   SortBy = "tokens"    // the emptiest (by fill) first
-)
-
-// ParseSortBy reads a sort order; "" is SortKey; "last-send" and
-// "lastsend" are accepted for SortLastSend.
-func ParseSortBy(s string) (SortBy, error) {
-	switch s {
-	case "", "key":
-		return SortKey, nil
-	case "severity":
-		return SortSeverity, nil
-	case "last_send", "last-send", "lastsend":
-		return SortLastSend, nil
-	case "tokens", "fill":
-		return SortTokens, nil
-	}
-	return "", fmt.Errorf("throttle: unknown sort %q (want key, severity, last_send or tokens)", s)
-}
-
-// SortStates orders states in place by by; ties keep the key order.
-func SortStates(states []BucketState, by SortBy) {
-	fill := func(s BucketState) int64 { // per mille, negative below 0
-		if s.Policy.Capacity <= 0 {
-			return 1000
-		}
-		return s.Tokens * 1000 / s.Policy.Capacity
-	}
-	slices.SortStableFunc(states, func(a, b BucketState) int {
-		switch by {
-		case SortSeverity:
-			if a.Severity != b.Severity {
-				return int(b.Severity) - int(a.Severity)
-			}
-			if c := a.Condition(); c != b.Condition() {
-				return int(b.Condition()) - int(c)
-			}
-			if fa, fb := fill(a), fill(b); fa != fb {
-				return cmpInt(fa, fb)
-			}
-		case SortLastSend:
-			if c := b.LastSentAt.Compare(a.LastSentAt); c != 0 {
-				return c
-			}
-		case SortTokens:
-			if fa, fb := fill(a), fill(b); fa != fb {
-				return cmpInt(fa, fb)
-			}
-		}
-		return a.Key.Compare(b.Key)
-	})
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// SeverityCounts is how many stored buckets are at each level now, and in
-// which condition.
-type SeverityCounts struct {
-	// BySeverity counts buckets by their level now.
-	BySeverity map[Severity]int64
-	Total      int64
-	// Blocked and Negative count buckets in that condition now.
-	Blocked, Negative int64
-	// Rechecked is how many rows were re-graded (those stored worse than
-	// Healthy when Trusted, every row otherwise); Partial is set when there
-	// were more than MaxScan of them and the rest are counted at their
-	// stored level.
-	Rechecked int64
-	Partial   bool
-	// Worst is, per policy, the state of its emptiest bucket among those
-	// re-graded that are or were stored worse than Healthy (by fill; absent
-	// for a policy whose buckets are all Healthy now and stored so).
-	Worst map[string]BucketState
-	At    time.Time
-}
-
-// CountNow counts the stored buckets matching f by their severity now.
-// When Trusted, rows stored Healthy are Healthy now (refill never makes a
-// bucket worse) and only the others are read and graded again; otherwise
-// (no Regrade yet, or the policy definitions changed since) every row is,
-// so a row stored Healthy under a smaller capacity is counted at its level
-// now. Either way a bucket that refilled since its last write is counted
-// at its level now, not the stored one.
-func (l *Limiter) CountNow(ctx context.Context, f Filter) (SeverityCounts, error) {
-	f.Severity, f.Condition, f.After = SeverityUnknown, ConditionAny, Key{}
-	trusted := l.Trusted()
-	stored, err := l.store.CountBySeverity(ctx, f)
-	if err != nil {
-		return SeverityCounts{}, fmt.Errorf("throttle: count buckets: %w", err)
-	}
-	c := SeverityCounts{BySeverity: make(map[Severity]int64), Worst: make(map[string]BucketState), At: l.clock()}
-	for sev, n := range stored {
-		c.Total += n
-		if sev == SeverityUnknown {
-			sev = SeverityHealthy
-		}
-		c.BySeverity[sev] += n
-	}
-	g := f
-	if trusted {
-		g.MinSeverity = max(f.MinSeverity, SeverityMedium)
-	}
-	_, capped, err := l.scan(ctx, g, func(s BucketState) bool {
-		c.Rechecked++
-		c.BySeverity[max(s.Bucket.Severity, SeverityHealthy)]--
-		c.BySeverity[max(s.Severity, SeverityHealthy)]++
-		if s.Has(ConditionBlocked) {
-			c.Blocked++
-		}
-		if s.Has(ConditionNegative) {
-			c.Negative++
-		}
-		if !s.Orphan && max(s.Severity, s.Bucket.Severity) > SeverityHealthy {
-			if w, ok := c.Worst[s.Key.Policy]; !ok || s.Tokens*w.Policy.Capacity < w.Tokens*s.Policy.Capacity {
-				c.Worst[s.Key.Policy] = s
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return SeverityCounts{}, err
-	}
-	c.Partial = capped
-	return c, nil
-}
+// scanPage is the store page size of a regrade.
+const scanPage = 1000
 
 // Reevaluate grades again the stored buckets that are not Healthy and
 // writes the better levels refill brought them to, so that the recovery is
@@ -542,7 +277,7 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	if !l.Trusted() {
 		return l.Regrade(ctx)
 	}
-	return l.regrade(ctx, Filter{MinSeverity: SeverityMedium})
+	return l.regrade(ctx, SeverityMedium)
 }
 
 // Regrade grades again every stored bucket under the policies in effect
@@ -556,7 +291,7 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 // number of buckets whose stored level changed.
 func (l *Limiter) Regrade(ctx context.Context) (int, error) {
 	defs := l.defs()
-	changed, err := l.regrade(ctx, Filter{})
+	changed, err := l.regrade(ctx, SeverityUnknown)
 	if err != nil {
 		return changed, err
 	}
@@ -566,28 +301,31 @@ func (l *Limiter) Regrade(ctx context.Context) (int, error) {
 	return changed, nil
 }
 
-// regrade re-grades every stored row matching f (no read-time filters;
-// not capped at MaxScan) and writes the levels that changed.
-func (l *Limiter) regrade(ctx context.Context, f Filter) (int, error) {
+// regrade re-grades every stored row stored at least atLeast, a page of
+// scanPage rows at a time, and writes the levels that changed.
+func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 	changed := 0
+	var after Key
 	for {
+		rows, err := l.store.Rows(ctx, after, atLeast, scanPage)
+		if err != nil {
+			return changed, fmt.Errorf("throttle: regrade: %w", err)
+		}
+		now := l.clock()
 		var keys []Key
 		var policies []Policy
-		last, capped, err := l.scan(ctx, f, func(s BucketState) bool {
+		for _, b := range rows {
+			s := l.StoredState(b, now)
 			if !s.Orphan && s.Severity != s.Bucket.Severity {
 				keys, policies = append(keys, s.Key), append(policies, s.Policy)
 			}
-			return true
-		})
-		if err != nil {
-			return changed, err
 		}
 		n, err := l.writeGrades(ctx, keys, policies)
 		changed += n
-		if err != nil || !capped {
+		if err != nil || len(rows) < scanPage {
 			return changed, err
 		}
-		f.After = last
+		after = rows[len(rows)-1].Key
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
@@ -24,7 +25,7 @@ func sevEnv(t *testing.T, ps ...throttle.Policy) *throttletest.Env {
 		}
 		return throttle.Policy{}, throttle.ErrUnknownPolicy
 	})
-	return throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttle.Store {
+	return throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttletest.FullStore {
 		return throttletest.NewMemStore(now)
 	}, res, throttle.Config{})
 }
@@ -54,27 +55,6 @@ func TestCooldownGateIsCoolingDownNotCritical(t *testing.T) {
 	require.Equal(t, throttle.ConditionCoolingDown, st.Condition())
 	require.Equal(t, 7*time.Second, st.CooldownLeft)
 	require.Empty(t, transitions(e.Notes.Changes))
-}
-
-// What was seen: the cards counted the level stored at the last write while
-// the rows showed the bucket refilled.
-func TestCountNowCountsTheLevelNow(t *testing.T) {
-	ctx := context.Background()
-	e := sevEnv(t, fill)
-	k := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "a"}
-	require.True(t, e.Take(k, 95).Allowed)
-	e.Clock.Advance(time.Minute) // full again
-
-	stored, err := e.Limiter.CountBySeverity(ctx, throttle.Filter{})
-	require.NoError(t, err)
-	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, stored)
-
-	now, err := e.Limiter.CountNow(ctx, throttle.Filter{})
-	require.NoError(t, err)
-	require.Equal(t, int64(1), now.BySeverity[throttle.SeverityHealthy])
-	require.Equal(t, int64(0), now.BySeverity[throttle.SeverityCritical])
-	require.Equal(t, int64(1), now.Total)
-	require.Equal(t, e.State(k).Severity, throttle.SeverityHealthy)
 }
 
 // What was seen: refill being lazy, no recovery event ever came.
@@ -124,39 +104,6 @@ func TestSeverityHysteresis(t *testing.T) {
 	}
 }
 
-func TestListFiltersAndSortsBySeverityNow(t *testing.T) {
-	ctx := context.Background()
-	e := sevEnv(t, fill, gate)
-	a := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "a"}
-	b := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "b"}
-	c := throttle.Key{Policy: gate.Name, Env: "test", Identifier: "c"}
-	require.True(t, e.Take(a, 95).Allowed) // Critical
-	require.True(t, e.Take(b, 60).Allowed) // Medium
-	require.True(t, e.Take(c, 1).Allowed)  // cooling down, Healthy
-
-	page, err := e.Limiter.List(ctx, throttle.Filter{Severity: throttle.SeverityCritical})
-	require.NoError(t, err)
-	require.Len(t, page.States, 1)
-	require.Equal(t, a, page.States[0].Key)
-
-	page, err = e.Limiter.List(ctx, throttle.Filter{Condition: throttle.ConditionCoolingDown})
-	require.NoError(t, err)
-	require.Len(t, page.States, 1)
-	require.Equal(t, c, page.States[0].Key)
-
-	all, partial, err := e.Limiter.ListAll(ctx, throttle.Filter{})
-	require.NoError(t, err)
-	require.False(t, partial)
-	throttle.SortStates(all, throttle.SortSeverity)
-	require.Equal(t, []throttle.Key{a, b, c}, []throttle.Key{all[0].Key, all[1].Key, all[2].Key})
-
-	// Refilled: no longer Critical now, so the filter no longer finds it.
-	e.Clock.Advance(time.Minute)
-	page, err = e.Limiter.List(ctx, throttle.Filter{Severity: throttle.SeverityCritical})
-	require.NoError(t, err)
-	require.Empty(t, page.States)
-}
-
 // What was seen (issue 14, point 1, after the first fix): a row stored
 // Healthy under one capacity (45 of category H's 50) is Critical under the
 // capacity in effect now (45 of 50,000), yet the cards and the Critical
@@ -180,7 +127,7 @@ func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
 			res := throttle.ResolverFunc(func(key throttle.Key) (throttle.Policy, error) {
 				return throttle.Policy{Name: key.Policy, Capacity: capacity, RefillTokens: 1, RefillPeriod: time.Hour}, nil
 			})
-			e := throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttle.Store {
+			e := throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttletest.FullStore {
 				return throttletest.NewMemStore(now)
 			}, res, throttle.Config{Definitions: func() string { return fmt.Sprint(capacity) }})
 			require.True(t, e.Take(k, 5).Allowed) // 45 of 50: Healthy
@@ -195,13 +142,13 @@ func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
 
 			count := func() map[throttle.Severity]int64 {
 				t.Helper()
-				c, err := e.Limiter.CountNow(ctx, throttle.Filter{})
+				c, err := e.Reader.CountNow(ctx, inspect.Filter{})
 				require.NoError(t, err)
 				return c.BySeverity
 			}
 			critical := func() []throttle.Key {
 				t.Helper()
-				page, err := e.Limiter.List(ctx, throttle.Filter{Severity: throttle.SeverityCritical})
+				page, err := e.Reader.List(ctx, inspect.Filter{Severity: throttle.SeverityCritical})
 				require.NoError(t, err)
 				var out []throttle.Key
 				for _, s := range page.States {
@@ -218,7 +165,7 @@ func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
 			require.Equal(t, 1, n)
 			require.Equal(t, []string{"Healthy>Critical"}, transitions(e.Notes.Changes), "alerted once")
 			require.True(t, e.Limiter.Trusted())
-			stored, err := e.Limiter.CountBySeverity(ctx, throttle.Filter{})
+			stored, err := e.Reader.CountBySeverity(ctx, inspect.Filter{})
 			require.NoError(t, err)
 			require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, stored, "the level now is written")
 			require.Equal(t, int64(1), count()[throttle.SeverityCritical])

@@ -2,8 +2,6 @@ package throttle
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -83,156 +81,28 @@ func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error)
 		}
 		out[i] = l.state(b, policies[i], ok, now)
 	}
-	return out, l.recallLastSends(ctx, out)
+	return out, l.RecallLastSends(ctx, out)
 }
 
-// recallLastSends fills LastSentAt of the states whose row lost it: a reset
+// RecallLastSends fills LastSentAt of the states whose row lost it: a reset
 // during a cooldown clears the row's last send (the cooldown runs from it),
 // but the bucket was sent on (SendCount > 0) and the ledger keeps the take.
 // It reads one ledger row per such state (rare: only reset buckets); with
 // no take left in the ledger (pruned, BALDE_LEDGER=none) the last send
 // stays unknown. A take aggregated by minute gives the minute's start.
-func (l *Limiter) recallLastSends(ctx context.Context, states []BucketState) error {
+func (l *Limiter) RecallLastSends(ctx context.Context, states []BucketState) error {
 	for i := range states {
 		s := &states[i]
 		if !s.Stored || s.Orphan || !s.LastSentAt.IsZero() || s.SendCount == 0 {
 			continue
 		}
-		k := s.Key
-		takes, err := l.store.Ledger(ctx, LedgerQuery{Key: &k, Reasons: []LedgerReason{LedgerTake}, Limit: 1})
+		at, err := l.store.LastTake(ctx, s.Key)
 		if err != nil {
-			return fmt.Errorf("throttle: last send of %s: %w", k, err)
+			return fmt.Errorf("throttle: last send of %s: %w", s.Key, err)
 		}
-		if len(takes) > 0 {
-			s.LastSentAt = takes[0].At
-		}
+		s.LastSentAt = at
 	}
 	return nil
-}
-
-// Page is one page of a bucket listing.
-type Page struct {
-	States []BucketState
-	// Next is the cursor of the following page ("" on the last page); pass
-	// it to DecodeCursor and then as Filter.After.
-	Next string
-	// Partial is set when a read-time filter (Filter.Severity, Condition)
-	// read MaxScan rows without filling the page: Next resumes the scan.
-	Partial bool
-}
-
-// List returns the stored buckets matching f, refilled to now, one page at a
-// time (keyset pagination: the cost of a page does not grow with its depth).
-func (l *Limiter) List(ctx context.Context, f Filter) (Page, error) {
-	if f.Limit <= 0 || f.Limit > MaxPageSize {
-		f.Limit = min(max(f.Limit, DefaultPageSize), MaxPageSize)
-	}
-	want := f.Limit
-	if f.readTime() {
-		return l.listMatching(ctx, f, want)
-	}
-	f.Limit++ // one more tells whether there is a next page
-	rows, err := l.store.List(ctx, f)
-	if err != nil {
-		return Page{}, fmt.Errorf("throttle: list: %w", err)
-	}
-	var page Page
-	if len(rows) > want {
-		rows = rows[:want]
-		page.Next = EncodeCursor(rows[want-1].Key)
-	}
-	now := l.clock()
-	page.States = make([]BucketState, len(rows))
-	for i, b := range rows {
-		p, err := l.Policy(b.Key)
-		if err != nil {
-			// A row whose policy left the catalog is shown as stored.
-			page.States[i] = BucketState{Bucket: b, At: now, Stored: true, Orphan: true, Severity: b.Severity}
-			continue
-		}
-		page.States[i] = l.state(b, p, true, now)
-	}
-	return page, l.recallLastSends(ctx, page.States)
-}
-
-// Page sizes for List.
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 1000
-)
-
-// EncodeCursor turns the last key of a page into an opaque URL-safe cursor.
-func EncodeCursor(k Key) string {
-	b, _ := json.Marshal([3]string{k.Policy, k.Env, k.Identifier})
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// DecodeCursor is the inverse of EncodeCursor; "" decodes to the zero Key.
-// The error wraps ErrInvalidKey.
-func DecodeCursor(s string) (Key, error) {
-	if s == "" {
-		return Key{}, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	var parts [3]string
-	if err == nil {
-		err = json.Unmarshal(b, &parts)
-	}
-	if err != nil {
-		return Key{}, fmt.Errorf("%w: bad cursor", ErrInvalidKey)
-	}
-	k := Key{Policy: parts[0], Env: parts[1], Identifier: parts[2]}
-	return k, k.Validate()
-}
-
-// Ledger returns ledger entries matching q, newest first.
-func (l *Limiter) Ledger(ctx context.Context, q LedgerQuery) ([]LedgerEntry, error) {
-	if q.Limit <= 0 || q.Limit > MaxPageSize {
-		q.Limit = min(max(q.Limit, DefaultPageSize), MaxPageSize)
-	}
-	entries, err := l.store.Ledger(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("throttle: ledger: %w", err)
-	}
-	return entries, nil
-}
-
-// LedgerWindow folds q.Key's ledger rows of the window q.From..q.To into
-// q.Slots time slots, in the store (see Store.LedgerWindow): the answer
-// is bounded by q.Slots whatever the ledger's volume. It returns an error
-// wrapping ErrInvalidQuery for a query that fails Validate, ErrInvalidKey
-// for an invalid key.
-func (l *Limiter) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error) {
-	if err := q.Validate(); err != nil {
-		return LedgerWindow{}, err
-	}
-	if err := q.Key.Validate(); err != nil {
-		return LedgerWindow{}, err
-	}
-	w, err := l.store.LedgerWindow(ctx, q)
-	if err != nil {
-		return LedgerWindow{}, fmt.Errorf("throttle: ledger window: %w", err)
-	}
-	return w, nil
-}
-
-// CountLedger counts ledger events matching q.
-func (l *Limiter) CountLedger(ctx context.Context, q LedgerQuery) (int64, error) {
-	n, err := l.store.CountLedger(ctx, q)
-	if err != nil {
-		return 0, fmt.Errorf("throttle: count ledger: %w", err)
-	}
-	return n, nil
-}
-
-// CountBySeverity counts stored buckets matching f by stored severity (the
-// level last alerted on); CountNow counts them by their level now.
-func (l *Limiter) CountBySeverity(ctx context.Context, f Filter) (map[Severity]int64, error) {
-	m, err := l.store.CountBySeverity(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("throttle: count buckets: %w", err)
-	}
-	return m, nil
 }
 
 // Now returns the limiter's clock reading.

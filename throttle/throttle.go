@@ -53,27 +53,22 @@ type Store interface {
 	// particular order. It does not lock and does not write.
 	Buckets(ctx context.Context, keys []Key) ([]Bucket, error)
 
-	// List returns up to f.Limit stored rows matching f, in the store's key
-	// order, starting after f.After. It does not lock and does not write.
-	List(ctx context.Context, f Filter) ([]Bucket, error)
+	// Rows returns up to limit stored rows whose key comes after after in
+	// the store's key order (the zero Key: from the first) and whose stored
+	// severity is at least atLeast (SeverityUnknown: every row), in that
+	// order. It does not lock and does not write. Regrade and Prune page
+	// through the buckets with it.
+	Rows(ctx context.Context, after Key, atLeast Severity, limit int) ([]Bucket, error)
 
-	// CountBySeverity counts the stored rows matching f (After and Limit
-	// ignored) by their stored severity.
-	CountBySeverity(ctx context.Context, f Filter) (map[Severity]int64, error)
+	// LastTake returns the time of key's newest take in the ledger (the
+	// start of its minute for an aggregated row), or the zero time when the
+	// ledger keeps none. It does not lock and does not write.
+	LastTake(ctx context.Context, key Key) (time.Time, error)
 
-	// Ledger returns up to q.Limit ledger entries matching q, newest first.
-	Ledger(ctx context.Context, q LedgerQuery) ([]LedgerEntry, error)
-
-	// CountLedger counts the ledger rows matching q (BeforeID and Limit
-	// ignored), summing Count for aggregated rows.
-	CountLedger(ctx context.Context, q LedgerQuery) (int64, error)
-
-	// LedgerWindow folds q.Key's ledger rows of the window q.From..q.To
-	// into q.Slots time slots (see LedgerSlot): at most q.Slots slots
-	// whatever the number of rows, reading at most MaxWindowRows rows
-	// (Partial past it). A key with no stored row has no slots. q has been
-	// validated (LedgerWindowQuery.Validate).
-	LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error)
+	// LedgerSince reports whether key has a ledger row at or after since
+	// (Prune keeps a bucket row while it does: its ledger is read through
+	// the row). It does not lock and does not write.
+	LedgerSince(ctx context.Context, key Key, since time.Time) (bool, error)
 
 	// PruneLedger deletes up to limit ledger rows older than before, oldest
 	// first, and returns how many it deleted. Callers loop until it returns
@@ -86,41 +81,4 @@ type Store interface {
 	// time order (an aggregated take row, up to a minute; the clocks of
 	// two processes disagreeing) until the rows before them age out.
 	PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error)
-}
-
-// Filter selects buckets for listing. Empty fields match everything.
-type Filter struct {
-	Policy           string
-	Env              string
-	IdentifierPrefix string
-	// After is the keyset cursor: list keys strictly after it in the
-	// store's order. The zero Key starts at the beginning.
-	After Key
-	// Limit bounds the rows returned (a store may cap it).
-	Limit int
-	// ExcludePolicies leaves out the buckets of these policies (a store
-	// applies it).
-	ExcludePolicies []string
-	// MinSeverity keeps rows whose stored severity is at least this level
-	// (a store applies it; SeverityUnknown keeps all).
-	MinSeverity Severity
-	// Severity (the level now) and Condition are applied by the Limiter at
-	// read time; a store ignores them.
-	Severity  Severity
-	Condition Condition
-}
-
-// LedgerQuery selects ledger entries. Empty fields match everything.
-type LedgerQuery struct {
-	// Key, when not nil, restricts to one bucket.
-	Key *Key
-	// Policy restricts to one policy (ignored when Key is set).
-	Policy  string
-	Reasons []LedgerReason
-	// Since keeps entries at or after it.
-	Since time.Time
-	// BeforeID is the keyset cursor: entries with ID < BeforeID; 0 means
-	// from the newest.
-	BeforeID int64
-	Limit    int
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web/i18n"
 )
 
@@ -77,10 +78,10 @@ var _ lotLister = (*sifen.Sender)(nil)
 // listQuery is a bucket listing's query, shared by the admin page and the
 // JSON API.
 type listQuery struct {
-	Filter throttle.Filter
+	Filter inspect.Filter
 	// Severity and State are the read-time filters as given (lowercase).
 	Severity, State string
-	Sort            throttle.SortBy
+	Sort            inspect.SortBy
 	// Page is the page number of a sorted listing (1-based).
 	Page int
 	// After is the keyset cursor (key order) and Trail the cursors of the
@@ -103,16 +104,16 @@ const maxTrail = 50
 // it) in key order or page (1..) when sorted.
 func bucketQuery(r *http.Request) (listQuery, error) {
 	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"), throttle.DefaultPageSize, throttle.MaxPageSize)
+	limit, err := parseLimit(q.Get("limit"), inspect.DefaultPageSize, inspect.MaxPageSize)
 	if err != nil {
 		return listQuery{}, err
 	}
-	after, err := throttle.DecodeCursor(q.Get("after"))
+	after, err := inspect.DecodeCursor(q.Get("after"))
 	if err != nil {
 		return listQuery{}, err
 	}
 	lq := listQuery{
-		Filter: throttle.Filter{
+		Filter: inspect.Filter{
 			Policy:           q.Get("policy"),
 			Env:              q.Get("env"),
 			IdentifierPrefix: q.Get("identifier"),
@@ -130,10 +131,10 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 			return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}
 	}
-	if lq.Filter.Condition, err = throttle.ParseCondition(lq.State); err != nil {
+	if lq.Filter.Condition, err = inspect.ParseCondition(lq.State); err != nil {
 		return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	if lq.Sort, err = throttle.ParseSortBy(q.Get("sort")); err != nil {
+	if lq.Sort, err = inspect.ParseSortBy(q.Get("sort")); err != nil {
 		return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	if p := q.Get("page"); p != "" {
@@ -168,10 +169,10 @@ func (lq listQuery) values() url.Values {
 			q.Set(name, v)
 		}
 	}
-	if lq.Sort != throttle.SortKey {
+	if lq.Sort != inspect.SortKey {
 		q.Set("sort", string(lq.Sort))
 	}
-	if f.Limit != throttle.DefaultPageSize {
+	if f.Limit != inspect.DefaultPageSize {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
 	return q
@@ -186,7 +187,7 @@ type listing struct {
 }
 
 // list runs lq: in key order by keyset, or sorted by reading every
-// matching bucket (at most throttle.MaxScan) and cutting a page.
+// matching bucket (at most inspect.MaxScan) and cutting a page.
 func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 	var out listing
 	base := lq.values()
@@ -202,14 +203,14 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 		}
 		return v
 	}
-	if lq.Sort != throttle.SortKey {
+	if lq.Sort != inspect.SortKey {
 		f := lq.Filter
 		f.After = throttle.Key{}
-		all, partial, err := s.Limiter.ListAll(ctx, f)
+		all, partial, err := s.Reader.ListAll(ctx, f)
 		if err != nil {
 			return out, err
 		}
-		throttle.SortStates(all, lq.Sort)
+		inspect.SortStates(all, lq.Sort)
 		size := lq.Filter.Limit
 		from := min((lq.Page-1)*size, len(all))
 		out.States, out.Partial = all[from:min(from+size, len(all))], partial
@@ -223,7 +224,7 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 		}
 		return out, nil
 	}
-	page, err := s.Limiter.List(ctx, lq.Filter)
+	page, err := s.Reader.List(ctx, lq.Filter)
 	if err != nil {
 		return out, err
 	}
@@ -256,7 +257,7 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 // (?tab=lots) lists SIFEN lots waiting for their result instead, with when
 // each is queried next. In key order pagination is by keyset (?after=), so a
 // page costs the same at any depth; sorted, the matching buckets are read
-// (at most throttle.MaxScan) and cut in pages.
+// (at most inspect.MaxScan) and cut in pages.
 func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error {
 	lq, err := bucketQuery(r)
 	if err != nil {
@@ -296,9 +297,9 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		p.States = append(p.States, option{Value: c.Param(), Label: tr.Sprintf(c.String()), Selected: c == lq.Filter.Condition})
 	}
 	for _, o := range []struct {
-		by    throttle.SortBy
+		by    inspect.SortBy
 		label string
-	}{{throttle.SortKey, "key"}, {throttle.SortSeverity, "severity (worst first)"}, {throttle.SortLastSend, "last send (newest first)"}, {throttle.SortTokens, "fill (emptiest first)"}} {
+	}{{inspect.SortKey, "key"}, {inspect.SortSeverity, "severity (worst first)"}, {inspect.SortLastSend, "last send (newest first)"}, {inspect.SortTokens, "fill (emptiest first)"}} {
 		p.Sorts = append(p.Sorts, option{Value: string(o.by), Label: tr.Sprintf(o.label), Selected: o.by == lq.Sort})
 	}
 
@@ -336,7 +337,7 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	p.NoRefreshURL = s.pathWithQuery("adminBuckets", here)
 	if len(p.Buckets) > 0 {
 		from := list.PageOffset + 1
-		if lq.Sort == throttle.SortKey {
+		if lq.Sort == inspect.SortKey {
 			from = (list.PageNumber-1)*lq.Filter.Limit + 1
 		}
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
@@ -427,13 +428,13 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.Limiter.Ledger(r.Context(), throttle.LedgerQuery{Key: &key, BeforeID: before, Limit: ledgerPageSize})
+	entries, err := s.Reader.Ledger(r.Context(), inspect.LedgerQuery{Key: &key, BeforeID: before, Limit: ledgerPageSize})
 	if err != nil {
 		return err
 	}
 	// The chart is folded into chartSlots slots by the store: its cost in
 	// rows returned does not grow with the bucket's traffic.
-	folded, err := s.Limiter.LedgerWindow(r.Context(), throttle.LedgerWindowQuery{
+	folded, err := s.Reader.LedgerWindow(r.Context(), inspect.LedgerWindowQuery{
 		Key: key, From: st.At.Add(-window.Span), To: st.At, Slots: chartSlots,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -390,7 +391,7 @@ func TestAdminResetFlow(t *testing.T) {
 		require.Zero(t, st.CooldownLeft)
 		require.True(t, e.take(k, 1).Allowed, "the cooldown is cleared")
 
-		entries, err := e.limiter.Ledger(t.Context(), throttle.LedgerQuery{Key: &k, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
+		entries, err := e.reader.Ledger(t.Context(), inspect.LedgerQuery{Key: &k, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
 		require.NoError(t, err)
 		require.Len(t, entries, 1)
 		require.Equal(t, adminUser, entries[0].Ref, "the ledger names the admin")
@@ -426,12 +427,12 @@ func TestAdminBucketChartOfABusyHourReadsSlots(t *testing.T) {
 	e := newEnv(t, func(e *env) {
 		e.store = &throttletest.Store{
 			Base: throttletest.NewMemStore(e.clock.Now),
-			LedgerFn: func(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+			LedgerFn: func(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
 				es, err := e.store.(*throttletest.Store).Base.Ledger(ctx, q)
 				ledgerRows += len(es)
 				return es, err
 			},
-			LedgerWindowFn: func(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
+			LedgerWindowFn: func(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
 				w, err := e.store.(*throttletest.Store).Base.LedgerWindow(ctx, q)
 				windowCalls, slots = windowCalls+1, slots+len(w.Slots)
 				return w, err
@@ -448,7 +449,7 @@ func TestAdminBucketChartOfABusyHourReadsSlots(t *testing.T) {
 		}
 	}
 	e.clock.Set(start.Add(time.Hour))
-	inLedger, err := e.limiter.CountLedger(t.Context(), throttle.LedgerQuery{Key: &k, Reasons: throttle.RefusalReasons})
+	inLedger, err := e.reader.CountLedger(t.Context(), inspect.LedgerQuery{Key: &k, Reasons: throttle.RefusalReasons})
 	require.NoError(t, err)
 	ledgerRows = 0
 

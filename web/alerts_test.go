@@ -1,16 +1,28 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -47,12 +59,20 @@ func TestAlertingRulesParseAndUseServedMetrics(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &rules))
 	require.NotEmpty(t, rules.Groups)
+	rawReadme, err := os.ReadFile("../docs/alerts/README.md")
+	require.NoError(t, err)
+	readme := string(rawReadme)
 	n := 0
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
 			require.NotEmpty(t, r.Alert)
 			require.NotEmpty(t, r.Expr, r.Alert)
 			require.NotEmpty(t, r.Annotations["summary"], r.Alert)
+			require.NotEmpty(t, r.Annotations["runbook"], r.Alert)
+			anchor := "https://github.com/balde-throttle/balde/blob/main/docs/alerts/README.md#" + strings.ToLower(r.Alert)
+			require.Equal(t, anchor, r.Annotations["runbook_url"], r.Alert)
+			require.Contains(t, readme, "\n### "+r.Alert+"\n", "%s: its runbook_url names a section of docs/alerts/README.md", r.Alert)
+			require.Contains(t, []string{"page", "ticket"}, r.Labels["severity"], r.Alert)
 			requireKnownMetrics(t, r.Alert, r.Expr, known)
 			n++
 		}
@@ -82,4 +102,131 @@ func TestGrafanaDashboardParsesAndUsesServedMetrics(t *testing.T) {
 			requireKnownMetrics(t, p.Title, tg.Expr, known)
 		}
 	}
+}
+
+// promtool runs Prometheus's promtool on docs/alerts, or skips the test
+// with a message when it is not installed (Debian: apt-get install
+// prometheus; .ci/run installs it).
+func promtool(t *testing.T, args ...string) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (apt-get install prometheus): the alerting rules are not checked")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = "../docs/alerts"
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+}
+
+func TestAlertingRulesPassPromtoolCheck(t *testing.T) {
+	promtool(t, "check", "rules", "balde.rules.yml")
+}
+
+// The situations of the operator on call (issue 20): five lots waiting and
+// one payer drained alert nobody, a remote 429 pages, two instances
+// exporting the same gauges fire one alert.
+func TestAlertingRulesPassTheirUnitTests(t *testing.T) {
+	promtool(t, "test", "rules", "balde.rules.test.yml")
+}
+
+// The bucket gauges tell a participant's bucket from an end user's, so
+// that the rules page on the first and never on the second.
+func TestMetricsBucketGaugesByScope(t *testing.T) {
+	m := web.NewMetrics()
+	m.SetBuckets(inspect.SeverityCounts{
+		BySeverity: map[throttle.Severity]int64{throttle.SeverityHealthy: 7, throttle.SeverityCritical: 4},
+		Blocked:    1, Negative: 2,
+		ByPolicy: map[string]inspect.PolicyCounts{
+			"ENTRIES_READ_PARTICIPANT_ANTISCAN": {Worse: map[throttle.Severity]int64{throttle.SeverityCritical: 1}, Negative: 1},
+			"ENTRIES_READ_USER_ANTISCAN_V2":     {Worse: map[throttle.Severity]int64{throttle.SeverityCritical: 2}, Negative: 1},
+			"SIFEN_CONSULTA_LOTE":               {Worse: map[throttle.Severity]int64{throttle.SeverityCritical: 1}, Blocked: 1},
+		},
+	})
+	for _, tt := range []struct{ name, series string }{
+		{"participant critical", `balde_buckets{scope="participant",severity="Critical"} 1`},
+		{"payer critical", `balde_buckets{scope="payer",severity="Critical"} 2`},
+		{"other critical", `balde_buckets{scope="other",severity="Critical"} 1`},
+		{"healthy without scope", `balde_buckets{scope="",severity="Healthy"} 7`},
+		{"participant negative", `balde_buckets_negative{scope="participant"} 1`},
+		{"payer negative", `balde_buckets_negative{scope="payer"} 1`},
+		{"participant not blocked", `balde_buckets_blocked{scope="participant"} 0`},
+		{"lot blocked", `balde_buckets_blocked{scope="other"} 1`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Contains(t, gather(t, m), tt.series)
+		})
+	}
+}
+
+func TestMetricsRemoteRefusalsAndBuildInfo(t *testing.T) {
+	m := web.NewMetrics()
+	var o throttle.Observer = m
+	ro, ok := o.(throttle.RemoteObserver)
+	require.True(t, ok, "web.Metrics implements throttle.RemoteObserver")
+	ro.RemoteRefused("dict", "ENTRIES_READ_PARTICIPANT_ANTISCAN", "429")
+	ro.RemoteRefused("sifen", "SIFEN_RECEPCION_LOTE", "0301")
+	ro.RemoteRefused("sifen", "SIFEN_RECEPCION_LOTE", "0301")
+	m.SetVersion("v1.2.3")
+	text := gather(t, m)
+	require.Contains(t, text, `balde_remote_refusals_total{code="429",policy="ENTRIES_READ_PARTICIPANT_ANTISCAN",system="dict"} 1`)
+	require.Contains(t, text, `balde_remote_refusals_total{code="0301",policy="SIFEN_RECEPCION_LOTE",system="sifen"} 2`)
+	require.Regexp(t, `balde_build_info\{goversion="go[^"]+",version="v1\.2\.3"\} 1`, text)
+	require.Equal(t, 1, strings.Count(text, "balde_build_info{"), "one build_info series after SetVersion")
+}
+
+// A Limiter passes a remote refusal to its Observer when it implements
+// throttle.RemoteObserver (the DICT client and the SIFEN sender call it).
+func TestLimiterRemoteRefusedReachesMetrics(t *testing.T) {
+	m := web.NewMetrics()
+	l, err := throttle.NewLimiter(nil, throttle.Policies{}, throttle.Config{Observer: m})
+	require.NoError(t, err)
+	l.RemoteRefused("dict", "ENTRIES_READ_PARTICIPANT_ANTISCAN", "429")
+	require.Contains(t, gather(t, m), `balde_remote_refusals_total{code="429",policy="ENTRIES_READ_PARTICIPANT_ANTISCAN",system="dict"} 1`)
+}
+
+// gather is m's metrics in the text format.
+func gather(t *testing.T, m *web.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+// A 0301 from SIFEN (the local interval shorter than SIFEN's) is counted
+// by balde_remote_refusals_total, which pages (BaldeRemoteRefusals).
+func TestSifenNotQueuedCountsARemoteRefusal(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{policy: sifen.PolicyConfig{Interval: time.Second}}))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 2)...), sifen.EnvTest)
+	require.Equal(t, docPath(ids[0])+"?result=sent", e.send(ids[0]).Header.Get("Location"))
+	require.NotContains(t, body(t, e.get("/metrics")), "balde_remote_refusals_total{")
+	e.clock.Advance(2 * time.Second)
+	require.Equal(t, docPath(ids[1])+"?result=not_queued", e.send(ids[1]).Header.Get("Location"))
+	require.Contains(t, body(t, e.get("/metrics")), `balde_remote_refusals_total{code="0301",policy="SIFEN_RECEPCION_LOTE",system="sifen"} 1`)
+}
+
+// A remote 429 from the DICT (another sender drained the participant) is
+// counted by balde_remote_refusals_total under the bucket the client
+// blamed, which pages (BaldeRemoteRefusals).
+func TestDictRemote429CountsARemoteRefusal(t *testing.T) {
+	dictServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(dictServer.Close)
+	m := web.NewMetrics()
+	catalog := dict.NewCatalog("prod")
+	limiter, err := throttle.NewLimiter(throttletest.NewMemStore(throttle.SystemClock), catalog, throttle.Config{Observer: m})
+	require.NoError(t, err)
+	client, err := dict.NewClient(dict.ClientConfig{BaseURL: dictServer.URL, Participant: "12345678", Limiter: limiter, Catalog: catalog})
+	require.NoError(t, err)
+	require.NotContains(t, gather(t, m), "balde_remote_refusals_total{")
+
+	_, err = client.GetEntry(context.Background(), dict.LookupRequest{Key: "+5561988880000", PayerID: "52998224725"})
+	var remote *dict.RemoteError
+	require.ErrorAs(t, err, &remote)
+	require.Equal(t, http.StatusTooManyRequests, remote.Status)
+	require.Regexp(t, `balde_remote_refusals_total\{code="429",policy="ENTRIES_READ_USER_ANTISCAN(_V2)?",system="dict"\} 1`, gather(t, m))
 }

@@ -93,7 +93,7 @@ type apiBucketList struct {
 	// Next is the cursor (key order) or page number (sorted) of the next
 	// page, NextURL the same as a path with the filter kept; both are
 	// absent on the last page. Partial is set when a filter stopped at
-	// throttle.MaxScan rows.
+	// inspect.MaxScan rows.
 	Next    string `json:"next,omitempty"`
 	NextURL string `json:"next_url,omitempty"`
 	Partial bool   `json:"partial,omitempty"`

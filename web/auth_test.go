@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -102,11 +103,11 @@ func TestCrossOriginResetRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e.take(k, 5) // empty it a little again
-			before, err := e.limiter.Ledger(t.Context(), throttle.LedgerQuery{Key: &k, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
+			before, err := e.reader.Ledger(t.Context(), inspect.LedgerQuery{Key: &k, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
 			require.NoError(t, err)
 			resp := e.post(path, form, tt.opts...)
 			require.Equal(t, tt.status, resp.StatusCode)
-			after, err := e.limiter.Ledger(t.Context(), throttle.LedgerQuery{Key: &k, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
+			after, err := e.reader.Ledger(t.Context(), inspect.LedgerQuery{Key: &k, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
 			require.NoError(t, err)
 			if tt.status == http.StatusForbidden {
 				require.Len(t, after, len(before), "a refused reset writes nothing")

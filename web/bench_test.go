@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -45,7 +45,7 @@ func loadBuckets(tb testing.TB, e *env, n int) {
 func BenchmarkAdminBuckets1M(b *testing.B) {
 	e := newEnv(b, withStore(sqlstore.SQLite), withServer(func(s *web.Server) { s.SummaryTTL = time.Hour }))
 	loadBuckets(b, e, millionRows)
-	deep := throttle.EncodeCursor(key("P", "id-0750000"))
+	deep := inspect.EncodeCursor(key("P", "id-0750000"))
 
 	get := func(b *testing.B, path string) {
 		for b.Loop() {
@@ -63,7 +63,7 @@ func BenchmarkAdminBuckets1M(b *testing.B) {
 	b.Run("APIFirstPage1000", func(b *testing.B) { get(b, "/api/buckets?limit=1000") })
 	b.Run("SummaryUncached", func(b *testing.B) {
 		for b.Loop() {
-			_, err := e.limiter.CountBySeverity(b.Context(), throttle.Filter{})
+			_, err := e.reader.CountBySeverity(b.Context(), inspect.Filter{})
 			require.NoError(b, err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web/i18n"
 )
 
@@ -28,13 +29,13 @@ var chartWindows = []chartWindow{
 }
 
 // chartSlots is how many time slots the store folds a chart's window into
-// (throttle.LedgerWindowQuery): 10 s each for the hour, 4 min for the day,
+// (inspect.LedgerWindowQuery): 10 s each for the hour, 4 min for the day,
 // 28 min for the week, about 1.8 px each on the plot.
 const chartSlots = 360
 
 // balanceChart is a server-rendered SVG chart of a bucket's balance over a
 // time window (now-Span .. now), built from the ledger folded into
-// chartSlots slots by the store (throttle.LedgerWindow), so that a busy
+// chartSlots slots by the store (inspect.LedgerWindow), so that a busy
 // bucket's chart reads a few hundred rows, not its whole ledger:
 //
 //   - each slot is a vertical move from the balance before its first
@@ -64,7 +65,7 @@ type balanceChart struct {
 	XLabels               []chartLabel
 	FromText, ToText      string
 	// Partial says the store read only the newest MaxRows ledger rows of
-	// the window (throttle.MaxWindowRows).
+	// the window (inspect.MaxWindowRows).
 	Partial bool
 	MaxRows int
 }
@@ -104,12 +105,12 @@ type chartPoint struct {
 
 // newBalanceChart draws w (a window ending at st.At, now) under st's
 // policy, ending at st.
-func newBalanceChart(tr *i18n.Printer, w throttle.LedgerWindow, st throttle.BucketState) balanceChart {
+func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.BucketState) balanceChart {
 	c := balanceChart{
 		Width: chartWidth, Height: chartHeight,
 		Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
 		PlotWidth: chartRight - chartLeft, PlotHeight: chartBottom - chartTop,
-		LabelX: chartLeft - 6, Partial: w.Partial, MaxRows: throttle.MaxWindowRows,
+		LabelX: chartLeft - 6, Partial: w.Partial, MaxRows: inspect.MaxWindowRows,
 	}
 	from, to := w.Query.From, st.At
 	if len(w.Slots) == 0 || !to.After(from) {
@@ -118,7 +119,7 @@ func newBalanceChart(tr *i18n.Printer, w throttle.LedgerWindow, st throttle.Buck
 	}
 	p := st.Policy
 	var pts []chartPoint
-	var changed, refused []throttle.LedgerSlot
+	var changed, refused []inspect.LedgerSlot
 	for _, sl := range w.Slots {
 		if sl.Refused > 0 {
 			refused = append(refused, sl)
@@ -241,7 +242,7 @@ func newBalanceChart(tr *i18n.Printer, w throttle.LedgerWindow, st throttle.Buck
 
 // slotLabel is the hover text of a slot's dot, in tr's language and zone:
 // the change itself when the slot holds one, else its range.
-func slotLabel(tr *i18n.Printer, sl throttle.LedgerSlot) string {
+func slotLabel(tr *i18n.Printer, sl inspect.LedgerSlot) string {
 	if sl.Changes == 1 {
 		label := fmt.Sprintf("%s: %s %+d → %d", tr.Time(sl.Last), tr.Text(sl.LastReason.String()), sl.Close-sl.Open, sl.Close)
 		if sl.Events > 1 {

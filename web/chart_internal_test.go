@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web/i18n"
 )
 
@@ -25,7 +26,7 @@ func TestBalanceChartStepsWindowAndLabels(t *testing.T) {
 		{Key: k, At: now.Add(-5*time.Minute - 30*time.Second), Balance: -1, Reason: throttle.LedgerRefusedEmpty, Count: 3},
 	}
 	st := throttle.BucketState{Bucket: throttle.Bucket{Key: k, Tokens: 9}, Policy: p, At: now}
-	c := newBalanceChart(i18n.New(i18n.English, nil), throttle.FoldLedger(entries, throttle.LedgerWindowQuery{Key: k, From: from, To: now, Slots: chartSlots}), st)
+	c := newBalanceChart(i18n.New(i18n.English, nil), inspect.FoldLedger(entries, inspect.LedgerWindowQuery{Key: k, From: from, To: now, Slots: chartSlots}), st)
 
 	pts := strings.Fields(c.Points)
 	// From 100 down to -1, then +2 at each whole minute: 10 steps of a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -155,7 +156,7 @@ func TestDictLookupBadInput(t *testing.T) {
 		})
 	}
 	// Nothing was taken or sent.
-	list, err := e.limiter.List(context.Background(), throttle.Filter{})
+	list, err := e.reader.List(context.Background(), inspect.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, list.States)
 	require.Zero(t, e.dictStats(t).Total(http.StatusBadRequest)+e.dictStats(t).Total(http.StatusOK))

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -37,6 +38,7 @@ func ExampleServer_Handler() {
 
 	s := web.NewServer()
 	s.Limiter = limiter
+	s.Reader = inspect.New(limiter, store)
 	s.BasePath = "/balde"
 	s.Authenticate = func(r *http.Request) (string, bool) { // the application's session
 		c, err := r.Cookie("session")

@@ -7,7 +7,7 @@ func MetricNames(m *Metrics) []string {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		for _, c := range []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
-			m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens, m.httpRequests, m.httpDuration} {
+			m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens, m.remoteRefusals, m.buildInfo, m.httpRequests, m.httpDuration} {
 			c.Describe(ch)
 		}
 		close(ch)

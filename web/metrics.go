@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -12,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Metrics holds balde's Prometheus metrics. It is the engine's
@@ -33,11 +37,12 @@ import (
 //
 // The bucket gauges (balde_buckets, balde_buckets_blocked,
 // balde_buckets_negative, balde_bucket_worst_*) are the severity now:
-// every collection counts the buckets of the limiter given to CountFrom
-// first (the Server does it for its Limiter, balde.Open for the engine's).
+// every collection counts the buckets of the reader given to CountFrom
+// first (the Server does it for its Reader, balde.Open for the engine's).
 //
-// Labels are bounded: policy names, results, reasons, severities, route
-// templates and status codes; never an identifier or a raw path.
+// Labels are bounded: policy names, results, reasons, severities, scopes
+// (participant, payer, other), route templates, status codes and remote
+// answer codes; never an identifier or a raw path.
 type Metrics struct {
 	// Registry holds m, and only m.
 	Registry *prometheus.Registry
@@ -49,10 +54,16 @@ type Metrics struct {
 	severity  *prometheus.CounterVec
 
 	buckets     *prometheus.GaugeVec
-	blocked     prometheus.Gauge
-	negative    prometheus.Gauge
+	blocked     *prometheus.GaugeVec
+	negative    *prometheus.GaugeVec
 	worstFill   *prometheus.GaugeVec
 	worstTokens *prometheus.GaugeVec
+
+	remoteRefusals *prometheus.CounterVec
+	buildInfo      *prometheus.GaugeVec
+
+	// scopeOf is the metric scope of a key (participant, payer, other).
+	scopeOf func(throttle.Key) string
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -61,14 +72,40 @@ type Metrics struct {
 	// the gauges before reading them.
 	collectMu sync.Mutex
 	sourceMu  sync.Mutex
-	source    *throttle.Limiter // counted at each collection; nil: gauges as last set
-	logger    *slog.Logger      // a failed count, when source is set
+	source    *inspect.Reader // counted at each collection; nil: gauges as last set
+	logger    *slog.Logger    // a failed count, when source is set
 }
 
 var (
-	_ throttle.Observer    = (*Metrics)(nil)
-	_ prometheus.Collector = (*Metrics)(nil)
+	_ throttle.Observer       = (*Metrics)(nil)
+	_ throttle.RemoteObserver = (*Metrics)(nil)
+	_ prometheus.Collector    = (*Metrics)(nil)
 )
+
+// Metric scopes: whom a bucket belongs to, for the alerting rules. A
+// participant's bucket running dry stops every user of the participant and
+// pages; an end user's (payer's) bucket running dry is the DICT's anti-scan
+// doing its job and never pages.
+const (
+	ScopeParticipant = "participant" // DICT PSP-scope policies
+	ScopePayer       = "payer"       // DICT USER-scope policies
+	ScopeOther       = "other"       // SIFEN, the inbound limiter, any other policy
+)
+
+// MetricScopes returns the metric scope of a key from scope (a Server.Scope
+// such as Scopes(catalog)): PSP is participant, USER is payer, anything
+// else other.
+func MetricScopes(scope func(throttle.Key) string) func(throttle.Key) string {
+	return func(k throttle.Key) string {
+		switch dict.Scope(scope(k)) {
+		case dict.ScopePSP:
+			return ScopeParticipant
+		case dict.ScopeUser:
+			return ScopePayer
+		}
+		return ScopeOther
+	}
+}
 
 // NewMetrics returns the metrics in a new registry.
 func NewMetrics() *Metrics {
@@ -97,24 +134,33 @@ func NewMetrics() *Metrics {
 		}, []string{"policy", "from", "to"}),
 		buckets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "balde_buckets",
-			Help: "Stored buckets by their severity now (computed at scrape time, not the level stored at the last write).",
-		}, []string{"severity"}),
-		blocked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Stored buckets by their severity now (computed at scrape time, not the level stored at the last write), by scope (participant, payer, other); Healthy buckets carry no scope. Database-wide: every instance exports the same value.",
+		}, []string{"severity", "scope"}),
+		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "balde_buckets_blocked",
-			Help: "Keys blocked now (refusing everything after a refusal or a remote 429).",
-		}),
-		negative: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Keys blocked now (refusing everything after a refusal or a remote 429), by scope. Database-wide.",
+		}, []string{"scope"}),
+		negative: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "balde_buckets_negative",
-			Help: "Buckets with a negative balance now (after a penalty).",
-		}),
+			Help: "Buckets with a negative balance now (after a penalty), by scope. Database-wide.",
+		}, []string{"scope"}),
 		worstFill: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "balde_bucket_worst_fill_ratio",
-			Help: "Per policy, the fill ratio (tokens/capacity, negative below 0) of its emptiest bucket now; absent when every bucket of the policy was stored Healthy.",
-		}, []string{"policy"}),
+			Help: "Per policy, the fill ratio (tokens/capacity, negative below 0) of its emptiest bucket now; absent when every bucket of the policy was stored Healthy. Database-wide.",
+		}, []string{"policy", "scope"}),
 		worstTokens: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "balde_bucket_worst_tokens",
 			Help: "Per policy, the tokens of its emptiest bucket now (see balde_bucket_worst_fill_ratio).",
-		}, []string{"policy"}),
+		}, []string{"policy", "scope"}),
+		remoteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "balde_remote_refusals_total",
+			Help: "Requests the remote side refused although the local mirror admitted them (DICT 429, SIFEN 0301): the mirror has drifted. By system (dict, sifen), policy and code.",
+		}, []string{"system", "policy", "code"}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "balde_build_info",
+			Help: "Always 1; the labels are balde's version and the Go version it was built with.",
+		}, []string{"version", "goversion"}),
+		scopeOf: MetricScopes(Scopes(dict.NewCatalog(""))),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "balde_http_requests_total",
 			Help: "HTTP requests served, by route template, method and status code.",
@@ -125,6 +171,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
 	}
+	m.SetVersion(moduleVersion())
 	m.Registry.MustRegister(m)
 	return m
 }
@@ -133,6 +180,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
 		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
+		m.remoteRefusals, m.buildInfo,
 		m.httpRequests, m.httpDuration}
 }
 
@@ -145,7 +193,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector. With a limiter given to
-// CountFrom it first counts the buckets (Limiter.CountNow, at most 5 s);
+// CountFrom it first counts the buckets (Reader.CountNow, at most 5 s);
 // when that fails the gauges keep the last good count and the failure is
 // logged.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
@@ -156,7 +204,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.sourceMu.Unlock()
 	if source != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), metricsCountTimeout)
-		c, err := source.CountNow(ctx, throttle.Filter{})
+		c, err := source.CountNow(ctx, inspect.Filter{})
 		cancel()
 		if err != nil {
 			logger.Warn("metrics: count buckets", slog.Any("error", err))
@@ -169,12 +217,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// CountFrom makes every collection set the bucket gauges from l's buckets,
+// CountFrom makes every collection set the bucket gauges from r's buckets,
 // counted then (the severity now); a failed count is logged to logger (nil
 // discards). The first call wins: a Metrics shared by several servers of
 // one engine counts once per scrape.
-func (m *Metrics) CountFrom(l *throttle.Limiter, logger *slog.Logger) {
-	if l == nil {
+func (m *Metrics) CountFrom(r *inspect.Reader, logger *slog.Logger) {
+	if r == nil {
 		return
 	}
 	if logger == nil {
@@ -183,7 +231,7 @@ func (m *Metrics) CountFrom(l *throttle.Limiter, logger *slog.Logger) {
 	m.sourceMu.Lock()
 	defer m.sourceMu.Unlock()
 	if m.source == nil {
-		m.source, m.logger = l, logger
+		m.source, m.logger = r, logger
 	}
 }
 
@@ -196,6 +244,41 @@ func (m *Metrics) handler(runtime bool) http.Handler {
 	rt := prometheus.NewRegistry()
 	rt.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(prometheus.Gatherers{m.Registry, rt}, promhttp.HandlerOpts{})
+}
+
+// moduleVersion is the main module's version from the build information
+// ("dev" when the build has none, as in tests).
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// SetVersion sets balde_build_info's version label (the binary's version,
+// e.g. main.Version set with -ldflags) and returns m, for
+// NewMetrics().SetVersion(Version); NewMetrics sets the main module's
+// version from the build information.
+func (m *Metrics) SetVersion(version string) *Metrics {
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	return m
+}
+
+// SetScope sets how the bucket gauges tell scopes apart: scope names a
+// key's scope as Server.Scope does (Scopes(catalog), so a policy file's
+// scopes count). The default is Scopes of the seed DICT catalog. Call it
+// before the metrics are served.
+func (m *Metrics) SetScope(scope func(throttle.Key) string) {
+	if scope != nil {
+		m.scopeOf = MetricScopes(scope)
+	}
+}
+
+// RemoteRefused implements throttle.RemoteObserver: the remote side refused
+// a request the mirror admitted (a DICT 429, a SIFEN 0301).
+func (m *Metrics) RemoteRefused(system, policy, code string) {
+	m.remoteRefusals.WithLabelValues(system, policy, code).Inc()
 }
 
 // Decided implements throttle.Observer: one decision per bucket charged.
@@ -240,20 +323,67 @@ func (m *Metrics) observeHTTP(route, method string, status int, elapsed time.Dur
 	m.httpDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 }
 
-// SetBuckets sets the bucket gauges from counts of the severity now.
-func (m *Metrics) SetBuckets(c throttle.SeverityCounts) {
-	for _, sev := range throttle.Severities {
-		m.buckets.WithLabelValues(sev.String()).Set(float64(c.BySeverity[sev]))
+// metricScopeNames are the scopes every bucket gauge always exports (0
+// when none), so that a rule sees a series drop to 0 instead of vanish.
+var metricScopeNames = []string{ScopeParticipant, ScopePayer, ScopeOther}
+
+// SetBuckets sets the bucket gauges from counts of the severity now. The
+// levels worse than Healthy, the blocked and the negative buckets are
+// split by scope (c.ByPolicy); Healthy buckets carry no scope, and so do
+// worse ones a partial count could not attribute (c.Partial).
+func (m *Metrics) SetBuckets(c inspect.SeverityCounts) {
+	m.buckets.Reset()
+	m.blocked.Reset()
+	m.negative.Reset()
+	worse := make(map[string]map[throttle.Severity]int64)
+	blocked := make(map[string]int64)
+	negative := make(map[string]int64)
+	for _, scope := range metricScopeNames {
+		worse[scope] = make(map[throttle.Severity]int64)
 	}
-	m.blocked.Set(float64(c.Blocked))
-	m.negative.Set(float64(c.Negative))
+	var attributed struct{ blocked, negative int64 }
+	attributedBy := make(map[throttle.Severity]int64)
+	for policy, pc := range c.ByPolicy {
+		scope := m.scopeOf(throttle.Key{Policy: policy})
+		for sev, n := range pc.Worse {
+			worse[scope][sev] += n
+			attributedBy[sev] += n
+		}
+		blocked[scope] += pc.Blocked
+		negative[scope] += pc.Negative
+		attributed.blocked += pc.Blocked
+		attributed.negative += pc.Negative
+	}
+	for _, sev := range throttle.Severities {
+		if sev == throttle.SeverityHealthy {
+			m.buckets.WithLabelValues(sev.String(), "").Set(float64(c.BySeverity[sev]))
+			continue
+		}
+		for _, scope := range metricScopeNames {
+			m.buckets.WithLabelValues(sev.String(), scope).Set(float64(worse[scope][sev]))
+		}
+		if rest := c.BySeverity[sev] - attributedBy[sev]; rest > 0 {
+			m.buckets.WithLabelValues(sev.String(), "").Set(float64(rest))
+		}
+	}
+	for _, scope := range metricScopeNames {
+		m.blocked.WithLabelValues(scope).Set(float64(blocked[scope]))
+		m.negative.WithLabelValues(scope).Set(float64(negative[scope]))
+	}
+	if rest := c.Blocked - attributed.blocked; rest > 0 {
+		m.blocked.WithLabelValues("").Set(float64(rest))
+	}
+	if rest := c.Negative - attributed.negative; rest > 0 {
+		m.negative.WithLabelValues("").Set(float64(rest))
+	}
 	m.worstFill.Reset()
 	m.worstTokens.Reset()
 	for policy, st := range c.Worst {
+		scope := m.scopeOf(st.Key)
 		if st.Policy.Capacity > 0 {
-			m.worstFill.WithLabelValues(policy).Set(float64(st.Tokens) / float64(st.Policy.Capacity))
+			m.worstFill.WithLabelValues(policy, scope).Set(float64(st.Tokens) / float64(st.Policy.Capacity))
 		}
-		m.worstTokens.WithLabelValues(policy).Set(float64(st.Tokens))
+		m.worstTokens.WithLabelValues(policy, scope).Set(float64(st.Tokens))
 	}
 }
 

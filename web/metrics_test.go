@@ -136,8 +136,10 @@ func TestMetricsInTheApplicationsRegistry(t *testing.T) {
 		for _, f := range families {
 			names[f.GetName()] = true
 			for _, m := range f.GetMetric() {
-				if f.GetName() == "balde_buckets" && m.GetLabel()[0].GetValue() == "Critical" {
-					critical = m.GetGauge().GetValue()
+				for _, l := range m.GetLabel() {
+					if f.GetName() == "balde_buckets" && l.GetName() == "severity" && l.GetValue() == "Critical" {
+						critical = max(critical, 0) + m.GetGauge().GetValue() // summed over the scopes
+					}
 				}
 			}
 		}

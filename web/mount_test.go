@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 	"github.com/balde-throttle/balde/web"
 )
@@ -116,7 +117,8 @@ func resolve(t *testing.T, base, href string) string {
 }
 
 func TestHandlerValidatesInsteadOfPanicking(t *testing.T) {
-	lim, err := throttle.NewLimiter(throttletest.NewMemStore(time.Now), testPolicies, throttle.Config{})
+	mem := throttletest.NewMemStore(time.Now)
+	lim, err := throttle.NewLimiter(mem, testPolicies, throttle.Config{})
 	require.NoError(t, err)
 	tests := []struct {
 		name  string
@@ -124,6 +126,7 @@ func TestHandlerValidatesInsteadOfPanicking(t *testing.T) {
 		want  string
 	}{
 		{"NoLimiter", func(s *web.Server) { s.Limiter = nil }, "needs a Limiter"},
+		{"NoReader", func(s *web.Server) { s.Reader = nil }, "needs a Reader"},
 		{"NoAdmin", func(s *web.Server) { s.Admin = web.Credentials{} }, "user name"},
 		{"BadBasePath", func(s *web.Server) { s.BasePath = "balde/" }, "base path"},
 	}
@@ -131,6 +134,7 @@ func TestHandlerValidatesInsteadOfPanicking(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := web.NewServer()
 			s.Limiter = lim
+			s.Reader = inspect.New(lim, mem)
 			s.Admin = web.Credentials{User: adminUser, Password: adminPassword}
 			s.Logger = testLogger(t)
 			tt.setup(s)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -214,7 +215,7 @@ func TestInboundClientIP(t *testing.T) {
 				}
 				require.Equal(t, tt.wantStatus[i], e.get(anonymousAPI, opts...).StatusCode, "request %d", i)
 			}
-			page, err := e.limiter.List(t.Context(), throttle.Filter{Policy: web.PolicyInboundIP})
+			page, err := e.reader.List(t.Context(), inspect.Filter{Policy: web.PolicyInboundIP})
 			require.NoError(t, err)
 			var ids []string
 			for _, st := range page.States {
@@ -253,7 +254,7 @@ func TestInboundStoresNoRawToken(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.get(anonymousAPI, tok).StatusCode)
 	require.Equal(t, http.StatusTooManyRequests, e.get(anonymousAPI, tok).StatusCode)
 
-	page, err := e.limiter.List(t.Context(), throttle.Filter{Policy: web.PolicyInboundToken})
+	page, err := e.reader.List(t.Context(), inspect.Filter{Policy: web.PolicyInboundToken})
 	require.NoError(t, err)
 	require.Len(t, page.States, 1)
 	require.Equal(t, web.HashToken("very-secret-token"), page.States[0].Key.Identifier)

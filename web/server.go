@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Server is balde's HTTP server. Create it with NewServer and set its
@@ -36,6 +37,10 @@ type Server struct {
 	// Limiter answers every bucket question of the admin pages and the API.
 	// Required.
 	Limiter *throttle.Limiter
+	// Reader answers the listings, counts and ledger reads of the admin
+	// pages, the API and /metrics: inspect.New over Limiter and the store
+	// Limiter decides on. Required.
+	Reader *inspect.Reader
 	// Admin is the credential of the admin pages, the API and the reset
 	// action (HTTP basic). Required unless Authenticate is set: the admin
 	// is never open.
@@ -59,7 +64,7 @@ type Server struct {
 	MetricsToken string
 	// Metrics is served at /metrics and should also be the Limiters'
 	// throttle.Observer. NewServer creates one. Handler makes its bucket
-	// gauges count the Limiter's buckets (Metrics.CountFrom).
+	// gauges count the Reader's buckets (Metrics.CountFrom).
 	Metrics *Metrics
 	// RuntimeMetrics adds the Go and process collectors to /metrics (balde
 	// serve sets it). Off, /metrics serves balde's metrics alone: an
@@ -173,6 +178,9 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.Limiter == nil {
 		return nil, fmt.Errorf("web: server needs a Limiter")
 	}
+	if s.Reader == nil {
+		return nil, fmt.Errorf("web: server needs a Reader (inspect.New over the Limiter and its store)")
+	}
 	if s.BasePath != "" && (!strings.HasPrefix(s.BasePath, "/") || strings.HasSuffix(s.BasePath, "/")) {
 		return nil, fmt.Errorf("web: base path %q must start with / and not end with one (e.g. /balde)", s.BasePath)
 	}
@@ -182,7 +190,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics()
 	}
-	s.Metrics.CountFrom(s.Limiter, s.Logger)
+	s.Metrics.CountFrom(s.Reader, s.Logger)
 	s.metricsHandler = s.Metrics.handler(s.RuntimeMetrics)
 	if s.Authenticate == nil {
 		auth, err := newAuthenticator(s.Admin)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -38,8 +39,9 @@ var testPolicies = throttle.Policies{
 type env struct {
 	t       testing.TB
 	clock   *throttletest.FakeClock
-	store   throttle.Store
+	store   throttletest.FullStore
 	limiter *throttle.Limiter
+	reader  *inspect.Reader
 	server  *web.Server
 	metrics *web.Metrics
 	inbound *web.Inbound
@@ -70,9 +72,9 @@ func withFailingStore() option {
 			UpdateFn: func(context.Context, []throttle.Key, []throttle.CreditRef, func(*throttle.Tx) error) error {
 				return down()
 			},
-			ListFn:            func(context.Context, throttle.Filter) ([]throttle.Bucket, error) { return nil, down() },
+			ListFn:            func(context.Context, inspect.Filter) ([]throttle.Bucket, error) { return nil, down() },
 			BucketsFn:         func(context.Context, []throttle.Key) ([]throttle.Bucket, error) { return nil, down() },
-			CountBySeverityFn: func(context.Context, throttle.Filter) (map[throttle.Severity]int64, error) { return nil, down() },
+			CountBySeverityFn: func(context.Context, inspect.Filter) (map[throttle.Severity]int64, error) { return nil, down() },
 		}
 	}
 }
@@ -121,10 +123,12 @@ func newEnv(t testing.TB, opts ...option) *env {
 		Clock: e.clock.Now, Observer: e.metrics, Ledger: e.ledger, Logger: testLogger(t),
 	})
 	require.NoError(t, err)
+	e.reader = inspect.New(e.limiter, e.store)
 
 	s := web.NewServer()
 	s.Addr = "127.0.0.1:0"
 	s.Limiter = e.limiter
+	s.Reader = e.reader
 	s.Inbound = e.inbound
 	s.Admin = web.Credentials{User: adminUser, Password: adminPassword}
 	s.Metrics = e.metrics
@@ -206,7 +210,8 @@ func key(policy, identifier string) throttle.Key {
 }
 
 func TestServerOpen(t *testing.T) {
-	lim, err := throttle.NewLimiter(throttletest.NewMemStore(time.Now), testPolicies, throttle.Config{})
+	mem := throttletest.NewMemStore(time.Now)
+	lim, err := throttle.NewLimiter(mem, testPolicies, throttle.Config{})
 	require.NoError(t, err)
 	tests := []struct {
 		name  string
@@ -229,6 +234,7 @@ func TestServerOpen(t *testing.T) {
 			s := web.NewServer()
 			s.Addr = "127.0.0.1:0"
 			s.Limiter = lim
+			s.Reader = inspect.New(lim, mem)
 			s.Admin = web.Credentials{User: adminUser, Password: adminPassword}
 			s.Logger = testLogger(t)
 			tt.setup(s)

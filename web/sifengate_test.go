@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -76,7 +77,7 @@ func TestRUCGateIsOneState(t *testing.T) {
 	require.Equal(t, sifen.OutcomeBlocked, out.Status)
 	require.Equal(t, throttle.ReasonCooldown, out.Decision.Reason)
 	require.Equal(t, 7*time.Second, out.Decision.RetryAfter)
-	refusals, err := e.limiter.Ledger(ctx, throttle.LedgerQuery{Key: &key, Reasons: []throttle.LedgerReason{throttle.LedgerRefusedCooldown}})
+	refusals, err := e.reader.Ledger(ctx, inspect.LedgerQuery{Key: &key, Reasons: []throttle.LedgerReason{throttle.LedgerRefusedCooldown}})
 	require.NoError(t, err)
 	require.Len(t, refusals, 1)
 	require.Equal(t, fmt.Sprintf("doc:%d", ids[1]), refusals[0].Ref)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Panel is an extra box of the admin summary: the DICT participant's
@@ -39,7 +40,7 @@ type PanelFunc func(ctx context.Context) (Panel, error)
 
 // summary is the top of the admin bucket list.
 type summary struct {
-	// BySeverity counts buckets by their severity now (throttle.CountNow),
+	// BySeverity counts buckets by their severity now (inspect.Reader.CountNow),
 	// then the blocked and negative ones; each card links to the list
 	// filtered on it.
 	BySeverity       []severityCount
@@ -141,7 +142,7 @@ func (s *Server) refreshSummaryInBackground() {
 // ledger within a minute), and runs the panels.
 func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	at := s.now()
-	counts, err := s.Limiter.CountNow(ctx, throttle.Filter{})
+	counts, err := s.Reader.CountNow(ctx, inspect.Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	if err := s.Limiter.FlushRefusals(ctx); err != nil {
 		return nil, err
 	}
-	refusals, err := s.Limiter.CountLedger(ctx, throttle.LedgerQuery{
+	refusals, err := s.Reader.CountLedger(ctx, inspect.LedgerQuery{
 		Reasons: throttle.RefusalReasons,
 		Since:   at.Add(-time.Hour),
 	})
@@ -159,7 +160,7 @@ func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	}
 	v := &summary{RefusalsLastHour: refusals, At: at, Total: counts.Total, Partial: counts.Partial}
 	list := func(k, val string) string {
-		return s.pathWithQuery("adminBuckets", url.Values{k: {val}, "tab": {"all"}, "sort": {string(throttle.SortSeverity)}})
+		return s.pathWithQuery("adminBuckets", url.Values{k: {val}, "tab": {"all"}, "sort": {string(inspect.SortSeverity)}})
 	}
 	for _, sev := range throttle.Severities {
 		v.BySeverity = append(v.BySeverity, severityCount{Label: sev.String(), Class: severityClass(sev),

@@ -171,7 +171,17 @@ func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	case st.CooldownLeft > 0:
 		waits = append(waits, tr.Sprintf("cooldown %s", FormatWait(st.CooldownLeft)))
 	}
+	if refillsIn(st) {
+		waits = append(waits, tr.Sprintf("refills in %s", FormatWait(st.RetryAfter)))
+	}
 	return strings.Join(waits, ", ")
+}
+
+// refillsIn tells whether an empty or negative bucket's next admission
+// waits for refill longer than for any block or cooldown: the lists then
+// say when (BucketState.RetryAfter, the detail page's "next admitted").
+func refillsIn(st throttle.BucketState) bool {
+	return !st.Orphan && st.RetryAfter > max(st.BlockLeft, st.CooldownLeft)
 }
 
 // How balde shows waits and instants to people: the admin pages, and the
@@ -198,9 +208,11 @@ func FormatWaitOrNow(d time.Duration) string {
 }
 
 // FormatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
-// "cooldown 8s", both joined by a comma, or "" when it has neither; a
-// block that escalates says its level ("blocked 20m0s (block 2 in a
-// row)"), a cooldown while a request is on the wire says so.
+// "cooldown 8s", joined by commas, or "" when it admits now; a block that
+// escalates says its level ("blocked 20m0s (block 2 in a row)"), a
+// cooldown while a request is on the wire says so, and an empty or
+// negative bucket says when refill admits it again ("refills in 42s", from
+// RetryAfter).
 func FormatBucketWait(st throttle.BucketState) string {
 	return FormatBucketWaitIn(i18n.New(i18n.English, nil), st)
 }

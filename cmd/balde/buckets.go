@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 	"github.com/balde-throttle/balde/web/i18n"
@@ -66,8 +68,8 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		}
 		return UsageError("buckets: unknown action %q (want list, show or reset)", action)
 	}
-	if *limit < 0 || *limit > throttle.MaxPageSize {
-		return UsageError("buckets: --limit %d: want 1..%d", *limit, throttle.MaxPageSize)
+	if *limit < 0 || *limit > inspect.MaxPageSize {
+		return UsageError("buckets: --limit %d: want 1..%d", *limit, inspect.MaxPageSize)
 	}
 	if *jsonOut {
 		*output = "json"
@@ -83,12 +85,12 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		}
 		lo.filter.Severity = sev
 	}
-	cond, err := throttle.ParseCondition(*state)
+	cond, err := inspect.ParseCondition(*state)
 	if err != nil {
 		return UsageError("buckets: --state %q: want blocked, cooling or negative", *state)
 	}
 	lo.filter.Condition = cond
-	if lo.sort, err = throttle.ParseSortBy(*sortBy); err != nil {
+	if lo.sort, err = inspect.ParseSortBy(*sortBy); err != nil {
 		return UsageError("buckets: --sort %q: want key, severity, last_send or tokens", *sortBy)
 	}
 	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
@@ -113,7 +115,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if len(rest) > 0 {
 			return UsageError("buckets list: unexpected arguments %q (filters are --policy, --env, --id)", rest)
 		}
-		cursor, err := throttle.DecodeCursor(*after)
+		cursor, err := inspect.DecodeCursor(*after)
 		if err != nil {
 			return UsageError("buckets list: --after: %v", err)
 		}
@@ -254,8 +256,8 @@ type bucketsCmd struct {
 
 // listOptions are a listing's filter and order.
 type listOptions struct {
-	filter throttle.Filter
-	sort   throttle.SortBy
+	filter inspect.Filter
+	sort   inspect.SortBy
 }
 
 // knownPolicies are the policy names this engine resolves.
@@ -271,23 +273,23 @@ func (b bucketsCmd) knownPolicies() []string {
 }
 
 // page reads one page: in key order by keyset, or sorted over every
-// matching bucket (at most throttle.MaxScan), the first --limit of them.
-func (b bucketsCmd) page(ctx context.Context, lo listOptions) (throttle.Page, error) {
-	if lo.sort == throttle.SortKey {
-		return b.eng.limiter.List(ctx, lo.filter)
+// matching bucket (at most inspect.MaxScan), the first --limit of them.
+func (b bucketsCmd) page(ctx context.Context, lo listOptions) (inspect.Page, error) {
+	if lo.sort == inspect.SortKey {
+		return b.eng.Reader().List(ctx, lo.filter)
 	}
 	f := lo.filter
 	f.After = throttle.Key{}
-	all, partial, err := b.eng.limiter.ListAll(ctx, f)
+	all, partial, err := b.eng.Reader().ListAll(ctx, f)
 	if err != nil {
-		return throttle.Page{}, err
+		return inspect.Page{}, err
 	}
-	throttle.SortStates(all, lo.sort)
+	inspect.SortStates(all, lo.sort)
 	limit := lo.filter.Limit
 	if limit <= 0 {
-		limit = throttle.DefaultPageSize
+		limit = inspect.DefaultPageSize
 	}
-	return throttle.Page{States: all[:min(limit, len(all))], Partial: partial}, nil
+	return inspect.Page{States: all[:min(limit, len(all))], Partial: partial}, nil
 }
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
@@ -356,7 +358,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		return err
 	}
 	if page.Partial {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("partial: the filter read %s rows", strconv.Itoa(throttle.MaxScan)))
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("partial: the filter read %s rows", strconv.Itoa(inspect.MaxScan)))
 	}
 	if page.Next != "" {
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
@@ -385,7 +387,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	if limit == 0 {
 		limit = 20
 	}
-	entries, err := b.eng.limiter.Ledger(ctx, throttle.LedgerQuery{Key: &key, Limit: limit})
+	entries, err := b.eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &key, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -462,7 +464,11 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	if !yes {
 		b.printState(st)
 		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
-		answer, _ := bufio.NewReader(b.m.Stdin).ReadString('\n')
+		answer, err := readAnswer(ctx, b.m.Stdin)
+		if err != nil {
+			fmt.Fprintln(b.m.Stdout)
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("buckets reset: reset cancelled: %s unchanged", key)}
+		}
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
@@ -485,6 +491,25 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
 	}
 	return nil
+}
+
+// readAnswer reads one line from r (a prompt's answer; "" at the end of
+// the input), or returns ctx.Err() as soon as ctx ends: Ctrl-C at a prompt
+// cancels it, and the next line typed is not taken as the answer. The read
+// itself cannot be interrupted; its goroutine ends with the input (the
+// process exits first).
+func readAnswer(ctx context.Context, r io.Reader) (string, error) {
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		return s, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // bucketView is a state rendered for people.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,9 +312,9 @@ func TestBucketsUsage(t *testing.T) {
 		code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--policy", p)
 		require.Equal(t, ExitOK, code, "--policy %s: %s", p, stderr)
 	}
-	code, _, stderr := runIn(context.Background(), nil, "", nil, "buckets", "--help")
+	code, stdout, _ := runIn(context.Background(), nil, "", nil, "buckets", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, stderr, "Example:\n  balde buckets list")
+	require.Contains(t, stdout, "Example:\n  balde buckets list")
 }
 
 func TestPrune(t *testing.T) {
@@ -337,19 +340,22 @@ func TestPrune(t *testing.T) {
 		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
-		// An hour on, all are full again: the same as no row, unless kept.
+		// An hour on, all are full again: the same as no row, but their
+		// ledger rows are within the retention, so the rows stay (issue
+		// 20: a pruned row hid its ledger from buckets show).
 		clock.Advance(time.Hour)
 		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
 		require.Equal(t, 3, listed())
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), Buckets: 3}, prune())
-		require.Equal(t, 0, listed())
+		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, 3, listed())
 
-		// Past the retention the ledger rows and the lookup go too; a dry
-		// run first counts them and removes nothing.
+		// Past the retention the ledger rows and the lookup go, and then
+		// the idle buckets; a dry run first counts them and removes nothing.
 		clock.Advance(48 * time.Hour)
 		before := clock.Now().Add(-24 * time.Hour)
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, 3, listed())
 
 		// What was seen: "--retention 1s" deleted the audit trail, no floor.
 		code, _, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "1s")
@@ -358,7 +364,8 @@ func TestPrune(t *testing.T) {
 		code, stdout, stderr := runIn(context.Background(), clock, "", env, "prune", "--retention", "24h", "--batch", "2")
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, "removed 3 ledger rows and 1 DICT lookups older than 24h0m0s (before 2026-03-03 13:00:02 UTC)\n"+
-			"removed 0 idle buckets (full, no cooldown or block: the same as no row)\n", stdout)
+			"removed 3 idle buckets (full, no cooldown or block: the same as no row)\n", stdout)
+		require.Equal(t, 0, listed())
 
 		code, _, stderr = runIn(context.Background(), nil, "", env, "prune", "--batch", "0")
 		require.Equal(t, ExitUsage, code)
@@ -395,4 +402,131 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 	dry := prune("--dry-run")
 	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")
 	require.Equal(t, dry, prune(), "the dry run announces what the prune removes")
+}
+
+// Issue 20: after a prune removed a full idle bucket's row, buckets show
+// found 0 ledger rows although they were within the retention. It lists
+// them all until they are older than the retention.
+func TestBucketsShowListsLedgerAfterPrune(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		db := sqlstoretest.DSN(t, engine)
+		clock := newFakeTime(testEpoch)
+		seedBuckets(t, db, clock)
+		ctx := context.Background()
+		env := map[string]string{"BALDE_DB": db}
+		show := func() showOut {
+			t.Helper()
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededParticipant.String())
+			require.Equal(t, ExitOK, code, stderr)
+			return decodeJSON[showOut](t, stdout)
+		}
+		clock.Advance(time.Hour) // every bucket full again: idle
+		require.Len(t, show().Ledger, 1)
+
+		code, stdout, stderr := runIn(ctx, clock, "", env, "prune")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "removed 0 idle buckets")
+		out := show()
+		require.True(t, out.Bucket.Stored)
+		require.Len(t, out.Ledger, 1, "the seed's take is within the retention")
+		require.Equal(t, "seed-participant", out.Ledger[0].Ref)
+		require.Equal(t, int64(-5), out.Ledger[0].Delta)
+
+		clock.Advance(throttle.DefaultRetention)
+		code, stdout, stderr = runIn(ctx, clock, "", env, "prune")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "removed 3 idle buckets")
+		require.Empty(t, show().Ledger)
+	})
+}
+
+// Issue 20: STATE showed "-" for a bucket at -11/100, even with --state
+// negative; only buckets show knew when it admits again. The list says it,
+// from the same BucketState.RetryAfter.
+func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	// Five mistyped keys and a penalty: the bucket at -11/100.
+	_, err = eng.limiter.Sync(ctx, throttle.SyncTarget{Key: seededUser, Tokens: -11, Ref: "mistyped-keys"})
+	require.NoError(t, err)
+	require.NoError(t, eng.close(ctx))
+	env := map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}
+
+	code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededUser.String())
+	require.Equal(t, ExitOK, code, stderr)
+	st := decodeJSON[showOut](t, stdout).Bucket
+	require.Equal(t, int64(-11), st.Tokens)
+	want := "refills in " + web.FormatWait(time.Duration(st.RetryAfterSeconds*float64(time.Second)))
+	require.Equal(t, "refills in 6m0s", want, "12 tokens at 2/min, stepwise")
+
+	for _, args := range [][]string{{"buckets", "list"}, {"buckets", "list", "--state", "negative"}, {"buckets", "list", "-o", "wide"}} {
+		code, stdout, stderr := runIn(ctx, clock, "", env, args...)
+		require.Equal(t, ExitOK, code, stderr)
+		lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+		require.Len(t, lines, 2, stdout)
+		require.Contains(t, lines[1], want, "%v", args)
+	}
+}
+
+// promptWriter cancels when the reset's [y/N] prompt has been written: the
+// operator presses Ctrl-C there.
+type promptWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *promptWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), "[y/N] ") {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+// Issue 20: Ctrl-C at the buckets reset [y/N] prompt was ignored and the
+// next line typed became the answer. It cancels the reset: exit 130, one
+// line "reset cancelled", the bucket unchanged, and a "y" typed afterwards
+// resets nothing.
+func TestBucketsResetCtrlCAtThePromptCancels(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	env := map[string]string{"BALDE_DB": db, "USER": "bob"}
+	show := func() showOut {
+		t.Helper()
+		code, stdout, stderr := runIn(context.Background(), clock, "", env, "buckets", "show", "--json", seededParticipant.String())
+		require.Equal(t, ExitOK, code, stderr)
+		return decodeJSON[showOut](t, stdout)
+	}
+	before := show()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdin, typed := io.Pipe() // a terminal nobody has typed into yet
+	defer typed.Close()
+	stdout := &promptWriter{cancel: cancel}
+	var stderr bytes.Buffer
+	m := NewMain(stdin, stdout, &stderr, func(k string) string { return env[k] })
+	m.Clock, m.Sleep = clock.Now, clock.sleep
+	done := make(chan int, 1)
+	go func() { done <- m.Run(ctx, []string{"buckets", "reset", seededParticipant.String()}) }()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitInterrupted, code, "stdout: %s", stdout.buf.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("buckets reset still waits for an answer 10 s after Ctrl-C")
+	}
+	oneStderrLine(t, stderr.String(), "reset cancelled: ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 unchanged")
+
+	// The line typed next is not an answer: nothing reads it any more.
+	go func() { _, _ = typed.Write([]byte("y\n")) }()
+	require.Equal(t, before, show(), "nothing changed")
 }

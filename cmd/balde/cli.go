@@ -20,6 +20,9 @@ const (
 	ExitFailed      = 1 // some items failed (or an unexpected error)
 	ExitUsage       = 2 // bad usage or input: one line on stderr, nothing done
 	ExitUnavailable = 3 // the store (database) is unavailable
+	// ExitInterrupted: Ctrl-C at a confirmation prompt (128 + SIGINT, as
+	// shells report it); nothing was changed.
+	ExitInterrupted = 130
 )
 
 // Main holds what every command needs from the process: its streams, its
@@ -203,15 +206,19 @@ var internalPrefixes = map[string]bool{
 }
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
-// prints usage (with the command's example) to m.Stderr.
+// prints usage (with the command's example) to its output: m.Stdout, since
+// the usage is printed only when asked for with -h or --help (exit 0), so
+// that "balde X --help | less" works. A command printing it with an error
+// sets the output to m.Stderr first.
 func (m *Main) newFlagSet(name, synopsis, example string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
+	fs.SetOutput(m.Stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(m.Stderr, "Usage: balde %s\n\nFlags:\n", synopsis)
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: balde %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 		if example != "" {
-			fmt.Fprintf(m.Stderr, "\nExample:\n  %s\n", example)
+			fmt.Fprintf(w, "\nExample:\n  %s\n", example)
 		}
 	}
 	return fs

@@ -118,7 +118,7 @@ func TestHelpExamplesRun(t *testing.T) {
 			continue // hidden (__complete)
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			code, _, help := runIn(context.Background(), clock, "", nil, c.Name, "--help")
+			code, help, _ := runIn(context.Background(), clock, "", nil, c.Name, "--help")
 			require.Equal(t, ExitOK, code)
 			_, examples, ok := strings.Cut(help, "Example:\n")
 			require.True(t, ok, "balde %s --help has no example", c.Name)
@@ -232,4 +232,58 @@ func TestBucketsListWatchSpeaksLANG(t *testing.T) {
 	code, out, errOut := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db, "LANG": "es_PY.UTF-8"}, "buckets", "list", "--watch", "5s")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "cada 5s, a las 2026-03-02 12:00:00 UTC (Ctrl-C para detener)")
+}
+
+// Issue 20: a subcommand's --help went to stderr ("balde buckets --help |
+// less" showed nothing). It prints to stdout, exits 0 and writes nothing on
+// stderr; a usage error still prints one line on stderr.
+func TestSubcommandHelpGoesToStdout(t *testing.T) {
+	for _, c := range commands() {
+		if c.Summary == "" {
+			continue // hidden (__complete)
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			for _, h := range []string{"--help", "-h"} {
+				code, stdout, stderr := runIn(context.Background(), nil, "", nil, c.Name, h)
+				require.Equal(t, ExitOK, code)
+				require.True(t, strings.HasPrefix(stdout, "Usage: balde "+c.Name), "balde %s %s: %q", c.Name, h, stdout)
+				require.Empty(t, stderr)
+			}
+		})
+	}
+	code, stdout, stderr := runIn(context.Background(), nil, "", nil, "buckets", "--bogus")
+	require.Equal(t, ExitUsage, code)
+	require.Empty(t, stdout)
+	oneStderrLine(t, stderr, "see balde buckets --help")
+}
+
+// Issue 20: completion offered file names instead of actions and --sort
+// values. What may follow each word, as the bash script asks for it.
+func TestShellCompletionOffersActionsAndValues(t *testing.T) {
+	for _, tt := range []struct {
+		command, prev string
+		want          []string
+	}{
+		{"buckets", "buckets", []string{"list", "show", "reset"}},
+		{"migrate", "migrate", []string{"up", "down", "version"}},
+		{"buckets", "--sort", []string{"key", "severity", "last_send", "tokens"}},
+		{"buckets", "-sort", []string{"key", "severity", "last_send", "tokens"}},
+		{"buckets", "--severity", []string{"healthy", "medium", "high", "critical"}},
+		{"buckets", "--state", []string{"blocked", "cooling", "negative"}},
+		{"buckets", "-o", []string{"table", "wide", "json"}},
+		{"buckets", "list", []string{}},  // after the action: no file names
+		{"buckets", "--yes", []string{}}, // a boolean flag takes no value
+		{"buckets", "--db", []string{completeFiles}},
+		{"sifen-send", "sifen-send", []string{completeFiles}}, // its arguments are files
+	} {
+		t.Run(tt.command+" "+tt.prev, func(t *testing.T) {
+			code, out, stderr := run(t, nil, "__complete", tt.command, "next", tt.prev)
+			require.Equal(t, ExitOK, code, stderr)
+			require.Equal(t, tt.want, strings.Fields(out))
+		})
+	}
+	code, out, _ := run(t, nil, "completion", "bash")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, `balde __complete "${COMP_WORDS[1]}" next "$prev"`)
+	require.NotContains(t, out, `$(compgen -W "$(balde __complete "${COMP_WORDS[1]}")" -- "$cur") $(compgen -f`, "files only when files are wanted")
 }

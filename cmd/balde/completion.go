@@ -15,7 +15,7 @@ import (
 // completions never drift from the flags.
 func runCompletion(_ context.Context, m *Main, args []string) error {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(m.Stderr, "Usage: balde completion bash|zsh\n\nExample:\n  source <(balde completion bash)\n")
+		fmt.Fprint(m.Stdout, "Usage: balde completion bash|zsh\n\nExample:\n  source <(balde completion bash)\n")
 		return nil
 	}
 	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
@@ -25,14 +25,22 @@ func runCompletion(_ context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, "autoload -U +X bashcompinit && bashcompinit")
 	}
 	fmt.Fprint(m.Stdout, `_balde() {
-  local cur=${COMP_WORDS[COMP_CWORD]}
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} words
   if [ "$COMP_CWORD" -eq 1 ]; then
     COMPREPLY=($(compgen -W "$(balde __complete)" -- "$cur"))
     return
   fi
+  if [ "$cur" = "=" ]; then cur=""; fi
+  if [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
   case "$cur" in
     -*) COMPREPLY=($(compgen -W "$(balde __complete "${COMP_WORDS[1]}" flags)" -- "$cur")) ;;
-    *) COMPREPLY=($(compgen -W "$(balde __complete "${COMP_WORDS[1]}")" -- "$cur") $(compgen -f -- "$cur")) ;;
+    *)
+      words=$(balde __complete "${COMP_WORDS[1]}" next "$prev")
+      if [ "$words" = "`+completeFiles+`" ]; then
+        COMPREPLY=($(compgen -f -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "$words" -- "$cur"))
+      fi ;;
   esac
 }
 complete -F _balde balde
@@ -45,12 +53,34 @@ var actions = map[string][]string{
 	"buckets":    {"list", "show", "reset"},
 	"migrate":    {"up", "down", "version"},
 	"completion": {"bash", "zsh"},
+	"gateway":    {"dict", "sifen"},
 }
 
-var flagLine = regexp.MustCompile(`(?m)^\s+-(\w[\w-]*)`)
+// flagValues are the values of the flags that take one of a few words.
+var flagValues = map[string]map[string][]string{
+	"buckets": {
+		"sort":     {"key", "severity", "last_send", "tokens"},
+		"severity": {"healthy", "medium", "high", "critical"},
+		"state":    {"blocked", "cooling", "negative"},
+		"o":        {"table", "wide", "json"},
+	},
+}
 
-// runComplete is the hidden "balde __complete [COMMAND [flags]]": the
-// command names, a command's actions, or its flags (read from its --help).
+// completeFiles is what "__complete COMMAND next PREV" prints when file
+// names are the completions (a file argument, a flag taking a path).
+const completeFiles = "__files__"
+
+// flagLine is one flag of a --help: its name and, unless it is a boolean
+// flag, the kind of its value ("  -sort string").
+var flagLine = regexp.MustCompile(`(?m)^\s+-(\w[\w-]*)( \w+)?`)
+
+// runComplete is the hidden "balde __complete [COMMAND [flags|next PREV]]":
+// the command names, a command's actions, its flags (read from its --help),
+// or what may follow the word PREV: a flag's values (buckets --sort: key,
+// severity, ...), the command's actions after the command itself, nothing
+// after an action or where a key is expected, and file names (printed as
+// completeFiles) for a flag taking a path and the file arguments of the
+// commands without actions.
 func runComplete(ctx context.Context, m *Main, args []string) error {
 	if len(args) == 0 {
 		var names []string
@@ -67,18 +97,56 @@ func runComplete(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, strings.Join(actions[args[0]], " "))
 		return nil
 	}
+	command := args[0]
+	if args[1] == "next" && len(args) == 3 {
+		fmt.Fprintln(m.Stdout, strings.Join(completeNext(ctx, command, args[2]), " "))
+		return nil
+	}
+	var flags []string
+	for name := range commandFlags(ctx, command) {
+		flags = append(flags, "--"+name)
+	}
+	slices.Sort(flags)
+	fmt.Fprintln(m.Stdout, strings.Join(flags, " "))
+	return nil
+}
+
+// completeNext is what may follow the word prev on command's line.
+func completeNext(ctx context.Context, command, prev string) []string {
+	if strings.HasPrefix(prev, "-") {
+		name := strings.TrimLeft(prev, "-")
+		if vs, ok := flagValues[command][name]; ok {
+			return vs
+		}
+		if takesValue, known := commandFlags(ctx, command)[name]; known && takesValue {
+			return []string{completeFiles} // --db, --policies, --output: a path, often
+		}
+	}
+	if prev == command {
+		if as, ok := actions[command]; ok {
+			return as
+		}
+	}
+	if _, ok := actions[command]; ok {
+		return nil // after the action: a key or a version, not a file
+	}
+	return []string{completeFiles}
+}
+
+// commandFlags reads command's flags from its --help: name → whether it
+// takes a value.
+func commandFlags(ctx context.Context, command string) map[string]bool {
+	flags := map[string]bool{}
 	for _, c := range commands() {
-		if c.Name != args[0] || strings.HasPrefix(c.Name, "__") || c.Name == "completion" {
+		if c.Name != command || strings.HasPrefix(c.Name, "__") || c.Name == "completion" {
 			continue
 		}
 		var help bytes.Buffer
-		sub := &Main{Stdin: m.Stdin, Stdout: &bytes.Buffer{}, Stderr: &help, Getenv: func(string) string { return "" }}
+		sub := &Main{Stdin: strings.NewReader(""), Stdout: &help, Stderr: &bytes.Buffer{}, Getenv: func(string) string { return "" }}
 		_ = c.Run(ctx, sub, []string{"--help"})
-		var flags []string
 		for _, f := range flagLine.FindAllStringSubmatch(help.String(), -1) {
-			flags = append(flags, "--"+f[1])
+			flags[f[1]] = f[2] != ""
 		}
-		fmt.Fprintln(m.Stdout, strings.Join(flags, " "))
 	}
-	return nil
+	return flags
 }

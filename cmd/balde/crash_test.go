@@ -23,6 +23,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -168,16 +169,16 @@ func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.Ledg
 	defer eng.close(context.Background())
 	ctx := context.Background()
 	all := make(map[throttle.Key][]throttle.LedgerEntry)
-	f := throttle.Filter{Limit: throttle.MaxPageSize}
+	f := inspect.Filter{Limit: inspect.MaxPageSize}
 	for {
-		page, err := eng.limiter.List(ctx, f)
+		page, err := eng.Reader().List(ctx, f)
 		require.NoError(t, err)
 		for _, st := range page.States {
 			key := st.Key
 			var entries []throttle.LedgerEntry
-			q := throttle.LedgerQuery{Key: &key, Limit: throttle.MaxPageSize}
+			q := inspect.LedgerQuery{Key: &key, Limit: inspect.MaxPageSize}
 			for {
-				es, err := eng.limiter.Ledger(ctx, q)
+				es, err := eng.Reader().Ledger(ctx, q)
 				require.NoError(t, err)
 				entries = append(entries, es...)
 				if len(es) < q.Limit {
@@ -195,7 +196,7 @@ func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.Ledg
 		if page.Next == "" {
 			return all
 		}
-		after, err := throttle.DecodeCursor(page.Next)
+		after, err := inspect.DecodeCursor(page.Next)
 		require.NoError(t, err)
 		f.After = after
 	}

@@ -420,9 +420,9 @@ func TestDictLookupBadInput(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "r.xml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	code, _, stderr := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
+	code, stdout, _ := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, stderr, "Example:\n  balde dict-lookup --dict-url")
+	require.Contains(t, stdout, "Example:\n  balde dict-lookup --dict-url")
 }
 
 // TestDictCategoryLearnedAtStart: until the DICT says otherwise the

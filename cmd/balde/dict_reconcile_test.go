@@ -125,7 +125,7 @@ func TestDictReconcileUsage(t *testing.T) {
 		})
 	}
 
-	code, _, errOut := run(t, nil, "dict-reconcile", "--help")
+	code, helpOut, _ := run(t, nil, "dict-reconcile", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, errOut, "Example:\n  balde dict-reconcile --dict-url")
+	require.Contains(t, helpOut, "Example:\n  balde dict-reconcile --dict-url")
 }

@@ -33,7 +33,7 @@ func runGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	if len(args) == 0 || args[0] != "dict" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(m.Stderr, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
+			fmt.Fprint(m.Stdout, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
 				"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
 				"  sifen  a SOAP endpoint for SIFEN's siRecepLoteDE and siResultLoteDE through the RUC gate (balde gateway sifen --help)\n"+
 				"\nExample:\n  balde gateway dict --help\n")

@@ -60,8 +60,8 @@ func TestHelpExitsZero(t *testing.T) {
 	code, out, _ := run(t, nil, "help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "migrate")
-	code, _, errOut := run(t, nil, "migrate", "--help")
+	code, helpOut, _ := run(t, nil, "migrate", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, errOut, "Example:")
-	require.Contains(t, errOut, "  -db ", "the flags are listed")
+	require.Contains(t, helpOut, "Example:")
+	require.Contains(t, helpOut, "  -db ", "the flags are listed")
 }

@@ -40,6 +40,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	case op == "force":
 		return UsageError("migrate: force needs exactly one VERSION")
 	case fs.NArg() != 1:
+		fs.SetOutput(m.Stderr) // the usage with an error
 		fs.Usage()
 		return UsageError("migrate: want exactly one of up, down, version, force VERSION")
 	case op != "up" && op != "down" && op != "version":

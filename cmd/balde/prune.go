@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -96,7 +96,9 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 
 // pruneCount counts what prune would remove: ledger rows older than the
 // retention (an aggregated row is one row, whatever events it stands for),
-// DICT lookups older than it, and stored buckets that are idle now.
+// DICT lookups older than it, and stored buckets that are idle now and
+// whose ledger has no row younger than the retention (throttle's Prune
+// keeps those, so that their ledger stays in view).
 func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipBuckets bool) (pruneResult, error) {
 	res := pruneResult{Before: eng.limiter.Now().Add(-retention)}
 	db := eng.store.ReadDB()
@@ -118,12 +120,19 @@ func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipB
 		return res, fmt.Errorf("prune: count DICT lookups: %w", err)
 	}
 	if !skipBuckets {
-		states, _, err := eng.limiter.ListAll(ctx, throttle.Filter{})
+		states, _, err := eng.Reader().ListAll(ctx, inspect.Filter{})
 		if err != nil {
 			return res, err
 		}
 		for _, st := range states {
-			if !st.Orphan && st.Tokens >= st.Policy.Capacity && len(st.Spent) == 0 && st.CooldownLeft == 0 && st.BlockLeft == 0 {
+			if st.Orphan || st.Tokens < st.Policy.Capacity || len(st.Spent) > 0 || st.CooldownLeft > 0 || st.BlockLeft > 0 {
+				continue
+			}
+			kept, err := eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &st.Key, Since: res.Before, Limit: 1})
+			if err != nil {
+				return res, err
+			}
+			if len(kept) == 0 {
 				res.Buckets++
 			}
 		}

@@ -186,7 +186,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	dc := cfg.dictConfig(dictURL, true)
 	dc.Simulator = sims.dict != nil // automatic reconciliation stays off against it
 	sc := cfg.sifenConfig(sifenClient, false)
-	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger,
+	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
 		Dict: &dc, Sifen: &sc, Jobs: cfg.jobs()})
 	if err != nil {
 		return nil, err

@@ -243,9 +243,9 @@ func TestSifenSendBadInput(t *testing.T) {
 	_, err := os.Stat(strings.TrimPrefix(db, "sqlite://"))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing stored: the database was not even opened")
 
-	code, _, stderr := runIn(context.Background(), nil, "", nil, "sifen-send", "--help")
+	code, stdout, _ := runIn(context.Background(), nil, "", nil, "sifen-send", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, stderr, "Example:\n  balde sifen-send --env test --sifen-url official")
+	require.Contains(t, stdout, "Example:\n  balde sifen-send --env test --sifen-url official")
 }
 
 // TestSifenSendBadSifenURL: a SIFEN URL that is not http(s) stops the run

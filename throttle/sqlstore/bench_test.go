@@ -21,6 +21,7 @@ import (
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -475,6 +476,22 @@ func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, poli
 	return lim, g
 }
 
+// openBenchReader opens the store at dsn and returns a reader of it over a
+// limiter of the bench policy.
+func openBenchReader(b *testing.B, dsn string) *inspect.Reader {
+	b.Helper()
+	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	lim, err := throttle.NewLimiter(s, throttle.Policies{benchPolicy: benchP}, throttle.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inspect.New(lim, s)
+}
+
 // BenchmarkPeers are what a user would otherwise pick: x/time/rate in
 // memory (one process only, nothing persisted) and redis_rate (GCRA in
 // Redis, shared by instances).
@@ -660,11 +677,11 @@ func BenchmarkScale(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("sqlite/rows=%d/list-page", rows), func(b *testing.B) {
-			lim, _ := openBench(b, populatedDSNOf(b, sqlstore.SQLite, rows), sqlstore.Options{}, false, nil, throttle.Config{})
+			rd := openBenchReader(b, populatedDSNOf(b, sqlstore.SQLite, rows))
 			ctx := context.Background()
 			measure(b, 1, func(_, i int) error {
 				// A page deep in the table, by cursor.
-				_, err := lim.List(ctx, throttle.Filter{After: pick(i), Limit: throttle.DefaultPageSize})
+				_, err := rd.List(ctx, inspect.Filter{After: pick(i), Limit: inspect.DefaultPageSize})
 				return err
 			})
 		})
@@ -731,8 +748,8 @@ func BenchmarkLedgerWindow(b *testing.B) {
 				s := windowStore(b, engine, sc.name, func(s *sqlstore.Store, clock *throttle.ManualClock) {
 					seedLedger(b, s, clock, windowKey, from, time.Hour/total, total, sc.every)
 				})
-				q := throttle.LedgerWindowQuery{Key: windowKey, From: from, To: from.Add(time.Hour), Slots: 360}
-				var w throttle.LedgerWindow
+				q := inspect.LedgerWindowQuery{Key: windowKey, From: from, To: from.Add(time.Hour), Slots: 360}
+				var w inspect.LedgerWindow
 				b.ResetTimer()
 				for b.Loop() {
 					var err error

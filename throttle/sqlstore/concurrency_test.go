@@ -16,6 +16,7 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -239,7 +240,7 @@ func testExactAcrossProcesses(t *testing.T, engine sqlstore.Engine, mode string)
 		require.NoError(t, err)
 		require.Equal(t, int64(0), s.Tokens)
 		require.Equal(t, p.Capacity, s.SendCount)
-		n, err := lim.CountLedger(ctx, throttle.LedgerQuery{Key: &hammerKey, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+		n, err := inspect.New(lim, store).CountLedger(ctx, inspect.LedgerQuery{Key: &hammerKey, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 		require.NoError(t, err)
 		require.Equal(t, p.Capacity, n)
 	}
@@ -267,7 +268,8 @@ func testLedgerExplains(t *testing.T, engine sqlstore.Engine, mode string) {
 		const run = 700 * time.Millisecond
 
 		wait := startChildren(t, 1, dsn, mode, "fast", 3, 0, run)
-		lim := limiterFor(t, sqlstoretest.MustOpenDSN(t, dsn, nil), mode, p)
+		store := sqlstoretest.MustOpenDSN(t, dsn, nil)
+		lim := limiterFor(t, store, mode, p)
 		var local tally
 		var err error
 		waitfor.Do(t, 2*time.Minute, func() { local, err = hammer(ctx, lim, 3, 0, run) }, "hammering for %s in the test process", run)
@@ -288,9 +290,9 @@ func testLedgerExplains(t *testing.T, engine sqlstore.Engine, mode string) {
 		require.Positive(t, local.Refused+remote.Refused, "the bucket should have run dry")
 
 		var entries []throttle.LedgerEntry
-		q := throttle.LedgerQuery{Key: &hammerKey, Limit: throttle.MaxPageSize}
+		q := inspect.LedgerQuery{Key: &hammerKey, Limit: inspect.MaxPageSize}
 		for {
-			page, err := lim.Ledger(ctx, q)
+			page, err := inspect.New(lim, store).Ledger(ctx, q)
 			require.NoError(t, err)
 			entries = append(entries, page...)
 			if len(page) < q.Limit {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // buckets is Buckets without its retries; Buckets implements throttle.Store.
@@ -44,7 +45,7 @@ func (s *Store) buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bu
 
 // where builds the WHERE clause of a bucket filter. ok is false when the
 // filter names a policy that was never stored (nothing can match).
-func (s *Store) where(ctx context.Context, f throttle.Filter, withCursor bool) (clause string, args []any, ok bool, err error) {
+func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (clause string, args []any, ok bool, err error) {
 	var conds []string
 	if f.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, f.Policy)
@@ -104,15 +105,15 @@ func prefixEnd(p string) (string, bool) {
 	return "", false
 }
 
-// list is List without its retries; List implements throttle.Store, in (policy id, env, identifier) order.
-func (s *Store) list(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+// list is List without its retries; List implements inspect.Store, in (policy id, env, identifier) order.
+func (s *Store) list(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
 	where, args, ok, err := s.where(ctx, f, true)
 	if err != nil || !ok {
 		return nil, err
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = throttle.DefaultPageSize
+		limit = inspect.DefaultPageSize
 	}
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT `+bucketColumns+`
@@ -143,8 +144,8 @@ func (s *Store) list(ctx context.Context, f throttle.Filter) ([]throttle.Bucket,
 	return out, formatError("list buckets", rows.Err())
 }
 
-// countBySeverity is CountBySeverity without its retries; CountBySeverity implements throttle.Store.
-func (s *Store) countBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+// countBySeverity is CountBySeverity without its retries; CountBySeverity implements inspect.Store.
+func (s *Store) countBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
 	where, args, ok, err := s.where(ctx, f, false)
 	out := make(map[throttle.Severity]int64)
 	if err != nil || !ok {
@@ -170,7 +171,7 @@ func (s *Store) countBySeverity(ctx context.Context, f throttle.Filter) (map[thr
 }
 
 // ledgerWhere builds the WHERE clause of a ledger query.
-func (s *Store) ledgerWhere(ctx context.Context, q throttle.LedgerQuery, withCursor bool) (string, []any, bool, error) {
+func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery, withCursor bool) (string, []any, bool, error) {
 	var conds []string
 	var args []any
 	if policy := q.Policy; policy != "" {
@@ -202,11 +203,11 @@ func (s *Store) ledgerWhere(ctx context.Context, q throttle.LedgerQuery, withCur
 	return "WHERE " + strings.Join(conds, " AND "), args, true, nil
 }
 
-// ledger is Ledger without its retries; Ledger implements throttle.Store.
-func (s *Store) ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+// ledger is Ledger without its retries; Ledger implements inspect.Store.
+func (s *Store) ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
-		limit = throttle.DefaultPageSize
+		limit = inspect.DefaultPageSize
 	}
 	if q.Key != nil {
 		return s.bucketLedger(ctx, q, limit)
@@ -252,7 +253,7 @@ const maxWalk = 1_000_000
 // stopping at Since, at a row of another bucket, or after depth rows; and
 // the filter on reasons for the outer query. The walk yields rows in chain
 // order, so an outer LIMIT takes the newest.
-func (s *Store) walkChain(ctx context.Context, q throttle.LedgerQuery, depth int) (cte, reasons string, args, reasonArgs []any, ok bool, err error) {
+func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int) (cte, reasons string, args, reasonArgs []any, ok bool, err error) {
 	id, known, err := s.lookupPolicy(ctx, q.Key.Policy)
 	if err != nil || !known {
 		return "", "", nil, nil, false, err
@@ -294,7 +295,7 @@ func (s *Store) walkChain(ctx context.Context, q throttle.LedgerQuery, depth int
 }
 
 // bucketLedger reads one bucket's latest rows by walking its chain.
-func (s *Store) bucketLedger(ctx context.Context, q throttle.LedgerQuery, limit int) ([]throttle.LedgerEntry, error) {
+func (s *Store) bucketLedger(ctx context.Context, q inspect.LedgerQuery, limit int) ([]throttle.LedgerEntry, error) {
 	depth := limit // without a filter on reasons, the walk is exactly the page
 	if len(q.Reasons) > 0 {
 		depth = maxWalk
@@ -314,8 +315,8 @@ func (s *Store) bucketLedger(ctx context.Context, q throttle.LedgerQuery, limit 
 	return s.scanLedger(ctx, rows)
 }
 
-// countLedger is CountLedger without its retries; CountLedger implements throttle.Store.
-func (s *Store) countLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+// countLedger is CountLedger without its retries; CountLedger implements inspect.Store.
+func (s *Store) countLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
 	if q.Key != nil {
 		q.BeforeID = 0
 		cte, reasons, args, reasonArgs, ok, err := s.walkChain(ctx, q, maxWalk)

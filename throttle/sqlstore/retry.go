@@ -33,7 +33,9 @@ var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", thrott
 // Transient-error retries: the first retry after transientBackoff, each
 // next one after twice the previous (with ±50 % jitter, capped at
 // transientMaxBackoff), until transientMaxAttempts attempts in all,
-// transientBudget of waiting between them (about 2.5 s), or
+// transientBudget of waiting between them (4.5 s: longer than a 3 s storm
+// of terminated sessions, seen to outlast 2.5 s of retries at load average
+// 7, and than a PostgreSQL restart's usual few seconds), or
 // transientElapsedBudget since the first attempt began (the attempts
 // included), whichever comes first, and never past the caller's context.
 // The last bounds a call facing a stopped lock holder: each SQLite attempt
@@ -41,10 +43,10 @@ var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", thrott
 // 503 after ~42 s (issue 23); now a call fails after at most
 // transientElapsedBudget plus one attempt.
 const (
-	transientMaxAttempts = 8
+	transientMaxAttempts = 12
 	transientBackoff     = 20 * time.Millisecond
 	transientMaxBackoff  = 800 * time.Millisecond
-	transientBudget      = 3 * time.Second
+	transientBudget      = 4500 * time.Millisecond
 
 	transientElapsedBudget = 5 * time.Second
 )
@@ -240,7 +242,7 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 }
 
 // Retry runs fn again after transient store errors, the way the store's own
-// reads and decisions are (with backoff, about 2.5 s at most, never past
+// reads and decisions are (with backoff, about 4.5 s at most, never past
 // ctx), for packages that query the store's DB() or ReadDB() themselves
 // (sifen's documents, dict's records). fn must be safe to run twice: a
 // read, or a whole transaction that began and committed inside fn and

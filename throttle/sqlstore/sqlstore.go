@@ -32,6 +32,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Options configure Open. The zero value is usable.
@@ -58,7 +59,7 @@ type Options struct {
 	IntegrityEvery time.Duration
 }
 
-// Store is a throttle.Store on SQLite or PostgreSQL. Safe for concurrent use.
+// Store is a throttle.Store and an inspect.Store on SQLite or PostgreSQL. Safe for concurrent use.
 type Store struct {
 	engine Engine
 	write  *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
@@ -82,7 +83,10 @@ type Store struct {
 	policyNames map[int64]string
 }
 
-var _ throttle.Store = (*Store)(nil)
+var (
+	_ throttle.Store = (*Store)(nil)
+	_ inspect.Store  = (*Store)(nil)
+)
 
 // rowWriter is what differs between the engines inside an Update: loading
 // rows with their locks, and writing a transaction's changes back.

@@ -13,7 +13,7 @@ import (
 // same results as the in-memory reference store.
 func TestStore(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-		throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
+		throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttletest.FullStore {
 			return sqlstoretest.MustOpen(t, engine, clock)
 		})
 	})
@@ -22,10 +22,11 @@ func TestStore(t *testing.T) {
 // TestGroupCommitStore runs the suite through a GroupCommit on each engine.
 func TestGroupCommitStore(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-		throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
-			g := throttle.NewGroupCommit(sqlstoretest.MustOpen(t, engine, clock), throttle.GroupCommitOptions{})
+		throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttletest.FullStore {
+			s := sqlstoretest.MustOpen(t, engine, clock)
+			g := throttle.NewGroupCommit(s, throttle.GroupCommitOptions{})
 			t.Cleanup(func() { g.Close() })
-			return g
+			return throttletest.WithReads(g, s)
 		})
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -42,9 +43,9 @@ func TestWALStaysBounded(t *testing.T) {
 					return
 				default:
 				}
-				_, err := lim.List(ctx, throttle.Filter{Limit: 20})
+				_, err := inspect.New(lim, store).List(ctx, inspect.Filter{Limit: 20})
 				require.NoError(t, err)
-				_, err = lim.Ledger(ctx, throttle.LedgerQuery{Limit: 20})
+				_, err = inspect.New(lim, store).Ledger(ctx, inspect.LedgerQuery{Limit: 20})
 				require.NoError(t, err)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // aggregateLag is how far before its row's neighbours in the chain an
@@ -132,8 +133,8 @@ func refusalReasonsSQL() string {
 // ledgerWindow is LedgerWindow without its retries; LedgerWindow implements
 // throttle.Store. It walks the bucket's chain, or reads the window's id
 // range when the bucket is busy (see walkCTE).
-func (s *Store) ledgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
-	w := throttle.LedgerWindow{Query: q}
+func (s *Store) ledgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
+	w := inspect.LedgerWindow{Query: q}
 	policyID, known, err := s.lookupPolicy(ctx, q.Key.Policy)
 	if err != nil || !known {
 		return w, err
@@ -160,19 +161,19 @@ func (s *Store) ledgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) 
 	}
 	if sampled < windowSample || sampled*10 < head.Int64-oldest+1 {
 		// A quiet bucket (or a window of few rows): walk its chain.
-		walk[len(walk)-4] = throttle.MaxWindowRows
-		return s.foldWindow(ctx, q, walkCTE, walk, throttle.MaxWindowRows)
+		walk[len(walk)-4] = inspect.MaxWindowRows
+		return s.foldWindow(ctx, q, walkCTE, walk, inspect.MaxWindowRows)
 	}
 	// A busy bucket: read the window's id range, at most MaxWindowRows ids.
 	first, err := s.ledgerIDAt(ctx, stop, head.Int64)
 	if err != nil {
 		return w, err
 	}
-	partial := head.Int64-first+1 > throttle.MaxWindowRows
+	partial := head.Int64-first+1 > inspect.MaxWindowRows
 	if partial {
-		first = head.Int64 - throttle.MaxWindowRows + 1
+		first = head.Int64 - inspect.MaxWindowRows + 1
 	}
-	w, err = s.foldWindow(ctx, q, rangeCTE, append([]any{first, head.Int64}, k...), throttle.MaxWindowRows)
+	w, err = s.foldWindow(ctx, q, rangeCTE, append([]any{first, head.Int64}, k...), inspect.MaxWindowRows)
 	w.Partial = w.Partial || partial
 	return w, err
 }
@@ -218,8 +219,8 @@ func (s *Store) ledgerIDAt(ctx context.Context, t, head int64) (int64, error) {
 
 // foldWindow runs ledgerWindowSQL over cte (with its args) for q; a row at
 // depth maxDepth means the walk stopped before the window's start.
-func (s *Store) foldWindow(ctx context.Context, q throttle.LedgerWindowQuery, cte string, cteArgs []any, maxDepth int) (throttle.LedgerWindow, error) {
-	w := throttle.LedgerWindow{Query: q}
+func (s *Store) foldWindow(ctx context.Context, q inspect.LedgerWindowQuery, cte string, cteArgs []any, maxDepth int) (inspect.LedgerWindow, error) {
+	w := inspect.LedgerWindow{Query: q}
 	from, to, width := nanos(q.From), nanos(q.To), int64(q.Width())
 	args := append(cteArgs, from, to, q.Slots-1, from, width, to)
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(ledgerWindowSQL(cte)), args...)
@@ -244,7 +245,7 @@ func (s *Store) foldWindow(ctx context.Context, q throttle.LedgerWindowQuery, ct
 		if depth >= int64(maxDepth) {
 			w.Partial = true
 		}
-		sl := throttle.LedgerSlot{
+		sl := inspect.LedgerSlot{
 			Index:   int(slot),
 			Start:   q.From.Add(time.Duration(slot) * q.Width()),
 			Changes: changes, Events: events,

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -27,7 +28,7 @@ func TestWindowSeesRowsBehindALateRefusalRow(t *testing.T) {
 		mem := throttletest.NewMemStore(clock.Now)
 		pol := throttle.Policies{"SLOW": {Name: "SLOW", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour, Refill: throttle.RefillStepwise}}
 		k := throttle.Key{Policy: "SLOW", Env: "prod", Identifier: "x"}
-		for name, st := range map[string]throttle.Store{"sql": s, "mem": mem} {
+		for name, st := range map[string]throttletest.FullStore{"sql": s, "mem": mem} {
 			clock.Set(throttletest.Epoch)
 			lim, err := throttle.NewLimiter(st, pol, throttle.Config{Clock: clock.Now})
 			require.NoError(t, err)
@@ -46,9 +47,9 @@ func TestWindowSeesRowsBehindALateRefusalRow(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, d.Allowed)
 			clock.Set(t0.Add(2*time.Hour + time.Minute))
-			w, err := lim.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: k, From: t0.Add(time.Hour + 50*time.Minute), To: clock.Now(), Slots: 10})
+			w, err := inspect.New(lim, st).LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: k, From: t0.Add(time.Hour + 50*time.Minute), To: clock.Now(), Slots: 10})
 			require.NoError(t, err)
-			es, _ := lim.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: 10})
+			es, _ := inspect.New(lim, st).Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: 10})
 			for _, e := range es {
 				t.Logf("%s ledger: id=%d at=%s reason=%s n=%d", name, e.ID, e.At.Sub(t0), e.Reason, e.Count)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -133,7 +134,7 @@ func TestLedgerWindowFoldsABusyHourInSQL(t *testing.T) {
 		now := from.Add(time.Hour)
 		clock.Set(now)
 
-		q := throttle.LedgerWindowQuery{Key: windowKey, From: from, To: now, Slots: 360}
+		q := inspect.LedgerWindowQuery{Key: windowKey, From: from, To: now, Slots: 360}
 		w, err := s.LedgerWindow(t.Context(), q)
 		require.NoError(t, err)
 		require.False(t, w.Partial)
@@ -184,7 +185,7 @@ func TestLedgerWindowReadsOnlyTheBucket(t *testing.T) {
 		mine := seedLedger(t, s, clock, windowKey, from, 36*time.Millisecond, 100_000, 100)
 		require.Equal(t, int64(1000), mine)
 		now := from.Add(time.Hour)
-		q := throttle.LedgerWindowQuery{Key: windowKey, From: from, To: now, Slots: 360}
+		q := inspect.LedgerWindowQuery{Key: windowKey, From: from, To: now, Slots: 360}
 		w, err := s.LedgerWindow(t.Context(), q)
 		require.NoError(t, err)
 		var events, refused int64

@@ -18,10 +18,11 @@ import (
 // TestGroupCommitStore runs the whole behaviour suite through a GroupCommit:
 // one operation at a time it must behave exactly like the store below it.
 func TestGroupCommitStore(t *testing.T) {
-	throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
-		g := throttle.NewGroupCommit(throttletest.NewMemStore(clock), throttle.GroupCommitOptions{})
+	throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttletest.FullStore {
+		mem := throttletest.NewMemStore(clock)
+		g := throttle.NewGroupCommit(mem, throttle.GroupCommitOptions{})
 		t.Cleanup(func() { require.NoError(t, g.Close()) })
-		return g
+		return throttletest.WithReads(g, mem)
 	})
 }
 

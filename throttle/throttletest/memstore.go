@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // MemStore is a throttle.Store in memory, with the SQL store's semantics:
@@ -25,7 +26,7 @@ type MemStore struct {
 	nextID  int64
 }
 
-var _ throttle.Store = (*MemStore)(nil)
+var _ FullStore = (*MemStore)(nil)
 
 // NewMemStore returns an empty store reading time from now.
 func NewMemStore(now throttle.Clock) *MemStore {
@@ -101,7 +102,7 @@ func (s *MemStore) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle
 	return out, nil
 }
 
-func (s *MemStore) matching(f throttle.Filter) []throttle.Bucket {
+func (s *MemStore) matching(f inspect.Filter) []throttle.Bucket {
 	var out []throttle.Bucket
 	for k, b := range s.buckets {
 		if (f.Policy == "" || k.Policy == f.Policy) && (f.Env == "" || k.Env == f.Env) &&
@@ -114,8 +115,8 @@ func (s *MemStore) matching(f throttle.Filter) []throttle.Bucket {
 	return out
 }
 
-// List implements throttle.Store, in Key.Compare order.
-func (s *MemStore) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+// List implements inspect.Store, in Key.Compare order.
+func (s *MemStore) List(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	all := s.matching(f)
@@ -137,8 +138,8 @@ func (s *MemStore) List(ctx context.Context, f throttle.Filter) ([]throttle.Buck
 	return all, nil
 }
 
-// CountBySeverity implements throttle.Store.
-func (s *MemStore) CountBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+// CountBySeverity implements inspect.Store.
+func (s *MemStore) CountBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[throttle.Severity]int64)
@@ -148,7 +149,7 @@ func (s *MemStore) CountBySeverity(ctx context.Context, f throttle.Filter) (map[
 	return out, nil
 }
 
-func (s *MemStore) ledgerMatching(q throttle.LedgerQuery) []throttle.LedgerEntry {
+func (s *MemStore) ledgerMatching(q inspect.LedgerQuery) []throttle.LedgerEntry {
 	var out []throttle.LedgerEntry
 	for _, e := range s.ledger {
 		switch {
@@ -163,8 +164,8 @@ func (s *MemStore) ledgerMatching(q throttle.LedgerQuery) []throttle.LedgerEntry
 	return out
 }
 
-// Ledger implements throttle.Store.
-func (s *MemStore) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+// Ledger implements inspect.Store.
+func (s *MemStore) Ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []throttle.LedgerEntry
@@ -180,8 +181,8 @@ func (s *MemStore) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]thrott
 	return out, nil
 }
 
-// CountLedger implements throttle.Store.
-func (s *MemStore) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+// CountLedger implements inspect.Store.
+func (s *MemStore) CountLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
@@ -191,11 +192,11 @@ func (s *MemStore) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int
 	return n, nil
 }
 
-// LedgerWindow implements throttle.Store with throttle.FoldLedger.
-func (s *MemStore) LedgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
+// LedgerWindow implements inspect.Store with inspect.FoldLedger.
+func (s *MemStore) LedgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return throttle.FoldLedger(s.ledgerMatching(throttle.LedgerQuery{Key: &q.Key}), q), nil
+	return inspect.FoldLedger(s.ledgerMatching(inspect.LedgerQuery{Key: &q.Key}), q), nil
 }
 
 // PruneLedger implements throttle.Store.
@@ -223,4 +224,19 @@ func expired(e throttle.LedgerEntry, before time.Time) bool {
 		return e.At.Before(before.Add(throttle.RefusalGroupSpan))
 	}
 	return e.At.Before(before)
+}
+
+// Rows implements throttle.Store, in Key.Compare order.
+func (s *MemStore) Rows(ctx context.Context, after throttle.Key, atLeast throttle.Severity, limit int) ([]throttle.Bucket, error) {
+	return s.List(ctx, inspect.Filter{After: after, MinSeverity: atLeast, Limit: limit})
+}
+
+// LedgerSince implements throttle.Store.
+func (s *MemStore) LedgerSince(ctx context.Context, key throttle.Key, since time.Time) (bool, error) {
+	return inspect.LedgerSince(ctx, s, key, since)
+}
+
+// LastTake implements throttle.Store.
+func (s *MemStore) LastTake(ctx context.Context, key throttle.Key) (time.Time, error) {
+	return inspect.LastTake(ctx, s, key)
 }

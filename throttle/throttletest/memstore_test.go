@@ -8,7 +8,7 @@ import (
 )
 
 func TestMemStore(t *testing.T) {
-	throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttle.Store {
+	throttletest.TestStore(t, func(t *testing.T, clock throttle.Clock) throttletest.FullStore {
 		return throttletest.NewMemStore(clock)
 	})
 }

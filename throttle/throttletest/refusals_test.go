@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
@@ -160,7 +161,7 @@ func TestRefusalsFromMemoryReachTheLedger(t *testing.T) {
 	refused := []throttle.LedgerReason{throttle.LedgerRefusedEmpty}
 	count := func() int64 {
 		t.Helper()
-		n, err := e.lim.CountLedger(ctx, throttle.LedgerQuery{Key: &cacheKey, Reasons: refused})
+		n, err := inspect.New(e.lim, e.mem).CountLedger(ctx, inspect.LedgerQuery{Key: &cacheKey, Reasons: refused})
 		require.NoError(t, err)
 		return n
 	}
@@ -191,7 +192,7 @@ func TestRefusalsFromMemoryReachTheLedger(t *testing.T) {
 	e.clock.Advance(time.Hour)
 	require.True(t, e.take(t, cacheKey, 1).Allowed)
 	require.Equal(t, int64(11+30), count())
-	rows, err := e.lim.Ledger(ctx, throttle.LedgerQuery{Key: &cacheKey, Reasons: refused, Limit: 1})
+	rows, err := inspect.New(e.lim, e.mem).Ledger(ctx, inspect.LedgerQuery{Key: &cacheKey, Reasons: refused, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, last, rows[0].At)
 }

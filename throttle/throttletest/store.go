@@ -5,26 +5,36 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
+
+// FullStore is a store with both sides: what a throttle.Limiter decides on
+// and what an inspect.Reader reads (sqlstore.Store, MemStore, Store).
+type FullStore interface {
+	throttle.Store
+	inspect.Store
+}
 
 // Store is a throttle.Store whose methods can be replaced one by one: a nil
 // function field falls through to Base. Use it to inject failures, e.g.
 //
 //	s := &throttletest.Store{Base: mem, UpdateFn: func(...) error { return throttle.ErrStoreUnavailable }}
 type Store struct {
-	Base throttle.Store
+	Base FullStore
 
 	UpdateFn          func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error
 	BucketsFn         func(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error)
-	ListFn            func(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error)
-	CountBySeverityFn func(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error)
-	LedgerFn          func(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error)
-	CountLedgerFn     func(ctx context.Context, q throttle.LedgerQuery) (int64, error)
-	LedgerWindowFn    func(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error)
+	ListFn            func(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error)
+	CountBySeverityFn func(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error)
+	LedgerFn          func(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error)
+	CountLedgerFn     func(ctx context.Context, q inspect.LedgerQuery) (int64, error)
+	LedgerWindowFn    func(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error)
+	RowsFn            func(ctx context.Context, after throttle.Key, atLeast throttle.Severity, limit int) ([]throttle.Bucket, error)
+	LastTakeFn        func(ctx context.Context, key throttle.Key) (time.Time, error)
 	PruneLedgerFn     func(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
-var _ throttle.Store = (*Store)(nil)
+var _ FullStore = (*Store)(nil)
 
 func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
 	if s.UpdateFn != nil {
@@ -40,35 +50,35 @@ func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bu
 	return s.Base.Buckets(ctx, keys)
 }
 
-func (s *Store) List(ctx context.Context, f throttle.Filter) ([]throttle.Bucket, error) {
+func (s *Store) List(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
 	if s.ListFn != nil {
 		return s.ListFn(ctx, f)
 	}
 	return s.Base.List(ctx, f)
 }
 
-func (s *Store) CountBySeverity(ctx context.Context, f throttle.Filter) (map[throttle.Severity]int64, error) {
+func (s *Store) CountBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
 	if s.CountBySeverityFn != nil {
 		return s.CountBySeverityFn(ctx, f)
 	}
 	return s.Base.CountBySeverity(ctx, f)
 }
 
-func (s *Store) Ledger(ctx context.Context, q throttle.LedgerQuery) ([]throttle.LedgerEntry, error) {
+func (s *Store) Ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
 	if s.LedgerFn != nil {
 		return s.LedgerFn(ctx, q)
 	}
 	return s.Base.Ledger(ctx, q)
 }
 
-func (s *Store) CountLedger(ctx context.Context, q throttle.LedgerQuery) (int64, error) {
+func (s *Store) CountLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
 	if s.CountLedgerFn != nil {
 		return s.CountLedgerFn(ctx, q)
 	}
 	return s.Base.CountLedger(ctx, q)
 }
 
-func (s *Store) LedgerWindow(ctx context.Context, q throttle.LedgerWindowQuery) (throttle.LedgerWindow, error) {
+func (s *Store) LedgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
 	if s.LedgerWindowFn != nil {
 		return s.LedgerWindowFn(ctx, q)
 	}
@@ -80,4 +90,43 @@ func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (i
 		return s.PruneLedgerFn(ctx, before, limit)
 	}
 	return s.Base.PruneLedger(ctx, before, limit)
+}
+
+// Rows calls RowsFn when set, else reads through List (so that ListFn
+// also fails the engine's own reads).
+func (s *Store) Rows(ctx context.Context, after throttle.Key, atLeast throttle.Severity, limit int) ([]throttle.Bucket, error) {
+	if s.RowsFn != nil {
+		return s.RowsFn(ctx, after, atLeast, limit)
+	}
+	return s.List(ctx, inspect.Filter{After: after, MinSeverity: atLeast, Limit: limit})
+}
+
+// LedgerSince reads through Ledger (so that LedgerFn also fails it).
+func (s *Store) LedgerSince(ctx context.Context, key throttle.Key, since time.Time) (bool, error) {
+	return inspect.LedgerSince(ctx, s, key, since)
+}
+
+// LastTake calls LastTakeFn when set, else reads through Ledger (so that
+// LedgerFn also fails the engine's own reads).
+func (s *Store) LastTake(ctx context.Context, key throttle.Key) (time.Time, error) {
+	if s.LastTakeFn != nil {
+		return s.LastTakeFn(ctx, key)
+	}
+	return inspect.LastTake(ctx, s, key)
+}
+
+// WithReads is decide (e.g. a throttle.GroupCommit) completed with the read
+// side reads, usually the store below it.
+func WithReads(decide throttle.Store, reads inspect.Store) FullStore {
+	return withReads{decide, reads}
+}
+
+type (
+	decideSide = throttle.Store
+	readSide   = inspect.Store
+)
+
+type withReads struct {
+	decideSide
+	readSide
 }

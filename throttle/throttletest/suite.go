@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // OpenStore opens an empty store for one test, reading time from clock. It
 // registers its own cleanup.
-type OpenStore func(t *testing.T, clock throttle.Clock) throttle.Store
+type OpenStore func(t *testing.T, clock throttle.Clock) FullStore
 
 // TestStore runs the engine's behaviour tests through a Limiter over stores
 // opened by open. Every Store implementation must pass it: that is what makes
@@ -62,9 +63,11 @@ func TestStore(t *testing.T, open OpenStore) {
 type Env struct {
 	T       *testing.T
 	Clock   *FakeClock
-	Store   throttle.Store
+	Store   FullStore
 	Limiter *throttle.Limiter
-	Notes   *Recorder
+	// Reader reads Store as Limiter sees it (listings, counts, ledger).
+	Reader *inspect.Reader
+	Notes  *Recorder
 }
 
 // NewEnv opens a store and a limiter resolving policies.
@@ -76,6 +79,7 @@ func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg thrott
 	lim, err := throttle.NewLimiter(e.Store, policies, cfg)
 	require.NoError(t, err)
 	e.Limiter = lim
+	e.Reader = inspect.New(lim, e.Store)
 	return e
 }
 
@@ -402,7 +406,7 @@ func testSeverity(t *testing.T, open OpenStore) {
 	require.Equal(t, throttle.SeverityHealthy, s.Severity)
 	require.Equal(t, throttle.SeverityCritical, s.Bucket.Severity)
 
-	counts, err := e.Limiter.CountBySeverity(context.Background(), throttle.Filter{})
+	counts, err := e.Reader.CountBySeverity(context.Background(), inspect.Filter{})
 	require.NoError(t, err)
 	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, counts)
 }
@@ -475,7 +479,7 @@ func testReset(t *testing.T, open OpenStore) {
 	require.Zero(t, s.CooldownLeft)
 	require.True(t, e.Take(keyA, 1).Allowed)
 
-	entries, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
+	entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.Equal(t, "alice", entries[0].Ref)
@@ -611,7 +615,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 					require.NoError(t, err)
 				}
 			}
-			entries, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &keyA, Limit: throttle.MaxPageSize})
+			entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
 			require.NoError(t, err)
 			reverse(entries)
 			b, err := throttle.Replay(p, entries)
@@ -643,7 +647,7 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	e.Clock.Advance(time.Minute)
 	e.Take(keyA, 1)
 
-	entries, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &keyA})
+	entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA})
 	require.NoError(t, err)
 	require.Len(t, entries, 3) // one take row per minute, the penalty alone
 	reverse(entries)
@@ -653,7 +657,7 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(980), entries[0].Balance)
 	require.Equal(t, throttle.LedgerPenalty, entries[1].Reason)
 	require.Equal(t, int64(1), entries[2].Count)
-	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 	require.NoError(t, err)
 	require.Equal(t, int64(11), n)
 }
@@ -692,7 +696,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	require.NoError(t, e.Limiter.FlushRefusals(ctx))
 
 	all := func(k throttle.Key) []throttle.LedgerEntry {
-		es, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		es, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 		require.NoError(t, err)
 		reverse(es)
 		return es
@@ -721,15 +725,15 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		events += en.Count
 	}
 	require.Equal(t, smsTakes, events)
-	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keySMS, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
+	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keySMS, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
 	require.NoError(t, err)
 	require.Equal(t, smsTakes, n)
 	require.Equal(t, e.State(keySMS).Tokens, smsRows[len(smsRows)-1].Balance)
 	now := e.Clock.Now()
-	wq := throttle.LedgerWindowQuery{Key: keySMS, From: now.Add(-time.Hour), To: now, Slots: 60}
-	window, err := e.Limiter.LedgerWindow(ctx, wq)
+	wq := inspect.LedgerWindowQuery{Key: keySMS, From: now.Add(-time.Hour), To: now, Slots: 60}
+	window, err := e.Reader.LedgerWindow(ctx, wq)
 	require.NoError(t, err)
-	require.Equal(t, throttle.FoldLedger(smsRows, wq), window)
+	require.Equal(t, inspect.FoldLedger(smsRows, wq), window)
 
 	// QUIET: no take rows, its refusals still there.
 	quietRows := all(keyQuiet)
@@ -755,9 +759,9 @@ func testLedgerPerBucket(t *testing.T, open OpenStore) {
 	}
 	// keyA: 7 single takes and 3 joint ones; pages of 4, newest first.
 	var balances []int64
-	q := throttle.LedgerQuery{Key: &keyA, Limit: 4}
+	q := inspect.LedgerQuery{Key: &keyA, Limit: 4}
 	for {
-		page, err := e.Limiter.Ledger(ctx, q)
+		page, err := e.Reader.Ledger(ctx, q)
 		require.NoError(t, err)
 		for _, en := range page {
 			require.Equal(t, keyA, en.Key)
@@ -769,12 +773,12 @@ func testLedgerPerBucket(t *testing.T, open OpenStore) {
 		q.BeforeID = page[len(page)-1].ID
 	}
 	require.Equal(t, []int64{90, 91, 92, 93, 94, 95, 96, 97, 98, 99}, balances)
-	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{Key: &keyC})
+	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keyC})
 	require.NoError(t, err)
 	require.Equal(t, int64(10), n)
 }
 
-// testLedgerWindow checks a store's LedgerWindow against throttle.FoldLedger
+// testLedgerWindow checks a store's LedgerWindow against inspect.FoldLedger
 // of the same bucket's entries, with every take written and with takes
 // aggregated per minute, another bucket's rows interleaved, and refusals
 // throughout (demand 2.6 a minute, supply 2).
@@ -797,9 +801,9 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 				}
 			}
 			var all []throttle.LedgerEntry
-			q := throttle.LedgerQuery{Key: &keyA, Limit: throttle.MaxPageSize}
+			q := inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize}
 			for {
-				page, err := e.Limiter.Ledger(ctx, q)
+				page, err := e.Reader.Ledger(ctx, q)
 				require.NoError(t, err)
 				all = append(all, page...)
 				if len(page) < q.Limit {
@@ -810,10 +814,10 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 			now := e.Clock.Now()
 
 			// The last hour in 40 slots of 90 s.
-			wq := throttle.LedgerWindowQuery{Key: keyA, From: now.Add(-time.Hour), To: now, Slots: 40}
-			got, err := e.Limiter.LedgerWindow(ctx, wq)
+			wq := inspect.LedgerWindowQuery{Key: keyA, From: now.Add(-time.Hour), To: now, Slots: 40}
+			got, err := e.Reader.LedgerWindow(ctx, wq)
 			require.NoError(t, err)
-			want := throttle.FoldLedger(all, wq)
+			want := inspect.FoldLedger(all, wq)
 			require.Equal(t, want, got)
 			require.False(t, got.Partial)
 			require.Len(t, got.Slots, 40, "every slot of 90 s has a row")
@@ -860,18 +864,18 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 					}
 				}
 				require.False(t, from.IsZero(), "the scenario has a refusal followed by an earlier aggregated row")
-				wq := throttle.LedgerWindowQuery{Key: keyA, From: from, To: now, Slots: 7}
-				got, err := e.Limiter.LedgerWindow(ctx, wq)
+				wq := inspect.LedgerWindowQuery{Key: keyA, From: from, To: now, Slots: 7}
+				got, err := e.Reader.LedgerWindow(ctx, wq)
 				require.NoError(t, err)
-				require.Equal(t, throttle.FoldLedger(all, wq), got)
+				require.Equal(t, inspect.FoldLedger(all, wq), got)
 				require.Equal(t, from, got.Slots[0].FirstRefused)
 			}
 
 			// A bucket with no row has no slots; a bad query is an error.
-			none, err := e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "zz"}, From: wq.From, To: now, Slots: 10})
+			none, err := e.Reader.LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "zz"}, From: wq.From, To: now, Slots: 10})
 			require.NoError(t, err)
 			require.Empty(t, none.Slots)
-			_, err = e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: keyA, From: now, To: now, Slots: 10})
+			_, err = e.Reader.LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: keyA, From: now, To: now, Slots: 10})
 			require.ErrorIs(t, err, throttle.ErrInvalidQuery)
 		})
 	}
@@ -895,10 +899,10 @@ func testList(t *testing.T, open OpenStore) {
 		}
 	}
 	var got []throttle.Key
-	f := throttle.Filter{Limit: 5}
+	f := inspect.Filter{Limit: 5}
 	pages := 0
 	for {
-		page, err := e.Limiter.List(ctx, f)
+		page, err := e.Reader.List(ctx, f)
 		require.NoError(t, err)
 		pages++
 		for _, s := range page.States {
@@ -908,21 +912,21 @@ func testList(t *testing.T, open OpenStore) {
 		if page.Next == "" {
 			break
 		}
-		f.After, err = throttle.DecodeCursor(page.Next)
+		f.After, err = inspect.DecodeCursor(page.Next)
 		require.NoError(t, err)
 	}
 	require.Equal(t, 6, pages)
 	require.ElementsMatch(t, want, got)
 	require.Len(t, got, len(want)) // no key twice
 
-	page, err := e.Limiter.List(ctx, throttle.Filter{Policy: "Q", Env: "test", IdentifierPrefix: "id-0", Limit: 100})
+	page, err := e.Reader.List(ctx, inspect.Filter{Policy: "Q", Env: "test", IdentifierPrefix: "id-0", Limit: 100})
 	require.NoError(t, err)
 	require.Len(t, page.States, 7)
 	for _, s := range page.States {
 		require.Equal(t, "Q", s.Key.Policy)
 		require.Equal(t, "test", s.Key.Env)
 	}
-	page, err = e.Limiter.List(ctx, throttle.Filter{IdentifierPrefix: "id-03"})
+	page, err = e.Reader.List(ctx, inspect.Filter{IdentifierPrefix: "id-03"})
 	require.NoError(t, err)
 	require.Len(t, page.States, 4)
 }
@@ -957,10 +961,10 @@ func testPrune(t *testing.T, open OpenStore) {
 	res, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1, BucketBatch: 1})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), res.Buckets)
-	n, err := pruned.Limiter.CountLedger(ctx, throttle.LedgerQuery{})
+	n, err := pruned.Reader.CountLedger(ctx, inspect.LedgerQuery{})
 	require.NoError(t, err)
 	require.Zero(t, n)
-	page, err := pruned.Limiter.List(ctx, throttle.Filter{})
+	page, err := pruned.Reader.List(ctx, inspect.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, page.States)
 	require.Equal(t, int64(3), pruned.State(keyA).Tokens)
@@ -978,14 +982,14 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour}
 	q := throttle.Policy{Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second}
 	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
-	refusals := throttle.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
+	refusals := inspect.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
 	take := func(k throttle.Key, ref string) throttle.Decision {
 		d, err := e.Limiter.Take(ctx, ref, throttle.Charge{Key: k, Cost: 1})
 		require.NoError(t, err)
 		return d
 	}
 	rowsOf := func(k throttle.Key) []throttle.LedgerEntry {
-		es, err := e.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		es, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 		require.NoError(t, err)
 		return es
 	}
@@ -1018,7 +1022,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	cut := firstFromMemory.Add(time.Second)
 	_, err := e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true})
 	require.NoError(t, err)
-	n, err := e.Limiter.CountLedger(ctx, refusals)
+	n, err := e.Reader.CountLedger(ctx, refusals)
 	require.NoError(t, err)
 	require.Zero(t, n, "no refusal of day 0 survives")
 
@@ -1030,14 +1034,14 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	take(keyA, "E2E-41")
 	rows = rowsOf(keyA)
 	require.Equal(t, "E2E-40", rows[len(rows)-1].Ref, "a row written after the prune links to the kept rows")
-	w, err := e.Limiter.LedgerWindow(ctx, throttle.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10})
+	w, err := e.Reader.LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10})
 	require.NoError(t, err)
-	require.Equal(t, throttle.FoldLedger(rows, throttle.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}), w)
+	require.Equal(t, inspect.FoldLedger(rows, inspect.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}), w)
 
 	// The same with a 30-day retention at day 40 (the numbers).
 	e2 := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
 	e, rowsOf = e2, func(k throttle.Key) []throttle.LedgerEntry {
-		es, err := e2.Limiter.Ledger(ctx, throttle.LedgerQuery{Key: &k, Limit: throttle.MaxPageSize})
+		es, err := e2.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 		require.NoError(t, err)
 		return es
 	}
@@ -1053,7 +1057,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	take(keyA, "E2E-40")
 	_, err = e2.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true})
 	require.NoError(t, err)
-	n, err = e2.Limiter.CountLedger(ctx, refusals)
+	n, err = e2.Reader.CountLedger(ctx, refusals)
 	require.NoError(t, err)
 	require.Zero(t, n, "a 40-day-old refusal row does not survive a 30-day prune")
 	require.Len(t, rowsOf(keyB), 1)
@@ -1102,10 +1106,10 @@ func testBadInput(t *testing.T, open OpenStore) {
 		})
 	}
 	// Nothing above moved a token or wrote a row.
-	page, err := e.Limiter.List(ctx, throttle.Filter{})
+	page, err := e.Reader.List(ctx, inspect.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, page.States)
-	n, err := e.Limiter.CountLedger(ctx, throttle.LedgerQuery{})
+	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{})
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
@@ -1156,7 +1160,7 @@ func (o *countingObserver) SeverityChanged(throttle.SeverityChange) {}
 
 // testSeverityNow: the store's part of read-time severity — the stored
 // level prefilter (Filter.MinSeverity), ExcludePolicies — through
-// Limiter.List, CountNow and Reevaluate.
+// Reader.List, Reader.CountNow and Limiter.Reevaluate.
 func testSeverityNow(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
@@ -1167,9 +1171,9 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 	require.True(t, e.Take(keyC, 1).Allowed)  // Healthy
 	require.True(t, e.Take(keyB, 10).Allowed) // Critical, policy Q
 
-	keys := func(f throttle.Filter) []throttle.Key {
+	keys := func(f inspect.Filter) []throttle.Key {
 		t.Helper()
-		page, err := e.Limiter.List(ctx, f)
+		page, err := e.Reader.List(ctx, f)
 		require.NoError(t, err)
 		var out []throttle.Key
 		for _, s := range page.States {
@@ -1177,13 +1181,13 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 		}
 		return out
 	}
-	require.Equal(t, []throttle.Key{keyA, keyB}, keys(throttle.Filter{Severity: throttle.SeverityCritical}))
-	require.Equal(t, []throttle.Key{keyA, keyC}, keys(throttle.Filter{ExcludePolicies: []string{"Q"}}))
-	require.Equal(t, []throttle.Key{keyA, keyB}, keys(throttle.Filter{MinSeverity: throttle.SeverityHigh}))
+	require.Equal(t, []throttle.Key{keyA, keyB}, keys(inspect.Filter{Severity: throttle.SeverityCritical}))
+	require.Equal(t, []throttle.Key{keyA, keyC}, keys(inspect.Filter{ExcludePolicies: []string{"Q"}}))
+	require.Equal(t, []throttle.Key{keyA, keyB}, keys(inspect.Filter{MinSeverity: throttle.SeverityHigh}))
 
 	e.Clock.Advance(time.Minute) // all full again
-	require.Empty(t, keys(throttle.Filter{Severity: throttle.SeverityCritical}))
-	c, err := e.Limiter.CountNow(ctx, throttle.Filter{})
+	require.Empty(t, keys(inspect.Filter{Severity: throttle.SeverityCritical}))
+	c, err := e.Reader.CountNow(ctx, inspect.Filter{})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), c.BySeverity[throttle.SeverityHealthy])
 	require.Equal(t, int64(0), c.BySeverity[throttle.SeverityCritical])
@@ -1191,7 +1195,7 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 	n, err := e.Limiter.Reevaluate(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	stored, err := e.Limiter.CountBySeverity(ctx, throttle.Filter{})
+	stored, err := e.Reader.CountBySeverity(ctx, inspect.Filter{})
 	require.NoError(t, err)
 	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityHealthy: 3}, stored, "the recoveries are written")
 }

@@ -339,6 +339,7 @@ var messages = [][3]string{
 	{"%s (sliding window)", "%s (janela deslizante)", "%s (ventana deslizante)"},
 	{"blocked %s", "bloqueado %s", "bloqueado %s"},
 	{"cooldown %s", "espera %s", "espera %s"},
+	{"refills in %s", "recarrega em %s", "se recarga en %s"},
 
 	// every command: the error line on stderr (UsageError formats)
 	{"unknown command %q (run \"balde help\")", "comando desconhecido %q (rode \"balde help\")", "comando desconocido %q (ejecute \"balde help\")"},

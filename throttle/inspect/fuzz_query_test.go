@@ -1,10 +1,11 @@
-package throttle_test
+package inspect_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // FuzzDecodeCursor: a cursor comes from a query string (?after=), so any
@@ -15,13 +16,13 @@ func FuzzDecodeCursor(f *testing.F) {
 		{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "11144477735"},
 		{Policy: "SIFEN", Env: "test", Identifier: "80069563"},
 	} {
-		f.Add(throttle.EncodeCursor(k))
+		f.Add(inspect.EncodeCursor(k))
 	}
 	for _, s := range []string{"", "e30", "WyIiLCIiLCIiXQ", "WzEsMiwzXQ", "!!", "WyJhIiwiYiJd", "bnVsbA"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		k, err := throttle.DecodeCursor(s)
+		k, err := inspect.DecodeCursor(s)
 		if err != nil {
 			if !errors.Is(err, throttle.ErrInvalidKey) {
 				t.Fatalf("DecodeCursor(%q): error %v does not wrap ErrInvalidKey", s, err)
@@ -34,7 +35,7 @@ func FuzzDecodeCursor(f *testing.F) {
 			}
 			return
 		}
-		again, err := throttle.DecodeCursor(throttle.EncodeCursor(k))
+		again, err := inspect.DecodeCursor(inspect.EncodeCursor(k))
 		if err != nil || again != k {
 			t.Fatalf("cursor of %v decodes to %v, %v", k, again, err)
 		}
@@ -48,11 +49,11 @@ func FuzzParseCondition(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := throttle.ParseCondition(s)
+		c, err := inspect.ParseCondition(s)
 		if err != nil {
 			return
 		}
-		again, err := throttle.ParseCondition(c.Param())
+		again, err := inspect.ParseCondition(c.Param())
 		if err != nil || again != c {
 			t.Fatalf("ParseCondition(%q) = %v; its Param %q parses to %v, %v", s, c, c.Param(), again, err)
 		}

@@ -1,10 +1,12 @@
-package throttle
+package inspect
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // MaxWindowSlots bounds LedgerWindowQuery.Slots.
@@ -14,7 +16,7 @@ const MaxWindowSlots = 2000
 // into Slots equal time slots: the answer has at most Slots rows whatever
 // the number of ledger rows in the window.
 type LedgerWindowQuery struct {
-	Key Key
+	Key throttle.Key
 	// From and To bound the window: rows with From <= At <= To. To must be
 	// after From.
 	From, To time.Time
@@ -33,14 +35,14 @@ func (q LedgerWindowQuery) Width() time.Duration {
 	return max((span+n-1)/n, 1)
 }
 
-// Validate returns an error wrapping ErrInvalidQuery when q cannot be
+// Validate returns an error wrapping throttle.ErrInvalidQuery when q cannot be
 // answered (no slots, too many, an empty or reversed window).
 func (q LedgerWindowQuery) Validate() error {
 	switch {
 	case q.Slots < 1 || q.Slots > MaxWindowSlots:
-		return fmt.Errorf("%w: %d slots (want 1..%d)", ErrInvalidQuery, q.Slots, MaxWindowSlots)
+		return fmt.Errorf("%w: %d slots (want 1..%d)", throttle.ErrInvalidQuery, q.Slots, MaxWindowSlots)
 	case !q.To.After(q.From):
-		return fmt.Errorf("%w: window %s..%s is empty", ErrInvalidQuery, q.From, q.To)
+		return fmt.Errorf("%w: window %s..%s is empty", throttle.ErrInvalidQuery, q.From, q.To)
 	}
 	return nil
 }
@@ -48,7 +50,7 @@ func (q LedgerWindowQuery) Validate() error {
 // LedgerSlot is what one bucket's ledger rows say about one slot of a
 // window. Balances are whole tokens. Rows that changed the balance (takes,
 // penalties, refunds, credits, resets, syncs) give the balances; refusals
-// (RefusalReasons) are only counted. An aggregated row (Count > 1, a minute
+// (throttle.RefusalReasons) are only counted. An aggregated row (Count > 1, a minute
 // of takes) is one row here, at the minute it began.
 type LedgerSlot struct {
 	// Index is the slot's number in the window (0 is the oldest) and Start
@@ -69,7 +71,7 @@ type LedgerSlot struct {
 	Open, Close int64
 	Min, Max    int64
 	// LastReason is the reason of the last balance-changing row.
-	LastReason LedgerReason
+	LastReason throttle.LedgerReason
 
 	// Refused is the number of refused requests in the slot (the sum of
 	// the Count of its refusal rows) and FirstRefused the time of the first.
@@ -95,9 +97,9 @@ const MaxWindowRows = 2_000_000
 // FoldLedger folds entries (of q.Key, in any order) into the slots of q, as
 // a Store's LedgerWindow does in SQL: the reference for the stores, and the
 // way to chart entries already in memory.
-func FoldLedger(entries []LedgerEntry, q LedgerWindowQuery) LedgerWindow {
+func FoldLedger(entries []throttle.LedgerEntry, q LedgerWindowQuery) LedgerWindow {
 	es := slices.Clone(entries)
-	slices.SortStableFunc(es, func(a, b LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
 	w := LedgerWindow{Query: q}
 	width := q.Width()
 	byIndex := map[int]int{}
@@ -114,7 +116,7 @@ func FoldLedger(entries []LedgerEntry, q LedgerWindowQuery) LedgerWindow {
 		}
 		s := &w.Slots[k]
 		n := max(e.Count, 1)
-		if slices.Contains(RefusalReasons, e.Reason) {
+		if slices.Contains(throttle.RefusalReasons, e.Reason) {
 			if s.Refused == 0 || e.At.Before(s.FirstRefused) {
 				s.FirstRefused = e.At
 			}

@@ -77,7 +77,7 @@ FUZZ_TARGETS = \
 	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile ./dict:FuzzParseRetryAfter ./dict:FuzzDecodeAnswers \
 	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit ./sifen:FuzzUnmarshalSOAP \
 	./web:FuzzParseInboundTokens ./web:FuzzClientIP \
-	./cmd/balde:FuzzReadLookups
+	./dict:FuzzReadLookupRequests
 # FUZZPARALLEL workers each (the machine may be shared); the last line of
 # each target is its exec count, collected in fuzz.out for the record.
 FUZZPARALLEL ?= 1

@@ -3,336 +3,47 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
 
-// Config is the configuration shared by every command. Defaults come from
-// DefaultConfig, then environment variables (ParseEnv), then flags: a flag
-// always wins. The README lists every field with its flag and variable.
+// Config is the configuration shared by every command: balde.Settings
+// (defaults, then the environment variables, read by the module), then
+// flags, registered here: a flag always wins. The README lists every field
+// with its flag and variable.
 type Config struct {
-	// DB is the store's DSN (--db, BALDE_DB).
-	DB string
-	// Addr is where serve listens (--addr, BALDE_ADDR).
-	Addr string
-
-	// DictURL is the DICT's base URL, e.g. https://dict.pi.rsfn.net.br:16522
-	// (--dict-url, BALDE_DICT_URL). Empty: serve starts the simulator.
-	DictURL string
-	// DictPoliciesURL is the base URL of the DICT's GET /policies/ when it
-	// lives on its own host (dict-ratelimit… in the public spec, e.g.
-	// https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1)
-	// (--dict-policies-url, BALDE_DICT_POLICIES_URL). Empty: DictURL.
-	DictPoliciesURL string
-	// DictParticipant is this participant's ISPB (--dict-participant,
-	// BALDE_DICT_PARTICIPANT).
-	DictParticipant string
-	// DictCategory is the participant's category A..H until it is learned
-	// from the DICT (--dict-category, BALDE_DICT_CATEGORY); empty: the
-	// strictest, H.
-	DictCategory string
-	// DictEnv is the env part of DICT bucket keys (--dict-env, BALDE_DICT_ENV).
-	DictEnv string
-	// DictCert, DictKey and DictCA are PEM files for mutual TLS with the DICT
-	// (BALDE_DICT_CERT, BALDE_DICT_KEY, BALDE_DICT_CA).
-	DictCert, DictKey, DictCA string
-	// DictSignCert and DictSignKey are the PEM certificate and RSA key the
-	// DICT write requests are signed with (XMLDSig, dict.XMLSigner;
-	// BALDE_DICT_SIGN_CERT, BALDE_DICT_SIGN_KEY). Empty: DictCert and
-	// DictKey, the TLS pair. Without either, writes go unsigned only to a
-	// simulator on loopback.
-	DictSignCert, DictSignKey string
-	// DictVerifyCert is a PEM file of the certificates the DICT's signed
-	// answers are checked against: its signing certificate, or the CA that
-	// issues it (dict.XMLVerifier; BALDE_DICT_VERIFY_CERT). Empty: answers
-	// are not verified.
-	DictVerifyCert string
-
-	// SifenURL is the base URL of SIFEN (--sifen-url, BALDE_SIFEN_URL).
-	// Empty: serve starts the simulator.
-	SifenURL string
-	// SifenThrottle is the minimum interval between two lots of one RUC in
-	// one environment (SIFEN_THROTTLE_SECONDS, default 10 s);
-	// SifenThrottleProd overrides it for prod (SIFEN_THROTTLE_SECONDS_PROD).
-	SifenThrottle, SifenThrottleProd time.Duration
-	// SifenBlockStep and SifenBlockMax shape the local block after SIFEN's
-	// 0301 (lot not queued): the first blocks the RUC for SifenBlockStep,
-	// each one within a day of the previous one step longer, up to
-	// SifenBlockMax (BALDE_SIFEN_BLOCK_STEP, default 10m, at least 10m,
-	// SIFEN's own shortest block; BALDE_SIFEN_BLOCK_MAX, default 60m, at
-	// least the step, at most 24h). See sifen.DefaultRemoteBlock.
-	SifenBlockStep, SifenBlockMax time.Duration
-	// SifenPollEvery is how often serve looks for lots whose result is due
-	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0 turns it off). Each lot is
-	// queried only when due (10 min after the send, as the lot's schedule says).
-	SifenPollEvery time.Duration
-	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN
-	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).
-	SifenCert, SifenKey, SifenCA string
-
-	// SifenPerMinute, when positive, also caps the lots of one RUC and env
-	// per minute (BALDE_SIFEN_PER_MINUTE).
-	SifenPerMinute int64
-
-	// PolicyFile overrides and extends the policy catalog (--policies,
-	// BALDE_POLICY_FILE).
-	PolicyFile string
-
-	// GroupCommit batches the concurrent decisions of a process into one
-	// transaction (BALDE_GROUP_COMMIT=on|off, default on).
-	GroupCommit bool
-
-	// Ledger is how routine takes are written: every, minute or none
-	// (BALDE_LEDGER). LedgerRetention is how long rows are kept
-	// (BALDE_LEDGER_RETENTION, default 720h); serve refuses one under
-	// MinRetention unless LedgerRetentionForce (BALDE_LEDGER_RETENTION_FORCE).
-	Ledger               throttle.LedgerGranularity
-	LedgerRetention      time.Duration
-	LedgerRetentionForce bool
-	// Thresholds grade severity (BALDE_SEVERITY_THRESHOLDS "50,25,10").
-	Thresholds throttle.Thresholds
-	// AlertWebhook receives severity changes as JSON (BALDE_ALERT_WEBHOOK).
-	AlertWebhook string
-
-	// AdminUser is the admin's name (--admin-user, BALDE_ADMIN_USER); the
-	// ledger records it on a reset. AdminPassword (BALDE_ADMIN_PASSWORD) or
-	// AdminPasswordBcrypt (BALDE_ADMIN_PASSWORD_BCRYPT, wins) is the
-	// password; with neither, serve generates one and prints it once.
-	// Passwords have no flag: a command line is visible to every user.
-	AdminUser, AdminPassword, AdminPasswordBcrypt string
-	// AdminPasswordFile holds the password on its first line
-	// (BALDE_ADMIN_PASSWORD_FILE). With no password configured at all,
-	// serve keeps the one it generates in DataDir/admin-password, so it
-	// stays the same across restarts.
-	AdminPasswordFile string
-	// DataDir is where serve keeps what it generates (the admin password)
-	// (BALDE_DATA_DIR); empty: the SQLite database's directory, or the
-	// user's config directory (…/balde) for PostgreSQL.
-	DataDir string
-	// TimeZone is where the admin pages show times next to UTC
-	// (BALDE_TIME_ZONE, an IANA name such as America/Asuncion); nil: the
-	// server's local zone.
-	TimeZone *time.Location
-	// DictSimAddr and SifenSimAddr are where serve's built-in simulators
-	// listen (--dict-sim-addr, --sifen-sim-addr, BALDE_DICT_SIM_ADDR,
-	// BALDE_SIFEN_SIM_ADDR; default 127.0.0.1:0, a new port each start;
-	// make run fixes them). Loopback only.
-	DictSimAddr, SifenSimAddr string
-	// MetricsToken, when set, protects /metrics with a bearer token
-	// (BALDE_METRICS_TOKEN; no flag, like the passwords).
-	MetricsToken string
-	// TrustedProxies are the peers whose X-Forwarded-For is believed
-	// (--trusted-proxies, BALDE_TRUSTED_PROXIES: CIDR prefixes or
-	// addresses, comma-separated). Empty: the socket address is the client.
-	TrustedProxies []netip.Prefix
-	// InboundIPLimit is the number of requests per InboundWindow a client
-	// IP may make to serve's endpoints (--inbound-ip-limit,
-	// BALDE_INBOUND_IP_LIMIT, default 120; 0 turns the inbound limiter
-	// off). InboundBlock is how long a client that exceeded its limit is
-	// refused (--inbound-block, BALDE_INBOUND_BLOCK, default 5m).
-	InboundIPLimit int64
-	InboundWindow  time.Duration
-	InboundBlock   time.Duration
-	// InboundTokens are API tokens (API_KEY header) with limits of their
-	// own (BALDE_INBOUND_TOKENS: "TOKEN=LIMIT[/WINDOW[/BLOCK]]", comma- or
-	// newline-separated); InboundTokensFile holds more, one per line
-	// (BALDE_INBOUND_TOKENS_FILE). See web.ParseInboundTokens.
-	InboundTokens     []web.InboundToken
-	InboundTokensFile string
-	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
-	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
-	// default web.DefaultInboundExempt): exact paths, or a subtree when the
-	// entry ends in "/".
-	InboundPaths, InboundExempt []string
-	// InboundFailMode is what the inbound limiter does when the database
-	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
-	InboundFailMode throttle.FailMode
-
-	// DictReconcileEvery is how often serve reconciles the local DICT
-	// buckets with the DICT's GET /policies/ in the background
-	// (--dict-reconcile-every, BALDE_DICT_RECONCILE_EVERY: a duration of at
-	// least 10 s, POLICIES_LIST allowing 6 a minute, or "off").
-	// ReconcileAuto, the default, is every minute against a real DICT and
-	// off against the simulator, which shares no traffic with it.
-	DictReconcileEvery time.Duration
-	// PruneEvery is how often serve deletes ledger rows and DICT lookups
-	// older than LedgerRetention and idle bucket rows, and settles SIFEN
-	// documents a crashed send left in "sending" (--prune-every,
-	// BALDE_PRUNE_EVERY, default 10m; "off" or 0 turns it off).
-	PruneEvery time.Duration
-	// SeverityEvery is how often serve grades again the buckets that are
-	// not Healthy, delivering the recoveries refill brought
-	// (BALDE_SEVERITY_EVERY, default 15s; "off" or 0 turns it off).
-	SeverityEvery time.Duration
+	balde.Settings
 }
 
-// ReconcileAuto is DictReconcileEvery's default: DefaultReconcileEvery
-// against a real DICT, off against the simulator.
-const ReconcileAuto time.Duration = -1
+// ReconcileAuto is DictReconcileEvery's default (balde.ReconcileAuto):
+// DefaultReconcileEvery against a real DICT, off against the simulator.
+const ReconcileAuto = balde.ReconcileAuto
 
 // Defaults of serve's background work.
 const (
-	DefaultReconcileEvery = time.Minute
-	DefaultPruneEvery     = 10 * time.Minute
-	// minReconcileEvery keeps reconciliation within POLICIES_LIST's 6 a minute.
-	minReconcileEvery = 10 * time.Second
+	DefaultReconcileEvery = balde.DefaultReconcileEvery
+	DefaultPruneEvery     = balde.DefaultPruneEvery
 )
 
 // DefaultConfig returns the configuration of "make run": SQLite in the
-// working directory, simulators in-process.
-func DefaultConfig() Config {
-	return Config{
-		DB:              sqlstore.DefaultDSN,
-		Addr:            "127.0.0.1:8080",
-		DictParticipant: "12345678",
-		DictCategory:    "",
-		DictEnv:         "prod",
-		SifenThrottle:   10 * time.Second,
-		SifenPollEvery:  30 * time.Second,
-		SifenBlockStep:  sifen.DefaultRemoteBlock,
-		SifenBlockMax:   sifen.DefaultRemoteBlockMax,
-		Ledger:          throttle.LedgerEveryTake,
-		GroupCommit:     true,
-		LedgerRetention: throttle.DefaultRetention,
-		Thresholds:      throttle.DefaultThresholds,
-		AdminUser:       "admin",
-		DictSimAddr:     "127.0.0.1:0",
-		SifenSimAddr:    "127.0.0.1:0",
-		InboundIPLimit:  web.DefaultInboundIPLimit,
-		InboundWindow:   web.DefaultInboundWindow,
-		InboundBlock:    web.DefaultInboundBlock,
-		InboundPaths:    []string{"/"},
-		InboundExempt:   web.DefaultInboundExempt,
-		InboundFailMode: throttle.FailOpen,
+// working directory, simulators in-process (balde.DefaultSettings).
+func DefaultConfig() Config { return Config{balde.DefaultSettings()} }
 
-		DictReconcileEvery: ReconcileAuto,
-		PruneEvery:         DefaultPruneEvery,
-		SeverityEvery:      DefaultSeverityEvery,
-	}
-}
-
-// ParseEnv reads the environment variables through getenv. An unset or
-// empty variable keeps the current value; a malformed one is an error naming
-// the variable.
-func (c *Config) ParseEnv(getenv func(string) string) error {
-	for _, v := range c.envVars() {
-		if s := getenv(v.name); s != "" {
-			if err := v.set(s); err != nil {
-				return fmt.Errorf("%s: %w", v.name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// envVar is one environment variable and how it sets its Config field.
-type envVar struct {
-	name string
-	// set parses a non-empty value into the field; its error describes the
-	// value (ParseEnv adds the variable's name).
-	set func(string) error
-}
-
-// envVars lists every variable ParseEnv reads.
-func (c *Config) envVars() []envVar {
-	return []envVar{
-		{"BALDE_DB", setString(&c.DB)},
-		{"BALDE_ADDR", setString(&c.Addr)},
-		{"BALDE_DICT_URL", setString(&c.DictURL)},
-		{"BALDE_DICT_POLICIES_URL", setString(&c.DictPoliciesURL)},
-		{"BALDE_DICT_PARTICIPANT", setString(&c.DictParticipant)},
-		{"BALDE_DICT_CATEGORY", setString(&c.DictCategory)},
-		{"BALDE_DICT_ENV", setString(&c.DictEnv)},
-		{"BALDE_DICT_CERT", setString(&c.DictCert)},
-		{"BALDE_DICT_KEY", setString(&c.DictKey)},
-		{"BALDE_DICT_CA", setString(&c.DictCA)},
-		{"BALDE_DICT_SIGN_CERT", setString(&c.DictSignCert)},
-		{"BALDE_DICT_SIGN_KEY", setString(&c.DictSignKey)},
-		{"BALDE_DICT_VERIFY_CERT", setString(&c.DictVerifyCert)},
-		{"BALDE_SIFEN_URL", setString(&c.SifenURL)},
-		{"BALDE_SIFEN_CERT", setString(&c.SifenCert)},
-		{"BALDE_SIFEN_KEY", setString(&c.SifenKey)},
-		{"BALDE_SIFEN_CA", setString(&c.SifenCA)},
-		{"BALDE_POLICY_FILE", setString(&c.PolicyFile)},
-		{"BALDE_ALERT_WEBHOOK", setString(&c.AlertWebhook)},
-		{"SIFEN_THROTTLE_SECONDS", intervalFlag{&c.SifenThrottle}.Set},
-		{"SIFEN_THROTTLE_SECONDS_PROD", intervalFlag{&c.SifenThrottleProd}.Set},
-		{"BALDE_SIFEN_POLL_EVERY", everyFlag{&c.SifenPollEvery}.Set},
-		{"BALDE_SIFEN_BLOCK_STEP", setParsed(&c.SifenBlockStep, parseBlockStep)},
-		{"BALDE_SIFEN_BLOCK_MAX", setParsed(&c.SifenBlockMax, parseBlockMax)},
-		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
-		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
-			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
-		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
-		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
-		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, oneOf(map[string]bool{
-			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
-		{"BALDE_SEVERITY_THRESHOLDS", setParsed(&c.Thresholds, parseThresholds)},
-
-		// serve's web server: admin credential, trusted proxies, inbound
-		// limiter.
-		{"BALDE_ADMIN_USER", setString(&c.AdminUser)},
-		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
-		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
-		{"BALDE_ADMIN_PASSWORD_FILE", setString(&c.AdminPasswordFile)},
-		{"BALDE_DATA_DIR", setString(&c.DataDir)},
-		{"BALDE_TIME_ZONE", setParsed(&c.TimeZone, time.LoadLocation)},
-		{"BALDE_DICT_SIM_ADDR", setString(&c.DictSimAddr)},
-		{"BALDE_SIFEN_SIM_ADDR", setString(&c.SifenSimAddr)},
-		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
-		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
-		{"BALDE_TRUSTED_PROXIES", proxiesFlag{&c.TrustedProxies}.Set},
-		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, parseInboundIPLimit)},
-		{"BALDE_INBOUND_WINDOW", setParsed(&c.InboundWindow, parseInboundWindow)},
-		{"BALDE_INBOUND_BLOCK", setParsed(&c.InboundBlock, parseInboundBlock)},
-		{"BALDE_INBOUND_TOKENS", setParsed(&c.InboundTokens, func(s string) ([]web.InboundToken, error) {
-			return web.ParseInboundTokens(strings.NewReader(s))
-		})},
-		{"BALDE_INBOUND_PATHS", setParsed(&c.InboundPaths, parsePathPrefixes)},
-		{"BALDE_INBOUND_EXEMPT", setParsed(&c.InboundExempt, parsePathPrefixes)},
-		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailMode, oneOf(map[string]throttle.FailMode{
-			"open": throttle.FailOpen, "closed": throttle.FailClosed}, "open or closed"))},
-
-		// serve's background work.
-		{"BALDE_DICT_RECONCILE_EVERY", reconcileFlag{&c.DictReconcileEvery}.Set},
-		{"BALDE_PRUNE_EVERY", everyFlag{&c.PruneEvery}.Set},
-		{"BALDE_SEVERITY_EVERY", everyFlag{&c.SeverityEvery}.Set},
-	}
-}
-
-// setString returns the setter of a string field.
-func setString(dst *string) func(string) error {
-	return func(s string) error {
-		*dst = s
-		return nil
-	}
-}
-
-// The inbound limiter's settings are parsed alike from their variables
-// and their flags.
+// A flag is read with the parser of its environment variable
+// (balde.Parse*), so it accepts exactly what its variable does.
 var (
-	parseInboundIPLimit = intIn(0, throttle.MaxRollingCapacity,
-		fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))
-	parseInboundWindow = durationMin(1, "a positive duration (e.g. 1m)")
-	parseInboundBlock  = durationMin(0, "a duration (e.g. 5m, or 0 for no block)")
-)
-
-// The local block after SIFEN's 0301: a step shorter than SIFEN's own
-// shortest block (10 min) would send into a block SIFEN still holds, and
-// earn a longer one.
-var (
-	parseBlockStep = durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, "a duration from 10m to 24h (SIFEN blocks a RUC at least 10 minutes)")
-	parseBlockMax  = durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, "a duration from 10m to 24h")
+	parseInboundIPLimit = balde.ParseInboundIPLimit
+	parseInboundWindow  = balde.ParseInboundWindow
+	parseInboundBlock   = balde.ParseInboundBlock
+	parseBlockStep      = balde.ParseSifenBlockStep
+	parseBlockMax       = balde.ParseSifenBlockMax
 )
 
 // checkSifenBlock checks what a single value cannot: the longest block
@@ -421,83 +132,6 @@ func durationMin(lowest time.Duration, want string) func(string) (time.Duration,
 	}
 }
 
-// durationIn parses a Go duration in lowest..highest; want says what is
-// expected, for the error.
-func durationIn(lowest, highest time.Duration, want string) func(string) (time.Duration, error) {
-	return func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < lowest || d > highest {
-			return 0, fmt.Errorf("%q is not %s", s, want)
-		}
-		return d, nil
-	}
-}
-
-// intIn parses a whole number in lowest..highest; want says what is
-// expected, for the error.
-func intIn(lowest, highest int64, want string) func(string) (int64, error) {
-	return func(s string) (int64, error) {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < lowest || n > highest {
-			return 0, fmt.Errorf("%q is not %s", s, want)
-		}
-		return n, nil
-	}
-}
-
-// oneOf parses one of the words of values; want lists them, for the error.
-func oneOf[T any](values map[string]T, want string) func(string) (T, error) {
-	return func(s string) (T, error) {
-		v, ok := values[s]
-		if !ok {
-			return v, fmt.Errorf("%q (want %s)", s, want)
-		}
-		return v, nil
-	}
-}
-
-// parsePathPrefixes reads a comma-separated list of path prefixes, each
-// starting with "/".
-func parsePathPrefixes(s string) ([]string, error) {
-	var prefixes []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			if !strings.HasPrefix(p, "/") {
-				return nil, fmt.Errorf("%q is not a path prefix (want /...)", p)
-			}
-			prefixes = append(prefixes, p)
-		}
-	}
-	return prefixes, nil
-}
-
-// parseSeconds reads a whole or decimal number of seconds ("10", "2.5").
-func parseSeconds(s string) (time.Duration, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 86400 {
-		return 0, fmt.Errorf("%q is not a number of seconds between 0 and 86400", s)
-	}
-	return time.Duration(f * float64(time.Second)).Round(time.Millisecond), nil
-}
-
-// parseThresholds reads "medium,high,critical" percentages.
-func parseThresholds(s string) (throttle.Thresholds, error) {
-	parts := strings.Split(s, ",")
-	if len(parts) != 3 {
-		return throttle.Thresholds{}, fmt.Errorf("%q: want three percentages medium,high,critical (e.g. 50,25,10)", s)
-	}
-	var n [3]int64
-	for i, p := range parts {
-		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
-		if err != nil {
-			return throttle.Thresholds{}, fmt.Errorf("%q: %q is not a whole percentage", s, p)
-		}
-		n[i] = v
-	}
-	t := throttle.Thresholds{Medium: n[0], High: n[1], Critical: n[2], Recover: throttle.DefaultThresholds.Recover}
-	return t, t.Validate()
-}
-
 // secondsFlag is a flag.Value of a number of seconds, like the env variable.
 type secondsFlag struct{ d *time.Duration }
 
@@ -509,27 +143,16 @@ func (f secondsFlag) String() string {
 }
 
 func (f secondsFlag) Set(s string) error {
-	return setParsed(f.d, parseSeconds)(s)
+	return setParsed(f.d, balde.ParseSeconds)(s)
 }
 
-// intervalFlag is a SIFEN interval in seconds: more than 0 (0 used to pass
-// and silently mean the default; SIFEN blocks a RUC that sends too often,
-// so there is no way to turn the interval off).
+// intervalFlag is a SIFEN interval in seconds, more than 0
+// (balde.ParseInterval).
 type intervalFlag struct{ d *time.Duration }
 
 func (f intervalFlag) String() string { return secondsFlag(f).String() }
 
-func (f intervalFlag) Set(s string) error {
-	d, err := parseSeconds(s)
-	if err != nil {
-		return err
-	}
-	if d <= 0 {
-		return fmt.Errorf("%q: the interval between two lots of a RUC must be more than 0 seconds (SIFEN blocks a RUC that sends too often)", s)
-	}
-	*f.d = d
-	return nil
-}
+func (f intervalFlag) Set(s string) error { return setParsed(f.d, balde.ParseInterval)(s) }
 
 // addStoreFlags registers --db.
 func (c *Config) addStoreFlags(fs *flag.FlagSet) {
@@ -573,13 +196,7 @@ func (f everyFlag) String() string {
 	return f.d.String()
 }
 
-func (f everyFlag) Set(s string) error {
-	if s == "off" || s == "0" {
-		*f.d = 0
-		return nil
-	}
-	return setParsed(f.d, durationMin(1, "a period (e.g. 10m) or off"))(s)
-}
+func (f everyFlag) Set(s string) error { return setParsed(f.d, balde.ParsePeriod)(s) }
 
 // reconcileFlag is DictReconcileEvery's flag.Value: "auto", "off" (or
 // 0), or a period of at least 10 s.
@@ -593,19 +210,7 @@ func (f reconcileFlag) String() string {
 }
 
 func (f reconcileFlag) Set(s string) error {
-	if s == "auto" {
-		*f.d = ReconcileAuto
-		return nil
-	}
-	var d time.Duration
-	if err := (everyFlag{&d}).Set(s); err != nil {
-		return err
-	}
-	if d != 0 && d < minReconcileEvery {
-		return fmt.Errorf("%s is more often than POLICIES_LIST allows (6 a minute): use %s or more", d, minReconcileEvery)
-	}
-	*f.d = d
-	return nil
+	return setParsed(f.d, balde.ParseReconcileEvery)(s)
 }
 
 // parsedFlag is a flag.Value read with the parser of the matching

@@ -75,7 +75,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	}
 
 	// The whole input is read and checked before anything is sent.
-	items, err := readLookups(m, fs.Arg(0), *payer)
+	reqs, err := readLookups(m, fs.Arg(0), *payer)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 
-	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(items), "dict-lookup", clock, m.printer())
+	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(reqs), "dict-lookup", clock, m.printer())
 	// The batch's lookups run side by side: their waits go straight to the
 	// underlying sleep (the reporter's countdown is for one wait at a
 	// time), and each delivered result adds its own wait to the summary.
@@ -118,10 +118,6 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 			}
 		},
 	}
-	reqs := make([]dict.LookupRequest, len(items))
-	for i, it := range items {
-		reqs[i] = dict.LookupRequest{Key: it.Key, PayerID: it.Payer}
-	}
 	delivered := 0
 	var outErr error
 	err = batch.Run(ctx, reqs, func(res dict.BatchResult) error {
@@ -140,29 +136,23 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	})
 	switch {
 	case outErr != nil:
-		rep.finish(false, len(items)-delivered)
+		rep.finish(false, len(reqs)-delivered)
 		return outErr
 	case ctx.Err() != nil:
-		rep.finish(true, len(items)-delivered)
+		rep.finish(true, len(reqs)-delivered)
 		return batchExit("dict-lookup", rep.sum, rep.tr)
 	case err != nil:
-		rep.finish(false, len(items)-delivered)
+		rep.finish(false, len(reqs)-delivered)
 		return err
 	}
 	return batchExit("dict-lookup", rep.finish(false, 0), rep.tr)
 }
 
-// lookupItem is one line of the input.
-type lookupItem struct {
-	Line       int
-	Key, Payer string
-}
-
-// readLookups reads path ("-" is stdin): one key per line, or "key,payer"
-// CSV, with an optional header line ("key" or "key,payer") and "#"
+// readLookups reads path ("-" is stdin) with dict.ReadLookupRequests: one
+// key per line, or "key,payer" CSV, with an optional header line and "#"
 // comments. Every key and payer is validated; the first bad line is a usage
 // error naming it.
-func readLookups(m *Main, path, defaultPayer string) ([]lookupItem, error) {
+func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, error) {
 	var r io.Reader = m.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -172,86 +162,29 @@ func readLookups(m *Main, path, defaultPayer string) ([]lookupItem, error) {
 		defer f.Close()
 		r = f
 	}
-	lr := &lineLimitReader{r: r, max: maxLookupLine}
-	cr := csv.NewReader(lr)
-	cr.FieldsPerRecord = -1
-	cr.TrimLeadingSpace = true
-	cr.Comment = '#'
-	var items []lookupItem
-	for first := true; ; first = false {
-		rec, err := cr.Read()
-		if lr.tooLong > 0 {
-			return nil, UsageError("dict-lookup: %s line %d: longer than %d bytes (a key and a payer take at most a few hundred)", path, lr.tooLong, maxLookupLine)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, UsageError("dict-lookup: %s: %v", path, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if first && strings.EqualFold(strings.TrimSpace(rec[0]), "key") {
-			continue
-		}
-		if len(rec) > 2 {
-			return nil, UsageError("dict-lookup: %s line %d: %d fields, want key or key,payer", path, line, len(rec))
-		}
-		it := lookupItem{Line: line, Key: strings.TrimSpace(rec[0]), Payer: defaultPayer}
-		if len(rec) == 2 && strings.TrimSpace(rec[1]) != "" {
-			it.Payer = strings.TrimSpace(rec[1])
-		}
-		if _, err := dict.ParseKey(it.Key); err != nil {
-			return nil, UsageError("dict-lookup: %s line %d: %v", path, line, err)
-		}
-		if it.Payer == "" {
-			return nil, UsageError("dict-lookup: %s line %d: no payer (add a payer column or --payer)", path, line)
-		}
-		if _, err := dict.ParsePayerID(it.Payer); err != nil {
-			return nil, UsageError("dict-lookup: %s line %d: %v", path, line, err)
-		}
-		items = append(items, it)
-	}
-	if len(items) == 0 {
+	lines, err := dict.ReadLookupRequests(r, defaultPayer)
+	var bad *dict.LineError
+	switch {
+	case errors.Is(err, dict.ErrNoLookups):
 		return nil, UsageError("dict-lookup: %s: no key to look up", path)
+	case !errors.As(err, &bad): // not one line's: below
+	case errors.Is(err, dict.ErrLineTooLong):
+		return nil, UsageError("dict-lookup: %s line %d: longer than %d bytes (a key and a payer take at most a few hundred)", path, bad.Line, dict.MaxLookupLine)
+	case errors.Is(err, dict.ErrTooManyFields):
+		return nil, UsageError("dict-lookup: %s line %d: %d fields, want key or key,payer", path, bad.Line, bad.Fields)
+	case errors.Is(err, dict.ErrNoPayer):
+		return nil, UsageError("dict-lookup: %s line %d: no payer (add a payer column or --payer)", path, bad.Line)
+	default:
+		return nil, UsageError("dict-lookup: %s line %d: %v", path, bad.Line, bad.Err)
 	}
-	return items, nil
-}
-
-// maxLookupLine bounds a line of dict-lookup's input, in bytes: a key (at
-// most 77 bytes, an e-mail) and a payer, quoted and spaced, fit many times
-// over. Without a bound, one 300 MB line took 1.2 GB to read.
-const maxLookupLine = 4096
-
-// lineLimitReader reads r and fails once a line (up to its newline) is
-// longer than max bytes: tooLong is then that line's number (1-based),
-// and the error errLineTooLong.
-type lineLimitReader struct {
-	r       io.Reader
-	max     int
-	line    int // the current line's number, 0-based
-	n       int // bytes of the current line so far
-	tooLong int
-}
-
-var errLineTooLong = errors.New("line too long")
-
-func (l *lineLimitReader) Read(p []byte) (int, error) {
-	if l.tooLong > 0 {
-		return 0, errLineTooLong
+	if err != nil {
+		return nil, UsageError("dict-lookup: %s: %v", path, err)
 	}
-	n, err := l.r.Read(p)
-	for i, c := range p[:n] {
-		if c == '\n' {
-			l.line++
-			l.n = 0
-			continue
-		}
-		if l.n++; l.n > l.max {
-			l.tooLong = l.line + 1
-			return i, errLineTooLong
-		}
+	reqs := make([]dict.LookupRequest, len(lines))
+	for i, l := range lines {
+		reqs[i] = l.LookupRequest
 	}
-	return n, err
+	return reqs, nil
 }
 
 // lookupRecord is the result of one lookup: a JSON line with --json, a row

@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/balde-throttle/balde/dict/dictsim"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -425,79 +423,6 @@ func TestDictLookupBadInput(t *testing.T) {
 	code, stdout, _ := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, stdout, "Example:\n  balde dict-lookup --dict-url")
-}
-
-// longLine reads as "key,payer" then one line of n bytes and a newline,
-// making no copy of it.
-type longLine struct{ head, n int }
-
-func (l *longLine) Read(p []byte) (int, error) {
-	const head = "key,payer\n"
-	if l.n <= 0 {
-		return 0, io.EOF
-	}
-	i := 0
-	for ; i < len(p) && l.head < len(head); i++ {
-		p[i] = head[l.head]
-		l.head++
-	}
-	for ; i < len(p) && l.n > 0; i++ {
-		p[i] = 'a'
-		if l.n--; l.n == 0 {
-			p[i] = '\n'
-		}
-	}
-	return i, nil
-}
-
-// TestReadLookupsLineLimit: a 64 MB line is refused as bad input naming
-// the line, after reading no more than the bound of it (before, the whole
-// line was read into memory: a 300 MB line took 1.2 GB).
-func TestReadLookupsLineLimit(t *testing.T) {
-	m := NewMain(&longLine{n: 64 << 20}, io.Discard, io.Discard, func(string) string { return "" })
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err := readLookups(m, "-", payerCPF)
-	runtime.ReadMemStats(&after)
-	var ee *ExitError
-	require.ErrorAs(t, err, &ee)
-	require.Equal(t, ExitUsage, ee.Code)
-	require.ErrorContains(t, err, "dict-lookup: - line 2: longer than 4096 bytes")
-	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated reading a 64 MB line")
-}
-
-// FuzzReadLookups: any input is either refused with a usage error or read
-// into lookups whose every key and payer is valid.
-func FuzzReadLookups(f *testing.F) {
-	for _, s := range []string{
-		"key,payer\n+5561988880000,52998224725\n",
-		"# c\n11144477735\n",
-		"maria.souza@example.com, 11222333000181\n",
-		"\"+5561988880000\",\"52998224725\"\n",
-		"a,b,c\n",
-		"\"unterminated\n",
-		"",
-		"key,payer\n" + strings.Repeat("a", 5000) + "@example.com,52998224725\n", // beyond the line limit
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, input string) {
-		m := NewMain(strings.NewReader(input), io.Discard, io.Discard, func(string) string { return "" })
-		items, err := readLookups(m, "-", "52998224725")
-		if err != nil {
-			var ee *ExitError
-			require.ErrorAs(t, err, &ee)
-			require.Equal(t, ExitUsage, ee.Code)
-			return
-		}
-		require.NotEmpty(t, items)
-		for _, it := range items {
-			_, err := dict.ParseKey(it.Key)
-			require.NoError(t, err)
-			_, err = dict.ParsePayerID(it.Payer)
-			require.NoError(t, err)
-		}
-	})
 }
 
 // TestDictCategoryLearnedAtStart: until the DICT says otherwise the

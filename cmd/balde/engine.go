@@ -58,31 +58,11 @@ const SifenOfficial = "official"
 // engineConfig is the balde.Config of cfg: every command migrates and logs
 // severity changes.
 func (c Config) engineConfig(opts engineOptions) balde.Config {
-	sc := sifen.PolicyConfig{Interval: c.SifenThrottle, PerMinute: c.SifenPerMinute}
-	if c.SifenThrottleProd > 0 {
-		sc.EnvInterval = map[sifen.Env]time.Duration{sifen.EnvProd: c.SifenThrottleProd}
-	}
-	return balde.Config{
-		DB:           c.DB,
-		Migrate:      true,
-		Clock:        opts.Clock,
-		GroupCommit:  c.GroupCommit,
-		Ledger:       c.Ledger,
-		Thresholds:   c.Thresholds,
-		AlertWebhook: c.AlertWebhook,
-		DictEnv:      c.DictEnv,
-		DictCategory: c.DictCategory,
-		PolicyFile:   c.PolicyFile,
-		SifenPolicy:  sc,
-		Dict:         opts.Dict,
-		Sifen:        opts.Sifen,
-		Jobs:         opts.Jobs,
-		Inbound:      opts.Inbound,
-		Resolvers:    opts.Resolvers,
-		Observer:     opts.Observer,
-		Logger:       opts.Logger,
-		LogSeverity:  true,
-	}
+	bc := c.Config()
+	bc.Migrate, bc.Clock, bc.LogSeverity = true, opts.Clock, true
+	bc.Dict, bc.Sifen, bc.Jobs = opts.Dict, opts.Sifen, opts.Jobs
+	bc.Inbound, bc.Resolvers, bc.Observer, bc.Logger = opts.Inbound, opts.Resolvers, opts.Observer, opts.Logger
+	return bc
 }
 
 // dictConfig is the DICT client's configuration for baseURL: cfg's

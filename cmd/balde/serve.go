@@ -229,25 +229,8 @@ func (a *app) stopRun() error {
 	return <-a.stopped
 }
 
-// jobs are the periods of serve's background work (balde.Jobs): cfg's 0
-// ("off") is balde.Off, and SIFEN documents left in "sending" are settled
-// at each prune.
-func (c Config) jobs() balde.Jobs {
-	off := func(every time.Duration) time.Duration {
-		if every <= 0 {
-			return balde.Off
-		}
-		return every
-	}
-	return balde.Jobs{
-		SifenPollEvery:     off(c.SifenPollEvery),
-		SifenResolveEvery:  off(c.PruneEvery),
-		SeverityEvery:      off(c.SeverityEvery),
-		DictReconcileEvery: reconcileEvery(c.DictReconcileEvery),
-		PruneEvery:         off(c.PruneEvery),
-		Retention:          c.LedgerRetention,
-	}
-}
+// jobs are the periods of serve's background work (balde.Settings.Jobs).
+func (c Config) jobs() balde.Jobs { return c.Settings.Jobs() }
 
 // reconcileEvery is Config.DictReconcileEvery as balde.Jobs has it:
 // ReconcileAuto is 0 (automatic), 0 is balde.Off.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -74,13 +72,13 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 
 	// Every file is read and parsed before anything is stored or sent:
 	// bad input changes nothing.
-	files, err := xmlFiles(fs.Args())
+	files, err := sifen.XMLFiles(fs.Args())
 	if err != nil {
 		return UsageError("sifen-send: %v", err)
 	}
 	clock := m.batchClock()
 	mode := chooseMode(m.Stdout, *jsonOut)
-	items, bad := parseDocuments(files, env, *allowUnsigned)
+	items, bad := parseDocuments(ctx, files, env, *allowUnsigned)
 	if len(bad) > 0 {
 		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
 		for _, it := range bad {
@@ -126,45 +124,6 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		}
 	}
 	return batchExit("sifen-send", sum, b.rep.tr)
-}
-
-// xmlFiles expands the arguments: a file is taken as is, a directory gives
-// its *.xml files (not recursively), in name order. A path named twice is
-// sent once.
-func xmlFiles(args []string) ([]string, error) {
-	var files []string
-	seen := make(map[string]bool)
-	add := func(p string) {
-		if clean := filepath.Clean(p); !seen[clean] {
-			seen[clean] = true
-			files = append(files, p)
-		}
-	}
-	for _, a := range args {
-		fi, err := os.Stat(a)
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			add(a)
-			continue
-		}
-		entries, err := os.ReadDir(a)
-		if err != nil {
-			return nil, err
-		}
-		n := 0
-		for _, e := range entries {
-			if !e.IsDir() && strings.EqualFold(filepath.Ext(e.Name()), ".xml") {
-				add(filepath.Join(a, e.Name()))
-				n++
-			}
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("%s: no .xml file in the directory", a)
-		}
-	}
-	return files, nil
 }
 
 // sifenItem is one DE of the input and what became of it.
@@ -232,57 +191,20 @@ func (it *sifenItem) line() string {
 	return b.String()
 }
 
-// parseDocuments reads every file and returns its DEs as items, in order;
-// bad lists the files (or DEs) that cannot be sent: unreadable, malformed,
-// a bad RUC, check digit or CDC, or a CDC given twice.
-func parseDocuments(files []string, env sifen.Env, allowUnsigned bool) (items, bad []*sifenItem) {
-	where := make(map[string]string) // CDC → file
-	for _, f := range files {
-		data, err := readCapped(f, web.DefaultUploadLimit)
-		if err == nil {
-			var lot sifen.Lote
-			if lot, err = sifen.ParseLote(data); err == nil {
-				for _, de := range lot.DEs {
-					it := &sifenItem{file: f, env: env, de: de}
-					items = append(items, it)
-					if prev, ok := where[de.CDC]; ok {
-						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s is also in %s", f, de.CDC, prev)
-						bad = append(bad, it)
-						continue
-					}
-					if err := sifen.CheckFit(env, de, allowUnsigned); err != nil {
-						it.res, it.message = resultInvalid, fmt.Sprintf("%s: CDC %s: %v", f, de.CDC, err)
-						bad = append(bad, it)
-						continue
-					}
-					where[de.CDC] = f
-				}
-				continue
-			}
-		}
-		it := &sifenItem{file: f, env: env, res: resultInvalid, message: fmt.Sprintf("%s: %v", f, err)}
+// parseDocuments reads every file (sifen.ReadFiles) and returns its DEs as
+// items, in order; bad lists the files (or DEs) that cannot be sent:
+// unreadable, malformed, a bad RUC, check digit or CDC, or a CDC given twice.
+func parseDocuments(ctx context.Context, files []string, env sifen.Env, allowUnsigned bool) (items, bad []*sifenItem) {
+	des, _ := sifen.ReadFiles(ctx, files, env, allowUnsigned)
+	for _, fd := range des {
+		it := &sifenItem{file: fd.File, env: env, de: fd.DE}
 		items = append(items, it)
-		bad = append(bad, it)
+		if fd.Err != nil {
+			it.res, it.message = resultInvalid, fd.Err.Error()
+			bad = append(bad, it)
+		}
 	}
 	return items, bad
-}
-
-// readCapped reads a file of at most limit bytes (the web upload's cap):
-// a larger one is an error, read no further.
-func readCapped(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d MB (the most one file may hold, as in the web upload)", limit>>20)
-	}
-	return data, nil
 }
 
 // sifenBatch sends one run's documents.
@@ -332,26 +254,28 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 
 	// 2. Import each DE on its own: a document already sent is skipped
 	// without refusing the rest of its file.
+	des := make([]sifen.FileDE, len(items))
+	for i, it := range items {
+		des[i] = sifen.FileDE{File: it.file, DE: it.de}
+	}
+	var importer sifen.Importer = b.sender
+	if b.replace {
+		importer = sifen.ImportFunc(b.sender.ImportReplacing)
+	}
+	imported, err := sifen.ImportFiles(ctx, importer, des, b.env)
 	byID := make(map[int64]*sifenItem)
 	var docs []sifen.Document
-	for _, it := range items {
-		if ctx.Err() != nil {
-			return b.interrupted(items)
-		}
-		importer := b.sender.Import
-		if b.replace {
-			importer = b.sender.ImportReplacing
-		}
-		imported, err := importer(ctx, it.de.XML, b.env)
+	for i, im := range imported {
+		it := items[i]
 		var taken *sifen.CDCError
 		switch {
-		case err == nil:
-			it.doc = imported[0].ID
+		case im.Err == nil:
+			it.doc = im.Document.ID
 			byID[it.doc] = it
-			docs = append(docs, imported[0])
-		case errors.As(err, &taken):
+			docs = append(docs, im.Document)
+		case errors.As(im.Err, &taken):
 			// Another document holds the CDC (Import says which and why).
-			it.res, it.message = resultSkipped, strings.TrimPrefix(err.Error(), "sifen: ")
+			it.res, it.message = resultSkipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
 			switch taken.Document.Status {
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere:
@@ -376,12 +300,13 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 				it.said = b.rep.tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			}
 			b.finish(it)
-		case errors.Is(err, throttle.ErrStoreUnavailable):
-			return stop(err)
 		default:
-			it.res, it.message = resultFailed, err.Error()
+			it.res, it.message = resultFailed, im.Err.Error()
 			b.finish(it)
 		}
+	}
+	if err != nil {
+		return stop(err)
 	}
 
 	// 3. Send: sifen's one send path groups, sends and waits; this command

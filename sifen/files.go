@@ -1,0 +1,204 @@
+package sifen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// MaxFileSize bounds one DE or lot file read by ReadFiles: 8 MB, as the web
+// upload (room for 50 large DEs; a lot is at most 1000 KB once compressed).
+const MaxFileSize = 8 << 20
+
+// XMLFiles expands paths as a batch command takes them: a file is taken as
+// is, a directory gives its *.xml files (not recursively, any case of the
+// extension), in name order. A path named twice is listed once. An error
+// (an *fs.PathError, or one that starts with the directory's path) names a
+// path that cannot be read, or a directory without any .xml file.
+func XMLFiles(paths []string) ([]string, error) {
+	var files []string
+	seen := make(map[string]bool)
+	add := func(p string) {
+		if clean := filepath.Clean(p); !seen[clean] {
+			seen[clean] = true
+			files = append(files, p)
+		}
+	}
+	for _, a := range paths {
+		fi, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			add(a)
+			continue
+		}
+		entries, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, e := range entries {
+			if !e.IsDir() && strings.EqualFold(filepath.Ext(e.Name()), ".xml") {
+				add(filepath.Join(a, e.Name()))
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s: no .xml file in the directory", a)
+		}
+	}
+	return files, nil
+}
+
+// FileDE is one DE read from a file by ReadFiles, or a file that gave none.
+type FileDE struct {
+	File string
+	// DE is the parsed DE; it is zero when the file could not be read or
+	// parsed (Err says why).
+	DE DE
+	// Err is nil when the DE can be imported, else a *FileError: the file
+	// is unreadable, too large or malformed, or the DE is unfit for the
+	// environment (ErrUnfit) or repeats a CDC of an earlier DE.
+	Err error
+}
+
+// FileError says why a file, or one DE of it, cannot be imported.
+type FileError struct {
+	File string
+	CDC  string // empty when the whole file is refused
+	// AlsoIn is the earlier file holding the same CDC, when that is the
+	// reason (Err is then nil).
+	AlsoIn string
+	Err    error
+}
+
+func (e *FileError) Error() string {
+	switch {
+	case e.AlsoIn != "":
+		return fmt.Sprintf("%s: CDC %s is also in %s", e.File, e.CDC, e.AlsoIn)
+	case e.CDC != "":
+		return fmt.Sprintf("%s: CDC %s: %v", e.File, e.CDC, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+// Unwrap returns the reason (nil for a repeated CDC).
+func (e *FileError) Unwrap() error { return e.Err }
+
+// ReadFiles reads every file (each at most MaxFileSize bytes) and returns
+// its DEs in order, one FileDE per DE, or one per file that gave none. It
+// stores and sends nothing, so a caller can refuse the whole input when any
+// FileDE has an Err: bad counts them. An unsigned DE is fit only when
+// allowUnsigned and env is EnvTest (CheckFit).
+func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool) (des []FileDE, bad int) {
+	where := make(map[string]string) // CDC → file
+	for _, f := range files {
+		lot, err := readLotFile(ctx, f)
+		if err != nil {
+			des = append(des, FileDE{File: f, Err: &FileError{File: f, Err: err}})
+			bad++
+			continue
+		}
+		for _, de := range lot.DEs {
+			fd := FileDE{File: f, DE: de}
+			if prev, ok := where[de.CDC]; ok {
+				fd.Err = &FileError{File: f, CDC: de.CDC, AlsoIn: prev}
+			} else if err := CheckFit(env, de, allowUnsigned); err != nil {
+				fd.Err = &FileError{File: f, CDC: de.CDC, Err: err}
+			} else {
+				where[de.CDC] = f
+			}
+			if fd.Err != nil {
+				bad++
+			}
+			des = append(des, fd)
+		}
+	}
+	return des, bad
+}
+
+// readLotFile reads and parses one file of at most MaxFileSize bytes: a
+// larger one is an error, read no further.
+func readLotFile(ctx context.Context, name string) (Lote, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return Lote{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return Lote{}, err
+	}
+	if len(data) > MaxFileSize {
+		return Lote{}, fmt.Errorf("larger than %d MB (the most one file may hold, as in the web upload)", MaxFileSize>>20)
+	}
+	return ParseLoteContext(ctx, data)
+}
+
+// Importer stores DEs as drafts; *Sender is one.
+type Importer interface {
+	Import(ctx context.Context, data []byte, env Env) ([]Document, error)
+}
+
+var _ Importer = (*Sender)(nil)
+
+// ImportFunc is a function that imports as Importer does, such as
+// (*Sender).ImportReplacing.
+type ImportFunc func(ctx context.Context, data []byte, env Env) ([]Document, error)
+
+// Import calls f.
+func (f ImportFunc) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
+	return f(ctx, data, env)
+}
+
+// Imported is what ImportFiles did with one DE.
+type Imported struct {
+	File string
+	DE   DE
+	// Document is the draft stored for the DE when Err is nil; when Err is
+	// a *CDCError it is the document that already holds the CDC (without
+	// its XML: Status says why, e.g. StatusSending or StatusRejected).
+	Document Document
+	// Err is nil when the DE was imported as a draft, a *CDCError when
+	// another document holds its CDC (a rerun finds its sent documents so,
+	// and skips them), else why the import failed.
+	Err error
+}
+
+// ImportFiles imports each DE of des (as ReadFiles returns them, none with
+// an Err) as a draft of env, on its own: a DE whose CDC another document
+// holds is reported without refusing the rest of its file. It returns one
+// Imported per DE handled, in order. It stops early, returning what it did
+// so far, when ctx ends (with ctx.Err()) or the store fails (with the error,
+// which wraps throttle.ErrStoreUnavailable).
+func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Imported, error) {
+	out := make([]Imported, 0, len(des))
+	for _, fd := range des {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if fd.Err != nil {
+			return out, fmt.Errorf("sifen: import %s: %w", fd.File, fd.Err)
+		}
+		docs, err := imp.Import(ctx, fd.DE.XML, env)
+		var held *CDCError
+		switch {
+		case err == nil:
+			out = append(out, Imported{File: fd.File, DE: fd.DE, Document: docs[0]})
+		case errors.As(err, &held):
+			out = append(out, Imported{File: fd.File, DE: fd.DE, Document: held.Document, Err: err})
+		case errors.Is(err, throttle.ErrStoreUnavailable):
+			return out, err
+		default:
+			out = append(out, Imported{File: fd.File, DE: fd.DE, Err: err})
+		}
+	}
+	return out, nil
+}

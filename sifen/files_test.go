@@ -1,0 +1,191 @@
+package sifen_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+func writeXML(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	return p
+}
+
+func TestXMLFiles(t *testing.T) {
+	dir := t.TempDir()
+	b := writeXML(t, dir, "b.xml", nil)
+	a := writeXML(t, dir, "a.XML", nil)
+	writeXML(t, dir, "notes.txt", nil)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.xml"), 0o700))
+	empty := t.TempDir()
+
+	tests := []struct {
+		name    string
+		paths   []string
+		want    []string
+		wantErr string
+	}{
+		{"DirInNameOrderNoSubdirs", []string{dir}, []string{a, b}, ""},
+		{"FileAsIsOnceOnly", []string{b, dir, filepath.Join(dir, ".", "b.xml")}, []string{b, a}, ""},
+		{"Missing", []string{filepath.Join(dir, "nope.xml")}, nil, "nope.xml: no such file or directory"},
+		{"EmptyDir", []string{empty}, nil, empty + ": no .xml file in the directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := sifen.XMLFiles(tt.paths)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestReadFiles(t *testing.T) {
+	dir := t.TempDir()
+	lot := writeXML(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2}))
+	good := writeXML(t, dir, "good.xml", sifentest.Doc{Number: 3}.File())
+	again := writeXML(t, dir, "again.xml", sifentest.Doc{Number: 1}.File())
+	badDV := writeXML(t, dir, "bad_dv.xml", sifentest.Doc{Number: 4, BadDV: true}.File())
+	unsigned := writeXML(t, dir, "unsigned.xml", sifentest.Doc{Number: 5, Unsigned: true}.File())
+	huge := writeXML(t, dir, "huge.xml", append(sifentest.Doc{Number: 6}.File(), bytes.Repeat([]byte(" "), sifen.MaxFileSize)...))
+
+	type want struct {
+		file string
+		err  string // substring of FileDE.Err, "" for none
+	}
+	tests := []struct {
+		name          string
+		files         []string
+		env           sifen.Env
+		allowUnsigned bool
+		want          []want
+	}{
+		{"LotGivesEachDE", []string{lot, good}, sifen.EnvTest, false, []want{{lot, ""}, {lot, ""}, {good, ""}}},
+		{"CDCGivenTwice", []string{lot, again}, sifen.EnvTest, false, []want{{lot, ""}, {lot, ""}, {again, "again.xml: CDC " + sifentest.Doc{Number: 1}.CDC() + " is also in " + lot}}},
+		{"WrongCheckDigit", []string{badDV, good}, sifen.EnvTest, false, []want{{badDV, "bad_dv.xml: sifen: wrong RUC check digit"}, {good, ""}}},
+		{"Unsigned", []string{unsigned}, sifen.EnvTest, false, []want{{unsigned, "not signed"}}},
+		{"UnsignedAllowedInTest", []string{unsigned}, sifen.EnvTest, true, []want{{unsigned, ""}}},
+		{"TestDEToProd", []string{good}, sifen.EnvProd, false, []want{{good, "cannot go to prod"}}},
+		{"TooBig", []string{huge}, sifen.EnvTest, false, []want{{huge, "huge.xml: larger than 8 MB"}}},
+		{"Missing", []string{filepath.Join(dir, "nope.xml")}, sifen.EnvTest, false, []want{{filepath.Join(dir, "nope.xml"), "no such file"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			des, bad := sifen.ReadFiles(context.Background(), tt.files, tt.env, tt.allowUnsigned)
+			require.Len(t, des, len(tt.want))
+			nbad := 0
+			for i, w := range tt.want {
+				require.Equal(t, w.file, des[i].File)
+				if w.err == "" {
+					require.NoError(t, des[i].Err)
+					require.NotEmpty(t, des[i].DE.CDC)
+					continue
+				}
+				nbad++
+				var fe *sifen.FileError
+				require.ErrorAs(t, des[i].Err, &fe)
+				require.ErrorContains(t, des[i].Err, w.err)
+			}
+			require.Equal(t, nbad, bad)
+		})
+	}
+}
+
+// failingImporter stands for a store that fails after n imports.
+type failingImporter struct {
+	sifen.Importer
+	n int
+}
+
+func (f *failingImporter) Import(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error) {
+	if f.n == 0 {
+		return nil, throttle.ErrStoreUnavailable
+	}
+	f.n--
+	return f.Importer.Import(ctx, data, env)
+}
+
+func TestImportFiles(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	dir := t.TempDir()
+	lot := writeXML(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{Number: 1}, sifentest.Doc{Number: 2}))
+	des, bad := sifen.ReadFiles(ctx, []string{lot}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+
+	// First run: both DEs become drafts.
+	got, err := sifen.ImportFiles(ctx, w.sender, des, sifen.EnvTest)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i, im := range got {
+		require.NoError(t, im.Err)
+		require.Equal(t, lot, im.File)
+		require.Equal(t, des[i].DE.CDC, im.Document.CDC)
+		require.Equal(t, sifen.StatusDraft, w.doc(t, im.Document.ID).Status)
+	}
+
+	// A rerun after the first was sent: it is reported as held by its
+	// document, without refusing the second, still a draft.
+	out, err := w.sender.Send(ctx, got[0].Document.ID)
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+	again, err := sifen.ImportFiles(ctx, w.sender, des, sifen.EnvTest)
+	require.NoError(t, err)
+	require.Len(t, again, 2)
+	var held *sifen.CDCError
+	require.ErrorAs(t, again[0].Err, &held)
+	require.Equal(t, got[0].Document.ID, again[0].Document.ID)
+	require.Equal(t, sifen.StatusSent, again[0].Document.Status)
+	require.NoError(t, again[1].Err)
+	require.Equal(t, sifen.StatusDraft, again[1].Document.Status)
+
+	// Other content under the second DE's CDC, still a draft: refused by
+	// Import, taken by ImportReplacing (sifen-send --replace).
+	changed := sifentest.Doc{Number: 2}
+	changed.Filler = 10
+	other, bad := sifen.ReadFiles(ctx, []string{writeXML(t, dir, "changed.xml", changed.File())}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+	refused, err := sifen.ImportFiles(ctx, w.sender, other, sifen.EnvTest)
+	require.NoError(t, err)
+	require.ErrorAs(t, refused[0].Err, &held)
+	require.Equal(t, sifen.StatusDraft, refused[0].Document.Status)
+	replaced, err := sifen.ImportFiles(ctx, sifen.ImportFunc(w.sender.ImportReplacing), other, sifen.EnvTest)
+	require.NoError(t, err)
+	require.NoError(t, replaced[0].Err)
+	require.Equal(t, got[1].Document.ID, replaced[0].Document.ID)
+
+	// The store fails on the second DE: the first is reported, the error
+	// stops the rest.
+	w2 := newWorld(t, sqlstore.SQLite, worldConfig{})
+	part, err := sifen.ImportFiles(ctx, &failingImporter{Importer: w2.sender, n: 1}, des, sifen.EnvTest)
+	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
+	require.Len(t, part, 1)
+	require.NoError(t, part[0].Err)
+
+	// A cancelled context stops before the first DE.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	none, err := sifen.ImportFiles(cctx, w2.sender, des, sifen.EnvTest)
+	require.True(t, errors.Is(err, context.Canceled))
+	require.Empty(t, none)
+
+	// A DE ReadFiles refused is never imported.
+	bogus := []sifen.FileDE{{File: "x.xml", Err: &sifen.FileError{File: "x.xml", Err: sifen.ErrMalformedXML}}}
+	_, err = sifen.ImportFiles(ctx, w2.sender, bogus, sifen.EnvTest)
+	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+}

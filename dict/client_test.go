@@ -60,7 +60,7 @@ func (f *fakeDICT) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 type clientEnv struct {
-	clock   *throttletest.FakeClock
+	clock   *throttle.ManualClock
 	limiter *throttle.Limiter
 	catalog *dict.Catalog
 	client  *dict.Client
@@ -68,7 +68,7 @@ type clientEnv struct {
 
 func newClientEnv(t *testing.T, url string, httpClient *http.Client) *clientEnv {
 	t.Helper()
-	e := &clientEnv{clock: throttletest.NewFakeClock(throttletest.Epoch), catalog: dict.NewCatalog("prod")}
+	e := &clientEnv{clock: throttle.NewManualClock(throttletest.Epoch), catalog: dict.NewCatalog("prod")}
 	require.NoError(t, e.catalog.SetCategory("A"))
 	store := sqlstoretest.MustOpen(t, sqlstore.SQLite, e.clock.Now)
 	var err error

@@ -23,7 +23,7 @@ func ExampleTransport() {
 	dictURL := httptest.NewServer(sim)
 	defer dictURL.Close()
 
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	store := throttletest.NewMemStore(clock.Now) // sqlstore.Open in production
 	catalog := dict.NewCatalog("prod")           // category H until learned
 	lim, _ := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})

@@ -31,7 +31,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type env struct {
 	t       *testing.T
 	ctx     context.Context
-	clock   *throttletest.FakeClock
+	clock   *throttle.ManualClock
 	store   *sqlstore.Store
 	catalog *dict.Catalog
 	limiter *throttle.Limiter
@@ -73,7 +73,7 @@ func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
 		require.NoError(t, sim.Close())
 	})
 
-	e := &env{t: t, ctx: ctx, clock: throttletest.NewFakeClock(throttletest.Epoch), sim: sim, simURL: hs.URL}
+	e := &env{t: t, ctx: ctx, clock: throttle.NewManualClock(throttletest.Epoch), sim: sim, simURL: hs.URL}
 	e.store = sqlstoretest.MustOpen(t, engine, e.clock.Now)
 	e.catalog = dict.NewCatalog("prod")
 	require.NoError(t, e.catalog.SetCategory(cfg.LocalCategory))

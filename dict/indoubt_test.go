@@ -46,7 +46,7 @@ func inDoubtClient(t *testing.T, srv http.Handler, n int32, landed bool) (*dict.
 	t.Helper()
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	store := &inDoubtStore{Store: throttletest.NewMemStore(clock.Now), n: n, landed: landed}
 	catalog := dict.NewCatalog("prod")
 	lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})

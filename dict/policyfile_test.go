@@ -151,7 +151,7 @@ func TestLoadFileNamesThePath(t *testing.T) {
 func TestPixEntityFile(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		ctx := context.Background()
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		c := dict.NewCatalog("prod")
 		require.NoError(t, c.LoadFile("testdata/policies/pix_entity.json"))
 		s, ok := c.Spec("PIX_ENTITY")

@@ -67,7 +67,7 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hs := httptest.NewServer(&fakeDICT{status: http.StatusOK, body: mustReadFile(t, "testdata/get_entry_response.golden.xml")})
 			defer hs.Close()
-			clock := throttletest.NewFakeClock(throttletest.Epoch)
+			clock := throttle.NewManualClock(throttletest.Epoch)
 			store := &flakyStore{Store: throttletest.NewMemStore(clock.Now)}
 			store.pass.Store(1) // the take
 			store.fail.Store(tt.fail)
@@ -125,7 +125,7 @@ func TestRemote429LeavesNoGap(t *testing.T) {
 		body: problemXML(429, "RateLimited", "bucket "+dict.PolicyEntriesReadUserAntiscan+" is empty")})
 	defer hs.Close()
 	ctx := context.Background()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	catalog := dict.NewCatalog("prod")
 	payer := catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF)
 	store := &hookStore{Store: throttletest.NewMemStore(clock.Now), at: 2} // 1: the hold, 2: the settle

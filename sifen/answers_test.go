@@ -17,6 +17,7 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -130,7 +131,7 @@ func TestPublishedAnswersSettleDocuments(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			clock := throttletest.NewFakeClock(throttletest.Epoch)
+			clock := throttle.NewManualClock(throttletest.Epoch)
 			store := sqlstoretest.MustOpenDSN(t, sqlstoretest.DSN(t, sqlstore.SQLite), clock.Now)
 			sim := &scriptedSIFEN{t: t, answers: map[string]answer{sifen.RecepcionPath: tc.recep}, asked: map[string]int{}}
 			if tc.lot != nil {
@@ -189,7 +190,7 @@ func unreadableResult(t *testing.T, status, code string) string {
 // document keeps its message and version until the result changes.
 func TestUnreadableLotResultIsNotRewritten(t *testing.T) {
 	ctx := context.Background()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	store := sqlstoretest.MustOpenDSN(t, sqlstoretest.DSN(t, sqlstore.SQLite), clock.Now)
 	unknown := unreadableResult(t, "Observado", "0999")
 	sim := &scriptedSIFEN{t: t, asked: map[string]int{}, answers: map[string]answer{

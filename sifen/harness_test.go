@@ -26,7 +26,7 @@ import (
 // simulator; both read one fake clock.
 type world struct {
 	dsn     string
-	clock   *throttletest.FakeClock
+	clock   *throttle.ManualClock
 	sim     *sifensim.Server
 	simURL  string
 	store   *sqlstore.Store
@@ -47,7 +47,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func newWorld(t *testing.T, engine sqlstore.Engine, cfg worldConfig) *world {
 	t.Helper()
-	w := &world{dsn: sqlstoretest.DSN(t, engine), clock: throttletest.NewFakeClock(throttletest.Epoch)}
+	w := &world{dsn: sqlstoretest.DSN(t, engine), clock: throttle.NewManualClock(throttletest.Epoch)}
 	cfg.sim.Clock, cfg.sim.Advance = w.clock.Now, w.clock.Advance
 	if cfg.sim.Logger == nil {
 		cfg.sim.Logger = quietLogger()

@@ -14,9 +14,9 @@ import (
 
 var ruc80069563 = sifen.RUC{Number: "80069563", DV: 1}
 
-func newPolicyLimiter(t *testing.T, cfg sifen.PolicyConfig) (*throttle.Limiter, *throttletest.FakeClock) {
+func newPolicyLimiter(t *testing.T, cfg sifen.PolicyConfig) (*throttle.Limiter, *throttle.ManualClock) {
 	t.Helper()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	r, err := sifen.NewResolver(cfg)
 	require.NoError(t, err)
 	l, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), r, throttle.Config{Clock: clock.Now})
@@ -33,7 +33,7 @@ type step struct {
 	wantWait    time.Duration
 }
 
-func run(t *testing.T, l *throttle.Limiter, clock *throttletest.FakeClock, steps []step) {
+func run(t *testing.T, l *throttle.Limiter, clock *throttle.ManualClock, steps []step) {
 	t.Helper()
 	start := clock.Now()
 	for i, s := range steps {

@@ -27,7 +27,6 @@ import (
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
-	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // The multi-process tests re-execute the test binary: the child runs
@@ -58,7 +57,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	at, err := time.Parse(time.RFC3339Nano, os.Getenv(envClock))
 	require.NoError(t, err)
-	clock := throttletest.NewFakeClock(at)
+	clock := throttle.NewManualClock(at)
 	store, err := sqlstore.Open(context.Background(), os.Getenv(envDSN), sqlstore.Options{Clock: clock.Now})
 	require.NoError(t, err)
 	defer store.Close()

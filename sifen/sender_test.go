@@ -441,7 +441,7 @@ func TestSendWithoutConnection(t *testing.T) {
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close())
 
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		store := sqlstoretest.MustOpen(t, engine, clock.Now)
 		_, sender := newSender(t, store, store, "http://"+addr, sifen.PolicyConfig{}, clock.Now, sifen.SenderConfig{})
 		ctx := context.Background()
@@ -459,7 +459,7 @@ func TestSendWithoutConnection(t *testing.T) {
 }
 
 func TestNewSenderNeedsSIFENPolicies(t *testing.T) {
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	store := sqlstoretest.MustOpen(t, sqlstore.SQLite, clock.Now)
 	l, err := throttle.NewLimiter(store, throttle.Policies{}, throttle.Config{Clock: clock.Now})
 	require.NoError(t, err)

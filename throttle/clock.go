@@ -7,14 +7,14 @@ import (
 
 // Clock returns the current time. The engine never calls time.Now directly:
 // stores and limiters are given a Clock so tests can use a fake one
-// (throttletest.FakeClock). A Clock must be safe for concurrent use.
+// (throttle.ManualClock). A Clock must be safe for concurrent use.
 type Clock func() time.Time
 
 // SystemClock is the wall clock.
 func SystemClock() time.Time { return time.Now() }
 
 // ManualClock is a clock that stands still until it is moved: the
-// simulators' --fake-clock, and tests (throttletest.FakeClock is this type).
+// simulators' --fake-clock, and tests (throttle.ManualClock is this type).
 // Pass its Now method as a Clock. Safe for concurrent use.
 type ManualClock struct {
 	mu  sync.Mutex

@@ -13,7 +13,7 @@ import (
 // the outcome. A 404 costs 20 in all, so 19 more; the balance may go
 // negative, and the retry-after says when it is positive again.
 func Example() {
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	store := throttletest.NewMemStore(clock.Now) // sqlstore.Open in production
 	pf := throttle.Policy{Name: "ENTRIES_READ_USER_ANTISCAN", Capacity: 100, RefillTokens: 2, RefillPeriod: time.Minute}
 	lim, _ := throttle.NewLimiter(store, throttle.Policies{pf.Name: pf}, throttle.Config{Clock: clock.Now})
@@ -44,7 +44,7 @@ func ExamplePolicy_String() {
 // answer refunds the difference. The manual's example: 5 tokens, a 404
 // leaves -15, positive again 8 minutes later at 2 tokens a minute.
 func ExampleCharge_admit() {
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	store := throttletest.NewMemStore(clock.Now)
 	pf := throttle.Policy{Name: "ENTRIES_READ_USER_ANTISCAN", Capacity: 100, RefillTokens: 2, RefillPeriod: time.Minute}
 	lim, _ := throttle.NewLimiter(store, throttle.Policies{pf.Name: pf}, throttle.Config{Clock: clock.Now})

@@ -16,7 +16,7 @@ import (
 // waitEnv is a limiter of one cooldown policy (10 s between sends) on a
 // fake clock, with a Sleep that moves the clock and records its waits.
 type waitEnv struct {
-	clock  *throttletest.FakeClock
+	clock  *throttle.ManualClock
 	lim    *throttle.Limiter
 	key    throttle.Key
 	slept  []time.Duration
@@ -25,7 +25,7 @@ type waitEnv struct {
 
 func newWaitEnv(t *testing.T) *waitEnv {
 	t.Helper()
-	e := &waitEnv{clock: throttletest.NewFakeClock(throttletest.Epoch)}
+	e := &waitEnv{clock: throttle.NewManualClock(throttletest.Epoch)}
 	p := throttle.Policy{Name: "LOT", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute, MinInterval: 10 * time.Second}
 	var err error
 	e.lim, err = throttle.NewLimiter(throttletest.NewMemStore(e.clock.Now), throttle.Policies{p.Name: p}, throttle.Config{Clock: e.clock.Now})
@@ -108,7 +108,7 @@ func TestWaitPassesTakeErrorsThrough(t *testing.T) {
 // A batch sender waits its turn before each lot instead of a loop of its
 // own; the fake clock's Sleep shows the waits.
 func ExampleWaiter_Wait() {
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	lot := throttle.Policy{Name: "SIFEN_RECEPCION_LOTE", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second}
 	lim, _ := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), throttle.Policies{lot.Name: lot}, throttle.Config{Clock: clock.Now})
 	w := throttle.Waiter{Limiter: lim, Sleep: func(_ context.Context, d time.Duration) error {

@@ -34,7 +34,7 @@ const gatewayISPB = "12345678"
 // gatewayWorld is a DICT simulator (fake clock), and the gateways of one
 // participant in front of it, all on one database.
 type gatewayWorld struct {
-	clock   *throttletest.FakeClock
+	clock   *throttle.ManualClock
 	sim     *dictsim.Server
 	simURL  string
 	catalog *dict.Catalog
@@ -48,7 +48,7 @@ type gatewayWorld struct {
 func newGatewayWorld(t testing.TB, engine sqlstore.Engine) *gatewayWorld {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	w := &gatewayWorld{clock: throttletest.NewFakeClock(throttletest.Epoch), bodies: map[string][]byte{}, answer: map[string][]byte{}}
+	w := &gatewayWorld{clock: throttle.NewManualClock(throttletest.Epoch), bodies: map[string][]byte{}, answer: map[string][]byte{}}
 	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
 		EntriesFile: "../dict/testdata/entries.csv", Category: "A", FakeClock: true, Start: throttletest.Epoch, Logger: quiet,
 	})

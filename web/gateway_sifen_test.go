@@ -34,7 +34,7 @@ import (
 // sifenGatewayWorld is the SIFEN simulator and a SIFEN gateway in front of
 // it, sharing a fake clock that the gateway's holds move.
 type sifenGatewayWorld struct {
-	clock  *throttletest.FakeClock
+	clock  *throttle.ManualClock
 	sim    *sifensim.Server
 	simURL string
 	dsn    string
@@ -43,7 +43,7 @@ type sifenGatewayWorld struct {
 
 func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
 	t.Helper()
-	w := &sifenGatewayWorld{clock: throttletest.NewFakeClock(throttletest.Epoch)}
+	w := &sifenGatewayWorld{clock: throttle.NewManualClock(throttletest.Epoch)}
 	sim, err := sifensim.NewServer(sifensim.Config{Clock: w.clock.Now, Advance: w.clock.Advance, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ts := httptest.NewServer(sim)

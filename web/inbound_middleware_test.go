@@ -17,9 +17,9 @@ import (
 
 // middleware returns the inbound limiter of cfg as middleware in front of
 // a plain ServeMux of an application, on a fake clock.
-func middleware(t *testing.T, cfg web.InboundConfig) (http.Handler, *throttletest.FakeClock) {
+func middleware(t *testing.T, cfg web.InboundConfig) (http.Handler, *throttle.ManualClock) {
 	t.Helper()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	in, err := web.NewInbound(cfg)
 	require.NoError(t, err)
 	require.NoError(t, in.UseStore(throttletest.NewMemStore(clock.Now), throttle.Config{Clock: clock.Now}))

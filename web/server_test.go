@@ -38,7 +38,7 @@ var testPolicies = throttle.Policies{
 // env is a server under test with its clock, store and limiter.
 type env struct {
 	t       testing.TB
-	clock   *throttletest.FakeClock
+	clock   *throttle.ManualClock
 	store   throttletest.FullStore
 	limiter *throttle.Limiter
 	reader  *inspect.Reader
@@ -101,7 +101,7 @@ func withPanels(f func(e *env) []web.PanelFunc) option {
 // an option chose), with a fake clock at throttletest.Epoch.
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
-	e := &env{t: t, clock: throttletest.NewFakeClock(throttletest.Epoch)}
+	e := &env{t: t, clock: throttle.NewManualClock(throttletest.Epoch)}
 	for _, o := range opts {
 		o(e)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
-	"github.com/balde-throttle/balde/throttle/throttletest"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // A test that needs balde in another OS process re-executes the test
@@ -57,7 +57,7 @@ func runChild(argsJSON string) int {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 99
 		}
-		m.Clock = throttletest.NewFakeClock(t).Now
+		m.Clock = throttle.NewManualClock(t).Now
 	}
 	return m.Run(context.Background(), args)
 }
@@ -100,7 +100,7 @@ func oneStderrLine(t *testing.T, stderr, want string) {
 // fakeTime is a fake clock whose sleeps only advance it (and whatever else
 // must move with it: a simulator's clock), recording each requested sleep.
 type fakeTime struct {
-	*throttletest.FakeClock
+	*throttle.ManualClock
 	mu     sync.Mutex
 	sleeps []time.Duration
 	also   []func(time.Duration)
@@ -111,7 +111,7 @@ type fakeTime struct {
 }
 
 func newFakeTime(at time.Time, also ...func(time.Duration)) *fakeTime {
-	return &fakeTime{FakeClock: throttletest.NewFakeClock(at), also: also}
+	return &fakeTime{ManualClock: throttle.NewManualClock(at), also: also}
 }
 
 func (f *fakeTime) sleep(ctx context.Context, d time.Duration) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/balde-throttle/balde/dict/dictsim"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/balde-throttle/balde/dict/dictsim"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
@@ -25,7 +26,6 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
-	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // foundKeys are keys the simulator's directory holds (dict/testdata/entries.csv).
@@ -441,7 +441,7 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 	open := func(t *testing.T, db, url string) *engine {
 		cfg := DefaultConfig()
 		cfg.DB = db
-		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttletest.NewFakeClock(testEpoch).Now})
+		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, eng.close(ctx)) })
 		_, err = eng.dictClient(ctx, cfg, url, true)
@@ -513,7 +513,7 @@ func TestDictLookupKilledMidRequest(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DB = db
 	ctx := context.Background()
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttletest.NewFakeClock(testEpoch).Now})
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.close(ctx)) }()
 	st, err := eng.limiter.State(ctx, eng.dict.Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -24,7 +25,7 @@ const (
 
 func mustRecords(t *testing.T, engine sqlstore.Engine) *dictsql.Records {
 	t.Helper()
-	s := sqlstoretest.MustOpen(t, engine, throttletest.NewFakeClock(throttletest.Epoch).Now)
+	s := sqlstoretest.MustOpen(t, engine, throttle.NewManualClock(throttletest.Epoch).Now)
 	return dictsql.NewRecords(s.DB(), s.ReadDB())
 }
 
@@ -150,7 +151,7 @@ func TestMonitors(t *testing.T) {
 func TestEveryStatementSurvivesARetry(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		ctx := context.Background()
-		s := sqlstoretest.MustOpen(t, engine, throttletest.NewFakeClock(throttletest.Epoch).Now)
+		s := sqlstoretest.MustOpen(t, engine, throttle.NewManualClock(throttletest.Epoch).Now)
 		once := dictsql.NewRecords(s.DB(), s.ReadDB())
 		twice := dictsql.NewRecords(s.DB(), s.ReadDB())
 		tries := 0

@@ -20,19 +20,20 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 type sim struct {
 	*sifensim.Server
 	url    string
-	clock  *throttletest.FakeClock
+	clock  *throttle.ManualClock
 	client *sifen.Client
 }
 
 func start(t *testing.T, cfg sifensim.Config) *sim {
 	t.Helper()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	cfg.Clock, cfg.Advance = clock.Now, clock.Advance
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	s, err := sifensim.NewServer(cfg)

@@ -58,7 +58,7 @@ func requireAppUntouched(t *testing.T, db *sql.DB) {
 func TestOpenDBSharesTheApplicationsPool(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := appDB(t, engine)
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		store, err := sqlstore.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
 		require.NoError(t, err)
 

@@ -23,7 +23,7 @@ import (
 func TestWindowSeesRowsBehindALateRefusalRow(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		ctx := context.Background()
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		s := sqlstoretest.MustOpen(t, engine, clock.Now)
 		mem := throttletest.NewMemStore(clock.Now)
 		pol := throttle.Policies{"SLOW": {Name: "SLOW", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour, Refill: throttle.RefillStepwise}}

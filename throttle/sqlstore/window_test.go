@@ -126,7 +126,7 @@ func seedLedger(tb testing.TB, s *sqlstore.Store, clock *throttle.ManualClock, k
 // last balance and refusal count.
 func TestLedgerWindowFoldsABusyHourInSQL(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		s := sqlstoretest.MustOpen(t, engine, clock.Now)
 		from := throttletest.Epoch.Add(time.Hour)
 		const rows, step = 24_000, 150 * time.Millisecond
@@ -179,7 +179,7 @@ func TestLedgerWindowFoldsABusyHourInSQL(t *testing.T) {
 // chain walk reads the quiet bucket's rows only.
 func TestLedgerWindowReadsOnlyTheBucket(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		s := sqlstoretest.MustOpen(t, engine, clock.Now)
 		from := throttletest.Epoch.Add(time.Hour)
 		mine := seedLedger(t, s, clock, windowKey, from, 36*time.Millisecond, 100_000, 100)
@@ -205,7 +205,7 @@ func TestLedgerWindowReadsOnlyTheBucket(t *testing.T) {
 // over a 100,000-row ledger, the range being its last 10,000 ids.
 func TestLedgerWindowQueryPlan(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-		clock := throttletest.NewFakeClock(throttletest.Epoch)
+		clock := throttle.NewManualClock(throttletest.Epoch)
 		s := sqlstoretest.MustOpen(t, engine, clock.Now)
 		from := throttletest.Epoch.Add(time.Hour)
 		seedLedger(t, s, clock, windowKey, from, 36*time.Millisecond, 100_000, 100)

@@ -30,7 +30,7 @@ func TestGroupCommitStore(t *testing.T) {
 // keys through group commit: exactly the capacity of each key is admitted.
 func TestGroupCommitBatchesExactly(t *testing.T) {
 	ctx := context.Background()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	g := throttle.NewGroupCommit(throttletest.NewMemStore(clock.Now), throttle.GroupCommitOptions{MaxBatch: 64})
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
 	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
@@ -67,7 +67,7 @@ func TestGroupCommitBatchesExactly(t *testing.T) {
 // queue behind it: they are then committed as one batch.
 func TestGroupCommitBatchesWhatQueued(t *testing.T) {
 	ctx := context.Background()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	mem := throttletest.NewMemStore(clock.Now)
 	gate, entered := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -114,7 +114,7 @@ func TestGroupCommitBatchesWhatQueued(t *testing.T) {
 // apply fails gets its error while the others of its batch commit.
 func TestGroupCommitIsolatesAFailingOperation(t *testing.T) {
 	ctx := context.Background()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	mem := throttletest.NewMemStore(clock.Now)
 	gate, entered := make(chan struct{}), make(chan struct{})
 	var once sync.Once

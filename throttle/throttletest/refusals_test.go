@@ -18,7 +18,7 @@ import (
 
 // countingEnv is a limiter whose store counts its transactions.
 type countingEnv struct {
-	clock   *throttletest.FakeClock
+	clock   *throttle.ManualClock
 	mem     *throttletest.MemStore
 	updates *atomic.Int64
 	lim     *throttle.Limiter
@@ -26,7 +26,7 @@ type countingEnv struct {
 
 func newCountingEnv(t *testing.T, p throttle.Policy, cacheSize int) countingEnv {
 	t.Helper()
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	mem := throttletest.NewMemStore(clock.Now)
 	var n atomic.Int64
 	counting := &throttletest.Store{Base: mem, UpdateFn: func(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
@@ -250,7 +250,7 @@ func TestRefusalCacheDecidesAsTheStore(t *testing.T) {
 	for pi, p := range policies {
 		for seed := range int64(40) {
 			rng := rand.New(rand.NewPCG(uint64(pi), uint64(seed)))
-			clock := throttletest.NewFakeClock(throttletest.Epoch)
+			clock := throttle.NewManualClock(throttletest.Epoch)
 			resolver := throttle.Policies{"R": p, "S": psp}
 			cached, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), resolver, throttle.Config{Clock: clock.Now})
 			require.NoError(t, err)

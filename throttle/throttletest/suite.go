@@ -62,7 +62,7 @@ func TestStore(t *testing.T, open OpenStore) {
 // Env is a Limiter over a fresh store with a fake clock.
 type Env struct {
 	T       *testing.T
-	Clock   *FakeClock
+	Clock   *throttle.ManualClock
 	Store   FullStore
 	Limiter *throttle.Limiter
 	// Reader reads Store as Limiter sees it (listings, counts, ledger).
@@ -73,7 +73,7 @@ type Env struct {
 // NewEnv opens a store and a limiter resolving policies.
 func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg throttle.Config) *Env {
 	t.Helper()
-	e := &Env{T: t, Clock: NewFakeClock(Epoch), Notes: &Recorder{}}
+	e := &Env{T: t, Clock: throttle.NewManualClock(Epoch), Notes: &Recorder{}}
 	e.Store = open(t, e.Clock.Now)
 	cfg.Clock, cfg.Notifier = e.Clock.Now, e.Notes
 	lim, err := throttle.NewLimiter(e.Store, policies, cfg)

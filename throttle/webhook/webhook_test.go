@@ -29,7 +29,7 @@ func TestNotifierPostsSeverityChanges(t *testing.T) {
 	n := webhook.New(srv.URL, webhook.Options{})
 
 	// A real limiter driving a bucket down: each level crossed is posted.
-	clock := throttletest.NewFakeClock(throttletest.Epoch)
+	clock := throttle.NewManualClock(throttletest.Epoch)
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour}
 	lim, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), throttle.Policies{"P": p}, throttle.Config{Clock: clock.Now, Notifier: n})
 	require.NoError(t, err)

@@ -61,6 +61,51 @@ func (s *Server) rucWait(ctx context.Context, d sifen.Document) time.Duration {
 	return dec.RetryAfter
 }
 
+// rucHold is a RUC's gate refusing now, as the documents list says it:
+// which RUC, why (a block after 0301 with its level, the interval between
+// lots) and for how long, in the page's language.
+type rucHold struct {
+	RUC, Env string
+	// Wait is the reason and the wait: "blocked 9m21s (block 1 in a row)",
+	// "cooldown 7s".
+	Wait string
+	// Blocked is set for a block (SIFEN's 0301), not the interval.
+	Blocked bool
+	// Seconds is the whole seconds to wait.
+	Seconds int64
+}
+
+// rucHoldIn reads the gate of ruc in env (Sender.RUCWait, the one state
+// every view reads) and returns its refusal, or nil when the RUC may send
+// now or the sender cannot tell. A block says its level, read from the
+// same bucket when the server has the limiter.
+func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr *i18n.Printer) *rucHold {
+	w, ok := s.Sifen.(rucWaiter)
+	if !ok {
+		return nil
+	}
+	dec, err := w.RUCWait(ctx, env, ruc)
+	if err != nil || dec.Allowed || dec.RetryAfter <= 0 {
+		return nil
+	}
+	h := &rucHold{RUC: ruc.String(), Env: string(env), Seconds: ceilSeconds(dec.RetryAfter)}
+	switch dec.Reason {
+	case throttle.ReasonBlocked:
+		h.Blocked = true
+		h.Wait = tr.Sprintf("blocked %s", FormatWait(dec.RetryAfter))
+		if s.Limiter != nil {
+			if st, err := s.Limiter.State(ctx, sifen.RecepcionKey(env, ruc)); err == nil && st.BlockLevel > 0 {
+				h.Wait = tr.Sprintf("blocked %s (block %d in a row)", FormatWait(dec.RetryAfter), st.BlockLevel)
+			}
+		}
+	case throttle.ReasonCooldown:
+		h.Wait = tr.Sprintf("cooldown %s", FormatWait(dec.RetryAfter))
+	default:
+		h.Wait = tr.Sprintf("refills in %s", FormatWait(dec.RetryAfter))
+	}
+	return h
+}
+
 // DefaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
 // DEs (a lot is at most 1000 KB once compressed).
 const DefaultUploadLimit = 8 << 20
@@ -101,6 +146,9 @@ type documentView struct {
 	Updated      string
 	Sent         string
 	Sendable     bool
+	// Held is the wait of the RUC's gate while it refuses ("blocked
+	// 9m21s (block 1 in a row)"): the Send button is off, and says it.
+	Held string
 
 	URL     string
 	SendURL string
@@ -119,7 +167,7 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		Type:         documentType(d.Type),
 		Status:       tr.Text(string(d.Status)),
 		StatusClass:  statusClass(d.Status),
-		Message:      d.Message,
+		Message:      documentMessageIn(tr, d.Message),
 		LotNumber:    d.LotNumber,
 		ResponseCode: d.ResponseCode,
 		Result:       d.Result,
@@ -141,6 +189,26 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		v.Status = tr.Sprintf("approved with observations")
 	}
 	return v
+}
+
+// notQueuedPrefixes are the beginnings of the messages balde writes on a
+// document whose lot SIFEN did not queue (sifen.Sender, sifen's batch),
+// followed by SIFEN's own code and words.
+var notQueuedPrefixes = []string{
+	"SIFEN did not queue the lot, for the second time in this run: %s",
+	"SIFEN did not queue the lot: %s",
+}
+
+// documentMessageIn renders a document's message in tr's language: balde's
+// own words are translated, SIFEN's (the code and dMsgRes) stay as SIFEN
+// wrote them.
+func documentMessageIn(tr *i18n.Printer, msg string) string {
+	for _, format := range notQueuedPrefixes {
+		if rest, ok := strings.CutPrefix(msg, strings.TrimSuffix(format, "%s")); ok {
+			return tr.Sprintf(format, rest)
+		}
+	}
+	return msg
 }
 
 // documentType renders a DE type (iTiDE) with its name.
@@ -176,7 +244,13 @@ func statusClass(st sifen.Status) string {
 // documentsPage is sifen_documents.html.
 type documentsPage struct {
 	layout
-	Flash     string
+	Flash string
+	// FlashClass styles Flash: "flash" for a lot sent or an import,
+	// "flash flash-warning" for a refusal, "flash flash-error" for a lot
+	// SIFEN did not queue or a send that failed.
+	FlashClass string
+	// Holds are the RUCs of the listed drafts whose gate refuses now.
+	Holds     []*rucHold
 	Documents []documentView
 
 	// The filter, as given.
@@ -189,8 +263,9 @@ type documentsPage struct {
 	ImportURL string
 	NextURL   string
 	FirstURL  string
-	// SendRUC is set when the list is filtered by RUC and env: the "Send all
-	// drafts of RUC …" button's form.
+	// SendRUC is set when the list is filtered by RUC: the "Send all drafts
+	// of RUC …" button's form, for the env filtered, else the env of the
+	// RUC's newest listed document (test when none is listed).
 	SendRUC *sendRUCForm
 	// Upload is the upload form as sent, when it was refused.
 	Upload uploadForm
@@ -206,6 +281,9 @@ type uploadForm struct {
 // sendRUCForm is the "Send all drafts of RUC …" button.
 type sendRUCForm struct {
 	URL, RUC, Env string
+	// Held is the wait of the RUC's gate while it refuses: the button is
+	// off, and says it.
+	Held string
 }
 
 func (documentsPage) templateFile() string { return "sifen_documents.html" }
@@ -260,16 +338,28 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if n, err := strconv.Atoi(q.Get("imported")); err == nil && n > 0 {
 		p.Flash = tr.Sprintf("Imported %d documents as drafts: they are at the top of the list.", n)
 	}
-	if f.RUC != "" && f.Env != "" {
-		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(f.Env)}
+	if f.RUC != "" {
+		env := f.Env
+		for _, d := range docs {
+			if env == "" && d.RUC.Number == f.RUC {
+				env = d.Env
+			}
+		}
+		if env == "" {
+			env = sifen.EnvTest
+		}
+		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(env)}
 	}
+	p.FlashClass = "flash"
 	switch q.Get("result") {
 	case string(sifen.OutcomeSent):
 		p.Flash = tr.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
 	case string(sifen.OutcomeBlocked):
+		p.FlashClass = "flash flash-warning"
 		p.Flash = tr.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
 	case "":
 	default:
+		p.FlashClass = "flash flash-error"
 		p.Flash = tr.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
 	}
 	if n, err := strconv.Atoi(q.Get("toobig")); err == nil && n > 0 && q.Get("result") != "" {
@@ -278,8 +368,42 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if n, err := strconv.Atoi(q.Get("later")); err == nil && n > 0 && q.Get("result") != "" {
 		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s s.", n, q.Get("later_wait"))
 	}
+	// The gate of every RUC with a listed draft, read once per RUC: a
+	// banner per RUC held back, and its drafts' Send buttons off.
+	holds := map[string]*rucHold{}
+	hold := func(env sifen.Env, ruc sifen.RUC) *rucHold {
+		k := string(env) + "/" + ruc.Number
+		h, seen := holds[k]
+		if !seen {
+			h = s.rucHoldIn(r.Context(), env, ruc, tr)
+			holds[k] = h
+			if h != nil {
+				p.Holds = append(p.Holds, h)
+			}
+		}
+		return h
+	}
 	for _, d := range docs {
-		p.Documents = append(p.Documents, s.newDocumentView(d, now, tr))
+		v := s.newDocumentView(d, now, tr)
+		if d.Status.Sendable() {
+			if h := hold(d.Env, d.RUC); h != nil {
+				v.Held = h.Wait
+			}
+		}
+		p.Documents = append(p.Documents, v)
+	}
+	if p.SendRUC != nil {
+		ruc := sifen.RUC{Number: p.SendRUC.RUC, DV: sifen.CheckDigit(p.SendRUC.RUC)}
+		if h := hold(sifen.Env(p.SendRUC.Env), ruc); h != nil {
+			p.SendRUC.Held = h.Wait
+		}
+	}
+	// While a RUC is held back, reload when its wait ends (at most every
+	// minute): the countdown stays true and the buttons come back.
+	for _, h := range p.Holds {
+		if refresh := int(min(h.Seconds+1, 60)); p.Refresh == 0 || refresh < p.Refresh {
+			p.Refresh = refresh
+		}
 	}
 
 	// Links keep the filter; the pager changes only ?before=.

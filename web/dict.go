@@ -168,7 +168,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
 	case isDictInputError(err):
-		p.InputError = publicMessage(err)
+		p.InputError = dictInputErrorIn(p.T, err)
 	default:
 		// The store or the network failed: the error page says so.
 		return err
@@ -297,4 +297,40 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 	s.Logger.Info("dict payment credited", slog.String("end_to_end_id", e2e), slog.Bool("duplicate", pc.Duplicate),
 		slog.String("user", requestInfoFrom(r.Context()).user))
 	return s.render(w, http.StatusOK, p)
+}
+
+// dictInputPhrases are the words of the dict package's errors about a key
+// or a payer id, longest first; the values quoted in them stay as typed.
+var dictInputPhrases = []string{
+	"has capital letters (the DICT stores EMAIL keys in lowercase)",
+	"is not 12 digits or capital letters followed by 2 check digits",
+	"is not E.164 (+ then 2 to 15 digits, no leading 0)",
+	"(not a CPF, CNPJ, PHONE, EMAIL or EVP)",
+	"is neither 11 nor 14 characters",
+	"has all characters equal",
+	"has wrong check digits",
+	"is not a lowercase UUID",
+	"is not an email address",
+	"has all digits equal",
+	"is not 11 digits",
+	"invalid payer id",
+	"invalid EMAIL key",
+	"invalid PHONE key",
+	"invalid EVP key",
+	"unknown key type",
+	"invalid CPF",
+	"invalid CNPJ",
+	"invalid key",
+}
+
+// dictInputErrorIn renders a bad key or payer id for the lookup page in
+// tr's language: without the package prefixes ("dict: "), each phrase of
+// the dict package through the catalog, the values quoted as typed.
+func dictInputErrorIn(tr *i18n.Printer, err error) string {
+	msg := publicMessage(err)
+	pairs := make([]string, 0, 2*len(dictInputPhrases))
+	for _, phrase := range dictInputPhrases {
+		pairs = append(pairs, phrase, tr.Text(phrase))
+	}
+	return strings.NewReplacer(pairs...).Replace(msg)
 }

@@ -199,10 +199,13 @@ var notQueuedPrefixes = []string{
 	"SIFEN did not queue the lot: %s",
 }
 
-// documentMessageIn renders a document's message in tr's language: balde's
-// own words are translated, SIFEN's (the code and dMsgRes) stay as SIFEN
-// wrote them.
+// documentMessageIn renders a document's message in tr's language, without
+// package prefixes ("sifen: "): balde's own words are translated, SIFEN's
+// (the code and dMsgRes) stay as SIFEN wrote them.
 func documentMessageIn(tr *i18n.Printer, msg string) string {
+	for _, p := range publicPrefixes {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
 	for _, format := range notQueuedPrefixes {
 		if rest, ok := strings.CutPrefix(msg, strings.TrimSuffix(format, "%s")); ok {
 			return tr.Sprintf(format, rest)
@@ -666,6 +669,7 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 // own state (so a reload shows the truth, whatever the URL says), in tr's
 // language, or nil for a draft never sent.
 func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
+	d.Message = documentMessageIn(tr, d.Message)
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		detail := tr.Sprintf("Nothing was sent to SIFEN.")
 		switch {

@@ -145,11 +145,21 @@ func TestBrowserSendTwiceIsBlocked(t *testing.T) {
 	))
 	require.Regexp(t, `^Sent: SIFEN queued lot [0-9]{17} \(response code 0300\)\.$`, text(".banner-text"))
 
-	// Send the other one at once: the throttle blocks the RUC, nothing leaves.
+	// The list says the RUC cools down: its Send buttons are off.
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(sm.url+"/documents"),
 		chromedp.WaitVisible(css(`table.documents`)),
-		chromedp.Click(css(`table.documents tbody tr form button`)),
+	))
+	require.Contains(t, text(".ruc-hold .banner-text"), "RUC 88888801-5 in env test may not send now: cooldown")
+	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("table.documents tbody tr form button").disabled`))
+	require.NoError(t, err)
+	require.True(t, disabled, "Send is off while the RUC waits")
+
+	// Sent anyway at once (a form submitted from an older page): the
+	// throttle blocks the RUC, nothing leaves.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Submit(css(`table.documents tbody tr form`)),
+		chromedp.WaitVisible(css(`h1 .badge`)),
 		chromedp.WaitVisible(css(`.banner-warning`)),
 	))
 	blocked := text(".banner-warning .banner-text")

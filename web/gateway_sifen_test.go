@@ -34,7 +34,12 @@ import (
 // sifenGatewayWorld is the SIFEN simulator and a SIFEN gateway in front of
 // it, sharing a fake clock that the gateway's holds move.
 type sifenGatewayWorld struct {
-	clock  *throttle.ManualClock
+	clock *throttle.ManualClock
+	// now and sleep are the world's time: the fake clock (a hold moves it),
+	// or the real one (newRealSifenGatewayWorld).
+	now    throttle.Clock
+	sleep  func(context.Context, time.Duration) error
+	policy sifen.PolicyConfig
 	sim    *sifensim.Server
 	simURL string
 	dsn    string
@@ -44,8 +49,31 @@ type sifenGatewayWorld struct {
 func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
 	t.Helper()
 	w := &sifenGatewayWorld{clock: throttle.NewManualClock(throttletest.Epoch)}
+	w.now = w.clock.Now
+	// Each holder wakes at its own instant: concurrent holds of 10 s end
+	// together, they do not add up.
+	w.sleep = func(_ context.Context, d time.Duration) error { w.clock.AdvanceTo(w.clock.Now().Add(d)); return nil }
 	sim, err := sifensim.NewServer(sifensim.Config{Clock: w.clock.Now, Advance: w.clock.Advance, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
+	return w.start(t, sim, engine, hold)
+}
+
+// newRealSifenGatewayWorld is a world on the real clock, with an interval
+// of 300 ms at the gateway and 250 ms at the simulator: a test of holds
+// while lots are really on the wire. On the fake clock, holders that loop
+// while a slow lot is in flight move time past that lot's hold (two
+// timeouts) in no real time, and the next lot of the RUC leaves while the
+// first is still on the wire (0301 under load).
+func newRealSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
+	t.Helper()
+	w := &sifenGatewayWorld{now: throttle.SystemClock, policy: sifen.PolicyConfig{Interval: 300 * time.Millisecond}}
+	sim, err := sifensim.NewServer(sifensim.Config{Interval: 250 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	return w.start(t, sim, engine, hold)
+}
+
+func (w *sifenGatewayWorld) start(t *testing.T, sim *sifensim.Server, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
+	t.Helper()
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
 	w.sim, w.simURL = sim, ts.URL
@@ -59,17 +87,17 @@ func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Durati
 func (w *sifenGatewayWorld) newGateway(t *testing.T, hold time.Duration) string {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.clock.Now)
-	resolver, err := sifen.NewResolver(sifen.PolicyConfig{})
+	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.now)
+	resolver, err := sifen.NewResolver(w.policy)
 	require.NoError(t, err)
-	lim, err := throttle.NewLimiter(store, resolver, throttle.Config{Clock: w.clock.Now})
+	lim, err := throttle.NewLimiter(store, resolver, throttle.Config{Clock: w.now})
 	require.NoError(t, err)
 	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: w.simURL + "/{env}", Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.clock.Now, Logger: quiet})
+	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.now, Logger: quiet})
 	require.NoError(t, err)
 	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: sender, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
-		Sleep: func(_ context.Context, d time.Duration) error { w.clock.Advance(d); return nil }})
+		Sleep: w.sleep})
 	require.NoError(t, err)
 	gs := httptest.NewServer(g)
 	t.Cleanup(gs.Close)
@@ -118,7 +146,7 @@ func (w *sifenGatewayWorld) postTo(t *testing.T, base, path string, body []byte)
 func TestSifenGatewayHoldsLotsForTheirRUC(t *testing.T) {
 	for _, engine := range sqlstoretest.Engines {
 		t.Run(string(engine), func(t *testing.T) {
-			w := newSifenGatewayWorld(t, engine, time.Minute)
+			w := newRealSifenGatewayWorld(t, engine, time.Minute)
 			rucs := []string{"80069563", "80012345", "80000005"}
 			var mu sync.Mutex
 			lots := map[string]bool{}

@@ -107,29 +107,16 @@ func (c Config) checkDictURLs() error {
 	return nil
 }
 
-// setParsed returns the setter of a field read by parse; on an error the
-// field keeps its value.
-func setParsed[T any](dst *T, parse func(string) (T, error)) func(string) error {
-	return func(s string) error {
-		v, err := parse(s)
-		if err != nil {
-			return err
-		}
-		*dst = v
-		return nil
+// setParsed stores in dst what parse reads from s; on an error dst keeps
+// its value. The flags share balde.Settings' parsers, so a flag and its
+// variable accept the same values.
+func setParsed[T any](dst *T, parse func(string) (T, error), s string) error {
+	v, err := parse(s)
+	if err != nil {
+		return err
 	}
-}
-
-// durationMin parses a Go duration of at least lowest; want says what is
-// expected, for the error.
-func durationMin(lowest time.Duration, want string) func(string) (time.Duration, error) {
-	return func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < lowest {
-			return 0, fmt.Errorf("%q is not %s", s, want)
-		}
-		return d, nil
-	}
+	*dst = v
+	return nil
 }
 
 // secondsFlag is a flag.Value of a number of seconds, like the env variable.
@@ -143,7 +130,7 @@ func (f secondsFlag) String() string {
 }
 
 func (f secondsFlag) Set(s string) error {
-	return setParsed(f.d, balde.ParseSeconds)(s)
+	return setParsed(f.d, balde.ParseSeconds, s)
 }
 
 // intervalFlag is a SIFEN interval in seconds, more than 0
@@ -152,7 +139,7 @@ type intervalFlag struct{ d *time.Duration }
 
 func (f intervalFlag) String() string { return secondsFlag(f).String() }
 
-func (f intervalFlag) Set(s string) error { return setParsed(f.d, balde.ParseInterval)(s) }
+func (f intervalFlag) Set(s string) error { return setParsed(f.d, balde.ParseInterval, s) }
 
 // addStoreFlags registers --db.
 func (c *Config) addStoreFlags(fs *flag.FlagSet) {
@@ -196,7 +183,7 @@ func (f everyFlag) String() string {
 	return f.d.String()
 }
 
-func (f everyFlag) Set(s string) error { return setParsed(f.d, balde.ParsePeriod)(s) }
+func (f everyFlag) Set(s string) error { return setParsed(f.d, balde.ParsePeriod, s) }
 
 // reconcileFlag is DictReconcileEvery's flag.Value: "auto", "off" (or
 // 0), or a period of at least 10 s.
@@ -210,7 +197,7 @@ func (f reconcileFlag) String() string {
 }
 
 func (f reconcileFlag) Set(s string) error {
-	return setParsed(f.d, balde.ParseReconcileEvery)(s)
+	return setParsed(f.d, balde.ParseReconcileEvery, s)
 }
 
 // parsedFlag is a flag.Value read with the parser of the matching
@@ -227,11 +214,17 @@ func (f parsedFlag[T]) String() string {
 	return fmt.Sprint(*f.v)
 }
 
-func (f parsedFlag[T]) Set(s string) error { return setParsed(f.v, f.parse)(s) }
+func (f parsedFlag[T]) Set(s string) error { return setParsed(f.v, f.parse, s) }
 
 // durationFlag is a flag.Value of a Go duration that may not be negative.
 func durationFlag(d *time.Duration) parsedFlag[time.Duration] {
-	return parsedFlag[time.Duration]{d, durationMin(0, "a duration (e.g. 1m)")}
+	return parsedFlag[time.Duration]{d, func(s string) (time.Duration, error) {
+		v, err := time.ParseDuration(s)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("%q is not a duration (e.g. 1m)", s)
+		}
+		return v, nil
+	}}
 }
 
 // proxiesFlag is a flag.Value of trusted proxy prefixes.
@@ -249,7 +242,7 @@ func (f proxiesFlag) String() string {
 }
 
 func (f proxiesFlag) Set(s string) error {
-	return setParsed(f.p, web.ParseTrustedProxies)(s)
+	return setParsed(f.p, web.ParseTrustedProxies, s)
 }
 
 // addBackgroundFlags registers the periods of serve's background work.

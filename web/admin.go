@@ -360,7 +360,7 @@ func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr 
 		}
 		v := lotView{Env: string(l.Env), LotNumber: l.LotNumber, RUC: l.RUC, Documents: l.Documents, SentAt: formatWhenIn(tr, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
-			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Time(l.NextQueryAt), FormatWait(wait))
+			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), FormatWait(wait))
 		} else {
 			v.NextQuery = tr.Sprintf("next query now")
 		}
@@ -416,11 +416,11 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: before %q is not a ledger entry id", ErrBadRequest, b)
 		}
 	}
-	window := chartWindows[0]
+	window := defaultChartWindow
 	if w := r.URL.Query().Get("window"); w != "" {
 		i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
 		if i < 0 {
-			return fmt.Errorf("%w: window %q (want hour, day or week)", ErrBadRequest, w)
+			return fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", ErrBadRequest, w)
 		}
 		window = chartWindows[i]
 	}
@@ -476,7 +476,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 // language.
 func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
-		At:      e.At.UTC().Format(TimeLayout),
+		At:      tr.Zoned(e.At),
 		Reason:  tr.Text(e.Reason.String()),
 		Delta:   fmt.Sprintf("%+d", e.Delta),
 		Balance: e.Balance,

@@ -75,7 +75,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, st.UntilFull)
 	v.LastSentAgo = tr.Sprintf("never")
 	if !st.LastSentAt.IsZero() {
-		v.LastSentAt = tr.Time(st.LastSentAt)
+		v.LastSentAt = tr.Zoned(st.LastSentAt)
 		v.LastSentAgo = tr.Sprintf("%s ago", FormatWait(max(now.Sub(st.LastSentAt), 0)))
 	}
 	if c := st.Condition(); c != throttle.ConditionAny {
@@ -239,7 +239,7 @@ func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
 	if t.IsZero() {
 		return tr.Sprintf("never")
 	}
-	s := tr.Time(t)
+	s := tr.Zoned(t)
 	if ago := now.Sub(t); ago >= 0 {
 		s += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
 	}

@@ -85,6 +85,8 @@ var messages = [][3]string{
 	// the bucket page
 	{"Balance over time", "Saldo ao longo do tempo", "Saldo en el tiempo"},
 	{"Recent ledger", "Registro recente", "Registro reciente"},
+	{"last 5 minutes", "últimos 5 minutos", "últimos 5 minutos"},
+	{"last 15 minutes", "últimos 15 minutos", "últimos 15 minutos"},
 	{"last hour", "última hora", "última hora"},
 	{"last day", "último dia", "último día"},
 	{"last week", "última semana", "última semana"},

@@ -478,7 +478,7 @@ func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
 		At:      tr.Zoned(e.At),
 		Reason:  tr.Text(e.Reason.String()),
-		Delta:   fmt.Sprintf("%+d", e.Delta),
+		Delta:   tr.Sprintf("%+d", e.Delta),
 		Balance: e.Balance,
 		Count:   e.Count,
 		Ref:     e.Ref,

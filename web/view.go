@@ -22,6 +22,9 @@ type bucketView struct {
 	Tokens      int64
 	Negative    bool
 	Capacity    int64
+	// TokensText, CapacityText and SendsText are the numbers in the page's
+	// language ("25.000" in pt-BR and es-PY).
+	TokensText, CapacityText, SendsText string
 	FillPercent int64  // 0..100, for the fill bar
 	FillLabel   string // "45% full", translated: the bar's text for screen readers
 	Refill      string
@@ -52,6 +55,8 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		Tokens:      st.Tokens,
 		Negative:    st.Tokens < 0,
 		Capacity:    st.Policy.Capacity,
+		TokensText:  tr.Int(st.Tokens),
+		SendsText:   tr.Int(st.SendCount),
 		Severity:    tr.Sprintf(st.Severity.String()),
 		SevClass:    severityClass(st.Severity),
 		SendCount:   st.SendCount,
@@ -67,6 +72,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.PolicyText = FormatPolicyIn(tr, st.Policy)
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
 		v.FillLabel = tr.Sprintf("%d%% full", v.FillPercent)
+		v.CapacityText = tr.Int(st.Policy.Capacity)
 		v.DetailURL = s.bucketPath("adminBucket", st.Key)
 	} else {
 		v.Severity = tr.Sprintf("Unknown policy")

@@ -118,12 +118,29 @@ func (p *Printer) Text(key string) string {
 // Format translates key formatted with args, or, without args, as a fixed
 // text (Text): for messages built before the language is known (the
 // summary panels, computed once for every reader).
+//
+// Numbers among args are formatted in the language (Int's separators); a
+// Share argument is rendered as PerMille renders it ("39,3 %"), for a %s.
 func (p *Printer) Format(key string, args []any) string {
 	if len(args) == 0 {
 		return p.Text(key)
 	}
-	return p.p.Sprintf(key, args...)
+	local := make([]any, len(args))
+	for i, a := range args {
+		if sh, ok := a.(Share); ok {
+			a = p.PerMille(int64(sh))
+		}
+		local[i] = a
+	}
+	return p.p.Sprintf(key, local...)
 }
+
+// Share is a share in per mille (393 is 39.3 %) passed to Format, which
+// renders it in the reader's language.
+type Share int64
+
+// String renders the share in English: "39.3 %".
+func (s Share) String() string { return fmt.Sprintf("%d.%d %%", int64(s)/10, int64(s)%10) }
 
 // Has reports whether key is in the catalog (has translations).
 func Has(key string) bool {

@@ -44,6 +44,9 @@ type bucketsPage struct {
 	FirstURL     string
 	RefreshURL   string
 	NoRefreshURL string
+	// Refreshing: auto-refresh is on, the table updates in place with the
+	// summary (the summary always does).
+	Refreshing bool
 	PageText     string
 }
 
@@ -54,9 +57,6 @@ type option struct {
 }
 
 func (bucketsPage) templateFile() string { return "admin_buckets.html" }
-
-// autoRefreshSeconds is the period of the bucket list's auto-refresh.
-const autoRefreshSeconds = 10
 
 // lotView is one SIFEN lot waiting for its result, on the lots tab.
 type lotView struct {
@@ -326,9 +326,7 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		}
 		return s.pathWithQuery("adminBuckets", v)
 	}
-	if refreshing {
-		p.Refresh = autoRefreshSeconds
-	}
+	p.Refreshing = refreshing
 	p.NextURL, p.PrevURL, p.FirstURL = link(list.Next), link(list.Prev), link(list.First)
 	here := r.URL.Query()
 	here.Set("refresh", "1")
@@ -341,6 +339,16 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 			from = (list.PageNumber-1)*lq.Filter.Limit + 1
 		}
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
+	}
+	// The summary updates in place (static/live.js); the table too while
+	// auto-refresh is on. ?live=1 is that update: the fragments as JSON.
+	p.Live = s.live(r)
+	if isLive(r) {
+		ids := map[string]string{"live-summary": "summary"}
+		if refreshing && lq.Tab != "lots" {
+			ids["live-list"] = "bucketlist"
+		}
+		return s.renderLive(w, p, tr.Zoned(sum.At), ids)
 	}
 	return s.render(w, http.StatusOK, p)
 }
@@ -468,6 +476,16 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	}
 	if before != 0 {
 		p.NewestURL = s.bucketPath("adminBucket", key)
+	}
+	// The state and the chart update in place (static/live.js), the
+	// ledger too on its newest page; ?live=1 is that update.
+	p.Live = s.live(r)
+	if isLive(r) {
+		ids := map[string]string{"live-state": "state", "live-chart": "chart"}
+		if before == 0 {
+			ids["live-ledger"] = "ledger"
+		}
+		return s.renderLive(w, p, l.T.Zoned(st.At), ids)
 	}
 	return s.render(w, http.StatusOK, p)
 }

@@ -47,7 +47,7 @@ type bucketsPage struct {
 	// Refreshing: auto-refresh is on, the table updates in place with the
 	// summary (the summary always does).
 	Refreshing bool
-	PageText     string
+	PageText   string
 }
 
 // option is one choice of a select.
@@ -424,13 +424,9 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: before %q is not a ledger entry id", ErrBadRequest, b)
 		}
 	}
-	window := defaultChartWindow
-	if w := r.URL.Query().Get("window"); w != "" {
-		i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
-		if i < 0 {
-			return fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", ErrBadRequest, w)
-		}
-		window = chartWindows[i]
+	window, err := chartWindowOf(r)
+	if err != nil {
+		return err
 	}
 	st, err := s.Limiter.State(r.Context(), key)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 var pageFiles = []string{
 	"admin_bucket.html",
 	"admin_buckets.html",
+	"admin_overview.html",
 	"admin_reset.html",
 	"dict_lookup.html",
 	"error.html",

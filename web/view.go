@@ -19,27 +19,27 @@ type bucketView struct {
 	Stored      bool
 	Orphan      bool
 
-	Tokens      int64
-	Negative    bool
-	Capacity    int64
+	Tokens   int64
+	Negative bool
+	Capacity int64
 	// TokensText, CapacityText and SendsText are the numbers in the page's
 	// language ("25.000" in pt-BR and es-PY).
 	TokensText, CapacityText, SendsText string
-	FillPercent int64  // 0..100, for the fill bar
-	FillLabel   string // "45% full", translated: the bar's text for screen readers
-	Refill      string
-	PolicyText  string
-	Severity    string
-	SevClass    string
-	Wait        string // "cooldown 8s", "blocked 4m12s" or ""
-	State       string // "blocked", "cooling down", "negative" or "", translated
-	StateClass  string
-	RetryAfter  string
-	UntilFull   string
-	LastSent    string
-	LastSentAgo string // "4.8s ago", "never": the list's short form
-	LastSentAt  string // the instant in UTC (and the zone), "" for never
-	SendCount   int64
+	FillPercent                         int64  // 0..100, for the fill bar
+	FillLabel                           string // "45% full", translated: the bar's text for screen readers
+	Refill                              string
+	PolicyText                          string
+	Severity                            string
+	SevClass                            string
+	Wait                                string // "cooldown 8s", "blocked 4m12s" or ""
+	State                               string // "blocked", "cooling down", "negative" or "", translated
+	StateClass                          string
+	RetryAfter                          string
+	UntilFull                           string
+	LastSent                            string
+	LastSentAgo                         string // "4.8s ago", "never": the list's short form
+	LastSentAt                          string // the instant in UTC (and the zone), "" for never
+	SendCount                           int64
 
 	DetailURL string // "" for orphans (their policy is unknown)
 }
@@ -49,7 +49,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	now := st.At
 	v := bucketView{
 		Key:         st.Key,
-		PolicyParts: strings.Split(st.Key.Policy, "_"),
+		PolicyParts: splitPolicy(st.Key.Policy),
 		Stored:      st.Stored,
 		Orphan:      st.Orphan,
 		Tokens:      st.Tokens,
@@ -89,6 +89,10 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	}
 	return v
 }
+
+// splitPolicy splits a policy name at "_", so that a list can offer a line
+// break after each underscore.
+func splitPolicy(name string) []string { return strings.Split(name, "_") }
 
 // bucketPath builds the URL of a per-bucket route.
 func (s *Server) bucketPath(name string, k throttle.Key) string {

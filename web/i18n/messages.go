@@ -82,6 +82,17 @@ var messages = [][3]string{
 	{"stored buckets", "baldes guardados", "baldes guardados"},
 	{"refusals in the last hour", "recusas na última hora", "rechazos en la última hora"},
 	{"All buckets, as of %s. Severity is computed now; a key with no stored row is a full bucket and is not counted.", "Todos os baldes, em %s. A severidade é calculada agora; uma chave sem linha guardada é um balde cheio e não é contada.", "Todos los baldes, a las %s. La severidad se calcula ahora; una clave sin fila guardada es un balde lleno y no se cuenta."},
+	// the decisions per policy page, live updates, the zone of the times
+	{"times in %s", "horários em %s", "horas en %s"},
+	{"Decisions", "Decisões", "Decisiones"},
+	{"Decisions per policy", "Decisões por política", "Decisiones por política"},
+	{"window", "janela", "ventana"},
+	{"Admitted", "Admitidas", "Admitidas"},
+	{"Refused", "Recusadas", "Rechazadas"},
+	{"Refused share", "Parcela recusada", "Proporción rechazada"},
+	{"All policies", "Todas as políticas", "Todas las políticas"},
+	{"No decision recorded in this window.", "Nenhuma decisão registrada nesta janela.", "Ninguna decisión registrada en esta ventana."},
+	{"Read from the ledger: a refusal is always recorded; routine admitted takes may be left out of it (BALDE_LEDGER), and then count fewer.", "Lido do registro: uma recusa é sempre registrada; retiradas admitidas de rotina podem ficar fora dele (BALDE_LEDGER) e então contam menos.", "Leído del registro: un rechazo siempre se registra; los consumos admitidos de rutina pueden quedar fuera de él (BALDE_LEDGER) y entonces cuentan menos."},
 	// the bucket page
 	{"Balance over time", "Saldo ao longo do tempo", "Saldo en el tiempo"},
 	{"Recent ledger", "Registro recente", "Registro reciente"},

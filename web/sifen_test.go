@@ -355,7 +355,7 @@ func TestSendDocumentNotQueued(t *testing.T) {
 	page := document(t, e.get(docPath(ids[1]), asAdmin))
 	// Issue 11: the page never says "may be sent again" while the RUC is
 	// blocked locally after the 0301 (10 minutes for the first).
-	require.Equal(t, "Blocked for RUC 88888801-5 in env test, retry in 600 s.", page.Find(".banner-text").Text())
+	require.Equal(t, "Blocked for RUC 88888801-5 in env test, retry in 10m0s.", page.Find(".banner-text").Text())
 	require.Contains(t, page.Find(".banner-detail").Text(), "SIFEN did not queue the lot: 0301")
 	e.clock.Advance(10 * time.Minute)
 	page = document(t, e.get(docPath(ids[1]), asAdmin))

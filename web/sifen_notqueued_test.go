@@ -40,6 +40,16 @@ func TestNotQueuedDocumentStaysADraftWithSIFENsAnswer(t *testing.T) {
 			require.True(t, page.Find(".banner").HasClass("banner-warning") || page.Find(".banner").HasClass("banner-error"))
 			require.Contains(t, page.Find(".banner-detail").Text(), "SIFEN did not queue the lot: 0301")
 
+			// The RUC's gate says why it waits (SIFEN's 0301, the level) and
+			// links to the RUC's documents; the bucket's page never says
+			// "full again: now" during the block.
+			list := document(t, e.get("/admin/buckets?policy="+sifen.PolicyRecepcionLote, asAdmin))
+			gate := row(t, list, "88888801")
+			require.Equal(t, "blocked 10m0s after SIFEN's 0301 (block 1 in a row)", strings.TrimSpace(gate["Cooldown / block"].Text()))
+			require.Equal(t, "/documents?env=test&ruc=88888801", gate["Sends"].Find("a").AttrOr("href", ""))
+			detail := document(t, e.get("/admin/buckets/"+sifen.PolicyRecepcionLote+"/test/88888801", asAdmin))
+			require.Contains(t, detail.Find("section.state").Text(), "Full againin 10m0s")
+
 			// The drafts filter keeps it: never accepted, to be sent again.
 			drafts := documentRows(t, document(t, e.get("/documents?status=draft", asAdmin)))
 			require.Contains(t, drafts, id, "a document SIFEN did not queue is still a draft")

@@ -2,9 +2,11 @@ package web
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web/i18n"
 )
@@ -42,6 +44,9 @@ type bucketView struct {
 	SendCount                           int64
 
 	DetailURL string // "" for orphans (their policy is unknown)
+	// DocumentsURL, for a SIFEN RUC's gate when the server has the
+	// documents pages, lists the RUC's documents in the env.
+	DocumentsURL string
 }
 
 // newBucketViewIn renders a state for a page in tr's language.
@@ -78,7 +83,23 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
 	v.Wait = FormatBucketWaitIn(tr, st)
-	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, st.UntilFull)
+	// A block or cooldown ends before the bucket admits, full or not: never
+	// "full again: now" next to "blocked 8m7s".
+	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, max(st.UntilFull, st.BlockLeft, st.CooldownLeft))
+	if st.Key.Policy == sifen.PolicyRecepcionLote {
+		// The SIFEN gate blocks only after SIFEN's 0301: say so, and the
+		// level that sets the next block's length (none for a block
+		// SIFEN itself imposed, synced).
+		switch {
+		case st.BlockLeft > 0 && st.BlockLevel > 0:
+			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301 (block %d in a row)", FormatWait(st.BlockLeft), st.BlockLevel)
+		case st.BlockLeft > 0:
+			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301", FormatWait(st.BlockLeft))
+		}
+		if s.Sifen != nil {
+			v.DocumentsURL = s.pathWithQuery("documents", url.Values{"ruc": {st.Key.Identifier}, "env": {st.Key.Env}})
+		}
+	}
 	v.LastSentAgo = tr.Sprintf("never")
 	if !st.LastSentAt.IsZero() {
 		v.LastSentAt = tr.Zoned(st.LastSentAt)

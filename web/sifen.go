@@ -148,10 +148,10 @@ type documentView struct {
 	// NotQueued: SIFEN answered 0301 to the document's last lot: never
 	// accepted, it is still a draft to send again once the block ends.
 	NotQueued bool
-	Created      string
-	Updated      string
-	Sent         string
-	Sendable     bool
+	Created   string
+	Updated   string
+	Sent      string
+	Sendable  bool
 	// Held is the wait of the RUC's gate while it refuses ("blocked
 	// 9m21s (block 1 in a row)"): the Send button is off, and says it.
 	Held string

@@ -16,7 +16,6 @@ import (
 type overviewPage struct {
 	layout
 	Windows  []navLink
-	Window   string // the window's label, "last hour"
 	Policies []decisionsView
 	// Total is the row of every policy together.
 	Total decisionsView
@@ -58,7 +57,7 @@ func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	l := s.layout(r, "adminOverview")
-	p := overviewPage{layout: l, Window: l.T.Sprintf(window.Label)}
+	p := overviewPage{layout: l}
 	for _, cw := range chartWindows {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(cw.Label), Current: cw == window,
 			URL: s.pathWithQuery("adminOverview", url.Values{"window": {cw.Name}})})

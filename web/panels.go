@@ -26,7 +26,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",
-				Value: "%s, capacity %d", ValueArgs: []any{pol.Rate(), pol.Capacity}})
+				Value: "%d%s, capacity %d", ValueArgs: []any{pol.RefillTokens, ratePeriod(pol), pol.Capacity}})
 		}
 		return p, nil
 	}

@@ -117,7 +117,7 @@ func TestDictCategoryPanel(t *testing.T) {
 	require.Equal(t, map[string][2]string{
 		"ISPB":             {participant, ""},
 		"Category":         {"A", ""},
-		"Anti-scan bucket": {"25000/min, capacity 50,000", ""},
+		"Anti-scan bucket": {"25,000/min, capacity 50,000", ""},
 	}, rows)
 
 	// Reconciliation learns another category: the panel follows.

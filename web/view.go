@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,11 +165,22 @@ func FormatRefill(p throttle.Policy) string {
 func FormatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
 	switch p.Refill {
 	case throttle.RefillStepwise:
-		return tr.Sprintf("%s (stepwise)", p.Rate())
+		return tr.Sprintf("%s (stepwise)", rateIn(tr, p))
 	case throttle.RefillRolling:
-		return tr.Sprintf("%s (sliding window)", p.Rate())
+		return tr.Sprintf("%s (sliding window)", rateIn(tr, p))
 	}
-	return p.Rate()
+	return rateIn(tr, p)
+}
+
+// rateIn is throttle.Policy.Rate with the tokens in tr's language:
+// "25.000/min" in Portuguese.
+func rateIn(tr *i18n.Printer, p throttle.Policy) string {
+	return tr.Int(p.RefillTokens) + ratePeriod(p)
+}
+
+// ratePeriod is the "/min" of a policy's Rate.
+func ratePeriod(p throttle.Policy) string {
+	return strings.TrimPrefix(p.Rate(), strconv.FormatInt(p.RefillTokens, 10))
 }
 
 // FormatPolicyIn is throttle.Policy.String in tr's language, e.g.
@@ -184,7 +196,7 @@ func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
 	if p.FailMode == throttle.FailOpen {
 		parts = append(parts, tr.Text("fail open"))
 	}
-	return fmt.Sprintf("%s: %s (%s)", p.Name, p.Rate(), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s: %s (%s)", p.Name, rateIn(tr, p), strings.Join(parts, ", "))
 }
 
 // FormatBucketWaitIn is FormatBucketWait in tr's language.

@@ -148,6 +148,20 @@ func Has(key string) bool {
 	return ok
 }
 
+// Keys returns the catalog's keys, the English texts, in the order of the
+// catalog: what a test of a Portuguese or Spanish page looks for to find
+// English left on it.
+func Keys() []string {
+	out := make([]string, 0, len(messages)+len(plurals))
+	for _, msg := range messages {
+		out = append(out, msg[0])
+	}
+	for _, pm := range plurals {
+		out = append(out, pm.key)
+	}
+	return out
+}
+
 // keys are the catalog's keys.
 var keys = func() map[string]bool {
 	m := make(map[string]bool, len(messages)+len(plurals))

@@ -201,7 +201,7 @@ var messages = [][3]string{
 	{"no payment order yet", "nenhuma ordem de pagamento ainda", "ninguna orden de pago todavía"},
 	{"no lookup", "nenhuma consulta", "ninguna consulta"},
 	{"none known (the strictest, H, applies)", "nenhuma conhecida (vale a mais estrita, H)", "ninguna conocida (rige la más estricta, H)"},
-	{"%s, capacity %d", "%s, capacidade %d", "%s, capacidad %d"},
+	{"%d%s, capacity %d", "%d%s, capacidade %d", "%d%s, capacidad %d"},
 	{"Suspicious: a participant with more than %s of its lookups ending in 404; a payer with at least %d lookups and more than %s.", "Suspeito: um participante com mais de %s das consultas terminando em 404; um pagador com pelo menos %d consultas e mais de %s.", "Sospechoso: un participante con más de %s de sus consultas terminadas en 404; un pagador con al menos %d consultas y más de %s."},
 
 	// the SIFEN documents pages (document statuses first: the list filter,

@@ -35,6 +35,7 @@ func TestOneEngineLinksOneDriver(t *testing.T) {
 		{pkg: "migrations", banned: neither},
 		{pkg: "dict/dictsql", banned: neither},
 		{pkg: "sifen/sifensql", banned: neither},
+		{pkg: "web", banned: neither},
 		{pkg: "throttle/sqlstore/sqlitedriver", banned: []string{pgx, migratePgx}, needed: []string{sqlite, migrateSQLit}},
 		{pkg: "throttle/sqlstore/pgxdriver", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx, migratePgx}},
 		{pkg: "throttle/sqlstore/testdata/sqliteonly", banned: []string{pgx, migratePgx}, needed: []string{sqlite}},

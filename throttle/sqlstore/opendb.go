@@ -18,8 +18,10 @@ import (
 // OpenDB: balde's pragmas (WAL, busy_timeout, ...; see ParseDSN) and
 // _txlock=immediate, so that every write transaction takes the database's
 // write lock at BEGIN and several processes on one file stay exact.
+// "sqlite" is registered by importing sqlitedriver:
 //
 //	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("app.db"))
+//	store, err := sqlitedriver.OpenDB(ctx, db, sqlstore.Options{Migrate: true})
 func SQLiteDSN(path string) string {
 	return sqliteDSN(path, "_txlock=immediate")
 }

@@ -2,12 +2,21 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // the application's own pool
 )
 
 // TestOneEngineLinksOneDriver: an application links only the driver of the
@@ -64,6 +73,45 @@ func TestOneEngineLinksOneDriver(t *testing.T) {
 			for _, n := range tc.needed {
 				require.NotEmpty(t, has(n), "%s does not link %s", tc.pkg, n)
 			}
+		})
+	}
+}
+
+// TestOpenNeedsTheEnginesDriver: without a driver, or with another
+// engine's, nothing is opened or created, and the error says which package
+// to import.
+func TestOpenNeedsTheEnginesDriver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "balde.db")
+	dsn := "sqlite://" + path
+	up := func(m *migrations.Migrator) error { return m.Up() }
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"OpenWithoutDriver", func() error {
+			_, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Migrate: true})
+			return err
+		}, "sqlitedriver"},
+		{"OpenWithAnotherEnginesDriver", func() error {
+			_, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Migrate: true, Driver: pgxdriver.Driver{}})
+			return err
+		}, "the database is sqlite but the Driver is postgres's"},
+		{"MigrateWithoutDriver", func() error { return sqlstore.Migrate(ctx, dsn, nil, up) }, "sqlitedriver"},
+		{"OpenDBWithoutDriver", func() error {
+			db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = sqlstore.OpenDB(ctx, db, sqlstore.Options{Migrate: true})
+			return err
+		}, "sqlitedriver"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorContains(t, tc.run(), tc.want)
+			_, err := os.Stat(path)
+			require.ErrorIs(t, err, fs.ErrNotExist, "no database created")
 		})
 	}
 }

@@ -92,6 +92,7 @@ const DefaultMaxWait = 15 * time.Minute
 type waitFlags struct {
 	wait, noWait bool
 	maxWait      time.Duration
+	progress     bool
 }
 
 func (w *waitFlags) add(fs *flag.FlagSet) {
@@ -99,6 +100,16 @@ func (w *waitFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&w.wait, "wait", false, "when the throttle refuses an item, sleep exactly until it would be admitted and retry (the default)")
 	fs.BoolVar(&w.noWait, "no-wait", false, "when the throttle refuses an item, report it blocked and go on with the next")
 	fs.Var(durationFlag(&w.maxWait), "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
+	fs.BoolVar(&w.progress, "progress", false, `write a JSON line {"progress": {...}} on stderr when a wait starts and every 10s of it (the default with --json when stderr is a terminal)`)
+}
+
+// progressTo is where a reporter in mode writes its progress lines: stderr
+// with --progress, or with --json when stderr is a terminal; else nowhere.
+func (w *waitFlags) progressTo(m *Main, mode outputMode) io.Writer {
+	if w.progress || (mode == modeJSON && isTerminal(m.Stderr)) {
+		return m.Stderr
+	}
+	return nil
 }
 
 // resolve returns whether to wait, and for how long at most per item.
@@ -208,6 +219,31 @@ type reporter struct {
 	sum   summary
 	why   string        // the reason of the wait announced last
 	waitd time.Duration // time actually waited, summed
+	// progress, when set, receives a JSON line per wait as it starts and
+	// every progressTick during it (--progress, or --json with stderr a
+	// terminal): what --json leaves silent during a long wait.
+	progress io.Writer
+}
+
+// progressTick is how often a wait is reported on the progress writer.
+const progressTick = 10 * time.Second
+
+// progressEvent is a JSON line of the progress writer:
+// {"progress": {"event": "waiting", "why", "wait_s", "left_s", "done", "total"}}.
+type progressEvent struct {
+	Event string  `json:"event"`
+	Why   string  `json:"why"`
+	WaitS float64 `json:"wait_s"`
+	LeftS float64 `json:"left_s"`
+	Done  int     `json:"done"`
+	Total int     `json:"total"`
+}
+
+// tellProgress writes a wait of d with left to go on the progress writer.
+func (r *reporter) tellProgress(d, left time.Duration) {
+	s := r.sum
+	writeJSONLine(r.progress, map[string]progressEvent{"progress": {Event: "waiting", Why: r.why, WaitS: seconds(d), LeftS: seconds(left),
+		Done: s.Sent + s.Blocked + s.Skipped + s.Failed + s.Invalid, Total: s.Total}})
 }
 
 // barTick is how often the bar is redrawn during a wait.
@@ -274,6 +310,9 @@ func (r *reporter) item(res result, line string, obj any) {
 // line above the bar (the bar then counts it down, see sleep).
 func (r *reporter) waiting(d time.Duration, why string) {
 	r.why = why
+	if r.progress != nil {
+		r.tellProgress(d, d)
+	}
 	switch r.mode {
 	case modePlain:
 		fmt.Fprintln(r.w, r.tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
@@ -296,7 +335,19 @@ func (r *reporter) sleep(ctx context.Context, d time.Duration, base func(context
 		}
 	}()
 	if r.mode != modeBar {
-		return base(ctx, d)
+		if r.progress == nil {
+			return base(ctx, d)
+		}
+		for left := d; left > 0; {
+			if left < d {
+				r.tellProgress(d, left)
+			}
+			if err := base(ctx, min(left, progressTick)); err != nil {
+				return err
+			}
+			left = d - r.clock.now().Sub(start)
+		}
+		return nil
 	}
 	for left := d; left > 0; {
 		r.bar.Describe(r.tr.Sprintf("waiting %s (%s) · %s", web.FormatWait(left), r.why, r.counts()))

@@ -59,7 +59,10 @@ func runChild(argsJSON string) int {
 		}
 		m.Clock = throttle.NewManualClock(t).Now
 	}
-	return m.Run(context.Background(), args)
+	// Signals as balde's main takes them: a test may press Ctrl-C.
+	ctx, stop := signalContext()
+	defer stop()
+	return m.Run(ctx, args)
 }
 
 // childCommand returns balde running args in a child process; at, when

@@ -98,7 +98,9 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 
-	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(reqs), "dict-lookup", clock, m.printer())
+	mode := chooseMode(m.Stdout, *jsonOut)
+	rep := newReporter(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
+	rep.progress = wf.progressTo(m, mode)
 	// The batch's lookups run side by side: their waits go straight to the
 	// underlying sleep (the reporter's countdown is for one wait at a
 	// time), and each delivered result adds its own wait to the summary.

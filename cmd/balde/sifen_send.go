@@ -114,6 +114,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock, replace: *replace,
 		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), warn: m.Stderr,
 	}
+	b.rep.progress = wf.progressTo(m, mode)
 	sum, err := b.run(ctx, items)
 	if err != nil {
 		return err
@@ -395,8 +396,10 @@ type sifenResult struct {
 // follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
 // sent documents and of every document of the database still sent — earlier
 // runs' or serve's — and reports each: approved (with dProtAut, and whether
-// with observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
-// documents keep their results and serve keeps polling.
+// with observations) or rejected (with SIFEN's codes). With --json it ends
+// with one {"follow": {...}} object. Ctrl-C stops it with exit 1: the
+// documents left stay sent, and a later --follow (or a serve on the
+// database) fetches their results.
 func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 	var ids []int64
 	for _, it := range items {
@@ -404,15 +407,43 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 			ids = append(ids, it.doc)
 		}
 	}
+	var sum followSummary
 	left, err := sifen.FollowDocuments(ctx, b.sender, ids, sifen.FollowConfig{
-		Sleep:    b.clock.Sleep,
-		Progress: b.drawFollow,
+		Sleep: b.clock.Sleep,
+		Progress: func(e sifen.FollowEvent) {
+			if e.Kind == sifen.EventResult {
+				sum.count(e.Document.Status)
+			}
+			b.drawFollow(e)
+		},
 	})
-	if ctx.Err() != nil {
-		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(left)))
-		return nil
+	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
+	if b.rep.mode == modeJSON {
+		writeJSONLine(b.rep.w, map[string]followSummary{"follow": sum})
+	}
+	if sum.Interrupted {
+		return &ExitError{Code: ExitFailed, Err: errors.New(b.rep.tr.Sprintf(
+			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left)))}
 	}
 	return err
+}
+
+// followSummary is the JSON object --follow ends with: how many documents
+// got their result, how many are still sent, and whether Ctrl-C stopped
+// the follow.
+type followSummary struct {
+	Approved    int  `json:"approved"`
+	Rejected    int  `json:"rejected"`
+	Pending     int  `json:"pending"`
+	Interrupted bool `json:"interrupted"`
+}
+
+func (s *followSummary) count(st sifen.Status) {
+	if st == sifen.StatusRejected {
+		s.Rejected++
+	} else {
+		s.Approved++
+	}
 }
 
 // drawFollow shows one event of sifen.FollowDocuments.

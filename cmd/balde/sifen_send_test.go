@@ -428,6 +428,10 @@ func TestSifenSendFollow(t *testing.T) {
 		}
 	}
 	require.Len(t, results, 2, stdout)
+	jl := strings.Split(strings.TrimSpace(stdout), "\n")
+	var followed map[string]followSummary
+	require.NoError(t, json.Unmarshal([]byte(jl[len(jl)-1]), &followed))
+	require.Equal(t, followSummary{Approved: 2}, followed["follow"], "the follow's last line")
 	for _, r := range results {
 		require.Equal(t, "approved", r.Status)
 		require.Equal(t, "Aprobado", r.Result)
@@ -599,8 +603,11 @@ func TestSifenSendFollowsEarlierLots(t *testing.T) {
 // TestSifenSendFollowInterrupted: Ctrl-C while sending ends a --follow run
 // with its summary ("1 of 2 not done"), not with the cancelled context as a
 // failure of its own ("list documents: context canceled", seen in review);
-// Ctrl-C while following ends it with the "interrupted while following"
-// note and exit 0.
+// Ctrl-C while following ends it with exit 1 and one line that says what
+// is true (issue 20: it said "serve keeps polling" with exit 0, with no
+// serve on the database): the documents stay sent, and which command
+// fetches their results. With --json the follow ends with its own
+// {"follow": {...}} object saying "interrupted": true.
 func TestSifenSendFollowInterrupted(t *testing.T) {
 	sim := startSifenSim(t, sifensim.Config{Interval: 10 * time.Millisecond, Processing: time.Hour})
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
@@ -628,9 +635,21 @@ func TestSifenSendFollowInterrupted(t *testing.T) {
 	ctx, stop = context.WithCancel(context.Background())
 	code, _, stderr = runIn(ctx, clock, "", env, "sifen-send", "--follow")
 	stop()
-	require.Equal(t, ExitOK, code, stderr)
+	require.Equal(t, ExitFailed, code, stderr)
 	require.NotContains(t, stderr, "context canceled")
-	require.Contains(t, stderr, "interrupted while following 1 document(s)")
+	require.NotContains(t, stderr, "serve keeps polling")
+	oneStderrLine(t, stderr, "interrupted while following 1 document(s): they stay sent; balde sifen-send --follow fetches their results")
+	require.Equal(t, map[string]int{"sent": 1, "draft": 1}, documentStatuses(t, db))
+
+	// The same with --json: the follow's object says it was interrupted.
+	ctx, stop = context.WithCancel(context.Background())
+	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--follow", "--json")
+	stop()
+	require.Equal(t, ExitFailed, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var last map[string]followSummary
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), stdout)
+	require.Equal(t, followSummary{Pending: 1, Interrupted: true}, last["follow"])
 }
 
 // Issue 22, item 3: with RUC A blocked at SIFEN for 10 minutes (its first

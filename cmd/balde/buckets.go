@@ -299,7 +299,7 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 		if isTerminal(b.m.Stdout) {
 			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
 		}
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.now())))
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.Time())))
 		if err := b.list(ctx, lo); err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C during a draw

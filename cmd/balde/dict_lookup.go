@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
@@ -98,16 +99,13 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 
-	mode := chooseMode(m.Stdout, *jsonOut)
-	rep := newReporter(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
-	rep.progress = wf.progressTo(m, mode)
+	mode := report.ChooseMode(m.Stdout, *jsonOut)
+	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
+	rep.Progress = wf.progressTo(m, mode)
 	// The batch's lookups run side by side: their waits go straight to the
 	// underlying sleep (the reporter's countdown is for one wait at a
 	// time), and each delivered result adds its own wait to the summary.
-	sleep := clock.Sleep
-	if clock.hook != nil {
-		sleep = clock.hook.sleep
-	}
+	sleep := clock.BaseSleep()
 	batch := dict.Batch{
 		Client:  client,
 		Wait:    wait,
@@ -116,7 +114,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		Sleep:   sleep,
 		Progress: func(ev dict.BatchEvent) {
 			if ev.Kind == dict.BatchWaiting {
-				rep.waiting(ev.Wait, rep.tr.Sprintf("%s on %s", rep.tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
+				rep.Waiting(ev.Wait, rep.Tr.Sprintf("%s on %s", rep.Tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
 			}
 		},
 	}
@@ -125,9 +123,8 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	err = batch.Run(ctx, reqs, func(res dict.BatchResult) error {
 		rec := lookupRecordOf(res, wait, maxWait, rep)
 		delivered++
-		rep.waitd += res.Waited
-		rep.sum.WaitS = seconds(rep.waitd)
-		rep.item(rec.Result, rec.line(), rec)
+		rep.AddWait(res.Waited)
+		rep.Item(rec.Result, rec.line(), rec)
 		if out != nil {
 			if err := out.write(rec); err != nil {
 				outErr = fmt.Errorf("dict-lookup: --out: %w", err)
@@ -138,16 +135,16 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	})
 	switch {
 	case outErr != nil:
-		rep.finish(false, len(reqs)-delivered)
+		rep.Finish(false, len(reqs)-delivered)
 		return outErr
 	case ctx.Err() != nil:
-		rep.finish(true, len(reqs)-delivered)
-		return batchExit("dict-lookup", rep.sum, rep.tr)
+		rep.Finish(true, len(reqs)-delivered)
+		return batchExit("dict-lookup", rep.Summary(), rep.Tr)
 	case err != nil:
-		rep.finish(false, len(reqs)-delivered)
+		rep.Finish(false, len(reqs)-delivered)
 		return err
 	}
-	return batchExit("dict-lookup", rep.finish(false, 0), rep.tr)
+	return batchExit("dict-lookup", rep.Finish(false, 0), rep.Tr)
 }
 
 // readLookups reads path ("-" is stdin) with dict.ReadLookupRequests: one
@@ -199,12 +196,12 @@ type lookupRecord struct {
 	Status int `json:"status"`
 	// Reason is why a lookup was refused locally (empty, cooldown,
 	// blocked) or the DICT's problem type.
-	Reason      string  `json:"reason"`
-	RetryAfterS float64 `json:"retry_after_s"`
-	Result      result  `json:"result"`
-	WaitS       float64 `json:"wait_s"`
-	EndToEndID  string  `json:"end_to_end_id,omitempty"`
-	Message     string  `json:"message,omitempty"`
+	Reason      string        `json:"reason"`
+	RetryAfterS float64       `json:"retry_after_s"`
+	Result      report.Result `json:"result"`
+	WaitS       float64       `json:"wait_s"`
+	EndToEndID  string        `json:"end_to_end_id,omitempty"`
+	Message     string        `json:"message,omitempty"`
 	// said is Message in the reader's language, for the plain line.
 	said string
 
@@ -227,10 +224,10 @@ func (r lookupRecord) line() string {
 		fmt.Fprintf(&b, " reason=%s", r.Reason)
 	}
 	if r.RetryAfterS > 0 {
-		fmt.Fprintf(&b, " retry_after=%s", fmtSeconds(r.RetryAfterS))
+		fmt.Fprintf(&b, " retry_after=%s", report.FormatSeconds(r.RetryAfterS))
 	}
 	if r.WaitS > 0 {
-		fmt.Fprintf(&b, " wait=%s", fmtSeconds(r.WaitS))
+		fmt.Fprintf(&b, " wait=%s", report.FormatSeconds(r.WaitS))
 	}
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
@@ -244,7 +241,7 @@ func (r lookupRecord) line() string {
 }
 
 // lookupRecordOf turns a lookup's result into its record.
-func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *reporter) lookupRecord {
+func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *report.Reporter) lookupRecord {
 	rec := lookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID}
 	rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(res.Waited)
 	err := res.Err
@@ -256,18 +253,18 @@ func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep 
 		switch {
 		case res.Interrupted:
 			rec.Message = "interrupted while waiting for the throttle"
-			rec.said = rep.tr.Sprintf(rec.Message)
+			rec.said = rep.Tr.Sprintf(rec.Message)
 		default:
 			rec.Message = fmt.Sprintf("refused locally by %s, not sent", d.Key)
-			rec.said = rep.tr.Sprintf("refused locally by %s, not sent", d.Key)
+			rec.said = rep.Tr.Sprintf("refused locally by %s, not sent", d.Key)
 			if wait {
 				rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-				rec.said += rep.tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+				rec.said += rep.Tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
 			}
 		}
-		rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
+		rec.Result, rec.Reason, rec.RetryAfterS = report.Blocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
 	case err == nil:
-		rec.Status, rec.Result = http.StatusOK, resultSent
+		rec.Status, rec.Result = http.StatusOK, report.Sent
 		e := res.Entry.Entry
 		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
 		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
@@ -277,9 +274,9 @@ func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep 
 		if remote.Problem != nil {
 			rec.Reason = remote.Problem.TypeName()
 		}
-		rec.Result = resultFailed
+		rec.Result = report.Failed
 		if remote.NotFound() {
-			rec.Result, rec.Message, rec.said = resultSent, "no entry for this key", rep.tr.Sprintf("no entry for this key")
+			rec.Result, rec.Message, rec.said = report.Sent, "no entry for this key", rep.Tr.Sprintf("no entry for this key")
 		} else {
 			rec.Message = err.Error()
 		}
@@ -287,9 +284,9 @@ func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep 
 		// The store lost the answer to a commit (its connection dropped
 		// then): this key failed, the run goes on. If the commit landed, a
 		// hold stays on the mirror, which is only stricter for it.
-		rec.Result, rec.Reason, rec.Message = resultFailed, "store commit in doubt", err.Error()
+		rec.Result, rec.Reason, rec.Message = report.Failed, "store commit in doubt", err.Error()
 	default:
-		rec.Result, rec.Reason, rec.Message = resultFailed, "request failed", err.Error()
+		rec.Result, rec.Reason, rec.Message = report.Failed, "request failed", err.Error()
 	}
 	return rec
 }

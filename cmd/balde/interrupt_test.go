@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/report"
+
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -66,8 +68,8 @@ func TestSifenSendCtrlCDuringWaitJSON(t *testing.T) {
 
 	items, sum := jsonLines[sifenRecord](t, stdout.String())
 	require.Len(t, items, 1, "only the lot sent before Ctrl-C has a line")
-	require.Equal(t, resultSent, items[0].Result)
-	require.Equal(t, summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
+	require.Equal(t, report.Sent, items[0].Result)
+	require.Equal(t, report.Summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
 	require.Less(t, sum.WaitS, 30.0, "the wait was cut short")
 	require.Contains(t, errLines[len(errLines)-1], "2 of 3 not done: 2 not processed (interrupted)")
 	require.Equal(t, map[string]int{"sent": 1, "draft": 2}, documentStatuses(t, db), "nothing half-sent, nothing marked")
@@ -97,9 +99,9 @@ func TestSifenSendJSONProgress(t *testing.T) {
 	}
 
 	_, stderr := run(true)
-	var events []progressEvent
+	var events []report.ProgressEvent
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		var ev map[string]progressEvent
+		var ev map[string]report.ProgressEvent
 		require.NoError(t, json.Unmarshal([]byte(line), &ev), "stderr line %q", line)
 		require.Contains(t, ev, "progress")
 		events = append(events, ev["progress"])

@@ -21,10 +21,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/report"
-
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -89,7 +88,7 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 			case http.StatusOK:
 				sent++
 			case 0:
-				require.Equal(t, report.Blocked, it.Result)
+				require.Equal(t, dict.LookupBlocked, it.Result)
 				require.Equal(t, "empty", it.Reason)
 				require.Positive(t, it.RetryAfterS)
 				refused++
@@ -160,7 +159,7 @@ func TestDictLookupSixProcessesOnePayer(t *testing.T) {
 			case http.StatusNotFound:
 				answered++
 			case 0:
-				require.Equal(t, report.Blocked, it.Result, "%+v", it)
+				require.Equal(t, dict.LookupBlocked, it.Result, "%+v", it)
 				refused++
 			default:
 				t.Fatalf("status %d: %+v", it.Status, it)
@@ -319,7 +318,7 @@ func TestDictLookupNoWait(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, lookupColumns, rows[0])
+	require.Equal(t, dict.LookupColumns, rows[0])
 	require.Len(t, rows, n+1)
 	require.Equal(t, []string{"11144477735", payerCPF, "200"}, rows[3][:3])
 	firstRefused := rows[1+p.Capacity] // after the header and the allowance

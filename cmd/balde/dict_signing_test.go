@@ -15,8 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/report"
-
 	"github.com/balde-throttle/balde/dict"
 )
 
@@ -113,7 +111,7 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 	items, sum := jsonLines[lookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Failed)
 	for _, it := range items {
-		require.Equal(t, report.Failed, it.Result)
+		require.Equal(t, dict.LookupFailed, it.Result)
 		require.Contains(t, it.Message, "invalid XML signature")
 	}
 	require.Equal(t, int64(2), sim.Stats().Count(dict.OpGetEntry, http.StatusOK), "sent and answered")

@@ -140,8 +140,7 @@ type app struct {
 	generatedPassword string
 	passwordFile      string // where the password was read or kept
 
-	stop    context.CancelFunc // ends the engine's Run
-	stopped chan error         // Run's result
+	bg *balde.Background // the engine's Run
 }
 
 // openApp wires serve: simulators (when no endpoint is configured) →
@@ -204,29 +203,21 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	return a, nil
 }
 
-// run starts the engine's background work, until ctx ends or close, and
-// waits for its start work (before anything can send: the SIFEN interval
-// shared, documents a crashed send left in "sending" settled).
-func (a *app) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	a.stop, a.stopped = cancel, make(chan error, 1)
-	go func() { a.stopped <- a.engine.Run(ctx) }()
-	select {
-	case <-a.engine.Started():
-		return nil
-	case err := <-a.stopped:
-		cancel()
-		return err
-	}
+// run starts the engine's background work (balde.Engine.Start), until
+// ctx ends or close, and waits for its start work (before anything can
+// send: the SIFEN interval shared, documents a crashed send left in
+// "sending" settled).
+func (a *app) run(ctx context.Context) (err error) {
+	a.bg, err = a.engine.Start(ctx)
+	return err
 }
 
 // stopRun ends the engine's background work and waits for it.
 func (a *app) stopRun() error {
-	a.stop()
-	if a.stopped == nil {
+	if a.bg == nil {
 		return nil
 	}
-	return <-a.stopped
+	return a.bg.Stop()
 }
 
 // jobs are the periods of serve's background work (balde.Settings.Jobs).
@@ -336,8 +327,9 @@ func (a *app) wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-a.stopped:
-		a.stopped = nil // received: close does not wait for it again
+	case <-a.bg.Done():
+		err := a.bg.Err()
+		a.bg = nil // ended: close does not report it again
 		return err
 	}
 }

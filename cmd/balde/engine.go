@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
@@ -120,17 +119,6 @@ func checkDictClient(cfg Config) error {
 		return err
 	}
 	return nil
-}
-
-// pruneResult counts what engine.prune removed.
-type pruneResult = balde.PruneResult
-
-// prune is balde.Engine.Prune: the retention applied to the ledger and the
-// DICT lookups, idle buckets removed (unless skipBuckets), in batches of at
-// most batch rows (0: the defaults). "balde prune" runs it once (serve's
-// periodic prune is balde.Engine.Run's).
-func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, skipBuckets bool) (pruneResult, error) {
-	return e.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: batch, SkipBuckets: skipBuckets})
 }
 
 // close closes the engine (balde.Engine.Close: refusals, group commit,

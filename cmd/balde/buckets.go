@@ -272,26 +272,6 @@ func (b bucketsCmd) knownPolicies() []string {
 	return names
 }
 
-// page reads one page: in key order by keyset, or sorted over every
-// matching bucket (at most inspect.MaxScan), the first --limit of them.
-func (b bucketsCmd) page(ctx context.Context, lo listOptions) (inspect.Page, error) {
-	if lo.sort == inspect.SortKey {
-		return b.eng.Reader().List(ctx, lo.filter)
-	}
-	f := lo.filter
-	f.After = throttle.Key{}
-	all, partial, err := b.eng.Reader().ListAll(ctx, f)
-	if err != nil {
-		return inspect.Page{}, err
-	}
-	inspect.SortStates(all, lo.sort)
-	limit := lo.filter.Limit
-	if limit <= 0 {
-		limit = inspect.DefaultPageSize
-	}
-	return inspect.Page{States: all[:min(limit, len(all))], Partial: partial}, nil
-}
-
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
 func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
 	clock := b.m.batchClock()
@@ -314,7 +294,7 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 
 // list prints one page of stored buckets, refilled to now.
 func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
-	page, err := b.page(ctx, lo)
+	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		return UsageError("DICT TLS: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.jobs()})
+	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	sc := cfg.sifenConfig(client, *allowUnsigned)
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.jobs()})
+	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return err
 	}

@@ -9,18 +9,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -186,7 +183,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	dc.Simulator = sims.dict != nil // automatic reconciliation stays off against it
 	sc := cfg.sifenConfig(sifenClient, false)
 	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
-		Dict: &dc, Sifen: &sc, Jobs: cfg.jobs()})
+		Dict: &dc, Sifen: &sc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return nil, err
 	}
@@ -220,34 +217,6 @@ func (a *app) stopRun() error {
 	return a.bg.Stop()
 }
 
-// jobs are the periods of serve's background work (balde.Settings.Jobs).
-func (c Config) jobs() balde.Jobs { return c.Settings.Jobs() }
-
-// reconcileEvery is Config.DictReconcileEvery as balde.Jobs has it:
-// ReconcileAuto is 0 (automatic), 0 is balde.Off.
-func reconcileEvery(every time.Duration) time.Duration {
-	switch {
-	case every == ReconcileAuto:
-		return 0
-	case every <= 0:
-		return balde.Off
-	}
-	return every
-}
-
-// DefaultSeverityEvery is how often serve grades again the buckets that are
-// not Healthy (Config.SeverityEvery; balde.DefaultSeverityEvery).
-const DefaultSeverityEvery = balde.DefaultSeverityEvery
-
-// reconcilePeriod resolves Config.DictReconcileEvery as balde.Engine.Run
-// does (balde.ReconcilePeriod): ReconcileAuto is DefaultReconcileEvery
-// against a real DICT and off (0) against the simulator, whose buckets only
-// ever see this process's traffic; a value set explicitly is used as it
-// is, simulator or not.
-func reconcilePeriod(every time.Duration, simulated bool) time.Duration {
-	return balde.ReconcilePeriod(reconcileEvery(every), simulated)
-}
-
 // newInbound builds the inbound limiter from cfg (reading
 // BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
 func newInbound(cfg Config) (*web.Inbound, error) {
@@ -262,33 +231,14 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 	return in, nil
 }
 
-// newInboundConfig is the inbound limiter's configuration from cfg
-// (reading BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
+// newInboundConfig is balde.Settings.InboundConfig, a bad tokens file a
+// usage error.
 func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
-	if cfg.InboundIPLimit == 0 {
-		return nil, nil
+	ic, err := cfg.InboundConfig()
+	if err != nil {
+		return nil, UsageError("%v", err)
 	}
-	if cfg.InboundTokensFile != "" {
-		f, err := os.Open(cfg.InboundTokensFile)
-		if err != nil {
-			return nil, UsageError("BALDE_INBOUND_TOKENS_FILE: %v", err)
-		}
-		tokens, err := web.ParseInboundTokens(f)
-		f.Close()
-		if err != nil {
-			return nil, UsageError("BALDE_INBOUND_TOKENS_FILE %s: %v", cfg.InboundTokensFile, err)
-		}
-		cfg.InboundTokens = append(slices.Clip(cfg.InboundTokens), tokens...)
-	}
-	return &web.InboundConfig{
-		IPLimit:  cfg.InboundIPLimit,
-		Window:   cfg.InboundWindow,
-		Block:    cfg.InboundBlock,
-		Tokens:   cfg.InboundTokens,
-		Paths:    cfg.InboundPaths,
-		Exempt:   cfg.InboundExempt,
-		FailMode: cfg.InboundFailMode,
-	}, nil
+	return ic, nil
 }
 
 // openServer opens the web server over the engine (balde.Engine.NewServer,
@@ -312,7 +262,6 @@ func (a *app) openServer(cfg Config) error {
 	s.MetricsToken = cfg.MetricsToken
 	s.RuntimeMetrics = true // a process of its own: Go and process collectors too
 	s.LogRequests = true
-	s.HealthCheck = storeHealth(a.engine.store)
 	s.TimeZone = cfg.TimeZone
 	if err := s.Open(); err != nil {
 		return err
@@ -338,14 +287,6 @@ func (a *app) wait(ctx context.Context) error {
 // flight), the simulators, then the engine.
 func (a *app) close() error {
 	return errors.Join(a.stopRun(), a.server.Close(), a.sims.close(), a.engine.close(context.Background()))
-}
-
-// storeHealth is the readiness check of /readyz and /healthz: a write round
-// trip succeeds (retried once on a fresh connection), the SQLite file is
-// still the one opened (sqlstore.Store.CheckWrite), and the schema is at
-// the latest migration, not dirty.
-func storeHealth(store *sqlstore.Store) func(context.Context) error {
-	return func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
 }
 
 // adminPassword finds serve's admin password when none is configured in

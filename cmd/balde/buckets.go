@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
@@ -154,7 +155,7 @@ func requireDatabase(dsn string) error {
 	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
 		return UsageError("%v", err)
 	}
-	path, ok := sqlitePath(dsn)
+	path, ok := balde.SQLiteFile(dsn)
 	if !ok {
 		return nil
 	}
@@ -162,26 +163,6 @@ func requireDatabase(dsn string) error {
 		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
 	}
 	return nil
-}
-
-// sqlitePath is the file of a SQLite DSN; false for PostgreSQL, an
-// in-memory database or a DSN that does not parse.
-func sqlitePath(dsn string) (string, bool) {
-	engine, _, err := sqlstore.ParseDSN(dsn)
-	if err != nil || engine != sqlstore.SQLite {
-		return "", false
-	}
-	path := dsn
-	for _, p := range []string{"sqlite://", "file:"} {
-		path = strings.TrimPrefix(path, p)
-	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	if path == ":memory:" || strings.Contains(dsn, "mode=memory") {
-		return "", false
-	}
-	return path, true
 }
 
 // openAdminEngine opens the engine with every policy serve knows — the

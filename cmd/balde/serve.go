@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/crypto/bcrypt"
@@ -241,28 +237,18 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	return ic, nil
 }
 
-// openServer opens the web server over the engine (balde.Engine.NewServer,
-// with its DICT client and SIFEN sender) with serve's credential, the
-// runtime metrics and one log line per request.
+// openServer opens the web server over the engine as serve runs it
+// (balde.Engine.NewSettingsServer: serve's credential, the runtime metrics
+// and one log line per request).
 func (a *app) openServer(cfg Config) error {
-	creds := web.Credentials{User: cfg.AdminUser, Password: cfg.AdminPassword, PasswordBcrypt: cfg.AdminPasswordBcrypt}
-	if creds.Password == "" && creds.PasswordBcrypt == "" {
-		// The admin is never open: without a configured password, one is
-		// read from a file, or made up once, kept and printed once.
-		var err error
-		creds.Password, a.passwordFile, a.generatedPassword, err = adminPassword(cfg)
-		if err != nil {
-			return err
-		}
+	s, login, err := a.engine.NewSettingsServer(cfg.Settings)
+	if err != nil {
+		return settingUsage(err)
 	}
-	s := a.engine.NewServer(cfg.DictParticipant)
-	s.Addr = cfg.Addr
-	s.Admin = creds
-	s.TrustedProxies = cfg.TrustedProxies
-	s.MetricsToken = cfg.MetricsToken
-	s.RuntimeMetrics = true // a process of its own: Go and process collectors too
-	s.LogRequests = true
-	s.TimeZone = cfg.TimeZone
+	a.passwordFile = login.File
+	if login.Generated {
+		a.generatedPassword = login.Password
+	}
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -287,58 +273,6 @@ func (a *app) wait(ctx context.Context) error {
 // flight), the simulators, then the engine.
 func (a *app) close() error {
 	return errors.Join(a.stopRun(), a.server.Close(), a.sims.close(), a.engine.close(context.Background()))
-}
-
-// adminPassword finds serve's admin password when none is configured in
-// the environment: the first line of AdminPasswordFile, else
-// DataDir/admin-password, else a new one written there (0600) and returned
-// as generated, to be printed once. It returns the file it used.
-func adminPassword(cfg Config) (password, file, generated string, err error) {
-	if cfg.AdminPasswordFile != "" {
-		b, err := os.ReadFile(cfg.AdminPasswordFile)
-		if err != nil {
-			return "", "", "", UsageError("BALDE_ADMIN_PASSWORD_FILE: %v", err)
-		}
-		password, _, _ = strings.Cut(string(b), "\n")
-		if password = strings.TrimSpace(password); password == "" {
-			return "", "", "", UsageError("BALDE_ADMIN_PASSWORD_FILE %s: the first line is empty", cfg.AdminPasswordFile)
-		}
-		return password, cfg.AdminPasswordFile, "", nil
-	}
-	dir, err := cfg.dataDir()
-	if err != nil {
-		return "", "", "", err
-	}
-	file = filepath.Join(dir, "admin-password")
-	if b, err := os.ReadFile(file); err == nil {
-		if password = strings.TrimSpace(string(b)); password != "" {
-			return password, file, "", nil
-		}
-	}
-	password = rand.Text()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", "", fmt.Errorf("serve: keep the admin password: %w", err)
-	}
-	if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
-		return "", "", "", fmt.Errorf("serve: keep the admin password: %w", err)
-	}
-	return password, file, password, nil
-}
-
-// dataDir resolves Config.DataDir: as given, else the SQLite database's
-// directory, else the user's config directory's balde/.
-func (c Config) dataDir() (string, error) {
-	if c.DataDir != "" {
-		return c.DataDir, nil
-	}
-	if path, ok := sqlitePath(c.DB); ok {
-		return filepath.Dir(path), nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", UsageError("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
-	}
-	return filepath.Join(dir, "balde"), nil
 }
 
 // checkListenAddr reports whether addr is a HOST:PORT a listener can take:

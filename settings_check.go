@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
 )
 
 // SettingError is a setting, or a pair of settings, whose values cannot
@@ -94,4 +95,22 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 		verifier = v
 	}
 	return signer, verifier, nil
+}
+
+// DictConfig is the DICT client's configuration from the settings, for
+// baseURL (the DICT or a simulator): the participant, the policies URL, the
+// TLS files, the signer and the verifier of DictSigning (left out when
+// DictSigning fails: check it first), learning the participant's category
+// at start.
+func (c Settings) DictConfig(baseURL string) DictConfig {
+	signer, verifier, _ := c.DictSigning()
+	return DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
+		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: true}
+}
+
+// SifenConfig is the SIFEN sender's configuration from the settings over
+// transport (NewSifenClient's, or a simulator's): the local block after
+// SIFEN's 0301 (SifenBlockStep, SifenBlockMax).
+func (c Settings) SifenConfig(transport sifen.SOAPServices) SifenConfig {
+	return SifenConfig{Transport: transport, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax}
 }

@@ -42,3 +42,16 @@ func TestSettingsChecks(t *testing.T) {
 		})
 	}
 }
+
+// The engine's DICT and SIFEN configurations read the settings the binary
+// reads: a client built from them is the one balde serve builds.
+func TestSettingsClientConfigs(t *testing.T) {
+	s := balde.Settings{DictPoliciesURL: "https://policies.example", DictParticipant: "12345678", DictCert: "c.pem", DictKey: "k.pem",
+		DictCA: "ca.pem", SifenBlockStep: 20 * time.Minute, SifenBlockMax: time.Hour}
+	dc := s.DictConfig("https://dict.example")
+	require.Equal(t, balde.DictConfig{BaseURL: "https://dict.example", PoliciesURL: "https://policies.example", Participant: "12345678",
+		CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", LearnCategory: true}, dc, "a pair that cannot be loaded signs nothing")
+	sc := s.SifenConfig(nil)
+	require.Equal(t, 20*time.Minute, sc.RemoteBlock)
+	require.Equal(t, time.Hour, sc.RemoteBlockMax)
+}

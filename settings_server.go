@@ -1,7 +1,9 @@
 package balde
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,3 +119,47 @@ func (e *Engine) NewSettingsServer(c Settings) (*web.Server, AdminLogin, error) 
 	s.TimeZone = c.TimeZone
 	return s, login, nil
 }
+
+// App is an engine serving balde serve's web app: its background jobs
+// running and its web server (NewSettingsServer) open.
+type App struct {
+	// Server is the open web server (Server.URL says where it listens).
+	Server *web.Server
+	// Login is the admin credential: print the password when Generated.
+	Login AdminLogin
+	jobs  *Background
+}
+
+// StartApp starts e's background jobs (Start: returns once their start
+// work is done) and opens the web server as balde serve configures it from
+// s, listening on s.Addr. On an error nothing is left running. Close the
+// App before e.
+func (e *Engine) StartApp(ctx context.Context, s Settings) (_ *App, err error) {
+	a := &App{}
+	if a.jobs, err = e.Start(ctx); err != nil {
+		return nil, err
+	}
+	if a.Server, a.Login, err = e.NewSettingsServer(s); err == nil {
+		err = a.Server.Open()
+	}
+	if err != nil {
+		return nil, errors.Join(err, a.jobs.Stop())
+	}
+	return a, nil
+}
+
+// Wait returns when ctx ends (nil) or when the background jobs stopped on
+// their own (their error).
+func (a *App) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-a.jobs.Done():
+		return a.jobs.Err()
+	}
+}
+
+// Close stops the background jobs and the server (waiting for requests in
+// flight); the engine stays open. (Once started, the jobs end with no
+// error: Wait reports one that stopped them early.)
+func (a *App) Close() error { return errors.Join(a.jobs.Stop(), a.Server.Close()) }

@@ -110,15 +110,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
 	}
-	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", app.server.URL())
-	switch {
-	case app.generatedPassword != "":
+	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", app.Server.URL())
+	switch login := app.Login; {
+	case login.Generated:
 		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, kept in %s; set BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_FILE to choose one): %s\n",
-			cfg.AdminUser, app.passwordFile, app.generatedPassword)
-	case app.passwordFile != "":
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, app.passwordFile)
+			cfg.AdminUser, login.File, login.Password)
+	case login.File != "":
+		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, login.File)
 	}
-	err = app.wait(ctx)
+	err = app.Wait(ctx)
 	logger.Info("shutting down")
 	return errors.Join(err, app.close())
 }
@@ -127,13 +127,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 // and the SIFEN sender, and its background work running), and the web
 // server over them.
 type app struct {
-	engine            *engine
-	sims              *simulators
-	server            *web.Server
-	generatedPassword string
-	passwordFile      string // where the password was read or kept
-
-	bg *balde.Background // the engine's Run
+	engine *engine
+	sims   *simulators
+	*balde.App
 }
 
 // openApp wires serve: simulators (when no endpoint is configured) →
@@ -186,31 +182,10 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if err := checkWritable(ctx, a.engine.store); err != nil {
 		return nil, err
 	}
-	if err := a.run(ctx); err != nil {
-		return nil, err
-	}
-	if err := a.openServer(cfg); err != nil {
-		a.stopRun()
-		return nil, err
+	if a.App, err = a.engine.StartApp(ctx, cfg.Settings); err != nil {
+		return nil, settingUsage(err)
 	}
 	return a, nil
-}
-
-// run starts the engine's background work (balde.Engine.Start), until
-// ctx ends or close, and waits for its start work (before anything can
-// send: the SIFEN interval shared, documents a crashed send left in
-// "sending" settled).
-func (a *app) run(ctx context.Context) (err error) {
-	a.bg, err = a.engine.Start(ctx)
-	return err
-}
-
-// stopRun ends the engine's background work and waits for it.
-func (a *app) stopRun() error {
-	if a.bg == nil {
-		return nil
-	}
-	return a.bg.Stop()
 }
 
 // newInbound builds the inbound limiter from cfg (reading
@@ -237,42 +212,10 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	return ic, nil
 }
 
-// openServer opens the web server over the engine as serve runs it
-// (balde.Engine.NewSettingsServer: serve's credential, the runtime metrics
-// and one log line per request).
-func (a *app) openServer(cfg Config) error {
-	s, login, err := a.engine.NewSettingsServer(cfg.Settings)
-	if err != nil {
-		return settingUsage(err)
-	}
-	a.passwordFile = login.File
-	if login.Generated {
-		a.generatedPassword = login.Password
-	}
-	if err := s.Open(); err != nil {
-		return err
-	}
-	a.server = s
-	return nil
-}
-
-// wait returns when ctx ends (nil) or when the engine's background work
-// stopped on its own (its error).
-func (a *app) wait(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-a.bg.Done():
-		err := a.bg.Err()
-		a.bg = nil // ended: close does not report it again
-		return err
-	}
-}
-
 // close stops the background work, the server (waiting for requests in
 // flight), the simulators, then the engine.
 func (a *app) close() error {
-	return errors.Join(a.stopRun(), a.server.Close(), a.sims.close(), a.engine.close(context.Background()))
+	return errors.Join(a.App.Close(), a.sims.close(), a.engine.close(context.Background()))
 }
 
 // checkListenAddr reports whether addr is a HOST:PORT a listener can take:

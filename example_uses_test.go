@@ -27,7 +27,7 @@ import (
 
 // balde serve in an application: the BALDE_* settings, the engine with
 // its background jobs, and the web server as serve configures it.
-func ExampleEngine_NewSettingsServer() {
+func ExampleEngine_StartApp() {
 	dir, _ := os.MkdirTemp("", "balde-example-")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
@@ -47,24 +47,14 @@ func ExampleEngine_NewSettingsServer() {
 		return
 	}
 	defer eng.Close(ctx)
-	jobs, err := eng.Start(ctx) // lot polling, re-grading, reconciliation, prune
+	app, err := eng.StartApp(ctx, settings) // the jobs (lot polling, re-grading, reconciliation, prune) and the web server
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer jobs.Stop()
-	s, login, err := eng.NewSettingsServer(settings)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := s.Open(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer s.Close()
+	defer app.Close()
 
-	fmt.Println(strings.HasPrefix(s.URL(), "http://127.0.0.1:"), login.User, login.Generated, filepath.Base(login.File))
+	fmt.Println(strings.HasPrefix(app.Server.URL(), "http://127.0.0.1:"), app.Login.User, app.Login.Generated, filepath.Base(app.Login.File))
 	// Output:
 	// true admin true admin-password
 }

@@ -118,3 +118,30 @@ func TestSifenSendJSONProgress(t *testing.T) {
 	_, stderr = run(false)
 	require.Empty(t, stderr)
 }
+
+// dict-lookup --json --progress: the wait for the participant's next
+// refill step is announced on stderr as a JSON line (its lookups wait side
+// by side, so only the start of each wait is told); stdout is unchanged.
+func TestDictLookupJSONProgress(t *testing.T) {
+	p := participantPolicy(t)
+	sim := startDictSim(t, "H", true)
+	clock := newFakeTime(testEpoch, func(d time.Duration) {
+		_, err := sim.Advance(d)
+		require.NoError(t, err)
+	})
+	n := int(p.Capacity + p.RefillTokens)
+	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
+	code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--json", "--progress", keysFile(t, n))
+	require.Equal(t, ExitOK, code, stderr)
+	_, sum := jsonLines[lookupRecord](t, stdout)
+	require.Equal(t, n, sum.Sent)
+	var ev map[string]report.ProgressEvent
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(stderr)), &ev), "one progress line: %q", stderr)
+	// Done is what was delivered when the wait began: lookups in flight
+	// may be delivered after it.
+	got := ev["progress"]
+	require.LessOrEqual(t, got.Done, int(p.Capacity))
+	require.Equal(t, report.ProgressEvent{Event: "waiting", Why: got.Why, WaitS: p.RefillPeriod.Seconds(), LeftS: p.RefillPeriod.Seconds(),
+		Done: got.Done, Total: n}, got)
+	require.Contains(t, ev["progress"].Why, "ENTRIES_READ_PARTICIPANT_ANTISCAN")
+}

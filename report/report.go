@@ -11,6 +11,8 @@
 //	... sifen.SendDocuments(ctx, sender, docs, sifen.BatchConfig{Sleep: clock.Sleep, Progress: draw(rep)})
 //	sum := rep.Finish(ctx.Err() != nil, notDone)
 //
+// Example_sifenSend in package balde shows it whole.
+//
 // A Reporter is not safe for concurrent use: a batch reports one item at a
 // time.
 package report

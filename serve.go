@@ -123,16 +123,20 @@ func (e *Engine) Serve(ctx context.Context, addr string, h http.Handler, listeni
 	if listening != nil {
 		listening(ln.Addr().String())
 	}
+	jobsEnded := false
 	select {
 	case <-ctx.Done():
 	case <-bg.Done():
-		err = bg.Err()
+		err, jobsEnded = bg.Err(), true
 	case err = <-served:
 	}
 	e.logger.Info("shutting down", slog.String("addr", ln.Addr().String()))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), ServeShutdownTimeout)
 	defer cancel()
-	err = errors.Join(err, srv.Shutdown(shutdownCtx), bg.Stop())
+	err = errors.Join(err, srv.Shutdown(shutdownCtx))
+	if stopErr := bg.Stop(); !jobsEnded {
+		err = errors.Join(err, stopErr)
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -126,8 +126,9 @@ type App struct {
 	// Server is the open web server (Server.URL says where it listens).
 	Server *web.Server
 	// Login is the admin credential: print the password when Generated.
-	Login AdminLogin
-	jobs  *Background
+	Login    AdminLogin
+	jobs     *Background
+	reported bool // Wait returned the jobs' error: Close does not again
 }
 
 // StartApp starts e's background jobs (Start: returns once their start
@@ -155,11 +156,18 @@ func (a *App) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	case <-a.jobs.Done():
+		a.reported = true
 		return a.jobs.Err()
 	}
 }
 
 // Close stops the background jobs and the server (waiting for requests in
-// flight); the engine stays open. (Once started, the jobs end with no
-// error: Wait reports one that stopped them early.)
-func (a *App) Close() error { return errors.Join(a.jobs.Stop(), a.Server.Close()) }
+// flight); the engine stays open. The jobs' error is returned unless Wait
+// returned it.
+func (a *App) Close() error {
+	err := a.jobs.Stop()
+	if a.reported {
+		err = nil
+	}
+	return errors.Join(err, a.Server.Close())
+}

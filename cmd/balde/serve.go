@@ -135,10 +135,10 @@ type app struct {
 // openApp wires serve: simulators (when no endpoint is configured) →
 // engine (store, group commit, limiter with the inbound, DICT and SIFEN
 // policies, DICT client, SIFEN sender; the database checked writable) →
-// the engine's background work (balde.Engine.Run: the DICT category
+// balde.Engine.StartApp: the engine's background work (the DICT category
 // learned, documents left "sending" settled, then polling, re-grading,
-// reconciliation, pruning, the database watch) → web server, listening
-// when it returns.
+// reconciliation, pruning, the database watch) and the web server,
+// listening when it returns.
 func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)

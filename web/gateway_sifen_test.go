@@ -42,6 +42,8 @@ type sifenGatewayWorld struct {
 	policy sifen.PolicyConfig
 	sim    *sifensim.Server
 	simURL string
+	// sender is the first gateway's.
+	sender *sifen.Sender
 	dsn    string
 	URL    string // the first gateway's
 }
@@ -96,11 +98,14 @@ func (w *sifenGatewayWorld) newGateway(t *testing.T, hold time.Duration) string 
 	require.NoError(t, err)
 	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.now, Logger: quiet})
 	require.NoError(t, err)
-	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: sender, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
+	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: sender, Client: client, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
 		Sleep: w.sleep})
 	require.NoError(t, err)
 	gs := httptest.NewServer(g)
 	t.Cleanup(gs.Close)
+	if w.sender == nil {
+		w.sender = sender
+	}
 	return gs.URL
 }
 

@@ -74,7 +74,7 @@ func newRealSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Du
 	return w.start(t, sim, engine, hold)
 }
 
-func (w *sifenGatewayWorld) start(t *testing.T, sim *sifensim.Server, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
+func (w *sifenGatewayWorld) start(t testing.TB, sim *sifensim.Server, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
 	t.Helper()
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
@@ -86,7 +86,7 @@ func (w *sifenGatewayWorld) start(t *testing.T, sim *sifensim.Server, engine sql
 
 // newGateway starts another gateway instance (a store, limiter and sender
 // of its own on the world's database) and returns its URL.
-func (w *sifenGatewayWorld) newGateway(t *testing.T, hold time.Duration) string {
+func (w *sifenGatewayWorld) newGateway(t testing.TB, hold time.Duration) string {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.now)

@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 func soapEnvelope(body string) []byte {
@@ -154,24 +155,28 @@ func TestSifenGatewayPassesConsultationsAndEvents(t *testing.T) {
 // DEs and lots of three RUCs from concurrent clients on the real clock:
 // every DE approved, every lot queued, 0 × 0301 at SIFEN.
 func TestSifenGatewayDEsAndLotsConcurrently(t *testing.T) {
-	w := newRealSifenGatewayWorld(t, sqlstore.SQLite, time.Minute)
-	rucs := []string{"80069563", "80012345", "80000005"}
-	var wg sync.WaitGroup
-	for i, ruc := range rucs {
-		wg.Go(func() {
-			status, _, body := w.sendDE(t, sifentest.Doc{RUC: ruc, Number: 10*i + 1})
-			require.Equal(t, http.StatusOK, status, "%s", body)
-			require.Contains(t, string(body), "<ns2:dEstRes>Aprobado</ns2:dEstRes>")
-		})
-		wg.Go(func() {
-			status, _, body := w.sendLot(t, sifentest.Doc{RUC: ruc, Number: 10*i + 2}, sifentest.Doc{RUC: ruc, Number: 10*i + 3})
-			require.Equal(t, http.StatusOK, status, "%s", body)
-			require.True(t, strings.Contains(string(body), "<ns2:dCodRes>0300</ns2:dCodRes>"), "%s", body)
+	for _, engine := range sqlstoretest.Engines {
+		t.Run(string(engine), func(t *testing.T) {
+			w := newRealSifenGatewayWorld(t, engine, time.Minute)
+			rucs := []string{"80069563", "80012345", "80000005"}
+			var wg sync.WaitGroup
+			for i, ruc := range rucs {
+				wg.Go(func() {
+					status, _, body := w.sendDE(t, sifentest.Doc{RUC: ruc, Number: 10*i + 1})
+					require.Equal(t, http.StatusOK, status, "%s", body)
+					require.Contains(t, string(body), "<ns2:dEstRes>Aprobado</ns2:dEstRes>")
+				})
+				wg.Go(func() {
+					status, _, body := w.sendLot(t, sifentest.Doc{RUC: ruc, Number: 10*i + 2}, sifentest.Doc{RUC: ruc, Number: 10*i + 3})
+					require.Equal(t, http.StatusOK, status, "%s", body)
+					require.True(t, strings.Contains(string(body), "<ns2:dCodRes>0300</ns2:dCodRes>"), "%s", body)
+				})
+			}
+			wg.Wait()
+			st := w.sim.Stats()
+			require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued), fmt.Sprintf("0301s: %+v", st.Counts))
+			require.Equal(t, int64(3), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
+			require.Equal(t, int64(3), st.Count(sifen.ServiceRecepcionLote, "", "", ""))
 		})
 	}
-	wg.Wait()
-	st := w.sim.Stats()
-	require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued), fmt.Sprintf("0301s: %+v", st.Counts))
-	require.Equal(t, int64(3), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
-	require.Equal(t, int64(3), st.Count(sifen.ServiceRecepcionLote, "", "", ""))
 }

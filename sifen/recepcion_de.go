@@ -99,13 +99,22 @@ type Forwarded struct {
 // at path in env, over the client's connection (its mutual TLS), and
 // returns the answer untouched. It is for the services balde passes
 // through without modelling them (siConsDE, siConsRUC, siRecepEvento in
-// the gateway). An error means no answer came.
+// the gateway); a path ClientConfig overrides (ConsultaPath, ...) goes to
+// the configured one. An error means no answer came.
 func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (Forwarded, error) {
 	if err := env.Validate(); err != nil {
 		return Forwarded{}, err
 	}
 	if contentType == "" {
 		contentType = SOAPContentType
+	}
+	switch path {
+	case RecepcionPath:
+		path = c.cfg.RecepcionPath
+	case ConsultaLotePath:
+		path = c.cfg.ConsultaLotePath
+	case ConsultaPath:
+		path = c.cfg.ConsultaPath
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(body))
 	if err != nil {

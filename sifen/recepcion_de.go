@@ -64,7 +64,7 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	b.WriteString(`<rEnviDe xmlns="` + Namespace + `"><dId>` + c.idSeq() + `</dId><xDE>`)
 	b.Write(bytes.TrimSpace(stripXMLDecl(rde)))
 	b.WriteString(`</xDE></rEnviDe></soap:Body></soap:Envelope>`)
-	status, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, b.Bytes())
+	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, b.Bytes())
 	if err != nil {
 		return ProtDE{}, err
 	}
@@ -116,40 +116,31 @@ func (c *Client) Forward(ctx context.Context, env Env, path, contentType string,
 	case ConsultaPath:
 		path = c.cfg.ConsultaPath
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(body))
+	status, ct, data, err := c.post(ctx, env, "forward "+path, path, contentType, body)
 	if err != nil {
-		return Forwarded{}, fmt.Errorf("sifen: forward %s: %w", path, err)
+		return Forwarded{}, err
 	}
-	req.Header.Set("Content-Type", contentType)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return Forwarded{}, fmt.Errorf("sifen: forward %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return Forwarded{}, fmt.Errorf("sifen: forward %s: reading the answer: %w", path, err)
-	}
-	return Forwarded{StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}, nil
+	return Forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
 }
 
-// post sends one request and reads the answer's status and body.
-func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, []byte, error) {
+// post sends one request and reads the answer's status, content type and
+// body.
+func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, fmt.Errorf("sifen: %s: %w", service, err)
+		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
 	}
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("sifen: %s: %w", service, err)
+		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return 0, nil, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
+		return 0, "", nil, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
 	}
-	return resp.StatusCode, data, nil
+	return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
 }
 
 // stripXMLDecl drops a leading XML declaration (and byte order mark): the

@@ -227,7 +227,11 @@ func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 			if err := g.sleep(r.Context(), b.Wait); err != nil {
 				return out, false // the client went away; the documents stay drafts
 			}
-		case sifen.OutcomeSent, sifen.OutcomeNotQueued:
+		case sifen.OutcomeSent:
+			// A lot SIFEN queued (0300), or a DE it answered with a
+			// result balde reads.
+			return out, true
+		case sifen.OutcomeNotQueued:
 			if out.Code == "" {
 				// A SOAP fault or an unreadable answer of SIFEN: no code to pass on.
 				g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not take the request: "+out.Message, 0)

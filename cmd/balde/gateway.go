@@ -215,7 +215,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&addr, "addr", addr, "address the gateway listens on, HOST:PORT (env BALDE_SIFEN_GATEWAY_ADDR)")
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot is held for its RUC's interval before a fault with Retry-After is answered; 0 never holds")
-	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
 	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
 	cfg.addPolicyFlags(fs)

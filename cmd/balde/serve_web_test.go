@@ -28,6 +28,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 var (
@@ -230,7 +231,7 @@ func TestServePrunes(t *testing.T) {
 	resp, _ := c.postForm("/dict/lookup", url.Values{"key": {"11144477735"}, "payer_id": {"52998224725"}})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	store, err := sqlstore.Open(context.Background(), db, sqlstore.Options{})
+	store, err := alldrivers.Open(context.Background(), db, sqlstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	count := func(table string) int64 {
@@ -248,25 +249,6 @@ func TestServePrunes(t *testing.T) {
 	require.Equal(t, int64(1), stats.Count(dict.OpGetEntry, http.StatusOK))
 	require.Eventually(t, func() bool { return count("balde_token_ledger") == 0 && count("balde_dict_lookups") == 0 },
 		10*time.Second, 20*time.Millisecond, "the maintenance loop prunes")
-}
-
-func TestReconcilePeriod(t *testing.T) {
-	tests := []struct {
-		name      string
-		every     time.Duration
-		simulated bool
-		want      time.Duration
-	}{
-		{"AutoRealDICT", ReconcileAuto, false, DefaultReconcileEvery},
-		{"AutoSimulator", ReconcileAuto, true, 0},
-		{"SetSimulator", 30 * time.Second, true, 30 * time.Second},
-		{"OffRealDICT", 0, false, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, reconcilePeriod(tt.every, tt.simulated))
-		})
-	}
 }
 
 func TestBackgroundConfig(t *testing.T) {

@@ -26,7 +26,7 @@ var errNotPgx = errors.New("sqlstore: not a pgx connection")
 // exactness and the ledger are unchanged; only the waiting between
 // statements is gone. It returns errNotPgx, having done nothing, when the
 // pool is not pgx's.
-func (s *Store) updatePipelined(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+func (s *Store) updatePipelined(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (s *Store) updatePipelined(ctx context.Context, keys []throttle.Key, credit
 			return errNotPgx
 		}
 		pc := sc.Conn()
-		err := s.pipelined(ctx, pc, keys, credits, apply)
+		err := s.pipelined(ctx, pc, keys, credits, apply, durable)
 		if err != nil && !pc.PgConn().IsClosed() && pc.PgConn().TxStatus() != 'I' {
 			// Leave the connection as the pool expects it: outside a
 			// transaction, or discarded.
@@ -50,10 +50,13 @@ func (s *Store) updatePipelined(ctx context.Context, keys []throttle.Key, credit
 	})
 }
 
-func (s *Store) pipelined(ctx context.Context, pc *pgx.Conn, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+func (s *Store) pipelined(ctx context.Context, pc *pgx.Conn, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	byRow, rowKeys, refs := s.rowKeys(keys, credits)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	if !durable {
+		b.Queue(asyncCommitSQL)
+	}
 	if len(rowKeys) > 0 {
 		ids, envs, identifiers := keyArrays(rowKeys)
 		b.Queue(pgLoadSQL, ids, envs, identifiers)
@@ -62,7 +65,7 @@ func (s *Store) pipelined(ctx context.Context, pc *pgx.Conn, keys []throttle.Key
 		b.Queue(pgCreditsSQL, creditArrays(refs)...)
 	}
 	br := pc.SendBatch(ctx, b)
-	rows, found, err := readLoads(br, len(rowKeys) > 0, len(refs) > 0)
+	rows, found, err := readLoads(br, !durable, len(rowKeys) > 0, len(refs) > 0)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -132,10 +135,16 @@ func pipelineOutcome(writeErr, commitErr, closeErr error) error {
 	return fmt.Errorf("%w: %w", ErrCommitInDoubt, errors.Join(commitErr, closeErr))
 }
 
-// readLoads reads the results of BEGIN and the load queries of a batch.
-func readLoads(br pgx.BatchResults, buckets, credits bool) ([]bucketRow, []creditKey, error) {
+// readLoads reads the results of BEGIN, of the SET LOCAL after it when
+// set, and of the load queries of a batch.
+func readLoads(br pgx.BatchResults, set, buckets, credits bool) ([]bucketRow, []creditKey, error) {
 	if _, err := br.Exec(); err != nil {
 		return nil, nil, err
+	}
+	if set {
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
 	}
 	var out []bucketRow
 	if buckets {

@@ -441,6 +441,42 @@ func (e applyError) Error() string { return e.err.Error() }
 
 // Update implements throttle.Store.
 func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	return s.updateRetried(ctx, keys, credits, apply, true)
+}
+
+// NonDurable returns s as a throttle.Store whose write transactions do not
+// wait for their commit to reach the disk: on PostgreSQL each runs with
+// synchronous_commit off (SET LOCAL, that transaction only), so a crash of
+// the database server may lose the last fraction of a second of its
+// commits — whole transactions, never part of one, and never anyone
+// else's. On SQLite it is s itself: synchronous=NORMAL in WAL mode already
+// syncs at checkpoints, not at each commit (decision 0008).
+//
+// It is for decisions whose loss costs nothing: the inbound limiter's (a
+// lost decision forgets a request to the application's own API). The DICT
+// and SIFEN mirrors decide through s, durably
+// (docs/decisions/0111-non-durable-inbound-commits.md). Exactness is the
+// same: the same locks, the same statements.
+func (s *Store) NonDurable() throttle.Store {
+	if s.engine != Postgres {
+		return s
+	}
+	return nonDurable{s}
+}
+
+// nonDurable is Store.NonDurable on PostgreSQL.
+type nonDurable struct{ *Store }
+
+func (n nonDurable) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	return n.updateRetried(ctx, keys, credits, apply, false)
+}
+
+// asyncCommitSQL makes the transaction it runs in commit without waiting
+// for its WAL to be flushed (PostgreSQL).
+const asyncCommitSQL = "SET LOCAL synchronous_commit TO OFF"
+
+// updateRetried is Update, durable or not (see NonDurable).
+func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, throttle.Key.Compare)
 	keys = slices.Compact(keys)
@@ -457,7 +493,7 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 	}
 	transient := newRetrier(s, "update")
 	for attempt := 1; ; attempt++ {
-		err := s.noteCorrupt(s.update(ctx, keys, credits, apply))
+		err := s.noteCorrupt(s.update(ctx, keys, credits, apply, durable))
 		var ae applyError
 		switch {
 		case err == nil:
@@ -481,11 +517,11 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 // maxAttempts bounds the retries of a PostgreSQL transaction that lost a race.
 const maxAttempts = 20
 
-func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	if s.engine == Postgres {
 		// Two round trips instead of four when the pool is pgx's (it is,
 		// unless OpenDB was given another driver).
-		if err := s.updatePipelined(ctx, keys, credits, apply); !errors.Is(err, errNotPgx) {
+		if err := s.updatePipelined(ctx, keys, credits, apply, durable); !errors.Is(err, errNotPgx) {
 			return err
 		}
 	}
@@ -498,6 +534,11 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		return err
 	}
 	defer tx.Rollback()
+	if !durable && s.engine == Postgres {
+		if _, err := tx.ExecContext(ctx, asyncCommitSQL); err != nil {
+			return err
+		}
+	}
 
 	byRow, rowKeys, refs := s.rowKeys(keys, credits)
 	rows, err := s.rw.loadBuckets(ctx, tx, rowKeys)

@@ -57,6 +57,14 @@ type Options struct {
 	// again, in the background; default DefaultIntegrityEvery, negative:
 	// never.
 	IntegrityEvery time.Duration
+	// CheckpointEvery and WALLimit tune the background checkpoints of a
+	// SQLite file opened by Open (checkpoint.go): a PASSIVE checkpoint
+	// every CheckpointEvery (default DefaultCheckpointEvery), a TRUNCATE
+	// one when the WAL holds more than WALLimit bytes (default
+	// DefaultWALLimit). A DSN that sets wal_autocheckpoint keeps SQLite's
+	// checkpoints in the committing transaction instead.
+	CheckpointEvery time.Duration
+	WALLimit        int64
 }
 
 // Store is a throttle.Store and an inspect.Store on SQLite or PostgreSQL. Safe for concurrent use.
@@ -77,6 +85,10 @@ type Store struct {
 	// integrity is the SQLite file's integrity state (integrity.go); nil
 	// on PostgreSQL and for a store of OpenDB.
 	integrity *integrity
+	// checkpoints runs a SQLite file's WAL checkpoints off the commit path
+	// (checkpoint.go); nil on PostgreSQL, for a store of OpenDB and when
+	// the DSN sets wal_autocheckpoint.
+	checkpoints *checkpointer
 
 	mu          sync.RWMutex
 	policyID    map[string]int64
@@ -174,7 +186,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if _, err := checkSQLiteFile(SQLitePath(driverDSN)); err != nil {
 			return nil, formatError("open", err)
 		}
-		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
+		writerDSN, own := ownCheckpoints(driverDSN + "&_txlock=immediate")
+		w, err := sql.Open("sqlite", writerDSN)
 		if err != nil {
 			return nil, formatError("open", err)
 		}
@@ -187,6 +200,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		r.SetMaxOpenConns(maxConns)
 		r.SetMaxIdleConns(maxConns)
+		if own {
+			if s.checkpoints, err = startCheckpointer(driverDSN, w, opts, s.logger); err != nil {
+				w.Close()
+				r.Close()
+				return nil, formatError("open", err)
+			}
+		}
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write, s.read = sqlx.NewDb(w, "sqlite3"), sqlx.NewDb(r, "sqlite3")
 	case Postgres:
@@ -270,6 +290,7 @@ func (s *Store) ReadDB() *sqlx.DB { return s.read }
 func (s *Store) Close() error {
 	s.integrity.close()
 	var errs []error
+	errs = append(errs, s.checkpoints.close())
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
 	}

@@ -48,6 +48,7 @@ const baldeAutocheckpoint = "_pragma=wal_autocheckpoint(16000)"
 type checkpointer struct {
 	db     *sql.DB // one connection, its own
 	writer *sql.DB // the store's writer (one connection)
+	driver Driver  // classifies its errors
 	wal    string  // the WAL file's path
 	every  time.Duration
 	limit  int64 // bytes of WAL past which a TRUNCATE runs
@@ -57,15 +58,15 @@ type checkpointer struct {
 	once   sync.Once
 }
 
-// startCheckpointer opens the checkpoint connection on driverDSN and
-// starts its goroutine.
-func startCheckpointer(driverDSN string, writer *sql.DB, opts Options, logger *slog.Logger) (*checkpointer, error) {
-	db, err := sql.Open("sqlite", driverDSN)
+// startCheckpointer opens the checkpoint connection on driverDSN (through
+// d) and starts its goroutine.
+func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options, logger *slog.Logger) (*checkpointer, error) {
+	db, err := sql.Open(d.SQLName(), driverDSN)
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
+	c := &checkpointer{db: db, writer: writer, driver: d, wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
 	if c.every <= 0 {
 		c.every = DefaultCheckpointEvery
 	}
@@ -149,7 +150,7 @@ func (c *checkpointer) checkpoint(ctx context.Context, q interface {
 	var busy, log, done int64
 	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &done)
 	if err != nil {
-		if isBusy(err) {
+		if c.driver.Classify(err)&ClassBusy != 0 {
 			return 0, nil
 		}
 		return 0, err

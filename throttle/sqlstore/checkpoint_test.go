@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -31,7 +32,7 @@ func TestBackgroundCheckpointsKeepTheWALUnderTheLimit(t *testing.T) {
 	ctx := context.Background()
 	dsn := sqlstoretest.DSN(t, sqlstore.SQLite)
 	const limit = 2 << 20
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{WALLimit: limit, CheckpointEvery: 10 * time.Millisecond})
+	store, err := alldrivers.Open(ctx, dsn, sqlstore.Options{WALLimit: limit, CheckpointEvery: 10 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	var auto int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
@@ -20,7 +21,7 @@ import (
 func TestNonDurableDecidesAndLeavesTheConnectionDurable(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		clock := throttle.NewManualClock(throttletest.Epoch)
-		s, err := sqlstore.Open(context.Background(), sqlstoretest.DSN(t, engine), sqlstore.Options{Clock: clock.Now, MaxConns: 1})
+		s, err := alldrivers.Open(context.Background(), sqlstoretest.DSN(t, engine), sqlstore.Options{Clock: clock.Now, MaxConns: 1})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		p := throttle.Policy{Name: "INBOUND_IP", Refill: throttle.RefillRolling, Capacity: 2, RefillTokens: 2,

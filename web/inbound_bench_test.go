@@ -24,7 +24,8 @@ import (
 // behind it), 8 workers, on each engine, through group commit as balde
 // runs it (balde.Engine's inbound store). Besides ns/op it reports checks/s, the p99 of one check, the
 // bytes of the rolling state (spent) per key and, on PostgreSQL, the
-// buckets table's size.
+// buckets table's size per key (it grows with the updates of the run: dead
+// row versions) and the share of HOT updates.
 //
 // The clock is virtual: every check advances it by the same step, so that
 // each key (taken round robin) sees 80 % of its limit per window: a key's
@@ -144,5 +145,13 @@ func benchInbound(b *testing.B, engine sqlstore.Engine, keys int, limit int64, w
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(size)/float64(keys), "table-B/key")
+		// HOT updates rewrite a row in its page without a new index entry;
+		// the counters reach pg_stat with a delay of up to a second.
+		var upd, hot int64
+		_, _ = db.ExecContext(context.Background(), `SELECT pg_stat_force_next_flush()`)
+		if err := db.QueryRowContext(context.Background(), `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+			WHERE relid = 'balde_buckets'::regclass`).Scan(&upd, &hot); err == nil && upd > 0 {
+			b.ReportMetric(100*float64(hot)/float64(upd), "HOT-%")
+		}
 	}
 }

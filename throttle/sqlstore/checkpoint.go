@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -93,17 +95,27 @@ func (c *checkpointer) run() {
 		pageSize = 4096
 	}
 	ctx := context.Background()
+	var notBefore, logged time.Time // of the next TRUNCATE; of the last warning
 	for {
 		select {
 		case <-c.stop:
 			return
 		default:
 		}
-		frames, err := c.checkpoint(ctx, c.db, "PASSIVE")
-		if err == nil && (frames*(pageSize+24) > c.limit || c.walSize() > c.limit) {
-			err = c.truncate(ctx)
+		_, frames, err := c.checkpoint(ctx, c.db, "PASSIVE")
+		if err == nil && (frames*(pageSize+24) > c.limit || c.walSize() > c.limit) && !time.Now().Before(notBefore) {
+			var busy bool
+			if busy, err = c.truncate(ctx); busy {
+				// A reader still holds an old snapshot (a long listing, a
+				// backup): the WAL cannot be reset under it. Try again in
+				// a second rather than hold the writers every 20 ms.
+				notBefore = time.Now().Add(truncateBackoff)
+			}
 		}
-		if err != nil {
+		if err != nil && time.Since(logged) >= warnEvery {
+			// A file that cannot be checkpointed now will fail the same
+			// way 50 times a second: one warning per warnEvery.
+			logged = time.Now()
 			c.logger.Warn("WAL checkpoint", slog.Any("error", err))
 		}
 		select {
@@ -113,6 +125,17 @@ func (c *checkpointer) run() {
 		}
 	}
 }
+
+const (
+	// truncateBusyTimeout bounds how long a TRUNCATE checkpoint holding
+	// the writer waits for readers to leave old snapshots.
+	truncateBusyTimeout = 100 * time.Millisecond
+	// truncateBackoff is the pause after a TRUNCATE that readers kept
+	// from resetting the WAL.
+	truncateBackoff = time.Second
+	// warnEvery bounds how often a failing checkpoint is logged.
+	warnEvery = 10 * time.Second
+)
 
 // walSize returns the size of the WAL file, which stays at its largest
 // until a TRUNCATE checkpoint (or journal_size_limit at a restart) cuts it.
@@ -131,31 +154,47 @@ func (c *checkpointer) walSize() int64 {
 // it would wait, in SQLite's busy handler, for a moment with no writer,
 // which a busy process never leaves (it was measured waiting 1.5 s while
 // the WAL grew to 60 MB).
-func (c *checkpointer) truncate(ctx context.Context) error {
+//
+// It waits at most truncateBusyTimeout for readers (the writer's own
+// busy_timeout is set for it and put back), and reports busy when they
+// kept it from resetting the WAL.
+func (c *checkpointer) truncate(ctx context.Context) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close()
-	_, err = c.checkpoint(ctx, conn, "TRUNCATE")
-	return err
+	var timeout int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+		return false, err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, truncateBusyTimeout.Milliseconds())); err != nil {
+		return false, err
+	}
+	busy, _, err = c.checkpoint(ctx, conn, "TRUNCATE")
+	if _, rerr := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, timeout)); rerr != nil {
+		// The writer must not keep the short timeout: drop the connection.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return busy, errors.Join(err, rerr)
+	}
+	return busy, err
 }
 
-// checkpoint runs PRAGMA wal_checkpoint(mode) on q and returns the frames
-// in the WAL; a checkpoint that found another running (busy) is not an
-// error.
+// checkpoint runs PRAGMA wal_checkpoint(mode) on q and returns whether it
+// was kept from completing (by readers, or another checkpoint running:
+// not an error) and the frames in the WAL.
 func (c *checkpointer) checkpoint(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, mode string) (frames int64, err error) {
-	var busy, log, done int64
-	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &done)
+}, mode string) (busy bool, frames int64, err error) {
+	var blocked, log, done int64
+	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&blocked, &log, &done)
 	if err != nil {
 		if c.driver.Classify(err)&ClassBusy != 0 {
-			return 0, nil
+			return true, 0, nil
 		}
-		return 0, err
+		return false, 0, err
 	}
-	return max(log, 0), nil // -1: not in WAL mode
+	return blocked != 0, max(log, 0), nil // log -1: not in WAL mode
 }
 
 // close stops the goroutine, runs a last PASSIVE checkpoint and closes the
@@ -166,6 +205,6 @@ func (c *checkpointer) close() error {
 	}
 	c.once.Do(func() { close(c.stop) })
 	c.wg.Wait()
-	_, err := c.checkpoint(context.Background(), c.db, "PASSIVE")
+	_, _, err := c.checkpoint(context.Background(), c.db, "PASSIVE")
 	return errors.Join(err, c.db.Close())
 }

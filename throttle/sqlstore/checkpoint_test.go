@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -85,4 +86,42 @@ func TestAutocheckpointInTheDSNKeepsSQLitesCheckpoints(t *testing.T) {
 	var auto int
 	require.NoError(t, store.DB().QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto))
 	require.Equal(t, 1000, auto)
+}
+
+// TestALongReaderDoesNotHoldTheWriters: a reader keeps an old snapshot
+// open (a long listing, a backup) while the WAL is past its limit. The
+// TRUNCATE checkpoint cannot reset the WAL under it; it must give up
+// quickly (it holds the process's writer while it waits) and not try again
+// at every tick, so decisions go on: none waits anywhere near the writer's
+// 5 s busy_timeout.
+func TestALongReaderDoesNotHoldTheWriters(t *testing.T) {
+	ctx := context.Background()
+	store, err := alldrivers.Open(ctx, sqlstoretest.DSN(t, sqlstore.SQLite), sqlstore.Options{WALLimit: 64 << 10, CheckpointEvery: 5 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	p := throttle.Policy{Name: "W", Capacity: 1000, RefillTokens: 1000, RefillPeriod: time.Second}
+	lim, err := throttle.NewLimiter(store, throttle.Policies{"W": p}, throttle.Config{})
+	require.NoError(t, err)
+	take := func(i int) {
+		t.Helper()
+		_, err := lim.Take(ctx, "", throttle.Charge{Key: throttle.Key{Policy: "W", Env: "test", Identifier: fmt.Sprint("k", i%500)}, Cost: 1})
+		require.NoError(t, err)
+	}
+	for i := range 200 { // rows for the reader to see
+		take(i)
+	}
+	reader, err := store.ReadDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	require.NoError(t, err)
+	defer reader.Rollback()
+	var n int
+	require.NoError(t, reader.QueryRow(`SELECT COUNT(*) FROM balde_buckets`).Scan(&n)) // the snapshot starts here
+	var slowest time.Duration
+	start := time.Now()
+	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
+		t0 := time.Now()
+		take(i)
+		slowest = max(slowest, time.Since(t0))
+	}
+	t.Logf("slowest decision behind a reader holding its snapshot: %s", slowest)
+	require.Less(t, slowest, 2500*time.Millisecond)
 }

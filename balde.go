@@ -135,6 +135,10 @@ type Engine struct {
 	observer throttle.Observer
 	logger   *slog.Logger
 
+	// inboundGroup is the inbound limiter's group commit on PostgreSQL
+	// (see inboundStore); nil otherwise.
+	inboundGroup *throttle.GroupCommit
+
 	dict          *dict.Client  // nil without Config.Dict
 	dictSimulator bool          // Config.Dict.Simulator
 	dictLearn     bool          // Config.Dict.LearnCategory: Run learns it
@@ -255,8 +259,9 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	}
 	e.reader = inspect.New(e.limiter, e.store)
 	if inbound != nil {
-		// A limiter of its own on the same store (see Inbound.UseStore).
-		err = inbound.UseStore(e.ThrottleStore(), throttle.Config{
+		// A limiter of its own on the same store (see Inbound.UseStore),
+		// whose commits need not be durable (inboundStore).
+		err = inbound.UseStore(e.inboundStore(cfg.GroupCommit), throttle.Config{
 			Clock:      store.Now,
 			Thresholds: cfg.Thresholds,
 			Observer:   cfg.Observer,
@@ -315,6 +320,24 @@ func (e *Engine) ThrottleStore() throttle.Store {
 		return e.group
 	}
 	return e.store
+}
+
+// inboundStore is what the inbound limiter decides through. On PostgreSQL
+// it is the store's NonDurable view (commits that do not wait for the
+// disk: a decision about a request to the application's own API may be
+// lost in a crash of the database server, docs/decisions/0111), with
+// group commit of its own when group commit is on, so that no batch mixes
+// them with the durable DICT and SIFEN decisions. On SQLite NonDurable is
+// the store itself, and its decisions share the one writer of the file.
+func (e *Engine) inboundStore(group bool) throttle.Store {
+	if e.store.Engine() != sqlstore.Postgres {
+		return e.ThrottleStore()
+	}
+	if !group {
+		return e.store.NonDurable()
+	}
+	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: GroupCommitWriters(sqlstore.Postgres)})
+	return e.inboundGroup
 }
 
 // Limiter is the limiter of every outbound decision (DICT, SIFEN, the
@@ -472,6 +495,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	if e.group != nil {
 		errs = append(errs, e.group.Close())
+	}
+	if e.inboundGroup != nil {
+		errs = append(errs, e.inboundGroup.Close())
 	}
 	if e.webhook != nil {
 		errs = append(errs, e.webhook.Close())

@@ -265,9 +265,10 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 		if delta < 0 {
 			// Spent tokens stay ordered; under a clock that stepped back they
 			// are stamped at the newest spend, which only delays their return.
-			at := now
+			// With a grain they are stamped at its end, which only delays it too.
+			at := p.grainEnd(now)
 			if n := len(b.Spent); n > 0 {
-				at = later(b.Spent[n-1].At, now)
+				at = later(b.Spent[n-1].At, at)
 			}
 			if n := len(b.Spent); n > 0 && b.Spent[n-1].At.Equal(at) {
 				b.Spent[n-1].N -= delta
@@ -308,6 +309,20 @@ func (b *Bucket) setFull(p Policy, now time.Time) {
 	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
 	b.RefilledAt = later(b.RefilledAt, now)
 	b.LastSentAt, b.BlockedUntil, b.NextAt = time.Time{}, time.Time{}, time.Time{}
+}
+
+// grainEnd returns t rounded up to a multiple of p.RollingGrain since the
+// Unix epoch (t itself without a grain, or for an instant before 1970).
+func (p Policy) grainEnd(t time.Time) time.Time {
+	g := int64(p.RollingGrain)
+	ns := t.UnixNano()
+	if g <= 1 || ns <= 0 {
+		return t
+	}
+	if r := ns % g; r != 0 {
+		return t.Add(time.Duration(g - r))
+	}
+	return t
 }
 
 const maxDuration = time.Duration(1<<63 - 1)

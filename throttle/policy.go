@@ -109,6 +109,17 @@ type Policy struct {
 	// Limiter's (one row per take by default). Refusals and adjustments are
 	// written whatever it says.
 	Ledger LedgerGranularity
+	// RollingGrain, under RefillRolling, stamps each spend at the end of
+	// its grain (its instant rounded up to a multiple of RollingGrain since
+	// the Unix epoch) instead of at its exact instant: a spent token comes
+	// back between RefillPeriod and RefillPeriod+RollingGrain after it was
+	// spent, never sooner, so at most Capacity requests are admitted in any
+	// window of RefillPeriod, as without it. In exchange the bucket's state
+	// holds at most RefillPeriod/RollingGrain+1 spends whatever the
+	// capacity: its size and the cost of a decision no longer grow with the
+	// limit (docs/decisions/0110-inbound-fixed-size-window.md). 0 keeps the
+	// exact instants. At most RefillPeriod.
+	RollingGrain time.Duration
 }
 
 // PerMinute returns a continuous-refill policy of n tokens per minute with
@@ -135,6 +146,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: %s: a rolling window refills its whole capacity (refill tokens %d, capacity %d)", ErrInvalidPolicy, p.Name, p.RefillTokens, p.Capacity)
 	case p.Refill == RefillRolling && p.Capacity > MaxRollingCapacity:
 		return fmt.Errorf("%w: %s: a rolling window holds at most %d tokens", ErrInvalidPolicy, p.Name, MaxRollingCapacity)
+	case p.RollingGrain < 0 || p.RollingGrain > 0 && (p.Refill != RefillRolling || p.RollingGrain > p.RefillPeriod):
+		return fmt.Errorf("%w: %s: rolling grain %s: only a rolling window has one, at most its period", ErrInvalidPolicy, p.Name, p.RollingGrain)
 	case p.MinInterval < 0 || p.BlockFor < 0:
 		return fmt.Errorf("%w: %s: negative cooldown or block", ErrInvalidPolicy, p.Name)
 	case p.Grading > GradeCooldown:

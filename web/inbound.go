@@ -327,10 +327,19 @@ func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 	return nil
 }
 
-// rollingPolicy is an exact sliding window of limit requests per window:
-// each token spent comes back exactly one window later (RefillRolling),
-// and exceeding the limit blocks the key for block. Its takes write no
-// ledger rows (throttle.LedgerNoTakes), whichever limiter resolves it.
+// InboundGrains is how many grains a window of the inbound limiter is cut
+// into: a request is counted at the end of its grain (1 s of the default
+// 1-minute window), so a key's state holds at most InboundGrains+1 spends
+// whatever its limit (docs/decisions/0110-inbound-fixed-size-window.md).
+const InboundGrains = 60
+
+// rollingPolicy is a sliding window of limit requests per window: at most
+// limit requests are admitted in any window, each token spent coming back
+// one window after the end of its grain (RefillRolling with a
+// RollingGrain of window/InboundGrains: between one window and one window
+// and a grain after it was spent), and exceeding the limit blocks the key
+// for block. Its takes write no ledger rows (throttle.LedgerNoTakes),
+// whichever limiter resolves it.
 func rollingPolicy(name string, limit int64, window, block time.Duration, fail throttle.FailMode) throttle.Policy {
 	return throttle.Policy{
 		Name:         name,
@@ -338,6 +347,7 @@ func rollingPolicy(name string, limit int64, window, block time.Duration, fail t
 		Capacity:     limit,
 		RefillTokens: limit,
 		RefillPeriod: window,
+		RollingGrain: window / InboundGrains,
 		BlockFor:     block,
 		FailMode:     fail,
 		Ledger:       throttle.LedgerNoTakes,

@@ -36,7 +36,9 @@ const DefaultDSN = "sqlite://balde.db"
 // synchronous=NORMAL (durable across a crash of the process; the last
 // transactions may be lost on power loss), a checkpoint every 16,000 WAL
 // pages instead of SQLite's 1,000 (fewer, cheaper checkpoints in the
-// committing transaction; measured in docs/decisions/0008), and a 64 MiB
+// committing transaction; measured in docs/decisions/0008; Open turns it
+// off on its writer and checkpoints in the background instead, decision
+// 0112, unless the DSN sets its own), and a 64 MiB
 // journal_size_limit so a WAL that grew under a burst is truncated back
 // after the next checkpoint. Parameters given in the DSN come after these
 // and win.

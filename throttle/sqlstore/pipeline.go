@@ -17,7 +17,10 @@ import (
 // so exactness and the ledger are unchanged; only the waiting between
 // statements is gone. It returns ErrNoPipeline, having done nothing, when
 // the pool's connections are not the driver's.
-func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+//
+// A transaction that need not be durable (Store.NonDurable) sets
+// synchronous_commit off for itself first, in the same round trip.
+func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
@@ -29,6 +32,10 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 	var rows []bucketRow
 	var found []creditKey
 	var scans []func(Rows) error
+	if !durable {
+		load = append(load, Query{SQL: asyncCommitSQL})
+		scans = append(scans, func(Rows) error { return nil })
+	}
 	if len(rowKeys) > 0 {
 		ids, envs, identifiers := keyArrays(rowKeys)
 		load = append(load, Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})

@@ -65,6 +65,14 @@ type Options struct {
 	// again, in the background; default DefaultIntegrityEvery, negative:
 	// never.
 	IntegrityEvery time.Duration
+	// CheckpointEvery and WALLimit tune the background checkpoints of a
+	// SQLite file opened by Open (checkpoint.go): a PASSIVE checkpoint
+	// every CheckpointEvery (default DefaultCheckpointEvery), a TRUNCATE
+	// one when the WAL holds more than WALLimit bytes (default
+	// DefaultWALLimit). A DSN that sets wal_autocheckpoint keeps SQLite's
+	// checkpoints in the committing transaction instead.
+	CheckpointEvery time.Duration
+	WALLimit        int64
 }
 
 // Store is a throttle.Store and an inspect.Store on SQLite or PostgreSQL. Safe for concurrent use.
@@ -86,6 +94,10 @@ type Store struct {
 	// integrity is the SQLite file's integrity state (integrity.go); nil
 	// on PostgreSQL and for a store of OpenDB.
 	integrity *integrity
+	// checkpoints runs a SQLite file's WAL checkpoints off the commit path
+	// (checkpoint.go); nil on PostgreSQL, for a store of OpenDB and when
+	// the DSN sets wal_autocheckpoint.
+	checkpoints *checkpointer
 
 	mu          sync.RWMutex
 	policyID    map[string]int64
@@ -189,7 +201,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if _, err := checkSQLiteFile(SQLitePath(driverDSN)); err != nil {
 			return nil, formatError("open", err)
 		}
-		w, err := sql.Open(d.SQLName(), driverDSN+"&_txlock=immediate")
+		writerDSN, own := ownCheckpoints(driverDSN + "&_txlock=immediate")
+		w, err := sql.Open(d.SQLName(), writerDSN)
 		if err != nil {
 			return nil, formatError("open", err)
 		}
@@ -202,6 +215,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		r.SetMaxOpenConns(maxConns)
 		r.SetMaxIdleConns(maxConns)
+		if own {
+			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
+				w.Close()
+				r.Close()
+				return nil, formatError("open", err)
+			}
+		}
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write, s.read = sqlx.NewDb(w, "sqlite3"), sqlx.NewDb(r, "sqlite3")
 	case Postgres:
@@ -286,6 +306,7 @@ func (s *Store) ReadDB() *sqlx.DB { return s.read }
 func (s *Store) Close() error {
 	s.integrity.close()
 	var errs []error
+	errs = append(errs, s.checkpoints.close())
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
 	}
@@ -460,6 +481,42 @@ func (e applyError) Error() string { return e.err.Error() }
 
 // Update implements throttle.Store.
 func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	return s.updateRetried(ctx, keys, credits, apply, true)
+}
+
+// NonDurable returns s as a throttle.Store whose write transactions do not
+// wait for their commit to reach the disk: on PostgreSQL each runs with
+// synchronous_commit off (SET LOCAL, that transaction only), so a crash of
+// the database server may lose the last fraction of a second of its
+// commits — whole transactions, never part of one, and never anyone
+// else's. On SQLite it is s itself: synchronous=NORMAL in WAL mode already
+// syncs at checkpoints, not at each commit (decision 0008).
+//
+// It is for decisions whose loss costs nothing: the inbound limiter's (a
+// lost decision forgets a request to the application's own API). The DICT
+// and SIFEN mirrors decide through s, durably
+// (docs/decisions/0111-non-durable-inbound-commits.md). Exactness is the
+// same: the same locks, the same statements.
+func (s *Store) NonDurable() throttle.Store {
+	if s.engine != Postgres {
+		return s
+	}
+	return nonDurable{s}
+}
+
+// nonDurable is Store.NonDurable on PostgreSQL.
+type nonDurable struct{ *Store }
+
+func (n nonDurable) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	return n.updateRetried(ctx, keys, credits, apply, false)
+}
+
+// asyncCommitSQL makes the transaction it runs in commit without waiting
+// for its WAL to be flushed (PostgreSQL).
+const asyncCommitSQL = "SET LOCAL synchronous_commit TO OFF"
+
+// updateRetried is Update, durable or not (see NonDurable).
+func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, throttle.Key.Compare)
 	keys = slices.Compact(keys)
@@ -476,7 +533,7 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 	}
 	transient := newRetrier(s, "update")
 	for attempt := 1; ; attempt++ {
-		err := s.noteCorrupt(s.update(ctx, keys, credits, apply))
+		err := s.noteCorrupt(s.update(ctx, keys, credits, apply, durable))
 		var ae applyError
 		switch {
 		case err == nil:
@@ -500,11 +557,11 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 // maxAttempts bounds the retries of a PostgreSQL transaction that lost a race.
 const maxAttempts = 20
 
-func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	if p, ok := s.driver.(Pipeliner); ok && s.engine == Postgres {
 		// Two round trips instead of four when the driver pipelines (pgx
 		// does, on its own connections).
-		if err := s.updatePipelined(ctx, p, keys, credits, apply); !errors.Is(err, ErrNoPipeline) {
+		if err := s.updatePipelined(ctx, p, keys, credits, apply, durable); !errors.Is(err, ErrNoPipeline) {
 			return err
 		}
 	}
@@ -517,6 +574,11 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 		return err
 	}
 	defer tx.Rollback()
+	if !durable && s.engine == Postgres {
+		if _, err := tx.ExecContext(ctx, asyncCommitSQL); err != nil {
+			return err
+		}
+	}
 
 	byRow, rowKeys, refs := s.rowKeys(keys, credits)
 	rows, err := s.rw.loadBuckets(ctx, tx, rowKeys)

@@ -1,0 +1,124 @@
+package throttle_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
+)
+
+// grainPolicy is a rolling window of capacity per minute, with a grain.
+func grainPolicy(capacity int64, grain, block time.Duration) throttle.Policy {
+	return throttle.Policy{Name: "INBOUND_IP", Refill: throttle.RefillRolling, Capacity: capacity,
+		RefillTokens: capacity, RefillPeriod: time.Minute, RollingGrain: grain, BlockFor: block}
+}
+
+// TestRollingGrainNeverAdmitsMoreThanTheLimitInAWindow drives seeded random
+// arrivals (bursts, gaps, steps shorter and longer than the grain) through
+// rolling windows with grains that divide the window and that do not, and
+// checks the promise of decision 0110 on every window that starts at an
+// admission: at most Capacity admissions in [t, t+period). It also checks
+// that the state stays within period/grain+1 spends whatever the capacity,
+// and that the limit is not wasted: the run admits requests in every
+// window it is busy in.
+func TestRollingGrainNeverAdmitsMoreThanTheLimitInAWindow(t *testing.T) {
+	for _, tc := range []struct {
+		capacity     int64
+		grain, block time.Duration
+	}{
+		{5, time.Second, 0},
+		{120, time.Second, 0},
+		{120, time.Second, 5 * time.Second},
+		{1000, time.Second, 0},
+		{1000, 7 * time.Second, 0},
+		{37, 1300 * time.Millisecond, 2 * time.Second},
+		{3, time.Minute, 0},
+	} {
+		t.Run(fmt.Sprintf("capacity=%d/grain=%s/block=%s", tc.capacity, tc.grain, tc.block), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.capacity), uint64(tc.grain)))
+			clock := throttle.NewManualClock(throttletest.Epoch.Add(123456789))
+			store := throttletest.NewMemStore(clock.Now)
+			p := grainPolicy(tc.capacity, tc.grain, tc.block)
+			lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now})
+			require.NoError(t, err)
+			key := throttle.Key{Policy: p.Name, Env: "prod", Identifier: "198.51.100.7"}
+			maxSpends := int(p.RefillPeriod/p.RollingGrain) + 1
+			// The mean gap admits about twice the capacity per window,
+			// so the run is refused often and recovers often.
+			mean := p.RefillPeriod / time.Duration(2*tc.capacity)
+			var admitted []time.Time
+			for range 20 * int(tc.capacity) {
+				switch rng.IntN(10) {
+				case 0: // a burst: no time passes
+				case 1:
+					clock.Advance(time.Duration(rng.Int64N(int64(3 * p.RefillPeriod / 2))))
+				default:
+					clock.Advance(time.Duration(rng.Int64N(int64(2 * mean))))
+				}
+				d, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+				require.NoError(t, err)
+				if d.Allowed {
+					admitted = append(admitted, clock.Now())
+				}
+				bs, err := store.Buckets(context.Background(), []throttle.Key{key})
+				require.NoError(t, err)
+				if len(bs) == 1 {
+					require.LessOrEqual(t, len(bs[0].Spent), maxSpends, "spends in the state")
+				}
+			}
+			end := 0 // admitted[i:end] lie in [admitted[i], admitted[i]+period)
+			for i, at := range admitted {
+				for end < len(admitted) && admitted[end].Before(at.Add(p.RefillPeriod)) {
+					end++
+				}
+				require.LessOrEqual(t, int64(end-i), tc.capacity, "admissions in the window from %s", at)
+			}
+			require.Greater(t, int64(len(admitted)), 3*tc.capacity, "the windows refill")
+		})
+	}
+}
+
+// TestRollingGrainReturnsTokensWithinAGrainOfTheWindow: a token spent at t
+// comes back at the end of t's grain plus the window — not sooner, and no
+// later than one grain after the exact window — and the wait a refusal
+// announces is that instant.
+func TestRollingGrainReturnsTokensWithinAGrainOfTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		offset time.Duration // of the take into its grain
+		back   time.Duration // when the token is back, after the take
+	}{
+		{"at a grain's start", 0, time.Minute},
+		{"inside a grain", 300 * time.Millisecond, time.Minute + 700*time.Millisecond},
+		{"at a grain's last nanosecond", time.Second - 1, time.Minute + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := throttletest.Epoch.Truncate(time.Second).Add(tc.offset)
+			clock := throttle.NewManualClock(start)
+			p := grainPolicy(1, time.Second, 0)
+			lim, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now})
+			require.NoError(t, err)
+			key := throttle.Key{Policy: p.Name, Env: "prod", Identifier: "198.51.100.7"}
+			take := func() throttle.Decision {
+				t.Helper()
+				d, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+				require.NoError(t, err)
+				return d
+			}
+			require.True(t, take().Allowed)
+			d := take()
+			require.False(t, d.Allowed)
+			require.Equal(t, tc.back, d.RetryAfter)
+			clock.Set(start.Add(tc.back - 1))
+			require.False(t, take().Allowed, "one nanosecond early")
+			clock.Set(start.Add(tc.back))
+			require.True(t, take().Allowed, "back")
+		})
+	}
+}

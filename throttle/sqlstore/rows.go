@@ -31,6 +31,9 @@ type bucketRow struct {
 // bucketColumns lists the columns of bucketRow in scan order.
 const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
 
+// bucketStateColumns are bucketColumns without the key, in scan order.
+const bucketStateColumns = `tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
+
 // lockedBucketColumns are bucketColumns of buckets AS b, plus the minute of
 // the bucket's latest ledger row when it aggregates takes, joined as h on
 // b.last_entry: what a write transaction loads.
@@ -47,6 +50,32 @@ func scanBucketRow(sc scanner) (bucketRow, error) {
 	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
 		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
 	return r, err
+}
+
+// scanBucketState scans bucketStateColumns of key's row.
+func scanBucketState(sc scanner, key rowKey) (bucketRow, error) {
+	r := bucketRow{key: key}
+	err := sc.Scan(&r.tokens, &r.carry, &r.refilledAt,
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
+	return r, err
+}
+
+// nullInt is n as the driver takes it (nil or int64): passing the value
+// rather than the sql.NullInt64 spares database/sql its driver.Valuer
+// conversion of each argument.
+func nullInt(n sql.NullInt64) any {
+	if !n.Valid {
+		return nil
+	}
+	return n.Int64
+}
+
+// nullString is nullInt for sql.NullString.
+func nullString(n sql.NullString) any {
+	if !n.Valid {
+		return nil
+	}
+	return n.String
 }
 
 func scanLockedBucketRow(sc scanner) (bucketRow, error) {

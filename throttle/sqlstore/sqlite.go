@@ -113,7 +113,9 @@ func tuples(n, k int) string {
 // only when a transaction needs it (headMinutes).
 func loadSQL(n int) string {
 	if n == 1 {
-		return `SELECT ` + bucketColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
+		// The key is known: only the state columns are read (the driver
+		// pays per column of every query, not per row).
+		return `SELECT ` + bucketStateColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
 	}
 	return `
 		SELECT ` + bucketColumns + `
@@ -189,6 +191,9 @@ func chunks(n int, fn func(lo, hi int) error) error {
 }
 
 func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error) {
+	if len(keys) == 1 {
+		return w.loadBucket(ctx, tx, keys[0])
+	}
 	out := make([]bucketRow, 0, len(keys))
 	err := chunks(len(keys), func(lo, hi int) error {
 		st, err := prepared(w.loads, hi-lo)
@@ -214,6 +219,18 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		return rows.Err()
 	})
 	return out, err
+}
+
+// loadBucket is loadBuckets of one key: its state columns by primary key.
+func (w *sqliteWriter) loadBucket(ctx context.Context, tx *sql.Tx, k rowKey) ([]bucketRow, error) {
+	r, err := scanBucketState(tx.StmtContext(ctx, w.loads[1]).QueryRowContext(ctx, k.policyID, k.env, k.identifier), k)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []bucketRow{r}, nil
 }
 
 func (w *sqliteWriter) headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
@@ -270,7 +287,8 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 	if len(rows) == 1 {
 		r := rows[0]
 		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
-			r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.nextAt, r.heldUntil, r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
+			nullInt(r.lastSentAt), nullInt(r.lastEntry), nullInt(r.blockedUntil), r.spent, nullInt(r.nextAt), nullInt(r.heldUntil),
+			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
 	return chunks(len(rows), func(lo, hi int) error {
@@ -313,7 +331,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 		// SQLite numbers the row after the largest id, as below.
 		r := ws.ledger[0]
 		res, err := tx.StmtContext(ctx, w.ledger1).ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-			r.delta, r.balance, r.n, ws.heads[r.key], r.ref)
+			r.delta, r.balance, r.n, nullInt(ws.heads[r.key]), nullString(r.ref))
 		if err != nil {
 			return fmt.Errorf("insert ledger: %w", err)
 		}

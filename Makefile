@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test test-under-load test-tools race bench bench-ab lint build fuzz soak reliability clean
+.PHONY: run test test-under-load test-tools race bench bench-ab bench-peers lint build fuzz soak reliability clean
 
 # The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
@@ -58,6 +58,14 @@ bench-ab:
 		./bench-$$v.test -test.run '^$$' -test.bench '$(BENCH)' -test.benchtime $(BENCHTIME) -test.count 1 -test.timeout 60m \
 			| sed "s/^Benchmark/$$v\/round$$i\/Benchmark/" | tee -a bench-ab.out; \
 	done; done
+
+# balde beside redis_rate, ulule/limiter (Redis) and sethvargo/go-limiter
+# (memory), in one run: bench/peers is a module of its own (the peers'
+# dependencies stay out of go.mod). Redis on 127.0.0.1:6379; PostgreSQL rows
+# need BALDE_TEST_POSTGRES_DSN. Table in docs/BENCHMARKS.md ("Peers").
+PEERSCOUNT ?= 3
+bench-peers:
+	cd bench/peers && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(PEERSCOUNT) -timeout 60m . | tee ../../bench-peers.out
 
 # gofmt, go vet and staticcheck (a tool of go.mod: `go tool` builds the
 # pinned version, so nothing is installed by hand).

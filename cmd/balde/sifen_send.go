@@ -381,19 +381,6 @@ func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
 	}
 }
 
-// sifenResult is the JSON line --follow writes per document once SIFEN's
-// result is known: {"lot_result": {...}}.
-type sifenResult struct {
-	Document   int64  `json:"document"`
-	CDC        string `json:"cdc"`
-	Lot        string `json:"lot"`
-	Status     string `json:"status"`      // approved or rejected
-	Result     string `json:"result"`      // dEstRes
-	AuthNumber string `json:"auth_number"` // dProtAut
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-}
-
 // follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
 // sent documents and of every document of the database still sent — earlier
 // runs' or serve's — and reports each: approved (with dProtAut, and whether
@@ -408,43 +395,25 @@ func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 			ids = append(ids, it.doc)
 		}
 	}
-	var sum followSummary
+	var sum sifen.FollowSummary
 	left, err := sifen.FollowDocuments(ctx, b.sender, ids, sifen.FollowConfig{
 		Sleep: b.clock.Sleep,
 		Progress: func(e sifen.FollowEvent) {
 			if e.Kind == sifen.EventResult {
-				sum.count(e.Document.Status)
+				sum.Count(e.Document.Status)
 			}
 			b.drawFollow(e)
 		},
 	})
 	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
 	if b.rep.Mode() == report.JSON {
-		writeJSONLine(b.rep.Writer(), map[string]followSummary{"follow": sum})
+		writeJSONLine(b.rep.Writer(), map[string]sifen.FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
 		return &ExitError{Code: ExitFailed, Err: errors.New(b.rep.Tr.Sprintf(
 			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left)))}
 	}
 	return err
-}
-
-// followSummary is the JSON object --follow ends with: how many documents
-// got their result, how many are still sent, and whether Ctrl-C stopped
-// the follow.
-type followSummary struct {
-	Approved    int  `json:"approved"`
-	Rejected    int  `json:"rejected"`
-	Pending     int  `json:"pending"`
-	Interrupted bool `json:"interrupted"`
-}
-
-func (s *followSummary) count(st sifen.Status) {
-	if st == sifen.StatusRejected {
-		s.Rejected++
-	} else {
-		s.Approved++
-	}
 }
 
 // drawFollow shows one event of sifen.FollowDocuments.
@@ -455,20 +424,10 @@ func (b *sifenBatch) drawFollow(e sifen.FollowEvent) {
 	case sifen.EventWaiting:
 		b.rep.Waiting(e.Wait, b.rep.Tr.Sprintf("results of %d document(s)", len(e.IDs)))
 	case sifen.EventResult:
-		d := e.Document
-		line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
-		if d.Result != "" {
-			line += fmt.Sprintf(" result=%q", d.Result)
-		}
-		if d.AuthNumber != "" {
-			line += " dProtAut=" + d.AuthNumber
-		}
-		b.rep.Note(line + " " + strconv.Quote(d.Message))
+		r := sifen.NewLotResult(*e.Document)
+		b.rep.Note(r.String())
 		if b.rep.Mode() == report.JSON {
-			writeJSONLine(b.rep.Writer(), map[string]sifenResult{"lot_result": {
-				Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
-				AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
-			}})
+			writeJSONLine(b.rep.Writer(), map[string]sifen.LotResult{"lot_result": r})
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 	"github.com/balde-throttle/balde/web/i18n"
 )
@@ -119,8 +118,8 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if err != nil {
 			return UsageError("buckets list: --after: %v", err)
 		}
-		if *policy != "" && !slices.Contains(b.knownPolicies(), *policy) {
-			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.knownPolicies(), ", "))
+		if *policy != "" && !slices.Contains(b.eng.AdminPolicyNames(), *policy) {
+			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.eng.AdminPolicyNames(), ", "))
 		}
 		lo.filter.Policy, lo.filter.Env, lo.filter.IdentifierPrefix = *policy, *env, *id
 		lo.filter.After, lo.filter.Limit = cursor, *limit
@@ -145,21 +144,17 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	return b.reset(ctx, key, *actor, *yes)
 }
 
-// requireDatabase refuses a SQLite database file that does not exist: the
-// operator commands that read or fix state (buckets, prune) must not
-// create and migrate an empty database in the wrong directory and report
-// that nothing matches. PostgreSQL databases are created by their owner,
-// so they are not checked here.
+// requireDatabase refuses a DSN that does not parse or a SQLite file that
+// does not exist (balde.CheckDatabase): the operator commands that read or
+// fix state (buckets, prune) do not create an empty database.
 func requireDatabase(dsn string) error {
-	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
-		return UsageError("%v", err)
-	}
-	path, ok := balde.SQLiteFile(dsn)
-	if !ok {
-		return nil
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	err := balde.CheckDatabase(dsn)
+	if errors.Is(err, balde.ErrNoDatabase) {
+		path, _ := balde.SQLiteFile(dsn)
 		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
+	}
+	if err != nil {
+		return UsageError("%v", err)
 	}
 	return nil
 }
@@ -181,11 +176,7 @@ func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*en
 	if err != nil {
 		return nil, err
 	}
-	category, ok, err := eng.records.Category(ctx, eng.dict.Env(), cfg.DictParticipant)
-	if err == nil && ok {
-		err = eng.dict.SetCategory(category)
-	}
-	if err != nil {
+	if err := eng.RestoreDictCategory(ctx, cfg.DictParticipant); err != nil {
 		return nil, errors.Join(err, eng.close(ctx))
 	}
 	return eng, nil
@@ -243,18 +234,6 @@ type bucketsCmd struct {
 type listOptions struct {
 	filter inspect.Filter
 	sort   inspect.SortBy
-}
-
-// knownPolicies are the policy names this engine resolves.
-func (b bucketsCmd) knownPolicies() []string {
-	names := b.eng.PolicyNames()
-	for _, n := range web.InboundPolicyNames() {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return names
 }
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.

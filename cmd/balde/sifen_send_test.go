@@ -775,11 +775,11 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		outs := make([]string, len(sets))
+		outs, errs := make([]string, len(sets)), make([]string, len(sets))
 		var wg sync.WaitGroup
 		for i, set := range sets {
 			wg.Go(func() {
-				_, outs[i], _ = runIn(ctx, clock, "", env, append([]string{"sifen-send", "--json"}, set...)...)
+				_, outs[i], errs[i] = runIn(ctx, clock, "", env, append([]string{"sifen-send", "--json"}, set...)...)
 			})
 		}
 		done := make(chan struct{})
@@ -793,7 +793,7 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		var all []sifenRecord
 		for i := range outs {
 			items, sum := jsonLines[sifenRecord](t, outs[i])
-			require.Len(t, items, 90, "run %d: one line per DE", i)
+			require.Len(t, items, 90, "run %d: one line per DE; stderr: %s", i, errs[i])
 			t.Logf("run %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
 				if it.Result == report.Sent {

@@ -321,8 +321,24 @@ func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode 
 }
 
 // importDE inserts de, or turns the document holding its CDC back into a
-// draft of the new XML when sifen.Reimportable allows it.
+// draft of the new XML when sifen.Reimportable allows it. On PostgreSQL
+// the SELECT ... FOR UPDATE locks no row while the CDC is new, so two
+// imports of one CDC may both reach the INSERT: the second one's does
+// nothing once the first commits, and the document it committed is read
+// again and handled like any existing one (a *sifen.CDCError, or
+// replaced), never a unique-key failure.
 func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		id, done, err := s.importDEOnce(ctx, tx, env, de, mode, now)
+		if err != nil || done || attempt > 0 {
+			return id, err
+		}
+	}
+}
+
+// importDEOnce is one attempt of importDE; done is false when another
+// import committed the CDC after this one's read (nothing was written).
+func (s *Store) importDEOnce(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, mode sifen.ImportMode, now time.Time) (_ int64, done bool, _ error) {
 	var existing []docRow
 	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
 	if tx.DriverName() == "pgx" {
@@ -332,13 +348,13 @@ func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	}
 	err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC)
 	if err != nil {
-		return 0, wrapDB(err)
+		return 0, false, wrapDB(err)
 	}
 	if len(existing) == 1 {
 		ex := existing[0].document()
 		if !sifen.Reimportable(ex, de, mode) {
 			ex.XML = nil
-			return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
+			return 0, true, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
 		}
 		note := "imported again (was " + string(ex.Status) + ")"
 		if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
@@ -354,29 +370,31 @@ func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 			WHERE id = ?`),
 			de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
 			note, nanos(now), ex.ID)
-		return ex.ID, wrapDB(err)
+		return ex.ID, true, wrapDB(err)
 	}
 	// RETURNING rows are drained (rows.Next to the end): an unfinished
 	// statement would stop SQLite's WAL checkpoints.
 	rows, err := tx.QueryContext(ctx, tx.Rebind(`
 		INSERT INTO balde_documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
+		ON CONFLICT (env, cdc) DO NOTHING
 		RETURNING id`),
 		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), nanos(now), nanos(now))
 	if err != nil {
-		return 0, wrapDB(err)
+		return 0, false, wrapDB(err)
 	}
 	defer rows.Close()
 	var id int64
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {
-			return 0, wrapDB(err)
+			return 0, false, wrapDB(err)
 		}
+		done = true
 	}
 	if err := rows.Err(); err != nil {
-		return 0, wrapDB(err)
+		return 0, false, wrapDB(err)
 	}
-	return id, wrapDB(rows.Close())
+	return id, done, wrapDB(rows.Close())
 }
 
 // Claim implements sifen.DocumentStore: in one transaction it registers

@@ -78,6 +78,5 @@ func batchExit(cmd string, s report.Summary, tr *i18n.Printer) error {
 // Shorthands of package report for the commands.
 var (
 	writeJSONLine = report.WriteJSONLine
-	seconds       = report.Seconds
 	isTerminal    = report.IsTerminal
 )

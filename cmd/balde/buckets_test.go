@@ -64,8 +64,8 @@ type bucketsOut struct {
 
 // showOut is what "buckets show --json" prints.
 type showOut struct {
-	Bucket web.APIBucket `json:"bucket"`
-	Ledger []ledgerJSON  `json:"ledger"`
+	Bucket web.APIBucket        `json:"bucket"`
+	Ledger []web.APILedgerEntry `json:"ledger"`
 }
 
 func decodeJSON[T any](t *testing.T, s string) T {

@@ -34,7 +34,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
 	retention := cfg.LedgerRetention
-	fs.Var(durationFlag(&retention), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
+	fs.Var(flagOf(&retention, parseDuration, nil), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
 	batch := fs.Int("batch", 1000, "most rows deleted per transaction")
 	skipBuckets := fs.Bool("skip-buckets", false, "keep idle bucket rows (prune the ledger and lookups only)")
 	dryRun := fs.Bool("dry-run", false, "count what would be removed; remove nothing")

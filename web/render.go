@@ -104,6 +104,9 @@ type layout struct {
 	HomeURL   string
 	StyleURL  string
 	User      string
+	// ReadOnly is set for a viewer: the page marks the admin-only
+	// actions (forms that POST) as not available and says why.
+	ReadOnly  bool
 	RequestID string
 	// Refresh, when > 0, reloads the page every Refresh seconds.
 	Refresh int
@@ -125,6 +128,7 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		HomeURL:   s.path("adminBuckets"),
 		StyleURL:  s.path("static") + "style.css",
 		User:      info.user,
+		ReadOnly:  info.user != "" && info.role != RoleAdmin,
 		RequestID: info.id,
 	}
 	for _, n := range navItems {

@@ -37,8 +37,11 @@ type route struct {
 	path   string
 	prefix bool // match path as a prefix (static files)
 	format format
-	// admin routes require the admin credential.
+	// admin routes require a user (any role).
 	admin bool
+	// write routes change state (a reset, a send, a lookup that costs
+	// tokens): they need RoleAdmin; a viewer gets a 403.
+	write bool
 	// probe routes (health.go) skip the inbound limiter and log at debug.
 	probe  bool
 	handle func(w http.ResponseWriter, r *http.Request) error
@@ -55,8 +58,8 @@ func (s *Server) routes() []route {
 		// Admin pages (admin.go).
 		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
-		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, handle: s.confirmReset},
-		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, handle: s.resetBucket},
+		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
+		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.resetBucket},
 
 		// Machine endpoints (api.go, metrics.go, health.go).
 		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
@@ -69,15 +72,15 @@ func (s *Server) routes() []route {
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, and its Send to SIFEN button.
 		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, handle: s.listDocuments},
-		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, handle: s.importDocuments},
+		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, handle: s.showDocument},
-		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, handle: s.sendDocument},
-		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, handle: s.sendRUCDrafts},
+		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, handle: s.sendDocument},
+		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
 		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.showDictLookup},
-		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.lookupDictKey},
-		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, handle: s.creditDictPayment},
+		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, handle: s.lookupDictKey},
+		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, handle: s.creditDictPayment},
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
@@ -153,7 +156,7 @@ func (s *Server) chain(rt route) http.Handler {
 	})
 	h = s.checkCrossOrigin(h)
 	if rt.admin {
-		h = s.authenticate(h)
+		h = s.authenticate(h, rt)
 	}
 	if rt.name == "metrics" {
 		h = s.requireMetricsToken(h)
@@ -175,7 +178,8 @@ type requestInfo struct {
 	template string // the route's path template, for metric labels
 	id       string
 	clientIP netip.Addr
-	user     string // the authenticated admin
+	user     string // the authenticated user
+	role     Role   // the user's role
 }
 
 type requestInfoKey struct{}

@@ -42,15 +42,23 @@ type Server struct {
 	// Limiter decides on. Required.
 	Reader *inspect.Reader
 	// Admin is the credential of the admin pages, the API and the reset
-	// action (HTTP basic). Required unless Authenticate is set: the admin
-	// is never open.
+	// action (HTTP basic), always RoleAdmin. Required unless Users or
+	// Authenticate is set: the admin is never open.
 	Admin Credentials
+	// Users are more users of the admin pages (HTTP basic, beside Admin),
+	// each with its role: a RoleViewer sees every page and the /api/ read
+	// endpoints; only a RoleAdmin resets, sends and looks up. Names must be
+	// unique. See ParseUsers.
+	Users []Credentials
 	// Authenticate, when set, replaces the built-in basic authentication:
 	// it returns the name of the admin that sent r (recorded in the ledger
 	// on a reset), or ok false for a 401 without a basic-auth challenge.
 	// An app mounting Handler brings its own login this way (its session
 	// cookie, its SSO proxy's header). It may be called twice per request.
 	Authenticate func(r *http.Request) (user string, ok bool)
+	// RoleOf, with Authenticate, gives the role of the user it returned;
+	// nil makes every such user a RoleAdmin.
+	RoleOf func(r *http.Request, user string) Role
 	// Inbound limits the server's own endpoints per client IP and API
 	// token. Nil disables inbound limiting.
 	Inbound *Inbound
@@ -193,7 +201,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.Metrics.CountFrom(s.Reader, s.Logger)
 	s.metricsHandler = s.Metrics.handler(s.RuntimeMetrics)
 	if s.Authenticate == nil {
-		auth, err := newAuthenticator(s.Admin)
+		auth, err := newAuthenticator(s.Admin, s.Users)
 		if err != nil {
 			return nil, err
 		}

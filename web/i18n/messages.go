@@ -478,6 +478,12 @@ var messages = [][3]string{
 	{"%s %q is not an http(s) URL with a host", "%s %q não é uma URL http(s) com um host", "%s %q no es una URL http(s) con un host"},
 	{"%d refused", "%d recusados", "%d rechazados"},
 	{"%s to %s: %d events, %d → %d (lowest %d, highest %d)", "%s a %s: %d eventos, %d → %d (mínimo %d, máximo %d)", "%s a %s: %d eventos, %d → %d (mínimo %d, máximo %d)"},
+	// Roles and the audit page.
+	{"this action needs the admin role; viewers can only read", "esta ação exige o papel de admin; visualizadores só podem ler", "esta acción requiere el rol de admin; los lectores solo pueden leer"},
+	{"Read-only: you are signed in as a viewer. Resets, sends and lookups need an admin.", "Somente leitura: você entrou como visualizador. Reinícios, envios e consultas exigem um admin.", "Solo lectura: ingresó como lector. Reinicios, envíos y consultas requieren un admin."},
+	{"viewer", "visualizador", "lector"},
+	{"Only an admin can reset a bucket.", "Só um admin pode reiniciar um balde.", "Solo un admin puede reiniciar un balde."},
+	{"Only an admin can look up a key: a lookup takes tokens.", "Só um admin pode consultar uma chave: a consulta consome fichas.", "Solo un admin puede consultar una clave: la consulta consume fichas."},
 }
 
 // pluralForm is a message with plural forms per language (English,

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -175,6 +176,11 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		p.Status = s.prepareError(w, r, err).status
+	}
+	if res.EndToEndID != "" {
+		requestInfoFrom(r.Context()).outcome = fmt.Sprintf("%d %s, EndToEndId %s", p.Status, res.Key.Type, res.EndToEndID)
+	} else if p.Refusal != nil {
+		requestInfoFrom(r.Context()).outcome = fmt.Sprintf("%d refused locally: %s / %s", p.Status, p.Refusal.Policy, p.Refusal.Identifier)
 	}
 	s.Logger.Info("dict lookup", slog.String("key_type", string(res.Key.Type)), slog.Int("status", p.Status),
 		slog.String("end_to_end_id", res.EndToEndID), slog.String("user", requestInfoFrom(r.Context()).user))

@@ -18,6 +18,7 @@ import (
 // other way round), so a page cannot be added or removed by half. Each page
 // defines "title" and "content"; layout.html's "base" calls them.
 var pageFiles = []string{
+	"admin_audit.html",
 	"admin_bucket.html",
 	"admin_buckets.html",
 	"admin_reset.html",
@@ -98,12 +99,12 @@ func (s *Server) render(w http.ResponseWriter, status int, p page) error {
 type layout struct {
 	// T translates the page's words (chosen from Accept-Language) and
 	// shows times in the server's zone next to UTC; Lang is its tag.
-	T         *i18n.Printer
-	Lang      string
-	Nav       []navLink
-	HomeURL   string
-	StyleURL  string
-	User      string
+	T        *i18n.Printer
+	Lang     string
+	Nav      []navLink
+	HomeURL  string
+	StyleURL string
+	User     string
 	// ReadOnly is set for a viewer: the page marks the admin-only
 	// actions (forms that POST) as not available and says why.
 	ReadOnly  bool

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/audit/auditsql"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -39,7 +41,8 @@ func withViewer(t *testing.T) option {
 // A viewer reads every page and the API; every action that changes state
 // answers 403 with a message in the page's language, and changes nothing.
 func TestViewerReadsButCannotAct(t *testing.T) {
-	e := newEnv(t, withViewer(t), withDict(), withSifen(sifenConfig{}))
+	var trail *auditsql.Store
+	e := newEnv(t, withViewer(t), withDict(), withSifen(sifenConfig{}), withAudit(t, &trail))
 	k := key("P", "x")
 	e.take(k, 5)
 	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 1)...), sifen.EnvTest)
@@ -75,6 +78,9 @@ func TestViewerReadsButCannotAct(t *testing.T) {
 	require.Equal(t, int64(5), e.balance(k), "no reset happened")
 	require.Zero(t, e.sifenSends(t), "nothing was sent")
 	require.Zero(t, e.dictStats(t).Count(dict.OpGetEntry, http.StatusOK), "nothing was looked up")
+	entries, err := trail.List(t.Context(), audit.Query{})
+	require.NoError(t, err)
+	require.Empty(t, entries, "a refused action is not an action")
 
 	// The API in JSON.
 	resp := e.post("/admin/buckets/P/prod/x/reset", url.Values{"confirm": {"yes"}}, asViewer, withHeader("Accept-Language", "es-PY"))

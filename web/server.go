@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
@@ -90,6 +91,13 @@ type Server struct {
 	// static files at Debug) to Logger. Off by default for an application
 	// mounting Handler, which logs its own requests; balde serve sets it.
 	LogRequests bool
+
+	// Audit, when set, records every state-changing action of the admin
+	// pages (a reset, a SIFEN send or send-all, a DICT lookup from the
+	// form) with who, when, what and why, and serves the Audit page
+	// (/admin/audit). A reset then needs a reason. Nil: nothing is
+	// recorded, and the page answers 404 and leaves the navigation.
+	Audit audit.Store
 
 	// Sifen is the SIFEN send path of the documents pages (/documents): the
 	// same sifen.Sender the batch command sends with. Nil: those pages

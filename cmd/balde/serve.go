@@ -314,9 +314,14 @@ func (a *app) openServer(cfg Config) error {
 			return err
 		}
 	}
+	users, err := cfg.AllUsers()
+	if err != nil {
+		return UsageError("%v", err)
+	}
 	s := a.engine.NewServer(cfg.DictParticipant)
 	s.Addr = cfg.Addr
 	s.Admin = creds
+	s.Users = users
 	s.TrustedProxies = cfg.TrustedProxies
 	s.MetricsToken = cfg.MetricsToken
 	s.RuntimeMetrics = true // a process of its own: Go and process collectors too

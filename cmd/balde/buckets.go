@@ -34,7 +34,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
-			"  balde buckets reset --yes --actor alice --reason 'payer fixed its keys' ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
+			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)

@@ -77,15 +77,24 @@ type Entry struct {
 	// User is the admin user who acted, or CLIUser for the CLI.
 	User   string
 	Action Action
-	// Target is what the action was on: a bucket key
-	// ("POLICY/env/identifier"), a document ("document 12, RUC 80069563"),
-	// a RUC and env, a payer.
+	// Target is what the action was on, as data, not words, so that each
+	// reader sees it in their language: a reset's bucket key
+	// ("POLICY/env/identifier"), a sent document's id ("12"), a send-all's
+	// RUC and env ("ruc=80069563&env=test"), a lookup's payer id.
 	Target string
 	// Reason is why, as the operator typed it; required for a reset.
 	Reason string
-	// Outcome is what came of it, in words ("3 → 10 tokens", "sent",
-	// "refused locally: ...").
+	// Outcome is what came of it, as URL-encoded fields the Audit page
+	// renders in the reader's language: "before=3&after=10" (a reset),
+	// "result=blocked&wait=9" (a SIFEN send, SIFEN's result names),
+	// "status=200&e2e=E…" or "status=429&refused=POLICY/env/id" (a DICT
+	// lookup), "status=409&error=…" (a failure). Free text is shown as is.
 	Outcome string
+}
+
+// ResetOutcome is the Outcome of a reset from before to after tokens.
+func ResetOutcome(before, after int64) string {
+	return fmt.Sprintf("before=%d&after=%d", before, after)
 }
 
 // Validate reports whether e can be recorded: a user, a known action, a

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
@@ -564,7 +565,7 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info.outcome = fmt.Sprintf("%d → %d tokens", before.Tokens, after.Tokens)
+	info.outcome = audit.ResetOutcome(before.Tokens, after.Tokens)
 	s.Logger.Info("bucket reset", slog.String("key", key.String()), slog.String("user", info.user), slog.String("reason", reason))
 	http.Redirect(w, r, s.pathWithQuery("adminBucket", url.Values{"reset": {"1"}},
 		"policy", key.Policy, "env", key.Env, "identifier", key.Identifier), http.StatusSeeOther)

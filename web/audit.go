@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/audit"
@@ -43,7 +44,7 @@ func (w *auditedWriter) Write(b []byte) (int, error) {
 func (w *auditedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // auditTarget is what an audited request acts on, read from its path and
-// form.
+// form, as data (see audit.Entry.Target).
 func auditTarget(r *http.Request, action audit.Action) string {
 	switch action {
 	case audit.ActionReset:
@@ -52,12 +53,12 @@ func auditTarget(r *http.Request, action audit.Action) string {
 		}
 	case audit.ActionSifenSend:
 		if vars, err := pathVars(r); err == nil {
-			return "document " + vars["id"]
+			return vars["id"]
 		}
 	case audit.ActionSifenSendAll:
-		return "RUC " + r.PostFormValue("ruc") + " (" + r.PostFormValue("env") + ")"
+		return url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}}.Encode()
 	case audit.ActionDictLookup:
-		return "payer " + r.PostFormValue("payer_id")
+		return r.PostFormValue("payer_id")
 	}
 	return r.URL.Path
 }
@@ -98,15 +99,18 @@ func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err er
 	switch {
 	case err != nil:
 		p := problemOf(r, err)
-		e.Outcome = strconv.Itoa(p.status) + " " + p.message
+		e.Outcome = url.Values{"status": {strconv.Itoa(p.status)}, "error": {p.message}}.Encode()
 	case e.Outcome != "":
 	default:
-		e.Outcome = strconv.Itoa(w.status)
+		e.Outcome = url.Values{"status": {strconv.Itoa(w.status)}}.Encode()
 		if loc, perr := url.Parse(w.Header().Get("Location")); perr == nil && loc.Query().Get("result") != "" {
-			e.Outcome = loc.Query().Get("result")
-			if wait := loc.Query().Get("wait"); wait != "" {
-				e.Outcome += ", wait " + wait + " s"
+			out := url.Values{}
+			for _, k := range []string{"result", "wait", "n"} {
+				if v := loc.Query().Get(k); v != "" {
+					out.Set(k, v)
+				}
 			}
+			e.Outcome = out.Encode()
 		}
 	}
 	if _, rerr := s.Audit.Record(r.Context(), e); rerr != nil {
@@ -139,7 +143,90 @@ type auditOption struct {
 type auditView struct {
 	When, WhenUTC                         string
 	User, Action, Target, Reason, Outcome string
-	CLI                                   bool
+	// TargetURL links the target's page (a bucket, a document, a RUC's
+	// documents) when the server has it.
+	TargetURL string
+	CLI       bool
+}
+
+// targetView renders e's target in tr's language, with a link to its page.
+func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string) {
+	switch e.Action {
+	case audit.ActionReset:
+		parts := strings.SplitN(e.Target, "/", 3)
+		if len(parts) == 3 {
+			return e.Target, s.path("adminBucket", "policy", parts[0], "env", parts[1], "identifier", parts[2])
+		}
+	case audit.ActionSifenSend:
+		if _, err := strconv.ParseInt(e.Target, 10, 64); err == nil {
+			if s.Sifen != nil {
+				link = s.path("document", "id", e.Target)
+			}
+			return tr.Sprintf("document %s", e.Target), link
+		}
+	case audit.ActionSifenSendAll:
+		if q, err := url.ParseQuery(e.Target); err == nil && q.Get("ruc") != "" {
+			if s.Sifen != nil {
+				link = s.pathWithQuery("documents", q)
+			}
+			return "RUC " + q.Get("ruc") + " (" + q.Get("env") + ")", link
+		}
+	case audit.ActionDictLookup:
+		return tr.Sprintf("payer %s", e.Target), ""
+	}
+	return e.Target, ""
+}
+
+// resultLabels are SIFEN's send results (sifen.LotSendStatus) in words.
+var resultLabels = map[string]string{
+	"sent":       "sent",
+	"blocked":    "blocked",
+	"not_queued": "not queued",
+	"failed":     "failed",
+	"unknown":    "no answer",
+}
+
+// outcomeView renders an entry's outcome (see audit.Entry.Outcome) in
+// tr's language; free text is shown as it is.
+func outcomeView(tr *i18n.Printer, outcome string) string {
+	if strings.ContainsAny(outcome, " ") {
+		return outcome // free text, not fields
+	}
+	q, err := url.ParseQuery(outcome)
+	if err != nil {
+		return outcome
+	}
+	var parts []string
+	switch {
+	case q.Has("before") && q.Has("after"):
+		parts = append(parts, tr.Sprintf("%s → %s tokens", q.Get("before"), q.Get("after")))
+	case q.Has("result"):
+		label, ok := resultLabels[q.Get("result")]
+		if !ok {
+			label = q.Get("result")
+		}
+		parts = append(parts, tr.Sprintf(label))
+		if n := q.Get("n"); n != "" {
+			parts = append(parts, tr.Sprintf("%s document(s)", n))
+		}
+		if w, err := strconv.ParseInt(q.Get("wait"), 10, 64); err == nil && w > 0 {
+			parts = append(parts, waitIn(tr, time.Duration(w)*time.Second))
+		}
+	case q.Has("status"):
+		parts = append(parts, q.Get("status"))
+		if k := q.Get("refused"); k != "" {
+			parts = append(parts, tr.Sprintf("refused locally by %s, not sent", k))
+		}
+		if e2e := q.Get("e2e"); e2e != "" {
+			parts = append(parts, "EndToEndId "+e2e)
+		}
+		if msg := q.Get("error"); msg != "" {
+			parts = append(parts, tr.Text(msg))
+		}
+	default:
+		return outcome
+	}
+	return strings.Join(parts, " · ")
 }
 
 // actionLabel is an action's name on the page, translated.
@@ -193,16 +280,17 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.now()
 	for _, e := range entries {
-		p.Entries = append(p.Entries, auditView{
+		v := auditView{
 			When:    formatWhenIn(l.T, e.At, now),
 			WhenUTC: e.At.UTC().Format(time.RFC3339),
 			User:    e.User,
 			Action:  actionLabel(l.T, e.Action),
-			Target:  e.Target,
 			Reason:  e.Reason,
-			Outcome: e.Outcome,
-			CLI:     len(e.User) > 4 && e.User[:4] == "cli:",
-		})
+			Outcome: outcomeView(l.T, e.Outcome),
+			CLI:     strings.HasPrefix(e.User, "cli:"),
+		}
+		v.Target, v.TargetURL = s.targetView(l.T, e)
+		p.Entries = append(p.Entries, v)
 	}
 	if len(entries) == limit {
 		next := url.Values{}

@@ -74,13 +74,59 @@ func TestAuditRecordsOperatorActions(t *testing.T) {
 	require.Len(t, got, 3)
 	lookup, send, reset := got[0], got[1], got[2]
 	require.Equal(t, audit.Entry{User: adminUser, Action: audit.ActionReset, Target: "P/prod/x",
-		Reason: "payer called, key fixed", Outcome: "5 → 10 tokens"}, reset)
+		Reason: "payer called, key fixed", Outcome: "before=5&after=10"}, reset)
 	require.Equal(t, audit.ActionSifenSend, send.Action)
-	require.Equal(t, fmt.Sprintf("document %d", ids[0]), send.Target)
-	require.Equal(t, "sent", send.Outcome)
+	require.Equal(t, fmt.Sprint(ids[0]), send.Target)
+	require.Equal(t, "result=sent", send.Outcome)
 	require.Equal(t, audit.ActionDictLookup, lookup.Action)
-	require.Equal(t, "payer "+payerPF, lookup.Target)
-	require.True(t, strings.HasPrefix(lookup.Outcome, "200 CPF, EndToEndId E"), lookup.Outcome)
+	require.Equal(t, payerPF, lookup.Target)
+	require.Regexp(t, `^e2e=E[0-9A-Za-z]{31}&status=200$`, lookup.Outcome)
+
+	// The page says it in the reader's language, with links.
+	page := document(t, e.get("/admin/audit", asViewer, withHeader("Accept-Language", "pt-BR")))
+	rows := page.Find("table.audit tbody tr")
+	require.Equal(t, 3, rows.Length())
+	require.Equal(t, "5 → 10 fichas", rows.Eq(2).Find("td.outcome").Text())
+	require.Equal(t, "/admin/buckets/P/prod/x", rows.Eq(2).Find("td.target a").AttrOr("href", ""))
+	require.Equal(t, "enviado", rows.Eq(1).Find("td.outcome").Text())
+	require.Equal(t, fmt.Sprintf("documento %d", ids[0]), rows.Eq(1).Find("td.target a").Text())
+	require.Equal(t, docPath(ids[0]), rows.Eq(1).Find("td.target a").AttrOr("href", ""))
+	require.Equal(t, "pagador "+payerPF, rows.Eq(0).Find("td.target").Text())
+}
+
+// Outcomes recorded as fields are rendered in the reader's language; free
+// text recorded by an application is shown as it is.
+func TestAuditOutcomeInTheReadersLanguage(t *testing.T) {
+	var a *auditsql.Store
+	e := newEnv(t, withAudit(t, &a))
+	for _, en := range []audit.Entry{
+		{User: "ana", Action: audit.ActionSifenSendAll, Target: "env=test&ruc=80069563", Outcome: "n=3&result=blocked&wait=540"},
+		{User: "ana", Action: audit.ActionDictLookup, Target: payerPF, Outcome: "refused=ENTRIES_READ_USER_ANTISCAN_V2%2Fprod%2F52998224725&status=429"},
+		{User: "ana", Action: audit.ActionSifenSend, Target: "7", Outcome: "error=the+store+is+unavailable&status=503"},
+		{User: "app:billing", Action: audit.ActionSifenSend, Target: "8", Outcome: "queued by the billing job"},
+	} {
+		_, err := a.Record(t.Context(), en)
+		require.NoError(t, err)
+	}
+	outcomes := func(lang string) []string {
+		var out []string
+		document(t, e.get("/admin/audit", asAdmin, withHeader("Accept-Language", lang))).Find("td.outcome").Each(func(_ int, s *goquery.Selection) {
+			out = append(out, s.Text())
+		})
+		return out
+	}
+	require.Equal(t, []string{
+		"queued by the billing job",
+		"503 · the store is unavailable",
+		"429 · refused locally by ENTRIES_READ_USER_ANTISCAN_V2/prod/52998224725, not sent",
+		"blocked · 3 document(s) · in 9m0s",
+	}, outcomes("en"))
+	require.Equal(t, []string{
+		"queued by the billing job",
+		"503 · o armazenamento não está disponível",
+		"429 · rechazada localmente por ENTRIES_READ_USER_ANTISCAN_V2/prod/52998224725, no enviada",
+		"bloqueado · 3 documento(s) · en 9m0s",
+	}[2:], outcomes("es-PY")[2:])
 }
 
 func auditRows(doc *goquery.Document) [][]string {
@@ -103,7 +149,7 @@ func TestAuditPage(t *testing.T) {
 	}
 	_, err := a.Record(t.Context(), audit.Entry{User: audit.CLIUser("root"), Action: audit.ActionReset, Target: "P/prod/cli", Reason: "drill"})
 	require.NoError(t, err)
-	_, err = a.Record(t.Context(), audit.Entry{User: "bruno", Action: audit.ActionSifenSend, Target: "document 9", Outcome: "sent"})
+	_, err = a.Record(t.Context(), audit.Entry{User: "bruno", Action: audit.ActionSifenSend, Target: "9", Outcome: "result=sent"})
 	require.NoError(t, err)
 
 	page := document(t, e.get("/admin/audit", asViewer))
@@ -122,7 +168,7 @@ func TestAuditPage(t *testing.T) {
 
 	pt := document(t, e.get("/admin/audit?action=sifen-send", asAdmin, withHeader("Accept-Language", "pt-BR")))
 	require.Equal(t, "Auditoria", pt.Find("h1").Text())
-	require.Equal(t, [][]string{{"bruno", "Envio ao SIFEN", "document 9", ""}}, auditRows(pt))
+	require.Equal(t, [][]string{{"bruno", "Envio ao SIFEN", "documento 9", ""}}, auditRows(pt))
 	es := document(t, e.get("/admin/audit?user=nobody", asAdmin, withHeader("Accept-Language", "es-PY")))
 	require.Equal(t, "Ninguna acción registrada.", strings.TrimSpace(es.Find("p.empty").Text()))
 

@@ -485,7 +485,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if _, err := b.eng.Audit().Record(ctx, audit.Entry{User: audit.CLIUser(actor), Action: audit.ActionReset, Target: key.String(),
-		Reason: reason, Outcome: fmt.Sprintf("%d → %d tokens", st.Tokens, after.Tokens)}); err != nil {
+		Reason: reason, Outcome: audit.ResetOutcome(st.Tokens, after.Tokens)}); err != nil {
 		return fmt.Errorf("buckets reset: %s was reset but not recorded in the audit trail: %w", key, err)
 	}
 	if b.json {

@@ -242,7 +242,7 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, audit.ActionReset, entries[0].Action)
 			require.Equal(t, seededParticipant.String(), entries[0].Target)
 			require.Equal(t, "payer fixed its keys", entries[0].Reason)
-			require.Equal(t, fmt.Sprintf("%d → %d tokens", before.Bucket.Tokens, after.Bucket.Tokens), entries[0].Outcome)
+			require.Equal(t, fmt.Sprintf("before=%d&after=%d", before.Bucket.Tokens, after.Bucket.Tokens), entries[0].Outcome)
 		})
 		t.Run("NoReason", func(t *testing.T) {
 			beforeNoReason := show()

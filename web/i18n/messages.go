@@ -496,6 +496,13 @@ var messages = [][3]string{
 	{"SIFEN send", "Envio ao SIFEN", "Envío a SIFEN"},
 	{"SIFEN send all drafts", "Envio ao SIFEN de todos os rascunhos", "Envío a SIFEN de todos los borradores"},
 	{"buckets reset: --reason is required (it is recorded in the audit trail)", "buckets reset: --reason é obrigatório (fica registrado na auditoria)", "buckets reset: --reason es obligatorio (queda registrado en la auditoría)"},
+	{"document %s", "documento %s", "documento %s"},
+	{"payer %s", "pagador %s", "pagador %s"},
+	{"%s → %s tokens", "%s → %s fichas", "%s → %s fichas"},
+	{"%s document(s)", "%s documento(s)", "%s documento(s)"},
+	{"not queued", "não enfileirado", "no encolado"},
+	{"failed", "falhou", "falló"},
+	{"no answer", "sem resposta", "sin respuesta"},
 	{"Reason (recorded in the audit trail)", "Motivo (registrado na auditoria)", "Motivo (registrado en la auditoría)"},
 	{"bad request: a reset needs a reason, recorded in the audit trail", "requisição inválida: um reinício precisa de um motivo, registrado na auditoria", "solicitud inválida: un reinicio necesita un motivo, registrado en la auditoría"},
 }

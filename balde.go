@@ -29,6 +29,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/webhook"
 	"github.com/balde-throttle/balde/web"
 )
@@ -203,12 +204,12 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		if cfg.Dialect != sqlstore.SQLite && cfg.Dialect != sqlstore.Postgres {
 			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Dialect)}
 		}
-		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, cfg.Dialect, opts)
+		store, err = alldrivers.OpenDB(ctx, cfg.SQLDB, cfg.Dialect, opts)
 	case cfg.DB != "":
 		if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
 			return nil, &ConfigError{"DB", err}
 		}
-		store, err = sqlstore.Open(ctx, cfg.DB, opts)
+		store, err = alldrivers.Open(ctx, cfg.DB, opts)
 	default:
 		return nil, &ConfigError{"DB", errors.New("set DB (a DSN) or SQLDB (the application's pool)")}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -69,7 +70,7 @@ func legacySchema(t *testing.T, db *sql.DB, engine sqlstore.Engine, version int)
 
 func migrateUp(t *testing.T, dsn string) {
 	t.Helper()
-	require.NoError(t, sqlstore.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
+	require.NoError(t, alldrivers.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
 }
 
 // TestUpgradeFromUnprefixedSchema builds a database exactly as balde's
@@ -107,7 +108,7 @@ func TestUpgradeFromUnprefixedSchema(t *testing.T) {
 			exec(t, db, `CREATE SEQUENCE policies_id_seq`)
 		}
 
-		s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+		s, err := alldrivers.Open(context.Background(), dsn, sqlstore.Options{})
 		require.NoError(t, err)
 		defer s.Close()
 		v, dirty, err := s.SchemaVersion(context.Background())
@@ -144,7 +145,7 @@ func TestBesideAnApplicationSchema(t *testing.T) {
 		require.Equal(t, want, appState())
 		require.Equal(t, 0, count(t, db, `SELECT COUNT(*) FROM balde_documents`))
 
-		require.NoError(t, sqlstore.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error {
+		require.NoError(t, alldrivers.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error {
 			for {
 				v, _, err := m.Version()
 				if err != nil || v == 0 {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
-	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
@@ -48,14 +46,39 @@ type Migrator struct {
 	Logger *slog.Logger
 }
 
+// Driver is what differs between the engines for migrations: which
+// folder of migrations applies and golang-migrate's driver for the engine.
+// This package imports no database driver; each engine's package does
+// (throttle/sqlstore/sqlitedriver, throttle/sqlstore/pgxdriver), so an
+// application links only the engine it chose.
+type Driver interface {
+	// Engine names the folder of migrations: SQLite or Postgres.
+	Engine() Engine
+	// Instance returns golang-migrate's driver on db, recording versions in
+	// table. Closing it closes db.
+	Instance(db *sql.DB, table string) (database.Driver, error)
+	// OwnConn returns the handle the migrations of an application's pool
+	// db run on (NewShared): db itself with shared true, or a pool of its
+	// own with the configuration of db's connections, which Close closes.
+	OwnConn(ctx context.Context, db *sql.DB) (own *sql.DB, shared bool, err error)
+}
+
 // New returns a Migrator over db, which must be a dedicated handle: Close
 // closes it. NewShared migrates an application's pool and leaves it open.
-func New(db *sql.DB, engine Engine) (*Migrator, error) {
-	return newMigrator(db, engine, false)
+// d is the engine's driver (sqlitedriver.Driver{}, pgxdriver.Driver{}).
+func New(db *sql.DB, d Driver) (*Migrator, error) {
+	if d == nil {
+		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass its Driver{}")
+	}
+	return newMigrator(db, d, false)
 }
 
 // newMigrator is New; a shared db is left open by Close.
-func newMigrator(db *sql.DB, engine Engine, shared bool) (*Migrator, error) {
+func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
+	engine := d.Engine()
+	if engine != SQLite && engine != Postgres {
+		return nil, fmt.Errorf("migrations: unknown engine %q", engine)
+	}
 	src, err := iofs.New(FS, string(engine))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
@@ -63,15 +86,7 @@ func newMigrator(db *sql.DB, engine Engine, shared bool) (*Migrator, error) {
 	if err := adoptLegacy(db, engine); err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	var drv database.Driver
-	switch engine {
-	case SQLite:
-		drv, err = sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{MigrationsTable: VersionTable})
-	case Postgres:
-		drv, err = pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: VersionTable})
-	default:
-		return nil, fmt.Errorf("migrations: unknown engine %q", engine)
-	}
+	drv, err := d.Instance(db, VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -53,7 +54,7 @@ func TestUpDownUp(t *testing.T) {
 		require.NoError(t, err)
 		version := func() uint {
 			var v uint
-			require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error {
+			require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error {
 				var dirty bool
 				var err error
 				v, dirty, err = m.Version()
@@ -65,17 +66,17 @@ func TestUpDownUp(t *testing.T) {
 		up := func(m *migrations.Migrator) error { return m.Up() }
 		down := func(m *migrations.Migrator) error { return m.Down() }
 
-		require.NoError(t, sqlstore.Migrate(ctx, dsn, up))
+		require.NoError(t, alldrivers.Migrate(ctx, dsn, up))
 		require.Equal(t, latest, version())
 		for want := int(latest) - 1; want >= 0; want-- {
-			require.NoError(t, sqlstore.Migrate(ctx, dsn, down))
+			require.NoError(t, alldrivers.Migrate(ctx, dsn, down))
 			require.Equal(t, uint(want), version())
 		}
-		require.NoError(t, sqlstore.Migrate(ctx, dsn, down), "down at version 0 does nothing")
-		require.NoError(t, sqlstore.Migrate(ctx, dsn, up))
+		require.NoError(t, alldrivers.Migrate(ctx, dsn, down), "down at version 0 does nothing")
+		require.NoError(t, alldrivers.Migrate(ctx, dsn, up))
 		require.Equal(t, latest, version())
 
-		s, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+		s, err := alldrivers.Open(ctx, dsn, sqlstore.Options{})
 		require.NoError(t, err)
 		defer s.Close()
 		require.NoError(t, s.Ping(ctx))

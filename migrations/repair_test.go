@@ -10,6 +10,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -47,14 +48,14 @@ func TestUpRepairsADirtyVersion(t *testing.T) {
 				const dirtyAt = 5
 				migrateUp(t, dsn)
 				for v := latest; v >= dirtyAt; v-- {
-					require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+					require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
 				}
 				run := func(stmts ...string) { exec(t, db, stmts...) }
 				tc.prepare(t, run, engine, dirtyAt)
 				run(fmt.Sprintf(`UPDATE %s SET version = %d, dirty = true`, migrations.VersionTable, dirtyAt))
 
 				var rep migrations.Repair
-				err = sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error {
+				err = alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error {
 					rep, err = m.Repair(ctx)
 					if err != nil {
 						return err
@@ -71,7 +72,7 @@ func TestUpRepairsADirtyVersion(t *testing.T) {
 				require.Equal(t, tc.wantLanded, rep.Landed)
 				require.Contains(t, rep.Objects, "table balde_sifen_rucs")
 				require.Equal(t, 1, count(t, db, `SELECT count(*) FROM `+migrations.VersionTable+` WHERE dirty = false AND version = `+fmt.Sprint(latest)), "Up went on to the latest")
-				s, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+				s, err := alldrivers.Open(ctx, dsn, sqlstore.Options{})
 				require.NoError(t, err)
 				require.NoError(t, s.Close())
 			})
@@ -100,14 +101,14 @@ func TestRepairChecksWhatAMigrationDrops(t *testing.T) {
 			dsn, db := emptyDatabase(t, engine)
 			migrateUp(t, dsn)
 			for v, _ := migrations.Latest(engine); v > 6; v-- {
-				require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+				require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
 			}
 			if !landed {
-				require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
+				require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
 			}
 			exec(t, db, `UPDATE `+migrations.VersionTable+` SET version = 6, dirty = true`)
 			var rep migrations.Repair
-			require.NoError(t, sqlstore.Migrate(ctx, dsn, func(m *migrations.Migrator) (err error) {
+			require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) (err error) {
 				rep, err = m.Repair(ctx)
 				return err
 			}))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/golang-migrate/migrate/v4/database"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // NewShared returns a Migrator for an application's own pool: balde's
@@ -23,43 +22,23 @@ import (
 // (same server, database, user and search_path) and Close closes it; db's
 // connections are never held. A search_path an application sets after
 // connecting (SET in an AfterConnect hook) is not seen: put it in the DSN.
-func NewShared(ctx context.Context, db *sql.DB, engine Engine) (*Migrator, error) {
-	if engine != Postgres {
-		return newMigrator(db, engine, true)
+func NewShared(ctx context.Context, db *sql.DB, d Driver) (*Migrator, error) {
+	if d == nil {
+		return New(db, d)
 	}
-	own, err := openLike(ctx, db)
+	own, shared, err := d.OwnConn(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("migrations: postgres: %w", err)
+		return nil, fmt.Errorf("migrations: %s: %w", d.Engine(), err)
 	}
-	m, err := New(own, Postgres)
+	if shared {
+		return newMigrator(db, d, true)
+	}
+	m, err := New(own, d)
 	if err != nil {
 		own.Close()
 		return nil, err
 	}
 	return m, nil
-}
-
-// openLike opens a pool of its own with the configuration of db's pgx
-// connections.
-func openLike(ctx context.Context, db *sql.DB) (*sql.DB, error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	var own *sql.DB
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("the application's *sql.DB is a %T pool, not pgx's (github.com/jackc/pgx/v5/stdlib)", dc)
-		}
-		own = stdlib.OpenDB(*c.Conn().Config())
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return own, nil
 }
 
 // keepOpen is a golang-migrate driver whose Close leaves the database open

@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // A SIFEN send through the Sender, against the simulator: import two DEs
@@ -35,7 +36,7 @@ func ExampleSender_Send() {
 	// The throttle and the documents in one SQLite file.
 	dir, _ := os.MkdirTemp("", "balde-example")
 	defer os.RemoveAll(dir)
-	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "balde.db"), sqlstore.Options{Migrate: true, Clock: clock.Now, Logger: quiet})
+	store, err := sqlitedriver.Open(ctx, "sqlite://"+filepath.Join(dir, "balde.db"), sqlstore.Options{Migrate: true, Clock: clock.Now, Logger: quiet})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -26,6 +26,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -58,7 +59,7 @@ func TestHelperProcess(t *testing.T) {
 	at, err := time.Parse(time.RFC3339Nano, os.Getenv(envClock))
 	require.NoError(t, err)
 	clock := throttle.NewManualClock(at)
-	store, err := sqlstore.Open(context.Background(), os.Getenv(envDSN), sqlstore.Options{Clock: clock.Now})
+	store, err := alldrivers.Open(context.Background(), os.Getenv(envDSN), sqlstore.Options{Clock: clock.Now})
 	require.NoError(t, err)
 	defer store.Close()
 	_, sender := newSender(t, store, store, os.Getenv(envSim), sifen.PolicyConfig{}, clock.Now, sifen.SenderConfig{})

@@ -14,6 +14,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -27,7 +28,7 @@ func ExampleServer_Handler() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "balde.db"), sqlstore.Options{Migrate: true, Logger: quiet})
+	store, err := sqlitedriver.Open(ctx, "sqlite://"+filepath.Join(dir, "balde.db"), sqlstore.Options{Migrate: true, Logger: quiet})
 	if err != nil {
 		fmt.Println(err)
 		return

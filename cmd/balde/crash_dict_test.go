@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -207,7 +208,7 @@ func crashDictLookup(t *testing.T, senders int) {
 // dictLookupRecords returns the EndToEndIds of the lookups recorded in db.
 func dictLookupRecords(t *testing.T, db string) map[string]bool {
 	t.Helper()
-	store, err := sqlstore.Open(context.Background(), db, sqlstore.Options{})
+	store, err := alldrivers.Open(context.Background(), db, sqlstore.Options{})
 	require.NoError(t, err)
 	defer store.Close()
 	var ids []string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // fillDisk writes zeros to path until the file system is full and returns
@@ -138,7 +139,7 @@ func TestFullDisk(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop within 20 s")
 	}
-	s, err := sqlstore.Open(context.Background(), db, sqlstore.Options{})
+	s, err := alldrivers.Open(context.Background(), db, sqlstore.Options{})
 	require.NoError(t, err)
 	require.NoError(t, s.CheckIntegrity(context.Background()))
 	require.NoError(t, s.Close())

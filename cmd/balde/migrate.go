@@ -7,6 +7,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // runMigrate is "balde migrate up|down|version [--db DSN]" and
@@ -65,7 +66,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if force > int(latest) {
 		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
 	}
-	return sqlstore.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
+	return alldrivers.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
 		switch op {
 		case "up":
 			if err := mg.Up(); err != nil {

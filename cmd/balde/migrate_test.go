@@ -14,6 +14,7 @@ import (
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // TestConcurrentFirstStartMigratesOnce is issue 13's six processes started
@@ -101,7 +102,7 @@ func TestMigrateForce(t *testing.T) {
 	require.Equal(t, want, out)
 	code, _, stderr = run(t, nil, "migrate", "--db", db, "up")
 	require.Equal(t, ExitOK, code, stderr)
-	s, err := sqlstore.Open(t.Context(), db, sqlstore.Options{})
+	s, err := alldrivers.Open(t.Context(), db, sqlstore.Options{})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 

@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -175,7 +176,7 @@ func TestServeEndToEnd(t *testing.T) {
 	require.Contains(t, body, `balde_throttle_decisions_total{policy="INBOUND_IP",result="allowed"}`)
 
 	// serve applied the migrations.
-	require.NoError(t, sqlstore.Migrate(t.Context(), db, func(m *migrations.Migrator) error {
+	require.NoError(t, alldrivers.Migrate(t.Context(), db, func(m *migrations.Migrator) error {
 		v, dirty, err := m.Version()
 		require.False(t, dirty)
 		latest, _ := migrations.Latest(sqlstore.SQLite)
@@ -281,15 +282,15 @@ func TestServeStoreUnavailable(t *testing.T) {
 func TestStoreHealth(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn := sqlstoretest.DSN(t, engine)
-		store, err := sqlstore.Open(t.Context(), dsn, sqlstore.Options{})
+		store, err := alldrivers.Open(t.Context(), dsn, sqlstore.Options{})
 		require.NoError(t, err)
 		health := storeHealth(store)
 		require.NoError(t, health(t.Context()))
 
 		// One migration behind: unhealthy.
-		require.NoError(t, sqlstore.Migrate(t.Context(), dsn, func(m *migrations.Migrator) error { return m.Down() }))
+		require.NoError(t, alldrivers.Migrate(t.Context(), dsn, func(m *migrations.Migrator) error { return m.Down() }))
 		require.ErrorContains(t, health(t.Context()), "want")
-		require.NoError(t, sqlstore.Migrate(t.Context(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
+		require.NoError(t, alldrivers.Migrate(t.Context(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
 		require.NoError(t, health(t.Context()))
 
 		// The store is gone: unhealthy, as a store failure.

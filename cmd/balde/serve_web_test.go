@@ -28,6 +28,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 var (
@@ -230,7 +231,7 @@ func TestServePrunes(t *testing.T) {
 	resp, _ := c.postForm("/dict/lookup", url.Values{"key": {"11144477735"}, "payer_id": {"52998224725"}})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	store, err := sqlstore.Open(context.Background(), db, sqlstore.Options{})
+	store, err := alldrivers.Open(context.Background(), db, sqlstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	count := func(table string) int64 {

@@ -24,6 +24,7 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -42,7 +43,7 @@ func threeLotsOfOneRUC(t *testing.T) (dir string, cdcs []string) {
 
 func documentStatuses(t *testing.T, db string) map[string]int {
 	t.Helper()
-	store, err := sqlstore.Open(context.Background(), db, sqlstore.Options{})
+	store, err := alldrivers.Open(context.Background(), db, sqlstore.Options{})
 	require.NoError(t, err)
 	defer store.Close()
 	var rows []struct {

@@ -34,6 +34,8 @@ type Store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
 	retry func(ctx context.Context, op string, fn func() error) error
+	// commitError is the store's CommitError.
+	commitError func(error) error
 }
 
 var _ sifen.DocumentStore = (*Store)(nil)
@@ -41,7 +43,7 @@ var _ sifen.DocumentStore = (*Store)(nil)
 // New returns the documents store of s's database (migrated to 0006 or
 // later). It shares s's connections and retries as s does (s.Retry).
 func New(s *sqlstore.Store) *Store {
-	return &Store{write: s.DB(), read: s.ReadDB(), retry: s.Retry}
+	return &Store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
 }
 
 // docRow is a balde_documents row.
@@ -166,7 +168,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 			ruleErr = err
 			return nil // rolled back by the defer; not a store failure
 		}
-		return sqlstore.CommitError(tx.Commit())
+		return s.commitError(tx.Commit())
 	})
 	if ruleErr != nil {
 		return ruleErr

@@ -23,6 +23,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
@@ -124,7 +125,7 @@ func populatedDSNWith(b *testing.B, engine sqlstore.Engine, rows int, params str
 		return dsn
 	}
 	dsn := migratedBenchDSN(b, engine, "bench.db", fmt.Sprintf("balde_bench_%d", rows), params)
-	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	s, err := alldrivers.Open(context.Background(), dsn, sqlstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func migratedBenchDSN(b *testing.B, engine sqlstore.Engine, file, schema, params
 			b.Fatal(err)
 		}
 	}
-	if err := sqlstore.Migrate(context.Background(), dsn, upMigrations); err != nil {
+	if err := alldrivers.Migrate(context.Background(), dsn, upMigrations); err != nil {
 		b.Fatal(err)
 	}
 	return dsn
@@ -210,7 +211,7 @@ func benchSchema(schema string) (string, error) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	dsn := u.String()
-	return dsn, sqlstore.Migrate(context.Background(), dsn, upMigrations)
+	return dsn, alldrivers.Migrate(context.Background(), dsn, upMigrations)
 }
 
 func upMigrations(m *migrations.Migrator) error { return m.Up() }
@@ -233,7 +234,7 @@ func engines() []sqlstore.Engine { return sqlstoretest.Engines }
 func BenchmarkCeiling(b *testing.B) {
 	for _, keys := range []string{"1key", "1Mkeys"} {
 		b.Run(fmt.Sprintf("sqlite/handtx/%s/callers=1", keys), func(b *testing.B) {
-			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{})
+			s, err := alldrivers.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -248,7 +249,7 @@ func BenchmarkCeiling(b *testing.B) {
 			for _, keys := range []string{"1key", "1Mkeys"} {
 				for _, callers := range []int{1, 8, 16} {
 					b.Run(fmt.Sprintf("%s/%s/%s/callers=%d", engine, stmt, keys, callers), func(b *testing.B) {
-						s, err := sqlstore.Open(context.Background(), populatedDSN(b, engine), sqlstore.Options{MaxConns: callers})
+						s, err := alldrivers.Open(context.Background(), populatedDSN(b, engine), sqlstore.Options{MaxConns: callers})
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -284,7 +285,7 @@ func BenchmarkCeiling(b *testing.B) {
 func BenchmarkBatchCeiling(b *testing.B) {
 	for _, rows := range []int{8, 32} {
 		b.Run(fmt.Sprintf("sqlite/update/1Mkeys/rows=%d", rows), func(b *testing.B) {
-			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{MaxConns: 1})
+			s, err := alldrivers.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{MaxConns: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -425,7 +426,7 @@ func BenchmarkSQLiteSettings(b *testing.B) {
 func BenchmarkPostgresWriters(b *testing.B) {
 	for _, w := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("postgres/writers=%d/1Mkeys/callers=16", w), func(b *testing.B) {
-			s, err := sqlstore.Open(context.Background(), populatedDSN(b, sqlstore.Postgres), sqlstore.Options{MaxConns: 16})
+			s, err := alldrivers.Open(context.Background(), populatedDSN(b, sqlstore.Postgres), sqlstore.Options{MaxConns: 16})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -454,7 +455,7 @@ func BenchmarkPostgresWriters(b *testing.B) {
 // group.
 func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, policies throttle.Policies, cfg throttle.Config) (*throttle.Limiter, *throttle.GroupCommit) {
 	b.Helper()
-	s, err := sqlstore.Open(context.Background(), dsn, opts)
+	s, err := alldrivers.Open(context.Background(), dsn, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -480,7 +481,7 @@ func openBench(b *testing.B, dsn string, opts sqlstore.Options, group bool, poli
 // limiter of the bench policy.
 func openBenchReader(b *testing.B, dsn string) *inspect.Reader {
 	b.Helper()
-	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	s, err := alldrivers.Open(context.Background(), dsn, sqlstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -778,7 +779,7 @@ func windowStore(b *testing.B, engine sqlstore.Engine, name string, seed func(*s
 	}
 	dsn := migratedBenchDSN(b, engine, "window.db", "balde_bench_window_"+name, "")
 	clock := throttle.NewManualClock(throttletest.Epoch)
-	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{Clock: clock.Now})
+	s, err := alldrivers.Open(context.Background(), dsn, sqlstore.Options{Clock: clock.Now})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -100,7 +101,7 @@ func hammerChild(dsn string) int {
 	workers, _ := strconv.Atoi(os.Getenv(envChildWorkers))
 	attempts, _ := strconv.Atoi(os.Getenv(envChildAttempts))
 	d, _ := time.ParseDuration(os.Getenv(envChildFor))
-	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+	store, err := alldrivers.Open(ctx, dsn, sqlstore.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

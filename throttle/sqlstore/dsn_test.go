@@ -8,6 +8,7 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 func TestParseDSN(t *testing.T) {
@@ -48,7 +49,7 @@ func TestParseDSN(t *testing.T) {
 // TestOpenUnmigrated: opening a database that was never migrated, without
 // Migrate, is an error naming the likely cause, not a panic.
 func TestOpenUnmigrated(t *testing.T) {
-	_, err := sqlstore.Open(context.Background(), "sqlite://"+t.TempDir()+"/empty.db", sqlstore.Options{})
+	_, err := alldrivers.Open(context.Background(), "sqlite://"+t.TempDir()+"/empty.db", sqlstore.Options{})
 	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 	require.ErrorContains(t, err, "is the database migrated?")
 }

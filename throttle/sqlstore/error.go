@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -24,17 +22,10 @@ func formatError(op string, err error) error {
 	return fmt.Errorf("sqlstore: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
 }
 
-// retryable reports whether a PostgreSQL transaction lost a race and may be
-// run again from the start: a serialization failure, a deadlock, or a unique
-// violation from two transactions inserting the same new bucket.
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	switch pe.Code {
-	case "40001", "40P01", "23505":
-		return true
-	}
-	return false
+// retryable reports whether a transaction lost a race and may be run
+// again from the start: on PostgreSQL a serialization failure, a deadlock,
+// or a unique violation from two transactions inserting the same new
+// bucket (ClassLostRace).
+func retryable(d Driver, err error) bool {
+	return d.Classify(err)&ClassLostRace != 0
 }

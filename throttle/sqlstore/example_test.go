@@ -10,19 +10,22 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // A store of its own in a SQLite file (migrated at Open), a limiter over
 // it, and three takes of a policy of two per minute: the third is a
 // refusal, a value with the exact wait, and the ledger holds every take.
-// "postgres://…" opens PostgreSQL the same way.
+// The engine's package opens the store (sqlitedriver here: the program
+// links no PostgreSQL driver); pgxdriver.Open(ctx, "postgres://…", …)
+// opens PostgreSQL the same way and links no SQLite.
 func ExampleOpen() {
 	dir, _ := os.MkdirTemp("", "sqlstore-example-")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 	clock := throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC))
 
-	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "balde.db"), sqlstore.Options{
+	store, err := sqlitedriver.Open(ctx, "sqlite://"+filepath.Join(dir, "balde.db"), sqlstore.Options{
 		Migrate: true, Clock: clock.Now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)

@@ -14,9 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/balde-throttle/balde/migrations"
 )
 
@@ -74,13 +71,13 @@ func checkSQLiteFile(path string) (exists bool, err error) {
 // quick_check reads every page of the file (O(size)) and checks the
 // structure of every B-tree and record; it skips only the cross-check of
 // indexes against their tables that integrity_check adds.
-func quickCheck(ctx context.Context, db *sql.DB, path string) error {
+func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(10)`)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if isCorrupt(err) {
+		if isCorrupt(d, err) {
 			return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
 		}
 		return err
@@ -98,7 +95,7 @@ func quickCheck(ctx context.Context, db *sql.DB, path string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if isCorrupt(err) {
+		if isCorrupt(d, err) {
 			return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
 		}
 		return err
@@ -111,20 +108,15 @@ func quickCheck(ctx context.Context, db *sql.DB, path string) error {
 
 // isCorrupt reports whether err is SQLite's SQLITE_CORRUPT ("database disk
 // image is malformed") or SQLITE_NOTADB ("file is not a database").
-func isCorrupt(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+func isCorrupt(d Driver, err error) bool {
+	return d.Classify(err)&ClassCorrupt != 0
 }
 
 // checkAtOpen runs quickCheck bounded by timeout (0: the default,
 // negative: not checked). A
 // check cut short by the timeout is logged with the file's size and the
 // store opens; a failed one refuses.
-func checkAtOpen(ctx context.Context, db *sql.DB, path string, timeout time.Duration, logger *slog.Logger) error {
+func checkAtOpen(ctx context.Context, d Driver, db *sql.DB, path string, timeout time.Duration, logger *slog.Logger) error {
 	switch {
 	case timeout < 0:
 		return nil
@@ -134,7 +126,7 @@ func checkAtOpen(ctx context.Context, db *sql.DB, path string, timeout time.Dura
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	err := quickCheck(cctx, db, path)
+	err := quickCheck(cctx, d, db, path)
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
 		var size int64
 		if fi, serr := os.Stat(path); serr == nil {
@@ -180,7 +172,7 @@ func (s *Store) noteCorrupt(err error) error {
 		return err
 	}
 	if !errors.Is(err, ErrDatabaseCorrupt) {
-		if !isCorrupt(err) {
+		if !isCorrupt(s.driver, err) {
 			return err
 		}
 		err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, s.integrity.path, err)
@@ -206,7 +198,7 @@ func (s *Store) CheckIntegrity(ctx context.Context) error {
 	if err := s.corruptErr(); err != nil {
 		return formatError("check integrity", err)
 	}
-	err := quickCheck(ctx, s.read.DB, s.integrity.path)
+	err := quickCheck(ctx, s.driver, s.read.DB, s.integrity.path)
 	if err == nil {
 		s.integrity.checked.Store(time.Now().UnixNano())
 	}
@@ -267,7 +259,7 @@ func (in *integrity) close() {
 // instant leaves either no file at path or a complete database (issue
 // 23: a kill in the first milliseconds left a 0-byte file). The caller
 // holds the migration lock (migrations.LockSQLite).
-func createSQLite(ctx context.Context, path, driverDSN string) error {
+func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -275,7 +267,7 @@ func createSQLite(ctx context.Context, path, driverDSN string) error {
 		}
 	}
 	dsn := "file:" + tmp + strings.TrimPrefix(driverDSN, "file:"+path)
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open(d.SQLName(), dsn)
 	if err != nil {
 		return err
 	}
@@ -283,7 +275,7 @@ func createSQLite(ctx context.Context, path, driverDSN string) error {
 		db.Close()
 		return err
 	}
-	m, err := migrations.New(db, SQLite)
+	m, err := migrations.New(db, d)
 	if err != nil {
 		db.Close()
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // fileSum is the SHA-256 of the file at path: "untouched" means the same sum.
@@ -32,7 +33,7 @@ func corruptCopy(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	sound := filepath.Join(dir, "sound.db")
-	s, err := sqlstore.Open(context.Background(), "sqlite://"+sound, sqlstore.Options{Migrate: true})
+	s, err := alldrivers.Open(context.Background(), "sqlite://"+sound, sqlstore.Options{Migrate: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	db, err := sql.Open("sqlite", "file:"+sound)
@@ -86,15 +87,15 @@ func TestOpenRefusesABadFile(t *testing.T) {
 				run  func() error
 			}{
 				{"OpenMigrate", func() error {
-					_, err := sqlstore.Open(ctx, "sqlite://"+path, sqlstore.Options{Migrate: true})
+					_, err := alldrivers.Open(ctx, "sqlite://"+path, sqlstore.Options{Migrate: true})
 					return err
 				}},
 				{"Open", func() error {
-					_, err := sqlstore.Open(ctx, "sqlite://"+path, sqlstore.Options{})
+					_, err := alldrivers.Open(ctx, "sqlite://"+path, sqlstore.Options{})
 					return err
 				}},
 				{"MigrateVersion", func() error {
-					return sqlstore.Migrate(ctx, "sqlite://"+path, func(m *migrations.Migrator) error { _, _, err := m.Version(); return err })
+					return alldrivers.Migrate(ctx, "sqlite://"+path, func(m *migrations.Migrator) error { _, _, err := m.Version(); return err })
 				}},
 			} {
 				err := open.run()
@@ -115,7 +116,7 @@ func TestOpenRefusesABadFile(t *testing.T) {
 func TestCorruptionFoundWhileOpenRefusesEverything(t *testing.T) {
 	ctx := context.Background()
 	path := corruptCopy(t)
-	s, err := sqlstore.Open(ctx, "sqlite://"+path, sqlstore.Options{IntegrityTimeout: -1, IntegrityEvery: time.Nanosecond})
+	s, err := alldrivers.Open(ctx, "sqlite://"+path, sqlstore.Options{IntegrityTimeout: -1, IntegrityEvery: time.Nanosecond})
 	require.NoError(t, err)
 	defer s.Close()
 	deadline := time.Now().Add(10 * time.Second)

@@ -3,15 +3,11 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
@@ -22,8 +18,10 @@ import (
 // OpenDB: balde's pragmas (WAL, busy_timeout, ...; see ParseDSN) and
 // _txlock=immediate, so that every write transaction takes the database's
 // write lock at BEGIN and several processes on one file stay exact.
+// "sqlite" is registered by importing sqlitedriver:
 //
 //	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("app.db"))
+//	store, err := sqlitedriver.OpenDB(ctx, db, sqlstore.Options{Migrate: true})
 func SQLiteDSN(path string) string {
 	return sqliteDSN(path, "_txlock=immediate")
 }
@@ -47,29 +45,38 @@ func SQLiteDSN(path string) string {
 // store binds Go slices as PostgreSQL arrays. Its tables go in the first
 // schema of the pool's search_path (see the README's PostgreSQL section).
 // opts.MaxConns is ignored: the pool is the application's to size.
-func OpenDB(ctx context.Context, db *sql.DB, engine Engine, opts Options) (*Store, error) {
+//
+// opts.Driver is required and names the engine (sqlitedriver.OpenDB and
+// pgxdriver.OpenDB set it).
+func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, fmt.Errorf("sqlstore: OpenDB: nil *sql.DB")
 	}
+	d := opts.Driver
+	if d == nil {
+		return nil, checkDriver("OpenDB", d, "")
+	}
+	engine := d.Engine()
 	switch engine {
 	case SQLite:
-		if err := checkSQLitePool(ctx, db); err != nil {
+		if err := checkSQLitePool(ctx, d, db); err != nil {
 			return nil, err
 		}
 	case Postgres:
-		if _, ok := db.Driver().(*stdlib.Driver); !ok {
-			return nil, fmt.Errorf("sqlstore: OpenDB: PostgreSQL needs a pgx pool (github.com/jackc/pgx/v5/stdlib), not %T", db.Driver())
+		if err := d.CheckPool(db); err != nil {
+			return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
 		}
 	default:
 		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
 	}
 	if opts.Migrate {
-		if err := MigrateDB(ctx, db, engine, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
+		if err := MigrateDB(ctx, db, d, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
 			return nil, err
 		}
 	}
 	s := &Store{
 		engine:      engine,
+		driver:      d,
 		now:         opts.Clock,
 		logger:      opts.Logger,
 		shared:      true,
@@ -91,7 +98,7 @@ func OpenDB(ctx context.Context, db *sql.DB, engine Engine, opts Options) (*Stor
 		}
 		s.rw = w
 	} else {
-		s.write = sqlx.NewDb(db, "pgx")
+		s.write = sqlx.NewDb(db, "pgx") // sqlx binds "$1" for the driver name "pgx"
 		s.rw = postgresWriter{}
 	}
 	s.read = s.write
@@ -103,9 +110,9 @@ func OpenDB(ctx context.Context, db *sql.DB, engine Engine, opts Options) (*Stor
 }
 
 // MigrateDB runs fn with a Migrator on an application's pool, which stays
-// open (see migrations.NewShared).
-func MigrateDB(ctx context.Context, db *sql.DB, engine Engine, fn func(*migrations.Migrator) error) error {
-	m, err := migrations.NewShared(ctx, db, engine)
+// open (see migrations.NewShared). d is the engine's Driver.
+func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) error {
+	m, err := migrations.NewShared(ctx, db, d)
 	if err != nil {
 		return formatError("migrate", err)
 	}
@@ -117,7 +124,7 @@ func MigrateDB(ctx context.Context, db *sql.DB, engine Engine, fn func(*migratio
 // lock at BEGIN and waits for it: it begins a transaction on db and tries to
 // take the write lock from a connection of its own to the same file, without
 // waiting. A file it cannot name (in memory) is not checked.
-func checkSQLitePool(ctx context.Context, db *sql.DB) error {
+func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
 	var timeout int64
 	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
 		return formatError("open", err)
@@ -139,7 +146,7 @@ func checkSQLitePool(ctx context.Context, db *sql.DB) error {
 		return formatError("open", err)
 	}
 	defer tx.Rollback()
-	probe, err := sql.Open("sqlite", "file:"+(&url.URL{Path: file}).EscapedPath()+"?_pragma=busy_timeout(0)")
+	probe, err := sql.Open(d.SQLName(), "file:"+(&url.URL{Path: file}).EscapedPath()+"?_pragma=busy_timeout(0)")
 	if err != nil {
 		return formatError("open", err)
 	}
@@ -150,15 +157,8 @@ func checkSQLitePool(ctx context.Context, db *sql.DB) error {
 		_, _ = probe.ExecContext(ctx, `ROLLBACK`)
 		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool's transactions do not take the write lock at BEGIN (_txlock=immediate is missing; a transaction that loses a race would fail with SQLITE_BUSY): %s", fix)
 	}
-	if !isBusy(err) {
+	if d.Classify(err)&ClassBusy == 0 {
 		return formatError("open", err)
 	}
 	return nil
-}
-
-// isBusy reports whether err is SQLite's SQLITE_BUSY ("database is
-// locked"), extended codes included.
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
@@ -59,7 +60,7 @@ func TestOpenDBSharesTheApplicationsPool(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := appDB(t, engine)
 		clock := throttle.NewManualClock(throttletest.Epoch)
-		store, err := sqlstore.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
+		store, err := alldrivers.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
 		require.NoError(t, err)
 
 		p := throttle.PerMinute("P", 2, 2)
@@ -81,7 +82,7 @@ func TestOpenDBSharesTheApplicationsPool(t *testing.T) {
 		requireAppUntouched(t, db)
 
 		// Opening again (migrations current) changes nothing either.
-		store, err = sqlstore.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
+		store, err = alldrivers.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
 		require.NoError(t, err)
 		lim, err = throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: store.Now})
 		require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestOpenDBRefusesASQLitePoolThatWouldFailUnderContention(t *testing.T) {
 			defer db.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			_, err = sqlstore.OpenDB(ctx, db, sqlstore.SQLite, sqlstore.Options{Migrate: true})
+			_, err = alldrivers.OpenDB(ctx, db, sqlstore.SQLite, sqlstore.Options{Migrate: true})
 			require.ErrorContains(t, err, tt.want)
 			require.ErrorContains(t, err, "sqlstore.SQLiteDSN")
 		})
@@ -120,6 +121,6 @@ func TestOpenDBPostgresNeedsPgx(t *testing.T) {
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "app.db")))
 	require.NoError(t, err)
 	defer db.Close()
-	_, err = sqlstore.OpenDB(t.Context(), db, sqlstore.Postgres, sqlstore.Options{})
+	_, err = alldrivers.OpenDB(t.Context(), db, sqlstore.Postgres, sqlstore.Options{})
 	require.ErrorContains(t, err, "pgx")
 }

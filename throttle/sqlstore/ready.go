@@ -38,7 +38,7 @@ func (s *Store) CheckWrite(ctx context.Context) error {
 	}
 	s.integrityDue()
 	err := s.noteCorrupt(s.writeRoundTrip(ctx))
-	if err != nil && transient(err) && ctx.Err() == nil {
+	if err != nil && transient(s.driver, err) && ctx.Err() == nil {
 		s.flushIdle() // the retry runs on a new connection
 		err = s.writeRoundTrip(ctx)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -54,7 +55,7 @@ func TestDeletedSQLiteFileIsDetected(t *testing.T) {
 	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 	require.ErrorIs(t, store.CheckWrite(ctx), sqlstore.ErrDatabaseReplaced)
 
-	_, err = sqlstore.Open(ctx, dsn, sqlstore.Options{})
+	_, err = alldrivers.Open(ctx, dsn, sqlstore.Options{})
 	require.Error(t, err)
 	require.NoFileExists(t, path, "Open must not create a database where one was")
 
@@ -68,7 +69,7 @@ func TestDeletedSQLiteFileIsDetected(t *testing.T) {
 // database fails instead of creating an empty file.
 func TestOpenRefusesAMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "none.db")
-	_, err := sqlstore.Open(context.Background(), "sqlite://"+path, sqlstore.Options{})
+	_, err := alldrivers.Open(context.Background(), "sqlite://"+path, sqlstore.Options{})
 	require.Error(t, err)
 	require.NoFileExists(t, path)
 }

@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"modernc.org/sqlite"
-
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -53,41 +50,29 @@ const (
 
 // transient reports whether err is a failure of the database or of the
 // connection to it that is likely to pass by itself and after which the
-// statement or transaction did NOT take effect: a connection reset or
-// refused, a session terminated by an administrator or a restarting
-// server (57P01/57P02/57P03), a connection exception (class 08), a
-// serialization failure or deadlock (40001/40P01), or SQLite's
-// SQLITE_BUSY/SQLITE_LOCKED past its busy timeout. Errors of a COMMIT are
-// classified by the caller (see ErrCommitInDoubt).
-func transient(err error) bool {
+// statement or transaction did NOT take effect: what d classifies as
+// ClassTransient (on PostgreSQL a session terminated by an administrator or
+// a restarting server, 57P01/57P02/57P03, a connection exception, class 08,
+// a serialization failure or deadlock, 40001/40P01, too many connections,
+// 53300, a connection that could not be made; SQLite's
+// SQLITE_BUSY/SQLITE_LOCKED past its busy timeout), or, for an error that
+// is not the server's answer, a connection reset, refused or closed.
+// Errors of a COMMIT are classified by the caller (see ErrCommitInDoubt).
+func transient(d Driver, err error) bool {
 	if err == nil || errors.Is(err, ErrCommitInDoubt) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03",
-			pe.Code == "40001", pe.Code == "40P01", pe.Code == "53300",
-			strings.HasPrefix(pe.Code, "08"):
-			return true
-		}
-		return false
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-			return true
-		}
-		return false
+	c := d.Classify(err)
+	if c&ClassServer != 0 {
+		return c&ClassTransient != 0
 	}
 	var ne net.Error
-	var ce *pgconn.ConnectError
 	switch {
-	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+	case c&ClassTransient != 0,
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE),
-		errors.As(err, &ce), errors.As(err, &ne), pgconn.SafeToRetry(err):
+		errors.As(err, &ne):
 		return true
 	}
 	// pgx reports a connection it closed after a fatal error as "conn
@@ -104,28 +89,20 @@ func transient(err error) bool {
 // brokenConn reports whether err says the connection itself is gone, after
 // which the idle connections of the pool are likely gone too (a server
 // restart or pg_terminate_backend kills them all at once).
-func brokenConn(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+func brokenConn(d Driver, err error) bool {
+	if c := d.Classify(err); c&ClassServer != 0 {
+		return c&ClassBrokenConn != 0
 	}
-	var se *sqlite.Error
-	return transient(err) && !errors.As(err, &se)
+	return transient(d, err)
 }
 
 // definiteCommitFailure reports whether a failed COMMIT certainly did not
-// apply: the server answered with a rollback (class 40) or SQLite said so
-// (SQLite reports a commit's outcome synchronously, in process).
-func definiteCommitFailure(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		// Class 40 is a transaction rolled back (serialization failure,
-		// deadlock…), except 40003, statement_completion_unknown: its
-		// outcome is not known.
-		return strings.HasPrefix(pe.Code, "40") && pe.Code != "40003"
-	}
-	var se *sqlite.Error
-	return errors.As(err, &se)
+// apply: the server answered with a rollback (PostgreSQL's class 40 but
+// 40003) or SQLite said so (SQLite reports a commit's outcome
+// synchronously, in process).
+func definiteCommitFailure(d Driver, err error) bool {
+	c := d.Classify(err)
+	return c&ClassServer != 0 && c&ClassCommitFailed != 0
 }
 
 // backoff is the wait before retry number n (1 for the first).
@@ -142,6 +119,7 @@ func backoff(n int) time.Duration {
 type retrier struct {
 	s       *Store       // nil before the store is open
 	logger  *slog.Logger // before the store is open (Options.Logger); nil discards
+	driver  Driver       // before the store is open (Options.Driver)
 	op      string
 	attempt int
 	waited  time.Duration
@@ -161,7 +139,11 @@ func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, star
 // attempt runs on a fresh one.
 func (r *retrier) again(ctx context.Context, err error) bool {
 	r.attempt++
-	if !transient(err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
+	drv := r.driver
+	if r.s != nil {
+		drv = r.s.driver
+	}
+	if !transient(drv, err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
 		return false
 	}
 	if r.start.IsZero() {
@@ -177,7 +159,7 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	}
 	if r.s != nil {
 		logger = r.s.logger
-		if brokenConn(err) {
+		if brokenConn(drv, err) {
 			r.s.flushIdle()
 		}
 	}
@@ -215,8 +197,8 @@ func (s *Store) flushIdle() {
 // and comes back wrapped in ErrCommitInDoubt, which Retry never re-runs
 // (decision 0020). For packages that run their own transactions on DB()
 // inside Retry.
-func CommitError(err error) error {
-	if err == nil || definiteCommitFailure(err) {
+func (s *Store) CommitError(err error) error {
+	if err == nil || definiteCommitFailure(s.driver, err) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrCommitInDoubt, err)

@@ -1,5 +1,10 @@
 // Package sqlstore is the throttle.Store of balde on SQL: SQLite
 // (modernc.org/sqlite, pure Go, the embedded default) and PostgreSQL (pgx).
+// It imports neither driver: the caller chooses the engine's package, and
+// links only that one (see Driver):
+//
+//	s, err := sqlitedriver.Open(ctx, "sqlite://balde.db", sqlstore.Options{Migrate: true})
+//	s, err := pgxdriver.Open(ctx, "postgres://...", sqlstore.Options{Migrate: true})
 //
 // Every Update is one transaction. On SQLite the transaction takes the
 // database's write lock at BEGIN (BEGIN IMMEDIATE) and all writes of a
@@ -26,17 +31,20 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/jmoiron/sqlx"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
-// Options configure Open. The zero value is usable.
+// Options configure Open. Driver is required; the zero value of the rest
+// is usable.
 type Options struct {
+	// Driver is the engine's: sqlitedriver.Driver{} or pgxdriver.Driver{}
+	// (their Open and OpenDB set it). It must be the engine the DSN
+	// names.
+	Driver Driver
 	// Clock is read once per transaction, after its locks are taken.
 	// Default throttle.SystemClock.
 	Clock throttle.Clock
@@ -62,6 +70,7 @@ type Options struct {
 // Store is a throttle.Store and an inspect.Store on SQLite or PostgreSQL. Safe for concurrent use.
 type Store struct {
 	engine Engine
+	driver Driver
 	write  *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
 	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
 	rw     rowWriter
@@ -117,17 +126,22 @@ type writeSet struct {
 	heads            map[rowKey]sql.NullInt64
 }
 
-// Open connects to the database named by dsn (see ParseDSN), optionally
-// applying pending migrations first.
+// Open connects to the database named by dsn (see ParseDSN) through
+// opts.Driver, optionally applying pending migrations first.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	engine, driverDSN, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Migrate && !postgresCurrent(ctx, engine, driverDSN, opts.Logger) {
+	d := opts.Driver
+	if err := checkDriver("open", d, engine); err != nil {
+		return nil, err
+	}
+	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
 		r := newRetrier(nil, "migrate up")
 		r.logger = opts.Logger
+		r.driver = d
 		for {
 			err := migrate(ctx, dsn, opts, func(m *migrations.Migrator) error {
 				if opts.Logger != nil {
@@ -145,6 +159,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		engine:      engine,
+		driver:      d,
 		now:         opts.Clock,
 		logger:      opts.Logger,
 		policyID:    make(map[string]int64),
@@ -174,13 +189,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if _, err := checkSQLiteFile(SQLitePath(driverDSN)); err != nil {
 			return nil, formatError("open", err)
 		}
-		w, err := sql.Open("sqlite", driverDSN+"&_txlock=immediate")
+		w, err := sql.Open(d.SQLName(), driverDSN+"&_txlock=immediate")
 		if err != nil {
 			return nil, formatError("open", err)
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
-		r, err := sql.Open("sqlite", driverDSN+"&_pragma=query_only(1)")
+		r, err := sql.Open(d.SQLName(), driverDSN+"&_pragma=query_only(1)")
 		if err != nil {
 			w.Close()
 			return nil, formatError("open", err)
@@ -190,13 +205,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write, s.read = sqlx.NewDb(w, "sqlite3"), sqlx.NewDb(r, "sqlite3")
 	case Postgres:
-		db, err := sql.Open("pgx", driverDSN)
+		db, err := sql.Open(d.SQLName(), driverDSN)
 		if err != nil {
 			return nil, formatError("open", err)
 		}
 		db.SetMaxOpenConns(maxConns)
 		db.SetMaxIdleConns(maxConns)
 		s.maxConns = maxConns
+		// sqlx binds "$1" for the driver name "pgx".
 		s.write = sqlx.NewDb(db, "pgx")
 		s.read = s.write
 	}
@@ -211,7 +227,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if engine == SQLite {
 		path := SQLitePath(driverDSN)
 		if !opts.Migrate { // migrate checked it already
-			if err := checkAtOpen(ctx, s.read.DB, path, opts.IntegrityTimeout, s.logger); err != nil {
+			if err := checkAtOpen(ctx, d, s.read.DB, path, opts.IntegrityTimeout, s.logger); err != nil {
 				s.Close()
 				return nil, formatError("open", err)
 			}
@@ -291,8 +307,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return formatError("ping", s.withRetry(ctx, "ping", func() error { return s.read.PingContext(ctx) }))
 }
 
-// Migrate opens a dedicated connection to dsn and runs fn with a Migrator
-// (golang-migrate closes the connection it is given).
+// Migrate opens a dedicated connection to dsn through d and runs fn with a
+// Migrator (golang-migrate closes the connection it is given).
 //
 // SQLite: under the migration lock, a missing file is created whole (see
 // createSQLite: no process ever sees a partial or empty one), an empty
@@ -300,8 +316,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // must pass PRAGMA quick_check (bounded by DefaultIntegrityTimeout) or is
 // refused with ErrDatabaseCorrupt. The errors name the file and wrap
 // throttle.ErrStoreUnavailable.
-func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
-	return migrate(ctx, dsn, Options{}, fn)
+func Migrate(ctx context.Context, dsn string, d Driver, fn func(*migrations.Migrator) error) error {
+	return migrate(ctx, dsn, Options{Driver: d}, fn)
 }
 
 // migrate is Migrate with Open's options (the integrity check's bound, the
@@ -311,10 +327,12 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err != nil {
 		return err
 	}
-	driver := "sqlite"
+	d := opts.Driver
+	if err := checkDriver("migrate", d, engine); err != nil {
+		return err
+	}
 	created := false
 	if engine == Postgres {
-		driver = "pgx"
 		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
 			return err
 		}
@@ -332,14 +350,14 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 			return formatError("migrate", err)
 		}
 		if !exists && !inMemory {
-			if err := createSQLite(ctx, path, driverDSN); err != nil {
+			if err := createSQLite(ctx, d, path, driverDSN); err != nil {
 				return formatError("migrate: create "+path, err)
 			}
 			created = true
 		}
 		driverDSN += "&_txlock=immediate"
 	}
-	db, err := sql.Open(driver, driverDSN)
+	db, err := sql.Open(d.SQLName(), driverDSN)
 	if err != nil {
 		return formatError("migrate", err)
 	}
@@ -352,12 +370,12 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		if logger == nil {
 			logger = slog.Default().WithGroup("sqlstore")
 		}
-		if err := checkAtOpen(ctx, db, SQLitePath(driverDSN), opts.IntegrityTimeout, logger); err != nil {
+		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, logger); err != nil {
 			db.Close()
 			return formatError("migrate", err)
 		}
 	}
-	m, err := migrations.New(db, engine)
+	m, err := migrations.New(db, d)
 	if err != nil {
 		db.Close()
 		return formatError("migrate", err)
@@ -373,15 +391,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 // 30 ms a whole migration run rarely got through and a batch's start
 // failed with exit 3 (TestStoreFaultsPostgres). Any doubt (an error, no
 // version table) answers false, and the migration runs as before.
-func postgresCurrent(ctx context.Context, engine Engine, driverDSN string, logger *slog.Logger) bool {
-	if engine != Postgres {
+func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *slog.Logger) bool {
+	if d.Engine() != Postgres {
 		return false
 	}
-	latest, err := migrations.Latest(engine)
+	latest, err := migrations.Latest(Postgres)
 	if err != nil {
 		return false
 	}
-	db, err := sql.Open("pgx", driverDSN)
+	db, err := sql.Open(d.SQLName(), driverDSN)
 	if err != nil {
 		return false
 	}
@@ -390,6 +408,7 @@ func postgresCurrent(ctx context.Context, engine Engine, driverDSN string, logge
 	var dirty bool
 	r := newRetrier(nil, "schema version")
 	r.logger = logger
+	r.driver = d
 	for {
 		err = db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
 		if err == nil {
@@ -466,7 +485,7 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 			return ae.err
 		case errors.Is(err, ErrCommitInDoubt):
 			// Never re-run: it may have been applied (decision 0020).
-		case retryable(err) && attempt < maxAttempts && ctx.Err() == nil:
+		case retryable(s.driver, err) && attempt < maxAttempts && ctx.Err() == nil:
 			s.logger.Debug("retrying a transaction that lost a race", slog.Int("attempt", attempt), slog.Any("error", err))
 			continue
 		case transient.again(ctx, err):
@@ -482,10 +501,10 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 const maxAttempts = 20
 
 func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
-	if s.engine == Postgres {
-		// Two round trips instead of four when the pool is pgx's (it is,
-		// unless OpenDB was given another driver).
-		if err := s.updatePipelined(ctx, keys, credits, apply); !errors.Is(err, errNotPgx) {
+	if p, ok := s.driver.(Pipeliner); ok && s.engine == Postgres {
+		// Two round trips instead of four when the driver pipelines (pgx
+		// does, on its own connections).
+		if err := s.updatePipelined(ctx, p, keys, credits, apply); !errors.Is(err, ErrNoPipeline) {
 			return err
 		}
 	}
@@ -528,7 +547,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 	if err := s.rw.write(ctx, tx, s.writeSet(t, head, headMinute)); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	return CommitError(tx.Commit())
+	return s.CommitError(tx.Commit())
 }
 
 // rowKeys interns keys and credits' keys, and maps each back to its Key.

@@ -19,6 +19,7 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // PostgresEnv names the variable holding the PostgreSQL DSN for tests.
@@ -51,7 +52,7 @@ func DSN(tb testing.TB, engine sqlstore.Engine) string {
 	default:
 		tb.Fatalf("unknown engine %q", engine)
 	}
-	require.NoError(tb, sqlstore.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
+	require.NoError(tb, alldrivers.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
 	return dsn
 }
 
@@ -94,7 +95,7 @@ func MustOpen(tb testing.TB, engine sqlstore.Engine, clock throttle.Clock) *sqls
 // another store of the same test may share it) and closes it at cleanup.
 func MustOpenDSN(tb testing.TB, dsn string, clock throttle.Clock) *sqlstore.Store {
 	tb.Helper()
-	s, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{Clock: clock})
+	s, err := alldrivers.Open(context.Background(), dsn, sqlstore.Options{Clock: clock})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
 	return s

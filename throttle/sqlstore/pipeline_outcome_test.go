@@ -1,4 +1,4 @@
-package sqlstore
+package sqlstore_test
 
 import (
 	"errors"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 )
 
 // TestPipelineOutcome: a pipelined write and COMMIT is retried only when it
@@ -32,14 +35,14 @@ func TestPipelineOutcome(t *testing.T) {
 		{name: "CommitWithoutAnswerInDoubt", commitErr: io.EOF, closeErr: io.EOF, wantInDoubt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := pipelineOutcome(tc.writeErr, tc.commitErr, tc.closeErr)
+			err := sqlstore.PipelineOutcome(pgxdriver.Driver{}, tc.writeErr, tc.commitErr, tc.closeErr)
 			if tc.wantNil {
 				require.NoError(t, err)
 				return
 			}
 			require.Error(t, err)
-			require.Equal(t, tc.wantInDoubt, errors.Is(err, ErrCommitInDoubt), "%v", err)
-			require.Equal(t, tc.wantTransient, transient(err), "%v", err)
+			require.Equal(t, tc.wantInDoubt, errors.Is(err, sqlstore.ErrCommitInDoubt), "%v", err)
+			require.Equal(t, tc.wantTransient, sqlstore.Transient(pgxdriver.Driver{}, err), "%v", err)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlstore_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // TestLedgerIDAtAcrossGaps: the busy bucket's window start is found when
@@ -18,13 +20,13 @@ import (
 // client gave up (review).
 func TestLedgerIDAtAcrossGaps(t *testing.T) {
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "b.db")
-	require.NoError(t, Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
-	s, err := Open(context.Background(), dsn, Options{})
+	require.NoError(t, sqlitedriver.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error { return m.Up() }))
+	s, err := sqlitedriver.Open(context.Background(), dsn, sqlstore.Options{})
 	require.NoError(t, err)
 	defer s.Close()
 	ids := []int64{1, 2, 3, 4, 5, 10, 11, 20}
 	for _, id := range ids {
-		_, err := s.write.Exec(`INSERT INTO balde_token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n)
+		_, err := s.DB().Exec(`INSERT INTO balde_token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, n)
 			VALUES (?, 1, 'e', 'i', ?, 1, -1, 0, 1)`, id, id*int64(time.Second))
 		require.NoError(t, err)
 	}
@@ -32,7 +34,7 @@ func TestLedgerIDAtAcrossGaps(t *testing.T) {
 		{0, 1}, {1, 1}, {3, 3}, {5, 5}, {6, 10}, {10, 10}, {11, 11}, {12, 20}, {20, 20}, {25, 20},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		got, err := s.ledgerIDAt(ctx, tc.at*int64(time.Second), 20)
+		got, err := s.LedgerIDAt(ctx, tc.at*int64(time.Second), 20)
 		cancel()
 		require.NoError(t, err, "at %d s", tc.at)
 		require.Equal(t, tc.want, got, "first id at or after %d s", tc.at)

@@ -1,0 +1,75 @@
+// Package alldrivers chooses balde's engine from a DSN or an engine name,
+// and so links both: SQLite (sqlitedriver) and PostgreSQL (pgxdriver). It
+// is for programs that take either engine at run time, like cmd/balde and
+// the root package's balde.Open; an application on one engine imports that
+// engine's package instead and links only it.
+package alldrivers
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
+)
+
+// For returns the Driver of engine.
+func For(engine sqlstore.Engine) (sqlstore.Driver, error) {
+	switch engine {
+	case sqlstore.SQLite:
+		return sqlitedriver.Driver{}, nil
+	case sqlstore.Postgres:
+		return pgxdriver.Driver{}, nil
+	}
+	return nil, fmt.Errorf("sqlstore: unknown engine %q (sqlite or postgres)", engine)
+}
+
+// ForDSN returns the Driver of the engine dsn names (see sqlstore.ParseDSN).
+func ForDSN(dsn string) (sqlstore.Driver, error) {
+	engine, _, err := sqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return For(engine)
+}
+
+// Open is sqlstore.Open with the Driver of the engine dsn names.
+func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Store, error) {
+	d, err := ForDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	opts.Driver = d
+	return sqlstore.Open(ctx, dsn, opts)
+}
+
+// Migrate is sqlstore.Migrate with the Driver of the engine dsn names.
+func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
+	d, err := ForDSN(dsn)
+	if err != nil {
+		return err
+	}
+	return sqlstore.Migrate(ctx, dsn, d, fn)
+}
+
+// OpenDB is sqlstore.OpenDB on an application's pool of engine.
+func OpenDB(ctx context.Context, db *sql.DB, engine sqlstore.Engine, opts sqlstore.Options) (*sqlstore.Store, error) {
+	d, err := For(engine)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
+	}
+	opts.Driver = d
+	return sqlstore.OpenDB(ctx, db, opts)
+}
+
+// MigrateDB is sqlstore.MigrateDB on an application's pool of engine.
+func MigrateDB(ctx context.Context, db *sql.DB, engine sqlstore.Engine, fn func(*migrations.Migrator) error) error {
+	d, err := For(engine)
+	if err != nil {
+		return err
+	}
+	return sqlstore.MigrateDB(ctx, db, d, fn)
+}

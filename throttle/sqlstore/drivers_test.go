@@ -1,0 +1,117 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // the application's own pool
+)
+
+// TestOneEngineLinksOneDriver: an application links only the driver of the
+// engine it chose (issue 19 item 4, decision 0093). The engine-neutral
+// packages link neither driver; each driver package and a program on its
+// engine alone (testdata/sqliteonly, testdata/postgresonly) link only
+// their own.
+func TestOneEngineLinksOneDriver(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("SKIPPED: the go command is not on PATH; cannot list the packages' dependencies")
+	}
+	const (
+		mod          = "github.com/balde-throttle/balde/"
+		pgx          = "github.com/jackc/pgx"
+		sqlite       = "modernc.org/sqlite"
+		migratePgx   = "github.com/golang-migrate/migrate/v4/database/pgx"
+		migrateSQLit = "github.com/golang-migrate/migrate/v4/database/sqlite"
+	)
+	neither := []string{pgx, sqlite, migratePgx, migrateSQLit}
+	for _, tc := range []struct {
+		pkg            string
+		banned, needed []string
+	}{
+		{pkg: "throttle/sqlstore", banned: neither},
+		{pkg: "migrations", banned: neither},
+		{pkg: "dict/dictsql", banned: neither},
+		{pkg: "sifen/sifensql", banned: neither},
+		{pkg: "web", banned: neither},
+		{pkg: "throttle/sqlstore/sqlitedriver", banned: []string{pgx, migratePgx}, needed: []string{sqlite, migrateSQLit}},
+		{pkg: "throttle/sqlstore/pgxdriver", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx, migratePgx}},
+		{pkg: "throttle/sqlstore/testdata/sqliteonly", banned: []string{pgx, migratePgx}, needed: []string{sqlite}},
+		{pkg: "throttle/sqlstore/testdata/postgresonly", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx}},
+		{pkg: "throttle/sqlstore/alldrivers", needed: []string{pgx, sqlite}},
+	} {
+		t.Run(strings.ReplaceAll(tc.pkg, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "go", "list", "-deps", mod+tc.pkg).CombinedOutput()
+			require.NoError(t, err, "go list -deps %s: %s", tc.pkg, out)
+			deps := strings.Fields(string(out))
+			has := func(prefix string) []string {
+				var found []string
+				for _, p := range deps {
+					if strings.HasPrefix(p, prefix) {
+						found = append(found, p)
+					}
+				}
+				return found
+			}
+			for _, b := range tc.banned {
+				require.Empty(t, has(b), "%s links %s", tc.pkg, b)
+			}
+			for _, n := range tc.needed {
+				require.NotEmpty(t, has(n), "%s does not link %s", tc.pkg, n)
+			}
+		})
+	}
+}
+
+// TestOpenNeedsTheEnginesDriver: without a driver, or with another
+// engine's, nothing is opened or created, and the error says which package
+// to import.
+func TestOpenNeedsTheEnginesDriver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "balde.db")
+	dsn := "sqlite://" + path
+	up := func(m *migrations.Migrator) error { return m.Up() }
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"OpenWithoutDriver", func() error {
+			_, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Migrate: true})
+			return err
+		}, "sqlitedriver"},
+		{"OpenWithAnotherEnginesDriver", func() error {
+			_, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Migrate: true, Driver: pgxdriver.Driver{}})
+			return err
+		}, "the database is sqlite but the Driver is postgres's"},
+		{"MigrateWithoutDriver", func() error { return sqlstore.Migrate(ctx, dsn, nil, up) }, "sqlitedriver"},
+		{"OpenDBWithoutDriver", func() error {
+			db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(path))
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = sqlstore.OpenDB(ctx, db, sqlstore.Options{Migrate: true})
+			return err
+		}, "sqlitedriver"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorContains(t, tc.run(), tc.want)
+			_, err := os.Stat(path)
+			require.ErrorIs(t, err, fs.ErrNotExist, "no database created")
+		})
+	}
+}

@@ -1,0 +1,133 @@
+// Package pgxdriver is balde's PostgreSQL engine: pgx
+// (github.com/jackc/pgx/v5/stdlib, registered with database/sql as "pgx")
+// and golang-migrate's driver for it. An application on PostgreSQL imports
+// this package and throttle/sqlstore, and links no SQLite:
+//
+//	s, err := pgxdriver.Open(ctx, "postgres://...", sqlstore.Options{Migrate: true})
+package pgxdriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/golang-migrate/migrate/v4/database"
+	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+// Driver is the PostgreSQL sqlstore.Driver; it is a sqlstore.Pipeliner
+// (decision 0035). The zero value is ready.
+type Driver struct{}
+
+var (
+	_ sqlstore.Driver    = Driver{}
+	_ sqlstore.Pipeliner = Driver{}
+)
+
+// Engine returns sqlstore.Postgres.
+func (Driver) Engine() migrations.Engine { return migrations.Postgres }
+
+// SQLName returns "pgx", pgx's name in database/sql.
+func (Driver) SQLName() string { return "pgx" }
+
+// Instance returns golang-migrate's pgx driver on db.
+func (Driver) Instance(db *sql.DB, table string) (database.Driver, error) {
+	return pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: table})
+}
+
+// OwnConn opens a pool of its own with the configuration of db's pgx
+// connections (same server, database, user and search_path):
+// golang-migrate keeps one connection for the whole run, and an
+// application's connections are never held. db must be a pgx pool.
+func (Driver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer conn.Close()
+	var own *sql.DB
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the application's *sql.DB is a %T pool, not pgx's (github.com/jackc/pgx/v5/stdlib)", dc)
+		}
+		own = stdlib.OpenDB(*c.Conn().Config())
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return own, false, nil
+}
+
+// CheckPool returns an error unless db is a pgx pool: the store binds Go
+// slices as PostgreSQL arrays.
+func (Driver) CheckPool(db *sql.DB) error {
+	if _, ok := db.Driver().(*stdlib.Driver); !ok {
+		return fmt.Errorf("PostgreSQL needs a pgx pool (github.com/jackc/pgx/v5/stdlib), not %T", db.Driver())
+	}
+	return nil
+}
+
+// Classify reads PostgreSQL's SQLSTATE: a session terminated by an
+// administrator or a restarting server (57P01/57P02/57P03), a connection
+// exception (class 08), a serialization failure or deadlock (40001/40P01)
+// and too many connections (53300) are transient; 40001, 40P01 and a
+// unique violation (23505) lost a race; 57P* and class 08 broke the
+// connection; a COMMIT answered with class 40 (but 40003, whose outcome
+// is unknown) was rolled back. A connection that could not be made, or an
+// error pgx knows was raised before anything was sent, is transient.
+func (Driver) Classify(err error) sqlstore.ErrorClass {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		c := sqlstore.ClassServer
+		code := pe.Code
+		switch {
+		case code == "57P01", code == "57P02", code == "57P03",
+			code == "40001", code == "40P01", code == "53300",
+			strings.HasPrefix(code, "08"):
+			c |= sqlstore.ClassTransient
+		}
+		switch code {
+		case "40001", "40P01", "23505":
+			c |= sqlstore.ClassLostRace
+		}
+		if strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "08") {
+			c |= sqlstore.ClassBrokenConn
+		}
+		if strings.HasPrefix(code, "40") && code != "40003" {
+			c |= sqlstore.ClassCommitFailed
+		}
+		return c
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
+		return sqlstore.ClassTransient
+	}
+	return 0
+}
+
+// Open is sqlstore.Open on PostgreSQL (opts.Driver is set).
+func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Store, error) {
+	opts.Driver = Driver{}
+	return sqlstore.Open(ctx, dsn, opts)
+}
+
+// OpenDB is sqlstore.OpenDB on an application's pgx pool (opts.Driver is
+// set).
+func OpenDB(ctx context.Context, db *sql.DB, opts sqlstore.Options) (*sqlstore.Store, error) {
+	opts.Driver = Driver{}
+	return sqlstore.OpenDB(ctx, db, opts)
+}
+
+// Migrate is sqlstore.Migrate on PostgreSQL.
+func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
+	return sqlstore.Migrate(ctx, dsn, Driver{}, fn)
+}

@@ -1,0 +1,97 @@
+package pgxdriver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+// Pipeline runs p on conn's pgx connection in two batches: BEGIN and
+// p.Load, then p.Write's statements and COMMIT (decision 0035). It returns
+// sqlstore.ErrNoPipeline when conn is not pgx's. After an error it rolls
+// the transaction back, or has the pool discard the connection when even
+// that fails.
+func (Driver) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return sqlstore.ErrNoPipeline
+		}
+		pc := sc.Conn()
+		err := pipeline(ctx, pc, p)
+		if err != nil && !pc.PgConn().IsClosed() && pc.PgConn().TxStatus() != 'I' {
+			// Leave the connection as the pool expects it: outside a
+			// transaction, or discarded.
+			if _, rerr := pc.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+				return errors.Join(err, fmt.Errorf("rollback: %w", rerr), driver.ErrBadConn)
+			}
+		}
+		return err
+	})
+}
+
+func pipeline(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	for _, q := range p.Load {
+		b.Queue(q.SQL, q.Args...)
+	}
+	br := pc.SendBatch(ctx, b)
+	err := readLoads(br, p)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+
+	writes, err := p.Write()
+	if err != nil {
+		return err
+	}
+	b = &pgx.Batch{}
+	for _, q := range writes {
+		b.Queue(q.SQL, q.Args...)
+	}
+	b.Queue("COMMIT")
+	br = pc.SendBatch(ctx, b)
+	var writeErr, commitErr error
+	for range writes {
+		if _, writeErr = br.Exec(); writeErr != nil {
+			break
+		}
+	}
+	if writeErr == nil {
+		_, commitErr = br.Exec()
+	}
+	return p.Outcome(writeErr, commitErr, br.Close())
+}
+
+// readLoads reads the results of BEGIN and of the load queries of a batch.
+func readLoads(br pgx.BatchResults, p *sqlstore.Pipeline) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	for i := range p.Load {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		err = p.Scan(i, rows)
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

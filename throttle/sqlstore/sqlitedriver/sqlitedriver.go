@@ -1,0 +1,87 @@
+// Package sqlitedriver is balde's SQLite engine: modernc.org/sqlite (pure
+// Go, registered with database/sql as "sqlite") and golang-migrate's
+// driver for it. An application on SQLite imports this package and
+// throttle/sqlstore, and links no PostgreSQL driver:
+//
+//	s, err := sqlitedriver.Open(ctx, "sqlite://balde.db", sqlstore.Options{Migrate: true})
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/golang-migrate/migrate/v4/database"
+	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+// Driver is the SQLite sqlstore.Driver. The zero value is ready.
+type Driver struct{}
+
+var _ sqlstore.Driver = Driver{}
+
+// Engine returns sqlstore.SQLite.
+func (Driver) Engine() migrations.Engine { return migrations.SQLite }
+
+// SQLName returns "sqlite", modernc.org/sqlite's name in database/sql.
+func (Driver) SQLName() string { return "sqlite" }
+
+// Instance returns golang-migrate's SQLite driver on db.
+func (Driver) Instance(db *sql.DB, table string) (database.Driver, error) {
+	return sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{MigrationsTable: table})
+}
+
+// OwnConn returns db: SQLite's migrations run on the application's pool
+// itself (golang-migrate's SQLite driver holds no connection of its own).
+func (Driver) OwnConn(_ context.Context, db *sql.DB) (*sql.DB, bool, error) {
+	return db, true, nil
+}
+
+// CheckPool returns nil: what an application's SQLite pool needs
+// (_txlock=immediate, a busy_timeout) is checked by sqlstore.OpenDB with
+// statements.
+func (Driver) CheckPool(*sql.DB) error { return nil }
+
+// Classify reads SQLite's result code: every *sqlite.Error is the
+// database's answer and a COMMIT it fails certainly did not apply;
+// SQLITE_BUSY and SQLITE_LOCKED are transient, SQLITE_CORRUPT and
+// SQLITE_NOTADB say the file is corrupt.
+func (Driver) Classify(err error) sqlstore.ErrorClass {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return 0
+	}
+	c := sqlstore.ClassServer | sqlstore.ClassCommitFailed
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY:
+		c |= sqlstore.ClassTransient | sqlstore.ClassBusy
+	case sqlite3.SQLITE_LOCKED:
+		c |= sqlstore.ClassTransient
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		c |= sqlstore.ClassCorrupt
+	}
+	return c
+}
+
+// Open is sqlstore.Open on SQLite (opts.Driver is set).
+func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Store, error) {
+	opts.Driver = Driver{}
+	return sqlstore.Open(ctx, dsn, opts)
+}
+
+// OpenDB is sqlstore.OpenDB on an application's SQLite pool (opts.Driver
+// is set); open db with sqlstore.SQLiteDSN.
+func OpenDB(ctx context.Context, db *sql.DB, opts sqlstore.Options) (*sqlstore.Store, error) {
+	opts.Driver = Driver{}
+	return sqlstore.OpenDB(ctx, db, opts)
+}
+
+// Migrate is sqlstore.Migrate on SQLite.
+func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
+	return sqlstore.Migrate(ctx, dsn, Driver{}, fn)
+}

@@ -165,3 +165,33 @@ func (e *env) balance(k throttle.Key) int64 {
 	require.NoError(e.t, err)
 	return st.Tokens
 }
+
+// An application with its own login gives roles through RoleOf; without
+// it every user it authenticates is an admin, as before roles.
+func TestAppLoginWithRoles(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		roleOf     func(*http.Request, string) web.Role
+		wantStatus int
+	}{
+		{"RoleOfViewer", func(_ *http.Request, user string) web.Role {
+			if user == "guest" {
+				return web.RoleViewer
+			}
+			return web.RoleAdmin
+		}, http.StatusForbidden},
+		{"NoRoleOfIsAdmin", nil, http.StatusSeeOther},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, withServer(func(s *web.Server) {
+				s.Authenticate = func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
+				s.RoleOf = tt.roleOf
+			}))
+			k := key("P", "x")
+			e.take(k, 5)
+			guest := withHeader("X-User", "guest")
+			require.Equal(t, http.StatusOK, e.get("/admin/buckets/P/prod/x", guest).StatusCode)
+			require.Equal(t, tt.wantStatus, e.post("/admin/buckets/P/prod/x/reset", url.Values{"confirm": {"yes"}}, guest).StatusCode)
+		})
+	}
+}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -48,4 +50,27 @@ func TestServeUsersAndAudit(t *testing.T) {
 	_, page = viewer.get("/admin/audit?action=dict-lookup")
 	require.Contains(t, page, `<td class="user">admin</td>`)
 	require.Equal(t, ExitOK, sm.stop(t))
+}
+
+// balde prune counts (--dry-run) and removes the audit entries past the
+// retention, by their own time.
+func TestPruneAuditEntries(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
+	clock := newFakeTime(testEpoch)
+	seedBuckets(t, db, clock)
+	env := map[string]string{"BALDE_DB": db, "USER": "bob"}
+	ctx := context.Background()
+	code, _, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--reason", "drill", seededParticipant.String())
+	require.Equal(t, ExitOK, code, stderr)
+	require.Len(t, auditTrail(t, db, clock), 1)
+
+	clock.Advance(48 * time.Hour)
+	code, stdout, stderr := runIn(ctx, clock, "", env, "prune", "--json", "--retention", "24h", "--dry-run")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Equal(t, int64(1), decodeJSON[pruneJSON](t, stdout).AuditRows)
+	require.Len(t, auditTrail(t, db, clock), 1, "a dry run removes nothing")
+	code, stdout, stderr = runIn(ctx, clock, "", env, "prune", "--retention", "24h")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, stdout, "removed 1 audit entries older than 24h0m0s\n")
+	require.Empty(t, auditTrail(t, db, clock))
 }

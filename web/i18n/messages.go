@@ -503,6 +503,7 @@ var messages = [][3]string{
 	{"not queued", "não enfileirado", "no encolado"},
 	{"failed", "falhou", "falló"},
 	{"no answer", "sem resposta", "sin respuesta"},
+	{"%s %s audit entries older than %s", "%s %s entradas de auditoria anteriores a %s", "%s %s entradas de auditoría anteriores a %s"},
 	{"Reason (recorded in the audit trail)", "Motivo (registrado na auditoria)", "Motivo (registrado en la auditoría)"},
 	{"bad request: a reset needs a reason, recorded in the audit trail", "requisição inválida: um reinício precisa de um motivo, registrado na auditoria", "solicitud inválida: un reinicio necesita un motivo, registrado en la auditoría"},
 }

@@ -569,26 +569,26 @@ func ParseReconcileEvery(s string) (time.Duration, error) {
 }
 
 // AllUsers is Users and the users of UsersFile (web.ParseUsers), for
-// web.Server.Users. A name listed twice, in either or across both, is an
-// error, and so is a file that cannot be read.
+// web.Server.Users. A name listed twice, in either or across both or as
+// the admin's, is a *SettingError, and so is a file that cannot be read.
 func (c Settings) AllUsers() ([]web.Credentials, error) {
 	users := slices.Clip(c.Users)
 	if c.UsersFile != "" {
 		f, err := os.Open(c.UsersFile)
 		if err != nil {
-			return nil, fmt.Errorf("BALDE_USERS_FILE: %w", err)
+			return nil, settingError("BALDE_USERS_FILE: %v", err)
 		}
 		more, err := web.ParseUsers(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("BALDE_USERS_FILE %s: %w", c.UsersFile, err)
+			return nil, settingError("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
 		}
 		users = append(users, more...)
 	}
 	seen := map[string]bool{c.AdminUser: true}
 	for _, u := range users {
 		if seen[u.User] {
-			return nil, fmt.Errorf("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
+			return nil, settingError("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
 		}
 		seen[u.User] = true
 	}

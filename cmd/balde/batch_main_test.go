@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -59,7 +60,10 @@ func runChild(argsJSON string) int {
 		}
 		m.Clock = throttle.NewManualClock(t).Now
 	}
-	return m.Run(context.Background(), args)
+	// Signals as balde's main takes them: a test may press Ctrl-C.
+	ctx, stop := signalContext()
+	defer stop()
+	return m.Run(ctx, args)
 }
 
 // childCommand returns balde running args in a child process; at, when
@@ -220,16 +224,16 @@ func startDictSim(t *testing.T, category string, fake bool) *dictsim.Server {
 }
 
 // jsonLines splits --json output into item objects and the summary.
-func jsonLines[T any](t *testing.T, stdout string) ([]T, summary) {
+func jsonLines[T any](t *testing.T, stdout string) ([]T, report.Summary) {
 	t.Helper()
 	var items []T
-	var sum *summary
+	var sum *report.Summary
 	sc := bufio.NewScanner(strings.NewReader(stdout))
 	for sc.Scan() {
 		line := sc.Bytes()
 		require.Nil(t, sum, "a line after the summary: %s", line)
 		var probe struct {
-			Summary *summary `json:"summary"`
+			Summary *report.Summary `json:"summary"`
 		}
 		require.NoError(t, json.Unmarshal(line, &probe), "line %q", line)
 		if probe.Summary != nil {

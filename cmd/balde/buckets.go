@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -156,7 +157,7 @@ func requireDatabase(dsn string) error {
 	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
 		return UsageError("%v", err)
 	}
-	path, ok := sqlitePath(dsn)
+	path, ok := balde.SQLiteFile(dsn)
 	if !ok {
 		return nil
 	}
@@ -164,26 +165,6 @@ func requireDatabase(dsn string) error {
 		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
 	}
 	return nil
-}
-
-// sqlitePath is the file of a SQLite DSN; false for PostgreSQL, an
-// in-memory database or a DSN that does not parse.
-func sqlitePath(dsn string) (string, bool) {
-	engine, _, err := sqlstore.ParseDSN(dsn)
-	if err != nil || engine != sqlstore.SQLite {
-		return "", false
-	}
-	path := dsn
-	for _, p := range []string{"sqlite://", "file:"} {
-		path = strings.TrimPrefix(path, p)
-	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	if path == ":memory:" || strings.Contains(dsn, "mode=memory") {
-		return "", false
-	}
-	return path, true
 }
 
 // openAdminEngine opens the engine with every policy serve knows — the
@@ -274,26 +255,6 @@ func (b bucketsCmd) knownPolicies() []string {
 	return names
 }
 
-// page reads one page: in key order by keyset, or sorted over every
-// matching bucket (at most inspect.MaxScan), the first --limit of them.
-func (b bucketsCmd) page(ctx context.Context, lo listOptions) (inspect.Page, error) {
-	if lo.sort == inspect.SortKey {
-		return b.eng.Reader().List(ctx, lo.filter)
-	}
-	f := lo.filter
-	f.After = throttle.Key{}
-	all, partial, err := b.eng.Reader().ListAll(ctx, f)
-	if err != nil {
-		return inspect.Page{}, err
-	}
-	inspect.SortStates(all, lo.sort)
-	limit := lo.filter.Limit
-	if limit <= 0 {
-		limit = inspect.DefaultPageSize
-	}
-	return inspect.Page{States: all[:min(limit, len(all))], Partial: partial}, nil
-}
-
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
 func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
 	clock := b.m.batchClock()
@@ -301,7 +262,7 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 		if isTerminal(b.m.Stdout) {
 			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
 		}
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.now())))
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.Time())))
 		if err := b.list(ctx, lo); err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C during a draw
@@ -316,7 +277,7 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 
 // list prints one page of stored buckets, refilled to now.
 func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
-	page, err := b.page(ctx, lo)
+	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
 	if err != nil {
 		return err
 	}

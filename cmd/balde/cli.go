@@ -202,7 +202,7 @@ func oneLine(s string) string {
 // internalPrefixes are the error prefixes of balde's packages.
 var internalPrefixes = map[string]bool{
 	"sqlstore:": true, "migrate:": true, "migrations:": true, "throttle:": true,
-	"web:": true, "webhook:": true, "engine:": true, "groupcommit:": true,
+	"web:": true, "webhook:": true, "engine:": true, "groupcommit:": true, "balde:": true,
 }
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,65 +46,26 @@ var (
 	parseBlockMax       = balde.ParseSifenBlockMax
 )
 
-// checkSifenBlock checks what a single value cannot: the longest block
-// is at least one step. The error is a UsageError naming both settings.
-func (c Config) checkSifenBlock() error {
-	if c.SifenBlockMax < c.SifenBlockStep {
-		return UsageError("BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) %s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) %s: the longest block is at least one step",
-			c.SifenBlockMax, c.SifenBlockStep)
-	}
-	return nil
-}
+// checkSifenBlock is balde.Settings.CheckSifenBlock, a usage error.
+func (c Config) checkSifenBlock() error { return settingUsage(c.CheckSifenBlock()) }
 
-// dictSigning returns the DICT client's Signer and Verifier as configured
-// (each nil when not configured): the signing pair is DictSignCert and
-// DictSignKey, else the TLS pair DictCert and DictKey. A pair that cannot
-// be read, is not RSA or does not match is a usage error naming the
-// variables.
+// checkDictURLs is balde.Settings.CheckDictURLs, a usage error.
+func (c Config) checkDictURLs() error { return settingUsage(c.CheckDictURLs()) }
+
+// dictSigning is balde.Settings.DictSigning, its error a usage error.
 func (c Config) dictSigning() (dict.Signer, dict.Verifier, error) {
-	var signer dict.Signer
-	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
-	if certFile == "" && keyFile == "" {
-		certFile, keyFile, vars = c.DictCert, c.DictKey, "BALDE_DICT_CERT/BALDE_DICT_KEY"
-	}
-	switch {
-	case certFile == "" && keyFile == "":
-	case certFile == "" || keyFile == "":
-		return nil, nil, UsageError("DICT signing (%s): give both the certificate and the key", vars)
-	default:
-		s, err := dict.LoadXMLSigner(certFile, keyFile)
-		if err != nil {
-			return nil, nil, UsageError("DICT signing (%s): %v", vars, err)
-		}
-		signer = s
-	}
-	var verifier dict.Verifier
-	if c.DictVerifyCert != "" {
-		v, err := dict.LoadXMLVerifier(c.DictVerifyCert)
-		if err != nil {
-			return nil, nil, UsageError("DICT answers (BALDE_DICT_VERIFY_CERT): %v", err)
-		}
-		verifier = v
-	}
-	return signer, verifier, nil
+	s, v, err := c.DictSigning()
+	return s, v, settingUsage(err)
 }
 
-// checkDictURLs refuses a DICT URL that is not http(s) with a host, before
-// any database is opened or created (the DICT client would refuse it only
-// once the engine is open). The error is a UsageError naming the setting.
-func (c Config) checkDictURLs() error {
-	for _, u := range []struct{ setting, value string }{
-		{"BALDE_DICT_URL (--dict-url)", c.DictURL},
-		{"BALDE_DICT_POLICIES_URL (--dict-policies-url)", c.DictPoliciesURL},
-	} {
-		if u.value == "" {
-			continue
-		}
-		if p, err := url.Parse(u.value); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return UsageError("%s %q is not an http(s) URL with a host", u.setting, u.value)
-		}
+// settingUsage turns a *balde.SettingError into a usage error translated
+// as its English format is (web/i18n); nil stays nil.
+func settingUsage(err error) error {
+	var se *balde.SettingError
+	if !errors.As(err, &se) {
+		return err
 	}
-	return nil
+	return &ExitError{Code: ExitUsage, Err: err, format: se.Format, args: se.Args}
 }
 
 // setParsed stores in dst what parse reads from s; on an error dst keeps

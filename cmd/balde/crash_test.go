@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -110,7 +111,7 @@ func TestCrashSifenSend(t *testing.T) {
 		// Recovery: later, once every claim is old enough to resolve.
 		later := newFakeTime(time.Now().Add(time.Minute + sifen.DefaultResolveAfter))
 		env := map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"}
-		var sum summary
+		var sum report.Summary
 		var lastOut string
 		for run := 0; run < 3; run++ {
 			code, stdout, stderr := runIn(context.Background(), later, "", env, args...)
@@ -265,7 +266,7 @@ func TestCrashServe(t *testing.T) {
 			writeFile(t, dir, fmt.Sprintf("%03d.xml", i), d.File())
 		}
 		later := newFakeTime(time.Now().Add(time.Hour + sifen.DefaultResolveAfter))
-		var sum summary
+		var sum report.Summary
 		var lastOut string
 		for run := 0; run < 3; run++ {
 			code, stdout, stderr := runIn(context.Background(), later, "", map[string]string{"SIFEN_THROTTLE_SECONDS": "0.02"},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -104,7 +105,7 @@ func TestBatchAndSendButtonShareTheCooldown(t *testing.T) {
 	require.Equal(t, len(batchCDCs), sum.Sent)
 	lots := map[string]bool{}
 	for _, it := range items {
-		require.Equal(t, resultSent, it.Result, it.Message)
+		require.Equal(t, report.Sent, it.Result, it.Message)
 		lots[it.Lot] = true
 	}
 	require.Len(t, lots, 3, "120 documents of one RUC go in lots of 50, 50 and 20")

@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/report"
 )
 
 // runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)
@@ -98,14 +94,13 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 
-	rep := newReporter(m.Stdout, chooseMode(m.Stdout, *jsonOut), len(reqs), "dict-lookup", clock, m.printer())
+	mode := report.ChooseMode(m.Stdout, *jsonOut)
+	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
+	rep.Progress = wf.progressTo(m, mode)
 	// The batch's lookups run side by side: their waits go straight to the
 	// underlying sleep (the reporter's countdown is for one wait at a
 	// time), and each delivered result adds its own wait to the summary.
-	sleep := clock.Sleep
-	if clock.hook != nil {
-		sleep = clock.hook.sleep
-	}
+	sleep := clock.BaseSleep()
 	batch := dict.Batch{
 		Client:  client,
 		Wait:    wait,
@@ -114,7 +109,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		Sleep:   sleep,
 		Progress: func(ev dict.BatchEvent) {
 			if ev.Kind == dict.BatchWaiting {
-				rep.waiting(ev.Wait, rep.tr.Sprintf("%s on %s", rep.tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
+				rep.Waiting(ev.Wait, rep.Tr.Sprintf("%s on %s", rep.Tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
 			}
 		},
 	}
@@ -123,11 +118,10 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	err = batch.Run(ctx, reqs, func(res dict.BatchResult) error {
 		rec := lookupRecordOf(res, wait, maxWait, rep)
 		delivered++
-		rep.waitd += res.Waited
-		rep.sum.WaitS = seconds(rep.waitd)
-		rep.item(rec.Result, rec.line(), rec)
+		rep.AddWait(res.Waited)
+		rep.Item(report.Result(rec.Result), rec.line(), rec.LookupRecord)
 		if out != nil {
-			if err := out.write(rec); err != nil {
+			if err := out.Write(rec.LookupRecord); err != nil {
 				outErr = fmt.Errorf("dict-lookup: --out: %w", err)
 				return outErr
 			}
@@ -136,16 +130,16 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	})
 	switch {
 	case outErr != nil:
-		rep.finish(false, len(reqs)-delivered)
+		rep.Finish(false, len(reqs)-delivered)
 		return outErr
 	case ctx.Err() != nil:
-		rep.finish(true, len(reqs)-delivered)
-		return batchExit("dict-lookup", rep.sum, rep.tr)
+		rep.Finish(true, len(reqs)-delivered)
+		return batchExit("dict-lookup", rep.Summary(), rep.Tr)
 	case err != nil:
-		rep.finish(false, len(reqs)-delivered)
+		rep.Finish(false, len(reqs)-delivered)
 		return err
 	}
-	return batchExit("dict-lookup", rep.finish(false, 0), rep.tr)
+	return batchExit("dict-lookup", rep.Finish(false, 0), rep.Tr)
 }
 
 // readLookups reads path ("-" is stdin) with dict.ReadLookupRequests: one
@@ -187,34 +181,12 @@ func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, erro
 	return reqs, nil
 }
 
-// lookupRecord is the result of one lookup: a JSON line with --json, a row
-// or object of --out.
+// lookupRecord is a lookup's dict.LookupRecord (the JSON line with
+// --json, the row or object of --out) with its message in the reader's
+// language for the plain line.
 type lookupRecord struct {
-	Key   string `json:"key"`
-	Payer string `json:"payer"`
-	// Status is the DICT's HTTP status, or 0 when nothing was answered
-	// (refused locally, or the request failed).
-	Status int `json:"status"`
-	// Reason is why a lookup was refused locally (empty, cooldown,
-	// blocked) or the DICT's problem type.
-	Reason      string  `json:"reason"`
-	RetryAfterS float64 `json:"retry_after_s"`
-	Result      result  `json:"result"`
-	WaitS       float64 `json:"wait_s"`
-	EndToEndID  string  `json:"end_to_end_id,omitempty"`
-	Message     string  `json:"message,omitempty"`
-	// said is Message in the reader's language, for the plain line.
+	dict.LookupRecord
 	said string
-
-	// The entry, when the DICT found the key.
-	KeyType     string `json:"key_type,omitempty"`
-	Participant string `json:"participant,omitempty"`
-	Branch      string `json:"branch,omitempty"`
-	Account     string `json:"account,omitempty"`
-	AccountType string `json:"account_type,omitempty"`
-	OwnerType   string `json:"owner_type,omitempty"`
-	OwnerTaxID  string `json:"owner_tax_id,omitempty"`
-	OwnerName   string `json:"owner_name,omitempty"`
 }
 
 // line renders the record for the plain output.
@@ -225,10 +197,10 @@ func (r lookupRecord) line() string {
 		fmt.Fprintf(&b, " reason=%s", r.Reason)
 	}
 	if r.RetryAfterS > 0 {
-		fmt.Fprintf(&b, " retry_after=%s", fmtSeconds(r.RetryAfterS))
+		fmt.Fprintf(&b, " retry_after=%s", report.FormatSeconds(r.RetryAfterS))
 	}
 	if r.WaitS > 0 {
-		fmt.Fprintf(&b, " wait=%s", fmtSeconds(r.WaitS))
+		fmt.Fprintf(&b, " wait=%s", report.FormatSeconds(r.WaitS))
 	}
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
@@ -241,53 +213,21 @@ func (r lookupRecord) line() string {
 	return b.String()
 }
 
-// lookupRecordOf turns a lookup's result into its record.
-func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *reporter) lookupRecord {
-	rec := lookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID}
-	rec.EndToEndID, rec.WaitS = res.EndToEndID, seconds(res.Waited)
-	err := res.Err
-	var remote *dict.RemoteError
+// lookupRecordOf turns a lookup's result into its record
+// (dict.NewLookupRecord), naming --max-wait when a refusal's wait was
+// beyond it.
+func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *report.Reporter) lookupRecord {
+	rec := lookupRecord{LookupRecord: dict.NewLookupRecord(res)}
+	tr := rep.Tr
 	switch {
-	case err == nil && !res.Decision.Allowed:
-		// Refused by the mirror (a value, decision 0010): nothing was sent.
-		d := res.Decision
-		switch {
-		case res.Interrupted:
-			rec.Message = "interrupted while waiting for the throttle"
-			rec.said = rep.tr.Sprintf(rec.Message)
-		default:
-			rec.Message = fmt.Sprintf("refused locally by %s, not sent", d.Key)
-			rec.said = rep.tr.Sprintf("refused locally by %s, not sent", d.Key)
-			if wait {
-				rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-				rec.said += rep.tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-			}
+	case rec.Message == dict.MsgLookupInterrupted, rec.Message == dict.MsgNoEntry:
+		rec.said = tr.Sprintf(rec.Message)
+	case rec.Result == dict.LookupBlocked:
+		rec.said = tr.Sprintf(dict.MsgLookupRefused, res.Decision.Key)
+		if wait {
+			rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+			rec.said += tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
 		}
-		rec.Result, rec.Reason, rec.RetryAfterS = resultBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
-	case err == nil:
-		rec.Status, rec.Result = http.StatusOK, resultSent
-		e := res.Entry.Entry
-		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
-		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
-		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
-	case errors.As(err, &remote):
-		rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
-		if remote.Problem != nil {
-			rec.Reason = remote.Problem.TypeName()
-		}
-		rec.Result = resultFailed
-		if remote.NotFound() {
-			rec.Result, rec.Message, rec.said = resultSent, "no entry for this key", rep.tr.Sprintf("no entry for this key")
-		} else {
-			rec.Message = err.Error()
-		}
-	case errors.Is(err, sqlstore.ErrCommitInDoubt):
-		// The store lost the answer to a commit (its connection dropped
-		// then): this key failed, the run goes on. If the commit landed, a
-		// hold stays on the mirror, which is only stricter for it.
-		rec.Result, rec.Reason, rec.Message = resultFailed, "store commit in doubt", err.Error()
-	default:
-		rec.Result, rec.Reason, rec.Message = resultFailed, "request failed", err.Error()
 	}
 	return rec
 }
@@ -306,18 +246,10 @@ func lookupFormat(format, path string) (string, error) {
 	return "", UsageError("dict-lookup: --format %q: want csv or json", format)
 }
 
-// lookupColumns is the header of a CSV --out.
-var lookupColumns = []string{"key", "payer", "status", "reason", "retry_after_s", "result", "wait_s", "end_to_end_id",
-	"key_type", "participant", "branch", "account", "account_type", "owner_type", "owner_tax_id", "owner_name", "message"}
-
-// lookupWriter writes --out as the lookups end: CSV rows, or the elements
-// of one JSON array. A run stopped by Ctrl-C leaves a complete file of the
-// lookups done.
+// lookupWriter is --out: a file of dict.LookupWriter.
 type lookupWriter struct {
-	f    *os.File
-	csv  *csv.Writer
-	n    int
-	json bool
+	f *os.File
+	*dict.LookupWriter
 }
 
 func createLookupWriter(path, format string) (*lookupWriter, error) {
@@ -325,48 +257,12 @@ func createLookupWriter(path, format string) (*lookupWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &lookupWriter{f: f, json: format == "json"}
-	if w.json {
-		_, err = io.WriteString(f, "[")
-	} else {
-		w.csv = csv.NewWriter(f)
-		err = w.csv.Write(lookupColumns)
-	}
+	w, err := dict.NewLookupWriter(f, format == "json")
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return w, nil
+	return &lookupWriter{f, w}, nil
 }
 
-func (w *lookupWriter) write(r lookupRecord) error {
-	defer func() { w.n++ }()
-	if w.json {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		sep := ",\n"
-		if w.n == 0 {
-			sep = "\n"
-		}
-		_, err = io.WriteString(w.f, sep+string(b))
-		return err
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	err := w.csv.Write([]string{r.Key, r.Payer, strconv.Itoa(r.Status), r.Reason, f(r.RetryAfterS), string(r.Result), f(r.WaitS), r.EndToEndID,
-		r.KeyType, r.Participant, r.Branch, r.Account, r.AccountType, r.OwnerType, r.OwnerTaxID, r.OwnerName, r.Message})
-	if err != nil {
-		return err
-	}
-	w.csv.Flush()
-	return w.csv.Error()
-}
-
-func (w *lookupWriter) close() error {
-	var err error
-	if w.json {
-		_, err = io.WriteString(w.f, "\n]\n")
-	}
-	return errors.Join(err, w.f.Close())
-}
+func (w *lookupWriter) close() error { return errors.Join(w.Close(), w.f.Close()) }

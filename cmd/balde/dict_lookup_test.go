@@ -23,6 +23,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -87,7 +88,7 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 			case http.StatusOK:
 				sent++
 			case 0:
-				require.Equal(t, resultBlocked, it.Result)
+				require.Equal(t, dict.LookupBlocked, it.Result)
 				require.Equal(t, "empty", it.Reason)
 				require.Positive(t, it.RetryAfterS)
 				refused++
@@ -158,7 +159,7 @@ func TestDictLookupSixProcessesOnePayer(t *testing.T) {
 			case http.StatusNotFound:
 				answered++
 			case 0:
-				require.Equal(t, resultBlocked, it.Result, "%+v", it)
+				require.Equal(t, dict.LookupBlocked, it.Result, "%+v", it)
 				refused++
 			default:
 				t.Fatalf("status %d: %+v", it.Status, it)
@@ -199,7 +200,7 @@ func TestDictLookupWait(t *testing.T) {
 		require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
 
 		items, sum := jsonLines[lookupRecord](t, stdout)
-		require.Equal(t, summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
+		require.Equal(t, report.Summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
 		for i, it := range items {
 			require.Equal(t, http.StatusOK, it.Status, "lookup %d", i)
 			wantWait := 0.0
@@ -317,7 +318,7 @@ func TestDictLookupNoWait(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, lookupColumns, rows[0])
+	require.Equal(t, dict.LookupColumns, rows[0])
 	require.Len(t, rows, n+1)
 	require.Equal(t, []string{"11144477735", payerCPF, "200"}, rows[3][:3])
 	firstRefused := rows[1+p.Capacity] // after the header and the allowance
@@ -365,7 +366,7 @@ func TestDictLookupInterrupted(t *testing.T) {
 	items, sum := jsonLines[lookupRecord](t, stdout)
 	require.Len(t, items, 1)
 	require.Equal(t, http.StatusOK, items[0].Status)
-	require.Equal(t, summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
+	require.Equal(t, report.Summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
 	require.Equal(t, int64(1), sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
 }
 

@@ -111,7 +111,7 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 	items, sum := jsonLines[lookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Failed)
 	for _, it := range items {
-		require.Equal(t, resultFailed, it.Result)
+		require.Equal(t, dict.LookupFailed, it.Result)
 		require.Contains(t, it.Message, "invalid XML signature")
 	}
 	require.Equal(t, int64(2), sim.Stats().Count(dict.OpGetEntry, http.StatusOK), "sent and answered")

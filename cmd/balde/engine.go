@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
@@ -65,19 +64,19 @@ func (c Config) engineConfig(opts engineOptions) balde.Config {
 	return bc
 }
 
-// dictConfig is the DICT client's configuration for baseURL: cfg's
-// participant, policies URL, certificates, signer and verifier (a bad
-// signing setting leaves them out here: checkDictClient reports it first).
+// dictConfig is balde.Settings.DictConfig, learning the category or not.
 func (c Config) dictConfig(baseURL string, learn bool) balde.DictConfig {
-	signer, verifier, _ := c.dictSigning()
-	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
-		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: learn}
+	dc := c.DictConfig(baseURL)
+	dc.LearnCategory = learn
+	return dc
 }
 
-// sifenConfig is the SIFEN sender's configuration over client, with cfg's
-// local block after 0301.
+// sifenConfig is balde.Settings.SifenConfig; allowUnsigned lets unsigned
+// DEs into the test environment (never prod).
 func (c Config) sifenConfig(client sifen.SOAPServices, allowUnsigned bool) balde.SifenConfig {
-	return balde.SifenConfig{Transport: client, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax, AllowUnsigned: allowUnsigned}
+	sc := c.SifenConfig(client)
+	sc.AllowUnsigned = allowUnsigned
+	return sc
 }
 
 // settingNames are the flags of balde.Config's settings, for messages.
@@ -120,17 +119,6 @@ func checkDictClient(cfg Config) error {
 		return err
 	}
 	return nil
-}
-
-// pruneResult counts what engine.prune removed.
-type pruneResult = balde.PruneResult
-
-// prune is balde.Engine.Prune: the retention applied to the ledger and the
-// DICT lookups, idle buckets removed (unless skipBuckets), in batches of at
-// most batch rows (0: the defaults). "balde prune" runs it once (serve's
-// periodic prune is balde.Engine.Run's).
-func (e *engine) prune(ctx context.Context, retention time.Duration, batch int, skipBuckets bool) (pruneResult, error) {
-	return e.Prune(ctx, throttle.PruneOptions{Retention: retention, Batch: batch, SkipBuckets: skipBuckets})
 }
 
 // close closes the engine (balde.Engine.Close: refusals, group commit,

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -55,14 +55,8 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	fs := m.newFlagSet("gateway dict", "gateway dict [--addr HOST:PORT] [--db DSN] --dict-url URL --dict-participant ISPB [flags]",
 		"balde gateway dict --addr 127.0.0.1:8081 --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16522 --dict-participant 12345678")
-	fs.StringVar(&addr, "addr", addr, "address the gateway listens on, HOST:PORT (env BALDE_GATEWAY_ADDR)")
-	cfg.addStoreFlags(fs)
+	cfg.addGatewayFlags(fs, &addr, "BALDE_GATEWAY_ADDR")
 	cfg.addDictFlags(fs)
-	cfg.addPolicyFlags(fs)
-	cfg.addBackgroundFlags(fs)
-	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	fs.Var(parsedFlag[int64]{&cfg.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	fs.Var(parsedFlag[time.Duration]{&cfg.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -91,7 +85,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		return UsageError("DICT TLS: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.jobs()})
+	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return err
 	}
@@ -101,52 +95,18 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	return serveGateway(ctx, m, e, addr, h, logger, func(at string) string {
+	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("DICT gateway on http://%s in front of %s (participant %s)", at, cfg.DictURL, cfg.DictParticipant)
 	})
 }
 
-// serveGateway runs the engine's background work and serves h on addr
-// until ctx ends (nil) or the work or the server fails; the banner of the
-// address it listens on is printed once listening.
-func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.Handler, logger *slog.Logger, banner func(addr string) string) error {
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	stopped := make(chan error, 1)
-	go func() { stopped <- e.Run(runCtx) }()
-	select {
-	case <-e.Started():
-	case err := <-stopped:
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		stopRun()
-		<-stopped
-		return fmt.Errorf("gateway: listen: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintln(m.Stdout, "balde: "+banner(ln.Addr().String()))
-
-	select {
-	case <-ctx.Done():
-		err = nil
-	case err = <-stopped:
-		stopped <- err
-	case err = <-served:
-	}
-	logger.Info("gateway: shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = errors.Join(err, srv.Shutdown(shutdownCtx))
-	stopRun()
-	if runErr := <-stopped; runErr != nil && !errors.Is(runErr, context.Canceled) {
-		err = errors.Join(err, runErr)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
+// serveGateway serves h on addr (balde.Engine.Serve: the engine's
+// background work, then the server, until ctx ends) and prints the banner
+// of the address once listening.
+func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.Handler, banner func(addr string) string) error {
+	err := e.Serve(ctx, addr, h, func(at string) { fmt.Fprintln(m.Stdout, "balde: "+banner(at)) })
+	if errors.Is(err, context.Canceled) {
+		return nil
 	}
 	return err
 }
@@ -171,31 +131,23 @@ func newDictGatewayHandler(e *engine, cfg Config, httpClient *http.Client, logge
 	return gatewayMux(e, cfg, g)
 }
 
-// gatewayMux serves api (behind the inbound limiter) and the probes and
-// /metrics of a web.Server over the engine. Its admin pages are not
-// served here: balde serve has them, on the same database.
-// cfg.MetricsToken protects /metrics.
+// gatewayMux serves api behind the inbound limiter, with /metrics and
+// the probes (balde.Engine.OpsHandler); cfg.MetricsToken protects /metrics.
 func gatewayMux(e *engine, cfg Config, api http.Handler) (http.Handler, error) {
-	s := e.NewServer(cfg.DictParticipant)
-	s.TrustedProxies = cfg.TrustedProxies
-	s.MetricsToken = cfg.MetricsToken
-	s.RuntimeMetrics = true
-	s.HealthCheck = storeHealth(e.store)
-	// No admin here: every credential is refused.
-	s.Authenticate = func(*http.Request) (string, bool) { return "", false }
-	ops, err := s.Handler()
-	if err != nil {
-		return nil, err
-	}
-	if in := e.Inbound(); in != nil {
-		api = in.Middleware(api)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/", api)
-	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/livez"} {
-		mux.Handle(p, ops)
-	}
-	return mux, nil
+	return e.OpsHandler(api, balde.OpsOptions{Participant: cfg.DictParticipant, TrustedProxies: cfg.TrustedProxies, MetricsToken: cfg.MetricsToken})
+}
+
+// addGatewayFlags registers the flags both gateways share: --addr (over
+// the variable addrEnv), the store, policies and background work, the
+// trusted proxies and the inbound limiter.
+func (c *Config) addGatewayFlags(fs *flag.FlagSet, addr *string, addrEnv string) {
+	fs.StringVar(addr, "addr", *addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
+	c.addStoreFlags(fs)
+	c.addPolicyFlags(fs)
+	c.addBackgroundFlags(fs)
+	fs.Var(proxiesFlag{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+	fs.Var(parsedFlag[int64]{&c.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	fs.Var(parsedFlag[time.Duration]{&c.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
 }
 
 // runSifenGateway is "balde gateway sifen": web.SifenGateway in front of
@@ -212,17 +164,11 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	fs := m.newFlagSet("gateway sifen", "gateway sifen [--addr HOST:PORT] [--db DSN] --sifen-url URL [--env test|prod] [--hold D] [flags]",
 		"balde gateway sifen --addr 127.0.0.1:8082 --db postgres://balde@db/balde --sifen-url official --env prod")
-	fs.StringVar(&addr, "addr", addr, "address the gateway listens on, HOST:PORT (env BALDE_SIFEN_GATEWAY_ADDR)")
+	cfg.addGatewayFlags(fs, &addr, "BALDE_SIFEN_GATEWAY_ADDR")
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot is held for its RUC's interval before a fault with Retry-After is answered; 0 never holds")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
-	cfg.addStoreFlags(fs)
 	cfg.addSifenFlags(fs)
-	cfg.addPolicyFlags(fs)
-	cfg.addBackgroundFlags(fs)
-	fs.Var(proxiesFlag{&cfg.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	fs.Var(parsedFlag[int64]{&cfg.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	fs.Var(parsedFlag[time.Duration]{&cfg.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -258,7 +204,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	sc := cfg.sifenConfig(client, *allowUnsigned)
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.jobs()})
+	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return err
 	}
@@ -275,7 +221,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	return serveGateway(ctx, m, e, addr, h, logger, func(at string) string {
+	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("SIFEN gateway (%s) on http://%s in front of %s", env, at, cfg.SifenURL)
 	})
 }

@@ -25,12 +25,18 @@ var Version = "dev"
 const stopGrace = 4 * time.Second
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
-	// The first Ctrl-C asks the command to stop cleanly (a batch finishes
-	// its current item); once it has, signals get their default action
-	// again, so a second Ctrl-C kills the process. Past stopGrace it exits
-	// by itself.
+	m := NewMain(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	os.Exit(m.Run(ctx, os.Args[1:]))
+}
+
+// signalContext is the context of a command: it ends at the first Ctrl-C
+// or SIGTERM, which asks the command to stop cleanly (a batch finishes its
+// current item); once it has, signals get their default action again, so
+// a second Ctrl-C kills the process. Past stopGrace it exits by itself.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
 		stop()
@@ -38,6 +44,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "balde: not stopped %s after the signal (waiting on the database or a remote?): exiting now\n", stopGrace)
 		os.Exit(ExitFailed)
 	}()
-	m := NewMain(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	os.Exit(m.Run(ctx, os.Args[1:]))
+	return ctx, stop
 }

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -63,11 +64,12 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	var res pruneResult
+	opts := throttle.PruneOptions{Retention: retention, Batch: *batch, SkipBuckets: *skipBuckets}
+	var res balde.PruneResult
 	if *dryRun {
-		res, err = pruneCount(ctx, eng, retention, *skipBuckets)
+		res, err = eng.CountPrune(ctx, opts)
 	} else {
-		res, err = eng.prune(ctx, retention, *batch, *skipBuckets)
+		res, err = eng.Prune(ctx, opts)
 	}
 	if err != nil {
 		return err
@@ -95,58 +97,6 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 		fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s idle buckets (full, no cooldown or block: the same as no row)", verb, n(res.Buckets)))
 	}
 	return nil
-}
-
-// pruneCount counts what prune would remove: ledger rows older than the
-// retention (an aggregated row is one row, whatever events it stands for),
-// DICT lookups older than it, and stored buckets that are idle now and
-// whose ledger has no row younger than the retention (throttle's Prune
-// keeps those, so that their ledger stays in view).
-func pruneCount(ctx context.Context, eng *engine, retention time.Duration, skipBuckets bool) (pruneResult, error) {
-	res := pruneResult{Before: eng.limiter.Now().Add(-retention)}
-	db := eng.store.ReadDB()
-	// Rows, as the prune deletes them: oldest id first, up to the first
-	// row younger than the retention (an aggregated row is one row).
-	if err := db.QueryRowContext(ctx, db.Rebind(`
-		SELECT count(*)
-		FROM balde_token_ledger
-		WHERE id < COALESCE(
-			(SELECT min(id) FROM balde_token_ledger WHERE at >= ?),
-			(SELECT max(id) + 1 FROM balde_token_ledger),
-			0)`), res.Before.UnixNano()).Scan(&res.LedgerRows); err != nil {
-		return res, fmt.Errorf("prune: count ledger rows: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, db.Rebind(`
-		SELECT count(*)
-		FROM balde_dict_lookups
-		WHERE looked_up_at < ?`), res.Before.UnixNano()).Scan(&res.DictLookups); err != nil {
-		return res, fmt.Errorf("prune: count DICT lookups: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, db.Rebind(`
-		SELECT count(*)
-		FROM balde_audit
-		WHERE at < ?`), res.Before.UnixNano()).Scan(&res.AuditRows); err != nil {
-		return res, fmt.Errorf("prune: count audit entries: %w", err)
-	}
-	if !skipBuckets {
-		states, _, err := eng.Reader().ListAll(ctx, inspect.Filter{})
-		if err != nil {
-			return res, err
-		}
-		for _, st := range states {
-			if st.Orphan || st.Tokens < st.Policy.Capacity || len(st.Spent) > 0 || st.CooldownLeft > 0 || st.BlockLeft > 0 {
-				continue
-			}
-			kept, err := eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &st.Key, Since: res.Before, Limit: 1})
-			if err != nil {
-				return res, err
-			}
-			if len(kept) == 0 {
-				res.Buckets++
-			}
-		}
-	}
-	return res, nil
 }
 
 // pruneJSON is what "balde prune --json" prints: the cut-off and what was

@@ -32,7 +32,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -213,7 +215,7 @@ func TestStoreFaultsPostgres(t *testing.T) {
 	}, "readiness after the faults stopped")
 
 	var items []lookupRecord
-	var sum summary
+	var sum report.Summary
 	if batchOut != "" {
 		items, sum = jsonLines[lookupRecord](t, batchOut)
 	}
@@ -228,7 +230,7 @@ func TestStoreFaultsPostgres(t *testing.T) {
 	processed, inDoubt := 0, 0
 	for _, it := range items {
 		switch {
-		case it.Result != resultFailed:
+		case it.Result != dict.LookupFailed:
 			processed++
 		case it.Reason == "store commit in doubt":
 			inDoubt++ // decision 0020: never re-run, the key fails, the run goes on

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -284,7 +285,7 @@ func TestStoreHealth(t *testing.T) {
 		dsn := sqlstoretest.DSN(t, engine)
 		store, err := alldrivers.Open(t.Context(), dsn, sqlstore.Options{})
 		require.NoError(t, err)
-		health := storeHealth(store)
+		health := func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
 		require.NoError(t, health(t.Context()))
 
 		// One migration behind: unhealthy.

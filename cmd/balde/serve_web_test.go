@@ -251,25 +251,6 @@ func TestServePrunes(t *testing.T) {
 		10*time.Second, 20*time.Millisecond, "the maintenance loop prunes")
 }
 
-func TestReconcilePeriod(t *testing.T) {
-	tests := []struct {
-		name      string
-		every     time.Duration
-		simulated bool
-		want      time.Duration
-	}{
-		{"AutoRealDICT", ReconcileAuto, false, DefaultReconcileEvery},
-		{"AutoSimulator", ReconcileAuto, true, 0},
-		{"SetSimulator", 30 * time.Second, true, 30 * time.Second},
-		{"OffRealDICT", 0, false, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, reconcilePeriod(tt.every, tt.simulated))
-		})
-	}
-}
-
 func TestBackgroundConfig(t *testing.T) {
 	tests := []struct {
 		name          string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
@@ -77,14 +78,14 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %v", err)
 	}
 	clock := m.batchClock()
-	mode := chooseMode(m.Stdout, *jsonOut)
+	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	items, bad := parseDocuments(ctx, files, env, *allowUnsigned)
 	if len(bad) > 0 {
-		rep := newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
+		rep := report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
 		for _, it := range bad {
-			rep.item(resultInvalid, it.line(), it.record())
+			rep.Item(report.Invalid, it.line(), it.record())
 		}
-		rep.finish(false, len(items)-len(bad))
+		rep.Finish(false, len(items)-len(bad))
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].message)
 	}
 
@@ -112,8 +113,9 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	b := &sifenBatch{
 		sender: sender, env: env, wait: wait, maxWait: maxWait, clock: clock, replace: *replace,
-		rep: newReporter(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), warn: m.Stderr,
+		rep: report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), warn: m.Stderr,
 	}
+	b.rep.Progress = wf.progressTo(m, mode)
 	sum, err := b.run(ctx, items)
 	if err != nil {
 		return err
@@ -123,7 +125,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 			return err
 		}
 	}
-	return batchExit("sifen-send", sum, b.rep.tr)
+	return batchExit("sifen-send", sum, b.rep.Tr)
 }
 
 // sifenItem is one DE of the input and what became of it.
@@ -133,7 +135,7 @@ type sifenItem struct {
 	de   sifen.DE
 	doc  int64 // the document's id once imported
 
-	res     result
+	res     report.Result
 	code    string
 	lot     string
 	wait    time.Duration
@@ -143,16 +145,16 @@ type sifenItem struct {
 
 // sifenRecord is the JSON line of one document.
 type sifenRecord struct {
-	File     string  `json:"file"`
-	CDC      string  `json:"cdc,omitempty"`
-	Document int64   `json:"document,omitempty"`
-	RUC      string  `json:"ruc"`
-	Env      string  `json:"env"`
-	Result   result  `json:"result"`
-	Code     string  `json:"code"`
-	Lot      string  `json:"lot"`
-	WaitS    float64 `json:"wait_s"`
-	Message  string  `json:"message"`
+	File     string        `json:"file"`
+	CDC      string        `json:"cdc,omitempty"`
+	Document int64         `json:"document,omitempty"`
+	RUC      string        `json:"ruc"`
+	Env      string        `json:"env"`
+	Result   report.Result `json:"result"`
+	Code     string        `json:"code"`
+	Lot      string        `json:"lot"`
+	WaitS    float64       `json:"wait_s"`
+	Message  string        `json:"message"`
 }
 
 func (it *sifenItem) record() sifenRecord {
@@ -200,7 +202,7 @@ func parseDocuments(ctx context.Context, files []string, env sifen.Env, allowUns
 		it := &sifenItem{file: fd.File, env: env, de: fd.DE}
 		items = append(items, it)
 		if fd.Err != nil {
-			it.res, it.message = resultInvalid, fd.Err.Error()
+			it.res, it.message = report.Invalid, fd.Err.Error()
 			bad = append(bad, it)
 		}
 	}
@@ -214,8 +216,8 @@ type sifenBatch struct {
 	replace bool // --replace: Import replaces a draft's or error's content
 	wait    bool
 	maxWait time.Duration
-	clock   batchClock
-	rep     *reporter
+	clock   report.Clock
+	rep     *report.Reporter
 	warn    io.Writer // warnings that do not stop the run
 
 	done int // items reported
@@ -224,32 +226,32 @@ type sifenBatch struct {
 // finish reports it.
 func (b *sifenBatch) finish(it *sifenItem) {
 	b.done++
-	b.rep.item(it.res, it.line(), it.record())
+	b.rep.Item(it.res, it.line(), it.record())
 }
 
 // run resolves, imports and sends (sifen.SendDocuments). It returns the
 // summary, or an error when the store failed (the summary is printed
 // first).
-func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, error) {
-	stop := func(err error) (summary, error) {
+func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (report.Summary, error) {
+	stop := func(err error) (report.Summary, error) {
 		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
 			return b.interrupted(items)
 		}
-		b.rep.finish(false, len(items)-b.done)
-		return summary{}, err
+		b.rep.Finish(false, len(items)-b.done)
+		return report.Summary{}, err
 	}
 
 	// 1. Settle what a crashed or unanswered send left in "sending" before
 	// anything can be sent again.
 	resolved, err := b.sender.Resolve(ctx)
 	for _, r := range resolved {
-		b.rep.note(b.rep.tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, b.rep.tr.Text(string(r.Status))))
+		b.rep.Note(b.rep.Tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, b.rep.Tr.Text(string(r.Status))))
 	}
 	if errors.Is(err, throttle.ErrStoreUnavailable) {
 		return stop(err)
 	}
 	if err != nil {
-		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", oneLine(err.Error())))
+		fmt.Fprintln(b.warn, "balde:", b.rep.Tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", oneLine(err.Error())))
 	}
 
 	// 2. Import each DE on its own: a document already sent is skipped
@@ -275,33 +277,33 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 			docs = append(docs, im.Document)
 		case errors.As(im.Err, &taken):
 			// Another document holds the CDC (Import says which and why).
-			it.res, it.message = resultSkipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
+			it.res, it.message = report.Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
 			switch taken.Document.Status {
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere:
 				// Import's error says which, and since when.
-				it.res = resultBlocked
+				it.res = report.Blocked
 				since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 				if taken.SendInProgress() {
-					it.said = b.rep.tr.Sprintf("being sent now by another send since %s", since)
+					it.said = b.rep.Tr.Sprintf("being sent now by another send since %s", since)
 				} else {
-					it.said = b.rep.tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
+					it.said = b.rep.Tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
 				}
 			case sifen.StatusDraft, sifen.StatusError:
 				// Another content under the CDC: the user decides (bad
 				// input, not "nothing to do").
-				it.res = resultInvalid
+				it.res = report.Invalid
 				it.message += " (sifen-send --replace)"
-				it.said = b.rep.tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
+				it.said = b.rep.Tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
 				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode
 				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
-				it.said = b.rep.tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+				it.said = b.rep.Tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			}
 			b.finish(it)
 		default:
-			it.res, it.message = resultFailed, im.Err.Error()
+			it.res, it.message = report.Failed, im.Err.Error()
 			b.finish(it)
 		}
 	}
@@ -312,7 +314,7 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	// 3. Send: sifen's one send path groups, sends and waits; this command
 	// draws its events.
 	_, err = sifen.SendDocuments(ctx, b.sender, docs, sifen.BatchConfig{
-		Wait: b.wait && b.maxWait > 0, MaxWait: b.maxWait, Clock: b.clock.now, Sleep: b.clock.Sleep,
+		Wait: b.wait && b.maxWait > 0, MaxWait: b.maxWait, Clock: b.clock.Time, Sleep: b.clock.Sleep,
 		Progress: func(e sifen.Event) { b.draw(e, byID) },
 	})
 	if err != nil {
@@ -321,24 +323,24 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (summary, erro
 	if ctx.Err() != nil {
 		return b.interrupted(items)
 	}
-	return b.rep.finish(false, 0), nil
+	return b.rep.Finish(false, 0), nil
 }
 
 // interrupted ends a run stopped by Ctrl-C between items.
-func (b *sifenBatch) interrupted(items []*sifenItem) (summary, error) {
-	return b.rep.finish(true, len(items)-b.done), nil
+func (b *sifenBatch) interrupted(items []*sifenItem) (report.Summary, error) {
+	return b.rep.Finish(true, len(items)-b.done), nil
 }
 
 // draw shows one event of sifen.SendDocuments: a wait about to start, or a
 // document's result line.
 func (b *sifenBatch) draw(e sifen.Event, byID map[int64]*sifenItem) {
-	tr := b.rep.tr
+	tr := b.rep.Tr
 	switch e.Kind {
 	case sifen.EventWaiting:
 		if bl := e.Blocked; bl != nil {
-			b.rep.waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
+			b.rep.Waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
 		} else {
-			b.rep.waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
+			b.rep.Waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
 		}
 	case sifen.EventResult:
 		if it := byID[e.Result.DocumentID]; it != nil {
@@ -351,13 +353,13 @@ func (b *sifenBatch) draw(e sifen.Event, byID map[int64]*sifenItem) {
 // result fills it from its document's result, with the plain line's
 // message in the reader's language.
 func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
-	tr := b.rep.tr
+	tr := b.rep.Tr
 	it.code, it.lot, it.wait, it.message, it.said = r.Code, r.LotNumber, r.Wait, r.Message, ""
 	switch r.Result {
 	case sifen.BatchSent:
-		it.res = resultSent
+		it.res = report.Sent
 	case sifen.BatchBlocked:
-		it.res = resultBlocked
+		it.res = report.Blocked
 		if bl := r.Blocked; bl != nil {
 			d := web.FormatWait(bl.Wait)
 			it.message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
@@ -368,11 +370,11 @@ func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
 			}
 		}
 	case sifen.BatchSentElsewhere:
-		it.res = resultSkipped
+		it.res = report.Skipped
 		detail := strings.TrimPrefix(r.Message, "sent by another process: ")
 		it.said = tr.Sprintf("sent by another process: %s", detail)
 	default: // sifen.BatchFailed
-		it.res = resultFailed
+		it.res = report.Failed
 		if o := r.LotSend; o != nil && o.Status == sifen.OutcomeNotQueued {
 			it.said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
 		}
@@ -395,33 +397,63 @@ type sifenResult struct {
 // follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
 // sent documents and of every document of the database still sent — earlier
 // runs' or serve's — and reports each: approved (with dProtAut, and whether
-// with observations) or rejected (with SIFEN's codes). Ctrl-C stops it; the
-// documents keep their results and serve keeps polling.
+// with observations) or rejected (with SIFEN's codes). With --json it ends
+// with one {"follow": {...}} object. Ctrl-C stops it with exit 1: the
+// documents left stay sent, and a later --follow (or a serve on the
+// database) fetches their results.
 func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 	var ids []int64
 	for _, it := range items {
-		if it.res == resultSent {
+		if it.res == report.Sent {
 			ids = append(ids, it.doc)
 		}
 	}
+	var sum followSummary
 	left, err := sifen.FollowDocuments(ctx, b.sender, ids, sifen.FollowConfig{
-		Sleep:    b.clock.Sleep,
-		Progress: b.drawFollow,
+		Sleep: b.clock.Sleep,
+		Progress: func(e sifen.FollowEvent) {
+			if e.Kind == sifen.EventResult {
+				sum.count(e.Document.Status)
+			}
+			b.drawFollow(e)
+		},
 	})
-	if ctx.Err() != nil {
-		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: interrupted while following %d document(s); serve keeps polling their lots", len(left)))
-		return nil
+	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
+	if b.rep.Mode() == report.JSON {
+		writeJSONLine(b.rep.Writer(), map[string]followSummary{"follow": sum})
+	}
+	if sum.Interrupted {
+		return &ExitError{Code: ExitFailed, Err: errors.New(b.rep.Tr.Sprintf(
+			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left)))}
 	}
 	return err
+}
+
+// followSummary is the JSON object --follow ends with: how many documents
+// got their result, how many are still sent, and whether Ctrl-C stopped
+// the follow.
+type followSummary struct {
+	Approved    int  `json:"approved"`
+	Rejected    int  `json:"rejected"`
+	Pending     int  `json:"pending"`
+	Interrupted bool `json:"interrupted"`
+}
+
+func (s *followSummary) count(st sifen.Status) {
+	if st == sifen.StatusRejected {
+		s.Rejected++
+	} else {
+		s.Approved++
+	}
 }
 
 // drawFollow shows one event of sifen.FollowDocuments.
 func (b *sifenBatch) drawFollow(e sifen.FollowEvent) {
 	switch e.Kind {
 	case sifen.EventPollFailed:
-		fmt.Fprintln(b.warn, "balde:", b.rep.tr.Sprintf("sifen-send: lot results: %s", oneLine(e.Err.Error())))
+		fmt.Fprintln(b.warn, "balde:", b.rep.Tr.Sprintf("sifen-send: lot results: %s", oneLine(e.Err.Error())))
 	case sifen.EventWaiting:
-		b.rep.waiting(e.Wait, b.rep.tr.Sprintf("results of %d document(s)", len(e.IDs)))
+		b.rep.Waiting(e.Wait, b.rep.Tr.Sprintf("results of %d document(s)", len(e.IDs)))
 	case sifen.EventResult:
 		d := e.Document
 		line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
@@ -431,9 +463,9 @@ func (b *sifenBatch) drawFollow(e sifen.FollowEvent) {
 		if d.AuthNumber != "" {
 			line += " dProtAut=" + d.AuthNumber
 		}
-		b.rep.note(line + " " + strconv.Quote(d.Message))
-		if b.rep.mode == modeJSON {
-			writeJSONLine(b.rep.w, map[string]sifenResult{"lot_result": {
+		b.rep.Note(line + " " + strconv.Quote(d.Message))
+		if b.rep.Mode() == report.JSON {
+			writeJSONLine(b.rep.Writer(), map[string]sifenResult{"lot_result": {
 				Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
 				AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
 			}})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 )
@@ -35,7 +36,7 @@ func TestSifenSendReplace(t *testing.T) {
 	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--json", file)
 	require.NotEqual(t, ExitOK, code, "a refused document is not a success: %s", stderr)
 	items, sum := jsonLines[sifenRecord](t, stdout)
-	require.Equal(t, summary{Total: 1, Invalid: 1}, sum)
+	require.Equal(t, report.Summary{Total: 1, Invalid: 1}, sum)
 	require.Contains(t, items[0].Message, "is already document 1, an error with other content")
 	require.Contains(t, items[0].Message, "(sifen-send --replace)")
 	require.Zero(t, sim.Stats().Count("siRecepLoteDE", "", "", ""))

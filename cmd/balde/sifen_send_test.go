@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -75,7 +76,7 @@ func TestSifenSendWait(t *testing.T) {
 		require.Len(t, items, 3)
 		var waits []float64
 		for i, it := range items {
-			require.Equal(t, resultSent, it.Result, it.Message)
+			require.Equal(t, report.Sent, it.Result, it.Message)
 			require.Equal(t, cdcs[i], it.CDC)
 			require.Equal(t, "80069563-1", it.RUC)
 			require.Equal(t, "test", it.Env)
@@ -85,7 +86,7 @@ func TestSifenSendWait(t *testing.T) {
 			waits = append(waits, it.WaitS)
 		}
 		require.Equal(t, []float64{0, 7, 7}, waits)
-		require.Equal(t, summary{Total: 3, Sent: 3, WaitS: 14, ElapsedS: 14}, sum)
+		require.Equal(t, report.Summary{Total: 3, Sent: 3, WaitS: 14, ElapsedS: 14}, sum)
 		require.Equal(t, map[string]int{cdcs[0]: 1, cdcs[1]: 1, cdcs[2]: 1}, sim.queuedCounts())
 		require.Equal(t, int64(0), sim.Stats().Count("siRecepLoteDE", "", "", "0301"))
 
@@ -112,10 +113,10 @@ func TestSifenSendNoWait(t *testing.T) {
 		oneStderrLine(t, stderr, "sifen-send: 2 of 3 not done: 2 blocked")
 		require.Empty(t, clock.slept())
 		items, sum := jsonLines[sifenRecord](t, stdout)
-		require.Equal(t, []result{resultSent, resultBlocked, resultBlocked}, []result{items[0].Result, items[1].Result, items[2].Result})
+		require.Equal(t, []report.Result{report.Sent, report.Blocked, report.Blocked}, []report.Result{items[0].Result, items[1].Result, items[2].Result})
 		require.Equal(t, 7.0, items[1].WaitS)
 		require.Contains(t, items[1].Message, "blocked: cooldown on SIFEN_RECEPCION_LOTE/test/80069563, retry in 7s")
-		require.Equal(t, summary{Total: 3, Sent: 1, Blocked: 2}, sum)
+		require.Equal(t, report.Summary{Total: 3, Sent: 1, Blocked: 2}, sum)
 		require.Equal(t, map[string]int{"draft": 2, "error": 0, "sent": 1}, withZero(documentStatuses(t, db), "error"))
 	})
 	t.Run("BeyondMaxWait", func(t *testing.T) {
@@ -160,9 +161,9 @@ func TestSifenSendInterrupted(t *testing.T) {
 	oneStderrLine(t, stderr, "4 not processed (interrupted)")
 	items, sum := jsonLines[sifenRecord](t, stdout)
 	require.Len(t, items, 2)
-	require.Equal(t, resultSent, items[0].Result)
-	require.Equal(t, resultSent, items[1].Result)
-	require.Equal(t, summary{Total: 6, Sent: 2, NotProcessed: 4, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
+	require.Equal(t, report.Sent, items[0].Result)
+	require.Equal(t, report.Sent, items[1].Result)
+	require.Equal(t, report.Summary{Total: 6, Sent: 2, NotProcessed: 4, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
 	require.Equal(t, int64(1), sim.Stats().Count("siRecepLoteDE", "", "", ""))
 	// Nothing half-sent: the lot's answer was recorded.
 	require.Equal(t, map[string]int{"sent": 2, "draft": 4}, documentStatuses(t, db))
@@ -313,14 +314,14 @@ func TestSifenSendKill9(t *testing.T) {
 	code, stdout, stderr := runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitFailed, code, stderr)
 	_, sum := jsonLines[sifenRecord](t, stdout)
-	require.Equal(t, summary{Total: 12, Sent: 6, Skipped: 4, Blocked: 2}, sum)
+	require.Equal(t, report.Summary{Total: 12, Sent: 6, Skipped: 4, Blocked: 2}, sum)
 
 	// After ResolveAfter, the rerun asks SIFEN about them (found: approved).
 	later.Advance(sifen.DefaultResolveAfter)
 	code, stdout, stderr = runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	_, sum = jsonLines[sifenRecord](t, stdout)
-	require.Equal(t, summary{Total: 12, Skipped: 12}, sum)
+	require.Equal(t, report.Summary{Total: 12, Skipped: 12}, sum)
 
 	want := make(map[string]int)
 	for _, c := range cdcs {
@@ -367,7 +368,7 @@ func TestSifenSendRejected(t *testing.T) {
 	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum := jsonLines[sifenRecord](t, stdout)
-	require.Equal(t, summary{Total: 2, Skipped: 2}, sum)
+	require.Equal(t, report.Summary{Total: 2, Skipped: 2}, sum)
 	require.Equal(t, "rejected by SIFEN (Rechazado: 1001 CDC duplicado); correct the document to send it again", items[1].Message)
 	require.Equal(t, int64(1), sim.Stats().Count("siRecepLoteDE", "", "", ""))
 
@@ -379,8 +380,8 @@ func TestSifenSendRejected(t *testing.T) {
 	code, stdout, stderr = runIn(ctx, clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	items, sum = jsonLines[sifenRecord](t, stdout)
-	require.Equal(t, summary{Total: 2, Sent: 1, Skipped: 1}, sum)
-	require.Equal(t, resultSent, items[1].Result)
+	require.Equal(t, report.Summary{Total: 2, Sent: 1, Skipped: 1}, sum)
+	require.Equal(t, report.Sent, items[1].Result)
 	require.Equal(t, map[string]int{bad.CDC(): 2, sifentest.Doc{RUC: "80069563", Number: 1}.CDC(): 1}, sim.queuedCounts())
 }
 
@@ -429,6 +430,10 @@ func TestSifenSendFollow(t *testing.T) {
 		}
 	}
 	require.Len(t, results, 2, stdout)
+	jl := strings.Split(strings.TrimSpace(stdout), "\n")
+	var followed map[string]followSummary
+	require.NoError(t, json.Unmarshal([]byte(jl[len(jl)-1]), &followed))
+	require.Equal(t, followSummary{Approved: 2}, followed["follow"], "the follow's last line")
 	for _, r := range results {
 		require.Equal(t, "approved", r.Status)
 		require.Equal(t, "Aprobado", r.Result)
@@ -475,7 +480,7 @@ func TestSifenSend360DEsNoRemoteRefusal(t *testing.T) {
 	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
 	_, sum := jsonLines[sifenRecord](t, stdout)
-	require.Equal(t, summary{Total: 360, Sent: 360, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
+	require.Equal(t, report.Summary{Total: 360, Sent: 360, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
 	st := sim.Stats()
 	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), "lots")
 	require.Equal(t, int64(0), st.ByCode[sifensim.CodeLotNotQueued], "remote refusals")
@@ -546,9 +551,9 @@ func TestSifenSendBlockStepIsConfigurable(t *testing.T) {
 			require.Equal(t, ExitFailed, code, stderr)
 			recs, _ := jsonLines[sifenRecord](t, stdout)
 			require.Len(t, recs, 150)
-			require.Equal(t, result("sent"), recs[0].Result)
+			require.Equal(t, report.Result("sent"), recs[0].Result)
 			require.Equal(t, sifensim.CodeLotNotQueued, recs[50].Code, "the second lot, 1 s after the first answer")
-			require.Equal(t, result("blocked"), recs[100].Result)
+			require.Equal(t, report.Result("blocked"), recs[100].Result)
 			require.Equal(t, tt.want, recs[100].WaitS, recs[100].Message)
 		})
 	}
@@ -600,8 +605,11 @@ func TestSifenSendFollowsEarlierLots(t *testing.T) {
 // TestSifenSendFollowInterrupted: Ctrl-C while sending ends a --follow run
 // with its summary ("1 of 2 not done"), not with the cancelled context as a
 // failure of its own ("list documents: context canceled", seen in review);
-// Ctrl-C while following ends it with the "interrupted while following"
-// note and exit 0.
+// Ctrl-C while following ends it with exit 1 and one line that says what
+// is true (issue 20: it said "serve keeps polling" with exit 0, with no
+// serve on the database): the documents stay sent, and which command
+// fetches their results. With --json the follow ends with its own
+// {"follow": {...}} object saying "interrupted": true.
 func TestSifenSendFollowInterrupted(t *testing.T) {
 	sim := startSifenSim(t, sifensim.Config{Interval: 10 * time.Millisecond, Processing: time.Hour})
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
@@ -629,9 +637,21 @@ func TestSifenSendFollowInterrupted(t *testing.T) {
 	ctx, stop = context.WithCancel(context.Background())
 	code, _, stderr = runIn(ctx, clock, "", env, "sifen-send", "--follow")
 	stop()
-	require.Equal(t, ExitOK, code, stderr)
+	require.Equal(t, ExitFailed, code, stderr)
 	require.NotContains(t, stderr, "context canceled")
-	require.Contains(t, stderr, "interrupted while following 1 document(s)")
+	require.NotContains(t, stderr, "serve keeps polling")
+	oneStderrLine(t, stderr, "interrupted while following 1 document(s): they stay sent; balde sifen-send --follow fetches their results")
+	require.Equal(t, map[string]int{"sent": 1, "draft": 1}, documentStatuses(t, db))
+
+	// The same with --json: the follow's object says it was interrupted.
+	ctx, stop = context.WithCancel(context.Background())
+	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--follow", "--json")
+	stop()
+	require.Equal(t, ExitFailed, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var last map[string]followSummary
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), stdout)
+	require.Equal(t, followSummary{Pending: 1, Interrupted: true}, last["follow"])
 }
 
 // Issue 22, item 3: with RUC A blocked at SIFEN for 10 minutes (its first
@@ -665,7 +685,7 @@ func TestSifenSendRUCsDoNotWaitForEachOther(t *testing.T) {
 	require.Equal(t, 120, sum.Sent, stdout)
 	waits := map[string][]float64{}
 	for _, it := range items {
-		require.Equal(t, resultSent, it.Result, it.Message)
+		require.Equal(t, report.Sent, it.Result, it.Message)
 		waits[it.RUC] = append(waits[it.RUC], it.WaitS)
 	}
 	// Results come in the order they were decided: B's two lots first.
@@ -743,7 +763,7 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 			require.Len(t, items, 90, "run %d: one line per DE", i)
 			t.Logf("run %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
-				if it.Result == resultSent {
+				if it.Result == report.Sent {
 					sentBy[it.CDC]++
 				}
 			}
@@ -751,10 +771,10 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		}
 		for _, it := range all {
 			switch {
-			case it.Result == resultSent:
-			case it.Result == resultSkipped:
+			case it.Result == report.Sent:
+			case it.Result == report.Skipped:
 				require.Equal(t, 1, sentBy[it.CDC], "%s: %s", it.CDC, it.Message)
-			case it.Result == resultBlocked && strings.Contains(it.Message, "sending"):
+			case it.Result == report.Blocked && strings.Contains(it.Message, "sending"):
 			default:
 				t.Fatalf("%s %s: %s", it.Result, it.CDC, it.Message)
 			}
@@ -875,7 +895,7 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 			require.Len(t, items, 90, "process %d: one line per DE; exit %v; stderr:\n%s", i, children[i].ProcessState, errs[i].String())
 			t.Logf("process %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
-				if it.Result == resultSent {
+				if it.Result == report.Sent {
 					sentBy[it.CDC]++
 				}
 			}
@@ -883,10 +903,10 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 		}
 		for _, it := range all {
 			switch {
-			case it.Result == resultSent:
-			case it.Result == resultSkipped:
+			case it.Result == report.Sent:
+			case it.Result == report.Skipped:
 				require.Equal(t, 1, queued[it.CDC], "%s: %s", it.CDC, it.Message)
-			case it.Result == resultBlocked && strings.Contains(it.Message, "sending"):
+			case it.Result == report.Blocked && strings.Contains(it.Message, "sending"):
 			default:
 				t.Fatalf("%s %s: %s", it.Result, it.CDC, it.Message)
 			}

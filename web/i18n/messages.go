@@ -472,7 +472,7 @@ var messages = [][3]string{
 	{"sent by another process: %s", "enviado por outro processo: %s", "enviado por otro proceso: %s"},
 	{"SIFEN did not queue the lot: %s", "o SIFEN não enfileirou o lote: %s", "SIFEN no encoló el lote: %s"},
 	{"sifen-send: lot results: %s", "sifen-send: resultados de lote: %s", "sifen-send: resultados de lote: %s"},
-	{"sifen-send: interrupted while following %d document(s); serve keeps polling their lots", "sifen-send: interrompido enquanto acompanhava %d documento(s); o serve continua consultando os lotes", "sifen-send: interrumpido mientras seguía %d documento(s); serve sigue consultando sus lotes"},
+	{"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", "sifen-send: interrompido enquanto acompanhava %d documento(s): eles continuam enviados; balde sifen-send --follow busca os resultados (assim como balde serve nesse banco de dados)", "sifen-send: interrumpido mientras seguía %d documento(s): siguen enviados; balde sifen-send --follow obtiene sus resultados (también balde serve sobre esa base de datos)"},
 	{"no entry for this key", "nenhum vínculo para esta chave", "ningún vínculo para esta clave"},
 	{"(%d events)", "(%d eventos)", "(%d eventos)"},
 	{"%s %q is not an http(s) URL with a host", "%s %q não é uma URL http(s) com um host", "%s %q no es una URL http(s) con un host"},
@@ -504,6 +504,9 @@ var messages = [][3]string{
 	{"failed", "falhou", "falló"},
 	{"no answer", "sem resposta", "sin respuesta"},
 	{"%s %s audit entries older than %s", "%s %s entradas de auditoria anteriores a %s", "%s %s entradas de auditoría anteriores a %s"},
+	{"BALDE_USERS_FILE: %v", "BALDE_USERS_FILE: %v", "BALDE_USERS_FILE: %v"},
+	{"BALDE_USERS_FILE %s: %v", "BALDE_USERS_FILE %s: %v", "BALDE_USERS_FILE %s: %v"},
+	{"BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", "BALDE_USERS: o usuário %q está configurado duas vezes (ou é o admin, BALDE_ADMIN_USER)", "BALDE_USERS: el usuario %q está configurado dos veces (o es el admin, BALDE_ADMIN_USER)"},
 	{"Reason (recorded in the audit trail)", "Motivo (registrado na auditoria)", "Motivo (registrado en la auditoría)"},
 	{"bad request: a reset needs a reason, recorded in the audit trail", "requisição inválida: um reinício precisa de um motivo, registrado na auditoria", "solicitud inválida: un reinicio necesita un motivo, registrado en la auditoría"},
 }

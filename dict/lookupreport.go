@@ -1,0 +1,195 @@
+package dict
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// What a lookup of a Batch became, as a flat record: the JSON line of
+// "balde dict-lookup --json" and a row (or object) of its --out file. An
+// application that runs Batch gets the same records and files with
+// NewLookupRecord and LookupWriter.
+
+// The results of a LookupRecord.
+const (
+	LookupSent    = "sent"    // answered by the DICT: an entry, or no entry for the key (404)
+	LookupBlocked = "blocked" // refused by the local mirror: nothing was sent
+	LookupFailed  = "failed"  // sent or tried, without an answer that says found or not found
+)
+
+// LookupRecord is the result of one lookup.
+type LookupRecord struct {
+	Key   string `json:"key"`
+	Payer string `json:"payer"`
+	// Status is the DICT's HTTP status, or 0 when nothing was answered
+	// (refused locally, or the request failed).
+	Status int `json:"status"`
+	// Reason is why a lookup was refused locally (empty, cooldown,
+	// blocked), the DICT's problem type, "store commit in doubt" or
+	// "request failed".
+	Reason string `json:"reason"`
+	// RetryAfterS is, in seconds, the wait the mirror named (at least
+	// 0.001 for a refusal) or the DICT's Retry-After.
+	RetryAfterS float64 `json:"retry_after_s"`
+	// Result is LookupSent, LookupBlocked or LookupFailed.
+	Result string `json:"result"`
+	// WaitS is the time, in seconds, the lookup slept while refused.
+	WaitS      float64 `json:"wait_s"`
+	EndToEndID string  `json:"end_to_end_id,omitempty"`
+	// Message says what happened, in English.
+	Message string `json:"message,omitempty"`
+
+	// The entry, when the DICT found the key.
+	KeyType     string `json:"key_type,omitempty"`
+	Participant string `json:"participant,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	Account     string `json:"account,omitempty"`
+	AccountType string `json:"account_type,omitempty"`
+	OwnerType   string `json:"owner_type,omitempty"`
+	OwnerTaxID  string `json:"owner_tax_id,omitempty"`
+	OwnerName   string `json:"owner_name,omitempty"`
+}
+
+// Messages of NewLookupRecord that a caller may translate.
+const (
+	MsgLookupInterrupted = "interrupted while waiting for the throttle"
+	MsgLookupRefused     = "refused locally by %s, not sent" // the bucket's key
+	MsgNoEntry           = "no entry for this key"
+)
+
+// NewLookupRecord is res as a record:
+//   - refused by the mirror (a value, nothing sent): blocked, with the
+//     refusal's reason and wait, "interrupted while waiting for the
+//     throttle" when Run's ctx ended during the wait;
+//   - an entry: sent, with status 200 and the entry's fields;
+//   - the DICT's answer without an entry: sent for a 404 ("no entry for
+//     this key"), failed otherwise, with the status, problem type and
+//     Retry-After;
+//   - a commit whose answer the store lost (throttle.ErrOutcomeUnknown):
+//     failed, "store commit in doubt"; any other error: failed, "request
+//     failed".
+func NewLookupRecord(res BatchResult) LookupRecord {
+	rec := LookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID, EndToEndID: res.EndToEndID, WaitS: seconds(res.Waited)}
+	err := res.Err
+	var remote *RemoteError
+	switch {
+	case err == nil && !res.Decision.Allowed:
+		d := res.Decision
+		rec.Message = fmt.Sprintf(MsgLookupRefused, d.Key)
+		if res.Interrupted {
+			rec.Message = MsgLookupInterrupted
+		}
+		rec.Result, rec.Reason, rec.RetryAfterS = LookupBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
+	case err == nil:
+		rec.Status, rec.Result = http.StatusOK, LookupSent
+		e := res.Entry.Entry
+		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
+		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
+		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
+	case errors.As(err, &remote):
+		rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
+		if remote.Problem != nil {
+			rec.Reason = remote.Problem.TypeName()
+		}
+		rec.Result, rec.Message = LookupFailed, err.Error()
+		if remote.NotFound() {
+			rec.Result, rec.Message = LookupSent, MsgNoEntry
+		}
+	case errors.Is(err, throttle.ErrOutcomeUnknown):
+		// The store lost the answer to a commit (its connection dropped
+		// then): this key failed, the run goes on. If the commit landed, a
+		// hold stays on the mirror, which is only stricter for it.
+		rec.Result, rec.Reason, rec.Message = LookupFailed, "store commit in doubt", err.Error()
+	default:
+		rec.Result, rec.Reason, rec.Message = LookupFailed, "request failed", err.Error()
+	}
+	return rec
+}
+
+// seconds is d in seconds, rounded to the millisecond.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// LookupColumns is the header of a CSV LookupWriter.
+var LookupColumns = []string{"key", "payer", "status", "reason", "retry_after_s", "result", "wait_s", "end_to_end_id",
+	"key_type", "participant", "branch", "account", "account_type", "owner_type", "owner_tax_id", "owner_name", "message"}
+
+// LookupWriter writes records as the lookups end: CSV rows under
+// LookupColumns, or the elements of one JSON array. Each Write is flushed,
+// so a run stopped half-way leaves a complete file of the lookups done
+// once Close has run. Not safe for concurrent use.
+type LookupWriter struct {
+	w    io.Writer
+	csv  *csv.Writer
+	n    int
+	json bool
+}
+
+// NewLookupWriter starts a file on w: the CSV header, or "[" with asJSON.
+func NewLookupWriter(w io.Writer, asJSON bool) (*LookupWriter, error) {
+	lw := &LookupWriter{w: w, json: asJSON}
+	var err error
+	if asJSON {
+		_, err = io.WriteString(w, "[")
+	} else {
+		lw.csv = csv.NewWriter(w)
+		err = lw.writeHeader()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dict: lookup file: %w", err)
+	}
+	return lw, nil
+}
+
+// writeHeader writes the CSV header.
+func (lw *LookupWriter) writeHeader() error {
+	if err := lw.csv.Write(LookupColumns); err != nil {
+		return err
+	}
+	lw.csv.Flush()
+	return lw.csv.Error()
+}
+
+// Write writes one record.
+func (lw *LookupWriter) Write(r LookupRecord) error {
+	defer func() { lw.n++ }()
+	if lw.json {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		sep := ",\n"
+		if lw.n == 0 {
+			sep = "\n"
+		}
+		_, err = io.WriteString(lw.w, sep+string(b))
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	err := lw.csv.Write([]string{r.Key, r.Payer, strconv.Itoa(r.Status), r.Reason, f(r.RetryAfterS), r.Result, f(r.WaitS), r.EndToEndID,
+		r.KeyType, r.Participant, r.Branch, r.Account, r.AccountType, r.OwnerType, r.OwnerTaxID, r.OwnerName, r.Message})
+	if err != nil {
+		return err
+	}
+	lw.csv.Flush()
+	return lw.csv.Error()
+}
+
+// Close ends the file (the JSON array's "]"); it does not close the
+// underlying writer.
+func (lw *LookupWriter) Close() error {
+	if lw.json {
+		_, err := io.WriteString(lw.w, "\n]\n")
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,415 @@
+// Package report draws what a batch of sends does for the person or the
+// program that runs it: one line per item (plain), a progress bar with
+// counts and ETA on a terminal, or JSON lines; the waits the throttle asks
+// for, counted down; and the summary, counted by result. balde's batch
+// commands (sifen-send, dict-lookup) print through it, and an application
+// that runs sifen.SendDocuments or dict.Batch from its own command line
+// gets the same output in a few calls:
+//
+//	clock := report.NewClock(nil, nil) // the system clock, real waits
+//	rep := report.New(os.Stdout, report.ChooseMode(os.Stdout, jsonOut), len(docs), "send", clock, nil)
+//	... sifen.SendDocuments(ctx, sender, docs, sifen.BatchConfig{Sleep: clock.Sleep, Progress: draw(rep)})
+//	sum := rep.Finish(ctx.Err() != nil, notDone)
+//
+// Example_sifenSend in package balde shows it whole.
+//
+// A Reporter is not safe for concurrent use: a batch reports one item at a
+// time.
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
+)
+
+// Clock is how a batch reads time and waits. The engine's clock and the
+// sleep must agree: a batch sleeps exactly the RetryAfter the limiter
+// computed on Now, then asks again.
+type Clock struct {
+	// Now is the engine's clock; nil is the system clock.
+	Now throttle.Clock
+	// Sleep waits d, or less when ctx ends first (it then returns
+	// ctx.Err()). When a Reporter was made with this clock, its waits go
+	// through the Reporter, which redraws the progress bar with the time
+	// left and adds the time actually waited to the summary.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	hook *waitHook // shared by the copies of one Clock
+}
+
+// waitHook routes a Clock's sleeps through the Reporter made with it.
+type waitHook struct {
+	sleep func(ctx context.Context, d time.Duration) error // the underlying wait
+	rep   *Reporter
+}
+
+// NewClock returns a Clock over now (nil: the system clock) and sleep
+// (nil: a real wait that ends early with ctx).
+func NewClock(now throttle.Clock, sleep func(ctx context.Context, d time.Duration) error) Clock {
+	if sleep == nil {
+		sleep = SleepContext
+	}
+	h := &waitHook{sleep: sleep}
+	return Clock{Now: now, hook: h, Sleep: func(ctx context.Context, d time.Duration) error {
+		if h.rep != nil {
+			return h.rep.sleep(ctx, d, h.sleep)
+		}
+		return h.sleep(ctx, d)
+	}}
+}
+
+// BaseSleep is the sleep under c, which no Reporter sees: for waits that
+// run side by side (dict.Batch's lookups), whose countdown would be
+// meaningless; add what they waited with Reporter.AddWait.
+func (c Clock) BaseSleep() func(ctx context.Context, d time.Duration) error {
+	if c.hook == nil {
+		return c.Sleep
+	}
+	return c.hook.sleep
+}
+
+// Time reads c.Now, or the system clock.
+func (c Clock) Time() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+// SleepContext waits d or until ctx ends (then it returns ctx.Err()).
+func SleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Result is how one item of a batch ended.
+type Result string
+
+const (
+	Sent    Result = "sent"    // sent, and answered
+	Blocked Result = "blocked" // not sent: the throttle refused it (or it is in flight elsewhere)
+	Skipped Result = "skipped" // nothing to do: already sent
+	Failed  Result = "failed"  // sent or tried, without success
+	Invalid Result = "invalid" // bad input: nothing was sent
+)
+
+// Summary is the end of a batch: counts by result, the time spent waiting
+// and in all. It is printed as a line, or as one JSON object
+// {"summary": {...}} after the items' JSON lines.
+type Summary struct {
+	Total   int `json:"total"`
+	Sent    int `json:"sent"`
+	Blocked int `json:"blocked"`
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
+	Invalid int `json:"invalid"`
+	// NotProcessed counts items left untouched by an interruption.
+	NotProcessed int `json:"not_processed"`
+	// WaitS is the time actually spent waiting for the throttle (less than
+	// planned when a wait was interrupted), ElapsedS the whole run, in
+	// seconds.
+	WaitS       float64 `json:"wait_s"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	Interrupted bool    `json:"interrupted"`
+}
+
+// Undone counts the items that are not done: blocked, failed, invalid or
+// not processed.
+func (s Summary) Undone() int { return s.Blocked + s.Failed + s.Invalid + s.NotProcessed }
+
+// Done counts the items reported so far.
+func (s Summary) Done() int { return s.Sent + s.Blocked + s.Skipped + s.Failed + s.Invalid }
+
+// String renders the summary line in English.
+func (s Summary) String() string { return s.Text(i18n.New(i18n.English, nil)) }
+
+// Text renders the summary line in tr's language:
+// "12 sent, 1 blocked, 3 skipped, 0 failed of 16 in 31s; waited 30s".
+func (s Summary) Text(tr *i18n.Printer) string {
+	line := tr.Sprintf("%d sent, %d blocked, %d skipped, %d failed", s.Sent, s.Blocked, s.Skipped, s.Failed)
+	if s.Invalid > 0 {
+		line += tr.Sprintf(", %d invalid", s.Invalid)
+	}
+	line += tr.Sprintf(" of %d in %s; waited %s", s.Total, FormatSeconds(s.ElapsedS), FormatSeconds(s.WaitS))
+	if s.Interrupted {
+		line += tr.Sprintf("; interrupted, %d not processed", s.NotProcessed)
+	}
+	return line
+}
+
+// FormatSeconds renders seconds as a Go duration rounded for people.
+func FormatSeconds(s float64) string {
+	return web.FormatWait(time.Duration(s * float64(time.Second)))
+}
+
+// Seconds converts a duration to seconds, rounded to the millisecond, for
+// JSON output.
+func Seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// Mode is how a Reporter writes.
+type Mode int
+
+const (
+	Plain Mode = iota // one log line per item (output is not a terminal: CI, cron, a pipe)
+	Bar               // a progress bar with counts and ETA; notable items as lines above it
+	JSON              // one JSON object per line per item, then the summary object
+)
+
+// ChooseMode picks the mode for w: JSON when asked, a bar when w is a
+// terminal, plain lines otherwise.
+func ChooseMode(w io.Writer, jsonOut bool) Mode {
+	switch {
+	case jsonOut:
+		return JSON
+	case IsTerminal(w):
+		return Bar
+	}
+	return Plain
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Reporter writes a batch's items, waits and summary.
+type Reporter struct {
+	// Tr is the language of the lines people read (never of JSON).
+	Tr *i18n.Printer
+	// Progress, when set, receives a JSON line per wait as it starts and
+	// every ProgressTick during it, {"progress": ProgressEvent}: what JSON
+	// output leaves silent during a long wait.
+	Progress io.Writer
+
+	w     io.Writer
+	mode  Mode
+	bar   *progressbar.ProgressBar
+	clock Clock
+	start time.Time
+	sum   Summary
+	why   string        // the reason of the wait announced last
+	waitd time.Duration // time actually waited, summed
+}
+
+// barTick is how often the bar is redrawn during a wait.
+const barTick = time.Second
+
+// ProgressTick is how often a wait is reported on Reporter.Progress.
+const ProgressTick = 10 * time.Second
+
+// ProgressEvent is a line of Reporter.Progress: a wait of WaitS seconds
+// with LeftS to go, why, and the items done of Total.
+type ProgressEvent struct {
+	Event string  `json:"event"` // "waiting"
+	Why   string  `json:"why"`
+	WaitS float64 `json:"wait_s"`
+	LeftS float64 `json:"left_s"`
+	Done  int     `json:"done"`
+	Total int     `json:"total"`
+}
+
+// New returns a Reporter of total items writing to w in mode, its lines
+// for people in tr's language (nil: English). what names the batch on the
+// bar. The waits of clock (its Sleep) go through the Reporter from now on.
+func New(w io.Writer, mode Mode, total int, what string, clock Clock, tr *i18n.Printer) *Reporter {
+	if tr == nil {
+		tr = i18n.New(i18n.English, nil)
+	}
+	r := &Reporter{Tr: tr, w: w, mode: mode, clock: clock, start: clock.Time(), sum: Summary{Total: total}}
+	if clock.hook != nil {
+		clock.hook.rep = r
+	}
+	if mode == Bar {
+		r.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+		)
+	}
+	return r
+}
+
+// Mode is how r writes.
+func (r *Reporter) Mode() Mode { return r.mode }
+
+// Writer is where r writes (for a caller's own JSON lines).
+func (r *Reporter) Writer() io.Writer { return r.w }
+
+// Summary is the summary so far.
+func (r *Reporter) Summary() Summary { return r.sum }
+
+// AddWait adds d to the time waited, for waits that did not go through
+// the Reporter's clock (Clock.BaseSleep).
+func (r *Reporter) AddWait(d time.Duration) {
+	r.waitd += d
+	r.sum.WaitS = Seconds(r.waitd)
+}
+
+// Item records one item's result: counted, and written as line (Plain),
+// as a line above the bar when it is not a plain success (Bar), or as obj
+// (JSON).
+func (r *Reporter) Item(res Result, line string, obj any) {
+	switch res {
+	case Sent:
+		r.sum.Sent++
+	case Blocked:
+		r.sum.Blocked++
+	case Skipped:
+		r.sum.Skipped++
+	case Failed:
+		r.sum.Failed++
+	case Invalid:
+		r.sum.Invalid++
+	}
+	switch r.mode {
+	case Plain:
+		fmt.Fprintln(r.w, line)
+	case JSON:
+		WriteJSONLine(r.w, obj)
+	case Bar:
+		if res != Sent && res != Skipped {
+			r.above(line)
+		}
+		r.bar.Describe(r.counts())
+		// The bar is not throttled: a throttled Add skips drawing, and
+		// the count shown then stays stale through the next wait.
+		_ = r.bar.Add(1)
+	}
+}
+
+// Waiting announces a wait of d that is about to start: a plain line, or
+// a line above the bar (the bar then counts it down), and a progress line.
+func (r *Reporter) Waiting(d time.Duration, why string) {
+	r.why = why
+	if r.Progress != nil {
+		r.tellProgress(d, d)
+	}
+	switch r.mode {
+	case Plain:
+		fmt.Fprintln(r.w, r.Tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
+	case Bar:
+		r.above(r.Tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
+	}
+}
+
+// tellProgress writes a wait of d with left to go on r.Progress.
+func (r *Reporter) tellProgress(d, left time.Duration) {
+	WriteJSONLine(r.Progress, map[string]ProgressEvent{"progress": {Event: "waiting", Why: r.why, WaitS: Seconds(d), LeftS: Seconds(left),
+		Done: r.sum.Done(), Total: r.sum.Total}})
+}
+
+// sleep waits d with base, redrawing the bar every barTick (or writing a
+// progress line every ProgressTick) with the time left, and adds the time
+// actually waited (by the batch clock) to the summary, also when ctx ends
+// the wait early.
+func (r *Reporter) sleep(ctx context.Context, d time.Duration, base func(context.Context, time.Duration) error) error {
+	start := r.clock.Time()
+	defer func() {
+		r.AddWait(max(r.clock.Time().Sub(start), 0))
+		if r.mode == Bar {
+			r.bar.Describe(r.counts())
+			_ = r.bar.RenderBlank()
+		}
+	}()
+	if r.mode != Bar && r.Progress == nil {
+		return base(ctx, d)
+	}
+	tick := barTick
+	if r.mode != Bar {
+		tick = ProgressTick
+	}
+	for left := d; left > 0; {
+		if r.mode == Bar {
+			r.bar.Describe(r.Tr.Sprintf("waiting %s (%s) · %s", web.FormatWait(left), r.why, r.counts()))
+			_ = r.bar.RenderBlank()
+		} else if left < d {
+			r.tellProgress(d, left)
+		}
+		if err := base(ctx, min(left, tick)); err != nil {
+			return err
+		}
+		left = d - r.clock.Time().Sub(start)
+	}
+	return nil
+}
+
+// Note writes an event that is not an item (a resolved document): a plain
+// line, a line above the bar, or nothing in JSON mode.
+func (r *Reporter) Note(line string) {
+	switch r.mode {
+	case Plain:
+		fmt.Fprintln(r.w, line)
+	case Bar:
+		r.above(line)
+	}
+}
+
+// above prints line above the progress bar.
+func (r *Reporter) above(line string) {
+	_ = r.bar.Clear()
+	fmt.Fprintln(r.w, line)
+	_ = r.bar.RenderBlank()
+}
+
+func (r *Reporter) counts() string {
+	return r.Tr.Sprintf("sent %d, blocked %d, skipped %d, failed %d", r.sum.Sent, r.sum.Blocked, r.sum.Skipped, r.sum.Failed)
+}
+
+// Finish writes the summary and returns it. notProcessed items were left
+// untouched by an interruption.
+func (r *Reporter) Finish(interrupted bool, notProcessed int) Summary {
+	r.sum.Interrupted, r.sum.NotProcessed = interrupted, notProcessed
+	r.sum.ElapsedS = Seconds(r.clock.Time().Sub(r.start))
+	switch r.mode {
+	case JSON:
+		WriteJSONLine(r.w, struct {
+			Summary Summary `json:"summary"`
+		}{r.sum})
+	case Bar:
+		if !r.bar.IsFinished() {
+			_ = r.bar.Exit()
+			fmt.Fprintln(r.w)
+		}
+		fmt.Fprintln(r.w, r.sum.Text(r.Tr))
+	default:
+		fmt.Fprintln(r.w, r.sum.Text(r.Tr))
+	}
+	return r.sum
+}
+
+// WriteJSONLine writes v as one line of JSON (a value that cannot be
+// marshalled is written as its error, quoted).
+func WriteJSONLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(strconv.Quote(err.Error()))
+	}
+	b = append(b, '\n')
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""embed-lines.py: decision 0096's table. For each use of balde's binary, the
+non-blank, non-comment lines of cmd/balde an embedding application had to
+copy at commit 323f305 (the declarations since moved into the module), and
+the non-blank, non-comment lines of the runnable example that does the same
+now (example_uses_test.go). Run from the repository's root:
+
+    python3 scripts/embed-lines.py
+"""
+import re, subprocess, sys
+BASE='323f305'
+def src(path, rev=None):
+    if rev: return subprocess.run(['git','show',f'{rev}:{path}'],capture_output=True,text=True,check=True).stdout
+    return open(path).read()
+def decl_lines(text, name):
+    # top-level func/method/type/var/const named `name`, with its doc comment; non-blank lines
+    lines=text.split('\n')
+    pat=re.compile(r'^(func (\([^)]*\) )?%s[\[(]|type %s |var %s |const %s )' % ((re.escape(name),)*4))
+    for i,l in enumerate(lines):
+        if pat.match(l):
+            j=i
+            if l.rstrip().endswith('{') or l.rstrip().endswith('('):
+                while not (lines[j].startswith('}') or lines[j].startswith(')')): j+=1
+            k=i
+            while k>0 and lines[k-1].startswith('//'): k-=1
+            return sum(1 for x in lines[i:j+1] if x.strip() and not x.strip().startswith('//'))
+    raise SystemExit(f'{name} not found')
+def body(text, name):
+    lines=text.split('\n')
+    for i,l in enumerate(lines):
+        if l.startswith(f'func {name}('):
+            j=i+1; n=0
+            while not lines[j].startswith('}'):
+                if lines[j].strip() and not lines[j].strip().startswith('//'): n+=1
+                j+=1
+            return n
+before={
+ 'serve': [('cmd/balde/serve.go',['run','stopRun','wait','newInboundConfig','openServer','storeHealth','adminPassword','dataDir']),('cmd/balde/buckets.go',['sqlitePath'])],
+ 'gateway': [('cmd/balde/gateway.go',['serveGateway','gatewayMux']),('cmd/balde/serve.go',['newInboundConfig'])],
+ 'sifen-send': [('cmd/balde/batch.go',['batchClock','waitHook','sleepContext','result','summary','undone','String','text','fmtSeconds','seconds','outputMode','chooseMode','isTerminal','reporter','barTick','newReporter','item','waiting','sleep','note','above','counts','finish','writeJSONLine'])],
+ 'dict-lookup': [('cmd/balde/dict_lookup.go',['lookupRecord','lookupRecordOf','lookupColumns','lookupWriter','createLookupWriter','write','close'])],
+ 'buckets/prune': [('cmd/balde/buckets.go',['page']),('cmd/balde/prune.go',['pruneCount'])],
+}
+after={'serve':'ExampleEngine_StartApp','gateway':'ExampleEngine_Serve','sifen-send':'Example_sifenSend','dict-lookup':'Example_dictLookup','buckets/prune':'Example_buckets'}
+ex=src('example_uses_test.go')
+for use,files in before.items():
+    n=0
+    for f,names in files:
+        t=src(f,BASE)
+        for nm in names: n+=decl_lines(t,nm)
+    print(f'{use:14s} copied from cmd/balde before: {n:4d} lines; example body now: {body(ex,after[use]):3d} lines')

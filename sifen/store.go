@@ -61,7 +61,9 @@ type DocumentStore interface {
 	// Note sets the message of documents still held by claim.
 	Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error
 	// Hold records a refusal before any claim: documents in draft or error
-	// keep their status and get message and retryAt.
+	// keep their status and get retryAt; a draft gets message, a document
+	// in error keeps its own (the answer of its last send, SIFEN's 0301
+	// among them): the local refusal is told apart by retryAt.
 	Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error
 	// Fail records a failure before any claim (the throttle could not
 	// decide): documents in draft or error become "error" with message.

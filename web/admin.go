@@ -45,7 +45,10 @@ type bucketsPage struct {
 	FirstURL     string
 	RefreshURL   string
 	NoRefreshURL string
-	PageText     string
+	// Refreshing: auto-refresh is on, the table updates in place with the
+	// summary (the summary always does).
+	Refreshing bool
+	PageText   string
 }
 
 // option is one choice of a select.
@@ -55,9 +58,6 @@ type option struct {
 }
 
 func (bucketsPage) templateFile() string { return "admin_buckets.html" }
-
-// autoRefreshSeconds is the period of the bucket list's auto-refresh.
-const autoRefreshSeconds = 10
 
 // lotView is one SIFEN lot waiting for its result, on the lots tab.
 type lotView struct {
@@ -327,9 +327,7 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		}
 		return s.pathWithQuery("adminBuckets", v)
 	}
-	if refreshing {
-		p.Refresh = autoRefreshSeconds
-	}
+	p.Refreshing = refreshing
 	p.NextURL, p.PrevURL, p.FirstURL = link(list.Next), link(list.Prev), link(list.First)
 	here := r.URL.Query()
 	here.Set("refresh", "1")
@@ -342,6 +340,16 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 			from = (list.PageNumber-1)*lq.Filter.Limit + 1
 		}
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
+	}
+	// The summary updates in place (static/live.js); the table too while
+	// auto-refresh is on. ?live=1 is that update: the fragments as JSON.
+	p.Live = s.live(r)
+	if isLive(r) {
+		ids := map[string]string{"live-summary": "summary"}
+		if refreshing && lq.Tab != "lots" {
+			ids["live-list"] = "bucketlist"
+		}
+		return s.renderLive(w, p, tr.Zoned(sum.At), ids)
 	}
 	return s.render(w, http.StatusOK, p)
 }
@@ -361,7 +369,7 @@ func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr 
 		}
 		v := lotView{Env: string(l.Env), LotNumber: l.LotNumber, RUC: l.RUC, Documents: l.Documents, SentAt: formatWhenIn(tr, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
-			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Time(l.NextQueryAt), FormatWait(wait))
+			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), FormatWait(wait))
 		} else {
 			v.NextQuery = tr.Sprintf("next query now")
 		}
@@ -417,13 +425,9 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: before %q is not a ledger entry id", ErrBadRequest, b)
 		}
 	}
-	window := chartWindows[0]
-	if w := r.URL.Query().Get("window"); w != "" {
-		i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
-		if i < 0 {
-			return fmt.Errorf("%w: window %q (want hour, day or week)", ErrBadRequest, w)
-		}
-		window = chartWindows[i]
+	window, err := chartWindowOf(r)
+	if err != nil {
+		return err
 	}
 	st, err := s.Limiter.State(r.Context(), key)
 	if err != nil {
@@ -470,6 +474,16 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if before != 0 {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
+	// The state and the chart update in place (static/live.js), the
+	// ledger too on its newest page; ?live=1 is that update.
+	p.Live = s.live(r)
+	if isLive(r) {
+		ids := map[string]string{"live-state": "state", "live-chart": "chart"}
+		if before == 0 {
+			ids["live-ledger"] = "ledger"
+		}
+		return s.renderLive(w, p, l.T.Zoned(st.At), ids)
+	}
 	return s.render(w, http.StatusOK, p)
 }
 
@@ -477,9 +491,9 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 // language.
 func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
-		At:      e.At.UTC().Format(TimeLayout),
+		At:      tr.Zoned(e.At),
 		Reason:  tr.Text(e.Reason.String()),
-		Delta:   fmt.Sprintf("%+d", e.Delta),
+		Delta:   tr.Sprintf("%+d", e.Delta),
 		Balance: e.Balance,
 		Count:   e.Count,
 		Ref:     e.Ref,

@@ -20,16 +20,22 @@ type chartWindow struct {
 	Span  time.Duration
 }
 
-// chartWindows are the windows the bucket page offers; the first is the
-// default.
+// chartWindows are the windows the bucket page offers, shortest first;
+// defaultChartWindow is the one shown without ?window=.
 var chartWindows = []chartWindow{
+	{"5m", "last 5 minutes", 5 * time.Minute},
+	{"15m", "last 15 minutes", 15 * time.Minute},
 	{"hour", "last hour", time.Hour},
 	{"day", "last day", 24 * time.Hour},
 	{"week", "last week", 7 * 24 * time.Hour},
 }
 
+// defaultChartWindow is the hour.
+var defaultChartWindow = chartWindows[2]
+
 // chartSlots is how many time slots the store folds a chart's window into
-// (inspect.LedgerWindowQuery): 10 s each for the hour, 4 min for the day,
+// (inspect.LedgerWindowQuery): 0.83 s each for 5 minutes, 2.5 s for 15
+// minutes, 10 s for the hour, 4 min for the day,
 // 28 min for the week, about 1.8 px each on the plot.
 const chartSlots = 360
 
@@ -201,7 +207,7 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 		cl := cols[k]
 		c.Refusals = append(c.Refusals, chartMark{
 			X: num(float64(k) - 1.5), Y: num(chartBottom + 2), W: "3", H: strconv.Itoa(markHeight),
-			Label: tr.Time(cl.first) + ": " + tr.Sprintf("%d refused", cl.n),
+			Label: tr.Zoned(cl.first) + ": " + tr.Sprintf("%d refused", cl.n),
 		})
 	}
 
@@ -226,17 +232,23 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 		addY(mid)
 	}
 
+	// The axis is in the reader's zone (i18n.Printer.Zoned), its ends
+	// name it; a window of minutes shows seconds.
+	zone := tr.Location()
 	layout := "15:04"
+	if span <= 15*time.Minute {
+		layout = "15:04:05"
+	}
 	if span > 36*time.Hour {
 		layout = "Jan 2 15:04"
 	}
 	labelY := strconv.Itoa(chartBottom + markHeight + 18)
 	c.XLabels = []chartLabel{
-		{X: strconv.Itoa(chartLeft), Y: labelY, Text: from.UTC().Format(layout) + " UTC", Anchor: "start"},
-		{X: num(float64(chartLeft+chartRight) / 2), Y: labelY, Text: from.Add(span / 2).UTC().Format(layout), Anchor: "middle"},
-		{X: strconv.Itoa(chartRight), Y: labelY, Text: to.UTC().Format(layout) + " UTC", Anchor: "end"},
+		{X: strconv.Itoa(chartLeft), Y: labelY, Text: from.In(zone).Format(layout + " MST"), Anchor: "start"},
+		{X: num(float64(chartLeft+chartRight) / 2), Y: labelY, Text: from.Add(span / 2).In(zone).Format(layout), Anchor: "middle"},
+		{X: strconv.Itoa(chartRight), Y: labelY, Text: to.In(zone).Format(layout + " MST"), Anchor: "end"},
 	}
-	c.FromText, c.ToText = from.UTC().Format(TimeLayout), to.UTC().Format(TimeLayout)
+	c.FromText, c.ToText = tr.Zoned(from), tr.Zoned(to)
 	return c
 }
 
@@ -244,14 +256,14 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 // the change itself when the slot holds one, else its range.
 func slotLabel(tr *i18n.Printer, sl inspect.LedgerSlot) string {
 	if sl.Changes == 1 {
-		label := fmt.Sprintf("%s: %s %+d → %d", tr.Time(sl.Last), tr.Text(sl.LastReason.String()), sl.Close-sl.Open, sl.Close)
+		label := fmt.Sprintf("%s: %s %+d → %d", tr.Zoned(sl.Last), tr.Text(sl.LastReason.String()), sl.Close-sl.Open, sl.Close)
 		if sl.Events > 1 {
 			label += " " + tr.Sprintf("(%d events)", sl.Events)
 		}
 		return label
 	}
 	return tr.Sprintf("%s to %s: %d events, %d → %d (lowest %d, highest %d)",
-		tr.Time(sl.First), tr.Time(maxTime(sl.First, sl.Last)), sl.Events, sl.Open, sl.Close, sl.Min, sl.Max)
+		tr.Zoned(sl.First), tr.Zoned(maxTime(sl.First, sl.Last)), sl.Events, sl.Open, sl.Close, sl.Min, sl.Max)
 }
 
 func maxTime(a, b time.Time) time.Time {

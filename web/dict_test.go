@@ -79,7 +79,7 @@ func TestDictLookupFound(t *testing.T) {
 	// 200 costs 1 to the payer (CPF key: the V2 policy) and 1 to the participant.
 	require.Equal(t, int64(capacityPF-1), e.tokens(dict.PolicyEntriesReadUserAntiscanV2, payerPF))
 	require.Equal(t, int64(capacityPSP-1), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, participant))
-	require.Equal(t, map[string]string{payerPF: "99", participant: "49999"}, lookupBuckets(page))
+	require.Equal(t, map[string]string{payerPF: "99", participant: "49,999"}, lookupBuckets(page))
 	require.Equal(t, int64(1), e.dictStats(t).Count(dict.OpGetEntry, http.StatusOK))
 }
 
@@ -91,7 +91,7 @@ func TestDictLookupNotFound(t *testing.T) {
 	require.Equal(t, "No entry for this key at the DICT (404).", page.Find(".banner-text").Text())
 	require.Zero(t, page.Find(`form[action="/dict/payments"]`).Length(), "nothing to pay")
 	// A 404 costs 20 to the payer and 3 to the participant (seed 001).
-	require.Equal(t, map[string]string{payerPF: "80", participant: "49997"}, lookupBuckets(page))
+	require.Equal(t, map[string]string{payerPF: "80", participant: "49,997"}, lookupBuckets(page))
 	require.Equal(t, int64(1), e.dictStats(t).Count(dict.OpGetEntry, http.StatusNotFound))
 }
 

@@ -127,6 +127,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 // posting to itself and inline SVG. There is no script at all: the pages
 // work without JavaScript (auto-refresh is a <meta http-equiv="refresh">).
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
+	"script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // secureHeaders sets the security headers of every response. Admin and API

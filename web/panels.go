@@ -2,12 +2,12 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // DictCategoryPanel is the admin summary's box about the DICT participant:
@@ -26,7 +26,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",
-				Value: "%s, capacity %s", ValueArgs: []any{pol.Rate(), strconv.FormatInt(pol.Capacity, 10)}})
+				Value: "%d%s, capacity %d", ValueArgs: []any{pol.RefillTokens, ratePeriod(pol), pol.Capacity}})
 		}
 		return p, nil
 	}
@@ -54,16 +54,16 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 		p := Panel{
 			Title:    "DICT anti-scan monitors (24 h)",
 			Note:     "Suspicious: a participant with more than %s of its lookups ending in 404; a payer with at least %d lookups and more than %s.",
-			NoteArgs: []any{perMille(dict.ParticipantNotFoundLimit), dict.PayerMinLookups, perMille(dict.PayerNotFoundLimit)},
+			NoteArgs: []any{i18n.Share(dict.ParticipantNotFoundLimit), dict.PayerMinLookups, i18n.Share(dict.PayerNotFoundLimit)},
 		}
-		perPayment := "no payment order yet"
+		perPayment := PanelRow{Label: "Lookups per payment order", Value: "no payment order yet"}
 		if a.Payments > 0 {
-			perPayment = strconv.FormatFloat(a.LookupsPerPayment(), 'f', 1, 64)
+			perPayment.Value, perPayment.ValueArgs = "%.1f", []any{a.LookupsPerPayment()}
 		}
 		p.Rows = append(p.Rows,
-			PanelRow{Label: "Lookups", Value: strconv.FormatInt(a.Lookups, 10)},
-			PanelRow{Label: "Payment orders", Value: strconv.FormatInt(a.Payments, 10)},
-			PanelRow{Label: "Lookups per payment order", Value: perPayment})
+			PanelRow{Label: "Lookups", Value: "%d", ValueArgs: []any{a.Lookups}},
+			PanelRow{Label: "Payment orders", Value: "%d", ValueArgs: []any{a.Payments}},
+			perPayment)
 		if len(a.Participants) == 0 {
 			p.Rows = append(p.Rows, PanelRow{Label: "404 share per participant", Value: "no lookup"})
 		}
@@ -100,17 +100,12 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 // label is a format of its id.
 func scanRow(label string, c dict.ScanCount) PanelRow {
 	r := PanelRow{Label: label, LabelArgs: []any{c.ID}, Value: "%s (%d of %d)",
-		ValueArgs: []any{perMille(c.NotFoundPerMille()), c.NotFound, c.Lookups}, Class: "sev-healthy"}
+		ValueArgs: []any{i18n.Share(c.NotFoundPerMille()), c.NotFound, c.Lookups}, Class: "sev-healthy"}
 	if c.Suspicious {
 		r.Class = "sev-critical"
 		r.Value = "%s (%d of %d) suspicious"
 	}
 	return r
-}
-
-// perMille renders a share in per mille as a percentage: 70 → "7.0 %".
-func perMille(pm int64) string {
-	return fmt.Sprintf("%d.%d %%", pm/10, pm%10)
 }
 
 // SifenDocumentsPanel is the admin summary's box of SIFEN documents by
@@ -124,7 +119,7 @@ func SifenDocumentsPanel(sender SifenSender) PanelFunc {
 		p := Panel{Title: "SIFEN documents"}
 		for _, st := range documentStatuses {
 			n := counts[st]
-			row := PanelRow{Label: string(st), Value: strconv.FormatInt(n, 10)}
+			row := PanelRow{Label: string(st), Value: "%d", ValueArgs: []any{n}}
 			if n > 0 && st != sifen.StatusDraft {
 				row.Class = statusClass(st)
 			}

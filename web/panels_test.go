@@ -97,6 +97,16 @@ func TestAntiScanPanel(t *testing.T) {
 	note := document(t, e.get("/admin/buckets", asAdmin)).Find(".panel .note").Text()
 	require.Contains(t, note, "more than 7.0 %")
 	require.Contains(t, note, "at least 100 lookups and more than 20.0 %")
+
+	// In Portuguese and Spanish the shares have a decimal comma.
+	for _, tc := range []struct{ accept, participant, note string }{
+		{"pt-BR", "16,4 % (41 de 250) suspeito", "mais de 7,0 %"},
+		{"es-PY", "16,4 % (41 de 250) sospechoso", "más de 7,0 %"},
+	} {
+		doc := document(t, e.get("/admin/buckets", asAdmin, withHeader("Accept-Language", tc.accept)))
+		require.Contains(t, doc.Find(".panel td.sev-critical").First().Text(), tc.participant, tc.accept)
+		require.Contains(t, doc.Find(".panel .note").Text(), tc.note, tc.accept)
+	}
 }
 
 func TestDictCategoryPanel(t *testing.T) {
@@ -107,7 +117,7 @@ func TestDictCategoryPanel(t *testing.T) {
 	require.Equal(t, map[string][2]string{
 		"ISPB":             {participant, ""},
 		"Category":         {"A", ""},
-		"Anti-scan bucket": {"25000/min, capacity 50000", ""},
+		"Anti-scan bucket": {"25,000/min, capacity 50,000", ""},
 	}, rows)
 
 	// Reconciliation learns another category: the panel follows.

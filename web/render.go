@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -21,6 +22,7 @@ var pageFiles = []string{
 	"admin_audit.html",
 	"admin_bucket.html",
 	"admin_buckets.html",
+	"admin_overview.html",
 	"admin_reset.html",
 	"dict_lookup.html",
 	"error.html",
@@ -111,6 +113,69 @@ type layout struct {
 	RequestID string
 	// Refresh, when > 0, reloads the page every Refresh seconds.
 	Refresh int
+	// Live, when set, updates parts of the page in place (static/live.js).
+	Live *liveUpdate
+	// ZoneName is the zone the page's times are in ("America/Asuncion
+	// (-03)", "UTC").
+	ZoneName string
+}
+
+// liveUpdate is how a page updates in place: every Every seconds
+// static/live.js fetches URL (the page's own URL with live=1), a JSON
+// object of HTML fragments by element id (Server.renderLive).
+type liveUpdate struct {
+	URL, ScriptURL string
+	Every          int
+}
+
+// liveEverySeconds is the period of the pages' live updates.
+const liveEverySeconds = 10
+
+// live returns the live update of the page r shows: its own URL with
+// live=1.
+func (s *Server) live(r *http.Request) *liveUpdate {
+	q := r.URL.Query()
+	q.Set("live", "1")
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	return &liveUpdate{URL: s.BasePath + u.RequestURI(), ScriptURL: s.path("static") + "live.js", Every: liveEverySeconds}
+}
+
+// isLive reports whether r asks for a page's live fragments (live=1).
+func isLive(r *http.Request) bool { return r.URL.Query().Get("live") == "1" }
+
+// liveFragments is the JSON answer of a live update.
+type liveFragments struct {
+	// Fragments are HTML by element id.
+	Fragments map[string]string `json:"fragments"`
+	// At is when they were rendered, in the page's zone.
+	At string `json:"at"`
+}
+
+// renderLive renders, for a live update of p, the named templates of p's
+// page (template name by element id) and writes them as JSON. A template
+// error writes nothing and is returned, as render does.
+func (s *Server) renderLive(w http.ResponseWriter, p page, at string, ids map[string]string) error {
+	t, ok := s.pages[p.templateFile()]
+	if !ok {
+		return fmt.Errorf("web: render: page %s is not declared", p.templateFile())
+	}
+	out := liveFragments{Fragments: make(map[string]string, len(ids)), At: at}
+	for id, name := range ids {
+		var buf bytes.Buffer
+		if err := t.ExecuteTemplate(&buf, name, p); err != nil {
+			return fmt.Errorf("web: render %s %s: %w", p.templateFile(), name, err)
+		}
+		out.Fragments[id] = buf.String()
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("web: render live %s: %w", p.templateFile(), err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
 }
 
 type navLink struct {
@@ -131,6 +196,13 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		User:      info.user,
 		ReadOnly:  info.user != "" && info.role != RoleAdmin,
 		RequestID: info.id,
+	}
+	// The zone's abbreviation is the one in force now (an error page may
+	// come before the Limiter is set).
+	if s.Limiter != nil {
+		l.ZoneName = tr.ZoneName(s.now())
+	} else {
+		l.ZoneName = tr.ZoneName(time.Now())
 	}
 	for _, n := range navItems {
 		if n.shown != nil && !n.shown(s) {

@@ -63,6 +63,7 @@ func (s *Server) routes() []route {
 		// Admin pages (admin.go).
 		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
+		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
 		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
 		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, handle: s.showAudit},
 		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, handle: s.resetBucket},
@@ -102,6 +103,7 @@ var navItems = []struct {
 	shown        func(*Server) bool
 }{
 	{"Buckets", "adminBuckets", nil},
+	{"Decisions", "adminOverview", nil},
 	{"Documents", "documents", func(s *Server) bool { return s.Sifen != nil }},
 	{"DICT lookup", "dictLookup", func(s *Server) bool { return s.Dict != nil }},
 	{"Audit", "adminAudit", func(s *Server) bool { return s.Audit != nil }},

@@ -33,6 +33,8 @@ var testPolicies = throttle.Policies{
 	"P": throttle.PerMinute("P", 10, 10),
 	// SLOW: a SIFEN-like cooldown of 10 s per key.
 	"SLOW": {Name: "SLOW", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Minute, MinInterval: 10 * time.Second},
+	// BIG: 25,000 tokens, for numbers with a thousands separator.
+	"BIG": throttle.PerMinute("BIG", 25000, 25000),
 }
 
 // env is a server under test with its clock, store and limiter.

@@ -141,11 +141,17 @@ type documentView struct {
 	ResponseCode string
 	Result       string // SIFEN's dEstRes
 	AuthNumber   string // dProtAut
-	Wait         string // "retry in 7 s" while a throttle refusal lasts
-	Created      string
-	Updated      string
-	Sent         string
-	Sendable     bool
+	// Wait is the local refusal while it lasts, apart from Message (the
+	// last answer, SIFEN's own after a 0301): "retry in 9m21s", "retry in
+	// 7 s" (waitText).
+	Wait string
+	// NotQueued: SIFEN answered 0301 to the document's last lot: never
+	// accepted, it is still a draft to send again once the block ends.
+	NotQueued bool
+	Created   string
+	Updated   string
+	Sent      string
+	Sendable  bool
 	// Held is the wait of the RUC's gate while it refuses ("blocked
 	// 9m21s (block 1 in a row)"): the Send button is off, and says it.
 	Held string
@@ -183,7 +189,11 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		v.LotHash = d.LotHash[:16]
 	}
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
-		v.Wait = tr.Sprintf("retry in %d s", ceilSeconds(wait))
+		v.Wait = tr.Sprintf("retry in %s", waitText(wait))
+	}
+	if d.Status == sifen.StatusError && d.ResponseCode == sifen.CodeLotNotQueued {
+		v.NotQueued = true
+		v.Status = tr.Sprintf("not queued (0301)")
 	}
 	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
 		v.Status = tr.Sprintf("approved with observations")
@@ -212,6 +222,27 @@ func documentMessageIn(tr *i18n.Printer, msg string) string {
 		}
 	}
 	return msg
+}
+
+// waitText renders a wait as people read it: whole seconds under a minute
+// ("7 s"), a duration past it ("9m21s", "1h0m0s"); never a count of
+// hundreds of seconds.
+func waitText(d time.Duration) string {
+	s := ceilSeconds(d)
+	if s < 60 {
+		return strconv.FormatInt(s, 10) + " s"
+	}
+	return (time.Duration(s) * time.Second).String()
+}
+
+// waitParam is waitText of a query's whole seconds ("561" is "9m21s"); a
+// value that is no number is shown as it is.
+func waitParam(v string) string {
+	s, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || s < 0 {
+		return v
+	}
+	return waitText(time.Duration(s) * time.Second)
 }
 
 // documentType renders a DE type (iTiDE) with its name.
@@ -359,7 +390,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		p.Flash = tr.Sprintf("Sent a lot of %s document(s): SIFEN queued lot %s.", q.Get("n"), q.Get("lot"))
 	case string(sifen.OutcomeBlocked):
 		p.FlashClass = "flash flash-warning"
-		p.Flash = tr.Sprintf("Blocked for RUC %s in env %s, retry in %s s: nothing was sent.", q.Get("ruc"), q.Get("env"), q.Get("wait"))
+		p.Flash = tr.Sprintf("Blocked for RUC %s in env %s, retry in %s: nothing was sent.", q.Get("ruc"), q.Get("env"), waitParam(q.Get("wait")))
 	case "":
 	default:
 		p.FlashClass = "flash flash-error"
@@ -369,7 +400,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		p.Flash += " " + tr.Sprintf("%d more draft(s) stay drafts: with them the SOAP message would exceed 1000 KB. Press the button again to send them.", n)
 	}
 	if n, err := strconv.Atoi(q.Get("later")); err == nil && n > 0 && q.Get("result") != "" {
-		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s s.", n, q.Get("later_wait"))
+		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s.", n, waitParam(q.Get("later_wait")))
 	}
 	// The gate of every RUC with a listed draft, read once per RUC: a
 	// banner per RUC held back, and its drafts' Send buttons off.
@@ -433,7 +464,9 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 }
 
 // parseDocumentFilter reads the list's query. A malformed value is a bad
-// request naming it.
+// request naming it. status=draft lists every document that may be sent
+// (draft and error: sifen.Status.Sendable), so that a document whose lot
+// SIFEN did not queue (0301) stays among the drafts.
 func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 	var f sifen.Filter
 	if v := q.Get("env"); v != "" {
@@ -467,6 +500,12 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 			return f, fmt.Errorf("%w: status %q (want draft, sending, sent, approved, rejected or error)", ErrBadRequest, v)
 		}
 		f.Statuses = []sifen.Status{st}
+		if st == sifen.StatusDraft {
+			// The drafts are what SIFEN does not hold and may be sent: a
+			// document whose lot drew 0301 (never accepted) or whose send
+			// failed before SIFEN queued it is one too.
+			f.Statuses = append(f.Statuses, sifen.StatusError)
+		}
 	}
 	if v := q.Get("before"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -679,7 +718,7 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 			detail = tr.Sprintf("The throttle refused the send before anything left (%s). %s", d.Message, detail)
 		}
 		return &banner{Class: "warning",
-			Text:   tr.Sprintf("Blocked for RUC %s in env %s, retry in %d s.", d.RUC, d.Env, ceilSeconds(wait)),
+			Text:   tr.Sprintf("Blocked for RUC %s in env %s, retry in %s.", d.RUC, d.Env, waitText(wait)),
 			Detail: detail}
 	}
 	if d.Status.Sendable() && !d.RetryAt.IsZero() {
@@ -712,7 +751,9 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 		return &banner{Class: "error", Text: tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it."), Detail: d.Message}
 	}
 	if d.Message != "" {
-		return &banner{Class: "ok", Text: d.Message}
+		// A draft with a message: something did not succeed (a lot not
+		// queued in a batch, a refusal whose wait is over): never green.
+		return &banner{Class: "warning", Text: d.Message}
 	}
 	return nil
 }

@@ -355,7 +355,7 @@ func TestSendDocumentNotQueued(t *testing.T) {
 	page := document(t, e.get(docPath(ids[1]), asAdmin))
 	// Issue 11: the page never says "may be sent again" while the RUC is
 	// blocked locally after the 0301 (10 minutes for the first).
-	require.Equal(t, "Blocked for RUC 88888801-5 in env test, retry in 600 s.", page.Find(".banner-text").Text())
+	require.Equal(t, "Blocked for RUC 88888801-5 in env test, retry in 10m0s.", page.Find(".banner-text").Text())
 	require.Contains(t, page.Find(".banner-detail").Text(), "SIFEN did not queue the lot: 0301")
 	e.clock.Advance(10 * time.Minute)
 	page = document(t, e.get(docPath(ids[1]), asAdmin))
@@ -432,7 +432,8 @@ func TestDocumentsPagesOff(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.get("/documents", asAdmin).StatusCode)
 	require.Equal(t, http.StatusNotFound, e.send(1).StatusCode)
 	nav := document(t, e.get("/admin/buckets", asAdmin)).Find("header.top nav a")
-	require.Equal(t, 1, nav.Length(), "only Buckets: no documents, no DICT lookup")
+	require.Equal(t, []string{"Buckets", "Decisions"}, nav.Map(func(_ int, a *goquery.Selection) string { return a.Text() }),
+		"only Buckets and Decisions: no documents, no DICT lookup")
 }
 
 // TestSendAllDraftsOfRUC: issue 11, the "Send all drafts of RUC …" button:

@@ -2,9 +2,12 @@ package web
 
 import (
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web/i18n"
 )
@@ -19,26 +22,32 @@ type bucketView struct {
 	Stored      bool
 	Orphan      bool
 
-	Tokens      int64
-	Negative    bool
-	Capacity    int64
-	FillPercent int64  // 0..100, for the fill bar
-	FillLabel   string // "45% full", translated: the bar's text for screen readers
-	Refill      string
-	PolicyText  string
-	Severity    string
-	SevClass    string
-	Wait        string // "cooldown 8s", "blocked 4m12s" or ""
-	State       string // "blocked", "cooling down", "negative" or "", translated
-	StateClass  string
-	RetryAfter  string
-	UntilFull   string
-	LastSent    string
-	LastSentAgo string // "4.8s ago", "never": the list's short form
-	LastSentAt  string // the instant in UTC (and the zone), "" for never
-	SendCount   int64
+	Tokens   int64
+	Negative bool
+	Capacity int64
+	// TokensText, CapacityText and SendsText are the numbers in the page's
+	// language ("25.000" in pt-BR and es-PY).
+	TokensText, CapacityText, SendsText string
+	FillPercent                         int64  // 0..100, for the fill bar
+	FillLabel                           string // "45% full", translated: the bar's text for screen readers
+	Refill                              string
+	PolicyText                          string
+	Severity                            string
+	SevClass                            string
+	Wait                                string // "cooldown 8s", "blocked 4m12s" or ""
+	State                               string // "blocked", "cooling down", "negative" or "", translated
+	StateClass                          string
+	RetryAfter                          string
+	UntilFull                           string
+	LastSent                            string
+	LastSentAgo                         string // "4.8s ago", "never": the list's short form
+	LastSentAt                          string // the instant in UTC (and the zone), "" for never
+	SendCount                           int64
 
 	DetailURL string // "" for orphans (their policy is unknown)
+	// DocumentsURL, for a SIFEN RUC's gate when the server has the
+	// documents pages, lists the RUC's documents in the env.
+	DocumentsURL string
 }
 
 // newBucketViewIn renders a state for a page in tr's language.
@@ -46,12 +55,14 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	now := st.At
 	v := bucketView{
 		Key:         st.Key,
-		PolicyParts: strings.Split(st.Key.Policy, "_"),
+		PolicyParts: splitPolicy(st.Key.Policy),
 		Stored:      st.Stored,
 		Orphan:      st.Orphan,
 		Tokens:      st.Tokens,
 		Negative:    st.Tokens < 0,
 		Capacity:    st.Policy.Capacity,
+		TokensText:  tr.Int(st.Tokens),
+		SendsText:   tr.Int(st.SendCount),
 		Severity:    tr.Sprintf(st.Severity.String()),
 		SevClass:    severityClass(st.Severity),
 		SendCount:   st.SendCount,
@@ -67,15 +78,32 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.PolicyText = FormatPolicyIn(tr, st.Policy)
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
 		v.FillLabel = tr.Sprintf("%d%% full", v.FillPercent)
+		v.CapacityText = tr.Int(st.Policy.Capacity)
 		v.DetailURL = s.bucketPath("adminBucket", st.Key)
 	} else {
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
 	v.Wait = FormatBucketWaitIn(tr, st)
-	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, st.UntilFull)
+	// A block or cooldown ends before the bucket admits, full or not: never
+	// "full again: now" next to "blocked 8m7s".
+	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, max(st.UntilFull, st.BlockLeft, st.CooldownLeft))
+	if st.Key.Policy == sifen.PolicyRecepcionLote {
+		// The SIFEN gate blocks only after SIFEN's 0301: say so, and the
+		// level that sets the next block's length (none for a block
+		// SIFEN itself imposed, synced).
+		switch {
+		case st.BlockLeft > 0 && st.BlockLevel > 0:
+			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301 (block %d in a row)", FormatWait(st.BlockLeft), st.BlockLevel)
+		case st.BlockLeft > 0:
+			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301", FormatWait(st.BlockLeft))
+		}
+		if s.Sifen != nil {
+			v.DocumentsURL = s.pathWithQuery("documents", url.Values{"ruc": {st.Key.Identifier}, "env": {st.Key.Env}})
+		}
+	}
 	v.LastSentAgo = tr.Sprintf("never")
 	if !st.LastSentAt.IsZero() {
-		v.LastSentAt = tr.Time(st.LastSentAt)
+		v.LastSentAt = tr.Zoned(st.LastSentAt)
 		v.LastSentAgo = tr.Sprintf("%s ago", FormatWait(max(now.Sub(st.LastSentAt), 0)))
 	}
 	if c := st.Condition(); c != throttle.ConditionAny {
@@ -83,6 +111,10 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	}
 	return v
 }
+
+// splitPolicy splits a policy name at "_", so that a list can offer a line
+// break after each underscore.
+func splitPolicy(name string) []string { return strings.Split(name, "_") }
 
 // bucketPath builds the URL of a per-bucket route.
 func (s *Server) bucketPath(name string, k throttle.Key) string {
@@ -133,11 +165,22 @@ func FormatRefill(p throttle.Policy) string {
 func FormatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
 	switch p.Refill {
 	case throttle.RefillStepwise:
-		return tr.Sprintf("%s (stepwise)", p.Rate())
+		return tr.Sprintf("%s (stepwise)", rateIn(tr, p))
 	case throttle.RefillRolling:
-		return tr.Sprintf("%s (sliding window)", p.Rate())
+		return tr.Sprintf("%s (sliding window)", rateIn(tr, p))
 	}
-	return p.Rate()
+	return rateIn(tr, p)
+}
+
+// rateIn is throttle.Policy.Rate with the tokens in tr's language:
+// "25.000/min" in Portuguese.
+func rateIn(tr *i18n.Printer, p throttle.Policy) string {
+	return tr.Int(p.RefillTokens) + ratePeriod(p)
+}
+
+// ratePeriod is the "/min" of a policy's Rate.
+func ratePeriod(p throttle.Policy) string {
+	return strings.TrimPrefix(p.Rate(), strconv.FormatInt(p.RefillTokens, 10))
 }
 
 // FormatPolicyIn is throttle.Policy.String in tr's language, e.g.
@@ -153,7 +196,7 @@ func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
 	if p.FailMode == throttle.FailOpen {
 		parts = append(parts, tr.Text("fail open"))
 	}
-	return fmt.Sprintf("%s: %s (%s)", p.Name, p.Rate(), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s: %s (%s)", p.Name, rateIn(tr, p), strings.Join(parts, ", "))
 }
 
 // FormatBucketWaitIn is FormatBucketWait in tr's language.
@@ -239,7 +282,7 @@ func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
 	if t.IsZero() {
 		return tr.Sprintf("never")
 	}
-	s := tr.Time(t)
+	s := tr.Zoned(t)
 	if ago := now.Sub(t); ago >= 0 {
 		s += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
 	}

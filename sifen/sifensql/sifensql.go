@@ -495,7 +495,11 @@ func (s *Store) Note(ctx context.Context, ids []int64, claim, message string, no
 // Hold implements sifen.DocumentStore.
 func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
 	return s.inTx(ctx, "record refusal", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, retry_at = ?, updated_at = ?, version = version + 1
+		// A document in error keeps the answer of its last send (SIFEN's
+		// 0301 with its words): a later local refusal must not hide it.
+		q, args, err := sqlx.In(`UPDATE balde_documents
+			SET message = CASE WHEN status = 'error' THEN message ELSE ? END,
+				retry_at = ?, updated_at = ?, version = version + 1
 			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nullNanos(retryAt), nanos(now), ids)
 		if err != nil {
 			return err

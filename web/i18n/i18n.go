@@ -118,17 +118,48 @@ func (p *Printer) Text(key string) string {
 // Format translates key formatted with args, or, without args, as a fixed
 // text (Text): for messages built before the language is known (the
 // summary panels, computed once for every reader).
+//
+// Numbers among args are formatted in the language (Int's separators); a
+// Share argument is rendered as PerMille renders it ("39,3 %"), for a %s.
 func (p *Printer) Format(key string, args []any) string {
 	if len(args) == 0 {
 		return p.Text(key)
 	}
-	return p.p.Sprintf(key, args...)
+	local := make([]any, len(args))
+	for i, a := range args {
+		if sh, ok := a.(Share); ok {
+			a = p.PerMille(int64(sh))
+		}
+		local[i] = a
+	}
+	return p.p.Sprintf(key, local...)
 }
+
+// Share is a share in per mille (393 is 39.3 %) passed to Format, which
+// renders it in the reader's language.
+type Share int64
+
+// String renders the share in English: "39.3 %".
+func (s Share) String() string { return fmt.Sprintf("%d.%d %%", int64(s)/10, int64(s)%10) }
 
 // Has reports whether key is in the catalog (has translations).
 func Has(key string) bool {
 	_, ok := keys[key]
 	return ok
+}
+
+// Keys returns the catalog's keys, the English texts, in the order of the
+// catalog: what a test of a Portuguese or Spanish page looks for to find
+// English left on it.
+func Keys() []string {
+	out := make([]string, 0, len(messages)+len(plurals))
+	for _, msg := range messages {
+		out = append(out, msg[0])
+	}
+	for _, pm := range plurals {
+		out = append(out, pm.key)
+	}
+	return out
 }
 
 // keys are the catalog's keys.
@@ -160,4 +191,55 @@ func (p *Printer) Time(t time.Time) string {
 		}
 	}
 	return s
+}
+
+// Int renders n with the language's thousands separator: "25,000" in
+// English, "25.000" in Portuguese and Spanish.
+func (p *Printer) Int(n int64) string { return p.p.Sprintf("%d", n) }
+
+// PerMille renders a share given in per mille as a percentage with one
+// decimal in the language's notation: 393 is "39.3 %" in English and
+// "39,3 %" in Portuguese and Spanish.
+func (p *Printer) PerMille(pm int64) string {
+	return p.p.Sprintf("%.1f %%", float64(pm)/10)
+}
+
+// Percent renders a whole percentage: "45 %".
+func (p *Printer) Percent(n int64) string { return p.p.Sprintf("%d %%", n) }
+
+// ZonedLayout is how Zoned shows an instant: the date and time in the
+// printer's zone and the zone's abbreviation ("-03", "UTC").
+const ZonedLayout = "2006-01-02 15:04:05 MST"
+
+// Zoned renders t in the printer's zone alone, for the web pages an
+// operator reads in their own time: "2026-03-02 09:00:00 -03" in
+// America/Asuncion, "2026-03-02 12:00:00 UTC" when the zone is UTC or nil.
+func (p *Printer) Zoned(t time.Time) string {
+	return t.In(p.zone()).Format(ZonedLayout)
+}
+
+// ZoneName names the printer's zone for a page's "times in" note:
+// "America/Asuncion (-03)", or "UTC".
+func (p *Printer) ZoneName(at time.Time) string {
+	z := p.zone()
+	abbr, _ := at.In(z).Zone()
+	name := z.String()
+	if name == "Local" {
+		// The server's own zone under no name: its abbreviation says it.
+		return abbr
+	}
+	if name == abbr {
+		return name
+	}
+	return name + " (" + abbr + ")"
+}
+
+// Location is the zone Zoned shows times in (UTC when none was given).
+func (p *Printer) Location() *time.Location { return p.zone() }
+
+func (p *Printer) zone() *time.Location {
+	if p.Zone == nil {
+		return time.UTC
+	}
+	return p.Zone
 }

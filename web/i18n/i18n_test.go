@@ -36,3 +36,28 @@ func TestTimeShowsTheZoneNextToUTC(t *testing.T) {
 	require.Equal(t, "2026-03-02 12:00:00 UTC (09:00:00 -03)", i18n.New(i18n.Spanish, asu).Time(at))
 	require.Equal(t, "2026-03-02 12:00:00 UTC", i18n.New(i18n.Spanish, time.UTC).Time(at))
 }
+
+func TestNumbersAndZonedTimesPerLanguage(t *testing.T) {
+	asu, err := time.LoadLocation("America/Asuncion")
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		tag                  string
+		int, perMille, pct   string
+		zoned, zonedUTC, zne string
+	}{
+		{"en", "25,000", "39.3 %", "45 %", "2026-03-02 09:00:00 -03", "2026-03-02 12:00:00 UTC", "America/Asuncion (-03)"},
+		{"pt-BR", "25.000", "39,3 %", "45 %", "2026-03-02 09:00:00 -03", "2026-03-02 12:00:00 UTC", "America/Asuncion (-03)"},
+		{"es-PY", "25.000", "39,3 %", "45 %", "2026-03-02 09:00:00 -03", "2026-03-02 12:00:00 UTC", "America/Asuncion (-03)"},
+	} {
+		p := i18n.FromAcceptLanguage(tc.tag, asu)
+		require.Equal(t, tc.int, p.Int(25000), tc.tag)
+		require.Equal(t, tc.perMille, p.PerMille(393), tc.tag)
+		require.Equal(t, tc.pct, p.Percent(45), tc.tag)
+		require.Equal(t, tc.zoned, p.Zoned(at), tc.tag)
+		require.Equal(t, tc.zne, p.ZoneName(at), tc.tag)
+		utc := i18n.FromAcceptLanguage(tc.tag, time.UTC)
+		require.Equal(t, tc.zonedUTC, utc.Zoned(at), "UTC only when configured")
+		require.Equal(t, "UTC", utc.ZoneName(at))
+	}
+}

@@ -1,0 +1,116 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/web/i18n"
+)
+
+// overviewPage is admin_overview.html: per policy, the decisions of a
+// window, admitted and refused by reason.
+type overviewPage struct {
+	layout
+	Windows  []navLink
+	Policies []decisionsView
+	// Total is the row of every policy together.
+	Total decisionsView
+}
+
+func (overviewPage) templateFile() string { return "admin_overview.html" }
+
+// decisionsView is one policy's line of the overview.
+type decisionsView struct {
+	Policy      string
+	PolicyParts []string
+	ListURL     string // the policy's buckets, worst first
+	Admitted    string
+	Refused     string
+	Share       string // refused share, "39,3 %"
+	ShareClass  string // sev-high past 10 %, sev-medium past 1 %
+	// Empty, Cooldown, Blocked are the refusals by reason.
+	Empty, Cooldown, Blocked string
+}
+
+// showOverview is GET /admin/overview: the decisions per policy over
+// ?window= (5m, 15m, hour, day, week; default hour), read from the ledger
+// (inspect.Reader.Decisions over Server.Policies): admitted, refused, the
+// refused share and the refusals by reason. It updates in place as the
+// bucket pages do.
+func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
+	window, err := chartWindowOf(r)
+	if err != nil {
+		return err
+	}
+	// Refusals answered from memory reach the ledger in groups: this
+	// process's first.
+	if err := s.Limiter.FlushRefusals(r.Context()); err != nil {
+		return err
+	}
+	at := s.now()
+	decisions, err := s.Reader.Decisions(r.Context(), s.Policies, at.Add(-window.Span))
+	if err != nil {
+		return err
+	}
+	l := s.layout(r, "adminOverview")
+	p := overviewPage{layout: l}
+	for _, cw := range chartWindows {
+		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(cw.Label), Current: cw == window,
+			URL: s.pathWithQuery("adminOverview", url.Values{"window": {cw.Name}})})
+	}
+	total := inspect.PolicyDecisions{Refused: map[throttle.LedgerReason]int64{}}
+	for _, d := range decisions {
+		p.Policies = append(p.Policies, s.newDecisionsView(l.T, d))
+		total.Admitted += d.Admitted
+		for k, n := range d.Refused {
+			total.Refused[k] += n
+		}
+	}
+	p.Total = s.newDecisionsView(l.T, total)
+	p.Live = s.live(r)
+	if isLive(r) {
+		return s.renderLive(w, p, l.T.Zoned(at), map[string]string{"live-overview": "overview"})
+	}
+	return s.render(w, http.StatusOK, p)
+}
+
+// newDecisionsView renders d in tr's language.
+func (s *Server) newDecisionsView(tr *i18n.Printer, d inspect.PolicyDecisions) decisionsView {
+	v := decisionsView{
+		Policy:   d.Policy,
+		Admitted: tr.Int(d.Admitted),
+		Refused:  tr.Int(d.RefusedTotal()),
+		Share:    tr.PerMille(d.RefusedPerMille()),
+		Empty:    tr.Int(d.Refused[throttle.LedgerRefusedEmpty]),
+		Cooldown: tr.Int(d.Refused[throttle.LedgerRefusedCooldown]),
+		Blocked:  tr.Int(d.Refused[throttle.LedgerRefusedBlocked]),
+	}
+	if d.Policy != "" {
+		v.PolicyParts = splitPolicy(d.Policy)
+		v.ListURL = s.pathWithQuery("adminBuckets", url.Values{"policy": {d.Policy}, "tab": {"all"}, "sort": {string(inspect.SortSeverity)}})
+	}
+	switch pm := d.RefusedPerMille(); {
+	case pm > 100:
+		v.ShareClass = "sev-high"
+	case pm > 10:
+		v.ShareClass = "sev-medium"
+	}
+	return v
+}
+
+// chartWindowOf reads ?window= (defaultChartWindow when absent).
+func chartWindowOf(r *http.Request) (chartWindow, error) {
+	w := r.URL.Query().Get("window")
+	if w == "" {
+		return defaultChartWindow, nil
+	}
+	i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
+	if i < 0 {
+		return chartWindow{}, fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", ErrBadRequest, w)
+	}
+	return chartWindows[i], nil
+}

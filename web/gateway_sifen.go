@@ -32,6 +32,13 @@ type SifenGatewayConfig struct {
 	// RUC gate is the one the web buttons and sifen-send go through.
 	// Required.
 	Sender *sifen.Sender
+	// Client reaches SIFEN for the services the gateway passes through
+	// (siConsDE, siConsRUC, siRecepEvento): the same client, with its
+	// mutual TLS, as the Sender's. Nil answers them 501.
+	Client *sifen.Client
+	// AllowUnsigned lets unsigned events into the test environment, as
+	// SenderConfig.AllowUnsigned does DEs (never into prod).
+	AllowUnsigned bool
 	// Env is the SIFEN environment the gateway stands for (test or prod).
 	Env sifen.Env
 	// Hold is how long a lot waits for its RUC's interval (a cooldown or
@@ -59,21 +66,31 @@ type SifenGatewayConfig struct {
 //   - siResultLoteDE (…/de/ws/consultas/consulta-lote.wsdl): asked through
 //     sifen.Sender.QueryLot (its own throttle), the results recorded on
 //     the documents, answered as rResEnviConsLoteDe.
+//   - siRecepDE (…/de/ws/sync/recibe.wsdl): one DE, through the RUC's gate
+//     exactly as a lot of one (sifen.Sender.SendDE), held the same way;
+//     SIFEN's protocol of it answered as rRetEnviDe and recorded on the
+//     document (approved with dProtAut, or rejected).
+//   - siConsDE, siConsRUC and siRecepEvento: checked (a CDC of 44 digits,
+//     a RUC of 5-8 digits, signed events) and passed through byte for byte
+//     over Client, not gated: no published rule limits them per RUC.
 //
 // What the gateway refuses is a SOAP 1.2 fault, never a made-up SIFEN
 // code: a throttle refusal is HTTP 429 with Retry-After (seconds) and a
-// Receiver fault whose reason names the RUC's wait; a lot that breaks a
-// rule is 400 with a Sender fault; a CDC already sent is 409; anything
-// the gateway does not serve (siRecepDE, siConsRUC, events) is 501.
+// Receiver fault whose reason names the RUC's wait; a request that breaks
+// a rule is 400 with a Sender fault; a CDC already sent is 409; a path
+// that is no SIFEN service is 501.
 //
 // Safe for concurrent use; gateways, serve and sifen-send on one database
 // share every RUC's gate.
 type SifenGateway struct {
 	sender *sifen.Sender
-	env    sifen.Env
-	hold   time.Duration
-	sleep  func(context.Context, time.Duration) error
-	logger *slog.Logger
+	client *sifen.Client
+	// unsigned lets unsigned events through (test only).
+	unsigned bool
+	env      sifen.Env
+	hold     time.Duration
+	sleep    func(context.Context, time.Duration) error
+	logger   *slog.Logger
 }
 
 var _ http.Handler = (*SifenGateway)(nil)
@@ -86,7 +103,10 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 	if err := cfg.Env.Validate(); err != nil {
 		return nil, fmt.Errorf("web: SIFEN gateway: %w", err)
 	}
-	g := &SifenGateway{sender: cfg.Sender, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger}
+	if cfg.AllowUnsigned && cfg.Env != sifen.EnvTest {
+		return nil, errors.New("web: SIFEN gateway: unsigned events are for the test environment only")
+	}
+	g := &SifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger}
 	if g.hold == 0 {
 		g.hold = DefaultSifenGatewayHold
 	}
@@ -127,9 +147,17 @@ func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.receiveLot(w, r, data)
 	case strings.HasSuffix(r.URL.Path, sifen.ConsultaLotePath):
 		g.queryLot(w, r, data)
+	case strings.HasSuffix(r.URL.Path, sifen.RecepcionDEPath):
+		g.receiveDE(w, r, data)
+	case strings.HasSuffix(r.URL.Path, sifen.ConsultaPath):
+		g.passThrough(w, r, data, sifen.ServiceConsultaDE, sifen.ConsultaPath, checkConsultaDE)
+	case strings.HasSuffix(r.URL.Path, sifen.ConsultaRUCPath):
+		g.passThrough(w, r, data, sifen.ServiceConsultaRUC, sifen.ConsultaRUCPath, checkConsultaRUC)
+	case strings.HasSuffix(r.URL.Path, sifen.EventoPath):
+		g.passThrough(w, r, data, sifen.ServiceEvento, sifen.EventoPath, g.checkEvento)
 	default:
 		g.writeFault(w, http.StatusNotImplemented, "soap:Receiver",
-			fmt.Sprintf("balde: %s is not served by the gateway (siRecepLoteDE and siResultLoteDE are)", r.URL.Path), 0)
+			fmt.Sprintf("balde: %s is not a SIFEN service", r.URL.Path), 0)
 	}
 }
 
@@ -163,12 +191,30 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 	for i, d := range docs {
 		ids[i] = d.ID
 	}
+	out, ok := g.admit(w, r, func() (sifen.LotSend, error) { return g.sender.Send(r.Context(), ids...) })
+	if !ok {
+		return
+	}
+	answer := sifenEl("rResEnviLoteDe", sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
+		sifenText("dCodRes", out.Code), sifenText("dMsgRes", out.Message))
+	if out.LotNumber != "" {
+		answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
+	}
+	g.writeAnswer(w, answer)
+}
+
+// admit runs send — one try through the RUC's gate — until the gate
+// admits it, holding the request while the gate says wait (at most
+// g.hold), and returns SIFEN's answer. When there is none to pass on (a
+// wait longer than the hold, a local block, no connection, a lost answer)
+// it writes the fault itself and returns false.
+func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
 	deadline := time.Now().Add(g.hold)
 	for {
-		out, err := g.sender.Send(r.Context(), ids...)
+		out, err := send()
 		if err != nil {
 			g.writeSendError(w, r, err)
-			return
+			return out, false
 		}
 		switch out.Status {
 		case sifen.OutcomeBlocked:
@@ -176,32 +222,29 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 			if g.hold < 0 || time.Until(deadline) < b.Wait || b.Reason == throttle.ReasonBlocked {
 				g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
 					fmt.Sprintf("balde: RUC %s: %s; nothing was sent, send again after %d s", out.RUC.Number, b.Message(), b.WaitSeconds()), b.Wait)
-				return
+				return out, false
 			}
-			wait := b.Wait
-			if err := g.sleep(r.Context(), wait); err != nil {
-				return // the client went away; the documents stay drafts
+			if err := g.sleep(r.Context(), b.Wait); err != nil {
+				return out, false // the client went away; the documents stay drafts
 			}
-		case sifen.OutcomeSent, sifen.OutcomeNotQueued:
+		case sifen.OutcomeSent:
+			// A lot SIFEN queued (0300), or a DE it answered with a
+			// result balde reads.
+			return out, true
+		case sifen.OutcomeNotQueued:
 			if out.Code == "" {
 				// A SOAP fault or an unreadable answer of SIFEN: no code to pass on.
-				g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not queue the lot: "+out.Message, 0)
-				return
+				g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not take the request: "+out.Message, 0)
+				return out, false
 			}
-			answer := sifenEl("rResEnviLoteDe", sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
-				sifenText("dCodRes", out.Code), sifenText("dMsgRes", out.Message))
-			if out.LotNumber != "" {
-				answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
-			}
-			g.writeAnswer(w, answer)
-			return
+			return out, true
 		case sifen.OutcomeFailed:
 			g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN could not be reached, nothing was sent: "+out.Message, 0)
-			return
+			return out, false
 		default: // OutcomeUnknown
 			g.writeFault(w, http.StatusGatewayTimeout, "soap:Receiver",
-				"balde: SIFEN's answer was lost; the lot may have been queued and is resolved by balde (do not send it again): "+out.Message, 0)
-			return
+				"balde: SIFEN's answer was lost; it may have been received and is resolved by balde (do not send it again): "+out.Message, 0)
+			return out, false
 		}
 	}
 }

@@ -35,7 +35,7 @@ func runGateway(ctx context.Context, m *Main, args []string) error {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprint(m.Stdout, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
 				"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
-				"  sifen  a SOAP endpoint for SIFEN's siRecepLoteDE and siResultLoteDE through the RUC gate (balde gateway sifen --help)\n"+
+				"  sifen  a SOAP endpoint for SIFEN's services, lots and single DEs through the RUC gate (balde gateway sifen --help)\n"+
 				"\nExample:\n  balde gateway dict --help\n")
 			return nil
 		}
@@ -167,7 +167,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	cfg.addGatewayFlags(fs, &addr, "BALDE_SIFEN_GATEWAY_ADDR")
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot is held for its RUC's interval before a fault with Retry-After is answered; 0 never holds")
-	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
 	cfg.addSifenFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -213,7 +213,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if holdFor == 0 {
 		holdFor = -1 // web.SifenGateway: negative never holds
 	}
-	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: e.Sifen(), Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
+	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: e.Sifen(), Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
 	if err != nil {
 		return UsageError("gateway sifen: %v", err)
 	}

@@ -1,5 +1,6 @@
-// Package sifensim is a SIFEN simulator: a SOAP 1.2 server for the three
-// services of lots (siRecepLoteDE, siConsLoteDE, siConsDE) written from
+// Package sifensim is a SIFEN simulator: a SOAP 1.2 server for SIFEN's
+// services (siRecepLoteDE, siConsLoteDE, siConsDE; and siRecepDE,
+// siRecepEvento and siConsRUC, sync.go) written from
 // SIFEN's published behaviour, so that `make run` works with no credentials
 // and tests run against an independent HTTP peer. It imports nothing of
 // balde's client side: it reads the envelope, unzips the lot and parses its
@@ -32,6 +33,11 @@
 //   - siConsDE answers 0422 for an approved CDC, xContenDE holding the
 //     DE, its dProtAut and its (empty) events as escaped text, and 0420
 //     otherwise.
+//   - siRecepDE takes one DE with the RUC rules of a lot of one and
+//     answers its result at once (rRetEnviDe); siRecepEvento registers
+//     events (0600) on approved DEs; siConsRUC answers 0502 for any RUC
+//     of 5-8 digits (sync.go says what is published and what is the
+//     simulator's).
 //   - A request that is not a SOAP 1.2 envelope holding the service's
 //     request gets SIFEN's generic rRetEnviDe, 0160 "XML Mal Formado.",
 //     with HTTP 400.
@@ -224,6 +230,12 @@ type lot struct {
 	des      []DE
 	queuedAt time.Time
 	results  []el // nil until processed
+	verdicts []verdict
+}
+
+// verdict is the processing's result of one DE.
+type verdict struct {
+	cdc, status, code, msg, aut string
 }
 
 // NewServer returns a simulator with cfg.
@@ -273,6 +285,9 @@ func NewServer(cfg Config) (*Server, error) {
 		RecepcionPath:    s.recepcionLote,
 		ConsultaLotePath: s.consultaLote,
 		ConsultaPath:     s.consultaDE,
+		RecepcionDEPath:  s.recepcionDE,
+		EventoPath:       s.recepcionEvento,
+		ConsultaRUCPath:  s.consultaRUC,
 	} {
 		s.mux.HandleFunc("POST "+path, h)
 		s.mux.HandleFunc("POST /{env}"+path, h)
@@ -441,7 +456,7 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	code, msg, number, rk := s.decide(env, des, hash, size)
+	code, msg, number, rk := s.decide(env, des, hash, size, false)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
 	s.count(service, env, rucNumber(des), code)
 	if s.cfg.Latency > 0 {
@@ -482,7 +497,11 @@ func notQueued(why string) string { return "Lote no encolado para procesamiento:
 // decide applies the lot rules and the per-RUC rules, and queues the lot.
 // It returns the answer and the RUC's key (whose busy mark the caller
 // clears once the answer leaves).
-func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg, number string, rk rucKey) {
+//
+// single is a DE of siRecepDE, received as a lot of one: the same RUC
+// rules, but "the same lot again" does not apply (a DE sent again is
+// rejected by its processing, 1001) and the caller processes it at once.
+func (s *Server) decide(env string, des []DE, hash string, size int, single bool) (code, msg, number string, rk rucKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
@@ -531,7 +550,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 	case size > MaxMessageBytes:
 		return block(fmt.Sprintf("el mensaje tiene %d bytes (máximo %d)", size, MaxMessageBytes))
 	}
-	if prev := s.hashes[cdcKey{env, hash}]; prev != "" {
+	if prev := s.hashes[cdcKey{env, hash}]; prev != "" && !single {
 		return block("lote reenviado (ya recibido como lote " + prev + ")")
 	}
 	for _, de := range des {
@@ -550,7 +569,9 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 	number = strconv.FormatUint(s.nextLot, 10)
 	s.nextLot++
 	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
-	s.hashes[cdcKey{env, hash}] = number
+	if !single {
+		s.hashes[cdcKey{env, hash}] = number
+	}
 	for _, de := range des {
 		k := cdcKey{env, de.CDC}
 		if c := s.cdcs[k]; c != nil && c.approved {
@@ -605,6 +626,7 @@ func (s *Server) process(l *lot) {
 				c.approved, c.aut = true, aut
 			}
 		}
+		l.verdicts = append(l.verdicts, verdict{cdc: de.CDC, status: status, code: code, msg: msg, aut: aut})
 		res := []el{t("id", de.CDC), t("dEstRes", status)}
 		if aut != "" {
 			res = append(res, t("dProtAut", aut))

@@ -1,0 +1,299 @@
+package sifen
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// SIFEN's synchronous services (manual técnico v150, §7.10 and §9): one DE
+// (siRecepDE), an event (siRecepEvento) and a RUC (siConsRUC).
+const (
+	RecepcionDEPath = "/de/ws/sync/recibe.wsdl"
+	EventoPath      = "/de/ws/eventos/evento.wsdl"
+	ConsultaRUCPath = "/de/ws/consultas/consulta-ruc.wsdl"
+
+	ServiceRecepcionDE = "siRecepDE"
+	ServiceEvento      = "siRecepEvento"
+	ServiceConsultaRUC = "siConsRUC"
+)
+
+// EnvioDE is the body of siRecepDE (rEnviDe, Schema XML 2): xDE holds the
+// signed rDE itself, as XML, not zipped.
+type EnvioDE struct {
+	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
+	ID      string   `xml:"dId"`
+	XDE     struct {
+		Inner []byte `xml:",innerxml"`
+	} `xml:"xDE"`
+}
+
+// ErrNoRecepcionDE: the Sender's SOAPServices do not speak siRecepDE.
+var ErrNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
+
+// DEReceiver is implemented by SOAPServices that also send one DE
+// synchronously (siRecepDE); *Client does. It is apart from SOAPServices
+// so that existing implementations of that interface stay valid.
+type DEReceiver interface {
+	RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error)
+}
+
+var _ DEReceiver = (*Client)(nil)
+
+// RecepcionDE sends one signed DE (the rDE element) to siRecepDE and
+// returns SIFEN's protocol of it (rRetEnviDe/rProtDe: dEstRes, dProtAut
+// when approved, the codes). Errors as Client's other calls: a
+// *RemoteError for an HTTP error or a SOAP fault, a transport error when
+// no answer came (see NotSent).
+func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
+	if err := env.Validate(); err != nil {
+		return ProtDE{}, err
+	}
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	b.WriteString(`<soap:Envelope xmlns:soap="` + SOAPNamespace + `"><soap:Header/><soap:Body>`)
+	b.WriteString(`<rEnviDe xmlns="` + Namespace + `"><dId>` + c.idSeq() + `</dId><xDE>`)
+	b.Write(bytes.TrimSpace(stripXMLDecl(rde)))
+	b.WriteString(`</xDE></rEnviDe></soap:Body></soap:Envelope>`)
+	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, b.Bytes())
+	if err != nil {
+		return ProtDE{}, err
+	}
+	var answer struct {
+		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
+		Body    struct {
+			Fault *Fault
+			Ret   *RetEnviDe
+		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
+	}
+	err = xml.Unmarshal(data, &answer)
+	switch {
+	case err == nil && answer.Body.Fault != nil:
+		f := answer.Body.Fault
+		return ProtDE{}, &RemoteError{Service: ServiceRecepcionDE, StatusCode: status, Fault: f.String(), FaultCode: f.Code}
+	case err != nil || answer.Body.Ret == nil:
+		return ProtDE{}, &RemoteError{Service: ServiceRecepcionDE, StatusCode: status, Body: snippet(data)}
+	}
+	// rRetEnviDe is the answer, on HTTP 200, or on 400 for a request
+	// SIFEN refused before reading it (0160): either way SIFEN's protocol.
+	return answer.Body.Ret.Prot, nil
+}
+
+// Forwarded is SIFEN's answer to a forwarded request, as it came.
+type Forwarded struct {
+	StatusCode  int
+	ContentType string
+	Body        []byte
+}
+
+// Forward posts body, a SOAP request the caller built, to SIFEN's service
+// at path in env, over the client's connection (its mutual TLS), and
+// returns the answer untouched. It is for the services balde passes
+// through without modelling them (siConsDE, siConsRUC, siRecepEvento in
+// the gateway); a path ClientConfig overrides (ConsultaPath, ...) goes to
+// the configured one. An error means no answer came.
+func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (Forwarded, error) {
+	if err := env.Validate(); err != nil {
+		return Forwarded{}, err
+	}
+	if contentType == "" {
+		contentType = SOAPContentType
+	}
+	switch path {
+	case RecepcionPath:
+		path = c.cfg.RecepcionPath
+	case ConsultaLotePath:
+		path = c.cfg.ConsultaLotePath
+	case ConsultaPath:
+		path = c.cfg.ConsultaPath
+	}
+	status, ct, data, err := c.post(ctx, env, "forward "+path, path, contentType, body)
+	if err != nil {
+		return Forwarded{}, err
+	}
+	return Forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
+}
+
+// post sends one request and reads the answer's status, content type and
+// body.
+func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(body))
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
+}
+
+// stripXMLDecl drops a leading XML declaration (and byte order mark): the
+// rDE goes inside xDE.
+func stripXMLDecl(b []byte) []byte {
+	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
+	if bytes.HasPrefix(b, []byte("<?xml")) {
+		if i := bytes.Index(b, []byte("?>")); i >= 0 {
+			return b[i+2:]
+		}
+	}
+	return b
+}
+
+// DESend is how the send of one DE by siRecepDE ended (Sender.SendDE). Its
+// LotSend says it as for a lot of one: OutcomeBlocked (the RUC's gate
+// refused, with the Decision), OutcomeFailed (never reached SIFEN: the
+// document is "error"), OutcomeUnknown (no answer: the document stays
+// "sending" until Resolve), or OutcomeSent when SIFEN answered: then Prot
+// is its protocol and the document is approved or rejected by it (a
+// protocol balde cannot read leaves it "sending" for Resolve, as
+// OutcomeUnknown).
+type DESend struct {
+	LotSend
+	// Prot is SIFEN's rProtDe when it answered.
+	Prot ProtDE
+}
+
+// SendDE sends one document by SIFEN's synchronous siRecepDE, through the
+// RUC's gate exactly as a lot of one (Send's protocol: check, take with
+// hold, claim, send, record the answer on the gate and on the document):
+// the interval between two receptions of a RUC's documents runs from the
+// previous answer whichever service carried it, and no other lot or DE of
+// the RUC is on the wire meanwhile (docs/decisions/0120). SIFEN's answer is
+// the DE's result: approved (dProtAut) or rejected, recorded at once.
+//
+// Errors are Send's, and ErrNoRecepcionDE when the Sender's client does not
+// implement DEReceiver.
+func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
+	recv, ok := s.client.(DEReceiver)
+	if !ok {
+		return DESend{}, ErrNoRecepcionDE
+	}
+	rows, err := s.docs.Documents(ctx, []int64{id}, true)
+	if err != nil {
+		return DESend{}, err
+	}
+	r := rows[0]
+	if !r.Status.Sendable() {
+		return DESend{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
+	}
+	de, err := storedDE(r)
+	if err != nil {
+		return DESend{}, err
+	}
+	if err := s.fit(r.Env, de); err != nil {
+		return DESend{}, fmt.Errorf("document %d: %w", r.ID, err)
+	}
+	packed, err := Lote{DEs: []DE{de}}.Pack()
+	if err != nil {
+		return DESend{}, err
+	}
+	env, ruc, ids := r.Env, de.RUC, []int64{id}
+	out := DESend{LotSend: LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}}
+	key := RecepcionKey(env, ruc)
+	interval := s.interval(ctx, env)
+
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	if err != nil {
+		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
+			s.logger.Error("recording a throttle failure on the document", slog.Int64("id", id), slog.Any("error", ferr))
+		}
+		return DESend{}, fmt.Errorf("sifen: send DE %d: %w", id, err)
+	}
+	if !d.Allowed {
+		out.LotSend, err = s.refused(ctx, out.LotSend, d, s.clock())
+		return out, err
+	}
+	held := d.Buckets[0].HeldUntil
+	bg := context.WithoutCancel(ctx)
+	claim := newClaim()
+	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {
+		s.answered(bg, key, held, 0, "claim failed:"+packed.Hash[:16], false)
+		return DESend{}, err
+	}
+	prot, sendErr := recv.RecepcionDE(bg, env, de.XML)
+	return s.recordDE(bg, out, claim, held, interval, prot, sendErr)
+}
+
+// recordDE is step 5 for one DE sent by siRecepDE.
+func (s *Sender) recordDE(ctx context.Context, out DESend, claim string, held time.Time, interval time.Duration, prot ProtDE, sendErr error) (DESend, error) {
+	now := s.clock()
+	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
+	key := RecepcionKey(env, out.RUC)
+	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()), slog.String("service", ServiceRecepcionDE))
+	code, msg := prot.Code()
+	verdict := ReadResult(prot.State(), code)
+	var st Settle
+	switch {
+	case sendErr != nil && NotSent(sendErr):
+		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
+		st = Settle{Status: StatusError, Message: out.Message}
+		log.Warn("DE not sent", slog.Any("error", sendErr))
+		s.answered(ctx, key, held, interval, "failed:"+hash[:16], false)
+	case sendErr != nil || verdict == VerdictUnknown:
+		out.Status = OutcomeUnknown
+		if sendErr != nil {
+			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
+		} else {
+			out.Message = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
+		}
+		log.Error("DE sent without a usable answer", slog.String("message", out.Message))
+		s.answered(ctx, key, held, interval, "unknown:"+hash[:16], false)
+		return out, s.docs.Note(ctx, ids, claim, out.Message, now)
+	default:
+		out.Status, out.Prot = OutcomeSent, prot
+		out.Code, out.Message = code, msg
+		out.ProcessedAt = parseTime(prot.ProcessedAt)
+		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: firstNonEmpty(prot.AuthNumber, protAuth(prot))}
+		for _, m := range prot.Results {
+			res.Messages = append(res.Messages, ResultMessage{Code: m.Code, Message: m.Message})
+		}
+		var doc Document
+		st, _ = lotResultSettle(doc, res)
+		st.Sent = true
+		log.Info("DE answered", slog.String("result", st.Result), slog.String("code", code))
+		s.answered(ctx, key, held, interval, "de:"+code+":"+hash[:16], false)
+	}
+	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, St: st, Now: now})
+	if err != nil {
+		log.Error("recording the answer of a send failed: the document stays in sending until Resolve", slog.Any("error", err))
+		return out, err
+	}
+	if n != 1 {
+		log.Warn("the document was settled by Resolve before its send recorded its answer")
+	}
+	return out, nil
+}
+
+func protAuth(p ProtDE) string {
+	for _, r := range p.Results {
+		if a := strings.TrimSpace(r.AuthNumber); a != "" {
+			return a
+		}
+	}
+	return ""
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,197 @@
+package web
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/balde-throttle/balde/sifen"
+)
+
+// receiveDE is siRecepDE: one DE, through the RUC's gate exactly as a lot
+// of one (sifen.Sender.SendDE), held like a lot while the gate says wait.
+// SIFEN's protocol of the DE is answered as rRetEnviDe and recorded on the
+// document (approved with dProtAut, or rejected).
+func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
+	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
+	if err != nil || fault != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: not a siRecepDE request (rEnviDe)", 0)
+		return
+	}
+	if err := sifen.CheckMessageSize(len(data)); err != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: "+publicMessage(err), 0)
+		return
+	}
+	// The rDE may take SIFEN's namespace from rEnviDe: an rLoteDE in that
+	// namespace around it lets the parser make it standalone.
+	var doc bytes.Buffer
+	doc.WriteString(`<rLoteDE xmlns="` + sifen.Namespace + `">`)
+	doc.Write(stripXMLDecl(req.XDE.Inner))
+	doc.WriteString(`</rLoteDE>`)
+	lot, err := sifen.ParseLote(doc.Bytes())
+	switch {
+	case err != nil:
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: xDE: "+publicMessage(err), 0)
+		return
+	case len(lot.DEs) != 1:
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", fmt.Sprintf("balde: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", len(lot.DEs)), 0)
+		return
+	}
+	docs, err := g.sender.Import(r.Context(), doc.Bytes(), g.env)
+	if err != nil {
+		g.writeSendError(w, r, err)
+		return
+	}
+	var sent sifen.DESend
+	out, ok := g.admit(w, r, func() (sifen.LotSend, error) {
+		var err error
+		sent, err = g.sender.SendDE(r.Context(), docs[0].ID)
+		return sent.LotSend, err
+	})
+	if !ok {
+		return
+	}
+	p := sent.Prot
+	prot := sifenEl("rProtDe", sifenText("id", firstNonBlank(p.CDC, docs[0].CDC)), sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
+		sifenText("dEstRes", p.State()))
+	if p.AuthNumber != "" {
+		prot.children = append(prot.children, sifenText("dProtAut", p.AuthNumber))
+	}
+	for _, m := range p.Results {
+		prot.children = append(prot.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
+	}
+	g.writeAnswer(w, sifenEl("rRetEnviDe", prot))
+}
+
+func firstNonBlank(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func stripXMLDecl(b []byte) []byte {
+	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
+	if bytes.HasPrefix(b, []byte("<?xml")) {
+		if i := bytes.Index(b, []byte("?>")); i >= 0 {
+			return bytes.TrimSpace(b[i+2:])
+		}
+	}
+	return b
+}
+
+// passThrough forwards a request of a service balde does not gate — the
+// consultations siConsDE and siConsRUC, and events (siRecepEvento) —
+// byte for byte to SIFEN once check accepts it, and answers SIFEN's answer
+// byte for byte (its status, content type and body). Neither is a
+// reception of documents, to which the RUC's interval applies
+// (docs/decisions/0121).
+func (g *SifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
+	if g.client == nil {
+		g.writeFault(w, http.StatusNotImplemented, "soap:Receiver", "balde: "+service+" is not passed through by this gateway (no SIFEN client configured)", 0)
+		return
+	}
+	if err := check(data); err != nil {
+		g.writeFault(w, http.StatusBadRequest, "soap:Sender", fmt.Sprintf("balde: not a %s request: %v", service, err), 0)
+		return
+	}
+	ans, err := g.client.Forward(r.Context(), g.env, path, r.Header.Get("Content-Type"), data)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		g.logger.WarnContext(r.Context(), "sifen gateway: no answer", slog.String("service", service), slog.Any("error", err))
+		g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not answer "+service, 0)
+		return
+	}
+	if ans.ContentType != "" {
+		w.Header().Set("Content-Type", ans.ContentType)
+	}
+	w.WriteHeader(ans.StatusCode)
+	_, _ = w.Write(ans.Body)
+}
+
+// soapBody decodes the body of a SOAP 1.2 envelope into v.
+func soapBody(data []byte, v any) error {
+	var env struct {
+		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
+		Body    struct {
+			Inner []byte `xml:",innerxml"`
+		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
+	}
+	if err := xml.Unmarshal(data, &env); err != nil {
+		return fmt.Errorf("not a SOAP 1.2 envelope: %w", err)
+	}
+	if err := xml.Unmarshal(env.Body.Inner, v); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	return nil
+}
+
+// checkConsultaDE accepts rEnviConsDeRequest naming a 44-digit CDC.
+func checkConsultaDE(data []byte) error {
+	var req sifen.ConsultaDE
+	if err := soapBody(data, &req); err != nil {
+		return err
+	}
+	if cdc := strings.TrimSpace(req.CDC); len(cdc) != 44 || !digitsOnly(cdc) {
+		return fmt.Errorf("dCDC %q is not a CDC of 44 digits", cdc)
+	}
+	return nil
+}
+
+// checkConsultaRUC accepts rEnviConsRUC naming a RUC of 5 to 8 digits
+// without check digit (manual técnico v150, Schema XML 15, RSch03).
+func checkConsultaRUC(data []byte) error {
+	var req struct {
+		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsRUC"`
+		RUC     string   `xml:"dRUCCons"`
+	}
+	if err := soapBody(data, &req); err != nil {
+		return err
+	}
+	if ruc := strings.TrimSpace(req.RUC); len(ruc) < 5 || len(ruc) > 8 || !digitsOnly(ruc) {
+		return fmt.Errorf("dRUCCons %q is not a RUC of 5 to 8 digits without check digit", ruc)
+	}
+	return nil
+}
+
+// checkEvento accepts rEnviEventoDe holding at least one event (rGesEve),
+// each signed (ds:Signature), unless unsigned events are allowed (test).
+func (g *SifenGateway) checkEvento(data []byte) error {
+	var req struct {
+		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviEventoDe"`
+		Events  []struct {
+			Eve struct {
+				ID string `xml:"Id,attr"`
+			} `xml:"http://ekuatia.set.gov.py/sifen/xsd rEve"`
+			Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
+		} `xml:"dEvReg>gGroupGesEve>rGesEve"`
+	}
+	if err := soapBody(data, &req); err != nil {
+		return err
+	}
+	if len(req.Events) == 0 {
+		return fmt.Errorf("dEvReg holds no event (rGesEve)")
+	}
+	for i, ev := range req.Events {
+		if ev.Signature == nil && !g.unsigned {
+			return fmt.Errorf("event %d (rEve Id %q) is not signed (no ds:Signature): SIFEN rejects it", i+1, ev.Eve.ID)
+		}
+	}
+	return nil
+}
+
+func digitsOnly(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -468,7 +468,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.Ledger = append(p.Ledger, newLedgerView(l.T, e))
 	}
 	if len(entries) == ledgerPageSize {
-		p.OlderURL = s.pathWithQuery("adminBucket", url.Values{"before": {strconv.FormatInt(entries[len(entries)-1].ID, 10)}},
+		p.OlderURL = s.pathWithQuery("adminBucket", url.Values{"before": {strconv.FormatInt(inspect.NextLedgerCursor(entries), 10)}},
 			"policy", key.Policy, "env", key.Env, "identifier", key.Identifier)
 	}
 	if before != 0 {

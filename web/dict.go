@@ -164,7 +164,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Retry-After", retryAfterSeconds(res.Decision.RetryAfter))
 		w.Header().Set("Cache-Control", "no-store")
 	case err == nil:
-		p.Entry = newEntryView(res.Entry)
+		p.Entry = newEntryView(res.Entry, p.T)
 		p.EndToEndID = res.EndToEndID
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
@@ -205,7 +205,9 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, p.Status, p)
 }
 
-func newEntryView(e *dict.GetEntryResponse) *entryView {
+// newEntryView shows e's instants in tr's zone (Server.TimeZone), as every
+// page does (decision 0106).
+func newEntryView(e *dict.GetEntryResponse, tr *i18n.Printer) *entryView {
 	if e == nil {
 		return nil
 	}
@@ -213,7 +215,7 @@ func newEntryView(e *dict.GetEntryResponse) *entryView {
 		if t == nil || t.IsZero() {
 			return ""
 		}
-		return t.UTC().Format(TimeLayout)
+		return tr.Zoned(t.Time)
 	}
 	en := e.Entry
 	v := &entryView{

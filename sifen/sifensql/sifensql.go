@@ -322,61 +322,101 @@ func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode 
 
 // importDE inserts de, or turns the document holding its CDC back into a
 // draft of the new XML when sifen.Reimportable allows it.
+//
+// Two imports of one new CDC may run at once (two processes given the same
+// files): both find no row, and the second INSERT meets the first's row. It
+// then does nothing (on PostgreSQL after waiting for the first transaction
+// to end), and the row, committed by then, is read again and treated as any
+// CDC already stored (decision 0057): the same XML is imported again, other
+// content is a *sifen.CDCError. A unique violation never reaches the
+// caller as a store failure.
 func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
+	for range 2 {
+		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			return reimportDocument(ctx, tx, ex, de, mode, now)
+		}
+		id, inserted, err := insertDocument(ctx, tx, env, de, now)
+		if err != nil || inserted {
+			return id, err
+		}
+	}
+	// Inserted by another transaction, then gone before this one read it.
+	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
+}
+
+// findDocumentByCDC reads the document of env holding cdc, with its XML;
+// found is false when there is none. On PostgreSQL the row stays locked
+// until the transaction ends: a claim committed meanwhile is seen (the
+// document is no longer reimportable), never overwritten.
+func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc string) (sifen.Document, bool, error) {
 	var existing []docRow
 	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
 	if tx.DriverName() == "pgx" {
-		// Locked until the import commits: a claim committed meanwhile is
-		// seen (the document is no longer reimportable), never overwritten.
 		q += ` FOR UPDATE`
 	}
-	err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC)
-	if err != nil {
-		return 0, wrapDB(err)
+	if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), cdc); err != nil {
+		return sifen.Document{}, false, wrapDB(err)
 	}
-	if len(existing) == 1 {
-		ex := existing[0].document()
-		if !sifen.Reimportable(ex, de, mode) {
-			ex.XML = nil
-			return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
-		}
-		note := "imported again (was " + string(ex.Status) + ")"
-		if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
-			note = "content replaced by an import (was " + string(ex.Status) + ")"
-		}
-		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			UPDATE balde_documents SET
-				ruc = ?, dv = ?, de_type = ?, xml = ?,
-				status = 'draft', message = ?, version = version + 1,
-				claim = NULL, lot_hash = NULL, lot_number = NULL, response_code = NULL, retry_at = NULL,
-				result = NULL, auth_number = NULL,
-				updated_at = ?, claimed_at = NULL, sent_at = NULL
-			WHERE id = ?`),
-			de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
-			note, nanos(now), ex.ID)
-		return ex.ID, wrapDB(err)
+	if len(existing) == 0 {
+		return sifen.Document{}, false, nil
 	}
+	return existing[0].document(), true, nil
+}
+
+// reimportDocument turns ex, the document holding de's CDC, into a draft of
+// de when sifen.Reimportable allows it, else returns a *sifen.CDCError.
+func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
+	if !sifen.Reimportable(ex, de, mode) {
+		ex.XML = nil
+		return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
+	}
+	note := "imported again (was " + string(ex.Status) + ")"
+	if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
+		note = "content replaced by an import (was " + string(ex.Status) + ")"
+	}
+	_, err := tx.ExecContext(ctx, tx.Rebind(`
+		UPDATE balde_documents SET
+			ruc = ?, dv = ?, de_type = ?, xml = ?,
+			status = 'draft', message = ?, version = version + 1,
+			claim = NULL, lot_hash = NULL, lot_number = NULL, response_code = NULL, retry_at = NULL,
+			result = NULL, auth_number = NULL,
+			updated_at = ?, claimed_at = NULL, sent_at = NULL
+		WHERE id = ?`),
+		de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
+		note, nanos(now), ex.ID)
+	return ex.ID, wrapDB(err)
+}
+
+// insertDocument inserts de as a new draft of env and returns its id;
+// inserted is false when another transaction committed de's CDC first (the
+// unique (env, cdc) constraint), and nothing was written.
+func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (id int64, inserted bool, err error) {
 	// RETURNING rows are drained (rows.Next to the end): an unfinished
 	// statement would stop SQLite's WAL checkpoints.
 	rows, err := tx.QueryContext(ctx, tx.Rebind(`
 		INSERT INTO balde_documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
+		ON CONFLICT (env, cdc) DO NOTHING
 		RETURNING id`),
 		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), nanos(now), nanos(now))
 	if err != nil {
-		return 0, wrapDB(err)
+		return 0, false, wrapDB(err)
 	}
 	defer rows.Close()
-	var id int64
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {
-			return 0, wrapDB(err)
+			return 0, false, wrapDB(err)
 		}
+		inserted = true
 	}
 	if err := rows.Err(); err != nil {
-		return 0, wrapDB(err)
+		return 0, false, wrapDB(err)
 	}
-	return id, wrapDB(rows.Close())
+	return id, inserted, wrapDB(rows.Close())
 }
 
 // Claim implements sifen.DocumentStore: in one transaction it registers

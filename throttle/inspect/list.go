@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -386,7 +387,16 @@ func (r *Reader) CountBySeverity(ctx context.Context, f Filter) (map[throttle.Se
 	return m, nil
 }
 
-// Ledger returns ledger entries matching q, newest first.
+// Ledger returns a page of ledger entries matching q: the q.Limit latest
+// written before q.BeforeID (all when 0), listed newest first by their
+// time (At), the later written first among rows of one instant.
+//
+// Written order is not time order: refusals answered from memory reach the
+// ledger when their group is flushed (decision 0007), stamped with the
+// last refusal's time, possibly after younger rows of the bucket (another
+// process's take). Such a row is listed at its time within its page; a
+// page is still the rows written before the cursor, so the next page
+// starts at NextLedgerCursor(page), not at the last row listed.
 func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEntry, error) {
 	if q.Limit <= 0 || q.Limit > MaxPageSize {
 		q.Limit = min(max(q.Limit, DefaultPageSize), MaxPageSize)
@@ -395,7 +405,25 @@ func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEn
 	if err != nil {
 		return nil, fmt.Errorf("throttle: ledger: %w", err)
 	}
+	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int {
+		if c := b.At.Compare(a.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
 	return entries, nil
+}
+
+// NextLedgerCursor returns the LedgerQuery.BeforeID of the page after page,
+// a page Reader.Ledger returned: its smallest ID (0 for an empty page).
+func NextLedgerCursor(page []throttle.LedgerEntry) int64 {
+	var next int64
+	for _, e := range page {
+		if next == 0 || e.ID < next {
+			next = e.ID
+		}
+	}
+	return next
 }
 
 // CountLedger counts ledger events matching q.

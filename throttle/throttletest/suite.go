@@ -1,6 +1,7 @@
 package throttletest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -617,7 +618,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 			}
 			entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
 			require.NoError(t, err)
-			reverse(entries)
+			oldestWrittenFirst(entries)
 			b, err := throttle.Replay(p, entries)
 			require.NoError(t, err)
 			s := e.State(keyA)
@@ -628,10 +629,16 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 	}
 }
 
-func reverse(es []throttle.LedgerEntry) {
-	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
-		es[i], es[j] = es[j], es[i]
-	}
+// oldestWrittenFirst sorts es in the order the store wrote them, the order
+// Replay needs: Reader.Ledger lists rows by time, and a refusal row flushed
+// late is written after younger rows (decision 0007).
+func oldestWrittenFirst(es []throttle.LedgerEntry) {
+	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// newestWrittenFirst sorts es the other way round from oldestWrittenFirst.
+func newestWrittenFirst(es []throttle.LedgerEntry) {
+	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(b.ID, a.ID) })
 }
 
 func testLedgerAggregate(t *testing.T, open OpenStore) {
@@ -650,7 +657,7 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA})
 	require.NoError(t, err)
 	require.Len(t, entries, 3) // one take row per minute, the penalty alone
-	reverse(entries)
+	oldestWrittenFirst(entries)
 	require.Equal(t, throttle.LedgerTake, entries[0].Reason)
 	require.Equal(t, int64(10), entries[0].Count)
 	require.Equal(t, int64(-20), entries[0].Delta)
@@ -698,7 +705,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	all := func(k throttle.Key) []throttle.LedgerEntry {
 		es, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 		require.NoError(t, err)
-		reverse(es)
+		oldestWrittenFirst(es)
 		return es
 	}
 	// The DICT bucket: one row per take, and Replay explains its balance.
@@ -770,7 +777,7 @@ func testLedgerPerBucket(t *testing.T, open OpenStore) {
 		if len(page) < q.Limit {
 			break
 		}
-		q.BeforeID = page[len(page)-1].ID
+		q.BeforeID = inspect.NextLedgerCursor(page)
 	}
 	require.Equal(t, []int64{90, 91, 92, 93, 94, 95, 96, 97, 98, 99}, balances)
 	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keyC})
@@ -809,8 +816,9 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 				if len(page) < q.Limit {
 					break
 				}
-				q.BeforeID = page[len(page)-1].ID
+				q.BeforeID = inspect.NextLedgerCursor(page)
 			}
+			newestWrittenFirst(all) // the scenario below is about the written order
 			now := e.Clock.Now()
 
 			// The last hour in 40 slots of 90 s.
@@ -1012,7 +1020,9 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	}
 	e.Clock.Advance(20 * 24 * time.Hour)
 	require.True(t, take(keyA, "E2E-40").Allowed)
-	group := rowsOf(keyA)[0] // newest id first
+	written := rowsOf(keyA)
+	newestWrittenFirst(written)
+	group := written[0]
 	require.Equal(t, int64(24), group.Count, "one row holds the refusals answered from memory")
 	require.Equal(t, newest, group.At, "stamped with the newest refusal")
 	require.Empty(t, group.Ref)

@@ -3,7 +3,8 @@
 non-blank, non-comment lines of cmd/balde an embedding application had to
 copy at commit 323f305 (the declarations since moved into the module), and
 the non-blank, non-comment lines of the runnable example that does the same
-now (example_uses_test.go). Run from the repository's root:
+now (example_uses_test.go). The rows of the third pass count from b89b040,
+where that pass started (example_show_test.go). Run from the repository's root:
 
     python3 scripts/embed-lines.py
 """
@@ -49,3 +50,17 @@ for use,files in before.items():
         t=src(f,BASE)
         for nm in names: n+=decl_lines(t,nm)
     print(f'{use:14s} copied from cmd/balde before: {n:4d} lines; example body now: {body(ex,after[use]):3d} lines')
+
+# Third pass: what buckets show still kept in cmd/balde at b89b040.
+BASE3='b89b040'
+before3={
+ 'buckets show': [('cmd/balde/buckets.go',['requireDatabase','bucketKey','knownPolicies','shorten','readAnswer','bucketView','lastSendIn','view','scope','bucketJSON','ledgerJSON','newLedgerJSON'])],
+}
+after3={'buckets show':('example_show_test.go','Example_bucketsShow')}
+for use,files in before3.items():
+    n=0
+    for f,names in files:
+        t=src(f,BASE3)
+        for nm in names: n+=decl_lines(t,nm)
+    path,name=after3[use]
+    print(f'{use:14s} copied from cmd/balde at {BASE3}: {n:4d} lines; example body now: {body(src(path),name):3d} lines')

@@ -86,9 +86,9 @@ func NewAPIBucket(st throttle.BucketState, scope func(throttle.Key) string) APIB
 	return b
 }
 
-// apiBucketList is the answer of GET /api/buckets (seed 003's
-// GetAllBuckets, one page at a time).
-type apiBucketList struct {
+// APIBucketList is the answer of GET /api/buckets (seed 003's
+// GetAllBuckets, one page at a time) and of "balde buckets list --json".
+type APIBucketList struct {
 	Buckets []APIBucket `json:"buckets"`
 	// Next is the cursor (key order) or page number (sorted) of the next
 	// page, NextURL the same as a path with the filter kept; both are
@@ -112,10 +112,8 @@ func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := apiBucketList{Buckets: make([]APIBucket, 0, len(list.States)), Partial: list.Partial}
-	for _, st := range list.States {
-		out.Buckets = append(out.Buckets, NewAPIBucket(st, s.Scope))
-	}
+	out := NewAPIBucketList(list.States, s.Scope)
+	out.Partial = list.Partial
 	if list.Next != nil {
 		out.Next = list.Next.Get("after")
 		if out.Next == "" {

@@ -36,7 +36,7 @@ func (w *waitFlags) add(fs *flag.FlagSet) {
 	w.maxWait = DefaultMaxWait
 	fs.BoolVar(&w.wait, "wait", false, "when the throttle refuses an item, sleep exactly until it would be admitted and retry (the default)")
 	fs.BoolVar(&w.noWait, "no-wait", false, "when the throttle refuses an item, report it blocked and go on with the next")
-	fs.Var(durationFlag(&w.maxWait), "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
+	fs.Var(flagOf(&w.maxWait, parseDuration, nil), "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
 	fs.BoolVar(&w.progress, "progress", false, `write a JSON line {"progress": {...}} on stderr when a wait starts and every 10s of it (the default with --json when stderr is a terminal)`)
 }
 
@@ -78,6 +78,5 @@ func batchExit(cmd string, s report.Summary, tr *i18n.Printer) error {
 // Shorthands of package report for the commands.
 var (
 	writeJSONLine = report.WriteJSONLine
-	seconds       = report.Seconds
 	isTerminal    = report.IsTerminal
 )

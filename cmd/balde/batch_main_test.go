@@ -112,6 +112,10 @@ type fakeTime struct {
 	// the context's error, as a real sleep cut by Ctrl-C does; otherwise
 	// the sleep completes and the cancellation is seen at the next check.
 	interruptible bool
+	// settle, if set, runs before each sleep advances the clock: a test
+	// whose runs wait on each other's real-time work holds the clock
+	// there until that work is done.
+	settle func()
 }
 
 func newFakeTime(at time.Time, also ...func(time.Duration)) *fakeTime {
@@ -121,6 +125,9 @@ func newFakeTime(at time.Time, also ...func(time.Duration)) *fakeTime {
 func (f *fakeTime) sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if f.settle != nil {
+		f.settle()
 	}
 	f.mu.Lock()
 	f.sleeps = append(f.sleeps, d)

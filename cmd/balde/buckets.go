@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -14,10 +12,11 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 	"github.com/balde-throttle/balde/web/i18n"
 )
@@ -30,11 +29,11 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("buckets",
-		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [POLICY/ENV/ID]",
+		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID]",
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
-			"  balde buckets reset --yes --actor alice ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
+			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
@@ -51,6 +50,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
 	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
+	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
@@ -110,7 +110,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if cfg.TimeZone != nil {
 		tr.Zone = cfg.TimeZone
 	}
-	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr}
+	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.dict)}
 
 	if action == "list" {
 		if len(rest) > 0 {
@@ -120,8 +120,8 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if err != nil {
 			return UsageError("buckets list: --after: %v", err)
 		}
-		if *policy != "" && !slices.Contains(b.knownPolicies(), *policy) {
-			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.knownPolicies(), ", "))
+		if *policy != "" && !slices.Contains(b.eng.AdminPolicyNames(), *policy) {
+			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.eng.AdminPolicyNames(), ", "))
 		}
 		lo.filter.Policy, lo.filter.Env, lo.filter.IdentifierPrefix = *policy, *env, *id
 		lo.filter.After, lo.filter.Limit = cursor, *limit
@@ -143,24 +143,20 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if strings.TrimSpace(*actor) == "" {
 		return UsageError("buckets reset: --actor is empty")
 	}
-	return b.reset(ctx, key, *actor, *yes)
+	return b.reset(ctx, key, *actor, *reason, *yes)
 }
 
-// requireDatabase refuses a SQLite database file that does not exist: the
-// operator commands that read or fix state (buckets, prune) must not
-// create and migrate an empty database in the wrong directory and report
-// that nothing matches. PostgreSQL databases are created by their owner,
-// so they are not checked here.
+// requireDatabase refuses a DSN that does not parse or a SQLite file that
+// does not exist (balde.CheckDatabase): the operator commands that read or
+// fix state (buckets, prune) do not create an empty database.
 func requireDatabase(dsn string) error {
-	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
-		return UsageError("%v", err)
-	}
-	path, ok := balde.SQLiteFile(dsn)
-	if !ok {
-		return nil
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	err := balde.CheckDatabase(dsn)
+	if errors.Is(err, balde.ErrNoDatabase) {
+		path, _ := balde.SQLiteFile(dsn)
 		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
+	}
+	if err != nil {
+		return UsageError("%v", err)
 	}
 	return nil
 }
@@ -182,11 +178,7 @@ func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*en
 	if err != nil {
 		return nil, err
 	}
-	category, ok, err := eng.records.Category(ctx, eng.dict.Env(), cfg.DictParticipant)
-	if err == nil && ok {
-		err = eng.dict.SetCategory(category)
-	}
-	if err != nil {
+	if err := eng.RestoreDictCategory(ctx, cfg.DictParticipant); err != nil {
 		return nil, errors.Join(err, eng.close(ctx))
 	}
 	return eng, nil
@@ -195,23 +187,26 @@ func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*en
 // bucketKey reads the key of show and reset: POLICY/ENV/IDENTIFIER as the
 // argument, or --policy, --env and --id.
 func bucketKey(action string, rest []string, policy, env, id string) (throttle.Key, error) {
-	var k throttle.Key
 	switch {
 	case len(rest) == 1 && policy == "" && env == "" && id == "":
-		parts := strings.SplitN(rest[0], "/", 3)
-		if len(parts) != 3 {
+		k, err := inspect.ParseKey(rest[0])
+		if errors.Is(err, inspect.ErrKeyForm) {
 			return k, UsageError("buckets %s: %q is not POLICY/ENV/IDENTIFIER", action, rest[0])
 		}
-		k = throttle.Key{Policy: parts[0], Env: parts[1], Identifier: parts[2]}
+		return k, keyUsage(action, err)
 	case len(rest) == 0:
-		k = throttle.Key{Policy: policy, Env: env, Identifier: id}
-	default:
-		return k, UsageError("buckets %s: give the key once: POLICY/ENV/IDENTIFIER, or --policy, --env and --id", action)
+		k := throttle.Key{Policy: policy, Env: env, Identifier: id}
+		return k, keyUsage(action, k.Validate())
 	}
-	if err := k.Validate(); err != nil {
-		return k, UsageError("buckets %s: want a key POLICY/ENV/IDENTIFIER (or --policy, --env and --id): %v", action, err)
+	return throttle.Key{}, UsageError("buckets %s: give the key once: POLICY/ENV/IDENTIFIER, or --policy, --env and --id", action)
+}
+
+// keyUsage is a key's validation error as a usage error (nil: nil).
+func keyUsage(action string, err error) error {
+	if err != nil {
+		return UsageError("buckets %s: want a key POLICY/ENV/IDENTIFIER (or --policy, --env and --id): %v", action, err)
 	}
-	return k, nil
+	return nil
 }
 
 // defaultActor is $USER@hostname, or "cli".
@@ -233,24 +228,14 @@ type bucketsCmd struct {
 	json bool
 	wide bool
 	tr   *i18n.Printer // the language of LANG; JSON is never translated
+	// scope names whom a key's bucket belongs to (web.Scopes).
+	scope func(throttle.Key) string
 }
 
 // listOptions are a listing's filter and order.
 type listOptions struct {
 	filter inspect.Filter
 	sort   inspect.SortBy
-}
-
-// knownPolicies are the policy names this engine resolves.
-func (b bucketsCmd) knownPolicies() []string {
-	names := b.eng.PolicyNames()
-	for _, n := range web.InboundPolicyNames() {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return names
 }
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
@@ -280,14 +265,8 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		return err
 	}
 	if b.json {
-		out := struct {
-			Buckets []web.APIBucket `json:"buckets"`
-			Next    string          `json:"next,omitempty"`
-			Partial bool            `json:"partial,omitempty"`
-		}{Buckets: []web.APIBucket{}, Next: page.Next, Partial: page.Partial}
-		for _, st := range page.States {
-			out.Buckets = append(out.Buckets, b.bucketJSON(st))
-		}
+		out := web.NewAPIBucketList(page.States, b.scope)
+		out.Next, out.Partial = page.Next, page.Partial
 		writeJSONLine(b.m.Stdout, out)
 		return nil
 	}
@@ -302,18 +281,18 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
 	}
 	for _, st := range page.States {
-		v := b.view(st)
+		v := web.ViewBucket(b.tr, st, b.scope)
 		if b.wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.scope, st.Key.Identifier, st.Key.Env,
-				st.Tokens, v.capacity, v.refill, v.severity, v.wait, v.lastSend, st.SendCount)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.Scope, st.Key.Identifier, st.Key.Env,
+				st.Tokens, v.Capacity, v.Refill, v.Severity, v.Wait, v.LastSend, st.SendCount)
 			continue
 		}
 		last := b.tr.Sprintf("never")
 		if !st.LastSentAt.IsZero() {
 			last = b.tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, shorten(st.Key.Identifier, 24), st.Key.Env,
-			st.Tokens, v.capacity, v.severity, v.wait, last)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, report.Shorten(st.Key.Identifier, 24), st.Key.Env,
+			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -325,17 +304,6 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
 	}
 	return nil
-}
-
-// shorten cuts s to n characters with an ellipsis in the middle, so that
-// both ends of a long identifier (a CDC, an end-to-end id) stay readable.
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	half := (n - 1) / 2
-	return string(r[:half]) + "…" + string(r[len(r)-(n-1-half):])
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
@@ -353,14 +321,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		return err
 	}
 	if b.json {
-		out := struct {
-			Bucket web.APIBucket `json:"bucket"`
-			Ledger []ledgerJSON  `json:"ledger"`
-		}{Bucket: b.bucketJSON(st), Ledger: []ledgerJSON{}}
-		for _, e := range entries {
-			out.Ledger = append(out.Ledger, newLedgerJSON(e))
-		}
-		writeJSONLine(b.m.Stdout, out)
+		writeJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
 		return nil
 	}
 	b.printState(st)
@@ -379,7 +340,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 
 // printState prints a bucket as "field: value" lines.
 func (b bucketsCmd) printState(st throttle.BucketState) {
-	v := b.view(st)
+	v := web.ViewBucket(b.tr, st, b.scope)
 	w := tabwriter.NewWriter(b.m.Stdout, 0, 0, 1, ' ', 0)
 	tr := b.tr
 	stored := tr.Sprintf("yes")
@@ -395,16 +356,16 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 	}
 	for _, row := range [][2]string{
 		{tr.Sprintf("bucket"), st.Key.String()},
-		{tr.Sprintf("scope"), v.scope},
+		{tr.Sprintf("scope"), v.Scope},
 		{tr.Sprintf("stored"), stored},
-		{tr.Sprintf("tokens"), tr.Sprintf("%s of %s", strconv.FormatInt(st.Tokens, 10), v.capacity)},
-		{tr.Sprintf("refill"), v.refill},
-		{tr.Sprintf("policy"), v.policy},
-		{tr.Sprintf("severity"), v.severity},
-		{tr.Sprintf("cooldown/block"), v.wait},
+		{tr.Sprintf("tokens"), tr.Sprintf("%s of %s", strconv.FormatInt(st.Tokens, 10), v.Capacity)},
+		{tr.Sprintf("refill"), v.Refill},
+		{tr.Sprintf("policy"), v.Policy},
+		{tr.Sprintf("severity"), v.Severity},
+		{tr.Sprintf("cooldown/block"), v.Wait},
 		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
 		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), lastSendIn(tr, st)},
+		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
 		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
@@ -413,8 +374,9 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 }
 
 // reset fills a stored bucket and clears its cooldown and block, after a
-// confirmation read from stdin unless yes.
-func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, yes bool) error {
+// confirmation read from stdin unless yes, and records it in the audit
+// trail as cli:ACTOR with the reason.
+func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason string, yes bool) error {
 	st, err := b.eng.limiter.State(ctx, key)
 	if err != nil {
 		return err
@@ -422,15 +384,18 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	if !st.Stored {
 		return UsageError("buckets reset: no stored bucket %s (a key with no row is already full)", key)
 	}
+	if strings.TrimSpace(reason) == "" {
+		return UsageError("buckets reset: --reason is required (it is recorded in the audit trail)")
+	}
 	if !yes {
 		b.printState(st)
 		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
-		answer, err := readAnswer(ctx, b.m.Stdin)
+		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
 		if err != nil {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("buckets reset: reset cancelled: %s unchanged", key)}
 		}
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		if !report.Confirmed(answer) {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
 		}
@@ -439,12 +404,16 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	if err != nil {
 		return err
 	}
+	if _, err := b.eng.Audit().Record(ctx, audit.Entry{User: audit.CLIUser(actor), Action: audit.ActionReset, Target: key.String(),
+		Reason: reason, Outcome: audit.ResetOutcome(st.Tokens, after.Tokens)}); err != nil {
+		return fmt.Errorf("buckets reset: %s was reset but not recorded in the audit trail: %w", key, err)
+	}
 	if b.json {
 		writeJSONLine(b.m.Stdout, struct {
 			Bucket       web.APIBucket `json:"bucket"`
 			TokensBefore int64         `json:"tokens_before"`
 			Actor        string        `json:"actor"`
-		}{b.bucketJSON(after), st.Tokens, actor})
+		}{web.NewAPIBucket(after, b.scope), st.Tokens, actor})
 		return nil
 	}
 	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(st.Tokens, 10), strconv.FormatInt(after.Tokens, 10), actor))
@@ -452,98 +421,4 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
 	}
 	return nil
-}
-
-// readAnswer reads one line from r (a prompt's answer; "" at the end of
-// the input), or returns ctx.Err() as soon as ctx ends: Ctrl-C at a prompt
-// cancels it, and the next line typed is not taken as the answer. The read
-// itself cannot be interrupted; its goroutine ends with the input (the
-// process exits first).
-func readAnswer(ctx context.Context, r io.Reader) (string, error) {
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		return s, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-// bucketView is a state rendered for people.
-type bucketView struct {
-	scope, capacity, refill, policy, severity, wait, lastSend string
-}
-
-// lastSendIn is a bucket's last send for one bucket's page: the instant in
-// UTC and in tr's zone (BALDE_TIME_ZONE, else the machine's), and how long
-// before the state it was. The list keeps UTC only, to stay narrow.
-func lastSendIn(tr *i18n.Printer, st throttle.BucketState) string {
-	if st.LastSentAt.IsZero() {
-		return tr.Sprintf("never")
-	}
-	s := tr.Time(st.LastSentAt)
-	if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
-		s += " (" + tr.Sprintf("%s ago", web.FormatWait(ago)) + ")"
-	}
-	return s
-}
-
-// view renders st's cells in the language of LANG: the severity, the
-// refill's kind, the cooldown and block, the last send.
-func (b bucketsCmd) view(st throttle.BucketState) bucketView {
-	tr := b.tr
-	v := bucketView{
-		scope: b.scope(st.Key), capacity: fmt.Sprint(st.Policy.Capacity),
-		policy: web.FormatPolicyIn(tr, st.Policy), severity: tr.Sprintf(st.Severity.String()), wait: "-", lastSend: tr.Sprintf("never"),
-	}
-	v.refill = web.FormatRefillIn(tr, st.Policy)
-	if !st.LastSentAt.IsZero() {
-		v.lastSend = st.LastSentAt.UTC().Format(web.TimeLayout)
-		if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
-			v.lastSend += " (" + tr.Sprintf("%s ago", web.FormatWait(ago)) + ")"
-		}
-	}
-	if st.Orphan {
-		v.capacity, v.refill = "?", "?"
-		v.policy, v.severity = tr.Sprintf("unknown policy"), tr.Sprintf("unknown policy")
-	}
-	if w := web.FormatBucketWaitIn(tr, st); w != "" {
-		v.wait = w
-	}
-	return v
-}
-
-// scope names whom a key's bucket belongs to, as the admin page does
-// (web.Scopes: PSP, USER, RUC, LOT, IP, TOKEN), or "-" for a policy
-// without one.
-func (b bucketsCmd) scope(k throttle.Key) string {
-	if s := web.Scopes(b.eng.dict)(k); s != "" {
-		return s
-	}
-	return "-"
-}
-
-// bucketJSON renders a bucket for --json with the field names of
-// /api/buckets (web.APIBucket), scope included.
-func (b bucketsCmd) bucketJSON(st throttle.BucketState) web.APIBucket {
-	return web.NewAPIBucket(st, web.Scopes(b.eng.dict))
-}
-
-// ledgerJSON is a ledger row in --json output.
-type ledgerJSON struct {
-	ID      int64     `json:"id"`
-	At      time.Time `json:"at"`
-	Reason  string    `json:"reason"`
-	Delta   int64     `json:"delta"`
-	Balance int64     `json:"balance"`
-	Count   int64     `json:"count"`
-	Ref     string    `json:"ref"`
-}
-
-func newLedgerJSON(e throttle.LedgerEntry) ledgerJSON {
-	return ledgerJSON{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta, Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,9 +64,9 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 			return UsageError("dict-lookup: --payer: %v", err)
 		}
 	}
-	outFormat, err := lookupFormat(*format, *outPath)
+	outJSON, err := dict.LookupFileFormat(*format, *outPath)
 	if err != nil {
-		return err
+		return UsageError("dict-lookup: --format %q: want csv or json", *format)
 	}
 
 	// The whole input is read and checked before anything is sent.
@@ -75,12 +74,12 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	var out *lookupWriter
+	var out *dict.LookupFile
 	if *outPath != "" {
-		if out, err = createLookupWriter(*outPath, outFormat); err != nil {
+		if out, err = dict.CreateLookupFile(*outPath, outJSON); err != nil {
 			return UsageError("dict-lookup: --out: %v", err)
 		}
-		defer func() { err = errors.Join(err, out.close()) }()
+		defer func() { err = errors.Join(err, out.Close()) }()
 	}
 
 	clock := m.batchClock()
@@ -231,38 +230,3 @@ func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep 
 	}
 	return rec
 }
-
-// lookupFormat picks the format of --out.
-func lookupFormat(format, path string) (string, error) {
-	switch format {
-	case "csv", "json":
-		return format, nil
-	case "":
-		if strings.EqualFold(filepath.Ext(path), ".json") {
-			return "json", nil
-		}
-		return "csv", nil
-	}
-	return "", UsageError("dict-lookup: --format %q: want csv or json", format)
-}
-
-// lookupWriter is --out: a file of dict.LookupWriter.
-type lookupWriter struct {
-	f *os.File
-	*dict.LookupWriter
-}
-
-func createLookupWriter(path, format string) (*lookupWriter, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	w, err := dict.NewLookupWriter(f, format == "json")
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &lookupWriter{f, w}, nil
-}
-
-func (w *lookupWriter) close() error { return errors.Join(w.Close(), w.f.Close()) }

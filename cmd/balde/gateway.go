@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/sifen"
@@ -145,9 +144,9 @@ func (c *Config) addGatewayFlags(fs *flag.FlagSet, addr *string, addrEnv string)
 	c.addStoreFlags(fs)
 	c.addPolicyFlags(fs)
 	c.addBackgroundFlags(fs)
-	fs.Var(proxiesFlag{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	fs.Var(parsedFlag[int64]{&c.InboundIPLimit, parseInboundIPLimit}, "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	fs.Var(parsedFlag[time.Duration]{&c.InboundWindow, parseInboundWindow}, "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	fs.Var(flagOf(&c.TrustedProxies, web.ParseTrustedProxies, formatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+	fs.Var(flagOf(&c.InboundIPLimit, balde.ParseInboundIPLimit, nil), "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	fs.Var(flagOf(&c.InboundWindow, balde.ParseInboundWindow, nil), "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
 }
 
 // runSifenGateway is "balde gateway sifen": web.SifenGateway in front of

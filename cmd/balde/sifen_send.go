@@ -83,10 +83,10 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if len(bad) > 0 {
 		rep := report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
 		for _, it := range bad {
-			rep.Item(report.Invalid, it.line(), it.record())
+			rep.Item(report.Invalid, it.Line(), it.Record())
 		}
 		rep.Finish(false, len(items)-len(bad))
-		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].message)
+		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
 	client, err := cfg.sifenClient(cfg.SifenURL)
@@ -128,70 +128,12 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	return batchExit("sifen-send", sum, b.rep.Tr)
 }
 
-// sifenItem is one DE of the input and what became of it.
-type sifenItem struct {
-	file string
-	env  sifen.Env
-	de   sifen.DE
-	doc  int64 // the document's id once imported
-
-	res     report.Result
-	code    string
-	lot     string
-	wait    time.Duration
-	message string
-	said    string // message in the reader's language, for the plain line
-}
-
-// sifenRecord is the JSON line of one document.
-type sifenRecord struct {
-	File     string        `json:"file"`
-	CDC      string        `json:"cdc,omitempty"`
-	Document int64         `json:"document,omitempty"`
-	RUC      string        `json:"ruc"`
-	Env      string        `json:"env"`
-	Result   report.Result `json:"result"`
-	Code     string        `json:"code"`
-	Lot      string        `json:"lot"`
-	WaitS    float64       `json:"wait_s"`
-	Message  string        `json:"message"`
-}
-
-func (it *sifenItem) record() sifenRecord {
-	r := sifenRecord{
-		File: it.file, CDC: it.de.CDC, Document: it.doc, Env: string(it.env), Result: it.res,
-		Code: it.code, Lot: it.lot, WaitS: seconds(it.wait), Message: it.message,
-	}
-	if it.de.RUC.Number != "" {
-		r.RUC = it.de.RUC.String()
-	}
-	return r
-}
-
-// line renders the item for the plain output.
-func (it *sifenItem) line() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-7s %s", it.res, it.file)
-	if it.de.CDC != "" {
-		fmt.Fprintf(&b, " cdc=%s ruc=%s", it.de.CDC, it.de.RUC)
-	}
-	fmt.Fprintf(&b, " env=%s", it.env)
-	if it.lot != "" {
-		fmt.Fprintf(&b, " lot=%s", it.lot)
-	}
-	if it.code != "" {
-		fmt.Fprintf(&b, " code=%s", it.code)
-	}
-	if it.wait > 0 {
-		fmt.Fprintf(&b, " wait=%s", web.FormatWait(it.wait))
-	}
-	if it.said != "" {
-		fmt.Fprintf(&b, " %q", it.said)
-	} else if it.message != "" {
-		fmt.Fprintf(&b, " %q", it.message)
-	}
-	return b.String()
-}
+// sifenItem is one DE of the input and what became of it; sifenRecord is
+// its JSON line.
+type (
+	sifenItem   = report.SifenItem
+	sifenRecord = report.SifenRecord
+)
 
 // parseDocuments reads every file (sifen.ReadFiles) and returns its DEs as
 // items, in order; bad lists the files (or DEs) that cannot be sent:
@@ -199,10 +141,10 @@ func (it *sifenItem) line() string {
 func parseDocuments(ctx context.Context, files []string, env sifen.Env, allowUnsigned bool) (items, bad []*sifenItem) {
 	des, _ := sifen.ReadFiles(ctx, files, env, allowUnsigned)
 	for _, fd := range des {
-		it := &sifenItem{file: fd.File, env: env, de: fd.DE}
+		it := &sifenItem{File: fd.File, Env: env, DE: fd.DE}
 		items = append(items, it)
 		if fd.Err != nil {
-			it.res, it.message = report.Invalid, fd.Err.Error()
+			it.Result, it.Message = report.Invalid, fd.Err.Error()
 			bad = append(bad, it)
 		}
 	}
@@ -226,7 +168,7 @@ type sifenBatch struct {
 // finish reports it.
 func (b *sifenBatch) finish(it *sifenItem) {
 	b.done++
-	b.rep.Item(it.res, it.line(), it.record())
+	b.rep.Item(it.Result, it.Line(), it.Record())
 }
 
 // run resolves, imports and sends (sifen.SendDocuments). It returns the
@@ -258,7 +200,7 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (report.Summar
 	// without refusing the rest of its file.
 	des := make([]sifen.FileDE, len(items))
 	for i, it := range items {
-		des[i] = sifen.FileDE{File: it.file, DE: it.de}
+		des[i] = sifen.FileDE{File: it.File, DE: it.DE}
 	}
 	var importer sifen.Importer = b.sender
 	if b.replace {
@@ -272,38 +214,38 @@ func (b *sifenBatch) run(ctx context.Context, items []*sifenItem) (report.Summar
 		var taken *sifen.CDCError
 		switch {
 		case im.Err == nil:
-			it.doc = im.Document.ID
-			byID[it.doc] = it
+			it.Document = im.Document.ID
+			byID[it.Document] = it
 			docs = append(docs, im.Document)
 		case errors.As(im.Err, &taken):
 			// Another document holds the CDC (Import says which and why).
-			it.res, it.message = report.Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
+			it.Result, it.Message = report.Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
 			switch taken.Document.Status {
 			case sifen.StatusSending:
 				// After Resolve, a send may still be live, here or elsewhere:
 				// Import's error says which, and since when.
-				it.res = report.Blocked
+				it.Result = report.Blocked
 				since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 				if taken.SendInProgress() {
-					it.said = b.rep.Tr.Sprintf("being sent now by another send since %s", since)
+					it.Said = b.rep.Tr.Sprintf("being sent now by another send since %s", since)
 				} else {
-					it.said = b.rep.Tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
+					it.Said = b.rep.Tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
 				}
 			case sifen.StatusDraft, sifen.StatusError:
 				// Another content under the CDC: the user decides (bad
 				// input, not "nothing to do").
-				it.res = report.Invalid
-				it.message += " (sifen-send --replace)"
-				it.said = b.rep.Tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
+				it.Result = report.Invalid
+				it.Message += " (sifen-send --replace)"
+				it.Said = b.rep.Tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
 			case sifen.StatusRejected:
 				// Import takes a rejected CDC again once its XML changed.
-				it.doc, it.code = taken.Document.ID, taken.Document.ResponseCode
-				it.message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
-				it.said = b.rep.Tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+				it.Document, it.Code = taken.Document.ID, taken.Document.ResponseCode
+				it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+				it.Said = b.rep.Tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			}
 			b.finish(it)
 		default:
-			it.res, it.message = report.Failed, im.Err.Error()
+			it.Result, it.Message = report.Failed, im.Err.Error()
 			b.finish(it)
 		}
 	}
@@ -354,44 +296,31 @@ func (b *sifenBatch) draw(e sifen.Event, byID map[int64]*sifenItem) {
 // message in the reader's language.
 func (b *sifenBatch) result(it *sifenItem, r *sifen.DocResult) {
 	tr := b.rep.Tr
-	it.code, it.lot, it.wait, it.message, it.said = r.Code, r.LotNumber, r.Wait, r.Message, ""
+	it.Code, it.Lot, it.Wait, it.Message, it.Said = r.Code, r.LotNumber, r.Wait, r.Message, ""
 	switch r.Result {
 	case sifen.BatchSent:
-		it.res = report.Sent
+		it.Result = report.Sent
 	case sifen.BatchBlocked:
-		it.res = report.Blocked
+		it.Result = report.Blocked
 		if bl := r.Blocked; bl != nil {
 			d := web.FormatWait(bl.Wait)
-			it.message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
-			it.said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
+			it.Message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
+			it.Said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
 			if b.wait {
-				it.message += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
-				it.said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+				it.Message += fmt.Sprintf(" (beyond --max-wait %s)", b.maxWait)
+				it.Said += tr.Sprintf(" (beyond --max-wait %s)", b.maxWait)
 			}
 		}
 	case sifen.BatchSentElsewhere:
-		it.res = report.Skipped
+		it.Result = report.Skipped
 		detail := strings.TrimPrefix(r.Message, "sent by another process: ")
-		it.said = tr.Sprintf("sent by another process: %s", detail)
+		it.Said = tr.Sprintf("sent by another process: %s", detail)
 	default: // sifen.BatchFailed
-		it.res = report.Failed
+		it.Result = report.Failed
 		if o := r.LotSend; o != nil && o.Status == sifen.OutcomeNotQueued {
-			it.said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
+			it.Said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
 		}
 	}
-}
-
-// sifenResult is the JSON line --follow writes per document once SIFEN's
-// result is known: {"lot_result": {...}}.
-type sifenResult struct {
-	Document   int64  `json:"document"`
-	CDC        string `json:"cdc"`
-	Lot        string `json:"lot"`
-	Status     string `json:"status"`      // approved or rejected
-	Result     string `json:"result"`      // dEstRes
-	AuthNumber string `json:"auth_number"` // dProtAut
-	Code       string `json:"code"`
-	Message    string `json:"message"`
 }
 
 // follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
@@ -404,47 +333,29 @@ type sifenResult struct {
 func (b *sifenBatch) follow(ctx context.Context, items []*sifenItem) error {
 	var ids []int64
 	for _, it := range items {
-		if it.res == report.Sent {
-			ids = append(ids, it.doc)
+		if it.Result == report.Sent {
+			ids = append(ids, it.Document)
 		}
 	}
-	var sum followSummary
+	var sum sifen.FollowSummary
 	left, err := sifen.FollowDocuments(ctx, b.sender, ids, sifen.FollowConfig{
 		Sleep: b.clock.Sleep,
 		Progress: func(e sifen.FollowEvent) {
 			if e.Kind == sifen.EventResult {
-				sum.count(e.Document.Status)
+				sum.Count(e.Document.Status)
 			}
 			b.drawFollow(e)
 		},
 	})
 	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
 	if b.rep.Mode() == report.JSON {
-		writeJSONLine(b.rep.Writer(), map[string]followSummary{"follow": sum})
+		writeJSONLine(b.rep.Writer(), map[string]sifen.FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
 		return &ExitError{Code: ExitFailed, Err: errors.New(b.rep.Tr.Sprintf(
 			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left)))}
 	}
 	return err
-}
-
-// followSummary is the JSON object --follow ends with: how many documents
-// got their result, how many are still sent, and whether Ctrl-C stopped
-// the follow.
-type followSummary struct {
-	Approved    int  `json:"approved"`
-	Rejected    int  `json:"rejected"`
-	Pending     int  `json:"pending"`
-	Interrupted bool `json:"interrupted"`
-}
-
-func (s *followSummary) count(st sifen.Status) {
-	if st == sifen.StatusRejected {
-		s.Rejected++
-	} else {
-		s.Approved++
-	}
 }
 
 // drawFollow shows one event of sifen.FollowDocuments.
@@ -455,20 +366,10 @@ func (b *sifenBatch) drawFollow(e sifen.FollowEvent) {
 	case sifen.EventWaiting:
 		b.rep.Waiting(e.Wait, b.rep.Tr.Sprintf("results of %d document(s)", len(e.IDs)))
 	case sifen.EventResult:
-		d := e.Document
-		line := fmt.Sprintf("%s document %d cdc=%s lot=%s", d.Status, d.ID, d.CDC, d.LotNumber)
-		if d.Result != "" {
-			line += fmt.Sprintf(" result=%q", d.Result)
-		}
-		if d.AuthNumber != "" {
-			line += " dProtAut=" + d.AuthNumber
-		}
-		b.rep.Note(line + " " + strconv.Quote(d.Message))
+		r := sifen.NewLotResult(*e.Document)
+		b.rep.Note(r.String())
 		if b.rep.Mode() == report.JSON {
-			writeJSONLine(b.rep.Writer(), map[string]sifenResult{"lot_result": {
-				Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
-				AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message,
-			}})
+			writeJSONLine(b.rep.Writer(), map[string]sifen.LotResult{"lot_result": r})
 		}
 	}
 }

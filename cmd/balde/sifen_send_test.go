@@ -59,6 +59,31 @@ func documentStatuses(t *testing.T, db string) map[string]int {
 	return out
 }
 
+// waitNothingSending waits (at most a minute) until no document of db is
+// in "sending": every lot claimed has its answer recorded.
+func waitNothingSending(t *testing.T, db string) {
+	store, err := alldrivers.Open(context.Background(), db, sqlstore.Options{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer store.Close()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Millisecond) {
+		var n int
+		if err := store.ReadDB().Get(&n, `SELECT COUNT(*) FROM balde_documents WHERE status = 'sending'`); err != nil {
+			t.Error(err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d document(s) still sending after a minute", n)
+			return
+		}
+	}
+}
+
 func TestSifenSendWait(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		clock := newFakeTime(testEpoch)
@@ -422,18 +447,18 @@ func TestSifenSendFollow(t *testing.T) {
 	writeFile(t, dirJSON, "lote.xml", sifentest.Lote(docs2...))
 	code, stdout, stderr = runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db2}, "sifen-send", "--follow", "--json", dirJSON)
 	require.Equal(t, ExitOK, code, stderr)
-	var results []sifenResult
+	var results []sifen.LotResult
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var r map[string]sifenResult
+		var r map[string]sifen.LotResult
 		if json.Unmarshal([]byte(line), &r) == nil && r["lot_result"].CDC != "" {
 			results = append(results, r["lot_result"])
 		}
 	}
 	require.Len(t, results, 2, stdout)
 	jl := strings.Split(strings.TrimSpace(stdout), "\n")
-	var followed map[string]followSummary
+	var followed map[string]sifen.FollowSummary
 	require.NoError(t, json.Unmarshal([]byte(jl[len(jl)-1]), &followed))
-	require.Equal(t, followSummary{Approved: 2}, followed["follow"], "the follow's last line")
+	require.Equal(t, sifen.FollowSummary{Approved: 2}, followed["follow"], "the follow's last line")
 	for _, r := range results {
 		require.Equal(t, "approved", r.Status)
 		require.Equal(t, "Aprobado", r.Result)
@@ -649,9 +674,9 @@ func TestSifenSendFollowInterrupted(t *testing.T) {
 	stop()
 	require.Equal(t, ExitFailed, code, stderr)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	var last map[string]followSummary
+	var last map[string]sifen.FollowSummary
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), stdout)
-	require.Equal(t, followSummary{Pending: 1, Interrupted: true}, last["follow"])
+	require.Equal(t, sifen.FollowSummary{Pending: 1, Interrupted: true}, last["follow"])
 }
 
 // Issue 22, item 3: with RUC A blocked at SIFEN for 10 minutes (its first
@@ -735,6 +760,14 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		// Create the schema once, so that the runs start on a ready database.
 		code, _, stderr := runIn(context.Background(), nil, "", env, "migrate", "up")
 		require.Equal(t, ExitOK, code, stderr)
+		// The fake clock stands still while a lot is on the wire. A lot
+		// holds its RUC's gate and its documents until its answer, which
+		// comes after 50 ms of real time, while a sleep of another run
+		// passes in none: without this, a run waiting on that gate (or
+		// watching those documents) sleeps 10 s after 10 s of fake time,
+		// each in a few microseconds, through its 15-minute --max-wait
+		// before the answer comes, and reports the documents blocked.
+		clock.settle = func() { waitNothingSending(t, db) }
 		sets := [][]string{
 			append(slices.Clone(thirds[0]), thirds[1]...),
 			append(slices.Clone(thirds[1]), thirds[2]...),
@@ -742,11 +775,11 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		outs := make([]string, len(sets))
+		outs, errs := make([]string, len(sets)), make([]string, len(sets))
 		var wg sync.WaitGroup
 		for i, set := range sets {
 			wg.Go(func() {
-				_, outs[i], _ = runIn(ctx, clock, "", env, append([]string{"sifen-send", "--json"}, set...)...)
+				_, outs[i], errs[i] = runIn(ctx, clock, "", env, append([]string{"sifen-send", "--json"}, set...)...)
 			})
 		}
 		done := make(chan struct{})
@@ -760,7 +793,7 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 		var all []sifenRecord
 		for i := range outs {
 			items, sum := jsonLines[sifenRecord](t, outs[i])
-			require.Len(t, items, 90, "run %d: one line per DE", i)
+			require.Len(t, items, 90, "run %d: one line per DE; stderr: %s", i, errs[i])
 			t.Logf("run %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
 				if it.Result == report.Sent {

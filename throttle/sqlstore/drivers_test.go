@@ -8,15 +8,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // the application's own pool
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // TestOneEngineLinksOneDriver: an application links only the driver of the
@@ -112,6 +115,60 @@ func TestOpenNeedsTheEnginesDriver(t *testing.T) {
 			require.ErrorContains(t, tc.run(), tc.want)
 			_, err := os.Stat(path)
 			require.ErrorIs(t, err, fs.ErrNotExist, "no database created")
+		})
+	}
+}
+
+// pipelineSpy is pgx's driver that counts its pipelined transactions, or
+// declines every connection (ErrNoPipeline) when decline is set.
+type pipelineSpy struct {
+	pgxdriver.Driver
+	runs    *atomic.Int64
+	decline bool
+}
+
+func (d pipelineSpy) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
+	if d.decline {
+		return sqlstore.ErrNoPipeline
+	}
+	d.runs.Add(1)
+	return d.Driver.Pipeline(ctx, conn, p)
+}
+
+// TestUpdateRunsThroughThePipeliner: on PostgreSQL every decision is one
+// pipelined transaction of the driver (decision 0035), and a driver that
+// declines the connection leaves the decisions exactly as they were, taken
+// on the database/sql path.
+func TestUpdateRunsThroughThePipeliner(t *testing.T) {
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	for _, tc := range []struct {
+		name     string
+		decline  bool
+		wantRuns int64
+	}{
+		{name: "Pipelined", wantRuns: 3},
+		{name: "Declined", decline: true, wantRuns: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			clock := throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC))
+			spy := pipelineSpy{runs: new(atomic.Int64), decline: tc.decline}
+			store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Driver: spy, Clock: clock.Now})
+			require.NoError(t, err)
+			defer store.Close()
+			sms := throttle.PerMinute("SMS_PROVIDER", 2, 2)
+			lim, err := throttle.NewLimiter(store, throttle.Policies{sms.Name: sms}, throttle.Config{Clock: clock.Now})
+			require.NoError(t, err)
+			key := throttle.Key{Policy: sms.Name, Env: "prod", Identifier: "pipeline-" + tc.name}
+			var allowed []bool
+			for range 3 {
+				d, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1})
+				require.NoError(t, err)
+				allowed = append(allowed, d.Allowed)
+			}
+			require.Equal(t, []bool{true, true, false}, allowed, "two a minute")
+			require.Equal(t, tc.wantRuns, spy.runs.Load(), "pipelined transactions")
 		})
 	}
 }

@@ -1,0 +1,62 @@
+package sifen
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// FollowSummary is what a follow of lot results (FollowDocuments) ended
+// with, as "balde sifen-send --follow --json" writes it last
+// ({"follow": {...}}): the documents that got their result, by result,
+// those still sent, and whether the follow was interrupted (its context
+// ended first).
+type FollowSummary struct {
+	Approved    int  `json:"approved"`
+	Rejected    int  `json:"rejected"`
+	Pending     int  `json:"pending"`
+	Interrupted bool `json:"interrupted"`
+}
+
+// Count adds one document's final status: StatusRejected is a rejection,
+// any other (StatusApproved, with or without observations) an approval.
+func (s *FollowSummary) Count(st Status) {
+	if st == StatusRejected {
+		s.Rejected++
+	} else {
+		s.Approved++
+	}
+}
+
+// LotResult is one document's final result from SIFEN, the record a
+// follow writes per document ({"lot_result": {...}} in sifen-send's JSON
+// lines).
+type LotResult struct {
+	Document   int64  `json:"document"`
+	CDC        string `json:"cdc"`
+	Lot        string `json:"lot"`
+	Status     string `json:"status"`      // approved or rejected
+	Result     string `json:"result"`      // dEstRes
+	AuthNumber string `json:"auth_number"` // dProtAut
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+}
+
+// NewLotResult is d's result record.
+func NewLotResult(d Document) LotResult {
+	return LotResult{Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
+		AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message}
+}
+
+// String renders r on one line for people: `approved document 3
+// cdc=… lot=… result="Aprobado" dProtAut=… "message"`; the result and
+// dProtAut are left out while empty.
+func (r LotResult) String() string {
+	line := fmt.Sprintf("%s document %d cdc=%s lot=%s", r.Status, r.Document, r.CDC, r.Lot)
+	if r.Result != "" {
+		line += fmt.Sprintf(" result=%q", r.Result)
+	}
+	if r.AuthNumber != "" {
+		line += " dProtAut=" + r.AuthNumber
+	}
+	return line + " " + strconv.Quote(r.Message)
+}

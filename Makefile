@@ -62,10 +62,16 @@ bench-ab:
 # balde beside redis_rate, ulule/limiter (Redis) and sethvargo/go-limiter
 # (memory), in one run: bench/peers is a module of its own (the peers'
 # dependencies stay out of go.mod). Redis on 127.0.0.1:6379; PostgreSQL rows
-# need BALDE_TEST_POSTGRES_DSN. Table in docs/BENCHMARKS.md ("Peers").
+# need BALDE_TEST_POSTGRES_DSN. Then, with npm, node-rate-limiter-flexible on
+# the same PostgreSQL (bench/peers/node, pinned by its package-lock.json).
+# Table in docs/BENCHMARKS.md ("Peers").
 PEERSCOUNT ?= 3
 bench-peers:
 	cd bench/peers && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(PEERSCOUNT) -timeout 60m . | tee ../../bench-peers.out
+	@if command -v npm >/dev/null && [ -n "$$BALDE_TEST_POSTGRES_DSN" ]; then \
+		npm ci --prefix bench/peers/node --no-audit --no-fund --loglevel=error && \
+		for i in $$(seq $(PEERSCOUNT)); do PGURL="$$BALDE_TEST_POSTGRES_DSN" node bench/peers/node/bench.js; done | tee -a bench-peers.out; \
+	else echo "make: npm or BALDE_TEST_POSTGRES_DSN missing: node-rate-limiter-flexible skipped"; fi
 
 # gofmt, go vet and staticcheck (a tool of go.mod: `go tool` builds the
 # pinned version, so nothing is installed by hand).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -143,8 +144,14 @@ func TestDecisionCostBar(t *testing.T) {
 		median, rounds, ratios[rounds/4], ratios[3*rounds/4])
 	require.GreaterOrEqual(t, median, bar, "a naive decision costs more than twice the SQL it runs: profile it (docs/BENCHMARKS.md)")
 
+	// The store's checkpointer allocates too, in the background: it can
+	// only add to a count, so the least of three counts is the decision's.
 	allocs := func(op func() error) float64 {
-		return testing.AllocsPerRun(200, func() { require.NoError(t, op()) })
+		least := math.Inf(1)
+		for range 3 {
+			least = min(least, testing.AllocsPerRun(100, func() { require.NoError(t, op()) }))
+		}
+		return least
 	}
 	na, ha := allocs(naive), allocs(hand)
 	t.Logf("allocations per decision: naive %.0f, hand-written %.0f (%.2fx)", na, ha, na/ha)

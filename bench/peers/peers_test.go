@@ -246,7 +246,15 @@ func openUlule(b *testing.B, w workload) decide {
 }
 
 func openSethvargo(b *testing.B, w workload) decide {
-	st, err := memorystore.New(&memorystore.Config{Tokens: uint64(w.limit), Interval: w.period})
+	tokens, interval := uint64(w.limit), w.period
+	if w.period == time.Second {
+		// go-limiter refills a bucket, once per interval, with
+		// interval/tokens tokens (not tokens): with 2^40 tokens a second a
+		// bucket is empty after its first second. 2^30 tokens an hour is
+		// never exhausted by a run and never refilled during one.
+		tokens, interval = 1<<30, time.Hour
+	}
+	st, err := memorystore.New(&memorystore.Config{Tokens: tokens, Interval: interval})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
@@ -93,18 +94,18 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	logDatabase(app.engine.store, creating, logger)
-	if sims := app.sims; sims.dict != nil {
+	if sims := app.sims; sims.Dict != nil {
 		category := app.engine.Dict().Catalog().Category() // learned from its GET /policies/
 		if category == "" {
 			category = "H (strictest, not learned)"
 		}
 		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.dict.URL(), sims.entries, category)
+			sims.Dict.URL(), sims.Entries, category)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
 	}
-	if sims := app.sims; sims.sifen != nil {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.sifen.URL()+"/{env}")
+	if sims := app.sims; sims.Sifen != nil {
+		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.SifenURL)
 	} else if cfg.SifenURL == SifenOfficial {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
 	} else {
@@ -128,7 +129,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 // server over them.
 type app struct {
 	engine *engine
-	sims   *simulators
+	sims   *devsims.Simulators
 	*balde.App
 }
 
@@ -153,17 +154,19 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if err := checkDictClient(cfg); err != nil {
 		return nil, err
 	}
-	sims, dictURL, sifenURL, err := startSimulators(ctx, cfg, logger)
+	sims, err := devsims.Start(ctx, devsims.Config{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL, DictCategory: cfg.DictCategory,
+		DictAddr: cfg.DictSimAddr, SifenAddr: cfg.SifenSimAddr, Logger: logger})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("serve: %w", err)
 	}
+	dictURL, sifenURL := sims.DictURL, sims.SifenURL
 	a := &app{sims: sims}
 	defer func() {
 		if err != nil {
 			if a.engine != nil {
 				a.engine.close(ctx)
 			}
-			a.sims.close()
+			a.sims.Close()
 		}
 	}()
 	if sifenClient == nil {
@@ -172,7 +175,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		}
 	}
 	dc := cfg.dictConfig(dictURL, true)
-	dc.Simulator = sims.dict != nil // automatic reconciliation stays off against it
+	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
 	sc := cfg.sifenConfig(sifenClient, false)
 	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
 		Dict: &dc, Sifen: &sc, Jobs: cfg.Jobs()})
@@ -215,7 +218,7 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 // close stops the background work, the server (waiting for requests in
 // flight), the simulators, then the engine.
 func (a *app) close() error {
-	return errors.Join(a.App.Close(), a.sims.close(), a.engine.close(context.Background()))
+	return errors.Join(a.App.Close(), a.sims.Close(), a.engine.close(context.Background()))
 }
 
 // checkListenAddr reports whether addr is a HOST:PORT a listener can take:

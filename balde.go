@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/balde-throttle/balde/audit/auditsql"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/migrations"
@@ -130,6 +131,7 @@ type Engine struct {
 	inbound  *web.Inbound // nil without Config.Inbound
 	catalog  *dict.Catalog
 	records  *dictsql.Records
+	audit    *auditsql.Store
 	resolver *sifen.Resolver
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
@@ -218,7 +220,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, catalog: catalog, records: retriedRecords(store),
+	e := &Engine{store: store, catalog: catalog, records: retriedRecords(store), audit: retriedAudit(store),
 		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger,
 		jobs: cfg.Jobs, started: make(chan struct{})}
 	defer func() {
@@ -365,6 +367,11 @@ func (e *Engine) DictCatalog() *dict.Catalog { return e.catalog }
 // participant category.
 func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 
+// Audit is the operators' audit trail (table balde_audit): the admin
+// pages of NewServer record their resets, sends and lookups in it, and an
+// application or command records its own operator actions there too.
+func (e *Engine) Audit() *auditsql.Store { return e.audit }
+
 // SifenResolver holds the SIFEN lot policies.
 func (e *Engine) SifenResolver() *sifen.Resolver { return e.resolver }
 
@@ -391,10 +398,12 @@ type PruneResult struct {
 	Before time.Time
 	// DictLookups is the number of DICT lookup records removed.
 	DictLookups int64
+	// AuditRows is the number of audit trail entries removed.
+	AuditRows int64
 }
 
-// Prune applies the retention (0: throttle.DefaultRetention) to the ledger
-// and to the DICT lookups and removes idle buckets (unless opts says
+// Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
+// the DICT lookups and the audit trail, and removes idle buckets (unless opts says
 // SkipBuckets), each in bounded batches (opts.Batch rows; 0: 1000), so that
 // it can run while decisions go on. An application embedding balde calls
 // it periodically, as balde serve does every 10 minutes.
@@ -416,6 +425,18 @@ func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneRe
 	for {
 		n, err := e.records.PruneLookups(ctx, res.Before, batch)
 		res.DictLookups += n
+		if err != nil {
+			return res, err
+		}
+		if n < int64(batch) {
+			break
+		}
+	}
+	// Audit entries by their own time (decision 0076), under the same
+	// retention: they name the operators.
+	for {
+		n, err := e.audit.Prune(ctx, res.Before, batch)
+		res.AuditRows += n
 		if err != nil || n < int64(batch) {
 			return res, err
 		}
@@ -464,6 +485,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 		s.Metrics = m
 	}
 	s.HealthCheck = e.CheckHealth
+	s.Audit = e.audit
 	s.Logger = e.logger.WithGroup("web")
 	s.Policies = e.PolicyNames()
 	s.Scope = web.Scopes(e.catalog)
@@ -504,6 +526,14 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	errs = append(errs, e.store.Close())
 	return errors.Join(errs...)
+}
+
+// retriedAudit keeps the audit trail in store's database, each statement
+// retried like the store's own after a transient failure.
+func retriedAudit(store *sqlstore.Store) *auditsql.Store {
+	a := auditsql.New(store.DB(), store.ReadDB(), store.Now)
+	a.Retry = store.Retry
+	return a
 }
 
 // retriedRecords keeps the DICT's lookups and category in store's

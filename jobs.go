@@ -225,7 +225,7 @@ func (e *Engine) prune(ctx context.Context, retention time.Duration) {
 	if err != nil && ctx.Err() == nil {
 		e.logger.Warn("prune", slog.Any("error", err))
 	}
-	e.logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups))
+	e.logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups), slog.Int64("audit_rows", res.AuditRows))
 }
 
 // watchDatabase checks every period until ctx ends that the store's SQLite

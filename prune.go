@@ -10,8 +10,8 @@ import (
 
 // CountPrune counts, removing nothing, what Prune with the same options
 // would remove now: ledger rows older than the retention (an aggregated
-// row is one row, whatever takes it stands for), DICT lookups older than
-// it, and (unless opts.SkipBuckets) the stored buckets that are idle now —
+// row is one row, whatever takes it stands for), DICT lookups and audit
+// entries older than it, and (unless opts.SkipBuckets) the stored buckets that are idle now —
 // full, nothing held, no cooldown or block — and whose ledger has no row
 // within the retention (Prune keeps those, so that their ledger stays in
 // view). opts.Batch is ignored. It is "balde prune --dry-run".
@@ -38,6 +38,12 @@ func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (Pr
 		FROM balde_dict_lookups
 		WHERE looked_up_at < ?`), res.Before.UnixNano()).Scan(&res.DictLookups); err != nil {
 		return res, fmt.Errorf("balde: count DICT lookups to prune: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, db.Rebind(`
+		SELECT count(*)
+		FROM balde_audit
+		WHERE at < ?`), res.Before.UnixNano()).Scan(&res.AuditRows); err != nil {
+		return res, fmt.Errorf("balde: count audit entries to prune: %w", err)
 	}
 	if opts.SkipBuckets {
 		return res, nil

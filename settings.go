@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +117,14 @@ type Settings struct {
 	// serve keeps the one it generates in DataDir/admin-password, so it
 	// stays the same across restarts.
 	AdminPasswordFile string
+	// Users are more users of the admin pages beside the admin, each a
+	// viewer (reads every page) or an admin (also resets and sends)
+	// (BALDE_USERS: NAME:ROLE:SECRET entries, comma- or newline-separated,
+	// SECRET a bcrypt hash or a password; see web.ParseUsers). UsersFile
+	// holds more, one per line (--users-file, BALDE_USERS_FILE); AllUsers
+	// reads it.
+	Users     []web.Credentials
+	UsersFile string
 	// DataDir is where serve keeps what it generates (the admin password)
 	// (BALDE_DATA_DIR); empty: the SQLite database's directory, or the
 	// user's config directory (…/balde) for PostgreSQL.
@@ -348,6 +358,10 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
 		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
 		{"BALDE_ADMIN_PASSWORD_FILE", setString(&c.AdminPasswordFile)},
+		{"BALDE_USERS", setParsed(&c.Users, func(s string) ([]web.Credentials, error) {
+			return web.ParseUsers(strings.NewReader(s))
+		})},
+		{"BALDE_USERS_FILE", setString(&c.UsersFile)},
 		{"BALDE_DATA_DIR", setString(&c.DataDir)},
 		{"BALDE_TIME_ZONE", setParsed(&c.TimeZone, time.LoadLocation)},
 		{"BALDE_DICT_SIM_ADDR", setString(&c.DictSimAddr)},
@@ -552,4 +566,31 @@ func ParseReconcileEvery(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s is more often than POLICIES_LIST allows (6 a minute): use %s or more", d, MinReconcileEvery)
 	}
 	return d, nil
+}
+
+// AllUsers is Users and the users of UsersFile (web.ParseUsers), for
+// web.Server.Users. A name listed twice, in either or across both or as
+// the admin's, is a *SettingError, and so is a file that cannot be read.
+func (c Settings) AllUsers() ([]web.Credentials, error) {
+	users := slices.Clip(c.Users)
+	if c.UsersFile != "" {
+		f, err := os.Open(c.UsersFile)
+		if err != nil {
+			return nil, settingError("BALDE_USERS_FILE: %v", err)
+		}
+		more, err := web.ParseUsers(f)
+		f.Close()
+		if err != nil {
+			return nil, settingError("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
+		}
+		users = append(users, more...)
+	}
+	seen := map[string]bool{c.AdminUser: true}
+	for _, u := range users {
+		if seen[u.User] {
+			return nil, settingError("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
+		}
+		seen[u.User] = true
+	}
+	return users, nil
 }

@@ -100,7 +100,8 @@ func SQLiteFile(dsn string) (string, bool) {
 }
 
 // NewSettingsServer is Engine.NewServer configured as balde serve runs it
-// from c: listening on Addr, the admin login of FindAdminLogin, the
+// from c: listening on Addr, the admin login of FindAdminLogin, the users
+// with their roles of AllUsers, the
 // trusted proxies, the /metrics token, the Go and process collectors (a
 // process of its own), one log line per request and the pages' time zone.
 // Open it, or change a field first.
@@ -109,9 +110,14 @@ func (e *Engine) NewSettingsServer(c Settings) (*web.Server, AdminLogin, error) 
 	if err != nil {
 		return nil, login, err
 	}
+	users, err := c.AllUsers()
+	if err != nil {
+		return nil, login, err
+	}
 	s := e.NewServer(c.DictParticipant)
 	s.Addr = c.Addr
 	s.Admin = login.Credentials
+	s.Users = users
 	s.TrustedProxies = c.TrustedProxies
 	s.MetricsToken = c.MetricsToken
 	s.RuntimeMetrics = true

@@ -11,6 +11,7 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
 )
 
 func TestSettingsBadEnv(t *testing.T) {
@@ -120,4 +121,43 @@ func TestEnvSettings(t *testing.T) {
 		return ""
 	})
 	require.ErrorContains(t, err, `BALDE_INBOUND_WINDOW: "soon" is not a positive duration`)
+}
+
+// Users come from BALDE_USERS and BALDE_USERS_FILE; a name given twice, or
+// the admin's name again, is refused.
+func TestSettingsUsers(t *testing.T) {
+	file := t.TempDir() + "/users"
+	require.NoError(t, os.WriteFile(file, []byte("# on call\noncall:viewer:$2a$10$abcdefghijklmnopqrstuu\n"), 0o600))
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    []web.Credentials
+		wantErr string
+	}{
+		{name: "None", env: map[string]string{}},
+		{name: "EnvAndFile", env: map[string]string{"BALDE_USERS": "lead:admin:s3cret, ops:viewer:pw", "BALDE_USERS_FILE": file},
+			want: []web.Credentials{
+				{User: "lead", Password: "s3cret", Role: web.RoleAdmin},
+				{User: "ops", Password: "pw", Role: web.RoleViewer},
+				{User: "oncall", PasswordBcrypt: "$2a$10$abcdefghijklmnopqrstuu", Role: web.RoleViewer},
+			}},
+		{name: "ErrAdminAgain", env: map[string]string{"BALDE_USERS": "admin:viewer:pw"}, wantErr: `user "admin" is configured twice`},
+		{name: "ErrTwiceAcross", env: map[string]string{"BALDE_USERS": "oncall:admin:pw", "BALDE_USERS_FILE": file}, wantErr: `user "oncall" is configured twice`},
+		{name: "ErrNoFile", env: map[string]string{"BALDE_USERS_FILE": file + ".missing"}, wantErr: "BALDE_USERS_FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := balde.EnvSettings(func(k string) string { return tt.env[k] })
+			require.NoError(t, err)
+			got, err := s.AllUsers()
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+	_, err := balde.EnvSettings(func(k string) string { return map[string]string{"BALDE_USERS": "x:root:pw"}[k] })
+	require.ErrorContains(t, err, `BALDE_USERS: web: users: line 1: user "x": web: role "root" (want viewer or admin)`)
 }

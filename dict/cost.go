@@ -201,6 +201,17 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	return r, nil
 }
 
+// gradePending reports whether the take of r left the severity of key's
+// bucket to the settle (throttle.BucketDecision.GradePending).
+func (r Reservation) gradePending(key throttle.Key) bool {
+	for _, b := range r.Decision.Buckets {
+		if b.Key == key {
+			return b.GradePending
+		}
+	}
+	return false
+}
+
 // flightRefill is what the mirror's bucket of key refilled, in whole tokens
 // rounded up, between r's take and now, when the bucket refills
 // continuously, was full at the take, and the DICT charged the request
@@ -273,6 +284,11 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerPenalty, Ref: r.Ref})
 		case delta > 0:
 			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerRefund, Ref: r.Ref})
+		case r.gradePending(k):
+			// The outcome cost the whole hold, which the take did not grade
+			// (a hold in flight is not trouble): a refund of 0 grades the
+			// balance it left (decision 0100).
+			adjs = append(adjs, throttle.Adjustment{Key: k, Reason: throttle.LedgerRefund, Ref: r.Ref})
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {

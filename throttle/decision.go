@@ -53,6 +53,16 @@ type Charge struct {
 	HoldFor time.Duration
 }
 
+// held is the part of c's cost held in flight by a pessimistic
+// reservation (Admit below Cost): the tokens the remote side has not
+// charged yet. 0 for an ordinary charge.
+func (c Charge) held() int64 {
+	if c.Admit > 0 && c.Admit < c.Cost {
+		return c.Cost
+	}
+	return 0
+}
+
 // need is the whole tokens the bucket must hold to admit c.
 func (c Charge) need() int64 {
 	if c.Admit > 0 {
@@ -106,11 +116,20 @@ type BucketDecision struct {
 	// HeldUntil is, for an admitted Charge with HoldFor, the end of the
 	// hold it put on the key; pass it as SyncTarget.Hold with the answer.
 	HeldUntil time.Time
+	// GradePending is set on an admitted pessimistic reservation (Charge
+	// with Admit below Cost) whose balance after the take grades worse
+	// than the balance before it. The take graded severity without the
+	// hold (the remote side charges at its answer: a hold in flight is not
+	// trouble); when the outcome costs the whole hold, the settle must send
+	// a LedgerRefund of 0 so that the balance left is graded.
+	GradePending bool
 }
 
 // Adjustment changes a bucket's balance after the outcome of a request is
 // known. Delta is in whole tokens: negative for LedgerPenalty, positive for
-// LedgerRefund and LedgerCredit. A credit needs a Ref and is applied at most
+// LedgerRefund and LedgerCredit. A LedgerRefund of 0 changes nothing and
+// writes no ledger row; it grades the bucket's balance (the settle of a
+// hold whose outcome cost all of it, BucketDecision.GradePending). A credit needs a Ref and is applied at most
 // once per (Key, Ref); no change ever takes a bucket above its capacity.
 type Adjustment struct {
 	Key    Key

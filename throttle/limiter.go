@@ -290,9 +290,10 @@ func validateAdjustment(a Adjustment) error {
 	case a.Delta > MaxTokens || a.Delta < -MaxTokens:
 		return fmt.Errorf("%w: %s: delta %d out of range", ErrInvalidAdjustment, a.Key, a.Delta)
 	case a.Reason == LedgerPenalty && a.Delta < 0,
-		(a.Reason == LedgerRefund || a.Reason == LedgerCredit) && a.Delta > 0:
+		(a.Reason == LedgerRefund || a.Reason == LedgerCredit) && a.Delta > 0,
+		a.Reason == LedgerRefund && a.Delta == 0:
 	default:
-		return fmt.Errorf("%w: %s: %s of %d (penalties are negative, refunds and credits positive)", ErrInvalidAdjustment, a.Key, a.Reason, a.Delta)
+		return fmt.Errorf("%w: %s: %s of %d (penalties are negative, credits positive, refunds positive or 0)", ErrInvalidAdjustment, a.Key, a.Reason, a.Delta)
 	}
 	if a.Reason == LedgerCredit && a.Ref == "" {
 		return fmt.Errorf("%w: %s: a credit needs a reference", ErrInvalidAdjustment, a.Key)

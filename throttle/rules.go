@@ -37,7 +37,15 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 				tb.b.HeldUntil = tx.now.Add(c.HoldFor)
 				bd.HeldUntil = tb.b.HeldUntil
 			}
-			tx.touch(tb, c.policy, r.thresholds)
+			if held := c.held(); held > 0 {
+				// A pessimistic reservation: the remote side charges at its
+				// answer, so until the settle the balance it sees is the one
+				// before this take. Severity is graded without the hold; the
+				// settle grades the balance left (decision 0100).
+				bd.GradePending = tx.touchHeld(tb, c.policy, r.thresholds, held)
+			} else {
+				tx.touch(tb, c.policy, r.thresholds)
+			}
 			tx.recordTake(tb, c.policy, -c.Cost, ref)
 		case bd.Reason != ReasonNone:
 			// A refusal for tokens or cooldown starts the policy's block.
@@ -116,7 +124,9 @@ func (tx *Tx) adjust(a Adjustment, p Policy, r rules) Adjusted {
 		tx.credited[ref] = true
 	}
 	applied := tb.b.add(p, a.Delta, tx.now)
-	if applied != 0 {
+	if applied != 0 || a.Delta == 0 {
+		// A refund of 0 is a hold settled at its full cost: nothing comes
+		// back, and the balance the hold left is graded now.
 		tx.touch(tb, p, r.thresholds)
 	}
 	// A credit is recorded even when the bucket was full, so that the

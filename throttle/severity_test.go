@@ -178,3 +178,45 @@ func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
 		})
 	}
 }
+
+// What was seen (issue 20, seed 003's Pix-entity check: a valid check costs
+// 2, an invalid one 10, reserved at 10 and refunded): at 1008 of 2000 a
+// valid check dipped to 998 and fired Healthy→Medium, a balance the remote
+// side never saw; hysteresis then kept it Medium until 1100. A hold in
+// flight is not graded; the balance left at the settle is.
+func TestSeverityLeavesHoldsInFlightOut(t *testing.T) {
+	entity := throttle.Policy{Name: "PIX_ENTITY_CHECK", Capacity: 2000, RefillTokens: 2, RefillPeriod: time.Hour}
+	tests := []struct {
+		name        string
+		refund      int64 // what the settle gives back: 8 valid, 0 invalid
+		wantPending bool
+		wantStored  throttle.Severity
+		wantChanges []string
+	}{
+		{name: "ValidCheckStaysHealthy", refund: 8, wantPending: true, wantStored: throttle.SeverityHealthy},
+		{name: "InvalidCheckGradedAtTheSettle", refund: 0, wantPending: true, wantStored: throttle.SeverityMedium, wantChanges: []string{"Healthy>Medium"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := sevEnv(t, entity)
+			k := throttle.Key{Policy: entity.Name, Env: "prod", Identifier: "12345678"}
+			require.True(t, e.Take(k, 992).Allowed) // 1008 left: Healthy
+			require.Empty(t, transitions(e.Notes.Changes))
+
+			d, err := e.Limiter.Take(ctx, "check-1", throttle.Charge{Key: k, Cost: 10, Admit: 1})
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			require.Equal(t, int64(998), d.Remaining, "the worst case is held")
+			require.Equal(t, tt.wantPending, d.Buckets[0].GradePending)
+			require.Empty(t, transitions(e.Notes.Changes), "a hold in flight changes no severity")
+
+			_, err = e.Limiter.Adjust(ctx, throttle.Adjustment{Key: k, Delta: tt.refund, Reason: throttle.LedgerRefund, Ref: "check-1"})
+			require.NoError(t, err)
+			require.Equal(t, tt.wantChanges, transitions(e.Notes.Changes))
+			st := e.State(k)
+			require.Equal(t, tt.wantStored, st.Bucket.Severity)
+			require.Equal(t, tt.wantStored, st.Severity)
+		})
+	}
+}

@@ -192,3 +192,15 @@ func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
 		tb.b.Severity = sev
 	}
 }
+
+// touchHeld is touch for a bucket that holds held tokens of a reservation
+// in flight: it grades the balance without them (what the remote side,
+// which charges at its answer, sees) and reports whether the balance with
+// them would grade worse, so that the settle grades it again.
+func (tx *Tx) touchHeld(tb *txBucket, p Policy, th Thresholds, held int64) bool {
+	prev, withHold := tb.b.Severity, tb.b.Tokens
+	tb.b.Tokens = min(withHold+held, max(p.Capacity, withHold))
+	tx.touch(tb, p, th)
+	tb.b.Tokens = withHold
+	return th.Grade(p, tb.b, tx.now, prev) > tb.b.Severity
+}

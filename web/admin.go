@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
@@ -516,6 +517,8 @@ type resetPage struct {
 	ListURL    string
 	DetailURL  string
 	ResetURL   string
+	// NeedReason: the audit trail is on, and the form asks why.
+	NeedReason bool
 }
 
 func (resetPage) templateFile() string { return "admin_reset.html" }
@@ -533,11 +536,12 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	}
 	l := s.layout(r, "adminBuckets")
 	p := resetPage{
-		layout:    l,
-		Bucket:    s.newBucketViewIn(st, l.T),
-		ListURL:   s.path("adminBuckets"),
-		DetailURL: s.bucketPath("adminBucket", key),
-		ResetURL:  s.bucketPath("adminReset", key),
+		layout:     l,
+		Bucket:     s.newBucketViewIn(st, l.T),
+		ListURL:    s.path("adminBuckets"),
+		DetailURL:  s.bucketPath("adminBucket", key),
+		ResetURL:   s.bucketPath("adminReset", key),
+		NeedReason: s.Audit != nil,
 	}
 	if key.Policy == sifen.PolicyRecepcionLote {
 		p.RemoteNote = l.T.Sprintf("This bucket is a SIFEN RUC's gate. The reset ends balde's own wait: the interval since SIFEN's last answer and the local block after a 0301. It does not lift a block SIFEN itself imposed after a 0301: SIFEN may answer 0301 again, and the next 0301 blocks longer (%d in a row so far). A lot still on the wire keeps holding the RUC until its answer.", st.BlockLevel)
@@ -546,9 +550,11 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 }
 
 // resetBucket is POST /admin/buckets/{policy}/{env}/{identifier}/reset
-// with confirm=yes: it fills the bucket and clears its cooldown and block
-// (throttle.Limiter.Reset, recorded in the ledger with the admin's name),
-// then redirects (303) to the bucket's page.
+// with confirm=yes and reason= (required when the audit trail is on): it
+// fills the bucket and clears its cooldown and block
+// (throttle.Limiter.Reset, recorded in the ledger with the admin's name,
+// and in the audit trail with the reason), then redirects (303) to the
+// bucket's page.
 func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -560,11 +566,21 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 	if r.PostForm.Get("confirm") != "yes" {
 		return fmt.Errorf("%w: a reset must be confirmed (confirm=yes)", ErrBadRequest)
 	}
-	user := requestInfoFrom(r.Context()).user
-	if _, err := s.Limiter.Reset(r.Context(), key, user); err != nil {
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	if s.Audit != nil && reason == "" {
+		return fmt.Errorf("%w: a reset needs a reason, recorded in the audit trail", ErrBadRequest)
+	}
+	info := requestInfoFrom(r.Context())
+	before, err := s.Limiter.State(r.Context(), key)
+	if err != nil {
 		return err
 	}
-	s.Logger.Info("bucket reset", slog.String("key", key.String()), slog.String("user", user))
+	after, err := s.Limiter.Reset(r.Context(), key, info.user)
+	if err != nil {
+		return err
+	}
+	info.outcome = audit.ResetOutcome(before.Tokens, after.Tokens)
+	s.Logger.Info("bucket reset", slog.String("key", key.String()), slog.String("user", info.user), slog.String("reason", reason))
 	http.Redirect(w, r, s.pathWithQuery("adminBucket", url.Values{"reset": {"1"}},
 		"policy", key.Policy, "env", key.Env, "identifier", key.Identifier), http.StatusSeeOther)
 	return nil

@@ -104,6 +104,71 @@ func TestGrafanaDashboardParsesAndUsesServedMetrics(t *testing.T) {
 	}
 }
 
+// selector matches a balde_ metric and its label matchers in PromQL.
+var selector = regexp.MustCompile(`\b(balde_[a-z_]+)(\{[^}]*\})?`)
+
+// Every panel of the dashboard follows its instance and policy variables:
+// each metric is selected with instance=~"$instance", and each metric that
+// has a policy label with policy=~"$policy" too. Only the database-wide
+// bucket gauges by severity and scope, and the HTTP and build metrics,
+// have no policy to filter on.
+func TestGrafanaDashboardFollowsInstanceAndPolicy(t *testing.T) {
+	labels := web.MetricLabels(web.NewMetrics())
+	raw, err := os.ReadFile("../docs/alerts/grafana-dashboard.json")
+	require.NoError(t, err)
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name, Type string
+				Multi      bool
+				IncludeAll bool
+				AllValue   string
+			}
+		}
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	vars := map[string]bool{}
+	for _, v := range dash.Templating.List {
+		if v.Type == "query" {
+			require.True(t, v.Multi && v.IncludeAll && v.AllValue == ".*", "variable %s: multi-value with All matching everything", v.Name)
+		}
+		vars[v.Name] = true
+	}
+	require.True(t, vars["instance"] && vars["policy"], "the dashboard has instance and policy variables")
+
+	byPolicy := 0
+	for _, p := range dash.Panels {
+		panelHasPolicy := false
+		for _, tg := range p.Targets {
+			for _, m := range selector.FindAllStringSubmatch(tg.Expr, -1) {
+				name, sel := m[1], m[2]
+				base := strings.TrimSuffix(name, "_bucket")
+				l, ok := labels[base]
+				require.True(t, ok, "%s: %s is not served", p.Title, name)
+				require.Contains(t, sel, `instance=~"$instance"`, "%s: %s is not filtered by $instance", p.Title, name)
+				if slices.Contains(l, "policy") {
+					panelHasPolicy = true
+					require.Contains(t, sel, `policy=~"$policy"`, "%s: %s has a policy label not filtered by $policy", p.Title, name)
+				}
+			}
+		}
+		if panelHasPolicy {
+			byPolicy++
+		}
+	}
+	require.GreaterOrEqual(t, byPolicy, 10, "most panels follow $policy")
+	titles := make([]string, len(dash.Panels))
+	for i, p := range dash.Panels {
+		titles[i] = p.Title
+	}
+	require.Contains(t, titles, "Refused share of decisions per policy")
+	require.Contains(t, titles, "Decisions and refusals per policy (dashboard range)")
+}
+
 // promtool runs Prometheus's promtool on docs/alerts, or skips the test
 // with a message when it is not installed (Debian: apt-get install
 // prometheus; .ci/run installs it).

@@ -1,17 +1,52 @@
 package web
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Credentials are the admin's: a user name and either a password or a
-// bcrypt hash of one. The admin is never open: Server.Open fails without a
-// user and one of the two.
+// Role is what a user of the admin pages may do. The zero value is
+// RoleViewer: a user is read-only unless made an admin.
+type Role uint8
+
+const (
+	// RoleViewer sees every page and the /api/ read endpoints; any action
+	// that changes state (a bucket reset, a SIFEN send or import, a DICT
+	// lookup or payment from the form) answers 403.
+	RoleViewer Role = iota
+	// RoleAdmin may also reset buckets, send and look up.
+	RoleAdmin
+)
+
+// String returns "viewer" or "admin".
+func (r Role) String() string {
+	if r == RoleAdmin {
+		return "admin"
+	}
+	return "viewer"
+}
+
+// ParseRole is the inverse of String.
+func ParseRole(s string) (Role, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "viewer":
+		return RoleViewer, nil
+	case "admin":
+		return RoleAdmin, nil
+	}
+	return 0, fmt.Errorf("web: role %q (want viewer or admin)", s)
+}
+
+// Credentials are one user's: a user name, either a password or a bcrypt
+// hash of one, and a role. Server.Admin is always RoleAdmin, whatever its
+// Role says; each of Server.Users has its own.
 type Credentials struct {
 	User string
 	// Password is compared in constant time.
@@ -19,13 +54,93 @@ type Credentials struct {
 	// PasswordBcrypt, when set, is a bcrypt hash ("$2a$...", "$2b$...")
 	// checked instead of Password.
 	PasswordBcrypt string
+	// Role is what the user may do (the zero value: read only).
+	Role Role
 }
 
-// authenticator checks basic-auth credentials in constant time. bcrypt is
-// slow on purpose (tens of milliseconds), too slow for every request of a
-// page and its stylesheet, so the digest of the last pair bcrypt accepted
-// is remembered in memory and compared in constant time.
+// ParseUsers reads users from r: one entry per line, or several separated
+// by commas; blank lines and lines starting with # are skipped. An entry is
+//
+//	NAME:ROLE:SECRET
+//
+// where ROLE is viewer or admin and SECRET a bcrypt hash ("$2a$", "$2b$"
+// or "$2y$") or else a plain password (everything after the second ":"; it
+// cannot hold a comma). A name listed twice is an error.
+//
+//	oncall:viewer:$2a$10$N9qo8uLOickgx2ZMRZoMye...
+//	lead:admin:correct horse battery staple
+func ParseUsers(r io.Reader) ([]Credentials, error) {
+	var out []Credentials
+	seen := make(map[string]bool)
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		for _, entry := range strings.Split(text, ",") {
+			if entry = strings.TrimSpace(entry); entry == "" {
+				continue
+			}
+			c, err := parseUser(entry)
+			if err != nil {
+				return nil, fmt.Errorf("web: users: line %d: %w", line, err)
+			}
+			if seen[c.User] {
+				return nil, fmt.Errorf("web: users: line %d: user %q listed twice", line, c.User)
+			}
+			seen[c.User] = true
+			out = append(out, c)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("web: users: %w", err)
+	}
+	return out, nil
+}
+
+func parseUser(entry string) (Credentials, error) {
+	parts := strings.SplitN(entry, ":", 3)
+	if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || parts[2] == "" {
+		return Credentials{}, fmt.Errorf("want NAME:ROLE:SECRET")
+	}
+	role, err := ParseRole(parts[1])
+	if err != nil {
+		return Credentials{}, fmt.Errorf("user %q: %w", parts[0], err)
+	}
+	c := Credentials{User: strings.TrimSpace(parts[0]), Role: role}
+	if isBcrypt(parts[2]) {
+		c.PasswordBcrypt = parts[2]
+	} else {
+		c.Password = parts[2]
+	}
+	return c, nil
+}
+
+// isBcrypt reports whether s looks like a bcrypt hash.
+func isBcrypt(s string) bool {
+	return strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")
+}
+
+// authenticator checks basic-auth credentials in constant time against
+// every configured user. bcrypt is slow on purpose (tens of milliseconds),
+// too slow for every request of a page and its stylesheet, so each user
+// remembers the digest of the last pair bcrypt accepted for it, compared
+// in constant time.
 type authenticator struct {
+	accounts []*account
+	// decoy is a bcrypt hash checked when the name matches no user and
+	// some user has a hash: a wrong name then costs what a wrong password
+	// costs.
+	decoy []byte
+}
+
+// account is one user of the authenticator.
+type account struct {
+	name     string
+	role     Role
 	user     [32]byte // sha256 of the user name
 	password [32]byte // sha256 of the password (plain mode)
 	hash     []byte   // bcrypt hash (bcrypt mode)
@@ -35,65 +150,118 @@ type authenticator struct {
 	hasOK    bool
 }
 
-func newAuthenticator(c Credentials) (*authenticator, error) {
-	if c.User == "" {
-		return nil, fmt.Errorf("web: admin credentials need a user name")
+// newAuthenticator checks the users: each needs a name, a password or a
+// valid bcrypt hash, and a name of its own. admin, when it has a name, is
+// the first user and always RoleAdmin.
+func newAuthenticator(admin Credentials, users []Credentials) (*authenticator, error) {
+	all := users
+	if admin.User != "" || len(users) == 0 {
+		admin.Role = RoleAdmin
+		all = append([]Credentials{admin}, users...)
 	}
-	a := &authenticator{user: sha256.Sum256([]byte(c.User))}
-	switch {
-	case c.PasswordBcrypt != "":
-		if _, err := bcrypt.Cost([]byte(c.PasswordBcrypt)); err != nil {
-			return nil, fmt.Errorf("web: admin password hash: %w", err)
+	a := &authenticator{}
+	seen := make(map[string]bool)
+	for _, c := range all {
+		if c.User == "" {
+			return nil, fmt.Errorf("web: admin credentials need a user name")
 		}
-		a.hash = []byte(c.PasswordBcrypt)
-	case c.Password != "":
-		a.password = sha256.Sum256([]byte(c.Password))
-	default:
-		return nil, fmt.Errorf("web: admin credentials need a password or a bcrypt hash")
+		if seen[c.User] {
+			return nil, fmt.Errorf("web: user %q is configured twice", c.User)
+		}
+		seen[c.User] = true
+		acc := &account{name: c.User, role: c.Role, user: sha256.Sum256([]byte(c.User))}
+		switch {
+		case c.PasswordBcrypt != "":
+			if _, err := bcrypt.Cost([]byte(c.PasswordBcrypt)); err != nil {
+				return nil, fmt.Errorf("web: password hash of %q: %w", c.User, err)
+			}
+			acc.hash = []byte(c.PasswordBcrypt)
+			if a.decoy == nil {
+				a.decoy = acc.hash
+			}
+		case c.Password != "":
+			acc.password = sha256.Sum256([]byte(c.Password))
+		default:
+			return nil, fmt.Errorf("web: user %q needs a password or a bcrypt hash", c.User)
+		}
+		a.accounts = append(a.accounts, acc)
 	}
 	return a, nil
 }
 
-// check reports whether user and password are the admin's. Both are always
-// compared (digests of equal length, constant time), so the time taken
-// tells nothing about which one was wrong or how much of it matched.
-func (a *authenticator) check(user, password string) bool {
+// match returns the account named user, comparing the digest of user with
+// every account's in constant time (no early exit), or nil.
+func (a *authenticator) match(user string) *account {
 	u := sha256.Sum256([]byte(user))
-	userOK := subtle.ConstantTimeCompare(u[:], a.user[:])
-	if a.hash == nil {
-		p := sha256.Sum256([]byte(password))
-		return userOK&subtle.ConstantTimeCompare(p[:], a.password[:]) == 1
+	var found *account
+	for _, acc := range a.accounts {
+		if subtle.ConstantTimeCompare(u[:], acc.user[:]) == 1 {
+			found = acc
+		}
 	}
-	pair := pairDigest(user, password)
-	a.mu.Lock()
-	cached := a.hasOK && subtle.ConstantTimeCompare(pair[:], a.accepted[:]) == 1
-	a.mu.Unlock()
-	if cached {
-		return userOK == 1
-	}
-	if bcrypt.CompareHashAndPassword(a.hash, []byte(password)) != nil || userOK != 1 {
-		return false
-	}
-	a.mu.Lock()
-	a.accepted, a.hasOK = pair, true
-	a.mu.Unlock()
-	return true
+	return found
 }
 
-// known is check without bcrypt: true when the pair is the admin's and
-// that is cheap to tell (a plain password, or the pair bcrypt accepted
-// last); false when it is not, or only bcrypt could tell. The inbound
-// limiter uses it to charge the admin's own bucket, leaving a slow check
-// to run after the per-IP limit.
-func (a *authenticator) known(user, password string) bool {
-	if a.hash == nil {
-		return a.check(user, password)
+// check returns the user and role when user and password are a configured
+// user's. Names are compared with every user's (digests, constant time);
+// a password with the matched user's in constant time, or by bcrypt (the
+// decoy hash when no name matched), so the time taken tells nothing about
+// how much of either matched.
+func (a *authenticator) check(user, password string) (string, Role, bool) {
+	acc := a.match(user)
+	if acc == nil {
+		if a.decoy != nil {
+			_ = bcrypt.CompareHashAndPassword(a.decoy, []byte(password))
+		}
+		return "", 0, false
 	}
-	u := sha256.Sum256([]byte(user))
+	if acc.hash == nil {
+		p := sha256.Sum256([]byte(password))
+		if subtle.ConstantTimeCompare(p[:], acc.password[:]) != 1 {
+			return "", 0, false
+		}
+		return acc.name, acc.role, true
+	}
 	pair := pairDigest(user, password)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.hasOK && subtle.ConstantTimeCompare(pair[:], a.accepted[:])&subtle.ConstantTimeCompare(u[:], a.user[:]) == 1
+	acc.mu.Lock()
+	cached := acc.hasOK && subtle.ConstantTimeCompare(pair[:], acc.accepted[:]) == 1
+	acc.mu.Unlock()
+	if cached {
+		return acc.name, acc.role, true
+	}
+	if bcrypt.CompareHashAndPassword(acc.hash, []byte(password)) != nil {
+		return "", 0, false
+	}
+	acc.mu.Lock()
+	acc.accepted, acc.hasOK = pair, true
+	acc.mu.Unlock()
+	return acc.name, acc.role, true
+}
+
+// known is check without bcrypt: the user when the pair is a configured
+// user's and that is cheap to tell (a plain password, or the pair bcrypt
+// accepted last for that user); false when it is not, or only bcrypt could
+// tell. The inbound limiter uses it to charge a user's own bucket, leaving
+// a slow check to run after the per-IP limit.
+func (a *authenticator) known(user, password string) (string, bool) {
+	acc := a.match(user)
+	if acc == nil {
+		return "", false
+	}
+	ok := false
+	if acc.hash == nil {
+		p := sha256.Sum256([]byte(password))
+		ok = subtle.ConstantTimeCompare(p[:], acc.password[:]) == 1
+	} else {
+		pair := pairDigest(user, password)
+		acc.mu.Lock()
+		ok = acc.hasOK && subtle.ConstantTimeCompare(pair[:], acc.accepted[:]) == 1
+		acc.mu.Unlock()
+	}
+	if !ok {
+		return "", false
+	}
+	return acc.name, true
 }
 
 // pairDigest binds a user and a password in one digest (length-prefixed so

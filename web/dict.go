@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/balde-throttle/balde/dict"
@@ -176,6 +178,14 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		p.Status = s.prepareError(w, r, err).status
 	}
+	outcome := url.Values{"status": {strconv.Itoa(p.Status)}}
+	if res.EndToEndID != "" {
+		outcome.Set("e2e", res.EndToEndID)
+	}
+	if p.Refusal != nil {
+		outcome.Set("refused", p.Refusal.Policy+"/"+p.Refusal.Env+"/"+p.Refusal.Identifier)
+	}
+	requestInfoFrom(r.Context()).outcome = outcome.Encode()
 	s.Logger.Info("dict lookup", slog.String("key_type", string(res.Key.Type)), slog.Int("status", p.Status),
 		slog.String("end_to_end_id", res.EndToEndID), slog.String("user", requestInfoFrom(r.Context()).user))
 

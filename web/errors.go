@@ -36,6 +36,9 @@ var (
 	// ErrForbidden: the request names someone else (a
 	// PI-RequestingParticipant that is not the configured participant).
 	ErrForbidden = errors.New("web: forbidden")
+	// ErrReadOnly: a viewer asked for an action that changes state (a
+	// reset, a send, a lookup): only admins may.
+	ErrReadOnly = errors.New("web: this action needs the admin role; viewers can only read")
 	// ErrTooLarge: an upload larger than the server accepts.
 	ErrTooLarge = errors.New("web: request body too large")
 )
@@ -146,6 +149,8 @@ func problemOf(r *http.Request, err error) problem {
 		return problem{http.StatusRequestEntityTooLarge, publicMessage(err), 0}
 	case errors.Is(err, ErrUnauthorized):
 		return problem{http.StatusUnauthorized, "authentication required", 0}
+	case errors.Is(err, ErrReadOnly):
+		return problem{http.StatusForbidden, "this action needs the admin role; viewers can only read", 0}
 	case errors.Is(err, ErrForbidden):
 		return problem{http.StatusForbidden, publicMessage(err), 0}
 	case errors.Is(err, ErrCrossOrigin):

@@ -153,52 +153,63 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// authenticate requires the admin: Server.Authenticate's answer when it
-// is set, the admin credential (HTTP basic) otherwise. A failure is a 401
-// (with a WWW-Authenticate challenge for basic auth); the admin's name goes
-// into the request info (the ledger records it on a reset).
-func (s *Server) authenticate(next http.Handler) http.Handler {
+// authenticate requires a user: Server.Authenticate's answer when it
+// is set (with Server.RoleOf's role, admin when nil), else HTTP basic
+// against Server.Admin and Server.Users. The user and role go to the
+// request's info; a route that changes state (route.write) then needs
+// RoleAdmin: a viewer gets ErrReadOnly (403).
+func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestInfoFrom(r.Context())
 		if s.Authenticate != nil {
 			user, ok := s.Authenticate(r)
 			if !ok || user == "" {
 				s.Error(w, r, ErrUnauthorized)
 				return
 			}
-			requestInfoFrom(r.Context()).user = user
-			next.ServeHTTP(w, r)
-			return
-		}
-		user, pass, ok := r.BasicAuth()
-		if !ok || !s.auth.check(user, pass) {
-			if ok {
-				info := requestInfoFrom(r.Context())
-				s.Logger.Warn("admin authentication failed",
-					slog.String("request_id", info.id),
-					slog.String("client", info.clientIP.String()))
+			info.user, info.role = user, RoleAdmin
+			if s.RoleOf != nil {
+				info.role = s.RoleOf(r, user)
 			}
-			s.Error(w, r, ErrUnauthorized)
+		} else {
+			user, pass, ok := r.BasicAuth()
+			name, role, known := "", RoleViewer, false
+			if ok {
+				name, role, known = s.auth.check(user, pass)
+			}
+			if !known {
+				if ok {
+					s.Logger.Warn("admin authentication failed",
+						slog.String("request_id", info.id),
+						slog.String("client", info.clientIP.String()))
+				}
+				s.Error(w, r, ErrUnauthorized)
+				return
+			}
+			info.user, info.role = name, role
+		}
+		if rt.write && info.role != RoleAdmin {
+			s.Error(w, r, ErrReadOnly)
 			return
 		}
-		requestInfoFrom(r.Context()).user = user
 		next.ServeHTTP(w, r)
 	})
 }
 
-// knownAdmin returns the admin that sent r when that is cheap to tell
+// knownAdmin returns the user that sent r when that is cheap to tell
 // (Server.Authenticate, a plain password, or the bcrypt pair accepted
-// last): the inbound limiter charges such a request to the admin's own
-// bucket. "" for anyone else, who is then limited per IP.
+// last for that user): the inbound limiter charges such a request to the
+// user's own bucket. "" for anyone else, who is then limited per IP.
 func (s *Server) knownAdmin(r *http.Request) (string, bool) {
 	if s.Authenticate != nil {
 		user, ok := s.Authenticate(r)
 		return user, ok && user != ""
 	}
 	user, pass, ok := r.BasicAuth()
-	if !ok || !s.auth.known(user, pass) {
+	if !ok {
 		return "", false
 	}
-	return user, true
+	return s.auth.known(user, pass)
 }
 
 // requireMetricsToken guards /metrics when Server.MetricsToken is set: the

@@ -19,6 +19,7 @@ import (
 // other way round), so a page cannot be added or removed by half. Each page
 // defines "title" and "content"; layout.html's "base" calls them.
 var pageFiles = []string{
+	"admin_audit.html",
 	"admin_bucket.html",
 	"admin_buckets.html",
 	"admin_overview.html",
@@ -100,12 +101,15 @@ func (s *Server) render(w http.ResponseWriter, status int, p page) error {
 type layout struct {
 	// T translates the page's words (chosen from Accept-Language) and
 	// shows times in the server's zone next to UTC; Lang is its tag.
-	T         *i18n.Printer
-	Lang      string
-	Nav       []navLink
-	HomeURL   string
-	StyleURL  string
-	User      string
+	T        *i18n.Printer
+	Lang     string
+	Nav      []navLink
+	HomeURL  string
+	StyleURL string
+	User     string
+	// ReadOnly is set for a viewer: the page marks the admin-only
+	// actions (forms that POST) as not available and says why.
+	ReadOnly  bool
 	RequestID string
 	// Refresh, when > 0, reloads the page every Refresh seconds.
 	Refresh int
@@ -190,6 +194,7 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		HomeURL:   s.path("adminBuckets"),
 		StyleURL:  s.path("static") + "style.css",
 		User:      info.user,
+		ReadOnly:  info.user != "" && info.role != RoleAdmin,
 		RequestID: info.id,
 	}
 	// The zone's abbreviation is the one in force now (an error page may

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gorilla/mux"
+
+	"github.com/balde-throttle/balde/audit"
 )
 
 // format is how a route answers, errors included.
@@ -37,8 +39,14 @@ type route struct {
 	path   string
 	prefix bool // match path as a prefix (static files)
 	format format
-	// admin routes require the admin credential.
+	// admin routes require a user (any role).
 	admin bool
+	// write routes change state (a reset, a send, a lookup that costs
+	// tokens): they need RoleAdmin; a viewer gets a 403.
+	write bool
+	// audit, when set, records each request in the audit trail
+	// (Server.Audit) once its handler has run (recordAudit).
+	audit audit.Action
 	// probe routes (health.go) skip the inbound limiter and log at debug.
 	probe  bool
 	handle func(w http.ResponseWriter, r *http.Request) error
@@ -56,8 +64,9 @@ func (s *Server) routes() []route {
 		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
 		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
-		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, handle: s.confirmReset},
-		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, handle: s.resetBucket},
+		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
+		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, handle: s.showAudit},
+		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, handle: s.resetBucket},
 
 		// Machine endpoints (api.go, metrics.go, health.go).
 		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
@@ -70,15 +79,15 @@ func (s *Server) routes() []route {
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, and its Send to SIFEN button.
 		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, handle: s.listDocuments},
-		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, handle: s.importDocuments},
+		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, handle: s.showDocument},
-		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, handle: s.sendDocument},
-		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, handle: s.sendRUCDrafts},
+		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, handle: s.sendDocument},
+		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
 		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.showDictLookup},
-		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.lookupDictKey},
-		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, handle: s.creditDictPayment},
+		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, audit: audit.ActionDictLookup, handle: s.lookupDictKey},
+		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, handle: s.creditDictPayment},
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
@@ -97,6 +106,7 @@ var navItems = []struct {
 	{"Decisions", "adminOverview", nil},
 	{"Documents", "documents", func(s *Server) bool { return s.Sifen != nil }},
 	{"DICT lookup", "dictLookup", func(s *Server) bool { return s.Dict != nil }},
+	{"Audit", "adminAudit", func(s *Server) bool { return s.Audit != nil }},
 }
 
 // Unmatched requests get pseudo-routes so that they pass through the same
@@ -149,13 +159,22 @@ func (s *Server) chain(rt route) http.Handler {
 		case methodNotAllowedRoute.name:
 			handle = func(http.ResponseWriter, *http.Request) error { return ErrMethodNotAllowed }
 		}
+		if rt.audit != "" {
+			aw := &auditedWriter{ResponseWriter: w}
+			err := handle(aw, r)
+			if err != nil {
+				s.Error(aw, r, err)
+			}
+			s.recordAudit(aw, r, rt, err)
+			return
+		}
 		if err := handle(w, r); err != nil {
 			s.Error(w, r, err)
 		}
 	})
 	h = s.checkCrossOrigin(h)
 	if rt.admin {
-		h = s.authenticate(h)
+		h = s.authenticate(h, rt)
 	}
 	if rt.name == "metrics" {
 		h = s.requireMetricsToken(h)
@@ -177,7 +196,11 @@ type requestInfo struct {
 	template string // the route's path template, for metric labels
 	id       string
 	clientIP netip.Addr
-	user     string // the authenticated admin
+	user     string // the authenticated user
+	role     Role   // the user's role
+	// outcome, set by an audited handler, is what came of the action in
+	// words, for the audit trail (recordAudit).
+	outcome string
 }
 
 type requestInfoKey struct{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
@@ -42,15 +43,23 @@ type Server struct {
 	// Limiter decides on. Required.
 	Reader *inspect.Reader
 	// Admin is the credential of the admin pages, the API and the reset
-	// action (HTTP basic). Required unless Authenticate is set: the admin
-	// is never open.
+	// action (HTTP basic), always RoleAdmin. Required unless Users or
+	// Authenticate is set: the admin is never open.
 	Admin Credentials
+	// Users are more users of the admin pages (HTTP basic, beside Admin),
+	// each with its role: a RoleViewer sees every page and the /api/ read
+	// endpoints; only a RoleAdmin resets, sends and looks up. Names must be
+	// unique. See ParseUsers.
+	Users []Credentials
 	// Authenticate, when set, replaces the built-in basic authentication:
 	// it returns the name of the admin that sent r (recorded in the ledger
 	// on a reset), or ok false for a 401 without a basic-auth challenge.
 	// An app mounting Handler brings its own login this way (its session
 	// cookie, its SSO proxy's header). It may be called twice per request.
 	Authenticate func(r *http.Request) (user string, ok bool)
+	// RoleOf, with Authenticate, gives the role of the user it returned;
+	// nil makes every such user a RoleAdmin.
+	RoleOf func(r *http.Request, user string) Role
 	// Inbound limits the server's own endpoints per client IP and API
 	// token. Nil disables inbound limiting.
 	Inbound *Inbound
@@ -82,6 +91,13 @@ type Server struct {
 	// static files at Debug) to Logger. Off by default for an application
 	// mounting Handler, which logs its own requests; balde serve sets it.
 	LogRequests bool
+
+	// Audit, when set, records every state-changing action of the admin
+	// pages (a reset, a SIFEN send or send-all, a DICT lookup from the
+	// form) with who, when, what and why, and serves the Audit page
+	// (/admin/audit). A reset then needs a reason. Nil: nothing is
+	// recorded, and the page answers 404 and leaves the navigation.
+	Audit audit.Store
 
 	// Sifen is the SIFEN send path of the documents pages (/documents): the
 	// same sifen.Sender the batch command sends with. Nil: those pages
@@ -193,7 +209,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.Metrics.CountFrom(s.Reader, s.Logger)
 	s.metricsHandler = s.Metrics.handler(s.RuntimeMetrics)
 	if s.Authenticate == nil {
-		auth, err := newAuthenticator(s.Admin)
+		auth, err := newAuthenticator(s.Admin, s.Users)
 		if err != nil {
 			return nil, err
 		}

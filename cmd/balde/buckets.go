@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -28,11 +29,11 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("buckets",
-		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [POLICY/ENV/ID]",
+		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID]",
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
-			"  balde buckets reset --yes --actor alice ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
+			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
@@ -49,6 +50,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
 	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
+	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
@@ -141,7 +143,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if strings.TrimSpace(*actor) == "" {
 		return UsageError("buckets reset: --actor is empty")
 	}
-	return b.reset(ctx, key, *actor, *yes)
+	return b.reset(ctx, key, *actor, *reason, *yes)
 }
 
 // requireDatabase refuses a DSN that does not parse or a SQLite file that
@@ -372,14 +374,18 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 }
 
 // reset fills a stored bucket and clears its cooldown and block, after a
-// confirmation read from stdin unless yes.
-func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, yes bool) error {
+// confirmation read from stdin unless yes, and records it in the audit
+// trail as cli:ACTOR with the reason.
+func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason string, yes bool) error {
 	st, err := b.eng.limiter.State(ctx, key)
 	if err != nil {
 		return err
 	}
 	if !st.Stored {
 		return UsageError("buckets reset: no stored bucket %s (a key with no row is already full)", key)
+	}
+	if strings.TrimSpace(reason) == "" {
+		return UsageError("buckets reset: --reason is required (it is recorded in the audit trail)")
 	}
 	if !yes {
 		b.printState(st)
@@ -397,6 +403,10 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor string, y
 	after, err := b.eng.limiter.Reset(ctx, key, actor)
 	if err != nil {
 		return err
+	}
+	if _, err := b.eng.Audit().Record(ctx, audit.Entry{User: audit.CLIUser(actor), Action: audit.ActionReset, Target: key.String(),
+		Reason: reason, Outcome: audit.ResetOutcome(st.Tokens, after.Tokens)}); err != nil {
+		return fmt.Errorf("buckets reset: %s was reset but not recorded in the audit trail: %w", key, err)
 	}
 	if b.json {
 		writeJSONLine(b.m.Stdout, struct {

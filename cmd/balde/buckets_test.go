@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/sifen"
@@ -53,6 +55,20 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 		Policy: seededUser.Policy, Participant: "12345678", Status: 200, LookedUpAt: clock.Now(),
 	})
 	require.NoError(t, err)
+}
+
+// auditTrail reads the audit trail of db, newest first.
+func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
+	t.Helper()
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DB = db
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, eng.close(ctx)) }()
+	entries, err := eng.Audit().List(ctx, audit.Query{})
+	require.NoError(t, err)
+	return entries
 }
 
 // bucketsOut is what "buckets list --json" prints.
@@ -204,7 +220,7 @@ func TestBucketsReset(t *testing.T) {
 		require.Equal(t, before.Bucket.Capacity-5, before.Bucket.Tokens)
 
 		t.Run("NotConfirmed", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, clock, "no\n", env, "buckets", "reset", seededParticipant.String())
+			code, stdout, stderr := runIn(ctx, clock, "no\n", env, "buckets", "reset", "--reason", "test", seededParticipant.String())
 			require.Equal(t, ExitFailed, code)
 			oneStderrLine(t, stderr, "buckets reset: not confirmed: ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 unchanged")
 			require.Contains(t, stdout, `Reset ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678 to `)
@@ -212,7 +228,7 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, before, show(), "nothing changed")
 		})
 		t.Run("Confirmed", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, clock, "y\n", env, "buckets", "reset", seededParticipant.String())
+			code, stdout, stderr := runIn(ctx, clock, "y\n", env, "buckets", "reset", "--reason", "payer fixed its keys", seededParticipant.String())
 			require.Equal(t, ExitOK, code, stderr)
 			require.Contains(t, stdout, "cooldown and block cleared (by bob@")
 			after := show()
@@ -220,9 +236,24 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, "reset", after.Ledger[0].Reason)
 			require.Equal(t, int64(5), after.Ledger[0].Delta)
 			require.True(t, strings.HasPrefix(after.Ledger[0].Ref, "bob@"), after.Ledger[0].Ref)
+			entries := auditTrail(t, db, clock)
+			require.Len(t, entries, 1)
+			require.True(t, strings.HasPrefix(entries[0].User, "cli:bob@"), entries[0].User)
+			require.Equal(t, audit.ActionReset, entries[0].Action)
+			require.Equal(t, seededParticipant.String(), entries[0].Target)
+			require.Equal(t, "payer fixed its keys", entries[0].Reason)
+			require.Equal(t, fmt.Sprintf("before=%d&after=%d", before.Bucket.Tokens, after.Bucket.Tokens), entries[0].Outcome)
+		})
+		t.Run("NoReason", func(t *testing.T) {
+			beforeNoReason := show()
+			code, _, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", seededRUC.String())
+			require.Equal(t, ExitUsage, code)
+			oneStderrLine(t, stderr, "buckets reset: --reason is required (it is recorded in the audit trail)")
+			require.Equal(t, beforeNoReason, show(), "nothing changed")
+			require.Len(t, auditTrail(t, db, clock), 1, "nothing recorded")
 		})
 		t.Run("YesWithActor", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--json", seededRUC.String())
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--reason", "0301 cleared", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code, stderr)
 			out := decodeJSON[struct {
 				Bucket       web.APIBucket `json:"bucket"`
@@ -236,12 +267,15 @@ func TestBucketsReset(t *testing.T) {
 			entry := decodeJSON[showOut](t, stdout).Ledger[0]
 			require.Equal(t, "reset", entry.Reason)
 			require.Equal(t, "alice", entry.Ref)
+			latest := auditTrail(t, db, clock)[0]
+			require.Equal(t, "cli:alice", latest.User)
+			require.Equal(t, "0301 cleared", latest.Reason)
 		})
 		t.Run("RUCGateSaysWhatItDoesNotLift", func(t *testing.T) {
-			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", seededRUC.String())
+			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--reason", "test", seededRUC.String())
 			require.Equal(t, ExitOK, code, stderr)
 			require.Contains(t, stdout, "A block SIFEN itself imposed after a 0301 is not lifted by it")
-			code, stdout, stderr = runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", seededParticipant.String())
+			code, stdout, stderr = runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--reason", "test", seededParticipant.String())
 			require.Equal(t, ExitOK, code, stderr)
 			require.NotContains(t, stdout, "SIFEN", "a DICT bucket's reset says nothing of SIFEN")
 		})
@@ -517,7 +551,9 @@ func TestBucketsResetCtrlCAtThePromptCancels(t *testing.T) {
 	m := NewMain(stdin, stdout, &stderr, func(k string) string { return env[k] })
 	m.Clock, m.Sleep = clock.Now, clock.sleep
 	done := make(chan int, 1)
-	go func() { done <- m.Run(ctx, []string{"buckets", "reset", seededParticipant.String()}) }()
+	go func() {
+		done <- m.Run(ctx, []string{"buckets", "reset", "--reason", "test", seededParticipant.String()})
+	}()
 	select {
 	case code := <-done:
 		require.Equal(t, ExitInterrupted, code, "stdout: %s", stdout.buf.String())

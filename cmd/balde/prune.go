@@ -77,7 +77,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	before, lookups := res.Before, res.DictLookups
 
 	if *jsonOut {
-		writeJSONLine(m.Stdout, pruneJSON{before.UTC(), res.LedgerRows, res.Buckets, lookups, *skipBuckets, *dryRun})
+		writeJSONLine(m.Stdout, pruneJSON{before.UTC(), res.LedgerRows, res.Buckets, lookups, res.AuditRows, *skipBuckets, *dryRun})
 		return nil
 	}
 	tr := m.printer()
@@ -88,6 +88,9 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s ledger rows and %s DICT lookups older than %s (before %s)",
 		verb, n(res.LedgerRows), n(lookups), retention.String(), before.UTC().Format(web.TimeLayout)))
+	if res.AuditRows > 0 {
+		fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s audit entries older than %s", verb, n(res.AuditRows), retention.String()))
+	}
 	if *skipBuckets {
 		fmt.Fprintln(m.Stdout, tr.Sprintf("idle buckets kept (--skip-buckets)"))
 	} else {
@@ -103,6 +106,7 @@ type pruneJSON struct {
 	LedgerRows  int64     `json:"ledger_rows"`
 	Buckets     int64     `json:"buckets"`
 	DictLookups int64     `json:"dict_lookups"`
+	AuditRows   int64     `json:"audit_rows"`
 	SkipBuckets bool      `json:"skip_buckets"`
 	DryRun      bool      `json:"dry_run"`
 }

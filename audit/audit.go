@@ -1,0 +1,181 @@
+// Package audit is the operators' audit trail: who did what, when and why,
+// for every action that changes state from the admin pages or the CLI (a
+// bucket reset, a SIFEN send or "send all drafts", a DICT lookup from the
+// form). It declares the entry, the query and the Store interface; package
+// audit/auditsql keeps the rows in balde's SQL database (migration 0007).
+//
+// An audit row is written after the action it records, whatever came of
+// it (the outcome says), so a refused send or a failed lookup is there too.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Action names what an operator did.
+type Action string
+
+const (
+	// ActionReset: a bucket filled to capacity, its cooldown and block
+	// cleared (the admin page's Reset, or balde buckets reset). A reason is
+	// required.
+	ActionReset Action = "reset"
+	// ActionSifenSend: one document sent from the Documents page.
+	ActionSifenSend Action = "sifen-send"
+	// ActionSifenSendAll: every draft of a RUC sent ("Send all drafts").
+	ActionSifenSendAll Action = "sifen-send-all"
+	// ActionDictLookup: a Pix key looked up from the DICT lookup form.
+	ActionDictLookup Action = "dict-lookup"
+)
+
+// Actions lists every action, in the order the Audit page offers them.
+var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionDictLookup}
+
+// ParseAction reads an action's name ("reset", ...).
+func ParseAction(s string) (Action, error) {
+	for _, a := range Actions {
+		if string(a) == s {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all or dict-lookup)", ErrInvalid, s)
+}
+
+// Errors of the audit trail.
+var (
+	// ErrInvalid: an entry or query that cannot be stored or run (no
+	// user, an unknown action, a reset without a reason, a field too long).
+	ErrInvalid = errors.New("audit: invalid")
+	// ErrReasonRequired: a reset needs a reason. It wraps ErrInvalid.
+	ErrReasonRequired = fmt.Errorf("%w: a reset needs a reason", ErrInvalid)
+)
+
+// MaxField is the longest user, target, reason or outcome kept, in
+// bytes; Entry.Validate refuses a longer user or reason, and Record
+// shortens a longer target or outcome.
+const MaxField = 500
+
+// CLIUser is how the CLI names its operator: "cli:" and the OS user.
+func CLIUser(osUser string) string {
+	if osUser == "" {
+		osUser = "unknown"
+	}
+	return "cli:" + osUser
+}
+
+// Entry is one recorded action.
+type Entry struct {
+	// ID orders entries by insertion (set by the Store).
+	ID int64
+	// At is when the action was taken (set by the Store when zero).
+	At time.Time
+	// User is the admin user who acted, or CLIUser for the CLI.
+	User   string
+	Action Action
+	// Target is what the action was on, as data, not words, so that each
+	// reader sees it in their language: a reset's bucket key
+	// ("POLICY/env/identifier"), a sent document's id ("12"), a send-all's
+	// RUC and env ("ruc=80069563&env=test"), a lookup's payer id.
+	Target string
+	// Reason is why, as the operator typed it; required for a reset.
+	Reason string
+	// Outcome is what came of it, as URL-encoded fields the Audit page
+	// renders in the reader's language: "before=3&after=10" (a reset),
+	// "result=blocked&wait=9" (a SIFEN send, SIFEN's result names),
+	// "status=200&e2e=E…" or "status=429&refused=POLICY/env/id" (a DICT
+	// lookup), "status=409&error=…" (a failure). Free text is shown as is.
+	Outcome string
+}
+
+// ResetOutcome is the Outcome of a reset from before to after tokens.
+func ResetOutcome(before, after int64) string {
+	return fmt.Sprintf("before=%d&after=%d", before, after)
+}
+
+// Validate reports whether e can be recorded: a user, a known action, a
+// reason for a reset, no field longer than MaxField (target and outcome
+// are shortened instead, see Clip).
+func (e Entry) Validate() error {
+	switch {
+	case strings.TrimSpace(e.User) == "":
+		return fmt.Errorf("%w: an entry needs a user", ErrInvalid)
+	case len(e.User) > MaxField || len(e.Reason) > MaxField:
+		return fmt.Errorf("%w: user or reason longer than %d bytes", ErrInvalid, MaxField)
+	}
+	if _, err := ParseAction(string(e.Action)); err != nil {
+		return err
+	}
+	if e.Action == ActionReset && strings.TrimSpace(e.Reason) == "" {
+		return ErrReasonRequired
+	}
+	return nil
+}
+
+// Clip shortens s to at most MaxField bytes on a rune boundary.
+func Clip(s string) string {
+	if len(s) <= MaxField {
+		return s
+	}
+	s = s[:MaxField-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// Query selects entries, newest first.
+type Query struct {
+	// User and Action, when set, keep only that user's or action's.
+	User   string
+	Action Action
+	// Before, when > 0, keeps the entries with an ID below it: the next
+	// page after an entry of that ID.
+	Before int64
+	// Limit is the page size, 1..MaxLimit; 0 is DefaultLimit.
+	Limit int
+}
+
+// Page sizes of a Query.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Store keeps the audit trail. Implementations are safe for concurrent
+// use.
+type Store interface {
+	// Record validates e (Entry.Validate; ErrInvalid), stamps At when
+	// zero, clips Target and Outcome, and stores it. It returns the stored
+	// entry.
+	Record(ctx context.Context, e Entry) (Entry, error)
+	// List returns the entries q selects, newest first (highest ID
+	// first). An invalid query wraps ErrInvalid.
+	List(ctx context.Context, q Query) ([]Entry, error)
+	// Prune deletes up to limit entries older than before, by their own
+	// time, and returns how many went.
+	Prune(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// Normalize checks q and fills its default limit.
+func (q Query) Normalize() (Query, error) {
+	if q.Action != "" {
+		if _, err := ParseAction(string(q.Action)); err != nil {
+			return q, err
+		}
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = DefaultLimit
+	case q.Limit < 0 || q.Limit > MaxLimit:
+		return q, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, q.Limit, MaxLimit)
+	}
+	if q.Before < 0 {
+		return q, fmt.Errorf("%w: before %d is negative", ErrInvalid, q.Before)
+	}
+	return q, nil
+}

@@ -1,0 +1,172 @@
+// Package auditsql keeps the operators' audit trail (package audit) in
+// balde's SQL database, table balde_audit (migration 0007), on SQLite and
+// PostgreSQL with the same literal SQL.
+package auditsql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// Store is audit.Store over the store's database. Safe for concurrent use.
+type Store struct {
+	db   *sqlx.DB
+	read *sqlx.DB
+	now  func() time.Time
+	// Retry, when set, runs each statement and runs it again after a
+	// transient failure of the database (sqlstore.Store.Retry). An insert
+	// repeated after an answer lost in a dropped connection may record an
+	// entry twice: a trail with a duplicate beats one with a gap. Nil runs
+	// each statement once.
+	Retry func(ctx context.Context, op string, fn func() error) error
+}
+
+var _ audit.Store = (*Store)(nil)
+
+// New returns a Store over the store's write and read handles
+// (sqlstore.Store.DB and ReadDB; read nil: db) stamping entries with now
+// (nil: time.Now); the database must be migrated.
+func New(db, read *sqlx.DB, now func() time.Time) *Store {
+	if read == nil {
+		read = db
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, read: read, now: now}
+}
+
+type row struct {
+	ID      int64  `db:"id"`
+	At      int64  `db:"at"`
+	User    string `db:"user_name"`
+	Action  string `db:"action"`
+	Target  string `db:"target"`
+	Reason  string `db:"reason"`
+	Outcome string `db:"outcome"`
+}
+
+// Record implements audit.Store.
+func (s *Store) Record(ctx context.Context, e audit.Entry) (audit.Entry, error) {
+	if err := e.Validate(); err != nil {
+		return e, err
+	}
+	if e.At.IsZero() {
+		e.At = s.now()
+	}
+	e.At = e.At.UTC()
+	e.Target, e.Outcome = audit.Clip(e.Target), audit.Clip(e.Outcome)
+	err := s.run(ctx, func() error {
+		return s.db.GetContext(ctx, &e.ID, s.db.Rebind(`
+			INSERT INTO balde_audit (
+				at,
+				user_name,
+				action,
+				target,
+				reason,
+				outcome
+			) VALUES (?, ?, ?, ?, ?, ?)
+			RETURNING id`),
+			e.At.UnixNano(), e.User, string(e.Action), e.Target, e.Reason, e.Outcome)
+	})
+	if err != nil {
+		return e, fmt.Errorf("audit: record %s by %s: %w", e.Action, e.User, storeError(err))
+	}
+	return e, nil
+}
+
+// List implements audit.Store. Each filter reads its own index (user,
+// id) or (action, id) backwards from Before.
+func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	if q.User != "" {
+		where, args = append(where, "user_name = ?"), append(args, q.User)
+	}
+	if q.Action != "" {
+		where, args = append(where, "action = ?"), append(args, string(q.Action))
+	}
+	if q.Before > 0 {
+		where, args = append(where, "id < ?"), append(args, q.Before)
+	}
+	query := `
+		SELECT
+			id,
+			at,
+			user_name,
+			action,
+			target,
+			reason,
+			outcome
+		FROM balde_audit`
+	if len(where) > 0 {
+		query += "\n\t\tWHERE " + strings.Join(where, " AND ")
+	}
+	query += `
+		ORDER BY id DESC
+		LIMIT ?`
+	args = append(args, q.Limit)
+	var rows []row
+	if err := s.run(ctx, func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(query), args...) }); err != nil {
+		return nil, fmt.Errorf("audit: list: %w", storeError(err))
+	}
+	out := make([]audit.Entry, len(rows))
+	for i, r := range rows {
+		out[i] = audit.Entry{
+			ID: r.ID, At: time.Unix(0, r.At).UTC(), User: r.User, Action: audit.Action(r.Action),
+			Target: r.Target, Reason: r.Reason, Outcome: r.Outcome,
+		}
+	}
+	return out, nil
+}
+
+// Prune implements audit.Store: the oldest rows by their own time, through
+// the index on at.
+func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, error) {
+	var n int64
+	err := s.run(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, s.db.Rebind(`
+			DELETE FROM balde_audit
+			WHERE id IN (
+				SELECT id
+				FROM balde_audit
+				WHERE at < ?
+				ORDER BY at
+				LIMIT ?
+			)`), before.UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("audit: prune: %w", storeError(err))
+	}
+	return n, nil
+}
+
+// run runs fn through s.Retry, or once without it.
+func (s *Store) run(ctx context.Context, fn func() error) error {
+	if s.Retry == nil {
+		return fn()
+	}
+	return s.Retry(ctx, "audit", fn)
+}
+
+// storeError marks a database error as throttle.ErrStoreUnavailable, the
+// engine's word for a store that could not answer.
+func storeError(err error) error {
+	return fmt.Errorf("%w: %w", throttle.ErrStoreUnavailable, err)
+}

@@ -1,0 +1,310 @@
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/web/i18n"
+)
+
+// The audit trail: every route that changes state names its audit.Action
+// (route.audit); chain records one entry per such request once its
+// handler has run (recordAudit), with the user, the target read from the
+// request, the reason typed in the form and the outcome. The Audit page
+// (showAudit) lists the entries.
+
+// auditedWriter remembers the status and the redirect a handler wrote,
+// from which recordAudit reads the outcome.
+type auditedWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *auditedWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *auditedWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *auditedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// auditTarget is what an audited request acts on, read from its path and
+// form, as data (see audit.Entry.Target).
+func auditTarget(r *http.Request, action audit.Action) string {
+	switch action {
+	case audit.ActionReset:
+		if k, err := bucketKey(r); err == nil {
+			return k.String()
+		}
+	case audit.ActionSifenSend:
+		if vars, err := pathVars(r); err == nil {
+			return vars["id"]
+		}
+	case audit.ActionSifenSendAll:
+		return url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}}.Encode()
+	case audit.ActionDictLookup:
+		return r.PostFormValue("payer_id")
+	}
+	return r.URL.Path
+}
+
+// skipAudit reports whether a request that ended with err did nothing
+// worth recording: bad input, not found, not allowed — refused before the
+// action was tried. A refusal by a limit, a conflict or a failure of the
+// remote side is recorded: the action was tried.
+func skipAudit(r *http.Request, err error) bool {
+	if err == nil {
+		return false
+	}
+	switch problemOf(r, err).status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, statusClientClosed:
+		return true
+	}
+	return false
+}
+
+// recordAudit records the request of an audited route that its handler
+// finished with err (nil for success) after writing to w. The outcome is
+// what the handler set (requestInfo.outcome), else the redirect's result
+// (?result=sent), else the status. A failure to record is logged at error
+// level: the action itself is done and cannot be taken back.
+func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err error) {
+	if s.Audit == nil || skipAudit(r, err) || (err == nil && w.status == http.StatusBadRequest) {
+		return // nothing was tried (a page that shows its own input error: 400)
+	}
+	info := requestInfoFrom(r.Context())
+	e := audit.Entry{
+		User:    info.user,
+		Action:  rt.audit,
+		Target:  auditTarget(r, rt.audit),
+		Reason:  r.PostFormValue("reason"),
+		Outcome: info.outcome,
+	}
+	switch {
+	case err != nil:
+		p := problemOf(r, err)
+		e.Outcome = url.Values{"status": {strconv.Itoa(p.status)}, "error": {p.message}}.Encode()
+	case e.Outcome != "":
+	default:
+		e.Outcome = url.Values{"status": {strconv.Itoa(w.status)}}.Encode()
+		if loc, perr := url.Parse(w.Header().Get("Location")); perr == nil && loc.Query().Get("result") != "" {
+			out := url.Values{}
+			for _, k := range []string{"result", "wait", "n"} {
+				if v := loc.Query().Get(k); v != "" {
+					out.Set(k, v)
+				}
+			}
+			e.Outcome = out.Encode()
+		}
+	}
+	if _, rerr := s.Audit.Record(r.Context(), e); rerr != nil {
+		s.Logger.Error("audit: the action was done but not recorded",
+			slog.String("request_id", info.id), slog.String("action", string(e.Action)),
+			slog.String("user", e.User), slog.String("target", e.Target), slog.Any("error", rerr))
+	}
+}
+
+// auditPage is admin_audit.html.
+type auditPage struct {
+	layout
+	Entries []auditView
+	Users   string // the user filter as typed
+	Action  string
+	Actions []auditOption
+	// ListURL is the form's action; NextURL the older page ("" on the last).
+	ListURL string
+	NextURL string
+}
+
+func (auditPage) templateFile() string { return "admin_audit.html" }
+
+type auditOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+// auditView is one entry as the page shows it.
+type auditView struct {
+	When, WhenUTC                         string
+	User, Action, Target, Reason, Outcome string
+	// TargetURL links the target's page (a bucket, a document, a RUC's
+	// documents) when the server has it.
+	TargetURL string
+	CLI       bool
+}
+
+// targetView renders e's target in tr's language, with a link to its page.
+func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string) {
+	switch e.Action {
+	case audit.ActionReset:
+		parts := strings.SplitN(e.Target, "/", 3)
+		if len(parts) == 3 {
+			return e.Target, s.path("adminBucket", "policy", parts[0], "env", parts[1], "identifier", parts[2])
+		}
+	case audit.ActionSifenSend:
+		if _, err := strconv.ParseInt(e.Target, 10, 64); err == nil {
+			if s.Sifen != nil {
+				link = s.path("document", "id", e.Target)
+			}
+			return tr.Sprintf("document %s", e.Target), link
+		}
+	case audit.ActionSifenSendAll:
+		if q, err := url.ParseQuery(e.Target); err == nil && q.Get("ruc") != "" {
+			if s.Sifen != nil {
+				link = s.pathWithQuery("documents", q)
+			}
+			return "RUC " + q.Get("ruc") + " (" + q.Get("env") + ")", link
+		}
+	case audit.ActionDictLookup:
+		return tr.Sprintf("payer %s", e.Target), ""
+	}
+	return e.Target, ""
+}
+
+// resultLabels are SIFEN's send results (sifen.LotSendStatus) in words.
+var resultLabels = map[string]string{
+	"sent":       "sent",
+	"blocked":    "blocked",
+	"not_queued": "not queued",
+	"failed":     "failed",
+	"unknown":    "no answer",
+}
+
+// outcomeView renders an entry's outcome (see audit.Entry.Outcome) in
+// tr's language; free text is shown as it is.
+func outcomeView(tr *i18n.Printer, outcome string) string {
+	if strings.ContainsAny(outcome, " ") {
+		return outcome // free text, not fields
+	}
+	q, err := url.ParseQuery(outcome)
+	if err != nil {
+		return outcome
+	}
+	var parts []string
+	switch {
+	case q.Has("before") && q.Has("after"):
+		parts = append(parts, tr.Sprintf("%s → %s tokens", q.Get("before"), q.Get("after")))
+	case q.Has("result"):
+		label, ok := resultLabels[q.Get("result")]
+		if !ok {
+			label = q.Get("result")
+		}
+		parts = append(parts, tr.Sprintf(label))
+		if n := q.Get("n"); n != "" {
+			parts = append(parts, tr.Sprintf("%s document(s)", n))
+		}
+		if w, err := strconv.ParseInt(q.Get("wait"), 10, 64); err == nil && w > 0 {
+			parts = append(parts, waitIn(tr, time.Duration(w)*time.Second))
+		}
+	case q.Has("status"):
+		parts = append(parts, q.Get("status"))
+		if k := q.Get("refused"); k != "" {
+			parts = append(parts, tr.Sprintf("refused locally by %s, not sent", k))
+		}
+		if e2e := q.Get("e2e"); e2e != "" {
+			parts = append(parts, "EndToEndId "+e2e)
+		}
+		if msg := q.Get("error"); msg != "" {
+			parts = append(parts, tr.Text(msg))
+		}
+	default:
+		return outcome
+	}
+	return strings.Join(parts, " · ")
+}
+
+// actionLabel is an action's name on the page, translated.
+func actionLabel(tr *i18n.Printer, a audit.Action) string {
+	switch a {
+	case audit.ActionReset:
+		return tr.Sprintf("Bucket reset")
+	case audit.ActionSifenSend:
+		return tr.Sprintf("SIFEN send")
+	case audit.ActionSifenSendAll:
+		return tr.Sprintf("SIFEN send all drafts")
+	case audit.ActionDictLookup:
+		return tr.Sprintf("DICT lookup")
+	}
+	return string(a)
+}
+
+// showAudit is GET /admin/audit: the audit trail, newest first, a page of
+// audit.DefaultLimit entries (limit=, up to 500), filtered by user= and
+// action=, older pages by before= (an entry id). No trail configured
+// (Server.Audit nil): 404.
+func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
+	if s.Audit == nil {
+		return ErrNotFound
+	}
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"), audit.DefaultLimit, audit.MaxLimit)
+	if err != nil {
+		return err
+	}
+	query := audit.Query{User: q.Get("user"), Limit: limit}
+	if a := q.Get("action"); a != "" {
+		if query.Action, err = audit.ParseAction(a); err != nil {
+			return errors.Join(ErrBadRequest, err)
+		}
+	}
+	if b := q.Get("before"); b != "" {
+		if query.Before, err = strconv.ParseInt(b, 10, 64); err != nil || query.Before < 1 {
+			return ErrBadRequest
+		}
+	}
+	entries, err := s.Audit.List(r.Context(), query)
+	if err != nil {
+		return err
+	}
+	l := s.layout(r, "adminAudit")
+	p := auditPage{layout: l, Users: query.User, Action: string(query.Action), ListURL: s.path("adminAudit")}
+	p.Actions = append(p.Actions, auditOption{Value: "", Label: l.T.Sprintf("any"), Selected: query.Action == ""})
+	for _, a := range audit.Actions {
+		p.Actions = append(p.Actions, auditOption{Value: string(a), Label: actionLabel(l.T, a), Selected: a == query.Action})
+	}
+	now := s.now()
+	for _, e := range entries {
+		v := auditView{
+			When:    formatWhenIn(l.T, e.At, now),
+			WhenUTC: e.At.UTC().Format(time.RFC3339),
+			User:    e.User,
+			Action:  actionLabel(l.T, e.Action),
+			Reason:  e.Reason,
+			Outcome: outcomeView(l.T, e.Outcome),
+			CLI:     strings.HasPrefix(e.User, "cli:"),
+		}
+		v.Target, v.TargetURL = s.targetView(l.T, e)
+		p.Entries = append(p.Entries, v)
+	}
+	if len(entries) == limit {
+		next := url.Values{}
+		if query.User != "" {
+			next.Set("user", query.User)
+		}
+		if query.Action != "" {
+			next.Set("action", string(query.Action))
+		}
+		if limit != audit.DefaultLimit {
+			next.Set("limit", strconv.Itoa(limit))
+		}
+		next.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
+		p.NextURL = s.pathWithQuery("adminAudit", next)
+	}
+	return s.render(w, http.StatusOK, p)
+}

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/report"
-	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
@@ -373,19 +371,18 @@ func (b bucketsCmd) printState(st throttle.BucketState) {
 	_ = w.Flush()
 }
 
-// reset fills a stored bucket and clears its cooldown and block, after a
-// confirmation read from stdin unless yes, and records it in the audit
-// trail as cli:ACTOR with the reason.
+// reset fills a stored bucket and clears its cooldown and block
+// (balde.Engine.ResetBucket), after a confirmation read from stdin unless
+// yes; it is recorded in the audit trail as cli:ACTOR with the reason.
 func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason string, yes bool) error {
-	st, err := b.eng.limiter.State(ctx, key)
-	if err != nil {
-		return err
-	}
-	if !st.Stored {
+	st, err := b.eng.CheckReset(ctx, key, reason)
+	switch {
+	case errors.Is(err, balde.ErrNotStored):
 		return UsageError("buckets reset: no stored bucket %s (a key with no row is already full)", key)
-	}
-	if strings.TrimSpace(reason) == "" {
+	case errors.Is(err, balde.ErrNoReason):
 		return UsageError("buckets reset: --reason is required (it is recorded in the audit trail)")
+	case err != nil:
+		return err
 	}
 	if !yes {
 		b.printState(st)
@@ -400,24 +397,22 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
 		}
 	}
-	after, err := b.eng.limiter.Reset(ctx, key, actor)
-	if err != nil {
+	r, err := b.eng.ResetBucket(ctx, key, actor, reason)
+	if errors.Is(err, balde.ErrResetNotAudited) {
+		return fmt.Errorf("buckets reset: %w", err)
+	} else if err != nil {
 		return err
-	}
-	if _, err := b.eng.Audit().Record(ctx, audit.Entry{User: audit.CLIUser(actor), Action: audit.ActionReset, Target: key.String(),
-		Reason: reason, Outcome: audit.ResetOutcome(st.Tokens, after.Tokens)}); err != nil {
-		return fmt.Errorf("buckets reset: %s was reset but not recorded in the audit trail: %w", key, err)
 	}
 	if b.json {
 		writeJSONLine(b.m.Stdout, struct {
 			Bucket       web.APIBucket `json:"bucket"`
 			TokensBefore int64         `json:"tokens_before"`
 			Actor        string        `json:"actor"`
-		}{web.NewAPIBucket(after, b.scope), st.Tokens, actor})
+		}{web.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
 		return nil
 	}
-	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(st.Tokens, 10), strconv.FormatInt(after.Tokens, 10), actor))
-	if key.Policy == sifen.PolicyRecepcionLote {
+	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(r.Before.Tokens, 10), strconv.FormatInt(r.After.Tokens, 10), actor))
+	if r.RemoteBlockStays {
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/balde-throttle/balde"
@@ -256,7 +255,8 @@ func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Durati
 	}
 }
 
-// list prints one page of stored buckets, refilled to now.
+// list prints one page of stored buckets, refilled to now
+// (report.WriteBuckets), or its JSON (/api/buckets').
 func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
 	if err != nil {
@@ -268,44 +268,11 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		writeJSONLine(b.m.Stdout, out)
 		return nil
 	}
-	if len(page.States) == 0 {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
-		return nil
-	}
-	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
-	if b.wide {
-		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS"))
-	} else {
-		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
-	}
-	for _, st := range page.States {
-		v := web.ViewBucket(b.tr, st, b.scope)
-		if b.wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.Scope, st.Key.Identifier, st.Key.Env,
-				st.Tokens, v.Capacity, v.Refill, v.Severity, v.Wait, v.LastSend, st.SendCount)
-			continue
-		}
-		last := b.tr.Sprintf("never")
-		if !st.LastSentAt.IsZero() {
-			last = b.tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, report.Shorten(st.Key.Identifier, 24), st.Key.Env,
-			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.Partial {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("partial: the filter read %s rows", strconv.Itoa(inspect.MaxScan)))
-	}
-	if page.Next != "" {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
-	}
-	return nil
+	return report.WriteBuckets(b.m.Stdout, b.tr, page, b.wide, b.scope)
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
-// recent ledger rows.
+// recent ledger rows (report.WriteBucket, report.WriteLedger).
 func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
 	st, err := b.eng.limiter.State(ctx, key)
 	if err != nil {
@@ -322,53 +289,8 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		writeJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
 		return nil
 	}
-	b.printState(st)
-	fmt.Fprintln(b.m.Stdout, "\n"+b.tr.Sprintf("ledger (newest first, at most %d):", limit))
-	if len(entries) == 0 {
-		fmt.Fprintln(b.m.Stdout, "  "+b.tr.Sprintf("no rows"))
-		return nil
-	}
-	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  "+b.tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
-	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, b.tr.Time(e.At), b.tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
-	}
-	return tw.Flush()
-}
-
-// printState prints a bucket as "field: value" lines.
-func (b bucketsCmd) printState(st throttle.BucketState) {
-	v := web.ViewBucket(b.tr, st, b.scope)
-	w := tabwriter.NewWriter(b.m.Stdout, 0, 0, 1, ' ', 0)
-	tr := b.tr
-	stored := tr.Sprintf("yes")
-	if !st.Stored {
-		stored = tr.Sprintf("no (a key with no row is a full bucket)")
-	}
-	// Waits keep their Go form (8s, 4m12s); "now" is translated.
-	wait := func(d time.Duration) string {
-		if d <= 0 {
-			return tr.Sprintf("now")
-		}
-		return tr.Sprintf("in %s", web.FormatWait(d))
-	}
-	for _, row := range [][2]string{
-		{tr.Sprintf("bucket"), st.Key.String()},
-		{tr.Sprintf("scope"), v.Scope},
-		{tr.Sprintf("stored"), stored},
-		{tr.Sprintf("tokens"), tr.Sprintf("%s of %s", strconv.FormatInt(st.Tokens, 10), v.Capacity)},
-		{tr.Sprintf("refill"), v.Refill},
-		{tr.Sprintf("policy"), v.Policy},
-		{tr.Sprintf("severity"), v.Severity},
-		{tr.Sprintf("cooldown/block"), v.Wait},
-		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
-		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
-		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
-	} {
-		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
-	}
-	_ = w.Flush()
+	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
+	return report.WriteLedger(b.m.Stdout, b.tr, entries, limit)
 }
 
 // reset fills a stored bucket and clears its cooldown and block
@@ -385,7 +307,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if !yes {
-		b.printState(st)
+		report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
 		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
 		if err != nil {

@@ -144,9 +144,7 @@ func (c *Config) addGatewayFlags(fs *flag.FlagSet, addr *string, addrEnv string)
 	c.addStoreFlags(fs)
 	c.addPolicyFlags(fs)
 	c.addBackgroundFlags(fs)
-	fs.Var(flagOf(&c.TrustedProxies, web.ParseTrustedProxies, formatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	fs.Var(flagOf(&c.InboundIPLimit, balde.ParseInboundIPLimit, nil), "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	fs.Var(flagOf(&c.InboundWindow, balde.ParseInboundWindow, nil), "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	c.AddFlags(fs, "trusted-proxies", "inbound-ip-limit", "inbound-window")
 }
 
 // runSifenGateway is "balde gateway sifen": web.SifenGateway in front of

@@ -90,9 +90,9 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	defer e.close(context.Background())
 
-	h, err := newDictGatewayHandler(e, cfg, httpClient, logger)
+	h, err := e.DictGatewayHandler(cfg.Settings, httpClient, logger)
 	if err != nil {
-		return err
+		return gatewayErr("gateway dict", err)
 	}
 	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("DICT gateway on http://%s in front of %s (participant %s)", at, cfg.DictURL, cfg.DictParticipant)
@@ -110,30 +110,14 @@ func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.H
 	return err
 }
 
-// newDictGatewayHandler is the gateway's whole handler: the DICT API
-// (/api/v2/…) and the payment endpoint through web.DictGateway, in
-// gatewayMux.
-func newDictGatewayHandler(e *engine, cfg Config, httpClient *http.Client, logger *slog.Logger) (http.Handler, error) {
-	client := e.Dict()
-	var base http.RoundTripper
-	if httpClient != nil {
-		base = httpClient.Transport
+// gatewayErr is a gateway handler's error: a configuration the gateway
+// refuses is a usage error.
+func gatewayErr(cmd string, err error) error {
+	var ce *balde.ConfigError
+	if errors.As(err, &ce) && ce.Setting == "Gateway" {
+		return UsageError("%s: %v", cmd, ce.Err)
 	}
-	g, err := web.NewDictGateway(web.DictGatewayConfig{
-		Target: cfg.DictURL, PoliciesURL: cfg.DictPoliciesURL, Participant: cfg.DictParticipant,
-		Meter: client.Meter(), Records: e.records, Payments: client, Base: base,
-		Logger: logger.WithGroup("gateway"),
-	})
-	if err != nil {
-		return nil, UsageError("gateway dict: %v", err)
-	}
-	return gatewayMux(e, cfg, g)
-}
-
-// gatewayMux serves api behind the inbound limiter, with /metrics and
-// the probes (balde.Engine.OpsHandler); cfg.MetricsToken protects /metrics.
-func gatewayMux(e *engine, cfg Config, api http.Handler) (http.Handler, error) {
-	return e.OpsHandler(api, balde.OpsOptions{Participant: cfg.DictParticipant, TrustedProxies: cfg.TrustedProxies, MetricsToken: cfg.MetricsToken})
+	return err
 }
 
 // addGatewayFlags registers the flags both gateways share: --addr (over
@@ -210,13 +194,9 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if holdFor == 0 {
 		holdFor = -1 // web.SifenGateway: negative never holds
 	}
-	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: e.Sifen(), Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
+	h, err := e.SifenGatewayHandler(cfg.Settings, web.SifenGatewayConfig{Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
 	if err != nil {
-		return UsageError("gateway sifen: %v", err)
-	}
-	h, err := gatewayMux(e, cfg, g)
-	if err != nil {
-		return err
+		return gatewayErr("gateway sifen", err)
 	}
 	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("SIFEN gateway (%s) on http://%s in front of %s", env, at, cfg.SifenURL)

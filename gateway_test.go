@@ -50,8 +50,10 @@ func TestGatewayHandlers(t *testing.T) {
 	require.Equal(t, "Gateway", ce.Setting)
 
 	for name, h := range map[string]func() (http.Handler, error){
-		"dict":  func() (http.Handler, error) { return eng.DictGatewayHandler(s, nil, nil) },
-		"sifen": func() (http.Handler, error) { return eng.SifenGatewayHandler(s, web.SifenGatewayConfig{Env: sifen.EnvTest}) },
+		"dict": func() (http.Handler, error) { return eng.DictGatewayHandler(s, nil, nil) },
+		"sifen": func() (http.Handler, error) {
+			return eng.SifenGatewayHandler(s, web.SifenGatewayConfig{Env: sifen.EnvTest})
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			handler, err := h()

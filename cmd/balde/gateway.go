@@ -68,7 +68,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	if err := cfg.checkDictURLs(); err != nil {
 		return err
 	}
-	if err := checkListenAddr(addr); err != nil {
+	if err := balde.CheckListenAddr(addr); err != nil {
 		return UsageError("gateway dict: --addr %q: %v", addr, err)
 	}
 	inbound, err := newInboundConfig(cfg)
@@ -172,7 +172,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err := cfg.checkSifenBlock(); err != nil {
 		return err
 	}
-	if err := checkListenAddr(addr); err != nil {
+	if err := balde.CheckListenAddr(addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", addr, err)
 	}
 	inbound, err := newInboundConfig(cfg)

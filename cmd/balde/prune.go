@@ -12,10 +12,8 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// MinRetention is the shortest ledger retention prune accepts without
-// --force: the ledger is the audit trail of every token, and a retention
-// of seconds ("--retention 1s") would erase it.
-const MinRetention = 24 * time.Hour
+// MinRetention is the shortest retention prune accepts without --force.
+const MinRetention = balde.MinRetention
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket
 // rows equal to a full bucket (a key with no row is full), and the

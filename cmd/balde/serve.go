@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"syscall"
-
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/devsims"
@@ -52,13 +49,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
-		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+		if err := balde.CheckListenAddr(a.addr); a.addr != "" && err != nil {
 			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
 		}
 	}
-	// The background prune keeps the floor of balde prune unless forced.
-	if cfg.PruneEvery > 0 && cfg.LedgerRetention < MinRetention && !cfg.LedgerRetentionForce {
-		return UsageError("serve: BALDE_LEDGER_RETENTION %s would erase the audit trail of the last day; use at least %s, or set BALDE_LEDGER_RETENTION_FORCE=on", cfg.LedgerRetention, MinRetention)
+	if err := settingUsage(cfg.CheckServe()); err != nil {
+		return err
 	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
@@ -69,16 +65,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	if cfg.AdminPasswordBcrypt != "" {
-		if _, err := bcrypt.Cost([]byte(cfg.AdminPasswordBcrypt)); err != nil {
-			return UsageError("BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash: %v", err)
-		}
-	}
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	creating, err := checkCreate(cfg.DB, *create)
-	if err != nil {
-		return err
+	creating, err := balde.CheckCreate(cfg.DB, *create)
+	if errors.Is(err, balde.ErrWouldCreate) {
+		path, _ := balde.SQLiteFile(cfg.DB)
+		return UsageError("serve: no database at %s; pass --create to create a new, empty one (was it deleted or moved?)", path)
+	} else if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	app, err := openApp(ctx, cfg, sifenClient, logger)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -106,7 +100,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	if sims := app.sims; sims.Sifen != nil {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.SifenURL)
-	} else if cfg.SifenURL == SifenOfficial {
+	} else if cfg.SifenURL == balde.SifenOfficial {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
@@ -219,17 +213,4 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 // flight), the simulators, then the engine.
 func (a *app) close() error {
 	return errors.Join(a.App.Close(), a.sims.Close(), a.engine.close(context.Background()))
-}
-
-// checkListenAddr reports whether addr is a HOST:PORT a listener can take:
-// a port number in 0..65535 (0: any free port).
-func checkListenAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("want HOST:PORT: %w", err)
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
-		return fmt.Errorf("port %q is not a number in 0..65535", port)
-	}
-	return nil
 }

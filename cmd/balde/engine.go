@@ -104,20 +104,8 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 		records: e.DictRecords(), sifen: e.SifenResolver(), logger: opts.Logger}, nil
 }
 
-// checkDictClient says what is wrong with cfg's DICT participant or
-// certificates, in the commands' words.
-func checkDictClient(cfg Config) error {
-	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
-		return UsageError("--dict-participant: %v", err)
-	}
-	if _, err := balde.NewDictHTTPClient(cfg.dictConfig("", false)); err != nil {
-		return UsageError("DICT TLS: %v", err)
-	}
-	if _, _, err := cfg.dictSigning(); err != nil {
-		return err
-	}
-	return nil
-}
+// checkDictClient is balde.Settings.CheckDictClient, a usage error.
+func checkDictClient(cfg Config) error { return settingUsage(cfg.CheckDictClient()) }
 
 // close closes the engine (balde.Engine.Close: refusals, group commit,
 // webhook, store, in that order).

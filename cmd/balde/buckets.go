@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +45,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	sortBy := fs.String("sort", "key", "list: key, severity (worst first), last_send (newest first) or tokens (emptiest first)")
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
-	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
+	actor := fs.String("actor", balde.DefaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
@@ -206,18 +205,6 @@ func keyUsage(action string, err error) error {
 	return nil
 }
 
-// defaultActor is $USER@hostname, or "cli".
-func defaultActor(getenv func(string) string) string {
-	user := getenv("USER")
-	if user == "" {
-		return "cli"
-	}
-	if host, err := os.Hostname(); err == nil && host != "" {
-		return user + "@" + host
-	}
-	return user
-}
-
 // bucketsCmd runs one buckets action.
 type bucketsCmd struct {
 	m    *Main
@@ -237,22 +224,7 @@ type listOptions struct {
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
 func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
-	clock := b.m.batchClock()
-	for {
-		if isTerminal(b.m.Stdout) {
-			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
-		}
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.Time())))
-		if err := b.list(ctx, lo); err != nil {
-			if ctx.Err() != nil {
-				return nil // Ctrl-C during a draw
-			}
-			return err
-		}
-		if err := clock.Sleep(ctx, every); err != nil {
-			return nil // interrupted: the normal end of a watch
-		}
-	}
+	return report.Watch(ctx, b.m.Stdout, b.tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
 }
 
 // list prints one page of stored buckets, refilled to now

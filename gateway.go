@@ -15,8 +15,8 @@ import (
 // s.MetricsToken). The engine must have been opened with a DICT client
 // (Config.Dict). httpClient's transport carries the requests to the DICT
 // (nil: the default transport): NewDictHTTPClient's, for mutual TLS. A
-// gateway configuration web refuses is a *ConfigError of Setting
-// "Gateway".
+// gateway configuration web refuses is a *SettingError ("gateway dict:
+// …").
 func (e *Engine) DictGatewayHandler(s Settings, httpClient *http.Client, logger *slog.Logger) (http.Handler, error) {
 	if e.dict == nil {
 		return nil, &ConfigError{Setting: "Dict", Err: errors.New("the engine has no DICT client (Config.Dict)")}
@@ -34,7 +34,7 @@ func (e *Engine) DictGatewayHandler(s Settings, httpClient *http.Client, logger 
 		Logger: logger.WithGroup("gateway"),
 	})
 	if err != nil {
-		return nil, &ConfigError{Setting: "Gateway", Err: err}
+		return nil, settingError("gateway dict: %v", err)
 	}
 	return e.gatewayOps(s, g)
 }
@@ -44,8 +44,8 @@ func (e *Engine) DictGatewayHandler(s Settings, httpClient *http.Client, logger 
 // through the database with serve and sifen-send), behind the inbound
 // limiter, with /metrics and the probes (OpsHandler). cfg.Sender is the
 // engine's when nil, and cfg.Logger its logger's "gateway" group. A
-// gateway configuration web refuses is a *ConfigError of Setting
-// "Gateway".
+// gateway configuration web refuses is a *SettingError ("gateway sifen:
+// …").
 func (e *Engine) SifenGatewayHandler(s Settings, cfg web.SifenGatewayConfig) (http.Handler, error) {
 	if cfg.Sender == nil {
 		cfg.Sender = e.sender
@@ -58,7 +58,7 @@ func (e *Engine) SifenGatewayHandler(s Settings, cfg web.SifenGatewayConfig) (ht
 	}
 	g, err := web.NewSifenGateway(cfg)
 	if err != nil {
-		return nil, &ConfigError{Setting: "Gateway", Err: err}
+		return nil, settingError("gateway sifen: %v", err)
 	}
 	return e.gatewayOps(s, g)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // The gateways' handlers need the engine's client of their remote side,
-// refuse a configuration their web gateway refuses (Setting "Gateway"),
+// refuse a configuration their web gateway refuses (a *SettingError),
 // and otherwise serve the API with the probes beside it.
 func TestGatewayHandlers(t *testing.T) {
 	ctx := context.Background()
@@ -40,14 +40,15 @@ func TestGatewayHandlers(t *testing.T) {
 
 	eng := open(t, balde.Config{Dict: &balde.DictConfig{BaseURL: s.DictURL, Participant: s.DictParticipant},
 		Sifen: &balde.SifenConfig{BaseURL: "http://127.0.0.1:1/{env}"}})
+	var se *balde.SettingError
 	_, err = eng.SifenGatewayHandler(s, web.SifenGatewayConfig{Env: sifen.EnvProd, AllowUnsigned: true})
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, "Gateway", ce.Setting)
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "gateway sifen: %v", se.Format)
 	bad := s
 	bad.DictURL = "::not a url"
 	_, err = eng.DictGatewayHandler(bad, nil, nil)
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, "Gateway", ce.Setting)
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "gateway dict: %v", se.Format)
 
 	for name, h := range map[string]func() (http.Handler, error){
 		"dict": func() (http.Handler, error) { return eng.DictGatewayHandler(s, nil, nil) },

@@ -92,7 +92,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 
 	h, err := e.DictGatewayHandler(cfg.Settings, httpClient, logger)
 	if err != nil {
-		return gatewayErr("gateway dict", err)
+		return settingUsage(err)
 	}
 	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("DICT gateway on http://%s in front of %s (participant %s)", at, cfg.DictURL, cfg.DictParticipant)
@@ -106,16 +106,6 @@ func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.H
 	err := e.Serve(ctx, addr, h, func(at string) { fmt.Fprintln(m.Stdout, "balde: "+banner(at)) })
 	if errors.Is(err, context.Canceled) {
 		return nil
-	}
-	return err
-}
-
-// gatewayErr is a gateway handler's error: a configuration the gateway
-// refuses is a usage error.
-func gatewayErr(cmd string, err error) error {
-	var ce *balde.ConfigError
-	if errors.As(err, &ce) && ce.Setting == "Gateway" {
-		return UsageError("%s: %v", cmd, ce.Err)
 	}
 	return err
 }
@@ -196,7 +186,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	h, err := e.SifenGatewayHandler(cfg.Settings, web.SifenGatewayConfig{Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
 	if err != nil {
-		return gatewayErr("gateway sifen", err)
+		return settingUsage(err)
 	}
 	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("SIFEN gateway (%s) on http://%s in front of %s", env, at, cfg.SifenURL)

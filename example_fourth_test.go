@@ -77,7 +77,7 @@ func Example_sifenSendReport() {
 	file := filepath.Join(dir, "a.xml")
 	_ = os.WriteFile(file, sifentest.Lote(sifentest.Doc{Number: 1}), 0o600)
 	items, bad := report.ReadSifenFiles(ctx, []string{file}, sifen.EnvTest, false)
-	items[0].File = "a.xml" // the temporary directory left out of the output
+	items[0].File = "a.xml"                                                                                           // the temporary directory left out of the output
 	rc := report.NewClock(clock.Now, func(_ context.Context, d time.Duration) error { clock.Advance(d); return nil }) // nil: real waits
 	send := report.SifenSend{Sender: eng.Sifen(), Env: sifen.EnvTest, Wait: true, MaxWait: time.Minute, Clock: rc,
 		Reporter: report.New(os.Stdout, report.Plain, len(items), "sifen-send", rc, nil)}

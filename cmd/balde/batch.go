@@ -64,8 +64,5 @@ func batchExit(cmd string, s report.Summary, tr *i18n.Printer) error {
 	return nil
 }
 
-// Shorthands of package report for the commands.
-var (
-	writeJSONLine = report.WriteJSONLine
-	isTerminal    = report.IsTerminal
-)
+// writeJSONLine is report.WriteJSONLine.
+var writeJSONLine = report.WriteJSONLine

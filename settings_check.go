@@ -114,18 +114,3 @@ func (c Settings) DictConfig(baseURL string) DictConfig {
 func (c Settings) SifenConfig(transport sifen.SOAPServices) SifenConfig {
 	return SifenConfig{Transport: transport, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax}
 }
-
-// CheckDictClient says what is wrong with the DICT participant (an ISPB of
-// 8 digits), the client certificates (NewDictHTTPClient) or the signing
-// keys (DictSigning), before a DICT client is built; each is a
-// *SettingError.
-func (s Settings) CheckDictClient() error {
-	if err := dict.ValidateISPB(s.DictParticipant); err != nil {
-		return settingError("--dict-participant: %v", err)
-	}
-	if _, err := NewDictHTTPClient(s.DictConfig("")); err != nil {
-		return settingError("DICT TLS: %v", err)
-	}
-	_, _, err := s.DictSigning()
-	return err
-}

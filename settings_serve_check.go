@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
@@ -93,4 +94,19 @@ func CheckListenAddr(addr string) error {
 		return fmt.Errorf("port %q is not a number in 0..65535", port)
 	}
 	return nil
+}
+
+// CheckDictClient says what is wrong with the DICT participant (an ISPB of
+// 8 digits), the client certificates (NewDictHTTPClient) or the signing
+// keys (DictSigning), before a DICT client is built; each is a
+// *SettingError.
+func (s Settings) CheckDictClient() error {
+	if err := dict.ValidateISPB(s.DictParticipant); err != nil {
+		return settingError("--dict-participant: %v", err)
+	}
+	if _, err := NewDictHTTPClient(s.DictConfig("")); err != nil {
+		return settingError("DICT TLS: %v", err)
+	}
+	_, _, err := s.DictSigning()
+	return err
 }

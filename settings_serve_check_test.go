@@ -93,3 +93,29 @@ func TestSettingsSifenClient(t *testing.T) {
 	_, err = s.SifenClient("ftp://sifen/{env}")
 	require.Error(t, err)
 }
+
+func TestSettingsCheckDictClient(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(s *balde.Settings)
+		wantErr string
+	}{
+		{"defaults", func(*balde.Settings) {}, ""},
+		{"bad ISPB", func(s *balde.Settings) { s.DictParticipant = "123" }, "--dict-participant: "},
+		{"missing certificate", func(s *balde.Settings) { s.DictCert, s.DictKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "DICT TLS: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := balde.DefaultSettings()
+			tt.change(&s)
+			err := s.CheckDictClient()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *balde.SettingError
+			require.ErrorAs(t, err, &se)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}

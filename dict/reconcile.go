@@ -126,6 +126,9 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 			return ctx.Err()
 		case <-t.C:
 		}
+		if ctx.Err() != nil { // a tick ready with the cancellation: no pass
+			return ctx.Err()
+		}
 		res, err := c.Reconcile(ctx)
 		switch {
 		case err != nil:

@@ -92,8 +92,12 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 		// The requests this process has in flight, or had since the
 		// listing was sent, may not be in the DICT's number (it charges
-		// when it answers): their holds stay out.
+		// when it answers): their holds stay out. The listing's own hold
+		// on POLICIES_LIST landed meanwhile but is in the number.
 		tokens := p.AvailableTokens - held.Held(key)
+		if p.Name == PolicyPoliciesList {
+			tokens = p.AvailableTokens - c.meter.Holds.InFlight(key)
+		}
 		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "reconcile " + remote.CorrelationID})
 	}
 	if len(targets) == 0 {

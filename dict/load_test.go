@@ -31,24 +31,23 @@ func loadDuration() time.Duration {
 	return 5 * time.Second
 }
 
-// minAllowanceUsed is the share of the participant's allowance a run of d
-// must use: the issue's 95 % for the 30 s run; 90 % for the 5 s run of
-// make test, where the holds still in flight when the run stops weigh six
-// times more and a CPU-starved machine (make test-under-load: two hogs
-// and a CI run beside it) measured 94.0 % on PostgreSQL, with 0 remote
-// 429s.
-func minAllowanceUsed(d time.Duration) float64 {
-	if d >= 30*time.Second {
-		return 95
-	}
-	return 90
-}
+// minAllowanceUsed is the share of the participant's allowance a run must
+// use (issue 21: 95 %), whatever its length. Each lookup goes on past the
+// run's end until its first local refusal, so the run ends with the
+// participant's bucket drained and nothing in flight: what is left unused
+// is only what balde refused while the DICT would have admitted, not what
+// a CPU-starved machine had not yet issued or had in flight at the end.
+// (With a hard stop, the 5 s run measured 86.9 % on PostgreSQL at a load
+// of 11 to 22 on 2 cores, with 0 remote 429s: the refunds of the holds in
+// flight at the stop came back to nobody.)
+const minAllowanceUsed = 95.0
 
 // 60 lookups at a time over PF and PJ payers, against a DICT whose answers
 // take 50 ms, for a category G participant (250 tokens, 25 a minute) that
 // empties within the first second: the DICT never answers 429, and the
 // participant's allowance (its 250 plus what it refills in the run) is used
-// to at least 95 %, with the mirror refilling continuously (as the DICT) or
+// to at least 95 % by the time every lookup has been refused once after the
+// run's end, with the mirror refilling continuously (as the DICT) or
 // stepwise (never more generous). Before (issue 21 #2), continuous refill
 // drew 126 remote 429s in 25 s, each blaming a payer.
 func TestParticipantEmptiesUnderLoad(t *testing.T) {
@@ -95,7 +94,11 @@ func runParticipantLoad(t *testing.T, engine sqlstore.Engine, mode throttle.Refi
 	var wg sync.WaitGroup
 	for g := range 60 {
 		wg.Go(func() {
-			for n := 0; time.Now().Before(deadline); n++ {
+			// After the deadline a lookup goes on until its first
+			// local refusal (the drain): the run then ends with every
+			// hold settled and the bucket as empty as balde will make it.
+			for n := 0; ; n++ {
+				past := !time.Now().Before(deadline)
 				key := knownPhone
 				if n%4 == 3 {
 					key = unknownEmail(g*100000 + n)
@@ -105,6 +108,9 @@ func runParticipantLoad(t *testing.T, engine sqlstore.Engine, mode throttle.Refi
 				switch {
 				case err == nil && !res.Decision.Allowed:
 					refused.Add(1)
+					if past {
+						return
+					}
 					// Wait as the refusal says, within the run and 250 ms.
 					time.Sleep(min(res.Decision.RetryAfter, 250*time.Millisecond, time.Until(deadline)))
 				case err == nil, errors.As(err, &re) && re.NotFound():
@@ -122,7 +128,7 @@ func runParticipantLoad(t *testing.T, engine sqlstore.Engine, mode throttle.Refi
 	select {
 	case <-done:
 	case <-time.After(run + time.Minute):
-		t.Fatalf("the lookups did not end within %s", run+time.Minute)
+		t.Fatalf("the lookups did not end (each at its first refusal after the run) within %s", run+time.Minute)
 	}
 	elapsed := time.Since(start)
 
@@ -137,11 +143,15 @@ func runParticipantLoad(t *testing.T, engine sqlstore.Engine, mode throttle.Refi
 	// 250 of 262 (95.4 %).
 	allowance := 250 + math.Floor(25*elapsed.Seconds()/60)
 	pct := 100 * float64(used) / allowance
-	t.Logf("%s/%s %.1fs: %d answered (%d 200, %d 404), %d refused locally, remote 429s %d (getBucketState %d); participant charged %d of %.0f allowed (%.1f %%)",
-		mode, engine, elapsed.Seconds(), ok200+notFound, ok200, notFound, refused.Load(), remote429, st.Count(dict.OpGetBucketState, http.StatusOK), used, allowance, pct)
+	dictLeft, _ := sim.Balance("ENTRIES_READ_PARTICIPANT_ANTISCAN", ispb)
+	mirror, err := lim.State(ctx, throttle.Key{Policy: "ENTRIES_READ_PARTICIPANT_ANTISCAN", Env: catalog.Env(), Identifier: ispb})
+	require.NoError(t, err)
+	t.Logf("%s/%s %.1fs (drained %.1fs after the run): %d answered (%d 200, %d 404), %d refused locally, remote 429s %d (getBucketState %d); participant charged %d of %.0f allowed (%.1f %%); left: %d at the DICT, %d in the mirror",
+		mode, engine, elapsed.Seconds(), (elapsed - run).Seconds(), ok200+notFound, ok200, notFound, refused.Load(), remote429,
+		st.Count(dict.OpGetBucketState, http.StatusOK), used, allowance, pct, dictLeft, mirror.Tokens)
 	require.Zero(t, failed.Load())
 	require.Equal(t, int64(0), remote429, "the DICT never answers 429")
-	require.GreaterOrEqual(t, pct, minAllowanceUsed(run), "at least %.0f %% of the participant's allowance is used", minAllowanceUsed(run))
+	require.GreaterOrEqual(t, pct, minAllowanceUsed, "at least %.0f %% of the participant's allowance is used", minAllowanceUsed)
 }
 
 // makeCNPJ returns the n-th valid CNPJ of a series.

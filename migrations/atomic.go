@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 
@@ -23,6 +24,18 @@ import (
 // nothing left to do. A kill at any instant leaves either the previous
 // version, clean, or the new one, clean. See docs/decisions/0070.
 //
+// On PostgreSQL the transaction first takes a transaction-level advisory
+// lock (runLockClass, the schema) and reads the recorded version again:
+// golang-migrate's own lock is a session lock on another connection, which
+// the server releases as soon as a killed client's idle lock session ends,
+// while the backend running the migration's transaction may still be
+// executing or committing it. A second "migrate up" started at once then
+// ran the same CREATE TABLE beside it and failed on the unique index of
+// pg_type when the first committed. The transaction lock is held by that
+// backend until its transaction ends, so the second waits for it; and if
+// it committed, the version read under the lock is the target already, so
+// the body is not run again.
+//
 // Force and a migration without a body (golang-migrate calls SetVersion
 // clean directly) go to the wrapped driver unchanged.
 type atomicDriver struct {
@@ -35,7 +48,16 @@ type atomicDriver struct {
 	target    int
 	hasTarget bool
 	recorded  bool
+	// beforeCommit, when set (tests), runs before the transaction of Run
+	// commits; an error from it rolls the transaction back.
+	beforeCommit func(*sql.Tx) error
 }
+
+// runLockClass is the first key of the transaction-level advisory lock
+// (pg_advisory_xact_lock(int4, int4)) under which a PostgreSQL migration
+// runs; the second is hashtext(current_schema()). The two-key form does not
+// collide with golang-migrate's one-key session lock.
+const runLockClass = 0x62616c64 // "bald"
 
 // SetVersion defers a dirty version to Run, skips the clean version Run
 // already recorded, and passes any other call through.
@@ -68,17 +90,58 @@ func (d *atomicDriver) Run(migration io.Reader) error {
 		return &database.Error{OrigErr: err, Err: "transaction start failed"}
 	}
 	defer tx.Rollback()
+	if d.engine == Postgres {
+		landed, err := d.lockAndCheck(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if landed {
+			if err := tx.Commit(); err != nil {
+				return &database.Error{OrigErr: err, Err: "transaction commit failed"}
+			}
+			d.recorded = true
+			return nil
+		}
+	}
 	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 		return &database.Error{OrigErr: err, Query: body}
 	}
 	if err := writeVersion(ctx, tx, d.engine, d.target); err != nil {
 		return err
 	}
+	if d.beforeCommit != nil {
+		if err := d.beforeCommit(tx); err != nil {
+			return err
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return &database.Error{OrigErr: err, Err: "transaction commit failed"}
 	}
 	d.recorded = true
 	return nil
+}
+
+// lockAndCheck takes the PostgreSQL migration's transaction lock in tx,
+// waiting for any transaction of another migrator of the same schema
+// (a killed client's backend still finishing included) to end, then
+// reports whether the target version is already recorded, clean: the
+// other one applied this migration and committed it.
+func (d *atomicDriver) lockAndCheck(ctx context.Context, tx *sql.Tx) (landed bool, err error) {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1::int4, hashtext(current_schema()))`, runLockClass); err != nil {
+		return false, &database.Error{OrigErr: err, Err: "take the migration's transaction lock"}
+	}
+	// A new statement in READ COMMITTED: it sees what the transaction
+	// waited for committed.
+	var version int
+	var dirty bool
+	err = tx.QueryRowContext(ctx, `SELECT version, dirty FROM `+VersionTable+` LIMIT 1`).Scan(&version, &dirty)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &database.Error{OrigErr: err, Err: "read the schema version under the lock"}
+	}
+	return version == d.target && !dirty, nil
 }
 
 // writeVersion records version (database.NilVersion: none) as the clean

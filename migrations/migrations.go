@@ -41,6 +41,7 @@ type Migrator struct {
 	m      *migrate.Migrate
 	db     *sql.DB
 	engine Engine
+	atomic *atomicDriver
 	// Logger receives the automatic repairs of Up (repair.go). Nil:
 	// slog.Default().
 	Logger *slog.Logger
@@ -90,7 +91,8 @@ func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	drv = &atomicDriver{Driver: drv, db: db, engine: engine}
+	atomic := &atomicDriver{Driver: drv, db: db, engine: engine}
+	drv = atomic
 	if shared {
 		drv = keepOpen{drv}
 	}
@@ -98,7 +100,7 @@ func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	return &Migrator{m: m, db: db, engine: engine}, nil
+	return &Migrator{m: m, db: db, engine: engine, atomic: atomic}, nil
 }
 
 // Up applies every pending migration, each in one transaction with its

@@ -56,6 +56,58 @@ type Reservation struct {
 type Holds struct {
 	mu   sync.Mutex
 	held map[throttle.Key]int64
+	// watches are the Watches not yet stopped: each counts the holds that
+	// land while it runs.
+	watches map[*Watch]struct{}
+}
+
+// Watch counts the holds that land between Holds.Watch and Stop. A
+// balance the DICT read in that time may or may not count those requests
+// (the DICT charges as it answers): a sync to it leaves them out too, or a
+// listing read before a lookup's charge and applied after its refund would
+// lift the mirror above the DICT. Use it for one read of the DICT.
+type Watch struct {
+	holds  *Holds
+	landed map[throttle.Key]int64 // under holds.mu
+}
+
+// Watch starts counting the holds that land; call it before the request
+// whose balance will be synced is sent, and Stop once the sync is done.
+// A nil Holds returns a nil *Watch, which counts nothing.
+func (h *Holds) Watch() *Watch {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := &Watch{holds: h, landed: make(map[throttle.Key]int64)}
+	if h.watches == nil {
+		h.watches = make(map[*Watch]struct{})
+	}
+	h.watches[w] = struct{}{}
+	return w
+}
+
+// Stop ends the count.
+func (w *Watch) Stop() {
+	if w == nil {
+		return
+	}
+	w.holds.mu.Lock()
+	defer w.holds.mu.Unlock()
+	delete(w.holds.watches, w)
+}
+
+// Held returns the tokens held from key by requests in flight now plus
+// those of the requests that landed since the Watch started: what a sync
+// of key to a balance the DICT read meanwhile leaves out.
+func (w *Watch) Held(key throttle.Key) int64 {
+	if w == nil {
+		return 0
+	}
+	w.holds.mu.Lock()
+	defer w.holds.mu.Unlock()
+	return w.holds.held[key] + w.landed[key]
 }
 
 // flight is one request's entry in Holds, removed once.
@@ -108,6 +160,9 @@ func (f *flight) done() {
 	for i, k := range f.keys {
 		if h.held[k] -= f.reserved[i]; h.held[k] <= 0 {
 			delete(h.held, k)
+		}
+		for w := range h.watches {
+			w.landed[k] += f.reserved[i]
 		}
 	}
 }

@@ -61,11 +61,13 @@ type Holds struct {
 	watches map[*Watch]struct{}
 }
 
-// Watch counts the holds that land between Holds.Watch and Stop. A
+// Watch counts the requests that land between Holds.Watch and Stop. A
 // balance the DICT read in that time may or may not count those requests
-// (the DICT charges as it answers): a sync to it leaves them out too, or a
-// listing read before a lookup's charge and applied after its refund would
-// lift the mirror above the DICT. Use it for one read of the DICT.
+// (the DICT charges as it answers): a sync to it leaves out what the mirror
+// kept of each (its settled cost; the whole hold when the outcome is
+// unknown), or a listing read before a lookup's charge and applied after
+// its refund would lift the mirror above the DICT. Use it for one read of
+// the DICT.
 type Watch struct {
 	holds  *Holds
 	landed map[throttle.Key]int64 // under holds.mu
@@ -99,8 +101,9 @@ func (w *Watch) Stop() {
 }
 
 // Held returns the tokens held from key by requests in flight now plus
-// those of the requests that landed since the Watch started: what a sync
-// of key to a balance the DICT read meanwhile leaves out.
+// what the mirror kept of the requests that landed since the Watch
+// started: what a sync of key to a balance the DICT read meanwhile leaves
+// out.
 func (w *Watch) Held(key throttle.Key) int64 {
 	if w == nil {
 		return 0
@@ -108,6 +111,12 @@ func (w *Watch) Held(key throttle.Key) int64 {
 	w.holds.mu.Lock()
 	defer w.holds.mu.Unlock()
 	return w.holds.held[key] + w.landed[key]
+}
+
+// HeldBut is Held without r's own hold (r in flight: a request syncing
+// after its own answer leaves the rest out, not itself).
+func (w *Watch) HeldBut(key throttle.Key, r Reservation) int64 {
+	return max(w.Held(key)-r.flight.heldBy(key), 0)
 }
 
 // flight is one request's entry in Holds, removed once.
@@ -145,8 +154,16 @@ func (h *Holds) add(keys []throttle.Key, reserved []int64) *flight {
 	return &flight{holds: h, keys: keys, reserved: reserved}
 }
 
-// done removes f's holds, once (a nil f is nothing).
-func (f *flight) done() {
+// done removes f's holds, once (a nil f is nothing), counting each whole
+// hold as landed in the running Watches: the DICT may have charged up to it.
+func (f *flight) done() { f.land(nil) }
+
+// land removes f's holds, once (a nil f is nothing). kept[i], when kept is
+// not nil, is what the settle left charged to keys[i] (the outcome's cost:
+// 0 for a 429, 1 for a found lookup's participant); the running Watches
+// count that, not the hold: the DICT charged at most what the mirror kept,
+// and a balance it read before that charge is above it by no more.
+func (f *flight) land(kept []int64) {
 	if f == nil {
 		return
 	}
@@ -161,8 +178,12 @@ func (f *flight) done() {
 		if h.held[k] -= f.reserved[i]; h.held[k] <= 0 {
 			delete(h.held, k)
 		}
+		n := f.reserved[i]
+		if kept != nil {
+			n = max(kept[i], 0)
+		}
 		for w := range h.watches {
-			w.landed[k] += f.reserved[i]
+			w.landed[k] += n
 		}
 	}
 }
@@ -322,6 +343,10 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	now := m.Limiter.Now()
+	var kept []int64 // nil: the whole hold (a transport error keeps it)
+	if outcome != OutcomeTransportError {
+		kept = make([]int64, len(r.Keys))
+	}
 	for i, k := range r.Keys {
 		if outcome == OutcomeTransportError {
 			break
@@ -334,6 +359,7 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 			}
 			cost += m.flightRefill(r, i, cost, now)
 		}
+		kept[i] = cost
 		switch delta := r.Reserved[i] - cost; {
 		case delta < 0:
 			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerPenalty, Ref: r.Ref})
@@ -347,14 +373,14 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {
-		r.Landed()
+		r.flight.land(kept)
 		return nil, nil
 	}
 	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}
-	r.Landed()
+	r.flight.land(kept)
 	return out, nil
 }
 

@@ -56,6 +56,67 @@ type Reservation struct {
 type Holds struct {
 	mu   sync.Mutex
 	held map[throttle.Key]int64
+	// watches are the Watches not yet stopped: each counts the holds that
+	// land while it runs.
+	watches map[*Watch]struct{}
+}
+
+// Watch counts the requests that land between Holds.Watch and Stop. A
+// balance the DICT read in that time may or may not count those requests
+// (the DICT charges as it answers): a sync to it leaves out what the mirror
+// kept of each (its settled cost; the whole hold when the outcome is
+// unknown), or a listing read before a lookup's charge and applied after
+// its refund would lift the mirror above the DICT. Use it for one read of
+// the DICT.
+type Watch struct {
+	holds  *Holds
+	landed map[throttle.Key]int64 // under holds.mu
+}
+
+// Watch starts counting the holds that land; call it before the request
+// whose balance will be synced is sent, and Stop once the sync is done.
+// A nil Holds returns a nil *Watch, which counts nothing.
+func (h *Holds) Watch() *Watch {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := &Watch{holds: h, landed: make(map[throttle.Key]int64)}
+	if h.watches == nil {
+		h.watches = make(map[*Watch]struct{})
+	}
+	h.watches[w] = struct{}{}
+	return w
+}
+
+// Stop ends the count.
+func (w *Watch) Stop() {
+	if w == nil {
+		return
+	}
+	w.holds.mu.Lock()
+	defer w.holds.mu.Unlock()
+	delete(w.holds.watches, w)
+}
+
+// Held returns the tokens held from key by requests in flight now plus
+// what the mirror kept of the requests that landed since the Watch
+// started: what a sync of key to a balance the DICT read meanwhile leaves
+// out.
+func (w *Watch) Held(key throttle.Key) int64 {
+	if w == nil {
+		return 0
+	}
+	w.holds.mu.Lock()
+	defer w.holds.mu.Unlock()
+	return w.holds.held[key] + w.landed[key]
+}
+
+// HeldBut is Held without r's own hold (r in flight: a request syncing
+// after its own answer leaves the rest out, not itself).
+func (w *Watch) HeldBut(key throttle.Key, r Reservation) int64 {
+	return max(w.Held(key)-r.flight.heldBy(key), 0)
 }
 
 // flight is one request's entry in Holds, removed once.
@@ -93,8 +154,16 @@ func (h *Holds) add(keys []throttle.Key, reserved []int64) *flight {
 	return &flight{holds: h, keys: keys, reserved: reserved}
 }
 
-// done removes f's holds, once (a nil f is nothing).
-func (f *flight) done() {
+// done removes f's holds, once (a nil f is nothing), counting each whole
+// hold as landed in the running Watches: the DICT may have charged up to it.
+func (f *flight) done() { f.land(nil) }
+
+// land removes f's holds, once (a nil f is nothing). kept[i], when kept is
+// not nil, is what the settle left charged to keys[i] (the outcome's cost:
+// 0 for a 429, 1 for a found lookup's participant); the running Watches
+// count that, not the hold: the DICT charged at most what the mirror kept,
+// and a balance it read before that charge is above it by no more.
+func (f *flight) land(kept []int64) {
 	if f == nil {
 		return
 	}
@@ -108,6 +177,13 @@ func (f *flight) done() {
 	for i, k := range f.keys {
 		if h.held[k] -= f.reserved[i]; h.held[k] <= 0 {
 			delete(h.held, k)
+		}
+		n := f.reserved[i]
+		if kept != nil {
+			n = max(kept[i], 0)
+		}
+		for w := range h.watches {
+			w.landed[k] += n
 		}
 	}
 }
@@ -267,6 +343,10 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	now := m.Limiter.Now()
+	var kept []int64 // nil: the whole hold (a transport error keeps it)
+	if outcome != OutcomeTransportError {
+		kept = make([]int64, len(r.Keys))
+	}
 	for i, k := range r.Keys {
 		if outcome == OutcomeTransportError {
 			break
@@ -279,6 +359,7 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 			}
 			cost += m.flightRefill(r, i, cost, now)
 		}
+		kept[i] = cost
 		switch delta := r.Reserved[i] - cost; {
 		case delta < 0:
 			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerPenalty, Ref: r.Ref})
@@ -292,14 +373,14 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {
-		r.Landed()
+		r.flight.land(kept)
 		return nil, nil
 	}
 	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}
-	r.Landed()
+	r.flight.land(kept)
 	return out, nil
 }
 

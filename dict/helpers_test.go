@@ -47,6 +47,9 @@ type envConfig struct {
 	SimCategory, LocalCategory string
 	// Latency is the simulator's answer latency (0: none).
 	Latency time.Duration
+	// Gate, when set, stands in front of the simulator (it is given the
+	// simulator to pass requests on to): a test's hold on chosen requests.
+	Gate func(sim http.Handler) http.Handler
 }
 
 func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
@@ -67,7 +70,11 @@ func newEnv(t *testing.T, engine sqlstore.Engine, cfg envConfig) *env {
 		Logger:      quiet,
 	})
 	require.NoError(t, err)
-	hs := httptest.NewServer(sim)
+	var h http.Handler = sim
+	if cfg.Gate != nil {
+		h = cfg.Gate(sim)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		hs.Close()
 		require.NoError(t, sim.Close())

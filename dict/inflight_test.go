@@ -3,6 +3,7 @@ package dict_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,56 +28,114 @@ import (
 // DICT's number with the hold still taken, and the refund lifted the
 // mirror above the DICT (47 against 44).
 //
-// The test depends on timing (400 ms latency) only for which of the two
-// cases it exercises; both end at or below the DICT.
+// A listing the DICT read before the lookup's charge but applied after the
+// lookup's refund leaves out what the lookup kept charged (1): the mirror
+// cannot tell whether the DICT counted the lookup and would be stricter by
+// that much if it had. Before, it was synced to the listing's 45 with the
+// DICT at 44.
+//
+// A gate in front of the simulator holds one request until the other has
+// ended, so each order is played whatever the machine's load.
 func TestSyncLeavesHoldsInFlightOut(t *testing.T) {
-	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-		e := newEnv(t, engine, envConfig{SimCategory: "H", Latency: 400 * time.Millisecond})
-		// Another app instance, with a mirror of its own, spends 5 of the
-		// participant's tokens at the DICT.
-		other := e.newClient(mustLimiter(t, e), nil)
-		var wg sync.WaitGroup
-		for i := range 5 {
-			wg.Go(func() {
-				_, err := other.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(100 + i)})
-				require.NoError(t, err)
+	tests := []struct {
+		name string
+		// hold is the request the gate holds until the other one ends:
+		// the lookup before it reaches the DICT, or the listing's answer
+		// after the DICT read it.
+		hold  string
+		local int64
+	}{
+		{"ListingWhileLookupInFlight", "/entries/", 44},
+		{"ListingReadBeforeChargeAppliedAfterRefund", "/policies/", 45 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+				held := make(chan struct{}, 1)
+				release := make(chan struct{})
+				var armed atomic.Bool // the next matching request is held
+				gate := func(sim http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						listing := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/policies/")
+						lookup := r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/")
+						if !(tt.hold == "/policies/" && listing || tt.hold == "/entries/" && lookup) || !armed.CompareAndSwap(true, false) {
+							sim.ServeHTTP(w, r)
+							return
+						}
+						rec := httptest.NewRecorder()
+						if tt.hold == "/policies/" {
+							sim.ServeHTTP(rec, r) // read now, answered later
+						}
+						held <- struct{}{}
+						select {
+						case <-release:
+						case <-time.After(30 * time.Second):
+						}
+						if tt.hold != "/policies/" {
+							sim.ServeHTTP(w, r)
+							return
+						}
+						maps.Copy(w.Header(), rec.Header())
+						w.WriteHeader(rec.Code)
+						_, _ = w.Write(rec.Body.Bytes())
+					})
+				}
+				e := newEnv(t, engine, envConfig{SimCategory: "H", Gate: gate})
+				// Another app instance, with a mirror of its own, spends 5
+				// of the participant's tokens at the DICT.
+				other := e.newClient(mustLimiter(t, e), nil)
+				for i := range 5 {
+					_, err := other.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(100 + i)})
+					require.NoError(t, err)
+				}
+				require.Equal(t, int64(45), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+				require.Equal(t, int64(50), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+				reconcile := func() error {
+					res, err := e.client.Reconcile(e.ctx)
+					if err == nil && !res.Decision.Allowed {
+						err = errors.New("reconcile refused locally")
+					}
+					return err
+				}
+				lookup := func() error {
+					res, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: cpfPF})
+					if err == nil && !res.Decision.Allowed {
+						err = errors.New("lookup refused locally")
+					}
+					return err
+				}
+				first, second := lookup, reconcile // the held one first
+				if tt.hold == "/policies/" {
+					first, second = reconcile, lookup
+				}
+				armed.Store(true)
+				done := make(chan error, 1)
+				go func() { done <- first() }()
+				select {
+				case <-held:
+				case err := <-done:
+					t.Fatalf("the held request ended (%v) before the gate held it", err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the gate held nothing within 10 s")
+				}
+				require.NoError(t, second())
+				close(release)
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the held request did not end within 10 s of its release")
+				}
+
+				require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+				local := e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb)
+				require.LessOrEqual(t, local, int64(44), "the mirror is never above the DICT")
+				require.Equal(t, tt.local, local)
+				require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
 			})
-		}
-		wg.Wait()
-		require.Equal(t, int64(45), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
-		require.Equal(t, int64(50), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
-
-		// The reconciliation is answered 400 ms after it is sent; the lookup
-		// is sent 150 ms after it and charged 400 ms later: the listing says
-		// 45 while the lookup holds 3 in flight.
-		done := make(chan error, 1)
-		go func() {
-			res, err := e.client.Reconcile(e.ctx)
-			if err == nil && !res.Decision.Allowed {
-				err = errors.New("reconcile refused locally")
-			}
-			done <- err
-		}()
-		time.Sleep(150 * time.Millisecond)
-		res, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: cpfPF})
-		require.NoError(t, err)
-		require.True(t, res.Decision.Allowed)
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("the reconciliation did not end within 10 s")
-		}
-
-		// 44 when the listing came before the lookup's charge (as planned);
-		// on a slow machine it may come after it, and the mirror is then up
-		// to the hold (3) stricter. Never above the DICT.
-		require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
-		local := e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb)
-		require.LessOrEqual(t, local, int64(44), "the mirror is never above the DICT")
-		require.GreaterOrEqual(t, local, int64(44-3), "stricter by at most the hold")
-		require.Equal(t, int64(0), e.stats().Total(http.StatusTooManyRequests))
-	})
+		})
+	}
 }
 
 // mustLimiter returns a limiter of e's catalog over a store of its own

@@ -45,6 +45,8 @@ type ReconcileResult struct {
 // Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	before := c.catalog.Category() // the Transport learns the answer's category
+	held := c.meter.Holds.Watch()
+	defer held.Stop()
 	listed, err := c.ListBucketStates(ctx)
 	if err != nil || !listed.Decision.Allowed {
 		return ReconcileResult{Decision: listed.Decision}, err
@@ -88,9 +90,14 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s: local %d/%ds capacity %d, remote %d/%ds capacity %d",
 				p.Name, local.RefillTokens, int64(local.RefillPeriod/time.Second), local.Capacity, p.RefillTokens, p.RefillPeriodSec, p.Capacity))
 		}
-		// The requests this process has in flight are not in the DICT's
-		// number yet (it charges when it answers): their holds stay out.
-		tokens := p.AvailableTokens - c.meter.Holds.InFlight(key)
+		// The requests this process has in flight, or had since the
+		// listing was sent, may not be in the DICT's number (it charges
+		// when it answers): their holds stay out. The listing's own hold
+		// on POLICIES_LIST landed meanwhile but is in the number.
+		tokens := p.AvailableTokens - held.Held(key)
+		if p.Name == PolicyPoliciesList {
+			tokens = p.AvailableTokens - c.meter.Holds.InFlight(key)
+		}
 		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "reconcile " + remote.CorrelationID})
 	}
 	if len(targets) == 0 {
@@ -125,6 +132,9 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // a tick ready with the cancellation: no pass
+			return ctx.Err()
 		}
 		res, err := c.Reconcile(ctx)
 		switch {
@@ -180,6 +190,8 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		}
 	}
 	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
+	held := c.meter.Holds.Watch()
+	defer held.Stop()
 	res, err := c.GetBucketState(ctx, key.Policy)
 	switch {
 	case err != nil:
@@ -189,7 +201,7 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
 		return
 	}
-	tokens := res.Response.Policy.AvailableTokens - c.meter.Holds.InFlight(key)
+	tokens := res.Response.Policy.AvailableTokens - held.Held(key)
 	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
 		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
 	}

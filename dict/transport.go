@@ -394,8 +394,12 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 			}
 		}
 	}
-	// The participant's state is asked for outside syncMu (a round trip).
+	// The participant's state is asked for outside syncMu (a round trip):
+	// the holds that land meanwhile may or may not be in the DICT's number
+	// (held counts them) and stay out of the sync, as Reconcile's do.
 	participantKnown, available := false, int64(0)
+	held := m.Holds.Watch()
+	defer held.Stop()
 	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
 		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
 	}
@@ -414,7 +418,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	if len(targets) == 0 {
 		targets = []throttle.SyncTarget{empty(keys[0])}
 		if participantKnown {
-			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - m.InFlightBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.HeldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
 			if available < 1 {
 				// The participant's bucket was the empty one: the payer
 				// is left as the DICT has it.

@@ -3,8 +3,12 @@ package report
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // ReadAnswer reads one line from r (a prompt's answer; "" at the end of
@@ -44,4 +48,27 @@ func Shorten(s string, n int) string {
 	}
 	half := (n - 1) / 2
 	return string(r[:half]) + "…" + string(r[len(r)-(n-1-half):])
+}
+
+// Watch draws with draw every period until ctx ends, as "balde buckets
+// list --watch" does: on a terminal it clears the screen first, then a line
+// says the period and the time (clock's, in tr's language). An ended ctx
+// is the normal end of a watch (nil, also when it ends during a draw);
+// draw's other errors stop it.
+func Watch(ctx context.Context, w io.Writer, tr *i18n.Printer, clock Clock, every time.Duration, draw func() error) error {
+	for {
+		if IsTerminal(w) {
+			fmt.Fprint(w, "\033[H\033[2J") // home, clear
+		}
+		fmt.Fprintln(w, tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, tr.Time(clock.Time())))
+		if err := draw(); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C during a draw
+			}
+			return err
+		}
+		if err := clock.Sleep(ctx, every); err != nil {
+			return nil // interrupted: the normal end of a watch
+		}
+	}
 }

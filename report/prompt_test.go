@@ -1,14 +1,18 @@
 package report_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 func TestReadAnswer(t *testing.T) {
@@ -62,5 +66,48 @@ func TestShorten(t *testing.T) {
 		got := report.Shorten(tc.in, tc.n)
 		require.Equal(t, tc.want, got)
 		require.LessOrEqual(t, len([]rune(got)), tc.n)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	tr := i18n.New(i18n.English, time.UTC)
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	drawErr := errors.New("store down")
+	tests := []struct {
+		name      string
+		sleeps    int // sleeps before ctx ends
+		draw      func(n int, cancel context.CancelFunc) error
+		wantDraws int
+		wantErr   error
+	}{
+		{"until ctx ends", 2, func(int, context.CancelFunc) error { return nil }, 3, nil},
+		{"a draw fails", 5, func(n int, _ context.CancelFunc) error {
+			if n == 2 {
+				return drawErr
+			}
+			return nil
+		}, 2, drawErr},
+		{"ctx ends during a draw", 5, func(_ int, cancel context.CancelFunc) error { cancel(); return context.Canceled }, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			slept := 0
+			clock := report.NewClock(func() time.Time { return at }, func(ctx context.Context, d time.Duration) error {
+				require.Equal(t, 2*time.Second, d)
+				if slept++; slept > tt.sleeps {
+					return context.Canceled
+				}
+				return ctx.Err()
+			})
+			var out bytes.Buffer
+			draws := 0
+			err := report.Watch(ctx, &out, tr, clock, 2*time.Second, func() error { draws++; return tt.draw(draws, cancel) })
+			require.ErrorIs(t, err, tt.wantErr)
+			require.Equal(t, tt.wantDraws, draws)
+			require.Equal(t, tt.wantDraws, strings.Count(out.String(), "every 2s, at "), "one header per draw")
+			require.NotContains(t, out.String(), "\033[2J", "no screen clearing off a terminal")
+		})
 	}
 }

@@ -20,10 +20,12 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -153,6 +155,25 @@ func (s Summary) Text(tr *i18n.Printer) string {
 		line += tr.Sprintf("; interrupted, %d not processed", s.NotProcessed)
 	}
 	return line
+}
+
+// Err is the summary as an error for the one who ran the batch what:
+// nil when every item is done (Undone is 0), else "WHAT: 4 of 5 not done:
+// 2 blocked, 1 failed, 1 not processed (interrupted)" in tr's language.
+func (s Summary) Err(what string, tr *i18n.Printer) error {
+	if s.Undone() == 0 {
+		return nil
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{s.Blocked, "%d blocked"}, {s.Failed, "%d failed"}, {s.Invalid, "%d invalid"}, {s.NotProcessed, "%d not processed (interrupted)"}} {
+		if p.n > 0 {
+			parts = append(parts, tr.Sprintf(p.what, p.n))
+		}
+	}
+	return errors.New(tr.Sprintf("%s: %d of %d not done: %s", what, s.Undone(), s.Total, strings.Join(parts, ", ")))
 }
 
 // FormatSeconds renders seconds as a Go duration rounded for people.

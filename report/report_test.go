@@ -14,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // fakeClock is a clock whose sleeps only advance it, recording each.
@@ -115,4 +116,11 @@ func TestReporterBarDuringWaits(t *testing.T) {
 	r2.Waiting(12*time.Minute, "blocked")
 	require.ErrorIs(t, bc2.Sleep(context.Background(), 12*time.Minute), context.Canceled)
 	require.Equal(t, 1.0, r2.Finish(true, 1).WaitS)
+}
+
+func TestSummaryErr(t *testing.T) {
+	tr := i18n.New(i18n.English, nil)
+	require.NoError(t, report.Summary{Total: 2, Sent: 1, Skipped: 1}.Err("x", tr), "skipped is done")
+	err := report.Summary{Total: 6, Sent: 1, Blocked: 2, Failed: 1, Invalid: 1, NotProcessed: 1, Interrupted: true}.Err("x", tr)
+	require.EqualError(t, err, "x: 5 of 6 not done: 2 blocked, 1 failed, 1 invalid, 1 not processed (interrupted)")
 }

@@ -4,7 +4,8 @@ non-blank, non-comment lines of cmd/balde an embedding application had to
 copy at commit 323f305 (the declarations since moved into the module), and
 the non-blank, non-comment lines of the runnable example that does the same
 now (example_uses_test.go). The rows of the third pass count from b89b040,
-where that pass started (example_show_test.go). Run from the repository's root:
+where that pass started (example_show_test.go), and the fourth pass's from
+a0441fc and e006a33 (example_fourth_test.go). Run from the repository's root:
 
     python3 scripts/embed-lines.py
 """
@@ -64,3 +65,17 @@ for use,files in before3.items():
         for nm in names: n+=decl_lines(t,nm)
     path,name=after3[use]
     print(f'{use:14s} copied from cmd/balde at {BASE3}: {n:4d} lines; example body now: {body(src(path),name):3d} lines')
+
+# Fourth pass: what sifen-send's run and buckets reset kept in cmd/balde
+# (at a0441fc, where that pass started; the reset as e006a33 merged it,
+# with its reason and audit entry, prompt included).
+before4={
+ 'sifen-send run': ('a0441fc','cmd/balde/sifen_send.go',['parseDocuments','sifenBatch','finish','run','interrupted','draw','result','follow','drawFollow']),
+ 'buckets reset': ('e006a33','cmd/balde/buckets.go',['reset','defaultActor']),
+}
+after4={'sifen-send run':'Example_sifenSendReport','buckets reset':'Example_bucketsReset'}
+ex4=src('example_fourth_test.go')
+for use,(rev,f,names) in before4.items():
+    t=src(f,rev)
+    n=sum(decl_lines(t,nm) for nm in names)
+    print(f'{use:14s} copied from cmd/balde at {rev}: {n:4d} lines; example body now: {body(ex4,after4[use]):3d} lines')

@@ -272,9 +272,10 @@ func resultText(r DEResult) string {
 }
 
 // RunPoll calls Poll every `every` until ctx ends, passing each pass's
-// outcomes to report (which may be nil). Lots are queried only when their
-// query is due (ConsultaInterval after the send, then between queries), so
-// a short period costs only one read of the lots.
+// outcomes to report (which may be nil), those of a pass that ctx cut
+// short included (without the cancellation as an error). Lots are queried
+// only when their query is due (ConsultaInterval after the send, then
+// between queries), so a short period costs only one read of the lots.
 func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([]LotOutcome, error)) {
 	if every <= 0 {
 		return
@@ -284,10 +285,15 @@ func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([
 	for {
 		out, err := s.Poll(ctx)
 		if ctx.Err() != nil {
-			return // stopping is no failure of the pass it cut short
+			err = nil // stopping is no failure of the pass it cut short
 		}
+		// The lots the pass did query are reported even when ctx ended
+		// meanwhile: their documents were updated.
 		if report != nil && (len(out) > 0 || err != nil) {
 			report(out, err)
+		}
+		if ctx.Err() != nil {
+			return
 		}
 		select {
 		case <-ctx.Done():

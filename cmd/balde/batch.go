@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/report"
@@ -57,26 +55,14 @@ func (w *waitFlags) progressTo(m *Main, mode report.Mode) io.Writer {
 	return nil
 }
 
-// batchExit is a batch's error from its summary: nil when every item is
-// done, exit code 1 naming what is not, in tr's language.
+// batchExit is a batch's error from its summary (report.Summary.Err):
+// nil when every item is done, else exit code 1 naming what is not.
 func batchExit(cmd string, s report.Summary, tr *i18n.Printer) error {
-	if s.Undone() == 0 {
-		return nil
+	if err := s.Err(cmd, tr); err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
 	}
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		what string
-	}{{s.Blocked, "%d blocked"}, {s.Failed, "%d failed"}, {s.Invalid, "%d invalid"}, {s.NotProcessed, "%d not processed (interrupted)"}} {
-		if p.n > 0 {
-			parts = append(parts, tr.Sprintf(p.what, p.n))
-		}
-	}
-	return &ExitError{Code: ExitFailed, Err: errors.New(tr.Sprintf("%s: %d of %d not done: %s", cmd, s.Undone(), s.Total, strings.Join(parts, ", ")))}
+	return nil
 }
 
-// Shorthands of package report for the commands.
-var (
-	writeJSONLine = report.WriteJSONLine
-	isTerminal    = report.IsTerminal
-)
+// writeJSONLine is report.WriteJSONLine.
+var writeJSONLine = report.WriteJSONLine

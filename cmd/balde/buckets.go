@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/report"
-	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
@@ -49,7 +45,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	sortBy := fs.String("sort", "key", "list: key, severity (worst first), last_send (newest first) or tokens (emptiest first)")
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
-	actor := fs.String("actor", defaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
+	actor := fs.String("actor", balde.DefaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
@@ -209,18 +205,6 @@ func keyUsage(action string, err error) error {
 	return nil
 }
 
-// defaultActor is $USER@hostname, or "cli".
-func defaultActor(getenv func(string) string) string {
-	user := getenv("USER")
-	if user == "" {
-		return "cli"
-	}
-	if host, err := os.Hostname(); err == nil && host != "" {
-		return user + "@" + host
-	}
-	return user
-}
-
 // bucketsCmd runs one buckets action.
 type bucketsCmd struct {
 	m    *Main
@@ -240,25 +224,11 @@ type listOptions struct {
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
 func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
-	clock := b.m.batchClock()
-	for {
-		if isTerminal(b.m.Stdout) {
-			fmt.Fprint(b.m.Stdout, "\033[H\033[2J") // home, clear
-		}
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("every %s, at %s (Ctrl-C to stop)", every, b.tr.Time(clock.Time())))
-		if err := b.list(ctx, lo); err != nil {
-			if ctx.Err() != nil {
-				return nil // Ctrl-C during a draw
-			}
-			return err
-		}
-		if err := clock.Sleep(ctx, every); err != nil {
-			return nil // interrupted: the normal end of a watch
-		}
-	}
+	return report.Watch(ctx, b.m.Stdout, b.tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
 }
 
-// list prints one page of stored buckets, refilled to now.
+// list prints one page of stored buckets, refilled to now
+// (report.WriteBuckets), or its JSON (/api/buckets').
 func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
 	if err != nil {
@@ -270,44 +240,11 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		writeJSONLine(b.m.Stdout, out)
 		return nil
 	}
-	if len(page.States) == 0 {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
-		return nil
-	}
-	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
-	if b.wide {
-		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS"))
-	} else {
-		fmt.Fprintln(tw, b.tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
-	}
-	for _, st := range page.States {
-		v := web.ViewBucket(b.tr, st, b.scope)
-		if b.wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.Scope, st.Key.Identifier, st.Key.Env,
-				st.Tokens, v.Capacity, v.Refill, v.Severity, v.Wait, v.LastSend, st.SendCount)
-			continue
-		}
-		last := b.tr.Sprintf("never")
-		if !st.LastSentAt.IsZero() {
-			last = b.tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, report.Shorten(st.Key.Identifier, 24), st.Key.Env,
-			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.Partial {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("partial: the filter read %s rows", strconv.Itoa(inspect.MaxScan)))
-	}
-	if page.Next != "" {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("more: add --after %s", page.Next))
-	}
-	return nil
+	return report.WriteBuckets(b.m.Stdout, b.tr, page, b.wide, b.scope)
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
-// recent ledger rows.
+// recent ledger rows (report.WriteBucket, report.WriteLedger).
 func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
 	st, err := b.eng.limiter.State(ctx, key)
 	if err != nil {
@@ -324,71 +261,25 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		writeJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
 		return nil
 	}
-	b.printState(st)
-	fmt.Fprintln(b.m.Stdout, "\n"+b.tr.Sprintf("ledger (newest first, at most %d):", limit))
-	if len(entries) == 0 {
-		fmt.Fprintln(b.m.Stdout, "  "+b.tr.Sprintf("no rows"))
-		return nil
-	}
-	tw := tabwriter.NewWriter(b.m.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  "+b.tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
-	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, b.tr.Time(e.At), b.tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
-	}
-	return tw.Flush()
+	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
+	return report.WriteLedger(b.m.Stdout, b.tr, entries, limit)
 }
 
-// printState prints a bucket as "field: value" lines.
-func (b bucketsCmd) printState(st throttle.BucketState) {
-	v := web.ViewBucket(b.tr, st, b.scope)
-	w := tabwriter.NewWriter(b.m.Stdout, 0, 0, 1, ' ', 0)
-	tr := b.tr
-	stored := tr.Sprintf("yes")
-	if !st.Stored {
-		stored = tr.Sprintf("no (a key with no row is a full bucket)")
-	}
-	// Waits keep their Go form (8s, 4m12s); "now" is translated.
-	wait := func(d time.Duration) string {
-		if d <= 0 {
-			return tr.Sprintf("now")
-		}
-		return tr.Sprintf("in %s", web.FormatWait(d))
-	}
-	for _, row := range [][2]string{
-		{tr.Sprintf("bucket"), st.Key.String()},
-		{tr.Sprintf("scope"), v.Scope},
-		{tr.Sprintf("stored"), stored},
-		{tr.Sprintf("tokens"), tr.Sprintf("%s of %s", strconv.FormatInt(st.Tokens, 10), v.Capacity)},
-		{tr.Sprintf("refill"), v.Refill},
-		{tr.Sprintf("policy"), v.Policy},
-		{tr.Sprintf("severity"), v.Severity},
-		{tr.Sprintf("cooldown/block"), v.Wait},
-		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
-		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
-		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
-	} {
-		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
-	}
-	_ = w.Flush()
-}
-
-// reset fills a stored bucket and clears its cooldown and block, after a
-// confirmation read from stdin unless yes, and records it in the audit
-// trail as cli:ACTOR with the reason.
+// reset fills a stored bucket and clears its cooldown and block
+// (balde.Engine.ResetBucket), after a confirmation read from stdin unless
+// yes; it is recorded in the audit trail as cli:ACTOR with the reason.
 func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason string, yes bool) error {
-	st, err := b.eng.limiter.State(ctx, key)
-	if err != nil {
+	st, err := b.eng.CheckReset(ctx, key, reason)
+	switch {
+	case errors.Is(err, balde.ErrNotStored):
+		return UsageError("buckets reset: no stored bucket %s (a key with no row is already full)", key)
+	case errors.Is(err, balde.ErrNoReason):
+		return UsageError("buckets reset: --reason is required (it is recorded in the audit trail)")
+	case err != nil:
 		return err
 	}
-	if !st.Stored {
-		return UsageError("buckets reset: no stored bucket %s (a key with no row is already full)", key)
-	}
-	if strings.TrimSpace(reason) == "" {
-		return UsageError("buckets reset: --reason is required (it is recorded in the audit trail)")
-	}
 	if !yes {
-		b.printState(st)
+		report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
 		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
 		if err != nil {
@@ -400,24 +291,22 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
 		}
 	}
-	after, err := b.eng.limiter.Reset(ctx, key, actor)
-	if err != nil {
+	r, err := b.eng.ResetBucket(ctx, key, actor, reason)
+	if errors.Is(err, balde.ErrResetNotAudited) {
+		return fmt.Errorf("buckets reset: %w", err)
+	} else if err != nil {
 		return err
-	}
-	if _, err := b.eng.Audit().Record(ctx, audit.Entry{User: audit.CLIUser(actor), Action: audit.ActionReset, Target: key.String(),
-		Reason: reason, Outcome: audit.ResetOutcome(st.Tokens, after.Tokens)}); err != nil {
-		return fmt.Errorf("buckets reset: %s was reset but not recorded in the audit trail: %w", key, err)
 	}
 	if b.json {
 		writeJSONLine(b.m.Stdout, struct {
 			Bucket       web.APIBucket `json:"bucket"`
 			TokensBefore int64         `json:"tokens_before"`
 			Actor        string        `json:"actor"`
-		}{web.NewAPIBucket(after, b.scope), st.Tokens, actor})
+		}{web.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
 		return nil
 	}
-	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(st.Tokens, 10), strconv.FormatInt(after.Tokens, 10), actor))
-	if key.Policy == sifen.PolicyRecepcionLote {
+	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(r.Before.Tokens, 10), strconv.FormatInt(r.After.Tokens, 10), actor))
+	if r.RemoteBlockStays {
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
 	}
 	return nil

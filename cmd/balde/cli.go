@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web/i18n"
 )
@@ -183,27 +183,8 @@ func UsageError(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...), format: format, args: args}
 }
 
-// oneLine is s on one line, without the internal package prefixes
-// ("sqlstore: ", "migrate: ", "throttle: ") that wrapping adds on the way
-// up: they say where in balde an error passed, which the operator reading
-// the line does not need.
-func oneLine(s string) string {
-	words := strings.Fields(s)
-	out := words[:0]
-	for _, w := range words {
-		if internalPrefixes[w] {
-			continue
-		}
-		out = append(out, w)
-	}
-	return strings.Join(out, " ")
-}
-
-// internalPrefixes are the error prefixes of balde's packages.
-var internalPrefixes = map[string]bool{
-	"sqlstore:": true, "migrate:": true, "migrations:": true, "throttle:": true,
-	"web:": true, "webhook:": true, "engine:": true, "groupcommit:": true, "balde:": true,
-}
+// oneLine is report.OneLine: an error on one line.
+var oneLine = report.OneLine
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
 // prints usage (with the command's example) to its output: m.Stdout, since

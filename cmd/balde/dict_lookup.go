@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/report"
@@ -96,49 +94,18 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
 	rep.Progress = wf.progressTo(m, mode)
-	// The batch's lookups run side by side: their waits go straight to the
-	// underlying sleep (the reporter's countdown is for one wait at a
-	// time), and each delivered result adds its own wait to the summary.
-	sleep := clock.BaseSleep()
-	batch := dict.Batch{
-		Client:  client,
-		Wait:    wait,
-		MaxWait: maxWait,
-		Senders: *senders,
-		Sleep:   sleep,
-		Progress: func(ev dict.BatchEvent) {
-			if ev.Kind == dict.BatchWaiting {
-				rep.Waiting(ev.Wait, rep.Tr.Sprintf("%s on %s", rep.Tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
-			}
-		},
+	lookup := report.DictLookup{Client: client, Wait: wait, MaxWait: maxWait, Senders: *senders, Reporter: rep}
+	if out != nil {
+		lookup.Out = out
 	}
-	delivered := 0
-	var outErr error
-	err = batch.Run(ctx, reqs, func(res dict.BatchResult) error {
-		rec := lookupRecordOf(res, wait, maxWait, rep)
-		delivered++
-		rep.AddWait(res.Waited)
-		rep.Item(report.Result(rec.Result), rec.line(), rec.LookupRecord)
-		if out != nil {
-			if err := out.Write(rec.LookupRecord); err != nil {
-				outErr = fmt.Errorf("dict-lookup: --out: %w", err)
-				return outErr
-			}
-		}
-		return nil
-	})
-	switch {
-	case outErr != nil:
-		rep.Finish(false, len(reqs)-delivered)
-		return outErr
-	case ctx.Err() != nil:
-		rep.Finish(true, len(reqs)-delivered)
-		return batchExit("dict-lookup", rep.Summary(), rep.Tr)
-	case err != nil:
-		rep.Finish(false, len(reqs)-delivered)
+	sum, err := lookup.Run(ctx, reqs)
+	var oe *report.OutputError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("dict-lookup: --out: %w", oe.Err)
+	} else if err != nil {
 		return err
 	}
-	return batchExit("dict-lookup", rep.Finish(false, 0), rep.Tr)
+	return batchExit("dict-lookup", sum, rep.Tr)
 }
 
 // readLookups reads path ("-" is stdin) with dict.ReadLookupRequests: one
@@ -180,53 +147,5 @@ func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, erro
 	return reqs, nil
 }
 
-// lookupRecord is a lookup's dict.LookupRecord (the JSON line with
-// --json, the row or object of --out) with its message in the reader's
-// language for the plain line.
-type lookupRecord struct {
-	dict.LookupRecord
-	said string
-}
-
-// line renders the record for the plain output.
-func (r lookupRecord) line() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-7s %s payer=%s status=%d", r.Result, r.Key, r.Payer, r.Status)
-	if r.Reason != "" {
-		fmt.Fprintf(&b, " reason=%s", r.Reason)
-	}
-	if r.RetryAfterS > 0 {
-		fmt.Fprintf(&b, " retry_after=%s", report.FormatSeconds(r.RetryAfterS))
-	}
-	if r.WaitS > 0 {
-		fmt.Fprintf(&b, " wait=%s", report.FormatSeconds(r.WaitS))
-	}
-	if r.OwnerName != "" {
-		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
-	}
-	if r.said != "" {
-		fmt.Fprintf(&b, " %q", r.said)
-	} else if r.Message != "" {
-		fmt.Fprintf(&b, " %q", r.Message)
-	}
-	return b.String()
-}
-
-// lookupRecordOf turns a lookup's result into its record
-// (dict.NewLookupRecord), naming --max-wait when a refusal's wait was
-// beyond it.
-func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *report.Reporter) lookupRecord {
-	rec := lookupRecord{LookupRecord: dict.NewLookupRecord(res)}
-	tr := rep.Tr
-	switch {
-	case rec.Message == dict.MsgLookupInterrupted, rec.Message == dict.MsgNoEntry:
-		rec.said = tr.Sprintf(rec.Message)
-	case rec.Result == dict.LookupBlocked:
-		rec.said = tr.Sprintf(dict.MsgLookupRefused, res.Decision.Key)
-		if wait {
-			rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-			rec.said += tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-		}
-	}
-	return rec
-}
+// lookupRecord is a lookup's JSON line.
+type lookupRecord = dict.LookupRecord

@@ -483,27 +483,47 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 // DICT has charged its 404 but before the answer arrived leaves the mirror
 // no more generous than the DICT: the hold already counted the worst case.
 // (With the old 1-token reservation the mirror kept 99 tokens where the
-// DICT had 80.)
+// DICT had 80.) A gate in front of the simulator lets the lookup be charged
+// and keeps its answer until the connection closes, so the kill always
+// lands mid-request however slow the machine.
 func TestDictLookupKilledMidRequest(t *testing.T) {
 	sim, err := dictsim.NewServer(context.Background(), dictsim.Config{
-		Category: "A", Latency: 2 * time.Second, FakeClock: true, Start: testEpoch, Logger: discardLogger,
+		Category: "A", FakeClock: true, Start: testEpoch, Logger: discardLogger,
 	})
 	require.NoError(t, err)
-	require.NoError(t, sim.Open("127.0.0.1:0"))
 	t.Cleanup(func() { require.NoError(t, sim.Close()) })
+	charged := make(chan struct{}, 1)
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/entries/") {
+			sim.ServeHTTP(w, r)
+			return
+		}
+		sim.ServeHTTP(httptest.NewRecorder(), r) // charged; the answer is held back
+		charged <- struct{}{}
+		select { // until the killed client's connection closes
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	t.Cleanup(gate.Close)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 	code, _, stderr := runIn(context.Background(), nil, "", nil, "migrate", "--db", db, "up")
 	require.Equal(t, ExitOK, code, stderr)
 
 	keys := writeFile(t, t.TempDir(), "keys.csv", []byte("key,payer\nnaoexiste@example.com,"+payerCPF+"\n"))
-	child := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", sim.URL(), "--no-wait", "--json", keys)
+	child := childCommand(t, testEpoch, "dict-lookup", "--db", db, "--dict-url", gate.URL, "--no-wait", "--json", keys)
 	require.NoError(t, child.Start())
 	done := make(chan error, 1)
 	go func() { done <- child.Wait() }()
-	require.Eventually(t, func() bool {
-		n, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
-		return n == 80
-	}, 30*time.Second, 5*time.Millisecond, "the DICT charged the 404")
+	select {
+	case <-charged:
+	case err := <-done:
+		t.Fatalf("dict-lookup exited (%v) before its lookup was charged", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the DICT did not charge the lookup within 30 s")
+	}
+	n, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
+	require.Equal(t, int64(80), n, "the DICT charged the 404")
 	require.NoError(t, child.Process.Kill())
 	select {
 	case <-done:

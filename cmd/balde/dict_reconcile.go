@@ -54,19 +54,6 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: dict %s refused locally: %s %s, retry after %s",
 			dict.OpListBucketStates, d.Key, d.Reason, d.RetryAfter)}
 	}
-	fmt.Fprintf(m.Stdout, "category %s", res.Category)
-	if res.CategoryChanged {
-		fmt.Fprint(m.Stdout, " (changed)")
-	}
-	fmt.Fprintf(m.Stdout, "; %d policies at the DICT, %d local buckets lowered\n", len(res.Remote), len(res.Lowered))
-	for _, a := range res.Lowered {
-		fmt.Fprintf(m.Stdout, "lowered %s by %d to %d\n", a.Key, -a.Applied, a.Balance)
-	}
-	for _, s := range res.Mismatched {
-		fmt.Fprintf(m.Stdout, "mismatch %s\n", s)
-	}
-	for _, name := range res.Unknown {
-		fmt.Fprintf(m.Stdout, "unknown policy %s (not in the catalog)\n", name)
-	}
-	return nil
+	_, err = res.WriteTo(m.Stdout)
+	return err
 }

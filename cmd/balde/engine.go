@@ -49,10 +49,8 @@ type engineOptions struct {
 	Jobs  balde.Jobs
 }
 
-// SifenOfficial is the value of --sifen-url / BALDE_SIFEN_URL that selects
-// SIFEN's official endpoints (sifen-test.set.gov.py and sifen.set.gov.py);
-// an empty value starts the simulator (serve) or is refused (batch commands).
-const SifenOfficial = "official"
+// SifenOfficial selects SIFEN's official endpoints (balde.SifenOfficial).
+const SifenOfficial = balde.SifenOfficial
 
 // engineConfig is the balde.Config of cfg: every command migrates and logs
 // severity changes.
@@ -106,20 +104,8 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 		records: e.DictRecords(), sifen: e.SifenResolver(), logger: opts.Logger}, nil
 }
 
-// checkDictClient says what is wrong with cfg's DICT participant or
-// certificates, in the commands' words.
-func checkDictClient(cfg Config) error {
-	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
-		return UsageError("--dict-participant: %v", err)
-	}
-	if _, err := balde.NewDictHTTPClient(cfg.dictConfig("", false)); err != nil {
-		return UsageError("DICT TLS: %v", err)
-	}
-	if _, _, err := cfg.dictSigning(); err != nil {
-		return err
-	}
-	return nil
-}
+// checkDictClient is balde.Settings.CheckDictClient, a usage error.
+func checkDictClient(cfg Config) error { return settingUsage(cfg.CheckDictClient()) }
 
 // close closes the engine (balde.Engine.Close: refusals, group commit,
 // webhook, store, in that order).
@@ -143,15 +129,9 @@ func (e *engine) dictClient(ctx context.Context, cfg Config, baseURL string, lea
 	return client, err
 }
 
-// sifenClient returns a SIFEN client for baseURL: SifenOfficial for
-// SIFEN's own endpoints, or a base URL in which "{env}" becomes test or
-// prod (the simulator's). It touches no database, so commands build it
-// before opening the engine: a bad URL or certificate changes nothing.
+// sifenClient is balde.Settings.SifenClient, its error a usage error.
 func (c Config) sifenClient(baseURL string) (*sifen.Client, error) {
-	if baseURL == SifenOfficial {
-		baseURL = ""
-	}
-	client, err := balde.NewSifenClient(balde.SifenConfig{BaseURL: baseURL, CertFile: c.SifenCert, KeyFile: c.SifenKey, CAFile: c.SifenCA})
+	client, err := c.SifenClient(baseURL)
 	if err != nil {
 		return nil, UsageError("--sifen-url: %v", err)
 	}

@@ -68,7 +68,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	if err := cfg.checkDictURLs(); err != nil {
 		return err
 	}
-	if err := checkListenAddr(addr); err != nil {
+	if err := balde.CheckListenAddr(addr); err != nil {
 		return UsageError("gateway dict: --addr %q: %v", addr, err)
 	}
 	inbound, err := newInboundConfig(cfg)
@@ -90,9 +90,9 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	}
 	defer e.close(context.Background())
 
-	h, err := newDictGatewayHandler(e, cfg, httpClient, logger)
+	h, err := e.DictGatewayHandler(cfg.Settings, httpClient, logger)
 	if err != nil {
-		return err
+		return settingUsage(err)
 	}
 	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("DICT gateway on http://%s in front of %s (participant %s)", at, cfg.DictURL, cfg.DictParticipant)
@@ -110,32 +110,6 @@ func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.H
 	return err
 }
 
-// newDictGatewayHandler is the gateway's whole handler: the DICT API
-// (/api/v2/…) and the payment endpoint through web.DictGateway, in
-// gatewayMux.
-func newDictGatewayHandler(e *engine, cfg Config, httpClient *http.Client, logger *slog.Logger) (http.Handler, error) {
-	client := e.Dict()
-	var base http.RoundTripper
-	if httpClient != nil {
-		base = httpClient.Transport
-	}
-	g, err := web.NewDictGateway(web.DictGatewayConfig{
-		Target: cfg.DictURL, PoliciesURL: cfg.DictPoliciesURL, Participant: cfg.DictParticipant,
-		Meter: client.Meter(), Records: e.records, Payments: client, Base: base,
-		Logger: logger.WithGroup("gateway"),
-	})
-	if err != nil {
-		return nil, UsageError("gateway dict: %v", err)
-	}
-	return gatewayMux(e, cfg, g)
-}
-
-// gatewayMux serves api behind the inbound limiter, with /metrics and
-// the probes (balde.Engine.OpsHandler); cfg.MetricsToken protects /metrics.
-func gatewayMux(e *engine, cfg Config, api http.Handler) (http.Handler, error) {
-	return e.OpsHandler(api, balde.OpsOptions{Participant: cfg.DictParticipant, TrustedProxies: cfg.TrustedProxies, MetricsToken: cfg.MetricsToken})
-}
-
 // addGatewayFlags registers the flags both gateways share: --addr (over
 // the variable addrEnv), the store, policies and background work, the
 // trusted proxies and the inbound limiter.
@@ -144,9 +118,7 @@ func (c *Config) addGatewayFlags(fs *flag.FlagSet, addr *string, addrEnv string)
 	c.addStoreFlags(fs)
 	c.addPolicyFlags(fs)
 	c.addBackgroundFlags(fs)
-	fs.Var(flagOf(&c.TrustedProxies, web.ParseTrustedProxies, formatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	fs.Var(flagOf(&c.InboundIPLimit, balde.ParseInboundIPLimit, nil), "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	fs.Var(flagOf(&c.InboundWindow, balde.ParseInboundWindow, nil), "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	c.AddFlags(fs, "trusted-proxies", "inbound-ip-limit", "inbound-window")
 }
 
 // runSifenGateway is "balde gateway sifen": web.SifenGateway in front of
@@ -190,7 +162,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err := cfg.checkSifenBlock(); err != nil {
 		return err
 	}
-	if err := checkListenAddr(addr); err != nil {
+	if err := balde.CheckListenAddr(addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", addr, err)
 	}
 	inbound, err := newInboundConfig(cfg)
@@ -212,13 +184,9 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if holdFor == 0 {
 		holdFor = -1 // web.SifenGateway: negative never holds
 	}
-	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: e.Sifen(), Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
+	h, err := e.SifenGatewayHandler(cfg.Settings, web.SifenGatewayConfig{Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
 	if err != nil {
-		return UsageError("gateway sifen: %v", err)
-	}
-	h, err := gatewayMux(e, cfg, g)
-	if err != nil {
-		return err
+		return settingUsage(err)
 	}
 	return serveGateway(ctx, m, e, addr, h, func(at string) string {
 		return fmt.Sprintf("SIFEN gateway (%s) on http://%s in front of %s", env, at, cfg.SifenURL)

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // runMigrate is "balde migrate up|down|version [--db DSN]" and
@@ -47,8 +47,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	case op != "up" && op != "down" && op != "version":
 		return UsageError("migrate: unknown action %q (want up, down, version or force VERSION)", op)
 	}
-	engine, _, err := sqlstore.ParseDSN(cfg.DB)
-	if err != nil {
+	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
 		return UsageError("%v", err)
 	}
 	if op != "up" {
@@ -59,46 +58,16 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	latest, err := migrations.Latest(engine)
+	st, err := balde.Migrate(ctx, cfg.DB, op, force, func(v uint, dirty bool) {
+		fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
+			"the schema must already match it, or later migrations will fail or damage data\n", force, v, dirty)
+	})
+	if errors.Is(err, balde.ErrNoSuchVersion) {
+		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, st.Latest)
+	}
 	if err != nil {
 		return err
 	}
-	if force > int(latest) {
-		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
-	}
-	return alldrivers.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
-		switch op {
-		case "up":
-			if err := mg.Up(); err != nil {
-				return err
-			}
-		case "down":
-			if err := mg.Down(); err != nil {
-				return err
-			}
-		case "force":
-			v, dirty, err := mg.Version()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
-				"the schema must already match it, or later migrations will fail or damage data\n", force, v, dirty)
-			if err := mg.Force(force); err != nil {
-				return err
-			}
-		}
-		v, dirty, err := mg.Version()
-		if err != nil {
-			return err
-		}
-		state := "current"
-		switch {
-		case dirty:
-			state = "dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION"
-		case v < latest:
-			state = fmt.Sprintf("%d pending", latest-v)
-		}
-		fmt.Fprintf(m.Stdout, "%s version %d of %d (%s)\n", engine, v, latest, state)
-		return nil
-	})
+	fmt.Fprintln(m.Stdout, st)
+	return nil
 }

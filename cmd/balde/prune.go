@@ -3,19 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
-// MinRetention is the shortest ledger retention prune accepts without
-// --force: the ledger is the audit trail of every token, and a retention
-// of seconds ("--retention 1s") would erase it.
-const MinRetention = 24 * time.Hour
+// MinRetention is the shortest retention prune accepts without --force.
+const MinRetention = balde.MinRetention
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket
 // rows equal to a full bucket (a key with no row is full), and the
@@ -74,39 +69,14 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	before, lookups := res.Before, res.DictLookups
-
+	rec := report.NewPruneRecord(res, *skipBuckets, *dryRun)
 	if *jsonOut {
-		writeJSONLine(m.Stdout, pruneJSON{before.UTC(), res.LedgerRows, res.Buckets, lookups, res.AuditRows, *skipBuckets, *dryRun})
-		return nil
-	}
-	tr := m.printer()
-	verb := tr.Sprintf("removed")
-	if *dryRun {
-		verb = tr.Sprintf("dry run: would remove")
-	}
-	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s ledger rows and %s DICT lookups older than %s (before %s)",
-		verb, n(res.LedgerRows), n(lookups), retention.String(), before.UTC().Format(web.TimeLayout)))
-	if res.AuditRows > 0 {
-		fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s audit entries older than %s", verb, n(res.AuditRows), retention.String()))
-	}
-	if *skipBuckets {
-		fmt.Fprintln(m.Stdout, tr.Sprintf("idle buckets kept (--skip-buckets)"))
+		writeJSONLine(m.Stdout, rec)
 	} else {
-		fmt.Fprintln(m.Stdout, tr.Sprintf("%s %s idle buckets (full, no cooldown or block: the same as no row)", verb, n(res.Buckets)))
+		report.WritePrune(m.Stdout, m.printer(), rec, retention)
 	}
 	return nil
 }
 
-// pruneJSON is what "balde prune --json" prints: the cut-off and what was
-// removed (or, with --dry-run, would be).
-type pruneJSON struct {
-	Before      time.Time `json:"before"`
-	LedgerRows  int64     `json:"ledger_rows"`
-	Buckets     int64     `json:"buckets"`
-	DictLookups int64     `json:"dict_lookups"`
-	AuditRows   int64     `json:"audit_rows"`
-	SkipBuckets bool      `json:"skip_buckets"`
-	DryRun      bool      `json:"dry_run"`
-}
+// pruneJSON is what "balde prune --json" prints.
+type pruneJSON = report.PruneRecord

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"syscall"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
@@ -51,13 +49,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
-		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+		if err := balde.CheckListenAddr(a.addr); a.addr != "" && err != nil {
 			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
 		}
 	}
-	// The background prune keeps the floor of balde prune unless forced.
-	if cfg.PruneEvery > 0 && cfg.LedgerRetention < MinRetention && !cfg.LedgerRetentionForce {
-		return UsageError("serve: BALDE_LEDGER_RETENTION %s would erase the audit trail of the last day; use at least %s, or set BALDE_LEDGER_RETENTION_FORCE=on", cfg.LedgerRetention, MinRetention)
+	if err := settingUsage(cfg.CheckServe()); err != nil {
+		return err
 	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
@@ -68,16 +65,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	if cfg.AdminPasswordBcrypt != "" {
-		if _, err := bcrypt.Cost([]byte(cfg.AdminPasswordBcrypt)); err != nil {
-			return UsageError("BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash: %v", err)
-		}
-	}
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	creating, err := checkCreate(cfg.DB, *create)
-	if err != nil {
-		return err
+	creating, err := balde.CheckCreate(cfg.DB, *create)
+	if errors.Is(err, balde.ErrWouldCreate) {
+		path, _ := balde.SQLiteFile(cfg.DB)
+		return UsageError("serve: no database at %s; pass --create to create a new, empty one (was it deleted or moved?)", path)
+	} else if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	app, err := openApp(ctx, cfg, sifenClient, logger)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -93,19 +88,19 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	logDatabase(app.engine.store, creating, logger)
-	if sims := app.sims; sims.dict != nil {
+	if sims := app.sims; sims.Dict != nil {
 		category := app.engine.Dict().Catalog().Category() // learned from its GET /policies/
 		if category == "" {
 			category = "H (strictest, not learned)"
 		}
 		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.dict.URL(), sims.entries, category)
+			sims.Dict.URL(), sims.Entries, category)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
 	}
-	if sims := app.sims; sims.sifen != nil {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.sifen.URL()+"/{env}")
-	} else if cfg.SifenURL == SifenOfficial {
+	if sims := app.sims; sims.Sifen != nil {
+		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.SifenURL)
+	} else if cfg.SifenURL == balde.SifenOfficial {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
@@ -128,7 +123,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 // server over them.
 type app struct {
 	engine *engine
-	sims   *simulators
+	sims   *devsims.Simulators
 	*balde.App
 }
 
@@ -153,17 +148,19 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if err := checkDictClient(cfg); err != nil {
 		return nil, err
 	}
-	sims, dictURL, sifenURL, err := startSimulators(ctx, cfg, logger)
+	sims, err := devsims.Start(ctx, devsims.Config{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL, DictCategory: cfg.DictCategory,
+		DictAddr: cfg.DictSimAddr, SifenAddr: cfg.SifenSimAddr, Logger: logger})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("serve: %w", err)
 	}
+	dictURL, sifenURL := sims.DictURL, sims.SifenURL
 	a := &app{sims: sims}
 	defer func() {
 		if err != nil {
 			if a.engine != nil {
 				a.engine.close(ctx)
 			}
-			a.sims.close()
+			a.sims.Close()
 		}
 	}()
 	if sifenClient == nil {
@@ -172,7 +169,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		}
 	}
 	dc := cfg.dictConfig(dictURL, true)
-	dc.Simulator = sims.dict != nil // automatic reconciliation stays off against it
+	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
 	sc := cfg.sifenConfig(sifenClient, false)
 	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
 		Dict: &dc, Sifen: &sc, Jobs: cfg.Jobs()})
@@ -215,18 +212,5 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 // close stops the background work, the server (waiting for requests in
 // flight), the simulators, then the engine.
 func (a *app) close() error {
-	return errors.Join(a.App.Close(), a.sims.close(), a.engine.close(context.Background()))
-}
-
-// checkListenAddr reports whether addr is a HOST:PORT a listener can take:
-// a port number in 0..65535 (0: any free port).
-func checkListenAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("want HOST:PORT: %w", err)
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
-		return fmt.Errorf("port %q is not a number in 0..65535", port)
-	}
-	return nil
+	return errors.Join(a.App.Close(), a.sims.Close(), a.engine.close(context.Background()))
 }

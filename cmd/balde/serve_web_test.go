@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -286,14 +285,6 @@ func TestBackgroundConfig(t *testing.T) {
 			require.Equal(t, tt.wantPrune, cfg.PruneEvery)
 		})
 	}
-}
-
-// TestSimEntriesAreTheSample keeps serve's embedded copy of the sample
-// entries equal to dict/testdata/entries.csv.
-func TestSimEntriesAreTheSample(t *testing.T) {
-	want, err := os.ReadFile("../../dict/testdata/entries.csv")
-	require.NoError(t, err)
-	require.Equal(t, string(want), string(simEntries), "copy dict/testdata/entries.csv to cmd/balde/sim_entries.csv")
 }
 
 // TestServePaymentReachesTheSimulator is issue 12 #6 through serve: the

@@ -1,0 +1,33 @@
+package dict
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteTo writes r for an operator, as "balde dict-reconcile" prints it:
+// the category (and whether it changed), how many policies the DICT
+// reported and local buckets were lowered, then one line per bucket
+// lowered, per policy whose limits differ from the catalog's, and per
+// policy the catalog does not know. It writes nothing else for a refused
+// reconciliation (r.Decision not allowed): the caller says why.
+func (r ReconcileResult) WriteTo(w io.Writer) (int64, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "category %s", r.Category)
+	if r.CategoryChanged {
+		b.WriteString(" (changed)")
+	}
+	fmt.Fprintf(&b, "; %d policies at the DICT, %d local buckets lowered\n", len(r.Remote), len(r.Lowered))
+	for _, a := range r.Lowered {
+		fmt.Fprintf(&b, "lowered %s by %d to %d\n", a.Key, -a.Applied, a.Balance)
+	}
+	for _, s := range r.Mismatched {
+		fmt.Fprintf(&b, "mismatch %s\n", s)
+	}
+	for _, name := range r.Unknown {
+		fmt.Fprintf(&b, "unknown policy %s (not in the catalog)\n", name)
+	}
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
+}

@@ -1,0 +1,146 @@
+package dict_test
+
+import (
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+)
+
+// A remote 429 naming no bucket makes the Transport read the participant's
+// anti-scan balance (GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN) and
+// sync it. Another lookup of this process may be in flight, or may have
+// been charged and settled, around that read: the sync leaves its hold out
+// either way, so the mirror never ends above the DICT.
+//
+//   - the read answered while the other lookup is held before the DICT:
+//     the DICT's 45 minus its hold, then its refund: exactly 44;
+//   - the read answered before the other lookup's charge, applied after its
+//     refund: 45 minus what the lookup kept charged (1), 44 (before, 45
+//     with the DICT at 44).
+//
+// A gate in front of the simulator answers the first lookup with a 429 and
+// holds one request until the other has ended, whatever the machine's load.
+func TestParticipantReadAfter429LeavesHoldsOut(t *testing.T) {
+	tests := []struct {
+		name string
+		// hold is the request the gate holds until the other one ends:
+		// the other lookup before it reaches the DICT, or the participant
+		// read's answer after the DICT read it.
+		hold  string
+		local int64
+	}{
+		{"ReadWhileLookupInFlight", "/entries/", 44},
+		{"ReadBeforeChargeAppliedAfterRefund", "/policies/", 45 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+				held := make(chan struct{}, 1)
+				release := make(chan struct{})
+				var refuse, armed atomic.Bool // the next lookup gets a 429; the next matching request is held
+				gate := func(sim http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						read := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/policies/"+dict.PolicyEntriesReadParticipantAntiscan)
+						lookup := r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/")
+						if lookup && refuse.CompareAndSwap(true, false) {
+							w.Header().Set("Retry-After", "30")
+							w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
+							w.WriteHeader(http.StatusTooManyRequests)
+							_, _ = w.Write([]byte(problemXML(429, "RateLimited", "")))
+							return
+						}
+						if !(tt.hold == "/policies/" && read || tt.hold == "/entries/" && lookup) || !armed.CompareAndSwap(true, false) {
+							sim.ServeHTTP(w, r)
+							return
+						}
+						rec := httptest.NewRecorder()
+						if read {
+							sim.ServeHTTP(rec, r) // read now, answered later
+						}
+						held <- struct{}{}
+						select {
+						case <-release:
+						case <-time.After(30 * time.Second):
+						}
+						if !read {
+							sim.ServeHTTP(w, r)
+							return
+						}
+						maps.Copy(w.Header(), rec.Header())
+						w.WriteHeader(rec.Code)
+						_, _ = w.Write(rec.Body.Bytes())
+					})
+				}
+				e := newEnv(t, engine, envConfig{SimCategory: "H", Gate: gate})
+				// Another app instance, with a mirror of its own, spends 5
+				// of the participant's tokens at the DICT.
+				other := e.newClient(mustLimiter(t, e), nil)
+				for i := range 5 {
+					_, err := other.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(100 + i)})
+					require.NoError(t, err)
+				}
+				require.Equal(t, int64(45), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+				require.Equal(t, int64(50), e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+
+				refused := func() error { // answered 429 by the gate
+					_, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(1)})
+					var remote *dict.RemoteError
+					if !errors.As(err, &remote) || remote.Status != http.StatusTooManyRequests {
+						return errors.Join(errors.New("want a remote 429"), err)
+					}
+					return nil
+				}
+				lookup := func() error {
+					res, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownPhone, PayerID: makeCPF(2)})
+					if err == nil && !res.Decision.Allowed {
+						err = errors.New("lookup refused locally")
+					}
+					return err
+				}
+				first, second := lookup, refused // the held one first
+				if tt.hold == "/policies/" {
+					first, second = refused, lookup
+				}
+				// The 429 is for the participant read's lookup: the first
+				// when the read's answer is held, else the second.
+				refuse.Store(tt.hold == "/policies/")
+				armed.Store(true)
+				done := make(chan error, 1)
+				go func() { done <- first() }()
+				select {
+				case <-held:
+				case err := <-done:
+					t.Fatalf("the held request ended (%v) before the gate held it", err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the gate held nothing within 10 s")
+				}
+				refuse.Store(tt.hold == "/entries/")
+				require.NoError(t, second())
+				close(release)
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the held request did not end within 10 s of its release")
+				}
+
+				require.Equal(t, int64(1), e.stats().Count(dict.OpGetBucketState, http.StatusOK), "the participant was read once")
+				require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
+				local := e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb)
+				require.LessOrEqual(t, local, int64(44), "the mirror is never above the DICT")
+				require.Equal(t, tt.local, local)
+			})
+		})
+	}
+}

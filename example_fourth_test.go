@@ -1,0 +1,90 @@
+package balde_test
+
+// The uses the fourth pass of decision 0096 moved into the module: what an
+// application writes to do what the command does.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensim"
+	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// balde buckets reset in an application: refill a bucket, with the
+// reason in the audit trail, and say what a reset leaves to the remote.
+func Example_bucketsReset() {
+	dir, _ := os.MkdirTemp("", "balde-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	eng, err := balde.Open(ctx, balde.Config{DB: "sqlite://" + filepath.Join(dir, "balde.db"), Migrate: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close(ctx)
+	key := throttle.Key{Policy: sifen.PolicyRecepcionLote, Env: "test", Identifier: "80069563"}
+	_, _ = eng.Limiter().Take(ctx, "lot 1", throttle.Charge{Key: key, Cost: 1})
+
+	r, err := eng.ResetBucket(ctx, key, "ana", "SIFEN confirmed the lot")
+	fmt.Println(err, r.Before.Tokens, "→", r.After.Tokens, "remote block stays:", r.RemoteBlockStays)
+	entries, _ := eng.Audit().List(ctx, audit.Query{})
+	fmt.Println(entries[0].User, entries[0].Target, entries[0].Reason)
+	// Output:
+	// <nil> 0 → 1 remote block stays: true
+	// cli:ana SIFEN_RECEPCION_LOTE/test/80069563 SIFEN confirmed the lot
+}
+
+// balde migrate up|version in an application's deploy step.
+func Example_migrate() {
+	dir, _ := os.MkdirTemp("", "balde-example-")
+	defer os.RemoveAll(dir)
+	dsn := "sqlite://" + filepath.Join(dir, "balde.db")
+	st, err := balde.Migrate(context.Background(), dsn, balde.MigrateUp, 0, nil)
+	fmt.Println(err, st.Version == st.Latest, st.Dirty)
+	// Output:
+	// <nil> true false
+}
+
+// balde sifen-send in an application's own command, drawn and worded as
+// the binary does: import each DE, send through the RUC gates, report.
+func Example_sifenSendReport() {
+	dir, _ := os.MkdirTemp("", "balde-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	clock := throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC))
+	sim, _ := sifensim.NewServer(sifensim.Config{Clock: clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	eng, err := balde.Open(ctx, balde.Config{DB: "sqlite://" + filepath.Join(dir, "balde.db"), Migrate: true, Clock: clock.Now,
+		Sifen: &balde.SifenConfig{BaseURL: srv.URL + "/{env}"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close(ctx)
+
+	file := filepath.Join(dir, "a.xml")
+	_ = os.WriteFile(file, sifentest.Lote(sifentest.Doc{Number: 1}), 0o600)
+	items, bad := report.ReadSifenFiles(ctx, []string{file}, sifen.EnvTest, false)
+	items[0].File = "a.xml"                                                                                           // the temporary directory left out of the output
+	rc := report.NewClock(clock.Now, func(_ context.Context, d time.Duration) error { clock.Advance(d); return nil }) // nil: real waits
+	send := report.SifenSend{Sender: eng.Sifen(), Env: sifen.EnvTest, Wait: true, MaxWait: time.Minute, Clock: rc,
+		Reporter: report.New(os.Stdout, report.Plain, len(items), "sifen-send", rc, nil)}
+	sum, err := send.Run(ctx, items)
+	fmt.Println(len(bad), err, sum.Sent, items[0].Result)
+	// Output:
+	// sent    a.xml cdc=01800695631001001000000122026010210000202640 ruc=80069563-1 env=test lot=10000000000000001 code=0300 "Lote recibido con éxito"
+	// 1 sent, 0 blocked, 0 skipped, 0 failed of 1 in 0s; waited 0s
+	// 0 <nil> 1 sent
+}

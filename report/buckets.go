@@ -1,0 +1,111 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
+)
+
+// WriteBuckets writes one page of stored buckets as "balde buckets list"
+// prints it, in tr's language: a table that fits 100 columns (a shortened
+// identifier, tokens of capacity, severity, state, last send), or with
+// wide every column (scope, refill, sends); then a line when the page is
+// partial and the cursor of the next page. scope names whom a key's
+// bucket belongs to (web.Scopes). An empty page is one line saying that a
+// key with no row is a full bucket.
+func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, scope func(throttle.Key) string) error {
+	if len(page.States) == 0 {
+		fmt.Fprintln(w, tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(tw, tr.Sprintf("POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS"))
+	} else {
+		fmt.Fprintln(tw, tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
+	}
+	for _, st := range page.States {
+		v := web.ViewBucket(tr, st, scope)
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.Scope, st.Key.Identifier, st.Key.Env,
+				st.Tokens, v.Capacity, v.Refill, v.Severity, v.Wait, v.LastSend, st.SendCount)
+			continue
+		}
+		last := tr.Sprintf("never")
+		if !st.LastSentAt.IsZero() {
+			last = tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, Shorten(st.Key.Identifier, 24), st.Key.Env,
+			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Partial {
+		fmt.Fprintln(w, tr.Sprintf("partial: the filter read %s rows", strconv.Itoa(inspect.MaxScan)))
+	}
+	if page.Next != "" {
+		fmt.Fprintln(w, tr.Sprintf("more: add --after %s", page.Next))
+	}
+	return nil
+}
+
+// WriteLedger writes a bucket's ledger rows, newest first (at most limit
+// were asked for), as "balde buckets show" prints them.
+func WriteLedger(w io.Writer, tr *i18n.Printer, entries []throttle.LedgerEntry, limit int) error {
+	fmt.Fprintln(w, "\n"+tr.Sprintf("ledger (newest first, at most %d):", limit))
+	if len(entries) == 0 {
+		fmt.Fprintln(w, "  "+tr.Sprintf("no rows"))
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
+	for _, e := range entries {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, tr.Time(e.At), tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+	}
+	return tw.Flush()
+}
+
+// WriteBucket writes a bucket as "field: value" lines in tr's language
+// ("balde buckets show", and the reset prompt): its key, scope, whether it
+// is stored, tokens, refill, policy, severity, cooldown or block, when a
+// send is next admitted, when it is full, the last send and the sends.
+func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) {
+	v := web.ViewBucket(tr, st, scope)
+	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+	stored := tr.Sprintf("yes")
+	if !st.Stored {
+		stored = tr.Sprintf("no (a key with no row is a full bucket)")
+	}
+	// Waits keep their Go form (8s, 4m12s); "now" is translated.
+	wait := func(d time.Duration) string {
+		if d <= 0 {
+			return tr.Sprintf("now")
+		}
+		return tr.Sprintf("in %s", web.FormatWait(d))
+	}
+	for _, row := range [][2]string{
+		{tr.Sprintf("bucket"), st.Key.String()},
+		{tr.Sprintf("scope"), v.Scope},
+		{tr.Sprintf("stored"), stored},
+		{tr.Sprintf("tokens"), tr.Sprintf("%s of %s", strconv.FormatInt(st.Tokens, 10), v.Capacity)},
+		{tr.Sprintf("refill"), v.Refill},
+		{tr.Sprintf("policy"), v.Policy},
+		{tr.Sprintf("severity"), v.Severity},
+		{tr.Sprintf("cooldown/block"), v.Wait},
+		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
+		{tr.Sprintf("full"), wait(st.UntilFull)},
+		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
+		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
+	} {
+		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
+	}
+	_ = w.Flush()
+}

@@ -1,0 +1,81 @@
+package report_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/web/i18n"
+)
+
+func testBucket(at time.Time) throttle.BucketState {
+	p := throttle.Policy{Name: "SMS", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}
+	key := throttle.Key{Policy: "SMS", Env: "prod", Identifier: "account-with-a-very-long-identifier-42"}
+	return throttle.BucketState{Bucket: throttle.Bucket{Key: key, Tokens: 3, RefilledAt: at, LastSentAt: at.Add(-90 * time.Second), SendCount: 7},
+		Policy: p, At: at, Stored: true, UntilFull: 7 * time.Second}
+}
+
+// WriteBuckets is buckets list's table: narrow (a shortened identifier) or
+// wide (every column), the empty page said as such, and the partial and
+// next-page lines.
+func TestWriteBuckets(t *testing.T) {
+	tr := i18n.New(i18n.English, time.UTC)
+	scope := func(throttle.Key) string { return "account" }
+	st := testBucket(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC))
+	tests := []struct {
+		name       string
+		page       inspect.Page
+		wide       bool
+		want, miss []string
+	}{
+		{"empty", inspect.Page{}, false, []string{"no stored bucket matches (a key with no row is a full bucket)\n"}, []string{"POLICY"}},
+		{"narrow", inspect.Page{States: []throttle.BucketState{st}}, false,
+			[]string{"POLICY", "STATE", "3/10", "1m30s ago"}, []string{"SCOPE", st.Key.Identifier, "more:", "partial:"}},
+		{"wide", inspect.Page{States: []throttle.BucketState{st}, Next: "abc", Partial: true}, true,
+			[]string{"SCOPE", "SENDS", "account", st.Key.Identifier, "more: add --after abc", "partial: the filter read"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, report.WriteBuckets(&b, tr, tt.page, tt.wide, scope))
+			for _, w := range tt.want {
+				require.Contains(t, b.String(), w)
+			}
+			for _, m := range tt.miss {
+				require.NotContains(t, b.String(), m)
+			}
+		})
+	}
+}
+
+// WriteBucket is buckets show's "field: value" lines; WriteLedger its
+// ledger, "no rows" when empty.
+func TestWriteBucketAndLedger(t *testing.T) {
+	tr := i18n.New(i18n.English, time.UTC)
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	st := testBucket(at)
+	var b bytes.Buffer
+	report.WriteBucket(&b, tr, st, func(throttle.Key) string { return "account" })
+	out := b.String()
+	require.Contains(t, out, "bucket:")
+	require.Contains(t, out, st.Key.String())
+	require.Contains(t, out, "3 of 10")
+	require.Contains(t, out, "full:")
+	require.Contains(t, out, "in 7s")
+	require.Contains(t, out, "sends:")
+	require.Equal(t, 12, strings.Count(out, "\n"), "one line per field")
+
+	b.Reset()
+	require.NoError(t, report.WriteLedger(&b, tr, nil, 20))
+	require.Equal(t, "\nledger (newest first, at most 20):\n  no rows\n", b.String())
+	b.Reset()
+	require.NoError(t, report.WriteLedger(&b, tr, []throttle.LedgerEntry{{ID: 9, Key: st.Key, At: at, Delta: -1, Balance: 3, Reason: throttle.LedgerTake, Ref: "sms 1"}}, 5))
+	require.Contains(t, b.String(), "at most 5")
+	require.Regexp(t, `  9 +\S.* +-1 +3 +1 +sms 1\n$`, b.String())
+}

@@ -1,0 +1,309 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/web"
+)
+
+// ReadSifenFiles reads every file (sifen.ReadFiles) and returns its DEs as
+// items, in order; bad lists the files (or DEs) that cannot be sent:
+// unreadable, malformed, a bad RUC, check digit or CDC, or a CDC given twice.
+func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUnsigned bool) (items, bad []*SifenItem) {
+	des, _ := sifen.ReadFiles(ctx, files, env, allowUnsigned)
+	for _, fd := range des {
+		it := &SifenItem{File: fd.File, Env: env, DE: fd.DE}
+		items = append(items, it)
+		if fd.Err != nil {
+			it.Result, it.Message = Invalid, fd.Err.Error()
+			bad = append(bad, it)
+		}
+	}
+	return items, bad
+}
+
+// SifenSend is one run of "balde sifen-send" for any caller: it resolves
+// the documents a crashed send left in "sending", imports each DE
+// (sifen.ImportFiles), sends the documents with sifen.SendDocuments and,
+// with Follow, fetches their results (sifen.FollowDocuments), drawing each
+// step on Reporter: one item per DE, whose result (sent, skipped, blocked,
+// invalid, failed) and message say what became of it, in English for the
+// JSON record and in Reporter's language for the plain line.
+//
+// Fill the exported fields, then call Run once (and Follow at most once).
+// A SifenSend is not safe for concurrent use.
+type SifenSend struct {
+	Sender *sifen.Sender
+	Env    sifen.Env
+	// Replace imports with Sender.ImportReplacing: a draft's or error's
+	// content becomes the file's (sifen-send --replace).
+	Replace bool
+	// Wait waits a refusal out, each item for at most MaxWait over all its
+	// retries (--wait, --max-wait); without it a refused item is blocked.
+	Wait     bool
+	MaxWait  time.Duration
+	Clock    Clock
+	Reporter *Reporter
+	// Warn receives the warnings that do not stop the run, one line each
+	// ("balde: …"). Nil discards them.
+	Warn io.Writer
+
+	done int // items reported
+}
+
+// InterruptedFollowError is Follow stopped by its context: Left documents
+// stay sent, and a later follow (or serve on the database) fetches their
+// results. Its message is in the Reporter's language.
+type InterruptedFollowError struct {
+	Left int
+	msg  string
+}
+
+func (e *InterruptedFollowError) Error() string { return e.msg }
+
+// finish reports it.
+func (b *SifenSend) finish(it *SifenItem) {
+	b.done++
+	b.Reporter.Item(it.Result, it.Line(), it.Record())
+}
+
+// Run resolves, imports and sends items (sifen.SendDocuments), reporting
+// each. It returns the summary (a run stopped by ctx is an interrupted
+// summary, not an error), or an error when the store failed or an import
+// could not be made (the summary is printed first).
+func (b *SifenSend) Run(ctx context.Context, items []*SifenItem) (Summary, error) {
+	stop := func(err error) (Summary, error) {
+		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
+			return b.interrupted(items)
+		}
+		b.Reporter.Finish(false, len(items)-b.done)
+		return Summary{}, err
+	}
+
+	// 1. Settle what a crashed or unanswered send left in "sending" before
+	// anything can be sent again.
+	resolved, err := b.Sender.Resolve(ctx)
+	for _, r := range resolved {
+		b.Reporter.Note(b.Reporter.Tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, b.Reporter.Tr.Text(string(r.Status))))
+	}
+	if errors.Is(err, throttle.ErrStoreUnavailable) {
+		return stop(err)
+	}
+	if err != nil {
+		b.warn("balde:", b.Reporter.Tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", OneLine(err.Error())))
+	}
+
+	// 2. Import each DE on its own: a document already sent is skipped
+	// without refusing the rest of its file.
+	des := make([]sifen.FileDE, len(items))
+	for i, it := range items {
+		des[i] = sifen.FileDE{File: it.File, DE: it.DE}
+	}
+	var importer sifen.Importer = b.Sender
+	if b.Replace {
+		importer = sifen.ImportFunc(b.Sender.ImportReplacing)
+	}
+	imported, err := sifen.ImportFiles(ctx, importer, des, b.Env)
+	byID := make(map[int64]*SifenItem)
+	var docs []sifen.Document
+	for i, im := range imported {
+		it := items[i]
+		var taken *sifen.CDCError
+		switch {
+		case im.Err == nil:
+			it.Document = im.Document.ID
+			byID[it.Document] = it
+			docs = append(docs, im.Document)
+		case errors.As(im.Err, &taken):
+			// Another document holds the CDC (Import says which and why).
+			it.Result, it.Message = Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
+			switch taken.Document.Status {
+			case sifen.StatusSending:
+				// After Resolve, a send may still be live, here or elsewhere:
+				// Import's error says which, and since when.
+				it.Result = Blocked
+				since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+				if taken.SendInProgress() {
+					it.Said = b.Reporter.Tr.Sprintf("being sent now by another send since %s", since)
+				} else {
+					it.Said = b.Reporter.Tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
+				}
+			case sifen.StatusDraft, sifen.StatusError:
+				// Another content under the CDC: the user decides (bad
+				// input, not "nothing to do").
+				it.Result = Invalid
+				it.Message += " (sifen-send --replace)"
+				it.Said = b.Reporter.Tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
+			case sifen.StatusRejected:
+				// Import takes a rejected CDC again once its XML changed.
+				it.Document, it.Code = taken.Document.ID, taken.Document.ResponseCode
+				it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+				it.Said = b.Reporter.Tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+			}
+			b.finish(it)
+		default:
+			it.Result, it.Message = Failed, im.Err.Error()
+			b.finish(it)
+		}
+	}
+	if err != nil {
+		return stop(err)
+	}
+
+	// 3. Send: sifen's one send path groups, sends and waits; this command
+	// draws its events.
+	_, err = sifen.SendDocuments(ctx, b.Sender, docs, sifen.BatchConfig{
+		Wait: b.Wait && b.MaxWait > 0, MaxWait: b.MaxWait, Clock: b.Clock.Time, Sleep: b.Clock.Sleep,
+		Progress: func(e sifen.Event) { b.draw(e, byID) },
+	})
+	if err != nil {
+		return stop(err)
+	}
+	if ctx.Err() != nil {
+		return b.interrupted(items)
+	}
+	return b.Reporter.Finish(false, 0), nil
+}
+
+// interrupted ends a run stopped by Ctrl-C between items.
+func (b *SifenSend) interrupted(items []*SifenItem) (Summary, error) {
+	return b.Reporter.Finish(true, len(items)-b.done), nil
+}
+
+// draw shows one event of sifen.SendDocuments: a wait about to start, or a
+// document's result line.
+func (b *SifenSend) draw(e sifen.Event, byID map[int64]*SifenItem) {
+	tr := b.Reporter.Tr
+	switch e.Kind {
+	case sifen.EventWaiting:
+		if bl := e.Blocked; bl != nil {
+			b.Reporter.Waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
+		} else {
+			b.Reporter.Waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
+		}
+	case sifen.EventResult:
+		if it := byID[e.Result.DocumentID]; it != nil {
+			b.result(it, e.Result)
+			b.finish(it)
+		}
+	}
+}
+
+// result fills it from its document's result, with the plain line's
+// message in the reader's language.
+func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
+	tr := b.Reporter.Tr
+	it.Code, it.Lot, it.Wait, it.Message, it.Said = r.Code, r.LotNumber, r.Wait, r.Message, ""
+	switch r.Result {
+	case sifen.BatchSent:
+		it.Result = Sent
+	case sifen.BatchBlocked:
+		it.Result = Blocked
+		if bl := r.Blocked; bl != nil {
+			d := web.FormatWait(bl.Wait)
+			it.Message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
+			it.Said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
+			if b.Wait {
+				it.Message += fmt.Sprintf(" (beyond --max-wait %s)", b.MaxWait)
+				it.Said += tr.Sprintf(" (beyond --max-wait %s)", b.MaxWait)
+			}
+		}
+	case sifen.BatchSentElsewhere:
+		it.Result = Skipped
+		detail := strings.TrimPrefix(r.Message, "sent by another process: ")
+		it.Said = tr.Sprintf("sent by another process: %s", detail)
+	default: // sifen.BatchFailed
+		it.Result = Failed
+		if o := r.LotSend; o != nil && o.Status == sifen.OutcomeNotQueued {
+			it.Said = tr.Sprintf("SIFEN did not queue the lot: %s", o.Message)
+		}
+	}
+}
+
+// Follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
+// sent documents and of every document of the database still sent — earlier
+// runs' or serve's — and reports each: approved (with dProtAut, and whether
+// with observations) or rejected (with SIFEN's codes). With --json it ends
+// with one {"follow": {...}} object. An ended ctx stops it with an
+// *InterruptedFollowError: the documents left stay sent, and a later
+// follow (or a serve on the database) fetches their results.
+func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
+	var ids []int64
+	for _, it := range items {
+		if it.Result == Sent {
+			ids = append(ids, it.Document)
+		}
+	}
+	var sum sifen.FollowSummary
+	left, err := sifen.FollowDocuments(ctx, b.Sender, ids, sifen.FollowConfig{
+		Sleep: b.Clock.Sleep,
+		Progress: func(e sifen.FollowEvent) {
+			if e.Kind == sifen.EventResult {
+				sum.Count(e.Document.Status)
+			}
+			b.drawFollow(e)
+		},
+	})
+	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
+	if b.Reporter.Mode() == JSON {
+		WriteJSONLine(b.Reporter.Writer(), map[string]sifen.FollowSummary{"follow": sum})
+	}
+	if sum.Interrupted {
+		return &InterruptedFollowError{Left: len(left), msg: b.Reporter.Tr.Sprintf(
+			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left))}
+	}
+	return err
+}
+
+// drawFollow shows one event of sifen.FollowDocuments.
+func (b *SifenSend) drawFollow(e sifen.FollowEvent) {
+	switch e.Kind {
+	case sifen.EventPollFailed:
+		b.warn("balde:", b.Reporter.Tr.Sprintf("sifen-send: lot results: %s", OneLine(e.Err.Error())))
+	case sifen.EventWaiting:
+		b.Reporter.Waiting(e.Wait, b.Reporter.Tr.Sprintf("results of %d document(s)", len(e.IDs)))
+	case sifen.EventResult:
+		r := sifen.NewLotResult(*e.Document)
+		b.Reporter.Note(r.String())
+		if b.Reporter.Mode() == JSON {
+			WriteJSONLine(b.Reporter.Writer(), map[string]sifen.LotResult{"lot_result": r})
+		}
+	}
+}
+
+// warn writes one warning line on Warn.
+func (b *SifenSend) warn(args ...any) {
+	if b.Warn != nil {
+		fmt.Fprintln(b.Warn, args...)
+	}
+}
+
+// OneLine is s on one line, without the internal package prefixes
+// ("sqlstore: ", "migrate: ", "throttle: ") that wrapping adds on the way
+// up: they say where in balde an error passed, which the operator reading
+// the line does not need.
+func OneLine(s string) string {
+	words := strings.Fields(s)
+	out := words[:0]
+	for _, w := range words {
+		if internalPrefixes[w] {
+			continue
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
+}
+
+// internalPrefixes are the error prefixes of balde's packages.
+var internalPrefixes = map[string]bool{
+	"sqlstore:": true, "migrate:": true, "migrations:": true, "throttle:": true,
+	"web:": true, "webhook:": true, "engine:": true, "groupcommit:": true, "balde:": true,
+}

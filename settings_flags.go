@@ -1,0 +1,195 @@
+package balde
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/balde-throttle/balde/web"
+)
+
+// AddFlags registers on fs the command-line flags named (without dashes:
+// "db", "dict-url", "sifen-throttle", ...), each setting a field of s,
+// read with the parser of the field's environment variable so that a flag
+// accepts exactly what its variable does, and described in --help with
+// the variable's name. Register them after EnvSettings or ParseEnv: the
+// current value is the flag's default, and a flag given wins. A name
+// SettingFlagNames does not list panics (a programming error).
+//
+// It is how balde's commands take their settings; an application with a
+// command line of its own gets the same flags in one call:
+//
+//	s, err := balde.EnvSettings(os.Getenv)
+//	s.AddFlags(flag.CommandLine, "db", "dict-url", "dict-participant")
+//	flag.Parse()
+func (s *Settings) AddFlags(fs *flag.FlagSet, names ...string) {
+	for _, n := range names {
+		add, ok := settingFlags[n]
+		if !ok {
+			panic(fmt.Sprintf("balde: no setting flag %q", n))
+		}
+		add(s, fs)
+	}
+}
+
+// SettingFlagNames lists the names AddFlags knows, sorted.
+func SettingFlagNames() []string {
+	names := make([]string, 0, len(settingFlags))
+	for n := range settingFlags {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// settingFlags registers each setting's flag: its name, its field, its
+// parser and format, its help naming the variable.
+var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
+	"db": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DB, "db", s.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB)")
+	},
+	"dict-url": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DictURL, "dict-url", s.DictURL, "DICT base URL (env BALDE_DICT_URL)")
+	},
+	"dict-policies-url": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DictPoliciesURL, "dict-policies-url", s.DictPoliciesURL, "base URL of the DICT's GET /policies/ when it has its own host (default: --dict-url) (env BALDE_DICT_POLICIES_URL)")
+	},
+	"dict-participant": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DictParticipant, "dict-participant", s.DictParticipant, "this participant's ISPB, 8 digits (env BALDE_DICT_PARTICIPANT)")
+	},
+	"dict-category": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DictCategory, "dict-category", s.DictCategory, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)")
+	},
+	"dict-env": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DictEnv, "dict-env", s.DictEnv, "env part of DICT bucket keys (env BALDE_DICT_ENV)")
+	},
+	"sifen-url": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.SifenURL, "sifen-url", s.SifenURL, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`)
+	},
+	"sifen-throttle": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.SifenThrottle, ParseInterval, formatSeconds), "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
+	},
+	"sifen-throttle-prod": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.SifenThrottleProd, ParseInterval, formatSeconds), "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
+	},
+	"sifen-block-step": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.SifenBlockStep, ParseSifenBlockStep, nil), "sifen-block-step", "local block of a RUC after SIFEN's first 0301, one step longer at each recurrence within a day; at least 10m (env BALDE_SIFEN_BLOCK_STEP)")
+	},
+	"sifen-block-max": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.SifenBlockMax, ParseSifenBlockMax, nil), "sifen-block-max", "longest local block after repeated 0301s, at least --sifen-block-step (env BALDE_SIFEN_BLOCK_MAX)")
+	},
+	"policies": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.PolicyFile, "policies", s.PolicyFile, "JSON file overriding or adding policies (env BALDE_POLICY_FILE)")
+	},
+	"dict-reconcile-every": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.DictReconcileEvery, ParseReconcileEvery, formatReconcile), "dict-reconcile-every", `period of the background DICT reconciliation, "auto" (every minute against a real DICT, off against the simulator) or "off" (env BALDE_DICT_RECONCILE_EVERY)`)
+	},
+	"prune-every": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.PruneEvery, ParsePeriod, formatPeriod), "prune-every", `period of the background prune of old ledger rows, DICT lookups and idle buckets, or "off" (env BALDE_PRUNE_EVERY)`)
+	},
+	"addr": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.Addr, "addr", s.Addr, "address to listen on, HOST:PORT (env BALDE_ADDR)")
+	},
+	"admin-user": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.AdminUser, "admin-user", s.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD, BALDE_ADMIN_PASSWORD_BCRYPT or BALDE_ADMIN_PASSWORD_FILE, else DATA_DIR/admin-password, generated once (env BALDE_ADMIN_USER)")
+	},
+	"users-file": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.UsersFile, "users-file", s.UsersFile, "file of more admin-page users, NAME:ROLE:SECRET a line, ROLE viewer or admin, SECRET a bcrypt hash or a password (env BALDE_USERS_FILE; BALDE_USERS lists them inline)")
+	},
+	"dict-sim-addr": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.DictSimAddr, "dict-sim-addr", s.DictSimAddr, "where the built-in DICT simulator listens, loopback HOST:PORT (env BALDE_DICT_SIM_ADDR)")
+	},
+	"sifen-sim-addr": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.SifenSimAddr, "sifen-sim-addr", s.SifenSimAddr, "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)")
+	},
+	"trusted-proxies": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.TrustedProxies, web.ParseTrustedProxies, FormatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+	},
+	"inbound-ip-limit": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.InboundIPLimit, ParseInboundIPLimit, nil), "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
+	},
+	"inbound-window": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.InboundWindow, ParseInboundWindow, nil), "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
+	},
+	"inbound-block": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.InboundBlock, ParseInboundBlock, nil), "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)")
+	},
+}
+
+// FlagOf is a flag.Value read with parse (on an error the value is
+// unchanged) and shown in --help with format (nil: fmt.Sprint): with a
+// balde.Parse* function, a flag that accepts exactly what its variable
+// does.
+func FlagOf[T any](v *T, parse func(string) (T, error), format func(T) string) flag.Value {
+	if format == nil {
+		format = func(t T) string { return fmt.Sprint(t) }
+	}
+	return parsedFlag[T]{v, parse, format}
+}
+
+type parsedFlag[T any] struct {
+	v      *T
+	parse  func(string) (T, error)
+	format func(T) string
+}
+
+// String is the value in its format; flag's zero value (v nil, made by
+// PrintDefaults) is "".
+func (f parsedFlag[T]) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return f.format(*f.v)
+}
+
+func (f parsedFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
+		return err
+	}
+	*f.v = v
+	return nil
+}
+
+// Formats of the flags' defaults: seconds as the variables write them, a
+// period with "off" for 0, the reconciliation's "auto", proxy prefixes
+// separated by commas.
+func formatSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+
+func formatPeriod(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return d.String()
+}
+
+func formatReconcile(d time.Duration) string {
+	if d == ReconcileAuto {
+		return "auto"
+	}
+	return formatPeriod(d)
+}
+
+// FormatProxies writes trusted proxy prefixes as BALDE_TRUSTED_PROXIES
+// takes them: comma-separated CIDR prefixes.
+func FormatProxies(ps []netip.Prefix) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseDuration reads a Go duration that may not be negative ("1m"); the
+// error says what was expected.
+func ParseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 1m)", s)
+	}
+	return v, nil
+}

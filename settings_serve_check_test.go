@@ -1,0 +1,121 @@
+package balde_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+func TestSettingsCheckServe(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		change  func(s *balde.Settings)
+		wantErr string
+	}{
+		{"defaults", func(*balde.Settings) {}, ""},
+		{"short retention", func(s *balde.Settings) { s.LedgerRetention = time.Hour },
+			"serve: BALDE_LEDGER_RETENTION 1h0m0s would erase the audit trail of the last day; use at least 24h0m0s, or set BALDE_LEDGER_RETENTION_FORCE=on"},
+		{"short retention, forced", func(s *balde.Settings) { s.LedgerRetention, s.LedgerRetentionForce = time.Hour, true }, ""},
+		{"short retention, no prune", func(s *balde.Settings) { s.LedgerRetention, s.PruneEvery = time.Hour, 0 }, ""},
+		{"bcrypt", func(s *balde.Settings) { s.AdminPasswordBcrypt = string(hash) }, ""},
+		{"not bcrypt", func(s *balde.Settings) { s.AdminPasswordBcrypt = "secret" }, "BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := balde.DefaultSettings()
+			tt.change(&s)
+			err := s.CheckServe()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *balde.SettingError
+			require.ErrorAs(t, err, &se)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestCheckCreate(t *testing.T) {
+	dir := t.TempDir()
+	present := filepath.Join(dir, "present.db")
+	require.NoError(t, os.WriteFile(present, nil, 0o600))
+	missing := filepath.Join(dir, "missing.db")
+	tests := []struct {
+		name         string
+		dsn          string
+		create       bool
+		wantCreating bool
+		wantErr      error
+	}{
+		{"present", "sqlite://" + present, false, false, nil},
+		{"missing", "sqlite://" + missing, false, false, balde.ErrWouldCreate},
+		{"missing, --create", "sqlite://" + missing, true, true, nil},
+		{"PostgreSQL", "postgres://balde@db.invalid/balde", false, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			creating, err := balde.CheckCreate(tt.dsn, tt.create)
+			require.ErrorIs(t, err, tt.wantErr)
+			require.Equal(t, tt.wantCreating, creating)
+			if tt.wantErr != nil {
+				require.ErrorContains(t, err, missing)
+			}
+		})
+	}
+	_, statErr := os.Stat(missing)
+	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing created")
+	require.NotEmpty(t, sqlstore.DefaultDSN)
+}
+
+func TestCheckListenAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "127.0.0.1:8080": true, ":65535": true,
+		"127.0.0.1": false, "127.0.0.1:65536": false, "127.0.0.1:http": false} {
+		require.Equal(t, ok, balde.CheckListenAddr(addr) == nil, addr)
+	}
+}
+
+func TestSettingsSifenClient(t *testing.T) {
+	s := balde.DefaultSettings()
+	_, err := s.SifenClient(balde.SifenOfficial)
+	require.NoError(t, err)
+	_, err = s.SifenClient("http://127.0.0.1:1/{env}")
+	require.NoError(t, err)
+	_, err = s.SifenClient("ftp://sifen/{env}")
+	require.Error(t, err)
+}
+
+func TestSettingsCheckDictClient(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(s *balde.Settings)
+		wantErr string
+	}{
+		{"defaults", func(*balde.Settings) {}, ""},
+		{"bad ISPB", func(s *balde.Settings) { s.DictParticipant = "123" }, "--dict-participant: "},
+		{"missing certificate", func(s *balde.Settings) { s.DictCert, s.DictKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "DICT TLS: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := balde.DefaultSettings()
+			tt.change(&s)
+			err := s.CheckDictClient()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *balde.SettingError
+			require.ErrorAs(t, err, &se)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -70,35 +69,9 @@ type Credentials struct {
 //	oncall:viewer:$2a$10$N9qo8uLOickgx2ZMRZoMye...
 //	lead:admin:correct horse battery staple
 func ParseUsers(r io.Reader) ([]Credentials, error) {
-	var out []Credentials
-	seen := make(map[string]bool)
-	sc := bufio.NewScanner(r)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		for _, entry := range strings.Split(text, ",") {
-			if entry = strings.TrimSpace(entry); entry == "" {
-				continue
-			}
-			c, err := parseUser(entry)
-			if err != nil {
-				return nil, fmt.Errorf("web: users: line %d: %w", line, err)
-			}
-			if seen[c.User] {
-				return nil, fmt.Errorf("web: users: line %d: user %q listed twice", line, c.User)
-			}
-			seen[c.User] = true
-			out = append(out, c)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("web: users: %w", err)
-	}
-	return out, nil
+	return parseEntries(r, "users", parseUser, func(c Credentials) (string, string) {
+		return c.User, fmt.Sprintf("user %q", c.User)
+	})
 }
 
 func parseUser(entry string) (Credentials, error) {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -139,36 +138,9 @@ func HashToken(token string) string {
 //	s3cr3t-monitor=1000/1m/10m
 //	sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08=60
 func ParseInboundTokens(r io.Reader) ([]InboundToken, error) {
-	var out []InboundToken
-	seen := make(map[string]bool)
-	sc := bufio.NewScanner(r)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		for _, entry := range strings.Split(text, ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
-				continue
-			}
-			t, err := parseInboundToken(entry)
-			if err != nil {
-				return nil, fmt.Errorf("web: inbound tokens: line %d: %w", line, err)
-			}
-			if seen[t.Hash] {
-				return nil, fmt.Errorf("web: inbound tokens: line %d: token sha256:%s… listed twice", line, t.Hash[:8])
-			}
-			seen[t.Hash] = true
-			out = append(out, t)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("web: inbound tokens: %w", err)
-	}
-	return out, nil
+	return parseEntries(r, "inbound tokens", parseInboundToken, func(t InboundToken) (string, string) {
+		return t.Hash, fmt.Sprintf("token sha256:%s…", t.Hash[:8])
+	})
 }
 
 func parseInboundToken(entry string) (InboundToken, error) {

@@ -134,6 +134,11 @@ func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
 			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
 		}
 	}
+	if cfg.Meter.Holds == nil {
+		// The gateway's syncs leave the holds in flight out (reconcile):
+		// it must see the ones the Transport counts.
+		cfg.Meter.Holds = &dict.Holds{}
+	}
 	g := &DictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
 		records: cfg.Records, payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
 	if g.logger == nil {
@@ -219,8 +224,20 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(signed))
 		r.Header.Set("Content-Length", strconv.Itoa(len(signed)))
 	}
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatewayRoute{}, rt)))
+	ctx := context.WithValue(r.Context(), gatewayRoute{}, rt)
+	if rt.Op == dict.OpListBucketStates || rt.Op == dict.OpGetBucketState {
+		// The DICT's balances may or may not count the lookups on the
+		// wire meanwhile (it charges as it answers): reconcile leaves out
+		// what they hold and what the mirror kept of those that landed.
+		held := g.meter.Holds.Watch()
+		defer held.Stop()
+		ctx = context.WithValue(ctx, gatewayWatch{}, held)
+	}
+	g.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// gatewayWatch carries a policies request's dict.Watch to reconcile.
+type gatewayWatch struct{}
 
 // rewrite points the outgoing request at the DICT (or the policies host),
 // keeping the client's path, query and headers.
@@ -264,14 +281,19 @@ func (g *DictGateway) reconcile(resp *http.Response) error {
 		}
 		policies, category = []dict.Policy{doc.Policy}, doc.Category
 	}
-	g.syncPolicies(ctx, category, policies)
+	held, _ := resp.Request.Context().Value(gatewayWatch{}).(*dict.Watch)
+	g.syncPolicies(ctx, category, policies, held)
 	return nil
 }
 
 // syncPolicies records category and lowers the local PSP buckets of
-// policies to the DICT's balances (Limiter.Sync never raises a bucket).
-// Failures are logged: the answer still reaches the client.
-func (g *DictGateway) syncPolicies(ctx context.Context, category string, policies []dict.Policy) {
+// policies to the DICT's balances (Limiter.Sync never raises a bucket),
+// less what held counts: the requests on the wire while the DICT read
+// them, which its number may not include yet (decision 0067). The listing's
+// own hold on POLICIES_LIST is in the number: that bucket leaves out only
+// the holds still in flight, as dict.Client.Reconcile does. Failures are
+// logged: the answer still reaches the client.
+func (g *DictGateway) syncPolicies(ctx context.Context, category string, policies []dict.Policy, held *dict.Watch) {
 	cat := g.meter.Catalog
 	if category != "" && dict.ValidateCategory(category) == nil && cat.Category() != category {
 		if err := cat.SetCategory(category); err != nil {
@@ -288,7 +310,12 @@ func (g *DictGateway) syncPolicies(ctx context.Context, category string, policie
 		if !ok || spec.Scope != dict.ScopePSP {
 			continue
 		}
-		targets = append(targets, throttle.SyncTarget{Key: cat.Key(p.Name, g.participant), Tokens: p.AvailableTokens, Ref: "gateway GET /policies/"})
+		key := cat.Key(p.Name, g.participant)
+		tokens := p.AvailableTokens - held.Held(key)
+		if p.Name == dict.PolicyPoliciesList {
+			tokens = p.AvailableTokens - g.meter.Holds.InFlight(key)
+		}
+		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "gateway GET /policies/"})
 	}
 	if len(targets) == 0 {
 		return

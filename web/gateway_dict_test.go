@@ -22,6 +22,7 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
 	"github.com/balde-throttle/balde/dict/dictsql"
+	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -39,6 +40,10 @@ type gatewayWorld struct {
 	simURL  string
 	catalog *dict.Catalog
 	dsn     string
+
+	// gate, when set before the first request, runs before the simulator
+	// sees each request (a test holds one there, not yet charged).
+	gate func(r *http.Request)
 
 	mu     sync.Mutex
 	bodies map[string][]byte // request bodies the simulator received, by path
@@ -58,6 +63,9 @@ func newGatewayWorld(t testing.TB, engine sqlstore.Engine) *gatewayWorld {
 	hs := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if w.gate != nil {
+			w.gate(r)
+		}
 		rec := httptest.NewRecorder()
 		sim.ServeHTTP(rec, r)
 		w.mu.Lock()
@@ -329,6 +337,71 @@ func TestDictGatewayPoliciesReconcileTheMirror(t *testing.T) {
 	require.NoError(t, xml.Unmarshal(body, &doc))
 	require.Equal(t, "A", doc.Category)
 	w.requireLedgerMatches(t, g.limiter, participant)
+}
+
+// TestDictGatewayPoliciesLeaveHoldsInFlightOut: GET /policies/ passes
+// through the gateway while one of its lookups is on the wire, not yet
+// charged by the DICT (it charges as it answers). The sync leaves that
+// lookup's hold out, so once the lookup settles the mirror is where the
+// DICT is. Taking the DICT's number as it was, the lookup's refund lifted
+// the mirror above the DICT: the next lookups would be admitted locally
+// and refused remotely.
+func TestDictGatewayPoliciesLeaveHoldsInFlightOut(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		w := newGatewayWorld(t, engine)
+		arrived, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		w.gate = func(r *http.Request) {
+			if r.URL.Path == "/api/v2/entries/maria.souza@example.com" {
+				once.Do(func() {
+					close(arrived)
+					select {
+					case <-release:
+					case <-time.After(30 * time.Second):
+					}
+				})
+			}
+		}
+		g := w.newGateway(t)
+		// Another system of the participant spends at the DICT directly:
+		// four keys with no entry, 3 tokens each: the DICT is 12 below
+		// the mirror.
+		for i := range 4 {
+			resp, _ := plainLookup(t, w.simURL, fmt.Sprintf("nobody%d@example.com", i), "11144477735", e2eID(200+i))
+			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		}
+		participant := w.catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, gatewayISPB)
+
+		done := make(chan int, 1)
+		req, err := http.NewRequest(http.MethodGet, g.URL+"/api/v2/entries/maria.souza@example.com", nil)
+		require.NoError(t, err)
+		req.Header.Set("PI-RequestingParticipant", gatewayISPB)
+		req.Header.Set("PI-PayerId", "52998224725")
+		req.Header.Set("PI-EndToEndId", e2eID(300))
+		go func() { // no require off the test's goroutine: the status says it
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		waitfor.Recv(t, arrived, 10*time.Second, "the lookup reaching the DICT")
+		resp, err := http.Get(g.URL + "/api/v2/policies/")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		close(release)
+		require.Equal(t, http.StatusOK, waitfor.Recv(t, done, 10*time.Second, "the held lookup's answer"))
+
+		remote, ok := w.sim.Balance(dict.PolicyEntriesReadParticipantAntiscan, gatewayISPB)
+		require.True(t, ok)
+		local, err := g.limiter.State(context.Background(), participant)
+		require.NoError(t, err)
+		require.LessOrEqual(t, local.Tokens, remote, "the mirror above the DICT after the lookup settled")
+		require.Equal(t, remote, local.Tokens, "the mirror where the DICT is")
+	})
 }
 
 // What is not a DICT request of this participant is answered by the

@@ -5,7 +5,7 @@ copy at commit 323f305 (the declarations since moved into the module), and
 the non-blank, non-comment lines of the runnable example that does the same
 now (example_uses_test.go). The rows of the third pass count from b89b040,
 where that pass started (example_show_test.go), and the fourth pass's from
-a0441fc and e006a33 (example_fourth_test.go). Run from the repository's root:
+a0441fc and e006a33 (example_commands_test.go). Run from the repository's root:
 
     python3 scripts/embed-lines.py
 """
@@ -74,7 +74,7 @@ before4={
  'buckets reset': ('e006a33','cmd/balde/buckets.go',['reset','defaultActor']),
 }
 after4={'sifen-send run':'Example_sifenSendReport','buckets reset':'Example_bucketsReset'}
-ex4=src('example_fourth_test.go')
+ex4=src('example_commands_test.go')
 for use,(rev,f,names) in before4.items():
     t=src(f,rev)
     n=sum(decl_lines(t,nm) for nm in names)

@@ -9,11 +9,12 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // What was seen: a reset erased "Last send".
 func TestResetKeepsTheLastSend(t *testing.T) {
-	e := sevEnv(t, fill, gate)
+	e := throttletest.NewMemEnv(t, fill, gate)
 	k := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "a"}
 	require.True(t, e.Take(k, 95).Allowed)
 	sent := e.Clock.Now()

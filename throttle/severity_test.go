@@ -13,23 +13,6 @@ import (
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
-func sevEnv(t *testing.T, ps ...throttle.Policy) *throttletest.Env {
-	t.Helper()
-	byName := map[string]throttle.Policy{}
-	for _, p := range ps {
-		byName[p.Name] = p
-	}
-	res := throttle.ResolverFunc(func(k throttle.Key) (throttle.Policy, error) {
-		if p, ok := byName[k.Policy]; ok {
-			return p, nil
-		}
-		return throttle.Policy{}, throttle.ErrUnknownPolicy
-	})
-	return throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttletest.FullStore {
-		return throttletest.NewMemStore(now)
-	}, res, throttle.Config{})
-}
-
 var (
 	gate = throttle.Policy{Name: "SIFEN_RECEPCION_LOTE", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
 	fill = throttle.Policy{Name: "FILL", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Minute}
@@ -46,7 +29,7 @@ func transitions(cs []throttle.SeverityChange) []string {
 // What was seen: a one-token cooldown bucket went Critical (and alerted) on
 // every normal send.
 func TestCooldownGateIsCoolingDownNotCritical(t *testing.T) {
-	e := sevEnv(t, gate)
+	e := throttletest.NewMemEnv(t, gate)
 	k := throttle.Key{Policy: gate.Name, Env: "test", Identifier: "80069563"}
 	require.True(t, e.Take(k, 1).Allowed)
 	e.Clock.Advance(3 * time.Second)
@@ -60,7 +43,7 @@ func TestCooldownGateIsCoolingDownNotCritical(t *testing.T) {
 // What was seen: refill being lazy, no recovery event ever came.
 func TestReevaluateDeliversTheRecoveryOnce(t *testing.T) {
 	ctx := context.Background()
-	e := sevEnv(t, fill)
+	e := throttletest.NewMemEnv(t, fill)
 	k := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "a"}
 	require.True(t, e.Take(k, 95).Allowed)
 	require.Equal(t, []string{"Healthy>Critical"}, transitions(e.Notes.Changes))
@@ -199,7 +182,7 @@ func TestSeverityLeavesHoldsInFlightOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			e := sevEnv(t, entity)
+			e := throttletest.NewMemEnv(t, entity)
 			k := throttle.Key{Policy: entity.Name, Env: "prod", Identifier: "12345678"}
 			require.True(t, e.Take(k, 992).Allowed) // 1008 left: Healthy
 			require.Empty(t, transitions(e.Notes.Changes))

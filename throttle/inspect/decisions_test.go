@@ -9,6 +9,7 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 func TestDecisionsPerPolicy(t *testing.T) {
@@ -16,7 +17,7 @@ func TestDecisionsPerPolicy(t *testing.T) {
 	small := throttle.PerMinute("SMALL", 2, 2)
 	slow := throttle.Policy{Name: "SLOW", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Minute, MinInterval: 10 * time.Second}
 	quiet := throttle.PerMinute("QUIET", 5, 5)
-	e := sevEnv(t, small, slow, quiet)
+	e := throttletest.NewMemEnv(t, small, slow, quiet)
 	take := func(policy, id string) bool {
 		t.Helper()
 		d, err := e.Limiter.Take(ctx, "t", throttle.Charge{Key: throttle.Key{Policy: policy, Env: "prod", Identifier: id}, Cost: 1})

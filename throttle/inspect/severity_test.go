@@ -12,23 +12,6 @@ import (
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
-func sevEnv(t *testing.T, ps ...throttle.Policy) *throttletest.Env {
-	t.Helper()
-	byName := map[string]throttle.Policy{}
-	for _, p := range ps {
-		byName[p.Name] = p
-	}
-	res := throttle.ResolverFunc(func(k throttle.Key) (throttle.Policy, error) {
-		if p, ok := byName[k.Policy]; ok {
-			return p, nil
-		}
-		return throttle.Policy{}, throttle.ErrUnknownPolicy
-	})
-	return throttletest.NewEnv(t, func(_ *testing.T, now throttle.Clock) throttletest.FullStore {
-		return throttletest.NewMemStore(now)
-	}, res, throttle.Config{})
-}
-
 var (
 	gate = throttle.Policy{Name: "SIFEN_RECEPCION_LOTE", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
 	fill = throttle.Policy{Name: "FILL", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Minute}
@@ -38,7 +21,7 @@ var (
 // the rows showed the bucket refilled.
 func TestCountNowCountsTheLevelNow(t *testing.T) {
 	ctx := context.Background()
-	e := sevEnv(t, fill)
+	e := throttletest.NewMemEnv(t, fill)
 	k := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "a"}
 	require.True(t, e.Take(k, 95).Allowed)
 	e.Clock.Advance(time.Minute) // full again
@@ -57,7 +40,7 @@ func TestCountNowCountsTheLevelNow(t *testing.T) {
 
 func TestListFiltersAndSortsBySeverityNow(t *testing.T) {
 	ctx := context.Background()
-	e := sevEnv(t, fill, gate)
+	e := throttletest.NewMemEnv(t, fill, gate)
 	a := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "a"}
 	b := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: "b"}
 	c := throttle.Key{Policy: gate.Name, Env: "test", Identifier: "c"}

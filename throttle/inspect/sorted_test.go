@@ -8,11 +8,12 @@ import (
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 func TestListBy(t *testing.T) {
 	ctx := context.Background()
-	e := sevEnv(t, fill)
+	e := throttletest.NewMemEnv(t, fill)
 	var keys []throttle.Key
 	for i, cost := range []int64{10, 95, 60} { // a Healthy, b Critical, c Medium
 		k := throttle.Key{Policy: fill.Name, Env: "prod", Identifier: string(rune('a' + i))}

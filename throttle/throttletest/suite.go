@@ -84,6 +84,17 @@ func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg thrott
 	return e
 }
 
+// NewMemEnv is NewEnv over a MemStore, with policies resolved by name
+// (throttle.Policies) and the default Config.
+func NewMemEnv(t *testing.T, policies ...throttle.Policy) *Env {
+	t.Helper()
+	byName := throttle.Policies{}
+	for _, p := range policies {
+		byName[p.Name] = p
+	}
+	return NewEnv(t, func(_ *testing.T, now throttle.Clock) FullStore { return NewMemStore(now) }, byName, throttle.Config{})
+}
+
 // Take charges cost on key and fails the test on error.
 func (e *Env) Take(key throttle.Key, cost int64) throttle.Decision {
 	e.T.Helper()

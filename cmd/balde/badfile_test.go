@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // badFiles makes the two SQLite files of issue 23 that no command may use:
@@ -26,37 +26,7 @@ var badFiles = []struct {
 		require.NoError(t, os.WriteFile(path, nil, 0o644))
 		return path
 	}, "is empty (0 bytes)"},
-	{"CorruptFile", corruptDatabaseCopy, "fails SQLite's integrity check"},
-}
-
-// corruptDatabaseCopy migrates a database, fills a table of it with a few
-// hundred pages, copies it and writes 200 random bytes over the start of a
-// data page of the copy.
-func corruptDatabaseCopy(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	sound := filepath.Join(dir, "sound.db")
-	code, _, errOut := run(t, nil, "migrate", "--db", "sqlite://"+sound, "up")
-	require.Equal(t, ExitOK, code, errOut)
-	db, err := sql.Open("sqlite", "file:"+sound)
-	require.NoError(t, err)
-	_, err = db.Exec(`CREATE TABLE filler (x BLOB)`)
-	require.NoError(t, err)
-	_, err = db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-		INSERT INTO filler SELECT randomblob(100) FROM n`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	b, err := os.ReadFile(sound)
-	require.NoError(t, err)
-	const page = 4096
-	at := (len(b)/page - 5) * page
-	r := rand.New(rand.NewPCG(23, 3))
-	for i := range 200 {
-		b[at+i] = byte(r.Uint32())
-	}
-	bad := filepath.Join(dir, "copy.db")
-	require.NoError(t, os.WriteFile(bad, b, 0o644))
-	return bad
+	{"CorruptFile", sqlstoretest.CorruptSQLiteCopy, "fails SQLite's integrity check"},
 }
 
 // TestEveryCommandRefusesABadFile runs every command that opens the

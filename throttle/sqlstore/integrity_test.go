@@ -3,14 +3,14 @@ package sqlstore_test
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
@@ -24,39 +24,6 @@ func fileSum(t *testing.T, path string) [32]byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return sha256.Sum256(b)
-}
-
-// CorruptCopy returns a copy of a migrated balde database holding some
-// data, with 200 random bytes written over the start of one of its data
-// pages (issue 23's test).
-func corruptCopy(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	sound := filepath.Join(dir, "sound.db")
-	s, err := alldrivers.Open(context.Background(), "sqlite://"+sound, sqlstore.Options{Migrate: true})
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	db, err := sql.Open("sqlite", "file:"+sound)
-	require.NoError(t, err)
-	_, err = db.Exec(`CREATE TABLE filler (x BLOB)`)
-	require.NoError(t, err)
-	_, err = db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-		INSERT INTO filler SELECT randomblob(100) FROM n`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close()) // checkpoints the WAL into the file
-
-	b, err := os.ReadFile(sound)
-	require.NoError(t, err)
-	const page = 4096
-	require.Greater(t, len(b), 20*page)
-	at := (len(b)/page - 5) * page // a page of filler's, near the end
-	r := rand.New(rand.NewPCG(23, 3))
-	for i := range 200 {
-		b[at+i] = byte(r.Uint32())
-	}
-	bad := filepath.Join(dir, "copy.db")
-	require.NoError(t, os.WriteFile(bad, b, 0o644))
-	return bad
 }
 
 // TestOpenRefusesABadFile checks that an empty (0-byte) file and a file
@@ -77,7 +44,7 @@ func TestOpenRefusesABadFile(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, nil, 0o644))
 			return path
 		}},
-		{name: "ErrCorruptFile", wantErr: sqlstore.ErrDatabaseCorrupt, file: corruptCopy},
+		{name: "ErrCorruptFile", wantErr: sqlstore.ErrDatabaseCorrupt, file: sqlstoretest.CorruptSQLiteCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tc.file(t)
@@ -115,7 +82,7 @@ func TestOpenRefusesABadFile(t *testing.T) {
 // within a deadline) and that the store then refuses decisions and Retry.
 func TestCorruptionFoundWhileOpenRefusesEverything(t *testing.T) {
 	ctx := context.Background()
-	path := corruptCopy(t)
+	path := sqlstoretest.CorruptSQLiteCopy(t)
 	s, err := alldrivers.Open(ctx, "sqlite://"+path, sqlstore.Options{IntegrityTimeout: -1, IntegrityEvery: time.Nanosecond})
 	require.NoError(t, err)
 	defer s.Close()

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"flag"
+	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // PostgresEnv names the variable holding the PostgreSQL DSN for tests.
@@ -141,4 +143,38 @@ func ForEachEngine(t *testing.T, fn func(t *testing.T, engine sqlstore.Engine)) 
 	for _, e := range Engines {
 		t.Run(string(e), func(t *testing.T) { fn(t, e) })
 	}
+}
+
+// CorruptSQLiteCopy returns the path of a copy of a migrated balde SQLite
+// database holding a few hundred pages of data, with 200 random bytes
+// (a fixed seed) written over the start of one of its data pages: a file
+// SQLite opens but whose integrity check fails.
+func CorruptSQLiteCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	sound := filepath.Join(dir, "sound.db")
+	s, err := alldrivers.Open(context.Background(), "sqlite://"+sound, sqlstore.Options{Migrate: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err := sql.Open(sqlitedriver.Driver{}.SQLName(), "file:"+sound)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE filler (x BLOB)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+		INSERT INTO filler SELECT randomblob(100) FROM n`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close()) // checkpoints the WAL into the file
+
+	b, err := os.ReadFile(sound)
+	require.NoError(t, err)
+	const page = 4096
+	require.Greater(t, len(b), 20*page)
+	at := (len(b)/page - 5) * page      // a page of filler's, near the end
+	r := mrand.New(mrand.NewPCG(23, 3)) // a fixed seed: the same bytes each run
+	for i := range 200 {
+		b[at+i] = byte(r.Uint32())
+	}
+	bad := filepath.Join(dir, "copy.db")
+	require.NoError(t, os.WriteFile(bad, b, 0o644))
+	return bad
 }

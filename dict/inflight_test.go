@@ -3,7 +3,6 @@ package dict_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,36 +50,16 @@ func TestSyncLeavesHoldsInFlightOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-				held := make(chan struct{}, 1)
-				release := make(chan struct{})
-				var armed atomic.Bool // the next matching request is held
-				gate := func(sim http.Handler) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						listing := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/policies/")
-						lookup := r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/")
-						if !(tt.hold == "/policies/" && listing || tt.hold == "/entries/" && lookup) || !armed.CompareAndSwap(true, false) {
-							sim.ServeHTTP(w, r)
-							return
-						}
-						rec := httptest.NewRecorder()
-						if tt.hold == "/policies/" {
-							sim.ServeHTTP(rec, r) // read now, answered later
-						}
-						held <- struct{}{}
-						select {
-						case <-release:
-						case <-time.After(30 * time.Second):
-						}
-						if tt.hold != "/policies/" {
-							sim.ServeHTTP(w, r)
-							return
-						}
-						maps.Copy(w.Header(), rec.Header())
-						w.WriteHeader(rec.Code)
-						_, _ = w.Write(rec.Body.Bytes())
-					})
+				listing := func(r *http.Request) bool {
+					return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/policies/")
 				}
-				e := newEnv(t, engine, envConfig{SimCategory: "H", Gate: gate})
+				gate := &holdGate{answerLater: listing, hold: func(r *http.Request) bool {
+					if tt.hold == "/policies/" {
+						return listing(r)
+					}
+					return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/")
+				}}
+				e := newEnv(t, engine, envConfig{SimCategory: "H", Gate: gate.wrap})
 				// Another app instance, with a mirror of its own, spends 5
 				// of the participant's tokens at the DICT.
 				other := e.newClient(mustLimiter(t, e), nil)
@@ -109,24 +88,7 @@ func TestSyncLeavesHoldsInFlightOut(t *testing.T) {
 				if tt.hold == "/policies/" {
 					first, second = reconcile, lookup
 				}
-				armed.Store(true)
-				done := make(chan error, 1)
-				go func() { done <- first() }()
-				select {
-				case <-held:
-				case err := <-done:
-					t.Fatalf("the held request ended (%v) before the gate held it", err)
-				case <-time.After(10 * time.Second):
-					t.Fatal("the gate held nothing within 10 s")
-				}
-				require.NoError(t, second())
-				close(release)
-				select {
-				case err := <-done:
-					require.NoError(t, err)
-				case <-time.After(10 * time.Second):
-					t.Fatal("the held request did not end within 10 s of its release")
-				}
+				gate.play(t, first, second, nil)
 
 				require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))
 				local := e.tokens(dict.PolicyEntriesReadParticipantAntiscan, ispb)

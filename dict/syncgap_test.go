@@ -2,13 +2,10 @@ package dict_test
 
 import (
 	"errors"
-	"maps"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,43 +43,31 @@ func TestParticipantReadAfter429LeavesHoldsOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
-				held := make(chan struct{}, 1)
-				release := make(chan struct{})
-				var refuse, armed atomic.Bool // the next lookup gets a 429; the next matching request is held
-				gate := func(sim http.Handler) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						read := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/policies/"+dict.PolicyEntriesReadParticipantAntiscan)
-						lookup := r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/")
-						if lookup && refuse.CompareAndSwap(true, false) {
-							w.Header().Set("Retry-After", "30")
-							w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
-							w.WriteHeader(http.StatusTooManyRequests)
-							_, _ = w.Write([]byte(problemXML(429, "RateLimited", "")))
-							return
-						}
-						if !(tt.hold == "/policies/" && read || tt.hold == "/entries/" && lookup) || !armed.CompareAndSwap(true, false) {
-							sim.ServeHTTP(w, r)
-							return
-						}
-						rec := httptest.NewRecorder()
-						if read {
-							sim.ServeHTTP(rec, r) // read now, answered later
-						}
-						held <- struct{}{}
-						select {
-						case <-release:
-						case <-time.After(30 * time.Second):
-						}
-						if !read {
-							sim.ServeHTTP(w, r)
-							return
-						}
-						maps.Copy(w.Header(), rec.Header())
-						w.WriteHeader(rec.Code)
-						_, _ = w.Write(rec.Body.Bytes())
-					})
+				read := func(r *http.Request) bool {
+					return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/policies/"+dict.PolicyEntriesReadParticipantAntiscan)
 				}
-				e := newEnv(t, engine, envConfig{SimCategory: "H", Gate: gate})
+				isLookup := func(r *http.Request) bool {
+					return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/")
+				}
+				var refuse atomic.Bool // the next lookup gets a 429
+				gate := &holdGate{answerLater: read,
+					hold: func(r *http.Request) bool {
+						if tt.hold == "/policies/" {
+							return read(r)
+						}
+						return isLookup(r)
+					},
+					before: func(w http.ResponseWriter, r *http.Request) bool {
+						if !isLookup(r) || !refuse.CompareAndSwap(true, false) {
+							return false
+						}
+						w.Header().Set("Retry-After", "30")
+						w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
+						w.WriteHeader(http.StatusTooManyRequests)
+						_, _ = w.Write([]byte(problemXML(429, "RateLimited", "")))
+						return true
+					}}
+				e := newEnv(t, engine, envConfig{SimCategory: "H", Gate: gate.wrap})
 				// Another app instance, with a mirror of its own, spends 5
 				// of the participant's tokens at the DICT.
 				other := e.newClient(mustLimiter(t, e), nil)
@@ -115,25 +100,7 @@ func TestParticipantReadAfter429LeavesHoldsOut(t *testing.T) {
 				// The 429 is for the participant read's lookup: the first
 				// when the read's answer is held, else the second.
 				refuse.Store(tt.hold == "/policies/")
-				armed.Store(true)
-				done := make(chan error, 1)
-				go func() { done <- first() }()
-				select {
-				case <-held:
-				case err := <-done:
-					t.Fatalf("the held request ended (%v) before the gate held it", err)
-				case <-time.After(10 * time.Second):
-					t.Fatal("the gate held nothing within 10 s")
-				}
-				refuse.Store(tt.hold == "/entries/")
-				require.NoError(t, second())
-				close(release)
-				select {
-				case err := <-done:
-					require.NoError(t, err)
-				case <-time.After(10 * time.Second):
-					t.Fatal("the held request did not end within 10 s of its release")
-				}
+				gate.play(t, first, second, func() { refuse.Store(tt.hold == "/entries/") })
 
 				require.Equal(t, int64(1), e.stats().Count(dict.OpGetBucketState, http.StatusOK), "the participant was read once")
 				require.Equal(t, int64(44), e.remoteTokens(dict.PolicyEntriesReadParticipantAntiscan, ispb))

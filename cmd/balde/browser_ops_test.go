@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -153,25 +151,10 @@ func TestBrowserOperatorRealState(t *testing.T) {
 	opsState(t, admin, sim.URL())
 	artifacts := artifactsDir(t)
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(t, chromium)...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	require.NoError(t, chromedp.Do(browser))
-	ctx, cancel := context.WithTimeout(browser, 150*time.Second)
-	defer cancel()
+	ctx := startBrowser(t, browserOptions(t, chromium), 150*time.Second)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:browser-pw"))
 	headers := func(lang string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-				return err
-			}
-			_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-				Headers: network.Headers{"Authorization": auth, "Accept-Language": lang},
-			})
-			return err
-		})
+		return sendHeaders(network.Headers{"Authorization": basicAuth("ops", "browser-pw"), "Accept-Language": lang})
 	}
 	text := func(sel string) string {
 		t.Helper()

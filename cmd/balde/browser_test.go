@@ -86,15 +86,7 @@ func TestBrowserSendTwiceIsBlocked(t *testing.T) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	// The first run starts the browser, which lives as long as its context:
-	// no timeout on that one, a bound on everything after.
-	require.NoError(t, chromedp.Do(browser))
-	ctx, cancel := context.WithTimeout(browser, 45*time.Second)
-	defer cancel()
+	ctx := startBrowser(t, opts, 45*time.Second)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	text := func(sel string) string {
 		t.Helper()
@@ -110,17 +102,8 @@ func TestBrowserSendTwiceIsBlocked(t *testing.T) {
 	}
 
 	// Basic auth on every request the page makes (forms and stylesheet too).
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:browser-pw"))
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-				return err
-			}
-			_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-				Headers: network.Headers{"Authorization": auth},
-			})
-			return err
-		}),
+		sendHeaders(network.Headers{"Authorization": basicAuth("ops", "browser-pw")}),
 		chromedp.Navigate(sm.url+"/admin/buckets"),
 		chromedp.WaitVisible(css("main h1")),
 	))
@@ -185,6 +168,39 @@ func TestBrowserSendTwiceIsBlocked(t *testing.T) {
 }
 
 // browserOptions are the flags TESTING.md asks for, and a fresh profile.
+// startBrowser starts chromium with opts and returns a context for its
+// pages bounded by d; the browser stops when the test ends. The first run
+// starts the browser, which lives as long as its own context: no timeout on
+// that one, a bound on everything after.
+func startBrowser(t *testing.T, opts []chromedp.ExecAllocatorOption, d time.Duration) context.Context {
+	t.Helper()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	require.NoError(t, chromedp.Do(browser))
+	ctx, cancel := context.WithTimeout(browser, d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// sendHeaders adds h to every request the page makes (forms and
+// stylesheets too).
+func sendHeaders(h network.Headers) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h})
+		return err
+	})
+}
+
+// basicAuth is the Authorization header of user and password.
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
 func browserOptions(t *testing.T, chromium string) []chromedp.ExecAllocatorOption {
 	return []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
@@ -261,25 +277,10 @@ func TestBrowserOperatorPages(t *testing.T) {
 	require.NoError(t, os.WriteFile(badLot, []byte("<rDE><unclosed>"), 0o644))
 	artifacts := artifactsDir(t)
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(t, chromium)...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	require.NoError(t, chromedp.Do(browser))
-	ctx, cancel := context.WithTimeout(browser, 150*time.Second)
-	defer cancel()
+	ctx := startBrowser(t, browserOptions(t, chromium), 150*time.Second)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:browser-pw"))
 	headers := func(lang string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-				return err
-			}
-			_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-				Headers: network.Headers{"Authorization": auth, "Accept-Language": lang},
-			})
-			return err
-		})
+		return sendHeaders(network.Headers{"Authorization": basicAuth("ops", "browser-pw"), "Accept-Language": lang})
 	}
 	text := func(sel string) string {
 		t.Helper()

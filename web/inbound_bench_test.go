@@ -25,7 +25,9 @@ import (
 // runs it (balde.Engine's inbound store). Besides ns/op it reports checks/s, the p99 of one check, the
 // bytes of the rolling state (spent) per key and, on PostgreSQL, the
 // buckets table's size per key (it grows with the updates of the run: dead
-// row versions) and the share of HOT updates.
+// row versions), the share of HOT updates, the mean batch of group commit
+// and the share of batches written in one round trip on the rows the store
+// remembers (sqlstore.OptimisticStats).
 //
 // The clock is virtual: every check advances it by the same step, so that
 // each key (taken round robin) sees 80 % of its limit per window: a key's
@@ -110,6 +112,8 @@ func benchInbound(b *testing.B, engine sqlstore.Engine, keys int, limit int64, w
 	var lat []time.Duration
 	refused.Store(0)
 	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+	stats0 := store.OptimisticStats()
+	batches0, ops0 := group.Stats()
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -125,6 +129,18 @@ func benchInbound(b *testing.B, engine sqlstore.Engine, keys int, limit int64, w
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
+	if batches, ops := group.Stats(); batches > batches0 {
+		b.ReportMetric(float64(ops-ops0)/float64(batches-batches0), "ops/batch")
+	}
+	// On PostgreSQL: the share of batches written in one round trip on
+	// remembered rows (sqlstore.OptimisticStats).
+	if st := store.OptimisticStats(); engine == sqlstore.Postgres {
+		one, locked := st.OneTrip-stats0.OneTrip, st.Locked-stats0.Locked
+		if one+locked > 0 {
+			b.ReportMetric(100*float64(one)/float64(one+locked), "onetrip-%")
+			b.ReportMetric(float64(st.Conflicts-stats0.Conflicts), "conflicts")
+		}
+	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "checks/s")

@@ -77,7 +77,9 @@ type Rows interface {
 }
 
 // Pipeline is one transaction a Pipeliner runs in two round trips: BEGIN
-// and Load in the first; Write's statements and COMMIT in the second.
+// and Load in the first; Write's statements and COMMIT in the second. A
+// Pipeline without Write is one round trip: BEGIN, Load and COMMIT in one
+// batch (the optimistic write of optimistic.go).
 type Pipeline struct {
 	// Load are the queries sent after BEGIN.
 	Load []Query
@@ -85,12 +87,15 @@ type Pipeline struct {
 	Scan func(i int, rows Rows) error
 	// Write is called once the first round trip is read; it returns the
 	// statements to send before COMMIT (none: COMMIT alone). Its error
-	// ends the transaction, rolled back, and is returned as is.
+	// ends the transaction, rolled back, and is returned as is. Nil: COMMIT
+	// is queued behind Load in the first round trip, and Load's statements
+	// are the transaction's writes.
 	Write func() ([]Query, error)
-	// Outcome tells what became of the second round trip from the error
-	// of the first write statement that failed, that of COMMIT (nil when
-	// a write failed) and that of reading the end of the batch; Pipeline
-	// returns what it returns.
+	// Outcome tells what became of the round trip with COMMIT from the
+	// error of the first write statement that failed (without Write: of
+	// BEGIN or the first Load query, or of its Scan), that of COMMIT (nil
+	// when a write failed) and that of reading the end of the batch;
+	// Pipeline returns what it returns.
 	Outcome func(writeErr, commitErr, closeErr error) error
 }
 

@@ -19,13 +19,25 @@ import (
 // the pool's connections are not the driver's.
 //
 // A transaction that need not be durable (Store.NonDurable) sets
-// synchronous_commit off for itself first, in the same round trip.
+// synchronous_commit off for itself first, in the same round trip; its
+// rows are first tried in one round trip on what the store remembers of
+// them (updateOptimistic), and it remembers the rows it locked and wrote.
 func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+
+	cache := s.rows()
+	if durable {
+		cache = nil
+	}
+	if cache != nil && len(credits) == 0 {
+		if done, err := s.updateOptimistic(ctx, p, conn, cache, keys, apply); done {
+			return err
+		}
+	}
 
 	byRow, rowKeys, refs := s.rowKeys(keys, credits)
 	var load []Query
@@ -64,6 +76,7 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 		})
 	}
 	loaded := false
+	var written *writeSet
 	err = p.Pipeline(ctx, conn, &Pipeline{
 		Load: load,
 		Scan: func(i int, r Rows) error { return scans[i](r) },
@@ -81,6 +94,7 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 				headMinute, _ = postgresWriter{}.headMinutes(ctx, nil, rows)
 			}
 			ws := s.writeSet(t, head, headMinute)
+			written = ws
 			if ws.empty() {
 				return nil, nil
 			}
@@ -90,6 +104,14 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 			return pipelineOutcome(s.driver, writeErr, commitErr, closeErr)
 		},
 	})
+	if cache != nil && !errors.Is(err, ErrNoPipeline) {
+		cache.locked.Add(1)
+		if err == nil && written != nil {
+			cache.remember(rows, written)
+		} else {
+			cache.forget(rowKeys)
+		}
+	}
 	switch {
 	case errors.Is(err, ErrNoPipeline):
 		return err

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -98,6 +99,9 @@ type Store struct {
 	// (checkpoint.go); nil on PostgreSQL, for a store of OpenDB and when
 	// the DSN sets wal_autocheckpoint.
 	checkpoints *checkpointer
+	// fast remembers the rows of NonDurable's transactions on PostgreSQL
+	// (optimistic.go); nil until NonDurable is first called.
+	fast atomic.Pointer[rowCache]
 
 	mu          sync.RWMutex
 	policyID    map[string]int64
@@ -496,11 +500,14 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 // lost decision forgets a request to the application's own API). The DICT
 // and SIFEN mirrors decide through s, durably
 // (docs/decisions/0111-non-durable-inbound-commits.md). Exactness is the
-// same: the same locks, the same statements.
+// same. On PostgreSQL a batch of rows that this process wrote last is
+// decided on its memory of them and written in one round trip, only if
+// no row changed since (optimistic.go, decision 0116).
 func (s *Store) NonDurable() throttle.Store {
 	if s.engine != Postgres {
 		return s
 	}
+	s.fast.CompareAndSwap(nil, newRowCache(optimisticRows))
 	return nonDurable{s}
 }
 

@@ -38,6 +38,9 @@ func (Driver) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline
 }
 
 func pipeline(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
+	if p.Write == nil {
+		return oneTrip(ctx, pc, p)
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for _, q := range p.Load {
@@ -68,6 +71,26 @@ func pipeline(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
 			break
 		}
 	}
+	if writeErr == nil {
+		_, commitErr = br.Exec()
+	}
+	return p.Outcome(writeErr, commitErr, br.Close())
+}
+
+// oneTrip runs a Pipeline without Write: BEGIN, p.Load and COMMIT in one
+// batch. The server skips everything after a statement that fails, COMMIT
+// included, up to the batch's end (one Sync), so a failed Load statement
+// leaves the transaction aborted, never committed.
+func oneTrip(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	for _, q := range p.Load {
+		b.Queue(q.SQL, q.Args...)
+	}
+	b.Queue("COMMIT")
+	br := pc.SendBatch(ctx, b)
+	writeErr := readLoads(br, p)
+	var commitErr error
 	if writeErr == nil {
 		_, commitErr = br.Exec()
 	}

@@ -1,0 +1,269 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/throttle/throttletest"
+)
+
+// The optimistic write of NonDurable on PostgreSQL (decision 0116): these
+// tests open several stores on one database, each standing for a process
+// with its own memory of the rows it wrote.
+
+// inboundPolicy is an inbound limiter's policy: capacity takes per minute,
+// rolling, no ledger rows for takes.
+func inboundPolicy(capacity int64) throttle.Policy {
+	return throttle.Policy{Name: "INBOUND_IP", Refill: throttle.RefillRolling, Capacity: capacity, RefillTokens: capacity,
+		RefillPeriod: time.Minute, RollingGrain: time.Second, Ledger: throttle.LedgerNoTakes}
+}
+
+func inboundKey(i int) throttle.Key {
+	return throttle.Key{Policy: "INBOUND_IP", Env: "prod", Identifier: fmt.Sprintf("192.0.2.%d", i)}
+}
+
+// newInboundLimiter is a limiter on store as balde's inbound limiter has it
+// (refusals kept in memory, not in the ledger).
+func newInboundLimiter(t *testing.T, store throttle.Store, p throttle.Policy, clock *throttle.ManualClock) *throttle.Limiter {
+	t.Helper()
+	lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now, SkipRefusalRows: true})
+	require.NoError(t, err)
+	return lim
+}
+
+func tokens(t *testing.T, s *sqlstore.Store, keys ...throttle.Key) []int64 {
+	t.Helper()
+	bs, err := s.Buckets(context.Background(), keys)
+	require.NoError(t, err)
+	out := make([]int64, len(bs))
+	for i, b := range bs {
+		out[i] = b.Tokens
+	}
+	return out
+}
+
+// TestOptimisticTwoProcessesExact: two stores on one database ("two
+// processes"), each with its own group commit, hammer the same keys at
+// once, for two windows of a fake clock. Per key and window they admit
+// exactly what one store admits on the locking path for as many attempts:
+// the capacity, never more, although most of their batches are written in
+// one round trip on the rows each remembers, which the other keeps
+// changing.
+func TestOptimisticTwoProcessesExact(t *testing.T) {
+	const (
+		capacity = 40
+		keys     = 5
+		workers  = 8 // per store
+		rounds   = 30
+	)
+	p := inboundPolicy(capacity)
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	stores := []*sqlstore.Store{sqlstoretest.MustOpenDSN(t, dsn, clock.Now), sqlstoretest.MustOpenDSN(t, dsn, clock.Now)}
+	var lims []*throttle.Limiter
+	for _, s := range stores {
+		g := throttle.NewGroupCommit(s.NonDurable(), throttle.GroupCommitOptions{Writers: 2})
+		t.Cleanup(func() { require.NoError(t, g.Close()) })
+		lims = append(lims, newInboundLimiter(t, g, p, clock))
+	}
+	// The reference: the same attempts, one at a time, on the locking
+	// path of a store of its own (durable: never optimistic).
+	locked := sqlstoretest.MustOpen(t, sqlstore.Postgres, clock.Now)
+	ref := newInboundLimiter(t, locked, p, clock)
+
+	attempts := len(stores) * workers * rounds / keys
+	for window := range 2 {
+		want := make([]int, keys)
+		for i := range attempts * keys {
+			d, err := ref.Take(context.Background(), "", throttle.Charge{Key: inboundKey(i % keys), Cost: 1})
+			require.NoError(t, err)
+			if d.Allowed {
+				want[i%keys]++
+			}
+		}
+		require.Equal(t, capacity, want[0], "the reference admits the capacity")
+
+		var mu sync.Mutex
+		got := make([]int, keys)
+		var wg sync.WaitGroup
+		errs := make(chan error, len(lims)*workers)
+		for _, lim := range lims {
+			for w := range workers {
+				wg.Go(func() {
+					for r := range rounds {
+						k := (w + r) % keys
+						d, err := lim.Take(context.Background(), "", throttle.Charge{Key: inboundKey(k), Cost: 1})
+						if err != nil {
+							errs <- err
+							return
+						}
+						if d.Allowed {
+							mu.Lock()
+							got[k]++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.Equal(t, want, got, "window %d: admitted per key", window)
+		clock.Advance(time.Minute + time.Second)
+	}
+	var oneTrip, conflicts int64
+	for i, s := range stores {
+		st := s.OptimisticStats()
+		t.Logf("store %d: %+v", i, st)
+		oneTrip += st.OneTrip
+		conflicts += st.Conflicts
+	}
+	require.Positive(t, oneTrip, "batches written in one round trip")
+	require.Zero(t, locked.OptimisticStats(), "a durable store is never optimistic")
+}
+
+// TestOptimisticSeesChangesBehindItsMemory: a row changed by someone else
+// after this store last wrote it is never overwritten with the state it
+// remembers: its next decision sees the change, whether another process
+// spent tokens, an administrator reset the bucket or deleted its row.
+func TestOptimisticSeesChangesBehindItsMemory(t *testing.T) {
+	key := inboundKey(1)
+	for _, tc := range []struct {
+		name   string
+		behind func(t *testing.T, other *sqlstore.Store, otherLim *throttle.Limiter)
+		want   []bool // the next takes of the store that remembers
+	}{
+		{
+			name: "another process spends",
+			behind: func(t *testing.T, _ *sqlstore.Store, otherLim *throttle.Limiter) {
+				d, err := otherLim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+			},
+			want: []bool{false, false},
+		},
+		{
+			name: "an administrator resets it",
+			behind: func(t *testing.T, other *sqlstore.Store, _ *throttle.Limiter) {
+				lim, err := throttle.NewLimiter(other, throttle.Policies{key.Policy: inboundPolicy(3)}, throttle.Config{})
+				require.NoError(t, err)
+				_, err = lim.Reset(context.Background(), key, "admin")
+				require.NoError(t, err)
+			},
+			want: []bool{true, true, true, false},
+		},
+		{
+			name: "its row is deleted (pruned)",
+			behind: func(t *testing.T, other *sqlstore.Store, _ *throttle.Limiter) {
+				res, err := other.DB().Exec(`DELETE FROM balde_buckets WHERE identifier = $1`, key.Identifier)
+				require.NoError(t, err)
+				n, err := res.RowsAffected()
+				require.NoError(t, err)
+				require.Equal(t, int64(1), n)
+			},
+			want: []bool{true, true, true, false},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := throttle.NewManualClock(throttletest.Epoch)
+			dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+			mine, other := sqlstoretest.MustOpenDSN(t, dsn, clock.Now), sqlstoretest.MustOpenDSN(t, dsn, clock.Now)
+			lim := newInboundLimiter(t, mine.NonDurable(), inboundPolicy(3), clock)
+			otherLim := newInboundLimiter(t, other.NonDurable(), inboundPolicy(3), clock)
+			for range 2 {
+				d, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+			}
+			require.Equal(t, sqlstore.OptimisticStats{OneTrip: 2}, mine.OptimisticStats(), "both takes in one round trip")
+
+			tc.behind(t, other, otherLim)
+
+			var got []bool
+			for range tc.want {
+				d, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+				require.NoError(t, err)
+				got = append(got, d.Allowed)
+			}
+			require.Equal(t, tc.want, got)
+			st := mine.OptimisticStats()
+			require.Equal(t, int64(1), st.Conflicts, "%+v: the change is found once", st)
+			require.Equal(t, int64(1), st.Locked, "%+v: then the row is read under lock once", st)
+		})
+	}
+}
+
+// TestOptimisticStaleKeyCommitsNothing: in a batch of two remembered keys
+// of which another process changed one, the one-round-trip write commits
+// nothing, not even the other key's take; the batch then commits once on
+// the locking path.
+func TestOptimisticStaleKeyCommitsNothing(t *testing.T) {
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	mine, other := sqlstoretest.MustOpenDSN(t, dsn, clock.Now), sqlstoretest.MustOpenDSN(t, dsn, clock.Now)
+	p := inboundPolicy(10)
+	lim := newInboundLimiter(t, mine.NonDurable(), p, clock)
+	otherLim := newInboundLimiter(t, other.NonDurable(), p, clock)
+	k1, k2 := inboundKey(1), inboundKey(2)
+	both := []throttle.Charge{{Key: k1, Cost: 1}, {Key: k2, Cost: 1}}
+
+	for range 2 {
+		d, err := lim.Take(context.Background(), "", both...)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	d, err := otherLim.Take(context.Background(), "", throttle.Charge{Key: k2, Cost: 1})
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+
+	d, err = lim.Take(context.Background(), "", both...)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, []int64{10 - 3, 10 - 4}, tokens(t, mine, k1, k2), "k1 taken 3 times, not 4; k2 4 times")
+	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 2, Conflicts: 1, Locked: 1}, mine.OptimisticStats())
+
+	// Both rows are remembered again: the next batch is one round trip.
+	_, err = lim.Take(context.Background(), "", both...)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), mine.OptimisticStats().OneTrip)
+}
+
+// TestOptimisticCommonCaseIsOneRoundTrip: a store alone on its keys writes
+// every batch in one round trip, a new key's first included (an insert);
+// a second store finds the rows the first wrote once (the insert fails),
+// reads them under lock, and from then on writes in one round trip too.
+func TestOptimisticCommonCaseIsOneRoundTrip(t *testing.T) {
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	first, second := sqlstoretest.MustOpenDSN(t, dsn, clock.Now), sqlstoretest.MustOpenDSN(t, dsn, clock.Now)
+	p := inboundPolicy(100)
+	lim := newInboundLimiter(t, first.NonDurable(), p, clock)
+	for i := range 20 {
+		clock.Advance(time.Second)
+		d, err := lim.Take(context.Background(), "", throttle.Charge{Key: inboundKey(i % 4), Cost: 1})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 20}, first.OptimisticStats())
+
+	lim2 := newInboundLimiter(t, second.NonDurable(), p, clock)
+	for range 5 {
+		d, err := lim2.Take(context.Background(), "", throttle.Charge{Key: inboundKey(0), Cost: 1})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 4, Conflicts: 1, Locked: 1}, second.OptimisticStats())
+	require.Equal(t, []int64{100 - 5 - 5}, tokens(t, second, inboundKey(0)))
+	require.Equal(t, sqlstore.OptimisticStats{}, sqlstoretest.MustOpen(t, sqlstore.SQLite, clock.Now).OptimisticStats(), "SQLite: no optimistic write")
+}

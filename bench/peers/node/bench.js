@@ -128,7 +128,7 @@ function stores() {
   try {
     s.push(sqlite(require('better-sqlite3')));
   } catch (e) {
-    console.error(`bench.js: better-sqlite3 did not load, rlflx-sqlite rows skipped: ${e.message}`);
+    console.error(`bench.js: better-sqlite3 did not load, rlflx-sqlite rows skipped: ${e.message.split('\n')[0]}`);
   }
   return s;
 }

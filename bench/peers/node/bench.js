@@ -9,7 +9,11 @@
 //   - rlflx-sqlite: RateLimiterSQLite (better-sqlite3), one upsert in a
 //     transaction per decision, on a new SQLite file in a temporary
 //     directory (WAL, synchronous=NORMAL, busy_timeout 5 s: balde's own
-//     SQLite settings), deleted at the end. better-sqlite3 is synchronous:
+//     SQLite settings), deleted at the end. NORMAL is what better-sqlite3,
+//     built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1, gives a connection that
+//     opens a file already in WAL, i.e. an application's every start but
+//     its first; the connection that switches a new file to WAL keeps FULL
+//     (an fsync per commit), hence the pragma. better-sqlite3 is synchronous:
 //     each decision runs to its commit on node's one thread, so the callers
 //     take turns and only one decision is in the database at a time.
 //
@@ -19,8 +23,9 @@
 // other callers'.
 //
 // Run: npm ci && node bench.js (PGURL, default the test database). The
-// SQLite rows need better-sqlite3, an optional dependency built by its
-// install script: if it did not install, they are skipped, saying so on
+// SQLite rows need better-sqlite3, an optional dependency whose install
+// script downloads its native module or compiles it: if that failed,
+// npm ci goes on without it and the SQLite rows are skipped, saying so on
 // stderr.
 'use strict';
 const fs = require('fs');

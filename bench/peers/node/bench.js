@@ -65,19 +65,17 @@ function sqlite(Database) {
     name: 'rlflx-sqlite',
     async open(w) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rlflx-bench-'));
-      const close = async () => fs.rmSync(dir, { recursive: true, force: true });
+      let db;
+      const close = async () => {
+        if (db) db.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      };
       try {
-        const db = new Database(path.join(dir, 'rlflx.db'), { timeout: 5000 });
+        db = new Database(path.join(dir, 'rlflx.db'), { timeout: 5000 });
         db.pragma('journal_mode = WAL');
         db.pragma('synchronous = NORMAL');
         const limiter = await newLimiter(RateLimiterSQLite, { storeClient: db, storeType: 'better-sqlite3' }, w);
-        return {
-          limiter,
-          close: async () => {
-            db.close();
-            await close();
-          },
-        };
+        return { limiter, close };
       } catch (e) {
         await close();
         throw e;

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -41,9 +42,6 @@ const bucketStateColumns = `tokens, carry, refilled_at, send_count, severity, la
 // query, an allocation each for a table column's name and type, and none
 // for a one-letter name and an expression (which has no declared type).
 // For the one-key load that is 24 allocations of a decision's 135.
-
-// sqliteBucketColumns are bucketColumns for SQLite's loads.
-const sqliteBucketColumns = `+policy_id AS a, +env AS b, +identifier AS c, ` + sqliteStateColumns
 
 // sqliteStateColumns are bucketStateColumns for SQLite's loads.
 const sqliteStateColumns = `+tokens AS d, +carry AS e, +refilled_at AS f, +send_count AS g, +severity AS h, +last_sent_at AS i,
@@ -88,6 +86,23 @@ func scanBucketState(sc scanner, key rowKey) (bucketRow, error) {
 	err := sc.Scan(&r.tokens, &r.carry, &r.refilledAt,
 		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
 	return r, err
+}
+
+// scanNumberedBucketState scans the number of a key in keys followed by
+// sqliteStateColumns (SQLite's load of several keys).
+func scanNumberedBucketState(sc scanner, keys []rowKey) (bucketRow, error) {
+	var i int64
+	var r bucketRow
+	err := sc.Scan(&i, &r.tokens, &r.carry, &r.refilledAt,
+		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
+	if err != nil {
+		return r, err
+	}
+	if i < 0 || i >= int64(len(keys)) {
+		return r, fmt.Errorf("load: key number %d of %d", i, len(keys))
+	}
+	r.key = keys[i]
+	return r, nil
 }
 
 // nullInt is n as the driver takes it (nil or int64): passing the value

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -123,18 +124,25 @@ func tuples(n, k int) string {
 }
 
 // loadSQL reads n bucket rows by primary key; one key is an equality (a
-// single B-tree seek). The minute of each bucket's latest ledger row is read
-// only when a transaction needs it (headMinutes).
+// single B-tree seek). The keys are known: only the state columns are read
+// (the driver pays per column), after, for several keys, the number of the
+// key in the list (keys given in primary-key order are sought in that
+// order, one seek each; CROSS JOIN keeps the list as the outer loop). The
+// minute of each bucket's latest ledger row is read only when a
+// transaction needs it (headMinutes).
 func loadSQL(n int) string {
 	if n == 1 {
-		// The key is known: only the state columns are read (the driver
-		// pays per column of every query, not per row).
 		return `SELECT ` + sqliteStateColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
 	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "(?, ?, ?, " + strconv.Itoa(i) + ")"
+	}
 	return `
-		SELECT ` + sqliteBucketColumns + `
-		FROM balde_buckets
-		WHERE (policy_id, env, identifier) IN (VALUES ` + tuples(n, 3) + `)`
+		SELECT v.column4 AS a, ` + sqliteStateColumns + `
+		FROM (VALUES ` + strings.Join(keys, ", ") + `) AS v
+		CROSS JOIN balde_buckets
+		ON policy_id = v.column1 AND env = v.column2 AND identifier = v.column3`
 }
 
 // upsertSQL writes rows that exist (the transaction read them under the
@@ -243,7 +251,7 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanBucketRow(rows)
+			r, err := scanNumberedBucketState(rows, keys[lo:hi])
 			if err != nil {
 				return err
 			}

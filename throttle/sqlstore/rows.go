@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"bytes"
 	"database/sql"
 	"fmt"
 
@@ -46,21 +45,6 @@ const bucketStateColumns = `tokens, carry, refilled_at, send_count, severity, la
 // sqliteStateColumns are bucketStateColumns for SQLite's loads.
 const sqliteStateColumns = `+tokens AS d, +carry AS e, +refilled_at AS f, +send_count AS g, +severity AS h, +last_sent_at AS i,
 	+last_entry AS j, +blocked_until AS k, +spent AS l, +next_at AS m, +held_until AS n, +block_level AS o`
-
-// bucketHotColumns are the columns of bucketRow a take changes (the
-// ledger pointer, the balance, its refill, the sends and their grade), in
-// bucketColumns order after the key; the others (bucketColdColumns) change
-// only with blocks, holds, cooldowns set by the caller and rolling windows.
-// A write of a row whose cold columns are as loaded writes only the hot
-// ones: fewer arguments to bind, which the driver pays for one by one.
-const bucketHotColumns = `tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry`
-
-// coldEqual reports whether r's cold columns (blocked_until, spent,
-// next_at, held_until, block_level) are those of loaded.
-func (r *bucketRow) coldEqual(loaded *bucketRow) bool {
-	return r.blockedUntil == loaded.blockedUntil && r.nextAt == loaded.nextAt && r.heldUntil == loaded.heldUntil &&
-		r.blockLevel == loaded.blockLevel && bytes.Equal(r.spent, loaded.spent)
-}
 
 // lockedBucketColumns are bucketColumns of buckets AS b, plus the minute of
 // the bucket's latest ledger row when it aggregates takes, joined as h on
@@ -180,10 +164,6 @@ type ledgerRow struct {
 	prev    sql.NullInt64 // the previous row of the same bucket
 	ref     sql.NullString
 }
-
-// plain reports whether r is one event without a ref: its n and ref are
-// the columns' defaults (1, NULL), which SQLite's inserts leave out.
-func (r *ledgerRow) plain() bool { return r.n == 1 && !r.ref.Valid }
 
 // reasonMinuteOfTakes is the stored reason of an aggregated take row; it
 // reads back as throttle.LedgerTake with Count events.

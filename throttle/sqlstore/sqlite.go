@@ -20,18 +20,14 @@ type sqliteWriter struct {
 	// The statements of the common case, one decision on a bucket that
 	// exists: an UPDATE by primary key (cheaper than an upsert, which tries
 	// the insert first) and a ledger INSERT that lets SQLite number the row
-	// (no MAX(id) query). update1Hot writes only the columns a take
-	// changes (bucketHotColumns), ledger1Plain a row of one event without
-	// a ref (the columns' defaults): fewer arguments to bind.
-	update1, update1Hot, ledger1, ledger1Plain, headMinute *sql.Stmt
+	// (no MAX(id) query).
+	update1, ledger1, headMinute *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
-	loads       map[int]*sql.Stmt // by number of keys
-	upsert      map[int]*sql.Stmt // by number of rows
-	updates     map[int]*sql.Stmt // by number of rows
-	updatesHot  map[int]*sql.Stmt // by number of rows, bucketHotColumns only
-	ledger      map[int]*sql.Stmt // by number of rows
-	ledgerPlain map[int]*sql.Stmt // by number of rows, without n and ref
+	loads   map[int]*sql.Stmt // by number of keys
+	upsert  map[int]*sql.Stmt // by number of rows
+	updates map[int]*sql.Stmt // by number of rows
+	ledger  map[int]*sql.Stmt // by number of rows
 }
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
@@ -41,10 +37,7 @@ type sqliteWriter struct {
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
-	w := &sqliteWriter{
-		loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, updates: map[int]*sql.Stmt{}, updatesHot: map[int]*sql.Stmt{},
-		ledger: map[int]*sql.Stmt{}, ledgerPlain: map[int]*sql.Stmt{},
-	}
+	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, updates: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
 	stmts := []struct {
 		dst  **sql.Stmt
 		text string
@@ -64,16 +57,9 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			SET tokens = ?, carry = ?, refilled_at = ?, send_count = ?, severity = ?,
 			    last_sent_at = ?, last_entry = ?, blocked_until = ?, spent = ?, next_at = ?, held_until = ?, block_level = ?
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
-		{&w.update1Hot, `
-			UPDATE balde_buckets
-			SET tokens = ?, carry = ?, refilled_at = ?, send_count = ?, severity = ?, last_sent_at = ?, last_entry = ?
-			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		{&w.ledger1, `
 			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.ledger1Plain, `
-			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, prev)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.headMinute, `
 			SELECT at FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
 		{&w.add, `
@@ -95,7 +81,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		for _, c := range []struct {
 			cache map[int]*sql.Stmt
 			text  func(int) string
-		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.updates, updateSQL}, {w.updatesHot, updateHotSQL}, {w.ledger, ledgerSQL}, {w.ledgerPlain, ledgerPlainSQL}} {
+		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.updates, updateSQL}, {w.ledger, ledgerSQL}} {
 			st, err := db.PrepareContext(ctx, c.text(n))
 			if err != nil {
 				w.close()
@@ -179,35 +165,16 @@ func updateSQL(n int) string {
 		WHERE b.policy_id = v.column1 AND b.env = v.column2 AND b.identifier = v.column3`
 }
 
-// updateHotSQL is updateSQL of bucketHotColumns: the arguments are the
-// key and those columns (hotArgs).
-func updateHotSQL(n int) string {
-	return `
-		UPDATE balde_buckets AS b
-		SET tokens = v.column4, carry = v.column5, refilled_at = v.column6, send_count = v.column7,
-		    severity = v.column8, last_sent_at = v.column9, last_entry = v.column10
-		FROM (VALUES ` + tuples(n, 10) + `) AS v
-		WHERE b.policy_id = v.column1 AND b.env = v.column2 AND b.identifier = v.column3`
-}
-
 func ledgerSQL(n int) string {
 	return `
 		INSERT INTO balde_token_ledger (` + ledgerColumns + `)
 		VALUES ` + tuples(n, 11)
 }
 
-// ledgerPlainSQL inserts n plain rows (see ledgerRow.plain): n and ref
-// take their defaults (1, NULL).
-func ledgerPlainSQL(n int) string {
-	return `
-		INSERT INTO balde_token_ledger (id, policy_id, env, identifier, at, reason, delta, balance, prev)
-		VALUES ` + tuples(n, 9)
-}
-
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.update1Hot, w.ledger1, w.ledger1Plain, w.headMinute}
-	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.updates, w.updatesHot, w.ledger, w.ledgerPlain} {
+	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute}
+	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.updates, w.ledger} {
 		for _, st := range cache {
 			all = append(all, st)
 		}
@@ -323,41 +290,21 @@ func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 }
 
 // updateBuckets writes rows that exist: one by the UPDATE of its primary
-// key, several in one UPDATE ... FROM (VALUES ...) per chunk. Rows whose
-// cold columns are as loaded (a chunk of them, for several) write only
-// bucketHotColumns.
-func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows, loaded []bucketRow) error {
+// key, several in one UPDATE ... FROM (VALUES ...) per chunk.
+func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
 	if len(rows) == 1 {
 		r := rows[0]
-		if len(loaded) == 1 && loaded[0].key == r.key && r.coldEqual(&loaded[0]) {
-			_, err := tx.StmtContext(ctx, w.update1Hot).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
-				nullInt(r.lastSentAt), nullInt(r.lastEntry), r.key.policyID, r.key.env, r.key.identifier)
-			return err
-		}
 		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
 			nullInt(r.lastSentAt), nullInt(r.lastEntry), nullInt(r.blockedUntil), r.spent, nullInt(r.nextAt), nullInt(r.heldUntil),
 			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
-	byKey := make(map[rowKey]*bucketRow, len(loaded))
-	for i := range loaded {
-		byKey[loaded[i].key] = &loaded[i]
-	}
 	return chunks(len(rows), func(lo, hi int) error {
-		hot := true
-		for i := lo; i < hi && hot; i++ {
-			l, ok := byKey[rows[i].key]
-			hot = ok && rows[i].coldEqual(l)
-		}
-		cache, args := w.updates, bucketArgs
-		if hot {
-			cache, args = w.updatesHot, hotArgs
-		}
-		st, err := prepared(cache, hi-lo)
+		st, err := prepared(w.updates, hi-lo)
 		if err != nil {
 			return err
 		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args(rows[lo:hi])...)
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
 		return err
 	})
 }
@@ -369,16 +316,6 @@ func bucketArgs(rows []bucketRow) []any {
 		args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
 			r.sendCount, r.severity, nullInt(r.lastSentAt), nullInt(r.lastEntry), nullInt(r.blockedUntil), r.spent,
 			nullInt(r.nextAt), nullInt(r.heldUntil), r.blockLevel)
-	}
-	return args
-}
-
-// hotArgs lists the key and the bucketHotColumns of rows.
-func hotArgs(rows []bucketRow) []any {
-	args := make([]any, 0, 10*len(rows))
-	for _, r := range rows {
-		args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-			r.sendCount, r.severity, nullInt(r.lastSentAt), nullInt(r.lastEntry))
 	}
 	return args
 }
@@ -402,15 +339,8 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	if len(ws.ledger) == 1 {
 		// SQLite numbers the row after the largest id, as below.
 		r := ws.ledger[0]
-		var res sql.Result
-		var err error
-		if r.plain() {
-			res, err = tx.StmtContext(ctx, w.ledger1Plain).ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-				r.delta, r.balance, nullInt(ws.heads[r.key]))
-		} else {
-			res, err = tx.StmtContext(ctx, w.ledger1).ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-				r.delta, r.balance, r.n, nullInt(ws.heads[r.key]), nullString(r.ref))
-		}
+		res, err := tx.StmtContext(ctx, w.ledger1).ExecContext(ctx, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
+			r.delta, r.balance, r.n, nullInt(ws.heads[r.key]), nullString(r.ref))
 		if err != nil {
 			return fmt.Errorf("insert ledger: %w", err)
 		}
@@ -441,7 +371,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 			return fmt.Errorf("add to ledger row: %w", err)
 		}
 	}
-	if err := w.updateBuckets(ctx, tx, ws.updates, ws.loaded); err != nil {
+	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	if err := w.upsertBuckets(ctx, tx, ws.inserts); err != nil {
@@ -450,31 +380,17 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	return w.deleteBuckets(ctx, tx, ws.deletes)
 }
 
-// insertLedger inserts rows (numbered and linked), a chunk of plain rows
-// without their n and ref.
+// insertLedger inserts rows, numbered and linked.
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
 	return chunks(len(rows), func(lo, hi int) error {
-		plain := true
-		for i := lo; i < hi && plain; i++ {
-			plain = rows[i].plain()
-		}
-		cache := w.ledger
-		if plain {
-			cache = w.ledgerPlain
-		}
-		st, err := prepared(cache, hi-lo)
+		st, err := prepared(w.ledger, hi-lo)
 		if err != nil {
 			return err
 		}
 		args := make([]any, 0, 11*(hi-lo))
 		for _, r := range rows[lo:hi] {
 			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-				r.delta, r.balance)
-			if plain {
-				args = append(args, nullInt(r.prev))
-			} else {
-				args = append(args, r.n, nullInt(r.prev), nullString(r.ref))
-			}
+				r.delta, r.balance, r.n, nullInt(r.prev), nullString(r.ref))
 		}
 		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 		return err

@@ -13,12 +13,13 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
-// TestWriteKeepsColdColumns covers the writes that leave out the columns a
-// take does not change (a hold, a block, a cooldown the caller set, a
-// rolling window): a transaction that changes them on one bucket and only
-// takes on others writes all of them, and a later plain take on a held
-// bucket keeps its hold. One key goes through the one-row statements,
-// several through the multi-row ones.
+// TestWriteKeepsColdColumns: a transaction that sets a hold on one bucket
+// and only takes on others writes each bucket's own state, and later plain
+// takes on the held bucket keep its hold (the columns of blocks, holds,
+// cooldowns and windows ride along every write). One key goes through the
+// one-row statements, several through the multi-row ones (SQLite's load
+// of several keys maps each row back to its key by its number in the
+// list).
 func TestWriteKeepsColdColumns(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		for _, n := range []int{1, 3} {

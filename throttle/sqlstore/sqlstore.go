@@ -136,10 +136,6 @@ type writeSet struct {
 	ledger           []ledgerRow
 	merges           []ledgerRow
 	heads            map[rowKey]sql.NullInt64
-	// loaded are the rows as loadBuckets read them, if the writer wants
-	// them: SQLite writes only the columns of a row a take changes when
-	// the others are as loaded.
-	loaded []bucketRow
 }
 
 // Open connects to the database named by dsn (see ParseDSN) through
@@ -610,9 +606,7 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 			return fmt.Errorf("load head rows: %w", err)
 		}
 	}
-	ws := s.writeSet(t, head, headMinute)
-	ws.loaded = rows
-	if err := s.rw.write(ctx, tx, ws); err != nil {
+	if err := s.rw.write(ctx, tx, s.writeSet(t, head, headMinute)); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return s.CommitError(tx.Commit())

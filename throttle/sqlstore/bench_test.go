@@ -332,7 +332,7 @@ func batchCeiling(b *testing.B, dsn string, rows int) {
 // memory map (set in the DSN). After each it reports the process's
 // resident memory: anonymous (the page caches are on the heap of every
 // connection) and file-backed (the mapped pages), in MiB
-// (docs/decisions/0118).
+// (docs/decisions/0119).
 func BenchmarkPageCache(b *testing.B) {
 	for _, c := range []struct{ name, params string }{
 		{"default", ""},

@@ -50,7 +50,7 @@ const DefaultDSN = "sqlite://balde.db"
 // the file into a crash of the process. Set them in the DSN, e.g.
 // sqlite://balde.db?_pragma=cache_size(-65536)&_pragma=mmap_size(268435456)
 // for a 64 MiB cache (in KiB when negative) and a 256 MiB map (bytes);
-// docs/decisions/0118 measures both.
+// docs/decisions/0119 measures both.
 //
 // Every wait on a lock is bounded (issue 23: a session holding a bucket row
 // FOR UPDATE blocked dict-lookup for 74 s): on PostgreSQL a statement that

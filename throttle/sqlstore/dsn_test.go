@@ -57,7 +57,7 @@ func TestOpenUnmigrated(t *testing.T) {
 
 // TestPageCacheInDSN: SQLite's page cache and memory map (default: 2 MB
 // per connection, none) are set in the DSN, and reach both the store's
-// write connection and its read pool (decision 0118).
+// write connection and its read pool (decision 0119).
 func TestPageCacheInDSN(t *testing.T) {
 	ctx := context.Background()
 	dsn := "sqlite://" + t.TempDir() + "/cache.db"

@@ -32,17 +32,13 @@ type bucketRow struct {
 // bucketColumns lists the columns of bucketRow in scan order.
 const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
 
-// bucketStateColumns are bucketColumns without the key, in scan order.
-const bucketStateColumns = `tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
-
-// SQLite's loads select the columns as one-letter aliases of expressions
-// (unary plus is a no-op on every value): modernc.org/sqlite copies the
-// name and the declared type of every result column out of C on every
-// query, an allocation each for a table column's name and type, and none
-// for a one-letter name and an expression (which has no declared type).
-// For the one-key load that is 24 allocations of a decision's 135.
-
-// sqliteStateColumns are bucketStateColumns for SQLite's loads.
+// sqliteStateColumns are bucketColumns without the key, in scan order, as
+// SQLite's loads select them: one-letter aliases of expressions (unary
+// plus is a no-op on every value). modernc.org/sqlite copies the name and
+// the declared type of every result column out of C on every query, an
+// allocation each for a table column's name and type, and none for a
+// one-letter name and an expression (which has no declared type): 24
+// allocations of a one-key decision's 135 (decision 0118).
 const sqliteStateColumns = `+tokens AS d, +carry AS e, +refilled_at AS f, +send_count AS g, +severity AS h, +last_sent_at AS i,
 	+last_entry AS j, +blocked_until AS k, +spent AS l, +next_at AS m, +held_until AS n, +block_level AS o`
 
@@ -64,7 +60,7 @@ func scanBucketRow(sc scanner) (bucketRow, error) {
 	return r, err
 }
 
-// scanBucketState scans bucketStateColumns of key's row.
+// scanBucketState scans sqliteStateColumns of key's row.
 func scanBucketState(sc scanner, key rowKey) (bucketRow, error) {
 	r := bucketRow{key: key}
 	err := sc.Scan(&r.tokens, &r.carry, &r.refilledAt,

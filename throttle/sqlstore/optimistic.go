@@ -164,10 +164,11 @@ func (s *Store) rows() *rowCache { return s.fast.Load() }
 // updateOptimistic runs a non-durable batch of keys in one round trip on
 // remembered rows, a key not remembered taken for one without a row
 // (a full bucket), which the write inserts. done is false when the batch
-// must run on the locking path: a write other than updates of remembered
-// rows and inserts of all the others, or a row that changed or exists
-// (then the batch's keys are forgotten). Otherwise err is the batch's
-// outcome (an applyError, ErrCommitInDoubt, an error of the connection).
+// must run on the locking path: apply failed (on rows that may be stale),
+// a write other than updates of remembered rows and inserts of all the
+// others, or a row that changed or exists (then the batch's keys are
+// forgotten). Otherwise err is the batch's outcome (ErrCommitInDoubt, an
+// error of the connection).
 //
 // The clock is read before the write takes the locks, unlike on the
 // locking path; it is the instant the decision runs at all the same: a
@@ -187,7 +188,10 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 		return false, nil // a row this process cannot read back: lock it
 	}
 	if err := apply(t); err != nil {
-		return true, applyError{err}
+		// The remembered rows may be stale, and the error theirs: the
+		// locking path runs apply again on the rows as they are and gives
+		// the batch its answer.
+		return false, nil
 	}
 	headMinute := make(map[rowKey]int64)
 	for _, r := range rows {

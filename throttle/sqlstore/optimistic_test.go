@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -266,4 +267,61 @@ func TestOptimisticCommonCaseIsOneRoundTrip(t *testing.T) {
 	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 4, Conflicts: 1, Locked: 1}, second.OptimisticStats())
 	require.Equal(t, []int64{100 - 5 - 5}, tokens(t, second, inboundKey(0)))
 	require.Equal(t, sqlstore.OptimisticStats{}, sqlstoretest.MustOpen(t, sqlstore.SQLite, clock.Now).OptimisticStats(), "SQLite: no optimistic write")
+}
+
+// guardedStore is a throttle.Store whose transactions fail, after the
+// limiter's apply, when a bucket would be left with more than max tokens:
+// an apply whose error depends on the rows' state.
+type guardedStore struct {
+	throttle.Store
+	max int64
+}
+
+var errTooFull = errors.New("a bucket would keep more tokens than the guard allows")
+
+func (g guardedStore) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	return g.Store.Update(ctx, keys, credits, func(tx *throttle.Tx) error {
+		if err := apply(tx); err != nil {
+			return err
+		}
+		for _, w := range tx.BucketWrites() {
+			if w.Bucket.Tokens > g.max {
+				return errTooFull
+			}
+		}
+		return nil
+	})
+}
+
+// TestOptimisticApplyErrorOnStaleRowsIsNotTheAnswer: an apply that fails on
+// the rows this store remembers, but not on the rows as another process
+// left them, is run again on the locked rows, whose verdict is the batch's:
+// the take succeeds. On the rows as they are, the failure still stands.
+func TestOptimisticApplyErrorOnStaleRowsIsNotTheAnswer(t *testing.T) {
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	mine, other := sqlstoretest.MustOpenDSN(t, dsn, clock.Now), sqlstoretest.MustOpenDSN(t, dsn, clock.Now)
+	p := inboundPolicy(10)
+	key := inboundKey(1)
+	take := func(lim *throttle.Limiter) error {
+		_, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+		return err
+	}
+	require.NoError(t, take(newInboundLimiter(t, mine.NonDurable(), p, clock)))
+	otherLim := newInboundLimiter(t, other.NonDurable(), p, clock)
+	for range 5 {
+		require.NoError(t, take(otherLim))
+	}
+	require.Equal(t, []int64{10 - 6}, tokens(t, other, key))
+
+	// mine remembers 9 tokens: a take there leaves 8, which the guard
+	// refuses; on the row as it is, 4 tokens, it leaves 3.
+	guarded := newInboundLimiter(t, guardedStore{Store: mine.NonDurable(), max: 5}, p, clock)
+	require.NoError(t, take(guarded))
+	require.Equal(t, []int64{10 - 7}, tokens(t, mine, key))
+	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 1, Locked: 1}, mine.OptimisticStats(), "the stale verdict is not the answer")
+
+	strict := newInboundLimiter(t, guardedStore{Store: mine.NonDurable(), max: 0}, p, clock)
+	require.ErrorIs(t, take(strict), errTooFull, "an error on the rows as they are is the answer")
+	require.Equal(t, []int64{10 - 7}, tokens(t, mine, key), "nothing written")
 }

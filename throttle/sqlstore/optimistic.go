@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -40,48 +41,128 @@ const optimisticRows = 1 << 16
 // concurrent use. Two generations bound it: when the current one holds
 // half of max rows it becomes the old one and the old one is forgotten; a
 // row found in the old one moves to the current one.
+//
+// A key whose remembered row another process changed (a one-round-trip
+// write failed its check) is contended: it takes the locking path, so that
+// a key several processes share costs their locking path only, not a
+// failed round trip each time. It is no longer contended once the locking
+// path found its row as this process left it in as many batches in a row
+// as its strikes require (2, doubling at each new contention up to 64);
+// the mark ages out with the generations like the rows.
+//
+// A key the store does not remember either has no row (a new client: the
+// one-round-trip write inserts it) or has one this process never saw (after
+// a restart, or written by another process): then the insert fails, and
+// the batch costs a failed round trip and an ERROR in the server's log
+// before its two locking ones, where the locking path would have cost two.
+// So the keys not remembered take the one-round-trip path only while no
+// more of those the store met lately had a row than had none (found,
+// absent: decayed counts); a store that has just opened starts on the
+// locking path (found is 1).
 type rowCache struct {
 	mu       sync.Mutex
 	max      int
-	cur, old map[rowKey]bucketRow
+	cur, old map[rowKey]cachedRow
+
+	found, absent int64
 
 	oneTrip, conflicts, locked atomic.Int64
 }
 
+// cachedRow is a rowCache entry.
+type cachedRow struct {
+	row bucketRow
+	// known: row is the state this process last committed or read (false:
+	// only the contention is remembered).
+	known bool
+	// contended: a check found the row changed by someone else; calm
+	// counts the locking batches in a row since then that found it as
+	// this process left it; strikes, the contentions.
+	contended     bool
+	calm, strikes int
+}
+
+// calmNeeded is the number of quiet locking batches after which a
+// contended key takes the one-round-trip path again.
+func (e cachedRow) calmNeeded() int { return min(1<<e.strikes, 64) }
+
+// The count of found keys a store starts with, and the decay bound of
+// found and absent.
+const (
+	newcomersStartFound = 1
+	newcomersDecayAt    = 1024
+)
+
 func newRowCache(maxRows int) *rowCache {
-	return &rowCache{max: maxRows, cur: make(map[rowKey]bucketRow), old: make(map[rowKey]bucketRow)}
+	return &rowCache{max: maxRows, cur: make(map[rowKey]cachedRow), old: make(map[rowKey]cachedRow), found: newcomersStartFound}
 }
 
 // get returns the remembered rows of keys, in keys' order, and the keys
-// not remembered.
-func (c *rowCache) get(keys []rowKey) (rows []bucketRow, unknown []rowKey) {
+// not remembered; lock is true when the batch should take the locking
+// path: a key is contended, or keys are not remembered while more of the
+// keys not remembered lately had a row than had none.
+func (c *rowCache) get(keys []rowKey) (rows []bucketRow, unknown []rowKey, lock bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rows = make([]bucketRow, 0, len(keys))
 	for _, k := range keys {
-		r, ok := c.cur[k]
-		if !ok {
-			if r, ok = c.old[k]; !ok {
-				unknown = append(unknown, k)
-				continue
-			}
-			delete(c.old, k)
-			c.putLocked(r)
+		e, ok := c.lookupLocked(k)
+		switch {
+		case !ok:
+			unknown = append(unknown, k)
+		case e.contended || !e.known:
+			lock = true
+		default:
+			rows = append(rows, e.row)
 		}
-		rows = append(rows, r)
 	}
-	return rows, unknown
+	if len(unknown) > 0 && c.found > c.absent {
+		lock = true
+	}
+	return rows, unknown, lock
+}
+
+// lookupLocked returns k's entry, moving it to the current generation.
+func (c *rowCache) lookupLocked(k rowKey) (cachedRow, bool) {
+	if e, ok := c.cur[k]; ok {
+		return e, true
+	}
+	e, ok := c.old[k]
+	if ok {
+		delete(c.old, k)
+		c.putLocked(k, e)
+	}
+	return e, ok
+}
+
+// newcomers counts keys not remembered that had a row (found) or none
+// (absent).
+func (c *rowCache) newcomers(found, absent int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.newcomersLocked(found, absent)
+}
+
+func (c *rowCache) newcomersLocked(found, absent int) {
+	c.found += int64(found)
+	c.absent += int64(absent)
+	if c.found+c.absent >= newcomersDecayAt {
+		c.found, c.absent = c.found/2, c.absent/2
+	}
 }
 
 // remember stores the state of the rows of a committed transaction that
-// loaded rows (locked, or remembered and checked) and wrote ws: each
-// written row as written, each other loaded row as loaded. A row with
-// new ledger rows is forgotten instead (its new head's id is the
-// server's), and so is a deleted one.
-func (c *rowCache) remember(loaded []bucketRow, ws *writeSet) {
-	minute := make(map[rowKey]sql.NullInt64, len(loaded))
+// loaded rows (read under lock when locked, else remembered and checked)
+// and wrote ws: each written row as written, each other loaded row as
+// loaded. A row with new ledger rows is forgotten instead (its new head's
+// id is the server's), and so is a deleted one; a contended key keeps its
+// mark. After a locking read, the keys it did not remember are counted
+// (newcomers), and a contended key whose row was as this process left it
+// counts towards its calm.
+func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, locked bool, keys []rowKey) {
+	byKey := make(map[rowKey]bucketRow, len(loaded))
 	for _, r := range loaded {
-		minute[r.key] = r.headMinute
+		byKey[r.key] = r
 	}
 	forget := make(map[rowKey]bool)
 	for _, l := range ws.ledger {
@@ -90,48 +171,121 @@ func (c *rowCache) remember(loaded []bucketRow, ws *writeSet) {
 	for _, k := range ws.deletes {
 		forget[k] = true
 	}
-	written := make(map[rowKey]bool, len(ws.updates)+len(ws.inserts))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if locked {
+		found, absent := 0, 0
+		for _, k := range keys {
+			e, ok := c.lookupLocked(k)
+			l, loadedOK := byKey[k]
+			switch {
+			case !ok && loadedOK:
+				found++
+			case !ok:
+				absent++
+			case e.contended && loadedOK && e.known && sameState(e.row, l):
+				e.calm++
+				if e.calm >= e.calmNeeded() {
+					e.contended, e.calm = false, 0
+				}
+				c.putLocked(k, e)
+			case e.contended:
+				e.calm = 0
+				c.putLocked(k, e)
+			}
+		}
+		c.newcomersLocked(found, absent)
+	}
+	put := func(r bucketRow) {
+		e, _ := c.lookupLocked(r.key)
+		if forget[r.key] {
+			if e.contended {
+				e.known = false
+				c.putLocked(r.key, e)
+			} else {
+				delete(c.cur, r.key)
+			}
+			return
+		}
+		e.row, e.known = r, true
+		c.putLocked(r.key, e)
+	}
+	written := make(map[rowKey]bool, len(ws.updates)+len(ws.inserts))
 	for _, rows := range [][]bucketRow{ws.updates, ws.inserts} {
 		for _, r := range rows {
 			written[r.key] = true
-			if !forget[r.key] {
-				// lastEntry is the head before the transaction (writeSet),
-				// unchanged without ledger rows; so is its minute (a merge
-				// adds to the head row of the same minute).
-				r.headMinute = minute[r.key]
-				c.putLocked(r)
-			}
+			// lastEntry is the head before the transaction (writeSet),
+			// unchanged without ledger rows; so is its minute (a merge
+			// adds to the head row of the same minute).
+			r.headMinute = byKey[r.key].headMinute
+			put(r)
 		}
 	}
 	for _, r := range loaded {
-		if !written[r.key] && !forget[r.key] {
-			c.putLocked(r)
+		if !written[r.key] {
+			put(r)
 		}
 	}
 	for k := range forget {
-		delete(c.cur, k)
-		delete(c.old, k)
+		if !written[k] {
+			if _, wasLoaded := byKey[k]; !wasLoaded {
+				c.forgetLocked(k)
+			}
+		}
 	}
 }
 
-// forget drops keys' rows.
+// contend marks keys contended: each takes the locking path until it calms.
+func (c *rowCache) contend(keys []rowKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		e, _ := c.lookupLocked(k)
+		if !e.contended {
+			e.strikes = min(e.strikes+1, 6)
+		}
+		e.contended, e.calm = true, 0
+		c.putLocked(k, e)
+	}
+}
+
+// forget drops keys' rows; a contended key keeps its mark.
 func (c *rowCache) forget(keys []rowKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
-		delete(c.cur, k)
-		delete(c.old, k)
+		c.forgetLocked(k)
 	}
 }
 
-func (c *rowCache) putLocked(r bucketRow) {
-	if _, ok := c.cur[r.key]; !ok && len(c.cur) >= c.max/2 {
-		c.old, c.cur = c.cur, make(map[rowKey]bucketRow, c.max/2)
+func (c *rowCache) forgetLocked(k rowKey) {
+	e, ok := c.lookupLocked(k)
+	if !ok {
+		return
 	}
-	c.cur[r.key] = r
-	delete(c.old, r.key)
+	if e.contended {
+		e.known, e.calm = false, 0
+		c.putLocked(k, e)
+		return
+	}
+	delete(c.cur, k)
+}
+
+func (c *rowCache) putLocked(k rowKey, e cachedRow) {
+	if _, ok := c.cur[k]; !ok && len(c.cur) >= c.max/2 {
+		c.old, c.cur = c.cur, make(map[rowKey]cachedRow, c.max/2)
+	}
+	c.cur[k] = e
+	delete(c.old, k)
+}
+
+// sameState reports whether a and b hold the same state, every column
+// optimisticCheckSQL compares.
+func sameState(a, b bucketRow) bool {
+	return a.tokens == b.tokens && a.carry == b.carry && a.refilledAt == b.refilledAt && a.sendCount == b.sendCount &&
+		a.severity == b.severity && a.lastSentAt == b.lastSentAt && a.lastEntry == b.lastEntry &&
+		a.blockedUntil == b.blockedUntil && bytes.Equal(a.spent, b.spent) && a.nextAt == b.nextAt &&
+		a.heldUntil == b.heldUntil && a.blockLevel == b.blockLevel
 }
 
 // OptimisticStats counts the batches of a store's NonDurable view on
@@ -143,8 +297,9 @@ type OptimisticStats struct {
 	// someone else and rolled back (each then ran on the locking path).
 	Conflicts int64
 	// Locked batches ran on the two-round-trip locking path: a row not
-	// remembered, a credit, an insert, a delete or a ledger row, or a
-	// conflict.
+	// remembered (while most such rows existed), a contended key, a
+	// credit, a delete or a ledger row, an error of the rules on
+	// remembered rows, or a conflict.
 	Locked int64
 }
 
@@ -166,8 +321,9 @@ func (s *Store) rows() *rowCache { return s.fast.Load() }
 // (a full bucket), which the write inserts. done is false when the batch
 // must run on the locking path: apply failed (on rows that may be stale),
 // a write other than updates of remembered rows and inserts of all the
-// others, or a row that changed or exists (then the batch's keys are
-// forgotten). Otherwise err is the batch's outcome (ErrCommitInDoubt, an
+// others, a contended key, keys not remembered while most such keys had
+// rows (rowCache), or a row that changed (then the remembered keys are
+// marked contended) or exists. Otherwise err is the batch's outcome (ErrCommitInDoubt, an
 // error of the connection).
 //
 // The clock is read before the write takes the locks, unlike on the
@@ -182,7 +338,10 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 	if len(rowKeys) == 0 {
 		return false, nil
 	}
-	rows, unknown := c.get(rowKeys)
+	rows, unknown, lock := c.get(rowKeys)
+	if lock {
+		return false, nil
+	}
 	t, head, err := s.newTx(rows, nil, byRow)
 	if err != nil {
 		return false, nil // a row this process cannot read back: lock it
@@ -212,10 +371,21 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 	if !ws.empty() {
 		load = append(load, Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
 	}
+	// checked: the remembered rows passed the check (its one row came
+	// back), so a statement that fails after it is the insert of a key
+	// that has a row.
+	checked := len(rows) == 0
 	conflict := false
 	err = p.Pipeline(ctx, conn, &Pipeline{
 		Load: load,
-		Scan: func(int, Rows) error { return nil },
+		Scan: func(i int, r Rows) error {
+			if i == 1 && len(rows) > 0 {
+				for r.Next() {
+					checked = true
+				}
+			}
+			return nil
+		},
 		Outcome: func(writeErr, commitErr, closeErr error) error {
 			class := s.driver.Classify(writeErr)
 			switch {
@@ -241,15 +411,24 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 		return false, nil
 	case conflict:
 		c.conflicts.Add(1)
-		c.forget(rowKeys)
-		s.logger.Debug("optimistic write found a row changed; locking", "error", err)
+		if !checked {
+			// A remembered row changed (or the check failed otherwise):
+			// another process may share these keys.
+			remembered := make([]rowKey, len(rows))
+			for i, r := range rows {
+				remembered[i] = r.key
+			}
+			c.contend(remembered)
+		}
+		s.logger.Debug("optimistic write found a row changed or existing; locking", "error", err)
 		return false, nil
 	case err != nil:
 		c.forget(rowKeys)
 		return true, err
 	}
 	c.oneTrip.Add(1)
-	c.remember(rows, ws)
+	c.newcomers(0, len(unknown))
+	c.remember(rows, ws, false, nil)
 	return true, nil
 }
 

@@ -107,7 +107,7 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 	if cache != nil && !errors.Is(err, ErrNoPipeline) {
 		cache.locked.Add(1)
 		if err == nil && written != nil {
-			cache.remember(rows, written)
+			cache.remember(rows, written, true, rowKeys)
 		} else {
 			cache.forget(rowKeys)
 		}

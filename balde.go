@@ -315,6 +315,15 @@ func GroupCommitWriters(engine sqlstore.Engine) int {
 // the SIFEN documents).
 func (e *Engine) Store() *sqlstore.Store { return e.store }
 
+// InboundGroupCommitWriters is the number of writers of the inbound
+// limiter's group commit on PostgreSQL: one. Its batches are mostly one
+// round trip on the rows the process remembers (docs/decisions/0116); a
+// second writer did not decide faster in BenchmarkInbound, and its
+// batches raced the first's on the same keys (failed checks, which now
+// send a key to the locking path) and on the same pages (fewer HOT
+// updates, a larger table).
+const InboundGroupCommitWriters = 1
+
 // ThrottleStore is what limiters of this process decide through: group
 // commit when it is on, the store otherwise.
 func (e *Engine) ThrottleStore() throttle.Store {
@@ -338,7 +347,7 @@ func (e *Engine) inboundStore(group bool) throttle.Store {
 	if !group {
 		return e.store.NonDurable()
 	}
-	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: GroupCommitWriters(sqlstore.Postgres)})
+	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: InboundGroupCommitWriters})
 	return e.inboundGroup
 }
 

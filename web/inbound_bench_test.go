@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -60,13 +61,9 @@ func benchInbound(b *testing.B, engine sqlstore.Engine, keys int, limit int64, w
 	var ticks atomic.Int64
 	clock := func() time.Time { return throttletest.Epoch.Add(time.Duration(ticks.Load()) * step) }
 	store := sqlstoretest.MustOpen(b, engine, clock)
-	writers := 1
-	if engine == sqlstore.Postgres {
-		writers = 2
-	}
 	// As balde.Engine wires it: the store's NonDurable view (on
 	// PostgreSQL, commits that do not wait for the disk), group commit.
-	group := throttle.NewGroupCommit(store.NonDurable(), throttle.GroupCommitOptions{Writers: writers})
+	group := throttle.NewGroupCommit(store.NonDurable(), throttle.GroupCommitOptions{Writers: balde.InboundGroupCommitWriters})
 	b.Cleanup(func() { _ = group.Close() })
 	in, err := web.NewInbound(web.InboundConfig{IPLimit: limit, Window: window, Block: 5 * time.Minute})
 	if err != nil {

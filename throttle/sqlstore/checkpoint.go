@@ -31,11 +31,11 @@ import (
 // beginning only when a write transaction begins with every frame copied,
 // which a background checkpoint racing a busy writer never achieves, so
 // the file grows. When it holds half of WALLimit, the checkpointer passes
-// again without pausing until a pass finds only a few new frames, then
-// catches up on the writer's own connection (catchUp): a PASSIVE
-// checkpoint there copies those few while the writers wait in line, and
-// the writer's next transaction starts the WAL again, overwriting the
-// file in place. A TRUNCATE — which waits for the readers and holds the
+// again without pausing until a pass finds only a few new frames (or the
+// WAL holds three quarters of the limit), then catches up on the writer's
+// own connection (catchUp): a PASSIVE checkpoint there copies what is
+// left while the writers wait in line, and the writer's next transaction
+// starts the WAL again, overwriting the file in place. A TRUNCATE — which waits for the readers and holds the
 // writers while it copies, syncs and truncates the file (measured ~55 ms
 // for a 64 MiB WAL) — runs only when the WAL has grown past the limit
 // anyway: readers holding old snapshots keep the WAL from starting again
@@ -110,17 +110,19 @@ func (c *checkpointer) run() {
 		pageSize = 4096
 	}
 	frameSize := pageSize + walFrameHeader
-	// restartFrames: the frames past which the WAL is made to start again
-	// from its beginning, half the limit (8,140 frames of 4 KiB pages for
-	// the default 64 MiB).
+	// Past restartFrames (half the limit: 8,144 frames of 4 KiB pages for
+	// the default 64 MiB) the WAL is made to start again from its
+	// beginning; past forceFrames (three quarters) the writer catches up
+	// even if the passes in a row did not get close, before the WAL
+	// reaches the limit and the TRUNCATE.
 	restartFrames := max(c.limit/2/frameSize, 1)
+	forceFrames := max(c.limit*3/4/frameSize, 1)
 	ctx := context.Background()
 	var (
-		notBefore, logged time.Time // of the next TRUNCATE; of the last warning
-		catchUpNotBefore  time.Time // of the next catch-up
-		caughtUp          int64     // frames in the WAL at the last catch-up; 0: none pending
-		copied            int64     = -1
-		passes            int
+		notBefore, logged time.Time      // of the next TRUNCATE; of the last warning
+		catchUpNotBefore  time.Time      // of the next catch-up
+		caughtUp          int64          // frames in the WAL at the last catch-up; 0: none pending
+		copied            int64     = -1 // frames copied by the last pass in a row; -1: none
 	)
 	for {
 		select {
@@ -147,20 +149,21 @@ func (c *checkpointer) run() {
 				// a second rather than hold the writers every 20 ms.
 				notBefore = time.Now().Add(truncateBackoff)
 			}
-			copied, passes = -1, 0
+			copied = -1
 		case !busy && frames >= restartFrames && !time.Now().Before(catchUpNotBefore):
 			// Pass after pass without a pause until one finds only a few
-			// frames new, then the writer copies those few.
-			if passes < maxCatchUpPasses && (copied < 0 || done-copied > catchUpFrames) {
-				copied, passes, again = done, passes+1, true
+			// frames new, then the writer copies those few: it waits for
+			// two syncs and their copy, whatever their number.
+			if frames < forceFrames && (copied < 0 || done-copied > catchUpFrames) {
+				copied, again = done, true
 				break
 			}
 			if busy, err = c.catchUp(ctx); err == nil && !busy {
 				caughtUp = frames
 			}
-			copied, passes = -1, 0
+			copied = -1
 		default:
-			copied, passes = -1, 0
+			copied = -1
 		}
 		if err != nil && time.Since(logged) >= warnEvery {
 			// A file that cannot be checkpointed now will fail the same
@@ -205,8 +208,6 @@ const (
 	// catchUpFrames is how few frames a background pass must find new
 	// before the writer catches up.
 	catchUpFrames = 64
-	// maxCatchUpPasses bounds the passes in a row before a catch-up.
-	maxCatchUpPasses = 8
 )
 
 const (

@@ -184,13 +184,13 @@ func (c *checkpointer) run() {
 
 // catchUp runs a PASSIVE checkpoint on the store's write connection,
 // holding it: the process's writers wait in line behind it while it copies
-// the frames committed since the checkpointer's last pass (a few, the
-// checkpointer having just caught up) and syncs them. No writer of the
-// process can commit in between, so the WAL ends fully copied, and the
-// writer's next transaction starts the WAL again from its beginning
-// (unless a reader still reads some of its frames, or another process's
-// writer commits first): the file is overwritten in place, not grown,
-// and never truncated. It reports busy when another checkpoint was
+// the frames committed since the checkpointer's last pass (a few when the
+// passes in a row converged) and syncs the WAL and the database file. No
+// writer of the process can commit in between, so the WAL ends fully
+// copied, and the writer's next transaction starts the WAL again from its
+// beginning (unless a reader still reads some of its frames, or another
+// process's writer commits first): the file is overwritten in place, not
+// grown, and not truncated. It reports busy when another checkpoint was
 // running (PASSIVE never waits for a lock).
 func (c *checkpointer) catchUp(ctx context.Context) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)

@@ -64,6 +64,7 @@ type checkpointer struct {
 	db     *sql.DB // one connection, its own
 	writer *sql.DB // the store's writer (one connection)
 	driver Driver  // classifies its errors
+	path   string  // the database file's path
 	wal    string  // the WAL file's path
 	every  time.Duration
 	limit  int64 // bytes of WAL past which a TRUNCATE runs
@@ -81,7 +82,7 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, driver: d, wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
+	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
 	if c.every <= 0 {
 		c.every = DefaultCheckpointEvery
 	}
@@ -143,6 +144,7 @@ func (c *checkpointer) run() {
 		switch {
 		case err != nil:
 		case (frames*frameSize > c.limit || c.walSize() > c.limit) && !time.Now().Before(notBefore):
+			flushFile(c.path) // as before a catch-up
 			if busy, err = c.truncate(ctx); busy {
 				// A reader still holds an old snapshot (a long listing, a
 				// backup): the WAL cannot be reset under it. Try again in
@@ -158,6 +160,11 @@ func (c *checkpointer) run() {
 				copied, again = done, true
 				break
 			}
+			// The passes that did not reach the WAL's end left the pages
+			// they copied to the OS: SQLite syncs the database file only
+			// at a checkpoint that does, the catch-up. Flushed here, they
+			// are not synced while the writer waits.
+			flushFile(c.path)
 			if busy, err = c.catchUp(ctx); err == nil && !busy {
 				caughtUp = frames
 			}

@@ -11,3 +11,6 @@ func (s *Store) CatchUpWAL(ctx context.Context) (ran, busy bool, err error) {
 	busy, err = s.checkpoints.catchUp(ctx)
 	return true, busy, err
 }
+
+// FlushFile is flushFile (checkpoint_unix.go).
+var FlushFile = flushFile

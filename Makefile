@@ -63,7 +63,9 @@ bench-ab:
 # (memory), in one run: bench/peers is a module of its own (the peers'
 # dependencies stay out of go.mod). Redis on 127.0.0.1:6379; PostgreSQL rows
 # need BALDE_TEST_POSTGRES_DSN. Then, with npm, node-rate-limiter-flexible on
-# the same PostgreSQL (bench/peers/node, pinned by its package-lock.json).
+# the same PostgreSQL and on a temporary SQLite file (bench/peers/node, pinned
+# by its package-lock.json; its SQLite rows need better-sqlite3, whose native
+# module npm ci downloads or builds, and are skipped, saying so, without it).
 # Table in docs/BENCHMARKS.md ("Peers").
 PEERSCOUNT ?= 3
 bench-peers:

@@ -121,7 +121,7 @@ func (tx *Tx) adjust(a Adjustment, p Policy, r rules) Adjusted {
 		if tx.credited[ref] {
 			return Adjusted{Key: a.Key, Balance: tb.b.Tokens, Duplicate: true}
 		}
-		tx.credited[ref] = true
+		tx.credit(ref)
 	}
 	applied := tb.b.add(p, a.Delta, tx.now)
 	if applied != 0 || a.Delta == 0 {

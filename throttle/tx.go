@@ -40,11 +40,7 @@ type txBucket struct {
 // NewTx starts the view of a transaction that runs at now (read from the
 // store's clock once, after the locks were taken).
 func NewTx(now time.Time) *Tx {
-	return &Tx{
-		now:      now,
-		buckets:  make(map[Key]*txBucket),
-		credited: make(map[CreditRef]bool),
-	}
+	return &Tx{now: now, buckets: make(map[Key]*txBucket)}
 }
 
 // Now is the instant of the transaction.
@@ -55,7 +51,16 @@ func (tx *Tx) Now() time.Time { return tx.now }
 func (tx *Tx) Load(b Bucket) { tx.buckets[b.Key] = &txBucket{b: b, stored: true} }
 
 // LoadCredit records that ref was already credited to its bucket.
-func (tx *Tx) LoadCredit(ref CreditRef) { tx.credited[ref] = true }
+func (tx *Tx) LoadCredit(ref CreditRef) { tx.credit(ref) }
+
+// credit marks ref credited (the map is made on the first credit: most
+// transactions have none).
+func (tx *Tx) credit(ref CreditRef) {
+	if tx.credited == nil {
+		tx.credited = make(map[CreditRef]bool)
+	}
+	tx.credited[ref] = true
+}
 
 // BucketWrite is one row to write back: Insert when the store has no row for
 // the key yet, Delete when the row is to be removed, otherwise an update.

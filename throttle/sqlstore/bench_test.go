@@ -285,36 +285,92 @@ func BenchmarkCeiling(b *testing.B) {
 func BenchmarkBatchCeiling(b *testing.B) {
 	for _, rows := range []int{8, 32} {
 		b.Run(fmt.Sprintf("sqlite/update/1Mkeys/rows=%d", rows), func(b *testing.B) {
-			s, err := alldrivers.Open(context.Background(), populatedDSN(b, sqlstore.SQLite), sqlstore.Options{MaxConns: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			q := `UPDATE balde_buckets SET tokens = tokens - 1 WHERE policy_id = 1 AND env = 'prod' AND identifier IN (?` +
-				strings.Repeat(", ?", rows-1) + `)`
-			args := make([]any, rows)
-			ctx := context.Background()
-			b.ResetTimer()
-			start := time.Now()
-			for done := 0; done < b.N; done += rows {
-				for i := range args {
-					args[i] = keyOf(true, 0).Identifier
-				}
-				tx, err := s.DB().BeginTx(ctx, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-					tx.Rollback()
-					b.Fatal(err)
-				}
-				if err := tx.Commit(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
-			b.ReportMetric(0, "ns/op")
+			batchCeiling(b, populatedDSN(b, sqlstore.SQLite), rows)
 		})
+	}
+}
+
+// batchCeiling runs BenchmarkBatchCeiling's transactions of rows random
+// buckets each on the store at dsn.
+func batchCeiling(b *testing.B, dsn string, rows int) {
+	b.Helper()
+	s, err := alldrivers.Open(context.Background(), dsn, sqlstore.Options{MaxConns: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	q := `UPDATE balde_buckets SET tokens = tokens - 1 WHERE policy_id = 1 AND env = 'prod' AND identifier IN (?` +
+		strings.Repeat(", ?", rows-1) + `)`
+	args := make([]any, rows)
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	for done := 0; done < b.N; done += rows {
+		for i := range args {
+			args[i] = keyOf(true, 0).Identifier
+		}
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			tx.Rollback()
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkPageCache compares SQLite's page cache settings on 1M uniform
+// keys, on both sides of goal 3's ratio in one run: BatchCeiling's batches
+// of 8 and group commit with 8 callers, with balde's default (SQLite's
+// 2 MB cache per connection, no memory map), a 64 MiB cache and a 256 MiB
+// memory map (set in the DSN). After each it reports the process's
+// resident memory: anonymous (the page caches are on the heap of every
+// connection) and file-backed (the mapped pages), in MiB
+// (docs/decisions/0119).
+func BenchmarkPageCache(b *testing.B) {
+	for _, c := range []struct{ name, params string }{
+		{"default", ""},
+		{"cache64MiB", "?_pragma=cache_size(-65536)"},
+		{"mmap256MiB", "?_pragma=mmap_size(268435456)"},
+	} {
+		b.Run(fmt.Sprintf("sqlite/%s/ceiling/1Mkeys/rows=8", c.name), func(b *testing.B) {
+			batchCeiling(b, populatedDSN(b, sqlstore.SQLite)+c.params, 8)
+			reportRSS(b)
+		})
+		b.Run(fmt.Sprintf("sqlite/%s/group/1Mkeys/callers=8", c.name), func(b *testing.B) {
+			lim, _ := openBench(b, populatedDSN(b, sqlstore.SQLite)+c.params, sqlstore.Options{MaxConns: 8}, true, nil, throttle.Config{})
+			ctx := context.Background()
+			measure(b, 8, func(_, i int) error {
+				_, err := lim.Take(ctx, "", throttle.Charge{Key: keyOf(true, i), Cost: 1})
+				return err
+			})
+			reportRSS(b)
+		})
+	}
+}
+
+// reportRSS reports the process's resident anonymous and file-backed
+// memory (MiB) from /proc/self/status, when it can be read.
+func reportRSS(b *testing.B) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		for _, m := range []struct{ field, unit string }{{"RssAnon:", "anon-MiB"}, {"RssFile:", "file-MiB"}} {
+			if v, ok := strings.CutPrefix(line, m.field); ok {
+				var kB float64
+				if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kB); err == nil {
+					b.ReportMetric(kB/1024, m.unit)
+				}
+			}
+		}
 	}
 }
 

@@ -43,6 +43,15 @@ const DefaultDSN = "sqlite://balde.db"
 // after the next checkpoint. Parameters given in the DSN come after these
 // and win.
 //
+// SQLite's page cache stays at its default, 2 MB per connection
+// (cache_size -2000), and memory-mapped reads stay off: a larger cache is
+// heap memory on every connection of the store (its writer, up to
+// MaxConns readers, its checkpointer), and a mapping turns a read error of
+// the file into a crash of the process. Set them in the DSN, e.g.
+// sqlite://balde.db?_pragma=cache_size(-65536)&_pragma=mmap_size(268435456)
+// for a 64 MiB cache (in KiB when negative) and a 256 MiB map (bytes);
+// docs/decisions/0119 measures both.
+//
 // Every wait on a lock is bounded (issue 23: a session holding a bucket row
 // FOR UPDATE blocked dict-lookup for 74 s): on PostgreSQL a statement that
 // waits DefaultLockTimeout for a lock, or runs DefaultStatementTimeout,

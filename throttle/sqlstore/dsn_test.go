@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -52,4 +53,34 @@ func TestOpenUnmigrated(t *testing.T) {
 	_, err := alldrivers.Open(context.Background(), "sqlite://"+t.TempDir()+"/empty.db", sqlstore.Options{})
 	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 	require.ErrorContains(t, err, "is the database migrated?")
+}
+
+// TestPageCacheInDSN: SQLite's page cache and memory map (default: 2 MB
+// per connection, none) are set in the DSN, and reach both the store's
+// write connection and its read pool (decision 0119).
+func TestPageCacheInDSN(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite://" + t.TempDir() + "/cache.db"
+	require.NoError(t, alldrivers.Migrate(ctx, dsn, upMigrations))
+	tests := []struct {
+		name, params        string
+		wantCache, wantMmap int64
+	}{
+		{"Default", "", -2000, 0},
+		{"Set", "?_pragma=cache_size(-65536)&_pragma=mmap_size(268435456)", -65536, 268435456},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := alldrivers.Open(ctx, dsn+tt.params, sqlstore.Options{})
+			require.NoError(t, err)
+			defer s.Close()
+			for _, db := range []*sqlx.DB{s.DB(), s.ReadDB()} {
+				var cache, mmap int64
+				require.NoError(t, db.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache))
+				require.NoError(t, db.QueryRowContext(ctx, `PRAGMA mmap_size`).Scan(&mmap))
+				require.Equal(t, tt.wantCache, cache)
+				require.Equal(t, tt.wantMmap, mmap)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -109,18 +110,25 @@ func tuples(n, k int) string {
 }
 
 // loadSQL reads n bucket rows by primary key; one key is an equality (a
-// single B-tree seek). The minute of each bucket's latest ledger row is read
-// only when a transaction needs it (headMinutes).
+// single B-tree seek). The keys are known: only the state columns are read
+// (the driver pays per column), after, for several keys, the number of the
+// key in the list (keys given in primary-key order are sought in that
+// order, one seek each; CROSS JOIN keeps the list as the outer loop). The
+// minute of each bucket's latest ledger row is read only when a
+// transaction needs it (headMinutes).
 func loadSQL(n int) string {
 	if n == 1 {
-		// The key is known: only the state columns are read (the driver
-		// pays per column of every query, not per row).
-		return `SELECT ` + bucketStateColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
+		return `SELECT ` + sqliteStateColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "(?, ?, ?, " + strconv.Itoa(i) + ")"
 	}
 	return `
-		SELECT ` + bucketColumns + `
-		FROM balde_buckets
-		WHERE (policy_id, env, identifier) IN (VALUES ` + tuples(n, 3) + `)`
+		SELECT v.column4 AS a, ` + sqliteStateColumns + `
+		FROM (VALUES ` + strings.Join(keys, ", ") + `) AS v
+		CROSS JOIN balde_buckets
+		ON policy_id = v.column1 AND env = v.column2 AND identifier = v.column3`
 }
 
 // upsertSQL writes rows that exist (the transaction read them under the
@@ -210,7 +218,7 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanBucketRow(rows)
+			r, err := scanNumberedBucketState(rows, keys[lo:hi])
 			if err != nil {
 				return err
 			}
@@ -306,7 +314,8 @@ func bucketArgs(rows []bucketRow) []any {
 	args := make([]any, 0, 15*len(rows))
 	for _, r := range rows {
 		args = append(args, r.key.policyID, r.key.env, r.key.identifier, r.tokens, r.carry, r.refilledAt,
-			r.sendCount, r.severity, r.lastSentAt, r.lastEntry, r.blockedUntil, r.spent, r.nextAt, r.heldUntil, r.blockLevel)
+			r.sendCount, r.severity, nullInt(r.lastSentAt), nullInt(r.lastEntry), nullInt(r.blockedUntil), r.spent,
+			nullInt(r.nextAt), nullInt(r.heldUntil), r.blockLevel)
 	}
 	return args
 }
@@ -371,6 +380,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	return w.deleteBuckets(ctx, tx, ws.deletes)
 }
 
+// insertLedger inserts rows, numbered and linked.
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
 	return chunks(len(rows), func(lo, hi int) error {
 		st, err := prepared(w.ledger, hi-lo)
@@ -380,7 +390,7 @@ func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledg
 		args := make([]any, 0, 11*(hi-lo))
 		for _, r := range rows[lo:hi] {
 			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
-				r.delta, r.balance, r.n, r.prev, r.ref)
+				r.delta, r.balance, r.n, nullInt(r.prev), nullString(r.ref))
 		}
 		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 		return err

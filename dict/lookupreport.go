@@ -23,6 +23,11 @@ const (
 	LookupSent    = "sent"    // answered by the DICT: an entry, or no entry for the key (404)
 	LookupBlocked = "blocked" // refused by the local mirror: nothing was sent
 	LookupFailed  = "failed"  // sent or tried, without an answer that says found or not found
+	// LookupInterrupted: the run was stopped (Ctrl-C, a cancelled
+	// context) while the lookup waited for the mirror to admit it. Nothing
+	// was sent and nothing refused it for good: the DICT did not block it,
+	// and running it again looks it up.
+	LookupInterrupted = "interrupted"
 )
 
 // LookupRecord is the result of one lookup.
@@ -39,7 +44,8 @@ type LookupRecord struct {
 	// RetryAfterS is, in seconds, the wait the mirror named (at least
 	// 0.001 for a refusal) or the DICT's Retry-After.
 	RetryAfterS float64 `json:"retry_after_s"`
-	// Result is LookupSent, LookupBlocked or LookupFailed.
+	// Result is LookupSent, LookupBlocked, LookupFailed or
+	// LookupInterrupted.
 	Result string `json:"result"`
 	// WaitS is the time, in seconds, the lookup slept while refused.
 	WaitS      float64 `json:"wait_s"`
@@ -67,8 +73,11 @@ const (
 
 // NewLookupRecord is res as a record:
 //   - refused by the mirror (a value, nothing sent): blocked, with the
-//     refusal's reason and wait, "interrupted while waiting for the
-//     throttle" when Run's ctx ended during the wait;
+//     refusal's reason and wait;
+//   - Run's ctx ended while the lookup waited (BatchResult.Interrupted,
+//     nothing sent): interrupted, "interrupted while waiting for the
+//     throttle", with the reason and wait of the refusal it was waiting
+//     out;
 //   - an entry: sent, with status 200 and the entry's fields;
 //   - the DICT's answer without an entry: sent for a 404 ("no entry for
 //     this key"), failed otherwise, with the status, problem type and
@@ -83,11 +92,11 @@ func NewLookupRecord(res BatchResult) LookupRecord {
 	switch {
 	case err == nil && !res.Decision.Allowed:
 		d := res.Decision
-		rec.Message = fmt.Sprintf(MsgLookupRefused, d.Key)
+		rec.Result, rec.Message = LookupBlocked, fmt.Sprintf(MsgLookupRefused, d.Key)
 		if res.Interrupted {
-			rec.Message = MsgLookupInterrupted
+			rec.Result, rec.Message = LookupInterrupted, MsgLookupInterrupted
 		}
-		rec.Result, rec.Reason, rec.RetryAfterS = LookupBlocked, d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
+		rec.Reason, rec.RetryAfterS = d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
 	case err == nil:
 		rec.Status, rec.Result = http.StatusOK, LookupSent
 		e := res.Entry.Entry

@@ -36,7 +36,7 @@ func TestNewLookupRecord(t *testing.T) {
 			dict.LookupRecord{Result: dict.LookupBlocked, Reason: "empty", RetryAfterS: 90, WaitS: 1.5,
 				Message: "refused locally by ENTRIES_READ_USER_ANTISCAN/prod/11144477735, not sent"}},
 		{"InterruptedWhileWaiting", dict.BatchResult{Request: req, LookupResult: refused, Interrupted: true},
-			dict.LookupRecord{Result: dict.LookupBlocked, Reason: "empty", RetryAfterS: 90, Message: dict.MsgLookupInterrupted}},
+			dict.LookupRecord{Result: dict.LookupInterrupted, Reason: "empty", RetryAfterS: 90, Message: dict.MsgLookupInterrupted}},
 		{"Found", dict.BatchResult{Request: req, LookupResult: found},
 			dict.LookupRecord{Result: dict.LookupSent, Status: 200, EndToEndID: "E1", KeyType: "PHONE", Participant: "12345678",
 				Branch: "0001", Account: "0007654321", AccountType: "CACC", OwnerType: "NATURAL_PERSON", OwnerTaxID: "11144477735", OwnerName: "Maria"}},

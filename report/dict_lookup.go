@@ -17,7 +17,8 @@ import (
 type DictLookup struct {
 	Client *dict.Client
 	// Wait waits a refusal out, each lookup for at most MaxWait over all
-	// its retries; without it a refused lookup is reported blocked.
+	// its retries; without it (or beyond MaxWait) a refused lookup is
+	// reported blocked.
 	Wait    bool
 	MaxWait time.Duration
 	// Senders is the most lookups in flight at once (dict.Batch.Senders).
@@ -38,7 +39,9 @@ func (e *OutputError) Error() string { return "results file: " + e.Err.Error() }
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // Run looks up reqs and reports each. It returns the summary (a run
-// stopped by ctx is an interrupted summary, not an error), or an
+// stopped by ctx is an interrupted summary, not an error: a lookup that
+// was waiting for the mirror is reported Interrupted and counted not
+// processed, as the lookups never reached are, never blocked), or an
 // *OutputError when Out failed, or dict.Batch's error (the store); the
 // summary is printed first either way.
 func (l *DictLookup) Run(ctx context.Context, reqs []dict.LookupRequest) (Summary, error) {

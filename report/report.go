@@ -111,6 +111,11 @@ const (
 	Skipped Result = "skipped" // nothing to do: already sent
 	Failed  Result = "failed"  // sent or tried, without success
 	Invalid Result = "invalid" // bad input: nothing was sent
+	// Interrupted: the run was stopped (Ctrl-C) while the item waited for
+	// the throttle: nothing was sent, nothing refused it for good. It is
+	// counted with the items the interruption left untouched
+	// (Summary.NotProcessed), never as blocked.
+	Interrupted Result = "interrupted"
 )
 
 // Summary is the end of a batch: counts by result, the time spent waiting
@@ -123,7 +128,8 @@ type Summary struct {
 	Skipped int `json:"skipped"`
 	Failed  int `json:"failed"`
 	Invalid int `json:"invalid"`
-	// NotProcessed counts items left untouched by an interruption.
+	// NotProcessed counts items left untouched by an interruption: not
+	// reached, or reported Interrupted while they waited (nothing sent).
 	NotProcessed int `json:"not_processed"`
 	// WaitS is the time actually spent waiting for the throttle (less than
 	// planned when a wait was interrupted), ElapsedS the whole run, in
@@ -307,6 +313,8 @@ func (r *Reporter) Item(res Result, line string, obj any) {
 		r.sum.Failed++
 	case Invalid:
 		r.sum.Invalid++
+	case Interrupted:
+		r.sum.NotProcessed++
 	}
 	switch r.mode {
 	case Plain:
@@ -403,9 +411,11 @@ func (r *Reporter) counts() string {
 }
 
 // Finish writes the summary and returns it. notProcessed items were left
-// untouched by an interruption.
+// untouched by an interruption without an item of their own; they are
+// added to those reported Interrupted.
 func (r *Reporter) Finish(interrupted bool, notProcessed int) Summary {
-	r.sum.Interrupted, r.sum.NotProcessed = interrupted, notProcessed
+	r.sum.Interrupted = interrupted
+	r.sum.NotProcessed += notProcessed
 	r.sum.ElapsedS = Seconds(r.clock.Time().Sub(r.start))
 	switch r.mode {
 	case JSON:

@@ -220,6 +220,25 @@ func TestBrowserOperatorRealState(t *testing.T) {
 				})()`))
 				require.NoError(t, err)
 				require.Empty(t, cut, "the %s page in %s cuts text at %d px", page, tr.Lang(), size.w)
+				// Every link of the top navigation is in view, Audit (the
+				// last) included: none past either edge, and the nav does
+				// not scroll sideways inside its own box.
+				nav, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+					const nav = document.querySelector("header.top nav");
+					if (!nav) return ["no header.top nav"];
+					const out = [];
+					const links = nav.querySelectorAll("a");
+					if (links.length === 0) out.push("no link in the nav");
+					for (const a of links) {
+						const b = a.getBoundingClientRect();
+						if (b.width === 0 || b.left < 0 || b.right > window.innerWidth + 1) out.push(a.textContent.trim() + " at " + Math.round(b.left) + ".." + Math.round(b.right) + " px");
+					}
+					if (nav.scrollWidth > nav.clientWidth + 1) out.push("the nav scrolls sideways: " + nav.scrollWidth + " > " + nav.clientWidth + " px");
+					return out;
+				})()`))
+				require.NoError(t, err)
+				require.Empty(t, nav, "the %s page in %s: nav links out of view at %d px", page, tr.Lang(), size.w)
+				require.Equal(t, tr.Sprintf("Audit"), text("header.top nav a:last-child"), "the nav's last link, checked above")
 				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 				require.NoError(t, err)
 				require.NoError(t, os.WriteFile(filepath.Join(artifacts, fmt.Sprintf("ops_%s_%s_%d.png", page, tr.Lang(), size.w)), png, 0o644))

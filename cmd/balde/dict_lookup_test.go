@@ -370,6 +370,75 @@ func TestDictLookupInterrupted(t *testing.T) {
 	require.Equal(t, int64(1), sim.Stats().Count(dict.OpGetEntry, http.StatusOK))
 }
 
+// TestDictLookupInterruptedWhileWaiting: Ctrl-C while a lookup waits for
+// its payer's empty bucket (--wait). The lookup was never sent and nothing
+// refused it for good, so it is reported interrupted, not blocked (an
+// operator reads "blocked" as the DICT refusing it), and counted with the
+// lookup never reached as not processed, as sifen-send counts the documents
+// it did not get to (decision 0097): the same summary line, stderr line and
+// exit code.
+func TestDictLookupInterruptedWhileWaiting(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"JSON", []string{"--json"}},
+		{"Plain", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := startDictSim(t, "A", true)
+			env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "A"}
+			// Five unknown keys at 20 tokens each empty the PF payer's 100.
+			var drain strings.Builder
+			for i := range 5 {
+				fmt.Fprintf(&drain, "naoexiste-%d@example.com,%s\n", i, payerCPF)
+			}
+			code, stdout, stderr := runIn(context.Background(), newFakeTime(testEpoch), "", env, "dict-lookup", "--no-wait", writeFile(t, t.TempDir(), "drain.csv", []byte(drain.String())))
+			require.Equal(t, ExitOK, code, "drain: stdout %q, stderr %q", stdout, stderr)
+			sentBefore := sim.Stats()[dict.OpGetEntry]
+
+			// Ctrl-C during the first lookup's wait: the sleep ends with
+			// the context, as a real one does.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			clock := newFakeTime(testEpoch, func(time.Duration) { cancel() })
+			clock.interruptible = true
+			out := filepath.Join(t.TempDir(), "results.csv")
+			args := append([]string{"dict-lookup", "--wait", "--out", out}, tt.args...)
+			code, stdout, stderr = runIn(ctx, clock, "", env, append(args, keysFile(t, 2))...)
+			require.Equal(t, ExitFailed, code, "stdout %q", stdout)
+			oneStderrLine(t, stderr, "dict-lookup: 2 of 2 not done: 2 not processed (interrupted)")
+			require.Len(t, clock.slept(), 1, "the wait that was interrupted")
+
+			if tt.name == "JSON" {
+				items, sum := jsonLines[lookupRecord](t, stdout)
+				require.Len(t, items, 1, "the lookup that waited; the second was never reached")
+				require.Equal(t, dict.LookupInterrupted, items[0].Result)
+				require.Equal(t, dict.MsgLookupInterrupted, items[0].Message)
+				require.Equal(t, 0, items[0].Status, "nothing answered")
+				require.Equal(t, report.Summary{Total: 2, NotProcessed: 2, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
+			} else {
+				require.Contains(t, stdout, "interrupted "+foundKeys[0]+" payer="+payerCPF+" status=0 reason=empty")
+				require.NotContains(t, stdout, "blocked "+foundKeys[0])
+				require.Contains(t, stdout, "0 sent, 0 blocked, 0 skipped, 0 failed of 2 in ")
+				require.Contains(t, stdout, "; interrupted, 2 not processed")
+			}
+			// The results file says the same: one row, for the lookup that waited.
+			f, err := os.Open(out)
+			require.NoError(t, err)
+			defer f.Close()
+			rows, err := csv.NewReader(f).ReadAll()
+			require.NoError(t, err)
+			require.Len(t, rows, 2)
+			require.Equal(t, []string{foundKeys[0], payerCPF, "0", "empty"}, rows[1][:4])
+			require.Equal(t, dict.LookupInterrupted, rows[1][5])
+
+			require.Equal(t, sentBefore, sim.Stats()[dict.OpGetEntry], "nothing sent to the DICT")
+		})
+	}
+}
+
 func TestDictLookupBadInput(t *testing.T) {
 	sim := startDictSim(t, "A", true)
 	dir := t.TempDir()

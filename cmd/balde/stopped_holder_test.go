@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,8 +81,10 @@ time.sleep(3600)
 
 // holdPostgresRows holds every bucket row FOR UPDATE in a transaction it
 // never ends (a session whose process stopped mid-transaction), on a
-// connection of its own, rolled back at cleanup.
-func holdPostgresRows(t *testing.T, dsn string) {
+// connection of its own, rolled back at cleanup. It returns the number of
+// sessions waiting for it now: those pg_blocking_pids names it for (a
+// lock wait on its rows), read on another connection.
+func holdPostgresRows(t *testing.T, dsn string) (waiters func() (int, error)) {
 	t.Helper()
 	_, driverDSN, err := sqlstore.ParseDSN(dsn)
 	require.NoError(t, err)
@@ -99,7 +103,60 @@ func holdPostgresRows(t *testing.T, dsn string) {
 	var n int
 	require.NoError(t, conn.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM balde_buckets FOR UPDATE) AS held`).Scan(&n))
 	require.Positive(t, n, "no bucket row to hold")
-	t.Logf("a session holds %d bucket rows FOR UPDATE", n)
+	var holder int
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&holder))
+	t.Logf("a session (backend %d) holds %d bucket rows FOR UPDATE", holder, n)
+	return func() (int, error) {
+		var w int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&w)
+		return w, err
+	}
+}
+
+// awaitSQLiteLockWait returns once the process pid is seen in SQLite's busy
+// handler: strace, attached to all its threads, reports a failed attempt at
+// the WAL write lock (F_SETLK of byte 120 of the -shm file answered
+// EAGAIN), which the busy handler repeats every 100 ms at most until
+// busy_timeout. It fails the test when none comes within d or the process
+// ends first, and skips when strace is missing or may not attach.
+func awaitSQLiteLockWait(t *testing.T, pid int, d time.Duration) {
+	t.Helper()
+	path, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not found (apt-get install -y strace): no way to see a SQLite process waiting for the write lock, so no SIGTERM to one")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	tr := exec.CommandContext(ctx, path, "-f", "-qq", "-e", "trace=fcntl", "-e", "signal=none", "-e", "status=failed", "-p", strconv.Itoa(pid))
+	// strace detaches from its tracee on SIGTERM, leaving it running.
+	tr.Cancel = func() error { return tr.Process.Signal(syscall.SIGTERM) }
+	out, err := tr.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, tr.Start())
+	seen := make(chan bool, 1)
+	var lines []string
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			l := sc.Text()
+			if strings.Contains(l, "F_SETLK") && strings.Contains(l, "F_WRLCK") && strings.Contains(l, "l_start=120,") && strings.Contains(l, "EAGAIN") {
+				seen <- true
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+			if len(lines) < 5 {
+				lines = append(lines, l)
+			}
+		}
+		seen <- false
+	}()
+	ok := waitfor.Recv(t, seen, d+5*time.Second, "strace of pid %d", pid)
+	cancel()
+	_ = waitfor.Cmd(t, tr, 10*time.Second, "strace detaching from pid %d", pid)
+	if !ok && len(lines) > 0 && strings.Contains(strings.Join(lines, " "), "Operation not permitted") {
+		t.Skipf("strace may not attach here (%s): no way to see the SQLite waiter", strings.Join(lines, "; "))
+	}
+	require.True(t, ok, "pid %d was not seen waiting for SQLite's write lock within %s (it ended, or never asked for it): %q", pid, d, lines)
 }
 
 // TestStoppedLockHolder stops a lock holder inside its transaction (SQLite:
@@ -151,11 +208,12 @@ func TestStoppedLockHolder(t *testing.T) {
 		require.Equal(t, ExitOK, code, out)
 
 		bound := 5 * time.Second // lock_timeout
+		var pgWaiters func() (int, error)
 		if engine == sqlstore.SQLite {
 			holdSQLiteWriteLock(t, strings.TrimPrefix(db, "sqlite://"))
 			bound = 10 * time.Second // the retries' 5 s plus one 5 s busy_timeout
 		} else {
-			holdPostgresRows(t, db)
+			pgWaiters = holdPostgresRows(t, db)
 		}
 
 		code, took, out := timed(lookupArgs...)
@@ -178,17 +236,43 @@ func TestStoppedLockHolder(t *testing.T) {
 		// a client waits.
 		require.Less(t, took, min(2*bound+2*time.Second, 25*time.Second), "the web answer within the bound (a client gives up at 30 s)")
 
-		// SIGTERM to a process waiting on the lock.
+		// SIGTERM to a process waiting on the lock: sent once it is seen
+		// waiting (its session blocked by the holder's; its failed attempts
+		// at SQLite's write lock), not after a guess of how long it takes
+		// to get there.
+		if pgWaiters != nil {
+			n, err := pgWaiters()
+			require.NoError(t, err)
+			require.Zero(t, n, "a session already waits for the holder before the dict-lookup starts")
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := balde(ctx, lookupArgs...)
 		var errOut strings.Builder
 		cmd.Stderr = &errOut
 		require.NoError(t, cmd.Start())
-		time.Sleep(time.Second) // waiting on the lock by now
+		var err error // cmd.Wait's, read once exited is closed
+		exited := make(chan struct{})
+		go func() { err = cmd.Wait(); close(exited) }()
+		started := time.Now()
+		if engine == sqlstore.SQLite {
+			awaitSQLiteLockWait(t, cmd.Process.Pid, bound)
+		} else {
+			waitfor.Until(t, bound, func() bool {
+				select {
+				case <-exited:
+					t.Fatalf("dict-lookup ended (%v) before it was seen waiting for the held rows: %s", err, errOut.String())
+				default:
+				}
+				n, err := pgWaiters()
+				require.NoError(t, err)
+				return n > 0
+			}, "dict-lookup (pid %d) waiting for the held rows (pg_blocking_pids)", cmd.Process.Pid)
+		}
+		t.Logf("%s: dict-lookup seen waiting for the lock %s after it started", engine, time.Since(started).Round(time.Millisecond))
 		start = time.Now()
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-		err := cmd.Wait()
+		waitfor.Recv(t, exited, 30*time.Second, "dict-lookup after SIGTERM")
 		took = time.Since(start)
 		t.Logf("%s: SIGTERM to a waiting dict-lookup: exited after %s (%v): %s", engine, took.Round(time.Millisecond), err, strings.TrimSpace(errOut.String()))
 		require.Less(t, took, 5*time.Second, "SIGTERM ends a waiting process within 5 s")

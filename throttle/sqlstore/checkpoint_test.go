@@ -3,10 +3,13 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,12 +115,163 @@ func TestBackgroundCheckpointsCutTheWALOnceReadersLetGo(t *testing.T) {
 }
 
 // TestAutocheckpointInTheDSNKeepsSQLitesCheckpoints: a DSN that sets
-// wal_autocheckpoint keeps it on the writer (no background checkpointer).
+// wal_autocheckpoint keeps it on the writer (no background checkpointer),
+// even when it sets balde's own 16,000 (BenchmarkCheckpoint's
+// autocheckpoint row measured the background checkpointer while the two
+// looked alike).
 func TestAutocheckpointInTheDSNKeepsSQLitesCheckpoints(t *testing.T) {
-	store := sqlstoretest.MustOpenDSN(t, sqlstoretest.DSN(t, sqlstore.SQLite)+"?_pragma=wal_autocheckpoint(1000)", nil)
-	var auto int
-	require.NoError(t, store.DB().QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto))
-	require.Equal(t, 1000, auto)
+	for _, pages := range []int{1000, 16000} {
+		t.Run(fmt.Sprint(pages), func(t *testing.T) {
+			store := sqlstoretest.MustOpenDSN(t, sqlstoretest.DSN(t, sqlstore.SQLite)+fmt.Sprintf("?_pragma=wal_autocheckpoint(%d)", pages), nil)
+			var auto int
+			require.NoError(t, store.DB().QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto))
+			require.Equal(t, pages, auto)
+		})
+	}
+}
+
+// TestTheWALStartsAgainInPlaceUnderSustainedWrites: with no reader, 32
+// callers deciding without pause through group commit get their WAL
+// started again from its beginning and overwritten in place (the
+// checkpoint sequence number in the WAL header, which counts the WAL's
+// restarts, moves on while the file keeps its size), not cut by the
+// TRUNCATE that holds the writers for its copy, its sync and the
+// truncation of the file (issue 24: ~55 ms for a 64 MiB WAL, the p99.9
+// with 32 callers on 1M keys). On a table this small the background
+// checkpoints alone sometimes catch up between two batches too, so the
+// test guards the outcome; TestACatchUpStartsTheWALAgainInPlace shows the
+// catch-up doing it.
+func TestTheWALStartsAgainInPlaceUnderSustainedWrites(t *testing.T) {
+	ctx := context.Background()
+	dsn := sqlstoretest.DSN(t, sqlstore.SQLite)
+	const limit = 8 << 20
+	store, err := alldrivers.Open(ctx, dsn, sqlstore.Options{WALLimit: limit, CheckpointEvery: 5 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	p := throttle.Policy{Name: "W", Capacity: 1000, RefillTokens: 1000, RefillPeriod: time.Second}
+	g := throttle.NewGroupCommit(store, throttle.GroupCommitOptions{})
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	lim, err := throttle.NewLimiter(g, throttle.Policies{"W": p}, throttle.Config{})
+	require.NoError(t, err)
+	walPath := strings.TrimPrefix(dsn, "sqlite://") + "-wal"
+	// wal returns the WAL header's checkpoint sequence number and the
+	// file's size.
+	wal := func() (seq uint32, size int64) {
+		f, err := os.Open(walPath)
+		if err != nil {
+			return 0, 0
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return 0, 0
+		}
+		var hdr [16]byte
+		if _, err := f.ReadAt(hdr[:], 0); err != nil {
+			return 0, fi.Size()
+		}
+		return binary.BigEndian.Uint32(hdr[12:16]), fi.Size()
+	}
+
+	// 32 callers through group commit, on 100,000 keys (each batch
+	// dirties pages across the table), until the WAL has started again
+	// six times.
+	var stop atomic.Bool
+	var writers sync.WaitGroup
+	for w := range 32 {
+		writers.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				key := throttle.Key{Policy: "W", Env: "test", Identifier: fmt.Sprint("k", (i*32+w)%100_000)}
+				if _, err := lim.Take(ctx, "", throttle.Charge{Key: key, Cost: 1}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	t.Cleanup(func() { // before the store closes, even when the wait fails
+		stop.Store(true)
+		writers.Wait()
+	})
+	first, _ := wal()
+	last, lastSize := first, int64(0)
+	var inPlace, cut int
+	var largest int64
+	waitfor.Until(t, time.Minute, func() bool {
+		seq, size := wal()
+		if seq > last {
+			if size >= lastSize {
+				inPlace++
+			} else {
+				cut++
+			}
+		}
+		last, lastSize, largest = seq, size, max(largest, size)
+		return seq >= first+6
+	}, "the WAL starting again 6 times under sustained writes")
+	stop.Store(true)
+	waitfor.Group(t, &writers, time.Minute, "the writers stopping")
+	t.Logf("WAL restarts in place %d, cut %d; largest WAL %d KiB (limit %d KiB)", inPlace, cut, largest/1024, limit/1024)
+	// Under a heavy load the writer may outrun the catch-up past the limit
+	// once, and the TRUNCATE cuts it: one restart in place is the promise.
+	require.Positive(t, inPlace, "the WAL started again in place, not cut")
+	require.Less(t, largest, int64(2*limit))
+}
+
+// TestACatchUpStartsTheWALAgainInPlace: the writer's catch-up copies what
+// the WAL holds, so that the writer's next transaction starts the WAL again
+// from its beginning (the WAL header's checkpoint sequence number moves
+// on) and overwrites it in place: the file keeps its size, nothing is
+// truncated. Without a checkpoint the WAL only grows.
+func TestACatchUpStartsTheWALAgainInPlace(t *testing.T) {
+	ctx := context.Background()
+	dsn := sqlstoretest.DSN(t, sqlstore.SQLite)
+	// The background checkpointer passes once at the start, then sleeps.
+	store, err := alldrivers.Open(ctx, dsn, sqlstore.Options{CheckpointEvery: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	p := throttle.Policy{Name: "W", Capacity: 1000, RefillTokens: 1000, RefillPeriod: time.Second}
+	lim, err := throttle.NewLimiter(store, throttle.Policies{"W": p}, throttle.Config{})
+	require.NoError(t, err)
+	take := func(n int) {
+		t.Helper()
+		for i := range n {
+			_, err := lim.Take(ctx, "", throttle.Charge{Key: throttle.Key{Policy: "W", Env: "test", Identifier: fmt.Sprint("k", i%500)}, Cost: 1})
+			require.NoError(t, err)
+		}
+	}
+	walPath := strings.TrimPrefix(dsn, "sqlite://") + "-wal"
+
+	take(200)
+	seq, size := walHeader(t, walPath)
+	take(200)
+	seq2, size2 := walHeader(t, walPath)
+	require.Equal(t, seq, seq2, "no checkpoint: the WAL goes on")
+	require.Greater(t, size2, size)
+
+	if runtime.GOOS == "linux" {
+		// The pages a catch-up would sync are flushed before it, through
+		// SQLite's own descriptor of the file.
+		require.True(t, sqlstore.FlushFile(strings.TrimPrefix(dsn, "sqlite://")), "a descriptor of the open database file found")
+	}
+	ran, busy, err := store.CatchUpWAL(ctx)
+	require.NoError(t, err)
+	require.True(t, ran, "balde's DSN: the store checkpoints")
+	require.False(t, busy)
+	take(1)
+	seq3, size3 := walHeader(t, walPath)
+	require.Equal(t, seq2+1, seq3, "the WAL started again")
+	require.Equal(t, size2, size3, "in place: the file keeps its size")
+}
+
+// walHeader returns the checkpoint sequence number in the header of the
+// WAL at path (SQLite counts the WAL's restarts there) and the file's size.
+func walHeader(t *testing.T, path string) (seq uint32, size int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(b), 32, "a WAL header")
+	return binary.BigEndian.Uint32(b[12:16]), int64(len(b))
 }
 
 // TestALongReaderDoesNotHoldTheWriters: a reader keeps an old snapshot

@@ -68,8 +68,9 @@ type Options struct {
 	IntegrityEvery time.Duration
 	// CheckpointEvery and WALLimit tune the background checkpoints of a
 	// SQLite file opened by Open (checkpoint.go): a PASSIVE checkpoint
-	// every CheckpointEvery (default DefaultCheckpointEvery), a TRUNCATE
-	// one when the WAL holds more than WALLimit bytes (default
+	// every CheckpointEvery (default DefaultCheckpointEvery), the WAL
+	// started again in place once it holds half of WALLimit bytes, and a
+	// TRUNCATE one when it holds more than WALLimit (default
 	// DefaultWALLimit). A DSN that sets wal_autocheckpoint keeps SQLite's
 	// checkpoints in the committing transaction instead.
 	CheckpointEvery time.Duration
@@ -205,7 +206,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if _, err := checkSQLiteFile(SQLitePath(driverDSN)); err != nil {
 			return nil, formatError("open", err)
 		}
-		writerDSN, own := ownCheckpoints(driverDSN + "&_txlock=immediate")
+		writerDSN, own := ownCheckpoints(dsn, driverDSN+"&_txlock=immediate")
 		w, err := sql.Open(d.SQLName(), writerDSN)
 		if err != nil {
 			return nil, formatError("open", err)

@@ -284,10 +284,12 @@ func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 			return throttle.Decision{}, ctx.Err()
 		}
 		defer func() { <-r.senders }()
-		// A lookup that started completes whatever happens to ctx: the
-		// run stops after it.
+		// A lookup whose reservation is taken completes whatever happens
+		// to ctx: the run stops after it. The reservation itself (a wait
+		// for a database lock) ends with ctx, and then nothing is sent
+		// (decision 0124).
 		var err error
-		res.LookupResult, err = b.Client.GetEntry(context.WithoutCancel(ctx), req)
+		res.LookupResult, err = b.Client.GetEntry(withReserveStop(context.WithoutCancel(ctx), ctx), req)
 		return res.Decision, err
 	})
 	if r.stopCtx.Err() != nil && (stoppedWaiting || errors.Is(err, context.Canceled)) {

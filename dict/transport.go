@@ -175,7 +175,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	r, err := m.Reserve(req.Context(), rt.Op, ref, keys...)
+	rctx, stopReserve := reserveContext(req.Context())
+	r, err := m.Reserve(rctx, rt.Op, ref, keys...)
+	stopReserve()
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -602,4 +604,30 @@ func ParseRetryAfter(s string, now time.Time) time.Duration {
 		return min(t.Sub(now), MaxRetryAfter)
 	}
 	return 0
+}
+
+// reserveStopKey is the context key of WithReserveStop.
+type reserveStopKey struct{}
+
+// withReserveStop returns ctx carrying stop: a request made with it
+// completes whatever happens to stop once its reservation is taken, but
+// the reservation itself (which may wait for a database lock held by a
+// stopped process) ends when stop does, and then nothing is sent
+// (decision 0124). For a ctx detached with context.WithoutCancel from
+// the one that says "stop".
+func withReserveStop(ctx, stop context.Context) context.Context {
+	return context.WithValue(ctx, reserveStopKey{}, stop)
+}
+
+// reserveContext returns the context of a request's reservation: ctx, also
+// cancelled when the stop context withReserveStop put in ctx ends. release
+// must be called once the reservation returns.
+func reserveContext(ctx context.Context) (rctx context.Context, release func()) {
+	stop, ok := ctx.Value(reserveStopKey{}).(context.Context)
+	if !ok || stop.Done() == nil {
+		return ctx, func() {}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(stop, cancel)
+	return rctx, func() { unhook(); cancel() }
 }

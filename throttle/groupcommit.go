@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,8 +85,14 @@ var _ Store = (*GroupCommit)(nil)
 
 // Update queues the operation for the next batch and waits for its
 // transaction. Once queued, the operation is applied even if ctx ends
-// meanwhile (its caller then gets the result anyway); an operation whose ctx
-// ended before its batch started is dropped with ctx's error.
+// meanwhile, as long as another operation of its batch still has a caller
+// waiting (its caller then gets the result anyway); an operation whose ctx
+// ended before its batch started is dropped with ctx's error. When the ctx
+// of every operation of a batch has ended, the batch's transaction is
+// cancelled (a wait for a lock held by a stopped process ends) and each
+// operation gets its ctx's error, or, if the cancellation came while the
+// COMMIT was in flight, the store's error wrapping ErrOutcomeUnknown: it
+// may have been applied (decision 0124).
 func (g *GroupCommit) Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
 	op := &groupOp{ctx: ctx, keys: keys, credits: credits, apply: apply, result: make(chan error, 1)}
 	select {
@@ -190,7 +197,8 @@ func (g *GroupCommit) commit(batch []*groupOp) {
 		}
 		errs := make([]error, len(live))
 		failed := -1
-		err := g.Store.Update(context.Background(), keys, credits, func(tx *Tx) error {
+		ctx, stop := batchContext(live)
+		err := g.Store.Update(ctx, keys, credits, func(tx *Tx) error {
 			failed = -1 // the store may run this again on a fresh Tx
 			for i, op := range live {
 				if errs[i] = op.apply(tx); errs[i] != nil {
@@ -200,6 +208,15 @@ func (g *GroupCommit) commit(batch []*groupOp) {
 			}
 			return nil
 		})
+		cancelled := stop()
+		if err != nil && cancelled && !errors.Is(err, ErrOutcomeUnknown) {
+			// Every caller is gone and the store says nothing was applied:
+			// each gets its own ctx's error.
+			for _, op := range live {
+				op.result <- op.ctx.Err()
+			}
+			return
+		}
 		if err != nil && failed >= 0 {
 			live[failed].result <- errs[failed]
 			live = slices.Delete(live, failed, failed+1)
@@ -209,5 +226,38 @@ func (g *GroupCommit) commit(batch []*groupOp) {
 			op.result <- err
 		}
 		return
+	}
+}
+
+// batchContext returns the context of a batch's transaction: it is
+// cancelled once the ctx of every operation in live has ended, and never
+// while one of them still has a caller waiting. stop releases it and
+// reports whether it was cancelled, which implies every op's ctx ended.
+// A batch holding an operation whose ctx never ends runs on
+// context.Background.
+func batchContext(live []*groupOp) (ctx context.Context, stop func() (cancelled bool)) {
+	for _, op := range live {
+		if op.ctx.Done() == nil {
+			return context.Background(), func() bool { return false }
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var waiting atomic.Int64
+	waiting.Store(int64(len(live)))
+	stops := make([]func() bool, len(live))
+	for i, op := range live {
+		stops[i] = context.AfterFunc(op.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() bool {
+		for _, s := range stops {
+			s()
+		}
+		cancelled := ctx.Err() != nil
+		cancel()
+		return cancelled
 	}
 }

@@ -166,8 +166,9 @@ func awaitSQLiteLockWait(t *testing.T, pid int, d time.Duration) {
 // (exit 3) within lock_timeout / the SQLite retries' 5 s plus busy_timeout,
 // "buckets list" still answers (reads take no lock), a web DICT lookup
 // answers 503 within twice that, well before a 30 s client gives up, and
-// SIGTERM ends a
-// dict-lookup waiting on the lock within 5 s. Issue 23: 74 s, ~42 s, and a
+// SIGTERM ends a dict-lookup waiting on the lock within 2 s, through the
+// lock wait's cancellation rather than the forced exit 4 s after the
+// signal. Issue 23: 74 s, ~42 s, and a
 // SIGTERM that waited for the lock. Under make reliability only (it builds
 // the binary and waits out the default bounds).
 func TestStoppedLockHolder(t *testing.T) {
@@ -275,6 +276,8 @@ func TestStoppedLockHolder(t *testing.T) {
 		waitfor.Recv(t, exited, 30*time.Second, "dict-lookup after SIGTERM")
 		took = time.Since(start)
 		t.Logf("%s: SIGTERM to a waiting dict-lookup: exited after %s (%v): %s", engine, took.Round(time.Millisecond), err, strings.TrimSpace(errOut.String()))
-		require.Less(t, took, 5*time.Second, "SIGTERM ends a waiting process within 5 s")
+		// Well before balde's forced exit, 4 s after the signal: the lock
+		// wait itself ends with the signal (decision 0124).
+		require.Less(t, took, 2*time.Second, "SIGTERM ends a waiting process within 2 s, not by the forced exit")
 	})
 }

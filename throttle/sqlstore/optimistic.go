@@ -458,14 +458,11 @@ const optimisticSettingsSQL = `SELECT set_config('synchronous_commit', 'off', tr
 // of its dead row versions (which keeps updates HOT and the table small)
 // only when no scan holds a pin on it, and a lock in the same statement
 // as the update kept the pages pinned (the table grew 20-fold).
-const optimisticCheckSQL = `
+var optimisticCheckSQL = `
 	WITH e AS MATERIALIZED (
 		SELECT b.policy_id
 		FROM balde_buckets AS b
-		JOIN unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
-		            $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[],
-		            $13::bigint[], $14::bigint[], $15::int[])
-		     AS x(` + bucketColumns + `)
+		JOIN ` + bucketUnnest(1) + `
 		  ON b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
 		WHERE (b.tokens, b.carry, b.refilled_at, b.send_count, b.severity, b.last_sent_at, b.last_entry,
 		       b.blocked_until, b.spent, b.next_at, b.held_until, b.block_level)
@@ -483,7 +480,7 @@ const optimisticCheckSQL = `
 // writeSQL without the ledger, which the optimistic write never has: a
 // statement of two parts instead of eight, and none whose generic plan
 // could scan the ledger.
-const optimisticWriteSQL = `
+var optimisticWriteSQL = `
 	WITH u AS (
 		UPDATE balde_buckets AS b
 		SET tokens = x.tokens,
@@ -497,14 +494,9 @@ const optimisticWriteSQL = `
 		    next_at = x.next_at,
 		    held_until = x.held_until,
 		    block_level = x.block_level
-		FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
-		            $7::bigint[], $8::smallint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bytea[],
-		            $13::bigint[], $14::bigint[], $15::int[])
-		     AS x(` + bucketColumns + `)
+		FROM ` + bucketUnnest(1) + `
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
 	)
 	INSERT INTO balde_buckets (` + bucketColumns + `)
 	SELECT *
-	FROM unnest($16::int[], $17::text[], $18::text[], $19::bigint[], $20::bigint[], $21::bigint[],
-	            $22::bigint[], $23::smallint[], $24::bigint[], $25::bigint[], $26::bigint[], $27::bytea[],
-	            $28::bigint[], $29::bigint[], $30::int[])`
+	FROM ` + bucketUnnest(16)

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strconv"
+	"strings"
 )
 
 // postgresWriter keeps a transaction to a fixed number of round trips
@@ -107,6 +109,19 @@ func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credit
 	return found, rows.Err()
 }
 
+// bucketUnnest is the SQL of the rows x(bucketColumns) that PostgreSQL
+// unnests from the arrays of bucketArrays, bound as the parameters from
+// $first on (first, first+1, …, first+14).
+func bucketUnnest(first int) string {
+	types := [...]string{"int", "text", "text", "bigint", "bigint", "bigint", "bigint", "smallint",
+		"bigint", "bigint", "bigint", "bytea", "bigint", "bigint", "int"}
+	params := make([]string, len(types))
+	for i, t := range types {
+		params[i] = "$" + strconv.Itoa(first+i) + "::" + t + "[]"
+	}
+	return "unnest(" + strings.Join(params, ", ") + ") AS x(" + bucketColumns + ")"
+}
+
 // bucketArrays splits rows into the parallel arrays of the bucket columns.
 func bucketArrays(rows []bucketRow) []any {
 	keys := make([]rowKey, len(rows))
@@ -145,7 +160,7 @@ func nullable(n sql.NullInt64) *int64 {
 // transaction), then updates, inserts and deletes buckets, pointing each at
 // its latest ledger row, and adds merged minute rows to their head rows. A new bucket that another transaction inserted
 // first fails with a unique violation and the whole transaction is re-run.
-const writeSQL = `
+var writeSQL = `
 	WITH v AS MATERIALIZED (
 		SELECT t.*, nextval(pg_get_serial_sequence('balde_token_ledger', 'id')) AS id
 		FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6::bigint[],
@@ -180,10 +195,7 @@ const writeSQL = `
 		    next_at = x.next_at,
 		    held_until = x.held_until,
 		    block_level = x.block_level
-		FROM unnest($11::int[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[],
-		            $17::bigint[], $18::smallint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::bytea[],
-		            $23::bigint[], $24::bigint[], $25::int[])
-		     AS x(` + bucketColumns + `)
+		FROM ` + bucketUnnest(11) + `
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
 	),
@@ -191,10 +203,7 @@ const writeSQL = `
 		INSERT INTO balde_buckets (` + bucketColumns + `)
 		SELECT x.policy_id, x.env, x.identifier, x.tokens, x.carry, x.refilled_at, x.send_count, x.severity,
 		       x.last_sent_at, COALESCE(h.last, x.last_entry), x.blocked_until, x.spent, x.next_at, x.held_until, x.block_level
-		FROM unnest($26::int[], $27::text[], $28::text[], $29::bigint[], $30::bigint[], $31::bigint[],
-		            $32::bigint[], $33::smallint[], $34::bigint[], $35::bigint[], $36::bigint[], $37::bytea[],
-		            $38::bigint[], $39::bigint[], $40::int[])
-		     AS x(` + bucketColumns + `)
+		FROM ` + bucketUnnest(26) + `
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 	),
 	d AS (

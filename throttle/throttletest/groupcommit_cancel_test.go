@@ -46,7 +46,9 @@ func blockedBatch(t *testing.T, wait func(ctx context.Context) error) (g *thrott
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
 	t.Cleanup(release)
 	key := throttle.Key{Policy: "P", Env: "test", Identifier: "held"}
-	go func() { _ = g.Update(context.Background(), []throttle.Key{key}, nil, func(*throttle.Tx) error { return nil }) }()
+	go func() {
+		_ = g.Update(context.Background(), []throttle.Key{key}, nil, func(*throttle.Tx) error { return nil })
+	}()
 	waitfor.Recv(t, entered, 10*time.Second, "the first update entering its transaction")
 	return g, release, second
 }

@@ -61,6 +61,10 @@ const (
 	ClassBusy
 	// ClassCorrupt: SQLite's SQLITE_CORRUPT or SQLITE_NOTADB.
 	ClassCorrupt
+	// ClassTimeout: the statement waited past a bound of the session
+	// (PostgreSQL's lock_timeout, 55P03, or a cancelled statement, 57014)
+	// and did not take effect; running it again would wait the same way.
+	ClassTimeout
 )
 
 // Query is one statement of a Pipeline with its arguments.

@@ -389,6 +389,12 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 		Outcome: func(writeErr, commitErr, closeErr error) error {
 			class := s.driver.Classify(writeErr)
 			switch {
+			case writeErr != nil && class&ClassTimeout != 0:
+				// The check waited out lock_timeout on a row another
+				// transaction holds (a stopped process, a long admin
+				// transaction): nothing applied, and the locking path would
+				// wait for the same lock again. The batch's answer.
+				return writeErr
 			case writeErr != nil && class&ClassServer != 0:
 				// The server refused a statement: the COMMIT behind it was
 				// skipped, nothing applied. A changed row (the division by

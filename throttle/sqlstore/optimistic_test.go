@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -378,4 +379,45 @@ func TestOptimisticSharedKeyStopsConflicting(t *testing.T) {
 	st := stores[0].OptimisticStats()
 	t.Logf("store 0: %+v; store 1: %+v", st, stores[1].OptimisticStats())
 	require.GreaterOrEqual(t, st.OneTrip, int64(19), "%+v: the key store 0 owns stays on the one-round-trip path", st)
+}
+
+// TestOptimisticWaitsOutALockOnce: a remembered row held FOR UPDATE by a
+// stopped transaction makes the one-trip check wait out lock_timeout; the
+// decision then fails as the locking path's would (ErrStoreUnavailable),
+// within one lock_timeout, without waiting for the same lock a second time
+// on the locking path.
+func TestOptimisticWaitsOutALockOnce(t *testing.T) {
+	ctx := context.Background()
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	const lockTimeout = 500 * time.Millisecond
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	store := sqlstoretest.MustOpenDSN(t, dsn+"&lock_timeout=500ms", clock.Now)
+	lim := newInboundLimiter(t, store.NonDurable(), inboundPolicy(100), clock)
+	for range 3 { // the first on the locking path (a fresh store), then remembered
+		d, err := lim.Take(ctx, "", throttle.Charge{Key: inboundKey(0), Cost: 1})
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 2, Locked: 1}, store.OptimisticStats())
+
+	_, driverDSN, err := sqlstore.ParseDSN(dsn)
+	require.NoError(t, err)
+	other, err := sql.Open("pgx", driverDSN)
+	require.NoError(t, err)
+	defer other.Close()
+	holder, err := other.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer holder.Rollback() //nolint:errcheck
+	_, err = holder.ExecContext(ctx, `SELECT * FROM balde_buckets FOR UPDATE`)
+	require.NoError(t, err)
+
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second) // keeps a regression from hanging
+	defer cancel()
+	start := time.Now()
+	_, err = lim.Take(dctx, "", throttle.Charge{Key: inboundKey(0), Cost: 1})
+	took := time.Since(start)
+	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
+	require.Less(t, took, 2*lockTimeout, "one lock_timeout, not one per path")
+	require.Equal(t, sqlstore.OptimisticStats{OneTrip: 2, Locked: 1}, store.OptimisticStats(),
+		"a lock wait is neither a conflict nor a reason to lock again")
 }

@@ -99,6 +99,10 @@ func (Driver) Classify(err error) sqlstore.ErrorClass {
 		case "40001", "40P01", "23505":
 			c |= sqlstore.ClassLostRace
 		}
+		switch code {
+		case "55P03", "57014":
+			c |= sqlstore.ClassTimeout
+		}
 		if strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "08") {
 			c |= sqlstore.ClassBrokenConn
 		}

@@ -22,6 +22,7 @@ func TestClassify(t *testing.T) {
 		race      = sqlstore.ClassLostRace
 		broken    = sqlstore.ClassBrokenConn
 		rolled    = sqlstore.ClassCommitFailed
+		timeout   = sqlstore.ClassTimeout
 	)
 	for _, tc := range []struct {
 		name string
@@ -35,7 +36,9 @@ func TestClassify(t *testing.T) {
 		{"AdminShutdown", &pgconn.PgError{Code: "57P01"}, server | transient | broken},
 		{"CrashShutdown", &pgconn.PgError{Code: "57P02"}, server | transient | broken},
 		{"CannotConnectNow", &pgconn.PgError{Code: "57P03"}, server | transient | broken},
-		{"QueryCanceled", &pgconn.PgError{Code: "57014"}, server},
+		{"QueryCanceled", &pgconn.PgError{Code: "57014"}, server | timeout},
+		{"LockTimeout", &pgconn.PgError{Code: "55P03"}, server | timeout},
+		{"DivisionByZero", &pgconn.PgError{Code: "22012"}, server},
 		{"ConnectionFailure", &pgconn.PgError{Code: "08006"}, server | transient | broken},
 		{"TooManyConnections", &pgconn.PgError{Code: "53300"}, server | transient},
 		{"SyntaxError", &pgconn.PgError{Code: "42601"}, server},

@@ -5,6 +5,7 @@ package sqlstore
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -32,9 +33,9 @@ func flushFile(path string) bool {
 		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != abs {
 			continue
 		}
-		var fd int
-		for _, c := range e.Name() {
-			fd = fd*10 + int(c-'0')
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
 		return syscall.Fsync(fd) == nil
 	}

@@ -299,9 +299,9 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 // GroupCommitWriters is the number of group-commit writers for an engine.
 // SQLite has one writer per database. On PostgreSQL two writers overlap one
 // batch's round trips with another's commit; more make batches smaller
-// (measured in round one, four round trips per transaction, 1M keys, 16
+// (measured with four round trips per transaction, 1M keys, 16
 // callers: 1 writer 5.8-6.9k decisions/s, 2: 7.0-7.8k, 4: 4.0-5.2k, 8:
-// 3.0-3.5k). With the pipelined two round trips (round two) one writer
+// 3.0-3.5k). With the pipelined two round trips one writer
 // measured 10.0k and two 8.5k under load, a spread too wide to change
 // the choice (docs/decisions/0035).
 func GroupCommitWriters(engine sqlstore.Engine) int {

@@ -22,7 +22,7 @@ const (
 	ScopeUser Scope = "USER"
 	// ScopeEntity: one bucket per entity named by a free identifier (an
 	// account, a bank entity). It is for adapters other than the DICT that
-	// share the catalog (seed 003's per-entity Pix bucket).
+	// share the catalog (a bank adapter's bucket per account).
 	ScopeEntity Scope = "ENTITY"
 )
 
@@ -97,7 +97,7 @@ type Spec struct {
 	FailMode    throttle.FailMode
 }
 
-// Catalog is the set of policies the DICT applies (seed 001, exactly),
+// Catalog is the set of policies the DICT applies (the DICT manual, chapter 19, exactly),
 // overridable and extensible from a policy file, plus the participant's
 // current category. It implements throttle.Resolver for the DICT's keys:
 //
@@ -123,7 +123,7 @@ type Catalog struct {
 
 var _ throttle.Resolver = (*Catalog)(nil)
 
-// NewCatalog returns the DICT's catalog (seed 001) for env ("" means
+// NewCatalog returns the DICT's catalog (the DICT manual, chapter 19) for env ("" means
 // DefaultEnv), with refill mode throttle.RefillStepwise and no category
 // (see SetCategory; until then the categorised policies use the strictest
 // category, H).
@@ -156,7 +156,7 @@ func (c *Catalog) Category() string {
 
 // CategoryInEffect returns the category the catalog applies: the one set
 // (learned from the DICT), else the strictest class of the categorised
-// participant policy (H in seed 001). It is what every view reports as
+// participant policy (H in the DICT manual). It is what every view reports as
 // the participant's category (GET /policies/, the admin page): never "".
 func (c *Catalog) CategoryInEffect() string {
 	c.mu.RLock()
@@ -219,7 +219,7 @@ func (c *Catalog) Spec(name string) (Spec, bool) {
 	return c.effective(s), true
 }
 
-// Specs returns every policy, the DICT's in the order of seed 001 first,
+// Specs returns every policy, the DICT's in the DICT manual's order first,
 // then the ones a policy file added, in the order they were added.
 func (c *Catalog) Specs() []Spec {
 	c.mu.RLock()

@@ -17,7 +17,7 @@ import (
 // itself, or a throttle.Resolvers chain holding it). Client and Transport
 // use a Meter on the local mirror. The simulator (dictsim) does not: it
 // counts with its own buckets and policy table, written independently from
-// seed 001, so that it can disagree with these rules when they are wrong.
+// the DICT manual, so that it can disagree with these rules when they are wrong.
 type Meter struct {
 	Limiter *throttle.Limiter
 	Catalog *Catalog

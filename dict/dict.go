@@ -1,6 +1,6 @@
 // Package dict is balde's adapter for the DICT, the Pix key directory run
 // by Banco Central do Brasil: the policy catalog of the DICT's rate limits
-// (seed 001, exact), the key types, the counting rules (what a getEntry
+// (the DICT manual, chapter 19, exact), the key types, the counting rules (what a getEntry
 // costs by outcome, what a payment credits), the XML of the API (OpenAPI
 // 1.8.0), the table of its operations (Routes), and Transport, an
 // http.RoundTripper that throttles any DICT client; Client is built on it.
@@ -48,7 +48,7 @@ const (
 )
 
 // Operations of the DICT API used by balde, by their names in the API
-// reference (seed 001's policy table).
+// reference (the DICT manual's policy table).
 const (
 	OpGetEntry           = "getEntry"
 	OpGetEntryStatistics = "getEntryStatistics"

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Policy names of the DICT (seed 001's table, in its order).
+// Policy names of the DICT (the DICT manual's table, in its order).
 const (
 	PolicyEntriesReadUserAntiscan        = "ENTRIES_READ_USER_ANTISCAN"
 	PolicyEntriesReadUserAntiscanV2      = "ENTRIES_READ_USER_ANTISCAN_V2"
@@ -39,10 +39,10 @@ const (
 	PolicyPoliciesList                   = "POLICIES_LIST"
 )
 
-// Categories are the participant categories of seed 001, A (largest) to H.
+// Categories are the participant categories of the DICT manual, A (largest) to H.
 var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 
-// seedPolicies returns the DICT's policy table (seed 001, manual v8 and API
+// seedPolicies returns the DICT's policy table (the DICT manual v8 and API
 // 2.6.1), exactly:
 //
 //   - the two USER anti-scan policies: PF 2/min capacity 100, PJ 20/min
@@ -50,7 +50,7 @@ var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 //     or 2 (PJ);
 //   - ENTRIES_READ_PARTICIPANT_ANTISCAN by category A..H (25 000/min, 50 000
 //     down to 2/min, 50); a 200 costs 1, a 404 costs 3; a payment credits 1;
-//   - ENTRIES_STATISTICS_READ sized by the same category table (the seed
+//   - ENTRIES_STATISTICS_READ sized by the same category table (the manual
 //     marks both with (**));
 //   - every other policy: any status but 500 costs 1.
 //

@@ -26,7 +26,7 @@ type Route struct {
 	Write bool
 }
 
-// Operations of the public API (OpenAPI 1.8.0) and of seed 001 that balde's
+// Operations of the public API (OpenAPI 1.8.0) and of the DICT manual that balde's
 // client does not call itself; a PSP's own client is throttled by them
 // through Transport.
 const (
@@ -62,8 +62,8 @@ const (
 )
 
 // Routes returns the DICT API's operations, method + path → operation →
-// policies: every operation of the public API (OpenAPI 1.8.0) and of seed
-// 001's policy table. The paths of getEntryStatistics and of the fraud
+// policies: every operation of the public API (OpenAPI 1.8.0) and of the
+// DICT manual's policy table. The paths of getEntryStatistics and of the fraud
 // markers are not in the 1.8.0 reference; they follow the API's naming.
 func Routes() []Route {
 	get, post := http.MethodGet, http.MethodPost

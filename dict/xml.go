@@ -13,7 +13,7 @@ import (
 )
 
 // The XML of the DICT API. Element names and order follow the API reference
-// exactly (seed 001 for the policy responses); Go field names follow Go
+// exactly (the DICT manual, chapter 19, for the policy responses); Go field names follow Go
 // style and carry the DICT's name in their tag where they differ.
 
 // XMLHeader is the declaration the DICT writes before every document.
@@ -341,7 +341,7 @@ func NewProblem(typ string, status int, title, detail string) *Problem {
 func (p *Problem) TypeName() string { return strings.TrimPrefix(p.Type, ProblemTypePrefix) }
 
 // Marshal renders v as a DICT document: XMLHeader, then v indented by four
-// spaces, then a newline — byte for byte the layout of seed 001.
+// spaces, then a newline — byte for byte the layout of the DICT manual's examples.
 func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(XMLHeader)
@@ -437,7 +437,7 @@ func NewGetPolicyResponse(participant, category string, state throttle.BucketSta
 // in which correlation ids are stamped.
 var brasilia = time.FixedZone("BRT", -3*60*60)
 
-// NewCorrelationID returns a correlation id in the DICT's layout (seed 001:
+// NewCorrelationID returns a correlation id in the DICT's layout (the DICT manual, chapter 19:
 // "B20220902101925801123456781A6998"): "B", the Brasília time as
 // yyyyMMddHHmmssSSS, the participant's ISPB and 6 random hexadecimal digits,
 // 32 characters in all.

@@ -17,7 +17,7 @@ import (
 // version dirty (one transaction), runs the file (a second), and clears the
 // flag (a third). A process killed between the second and the third leaves
 // a schema that is complete but dirty, which every later start refused
-// (issue 23: 3 in 40 SQLite first starts killed in their first 50 ms, 2 in
+// (measured: 3 in 40 SQLite first starts killed in their first 50 ms, 2 in
 // 39 on PostgreSQL). Both engines have transactional DDL, so here the first
 // step only remembers the target version, the second runs the file and
 // writes the clean version in the same transaction, and the third finds

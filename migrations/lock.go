@@ -19,7 +19,7 @@ const LockSuffix = ".migrate-lock"
 //
 // golang-migrate's SQLite driver locks within one process only, so
 // processes started at once on a new file each applied 0001 and the loser
-// left the version dirty (issue 13). PostgreSQL's driver takes an advisory
+// left the version dirty. PostgreSQL's driver takes an advisory
 // lock; this is its equivalent for SQLite: an exclusive flock(2) on a file
 // beside the database, held from before the legacy adoption until the last
 // migration is recorded. The kernel releases it when the process dies (a

@@ -24,8 +24,8 @@ const (
 	// OutcomeBlocked: the RUC's gate (its SIFEN_RECEPCION_LOTE bucket)
 	// refused the send; nothing left. The documents keep their status, with
 	// the wait in their message and RetryAt, and LotSend.Decision has the
-	// reason and the exact wait. It is the seed's "ThrottleBlocked" with
-	// "wait_seconds".
+	// reason and the exact wait. A caller shows it as
+	// "blocked, retry in N s".
 	OutcomeBlocked LotSendStatus = "blocked"
 	// OutcomeFailed: the request never reached SIFEN (the connection could
 	// not be made). The documents are "error" and may be sent again.
@@ -86,7 +86,7 @@ type Blocked struct {
 	Key throttle.Key
 }
 
-// WaitSeconds is Wait in whole seconds, rounded up (the seed's wait_seconds).
+// WaitSeconds is Wait in whole seconds, rounded up.
 func (b *Blocked) WaitSeconds() int64 {
 	return int64((b.Wait + time.Second - 1) / time.Second)
 }

@@ -32,7 +32,7 @@ type PolicyConfig struct {
 	// cooldown off.
 	Interval time.Duration
 	// EnvInterval overrides Interval for one environment, e.g.
-	// {EnvProd: 45 * time.Second} (the seed advises 30-60 s in prod).
+	// {EnvProd: 45 * time.Second} (30-60 s is the prudent range in prod).
 	EnvInterval map[Env]time.Duration
 	// PerMinute, when positive, also caps the lots of one RUC in one
 	// environment to that many in any window of one minute (at most

@@ -21,7 +21,7 @@ const (
 	RefillStepwise
 	// RefillRolling returns each spent token exactly RefillPeriod after it was
 	// spent: at most Capacity tokens are spent in any window of RefillPeriod.
-	// This is an exact sliding-window log (seed 004); RefillTokens must equal
+	// This is an exact sliding-window log (docs/decisions/0006); RefillTokens must equal
 	// Capacity.
 	RefillRolling
 )

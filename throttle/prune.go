@@ -41,7 +41,7 @@ const DefaultRetention = 30 * 24 * time.Hour
 // is kept until they are pruned: the bucket's row is where a read of its
 // ledger starts (the rows are chained from it, and the ledger has no index
 // by key), so deleting it would hide that history from the bucket page and
-// `balde buckets show` (issue 20; docs/decisions/0080).
+// `balde buckets show` (docs/decisions/0080).
 func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention

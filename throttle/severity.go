@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Severity grades how much trouble a bucket is in, after seed 003's
-// AlertSeverity: Healthy = 1, Medium, High, Critical. The zero value means
+// Severity grades how much trouble a bucket is in, numbered for
+// alerting: Healthy = 1, Medium, High, Critical. The zero value means
 // "not known yet" (a bucket never written).
 //
 // Severity is always computed at read time (BucketState.Severity, the

@@ -8,7 +8,7 @@ import (
 )
 
 // APIBucket is one bucket in the JSON API and in the CLI's --json (one set
-// of field names for both): seed 003's bucket document, with the policy
+// of field names for both): the bucket document of a token-bucket service, with the policy
 // and waits a monitor needs. Durations are in seconds; severity is the
 // level now.
 type APIBucket struct {
@@ -23,7 +23,7 @@ type APIBucket struct {
 	RefillPeriodSeconds float64 `json:"refill_period_seconds"`
 	RefillMode          string  `json:"refill_mode"`
 	// Severity is "Healthy", "Medium", "High" or "Critical"; SeverityLevel
-	// is seed 003's AlertSeverity number (1..4, 0 unknown).
+	// is its alert number (1..4, 0 unknown; throttle.Severity).
 	Severity      string `json:"severity"`
 	SeverityLevel int    `json:"severity_level"`
 	// State is "blocked", "cooling down", "negative" or "".
@@ -86,8 +86,8 @@ func NewAPIBucket(st throttle.BucketState, scope func(throttle.Key) string) APIB
 	return b
 }
 
-// APIBucketList is the answer of GET /api/buckets (seed 003's
-// GetAllBuckets, one page at a time) and of "balde buckets list --json".
+// APIBucketList is the answer of GET /api/buckets (every bucket,
+// one page at a time) and of "balde buckets list --json".
 type APIBucketList struct {
 	Buckets []APIBucket `json:"buckets"`
 	// Next is the cursor (key order) or page number (sorted) of the next
@@ -126,8 +126,8 @@ func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// getAPIBucket is GET /api/buckets/{policy}/{env}/{identifier} (seed 003's
-// GetBucket): one bucket's state. A key with no row is a full bucket
+// getAPIBucket is GET /api/buckets/{policy}/{env}/{identifier} : one bucket's
+// state. A key with no row is a full bucket
 // ("stored": false); an unknown policy is a 404.
 func (s *Server) getAPIBucket(w http.ResponseWriter, r *http.Request) error {
 	key, err := bucketKey(r)

@@ -53,8 +53,8 @@ type SifenGatewayConfig struct {
 }
 
 // SifenGateway is a SOAP 1.2 endpoint in front of SIFEN for issuers whose
-// systems are not written in Go (seed 002's Python web app and batch
-// tools): they change SIFEN's base URL and nothing else.
+// systems are not written in Go (a Python web app and its batch
+// tools, say): they change SIFEN's base URL and nothing else.
 //
 //   - siRecepLoteDE (…/de/ws/async/recibe-lote.wsdl): the lot (xDE, the
 //     base64 of the zipped rLoteDE) is parsed and checked (one RUC, at

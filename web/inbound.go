@@ -31,7 +31,7 @@ const (
 // InboundConfig.TokenHeader names another.
 const TokenHeader = "API_KEY"
 
-// InboundConfig configures the inbound limiter (seed 004): an exact sliding
+// InboundConfig configures the inbound limiter (docs/decisions/0006): an exact sliding
 // window of Limit requests per Window for each client IP, and a Block after
 // the limit is exceeded, during which every request is refused.
 type InboundConfig struct {

@@ -267,7 +267,7 @@ func (m *Metrics) SetVersion(version string) *Metrics {
 
 // SetScope sets how the bucket gauges tell scopes apart: scope names a
 // key's scope as Server.Scope does (Scopes(catalog), so a policy file's
-// scopes count). The default is Scopes of the seed DICT catalog. Call it
+// scopes count). The default is Scopes of the built-in DICT catalog. Call it
 // before the metrics are served.
 func (m *Metrics) SetScope(scope func(throttle.Key) string) {
 	if scope != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // listPolicies is GET /policies/: the participant's PSP buckets in the
-// local mirror, in the DICT's ListPoliciesResponse (seed 001: CorrelationId,
+// local mirror, in the DICT's ListPoliciesResponse (the DICT manual, chapter 19: CorrelationId,
 // ResponseTime, Category, one Policy per bucket with its AvailableTokens,
 // which may be negative after a penalty). Code written against the DICT's
 // own endpoint can read the mirror instead, without spending its 6 a

@@ -763,7 +763,7 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 // of its RUC and environment first) and redirects (303) to the document's
 // page, whatever the outcome: ?result= says which (sent, blocked,
 // not_queued, failed, unknown) and, when blocked, ?wait= the whole seconds
-// to wait, as seed 002 does. The page reads the outcome from the document,
+// to wait, as a SIFEN send button must say. The page reads the outcome from the document,
 // which Send marked. A document that cannot be sent now (already sent,
 // being sent) is a 409; a lot rule it breaks, a 400.
 func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {

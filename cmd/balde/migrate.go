@@ -53,7 +53,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if op != "up" {
 		// Only up builds a database where there is none: reading or
 		// fixing the version of a path that has no file must not leave
-		// an empty database behind (issue 23).
+		// an empty database behind.
 		if err := requireDatabase(cfg.DB); err != nil {
 			return err
 		}

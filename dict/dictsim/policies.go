@@ -2,7 +2,7 @@ package dictsim
 
 import "time"
 
-// The DICT's rate limits and counting rules, written from seed 001 (the DICT
+// The DICT's rate limits and counting rules, written from the DICT manual, chapter 19 (the DICT
 // manual's chapter on buckets and the API's policy table) independently of
 // balde's client, so that a mistake in the client's catalog cannot hide here.
 
@@ -68,7 +68,7 @@ func categoryLimits(category string) (limit, bool) {
 	return l, ok
 }
 
-// policyTable is seed 001's table, in its order.
+// policyTable is the DICT manual's table, in its order.
 func policyTable() []policy {
 	psp := func(name string, l limit) policy { return policy{name: name, limit: l} }
 	return []policy{
@@ -105,7 +105,7 @@ func policyTable() []policy {
 	}
 }
 
-// cost is what an answer with status costs a bucket of policy (seed 001's
+// cost is what an answer with status costs a bucket of policy (the DICT manual's
 // counting rules): the anti-scan policies count 200 and 404 only (USER: 1
 // and 20; participant: 1 and 3); every other policy counts any status but
 // 500 as 1.

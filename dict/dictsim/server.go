@@ -1,7 +1,7 @@
 // Package dictsim is a DICT simulator: a real HTTP server that speaks the
 // DICT API's XML and enforces the DICT's limits server-side, as an oracle
 // for balde's client. It imports nothing of balde: its policy table
-// (seed 001), its buckets and its XML are its own, so that a mistake shared
+// (the DICT manual, chapter 19), its buckets and its XML are its own, so that a mistake shared
 // with the client cannot hide.
 //
 // Its counting is the DICT's: a request is admitted while every bucket it

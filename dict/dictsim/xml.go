@@ -8,7 +8,7 @@ import (
 )
 
 // The simulator's own XML, after the DICT API's public OpenAPI (1.8.0) and
-// seed 001: element names and order as published.
+// the DICT manual, chapter 19: element names and order as published.
 
 const timeLayout = "2006-01-02T15:04:05.000Z"
 

@@ -7,7 +7,7 @@
 // DEs with its own code (wire.go), keeps its own state and clock, and
 // applies its own rules, so a wire-format mistake on either side shows.
 //
-// The rules (README, "SIFEN"; DNIT's or the seed's as marked):
+// The rules (README, "SIFEN"; DNIT's, or balde's interval rule (docs/decisions/0011), as marked):
 //
 //   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of
 //     the lot's first DE (10 minutes, then 20, 30, ... up to 60 on
@@ -17,7 +17,7 @@
 //     processing, the same lot sent again (DNIT, Guía de mejores prácticas,
 //     Oct 2024, §4-5); and a lot of a RUC that arrives less than
 //     Config.Interval after the answer to its previous lot, or while that
-//     lot has no answer yet (the seed's frequency rule). While a RUC is
+//     lot has no answer yet (the interval rule). While a RUC is
 //     blocked every lot of it gets 0301. An empty lot, and a lot that cannot
 //     be read (not base64, not a ZIP, malformed XML), get 0301 without a
 //     block: they name no RUC, and the simulator does not take the issuer

@@ -52,7 +52,7 @@ const DefaultDSN = "sqlite://balde.db"
 // for a 64 MiB cache (in KiB when negative) and a 256 MiB map (bytes);
 // docs/decisions/0119 measures both.
 //
-// Every wait on a lock is bounded (issue 23: a session holding a bucket row
+// Every wait on a lock is bounded (a session holding a bucket row
 // FOR UPDATE blocked dict-lookup for 74 s): on PostgreSQL a statement that
 // waits DefaultLockTimeout for a lock, or runs DefaultStatementTimeout,
 // fails (55P03, 57014) and the call fails with throttle.ErrStoreUnavailable;

@@ -31,8 +31,8 @@ import (
 // or if another transaction inserts one first. Credits (which read the
 // ledger), deletes and ledger rows take the locking path.
 
-// optimisticRows bounds the rows a store remembers: seed 004's 10,000
-// client IPs, several times over.
+// optimisticRows bounds the rows a store remembers: the 10,000 active
+// client IPs the inbound limiter is sized for, several times over.
 const optimisticRows = 1 << 16
 
 // rowCache is the bounded memory of the bucket rows the store's

@@ -37,7 +37,7 @@ var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", thrott
 // included), whichever comes first, and never past the caller's context.
 // The last bounds a call facing a stopped lock holder: each SQLite attempt
 // waits out busy_timeout (5 s), and 8 of them made a web DICT lookup answer
-// 503 after ~42 s (issue 23); now a call fails after at most
+// 503 after ~42 s; now a call fails after at most
 // transientElapsedBudget plus one attempt.
 const (
 	transientMaxAttempts = 12

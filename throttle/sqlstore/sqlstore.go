@@ -243,7 +243,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	// The first round trips are retried like any other (retry.go): a
 	// connection refused, reset or terminated while the batch opens its
-	// store must not end the batch (issue 13 saw dict-lookup exit 3 with
+	// store must not end the batch (dict-lookup once exited 3 with
+	//  exit 3 with
 	// "open: driver: bad connection" under a kill storm).
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()

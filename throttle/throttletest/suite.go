@@ -989,7 +989,7 @@ func testPrune(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(3), pruned.State(keyA).Tokens)
 }
 
-// testPruneRefusals is issue 23.6: 25 refusals became a row with its
+// testPruneRefusals covers a bug once found: 25 refusals became a row with its
 // reference (the store's) and a row of 24 refusals answered from memory,
 // written only when the key was next used, weeks later, after younger rows
 // and stamped with its newest refusal: a 40-day-old row survived a 30-day

@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test test-under-load test-tools race bench bench-ab bench-peers lint build fuzz soak reliability clean
+.PHONY: run test test-under-load test-tools race bench bench-ab bench-peers lint build image image-context image-check fuzz soak reliability clean
 
 # The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
 run:
@@ -84,6 +84,19 @@ lint:
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/balde ./cmd/balde
+
+# The container image of the Dockerfile: `make image` stages its context in
+# bin/image (a static binary, the CA bundle, the non-root user) and builds
+# balde:latest with buildah (no daemon), else podman, else docker (or name
+# one: make image BUILDER=docker). `make image-check` runs the built image's
+# binary as the README's container example does (scripts/image-check.sh).
+BUILDER ?= $(shell if command -v buildah >/dev/null; then echo "buildah --storage-driver vfs"; elif command -v podman >/dev/null; then echo podman; else echo docker; fi)
+image-context:
+	GO=$(GO) VERSION=$(VERSION) sh scripts/image-context.sh bin/image
+image: image-context
+	$(BUILDER) build -t localhost/balde:latest -f Dockerfile bin/image
+image-check: image
+	GO=$(GO) bash scripts/image-check.sh
 
 # Every fuzz target for FUZZTIME each (the seed corpora run in make test).
 FUZZTIME ?= 60s

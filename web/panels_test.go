@@ -150,12 +150,13 @@ func TestSifenDocumentsPanel(t *testing.T) {
 
 	rows := panelRows(t, document(t, e.get("/admin/buckets", asAdmin)), "SIFEN documents")
 	require.Equal(t, map[string][2]string{
-		"draft":    {"2", ""},
-		"sending":  {"0", ""},
-		"sent":     {"1", "sev-healthy"},
-		"approved": {"0", ""},
-		"rejected": {"0", ""},
-		"error":    {"0", ""},
+		"draft":             {"2", ""},
+		"sending":           {"0", ""},
+		"sent":              {"1", "sev-healthy"},
+		"approved":          {"0", ""},
+		"rejected":          {"0", ""},
+		"not queued (0301)": {"0", ""},
+		"error":             {"0", ""},
 	}, rows)
 }
 

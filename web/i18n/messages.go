@@ -264,6 +264,8 @@ var messages = [][3]string{
 	{"Blocked for RUC %s in env %s, retry in %s.", "Bloqueado para o RUC %s no ambiente %s, tente de novo em %s.", "Bloqueado para el RUC %s en el ambiente %s, reintente en %s."},
 	{"SIFEN's last answer: %s", "Última resposta do SIFEN: %s", "Última respuesta de SIFEN: %s"},
 	{"not queued (0301)", "não enfileirado (0301)", "no encolado (0301)"},
+	{"Not queued (0301): the RUC's block is over, it may be sent again.", "Não enfileirado (0301): o bloqueio do RUC terminou, pode ser enviado de novo.", "No encolado (0301): el bloqueo del RUC terminó, puede enviarse de nuevo."},
+	{"The lot of %s document(s) was not queued (0301): they stay drafts, sent again when the RUC's block ends.", "O lote de %s documento(s) não foi enfileirado (0301): continuam rascunhos, enviados de novo quando o bloqueio do RUC terminar.", "El lote de %s documento(s) no fue encolado (0301): siguen siendo borradores, se envían de nuevo cuando termine el bloqueo del RUC."},
 	{"The throttle refused the last send; the wait is over: it may be sent now.", "O limitador recusou o último envio; a espera acabou: pode ser enviado agora.", "El limitador rechazó el último envío; la espera terminó: puede enviarse ahora."},
 	{"The last send did not succeed; the document may be sent again.", "O último envio não deu certo; o documento pode ser enviado de novo.", "El último envío no tuvo éxito; el documento puede enviarse de nuevo."},
 	{"Sent: SIFEN queued lot %s (response code %s).", "Enviado: o SIFEN enfileirou o lote %s (código de resposta %s).", "Enviado: SIFEN encoló el lote %s (código de respuesta %s)."},

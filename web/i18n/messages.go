@@ -51,6 +51,7 @@ var messages = [][3]string{
 	{"Per page", "Por página", "Por página"},
 	{"Filter", "Filtrar", "Filtrar"},
 	{"Clear", "Limpar", "Limpiar"},
+	{"Stale: counted %s ago. A new count is under way; it shows here when done.", "Desatualizado: contado há %s. Uma nova contagem está em andamento; aparece aqui quando terminar.", "Desactualizado: contado hace %s. Hay un nuevo conteo en curso; aparece aquí cuando termine."},
 	{"Auto-refresh", "Atualização automática", "Actualización automática"},
 	{"Stop auto-refresh", "Parar a atualização automática", "Detener la actualización automática"},
 	{"key", "chave", "clave"},

@@ -146,6 +146,7 @@ func TestBrowserOperatorRealState(t *testing.T) {
 		"BALDE_ADMIN_PASSWORD": "browser-pw",
 		"BALDE_SIFEN_URL":      sim.URL() + "/{env}",
 		"BALDE_TIME_ZONE":      "America/Asuncion",
+		"BALDE_USERS":          "vera:viewer:viewer-pw",
 	})
 	admin := newAdminClient(t, sm.url, "ops", "browser-pw")
 	opsState(t, admin, sim.URL())
@@ -259,6 +260,14 @@ func TestBrowserOperatorRealState(t *testing.T) {
 			require.Equal(t, "1", card("High"), "the blocked RUC alone: five lots waiting are no incident")
 			require.Equal(t, tr.Sprintf("High"), text(rucRow+" .badge"))
 			require.Equal(t, "1", card("Critical"), "the drained payer")
+			// The lot SIFEN did not queue: under the name and in the colour
+			// the documents page gives it, not as "error" (decision 0142).
+			panelRow := func(label string) string {
+				return eval(`(() => { for (const r of document.querySelectorAll(".panel tr")) { if (r.querySelector("th").textContent.trim() === ` +
+					fmt.Sprintf("%q", tr.Text(label)) + `) { const td = r.querySelector("td"); return td.textContent.trim() + " " + td.className; } } return "missing"; })()`)
+			}
+			require.Equal(t, "1 sev-high", panelRow("not queued (0301)"))
+			require.Equal(t, "0 ", panelRow("error"))
 			for _, ruc := range opsLotRUCs {
 				row := `table.buckets tbody tr:has(td.id a[href$="/` + ruc + `"])`
 				require.Equal(t, tr.Sprintf("Healthy"), text(row+" .badge"), "RUC %s sent a lot that waits for its result", ruc)
@@ -379,6 +388,36 @@ func TestBrowserOperatorRealState(t *testing.T) {
 			shoot("overview")
 		}
 	}
+
+	// A viewer on the documents page (decision 0141): Upload, Send and
+	// Send all were greyed by the stylesheet alone; they are disabled in
+	// the page. A form submitted anyway is refused (403), and the attempt
+	// is in the audit trail: who, when, what was refused.
+	resp, body := admin.upload(sifentest.Lote(sifentest.Docs("80000201", 1, 1)...), "test")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	draft := strings.TrimPrefix(resp.Header.Get("Location"), "/documents/")
+	require.NoError(t, chromedp.Do(ctx, sendHeaders(network.Headers{"Authorization": basicAuth("vera", "viewer-pw"), "Accept-Language": "en"}),
+		chromedp.EmulateViewport(1280, 800)))
+	visit("/documents?ruc=80000201&env=test", "table.documents")
+	controls, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('form[method="post"] button, form[method="post"] input:not([type="hidden"]), form[method="post"] select')].map(c => (c.id || c.name || c.textContent.trim()) + (c.disabled ? " disabled" : " ENABLED"))`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"file disabled", "env disabled", "replace disabled", "Upload disabled", "send-ruc disabled", "Send to SIFEN disabled"}, controls)
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(artifacts, "ops_viewer_documents_en_1280.png"), png, 0o644))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector("table.documents tbody form").submit(), true)`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("p.error-message"))))
+	require.Equal(t, "403 Forbidden", text("main h1"))
+	require.NoError(t, chromedp.Do(ctx, headers("en")))
+	visit("/admin/audit?user=vera", "table.audit")
+	require.Equal(t, "vera", text("table.audit tbody tr:first-child td.user"))
+	require.Equal(t, "Refused to a viewer", text("table.audit tbody tr:first-child td.action"))
+	require.Equal(t, "SIFEN send · document "+draft, text("table.audit tbody tr:first-child td.target"))
+	require.Contains(t, text("table.audit tbody tr:first-child td.outcome"), "403")
+	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(artifacts, "ops_viewer_audit_en_1280.png"), png, 0o644))
 	t.Logf("operator state browser test took %s; screenshots in %s (ops_*.png)", time.Since(start).Round(time.Millisecond), artifacts)
 }
 

@@ -31,10 +31,14 @@ const (
 	ActionSifenSendAll Action = "sifen-send-all"
 	// ActionDictLookup: a Pix key looked up from the DICT lookup form.
 	ActionDictLookup Action = "dict-lookup"
+	// ActionDenied: an action a viewer attempted, refused (403) before
+	// anything was done; Target names the action and what it was on
+	// ("action=sifen-send&target=12"). See docs/decisions/0141.
+	ActionDenied Action = "denied"
 )
 
 // Actions lists every action, in the order the Audit page offers them.
-var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionDictLookup}
+var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionDictLookup, ActionDenied}
 
 // ParseAction reads an action's name ("reset", ...).
 func ParseAction(s string) (Action, error) {
@@ -43,7 +47,7 @@ func ParseAction(s string) (Action, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all or dict-lookup)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all, dict-lookup or denied)", ErrInvalid, s)
 }
 
 // Errors of the audit trail.

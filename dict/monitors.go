@@ -52,11 +52,11 @@ type ScanCount struct {
 	Suspicious bool `db:"-"`
 }
 
-// NotFoundPerMille is the share of lookups that ended in 404, in per mille
-// (rounded down).
+// NotFoundPerMille is the share of lookups that ended in 404, in per mille,
+// rounded to the nearest (10 of 18 is 556, shown "55.6 %").
 func (s ScanCount) NotFoundPerMille() int64 {
 	if s.Lookups == 0 {
 		return 0
 	}
-	return s.NotFound * 1000 / s.Lookups
+	return (s.NotFound*2000 + s.Lookups) / (2 * s.Lookups)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +163,79 @@ func TestAdminSummaryIsCached(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	require.Eventually(t, func() bool { return total() == "1" }, 5*time.Second, time.Millisecond,
 		"past the TTL a request triggers a background refresh")
+}
+
+// What was seen: once counting took 50 ms or more, the first view after
+// 45 s idle showed the last summary, "0 Critical" while the API had 1.
+// Past its time-to-live a summary is recounted and the page waits for the
+// count (bounded); a count that does not end in time leaves the old
+// summary on the page marked stale with its age, never unmarked.
+func TestAdminSummaryIsNeverStaleUnmarked(t *testing.T) {
+	// hold, when set, keeps a count waiting until it is closed.
+	var hold atomic.Pointer[chan struct{}]
+	slowCount := func(ctx context.Context) (web.Panel, error) {
+		if ch := hold.Load(); ch != nil {
+			select {
+			case <-*ch:
+			case <-ctx.Done():
+				return web.Panel{}, ctx.Err()
+			}
+		}
+		return web.Panel{Title: "count"}, nil
+	}
+	// SummaryFresh < 0: counting is slow, as on a large table.
+	e := newEnv(t, withServer(func(s *web.Server) {
+		s.SummaryTTL, s.SummaryFresh = 15*time.Second, -1
+		s.Panels = []web.PanelFunc{slowCount}
+		s.SetSummaryWait(10 * time.Second)
+	}))
+	type view struct{ critical, stale string }
+	look := func() view {
+		t.Helper()
+		doc := document(t, e.get("/admin/buckets", asAdmin))
+		v := view{stale: strings.TrimSpace(doc.Find(".summary .stale-note").Text())}
+		doc.Find(".summary .card").Each(func(_ int, c *goquery.Selection) {
+			if c.Find(".label").Text() == "Critical" {
+				v.critical = c.Find(".num").Text()
+			}
+		})
+		require.Equal(t, v.stale != "", doc.Find(".summary.stale").Length() == 1, "the note and the greyed cards go together")
+		return v
+	}
+	require.Equal(t, view{critical: "0"}, look())
+
+	// A bucket 100 tokens below zero after a penalty: Critical for
+	// minutes (P refills 10 a minute).
+	penalize := func(id string) {
+		t.Helper()
+		_, err := e.limiter.Adjust(context.Background(), throttle.Adjustment{Key: key("P", id), Delta: -110, Reason: throttle.LedgerPenalty})
+		require.NoError(t, err)
+	}
+	penalize("drained")
+	e.clock.Advance(5 * time.Second)
+	require.Equal(t, view{critical: "0"}, look(), "within its 15 s the cached summary is shown")
+
+	e.clock.Advance(40 * time.Second) // 45 s idle
+	require.Equal(t, view{critical: "1"}, look(), "past its TTL the page waits for the recount")
+
+	// A recount that does not end within the wait: the old summary, marked.
+	release := make(chan struct{})
+	hold.Store(&release)
+	penalize("drained-2")
+	e.clock.Advance(45 * time.Second)
+	e.server.SetSummaryWait(20 * time.Millisecond)
+	require.Equal(t, view{critical: "1", stale: "Stale: counted 45s ago. A new count is under way; it shows here when done."}, look())
+	e.clock.Advance(30 * time.Second)
+	require.Equal(t, view{critical: "1", stale: "Stale: counted 1m15s ago. A new count is under way; it shows here when done."}, look(),
+		"the age follows the clock; one recount runs")
+	es := document(t, e.get("/admin/buckets", asAdmin, withHeader("Accept-Language", "es-PY"))).Find(".stale-note").Text()
+	require.Equal(t, "Desactualizado: contado hace 1m15s. Hay un nuevo conteo en curso; aparece aquí cuando termine.", es)
+
+	// The count ends: the next page has it, unmarked.
+	hold.Store(nil)
+	close(release)
+	e.server.SetSummaryWait(10 * time.Second)
+	require.Equal(t, view{critical: "2"}, look())
 }
 
 func TestAdminBucketsFilter(t *testing.T) {

@@ -43,22 +43,31 @@ func requireKnownMetrics(t *testing.T, where, expr string, known []string) {
 	}
 }
 
-func TestAlertingRulesParseAndUseServedMetrics(t *testing.T) {
-	known := web.MetricNames(web.NewMetrics())
-	raw, err := os.ReadFile("../docs/alerts/balde.rules.yml")
-	require.NoError(t, err)
-	var rules struct {
-		Groups []struct {
-			Name  string
-			Rules []struct {
-				Alert, Expr, For string
-				Labels           map[string]string
-				Annotations      map[string]string
-			}
+// alertingRules are the groups of docs/alerts/balde.rules.yml.
+type alertingRules struct {
+	Groups []struct {
+		Name  string
+		Rules []struct {
+			Alert, Expr, For string
+			Labels           map[string]string
+			Annotations      map[string]string
 		}
 	}
+}
+
+func readAlertingRules(t *testing.T) alertingRules {
+	t.Helper()
+	raw, err := os.ReadFile("../docs/alerts/balde.rules.yml")
+	require.NoError(t, err)
+	var rules alertingRules
 	require.NoError(t, yaml.Unmarshal(raw, &rules))
 	require.NotEmpty(t, rules.Groups)
+	return rules
+}
+
+func TestAlertingRulesParseAndUseServedMetrics(t *testing.T) {
+	known := web.MetricNames(web.NewMetrics())
+	rules := readAlertingRules(t)
 	rawReadme, err := os.ReadFile("../docs/alerts/README.md")
 	require.NoError(t, err)
 	readme := string(rawReadme)
@@ -78,6 +87,29 @@ func TestAlertingRulesParseAndUseServedMetrics(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, n, 5)
+}
+
+// increaseOver finds increase(COUNTER[WINDOW]) in a rule's expression.
+var increaseOver = regexp.MustCompile(`increase\((balde_[a-z_]+_total)\[([0-9]+[smh])\]\)`)
+
+// A counter's series is born with its first increment, and increase() needs
+// two samples of it: a rule that fires on any increase of a counter also
+// fires on a series that did not exist a window ago ("X unless X offset
+// WINDOW"), or it misses a first burst that stays (see the promtool cases
+// "a remote 429" and "a first burst of fail-open").
+func TestAlertingRulesFireOnACounterFirstSeen(t *testing.T) {
+	n := 0
+	for _, g := range readAlertingRules(t).Groups {
+		for _, r := range g.Rules {
+			for _, m := range increaseOver.FindAllStringSubmatch(r.Expr, -1) {
+				counter, window := m[1], m[2]
+				require.Contains(t, r.Expr, counter+" unless "+counter+" offset "+window,
+					"%s fires on an increase of %s: it must fire on its first sample too", r.Alert, counter)
+				n++
+			}
+		}
+	}
+	require.GreaterOrEqual(t, n, 2, "BaldeRemoteRefusals and BaldeFailingOpen")
 }
 
 func TestGrafanaDashboardParsesAndUsesServedMetrics(t *testing.T) {
@@ -190,9 +222,9 @@ func TestAlertingRulesPassPromtoolCheck(t *testing.T) {
 	promtool(t, "check", "rules", "balde.rules.yml")
 }
 
-// The situations of the operator on call (issue 20): five lots waiting and
-// one payer drained alert nobody, a remote 429 pages, two instances
-// exporting the same gauges fire one alert.
+// The situations of the operator on call: five lots waiting and one payer
+// drained alert nobody, a remote 429 pages, a first burst of fail-open
+// pages, two instances exporting the same gauges fire one alert.
 func TestAlertingRulesPassTheirUnitTests(t *testing.T) {
 	promtool(t, "test", "rules", "balde.rules.test.yml")
 }

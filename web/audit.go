@@ -3,8 +3,10 @@ package web
 import (
 	"errors"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +81,70 @@ func skipAudit(r *http.Request, err error) bool {
 	return false
 }
 
+// Names, in a denied entry's target, of the write routes no audit action
+// of their own records (audit.ActionDenied).
+const (
+	deniedImport  = "sifen-import"
+	deniedPayment = "dict-payment"
+)
+
+// deniedAction names the action a viewer attempted on the write route rt:
+// the route's audit action, a reset for the reset's confirmation page,
+// deniedImport or deniedPayment for the upload and the DICT payment.
+func deniedAction(rt route) string {
+	switch {
+	case rt.audit != "":
+		return string(rt.audit)
+	case rt.name == "adminResetConfirm":
+		return string(audit.ActionReset)
+	case rt.name == "importDocuments":
+		return deniedImport
+	case rt.name == "dictPayment":
+		return deniedPayment
+	}
+	return rt.name
+}
+
+// recordDenied records a viewer's attempt at the write route rt, refused
+// with ErrReadOnly before anything was done (docs/decisions/0141): who,
+// when, the action and what it was on (audit.ActionDenied), the reason
+// typed if any, and the 403. Only a form of at most maxFormBytes is read
+// for the target and reason; an upload's body is not.
+func (s *Server) recordDenied(w http.ResponseWriter, r *http.Request, rt route) {
+	if s.Audit == nil {
+		return
+	}
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
+		_ = parseForm(w, r) // a bad form still records the attempt, without its fields
+	}
+	if r.PostForm == nil {
+		r.PostForm = url.Values{} // so that auditTarget reads no other body
+	}
+	action := deniedAction(rt)
+	target := url.Values{"action": {action}}
+	if a := audit.Action(action); slices.Contains(audit.Actions, a) {
+		target.Set("target", auditTarget(r, a))
+	}
+	p := problemOf(r, ErrReadOnly)
+	s.record(r, audit.Entry{
+		User:    requestInfoFrom(r.Context()).user,
+		Action:  audit.ActionDenied,
+		Target:  target.Encode(),
+		Reason:  r.PostForm.Get("reason"),
+		Outcome: url.Values{"status": {strconv.Itoa(p.status)}, "error": {p.message}}.Encode(),
+	})
+}
+
+// record writes e to the trail; a failure is logged at error level (the
+// request it records is over and cannot be taken back).
+func (s *Server) record(r *http.Request, e audit.Entry) {
+	if _, err := s.Audit.Record(r.Context(), e); err != nil {
+		s.Logger.Error("audit: the action was done but not recorded",
+			slog.String("request_id", requestInfoFrom(r.Context()).id), slog.String("action", string(e.Action)),
+			slog.String("user", e.User), slog.String("target", e.Target), slog.Any("error", err))
+	}
+}
+
 // recordAudit records the request of an audited route that its handler
 // finished with err (nil for success) after writing to w. The outcome is
 // what the handler set (requestInfo.outcome), else the redirect's result
@@ -113,11 +179,7 @@ func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err er
 			e.Outcome = out.Encode()
 		}
 	}
-	if _, rerr := s.Audit.Record(r.Context(), e); rerr != nil {
-		s.Logger.Error("audit: the action was done but not recorded",
-			slog.String("request_id", info.id), slog.String("action", string(e.Action)),
-			slog.String("user", e.User), slog.String("target", e.Target), slog.Any("error", rerr))
-	}
+	s.record(r, e)
 }
 
 // auditPage is admin_audit.html.
@@ -173,6 +235,16 @@ func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string)
 		}
 	case audit.ActionDictLookup:
 		return tr.Sprintf("payer %s", e.Target), ""
+	case audit.ActionDenied:
+		if q, err := url.ParseQuery(e.Target); err == nil && q.Get("action") != "" {
+			attempted := audit.Action(q.Get("action"))
+			text = actionLabel(tr, attempted)
+			if t := q.Get("target"); t != "" {
+				what, link := s.targetView(tr, audit.Entry{Action: attempted, Target: t})
+				return text + " · " + what, link
+			}
+			return text, ""
+		}
 	}
 	return e.Target, ""
 }
@@ -240,6 +312,12 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 		return tr.Sprintf("SIFEN send all drafts")
 	case audit.ActionDictLookup:
 		return tr.Sprintf("DICT lookup")
+	case audit.ActionDenied:
+		return tr.Sprintf("Refused to a viewer")
+	case deniedImport:
+		return tr.Sprintf("DE or lot upload")
+	case deniedPayment:
+		return tr.Sprintf("DICT payment sent")
 	}
 	return string(a)
 }

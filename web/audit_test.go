@@ -42,8 +42,9 @@ func trail(t *testing.T, a *auditsql.Store) []audit.Entry {
 }
 
 // Each state-changing action of the admin pages is recorded with who,
-// what, why and what came of it; a request refused before the action
-// (no reason, a viewer, bad input) records nothing.
+// what, why and what came of it; a request refused before the action for
+// its input (no reason, bad input) records nothing, and a viewer's is
+// recorded as refused to a viewer (docs/decisions/0141).
 func TestAuditRecordsOperatorActions(t *testing.T) {
 	var a *auditsql.Store
 	e := newEnv(t, withAudit(t, &a), withViewer(t), withDict(), withSifen(sifenConfig{}))
@@ -71,8 +72,10 @@ func TestAuditRecordsOperatorActions(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, e.lookup("not a key", payerPF).StatusCode, "bad input: not tried, not recorded")
 
 	got := trail(t, a)
-	require.Len(t, got, 3)
-	lookup, send, reset := got[0], got[1], got[2]
+	require.Len(t, got, 4)
+	lookup, send, denied, reset := got[0], got[1], got[2], got[3]
+	require.Equal(t, audit.Entry{User: viewerUser, Action: audit.ActionDenied, Target: "action=reset&target=P%2Fprod%2Fx",
+		Reason: "x", Outcome: "error=this+action+needs+the+admin+role%3B+viewers+can+only+read&status=403"}, denied)
 	require.Equal(t, audit.Entry{User: adminUser, Action: audit.ActionReset, Target: "P/prod/x",
 		Reason: "payer called, key fixed", Outcome: "before=5&after=10"}, reset)
 	require.Equal(t, audit.ActionSifenSend, send.Action)
@@ -85,9 +88,14 @@ func TestAuditRecordsOperatorActions(t *testing.T) {
 	// The page says it in the reader's language, with links.
 	page := document(t, e.get("/admin/audit", asViewer, withHeader("Accept-Language", "pt-BR")))
 	rows := page.Find("table.audit tbody tr")
-	require.Equal(t, 3, rows.Length())
-	require.Equal(t, "5 → 10 fichas", rows.Eq(2).Find("td.outcome").Text())
+	require.Equal(t, 4, rows.Length())
+	require.Equal(t, "5 → 10 fichas", rows.Eq(3).Find("td.outcome").Text())
+	require.Equal(t, "/admin/buckets/P/prod/x", rows.Eq(3).Find("td.target a").AttrOr("href", ""))
+	require.Equal(t, viewerUser, rows.Eq(2).Find("td.user").Text())
+	require.Equal(t, "Recusado a um visualizador", rows.Eq(2).Find("td.action").Text())
+	require.Equal(t, "Reinício de balde · P/prod/x", rows.Eq(2).Find("td.target a").Text())
 	require.Equal(t, "/admin/buckets/P/prod/x", rows.Eq(2).Find("td.target a").AttrOr("href", ""))
+	require.Equal(t, "403 · esta ação exige o papel de admin; visualizadores só podem ler", rows.Eq(2).Find("td.outcome").Text())
 	require.Equal(t, "enviado", rows.Eq(1).Find("td.outcome").Text())
 	require.Equal(t, fmt.Sprintf("documento %d", ids[0]), rows.Eq(1).Find("td.target a").Text())
 	require.Equal(t, docPath(ids[0]), rows.Eq(1).Find("td.target a").AttrOr("href", ""))

@@ -1,6 +1,14 @@
 package web
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SetSummaryWait sets how long a page waits for the recount of a summary
+// past its time-to-live (defaultSummaryWait when not set).
+func (s *Server) SetSummaryWait(d time.Duration) { s.summary.wait = d }
 
 // MetricNames lists the fully-qualified names of balde's own metrics.
 func MetricNames(m *Metrics) []string {

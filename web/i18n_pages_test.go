@@ -100,3 +100,22 @@ func TestResetErrorAndBucketPagesAreTranslated(t *testing.T) {
 		})
 	}
 }
+
+// The bucket list's auto-refresh toggle in words people use: "Actualizar
+// solo" read oddly in Spanish (and "Atualizar sozinho" in Portuguese).
+func TestAutoRefreshToggleIsNaturalInEachLanguage(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ accept, start, stop string }{
+		{"en", "Auto-refresh", "Stop auto-refresh"},
+		{"pt-BR", "Atualização automática", "Parar a atualização automática"},
+		{"es-PY", "Actualización automática", "Detener la actualización automática"},
+	} {
+		t.Run(tc.accept, func(t *testing.T) {
+			lang := withHeader("Accept-Language", tc.accept)
+			off := document(t, e.get("/admin/buckets", asAdmin, lang))
+			require.Equal(t, tc.start, off.Find(`form.filter a[href*="refresh=1"]`).Text())
+			on := document(t, e.get("/admin/buckets?refresh=1", asAdmin, lang))
+			require.Equal(t, tc.stop, on.Find(`form.filter a`).Last().Text())
+		})
+	}
+}

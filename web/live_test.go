@@ -155,10 +155,12 @@ func TestDecisionsOverviewPerPolicy(t *testing.T) {
 			}
 			doc := document(t, e.get("/admin/overview?window=15m", asAdmin))
 			require.Equal(t, map[string][]string{
-				// admitted, refused, share, empty, cooldown, blocked
-				"P":            {"10", "3", "23.0 %", "3", "0", "0"},
-				"SLOW":         {"1", "2", "66.6 %", "0", "2", "0"},
-				"All policies": {"11", "5", "31.2 %", "3", "2", "0"},
+				// admitted, refused, share, empty, cooldown, blocked; shares
+				// are rounded to the nearest tenth: 3 of 13 is 23.1 %, 2 of
+				// 3 is 66.7 %, 5 of 16 (31.25 %) is 31.3 %.
+				"P":            {"10", "3", "23.1 %", "3", "0", "0"},
+				"SLOW":         {"1", "2", "66.7 %", "0", "2", "0"},
+				"All policies": {"11", "5", "31.3 %", "3", "2", "0"},
 			}, rows(doc))
 			require.Equal(t, "P", strings.TrimSpace(doc.Find("table.overview tbody tr").First().Find("td.policy").Text()), "the most refused first")
 			require.True(t, doc.Find("table.overview tbody tr").First().Find("td.share").HasClass("sev-high"))
@@ -171,7 +173,7 @@ func TestDecisionsOverviewPerPolicy(t *testing.T) {
 			// In Portuguese, a decimal comma; the overview updates in place.
 			pt := withHeader("Accept-Language", "pt-BR")
 			doc = document(t, e.get("/admin/overview?window=15m", asAdmin, pt))
-			require.Equal(t, "23,0 %", strings.TrimSpace(doc.Find("table.overview tbody tr").First().Find("td.share").Text()))
+			require.Equal(t, "23,1 %", strings.TrimSpace(doc.Find("table.overview tbody tr").First().Find("td.share").Text()))
 			liveURL, _ := doc.Find("main").Attr("data-live-url")
 			require.False(t, take("P", "a", 1))
 			f := liveFragments(t, e, liveURL, pt)

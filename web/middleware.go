@@ -157,7 +157,7 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 // is set (with Server.RoleOf's role, admin when nil), else HTTP basic
 // against Server.Admin and Server.Users. The user and role go to the
 // request's info; a route that changes state (route.write) then needs
-// RoleAdmin: a viewer gets ErrReadOnly (403).
+// RoleAdmin: a viewer gets ErrReadOnly (403), recorded in the audit trail.
 func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
@@ -189,6 +189,7 @@ func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 			info.user, info.role = name, role
 		}
 		if rt.write && info.role != RoleAdmin {
+			s.recordDenied(w, r, rt)
 			s.Error(w, r, ErrReadOnly)
 			return
 		}

@@ -109,21 +109,37 @@ func scanRow(label string, c dict.ScanCount) PanelRow {
 }
 
 // SifenDocumentsPanel is the admin summary's box of SIFEN documents by
-// status (one counting query).
+// status (one counting query), the documents SIFEN did not queue (0301)
+// counted apart from the other errors under the name and colour the
+// documents pages give them.
 func SifenDocumentsPanel(sender SifenSender) PanelFunc {
 	return func(ctx context.Context) (Panel, error) {
 		counts, err := sender.CountByStatus(ctx, "")
 		if err != nil {
 			return Panel{}, err
 		}
+		notQueued, err := countNotQueued(ctx, sender, counts[sifen.StatusError])
+		if err != nil {
+			return Panel{}, err
+		}
 		p := Panel{Title: "SIFEN documents"}
-		for _, st := range documentStatuses {
-			n := counts[st]
-			row := PanelRow{Label: string(st), Value: "%d", ValueArgs: []any{n}}
-			if n > 0 && st != sifen.StatusDraft {
-				row.Class = statusClass(st)
+		row := func(label string, n int64, class string) {
+			r := PanelRow{Label: label, Value: "%d", ValueArgs: []any{n}}
+			if n > 0 {
+				r.Class = class
 			}
-			p.Rows = append(p.Rows, row)
+			p.Rows = append(p.Rows, r)
+		}
+		for _, st := range documentStatuses {
+			switch st {
+			case sifen.StatusDraft:
+				row(string(st), counts[st], "")
+			case sifen.StatusError:
+				row(notQueuedLabel, notQueued, statusClass(st))
+				row(string(st), counts[st]-notQueued, statusClass(st))
+			default:
+				row(string(st), counts[st], statusClass(st))
+			}
 		}
 		return p, nil
 	}

@@ -109,6 +109,19 @@ func TestAntiScanPanel(t *testing.T) {
 	}
 }
 
+// A share is rounded to the nearest tenth of a percent, never cut: 10 of
+// 18 lookups ended in 404 is 55.6 % (55.55…), not 55.5 %.
+func TestAntiScanPanelRoundsShares(t *testing.T) {
+	e := newEnv(t, withDict(), withPanels(func(e *env) []web.PanelFunc {
+		return []web.PanelFunc{web.AntiScanPanel(e.records.Monitors, e.clock.Now)}
+	}))
+	e.recordLookups("r", "52998224725", participant, 18, 10, 0)
+	rows := panelRows(t, document(t, e.get("/admin/buckets", asAdmin)), "DICT anti-scan monitors (24 h)")
+	require.Equal(t, [2]string{"55.6 % (10 of 18) suspicious", "sev-critical"}, rows["404 share, participant "+participant])
+	doc := document(t, e.get("/admin/buckets", asAdmin, withHeader("Accept-Language", "es-PY")))
+	require.Contains(t, doc.Find(".panel td.sev-critical").First().Text(), "55,6 % (10 de 18)")
+}
+
 func TestDictCategoryPanel(t *testing.T) {
 	e := newEnv(t, withDict(), withPanels(func(e *env) []web.PanelFunc {
 		return []web.PanelFunc{web.DictCategoryPanel(e.catalog, participant)}
@@ -137,12 +150,13 @@ func TestSifenDocumentsPanel(t *testing.T) {
 
 	rows := panelRows(t, document(t, e.get("/admin/buckets", asAdmin)), "SIFEN documents")
 	require.Equal(t, map[string][2]string{
-		"draft":    {"2", ""},
-		"sending":  {"0", ""},
-		"sent":     {"1", "sev-healthy"},
-		"approved": {"0", ""},
-		"rejected": {"0", ""},
-		"error":    {"0", ""},
+		"draft":             {"2", ""},
+		"sending":           {"0", ""},
+		"sent":              {"1", "sev-healthy"},
+		"approved":          {"0", ""},
+		"rejected":          {"0", ""},
+		"not queued (0301)": {"0", ""},
+		"error":             {"0", ""},
 	}, rows)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
@@ -78,9 +79,26 @@ func TestViewerReadsButCannotAct(t *testing.T) {
 	require.Equal(t, int64(5), e.balance(k), "no reset happened")
 	require.Zero(t, e.sifenSends(t), "nothing was sent")
 	require.Zero(t, e.dictStats(t).Count(dict.OpGetEntry, http.StatusOK), "nothing was looked up")
+	// Each refused attempt is in the audit trail: who, when, what was
+	// refused (the action and what it was on), the reason typed, the 403.
 	entries, err := trail.List(t.Context(), audit.Query{})
 	require.NoError(t, err)
-	require.Empty(t, entries, "a refused action is not an action")
+	var got []audit.Entry
+	for _, en := range entries {
+		require.False(t, en.At.IsZero())
+		require.Equal(t, viewerUser, en.User)
+		require.Equal(t, audit.ActionDenied, en.Action)
+		require.Equal(t, "error=this+action+needs+the+admin+role%3B+viewers+can+only+read&status=403", en.Outcome)
+		got = append(got, audit.Entry{Target: en.Target, Reason: en.Reason})
+	}
+	require.Equal(t, []audit.Entry{ // newest first
+		{Target: "action=dict-payment"},
+		{Target: "action=dict-lookup&target=" + payerPF},
+		{Target: "action=sifen-send-all&target=env%3Dtest%26ruc%3D88888801"},
+		{Target: "action=sifen-send&target=" + strings.TrimPrefix(doc, "/documents/")},
+		{Target: "action=reset&target=P%2Fprod%2Fx", Reason: "test"},
+		{Target: "action=reset&target=P%2Fprod%2Fx"},
+	}, got)
 
 	// The API in JSON.
 	resp := e.post("/admin/buckets/P/prod/x/reset", url.Values{"confirm": {"yes"}}, asViewer, withHeader("Accept-Language", "es-PY"))
@@ -108,6 +126,44 @@ func TestViewerSeesAdminActionsDisabled(t *testing.T) {
 	admin := document(t, e.get("/admin/buckets/P/prod/x", asAdmin))
 	require.Zero(t, admin.Find(".read-only-note").Length())
 	require.Equal(t, 1, admin.Find(`a[href$="/reset"]`).Length())
+}
+
+// A viewer's Upload, Send and Send-all buttons on the documents pages are
+// disabled in the page itself, not greyed by a stylesheet alone; an
+// admin's are not. The upload of a viewer is refused (403) and recorded.
+func TestViewerDocumentActionsAreDisabled(t *testing.T) {
+	var trail *auditsql.Store
+	e := newEnv(t, withViewer(t), withSifen(sifenConfig{}), withAudit(t, &trail))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 1)...), sifen.EnvTest)
+	for _, path := range []string{"/documents?ruc=88888801&env=test", docPath(ids[0])} {
+		controls := func(who reqOpt) (n int, enabled []string) {
+			doc := document(t, e.get(path, who))
+			doc.Find(`form[method="post"] button, form[method="post"] input:not([type="hidden"]), form[method="post"] select`).Each(func(_ int, c *goquery.Selection) {
+				n++
+				if _, off := c.Attr("disabled"); !off {
+					enabled = append(enabled, goquery.NodeName(c)+" "+c.AttrOr("name", c.AttrOr("id", c.Text())))
+				}
+			})
+			return n, enabled
+		}
+		n, enabled := controls(asViewer)
+		require.Empty(t, enabled, "%s: a viewer's controls that change state", path)
+		if path == docPath(ids[0]) {
+			require.Equal(t, 1, n, "Send")
+		} else {
+			require.Equal(t, 6, n, "the file, env, replace and Upload; Send all; Send")
+		}
+		n, enabled = controls(asAdmin)
+		require.Len(t, enabled, n, "%s: an admin's are all enabled", path)
+	}
+
+	resp := e.upload(sifentest.Lote(sifentest.Docs("88888801", 2, 1)...), "test", asViewer)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	entries, err := trail.List(t.Context(), audit.Query{User: viewerUser})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, audit.ActionDenied, entries[0].Action)
+	require.Equal(t, "action=sifen-import", entries[0].Target)
 }
 
 // Several admins: the second one (bcrypt) resets; a wrong password or a

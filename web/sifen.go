@@ -191,14 +191,48 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		v.Wait = tr.Sprintf("retry in %s", waitText(wait))
 	}
-	if d.Status == sifen.StatusError && d.ResponseCode == sifen.CodeLotNotQueued {
+	if notQueued(d) {
 		v.NotQueued = true
-		v.Status = tr.Sprintf("not queued (0301)")
+		v.Status = tr.Sprintf(notQueuedLabel)
 	}
 	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
 		v.Status = tr.Sprintf("approved with observations")
 	}
 	return v
+}
+
+// notQueuedLabel names a document SIFEN did not queue (its last lot drew
+// a 0301) wherever one is shown: its badge, the summary's count, its
+// page's banner and a send's flash, all coloured as High, as the RUC's
+// block that follows (docs/decisions/0142). The store keeps it "error".
+const notQueuedLabel = "not queued (0301)"
+
+// notQueued reports whether SIFEN answered 0301 to d's last lot: never
+// accepted, d is sent again once the RUC's block ends.
+func notQueued(d sifen.Document) bool {
+	return d.Status == sifen.StatusError && d.ResponseCode == sifen.CodeLotNotQueued
+}
+
+// countNotQueued counts, of the inError documents in error, those SIFEN
+// did not queue, reading them a page of 1,000 at a time (documents in
+// error are few: each is sent again or corrected).
+func countNotQueued(ctx context.Context, docs SifenSender, inError int64) (int64, error) {
+	var n, seen int64
+	f := sifen.Filter{Statuses: []sifen.Status{sifen.StatusError}, Limit: 1000}
+	for seen < inError {
+		page, err := docs.List(ctx, f)
+		if err != nil || len(page) == 0 {
+			return n, err
+		}
+		for _, d := range page {
+			if notQueued(d) {
+				n++
+			}
+		}
+		seen += int64(len(page))
+		f.BeforeID = page[len(page)-1].ID
+	}
+	return n, nil
 }
 
 // notQueuedPrefixes are the beginnings of the messages balde writes on a
@@ -392,6 +426,13 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		p.FlashClass = "flash flash-warning"
 		p.Flash = tr.Sprintf("Blocked for RUC %s in env %s, retry in %s: nothing was sent.", q.Get("ruc"), q.Get("env"), waitParam(q.Get("wait")))
 	case "":
+	case string(sifen.OutcomeNotQueued):
+		if q.Get("code") == sifen.CodeLotNotQueued {
+			p.FlashClass = "flash flash-warning"
+			p.Flash = tr.Sprintf("The lot of %s document(s) was not queued (0301): they stay drafts, sent again when the RUC's block ends.", q.Get("n"))
+			break
+		}
+		fallthrough
 	default:
 		p.FlashClass = "flash flash-error"
 		p.Flash = tr.Sprintf("The lot of %s document(s) was not queued (%s): see each document.", q.Get("n"), q.Get("result"))
@@ -721,19 +762,22 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 			Text:   tr.Sprintf("Blocked for RUC %s in env %s, retry in %s.", d.RUC, d.Env, waitText(wait)),
 			Detail: detail}
 	}
+	if notQueued(d) {
+		return &banner{Class: "warning", Text: tr.Sprintf("Not queued (0301): the RUC's block is over, it may be sent again."), Detail: d.Message}
+	}
 	if d.Status.Sendable() && !d.RetryAt.IsZero() {
 		return &banner{Class: "warning", Text: tr.Sprintf("The throttle refused the last send; the wait is over: it may be sent now."), Detail: d.Message}
 	}
-	switch d.Status {
-	case sifen.StatusError:
+	switch {
+	case d.Status == sifen.StatusError:
 		return &banner{Class: "error", Text: tr.Sprintf("The last send did not succeed; the document may be sent again."), Detail: d.Message}
-	case sifen.StatusSent:
+	case d.Status == sifen.StatusSent:
 		return &banner{Class: "ok",
 			Text:   tr.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
 			Detail: d.Message}
-	case sifen.StatusSending:
+	case d.Status == sifen.StatusSending:
 		return &banner{Class: "warning", Text: tr.Sprintf("Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve)."), Detail: d.Message}
-	case sifen.StatusApproved:
+	case d.Status == sifen.StatusApproved:
 		obs := d.Result == sifen.ResultApprovedWithObs
 		var text string
 		switch {
@@ -747,7 +791,7 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 			text = tr.Sprintf("Approved by SIFEN.")
 		}
 		return &banner{Class: "ok", Text: text, Detail: d.Message}
-	case sifen.StatusRejected:
+	case d.Status == sifen.StatusRejected:
 		return &banner{Class: "error", Text: tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it."), Detail: d.Message}
 	}
 	if d.Message != "" {
@@ -857,6 +901,9 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	}
 	if out.LotNumber != "" {
 		q.Set("lot", out.LotNumber)
+	}
+	if out.Status == sifen.OutcomeNotQueued && out.Code != "" {
+		q.Set("code", out.Code)
 	}
 	if first.Blocked != nil {
 		q.Set("wait", strconv.FormatInt(first.Blocked.WaitSeconds(), 10))

@@ -45,7 +45,7 @@ func TestDocumentsListShowsTheRUCsBlock(t *testing.T) {
 	list := document(t, e.get("/documents?ruc=88888801", asAdmin))
 	hold := list.Find(".banner.ruc-hold")
 	require.Equal(t, 1, hold.Length())
-	require.True(t, hold.HasClass("banner-error"))
+	require.True(t, hold.HasClass("banner-warning"), "the High colour of the RUC's block (decision 0142)")
 	require.Equal(t, "RUC 88888801-5 in env test may not send now: blocked 10m0s (block 1 in a row).", hold.Find(".banner-text").Text())
 	require.Contains(t, hold.Find(".banner-detail").Text(), "(0301)")
 	rows := documentRows(t, list)
@@ -80,11 +80,13 @@ func TestDocumentsListShowsTheRUCsBlock(t *testing.T) {
 }
 
 // The outcome of "Send all drafts" is styled by what it was: a lot SIFEN
-// did not queue is an error, a refusal a warning, a lot queued a success.
+// did not queue is an error, but a 0301 (a warning, as its badge), a
+// refusal a warning, a lot queued a success.
 func TestDocumentsFlashIsStyledByOutcome(t *testing.T) {
 	e := newEnv(t, withSifen(sifenConfig{}))
 	for _, tc := range []struct{ query, class, role string }{
 		{"result=not_queued&n=2", "flash flash-error", "alert"},
+		{"result=not_queued&code=0301&n=2", "flash flash-warning", "alert"},
 		{"result=failed&n=2", "flash flash-error", "alert"},
 		{"result=blocked&ruc=88888801&env=test&wait=7", "flash flash-warning", "alert"},
 		{"result=sent&n=2&lot=123", "flash", "status"},

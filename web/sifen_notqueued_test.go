@@ -13,6 +13,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
+	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // What was seen (issue 20): a 0301 turned the document into "error" and
@@ -77,16 +79,73 @@ func TestNotQueuedDocumentStaysADraftWithSIFENsAnswer(t *testing.T) {
 			require.Contains(t, rows[id]["Status"].Find(".wait").Text(), "retry in 9m21s", "the local refusal in its own place")
 			require.True(t, rows[id]["Send"].Find("button").Is("[disabled]"), "Send is off during the block")
 
-			// The "Send all drafts" result for a lot not queued is an error
-			// flash, never the green one.
+			// The "Send all drafts" result for a lot not queued for another
+			// reason is an error flash, never the green one.
 			flash := document(t, e.get("/documents?"+url.Values{"result": {"not_queued"}, "n": {"1"}}.Encode(), asAdmin)).Find("p.flash")
 			require.True(t, flash.HasClass("flash-error"), flash.AttrOr("class", ""))
 
-			// Once the block is over it may be sent again, from the drafts.
+			// Once the block is over it may be sent again, from the drafts;
+			// its page says "not queued (0301)" in the colour of its badge,
+			// no longer the red of a failure.
 			e.clock.Advance(10 * time.Minute)
 			rows = documentRows(t, document(t, e.get("/documents?status=draft", asAdmin)))
 			require.False(t, rows[id]["Send"].Find("button").Is("[disabled]"))
-			require.Equal(t, http.StatusOK, e.get(docPath(ids[1]), asAdmin).StatusCode)
+			page = document(t, e.get(docPath(ids[1]), asAdmin))
+			require.Equal(t, "Not queued (0301): the RUC's block is over, it may be sent again.", strings.TrimSpace(page.Find(".banner-text").Text()))
+			require.True(t, page.Find(".banner").HasClass("banner-warning"), page.Find(".banner").AttrOr("class", ""))
+			require.True(t, page.Find("h1 .badge").HasClass("sev-high"))
+		})
+	}
+}
+
+// A 0301 lot has one name and one colour wherever it is shown (decision
+// 0142). What was seen: "error" (orange) on the summary's card while the
+// documents list said "not queued (0301)" and let it be sent again; its
+// page turned red once the block was over, the RUC's block banner and a
+// "Send all drafts" that drew the 0301 were red too. Now: "not queued
+// (0301)" in the High colour on the summary, the list, the page, the
+// RUC's banner and the flash, in the three languages.
+func TestNotQueuedHasOneNameAndOneColour(t *testing.T) {
+	e := newEnv(t, withSifen(sifenConfig{policy: sifen.PolicyConfig{Interval: time.Second}}), withPanels(func(e *env) []web.PanelFunc {
+		return []web.PanelFunc{web.SifenDocumentsPanel(e.sender)}
+	}))
+	ids := e.importDocs(sifentest.Lote(sifentest.Docs("88888801", 1, 3)...), sifen.EnvTest)
+	require.Equal(t, docPath(ids[0])+"?result=sent", e.send(ids[0]).Header.Get("Location"))
+	e.clock.Advance(2 * time.Second)
+	// "Send all drafts": SIFEN's interval (10 s) is not over, 0301.
+	resp := e.post("/documents/send-ruc", url.Values{"ruc": {"88888801"}, "env": {"test"}}, asAdmin)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "not_queued", loc.Query().Get("result"))
+	require.Equal(t, sifen.CodeLotNotQueued, loc.Query().Get("code"))
+
+	for _, tc := range []struct{ accept, name, flash string }{
+		{"en", "not queued (0301)", "The lot of 2 document(s) was not queued (0301): they stay drafts, sent again when the RUC's block ends."},
+		{"pt-BR", "não enfileirado (0301)", "O lote de 2 documento(s) não foi enfileirado (0301): continuam rascunhos, enviados de novo quando o bloqueio do RUC terminar."},
+		{"es-PY", "no encolado (0301)", "El lote de 2 documento(s) no fue encolado (0301): siguen siendo borradores, se envían de nuevo cuando termine el bloqueo del RUC."},
+	} {
+		t.Run(tc.accept, func(t *testing.T) {
+			lang := withHeader("Accept-Language", tc.accept)
+			// The flash of that "Send all drafts", and the list under it.
+			list := document(t, e.get(loc.RequestURI(), asAdmin, lang))
+			flash := list.Find("p.flash")
+			require.Equal(t, tc.flash, flash.Text())
+			require.True(t, flash.HasClass("flash-warning"), flash.AttrOr("class", ""))
+			require.True(t, list.Find(".ruc-hold").HasClass("banner-warning"), "the RUC's block after the 0301")
+			badges := list.Find("table.documents tbody td.status .badge")
+			require.Equal(t, 3, badges.Length())
+			for i, id := range []int64{ids[2], ids[1]} { // newest first
+				badge := badges.Eq(i)
+				require.Equal(t, tc.name, badge.Text(), "document %d", id)
+				require.True(t, badge.HasClass("sev-high"))
+			}
+			// The summary counts them under that name, in that colour, and
+			// not as "error".
+			tr := i18n.FromAcceptLanguage(tc.accept, nil)
+			panel := panelRows(t, document(t, e.get("/admin/buckets", asAdmin, lang)), tr.Sprintf("SIFEN documents"))
+			require.Equal(t, [2]string{"2", "sev-high"}, panel[tc.name])
+			require.Equal(t, [2]string{"0", ""}, panel[tr.Text("error")])
 		})
 	}
 }

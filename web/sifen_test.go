@@ -359,7 +359,8 @@ func TestSendDocumentNotQueued(t *testing.T) {
 	require.Contains(t, page.Find(".banner-detail").Text(), "SIFEN did not queue the lot: 0301")
 	e.clock.Advance(10 * time.Minute)
 	page = document(t, e.get(docPath(ids[1]), asAdmin))
-	require.Equal(t, "The last send did not succeed; the document may be sent again.", page.Find(".banner-text").Text())
+	// Then it may be sent again, said with its name (decision 0142).
+	require.Equal(t, "Not queued (0301): the RUC's block is over, it may be sent again.", page.Find(".banner-text").Text())
 	require.Equal(t, 1, page.Find("button#send").Length(), "it may be sent again")
 }
 

@@ -49,6 +49,10 @@ type summary struct {
 	RefusalsLastHour int64
 	Panels           []Panel
 	At               time.Time
+	// Stale, set on a copy the page shows, is the age of a summary older
+	// than Server.SummaryTTL ("45s"), shown with it: its recount did not
+	// end within defaultSummaryWait. "" for a summary within its TTL.
+	Stale string
 }
 
 type severityCount struct {
@@ -62,17 +66,29 @@ type severityCount struct {
 // every row (about 0.35 s at a million rows on SQLite): while a summary
 // takes less than Server.SummaryFresh to compute, every request computes it
 // (a small installation always sees fresh numbers); once it takes longer,
-// the admin page shows a summary at most SummaryTTL old and recomputes it
-// in the background.
+// the admin page shows the cached summary within Server.SummaryTTL, and
+// past it waits for a recount at most defaultSummaryWait, then shows the old one
+// marked stale with its age (docs/decisions/0140).
 type summaryCache struct {
-	mu         sync.Mutex
-	val        *summary
-	took       time.Duration // how long the last computation took
-	refreshing bool
+	mu   sync.Mutex
+	val  *summary
+	took time.Duration // how long the last computation took
+	// done is closed when the recount running now ends; nil when none runs.
+	done chan struct{}
+	// wait bounds how long a page waits for a recount (0:
+	// defaultSummaryWait); tests shorten it.
+	wait time.Duration
 }
 
-// currentSummary returns the cached summary, refreshing it in the
-// background when stale, or computes it when there is none yet.
+// defaultSummaryWait is how long a page waits for the recount of a summary
+// past its TTL before it shows the old one marked stale: a count of a
+// million buckets (0.35 s) is waited for.
+const defaultSummaryWait = time.Second
+
+// currentSummary returns the summary a page shows: computed now while that
+// is cheap, else the cached one within its TTL, else the recount when it
+// ends within defaultSummaryWait (or ctx), else a copy of the cached one marked
+// Stale. It computes the first one when there is none yet.
 func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 	if s.SummaryTTL <= 0 {
 		return s.computeSummary(ctx)
@@ -95,26 +111,58 @@ func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 		c.mu.Unlock()
 		return v, nil
 	}
-	if s.now().Sub(v.At) >= s.SummaryTTL {
-		s.refreshSummaryInBackground()
+	if s.now().Sub(v.At) < s.SummaryTTL {
+		return v, nil
 	}
-	return v, nil
+	wait := c.wait
+	if wait == 0 {
+		wait = defaultSummaryWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for waiting := true; ; {
+		// A recount joined while it ran may itself be past the TTL (it
+		// began long ago): then another, while the wait lasts. One that
+		// failed (the old summary stays) ends the wait.
+		before := v
+		select {
+		case <-s.refreshSummaryInBackground():
+		case <-timer.C:
+			waiting = false
+		case <-ctx.Done():
+			waiting = false
+		}
+		c.mu.Lock()
+		v = c.val
+		c.mu.Unlock()
+		age := s.now().Sub(v.At)
+		if age < s.SummaryTTL {
+			return v, nil
+		}
+		if !waiting || v == before {
+			stale := *v
+			stale.Stale = FormatWait(age)
+			return &stale, nil
+		}
+	}
 }
 
-// refreshSummaryInBackground recomputes the summary unless a refresh is
-// already running or caching is off. Failures are logged; the old summary
-// stays.
-func (s *Server) refreshSummaryInBackground() {
+// refreshSummaryInBackground recomputes the summary unless caching is off,
+// and returns a channel closed when the recount ends: the one running
+// already, if any (nil when caching is off: never closed). Failures are
+// logged; the old summary stays.
+func (s *Server) refreshSummaryInBackground() <-chan struct{} {
 	if s.SummaryTTL <= 0 || s.bgCtx == nil {
-		return
+		return nil
 	}
 	c := &s.summary
 	c.mu.Lock()
-	if c.refreshing {
-		c.mu.Unlock()
-		return
+	if c.done != nil {
+		defer c.mu.Unlock()
+		return c.done
 	}
-	c.refreshing = true
+	done := make(chan struct{})
+	c.done = done
 	c.mu.Unlock()
 	s.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.bgCtx, time.Minute)
@@ -123,7 +171,8 @@ func (s *Server) refreshSummaryInBackground() {
 		v, err := s.computeSummary(ctx)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.refreshing = false
+		defer close(done)
+		c.done = nil
 		c.took = time.Since(start)
 		if err != nil {
 			if s.bgCtx.Err() == nil {
@@ -135,6 +184,7 @@ func (s *Server) refreshSummaryInBackground() {
 			c.val = v
 		}
 	})
+	return done
 }
 
 // computeSummary counts every stored bucket by severity, the refusals of

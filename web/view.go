@@ -136,8 +136,10 @@ func severityClass(sev throttle.Severity) string {
 	return "sev-unknown"
 }
 
-// fillPercent is tokens as a whole percentage of capacity, clamped to
-// 0..100 (a negative balance shows an empty bar; the number says how far).
+// fillPercent is tokens as a whole percentage of capacity, rounded to the
+// nearest (10 of 18 is 56), clamped to 0..100 (a negative balance shows an
+// empty bar; the number says how far). Only an empty bucket is 0 and only
+// a full one 100: 1 token of 1,000 is 1, 999 is 99.
 func fillPercent(tokens, capacity int64) int64 {
 	if capacity <= 0 || tokens <= 0 {
 		return 0
@@ -145,7 +147,7 @@ func fillPercent(tokens, capacity int64) int64 {
 	if tokens >= capacity {
 		return 100
 	}
-	return tokens * 100 / capacity
+	return min(max((tokens*200+capacity)/(2*capacity), 1), 99)
 }
 
 // FormatRefill renders a policy's refill, e.g. "2/min (stepwise)",

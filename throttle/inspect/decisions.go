@@ -33,14 +33,14 @@ func (d PolicyDecisions) RefusedTotal() int64 {
 	return n
 }
 
-// RefusedPerMille is the refused share of the decisions, in per mille (0
-// with none).
+// RefusedPerMille is the refused share of the decisions, in per mille,
+// rounded to the nearest (10 of 18 is 556; 0 with none).
 func (d PolicyDecisions) RefusedPerMille() int64 {
 	total := d.Admitted + d.RefusedTotal()
 	if total == 0 {
 		return 0
 	}
-	return d.RefusedTotal() * 1000 / total
+	return (d.RefusedTotal()*2000 + total) / (2 * total)
 }
 
 // decisionReasons are the ledger reasons Decisions counts: a take, and

@@ -13,7 +13,6 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -43,10 +42,9 @@ type DictConfig struct {
 	// Verifier checks the DICT's signed answers (dict.ClientConfig.Verifier).
 	Verifier dict.Verifier
 	// LearnCategory asks the DICT's GET /policies/ for the participant's
-	// category (reusing one learned within dict.CategoryFresh): at the
-	// start of Run for Config.Dict, in NewDictClient for a client of its
-	// own. Off, or until then, the one recorded earlier is restored and
-	// nothing is sent.
+	// category at the start of Run (reusing one learned within
+	// dict.CategoryFresh). Off, or until then, the one recorded earlier is
+	// restored and nothing is sent.
 	LearnCategory bool
 	// Simulator says the DICT is a simulator that sees no traffic but this
 	// process's (balde serve's in-process dictsim): automatic
@@ -78,40 +76,10 @@ type SifenConfig struct {
 	AllowUnsigned bool
 }
 
-// NewSifenClient is the *sifen.Client of cfg's BaseURL and certificate
-// files (cfg.Transport aside). It touches no database: a bad URL or
-// certificate is found before anything is opened.
-func NewSifenClient(cfg SifenConfig) (*sifen.Client, error) {
-	return sifen.NewClient(sifen.ClientConfig{BaseURL: cfg.BaseURL, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, CAFile: cfg.CAFile})
-}
-
-// NewSifenSender returns a SIFEN sender over the engine's store and
-// limiter, logging to the engine's logger. Open builds Engine.Sifen with
-// it from Config.Sifen; a batch process builds one with its own options.
-func (e *Engine) NewSifenSender(cfg SifenConfig) (*sifen.Sender, error) {
-	transport := cfg.Transport
-	if transport == nil {
-		client, err := NewSifenClient(cfg)
-		if err != nil {
-			return nil, err
-		}
-		transport = client
-	}
-	sender, err := sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
-		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
-		RemoteBlock: cfg.RemoteBlock, RemoteBlockMax: cfg.RemoteBlockMax,
-		AllowUnsigned: cfg.AllowUnsigned,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("balde: SIFEN sender: %w", err)
-	}
-	return sender, nil
-}
-
-// NewDictHTTPClient is the HTTP client of cfg: cfg.HTTPClient, else one
+// dictHTTPClient is the HTTP client of cfg: cfg.HTTPClient, else one
 // with mutual TLS from the certificate files when any is set, else nil
 // (dict's default). It touches no database.
-func NewDictHTTPClient(cfg DictConfig) (*http.Client, error) {
+func dictHTTPClient(cfg DictConfig) (*http.Client, error) {
 	if cfg.HTTPClient != nil {
 		return cfg.HTTPClient, nil
 	}
@@ -121,21 +89,13 @@ func NewDictHTTPClient(cfg DictConfig) (*http.Client, error) {
 	return dict.NewTLSClient(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
 }
 
-// NewDictClient returns a DICT client over the engine's limiter, catalog
-// and lookup records, logging to the engine's logger, its catalog set to
-// the participant's category: learned from the DICT's GET /policies/ when
-// cfg.LearnCategory (a DICT that cannot be asked leaves the strictest, or
-// Config.DictCategory, and is logged), else restored from the database.
-// Open builds Engine.Dict with LearnCategory off and Run learns it.
-// Against a loopback address (a simulator) a payment credit also notifies
-// the simulator (/sim/payments). Open builds Engine.Dict with it from
-// Config.Dict. Errors: a *ConfigError for a bad setting,
-// throttle.ErrStoreUnavailable.
-func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Client, error) {
-	if err := dict.ValidateISPB(cfg.Participant); err != nil {
-		return nil, &ConfigError{"Dict", fmt.Errorf("participant: %w", err)}
-	}
-	httpClient, err := NewDictHTTPClient(cfg)
+// newDictClient returns the DICT client of cfg over the engine's limiter,
+// catalog and lookup records, logging to the engine's logger, its catalog
+// set to the participant's category recorded in the database (Run learns
+// it from the DICT when cfg.LearnCategory). Against a loopback address (a
+// simulator) a payment credit also notifies the simulator (/sim/payments).
+func (e *Engine) newDictClient(ctx context.Context, cfg DictConfig) (*dict.Client, error) {
+	httpClient, err := dictHTTPClient(cfg)
 	if err != nil {
 		return nil, &ConfigError{"Dict", fmt.Errorf("TLS: %w", err)}
 	}
@@ -151,13 +111,7 @@ func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Clien
 	if err != nil {
 		return nil, &ConfigError{"Dict", err}
 	}
-	if !cfg.LearnCategory {
-		if _, err := client.RestoreCategory(ctx); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}
-	if err := e.learnCategory(ctx, client); err != nil {
+	if _, err := client.RestoreCategory(ctx); err != nil {
 		return nil, err
 	}
 	return client, nil
@@ -203,7 +157,7 @@ func checkDict(cfg *DictConfig) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("base URL %q is not an http(s) URL", cfg.BaseURL)
 	}
-	if _, err := NewDictHTTPClient(*cfg); err != nil {
+	if _, err := dictHTTPClient(*cfg); err != nil {
 		return fmt.Errorf("TLS: %w", err)
 	}
 	return nil

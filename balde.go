@@ -1,15 +1,16 @@
-// Package balde assembles the throttle from its parts, for the balde
-// binary and for an application that embeds it: the SQL store (its own
-// database or the application's pool), group commit, the limiter with the
-// DICT and SIFEN policies, the inbound limiter, the DICT client and the
-// SIFEN sender, and the web handler over them. Open builds them from a
-// Config, Run does their background work (lot polling, resolution,
-// re-grading, reconciliation, pruning, the database watch) and Close takes
-// them down in the right order; cmd/balde only parses flags and calls
-// Open and Run.
+// Package balde is the engine's face: Open builds the throttle from a
+// Config (the SQL store on its own database or the application's pool,
+// group commit, the limiter with the DICT and SIFEN policies, the inbound
+// limiter, the DICT client and the SIFEN sender), Run does its background
+// work (lot polling, resolution, re-grading, reconciliation, pruning, the
+// database watch), and Close takes it down in the right order. The
+// handlers an application mounts come from the Engine: the admin pages
+// (NewServer), the gateways (DictGateway, SifenGateway) and the probes
+// with /metrics (OpsHandler); Serve runs one on an address with the jobs.
 //
 // The parts stay usable one by one (throttle, throttle/sqlstore, dict,
 // sifen, web); this package is the wiring every user would otherwise copy.
+// The balde binary reads its settings in internal/settings and calls it.
 package balde
 
 import (
@@ -19,13 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/balde-throttle/balde/audit/auditsql"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -132,7 +133,6 @@ type Engine struct {
 	catalog  *dict.Catalog
 	records  *dictsql.Records
 	audit    *auditsql.Store
-	resolver *sifen.Resolver
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
 	logger   *slog.Logger
@@ -141,13 +141,14 @@ type Engine struct {
 	// (see inboundStore); nil otherwise.
 	inboundGroup *throttle.GroupCommit
 
-	dict          *dict.Client  // nil without Config.Dict
-	dictSimulator bool          // Config.Dict.Simulator
-	dictLearn     bool          // Config.Dict.LearnCategory: Run learns it
-	sender        *sifen.Sender // nil without Config.Sifen
-	jobs          Jobs
-	running       atomic.Bool   // Run was called
-	started       chan struct{} // closed when Run's start work is done
+	dict        *dict.Client  // nil without Config.Dict
+	dictConfig  DictConfig    // Config.Dict (Run, DictGateway)
+	sender      *sifen.Sender // nil without Config.Sifen
+	sifenClient *sifen.Client // Config.Sifen's client (nil with its Transport)
+	jobs        Jobs
+	ops         []*web.Server // OpsHandler's, closed by Close
+	running     atomic.Bool   // Run was called
+	started     chan struct{} // closed when Run's start work is done
 }
 
 // Open builds the engine: it checks the configuration (a *ConfigError
@@ -176,14 +177,11 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err := checkDict(cfg.Dict); err != nil {
 		return nil, &ConfigError{"Dict", err}
 	}
-	var sifenTransport sifen.SOAPServices
-	if cfg.Sifen != nil {
-		if sifenTransport = cfg.Sifen.Transport; sifenTransport == nil {
-			client, err := NewSifenClient(*cfg.Sifen)
-			if err != nil {
-				return nil, &ConfigError{"Sifen", err}
-			}
-			sifenTransport = client
+	var sifenClient *sifen.Client // a bad URL or certificate is found before any database is touched
+	if cfg.Sifen != nil && cfg.Sifen.Transport == nil {
+		sc := cfg.Sifen
+		if sifenClient, err = sifen.NewClient(sifen.ClientConfig{BaseURL: sc.BaseURL, CertFile: sc.CertFile, KeyFile: sc.KeyFile, CAFile: sc.CAFile}); err != nil {
+			return nil, &ConfigError{"Sifen", err}
 		}
 	}
 	if cfg.Thresholds != (throttle.Thresholds{}) {
@@ -220,16 +218,19 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, catalog: catalog, records: retriedRecords(store), audit: retriedAudit(store),
-		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger,
-		jobs: cfg.Jobs, started: make(chan struct{})}
+	// The DICT lookups and the audit trail live in the store's database,
+	// each statement retried like the store's own after a transient failure.
+	e := &Engine{store: store, catalog: catalog, records: dictsql.NewRecords(store.DB(), store.ReadDB()),
+		audit: auditsql.New(store.DB(), store.ReadDB(), store.Now), inbound: inbound, observer: cfg.Observer,
+		logger: logger, jobs: cfg.Jobs, started: make(chan struct{})}
+	e.records.Retry, e.audit.Retry = store.Retry, store.Retry
 	defer func() {
 		if err != nil {
 			e.Close(ctx)
 		}
 	}()
 	if cfg.GroupCommit {
-		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: GroupCommitWriters(store.Engine())})
+		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: groupCommitWriters(store.Engine())})
 	}
 	var notifiers throttle.Notifiers
 	if cfg.LogSeverity {
@@ -244,7 +245,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		resolvers = append(resolvers, inbound.Policies())
 	}
 	resolvers = append(resolvers, catalog, resolver)
-	e.limiter, err = throttle.NewLimiter(e.ThrottleStore(), resolvers, throttle.Config{
+	e.limiter, err = throttle.NewLimiter(e.throttleStore(), resolvers, throttle.Config{
 		Clock:      store.Now,
 		Thresholds: cfg.Thresholds,
 		Ledger:     cfg.Ledger,
@@ -279,32 +280,32 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if cfg.Dict != nil {
 		// The category is learned by Run (a request to the DICT, and a
 		// write): Open only restores the one recorded.
-		dc := *cfg.Dict
-		dc.LearnCategory = false
-		if e.dict, err = e.NewDictClient(ctx, dc); err != nil {
+		if e.dict, err = e.newDictClient(ctx, *cfg.Dict); err != nil {
 			return nil, err
 		}
-		e.dictSimulator, e.dictLearn = cfg.Dict.Simulator, cfg.Dict.LearnCategory
+		e.dictConfig = *cfg.Dict
 	}
-	if cfg.Sifen != nil {
-		sc := *cfg.Sifen
-		sc.Transport = sifenTransport
-		if e.sender, err = e.NewSifenSender(sc); err != nil {
+	if sc := cfg.Sifen; sc != nil {
+		transport := sc.Transport
+		if transport == nil {
+			transport = sifenClient
+		}
+		e.sifenClient, _ = transport.(*sifen.Client)
+		e.sender, err = sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
+			Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
+			RemoteBlock: sc.RemoteBlock, RemoteBlockMax: sc.RemoteBlockMax, AllowUnsigned: sc.AllowUnsigned,
+		})
+		if err != nil {
 			return nil, &ConfigError{"Sifen", err}
 		}
 	}
 	return e, nil
 }
 
-// GroupCommitWriters is the number of group-commit writers for an engine.
-// SQLite has one writer per database. On PostgreSQL two writers overlap one
-// batch's round trips with another's commit; more make batches smaller
-// (measured with four round trips per transaction, 1M keys, 16
-// callers: 1 writer 5.8-6.9k decisions/s, 2: 7.0-7.8k, 4: 4.0-5.2k, 8:
-// 3.0-3.5k). With the pipelined two round trips one writer
-// measured 10.0k and two 8.5k under load, a spread too wide to change
-// the choice (docs/decisions/0035).
-func GroupCommitWriters(engine sqlstore.Engine) int {
+// groupCommitWriters is the number of group-commit writers: one per
+// SQLite database; two on PostgreSQL overlap one batch's round trips with
+// another's commit (docs/decisions/0035).
+func groupCommitWriters(engine sqlstore.Engine) int {
 	if engine == sqlstore.Postgres {
 		return 2
 	}
@@ -315,18 +316,19 @@ func GroupCommitWriters(engine sqlstore.Engine) int {
 // the SIFEN documents).
 func (e *Engine) Store() *sqlstore.Store { return e.store }
 
-// InboundGroupCommitWriters is the number of writers of the inbound
-// limiter's group commit on PostgreSQL: one. Its batches are mostly one
-// round trip on the rows the process remembers (docs/decisions/0116); a
-// second writer did not decide faster in BenchmarkInbound, and its
-// batches raced the first's on the same keys (failed checks, which now
-// send a key to the locking path) and on the same pages (fewer HOT
-// updates, a larger table).
-const InboundGroupCommitWriters = 1
+// Logger is Config.Logger (a logger that discards when it was nil): what
+// every part the engine builds logs to, and what a part an application
+// builds beside them (its own dict.Transport, say) should log to.
+func (e *Engine) Logger() *slog.Logger { return e.logger }
 
-// ThrottleStore is what limiters of this process decide through: group
+// inboundGroupCommitWriters is the inbound limiter's on PostgreSQL: a
+// second writer did not decide faster in BenchmarkInbound and raced the
+// first on the same keys and pages (docs/decisions/0116).
+const inboundGroupCommitWriters = 1
+
+// throttleStore is what limiters of this process decide through: group
 // commit when it is on, the store otherwise.
-func (e *Engine) ThrottleStore() throttle.Store {
+func (e *Engine) throttleStore() throttle.Store {
 	if e.group != nil {
 		return e.group
 	}
@@ -342,12 +344,12 @@ func (e *Engine) ThrottleStore() throttle.Store {
 // the store itself, and its decisions share the one writer of the file.
 func (e *Engine) inboundStore(group bool) throttle.Store {
 	if e.store.Engine() != sqlstore.Postgres {
-		return e.ThrottleStore()
+		return e.throttleStore()
 	}
 	if !group {
 		return e.store.NonDurable()
 	}
-	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: InboundGroupCommitWriters})
+	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: inboundGroupCommitWriters})
 	return e.inboundGroup
 }
 
@@ -381,15 +383,9 @@ func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 // application or command records its own operator actions there too.
 func (e *Engine) Audit() *auditsql.Store { return e.audit }
 
-// SifenResolver holds the SIFEN lot policies.
-func (e *Engine) SifenResolver() *sifen.Resolver { return e.resolver }
-
-// Now is the engine's clock.
-func (e *Engine) Now() time.Time { return e.store.Now() }
-
-// PolicyNames lists the inbound, DICT and SIFEN policies, for the filters
+// policyNames lists the inbound, DICT and SIFEN policies, for the filters
 // of the admin pages.
-func (e *Engine) PolicyNames() []string {
+func (e *Engine) policyNames() []string {
 	var names []string
 	if e.inbound != nil {
 		names = append(names, e.inbound.PolicyNames()...)
@@ -400,75 +396,20 @@ func (e *Engine) PolicyNames() []string {
 	return append(names, sifen.PolicyRecepcionLote)
 }
 
-// PruneResult counts what Engine.Prune removed.
-type PruneResult struct {
-	throttle.PruneResult
-	// Before: rows older than this were removed.
-	Before time.Time
-	// DictLookups is the number of DICT lookup records removed.
-	DictLookups int64
-	// AuditRows is the number of audit trail entries removed.
-	AuditRows int64
-}
-
-// Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
-// the DICT lookups and the audit trail, and removes idle buckets (unless opts says
-// SkipBuckets), each in bounded batches (opts.Batch rows; 0: 1000), so that
-// it can run while decisions go on. An application embedding balde calls
-// it periodically, as balde serve does every 10 minutes.
-func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
-	retention := opts.Retention
-	if retention <= 0 {
-		retention = throttle.DefaultRetention
-	}
-	res := PruneResult{Before: e.limiter.Now().Add(-retention)}
-	var err error
-	res.PruneResult, err = e.limiter.Prune(ctx, opts)
-	if err != nil {
-		return res, err
-	}
-	batch := opts.Batch
-	if batch <= 0 {
-		batch = 1000
-	}
-	for {
-		n, err := e.records.PruneLookups(ctx, res.Before, batch)
-		res.DictLookups += n
-		if err != nil {
-			return res, err
-		}
-		if n < int64(batch) {
-			break
-		}
-	}
-	// Audit entries by their own time (decision 0076), under the same
-	// retention: they name the operators.
-	for {
-		n, err := e.audit.Prune(ctx, res.Before, batch)
-		res.AuditRows += n
-		if err != nil || n < int64(batch) {
-			return res, err
-		}
-	}
-}
-
 // CheckHealth reports whether the database answers and its schema is at
 // balde's latest migration, not dirty (the web server's /healthz).
-func (e *Engine) CheckHealth(ctx context.Context) error { return CheckStoreHealth(ctx, e.store) }
-
-// CheckStoreHealth is Engine.CheckHealth for a store of one's own.
-func CheckStoreHealth(ctx context.Context, store *sqlstore.Store) error {
+func (e *Engine) CheckHealth(ctx context.Context) error {
 	// A write round trip, not a ping: a database that answers reads but
 	// refuses writes is not ready; and a SQLite file deleted or replaced
 	// under the process is not either (decision 0022).
-	if err := store.CheckWrite(ctx); err != nil {
+	if err := e.store.CheckWrite(ctx); err != nil {
 		return err
 	}
-	latest, err := migrations.Latest(store.Engine())
+	latest, err := migrations.Latest(e.store.Engine())
 	if err != nil {
 		return err
 	}
-	version, dirty, err := store.SchemaVersion(ctx)
+	version, dirty, err := e.store.SchemaVersion(ctx)
 	if err != nil {
 		return err
 	}
@@ -496,7 +437,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 	s.HealthCheck = e.CheckHealth
 	s.Audit = e.audit
 	s.Logger = e.logger.WithGroup("web")
-	s.Policies = e.PolicyNames()
+	s.Policies = e.policyNames()
 	s.Scope = web.Scopes(e.catalog)
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(e.catalog, participant),
@@ -518,6 +459,9 @@ func (e *Engine) NewServer(participant string) *web.Server {
 func (e *Engine) Close(ctx context.Context) error {
 	var errs []error
 	ctx = context.WithoutCancel(ctx)
+	for _, s := range e.ops {
+		errs = append(errs, s.Close())
+	}
 	if e.limiter != nil {
 		errs = append(errs, e.limiter.FlushRefusals(ctx))
 	}
@@ -535,21 +479,4 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	errs = append(errs, e.store.Close())
 	return errors.Join(errs...)
-}
-
-// retriedAudit keeps the audit trail in store's database, each statement
-// retried like the store's own after a transient failure.
-func retriedAudit(store *sqlstore.Store) *auditsql.Store {
-	a := auditsql.New(store.DB(), store.ReadDB(), store.Now)
-	a.Retry = store.Retry
-	return a
-}
-
-// retriedRecords keeps the DICT's lookups and category in store's
-// database, each statement retried like the store's own after a transient
-// failure (issue: one dropped connection ended a dict-lookup batch).
-func retriedRecords(store *sqlstore.Store) *dictsql.Records {
-	r := dictsql.NewRecords(store.DB(), store.ReadDB())
-	r.Retry = store.Retry
-	return r
 }

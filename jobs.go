@@ -14,60 +14,54 @@ import (
 // Off, as the period of a job in Jobs, turns the job off.
 const Off time.Duration = -1
 
-// Defaults of Jobs.
-const (
-	// DefaultSifenPollEvery is how often Run looks for SIFEN lots whose
-	// result is due (each lot is queried only when its query is due, 10
-	// min after the send, then every 10 min: a schedule of the lot, so a
-	// short period costs only one read of the lots).
-	DefaultSifenPollEvery = 30 * time.Second
-	// DefaultSifenResolveEvery is how often Run settles SIFEN documents a
-	// crashed or unanswered send left in "sending" (besides once at start).
-	DefaultSifenResolveEvery = 10 * time.Minute
-	// DefaultSeverityEvery is how often Run grades again the buckets that
-	// are not Healthy, so that a bucket refilled while nobody sends gets
-	// its recovery (log, webhook "resolved", metric) within this time.
-	DefaultSeverityEvery = 15 * time.Second
-	// DefaultReconcileEvery is how often Run reconciles the local DICT
-	// buckets with a real DICT's GET /policies/ (POLICIES_LIST allows 6 a
-	// minute).
-	DefaultReconcileEvery = time.Minute
-	// DefaultPruneEvery is how often Run applies the retention.
-	DefaultPruneEvery = 10 * time.Minute
-	// DefaultDatabaseWatchEvery is how often Run checks that a SQLite file
-	// is still the one opened.
-	DefaultDatabaseWatchEvery = 10 * time.Second
-)
-
 // Jobs are the periods of the background work Engine.Run does. A zero
-// period is the job's default, Off turns it off; jobs whose part is not
-// configured (no Config.Sifen, no Config.Dict) do not run.
+// period is the job's default (DefaultJobs), Off turns it off; jobs whose
+// part is not configured (no Config.Sifen, no Config.Dict) do not run.
 type Jobs struct {
 	// SifenPollEvery: lot results (sifen.Sender.RunPoll); documents move
-	// from sent to approved or rejected. Default DefaultSifenPollEvery.
+	// from sent to approved or rejected.
 	SifenPollEvery time.Duration
 	// SifenResolveEvery: documents left in "sending" (sifen.Sender.Resolve),
-	// also once at start. Default DefaultSifenResolveEvery.
+	// also once at start.
 	SifenResolveEvery time.Duration
 	// SeverityEvery: stored severities graded again (Limiter.Reevaluate),
-	// also once at start. Default DefaultSeverityEvery.
+	// also once at start.
 	SeverityEvery time.Duration
 	// DictReconcileEvery: the DICT's GET /policies/ lowers the local PSP
 	// buckets and gives the category (dict.Client.RunReconcile). Zero is
-	// automatic: DefaultReconcileEvery against a real DICT, off against a
-	// simulator (DictConfig.Simulator), whose buckets see nothing but this
-	// process's traffic. See ReconcilePeriod.
+	// automatic: the default against a real DICT, off against a simulator
+	// (DictConfig.Simulator), whose buckets see nothing but this process's
+	// traffic; a period set is used, simulator or not.
 	DictReconcileEvery time.Duration
 	// PruneEvery: ledger rows and DICT lookups older than Retention, and
-	// idle buckets, removed (Engine.Prune). Default DefaultPruneEvery.
+	// idle buckets, removed (Engine.Prune).
 	PruneEvery time.Duration
 	// Retention is what PruneEvery keeps; zero: throttle.DefaultRetention.
 	Retention time.Duration
 	// DatabaseWatchEvery: a SQLite file deleted or replaced under the
 	// process is logged at error level at every check (nothing to watch
-	// on PostgreSQL or on an application's pool). Default
-	// DefaultDatabaseWatchEvery.
+	// on PostgreSQL or on an application's pool).
 	DatabaseWatchEvery time.Duration
+}
+
+// DefaultJobs are the periods a zero period of Jobs stands for: the one
+// place each default is written.
+func DefaultJobs() Jobs {
+	return Jobs{
+		// Each lot is queried only when its query is due (10 min after the
+		// send, then every 10 min: a schedule of the lot), so a short period
+		// costs only one read of the lots.
+		SifenPollEvery:    30 * time.Second,
+		SifenResolveEvery: 10 * time.Minute,
+		// A bucket refilled while nobody sends gets its recovery (log,
+		// webhook "resolved", metric) within this time.
+		SeverityEvery: 15 * time.Second,
+		// Against a real DICT: POLICIES_LIST allows 6 a minute.
+		DictReconcileEvery: time.Minute,
+		PruneEvery:         10 * time.Minute,
+		Retention:          throttle.DefaultRetention,
+		DatabaseWatchEvery: 10 * time.Second,
+	}
 }
 
 // period resolves a period of Jobs: zero is def, Off (any negative) is 0.
@@ -79,21 +73,6 @@ func period(every, def time.Duration) time.Duration {
 		return def
 	}
 	return every
-}
-
-// ReconcilePeriod resolves Jobs.DictReconcileEvery: zero is
-// DefaultReconcileEvery against a real DICT and 0 (off) against a
-// simulator; Off is 0; any other value is used as it is, simulator or not.
-func ReconcilePeriod(every time.Duration, simulator bool) time.Duration {
-	switch {
-	case every < 0:
-		return 0
-	case every > 0:
-		return every
-	case simulator:
-		return 0
-	}
-	return DefaultReconcileEvery
 }
 
 // Run does the background work of the engine until ctx ends, each job
@@ -123,8 +102,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("balde: Engine.Run called twice")
 	}
-	jobs, log := e.jobs, e.logger
-	if e.dict != nil && e.dictLearn {
+	jobs, def, log := e.jobs, DefaultJobs(), e.logger
+	if e.dictConfig.Simulator {
+		def.DictReconcileEvery = Off // its buckets see only this process's traffic
+	}
+	if e.dict != nil && e.dictConfig.LearnCategory {
 		if err := e.learnCategory(ctx, e.dict); err != nil {
 			return err
 		}
@@ -146,7 +128,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	close(e.started)
 
 	var wg sync.WaitGroup
-	if every := period(jobs.SeverityEvery, DefaultSeverityEvery); every > 0 {
+	if every := period(jobs.SeverityEvery, def.SeverityEvery); every > 0 {
 		wg.Go(func() {
 			// A fresh limiter grades every row again at once: the policies
 			// may differ from the last process's (Limiter.Regrade).
@@ -155,23 +137,23 @@ func (e *Engine) Run(ctx context.Context) error {
 		})
 	}
 	if e.sender != nil {
-		if every := period(jobs.SifenPollEvery, DefaultSifenPollEvery); every > 0 {
+		if every := period(jobs.SifenPollEvery, def.SifenPollEvery); every > 0 {
 			wg.Go(func() { e.sender.RunPoll(ctx, every, e.reportPoll(ctx)) })
 		}
-		if every := period(jobs.SifenResolveEvery, DefaultSifenResolveEvery); every > 0 {
+		if every := period(jobs.SifenResolveEvery, def.SifenResolveEvery); every > 0 {
 			wg.Go(func() { everyTick(ctx, every, func() { e.resolveSifen(ctx) }) })
 		}
 	}
 	if e.dict != nil {
-		if every := ReconcilePeriod(jobs.DictReconcileEvery, e.dictSimulator); every > 0 {
+		if every := period(jobs.DictReconcileEvery, def.DictReconcileEvery); every > 0 {
 			log.Info("DICT reconciliation on", slog.Duration("every", every))
 			wg.Go(func() { _ = e.dict.RunReconcile(ctx, every, nil) })
 		}
 	}
-	if every := period(jobs.PruneEvery, DefaultPruneEvery); every > 0 {
+	if every := period(jobs.PruneEvery, def.PruneEvery); every > 0 {
 		wg.Go(func() { everyTick(ctx, every, func() { e.prune(ctx, jobs.Retention) }) })
 	}
-	if every := period(jobs.DatabaseWatchEvery, DefaultDatabaseWatchEvery); every > 0 {
+	if every := period(jobs.DatabaseWatchEvery, def.DatabaseWatchEvery); every > 0 {
 		wg.Go(func() { e.watchDatabase(ctx, every) })
 	}
 	<-ctx.Done()

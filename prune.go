@@ -3,10 +3,59 @@ package balde
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
+
+// PruneResult counts what Engine.Prune removed.
+type PruneResult struct {
+	throttle.PruneResult
+	// Before: rows older than this were removed.
+	Before time.Time
+	// DictLookups is the number of DICT lookup records removed.
+	DictLookups int64
+	// AuditRows is the number of audit trail entries removed.
+	AuditRows int64
+}
+
+// Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
+// the DICT lookups and the audit trail, and removes idle buckets (unless opts says
+// SkipBuckets), each in bounded batches (opts.Batch rows; 0: 1000), so that
+// it can run while decisions go on. An application embedding balde calls
+// it periodically, as balde serve does every 10 minutes.
+func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
+	res := e.pruneResult(opts)
+	var err error
+	res.PruneResult, err = e.limiter.Prune(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = 1000
+	}
+	for {
+		n, err := e.records.PruneLookups(ctx, res.Before, batch)
+		res.DictLookups += n
+		if err != nil {
+			return res, err
+		}
+		if n < int64(batch) {
+			break
+		}
+	}
+	// Audit entries by their own time (decision 0076), under the same
+	// retention: they name the operators.
+	for {
+		n, err := e.audit.Prune(ctx, res.Before, batch)
+		res.AuditRows += n
+		if err != nil || n < int64(batch) {
+			return res, err
+		}
+	}
+}
 
 // CountPrune counts, removing nothing, what Prune with the same options
 // would remove now: ledger rows older than the retention (an aggregated
@@ -16,11 +65,7 @@ import (
 // within the retention (Prune keeps those, so that their ledger stays in
 // view). opts.Batch is ignored. It is "balde prune --dry-run".
 func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
-	retention := opts.Retention
-	if retention <= 0 {
-		retention = throttle.DefaultRetention
-	}
-	res := PruneResult{Before: e.limiter.Now().Add(-retention)}
+	res := e.pruneResult(opts)
 	db := e.store.ReadDB()
 	// Rows, as the prune deletes them: oldest id first, up to the first
 	// row younger than the retention.
@@ -65,4 +110,13 @@ func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (Pr
 		}
 	}
 	return res, nil
+}
+
+// pruneResult is a result of Prune with opts: Before set by the retention
+// (0: throttle.DefaultRetention).
+func (e *Engine) pruneResult(opts throttle.PruneOptions) PruneResult {
+	if opts.Retention <= 0 {
+		opts.Retention = throttle.DefaultRetention
+	}
+	return PruneResult{Before: e.limiter.Now().Add(-opts.Retention)}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/balde-throttle/balde/audit"
@@ -76,18 +75,4 @@ func (e *Engine) ResetBucket(ctx context.Context, key throttle.Key, actor, reaso
 		return r, fmt.Errorf("%s was reset but %w: %w", key, ErrResetNotAudited, err)
 	}
 	return r, nil
-}
-
-// DefaultActor is who a reset from a terminal names by default:
-// $USER@hostname, $USER when the host name is unknown, or "cli" without
-// $USER. getenv reads the environment (os.Getenv).
-func DefaultActor(getenv func(string) string) string {
-	user := getenv("USER")
-	if user == "" {
-		return "cli"
-	}
-	if host, err := os.Hostname(); err == nil && host != "" {
-		return user + "@" + host
-	}
-	return user
 }

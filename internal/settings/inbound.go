@@ -1,4 +1,4 @@
-package balde
+package settings
 
 import (
 	"fmt"

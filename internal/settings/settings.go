@@ -1,4 +1,13 @@
-package balde
+// Package settings is the balde binary's configuration: every setting
+// with its environment variable, its flag and its default (Default, then
+// the variables, FromEnv or ParseEnv, then the flags, AddFlags), the
+// checks no single parser can make (each failure an *Error naming the
+// variables and flags), and their translation into the module's own
+// configuration: balde.Config (Settings.Config), the DICT client's and the
+// SIFEN sender's, the inbound limiter's and the web server's. The module
+// takes none of it: an application configures balde.Config itself
+// (docs/decisions/0126).
+package settings
 
 import (
 	"fmt"
@@ -10,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -17,10 +27,8 @@ import (
 )
 
 // Settings are balde's settings as the balde binary reads them: defaults
-// from DefaultSettings, then the environment variables (ParseEnv, or
-// EnvSettings in one call), then (in the binary) flags. An application that
-// embeds balde reads the same variables with EnvSettings and opens the
-// engine with Settings.Config. The README lists every field with its flag
+// from Default, then the environment variables (ParseEnv, or FromEnv in one
+// call), then flags (AddFlags). The README lists every field with its flag
 // and variable.
 type Settings struct {
 	// DB is the store's DSN (--db, BALDE_DB).
@@ -186,17 +194,18 @@ type Settings struct {
 	SeverityEvery time.Duration
 }
 
-// ReconcileAuto, as Settings.DictReconcileEvery, is automatic:
-// DefaultReconcileEvery against a real DICT, off against the simulator
-// (Jobs.DictReconcileEvery 0; see ReconcilePeriod).
+// ReconcileAuto, as Settings.DictReconcileEvery, is automatic: every
+// minute against a real DICT, off against the simulator
+// (balde.Jobs.DictReconcileEvery 0).
 const ReconcileAuto time.Duration = -1
 
 // MinReconcileEvery keeps reconciliation within POLICIES_LIST's 6 a minute.
 const MinReconcileEvery = 10 * time.Second
 
-// DefaultSettings returns the settings of "make run": SQLite in the working
+// Default returns the settings of "make run": SQLite in the working
 // directory, simulators in-process.
-func DefaultSettings() Settings {
+func Default() Settings {
+	jobs := balde.DefaultJobs()
 	return Settings{
 		DB:              sqlstore.DefaultDSN,
 		Addr:            "127.0.0.1:8080",
@@ -204,7 +213,7 @@ func DefaultSettings() Settings {
 		DictCategory:    "",
 		DictEnv:         "prod",
 		SifenThrottle:   10 * time.Second,
-		SifenPollEvery:  30 * time.Second,
+		SifenPollEvery:  jobs.SifenPollEvery,
 		SifenBlockStep:  sifen.DefaultRemoteBlock,
 		SifenBlockMax:   sifen.DefaultRemoteBlockMax,
 		Ledger:          throttle.LedgerEveryTake,
@@ -222,15 +231,15 @@ func DefaultSettings() Settings {
 		InboundFailMode: throttle.FailOpen,
 
 		DictReconcileEvery: ReconcileAuto,
-		PruneEvery:         DefaultPruneEvery,
-		SeverityEvery:      DefaultSeverityEvery,
+		PruneEvery:         jobs.PruneEvery,
+		SeverityEvery:      jobs.SeverityEvery,
 	}
 }
 
-// EnvSettings is DefaultSettings read over by the environment variables
-// through getenv (os.Getenv, or a map's lookup in a test): see ParseEnv.
-func EnvSettings(getenv func(string) string) (Settings, error) {
-	s := DefaultSettings()
+// FromEnv is Default read over by the environment variables through
+// getenv (os.Getenv, or a map's lookup in a test): see ParseEnv.
+func FromEnv(getenv func(string) string) (Settings, error) {
+	s := Default()
 	if err := s.ParseEnv(getenv); err != nil {
 		return Settings{}, err
 	}
@@ -265,12 +274,12 @@ func EnvVariables() []string {
 // group commit, ledger, severity thresholds and webhook, DICT catalog,
 // SIFEN lot policies and the periods of Run's jobs (Settings.Jobs). The
 // caller adds what is not a setting (Migrate, Clock, Dict, Sifen, Logger...).
-func (c Settings) Config() Config {
+func (c Settings) Config() balde.Config {
 	sc := sifen.PolicyConfig{Interval: c.SifenThrottle, PerMinute: c.SifenPerMinute}
 	if c.SifenThrottleProd > 0 {
 		sc.EnvInterval = map[sifen.Env]time.Duration{sifen.EnvProd: c.SifenThrottleProd}
 	}
-	return Config{
+	return balde.Config{
 		DB:           c.DB,
 		GroupCommit:  c.GroupCommit,
 		Ledger:       c.Ledger,
@@ -287,10 +296,10 @@ func (c Settings) Config() Config {
 // Jobs are the periods of Run's background work: a setting's 0 ("off") is
 // Off, ReconcileAuto is Jobs' automatic 0, and SIFEN documents left in
 // "sending" are settled at each prune.
-func (c Settings) Jobs() Jobs {
+func (c Settings) Jobs() balde.Jobs {
 	off := func(every time.Duration) time.Duration {
 		if every <= 0 {
-			return Off
+			return balde.Off
 		}
 		return every
 	}
@@ -298,7 +307,7 @@ func (c Settings) Jobs() Jobs {
 	if c.DictReconcileEvery == ReconcileAuto {
 		reconcile = 0
 	}
-	return Jobs{
+	return balde.Jobs{
 		SifenPollEvery:     off(c.SifenPollEvery),
 		SifenResolveEvery:  off(c.PruneEvery),
 		SeverityEvery:      off(c.SeverityEvery),
@@ -576,19 +585,19 @@ func (c Settings) AllUsers() ([]web.Credentials, error) {
 	if c.UsersFile != "" {
 		f, err := os.Open(c.UsersFile)
 		if err != nil {
-			return nil, settingError("BALDE_USERS_FILE: %v", err)
+			return nil, errorf("BALDE_USERS_FILE: %v", err)
 		}
 		more, err := web.ParseUsers(f)
 		f.Close()
 		if err != nil {
-			return nil, settingError("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
+			return nil, errorf("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
 		}
 		users = append(users, more...)
 	}
 	seen := map[string]bool{c.AdminUser: true}
 	for _, u := range users {
 		if seen[u.User] {
-			return nil, settingError("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
+			return nil, errorf("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
 		}
 		seen[u.User] = true
 	}

@@ -349,7 +349,7 @@ func Migrate(ctx context.Context, dsn string, d Driver, fn func(*migrations.Migr
 
 // migrate is Migrate with Open's options (the integrity check's bound, the
 // logger).
-func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.Migrator) error) error {
+func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.Migrator) error) (err error) {
 	engine, driverDSN, err := ParseDSN(dsn)
 	if err != nil {
 		return err
@@ -365,13 +365,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		}
 	} else {
 		path := SQLitePath(driverDSN)
-		// Other processes migrating the same file wait (migrations/lock.go).
-		unlock, err := migrations.LockSQLite(ctx, path)
-		if err != nil {
-			return formatError("migrate", err)
-		}
-		defer unlock()
 		inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
+		if !inMemory {
+			// Other processes migrating the same file wait (lockSQLite).
+			release, lockErr := lockSQLite(ctx, path)
+			if lockErr != nil {
+				return formatError("migrate", lockErr)
+			}
+			defer func() { release(err) }()
+		}
 		exists, err := checkSQLiteFile(path)
 		if err != nil {
 			return formatError("migrate", err)

@@ -56,9 +56,10 @@ type Config struct {
 	// Clock is the engine's time (store, limiter, SIFEN sender). Nil: the
 	// system clock.
 	Clock throttle.Clock
-	// GroupCommit batches the concurrent decisions of the process into
-	// one transaction (one writer on SQLite, two on PostgreSQL).
-	GroupCommit bool
+	// DisableGroupCommit decides each decision in a transaction of its
+	// own. By default the concurrent decisions of the process share
+	// transactions (group commit: one writer on SQLite, two on PostgreSQL).
+	DisableGroupCommit bool
 	// Ledger is how routine takes are written (throttle.LedgerEvery, the
 	// zero value, writes every one).
 	Ledger throttle.LedgerGranularity
@@ -229,7 +230,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			e.Close(ctx)
 		}
 	}()
-	if cfg.GroupCommit {
+	if !cfg.DisableGroupCommit {
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: groupCommitWriters(store.Engine())})
 	}
 	var notifiers throttle.Notifiers
@@ -264,7 +265,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if inbound != nil {
 		// A limiter of its own on the same store (see Inbound.UseStore),
 		// whose commits need not be durable (inboundStore).
-		err = inbound.UseStore(e.inboundStore(cfg.GroupCommit), throttle.Config{
+		err = inbound.UseStore(e.inboundStore(!cfg.DisableGroupCommit), throttle.Config{
 			Clock:      store.Now,
 			Thresholds: cfg.Thresholds,
 			Observer:   cfg.Observer,

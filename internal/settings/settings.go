@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/devsims"
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -98,9 +100,9 @@ type Settings struct {
 	// BALDE_POLICY_FILE).
 	PolicyFile string
 
-	// GroupCommit batches the concurrent decisions of a process into one
-	// transaction (BALDE_GROUP_COMMIT=on|off, default on).
-	GroupCommit bool
+	// DisableGroupCommit decides each decision in a transaction of its own
+	// (BALDE_GROUP_COMMIT=off; on, balde.Config's default, shares them).
+	DisableGroupCommit bool
 
 	// Ledger is how routine takes are written: every, minute or none
 	// (BALDE_LEDGER). LedgerRetention is how long rows are kept
@@ -167,14 +169,15 @@ type Settings struct {
 	// (BALDE_INBOUND_TOKENS_FILE). See web.ParseInboundTokens.
 	InboundTokens     []web.InboundToken
 	InboundTokensFile string
-	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
-	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
-	// default web.DefaultInboundExempt): exact paths, or a subtree when the
-	// entry ends in "/".
+	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS; nil:
+	// web.InboundConfig's default, "/"); InboundExempt are never limited
+	// (BALDE_INBOUND_EXEMPT; nil: web.DefaultInboundExempt): exact paths, or
+	// a subtree when the entry ends in "/".
 	InboundPaths, InboundExempt []string
-	// InboundFailMode is what the inbound limiter does when the database
-	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
-	InboundFailMode throttle.FailMode
+	// InboundFailClosed refuses requests when the database is down
+	// (BALDE_INBOUND_FAIL=closed; open, web.InboundConfig's default, admits
+	// them).
+	InboundFailClosed bool
 
 	// DictReconcileEvery is how often serve reconciles the local DICT
 	// buckets with the DICT's GET /policies/ in the background
@@ -211,24 +214,18 @@ func Default() Settings {
 		Addr:            "127.0.0.1:8080",
 		DictParticipant: "12345678",
 		DictCategory:    "",
-		DictEnv:         "prod",
-		SifenThrottle:   10 * time.Second,
+		DictEnv:         dict.DefaultEnv,
+		SifenThrottle:   sifen.DefaultInterval,
 		SifenPollEvery:  jobs.SifenPollEvery,
 		SifenBlockStep:  sifen.DefaultRemoteBlock,
 		SifenBlockMax:   sifen.DefaultRemoteBlockMax,
-		Ledger:          throttle.LedgerEveryTake,
-		GroupCommit:     true,
 		LedgerRetention: throttle.DefaultRetention,
-		Thresholds:      throttle.DefaultThresholds,
 		AdminUser:       "admin",
-		DictSimAddr:     "127.0.0.1:0",
-		SifenSimAddr:    "127.0.0.1:0",
+		DictSimAddr:     devsims.DefaultAddr,
+		SifenSimAddr:    devsims.DefaultAddr,
 		InboundIPLimit:  web.DefaultInboundIPLimit,
 		InboundWindow:   web.DefaultInboundWindow,
 		InboundBlock:    web.DefaultInboundBlock,
-		InboundPaths:    []string{"/"},
-		InboundExempt:   web.DefaultInboundExempt,
-		InboundFailMode: throttle.FailOpen,
 
 		DictReconcileEvery: ReconcileAuto,
 		PruneEvery:         jobs.PruneEvery,
@@ -280,16 +277,16 @@ func (c Settings) Config() balde.Config {
 		sc.EnvInterval = map[sifen.Env]time.Duration{sifen.EnvProd: c.SifenThrottleProd}
 	}
 	return balde.Config{
-		DB:           c.DB,
-		GroupCommit:  c.GroupCommit,
-		Ledger:       c.Ledger,
-		Thresholds:   c.Thresholds,
-		AlertWebhook: c.AlertWebhook,
-		DictEnv:      c.DictEnv,
-		DictCategory: c.DictCategory,
-		PolicyFile:   c.PolicyFile,
-		SifenPolicy:  sc,
-		Jobs:         c.Jobs(),
+		DB:                 c.DB,
+		DisableGroupCommit: c.DisableGroupCommit,
+		Ledger:             c.Ledger,
+		Thresholds:         c.Thresholds,
+		AlertWebhook:       c.AlertWebhook,
+		DictEnv:            c.DictEnv,
+		DictCategory:       c.DictCategory,
+		PolicyFile:         c.PolicyFile,
+		SifenPolicy:        sc,
+		Jobs:               c.Jobs(),
 	}
 }
 
@@ -353,8 +350,8 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_SIFEN_BLOCK_STEP", setParsed(&c.SifenBlockStep, ParseSifenBlockStep)},
 		{"BALDE_SIFEN_BLOCK_MAX", setParsed(&c.SifenBlockMax, ParseSifenBlockMax)},
 		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
-		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
-			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
+		{"BALDE_GROUP_COMMIT", setParsed(&c.DisableGroupCommit, oneOf(map[string]bool{
+			"on": false, "true": false, "1": false, "off": true, "false": true, "0": true}, "on or off"))},
 		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
 		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
 		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, oneOf(map[string]bool{
@@ -386,8 +383,8 @@ func (c *Settings) envVars() []envVar {
 		})},
 		{"BALDE_INBOUND_PATHS", setParsed(&c.InboundPaths, parsePathPrefixes)},
 		{"BALDE_INBOUND_EXEMPT", setParsed(&c.InboundExempt, parsePathPrefixes)},
-		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailMode, oneOf(map[string]throttle.FailMode{
-			"open": throttle.FailOpen, "closed": throttle.FailClosed}, "open or closed"))},
+		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailClosed, oneOf(map[string]bool{
+			"open": false, "closed": true}, "open or closed"))},
 
 		// serve's background work.
 		{"BALDE_DICT_RECONCILE_EVERY", setParsed(&c.DictReconcileEvery, ParseReconcileEvery)},

@@ -61,10 +61,10 @@ func TestSettingsEnvValues(t *testing.T) {
 	}
 	cfg := settings.Default()
 	require.NoError(t, cfg.ParseEnv(func(k string) string { return env[k] }))
-	require.False(t, cfg.GroupCommit)
+	require.True(t, cfg.DisableGroupCommit)
 	require.Equal(t, time.Duration(0), cfg.InboundBlock)
 	require.Equal(t, []string{"/api", "/admin/"}, cfg.InboundPaths)
-	require.Equal(t, throttle.FailClosed, cfg.InboundFailMode)
+	require.True(t, cfg.InboundFailClosed)
 	require.Equal(t, time.Duration(0), cfg.PruneEvery)
 	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, cfg.TrustedProxies)
 	require.Equal(t, settings.Default().InboundWindow, cfg.InboundWindow, "unset: the default stays")
@@ -98,7 +98,7 @@ func TestEnvSettings(t *testing.T) {
 	require.Equal(t, settings.ReconcileAuto, s.DictReconcileEvery, "unset: the default stays")
 	cfg := s.Config()
 	require.Equal(t, "sqlite://app.db", cfg.DB)
-	require.True(t, cfg.GroupCommit)
+	require.False(t, cfg.DisableGroupCommit, "group commit on: balde.Config's default")
 	require.Equal(t, throttle.LedgerAggregateTakes, cfg.Ledger)
 	require.Equal(t, "C", cfg.DictCategory)
 	require.Equal(t, sifen.PolicyConfig{Interval: 12 * time.Second, PerMinute: 3,

@@ -105,7 +105,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 		s.now = throttle.SystemClock
 	}
 	if s.logger == nil {
-		s.logger = slog.Default().WithGroup("sqlstore")
+		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if engine == SQLite {
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.

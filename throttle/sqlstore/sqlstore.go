@@ -54,7 +54,8 @@ type Options struct {
 	// MaxConns bounds PostgreSQL connections (default 16). SQLite always
 	// writes through one connection and reads through up to MaxConns.
 	MaxConns int
-	// Logger defaults to slog.Default().
+	// Logger receives the store's warnings (retries, integrity checks,
+	// checkpoints). Nil discards them (slog.Default() is never written to).
 	Logger *slog.Logger
 	// IntegrityTimeout bounds SQLite's PRAGMA quick_check at open (and in
 	// Migrate) and in the background checks of readiness; default
@@ -186,7 +187,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.now = throttle.SystemClock
 	}
 	if s.logger == nil {
-		s.logger = slog.Default().WithGroup("sqlstore")
+		s.logger = slog.New(slog.DiscardHandler)
 	}
 	maxConns := opts.MaxConns
 	if maxConns <= 0 {
@@ -397,7 +398,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
 		logger := opts.Logger
 		if logger == nil {
-			logger = slog.Default().WithGroup("sqlstore")
+			logger = slog.New(slog.DiscardHandler)
 		}
 		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, logger); err != nil {
 			db.Close()

@@ -8,6 +8,11 @@
 // (NewServer), the gateways (DictGateway, SifenGateway) and the probes
 // with /metrics (OpsHandler); Serve runs one on an address with the jobs.
 //
+// The database driver registers where the application chooses it, as
+// database/sql's do: a blank import of
+// github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver or
+// .../pgxdriver links that engine alone (docs/decisions/0129).
+//
 // The parts stay usable one by one (throttle, throttle/sqlstore, dict,
 // sifen, web); this package is the wiring every user would otherwise copy.
 // The balde binary reads its settings in internal/settings and calls it.
@@ -30,7 +35,6 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/webhook"
 	"github.com/balde-throttle/balde/web"
 )
@@ -39,7 +43,9 @@ import (
 // usable: set DB or SQLDB.
 type Config struct {
 	// DB is the DSN of a database balde opens and closes itself
-	// (sqlstore.ParseDSN: "sqlite://balde.db", "postgres://…").
+	// (sqlstore.ParseDSN: "sqlite://balde.db", "postgres://…"), through the
+	// driver of its engine the application imported (sqlitedriver,
+	// pgxdriver; a *ConfigError naming the package when it did not).
 	DB string
 	// SQLDB is the application's own pool, used instead of DB
 	// (sqlstore.OpenDB: on SQLite open it with sqlstore.SQLiteDSN; on
@@ -200,21 +206,31 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	opts := sqlstore.Options{Clock: cfg.Clock, Migrate: cfg.Migrate, Logger: logger.WithGroup("sqlstore")}
-	var store *sqlstore.Store
+	engine := cfg.Dialect
 	switch {
 	case cfg.SQLDB != nil:
-		if cfg.Dialect != sqlstore.SQLite && cfg.Dialect != sqlstore.Postgres {
-			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Dialect)}
+		if engine != sqlstore.SQLite && engine != sqlstore.Postgres {
+			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", engine)}
 		}
-		store, err = alldrivers.OpenDB(ctx, cfg.SQLDB, cfg.Dialect, opts)
 	case cfg.DB != "":
-		if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
+		if engine, _, err = sqlstore.ParseDSN(cfg.DB); err != nil {
 			return nil, &ConfigError{"DB", err}
 		}
-		store, err = alldrivers.Open(ctx, cfg.DB, opts)
 	default:
 		return nil, &ConfigError{"DB", errors.New("set DB (a DSN) or SQLDB (the application's pool)")}
+	}
+	// The engine's driver registers where the application imports it
+	// (docs/decisions/0129).
+	driver, err := sqlstore.DriverOf(engine)
+	if err != nil {
+		return nil, &ConfigError{"DB", err}
+	}
+	opts := sqlstore.Options{Driver: driver, Clock: cfg.Clock, Migrate: cfg.Migrate, Logger: logger.WithGroup("sqlstore")}
+	var store *sqlstore.Store
+	if cfg.SQLDB != nil {
+		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, opts)
+	} else {
+		store, err = sqlstore.Open(ctx, cfg.DB, opts)
 	}
 	if err != nil {
 		return nil, err

@@ -26,12 +26,7 @@ func (e *Engine) RestoreDictCategory(ctx context.Context, participant string) er
 // inbound limiter's (web.InboundPolicyNames), whose buckets serve and the
 // gateways write even when this engine has no inbound limiter.
 func (e *Engine) PolicyNames() []string {
-	names := e.policyNames()
-	for _, n := range web.InboundPolicyNames() {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
+	names := append(e.policyNames(), web.InboundPolicyNames()...)
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }

@@ -16,44 +16,38 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// DictConfig is how Open builds the engine's DICT client (Engine.Dict):
-// the throttled client of every DICT call balde makes (lookups, payment
-// credits, reconciliation), over the engine's limiter, catalog and lookup
-// records.
+// DictConfig is how Open builds the engine's DICT client (Engine.Dict),
+// the throttled client of every DICT call balde makes, over the engine's
+// limiter, catalog and lookup records.
 type DictConfig struct {
-	// BaseURL is the DICT's address, e.g. https://dict.pi.rsfn.net.br:16522.
-	// Required.
-	BaseURL string
-	// PoliciesURL is the base URL of GET /policies/ when it lives on its own
-	// host (dict-ratelimit… in the public spec); "" is BaseURL.
-	PoliciesURL string
-	// Participant is this participant's ISPB (8 digits). Required.
-	Participant string
+	// BaseURL is the DICT's address (https://dict.pi.rsfn.net.br:16522),
+	// PoliciesURL that of GET /policies/ when it has its own host ("":
+	// BaseURL), Participant this participant's ISPB. BaseURL and
+	// Participant are required.
+	BaseURL, PoliciesURL, Participant string
 	// HTTPClient is the application's own client (its TLS, signing proxy,
-	// timeouts); its Transport is wrapped by a dict.Transport. Nil: a
-	// client with mutual TLS from CertFile, KeyFile and CAFile when any is
-	// set (dict.NewTLSClient), else one with a 30 s timeout.
+	// timeouts), wrapped by a dict.Transport. Nil: one with mutual TLS from
+	// CertFile, KeyFile and CAFile when any is set, else a 30 s timeout.
 	HTTPClient *http.Client
 	// CertFile and KeyFile are the PEM client certificate and key, CAFile a
 	// PEM bundle of the roots to trust; ignored with HTTPClient.
 	CertFile, KeyFile, CAFile string
-	// Signer signs write operations (dict.ClientConfig.Signer).
-	Signer dict.Signer
-	// Verifier checks the DICT's signed answers (dict.ClientConfig.Verifier).
+	// Signer signs write operations, Verifier checks the DICT's signed
+	// answers (dict.ClientConfig).
+	Signer   dict.Signer
 	Verifier dict.Verifier
 	// LearnCategory asks the DICT's GET /policies/ for the participant's
 	// category at the start of Run (reusing one learned within
 	// dict.CategoryFresh). Off, or until then, the one recorded earlier is
 	// restored and nothing is sent.
 	LearnCategory bool
-	// Simulator says the DICT is a simulator that sees no traffic but this
-	// process's (balde serve's in-process dictsim): automatic
-	// reconciliation (Jobs.DictReconcileEvery 0) stays off against it.
+	// Simulator says the DICT sees no traffic but this process's (serve's
+	// dictsim): automatic reconciliation stays off against it.
 	Simulator bool
 }
 
-// SifenConfig is how Open builds the engine's SIFEN sender (Engine.Sifen):
-// the one send path of documents, with lot polling and resolution.
+// SifenConfig is how Open builds the engine's SIFEN sender (Engine.Sifen),
+// the one send path of documents.
 type SifenConfig struct {
 	// Transport is the application's own SIFEN client (its signed SOAP
 	// client implementing sifen.SOAPServices). Nil: a *sifen.Client for
@@ -63,9 +57,8 @@ type SifenConfig struct {
 	// sifen.ProdURL); "{env}" in it becomes test or prod (the simulator's
 	// "http://127.0.0.1:8282/{env}"). "": the official endpoints.
 	BaseURL string
-	// CertFile and KeyFile are the PEM client certificate and key for
-	// mutual TLS, CAFile a PEM bundle of the roots to trust; ignored with
-	// Transport.
+	// CertFile and KeyFile are the PEM client certificate and key, CAFile a
+	// PEM bundle of the roots to trust; ignored with Transport.
 	CertFile, KeyFile, CAFile string
 	// RemoteBlock and RemoteBlockMax shape the local block after a 0301
 	// (sifen.SenderConfig; zero: sifen.DefaultRemoteBlock and
@@ -89,16 +82,11 @@ func dictHTTPClient(cfg DictConfig) (*http.Client, error) {
 	return dict.NewTLSClient(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
 }
 
-// newDictClient returns the DICT client of cfg over the engine's limiter,
-// catalog and lookup records, logging to the engine's logger, its catalog
-// set to the participant's category recorded in the database (Run learns
-// it from the DICT when cfg.LearnCategory). Against a loopback address (a
+// newDictClient returns the DICT client of cfg, its catalog set to the
+// category recorded in the database. Against a loopback address (a
 // simulator) a payment credit also notifies the simulator (/sim/payments).
 func (e *Engine) newDictClient(ctx context.Context, cfg DictConfig) (*dict.Client, error) {
-	httpClient, err := dictHTTPClient(cfg)
-	if err != nil {
-		return nil, &ConfigError{"Dict", fmt.Errorf("TLS: %w", err)}
-	}
+	httpClient, _ := dictHTTPClient(cfg) // checked by checkDict
 	cc := dict.ClientConfig{
 		BaseURL: cfg.BaseURL, PoliciesURL: cfg.PoliciesURL, Participant: cfg.Participant,
 		Limiter: e.limiter, Catalog: e.catalog, Records: e.records,
@@ -119,8 +107,7 @@ func (e *Engine) newDictClient(ctx context.Context, cfg DictConfig) (*dict.Clien
 
 // learnCategory sets the catalog's category from the DICT's GET /policies/
 // (or the one learned within dict.CategoryFresh). A DICT that cannot be
-// asked is logged and leaves the category as it is; only a database that
-// cannot answer is an error (throttle.ErrStoreUnavailable).
+// asked is logged; only a database that cannot answer is an error.
 func (e *Engine) learnCategory(ctx context.Context, client *dict.Client) error {
 	learned, err := client.LearnCategory(ctx, dict.CategoryFresh)
 	switch {
@@ -135,8 +122,7 @@ func (e *Engine) learnCategory(ctx context.Context, client *dict.Client) error {
 	return nil
 }
 
-// isLoopbackHost reports whether host is a loopback address, where the
-// simulators listen.
+// isLoopbackHost reports whether host is a loopback address.
 func isLoopbackHost(host string) bool {
 	if host == "localhost" {
 		return true

@@ -1,21 +1,16 @@
 // Package balde is the engine's face: Open builds the throttle from a
 // Config (the SQL store on its own database or the application's pool,
 // group commit, the limiter with the DICT and SIFEN policies, the inbound
-// limiter, the DICT client and the SIFEN sender), Run does its background
-// work (lot polling, resolution, re-grading, reconciliation, pruning, the
-// database watch), and Close takes it down in the right order. The
-// handlers an application mounts come from the Engine: the admin pages
-// (NewServer), the gateways (DictGateway, SifenGateway) and the probes
-// with /metrics (OpsHandler); Serve runs one on an address with the jobs.
+// limiter, the DICT client, the SIFEN sender), Run does its background
+// work and Close takes it down in order. The handlers an application
+// mounts come from the Engine: the admin pages (NewServer), the gateways
+// (DictGateway, SifenGateway), the probes and /metrics (OpsHandler); Serve
+// runs one on an address with the jobs.
 //
-// The database driver registers where the application chooses it, as
-// database/sql's do: a blank import of
-// github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver or
-// .../pgxdriver links that engine alone (docs/decisions/0129).
-//
-// The parts stay usable one by one (throttle, throttle/sqlstore, dict,
-// sifen, web); this package is the wiring every user would otherwise copy.
-// The balde binary reads its settings in internal/settings and calls it.
+// The driver registers where the application chooses it, as database/sql's
+// do: a blank import of throttle/sqlstore/sqlitedriver or .../pgxdriver
+// links that engine alone (docs/decisions/0129). The parts stay usable one
+// by one (throttle, throttle/sqlstore, dict, sifen, web).
 package balde
 
 import (
@@ -49,79 +44,69 @@ type Config struct {
 	DB string
 	// SQLDB is the application's own pool, used instead of DB
 	// (sqlstore.OpenDB: on SQLite open it with sqlstore.SQLiteDSN; on
-	// PostgreSQL it must be pgx's). Close leaves it open. Dialect names its
-	// database: sqlstore.SQLite or sqlstore.Postgres (required with SQLDB;
-	// a DSN says it itself).
+	// PostgreSQL it must be pgx's); Close leaves it open. Dialect names its
+	// engine, sqlstore.SQLite or sqlstore.Postgres (with SQLDB only).
 	SQLDB   *sql.DB
 	Dialect sqlstore.Engine
-	// Migrate applies balde's pending migrations at Open. They keep their
-	// versions in balde_schema_migrations and their tables are named
-	// balde_*, beside the application's own.
+	// Migrate applies balde's pending migrations at Open (tables balde_*,
+	// versions in balde_schema_migrations, beside the application's own).
 	Migrate bool
-
-	// Clock is the engine's time (store, limiter, SIFEN sender). Nil: the
-	// system clock.
+	// Clock is the engine's time (nil: the system clock).
 	Clock throttle.Clock
 	// DisableGroupCommit decides each decision in a transaction of its
 	// own. By default the concurrent decisions of the process share
 	// transactions (group commit: one writer on SQLite, two on PostgreSQL).
 	DisableGroupCommit bool
-	// Ledger is how routine takes are written (throttle.LedgerEvery, the
-	// zero value, writes every one).
-	Ledger throttle.LedgerGranularity
-	// Thresholds grade severity; zero: throttle's defaults.
-	Thresholds throttle.Thresholds
-	// AlertWebhook, when set, receives severity changes as JSON.
+	// Ledger is how routine takes are written (zero: one row each),
+	// Thresholds grade severity (zero: throttle's), AlertWebhook receives
+	// severity changes as JSON.
+	Ledger       throttle.LedgerGranularity
+	Thresholds   throttle.Thresholds
 	AlertWebhook string
 
-	// DictEnv is the DICT environment of the catalog's keys ("" is dict's
-	// default). DictCategory is the participant's category (A–H; "" keeps
-	// the catalog's default), PolicyFile a DICT policy file that overrides
-	// the catalog (dict.Catalog.LoadFile).
+	// DictEnv is the env of the DICT catalog's keys ("": dict.DefaultEnv),
+	// DictCategory the participant's category until learned (A–H; "": the
+	// strictest), PolicyFile a policy file over the catalog
+	// (dict.Catalog.LoadFile).
 	DictEnv, DictCategory, PolicyFile string
-	// SifenPolicy configures the SIFEN lot policies (zero: SIFEN's
-	// defaults).
+	// SifenPolicy configures the SIFEN lot policies (zero: SIFEN's).
 	SifenPolicy sifen.PolicyConfig
 
-	// Dict, when set, builds the DICT client (Engine.Dict) and Run's DICT
-	// reconciliation.
-	Dict *DictConfig
-	// Sifen, when set, builds the SIFEN sender (Engine.Sifen) and Run's
-	// lot polling and resolution.
+	// Dict and Sifen, when set, build the DICT client (Engine.Dict, Run's
+	// reconciliation, DictGateway) and the SIFEN sender (Engine.Sifen,
+	// Run's lot polling and resolution, SifenGateway).
+	Dict  *DictConfig
 	Sifen *SifenConfig
 	// Jobs are the periods of Run's background work (zero: the defaults).
 	Jobs Jobs
 
-	// Inbound, when set, builds the inbound limiter (Engine.Inbound): its
-	// policies join the resolvers and it decides through a limiter of its
-	// own that writes no ledger rows for routine requests.
+	// Inbound, when set, builds the inbound limiter (Engine.Inbound), a
+	// limiter of its own that writes no ledger rows for routine requests.
 	Inbound *web.InboundConfig
 
-	// Resolvers come before the DICT and SIFEN catalogs in the limiter's
-	// chain (an application's own policies).
+	// Resolvers (the application's own policies) come before the DICT and
+	// SIFEN catalogs in the limiter's chain.
 	Resolvers throttle.Resolvers
-	// Observer receives the limiters' measurements; give it a
-	// web.Metrics to serve them at /metrics (Engine.NewServer does) or to
-	// register in the application's Prometheus registry (its bucket
-	// gauges then count the engine's buckets at each scrape).
+	// Observer receives the limiters' measurements: a web.Metrics is
+	// served at /metrics by NewServer and OpsHandler, or registered in the
+	// application's Prometheus registry (its bucket gauges count the
+	// engine's buckets at each scrape).
 	Observer throttle.Observer
-	// Logger receives everything every part logs (store, limiters,
-	// webhook, DICT client, SIFEN sender, web server, Run's jobs). Nil
+	// Logger receives everything every part logs (Engine.Logger). Nil
 	// discards; slog.Default() is never written to.
 	Logger *slog.Logger
-	// LogSeverity logs every severity change (a bucket emptying, its
-	// recovery) to Logger at Warn/Info (throttle.SlogNotifier). Off by
-	// default: an application's own policies may empty by design; balde
-	// serve turns it on.
+	// LogSeverity logs every severity change to Logger at Warn/Info
+	// (throttle.SlogNotifier). Off by default: an application's own
+	// policies may empty by design; balde serve turns it on.
 	LogSeverity bool
 }
 
-// ConfigError is a setting of Config that Open refused before touching
-// any database.
+// ConfigError is a setting of Config that Open (or a handler of the
+// Engine) refused before touching any database.
 type ConfigError struct {
 	// Setting is the field of Config: "DB", "Dialect", "DictCategory",
-	// "PolicyFile", "SifenPolicy", "Dict", "Sifen", "Inbound" or "Limiter"
-	// (thresholds and the like).
+	// "PolicyFile", "SifenPolicy", "Thresholds", "Dict", "Sifen", "Inbound"
+	// or "Limiter".
 	Setting string
 	Err     error
 }
@@ -129,8 +114,7 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return fmt.Sprintf("balde: %s: %v", e.Setting, e.Err) }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Engine is the assembled throttle. Its parts are safe for concurrent use;
-// Close ends them.
+// Engine is the assembled throttle; its parts are safe for concurrent use.
 type Engine struct {
 	store    *sqlstore.Store
 	group    *throttle.GroupCommit // nil when group commit is off
@@ -144,9 +128,7 @@ type Engine struct {
 	observer throttle.Observer
 	logger   *slog.Logger
 
-	// inboundGroup is the inbound limiter's group commit on PostgreSQL
-	// (see inboundStore); nil otherwise.
-	inboundGroup *throttle.GroupCommit
+	inboundGroup *throttle.GroupCommit // the inbound limiter's (inboundStore)
 
 	dict        *dict.Client  // nil without Config.Dict
 	dictConfig  DictConfig    // Config.Dict (Run, DictGateway)
@@ -159,12 +141,11 @@ type Engine struct {
 }
 
 // Open builds the engine: it checks the configuration (a *ConfigError
-// before any database is touched), opens the store (applying pending
-// migrations when asked), starts group commit, builds the limiter over
-// the application's resolvers, the DICT catalog and the SIFEN policies,
-// then the DICT client (the participant's category restored from the
-// database) and the SIFEN sender when configured. Nothing is sent to the
-// DICT or SIFEN, and no background work starts, before Run.
+// before any database is touched), opens the store (migrating it when
+// asked), starts group commit, builds the limiter over the application's
+// resolvers, the DICT catalog and the SIFEN policies, then the DICT client
+// (its category restored from the database) and the SIFEN sender when
+// configured. Nothing is sent, and no background work starts, before Run.
 func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	catalog := dict.NewCatalog(cfg.DictEnv)
 	if cfg.DictCategory != "" {
@@ -247,7 +228,13 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		}
 	}()
 	if !cfg.DisableGroupCommit {
-		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: groupCommitWriters(store.Engine())})
+		// One writer per SQLite database; on PostgreSQL two overlap one
+		// batch's round trips with another's commit (docs/decisions/0035).
+		writers := 1
+		if engine == sqlstore.Postgres {
+			writers = 2
+		}
+		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers})
 	}
 	var notifiers throttle.Notifiers
 	if cfg.LogSeverity {
@@ -319,29 +306,13 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	return e, nil
 }
 
-// groupCommitWriters is the number of group-commit writers: one per
-// SQLite database; two on PostgreSQL overlap one batch's round trips with
-// another's commit (docs/decisions/0035).
-func groupCommitWriters(engine sqlstore.Engine) int {
-	if engine == sqlstore.Postgres {
-		return 2
-	}
-	return 1
-}
-
 // Store is the SQL store (for its own tables' neighbours: dictsql.Records,
 // the SIFEN documents).
 func (e *Engine) Store() *sqlstore.Store { return e.store }
 
-// Logger is Config.Logger (a logger that discards when it was nil): what
-// every part the engine builds logs to, and what a part an application
-// builds beside them (its own dict.Transport, say) should log to.
+// Logger is Config.Logger (one that discards when it was nil), for a part
+// an application builds beside the engine's (its own dict.Transport).
 func (e *Engine) Logger() *slog.Logger { return e.logger }
-
-// inboundGroupCommitWriters is the inbound limiter's on PostgreSQL: a
-// second writer did not decide faster in BenchmarkInbound and raced the
-// first on the same keys and pages (docs/decisions/0116).
-const inboundGroupCommitWriters = 1
 
 // throttleStore is what limiters of this process decide through: group
 // commit when it is on, the store otherwise.
@@ -352,13 +323,10 @@ func (e *Engine) throttleStore() throttle.Store {
 	return e.store
 }
 
-// inboundStore is what the inbound limiter decides through. On PostgreSQL
-// it is the store's NonDurable view (commits that do not wait for the
-// disk: a decision about a request to the application's own API may be
-// lost in a crash of the database server, docs/decisions/0111), with
-// group commit of its own when group commit is on, so that no batch mixes
-// them with the durable DICT and SIFEN decisions. On SQLite NonDurable is
-// the store itself, and its decisions share the one writer of the file.
+// inboundStore is what the inbound limiter decides through: on PostgreSQL
+// the store's NonDurable view (docs/decisions/0111), with group commit of
+// its own when on, so that no batch mixes its commits with the durable
+// ones; on SQLite the one writer of the file.
 func (e *Engine) inboundStore(group bool) throttle.Store {
 	if e.store.Engine() != sqlstore.Postgres {
 		return e.throttleStore()
@@ -366,7 +334,9 @@ func (e *Engine) inboundStore(group bool) throttle.Store {
 	if !group {
 		return e.store.NonDurable()
 	}
-	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: inboundGroupCommitWriters})
+	// One writer: a second did not decide faster in BenchmarkInbound and
+	// raced the first on the same keys and pages (docs/decisions/0116).
+	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: 1})
 	return e.inboundGroup
 }
 
@@ -396,8 +366,8 @@ func (e *Engine) DictCatalog() *dict.Catalog { return e.catalog }
 func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 
 // Audit is the operators' audit trail (table balde_audit): the admin
-// pages of NewServer record their resets, sends and lookups in it, and an
-// application or command records its own operator actions there too.
+// pages record their resets, sends and lookups in it, an application its
+// own operator actions.
 func (e *Engine) Audit() *auditsql.Store { return e.audit }
 
 // policyNames lists the inbound, DICT and SIFEN policies, for the filters
@@ -436,13 +406,12 @@ func (e *Engine) CheckHealth(ctx context.Context) error {
 	return nil
 }
 
-// NewServer returns a web.Server over the engine: its limiter, inbound
-// limiter, policy names, DICT scopes and summary panels (DICT category
-// of participant, anti-scan monitors, SIFEN documents), health check,
-// logger, the DICT client and the SIFEN sender when configured, and the
-// Observer as its metrics when it is a *web.Metrics. Set the admin
-// credential (or Authenticate), then Open it on an address of its own or
-// mount its Handler in the application's router.
+// NewServer returns the admin pages' web.Server over the engine's parts
+// (limiters, reader, audit trail, health check, logger, the DICT client and
+// the SIFEN sender, the Observer as its metrics when it is a *web.Metrics)
+// with participant's DICT category among its panels. Set the admin
+// credential (or Authenticate), then mount its Handler in the
+// application's router, or Serve it.
 func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
 	s.Limiter = e.limiter
@@ -471,8 +440,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 }
 
 // Close writes the refusals answered from memory, stops group commit and
-// the webhook, and closes the store (a pool of Config.SQLDB stays open), in
-// that order: each step may still need the next.
+// the webhook, and closes the store (not Config.SQLDB), in that order.
 func (e *Engine) Close(ctx context.Context) error {
 	var errs []error
 	ctx = context.WithoutCancel(ctx)

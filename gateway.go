@@ -8,14 +8,12 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// DictGateway is the DICT API (/api/v2/…, and the payment credit
-// endpoint) proxied to Config.Dict's BaseURL (GET /policies/ to its
-// PoliciesURL) through the engine's DICT client's meter, with the
-// client's HTTP transport (its mutual TLS): web.DictGateway for
-// Config.Dict's participant. It serves the gateway's routes and nothing
-// else: limit its clients with Inbound().Middleware, and mount OpsHandler
-// beside it for /metrics and the probes. The engine must have been opened
-// with Config.Dict (a *ConfigError otherwise).
+// DictGateway is web.DictGateway for Config.Dict: the DICT API proxied to
+// its BaseURL (GET /policies/ to its PoliciesURL) with its HTTP transport
+// and participant, through the engine's DICT client's meter. It serves the
+// gateway's routes and nothing else: limit its clients with
+// Inbound().Middleware, mount OpsHandler beside it for /metrics and the
+// probes. Without Config.Dict it is a *ConfigError.
 func (e *Engine) DictGateway() (http.Handler, error) {
 	if e.dict == nil {
 		return nil, &ConfigError{Setting: "Dict", Err: errors.New("the engine has no DICT client (Config.Dict)")}
@@ -37,14 +35,11 @@ func (e *Engine) DictGateway() (http.Handler, error) {
 }
 
 // SifenGateway is web.SifenGateway over the engine's SIFEN sender (its RUC
-// gates shared through the database with serve and sifen-send) and
-// Config.Sifen's client: cfg.Sender is the engine's when nil, cfg.Client
-// the engine's *sifen.Client when nil, cfg.Logger the engine's logger's
-// "gateway" group. It serves the gateway's routes and nothing else (see
-// DictGateway). A request held for its RUC's interval may answer after
-// web.NewHTTPServer's write timeout: its own write deadline is moved to
-// the end of its hold. A configuration web refuses, or an engine without
-// a sender, is a *ConfigError.
+// gates shared through the database) with cfg's Sender, Client and Logger
+// the engine's when nil. It serves the gateway's routes and nothing else
+// (see DictGateway). A request held for its RUC's interval moves its write
+// deadline (web.NewHTTPServer's is 60 s) to the end of its hold. Without
+// Config.Sifen, or with a cfg web refuses, it is a *ConfigError.
 func (e *Engine) SifenGateway(cfg web.SifenGatewayConfig) (http.Handler, error) {
 	if cfg.Sender == nil {
 		cfg.Sender = e.sender

@@ -19,11 +19,9 @@ const Off time.Duration = -1
 // part is not configured (no Config.Sifen, no Config.Dict) do not run.
 type Jobs struct {
 	// SifenPollEvery: lot results (sifen.Sender.RunPoll); documents move
-	// from sent to approved or rejected.
-	SifenPollEvery time.Duration
-	// SifenResolveEvery: documents left in "sending" (sifen.Sender.Resolve),
-	// also once at start.
-	SifenResolveEvery time.Duration
+	// from sent to approved or rejected. SifenResolveEvery: documents left
+	// in "sending" (sifen.Sender.Resolve), also once at start.
+	SifenPollEvery, SifenResolveEvery time.Duration
 	// SeverityEvery: stored severities graded again (Limiter.Reevaluate),
 	// also once at start.
 	SeverityEvery time.Duration
@@ -44,17 +42,13 @@ type Jobs struct {
 	DatabaseWatchEvery time.Duration
 }
 
-// DefaultJobs are the periods a zero period of Jobs stands for: the one
-// place each default is written.
+// DefaultJobs are the periods a zero period of Jobs stands for.
 func DefaultJobs() Jobs {
 	return Jobs{
-		// Each lot is queried only when its query is due (10 min after the
-		// send, then every 10 min: a schedule of the lot), so a short period
-		// costs only one read of the lots.
+		// A lot is queried only when due (its schedule): a poll is a read.
 		SifenPollEvery:    30 * time.Second,
 		SifenResolveEvery: 10 * time.Minute,
-		// A bucket refilled while nobody sends gets its recovery (log,
-		// webhook "resolved", metric) within this time.
+		// A bucket refilled while nobody sends recovers within this time.
 		SeverityEvery: 15 * time.Second,
 		// Against a real DICT: POLICIES_LIST allows 6 a minute.
 		DictReconcileEvery: time.Minute,
@@ -75,29 +69,20 @@ func period(every, def time.Duration) time.Duration {
 	return every
 }
 
-// Run does the background work of the engine until ctx ends, each job
-// with its period from Config.Jobs, logging to Config.Logger:
-//
-//   - at start, with Config.Dict and its LearnCategory: the participant's
-//     category learned from the DICT (a DICT that cannot be asked is
-//     logged; the strictest category applies meanwhile);
-//   - at start, with Config.Sifen: the interval between lots shared with
-//     the database (sifen.Sender.ShareInterval; a difference is logged),
-//     then the documents left in "sending" settled (Resolve);
-//   - at start and then every SeverityEvery: severities graded again;
-//   - with Config.Sifen: lot results polled (RunPoll) and documents left in
-//     "sending" settled (Resolve);
-//   - with Config.Dict: reconciliation with the DICT (RunReconcile);
-//   - the retention applied (Prune);
-//   - a SQLite file deleted or replaced under the process reported.
-//
-// This is everything balde serve runs in the background. Started is closed
-// once the start work is done (a process that must not serve before it
-// waits for it). A failure of a job is logged and retried at its next
+// Run does the background work of the engine, everything balde serve runs
+// in the background, until ctx ends; each job has its period from
+// Config.Jobs and logs to Config.Logger. At start: the DICT category
+// learned (Config.Dict with LearnCategory; a DICT that cannot be asked is
+// logged and the strictest category applies), the interval between SIFEN
+// lots shared with the database (ShareInterval) and the documents a
+// crashed send left in "sending" settled (Config.Sifen), then Started is
+// closed. Then: severities graded again (also at once), SIFEN lot results
+// polled and "sending" documents settled, the DICT reconciled, the
+// retention applied, and a SQLite file deleted or replaced under the
+// process reported. A failed job is logged and tried again at its next
 // period; Run returns an error only when the start work cannot be done
-// (the database cannot answer), and nil once ctx ends and
-// every job has stopped. Call it once; cancel ctx and wait for Run to
-// return before Close.
+// (the database cannot answer), and nil once ctx ends and every job has
+// stopped. Call it once; let it return before Close.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("balde: Engine.Run called twice")
@@ -121,41 +106,33 @@ func (e *Engine) Run(ctx context.Context) error {
 		for _, n := range notes {
 			log.Warn(n)
 		}
-		// Before anything sends: documents a crashed send left in
-		// "sending" are settled by asking SIFEN, or stay (and are logged).
-		e.resolveSifen(ctx)
+		e.resolveSifen(ctx) // before anything sends
 	}
 	close(e.started)
 
 	var wg sync.WaitGroup
-	if every := period(jobs.SeverityEvery, def.SeverityEvery); every > 0 {
-		wg.Go(func() {
-			// A fresh limiter grades every row again at once: the policies
-			// may differ from the last process's (Limiter.Regrade).
-			e.reevaluate(ctx)
-			everyTick(ctx, every, func() { e.reevaluate(ctx) })
-		})
-	}
-	if e.sender != nil {
-		if every := period(jobs.SifenPollEvery, def.SifenPollEvery); every > 0 {
-			wg.Go(func() { e.sender.RunPoll(ctx, every, e.reportPoll(ctx)) })
-		}
-		if every := period(jobs.SifenResolveEvery, def.SifenResolveEvery); every > 0 {
-			wg.Go(func() { everyTick(ctx, every, func() { e.resolveSifen(ctx) }) })
+	// job runs fn(period) on a goroutine of its own when on and not Off.
+	job := func(on bool, every, def time.Duration, fn func(time.Duration)) {
+		if every = period(every, def); on && every > 0 {
+			wg.Go(func() { fn(every) })
 		}
 	}
-	if e.dict != nil {
-		if every := period(jobs.DictReconcileEvery, def.DictReconcileEvery); every > 0 {
-			log.Info("DICT reconciliation on", slog.Duration("every", every))
-			wg.Go(func() { _ = e.dict.RunReconcile(ctx, every, nil) })
-		}
-	}
-	if every := period(jobs.PruneEvery, def.PruneEvery); every > 0 {
-		wg.Go(func() { everyTick(ctx, every, func() { e.prune(ctx, jobs.Retention) }) })
-	}
-	if every := period(jobs.DatabaseWatchEvery, def.DatabaseWatchEvery); every > 0 {
-		wg.Go(func() { e.watchDatabase(ctx, every) })
-	}
+	job(true, jobs.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
+		// A fresh limiter grades every row again at once: the policies
+		// may differ from the last process's (Limiter.Regrade).
+		e.reevaluate(ctx)
+		everyTick(ctx, d, func() { e.reevaluate(ctx) })
+	})
+	job(e.sender != nil, jobs.SifenPollEvery, def.SifenPollEvery, func(d time.Duration) { e.sender.RunPoll(ctx, d, e.reportPoll(ctx)) })
+	job(e.sender != nil, jobs.SifenResolveEvery, def.SifenResolveEvery, func(d time.Duration) {
+		everyTick(ctx, d, func() { e.resolveSifen(ctx) })
+	})
+	job(e.dict != nil, jobs.DictReconcileEvery, def.DictReconcileEvery, func(d time.Duration) {
+		log.Info("DICT reconciliation on", slog.Duration("every", d))
+		_ = e.dict.RunReconcile(ctx, d, nil)
+	})
+	job(true, jobs.PruneEvery, def.PruneEvery, func(d time.Duration) { everyTick(ctx, d, func() { e.prune(ctx, jobs.Retention) }) })
+	job(true, jobs.DatabaseWatchEvery, def.DatabaseWatchEvery, func(d time.Duration) { e.watchDatabase(ctx, d) })
 	<-ctx.Done()
 	wg.Wait()
 	return nil
@@ -174,9 +151,8 @@ func (e *Engine) reevaluate(ctx context.Context) {
 	}
 }
 
-// resolveSifen settles the SIFEN documents left in "sending" whose claim
-// is old enough (sifen.Sender.Resolve); what it cannot settle now (SIFEN
-// unreachable) stays, is logged, and is tried again at the next period.
+// resolveSifen settles the SIFEN documents left in "sending"
+// (sifen.Sender.Resolve); what it cannot settle now is logged.
 func (e *Engine) resolveSifen(ctx context.Context) {
 	resolved, err := e.sender.Resolve(ctx)
 	for _, r := range resolved {
@@ -210,11 +186,10 @@ func (e *Engine) prune(ctx context.Context, retention time.Duration) {
 	e.logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups), slog.Int64("audit_rows", res.AuditRows))
 }
 
-// watchDatabase checks every period until ctx ends that the store's SQLite
-// file is still the one it opened, and logs at error level, at every
-// check, while it is not: the file was deleted or replaced under the
-// process, whose writes now go to a file nobody will find again.
-// Readiness fails meanwhile (CheckHealth checks the same).
+// watchDatabase logs at error level, every period, while the store's
+// SQLite file is not the one it opened (deleted or replaced under the
+// process: its writes go to a file nobody will find). CheckHealth fails
+// meanwhile.
 func (e *Engine) watchDatabase(ctx context.Context, every time.Duration) {
 	everyTick(ctx, every, func() {
 		if err := e.store.CheckIdentity(); err != nil {
@@ -224,8 +199,7 @@ func (e *Engine) watchDatabase(ctx context.Context, every time.Duration) {
 	})
 }
 
-// everyTick runs fn once every period, the first time one period from now,
-// until ctx ends.
+// everyTick runs fn every period, the first one from now, until ctx ends.
 func everyTick(ctx context.Context, every time.Duration, fn func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()

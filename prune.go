@@ -9,22 +9,18 @@ import (
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
-// PruneResult counts what Engine.Prune removed.
+// PruneResult counts what Engine.Prune removed: ledger rows, idle
+// buckets, DICT lookup records and audit trail entries older than Before.
 type PruneResult struct {
 	throttle.PruneResult
-	// Before: rows older than this were removed.
-	Before time.Time
-	// DictLookups is the number of DICT lookup records removed.
-	DictLookups int64
-	// AuditRows is the number of audit trail entries removed.
-	AuditRows int64
+	Before                 time.Time
+	DictLookups, AuditRows int64
 }
 
 // Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
-// the DICT lookups and the audit trail, and removes idle buckets (unless opts says
-// SkipBuckets), each in bounded batches (opts.Batch rows; 0: 1000), so that
-// it can run while decisions go on. An application embedding balde calls
-// it periodically, as balde serve does every 10 minutes.
+// the DICT lookups and the audit trail, and removes idle buckets (unless
+// opts.SkipBuckets), in bounded batches (opts.Batch rows; 0: 1000) so that
+// decisions go on meanwhile. Run calls it every Jobs.PruneEvery.
 func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
 	res := e.pruneResult(opts)
 	var err error
@@ -36,34 +32,28 @@ func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneRe
 	if batch <= 0 {
 		batch = 1000
 	}
-	for {
-		n, err := e.records.PruneLookups(ctx, res.Before, batch)
-		res.DictLookups += n
-		if err != nil {
-			return res, err
+	drain := func(prune func(context.Context, time.Time, int) (int64, error), removed *int64) error {
+		for {
+			n, err := prune(ctx, res.Before, batch)
+			*removed += n
+			if err != nil || n < int64(batch) {
+				return err
+			}
 		}
-		if n < int64(batch) {
-			break
-		}
+	}
+	if err := drain(e.records.PruneLookups, &res.DictLookups); err != nil {
+		return res, err
 	}
 	// Audit entries by their own time (decision 0076), under the same
 	// retention: they name the operators.
-	for {
-		n, err := e.audit.Prune(ctx, res.Before, batch)
-		res.AuditRows += n
-		if err != nil || n < int64(batch) {
-			return res, err
-		}
-	}
+	return res, drain(e.audit.Prune, &res.AuditRows)
 }
 
 // CountPrune counts, removing nothing, what Prune with the same options
-// would remove now: ledger rows older than the retention (an aggregated
-// row is one row, whatever takes it stands for), DICT lookups and audit
-// entries older than it, and (unless opts.SkipBuckets) the stored buckets that are idle now —
-// full, nothing held, no cooldown or block — and whose ledger has no row
-// within the retention (Prune keeps those, so that their ledger stays in
-// view). opts.Batch is ignored. It is "balde prune --dry-run".
+// would remove now ("balde prune --dry-run"): ledger rows (an aggregated
+// row is one), DICT lookups and audit entries older than the retention,
+// and (unless opts.SkipBuckets) the buckets idle now — full, nothing held,
+// no cooldown or block — with no ledger row within the retention.
 func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
 	res := e.pruneResult(opts)
 	db := e.store.ReadDB()

@@ -12,13 +12,10 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// OpsHandler serves the engine's probes and metrics and nothing else:
-// /metrics (with the Go and process collectors, for a process of its own;
-// a bearer token when metricsToken is set), /healthz (the database
-// answers a write and its schema is current), /readyz and /livez. Any other
-// path is 404. An application mounts it where it likes (mux.Handle for
-// each path, or under a prefix with http.StripPrefix); balde gateway
-// mounts it beside the gateway.
+// OpsHandler serves /metrics (with the Go and process collectors; a bearer
+// token when metricsToken is set), /healthz (CheckHealth), /readyz and
+// /livez, and answers 404 to any other path: for an application to mount
+// where it likes; balde gateway mounts it beside the gateway.
 func (e *Engine) OpsHandler(metricsToken string) (http.Handler, error) {
 	s := e.NewServer("")
 	s.MetricsToken = metricsToken
@@ -36,17 +33,12 @@ func (e *Engine) OpsHandler(metricsToken string) (http.Handler, error) {
 	return mux, nil
 }
 
-// serveShutdownTimeout is how long Engine.Serve waits for requests in
-// flight once ctx ends.
-const serveShutdownTimeout = 10 * time.Second
-
-// Serve runs the engine's background jobs (Run, returning once their start
-// work is done), then serves h on addr (HOST:PORT; port 0 picks a free one)
-// with web.NewHTTPServer's timeouts until ctx ends (nil), the jobs stop on
-// their own or the server fails (their error); then it shuts the server
-// down (waiting up to 10 s for requests in flight) and stops the jobs.
-// listening, when set, is told the address once the listener is open. It
-// does not close the engine. balde serve and balde gateway are Serve.
+// Serve runs the engine's jobs (Run) and, once their start work is done,
+// serves h on addr (port 0: a free one) with web.NewHTTPServer until ctx
+// ends (nil), the jobs stop on their own or the server fails (their
+// error); then it shuts down, waiting up to 10 s for requests in flight.
+// listening, when set, gets the address once the listener is open. balde
+// serve and balde gateway are Serve; it does not close the engine.
 func (e *Engine) Serve(ctx context.Context, addr string, h http.Handler, listening func(addr string)) (err error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -57,9 +49,7 @@ func (e *Engine) Serve(ctx context.Context, addr string, h http.Handler, listeni
 	case err := <-ran: // the start work failed
 		return err
 	}
-	// The jobs stop with ctx; their error is Serve's unless Serve failed
-	// first.
-	defer func() {
+	defer func() { // the jobs stop with ctx
 		stop()
 		if runErr, ok := <-ran; ok {
 			err = errors.Join(err, runErr)
@@ -82,7 +72,7 @@ func (e *Engine) Serve(ctx context.Context, addr string, h http.Handler, listeni
 	case err = <-served:
 	}
 	e.logger.Info("shutting down", slog.String("addr", ln.Addr().String()))
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err = errors.Join(err, srv.Shutdown(shutdownCtx)); errors.Is(err, http.ErrServerClosed) {
 		err = nil

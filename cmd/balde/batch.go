@@ -64,6 +64,3 @@ func batchExit(cmd string, s report.Summary, tr *i18n.Printer) error {
 	}
 	return nil
 }
-
-// writeJSONLine is report.WriteJSONLine.
-var writeJSONLine = report.WriteJSONLine

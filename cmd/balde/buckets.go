@@ -238,7 +238,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 	if b.json {
 		out := web.NewAPIBucketList(page.States, b.scope)
 		out.Next, out.Partial = page.Next, page.Partial
-		writeJSONLine(b.m.Stdout, out)
+		report.WriteJSONLine(b.m.Stdout, out)
 		return nil
 	}
 	return report.WriteBuckets(b.m.Stdout, b.tr, page, b.wide, b.scope)
@@ -259,7 +259,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		return err
 	}
 	if b.json {
-		writeJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
+		report.WriteJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
 		return nil
 	}
 	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
@@ -299,7 +299,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if b.json {
-		writeJSONLine(b.m.Stdout, struct {
+		report.WriteJSONLine(b.m.Stdout, struct {
 			Bucket       web.APIBucket `json:"bucket"`
 			TokensBefore int64         `json:"tokens_before"`
 			Actor        string        `json:"actor"`

@@ -69,7 +69,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	rec := report.NewPruneRecord(res, *skipBuckets, *dryRun)
 	if *jsonOut {
-		writeJSONLine(m.Stdout, rec)
+		report.WriteJSONLine(m.Stdout, rec)
 	} else {
 		report.WritePrune(m.Stdout, m.printer(), rec, retention)
 	}

@@ -2,7 +2,6 @@ package balde_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -11,27 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/web"
 )
-
-func TestCheckDatabase(t *testing.T) {
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "missing.db")
-	err := balde.CheckDatabase("sqlite://" + missing)
-	require.ErrorIs(t, err, balde.ErrNoDatabase)
-	require.ErrorContains(t, err, missing)
-	_, statErr := os.Stat(missing)
-	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing created")
-
-	present := filepath.Join(dir, "balde.db")
-	require.NoError(t, os.WriteFile(present, nil, 0o600))
-	require.NoError(t, balde.CheckDatabase("sqlite://"+present))
-	require.NoError(t, balde.CheckDatabase("postgres://balde@db.invalid/balde"), "PostgreSQL is not checked")
-	require.NoError(t, balde.CheckDatabase("sqlite://:memory:"))
-	require.Error(t, balde.CheckDatabase("mysql://nope"))
-}
 
 // A tool that does not ask the DICT grades the categorised buckets with
 // the category recorded for its participant, and leaves the configured
@@ -54,14 +38,17 @@ func TestRestoreDictCategory(t *testing.T) {
 	})
 }
 
-func TestAdminPolicyNames(t *testing.T) {
+// PolicyNames lists every policy whose buckets an operator may see, once
+// each and sorted: the DICT's, SIFEN's and the inbound limiter's even
+// without an inbound limiter in this engine.
+func TestPolicyNames(t *testing.T) {
 	eng, err := balde.Open(context.Background(), balde.Config{DB: "sqlite://" + filepath.Join(t.TempDir(), "b.db"), Migrate: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, eng.Close(context.Background())) })
-	names := eng.AdminPolicyNames()
+	names := eng.PolicyNames()
 	require.True(t, slices.IsSorted(names))
 	require.Len(t, slices.Compact(slices.Clone(names)), len(names), "each name once")
-	for _, n := range append(eng.PolicyNames(), web.InboundPolicyNames()...) {
+	for _, n := range append([]string{dict.PolicyEntriesReadUserAntiscan, sifen.PolicyRecepcionLote}, web.InboundPolicyNames()...) {
 		require.Contains(t, names, n)
 	}
 }

@@ -13,49 +13,41 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// DictConfig is how Open builds the engine's DICT client (Engine.Dict):
-// the throttled client of every DICT call balde makes (lookups, payment
-// credits, reconciliation), over the engine's limiter, catalog and lookup
-// records.
+// DictConfig is how Open builds the engine's DICT client (Engine.Dict),
+// the throttled client of every DICT call balde makes, over the engine's
+// limiter, catalog and lookup records.
 type DictConfig struct {
-	// BaseURL is the DICT's address, e.g. https://dict.pi.rsfn.net.br:16522.
-	// Required.
-	BaseURL string
-	// PoliciesURL is the base URL of GET /policies/ when it lives on its own
-	// host (dict-ratelimit… in the public spec); "" is BaseURL.
-	PoliciesURL string
-	// Participant is this participant's ISPB (8 digits). Required.
-	Participant string
+	// BaseURL is the DICT's address (https://dict.pi.rsfn.net.br:16522),
+	// PoliciesURL that of GET /policies/ when it has its own host ("":
+	// BaseURL), Participant this participant's ISPB. BaseURL and
+	// Participant are required.
+	BaseURL, PoliciesURL, Participant string
 	// HTTPClient is the application's own client (its TLS, signing proxy,
-	// timeouts); its Transport is wrapped by a dict.Transport. Nil: a
-	// client with mutual TLS from CertFile, KeyFile and CAFile when any is
-	// set (dict.NewTLSClient), else one with a 30 s timeout.
+	// timeouts), wrapped by a dict.Transport. Nil: one with mutual TLS from
+	// CertFile, KeyFile and CAFile when any is set, else a 30 s timeout.
 	HTTPClient *http.Client
 	// CertFile and KeyFile are the PEM client certificate and key, CAFile a
 	// PEM bundle of the roots to trust; ignored with HTTPClient.
 	CertFile, KeyFile, CAFile string
-	// Signer signs write operations (dict.ClientConfig.Signer).
-	Signer dict.Signer
-	// Verifier checks the DICT's signed answers (dict.ClientConfig.Verifier).
+	// Signer signs write operations, Verifier checks the DICT's signed
+	// answers (dict.ClientConfig).
+	Signer   dict.Signer
 	Verifier dict.Verifier
 	// LearnCategory asks the DICT's GET /policies/ for the participant's
-	// category (reusing one learned within dict.CategoryFresh): at the
-	// start of Run for Config.Dict, in NewDictClient for a client of its
-	// own. Off, or until then, the one recorded earlier is restored and
-	// nothing is sent.
+	// category at the start of Run (reusing one learned within
+	// dict.CategoryFresh). Off, or until then, the one recorded earlier is
+	// restored and nothing is sent.
 	LearnCategory bool
-	// Simulator says the DICT is a simulator that sees no traffic but this
-	// process's (balde serve's in-process dictsim): automatic
-	// reconciliation (Jobs.DictReconcileEvery 0) stays off against it.
+	// Simulator says the DICT sees no traffic but this process's (serve's
+	// dictsim): automatic reconciliation stays off against it.
 	Simulator bool
 }
 
-// SifenConfig is how Open builds the engine's SIFEN sender (Engine.Sifen):
-// the one send path of documents, with lot polling and resolution.
+// SifenConfig is how Open builds the engine's SIFEN sender (Engine.Sifen),
+// the one send path of documents.
 type SifenConfig struct {
 	// Transport is the application's own SIFEN client (its signed SOAP
 	// client implementing sifen.SOAPServices). Nil: a *sifen.Client for
@@ -65,9 +57,8 @@ type SifenConfig struct {
 	// sifen.ProdURL); "{env}" in it becomes test or prod (the simulator's
 	// "http://127.0.0.1:8282/{env}"). "": the official endpoints.
 	BaseURL string
-	// CertFile and KeyFile are the PEM client certificate and key for
-	// mutual TLS, CAFile a PEM bundle of the roots to trust; ignored with
-	// Transport.
+	// CertFile and KeyFile are the PEM client certificate and key, CAFile a
+	// PEM bundle of the roots to trust; ignored with Transport.
 	CertFile, KeyFile, CAFile string
 	// RemoteBlock and RemoteBlockMax shape the local block after a 0301
 	// (sifen.SenderConfig; zero: sifen.DefaultRemoteBlock and
@@ -78,40 +69,10 @@ type SifenConfig struct {
 	AllowUnsigned bool
 }
 
-// NewSifenClient is the *sifen.Client of cfg's BaseURL and certificate
-// files (cfg.Transport aside). It touches no database: a bad URL or
-// certificate is found before anything is opened.
-func NewSifenClient(cfg SifenConfig) (*sifen.Client, error) {
-	return sifen.NewClient(sifen.ClientConfig{BaseURL: cfg.BaseURL, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, CAFile: cfg.CAFile})
-}
-
-// NewSifenSender returns a SIFEN sender over the engine's store and
-// limiter, logging to the engine's logger. Open builds Engine.Sifen with
-// it from Config.Sifen; a batch process builds one with its own options.
-func (e *Engine) NewSifenSender(cfg SifenConfig) (*sifen.Sender, error) {
-	transport := cfg.Transport
-	if transport == nil {
-		client, err := NewSifenClient(cfg)
-		if err != nil {
-			return nil, err
-		}
-		transport = client
-	}
-	sender, err := sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
-		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
-		RemoteBlock: cfg.RemoteBlock, RemoteBlockMax: cfg.RemoteBlockMax,
-		AllowUnsigned: cfg.AllowUnsigned,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("balde: SIFEN sender: %w", err)
-	}
-	return sender, nil
-}
-
-// NewDictHTTPClient is the HTTP client of cfg: cfg.HTTPClient, else one
+// dictHTTPClient is the HTTP client of cfg: cfg.HTTPClient, else one
 // with mutual TLS from the certificate files when any is set, else nil
 // (dict's default). It touches no database.
-func NewDictHTTPClient(cfg DictConfig) (*http.Client, error) {
+func dictHTTPClient(cfg DictConfig) (*http.Client, error) {
 	if cfg.HTTPClient != nil {
 		return cfg.HTTPClient, nil
 	}
@@ -121,24 +82,11 @@ func NewDictHTTPClient(cfg DictConfig) (*http.Client, error) {
 	return dict.NewTLSClient(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
 }
 
-// NewDictClient returns a DICT client over the engine's limiter, catalog
-// and lookup records, logging to the engine's logger, its catalog set to
-// the participant's category: learned from the DICT's GET /policies/ when
-// cfg.LearnCategory (a DICT that cannot be asked leaves the strictest, or
-// Config.DictCategory, and is logged), else restored from the database.
-// Open builds Engine.Dict with LearnCategory off and Run learns it.
-// Against a loopback address (a simulator) a payment credit also notifies
-// the simulator (/sim/payments). Open builds Engine.Dict with it from
-// Config.Dict. Errors: a *ConfigError for a bad setting,
-// throttle.ErrStoreUnavailable.
-func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Client, error) {
-	if err := dict.ValidateISPB(cfg.Participant); err != nil {
-		return nil, &ConfigError{"Dict", fmt.Errorf("participant: %w", err)}
-	}
-	httpClient, err := NewDictHTTPClient(cfg)
-	if err != nil {
-		return nil, &ConfigError{"Dict", fmt.Errorf("TLS: %w", err)}
-	}
+// newDictClient returns the DICT client of cfg, its catalog set to the
+// category recorded in the database. Against a loopback address (a
+// simulator) a payment credit also notifies the simulator (/sim/payments).
+func (e *Engine) newDictClient(ctx context.Context, cfg DictConfig) (*dict.Client, error) {
+	httpClient, _ := dictHTTPClient(cfg) // checked by checkDict
 	cc := dict.ClientConfig{
 		BaseURL: cfg.BaseURL, PoliciesURL: cfg.PoliciesURL, Participant: cfg.Participant,
 		Limiter: e.limiter, Catalog: e.catalog, Records: e.records,
@@ -151,13 +99,7 @@ func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Clien
 	if err != nil {
 		return nil, &ConfigError{"Dict", err}
 	}
-	if !cfg.LearnCategory {
-		if _, err := client.RestoreCategory(ctx); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}
-	if err := e.learnCategory(ctx, client); err != nil {
+	if _, err := client.RestoreCategory(ctx); err != nil {
 		return nil, err
 	}
 	return client, nil
@@ -165,8 +107,7 @@ func (e *Engine) NewDictClient(ctx context.Context, cfg DictConfig) (*dict.Clien
 
 // learnCategory sets the catalog's category from the DICT's GET /policies/
 // (or the one learned within dict.CategoryFresh). A DICT that cannot be
-// asked is logged and leaves the category as it is; only a database that
-// cannot answer is an error (throttle.ErrStoreUnavailable).
+// asked is logged; only a database that cannot answer is an error.
 func (e *Engine) learnCategory(ctx context.Context, client *dict.Client) error {
 	learned, err := client.LearnCategory(ctx, dict.CategoryFresh)
 	switch {
@@ -181,8 +122,7 @@ func (e *Engine) learnCategory(ctx context.Context, client *dict.Client) error {
 	return nil
 }
 
-// isLoopbackHost reports whether host is a loopback address, where the
-// simulators listen.
+// isLoopbackHost reports whether host is a loopback address.
 func isLoopbackHost(host string) bool {
 	if host == "localhost" {
 		return true
@@ -203,7 +143,7 @@ func checkDict(cfg *DictConfig) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("base URL %q is not an http(s) URL", cfg.BaseURL)
 	}
-	if _, err := NewDictHTTPClient(*cfg); err != nil {
+	if _, err := dictHTTPClient(*cfg); err != nil {
 		return fmt.Errorf("TLS: %w", err)
 	}
 	return nil

@@ -1,15 +1,16 @@
-// Package balde assembles the throttle from its parts, for the balde
-// binary and for an application that embeds it: the SQL store (its own
-// database or the application's pool), group commit, the limiter with the
-// DICT and SIFEN policies, the inbound limiter, the DICT client and the
-// SIFEN sender, and the web handler over them. Open builds them from a
-// Config, Run does their background work (lot polling, resolution,
-// re-grading, reconciliation, pruning, the database watch) and Close takes
-// them down in the right order; cmd/balde only parses flags and calls
-// Open and Run.
+// Package balde is the engine's face: Open builds the throttle from a
+// Config (the SQL store on its own database or the application's pool,
+// group commit, the limiter with the DICT and SIFEN policies, the inbound
+// limiter, the DICT client, the SIFEN sender), Run does its background
+// work and Close takes it down in order. The handlers an application
+// mounts come from the Engine: the admin pages (NewServer), the gateways
+// (DictGateway, SifenGateway), the probes and /metrics (OpsHandler); Serve
+// runs one on an address with the jobs.
 //
-// The parts stay usable one by one (throttle, throttle/sqlstore, dict,
-// sifen, web); this package is the wiring every user would otherwise copy.
+// The driver registers where the application chooses it, as database/sql's
+// do: a blank import of throttle/sqlstore/sqlitedriver or .../pgxdriver
+// links that engine alone (docs/decisions/0129). The parts stay usable one
+// by one (throttle, throttle/sqlstore, dict, sifen, web).
 package balde
 
 import (
@@ -19,17 +20,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/balde-throttle/balde/audit/auditsql"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
+	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 	"github.com/balde-throttle/balde/throttle/webhook"
 	"github.com/balde-throttle/balde/web"
 )
@@ -38,82 +38,75 @@ import (
 // usable: set DB or SQLDB.
 type Config struct {
 	// DB is the DSN of a database balde opens and closes itself
-	// (sqlstore.ParseDSN: "sqlite://balde.db", "postgres://…").
+	// (sqlstore.ParseDSN: "sqlite://balde.db", "postgres://…"), through the
+	// driver of its engine the application imported (sqlitedriver,
+	// pgxdriver; a *ConfigError naming the package when it did not).
 	DB string
 	// SQLDB is the application's own pool, used instead of DB
 	// (sqlstore.OpenDB: on SQLite open it with sqlstore.SQLiteDSN; on
-	// PostgreSQL it must be pgx's). Close leaves it open. Dialect names its
-	// database: sqlstore.SQLite or sqlstore.Postgres (required with SQLDB;
-	// a DSN says it itself).
+	// PostgreSQL it must be pgx's); Close leaves it open. Dialect names its
+	// engine, sqlstore.SQLite or sqlstore.Postgres (with SQLDB only).
 	SQLDB   *sql.DB
 	Dialect sqlstore.Engine
-	// Migrate applies balde's pending migrations at Open. They keep their
-	// versions in balde_schema_migrations and their tables are named
-	// balde_*, beside the application's own.
+	// Migrate applies balde's pending migrations at Open (tables balde_*,
+	// versions in balde_schema_migrations, beside the application's own).
 	Migrate bool
-
-	// Clock is the engine's time (store, limiter, SIFEN sender). Nil: the
-	// system clock.
+	// Clock is the engine's time (nil: the system clock).
 	Clock throttle.Clock
-	// GroupCommit batches the concurrent decisions of the process into
-	// one transaction (one writer on SQLite, two on PostgreSQL).
-	GroupCommit bool
-	// Ledger is how routine takes are written (throttle.LedgerEvery, the
-	// zero value, writes every one).
-	Ledger throttle.LedgerGranularity
-	// Thresholds grade severity; zero: throttle's defaults.
-	Thresholds throttle.Thresholds
-	// AlertWebhook, when set, receives severity changes as JSON.
+	// DisableGroupCommit decides each decision in a transaction of its
+	// own. By default the concurrent decisions of the process share
+	// transactions (group commit: one writer on SQLite, two on PostgreSQL).
+	DisableGroupCommit bool
+	// Ledger is how routine takes are written (zero: one row each),
+	// Thresholds grade severity (zero: throttle's), AlertWebhook receives
+	// severity changes as JSON.
+	Ledger       throttle.LedgerGranularity
+	Thresholds   throttle.Thresholds
 	AlertWebhook string
 
-	// DictEnv is the DICT environment of the catalog's keys ("" is dict's
-	// default). DictCategory is the participant's category (A–H; "" keeps
-	// the catalog's default), PolicyFile a DICT policy file that overrides
-	// the catalog (dict.Catalog.LoadFile).
+	// DictEnv is the env of the DICT catalog's keys ("": dict.DefaultEnv),
+	// DictCategory the participant's category until learned (A–H; "": the
+	// strictest), PolicyFile a policy file over the catalog
+	// (dict.Catalog.LoadFile).
 	DictEnv, DictCategory, PolicyFile string
-	// SifenPolicy configures the SIFEN lot policies (zero: SIFEN's
-	// defaults).
+	// SifenPolicy configures the SIFEN lot policies (zero: SIFEN's).
 	SifenPolicy sifen.PolicyConfig
 
-	// Dict, when set, builds the DICT client (Engine.Dict) and Run's DICT
-	// reconciliation.
-	Dict *DictConfig
-	// Sifen, when set, builds the SIFEN sender (Engine.Sifen) and Run's
-	// lot polling and resolution.
+	// Dict and Sifen, when set, build the DICT client (Engine.Dict, Run's
+	// reconciliation, DictGateway) and the SIFEN sender (Engine.Sifen,
+	// Run's lot polling and resolution, SifenGateway).
+	Dict  *DictConfig
 	Sifen *SifenConfig
 	// Jobs are the periods of Run's background work (zero: the defaults).
 	Jobs Jobs
 
-	// Inbound, when set, builds the inbound limiter (Engine.Inbound): its
-	// policies join the resolvers and it decides through a limiter of its
-	// own that writes no ledger rows for routine requests.
+	// Inbound, when set, builds the inbound limiter (Engine.Inbound), a
+	// limiter of its own that writes no ledger rows for routine requests.
 	Inbound *web.InboundConfig
 
-	// Resolvers come before the DICT and SIFEN catalogs in the limiter's
-	// chain (an application's own policies).
+	// Resolvers (the application's own policies) come before the DICT and
+	// SIFEN catalogs in the limiter's chain.
 	Resolvers throttle.Resolvers
-	// Observer receives the limiters' measurements; give it a
-	// web.Metrics to serve them at /metrics (Engine.NewServer does) or to
-	// register in the application's Prometheus registry (its bucket
-	// gauges then count the engine's buckets at each scrape).
+	// Observer receives the limiters' measurements: a web.Metrics is
+	// served at /metrics by NewServer and OpsHandler, or registered in the
+	// application's Prometheus registry (its bucket gauges count the
+	// engine's buckets at each scrape).
 	Observer throttle.Observer
-	// Logger receives everything every part logs (store, limiters,
-	// webhook, DICT client, SIFEN sender, web server, Run's jobs). Nil
+	// Logger receives everything every part logs (Engine.Logger). Nil
 	// discards; slog.Default() is never written to.
 	Logger *slog.Logger
-	// LogSeverity logs every severity change (a bucket emptying, its
-	// recovery) to Logger at Warn/Info (throttle.SlogNotifier). Off by
-	// default: an application's own policies may empty by design; balde
-	// serve turns it on.
+	// LogSeverity logs every severity change to Logger at Warn/Info
+	// (throttle.SlogNotifier). Off by default: an application's own
+	// policies may empty by design; balde serve turns it on.
 	LogSeverity bool
 }
 
-// ConfigError is a setting of Config that Open refused before touching
-// any database.
+// ConfigError is a setting of Config that Open (or a handler of the
+// Engine) refused before touching any database.
 type ConfigError struct {
 	// Setting is the field of Config: "DB", "Dialect", "DictCategory",
-	// "PolicyFile", "SifenPolicy", "Dict", "Sifen", "Inbound" or "Limiter"
-	// (thresholds and the like).
+	// "PolicyFile", "SifenPolicy", "Thresholds", "Dict", "Sifen", "Inbound"
+	// or "Limiter".
 	Setting string
 	Err     error
 }
@@ -121,8 +114,7 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return fmt.Sprintf("balde: %s: %v", e.Setting, e.Err) }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Engine is the assembled throttle. Its parts are safe for concurrent use;
-// Close ends them.
+// Engine is the assembled throttle; its parts are safe for concurrent use.
 type Engine struct {
 	store    *sqlstore.Store
 	group    *throttle.GroupCommit // nil when group commit is off
@@ -132,31 +124,28 @@ type Engine struct {
 	catalog  *dict.Catalog
 	records  *dictsql.Records
 	audit    *auditsql.Store
-	resolver *sifen.Resolver
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
 	logger   *slog.Logger
 
-	// inboundGroup is the inbound limiter's group commit on PostgreSQL
-	// (see inboundStore); nil otherwise.
-	inboundGroup *throttle.GroupCommit
+	inboundGroup *throttle.GroupCommit // the inbound limiter's (inboundStore)
 
-	dict          *dict.Client  // nil without Config.Dict
-	dictSimulator bool          // Config.Dict.Simulator
-	dictLearn     bool          // Config.Dict.LearnCategory: Run learns it
-	sender        *sifen.Sender // nil without Config.Sifen
-	jobs          Jobs
-	running       atomic.Bool   // Run was called
-	started       chan struct{} // closed when Run's start work is done
+	dict        *dict.Client  // nil without Config.Dict
+	dictConfig  DictConfig    // Config.Dict (Run, DictGateway)
+	sender      *sifen.Sender // nil without Config.Sifen
+	sifenClient *sifen.Client // Config.Sifen's client (nil with its Transport)
+	jobs        Jobs
+	ops         []*web.Server // OpsHandler's, closed by Close
+	running     atomic.Bool   // Run was called
+	started     chan struct{} // closed when Run's start work is done
 }
 
 // Open builds the engine: it checks the configuration (a *ConfigError
-// before any database is touched), opens the store (applying pending
-// migrations when asked), starts group commit, builds the limiter over
-// the application's resolvers, the DICT catalog and the SIFEN policies,
-// then the DICT client (the participant's category restored from the
-// database) and the SIFEN sender when configured. Nothing is sent to the
-// DICT or SIFEN, and no background work starts, before Run.
+// before any database is touched), opens the store (migrating it when
+// asked), starts group commit, builds the limiter over the application's
+// resolvers, the DICT catalog and the SIFEN policies, then the DICT client
+// (its category restored from the database) and the SIFEN sender when
+// configured. Nothing is sent, and no background work starts, before Run.
 func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	catalog := dict.NewCatalog(cfg.DictEnv)
 	if cfg.DictCategory != "" {
@@ -176,14 +165,11 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err := checkDict(cfg.Dict); err != nil {
 		return nil, &ConfigError{"Dict", err}
 	}
-	var sifenTransport sifen.SOAPServices
-	if cfg.Sifen != nil {
-		if sifenTransport = cfg.Sifen.Transport; sifenTransport == nil {
-			client, err := NewSifenClient(*cfg.Sifen)
-			if err != nil {
-				return nil, &ConfigError{"Sifen", err}
-			}
-			sifenTransport = client
+	var sifenClient *sifen.Client // a bad URL or certificate is found before any database is touched
+	if cfg.Sifen != nil && cfg.Sifen.Transport == nil {
+		sc := cfg.Sifen
+		if sifenClient, err = sifen.NewClient(sifen.ClientConfig{BaseURL: sc.BaseURL, CertFile: sc.CertFile, KeyFile: sc.KeyFile, CAFile: sc.CAFile}); err != nil {
+			return nil, &ConfigError{"Sifen", err}
 		}
 	}
 	if cfg.Thresholds != (throttle.Thresholds{}) {
@@ -201,35 +187,54 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	opts := sqlstore.Options{Clock: cfg.Clock, Migrate: cfg.Migrate, Logger: logger.WithGroup("sqlstore")}
-	var store *sqlstore.Store
+	engine := cfg.Dialect
 	switch {
 	case cfg.SQLDB != nil:
-		if cfg.Dialect != sqlstore.SQLite && cfg.Dialect != sqlstore.Postgres {
-			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", cfg.Dialect)}
+		if engine != sqlstore.SQLite && engine != sqlstore.Postgres {
+			return nil, &ConfigError{"Dialect", fmt.Errorf("%q: with SQLDB, say which database it is (sqlstore.SQLite or sqlstore.Postgres)", engine)}
 		}
-		store, err = alldrivers.OpenDB(ctx, cfg.SQLDB, cfg.Dialect, opts)
 	case cfg.DB != "":
-		if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
+		if engine, _, err = sqlstore.ParseDSN(cfg.DB); err != nil {
 			return nil, &ConfigError{"DB", err}
 		}
-		store, err = alldrivers.Open(ctx, cfg.DB, opts)
 	default:
 		return nil, &ConfigError{"DB", errors.New("set DB (a DSN) or SQLDB (the application's pool)")}
+	}
+	// The engine's driver registers where the application imports it
+	// (docs/decisions/0129).
+	driver, err := sqlstore.DriverOf(engine)
+	if err != nil {
+		return nil, &ConfigError{"DB", err}
+	}
+	opts := sqlstore.Options{Driver: driver, Clock: cfg.Clock, Migrate: cfg.Migrate, Logger: logger.WithGroup("sqlstore")}
+	var store *sqlstore.Store
+	if cfg.SQLDB != nil {
+		store, err = sqlstore.OpenDB(ctx, cfg.SQLDB, opts)
+	} else {
+		store, err = sqlstore.Open(ctx, cfg.DB, opts)
 	}
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, catalog: catalog, records: retriedRecords(store), audit: retriedAudit(store),
-		resolver: resolver, inbound: inbound, observer: cfg.Observer, logger: logger,
-		jobs: cfg.Jobs, started: make(chan struct{})}
+	// The DICT lookups and the audit trail live in the store's database,
+	// each statement retried like the store's own after a transient failure.
+	e := &Engine{store: store, catalog: catalog, records: dictsql.NewRecords(store.DB(), store.ReadDB()),
+		audit: auditsql.New(store.DB(), store.ReadDB(), store.Now), inbound: inbound, observer: cfg.Observer,
+		logger: logger, jobs: cfg.Jobs, started: make(chan struct{})}
+	e.records.Retry, e.audit.Retry = store.Retry, store.Retry
 	defer func() {
 		if err != nil {
 			e.Close(ctx)
 		}
 	}()
-	if cfg.GroupCommit {
-		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: GroupCommitWriters(store.Engine())})
+	if !cfg.DisableGroupCommit {
+		// One writer per SQLite database; on PostgreSQL two overlap one
+		// batch's round trips with another's commit (docs/decisions/0035).
+		writers := 1
+		if engine == sqlstore.Postgres {
+			writers = 2
+		}
+		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers})
 	}
 	var notifiers throttle.Notifiers
 	if cfg.LogSeverity {
@@ -244,7 +249,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		resolvers = append(resolvers, inbound.Policies())
 	}
 	resolvers = append(resolvers, catalog, resolver)
-	e.limiter, err = throttle.NewLimiter(e.ThrottleStore(), resolvers, throttle.Config{
+	e.limiter, err = throttle.NewLimiter(e.throttleStore(), resolvers, throttle.Config{
 		Clock:      store.Now,
 		Thresholds: cfg.Thresholds,
 		Ledger:     cfg.Ledger,
@@ -263,7 +268,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if inbound != nil {
 		// A limiter of its own on the same store (see Inbound.UseStore),
 		// whose commits need not be durable (inboundStore).
-		err = inbound.UseStore(e.inboundStore(cfg.GroupCommit), throttle.Config{
+		err = inbound.UseStore(e.inboundStore(!cfg.DisableGroupCommit), throttle.Config{
 			Clock:      store.Now,
 			Thresholds: cfg.Thresholds,
 			Observer:   cfg.Observer,
@@ -279,75 +284,59 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if cfg.Dict != nil {
 		// The category is learned by Run (a request to the DICT, and a
 		// write): Open only restores the one recorded.
-		dc := *cfg.Dict
-		dc.LearnCategory = false
-		if e.dict, err = e.NewDictClient(ctx, dc); err != nil {
+		if e.dict, err = e.newDictClient(ctx, *cfg.Dict); err != nil {
 			return nil, err
 		}
-		e.dictSimulator, e.dictLearn = cfg.Dict.Simulator, cfg.Dict.LearnCategory
+		e.dictConfig = *cfg.Dict
 	}
-	if cfg.Sifen != nil {
-		sc := *cfg.Sifen
-		sc.Transport = sifenTransport
-		if e.sender, err = e.NewSifenSender(sc); err != nil {
+	if sc := cfg.Sifen; sc != nil {
+		transport := sc.Transport
+		if transport == nil {
+			transport = sifenClient
+		}
+		e.sifenClient, _ = transport.(*sifen.Client)
+		e.sender, err = sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
+			Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
+			RemoteBlock: sc.RemoteBlock, RemoteBlockMax: sc.RemoteBlockMax, AllowUnsigned: sc.AllowUnsigned,
+		})
+		if err != nil {
 			return nil, &ConfigError{"Sifen", err}
 		}
 	}
 	return e, nil
 }
 
-// GroupCommitWriters is the number of group-commit writers for an engine.
-// SQLite has one writer per database. On PostgreSQL two writers overlap one
-// batch's round trips with another's commit; more make batches smaller
-// (measured with four round trips per transaction, 1M keys, 16
-// callers: 1 writer 5.8-6.9k decisions/s, 2: 7.0-7.8k, 4: 4.0-5.2k, 8:
-// 3.0-3.5k). With the pipelined two round trips one writer
-// measured 10.0k and two 8.5k under load, a spread too wide to change
-// the choice (docs/decisions/0035).
-func GroupCommitWriters(engine sqlstore.Engine) int {
-	if engine == sqlstore.Postgres {
-		return 2
-	}
-	return 1
-}
-
 // Store is the SQL store (for its own tables' neighbours: dictsql.Records,
 // the SIFEN documents).
 func (e *Engine) Store() *sqlstore.Store { return e.store }
 
-// InboundGroupCommitWriters is the number of writers of the inbound
-// limiter's group commit on PostgreSQL: one. Its batches are mostly one
-// round trip on the rows the process remembers (docs/decisions/0116); a
-// second writer did not decide faster in BenchmarkInbound, and its
-// batches raced the first's on the same keys (failed checks, which now
-// send a key to the locking path) and on the same pages (fewer HOT
-// updates, a larger table).
-const InboundGroupCommitWriters = 1
+// Logger is Config.Logger (one that discards when it was nil), for a part
+// an application builds beside the engine's (its own dict.Transport).
+func (e *Engine) Logger() *slog.Logger { return e.logger }
 
-// ThrottleStore is what limiters of this process decide through: group
+// throttleStore is what limiters of this process decide through: group
 // commit when it is on, the store otherwise.
-func (e *Engine) ThrottleStore() throttle.Store {
+func (e *Engine) throttleStore() throttle.Store {
 	if e.group != nil {
 		return e.group
 	}
 	return e.store
 }
 
-// inboundStore is what the inbound limiter decides through. On PostgreSQL
-// it is the store's NonDurable view (commits that do not wait for the
-// disk: a decision about a request to the application's own API may be
-// lost in a crash of the database server, docs/decisions/0111), with
-// group commit of its own when group commit is on, so that no batch mixes
-// them with the durable DICT and SIFEN decisions. On SQLite NonDurable is
-// the store itself, and its decisions share the one writer of the file.
+// inboundStore is what the inbound limiter decides through: on PostgreSQL
+// the store's NonDurable view (docs/decisions/0111), with group commit of
+// its own when on, so that no batch mixes its commits with the durable
+// ones; on SQLite the one writer of the file.
 func (e *Engine) inboundStore(group bool) throttle.Store {
 	if e.store.Engine() != sqlstore.Postgres {
-		return e.ThrottleStore()
+		return e.throttleStore()
 	}
 	if !group {
 		return e.store.NonDurable()
 	}
-	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: InboundGroupCommitWriters})
+	// One writer: a second did not decide faster in BenchmarkInbound and
+	// raced the first on the same keys and pages (docs/decisions/0116).
+	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: 1})
 	return e.inboundGroup
 }
 
@@ -377,19 +366,13 @@ func (e *Engine) DictCatalog() *dict.Catalog { return e.catalog }
 func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 
 // Audit is the operators' audit trail (table balde_audit): the admin
-// pages of NewServer record their resets, sends and lookups in it, and an
-// application or command records its own operator actions there too.
+// pages record their resets, sends and lookups in it, an application its
+// own operator actions.
 func (e *Engine) Audit() *auditsql.Store { return e.audit }
 
-// SifenResolver holds the SIFEN lot policies.
-func (e *Engine) SifenResolver() *sifen.Resolver { return e.resolver }
-
-// Now is the engine's clock.
-func (e *Engine) Now() time.Time { return e.store.Now() }
-
-// PolicyNames lists the inbound, DICT and SIFEN policies, for the filters
+// policyNames lists the inbound, DICT and SIFEN policies, for the filters
 // of the admin pages.
-func (e *Engine) PolicyNames() []string {
+func (e *Engine) policyNames() []string {
 	var names []string
 	if e.inbound != nil {
 		names = append(names, e.inbound.PolicyNames()...)
@@ -400,75 +383,20 @@ func (e *Engine) PolicyNames() []string {
 	return append(names, sifen.PolicyRecepcionLote)
 }
 
-// PruneResult counts what Engine.Prune removed.
-type PruneResult struct {
-	throttle.PruneResult
-	// Before: rows older than this were removed.
-	Before time.Time
-	// DictLookups is the number of DICT lookup records removed.
-	DictLookups int64
-	// AuditRows is the number of audit trail entries removed.
-	AuditRows int64
-}
-
-// Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
-// the DICT lookups and the audit trail, and removes idle buckets (unless opts says
-// SkipBuckets), each in bounded batches (opts.Batch rows; 0: 1000), so that
-// it can run while decisions go on. An application embedding balde calls
-// it periodically, as balde serve does every 10 minutes.
-func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
-	retention := opts.Retention
-	if retention <= 0 {
-		retention = throttle.DefaultRetention
-	}
-	res := PruneResult{Before: e.limiter.Now().Add(-retention)}
-	var err error
-	res.PruneResult, err = e.limiter.Prune(ctx, opts)
-	if err != nil {
-		return res, err
-	}
-	batch := opts.Batch
-	if batch <= 0 {
-		batch = 1000
-	}
-	for {
-		n, err := e.records.PruneLookups(ctx, res.Before, batch)
-		res.DictLookups += n
-		if err != nil {
-			return res, err
-		}
-		if n < int64(batch) {
-			break
-		}
-	}
-	// Audit entries by their own time (decision 0076), under the same
-	// retention: they name the operators.
-	for {
-		n, err := e.audit.Prune(ctx, res.Before, batch)
-		res.AuditRows += n
-		if err != nil || n < int64(batch) {
-			return res, err
-		}
-	}
-}
-
 // CheckHealth reports whether the database answers and its schema is at
 // balde's latest migration, not dirty (the web server's /healthz).
-func (e *Engine) CheckHealth(ctx context.Context) error { return CheckStoreHealth(ctx, e.store) }
-
-// CheckStoreHealth is Engine.CheckHealth for a store of one's own.
-func CheckStoreHealth(ctx context.Context, store *sqlstore.Store) error {
+func (e *Engine) CheckHealth(ctx context.Context) error {
 	// A write round trip, not a ping: a database that answers reads but
 	// refuses writes is not ready; and a SQLite file deleted or replaced
 	// under the process is not either (decision 0022).
-	if err := store.CheckWrite(ctx); err != nil {
+	if err := e.store.CheckWrite(ctx); err != nil {
 		return err
 	}
-	latest, err := migrations.Latest(store.Engine())
+	latest, err := migrations.Latest(e.store.Engine())
 	if err != nil {
 		return err
 	}
-	version, dirty, err := store.SchemaVersion(ctx)
+	version, dirty, err := e.store.SchemaVersion(ctx)
 	if err != nil {
 		return err
 	}
@@ -478,13 +406,12 @@ func CheckStoreHealth(ctx context.Context, store *sqlstore.Store) error {
 	return nil
 }
 
-// NewServer returns a web.Server over the engine: its limiter, inbound
-// limiter, policy names, DICT scopes and summary panels (DICT category
-// of participant, anti-scan monitors, SIFEN documents), health check,
-// logger, the DICT client and the SIFEN sender when configured, and the
-// Observer as its metrics when it is a *web.Metrics. Set the admin
-// credential (or Authenticate), then Open it on an address of its own or
-// mount its Handler in the application's router.
+// NewServer returns the admin pages' web.Server over the engine's parts
+// (limiters, reader, audit trail, health check, logger, the DICT client and
+// the SIFEN sender, the Observer as its metrics when it is a *web.Metrics)
+// with participant's DICT category among its panels. Set the admin
+// credential (or Authenticate), then mount its Handler in the
+// application's router, or Serve it.
 func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
 	s.Limiter = e.limiter
@@ -496,7 +423,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 	s.HealthCheck = e.CheckHealth
 	s.Audit = e.audit
 	s.Logger = e.logger.WithGroup("web")
-	s.Policies = e.PolicyNames()
+	s.Policies = e.policyNames()
 	s.Scope = web.Scopes(e.catalog)
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(e.catalog, participant),
@@ -513,11 +440,13 @@ func (e *Engine) NewServer(participant string) *web.Server {
 }
 
 // Close writes the refusals answered from memory, stops group commit and
-// the webhook, and closes the store (a pool of Config.SQLDB stays open), in
-// that order: each step may still need the next.
+// the webhook, and closes the store (not Config.SQLDB), in that order.
 func (e *Engine) Close(ctx context.Context) error {
 	var errs []error
 	ctx = context.WithoutCancel(ctx)
+	for _, s := range e.ops {
+		errs = append(errs, s.Close())
+	}
 	if e.limiter != nil {
 		errs = append(errs, e.limiter.FlushRefusals(ctx))
 	}
@@ -535,21 +464,4 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	errs = append(errs, e.store.Close())
 	return errors.Join(errs...)
-}
-
-// retriedAudit keeps the audit trail in store's database, each statement
-// retried like the store's own after a transient failure.
-func retriedAudit(store *sqlstore.Store) *auditsql.Store {
-	a := auditsql.New(store.DB(), store.ReadDB(), store.Now)
-	a.Retry = store.Retry
-	return a
-}
-
-// retriedRecords keeps the DICT's lookups and category in store's
-// database, each statement retried like the store's own after a transient
-// failure (issue: one dropped connection ended a dict-lookup batch).
-func retriedRecords(store *sqlstore.Store) *dictsql.Records {
-	r := dictsql.NewRecords(store.DB(), store.ReadDB())
-	r.Retry = store.Retry
-	return r
 }

@@ -14,11 +14,13 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // balde buckets reset in an application: refill a bucket, with the
@@ -45,15 +47,26 @@ func Example_bucketsReset() {
 	// cli:ana SIFEN_RECEPCION_LOTE/test/80069563 SIFEN confirmed the lot
 }
 
-// balde migrate up|version in an application's deploy step.
+// balde migrate up|version in an application's deploy step: Open with
+// Migrate applies what is pending; the engine's driver package gives the
+// migrator itself (Up, Down, Force, Version) on a DSN.
 func Example_migrate() {
 	dir, _ := os.MkdirTemp("", "balde-example-")
 	defer os.RemoveAll(dir)
 	dsn := "sqlite://" + filepath.Join(dir, "balde.db")
-	st, err := balde.Migrate(context.Background(), dsn, balde.MigrateUp, 0, nil)
-	fmt.Println(err, st.Version == st.Latest, st.Dirty)
+	err := sqlitedriver.Migrate(context.Background(), dsn, func(m *migrations.Migrator) error {
+		if err := m.Up(); err != nil {
+			return err
+		}
+		version, dirty, err := m.Version()
+		latest, _ := migrations.Latest(migrations.SQLite)
+		fmt.Println(version == latest, dirty)
+		return err
+	})
+	fmt.Println(err)
 	// Output:
-	// <nil> true false
+	// true false
+	// <nil>
 }
 
 // balde sifen-send in an application's own command, drawn and worded as

@@ -16,7 +16,7 @@ import (
 )
 
 // One bucket as "balde buckets show" has it: the key read as an operator
-// types it, the database refused when missing, the DICT category the DICT
+// types it, the database refused when missing (not created), the DICT category the DICT
 // last reported, and the bucket with its ledger rows in the JSON of
 // /api/buckets and in people's words.
 func Example_bucketsShow() {
@@ -24,7 +24,8 @@ func Example_bucketsShow() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 	dsn := "sqlite://" + filepath.Join(dir, "balde.db")
-	fmt.Println(balde.CheckDatabase(dsn) != nil) // buckets and prune do not create it
+	_, err := balde.Open(ctx, balde.Config{DB: dsn}) // without Migrate nothing is created
+	fmt.Println(err != nil)
 	clock := throttle.NewManualClock(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC))
 	sms := throttle.PerMinute("SMS_PROVIDER", 10, 10)
 	eng, err := balde.Open(ctx, balde.Config{DB: dsn, Migrate: true, Clock: clock.Now, Resolvers: throttle.Resolvers{throttle.Policies{sms.Name: sms}}})

@@ -17,6 +17,8 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"    // the tests run on PostgreSQL too
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // balde.Open's engine: a blank import registers it
 	"github.com/balde-throttle/balde/web"
 )
 

@@ -23,45 +23,12 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
+	"github.com/balde-throttle/balde/web"
 )
 
-// balde serve in an application: the BALDE_* settings, the engine with
-// its background jobs, and the web server as serve configures it.
-func ExampleEngine_StartApp() {
-	dir, _ := os.MkdirTemp("", "balde-example-")
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	settings, err := balde.EnvSettings(func(k string) string {
-		return map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(dir, "balde.db"), "BALDE_ADDR": "127.0.0.1:0"}[k] // os.Getenv
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-
-	cfg := settings.Config()
-	cfg.Migrate = true
-	eng, err := balde.Open(ctx, cfg)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer eng.Close(ctx)
-	app, err := eng.StartApp(ctx, settings) // the jobs (lot polling, re-grading, reconciliation, prune) and the web server
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer app.Close()
-
-	fmt.Println(strings.HasPrefix(app.Server.URL(), "http://127.0.0.1:"), app.Login.User, app.Login.Generated, filepath.Base(app.Login.File))
-	// Output:
-	// true admin true admin-password
-}
-
-// balde gateway in an application: an API of its own behind the inbound
-// limiter, with /metrics and the probes, while the engine's jobs run,
-// until ctx ends.
+// balde serve in an application: the engine's background jobs and its
+// admin pages (behind the application's credential) served on an address
+// until ctx ends; the application's own router may mount the same handler.
 func ExampleEngine_Serve() {
 	dir, _ := os.MkdirTemp("", "balde-example-")
 	defer os.RemoveAll(dir)
@@ -73,24 +40,73 @@ func ExampleEngine_Serve() {
 		return
 	}
 	defer eng.Close(context.Background())
-
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "api") })
-	h, err := eng.OpsHandler(api, balde.OpsOptions{})
+	s := eng.NewServer("12345678") // the DICT participant's ISPB
+	s.Admin = web.Credentials{User: "ops", Password: "correct horse"}
+	h, err := s.Handler()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer s.Close()
+
 	err = eng.Serve(ctx, "127.0.0.1:0", h, func(addr string) {
-		resp, err := http.Get("http://" + addr + "/livez")
+		resp, err := http.Get("http://" + addr + "/admin/buckets")
 		if err == nil {
-			fmt.Println(resp.StatusCode)
+			fmt.Println(resp.StatusCode) // the admin's credential is needed
 			resp.Body.Close()
 		}
 		stop() // SIGTERM, in a process of its own
 	})
 	fmt.Println(err)
 	// Output:
-	// 200
+	// 401
+	// <nil>
+}
+
+// balde gateway in an application: the DICT gateway behind the inbound
+// limiter, with the probes mounted beside it, while the engine's jobs run.
+// The gateway serves the DICT API and nothing else.
+func ExampleEngine_DictGateway() {
+	dir, _ := os.MkdirTemp("", "balde-example-")
+	defer os.RemoveAll(dir)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	eng, err := balde.Open(ctx, balde.Config{DB: "sqlite://" + filepath.Join(dir, "balde.db"), Migrate: true,
+		Dict:    &balde.DictConfig{BaseURL: "https://dict.pi.rsfn.net.br:16522", Participant: "12345678"},
+		Inbound: &web.InboundConfig{IPLimit: 100}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close(context.Background())
+	gateway, err := eng.DictGateway()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ops, err := eng.OpsHandler("") // a token would protect /metrics
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/v2/", eng.Inbound().Middleware(gateway))
+	mux.Handle("/livez", ops)
+
+	err = eng.Serve(ctx, "127.0.0.1:0", mux, func(addr string) {
+		for _, path := range []string{"/livez", "/metrics"} {
+			resp, err := http.Get("http://" + addr + path)
+			if err == nil {
+				fmt.Println(path, resp.StatusCode)
+				resp.Body.Close()
+			}
+		}
+		stop() // SIGTERM, in a process of its own
+	})
+	fmt.Println(err)
+	// Output:
+	// /livez 200
+	// /metrics 404
 	// <nil>
 }
 

@@ -14,60 +14,48 @@ import (
 // Off, as the period of a job in Jobs, turns the job off.
 const Off time.Duration = -1
 
-// Defaults of Jobs.
-const (
-	// DefaultSifenPollEvery is how often Run looks for SIFEN lots whose
-	// result is due (each lot is queried only when its query is due, 10
-	// min after the send, then every 10 min: a schedule of the lot, so a
-	// short period costs only one read of the lots).
-	DefaultSifenPollEvery = 30 * time.Second
-	// DefaultSifenResolveEvery is how often Run settles SIFEN documents a
-	// crashed or unanswered send left in "sending" (besides once at start).
-	DefaultSifenResolveEvery = 10 * time.Minute
-	// DefaultSeverityEvery is how often Run grades again the buckets that
-	// are not Healthy, so that a bucket refilled while nobody sends gets
-	// its recovery (log, webhook "resolved", metric) within this time.
-	DefaultSeverityEvery = 15 * time.Second
-	// DefaultReconcileEvery is how often Run reconciles the local DICT
-	// buckets with a real DICT's GET /policies/ (POLICIES_LIST allows 6 a
-	// minute).
-	DefaultReconcileEvery = time.Minute
-	// DefaultPruneEvery is how often Run applies the retention.
-	DefaultPruneEvery = 10 * time.Minute
-	// DefaultDatabaseWatchEvery is how often Run checks that a SQLite file
-	// is still the one opened.
-	DefaultDatabaseWatchEvery = 10 * time.Second
-)
-
 // Jobs are the periods of the background work Engine.Run does. A zero
-// period is the job's default, Off turns it off; jobs whose part is not
-// configured (no Config.Sifen, no Config.Dict) do not run.
+// period is the job's default (DefaultJobs), Off turns it off; jobs whose
+// part is not configured (no Config.Sifen, no Config.Dict) do not run.
 type Jobs struct {
 	// SifenPollEvery: lot results (sifen.Sender.RunPoll); documents move
-	// from sent to approved or rejected. Default DefaultSifenPollEvery.
-	SifenPollEvery time.Duration
-	// SifenResolveEvery: documents left in "sending" (sifen.Sender.Resolve),
-	// also once at start. Default DefaultSifenResolveEvery.
-	SifenResolveEvery time.Duration
+	// from sent to approved or rejected. SifenResolveEvery: documents left
+	// in "sending" (sifen.Sender.Resolve), also once at start.
+	SifenPollEvery, SifenResolveEvery time.Duration
 	// SeverityEvery: stored severities graded again (Limiter.Reevaluate),
-	// also once at start. Default DefaultSeverityEvery.
+	// also once at start.
 	SeverityEvery time.Duration
 	// DictReconcileEvery: the DICT's GET /policies/ lowers the local PSP
 	// buckets and gives the category (dict.Client.RunReconcile). Zero is
-	// automatic: DefaultReconcileEvery against a real DICT, off against a
-	// simulator (DictConfig.Simulator), whose buckets see nothing but this
-	// process's traffic. See ReconcilePeriod.
+	// automatic: the default against a real DICT, off against a simulator
+	// (DictConfig.Simulator), whose buckets see nothing but this process's
+	// traffic; a period set is used, simulator or not.
 	DictReconcileEvery time.Duration
 	// PruneEvery: ledger rows and DICT lookups older than Retention, and
-	// idle buckets, removed (Engine.Prune). Default DefaultPruneEvery.
+	// idle buckets, removed (Engine.Prune).
 	PruneEvery time.Duration
 	// Retention is what PruneEvery keeps; zero: throttle.DefaultRetention.
 	Retention time.Duration
 	// DatabaseWatchEvery: a SQLite file deleted or replaced under the
 	// process is logged at error level at every check (nothing to watch
-	// on PostgreSQL or on an application's pool). Default
-	// DefaultDatabaseWatchEvery.
+	// on PostgreSQL or on an application's pool).
 	DatabaseWatchEvery time.Duration
+}
+
+// DefaultJobs are the periods a zero period of Jobs stands for.
+func DefaultJobs() Jobs {
+	return Jobs{
+		// A lot is queried only when due (its schedule): a poll is a read.
+		SifenPollEvery:    30 * time.Second,
+		SifenResolveEvery: 10 * time.Minute,
+		// A bucket refilled while nobody sends recovers within this time.
+		SeverityEvery: 15 * time.Second,
+		// Against a real DICT: POLICIES_LIST allows 6 a minute.
+		DictReconcileEvery: time.Minute,
+		PruneEvery:         10 * time.Minute,
+		Retention:          throttle.DefaultRetention,
+		DatabaseWatchEvery: 10 * time.Second,
+	}
 }
 
 // period resolves a period of Jobs: zero is def, Off (any negative) is 0.
@@ -81,50 +69,29 @@ func period(every, def time.Duration) time.Duration {
 	return every
 }
 
-// ReconcilePeriod resolves Jobs.DictReconcileEvery: zero is
-// DefaultReconcileEvery against a real DICT and 0 (off) against a
-// simulator; Off is 0; any other value is used as it is, simulator or not.
-func ReconcilePeriod(every time.Duration, simulator bool) time.Duration {
-	switch {
-	case every < 0:
-		return 0
-	case every > 0:
-		return every
-	case simulator:
-		return 0
-	}
-	return DefaultReconcileEvery
-}
-
-// Run does the background work of the engine until ctx ends, each job
-// with its period from Config.Jobs, logging to Config.Logger:
-//
-//   - at start, with Config.Dict and its LearnCategory: the participant's
-//     category learned from the DICT (a DICT that cannot be asked is
-//     logged; the strictest category applies meanwhile);
-//   - at start, with Config.Sifen: the interval between lots shared with
-//     the database (sifen.Sender.ShareInterval; a difference is logged),
-//     then the documents left in "sending" settled (Resolve);
-//   - at start and then every SeverityEvery: severities graded again;
-//   - with Config.Sifen: lot results polled (RunPoll) and documents left in
-//     "sending" settled (Resolve);
-//   - with Config.Dict: reconciliation with the DICT (RunReconcile);
-//   - the retention applied (Prune);
-//   - a SQLite file deleted or replaced under the process reported.
-//
-// This is everything balde serve runs in the background. Started is closed
-// once the start work is done (a process that must not serve before it
-// waits for it). A failure of a job is logged and retried at its next
+// Run does the background work of the engine, everything balde serve runs
+// in the background, until ctx ends; each job has its period from
+// Config.Jobs and logs to Config.Logger. At start: the DICT category
+// learned (Config.Dict with LearnCategory; a DICT that cannot be asked is
+// logged and the strictest category applies), the interval between SIFEN
+// lots shared with the database (ShareInterval) and the documents a
+// crashed send left in "sending" settled (Config.Sifen), then Started is
+// closed. Then: severities graded again (also at once), SIFEN lot results
+// polled and "sending" documents settled, the DICT reconciled, the
+// retention applied, and a SQLite file deleted or replaced under the
+// process reported. A failed job is logged and tried again at its next
 // period; Run returns an error only when the start work cannot be done
-// (the database cannot answer), and nil once ctx ends and
-// every job has stopped. Call it once; cancel ctx and wait for Run to
-// return before Close.
+// (the database cannot answer), and nil once ctx ends and every job has
+// stopped. Call it once; let it return before Close.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("balde: Engine.Run called twice")
 	}
-	jobs, log := e.jobs, e.logger
-	if e.dict != nil && e.dictLearn {
+	jobs, def, log := e.jobs, DefaultJobs(), e.logger
+	if e.dictConfig.Simulator {
+		def.DictReconcileEvery = Off // its buckets see only this process's traffic
+	}
+	if e.dict != nil && e.dictConfig.LearnCategory {
 		if err := e.learnCategory(ctx, e.dict); err != nil {
 			return err
 		}
@@ -139,41 +106,33 @@ func (e *Engine) Run(ctx context.Context) error {
 		for _, n := range notes {
 			log.Warn(n)
 		}
-		// Before anything sends: documents a crashed send left in
-		// "sending" are settled by asking SIFEN, or stay (and are logged).
-		e.resolveSifen(ctx)
+		e.resolveSifen(ctx) // before anything sends
 	}
 	close(e.started)
 
 	var wg sync.WaitGroup
-	if every := period(jobs.SeverityEvery, DefaultSeverityEvery); every > 0 {
-		wg.Go(func() {
-			// A fresh limiter grades every row again at once: the policies
-			// may differ from the last process's (Limiter.Regrade).
-			e.reevaluate(ctx)
-			everyTick(ctx, every, func() { e.reevaluate(ctx) })
-		})
-	}
-	if e.sender != nil {
-		if every := period(jobs.SifenPollEvery, DefaultSifenPollEvery); every > 0 {
-			wg.Go(func() { e.sender.RunPoll(ctx, every, e.reportPoll(ctx)) })
-		}
-		if every := period(jobs.SifenResolveEvery, DefaultSifenResolveEvery); every > 0 {
-			wg.Go(func() { everyTick(ctx, every, func() { e.resolveSifen(ctx) }) })
+	// job runs fn(period) on a goroutine of its own when on and not Off.
+	job := func(on bool, every, def time.Duration, fn func(time.Duration)) {
+		if every = period(every, def); on && every > 0 {
+			wg.Go(func() { fn(every) })
 		}
 	}
-	if e.dict != nil {
-		if every := ReconcilePeriod(jobs.DictReconcileEvery, e.dictSimulator); every > 0 {
-			log.Info("DICT reconciliation on", slog.Duration("every", every))
-			wg.Go(func() { _ = e.dict.RunReconcile(ctx, every, nil) })
-		}
-	}
-	if every := period(jobs.PruneEvery, DefaultPruneEvery); every > 0 {
-		wg.Go(func() { everyTick(ctx, every, func() { e.prune(ctx, jobs.Retention) }) })
-	}
-	if every := period(jobs.DatabaseWatchEvery, DefaultDatabaseWatchEvery); every > 0 {
-		wg.Go(func() { e.watchDatabase(ctx, every) })
-	}
+	job(true, jobs.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
+		// A fresh limiter grades every row again at once: the policies
+		// may differ from the last process's (Limiter.Regrade).
+		e.reevaluate(ctx)
+		everyTick(ctx, d, func() { e.reevaluate(ctx) })
+	})
+	job(e.sender != nil, jobs.SifenPollEvery, def.SifenPollEvery, func(d time.Duration) { e.sender.RunPoll(ctx, d, e.reportPoll(ctx)) })
+	job(e.sender != nil, jobs.SifenResolveEvery, def.SifenResolveEvery, func(d time.Duration) {
+		everyTick(ctx, d, func() { e.resolveSifen(ctx) })
+	})
+	job(e.dict != nil, jobs.DictReconcileEvery, def.DictReconcileEvery, func(d time.Duration) {
+		log.Info("DICT reconciliation on", slog.Duration("every", d))
+		_ = e.dict.RunReconcile(ctx, d, nil)
+	})
+	job(true, jobs.PruneEvery, def.PruneEvery, func(d time.Duration) { everyTick(ctx, d, func() { e.prune(ctx, jobs.Retention) }) })
+	job(true, jobs.DatabaseWatchEvery, def.DatabaseWatchEvery, func(d time.Duration) { e.watchDatabase(ctx, d) })
 	<-ctx.Done()
 	wg.Wait()
 	return nil
@@ -192,9 +151,8 @@ func (e *Engine) reevaluate(ctx context.Context) {
 	}
 }
 
-// resolveSifen settles the SIFEN documents left in "sending" whose claim
-// is old enough (sifen.Sender.Resolve); what it cannot settle now (SIFEN
-// unreachable) stays, is logged, and is tried again at the next period.
+// resolveSifen settles the SIFEN documents left in "sending"
+// (sifen.Sender.Resolve); what it cannot settle now is logged.
 func (e *Engine) resolveSifen(ctx context.Context) {
 	resolved, err := e.sender.Resolve(ctx)
 	for _, r := range resolved {
@@ -228,11 +186,10 @@ func (e *Engine) prune(ctx context.Context, retention time.Duration) {
 	e.logger.Info("pruned", slog.Int64("ledger_rows", res.LedgerRows), slog.Int64("buckets", res.Buckets), slog.Int64("dict_lookups", res.DictLookups), slog.Int64("audit_rows", res.AuditRows))
 }
 
-// watchDatabase checks every period until ctx ends that the store's SQLite
-// file is still the one it opened, and logs at error level, at every
-// check, while it is not: the file was deleted or replaced under the
-// process, whose writes now go to a file nobody will find again.
-// Readiness fails meanwhile (CheckHealth checks the same).
+// watchDatabase logs at error level, every period, while the store's
+// SQLite file is not the one it opened (deleted or replaced under the
+// process: its writes go to a file nobody will find). CheckHealth fails
+// meanwhile.
 func (e *Engine) watchDatabase(ctx context.Context, every time.Duration) {
 	everyTick(ctx, every, func() {
 		if err := e.store.CheckIdentity(); err != nil {
@@ -242,8 +199,7 @@ func (e *Engine) watchDatabase(ctx context.Context, every time.Duration) {
 	})
 }
 
-// everyTick runs fn once every period, the first time one period from now,
-// until ctx ends.
+// everyTick runs fn every period, the first one from now, until ctx ends.
 func everyTick(ctx context.Context, every time.Duration, fn func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -3,24 +3,59 @@ package balde
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
-// CountPrune counts, removing nothing, what Prune with the same options
-// would remove now: ledger rows older than the retention (an aggregated
-// row is one row, whatever takes it stands for), DICT lookups and audit
-// entries older than it, and (unless opts.SkipBuckets) the stored buckets that are idle now —
-// full, nothing held, no cooldown or block — and whose ledger has no row
-// within the retention (Prune keeps those, so that their ledger stays in
-// view). opts.Batch is ignored. It is "balde prune --dry-run".
-func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
-	retention := opts.Retention
-	if retention <= 0 {
-		retention = throttle.DefaultRetention
+// PruneResult counts what Engine.Prune removed: ledger rows, idle
+// buckets, DICT lookup records and audit trail entries older than Before.
+type PruneResult struct {
+	throttle.PruneResult
+	Before                 time.Time
+	DictLookups, AuditRows int64
+}
+
+// Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
+// the DICT lookups and the audit trail, and removes idle buckets (unless
+// opts.SkipBuckets), in bounded batches (opts.Batch rows; 0: 1000) so that
+// decisions go on meanwhile. Run calls it every Jobs.PruneEvery.
+func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
+	res := e.pruneResult(opts)
+	var err error
+	res.PruneResult, err = e.limiter.Prune(ctx, opts)
+	if err != nil {
+		return res, err
 	}
-	res := PruneResult{Before: e.limiter.Now().Add(-retention)}
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = 1000
+	}
+	drain := func(prune func(context.Context, time.Time, int) (int64, error), removed *int64) error {
+		for {
+			n, err := prune(ctx, res.Before, batch)
+			*removed += n
+			if err != nil || n < int64(batch) {
+				return err
+			}
+		}
+	}
+	if err := drain(e.records.PruneLookups, &res.DictLookups); err != nil {
+		return res, err
+	}
+	// Audit entries by their own time (decision 0076), under the same
+	// retention: they name the operators.
+	return res, drain(e.audit.Prune, &res.AuditRows)
+}
+
+// CountPrune counts, removing nothing, what Prune with the same options
+// would remove now ("balde prune --dry-run"): ledger rows (an aggregated
+// row is one), DICT lookups and audit entries older than the retention,
+// and (unless opts.SkipBuckets) the buckets idle now — full, nothing held,
+// no cooldown or block — with no ledger row within the retention.
+func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
+	res := e.pruneResult(opts)
 	db := e.store.ReadDB()
 	// Rows, as the prune deletes them: oldest id first, up to the first
 	// row younger than the retention.
@@ -65,4 +100,13 @@ func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (Pr
 		}
 	}
 	return res, nil
+}
+
+// pruneResult is a result of Prune with opts: Before set by the retention
+// (0: throttle.DefaultRetention).
+func (e *Engine) pruneResult(opts throttle.PruneOptions) PruneResult {
+	if opts.Retention <= 0 {
+		opts.Retention = throttle.DefaultRetention
+	}
+	return PruneResult{Before: e.limiter.Now().Add(-opts.Retention)}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/balde-throttle/balde/audit"
@@ -12,15 +11,12 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Errors of ResetBucket.
+// Errors of ResetBucket: a key with no stored bucket (already full), a
+// reset without a reason for the audit trail, and a reset that stands
+// without its audit entry.
 var (
-	// ErrNotStored: the key has no stored bucket; a key with no row is
-	// already a full bucket, so there is nothing to reset.
-	ErrNotStored = errors.New("no stored bucket")
-	// ErrNoReason: a reset needs a reason, recorded in the audit trail.
-	ErrNoReason = errors.New("a reset needs a reason")
-	// ErrResetNotAudited: the bucket was reset, but its audit entry could
-	// not be written (the reset stands).
+	ErrNotStored       = errors.New("no stored bucket")
+	ErrNoReason        = errors.New("a reset needs a reason")
 	ErrResetNotAudited = errors.New("not recorded in the audit trail")
 )
 
@@ -28,19 +24,15 @@ var (
 type BucketReset struct {
 	// Before and After are the bucket just before and just after the reset.
 	Before, After throttle.BucketState
-	// RemoteBlockStays says that the bucket is balde's gate in front of a
-	// remote side that imposes blocks of its own (SIFEN's per-RUC lot
-	// interval): the reset ends balde's own wait, but a block SIFEN
-	// imposed after a 0301 is not lifted by it, and a lot still on the
-	// wire holds the RUC until its answer.
+	// RemoteBlockStays: the bucket is balde's gate in front of SIFEN's
+	// per-RUC interval. The reset ends balde's wait, not a block SIFEN
+	// imposed after a 0301, nor a lot still on the wire.
 	RemoteBlockStays bool
 }
 
-// CheckReset says whether ResetBucket(ctx, key, actor, reason) can reset
-// key, without changing anything, and returns the bucket as it is: for a
-// tool that asks for a confirmation first. A key with no stored bucket is
-// ErrNotStored; an empty reason (spaces only) is ErrNoReason; a failed
-// read is the store's error (throttle.ErrStoreUnavailable).
+// CheckReset says, changing nothing, whether ResetBucket can reset key
+// (ErrNotStored, ErrNoReason for a reason of spaces, or the store's
+// error), and returns the bucket as it is: for a confirmation first.
 func (e *Engine) CheckReset(ctx context.Context, key throttle.Key, reason string) (throttle.BucketState, error) {
 	st, err := e.limiter.State(ctx, key)
 	if err != nil {
@@ -57,10 +49,10 @@ func (e *Engine) CheckReset(ctx context.Context, key throttle.Key, reason string
 
 // ResetBucket fills key's stored bucket and clears its cooldown and block
 // (throttle.Limiter.Reset, a ledger row naming actor), then records it in
-// the audit trail as audit.CLIUser(actor) with reason and the tokens before
-// and after: what "balde buckets reset" does. It refuses as CheckReset
-// does, changing nothing. When the audit entry cannot be written the reset
-// stands and the error wraps ErrResetNotAudited (and the store's error).
+// the audit trail as audit.CLIUser(actor) with reason and the tokens
+// before and after ("balde buckets reset"). It refuses as CheckReset does,
+// changing nothing; when only the audit entry failed, the error wraps
+// ErrResetNotAudited.
 func (e *Engine) ResetBucket(ctx context.Context, key throttle.Key, actor, reason string) (BucketReset, error) {
 	before, err := e.CheckReset(ctx, key, reason)
 	if err != nil {
@@ -76,18 +68,4 @@ func (e *Engine) ResetBucket(ctx context.Context, key throttle.Key, actor, reaso
 		return r, fmt.Errorf("%s was reset but %w: %w", key, ErrResetNotAudited, err)
 	}
 	return r, nil
-}
-
-// DefaultActor is who a reset from a terminal names by default:
-// $USER@hostname, $USER when the host name is unknown, or "cli" without
-// $USER. getenv reads the environment (os.Getenv).
-func DefaultActor(getenv func(string) string) string {
-	user := getenv("USER")
-	if user == "" {
-		return "cli"
-	}
-	if host, err := os.Hostname(); err == nil && host != "" {
-		return user + "@" + host
-	}
-	return user
 }

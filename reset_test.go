@@ -2,7 +2,6 @@ package balde_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,20 +87,4 @@ func listAudit(t *testing.T, eng *balde.Engine) []audit.Entry {
 	entries, err := eng.Audit().List(context.Background(), audit.Query{})
 	require.NoError(t, err)
 	return entries
-}
-
-func TestDefaultActor(t *testing.T) {
-	host, err := os.Hostname()
-	require.NoError(t, err)
-	require.Equal(t, "cli", balde.DefaultActor(func(string) string { return "" }))
-	want := "ana@" + host
-	if host == "" {
-		want = "ana"
-	}
-	require.Equal(t, want, balde.DefaultActor(func(k string) string {
-		if k == "USER" {
-			return "ana"
-		}
-		return ""
-	}))
 }

@@ -157,21 +157,50 @@ func TestRunTwiceIsRefused(t *testing.T) {
 	require.NoError(t, waitfor.Recv(t, done, 10*time.Second, "Run returning once its context ends"))
 }
 
-func TestReconcilePeriod(t *testing.T) {
+// The period Run gives the DICT reconciliation: zero is every minute
+// against a real DICT and off against a simulator (whose buckets see only
+// this process's traffic); a period set is used, simulator or not; Off is
+// off.
+func TestRunReconcilePeriod(t *testing.T) {
 	tests := []struct {
 		name      string
 		every     time.Duration
 		simulator bool
-		want      time.Duration
+		want      string // Run's log line, "" when off
 	}{
-		{"AutoRealDICT", 0, false, balde.DefaultReconcileEvery},
-		{"AutoSimulator", 0, true, 0},
-		{"SetSimulator", 30 * time.Second, true, 30 * time.Second},
-		{"Off", balde.Off, false, 0},
+		{"AutoRealDICT", 0, false, "every=1m0s"},
+		{"AutoSimulator", 0, true, ""},
+		{"SetSimulator", 30 * time.Second, true, "every=30s"},
+		{"Off", balde.Off, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, balde.ReconcilePeriod(tt.every, tt.simulator))
+			var logs lockedBuffer
+			eng, err := balde.Open(t.Context(), balde.Config{
+				DB: "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), Migrate: true,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+				Dict:   &balde.DictConfig{BaseURL: "http://127.0.0.1:1", Participant: "12345678", Simulator: tt.simulator},
+				Jobs:   balde.Jobs{DictReconcileEvery: tt.every},
+			})
+			require.NoError(t, err)
+			defer eng.Close(t.Context())
+			ctx, stop := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- eng.Run(ctx) }()
+			waitfor.Recv(t, eng.Started(), 10*time.Second, "Run's start work")
+			stop()
+			require.NoError(t, waitfor.Recv(t, done, 10*time.Second, "Run returning once its context ends"))
+			line := ""
+			for l := range strings.Lines(logs.String()) {
+				if strings.Contains(l, "DICT reconciliation on") {
+					line = l
+				}
+			}
+			if tt.want == "" {
+				require.Empty(t, line)
+				return
+			}
+			require.Contains(t, line, tt.want)
 		})
 	}
 }

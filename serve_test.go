@@ -29,37 +29,39 @@ func openServeEngine(t *testing.T, limit int64) *balde.Engine {
 	return eng
 }
 
-// Start returns once the start work is done, Stop ends Run and reports its
-// result; a Background stopped by its context is Done with no error.
-func TestStartStopsWithItsContext(t *testing.T) {
+// Serve starts the jobs and listens only once their start work is done,
+// and returns nil once its context ends, the jobs stopped with it.
+func TestServeStartsTheJobsFirstAndStopsWithItsContext(t *testing.T) {
 	eng := openServeEngine(t, 0)
 	ctx, cancel := context.WithCancel(t.Context())
-	bg, err := eng.Start(ctx)
-	require.NoError(t, err)
-	select {
-	case <-eng.Started():
-	default:
-		t.Fatal("Start returned before the start work was done")
-	}
-	select {
-	case <-bg.Done():
-		t.Fatal("the jobs stopped on their own")
-	default:
-	}
-	cancel()
-	waitfor.Recv(t, bg.Done(), 10*time.Second, "the jobs after their context ended")
-	require.NoError(t, bg.Err())
-	require.NoError(t, bg.Stop(), "Stop after the end is harmless")
+	served := make(chan error, 1)
+	go func() {
+		served <- eng.Serve(ctx, "127.0.0.1:0", http.NotFoundHandler(), func(string) {
+			select {
+			case <-eng.Started():
+			default:
+				t.Error("listening before the start work was done")
+			}
+			cancel()
+		})
+	}()
+	require.NoError(t, waitfor.Recv(t, served, 20*time.Second, "Serve after its context ended"))
+	require.ErrorContains(t, eng.Run(t.Context()), "called twice", "the jobs ran, and stopped")
 }
 
-// Serve is what balde gateway runs: the engine's jobs, then the handler
-// (OpsHandler: the API behind the inbound limiter, /metrics and the probes
+// Serve is what balde gateway runs: the engine's jobs, then a handler (here
+// an API behind the inbound limiter with OpsHandler's /metrics and probes
 // beside it, no admin pages) until ctx ends, then a clean shutdown.
-func TestServeOpsHandler(t *testing.T) {
+func TestServeAPIAndOps(t *testing.T) {
 	eng := openServeEngine(t, 2)
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "api") })
-	h, err := eng.OpsHandler(api, balde.OpsOptions{})
+	ops, err := eng.OpsHandler("")
 	require.NoError(t, err)
+	h := http.NewServeMux()
+	h.Handle("/", eng.Inbound().Middleware(api))
+	for _, p := range []string{"/metrics", "/livez"} {
+		h.Handle(p, ops)
+	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	addrs := make(chan string, 1)

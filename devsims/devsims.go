@@ -35,12 +35,16 @@ type Config struct {
 	// empty is A. It is the demo's DICT, whose limits balde mirrors.
 	DictCategory string
 	// DictAddr and SifenAddr are the simulators' listen addresses
-	// (HOST:PORT); empty is a free loopback port.
+	// (HOST:PORT); empty is DefaultAddr.
 	DictAddr, SifenAddr string
 	// Logger receives the simulators' logs (groups "dictsim" and
 	// "sifensim"); nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultAddr is where a simulator listens by default: a free loopback
+// port, a new one each start.
+const DefaultAddr = "127.0.0.1:0"
 
 // Simulators are the simulators Start started, and the endpoints to use.
 // A nil server is a simulator not started (its endpoint is configured).
@@ -70,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (_ *Simulators, err error) {
 	}
 	for _, addr := range []*string{&cfg.DictAddr, &cfg.SifenAddr} {
 		if *addr == "" {
-			*addr = "127.0.0.1:0"
+			*addr = DefaultAddr
 		}
 	}
 	s := &Simulators{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL}

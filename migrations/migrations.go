@@ -42,8 +42,8 @@ type Migrator struct {
 	db     *sql.DB
 	engine Engine
 	atomic *atomicDriver
-	// Logger receives the automatic repairs of Up (repair.go). Nil:
-	// slog.Default().
+	// Logger receives the automatic repairs of Up (repair.go). Nil
+	// discards them (slog.Default() is never written to).
 	Logger *slog.Logger
 }
 

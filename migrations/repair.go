@@ -67,7 +67,7 @@ func (g *Migrator) Repair(ctx context.Context) (Repair, error) {
 	}
 	logger := g.Logger
 	if logger == nil {
-		logger = slog.Default()
+		logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case len(objects) == 0:

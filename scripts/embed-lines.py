@@ -43,7 +43,7 @@ before={
  'dict-lookup': [('cmd/balde/dict_lookup.go',['lookupRecord','lookupRecordOf','lookupColumns','lookupWriter','createLookupWriter','write','close'])],
  'buckets/prune': [('cmd/balde/buckets.go',['page']),('cmd/balde/prune.go',['pruneCount'])],
 }
-after={'serve':'ExampleEngine_StartApp','gateway':'ExampleEngine_Serve','sifen-send':'Example_sifenSend','dict-lookup':'Example_dictLookup','buckets/prune':'Example_buckets'}
+after={'serve':'ExampleEngine_Serve','gateway':'ExampleEngine_DictGateway','sifen-send':'Example_sifenSend','dict-lookup':'Example_dictLookup','buckets/prune':'Example_buckets'}
 ex=src('example_uses_test.go')
 for use,files in before.items():
     n=0

@@ -25,7 +25,8 @@ type Config struct {
 	Notifier Notifier
 	// Observer receives metrics. Default: none.
 	Observer Observer
-	// Logger logs fail-open admissions. Default slog.Default().
+	// Logger logs fail-open admissions. Nil discards them (slog.Default()
+	// is never written to).
 	Logger *slog.Logger
 	// RefusalCacheSize bounds how many refused keys are remembered so that
 	// repeated requests on them are refused from memory until their
@@ -103,7 +104,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		l.observer = nopObserver{}
 	}
 	if l.logger == nil {
-		l.logger = slog.Default()
+		l.logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case cfg.RefusalCacheSize == 0:

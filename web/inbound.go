@@ -41,8 +41,9 @@ type InboundConfig struct {
 	IPLimit int64
 	// Window is the sliding window (default 1 min).
 	Window time.Duration
-	// Block is how long a client is refused after exceeding its limit
-	// (default 5 min; 0 only refuses until the window frees a slot).
+	// Block is how long a client is refused after exceeding its limit; 0
+	// only refuses until the window frees a slot. DefaultInboundBlock (5
+	// min) is balde serve's.
 	Block time.Duration
 	// AdminLimit requests per Window for each admin credential on the admin
 	// pages (default DefaultInboundAdminLimit). An authenticated admin is
@@ -67,9 +68,12 @@ type InboundConfig struct {
 	// Exempt also exempts its paths under the BasePath of every Server
 	// using this limiter (/balde/static/, /balde/healthz).
 	Paths, Exempt []string
-	// FailMode is what happens when the store cannot answer: FailOpen
-	// (the default here, logged and counted) or FailClosed (503).
-	FailMode throttle.FailMode
+	// FailClosed refuses every limited request (503 with Retry-After)
+	// while the store cannot answer. The zero value fails open: requests
+	// are admitted, each logged and counted (throttle.Observer.FailOpen),
+	// so that a locked or unreachable database does not take every page
+	// of the application down with it.
+	FailClosed bool
 
 	// The options below matter to Middleware, which has no Server around
 	// it; a Server uses its own TrustedProxies and error pages.
@@ -241,10 +245,14 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	if cfg.Refused == nil {
 		cfg.Refused = writeRefusedPlain
 	}
+	fail := throttle.FailOpen
+	if cfg.FailClosed {
+		fail = throttle.FailClosed
+	}
 	in := &Inbound{
 		env:    cfg.Env,
-		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, cfg.FailMode),
-		admin:  rollingPolicy(PolicyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, cfg.FailMode),
+		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
+		admin:  rollingPolicy(PolicyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
 		tokens: make(map[string]throttle.Policy, len(cfg.Tokens)),
 		paths:  cfg.Paths,
 		exempt: cfg.Exempt,
@@ -273,7 +281,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		if block == 0 {
 			block = cfg.Block
 		}
-		p := rollingPolicy(PolicyInboundToken, t.Limit, window, block, cfg.FailMode)
+		p := rollingPolicy(PolicyInboundToken, t.Limit, window, block, fail)
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("web: inbound token sha256:%.8s…: %w", t.Hash, err)
 		}

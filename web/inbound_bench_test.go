@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -63,7 +62,7 @@ func benchInbound(b *testing.B, engine sqlstore.Engine, keys int, limit int64, w
 	store := sqlstoretest.MustOpen(b, engine, clock)
 	// As balde.Engine wires it: the store's NonDurable view (on
 	// PostgreSQL, commits that do not wait for the disk), group commit.
-	group := throttle.NewGroupCommit(store.NonDurable(), throttle.GroupCommitOptions{Writers: balde.InboundGroupCommitWriters})
+	group := throttle.NewGroupCommit(store.NonDurable(), throttle.GroupCommitOptions{Writers: 1}) // one writer (docs/decisions/0116)
 	b.Cleanup(func() { _ = group.Close() })
 	in, err := web.NewInbound(web.InboundConfig{IPLimit: limit, Window: window, Block: 5 * time.Minute})
 	if err != nil {

@@ -119,7 +119,8 @@ func TestInboundPolicies(t *testing.T) {
 	p, err := r.Resolve(throttle.Key{Policy: web.PolicyInboundIP, Env: "prod", Identifier: "1.2.3.4"})
 	require.NoError(t, err)
 	require.Equal(t, throttle.Policy{Name: web.PolicyInboundIP, Refill: throttle.RefillRolling, Capacity: 5, RefillTokens: 5,
-		RefillPeriod: time.Minute, RollingGrain: time.Second, BlockFor: time.Minute, Ledger: throttle.LedgerNoTakes}, p)
+		RefillPeriod: time.Minute, RollingGrain: time.Second, BlockFor: time.Minute, Ledger: throttle.LedgerNoTakes,
+		FailMode: throttle.FailOpen}, p, "the zero InboundConfig fails open")
 	p, err = r.Resolve(throttle.Key{Policy: web.PolicyInboundToken, Env: "prod", Identifier: web.HashToken("t")})
 	require.NoError(t, err)
 	require.Equal(t, int64(9), p.Capacity)

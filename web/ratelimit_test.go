@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
@@ -231,7 +230,7 @@ func TestInboundClientIP(t *testing.T) {
 
 func TestInboundStoreDown(t *testing.T) {
 	t.Run("FailOpen", func(t *testing.T) {
-		e := newEnv(t, withFailingStore(), withInbound(web.InboundConfig{IPLimit: 1, FailMode: throttle.FailOpen}))
+		e := newEnv(t, withFailingStore(), withInbound(web.InboundConfig{IPLimit: 1}))
 		for range 3 {
 			resp := e.get("/nope")
 			require.Equal(t, http.StatusNotFound, resp.StatusCode, "admitted: the handler answered")
@@ -242,7 +241,7 @@ func TestInboundStoreDown(t *testing.T) {
 		require.True(t, strings.Contains(body(t, e.get("/metrics")), want), "metrics lack %s", want)
 	})
 	t.Run("FailClosed", func(t *testing.T) {
-		e := newEnv(t, withFailingStore(), withInbound(web.InboundConfig{IPLimit: 1, FailMode: throttle.FailClosed}))
+		e := newEnv(t, withFailingStore(), withInbound(web.InboundConfig{IPLimit: 1, FailClosed: true}))
 		resp := e.get("/nope")
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		require.Equal(t, "5", resp.Header.Get("Retry-After"))

@@ -156,8 +156,42 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
-// DefaultReadHeaderTimeout is NewServer's ReadHeaderTimeout.
+// DefaultReadHeaderTimeout is NewHTTPServer's ReadHeaderTimeout, and
+// NewServer's.
 const DefaultReadHeaderTimeout = 10 * time.Second
+
+// NewHTTPServer returns the http.Server every listener of balde is served
+// by (balde serve, both gateways, Server.Open, balde.Engine.Serve), for an
+// application to serve its own listener the same way: h with bounds on
+// each phase of a request, so that a slow or stalled client holds a
+// connection and a goroutine only so long:
+//
+//   - ReadHeaderTimeout DefaultReadHeaderTimeout (10 s) from the accept (or
+//     the previous request's end) to the end of the headers: a slowloris
+//     sending its headers a byte at a time is cut off;
+//   - ReadTimeout 30 s for a whole request, body included (an uploaded lot
+//     is at most a few MB);
+//   - WriteTimeout 60 s from the end of the headers to the end of the
+//     answer (a SIFEN gateway holds a lot at most 30 s by default);
+//   - IdleTimeout 2 min between two requests of a kept-alive connection;
+//   - MaxHeaderBytes 64 KiB (net/http's default is 1 MiB).
+//
+// Its errors (a TLS handshake, a panic in h) go to logger at Warn; nil
+// discards them, never to the log package's default logger.
+func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
 
 // NewServer returns a Server with its routes and defaults; set the fields,
 // then Open it.
@@ -273,15 +307,8 @@ func (s *Server) Open() error {
 		return fmt.Errorf("web: listen: %w", err)
 	}
 	s.ln = ln
-	s.srv = &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: s.ReadHeaderTimeout,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
-	}
+	s.srv = NewHTTPServer(h, s.Logger)
+	s.srv.ReadHeaderTimeout = s.ReadHeaderTimeout
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -76,6 +77,23 @@ func TestEveryCommandRefusesABadFile(t *testing.T) {
 					require.Zero(t, fi.Size(), "%s%s was written", path, suffix)
 				}
 			}
+			require.NoFileExists(t, path+migrations.LockSuffix, "a refused database has no migration lock file beside it")
 		})
+	}
+}
+
+// TestReadOnlyCommandsLeaveNoFileBesideAMissingDatabase: the commands that
+// read or fix state refuse a SQLite file that does not exist (exit 2) and
+// leave nothing where it should be: no database, no migration lock file.
+func TestReadOnlyCommandsLeaveNoFileBesideAMissingDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.db")
+	for _, args := range [][]string{{"migrate", "version"}, {"migrate", "down"}, {"buckets", "list"}, {"prune"}, {"prune", "--dry-run"},
+		{"serve", "--addr", "127.0.0.1:0"}} {
+		code, _, errOut := run(t, map[string]string{"BALDE_DB": "sqlite://" + path, "BALDE_ADMIN_PASSWORD": "pw"}, args...)
+		require.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, "no database at "+path, "%v", args)
+		entries, err := os.ReadDir(filepath.Dir(path))
+		require.NoError(t, err)
+		require.Empty(t, entries, "%v left files beside the missing database", args)
 	}
 }

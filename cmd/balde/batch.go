@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/web/i18n"
 )
@@ -34,7 +35,7 @@ func (w *waitFlags) add(fs *flag.FlagSet) {
 	w.maxWait = DefaultMaxWait
 	fs.BoolVar(&w.wait, "wait", false, "when the throttle refuses an item, sleep exactly until it would be admitted and retry (the default)")
 	fs.BoolVar(&w.noWait, "no-wait", false, "when the throttle refuses an item, report it blocked and go on with the next")
-	fs.Var(flagOf(&w.maxWait, parseDuration, nil), "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
+	fs.Var(settings.FlagOf(&w.maxWait, settings.ParseDuration, nil), "max-wait", "the most one item may wait in all; an item that would wait longer is reported blocked")
 	fs.BoolVar(&w.progress, "progress", false, `write a JSON line {"progress": {...}} on stderr when a wait starts and every 10s of it (the default with --json when stderr is a terminal)`)
 }
 
@@ -63,6 +64,3 @@ func batchExit(cmd string, s report.Summary, tr *i18n.Printer) error {
 	}
 	return nil
 }
-
-// writeJSONLine is report.WriteJSONLine.
-var writeJSONLine = report.WriteJSONLine

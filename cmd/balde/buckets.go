@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
@@ -45,7 +46,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	sortBy := fs.String("sort", "key", "list: key, severity (worst first), last_send (newest first) or tokens (emptiest first)")
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
-	actor := fs.String("actor", balde.DefaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
+	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
@@ -106,7 +107,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if cfg.TimeZone != nil {
 		tr.Zone = cfg.TimeZone
 	}
-	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.dict)}
+	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.DictCatalog())}
 
 	if action == "list" {
 		if len(rest) > 0 {
@@ -116,8 +117,8 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if err != nil {
 			return UsageError("buckets list: --after: %v", err)
 		}
-		if *policy != "" && !slices.Contains(b.eng.AdminPolicyNames(), *policy) {
-			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.eng.AdminPolicyNames(), ", "))
+		if *policy != "" && !slices.Contains(b.eng.PolicyNames(), *policy) {
+			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.eng.PolicyNames(), ", "))
 		}
 		lo.filter.Policy, lo.filter.Env, lo.filter.IdentifierPrefix = *policy, *env, *id
 		lo.filter.After, lo.filter.Limit = cursor, *limit
@@ -143,12 +144,12 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 }
 
 // requireDatabase refuses a DSN that does not parse or a SQLite file that
-// does not exist (balde.CheckDatabase): the operator commands that read or
+// does not exist (settings.CheckDatabase): the operator commands that read or
 // fix state (buckets, prune) do not create an empty database.
 func requireDatabase(dsn string) error {
-	err := balde.CheckDatabase(dsn)
-	if errors.Is(err, balde.ErrNoDatabase) {
-		path, _ := balde.SQLiteFile(dsn)
+	err := settings.CheckDatabase(dsn)
+	if errors.Is(err, settings.ErrNoDatabase) {
+		path, _ := settings.SQLiteFile(dsn)
 		return UsageError("no database at %s (give --db or BALDE_DB; balde migrate up creates one)", path)
 	}
 	if err != nil {
@@ -237,7 +238,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 	if b.json {
 		out := web.NewAPIBucketList(page.States, b.scope)
 		out.Next, out.Partial = page.Next, page.Partial
-		writeJSONLine(b.m.Stdout, out)
+		report.WriteJSONLine(b.m.Stdout, out)
 		return nil
 	}
 	return report.WriteBuckets(b.m.Stdout, b.tr, page, b.wide, b.scope)
@@ -258,7 +259,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		return err
 	}
 	if b.json {
-		writeJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
+		report.WriteJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
 		return nil
 	}
 	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
@@ -298,7 +299,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if b.json {
-		writeJSONLine(b.m.Stdout, struct {
+		report.WriteJSONLine(b.m.Stdout, struct {
 			Bucket       web.APIBucket `json:"bucket"`
 			TokensBefore int64         `json:"tokens_before"`
 			Actor        string        `json:"actor"`

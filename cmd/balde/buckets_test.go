@@ -50,7 +50,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	err = dictsql.NewRecords(eng.store.DB(), eng.store.ReadDB()).RecordLookup(ctx, dict.Lookup{
+	err = dictsql.NewRecords(eng.Store().DB(), eng.Store().ReadDB()).RecordLookup(ctx, dict.Lookup{
 		EndToEndID: "E12345678202603021200abcdefghijk", Env: "prod", PayerID: payerCPF, KeyType: dict.KeyPhone,
 		Policy: seededUser.Policy, Participant: "12345678", Status: 200, LookedUpAt: clock.Now(),
 	})

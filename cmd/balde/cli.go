@@ -147,14 +147,14 @@ func (m *Main) exit(err error) int {
 			if tr := m.printer(); ee.format != "" && i18n.Has(ee.format) && tr.Tag != i18n.English {
 				msg = tr.Sprintf(ee.format, ee.args...)
 			}
-			fmt.Fprintln(m.Stderr, "balde:", oneLine(msg))
+			fmt.Fprintln(m.Stderr, "balde:", report.OneLine(msg))
 		}
 		return ee.Code
 	case errors.Is(err, throttle.ErrStoreUnavailable):
-		fmt.Fprintln(m.Stderr, "balde:", oneLine(err.Error()))
+		fmt.Fprintln(m.Stderr, "balde:", report.OneLine(err.Error()))
 		return ExitUnavailable
 	default:
-		fmt.Fprintln(m.Stderr, "balde:", oneLine(err.Error()))
+		fmt.Fprintln(m.Stderr, "balde:", report.OneLine(err.Error()))
 		return ExitFailed
 	}
 }
@@ -182,9 +182,6 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func UsageError(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...), format: format, args: args}
 }
-
-// oneLine is report.OneLine: an error on one line.
-var oneLine = report.OneLine
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
 // prints usage (with the command's example) to its output: m.Stdout, since

@@ -4,63 +4,32 @@ import (
 	"errors"
 	"flag"
 
-	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
-// Config is the configuration shared by every command: balde.Settings
-// (defaults, then the environment variables, read by the module), then
-// flags, registered here: a flag always wins. The README lists every field
-// with its flag and variable.
+// Config is the configuration shared by every command: settings.Settings
+// (defaults, then the environment variables), then flags, registered here:
+// a flag always wins. The README lists every field with its flag and
+// variable.
 type Config struct {
-	balde.Settings
+	settings.Settings
 }
-
-// ReconcileAuto is DictReconcileEvery's default (balde.ReconcileAuto):
-// DefaultReconcileEvery against a real DICT, off against the simulator.
-const ReconcileAuto = balde.ReconcileAuto
-
-// Defaults of serve's background work.
-const (
-	DefaultReconcileEvery = balde.DefaultReconcileEvery
-	DefaultPruneEvery     = balde.DefaultPruneEvery
-)
 
 // DefaultConfig returns the configuration of "make run": SQLite in the
-// working directory, simulators in-process (balde.DefaultSettings).
-func DefaultConfig() Config { return Config{balde.DefaultSettings()} }
+// working directory, simulators in-process.
+func DefaultConfig() Config { return Config{settings.Default()} }
 
-// checkSifenBlock is balde.Settings.CheckSifenBlock, a usage error.
-func (c Config) checkSifenBlock() error { return settingUsage(c.CheckSifenBlock()) }
-
-// checkDictURLs is balde.Settings.CheckDictURLs, a usage error.
-func (c Config) checkDictURLs() error { return settingUsage(c.CheckDictURLs()) }
-
-// dictSigning is balde.Settings.DictSigning, its error a usage error.
-func (c Config) dictSigning() (dict.Signer, dict.Verifier, error) {
-	s, v, err := c.DictSigning()
-	return s, v, settingUsage(err)
-}
-
-// settingUsage turns a *balde.SettingError into a usage error translated
-// as its English format is (web/i18n); nil stays nil.
+// settingUsage turns a *settings.Error into a usage error translated as
+// its English format is (web/i18n); nil stays nil.
 func settingUsage(err error) error {
-	var se *balde.SettingError
+	var se *settings.Error
 	if !errors.As(err, &se) {
 		return err
 	}
 	return &ExitError{Code: ExitUsage, Err: err, format: se.Format, args: se.Args}
 }
 
-// flagOf and parseDuration are balde's (a flag read with its variable's
-// parser, a duration that may not be negative).
-func flagOf[T any](v *T, parse func(string) (T, error), format func(T) string) flag.Value {
-	return balde.FlagOf(v, parse, format)
-}
-
-var parseDuration = balde.ParseDuration
-
-// The flags of the settings (balde.Settings.AddFlags), by group.
+// The flags of the settings (settings.Settings.AddFlags), by group.
 
 func (c *Config) addStoreFlags(fs *flag.FlagSet) { c.AddFlags(fs, "db") }
 

@@ -25,7 +25,7 @@ func TestBucketsListReadsTheLearnedCategory(t *testing.T) {
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	require.NoError(t, dictsql.NewRecords(eng.store.DB(), eng.store.ReadDB()).SaveCategory(ctx, "prod", cfg.DictParticipant, "F", clock.Now()))
+	require.NoError(t, dictsql.NewRecords(eng.Store().DB(), eng.Store().ReadDB()).SaveCategory(ctx, "prod", cfg.DictParticipant, "F", clock.Now()))
 	require.NoError(t, eng.close(ctx))
 	clock.Advance(time.Second)
 

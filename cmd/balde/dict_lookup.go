@@ -9,6 +9,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)
@@ -51,7 +52,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if cfg.DictURL == "" {
 		return UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
 	}
-	if err := cfg.checkDictURLs(); err != nil {
+	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
 		return err
 	}
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
@@ -81,15 +82,16 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	}
 
 	clock := m.batchClock()
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	dc := cfg.DictConfig(cfg.DictURL)
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Dict: &dc})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	client, err := eng.dictClient(ctx, cfg, cfg.DictURL, true)
-	if err != nil {
+	if err := learnCategory(ctx, eng); err != nil {
 		return err
 	}
+	client := eng.Dict()
 
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
@@ -106,6 +108,17 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	return batchExit("dict-lookup", sum, rep.Tr)
+}
+
+// learnCategory sets the engine's DICT category as the DICT reports it
+// (reused while fresh: POLICIES_LIST allows 6 a minute); a DICT that cannot
+// be asked leaves the one recorded, else --dict-category, else the
+// strictest (H). Only a database that cannot answer is an error.
+func learnCategory(ctx context.Context, eng *engine) error {
+	if _, err := eng.Dict().LearnCategory(ctx, dict.CategoryFresh); errors.Is(err, throttle.ErrStoreUnavailable) {
+		return err
+	}
+	return nil
 }
 
 // readLookups reads path ("-" is stdin) with dict.ReadLookupRequests: one

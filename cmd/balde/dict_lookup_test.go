@@ -504,18 +504,18 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, "", DefaultConfig().DictCategory, "no category until learned")
 	participantCapacity := func(eng *engine) int64 {
-		p, err := eng.dict.Resolve(eng.dict.Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
+		p, err := eng.DictCatalog().Resolve(eng.DictCatalog().Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
 		require.NoError(t, err)
 		return p.Capacity
 	}
 	open := func(t *testing.T, db, url string) *engine {
 		cfg := DefaultConfig()
 		cfg.DB = db
-		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
+		dc := cfg.DictConfig(url)
+		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, eng.close(ctx)) })
-		_, err = eng.dictClient(ctx, cfg, url, true)
-		require.NoError(t, err)
+		require.NoError(t, learnCategory(ctx, eng))
 		return eng
 	}
 
@@ -523,13 +523,13 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 		sim := startDictSim(t, "C", true)
 		db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 		eng := open(t, db, sim.URL())
-		require.Equal(t, "C", eng.dict.Category())
+		require.Equal(t, "C", eng.DictCatalog().Category())
 		require.Equal(t, int64(30000), participantCapacity(eng))
 		require.Equal(t, int64(1), sim.Stats().Count(dict.OpListBucketStates, http.StatusOK))
 
 		// A second process on the same database reuses what was learned.
 		eng = open(t, db, sim.URL())
-		require.Equal(t, "C", eng.dict.Category())
+		require.Equal(t, "C", eng.DictCatalog().Category())
 		require.Equal(t, int64(1), sim.Stats().Count(dict.OpListBucketStates, http.StatusOK), "not asked again while fresh")
 	})
 	t.Run("StrictestUntilKnown", func(t *testing.T) {
@@ -543,7 +543,7 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 		}))
 		t.Cleanup(down.Close)
 		eng := open(t, "sqlite://"+filepath.Join(t.TempDir(), "balde.db"), down.URL)
-		require.Equal(t, "", eng.dict.Category())
+		require.Equal(t, "", eng.DictCatalog().Category())
 		require.Equal(t, int64(50), participantCapacity(eng), "category H")
 	})
 }
@@ -606,7 +606,7 @@ func TestDictLookupKilledMidRequest(t *testing.T) {
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.close(ctx)) }()
-	st, err := eng.limiter.State(ctx, eng.dict.Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
+	st, err := eng.limiter.State(ctx, eng.DictCatalog().Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
 	require.NoError(t, err)
 	remote, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
 	require.LessOrEqual(t, st.Tokens, remote, "the mirror is never more generous than the DICT")

@@ -29,22 +29,20 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	if cfg.DictURL == "" {
 		return UsageError("dict-reconcile: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
 	}
-	if err := cfg.checkDictURLs(); err != nil {
+	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
 		return err
 	}
 	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
 		return UsageError("dict-reconcile: --dict-participant: %v", err)
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{})
+	dc := cfg.DictConfig(cfg.DictURL)
+	dc.LearnCategory = false // the reconciliation asks the DICT itself
+	eng, err := openEngine(ctx, cfg, engineOptions{Dict: &dc})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	client, err := eng.dictClient(ctx, cfg, cfg.DictURL, false)
-	if err != nil {
-		return err
-	}
-	res, err := client.Reconcile(ctx)
+	res, err := eng.Dict().Reconcile(ctx)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func TestDictSigningConfig(t *testing.T) {
 		return cfg
 	}
 	t.Run("None", func(t *testing.T) {
-		s, v, err := parse(t, nil).dictSigning()
+		s, v, err := dictSigning(parse(t, nil))
 		require.NoError(t, err)
 		require.Nil(t, s)
 		require.Nil(t, v)
@@ -65,7 +65,7 @@ func TestDictSigningConfig(t *testing.T) {
 			"BALDE_DICT_SIGN_CERT": signCert, "BALDE_DICT_SIGN_KEY": signKey, "BALDE_DICT_VERIFY_CERT": signCert}, signCert},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, v, err := parse(t, tt.env).dictSigning()
+			s, v, err := dictSigning(parse(t, tt.env))
 			require.NoError(t, err)
 			require.NotNil(t, s)
 			require.NotNil(t, v)
@@ -88,7 +88,7 @@ func TestDictSigningConfig(t *testing.T) {
 		{"VerifyCertNotPEM", map[string]string{"BALDE_DICT_VERIFY_CERT": tlsKey}, "no PEM certificate"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := parse(t, tt.env).dictSigning()
+			_, _, err := dictSigning(parse(t, tt.env))
 			var ee *ExitError
 			require.ErrorAs(t, err, &ee)
 			require.Equal(t, ExitUsage, ee.Code)
@@ -115,4 +115,11 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 		require.Contains(t, it.Message, "invalid XML signature")
 	}
 	require.Equal(t, int64(2), sim.Stats().Count(dict.OpGetEntry, http.StatusOK), "sent and answered")
+}
+
+// dictSigning is settings.Settings.DictSigning with its error as the
+// commands report it (a usage error).
+func dictSigning(cfg Config) (dict.Signer, dict.Verifier, error) {
+	s, v, err := cfg.DictSigning()
+	return s, v, settingUsage(err)
 }

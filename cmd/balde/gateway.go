@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
 )
@@ -65,45 +65,50 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	if cfg.DictURL == "" {
 		return UsageError("gateway dict: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
 	}
-	if err := cfg.checkDictURLs(); err != nil {
+	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
 		return err
 	}
-	if err := balde.CheckListenAddr(addr); err != nil {
+	if err := settings.CheckListenAddr(addr); err != nil {
 		return UsageError("gateway dict: --addr %q: %v", addr, err)
 	}
 	inbound, err := newInboundConfig(cfg)
 	if err != nil {
 		return err
 	}
-	if err := checkDictClient(cfg); err != nil {
-		return err
-	}
-	dc := cfg.dictConfig(cfg.DictURL, true)
-	httpClient, err := balde.NewDictHTTPClient(dc)
-	if err != nil {
-		return UsageError("DICT TLS: %v", err)
-	}
+	dc := cfg.DictConfig(cfg.DictURL)
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return err
 	}
 	defer e.close(context.Background())
-
-	h, err := e.DictGatewayHandler(cfg.Settings, httpClient, logger)
+	api, err := e.DictGateway()
 	if err != nil {
-		return settingUsage(err)
+		return UsageError("gateway dict: %v", errors.Unwrap(err))
 	}
-	return serveGateway(ctx, m, e, addr, h, func(at string) string {
+	return serveGateway(ctx, m, e, cfg, addr, api, func(at string) string {
 		return fmt.Sprintf("DICT gateway on http://%s in front of %s (participant %s)", at, cfg.DictURL, cfg.DictParticipant)
 	})
 }
 
-// serveGateway serves h on addr (balde.Engine.Serve: the engine's
-// background work, then the server, until ctx ends) and prints the banner
-// of the address once listening.
-func serveGateway(ctx context.Context, m *Main, e *engine, addr string, h http.Handler, banner func(addr string) string) error {
-	err := e.Serve(ctx, addr, h, func(at string) { fmt.Fprintln(m.Stdout, "balde: "+banner(at)) })
+// serveGateway serves api behind the inbound limiter, with /metrics (behind
+// cfg's token) and the probes beside it (balde.Engine.OpsHandler), on addr
+// (balde.Engine.Serve: the engine's background work, then the server,
+// until ctx ends), and prints the banner of the address once listening.
+func serveGateway(ctx context.Context, m *Main, e *engine, cfg Config, addr string, api http.Handler, banner func(addr string) string) error {
+	ops, err := e.OpsHandler(cfg.MetricsToken)
+	if err != nil {
+		return err
+	}
+	if in := e.Inbound(); in != nil {
+		api = in.Middleware(api)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/livez"} {
+		mux.Handle(p, ops)
+	}
+	err = e.Serve(ctx, addr, mux, func(at string) { fmt.Fprintln(m.Stdout, "balde: "+banner(at)) })
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -159,21 +164,22 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if cfg.SifenURL == "" {
 		return UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
 	}
-	if err := cfg.checkSifenBlock(); err != nil {
+	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return err
 	}
-	if err := balde.CheckListenAddr(addr); err != nil {
+	if err := settings.CheckListenAddr(addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", addr, err)
 	}
 	inbound, err := newInboundConfig(cfg)
 	if err != nil {
 		return err
 	}
-	client, err := cfg.sifenClient(cfg.SifenURL)
+	client, err := sifenClient(cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.sifenConfig(client, *allowUnsigned)
+	sc := cfg.SifenConfig(client)
+	sc.AllowUnsigned = *allowUnsigned
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.Jobs()})
 	if err != nil {
@@ -184,11 +190,11 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if holdFor == 0 {
 		holdFor = -1 // web.SifenGateway: negative never holds
 	}
-	h, err := e.SifenGatewayHandler(cfg.Settings, web.SifenGatewayConfig{Client: client, AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Logger: logger.WithGroup("gateway")})
+	api, err := e.SifenGateway(web.SifenGatewayConfig{AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor})
 	if err != nil {
-		return settingUsage(err)
+		return UsageError("gateway sifen: %v", errors.Unwrap(err))
 	}
-	return serveGateway(ctx, m, e, addr, h, func(at string) string {
+	return serveGateway(ctx, m, e, cfg, addr, api, func(at string) string {
 		return fmt.Sprintf("SIFEN gateway (%s) on http://%s in front of %s", env, at, cfg.SifenURL)
 	})
 }

@@ -10,6 +10,9 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"    // balde takes either engine from --db
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // (docs/decisions/0129)
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // runMigrate is "balde migrate up|down|version [--db DSN]" and
@@ -58,16 +58,51 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	st, err := balde.Migrate(ctx, cfg.DB, op, force, func(v uint, dirty bool) {
-		fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
-			"the schema must already match it, or later migrations will fail or damage data\n", force, v, dirty)
-	})
-	if errors.Is(err, balde.ErrNoSuchVersion) {
-		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, st.Latest)
-	}
+	engine, _, _ := sqlstore.ParseDSN(cfg.DB)
+	latest, err := migrations.Latest(engine)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(m.Stdout, st)
+	if op == "force" && force > int(latest) {
+		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
+	}
+	var version uint
+	var dirty bool
+	err = alldrivers.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
+		switch op {
+		case "up":
+			err = mg.Up()
+		case "down":
+			err = mg.Down()
+		case "force":
+			if version, dirty, err = mg.Version(); err == nil {
+				fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
+					"the schema must already match it, or later migrations will fail or damage data\n", force, version, dirty)
+				err = mg.Force(force)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		version, dirty, err = mg.Version()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(m.Stdout, schemaState(engine, version, latest, dirty))
 	return nil
+}
+
+// schemaState is "sqlite version 3 of 5 (2 pending)", "… (current)", or
+// the dirty state with what to do about it.
+func schemaState(engine sqlstore.Engine, version, latest uint, dirty bool) string {
+	state := "current"
+	switch {
+	case dirty:
+		state = "dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION"
+	case version < latest:
+		state = fmt.Sprintf("%d pending", latest-version)
+	}
+	return fmt.Sprintf("%s version %d of %d (%s)", engine, version, latest, state)
 }

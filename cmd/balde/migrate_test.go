@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // TestConcurrentFirstStartMigratesOnce is issue 13's six processes started
@@ -110,4 +111,52 @@ func TestMigrateForce(t *testing.T) {
 		code, _, stderr := run(t, nil, append([]string{"migrate", "--db", db}, bad...)...)
 		require.Equal(t, ExitUsage, code, "%v: %s", bad, stderr)
 	}
+}
+
+// TestMigrateActions is "balde migrate" on both engines: up applies
+// everything, version changes nothing, force records a version (telling
+// what it replaces) without running anything, a version that does not
+// exist is refused, down reverts one migration, an unknown action is
+// refused; each prints the schema's state.
+func TestMigrateActions(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		dsn := sqlstoretest.DSN(t, engine)
+		latest, err := migrations.Latest(engine)
+		require.NoError(t, err)
+		require.Greater(t, latest, uint(1))
+		migrate := func(args ...string) (int, string, string) {
+			return run(t, nil, append([]string{"migrate", "--db", dsn}, args...)...)
+		}
+		state := func(version uint, state string) string {
+			return fmt.Sprintf("%s version %d of %d (%s)\n", engine, version, latest, state)
+		}
+
+		code, out, errOut := migrate("up")
+		require.Equal(t, ExitOK, code, errOut)
+		require.Equal(t, state(latest, "current"), out)
+		code, out, errOut = migrate("version")
+		require.Equal(t, ExitOK, code, errOut)
+		require.Equal(t, state(latest, "current"), out)
+
+		code, _, errOut = migrate("force", fmt.Sprint(latest+1))
+		require.Equal(t, ExitUsage, code)
+		require.Contains(t, errOut, fmt.Sprintf("version %d does not exist (the latest is %d)", latest+1, latest))
+
+		code, out, errOut = migrate("force", fmt.Sprint(latest-1))
+		require.Equal(t, ExitOK, code, errOut)
+		require.Contains(t, errOut, fmt.Sprintf("recording version %d as applied (was %d, dirty false)", latest-1, latest), "told what it replaces")
+		require.Equal(t, state(latest-1, "1 pending"), out)
+
+		code, _, errOut = migrate("force", fmt.Sprint(latest))
+		require.Equal(t, ExitOK, code, errOut)
+		code, out, errOut = migrate("down")
+		require.Equal(t, ExitOK, code, errOut)
+		require.Equal(t, state(latest-1, "1 pending"), out, "one step")
+
+		code, _, errOut = migrate("sideways")
+		require.Equal(t, ExitUsage, code)
+		require.Contains(t, errOut, `unknown action "sideways"`)
+	})
+	require.Equal(t, "sqlite version 3 of 5 (dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION)",
+		schemaState(sqlstore.SQLite, 3, 5, true))
 }

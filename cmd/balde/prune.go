@@ -5,12 +5,10 @@ import (
 	"errors"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
 )
-
-// MinRetention is the shortest retention prune accepts without --force.
-const MinRetention = balde.MinRetention
 
 // runPrune is "balde prune": the ledger's retention, the removal of bucket
 // rows equal to a full bucket (a key with no row is full), and the
@@ -29,7 +27,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
 	retention := cfg.LedgerRetention
-	fs.Var(flagOf(&retention, parseDuration, nil), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
+	fs.Var(settings.FlagOf(&retention, settings.ParseDuration, nil), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
 	batch := fs.Int("batch", 1000, "most rows deleted per transaction")
 	skipBuckets := fs.Bool("skip-buckets", false, "keep idle bucket rows (prune the ledger and lookups only)")
 	dryRun := fs.Bool("dry-run", false, "count what would be removed; remove nothing")
@@ -44,8 +42,8 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	if retention <= 0 {
 		return UsageError("prune: --retention must be positive (e.g. 720h)")
 	}
-	if retention < MinRetention && !*force && !*dryRun {
-		return UsageError("prune: --retention %s would erase the audit trail of the last day; use at least %s, or add --force (try --dry-run first)", retention, MinRetention)
+	if retention < settings.MinRetention && !*force && !*dryRun {
+		return UsageError("prune: --retention %s would erase the audit trail of the last day; use at least %s, or add --force (try --dry-run first)", retention, settings.MinRetention)
 	}
 	if *batch <= 0 {
 		return UsageError("prune: --batch %d: want a positive number of rows", *batch)
@@ -71,7 +69,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	rec := report.NewPruneRecord(res, *skipBuckets, *dryRun)
 	if *jsonOut {
-		writeJSONLine(m.Stdout, rec)
+		report.WriteJSONLine(m.Stdout, rec)
 	} else {
 		report.WritePrune(m.Stdout, m.printer(), rec, retention)
 	}

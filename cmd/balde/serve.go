@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"syscall"
 
-	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
 )
@@ -22,7 +23,7 @@ import (
 // left in "sending" settled before the server opens, then lot polling,
 // re-grading, reconciliation, pruning), serves until the context ends
 // (Ctrl-C, SIGTERM), and shuts down gracefully.
-func runServe(ctx context.Context, m *Main, args []string) error {
+func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
@@ -42,14 +43,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	if err := cfg.checkSifenBlock(); err != nil {
+	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return err
 	}
-	if err := cfg.checkDictURLs(); err != nil {
+	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
 		return err
 	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
-		if err := balde.CheckListenAddr(a.addr); a.addr != "" && err != nil {
+		if err := settings.CheckListenAddr(a.addr); a.addr != "" && err != nil {
 			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
 		}
 	}
@@ -58,23 +59,31 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
-	var sifenClient *sifen.Client
+	var client *sifen.Client
 	if cfg.SifenURL != "" {
 		var err error
-		if sifenClient, err = cfg.sifenClient(cfg.SifenURL); err != nil {
+		if client, err = sifenClient(cfg, cfg.SifenURL); err != nil {
 			return err
 		}
 	}
 
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	creating, err := balde.CheckCreate(cfg.DB, *create)
-	if errors.Is(err, balde.ErrWouldCreate) {
-		path, _ := balde.SQLiteFile(cfg.DB)
+	creating, err := settings.CheckCreate(cfg.DB, *create)
+	if errors.Is(err, settings.ErrNoDatabase) {
+		path, _ := settings.SQLiteFile(cfg.DB)
 		return UsageError("serve: no database at %s; pass --create to create a new, empty one (was it deleted or moved?)", path)
 	} else if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	app, err := openApp(ctx, cfg, sifenClient, logger)
+	a, err := openApp(ctx, cfg, client, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, a.close()) }()
+	err = a.engine.Serve(ctx, cfg.Addr, a.handler, func(addr string) {
+		logDatabase(a.engine.Store(), creating, logger)
+		a.banners(m, cfg, "http://"+addr)
+	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
 		addr := cfg.Addr
@@ -84,12 +93,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		}
 		return UsageError("serve: %s is already in use; choose another --addr (BALDE_ADDR) or stop what listens there", addr)
 	}
-	if err != nil {
-		return err
-	}
-	logDatabase(app.engine.store, creating, logger)
-	if sims := app.sims; sims.Dict != nil {
-		category := app.engine.Dict().Catalog().Category() // learned from its GET /policies/
+	return err
+}
+
+// banners says where the simulators, the DICT, SIFEN and the server are,
+// and the admin's password when it was made up now.
+func (a *app) banners(m *Main, cfg Config, url string) {
+	if sims := a.sims; sims.Dict != nil {
+		category := a.engine.DictCatalog().Category() // learned from its GET /policies/
 		if category == "" {
 			category = "H (strictest, not learned)"
 		}
@@ -98,42 +109,38 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
 	}
-	if sims := app.sims; sims.Sifen != nil {
+	if sims := a.sims; sims.Sifen != nil {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.SifenURL)
-	} else if cfg.SifenURL == balde.SifenOfficial {
+	} else if cfg.SifenURL == settings.SifenOfficial {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
 	} else {
 		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
 	}
-	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", app.Server.URL())
-	switch login := app.Login; {
+	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", url)
+	switch login := a.login; {
 	case login.Generated:
 		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, kept in %s; set BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_FILE to choose one): %s\n",
 			cfg.AdminUser, login.File, login.Password)
 	case login.File != "":
 		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, login.File)
 	}
-	err = app.Wait(ctx)
-	logger.Info("shutting down")
-	return errors.Join(err, app.close())
 }
 
 // app is what serve runs: the simulators, the engine (with the DICT client
-// and the SIFEN sender, and its background work running), and the web
-// server over them.
+// and the SIFEN sender) and the web server's handler over them.
 type app struct {
-	engine *engine
-	sims   *devsims.Simulators
-	*balde.App
+	engine  *engine
+	sims    *devsims.Simulators
+	server  *web.Server
+	handler http.Handler
+	login   settings.AdminLogin
 }
 
 // openApp wires serve: simulators (when no endpoint is configured) →
 // engine (store, group commit, limiter with the inbound, DICT and SIFEN
 // policies, DICT client, SIFEN sender; the database checked writable) →
-// balde.Engine.StartApp: the engine's background work (the DICT category
-// learned, documents left "sending" settled, then polling, re-grading,
-// reconciliation, pruning, the database watch) and the web server,
-// listening when it returns.
+// the web server as serve configures it (settings.Settings.Server). The
+// engine's background work starts with balde.Engine.Serve.
 func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)
@@ -145,7 +152,7 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 			return nil, UsageError("%s%v", settingNames["DictCategory"], err)
 		}
 	}
-	if err := checkDictClient(cfg); err != nil {
+	if err := settingUsage(cfg.CheckDictClient()); err != nil {
 		return nil, err
 	}
 	sims, err := devsims.Start(ctx, devsims.Config{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL, DictCategory: cfg.DictCategory,
@@ -153,33 +160,32 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	dictURL, sifenURL := sims.DictURL, sims.SifenURL
 	a := &app{sims: sims}
 	defer func() {
 		if err != nil {
-			if a.engine != nil {
-				a.engine.close(ctx)
-			}
-			a.sims.Close()
+			a.close()
 		}
 	}()
 	if sifenClient == nil {
-		if sifenClient, err = cfg.sifenClient(sifenURL); err != nil {
-			return nil, err
+		if sifenClient, err = cfg.SifenClient(sims.SifenURL); err != nil {
+			return nil, UsageError("--sifen-url: %v", err)
 		}
 	}
-	dc := cfg.dictConfig(dictURL, true)
+	dc := cfg.DictConfig(sims.DictURL)
 	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
-	sc := cfg.sifenConfig(sifenClient, false)
+	sc := cfg.SifenConfig(sifenClient)
 	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
 		Dict: &dc, Sifen: &sc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return nil, err
 	}
-	if err := checkWritable(ctx, a.engine.store); err != nil {
+	if err := checkWritable(ctx, a.engine.Store()); err != nil {
 		return nil, err
 	}
-	if a.App, err = a.engine.StartApp(ctx, cfg.Settings); err != nil {
+	if a.server, a.login, err = cfg.Server(a.engine.Engine); err != nil {
+		return nil, settingUsage(err)
+	}
+	if a.handler, err = a.server.Handler(); err != nil {
 		return nil, settingUsage(err)
 	}
 	return a, nil
@@ -199,7 +205,7 @@ func newInbound(cfg Config) (*web.Inbound, error) {
 	return in, nil
 }
 
-// newInboundConfig is balde.Settings.InboundConfig, a bad tokens file a
+// newInboundConfig is settings.Settings.InboundConfig, a bad tokens file a
 // usage error.
 func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	ic, err := cfg.InboundConfig()
@@ -209,8 +215,15 @@ func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
 	return ic, nil
 }
 
-// close stops the background work, the server (waiting for requests in
-// flight), the simulators, then the engine.
+// close stops the server's background work, the simulators, then the
+// engine.
 func (a *app) close() error {
-	return errors.Join(a.App.Close(), a.sims.Close(), a.engine.close(context.Background()))
+	var errs []error
+	if a.server != nil {
+		errs = append(errs, a.server.Close())
+	}
+	if a.engine != nil {
+		errs = append(errs, a.engine.close(context.Background()))
+	}
+	return errors.Join(append(errs, a.sims.Close())...)
 }

@@ -283,9 +283,10 @@ func TestServeStoreUnavailable(t *testing.T) {
 func TestStoreHealth(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn := sqlstoretest.DSN(t, engine)
-		store, err := alldrivers.Open(t.Context(), dsn, sqlstore.Options{})
+		eng, err := balde.Open(t.Context(), balde.Config{DB: dsn})
 		require.NoError(t, err)
-		health := func(ctx context.Context) error { return balde.CheckStoreHealth(ctx, store) }
+		defer eng.Close(t.Context())
+		store, health := eng.Store(), eng.CheckHealth
 		require.NoError(t, health(t.Context()))
 
 		// One migration behind: unhealthy.

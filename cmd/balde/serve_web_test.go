@@ -22,8 +22,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -259,11 +261,11 @@ func TestBackgroundConfig(t *testing.T) {
 		wantPrune     time.Duration
 		wantErr       string
 	}{
-		{"Defaults", nil, nil, ReconcileAuto, DefaultPruneEvery, ""},
+		{"Defaults", nil, nil, settings.ReconcileAuto, balde.DefaultJobs().PruneEvery, ""},
 		{"Env", map[string]string{"BALDE_DICT_RECONCILE_EVERY": "30s", "BALDE_PRUNE_EVERY": "1h"}, nil, 30 * time.Second, time.Hour, ""},
 		{"Off", map[string]string{"BALDE_DICT_RECONCILE_EVERY": "off", "BALDE_PRUNE_EVERY": "0"}, nil, 0, 0, ""},
 		{"FlagsWin", map[string]string{"BALDE_DICT_RECONCILE_EVERY": "off", "BALDE_PRUNE_EVERY": "1h"},
-			[]string{"--dict-reconcile-every", "auto", "--prune-every", "off"}, ReconcileAuto, 0, ""},
+			[]string{"--dict-reconcile-every", "auto", "--prune-every", "off"}, settings.ReconcileAuto, 0, ""},
 		{"ReconcileTooOften", map[string]string{"BALDE_DICT_RECONCILE_EVERY": "5s"}, nil, 0, 0, "BALDE_DICT_RECONCILE_EVERY: 5s is more often than POLICIES_LIST allows"},
 		{"PruneNegative", map[string]string{"BALDE_PRUNE_EVERY": "-1m"}, nil, 0, 0, "BALDE_PRUNE_EVERY"},
 		{"PruneGarbage", map[string]string{"BALDE_PRUNE_EVERY": "often"}, nil, 0, 0, "BALDE_PRUNE_EVERY"},

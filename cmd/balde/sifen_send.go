@@ -51,7 +51,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if *allowUnsigned && env != sifen.EnvTest {
 		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
 	}
-	if err := cfg.checkSifenBlock(); err != nil {
+	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return err
 	}
 	wait, maxWait, err := wf.resolve("sifen-send")
@@ -83,19 +83,18 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
-	client, err := cfg.sifenClient(cfg.SifenURL)
+	client, err := sifenClient(cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	sc := cfg.SifenConfig(client)
+	sc.AllowUnsigned = *allowUnsigned
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	sender, err := eng.sifenSender(cfg, client, *allowUnsigned)
-	if err != nil {
-		return err
-	}
+	sender := eng.Sifen()
 	// The interval between lots is the database's (the strictest any
 	// process configured): a difference is said, never silent.
 	notes, err := sender.ShareInterval(ctx)

@@ -24,9 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
-	_ "modernc.org/sqlite"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
@@ -37,6 +35,8 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"    // registers PostgreSQL (and database/sql's "pgx")
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // registers SQLite (and database/sql's "sqlite")
 	"github.com/balde-throttle/balde/web"
 )
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/balde-throttle/balde/migrations"
 )
@@ -15,8 +16,10 @@ import (
 // package imports no database driver; one package per engine does and
 // exports a Driver: throttle/sqlstore/sqlitedriver (modernc.org/sqlite)
 // and throttle/sqlstore/pgxdriver (pgx). An application imports the one
-// it uses and links only that engine; throttle/sqlstore/alldrivers picks
-// one from a DSN and links both (decision 0093).
+// it uses and links only that engine (decision 0093); importing it also
+// registers its Driver (Register), as database/sql's drivers register, for
+// balde.Open to find by the engine a DSN names (decision 0129).
+// throttle/sqlstore/alldrivers links both.
 type Driver interface {
 	migrations.Driver
 	// SQLName is the name the driver's package registered with
@@ -127,4 +130,42 @@ func checkDriver(op string, d Driver, engine Engine) error {
 		return fmt.Errorf("sqlstore: %s: the database is %s but the Driver is %s's", op, engine, d.Engine())
 	}
 	return nil
+}
+
+// registered are the Drivers of Register, by engine.
+var (
+	registeredMu sync.RWMutex
+	registered   = map[Engine]Driver{}
+)
+
+// Register makes d the Driver of its engine for DriverOf. The engine's
+// driver package calls it in its init, so that a blank import chooses the
+// engine an application links:
+//
+//	import _ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
+//
+// Registering another Driver for an engine that has one panics.
+func Register(d Driver) {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if old, ok := registered[d.Engine()]; ok && old != d {
+		panic(fmt.Sprintf("sqlstore: Register: a second Driver for %s", d.Engine()))
+	}
+	registered[d.Engine()] = d
+}
+
+// DriverOf returns the Driver registered for engine, or an error naming
+// the package to import when none is.
+func DriverOf(engine Engine) (Driver, error) {
+	registeredMu.RLock()
+	d, ok := registered[engine]
+	registeredMu.RUnlock()
+	if ok {
+		return d, nil
+	}
+	pkg := map[Engine]string{SQLite: "sqlitedriver", Postgres: "pgxdriver"}[engine]
+	if pkg == "" {
+		return nil, fmt.Errorf("sqlstore: unknown engine %q (sqlite or postgres)", engine)
+	}
+	return nil, fmt.Errorf("sqlstore: no driver for %s: import _ \"github.com/balde-throttle/balde/throttle/sqlstore/%s\"", engine, pkg)
 }

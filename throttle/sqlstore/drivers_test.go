@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"io/fs"
@@ -23,10 +24,12 @@ import (
 )
 
 // TestOneEngineLinksOneDriver: an application links only the driver of the
-// engine it chose (issue 19 item 4, decision 0093). The engine-neutral
-// packages link neither driver; each driver package and a program on its
-// engine alone (testdata/sqliteonly, testdata/postgresonly) link only
-// their own.
+// engine it chose (decisions 0093, 0129). The engine-neutral packages,
+// balde's root package among them, link neither driver; each driver
+// package and a program on its engine alone link only their own: one on
+// the store (testdata/sqliteonly, testdata/postgresonly) and one on
+// balde.Open with the engine's blank import (testdata/baldesqlite,
+// testdata/baldepostgres; balde.Open linked both drivers before).
 func TestOneEngineLinksOneDriver(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("SKIPPED: the go command is not on PATH; cannot list the packages' dependencies")
@@ -43,6 +46,7 @@ func TestOneEngineLinksOneDriver(t *testing.T) {
 		pkg            string
 		banned, needed []string
 	}{
+		{pkg: "", banned: neither}, // the root package: balde.Open
 		{pkg: "throttle/sqlstore", banned: neither},
 		{pkg: "migrations", banned: neither},
 		{pkg: "dict/dictsql", banned: neither},
@@ -52,13 +56,15 @@ func TestOneEngineLinksOneDriver(t *testing.T) {
 		{pkg: "throttle/sqlstore/pgxdriver", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx, migratePgx}},
 		{pkg: "throttle/sqlstore/testdata/sqliteonly", banned: []string{pgx, migratePgx}, needed: []string{sqlite}},
 		{pkg: "throttle/sqlstore/testdata/postgresonly", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx}},
+		{pkg: "throttle/sqlstore/testdata/baldesqlite", banned: []string{pgx, migratePgx}, needed: []string{sqlite}},
+		{pkg: "throttle/sqlstore/testdata/baldepostgres", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx}},
 		{pkg: "throttle/sqlstore/alldrivers", needed: []string{pgx, sqlite}},
 	} {
-		t.Run(strings.ReplaceAll(tc.pkg, "/", "_"), func(t *testing.T) {
+		t.Run(strings.ReplaceAll(cmp.Or(tc.pkg, "balde"), "/", "_"), func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, "go", "list", "-deps", mod+tc.pkg).CombinedOutput()
+			out, err := exec.CommandContext(ctx, "go", "list", "-deps", strings.TrimSuffix(mod+tc.pkg, "/")).CombinedOutput()
 			require.NoError(t, err, "go list -deps %s: %s", tc.pkg, out)
 			deps := strings.Fields(string(out))
 			has := func(prefix string) []string {
@@ -171,4 +177,18 @@ func TestUpdateRunsThroughThePipeliner(t *testing.T) {
 			require.Equal(t, tc.wantRuns, spy.runs.Load(), "pipelined transactions")
 		})
 	}
+}
+
+// TestBaldeOpenNamesTheMissingDriver: balde.Open on an engine whose driver
+// the program did not import opens nothing and says which package to
+// import (a program on SQLite alone, given a PostgreSQL DSN).
+func TestBaldeOpenNamesTheMissingDriver(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("SKIPPED: the go command is not on PATH; cannot build the program")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "run", "./testdata/baldesqlite", "postgres://nobody@127.0.0.1:1/none").CombinedOutput()
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), `balde: DB: sqlstore: no driver for postgres: import _ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"`)
 }

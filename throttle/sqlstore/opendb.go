@@ -3,9 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 
 	"github.com/jmoiron/sqlx"
 
@@ -59,9 +62,6 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	engine := d.Engine()
 	switch engine {
 	case SQLite:
-		if err := checkSQLitePool(ctx, d, db); err != nil {
-			return nil, err
-		}
 	case Postgres:
 		if err := d.CheckPool(db); err != nil {
 			return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
@@ -69,8 +69,26 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
 	}
-	if opts.Migrate {
-		if err := MigrateDB(ctx, db, d, func(m *migrations.Migrator) error { return m.Up() }); err != nil {
+	// The pool's first round trips and the migration are retried after a
+	// transient error, as Open's are: a new SQLite file another instance
+	// is switching to WAL answers SQLITE_BUSY without waiting, and Up is
+	// idempotent.
+	r := newRetrier(nil, "open")
+	r.logger, r.driver = opts.Logger, d
+	for {
+		err := checkSQLitePool(ctx, d, db)
+		if err == nil && opts.Migrate {
+			err = MigrateDB(ctx, db, d, func(m *migrations.Migrator) error {
+				if opts.Logger != nil {
+					m.Logger = opts.Logger
+				}
+				return m.Up()
+			})
+		}
+		if err == nil {
+			break
+		}
+		if !r.again(ctx, err) {
 			return nil, err
 		}
 	}
@@ -87,7 +105,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 		s.now = throttle.SystemClock
 	}
 	if s.logger == nil {
-		s.logger = slog.Default().WithGroup("sqlstore")
+		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if engine == SQLite {
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
@@ -110,8 +128,28 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 }
 
 // MigrateDB runs fn with a Migrator on an application's pool, which stays
-// open (see migrations.NewShared). d is the engine's Driver.
-func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) error {
+// open (see migrations.NewShared), under the lock every migration of the
+// database takes, whoever owns the pool: on SQLite the flock beside the
+// pool's file that Migrate takes on a DSN (lockSQLite; the file from
+// PRAGMA database_list, none for an in-memory database), on PostgreSQL
+// golang-migrate's advisory lock with the transaction lock of each
+// migration (migrations/atomic.go). Two application instances starting
+// together on one database so migrate it once (docs/decisions/0127). d is
+// the engine's Driver.
+func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
+	if d != nil && d.Engine() == SQLite {
+		path, pathErr := sqliteFile(ctx, db)
+		if pathErr != nil {
+			return formatError("migrate", pathErr)
+		}
+		if path != "" {
+			release, lockErr := lockSQLite(ctx, path)
+			if lockErr != nil {
+				return formatError("migrate", lockErr)
+			}
+			defer func() { release(err) }()
+		}
+	}
 	m, err := migrations.NewShared(ctx, db, d)
 	if err != nil {
 		return formatError("migrate", err)
@@ -120,18 +158,57 @@ func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 	return fn(m)
 }
 
+// lockSQLite takes the migration lock of the SQLite database at path
+// (migrations.LockSQLite: a flock on path+migrations.LockSuffix, waited
+// for until ctx ends). release(err) gives it back; when this call created
+// the lock file and err refuses the database (ErrDatabaseRefused,
+// ErrDatabaseCorrupt) or none exists at path, it removes the file too: a
+// command that refuses a database leaves nothing beside it.
+func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
+	lockFile := path + migrations.LockSuffix
+	_, statErr := os.Stat(lockFile)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	unlock, err := migrations.LockSQLite(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return func(err error) {
+		unlock()
+		if !created {
+			return
+		}
+		_, dbErr := os.Stat(path)
+		if errors.Is(err, ErrDatabaseRefused) || errors.Is(err, ErrDatabaseCorrupt) || errors.Is(dbErr, fs.ErrNotExist) {
+			_ = os.Remove(lockFile)
+		}
+	}, nil
+}
+
+// sqliteFile is the file of an application's SQLite pool db, "" for an
+// in-memory database.
+func sqliteFile(ctx context.Context, db *sql.DB) (string, error) {
+	var seq int
+	var name, file string
+	if err := db.QueryRowContext(ctx, `PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
+		return "", err
+	}
+	return file, nil
+}
+
 // checkSQLitePool verifies that an application's SQLite pool takes the write
-// lock at BEGIN and waits for it: it begins a transaction on db and tries to
+// lock at BEGIN and waits for it (nothing on another engine): it begins a transaction on db and tries to
 // take the write lock from a connection of its own to the same file, without
 // waiting. A file it cannot name (in memory) is not checked.
 func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
+	if d.Engine() != SQLite {
+		return nil
+	}
 	var timeout int64
 	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
 		return formatError("open", err)
 	}
-	var seq int
-	var name, file string
-	if err := db.QueryRowContext(ctx, `PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
+	file, err := sqliteFile(ctx, db)
+	if err != nil {
 		return formatError("open", err)
 	}
 	if file == "" {

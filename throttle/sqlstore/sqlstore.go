@@ -54,7 +54,8 @@ type Options struct {
 	// MaxConns bounds PostgreSQL connections (default 16). SQLite always
 	// writes through one connection and reads through up to MaxConns.
 	MaxConns int
-	// Logger defaults to slog.Default().
+	// Logger receives the store's warnings (retries, integrity checks,
+	// checkpoints). Nil discards them (slog.Default() is never written to).
 	Logger *slog.Logger
 	// IntegrityTimeout bounds SQLite's PRAGMA quick_check at open (and in
 	// Migrate) and in the background checks of readiness; default
@@ -186,7 +187,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.now = throttle.SystemClock
 	}
 	if s.logger == nil {
-		s.logger = slog.Default().WithGroup("sqlstore")
+		s.logger = slog.New(slog.DiscardHandler)
 	}
 	maxConns := opts.MaxConns
 	if maxConns <= 0 {
@@ -349,7 +350,7 @@ func Migrate(ctx context.Context, dsn string, d Driver, fn func(*migrations.Migr
 
 // migrate is Migrate with Open's options (the integrity check's bound, the
 // logger).
-func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.Migrator) error) error {
+func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.Migrator) error) (err error) {
 	engine, driverDSN, err := ParseDSN(dsn)
 	if err != nil {
 		return err
@@ -365,13 +366,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		}
 	} else {
 		path := SQLitePath(driverDSN)
-		// Other processes migrating the same file wait (migrations/lock.go).
-		unlock, err := migrations.LockSQLite(ctx, path)
-		if err != nil {
-			return formatError("migrate", err)
-		}
-		defer unlock()
 		inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
+		if !inMemory {
+			// Other processes migrating the same file wait (lockSQLite).
+			release, lockErr := lockSQLite(ctx, path)
+			if lockErr != nil {
+				return formatError("migrate", lockErr)
+			}
+			defer func() { release(err) }()
+		}
 		exists, err := checkSQLiteFile(path)
 		if err != nil {
 			return formatError("migrate", err)
@@ -395,7 +398,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
 		logger := opts.Logger
 		if logger == nil {
-			logger = slog.Default().WithGroup("sqlstore")
+			logger = slog.New(slog.DiscardHandler)
 		}
 		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, logger); err != nil {
 			db.Close()

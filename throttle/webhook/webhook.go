@@ -61,7 +61,9 @@ type Options struct {
 	// Client defaults to one with a 5 s timeout.
 	Client *http.Client
 	// Queue bounds the events waiting to be posted. Default 1024.
-	Queue  int
+	Queue int
+	// Logger receives the posts that failed. Nil discards them
+	// (slog.Default() is never written to).
 	Logger *slog.Logger
 	// Personal, when set, names further keys whose identifier is personal
 	// data (an application's per-person buckets): such an identifier is
@@ -85,7 +87,7 @@ func New(url string, opts Options) *Notifier {
 		opts.Queue = 1024
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.Default().WithGroup("webhook")
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	client := *opts.Client // a copy: the caller's client keeps its policy
 	client.CheckRedirect = sameHostOnly(opts.Client.CheckRedirect)

@@ -1,7 +1,11 @@
 // Package pgxdriver is balde's PostgreSQL engine: pgx
 // (github.com/jackc/pgx/v5/stdlib, registered with database/sql as "pgx")
 // and golang-migrate's driver for it. An application on PostgreSQL imports
-// this package and throttle/sqlstore, and links no SQLite:
+// this package, and links no SQLite: a blank import for balde.Open, or its
+// Open for a store of its own:
+//
+//	import _ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+//	eng, err := balde.Open(ctx, balde.Config{DB: "postgres://...", Migrate: true})
 //
 //	s, err := pgxdriver.Open(ctx, "postgres://...", sqlstore.Options{Migrate: true})
 package pgxdriver
@@ -30,6 +34,10 @@ var (
 	_ sqlstore.Driver    = Driver{}
 	_ sqlstore.Pipeliner = Driver{}
 )
+
+// Importing the package registers the Driver (sqlstore.Register): a blank
+// import chooses PostgreSQL for balde.Open.
+func init() { sqlstore.Register(Driver{}) }
 
 // Engine returns sqlstore.Postgres.
 func (Driver) Engine() migrations.Engine { return migrations.Postgres }

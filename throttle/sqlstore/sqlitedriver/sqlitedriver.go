@@ -1,7 +1,11 @@
 // Package sqlitedriver is balde's SQLite engine: modernc.org/sqlite (pure
 // Go, registered with database/sql as "sqlite") and golang-migrate's
-// driver for it. An application on SQLite imports this package and
-// throttle/sqlstore, and links no PostgreSQL driver:
+// driver for it. An application on SQLite imports this package, and links
+// no PostgreSQL driver: a blank import for balde.Open, or its Open for a
+// store of its own:
+//
+//	import _ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
+//	eng, err := balde.Open(ctx, balde.Config{DB: "sqlite://balde.db", Migrate: true})
 //
 //	s, err := sqlitedriver.Open(ctx, "sqlite://balde.db", sqlstore.Options{Migrate: true})
 package sqlitedriver
@@ -24,6 +28,10 @@ import (
 type Driver struct{}
 
 var _ sqlstore.Driver = Driver{}
+
+// Importing the package registers the Driver (sqlstore.Register): a blank
+// import chooses SQLite for balde.Open.
+func init() { sqlstore.Register(Driver{}) }
 
 // Engine returns sqlstore.SQLite.
 func (Driver) Engine() migrations.Engine { return migrations.SQLite }

@@ -1,4 +1,4 @@
-package balde
+package settings
 
 import (
 	"flag"
@@ -16,28 +16,21 @@ import (
 // "db", "dict-url", "sifen-throttle", ...), each setting a field of s,
 // read with the parser of the field's environment variable so that a flag
 // accepts exactly what its variable does, and described in --help with
-// the variable's name. Register them after EnvSettings or ParseEnv: the
+// the variable's name. Register them after FromEnv or ParseEnv: the
 // current value is the flag's default, and a flag given wins. A name
-// SettingFlagNames does not list panics (a programming error).
-//
-// It is how balde's commands take their settings; an application with a
-// command line of its own gets the same flags in one call:
-//
-//	s, err := balde.EnvSettings(os.Getenv)
-//	s.AddFlags(flag.CommandLine, "db", "dict-url", "dict-participant")
-//	flag.Parse()
+// FlagNames does not list panics (a programming error).
 func (s *Settings) AddFlags(fs *flag.FlagSet, names ...string) {
 	for _, n := range names {
 		add, ok := settingFlags[n]
 		if !ok {
-			panic(fmt.Sprintf("balde: no setting flag %q", n))
+			panic(fmt.Sprintf("settings: no setting flag %q", n))
 		}
 		add(s, fs)
 	}
 }
 
-// SettingFlagNames lists the names AddFlags knows, sorted.
-func SettingFlagNames() []string {
+// FlagNames lists the names AddFlags knows, sorted.
+func FlagNames() []string {
 	names := make([]string, 0, len(settingFlags))
 	for n := range settingFlags {
 		names = append(names, n)
@@ -122,8 +115,7 @@ var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
 
 // FlagOf is a flag.Value read with parse (on an error the value is
 // unchanged) and shown in --help with format (nil: fmt.Sprint): with a
-// balde.Parse* function, a flag that accepts exactly what its variable
-// does.
+// Parse* function, a flag that accepts exactly what its variable does.
 func FlagOf[T any](v *T, parse func(string) (T, error), format func(T) string) flag.Value {
 	if format == nil {
 		format = func(t T) string { return fmt.Sprint(t) }

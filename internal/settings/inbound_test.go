@@ -1,4 +1,4 @@
-package balde_test
+package settings_test
 
 import (
 	"os"
@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/web"
 )
 
 func TestSettingsInboundConfig(t *testing.T) {
 	t.Run("OffIsNil", func(t *testing.T) {
-		ic, err := balde.Settings{InboundTokensFile: "/nonexistent"}.InboundConfig()
+		ic, err := settings.Settings{InboundTokensFile: "/nonexistent"}.InboundConfig()
 		require.NoError(t, err, "an inbound limiter that is off reads no file")
 		require.Nil(t, ic)
 	})
@@ -22,7 +23,7 @@ func TestSettingsInboundConfig(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "tokens")
 		require.NoError(t, os.WriteFile(file, []byte("# monitors\ns3cr3t=60/1m\n"), 0o600))
 		first := web.InboundToken{Hash: web.HashToken("a"), Limit: 5}
-		s := balde.Settings{InboundIPLimit: 100, InboundWindow: time.Minute, InboundTokens: []web.InboundToken{first}, InboundTokensFile: file}
+		s := settings.Settings{InboundIPLimit: 100, InboundWindow: time.Minute, InboundTokens: []web.InboundToken{first}, InboundTokensFile: file}
 		ic, err := s.InboundConfig()
 		require.NoError(t, err)
 		require.Equal(t, int64(100), ic.IPLimit)
@@ -31,37 +32,35 @@ func TestSettingsInboundConfig(t *testing.T) {
 		require.Len(t, s.InboundTokens, 1, "the settings are not changed")
 	})
 	t.Run("ErrMissingFile", func(t *testing.T) {
-		_, err := balde.Settings{InboundIPLimit: 1, InboundTokensFile: filepath.Join(t.TempDir(), "none")}.InboundConfig()
+		_, err := settings.Settings{InboundIPLimit: 1, InboundTokensFile: filepath.Join(t.TempDir(), "none")}.InboundConfig()
 		require.ErrorIs(t, err, os.ErrNotExist)
 		require.ErrorContains(t, err, "BALDE_INBOUND_TOKENS_FILE: ")
 	})
 	t.Run("ErrBadFile", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "tokens")
 		require.NoError(t, os.WriteFile(file, []byte("no-limit\n"), 0o600))
-		_, err := balde.Settings{InboundIPLimit: 1, InboundTokensFile: file}.InboundConfig()
+		_, err := settings.Settings{InboundIPLimit: 1, InboundTokensFile: file}.InboundConfig()
 		require.ErrorContains(t, err, "BALDE_INBOUND_TOKENS_FILE "+file+": ")
 	})
 }
 
-// A DictReconcileEvery setting and the period Run gives the reconciliation
-// (Settings.Jobs, then ReconcilePeriod): auto is every minute against a
-// real DICT and off against the simulator; a period set is kept; 0 is off.
+// A DictReconcileEvery setting and the Jobs period it gives the engine:
+// auto is the engine's automatic 0 (every minute against a real DICT, off
+// against the simulator: TestRunReconcilePeriod at the root); a period set
+// is kept; 0 is off.
 func TestSettingsReconcilePeriod(t *testing.T) {
 	tests := []struct {
-		name      string
-		every     time.Duration
-		simulated bool
-		want      time.Duration
+		name  string
+		every time.Duration
+		want  time.Duration
 	}{
-		{"AutoRealDICT", balde.ReconcileAuto, false, balde.DefaultReconcileEvery},
-		{"AutoSimulator", balde.ReconcileAuto, true, 0},
-		{"SetSimulator", 30 * time.Second, true, 30 * time.Second},
-		{"OffRealDICT", 0, false, 0},
+		{"Auto", settings.ReconcileAuto, 0},
+		{"Set", 30 * time.Second, 30 * time.Second},
+		{"Off", 0, balde.Off},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			jobs := balde.Settings{DictReconcileEvery: tt.every}.Jobs()
-			require.Equal(t, tt.want, balde.ReconcilePeriod(jobs.DictReconcileEvery, tt.simulated))
+			require.Equal(t, tt.want, settings.Settings{DictReconcileEvery: tt.every}.Jobs().DictReconcileEvery)
 		})
 	}
 }

@@ -1,4 +1,13 @@
-package balde
+// Package settings is the balde binary's configuration: every setting
+// with its environment variable, its flag and its default (Default, then
+// the variables, FromEnv or ParseEnv, then the flags, AddFlags), the
+// checks no single parser can make (each failure an *Error naming the
+// variables and flags), and their translation into the module's own
+// configuration: balde.Config (Settings.Config), the DICT client's and the
+// SIFEN sender's, the inbound limiter's and the web server's. The module
+// takes none of it: an application configures balde.Config itself
+// (docs/decisions/0126).
+package settings
 
 import (
 	"fmt"
@@ -10,6 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/devsims"
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -17,10 +29,8 @@ import (
 )
 
 // Settings are balde's settings as the balde binary reads them: defaults
-// from DefaultSettings, then the environment variables (ParseEnv, or
-// EnvSettings in one call), then (in the binary) flags. An application that
-// embeds balde reads the same variables with EnvSettings and opens the
-// engine with Settings.Config. The README lists every field with its flag
+// from Default, then the environment variables (ParseEnv, or FromEnv in one
+// call), then flags (AddFlags). The README lists every field with its flag
 // and variable.
 type Settings struct {
 	// DB is the store's DSN (--db, BALDE_DB).
@@ -90,9 +100,9 @@ type Settings struct {
 	// BALDE_POLICY_FILE).
 	PolicyFile string
 
-	// GroupCommit batches the concurrent decisions of a process into one
-	// transaction (BALDE_GROUP_COMMIT=on|off, default on).
-	GroupCommit bool
+	// DisableGroupCommit decides each decision in a transaction of its own
+	// (BALDE_GROUP_COMMIT=off; on, balde.Config's default, shares them).
+	DisableGroupCommit bool
 
 	// Ledger is how routine takes are written: every, minute or none
 	// (BALDE_LEDGER). LedgerRetention is how long rows are kept
@@ -159,14 +169,15 @@ type Settings struct {
 	// (BALDE_INBOUND_TOKENS_FILE). See web.ParseInboundTokens.
 	InboundTokens     []web.InboundToken
 	InboundTokensFile string
-	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS,
-	// default "/"); InboundExempt are never limited (BALDE_INBOUND_EXEMPT,
-	// default web.DefaultInboundExempt): exact paths, or a subtree when the
-	// entry ends in "/".
+	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS; nil:
+	// web.InboundConfig's default, "/"); InboundExempt are never limited
+	// (BALDE_INBOUND_EXEMPT; nil: web.DefaultInboundExempt): exact paths, or
+	// a subtree when the entry ends in "/".
 	InboundPaths, InboundExempt []string
-	// InboundFailMode is what the inbound limiter does when the database
-	// is down (BALDE_INBOUND_FAIL: open, the default, or closed).
-	InboundFailMode throttle.FailMode
+	// InboundFailClosed refuses requests when the database is down
+	// (BALDE_INBOUND_FAIL=closed; open, web.InboundConfig's default, admits
+	// them).
+	InboundFailClosed bool
 
 	// DictReconcileEvery is how often serve reconciles the local DICT
 	// buckets with the DICT's GET /policies/ in the background
@@ -186,51 +197,46 @@ type Settings struct {
 	SeverityEvery time.Duration
 }
 
-// ReconcileAuto, as Settings.DictReconcileEvery, is automatic:
-// DefaultReconcileEvery against a real DICT, off against the simulator
-// (Jobs.DictReconcileEvery 0; see ReconcilePeriod).
+// ReconcileAuto, as Settings.DictReconcileEvery, is automatic: every
+// minute against a real DICT, off against the simulator
+// (balde.Jobs.DictReconcileEvery 0).
 const ReconcileAuto time.Duration = -1
 
 // MinReconcileEvery keeps reconciliation within POLICIES_LIST's 6 a minute.
 const MinReconcileEvery = 10 * time.Second
 
-// DefaultSettings returns the settings of "make run": SQLite in the working
+// Default returns the settings of "make run": SQLite in the working
 // directory, simulators in-process.
-func DefaultSettings() Settings {
+func Default() Settings {
+	jobs := balde.DefaultJobs()
 	return Settings{
 		DB:              sqlstore.DefaultDSN,
 		Addr:            "127.0.0.1:8080",
 		DictParticipant: "12345678",
 		DictCategory:    "",
-		DictEnv:         "prod",
-		SifenThrottle:   10 * time.Second,
-		SifenPollEvery:  30 * time.Second,
+		DictEnv:         dict.DefaultEnv,
+		SifenThrottle:   sifen.DefaultInterval,
+		SifenPollEvery:  jobs.SifenPollEvery,
 		SifenBlockStep:  sifen.DefaultRemoteBlock,
 		SifenBlockMax:   sifen.DefaultRemoteBlockMax,
-		Ledger:          throttle.LedgerEveryTake,
-		GroupCommit:     true,
 		LedgerRetention: throttle.DefaultRetention,
-		Thresholds:      throttle.DefaultThresholds,
 		AdminUser:       "admin",
-		DictSimAddr:     "127.0.0.1:0",
-		SifenSimAddr:    "127.0.0.1:0",
+		DictSimAddr:     devsims.DefaultAddr,
+		SifenSimAddr:    devsims.DefaultAddr,
 		InboundIPLimit:  web.DefaultInboundIPLimit,
 		InboundWindow:   web.DefaultInboundWindow,
 		InboundBlock:    web.DefaultInboundBlock,
-		InboundPaths:    []string{"/"},
-		InboundExempt:   web.DefaultInboundExempt,
-		InboundFailMode: throttle.FailOpen,
 
 		DictReconcileEvery: ReconcileAuto,
-		PruneEvery:         DefaultPruneEvery,
-		SeverityEvery:      DefaultSeverityEvery,
+		PruneEvery:         jobs.PruneEvery,
+		SeverityEvery:      jobs.SeverityEvery,
 	}
 }
 
-// EnvSettings is DefaultSettings read over by the environment variables
-// through getenv (os.Getenv, or a map's lookup in a test): see ParseEnv.
-func EnvSettings(getenv func(string) string) (Settings, error) {
-	s := DefaultSettings()
+// FromEnv is Default read over by the environment variables through
+// getenv (os.Getenv, or a map's lookup in a test): see ParseEnv.
+func FromEnv(getenv func(string) string) (Settings, error) {
+	s := Default()
 	if err := s.ParseEnv(getenv); err != nil {
 		return Settings{}, err
 	}
@@ -265,32 +271,32 @@ func EnvVariables() []string {
 // group commit, ledger, severity thresholds and webhook, DICT catalog,
 // SIFEN lot policies and the periods of Run's jobs (Settings.Jobs). The
 // caller adds what is not a setting (Migrate, Clock, Dict, Sifen, Logger...).
-func (c Settings) Config() Config {
+func (c Settings) Config() balde.Config {
 	sc := sifen.PolicyConfig{Interval: c.SifenThrottle, PerMinute: c.SifenPerMinute}
 	if c.SifenThrottleProd > 0 {
 		sc.EnvInterval = map[sifen.Env]time.Duration{sifen.EnvProd: c.SifenThrottleProd}
 	}
-	return Config{
-		DB:           c.DB,
-		GroupCommit:  c.GroupCommit,
-		Ledger:       c.Ledger,
-		Thresholds:   c.Thresholds,
-		AlertWebhook: c.AlertWebhook,
-		DictEnv:      c.DictEnv,
-		DictCategory: c.DictCategory,
-		PolicyFile:   c.PolicyFile,
-		SifenPolicy:  sc,
-		Jobs:         c.Jobs(),
+	return balde.Config{
+		DB:                 c.DB,
+		DisableGroupCommit: c.DisableGroupCommit,
+		Ledger:             c.Ledger,
+		Thresholds:         c.Thresholds,
+		AlertWebhook:       c.AlertWebhook,
+		DictEnv:            c.DictEnv,
+		DictCategory:       c.DictCategory,
+		PolicyFile:         c.PolicyFile,
+		SifenPolicy:        sc,
+		Jobs:               c.Jobs(),
 	}
 }
 
 // Jobs are the periods of Run's background work: a setting's 0 ("off") is
 // Off, ReconcileAuto is Jobs' automatic 0, and SIFEN documents left in
 // "sending" are settled at each prune.
-func (c Settings) Jobs() Jobs {
+func (c Settings) Jobs() balde.Jobs {
 	off := func(every time.Duration) time.Duration {
 		if every <= 0 {
-			return Off
+			return balde.Off
 		}
 		return every
 	}
@@ -298,7 +304,7 @@ func (c Settings) Jobs() Jobs {
 	if c.DictReconcileEvery == ReconcileAuto {
 		reconcile = 0
 	}
-	return Jobs{
+	return balde.Jobs{
 		SifenPollEvery:     off(c.SifenPollEvery),
 		SifenResolveEvery:  off(c.PruneEvery),
 		SeverityEvery:      off(c.SeverityEvery),
@@ -344,8 +350,8 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_SIFEN_BLOCK_STEP", setParsed(&c.SifenBlockStep, ParseSifenBlockStep)},
 		{"BALDE_SIFEN_BLOCK_MAX", setParsed(&c.SifenBlockMax, ParseSifenBlockMax)},
 		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
-		{"BALDE_GROUP_COMMIT", setParsed(&c.GroupCommit, oneOf(map[string]bool{
-			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
+		{"BALDE_GROUP_COMMIT", setParsed(&c.DisableGroupCommit, oneOf(map[string]bool{
+			"on": false, "true": false, "1": false, "off": true, "false": true, "0": true}, "on or off"))},
 		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
 		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
 		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, oneOf(map[string]bool{
@@ -377,8 +383,8 @@ func (c *Settings) envVars() []envVar {
 		})},
 		{"BALDE_INBOUND_PATHS", setParsed(&c.InboundPaths, parsePathPrefixes)},
 		{"BALDE_INBOUND_EXEMPT", setParsed(&c.InboundExempt, parsePathPrefixes)},
-		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailMode, oneOf(map[string]throttle.FailMode{
-			"open": throttle.FailOpen, "closed": throttle.FailClosed}, "open or closed"))},
+		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailClosed, oneOf(map[string]bool{
+			"open": false, "closed": true}, "open or closed"))},
 
 		// serve's background work.
 		{"BALDE_DICT_RECONCILE_EVERY", setParsed(&c.DictReconcileEvery, ParseReconcileEvery)},
@@ -576,19 +582,19 @@ func (c Settings) AllUsers() ([]web.Credentials, error) {
 	if c.UsersFile != "" {
 		f, err := os.Open(c.UsersFile)
 		if err != nil {
-			return nil, settingError("BALDE_USERS_FILE: %v", err)
+			return nil, errorf("BALDE_USERS_FILE: %v", err)
 		}
 		more, err := web.ParseUsers(f)
 		f.Close()
 		if err != nil {
-			return nil, settingError("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
+			return nil, errorf("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
 		}
 		users = append(users, more...)
 	}
 	seen := map[string]bool{c.AdminUser: true}
 	for _, u := range users {
 		if seen[u.User] {
-			return nil, settingError("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
+			return nil, errorf("BALDE_USERS: user %q is configured twice (or is the admin, BALDE_ADMIN_USER)", u.User)
 		}
 		seen[u.User] = true
 	}

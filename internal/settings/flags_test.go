@@ -1,4 +1,4 @@
-package balde_test
+package settings_test
 
 import (
 	"flag"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 // A setting's flag takes what its variable takes, wins over it, and names
@@ -20,28 +20,28 @@ func TestSettingsAddFlags(t *testing.T) {
 		name    string
 		args    []string
 		wantErr string
-		check   func(t *testing.T, s balde.Settings)
+		check   func(t *testing.T, s settings.Settings)
 	}{
-		{"variables", nil, "", func(t *testing.T, s balde.Settings) {
+		{"variables", nil, "", func(t *testing.T, s settings.Settings) {
 			require.Equal(t, "sqlite://env.db", s.DB)
 			require.Equal(t, 12*time.Second, s.SifenThrottle)
 			require.Zero(t, s.PruneEvery)
 		}},
-		{"flags win", []string{"--db", "sqlite://flag.db", "--sifen-throttle", "2.5", "--prune-every", "1h"}, "", func(t *testing.T, s balde.Settings) {
+		{"flags win", []string{"--db", "sqlite://flag.db", "--sifen-throttle", "2.5", "--prune-every", "1h"}, "", func(t *testing.T, s settings.Settings) {
 			require.Equal(t, "sqlite://flag.db", s.DB)
 			require.Equal(t, 2500*time.Millisecond, s.SifenThrottle)
 			require.Equal(t, time.Hour, s.PruneEvery)
 		}},
 		{"the variable's parser", []string{"--sifen-throttle", "soon"}, `invalid value "soon" for flag -sifen-throttle`, nil},
-		{"off", []string{"--dict-reconcile-every", "off"}, "", func(t *testing.T, s balde.Settings) { require.Zero(t, s.DictReconcileEvery) }},
+		{"off", []string{"--dict-reconcile-every", "off"}, "", func(t *testing.T, s settings.Settings) { require.Zero(t, s.DictReconcileEvery) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := balde.EnvSettings(func(k string) string { return env[k] })
+			s, err := settings.FromEnv(func(k string) string { return env[k] })
 			require.NoError(t, err)
 			fs := flag.NewFlagSet("x", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			s.AddFlags(fs, balde.SettingFlagNames()...)
+			s.AddFlags(fs, settings.FlagNames()...)
 			err = fs.Parse(tt.args)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
@@ -55,7 +55,7 @@ func TestSettingsAddFlags(t *testing.T) {
 	var help strings.Builder
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(&help)
-	s := balde.DefaultSettings()
+	s := settings.Default()
 	s.AddFlags(fs, "db", "sifen-throttle", "prune-every")
 	fs.PrintDefaults()
 	require.Contains(t, help.String(), "(env BALDE_DB)")

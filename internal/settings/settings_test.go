@@ -1,4 +1,4 @@
-package balde_test
+package settings_test
 
 import (
 	"net/netip"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
@@ -37,7 +38,7 @@ func TestSettingsBadEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := balde.DefaultSettings()
+			cfg := settings.Default()
 			err := cfg.ParseEnv(func(k string) string {
 				if k == tt.key {
 					return tt.value
@@ -58,22 +59,22 @@ func TestSettingsEnvValues(t *testing.T) {
 		"BALDE_PRUNE_EVERY":     "off",
 		"BALDE_TRUSTED_PROXIES": "10.0.0.0/8",
 	}
-	cfg := balde.DefaultSettings()
+	cfg := settings.Default()
 	require.NoError(t, cfg.ParseEnv(func(k string) string { return env[k] }))
-	require.False(t, cfg.GroupCommit)
+	require.True(t, cfg.DisableGroupCommit)
 	require.Equal(t, time.Duration(0), cfg.InboundBlock)
 	require.Equal(t, []string{"/api", "/admin/"}, cfg.InboundPaths)
-	require.Equal(t, throttle.FailClosed, cfg.InboundFailMode)
+	require.True(t, cfg.InboundFailClosed)
 	require.Equal(t, time.Duration(0), cfg.PruneEvery)
 	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, cfg.TrustedProxies)
-	require.Equal(t, balde.DefaultSettings().InboundWindow, cfg.InboundWindow, "unset: the default stays")
+	require.Equal(t, settings.Default().InboundWindow, cfg.InboundWindow, "unset: the default stays")
 }
 
 // TestReadmeListsEveryVariable: every variable ParseEnv reads is documented.
 func TestReadmeListsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
-	names := balde.EnvVariables()
+	names := settings.EnvVariables()
 	require.Contains(t, names, "BALDE_DB")
 	for _, name := range names {
 		require.Contains(t, string(readme), name)
@@ -91,22 +92,23 @@ func TestEnvSettings(t *testing.T) {
 		"BALDE_LEDGER":                "minute",
 		"BALDE_DICT_CATEGORY":         "C",
 	}
-	s, err := balde.EnvSettings(func(k string) string { return env[k] })
+	s, err := settings.FromEnv(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	require.Equal(t, "sqlite://app.db", s.DB)
-	require.Equal(t, balde.ReconcileAuto, s.DictReconcileEvery, "unset: the default stays")
+	require.Equal(t, settings.ReconcileAuto, s.DictReconcileEvery, "unset: the default stays")
 	cfg := s.Config()
 	require.Equal(t, "sqlite://app.db", cfg.DB)
-	require.True(t, cfg.GroupCommit)
+	require.False(t, cfg.DisableGroupCommit, "group commit on: balde.Config's default")
 	require.Equal(t, throttle.LedgerAggregateTakes, cfg.Ledger)
 	require.Equal(t, "C", cfg.DictCategory)
 	require.Equal(t, sifen.PolicyConfig{Interval: 12 * time.Second, PerMinute: 3,
 		EnvInterval: map[sifen.Env]time.Duration{sifen.EnvProd: 20 * time.Second}}, cfg.SifenPolicy)
-	require.Equal(t, balde.Jobs{SifenPollEvery: 30 * time.Second, SifenResolveEvery: balde.DefaultPruneEvery,
-		SeverityEvery: balde.DefaultSeverityEvery, DictReconcileEvery: 0, PruneEvery: balde.DefaultPruneEvery,
+	def := balde.DefaultJobs()
+	require.Equal(t, balde.Jobs{SifenPollEvery: 30 * time.Second, SifenResolveEvery: def.PruneEvery,
+		SeverityEvery: def.SeverityEvery, DictReconcileEvery: 0, PruneEvery: def.PruneEvery,
 		Retention: throttle.DefaultRetention}, cfg.Jobs, "reconciliation automatic")
 
-	off, err := balde.EnvSettings(func(k string) string {
+	off, err := settings.FromEnv(func(k string) string {
 		return map[string]string{"BALDE_PRUNE_EVERY": "off", "BALDE_DICT_RECONCILE_EVERY": "off", "BALDE_SEVERITY_EVERY": "0"}[k]
 	})
 	require.NoError(t, err)
@@ -114,7 +116,7 @@ func TestEnvSettings(t *testing.T) {
 	require.Equal(t, []time.Duration{balde.Off, balde.Off, balde.Off, balde.Off},
 		[]time.Duration{jobs.PruneEvery, jobs.SifenResolveEvery, jobs.DictReconcileEvery, jobs.SeverityEvery})
 
-	_, err = balde.EnvSettings(func(k string) string {
+	_, err = settings.FromEnv(func(k string) string {
 		if k == "BALDE_INBOUND_WINDOW" {
 			return "soon"
 		}
@@ -147,7 +149,7 @@ func TestSettingsUsers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := balde.EnvSettings(func(k string) string { return tt.env[k] })
+			s, err := settings.FromEnv(func(k string) string { return tt.env[k] })
 			require.NoError(t, err)
 			got, err := s.AllUsers()
 			if tt.wantErr != "" {
@@ -158,6 +160,6 @@ func TestSettingsUsers(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
-	_, err := balde.EnvSettings(func(k string) string { return map[string]string{"BALDE_USERS": "x:root:pw"}[k] })
+	_, err := settings.FromEnv(func(k string) string { return map[string]string{"BALDE_USERS": "x:root:pw"}[k] })
 	require.ErrorContains(t, err, `BALDE_USERS: web: users: line 1: user "x": web: role "root" (want viewer or admin)`)
 }

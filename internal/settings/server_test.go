@@ -1,4 +1,4 @@
-package balde_test
+package settings_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 func TestSQLiteFile(t *testing.T) {
@@ -16,12 +16,12 @@ func TestSQLiteFile(t *testing.T) {
 		"balde.db":                       "balde.db",
 		"file:/var/lib/balde.db?mode=rw": "/var/lib/balde.db",
 	} {
-		got, ok := balde.SQLiteFile(dsn)
+		got, ok := settings.SQLiteFile(dsn)
 		require.True(t, ok, dsn)
 		require.Equal(t, want, got, dsn)
 	}
 	for _, dsn := range []string{"postgres://balde@db/balde", "sqlite://:memory:", "file:x?mode=memory", "mysql://nope"} {
-		_, ok := balde.SQLiteFile(dsn)
+		_, ok := settings.SQLiteFile(dsn)
 		require.False(t, ok, dsn)
 	}
 }
@@ -31,15 +31,15 @@ func TestSQLiteFile(t *testing.T) {
 // SQLite database (0600) and found again at the next start.
 func TestFindAdminLogin(t *testing.T) {
 	t.Run("Configured", func(t *testing.T) {
-		login, err := balde.Settings{AdminUser: "admin", AdminPassword: "s3cr3t"}.FindAdminLogin()
+		login, err := settings.Settings{AdminUser: "admin", AdminPassword: "s3cr3t"}.FindAdminLogin()
 		require.NoError(t, err)
-		require.Equal(t, balde.AdminLogin{Credentials: login.Credentials}, login)
+		require.Equal(t, settings.AdminLogin{Credentials: login.Credentials}, login)
 		require.Equal(t, "s3cr3t", login.Password)
 	})
 	t.Run("FileFirstLine", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "pw")
 		require.NoError(t, os.WriteFile(file, []byte("  hunter2 \nignored\n"), 0o600))
-		login, err := balde.Settings{AdminPasswordFile: file}.FindAdminLogin()
+		login, err := settings.Settings{AdminPasswordFile: file}.FindAdminLogin()
 		require.NoError(t, err)
 		require.Equal(t, "hunter2", login.Password)
 		require.Equal(t, file, login.File)
@@ -48,14 +48,14 @@ func TestFindAdminLogin(t *testing.T) {
 	t.Run("ErrEmptyFile", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "pw")
 		require.NoError(t, os.WriteFile(file, []byte("\nsecond\n"), 0o600))
-		_, err := balde.Settings{AdminPasswordFile: file}.FindAdminLogin()
-		var se *balde.SettingError
+		_, err := settings.Settings{AdminPasswordFile: file}.FindAdminLogin()
+		var se *settings.Error
 		require.ErrorAs(t, err, &se)
 		require.ErrorContains(t, err, "the first line is empty")
 	})
 	t.Run("GeneratedOnceBesideTheDatabase", func(t *testing.T) {
 		dir := t.TempDir()
-		s := balde.Settings{DB: "sqlite://" + filepath.Join(dir, "balde.db")}
+		s := settings.Settings{DB: "sqlite://" + filepath.Join(dir, "balde.db")}
 		first, err := s.FindAdminLogin()
 		require.NoError(t, err)
 		require.True(t, first.Generated)
@@ -69,4 +69,20 @@ func TestFindAdminLogin(t *testing.T) {
 		require.False(t, again.Generated, "kept, not made up again")
 		require.Equal(t, first.Password, again.Password)
 	})
+}
+
+func TestDefaultActor(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	require.Equal(t, "cli", settings.DefaultActor(func(string) string { return "" }))
+	want := "ana@" + host
+	if host == "" {
+		want = "ana"
+	}
+	require.Equal(t, want, settings.DefaultActor(func(k string) string {
+		if k == "USER" {
+			return "ana"
+		}
+		return ""
+	}))
 }

@@ -1,4 +1,4 @@
-package balde
+package settings
 
 import (
 	"errors"
@@ -28,14 +28,14 @@ const SifenOfficial = "official"
 // CheckServe is what no single parser can say about the settings of a
 // long-running server: a background prune (PruneEvery) with a retention
 // under MinRetention without LedgerRetentionForce, or an
-// AdminPasswordBcrypt that is not a bcrypt hash. Each is a *SettingError.
+// AdminPasswordBcrypt that is not a bcrypt hash. Each is a *Error.
 func (s Settings) CheckServe() error {
 	if s.PruneEvery > 0 && s.LedgerRetention < MinRetention && !s.LedgerRetentionForce {
-		return settingError("serve: BALDE_LEDGER_RETENTION %s would erase the audit trail of the last day; use at least %s, or set BALDE_LEDGER_RETENTION_FORCE=on", s.LedgerRetention, MinRetention)
+		return errorf("serve: BALDE_LEDGER_RETENTION %s would erase the audit trail of the last day; use at least %s, or set BALDE_LEDGER_RETENTION_FORCE=on", s.LedgerRetention, MinRetention)
 	}
 	if s.AdminPasswordBcrypt != "" {
 		if _, err := bcrypt.Cost([]byte(s.AdminPasswordBcrypt)); err != nil {
-			return settingError("BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash: %v", err)
+			return errorf("BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash: %v", err)
 		}
 	}
 	return nil
@@ -50,37 +50,58 @@ func (s Settings) SifenClient(baseURL string) (*sifen.Client, error) {
 	if baseURL == SifenOfficial {
 		baseURL = ""
 	}
-	return NewSifenClient(SifenConfig{BaseURL: baseURL, CertFile: s.SifenCert, KeyFile: s.SifenKey, CAFile: s.SifenCA})
+	return sifen.NewClient(sifen.ClientConfig{BaseURL: baseURL, CertFile: s.SifenCert, KeyFile: s.SifenKey, CAFile: s.SifenCA})
 }
 
-// ErrWouldCreate is CheckCreate's error for a SQLite file missing at a
-// configured path.
-var ErrWouldCreate = errors.New("no database")
+// ErrNoDatabase is the error of CheckCreate and CheckDatabase for a SQLite
+// file that does not exist where a database is expected (the message
+// names the file).
+var ErrNoDatabase = errors.New("no database")
+
+// CheckDatabase says whether dsn names a database that exists, for a tool
+// that reads or fixes state (balde buckets, prune) and must not create
+// and migrate an empty SQLite file in the wrong directory only to report
+// that nothing matches: a SQLite file that does not exist wraps
+// ErrNoDatabase; a DSN sqlstore.ParseDSN refuses is its error. A
+// PostgreSQL database is created by its owner and is not checked here; nor
+// is an in-memory SQLite database.
+func CheckDatabase(dsn string) error {
+	if _, _, err := sqlstore.ParseDSN(dsn); err != nil {
+		return err
+	}
+	_, err := checkFile(dsn, false)
+	return err
+}
 
 // CheckCreate says whether a server may open dsn: a missing SQLite file at
 // a configured path usually means the database was deleted or moved, and
 // creating an empty one in its place would silently reset every bucket and
-// the ledger, so it is an error wrapping ErrWouldCreate (naming the file)
+// the ledger, so it is an error wrapping ErrNoDatabase (naming the file)
 // unless create, or the path is the default (sqlstore.DefaultDSN, a first
 // run). creating says that a new database will be made, for the caller to
 // say so loudly once open. PostgreSQL databases are never created by
 // balde, nor checked; a DSN that does not parse is left to Open.
 func CheckCreate(dsn string, create bool) (creating bool, err error) {
-	engine, driverDSN, err := sqlstore.ParseDSN(dsn)
-	if err != nil || engine != sqlstore.SQLite {
+	return checkFile(dsn, create || dsn == sqlstore.DefaultDSN)
+}
+
+// checkFile says whether the SQLite file of dsn is missing (creating, when
+// create) or an error wrapping ErrNoDatabase; nothing for another DSN.
+func checkFile(dsn string, create bool) (creating bool, err error) {
+	path, ok := SQLiteFile(dsn)
+	if !ok {
 		return false, nil
 	}
-	path := sqlstore.SQLitePath(driverDSN)
 	_, err = os.Stat(path)
 	switch {
 	case err == nil:
 		return false, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("database %s: %w", path, err)
-	case create || dsn == sqlstore.DefaultDSN:
+	case create:
 		return true, nil
 	}
-	return false, fmt.Errorf("%w at %s", ErrWouldCreate, path)
+	return false, fmt.Errorf("%w at %s", ErrNoDatabase, path)
 }
 
 // CheckListenAddr reports whether addr is a HOST:PORT a listener can take:
@@ -97,15 +118,17 @@ func CheckListenAddr(addr string) error {
 }
 
 // CheckDictClient says what is wrong with the DICT participant (an ISPB of
-// 8 digits), the client certificates (NewDictHTTPClient) or the signing
+// 8 digits), the client certificates (dict.NewTLSClient) or the signing
 // keys (DictSigning), before a DICT client is built; each is a
-// *SettingError.
+// *Error.
 func (s Settings) CheckDictClient() error {
 	if err := dict.ValidateISPB(s.DictParticipant); err != nil {
-		return settingError("--dict-participant: %v", err)
+		return errorf("--dict-participant: %v", err)
 	}
-	if _, err := NewDictHTTPClient(s.DictConfig("")); err != nil {
-		return settingError("DICT TLS: %v", err)
+	if s.DictCert != "" || s.DictKey != "" || s.DictCA != "" {
+		if _, err := dict.NewTLSClient(s.DictCert, s.DictKey, s.DictCA); err != nil {
+			return errorf("DICT TLS: %v", err)
+		}
 	}
 	_, _, err := s.DictSigning()
 	return err

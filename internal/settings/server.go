@@ -1,14 +1,13 @@
-package balde
+package settings
 
 import (
-	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -30,7 +29,7 @@ type AdminLogin struct {
 // first line of AdminPasswordFile; else the password kept in
 // DataDir/admin-password; else a new random one, written there (0600) and
 // Generated. The admin is never open. Errors name the setting to fix
-// (*SettingError), or say the password could not be kept.
+// (*Error), or say the password could not be kept.
 func (c Settings) FindAdminLogin() (AdminLogin, error) {
 	login := AdminLogin{Credentials: web.Credentials{User: c.AdminUser, Password: c.AdminPassword, PasswordBcrypt: c.AdminPasswordBcrypt}}
 	if login.Password != "" || login.PasswordBcrypt != "" {
@@ -39,11 +38,11 @@ func (c Settings) FindAdminLogin() (AdminLogin, error) {
 	if c.AdminPasswordFile != "" {
 		b, err := os.ReadFile(c.AdminPasswordFile)
 		if err != nil {
-			return login, settingError("BALDE_ADMIN_PASSWORD_FILE: %v", err)
+			return login, errorf("BALDE_ADMIN_PASSWORD_FILE: %v", err)
 		}
 		first, _, _ := strings.Cut(string(b), "\n")
 		if login.Password = strings.TrimSpace(first); login.Password == "" {
-			return login, settingError("BALDE_ADMIN_PASSWORD_FILE %s: the first line is empty", c.AdminPasswordFile)
+			return login, errorf("BALDE_ADMIN_PASSWORD_FILE %s: the first line is empty", c.AdminPasswordFile)
 		}
 		login.File = c.AdminPasswordFile
 		return login, nil
@@ -70,7 +69,7 @@ func (c Settings) FindAdminLogin() (AdminLogin, error) {
 
 // ResolveDataDir is where serve keeps what it generates: DataDir as given,
 // else the SQLite database's directory, else the user's config directory's
-// balde/ (a *SettingError when there is none).
+// balde/ (a *Error when there is none).
 func (c Settings) ResolveDataDir() (string, error) {
 	if c.DataDir != "" {
 		return c.DataDir, nil
@@ -80,7 +79,7 @@ func (c Settings) ResolveDataDir() (string, error) {
 	}
 	dir, err := os.UserConfigDir()
 	if err != nil {
-		return "", settingError("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
+		return "", errorf("serve: no BALDE_DATA_DIR and no user config directory: %v", err)
 	}
 	return filepath.Join(dir, "balde"), nil
 }
@@ -99,13 +98,11 @@ func SQLiteFile(dsn string) (string, bool) {
 	return path, true
 }
 
-// NewSettingsServer is Engine.NewServer configured as balde serve runs it
-// from c: listening on Addr, the admin login of FindAdminLogin, the users
-// with their roles of AllUsers, the
+// Server is eng.NewServer configured as balde serve runs it: the admin
+// login of FindAdminLogin, the users with their roles of AllUsers, the
 // trusted proxies, the /metrics token, the Go and process collectors (a
 // process of its own), one log line per request and the pages' time zone.
-// Open it, or change a field first.
-func (e *Engine) NewSettingsServer(c Settings) (*web.Server, AdminLogin, error) {
+func (c Settings) Server(eng *balde.Engine) (*web.Server, AdminLogin, error) {
 	login, err := c.FindAdminLogin()
 	if err != nil {
 		return nil, login, err
@@ -114,8 +111,7 @@ func (e *Engine) NewSettingsServer(c Settings) (*web.Server, AdminLogin, error) 
 	if err != nil {
 		return nil, login, err
 	}
-	s := e.NewServer(c.DictParticipant)
-	s.Addr = c.Addr
+	s := eng.NewServer(c.DictParticipant)
 	s.Admin = login.Credentials
 	s.Users = users
 	s.TrustedProxies = c.TrustedProxies
@@ -126,54 +122,16 @@ func (e *Engine) NewSettingsServer(c Settings) (*web.Server, AdminLogin, error) 
 	return s, login, nil
 }
 
-// App is an engine serving balde serve's web app: its background jobs
-// running and its web server (NewSettingsServer) open.
-type App struct {
-	// Server is the open web server (Server.URL says where it listens).
-	Server *web.Server
-	// Login is the admin credential: print the password when Generated.
-	Login    AdminLogin
-	jobs     *Background
-	reported bool // Wait returned the jobs' error: Close does not again
-}
-
-// StartApp starts e's background jobs (Start: returns once their start
-// work is done) and opens the web server as balde serve configures it from
-// s, listening on s.Addr. On an error nothing is left running. Close the
-// App before e.
-func (e *Engine) StartApp(ctx context.Context, s Settings) (_ *App, err error) {
-	a := &App{}
-	if a.jobs, err = e.Start(ctx); err != nil {
-		return nil, err
+// DefaultActor is who a reset from a terminal names by default:
+// $USER@hostname, $USER when the host name is unknown, or "cli" without
+// $USER. getenv reads the environment (os.Getenv).
+func DefaultActor(getenv func(string) string) string {
+	user := getenv("USER")
+	if user == "" {
+		return "cli"
 	}
-	if a.Server, a.Login, err = e.NewSettingsServer(s); err == nil {
-		err = a.Server.Open()
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return user + "@" + host
 	}
-	if err != nil {
-		return nil, errors.Join(err, a.jobs.Stop())
-	}
-	return a, nil
-}
-
-// Wait returns when ctx ends (nil) or when the background jobs stopped on
-// their own (their error).
-func (a *App) Wait(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-a.jobs.Done():
-		a.reported = true
-		return a.jobs.Err()
-	}
-}
-
-// Close stops the background jobs and the server (waiting for requests in
-// flight); the engine stays open. The jobs' error is returned unless Wait
-// returned it.
-func (a *App) Close() error {
-	err := a.jobs.Stop()
-	if a.reported {
-		err = nil
-	}
-	return errors.Join(err, a.Server.Close())
+	return user
 }

@@ -1,4 +1,4 @@
-package balde
+package settings
 
 import (
 	"fmt"
@@ -31,12 +31,14 @@ func (c Settings) InboundConfig() (*web.InboundConfig, error) {
 		tokens = append(tokens, more...)
 	}
 	return &web.InboundConfig{
-		IPLimit:  c.InboundIPLimit,
-		Window:   c.InboundWindow,
-		Block:    c.InboundBlock,
-		Tokens:   tokens,
-		Paths:    c.InboundPaths,
-		Exempt:   c.InboundExempt,
-		FailMode: c.InboundFailMode,
+		IPLimit:    c.InboundIPLimit,
+		Window:     c.InboundWindow,
+		Block:      c.InboundBlock,
+		Tokens:     tokens,
+		Paths:      c.InboundPaths,
+		Exempt:     c.InboundExempt,
+		FailClosed: c.InboundFailClosed,
+		// Middleware (the gateways) finds the client as the pages do.
+		TrustedProxies: c.TrustedProxies,
 	}, nil
 }

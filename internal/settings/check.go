@@ -1,31 +1,32 @@
-package balde
+package settings
 
 import (
 	"fmt"
 	"net/url"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// SettingError is a setting, or a pair of settings, whose values cannot
-// be used together or loaded. Its message names the variables (and, in
+// Error is a setting, or a pair of settings, whose values cannot be used
+// together or loaded. Its message names the variables (and, in
 // parentheses, the flags of balde's binary); Format and Args are that
 // message in English, which web/i18n translates.
-type SettingError struct {
+type Error struct {
 	Format string
 	Args   []any
 	// Err is the cause, when a file could not be loaded.
 	Err error
 }
 
-func (e *SettingError) Error() string { return fmt.Sprintf(e.Format, e.Args...) }
+func (e *Error) Error() string { return fmt.Sprintf(e.Format, e.Args...) }
 
 // Unwrap returns the cause.
-func (e *SettingError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-func settingError(format string, args ...any) *SettingError {
-	e := &SettingError{Format: format, Args: args}
+func errorf(format string, args ...any) *Error {
+	e := &Error{Format: format, Args: args}
 	for _, a := range args {
 		if err, ok := a.(error); ok {
 			e.Err = err
@@ -36,10 +37,10 @@ func settingError(format string, args ...any) *SettingError {
 
 // CheckSifenBlock checks what a single value cannot: the longest local
 // block after 0301s (SifenBlockMax) is at least one step (SifenBlockStep).
-// The error is a *SettingError naming both.
+// The error is a *Error naming both.
 func (c Settings) CheckSifenBlock() error {
 	if c.SifenBlockMax < c.SifenBlockStep {
-		return settingError("BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) %s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) %s: the longest block is at least one step",
+		return errorf("BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) %s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) %s: the longest block is at least one step",
 			c.SifenBlockMax, c.SifenBlockStep)
 	}
 	return nil
@@ -48,7 +49,7 @@ func (c Settings) CheckSifenBlock() error {
 // CheckDictURLs refuses a DictURL or DictPoliciesURL that is not http(s)
 // with a host, before any database is opened or created (the DICT client
 // would refuse it only once the engine is open). The error is a
-// *SettingError naming the setting.
+// *Error naming the setting.
 func (c Settings) CheckDictURLs() error {
 	for _, u := range []struct{ setting, value string }{
 		{"BALDE_DICT_URL (--dict-url)", c.DictURL},
@@ -58,7 +59,7 @@ func (c Settings) CheckDictURLs() error {
 			continue
 		}
 		if p, err := url.Parse(u.value); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return settingError("%s %q is not an http(s) URL with a host", u.setting, u.value)
+			return errorf("%s %q is not an http(s) URL with a host", u.setting, u.value)
 		}
 	}
 	return nil
@@ -68,7 +69,7 @@ func (c Settings) CheckDictURLs() error {
 // each nil when not configured: the signing pair is DictSignCert and
 // DictSignKey, else the TLS pair DictCert and DictKey; the verifier trusts
 // DictVerifyCert. A pair that cannot be read, is not RSA or does not match
-// is a *SettingError naming the variables.
+// is a *Error naming the variables.
 func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	var signer dict.Signer
 	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
@@ -78,11 +79,11 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	switch {
 	case certFile == "" && keyFile == "":
 	case certFile == "" || keyFile == "":
-		return nil, nil, settingError("DICT signing (%s): give both the certificate and the key", vars)
+		return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
 	default:
 		s, err := dict.LoadXMLSigner(certFile, keyFile)
 		if err != nil {
-			return nil, nil, settingError("DICT signing (%s): %v", vars, err)
+			return nil, nil, errorf("DICT signing (%s): %v", vars, err)
 		}
 		signer = s
 	}
@@ -90,7 +91,7 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	if c.DictVerifyCert != "" {
 		v, err := dict.LoadXMLVerifier(c.DictVerifyCert)
 		if err != nil {
-			return nil, nil, settingError("DICT answers (BALDE_DICT_VERIFY_CERT): %v", err)
+			return nil, nil, errorf("DICT answers (BALDE_DICT_VERIFY_CERT): %v", err)
 		}
 		verifier = v
 	}
@@ -102,15 +103,15 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 // TLS files, the signer and the verifier of DictSigning (left out when
 // DictSigning fails: check it first), learning the participant's category
 // at start.
-func (c Settings) DictConfig(baseURL string) DictConfig {
+func (c Settings) DictConfig(baseURL string) balde.DictConfig {
 	signer, verifier, _ := c.DictSigning()
-	return DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
+	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
 		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: true}
 }
 
 // SifenConfig is the SIFEN sender's configuration from the settings over
-// transport (NewSifenClient's, or a simulator's): the local block after
+// transport (SifenClient's, or a simulator's): the local block after
 // SIFEN's 0301 (SifenBlockStep, SifenBlockMax).
-func (c Settings) SifenConfig(transport sifen.SOAPServices) SifenConfig {
-	return SifenConfig{Transport: transport, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax}
+func (c Settings) SifenConfig(transport sifen.SOAPServices) balde.SifenConfig {
+	return balde.SifenConfig{Transport: transport, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax}
 }

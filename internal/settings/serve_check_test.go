@@ -1,4 +1,4 @@
-package balde_test
+package settings_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
@@ -18,27 +18,27 @@ func TestSettingsCheckServe(t *testing.T) {
 	require.NoError(t, err)
 	tests := []struct {
 		name    string
-		change  func(s *balde.Settings)
+		change  func(s *settings.Settings)
 		wantErr string
 	}{
-		{"defaults", func(*balde.Settings) {}, ""},
-		{"short retention", func(s *balde.Settings) { s.LedgerRetention = time.Hour },
+		{"defaults", func(*settings.Settings) {}, ""},
+		{"short retention", func(s *settings.Settings) { s.LedgerRetention = time.Hour },
 			"serve: BALDE_LEDGER_RETENTION 1h0m0s would erase the audit trail of the last day; use at least 24h0m0s, or set BALDE_LEDGER_RETENTION_FORCE=on"},
-		{"short retention, forced", func(s *balde.Settings) { s.LedgerRetention, s.LedgerRetentionForce = time.Hour, true }, ""},
-		{"short retention, no prune", func(s *balde.Settings) { s.LedgerRetention, s.PruneEvery = time.Hour, 0 }, ""},
-		{"bcrypt", func(s *balde.Settings) { s.AdminPasswordBcrypt = string(hash) }, ""},
-		{"not bcrypt", func(s *balde.Settings) { s.AdminPasswordBcrypt = "secret" }, "BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash"},
+		{"short retention, forced", func(s *settings.Settings) { s.LedgerRetention, s.LedgerRetentionForce = time.Hour, true }, ""},
+		{"short retention, no prune", func(s *settings.Settings) { s.LedgerRetention, s.PruneEvery = time.Hour, 0 }, ""},
+		{"bcrypt", func(s *settings.Settings) { s.AdminPasswordBcrypt = string(hash) }, ""},
+		{"not bcrypt", func(s *settings.Settings) { s.AdminPasswordBcrypt = "secret" }, "BALDE_ADMIN_PASSWORD_BCRYPT: not a bcrypt hash"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := balde.DefaultSettings()
+			s := settings.Default()
 			tt.change(&s)
 			err := s.CheckServe()
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				return
 			}
-			var se *balde.SettingError
+			var se *settings.Error
 			require.ErrorAs(t, err, &se)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
@@ -58,13 +58,13 @@ func TestCheckCreate(t *testing.T) {
 		wantErr      error
 	}{
 		{"present", "sqlite://" + present, false, false, nil},
-		{"missing", "sqlite://" + missing, false, false, balde.ErrWouldCreate},
+		{"missing", "sqlite://" + missing, false, false, settings.ErrNoDatabase},
 		{"missing, --create", "sqlite://" + missing, true, true, nil},
 		{"PostgreSQL", "postgres://balde@db.invalid/balde", false, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			creating, err := balde.CheckCreate(tt.dsn, tt.create)
+			creating, err := settings.CheckCreate(tt.dsn, tt.create)
 			require.ErrorIs(t, err, tt.wantErr)
 			require.Equal(t, tt.wantCreating, creating)
 			if tt.wantErr != nil {
@@ -80,13 +80,13 @@ func TestCheckCreate(t *testing.T) {
 func TestCheckListenAddr(t *testing.T) {
 	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "127.0.0.1:8080": true, ":65535": true,
 		"127.0.0.1": false, "127.0.0.1:65536": false, "127.0.0.1:http": false} {
-		require.Equal(t, ok, balde.CheckListenAddr(addr) == nil, addr)
+		require.Equal(t, ok, settings.CheckListenAddr(addr) == nil, addr)
 	}
 }
 
 func TestSettingsSifenClient(t *testing.T) {
-	s := balde.DefaultSettings()
-	_, err := s.SifenClient(balde.SifenOfficial)
+	s := settings.Default()
+	_, err := s.SifenClient(settings.SifenOfficial)
 	require.NoError(t, err)
 	_, err = s.SifenClient("http://127.0.0.1:1/{env}")
 	require.NoError(t, err)
@@ -97,25 +97,42 @@ func TestSettingsSifenClient(t *testing.T) {
 func TestSettingsCheckDictClient(t *testing.T) {
 	tests := []struct {
 		name    string
-		change  func(s *balde.Settings)
+		change  func(s *settings.Settings)
 		wantErr string
 	}{
-		{"defaults", func(*balde.Settings) {}, ""},
-		{"bad ISPB", func(s *balde.Settings) { s.DictParticipant = "123" }, "--dict-participant: "},
-		{"missing certificate", func(s *balde.Settings) { s.DictCert, s.DictKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "DICT TLS: "},
+		{"defaults", func(*settings.Settings) {}, ""},
+		{"bad ISPB", func(s *settings.Settings) { s.DictParticipant = "123" }, "--dict-participant: "},
+		{"missing certificate", func(s *settings.Settings) { s.DictCert, s.DictKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "DICT TLS: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := balde.DefaultSettings()
+			s := settings.Default()
 			tt.change(&s)
 			err := s.CheckDictClient()
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				return
 			}
-			var se *balde.SettingError
+			var se *settings.Error
 			require.ErrorAs(t, err, &se)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+func TestCheckDatabase(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	err := settings.CheckDatabase("sqlite://" + missing)
+	require.ErrorIs(t, err, settings.ErrNoDatabase)
+	require.ErrorContains(t, err, missing)
+	_, statErr := os.Stat(missing)
+	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing created")
+
+	present := filepath.Join(dir, "balde.db")
+	require.NoError(t, os.WriteFile(present, nil, 0o600))
+	require.NoError(t, settings.CheckDatabase("sqlite://"+present))
+	require.NoError(t, settings.CheckDatabase("postgres://balde@db.invalid/balde"), "PostgreSQL is not checked")
+	require.NoError(t, settings.CheckDatabase("sqlite://:memory:"))
+	require.Error(t, settings.CheckDatabase("mysql://nope"))
 }

@@ -1,4 +1,4 @@
-package balde_test
+package settings_test
 
 import (
 	"testing"
@@ -7,27 +7,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 func TestSettingsChecks(t *testing.T) {
 	tests := []struct {
 		name  string
-		s     balde.Settings
-		check func(balde.Settings) error
+		s     settings.Settings
+		check func(settings.Settings) error
 		want  string // "" when the settings are fine
 	}{
-		{"BlockMaxOneStep", balde.Settings{SifenBlockStep: 10 * time.Minute, SifenBlockMax: 10 * time.Minute}, balde.Settings.CheckSifenBlock, ""},
-		{"BlockMaxBelowStep", balde.Settings{SifenBlockStep: 20 * time.Minute, SifenBlockMax: 10 * time.Minute}, balde.Settings.CheckSifenBlock,
+		{"BlockMaxOneStep", settings.Settings{SifenBlockStep: 10 * time.Minute, SifenBlockMax: 10 * time.Minute}, settings.Settings.CheckSifenBlock, ""},
+		{"BlockMaxBelowStep", settings.Settings{SifenBlockStep: 20 * time.Minute, SifenBlockMax: 10 * time.Minute}, settings.Settings.CheckSifenBlock,
 			"BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) 10m0s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) 20m0s"},
-		{"DictURLsUnset", balde.Settings{}, balde.Settings.CheckDictURLs, ""},
-		{"DictURLHTTPS", balde.Settings{DictURL: "https://dict.pi.rsfn.net.br:16522"}, balde.Settings.CheckDictURLs, ""},
-		{"DictURLNoScheme", balde.Settings{DictURL: "dict.example:8080"}, balde.Settings.CheckDictURLs,
+		{"DictURLsUnset", settings.Settings{}, settings.Settings.CheckDictURLs, ""},
+		{"DictURLHTTPS", settings.Settings{DictURL: "https://dict.pi.rsfn.net.br:16522"}, settings.Settings.CheckDictURLs, ""},
+		{"DictURLNoScheme", settings.Settings{DictURL: "dict.example:8080"}, settings.Settings.CheckDictURLs,
 			`BALDE_DICT_URL (--dict-url) "dict.example:8080" is not an http(s) URL with a host`},
-		{"PoliciesURLNoHost", balde.Settings{DictPoliciesURL: "http://"}, balde.Settings.CheckDictURLs,
+		{"PoliciesURLNoHost", settings.Settings{DictPoliciesURL: "http://"}, settings.Settings.CheckDictURLs,
 			`BALDE_DICT_POLICIES_URL (--dict-policies-url) "http://" is not an http(s) URL with a host`},
-		{"SigningHalfPair", balde.Settings{DictSignCert: "cert.pem"}, func(s balde.Settings) error { _, _, err := s.DictSigning(); return err },
+		{"SigningHalfPair", settings.Settings{DictSignCert: "cert.pem"}, func(s settings.Settings) error { _, _, err := s.DictSigning(); return err },
 			"DICT signing (BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY): give both the certificate and the key"},
-		{"SigningNone", balde.Settings{}, func(s balde.Settings) error { _, _, err := s.DictSigning(); return err }, ""},
+		{"SigningNone", settings.Settings{}, func(s settings.Settings) error { _, _, err := s.DictSigning(); return err }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,7 +37,7 @@ func TestSettingsChecks(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var se *balde.SettingError
+			var se *settings.Error
 			require.ErrorAs(t, err, &se)
 			require.ErrorContains(t, err, tt.want)
 		})
@@ -46,7 +47,7 @@ func TestSettingsChecks(t *testing.T) {
 // The engine's DICT and SIFEN configurations read the settings the binary
 // reads: a client built from them is the one balde serve builds.
 func TestSettingsClientConfigs(t *testing.T) {
-	s := balde.Settings{DictPoliciesURL: "https://policies.example", DictParticipant: "12345678", DictCert: "c.pem", DictKey: "k.pem",
+	s := settings.Settings{DictPoliciesURL: "https://policies.example", DictParticipant: "12345678", DictCert: "c.pem", DictKey: "k.pem",
 		DictCA: "ca.pem", SifenBlockStep: 20 * time.Minute, SifenBlockMax: time.Hour}
 	dc := s.DictConfig("https://dict.example")
 	require.Equal(t, balde.DictConfig{BaseURL: "https://dict.example", PoliciesURL: "https://policies.example", Participant: "12345678",

@@ -98,7 +98,7 @@ func (e *Engine) NewSifenSender(cfg SifenConfig) (*sifen.Sender, error) {
 		transport = client
 	}
 	sender, err := sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
-		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
+		Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"), Resolver: e.resolver,
 		RemoteBlock: cfg.RemoteBlock, RemoteBlockMax: cfg.RemoteBlockMax,
 		AllowUnsigned: cfg.AllowUnsigned,
 	})

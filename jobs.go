@@ -102,9 +102,8 @@ func ReconcilePeriod(every time.Duration, simulator bool) time.Duration {
 //   - at start, with Config.Dict and its LearnCategory: the participant's
 //     category learned from the DICT (a DICT that cannot be asked is
 //     logged; the strictest category applies meanwhile);
-//   - at start, with Config.Sifen: the interval between lots shared with
-//     the database (sifen.Sender.ShareInterval; a difference is logged),
-//     then the documents left in "sending" settled (Resolve);
+//   - at start, with Config.Sifen: the documents left in "sending"
+//     settled (Resolve);
 //   - at start and then every SeverityEvery: severities graded again;
 //   - with Config.Sifen: lot results polled (RunPoll) and documents left in
 //     "sending" settled (Resolve);
@@ -130,15 +129,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	if e.sender != nil {
-		// The interval between lots is the database's, the strictest any
-		// process configured: a difference is said, never silent.
-		notes, err := e.sender.ShareInterval(ctx)
-		if err != nil {
-			return err
-		}
-		for _, n := range notes {
-			log.Warn(n)
-		}
 		// Before anything sends: documents a crashed send left in
 		// "sending" are settled by asking SIFEN, or stay (and are logged).
 		e.resolveSifen(ctx)

@@ -206,7 +206,6 @@ func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
 	env, ruc, ids := r.Env, de.RUC, []int64{id}
 	out := DESend{LotSend: LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}}
 	key := RecepcionKey(env, ruc)
-	interval := s.interval(ctx, env)
 
 	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
 	if err != nil {
@@ -219,7 +218,7 @@ func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
 		out.LotSend, err = s.refused(ctx, out.LotSend, d, s.clock())
 		return out, err
 	}
-	held := d.Buckets[0].HeldUntil
+	held, interval := d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
 	bg := context.WithoutCancel(ctx)
 	claim := newClaim()
 	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {

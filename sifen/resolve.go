@@ -232,13 +232,18 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 // is due (see QueryLot), and returns one LotOutcome per lot, including
 // those not due yet (NotDue, with NextQueryAt). serve runs it periodically
 // and `balde sifen-send --follow` until every lot it sent has its result.
+// Each pass also agrees the interval with the database again (NewSender), so
+// that a process learns of a stricter one started after it.
 func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
+	var errs []error
+	if _, err := s.shareInterval(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	lots, err := s.docs.SentLots(ctx)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(append(errs, err)...)
 	}
 	var out []LotOutcome
-	var errs []error
 	for _, l := range lots {
 		o, err := s.queryLot(ctx, l)
 		if err != nil {

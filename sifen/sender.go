@@ -60,7 +60,11 @@ type SenderConfig struct {
 	// AllowUnsigned lets DEs without a signature into the test environment
 	// (never into prod). Off by default: SIFEN rejects an unsigned DE.
 	AllowUnsigned bool
-	// Logger defaults to slog.Default().
+	// Resolver is the resolver of SIFEN's policy that the limiter uses
+	// (NewResolver). Required: NewSender agrees its interval with the
+	// database through it.
+	Resolver *Resolver
+	// Logger receives the Sender's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -122,18 +126,24 @@ type Sender struct {
 	clock   throttle.Clock
 	cfg     SenderConfig
 	logger  *slog.Logger
+	notes   []string // what NewSender said of the interval
 }
 
 // NewSender returns a Sender keeping documents in docs (sifensql.New for
 // balde's database), sending with client (a *Client), and throttling with
-// limiter, whose resolver must know SIFEN's policies (NewResolver).
+// limiter, whose resolver of SIFEN's policy is cfg.Resolver.
+//
+// It agrees the interval between lots of a RUC with the database, which
+// every process on it shares (docs/decisions/0135): per environment, its
+// own interval is stored when it is stricter than the stored one, and the
+// stored one becomes its own when that is stricter. A difference is
+// logged and kept for IntervalNotes, never silent.
 func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
 	if docs == nil || client == nil || limiter == nil {
 		return nil, errors.New("sifen: NewSender needs a store, a client and a limiter")
 	}
-	probe := RecepcionKey(EnvTest, RUC{Number: "88888801", DV: 5})
-	if _, err := limiter.Policy(probe); err != nil {
-		return nil, fmt.Errorf("sifen: the limiter does not resolve %s (use sifen.NewResolver): %w", PolicyRecepcionLote, err)
+	if cfg.Resolver == nil {
+		return nil, fmt.Errorf("sifen: NewSender needs SenderConfig.Resolver, the limiter's resolver of %s (NewResolver): %w", PolicyRecepcionLote, throttle.ErrUnknownPolicy)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
@@ -161,16 +171,47 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = slog.Default()
+		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sender{
-		docs:    docs,
-		client:  client,
-		limiter: limiter,
-		clock:   cfg.Clock,
-		cfg:     cfg,
-		logger:  logger.With(slog.String("component", "sifen")),
-	}, nil
+	s := &Sender{docs: docs, client: client, limiter: limiter, clock: cfg.Clock, cfg: cfg,
+		logger: logger.With(slog.String("component", "sifen"))}
+	notes, err := s.shareInterval(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("sifen: agreeing the interval with the database: %w", err)
+	}
+	s.notes = notes
+	return s, nil
+}
+
+// IntervalNotes are the differences NewSender found between this
+// process's interval and the database's, one line per environment, for a
+// command to print at start (they are logged too).
+func (s *Sender) IntervalNotes() []string { return s.notes }
+
+// shareInterval agrees the interval of each environment with the
+// database's (NewSender's doc) and logs each difference it finds now; a
+// long-running process calls it again (Poll) to learn of a stricter
+// process started after it.
+func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
+	var notes []string
+	for _, env := range []Env{EnvTest, EnvProd} {
+		own := s.cfg.Resolver.cfg.intervalFor(env)
+		stored, err := s.docs.ShareInterval(ctx, env, own, s.clock())
+		if err != nil {
+			return notes, err
+		}
+		shared := &s.cfg.Resolver.shared[envIndex(env)]
+		switch {
+		case own > stored && stored > 0:
+			notes = append(notes, fmt.Sprintf("SIFEN %s: this process's interval %s is stricter than the database's %s: every process now waits %s between lots of a RUC", env, own, stored, own))
+		case stored > own && time.Duration(shared.Swap(int64(stored))) != stored:
+			notes = append(notes, fmt.Sprintf("SIFEN %s: this process is configured for %s between lots of a RUC, but the database's interval is %s (set by another process): %s applies", env, own, stored, stored))
+		}
+	}
+	for _, n := range notes {
+		s.logger.Warn(n)
+	}
+	return notes, nil
 }
 
 // Import stores the DEs of data (one rDE or an rLoteDE) as draft documents
@@ -319,7 +360,6 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 	ruc := lot.DEs[0].RUC
 	out := LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}
 	key := RecepcionKey(env, ruc)
-	interval := s.interval(ctx, env)
 
 	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
 	// the lot is on the wire. A refusal (the interval since the previous
@@ -335,7 +375,8 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 	if !d.Allowed {
 		return s.refused(ctx, out, d, s.clock())
 	}
-	held := d.Buckets[0].HeldUntil
+	// The interval runs from the answer: the take's policy says how long.
+	held, interval := d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
 	// From here on the hold must be ended whatever the caller does with ctx.
 	bg := context.WithoutCancel(ctx)
 
@@ -366,24 +407,6 @@ func (s *Sender) refused(ctx context.Context, out LotSend, d throttle.Decision, 
 	s.logger.Info("lot held back", slog.String("key", d.Key.String()),
 		slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
 	return out, nil
-}
-
-// interval is the least time between the answer to a lot of a RUC in env
-// and its next lot: the limiter's policy, or the interval stored in the
-// database when that is stricter (every process shares the strictest).
-func (s *Sender) interval(ctx context.Context, env Env) time.Duration {
-	d := DefaultInterval
-	if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
-		d = p.MinInterval
-	}
-	stored, ok, err := s.docs.Interval(ctx, env)
-	if err != nil {
-		s.logger.Warn("reading the stored SIFEN interval", slog.Any("error", err))
-	}
-	if ok && stored > d {
-		d = stored
-	}
-	return d
 }
 
 // answered records on the RUC's bucket that the request its take held
@@ -580,38 +603,4 @@ func WaitOf(bs throttle.BucketState) throttle.Decision {
 		reason = throttle.ReasonCooldown
 	}
 	return throttle.Decision{Key: bs.Key, Reason: reason, RetryAfter: bs.RetryAfter}
-}
-
-// ShareInterval makes the interval between lots of a RUC a property of the
-// database every process shares, not of one process's flags: for each
-// environment it compares this process's interval (its limiter's policy)
-// with the one stored. The stricter wins: a longer own interval is stored,
-// so every process on the database waits it (Send reads the stored value);
-// a shorter one gives way to the stored one. It returns one line per
-// environment where the two differed, for the process to print at start —
-// never silently. Call it once when a process starts.
-func (s *Sender) ShareInterval(ctx context.Context) ([]string, error) {
-	var notes []string
-	for _, env := range []Env{EnvTest, EnvProd} {
-		own := DefaultInterval
-		if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
-			own = p.MinInterval
-		}
-		stored, ok, err := s.docs.Interval(ctx, env)
-		if err != nil {
-			return notes, err
-		}
-		switch {
-		case !ok || own > stored:
-			if err := s.docs.SetInterval(ctx, env, own, s.clock()); err != nil {
-				return notes, err
-			}
-			if ok {
-				notes = append(notes, fmt.Sprintf("SIFEN %s: this process's interval %s is stricter than the database's %s: every process now waits %s between lots of a RUC", env, own, stored, own))
-			}
-		case own < stored:
-			notes = append(notes, fmt.Sprintf("SIFEN %s: this process is configured for %s between lots of a RUC, but the database's interval is %s (set by another process): %s applies", env, own, stored, stored))
-		}
-	}
-	return notes, nil
 }

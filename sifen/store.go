@@ -80,10 +80,10 @@ type DocumentStore interface {
 	// Finish gives one sent document its result, conditional on its
 	// version; false when it had changed.
 	Finish(ctx context.Context, doc Document, st Settle, now time.Time) (bool, error)
-	// Interval returns the interval stored for env (ok false when none),
-	// and SetInterval stores one.
-	Interval(ctx context.Context, env Env) (d time.Duration, ok bool, err error)
-	SetInterval(ctx context.Context, env Env, d time.Duration, now time.Time) error
+	// ShareInterval stores d as env's interval between lots of a RUC when
+	// it is longer than the stored one (or none is), and returns the one
+	// stored before (0: none).
+	ShareInterval(ctx context.Context, env Env, d time.Duration, now time.Time) (time.Duration, error)
 }
 
 // LotRef names a lot SIFEN queued that has documents still waiting for its

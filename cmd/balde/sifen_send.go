@@ -96,13 +96,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	// The interval between lots is the database's (the strictest any
-	// process configured): a difference is said, never silent.
-	notes, err := sender.ShareInterval(ctx)
-	if err != nil {
-		return err
-	}
-	for _, n := range notes {
+	for _, n := range sender.IntervalNotes() { // agreed with the database by the sender, never silent
 		fmt.Fprintf(m.Stderr, "balde: sifen-send: %s\n", n)
 	}
 	b := &report.SifenSend{

@@ -649,28 +649,24 @@ func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 	return n == 1, err
 }
 
-// Interval implements sifen.DocumentStore.
-func (s *Store) Interval(ctx context.Context, env sifen.Env) (time.Duration, bool, error) {
-	var ns []int64
-	err := s.readRetried(ctx, "read the SIFEN interval", func() error {
-		return s.read.SelectContext(ctx, &ns, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	if len(ns) == 0 {
-		return 0, false, nil
-	}
-	return time.Duration(ns[0]), true, nil
-}
-
-// SetInterval implements sifen.DocumentStore.
-func (s *Store) SetInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) error {
-	return s.inTx(ctx, "store the SIFEN interval", func(tx *sqlx.Tx) error {
+// ShareInterval implements sifen.DocumentStore: the stored interval only
+// grows, in one statement, whatever other processes store meanwhile.
+func (s *Store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
+	var before []int64
+	err := s.inTx(ctx, "share the SIFEN interval", func(tx *sqlx.Tx) error {
+		before = before[:0]
+		if err := tx.SelectContext(ctx, &before, tx.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env)); err != nil {
+			return wrapDB(err)
+		}
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at`),
+			ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at
+			WHERE excluded.interval_ns > balde_sifen_settings.interval_ns`),
 			string(env), int64(d), nanos(now))
 		return wrapDB(err)
 	})
+	if err != nil || len(before) == 0 {
+		return 0, err
+	}
+	return time.Duration(before[0]), nil
 }

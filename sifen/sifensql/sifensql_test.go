@@ -109,14 +109,19 @@ func sendingSequence(t *testing.T) []step {
 			require.NoError(t, err)
 			require.Equal(t, map[sifen.Status]int64{sifen.StatusApproved: 1, sifen.StatusSent: 2}, got)
 		}},
-		{"SetInterval", func(t *testing.T, docs *sifensql.Store) {
-			require.NoError(t, docs.SetInterval(ctx, sifen.EnvTest, 7*time.Second, now))
-		}},
-		{"Interval", func(t *testing.T, docs *sifensql.Store) {
-			d, ok, err := docs.Interval(ctx, sifen.EnvTest)
+		{"ShareInterval", func(t *testing.T, docs *sifensql.Store) {
+			before, err := docs.ShareInterval(ctx, sifen.EnvTest, 7*time.Second, now)
 			require.NoError(t, err)
-			require.True(t, ok)
-			require.Equal(t, 7*time.Second, d)
+			require.Zero(t, before)
+			before, err = docs.ShareInterval(ctx, sifen.EnvTest, 3*time.Second, now)
+			require.NoError(t, err)
+			require.Equal(t, 7*time.Second, before, "the stored interval only grows")
+			before, err = docs.ShareInterval(ctx, sifen.EnvTest, 9*time.Second, now)
+			require.NoError(t, err)
+			require.Equal(t, 7*time.Second, before)
+			before, err = docs.ShareInterval(ctx, sifen.EnvTest, time.Second, now)
+			require.NoError(t, err)
+			require.Equal(t, 9*time.Second, before)
 		}},
 	}
 }
@@ -149,7 +154,7 @@ func TestEveryTransactionWaitsOutABusySQLite(t *testing.T) {
 	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { other.Close() })
-	writes := map[string]bool{"Import": true, "Hold": true, "Fail": true, "Claim": true, "Note": true, "Release": true, "ScheduleLot": true, "Finish": true, "SetInterval": true}
+	writes := map[string]bool{"Import": true, "Hold": true, "Fail": true, "Claim": true, "Note": true, "Release": true, "ScheduleLot": true, "Finish": true, "ShareInterval": true}
 	for _, st := range sendingSequence(t) {
 		if !writes[st.name] {
 			t.Run(st.name, func(t *testing.T) { st.run(t, docs) })

@@ -46,22 +46,22 @@ type Clock struct {
 	// ctx.Err()). When a Reporter was made with this clock, its waits go
 	// through the Reporter, which redraws the progress bar with the time
 	// left and adds the time actually waited to the summary.
-	Sleep func(ctx context.Context, d time.Duration) error
+	Sleep throttle.Sleep
 
 	hook *waitHook // shared by the copies of one Clock
 }
 
 // waitHook routes a Clock's sleeps through the Reporter made with it.
 type waitHook struct {
-	sleep func(ctx context.Context, d time.Duration) error // the underlying wait
+	sleep throttle.Sleep // the underlying wait
 	rep   *Reporter
 }
 
 // NewClock returns a Clock over now (nil: the system clock) and sleep
 // (nil: a real wait that ends early with ctx).
-func NewClock(now throttle.Clock, sleep func(ctx context.Context, d time.Duration) error) Clock {
+func NewClock(now throttle.Clock, sleep throttle.Sleep) Clock {
 	if sleep == nil {
-		sleep = SleepContext
+		sleep = throttle.SleepContext
 	}
 	h := &waitHook{sleep: sleep}
 	return Clock{Now: now, hook: h, Sleep: func(ctx context.Context, d time.Duration) error {
@@ -75,7 +75,7 @@ func NewClock(now throttle.Clock, sleep func(ctx context.Context, d time.Duratio
 // BaseSleep is the sleep under c, which no Reporter sees: for waits that
 // run side by side (dict.Batch's lookups), whose countdown would be
 // meaningless; add what they waited with Reporter.AddWait.
-func (c Clock) BaseSleep() func(ctx context.Context, d time.Duration) error {
+func (c Clock) BaseSleep() throttle.Sleep {
 	if c.hook == nil {
 		return c.Sleep
 	}
@@ -88,18 +88,6 @@ func (c Clock) Time() time.Time {
 		return time.Now()
 	}
 	return c.Now()
-}
-
-// SleepContext waits d or until ctx ends (then it returns ctx.Err()).
-func SleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Result is how one item of a batch ended.
@@ -357,7 +345,7 @@ func (r *Reporter) tellProgress(d, left time.Duration) {
 // progress line every ProgressTick) with the time left, and adds the time
 // actually waited (by the batch clock) to the summary, also when ctx ends
 // the wait early.
-func (r *Reporter) sleep(ctx context.Context, d time.Duration, base func(context.Context, time.Duration) error) error {
+func (r *Reporter) sleep(ctx context.Context, d time.Duration, base throttle.Sleep) error {
 	start := r.clock.Time()
 	defer func() {
 		r.AddWait(max(r.clock.Time().Sub(start), 0))

@@ -58,9 +58,8 @@ type BatchConfig struct {
 	// Clock is the clock the Sender's store and limiter read (their waits
 	// are on it); default throttle.SystemClock.
 	Clock throttle.Clock
-	// Sleep waits d on Clock, or less when ctx ends (it then returns an
-	// error); default a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Sleep waits on Clock; default throttle.SleepContext.
+	Sleep throttle.Sleep
 	// Progress, when set, is told each event as it happens, for a caller to
 	// draw (a progress bar, log lines); it must not block for long.
 	Progress func(Event)
@@ -253,7 +252,7 @@ func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig
 		cfg.Clock = throttle.SystemClock
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepTimer
+		cfg.Sleep = throttle.SleepContext
 	}
 	b := &batch{s: s, cfg: cfg, docs: make(map[int64]*batchDoc)}
 	type gateKey struct {
@@ -364,17 +363,6 @@ func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]D
 	}
 	packed, err := lot.Pack()
 	return err != nil || packed.Hash == hash
-}
-
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (b *batch) now() time.Time { return b.cfg.Clock() }

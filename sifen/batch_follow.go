@@ -23,9 +23,8 @@ var _ Follower = (*Sender)(nil)
 
 // FollowConfig configures FollowDocuments.
 type FollowConfig struct {
-	// Sleep waits d, or less when ctx ends (it then returns an error);
-	// default a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Sleep waits; default throttle.SleepContext.
+	Sleep throttle.Sleep
 	// Progress, when set, is told each event: a wait about to start
 	// (EventWaiting, with Wait and IDs the documents still pending), a
 	// document's final result (EventResult, Result.Document set), a failed
@@ -62,7 +61,7 @@ const followIdle = time.Second
 // store failure.
 func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowConfig) ([]int64, error) {
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepTimer
+		cfg.Sleep = throttle.SleepContext
 	}
 	emit := func(e FollowEvent) {
 		if cfg.Progress != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -93,12 +94,12 @@ func (r docRow) document() sifen.Document {
 		ResponseCode: r.ResponseCode.String,
 		Result:       r.Result.String,
 		AuthNumber:   r.AuthNumber.String,
-		RetryAt:      fromNullNanos(r.RetryAt),
+		RetryAt:      sqltime.NullTime(r.RetryAt),
 		Version:      r.Version,
-		CreatedAt:    fromNanos(r.CreatedAt),
-		UpdatedAt:    fromNanos(r.UpdatedAt),
-		ClaimedAt:    fromNullNanos(r.ClaimedAt),
-		SentAt:       fromNullNanos(r.SentAt),
+		CreatedAt:    sqltime.Time(r.CreatedAt),
+		UpdatedAt:    sqltime.Time(r.UpdatedAt),
+		ClaimedAt:    sqltime.NullTime(r.ClaimedAt),
+		SentAt:       sqltime.NullTime(r.SentAt),
 	}
 	if r.XML != "" {
 		d.XML = []byte(r.XML)
@@ -112,24 +113,6 @@ func documents(rows []docRow) []sifen.Document {
 		out[i] = r.document()
 	}
 	return out
-}
-
-func nanos(t time.Time) int64 { return t.UnixNano() }
-
-func nullNanos(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
-}
-
-func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
-
-func fromNullNanos(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromNanos(n.Int64)
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -387,7 +370,7 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 			updated_at = ?, claimed_at = NULL, sent_at = NULL
 		WHERE id = ?`),
 		de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
-		note, nanos(now), ex.ID)
+		note, sqltime.Nanos(now), ex.ID)
 	return ex.ID, wrapDB(err)
 }
 
@@ -402,7 +385,7 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
 		ON CONFLICT (env, cdc) DO NOTHING
 		RETURNING id`),
-		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), nanos(now), nanos(now))
+		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), sqltime.Nanos(now), sqltime.Nanos(now))
 	if err != nil {
 		return 0, false, wrapDB(err)
 	}
@@ -430,7 +413,7 @@ func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
 			ON CONFLICT (env, hash) DO NOTHING`),
-			string(c.Env), c.Lot.Hash, c.RUC.Number, nanos(c.Now))
+			string(c.Env), c.Lot.Hash, c.RUC.Number, sqltime.Nanos(c.Now))
 		if err != nil {
 			return wrapDB(err)
 		}
@@ -445,7 +428,7 @@ func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
 					status = 'sending', claim = ?, claimed_at = ?, lot_hash = ?,
 					message = '', retry_at = NULL, version = version + 1, updated_at = ?
 				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`),
-				c.Token, nanos(c.Now), c.Lot.Hash, nanos(c.Now), d.ID, d.Version)
+				c.Token, sqltime.Nanos(c.Now), c.Lot.Hash, sqltime.Nanos(c.Now), d.ID, d.Version)
 			if err != nil {
 				return wrapDB(err)
 			}
@@ -466,7 +449,7 @@ func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 	var n int64
 	var sentAt sql.NullInt64
 	if r.St.Sent {
-		sentAt = nullNanos(r.Now)
+		sentAt = sqltime.NullNanos(r.Now)
 	}
 	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`
@@ -476,9 +459,9 @@ func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 				sent_at = COALESCE(?, sent_at),
 				claim = NULL, version = version + 1, updated_at = ?
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
-			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), nullNanos(r.St.RetryAt),
+			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), sqltime.NullNanos(r.St.RetryAt),
 			nullString(r.St.Result), nullString(r.St.AuthNumber),
-			sentAt, nanos(r.Now), r.IDs, r.Token)
+			sentAt, sqltime.Nanos(r.Now), r.IDs, r.Token)
 		if err != nil {
 			return err
 		}
@@ -501,7 +484,7 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number),
 				next_query_at = COALESCE(?, next_query_at)
-			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), nullNanos(st.NextQueryAt), string(env), hash)
+			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), sqltime.NullNanos(st.NextQueryAt), string(env), hash)
 		return err
 	case st.Status == sifen.StatusSending:
 		return nil
@@ -523,7 +506,7 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 func (s *Store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
 	return s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, nanos(now), ids, claim)
+			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, sqltime.Nanos(now), ids, claim)
 		if err != nil {
 			return err
 		}
@@ -540,7 +523,7 @@ func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, 
 		q, args, err := sqlx.In(`UPDATE balde_documents
 			SET message = CASE WHEN status = 'error' THEN message ELSE ? END,
 				retry_at = ?, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nullNanos(retryAt), nanos(now), ids)
+			WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.NullNanos(retryAt), sqltime.Nanos(now), ids)
 		if err != nil {
 			return err
 		}
@@ -553,7 +536,7 @@ func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, 
 func (s *Store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
 	return s.inTx(ctx, "record failure", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nanos(now), ids)
+			WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.Nanos(now), ids)
 		if err != nil {
 			return err
 		}
@@ -567,7 +550,7 @@ func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, 
 	var rows []docRow
 	err := s.readRetried(ctx, "find documents left sending", func() error {
 		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
-		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), nanos(cutoff))
+		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), sqltime.Nanos(cutoff))
 	})
 	return documents(rows), err
 }
@@ -601,7 +584,7 @@ func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 	out := make([]sifen.LotRef, len(rows))
 	for i, r := range rows {
 		out[i] = sifen.LotRef{Env: sifen.Env(r.Env), LotNumber: r.LotNumber, RUC: r.RUC, Documents: r.Documents,
-			SentAt: fromNullNanos(r.SentAt), NextQueryAt: fromNullNanos(r.NextQueryAt)}
+			SentAt: sqltime.NullTime(r.SentAt), NextQueryAt: sqltime.NullTime(r.NextQueryAt)}
 	}
 	return out, nil
 }
@@ -610,7 +593,7 @@ func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 func (s *Store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
 	return s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`),
-			nanos(at), string(env), lotNumber)
+			sqltime.Nanos(at), string(env), lotNumber)
 		return wrapDB(err)
 	})
 }
@@ -634,7 +617,7 @@ func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 				version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? AND status = 'sent'`),
 			string(st.Status), st.Message, nullString(st.ResponseCode), nullString(st.Result), nullString(st.AuthNumber),
-			nanos(now), d.ID, d.Version)
+			sqltime.Nanos(now), d.ID, d.Version)
 		if err != nil {
 			return wrapDB(err)
 		}
@@ -662,7 +645,7 @@ func (s *Store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duratio
 			INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at
 			WHERE excluded.interval_ns > balde_sifen_settings.interval_ns`),
-			string(env), int64(d), nanos(now))
+			string(env), int64(d), sqltime.Nanos(now))
 		return wrapDB(err)
 	})
 	if err != nil || len(before) == 0 {

@@ -43,8 +43,8 @@ const maxNotQueued = 2
 // reported failed rather than tried forever.
 const maxRaces = 5
 
-// BatchConfig configures SendDocuments. The zero value sends one pass
-// without waiting, on the system clock.
+// BatchConfig configures SendDocuments, SendFiles and FollowDocuments. The
+// zero value sends one pass without waiting, on the system clock.
 type BatchConfig struct {
 	// Wait: when a lot is refused (its RUC's interval, a lot of the RUC on
 	// the wire, a block after 0301), send it once the refusal's wait has
@@ -63,6 +63,14 @@ type BatchConfig struct {
 	// Progress, when set, is told each event as it happens, for a caller to
 	// draw (a progress bar, log lines); it must not block for long.
 	Progress func(Event)
+	// Replace makes SendFiles import with Sender.ImportReplacing.
+	Replace bool
+}
+
+func (cfg BatchConfig) emit(e Event) {
+	if cfg.Progress != nil {
+		cfg.Progress(e)
+	}
 }
 
 // EventKind says what an Event reports.
@@ -82,21 +90,37 @@ const (
 	// first (nil when it waits for documents another send holds), IDs its
 	// next lot.
 	EventWaiting EventKind = "waiting"
-	// EventResult: one document's result (Result). Each document of the
-	// batch gets one, unless ctx ends first.
+	// EventResult: one document's result: Result in a send (each document
+	// of the batch gets one, unless ctx ends first), Document (approved or
+	// rejected) in FollowDocuments.
 	EventResult EventKind = "result"
+	// EventResolved: SendFiles settled a document a crashed send left in
+	// "sending" (Resolved).
+	EventResolved EventKind = "resolved"
+	// EventImported: SendFiles imported a DE, or could not (Imported).
+	EventImported EventKind = "imported"
+	// EventResolveFailed and EventPollFailed: the resolve at the start of
+	// SendFiles, or a query of lots in FollowDocuments, failed for a reason
+	// other than the store (Err); the run goes on.
+	EventResolveFailed EventKind = "resolve_failed"
+	EventPollFailed    EventKind = "poll_failed"
 )
 
-// Event is one step of SendDocuments, for a caller to draw.
+// Event is one step of a batch, for a caller to draw; Kind says which
+// fields are set.
 type Event struct {
-	Kind    EventKind
-	IDs     []int64
-	LotSend *LotSend
-	Blocked *Blocked
-	TooBig  int
-	Wait    time.Duration
-	Until   time.Time
-	Result  *DocResult
+	Kind     EventKind
+	IDs      []int64
+	LotSend  *LotSend
+	Blocked  *Blocked
+	TooBig   int
+	Wait     time.Duration
+	Until    time.Time
+	Result   *DocResult
+	Document *Document
+	Resolved *Resolved
+	Imported *Imported
+	Err      error
 }
 
 // BatchResult is how one document of a batch ended.
@@ -367,11 +391,7 @@ func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]D
 
 func (b *batch) now() time.Time { return b.cfg.Clock() }
 
-func (b *batch) emit(e Event) {
-	if b.cfg.Progress != nil {
-		b.cfg.Progress(e)
-	}
-}
+func (b *batch) emit(e Event) { b.cfg.emit(e) }
 
 func (b *batch) pending() bool {
 	for _, g := range b.gates {

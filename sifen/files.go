@@ -202,3 +202,43 @@ func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Im
 	}
 	return out, nil
 }
+
+// SendFiles sends DE files in one call, as `balde sifen-send` does: it
+// settles what a crashed send left in "sending" (Resolve: an EventResolved
+// per document settled; a failure other than the store's is an
+// EventResolveFailed and the run goes on), imports each DE of des (as
+// ReadFiles returns them, none with an Err) on its own with ImportFiles
+// (ImportReplacing with cfg.Replace), telling an EventImported per DE in
+// order, then sends the drafts with SendDocuments. It returns the imports
+// and the sends' results; the error is a store failure, or ctx's when it
+// ends during the imports (the sends stop at ctx without one, as
+// SendDocuments does).
+func (s *Sender) SendFiles(ctx context.Context, des []FileDE, env Env, cfg BatchConfig) ([]Imported, []DocResult, error) {
+	resolved, err := s.Resolve(ctx)
+	for i := range resolved {
+		cfg.emit(Event{Kind: EventResolved, Resolved: &resolved[i]})
+	}
+	if errors.Is(err, throttle.ErrStoreUnavailable) {
+		return nil, nil, err
+	}
+	if err != nil {
+		cfg.emit(Event{Kind: EventResolveFailed, Err: err})
+	}
+	var imp Importer = s
+	if cfg.Replace {
+		imp = ImportFunc(s.ImportReplacing)
+	}
+	imported, err := ImportFiles(ctx, imp, des, env)
+	var drafts []Document
+	for i, im := range imported {
+		cfg.emit(Event{Kind: EventImported, Imported: &imported[i]})
+		if im.Err == nil {
+			drafts = append(drafts, im.Document)
+		}
+	}
+	if err != nil {
+		return imported, nil, err
+	}
+	results, err := SendDocuments(ctx, s, drafts, cfg)
+	return imported, results, err
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -188,4 +189,40 @@ func TestImportFiles(t *testing.T) {
 	bogus := []sifen.FileDE{{File: "x.xml", Err: &sifen.FileError{File: "x.xml", Err: sifen.ErrMalformedXML}}}
 	_, err = sifen.ImportFiles(ctx, w2.sender, bogus, sifen.EnvTest)
 	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+}
+
+// TestSendFiles: one call runs sifen-send's batch: each DE imported (told
+// in order; a CDC already sent is reported with its document, not sent
+// again), then the drafts sent through their RUC's gate, waiting it out.
+func TestSendFiles(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	dir := t.TempDir()
+	first := writeXML(t, dir, "a.xml", sifentest.Doc{Number: 1}.File())
+	des, bad := sifen.ReadFiles(ctx, []string{first}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+	imported, results, err := w.sender.SendFiles(ctx, des, sifen.EnvTest, sifen.BatchConfig{Clock: w.clock.Now})
+	require.NoError(t, err)
+	require.Len(t, imported, 1)
+	require.NoError(t, imported[0].Err)
+	require.Len(t, results, 1)
+	require.Equal(t, sifen.BatchSent, results[0].Result)
+
+	second := writeXML(t, dir, "b.xml", sifentest.Doc{Number: 2}.File())
+	des, bad = sifen.ReadFiles(ctx, []string{first, second}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+	var kinds []sifen.EventKind
+	var slept []time.Duration
+	imported, results, err = w.sender.SendFiles(ctx, des, sifen.EnvTest, sifen.BatchConfig{Wait: true, Clock: w.clock.Now, Sleep: w.sleepOn(&slept),
+		Progress: func(e sifen.Event) { kinds = append(kinds, e.Kind) }})
+	require.NoError(t, err)
+	var held *sifen.CDCError
+	require.ErrorAs(t, imported[0].Err, &held)
+	require.Equal(t, sifen.StatusSent, imported[0].Document.Status)
+	require.NoError(t, imported[1].Err)
+	require.Len(t, results, 1)
+	require.Equal(t, imported[1].Document.ID, results[0].DocumentID)
+	require.Equal(t, sifen.BatchSent, results[0].Result)
+	require.Equal(t, []time.Duration{sifen.DefaultInterval}, slept)
+	require.Equal(t, []sifen.EventKind{sifen.EventImported, sifen.EventImported, sifen.EventRefused, sifen.EventWaiting, sifen.EventLotSent, sifen.EventResult}, kinds)
 }

@@ -10,9 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
-
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // SIFEN's synchronous services (manual técnico v150, §7.10 and §9): one DE
@@ -184,99 +181,33 @@ func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
 	if !ok {
 		return DESend{}, ErrNoRecepcionDE
 	}
-	rows, err := s.docs.Documents(ctx, []int64{id}, true)
-	if err != nil {
-		return DESend{}, err
+	c, err := s.claim(ctx, []int64{id})
+	if err != nil || c.out.Status == OutcomeBlocked {
+		return DESend{LotSend: c.out}, err
 	}
-	r := rows[0]
-	if !r.Status.Sendable() {
-		return DESend{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
-	}
-	de, err := storedDE(r)
-	if err != nil {
-		return DESend{}, err
-	}
-	if err := s.fit(r.Env, de); err != nil {
-		return DESend{}, fmt.Errorf("document %d: %w", r.ID, err)
-	}
-	packed, err := Lote{DEs: []DE{de}}.Pack()
-	if err != nil {
-		return DESend{}, err
-	}
-	env, ruc, ids := r.Env, de.RUC, []int64{id}
-	out := DESend{LotSend: LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}}
-	key := RecepcionKey(env, ruc)
-
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
-	if err != nil {
-		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
-			s.logger.Error("recording a throttle failure on the document", slog.Int64("id", id), slog.Any("error", ferr))
-		}
-		return DESend{}, fmt.Errorf("sifen: send DE %d: %w", id, err)
-	}
-	if !d.Allowed {
-		out.LotSend, err = s.refused(ctx, out.LotSend, d, s.clock())
-		return out, err
-	}
-	held, interval := d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	bg := context.WithoutCancel(ctx)
-	claim := newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {
-		s.answered(bg, key, held, 0, "claim failed:"+packed.Hash[:16], false)
-		return DESend{}, err
-	}
-	prot, sendErr := recv.RecepcionDE(bg, env, de.XML)
-	return s.recordDE(bg, out, claim, held, interval, prot, sendErr)
-}
-
-// recordDE is step 5 for one DE sent by siRecepDE.
-func (s *Sender) recordDE(ctx context.Context, out DESend, claim string, held time.Time, interval time.Duration, prot ProtDE, sendErr error) (DESend, error) {
-	now := s.clock()
-	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
-	key := RecepcionKey(env, out.RUC)
-	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()), slog.String("service", ServiceRecepcionDE))
+	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
-	verdict := ReadResult(prot.State(), code)
-	var st Settle
-	switch {
-	case sendErr != nil && NotSent(sendErr):
-		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
-		st = Settle{Status: StatusError, Message: out.Message}
-		log.Warn("DE not sent", slog.Any("error", sendErr))
-		s.answered(ctx, key, held, interval, "failed:"+hash[:16], false)
-	case sendErr != nil || verdict == VerdictUnknown:
-		out.Status = OutcomeUnknown
-		if sendErr != nil {
-			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
-		} else {
-			out.Message = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
-		}
-		log.Error("DE sent without a usable answer", slog.String("message", out.Message))
-		s.answered(ctx, key, held, interval, "unknown:"+hash[:16], false)
-		return out, s.docs.Note(ctx, ids, claim, out.Message, now)
-	default:
-		out.Status, out.Prot = OutcomeSent, prot
-		out.Code, out.Message = code, msg
-		out.ProcessedAt = parseTime(prot.ProcessedAt)
+	var unusable string
+	if sendErr == nil && ReadResult(prot.State(), code) == VerdictUnknown {
+		unusable = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
+	}
+	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
+		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
 		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: firstNonEmpty(prot.AuthNumber, protAuth(prot))}
 		for _, m := range prot.Results {
 			res.Messages = append(res.Messages, ResultMessage{Code: m.Code, Message: m.Message})
 		}
-		var doc Document
-		st, _ = lotResultSettle(doc, res)
+		st, _ := lotResultSettle(Document{}, res)
 		st.Sent = true
 		log.Info("DE answered", slog.String("result", st.Result), slog.String("code", code))
-		s.answered(ctx, key, held, interval, "de:"+code+":"+hash[:16], false)
+		s.answered(c, "de:"+code+":"+c.packed.Hash[:16], false)
+		return st
+	})
+	d := DESend{LotSend: out}
+	if out.Status == OutcomeSent {
+		d.Prot = prot
 	}
-	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, St: st, Now: now})
-	if err != nil {
-		log.Error("recording the answer of a send failed: the document stays in sending until Resolve", slog.Any("error", err))
-		return out, err
-	}
-	if n != 1 {
-		log.Warn("the document was settled by Resolve before its send recorded its answer")
-	}
-	return out, nil
+	return d, err
 }
 
 func protAuth(p ProtDE) string {

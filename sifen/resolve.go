@@ -140,7 +140,7 @@ func (s *Sender) NextQuery(l LotRef) time.Time {
 	if !l.NextQueryAt.IsZero() || l.SentAt.IsZero() {
 		return l.NextQueryAt
 	}
-	return l.SentAt.Add(s.consultaInterval())
+	return l.SentAt.Add(s.cfg.ConsultaInterval)
 }
 
 // queryLot queries l when due (see QueryLot).
@@ -152,7 +152,7 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 		out.NotDue, out.Wait = true, out.NextQueryAt.Sub(now)
 		return out, nil
 	}
-	out.NextQueryAt = now.Add(s.consultaInterval())
+	out.NextQueryAt = now.Add(s.cfg.ConsultaInterval)
 	if err := s.docs.ScheduleLot(ctx, env, lotNumber, out.NextQueryAt); err != nil {
 		return out, fmt.Errorf("sifen: query lot %s: %w", lotNumber, err)
 	}

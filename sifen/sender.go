@@ -325,156 +325,31 @@ func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, 
 // (from the gate: the documents go to "error", nothing sent; after the
 // send: they stay "sending" for Resolve).
 func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
-	ids, err := checkIDs(ids)
-	if err != nil {
-		return LotSend{}, err
+	c, err := s.claim(ctx, ids)
+	if err != nil || c.out.Status == OutcomeBlocked {
+		return c.out, err
 	}
-	rows, err := s.docs.Documents(ctx, ids, true)
-	if err != nil {
-		return LotSend{}, err
+	resp, sendErr := s.client.RecepcionLote(c.bg, c.out.Env, c.packed.Zip)
+	var unusable string
+	if sendErr == nil && resp.Code == CodeLotQueued && ValidateLotNumber(resp.LotNumber) != nil {
+		unusable = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
 	}
-
-	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
-	env := rows[0].Env
-	var lot Lote
-	for _, r := range rows {
-		if r.Env != env {
-			return LotSend{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
+	return s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
+		out.Code, out.Message, out.ProcessedAt = resp.Code, resp.Message, parseTime(resp.ProcessedAt)
+		if resp.Code == CodeLotQueued {
+			out.Status, out.LotNumber = OutcomeSent, resp.LotNumber
+			log.Info("lot queued", slog.String("lot", resp.LotNumber))
+			s.answered(c, "lot:"+resp.LotNumber, false)
+			// DNIT: the first query of a lot no earlier than ConsultaInterval
+			// after it was sent. A schedule of the lot, not a limit.
+			return Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
+				Sent: true, NextQueryAt: s.clock().Add(s.cfg.ConsultaInterval)}
 		}
-		if !r.Status.Sendable() {
-			return LotSend{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
-		}
-		de, err := storedDE(r)
-		if err != nil {
-			return LotSend{}, err
-		}
-		if err := s.fit(env, de); err != nil {
-			return LotSend{}, fmt.Errorf("document %d: %w", r.ID, err)
-		}
-		lot.DEs = append(lot.DEs, de)
-	}
-	packed, err := lot.Pack()
-	if err != nil {
-		return LotSend{}, err
-	}
-	ruc := lot.DEs[0].RUC
-	out := LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}
-	key := RecepcionKey(env, ruc)
-
-	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
-	// the lot is on the wire. A refusal (the interval since the previous
-	// lot's answer, a lot still on the wire, a block after 0301) is a
-	// ledger row and a metric, like any throttle refusal.
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
-	if err != nil {
-		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
-			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
-		}
-		return LotSend{}, fmt.Errorf("sifen: send %v: %w", ids, err)
-	}
-	if !d.Allowed {
-		return s.refused(ctx, out, d, s.clock())
-	}
-	// The interval runs from the answer: the take's policy says how long.
-	held, interval := d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	// From here on the hold must be ended whatever the caller does with ctx.
-	bg := context.WithoutCancel(ctx)
-
-	// 3. Claim the documents.
-	claim := newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {
-		// Nothing left: the hold ends now (the take's own interval stays).
-		s.answered(bg, key, held, 0, "claim failed:"+packed.Hash[:16], false)
-		return LotSend{}, err
-	}
-
-	// 4. Send.
-	resp, sendErr := s.client.RecepcionLote(bg, env, packed.Zip)
-
-	// 5. Record.
-	return s.record(bg, out, claim, held, interval, resp, sendErr)
-}
-
-// refused records a refusal of the RUC's gate and returns it as a LotSend:
-// the documents keep their status, with the wait.
-func (s *Sender) refused(ctx context.Context, out LotSend, d throttle.Decision, now time.Time) (LotSend, error) {
-	out.Status, out.Decision, out.DecidedAt = OutcomeBlocked, &d, now
-	b := out.Blocked()
-	out.Message = b.Message()
-	if err := s.docs.Hold(ctx, out.DocumentIDs, out.Message, b.Until, now); err != nil {
-		return out, err
-	}
-	s.logger.Info("lot held back", slog.String("key", d.Key.String()),
-		slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
-	return out, nil
-}
-
-// answered records on the RUC's bucket that the request its take held
-// (until held) ended now: the hold ends and the next lot waits interval
-// from now. After a 0301 the RUC is also blocked, one RemoteBlock step
-// longer for each 0301 in a row (BlockMemory apart at most), at most
-// RemoteBlockMax. It returns the block set (zero when none). A failure is
-// logged: the hold then lasts until it expires (InFlightFor), stricter than
-// the answer.
-func (s *Sender) answered(ctx context.Context, key throttle.Key, held time.Time, interval time.Duration, ref string, notQueued bool) throttle.Adjusted {
-	t := throttle.SyncTarget{Key: key, Tokens: throttle.MaxTokens, Cooldown: interval, Hold: held, Ref: ref}
-	if notQueued {
-		t.BlockFor, t.Escalate, t.BlockMax, t.Memory = s.cfg.RemoteBlock, true, s.cfg.RemoteBlockMax, s.cfg.BlockMemory
-	}
-	out, err := s.limiter.Sync(ctx, t)
-	if err != nil {
-		s.logger.Error("recording an answer on the RUC's gate", slog.String("key", key.String()), slog.Any("error", err))
-		return throttle.Adjusted{}
-	}
-	return out[0]
-}
-
-// record writes the answer of a send (step 5 of the protocol): first on the
-// RUC's gate (the interval runs from now, the instant the answer arrived or
-// the request failed), then on the documents.
-func (s *Sender) record(ctx context.Context, out LotSend, claim string, held time.Time, interval time.Duration, resp EnvioLoteResponse, sendErr error) (LotSend, error) {
-	now := s.clock()
-	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
-	key := RecepcionKey(env, out.RUC)
-	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()))
-	var st Settle
-	switch {
-	case sendErr != nil && NotSent(sendErr):
-		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
-		st = Settle{Status: StatusError, Message: out.Message}
-		log.Warn("lot not sent", slog.Any("error", sendErr))
-		s.answered(ctx, key, held, interval, "failed:"+hash[:16], false)
-	case sendErr != nil || (resp.Code == CodeLotQueued && ValidateLotNumber(resp.LotNumber) != nil):
-		out.Status = OutcomeUnknown
-		if sendErr != nil {
-			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
-		} else {
-			out.Message = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
-		}
-		log.Error("lot sent without a usable answer", slog.String("message", out.Message))
-		// The request is over: the interval runs from now. The documents
-		// stay in sending for Resolve.
-		s.answered(ctx, key, held, interval, "unknown:"+hash[:16], false)
-		return out, s.docs.Note(ctx, ids, claim, out.Message, now)
-	case resp.Code == CodeLotQueued:
-		out.Status = OutcomeSent
-		out.Code, out.Message, out.LotNumber = resp.Code, resp.Message, resp.LotNumber
-		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		// DNIT: the first query of a lot no earlier than ConsultaInterval
-		// after it was sent. A schedule of the lot, not a limit.
-		st = Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
-			Sent: true, NextQueryAt: now.Add(s.consultaInterval())}
-		log.Info("lot queued", slog.String("lot", resp.LotNumber))
-		s.answered(ctx, key, held, interval, "lot:"+resp.LotNumber, false)
-	default:
 		out.Status = OutcomeNotQueued
-		out.Code, out.Message = resp.Code, resp.Message
-		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		st = Settle{Status: StatusError, Message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, ResponseCode: resp.Code}
 		log.Warn("lot not queued", slog.String("code", resp.Code), slog.String("message", resp.Message))
-		a := s.answered(ctx, key, held, interval, resp.Code+":"+hash[:16], resp.Code == CodeLotNotQueued)
+		a := s.answered(c, resp.Code+":"+c.packed.Hash[:16], resp.Code == CodeLotNotQueued)
 		if resp.Code == CodeLotNotQueued {
-			s.limiter.RemoteRefused("sifen", key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
+			s.limiter.RemoteRefused("sifen", c.key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
 			// SIFEN may have blocked the RUC: do not knock again for a
 			// while, longer after each 0301 in a row.
 			block := a.BlockedFor
@@ -483,8 +358,143 @@ func (s *Sender) record(ctx context.Context, out LotSend, claim string, held tim
 			}
 			out.Message += fmt.Sprintf(" (RUC blocked locally for %s: 0301 number %d in a row)", block, a.BlockLevel)
 		}
+		return Settle{Status: StatusError, Message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, ResponseCode: resp.Code}
+	})
+}
+
+// claimed is a send past step 3 of the protocol (or refused at step 2:
+// out.Status OutcomeBlocked).
+type claimed struct {
+	out      LotSend
+	lot      Lote
+	packed   Packed
+	key      throttle.Key
+	token    string
+	held     time.Time     // the take's hold, which the answer ends
+	interval time.Duration // the take's policy's: the next lot waits it from the answer
+	bg       context.Context
+}
+
+// claim runs steps 1 to 3 of the protocol: check, the RUC's gate, claim.
+func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
+	ids, err := checkIDs(ids)
+	if err != nil {
+		return claimed{}, err
 	}
-	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, St: st, Now: now})
+	rows, err := s.docs.Documents(ctx, ids, true)
+	if err != nil {
+		return claimed{}, err
+	}
+	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
+	env := rows[0].Env
+	var c claimed
+	for _, r := range rows {
+		if r.Env != env {
+			return claimed{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
+		}
+		if !r.Status.Sendable() {
+			return claimed{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
+		}
+		de, err := storedDE(r)
+		if err != nil {
+			return claimed{}, err
+		}
+		if err := s.fit(env, de); err != nil {
+			return claimed{}, fmt.Errorf("document %d: %w", r.ID, err)
+		}
+		c.lot.DEs = append(c.lot.DEs, de)
+	}
+	if c.packed, err = c.lot.Pack(); err != nil {
+		return claimed{}, err
+	}
+	ruc := c.lot.DEs[0].RUC
+	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
+	c.key = RecepcionKey(env, ruc)
+
+	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
+	// the lot is on the wire. A refusal is a ledger row and a metric.
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	if err != nil {
+		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
+			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
+		}
+		return claimed{}, fmt.Errorf("sifen: send %v: %w", ids, err)
+	}
+	now := s.clock()
+	if !d.Allowed {
+		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
+		b := c.out.Blocked()
+		c.out.Message = b.Message()
+		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
+			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
+		return c, s.docs.Hold(ctx, ids, c.out.Message, b.Until, now)
+	}
+	// The interval runs from the answer; the take's policy says how long.
+	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
+	// From here on the hold must be ended whatever the caller does with ctx.
+	c.bg = context.WithoutCancel(ctx)
+
+	// 3. Claim the documents.
+	c.token = newClaim()
+	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now}); err != nil {
+		// Nothing left: the hold ends now (the take's own interval stays).
+		c.interval = 0
+		s.answered(c, "claim failed:"+c.packed.Hash[:16], false)
+		return claimed{}, err
+	}
+	return c, nil
+}
+
+// answered records on the RUC's bucket that c's request ended now: the
+// hold ends and the next lot waits c.interval from now; after a 0301
+// (notQueued) the RUC is also blocked, one RemoteBlock step longer for each
+// 0301 in a row (BlockMemory apart at most), at most RemoteBlockMax. It
+// returns the block set. A failure is logged: the hold then lasts until it
+// expires (InFlightFor), stricter than the answer.
+func (s *Sender) answered(c claimed, ref string, notQueued bool) throttle.Adjusted {
+	t := throttle.SyncTarget{Key: c.key, Tokens: throttle.MaxTokens, Cooldown: c.interval, Hold: c.held, Ref: ref}
+	if notQueued {
+		t.BlockFor, t.Escalate, t.BlockMax, t.Memory = s.cfg.RemoteBlock, true, s.cfg.RemoteBlockMax, s.cfg.BlockMemory
+	}
+	out, err := s.limiter.Sync(c.bg, t)
+	if err != nil {
+		s.logger.Error("recording an answer on the RUC's gate", slog.String("key", c.key.String()), slog.Any("error", err))
+		return throttle.Adjusted{}
+	}
+	return out[0]
+}
+
+// record is step 5 of the protocol, at the instant the answer arrived or
+// the request failed: first on the RUC's gate, then on the documents. A
+// request that never left (NotSent) leaves them "error"; no answer, or an
+// unusable one (unusable says why), leaves them "sending" for Resolve;
+// otherwise answer reads SIFEN's answer into out, records it on the gate
+// (answered) and returns the documents' settle.
+func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(out *LotSend, log *slog.Logger) Settle) (LotSend, error) {
+	ctx, out := c.bg, c.out
+	ids, hash := out.DocumentIDs, out.LotHash
+	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(out.Env)), slog.String("ruc", out.RUC.String()))
+	var st Settle
+	switch {
+	case sendErr != nil && NotSent(sendErr):
+		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
+		st = Settle{Status: StatusError, Message: out.Message}
+		log.Warn("not sent", slog.Any("error", sendErr))
+		s.answered(c, "failed:"+hash[:16], false)
+	case sendErr != nil || unusable != "":
+		out.Status, out.Message = OutcomeUnknown, unusable
+		if sendErr != nil {
+			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
+		}
+		log.Error("sent without a usable answer", slog.String("message", out.Message))
+		// The request is over: the interval runs from now. The documents
+		// stay in sending for Resolve.
+		s.answered(c, "unknown:"+hash[:16], false)
+		return out, s.docs.Note(ctx, ids, c.token, out.Message, s.clock())
+	default:
+		st = answer(&out, log)
+	}
+	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: c.token, Env: out.Env, Hash: hash, St: st, Now: s.clock()})
 	if err != nil {
 		log.Error("recording the answer of a send failed: the documents stay in sending until Resolve", slog.Any("error", err))
 		return out, err
@@ -494,10 +504,6 @@ func (s *Sender) record(ctx context.Context, out LotSend, claim string, held tim
 	}
 	return out, nil
 }
-
-// consultaInterval is the time from a lot's send to its first query, and
-// between two queries of it.
-func (s *Sender) consultaInterval() time.Duration { return s.cfg.ConsultaInterval }
 
 // fit refuses a DE that may not go to env (CheckFit).
 func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }

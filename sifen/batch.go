@@ -11,9 +11,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// LotSender is the one-lot primitive SendDocuments drives: *Sender is one;
+// lotSender is the one-lot primitive SendDocuments drives: *Sender is one;
 // an application's wrapper of it (or a test double) may stand in.
-type LotSender interface {
+type lotSender interface {
 	// Send sends documents as one lot (Sender.Send).
 	Send(ctx context.Context, ids ...int64) (LotSend, error)
 	// FitLot says how many of ids, from the first, fit in one lot message
@@ -23,11 +23,11 @@ type LotSender interface {
 	Get(ctx context.Context, id int64) (Document, error)
 }
 
-var _ LotSender = (*Sender)(nil)
+var _ lotSender = (*Sender)(nil)
 
-// DefaultBatchMaxWait is BatchConfig.MaxWait when it is not set: SIFEN's
+// defaultBatchMaxWait is BatchConfig.MaxWait when it is not set: SIFEN's
 // interval many times over and a first local block after 0301 (10 min).
-const DefaultBatchMaxWait = 15 * time.Minute
+const defaultBatchMaxWait = 15 * time.Minute
 
 // batchWatchEvery is how often a batch reads again documents another send
 // holds (in sending) until that send records its answer.
@@ -53,7 +53,7 @@ type BatchConfig struct {
 	// is reported blocked at once, and a lot that drew 0301 failed.
 	Wait bool
 	// MaxWait is the most one document may wait, over all its retries, from
-	// the moment its lot is its RUC's next; default DefaultBatchMaxWait.
+	// the moment its lot is its RUC's next; default defaultBatchMaxWait.
 	MaxWait time.Duration
 	// Clock is the clock the Sender's store and limiter read (their waits
 	// are on it); default throttle.SystemClock.
@@ -73,43 +73,43 @@ func (cfg BatchConfig) emit(e Event) {
 	}
 }
 
-// EventKind says what an Event reports.
-type EventKind string
+// eventKind says what an Event reports.
+type eventKind string
 
 const (
 	// EventLotSent: a lot went to SIFEN (or its request failed): LotSend
 	// says how it ended; TooBig counts the documents of its group left for
 	// a later lot because the message would have exceeded
-	// MaxLotMessageBytes.
-	EventLotSent EventKind = "lot_sent"
+	// maxLotMessageBytes.
+	EventLotSent eventKind = "lot_sent"
 	// EventRefused: a lot was refused before it left (Blocked has the
 	// reason, the bucket and the wait).
-	EventRefused EventKind = "refused"
+	EventRefused eventKind = "refused"
 	// EventWaiting: every RUC with documents left must wait; the batch
 	// sleeps Wait, until Until. Blocked is the refusal of the RUC due
 	// first (nil when it waits for documents another send holds), IDs its
 	// next lot.
-	EventWaiting EventKind = "waiting"
+	EventWaiting eventKind = "waiting"
 	// EventResult: one document's result: Result in a send (each document
 	// of the batch gets one, unless ctx ends first), Document (approved or
 	// rejected) in FollowDocuments.
-	EventResult EventKind = "result"
+	EventResult eventKind = "result"
 	// EventResolved: SendFiles settled a document a crashed send left in
 	// "sending" (Resolved).
-	EventResolved EventKind = "resolved"
+	EventResolved eventKind = "resolved"
 	// EventImported: SendFiles imported a DE, or could not (Imported).
-	EventImported EventKind = "imported"
+	EventImported eventKind = "imported"
 	// EventResolveFailed and EventPollFailed: the resolve at the start of
 	// SendFiles, or a query of lots in FollowDocuments, failed for a reason
 	// other than the store (Err); the run goes on.
-	EventResolveFailed EventKind = "resolve_failed"
-	EventPollFailed    EventKind = "poll_failed"
+	EventResolveFailed eventKind = "resolve_failed"
+	EventPollFailed    eventKind = "poll_failed"
 )
 
 // Event is one step of a batch, for a caller to draw; Kind says which
 // fields are set.
 type Event struct {
-	Kind     EventKind
+	Kind     eventKind
 	IDs      []int64
 	LotSend  *LotSend
 	Blocked  *Blocked
@@ -123,30 +123,30 @@ type Event struct {
 	Err      error
 }
 
-// BatchResult is how one document of a batch ended.
-type BatchResult string
+// batchResult is how one document of a batch ended.
+type batchResult string
 
 const (
 	// BatchSent: SIFEN queued its lot (0300); LotNumber is set.
-	BatchSent BatchResult = "sent"
+	BatchSent batchResult = "sent"
 	// BatchBlocked: not sent, and may be sent later: its RUC was refused
 	// for longer than MaxWait (or at all, without Wait), or another send
 	// still holds it without an answer. Blocked has the refusal when there
 	// was one.
-	BatchBlocked BatchResult = "blocked"
+	BatchBlocked batchResult = "blocked"
 	// BatchSentElsewhere: another process's send took the document (it is
 	// sent, approved or rejected now); Document is it as read.
-	BatchSentElsewhere BatchResult = "sent_elsewhere"
+	BatchSentElsewhere batchResult = "sent_elsewhere"
 	// BatchFailed: tried without success: SIFEN did not queue its lot
 	// (Code), the request failed or had no answer (LotSend), or Send
 	// refused the lot with an error (Err).
-	BatchFailed BatchResult = "failed"
+	BatchFailed batchResult = "failed"
 )
 
 // DocResult is one document's result in a batch.
 type DocResult struct {
 	DocumentID int64
-	Result     BatchResult
+	Result     batchResult
 	// Code is SIFEN's last dCodRes about the document in this run (0300,
 	// or 0301 for a blocked document whose lot SIFEN did not queue),
 	// LotNumber its dProtConsLote once queued, Message what happened in
@@ -173,8 +173,8 @@ type DocResult struct {
 // result per document, in the order they were decided. It is the one
 // send path of balde: sifen-send and the web's "Send all drafts" call it.
 //
-//   - Lots: GroupLots (one env, RUC and type, at most MaxLotDEs); a lot
-//     whose message would exceed MaxLotMessageBytes is cut to the longest
+//   - Lots: GroupLots (one env, RUC and type, at most maxLotDEs); a lot
+//     whose message would exceed maxLotMessageBytes is cut to the longest
 //     prefix that fits (FitLot), the rest forms the RUC's next lot.
 //   - RUCs are independent gates: each pass tries the next lot of every RUC
 //     whose wait is over, in the order of their first documents; a RUC that
@@ -199,7 +199,7 @@ type DocResult struct {
 // wait, ctx ending stops the batch: the documents without a result were
 // not processed (they keep their status). The error is a store failure
 // (throttle.ErrStoreUnavailable), which stops the batch too.
-func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
+func SendDocuments(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
 	b := newBatch(ctx, s, docs, cfg)
 	for b.pending() {
 		if ctx.Err() != nil {
@@ -234,7 +234,7 @@ func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchC
 
 // batch is the state of one SendDocuments.
 type batch struct {
-	s       LotSender
+	s       lotSender
 	cfg     BatchConfig
 	gates   []*batchGate
 	docs    map[int64]*batchDoc
@@ -268,9 +268,9 @@ type batchGate struct {
 	watchAt, watchSince time.Time
 }
 
-func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) *batch {
+func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) *batch {
 	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultBatchMaxWait
+		cfg.MaxWait = defaultBatchMaxWait
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock

@@ -9,8 +9,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Follower is what FollowDocuments needs: *Sender is one.
-type Follower interface {
+// follower is what FollowDocuments needs: *Sender is one.
+type follower interface {
 	// List returns documents matching a Filter (Sender.List).
 	List(ctx context.Context, f Filter) ([]Document, error)
 	// Poll queries every lot with documents still sent (Sender.Poll).
@@ -19,7 +19,7 @@ type Follower interface {
 	Get(ctx context.Context, id int64) (Document, error)
 }
 
-var _ Follower = (*Sender)(nil)
+var _ follower = (*Sender)(nil)
 
 // followIdle is the wait between two queries when no lot names its own.
 const followIdle = time.Second
@@ -27,7 +27,7 @@ const followIdle = time.Second
 // FollowDocuments fetches SIFEN's results until every document of ids that
 // is sent, and every document of the database still sent when it starts
 // (earlier runs', another process's), has its result (approved or
-// rejected): it queries the lots (Follower.Poll, each lot as
+// rejected): it queries the lots (follower.Poll, each lot as
 // its schedule says it is due), tells each result, and sleeps until the
 // first lot may be queried again. It returns the documents still pending
 // and nil once none is, or ctx's error when ctx ends first (the documents
@@ -36,7 +36,7 @@ const followIdle = time.Second
 // (EventWaiting, with Wait and IDs the documents still pending), a
 // document's final result (EventResult, with Document), a failed query of
 // lots that does not stop the follow (EventPollFailed, with Err).
-func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg BatchConfig) ([]int64, error) {
+func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConfig) ([]int64, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = throttle.SleepContext
 	}

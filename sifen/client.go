@@ -28,8 +28,8 @@ const (
 	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
 	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
 
-	// DefaultTimeout bounds one request to SIFEN.
-	DefaultTimeout = 60 * time.Second
+	// defaultTimeout bounds one request to SIFEN.
+	defaultTimeout = 60 * time.Second
 	// maxResponseBytes bounds what the client reads of an answer.
 	maxResponseBytes = 8 << 20
 )
@@ -52,7 +52,7 @@ type ClientConfig struct {
 	// mutual TLS; CAFile is a PEM bundle of the roots to trust (default:
 	// the system's).
 	CertFile, KeyFile, CAFile string
-	// Timeout bounds one request; default DefaultTimeout.
+	// Timeout bounds one request; default defaultTimeout.
 	Timeout time.Duration
 	// HTTPClient, when set, is used as is and the TLS fields are ignored.
 	HTTPClient *http.Client
@@ -72,7 +72,7 @@ type Client struct {
 // its claim leaves its documents in "sending" until Resolve.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = defaultTimeout
 	}
 	if cfg.TestURL == "" {
 		cfg.TestURL = TestURL
@@ -148,7 +148,7 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 }
 
 // URL returns the endpoint of a service path in env.
-func (c *Client) URL(env Env, path string) string {
+func (c *Client) url(env Env, path string) string {
 	base := c.cfg.TestURL
 	if env == EnvProd {
 		base = c.cfg.ProdURL
@@ -175,7 +175,7 @@ func newRequestID() string {
 // rRetEnviDe, on HTTP 200 or 400 (e.g. 0160 "XML Mal Formado") — that
 // refusal's code and message: a definitive answer that nothing was queued.
 // Errors: *RemoteError (ErrRemote) for another HTTP error or a SOAP fault;
-// a transport error (wrapped) when no answer came; see NotSent.
+// a transport error (wrapped) when no answer came; see notSent.
 func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error) {
 	req := EnvioLote{ID: c.idSeq(), XDE: base64.StdEncoding.EncodeToString(zip)}
 	resp, err := call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
@@ -188,7 +188,7 @@ func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioL
 
 // ConsultaLote asks for the result of a lot (siResultLoteDE).
 func (c *Client) ConsultaLote(ctx context.Context, env Env, lotNumber string) (ConsultaLoteResponse, error) {
-	if err := ValidateLotNumber(lotNumber); err != nil {
+	if err := validateLotNumber(lotNumber); err != nil {
 		return ConsultaLoteResponse{}, err
 	}
 	req := ConsultaLote{ID: c.idSeq(), LotNumber: lotNumber}
@@ -212,7 +212,7 @@ func call[T any](ctx context.Context, c *Client, env Env, service, path string, 
 	if err != nil {
 		return zero, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(payload))
 	if err != nil {
 		return zero, fmt.Errorf("sifen: %s: %w", service, err)
 	}
@@ -249,12 +249,12 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// NotSent reports whether err, from a Client call, proves SIFEN did not
+// notSent reports whether err, from a Client call, proves SIFEN did not
 // take the request: the connection could not be made (nothing was
 // written), or SIFEN answered that it refused it (rRetEnviDe, an env:Sender
 // fault, a 4xx; see refusedUnprocessed). Any other failure — no answer, an
 // env:Receiver fault, a 5xx — may have happened after SIFEN got it.
-func NotSent(err error) bool {
+func notSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
@@ -286,9 +286,9 @@ func refusedUnprocessed(re *RemoteError) bool {
 	}
 	if re.Fault != "" {
 		switch faultKind(re.FaultCode) {
-		case FaultSender, FaultVersionMismatch, FaultMustUnderstand, FaultDataEncodingUnknown:
+		case faultSender, faultVersionMismatch, faultMustUnderstand, faultDataEncodingUnknown:
 			return true
-		case FaultReceiver:
+		case faultReceiver:
 			return false
 		}
 	}

@@ -43,7 +43,7 @@ type PolicyConfig struct {
 
 // Validate reports a negative interval, an unknown environment or a
 // per-minute cap out of range (errors wrap throttle.ErrInvalidPolicy).
-func (c PolicyConfig) Validate() error {
+func (c PolicyConfig) validate() error {
 	if c.Interval < 0 {
 		return fmt.Errorf("%w: sifen: negative interval", throttle.ErrInvalidPolicy)
 	}
@@ -112,14 +112,11 @@ var _ throttle.Resolver = (*Resolver)(nil)
 
 // NewResolver returns the Resolver of cfg, or cfg's validation error.
 func NewResolver(cfg PolicyConfig) (*Resolver, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return &Resolver{cfg: cfg}, nil
 }
-
-// Config returns the configuration the resolver was built with.
-func (r *Resolver) Config() PolicyConfig { return r.cfg }
 
 // Resolve implements throttle.Resolver. A key of another policy is
 // throttle.ErrUnknownPolicy; a SIFEN key with an environment other than
@@ -156,10 +153,10 @@ func RecepcionKey(env Env, ruc RUC) throttle.Key {
 	return throttle.Key{Policy: PolicyRecepcionLote, Env: string(env), Identifier: ruc.Number}
 }
 
-// ValidateLotNumber checks a lot number (dProtConsLote): 1 to 20 digits,
+// validateLotNumber checks a lot number (dProtConsLote): 1 to 20 digits,
 // kept as a string (SIFEN's are 17 digits and more than a float holds).
 // The error wraps ErrInvalidLotNumber.
-func ValidateLotNumber(n string) error {
+func validateLotNumber(n string) error {
 	if len(n) < 1 || len(n) > 20 || !isDigits(n) {
 		return fmt.Errorf("%w: %q", ErrInvalidLotNumber, n)
 	}

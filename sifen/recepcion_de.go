@@ -34,23 +34,23 @@ type EnvioDE struct {
 	} `xml:"xDE"`
 }
 
-// ErrNoRecepcionDE: the Sender's SOAPServices do not speak siRecepDE.
-var ErrNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
+// errNoRecepcionDE: the Sender's SOAPServices do not speak siRecepDE.
+var errNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
 
-// DEReceiver is implemented by SOAPServices that also send one DE
+// deReceiver is implemented by SOAPServices that also send one DE
 // synchronously (siRecepDE); *Client does. It is apart from SOAPServices
 // so that existing implementations of that interface stay valid.
-type DEReceiver interface {
+type deReceiver interface {
 	RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error)
 }
 
-var _ DEReceiver = (*Client)(nil)
+var _ deReceiver = (*Client)(nil)
 
 // RecepcionDE sends one signed DE (the rDE element) to siRecepDE and
 // returns SIFEN's protocol of it (rRetEnviDe/rProtDe: dEstRes, dProtAut
 // when approved, the codes). Errors as Client's other calls: a
 // *RemoteError for an HTTP error or a SOAP fault, a transport error when
-// no answer came (see NotSent).
+// no answer came (see notSent).
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
 	if err := env.Validate(); err != nil {
 		return ProtDE{}, err
@@ -68,8 +68,8 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	var answer struct {
 		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
 		Body    struct {
-			Fault *Fault
-			Ret   *RetEnviDe
+			Fault *soapFault
+			Ret   *retEnviDe
 		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
 	}
 	err = xml.Unmarshal(data, &answer)
@@ -85,8 +85,8 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	return answer.Body.Ret.Prot, nil
 }
 
-// Forwarded is SIFEN's answer to a forwarded request, as it came.
-type Forwarded struct {
+// forwarded is SIFEN's answer to a forwarded request, as it came.
+type forwarded struct {
 	StatusCode  int
 	ContentType string
 	Body        []byte
@@ -98,9 +98,9 @@ type Forwarded struct {
 // through without modelling them (siConsDE, siConsRUC, siRecepEvento in
 // the gateway); a path ClientConfig overrides (ConsultaPath, ...) goes to
 // the configured one. An error means no answer came.
-func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (Forwarded, error) {
+func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (forwarded, error) {
 	if err := env.Validate(); err != nil {
-		return Forwarded{}, err
+		return forwarded{}, err
 	}
 	if contentType == "" {
 		contentType = SOAPContentType
@@ -115,15 +115,15 @@ func (c *Client) Forward(ctx context.Context, env Env, path, contentType string,
 	}
 	status, ct, data, err := c.post(ctx, env, "forward "+path, path, contentType, body)
 	if err != nil {
-		return Forwarded{}, err
+		return forwarded{}, err
 	}
-	return Forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
+	return forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
 }
 
 // post sends one request and reads the answer's status, content type and
 // body.
 func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(body))
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
 	}
@@ -174,12 +174,12 @@ type DESend struct {
 // the RUC is on the wire meanwhile (docs/decisions/0120). SIFEN's answer is
 // the DE's result: approved (dProtAut) or rejected, recorded at once.
 //
-// Errors are Send's, and ErrNoRecepcionDE when the Sender's client does not
-// implement DEReceiver.
+// Errors are Send's, and errNoRecepcionDE when the Sender's client does not
+// implement deReceiver.
 func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
-	recv, ok := s.client.(DEReceiver)
+	recv, ok := s.client.(deReceiver)
 	if !ok {
-		return DESend{}, ErrNoRecepcionDE
+		return DESend{}, errNoRecepcionDE
 	}
 	c, err := s.claim(ctx, []int64{id})
 	if err != nil || c.out.Status == OutcomeBlocked {
@@ -188,7 +188,7 @@ func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
 	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
 	var unusable string
-	if sendErr == nil && ReadResult(prot.State(), code) == VerdictUnknown {
+	if sendErr == nil && readResult(prot.State(), code) == verdictUnknown {
 		unusable = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {

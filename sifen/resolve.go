@@ -88,7 +88,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 // A processed lot (0362) moves its
 // documents from "sent" to approved (Result says whether with observations,
 // AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages),
-// dEstRes read as DNIT writes it (ReadResult; a result it cannot read
+// dEstRes read as DNIT writes it (readResult; a result it cannot read
 // leaves the document sent, with a message, for a later query). A
 // lot SIFEN does not know (0360) or no longer answers for (0364) is settled
 // document by document with siConsDE: found (0422) → approved. Not found
@@ -105,7 +105,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	if err := env.Validate(); err != nil {
 		return LotOutcome{}, err
 	}
-	if err := ValidateLotNumber(lotNumber); err != nil {
+	if err := validateLotNumber(lotNumber); err != nil {
 		return LotOutcome{}, err
 	}
 	lots, err := s.docs.SentLots(ctx)
@@ -128,7 +128,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
 	lots, err := s.docs.SentLots(ctx)
 	for i := range lots {
-		lots[i].NextQueryAt = s.NextQuery(lots[i])
+		lots[i].NextQueryAt = s.nextQuery(lots[i])
 	}
 	return lots, err
 }
@@ -136,7 +136,7 @@ func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
 // NextQuery is when the lot l is to be queried: its stored schedule, or
 // ConsultaInterval after its send when it has none (a lot queued before
 // the schedule was stored).
-func (s *Sender) NextQuery(l LotRef) time.Time {
+func (s *Sender) nextQuery(l LotRef) time.Time {
 	if !l.NextQueryAt.IsZero() || l.SentAt.IsZero() {
 		return l.NextQueryAt
 	}
@@ -146,7 +146,7 @@ func (s *Sender) NextQuery(l LotRef) time.Time {
 // queryLot queries l when due (see QueryLot).
 func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 	env, lotNumber := l.Env, l.LotNumber
-	out := LotOutcome{Env: env, LotNumber: lotNumber, NextQueryAt: s.NextQuery(l)}
+	out := LotOutcome{Env: env, LotNumber: lotNumber, NextQueryAt: s.nextQuery(l)}
 	now := s.clock()
 	if out.NextQueryAt.After(now) {
 		out.NotDue, out.Wait = true, out.NextQueryAt.Sub(now)

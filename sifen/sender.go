@@ -17,7 +17,7 @@ import (
 // Defaults of SenderConfig.
 const (
 	// DefaultResolveAfter is how old a claim must be before Resolve settles
-	// its documents: longer than any live send (DefaultTimeout) and than
+	// its documents: longer than any live send (defaultTimeout) and than
 	// SIFEN's usual processing of a lot (DNIT advises querying after 10 min).
 	DefaultResolveAfter = 15 * time.Minute
 	// DefaultNotFoundAfter is how old a claim must be before SIFEN's 0420
@@ -28,16 +28,16 @@ const (
 	DefaultNotFoundAfter = 48 * time.Hour
 	// DefaultRemoteBlock is how long a RUC is blocked locally after its
 	// first 0301, and DefaultRemoteBlockMax the longest block: each 0301
-	// within DefaultBlockMemory of the previous one blocks one step longer
+	// within defaultBlockMemory of the previous one blocks one step longer
 	// (10, 20, ... 60 minutes), as SIFEN blocks 10 to 60 minutes by
 	// recurrence.
 	DefaultRemoteBlock    = 10 * time.Minute
 	DefaultRemoteBlockMax = 60 * time.Minute
-	DefaultBlockMemory    = 24 * time.Hour
-	// DefaultInFlightFor is how long a lot without answer holds its RUC: a
+	defaultBlockMemory    = 24 * time.Hour
+	// defaultInFlightFor is how long a lot without answer holds its RUC: a
 	// process that died mid-send leaves it in flight, and its request ended
-	// at the latest DefaultTimeout after it left.
-	DefaultInFlightFor = 2 * DefaultTimeout
+	// at the latest defaultTimeout after it left.
+	defaultInFlightFor = 2 * defaultTimeout
 )
 
 // SenderConfig configures a Sender. The zero value is usable.
@@ -51,7 +51,7 @@ type SenderConfig struct {
 	NotFoundAfter time.Duration
 	// RemoteBlock, RemoteBlockMax and BlockMemory: see DefaultRemoteBlock.
 	RemoteBlock, RemoteBlockMax, BlockMemory time.Duration
-	// InFlightFor: see DefaultInFlightFor.
+	// InFlightFor: see defaultInFlightFor.
 	InFlightFor time.Duration
 	// ConsultaInterval is the time from a lot's send to its first result
 	// query and between two queries of it (a schedule of the lot, not a
@@ -161,10 +161,10 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 		cfg.RemoteBlockMax = max(DefaultRemoteBlockMax, cfg.RemoteBlock)
 	}
 	if cfg.BlockMemory <= 0 {
-		cfg.BlockMemory = DefaultBlockMemory
+		cfg.BlockMemory = defaultBlockMemory
 	}
 	if cfg.InFlightFor <= 0 {
-		cfg.InFlightFor = DefaultInFlightFor
+		cfg.InFlightFor = defaultInFlightFor
 	}
 	if cfg.ConsultaInterval <= 0 {
 		cfg.ConsultaInterval = DefaultConsultaInterval
@@ -227,21 +227,21 @@ func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
 // Errors: ErrInvalidEnv, the errors of ParseLote, *CDCError
 // (ErrCDCInFlight), throttle.ErrStoreUnavailable.
 func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
-	return s.importDEs(ctx, data, env, ImportNew)
+	return s.importDEs(ctx, data, env, false)
 }
 
 // ImportReplacing is Import that also replaces the content of a draft or
 // error document holding one of the CDCs (the user asked for it); a CDC
 // being sent, sent or approved is refused all the same.
 func (s *Sender) ImportReplacing(ctx context.Context, data []byte, env Env) ([]Document, error) {
-	return s.importDEs(ctx, data, env, ImportReplace)
+	return s.importDEs(ctx, data, env, true)
 }
 
-func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, mode ImportMode) ([]Document, error) {
+func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bool) ([]Document, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
-	lot, err := ParseLoteContext(ctx, data)
+	lot, err := parseLoteContext(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, mode Impor
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
-	ids, err := s.docs.Import(ctx, env, lot.DEs, mode, s.clock())
+	ids, err := s.docs.Import(ctx, env, lot.DEs, replace, s.clock())
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 	}
 	resp, sendErr := s.client.RecepcionLote(c.bg, c.out.Env, c.packed.Zip)
 	var unusable string
-	if sendErr == nil && resp.Code == CodeLotQueued && ValidateLotNumber(resp.LotNumber) != nil {
+	if sendErr == nil && resp.Code == CodeLotQueued && validateLotNumber(resp.LotNumber) != nil {
 		unusable = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
 	}
 	return s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
@@ -367,7 +367,7 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 type claimed struct {
 	out      LotSend
 	lot      Lote
-	packed   Packed
+	packed   packedLot
 	key      throttle.Key
 	token    string
 	held     time.Time     // the take's hold, which the answer ends
@@ -466,7 +466,7 @@ func (s *Sender) answered(c claimed, ref string, notQueued bool) throttle.Adjust
 
 // record is step 5 of the protocol, at the instant the answer arrived or
 // the request failed: first on the RUC's gate, then on the documents. A
-// request that never left (NotSent) leaves them "error"; no answer, or an
+// request that never left (notSent) leaves them "error"; no answer, or an
 // unusable one (unusable says why), leaves them "sending" for Resolve;
 // otherwise answer reads SIFEN's answer into out, records it on the gate
 // (answered) and returns the documents' settle.
@@ -476,7 +476,7 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(out.Env)), slog.String("ruc", out.RUC.String()))
 	var st Settle
 	switch {
-	case sendErr != nil && NotSent(sendErr):
+	case sendErr != nil && notSent(sendErr):
 		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
 		st = Settle{Status: StatusError, Message: out.Message}
 		log.Warn("not sent", slog.Any("error", sendErr))
@@ -505,8 +505,8 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 	return out, nil
 }
 
-// fit refuses a DE that may not go to env (CheckFit).
-func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }
+// fit refuses a DE that may not go to env (checkFit).
+func (s *Sender) fit(env Env, de DE) error { return checkFit(env, de, s.cfg.AllowUnsigned) }
 
 // checkAlone refuses (ErrLotTooBig) a DE whose SOAP message would pass
 // SIFEN's 1000 KB even in a lot of its own: it could never be sent, and as
@@ -516,10 +516,10 @@ func checkAlone(de DE) error {
 	return err
 }
 
-// CheckFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
+// checkFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
 // allowUnsigned and env is test), or a test DE (its dNomEmi says so) meant
 // for prod.
-func CheckFit(env Env, de DE, allowUnsigned bool) error {
+func checkFit(env Env, de DE, allowUnsigned bool) error {
 	switch {
 	case !de.Signed && (env == EnvProd || !allowUnsigned):
 		return fmt.Errorf("%w: the DE is not signed (no ds:Signature in rDE): SIFEN rejects it", ErrUnfit)
@@ -551,7 +551,7 @@ func checkIDs(ids []int64) ([]int64, error) {
 	switch {
 	case len(ids) == 0:
 		return nil, ErrLotEmpty
-	case len(ids) > MaxLotDEs:
+	case len(ids) > maxLotDEs:
 		return nil, fmt.Errorf("%w: %d documents", ErrLotTooManyDEs, len(ids))
 	}
 	sorted := slices.Clone(ids)
@@ -591,13 +591,13 @@ func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decisi
 	if err != nil {
 		return throttle.Decision{}, err
 	}
-	return WaitOf(bs), nil
+	return waitOf(bs), nil
 }
 
-// WaitOf is the decision a take of one token would get from a bucket in
+// waitOf is the decision a take of one token would get from a bucket in
 // state bs: admitted, or refused with the reason of the longest wait (a
 // block wins a tie, then the cooldown), as the throttle decides.
-func WaitOf(bs throttle.BucketState) throttle.Decision {
+func waitOf(bs throttle.BucketState) throttle.Decision {
 	if bs.RetryAfter <= 0 {
 		return throttle.Decision{Allowed: true, Key: bs.Key}
 	}

@@ -58,6 +58,3 @@ func (e Env) Validate() error {
 	}
 	return fmt.Errorf("%w: %q (want test or prod)", ErrInvalidEnv, string(e))
 }
-
-// String returns "test" or "prod".
-func (e Env) String() string { return string(e) }

@@ -9,7 +9,7 @@ import (
 // test or an application may bring its own (a recorded exchange, a client
 // with its own signing). Implementations are safe for concurrent use.
 type SOAPServices interface {
-	// RecepcionLote sends a lot (siRecepLoteDE). Errors as Client's; NotSent
+	// RecepcionLote sends a lot (siRecepLoteDE). Errors as Client's; notSent
 	// tells a request that never left from one that may have arrived.
 	RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error)
 	// ConsultaLote asks for a lot's result (siConsLoteDE).
@@ -19,19 +19,6 @@ type SOAPServices interface {
 }
 
 var _ SOAPServices = (*Client)(nil)
-
-// ImportMode says what an import does with a CDC a stored document in
-// draft or error already holds with other content (docs/decisions/0057).
-type ImportMode int
-
-const (
-	// ImportNew refuses it (*CDCError): two uploads of one CDC with
-	// different content may be two documents, and the last must not
-	// silently replace the first.
-	ImportNew ImportMode = iota
-	// ImportReplace replaces its content: the user said so.
-	ImportReplace
-)
 
 // DocumentStore keeps documents and lots, shared by every process that
 // sends on one database. (A RUC's gate is not here: it is its
@@ -43,9 +30,10 @@ type DocumentStore interface {
 	// Import stores des as drafts of env, all or none, and returns their
 	// ids in order. A CDC already stored is taken again (the document
 	// becomes a draft of the new XML) when Reimportable says so of the
-	// stored document in mode; otherwise the error is a *CDCError with Now
-	// set to now.
-	Import(ctx context.Context, env Env, des []DE, mode ImportMode, now time.Time) ([]int64, error)
+	// stored document (replace: the user asked to replace a draft's
+	// content, docs/decisions/0057); otherwise the error is a *CDCError
+	// with Now set to now.
+	Import(ctx context.Context, env Env, des []DE, replace bool, now time.Time) ([]int64, error)
 	// Documents returns the documents ids in id order, with their XML when
 	// withXML; ErrNotFound names a missing one.
 	Documents(ctx context.Context, ids []int64, withXML bool) ([]Document, error)
@@ -106,7 +94,7 @@ type LotRef struct {
 type Claim struct {
 	Docs  []Document
 	Token string
-	Lot   Packed
+	Lot   packedLot
 	Env   Env
 	RUC   RUC
 	Now   time.Time

@@ -27,7 +27,7 @@ func TestImportOfOneCDCByProcessesAtOnce(t *testing.T) {
 	const processes, rounds = 6, 3
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn := sqlstoretest.DSN(t, engine)
-		stores := make([]*sifensql.Store, processes)
+		stores := make([]sifen.DocumentStore, processes)
 		for i := range stores {
 			s := sqlstoretest.MustOpenDSN(t, dsn, nil)
 			require.NoError(t, s.Ping(context.Background())) // connected before the race
@@ -45,7 +45,7 @@ func TestImportOfOneCDCByProcessesAtOnce(t *testing.T) {
 			for i, docs := range stores {
 				wg.Go(func() {
 					<-start
-					ids[i], errs[i] = docs.Import(ctx, sifen.EnvTest, lote.DEs, sifen.ImportNew, throttletest.Epoch)
+					ids[i], errs[i] = docs.Import(ctx, sifen.EnvTest, lote.DEs, false, throttletest.Epoch)
 				})
 			}
 			close(start)
@@ -92,7 +92,7 @@ func TestImportFilesOfOneCDCByProcessesAtOnce(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				ids, err := docs.Import(ctx, env, l.DEs, sifen.ImportNew, throttletest.Epoch)
+				ids, err := docs.Import(ctx, env, l.DEs, false, throttletest.Epoch)
 				if err != nil {
 					return nil, err
 				}

@@ -20,7 +20,7 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// Store is the SQL sifen.DocumentStore. Safe for concurrent use.
+// store is the SQL sifen.DocumentStore. Safe for concurrent use.
 //
 // Every read and every transaction runs again after a transient failure of
 // the database (a dropped connection, a session ended by an administrator,
@@ -31,7 +31,7 @@ import (
 // COMMIT whose answer was lost is never re-run (sqlstore.ErrCommitInDoubt,
 // decision 0020): the method fails with it, and a claim that may have
 // landed is settled later like any send interrupted there (Resolve).
-type Store struct {
+type store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
 	retry func(ctx context.Context, op string, fn func() error) error
@@ -39,12 +39,12 @@ type Store struct {
 	commitError func(error) error
 }
 
-var _ sifen.DocumentStore = (*Store)(nil)
+var _ sifen.DocumentStore = (*store)(nil)
 
 // New returns the documents store of s's database (migrated to 0006 or
 // later). It shares s's connections and retries as s does (s.Retry).
-func New(s *sqlstore.Store) *Store {
-	return &Store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
+func New(s *sqlstore.Store) sifen.DocumentStore {
+	return &store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
 }
 
 // docRow is a balde_documents row.
@@ -134,7 +134,7 @@ func dbError(op string, err error) error {
 // do nothing but its statements on tx). A rule's error (anything fn
 // returns not wrapped by wrapDB) is returned as is, never retried; a
 // commit in doubt wraps sqlstore.ErrCommitInDoubt and is never retried.
-func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
+func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
 	var ruleErr error
 	err := s.retry(ctx, op, func() error {
 		ruleErr = nil
@@ -161,7 +161,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 
 // readRetried runs fn, a read, again after transient failures; op names it in
 // the error.
-func (s *Store) readRetried(ctx context.Context, op string, fn func() error) error {
+func (s *store) readRetried(ctx context.Context, op string, fn func() error) error {
 	return dbError(op, s.retry(ctx, op, fn))
 }
 
@@ -178,7 +178,7 @@ func wrapDB(err error) error {
 }
 
 // Documents implements sifen.DocumentStore.
-func (s *Store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
+func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
 	rows, err := s.get(ctx, s.read, ids, withXML)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (s *Store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 }
 
 // get returns the rows with ids, in id order; ErrNotFound names a missing one.
-func (s *Store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
+func (s *store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
 	cols := listColumns
 	if withXML {
 		cols = docColumns
@@ -217,7 +217,7 @@ func (s *Store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, wi
 }
 
 // List implements sifen.DocumentStore.
-func (s *Store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
+func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
 	where, args := []string{"1 = 1"}, []any{}
 	if f.Env != "" {
 		where, args = append(where, "env = ?"), append(args, string(f.Env))
@@ -256,7 +256,7 @@ func (s *Store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 }
 
 // CountByStatus implements sifen.DocumentStore.
-func (s *Store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
+func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
 	q, args := `SELECT status, COUNT(*) FROM balde_documents GROUP BY status`, []any{}
 	if env != "" {
 		q, args = `SELECT status, COUNT(*) FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
@@ -286,12 +286,12 @@ func (s *Store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Sta
 }
 
 // Import implements sifen.DocumentStore.
-func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode sifen.ImportMode, now time.Time) ([]int64, error) {
+func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, replace bool, now time.Time) ([]int64, error) {
 	ids := make([]int64, len(des))
 	err := s.inTx(ctx, "import documents", func(tx *sqlx.Tx) error {
 		for i, de := range des {
 			var err error
-			if ids[i], err = s.importDE(ctx, tx, env, de, mode, now); err != nil {
+			if ids[i], err = s.importDE(ctx, tx, env, de, replace, now); err != nil {
 				return err
 			}
 		}
@@ -313,14 +313,14 @@ func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode 
 // CDC already stored (decision 0057): the same XML is imported again, other
 // content is a *sifen.CDCError. A unique violation never reaches the
 // caller as a store failure.
-func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
+func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	for range 2 {
 		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
 		if err != nil {
 			return 0, err
 		}
 		if found {
-			return reimportDocument(ctx, tx, ex, de, mode, now)
+			return reimportDocument(ctx, tx, ex, de, replace, now)
 		}
 		id, inserted, err := insertDocument(ctx, tx, env, de, now)
 		if err != nil || inserted {
@@ -352,8 +352,8 @@ func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc stri
 
 // reimportDocument turns ex, the document holding de's CDC, into a draft of
 // de when sifen.Reimportable allows it, else returns a *sifen.CDCError.
-func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
-	if !sifen.Reimportable(ex, de, mode) {
+func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, replace bool, now time.Time) (int64, error) {
+	if !sifen.Reimportable(ex, de, replace) {
 		ex.XML = nil
 		return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
 	}
@@ -407,7 +407,7 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 // moves every document from draft/error to sending, each conditional on the
 // version read. Any document claimed or changed meanwhile aborts the whole
 // claim.
-func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
+func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
@@ -445,7 +445,7 @@ func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
 // Release implements sifen.DocumentStore: it writes the settle to the
 // documents still held by r.Token and updates the lot (dropped when SIFEN
 // does not have it, queued with its number and first query when it does).
-func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
+func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 	var n int64
 	var sentAt sql.NullInt64
 	if r.St.Sent {
@@ -503,7 +503,7 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 }
 
 // Note implements sifen.DocumentStore.
-func (s *Store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
+func (s *store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
 	return s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, sqltime.Nanos(now), ids, claim)
@@ -516,7 +516,7 @@ func (s *Store) Note(ctx context.Context, ids []int64, claim, message string, no
 }
 
 // Hold implements sifen.DocumentStore.
-func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
+func (s *store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
 	return s.inTx(ctx, "record refusal", func(tx *sqlx.Tx) error {
 		// A document in error keeps the answer of its last send (SIFEN's
 		// 0301 with its words): a later local refusal must not hide it.
@@ -533,7 +533,7 @@ func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, 
 }
 
 // Fail implements sifen.DocumentStore.
-func (s *Store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
+func (s *store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
 	return s.inTx(ctx, "record failure", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
 			WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.Nanos(now), ids)
@@ -546,7 +546,7 @@ func (s *Store) Fail(ctx context.Context, ids []int64, message string, now time.
 }
 
 // Stale implements sifen.DocumentStore.
-func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
+func (s *store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
 	var rows []docRow
 	err := s.readRetried(ctx, "find documents left sending", func() error {
 		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
@@ -566,7 +566,7 @@ type lotRow struct {
 }
 
 // SentLots implements sifen.DocumentStore.
-func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
+func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 	var rows []lotRow
 	err := s.readRetried(ctx, "find sent lots", func() error {
 		return s.read.SelectContext(ctx, &rows, `
@@ -590,7 +590,7 @@ func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 }
 
 // ScheduleLot implements sifen.DocumentStore.
-func (s *Store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
+func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
 	return s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`),
 			sqltime.Nanos(at), string(env), lotNumber)
@@ -599,7 +599,7 @@ func (s *Store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string
 }
 
 // LotDocuments implements sifen.DocumentStore.
-func (s *Store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
+func (s *store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
 	var rows []docRow
 	err := s.readRetried(ctx, "find documents of lot", func() error {
 		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
@@ -609,7 +609,7 @@ func (s *Store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber strin
 }
 
 // Finish implements sifen.DocumentStore.
-func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
+func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
@@ -634,7 +634,7 @@ func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 
 // ShareInterval implements sifen.DocumentStore: the stored interval only
 // grows, in one statement, whatever other processes store meanwhile.
-func (s *Store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
+func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
 	var before []int64
 	err := s.inTx(ctx, "share the SIFEN interval", func(tx *sqlx.Tx) error {
 		before = before[:0]

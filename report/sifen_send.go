@@ -227,7 +227,7 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 			ids = append(ids, it.Document)
 		}
 	}
-	var sum sifen.FollowSummary
+	var sum FollowSummary
 	left, err := sifen.FollowDocuments(ctx, b.Sender, ids, sifen.BatchConfig{
 		Sleep: b.Clock.Sleep,
 		Progress: func(e sifen.Event) {
@@ -239,7 +239,7 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 	})
 	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
 	if b.Reporter.Mode() == JSON {
-		WriteJSONLine(b.Reporter.Writer(), map[string]sifen.FollowSummary{"follow": sum})
+		WriteJSONLine(b.Reporter.Writer(), map[string]FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
 		return &InterruptedFollowError{Left: len(left), msg: b.Reporter.Tr.Sprintf(
@@ -256,10 +256,10 @@ func (b *SifenSend) drawFollow(e sifen.Event) {
 	case sifen.EventWaiting:
 		b.Reporter.Waiting(e.Wait, b.Reporter.Tr.Sprintf("results of %d document(s)", len(e.IDs)))
 	case sifen.EventResult:
-		r := sifen.NewLotResult(*e.Document)
+		r := NewLotResult(*e.Document)
 		b.Reporter.Note(r.String())
 		if b.Reporter.Mode() == JSON {
-			WriteJSONLine(b.Reporter.Writer(), map[string]sifen.LotResult{"lot_result": r})
+			WriteJSONLine(b.Reporter.Writer(), map[string]LotResult{"lot_result": r})
 		}
 	}
 }

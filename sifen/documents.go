@@ -128,7 +128,7 @@ func GroupLots(docs []Document) [][]int64 {
 	return lots
 }
 
-// FitLot returns how many of docs, from the first, fit in one lot: the
+// fitLot returns how many of docs, from the first, fit in one lot: the
 // longest prefix whose siRecepLoteDE message (the lot zipped, in base64,
 // in its envelope) is at most maxLotMessageBytes; 0 when the first alone
 // is too big. docs must carry their XML (Sender.FitLot reads them). It bisects on the
@@ -136,7 +136,7 @@ func GroupLots(docs []Document) [][]int64 {
 // only: Send still applies every lot rule.
 //
 // Errors: the errors of ParseLote for a stored XML that no longer parses.
-func FitLot(docs []Document) (int, error) {
+func fitLot(docs []Document) (int, error) {
 	des := make([]DE, len(docs))
 	for i, d := range docs {
 		de, err := storedDE(d)

@@ -47,3 +47,5 @@ func (l Lote) XML() []byte { return l.document() }
 func (r RUC) Validate() error { return r.validate() }
 
 func (r DEResult) Verdict() Verdict { return r.verdict() }
+
+var ImportFilesWith = importFiles

@@ -142,22 +142,6 @@ func readLotFile(ctx context.Context, name string) (Lote, error) {
 	return parseLoteContext(ctx, data)
 }
 
-// Importer stores DEs as drafts; *Sender is one.
-type Importer interface {
-	Import(ctx context.Context, data []byte, env Env) ([]Document, error)
-}
-
-var _ Importer = (*Sender)(nil)
-
-// ImportFunc is a function that imports as Importer does, such as
-// (*Sender).ImportReplacing.
-type ImportFunc func(ctx context.Context, data []byte, env Env) ([]Document, error)
-
-// Import calls f.
-func (f ImportFunc) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
-	return f(ctx, data, env)
-}
-
 // Imported is what ImportFiles did with one DE.
 type Imported struct {
 	File string
@@ -173,12 +157,20 @@ type Imported struct {
 }
 
 // ImportFiles imports each DE of des (as ReadFiles returns them, none with
-// an Err) as a draft of env, on its own: a DE whose CDC another document
-// holds is reported without refusing the rest of its file. It returns one
-// Imported per DE handled, in order. It stops early, returning what it did
-// so far, when ctx ends (with ctx.Err()) or the store fails (with the error,
-// which wraps throttle.ErrStoreUnavailable).
-func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Imported, error) {
+// an Err) as a draft of env, on its own (ImportReplacing when replace): a DE
+// whose CDC another document holds is reported without refusing the rest of
+// its file. It returns one Imported per DE handled, in order. It stops
+// early, returning what it did so far, when ctx ends (with ctx.Err()) or
+// the store fails (with the error, which wraps throttle.ErrStoreUnavailable).
+func (s *Sender) ImportFiles(ctx context.Context, des []FileDE, env Env, replace bool) ([]Imported, error) {
+	imp := s.Import
+	if replace {
+		imp = s.ImportReplacing
+	}
+	return importFiles(ctx, imp, des, env)
+}
+
+func importFiles(ctx context.Context, imp func(context.Context, []byte, Env) ([]Document, error), des []FileDE, env Env) ([]Imported, error) {
 	out := make([]Imported, 0, len(des))
 	for _, fd := range des {
 		if err := ctx.Err(); err != nil {
@@ -187,7 +179,7 @@ func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Im
 		if fd.Err != nil {
 			return out, fmt.Errorf("sifen: import %s: %w", fd.File, fd.Err)
 		}
-		docs, err := imp.Import(ctx, fd.DE.XML, env)
+		docs, err := imp(ctx, fd.DE.XML, env)
 		var held *CDCError
 		switch {
 		case err == nil:
@@ -224,11 +216,7 @@ func (s *Sender) SendFiles(ctx context.Context, des []FileDE, env Env, cfg Batch
 	if err != nil {
 		cfg.emit(Event{Kind: EventResolveFailed, Err: err})
 	}
-	var imp Importer = s
-	if cfg.Replace {
-		imp = ImportFunc(s.ImportReplacing)
-	}
-	imported, err := ImportFiles(ctx, imp, des, env)
+	imported, err := s.ImportFiles(ctx, des, env, cfg.Replace)
 	var drafts []Document
 	for i, im := range imported {
 		cfg.emit(Event{Kind: EventImported, Imported: &imported[i]})

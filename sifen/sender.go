@@ -271,9 +271,9 @@ func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
 }
 
 // FitLot returns how many of the documents ids, from the first, fit in one
-// lot message (see FitLot), reading them in one query.
+// lot message, reading them in one query.
 //
-// Errors: ErrNotFound, throttle.ErrStoreUnavailable, and FitLot's.
+// Errors: ErrNotFound, throttle.ErrStoreUnavailable, ErrLotTooBig.
 func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	stored, err := s.docs.Documents(ctx, ids, true) // in id order
 	if err != nil {
@@ -287,7 +287,7 @@ func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	for i, id := range ids {
 		docs[i] = byID[id]
 	}
-	return FitLot(docs)
+	return fitLot(docs)
 }
 
 // List returns documents matching f, newest first, without their XML.

@@ -75,50 +75,34 @@ type SenderConfig struct {
 // # The send protocol
 //
 // Nothing is sent twice, even when a process dies mid-send, and SIFEN never
-// sees two lots of a RUC closer than the interval, because every send goes
-// through these steps, each one short transaction (none is held across an
-// HTTP call):
+// sees two lots of a RUC closer than the interval, because every send takes
+// these steps, each one short transaction, none held across an HTTP call
+// (docs/decisions/0005, 0011, 0050, 0135):
 //
-//  1. Check (no write): the documents exist, are all in draft or error,
-//     share one environment; their XML is parsed again and the lot rules are
-//     applied (1-50 DEs, one type, one RUC, the SOAP message at most 1000 KB,
-//     fit for the environment). Bad input is an error here and nothing
-//     changes.
-//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket for
-//     (env, RUC), the RUC's one state, which every view reads
-//     (docs/decisions/0050). It refuses while the interval since the answer
-//     to the RUC's previous lot has not passed, while another lot of it is
-//     on the wire, while the local block after a 0301 runs, and past the
-//     optional per-minute cap. A refusal is OutcomeBlocked with its
-//     Decision, a ledger row and a metric like every refusal; the
-//     documents keep their status, with the wait. Admitted, the take holds
-//     the RUC (Charge.HoldFor, InFlightFor at most) until step 5: no other
-//     process sends a lot of it meanwhile.
-//  3. Claim, in one transaction: the lot is registered in
-//     balde_document_lots — refused if it is there already: a lot is never
-//     sent twice — and every document moves from draft/error to "sending"
-//     with a fresh claim token, each UPDATE conditional on the version read
-//     in step 1. If any document was claimed or changed meanwhile the whole
-//     claim rolls back (ErrNotSendable) and the hold ends. A CDC is unique
-//     per environment, and a document in sending or sent cannot be claimed,
-//     so no CDC is sent again while an earlier send of it has no final
-//     result.
-//  4. Send siRecepLoteDE, with the caller's cancellation detached: once the
-//     request may have left, its answer is recorded.
-//  5. Record, at the instant the answer arrived (or the request failed):
-//     on the RUC's bucket the hold ends and the next lot waits the interval
-//     from now (after a 0301 the RUC is also blocked locally, one step
-//     longer for each 0301 in a row); then on the documents, conditional on
-//     the claim token: 0300 → "sent" with the lot number (its first result
-//     query scheduled ConsultaInterval later); any other answer → "error";
-//     no connection → "error"; no answer → the documents stay "sending".
+//  1. Check (no write): the documents exist, are in draft or error, share
+//     one environment, their XML still parses, the lot rules hold. Bad
+//     input is an error and changes nothing.
+//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket, the
+//     RUC's one state that every view reads. It refuses during the interval
+//     from the previous lot's answer, while another lot of the RUC is on
+//     the wire, during the local block after a 0301, and past the optional
+//     per-minute cap: OutcomeBlocked with its Decision, a ledger row and a
+//     metric; the documents keep their status, with the wait. Admitted, the
+//     take holds the RUC (InFlightFor at most) until step 5.
+//  3. Claim: the lot is registered (a lot is never sent twice) and every
+//     document moves to "sending" with a fresh claim token, conditional on
+//     the version read in step 1; anything changed meanwhile rolls it back
+//     (ErrNotSendable) and the hold ends.
+//  4. Send, with the caller's cancellation detached.
+//  5. Record, at the instant the answer arrived or the request failed: on
+//     the gate (the hold ends, the next lot waits the interval from now, a
+//     0301 blocks the RUC one step longer each time in a row), then on the
+//     documents: 0300 → "sent"; another answer or no connection → "error";
+//     no answer → they stay "sending".
 //
 // A process that dies between 2 and 5 leaves the RUC held until the hold
-// expires (InFlightFor: its request is over by then) and documents in
-// "sending", which no send can claim. Resolve asks SIFEN about each of them
-// by CDC (siConsDE) once its claim is older than ResolveAfter: found →
-// approved; not found → draft only once the claim is NotFoundAfter (48 h)
-// old. See docs/decisions/0005, 0011, 0012 and 0050.
+// expires and its documents in "sending", which Resolve settles by asking
+// SIFEN once the claim is older than ResolveAfter.
 type Sender struct {
 	docs    DocumentStore
 	client  SOAPServices

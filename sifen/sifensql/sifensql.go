@@ -257,30 +257,22 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 
 // CountByStatus implements sifen.DocumentStore.
 func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
-	q, args := `SELECT status, COUNT(*) FROM balde_documents GROUP BY status`, []any{}
+	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents GROUP BY status`, []any{}
 	if env != "" {
-		q, args = `SELECT status, COUNT(*) FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
+		q, args = `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
 	}
-	var out map[sifen.Status]int64
-	err := s.readRetried(ctx, "count documents", func() error {
-		out = make(map[sifen.Status]int64) // a retry starts the count again
-		rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var st string
-			var n int64
-			if err := rows.Scan(&st, &n); err != nil {
-				return err
-			}
-			out[sifen.Status(st)] = n
-		}
-		return rows.Err()
-	})
-	if err != nil {
+	var rows []struct {
+		Status string `db:"status"`
+		N      int64  `db:"n"`
+	}
+	if err := s.readRetried(ctx, "count documents", func() error {
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
+	}); err != nil {
 		return nil, err
+	}
+	out := make(map[sifen.Status]int64, len(rows))
+	for _, r := range rows {
+		out[sifen.Status(r.Status)] = r.N
 	}
 	return out, nil
 }
@@ -504,39 +496,29 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 
 // Note implements sifen.DocumentStore.
 func (s *store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
-	return s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, sqltime.Nanos(now), ids, claim)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
-		return wrapDB(err)
-	})
+	return s.update(ctx, "record send", `UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
+		WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, sqltime.Nanos(now), ids, claim)
 }
 
-// Hold implements sifen.DocumentStore.
+// Hold implements sifen.DocumentStore. A document in error keeps the
+// answer of its last send (SIFEN's 0301 with its words).
 func (s *store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
-	return s.inTx(ctx, "record refusal", func(tx *sqlx.Tx) error {
-		// A document in error keeps the answer of its last send (SIFEN's
-		// 0301 with its words): a later local refusal must not hide it.
-		q, args, err := sqlx.In(`UPDATE balde_documents
-			SET message = CASE WHEN status = 'error' THEN message ELSE ? END,
-				retry_at = ?, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.NullNanos(retryAt), sqltime.Nanos(now), ids)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
-		return wrapDB(err)
-	})
+	return s.update(ctx, "record refusal", `UPDATE balde_documents
+		SET message = CASE WHEN status = 'error' THEN message ELSE ? END,
+			retry_at = ?, updated_at = ?, version = version + 1
+		WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.NullNanos(retryAt), sqltime.Nanos(now), ids)
 }
 
 // Fail implements sifen.DocumentStore.
 func (s *store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
-	return s.inTx(ctx, "record failure", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.Nanos(now), ids)
+	return s.update(ctx, "record failure", `UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
+		WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.Nanos(now), ids)
+}
+
+// update runs one statement (its IN lists expanded) in a write transaction.
+func (s *store) update(ctx context.Context, op, q string, args ...any) error {
+	return s.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		q, args, err := sqlx.In(q, args...)
 		if err != nil {
 			return err
 		}
@@ -591,11 +573,8 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 
 // ScheduleLot implements sifen.DocumentStore.
 func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
-	return s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`),
-			sqltime.Nanos(at), string(env), lotNumber)
-		return wrapDB(err)
-	})
+	return s.update(ctx, "schedule lot query", `UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`,
+		sqltime.Nanos(at), string(env), lotNumber)
 }
 
 // LotDocuments implements sifen.DocumentStore.

@@ -168,32 +168,25 @@ type DocResult struct {
 	Err error
 }
 
-// SendDocuments sends docs (drafts or documents in error; others, and a
-// document listed twice, are skipped without a result) to SIFEN through s, in lots, and returns one
-// result per document, in the order they were decided. It is the one
-// send path of balde: sifen-send and the web's "Send all drafts" call it.
+// SendDocuments sends docs (drafts or documents in error; a document
+// listed twice is taken once) to SIFEN through s, in lots, and returns one
+// result per document, in the order they were decided. It is balde's one
+// send path: sifen-send and the web's "Send all drafts" call it
+// (docs/decisions/0046).
 //
-//   - Lots: GroupLots (one env, RUC and type, at most maxLotDEs); a lot
-//     whose message would exceed maxLotMessageBytes is cut to the longest
-//     prefix that fits (FitLot), the rest forms the RUC's next lot.
-//   - RUCs are independent gates: each pass tries the next lot of every RUC
-//     whose wait is over, in the order of their first documents; a RUC that
-//     must wait never delays another. Only when every RUC with documents
-//     left must wait does the batch sleep, until the first is due.
-//   - Waiting is bounded per document (BatchConfig.MaxWait), over all its
-//     retries; without Wait, a refused lot is reported blocked at once.
-//   - A lot that lost a claim race (ErrNotSendable, ErrLotAlreadySent) is
-//     read again: documents still sendable are queued again; those another
-//     send holds (sending) are watched until it records its answer; only
-//     those another send really took (sent, approved, rejected) are
-//     BatchSentElsewhere.
-//   - A lot SIFEN answered 0301 is never sent again as it was (decision
-//     0046): with Wait, its documents go back to the front of their RUC's
-//     queue in two halves (one lot if it had one document), sent once the
-//     RUC's local block is over (within MaxWait); a document whose second
-//     lot draws 0301 too fails. Without Wait they fail, and a later batch
-//     that would build that very lot again (the documents' LotHash) sends
-//     it in two halves.
+//   - Lots: GroupLots; a lot whose message would be too big is cut to the
+//     longest prefix that fits, the rest forms the RUC's next lot.
+//   - RUCs are independent gates: a RUC that must wait never delays
+//     another; the batch sleeps only when every RUC left must wait, until
+//     the first is due. Each document waits at most MaxWait over all its
+//     retries; without Wait a refused lot is reported blocked at once.
+//   - A lot that lost a claim race is read again: documents still sendable
+//     are queued again, those another send holds are watched until it
+//     answers, those it took are BatchSentElsewhere.
+//   - A lot SIFEN answered 0301 is never sent again as it was: with Wait its
+//     documents go back in two halves, sent once the RUC's block is over (a
+//     second 0301 fails them); without Wait they fail, and a later batch
+//     that would build that lot again sends it in two halves.
 //
 // Each send completes whatever happens to ctx; between sends and during a
 // wait, ctx ending stops the batch: the documents without a result were

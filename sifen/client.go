@@ -1,7 +1,6 @@
 package sifen
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -9,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -212,31 +210,21 @@ func call[T any](ctx context.Context, c *Client, env Env, service, path string, 
 	if err != nil {
 		return zero, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(payload))
+	status, _, data, err := c.post(ctx, env, service, path, SOAPContentType, payload)
 	if err != nil {
-		return zero, fmt.Errorf("sifen: %s: %w", service, err)
-	}
-	req.Header.Set("Content-Type", SOAPContentType)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return zero, fmt.Errorf("sifen: %s: %w", service, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return zero, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
+		return zero, err
 	}
 	out, fault, err := UnmarshalSOAP[T](data)
 	var refused *RemoteError
 	switch {
 	case fault != nil:
-		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Fault: fault.String(), FaultCode: fault.Code}
+		return zero, &RemoteError{Service: service, StatusCode: status, Fault: fault.String(), FaultCode: fault.Code}
 	case errors.As(err, &refused):
 		// rRetEnviDe, on HTTP 200 or 400 alike: SIFEN's own refusal.
-		refused.Service, refused.StatusCode = service, resp.StatusCode
+		refused.Service, refused.StatusCode = service, status
 		return zero, refused
-	case err != nil || resp.StatusCode != http.StatusOK:
-		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Body: snippet(data)}
+	case err != nil || status != http.StatusOK:
+		return zero, &RemoteError{Service: service, StatusCode: status, Body: snippet(data)}
 	}
 	return *out, nil
 }

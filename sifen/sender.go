@@ -121,7 +121,8 @@ type Sender struct {
 // every process on it shares (docs/decisions/0135): per environment, its
 // own interval is stored when it is stricter than the stored one, and the
 // stored one becomes its own when that is stricter. A difference is
-// logged and kept for IntervalNotes, never silent.
+// logged and kept for IntervalNotes, never silent; a database that cannot
+// answer is logged, and Poll agrees again.
 func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
 	if docs == nil || client == nil || limiter == nil {
 		return nil, errors.New("sifen: NewSender needs a store, a client and a limiter")
@@ -161,7 +162,7 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 		logger: logger.With(slog.String("component", "sifen"))}
 	notes, err := s.shareInterval(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("sifen: agreeing the interval with the database: %w", err)
+		s.logger.Warn("the SIFEN interval could not be agreed with the database: this process waits its own until a Poll pass can", slog.Any("error", err))
 	}
 	s.notes = notes
 	return s, nil

@@ -612,23 +612,25 @@ func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 }
 
 // ShareInterval implements sifen.DocumentStore: the stored interval only
-// grows, in one statement, whatever other processes store meanwhile.
+// grows, in one statement, whatever other processes store meanwhile; a
+// process that stores nothing only reads.
 func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
 	var before []int64
-	err := s.inTx(ctx, "share the SIFEN interval", func(tx *sqlx.Tx) error {
+	if err := s.readRetried(ctx, "read the SIFEN interval", func() error {
 		before = before[:0]
-		if err := tx.SelectContext(ctx, &before, tx.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env)); err != nil {
-			return wrapDB(err)
-		}
-		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at
-			WHERE excluded.interval_ns > balde_sifen_settings.interval_ns`),
-			string(env), int64(d), sqltime.Nanos(now))
-		return wrapDB(err)
-	})
-	if err != nil || len(before) == 0 {
+		return s.read.SelectContext(ctx, &before, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
+	}); err != nil {
 		return 0, err
 	}
-	return time.Duration(before[0]), nil
+	var stored time.Duration
+	if len(before) > 0 {
+		stored = time.Duration(before[0])
+	}
+	if d <= stored {
+		return stored, nil
+	}
+	return stored, s.update(ctx, "store the SIFEN interval", `
+		INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at
+		WHERE excluded.interval_ns > balde_sifen_settings.interval_ns`, string(env), int64(d), sqltime.Nanos(now))
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
 )
 

@@ -1,17 +1,10 @@
-// Package report draws what a batch of sends does for the person or the
-// program that runs it: one line per item (plain), a progress bar with
-// counts and ETA on a terminal, or JSON lines; the waits the throttle asks
-// for, counted down; and the summary, counted by result. balde's batch
-// commands (sifen-send, dict-lookup) print through it, and an application
-// that runs sifen.SendDocuments or dict.Batch from its own command line
-// gets the same output in a few calls:
-//
-//	clock := report.NewClock(nil, nil) // the system clock, real waits
-//	rep := report.New(os.Stdout, report.ChooseMode(os.Stdout, jsonOut), len(docs), "send", clock, nil)
-//	... sifen.SendDocuments(ctx, sender, docs, sifen.BatchConfig{Sleep: clock.Sleep, Progress: draw(rep)})
-//	sum := rep.Finish(ctx.Err() != nil, notDone)
-//
-// Example_sifenSend in package balde shows it whole.
+// Package report draws what balde's batch commands (sifen-send,
+// dict-lookup, buckets, prune) do for the person or the program that runs
+// them: one line per item (plain), a progress bar with counts and ETA on a
+// terminal, or JSON lines; the waits the throttle asks for, counted down;
+// and the summary, counted by result. It only draws: the batches run in
+// sifen (Sender.SendFiles, FollowDocuments) and dict (Batch), which an
+// application calls itself, drawing their events as it likes.
 //
 // A Reporter is not safe for concurrent use: a batch reports one item at a
 // time.

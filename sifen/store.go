@@ -9,8 +9,10 @@ import (
 // test or an application may bring its own (a recorded exchange, a client
 // with its own signing). Implementations are safe for concurrent use.
 type SOAPServices interface {
-	// RecepcionLote sends a lot (siRecepLoteDE). Errors as Client's; notSent
-	// tells a request that never left from one that may have arrived.
+	// RecepcionLote sends a lot (siRecepLoteDE). An error that proves the
+	// request never left (a failed dial or TLS check, a *RemoteError of
+	// SIFEN's refusal) leaves the documents sendable; any other leaves them
+	// in "sending" for Resolve.
 	RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error)
 	// ConsultaLote asks for a lot's result (siConsLoteDE).
 	ConsultaLote(ctx context.Context, env Env, lotNumber string) (ConsultaLoteResponse, error)

@@ -259,15 +259,9 @@ func notSent(err error) bool {
 }
 
 // refusedUnprocessed reports whether an answer that is not a result proves
-// SIFEN did not process the request (docs/decisions/0055). SIFEN's own
-// refusal (rRetEnviDe) does. A SOAP 1.2 fault does when its code blames the
-// message (env:Sender: "should not be resent without change";
-// VersionMismatch, MustUnderstand, DataEncodingUnknown: it was not
-// understood), not when it is env:Receiver: a failure while processing,
-// after which the request may have had its effect (an upstream node may
-// have queued the lot), so the lot may have been received. Without a
-// fault, a 4xx means the request was not taken; a 5xx may come from a
-// proxy after the fact.
+// SIFEN did not process the request (docs/decisions/0055): its own refusal
+// (rRetEnviDe), a SOAP fault blaming the message (not env:Receiver, after
+// which the lot may have been queued), or, without a fault, a 4xx.
 func refusedUnprocessed(re *RemoteError) bool {
 	if re.Code != "" {
 		return true

@@ -20,17 +20,11 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// store is the SQL sifen.DocumentStore. Safe for concurrent use.
-//
-// Every read and every transaction runs again after a transient failure of
-// the database (a dropped connection, a session ended by an administrator,
-// a serialization failure, SQLITE_BUSY past the busy timeout), through the
-// throttle store's Retry, like the throttle's own decisions: a read is
-// idempotent, and a transaction that failed before its COMMIT was sent did
-// not apply, so it runs again from the start (its rows read again). A
-// COMMIT whose answer was lost is never re-run (sqlstore.ErrCommitInDoubt,
-// decision 0020): the method fails with it, and a claim that may have
-// landed is settled later like any send interrupted there (Resolve).
+// store is the SQL sifen.DocumentStore. Safe for concurrent use. Reads and
+// transactions run again after a transient failure, through the throttle
+// store's Retry; a COMMIT whose answer was lost never runs again
+// (sqlstore.ErrCommitInDoubt, docs/decisions/0020): a claim that may have
+// landed is settled by Resolve.
 type store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
@@ -296,15 +290,9 @@ func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, repla
 }
 
 // importDE inserts de, or turns the document holding its CDC back into a
-// draft of the new XML when sifen.Reimportable allows it.
-//
-// Two imports of one new CDC may run at once (two processes given the same
-// files): both find no row, and the second INSERT meets the first's row. It
-// then does nothing (on PostgreSQL after waiting for the first transaction
-// to end), and the row, committed by then, is read again and treated as any
-// CDC already stored (decision 0057): the same XML is imported again, other
-// content is a *sifen.CDCError. A unique violation never reaches the
-// caller as a store failure.
+// draft of the new XML when sifen.Reimportable allows it. An INSERT that
+// meets a row another import committed meanwhile reads it again and treats
+// it as any CDC already stored (docs/decisions/0057): never a store failure.
 func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	for range 2 {
 		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
@@ -95,9 +94,6 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	sender, err := eng.sifenSender(cfg, client, *allowUnsigned)
 	if err != nil {
 		return err
-	}
-	for _, n := range sender.IntervalNotes() { // agreed with the database by the sender, never silent
-		fmt.Fprintf(m.Stderr, "balde: sifen-send: %s\n", n)
 	}
 	b := &report.SifenSend{
 		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,

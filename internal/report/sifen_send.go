@@ -30,13 +30,11 @@ func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUns
 	return items, bad
 }
 
-// SifenSend is one run of "balde sifen-send" for any caller: it resolves
-// the documents a crashed send left in "sending", imports each DE
-// (sifen.ImportFiles), sends the documents with sifen.SendDocuments and,
-// with Follow, fetches their results (sifen.FollowDocuments), drawing each
-// step on Reporter: one item per DE, whose result (sent, skipped, blocked,
-// invalid, failed) and message say what became of it, in English for the
-// JSON record and in Reporter's language for the plain line.
+// SifenSend draws one run of "balde sifen-send" (Sender.SendFiles, then
+// with Follow sifen.FollowDocuments) on Reporter: one item per DE, whose
+// result (sent, skipped, blocked, invalid, failed) and message say what
+// became of it, in English for the JSON record and in Reporter's language
+// for the plain line.
 //
 // Fill the exported fields, then call Run once (and Follow at most once).
 // A SifenSend is not safe for concurrent use.
@@ -80,6 +78,9 @@ func (b *SifenSend) finish(it *SifenItem) {
 // interrupted summary, not an error), or an error when the store failed or
 // an import could not be made (the summary is printed first).
 func (b *SifenSend) Run(ctx context.Context, items []*SifenItem) (Summary, error) {
+	for _, n := range b.Sender.IntervalNotes() { // the interval agreed with the database, never silent
+		b.warn("balde:", "sifen-send: "+n)
+	}
 	des := make([]sifen.FileDE, len(items))
 	for i, it := range items {
 		des[i] = sifen.FileDE{File: it.File, DE: it.DE}

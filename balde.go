@@ -296,7 +296,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		}
 		e.sifenClient, _ = transport.(*sifen.Client)
 		e.sender, err = sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
-			Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"),
+			Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"), Resolver: resolver,
 			RemoteBlock: sc.RemoteBlock, RemoteBlockMax: sc.RemoteBlockMax, AllowUnsigned: sc.AllowUnsigned,
 		})
 		if err != nil {

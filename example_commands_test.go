@@ -14,8 +14,8 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/migrations"
-	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"

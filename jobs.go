@@ -73,10 +73,8 @@ func period(every, def time.Duration) time.Duration {
 // in the background, until ctx ends; each job has its period from
 // Config.Jobs and logs to Config.Logger. At start: the DICT category
 // learned (Config.Dict with LearnCategory; a DICT that cannot be asked is
-// logged and the strictest category applies), the interval between SIFEN
-// lots shared with the database (ShareInterval) and the documents a
-// crashed send left in "sending" settled (Config.Sifen), then Started is
-// closed. Then: severities graded again (also at once), SIFEN lot results
+// logged and the strictest category applies) and the documents a crashed
+// send left in "sending" settled (Config.Sifen), then Started is closed. Then: severities graded again (also at once), SIFEN lot results
 // polled and "sending" documents settled, the DICT reconciled, the
 // retention applied, and a SQLite file deleted or replaced under the
 // process reported. A failed job is logged and tried again at its next
@@ -97,16 +95,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	if e.sender != nil {
-		// The interval between lots is the database's, the strictest any
-		// process configured: a difference is said, never silent.
-		notes, err := e.sender.ShareInterval(ctx)
-		if err != nil {
-			return err
-		}
-		for _, n := range notes {
-			log.Warn(n)
-		}
-		e.resolveSifen(ctx) // before anything sends
+		// Before anything sends: documents a crashed send left in
+		// "sending" are settled by asking SIFEN, or stay (and are logged).
+		e.resolveSifen(ctx)
 	}
 	close(e.started)
 

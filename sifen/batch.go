@@ -11,9 +11,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// LotSender is the one-lot primitive SendDocuments drives: *Sender is one;
+// lotSender is the one-lot primitive SendDocuments drives: *Sender is one;
 // an application's wrapper of it (or a test double) may stand in.
-type LotSender interface {
+type lotSender interface {
 	// Send sends documents as one lot (Sender.Send).
 	Send(ctx context.Context, ids ...int64) (LotSend, error)
 	// FitLot says how many of ids, from the first, fit in one lot message
@@ -23,11 +23,11 @@ type LotSender interface {
 	Get(ctx context.Context, id int64) (Document, error)
 }
 
-var _ LotSender = (*Sender)(nil)
+var _ lotSender = (*Sender)(nil)
 
-// DefaultBatchMaxWait is BatchConfig.MaxWait when it is not set: SIFEN's
+// defaultBatchMaxWait is BatchConfig.MaxWait when it is not set: SIFEN's
 // interval many times over and a first local block after 0301 (10 min).
-const DefaultBatchMaxWait = 15 * time.Minute
+const defaultBatchMaxWait = 15 * time.Minute
 
 // batchWatchEvery is how often a batch reads again documents another send
 // holds (in sending) until that send records its answer.
@@ -43,8 +43,8 @@ const maxNotQueued = 2
 // reported failed rather than tried forever.
 const maxRaces = 5
 
-// BatchConfig configures SendDocuments. The zero value sends one pass
-// without waiting, on the system clock.
+// BatchConfig configures SendDocuments, SendFiles and FollowDocuments. The
+// zero value sends one pass without waiting, on the system clock.
 type BatchConfig struct {
 	// Wait: when a lot is refused (its RUC's interval, a lot of the RUC on
 	// the wire, a block after 0301), send it once the refusal's wait has
@@ -53,77 +53,100 @@ type BatchConfig struct {
 	// is reported blocked at once, and a lot that drew 0301 failed.
 	Wait bool
 	// MaxWait is the most one document may wait, over all its retries, from
-	// the moment its lot is its RUC's next; default DefaultBatchMaxWait.
+	// the moment its lot is its RUC's next; default defaultBatchMaxWait.
 	MaxWait time.Duration
 	// Clock is the clock the Sender's store and limiter read (their waits
 	// are on it); default throttle.SystemClock.
 	Clock throttle.Clock
-	// Sleep waits d on Clock, or less when ctx ends (it then returns an
-	// error); default a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Sleep waits on Clock; default throttle.SleepContext.
+	Sleep throttle.Sleep
 	// Progress, when set, is told each event as it happens, for a caller to
 	// draw (a progress bar, log lines); it must not block for long.
 	Progress func(Event)
+	// Replace makes SendFiles import with Sender.ImportReplacing.
+	Replace bool
 }
 
-// EventKind says what an Event reports.
-type EventKind string
+func (cfg BatchConfig) emit(e Event) {
+	if cfg.Progress != nil {
+		cfg.Progress(e)
+	}
+}
+
+// eventKind says what an Event reports.
+type eventKind string
 
 const (
 	// EventLotSent: a lot went to SIFEN (or its request failed): LotSend
 	// says how it ended; TooBig counts the documents of its group left for
 	// a later lot because the message would have exceeded
-	// MaxLotMessageBytes.
-	EventLotSent EventKind = "lot_sent"
+	// maxLotMessageBytes.
+	EventLotSent eventKind = "lot_sent"
 	// EventRefused: a lot was refused before it left (Blocked has the
 	// reason, the bucket and the wait).
-	EventRefused EventKind = "refused"
+	EventRefused eventKind = "refused"
 	// EventWaiting: every RUC with documents left must wait; the batch
 	// sleeps Wait, until Until. Blocked is the refusal of the RUC due
 	// first (nil when it waits for documents another send holds), IDs its
 	// next lot.
-	EventWaiting EventKind = "waiting"
-	// EventResult: one document's result (Result). Each document of the
-	// batch gets one, unless ctx ends first.
-	EventResult EventKind = "result"
+	EventWaiting eventKind = "waiting"
+	// EventResult: one document's result: Result in a send (each document
+	// of the batch gets one, unless ctx ends first), Document (approved or
+	// rejected) in FollowDocuments.
+	EventResult eventKind = "result"
+	// EventResolved: SendFiles settled a document a crashed send left in
+	// "sending" (Resolved).
+	EventResolved eventKind = "resolved"
+	// EventImported: SendFiles imported a DE, or could not (Imported).
+	EventImported eventKind = "imported"
+	// EventResolveFailed and EventPollFailed: the resolve at the start of
+	// SendFiles, or a query of lots in FollowDocuments, failed for a reason
+	// other than the store (Err); the run goes on.
+	EventResolveFailed eventKind = "resolve_failed"
+	EventPollFailed    eventKind = "poll_failed"
 )
 
-// Event is one step of SendDocuments, for a caller to draw.
+// Event is one step of a batch, for a caller to draw; Kind says which
+// fields are set.
 type Event struct {
-	Kind    EventKind
-	IDs     []int64
-	LotSend *LotSend
-	Blocked *Blocked
-	TooBig  int
-	Wait    time.Duration
-	Until   time.Time
-	Result  *DocResult
+	Kind     eventKind
+	IDs      []int64
+	LotSend  *LotSend
+	Blocked  *Blocked
+	TooBig   int
+	Wait     time.Duration
+	Until    time.Time
+	Result   *DocResult
+	Document *Document
+	Resolved *Resolved
+	Imported *Imported
+	Err      error
 }
 
-// BatchResult is how one document of a batch ended.
-type BatchResult string
+// batchResult is how one document of a batch ended.
+type batchResult string
 
 const (
 	// BatchSent: SIFEN queued its lot (0300); LotNumber is set.
-	BatchSent BatchResult = "sent"
+	BatchSent batchResult = "sent"
 	// BatchBlocked: not sent, and may be sent later: its RUC was refused
 	// for longer than MaxWait (or at all, without Wait), or another send
 	// still holds it without an answer. Blocked has the refusal when there
 	// was one.
-	BatchBlocked BatchResult = "blocked"
+	BatchBlocked batchResult = "blocked"
 	// BatchSentElsewhere: another process's send took the document (it is
 	// sent, approved or rejected now); Document is it as read.
-	BatchSentElsewhere BatchResult = "sent_elsewhere"
+	BatchSentElsewhere batchResult = "sent_elsewhere"
 	// BatchFailed: tried without success: SIFEN did not queue its lot
 	// (Code), the request failed or had no answer (LotSend), or Send
 	// refused the lot with an error (Err).
-	BatchFailed BatchResult = "failed"
+	BatchFailed batchResult = "failed"
 )
 
 // DocResult is one document's result in a batch.
 type DocResult struct {
 	DocumentID int64
-	Result     BatchResult
+	Result     batchResult
 	// Code is SIFEN's last dCodRes about the document in this run (0300,
 	// or 0301 for a blocked document whose lot SIFEN did not queue),
 	// LotNumber its dProtConsLote once queued, Message what happened in
@@ -145,38 +168,31 @@ type DocResult struct {
 	Err error
 }
 
-// SendDocuments sends docs (drafts or documents in error; others, and a
-// document listed twice, are skipped without a result) to SIFEN through s, in lots, and returns one
-// result per document, in the order they were decided. It is the one
-// send path of balde: sifen-send and the web's "Send all drafts" call it.
+// SendDocuments sends docs (drafts or documents in error; a document
+// listed twice is taken once) to SIFEN through s, in lots, and returns one
+// result per document, in the order they were decided. It is balde's one
+// send path: sifen-send and the web's "Send all drafts" call it
+// (docs/decisions/0046).
 //
-//   - Lots: GroupLots (one env, RUC and type, at most MaxLotDEs); a lot
-//     whose message would exceed MaxLotMessageBytes is cut to the longest
-//     prefix that fits (FitLot), the rest forms the RUC's next lot.
-//   - RUCs are independent gates: each pass tries the next lot of every RUC
-//     whose wait is over, in the order of their first documents; a RUC that
-//     must wait never delays another. Only when every RUC with documents
-//     left must wait does the batch sleep, until the first is due.
-//   - Waiting is bounded per document (BatchConfig.MaxWait), over all its
-//     retries; without Wait, a refused lot is reported blocked at once.
-//   - A lot that lost a claim race (ErrNotSendable, ErrLotAlreadySent) is
-//     read again: documents still sendable are queued again; those another
-//     send holds (sending) are watched until it records its answer; only
-//     those another send really took (sent, approved, rejected) are
-//     BatchSentElsewhere.
-//   - A lot SIFEN answered 0301 is never sent again as it was (decision
-//     0046): with Wait, its documents go back to the front of their RUC's
-//     queue in two halves (one lot if it had one document), sent once the
-//     RUC's local block is over (within MaxWait); a document whose second
-//     lot draws 0301 too fails. Without Wait they fail, and a later batch
-//     that would build that very lot again (the documents' LotHash) sends
-//     it in two halves.
+//   - Lots: GroupLots; a lot whose message would be too big is cut to the
+//     longest prefix that fits, the rest forms the RUC's next lot.
+//   - RUCs are independent gates: a RUC that must wait never delays
+//     another; the batch sleeps only when every RUC left must wait, until
+//     the first is due. Each document waits at most MaxWait over all its
+//     retries; without Wait a refused lot is reported blocked at once.
+//   - A lot that lost a claim race is read again: documents still sendable
+//     are queued again, those another send holds are watched until it
+//     answers, those it took are BatchSentElsewhere.
+//   - A lot SIFEN answered 0301 is never sent again as it was: with Wait its
+//     documents go back in two halves, sent once the RUC's block is over (a
+//     second 0301 fails them); without Wait they fail, and a later batch
+//     that would build that lot again sends it in two halves.
 //
 // Each send completes whatever happens to ctx; between sends and during a
 // wait, ctx ending stops the batch: the documents without a result were
 // not processed (they keep their status). The error is a store failure
 // (throttle.ErrStoreUnavailable), which stops the batch too.
-func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
+func SendDocuments(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
 	b := newBatch(ctx, s, docs, cfg)
 	for b.pending() {
 		if ctx.Err() != nil {
@@ -211,49 +227,49 @@ func SendDocuments(ctx context.Context, s LotSender, docs []Document, cfg BatchC
 
 // batch is the state of one SendDocuments.
 type batch struct {
-	s       LotSender
+	s       lotSender
 	cfg     BatchConfig
 	gates   []*batchGate
 	docs    map[int64]*batchDoc
 	results []DocResult
 }
 
-// batchDoc is what a batch remembers of one document.
+// batchDoc is what a batch remembers of one document: the lots of it that
+// drew 0301, the claim races it lost while it stayed sendable, SIFEN's last
+// 0301 about it.
 type batchDoc struct {
-	notQueued int    // lots of it that drew 0301
-	races     int    // claim races lost while it stayed sendable
-	code, msg string // SIFEN's last 0301 about it
+	notQueued, races int
+	code, msg        string
 }
 
-// batchLot is a lot waiting to go.
+// batchLot is a lot waiting to go; its documents' waits count from start,
+// when it became its RUC's next (zero: not yet).
 type batchLot struct {
-	ids []int64
-	// start is when the lot became its RUC's next (zero: not yet): its
-	// documents' waits count from it.
+	ids    []int64
 	start  time.Time
 	tooBig int // documents of its group left out by size
 }
 
-// batchGate is one (env, RUC): its lots in order, and when it may go.
+// batchGate is one (env, RUC): its lots in order, not tried before readyAt
+// (the refusal's wait), and the documents another send holds, read again
+// at watchAt (watched since watchSince).
 type batchGate struct {
-	lots    []*batchLot
-	readyAt time.Time // the next lot is not tried before (the refusal's wait)
-	refusal *Blocked  // the refusal that set readyAt
-	// watch are documents another send holds, read again at watchAt;
-	// watchSince is when the first was seen.
+	lots                []*batchLot
+	readyAt             time.Time
+	refusal             *Blocked
 	watch               []int64
 	watchAt, watchSince time.Time
 }
 
-func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig) *batch {
+func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) *batch {
 	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultBatchMaxWait
+		cfg.MaxWait = defaultBatchMaxWait
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepTimer
+		cfg.Sleep = throttle.SleepContext
 	}
 	b := &batch{s: s, cfg: cfg, docs: make(map[int64]*batchDoc)}
 	type gateKey struct {
@@ -267,52 +283,38 @@ func newBatch(ctx context.Context, s LotSender, docs []Document, cfg BatchConfig
 			byID[d.ID] = d
 			unique = append(unique, d)
 		}
+		b.docs[d.ID] = &batchDoc{}
 	}
 	index := make(map[gateKey]*batchGate)
 	gate := func(d Document) *batchGate {
 		k := gateKey{d.Env, d.RUC.Number}
-		g, ok := index[k]
-		if !ok {
-			g = &batchGate{}
-			index[k] = g
-			b.gates = append(b.gates, g)
+		if index[k] == nil {
+			index[k] = &batchGate{}
+			b.gates = append(b.gates, index[k])
 		}
-		return g
+		return index[k]
 	}
 	for _, ids := range b.lots(ctx, unique) {
 		g := gate(byID[ids[0]])
 		g.lots = append(g.lots, &batchLot{ids: ids})
-		for _, id := range ids {
-			if b.docs[id] == nil {
-				b.docs[id] = &batchDoc{}
-			}
-		}
 	}
-	// A document that is not sendable as given (another send claimed it
-	// between its import and this batch) is never dropped: it is watched
-	// from the start like a document another send holds, so that it gets
-	// a result once that send answers (or the watch ends).
+	// A document another send claimed since it was read is watched from
+	// the start, so that it gets a result once that send answers.
 	for _, d := range unique {
-		if d.Status.Sendable() {
-			continue
-		}
-		g := gate(d)
-		if len(g.watch) == 0 {
-			g.watchSince, g.watchAt = b.now(), b.now()
-		}
-		g.watch = append(g.watch, d.ID)
-		if b.docs[d.ID] == nil {
-			b.docs[d.ID] = &batchDoc{}
+		if !d.Status.Sendable() {
+			g := gate(d)
+			if len(g.watch) == 0 {
+				g.watchSince, g.watchAt = b.now(), b.now()
+			}
+			g.watch = append(g.watch, d.ID)
 		}
 	}
 	return b
 }
 
 // lots groups docs (GroupLots), ordered by their first document. A lot
-// SIFEN answered 0301 is never built again as it was (decision 0046): when
-// a lot's documents are all in error after the same 0301 and would form
-// that very lot again (the same LotHash), it goes in two halves, and its
-// documents count that 0301.
+// SIFEN answered 0301 is never built again as it was (decision 0046): it
+// goes in two halves, and its documents count that 0301.
 func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
 	byID := make(map[int64]Document, len(docs))
 	for _, d := range docs {
@@ -337,11 +339,10 @@ func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
 	return lots
 }
 
-// drewNotQueued reports whether ids are the very lot that drew a 0301:
-// every document in error with ResponseCode 0301 and one LotHash, the
-// hash of the lot they make (read with their XML). When in doubt (a read
-// fails), it says yes: splitting costs one interval, a second 0301 a longer
-// block.
+// drewNotQueued reports whether ids are the very lot that drew a 0301 (all
+// in error after one 0301 with one LotHash, the hash of the lot they make).
+// In doubt (a read fails) it says yes: splitting costs one interval, a
+// second 0301 a longer block.
 func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]Document) bool {
 	hash := byID[ids[0]].LotHash
 	for _, id := range ids {
@@ -366,33 +367,15 @@ func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]D
 	return err != nil || packed.Hash == hash
 }
 
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 func (b *batch) now() time.Time { return b.cfg.Clock() }
 
-func (b *batch) emit(e Event) {
-	if b.cfg.Progress != nil {
-		b.cfg.Progress(e)
-	}
-}
+func (b *batch) emit(e Event) { b.cfg.emit(e) }
 
 func (b *batch) pending() bool {
-	for _, g := range b.gates {
-		if len(g.lots) > 0 || len(g.watch) > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(b.gates, (*batchGate).busy)
 }
+
+func (g *batchGate) busy() bool { return len(g.lots) > 0 || len(g.watch) > 0 }
 
 // next is when g has something to do: its next lot's readyAt, or watchAt.
 func (g *batchGate) next() time.Time {
@@ -406,9 +389,7 @@ func (g *batchGate) next() time.Time {
 	return at
 }
 
-func (g *batchGate) due(now time.Time) bool {
-	return (len(g.lots) > 0 || len(g.watch) > 0) && !now.Before(g.next())
-}
+func (g *batchGate) due(now time.Time) bool { return g.busy() && !now.Before(g.next()) }
 
 func (g *batchGate) headIDs() []int64 {
 	if len(g.lots) > 0 {
@@ -417,22 +398,18 @@ func (g *batchGate) headIDs() []int64 {
 	return g.watch
 }
 
-// soonest is the gate with something left that is due first.
+// soonest is the busy gate due first.
 func (b *batch) soonest() *batchGate {
 	var first *batchGate
 	for _, g := range b.gates {
-		if len(g.lots) == 0 && len(g.watch) == 0 {
-			continue
-		}
-		if first == nil || g.next().Before(first.next()) {
+		if g.busy() && (first == nil || g.next().Before(first.next())) {
 			first = g
 		}
 	}
 	return first
 }
 
-// step does g's due work: reads its watched documents again, then tries
-// its next lot.
+// step does g's due work: its watched documents, then its next lot.
 func (b *batch) step(ctx context.Context, g *batchGate) error {
 	if len(g.watch) > 0 && !b.now().Before(g.watchAt) {
 		if err := b.recheck(ctx, g); err != nil {
@@ -458,10 +435,9 @@ func (b *batch) report(ids []int64, r DocResult) {
 	}
 }
 
-// pop removes g's next lot; the one after it becomes the next.
+// pop removes g's next lot; pushFront queues lots before the next ones.
 func (g *batchGate) pop() { g.lots = g.lots[1:] }
 
-// pushFront queues lots before g's next ones.
 func (g *batchGate) pushFront(lots ...*batchLot) {
 	g.lots = append(slices.Clip(lots), g.lots...)
 }
@@ -478,17 +454,15 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	out, err := b.s.Send(context.WithoutCancel(ctx), lot.ids...)
 	switch {
 	case errors.Is(err, ErrLotTooBig) && len(lot.ids) > 1:
-		// Send refused it before taking anything: the longest prefix that
-		// fits goes first, the rest is the RUC's next lot.
+		// Refused before taking anything: the longest prefix that fits goes
+		// first, the rest is the RUC's next lot.
 		n, ferr := b.s.FitLot(ctx, lot.ids)
 		if ferr != nil {
 			b.report(lot.ids, DocResult{Result: BatchFailed, Message: ferr.Error(), Err: ferr})
 			g.pop()
 			return storeFailure(ferr)
 		}
-		if n <= 0 {
-			n = 1 // the first alone is too big: its own send says so
-		}
+		n = max(n, 1) // the first alone is too big: its own send says so
 		if n >= len(lot.ids) {
 			n = len(lot.ids) / 2 // FitLot and Send disagree: halves
 		}
@@ -506,7 +480,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	}
 
 	if out.Status == OutcomeBlocked {
-		bl := refusalOf(out)
+		bl := out.Blocked()
 		b.emit(Event{Kind: EventRefused, IDs: lot.ids, LotSend: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
 		if b.cfg.Wait && at.Add(bl.Wait).Sub(lot.start) <= b.cfg.MaxWait {
 			g.readyAt, g.refusal = bl.Until, bl
@@ -538,10 +512,9 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	return nil
 }
 
-// notQueued handles a lot SIFEN answered 0301 with waiting on: its
-// documents go back to the front of the RUC's queue, in two halves (never
-// the identical lot again), to be sent once the RUC's block is over; a
-// document whose lot drew 0301 for the second time in this run fails.
+// notQueued puts the documents of a lot SIFEN answered 0301 back at the
+// front of the RUC's queue, in two halves, sent once the RUC's block is
+// over; a document whose lot drew 0301 for the second time fails.
 func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 	var again []int64
 	for _, id := range lot.ids {
@@ -555,117 +528,91 @@ func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 		}
 		again = append(again, id)
 	}
-	switch {
-	case len(again) > 1:
-		h := len(again) / 2
+	if h := len(again) / 2; h > 0 {
 		g.pushFront(&batchLot{ids: again[:h], start: lot.start}, &batchLot{ids: again[h:], start: lot.start})
-	case len(again) == 1:
+	} else if len(again) == 1 {
 		g.pushFront(&batchLot{ids: again, start: lot.start})
 	}
 }
 
 // raced reads again the documents of a lot whose claim another send won
-// (or that changed since they were read): those still sendable are queued
-// again, those another send holds are watched, and only those another
-// send took are BatchSentElsewhere.
+// (reread) and watches those it holds.
 func (b *batch) raced(ctx context.Context, g *batchGate, lot *batchLot) error {
-	var again, held []int64
-	for _, id := range lot.ids {
-		d, err := b.s.Get(ctx, id)
-		if err != nil {
-			b.report([]int64{id}, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
-			if storeFailure(err) != nil {
-				return err
-			}
-			continue
-		}
-		switch {
-		case d.Status.Sendable():
-			if bd := b.docs[id]; bd.races < maxRaces {
-				bd.races++
-				again = append(again, id)
-				continue
-			}
-			b.report([]int64{id}, DocResult{Result: BatchFailed, Document: &d,
-				Message: fmt.Sprintf("document %d changed under %d sends in a row (imported again elsewhere?): not sent", id, maxRaces)})
-		case d.Status == StatusSending:
-			held = append(held, id)
-		default:
-			b.report([]int64{id}, b.elsewhere(d))
-		}
+	held, err := b.reread(ctx, g, lot.ids, lot.start, true)
+	if err != nil || len(held) == 0 {
+		return err
 	}
-	if len(again) > 0 {
-		g.pushFront(&batchLot{ids: again, start: lot.start})
+	now := b.now()
+	if len(g.watch) == 0 {
+		g.watchSince = now
 	}
-	if len(held) > 0 {
-		now := b.now()
-		if len(g.watch) == 0 {
-			g.watchSince = now
-		}
-		g.watch = append(g.watch, held...)
-		if !b.cfg.Wait {
-			return b.recheck(ctx, g)
-		}
-		g.watchAt = now.Add(batchWatchEvery)
+	g.watch = append(g.watch, held...)
+	if !b.cfg.Wait {
+		return b.recheck(ctx, g)
 	}
+	g.watchAt = now.Add(batchWatchEvery)
 	return nil
 }
 
-// recheck reads g's watched documents again: a send that took them has
-// recorded its answer (sent elsewhere), given them back (sendable: queued
-// again), or still holds them — watched on, or blocked once the watch has
-// lasted MaxWait (at once without Wait).
+// recheck reads g's watched documents again (reread); those another send
+// still holds are watched on, or blocked once the watch has lasted MaxWait
+// (at once without Wait).
 func (b *batch) recheck(ctx context.Context, g *batchGate) error {
 	now := b.now()
-	var again, held []int64
-	for _, id := range g.watch {
+	watch := g.watch
+	g.watch = nil
+	held, err := b.reread(ctx, g, watch, g.watchSince, false)
+	if err != nil || len(held) == 0 {
+		return err
+	}
+	if !b.cfg.Wait || now.Add(batchWatchEvery).Sub(g.watchSince) > b.cfg.MaxWait {
+		b.report(held, DocResult{Result: BatchBlocked, Wait: now.Sub(g.watchSince),
+			Message: "being sent by another process, without an answer yet; a run after it answers (or after Resolve) sends it if it is still unsent"})
+		return nil
+	}
+	g.watch, g.watchAt = held, now.Add(batchWatchEvery)
+	return nil
+}
+
+// reread reads ids again: a document still sendable is queued again (after
+// a lost claim race, raced, at most maxRaces times: someone imports it
+// again each time), one another send holds is returned to be watched, one
+// another send took is BatchSentElsewhere. A store failure stops it.
+func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start time.Time, raced bool) (held []int64, err error) {
+	var again []int64
+	for _, id := range ids {
 		d, err := b.s.Get(ctx, id)
 		if err != nil {
 			b.report([]int64{id}, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
 			if storeFailure(err) != nil {
-				g.watch = nil
-				return err
+				return nil, err
 			}
 			continue
 		}
-		switch {
+		switch bd := b.docs[id]; {
+		case d.Status.Sendable() && raced && bd.races >= maxRaces:
+			b.report([]int64{id}, DocResult{Result: BatchFailed, Document: &d,
+				Message: fmt.Sprintf("document %d changed under %d sends in a row (imported again elsewhere?): not sent", id, maxRaces)})
 		case d.Status.Sendable():
+			if raced {
+				bd.races++
+			}
 			again = append(again, id)
 		case d.Status == StatusSending:
 			held = append(held, id)
 		default:
-			b.report([]int64{id}, b.elsewhere(d))
-		}
-	}
-	g.watch = nil
-	if len(again) > 0 {
-		g.pushFront(&batchLot{ids: again, start: g.watchSince})
-	}
-	if len(held) > 0 {
-		if !b.cfg.Wait || now.Add(batchWatchEvery).Sub(g.watchSince) > b.cfg.MaxWait {
-			for _, id := range held {
-				d := DocResult{Result: BatchBlocked, Wait: now.Sub(g.watchSince),
-					Message: "being sent by another process, without an answer yet; a run after it answers (or after Resolve) sends it if it is still unsent"}
-				b.report([]int64{id}, d)
+			msg := fmt.Sprintf("sent by another process: document %d is %s", d.ID, d.Status)
+			if d.LotNumber != "" {
+				msg += " (lot " + d.LotNumber + ")"
 			}
-			return nil
+			b.report([]int64{id}, DocResult{Result: BatchSentElsewhere, Code: d.ResponseCode, LotNumber: d.LotNumber, Message: msg, Document: &d})
 		}
-		g.watch, g.watchAt = held, now.Add(batchWatchEvery)
 	}
-	return nil
-}
-
-// elsewhere is the result of a document another send took.
-func (b *batch) elsewhere(d Document) DocResult {
-	msg := fmt.Sprintf("sent by another process: document %d is %s", d.ID, d.Status)
-	if d.LotNumber != "" {
-		msg += " (lot " + d.LotNumber + ")"
+	if len(again) > 0 {
+		g.pushFront(&batchLot{ids: again, start: start})
 	}
-	return DocResult{Result: BatchSentElsewhere, Code: d.ResponseCode, LotNumber: d.LotNumber, Message: msg, Document: &d}
+	return held, nil
 }
-
-// refusalOf is the refusal of a blocked send as a wait.
-func refusalOf(out LotSend) *Blocked { return out.Blocked() }
 
 // storeFailure returns err when it is a store failure (the batch stops),
 // nil otherwise.

@@ -9,8 +9,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Follower is what FollowDocuments needs: *Sender is one.
-type Follower interface {
+// follower is what FollowDocuments needs: *Sender is one.
+type follower interface {
 	// List returns documents matching a Filter (Sender.List).
 	List(ctx context.Context, f Filter) ([]Document, error)
 	// Poll queries every lot with documents still sent (Sender.Poll).
@@ -19,34 +19,7 @@ type Follower interface {
 	Get(ctx context.Context, id int64) (Document, error)
 }
 
-var _ Follower = (*Sender)(nil)
-
-// FollowConfig configures FollowDocuments.
-type FollowConfig struct {
-	// Sleep waits d, or less when ctx ends (it then returns an error);
-	// default a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Progress, when set, is told each event: a wait about to start
-	// (EventWaiting, with Wait and IDs the documents still pending), a
-	// document's final result (EventResult, Result.Document set), a failed
-	// query of lots that does not stop the follow (EventPollFailed, Err).
-	Progress func(FollowEvent)
-}
-
-// FollowEvent is one step of FollowDocuments.
-type FollowEvent struct {
-	Kind EventKind
-	IDs  []int64
-	Wait time.Duration
-	// Document is a document that got SIFEN's result (EventResult).
-	Document *Document
-	// Err is a failed query of lots (EventPollFailed).
-	Err error
-}
-
-// EventPollFailed: querying the lots failed for a reason other than the
-// store; the follow goes on (FollowEvent.Err says why).
-const EventPollFailed EventKind = "poll_failed"
+var _ follower = (*Sender)(nil)
 
 // followIdle is the wait between two queries when no lot names its own.
 const followIdle = time.Second
@@ -54,21 +27,20 @@ const followIdle = time.Second
 // FollowDocuments fetches SIFEN's results until every document of ids that
 // is sent, and every document of the database still sent when it starts
 // (earlier runs', another process's), has its result (approved or
-// rejected): it queries the lots (Follower.Poll, each lot as
+// rejected): it queries the lots (follower.Poll, each lot as
 // its schedule says it is due), tells each result, and sleeps until the
 // first lot may be queried again. It returns the documents still pending
 // and nil once none is, or ctx's error when ctx ends first (the documents
 // keep their status: serve's poller, or a later follow, goes on), or a
-// store failure.
-func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowConfig) ([]int64, error) {
+// store failure. Of cfg it uses Sleep and Progress: a wait about to start
+// (EventWaiting, with Wait and IDs the documents still pending), a
+// document's final result (EventResult, with Document), a failed query of
+// lots that does not stop the follow (EventPollFailed, with Err).
+func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConfig) ([]int64, error) {
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepTimer
+		cfg.Sleep = throttle.SleepContext
 	}
-	emit := func(e FollowEvent) {
-		if cfg.Progress != nil {
-			cfg.Progress(e)
-		}
-	}
+	emit := cfg.emit
 	pending := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		pending[id] = true
@@ -98,7 +70,7 @@ func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowCon
 			return keys(pending), err
 		}
 		if err != nil {
-			emit(FollowEvent{Kind: EventPollFailed, Err: err})
+			emit(Event{Kind: EventPollFailed, Err: err})
 		}
 		for _, id := range keys(pending) {
 			d, err := f.Get(ctx, id)
@@ -112,7 +84,7 @@ func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowCon
 				continue
 			}
 			delete(pending, id)
-			emit(FollowEvent{Kind: EventResult, IDs: []int64{id}, Document: &d})
+			emit(Event{Kind: EventResult, IDs: []int64{id}, Document: &d})
 		}
 		if len(pending) == 0 {
 			return nil, nil
@@ -128,7 +100,7 @@ func FollowDocuments(ctx context.Context, f Follower, ids []int64, cfg FollowCon
 			wait = followIdle
 		}
 		left := keys(pending)
-		emit(FollowEvent{Kind: EventWaiting, IDs: left, Wait: wait})
+		emit(Event{Kind: EventWaiting, IDs: left, Wait: wait})
 		if err := cfg.Sleep(ctx, wait); err != nil {
 			return left, err
 		}

@@ -329,8 +329,8 @@ func TestFollowDocuments(t *testing.T) {
 
 	var slept []time.Duration
 	var got []int64
-	left, err := sifen.FollowDocuments(ctx, w.sender, nil, sifen.FollowConfig{Sleep: w.sleepOn(&slept),
-		Progress: func(e sifen.FollowEvent) {
+	left, err := sifen.FollowDocuments(ctx, w.sender, nil, sifen.BatchConfig{Sleep: w.sleepOn(&slept),
+		Progress: func(e sifen.Event) {
 			if e.Kind == sifen.EventResult {
 				require.Equal(t, sifen.StatusApproved, e.Document.Status)
 				got = append(got, e.Document.ID)

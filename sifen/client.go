@@ -1,7 +1,6 @@
 package sifen
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -9,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -28,8 +26,8 @@ const (
 	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
 	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
 
-	// DefaultTimeout bounds one request to SIFEN.
-	DefaultTimeout = 60 * time.Second
+	// defaultTimeout bounds one request to SIFEN.
+	defaultTimeout = 60 * time.Second
 	// maxResponseBytes bounds what the client reads of an answer.
 	maxResponseBytes = 8 << 20
 )
@@ -52,7 +50,7 @@ type ClientConfig struct {
 	// mutual TLS; CAFile is a PEM bundle of the roots to trust (default:
 	// the system's).
 	CertFile, KeyFile, CAFile string
-	// Timeout bounds one request; default DefaultTimeout.
+	// Timeout bounds one request; default defaultTimeout.
 	Timeout time.Duration
 	// HTTPClient, when set, is used as is and the TLS fields are ignored.
 	HTTPClient *http.Client
@@ -72,7 +70,7 @@ type Client struct {
 // its claim leaves its documents in "sending" until Resolve.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = defaultTimeout
 	}
 	if cfg.TestURL == "" {
 		cfg.TestURL = TestURL
@@ -148,7 +146,7 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 }
 
 // URL returns the endpoint of a service path in env.
-func (c *Client) URL(env Env, path string) string {
+func (c *Client) url(env Env, path string) string {
 	base := c.cfg.TestURL
 	if env == EnvProd {
 		base = c.cfg.ProdURL
@@ -175,7 +173,7 @@ func newRequestID() string {
 // rRetEnviDe, on HTTP 200 or 400 (e.g. 0160 "XML Mal Formado") — that
 // refusal's code and message: a definitive answer that nothing was queued.
 // Errors: *RemoteError (ErrRemote) for another HTTP error or a SOAP fault;
-// a transport error (wrapped) when no answer came; see NotSent.
+// a transport error (wrapped) when no answer came; see notSent.
 func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error) {
 	req := EnvioLote{ID: c.idSeq(), XDE: base64.StdEncoding.EncodeToString(zip)}
 	resp, err := call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
@@ -188,7 +186,7 @@ func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioL
 
 // ConsultaLote asks for the result of a lot (siResultLoteDE).
 func (c *Client) ConsultaLote(ctx context.Context, env Env, lotNumber string) (ConsultaLoteResponse, error) {
-	if err := ValidateLotNumber(lotNumber); err != nil {
+	if err := validateLotNumber(lotNumber); err != nil {
 		return ConsultaLoteResponse{}, err
 	}
 	req := ConsultaLote{ID: c.idSeq(), LotNumber: lotNumber}
@@ -212,31 +210,21 @@ func call[T any](ctx context.Context, c *Client, env Env, service, path string, 
 	if err != nil {
 		return zero, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(payload))
+	status, _, data, err := c.post(ctx, env, service, path, SOAPContentType, payload)
 	if err != nil {
-		return zero, fmt.Errorf("sifen: %s: %w", service, err)
-	}
-	req.Header.Set("Content-Type", SOAPContentType)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return zero, fmt.Errorf("sifen: %s: %w", service, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return zero, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
+		return zero, err
 	}
 	out, fault, err := UnmarshalSOAP[T](data)
 	var refused *RemoteError
 	switch {
 	case fault != nil:
-		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Fault: fault.String(), FaultCode: fault.Code}
+		return zero, &RemoteError{Service: service, StatusCode: status, Fault: fault.String(), FaultCode: fault.Code}
 	case errors.As(err, &refused):
 		// rRetEnviDe, on HTTP 200 or 400 alike: SIFEN's own refusal.
-		refused.Service, refused.StatusCode = service, resp.StatusCode
+		refused.Service, refused.StatusCode = service, status
 		return zero, refused
-	case err != nil || resp.StatusCode != http.StatusOK:
-		return zero, &RemoteError{Service: service, StatusCode: resp.StatusCode, Body: snippet(data)}
+	case err != nil || status != http.StatusOK:
+		return zero, &RemoteError{Service: service, StatusCode: status, Body: snippet(data)}
 	}
 	return *out, nil
 }
@@ -249,12 +237,12 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// NotSent reports whether err, from a Client call, proves SIFEN did not
+// notSent reports whether err, from a Client call, proves SIFEN did not
 // take the request: the connection could not be made (nothing was
 // written), or SIFEN answered that it refused it (rRetEnviDe, an env:Sender
 // fault, a 4xx; see refusedUnprocessed). Any other failure — no answer, an
 // env:Receiver fault, a 5xx — may have happened after SIFEN got it.
-func NotSent(err error) bool {
+func notSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
@@ -271,24 +259,18 @@ func NotSent(err error) bool {
 }
 
 // refusedUnprocessed reports whether an answer that is not a result proves
-// SIFEN did not process the request (docs/decisions/0055). SIFEN's own
-// refusal (rRetEnviDe) does. A SOAP 1.2 fault does when its code blames the
-// message (env:Sender: "should not be resent without change";
-// VersionMismatch, MustUnderstand, DataEncodingUnknown: it was not
-// understood), not when it is env:Receiver: a failure while processing,
-// after which the request may have had its effect (an upstream node may
-// have queued the lot), so the lot may have been received. Without a
-// fault, a 4xx means the request was not taken; a 5xx may come from a
-// proxy after the fact.
+// SIFEN did not process the request (docs/decisions/0055): its own refusal
+// (rRetEnviDe), a SOAP fault blaming the message (not env:Receiver, after
+// which the lot may have been queued), or, without a fault, a 4xx.
 func refusedUnprocessed(re *RemoteError) bool {
 	if re.Code != "" {
 		return true
 	}
 	if re.Fault != "" {
 		switch faultKind(re.FaultCode) {
-		case FaultSender, FaultVersionMismatch, FaultMustUnderstand, FaultDataEncodingUnknown:
+		case faultSender, faultVersionMismatch, faultMustUnderstand, faultDataEncodingUnknown:
 			return true
-		case FaultReceiver:
+		case faultReceiver:
 			return false
 		}
 	}

@@ -47,7 +47,7 @@ type Document struct {
 	// Claim is the token of the send holding the document while it is
 	// sending ("" otherwise).
 	Claim string
-	// LotHash is the identity of the lot of the last send (Packed.Hash).
+	// LotHash is the identity of the lot of the last send (packedLot.Hash).
 	LotHash string
 	// LotNumber is SIFEN's number of that lot (dProtConsLote), once queued.
 	LotNumber string
@@ -81,15 +81,15 @@ type Filter struct {
 // Reimportable reports whether a DE may be imported under the CDC of the
 // stored document d (which must carry its XML): when d is in draft or
 // error (never sent, or known not to be at SIFEN) and de is the same XML,
-// or other XML and mode is ImportReplace; or when SIFEN rejected d and de
+// or other XML and replace is set; or when SIFEN rejected d and de
 // is a corrected version (its XML differs). A document being sent, sent
 // without a final result, approved, or rejected with the same XML keeps
 // its CDC, whatever the mode.
-func Reimportable(d Document, de DE, mode ImportMode) bool {
+func Reimportable(d Document, de DE, replace bool) bool {
 	same := string(d.XML) == string(de.XML)
 	switch {
 	case d.Status.Sendable():
-		return same || mode == ImportReplace
+		return same || replace
 	case d.Status == StatusRejected:
 		return !same
 	}
@@ -97,10 +97,10 @@ func Reimportable(d Document, de DE, mode ImportMode) bool {
 }
 
 // GroupLots splits documents into lots SIFEN accepts by count and kind:
-// one environment, one RUC and one DE type per lot, at most MaxLotDEs
+// one environment, one RUC and one DE type per lot, at most maxLotDEs
 // each, in id order within a lot, lots ordered by their first document.
 // Documents that are not sendable are left out. A lot of very large DEs may
-// still exceed MaxLotMessageBytes (Send says ErrLotTooBig): SendDocuments
+// still exceed maxLotMessageBytes (Send says ErrLotTooBig): SendDocuments
 // then sends its longest prefix that fits (FitLot) and the rest after.
 func GroupLots(docs []Document) [][]int64 {
 	type kind struct {
@@ -118,7 +118,7 @@ func GroupLots(docs []Document) [][]int64 {
 		}
 		k := kind{d.Env, d.RUC.Number, d.Type}
 		i, ok := open[k]
-		if !ok || len(lots[i]) == MaxLotDEs {
+		if !ok || len(lots[i]) == maxLotDEs {
 			lots = append(lots, nil)
 			i = len(lots) - 1
 			open[k] = i
@@ -128,15 +128,15 @@ func GroupLots(docs []Document) [][]int64 {
 	return lots
 }
 
-// FitLot returns how many of docs, from the first, fit in one lot: the
+// fitLot returns how many of docs, from the first, fit in one lot: the
 // longest prefix whose siRecepLoteDE message (the lot zipped, in base64,
-// in its envelope) is at most MaxLotMessageBytes; 0 when the first alone
+// in its envelope) is at most maxLotMessageBytes; 0 when the first alone
 // is too big. docs must carry their XML (Sender.FitLot reads them). It bisects on the
 // prefix length, a longer prefix never zipping smaller. It checks the size
 // only: Send still applies every lot rule.
 //
 // Errors: the errors of ParseLote for a stored XML that no longer parses.
-func FitLot(docs []Document) (int, error) {
+func fitLot(docs []Document) (int, error) {
 	des := make([]DE, len(docs))
 	for i, d := range docs {
 		de, err := storedDE(d)

@@ -37,7 +37,7 @@ var (
 
 	// ErrLotEmpty: a lot without DEs.
 	ErrLotEmpty = errors.New("sifen: lot has no DE")
-	// ErrLotTooManyDEs: more than MaxLotDEs DEs in one lot.
+	// ErrLotTooManyDEs: more than maxLotDEs DEs in one lot.
 	ErrLotTooManyDEs = errors.New("sifen: lot has more than 50 DEs")
 	// ErrLotMixedTypes: DEs of different types (iTiDE) in one lot.
 	ErrLotMixedTypes = errors.New("sifen: lot mixes DE types")
@@ -48,7 +48,7 @@ var (
 	// ErrLotDuplicateCDC: the same CDC twice in one lot.
 	ErrLotDuplicateCDC = errors.New("sifen: lot repeats a CDC")
 	// ErrLotTooBig: the siRecepLoteDE message carrying the lot would exceed
-	// MaxLotMessageBytes.
+	// maxLotMessageBytes.
 	ErrLotTooBig = errors.New("sifen: lot message larger than 1000 KB (1,000,000 bytes)")
 	// ErrLotAlreadySent: this exact lot already reached SIFEN (or may have:
 	// its send has no final result yet). SIFEN blocks a RUC that resends a lot.
@@ -100,7 +100,7 @@ func (e *RemoteError) Error() string {
 	switch {
 	case e.Code != "":
 		return fmt.Sprintf("sifen: %s: HTTP %d: SIFEN refused the request: %s", e.Service, e.StatusCode, strings.TrimSpace(e.Code+" "+e.Message))
-	case faultKind(e.FaultCode) == FaultReceiver:
+	case faultKind(e.FaultCode) == faultReceiver:
 		return fmt.Sprintf("sifen: %s: HTTP %d: SOAP fault: %s (a failure on SIFEN's side: the request may have been processed)", e.Service, e.StatusCode, e.Fault)
 	case e.Fault != "":
 		return fmt.Sprintf("sifen: %s: HTTP %d: SOAP fault: %s", e.Service, e.StatusCode, e.Fault)
@@ -113,7 +113,7 @@ func (e *RemoteError) Unwrap() error { return ErrRemote }
 
 // CDCError is Import's refusal of a DE whose CDC a stored document already
 // holds: the document is a draft or an error with other content (Import
-// without ImportReplace), is being sent, was sent and has no final result
+// without Sender.ImportReplacing), is being sent, was sent and has no final result
 // yet, was approved, or was rejected and the DE has the same XML (SIFEN
 // would reject it again; a corrected DE keeps its CDC and is imported).
 type CDCError struct {
@@ -147,11 +147,11 @@ func (e *CDCError) Error() string {
 }
 
 // SendInProgress reports whether the document is being sent now: it is in
-// sending, claimed less than DefaultInFlightFor before the refusal (the
+// sending, claimed less than defaultInFlightFor before the refusal (the
 // longest a send's request lasts). An older claim is a send left without
 // answer, which Sender.Resolve settles.
 func (e *CDCError) SendInProgress() bool {
-	return e.Document.Status == StatusSending && !e.Now.IsZero() && e.Now.Sub(e.Document.ClaimedAt) < DefaultInFlightFor
+	return e.Document.Status == StatusSending && !e.Now.IsZero() && e.Now.Sub(e.Document.ClaimedAt) < defaultInFlightFor
 }
 
 func article(s Status) string {

@@ -44,7 +44,7 @@ func ExampleSender_Send() {
 	defer store.Close()
 	policies, _ := sifen.NewResolver(sifen.PolicyConfig{Interval: 10 * time.Second})
 	limiter, _ := throttle.NewLimiter(store, policies, throttle.Config{Clock: clock.Now, Logger: quiet})
-	sender, _ := sifen.NewSender(sifensql.New(store), client, limiter, sifen.SenderConfig{Clock: clock.Now, Logger: quiet})
+	sender, _ := sifen.NewSender(sifensql.New(store), client, limiter, sifen.SenderConfig{Clock: clock.Now, Logger: quiet, Resolver: policies})
 
 	docs, _ := sender.Import(ctx, sifentest.Lote(sifentest.Docs("80069563", 1, 2)...), sifen.EnvTest)
 	out, _ := sender.Send(ctx, docs[0].ID)

@@ -3,3 +3,49 @@ package sifen
 // CheckMessageBytes exposes checkMessageBytes to the tests of the size
 // boundary, which no ZIP length reaches exactly (base64 grows by 4).
 var CheckMessageBytes = checkMessageBytes
+
+const DefaultInFlightFor = defaultInFlightFor
+
+type EventKind = eventKind
+
+type FileError = fileError
+
+type LotSender = lotSender
+
+const MaxFileSize = maxFileSize
+
+const MaxLotDEs = maxLotDEs
+
+const MaxLotMessageBytes = maxLotMessageBytes
+
+var MessageSize = messageSize
+
+var NotSent = notSent
+
+var ParseLoteContext = parseLoteContext
+
+var ReadResult = readResult
+
+var ValidateCDC = validateCDC
+
+const VerdictUnknown = verdictUnknown
+
+const VerdictApproved = verdictApproved
+
+const VerdictApprovedWithObs = verdictApprovedWithObs
+
+const VerdictRejected = verdictRejected
+
+type Verdict = verdict
+
+func (c *Client) URL(env Env, path string) string { return c.url(env, path) }
+
+func (l Lote) Validate() error { return l.validate() }
+
+func (l Lote) XML() []byte { return l.document() }
+
+func (r RUC) Validate() error { return r.validate() }
+
+func (r DEResult) Verdict() Verdict { return r.verdict() }
+
+var ImportFilesWith = importFiles

@@ -12,9 +12,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// MaxFileSize bounds one DE or lot file read by ReadFiles: 8 MB, as the web
+// maxFileSize bounds one DE or lot file read by ReadFiles: 8 MB, as the web
 // upload (room for 50 large DEs; a lot is at most 1000 KB once compressed).
-const MaxFileSize = 8 << 20
+const maxFileSize = 8 << 20
 
 // XMLFiles expands paths as a batch command takes them: a file is taken as
 // is, a directory gives its *.xml files (not recursively, any case of the
@@ -63,14 +63,14 @@ type FileDE struct {
 	// DE is the parsed DE; it is zero when the file could not be read or
 	// parsed (Err says why).
 	DE DE
-	// Err is nil when the DE can be imported, else a *FileError: the file
+	// Err is nil when the DE can be imported, else a *fileError: the file
 	// is unreadable, too large or malformed, or the DE is unfit for the
 	// environment (ErrUnfit) or repeats a CDC of an earlier DE.
 	Err error
 }
 
-// FileError says why a file, or one DE of it, cannot be imported.
-type FileError struct {
+// fileError says why a file, or one DE of it, cannot be imported.
+type fileError struct {
 	File string
 	CDC  string // empty when the whole file is refused
 	// AlsoIn is the earlier file holding the same CDC, when that is the
@@ -79,7 +79,7 @@ type FileError struct {
 	Err    error
 }
 
-func (e *FileError) Error() string {
+func (e *fileError) Error() string {
 	switch {
 	case e.AlsoIn != "":
 		return fmt.Sprintf("%s: CDC %s is also in %s", e.File, e.CDC, e.AlsoIn)
@@ -90,28 +90,28 @@ func (e *FileError) Error() string {
 }
 
 // Unwrap returns the reason (nil for a repeated CDC).
-func (e *FileError) Unwrap() error { return e.Err }
+func (e *fileError) Unwrap() error { return e.Err }
 
-// ReadFiles reads every file (each at most MaxFileSize bytes) and returns
+// ReadFiles reads every file (each at most maxFileSize bytes) and returns
 // its DEs in order, one FileDE per DE, or one per file that gave none. It
 // stores and sends nothing, so a caller can refuse the whole input when any
 // FileDE has an Err: bad counts them. An unsigned DE is fit only when
-// allowUnsigned and env is EnvTest (CheckFit).
+// allowUnsigned and env is EnvTest (checkFit).
 func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool) (des []FileDE, bad int) {
 	where := make(map[string]string) // CDC → file
 	for _, f := range files {
 		lot, err := readLotFile(ctx, f)
 		if err != nil {
-			des = append(des, FileDE{File: f, Err: &FileError{File: f, Err: err}})
+			des = append(des, FileDE{File: f, Err: &fileError{File: f, Err: err}})
 			bad++
 			continue
 		}
 		for _, de := range lot.DEs {
 			fd := FileDE{File: f, DE: de}
 			if prev, ok := where[de.CDC]; ok {
-				fd.Err = &FileError{File: f, CDC: de.CDC, AlsoIn: prev}
-			} else if err := CheckFit(env, de, allowUnsigned); err != nil {
-				fd.Err = &FileError{File: f, CDC: de.CDC, Err: err}
+				fd.Err = &fileError{File: f, CDC: de.CDC, AlsoIn: prev}
+			} else if err := checkFit(env, de, allowUnsigned); err != nil {
+				fd.Err = &fileError{File: f, CDC: de.CDC, Err: err}
 			} else {
 				where[de.CDC] = f
 			}
@@ -124,7 +124,7 @@ func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool)
 	return des, bad
 }
 
-// readLotFile reads and parses one file of at most MaxFileSize bytes: a
+// readLotFile reads and parses one file of at most maxFileSize bytes: a
 // larger one is an error, read no further.
 func readLotFile(ctx context.Context, name string) (Lote, error) {
 	f, err := os.Open(name)
@@ -132,30 +132,14 @@ func readLotFile(ctx context.Context, name string) (Lote, error) {
 		return Lote{}, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return Lote{}, err
 	}
-	if len(data) > MaxFileSize {
-		return Lote{}, fmt.Errorf("larger than %d MB (the most one file may hold, as in the web upload)", MaxFileSize>>20)
+	if len(data) > maxFileSize {
+		return Lote{}, fmt.Errorf("larger than %d MB (the most one file may hold, as in the web upload)", maxFileSize>>20)
 	}
-	return ParseLoteContext(ctx, data)
-}
-
-// Importer stores DEs as drafts; *Sender is one.
-type Importer interface {
-	Import(ctx context.Context, data []byte, env Env) ([]Document, error)
-}
-
-var _ Importer = (*Sender)(nil)
-
-// ImportFunc is a function that imports as Importer does, such as
-// (*Sender).ImportReplacing.
-type ImportFunc func(ctx context.Context, data []byte, env Env) ([]Document, error)
-
-// Import calls f.
-func (f ImportFunc) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
-	return f(ctx, data, env)
+	return parseLoteContext(ctx, data)
 }
 
 // Imported is what ImportFiles did with one DE.
@@ -173,12 +157,20 @@ type Imported struct {
 }
 
 // ImportFiles imports each DE of des (as ReadFiles returns them, none with
-// an Err) as a draft of env, on its own: a DE whose CDC another document
-// holds is reported without refusing the rest of its file. It returns one
-// Imported per DE handled, in order. It stops early, returning what it did
-// so far, when ctx ends (with ctx.Err()) or the store fails (with the error,
-// which wraps throttle.ErrStoreUnavailable).
-func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Imported, error) {
+// an Err) as a draft of env, on its own (ImportReplacing when replace): a DE
+// whose CDC another document holds is reported without refusing the rest of
+// its file. It returns one Imported per DE handled, in order. It stops
+// early, returning what it did so far, when ctx ends (with ctx.Err()) or
+// the store fails (with the error, which wraps throttle.ErrStoreUnavailable).
+func (s *Sender) ImportFiles(ctx context.Context, des []FileDE, env Env, replace bool) ([]Imported, error) {
+	imp := s.Import
+	if replace {
+		imp = s.ImportReplacing
+	}
+	return importFiles(ctx, imp, des, env)
+}
+
+func importFiles(ctx context.Context, imp func(context.Context, []byte, Env) ([]Document, error), des []FileDE, env Env) ([]Imported, error) {
 	out := make([]Imported, 0, len(des))
 	for _, fd := range des {
 		if err := ctx.Err(); err != nil {
@@ -187,7 +179,7 @@ func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Im
 		if fd.Err != nil {
 			return out, fmt.Errorf("sifen: import %s: %w", fd.File, fd.Err)
 		}
-		docs, err := imp.Import(ctx, fd.DE.XML, env)
+		docs, err := imp(ctx, fd.DE.XML, env)
 		var held *CDCError
 		switch {
 		case err == nil:
@@ -201,4 +193,40 @@ func ImportFiles(ctx context.Context, imp Importer, des []FileDE, env Env) ([]Im
 		}
 	}
 	return out, nil
+}
+
+// SendFiles sends DE files in one call, as `balde sifen-send` does: it
+// settles what a crashed send left in "sending" (Resolve: an EventResolved
+// per document settled; a failure other than the store's is an
+// EventResolveFailed and the run goes on), imports each DE of des (as
+// ReadFiles returns them, none with an Err) on its own with ImportFiles
+// (ImportReplacing with cfg.Replace), telling an EventImported per DE in
+// order, then sends the drafts with SendDocuments. It returns the imports
+// and the sends' results; the error is a store failure, or ctx's when it
+// ends during the imports (the sends stop at ctx without one, as
+// SendDocuments does).
+func (s *Sender) SendFiles(ctx context.Context, des []FileDE, env Env, cfg BatchConfig) ([]Imported, []DocResult, error) {
+	resolved, err := s.Resolve(ctx)
+	for i := range resolved {
+		cfg.emit(Event{Kind: EventResolved, Resolved: &resolved[i]})
+	}
+	if errors.Is(err, throttle.ErrStoreUnavailable) {
+		return nil, nil, err
+	}
+	if err != nil {
+		cfg.emit(Event{Kind: EventResolveFailed, Err: err})
+	}
+	imported, err := s.ImportFiles(ctx, des, env, cfg.Replace)
+	var drafts []Document
+	for i, im := range imported {
+		cfg.emit(Event{Kind: EventImported, Imported: &imported[i]})
+		if im.Err == nil {
+			drafts = append(drafts, im.Document)
+		}
+	}
+	if err != nil {
+		return imported, nil, err
+	}
+	results, err := SendDocuments(ctx, s, drafts, cfg)
+	return imported, results, err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -106,18 +107,15 @@ func TestReadFiles(t *testing.T) {
 	}
 }
 
-// failingImporter stands for a store that fails after n imports.
-type failingImporter struct {
-	sifen.Importer
-	n int
-}
-
-func (f *failingImporter) Import(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error) {
-	if f.n == 0 {
-		return nil, throttle.ErrStoreUnavailable
+// failingImport stands for a store that fails after n imports.
+func failingImport(s *sifen.Sender, n int) func(context.Context, []byte, sifen.Env) ([]sifen.Document, error) {
+	return func(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error) {
+		if n == 0 {
+			return nil, throttle.ErrStoreUnavailable
+		}
+		n--
+		return s.Import(ctx, data, env)
 	}
-	f.n--
-	return f.Importer.Import(ctx, data, env)
 }
 
 func TestImportFiles(t *testing.T) {
@@ -129,7 +127,7 @@ func TestImportFiles(t *testing.T) {
 	require.Zero(t, bad)
 
 	// First run: both DEs become drafts.
-	got, err := sifen.ImportFiles(ctx, w.sender, des, sifen.EnvTest)
+	got, err := w.sender.ImportFiles(ctx, des, sifen.EnvTest, false)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	for i, im := range got {
@@ -144,7 +142,7 @@ func TestImportFiles(t *testing.T) {
 	out, err := w.sender.Send(ctx, got[0].Document.ID)
 	require.NoError(t, err)
 	require.Equal(t, sifen.OutcomeSent, out.Status)
-	again, err := sifen.ImportFiles(ctx, w.sender, des, sifen.EnvTest)
+	again, err := w.sender.ImportFiles(ctx, des, sifen.EnvTest, false)
 	require.NoError(t, err)
 	require.Len(t, again, 2)
 	var held *sifen.CDCError
@@ -160,11 +158,11 @@ func TestImportFiles(t *testing.T) {
 	changed.Filler = 10
 	other, bad := sifen.ReadFiles(ctx, []string{writeXML(t, dir, "changed.xml", changed.File())}, sifen.EnvTest, false)
 	require.Zero(t, bad)
-	refused, err := sifen.ImportFiles(ctx, w.sender, other, sifen.EnvTest)
+	refused, err := w.sender.ImportFiles(ctx, other, sifen.EnvTest, false)
 	require.NoError(t, err)
 	require.ErrorAs(t, refused[0].Err, &held)
 	require.Equal(t, sifen.StatusDraft, refused[0].Document.Status)
-	replaced, err := sifen.ImportFiles(ctx, sifen.ImportFunc(w.sender.ImportReplacing), other, sifen.EnvTest)
+	replaced, err := w.sender.ImportFiles(ctx, other, sifen.EnvTest, true)
 	require.NoError(t, err)
 	require.NoError(t, replaced[0].Err)
 	require.Equal(t, got[1].Document.ID, replaced[0].Document.ID)
@@ -172,7 +170,7 @@ func TestImportFiles(t *testing.T) {
 	// The store fails on the second DE: the first is reported, the error
 	// stops the rest.
 	w2 := newWorld(t, sqlstore.SQLite, worldConfig{})
-	part, err := sifen.ImportFiles(ctx, &failingImporter{Importer: w2.sender, n: 1}, des, sifen.EnvTest)
+	part, err := sifen.ImportFilesWith(ctx, failingImport(w2.sender, 1), des, sifen.EnvTest)
 	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 	require.Len(t, part, 1)
 	require.NoError(t, part[0].Err)
@@ -180,12 +178,48 @@ func TestImportFiles(t *testing.T) {
 	// A cancelled context stops before the first DE.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	none, err := sifen.ImportFiles(cctx, w2.sender, des, sifen.EnvTest)
+	none, err := w2.sender.ImportFiles(cctx, des, sifen.EnvTest, false)
 	require.True(t, errors.Is(err, context.Canceled))
 	require.Empty(t, none)
 
 	// A DE ReadFiles refused is never imported.
 	bogus := []sifen.FileDE{{File: "x.xml", Err: &sifen.FileError{File: "x.xml", Err: sifen.ErrMalformedXML}}}
-	_, err = sifen.ImportFiles(ctx, w2.sender, bogus, sifen.EnvTest)
+	_, err = w2.sender.ImportFiles(ctx, bogus, sifen.EnvTest, false)
 	require.ErrorIs(t, err, sifen.ErrMalformedXML)
+}
+
+// TestSendFiles: one call runs sifen-send's batch: each DE imported (told
+// in order; a CDC already sent is reported with its document, not sent
+// again), then the drafts sent through their RUC's gate, waiting it out.
+func TestSendFiles(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, sqlstore.SQLite, worldConfig{})
+	dir := t.TempDir()
+	first := writeXML(t, dir, "a.xml", sifentest.Doc{Number: 1}.File())
+	des, bad := sifen.ReadFiles(ctx, []string{first}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+	imported, results, err := w.sender.SendFiles(ctx, des, sifen.EnvTest, sifen.BatchConfig{Clock: w.clock.Now})
+	require.NoError(t, err)
+	require.Len(t, imported, 1)
+	require.NoError(t, imported[0].Err)
+	require.Len(t, results, 1)
+	require.Equal(t, sifen.BatchSent, results[0].Result)
+
+	second := writeXML(t, dir, "b.xml", sifentest.Doc{Number: 2}.File())
+	des, bad = sifen.ReadFiles(ctx, []string{first, second}, sifen.EnvTest, false)
+	require.Zero(t, bad)
+	var kinds []sifen.EventKind
+	var slept []time.Duration
+	imported, results, err = w.sender.SendFiles(ctx, des, sifen.EnvTest, sifen.BatchConfig{Wait: true, Clock: w.clock.Now, Sleep: w.sleepOn(&slept),
+		Progress: func(e sifen.Event) { kinds = append(kinds, e.Kind) }})
+	require.NoError(t, err)
+	var held *sifen.CDCError
+	require.ErrorAs(t, imported[0].Err, &held)
+	require.Equal(t, sifen.StatusSent, imported[0].Document.Status)
+	require.NoError(t, imported[1].Err)
+	require.Len(t, results, 1)
+	require.Equal(t, imported[1].Document.ID, results[0].DocumentID)
+	require.Equal(t, sifen.BatchSent, results[0].Result)
+	require.Equal(t, []time.Duration{sifen.DefaultInterval}, slept)
+	require.Equal(t, []sifen.EventKind{sifen.EventImported, sifen.EventImported, sifen.EventRefused, sifen.EventWaiting, sifen.EventLotSent, sifen.EventResult}, kinds)
 }

@@ -75,7 +75,7 @@ func newSender(t testing.TB, ls throttle.Store, store *sqlstore.Store, simURL st
 	require.NoError(t, err)
 	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: simURL + "/{env}", Timeout: 30 * time.Second})
 	require.NoError(t, err)
-	cfg.Clock = clock
+	cfg.Clock, cfg.Resolver = clock, r
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}

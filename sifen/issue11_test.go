@@ -109,17 +109,12 @@ func TestIntervalIsSharedByTheDatabase(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		w := newWorld(t, engine, worldConfig{sim: sifensim.Config{Interval: 10 * time.Second, Processing: time.Hour}})
 		ctx := context.Background()
+		require.Empty(t, w.sender.IntervalNotes(), "the first process stores its interval")
 		_, lax := newSender(t, w.store, w.store, w.simURL, sifen.PolicyConfig{Interval: time.Second}, w.clock.Now, sifen.SenderConfig{})
-
-		notes, err := w.sender.ShareInterval(ctx)
-		require.NoError(t, err)
-		require.Empty(t, notes, "the first process stores its interval")
-		notes, err = lax.ShareInterval(ctx)
-		require.NoError(t, err)
 		require.Equal(t, []string{
 			"SIFEN test: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies",
 			"SIFEN prod: this process is configured for 1s between lots of a RUC, but the database's interval is 10s (set by another process): 10s applies",
-		}, notes)
+		}, lax.IntervalNotes())
 
 		ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File(), sifentest.Doc{Number: 2}.File())
 		out, err := w.sender.Send(ctx, ids[0])
@@ -136,6 +131,91 @@ func TestIntervalIsSharedByTheDatabase(t *testing.T) {
 		require.Equal(t, sifen.OutcomeBlocked, out.Status, "1 s is not the interval of this database")
 		require.Equal(t, int64(0), w.stats(t).ByCode[sifen.CodeLotNotQueued])
 	})
+}
+
+// TestTwoSendersSpaceLotsByTheStricterInterval: two processes on one
+// database, configured for 10 s and 30 s between lots of a RUC, send one
+// RUC's lots in turn to a SIFEN that answers 5 s after it receives a lot
+// and counts its 30 s from its answer. Whichever process started first,
+// SIFEN never sees two lots closer than 30 s: a sender agrees the interval
+// with the database when it is built, and again at each Poll pass (a
+// process running before a stricter one started learns of it there), and
+// the answer's interval is on the RUC's row, which both read.
+func TestTwoSendersSpaceLotsByTheStricterInterval(t *testing.T) {
+	for _, laxFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "StrictFirst", true: "LaxFirst"}[laxFirst], func(t *testing.T) {
+			sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+				var w *world
+				slow := func(context.Context, sifensim.Recepcion) { w.clock.Advance(5 * time.Second) }
+				lax, strict := sifen.PolicyConfig{Interval: 10 * time.Second}, sifen.PolicyConfig{Interval: 30 * time.Second}
+				first, second := strict, lax
+				if laxFirst {
+					first, second = lax, strict
+				}
+				w = newWorld(t, engine, worldConfig{policy: first, sim: sifensim.Config{Interval: 30 * time.Second, Processing: time.Hour, AfterRecepcion: slow}})
+				_, other := newSender(t, w.store, w.store, w.simURL, second, w.clock.Now, sifen.SenderConfig{})
+				ctx := context.Background()
+				if laxFirst {
+					_, err := w.sender.Poll(ctx) // the running process's next pass
+					require.NoError(t, err)
+				}
+				senders := []*sifen.Sender{w.sender, other}
+				ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 6)...))
+				var answered time.Time
+				for i, id := range ids {
+					for {
+						sent := w.clock.Now()
+						out, err := senders[i%2].Send(ctx, id)
+						require.NoError(t, err)
+						if out.Status == sifen.OutcomeBlocked {
+							w.clock.Advance(out.Decision.RetryAfter)
+							continue
+						}
+						require.Equal(t, sifen.OutcomeSent, out.Status, "lot %d", i)
+						if i > 0 {
+							require.Equal(t, 30*time.Second, sent.Sub(answered), "lot %d: from the previous answer", i)
+						}
+						answered = w.clock.Now()
+						break
+					}
+				}
+				require.Equal(t, int64(0), w.stats(t).ByCode[sifen.CodeLotNotQueued])
+			})
+		})
+	}
+}
+
+// TestSendReadsNoStoredInterval: the interval is the policy's, agreed with
+// the database when the sender is built and at each Poll pass; a send reads
+// no stored setting. A stored interval raised behind the sender's back
+// applies from its next pass (on the code before, every send read it).
+func TestSendReadsNoStoredInterval(t *testing.T) {
+	w := newWorld(t, sqlstore.SQLite, worldConfig{sim: sifensim.Config{Processing: time.Hour}})
+	ctx := context.Background()
+	_, err := w.store.DB().ExecContext(ctx, `UPDATE balde_sifen_settings SET interval_ns = 60000000000 WHERE env = 'test'`)
+	require.NoError(t, err)
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 3)...))
+	send := func(id int64) sifen.LotSend {
+		t.Helper()
+		out, err := w.sender.Send(ctx, id)
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, sifen.OutcomeSent, send(ids[0]).Status)
+	out := send(ids[1])
+	require.Equal(t, sifen.OutcomeBlocked, out.Status)
+	require.Equal(t, 10*time.Second, out.Decision.RetryAfter, "the sender's agreed interval, not the row read now")
+
+	_, err = w.sender.Poll(ctx)
+	require.NoError(t, err)
+	out = send(ids[1])
+	require.Equal(t, sifen.OutcomeBlocked, out.Status)
+	require.Equal(t, time.Minute, out.Decision.RetryAfter, "learnt at the Poll pass: the policy says 60 s")
+	w.clock.Advance(time.Minute)
+	require.Equal(t, sifen.OutcomeSent, send(ids[1]).Status)
+	out = send(ids[2])
+	require.Equal(t, sifen.OutcomeBlocked, out.Status)
+	require.Equal(t, time.Minute, out.Decision.RetryAfter)
 }
 
 // Issue 11 point 5: the local block after a 0301 grows with recurrence, as

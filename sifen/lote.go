@@ -18,28 +18,28 @@ import (
 // The lot rules SIFEN enforces (it answers 0301 "lot not queued", and may
 // block the RUC, when one is broken).
 const (
-	// MaxLotDEs is the most DEs one lot may hold.
-	MaxLotDEs = 50
-	// MaxLotMessageBytes is the largest siRecepLoteDE message, in bytes:
+	// maxLotDEs is the most DEs one lot may hold.
+	maxLotDEs = 50
+	// maxLotMessageBytes is the largest siRecepLoteDE message, in bytes:
 	// DNIT's "1000 KB" read as 1,000,000 bytes, the stricter of the two
 	// readings (no public source says which one SIFEN applies; decision
 	// 0045). The limit is on "el mensaje de datos de entrada del WS", the
 	// SOAP message as sent, after base64 and the envelope (Guía de mejores
 	// prácticas para la gestión del envío de DE, Oct 2024, §4 e).
-	MaxLotMessageBytes = 1_000_000
-	// MaxItems is the most items (gCamItem) a DE may hold: maxOccurs in
+	maxLotMessageBytes = 1_000_000
+	// maxItems is the most items (gCamItem) a DE may hold: maxOccurs in
 	// SIFEN's v150 schema (tgDtipDE).
-	MaxItems = 999
+	maxItems = 999
 	// maxLotXMLBytes bounds what UnzipLote inflates (a ZIP bomb guard).
 	maxLotXMLBytes = 64 << 20
 	// lotFileName is the name of the XML file inside the ZIP.
 	lotFileName = "lote.xml"
-	// MaxDepth is the deepest element nesting ParseLote accepts, counted
+	// maxDepth is the deepest element nesting ParseLote accepts, counted
 	// from the root (rLoteDE or rDE). SIFEN's v150 schema nests about 8
 	// levels below rDE, and a signature about 6; deeper input is refused
 	// before it can cost anything.
-	MaxDepth = 64
-	// ctxCheckEvery is how many tokens ParseLoteContext reads between two
+	maxDepth = 64
+	// ctxCheckEvery is how many tokens parseLoteContext reads between two
 	// looks at its context.
 	ctxCheckEvery = 1024
 )
@@ -82,13 +82,13 @@ type Lote struct {
 // ErrInvalidCDC or ErrInvalidType and name the DE at fault (its position in
 // the lot, from 1); an rLoteDE without rDE is ErrLotEmpty.
 func ParseLote(data []byte) (Lote, error) {
-	return ParseLoteContext(context.Background(), data)
+	return parseLoteContext(context.Background(), data)
 }
 
-// ParseLoteContext is ParseLote that gives up when ctx ends (the error
+// parseLoteContext is ParseLote that gives up when ctx ends (the error
 // wraps ctx.Err()). Parsing takes time linear in len(data); an element
-// nested deeper than MaxDepth is ErrMalformedXML.
-func ParseLoteContext(ctx context.Context, data []byte) (Lote, error) {
+// nested deeper than maxDepth is ErrMalformedXML.
+func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	if err := ctx.Err(); err != nil {
 		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
 	}
@@ -181,11 +181,11 @@ type decoder struct {
 	n     int
 }
 
-// errTooDeep is returned by decoder.Token past MaxDepth.
-var errTooDeep = fmt.Errorf("elements nested deeper than %d", MaxDepth)
+// errTooDeep is returned by decoder.Token past maxDepth.
+var errTooDeep = fmt.Errorf("elements nested deeper than %d", maxDepth)
 
 // Token returns the next token, refusing one that opens an element deeper
-// than MaxDepth, and stops when the context ends.
+// than maxDepth, and stops when the context ends.
 func (d *decoder) Token() (xml.Token, error) {
 	d.n++
 	if d.n%ctxCheckEvery == 0 {
@@ -200,7 +200,7 @@ func (d *decoder) Token() (xml.Token, error) {
 	switch tok.(type) {
 	case xml.StartElement:
 		d.depth++
-		if d.depth > MaxDepth {
+		if d.depth > maxDepth {
 			return nil, errTooDeep
 		}
 	case xml.EndElement:
@@ -306,8 +306,8 @@ func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inheri
 			}
 			path = append(path, name)
 			if len(path) == 3 && joinPath(path) == pathItem {
-				if items++; items > MaxItems {
-					return DE{}, fmt.Errorf("%w: more than %d items (gCamItem) in one DE", ErrMalformedXML, MaxItems)
+				if items++; items > maxItems {
+					return DE{}, fmt.Errorf("%w: more than %d items (gCamItem) in one DE", ErrMalformedXML, maxItems)
 				}
 			}
 			text.Reset()
@@ -364,7 +364,7 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 	if !hasCDC {
 		return DE{}, fmt.Errorf("%w: DE has no Id attribute", ErrInvalidCDC)
 	}
-	if err := ValidateCDC(cdc, typ, ruc); err != nil {
+	if err := validateCDC(cdc, typ, ruc); err != nil {
 		return DE{}, err
 	}
 	return DE{RUC: ruc, Type: typ, CDC: cdc, XML: raw}, nil
@@ -381,7 +381,7 @@ func parseType(s string) (int, error) {
 	return n, nil
 }
 
-// ValidateCDC checks a CDC against its DE: 44 digits, laid out as
+// validateCDC checks a CDC against its DE: 44 digits, laid out as
 //
 //	TT RRRRRRRR D EEE PPP NNNNNNN C YYYYMMDD E SSSSSSSSS V
 //
@@ -390,7 +390,7 @@ func parseType(s string) (int, error) {
 // code, and a module-11 check digit over the first 43). The type must be
 // the DE's iTiDE; the RUC and its check digit must be the issuer's when the
 // RUC is all digits. Errors wrap ErrInvalidCDC.
-func ValidateCDC(cdc string, typ int, ruc RUC) error {
+func validateCDC(cdc string, typ int, ruc RUC) error {
 	if len(cdc) != 44 {
 		return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
 	}
@@ -464,14 +464,14 @@ func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 
 func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// Validate applies the lot rules that do not need the ZIP: 1 to MaxLotDEs
+// Validate applies the lot rules that do not need the ZIP: 1 to maxLotDEs
 // DEs, no CDC twice, one DE type, one issuer RUC. Errors: ErrLotEmpty,
 // ErrLotTooManyDEs, ErrLotDuplicateCDC, ErrLotMixedTypes, ErrLotMixedRUC.
-func (l Lote) Validate() error {
+func (l Lote) validate() error {
 	switch {
 	case len(l.DEs) == 0:
 		return ErrLotEmpty
-	case len(l.DEs) > MaxLotDEs:
+	case len(l.DEs) > maxLotDEs:
 		return fmt.Errorf("%w: %d DEs", ErrLotTooManyDEs, len(l.DEs))
 	}
 	seen := make(map[string]bool, len(l.DEs))
@@ -495,7 +495,7 @@ func (l Lote) Validate() error {
 // DNIT's guide shows it and both public clients send it: rLoteDE without a
 // namespace, holding the DEs' XML in order, each rDE declaring its own
 // (DE.XML is standalone), with nothing between them.
-func (l Lote) XML() []byte {
+func (l Lote) document() []byte {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
 	b.WriteString(`<rLoteDE>`)
@@ -506,8 +506,8 @@ func (l Lote) XML() []byte {
 	return b.Bytes()
 }
 
-// Packed is a lot ready to travel.
-type Packed struct {
+// packedLot is a lot ready to travel.
+type packedLot struct {
 	// XML is the rLoteDE document.
 	XML []byte
 	// Zip is a ZIP archive holding XML as lote.xml: xDE before base64.
@@ -518,10 +518,10 @@ type Packed struct {
 }
 
 // zip builds l's XML and its ZIP, and checks the size of the SOAP message
-// that will carry the ZIP (ErrLotTooBig beyond MaxLotMessageBytes). It does
+// that will carry the ZIP (ErrLotTooBig beyond maxLotMessageBytes). It does
 // not validate l: Pack does, FitLot and Import only ask about the size.
 func (l Lote) zip() (doc, z []byte, err error) {
-	doc = l.XML()
+	doc = l.document()
 	if z, err = ZipLote(doc); err != nil {
 		return nil, nil, err
 	}
@@ -533,23 +533,23 @@ func (l Lote) zip() (doc, z []byte, err error) {
 
 // Pack validates l (Validate), builds its XML and ZIP, and checks the size
 // of the SOAP message that will carry it (ErrLotTooBig beyond
-// MaxLotMessageBytes).
-func (l Lote) Pack() (Packed, error) {
-	if err := l.Validate(); err != nil {
-		return Packed{}, err
+// maxLotMessageBytes).
+func (l Lote) Pack() (packedLot, error) {
+	if err := l.validate(); err != nil {
+		return packedLot{}, err
 	}
 	doc, z, err := l.zip()
 	if err != nil {
-		return Packed{}, err
+		return packedLot{}, err
 	}
 	sum := sha256.Sum256(doc)
-	return Packed{XML: doc, Zip: z, Hash: hex.EncodeToString(sum[:])}, nil
+	return packedLot{XML: doc, Zip: z, Hash: hex.EncodeToString(sum[:])}, nil
 }
 
-// MessageSize returns the size in bytes of the siRecepLoteDE message that
+// messageSize returns the size in bytes of the siRecepLoteDE message that
 // carries a ZIP of zipLen bytes, as Client.RecepcionLote writes it: the
 // envelope, a 15-digit dId and the ZIP in base64.
-func MessageSize(zipLen int) int {
+func messageSize(zipLen int) int {
 	env, err := MarshalSOAP(EnvioLote{ID: "100000000000000"})
 	if err != nil {
 		panic(err) // a constant message always marshals
@@ -558,20 +558,20 @@ func MessageSize(zipLen int) int {
 }
 
 // CheckMessageSize returns ErrLotTooBig when the message carrying a ZIP of
-// zipLen bytes exceeds MaxLotMessageBytes (a 990 KB ZIP is a 1.32 MB
+// zipLen bytes exceeds maxLotMessageBytes (a 990 KB ZIP is a 1.32 MB
 // message: base64 adds a third).
 func CheckMessageSize(zipLen int) error {
-	if err := checkMessageBytes(MessageSize(zipLen)); err != nil {
+	if err := checkMessageBytes(messageSize(zipLen)); err != nil {
 		return fmt.Errorf("%w (ZIP of %d bytes)", err, zipLen)
 	}
 	return nil
 }
 
 // checkMessageBytes returns ErrLotTooBig for a message of n bytes over
-// MaxLotMessageBytes.
+// maxLotMessageBytes.
 func checkMessageBytes(n int) error {
-	if n > MaxLotMessageBytes {
-		return fmt.Errorf("%w: the message would be %d bytes (at most %d)", ErrLotTooBig, n, MaxLotMessageBytes)
+	if n > maxLotMessageBytes {
+		return fmt.Errorf("%w: the message would be %d bytes (at most %d)", ErrLotTooBig, n, maxLotMessageBytes)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ type LotSend struct {
 	DocumentIDs []int64
 	Env         Env
 	RUC         RUC
-	// LotHash is the lot's identity (Packed.Hash).
+	// LotHash is the lot's identity (packedLot.Hash).
 	LotHash string
 	// Code and Message are SIFEN's dCodRes and dMsgRes when it answered;
 	// otherwise Message describes what happened.

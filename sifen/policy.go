@@ -2,6 +2,7 @@ package sifen
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -42,7 +43,7 @@ type PolicyConfig struct {
 
 // Validate reports a negative interval, an unknown environment or a
 // per-minute cap out of range (errors wrap throttle.ErrInvalidPolicy).
-func (c PolicyConfig) Validate() error {
+func (c PolicyConfig) validate() error {
 	if c.Interval < 0 {
 		return fmt.Errorf("%w: sifen: negative interval", throttle.ErrInvalidPolicy)
 	}
@@ -60,9 +61,9 @@ func (c PolicyConfig) Validate() error {
 	return nil
 }
 
-// IntervalFor returns the minimum interval between two lots of one RUC in
+// intervalFor is the configured interval between two lots of one RUC in
 // env.
-func (c PolicyConfig) IntervalFor(env Env) time.Duration {
+func (c PolicyConfig) intervalFor(env Env) time.Duration {
 	if d := c.EnvInterval[env]; d > 0 {
 		return d
 	}
@@ -72,21 +73,16 @@ func (c PolicyConfig) IntervalFor(env Env) time.Duration {
 	return DefaultInterval
 }
 
-// RecepcionPolicy returns the policy of lots of one RUC in env:
-//
-//   - MinInterval is IntervalFor(env): the cooldown between two lots.
-//   - With PerMinute > 0 the bucket is a rolling window of PerMinute tokens
-//     per minute: at most PerMinute lots in any 60 s.
-//   - Without it the bucket holds one token that refills continuously in
-//     exactly MinInterval. After a send the token comes back at the very
-//     instant the cooldown ends, so the bucket never refuses before the
-//     cooldown does, and a refusal always reads "cooldown".
-//
-// A refusal does not block the key (BlockFor 0): waiting is free. A block
-// comes only from SIFEN itself (Sender syncs one after a 0301). The policy
-// fails closed: without the database nothing is sent.
-func (c PolicyConfig) RecepcionPolicy(env Env) throttle.Policy {
-	interval := c.IntervalFor(env)
+// recepcionPolicy is the policy of lots of one RUC in env, interval apart:
+// a gate of one token that refills in exactly the interval, which is also
+// its MinInterval, so that it never refuses before the cooldown does and a
+// refusal reads "cooldown" (with PerMinute > 0, a rolling window of
+// PerMinute lots in any 60 s). The take's interval is never the binding
+// one: the Sender holds the key while the lot is on the wire and sets
+// NextAt to the answer plus the interval (docs/decisions/0135). A refusal
+// does not block (waiting is free); a block comes from SIFEN's 0301 only.
+// It fails closed.
+func (c PolicyConfig) recepcionPolicy(interval time.Duration) throttle.Policy {
 	p := throttle.Policy{
 		Name:         PolicyRecepcionLote,
 		Capacity:     1,
@@ -105,20 +101,22 @@ func (c PolicyConfig) RecepcionPolicy(env Env) throttle.Policy {
 // NewResolver; combine it with other resolvers with throttle.Resolvers.
 type Resolver struct {
 	cfg PolicyConfig
+	// shared is the interval of the database per environment (test, prod)
+	// once a Sender agreed it (Sender's doc): the policy's interval is the
+	// larger of it and cfg's, so the Sender and every view of this process
+	// read one interval.
+	shared [2]atomic.Int64
 }
 
 var _ throttle.Resolver = (*Resolver)(nil)
 
 // NewResolver returns the Resolver of cfg, or cfg's validation error.
 func NewResolver(cfg PolicyConfig) (*Resolver, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return &Resolver{cfg: cfg}, nil
 }
-
-// Config returns the configuration the resolver was built with.
-func (r *Resolver) Config() PolicyConfig { return r.cfg }
 
 // Resolve implements throttle.Resolver. A key of another policy is
 // throttle.ErrUnknownPolicy; a SIFEN key with an environment other than
@@ -134,7 +132,20 @@ func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
 	if err := ValidateRUCNumber(key.Identifier); err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
 	}
-	return r.cfg.RecepcionPolicy(env), nil
+	return r.cfg.recepcionPolicy(r.interval(env)), nil
+}
+
+// interval is the interval between two lots of one RUC in env: the
+// configured one, or the database's when that is stricter.
+func (r *Resolver) interval(env Env) time.Duration {
+	return max(r.cfg.intervalFor(env), time.Duration(r.shared[envIndex(env)].Load()))
+}
+
+func envIndex(env Env) int {
+	if env == EnvProd {
+		return 1
+	}
+	return 0
 }
 
 // RecepcionKey is the throttle key of lots of ruc in env.
@@ -142,10 +153,10 @@ func RecepcionKey(env Env, ruc RUC) throttle.Key {
 	return throttle.Key{Policy: PolicyRecepcionLote, Env: string(env), Identifier: ruc.Number}
 }
 
-// ValidateLotNumber checks a lot number (dProtConsLote): 1 to 20 digits,
+// validateLotNumber checks a lot number (dProtConsLote): 1 to 20 digits,
 // kept as a string (SIFEN's are 17 digits and more than a float holds).
 // The error wraps ErrInvalidLotNumber.
-func ValidateLotNumber(n string) error {
+func validateLotNumber(n string) error {
 	if len(n) < 1 || len(n) > 20 || !isDigits(n) {
 		return fmt.Errorf("%w: %q", ErrInvalidLotNumber, n)
 	}

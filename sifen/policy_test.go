@@ -124,7 +124,7 @@ func TestParseEnv(t *testing.T) {
 	for _, s := range []string{"test", "prod"} {
 		env, err := sifen.ParseEnv(s)
 		require.NoError(t, err)
-		require.Equal(t, s, env.String())
+		require.Equal(t, s, string(env))
 	}
 	for _, s := range []string{"", "Test", "production", "homolog"} {
 		_, err := sifen.ParseEnv(s)

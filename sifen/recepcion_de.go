@@ -10,9 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
-
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // SIFEN's synchronous services (manual técnico v150, §7.10 and §9): one DE
@@ -37,23 +34,23 @@ type EnvioDE struct {
 	} `xml:"xDE"`
 }
 
-// ErrNoRecepcionDE: the Sender's SOAPServices do not speak siRecepDE.
-var ErrNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
+// errNoRecepcionDE: the Sender's SOAPServices do not speak siRecepDE.
+var errNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
 
-// DEReceiver is implemented by SOAPServices that also send one DE
+// deReceiver is implemented by SOAPServices that also send one DE
 // synchronously (siRecepDE); *Client does. It is apart from SOAPServices
 // so that existing implementations of that interface stay valid.
-type DEReceiver interface {
+type deReceiver interface {
 	RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error)
 }
 
-var _ DEReceiver = (*Client)(nil)
+var _ deReceiver = (*Client)(nil)
 
 // RecepcionDE sends one signed DE (the rDE element) to siRecepDE and
 // returns SIFEN's protocol of it (rRetEnviDe/rProtDe: dEstRes, dProtAut
 // when approved, the codes). Errors as Client's other calls: a
 // *RemoteError for an HTTP error or a SOAP fault, a transport error when
-// no answer came (see NotSent).
+// no answer came (see notSent).
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
 	if err := env.Validate(); err != nil {
 		return ProtDE{}, err
@@ -71,8 +68,8 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	var answer struct {
 		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
 		Body    struct {
-			Fault *Fault
-			Ret   *RetEnviDe
+			Fault *soapFault
+			Ret   *retEnviDe
 		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
 	}
 	err = xml.Unmarshal(data, &answer)
@@ -88,8 +85,8 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	return answer.Body.Ret.Prot, nil
 }
 
-// Forwarded is SIFEN's answer to a forwarded request, as it came.
-type Forwarded struct {
+// forwarded is SIFEN's answer to a forwarded request, as it came.
+type forwarded struct {
 	StatusCode  int
 	ContentType string
 	Body        []byte
@@ -101,9 +98,9 @@ type Forwarded struct {
 // through without modelling them (siConsDE, siConsRUC, siRecepEvento in
 // the gateway); a path ClientConfig overrides (ConsultaPath, ...) goes to
 // the configured one. An error means no answer came.
-func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (Forwarded, error) {
+func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (forwarded, error) {
 	if err := env.Validate(); err != nil {
-		return Forwarded{}, err
+		return forwarded{}, err
 	}
 	if contentType == "" {
 		contentType = SOAPContentType
@@ -118,15 +115,15 @@ func (c *Client) Forward(ctx context.Context, env Env, path, contentType string,
 	}
 	status, ct, data, err := c.post(ctx, env, "forward "+path, path, contentType, body)
 	if err != nil {
-		return Forwarded{}, err
+		return forwarded{}, err
 	}
-	return Forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
+	return forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
 }
 
 // post sends one request and reads the answer's status, content type and
 // body.
 func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL(env, path), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(body))
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
 	}
@@ -177,107 +174,40 @@ type DESend struct {
 // the RUC is on the wire meanwhile (docs/decisions/0120). SIFEN's answer is
 // the DE's result: approved (dProtAut) or rejected, recorded at once.
 //
-// Errors are Send's, and ErrNoRecepcionDE when the Sender's client does not
-// implement DEReceiver.
+// Errors are Send's, and errNoRecepcionDE when the Sender's client does not
+// implement deReceiver.
 func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
-	recv, ok := s.client.(DEReceiver)
+	recv, ok := s.client.(deReceiver)
 	if !ok {
-		return DESend{}, ErrNoRecepcionDE
+		return DESend{}, errNoRecepcionDE
 	}
-	rows, err := s.docs.Documents(ctx, []int64{id}, true)
-	if err != nil {
-		return DESend{}, err
+	c, err := s.claim(ctx, []int64{id})
+	if err != nil || c.out.Status == OutcomeBlocked {
+		return DESend{LotSend: c.out}, err
 	}
-	r := rows[0]
-	if !r.Status.Sendable() {
-		return DESend{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
-	}
-	de, err := storedDE(r)
-	if err != nil {
-		return DESend{}, err
-	}
-	if err := s.fit(r.Env, de); err != nil {
-		return DESend{}, fmt.Errorf("document %d: %w", r.ID, err)
-	}
-	packed, err := Lote{DEs: []DE{de}}.Pack()
-	if err != nil {
-		return DESend{}, err
-	}
-	env, ruc, ids := r.Env, de.RUC, []int64{id}
-	out := DESend{LotSend: LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}}
-	key := RecepcionKey(env, ruc)
-	interval := s.interval(ctx, env)
-
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
-	if err != nil {
-		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
-			s.logger.Error("recording a throttle failure on the document", slog.Int64("id", id), slog.Any("error", ferr))
-		}
-		return DESend{}, fmt.Errorf("sifen: send DE %d: %w", id, err)
-	}
-	if !d.Allowed {
-		out.LotSend, err = s.refused(ctx, out.LotSend, d, s.clock())
-		return out, err
-	}
-	held := d.Buckets[0].HeldUntil
-	bg := context.WithoutCancel(ctx)
-	claim := newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {
-		s.answered(bg, key, held, 0, "claim failed:"+packed.Hash[:16], false)
-		return DESend{}, err
-	}
-	prot, sendErr := recv.RecepcionDE(bg, env, de.XML)
-	return s.recordDE(bg, out, claim, held, interval, prot, sendErr)
-}
-
-// recordDE is step 5 for one DE sent by siRecepDE.
-func (s *Sender) recordDE(ctx context.Context, out DESend, claim string, held time.Time, interval time.Duration, prot ProtDE, sendErr error) (DESend, error) {
-	now := s.clock()
-	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
-	key := RecepcionKey(env, out.RUC)
-	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()), slog.String("service", ServiceRecepcionDE))
+	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
-	verdict := ReadResult(prot.State(), code)
-	var st Settle
-	switch {
-	case sendErr != nil && NotSent(sendErr):
-		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
-		st = Settle{Status: StatusError, Message: out.Message}
-		log.Warn("DE not sent", slog.Any("error", sendErr))
-		s.answered(ctx, key, held, interval, "failed:"+hash[:16], false)
-	case sendErr != nil || verdict == VerdictUnknown:
-		out.Status = OutcomeUnknown
-		if sendErr != nil {
-			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
-		} else {
-			out.Message = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
-		}
-		log.Error("DE sent without a usable answer", slog.String("message", out.Message))
-		s.answered(ctx, key, held, interval, "unknown:"+hash[:16], false)
-		return out, s.docs.Note(ctx, ids, claim, out.Message, now)
-	default:
-		out.Status, out.Prot = OutcomeSent, prot
-		out.Code, out.Message = code, msg
-		out.ProcessedAt = parseTime(prot.ProcessedAt)
+	var unusable string
+	if sendErr == nil && readResult(prot.State(), code) == verdictUnknown {
+		unusable = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
+	}
+	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
+		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
 		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: firstNonEmpty(prot.AuthNumber, protAuth(prot))}
 		for _, m := range prot.Results {
 			res.Messages = append(res.Messages, ResultMessage{Code: m.Code, Message: m.Message})
 		}
-		var doc Document
-		st, _ = lotResultSettle(doc, res)
+		st, _ := lotResultSettle(Document{}, res)
 		st.Sent = true
 		log.Info("DE answered", slog.String("result", st.Result), slog.String("code", code))
-		s.answered(ctx, key, held, interval, "de:"+code+":"+hash[:16], false)
+		s.answered(c, "de:"+code+":"+c.packed.Hash[:16], false)
+		return st
+	})
+	d := DESend{LotSend: out}
+	if out.Status == OutcomeSent {
+		d.Prot = prot
 	}
-	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, St: st, Now: now})
-	if err != nil {
-		log.Error("recording the answer of a send failed: the document stays in sending until Resolve", slog.Any("error", err))
-		return out, err
-	}
-	if n != 1 {
-		log.Warn("the document was settled by Resolve before its send recorded its answer")
-	}
-	return out, nil
+	return d, err
 }
 
 func protAuth(p ProtDE) string {

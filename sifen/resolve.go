@@ -10,25 +10,15 @@ import (
 )
 
 // Resolve settles the documents a crashed or unanswered send left in
-// "sending", before anything can send them again, following DNIT: a CDC is
-// sent again only after a definitive answer (docs/decisions/0012). For each
-// document whose claim is older than ResolveAfter it asks SIFEN by CDC
-// (siConsDE):
-//
-//   - 0422 (found): the document is approved, with the dProtAut of
-//     xContenDE (ConsultaDEResponse.AuthNumber).
-//   - 0420 (not found or rejected) once the claim is older than
-//     NotFoundAfter (48 h: past DNIT's 1-24 h of processing and the 48 h a
-//     lot can be queried): no lot can still hold it, so it goes back to
-//     draft and may be sent again.
-//   - 0420 before that is not definitive (the lot may still be
-//     processing): the document stays in sending, with a message saying
-//     until when; Resolved reports it with its unchanged status.
-//
-// Any other answer, or no answer, leaves it in "sending" and is reported
-// in the error, so Resolve can simply be run again. Call it when a process
-// starts, and from time to time. Several processes may run Resolve at
-// once: each document is settled once (conditional on its claim).
+// "sending" once their claim is older than ResolveAfter, asking SIFEN by CDC
+// (siConsDE), as DNIT asks: a CDC is sent again only after a definitive
+// answer (docs/decisions/0012). 0422 (found): approved, with dProtAut.
+// 0420 (not found) once the claim is older than NotFoundAfter: draft again;
+// before that it is not definitive (the lot may still be processing) and
+// the document stays in sending with a message, reported with its status
+// unchanged. Any other answer, or none, leaves it and is in the error: run
+// Resolve again. Several processes may run it at once: each document is
+// settled once (conditional on its claim).
 func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 	rows, err := s.docs.Stale(ctx, s.clock().Add(-s.cfg.ResolveAfter))
 	if err != nil {
@@ -80,24 +70,16 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 }
 
 // QueryLot asks SIFEN for the result of a lot (siConsLoteDE) when its
-// query is due: DNIT asks for the first query no earlier than
-// ConsultaInterval after the send, and as long between queries. That is a
-// schedule, data of the lot (LotRef.NextQueryAt), not a limit: a query not
-// due yet is a LotOutcome with NotDue and NextQueryAt, nothing asked, no
-// refusal counted. A query made moves the schedule on by ConsultaInterval.
-// A processed lot (0362) moves its
-// documents from "sent" to approved (Result says whether with observations,
-// AuthNumber is dProtAut) or rejected (with SIFEN's codes and messages),
-// dEstRes read as DNIT writes it (ReadResult; a result it cannot read
-// leaves the document sent, with a message, for a later query). A
-// lot SIFEN does not know (0360) or no longer answers for (0364) is settled
-// document by document with siConsDE: found (0422) → approved. Not found
-// (0420) is definitive, and the document goes to error (may be sent
-// again), only after 0364 or once the send is NotFoundAfter old: 0360
-// "número de lote inexistente" is no result of any DE (SIFEN numbered the
-// lot itself when it queued it), so before that the document stays sent,
-// with a message, and its lot is queried again (docs/decisions/0012). A lot
-// in processing (0361) changes nothing.
+// query is due: the first ConsultaInterval after the send, then as long
+// between queries, as DNIT asks. That is a schedule of the lot, not a
+// limit: a query not due is a LotOutcome with NotDue, nothing asked. A
+// processed lot (0362) moves its documents from "sent" to approved or
+// rejected (dEstRes read as DNIT writes it; one balde cannot read leaves
+// the document sent, with a message). A lot SIFEN does not know (0360) or
+// no longer answers for (0364) is settled DE by DE with siConsDE: found →
+// approved; not found → error (sendable again) after 0364, or once the send
+// is NotFoundAfter old, else it stays sent and is queried again
+// (docs/decisions/0012). A lot in processing (0361) changes nothing.
 //
 // Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the
 // SOAPServices, throttle.ErrStoreUnavailable.
@@ -105,7 +87,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	if err := env.Validate(); err != nil {
 		return LotOutcome{}, err
 	}
-	if err := ValidateLotNumber(lotNumber); err != nil {
+	if err := validateLotNumber(lotNumber); err != nil {
 		return LotOutcome{}, err
 	}
 	lots, err := s.docs.SentLots(ctx)
@@ -128,7 +110,7 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
 	lots, err := s.docs.SentLots(ctx)
 	for i := range lots {
-		lots[i].NextQueryAt = s.NextQuery(lots[i])
+		lots[i].NextQueryAt = s.nextQuery(lots[i])
 	}
 	return lots, err
 }
@@ -136,23 +118,23 @@ func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
 // NextQuery is when the lot l is to be queried: its stored schedule, or
 // ConsultaInterval after its send when it has none (a lot queued before
 // the schedule was stored).
-func (s *Sender) NextQuery(l LotRef) time.Time {
+func (s *Sender) nextQuery(l LotRef) time.Time {
 	if !l.NextQueryAt.IsZero() || l.SentAt.IsZero() {
 		return l.NextQueryAt
 	}
-	return l.SentAt.Add(s.consultaInterval())
+	return l.SentAt.Add(s.cfg.ConsultaInterval)
 }
 
 // queryLot queries l when due (see QueryLot).
 func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 	env, lotNumber := l.Env, l.LotNumber
-	out := LotOutcome{Env: env, LotNumber: lotNumber, NextQueryAt: s.NextQuery(l)}
+	out := LotOutcome{Env: env, LotNumber: lotNumber, NextQueryAt: s.nextQuery(l)}
 	now := s.clock()
 	if out.NextQueryAt.After(now) {
 		out.NotDue, out.Wait = true, out.NextQueryAt.Sub(now)
 		return out, nil
 	}
-	out.NextQueryAt = now.Add(s.consultaInterval())
+	out.NextQueryAt = now.Add(s.cfg.ConsultaInterval)
 	if err := s.docs.ScheduleLot(ctx, env, lotNumber, out.NextQueryAt); err != nil {
 		return out, fmt.Errorf("sifen: query lot %s: %w", lotNumber, err)
 	}
@@ -232,13 +214,18 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 // is due (see QueryLot), and returns one LotOutcome per lot, including
 // those not due yet (NotDue, with NextQueryAt). serve runs it periodically
 // and `balde sifen-send --follow` until every lot it sent has its result.
+// Each pass also agrees the interval with the database again (NewSender), so
+// that a process learns of a stricter one started after it.
 func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
+	var errs []error
+	if _, err := s.shareInterval(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	lots, err := s.docs.SentLots(ctx)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(append(errs, err)...)
 	}
 	var out []LotOutcome
-	var errs []error
 	for _, l := range lots {
 		o, err := s.queryLot(ctx, l)
 		if err != nil {

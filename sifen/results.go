@@ -9,69 +9,69 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Verdict is what SIFEN's result for one DE means for its document.
-type Verdict int
+// verdict is what SIFEN's result for one DE means for its document.
+type verdict int
 
 const (
-	// VerdictUnknown: a result balde cannot read (a dEstRes text and codes
+	// verdictUnknown: a result balde cannot read (a dEstRes text and codes
 	// it does not know). The document is neither approved nor rejected: it
 	// stays sent, its lot is queried again, and once SIFEN stops answering
 	// for the lot (0364, 48 h) the DE is asked for by CDC (siConsDE), whose
 	// 0422 or 0420 is read instead (docs/decisions/0055).
-	VerdictUnknown Verdict = iota
-	// VerdictApproved: "Aprobado", or no readable dEstRes but code 0260.
-	VerdictApproved
-	// VerdictApprovedWithObs: "Aprobado con observación" in any case, with
+	verdictUnknown verdict = iota
+	// verdictApproved: "Aprobado", or no readable dEstRes but code 0260.
+	verdictApproved
+	// verdictApprovedWithObs: "Aprobado con observación" in any case, with
 	// or without accents, singular or plural.
-	VerdictApprovedWithObs
-	// VerdictRejected: "Rechazado".
-	VerdictRejected
+	verdictApprovedWithObs
+	// verdictRejected: "Rechazado".
+	verdictRejected
 )
 
-// CodeAuthorized is the dCodRes of an approved DE: "Autorización del DE
+// codeAuthorized is the dCodRes of an approved DE: "Autorización del DE
 // satisfactoria" (manual técnico v150, §12.3.1.3, BC01).
-const CodeAuthorized = "0260"
+const codeAuthorized = "0260"
 
 // Approved reports whether v approves the DE (with or without observations).
-func (v Verdict) Approved() bool { return v == VerdictApproved || v == VerdictApprovedWithObs }
+func (v verdict) approved() bool { return v == verdictApproved || v == verdictApprovedWithObs }
 
 // Result is the canonical dEstRes of v (ResultApproved, ResultApprovedWithObs,
-// ResultRejected), "" for VerdictUnknown.
-func (v Verdict) Result() string {
+// ResultRejected), "" for verdictUnknown.
+func (v verdict) Result() string {
 	switch v {
-	case VerdictApproved:
+	case verdictApproved:
 		return ResultApproved
-	case VerdictApprovedWithObs:
+	case verdictApprovedWithObs:
 		return ResultApprovedWithObs
-	case VerdictRejected:
+	case verdictRejected:
 		return ResultRejected
 	}
 	return ""
 }
 
-// ReadResult reads a DE's result the way DNIT writes it: dEstRes compared
+// readResult reads a DE's result the way DNIT writes it: dEstRes compared
 // without regard to case, accents, surrounding or repeated spaces, and
 // "observación" or "observaciones" ("Aprobado con Observación", the
 // guide's capitalisation, is "Aprobado con observación", the manual's).
 // When dEstRes is empty or not one of the three, the codes decide where one
-// is conclusive: CodeAuthorized approves. Anything else is VerdictUnknown,
+// is conclusive: codeAuthorized approves. Anything else is verdictUnknown,
 // never a silent rejection: a DE read as rejected invites a resend under
 // its CDC, which SIFEN answers with 1001 if it was in fact approved.
-func ReadResult(status string, codes ...string) Verdict {
+func readResult(status string, codes ...string) verdict {
 	switch foldResult(status) {
 	case "aprobado":
-		return VerdictApproved
+		return verdictApproved
 	case "aprobado con observacion", "aprobado con observaciones":
-		return VerdictApprovedWithObs
+		return verdictApprovedWithObs
 	case "rechazado":
-		return VerdictRejected
+		return verdictRejected
 	}
 	for _, c := range codes {
-		if strings.TrimSpace(c) == CodeAuthorized {
-			return VerdictApproved
+		if strings.TrimSpace(c) == codeAuthorized {
+			return verdictApproved
 		}
 	}
-	return VerdictUnknown
+	return verdictUnknown
 }
 
 // foldResult lowercases s, removes its accents and collapses its spaces.
@@ -86,13 +86,13 @@ func foldResult(s string) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
-// Verdict reads r (see ReadResult).
-func (r DEResult) Verdict() Verdict {
+// verdict reads r (see readResult).
+func (r DEResult) verdict() verdict {
 	codes := make([]string, len(r.Messages))
 	for i, m := range r.Messages {
 		codes[i] = m.Code
 	}
-	return ReadResult(r.Status, codes...)
+	return readResult(r.Status, codes...)
 }
 
 // lotResultSettle is what a processed lot's result r says of doc, and
@@ -102,15 +102,15 @@ func (r DEResult) Verdict() Verdict {
 // with a message saying so (false when that message is already there, so
 // that a lot queried again does not rewrite the document).
 func lotResultSettle(doc Document, r DEResult) (Settle, bool) {
-	v := r.Verdict()
+	v := r.verdict()
 	st := Settle{Status: StatusRejected, Message: resultText(r), Result: v.Result()}
 	if len(r.Messages) > 0 {
 		st.ResponseCode = r.Messages[0].Code
 	}
 	switch {
-	case v.Approved():
+	case v.approved():
 		st.Status, st.AuthNumber = StatusApproved, strings.TrimSpace(r.AuthNumber)
-	case v == VerdictUnknown:
+	case v == verdictUnknown:
 		st.Status = StatusSent
 		st.Message = fmt.Sprintf("SIFEN answered a result balde cannot read (%s): not taken as approved or rejected; the lot is queried again, and once SIFEN no longer answers for it (48 h) the DE is asked for by CDC",
 			resultText(r))

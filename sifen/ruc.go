@@ -21,7 +21,7 @@ func (r RUC) String() string { return r.Number + "-" + strconv.Itoa(r.DV) }
 
 // Validate checks the number's form and the check digit. Errors wrap
 // ErrInvalidRUC (form) or ErrInvalidDV (wrong digit, naming the right one).
-func (r RUC) Validate() error {
+func (r RUC) validate() error {
 	if err := validateRUCNumber(r.Number); err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func newRUC(number, dv string) (RUC, error) {
 		return RUC{}, fmt.Errorf("%w: check digit %q of %q is not one digit", ErrInvalidRUC, dv, number)
 	}
 	r := RUC{Number: number, DV: int(dv[0] - '0')}
-	return r, r.Validate()
+	return r, r.validate()
 }
 
 // ValidateRUCNumber checks the form of a RUC without its check digit:

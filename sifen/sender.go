@@ -17,7 +17,7 @@ import (
 // Defaults of SenderConfig.
 const (
 	// DefaultResolveAfter is how old a claim must be before Resolve settles
-	// its documents: longer than any live send (DefaultTimeout) and than
+	// its documents: longer than any live send (defaultTimeout) and than
 	// SIFEN's usual processing of a lot (DNIT advises querying after 10 min).
 	DefaultResolveAfter = 15 * time.Minute
 	// DefaultNotFoundAfter is how old a claim must be before SIFEN's 0420
@@ -28,16 +28,16 @@ const (
 	DefaultNotFoundAfter = 48 * time.Hour
 	// DefaultRemoteBlock is how long a RUC is blocked locally after its
 	// first 0301, and DefaultRemoteBlockMax the longest block: each 0301
-	// within DefaultBlockMemory of the previous one blocks one step longer
+	// within defaultBlockMemory of the previous one blocks one step longer
 	// (10, 20, ... 60 minutes), as SIFEN blocks 10 to 60 minutes by
 	// recurrence.
 	DefaultRemoteBlock    = 10 * time.Minute
 	DefaultRemoteBlockMax = 60 * time.Minute
-	DefaultBlockMemory    = 24 * time.Hour
-	// DefaultInFlightFor is how long a lot without answer holds its RUC: a
+	defaultBlockMemory    = 24 * time.Hour
+	// defaultInFlightFor is how long a lot without answer holds its RUC: a
 	// process that died mid-send leaves it in flight, and its request ended
-	// at the latest DefaultTimeout after it left.
-	DefaultInFlightFor = 2 * DefaultTimeout
+	// at the latest defaultTimeout after it left.
+	defaultInFlightFor = 2 * defaultTimeout
 )
 
 // SenderConfig configures a Sender. The zero value is usable.
@@ -51,7 +51,7 @@ type SenderConfig struct {
 	NotFoundAfter time.Duration
 	// RemoteBlock, RemoteBlockMax and BlockMemory: see DefaultRemoteBlock.
 	RemoteBlock, RemoteBlockMax, BlockMemory time.Duration
-	// InFlightFor: see DefaultInFlightFor.
+	// InFlightFor: see defaultInFlightFor.
 	InFlightFor time.Duration
 	// ConsultaInterval is the time from a lot's send to its first result
 	// query and between two queries of it (a schedule of the lot, not a
@@ -60,7 +60,11 @@ type SenderConfig struct {
 	// AllowUnsigned lets DEs without a signature into the test environment
 	// (never into prod). Off by default: SIFEN rejects an unsigned DE.
 	AllowUnsigned bool
-	// Logger defaults to slog.Default().
+	// Resolver is the resolver of SIFEN's policy that the limiter uses
+	// (NewResolver). Required: NewSender agrees its interval with the
+	// database through it.
+	Resolver *Resolver
+	// Logger receives the Sender's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -71,50 +75,34 @@ type SenderConfig struct {
 // # The send protocol
 //
 // Nothing is sent twice, even when a process dies mid-send, and SIFEN never
-// sees two lots of a RUC closer than the interval, because every send goes
-// through these steps, each one short transaction (none is held across an
-// HTTP call):
+// sees two lots of a RUC closer than the interval, because every send takes
+// these steps, each one short transaction, none held across an HTTP call
+// (docs/decisions/0005, 0011, 0050, 0135):
 //
-//  1. Check (no write): the documents exist, are all in draft or error,
-//     share one environment; their XML is parsed again and the lot rules are
-//     applied (1-50 DEs, one type, one RUC, the SOAP message at most 1000 KB,
-//     fit for the environment). Bad input is an error here and nothing
-//     changes.
-//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket for
-//     (env, RUC), the RUC's one state, which every view reads
-//     (docs/decisions/0050). It refuses while the interval since the answer
-//     to the RUC's previous lot has not passed, while another lot of it is
-//     on the wire, while the local block after a 0301 runs, and past the
-//     optional per-minute cap. A refusal is OutcomeBlocked with its
-//     Decision, a ledger row and a metric like every refusal; the
-//     documents keep their status, with the wait. Admitted, the take holds
-//     the RUC (Charge.HoldFor, InFlightFor at most) until step 5: no other
-//     process sends a lot of it meanwhile.
-//  3. Claim, in one transaction: the lot is registered in
-//     balde_document_lots — refused if it is there already: a lot is never
-//     sent twice — and every document moves from draft/error to "sending"
-//     with a fresh claim token, each UPDATE conditional on the version read
-//     in step 1. If any document was claimed or changed meanwhile the whole
-//     claim rolls back (ErrNotSendable) and the hold ends. A CDC is unique
-//     per environment, and a document in sending or sent cannot be claimed,
-//     so no CDC is sent again while an earlier send of it has no final
-//     result.
-//  4. Send siRecepLoteDE, with the caller's cancellation detached: once the
-//     request may have left, its answer is recorded.
-//  5. Record, at the instant the answer arrived (or the request failed):
-//     on the RUC's bucket the hold ends and the next lot waits the interval
-//     from now (after a 0301 the RUC is also blocked locally, one step
-//     longer for each 0301 in a row); then on the documents, conditional on
-//     the claim token: 0300 → "sent" with the lot number (its first result
-//     query scheduled ConsultaInterval later); any other answer → "error";
-//     no connection → "error"; no answer → the documents stay "sending".
+//  1. Check (no write): the documents exist, are in draft or error, share
+//     one environment, their XML still parses, the lot rules hold. Bad
+//     input is an error and changes nothing.
+//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket, the
+//     RUC's one state that every view reads. It refuses during the interval
+//     from the previous lot's answer, while another lot of the RUC is on
+//     the wire, during the local block after a 0301, and past the optional
+//     per-minute cap: OutcomeBlocked with its Decision, a ledger row and a
+//     metric; the documents keep their status, with the wait. Admitted, the
+//     take holds the RUC (InFlightFor at most) until step 5.
+//  3. Claim: the lot is registered (a lot is never sent twice) and every
+//     document moves to "sending" with a fresh claim token, conditional on
+//     the version read in step 1; anything changed meanwhile rolls it back
+//     (ErrNotSendable) and the hold ends.
+//  4. Send, with the caller's cancellation detached.
+//  5. Record, at the instant the answer arrived or the request failed: on
+//     the gate (the hold ends, the next lot waits the interval from now, a
+//     0301 blocks the RUC one step longer each time in a row), then on the
+//     documents: 0300 → "sent"; another answer or no connection → "error";
+//     no answer → they stay "sending".
 //
 // A process that dies between 2 and 5 leaves the RUC held until the hold
-// expires (InFlightFor: its request is over by then) and documents in
-// "sending", which no send can claim. Resolve asks SIFEN about each of them
-// by CDC (siConsDE) once its claim is older than ResolveAfter: found →
-// approved; not found → draft only once the claim is NotFoundAfter (48 h)
-// old. See docs/decisions/0005, 0011, 0012 and 0050.
+// expires and its documents in "sending", which Resolve settles by asking
+// SIFEN once the claim is older than ResolveAfter.
 type Sender struct {
 	docs    DocumentStore
 	client  SOAPServices
@@ -122,18 +110,25 @@ type Sender struct {
 	clock   throttle.Clock
 	cfg     SenderConfig
 	logger  *slog.Logger
+	notes   []string // what NewSender said of the interval
 }
 
 // NewSender returns a Sender keeping documents in docs (sifensql.New for
 // balde's database), sending with client (a *Client), and throttling with
-// limiter, whose resolver must know SIFEN's policies (NewResolver).
+// limiter, whose resolver of SIFEN's policy is cfg.Resolver.
+//
+// It agrees the interval between lots of a RUC with the database, which
+// every process on it shares (docs/decisions/0135): per environment, its
+// own interval is stored when it is stricter than the stored one, and the
+// stored one becomes its own when that is stricter. A difference is
+// logged and kept for IntervalNotes, never silent; a database that cannot
+// answer is logged, and Poll agrees again.
 func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
 	if docs == nil || client == nil || limiter == nil {
 		return nil, errors.New("sifen: NewSender needs a store, a client and a limiter")
 	}
-	probe := RecepcionKey(EnvTest, RUC{Number: "88888801", DV: 5})
-	if _, err := limiter.Policy(probe); err != nil {
-		return nil, fmt.Errorf("sifen: the limiter does not resolve %s (use sifen.NewResolver): %w", PolicyRecepcionLote, err)
+	if cfg.Resolver == nil {
+		return nil, fmt.Errorf("sifen: NewSender needs SenderConfig.Resolver, the limiter's resolver of %s (NewResolver): %w", PolicyRecepcionLote, throttle.ErrUnknownPolicy)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
@@ -151,26 +146,57 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 		cfg.RemoteBlockMax = max(DefaultRemoteBlockMax, cfg.RemoteBlock)
 	}
 	if cfg.BlockMemory <= 0 {
-		cfg.BlockMemory = DefaultBlockMemory
+		cfg.BlockMemory = defaultBlockMemory
 	}
 	if cfg.InFlightFor <= 0 {
-		cfg.InFlightFor = DefaultInFlightFor
+		cfg.InFlightFor = defaultInFlightFor
 	}
 	if cfg.ConsultaInterval <= 0 {
 		cfg.ConsultaInterval = DefaultConsultaInterval
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = slog.Default()
+		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sender{
-		docs:    docs,
-		client:  client,
-		limiter: limiter,
-		clock:   cfg.Clock,
-		cfg:     cfg,
-		logger:  logger.With(slog.String("component", "sifen")),
-	}, nil
+	s := &Sender{docs: docs, client: client, limiter: limiter, clock: cfg.Clock, cfg: cfg,
+		logger: logger.With(slog.String("component", "sifen"))}
+	notes, err := s.shareInterval(context.Background())
+	if err != nil {
+		s.logger.Warn("the SIFEN interval could not be agreed with the database: this process waits its own until a Poll pass can", slog.Any("error", err))
+	}
+	s.notes = notes
+	return s, nil
+}
+
+// IntervalNotes are the differences NewSender found between this
+// process's interval and the database's, one line per environment, for a
+// command to print at start (they are logged too).
+func (s *Sender) IntervalNotes() []string { return s.notes }
+
+// shareInterval agrees the interval of each environment with the
+// database's (NewSender's doc) and logs each difference it finds now; a
+// long-running process calls it again (Poll) to learn of a stricter
+// process started after it.
+func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
+	var notes []string
+	for _, env := range []Env{EnvTest, EnvProd} {
+		own := s.cfg.Resolver.cfg.intervalFor(env)
+		stored, err := s.docs.ShareInterval(ctx, env, own, s.clock())
+		if err != nil {
+			return notes, err
+		}
+		shared := &s.cfg.Resolver.shared[envIndex(env)]
+		switch {
+		case own > stored && stored > 0:
+			notes = append(notes, fmt.Sprintf("SIFEN %s: this process's interval %s is stricter than the database's %s: every process now waits %s between lots of a RUC", env, own, stored, own))
+		case stored > own && time.Duration(shared.Swap(int64(stored))) != stored:
+			notes = append(notes, fmt.Sprintf("SIFEN %s: this process is configured for %s between lots of a RUC, but the database's interval is %s (set by another process): %s applies", env, own, stored, stored))
+		}
+	}
+	for _, n := range notes {
+		s.logger.Warn(n)
+	}
+	return notes, nil
 }
 
 // Import stores the DEs of data (one rDE or an rLoteDE) as draft documents
@@ -186,21 +212,21 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 // Errors: ErrInvalidEnv, the errors of ParseLote, *CDCError
 // (ErrCDCInFlight), throttle.ErrStoreUnavailable.
 func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
-	return s.importDEs(ctx, data, env, ImportNew)
+	return s.importDEs(ctx, data, env, false)
 }
 
 // ImportReplacing is Import that also replaces the content of a draft or
 // error document holding one of the CDCs (the user asked for it); a CDC
 // being sent, sent or approved is refused all the same.
 func (s *Sender) ImportReplacing(ctx context.Context, data []byte, env Env) ([]Document, error) {
-	return s.importDEs(ctx, data, env, ImportReplace)
+	return s.importDEs(ctx, data, env, true)
 }
 
-func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, mode ImportMode) ([]Document, error) {
+func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bool) ([]Document, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
-	lot, err := ParseLoteContext(ctx, data)
+	lot, err := parseLoteContext(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +238,7 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, mode Impor
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
-	ids, err := s.docs.Import(ctx, env, lot.DEs, mode, s.clock())
+	ids, err := s.docs.Import(ctx, env, lot.DEs, replace, s.clock())
 	if err != nil {
 		return nil, err
 	}
@@ -230,9 +256,9 @@ func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
 }
 
 // FitLot returns how many of the documents ids, from the first, fit in one
-// lot message (see FitLot), reading them in one query.
+// lot message, reading them in one query.
 //
-// Errors: ErrNotFound, throttle.ErrStoreUnavailable, and FitLot's.
+// Errors: ErrNotFound, throttle.ErrStoreUnavailable, ErrLotTooBig.
 func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	stored, err := s.docs.Documents(ctx, ids, true) // in id order
 	if err != nil {
@@ -246,7 +272,7 @@ func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	for i, id := range ids {
 		docs[i] = byID[id]
 	}
-	return FitLot(docs)
+	return fitLot(docs)
 }
 
 // List returns documents matching f, newest first, without their XML.
@@ -284,174 +310,31 @@ func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, 
 // (from the gate: the documents go to "error", nothing sent; after the
 // send: they stay "sending" for Resolve).
 func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
-	ids, err := checkIDs(ids)
-	if err != nil {
-		return LotSend{}, err
+	c, err := s.claim(ctx, ids)
+	if err != nil || c.out.Status == OutcomeBlocked {
+		return c.out, err
 	}
-	rows, err := s.docs.Documents(ctx, ids, true)
-	if err != nil {
-		return LotSend{}, err
+	resp, sendErr := s.client.RecepcionLote(c.bg, c.out.Env, c.packed.Zip)
+	var unusable string
+	if sendErr == nil && resp.Code == CodeLotQueued && validateLotNumber(resp.LotNumber) != nil {
+		unusable = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
 	}
-
-	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
-	env := rows[0].Env
-	var lot Lote
-	for _, r := range rows {
-		if r.Env != env {
-			return LotSend{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
+	return s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
+		out.Code, out.Message, out.ProcessedAt = resp.Code, resp.Message, parseTime(resp.ProcessedAt)
+		if resp.Code == CodeLotQueued {
+			out.Status, out.LotNumber = OutcomeSent, resp.LotNumber
+			log.Info("lot queued", slog.String("lot", resp.LotNumber))
+			s.answered(c, "lot:"+resp.LotNumber, false)
+			// DNIT: the first query of a lot no earlier than ConsultaInterval
+			// after it was sent. A schedule of the lot, not a limit.
+			return Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
+				Sent: true, NextQueryAt: s.clock().Add(s.cfg.ConsultaInterval)}
 		}
-		if !r.Status.Sendable() {
-			return LotSend{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
-		}
-		de, err := storedDE(r)
-		if err != nil {
-			return LotSend{}, err
-		}
-		if err := s.fit(env, de); err != nil {
-			return LotSend{}, fmt.Errorf("document %d: %w", r.ID, err)
-		}
-		lot.DEs = append(lot.DEs, de)
-	}
-	packed, err := lot.Pack()
-	if err != nil {
-		return LotSend{}, err
-	}
-	ruc := lot.DEs[0].RUC
-	out := LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: packed.Hash}
-	key := RecepcionKey(env, ruc)
-	interval := s.interval(ctx, env)
-
-	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
-	// the lot is on the wire. A refusal (the interval since the previous
-	// lot's answer, a lot still on the wire, a block after 0301) is a
-	// ledger row and a metric, like any throttle refusal.
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, packed.Hash), throttle.Charge{Key: key, Cost: 1, HoldFor: s.cfg.InFlightFor})
-	if err != nil {
-		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
-			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
-		}
-		return LotSend{}, fmt.Errorf("sifen: send %v: %w", ids, err)
-	}
-	if !d.Allowed {
-		return s.refused(ctx, out, d, s.clock())
-	}
-	held := d.Buckets[0].HeldUntil
-	// From here on the hold must be ended whatever the caller does with ctx.
-	bg := context.WithoutCancel(ctx)
-
-	// 3. Claim the documents.
-	claim := newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: claim, Lot: packed, Env: env, RUC: ruc, Now: s.clock()}); err != nil {
-		// Nothing left: the hold ends now (the take's own interval stays).
-		s.answered(bg, key, held, 0, "claim failed:"+packed.Hash[:16], false)
-		return LotSend{}, err
-	}
-
-	// 4. Send.
-	resp, sendErr := s.client.RecepcionLote(bg, env, packed.Zip)
-
-	// 5. Record.
-	return s.record(bg, out, claim, held, interval, resp, sendErr)
-}
-
-// refused records a refusal of the RUC's gate and returns it as a LotSend:
-// the documents keep their status, with the wait.
-func (s *Sender) refused(ctx context.Context, out LotSend, d throttle.Decision, now time.Time) (LotSend, error) {
-	out.Status, out.Decision, out.DecidedAt = OutcomeBlocked, &d, now
-	b := out.Blocked()
-	out.Message = b.Message()
-	if err := s.docs.Hold(ctx, out.DocumentIDs, out.Message, b.Until, now); err != nil {
-		return out, err
-	}
-	s.logger.Info("lot held back", slog.String("key", d.Key.String()),
-		slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
-	return out, nil
-}
-
-// interval is the least time between the answer to a lot of a RUC in env
-// and its next lot: the limiter's policy, or the interval stored in the
-// database when that is stricter (every process shares the strictest).
-func (s *Sender) interval(ctx context.Context, env Env) time.Duration {
-	d := DefaultInterval
-	if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
-		d = p.MinInterval
-	}
-	stored, ok, err := s.docs.Interval(ctx, env)
-	if err != nil {
-		s.logger.Warn("reading the stored SIFEN interval", slog.Any("error", err))
-	}
-	if ok && stored > d {
-		d = stored
-	}
-	return d
-}
-
-// answered records on the RUC's bucket that the request its take held
-// (until held) ended now: the hold ends and the next lot waits interval
-// from now. After a 0301 the RUC is also blocked, one RemoteBlock step
-// longer for each 0301 in a row (BlockMemory apart at most), at most
-// RemoteBlockMax. It returns the block set (zero when none). A failure is
-// logged: the hold then lasts until it expires (InFlightFor), stricter than
-// the answer.
-func (s *Sender) answered(ctx context.Context, key throttle.Key, held time.Time, interval time.Duration, ref string, notQueued bool) throttle.Adjusted {
-	t := throttle.SyncTarget{Key: key, Tokens: throttle.MaxTokens, Cooldown: interval, Hold: held, Ref: ref}
-	if notQueued {
-		t.BlockFor, t.Escalate, t.BlockMax, t.Memory = s.cfg.RemoteBlock, true, s.cfg.RemoteBlockMax, s.cfg.BlockMemory
-	}
-	out, err := s.limiter.Sync(ctx, t)
-	if err != nil {
-		s.logger.Error("recording an answer on the RUC's gate", slog.String("key", key.String()), slog.Any("error", err))
-		return throttle.Adjusted{}
-	}
-	return out[0]
-}
-
-// record writes the answer of a send (step 5 of the protocol): first on the
-// RUC's gate (the interval runs from now, the instant the answer arrived or
-// the request failed), then on the documents.
-func (s *Sender) record(ctx context.Context, out LotSend, claim string, held time.Time, interval time.Duration, resp EnvioLoteResponse, sendErr error) (LotSend, error) {
-	now := s.clock()
-	ids, env, hash := out.DocumentIDs, out.Env, out.LotHash
-	key := RecepcionKey(env, out.RUC)
-	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(env)), slog.String("ruc", out.RUC.String()))
-	var st Settle
-	switch {
-	case sendErr != nil && NotSent(sendErr):
-		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
-		st = Settle{Status: StatusError, Message: out.Message}
-		log.Warn("lot not sent", slog.Any("error", sendErr))
-		s.answered(ctx, key, held, interval, "failed:"+hash[:16], false)
-	case sendErr != nil || (resp.Code == CodeLotQueued && ValidateLotNumber(resp.LotNumber) != nil):
-		out.Status = OutcomeUnknown
-		if sendErr != nil {
-			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
-		} else {
-			out.Message = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
-		}
-		log.Error("lot sent without a usable answer", slog.String("message", out.Message))
-		// The request is over: the interval runs from now. The documents
-		// stay in sending for Resolve.
-		s.answered(ctx, key, held, interval, "unknown:"+hash[:16], false)
-		return out, s.docs.Note(ctx, ids, claim, out.Message, now)
-	case resp.Code == CodeLotQueued:
-		out.Status = OutcomeSent
-		out.Code, out.Message, out.LotNumber = resp.Code, resp.Message, resp.LotNumber
-		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		// DNIT: the first query of a lot no earlier than ConsultaInterval
-		// after it was sent. A schedule of the lot, not a limit.
-		st = Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
-			Sent: true, NextQueryAt: now.Add(s.consultaInterval())}
-		log.Info("lot queued", slog.String("lot", resp.LotNumber))
-		s.answered(ctx, key, held, interval, "lot:"+resp.LotNumber, false)
-	default:
 		out.Status = OutcomeNotQueued
-		out.Code, out.Message = resp.Code, resp.Message
-		out.ProcessedAt = parseTime(resp.ProcessedAt)
-		st = Settle{Status: StatusError, Message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, ResponseCode: resp.Code}
 		log.Warn("lot not queued", slog.String("code", resp.Code), slog.String("message", resp.Message))
-		a := s.answered(ctx, key, held, interval, resp.Code+":"+hash[:16], resp.Code == CodeLotNotQueued)
+		a := s.answered(c, resp.Code+":"+c.packed.Hash[:16], resp.Code == CodeLotNotQueued)
 		if resp.Code == CodeLotNotQueued {
-			s.limiter.RemoteRefused("sifen", key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
+			s.limiter.RemoteRefused("sifen", c.key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
 			// SIFEN may have blocked the RUC: do not knock again for a
 			// while, longer after each 0301 in a row.
 			block := a.BlockedFor
@@ -460,8 +343,143 @@ func (s *Sender) record(ctx context.Context, out LotSend, claim string, held tim
 			}
 			out.Message += fmt.Sprintf(" (RUC blocked locally for %s: 0301 number %d in a row)", block, a.BlockLevel)
 		}
+		return Settle{Status: StatusError, Message: "SIFEN did not queue the lot: " + resp.Code + " " + resp.Message, ResponseCode: resp.Code}
+	})
+}
+
+// claimed is a send past step 3 of the protocol (or refused at step 2:
+// out.Status OutcomeBlocked).
+type claimed struct {
+	out      LotSend
+	lot      Lote
+	packed   packedLot
+	key      throttle.Key
+	token    string
+	held     time.Time     // the take's hold, which the answer ends
+	interval time.Duration // the take's policy's: the next lot waits it from the answer
+	bg       context.Context
+}
+
+// claim runs steps 1 to 3 of the protocol: check, the RUC's gate, claim.
+func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
+	ids, err := checkIDs(ids)
+	if err != nil {
+		return claimed{}, err
 	}
-	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: claim, Env: env, Hash: hash, St: st, Now: now})
+	rows, err := s.docs.Documents(ctx, ids, true)
+	if err != nil {
+		return claimed{}, err
+	}
+	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
+	env := rows[0].Env
+	var c claimed
+	for _, r := range rows {
+		if r.Env != env {
+			return claimed{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
+		}
+		if !r.Status.Sendable() {
+			return claimed{}, fmt.Errorf("%w: document %d is %s", ErrNotSendable, r.ID, r.Status)
+		}
+		de, err := storedDE(r)
+		if err != nil {
+			return claimed{}, err
+		}
+		if err := s.fit(env, de); err != nil {
+			return claimed{}, fmt.Errorf("document %d: %w", r.ID, err)
+		}
+		c.lot.DEs = append(c.lot.DEs, de)
+	}
+	if c.packed, err = c.lot.Pack(); err != nil {
+		return claimed{}, err
+	}
+	ruc := c.lot.DEs[0].RUC
+	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
+	c.key = RecepcionKey(env, ruc)
+
+	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
+	// the lot is on the wire. A refusal is a ledger row and a metric.
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	if err != nil {
+		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
+			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
+		}
+		return claimed{}, fmt.Errorf("sifen: send %v: %w", ids, err)
+	}
+	now := s.clock()
+	if !d.Allowed {
+		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
+		b := c.out.Blocked()
+		c.out.Message = b.Message()
+		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
+			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
+		return c, s.docs.Hold(ctx, ids, c.out.Message, b.Until, now)
+	}
+	// The interval runs from the answer; the take's policy says how long.
+	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
+	// From here on the hold must be ended whatever the caller does with ctx.
+	c.bg = context.WithoutCancel(ctx)
+
+	// 3. Claim the documents.
+	c.token = newClaim()
+	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now}); err != nil {
+		// Nothing left: the hold ends now (the take's own interval stays).
+		c.interval = 0
+		s.answered(c, "claim failed:"+c.packed.Hash[:16], false)
+		return claimed{}, err
+	}
+	return c, nil
+}
+
+// answered records on the RUC's bucket that c's request ended now: the
+// hold ends and the next lot waits c.interval from now; after a 0301
+// (notQueued) the RUC is also blocked, one RemoteBlock step longer for each
+// 0301 in a row (BlockMemory apart at most), at most RemoteBlockMax. It
+// returns the block set. A failure is logged: the hold then lasts until it
+// expires (InFlightFor), stricter than the answer.
+func (s *Sender) answered(c claimed, ref string, notQueued bool) throttle.Adjusted {
+	t := throttle.SyncTarget{Key: c.key, Tokens: throttle.MaxTokens, Cooldown: c.interval, Hold: c.held, Ref: ref}
+	if notQueued {
+		t.BlockFor, t.Escalate, t.BlockMax, t.Memory = s.cfg.RemoteBlock, true, s.cfg.RemoteBlockMax, s.cfg.BlockMemory
+	}
+	out, err := s.limiter.Sync(c.bg, t)
+	if err != nil {
+		s.logger.Error("recording an answer on the RUC's gate", slog.String("key", c.key.String()), slog.Any("error", err))
+		return throttle.Adjusted{}
+	}
+	return out[0]
+}
+
+// record is step 5 of the protocol, at the instant the answer arrived or
+// the request failed: first on the RUC's gate, then on the documents. A
+// request that never left (notSent) leaves them "error"; no answer, or an
+// unusable one (unusable says why), leaves them "sending" for Resolve;
+// otherwise answer reads SIFEN's answer into out, records it on the gate
+// (answered) and returns the documents' settle.
+func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(out *LotSend, log *slog.Logger) Settle) (LotSend, error) {
+	ctx, out := c.bg, c.out
+	ids, hash := out.DocumentIDs, out.LotHash
+	log := s.logger.With(slog.Any("ids", ids), slog.String("env", string(out.Env)), slog.String("ruc", out.RUC.String()))
+	var st Settle
+	switch {
+	case sendErr != nil && notSent(sendErr):
+		out.Status, out.Message = OutcomeFailed, "not sent: "+sendErr.Error()
+		st = Settle{Status: StatusError, Message: out.Message}
+		log.Warn("not sent", slog.Any("error", sendErr))
+		s.answered(c, "failed:"+hash[:16], false)
+	case sendErr != nil || unusable != "":
+		out.Status, out.Message = OutcomeUnknown, unusable
+		if sendErr != nil {
+			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
+		}
+		log.Error("sent without a usable answer", slog.String("message", out.Message))
+		// The request is over: the interval runs from now. The documents
+		// stay in sending for Resolve.
+		s.answered(c, "unknown:"+hash[:16], false)
+		return out, s.docs.Note(ctx, ids, c.token, out.Message, s.clock())
+	default:
+		st = answer(&out, log)
+	}
+	n, err := s.docs.Release(ctx, Release{IDs: ids, Token: c.token, Env: out.Env, Hash: hash, St: st, Now: s.clock()})
 	if err != nil {
 		log.Error("recording the answer of a send failed: the documents stay in sending until Resolve", slog.Any("error", err))
 		return out, err
@@ -472,12 +490,8 @@ func (s *Sender) record(ctx context.Context, out LotSend, claim string, held tim
 	return out, nil
 }
 
-// consultaInterval is the time from a lot's send to its first query, and
-// between two queries of it.
-func (s *Sender) consultaInterval() time.Duration { return s.cfg.ConsultaInterval }
-
-// fit refuses a DE that may not go to env (CheckFit).
-func (s *Sender) fit(env Env, de DE) error { return CheckFit(env, de, s.cfg.AllowUnsigned) }
+// fit refuses a DE that may not go to env (checkFit).
+func (s *Sender) fit(env Env, de DE) error { return checkFit(env, de, s.cfg.AllowUnsigned) }
 
 // checkAlone refuses (ErrLotTooBig) a DE whose SOAP message would pass
 // SIFEN's 1000 KB even in a lot of its own: it could never be sent, and as
@@ -487,10 +501,10 @@ func checkAlone(de DE) error {
 	return err
 }
 
-// CheckFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
+// checkFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
 // allowUnsigned and env is test), or a test DE (its dNomEmi says so) meant
 // for prod.
-func CheckFit(env Env, de DE, allowUnsigned bool) error {
+func checkFit(env Env, de DE, allowUnsigned bool) error {
 	switch {
 	case !de.Signed && (env == EnvProd || !allowUnsigned):
 		return fmt.Errorf("%w: the DE is not signed (no ds:Signature in rDE): SIFEN rejects it", ErrUnfit)
@@ -522,7 +536,7 @@ func checkIDs(ids []int64) ([]int64, error) {
 	switch {
 	case len(ids) == 0:
 		return nil, ErrLotEmpty
-	case len(ids) > MaxLotDEs:
+	case len(ids) > maxLotDEs:
 		return nil, fmt.Errorf("%w: %d documents", ErrLotTooManyDEs, len(ids))
 	}
 	sorted := slices.Clone(ids)
@@ -562,13 +576,13 @@ func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decisi
 	if err != nil {
 		return throttle.Decision{}, err
 	}
-	return WaitOf(bs), nil
+	return waitOf(bs), nil
 }
 
-// WaitOf is the decision a take of one token would get from a bucket in
+// waitOf is the decision a take of one token would get from a bucket in
 // state bs: admitted, or refused with the reason of the longest wait (a
 // block wins a tie, then the cooldown), as the throttle decides.
-func WaitOf(bs throttle.BucketState) throttle.Decision {
+func waitOf(bs throttle.BucketState) throttle.Decision {
 	if bs.RetryAfter <= 0 {
 		return throttle.Decision{Allowed: true, Key: bs.Key}
 	}
@@ -580,38 +594,4 @@ func WaitOf(bs throttle.BucketState) throttle.Decision {
 		reason = throttle.ReasonCooldown
 	}
 	return throttle.Decision{Key: bs.Key, Reason: reason, RetryAfter: bs.RetryAfter}
-}
-
-// ShareInterval makes the interval between lots of a RUC a property of the
-// database every process shares, not of one process's flags: for each
-// environment it compares this process's interval (its limiter's policy)
-// with the one stored. The stricter wins: a longer own interval is stored,
-// so every process on the database waits it (Send reads the stored value);
-// a shorter one gives way to the stored one. It returns one line per
-// environment where the two differed, for the process to print at start —
-// never silently. Call it once when a process starts.
-func (s *Sender) ShareInterval(ctx context.Context) ([]string, error) {
-	var notes []string
-	for _, env := range []Env{EnvTest, EnvProd} {
-		own := DefaultInterval
-		if p, err := s.limiter.Policy(RecepcionKey(env, RUC{Number: "88888801", DV: 5})); err == nil && p.MinInterval > 0 {
-			own = p.MinInterval
-		}
-		stored, ok, err := s.docs.Interval(ctx, env)
-		if err != nil {
-			return notes, err
-		}
-		switch {
-		case !ok || own > stored:
-			if err := s.docs.SetInterval(ctx, env, own, s.clock()); err != nil {
-				return notes, err
-			}
-			if ok {
-				notes = append(notes, fmt.Sprintf("SIFEN %s: this process's interval %s is stricter than the database's %s: every process now waits %s between lots of a RUC", env, own, stored, own))
-			}
-		case own < stored:
-			notes = append(notes, fmt.Sprintf("SIFEN %s: this process is configured for %s between lots of a RUC, but the database's interval is %s (set by another process): %s applies", env, own, stored, stored))
-		}
-	}
-	return notes, nil
 }

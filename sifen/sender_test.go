@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -511,4 +512,41 @@ func TestCountByStatus(t *testing.T) {
 		_, err = w.sender.CountByStatus(ctx, "staging")
 		require.ErrorIs(t, err, sifen.ErrInvalidEnv)
 	})
+}
+
+// countingHandler counts the records it is given.
+type countingHandler struct{ n *atomic.Int64 }
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (h countingHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h countingHandler) WithGroup(string) slog.Handler             { return h }
+
+// TestSenderWithoutLoggerLogsNowhere: a Sender built without a Logger
+// says nothing to the process's default logger (it used to fall back to
+// slog.Default), though it has things to log: a note about the
+// database's interval at start, a lot sent, a lot held back.
+func TestSenderWithoutLoggerLogsNowhere(t *testing.T) {
+	var logged atomic.Int64
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(countingHandler{&logged}))
+
+	w := newWorld(t, sqlstore.SQLite, worldConfig{}) // its sender is quiet, and stores 10 s
+	r, err := sifen.NewResolver(sifen.PolicyConfig{Interval: time.Second})
+	require.NoError(t, err)
+	l, err := throttle.NewLimiter(w.store, r, throttle.Config{Clock: w.clock.Now, Logger: quietLogger()})
+	require.NoError(t, err)
+	c, err := sifen.NewClient(sifen.ClientConfig{BaseURL: w.simURL + "/{env}"})
+	require.NoError(t, err)
+	s, err := sifen.NewSender(sifensql.New(w.store), c, l, sifen.SenderConfig{Clock: w.clock.Now, Resolver: r})
+	require.NoError(t, err)
+	require.Len(t, s.IntervalNotes(), 2, "it had something to say")
+	ids := w.importDocs(t, sifen.EnvTest, sifentest.Lote(sifentest.Docs("80069563", 1, 2)...))
+	out, err := s.Send(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeSent, out.Status)
+	out, err = s.Send(context.Background(), ids[1])
+	require.NoError(t, err)
+	require.Equal(t, sifen.OutcomeBlocked, out.Status)
+	require.Zero(t, logged.Load())
 }

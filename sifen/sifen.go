@@ -11,10 +11,10 @@
 //     message as sent at most 1000 KB (lote.go); that no unsigned or test DE
 //     goes to prod;
 //   - the interval between two lots of one RUC in one environment, counted
-//     from the answer to the previous lot, with no lot while another of the
-//     RUC is on the wire, and a local block after 0301 that grows with
-//     recurrence (sender.go; docs/decisions/0011); at least 10 minutes
-//     between queries of one lot (policy.go, on the balde/throttle engine);
+//     from the answer to the previous lot and shared by every process on
+//     the database, with no lot while another of the RUC is on the wire, and
+//     a local block after 0301 that grows with recurrence (sender.go,
+//     policy.go; docs/decisions/0011, 0050, 0135);
 //   - that no CDC is sent again without SIFEN's definitive answer, and that
 //     no lot is sent twice, across processes sharing one database
 //     (sender.go, resolve.go; docs/decisions/0012).
@@ -22,9 +22,9 @@
 // Sender is the one send path: the web app's send buttons and the batch
 // command both call Sender.Send on the same database. It depends on a
 // DocumentStore (sifen/sifensql keeps it in SQL, so this package imports no
-// database driver) and a Transport: Client, the bare SOAP transport
-// (siRecepLoteDE, siConsLoteDE, siConsDE), which does not throttle.
-// The simulator in sifen/sifensim speaks the same protocol.
+// database driver) and SOAPServices: Client, the bare SOAP transport, which
+// does not throttle. The simulator in sifen/sifensim speaks the same
+// protocol.
 package sifen
 
 import "fmt"
@@ -58,6 +58,3 @@ func (e Env) Validate() error {
 	}
 	return fmt.Errorf("%w: %q (want test or prod)", ErrInvalidEnv, string(e))
 }
-
-// String returns "test" or "prod".
-func (e Env) String() string { return string(e) }

@@ -105,8 +105,8 @@ type DEResult struct {
 }
 
 // Approved reports whether the DE was approved (with or without
-// observations), reading dEstRes as DNIT writes it (see ReadResult).
-func (r DEResult) Approved() bool { return r.Verdict().Approved() }
+// observations), reading dEstRes as DNIT writes it.
+func (r DEResult) Approved() bool { return r.verdict().approved() }
 
 // ResultMessage is one gResProc.
 type ResultMessage struct {
@@ -172,11 +172,11 @@ func (r ConsultaDEResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) e
 	return e.EncodeElement(aux, start)
 }
 
-// RetEnviDe is rRetEnviDe, SIFEN's protocol of one DE (manual técnico v150,
+// retEnviDe is rRetEnviDe, SIFEN's protocol of one DE (manual técnico v150,
 // §7.4, Schema XML 3 and 4). SIFEN also answers it, with HTTP 200 or 400,
 // to a request of another service it refuses before reading it (0160 "XML
 // Mal Formado"): the refusal of that request, not of a DE.
-type RetEnviDe struct {
+type retEnviDe struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rRetEnviDe"`
 	Prot    ProtDE   `xml:"rProtDe"`
 }
@@ -223,27 +223,24 @@ func (p ProtDE) State() string {
 	return ""
 }
 
-// Fault is a SOAP 1.2 fault.
-type Fault struct {
+// soapFault is a SOAP 1.2 fault.
+type soapFault struct {
 	XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Fault"`
 	Code    string   `xml:"http://www.w3.org/2003/05/soap-envelope Code>Value"`
 	Reason  string   `xml:"http://www.w3.org/2003/05/soap-envelope Reason>Text"`
 }
 
-func (f *Fault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
+func (f *soapFault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
 
 // The SOAP 1.2 fault codes (SOAP 1.2 Part 1, §5.4.6), as Fault.Kind
 // returns them.
 const (
-	FaultSender              = "Sender"
-	FaultReceiver            = "Receiver"
-	FaultVersionMismatch     = "VersionMismatch"
-	FaultMustUnderstand      = "MustUnderstand"
-	FaultDataEncodingUnknown = "DataEncodingUnknown"
+	faultSender              = "Sender"
+	faultReceiver            = "Receiver"
+	faultVersionMismatch     = "VersionMismatch"
+	faultMustUnderstand      = "MustUnderstand"
+	faultDataEncodingUnknown = "DataEncodingUnknown"
 )
-
-// Kind is the fault code without its prefix ("env:Receiver" → "Receiver").
-func (f *Fault) Kind() string { return faultKind(f.Code) }
 
 func faultKind(code string) string {
 	code = strings.TrimSpace(code)
@@ -253,19 +250,19 @@ func faultKind(code string) string {
 	return code
 }
 
-// Envelope is a SOAP 1.2 envelope whose body holds a T or a Fault.
-type Envelope[T any] struct {
+// envelope is a SOAP 1.2 envelope whose body holds a T or a Fault.
+type envelope[T any] struct {
 	XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
 	Body    struct {
-		Fault   *Fault
+		Fault   *soapFault
 		Content *T
-		// Rejection is SIFEN's generic refusal of a request (RetEnviDe).
-		Rejection *RetEnviDe
+		// Rejection is SIFEN's generic refusal of a request (retEnviDe).
+		Rejection *retEnviDe
 	} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
 }
 
 // MarshalSOAP returns a SOAP 1.2 envelope holding body (one of the message
-// types of this file, or a *Fault).
+// types of this file, or a *soapFault).
 func MarshalSOAP(body any) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
@@ -282,8 +279,8 @@ func MarshalSOAP(body any) ([]byte, error) {
 // with SIFEN's Code and Message (wrapping ErrRemote) when the body holds
 // SIFEN's generic refusal rRetEnviDe instead of a T; otherwise, when data
 // is not a SOAP 1.2 envelope holding either, one wrapping ErrMalformedXML.
-func UnmarshalSOAP[T any](data []byte) (*T, *Fault, error) {
-	var env Envelope[T]
+func UnmarshalSOAP[T any](data []byte) (*T, *soapFault, error) {
+	var env envelope[T]
 	if err := xml.Unmarshal(data, &env); err != nil {
 		return nil, nil, fmt.Errorf("%w: SOAP envelope: %w", ErrMalformedXML, err)
 	}
@@ -303,9 +300,6 @@ func UnmarshalSOAP[T any](data []byte) (*T, *Fault, error) {
 	}
 	return env.Body.Content, nil, nil
 }
-
-// FormatTime renders t as dFecProc (TimeLayout).
-func FormatTime(t time.Time) string { return t.Format(TimeLayout) }
 
 // parseTime reads dFecProc; the zero time when it cannot.
 func parseTime(s string) time.Time {

@@ -9,8 +9,10 @@ import (
 // test or an application may bring its own (a recorded exchange, a client
 // with its own signing). Implementations are safe for concurrent use.
 type SOAPServices interface {
-	// RecepcionLote sends a lot (siRecepLoteDE). Errors as Client's; NotSent
-	// tells a request that never left from one that may have arrived.
+	// RecepcionLote sends a lot (siRecepLoteDE). An error that proves the
+	// request never left (a failed dial or TLS check, a *RemoteError of
+	// SIFEN's refusal) leaves the documents sendable; any other leaves them
+	// in "sending" for Resolve.
 	RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error)
 	// ConsultaLote asks for a lot's result (siConsLoteDE).
 	ConsultaLote(ctx context.Context, env Env, lotNumber string) (ConsultaLoteResponse, error)
@@ -19,19 +21,6 @@ type SOAPServices interface {
 }
 
 var _ SOAPServices = (*Client)(nil)
-
-// ImportMode says what an import does with a CDC a stored document in
-// draft or error already holds with other content (docs/decisions/0057).
-type ImportMode int
-
-const (
-	// ImportNew refuses it (*CDCError): two uploads of one CDC with
-	// different content may be two documents, and the last must not
-	// silently replace the first.
-	ImportNew ImportMode = iota
-	// ImportReplace replaces its content: the user said so.
-	ImportReplace
-)
 
 // DocumentStore keeps documents and lots, shared by every process that
 // sends on one database. (A RUC's gate is not here: it is its
@@ -43,9 +32,10 @@ type DocumentStore interface {
 	// Import stores des as drafts of env, all or none, and returns their
 	// ids in order. A CDC already stored is taken again (the document
 	// becomes a draft of the new XML) when Reimportable says so of the
-	// stored document in mode; otherwise the error is a *CDCError with Now
-	// set to now.
-	Import(ctx context.Context, env Env, des []DE, mode ImportMode, now time.Time) ([]int64, error)
+	// stored document (replace: the user asked to replace a draft's
+	// content, docs/decisions/0057); otherwise the error is a *CDCError
+	// with Now set to now.
+	Import(ctx context.Context, env Env, des []DE, replace bool, now time.Time) ([]int64, error)
 	// Documents returns the documents ids in id order, with their XML when
 	// withXML; ErrNotFound names a missing one.
 	Documents(ctx context.Context, ids []int64, withXML bool) ([]Document, error)
@@ -80,10 +70,10 @@ type DocumentStore interface {
 	// Finish gives one sent document its result, conditional on its
 	// version; false when it had changed.
 	Finish(ctx context.Context, doc Document, st Settle, now time.Time) (bool, error)
-	// Interval returns the interval stored for env (ok false when none),
-	// and SetInterval stores one.
-	Interval(ctx context.Context, env Env) (d time.Duration, ok bool, err error)
-	SetInterval(ctx context.Context, env Env, d time.Duration, now time.Time) error
+	// ShareInterval stores d as env's interval between lots of a RUC when
+	// it is longer than the stored one (or none is), and returns the one
+	// stored before (0: none).
+	ShareInterval(ctx context.Context, env Env, d time.Duration, now time.Time) (time.Duration, error)
 }
 
 // LotRef names a lot SIFEN queued that has documents still waiting for its
@@ -106,7 +96,7 @@ type LotRef struct {
 type Claim struct {
 	Docs  []Document
 	Token string
-	Lot   Packed
+	Lot   packedLot
 	Env   Env
 	RUC   RUC
 	Now   time.Time

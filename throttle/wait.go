@@ -7,8 +7,9 @@ import (
 )
 
 // Sleep waits d or until ctx ends, whichever comes first, and returns ctx's
-// error in the second case. SleepContext is the real one; tests give a
-// Waiter a Sleep that moves a ManualClock instead.
+// error in the second case. Every wait of balde takes one (a Waiter, the
+// SIFEN batch and follow, the SIFEN gateway, the batch reports), with
+// SleepContext by default; a test passes one that advances its fake clock.
 type Sleep func(ctx context.Context, d time.Duration) error
 
 // SleepContext sleeps on a timer of the wall clock.

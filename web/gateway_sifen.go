@@ -111,23 +111,12 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 		g.hold = DefaultSifenGatewayHold
 	}
 	if g.sleep == nil {
-		g.sleep = sleepContext
+		g.sleep = throttle.SleepContext
 	}
 	if g.logger == nil {
 		g.logger = slog.Default()
 	}
 	return g, nil
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // ServeHTTP implements http.Handler.

@@ -96,7 +96,7 @@ func (w *sifenGatewayWorld) newGateway(t testing.TB, hold time.Duration) string 
 	require.NoError(t, err)
 	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: w.simURL + "/{env}", Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.now, ConsultaInterval: w.consulta, Logger: quiet})
+	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.now, ConsultaInterval: w.consulta, Logger: quiet, Resolver: resolver})
 	require.NoError(t, err)
 	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: sender, Client: client, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
 		Sleep: w.sleep})

@@ -113,7 +113,7 @@ func (e *env) attachSims(t testing.TB, s *web.Server) {
 		e.sim, e.simURL = sim, ts.URL
 		client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", Timeout: 10 * time.Second})
 		require.NoError(t, err)
-		e.sender, err = sifen.NewSender(sifensql.New(e.sql), client, e.limiter, sifen.SenderConfig{Clock: e.clock.Now, Logger: testLogger(t)})
+		e.sender, err = sifen.NewSender(sifensql.New(e.sql), client, e.limiter, sifen.SenderConfig{Clock: e.clock.Now, Logger: testLogger(t), Resolver: e.sifenR})
 		require.NoError(t, err)
 		s.Sifen = e.sender
 		if e.sifenCf.fake != nil {

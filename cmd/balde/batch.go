@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/web/i18n"
 )
 

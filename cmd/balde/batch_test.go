@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/web/i18n"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web/i18n"
 )

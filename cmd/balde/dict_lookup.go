@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 )
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/throttle"
 )
 

@@ -33,8 +33,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
-	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -387,7 +387,7 @@ func TestSoak(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "balde.db")
 	db := "sqlite://" + path
 	// The interval between lots of a RUC is shared through the database and
-	// the stricter process wins (sifen.Sender.ShareInterval): the batches
+	// the stricter process wins (sifen.NewSender, decision 0135): the batches
 	// must be given the same 50 ms as serve. Run 2 of 2026-11-22 gave them
 	// nothing, so their default of 10 s became serve's too, and the web
 	// person, whose invoices are all of one RUC, got one Send in 10 s.

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"github.com/balde-throttle/balde/report"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
 )
 
@@ -95,15 +94,6 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
 	sender := eng.Sifen()
-	// The interval between lots is the database's (the strictest any
-	// process configured): a difference is said, never silent.
-	notes, err := sender.ShareInterval(ctx)
-	if err != nil {
-		return err
-	}
-	for _, n := range notes {
-		fmt.Fprintf(m.Stderr, "balde: sifen-send: %s\n", n)
-	}
 	b := &report.SifenSend{
 		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
 		Reporter: report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), Warn: m.Stderr,

@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
-	"github.com/balde-throttle/balde/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -446,18 +446,18 @@ func TestSifenSendFollow(t *testing.T) {
 	writeFile(t, dirJSON, "lote.xml", sifentest.Lote(docs2...))
 	code, stdout, stderr = runIn(context.Background(), clock, "", map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db2}, "sifen-send", "--follow", "--json", dirJSON)
 	require.Equal(t, ExitOK, code, stderr)
-	var results []sifen.LotResult
+	var results []report.LotResult
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var r map[string]sifen.LotResult
+		var r map[string]report.LotResult
 		if json.Unmarshal([]byte(line), &r) == nil && r["lot_result"].CDC != "" {
 			results = append(results, r["lot_result"])
 		}
 	}
 	require.Len(t, results, 2, stdout)
 	jl := strings.Split(strings.TrimSpace(stdout), "\n")
-	var followed map[string]sifen.FollowSummary
+	var followed map[string]report.FollowSummary
 	require.NoError(t, json.Unmarshal([]byte(jl[len(jl)-1]), &followed))
-	require.Equal(t, sifen.FollowSummary{Approved: 2}, followed["follow"], "the follow's last line")
+	require.Equal(t, report.FollowSummary{Approved: 2}, followed["follow"], "the follow's last line")
 	for _, r := range results {
 		require.Equal(t, "approved", r.Status)
 		require.Equal(t, "Aprobado", r.Result)
@@ -673,9 +673,9 @@ func TestSifenSendFollowInterrupted(t *testing.T) {
 	stop()
 	require.Equal(t, ExitFailed, code, stderr)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	var last map[string]sifen.FollowSummary
+	var last map[string]report.FollowSummary
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last), stdout)
-	require.Equal(t, sifen.FollowSummary{Pending: 1, Interrupted: true}, last["follow"])
+	require.Equal(t, report.FollowSummary{Pending: 1, Interrupted: true}, last["follow"])
 }
 
 // Issue 22, item 3: with RUC A blocked at SIFEN for 10 minutes (its first

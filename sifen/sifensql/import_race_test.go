@@ -12,6 +12,7 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensql"
 	"github.com/balde-throttle/balde/sifen/sifentest"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -27,7 +28,7 @@ func TestImportOfOneCDCByProcessesAtOnce(t *testing.T) {
 	const processes, rounds = 6, 3
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn := sqlstoretest.DSN(t, engine)
-		stores := make([]*sifensql.Store, processes)
+		stores := make([]sifen.DocumentStore, processes)
 		for i := range stores {
 			s := sqlstoretest.MustOpenDSN(t, dsn, nil)
 			require.NoError(t, s.Ping(context.Background())) // connected before the race
@@ -45,7 +46,7 @@ func TestImportOfOneCDCByProcessesAtOnce(t *testing.T) {
 			for i, docs := range stores {
 				wg.Go(func() {
 					<-start
-					ids[i], errs[i] = docs.Import(ctx, sifen.EnvTest, lote.DEs, sifen.ImportNew, throttletest.Epoch)
+					ids[i], errs[i] = docs.Import(ctx, sifen.EnvTest, lote.DEs, false, throttletest.Epoch)
 				})
 			}
 			close(start)
@@ -75,29 +76,25 @@ func TestImportOfOneCDCByProcessesAtOnce(t *testing.T) {
 }
 
 // TestImportFilesOfOneCDCByProcessesAtOnce is the same race through
-// sifen.ImportFiles, one DE at a time as `sifen-send` imports its files:
+// Sender.ImportFiles, one DE at a time as `sifen-send` imports its files:
 // each DE is reported imported by every run, none as a store failure.
 func TestImportFilesOfOneCDCByProcessesAtOnce(t *testing.T) {
 	const processes = 4
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		dsn := sqlstoretest.DSN(t, engine)
 		des := fileDEs(t, 12)
-		importers := make([]sifen.Importer, processes)
-		for i := range importers {
+		senders := make([]*sifen.Sender, processes)
+		for i := range senders {
 			s := sqlstoretest.MustOpenDSN(t, dsn, nil)
 			require.NoError(t, s.Ping(context.Background()))
-			docs := sifensql.New(s)
-			importers[i] = sifen.ImportFunc(func(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error) {
-				l, err := sifen.ParseLote(data)
-				if err != nil {
-					return nil, err
-				}
-				ids, err := docs.Import(ctx, env, l.DEs, sifen.ImportNew, throttletest.Epoch)
-				if err != nil {
-					return nil, err
-				}
-				return docs.Documents(ctx, ids, false)
-			})
+			r, err := sifen.NewResolver(sifen.PolicyConfig{})
+			require.NoError(t, err)
+			l, err := throttle.NewLimiter(s, r, throttle.Config{})
+			require.NoError(t, err)
+			c, err := sifen.NewClient(sifen.ClientConfig{})
+			require.NoError(t, err)
+			senders[i], err = sifen.NewSender(sifensql.New(s), c, l, sifen.SenderConfig{Resolver: r})
+			require.NoError(t, err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -105,10 +102,10 @@ func TestImportFilesOfOneCDCByProcessesAtOnce(t *testing.T) {
 		errs := make([]error, processes)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		for i, imp := range importers {
+		for i, snd := range senders {
 			wg.Go(func() {
 				<-start
-				results[i], errs[i] = sifen.ImportFiles(ctx, imp, des, sifen.EnvTest)
+				results[i], errs[i] = snd.ImportFiles(ctx, des, sifen.EnvTest, false)
 			})
 		}
 		close(start)
@@ -119,7 +116,7 @@ func TestImportFilesOfOneCDCByProcessesAtOnce(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("the imports did not end within a minute")
 		}
-		for i := range importers {
+		for i := range senders {
 			require.NoError(t, errs[i], "process %d", i)
 			require.Len(t, results[i], len(des), "process %d", i)
 			for j, r := range results[i] {

@@ -14,23 +14,18 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// Store is the SQL sifen.DocumentStore. Safe for concurrent use.
-//
-// Every read and every transaction runs again after a transient failure of
-// the database (a dropped connection, a session ended by an administrator,
-// a serialization failure, SQLITE_BUSY past the busy timeout), through the
-// throttle store's Retry, like the throttle's own decisions: a read is
-// idempotent, and a transaction that failed before its COMMIT was sent did
-// not apply, so it runs again from the start (its rows read again). A
-// COMMIT whose answer was lost is never re-run (sqlstore.ErrCommitInDoubt,
-// decision 0020): the method fails with it, and a claim that may have
-// landed is settled later like any send interrupted there (Resolve).
-type Store struct {
+// store is the SQL sifen.DocumentStore. Safe for concurrent use. Reads and
+// transactions run again after a transient failure, through the throttle
+// store's Retry; a COMMIT whose answer was lost never runs again
+// (sqlstore.ErrCommitInDoubt, docs/decisions/0020): a claim that may have
+// landed is settled by Resolve.
+type store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
 	retry func(ctx context.Context, op string, fn func() error) error
@@ -38,12 +33,12 @@ type Store struct {
 	commitError func(error) error
 }
 
-var _ sifen.DocumentStore = (*Store)(nil)
+var _ sifen.DocumentStore = (*store)(nil)
 
 // New returns the documents store of s's database (migrated to 0006 or
 // later). It shares s's connections and retries as s does (s.Retry).
-func New(s *sqlstore.Store) *Store {
-	return &Store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
+func New(s *sqlstore.Store) sifen.DocumentStore {
+	return &store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
 }
 
 // docRow is a balde_documents row.
@@ -93,12 +88,12 @@ func (r docRow) document() sifen.Document {
 		ResponseCode: r.ResponseCode.String,
 		Result:       r.Result.String,
 		AuthNumber:   r.AuthNumber.String,
-		RetryAt:      fromNullNanos(r.RetryAt),
+		RetryAt:      sqltime.NullTime(r.RetryAt),
 		Version:      r.Version,
-		CreatedAt:    fromNanos(r.CreatedAt),
-		UpdatedAt:    fromNanos(r.UpdatedAt),
-		ClaimedAt:    fromNullNanos(r.ClaimedAt),
-		SentAt:       fromNullNanos(r.SentAt),
+		CreatedAt:    sqltime.Time(r.CreatedAt),
+		UpdatedAt:    sqltime.Time(r.UpdatedAt),
+		ClaimedAt:    sqltime.NullTime(r.ClaimedAt),
+		SentAt:       sqltime.NullTime(r.SentAt),
 	}
 	if r.XML != "" {
 		d.XML = []byte(r.XML)
@@ -112,24 +107,6 @@ func documents(rows []docRow) []sifen.Document {
 		out[i] = r.document()
 	}
 	return out
-}
-
-func nanos(t time.Time) int64 { return t.UnixNano() }
-
-func nullNanos(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
-}
-
-func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
-
-func fromNullNanos(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromNanos(n.Int64)
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -151,7 +128,7 @@ func dbError(op string, err error) error {
 // do nothing but its statements on tx). A rule's error (anything fn
 // returns not wrapped by wrapDB) is returned as is, never retried; a
 // commit in doubt wraps sqlstore.ErrCommitInDoubt and is never retried.
-func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
+func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
 	var ruleErr error
 	err := s.retry(ctx, op, func() error {
 		ruleErr = nil
@@ -178,7 +155,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 
 // readRetried runs fn, a read, again after transient failures; op names it in
 // the error.
-func (s *Store) readRetried(ctx context.Context, op string, fn func() error) error {
+func (s *store) readRetried(ctx context.Context, op string, fn func() error) error {
 	return dbError(op, s.retry(ctx, op, fn))
 }
 
@@ -195,7 +172,7 @@ func wrapDB(err error) error {
 }
 
 // Documents implements sifen.DocumentStore.
-func (s *Store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
+func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
 	rows, err := s.get(ctx, s.read, ids, withXML)
 	if err != nil {
 		return nil, err
@@ -204,7 +181,7 @@ func (s *Store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 }
 
 // get returns the rows with ids, in id order; ErrNotFound names a missing one.
-func (s *Store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
+func (s *store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
 	cols := listColumns
 	if withXML {
 		cols = docColumns
@@ -234,7 +211,7 @@ func (s *Store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, wi
 }
 
 // List implements sifen.DocumentStore.
-func (s *Store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
+func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
 	where, args := []string{"1 = 1"}, []any{}
 	if f.Env != "" {
 		where, args = append(where, "env = ?"), append(args, string(f.Env))
@@ -273,42 +250,34 @@ func (s *Store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 }
 
 // CountByStatus implements sifen.DocumentStore.
-func (s *Store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
-	q, args := `SELECT status, COUNT(*) FROM balde_documents GROUP BY status`, []any{}
+func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
+	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents GROUP BY status`, []any{}
 	if env != "" {
-		q, args = `SELECT status, COUNT(*) FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
+		q, args = `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
 	}
-	var out map[sifen.Status]int64
-	err := s.readRetried(ctx, "count documents", func() error {
-		out = make(map[sifen.Status]int64) // a retry starts the count again
-		rows, err := s.read.QueryContext(ctx, s.read.Rebind(q), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var st string
-			var n int64
-			if err := rows.Scan(&st, &n); err != nil {
-				return err
-			}
-			out[sifen.Status(st)] = n
-		}
-		return rows.Err()
-	})
-	if err != nil {
+	var rows []struct {
+		Status string `db:"status"`
+		N      int64  `db:"n"`
+	}
+	if err := s.readRetried(ctx, "count documents", func() error {
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
+	}); err != nil {
 		return nil, err
+	}
+	out := make(map[sifen.Status]int64, len(rows))
+	for _, r := range rows {
+		out[sifen.Status(r.Status)] = r.N
 	}
 	return out, nil
 }
 
 // Import implements sifen.DocumentStore.
-func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode sifen.ImportMode, now time.Time) ([]int64, error) {
+func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, replace bool, now time.Time) ([]int64, error) {
 	ids := make([]int64, len(des))
 	err := s.inTx(ctx, "import documents", func(tx *sqlx.Tx) error {
 		for i, de := range des {
 			var err error
-			if ids[i], err = s.importDE(ctx, tx, env, de, mode, now); err != nil {
+			if ids[i], err = s.importDE(ctx, tx, env, de, replace, now); err != nil {
 				return err
 			}
 		}
@@ -321,23 +290,17 @@ func (s *Store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, mode 
 }
 
 // importDE inserts de, or turns the document holding its CDC back into a
-// draft of the new XML when sifen.Reimportable allows it.
-//
-// Two imports of one new CDC may run at once (two processes given the same
-// files): both find no row, and the second INSERT meets the first's row. It
-// then does nothing (on PostgreSQL after waiting for the first transaction
-// to end), and the row, committed by then, is read again and treated as any
-// CDC already stored (decision 0057): the same XML is imported again, other
-// content is a *sifen.CDCError. A unique violation never reaches the
-// caller as a store failure.
-func (s *Store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
+// draft of the new XML when sifen.Reimportable allows it. An INSERT that
+// meets a row another import committed meanwhile reads it again and treats
+// it as any CDC already stored (docs/decisions/0057): never a store failure.
+func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	for range 2 {
 		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
 		if err != nil {
 			return 0, err
 		}
 		if found {
-			return reimportDocument(ctx, tx, ex, de, mode, now)
+			return reimportDocument(ctx, tx, ex, de, replace, now)
 		}
 		id, inserted, err := insertDocument(ctx, tx, env, de, now)
 		if err != nil || inserted {
@@ -369,8 +332,8 @@ func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc stri
 
 // reimportDocument turns ex, the document holding de's CDC, into a draft of
 // de when sifen.Reimportable allows it, else returns a *sifen.CDCError.
-func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, mode sifen.ImportMode, now time.Time) (int64, error) {
-	if !sifen.Reimportable(ex, de, mode) {
+func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, replace bool, now time.Time) (int64, error) {
+	if !sifen.Reimportable(ex, de, replace) {
 		ex.XML = nil
 		return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
 	}
@@ -387,7 +350,7 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 			updated_at = ?, claimed_at = NULL, sent_at = NULL
 		WHERE id = ?`),
 		de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
-		note, nanos(now), ex.ID)
+		note, sqltime.Nanos(now), ex.ID)
 	return ex.ID, wrapDB(err)
 }
 
@@ -402,7 +365,7 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
 		ON CONFLICT (env, cdc) DO NOTHING
 		RETURNING id`),
-		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), nanos(now), nanos(now))
+		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), sqltime.Nanos(now), sqltime.Nanos(now))
 	if err != nil {
 		return 0, false, wrapDB(err)
 	}
@@ -424,13 +387,13 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 // moves every document from draft/error to sending, each conditional on the
 // version read. Any document claimed or changed meanwhile aborts the whole
 // claim.
-func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
+func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
 			ON CONFLICT (env, hash) DO NOTHING`),
-			string(c.Env), c.Lot.Hash, c.RUC.Number, nanos(c.Now))
+			string(c.Env), c.Lot.Hash, c.RUC.Number, sqltime.Nanos(c.Now))
 		if err != nil {
 			return wrapDB(err)
 		}
@@ -445,7 +408,7 @@ func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
 					status = 'sending', claim = ?, claimed_at = ?, lot_hash = ?,
 					message = '', retry_at = NULL, version = version + 1, updated_at = ?
 				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`),
-				c.Token, nanos(c.Now), c.Lot.Hash, nanos(c.Now), d.ID, d.Version)
+				c.Token, sqltime.Nanos(c.Now), c.Lot.Hash, sqltime.Nanos(c.Now), d.ID, d.Version)
 			if err != nil {
 				return wrapDB(err)
 			}
@@ -462,11 +425,11 @@ func (s *Store) Claim(ctx context.Context, c sifen.Claim) error {
 // Release implements sifen.DocumentStore: it writes the settle to the
 // documents still held by r.Token and updates the lot (dropped when SIFEN
 // does not have it, queued with its number and first query when it does).
-func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
+func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 	var n int64
 	var sentAt sql.NullInt64
 	if r.St.Sent {
-		sentAt = nullNanos(r.Now)
+		sentAt = sqltime.NullNanos(r.Now)
 	}
 	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
 		q, args, err := sqlx.In(`
@@ -476,9 +439,9 @@ func (s *Store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 				sent_at = COALESCE(?, sent_at),
 				claim = NULL, version = version + 1, updated_at = ?
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
-			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), nullNanos(r.St.RetryAt),
+			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), sqltime.NullNanos(r.St.RetryAt),
 			nullString(r.St.Result), nullString(r.St.AuthNumber),
-			sentAt, nanos(r.Now), r.IDs, r.Token)
+			sentAt, sqltime.Nanos(r.Now), r.IDs, r.Token)
 		if err != nil {
 			return err
 		}
@@ -501,7 +464,7 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number),
 				next_query_at = COALESCE(?, next_query_at)
-			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), nullNanos(st.NextQueryAt), string(env), hash)
+			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), sqltime.NullNanos(st.NextQueryAt), string(env), hash)
 		return err
 	case st.Status == sifen.StatusSending:
 		return nil
@@ -520,40 +483,30 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 }
 
 // Note implements sifen.DocumentStore.
-func (s *Store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
-	return s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, nanos(now), ids, claim)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
-		return wrapDB(err)
-	})
+func (s *store) Note(ctx context.Context, ids []int64, claim, message string, now time.Time) error {
+	return s.update(ctx, "record send", `UPDATE balde_documents SET message = ?, updated_at = ?, version = version + 1
+		WHERE id IN (?) AND status = 'sending' AND claim = ?`, message, sqltime.Nanos(now), ids, claim)
 }
 
-// Hold implements sifen.DocumentStore.
-func (s *Store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
-	return s.inTx(ctx, "record refusal", func(tx *sqlx.Tx) error {
-		// A document in error keeps the answer of its last send (SIFEN's
-		// 0301 with its words): a later local refusal must not hide it.
-		q, args, err := sqlx.In(`UPDATE balde_documents
-			SET message = CASE WHEN status = 'error' THEN message ELSE ? END,
-				retry_at = ?, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nullNanos(retryAt), nanos(now), ids)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
-		return wrapDB(err)
-	})
+// Hold implements sifen.DocumentStore. A document in error keeps the
+// answer of its last send (SIFEN's 0301 with its words).
+func (s *store) Hold(ctx context.Context, ids []int64, message string, retryAt, now time.Time) error {
+	return s.update(ctx, "record refusal", `UPDATE balde_documents
+		SET message = CASE WHEN status = 'error' THEN message ELSE ? END,
+			retry_at = ?, updated_at = ?, version = version + 1
+		WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.NullNanos(retryAt), sqltime.Nanos(now), ids)
 }
 
 // Fail implements sifen.DocumentStore.
-func (s *Store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
-	return s.inTx(ctx, "record failure", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
-			WHERE id IN (?) AND status IN ('draft', 'error')`, message, nanos(now), ids)
+func (s *store) Fail(ctx context.Context, ids []int64, message string, now time.Time) error {
+	return s.update(ctx, "record failure", `UPDATE balde_documents SET status = 'error', message = ?, retry_at = NULL, updated_at = ?, version = version + 1
+		WHERE id IN (?) AND status IN ('draft', 'error')`, message, sqltime.Nanos(now), ids)
+}
+
+// update runs one statement (its IN lists expanded) in a write transaction.
+func (s *store) update(ctx context.Context, op, q string, args ...any) error {
+	return s.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		q, args, err := sqlx.In(q, args...)
 		if err != nil {
 			return err
 		}
@@ -563,11 +516,11 @@ func (s *Store) Fail(ctx context.Context, ids []int64, message string, now time.
 }
 
 // Stale implements sifen.DocumentStore.
-func (s *Store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
+func (s *store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
 	var rows []docRow
 	err := s.readRetried(ctx, "find documents left sending", func() error {
 		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
-		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), nanos(cutoff))
+		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), sqltime.Nanos(cutoff))
 	})
 	return documents(rows), err
 }
@@ -583,7 +536,7 @@ type lotRow struct {
 }
 
 // SentLots implements sifen.DocumentStore.
-func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
+func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 	var rows []lotRow
 	err := s.readRetried(ctx, "find sent lots", func() error {
 		return s.read.SelectContext(ctx, &rows, `
@@ -601,22 +554,19 @@ func (s *Store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 	out := make([]sifen.LotRef, len(rows))
 	for i, r := range rows {
 		out[i] = sifen.LotRef{Env: sifen.Env(r.Env), LotNumber: r.LotNumber, RUC: r.RUC, Documents: r.Documents,
-			SentAt: fromNullNanos(r.SentAt), NextQueryAt: fromNullNanos(r.NextQueryAt)}
+			SentAt: sqltime.NullTime(r.SentAt), NextQueryAt: sqltime.NullTime(r.NextQueryAt)}
 	}
 	return out, nil
 }
 
 // ScheduleLot implements sifen.DocumentStore.
-func (s *Store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
-	return s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`),
-			nanos(at), string(env), lotNumber)
-		return wrapDB(err)
-	})
+func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
+	return s.update(ctx, "schedule lot query", `UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`,
+		sqltime.Nanos(at), string(env), lotNumber)
 }
 
 // LotDocuments implements sifen.DocumentStore.
-func (s *Store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
+func (s *store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
 	var rows []docRow
 	err := s.readRetried(ctx, "find documents of lot", func() error {
 		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
@@ -626,7 +576,7 @@ func (s *Store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber strin
 }
 
 // Finish implements sifen.DocumentStore.
-func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
+func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, tx.Rebind(`
@@ -634,7 +584,7 @@ func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 				version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? AND status = 'sent'`),
 			string(st.Status), st.Message, nullString(st.ResponseCode), nullString(st.Result), nullString(st.AuthNumber),
-			nanos(now), d.ID, d.Version)
+			sqltime.Nanos(now), d.ID, d.Version)
 		if err != nil {
 			return wrapDB(err)
 		}
@@ -649,28 +599,26 @@ func (s *Store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 	return n == 1, err
 }
 
-// Interval implements sifen.DocumentStore.
-func (s *Store) Interval(ctx context.Context, env sifen.Env) (time.Duration, bool, error) {
-	var ns []int64
-	err := s.readRetried(ctx, "read the SIFEN interval", func() error {
-		return s.read.SelectContext(ctx, &ns, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
-	})
-	if err != nil {
-		return 0, false, err
+// ShareInterval implements sifen.DocumentStore: the stored interval only
+// grows, in one statement, whatever other processes store meanwhile; a
+// process that stores nothing only reads.
+func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
+	var before []int64
+	if err := s.readRetried(ctx, "read the SIFEN interval", func() error {
+		before = before[:0]
+		return s.read.SelectContext(ctx, &before, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
+	}); err != nil {
+		return 0, err
 	}
-	if len(ns) == 0 {
-		return 0, false, nil
+	var stored time.Duration
+	if len(before) > 0 {
+		stored = time.Duration(before[0])
 	}
-	return time.Duration(ns[0]), true, nil
-}
-
-// SetInterval implements sifen.DocumentStore.
-func (s *Store) SetInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) error {
-	return s.inTx(ctx, "store the SIFEN interval", func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, tx.Rebind(`
-			INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at`),
-			string(env), int64(d), nanos(now))
-		return wrapDB(err)
-	})
+	if d <= stored {
+		return stored, nil
+	}
+	return stored, s.update(ctx, "store the SIFEN interval", `
+		INSERT INTO balde_sifen_settings (env, interval_ns, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (env) DO UPDATE SET interval_ns = excluded.interval_ns, updated_at = excluded.updated_at
+		WHERE excluded.interval_ns > balde_sifen_settings.interval_ns`, string(env), int64(d), sqltime.Nanos(now))
 }

@@ -21,7 +21,7 @@ import (
 // sees what the earlier ones wrote.
 type step struct {
 	name string
-	run  func(t *testing.T, docs *sifensql.Store)
+	run  func(t *testing.T, docs sifen.DocumentStore)
 }
 
 // sendingSequence is every method of the store, in the order a send uses
@@ -38,85 +38,90 @@ func sendingSequence(t *testing.T) []step {
 	var ids []int64
 	var held []sifen.Document
 	return []step{
-		{"Import", func(t *testing.T, docs *sifensql.Store) {
-			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, sifen.ImportNew, now)
+		{"Import", func(t *testing.T, docs sifen.DocumentStore) {
+			ids, err = docs.Import(ctx, sifen.EnvTest, lote.DEs, false, now)
 			require.NoError(t, err)
 			require.Len(t, ids, 3)
 		}},
-		{"Documents", func(t *testing.T, docs *sifensql.Store) {
+		{"Documents", func(t *testing.T, docs sifen.DocumentStore) {
 			held, err = docs.Documents(ctx, ids, true)
 			require.NoError(t, err)
 			require.Len(t, held, 3)
 			require.NotEmpty(t, held[0].XML)
 		}},
-		{"List", func(t *testing.T, docs *sifensql.Store) {
+		{"List", func(t *testing.T, docs sifen.DocumentStore) {
 			got, err := docs.List(ctx, sifen.Filter{Env: sifen.EnvTest, Statuses: []sifen.Status{sifen.StatusDraft}})
 			require.NoError(t, err)
 			require.Len(t, got, 3)
 		}},
-		{"Hold", func(t *testing.T, docs *sifensql.Store) {
+		{"Hold", func(t *testing.T, docs sifen.DocumentStore) {
 			require.NoError(t, docs.Hold(ctx, ids, "waiting", now.Add(time.Second), now))
 			held, err = docs.Documents(ctx, ids, false) // new versions
 			require.NoError(t, err)
 		}},
-		{"Fail", func(t *testing.T, docs *sifensql.Store) {
+		{"Fail", func(t *testing.T, docs sifen.DocumentStore) {
 			require.NoError(t, docs.Fail(ctx, ids, "throttle down", now))
 			held, err = docs.Documents(ctx, ids, false)
 			require.NoError(t, err)
 			require.Equal(t, sifen.StatusError, held[0].Status)
 		}},
-		{"Claim", func(t *testing.T, docs *sifensql.Store) {
+		{"Claim", func(t *testing.T, docs sifen.DocumentStore) {
 			require.NoError(t, docs.Claim(ctx, sifen.Claim{Docs: held, Token: "claim-1", Lot: packed, Env: sifen.EnvTest, RUC: ruc, Now: now}))
 		}},
-		{"Note", func(t *testing.T, docs *sifensql.Store) {
+		{"Note", func(t *testing.T, docs sifen.DocumentStore) {
 			require.NoError(t, docs.Note(ctx, ids, "claim-1", "at SIFEN", now))
 		}},
-		{"Stale", func(t *testing.T, docs *sifensql.Store) {
+		{"Stale", func(t *testing.T, docs sifen.DocumentStore) {
 			got, err := docs.Stale(ctx, now)
 			require.NoError(t, err)
 			require.Len(t, got, 3)
 		}},
-		{"Release", func(t *testing.T, docs *sifensql.Store) {
+		{"Release", func(t *testing.T, docs sifen.DocumentStore) {
 			n, err := docs.Release(ctx, sifen.Release{IDs: ids, Token: "claim-1", Env: sifen.EnvTest, Hash: packed.Hash,
 				St: sifen.Settle{Status: sifen.StatusSent, LotNumber: "42", Sent: true, NextQueryAt: now.Add(10 * time.Minute)}, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, int64(3), n, "released exactly once")
 		}},
-		{"SentLots", func(t *testing.T, docs *sifensql.Store) {
+		{"SentLots", func(t *testing.T, docs sifen.DocumentStore) {
 			lots, err := docs.SentLots(ctx)
 			require.NoError(t, err)
 			require.Equal(t, []sifen.LotRef{{Env: sifen.EnvTest, LotNumber: "42", RUC: ruc.Number, Documents: 3,
 				SentAt: now, NextQueryAt: now.Add(10 * time.Minute)}}, lots)
 		}},
-		{"ScheduleLot", func(t *testing.T, docs *sifensql.Store) {
+		{"ScheduleLot", func(t *testing.T, docs sifen.DocumentStore) {
 			require.NoError(t, docs.ScheduleLot(ctx, sifen.EnvTest, "42", now.Add(20*time.Minute)))
 			lots, err := docs.SentLots(ctx)
 			require.NoError(t, err)
 			require.Equal(t, now.Add(20*time.Minute), lots[0].NextQueryAt)
 		}},
-		{"LotDocuments", func(t *testing.T, docs *sifensql.Store) {
+		{"LotDocuments", func(t *testing.T, docs sifen.DocumentStore) {
 			held, err = docs.LotDocuments(ctx, sifen.EnvTest, "42")
 			require.NoError(t, err)
 			require.Len(t, held, 3)
 		}},
-		{"Finish", func(t *testing.T, docs *sifensql.Store) {
+		{"Finish", func(t *testing.T, docs sifen.DocumentStore) {
 			ok, err := docs.Finish(ctx, held[0], sifen.Settle{Status: sifen.StatusApproved, Result: "Aprobado"}, now)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}},
-		{"CountByStatus", func(t *testing.T, docs *sifensql.Store) {
+		{"CountByStatus", func(t *testing.T, docs sifen.DocumentStore) {
 			got, err := docs.CountByStatus(ctx, sifen.EnvTest)
 			require.NoError(t, err)
 			require.Equal(t, map[sifen.Status]int64{sifen.StatusApproved: 1, sifen.StatusSent: 2}, got)
 		}},
-		{"SetInterval", func(t *testing.T, docs *sifensql.Store) {
-			require.NoError(t, docs.SetInterval(ctx, sifen.EnvTest, 7*time.Second, now))
-		}},
-		{"Interval", func(t *testing.T, docs *sifensql.Store) {
-			d, ok, err := docs.Interval(ctx, sifen.EnvTest)
+		{"ShareInterval", func(t *testing.T, docs sifen.DocumentStore) {
+			before, err := docs.ShareInterval(ctx, sifen.EnvTest, 7*time.Second, now)
 			require.NoError(t, err)
-			require.True(t, ok)
-			require.Equal(t, 7*time.Second, d)
+			require.Zero(t, before)
+			before, err = docs.ShareInterval(ctx, sifen.EnvTest, 3*time.Second, now)
+			require.NoError(t, err)
+			require.Equal(t, 7*time.Second, before, "the stored interval only grows")
+			before, err = docs.ShareInterval(ctx, sifen.EnvTest, 9*time.Second, now)
+			require.NoError(t, err)
+			require.Equal(t, 7*time.Second, before)
+			before, err = docs.ShareInterval(ctx, sifen.EnvTest, time.Second, now)
+			require.NoError(t, err)
+			require.Equal(t, 9*time.Second, before)
 		}},
 	}
 }
@@ -149,7 +154,7 @@ func TestEveryTransactionWaitsOutABusySQLite(t *testing.T) {
 	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { other.Close() })
-	writes := map[string]bool{"Import": true, "Hold": true, "Fail": true, "Claim": true, "Note": true, "Release": true, "ScheduleLot": true, "Finish": true, "SetInterval": true}
+	writes := map[string]bool{"Import": true, "Hold": true, "Fail": true, "Claim": true, "Note": true, "Release": true, "ScheduleLot": true, "Finish": true, "ShareInterval": true}
 	for _, st := range sendingSequence(t) {
 		if !writes[st.name] {
 			t.Run(st.name, func(t *testing.T) { st.run(t, docs) })

@@ -4,7 +4,16 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
+)
+
+// Stored times are integer nanoseconds, NULL for "never" (internal/sqltime).
+var (
+	nanos         = sqltime.Nanos
+	nullNanos     = sqltime.NullNanos
+	fromNanos     = sqltime.Time
+	fromNullNanos = sqltime.NullTime
 )
 
 // bucketRow is a row of the buckets table.

@@ -796,21 +796,3 @@ func (s *Store) rowKey(k throttle.Key) rowKey {
 	defer s.mu.RUnlock()
 	return rowKey{policyID: s.policyID[k.Policy], env: k.Env, identifier: k.Identifier}
 }
-
-func nanos(t time.Time) int64 { return t.UnixNano() }
-
-func nullNanos(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
-}
-
-func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
-
-func fromNullNanos(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromNanos(n.Int64)
-}

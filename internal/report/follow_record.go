@@ -1,11 +1,13 @@
-package sifen
+package report
 
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/balde-throttle/balde/sifen"
 )
 
-// FollowSummary is what a follow of lot results (FollowDocuments) ended
+// FollowSummary is what a follow of lot results (sifen.FollowDocuments) ended
 // with, as "balde sifen-send --follow --json" writes it last
 // ({"follow": {...}}): the documents that got their result, by result,
 // those still sent, and whether the follow was interrupted (its context
@@ -17,10 +19,10 @@ type FollowSummary struct {
 	Interrupted bool `json:"interrupted"`
 }
 
-// Count adds one document's final status: StatusRejected is a rejection,
-// any other (StatusApproved, with or without observations) an approval.
-func (s *FollowSummary) Count(st Status) {
-	if st == StatusRejected {
+// Count adds one document's final status: sifen.StatusRejected is a
+// rejection, any other (sifen.StatusApproved, with or without observations) an approval.
+func (s *FollowSummary) Count(st sifen.Status) {
+	if st == sifen.StatusRejected {
 		s.Rejected++
 	} else {
 		s.Approved++
@@ -42,7 +44,7 @@ type LotResult struct {
 }
 
 // NewLotResult is d's result record.
-func NewLotResult(d Document) LotResult {
+func NewLotResult(d sifen.Document) LotResult {
 	return LotResult{Document: d.ID, CDC: d.CDC, Lot: d.LotNumber, Status: string(d.Status), Result: d.Result,
 		AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message}
 }

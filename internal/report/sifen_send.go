@@ -30,13 +30,11 @@ func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUns
 	return items, bad
 }
 
-// SifenSend is one run of "balde sifen-send" for any caller: it resolves
-// the documents a crashed send left in "sending", imports each DE
-// (sifen.ImportFiles), sends the documents with sifen.SendDocuments and,
-// with Follow, fetches their results (sifen.FollowDocuments), drawing each
-// step on Reporter: one item per DE, whose result (sent, skipped, blocked,
-// invalid, failed) and message say what became of it, in English for the
-// JSON record and in Reporter's language for the plain line.
+// SifenSend draws one run of "balde sifen-send" (Sender.SendFiles, then
+// with Follow sifen.FollowDocuments) on Reporter: one item per DE, whose
+// result (sent, skipped, blocked, invalid, failed) and message say what
+// became of it, in English for the JSON record and in Reporter's language
+// for the plain line.
 //
 // Fill the exported fields, then call Run once (and Follow at most once).
 // A SifenSend is not safe for concurrent use.
@@ -75,102 +73,90 @@ func (b *SifenSend) finish(it *SifenItem) {
 	b.Reporter.Item(it.Result, it.Line(), it.Record())
 }
 
-// Run resolves, imports and sends items (sifen.SendDocuments), reporting
-// each. It returns the summary (a run stopped by ctx is an interrupted
-// summary, not an error), or an error when the store failed or an import
-// could not be made (the summary is printed first).
+// Run sends items with Sender.SendFiles (resolve, import, send) and draws
+// each of its events. It returns the summary (a run stopped by ctx is an
+// interrupted summary, not an error), or an error when the store failed or
+// an import could not be made (the summary is printed first).
 func (b *SifenSend) Run(ctx context.Context, items []*SifenItem) (Summary, error) {
-	stop := func(err error) (Summary, error) {
+	for _, n := range b.Sender.IntervalNotes() { // the interval agreed with the database, never silent
+		b.warn("balde:", "sifen-send: "+n)
+	}
+	des := make([]sifen.FileDE, len(items))
+	for i, it := range items {
+		des[i] = sifen.FileDE{File: it.File, DE: it.DE}
+	}
+	byID := make(map[int64]*SifenItem)
+	tr, next := b.Reporter.Tr, 0
+	_, _, err := b.Sender.SendFiles(ctx, des, b.Env, sifen.BatchConfig{
+		Wait: b.Wait && b.MaxWait > 0, MaxWait: b.MaxWait, Clock: b.Clock.Time, Sleep: b.Clock.Sleep, Replace: b.Replace,
+		Progress: func(e sifen.Event) {
+			switch e.Kind {
+			case sifen.EventResolved:
+				r := e.Resolved
+				b.Reporter.Note(tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, tr.Text(string(r.Status))))
+			case sifen.EventResolveFailed:
+				b.warn("balde:", tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", OneLine(e.Err.Error())))
+			case sifen.EventImported:
+				b.imported(items[next], e.Imported, byID)
+				next++
+			default:
+				b.draw(e, byID)
+			}
+		},
+	})
+	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
 			return b.interrupted(items)
 		}
 		b.Reporter.Finish(false, len(items)-b.done)
 		return Summary{}, err
 	}
-
-	// 1. Settle what a crashed or unanswered send left in "sending" before
-	// anything can be sent again.
-	resolved, err := b.Sender.Resolve(ctx)
-	for _, r := range resolved {
-		b.Reporter.Note(b.Reporter.Tr.Sprintf("resolved document %s (cdc=%s) left sending: SIFEN answered %s, now %s", strconv.FormatInt(r.DocumentID, 10), r.CDC, r.Code, b.Reporter.Tr.Text(string(r.Status))))
-	}
-	if errors.Is(err, throttle.ErrStoreUnavailable) {
-		return stop(err)
-	}
-	if err != nil {
-		b.warn("balde:", b.Reporter.Tr.Sprintf("sifen-send: some documents left sending could not be resolved (they stay unsent): %s", OneLine(err.Error())))
-	}
-
-	// 2. Import each DE on its own: a document already sent is skipped
-	// without refusing the rest of its file.
-	des := make([]sifen.FileDE, len(items))
-	for i, it := range items {
-		des[i] = sifen.FileDE{File: it.File, DE: it.DE}
-	}
-	var importer sifen.Importer = b.Sender
-	if b.Replace {
-		importer = sifen.ImportFunc(b.Sender.ImportReplacing)
-	}
-	imported, err := sifen.ImportFiles(ctx, importer, des, b.Env)
-	byID := make(map[int64]*SifenItem)
-	var docs []sifen.Document
-	for i, im := range imported {
-		it := items[i]
-		var taken *sifen.CDCError
-		switch {
-		case im.Err == nil:
-			it.Document = im.Document.ID
-			byID[it.Document] = it
-			docs = append(docs, im.Document)
-		case errors.As(im.Err, &taken):
-			// Another document holds the CDC (Import says which and why).
-			it.Result, it.Message = Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
-			switch taken.Document.Status {
-			case sifen.StatusSending:
-				// After Resolve, a send may still be live, here or elsewhere:
-				// Import's error says which, and since when.
-				it.Result = Blocked
-				since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
-				if taken.SendInProgress() {
-					it.Said = b.Reporter.Tr.Sprintf("being sent now by another send since %s", since)
-				} else {
-					it.Said = b.Reporter.Tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
-				}
-			case sifen.StatusDraft, sifen.StatusError:
-				// Another content under the CDC: the user decides (bad
-				// input, not "nothing to do").
-				it.Result = Invalid
-				it.Message += " (sifen-send --replace)"
-				it.Said = b.Reporter.Tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
-			case sifen.StatusRejected:
-				// Import takes a rejected CDC again once its XML changed.
-				it.Document, it.Code = taken.Document.ID, taken.Document.ResponseCode
-				it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
-				it.Said = b.Reporter.Tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
-			}
-			b.finish(it)
-		default:
-			it.Result, it.Message = Failed, im.Err.Error()
-			b.finish(it)
-		}
-	}
-	if err != nil {
-		return stop(err)
-	}
-
-	// 3. Send: sifen's one send path groups, sends and waits; this command
-	// draws its events.
-	_, err = sifen.SendDocuments(ctx, b.Sender, docs, sifen.BatchConfig{
-		Wait: b.Wait && b.MaxWait > 0, MaxWait: b.MaxWait, Clock: b.Clock.Time, Sleep: b.Clock.Sleep,
-		Progress: func(e sifen.Event) { b.draw(e, byID) },
-	})
-	if err != nil {
-		return stop(err)
-	}
 	if ctx.Err() != nil {
 		return b.interrupted(items)
 	}
 	return b.Reporter.Finish(false, 0), nil
+}
+
+// imported draws one DE's import: a draft waits for its send's result; a
+// DE whose CDC another document holds, or that failed, is reported now.
+func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*SifenItem) {
+	tr := b.Reporter.Tr
+	var taken *sifen.CDCError
+	switch {
+	case im.Err == nil:
+		it.Document = im.Document.ID
+		byID[it.Document] = it
+		return
+	case errors.As(im.Err, &taken):
+		// Another document holds the CDC (Import says which and why).
+		it.Result, it.Message = Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
+		switch taken.Document.Status {
+		case sifen.StatusSending:
+			// After Resolve, a send may still be live, here or elsewhere:
+			// Import's error says which, and since when.
+			it.Result = Blocked
+			since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+			if taken.SendInProgress() {
+				it.Said = tr.Sprintf("being sent now by another send since %s", since)
+			} else {
+				it.Said = tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
+			}
+		case sifen.StatusDraft, sifen.StatusError:
+			// Another content under the CDC: the user decides (bad input,
+			// not "nothing to do").
+			it.Result = Invalid
+			it.Message += " (sifen-send --replace)"
+			it.Said = tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
+		case sifen.StatusRejected:
+			// Import takes a rejected CDC again once its XML changed.
+			it.Document, it.Code = taken.Document.ID, taken.Document.ResponseCode
+			it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+			it.Said = tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+		}
+	default:
+		it.Result, it.Message = Failed, im.Err.Error()
+	}
+	b.finish(it)
 }
 
 // interrupted ends a run stopped by Ctrl-C between items.
@@ -242,10 +228,10 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 			ids = append(ids, it.Document)
 		}
 	}
-	var sum sifen.FollowSummary
-	left, err := sifen.FollowDocuments(ctx, b.Sender, ids, sifen.FollowConfig{
+	var sum FollowSummary
+	left, err := sifen.FollowDocuments(ctx, b.Sender, ids, sifen.BatchConfig{
 		Sleep: b.Clock.Sleep,
-		Progress: func(e sifen.FollowEvent) {
+		Progress: func(e sifen.Event) {
 			if e.Kind == sifen.EventResult {
 				sum.Count(e.Document.Status)
 			}
@@ -254,7 +240,7 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 	})
 	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
 	if b.Reporter.Mode() == JSON {
-		WriteJSONLine(b.Reporter.Writer(), map[string]sifen.FollowSummary{"follow": sum})
+		WriteJSONLine(b.Reporter.Writer(), map[string]FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
 		return &InterruptedFollowError{Left: len(left), msg: b.Reporter.Tr.Sprintf(
@@ -264,17 +250,17 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 }
 
 // drawFollow shows one event of sifen.FollowDocuments.
-func (b *SifenSend) drawFollow(e sifen.FollowEvent) {
+func (b *SifenSend) drawFollow(e sifen.Event) {
 	switch e.Kind {
 	case sifen.EventPollFailed:
 		b.warn("balde:", b.Reporter.Tr.Sprintf("sifen-send: lot results: %s", OneLine(e.Err.Error())))
 	case sifen.EventWaiting:
 		b.Reporter.Waiting(e.Wait, b.Reporter.Tr.Sprintf("results of %d document(s)", len(e.IDs)))
 	case sifen.EventResult:
-		r := sifen.NewLotResult(*e.Document)
+		r := NewLotResult(*e.Document)
 		b.Reporter.Note(r.String())
 		if b.Reporter.Mode() == JSON {
-			WriteJSONLine(b.Reporter.Writer(), map[string]sifen.LotResult{"lot_result": r})
+			WriteJSONLine(b.Reporter.Writer(), map[string]LotResult{"lot_result": r})
 		}
 	}
 }

@@ -1,17 +1,10 @@
-// Package report draws what a batch of sends does for the person or the
-// program that runs it: one line per item (plain), a progress bar with
-// counts and ETA on a terminal, or JSON lines; the waits the throttle asks
-// for, counted down; and the summary, counted by result. balde's batch
-// commands (sifen-send, dict-lookup) print through it, and an application
-// that runs sifen.SendDocuments or dict.Batch from its own command line
-// gets the same output in a few calls:
-//
-//	clock := report.NewClock(nil, nil) // the system clock, real waits
-//	rep := report.New(os.Stdout, report.ChooseMode(os.Stdout, jsonOut), len(docs), "send", clock, nil)
-//	... sifen.SendDocuments(ctx, sender, docs, sifen.BatchConfig{Sleep: clock.Sleep, Progress: draw(rep)})
-//	sum := rep.Finish(ctx.Err() != nil, notDone)
-//
-// Example_sifenSend in package balde shows it whole.
+// Package report draws what balde's batch commands (sifen-send,
+// dict-lookup, buckets, prune) do for the person or the program that runs
+// them: one line per item (plain), a progress bar with counts and ETA on a
+// terminal, or JSON lines; the waits the throttle asks for, counted down;
+// and the summary, counted by result. It only draws: the batches run in
+// sifen (Sender.SendFiles, FollowDocuments) and dict (Batch), which an
+// application calls itself, drawing their events as it likes.
 //
 // A Reporter is not safe for concurrent use: a batch reports one item at a
 // time.
@@ -46,22 +39,22 @@ type Clock struct {
 	// ctx.Err()). When a Reporter was made with this clock, its waits go
 	// through the Reporter, which redraws the progress bar with the time
 	// left and adds the time actually waited to the summary.
-	Sleep func(ctx context.Context, d time.Duration) error
+	Sleep throttle.Sleep
 
 	hook *waitHook // shared by the copies of one Clock
 }
 
 // waitHook routes a Clock's sleeps through the Reporter made with it.
 type waitHook struct {
-	sleep func(ctx context.Context, d time.Duration) error // the underlying wait
+	sleep throttle.Sleep // the underlying wait
 	rep   *Reporter
 }
 
 // NewClock returns a Clock over now (nil: the system clock) and sleep
 // (nil: a real wait that ends early with ctx).
-func NewClock(now throttle.Clock, sleep func(ctx context.Context, d time.Duration) error) Clock {
+func NewClock(now throttle.Clock, sleep throttle.Sleep) Clock {
 	if sleep == nil {
-		sleep = SleepContext
+		sleep = throttle.SleepContext
 	}
 	h := &waitHook{sleep: sleep}
 	return Clock{Now: now, hook: h, Sleep: func(ctx context.Context, d time.Duration) error {
@@ -75,7 +68,7 @@ func NewClock(now throttle.Clock, sleep func(ctx context.Context, d time.Duratio
 // BaseSleep is the sleep under c, which no Reporter sees: for waits that
 // run side by side (dict.Batch's lookups), whose countdown would be
 // meaningless; add what they waited with Reporter.AddWait.
-func (c Clock) BaseSleep() func(ctx context.Context, d time.Duration) error {
+func (c Clock) BaseSleep() throttle.Sleep {
 	if c.hook == nil {
 		return c.Sleep
 	}
@@ -88,18 +81,6 @@ func (c Clock) Time() time.Time {
 		return time.Now()
 	}
 	return c.Now()
-}
-
-// SleepContext waits d or until ctx ends (then it returns ctx.Err()).
-func SleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Result is how one item of a batch ended.
@@ -357,7 +338,7 @@ func (r *Reporter) tellProgress(d, left time.Duration) {
 // progress line every ProgressTick) with the time left, and adds the time
 // actually waited (by the batch clock) to the summary, also when ctx ends
 // the wait early.
-func (r *Reporter) sleep(ctx context.Context, d time.Duration, base func(context.Context, time.Duration) error) error {
+func (r *Reporter) sleep(ctx context.Context, d time.Duration, base throttle.Sleep) error {
 	start := r.clock.Time()
 	defer func() {
 		r.AddWait(max(r.clock.Time().Sub(start), 0))

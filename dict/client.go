@@ -36,7 +36,8 @@ type ClientConfig struct {
 	// the anti-scan monitors) and the category Reconcile learns.
 	Records Records
 	// HTTPClient sends the requests; NewTLSClient builds one for mutual TLS.
-	// Its Transport is wrapped by a dict.Transport (the one send path).
+	// Its Transport is the base of a dict.Transport (the one send path) and
+	// its Timeout bounds each request, from the hold to the answer read.
 	// Default: a client with a 30 s timeout.
 	HTTPClient *http.Client
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its own
@@ -98,7 +99,8 @@ type Client struct {
 	meter       Meter
 	catalog     *Catalog
 	records     Records
-	http        *http.Client
+	transport   *Transport
+	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
 	logger      *slog.Logger
 
 	recheck    time.Duration
@@ -166,8 +168,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Records != nil {
 		t.Records = cfg.Records
 	}
-	hc.Transport = t
-	c.http = &hc
+	c.transport, c.timeout = t, hc.Timeout
 	return c, nil
 }
 
@@ -210,17 +211,6 @@ type LookupRequest struct {
 	EndToEndID string
 }
 
-// LookupResult is the outcome of a getEntry. Decision is the mirror's: a
-// refusal (Allowed false, with its Reason and RetryAfter) means nothing was
-// sent.
-type LookupResult struct {
-	EndToEndID string
-	Key        Key
-	Decision   throttle.Decision
-	// Entry is the answer when the DICT found the key (status 200).
-	Entry *GetEntryResponse
-}
-
 // GetEntry looks a key up (GET /api/v2/entries/{Key}), charged to the
 // payer's USER anti-scan bucket and the participant's
 // ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: admitted while both are
@@ -229,68 +219,77 @@ type LookupResult struct {
 // refunded).
 //
 // A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent.
+// nothing was sent. res.EndToEndID is the lookup's, given or generated.
 //
 // Errors: ErrInvalidKey, ErrInvalidPayerID, ErrInvalidEndToEndID (nothing
 // taken or sent); *RemoteError for any status but 200 (NotFound() for a key
-// with no entry) — the LookupResult still carries the EndToEndId;
+// with no entry) — the result still carries the EndToEndId;
 // throttle.ErrStoreUnavailable when the mirror could not decide (nothing
 // sent). A store failure after the answer never hides it (see Transport).
-func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult, error) {
+func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEntryResponse], error) {
+	var none Result[GetEntryResponse]
 	key, err := ParseKey(req.Key)
 	if err != nil {
-		return LookupResult{}, err
+		return none, err
 	}
 	if _, err := ParsePayerID(req.PayerID); err != nil {
-		return LookupResult{}, err
+		return none, err
 	}
 	e2e := req.EndToEndID
 	if e2e == "" {
 		if e2e, err = NewEndToEndID(c.participant, c.meter.Limiter.Now()); err != nil {
-			return LookupResult{}, err
+			return none, err
 		}
 	} else if err := ValidateEndToEndID(e2e); err != nil {
-		return LookupResult{}, err
+		return none, err
 	}
 	c.recheckCategory(ctx)
 	hdr := http.Header{}
 	hdr.Set(HeaderPayerID, req.PayerID)
 	hdr.Set(HeaderEndToEndID, e2e)
-	r, err := send[GetEntryResponse](ctx, c, call{
+	res, err := send[GetEntryResponse](ctx, c, call{
 		op: OpGetEntry, method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value), header: hdr,
 	}, http.StatusOK)
-	return LookupResult{EndToEndID: e2e, Key: key, Decision: r.Decision, Entry: r.Response}, err
+	res.EndToEndID = e2e
+	return res, err
 }
 
-// Result is the outcome of a DICT operation other than getEntry (which has
-// LookupResult). Decision is the mirror's: a refusal (Allowed false, with
-// its Reason and RetryAfter) comes with a nil error and a nil Response, and
-// means nothing was sent. Response is the DICT's answer when it succeeded.
-// Errors are failures only (docs/decisions/0010).
+// Result is the outcome of a DICT operation. Decision is the mirror's: a
+// refusal (Allowed false, with its Key, Reason and RetryAfter) comes with a
+// nil error and a nil Response, and means nothing was sent. Response is the
+// DICT's answer when it succeeded; EndToEndID is a getEntry's. Errors are
+// failures only (docs/decisions/0010).
 type Result[T any] struct {
-	Decision throttle.Decision
-	Response *T
+	Decision   throttle.Decision
+	Response   *T
+	EndToEndID string
 }
 
 // send sends cl and decodes the DICT's answer with status want into
 // res.Response; a refusal of the mirror is res.Decision with a nil error.
 func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], error) {
-	var res Result[T]
-	resp, err := c.do(ctx, cl)
-	if resp != nil {
-		res.Decision = resp.decision
-	}
-	if err != nil || !res.Decision.Allowed {
+	resp, d, err := c.do(ctx, cl)
+	res := Result[T]{Decision: d}
+	if err != nil || !d.Allowed {
 		return res, err
 	}
-	if c.verifier != nil && resp.status == want {
-		if err := c.verifier.Verify(ctx, cl.op, resp.body); err != nil {
+	body, _ := io.ReadAll(resp.Body) // in memory: exchange read it whole
+	if resp.StatusCode != want {
+		e := &RemoteError{Op: cl.op, Status: resp.StatusCode, RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
+		e.Problem, _ = DecodeProblem(body)
+		return res, e
+	}
+	if c.verifier != nil {
+		if err := c.verifier.Verify(ctx, cl.op, body); err != nil {
 			return res, err
 		}
 	}
+	if len(body) == 0 {
+		return res, fmt.Errorf("%w: %s: %w", ErrMalformedResponse, cl.op, errNoBody)
+	}
 	var out T
-	if err := resp.decode(cl.op, want, &out); err != nil {
-		return res, err
+	if err := Unmarshal(body, &out); err != nil {
+		return res, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
 	res.Response = &out
 	return res, nil
@@ -544,23 +543,12 @@ type call struct {
 	body   []byte
 }
 
-// response is a DICT response, read whole, with the mirror's decision on
-// its request.
-type response struct {
-	decision   throttle.Decision
-	status     int
-	header     http.Header
-	body       []byte
-	retryAfter time.Duration
-}
-
 // do sends one call through the client's Transport (hold, send, settle,
-// 429 sync, record). It returns a response for every request the mirror
-// decided: a local refusal is a response whose decision is not Allowed
-// (nothing was sent) and a nil error; an admitted request comes back with
-// the DICT's answer, and an error when it was answered with a 429. The
-// error alone means the request could not be built, decided or sent.
-func (c *Client) do(ctx context.Context, cl call) (*response, error) {
+// 429 sync, record) within the client's timeout. It returns the mirror's
+// Decision with the DICT's answer (its body in memory); a refusal is a
+// Decision not Allowed with a nil response and a nil error: nothing was
+// sent. An error means the request could not be built, decided or sent.
+func (c *Client) do(ctx context.Context, cl call) (*http.Response, throttle.Decision, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
 	api := c.api
 	if cl.op == OpListBucketStates || cl.op == OpGetBucketState {
@@ -576,20 +564,25 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 		case c.signer != nil:
 			signed, err := c.signer.Sign(ctx, cl.op, body)
 			if err != nil {
-				return nil, fmt.Errorf("dict: %s: sign: %w", cl.op, err)
+				return nil, throttle.Decision{}, fmt.Errorf("dict: %s: sign: %w", cl.op, err)
 			}
 			body = signed
 		case !c.loopback:
-			return nil, fmt.Errorf("%w: %s to %s", ErrUnsigned, cl.op, c.api)
+			return nil, throttle.Decision{}, fmt.Errorf("%w: %s to %s", ErrUnsigned, cl.op, c.api)
 		}
 	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
 	if err != nil {
-		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
+		return nil, throttle.Decision{}, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
 	for k, vs := range cl.header {
 		req.Header[k] = vs
@@ -599,50 +592,9 @@ func (c *Client) do(ctx context.Context, cl call) (*response, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", ContentTypeXML)
 	}
-	httpResp, err := c.http.Do(req)
+	resp, d, _, err := c.transport.exchange(req)
 	if err != nil {
-		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
+		return nil, d, fmt.Errorf("dict: %s: %w", cl.op, err)
 	}
-	defer httpResp.Body.Close()
-	d, ok := DecisionOf(httpResp)
-	if !ok {
-		return nil, fmt.Errorf("dict: %s: the response did not come through the mirror's Transport", cl.op)
-	}
-	if !d.Allowed {
-		// Refused by the mirror: the Transport's own 429, nothing was sent.
-		return &response{decision: d}, nil
-	}
-	data, rerr := io.ReadAll(io.LimitReader(httpResp.Body, MaxBodySize+1))
-	resp := &response{decision: d, status: httpResp.StatusCode, header: httpResp.Header, body: data,
-		retryAfter: ParseRetryAfter(httpResp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
-	if resp.status == http.StatusTooManyRequests {
-		return resp, resp.remoteError(cl.op)
-	}
-	if rerr != nil {
-		return resp, fmt.Errorf("%w: %s: read body: %w", ErrMalformedResponse, cl.op, rerr)
-	}
-	return resp, nil
-}
-
-// decode checks the status and decodes the body into v, or returns a
-// *RemoteError for any other status.
-func (r *response) decode(op string, want int, v any) error {
-	if r.status != want {
-		return r.remoteError(op)
-	}
-	if len(r.body) == 0 {
-		return fmt.Errorf("%w: %s: %w", ErrMalformedResponse, op, errNoBody)
-	}
-	if err := Unmarshal(r.body, v); err != nil {
-		return fmt.Errorf("dict: %s: %w", op, err)
-	}
-	return nil
-}
-
-func (r *response) remoteError(op string) *RemoteError {
-	e := &RemoteError{Op: op, Status: r.status, RetryAfter: r.retryAfter}
-	if p, err := DecodeProblem(r.body); err == nil {
-		e.Problem = p
-	}
-	return e
+	return resp, d, nil
 }

@@ -17,7 +17,7 @@
 //     for a getEntry), all or nothing, admitted while each bucket is
 //     positive as the DICT admits — a refusal is a Decision and nothing is
 //     sent (the result's Decision out of every Client method; out of
-//     Transport, a 429 it answers itself whose Decision DecisionOf reads);
+//     Transport.RoundTrip, a *throttle.RefusedError that carries it);
 //  3. send, then refund the difference by the response's status with
 //     Limiter.Adjust (a 200 gives back 19 and 2, a 500 everything, and so
 //     does a request that provably never left); a remote 429 refunds its

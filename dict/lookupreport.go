@@ -99,7 +99,7 @@ func NewLookupRecord(res BatchResult) LookupRecord {
 		rec.Reason, rec.RetryAfterS = d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
 	case err == nil:
 		rec.Status, rec.Result = http.StatusOK, LookupSent
-		e := res.Entry.Entry
+		e := res.Response.Entry
 		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
 		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
 		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name

@@ -33,13 +33,10 @@ const MaxRetryAfter = 24 * time.Hour
 // remote 429 (see settleAfter429), and records getEntry lookups for payment
 // credits.
 //
-// A request the mirror refuses is not sent: RoundTrip answers it itself
-// with a 429 as the DICT would (a RateLimited problem, Retry-After in whole
-// seconds rounded up, and the header Balde-Refused: local), so that a plain
-// http.Client user handles it like the DICT's own; DecisionOf(resp) returns
-// the refusal (Allowed false) with its bucket, reason and exact wait
-// (docs/decisions/0065). Every response that went through a Transport
-// carries the mirror's Decision the same way. A request that is no DICT
+// A request the mirror refuses is not sent: RoundTrip returns a
+// *throttle.RefusedError (errors.As, or throttle.AsRefusal, gives the
+// Decision: its bucket, reason and exact wait), the convention of a
+// wrapping transport (docs/decisions/0130). A request that is no DICT
 // operation, or whose key or payer is malformed, is an error and is not
 // sent.
 //
@@ -82,57 +79,6 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// HeaderRefused marks a response the Transport wrote itself for a request
-// the local mirror refused (value "local"): it never reached the DICT.
-const HeaderRefused = "Balde-Refused"
-
-// decisionKey carries the mirror's Decision in the context of the request
-// a response answers (see DecisionOf).
-type decisionKey struct{}
-
-// DecisionOf returns the local mirror's Decision on the request resp
-// answers, when resp came through a Transport. Allowed false is a local
-// refusal: resp is then a 429 the Transport wrote (header Balde-Refused)
-// and nothing was sent. ok is false for a response that did not come
-// through a Transport.
-func DecisionOf(resp *http.Response) (d throttle.Decision, ok bool) {
-	if resp == nil || resp.Request == nil {
-		return throttle.Decision{}, false
-	}
-	d, ok = resp.Request.Context().Value(decisionKey{}).(throttle.Decision)
-	return d, ok
-}
-
-// withDecision returns resp answering req with d attached (DecisionOf).
-func withDecision(resp *http.Response, req *http.Request, d throttle.Decision) *http.Response {
-	resp.Request = req.WithContext(context.WithValue(req.Context(), decisionKey{}, d))
-	return resp
-}
-
-// refusalResponse is what RoundTrip answers for a request the mirror
-// refused: a 429 RateLimited problem naming the bucket, as the DICT would
-// answer, with Retry-After (whole seconds, rounded up) and d attached.
-func refusalResponse(req *http.Request, op, participant string, d throttle.Decision) *http.Response {
-	secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
-	p := NewProblem(ProblemRateLimited, http.StatusTooManyRequests, "Rate limited by the local mirror",
-		fmt.Sprintf("%s refused locally, not sent: bucket %s is %s, retry after %s", op, d.Key, d.Reason, d.RetryAfter))
-	body, err := Marshal(p)
-	if err != nil {
-		body = nil
-	}
-	h := http.Header{}
-	h.Set("Content-Type", ContentTypeProblemXML)
-	h.Set("Retry-After", strconv.FormatInt(max(secs, 0), 10))
-	h.Set(HeaderRefused, "local")
-	h.Set(HeaderRequestingParticipant, participant)
-	resp := &http.Response{
-		Status: "429 Too Many Requests", StatusCode: http.StatusTooManyRequests,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
-	}
-	return withDecision(resp, req, d)
-}
-
 // meter returns t.Meter with its Holds (the Transport's own when the Meter
 // has none).
 func (t *Transport) meter() Meter {
@@ -144,14 +90,29 @@ func (t *Transport) meter() Meter {
 	return m
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper: exchange, with a refusal of the
+// mirror as a *throttle.RefusedError (nothing was sent).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, d, op, err := t.exchange(req)
+	if err == nil && !d.Allowed {
+		return nil, &throttle.RefusedError{Op: "dict " + op, Decision: d}
+	}
+	return resp, err
+}
+
+// exchange sends req through the mirror: validate, hold, send, settle. It
+// returns the mirror's Decision with the DICT's response (its body read
+// whole, at most MaxBodySize bytes); a refusal is d with Allowed false, a
+// nil response and a nil error: nothing was sent. op is the request's
+// operation.
+func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle.Decision, op string, err error) {
 	m := t.meter()
 	rt, params, ok := MatchRoute(req.Method, req.URL.Path)
 	if !ok {
 		closeBody(req)
-		return nil, fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
+		return nil, d, "", fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
 	}
+	op = rt.Op
 	participant := req.Header.Get(HeaderRequestingParticipant)
 	if participant == "" {
 		participant = t.Participant
@@ -160,18 +121,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err := ValidateISPB(participant); err != nil {
 		closeBody(req)
-		return nil, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
+		return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
 	}
 	keys, err := m.Catalog.RequestKeys(rt, params, req.Header, req.URL.Query(), participant)
 	if err != nil {
 		closeBody(req)
-		return nil, fmt.Errorf("dict: %s: %w", rt.Op, err)
+		return nil, d, op, fmt.Errorf("dict: %s: %w", rt.Op, err)
 	}
 	ref := req.Header.Get(HeaderEndToEndID)
 	if rt.Op == OpGetEntry {
 		if err := ValidateEndToEndID(ref); err != nil {
 			closeBody(req)
-			return nil, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
+			return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
 		}
 	}
 
@@ -180,11 +141,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	stopReserve()
 	if err != nil {
 		closeBody(req)
-		return nil, err
+		return nil, d, op, err
 	}
-	if !r.Decision.Allowed {
+	if d = r.Decision; !d.Allowed {
 		closeBody(req)
-		return refusalResponse(req, rt.Op, participant, r.Decision), nil
+		return nil, d, op, nil
 	}
 	// From here the reservation is settled whatever happens to the
 	// request's context.
@@ -194,25 +155,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// lock): nothing is sent, and the hold comes back.
 		closeBody(req)
 		t.settle(ctx, m, r, OutcomeNotSent)
-		return nil, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 	}
 	sentAt := m.Limiter.Now()
-	resp, err := t.base().RoundTrip(req)
+	resp, err = t.base().RoundTrip(req)
 	if err != nil {
 		if notSent(err) {
 			t.settle(ctx, m, r, OutcomeNotSent)
-			return nil, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+			return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 		}
 		// The hold stays: the DICT may have counted the request at its worst.
 		r.Landed()
-		return nil, err
+		return nil, d, op, err
 	}
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	if rerr != nil {
 		t.settle(ctx, m, r, OutcomeTransportError)
-		return nil, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
+		return nil, d, op, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
 	}
 
 	if resp.StatusCode == http.StatusTooManyRequests {
@@ -230,7 +191,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
 		})
 	}
-	return withDecision(resp, req, r.Decision), nil
+	return resp, d, op, nil
 }
 
 // notSent reports whether err, from the base transport, proves the request
@@ -560,13 +521,12 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	}
 	req.Header.Set(HeaderRequestingParticipant, participant)
 	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
-	resp, err := t.RoundTrip(req)
+	resp, d, _, err := t.exchange(req)
 	if err != nil {
 		t.logger().Info("dict: participant bucket not checked after a remote 429", slog.Any("error", err))
 		return 0, false
 	}
-	defer resp.Body.Close()
-	if d, ok := DecisionOf(resp); ok && !d.Allowed {
+	if !d.Allowed {
 		t.logger().Info("dict: participant bucket not checked after a remote 429: POLICIES_READ empty locally",
 			slog.Duration("retry_after", d.RetryAfter))
 		return 0, false

@@ -157,12 +157,10 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	var remote *dict.RemoteError
 	switch {
 	case err == nil && !res.Decision.Allowed:
-		// Refused by the mirror, a value (decision 0010): nothing was sent.
-		// A 429 with the exact wait, as the DICT would answer.
+		// Refused by the mirror, the limiter's Decision as it decided
+		// (decision 0130): nothing was sent. 429 with the exact wait.
 		p.Refusal = s.newRefusalView(res.Decision, p.PayerID, p.T)
-		p.Status = http.StatusTooManyRequests
-		w.Header().Set("Retry-After", retryAfterSeconds(res.Decision.RetryAfter))
-		w.Header().Set("Cache-Control", "no-store")
+		p.Status = s.prepare(w, r, refusalProblem("dict "+dict.OpGetEntry, res.Decision), nil).status
 	case err == nil:
 		p.Entry = newEntryView(res.Response, p.T)
 		p.EndToEndID = res.EndToEndID

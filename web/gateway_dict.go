@@ -14,7 +14,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
@@ -25,12 +24,6 @@ import (
 // that the pacs.008 of a lookup it forwarded was sent, so the mirror is
 // credited as the DICT credits its buckets when the SPI sees the payment.
 const DictGatewayPaymentsPath = "/gateway/payments"
-
-// HeaderLocalRefusal is set ("local") on a 429 the local mirror answered:
-// nothing was sent to the DICT. A DICT client needs no change (the answer
-// is the DICT's own 429); an operator can tell the two apart. It is the
-// header dict.Transport sets on a refusal it answers itself.
-const HeaderLocalRefusal = "Balde-Refused"
 
 // PaymentCreditor credits the payment order of a lookup once.
 // *dict.Client implements it (balde.Engine.Dict).
@@ -82,8 +75,9 @@ type DictGatewayConfig struct {
 // Answers the gateway writes itself are the DICT's own, RFC 7807 problems
 // in XML (application/problem+xml):
 //
-//   - a request the mirror refuses: 429 RateLimited, Retry-After (whole
-//     seconds, at least 1) and HeaderLocalRefusal; nothing is sent;
+//   - a request the mirror refuses: 429 RateLimited naming the bucket,
+//     the reason and the wait, Retry-After (whole seconds, at least 1) and
+//     HeaderLocalRefusal; nothing is sent;
 //   - a path that is no DICT operation: 404 NotFound; a bad key, payer,
 //     EndToEndId or participant: 400 BadRequest (403 Forbidden for another
 //     participant); nothing is taken or sent;
@@ -196,28 +190,26 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt, _, ok := dict.MatchRoute(r.Method, r.URL.Path)
 	if !ok {
-		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, "not a DICT operation: "+r.Method+" "+r.URL.Path, 0)
+		g.fail(w, r, fmt.Errorf("%w: not a DICT operation: %s %s", ErrNotFound, r.Method, r.URL.Path))
 		return
 	}
 	switch p := r.Header.Get(dict.HeaderRequestingParticipant); {
 	case p == "":
 		r.Header.Set(dict.HeaderRequestingParticipant, g.participant)
 	case p != g.participant:
-		g.writeProblem(w, http.StatusForbidden, dict.ProblemForbidden,
-			fmt.Sprintf("%s %s is not this gateway's participant", dict.HeaderRequestingParticipant, p), 0)
+		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", ErrForbidden, dict.HeaderRequestingParticipant, p))
 		return
 	}
 	if rt.Write && g.signer != nil {
 		body, err := io.ReadAll(io.LimitReader(r.Body, dict.MaxBodySize+1))
 		r.Body.Close()
 		if err != nil || len(body) > dict.MaxBodySize {
-			g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, "the body could not be read whole (at most 1 MiB)", 0)
+			g.fail(w, r, fmt.Errorf("%w: the body could not be read whole (at most 1 MiB)", ErrBadRequest))
 			return
 		}
 		signed, err := g.signer.Sign(r.Context(), rt.Op, body)
 		if err != nil {
-			g.logger.ErrorContext(r.Context(), "dict gateway: sign failed", slog.String("op", rt.Op), slog.Any("error", err))
-			g.writeProblem(w, http.StatusInternalServerError, dict.ProblemInternalServerError, "the request could not be signed", 0)
+			g.fail(w, r, fmt.Errorf("web: DICT gateway: sign %s: %w", rt.Op, err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(signed))
@@ -325,55 +317,17 @@ func (g *DictGateway) syncPolicies(ctx context.Context, category string, policie
 	}
 }
 
-// answerError answers a request the proxy did not get an answer for: a
-// local refusal, bad input, an unavailable database or DICT.
+// answerError answers a request the proxy got no answer for: a local
+// refusal, bad input, an unavailable database, or the DICT's silence.
 func (g *DictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
-	if d, ok := throttle.AsRefusal(err); ok {
-		g.writeRefusal(w, d)
-		return
-	}
-	switch {
-	case isDictInputError(err):
-		g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, publicMessage(err), 0)
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		g.logger.ErrorContext(r.Context(), "dict gateway: the mirror cannot decide", slog.Any("error", err))
-		g.writeProblem(w, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "the rate limit mirror is unavailable", storeRetryAfter)
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client went away: nobody reads an answer.
-		w.WriteHeader(http.StatusBadGateway)
-	default:
-		g.logger.ErrorContext(r.Context(), "dict gateway: the DICT did not answer", slog.String("path", r.URL.Path), slog.Any("error", err))
-		g.writeProblem(w, http.StatusBadGateway, dict.ProblemServiceUnavailable, "the DICT did not answer", 0)
-	}
+	g.fail(w, r, upstream("the DICT did not answer", false, err))
 }
 
-// writeRefusal answers a local refusal as the DICT answers an empty
-// bucket: 429 RateLimited, Retry-After, the policy in a violation.
-func (g *DictGateway) writeRefusal(w http.ResponseWriter, d throttle.Decision) {
-	w.Header().Set(HeaderLocalRefusal, "local")
-	p := dict.NewProblem(dict.ProblemRateLimited, http.StatusTooManyRequests, "Rate limited",
-		fmt.Sprintf("%s: %s", d.Key.Policy, d.Reason))
-	p.Violations = &dict.Violations{Violation: []dict.Violation{{Reason: "no tokens left", Property: "policy", Value: d.Key.Policy}}}
-	g.writeProblemDoc(w, p, max(d.RetryAfter, time.Second))
-}
-
-// writeProblem writes a DICT problem of typ; retryAfter > 0 adds the header.
-func (g *DictGateway) writeProblem(w http.ResponseWriter, status int, typ, detail string, retryAfter time.Duration) {
-	g.writeProblemDoc(w, dict.NewProblem(typ, status, http.StatusText(status), detail), retryAfter)
-}
-
-func (g *DictGateway) writeProblemDoc(w http.ResponseWriter, p *dict.Problem, retryAfter time.Duration) {
-	p.CorrelationID = dict.NewCorrelationID(g.participant, g.meter.Limiter.Now())
-	data, err := dict.Marshal(p)
-	if err != nil {
-		data = []byte(dict.XMLHeader)
-	}
-	if retryAfter > 0 {
-		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
-	}
-	w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(data)
+// fail answers err as the DICT writes its errors (problemOf, writeXML).
+func (g *DictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemOf(r, err)
+	logProblem(g.logger, r, p, err, slog.String("gateway", "dict"))
+	p.writeXML(w, dict.NewCorrelationID(g.participant, g.meter.Limiter.Now()))
 }
 
 // gatewayCredit is one bucket of a payment credit, in the JSON answer.
@@ -387,32 +341,18 @@ type gatewayCredit struct {
 // creditPayment is POST DictGatewayPaymentsPath?endToEndId=E2E.
 func (g *DictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
 	if g.payments == nil {
-		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, "payments are not configured", 0)
+		g.fail(w, r, fmt.Errorf("%w: payments are not configured", ErrNotFound))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.writeProblem(w, http.StatusMethodNotAllowed, dict.ProblemBadRequest, "POST "+DictGatewayPaymentsPath+"?endToEndId=E2E", 0)
+		g.fail(w, r, fmt.Errorf("%w: POST %s?endToEndId=E2E", ErrMethodNotAllowed, DictGatewayPaymentsPath))
 		return
 	}
 	e2e := r.URL.Query().Get("endToEndId")
 	pc, err := g.payments.CreditPayment(r.Context(), e2e)
-	switch {
-	case errors.Is(err, dict.ErrInvalidEndToEndID):
-		g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, publicMessage(err), 0)
-		return
-	case errors.Is(err, dict.ErrUnknownEndToEndID):
-		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, publicMessage(err), 0)
-		return
-	case errors.Is(err, dict.ErrNotPayable):
-		g.writeProblem(w, http.StatusConflict, dict.ProblemBadRequest, publicMessage(err), 0)
-		return
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		g.writeProblem(w, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "the rate limit mirror is unavailable", storeRetryAfter)
-		return
-	case err != nil:
-		g.logger.ErrorContext(r.Context(), "dict gateway: payment not credited", slog.String("end_to_end_id", e2e), slog.Any("error", err))
-		g.writeProblem(w, http.StatusInternalServerError, dict.ProblemInternalServerError, "the payment was not credited", 0)
+	if err != nil {
+		g.fail(w, r, err)
 		return
 	}
 	out := struct {

@@ -86,6 +86,9 @@ func (e *notDueError) Error() string {
 	return fmt.Sprintf("web: %s is not due yet; nothing was asked, ask again after %d s", e.what, ceilSeconds(e.wait))
 }
 
+// nowhere is the logger of a gateway built without one: it logs nothing.
+var nowhere = slog.New(slog.DiscardHandler)
+
 // storeRetryAfter is the Retry-After sent with a 503 when the store is
 // unavailable: long enough not to hammer a database that is restarting.
 const storeRetryAfter = 5 * time.Second
@@ -149,7 +152,7 @@ func refusalProblem(op string, d throttle.Decision) problem {
 // Retry-After and DICT problem type. With refusalProblem (its row for a
 // refusal held as a value) it is the only mapping from errors to statuses
 // in balde: every handler, the DICT gateway and the SIFEN gateway render
-// its result. Keep it complete and ordered.
+// its result (docs/decisions/0131). Keep it complete and ordered.
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *RateLimitError

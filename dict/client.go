@@ -67,9 +67,12 @@ type ClientConfig struct {
 	// (one POLICIES_READ token), which also syncs that bucket. Default
 	// DefaultCategoryRecheck; negative: never.
 	CategoryRecheck time.Duration
-	// Logger defaults to slog.Default().
+	// Logger receives the client's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
+
+// nowhere is the logger of a part built without one: it logs nothing.
+var nowhere = slog.New(slog.DiscardHandler)
 
 // DefaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
 // refill period of the categorised participant policy, so that a category
@@ -151,7 +154,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		c.policiesAPI = pu.String()
 	}
 	if c.logger == nil {
-		c.logger = slog.Default()
+		c.logger = nowhere
 	}
 	hc := http.Client{Timeout: 30 * time.Second}
 	if cfg.HTTPClient != nil {

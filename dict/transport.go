@@ -63,7 +63,7 @@ type Transport struct {
 	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
 	// default: the request's own base URL.
 	PoliciesURL string
-	// Logger defaults to slog.Default().
+	// Logger receives the Transport's logs; nil logs nowhere.
 	Logger *slog.Logger
 
 	holdsOnce sync.Once
@@ -254,7 +254,7 @@ func (t *Transport) logger() *slog.Logger {
 	if t.Logger != nil {
 		return t.Logger
 	}
-	return slog.Default()
+	return nowhere
 }
 
 func closeBody(req *http.Request) {

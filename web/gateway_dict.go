@@ -58,7 +58,7 @@ type DictGatewayConfig struct {
 	// Signer, when set, signs the body of write operations before they are
 	// forwarded; without it bodies pass byte for byte (the client signs).
 	Signer dict.Signer
-	// Logger defaults to slog.Default().
+	// Logger receives the gateway's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -136,7 +136,7 @@ func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
 	g := &DictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
 		records: cfg.Records, payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
 	if g.logger == nil {
-		g.logger = slog.Default()
+		g.logger = nowhere
 	}
 	if isNilInterface(g.records) {
 		g.records = nil

@@ -48,7 +48,7 @@ type SifenGatewayConfig struct {
 	// Sleep waits d or until ctx ends (its error then). Nil: a timer.
 	// Tests move a fake clock instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Logger defaults to slog.Default().
+	// Logger receives the gateway's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -114,7 +114,7 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 		g.sleep = sleepContext
 	}
 	if g.logger == nil {
-		g.logger = slog.Default()
+		g.logger = nowhere
 	}
 	return g, nil
 }

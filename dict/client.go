@@ -132,7 +132,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		verifier:    cfg.Verifier,
 		loopback:    isLoopback(base.Hostname()),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, Holds: &Holds{}},
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,

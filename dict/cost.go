@@ -21,11 +21,11 @@ import (
 type Meter struct {
 	Limiter *throttle.Limiter
 	Catalog *Catalog
-	// Holds, when set, counts the tokens held by this process's requests in
+	// holds, when set, counts the tokens held by this process's requests in
 	// flight (Reserve adds, Settle removes), so that a sync to the DICT's
-	// state can leave them out (see Holds). NewClient sets one; a nil Holds
+	// state can leave them out (see holds). NewClient sets one; a nil holds
 	// counts nothing and syncs take the DICT's number as it is.
-	Holds *Holds
+	holds *holds
 }
 
 // Reservation is what Reserve took: Reserved[i] tokens from Keys[i] (the
@@ -37,7 +37,7 @@ type Reservation struct {
 	Keys     []throttle.Key
 	Reserved []int64
 	Decision throttle.Decision
-	// flight is the entry in Meter.Holds while the request is in flight.
+	// flight is the entry in the Meter's holds while the request is in flight.
 	flight *flight
 	// takenAt is the mirror's time before the take; fullAtTake[i] is set
 	// when Keys[i]'s bucket was full when the hold was taken (see
@@ -46,52 +46,52 @@ type Reservation struct {
 	fullAtTake []bool
 }
 
-// Holds counts, per bucket, the tokens held by requests of this process that
+// holds counts, per bucket, the tokens held by requests of this process that
 // are in flight: admitted (their worst case taken) and not yet settled. A
 // sync to a balance the DICT reports leaves them out — the synced balance is
 // the DICT's minus what is held in flight — so that the refunds that follow
 // land where the DICT will be once it has charged those requests, not above
 // it. Requests in flight in other processes sharing the database are not
 // counted (decision 0067). The zero value is ready; safe for concurrent use.
-type Holds struct {
+type holds struct {
 	mu   sync.Mutex
 	held map[throttle.Key]int64
 	// watches are the Watches not yet stopped: each counts the holds that
 	// land while it runs.
-	watches map[*Watch]struct{}
+	watches map[*watch]struct{}
 }
 
-// Watch counts the requests that land between Holds.Watch and Stop. A
+// watch counts the requests that land between holds.watch and stop. A
 // balance the DICT read in that time may or may not count those requests
 // (the DICT charges as it answers): a sync to it leaves out what the mirror
 // kept of each (its settled cost; the whole hold when the outcome is
 // unknown), or a listing read before a lookup's charge and applied after
 // its refund would lift the mirror above the DICT. Use it for one read of
 // the DICT.
-type Watch struct {
-	holds  *Holds
+type watch struct {
+	holds  *holds
 	landed map[throttle.Key]int64 // under holds.mu
 }
 
-// Watch starts counting the holds that land; call it before the request
+// watch starts counting the holds that land; call it before the request
 // whose balance will be synced is sent, and Stop once the sync is done.
-// A nil Holds returns a nil *Watch, which counts nothing.
-func (h *Holds) Watch() *Watch {
+// A nil holds returns a nil *watch, which counts nothing.
+func (h *holds) watch() *watch {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := &Watch{holds: h, landed: make(map[throttle.Key]int64)}
+	w := &watch{holds: h, landed: make(map[throttle.Key]int64)}
 	if h.watches == nil {
-		h.watches = make(map[*Watch]struct{})
+		h.watches = make(map[*watch]struct{})
 	}
 	h.watches[w] = struct{}{}
 	return w
 }
 
-// Stop ends the count.
-func (w *Watch) Stop() {
+// stop ends the count.
+func (w *watch) stop() {
 	if w == nil {
 		return
 	}
@@ -100,11 +100,11 @@ func (w *Watch) Stop() {
 	delete(w.holds.watches, w)
 }
 
-// Held returns the tokens held from key by requests in flight now plus
+// held returns the tokens held from key by requests in flight now plus
 // what the mirror kept of the requests that landed since the Watch
 // started: what a sync of key to a balance the DICT read meanwhile leaves
 // out.
-func (w *Watch) Held(key throttle.Key) int64 {
+func (w *watch) held(key throttle.Key) int64 {
 	if w == nil {
 		return 0
 	}
@@ -113,22 +113,22 @@ func (w *Watch) Held(key throttle.Key) int64 {
 	return w.holds.held[key] + w.landed[key]
 }
 
-// HeldBut is Held without r's own hold (r in flight: a request syncing
+// heldBut is Held without r's own hold (r in flight: a request syncing
 // after its own answer leaves the rest out, not itself).
-func (w *Watch) HeldBut(key throttle.Key, r Reservation) int64 {
-	return max(w.Held(key)-r.flight.heldBy(key), 0)
+func (w *watch) heldBut(key throttle.Key, r Reservation) int64 {
+	return max(w.held(key)-r.flight.heldBy(key), 0)
 }
 
-// flight is one request's entry in Holds, removed once.
+// flight is one request's entry in holds, removed once.
 type flight struct {
-	holds    *Holds
+	holds    *holds
 	keys     []throttle.Key
 	reserved []int64
 	removed  bool // under holds.mu
 }
 
-// InFlight returns the tokens held from key's bucket by requests in flight.
-func (h *Holds) InFlight(key throttle.Key) int64 {
+// inFlight returns the tokens held from key's bucket by requests in flight.
+func (h *holds) inFlight(key throttle.Key) int64 {
 	if h == nil {
 		return 0
 	}
@@ -139,7 +139,7 @@ func (h *Holds) InFlight(key throttle.Key) int64 {
 
 // add counts a request's holds before its take; the entry it returns
 // removes them.
-func (h *Holds) add(keys []throttle.Key, reserved []int64) *flight {
+func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
 	if h == nil {
 		return nil
 	}
@@ -208,15 +208,39 @@ func (f *flight) heldBy(key throttle.Key) int64 {
 
 // Landed reports that r's request is no longer in flight (its answer
 // arrived, or it was never sent) once its settle has committed or been given
-// up: from then on its outcome is in the mirror's balance, not in Holds.
+// up: from then on its outcome is in the mirror's balance, not in holds.
 // Settle calls it; call it when a reservation is dropped without one.
 func (r Reservation) Landed() { r.flight.done() }
 
+// policyTargets returns the syncs of participant's PSP buckets to the
+// balances of policies (an answer of GET /policies/), less what held
+// counts: the requests on the wire while the DICT read them, which its
+// number may not include (it charges as it answers). The listing's own
+// hold on POLICIES_LIST landed meanwhile but is in the number: that bucket
+// leaves out only the holds still in flight (decision 0067). unknown lists
+// the policies that are no PSP policy of the catalog.
+func (m *Meter) policyTargets(participant string, policies []Policy, held *watch, ref string) (targets []throttle.SyncTarget, unknown []string) {
+	for _, p := range policies {
+		spec, ok := m.Catalog.Spec(p.Name)
+		if !ok || spec.Scope != ScopePSP {
+			unknown = append(unknown, p.Name)
+			continue
+		}
+		key := m.Catalog.Key(p.Name, participant)
+		tokens := p.AvailableTokens - held.held(key)
+		if p.Name == PolicyPoliciesList {
+			tokens = p.AvailableTokens - m.holds.inFlight(key)
+		}
+		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: ref})
+	}
+	return targets, unknown
+}
+
 // InFlightBut returns the tokens held from key by this process's requests
-// in flight other than r (see Holds): what a sync of key to the DICT's
+// in flight other than r (see holds): what a sync of key to the DICT's
 // balance leaves out.
 func (m *Meter) InFlightBut(key throttle.Key, r Reservation) int64 {
-	return max(m.Holds.InFlight(key)-r.flight.heldBy(key), 0)
+	return max(m.holds.inFlight(key)-r.flight.heldBy(key), 0)
 }
 
 // Outcome names an HTTP status as an outcome of the counting rules ("404").
@@ -229,7 +253,7 @@ func Outcome(status int) string { return strconv.Itoa(status) }
 // balance is positive). Requests in flight so never overdraw the DICT's
 // buckets; the difference comes back at Settle. ref goes to the ledger (the
 // EndToEndId of a lookup). While admitted and not settled, the hold counts
-// in m.Holds. A refusal is the Reservation's Decision (Allowed false), with
+// in m.holds. A refusal is the Reservation's Decision (Allowed false), with
 // a nil error: nothing was taken.
 //
 // Errors: bad keys (throttle.ErrInvalidKey, throttle.ErrUnknownPolicy),
@@ -254,7 +278,7 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	}
 	// Counted in flight before the take: a sync that runs while the take
 	// commits leaves the hold out twice (stricter), never not at all.
-	r.flight = m.Holds.add(keys, r.Reserved)
+	r.flight = m.holds.add(keys, r.Reserved)
 	r.takenAt = m.Limiter.Now()
 	d, err := m.Limiter.Take(ctx, ref, charges...)
 	if err != nil || !d.Allowed {
@@ -337,7 +361,7 @@ func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]th
 // and lowers the bucket the DICT says is empty at once, so no other request
 // is admitted on the refund in between. It returns the Adjusted of the keys
 // that changed, then one per target. A transport error applies only the
-// targets. r leaves Holds (Reservation.Landed) only after the transaction
+// targets. r leaves holds (Reservation.Landed) only after the transaction
 // commits, so that a sync running meanwhile leaves r's hold out (stricter)
 // rather than lifting the mirror with r's refund on top.
 func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {

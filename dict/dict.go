@@ -23,7 +23,7 @@
 //     does a request that provably never left); a remote 429 refunds its
 //     hold and lowers only the bucket the DICT says is empty for the remote
 //     Retry-After, in one transaction (Limiter.AdjustAndSync), leaving out
-//     the holds still in flight (Holds).
+//     the holds still in flight.
 //
 // Units: tokens are whole tokens; periods are time.Duration. Every bucket
 // key is throttle.Key{Policy, Env, Identifier} where Env is the catalog's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -37,7 +38,7 @@ type ReconcileResult struct {
 // itself limited by POLICIES_LIST: 6/min, capacity 20), records the
 // participant's category (catalog and Records), and lowers every local PSP
 // bucket that holds more tokens than the DICT reports less this process's
-// holds in flight (Limiter.Sync, see Holds; a bucket is never raised).
+// holds in flight (Limiter.Sync; a bucket is never raised).
 //
 // A refusal of the mirror (POLICIES_LIST empty locally) is res.Decision
 // (Allowed false) with a nil error: nothing was sent.
@@ -45,8 +46,8 @@ type ReconcileResult struct {
 // Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	before := c.catalog.Category() // the Transport learns the answer's category
-	held := c.meter.Holds.Watch()
-	defer held.Stop()
+	held := c.meter.holds.watch()
+	defer held.stop()
 	listed, err := c.ListBucketStates(ctx)
 	if err != nil || !listed.Decision.Allowed {
 		return ReconcileResult{Decision: listed.Decision}, err
@@ -74,15 +75,13 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 	}
 
-	var targets []throttle.SyncTarget
+	targets, unknown := c.meter.policyTargets(c.participant, remote.Policies, held, "reconcile "+remote.CorrelationID)
+	res.Unknown = unknown
 	for _, p := range remote.Policies {
-		spec, ok := c.catalog.Spec(p.Name)
-		if !ok || spec.Scope != ScopePSP {
-			res.Unknown = append(res.Unknown, p.Name)
+		if slices.Contains(unknown, p.Name) {
 			continue
 		}
-		key := c.catalog.Key(p.Name, c.participant)
-		local, err := c.catalog.Resolve(key)
+		local, err := c.catalog.Resolve(c.catalog.Key(p.Name, c.participant))
 		if err != nil {
 			return res, err
 		}
@@ -90,15 +89,6 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s: local %d/%ds capacity %d, remote %d/%ds capacity %d",
 				p.Name, local.RefillTokens, int64(local.RefillPeriod/time.Second), local.Capacity, p.RefillTokens, p.RefillPeriodSec, p.Capacity))
 		}
-		// The requests this process has in flight, or had since the
-		// listing was sent, may not be in the DICT's number (it charges
-		// when it answers): their holds stay out. The listing's own hold
-		// on POLICIES_LIST landed meanwhile but is in the number.
-		tokens := p.AvailableTokens - held.Held(key)
-		if p.Name == PolicyPoliciesList {
-			tokens = p.AvailableTokens - c.meter.Holds.InFlight(key)
-		}
-		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "reconcile " + remote.CorrelationID})
 	}
 	if len(targets) == 0 {
 		return res, nil
@@ -190,8 +180,8 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		}
 	}
 	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
-	held := c.meter.Holds.Watch()
-	defer held.Stop()
+	held := c.meter.holds.watch()
+	defer held.stop()
 	res, err := c.GetBucketState(ctx, key.Policy)
 	switch {
 	case err != nil:
@@ -201,7 +191,7 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
 		return
 	}
-	tokens := res.Response.Policy.AvailableTokens - held.Held(key)
+	tokens := res.Response.Policy.AvailableTokens - held.held(key)
 	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
 		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
 	}

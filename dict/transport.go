@@ -56,18 +56,25 @@ type Transport struct {
 	// Participant is the ISPB charged when a request has no
 	// PI-RequestingParticipant header (which is then set).
 	Participant string
-	// Records, when set, keeps every getEntry the DICT answered; when it is
-	// also a CategoryStore, every category the DICT reports is saved there.
+	// Records, when set (not nil, nor a nil pointer), keeps every getEntry
+	// the DICT answered; when it is also a CategoryStore, every category
+	// the DICT reports is saved there.
 	Records LookupStore
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its
 	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
 	// default: the request's own base URL.
 	PoliciesURL string
+	// Reconcile, when set, lowers the mirror to every 200 answer of
+	// GET /policies/ and /policies/{policy} that passes (never raising a
+	// bucket), less the holds of this process's requests in flight or
+	// landed while the DICT read them (decision 0067), as Client.Reconcile
+	// does: a gateway's clients reconcile it.
+	Reconcile bool
 	// Logger receives the Transport's logs; nil logs nowhere.
 	Logger *slog.Logger
 
 	holdsOnce sync.Once
-	holds     *Holds
+	holds     *holds
 	syncMu    sync.Mutex // see settleAfter429
 
 	// The participant's anti-scan bucket as GET /policies/{policy} last
@@ -83,9 +90,9 @@ var _ http.RoundTripper = (*Transport)(nil)
 // has none).
 func (t *Transport) meter() Meter {
 	m := t.Meter
-	if m.Holds == nil {
-		t.holdsOnce.Do(func() { t.holds = &Holds{} })
-		m.Holds = t.holds
+	if m.holds == nil {
+		t.holdsOnce.Do(func() { t.holds = &holds{} })
+		m.holds = t.holds
 	}
 	return m
 }
@@ -113,6 +120,14 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		return nil, d, "", fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
 	}
 	op = rt.Op
+	policiesOp := op == OpListBucketStates || op == OpGetBucketState
+	var held *watch
+	if t.Reconcile && policiesOp {
+		// The DICT's balances may or may not count the requests on the
+		// wire meanwhile (it charges as it answers).
+		held = m.holds.watch()
+		defer held.stop()
+	}
 	participant := req.Header.Get(HeaderRequestingParticipant)
 	if participant == "" {
 		participant = t.Participant
@@ -181,11 +196,27 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	} else {
 		t.settle(ctx, m, r, Outcome(resp.StatusCode))
 	}
-	if resp.StatusCode == http.StatusOK && (rt.Op == OpGetBucketState || rt.Op == OpListBucketStates) {
-		t.learnCategory(ctx, participant, data)
-		t.noteParticipantBucket(rt.Op, participant, data)
+	if resp.StatusCode == http.StatusOK && policiesOp && (participant == t.Participant || t.Participant == "") {
+		// Another participant's answer says nothing of ours.
+		var doc struct {
+			Category string   `xml:"Category"`
+			Policy   *Policy  `xml:"Policy"`
+			Policies []Policy `xml:"Policies>Policy"`
+		}
+		if xml.Unmarshal(data, &doc) == nil {
+			if doc.Policy != nil {
+				doc.Policies = append(doc.Policies, *doc.Policy)
+			}
+			t.learnCategory(ctx, participant, strings.TrimSpace(doc.Category))
+			t.noteParticipantBucket(doc.Policies)
+			if targets, _ := m.policyTargets(participant, doc.Policies, held, "GET /policies/ through the Transport"); held != nil && len(targets) > 0 {
+				if _, err := m.Limiter.Sync(ctx, targets...); err != nil {
+					t.logger().Error("dict: mirror not reconciled with GET /policies/", slog.Any("error", err))
+				}
+			}
+		}
 	}
-	if rt.Op == OpGetEntry && t.Records != nil {
+	if rt.Op == OpGetEntry && !isNil(t.Records) {
 		t.record(ctx, Lookup{
 			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: mustKeyType(params["Key"]),
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
@@ -208,15 +239,11 @@ func notSent(err error) bool {
 // learnCategory sets the catalog's category (and the stored one) from a
 // GET /policies/ answer that carries one: every answer of the DICT that
 // says the participant's category updates it (decision 0068).
-func (t *Transport) learnCategory(ctx context.Context, participant string, body []byte) {
-	category := answerCategory(body)
+func (t *Transport) learnCategory(ctx context.Context, participant, category string) {
 	if category == "" || ValidateCategory(category) != nil {
 		return
 	}
 	m := t.Meter
-	if participant != t.Participant && t.Participant != "" {
-		return // another participant's answer says nothing of ours
-	}
 	if m.Catalog.Category() != category {
 		t.logger().Info("dict: the DICT reports another category", slog.String("from", m.Catalog.CategoryInEffect()), slog.String("to", category))
 		if err := m.Catalog.SetCategory(category); err != nil {
@@ -229,18 +256,6 @@ func (t *Transport) learnCategory(ctx context.Context, participant string, body 
 			t.logger().Error("dict: category not saved", slog.String("category", category), slog.Any("error", err))
 		}
 	}
-}
-
-// answerCategory reads <Category> from a GetPolicyResponse or a
-// ListPoliciesResponse ("" when there is none).
-func answerCategory(body []byte) string {
-	var doc struct {
-		Category string `xml:"Category"`
-	}
-	if err := xml.Unmarshal(body, &doc); err != nil {
-		return ""
-	}
-	return strings.TrimSpace(doc.Category)
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -361,8 +376,8 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	// the holds that land meanwhile may or may not be in the DICT's number
 	// (held counts them) and stay out of the sync, as Reconcile's do.
 	participantKnown, available := false, int64(0)
-	held := m.Holds.Watch()
-	defer held.Stop()
+	held := m.holds.watch()
+	defer held.stop()
 	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
 		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
 	}
@@ -381,7 +396,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	if len(targets) == 0 {
 		targets = []throttle.SyncTarget{empty(keys[0])}
 		if participantKnown {
-			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.HeldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
 			if available < 1 {
 				// The participant's bucket was the empty one: the payer
 				// is left as the DICT has it.
@@ -474,24 +489,7 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 // GET /policies/ answer (a reconciliation, a re-check, an adopter's own
 // call): a remote 429 within ParticipantStateFresh reuses it instead of
 // asking again.
-func (t *Transport) noteParticipantBucket(op, participant string, body []byte) {
-	if participant != t.Participant && t.Participant != "" {
-		return
-	}
-	var policies []Policy
-	if op == OpGetBucketState {
-		var doc GetPolicyResponse
-		if Unmarshal(body, &doc) != nil {
-			return
-		}
-		policies = []Policy{doc.Policy}
-	} else {
-		var doc ListPoliciesResponse
-		if Unmarshal(body, &doc) != nil {
-			return
-		}
-		policies = doc.Policies
-	}
+func (t *Transport) noteParticipantBucket(policies []Policy) {
 	for _, p := range policies {
 		if p.Name == PolicyEntriesReadParticipantAntiscan {
 			c := &stateCall{done: make(chan struct{}), at: t.Meter.Limiter.Now(), available: p.AvailableTokens, ok: true}

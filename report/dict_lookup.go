@@ -22,7 +22,7 @@ type DictLookup struct {
 	// beyond MaxWait says so.
 	Wait    bool
 	MaxWait time.Duration
-	// Out, when set, receives every record too (dict.LookupFile).
+	// Out, when set, receives every record too (dict.CreateLookupFile).
 	Out interface {
 		Write(dict.LookupRecord) error
 	}

@@ -11,12 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // DictGatewayPaymentsPath is the gateway's own endpoint for payment
@@ -100,7 +98,6 @@ type DictGateway struct {
 	target, policies *url.URL
 	participant      string
 	meter            dict.Meter
-	records          dict.Records
 	payments         PaymentCreditor
 	signer           dict.Signer
 	logger           *slog.Logger
@@ -128,32 +125,20 @@ func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
 			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
 		}
 	}
-	if cfg.Meter.Holds == nil {
-		// The gateway's syncs leave the holds in flight out (reconcile):
-		// it must see the ones the Transport counts.
-		cfg.Meter.Holds = &dict.Holds{}
-	}
 	g := &DictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
-		records: cfg.Records, payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
+		payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
 	if g.logger == nil {
 		g.logger = nowhere
 	}
-	if isNilInterface(g.records) {
-		g.records = nil
-	}
-	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Logger: g.logger}
+	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
 	if cfg.PoliciesURL != "" {
 		t.PoliciesURL = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
 	}
-	if g.records != nil {
-		t.Records = g.records
-	}
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:        g.rewrite,
-		Transport:      t,
-		ModifyResponse: g.reconcile,
-		ErrorHandler:   g.answerError,
-		ErrorLog:       slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
+		Rewrite:      g.rewrite,
+		Transport:    t,
+		ErrorHandler: g.answerError,
+		ErrorLog:     slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
 	}
 	return g, nil
 }
@@ -167,16 +152,6 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
 	return u, nil
-}
-
-// isNilInterface reports whether v is nil or holds a nil pointer (a nil
-// *dictsql.Records is no records).
-func isNilInterface(v dict.Records) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // gatewayRoute carries the matched route through the proxy.
@@ -216,20 +191,8 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(signed))
 		r.Header.Set("Content-Length", strconv.Itoa(len(signed)))
 	}
-	ctx := context.WithValue(r.Context(), gatewayRoute{}, rt)
-	if rt.Op == dict.OpListBucketStates || rt.Op == dict.OpGetBucketState {
-		// The DICT's balances may or may not count the lookups on the
-		// wire meanwhile (it charges as it answers): reconcile leaves out
-		// what they hold and what the mirror kept of those that landed.
-		held := g.meter.Holds.Watch()
-		defer held.Stop()
-		ctx = context.WithValue(ctx, gatewayWatch{}, held)
-	}
-	g.proxy.ServeHTTP(w, r.WithContext(ctx))
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatewayRoute{}, rt)))
 }
-
-// gatewayWatch carries a policies request's dict.Watch to reconcile.
-type gatewayWatch struct{}
 
 // rewrite points the outgoing request at the DICT (or the policies host),
 // keeping the client's path, query and headers.
@@ -241,80 +204,6 @@ func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.SetURL(base)
 	pr.Out.Host = base.Host
-}
-
-// reconcile lowers the mirror to a 200 answer of GET /policies/ or
-// /policies/{policy} and records the category it reports; the body passes
-// on unchanged. Any other answer passes untouched.
-func (g *DictGateway) reconcile(resp *http.Response) error {
-	rt, _ := resp.Request.Context().Value(gatewayRoute{}).(dict.Route)
-	if resp.StatusCode != http.StatusOK || (rt.Op != dict.OpListBucketStates && rt.Op != dict.OpGetBucketState) {
-		return nil
-	}
-	data, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	if err != nil {
-		return nil
-	}
-	ctx := context.WithoutCancel(resp.Request.Context())
-	var policies []dict.Policy
-	category := ""
-	if rt.Op == dict.OpListBucketStates {
-		var doc dict.ListPoliciesResponse
-		if dict.Unmarshal(data, &doc) != nil {
-			return nil
-		}
-		policies, category = doc.Policies, doc.Category
-	} else {
-		var doc dict.GetPolicyResponse
-		if dict.Unmarshal(data, &doc) != nil {
-			return nil
-		}
-		policies, category = []dict.Policy{doc.Policy}, doc.Category
-	}
-	held, _ := resp.Request.Context().Value(gatewayWatch{}).(*dict.Watch)
-	g.syncPolicies(ctx, category, policies, held)
-	return nil
-}
-
-// syncPolicies records category and lowers the local PSP buckets of
-// policies to the DICT's balances (Limiter.Sync never raises a bucket),
-// less what held counts: the requests on the wire while the DICT read
-// them, which its number may not include yet (decision 0067). The listing's
-// own hold on POLICIES_LIST is in the number: that bucket leaves out only
-// the holds still in flight, as dict.Client.Reconcile does. Failures are
-// logged: the answer still reaches the client.
-func (g *DictGateway) syncPolicies(ctx context.Context, category string, policies []dict.Policy, held *dict.Watch) {
-	cat := g.meter.Catalog
-	if category != "" && dict.ValidateCategory(category) == nil && cat.Category() != category {
-		if err := cat.SetCategory(category); err != nil {
-			g.logger.Warn("dict gateway: category not set", slog.String("category", category), slog.Any("error", err))
-		} else if g.records != nil {
-			if err := g.records.SaveCategory(ctx, cat.Env(), g.participant, category, g.meter.Limiter.Now()); err != nil {
-				g.logger.Error("dict gateway: category not recorded", slog.Any("error", err))
-			}
-		}
-	}
-	var targets []throttle.SyncTarget
-	for _, p := range policies {
-		spec, ok := cat.Spec(p.Name)
-		if !ok || spec.Scope != dict.ScopePSP {
-			continue
-		}
-		key := cat.Key(p.Name, g.participant)
-		tokens := p.AvailableTokens - held.Held(key)
-		if p.Name == dict.PolicyPoliciesList {
-			tokens = p.AvailableTokens - g.meter.Holds.InFlight(key)
-		}
-		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "gateway GET /policies/"})
-	}
-	if len(targets) == 0 {
-		return
-	}
-	if _, err := g.meter.Limiter.Sync(ctx, targets...); err != nil {
-		g.logger.Error("dict gateway: mirror not reconciled with GET /policies/", slog.Any("error", err))
-	}
 }
 
 // answerError answers a request the proxy got no answer for: a local

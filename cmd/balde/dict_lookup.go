@@ -72,7 +72,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	var out *dict.LookupFile
+	var out *dict.LookupWriter
 	if *outPath != "" {
 		if out, err = dict.CreateLookupFile(*outPath, outJSON); err != nil {
 			return UsageError("dict-lookup: --out: %v", err)

@@ -36,7 +36,7 @@ type Batch struct {
 	// DefaultBatchSenders).
 	Senders int
 	// Lanes bounds the payers worked on at once (default
-	// DefaultBatchLanes). When more payers than that are all waiting, the
+	// defaultBatchLanes). When more payers than that are all waiting, the
 	// next payer starts only when one of them is done.
 	Lanes int
 	// Sleep waits d or until ctx ends (default throttle.SleepContext). Tests
@@ -52,7 +52,7 @@ type Batch struct {
 // Defaults of Batch.
 const (
 	DefaultBatchSenders = 4
-	DefaultBatchLanes   = 64
+	defaultBatchLanes   = 64
 )
 
 // BatchEventKind says what a BatchEvent reports.
@@ -128,7 +128,7 @@ func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(Batc
 		senders = DefaultBatchSenders
 	}
 	if lanes <= 0 {
-		lanes = DefaultBatchLanes
+		lanes = defaultBatchLanes
 	}
 	r := &batchRun{
 		b:       b,

@@ -20,30 +20,30 @@ const (
 	// ScopeUser: one bucket per end user; the identifier is the payer's CPF
 	// (class PF) or CNPJ (class PJ), as in the PI-PayerId header.
 	ScopeUser Scope = "USER"
-	// ScopeEntity: one bucket per entity named by a free identifier (an
+	// scopeEntity: one bucket per entity named by a free identifier (an
 	// account, a bank entity). It is for adapters other than the DICT that
 	// share the catalog (a bank adapter's bucket per account).
-	ScopeEntity Scope = "ENTITY"
+	scopeEntity Scope = "ENTITY"
 )
 
-// DefaultEnv is the env part of DICT bucket keys unless configured.
-const DefaultEnv = "prod"
+// defaultEnv is the env part of DICT bucket keys unless configured.
+const defaultEnv = "prod"
 
-// Outcome and event names of the counting rules. A DICT request's outcome
-// is its HTTP status in decimal ("200", "404"); OutcomeDefault is the cost of
-// any outcome a policy does not list. OutcomeTransportError is a request
+// outcomeOf and event names of the counting rules. A DICT request's outcome
+// is its HTTP status in decimal ("200", "404"); outcomeDefault is the cost of
+// any outcome a policy does not list. outcomeTransportError is a request
 // whose response never arrived: the DICT may or may not have counted it, so
 // it costs the default (conservative).
 const (
-	OutcomeDefault        = "*"
-	OutcomeTransportError = "error"
-	// OutcomeNotSent is a request that provably never reached the DICT (the
+	outcomeDefault        = "*"
+	outcomeTransportError = "error"
+	// outcomeNotSent is a request that provably never reached the DICT (the
 	// connection was refused, the name did not resolve, its deadline passed
 	// before it was sent): it costs nothing and its whole hold comes back.
-	OutcomeNotSent = "not-sent"
-	// EventPayment is a payment order (pacs.008) sent with the EndToEndId
+	outcomeNotSent = "not-sent"
+	// eventPayment is a payment order (pacs.008) sent with the EndToEndId
 	// of an earlier lookup.
-	EventPayment = "payment"
+	eventPayment = "payment"
 )
 
 // Limits are the size and refill of a bucket.
@@ -64,7 +64,7 @@ type Limits struct {
 // Counting: a request is admitted while the bucket holds Reserve whole
 // tokens (1: the DICT admits while the balance is positive) and holds its
 // worst-case cost (Catalog.Hold, the largest of Costs); once the outcome is
-// known its total cost is Costs[outcome] (or Costs[OutcomeDefault], or
+// known its total cost is Costs[outcome] (or Costs[outcomeDefault], or
 // Reserve when neither is set) and the difference is refunded. An event (a
 // payment) credits Credits[event] tokens, capped at capacity, once per
 // reference.
@@ -124,12 +124,12 @@ type Catalog struct {
 var _ throttle.Resolver = (*Catalog)(nil)
 
 // NewCatalog returns the DICT's catalog (the DICT manual, chapter 19) for env ("" means
-// DefaultEnv), with refill mode throttle.RefillStepwise and no category
+// defaultEnv), with refill mode throttle.RefillStepwise and no category
 // (see SetCategory; until then the categorised policies use the strictest
 // category, H).
 func NewCatalog(env string) *Catalog {
 	if env == "" {
-		env = DefaultEnv
+		env = defaultEnv
 	}
 	c := &Catalog{env: env, specs: make(map[string]Spec), refill: throttle.RefillStepwise}
 	for _, s := range seedPolicies() {
@@ -167,7 +167,7 @@ func (c *Catalog) CategoryInEffect() string {
 	if s, ok := c.specs[PolicyEntriesReadParticipantAntiscan]; ok && len(s.Classes) > 0 {
 		return strictest(s.Classes)
 	}
-	return Categories[len(Categories)-1]
+	return categoryNames[len(categoryNames)-1]
 }
 
 // SetCategory sets the participant's category. Any category that passes
@@ -184,7 +184,7 @@ func (c *Catalog) SetCategory(category string) error {
 }
 
 // Refill returns the catalog's refill mode.
-func (c *Catalog) Refill() throttle.RefillMode {
+func (c *Catalog) refillMode() throttle.RefillMode {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.refill
@@ -195,7 +195,7 @@ func (c *Catalog) Refill() throttle.RefillMode {
 // window must refill its whole capacity per period).
 // RefillStepwise (the default) is the conservative reading of the DICT's
 // "n tokens per period": it is never more generous than continuous refill.
-func (c *Catalog) SetRefill(mode throttle.RefillMode) error {
+func (c *Catalog) setRefill(mode throttle.RefillMode) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range c.order {
@@ -242,7 +242,7 @@ func (c *Catalog) effective(s Spec) Spec {
 
 // Define adds a policy or replaces one, after validating it. The error
 // wraps throttle.ErrInvalidPolicy and names the field at fault.
-func (c *Catalog) Define(s Spec) error {
+func (c *Catalog) add(s Spec) error {
 	s = cloneSpec(s)
 	if s.Reserve == 0 {
 		s.Reserve = 1
@@ -313,7 +313,7 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 
 // Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
 // the category in effect for a categorised PSP policy, "" otherwise.
-func (c *Catalog) Class(key throttle.Key) (string, error) {
+func (c *Catalog) class(key throttle.Key) (string, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return "", err
@@ -326,7 +326,7 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 // a request: the policy's Spec.Reserve (1 for every DICT policy: the DICT
 // admits while the balance is positive). Hold says what an admitted request
 // then takes. (Meter.Reserve is the act of taking it.)
-func (c *Catalog) Admission(key throttle.Key) (int64, error) {
+func (c *Catalog) admission(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -334,10 +334,10 @@ func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 	return s.Reserve, nil
 }
 
-// Hold returns what a request holds from key's bucket until its outcome is
+// hold returns what a request holds from key's bucket until its outcome is
 // known: its worst-case cost (the largest of the policy's costs and its
 // reserve, at most the bucket's capacity).
-func (c *Catalog) Hold(key throttle.Key) (int64, error) {
+func (c *Catalog) hold(key throttle.Key) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -353,9 +353,9 @@ func (c *Catalog) Hold(key throttle.Key) (int64, error) {
 }
 
 // Cost returns the total cost, in whole tokens, of a request with the
-// given outcome to key's bucket: Costs[outcome], else Costs[OutcomeDefault],
+// given outcome to key's bucket: Costs[outcome], else Costs[outcomeDefault],
 // else the reserve.
-func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
+func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -363,7 +363,7 @@ func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
 	if n, ok := s.Costs[outcome]; ok {
 		return n, nil
 	}
-	if n, ok := s.Costs[OutcomeDefault]; ok {
+	if n, ok := s.Costs[outcomeDefault]; ok {
 		return n, nil
 	}
 	return s.Reserve, nil
@@ -371,8 +371,8 @@ func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
 
 // Credit returns the tokens event gives back to key's bucket: the class's
 // credit when it has one, else the policy's. The error wraps
-// ErrUnknownOutcome when the policy does not credit event.
-func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
+// errUnknownOutcome when the policy does not credit event.
+func (c *Catalog) credit(key throttle.Key, event string) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -387,12 +387,12 @@ func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
 	if n, ok := s.Credits[event]; ok {
 		return n, nil
 	}
-	return 0, fmt.Errorf("%w: %s does not credit %q", ErrUnknownOutcome, key.Policy, event)
+	return 0, fmt.Errorf("%w: %s does not credit %q", errUnknownOutcome, key.Policy, event)
 }
 
 // ParticipantKeys returns the keys of every PSP policy's bucket of
 // participant, in catalog order: what listBucketStates reports.
-func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
+func (c *Catalog) participantKeys(participant string) ([]throttle.Key, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err
 	}
@@ -473,7 +473,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 		return bad("name", "%q is not a policy name (1 to %d printable bytes)", s.Name, throttle.MaxPolicyLen)
 	}
 	switch s.Scope {
-	case ScopePSP, ScopeUser, ScopeEntity:
+	case ScopePSP, ScopeUser, scopeEntity:
 	default:
 		return bad("scope", "%q (want PSP, USER or ENTITY)", s.Scope)
 	}
@@ -511,7 +511,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 			return err
 		}
 	} else {
-		if s.Scope == ScopeEntity {
+		if s.Scope == scopeEntity {
 			return bad("classes", "an ENTITY policy has no classes")
 		}
 		if s.Scope == ScopeUser {

@@ -65,7 +65,7 @@ type ClientConfig struct {
 	// the category another process recorded in Records within the period,
 	// else the DICT's answer to GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN
 	// (one POLICIES_READ token), which also syncs that bucket. Default
-	// DefaultCategoryRecheck; negative: never.
+	// defaultCategoryRecheck; negative: never.
 	CategoryRecheck time.Duration
 	// Logger receives the client's logs; nil logs nowhere.
 	Logger *slog.Logger
@@ -74,10 +74,10 @@ type ClientConfig struct {
 // nowhere is the logger of a part built without one: it logs nothing.
 var nowhere = slog.New(slog.DiscardHandler)
 
-// DefaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
+// defaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
 // refill period of the categorised participant policy, so that a category
 // the DICT changes is followed within one period by every process.
-const DefaultCategoryRecheck = time.Minute
+const defaultCategoryRecheck = time.Minute
 
 // Signer signs a write operation's XML body with the PSP's key (XMLDSig,
 // the Signature element) and returns the signed document.
@@ -140,7 +140,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		checkedAt:   cfg.Limiter.Now(),
 	}
 	if c.recheck == 0 {
-		c.recheck = DefaultCategoryRecheck
+		c.recheck = defaultCategoryRecheck
 	}
 	c.policiesAPI = c.api
 	if cfg.PoliciesURL != "" {
@@ -278,7 +278,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], 
 	}
 	body, _ := io.ReadAll(resp.Body) // in memory: exchange read it whole
 	if resp.StatusCode != want {
-		e := &RemoteError{Op: cl.op, Status: resp.StatusCode, RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
+		e := &RemoteError{Op: cl.op, Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
 		e.Problem, _ = DecodeProblem(body)
 		return res, e
 	}
@@ -298,7 +298,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], 
 	return res, nil
 }
 
-// CheckKeys asks which of 1 to MaxCheckKeys keys have an entry
+// CheckKeys asks which of 1 to maxCheckKeys keys have an entry
 // (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
 // validated first.
 //
@@ -307,8 +307,8 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], 
 // (nothing taken or sent); *RemoteError for any status but 200;
 // throttle.ErrStoreUnavailable when the mirror could not decide.
 func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeysResponse], error) {
-	if len(keys) == 0 || len(keys) > MaxCheckKeys {
-		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), MaxCheckKeys)
+	if len(keys) == 0 || len(keys) > maxCheckKeys {
+		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), maxCheckKeys)
 	}
 	for _, k := range keys {
 		if _, err := ParseKey(k); err != nil {
@@ -319,7 +319,7 @@ func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeys
 	if err != nil {
 		return Result[CheckKeysResponse]{}, err
 	}
-	return send[CheckKeysResponse](ctx, c, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body}, http.StatusOK)
+	return send[CheckKeysResponse](ctx, c, call{op: opCheckKeys, method: http.MethodPost, path: "/keys/check", body: body}, http.StatusOK)
 }
 
 // CreateEntry registers a key (POST /api/v2/entries/), charged 1 token to
@@ -332,7 +332,7 @@ func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeys
 // *RemoteError for any status but 201, throttle.ErrStoreUnavailable.
 func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Result[CreateEntryResponse], error) {
 	var none Result[CreateEntryResponse]
-	if _, err := ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
+	if _, err := parseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
 		return none, err
 	}
 	if err := ValidateISPB(req.Entry.Account.Participant); err != nil {
@@ -351,7 +351,7 @@ func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Resul
 	if err != nil {
 		return none, err
 	}
-	return send[CreateEntryResponse](ctx, c, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body}, http.StatusCreated)
+	return send[CreateEntryResponse](ctx, c, call{op: opCreateEntry, method: http.MethodPost, path: "/entries/", body: body}, http.StatusCreated)
 }
 
 // DeleteEntry removes a key (POST /api/v2/entries/{Key}/delete), charged 1
@@ -420,15 +420,15 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 		q.Set("Type", f.Type)
 	}
 	if !f.ModifiedAfter.IsZero() {
-		q.Set("ModifiedAfter", FormatTimestamp(f.ModifiedAfter))
+		q.Set("ModifiedAfter", formatTimestamp(f.ModifiedAfter))
 	}
 	if !f.ModifiedBefore.IsZero() {
-		q.Set("ModifiedBefore", FormatTimestamp(f.ModifiedBefore))
+		q.Set("ModifiedBefore", formatTimestamp(f.ModifiedBefore))
 	}
 	if f.Limit > 0 {
 		q.Set("Limit", strconv.Itoa(f.Limit))
 	}
-	return send[ListClaimsResponse](ctx, c, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
+	return send[ListClaimsResponse](ctx, c, call{op: opListClaims, method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT
@@ -456,7 +456,7 @@ func (c *Client) ListBucketStates(ctx context.Context) (Result[ListPoliciesRespo
 	return send[ListPoliciesResponse](ctx, c, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/"}, http.StatusOK)
 }
 
-// PaymentCredit is the result of CreditPayment (and CreditLookup).
+// PaymentCredit is the result of CreditPayment (and creditLookup).
 type PaymentCredit struct {
 	Lookup Lookup
 	// Adjusted has the payer's bucket then the participant's.
@@ -471,14 +471,14 @@ type PaymentCredit struct {
 // EndToEndId. The DICT credits its own buckets when the SPI sees the
 // payment; this keeps the mirror in step.
 //
-// Errors: ErrInvalidEndToEndID; ErrNoRecords; ErrUnknownEndToEndID;
+// Errors: ErrInvalidEndToEndID; errNoRecords; ErrUnknownEndToEndID;
 // ErrNotPayable for a lookup that did not end in 200.
 func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentCredit, error) {
 	if err := ValidateEndToEndID(endToEndID); err != nil {
 		return PaymentCredit{}, err
 	}
 	if c.records == nil {
-		return PaymentCredit{}, ErrNoRecords
+		return PaymentCredit{}, errNoRecords
 	}
 	l, err := c.records.FindLookup(ctx, endToEndID)
 	if err != nil {
@@ -489,7 +489,7 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 			return PaymentCredit{Lookup: l}, err
 		}
 	}
-	return CreditLookup(ctx, c.meter, c.records, l)
+	return creditLookup(ctx, c.meter, c.records, l)
 }
 
 // noticePayment tells the simulator the payment order was sent.
@@ -509,11 +509,11 @@ func (c *Client) noticePayment(ctx context.Context, e2e string) error {
 	return nil
 }
 
-// CreditLookup credits the payment of lookup l to the buckets it was
+// creditLookup credits the payment of lookup l to the buckets it was
 // charged to and marks it paid (see Client.CreditPayment), in the local
 // mirror only (the simulator credits its own buckets on /sim/payments). On
 // error the PaymentCredit holds only l.
-func CreditLookup(ctx context.Context, m Meter, records Records, l Lookup) (PaymentCredit, error) {
+func creditLookup(ctx context.Context, m Meter, records Records, l Lookup) (PaymentCredit, error) {
 	pc := PaymentCredit{Lookup: l}
 	if l.Status != http.StatusOK {
 		return pc, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
@@ -521,7 +521,7 @@ func CreditLookup(ctx context.Context, m Meter, records Records, l Lookup) (Paym
 	if l.Env != m.Catalog.Env() {
 		return pc, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
 	}
-	adjusted, err := m.Credit(ctx, l.EndToEndID, EventPayment,
+	adjusted, err := m.credit(ctx, l.EndToEndID, eventPayment,
 		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
 	if err != nil {
 		return pc, err

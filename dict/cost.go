@@ -28,10 +28,10 @@ type Meter struct {
 	holds *holds
 }
 
-// Reservation is what Reserve took: Reserved[i] tokens from Keys[i] (the
+// reservation is what Reserve took: Reserved[i] tokens from Keys[i] (the
 // worst-case cost of the request to that bucket). Decision is the limiter's
 // answer: when it is a refusal nothing was taken.
-type Reservation struct {
+type reservation struct {
 	Op       string
 	Ref      string
 	Keys     []throttle.Key
@@ -115,7 +115,7 @@ func (w *watch) held(key throttle.Key) int64 {
 
 // heldBut is Held without r's own hold (r in flight: a request syncing
 // after its own answer leaves the rest out, not itself).
-func (w *watch) heldBut(key throttle.Key, r Reservation) int64 {
+func (w *watch) heldBut(key throttle.Key, r reservation) int64 {
 	return max(w.held(key)-r.flight.heldBy(key), 0)
 }
 
@@ -206,11 +206,11 @@ func (f *flight) heldBy(key throttle.Key) int64 {
 	return n
 }
 
-// Landed reports that r's request is no longer in flight (its answer
+// landed reports that r's request is no longer in flight (its answer
 // arrived, or it was never sent) once its settle has committed or been given
 // up: from then on its outcome is in the mirror's balance, not in holds.
 // Settle calls it; call it when a reservation is dropped without one.
-func (r Reservation) Landed() { r.flight.done() }
+func (r reservation) landed() { r.flight.done() }
 
 // policyTargets returns the syncs of participant's PSP buckets to the
 // balances of policies (an answer of GET /policies/), less what held
@@ -236,15 +236,15 @@ func (m *Meter) policyTargets(participant string, policies []Policy, held *watch
 	return targets, unknown
 }
 
-// InFlightBut returns the tokens held from key by this process's requests
+// inFlightBut returns the tokens held from key by this process's requests
 // in flight other than r (see holds): what a sync of key to the DICT's
 // balance leaves out.
-func (m *Meter) InFlightBut(key throttle.Key, r Reservation) int64 {
+func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
 	return max(m.holds.inFlight(key)-r.flight.heldBy(key), 0)
 }
 
-// Outcome names an HTTP status as an outcome of the counting rules ("404").
-func Outcome(status int) string { return strconv.Itoa(status) }
+// outcomeOf names an HTTP status as an outcome of the counting rules ("404").
+func outcomeOf(status int) string { return strconv.Itoa(status) }
 
 // Reserve takes, in one all-or-nothing Limiter.Take, the worst-case cost of
 // the request from each key (Catalog.Hold: 20 from a payer and 3 from the
@@ -253,20 +253,20 @@ func Outcome(status int) string { return strconv.Itoa(status) }
 // balance is positive). Requests in flight so never overdraw the DICT's
 // buckets; the difference comes back at Settle. ref goes to the ledger (the
 // EndToEndId of a lookup). While admitted and not settled, the hold counts
-// in m.holds. A refusal is the Reservation's Decision (Allowed false), with
+// in m.holds. A refusal is the reservation's Decision (Allowed false), with
 // a nil error: nothing was taken.
 //
 // Errors: bad keys (throttle.ErrInvalidKey, throttle.ErrUnknownPolicy),
 // throttle.ErrStoreUnavailable.
-func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (Reservation, error) {
-	r := Reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
+func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (reservation, error) {
+	r := reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		admit, err := m.Catalog.Admission(k)
+		admit, err := m.Catalog.admission(k)
 		if err != nil {
 			return r, err
 		}
-		hold, err := m.Catalog.Hold(k)
+		hold, err := m.Catalog.hold(k)
 		if err != nil {
 			return r, err
 		}
@@ -282,7 +282,7 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r.takenAt = m.Limiter.Now()
 	d, err := m.Limiter.Take(ctx, ref, charges...)
 	if err != nil || !d.Allowed {
-		r.Landed()
+		r.landed()
 	}
 	if err != nil {
 		return r, fmt.Errorf("dict: %s: %w", op, err)
@@ -303,7 +303,7 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 
 // gradePending reports whether the take of r left the severity of key's
 // bucket to the settle (throttle.BucketDecision.GradePending).
-func (r Reservation) gradePending(key throttle.Key) bool {
+func (r reservation) gradePending(key throttle.Key) bool {
 	for _, b := range r.Decision.Buckets {
 		if b.Key == key {
 			return b.GradePending
@@ -322,7 +322,7 @@ func (r Reservation) gradePending(key throttle.Key) bool {
 // 25/min, 50 ms: 0.02 token, enough for the mirror to admit at 1 token
 // while the DICT holds 0.98 and answers 429). Settle charges it back
 // (decision 0067): the mirror ends under the DICT by less than a token.
-func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) int64 {
+func (m *Meter) flightRefill(r reservation, i int, cost int64, now time.Time) int64 {
 	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
 		return 0
 	}
@@ -346,39 +346,39 @@ func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) in
 // Settle gives back the difference between what Reserve held and the cost
 // of outcome, in one Limiter.Adjust: a 200 refunds 19 to the payer and 2 to
 // the participant, a 404 nothing, a 500 or a 429 the whole hold, and so
-// does OutcomeNotSent (the request provably never left). A request whose
-// answer never arrived (OutcomeTransportError) keeps its hold: the DICT may
+// does outcomeNotSent (the request provably never left). A request whose
+// answer never arrived (outcomeTransportError) keeps its hold: the DICT may
 // have counted it at its worst. A cost above the hold (a policy file may
 // make one) is a penalty. It returns one Adjusted per key that changed.
-// Once it commits, r is no longer in flight (Reservation.Landed); after an
+// Once it commits, r is no longer in flight (reservation.Landed); after an
 // error the caller retries it or calls r.Landed when it gives up.
-func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]throttle.Adjusted, error) {
-	return m.SettleAndSync(ctx, r, outcome)
+func (m *Meter) settle(ctx context.Context, r reservation, outcome string) ([]throttle.Adjusted, error) {
+	return m.settleAndSync(ctx, r, outcome)
 }
 
-// SettleAndSync is Settle, then targets (see throttle.SyncTarget) in the
+// settleAndSync is Settle, then targets (see throttle.SyncTarget) in the
 // same transaction (Limiter.AdjustAndSync): a remote 429 refunds its hold
 // and lowers the bucket the DICT says is empty at once, so no other request
 // is admitted on the refund in between. It returns the Adjusted of the keys
 // that changed, then one per target. A transport error applies only the
-// targets. r leaves holds (Reservation.Landed) only after the transaction
+// targets. r leaves holds (reservation.Landed) only after the transaction
 // commits, so that a sync running meanwhile leaves r's hold out (stricter)
 // rather than lifting the mirror with r's refund on top.
-func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
+func (m *Meter) settleAndSync(ctx context.Context, r reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	now := m.Limiter.Now()
 	var kept []int64 // nil: the whole hold (a transport error keeps it)
-	if outcome != OutcomeTransportError {
+	if outcome != outcomeTransportError {
 		kept = make([]int64, len(r.Keys))
 	}
 	for i, k := range r.Keys {
-		if outcome == OutcomeTransportError {
+		if outcome == outcomeTransportError {
 			break
 		}
 		cost := int64(0)
-		if outcome != OutcomeNotSent {
+		if outcome != outcomeNotSent {
 			var err error
-			if cost, err = m.Catalog.Cost(k, outcome); err != nil {
+			if cost, err = m.Catalog.cost(k, outcome); err != nil {
 				return nil, err
 			}
 			cost += m.flightRefill(r, i, cost, now)
@@ -413,12 +413,12 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 // capped at capacity and applied at most once per (key, ref): a repeated
 // credit comes back with Duplicate set and changes nothing.
 //
-// Errors: ErrUnknownOutcome when a key's policy does not credit event (then
+// Errors: errUnknownOutcome when a key's policy does not credit event (then
 // nothing is credited), bad keys, throttle.ErrStoreUnavailable.
-func (m *Meter) Credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
+func (m *Meter) credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
 	adjs := make([]throttle.Adjustment, len(keys))
 	for i, k := range keys {
-		n, err := m.Catalog.Credit(k, event)
+		n, err := m.Catalog.credit(k, event)
 		if err != nil {
 			return nil, err
 		}

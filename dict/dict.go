@@ -51,11 +51,11 @@ const (
 // reference (the DICT manual's policy table).
 const (
 	OpGetEntry           = "getEntry"
-	OpGetEntryStatistics = "getEntryStatistics"
-	OpCheckKeys          = "checkKeys"
-	OpCreateEntry        = "createEntry"
+	opGetEntryStatistics = "getEntryStatistics"
+	opCheckKeys          = "checkKeys"
+	opCreateEntry        = "createEntry"
 	OpDeleteEntry        = "deleteEntry"
-	OpListClaims         = "listClaims"
+	opListClaims         = "listClaims"
 	OpGetBucketState     = "getBucketState"
 	OpListBucketStates   = "listBucketStates"
 )

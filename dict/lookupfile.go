@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// ErrLookupFormat is LookupFileFormat's error for a format other than
+// errLookupFormat is LookupFileFormat's error for a format other than
 // "csv", "json" or "".
-var ErrLookupFormat = errors.New("want csv or json")
+var errLookupFormat = errors.New("want csv or json")
 
 // LookupFileFormat is the format of a lookups results file: format when
 // given ("csv" or "json"), else JSON for a path ending in ".json" (any
@@ -22,7 +22,7 @@ func LookupFileFormat(format, path string) (asJSON bool, err error) {
 	case "":
 		return strings.EqualFold(filepath.Ext(path), ".json"), nil
 	}
-	return false, fmt.Errorf("format %q: %w", format, ErrLookupFormat)
+	return false, fmt.Errorf("format %q: %w", format, errLookupFormat)
 }
 
 // CreateLookupFile creates (or truncates) path and writes the header of a

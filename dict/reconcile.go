@@ -147,7 +147,7 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 // refill period of the categorised policy, as the client's re-check
 // (ClientConfig.CategoryRecheck). It was 24 h: a category the DICT changed
 // was ignored for a day (decision 0068).
-const CategoryFresh = DefaultCategoryRecheck
+const CategoryFresh = defaultCategoryRecheck
 
 // recheckCategory re-checks the participant's category when the last check
 // is older than the client's recheck period (see ClientConfig): the one
@@ -255,20 +255,20 @@ func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
 // LocalPolicies reports the participant's buckets in the local mirror in
 // the DICT's listBucketStates format (for the app's /policies/ endpoint).
 func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, error) {
-	return ListPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
+	return listPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
 }
 
 // LocalPolicy reports one of the participant's buckets in the local mirror
 // in the DICT's getBucketState format.
 func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
-	return GetPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
+	return getPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
 }
 
-// ListPolicies builds the listBucketStates answer for participant from the
+// listPolicies builds the listBucketStates answer for participant from the
 // buckets of lim (every PSP policy of the catalog, in catalog order), without
 // taking anything. Errors: ErrInvalidISPB, throttle.ErrStoreUnavailable.
-func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
-	keys, err := cat.ParticipantKeys(participant)
+func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
+	keys, err := cat.participantKeys(participant)
 	if err != nil {
 		return nil, err
 	}
@@ -276,14 +276,14 @@ func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, part
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return NewListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
+	return newListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
 }
 
-// GetPolicy builds the getBucketState answer for one PSP policy of
+// getPolicy builds the getBucketState answer for one PSP policy of
 // participant from lim. Errors: throttle.ErrUnknownPolicy for a name that
 // is not a PSP policy of the catalog; ErrInvalidISPB;
 // throttle.ErrStoreUnavailable.
-func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
+func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err
 	}
@@ -295,5 +295,5 @@ func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, partici
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	return NewGetPolicyResponse(participant, cat.CategoryInEffect(), state, lim.Now()), nil
+	return newGetPolicyResponse(participant, cat.CategoryInEffect(), state, lim.Now()), nil
 }

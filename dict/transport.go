@@ -138,7 +138,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		closeBody(req)
 		return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
 	}
-	keys, err := m.Catalog.RequestKeys(rt, params, req.Header, req.URL.Query(), participant)
+	keys, err := m.Catalog.requestKeys(rt, params, req.Header, req.URL.Query(), participant)
 	if err != nil {
 		closeBody(req)
 		return nil, d, op, fmt.Errorf("dict: %s: %w", rt.Op, err)
@@ -152,7 +152,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 
 	rctx, stopReserve := reserveContext(req.Context())
-	r, err := m.Reserve(rctx, rt.Op, ref, keys...)
+	r, err := m.reserve(rctx, rt.Op, ref, keys...)
 	stopReserve()
 	if err != nil {
 		closeBody(req)
@@ -169,32 +169,32 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		// The take committed after the request's deadline (it waited on a
 		// lock): nothing is sent, and the hold comes back.
 		closeBody(req)
-		t.settle(ctx, m, r, OutcomeNotSent)
+		t.settle(ctx, m, r, outcomeNotSent)
 		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 	}
 	sentAt := m.Limiter.Now()
 	resp, err = t.base().RoundTrip(req)
 	if err != nil {
 		if notSent(err) {
-			t.settle(ctx, m, r, OutcomeNotSent)
+			t.settle(ctx, m, r, outcomeNotSent)
 			return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 		}
 		// The hold stays: the DICT may have counted the request at its worst.
-		r.Landed()
+		r.landed()
 		return nil, d, op, err
 	}
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	if rerr != nil {
-		t.settle(ctx, m, r, OutcomeTransportError)
+		t.settle(ctx, m, r, outcomeTransportError)
 		return nil, d, op, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
 	}
 
 	if resp.StatusCode == http.StatusTooManyRequests {
 		t.settleAfter429(ctx, m, r, req, rt, keys, resp, data, participant)
 	} else {
-		t.settle(ctx, m, r, Outcome(resp.StatusCode))
+		t.settle(ctx, m, r, outcomeOf(resp.StatusCode))
 	}
 	if resp.StatusCode == http.StatusOK && policiesOp && (participant == t.Participant || t.Participant == "") {
 		// Another participant's answer says nothing of ours.
@@ -313,10 +313,10 @@ func retryStore(f func() error, idempotent bool) error {
 // settle settles r by outcome, retrying through store failures. A settle
 // that still fails loses only a refund: the hold already counted the worst
 // case, so the mirror stays on the DICT's safe side.
-func (t *Transport) settle(ctx context.Context, m Meter, r Reservation, outcome string) {
-	defer r.Landed()
+func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string) {
+	defer r.landed()
 	err := retry(func() error {
-		_, err := m.Settle(ctx, r, outcome)
+		_, err := m.settle(ctx, r, outcome)
 		return err
 	})
 	if err != nil {
@@ -327,7 +327,7 @@ func (t *Transport) settle(ctx context.Context, m Meter, r Reservation, outcome 
 
 // holdAttr lists what r holds, "KEY=N" per bucket: what an operator
 // would give back by hand after a settle that never landed.
-func holdAttr(r Reservation) slog.Attr {
+func holdAttr(r reservation) slog.Attr {
 	held := make([]string, len(r.Keys))
 	for i, k := range r.Keys {
 		held[i] = fmt.Sprintf("%s=%d", k, r.Reserved[i])
@@ -360,9 +360,9 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 // Every sync leaves out the holds of this process's other requests in
 // flight (Meter.Holds): the bucket becomes the DICT's balance minus them,
 // so that their refunds land where the DICT will be.
-func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
-	defer r.Landed()
-	wait := ParseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
+func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
+	defer r.landed()
+	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
 	ref := req.Header.Get(HeaderEndToEndID)
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
@@ -378,7 +378,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	participantKnown, available := false, int64(0)
 	held := m.holds.watch()
 	defer held.stop()
-	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
+	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1 {
 		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
 	}
 	// The holds in flight are read and the settle committed under syncMu:
@@ -387,7 +387,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
-		return throttle.SyncTarget{Key: k, Tokens: -m.InFlightBut(k, r), BlockFor: wait, Ref: ref}
+		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: ref}
 	}
 	var targets []throttle.SyncTarget
 	for _, k := range named {
@@ -406,9 +406,9 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 			targets = append(targets, pt)
 		}
 	}
-	outcome := Outcome(http.StatusTooManyRequests)
+	outcome := outcomeOf(http.StatusTooManyRequests)
 	err := retry(func() error {
-		_, err := m.SettleAndSync(ctx, r, outcome, targets...)
+		_, err := m.settleAndSync(ctx, r, outcome, targets...)
 		return err
 	})
 	if err != nil {
@@ -433,11 +433,11 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Duration("retry_after", wait))
 }
 
-// ParticipantStateFresh is how long an answer of GET /policies/{policy}
+// participantStateFresh is how long an answer of GET /policies/{policy}
 // about the participant's anti-scan bucket stands for the next remote 429s
 // (POLICIES_READ is limited: 60/min, capacity 200): a burst of 429s asks
 // once.
-const ParticipantStateFresh = time.Second
+const participantStateFresh = time.Second
 
 // stateCall is one GET /policies/{policy} about the participant's bucket.
 type stateCall struct {
@@ -449,7 +449,7 @@ type stateCall struct {
 
 // participantBucket returns the participant's anti-scan balance at the DICT
 // (key's bucket): the answer of a GET /policies/{policy} already in flight,
-// or any GET /policies/ answer received less than ParticipantStateFresh ago
+// or any GET /policies/ answer received less than participantStateFresh ago
 // (noteParticipantBucket), else a new one (through
 // t: charged to POLICIES_READ, refused locally when it is empty). ok is
 // false when no answer could be had.
@@ -465,7 +465,7 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 			return 0, false
 		}
 	}
-	if c := t.stateLast; c != nil && c.ok && now.Sub(c.at) < ParticipantStateFresh && !now.Before(c.at) {
+	if c := t.stateLast; c != nil && c.ok && now.Sub(c.at) < participantStateFresh && !now.Before(c.at) {
 		t.stateMu.Unlock()
 		return c.available, true
 	}
@@ -487,7 +487,7 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 
 // noteParticipantBucket keeps the participant's anti-scan balance from any
 // GET /policies/ answer (a reconciliation, a re-check, an adopter's own
-// call): a remote 429 within ParticipantStateFresh reuses it instead of
+// call): a remote 429 within participantStateFresh reuses it instead of
 // asking again.
 func (t *Transport) noteParticipantBucket(policies []Policy) {
 	for _, p := range policies {
@@ -536,9 +536,9 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	return doc.Policy.AvailableTokens, true
 }
 
-// ParseRetryAfter reads a Retry-After header relative to now: whole seconds
+// parseRetryAfter reads a Retry-After header relative to now: whole seconds
 // or an HTTP date, clamped to 0..MaxRetryAfter. Absent or malformed: 0.
-func ParseRetryAfter(s string, now time.Time) time.Duration {
+func parseRetryAfter(s string, now time.Time) time.Duration {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0

@@ -22,12 +22,12 @@ const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
 // MaxBodySize bounds the XML bodies Client and Transport read (1 MiB).
 const MaxBodySize = 1 << 20
 
-// SignatureNamespace is the namespace of the XMLDSig Signature element.
-const SignatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
+// signatureNamespace is the namespace of the XMLDSig Signature element.
+const signatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
 
 // Signature is the XML digital signature element of a DICT message, kept
 // verbatim (its inner XML) with its namespace (XMLName.Space, usually
-// SignatureNamespace), so a signed document round-trips. XMLSigner makes
+// signatureNamespace), so a signed document round-trips. XMLSigner makes
 // it and XMLVerifier checks it.
 type Signature struct {
 	XMLName xml.Name
@@ -44,11 +44,11 @@ type Timestamp struct {
 	text string // as read by UnmarshalText
 }
 
-// TimestampLayout is the layout of ResponseTime.
-const TimestampLayout = "2006-01-02T15:04:05.000Z"
+// timestampLayout is the layout of ResponseTime.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
 
-// FormatTimestamp renders t as the DICT does ("2022-09-02T13:19:25.833Z").
-func FormatTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
+// formatTimestamp renders t as the DICT does ("2022-09-02T13:19:25.833Z").
+func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
 
 // MarshalText implements encoding.TextMarshaler.
 func (t Timestamp) MarshalText() ([]byte, error) {
@@ -57,7 +57,7 @@ func (t Timestamp) MarshalText() ([]byte, error) {
 			return []byte(t.text), nil
 		}
 	}
-	return []byte(FormatTimestamp(t.Time)), nil
+	return []byte(formatTimestamp(t.Time)), nil
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
@@ -159,14 +159,14 @@ type Counter struct {
 }
 
 // CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check): 1
-// to MaxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
+// to maxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
 type CheckKeysRequest struct {
 	XMLName xml.Name `xml:"CheckKeysRequest"`
 	Keys    []string `xml:"Keys>Key"`
 }
 
-// MaxCheckKeys is the most keys one checkKeys may ask about.
-const MaxCheckKeys = 200
+// maxCheckKeys is the most keys one checkKeys may ask about.
+const maxCheckKeys = 200
 
 // KeyCheck says whether one key has an entry.
 type KeyCheck struct {
@@ -254,8 +254,8 @@ type ListClaimsResponse struct {
 	Claims          []Claim `xml:"Claims>Claim"`
 }
 
-// ProblemNamespace is the namespace of RFC 7807 problems in XML.
-const ProblemNamespace = "urn:ietf:rfc:7807"
+// problemNamespace is the namespace of RFC 7807 problems in XML.
+const problemNamespace = "urn:ietf:rfc:7807"
 
 // ProblemTypePrefix prefixes the type of every DICT problem.
 const ProblemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
@@ -265,9 +265,9 @@ const (
 	ProblemBadRequest          = "BadRequest"
 	ProblemForbidden           = "Forbidden"
 	ProblemNotFound            = "NotFound"
-	ProblemEntryNotFound       = "EntryNotFound"
-	ProblemEntryAlreadyExists  = "EntryAlreadyExists"
-	ProblemEntryInvalid        = "EntryInvalid"
+	problemEntryNotFound       = "EntryNotFound"
+	problemEntryAlreadyExists  = "EntryAlreadyExists"
+	problemEntryInvalid        = "EntryInvalid"
 	ProblemRateLimited         = "RateLimited"
 	ProblemInternalServerError = "InternalServerError"
 	ProblemServiceUnavailable  = "ServiceUnavailable"
@@ -331,7 +331,7 @@ func (p *Problem) Names(policy string) bool {
 	}
 }
 
-// NewProblem returns a problem of the given type (e.g. ProblemEntryNotFound).
+// NewProblem returns a problem of the given type (e.g. problemEntryNotFound).
 func NewProblem(typ string, status int, title, detail string) *Problem {
 	return &Problem{Type: ProblemTypePrefix + typ, Title: title, Status: status, Detail: detail}
 }
@@ -384,8 +384,8 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	if err := Unmarshal(data, &p); err != nil {
 		return nil, err
 	}
-	if p.XMLName.Space != ProblemNamespace {
-		return nil, fmt.Errorf("%w: problem in namespace %q (want %q)", ErrMalformedResponse, truncate(p.XMLName.Space), ProblemNamespace)
+	if p.XMLName.Space != problemNamespace {
+		return nil, fmt.Errorf("%w: problem in namespace %q (want %q)", ErrMalformedResponse, truncate(p.XMLName.Space), problemNamespace)
 	}
 	if p.Type == "" || p.Status < 100 || p.Status > 599 {
 		return nil, fmt.Errorf("%w: problem without a type or with status %d", ErrMalformedResponse, p.Status)
@@ -393,11 +393,11 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	return &p, nil
 }
 
-// PolicyFromState reports a bucket of the local mirror as the DICT would:
+// policyFromState reports a bucket of the local mirror as the DICT would:
 // its tokens as of the state's instant (which may be negative after a
 // penalty), capacity and refill. A refill period
 // that is not a whole number of seconds is rounded up.
-func PolicyFromState(s throttle.BucketState) Policy {
+func policyFromState(s throttle.BucketState) Policy {
 	return Policy{
 		AvailableTokens: s.Tokens,
 		Capacity:        s.Policy.Capacity,
@@ -407,9 +407,9 @@ func PolicyFromState(s throttle.BucketState) Policy {
 	}
 }
 
-// NewListPoliciesResponse builds the listBucketStates answer of participant
+// newListPoliciesResponse builds the listBucketStates answer of participant
 // from bucket states, stamped now.
-func NewListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
+func newListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
 	r := &ListPoliciesResponse{
 		CorrelationID: NewCorrelationID(participant, now),
 		ResponseTime:  Timestamp{Time: now.UTC()},
@@ -417,19 +417,19 @@ func NewListPoliciesResponse(participant, category string, states []throttle.Buc
 		Policies:      make([]Policy, len(states)),
 	}
 	for i, s := range states {
-		r.Policies[i] = PolicyFromState(s)
+		r.Policies[i] = policyFromState(s)
 	}
 	return r
 }
 
-// NewGetPolicyResponse builds the getBucketState answer of participant from
+// newGetPolicyResponse builds the getBucketState answer of participant from
 // one bucket state, stamped now.
-func NewGetPolicyResponse(participant, category string, state throttle.BucketState, now time.Time) *GetPolicyResponse {
+func newGetPolicyResponse(participant, category string, state throttle.BucketState, now time.Time) *GetPolicyResponse {
 	return &GetPolicyResponse{
 		CorrelationID: NewCorrelationID(participant, now),
 		ResponseTime:  Timestamp{Time: now.UTC()},
 		Category:      category,
-		Policy:        PolicyFromState(state),
+		Policy:        policyFromState(state),
 	}
 }
 

@@ -47,7 +47,7 @@ const (
 )
 
 // Limits are the size and refill of a bucket.
-type Limits struct {
+type limits struct {
 	// Capacity is the bucket size in whole tokens.
 	Capacity int64
 	// RefillTokens tokens come back every RefillPeriod.
@@ -73,12 +73,12 @@ type Spec struct {
 	Scope      Scope
 	Operations []string
 	// Limits apply when Classes is empty.
-	Limits Limits
+	Limits limits
 	// Classes size the buckets by class: "PF" and "PJ" for a USER policy,
 	// the participant category ("A".."H") for a PSP policy. A participant
 	// whose category has no class gets the strictest class (the smallest
 	// capacity).
-	Classes map[string]Limits
+	Classes map[string]limits
 	// Refill is the refill mode; when a spec does not set it (RefillSet
 	// false) the catalog's mode applies (default throttle.RefillStepwise).
 	Refill    throttle.RefillMode
@@ -407,24 +407,24 @@ func (c *Catalog) participantKeys(participant string) ([]throttle.Key, error) {
 
 // limitsFor returns the limits and class of the bucket of identifier under
 // s, given the participant's category.
-func (s Spec) limitsFor(identifier, category string) (Limits, string, error) {
+func (s Spec) limitsFor(identifier, category string) (limits, string, error) {
 	switch s.Scope {
 	case ScopeUser:
-		person, err := ParsePayerID(identifier)
+		person, err := parsePayerID(identifier)
 		if err != nil {
-			return Limits{}, "", err
+			return limits{}, "", err
 		}
 		if len(s.Classes) == 0 {
 			return s.Limits, string(person), nil
 		}
 		lim, ok := s.Classes[string(person)]
 		if !ok {
-			return Limits{}, "", fmt.Errorf("%w: %s has no limits for %s", throttle.ErrInvalidPolicy, s.Name, person)
+			return limits{}, "", fmt.Errorf("%w: %s has no limits for %s", throttle.ErrInvalidPolicy, s.Name, person)
 		}
 		return lim, string(person), nil
 	case ScopePSP:
 		if err := ValidateISPB(identifier); err != nil {
-			return Limits{}, "", err
+			return limits{}, "", err
 		}
 		if len(s.Classes) == 0 {
 			return s.Limits, "", nil
@@ -442,7 +442,7 @@ func (s Spec) limitsFor(identifier, category string) (Limits, string, error) {
 // capacities, the last by name ("H" before "G"). It runs on every
 // decision of a participant whose category has no class: no sorting, no
 // allocation.
-func strictest(classes map[string]Limits) string {
+func strictest(classes map[string]limits) string {
 	best := ""
 	for name, l := range classes {
 		if b, ok := classes[best]; !ok || l.Capacity < b.Capacity || (l.Capacity == b.Capacity && name > best) {
@@ -483,7 +483,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 	if s.BlockFor < 0 {
 		return bad("block_for", "negative")
 	}
-	check := func(prefix string, l Limits) *specError {
+	check := func(prefix string, l limits) *specError {
 		switch {
 		case l.Capacity <= 0 || l.Capacity > throttle.MaxTokens:
 			return bad(prefix+"capacity", "%d is not a whole number of tokens in 1..%d", l.Capacity, int64(throttle.MaxTokens))
@@ -515,14 +515,14 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 			return bad("classes", "an ENTITY policy has no classes")
 		}
 		if s.Scope == ScopeUser {
-			for _, p := range []PersonType{PF, PJ} {
+			for _, p := range []personType{personPF, personPJ} {
 				if _, ok := s.Classes[string(p)]; !ok {
 					return bad("classes", "a USER policy needs both PF and PJ (missing %s)", p)
 				}
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(s.Classes)) {
-			if s.Scope == ScopeUser && name != string(PF) && name != string(PJ) {
+			if s.Scope == ScopeUser && name != string(personPF) && name != string(personPJ) {
 				return bad("classes."+name, "a USER policy has classes PF and PJ only")
 			}
 			if s.Scope == ScopePSP && ValidateCategory(name) != nil {
@@ -552,7 +552,7 @@ func cloneSpec(s Spec) Spec {
 	s.Credits = maps.Clone(s.Credits)
 	s.Limits.Credits = maps.Clone(s.Limits.Credits)
 	if s.Classes != nil {
-		classes := make(map[string]Limits, len(s.Classes))
+		classes := make(map[string]limits, len(s.Classes))
 		for k, l := range s.Classes {
 			l.Credits = maps.Clone(l.Credits)
 			classes[k] = l

@@ -235,7 +235,7 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEnt
 	if err != nil {
 		return none, err
 	}
-	if _, err := ParsePayerID(req.PayerID); err != nil {
+	if _, err := parsePayerID(req.PayerID); err != nil {
 		return none, err
 	}
 	e2e := req.EndToEndID
@@ -338,7 +338,7 @@ func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Resul
 	if err := ValidateISPB(req.Entry.Account.Participant); err != nil {
 		return none, err
 	}
-	if _, err := ParsePayerID(req.Entry.Owner.TaxIDNumber); err != nil {
+	if _, err := parsePayerID(req.Entry.Owner.TaxIDNumber); err != nil {
 		return none, fmt.Errorf("dict: owner tax id: %w", err)
 	}
 	if req.RequestID == "" {
@@ -373,7 +373,7 @@ func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (Result[De
 	if err != nil {
 		return Result[DeleteEntryResponse]{}, err
 	}
-	return send[DeleteEntryResponse](ctx, c, call{op: OpDeleteEntry, method: http.MethodPost,
+	return send[DeleteEntryResponse](ctx, c, call{op: opDeleteEntry, method: http.MethodPost,
 		path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body}, http.StatusOK)
 }
 
@@ -442,7 +442,7 @@ func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetP
 	if err := (throttle.Key{Policy: policy, Env: c.catalog.Env(), Identifier: c.participant}).Validate(); err != nil {
 		return Result[GetPolicyResponse]{}, err
 	}
-	return send[GetPolicyResponse](ctx, c, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)
+	return send[GetPolicyResponse](ctx, c, call{op: opGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)
 }
 
 // ListBucketStates reads all of the participant's buckets at the DICT and
@@ -554,7 +554,7 @@ type call struct {
 func (c *Client) do(ctx context.Context, cl call) (*http.Response, throttle.Decision, error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
 	api := c.api
-	if cl.op == OpListBucketStates || cl.op == OpGetBucketState {
+	if cl.op == OpListBucketStates || cl.op == opGetBucketState {
 		api = c.policiesAPI
 	}
 	target := api + cl.path

@@ -4,8 +4,8 @@
 // costs by outcome, what a payment credits), the XML of the API (OpenAPI
 // 1.8.0), the table of its operations (Routes), and Transport, an
 // http.RoundTripper that throttles any DICT client; Client is built on it.
-// It imports no database library: what it stores goes through LookupStore
-// and CategoryStore (dictsql implements them). The simulator, dictsim,
+// It imports no database library: what it stores goes through Records
+// (dictsql implements it). The simulator, dictsim,
 // shares none of this code.
 //
 // The flow of one request (Transport does this for every operation):
@@ -54,8 +54,8 @@ const (
 	opGetEntryStatistics = "getEntryStatistics"
 	opCheckKeys          = "checkKeys"
 	opCreateEntry        = "createEntry"
-	OpDeleteEntry        = "deleteEntry"
+	opDeleteEntry        = "deleteEntry"
 	opListClaims         = "listClaims"
-	OpGetBucketState     = "getBucketState"
+	opGetBucketState     = "getBucketState"
 	OpListBucketStates   = "listBucketStates"
 )

@@ -9,6 +9,15 @@ import (
 // The names dict keeps to itself, for its external tests.
 
 const (
+	PF                          = personPF
+	PJ                          = personPJ
+	ProblemBadRequest           = "BadRequest"
+	ProblemForbidden            = "Forbidden"
+	ProblemNotFound             = "NotFound"
+	ProblemRateLimited          = "RateLimited"
+	ProblemInternalServerError  = "InternalServerError"
+	ProblemServiceUnavailable   = "ServiceUnavailable"
+	ProblemTypePrefix           = problemTypePrefix
 	DefaultCategoryRecheck      = defaultCategoryRecheck
 	EndToEndIDLen               = endToEndIDLen
 	EventPayment                = eventPayment
@@ -27,6 +36,7 @@ const (
 )
 
 var (
+	ParsePayerID         = parsePayerID
 	Categories           = categoryNames
 	ErrInvalidCNPJ       = errInvalidCNPJ
 	ErrInvalidCPF        = errInvalidCPF
@@ -80,3 +90,13 @@ func (m *Meter) Settle(ctx context.Context, r reservation, outcome string) ([]th
 func (m *Meter) Credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
 	return m.credit(ctx, ref, event, keys...)
 }
+
+type PersonType = personType
+type Limits = limits
+
+const (
+	MaxRetryAfter            = maxRetryAfter
+	PolicyClaimsListWithRole = policyClaimsListWithRole
+	OpGetBucketState         = opGetBucketState
+	OpDeleteEntry            = opDeleteEntry
+)

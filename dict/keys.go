@@ -187,25 +187,32 @@ func ValidateISPB(s string) error {
 	return nil
 }
 
-// PersonType tells a natural person (PF, identified by a CPF) from a legal
+// personType tells a natural person (PF, identified by a CPF) from a legal
 // person (PJ, identified by a CNPJ). The DICT sizes a payer's anti-scan
 // buckets by it.
-type PersonType string
+type personType string
 
 const (
-	PF PersonType = "PF"
-	PJ PersonType = "PJ"
+	personPF personType = "PF"
+	personPJ personType = "PJ"
 )
 
-// ParsePayerID validates the payer id of a lookup (the PI-PayerId header):
+// ValidatePayerID validates the payer id of a lookup (the PI-PayerId
+// header): a CPF or a CNPJ. The error wraps ErrInvalidPayerID.
+func ValidatePayerID(s string) error {
+	_, err := parsePayerID(s)
+	return err
+}
+
+// parsePayerID validates the payer id of a lookup (the PI-PayerId header):
 // a CPF makes a PF, a CNPJ a PJ. The error wraps ErrInvalidPayerID and
 // errInvalidCPF or errInvalidCNPJ.
-func ParsePayerID(s string) (PersonType, error) {
+func parsePayerID(s string) (personType, error) {
 	if len(s) == 11 {
 		if err := validateCPF(s); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
 		}
-		return PF, nil
+		return personPF, nil
 	}
 	if err := validateCNPJ(s); err != nil {
 		if len(s) != 14 {
@@ -213,13 +220,13 @@ func ParsePayerID(s string) (PersonType, error) {
 		}
 		return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
 	}
-	return PJ, nil
+	return personPJ, nil
 }
 
 // ownerType returns the DICT's owner type of a person type:
 // NATURAL_PERSON or LEGAL_PERSON.
-func (p PersonType) ownerType() string {
-	if p == PJ {
+func (p personType) ownerType() string {
+	if p == personPJ {
 		return "LEGAL_PERSON"
 	}
 	return "NATURAL_PERSON"

@@ -15,7 +15,7 @@ const (
 	policyEntriesUpdate                  = "ENTRIES_UPDATE"
 	policyClaimsRead                     = "CLAIMS_READ"
 	policyClaimsWrite                    = "CLAIMS_WRITE"
-	PolicyClaimsListWithRole             = "CLAIMS_LIST_WITH_ROLE"
+	policyClaimsListWithRole             = "CLAIMS_LIST_WITH_ROLE"
 	policyClaimsListWithoutRole          = "CLAIMS_LIST_WITHOUT_ROLE"
 	policySyncVerificationsWrite         = "SYNC_VERIFICATIONS_WRITE"
 	policyCidsFilesWrite                 = "CIDS_FILES_WRITE"
@@ -57,10 +57,10 @@ var categoryNames = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 // Every policy refunds a 500 and a 429 (the DICT did not serve the request;
 // on a 429 the client also brings its bucket down to 0).
 func seedPolicies() []Spec {
-	perMin := func(n, capacity int64) Limits {
-		return Limits{Capacity: capacity, RefillTokens: n, RefillPeriod: time.Minute}
+	perMin := func(n, capacity int64) limits {
+		return limits{Capacity: capacity, RefillTokens: n, RefillPeriod: time.Minute}
 	}
-	categories := map[string]Limits{
+	categories := map[string]limits{
 		"A": perMin(25000, 50000),
 		"B": perMin(20000, 40000),
 		"C": perMin(15000, 30000),
@@ -70,11 +70,11 @@ func seedPolicies() []Spec {
 		"G": perMin(25, 250),
 		"H": perMin(2, 50),
 	}
-	user := func() map[string]Limits {
+	user := func() map[string]limits {
 		pf, pj := perMin(2, 100), perMin(20, 1000)
 		pf.Credits = map[string]int64{eventPayment: 1}
 		pj.Credits = map[string]int64{eventPayment: 2}
-		return map[string]Limits{string(PF): pf, string(PJ): pj}
+		return map[string]limits{string(personPF): pf, string(personPJ): pj}
 	}
 	userCosts := func() map[string]int64 {
 		return map[string]int64{"200": 1, "404": 20, "500": 0, "429": 0, outcomeDefault: 1}
@@ -82,8 +82,8 @@ func seedPolicies() []Spec {
 	other := func() map[string]int64 {
 		return map[string]int64{"500": 0, "429": 0, outcomeDefault: 1}
 	}
-	psp := func(name string, limits Limits, ops ...string) Spec {
-		return Spec{Name: name, Scope: ScopePSP, Operations: ops, Limits: limits, Reserve: 1, Costs: other()}
+	psp := func(name string, l limits, ops ...string) Spec {
+		return Spec{Name: name, Scope: ScopePSP, Operations: ops, Limits: l, Reserve: 1, Costs: other()}
 	}
 	return []Spec{
 		{Name: PolicyEntriesReadUserAntiscan, Scope: ScopeUser, Operations: []string{OpGetEntry},
@@ -96,14 +96,14 @@ func seedPolicies() []Spec {
 			Credits: map[string]int64{eventPayment: 1}},
 		{Name: policyEntriesStatisticsRead, Scope: ScopePSP, Operations: []string{opGetEntryStatistics},
 			Classes: maps.Clone(categories), Reserve: 1, Costs: other()},
-		psp(policyEntriesWrite, perMin(1200, 36000), opCreateEntry, OpDeleteEntry),
+		psp(policyEntriesWrite, perMin(1200, 36000), opCreateEntry, opDeleteEntry),
 		psp(policyEntriesUpdate, perMin(600, 600), "updateEntry"),
 		psp(policyClaimsRead, perMin(600, 18000), "getClaim"),
 		psp(policyClaimsWrite, perMin(1200, 36000), "createClaim", "acknowledgeClaim", "cancelClaim", "confirmClaim", "completeClaim"),
-		psp(PolicyClaimsListWithRole, perMin(40, 200), opListClaims),
+		psp(policyClaimsListWithRole, perMin(40, 200), opListClaims),
 		psp(policyClaimsListWithoutRole, perMin(10, 50), opListClaims),
 		psp(policySyncVerificationsWrite, perMin(10, 50), "createSyncVerification"),
-		psp(policyCidsFilesWrite, Limits{Capacity: 200, RefillTokens: 40, RefillPeriod: 24 * time.Hour}, "createCidSetFile"),
+		psp(policyCidsFilesWrite, limits{Capacity: 200, RefillTokens: 40, RefillPeriod: 24 * time.Hour}, "createCidSetFile"),
 		psp(policyCidsFilesRead, perMin(10, 50), "getCidSetFile"),
 		psp(policyCidsEventsList, perMin(20, 100), "listCidSetEvents"),
 		psp(policyCidsEntriesRead, perMin(1200, 36000), "getEntryByCid"),
@@ -120,7 +120,7 @@ func seedPolicies() []Spec {
 		psp(policyFraudMarkersWrite, perMin(1200, 36000), "createFraudMarker", "cancelFraudMarker"),
 		psp(policyFraudMarkersList, perMin(600, 18000), "listFrauds"),
 		psp(policyPersonsStatisticsRead, perMin(12000, 36000), "getPersonStatistics"),
-		psp(policyPoliciesRead, perMin(60, 200), OpGetBucketState),
+		psp(policyPoliciesRead, perMin(60, 200), opGetBucketState),
 		psp(PolicyPoliciesList, perMin(6, 20), OpListBucketStates),
 	}
 }

@@ -263,7 +263,7 @@ func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error)
 	}
 	for _, class := range slices.Sorted(maps.Keys(e.Classes)) {
 		if s.Classes == nil {
-			s.Classes = make(map[string]Limits)
+			s.Classes = make(map[string]limits)
 		}
 		ce := e.Classes[class]
 		if _, ok := s.Classes[class]; !ok && (ce.Capacity == nil || ce.RefillTokens == nil || ce.RefillPeriod == nil) {
@@ -312,7 +312,7 @@ func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error)
 	return s, nil
 }
 
-func mergeLimits(l Limits, e limitsEntry) (Limits, error) {
+func mergeLimits(l limits, e limitsEntry) (limits, error) {
 	if e.Capacity != nil {
 		l.Capacity = *e.Capacity
 	}

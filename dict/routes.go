@@ -76,11 +76,11 @@ func Routes() []Route {
 		r(get, "/entries/{Key}", OpGetEntry, false, antiscan...),
 		r(http.MethodPut, "/entries/{Key}", opUpdateEntry, true, policyEntriesUpdate),
 		r(get, "/entries/{Key}/initiator", opGetEntryInitiator, false, antiscan...),
-		r(post, "/entries/{Key}/delete", OpDeleteEntry, true, policyEntriesWrite),
+		r(post, "/entries/{Key}/delete", opDeleteEntry, true, policyEntriesWrite),
 		r(get, "/entries/{Key}/statistics", opGetEntryStatistics, false, policyEntriesStatisticsRead),
 		r(post, "/keys/check", opCheckKeys, false, PolicyKeysCheck),
 		r(post, "/claims/", opCreateClaim, true, policyClaimsWrite),
-		r(get, "/claims/", opListClaims, false, PolicyClaimsListWithRole, policyClaimsListWithoutRole),
+		r(get, "/claims/", opListClaims, false, policyClaimsListWithRole, policyClaimsListWithoutRole),
 		r(get, "/claims/{ClaimId}", opGetClaim, false, policyClaimsRead),
 		r(post, "/claims/{ClaimId}/acknowledge", opAcknowledgeClaim, true, policyClaimsWrite),
 		r(post, "/claims/{ClaimId}/confirm", opConfirmClaim, true, policyClaimsWrite),
@@ -108,7 +108,7 @@ func Routes() []Route {
 		r(get, "/fraud-markers/{Id}", opGetFraudMarker, false, policyFraudMarkersRead),
 		r(post, "/fraud-markers/{Id}/cancel", opCancelFraudMarker, true, policyFraudMarkersWrite),
 		r(get, "/policies/", OpListBucketStates, false, PolicyPoliciesList),
-		r(get, "/policies/{policy}", OpGetBucketState, false, policyPoliciesRead),
+		r(get, "/policies/{policy}", opGetBucketState, false, policyPoliciesRead),
 	}
 }
 
@@ -174,7 +174,7 @@ func (c *Catalog) requestKeys(rt Route, params map[string]string, header http.He
 			return nil, err
 		}
 		payer := header.Get(HeaderPayerID)
-		if _, err := ParsePayerID(payer); err != nil {
+		if _, err := parsePayerID(payer); err != nil {
 			return nil, fmt.Errorf("%s: %w", HeaderPayerID, err)
 		}
 		return c.LookupKeys(key.Type, payer, participant), nil

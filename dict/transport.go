@@ -20,11 +20,11 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// MaxRetryAfter bounds the wait a remote Retry-After may impose on the
+// maxRetryAfter bounds the wait a remote Retry-After may impose on the
 // mirror, in either form (seconds or an HTTP date): a longer or absurd one
-// ("Fri, 31 Dec 9999") blocks for MaxRetryAfter. The DICT's longest honest
+// ("Fri, 31 Dec 9999") blocks for maxRetryAfter. The DICT's longest honest
 // wait (a PF payer deep in debt at 2 tokens a minute) is well under it.
-const MaxRetryAfter = 24 * time.Hour
+const maxRetryAfter = 24 * time.Hour
 
 // Transport is an http.RoundTripper that throttles a PSP's own DICT client
 // with balde's mirror: it maps each request's method and path to its
@@ -57,9 +57,8 @@ type Transport struct {
 	// PI-RequestingParticipant header (which is then set).
 	Participant string
 	// Records, when set (not nil, nor a nil pointer), keeps every getEntry
-	// the DICT answered; when it is also a CategoryStore, every category
-	// the DICT reports is saved there.
-	Records LookupStore
+	// the DICT answered and every category the DICT reports.
+	Records Records
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its
 	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
 	// default: the request's own base URL.
@@ -120,7 +119,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		return nil, d, "", fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
 	}
 	op = rt.Op
-	policiesOp := op == OpListBucketStates || op == OpGetBucketState
+	policiesOp := op == OpListBucketStates || op == opGetBucketState
 	var held *watch
 	if t.Reconcile && policiesOp {
 		// The DICT's balances may or may not count the requests on the
@@ -250,8 +249,10 @@ func (t *Transport) learnCategory(ctx context.Context, participant, category str
 			return
 		}
 	}
-	if cs, ok := t.Records.(CategoryStore); ok && !isNil(cs) {
-		err := retry(func() error { return cs.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now()) })
+	if !isNil(t.Records) {
+		err := retry(func() error {
+			return t.Records.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now())
+		})
 		if err != nil {
 			t.logger().Error("dict: category not saved", slog.String("category", category), slog.Any("error", err))
 		}
@@ -537,7 +538,7 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 }
 
 // parseRetryAfter reads a Retry-After header relative to now: whole seconds
-// or an HTTP date, clamped to 0..MaxRetryAfter. Absent or malformed: 0.
+// or an HTTP date, clamped to 0..maxRetryAfter. Absent or malformed: 0.
 func parseRetryAfter(s string, now time.Time) time.Duration {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -547,19 +548,19 @@ func parseRetryAfter(s string, now time.Time) time.Duration {
 		if n <= 0 {
 			return 0
 		}
-		if n >= int64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter
+		if n >= int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
 		}
 		return time.Duration(n) * time.Second
 	}
 	if len(s) > 0 && s[0] >= '0' && s[0] <= '9' {
 		// Digits that do not fit an int64: a huge number of seconds.
 		if _, err := strconv.ParseUint(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-			return MaxRetryAfter
+			return maxRetryAfter
 		}
 	}
 	if t, err := http.ParseTime(s); err == nil && t.After(now) {
-		return min(t.Sub(now), MaxRetryAfter)
+		return min(t.Sub(now), maxRetryAfter)
 	}
 	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -257,21 +258,31 @@ type ListClaimsResponse struct {
 // problemNamespace is the namespace of RFC 7807 problems in XML.
 const problemNamespace = "urn:ietf:rfc:7807"
 
-// ProblemTypePrefix prefixes the type of every DICT problem.
-const ProblemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
+// problemTypePrefix prefixes the type of every DICT problem.
+const problemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
 
-// Problem types the DICT answers with (the part after ProblemTypePrefix).
-const (
-	ProblemBadRequest          = "BadRequest"
-	ProblemForbidden           = "Forbidden"
-	ProblemNotFound            = "NotFound"
-	problemEntryNotFound       = "EntryNotFound"
-	problemEntryAlreadyExists  = "EntryAlreadyExists"
-	problemEntryInvalid        = "EntryInvalid"
-	ProblemRateLimited         = "RateLimited"
-	ProblemInternalServerError = "InternalServerError"
-	ProblemServiceUnavailable  = "ServiceUnavailable"
-)
+// problemEntryNotFound is the type of getEntry's 404.
+const problemEntryNotFound = "EntryNotFound"
+
+// ProblemType is the type (after the DICT's prefix) of a problem of status
+// in the DICT's vocabulary: BadRequest, Forbidden, NotFound,
+// MethodNotAllowed, RateLimited, InternalServerError, or
+// ServiceUnavailable for a 502, 503 or 504; BadRequest for any other 4xx
+// and InternalServerError for any other 5xx.
+func ProblemType(status int) string {
+	switch status {
+	case http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusInternalServerError:
+		return strings.ReplaceAll(http.StatusText(status), " ", "")
+	case http.StatusTooManyRequests:
+		return "RateLimited"
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return "ServiceUnavailable"
+	}
+	if status >= 500 {
+		return "InternalServerError"
+	}
+	return "BadRequest"
+}
 
 // Problem is an RFC 7807 problem as the DICT writes it:
 //
@@ -333,12 +344,12 @@ func (p *Problem) Names(policy string) bool {
 
 // NewProblem returns a problem of the given type (e.g. problemEntryNotFound).
 func NewProblem(typ string, status int, title, detail string) *Problem {
-	return &Problem{Type: ProblemTypePrefix + typ, Title: title, Status: status, Detail: detail}
+	return &Problem{Type: problemTypePrefix + typ, Title: title, Status: status, Detail: detail}
 }
 
-// TypeName returns the problem's type without ProblemTypePrefix
+// TypeName returns the problem's type without problemTypePrefix
 // ("EntryNotFound"), or the whole type when it lacks the prefix.
-func (p *Problem) TypeName() string { return strings.TrimPrefix(p.Type, ProblemTypePrefix) }
+func (p *Problem) TypeName() string { return strings.TrimPrefix(p.Type, problemTypePrefix) }
 
 // Marshal renders v as a DICT document: XMLHeader, then v indented by four
 // spaces, then a newline — byte for byte the layout of the DICT manual's examples.

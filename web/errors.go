@@ -103,7 +103,7 @@ type problem struct {
 	status     int
 	message    string
 	retryAfter time.Duration
-	// typ is the DICT problem type of status (after dict.ProblemTypePrefix).
+	// typ is the DICT problem type of status (dict.ProblemType).
 	typ string
 	// refused is the local refusal behind a 429: nothing was sent.
 	refused *throttle.Decision
@@ -115,28 +115,7 @@ func newProblem(status int, message string, retryAfter time.Duration) problem {
 	if status == http.StatusTooManyRequests {
 		retryAfter = max(retryAfter, time.Second)
 	}
-	typ, ok := problemTypes[status]
-	switch {
-	case ok:
-	case status >= 500:
-		typ = dict.ProblemInternalServerError
-	default:
-		typ = dict.ProblemBadRequest
-	}
-	return problem{status: status, message: message, retryAfter: retryAfter, typ: typ}
-}
-
-// problemTypes name the DICT problem type of a status.
-var problemTypes = map[int]string{
-	http.StatusBadRequest:          dict.ProblemBadRequest,
-	http.StatusForbidden:           dict.ProblemForbidden,
-	http.StatusNotFound:            dict.ProblemNotFound,
-	http.StatusMethodNotAllowed:    "MethodNotAllowed",
-	http.StatusTooManyRequests:     dict.ProblemRateLimited,
-	http.StatusInternalServerError: dict.ProblemInternalServerError,
-	http.StatusBadGateway:          dict.ProblemServiceUnavailable,
-	http.StatusServiceUnavailable:  dict.ProblemServiceUnavailable,
-	http.StatusGatewayTimeout:      dict.ProblemServiceUnavailable,
+	return problem{status: status, message: message, retryAfter: retryAfter, typ: dict.ProblemType(status)}
 }
 
 // refusalProblem is a local refusal d of op ("dict getEntry"): 429 with

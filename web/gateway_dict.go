@@ -199,7 +199,7 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
 	base := g.target
 	if rt, ok := pr.In.Context().Value(gatewayRoute{}).(dict.Route); ok &&
-		(rt.Op == dict.OpListBucketStates || rt.Op == dict.OpGetBucketState) {
+		strings.HasPrefix(rt.Path, "/policies/") {
 		base = g.policies
 	}
 	pr.SetURL(base)

@@ -58,7 +58,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("dict-lookup: --dict-participant: %v", err)
 	}
 	if *payer != "" {
-		if _, err := dict.ParsePayerID(*payer); err != nil {
+		if err := dict.ValidatePayerID(*payer); err != nil {
 			return UsageError("dict-lookup: --payer: %v", err)
 		}
 	}

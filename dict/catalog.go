@@ -20,42 +20,32 @@ const (
 	// ScopeUser: one bucket per end user; the identifier is the payer's CPF
 	// (class PF) or CNPJ (class PJ), as in the PI-PayerId header.
 	ScopeUser Scope = "USER"
-	// scopeEntity: one bucket per entity named by a free identifier (an
-	// account, a bank entity). It is for adapters other than the DICT that
-	// share the catalog (a bank adapter's bucket per account).
+	// scopeEntity: one bucket per free identifier (an account), for a
+	// policy file's own policies.
 	scopeEntity Scope = "ENTITY"
 )
 
 // defaultEnv is the env part of DICT bucket keys unless configured.
 const defaultEnv = "prod"
 
-// outcomeOf and event names of the counting rules. A DICT request's outcome
-// is its HTTP status in decimal ("200", "404"); outcomeDefault is the cost of
-// any outcome a policy does not list. outcomeTransportError is a request
-// whose response never arrived: the DICT may or may not have counted it, so
-// it costs the default (conservative).
+// Outcomes and events of the counting rules. An outcome is the HTTP status
+// in decimal ("404"); outcomeDefault costs any outcome a policy does not
+// list; a response that never arrived (outcomeTransportError) keeps its
+// hold; a request that provably never left (outcomeNotSent) costs nothing.
 const (
 	outcomeDefault        = "*"
 	outcomeTransportError = "error"
-	// outcomeNotSent is a request that provably never reached the DICT (the
-	// connection was refused, the name did not resolve, its deadline passed
-	// before it was sent): it costs nothing and its whole hold comes back.
-	outcomeNotSent = "not-sent"
-	// eventPayment is a payment order (pacs.008) sent with the EndToEndId
-	// of an earlier lookup.
-	eventPayment = "payment"
+	outcomeNotSent        = "not-sent"
+	eventPayment          = "payment" // a pacs.008 with a lookup's EndToEndId
 )
 
-// Limits are the size and refill of a bucket.
+// limits are the size of a bucket and its refill (RefillTokens whole tokens
+// every RefillPeriod); Credits, when set, override Spec.Credits for a
+// class (the DICT credits a payment 1 token to a PF, 2 to a PJ).
 type limits struct {
-	// Capacity is the bucket size in whole tokens.
-	Capacity int64
-	// RefillTokens tokens come back every RefillPeriod.
-	RefillTokens int64
-	RefillPeriod time.Duration
-	// Credits, when not nil, overrides Spec.Credits for buckets of this
-	// class (the DICT credits a payment with 1 token to a PF, 2 to a PJ).
-	Credits map[string]int64
+	Capacity, RefillTokens int64
+	RefillPeriod           time.Duration
+	Credits                map[string]int64
 }
 
 // Spec is one policy of the catalog: which operations it limits, how its
@@ -183,30 +173,6 @@ func (c *Catalog) SetCategory(category string) error {
 	return nil
 }
 
-// Refill returns the catalog's refill mode.
-func (c *Catalog) refillMode() throttle.RefillMode {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.refill
-}
-
-// SetRefill sets the refill mode of every policy that does not set its own.
-// It fails, changing nothing, if some policy cannot use mode (a rolling
-// window must refill its whole capacity per period).
-// RefillStepwise (the default) is the conservative reading of the DICT's
-// "n tokens per period": it is never more generous than continuous refill.
-func (c *Catalog) setRefill(mode throttle.RefillMode) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, name := range c.order {
-		if err := validateSpec(c.specs[name], mode); err != nil {
-			return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, name, err)
-		}
-	}
-	c.refill = mode
-	return nil
-}
-
 // Spec returns the policy named name, with Refill set to the mode in
 // effect; ok is false when the catalog has no such policy.
 func (c *Catalog) Spec(name string) (Spec, bool) {
@@ -231,8 +197,7 @@ func (c *Catalog) Specs() []Spec {
 	return out
 }
 
-// effective returns a deep copy of s with the refill mode in effect.
-// c.mu must be held.
+// effective is a copy of s with the refill mode in effect; c.mu held.
 func (c *Catalog) effective(s Spec) Spec {
 	if !s.RefillSet {
 		s.Refill = c.refill
@@ -240,23 +205,6 @@ func (c *Catalog) effective(s Spec) Spec {
 	return cloneSpec(s)
 }
 
-// Define adds a policy or replaces one, after validating it. The error
-// wraps throttle.ErrInvalidPolicy and names the field at fault.
-func (c *Catalog) add(s Spec) error {
-	s = cloneSpec(s)
-	if s.Reserve == 0 {
-		s.Reserve = 1
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := validateSpec(s, c.refill); err != nil {
-		return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, s.Name, err)
-	}
-	c.define(s)
-	return nil
-}
-
-// define stores s. c.mu must be held.
 func (c *Catalog) define(s Spec) {
 	if _, ok := c.specs[s.Name]; !ok {
 		c.order = append(c.order, s.Name)
@@ -264,11 +212,8 @@ func (c *Catalog) define(s Spec) {
 	c.specs[s.Name] = s
 }
 
-// find returns the stored spec of policy, not a copy (Define and Apply
-// replace a spec, never change one in place: it may be read without the
-// lock), with the category and refill mode in effect. The error wraps
-// throttle.ErrUnknownPolicy. The decision path (Resolve, Admission, Cost,
-// Credit) reads specs through it, without copying their maps.
+// find returns the stored spec of policy (read-only: specs are replaced,
+// never changed in place) with the category and refill mode in effect.
 func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -311,21 +256,8 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	}, nil
 }
 
-// Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
-// the category in effect for a categorised PSP policy, "" otherwise.
-func (c *Catalog) class(key throttle.Key) (string, error) {
-	s, category, _, err := c.find(key.Policy)
-	if err != nil {
-		return "", err
-	}
-	_, class, err := s.limitsFor(key.Identifier, category)
-	return class, err
-}
-
-// Admission returns what key's bucket must hold, in whole tokens, to admit
-// a request: the policy's Spec.Reserve (1 for every DICT policy: the DICT
-// admits while the balance is positive). Hold says what an admitted request
-// then takes. (Meter.Reserve is the act of taking it.)
+// admission is what key's bucket must hold to admit a request (1 for
+// every DICT policy: the DICT admits while the balance is positive).
 func (c *Catalog) admission(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
@@ -334,9 +266,9 @@ func (c *Catalog) admission(key throttle.Key) (int64, error) {
 	return s.Reserve, nil
 }
 
-// hold returns what a request holds from key's bucket until its outcome is
-// known: its worst-case cost (the largest of the policy's costs and its
-// reserve, at most the bucket's capacity).
+// hold is a request's worst-case cost to key's bucket, held until its
+// outcome is known: the largest of its costs and reserve, at most the
+// capacity.
 func (c *Catalog) hold(key throttle.Key) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
@@ -352,9 +284,8 @@ func (c *Catalog) hold(key throttle.Key) (int64, error) {
 	return n, nil
 }
 
-// Cost returns the total cost, in whole tokens, of a request with the
-// given outcome to key's bucket: Costs[outcome], else Costs[outcomeDefault],
-// else the reserve.
+// cost is a request's total cost to key's bucket given outcome:
+// Costs[outcome], else Costs[outcomeDefault], else the reserve.
 func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
@@ -369,9 +300,8 @@ func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 	return s.Reserve, nil
 }
 
-// Credit returns the tokens event gives back to key's bucket: the class's
-// credit when it has one, else the policy's. The error wraps
-// errUnknownOutcome when the policy does not credit event.
+// credit is what event gives back to key's bucket: the class's credit,
+// else the policy's, else errUnknownOutcome.
 func (c *Catalog) credit(key throttle.Key, event string) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
@@ -390,8 +320,7 @@ func (c *Catalog) credit(key throttle.Key, event string) (int64, error) {
 	return 0, fmt.Errorf("%w: %s does not credit %q", errUnknownOutcome, key.Policy, event)
 }
 
-// ParticipantKeys returns the keys of every PSP policy's bucket of
-// participant, in catalog order: what listBucketStates reports.
+// participantKeys are participant's PSP buckets, in catalog order.
 func (c *Catalog) participantKeys(participant string) ([]throttle.Key, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err

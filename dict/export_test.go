@@ -2,6 +2,7 @@ package dict
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -67,10 +68,6 @@ var (
 
 // Methods of the catalog and the meter that dict keeps to itself.
 
-func (c *Catalog) Refill() throttle.RefillMode                          { return c.refillMode() }
-func (c *Catalog) SetRefill(mode throttle.RefillMode) error             { return c.setRefill(mode) }
-func (c *Catalog) Define(s Spec) error                                  { return c.add(s) }
-func (c *Catalog) Class(key throttle.Key) (string, error)               { return c.class(key) }
 func (c *Catalog) Admission(key throttle.Key) (int64, error)            { return c.admission(key) }
 func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) { return c.cost(key, outcome) }
 func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) { return c.credit(key, event) }
@@ -100,3 +97,56 @@ const (
 	OpGetBucketState         = opGetBucketState
 	OpDeleteEntry            = opDeleteEntry
 )
+
+// Catalog methods only tests use.
+
+// Refill returns the catalog's refill mode.
+func (c *Catalog) Refill() throttle.RefillMode {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.refill
+}
+
+// SetRefill sets the refill mode of every policy that does not set its own.
+// It fails, changing nothing, if some policy cannot use mode (a rolling
+// window must refill its whole capacity per period).
+// RefillStepwise (the default) is the conservative reading of the DICT's
+// "n tokens per period": it is never more generous than continuous refill.
+func (c *Catalog) SetRefill(mode throttle.RefillMode) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range c.order {
+		if err := validateSpec(c.specs[name], mode); err != nil {
+			return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, name, err)
+		}
+	}
+	c.refill = mode
+	return nil
+}
+
+// Define adds a policy or replaces one, after validating it. The error
+// wraps throttle.ErrInvalidPolicy and names the field at fault.
+func (c *Catalog) Define(s Spec) error {
+	s = cloneSpec(s)
+	if s.Reserve == 0 {
+		s.Reserve = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := validateSpec(s, c.refill); err != nil {
+		return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, s.Name, err)
+	}
+	c.define(s)
+	return nil
+}
+
+// Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
+// the category in effect for a categorised PSP policy, "" otherwise.
+func (c *Catalog) Class(key throttle.Key) (string, error) {
+	s, category, _, err := c.find(key.Policy)
+	if err != nil {
+		return "", err
+	}
+	_, class, err := s.limitsFor(key.Identifier, category)
+	return class, err
+}

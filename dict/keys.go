@@ -223,15 +223,6 @@ func parsePayerID(s string) (personType, error) {
 	return personPJ, nil
 }
 
-// ownerType returns the DICT's owner type of a person type:
-// NATURAL_PERSON or LEGAL_PERSON.
-func (p personType) ownerType() string {
-	if p == personPJ {
-		return "LEGAL_PERSON"
-	}
-	return "NATURAL_PERSON"
-}
-
 // endToEndIDLen is the length of a Pix EndToEndId.
 const endToEndIDLen = 32
 

@@ -144,18 +144,14 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 
 // CategoryFresh is how long a category learned from the DICT is reused at
 // start without asking again (GET /policies/ is limited to 6/min): one
-// refill period of the categorised policy, as the client's re-check
-// (ClientConfig.CategoryRecheck). It was 24 h: a category the DICT changed
-// was ignored for a day (decision 0068).
+// refill period of the categorised policy (decision 0068).
 const CategoryFresh = defaultCategoryRecheck
 
-// recheckCategory re-checks the participant's category when the last check
-// is older than the client's recheck period (see ClientConfig): the one
-// another process recorded within the period, else the DICT's answer to
-// GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN, whose <Category> the
-// Transport learns and whose balance, less the holds in flight, the bucket
-// is synced to. One check runs at a time; failures are logged and retried
-// at the next period. The lookup that triggers it waits for it.
+// recheckCategory re-checks the participant's category once per recheck
+// period, before a lookup: the one another process recorded within the
+// period, else GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN (whose
+// category the Transport learns; the bucket is synced to its balance).
+// One check at a time; failures wait for the next period.
 func (c *Client) recheckCategory(ctx context.Context) {
 	if c.recheck < 0 {
 		return
@@ -173,11 +169,8 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		c.checking, c.checkedAt = false, now
 		c.categoryMu.Unlock()
 	}()
-	if c.records != nil {
-		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
-		if err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
-			return
-		}
+	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
+		return
 	}
 	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
 	held := c.meter.holds.watch()
@@ -213,17 +206,12 @@ type LearnedCategory struct {
 // not learning the category is this method's failure, see decision 0010),
 // a remote error, a store failure.
 func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
-	if c.records != nil {
-		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
-		if err != nil {
-			return LearnedCategory{}, err
-		}
-		if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
-			if err := c.catalog.SetCategory(cat); err != nil {
-				return LearnedCategory{}, err
-			}
-			return LearnedCategory{Category: cat, Source: "stored", At: at}, nil
-		}
+	cat, at, ok, err := c.stored(ctx)
+	if err != nil {
+		return LearnedCategory{}, err
+	}
+	if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
+		return LearnedCategory{Category: cat, Source: "stored", At: at}, c.catalog.SetCategory(cat)
 	}
 	res, err := c.Reconcile(ctx)
 	if err != nil {
@@ -242,14 +230,19 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 // recorded by an earlier reconciliation (the DICT's word wins over the
 // configured default). It reports whether one was found.
 func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
-	if c.records == nil {
-		return false, nil
-	}
-	cat, _, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+	cat, _, ok, err := c.stored(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
 	return true, c.catalog.SetCategory(cat)
+}
+
+// stored is the category recorded in Records (ok false without one).
+func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok bool, err error) {
+	if c.records == nil {
+		return "", time.Time{}, false, nil
+	}
+	return c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
 }
 
 // LocalPolicies reports the participant's buckets in the local mirror in
@@ -264,9 +257,8 @@ func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResp
 	return getPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
 }
 
-// listPolicies builds the listBucketStates answer for participant from the
-// buckets of lim (every PSP policy of the catalog, in catalog order), without
-// taking anything. Errors: ErrInvalidISPB, throttle.ErrStoreUnavailable.
+// listPolicies is the listBucketStates answer of participant's PSP buckets
+// in lim, taking nothing.
 func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
 	keys, err := cat.participantKeys(participant)
 	if err != nil {
@@ -279,10 +271,8 @@ func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, part
 	return newListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
 }
 
-// getPolicy builds the getBucketState answer for one PSP policy of
-// participant from lim. Errors: throttle.ErrUnknownPolicy for a name that
-// is not a PSP policy of the catalog; ErrInvalidISPB;
-// throttle.ErrStoreUnavailable.
+// getPolicy is the getBucketState answer of one PSP bucket of participant
+// in lim; a name that is no PSP policy is throttle.ErrUnknownPolicy.
 func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err

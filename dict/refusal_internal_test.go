@@ -35,11 +35,12 @@ func TestClientRefusalIsTheLimitersDecision(t *testing.T) {
 	require.True(t, took.Allowed)
 	clock.Advance(10 * time.Second)
 
-	// The exchange itself: a refusal is a Decision with no response.
-	hdr := http.Header{}
-	hdr.Set(HeaderPayerID, payer)
-	hdr.Set(HeaderEndToEndID, "E12345678202601020304abcdefghij1")
-	resp, d, err := c.do(ctx, call{op: OpGetEntry, method: http.MethodGet, path: "/entries/a@example.com", header: hdr})
+	// The Client's exchange itself: a refusal is a Decision with no response.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.api+"/entries/a@example.com", nil)
+	require.NoError(t, err)
+	req.Header.Set(HeaderPayerID, payer)
+	req.Header.Set(HeaderEndToEndID, "E12345678202601020304abcdefghij1")
+	resp, d, _, err := c.transport.exchange(req)
 	require.NoError(t, err)
 	require.Nil(t, resp, "no response is built for a request that was not sent")
 	want := throttle.Decision{Reason: throttle.ReasonEmpty, Key: payerKey, RetryAfter: 50 * time.Second}

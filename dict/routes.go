@@ -26,40 +26,8 @@ type Route struct {
 	Write bool
 }
 
-// Operations of the public API (OpenAPI 1.8.0) and of the DICT manual that balde's
-// client does not call itself; a PSP's own client is throttled by them
-// through Transport.
-const (
-	opUpdateEntry                 = "updateEntry"
-	opGetEntryInitiator           = "getEntryInitiator"
-	opCreateClaim                 = "createClaim"
-	opGetClaim                    = "getClaim"
-	opAcknowledgeClaim            = "acknowledgeClaim"
-	opConfirmClaim                = "confirmClaim"
-	opCancelClaim                 = "cancelClaim"
-	opCompleteClaim               = "completeClaim"
-	opCreateSyncVerification      = "createSyncVerification"
-	opCreateCidSetFile            = "createCidSetFile"
-	opGetCidSetFile               = "getCidSetFile"
-	opListCidSetEvents            = "listCidSetEvents"
-	opGetEntryByCid               = "getEntryByCid"
-	opCreateInfractionReport      = "createInfractionReport"
-	opListInfractionReports       = "listInfractionReports"
-	opGetInfractionReport         = "getInfractionReport"
-	opAcknowledgeInfractionReport = "acknowledgeInfractionReport"
-	opCancelInfractionReport      = "cancelInfractionReport"
-	opCloseInfractionReport       = "closeInfractionReport"
-	opCreateRefund                = "createRefund"
-	opListRefunds                 = "listRefunds"
-	opGetRefund                   = "getRefund"
-	opCancelRefund                = "cancelRefund"
-	opCloseRefund                 = "closeRefund"
-	opGetPersonStatistics         = "getPersonStatistics"
-	opCreateFraudMarker           = "createFraudMarker"
-	opGetFraudMarker              = "getFraudMarker"
-	opCancelFraudMarker           = "cancelFraudMarker"
-	opListFrauds                  = "listFrauds"
-)
+// opGetEntryInitiator is getEntry's twin charged the same way.
+const opGetEntryInitiator = "getEntryInitiator"
 
 // Routes returns the DICT API's operations, method + path → operation →
 // policies: every operation of the public API (OpenAPI 1.8.0) and of the
@@ -74,39 +42,39 @@ func Routes() []Route {
 	return []Route{
 		r(post, "/entries/", opCreateEntry, true, policyEntriesWrite),
 		r(get, "/entries/{Key}", OpGetEntry, false, antiscan...),
-		r(http.MethodPut, "/entries/{Key}", opUpdateEntry, true, policyEntriesUpdate),
+		r(http.MethodPut, "/entries/{Key}", "updateEntry", true, policyEntriesUpdate),
 		r(get, "/entries/{Key}/initiator", opGetEntryInitiator, false, antiscan...),
 		r(post, "/entries/{Key}/delete", opDeleteEntry, true, policyEntriesWrite),
 		r(get, "/entries/{Key}/statistics", opGetEntryStatistics, false, policyEntriesStatisticsRead),
 		r(post, "/keys/check", opCheckKeys, false, PolicyKeysCheck),
-		r(post, "/claims/", opCreateClaim, true, policyClaimsWrite),
+		r(post, "/claims/", "createClaim", true, policyClaimsWrite),
 		r(get, "/claims/", opListClaims, false, policyClaimsListWithRole, policyClaimsListWithoutRole),
-		r(get, "/claims/{ClaimId}", opGetClaim, false, policyClaimsRead),
-		r(post, "/claims/{ClaimId}/acknowledge", opAcknowledgeClaim, true, policyClaimsWrite),
-		r(post, "/claims/{ClaimId}/confirm", opConfirmClaim, true, policyClaimsWrite),
-		r(post, "/claims/{ClaimId}/cancel", opCancelClaim, true, policyClaimsWrite),
-		r(post, "/claims/{ClaimId}/complete", opCompleteClaim, true, policyClaimsWrite),
-		r(post, "/sync-verifications/", opCreateSyncVerification, true, policySyncVerificationsWrite),
-		r(post, "/cids/files/", opCreateCidSetFile, true, policyCidsFilesWrite),
-		r(get, "/cids/files/{Id}", opGetCidSetFile, false, policyCidsFilesRead),
-		r(get, "/cids/events", opListCidSetEvents, false, policyCidsEventsList),
-		r(get, "/cids/entries/{Cid}", opGetEntryByCid, false, policyCidsEntriesRead),
-		r(post, "/infraction-reports/", opCreateInfractionReport, true, policyInfractionReportsWrite),
-		r(get, "/infraction-reports/", opListInfractionReports, false, policyInfractionReportsListWithRole, policyInfractionReportsListNoRole),
-		r(get, "/infraction-reports/{InfractionReportId}", opGetInfractionReport, false, policyInfractionReportsRead),
-		r(post, "/infraction-reports/{InfractionReportId}/acknowledge", opAcknowledgeInfractionReport, true, policyInfractionReportsWrite),
-		r(post, "/infraction-reports/{InfractionReportId}/cancel", opCancelInfractionReport, true, policyInfractionReportsWrite),
-		r(post, "/infraction-reports/{InfractionReportId}/close", opCloseInfractionReport, true, policyInfractionReportsWrite),
-		r(post, "/refunds/", opCreateRefund, true, policyRefundsWrite),
-		r(get, "/refunds/", opListRefunds, false, policyRefundListWithRole, policyRefundListWithoutRole),
-		r(get, "/refunds/{RefundId}", opGetRefund, false, policyRefundsRead),
-		r(post, "/refunds/{RefundId}/cancel", opCancelRefund, true, policyRefundsWrite),
-		r(post, "/refunds/{RefundId}/close", opCloseRefund, true, policyRefundsWrite),
-		r(get, "/statistics/owner/{TaxIdNumber}", opGetPersonStatistics, false, policyPersonsStatisticsRead),
-		r(post, "/fraud-markers/", opCreateFraudMarker, true, policyFraudMarkersWrite),
-		r(get, "/fraud-markers/", opListFrauds, false, policyFraudMarkersList),
-		r(get, "/fraud-markers/{Id}", opGetFraudMarker, false, policyFraudMarkersRead),
-		r(post, "/fraud-markers/{Id}/cancel", opCancelFraudMarker, true, policyFraudMarkersWrite),
+		r(get, "/claims/{ClaimId}", "getClaim", false, policyClaimsRead),
+		r(post, "/claims/{ClaimId}/acknowledge", "acknowledgeClaim", true, policyClaimsWrite),
+		r(post, "/claims/{ClaimId}/confirm", "confirmClaim", true, policyClaimsWrite),
+		r(post, "/claims/{ClaimId}/cancel", "cancelClaim", true, policyClaimsWrite),
+		r(post, "/claims/{ClaimId}/complete", "completeClaim", true, policyClaimsWrite),
+		r(post, "/sync-verifications/", "createSyncVerification", true, policySyncVerificationsWrite),
+		r(post, "/cids/files/", "createCidSetFile", true, policyCidsFilesWrite),
+		r(get, "/cids/files/{Id}", "getCidSetFile", false, policyCidsFilesRead),
+		r(get, "/cids/events", "listCidSetEvents", false, policyCidsEventsList),
+		r(get, "/cids/entries/{Cid}", "getEntryByCid", false, policyCidsEntriesRead),
+		r(post, "/infraction-reports/", "createInfractionReport", true, policyInfractionReportsWrite),
+		r(get, "/infraction-reports/", "listInfractionReports", false, policyInfractionReportsListWithRole, policyInfractionReportsListNoRole),
+		r(get, "/infraction-reports/{InfractionReportId}", "getInfractionReport", false, policyInfractionReportsRead),
+		r(post, "/infraction-reports/{InfractionReportId}/acknowledge", "acknowledgeInfractionReport", true, policyInfractionReportsWrite),
+		r(post, "/infraction-reports/{InfractionReportId}/cancel", "cancelInfractionReport", true, policyInfractionReportsWrite),
+		r(post, "/infraction-reports/{InfractionReportId}/close", "closeInfractionReport", true, policyInfractionReportsWrite),
+		r(post, "/refunds/", "createRefund", true, policyRefundsWrite),
+		r(get, "/refunds/", "listRefunds", false, policyRefundListWithRole, policyRefundListWithoutRole),
+		r(get, "/refunds/{RefundId}", "getRefund", false, policyRefundsRead),
+		r(post, "/refunds/{RefundId}/cancel", "cancelRefund", true, policyRefundsWrite),
+		r(post, "/refunds/{RefundId}/close", "closeRefund", true, policyRefundsWrite),
+		r(get, "/statistics/owner/{TaxIdNumber}", "getPersonStatistics", false, policyPersonsStatisticsRead),
+		r(post, "/fraud-markers/", "createFraudMarker", true, policyFraudMarkersWrite),
+		r(get, "/fraud-markers/", "listFrauds", false, policyFraudMarkersList),
+		r(get, "/fraud-markers/{Id}", "getFraudMarker", false, policyFraudMarkersRead),
+		r(post, "/fraud-markers/{Id}/cancel", "cancelFraudMarker", true, policyFraudMarkersWrite),
 		r(get, "/policies/", OpListBucketStates, false, PolicyPoliciesList),
 		r(get, "/policies/{policy}", opGetBucketState, false, policyPoliciesRead),
 	}

@@ -21,9 +21,7 @@ import (
 )
 
 // maxRetryAfter bounds the wait a remote Retry-After may impose on the
-// mirror, in either form (seconds or an HTTP date): a longer or absurd one
-// ("Fri, 31 Dec 9999") blocks for maxRetryAfter. The DICT's longest honest
-// wait (a PF payer deep in debt at 2 tokens a minute) is well under it.
+// mirror ("Fri, 31 Dec 9999" blocks for a day).
 const maxRetryAfter = 24 * time.Hour
 
 // Transport is an http.RoundTripper that throttles a PSP's own DICT client
@@ -225,9 +223,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 }
 
 // notSent reports whether err, from the base transport, proves the request
-// never reached the DICT: no connection could be opened (refused, or the
-// name did not resolve). Any other failure may have come after the request
-// went out.
+// never reached the DICT: no connection could be opened.
 func notSent(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -235,9 +231,8 @@ func notSent(err error) bool {
 		errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// learnCategory sets the catalog's category (and the stored one) from a
-// GET /policies/ answer that carries one: every answer of the DICT that
-// says the participant's category updates it (decision 0068).
+// learnCategory sets the catalog's category, and the stored one, from a
+// GET /policies/ answer that carries one (decision 0068).
 func (t *Transport) learnCategory(ctx context.Context, participant, category string) {
 	if category == "" || ValidateCategory(category) != nil {
 		return
@@ -284,20 +279,14 @@ func mustKeyType(key string) KeyType {
 	return k.Type
 }
 
-// retry runs f until it succeeds, fails with something other than a store
-// failure, or about 3 s have passed: the outcome of a request that reached
-// the DICT must land in the mirror through a database blip. A change whose
-// outcome the store lost (throttle.ErrOutcomeUnknown) may have landed and
-// is never run again: a settle run twice refunded twice.
+// retry runs f again after a store failure, backing off from 25 ms to 1 s,
+// eight attempts in all: an outcome must land in the mirror through a
+// database blip. A change the store may have applied
+// (throttle.ErrOutcomeUnknown) is run again only when it is idempotent.
 func retry(f func() error) error { return retryStore(f, false) }
 
-// retryIdempotent is retry for a change that may be applied twice (a sync):
-// a commit in doubt is retried too.
 func retryIdempotent(f func() error) error { return retryStore(f, true) }
 
-// retryStore runs f again after a store failure, backing off from 25 ms to
-// 1 s, eight attempts in all; a commit in doubt is run again only when f is
-// idempotent.
 func retryStore(f func() error, idempotent bool) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
@@ -311,23 +300,22 @@ func retryStore(f func() error, idempotent bool) error {
 	}
 }
 
-// settle settles r by outcome, retrying through store failures. A settle
-// that still fails loses only a refund: the hold already counted the worst
-// case, so the mirror stays on the DICT's safe side.
-func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string) {
+// settle settles r by outcome through store failures. One that still
+// fails loses only a refund: the hold counted the worst case.
+func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string, targets ...throttle.SyncTarget) error {
 	defer r.landed()
 	err := retry(func() error {
-		_, err := m.settle(ctx, r, outcome)
+		_, err := m.settle(ctx, r, outcome, targets...)
 		return err
 	})
 	if err != nil {
 		t.logger().Error("dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
 			slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r), slog.Any("error", err))
 	}
+	return err
 }
 
-// holdAttr lists what r holds, "KEY=N" per bucket: what an operator
-// would give back by hand after a settle that never landed.
+// holdAttr lists what r holds, "KEY=N" per bucket, for an operator.
 func holdAttr(r reservation) slog.Attr {
 	held := make([]string, len(r.Keys))
 	for i, k := range r.Keys {
@@ -343,24 +331,13 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 	}
 }
 
-// settleAfter429 settles r as a 429 (its hold comes back) and, in the same
-// transaction, lowers only the bucket the DICT says is empty and blocks it
-// for the remote Retry-After: no request is admitted on the refund in
-// between. The bucket is the one the problem names (a violation or the
-// detail naming a policy of the request). When it names none:
-//
-//   - a getEntry asks the DICT for the participant's anti-scan bucket
-//     (participantBucket: GET /policies/{policy}, within POLICIES_READ's own
-//     limit, one at a time, reused while fresh) and syncs it; the payer is
-//     blamed (its USER bucket to 0, blocked) only when the participant's
-//     bucket is positive, else the payer's bucket stays as the DICT has it
-//     (decision 0067). When the participant's state cannot be read, the
-//     payer is blamed as before;
-//   - any other operation: its one bucket.
-//
-// Every sync leaves out the holds of this process's other requests in
-// flight (Meter.Holds): the bucket becomes the DICT's balance minus them,
-// so that their refunds land where the DICT will be.
+// settleAfter429 settles r as a 429 and, in the same transaction, lowers
+// only the bucket the DICT says is empty (the one its problem names), less
+// the holds of this process's other requests in flight, and blocks it for
+// the remote Retry-After. When it names none, a getEntry asks the DICT for
+// the participant's bucket (participantBucket) and blames the payer only
+// when that bucket is positive (decision 0067); any other operation blames
+// its one bucket.
 func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
 	defer r.landed()
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
@@ -373,18 +350,14 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 			}
 		}
 	}
-	// The participant's state is asked for outside syncMu (a round trip):
-	// the holds that land meanwhile may or may not be in the DICT's number
-	// (held counts them) and stay out of the sync, as Reconcile's do.
+	// Asked outside syncMu (a round trip); held leaves out what lands meanwhile.
 	participantKnown, available := false, int64(0)
 	held := m.holds.watch()
 	defer held.stop()
 	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1 {
 		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
 	}
-	// The holds in flight are read and the settle committed under syncMu:
-	// of a burst of 429s, each sees the holds of those that settled before
-	// it gone (their refunds are in the balance), not counted twice.
+	// Under syncMu, a burst of 429s never counts a refund twice.
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
@@ -407,20 +380,10 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 			targets = append(targets, pt)
 		}
 	}
-	outcome := outcomeOf(http.StatusTooManyRequests)
-	err := retry(func() error {
-		_, err := m.settleAndSync(ctx, r, outcome, targets...)
-		return err
-	})
-	if err != nil {
-		t.logger().Error("dict: settle and sync after a remote 429 failed: the hold stays; syncing alone",
-			slog.String("op", rt.Op), slog.String("ref", r.Ref), holdAttr(r), slog.Any("error", err))
-		// The sync must land whatever became of the settle (in doubt, or
-		// failed): without it the bucket the DICT says is empty keeps
-		// admitting into remote 429s. A sync never raises a balance and
-		// only lengthens a block, so running it again is harmless, even
-		// after a commit in doubt.
-		err = retryIdempotent(func() error {
+	if t.settle(ctx, m, r, outcomeOf(http.StatusTooManyRequests), targets...) != nil {
+		// The sync alone, whatever became of the settle: a sync never
+		// raises a balance, so running it again is harmless.
+		err := retryIdempotent(func() error {
 			_, err := m.Limiter.Sync(ctx, targets...)
 			return err
 		})
@@ -434,10 +397,9 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Duration("retry_after", wait))
 }
 
-// participantStateFresh is how long an answer of GET /policies/{policy}
-// about the participant's anti-scan bucket stands for the next remote 429s
-// (POLICIES_READ is limited: 60/min, capacity 200): a burst of 429s asks
-// once.
+// participantStateFresh is how long a GET /policies/ answer about the
+// participant's bucket stands for the next remote 429s (POLICIES_READ is
+// limited: a burst of 429s asks once).
 const participantStateFresh = time.Second
 
 // stateCall is one GET /policies/{policy} about the participant's bucket.
@@ -448,12 +410,9 @@ type stateCall struct {
 	ok        bool
 }
 
-// participantBucket returns the participant's anti-scan balance at the DICT
-// (key's bucket): the answer of a GET /policies/{policy} already in flight,
-// or any GET /policies/ answer received less than participantStateFresh ago
-// (noteParticipantBucket), else a new one (through
-// t: charged to POLICIES_READ, refused locally when it is empty). ok is
-// false when no answer could be had.
+// participantBucket returns the participant's anti-scan balance at the
+// DICT: the answer of a GET /policies/{policy} in flight, a fresh one, or
+// a new one (through t, charged to POLICIES_READ). ok is false without one.
 func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	now := t.Meter.Limiter.Now()
 	t.stateMu.Lock()
@@ -486,10 +445,8 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 	return c.available, c.ok
 }
 
-// noteParticipantBucket keeps the participant's anti-scan balance from any
-// GET /policies/ answer (a reconciliation, a re-check, an adopter's own
-// call): a remote 429 within participantStateFresh reuses it instead of
-// asking again.
+// noteParticipantBucket keeps the participant's balance from any
+// GET /policies/ answer, for participantBucket.
 func (t *Transport) noteParticipantBucket(policies []Policy) {
 	for _, p := range policies {
 		if p.Name == PolicyEntriesReadParticipantAntiscan {
@@ -502,8 +459,6 @@ func (t *Transport) noteParticipantBucket(policies []Policy) {
 	}
 }
 
-// fetchParticipantBucket sends GET /policies/{policy} for key's bucket
-// through t (its <Category> updates the catalog, see learnCategory).
 func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	base := t.PoliciesURL
 	if base == "" {
@@ -537,8 +492,8 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	return doc.Policy.AvailableTokens, true
 }
 
-// parseRetryAfter reads a Retry-After header relative to now: whole seconds
-// or an HTTP date, clamped to 0..maxRetryAfter. Absent or malformed: 0.
+// parseRetryAfter reads a Retry-After relative to now (seconds or an HTTP
+// date), clamped to 0..maxRetryAfter; absent or malformed: 0.
 func parseRetryAfter(s string, now time.Time) time.Duration {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -565,22 +520,17 @@ func parseRetryAfter(s string, now time.Time) time.Duration {
 	return 0
 }
 
-// reserveStopKey is the context key of WithReserveStop.
 type reserveStopKey struct{}
 
-// withReserveStop returns ctx carrying stop: a request made with it
-// completes whatever happens to stop once its reservation is taken, but
-// the reservation itself (which may wait for a database lock held by a
-// stopped process) ends when stop does, and then nothing is sent
-// (decision 0124). For a ctx detached with context.WithoutCancel from
-// the one that says "stop".
+// withReserveStop returns ctx (detached from stop) carrying stop: its
+// request's reservation, a wait on a database lock, ends with stop and
+// then nothing is sent; once taken, the request completes (decision 0124).
 func withReserveStop(ctx, stop context.Context) context.Context {
 	return context.WithValue(ctx, reserveStopKey{}, stop)
 }
 
-// reserveContext returns the context of a request's reservation: ctx, also
-// cancelled when the stop context withReserveStop put in ctx ends. release
-// must be called once the reservation returns.
+// reserveContext is ctx, also ended by its withReserveStop's stop; call
+// release once the reservation returns.
 func reserveContext(ctx context.Context) (rctx context.Context, release func()) {
 	stop, ok := ctx.Value(reserveStopKey{}).(context.Context)
 	if !ok || stop.Done() == nil {

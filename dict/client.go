@@ -123,41 +123,31 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Limiter == nil || cfg.Catalog == nil {
 		return nil, errors.New("dict: client needs a Limiter and a Catalog")
 	}
-	base, err := url.Parse(strings.TrimSuffix(strings.TrimSuffix(cfg.BaseURL, "/"), APIPrefix))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("dict: client base URL %q is not an http(s) URL", cfg.BaseURL)
+	api, host, err := apiBase(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("dict: client base URL: %w", err)
 	}
 	c := &Client{
-		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
+		api:         api,
+		policiesAPI: api,
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
-		loopback:    isLoopback(base.Hostname()),
+		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,
-		recheck:     cfg.CategoryRecheck,
+		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
 		checkedAt:   cfg.Limiter.Now(),
 	}
-	if c.recheck == 0 {
-		c.recheck = defaultCategoryRecheck
-	}
-	c.policiesAPI = c.api
 	if cfg.PoliciesURL != "" {
-		pu, err := url.Parse(strings.TrimSuffix(cfg.PoliciesURL, "/"))
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return nil, fmt.Errorf("dict: client policies URL %q is not an http(s) URL", cfg.PoliciesURL)
+		if c.policiesAPI, _, err = apiBase(cfg.PoliciesURL); err != nil {
+			return nil, fmt.Errorf("dict: client policies URL: %w", err)
 		}
-		if !apiPrefix.MatchString(pu.Path) {
-			pu.Path += APIPrefix
-		}
-		c.policiesAPI = pu.String()
 	}
-	if c.logger == nil {
-		c.logger = nowhere
-	}
+	c.logger = cmp.Or(c.logger, nowhere)
 	hc := http.Client{Timeout: 30 * time.Second}
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
@@ -184,6 +174,19 @@ func isNil(v any) bool {
 	}
 	rv := reflect.ValueOf(v)
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// apiBase parses the http(s) base URL of the DICT's API and returns it
+// ending in its API prefix (APIPrefix when it has none), and its host.
+func apiBase(s string) (api, host string, err error) {
+	u, err := url.Parse(strings.TrimSuffix(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	if !apiPrefix.MatchString(u.Path) {
+		u.Path += APIPrefix
+	}
+	return u.String(), u.Hostname(), nil
 }
 
 // isLoopback reports whether host is a loopback address (where the

@@ -1,12 +1,18 @@
 // Package dict is balde's adapter for the DICT, the Pix key directory run
 // by Banco Central do Brasil: the policy catalog of the DICT's rate limits
-// (the DICT manual, chapter 19, exact), the key types, the counting rules (what a getEntry
-// costs by outcome, what a payment credits), the XML of the API (OpenAPI
-// 1.8.0), the table of its operations (Routes), and Transport, an
-// http.RoundTripper that throttles any DICT client; Client is built on it.
-// It imports no database library: what it stores goes through Records
-// (dictsql implements it). The simulator, dictsim,
-// shares none of this code.
+// (the DICT manual, chapter 19, exact), the key types, the counting rules
+// (what a getEntry costs by outcome, what a payment credits), the XML of
+// the API (OpenAPI 1.8.0), the table of its operations (Routes), and
+// Transport, an http.RoundTripper that throttles any DICT client; Client is
+// built on it. It imports no database library: what it stores goes through
+// Records (dictsql implements it). The simulator, dictsim, shares none of
+// this code.
+//
+// Its surface is what an application, the balde command or the README
+// uses, plus the typed messages of the whole DICT API (the request and
+// response XML types of xml.go and xml_api.go, with Marshal and
+// Unmarshal): a PSP that sends its own requests through Transport builds
+// and reads them with these.
 //
 // The flow of one request (Transport does this for every operation):
 //

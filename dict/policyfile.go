@@ -136,20 +136,6 @@ func strictDecode(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// loadPolicyFile reads the policy file at path (see parsePolicyFile).
-func loadPolicyFile(path string) (*policyFile, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInvalidPolicyFile, err)
-	}
-	defer fh.Close()
-	f, err := parsePolicyFile(fh)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
-
 // jsonError turns a decoding error of the part at path into one naming the
 // field.
 func jsonError(err error, path string) error {
@@ -212,13 +198,20 @@ func (c *Catalog) apply(f *policyFile) error {
 	return nil
 }
 
-// LoadFile reads the policy file at path and applies it (see Apply).
+// LoadFile reads the policy file at path (its "dict" section: see
+// policyFile) and applies it to the catalog, all or nothing. The error
+// wraps errInvalidPolicyFile and names the path and the field at fault.
 func (c *Catalog) LoadFile(path string) error {
-	f, err := loadPolicyFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errInvalidPolicyFile, err)
 	}
-	if err := c.apply(f); err != nil {
+	defer fh.Close()
+	f, err := parsePolicyFile(fh)
+	if err == nil {
+		err = c.apply(f)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
@@ -289,19 +282,18 @@ func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error)
 		s.Credits = make(map[string]int64)
 	}
 	maps.Copy(s.Credits, e.Credits)
-	if e.MinInterval != nil {
-		d, err := parseDuration(*e.MinInterval)
-		if err != nil {
-			return Spec{}, fmt.Errorf("min_interval: %w", err)
+	for _, d := range []struct {
+		field string
+		from  *string
+		to    *time.Duration
+	}{{"min_interval", e.MinInterval, &s.MinInterval}, {"block_for", e.BlockFor, &s.BlockFor}} {
+		if d.from != nil {
+			v, err := parseDuration(*d.from)
+			if err != nil {
+				return Spec{}, fmt.Errorf("%s: %w", d.field, err)
+			}
+			*d.to = v
 		}
-		s.MinInterval = d
-	}
-	if e.BlockFor != nil {
-		d, err := parseDuration(*e.BlockFor)
-		if err != nil {
-			return Spec{}, fmt.Errorf("block_for: %w", err)
-		}
-		s.BlockFor = d
 	}
 	if e.FailOpen != nil {
 		s.FailMode = throttle.FailClosed

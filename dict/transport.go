@@ -111,9 +111,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // operation.
 func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle.Decision, op string, err error) {
 	m := t.meter()
+	sent := false // the base transport closes the body of a request it sends
+	defer func() {
+		if !sent && req.Body != nil {
+			req.Body.Close()
+		}
+	}()
 	rt, params, ok := MatchRoute(req.Method, req.URL.Path)
 	if !ok {
-		closeBody(req)
 		return nil, d, "", fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
 	}
 	op = rt.Op
@@ -132,18 +137,15 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		req.Header.Set(HeaderRequestingParticipant, participant)
 	}
 	if err := ValidateISPB(participant); err != nil {
-		closeBody(req)
 		return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
 	}
 	keys, err := m.Catalog.requestKeys(rt, params, req.Header, req.URL.Query(), participant)
 	if err != nil {
-		closeBody(req)
 		return nil, d, op, fmt.Errorf("dict: %s: %w", rt.Op, err)
 	}
 	ref := req.Header.Get(HeaderEndToEndID)
 	if rt.Op == OpGetEntry {
 		if err := ValidateEndToEndID(ref); err != nil {
-			closeBody(req)
 			return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
 		}
 	}
@@ -152,11 +154,9 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	r, err := m.reserve(rctx, rt.Op, ref, keys...)
 	stopReserve()
 	if err != nil {
-		closeBody(req)
 		return nil, d, op, err
 	}
 	if d = r.Decision; !d.Allowed {
-		closeBody(req)
 		return nil, d, op, nil
 	}
 	// From here the reservation is settled whatever happens to the
@@ -165,11 +165,10 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	if err := req.Context().Err(); err != nil {
 		// The take committed after the request's deadline (it waited on a
 		// lock): nothing is sent, and the hold comes back.
-		closeBody(req)
 		t.settle(ctx, m, r, outcomeNotSent)
 		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 	}
-	sentAt := m.Limiter.Now()
+	sentAt, sent := m.Limiter.Now(), true
 	resp, err = t.base().RoundTrip(req)
 	if err != nil {
 		if notSent(err) {
@@ -266,12 +265,6 @@ func (t *Transport) logger() *slog.Logger {
 		return t.Logger
 	}
 	return nowhere
-}
-
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
 }
 
 func mustKeyType(key string) KeyType {

@@ -63,17 +63,8 @@ func (e *RateLimitError) Error() string {
 // the two apart.
 const HeaderLocalRefusal = "Balde-Refused"
 
-// Failures of the system a gateway forwards to, and of what it does not
-// serve. Wrapped with the detail a client reads.
-var (
-	// errUpstream: the DICT or SIFEN gave no answer to pass on (502).
-	errUpstream = errors.New("web: bad gateway")
-	// errUpstreamLost: the request may have reached SIFEN but its answer
-	// was lost (504).
-	errUpstreamLost = errors.New("web: gateway timeout")
-	// errNotImplemented: a service the gateway does not serve (501).
-	errNotImplemented = errors.New("web: not implemented")
-)
+// errNotImplemented: a service the gateway does not serve (501).
+var errNotImplemented = errors.New("web: not implemented")
 
 // notDueError is a request answered "not yet" by a schedule rather than a
 // limit (a SIFEN lot's next query): 429 with the wait, nothing was asked.
@@ -138,6 +129,7 @@ func problemOf(r *http.Request, err error) problem {
 		refused *throttle.RefusedError
 		remote  *dict.RemoteError
 		notDue  *notDueError
+		up      *upstreamError
 	)
 	msg := publicMessage(err)
 	switch {
@@ -194,30 +186,24 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.Is(err, context.DeadlineExceeded):
 		return newProblem(http.StatusServiceUnavailable, "the request took too long", storeRetryAfter)
 	// What a gateway forwards to failed: its own words, not the cause's.
-	case errors.Is(err, errUpstreamLost):
-		return newProblem(http.StatusGatewayTimeout, upstreamMessage(err), 0)
-	case errors.Is(err, errUpstream):
-		return newProblem(http.StatusBadGateway, upstreamMessage(err), 0)
+	case errors.As(err, &up) && up.lost:
+		return newProblem(http.StatusGatewayTimeout, up.msg, 0)
+	case errors.As(err, &up):
+		return newProblem(http.StatusBadGateway, up.msg, 0)
 	}
 	return newProblem(http.StatusInternalServerError, "internal error", 0)
 }
 
-// upstream wraps err, a failure of the DICT or SIFEN behind a gateway,
-// with what the client reads (msg); lost marks an answer that may have
-// been lost after the request arrived.
-func upstream(msg string, lost bool, err error) error {
-	sentinel := errUpstream
-	if lost {
-		sentinel = errUpstreamLost
-	}
-	return &upstreamError{msg: msg, sentinel: sentinel, err: err}
+// upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
+// or 504 when the answer was lost after the request arrived. msg is what
+// the client reads; err, logged, is why.
+type upstreamError struct {
+	msg  string
+	lost bool
+	err  error
 }
 
-type upstreamError struct {
-	msg      string
-	sentinel error
-	err      error
-}
+func upstream(msg string, lost bool, err error) error { return &upstreamError{msg, lost, err} }
 
 func (e *upstreamError) Error() string {
 	if e.err == nil {
@@ -226,21 +212,7 @@ func (e *upstreamError) Error() string {
 	return e.msg + ": " + e.err.Error()
 }
 
-func (e *upstreamError) Unwrap() []error {
-	if e.err == nil {
-		return []error{e.sentinel}
-	}
-	return []error{e.sentinel, e.err}
-}
-
-// upstreamMessage is the client's part of an upstreamError.
-func upstreamMessage(err error) string {
-	var up *upstreamError
-	if errors.As(err, &up) {
-		return up.msg
-	}
-	return publicMessage(err)
-}
+func (e *upstreamError) Unwrap() error { return e.err }
 
 // isDictInputError reports whether err is bad input to a DICT lookup or
 // payment: nothing was taken or sent (a 400). The lookup page shows it

@@ -154,9 +154,6 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// gatewayRoute carries the matched route through the proxy.
-type gatewayRoute struct{}
-
 // ServeHTTP implements http.Handler.
 func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == DictGatewayPaymentsPath {
@@ -191,15 +188,14 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(signed))
 		r.Header.Set("Content-Length", strconv.Itoa(len(signed)))
 	}
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatewayRoute{}, rt)))
+	g.proxy.ServeHTTP(w, r)
 }
 
 // rewrite points the outgoing request at the DICT (or the policies host),
 // keeping the client's path, query and headers.
 func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
 	base := g.target
-	if rt, ok := pr.In.Context().Value(gatewayRoute{}).(dict.Route); ok &&
-		strings.HasPrefix(rt.Path, "/policies/") {
+	if rt, _, _ := dict.MatchRoute(pr.In.Method, pr.In.URL.Path); strings.HasPrefix(rt.Path, "/policies/") {
 		base = g.policies
 	}
 	pr.SetURL(base)

@@ -25,8 +25,8 @@ const (
 	scopeEntity Scope = "ENTITY"
 )
 
-// defaultEnv is the env part of DICT bucket keys unless configured.
-const defaultEnv = "prod"
+// DefaultEnv is the env part of DICT bucket keys unless configured.
+const DefaultEnv = "prod"
 
 // Outcomes and events of the counting rules. An outcome is the HTTP status
 // in decimal ("404"); outcomeDefault costs any outcome a policy does not
@@ -114,12 +114,12 @@ type Catalog struct {
 var _ throttle.Resolver = (*Catalog)(nil)
 
 // NewCatalog returns the DICT's catalog (the DICT manual, chapter 19) for env ("" means
-// defaultEnv), with refill mode throttle.RefillStepwise and no category
+// DefaultEnv), with refill mode throttle.RefillStepwise and no category
 // (see SetCategory; until then the categorised policies use the strictest
 // category, H).
 func NewCatalog(env string) *Catalog {
 	if env == "" {
-		env = defaultEnv
+		env = DefaultEnv
 	}
 	c := &Catalog{env: env, specs: make(map[string]Spec), refill: throttle.RefillStepwise}
 	for _, s := range seedPolicies() {

@@ -2,7 +2,6 @@ package dict_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -77,13 +76,6 @@ func TestTransportThrottlesAPSPsClient(t *testing.T) {
 	require.Equal(t, time.Minute, d.RetryAfter, "a PF payer refills 2 a minute")
 	require.ErrorContains(t, err, "dict getEntry refused locally: ENTRIES_READ_USER_ANTISCAN/prod/"+cpfPF+" empty, retry after 1m0s")
 	require.Equal(t, before, sent, "nothing sent")
-}
-
-func readAll(t *testing.T, resp *http.Response) []byte {
-	t.Helper()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return data
 }
 
 // TestListClaimsFilters: the query carries what the spec's polling needs.

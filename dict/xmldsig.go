@@ -99,9 +99,6 @@ func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
 	return newXMLSigner(key, cert)
 }
 
-// certificate returns the signer's certificate.
-func (s *XMLSigner) certificate() *x509.Certificate { return s.cert }
-
 // Sign returns body signed: the Signature element is written where the
 // body's Signature child of the root stands (an empty placeholder, as
 // Marshal writes it, or an earlier signature, which is replaced), or as

@@ -285,5 +285,7 @@ func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, partici
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	return newGetPolicyResponse(participant, cat.CategoryInEffect(), state, lim.Now()), nil
+	now := lim.Now()
+	return &GetPolicyResponse{CorrelationID: NewCorrelationID(participant, now), ResponseTime: Timestamp{Time: now.UTC()},
+		Category: cat.CategoryInEffect(), Policy: policyFromState(state)}, nil
 }

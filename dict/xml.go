@@ -404,10 +404,9 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	return &p, nil
 }
 
-// policyFromState reports a bucket of the local mirror as the DICT would:
-// its tokens as of the state's instant (which may be negative after a
-// penalty), capacity and refill. A refill period
-// that is not a whole number of seconds is rounded up.
+// policyFromState reports a bucket of the mirror as the DICT would: its
+// tokens (negative after a penalty), capacity and refill (the period in
+// whole seconds, rounded up).
 func policyFromState(s throttle.BucketState) Policy {
 	return Policy{
 		AvailableTokens: s.Tokens,
@@ -431,17 +430,6 @@ func newListPoliciesResponse(participant, category string, states []throttle.Buc
 		r.Policies[i] = policyFromState(s)
 	}
 	return r
-}
-
-// newGetPolicyResponse builds the getBucketState answer of participant from
-// one bucket state, stamped now.
-func newGetPolicyResponse(participant, category string, state throttle.BucketState, now time.Time) *GetPolicyResponse {
-	return &GetPolicyResponse{
-		CorrelationID: NewCorrelationID(participant, now),
-		ResponseTime:  Timestamp{Time: now.UTC()},
-		Category:      category,
-		Policy:        policyFromState(state),
-	}
 }
 
 // brasilia is the DICT's local time (UTC-3, no daylight saving since 2019),

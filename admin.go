@@ -14,7 +14,7 @@ import (
 // serve does. With none recorded the catalog is unchanged (its configured
 // category, else the strictest).
 func (e *Engine) RestoreDictCategory(ctx context.Context, participant string) error {
-	category, ok, err := e.records.Category(ctx, e.catalog.Env(), participant)
+	category, _, ok, err := e.records.LearnedCategory(ctx, e.catalog.Env(), participant)
 	if err != nil || !ok {
 		return err
 	}

@@ -36,7 +36,7 @@ type Batch struct {
 	// DefaultBatchSenders).
 	Senders int
 	// Lanes bounds the payers worked on at once (default
-	// DefaultBatchLanes). When more payers than that are all waiting, the
+	// defaultBatchLanes). When more payers than that are all waiting, the
 	// next payer starts only when one of them is done.
 	Lanes int
 	// Sleep waits d or until ctx ends (default throttle.SleepContext). Tests
@@ -52,7 +52,7 @@ type Batch struct {
 // Defaults of Batch.
 const (
 	DefaultBatchSenders = 4
-	DefaultBatchLanes   = 64
+	defaultBatchLanes   = 64
 )
 
 // BatchEventKind says what a BatchEvent reports.
@@ -86,9 +86,9 @@ type BatchResult struct {
 	// Index is the lookup's position in Run's input.
 	Index   int
 	Request LookupRequest
-	// LookupResult is GetEntry's: Decision.Allowed false means the mirror
+	// Result is GetEntry's: Decision.Allowed false means the mirror
 	// refused the lookup and nothing was sent (Err is nil then).
-	LookupResult
+	Result[GetEntryResponse]
 	// Err is the lookup's failure (as GetEntry's errors; a key with no
 	// entry is a *RemoteError with NotFound()).
 	Err error
@@ -128,7 +128,7 @@ func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(Batc
 		senders = DefaultBatchSenders
 	}
 	if lanes <= 0 {
-		lanes = DefaultBatchLanes
+		lanes = defaultBatchLanes
 	}
 	r := &batchRun{
 		b:       b,
@@ -244,12 +244,10 @@ func (r *batchRun) lane(reqs []LookupRequest, idx []int) {
 	}
 }
 
-// errWaitBound ends a wait beyond MaxWait (or any wait without Wait).
-var errWaitBound = errors.New("dict: batch: the wait is beyond the bound")
-
-// lookup runs lookup i, waiting while refused. ok is false when the
-// result must not be delivered: the run stopped for a store failure or
-// deliver's error while the lookup waited (nothing was sent for it).
+// lookup runs lookup i, waiting while refused (Batch.Wait, within
+// MaxWait and ctx's deadline). ok is false when the result must not be
+// delivered: the run stopped for a store failure or deliver's error while
+// the lookup waited, or before it was ever tried (nothing was sent for it).
 func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 	b := r.b
 	sleep := b.Sleep
@@ -257,55 +255,48 @@ func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 		sleep = throttle.SleepContext
 	}
 	res = BatchResult{Index: i, Request: req}
-	var stoppedWaiting bool
-	waiter := throttle.Waiter{
-		Refused: func(d throttle.Decision) {
-			if b.Wait && (b.MaxWait <= 0 || res.Waited+d.RetryAfter <= b.MaxWait) {
-				r.progress(BatchEvent{Kind: BatchWaiting, Index: i, Request: req, Decision: d, Wait: d.RetryAfter})
-			}
-		},
-		Sleep: func(_ context.Context, d time.Duration) error {
-			if !b.Wait || (b.MaxWait > 0 && res.Waited+d > b.MaxWait) {
-				return errWaitBound
-			}
-			if err := sleep(r.stopCtx, d); err != nil {
-				stoppedWaiting = true
-				return err
-			}
-			res.Waited += d
-			return nil
-		},
-	}
-	_, err := waiter.Do(r.stopCtx, func(ctx context.Context) (throttle.Decision, error) {
-		select {
-		case r.senders <- struct{}{}:
-		case <-ctx.Done():
-			stoppedWaiting = true
-			return throttle.Decision{}, ctx.Err()
-		}
-		defer func() { <-r.senders }()
-		// A lookup whose reservation is taken completes whatever happens
-		// to ctx: the run stops after it. The reservation itself (a wait
-		// for a database lock) ends with ctx, and then nothing is sent
-		// (decision 0124).
-		var err error
-		res.LookupResult, err = b.Client.GetEntry(withReserveStop(context.WithoutCancel(ctx), ctx), req)
-		return res.Decision, err
-	})
-	if r.stopCtx.Err() != nil && (stoppedWaiting || errors.Is(err, context.Canceled)) {
-		if r.ctx.Err() == nil {
-			return res, false // stopped by a failure elsewhere: not processed
-		}
-		if res.Decision.Allowed || res.EndToEndID == "" {
-			return res, false // interrupted before it was ever tried
+	// stopped ends a lookup the run stopped: interrupted when the caller's
+	// ctx ended while it waited for the mirror, else not delivered.
+	stopped := func() (BatchResult, bool) {
+		if r.ctx.Err() == nil || res.Decision.Allowed || res.EndToEndID == "" {
+			return res, false
 		}
 		res.Interrupted, res.Err = true, nil
 		return res, true
 	}
-	if _, refused := throttle.AsRefusal(err); refused {
-		err = nil // the wait ended refused: res.Decision says why
+	var err error
+	for {
+		if r.stopCtx.Err() != nil {
+			return stopped()
+		}
+		select {
+		case r.senders <- struct{}{}:
+		case <-r.stopCtx.Done():
+			return stopped()
+		}
+		// A lookup whose reservation is taken completes whatever happens
+		// to the run: it stops after it. The reservation itself (a wait
+		// for a database lock) ends with the run, and then nothing is sent
+		// (decision 0124).
+		res.Result, err = b.Client.GetEntry(withReserveStop(context.WithoutCancel(r.stopCtx), r.stopCtx), req)
+		<-r.senders
+		d := res.Decision
+		if err != nil || d.Allowed || !b.Wait || d.RetryAfter <= 0 || (b.MaxWait > 0 && res.Waited+d.RetryAfter > b.MaxWait) {
+			break // admitted, failed, or ends refused: res.Decision says why
+		}
+		if deadline, ok := r.stopCtx.Deadline(); ok && time.Until(deadline) < d.RetryAfter {
+			break
+		}
+		r.progress(BatchEvent{Kind: BatchWaiting, Index: i, Request: req, Decision: d, Wait: d.RetryAfter})
+		if sleep(r.stopCtx, d.RetryAfter) != nil {
+			return stopped()
+		}
+		res.Waited += d.RetryAfter
 	}
-	if errors.Is(err, throttle.ErrStoreUnavailable) && !errors.Is(err, throttle.ErrOutcomeUnknown) {
+	switch {
+	case errors.Is(err, context.Canceled) && r.stopCtx.Err() != nil:
+		return stopped()
+	case errors.Is(err, throttle.ErrStoreUnavailable) && !errors.Is(err, throttle.ErrOutcomeUnknown):
 		r.stop(err)
 		return res, false
 	}

@@ -124,7 +124,7 @@ func TestBatchDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 			require.Equal(t, reqs[i], r.Request)
 			require.NoError(t, r.Err, "line %d", i)
 			require.True(t, r.Decision.Allowed, "line %d", i)
-			require.NotNil(t, r.Entry, "line %d", i)
+			require.NotNil(t, r.Response, "line %d", i)
 			if i == 0 {
 				require.Positive(t, r.Waited, "line %d", i)
 			}

@@ -20,42 +20,32 @@ const (
 	// ScopeUser: one bucket per end user; the identifier is the payer's CPF
 	// (class PF) or CNPJ (class PJ), as in the PI-PayerId header.
 	ScopeUser Scope = "USER"
-	// ScopeEntity: one bucket per entity named by a free identifier (an
-	// account, a bank entity). It is for adapters other than the DICT that
-	// share the catalog (a bank adapter's bucket per account).
-	ScopeEntity Scope = "ENTITY"
+	// scopeEntity: one bucket per free identifier (an account), for a
+	// policy file's own policies.
+	scopeEntity Scope = "ENTITY"
 )
 
 // DefaultEnv is the env part of DICT bucket keys unless configured.
 const DefaultEnv = "prod"
 
-// Outcome and event names of the counting rules. A DICT request's outcome
-// is its HTTP status in decimal ("200", "404"); OutcomeDefault is the cost of
-// any outcome a policy does not list. OutcomeTransportError is a request
-// whose response never arrived: the DICT may or may not have counted it, so
-// it costs the default (conservative).
+// Outcomes and events of the counting rules. An outcome is the HTTP status
+// in decimal ("404"); outcomeDefault costs any outcome a policy does not
+// list; a response that never arrived (outcomeTransportError) keeps its
+// hold; a request that provably never left (outcomeNotSent) costs nothing.
 const (
-	OutcomeDefault        = "*"
-	OutcomeTransportError = "error"
-	// OutcomeNotSent is a request that provably never reached the DICT (the
-	// connection was refused, the name did not resolve, its deadline passed
-	// before it was sent): it costs nothing and its whole hold comes back.
-	OutcomeNotSent = "not-sent"
-	// EventPayment is a payment order (pacs.008) sent with the EndToEndId
-	// of an earlier lookup.
-	EventPayment = "payment"
+	outcomeDefault        = "*"
+	outcomeTransportError = "error"
+	outcomeNotSent        = "not-sent"
+	eventPayment          = "payment" // a pacs.008 with a lookup's EndToEndId
 )
 
-// Limits are the size and refill of a bucket.
-type Limits struct {
-	// Capacity is the bucket size in whole tokens.
-	Capacity int64
-	// RefillTokens tokens come back every RefillPeriod.
-	RefillTokens int64
-	RefillPeriod time.Duration
-	// Credits, when not nil, overrides Spec.Credits for buckets of this
-	// class (the DICT credits a payment with 1 token to a PF, 2 to a PJ).
-	Credits map[string]int64
+// limits are the size of a bucket and its refill (RefillTokens whole tokens
+// every RefillPeriod); Credits, when set, override Spec.Credits for a
+// class (the DICT credits a payment 1 token to a PF, 2 to a PJ).
+type limits struct {
+	Capacity, RefillTokens int64
+	RefillPeriod           time.Duration
+	Credits                map[string]int64
 }
 
 // Spec is one policy of the catalog: which operations it limits, how its
@@ -64,7 +54,7 @@ type Limits struct {
 // Counting: a request is admitted while the bucket holds Reserve whole
 // tokens (1: the DICT admits while the balance is positive) and holds its
 // worst-case cost (Catalog.Hold, the largest of Costs); once the outcome is
-// known its total cost is Costs[outcome] (or Costs[OutcomeDefault], or
+// known its total cost is Costs[outcome] (or Costs[outcomeDefault], or
 // Reserve when neither is set) and the difference is refunded. An event (a
 // payment) credits Credits[event] tokens, capped at capacity, once per
 // reference.
@@ -73,12 +63,12 @@ type Spec struct {
 	Scope      Scope
 	Operations []string
 	// Limits apply when Classes is empty.
-	Limits Limits
+	Limits limits
 	// Classes size the buckets by class: "PF" and "PJ" for a USER policy,
 	// the participant category ("A".."H") for a PSP policy. A participant
 	// whose category has no class gets the strictest class (the smallest
 	// capacity).
-	Classes map[string]Limits
+	Classes map[string]limits
 	// Refill is the refill mode; when a spec does not set it (RefillSet
 	// false) the catalog's mode applies (default throttle.RefillStepwise).
 	Refill    throttle.RefillMode
@@ -167,7 +157,7 @@ func (c *Catalog) CategoryInEffect() string {
 	if s, ok := c.specs[PolicyEntriesReadParticipantAntiscan]; ok && len(s.Classes) > 0 {
 		return strictest(s.Classes)
 	}
-	return Categories[len(Categories)-1]
+	return categoryNames[len(categoryNames)-1]
 }
 
 // SetCategory sets the participant's category. Any category that passes
@@ -180,30 +170,6 @@ func (c *Catalog) SetCategory(category string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.category = category
-	return nil
-}
-
-// Refill returns the catalog's refill mode.
-func (c *Catalog) Refill() throttle.RefillMode {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.refill
-}
-
-// SetRefill sets the refill mode of every policy that does not set its own.
-// It fails, changing nothing, if some policy cannot use mode (a rolling
-// window must refill its whole capacity per period).
-// RefillStepwise (the default) is the conservative reading of the DICT's
-// "n tokens per period": it is never more generous than continuous refill.
-func (c *Catalog) SetRefill(mode throttle.RefillMode) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, name := range c.order {
-		if err := validateSpec(c.specs[name], mode); err != nil {
-			return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, name, err)
-		}
-	}
-	c.refill = mode
 	return nil
 }
 
@@ -231,8 +197,7 @@ func (c *Catalog) Specs() []Spec {
 	return out
 }
 
-// effective returns a deep copy of s with the refill mode in effect.
-// c.mu must be held.
+// effective is a copy of s with the refill mode in effect; c.mu held.
 func (c *Catalog) effective(s Spec) Spec {
 	if !s.RefillSet {
 		s.Refill = c.refill
@@ -240,23 +205,6 @@ func (c *Catalog) effective(s Spec) Spec {
 	return cloneSpec(s)
 }
 
-// Define adds a policy or replaces one, after validating it. The error
-// wraps throttle.ErrInvalidPolicy and names the field at fault.
-func (c *Catalog) Define(s Spec) error {
-	s = cloneSpec(s)
-	if s.Reserve == 0 {
-		s.Reserve = 1
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := validateSpec(s, c.refill); err != nil {
-		return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, s.Name, err)
-	}
-	c.define(s)
-	return nil
-}
-
-// define stores s. c.mu must be held.
 func (c *Catalog) define(s Spec) {
 	if _, ok := c.specs[s.Name]; !ok {
 		c.order = append(c.order, s.Name)
@@ -264,11 +212,8 @@ func (c *Catalog) define(s Spec) {
 	c.specs[s.Name] = s
 }
 
-// find returns the stored spec of policy, not a copy (Define and Apply
-// replace a spec, never change one in place: it may be read without the
-// lock), with the category and refill mode in effect. The error wraps
-// throttle.ErrUnknownPolicy. The decision path (Resolve, Admission, Cost,
-// Credit) reads specs through it, without copying their maps.
+// find returns the stored spec of policy (read-only: specs are replaced,
+// never changed in place) with the category and refill mode in effect.
 func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -311,22 +256,9 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	}, nil
 }
 
-// Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
-// the category in effect for a categorised PSP policy, "" otherwise.
-func (c *Catalog) Class(key throttle.Key) (string, error) {
-	s, category, _, err := c.find(key.Policy)
-	if err != nil {
-		return "", err
-	}
-	_, class, err := s.limitsFor(key.Identifier, category)
-	return class, err
-}
-
-// Admission returns what key's bucket must hold, in whole tokens, to admit
-// a request: the policy's Spec.Reserve (1 for every DICT policy: the DICT
-// admits while the balance is positive). Hold says what an admitted request
-// then takes. (Meter.Reserve is the act of taking it.)
-func (c *Catalog) Admission(key throttle.Key) (int64, error) {
+// admission is what key's bucket must hold to admit a request (1 for
+// every DICT policy: the DICT admits while the balance is positive).
+func (c *Catalog) admission(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -334,10 +266,10 @@ func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 	return s.Reserve, nil
 }
 
-// Hold returns what a request holds from key's bucket until its outcome is
-// known: its worst-case cost (the largest of the policy's costs and its
-// reserve, at most the bucket's capacity).
-func (c *Catalog) Hold(key throttle.Key) (int64, error) {
+// hold is a request's worst-case cost to key's bucket, held until its
+// outcome is known: the largest of its costs and reserve, at most the
+// capacity.
+func (c *Catalog) hold(key throttle.Key) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -352,10 +284,9 @@ func (c *Catalog) Hold(key throttle.Key) (int64, error) {
 	return n, nil
 }
 
-// Cost returns the total cost, in whole tokens, of a request with the
-// given outcome to key's bucket: Costs[outcome], else Costs[OutcomeDefault],
-// else the reserve.
-func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
+// cost is a request's total cost to key's bucket given outcome:
+// Costs[outcome], else Costs[outcomeDefault], else the reserve.
+func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -363,16 +294,15 @@ func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) {
 	if n, ok := s.Costs[outcome]; ok {
 		return n, nil
 	}
-	if n, ok := s.Costs[OutcomeDefault]; ok {
+	if n, ok := s.Costs[outcomeDefault]; ok {
 		return n, nil
 	}
 	return s.Reserve, nil
 }
 
-// Credit returns the tokens event gives back to key's bucket: the class's
-// credit when it has one, else the policy's. The error wraps
-// ErrUnknownOutcome when the policy does not credit event.
-func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
+// credit is what event gives back to key's bucket: the class's credit,
+// else the policy's, else errUnknownOutcome.
+func (c *Catalog) credit(key throttle.Key, event string) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -387,12 +317,11 @@ func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
 	if n, ok := s.Credits[event]; ok {
 		return n, nil
 	}
-	return 0, fmt.Errorf("%w: %s does not credit %q", ErrUnknownOutcome, key.Policy, event)
+	return 0, fmt.Errorf("%w: %s does not credit %q", errUnknownOutcome, key.Policy, event)
 }
 
-// ParticipantKeys returns the keys of every PSP policy's bucket of
-// participant, in catalog order: what listBucketStates reports.
-func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
+// participantKeys are participant's PSP buckets, in catalog order.
+func (c *Catalog) participantKeys(participant string) ([]throttle.Key, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err
 	}
@@ -407,24 +336,24 @@ func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
 
 // limitsFor returns the limits and class of the bucket of identifier under
 // s, given the participant's category.
-func (s Spec) limitsFor(identifier, category string) (Limits, string, error) {
+func (s Spec) limitsFor(identifier, category string) (limits, string, error) {
 	switch s.Scope {
 	case ScopeUser:
-		person, err := ParsePayerID(identifier)
+		person, err := parsePayerID(identifier)
 		if err != nil {
-			return Limits{}, "", err
+			return limits{}, "", err
 		}
 		if len(s.Classes) == 0 {
 			return s.Limits, string(person), nil
 		}
 		lim, ok := s.Classes[string(person)]
 		if !ok {
-			return Limits{}, "", fmt.Errorf("%w: %s has no limits for %s", throttle.ErrInvalidPolicy, s.Name, person)
+			return limits{}, "", fmt.Errorf("%w: %s has no limits for %s", throttle.ErrInvalidPolicy, s.Name, person)
 		}
 		return lim, string(person), nil
 	case ScopePSP:
 		if err := ValidateISPB(identifier); err != nil {
-			return Limits{}, "", err
+			return limits{}, "", err
 		}
 		if len(s.Classes) == 0 {
 			return s.Limits, "", nil
@@ -442,7 +371,7 @@ func (s Spec) limitsFor(identifier, category string) (Limits, string, error) {
 // capacities, the last by name ("H" before "G"). It runs on every
 // decision of a participant whose category has no class: no sorting, no
 // allocation.
-func strictest(classes map[string]Limits) string {
+func strictest(classes map[string]limits) string {
 	best := ""
 	for name, l := range classes {
 		if b, ok := classes[best]; !ok || l.Capacity < b.Capacity || (l.Capacity == b.Capacity && name > best) {
@@ -473,7 +402,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 		return bad("name", "%q is not a policy name (1 to %d printable bytes)", s.Name, throttle.MaxPolicyLen)
 	}
 	switch s.Scope {
-	case ScopePSP, ScopeUser, ScopeEntity:
+	case ScopePSP, ScopeUser, scopeEntity:
 	default:
 		return bad("scope", "%q (want PSP, USER or ENTITY)", s.Scope)
 	}
@@ -483,7 +412,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 	if s.BlockFor < 0 {
 		return bad("block_for", "negative")
 	}
-	check := func(prefix string, l Limits) *specError {
+	check := func(prefix string, l limits) *specError {
 		switch {
 		case l.Capacity <= 0 || l.Capacity > throttle.MaxTokens:
 			return bad(prefix+"capacity", "%d is not a whole number of tokens in 1..%d", l.Capacity, int64(throttle.MaxTokens))
@@ -511,18 +440,18 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 			return err
 		}
 	} else {
-		if s.Scope == ScopeEntity {
+		if s.Scope == scopeEntity {
 			return bad("classes", "an ENTITY policy has no classes")
 		}
 		if s.Scope == ScopeUser {
-			for _, p := range []PersonType{PF, PJ} {
+			for _, p := range []personType{personPF, personPJ} {
 				if _, ok := s.Classes[string(p)]; !ok {
 					return bad("classes", "a USER policy needs both PF and PJ (missing %s)", p)
 				}
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(s.Classes)) {
-			if s.Scope == ScopeUser && name != string(PF) && name != string(PJ) {
+			if s.Scope == ScopeUser && name != string(personPF) && name != string(personPJ) {
 				return bad("classes."+name, "a USER policy has classes PF and PJ only")
 			}
 			if s.Scope == ScopePSP && ValidateCategory(name) != nil {
@@ -552,7 +481,7 @@ func cloneSpec(s Spec) Spec {
 	s.Credits = maps.Clone(s.Credits)
 	s.Limits.Credits = maps.Clone(s.Limits.Credits)
 	if s.Classes != nil {
-		classes := make(map[string]Limits, len(s.Classes))
+		classes := make(map[string]limits, len(s.Classes))
 		for k, l := range s.Classes {
 			l.Credits = maps.Clone(l.Credits)
 			classes[k] = l

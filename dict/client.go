@@ -2,11 +2,13 @@ package dict
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,7 +38,8 @@ type ClientConfig struct {
 	// the anti-scan monitors) and the category Reconcile learns.
 	Records Records
 	// HTTPClient sends the requests; NewTLSClient builds one for mutual TLS.
-	// Its Transport is wrapped by a dict.Transport (the one send path).
+	// Its Transport is the base of a dict.Transport (the one send path) and
+	// its Timeout bounds each request, from the hold to the answer read.
 	// Default: a client with a 30 s timeout.
 	HTTPClient *http.Client
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its own
@@ -64,16 +67,19 @@ type ClientConfig struct {
 	// the category another process recorded in Records within the period,
 	// else the DICT's answer to GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN
 	// (one POLICIES_READ token), which also syncs that bucket. Default
-	// DefaultCategoryRecheck; negative: never.
+	// defaultCategoryRecheck; negative: never.
 	CategoryRecheck time.Duration
-	// Logger defaults to slog.Default().
+	// Logger receives the client's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
-// DefaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
+// nowhere is the logger of a part built without one: it logs nothing.
+var nowhere = slog.New(slog.DiscardHandler)
+
+// defaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
 // refill period of the categorised participant policy, so that a category
 // the DICT changes is followed within one period by every process.
-const DefaultCategoryRecheck = time.Minute
+const defaultCategoryRecheck = time.Minute
 
 // Signer signs a write operation's XML body with the PSP's key (XMLDSig,
 // the Signature element) and returns the signed document.
@@ -98,7 +104,8 @@ type Client struct {
 	meter       Meter
 	catalog     *Catalog
 	records     Records
-	http        *http.Client
+	transport   *Transport
+	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
 	logger      *slog.Logger
 
 	recheck    time.Duration
@@ -116,41 +123,31 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Limiter == nil || cfg.Catalog == nil {
 		return nil, errors.New("dict: client needs a Limiter and a Catalog")
 	}
-	base, err := url.Parse(strings.TrimSuffix(strings.TrimSuffix(cfg.BaseURL, "/"), APIPrefix))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("dict: client base URL %q is not an http(s) URL", cfg.BaseURL)
+	api, host, err := apiBase(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("dict: client base URL: %w", err)
 	}
 	c := &Client{
-		api:         strings.TrimSuffix(base.String(), "/") + APIPrefix,
+		api:         api,
+		policiesAPI: api,
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
-		loopback:    isLoopback(base.Hostname()),
+		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, Holds: &Holds{}},
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,
-		recheck:     cfg.CategoryRecheck,
+		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
 		checkedAt:   cfg.Limiter.Now(),
 	}
-	if c.recheck == 0 {
-		c.recheck = DefaultCategoryRecheck
-	}
-	c.policiesAPI = c.api
 	if cfg.PoliciesURL != "" {
-		pu, err := url.Parse(strings.TrimSuffix(cfg.PoliciesURL, "/"))
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return nil, fmt.Errorf("dict: client policies URL %q is not an http(s) URL", cfg.PoliciesURL)
+		if c.policiesAPI, _, err = apiBase(cfg.PoliciesURL); err != nil {
+			return nil, fmt.Errorf("dict: client policies URL: %w", err)
 		}
-		if !apiPrefix.MatchString(pu.Path) {
-			pu.Path += APIPrefix
-		}
-		c.policiesAPI = pu.String()
 	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
+	c.logger = cmp.Or(c.logger, nowhere)
 	hc := http.Client{Timeout: 30 * time.Second}
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
@@ -166,8 +163,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Records != nil {
 		t.Records = cfg.Records
 	}
-	hc.Transport = t
-	c.http = &hc
+	c.transport, c.timeout = t, hc.Timeout
 	return c, nil
 }
 
@@ -178,6 +174,19 @@ func isNil(v any) bool {
 	}
 	rv := reflect.ValueOf(v)
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// apiBase parses the http(s) base URL of the DICT's API and returns it
+// ending in its API prefix (APIPrefix when it has none), and its host.
+func apiBase(s string) (api, host string, err error) {
+	u, err := url.Parse(strings.TrimSuffix(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	if !apiPrefix.MatchString(u.Path) {
+		u.Path += APIPrefix
+	}
+	return u.String(), u.Hostname(), nil
 }
 
 // isLoopback reports whether host is a loopback address (where the
@@ -210,17 +219,6 @@ type LookupRequest struct {
 	EndToEndID string
 }
 
-// LookupResult is the outcome of a getEntry. Decision is the mirror's: a
-// refusal (Allowed false, with its Reason and RetryAfter) means nothing was
-// sent.
-type LookupResult struct {
-	EndToEndID string
-	Key        Key
-	Decision   throttle.Decision
-	// Entry is the answer when the DICT found the key (status 200).
-	Entry *GetEntryResponse
-}
-
 // GetEntry looks a key up (GET /api/v2/entries/{Key}), charged to the
 // payer's USER anti-scan bucket and the participant's
 // ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: admitted while both are
@@ -228,151 +226,183 @@ type LookupResult struct {
 // costs 1 and 1, a 404 20 and 3, a 500 or a 429 nothing (the difference is
 // refunded).
 //
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent.
-//
-// Errors: ErrInvalidKey, ErrInvalidPayerID, ErrInvalidEndToEndID (nothing
-// taken or sent); *RemoteError for any status but 200 (NotFound() for a key
-// with no entry) — the LookupResult still carries the EndToEndId;
-// throttle.ErrStoreUnavailable when the mirror could not decide (nothing
-// sent). A store failure after the answer never hides it (see Transport).
-func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (LookupResult, error) {
+// res.EndToEndID is the lookup's, given or generated, also with an error.
+// Bad input is ErrInvalidKey, ErrInvalidPayerID or ErrInvalidEndToEndID;
+// a key with no entry is a *RemoteError whose NotFound() is true.
+func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEntryResponse], error) {
+	var none Result[GetEntryResponse]
 	key, err := ParseKey(req.Key)
 	if err != nil {
-		return LookupResult{}, err
+		return none, err
 	}
-	if _, err := ParsePayerID(req.PayerID); err != nil {
-		return LookupResult{}, err
+	if _, err := parsePayerID(req.PayerID); err != nil {
+		return none, err
 	}
 	e2e := req.EndToEndID
 	if e2e == "" {
 		if e2e, err = NewEndToEndID(c.participant, c.meter.Limiter.Now()); err != nil {
-			return LookupResult{}, err
+			return none, err
 		}
 	} else if err := ValidateEndToEndID(e2e); err != nil {
-		return LookupResult{}, err
+		return none, err
 	}
 	c.recheckCategory(ctx)
 	hdr := http.Header{}
 	hdr.Set(HeaderPayerID, req.PayerID)
 	hdr.Set(HeaderEndToEndID, e2e)
-	r, err := send[GetEntryResponse](ctx, c, call{
-		op: OpGetEntry, method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value), header: hdr,
-	}, http.StatusOK)
-	return LookupResult{EndToEndID: e2e, Key: key, Decision: r.Decision, Entry: r.Response}, err
+	res, err := send[GetEntryResponse](ctx, c, call{method: http.MethodGet, path: "/entries/" + url.PathEscape(key.Value), header: hdr}, http.StatusOK)
+	res.EndToEndID = e2e
+	return res, err
 }
 
-// Result is the outcome of a DICT operation other than getEntry (which has
-// LookupResult). Decision is the mirror's: a refusal (Allowed false, with
-// its Reason and RetryAfter) comes with a nil error and a nil Response, and
-// means nothing was sent. Response is the DICT's answer when it succeeded.
-// Errors are failures only (docs/decisions/0010).
+// Result is the outcome of a Client operation. Decision is the mirror's:
+// a refusal (Allowed false, with its Key, Reason and RetryAfter) comes with
+// a nil error and a nil Response, and means nothing was sent. Response is
+// the DICT's answer when it succeeded; EndToEndID is a getEntry's.
+//
+// Errors are failures only (docs/decisions/0010): bad input, before
+// anything is taken or sent; ErrUnsigned for a write with no Signer;
+// *RemoteError for an answer with another status than the operation's
+// success; throttle.ErrStoreUnavailable when the mirror could not decide
+// (nothing sent). A store failure after the answer never hides it.
 type Result[T any] struct {
-	Decision throttle.Decision
-	Response *T
+	Decision   throttle.Decision
+	Response   *T
+	EndToEndID string
 }
 
-// send sends cl and decodes the DICT's answer with status want into
-// res.Response; a refusal of the mirror is res.Decision with a nil error.
-func send[T any](ctx context.Context, c *Client, cl call, want int) (Result[T], error) {
-	var res Result[T]
-	resp, err := c.do(ctx, cl)
-	if resp != nil {
-		res.Decision = resp.decision
+// call is one request to the DICT: method, the path after APIPrefix
+// (segments escaped), and its query, headers and body.
+type call struct {
+	method, path string
+	query        url.Values
+	header       http.Header
+	body         any
+}
+
+// send sends cl through the client's Transport (hold, send, settle, 429
+// sync, record) within the client's timeout, and decodes the DICT's answer
+// with status want into res.Response. A refusal of the mirror is
+// res.Decision with a nil error.
+func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[T], err error) {
+	// Build the request first: nothing is taken for a request that cannot be built.
+	rt, _, _ := MatchRoute(cl.method, APIPrefix+cl.path)
+	api := c.api
+	if rt.Op == OpListBucketStates || rt.Op == opGetBucketState {
+		api = c.policiesAPI
 	}
-	if err != nil || !res.Decision.Allowed {
-		return res, err
+	if len(cl.query) > 0 {
+		cl.path += "?" + cl.query.Encode()
 	}
-	if c.verifier != nil && resp.status == want {
-		if err := c.verifier.Verify(ctx, cl.op, resp.body); err != nil {
+	var body []byte
+	if cl.body != nil {
+		if body, err = Marshal(cl.body); err != nil {
 			return res, err
 		}
 	}
-	var out T
-	if err := resp.decode(cl.op, want, &out); err != nil {
-		return res, err
+	switch {
+	case !rt.Write:
+	case c.signer != nil:
+		if body, err = c.signer.Sign(ctx, rt.Op, body); err != nil {
+			return res, fmt.Errorf("dict: %s: sign: %w", rt.Op, err)
+		}
+	case !c.loopback:
+		return res, fmt.Errorf("%w: %s to %s", ErrUnsigned, rt.Op, c.api)
 	}
-	res.Response = &out
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, api+cl.path, bytes.NewReader(body))
+	if err != nil {
+		return res, fmt.Errorf("dict: %s: %w", rt.Op, err)
+	}
+	maps.Copy(req.Header, cl.header)
+	req.Header.Set(HeaderRequestingParticipant, c.participant)
+	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
+	if body != nil {
+		req.Header.Set("Content-Type", ContentTypeXML)
+	}
+	resp, d, _, err := c.transport.exchange(req)
+	res.Decision = d
+	if err != nil || !d.Allowed {
+		return res, wrap("dict: "+rt.Op, err)
+	}
+	data, _ := io.ReadAll(resp.Body) // in memory: exchange read it whole
+	switch {
+	case resp.StatusCode != want:
+		e := &RemoteError{Op: rt.Op, Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
+		e.Problem, _ = DecodeProblem(data)
+		return res, e
+	case c.verifier != nil:
+		if err := c.verifier.Verify(ctx, rt.Op, data); err != nil {
+			return res, err
+		}
+	}
+	if len(data) == 0 {
+		return res, fmt.Errorf("%w: %s: %w", ErrMalformedResponse, rt.Op, errNoBody)
+	}
+	res.Response = new(T)
+	if err := Unmarshal(data, res.Response); err != nil {
+		res.Response = nil
+		return res, fmt.Errorf("dict: %s: %w", rt.Op, err)
+	}
 	return res, nil
 }
 
-// CheckKeys asks which of 1 to MaxCheckKeys keys have an entry
+// wrap prefixes a non-nil err with what failed.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// CheckKeys asks which of 1 to maxCheckKeys keys have an entry
 // (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
-// validated first.
-//
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent. Errors: ErrInvalidKey and the key errors of ParseKey
-// (nothing taken or sent); *RemoteError for any status but 200;
-// throttle.ErrStoreUnavailable when the mirror could not decide.
+// validated first (ErrInvalidKey and ParseKey's errors).
 func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeysResponse], error) {
-	if len(keys) == 0 || len(keys) > MaxCheckKeys {
-		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), MaxCheckKeys)
+	if len(keys) == 0 || len(keys) > maxCheckKeys {
+		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), maxCheckKeys)
 	}
 	for _, k := range keys {
 		if _, err := ParseKey(k); err != nil {
 			return Result[CheckKeysResponse]{}, err
 		}
 	}
-	body, err := Marshal(&CheckKeysRequest{Keys: keys})
-	if err != nil {
-		return Result[CheckKeysResponse]{}, err
-	}
-	return send[CheckKeysResponse](ctx, c, call{op: OpCheckKeys, method: http.MethodPost, path: "/keys/check", body: body}, http.StatusOK)
+	return send[CheckKeysResponse](ctx, c, call{method: http.MethodPost, path: "/keys/check", body: &CheckKeysRequest{Keys: keys}}, http.StatusOK)
 }
 
-// CreateEntry registers a key (POST /api/v2/entries/), charged 1 token to
-// ENTRIES_WRITE. The key, its type, the account's participant and the
-// owner's tax id are validated first; an empty RequestID gets a new UUID
-// and an empty Reason becomes USER_REQUESTED. The answer is a 201.
-//
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent. Errors: bad input (nothing taken or sent), ErrUnsigned,
-// *RemoteError for any status but 201, throttle.ErrStoreUnavailable.
+// CreateEntry registers a key (POST /api/v2/entries/, answered 201),
+// charged 1 token to ENTRIES_WRITE. The key, its type, the account's
+// participant and the owner's tax id are validated first; an empty
+// RequestID gets a new UUID and an empty Reason becomes USER_REQUESTED.
 func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Result[CreateEntryResponse], error) {
 	var none Result[CreateEntryResponse]
-	if _, err := ParseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
+	if _, err := parseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
 		return none, err
 	}
 	if err := ValidateISPB(req.Entry.Account.Participant); err != nil {
 		return none, err
 	}
-	if _, err := ParsePayerID(req.Entry.Owner.TaxIDNumber); err != nil {
+	if _, err := parsePayerID(req.Entry.Owner.TaxIDNumber); err != nil {
 		return none, fmt.Errorf("dict: owner tax id: %w", err)
 	}
-	if req.RequestID == "" {
-		req.RequestID = uuid.NewString()
-	}
-	if req.Reason == "" {
-		req.Reason = "USER_REQUESTED"
-	}
-	body, err := Marshal(&req)
-	if err != nil {
-		return none, err
-	}
-	return send[CreateEntryResponse](ctx, c, call{op: OpCreateEntry, method: http.MethodPost, path: "/entries/", body: body}, http.StatusCreated)
+	req.RequestID = cmp.Or(req.RequestID, uuid.NewString())
+	req.Reason = cmp.Or(req.Reason, "USER_REQUESTED")
+	return send[CreateEntryResponse](ctx, c, call{method: http.MethodPost, path: "/entries/", body: &req}, http.StatusCreated)
 }
 
 // DeleteEntry removes a key (POST /api/v2/entries/{Key}/delete), charged 1
 // token to ENTRIES_WRITE. An empty reason becomes USER_REQUESTED.
-//
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent. Errors: the key errors of ParseKey (nothing taken or
-// sent), ErrUnsigned, *RemoteError for any status but 200,
-// throttle.ErrStoreUnavailable.
 func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (Result[DeleteEntryResponse], error) {
 	k, err := ParseKey(key)
 	if err != nil {
 		return Result[DeleteEntryResponse]{}, err
 	}
-	if reason == "" {
-		reason = "USER_REQUESTED"
-	}
-	body, err := Marshal(&DeleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: reason})
-	if err != nil {
-		return Result[DeleteEntryResponse]{}, err
-	}
-	return send[DeleteEntryResponse](ctx, c, call{op: OpDeleteEntry, method: http.MethodPost,
-		path: "/entries/" + url.PathEscape(k.Value) + "/delete", body: body}, http.StatusOK)
+	return send[DeleteEntryResponse](ctx, c, call{method: http.MethodPost, path: "/entries/" + url.PathEscape(k.Value) + "/delete",
+		body: &DeleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: cmp.Or(reason, "USER_REQUESTED")}}, http.StatusOK)
 }
 
 // ClaimsFilter selects claims (listClaims' query, OpenAPI 1.8.0): what the
@@ -395,66 +425,41 @@ type ClaimsFilter struct {
 }
 
 // ListClaims lists claims of the participant (GET /api/v2/claims/).
-//
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent. Errors: *RemoteError for any status but 200,
-// throttle.ErrStoreUnavailable.
 func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListClaimsResponse], error) {
-	q := url.Values{}
-	q.Set("Participant", c.participant)
-	if f.IncludeIndirectParticipants {
-		q.Set("IncludeIndirectParticipants", "true")
+	q := url.Values{"Participant": {c.participant}, "Status": f.Status}
+	set := func(name string, on bool, value string) {
+		if on {
+			q.Set(name, value)
+		}
 	}
-	if f.IsDonor {
-		q.Set("IsDonor", "true")
-	}
-	if f.IsClaimer {
-		q.Set("IsClaimer", "true")
-	}
-	for _, st := range f.Status {
-		q.Add("Status", st)
-	}
-	if f.Type != "" {
-		q.Set("Type", f.Type)
-	}
-	if !f.ModifiedAfter.IsZero() {
-		q.Set("ModifiedAfter", FormatTimestamp(f.ModifiedAfter))
-	}
-	if !f.ModifiedBefore.IsZero() {
-		q.Set("ModifiedBefore", FormatTimestamp(f.ModifiedBefore))
-	}
-	if f.Limit > 0 {
-		q.Set("Limit", strconv.Itoa(f.Limit))
-	}
-	return send[ListClaimsResponse](ctx, c, call{op: OpListClaims, method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
+	set("IncludeIndirectParticipants", f.IncludeIndirectParticipants, "true")
+	set("IsDonor", f.IsDonor, "true")
+	set("IsClaimer", f.IsClaimer, "true")
+	set("Type", f.Type != "", f.Type)
+	set("ModifiedAfter", !f.ModifiedAfter.IsZero(), formatTimestamp(f.ModifiedAfter))
+	set("ModifiedBefore", !f.ModifiedBefore.IsZero(), formatTimestamp(f.ModifiedBefore))
+	set("Limit", f.Limit > 0, strconv.Itoa(f.Limit))
+	return send[ListClaimsResponse](ctx, c, call{method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT
-// (GET /api/v2/policies/{policy}), charged 1 token to POLICIES_READ.
-//
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent. Errors: throttle.ErrInvalidKey for a bad policy name
-// (nothing sent), *RemoteError for any status but 200,
-// throttle.ErrStoreUnavailable.
+// (GET /api/v2/policies/{policy}), charged 1 token to POLICIES_READ. A bad
+// policy name is throttle.ErrInvalidKey.
 func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetPolicyResponse], error) {
-	if err := (throttle.Key{Policy: policy, Env: c.catalog.Env(), Identifier: c.participant}).Validate(); err != nil {
+	if err := c.catalog.Key(policy, c.participant).Validate(); err != nil {
 		return Result[GetPolicyResponse]{}, err
 	}
-	return send[GetPolicyResponse](ctx, c, call{op: OpGetBucketState, method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)
+	return send[GetPolicyResponse](ctx, c, call{method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)
 }
 
 // ListBucketStates reads all of the participant's buckets at the DICT and
 // its category (GET /api/v2/policies/), charged 1 token to POLICIES_LIST
 // (6/min, capacity 20).
-//
-// A refusal of the mirror is res.Decision (Allowed false) with a nil error:
-// nothing was sent. Errors: *RemoteError for any status but 200,
-// throttle.ErrStoreUnavailable.
 func (c *Client) ListBucketStates(ctx context.Context) (Result[ListPoliciesResponse], error) {
-	return send[ListPoliciesResponse](ctx, c, call{op: OpListBucketStates, method: http.MethodGet, path: "/policies/"}, http.StatusOK)
+	return send[ListPoliciesResponse](ctx, c, call{method: http.MethodGet, path: "/policies/"}, http.StatusOK)
 }
 
-// PaymentCredit is the result of CreditPayment (and CreditLookup).
+// PaymentCredit is the result of CreditPayment.
 type PaymentCredit struct {
 	Lookup Lookup
 	// Adjusted has the payer's bucket then the participant's.
@@ -467,27 +472,47 @@ type PaymentCredit struct {
 // of an earlier lookup that found its key: +1 (PF) or +2 (PJ) to the payer's
 // bucket and +1 to the participant's, capped at capacity, once per
 // EndToEndId. The DICT credits its own buckets when the SPI sees the
-// payment; this keeps the mirror in step.
+// payment; this keeps the mirror in step. On error the PaymentCredit holds
+// at most the lookup.
 //
-// Errors: ErrInvalidEndToEndID; ErrNoRecords; ErrUnknownEndToEndID;
-// ErrNotPayable for a lookup that did not end in 200.
+// Errors: ErrInvalidEndToEndID; an error when the client has no Records;
+// ErrUnknownEndToEndID; ErrNotPayable for a lookup that did not end in 200.
 func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentCredit, error) {
 	if err := ValidateEndToEndID(endToEndID); err != nil {
 		return PaymentCredit{}, err
 	}
 	if c.records == nil {
-		return PaymentCredit{}, ErrNoRecords
+		return PaymentCredit{}, errNoRecords
 	}
 	l, err := c.records.FindLookup(ctx, endToEndID)
 	if err != nil {
 		return PaymentCredit{}, err
 	}
-	if c.notice != "" && l.Status == http.StatusOK {
+	pc, m := PaymentCredit{Lookup: l}, c.meter
+	switch {
+	case l.Status != http.StatusOK:
+		return pc, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
+	case l.Env != m.Catalog.Env():
+		return pc, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
+	}
+	if c.notice != "" {
 		if err := c.noticePayment(ctx, endToEndID); err != nil {
-			return PaymentCredit{Lookup: l}, err
+			return pc, err
 		}
 	}
-	return CreditLookup(ctx, c.meter, c.records, l)
+	adjusted, err := m.credit(ctx, l.EndToEndID, eventPayment,
+		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
+	if err == nil {
+		err = c.records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now())
+	}
+	if err != nil {
+		return pc, err
+	}
+	pc.Adjusted, pc.Duplicate = adjusted, true
+	for _, a := range adjusted {
+		pc.Duplicate = pc.Duplicate && a.Duplicate
+	}
+	return pc, nil
 }
 
 // noticePayment tells the simulator the payment order was sent.
@@ -505,144 +530,4 @@ func (c *Client) noticePayment(ctx context.Context, e2e string) error {
 		return fmt.Errorf("dict: payment notice: %s answered %d", c.notice, resp.StatusCode)
 	}
 	return nil
-}
-
-// CreditLookup credits the payment of lookup l to the buckets it was
-// charged to and marks it paid (see Client.CreditPayment), in the local
-// mirror only (the simulator credits its own buckets on /sim/payments). On
-// error the PaymentCredit holds only l.
-func CreditLookup(ctx context.Context, m Meter, records Records, l Lookup) (PaymentCredit, error) {
-	pc := PaymentCredit{Lookup: l}
-	if l.Status != http.StatusOK {
-		return pc, fmt.Errorf("%w: %s ended in %d", ErrNotPayable, l.EndToEndID, l.Status)
-	}
-	if l.Env != m.Catalog.Env() {
-		return pc, fmt.Errorf("%w: %s was looked up in env %q, not %q", ErrUnknownEndToEndID, l.EndToEndID, l.Env, m.Catalog.Env())
-	}
-	adjusted, err := m.Credit(ctx, l.EndToEndID, EventPayment,
-		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
-	if err != nil {
-		return pc, err
-	}
-	if err := records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now()); err != nil {
-		return pc, err
-	}
-	pc.Adjusted, pc.Duplicate = adjusted, true
-	for _, a := range adjusted {
-		pc.Duplicate = pc.Duplicate && a.Duplicate
-	}
-	return pc, nil
-}
-
-// call is one request to the DICT.
-type call struct {
-	op     string
-	method string
-	path   string // after APIPrefix, segments escaped (url.PathEscape)
-	query  url.Values
-	header http.Header
-	body   []byte
-}
-
-// response is a DICT response, read whole, with the mirror's decision on
-// its request.
-type response struct {
-	decision   throttle.Decision
-	status     int
-	header     http.Header
-	body       []byte
-	retryAfter time.Duration
-}
-
-// do sends one call through the client's Transport (hold, send, settle,
-// 429 sync, record). It returns a response for every request the mirror
-// decided: a local refusal is a response whose decision is not Allowed
-// (nothing was sent) and a nil error; an admitted request comes back with
-// the DICT's answer, and an error when it was answered with a 429. The
-// error alone means the request could not be built, decided or sent.
-func (c *Client) do(ctx context.Context, cl call) (*response, error) {
-	// Build the request first: nothing is taken for a request that cannot be built.
-	api := c.api
-	if cl.op == OpListBucketStates || cl.op == OpGetBucketState {
-		api = c.policiesAPI
-	}
-	target := api + cl.path
-	if len(cl.query) > 0 {
-		target += "?" + cl.query.Encode()
-	}
-	body := cl.body
-	if rt, _, ok := MatchRoute(cl.method, APIPrefix+cl.path); ok && rt.Write {
-		switch {
-		case c.signer != nil:
-			signed, err := c.signer.Sign(ctx, cl.op, body)
-			if err != nil {
-				return nil, fmt.Errorf("dict: %s: sign: %w", cl.op, err)
-			}
-			body = signed
-		case !c.loopback:
-			return nil, fmt.Errorf("%w: %s to %s", ErrUnsigned, cl.op, c.api)
-		}
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
-	if err != nil {
-		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
-	}
-	for k, vs := range cl.header {
-		req.Header[k] = vs
-	}
-	req.Header.Set(HeaderRequestingParticipant, c.participant)
-	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
-	if body != nil {
-		req.Header.Set("Content-Type", ContentTypeXML)
-	}
-	httpResp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("dict: %s: %w", cl.op, err)
-	}
-	defer httpResp.Body.Close()
-	d, ok := DecisionOf(httpResp)
-	if !ok {
-		return nil, fmt.Errorf("dict: %s: the response did not come through the mirror's Transport", cl.op)
-	}
-	if !d.Allowed {
-		// Refused by the mirror: the Transport's own 429, nothing was sent.
-		return &response{decision: d}, nil
-	}
-	data, rerr := io.ReadAll(io.LimitReader(httpResp.Body, MaxBodySize+1))
-	resp := &response{decision: d, status: httpResp.StatusCode, header: httpResp.Header, body: data,
-		retryAfter: ParseRetryAfter(httpResp.Header.Get("Retry-After"), c.meter.Limiter.Now())}
-	if resp.status == http.StatusTooManyRequests {
-		return resp, resp.remoteError(cl.op)
-	}
-	if rerr != nil {
-		return resp, fmt.Errorf("%w: %s: read body: %w", ErrMalformedResponse, cl.op, rerr)
-	}
-	return resp, nil
-}
-
-// decode checks the status and decodes the body into v, or returns a
-// *RemoteError for any other status.
-func (r *response) decode(op string, want int, v any) error {
-	if r.status != want {
-		return r.remoteError(op)
-	}
-	if len(r.body) == 0 {
-		return fmt.Errorf("%w: %s: %w", ErrMalformedResponse, op, errNoBody)
-	}
-	if err := Unmarshal(r.body, v); err != nil {
-		return fmt.Errorf("dict: %s: %w", op, err)
-	}
-	return nil
-}
-
-func (r *response) remoteError(op string) *RemoteError {
-	e := &RemoteError{Op: op, Status: r.status, RetryAfter: r.retryAfter}
-	if p, err := DecodeProblem(r.body); err == nil {
-		e.Problem = p
-	}
-	return e
 }

@@ -212,7 +212,7 @@ func TestMutualTLS(t *testing.T) {
 	e := newClientEnv(t, hs.URL, httpClient)
 	res, err := e.client.GetEntry(context.Background(), dict.LookupRequest{Key: knownPhone, PayerID: cpfPF})
 	require.NoError(t, err)
-	require.Equal(t, "João Silva", res.Entry.Entry.Owner.Name)
+	require.Equal(t, "João Silva", res.Response.Entry.Owner.Name)
 	require.Equal(t, "participant 12345678", f.last.TLS.PeerCertificates[0].Subject.CommonName)
 
 	// Without a client certificate the handshake fails: the request costs

@@ -11,100 +11,78 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Meter applies the catalog's counting rules to a Limiter: Reserve before a
-// request, Settle once its outcome is known, Credit for a later event (a
-// payment). The Limiter must resolve the catalog's policies (the Catalog
-// itself, or a throttle.Resolvers chain holding it). Client and Transport
-// use a Meter on the local mirror. The simulator (dictsim) does not: it
-// counts with its own buckets and policy table, written independently from
-// the DICT manual, so that it can disagree with these rules when they are wrong.
+// Meter applies the catalog's counting rules to a Limiter that resolves
+// the catalog's policies (the Catalog itself, or a throttle.Resolvers chain
+// holding it): hold before a request, settle by its outcome, credit a
+// payment. Client and Transport use one on the local mirror; the simulator
+// (dictsim) counts with its own rules, written independently.
 type Meter struct {
 	Limiter *throttle.Limiter
 	Catalog *Catalog
-	// Holds, when set, counts the tokens held by this process's requests in
-	// flight (Reserve adds, Settle removes), so that a sync to the DICT's
-	// state can leave them out (see Holds). NewClient sets one; a nil Holds
-	// counts nothing and syncs take the DICT's number as it is.
-	Holds *Holds
+	// holds counts this process's requests in flight (nil: none counted,
+	// syncs take the DICT's number as it is).
+	holds *holds
 }
 
-// Reservation is what Reserve took: Reserved[i] tokens from Keys[i] (the
-// worst-case cost of the request to that bucket). Decision is the limiter's
-// answer: when it is a refusal nothing was taken.
-type Reservation struct {
-	Op       string
-	Ref      string
+// reservation is what reserve took: Reserved[i] tokens (the worst case)
+// from Keys[i]; nothing when Decision is a refusal.
+type reservation struct {
+	Op, Ref  string
 	Keys     []throttle.Key
 	Reserved []int64
 	Decision throttle.Decision
-	// flight is the entry in Meter.Holds while the request is in flight.
-	flight *flight
-	// takenAt is the mirror's time before the take; fullAtTake[i] is set
-	// when Keys[i]'s bucket was full when the hold was taken (see
-	// flightRefill).
+	flight   *flight // its entry in holds while in flight
+	// takenAt and fullAtTake[i] (Keys[i]'s bucket full at the take) are
+	// for flightRefill.
 	takenAt    time.Time
 	fullAtTake []bool
 }
 
-// Holds counts, per bucket, the tokens held by requests of this process that
-// are in flight: admitted (their worst case taken) and not yet settled. A
-// sync to a balance the DICT reports leaves them out — the synced balance is
-// the DICT's minus what is held in flight — so that the refunds that follow
-// land where the DICT will be once it has charged those requests, not above
-// it. Requests in flight in other processes sharing the database are not
-// counted (decision 0067). The zero value is ready; safe for concurrent use.
-type Holds struct {
-	mu   sync.Mutex
-	held map[throttle.Key]int64
-	// watches are the Watches not yet stopped: each counts the holds that
-	// land while it runs.
-	watches map[*Watch]struct{}
+// holds counts, per bucket, the tokens held by this process's requests in
+// flight; a sync to the DICT's balance leaves them out so that their
+// refunds land where the DICT will be (decision 0067). The zero value is
+// ready; safe for concurrent use.
+type holds struct {
+	mu      sync.Mutex
+	held    map[throttle.Key]int64
+	watches map[*watch]struct{} // running
 }
 
-// Watch counts the requests that land between Holds.Watch and Stop. A
-// balance the DICT read in that time may or may not count those requests
-// (the DICT charges as it answers): a sync to it leaves out what the mirror
-// kept of each (its settled cost; the whole hold when the outcome is
-// unknown), or a listing read before a lookup's charge and applied after
-// its refund would lift the mirror above the DICT. Use it for one read of
-// the DICT.
-type Watch struct {
-	holds  *Holds
+// watch counts what the mirror kept of the requests that landed since it
+// started: a balance the DICT read meanwhile may or may not count them, so
+// a sync to it leaves them out (decision 0067). One per read of the DICT;
+// a nil *watch counts nothing.
+type watch struct {
+	holds  *holds
 	landed map[throttle.Key]int64 // under holds.mu
 }
 
-// Watch starts counting the holds that land; call it before the request
-// whose balance will be synced is sent, and Stop once the sync is done.
-// A nil Holds returns a nil *Watch, which counts nothing.
-func (h *Holds) Watch() *Watch {
+// watch starts a watch; stop it once the sync is done.
+func (h *holds) watch() *watch {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := &Watch{holds: h, landed: make(map[throttle.Key]int64)}
+	w := &watch{holds: h, landed: make(map[throttle.Key]int64)}
 	if h.watches == nil {
-		h.watches = make(map[*Watch]struct{})
+		h.watches = make(map[*watch]struct{})
 	}
 	h.watches[w] = struct{}{}
 	return w
 }
 
-// Stop ends the count.
-func (w *Watch) Stop() {
-	if w == nil {
-		return
+func (w *watch) stop() {
+	if w != nil {
+		w.holds.mu.Lock()
+		defer w.holds.mu.Unlock()
+		delete(w.holds.watches, w)
 	}
-	w.holds.mu.Lock()
-	defer w.holds.mu.Unlock()
-	delete(w.holds.watches, w)
 }
 
-// Held returns the tokens held from key by requests in flight now plus
-// what the mirror kept of the requests that landed since the Watch
-// started: what a sync of key to a balance the DICT read meanwhile leaves
-// out.
-func (w *Watch) Held(key throttle.Key) int64 {
+// held is what a sync of key to a balance the DICT read during w leaves
+// out: the holds in flight now and what the mirror kept of those landed.
+func (w *watch) held(key throttle.Key) int64 {
 	if w == nil {
 		return 0
 	}
@@ -113,22 +91,20 @@ func (w *Watch) Held(key throttle.Key) int64 {
 	return w.holds.held[key] + w.landed[key]
 }
 
-// HeldBut is Held without r's own hold (r in flight: a request syncing
-// after its own answer leaves the rest out, not itself).
-func (w *Watch) HeldBut(key throttle.Key, r Reservation) int64 {
-	return max(w.Held(key)-r.flight.heldBy(key), 0)
+// heldBut is held without r's own hold.
+func (w *watch) heldBut(key throttle.Key, r reservation) int64 {
+	return max(w.held(key)-r.flight.heldBy(key), 0)
 }
 
-// flight is one request's entry in Holds, removed once.
+// flight is one request's entry in holds, removed once.
 type flight struct {
-	holds    *Holds
+	holds    *holds
 	keys     []throttle.Key
 	reserved []int64
 	removed  bool // under holds.mu
 }
 
-// InFlight returns the tokens held from key's bucket by requests in flight.
-func (h *Holds) InFlight(key throttle.Key) int64 {
+func (h *holds) inFlight(key throttle.Key) int64 {
 	if h == nil {
 		return 0
 	}
@@ -137,9 +113,8 @@ func (h *Holds) InFlight(key throttle.Key) int64 {
 	return h.held[key]
 }
 
-// add counts a request's holds before its take; the entry it returns
-// removes them.
-func (h *Holds) add(keys []throttle.Key, reserved []int64) *flight {
+// add counts a request's holds before its take.
+func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
 	if h == nil {
 		return nil
 	}
@@ -154,15 +129,9 @@ func (h *Holds) add(keys []throttle.Key, reserved []int64) *flight {
 	return &flight{holds: h, keys: keys, reserved: reserved}
 }
 
-// done removes f's holds, once (a nil f is nothing), counting each whole
-// hold as landed in the running Watches: the DICT may have charged up to it.
-func (f *flight) done() { f.land(nil) }
-
-// land removes f's holds, once (a nil f is nothing). kept[i], when kept is
-// not nil, is what the settle left charged to keys[i] (the outcome's cost:
-// 0 for a 429, 1 for a found lookup's participant); the running Watches
-// count that, not the hold: the DICT charged at most what the mirror kept,
-// and a balance it read before that charge is above it by no more.
+// land removes f's holds, once. The running watches count kept[i], what
+// the settle left charged to keys[i] (the DICT charged no more), or the
+// whole hold when kept is nil (the outcome is unknown).
 func (f *flight) land(kept []int64) {
 	if f == nil {
 		return
@@ -188,7 +157,7 @@ func (f *flight) land(kept []int64) {
 	}
 }
 
-// heldBy returns what f still holds from key (0 once removed).
+// heldBy returns what f still holds from key.
 func (f *flight) heldBy(key throttle.Key) int64 {
 	if f == nil {
 		return 0
@@ -196,53 +165,65 @@ func (f *flight) heldBy(key throttle.Key) int64 {
 	f.holds.mu.Lock()
 	defer f.holds.mu.Unlock()
 	var n int64
-	if !f.removed {
-		for i, k := range f.keys {
-			if k == key {
-				n += f.reserved[i]
-			}
+	for i, k := range f.keys {
+		if k == key && !f.removed {
+			n += f.reserved[i]
 		}
 	}
 	return n
 }
 
-// Landed reports that r's request is no longer in flight (its answer
-// arrived, or it was never sent) once its settle has committed or been given
-// up: from then on its outcome is in the mirror's balance, not in Holds.
-// Settle calls it; call it when a reservation is dropped without one.
-func (r Reservation) Landed() { r.flight.done() }
+// landed takes r out of flight for good (its whole hold counted landed):
+// for a reservation dropped without a settle that committed.
+func (r reservation) landed() { r.flight.land(nil) }
 
-// InFlightBut returns the tokens held from key by this process's requests
-// in flight other than r (see Holds): what a sync of key to the DICT's
-// balance leaves out.
-func (m *Meter) InFlightBut(key throttle.Key, r Reservation) int64 {
-	return max(m.Holds.InFlight(key)-r.flight.heldBy(key), 0)
+// policyTargets returns the syncs of participant's PSP buckets to the
+// balances of policies (an answer of GET /policies/), less what held
+// counts: the requests on the wire while the DICT read them, which its
+// number may not include (it charges as it answers). The listing's own
+// hold on POLICIES_LIST landed meanwhile but is in the number: that bucket
+// leaves out only the holds still in flight (decision 0067). unknown lists
+// the policies that are no PSP policy of the catalog.
+func (m *Meter) policyTargets(participant string, policies []Policy, held *watch, ref string) (targets []throttle.SyncTarget, unknown []string) {
+	for _, p := range policies {
+		spec, ok := m.Catalog.Spec(p.Name)
+		if !ok || spec.Scope != ScopePSP {
+			unknown = append(unknown, p.Name)
+			continue
+		}
+		key := m.Catalog.Key(p.Name, participant)
+		tokens := p.AvailableTokens - held.held(key)
+		if p.Name == PolicyPoliciesList {
+			tokens = p.AvailableTokens - m.holds.inFlight(key)
+		}
+		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: ref})
+	}
+	return targets, unknown
 }
 
-// Outcome names an HTTP status as an outcome of the counting rules ("404").
-func Outcome(status int) string { return strconv.Itoa(status) }
+// inFlightBut is the holds in flight on key but r's.
+func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
+	return max(m.holds.inFlight(key)-r.flight.heldBy(key), 0)
+}
 
-// Reserve takes, in one all-or-nothing Limiter.Take, the worst-case cost of
-// the request from each key (Catalog.Hold: 20 from a payer and 3 from the
-// participant for a getEntry), admitted while each bucket holds the
-// policy's admission (Catalog.Admission, 1 token: the DICT admits while the
-// balance is positive). Requests in flight so never overdraw the DICT's
-// buckets; the difference comes back at Settle. ref goes to the ledger (the
-// EndToEndId of a lookup). While admitted and not settled, the hold counts
-// in m.Holds. A refusal is the Reservation's Decision (Allowed false), with
-// a nil error: nothing was taken.
-//
-// Errors: bad keys (throttle.ErrInvalidKey, throttle.ErrUnknownPolicy),
-// throttle.ErrStoreUnavailable.
-func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (Reservation, error) {
-	r := Reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
+// outcomeOf names an HTTP status as an outcome of the counting rules ("404").
+func outcomeOf(status int) string { return strconv.Itoa(status) }
+
+// reserve takes, all or nothing, the worst-case cost of the request from
+// each key (Catalog.hold: 20 from a payer and 3 from the participant for a
+// getEntry), admitted while each bucket holds the policy's admission (1:
+// the DICT admits while the balance is positive), so that requests in
+// flight never overdraw the DICT's buckets. A refusal is r.Decision with a
+// nil error: nothing was taken.
+func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (reservation, error) {
+	r := reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		admit, err := m.Catalog.Admission(k)
+		admit, err := m.Catalog.admission(k)
 		if err != nil {
 			return r, err
 		}
-		hold, err := m.Catalog.Hold(k)
+		hold, err := m.Catalog.hold(k)
 		if err != nil {
 			return r, err
 		}
@@ -254,11 +235,11 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	}
 	// Counted in flight before the take: a sync that runs while the take
 	// commits leaves the hold out twice (stricter), never not at all.
-	r.flight = m.Holds.add(keys, r.Reserved)
+	r.flight = m.holds.add(keys, r.Reserved)
 	r.takenAt = m.Limiter.Now()
 	d, err := m.Limiter.Take(ctx, ref, charges...)
 	if err != nil || !d.Allowed {
-		r.Landed()
+		r.landed()
 	}
 	if err != nil {
 		return r, fmt.Errorf("dict: %s: %w", op, err)
@@ -279,7 +260,7 @@ func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 
 // gradePending reports whether the take of r left the severity of key's
 // bucket to the settle (throttle.BucketDecision.GradePending).
-func (r Reservation) gradePending(key throttle.Key) bool {
+func (r reservation) gradePending(key throttle.Key) bool {
 	for _, b := range r.Decision.Buckets {
 		if b.Key == key {
 			return b.GradePending
@@ -288,17 +269,11 @@ func (r Reservation) gradePending(key throttle.Key) bool {
 	return false
 }
 
-// flightRefill is what the mirror's bucket of key refilled, in whole tokens
-// rounded up, between r's take and now, when the bucket refills
-// continuously, was full at the take, and the DICT charged the request
-// (cost > 0); 0 otherwise. The DICT
-// keeps a full bucket full until it charges, at the answer, and refills
-// from then; the mirror left full at the take, a flight earlier, and would
-// keep that refill as a lead over the DICT (a category G participant at
-// 25/min, 50 ms: 0.02 token, enough for the mirror to admit at 1 token
-// while the DICT holds 0.98 and answers 429). Settle charges it back
-// (decision 0067): the mirror ends under the DICT by less than a token.
-func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) int64 {
+// flightRefill is what key's bucket refilled, in whole tokens rounded up,
+// between r's take and now, when it refills continuously, was full at the
+// take and the DICT charged the request: the DICT refills a full bucket
+// only from its charge, so settle charges it back (decision 0067).
+func (m *Meter) flightRefill(r reservation, i int, cost int64, now time.Time) int64 {
 	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
 		return 0
 	}
@@ -319,42 +294,28 @@ func (m *Meter) flightRefill(r Reservation, i int, cost int64, now time.Time) in
 	return int64(min(q, uint64(p.Capacity)))
 }
 
-// Settle gives back the difference between what Reserve held and the cost
-// of outcome, in one Limiter.Adjust: a 200 refunds 19 to the payer and 2 to
-// the participant, a 404 nothing, a 500 or a 429 the whole hold, and so
-// does OutcomeNotSent (the request provably never left). A request whose
-// answer never arrived (OutcomeTransportError) keeps its hold: the DICT may
-// have counted it at its worst. A cost above the hold (a policy file may
-// make one) is a penalty. It returns one Adjusted per key that changed.
-// Once it commits, r is no longer in flight (Reservation.Landed); after an
-// error the caller retries it or calls r.Landed when it gives up.
-func (m *Meter) Settle(ctx context.Context, r Reservation, outcome string) ([]throttle.Adjusted, error) {
-	return m.SettleAndSync(ctx, r, outcome)
-}
-
-// SettleAndSync is Settle, then targets (see throttle.SyncTarget) in the
-// same transaction (Limiter.AdjustAndSync): a remote 429 refunds its hold
-// and lowers the bucket the DICT says is empty at once, so no other request
-// is admitted on the refund in between. It returns the Adjusted of the keys
-// that changed, then one per target. A transport error applies only the
-// targets. r leaves Holds (Reservation.Landed) only after the transaction
-// commits, so that a sync running meanwhile leaves r's hold out (stricter)
-// rather than lifting the mirror with r's refund on top.
-func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
+// settle gives back the difference between the hold and the cost of
+// outcome (a 200 refunds 19 and 2, a 404 nothing, a 500, a 429 or
+// outcomeNotSent the whole hold; outcomeTransportError keeps it; a cost
+// above the hold is a penalty), then applies targets in the same
+// transaction: a remote 429's refund and the sync of the bucket the DICT
+// says is empty land together. r leaves holds only once it commits, so a
+// sync meanwhile leaves its hold out (stricter).
+func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	now := m.Limiter.Now()
 	var kept []int64 // nil: the whole hold (a transport error keeps it)
-	if outcome != OutcomeTransportError {
+	if outcome != outcomeTransportError {
 		kept = make([]int64, len(r.Keys))
 	}
 	for i, k := range r.Keys {
-		if outcome == OutcomeTransportError {
+		if outcome == outcomeTransportError {
 			break
 		}
 		cost := int64(0)
-		if outcome != OutcomeNotSent {
+		if outcome != outcomeNotSent {
 			var err error
-			if cost, err = m.Catalog.Cost(k, outcome); err != nil {
+			if cost, err = m.Catalog.cost(k, outcome); err != nil {
 				return nil, err
 			}
 			cost += m.flightRefill(r, i, cost, now)
@@ -384,17 +345,14 @@ func (m *Meter) SettleAndSync(ctx context.Context, r Reservation, outcome string
 	return out, nil
 }
 
-// Credit gives each key the tokens event earns under its policy and class
-// (a payment: +1 to a PF payer, +2 to a PJ payer, +1 to the participant),
-// capped at capacity and applied at most once per (key, ref): a repeated
-// credit comes back with Duplicate set and changes nothing.
-//
-// Errors: ErrUnknownOutcome when a key's policy does not credit event (then
-// nothing is credited), bad keys, throttle.ErrStoreUnavailable.
-func (m *Meter) Credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
+// credit gives each key the tokens event earns (a payment: +1 to a PF
+// payer, +2 to a PJ payer, +1 to the participant), capped at capacity, at
+// most once per (key, ref). Errors: errUnknownOutcome when a policy does
+// not credit event (nothing is credited).
+func (m *Meter) credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
 	adjs := make([]throttle.Adjustment, len(keys))
 	for i, k := range keys {
-		n, err := m.Catalog.Credit(k, event)
+		n, err := m.Catalog.credit(k, event)
 		if err != nil {
 			return nil, err
 		}

@@ -1,12 +1,18 @@
 // Package dict is balde's adapter for the DICT, the Pix key directory run
 // by Banco Central do Brasil: the policy catalog of the DICT's rate limits
-// (the DICT manual, chapter 19, exact), the key types, the counting rules (what a getEntry
-// costs by outcome, what a payment credits), the XML of the API (OpenAPI
-// 1.8.0), the table of its operations (Routes), and Transport, an
-// http.RoundTripper that throttles any DICT client; Client is built on it.
-// It imports no database library: what it stores goes through LookupStore
-// and CategoryStore (dictsql implements them). The simulator, dictsim,
-// shares none of this code.
+// (the DICT manual, chapter 19, exact), the key types, the counting rules
+// (what a getEntry costs by outcome, what a payment credits), the XML of
+// the API (OpenAPI 1.8.0), the table of its operations (Routes), and
+// Transport, an http.RoundTripper that throttles any DICT client; Client is
+// built on it. It imports no database library: what it stores goes through
+// Records (dictsql implements it). The simulator, dictsim, shares none of
+// this code.
+//
+// Its surface is what an application, the balde command or the README
+// uses, plus the typed messages of the whole DICT API (the request and
+// response XML types of xml.go and xml_api.go, with Marshal and
+// Unmarshal): a PSP that sends its own requests through Transport builds
+// and reads them with these.
 //
 // The flow of one request (Transport does this for every operation):
 //
@@ -17,13 +23,13 @@
 //     for a getEntry), all or nothing, admitted while each bucket is
 //     positive as the DICT admits — a refusal is a Decision and nothing is
 //     sent (the result's Decision out of every Client method; out of
-//     Transport, a 429 it answers itself whose Decision DecisionOf reads);
+//     Transport.RoundTrip, a *throttle.RefusedError that carries it);
 //  3. send, then refund the difference by the response's status with
 //     Limiter.Adjust (a 200 gives back 19 and 2, a 500 everything, and so
 //     does a request that provably never left); a remote 429 refunds its
 //     hold and lowers only the bucket the DICT says is empty for the remote
 //     Retry-After, in one transaction (Limiter.AdjustAndSync), leaving out
-//     the holds still in flight (Holds).
+//     the holds still in flight.
 //
 // Units: tokens are whole tokens; periods are time.Duration. Every bucket
 // key is throttle.Key{Policy, Env, Identifier} where Env is the catalog's
@@ -51,11 +57,11 @@ const (
 // reference (the DICT manual's policy table).
 const (
 	OpGetEntry           = "getEntry"
-	OpGetEntryStatistics = "getEntryStatistics"
-	OpCheckKeys          = "checkKeys"
-	OpCreateEntry        = "createEntry"
-	OpDeleteEntry        = "deleteEntry"
-	OpListClaims         = "listClaims"
-	OpGetBucketState     = "getBucketState"
+	opGetEntryStatistics = "getEntryStatistics"
+	opCheckKeys          = "checkKeys"
+	opCreateEntry        = "createEntry"
+	opDeleteEntry        = "deleteEntry"
+	opListClaims         = "listClaims"
+	opGetBucketState     = "getBucketState"
 	OpListBucketStates   = "listBucketStates"
 )

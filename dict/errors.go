@@ -9,27 +9,27 @@ import (
 // Errors of bad input. Each is returned before anything is taken from a
 // bucket or sent to the DICT. Key parse errors wrap ErrInvalidKey and the
 // sentinel of the key type (errors.Is works for both); payer id errors wrap
-// ErrInvalidPayerID and ErrInvalidCPF or ErrInvalidCNPJ.
+// ErrInvalidPayerID and errInvalidCPF or errInvalidCNPJ.
 var (
 	ErrInvalidKey        = errors.New("dict: invalid key")
-	ErrInvalidCPF        = errors.New("dict: invalid CPF")
-	ErrInvalidCNPJ       = errors.New("dict: invalid CNPJ")
-	ErrInvalidEmail      = errors.New("dict: invalid EMAIL key")
-	ErrInvalidPhone      = errors.New("dict: invalid PHONE key")
-	ErrInvalidEVP        = errors.New("dict: invalid EVP key")
-	ErrUnknownKeyType    = errors.New("dict: unknown key type")
+	errInvalidCPF        = errors.New("dict: invalid CPF")
+	errInvalidCNPJ       = errors.New("dict: invalid CNPJ")
+	errInvalidEmail      = errors.New("dict: invalid EMAIL key")
+	errInvalidPhone      = errors.New("dict: invalid PHONE key")
+	errInvalidEVP        = errors.New("dict: invalid EVP key")
+	errUnknownKeyType    = errors.New("dict: unknown key type")
 	ErrInvalidISPB       = errors.New("dict: invalid ISPB")
 	ErrInvalidPayerID    = errors.New("dict: invalid payer id")
 	ErrInvalidEndToEndID = errors.New("dict: invalid EndToEndId")
-	ErrInvalidCategory   = errors.New("dict: invalid participant category")
+	errInvalidCategory   = errors.New("dict: invalid participant category")
 
-	// ErrInvalidPolicyFile means a policy file could not be read or holds a
+	// errInvalidPolicyFile means a policy file could not be read or holds a
 	// value that cannot describe a policy; the message names the field.
-	ErrInvalidPolicyFile = errors.New("dict: invalid policy file")
+	errInvalidPolicyFile = errors.New("dict: invalid policy file")
 
-	// ErrUnknownOutcome means an outcome or event has no cost or credit in
+	// errUnknownOutcome means an outcome or event has no cost or credit in
 	// the policy's counting rules.
-	ErrUnknownOutcome = errors.New("dict: unknown outcome")
+	errUnknownOutcome = errors.New("dict: unknown outcome")
 
 	// ErrUnknownEndToEndID means no lookup was recorded with that
 	// EndToEndId, so a payment cannot be credited.
@@ -38,9 +38,9 @@ var (
 	// entry (only a 200 can lead to a payment order).
 	ErrNotPayable = errors.New("dict: lookup did not find an entry")
 
-	// ErrNoRecords means the operation needs the lookup records (Records)
+	// errNoRecords means the operation needs the lookup records (Records)
 	// and the client has none.
-	ErrNoRecords = errors.New("dict: no lookup records configured")
+	errNoRecords = errors.New("dict: no lookup records configured")
 
 	// ErrUnsigned means a write operation was about to go unsigned to a
 	// DICT that is not a simulator on loopback: configure a Signer.

@@ -14,9 +14,9 @@ import (
 
 // A PSP's own DICT client, throttled by balde: dict.Transport wraps its
 // transport. The lookup holds the worst case (20 tokens from the payer)
-// until the answer refunds the difference; a refusal is a 429 the
-// Transport answers itself (nothing is sent), whose Decision DecisionOf
-// reads.
+// until the answer refunds the difference; a refusal is an error that
+// carries the mirror's Decision (nothing is sent): throttle.AsRefusal, or
+// errors.As a *throttle.RefusedError, reads it.
 func ExampleTransport() {
 	ctx := context.Background()
 	sim, _ := dictsim.NewServer(ctx, dictsim.Config{EntriesFile: "testdata/entries.csv"})
@@ -38,15 +38,15 @@ func ExampleTransport() {
 		req.Header.Set(dict.HeaderPayerID, "11144477735")
 		req.Header.Set(dict.HeaderEndToEndID, e2e)
 		resp, err := client.Do(req)
+		if d, refused := throttle.AsRefusal(err); refused {
+			fmt.Println("refused locally:", d.Key.Policy, d.Reason, "retry after", d.RetryAfter)
+			return
+		}
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 		resp.Body.Close()
-		if d, ok := dict.DecisionOf(resp); ok && !d.Allowed {
-			fmt.Println(resp.StatusCode, "refused locally:", d.Key.Policy, d.Reason, "retry after", d.RetryAfter)
-			return
-		}
 		st, _ := lim.State(ctx, catalog.Key(dict.PolicyEntriesReadUserAntiscan, "11144477735"))
 		fmt.Println(resp.StatusCode, "payer tokens:", st.Tokens)
 	}
@@ -61,5 +61,5 @@ func ExampleTransport() {
 	// 404 payer tokens: 39
 	// 404 payer tokens: 19
 	// 404 payer tokens: -1
-	// 429 refused locally: ENTRIES_READ_USER_ANTISCAN empty retry after 1m0s
+	// refused locally: ENTRIES_READ_USER_ANTISCAN empty retry after 1m0s
 }

@@ -19,18 +19,18 @@ const (
 	KeyEVP   KeyType = "EVP"
 )
 
-// KeyTypes lists every key type, in the order of the DICT's documentation.
-var KeyTypes = []KeyType{KeyCPF, KeyCNPJ, KeyPhone, KeyEmail, KeyEVP}
+// keyTypes lists every key type, in the order of the DICT's documentation.
+var keyTypes = []KeyType{KeyCPF, KeyCNPJ, KeyPhone, KeyEmail, KeyEVP}
 
-// ParseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
-// the DICT writes them). The error wraps ErrUnknownKeyType.
-func ParseKeyType(s string) (KeyType, error) {
-	for _, t := range KeyTypes {
+// parseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
+// the DICT writes them). The error wraps errUnknownKeyType.
+func parseKeyType(s string) (KeyType, error) {
+	for _, t := range keyTypes {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", ErrUnknownKeyType, s)
+	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
 }
 
 // Key is a valid Pix key and its type.
@@ -44,7 +44,7 @@ func (k Key) String() string { return k.Value }
 
 // Limits of the key formats (DICT API 2.6.1).
 const (
-	MaxEmailLen = 77
+	maxEmailLen = 77
 )
 
 var (
@@ -64,9 +64,9 @@ var (
 // 14 characters a CNPJ. The key is not normalised: an EMAIL with capitals is
 // an error, as the DICT would answer.
 //
-// Errors wrap ErrInvalidKey and the type's sentinel (ErrInvalidCPF,
-// ErrInvalidCNPJ, ErrInvalidPhone, ErrInvalidEmail, ErrInvalidEVP), or
-// ErrUnknownKeyType when no type fits.
+// Errors wrap ErrInvalidKey and the type's sentinel (errInvalidCPF,
+// errInvalidCNPJ, errInvalidPhone, errInvalidEmail, errInvalidEVP), or
+// errUnknownKeyType when no type fits.
 func ParseKey(s string) (Key, error) {
 	var t KeyType
 	switch {
@@ -81,38 +81,38 @@ func ParseKey(s string) (Key, error) {
 	case len(s) == 14:
 		t = KeyCNPJ
 	default:
-		return Key{}, fmt.Errorf("%w %q: %w (not a CPF, CNPJ, PHONE, EMAIL or EVP)", ErrInvalidKey, truncate(s), ErrUnknownKeyType)
+		return Key{}, fmt.Errorf("%w %q: %w (not a CPF, CNPJ, PHONE, EMAIL or EVP)", ErrInvalidKey, truncate(s), errUnknownKeyType)
 	}
-	return ParseKeyAs(t, s)
+	return parseKeyAs(t, s)
 }
 
-// ParseKeyAs validates s as a key of type t. Errors as ParseKey.
-func ParseKeyAs(t KeyType, s string) (Key, error) {
+// parseKeyAs validates s as a key of type t. Errors as ParseKey.
+func parseKeyAs(t KeyType, s string) (Key, error) {
 	var err error
 	switch t {
 	case KeyCPF:
-		err = ValidateCPF(s)
+		err = validateCPF(s)
 	case KeyCNPJ:
-		err = ValidateCNPJ(s)
+		err = validateCNPJ(s)
 	case KeyPhone:
 		if !phoneRE.MatchString(s) {
-			err = fmt.Errorf("%w: %q is not E.164 (+ then 2 to 15 digits, no leading 0)", ErrInvalidPhone, truncate(s))
+			err = fmt.Errorf("%w: %q is not E.164 (+ then 2 to 15 digits, no leading 0)", errInvalidPhone, truncate(s))
 		}
 	case KeyEmail:
 		switch {
-		case len(s) > MaxEmailLen:
-			err = fmt.Errorf("%w: %d characters (at most %d)", ErrInvalidEmail, len(s), MaxEmailLen)
+		case len(s) > maxEmailLen:
+			err = fmt.Errorf("%w: %d characters (at most %d)", errInvalidEmail, len(s), maxEmailLen)
 		case strings.ToLower(s) != s:
-			err = fmt.Errorf("%w: %q has capital letters (the DICT stores EMAIL keys in lowercase)", ErrInvalidEmail, truncate(s))
+			err = fmt.Errorf("%w: %q has capital letters (the DICT stores EMAIL keys in lowercase)", errInvalidEmail, truncate(s))
 		case !emailRE.MatchString(s):
-			err = fmt.Errorf("%w: %q is not an email address", ErrInvalidEmail, truncate(s))
+			err = fmt.Errorf("%w: %q is not an email address", errInvalidEmail, truncate(s))
 		}
 	case KeyEVP:
 		if !evpRE.MatchString(s) {
-			err = fmt.Errorf("%w: %q is not a lowercase UUID", ErrInvalidEVP, truncate(s))
+			err = fmt.Errorf("%w: %q is not a lowercase UUID", errInvalidEVP, truncate(s))
 		}
 	default:
-		return Key{}, fmt.Errorf("%w: %w %q", ErrInvalidKey, ErrUnknownKeyType, t)
+		return Key{}, fmt.Errorf("%w: %w %q", ErrInvalidKey, errUnknownKeyType, t)
 	}
 	if err != nil {
 		return Key{}, fmt.Errorf("%w: %w", ErrInvalidKey, err)
@@ -120,15 +120,15 @@ func ParseKeyAs(t KeyType, s string) (Key, error) {
 	return Key{Type: t, Value: s}, nil
 }
 
-// ValidateCPF reports whether s is a CPF: 11 digits whose last two are the
+// validateCPF reports whether s is a CPF: 11 digits whose last two are the
 // mod-11 check digits of the first nine, not all the same digit. The error
-// wraps ErrInvalidCPF.
-func ValidateCPF(s string) error {
+// wraps errInvalidCPF.
+func validateCPF(s string) error {
 	if len(s) != 11 || !digitsRE.MatchString(s) {
-		return fmt.Errorf("%w: %q is not 11 digits", ErrInvalidCPF, truncate(s))
+		return fmt.Errorf("%w: %q is not 11 digits", errInvalidCPF, truncate(s))
 	}
 	if allSame(s) {
-		return fmt.Errorf("%w: %q has all digits equal", ErrInvalidCPF, s)
+		return fmt.Errorf("%w: %q has all digits equal", errInvalidCPF, s)
 	}
 	for n := 9; n <= 10; n++ {
 		sum := 0
@@ -140,25 +140,25 @@ func ValidateCPF(s string) error {
 			dv = 0
 		}
 		if int(s[n]-'0') != dv {
-			return fmt.Errorf("%w: %q has wrong check digits", ErrInvalidCPF, s)
+			return fmt.Errorf("%w: %q has wrong check digits", errInvalidCPF, s)
 		}
 	}
 	return nil
 }
 
-// ValidateCNPJ reports whether s is a CNPJ in the numeric or the
+// validateCNPJ reports whether s is a CNPJ in the numeric or the
 // alphanumeric form (^[A-Z0-9]{12}[0-9]{2}$): the last two digits are the
 // mod-11 check digits of the others, each character valued as its ASCII
 // code minus 48 ("0" is 0, "A" is 17), with weights 2..9 from the right;
 // a remainder below 2 gives 0, otherwise 11 minus it. "12ABC34501DE35" is
 // valid. A CNPJ of one repeated character is rejected. The error wraps
-// ErrInvalidCNPJ.
-func ValidateCNPJ(s string) error {
+// errInvalidCNPJ.
+func validateCNPJ(s string) error {
 	if !cnpjRE.MatchString(s) {
-		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", ErrInvalidCNPJ, truncate(s))
+		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", errInvalidCNPJ, truncate(s))
 	}
 	if allSame(s) {
-		return fmt.Errorf("%w: %q has all characters equal", ErrInvalidCNPJ, s)
+		return fmt.Errorf("%w: %q has all characters equal", errInvalidCNPJ, s)
 	}
 	for n := 12; n <= 13; n++ {
 		sum := 0
@@ -172,7 +172,7 @@ func ValidateCNPJ(s string) error {
 			dv = 11 - r
 		}
 		if int(s[n]-'0') != dv {
-			return fmt.Errorf("%w: %q has wrong check digits", ErrInvalidCNPJ, s)
+			return fmt.Errorf("%w: %q has wrong check digits", errInvalidCNPJ, s)
 		}
 	}
 	return nil
@@ -187,46 +187,44 @@ func ValidateISPB(s string) error {
 	return nil
 }
 
-// PersonType tells a natural person (PF, identified by a CPF) from a legal
+// personType tells a natural person (PF, identified by a CPF) from a legal
 // person (PJ, identified by a CNPJ). The DICT sizes a payer's anti-scan
 // buckets by it.
-type PersonType string
+type personType string
 
 const (
-	PF PersonType = "PF"
-	PJ PersonType = "PJ"
+	personPF personType = "PF"
+	personPJ personType = "PJ"
 )
 
-// ParsePayerID validates the payer id of a lookup (the PI-PayerId header):
+// ValidatePayerID validates the payer id of a lookup (the PI-PayerId
+// header): a CPF or a CNPJ. The error wraps ErrInvalidPayerID.
+func ValidatePayerID(s string) error {
+	_, err := parsePayerID(s)
+	return err
+}
+
+// parsePayerID validates the payer id of a lookup (the PI-PayerId header):
 // a CPF makes a PF, a CNPJ a PJ. The error wraps ErrInvalidPayerID and
-// ErrInvalidCPF or ErrInvalidCNPJ.
-func ParsePayerID(s string) (PersonType, error) {
+// errInvalidCPF or errInvalidCNPJ.
+func parsePayerID(s string) (personType, error) {
 	if len(s) == 11 {
-		if err := ValidateCPF(s); err != nil {
+		if err := validateCPF(s); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
 		}
-		return PF, nil
+		return personPF, nil
 	}
-	if err := ValidateCNPJ(s); err != nil {
+	if err := validateCNPJ(s); err != nil {
 		if len(s) != 14 {
-			err = fmt.Errorf("%w or %w: %q is neither 11 nor 14 characters", ErrInvalidCPF, ErrInvalidCNPJ, truncate(s))
+			err = fmt.Errorf("%w or %w: %q is neither 11 nor 14 characters", errInvalidCPF, errInvalidCNPJ, truncate(s))
 		}
 		return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
 	}
-	return PJ, nil
+	return personPJ, nil
 }
 
-// OwnerType returns the DICT's owner type of a person type:
-// NATURAL_PERSON or LEGAL_PERSON.
-func (p PersonType) OwnerType() string {
-	if p == PJ {
-		return "LEGAL_PERSON"
-	}
-	return "NATURAL_PERSON"
-}
-
-// EndToEndIDLen is the length of a Pix EndToEndId.
-const EndToEndIDLen = 32
+// endToEndIDLen is the length of a Pix EndToEndId.
+const endToEndIDLen = 32
 
 // NewEndToEndID returns a fresh Pix EndToEndId for a payment initiated by
 // participant ispb at now: "E", the ISPB, the UTC time as yyyyMMddHHmm and
@@ -260,10 +258,10 @@ func ValidateEndToEndID(s string) error {
 // ValidateCategory reports whether s can be a participant category: the
 // DICT's table has A to H, but a category is kept as a free string (1 to 16
 // letters, digits, "-" or "_") so that a new one published by Banco Central
-// is not an error. The error wraps ErrInvalidCategory.
+// is not an error. The error wraps errInvalidCategory.
 func ValidateCategory(s string) error {
 	if !categoryRE.MatchString(s) {
-		return fmt.Errorf("%w: %q (want a letter such as A..H)", ErrInvalidCategory, truncate(s))
+		return fmt.Errorf("%w: %q (want a letter such as A..H)", errInvalidCategory, truncate(s))
 	}
 	return nil
 }

@@ -18,11 +18,3 @@ type Lookup struct {
 	// until then).
 	PaidAt time.Time
 }
-
-// PersonType returns PF or PJ from the lookup's payer id.
-func (l Lookup) PersonType() PersonType {
-	if len(l.PayerID) == 14 {
-		return PJ
-	}
-	return PF
-}

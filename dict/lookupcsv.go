@@ -38,7 +38,7 @@ type LookupLine struct {
 
 // LineError says which line of a lookups file is bad and why: longer than
 // MaxLookupLine (ErrLineTooLong), more than two fields (ErrTooManyFields),
-// an invalid key (ParseKey's error) or payer (ParsePayerID's), or no payer
+// an invalid key (ParseKey's error) or payer (parsePayerID's), or no payer
 // at all (ErrNoPayer).
 type LineError struct {
 	Line int
@@ -94,7 +94,7 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 		if l.PayerID == "" {
 			return nil, &LineError{Line: line, Fields: len(rec), Err: ErrNoPayer}
 		}
-		if _, err := ParsePayerID(l.PayerID); err != nil {
+		if _, err := parsePayerID(l.PayerID); err != nil {
 			return nil, &LineError{Line: line, Fields: len(rec), Err: err}
 		}
 		lines = append(lines, l)

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// ErrLookupFormat is LookupFileFormat's error for a format other than
+// errLookupFormat is LookupFileFormat's error for a format other than
 // "csv", "json" or "".
-var ErrLookupFormat = errors.New("want csv or json")
+var errLookupFormat = errors.New("want csv or json")
 
 // LookupFileFormat is the format of a lookups results file: format when
 // given ("csv" or "json"), else JSON for a path ending in ".json" (any
@@ -22,19 +22,13 @@ func LookupFileFormat(format, path string) (asJSON bool, err error) {
 	case "":
 		return strings.EqualFold(filepath.Ext(path), ".json"), nil
 	}
-	return false, fmt.Errorf("format %q: %w", format, ErrLookupFormat)
-}
-
-// LookupFile is a LookupWriter on a file it created; Close ends the
-// records (the JSON array's bracket, the CSV buffer) and closes the file.
-type LookupFile struct {
-	*LookupWriter
-	f *os.File
+	return false, fmt.Errorf("format %q: %w", format, errLookupFormat)
 }
 
 // CreateLookupFile creates (or truncates) path and writes the header of a
-// results file in CSV, or in JSON when asJSON.
-func CreateLookupFile(path string, asJSON bool) (*LookupFile, error) {
+// results file in CSV, or in JSON when asJSON. Its Close ends the records
+// and closes the file.
+func CreateLookupFile(path string, asJSON bool) (*LookupWriter, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -43,9 +37,6 @@ func CreateLookupFile(path string, asJSON bool) (*LookupFile, error) {
 	if err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
-	return &LookupFile{w, f}, nil
+	w.file = f
+	return w, nil
 }
-
-// Close ends the records and closes the file; it returns the first
-// failure of either.
-func (lf *LookupFile) Close() error { return errors.Join(lf.LookupWriter.Close(), lf.f.Close()) }

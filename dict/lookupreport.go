@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -99,7 +100,7 @@ func NewLookupRecord(res BatchResult) LookupRecord {
 		rec.Reason, rec.RetryAfterS = d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
 	case err == nil:
 		rec.Status, rec.Result = http.StatusOK, LookupSent
-		e := res.Entry.Entry
+		e := res.Response.Entry
 		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
 		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
 		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
@@ -141,6 +142,7 @@ type LookupWriter struct {
 	csv  *csv.Writer
 	n    int
 	json bool
+	file *os.File // CreateLookupFile's, closed by Close
 }
 
 // NewLookupWriter starts a file on w: the CSV header, or "[" with asJSON.
@@ -193,12 +195,16 @@ func (lw *LookupWriter) Write(r LookupRecord) error {
 	return lw.csv.Error()
 }
 
-// Close ends the file (the JSON array's "]"); it does not close the
-// underlying writer.
+// Close ends the file (the JSON array's "]"), and closes it when
+// CreateLookupFile created it; it does not close a writer given to
+// NewLookupWriter. It returns the first failure of either.
 func (lw *LookupWriter) Close() error {
+	var err error
 	if lw.json {
-		_, err := io.WriteString(lw.w, "\n]\n")
-		return err
+		_, err = io.WriteString(lw.w, "\n]\n")
 	}
-	return nil
+	if lw.file != nil {
+		err = errors.Join(err, lw.file.Close())
+	}
+	return err
 }

@@ -18,11 +18,11 @@ import (
 func TestNewLookupRecord(t *testing.T) {
 	req := dict.LookupRequest{Key: "+5561988880000", PayerID: "11144477735"}
 	bucket := throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "11144477735"}
-	refused := dict.LookupResult{Decision: throttle.Decision{Reason: throttle.ReasonEmpty, Key: bucket, RetryAfter: 90 * time.Second}}
-	found := dict.LookupResult{EndToEndID: "E1", Decision: throttle.Decision{Allowed: true}, Entry: &dict.GetEntryResponse{Entry: dict.Entry{
+	refused := dict.Result[dict.GetEntryResponse]{Decision: throttle.Decision{Reason: throttle.ReasonEmpty, Key: bucket, RetryAfter: 90 * time.Second}}
+	found := dict.Result[dict.GetEntryResponse]{EndToEndID: "E1", Decision: throttle.Decision{Allowed: true}, Response: &dict.GetEntryResponse{Entry: dict.Entry{
 		KeyType: "PHONE", Account: dict.Account{Participant: "12345678", Branch: "0001", AccountNumber: "0007654321", AccountType: "CACC"},
 		Owner: dict.Owner{Type: "NATURAL_PERSON", TaxIDNumber: "11144477735", Name: "Maria"}}}}
-	allowed := dict.LookupResult{Decision: throttle.Decision{Allowed: true}}
+	allowed := dict.Result[dict.GetEntryResponse]{Decision: throttle.Decision{Allowed: true}}
 	notFound := &dict.RemoteError{Op: "get entry", Status: 404, Problem: &dict.Problem{Type: dict.ProblemTypePrefix + "EntryNotFound"}}
 	tooMany := &dict.RemoteError{Op: "get entry", Status: 429, RetryAfter: 2 * time.Second, Problem: &dict.Problem{Type: dict.ProblemTypePrefix + "RateLimitExceeded"}}
 	inDoubt := fmt.Errorf("dict: get entry: %w", throttle.ErrOutcomeUnknown)
@@ -32,21 +32,21 @@ func TestNewLookupRecord(t *testing.T) {
 		res  dict.BatchResult
 		want dict.LookupRecord
 	}{
-		{"RefusedLocally", dict.BatchResult{Request: req, LookupResult: refused, Waited: 1500 * time.Millisecond},
+		{"RefusedLocally", dict.BatchResult{Request: req, Result: refused, Waited: 1500 * time.Millisecond},
 			dict.LookupRecord{Result: dict.LookupBlocked, Reason: "empty", RetryAfterS: 90, WaitS: 1.5,
 				Message: "refused locally by ENTRIES_READ_USER_ANTISCAN/prod/11144477735, not sent"}},
-		{"InterruptedWhileWaiting", dict.BatchResult{Request: req, LookupResult: refused, Interrupted: true},
+		{"InterruptedWhileWaiting", dict.BatchResult{Request: req, Result: refused, Interrupted: true},
 			dict.LookupRecord{Result: dict.LookupInterrupted, Reason: "empty", RetryAfterS: 90, Message: dict.MsgLookupInterrupted}},
-		{"Found", dict.BatchResult{Request: req, LookupResult: found},
+		{"Found", dict.BatchResult{Request: req, Result: found},
 			dict.LookupRecord{Result: dict.LookupSent, Status: 200, EndToEndID: "E1", KeyType: "PHONE", Participant: "12345678",
 				Branch: "0001", Account: "0007654321", AccountType: "CACC", OwnerType: "NATURAL_PERSON", OwnerTaxID: "11144477735", OwnerName: "Maria"}},
-		{"NoEntryIsAnAnswer", dict.BatchResult{Request: req, LookupResult: allowed, Err: notFound},
+		{"NoEntryIsAnAnswer", dict.BatchResult{Request: req, Result: allowed, Err: notFound},
 			dict.LookupRecord{Result: dict.LookupSent, Status: 404, Reason: "EntryNotFound", Message: dict.MsgNoEntry}},
-		{"RemoteRefusalFails", dict.BatchResult{Request: req, LookupResult: allowed, Err: tooMany},
+		{"RemoteRefusalFails", dict.BatchResult{Request: req, Result: allowed, Err: tooMany},
 			dict.LookupRecord{Result: dict.LookupFailed, Status: 429, Reason: "RateLimitExceeded", RetryAfterS: 2, Message: tooMany.Error()}},
-		{"CommitInDoubt", dict.BatchResult{Request: req, LookupResult: allowed, Err: inDoubt},
+		{"CommitInDoubt", dict.BatchResult{Request: req, Result: allowed, Err: inDoubt},
 			dict.LookupRecord{Result: dict.LookupFailed, Reason: "store commit in doubt", Message: inDoubt.Error()}},
-		{"RequestFailed", dict.BatchResult{Request: req, LookupResult: allowed, Err: errors.New("dial tcp: refused")},
+		{"RequestFailed", dict.BatchResult{Request: req, Result: allowed, Err: errors.New("dial tcp: refused")},
 			dict.LookupRecord{Result: dict.LookupFailed, Reason: "request failed", Message: "dial tcp: refused"}},
 	}
 	for _, tt := range tests {

@@ -10,37 +10,37 @@ const (
 	PolicyEntriesReadUserAntiscan        = "ENTRIES_READ_USER_ANTISCAN"
 	PolicyEntriesReadUserAntiscanV2      = "ENTRIES_READ_USER_ANTISCAN_V2"
 	PolicyEntriesReadParticipantAntiscan = "ENTRIES_READ_PARTICIPANT_ANTISCAN"
-	PolicyEntriesStatisticsRead          = "ENTRIES_STATISTICS_READ"
-	PolicyEntriesWrite                   = "ENTRIES_WRITE"
-	PolicyEntriesUpdate                  = "ENTRIES_UPDATE"
-	PolicyClaimsRead                     = "CLAIMS_READ"
-	PolicyClaimsWrite                    = "CLAIMS_WRITE"
-	PolicyClaimsListWithRole             = "CLAIMS_LIST_WITH_ROLE"
-	PolicyClaimsListWithoutRole          = "CLAIMS_LIST_WITHOUT_ROLE"
-	PolicySyncVerificationsWrite         = "SYNC_VERIFICATIONS_WRITE"
-	PolicyCidsFilesWrite                 = "CIDS_FILES_WRITE"
-	PolicyCidsFilesRead                  = "CIDS_FILES_READ"
-	PolicyCidsEventsList                 = "CIDS_EVENTS_LIST"
-	PolicyCidsEntriesRead                = "CIDS_ENTRIES_READ"
-	PolicyInfractionReportsRead          = "INFRACTION_REPORTS_READ"
-	PolicyInfractionReportsWrite         = "INFRACTION_REPORTS_WRITE"
-	PolicyInfractionReportsListWithRole  = "INFRACTION_REPORTS_LIST_WITH_ROLE"
-	PolicyInfractionReportsListNoRole    = "INFRACTION_REPORTS_LIST_WITHOUT_ROLE"
+	policyEntriesStatisticsRead          = "ENTRIES_STATISTICS_READ"
+	policyEntriesWrite                   = "ENTRIES_WRITE"
+	policyEntriesUpdate                  = "ENTRIES_UPDATE"
+	policyClaimsRead                     = "CLAIMS_READ"
+	policyClaimsWrite                    = "CLAIMS_WRITE"
+	policyClaimsListWithRole             = "CLAIMS_LIST_WITH_ROLE"
+	policyClaimsListWithoutRole          = "CLAIMS_LIST_WITHOUT_ROLE"
+	policySyncVerificationsWrite         = "SYNC_VERIFICATIONS_WRITE"
+	policyCidsFilesWrite                 = "CIDS_FILES_WRITE"
+	policyCidsFilesRead                  = "CIDS_FILES_READ"
+	policyCidsEventsList                 = "CIDS_EVENTS_LIST"
+	policyCidsEntriesRead                = "CIDS_ENTRIES_READ"
+	policyInfractionReportsRead          = "INFRACTION_REPORTS_READ"
+	policyInfractionReportsWrite         = "INFRACTION_REPORTS_WRITE"
+	policyInfractionReportsListWithRole  = "INFRACTION_REPORTS_LIST_WITH_ROLE"
+	policyInfractionReportsListNoRole    = "INFRACTION_REPORTS_LIST_WITHOUT_ROLE"
 	PolicyKeysCheck                      = "KEYS_CHECK"
-	PolicyRefundsRead                    = "REFUNDS_READ"
-	PolicyRefundsWrite                   = "REFUNDS_WRITE"
-	PolicyRefundListWithRole             = "REFUND_LIST_WITH_ROLE"
-	PolicyRefundListWithoutRole          = "REFUND_LIST_WITHOUT_ROLE"
-	PolicyFraudMarkersRead               = "FRAUD_MARKERS_READ"
-	PolicyFraudMarkersWrite              = "FRAUD_MARKERS_WRITE"
-	PolicyFraudMarkersList               = "FRAUD_MARKERS_LIST"
-	PolicyPersonsStatisticsRead          = "PERSONS_STATISTICS_READ"
-	PolicyPoliciesRead                   = "POLICIES_READ"
+	policyRefundsRead                    = "REFUNDS_READ"
+	policyRefundsWrite                   = "REFUNDS_WRITE"
+	policyRefundListWithRole             = "REFUND_LIST_WITH_ROLE"
+	policyRefundListWithoutRole          = "REFUND_LIST_WITHOUT_ROLE"
+	policyFraudMarkersRead               = "FRAUD_MARKERS_READ"
+	policyFraudMarkersWrite              = "FRAUD_MARKERS_WRITE"
+	policyFraudMarkersList               = "FRAUD_MARKERS_LIST"
+	policyPersonsStatisticsRead          = "PERSONS_STATISTICS_READ"
+	policyPoliciesRead                   = "POLICIES_READ"
 	PolicyPoliciesList                   = "POLICIES_LIST"
 )
 
-// Categories are the participant categories of the DICT manual, A (largest) to H.
-var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
+// categoryNames are the participant categories of the DICT manual, A (largest) to H.
+var categoryNames = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 
 // seedPolicies returns the DICT's policy table (the DICT manual v8 and API
 // 2.6.1), exactly:
@@ -57,10 +57,10 @@ var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 // Every policy refunds a 500 and a 429 (the DICT did not serve the request;
 // on a 429 the client also brings its bucket down to 0).
 func seedPolicies() []Spec {
-	perMin := func(n, capacity int64) Limits {
-		return Limits{Capacity: capacity, RefillTokens: n, RefillPeriod: time.Minute}
+	perMin := func(n, capacity int64) limits {
+		return limits{Capacity: capacity, RefillTokens: n, RefillPeriod: time.Minute}
 	}
-	categories := map[string]Limits{
+	categories := map[string]limits{
 		"A": perMin(25000, 50000),
 		"B": perMin(20000, 40000),
 		"C": perMin(15000, 30000),
@@ -70,20 +70,20 @@ func seedPolicies() []Spec {
 		"G": perMin(25, 250),
 		"H": perMin(2, 50),
 	}
-	user := func() map[string]Limits {
+	user := func() map[string]limits {
 		pf, pj := perMin(2, 100), perMin(20, 1000)
-		pf.Credits = map[string]int64{EventPayment: 1}
-		pj.Credits = map[string]int64{EventPayment: 2}
-		return map[string]Limits{string(PF): pf, string(PJ): pj}
+		pf.Credits = map[string]int64{eventPayment: 1}
+		pj.Credits = map[string]int64{eventPayment: 2}
+		return map[string]limits{string(personPF): pf, string(personPJ): pj}
 	}
 	userCosts := func() map[string]int64 {
-		return map[string]int64{"200": 1, "404": 20, "500": 0, "429": 0, OutcomeDefault: 1}
+		return map[string]int64{"200": 1, "404": 20, "500": 0, "429": 0, outcomeDefault: 1}
 	}
 	other := func() map[string]int64 {
-		return map[string]int64{"500": 0, "429": 0, OutcomeDefault: 1}
+		return map[string]int64{"500": 0, "429": 0, outcomeDefault: 1}
 	}
-	psp := func(name string, limits Limits, ops ...string) Spec {
-		return Spec{Name: name, Scope: ScopePSP, Operations: ops, Limits: limits, Reserve: 1, Costs: other()}
+	psp := func(name string, l limits, ops ...string) Spec {
+		return Spec{Name: name, Scope: ScopePSP, Operations: ops, Limits: l, Reserve: 1, Costs: other()}
 	}
 	return []Spec{
 		{Name: PolicyEntriesReadUserAntiscan, Scope: ScopeUser, Operations: []string{OpGetEntry},
@@ -92,35 +92,35 @@ func seedPolicies() []Spec {
 			Classes: user(), Reserve: 1, Costs: userCosts()},
 		{Name: PolicyEntriesReadParticipantAntiscan, Scope: ScopePSP, Operations: []string{OpGetEntry},
 			Classes: categories, Reserve: 1,
-			Costs:   map[string]int64{"200": 1, "404": 3, "500": 0, "429": 0, OutcomeDefault: 1},
-			Credits: map[string]int64{EventPayment: 1}},
-		{Name: PolicyEntriesStatisticsRead, Scope: ScopePSP, Operations: []string{OpGetEntryStatistics},
+			Costs:   map[string]int64{"200": 1, "404": 3, "500": 0, "429": 0, outcomeDefault: 1},
+			Credits: map[string]int64{eventPayment: 1}},
+		{Name: policyEntriesStatisticsRead, Scope: ScopePSP, Operations: []string{opGetEntryStatistics},
 			Classes: maps.Clone(categories), Reserve: 1, Costs: other()},
-		psp(PolicyEntriesWrite, perMin(1200, 36000), OpCreateEntry, OpDeleteEntry),
-		psp(PolicyEntriesUpdate, perMin(600, 600), "updateEntry"),
-		psp(PolicyClaimsRead, perMin(600, 18000), "getClaim"),
-		psp(PolicyClaimsWrite, perMin(1200, 36000), "createClaim", "acknowledgeClaim", "cancelClaim", "confirmClaim", "completeClaim"),
-		psp(PolicyClaimsListWithRole, perMin(40, 200), OpListClaims),
-		psp(PolicyClaimsListWithoutRole, perMin(10, 50), OpListClaims),
-		psp(PolicySyncVerificationsWrite, perMin(10, 50), "createSyncVerification"),
-		psp(PolicyCidsFilesWrite, Limits{Capacity: 200, RefillTokens: 40, RefillPeriod: 24 * time.Hour}, "createCidSetFile"),
-		psp(PolicyCidsFilesRead, perMin(10, 50), "getCidSetFile"),
-		psp(PolicyCidsEventsList, perMin(20, 100), "listCidSetEvents"),
-		psp(PolicyCidsEntriesRead, perMin(1200, 36000), "getEntryByCid"),
-		psp(PolicyInfractionReportsRead, perMin(600, 18000), "getInfractionReport"),
-		psp(PolicyInfractionReportsWrite, perMin(1200, 36000), "createInfractionReport", "acknowledgeInfractionReport", "cancelInfractionReport", "closeInfractionReport"),
-		psp(PolicyInfractionReportsListWithRole, perMin(40, 200), "listInfractionReports"),
-		psp(PolicyInfractionReportsListNoRole, perMin(10, 50), "listInfractionReports"),
-		psp(PolicyKeysCheck, perMin(70, 70), OpCheckKeys),
-		psp(PolicyRefundsRead, perMin(1200, 36000), "getRefund"),
-		psp(PolicyRefundsWrite, perMin(2400, 72000), "createRefund", "cancelRefund", "closeRefund"),
-		psp(PolicyRefundListWithRole, perMin(40, 200), "listRefunds"),
-		psp(PolicyRefundListWithoutRole, perMin(10, 50), "listRefunds"),
-		psp(PolicyFraudMarkersRead, perMin(600, 18000), "getFraudMarker"),
-		psp(PolicyFraudMarkersWrite, perMin(1200, 36000), "createFraudMarker", "cancelFraudMarker"),
-		psp(PolicyFraudMarkersList, perMin(600, 18000), "listFrauds"),
-		psp(PolicyPersonsStatisticsRead, perMin(12000, 36000), "getPersonStatistics"),
-		psp(PolicyPoliciesRead, perMin(60, 200), OpGetBucketState),
+		psp(policyEntriesWrite, perMin(1200, 36000), opCreateEntry, opDeleteEntry),
+		psp(policyEntriesUpdate, perMin(600, 600), "updateEntry"),
+		psp(policyClaimsRead, perMin(600, 18000), "getClaim"),
+		psp(policyClaimsWrite, perMin(1200, 36000), "createClaim", "acknowledgeClaim", "cancelClaim", "confirmClaim", "completeClaim"),
+		psp(policyClaimsListWithRole, perMin(40, 200), opListClaims),
+		psp(policyClaimsListWithoutRole, perMin(10, 50), opListClaims),
+		psp(policySyncVerificationsWrite, perMin(10, 50), "createSyncVerification"),
+		psp(policyCidsFilesWrite, limits{Capacity: 200, RefillTokens: 40, RefillPeriod: 24 * time.Hour}, "createCidSetFile"),
+		psp(policyCidsFilesRead, perMin(10, 50), "getCidSetFile"),
+		psp(policyCidsEventsList, perMin(20, 100), "listCidSetEvents"),
+		psp(policyCidsEntriesRead, perMin(1200, 36000), "getEntryByCid"),
+		psp(policyInfractionReportsRead, perMin(600, 18000), "getInfractionReport"),
+		psp(policyInfractionReportsWrite, perMin(1200, 36000), "createInfractionReport", "acknowledgeInfractionReport", "cancelInfractionReport", "closeInfractionReport"),
+		psp(policyInfractionReportsListWithRole, perMin(40, 200), "listInfractionReports"),
+		psp(policyInfractionReportsListNoRole, perMin(10, 50), "listInfractionReports"),
+		psp(PolicyKeysCheck, perMin(70, 70), opCheckKeys),
+		psp(policyRefundsRead, perMin(1200, 36000), "getRefund"),
+		psp(policyRefundsWrite, perMin(2400, 72000), "createRefund", "cancelRefund", "closeRefund"),
+		psp(policyRefundListWithRole, perMin(40, 200), "listRefunds"),
+		psp(policyRefundListWithoutRole, perMin(10, 50), "listRefunds"),
+		psp(policyFraudMarkersRead, perMin(600, 18000), "getFraudMarker"),
+		psp(policyFraudMarkersWrite, perMin(1200, 36000), "createFraudMarker", "cancelFraudMarker"),
+		psp(policyFraudMarkersList, perMin(600, 18000), "listFrauds"),
+		psp(policyPersonsStatisticsRead, perMin(12000, 36000), "getPersonStatistics"),
+		psp(policyPoliciesRead, perMin(60, 200), opGetBucketState),
 		psp(PolicyPoliciesList, perMin(6, 20), OpListBucketStates),
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// PolicyFile is the "dict" section of balde's policy file (--policies,
+// policyFile is the "dict" section of balde's policy file (--policies,
 // BALDE_POLICY_FILE): a JSON object whose other top-level sections belong to
 // other modules and are ignored here. It overrides the numbers of the DICT's
 // policies and defines new policies with their own costs and credits:
@@ -39,21 +39,21 @@ import (
 // merge entry by entry); a new policy needs a scope and complete limits.
 // Periods (refill_period, min_interval, block_for) are Go durations
 // ("1m", "24h") or whole days ("1d").
-type PolicyFile struct {
+type policyFile struct {
 	// Refill is the catalog's refill mode: stepwise, continuous or rolling.
 	Refill   *string                `json:"refill"`
-	Policies map[string]PolicyEntry `json:"policies"`
+	Policies map[string]policyEntry `json:"policies"`
 }
 
-// PolicyEntry overrides or defines one policy. Nil fields are left as they are.
-type PolicyEntry struct {
+// policyEntry overrides or defines one policy. Nil fields are left as they are.
+type policyEntry struct {
 	Scope        *string                `json:"scope"`
 	Operations   []string               `json:"operations"`
 	Capacity     *int64                 `json:"capacity"`
 	RefillTokens *int64                 `json:"refill_tokens"`
 	RefillPeriod *string                `json:"refill_period"`
 	Refill       *string                `json:"refill"`
-	Classes      map[string]LimitsEntry `json:"classes"`
+	Classes      map[string]limitsEntry `json:"classes"`
 	Reserve      *int64                 `json:"reserve"`
 	Costs        map[string]int64       `json:"costs"`
 	Credits      map[string]int64       `json:"credits"`
@@ -62,8 +62,8 @@ type PolicyEntry struct {
 	FailOpen     *bool                  `json:"fail_open"`
 }
 
-// LimitsEntry overrides or defines the limits of one class.
-type LimitsEntry struct {
+// limitsEntry overrides or defines the limits of one class.
+type limitsEntry struct {
 	Capacity     *int64           `json:"capacity"`
 	RefillTokens *int64           `json:"refill_tokens"`
 	RefillPeriod *string          `json:"refill_period"`
@@ -86,27 +86,27 @@ func parseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// PolicyFileSection is the top-level key of the DICT's section.
-const PolicyFileSection = "dict"
+// policyFileSection is the top-level key of the DICT's section.
+const policyFileSection = "dict"
 
-// ParsePolicyFile reads a policy file and returns its DICT section (nil
+// parsePolicyFile reads a policy file and returns its DICT section (nil
 // when the file has none). Unknown fields in the section are errors. The
-// error wraps ErrInvalidPolicyFile and names the field or line at fault.
-func ParsePolicyFile(r io.Reader) (*PolicyFile, error) {
+// error wraps errInvalidPolicyFile and names the field or line at fault.
+func parsePolicyFile(r io.Reader) (*policyFile, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidPolicyFile, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidPolicyFile, err)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
 			line := 1 + bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n"))
-			return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidPolicyFile, line, syn)
+			return nil, fmt.Errorf("%w: line %d: %v", errInvalidPolicyFile, line, syn)
 		}
-		return nil, fmt.Errorf("%w: the file is not a JSON object of sections (want {\"dict\": {...}})", ErrInvalidPolicyFile)
+		return nil, fmt.Errorf("%w: the file is not a JSON object of sections (want {\"dict\": {...}})", errInvalidPolicyFile)
 	}
-	raw, ok := top[PolicyFileSection]
+	raw, ok := top[policyFileSection]
 	if !ok {
 		return nil, nil
 	}
@@ -117,13 +117,13 @@ func ParsePolicyFile(r io.Reader) (*PolicyFile, error) {
 		Policies map[string]json.RawMessage `json:"policies"`
 	}
 	if err := strictDecode(raw, &section); err != nil {
-		return nil, jsonError(err, PolicyFileSection)
+		return nil, jsonError(err, policyFileSection)
 	}
-	f := &PolicyFile{Refill: section.Refill, Policies: make(map[string]PolicyEntry, len(section.Policies))}
+	f := &policyFile{Refill: section.Refill, Policies: make(map[string]policyEntry, len(section.Policies))}
 	for _, name := range slices.Sorted(maps.Keys(section.Policies)) {
-		var e PolicyEntry
+		var e policyEntry
 		if err := strictDecode(section.Policies[name], &e); err != nil {
-			return nil, jsonError(err, PolicyFileSection+".policies."+name)
+			return nil, jsonError(err, policyFileSection+".policies."+name)
 		}
 		f.Policies[name] = e
 	}
@@ -136,20 +136,6 @@ func strictDecode(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// LoadPolicyFile reads the policy file at path (see ParsePolicyFile).
-func LoadPolicyFile(path string) (*PolicyFile, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidPolicyFile, err)
-	}
-	defer fh.Close()
-	f, err := ParsePolicyFile(fh)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
-
 // jsonError turns a decoding error of the part at path into one naming the
 // field.
 func jsonError(err error, path string) error {
@@ -160,17 +146,17 @@ func jsonError(err error, path string) error {
 		if typ.Field != "" {
 			field += "." + typ.Field
 		}
-		return fmt.Errorf("%w: %s: want %s, got JSON %s", ErrInvalidPolicyFile, field, typ.Type, typ.Value)
+		return fmt.Errorf("%w: %s: want %s, got JSON %s", errInvalidPolicyFile, field, typ.Type, typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("%w: %s: %s", ErrInvalidPolicyFile, path, strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf("%w: %s: %s", errInvalidPolicyFile, path, strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return fmt.Errorf("%w: %s: %v", ErrInvalidPolicyFile, path, err)
+	return fmt.Errorf("%w: %s: %v", errInvalidPolicyFile, path, err)
 }
 
 // Apply merges f into the catalog, all or nothing: if any policy would be
 // invalid the catalog is left unchanged. The error wraps
-// ErrInvalidPolicyFile and names the field ("dict.policies.X.capacity").
-func (c *Catalog) Apply(f *PolicyFile) error {
+// errInvalidPolicyFile and names the field ("dict.policies.X.capacity").
+func (c *Catalog) apply(f *policyFile) error {
 	if f == nil {
 		return nil
 	}
@@ -180,7 +166,7 @@ func (c *Catalog) Apply(f *PolicyFile) error {
 	if f.Refill != nil {
 		m, err := throttle.ParseRefillMode(*f.Refill)
 		if err != nil {
-			return fmt.Errorf("%w: dict.refill: %v", ErrInvalidPolicyFile, err)
+			return fmt.Errorf("%w: dict.refill: %v", errInvalidPolicyFile, err)
 		}
 		mode = m
 	}
@@ -189,7 +175,7 @@ func (c *Catalog) Apply(f *PolicyFile) error {
 		old, exists := c.specs[name]
 		s, err := mergeEntry(name, old, exists, f.Policies[name])
 		if err != nil {
-			return fmt.Errorf("%w: dict.policies.%s.%v", ErrInvalidPolicyFile, name, err)
+			return fmt.Errorf("%w: dict.policies.%s.%v", errInvalidPolicyFile, name, err)
 		}
 		merged[name] = s
 	}
@@ -201,7 +187,7 @@ func (c *Catalog) Apply(f *PolicyFile) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(check)) {
 		if err := validateSpec(check[name], mode); err != nil {
-			return fmt.Errorf("%w: dict.policies.%s.%v", ErrInvalidPolicyFile, name, err)
+			return fmt.Errorf("%w: dict.policies.%s.%v", errInvalidPolicyFile, name, err)
 		}
 	}
 	// Everything is valid: commit, new policies in name order.
@@ -212,13 +198,20 @@ func (c *Catalog) Apply(f *PolicyFile) error {
 	return nil
 }
 
-// LoadFile reads the policy file at path and applies it (see Apply).
+// LoadFile reads the policy file at path (its "dict" section: see
+// policyFile) and applies it to the catalog, all or nothing. The error
+// wraps errInvalidPolicyFile and names the path and the field at fault.
 func (c *Catalog) LoadFile(path string) error {
-	f, err := LoadPolicyFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errInvalidPolicyFile, err)
 	}
-	if err := c.Apply(f); err != nil {
+	defer fh.Close()
+	f, err := parsePolicyFile(fh)
+	if err == nil {
+		err = c.apply(f)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
@@ -226,7 +219,7 @@ func (c *Catalog) LoadFile(path string) error {
 
 // mergeEntry applies e over old (the current spec when exists) and returns
 // the result. Errors name the field relative to the policy.
-func mergeEntry(name string, old Spec, exists bool, e PolicyEntry) (Spec, error) {
+func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error) {
 	s := cloneSpec(old)
 	if !exists {
 		s = Spec{Name: name, Reserve: 1}
@@ -255,7 +248,7 @@ func mergeEntry(name string, old Spec, exists bool, e PolicyEntry) (Spec, error)
 		if len(s.Classes) > 0 {
 			return Spec{}, fmt.Errorf("capacity: %s is sized by class; override \"classes\" instead", name)
 		}
-		l, err := mergeLimits(s.Limits, LimitsEntry{Capacity: e.Capacity, RefillTokens: e.RefillTokens, RefillPeriod: e.RefillPeriod})
+		l, err := mergeLimits(s.Limits, limitsEntry{Capacity: e.Capacity, RefillTokens: e.RefillTokens, RefillPeriod: e.RefillPeriod})
 		if err != nil {
 			return Spec{}, err
 		}
@@ -263,7 +256,7 @@ func mergeEntry(name string, old Spec, exists bool, e PolicyEntry) (Spec, error)
 	}
 	for _, class := range slices.Sorted(maps.Keys(e.Classes)) {
 		if s.Classes == nil {
-			s.Classes = make(map[string]Limits)
+			s.Classes = make(map[string]limits)
 		}
 		ce := e.Classes[class]
 		if _, ok := s.Classes[class]; !ok && (ce.Capacity == nil || ce.RefillTokens == nil || ce.RefillPeriod == nil) {
@@ -289,19 +282,18 @@ func mergeEntry(name string, old Spec, exists bool, e PolicyEntry) (Spec, error)
 		s.Credits = make(map[string]int64)
 	}
 	maps.Copy(s.Credits, e.Credits)
-	if e.MinInterval != nil {
-		d, err := parseDuration(*e.MinInterval)
-		if err != nil {
-			return Spec{}, fmt.Errorf("min_interval: %w", err)
+	for _, d := range []struct {
+		field string
+		from  *string
+		to    *time.Duration
+	}{{"min_interval", e.MinInterval, &s.MinInterval}, {"block_for", e.BlockFor, &s.BlockFor}} {
+		if d.from != nil {
+			v, err := parseDuration(*d.from)
+			if err != nil {
+				return Spec{}, fmt.Errorf("%s: %w", d.field, err)
+			}
+			*d.to = v
 		}
-		s.MinInterval = d
-	}
-	if e.BlockFor != nil {
-		d, err := parseDuration(*e.BlockFor)
-		if err != nil {
-			return Spec{}, fmt.Errorf("block_for: %w", err)
-		}
-		s.BlockFor = d
 	}
 	if e.FailOpen != nil {
 		s.FailMode = throttle.FailClosed
@@ -312,7 +304,7 @@ func mergeEntry(name string, old Spec, exists bool, e PolicyEntry) (Spec, error)
 	return s, nil
 }
 
-func mergeLimits(l Limits, e LimitsEntry) (Limits, error) {
+func mergeLimits(l limits, e limitsEntry) (limits, error) {
 	if e.Capacity != nil {
 		l.Capacity = *e.Capacity
 	}

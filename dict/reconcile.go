@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -37,7 +38,7 @@ type ReconcileResult struct {
 // itself limited by POLICIES_LIST: 6/min, capacity 20), records the
 // participant's category (catalog and Records), and lowers every local PSP
 // bucket that holds more tokens than the DICT reports less this process's
-// holds in flight (Limiter.Sync, see Holds; a bucket is never raised).
+// holds in flight (Limiter.Sync; a bucket is never raised).
 //
 // A refusal of the mirror (POLICIES_LIST empty locally) is res.Decision
 // (Allowed false) with a nil error: nothing was sent.
@@ -45,8 +46,8 @@ type ReconcileResult struct {
 // Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	before := c.catalog.Category() // the Transport learns the answer's category
-	held := c.meter.Holds.Watch()
-	defer held.Stop()
+	held := c.meter.holds.watch()
+	defer held.stop()
 	listed, err := c.ListBucketStates(ctx)
 	if err != nil || !listed.Decision.Allowed {
 		return ReconcileResult{Decision: listed.Decision}, err
@@ -74,15 +75,13 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 	}
 
-	var targets []throttle.SyncTarget
+	targets, unknown := c.meter.policyTargets(c.participant, remote.Policies, held, "reconcile "+remote.CorrelationID)
+	res.Unknown = unknown
 	for _, p := range remote.Policies {
-		spec, ok := c.catalog.Spec(p.Name)
-		if !ok || spec.Scope != ScopePSP {
-			res.Unknown = append(res.Unknown, p.Name)
+		if slices.Contains(unknown, p.Name) {
 			continue
 		}
-		key := c.catalog.Key(p.Name, c.participant)
-		local, err := c.catalog.Resolve(key)
+		local, err := c.catalog.Resolve(c.catalog.Key(p.Name, c.participant))
 		if err != nil {
 			return res, err
 		}
@@ -90,15 +89,6 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			res.Mismatched = append(res.Mismatched, fmt.Sprintf("%s: local %d/%ds capacity %d, remote %d/%ds capacity %d",
 				p.Name, local.RefillTokens, int64(local.RefillPeriod/time.Second), local.Capacity, p.RefillTokens, p.RefillPeriodSec, p.Capacity))
 		}
-		// The requests this process has in flight, or had since the
-		// listing was sent, may not be in the DICT's number (it charges
-		// when it answers): their holds stay out. The listing's own hold
-		// on POLICIES_LIST landed meanwhile but is in the number.
-		tokens := p.AvailableTokens - held.Held(key)
-		if p.Name == PolicyPoliciesList {
-			tokens = p.AvailableTokens - c.meter.Holds.InFlight(key)
-		}
-		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "reconcile " + remote.CorrelationID})
 	}
 	if len(targets) == 0 {
 		return res, nil
@@ -154,18 +144,14 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 
 // CategoryFresh is how long a category learned from the DICT is reused at
 // start without asking again (GET /policies/ is limited to 6/min): one
-// refill period of the categorised policy, as the client's re-check
-// (ClientConfig.CategoryRecheck). It was 24 h: a category the DICT changed
-// was ignored for a day (decision 0068).
-const CategoryFresh = DefaultCategoryRecheck
+// refill period of the categorised policy (decision 0068).
+const CategoryFresh = defaultCategoryRecheck
 
-// recheckCategory re-checks the participant's category when the last check
-// is older than the client's recheck period (see ClientConfig): the one
-// another process recorded within the period, else the DICT's answer to
-// GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN, whose <Category> the
-// Transport learns and whose balance, less the holds in flight, the bucket
-// is synced to. One check runs at a time; failures are logged and retried
-// at the next period. The lookup that triggers it waits for it.
+// recheckCategory re-checks the participant's category once per recheck
+// period, before a lookup: the one another process recorded within the
+// period, else GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN (whose
+// category the Transport learns; the bucket is synced to its balance).
+// One check at a time; failures wait for the next period.
 func (c *Client) recheckCategory(ctx context.Context) {
 	if c.recheck < 0 {
 		return
@@ -183,15 +169,12 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		c.checking, c.checkedAt = false, now
 		c.categoryMu.Unlock()
 	}()
-	if c.records != nil {
-		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
-		if err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
-			return
-		}
+	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
+		return
 	}
 	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
-	held := c.meter.Holds.Watch()
-	defer held.Stop()
+	held := c.meter.holds.watch()
+	defer held.stop()
 	res, err := c.GetBucketState(ctx, key.Policy)
 	switch {
 	case err != nil:
@@ -201,7 +184,7 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
 		return
 	}
-	tokens := res.Response.Policy.AvailableTokens - held.Held(key)
+	tokens := res.Response.Policy.AvailableTokens - held.held(key)
 	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
 		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
 	}
@@ -223,17 +206,12 @@ type LearnedCategory struct {
 // not learning the category is this method's failure, see decision 0010),
 // a remote error, a store failure.
 func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
-	if c.records != nil {
-		cat, at, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
-		if err != nil {
-			return LearnedCategory{}, err
-		}
-		if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
-			if err := c.catalog.SetCategory(cat); err != nil {
-				return LearnedCategory{}, err
-			}
-			return LearnedCategory{Category: cat, Source: "stored", At: at}, nil
-		}
+	cat, at, ok, err := c.stored(ctx)
+	if err != nil {
+		return LearnedCategory{}, err
+	}
+	if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
+		return LearnedCategory{Category: cat, Source: "stored", At: at}, c.catalog.SetCategory(cat)
 	}
 	res, err := c.Reconcile(ctx)
 	if err != nil {
@@ -252,33 +230,37 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 // recorded by an earlier reconciliation (the DICT's word wins over the
 // configured default). It reports whether one was found.
 func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
-	if c.records == nil {
-		return false, nil
-	}
-	cat, _, ok, err := c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+	cat, _, ok, err := c.stored(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
 	return true, c.catalog.SetCategory(cat)
 }
 
+// stored is the category recorded in Records (ok false without one).
+func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok bool, err error) {
+	if c.records == nil {
+		return "", time.Time{}, false, nil
+	}
+	return c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+}
+
 // LocalPolicies reports the participant's buckets in the local mirror in
 // the DICT's listBucketStates format (for the app's /policies/ endpoint).
 func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, error) {
-	return ListPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
+	return listPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
 }
 
 // LocalPolicy reports one of the participant's buckets in the local mirror
 // in the DICT's getBucketState format.
 func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
-	return GetPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
+	return getPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
 }
 
-// ListPolicies builds the listBucketStates answer for participant from the
-// buckets of lim (every PSP policy of the catalog, in catalog order), without
-// taking anything. Errors: ErrInvalidISPB, throttle.ErrStoreUnavailable.
-func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
-	keys, err := cat.ParticipantKeys(participant)
+// listPolicies is the listBucketStates answer of participant's PSP buckets
+// in lim, taking nothing.
+func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
+	keys, err := cat.participantKeys(participant)
 	if err != nil {
 		return nil, err
 	}
@@ -286,14 +268,12 @@ func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, part
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return NewListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
+	return newListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
 }
 
-// GetPolicy builds the getBucketState answer for one PSP policy of
-// participant from lim. Errors: throttle.ErrUnknownPolicy for a name that
-// is not a PSP policy of the catalog; ErrInvalidISPB;
-// throttle.ErrStoreUnavailable.
-func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
+// getPolicy is the getBucketState answer of one PSP bucket of participant
+// in lim; a name that is no PSP policy is throttle.ErrUnknownPolicy.
+func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err
 	}
@@ -305,5 +285,7 @@ func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, partici
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	return NewGetPolicyResponse(participant, cat.CategoryInEffect(), state, lim.Now()), nil
+	now := lim.Now()
+	return &GetPolicyResponse{CorrelationID: NewCorrelationID(participant, now), ResponseTime: Timestamp{Time: now.UTC()},
+		Category: cat.CategoryInEffect(), Policy: policyFromState(state)}, nil
 }

@@ -85,7 +85,7 @@ func TestOutcomeSurvivesAStoreBlip(t *testing.T) {
 				res.EndToEndID, cpfPF, ispb)
 			require.Equal(t, tt.wantLogged, strings.Contains(logs.String(), held), "%s", logs.String())
 			require.True(t, res.Decision.Allowed)
-			require.NotNil(t, res.Entry)
+			require.NotNil(t, res.Response)
 
 			store.fail.Store(0)
 			st, err := lim.State(context.Background(), catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF))

@@ -26,40 +26,8 @@ type Route struct {
 	Write bool
 }
 
-// Operations of the public API (OpenAPI 1.8.0) and of the DICT manual that balde's
-// client does not call itself; a PSP's own client is throttled by them
-// through Transport.
-const (
-	OpUpdateEntry                 = "updateEntry"
-	OpGetEntryInitiator           = "getEntryInitiator"
-	OpCreateClaim                 = "createClaim"
-	OpGetClaim                    = "getClaim"
-	OpAcknowledgeClaim            = "acknowledgeClaim"
-	OpConfirmClaim                = "confirmClaim"
-	OpCancelClaim                 = "cancelClaim"
-	OpCompleteClaim               = "completeClaim"
-	OpCreateSyncVerification      = "createSyncVerification"
-	OpCreateCidSetFile            = "createCidSetFile"
-	OpGetCidSetFile               = "getCidSetFile"
-	OpListCidSetEvents            = "listCidSetEvents"
-	OpGetEntryByCid               = "getEntryByCid"
-	OpCreateInfractionReport      = "createInfractionReport"
-	OpListInfractionReports       = "listInfractionReports"
-	OpGetInfractionReport         = "getInfractionReport"
-	OpAcknowledgeInfractionReport = "acknowledgeInfractionReport"
-	OpCancelInfractionReport      = "cancelInfractionReport"
-	OpCloseInfractionReport       = "closeInfractionReport"
-	OpCreateRefund                = "createRefund"
-	OpListRefunds                 = "listRefunds"
-	OpGetRefund                   = "getRefund"
-	OpCancelRefund                = "cancelRefund"
-	OpCloseRefund                 = "closeRefund"
-	OpGetPersonStatistics         = "getPersonStatistics"
-	OpCreateFraudMarker           = "createFraudMarker"
-	OpGetFraudMarker              = "getFraudMarker"
-	OpCancelFraudMarker           = "cancelFraudMarker"
-	OpListFrauds                  = "listFrauds"
-)
+// opGetEntryInitiator is getEntry's twin charged the same way.
+const opGetEntryInitiator = "getEntryInitiator"
 
 // Routes returns the DICT API's operations, method + path → operation →
 // policies: every operation of the public API (OpenAPI 1.8.0) and of the
@@ -72,43 +40,43 @@ func Routes() []Route {
 	}
 	antiscan := []string{PolicyEntriesReadUserAntiscan, PolicyEntriesReadUserAntiscanV2, PolicyEntriesReadParticipantAntiscan}
 	return []Route{
-		r(post, "/entries/", OpCreateEntry, true, PolicyEntriesWrite),
+		r(post, "/entries/", opCreateEntry, true, policyEntriesWrite),
 		r(get, "/entries/{Key}", OpGetEntry, false, antiscan...),
-		r(http.MethodPut, "/entries/{Key}", OpUpdateEntry, true, PolicyEntriesUpdate),
-		r(get, "/entries/{Key}/initiator", OpGetEntryInitiator, false, antiscan...),
-		r(post, "/entries/{Key}/delete", OpDeleteEntry, true, PolicyEntriesWrite),
-		r(get, "/entries/{Key}/statistics", OpGetEntryStatistics, false, PolicyEntriesStatisticsRead),
-		r(post, "/keys/check", OpCheckKeys, false, PolicyKeysCheck),
-		r(post, "/claims/", OpCreateClaim, true, PolicyClaimsWrite),
-		r(get, "/claims/", OpListClaims, false, PolicyClaimsListWithRole, PolicyClaimsListWithoutRole),
-		r(get, "/claims/{ClaimId}", OpGetClaim, false, PolicyClaimsRead),
-		r(post, "/claims/{ClaimId}/acknowledge", OpAcknowledgeClaim, true, PolicyClaimsWrite),
-		r(post, "/claims/{ClaimId}/confirm", OpConfirmClaim, true, PolicyClaimsWrite),
-		r(post, "/claims/{ClaimId}/cancel", OpCancelClaim, true, PolicyClaimsWrite),
-		r(post, "/claims/{ClaimId}/complete", OpCompleteClaim, true, PolicyClaimsWrite),
-		r(post, "/sync-verifications/", OpCreateSyncVerification, true, PolicySyncVerificationsWrite),
-		r(post, "/cids/files/", OpCreateCidSetFile, true, PolicyCidsFilesWrite),
-		r(get, "/cids/files/{Id}", OpGetCidSetFile, false, PolicyCidsFilesRead),
-		r(get, "/cids/events", OpListCidSetEvents, false, PolicyCidsEventsList),
-		r(get, "/cids/entries/{Cid}", OpGetEntryByCid, false, PolicyCidsEntriesRead),
-		r(post, "/infraction-reports/", OpCreateInfractionReport, true, PolicyInfractionReportsWrite),
-		r(get, "/infraction-reports/", OpListInfractionReports, false, PolicyInfractionReportsListWithRole, PolicyInfractionReportsListNoRole),
-		r(get, "/infraction-reports/{InfractionReportId}", OpGetInfractionReport, false, PolicyInfractionReportsRead),
-		r(post, "/infraction-reports/{InfractionReportId}/acknowledge", OpAcknowledgeInfractionReport, true, PolicyInfractionReportsWrite),
-		r(post, "/infraction-reports/{InfractionReportId}/cancel", OpCancelInfractionReport, true, PolicyInfractionReportsWrite),
-		r(post, "/infraction-reports/{InfractionReportId}/close", OpCloseInfractionReport, true, PolicyInfractionReportsWrite),
-		r(post, "/refunds/", OpCreateRefund, true, PolicyRefundsWrite),
-		r(get, "/refunds/", OpListRefunds, false, PolicyRefundListWithRole, PolicyRefundListWithoutRole),
-		r(get, "/refunds/{RefundId}", OpGetRefund, false, PolicyRefundsRead),
-		r(post, "/refunds/{RefundId}/cancel", OpCancelRefund, true, PolicyRefundsWrite),
-		r(post, "/refunds/{RefundId}/close", OpCloseRefund, true, PolicyRefundsWrite),
-		r(get, "/statistics/owner/{TaxIdNumber}", OpGetPersonStatistics, false, PolicyPersonsStatisticsRead),
-		r(post, "/fraud-markers/", OpCreateFraudMarker, true, PolicyFraudMarkersWrite),
-		r(get, "/fraud-markers/", OpListFrauds, false, PolicyFraudMarkersList),
-		r(get, "/fraud-markers/{Id}", OpGetFraudMarker, false, PolicyFraudMarkersRead),
-		r(post, "/fraud-markers/{Id}/cancel", OpCancelFraudMarker, true, PolicyFraudMarkersWrite),
+		r(http.MethodPut, "/entries/{Key}", "updateEntry", true, policyEntriesUpdate),
+		r(get, "/entries/{Key}/initiator", opGetEntryInitiator, false, antiscan...),
+		r(post, "/entries/{Key}/delete", opDeleteEntry, true, policyEntriesWrite),
+		r(get, "/entries/{Key}/statistics", opGetEntryStatistics, false, policyEntriesStatisticsRead),
+		r(post, "/keys/check", opCheckKeys, false, PolicyKeysCheck),
+		r(post, "/claims/", "createClaim", true, policyClaimsWrite),
+		r(get, "/claims/", opListClaims, false, policyClaimsListWithRole, policyClaimsListWithoutRole),
+		r(get, "/claims/{ClaimId}", "getClaim", false, policyClaimsRead),
+		r(post, "/claims/{ClaimId}/acknowledge", "acknowledgeClaim", true, policyClaimsWrite),
+		r(post, "/claims/{ClaimId}/confirm", "confirmClaim", true, policyClaimsWrite),
+		r(post, "/claims/{ClaimId}/cancel", "cancelClaim", true, policyClaimsWrite),
+		r(post, "/claims/{ClaimId}/complete", "completeClaim", true, policyClaimsWrite),
+		r(post, "/sync-verifications/", "createSyncVerification", true, policySyncVerificationsWrite),
+		r(post, "/cids/files/", "createCidSetFile", true, policyCidsFilesWrite),
+		r(get, "/cids/files/{Id}", "getCidSetFile", false, policyCidsFilesRead),
+		r(get, "/cids/events", "listCidSetEvents", false, policyCidsEventsList),
+		r(get, "/cids/entries/{Cid}", "getEntryByCid", false, policyCidsEntriesRead),
+		r(post, "/infraction-reports/", "createInfractionReport", true, policyInfractionReportsWrite),
+		r(get, "/infraction-reports/", "listInfractionReports", false, policyInfractionReportsListWithRole, policyInfractionReportsListNoRole),
+		r(get, "/infraction-reports/{InfractionReportId}", "getInfractionReport", false, policyInfractionReportsRead),
+		r(post, "/infraction-reports/{InfractionReportId}/acknowledge", "acknowledgeInfractionReport", true, policyInfractionReportsWrite),
+		r(post, "/infraction-reports/{InfractionReportId}/cancel", "cancelInfractionReport", true, policyInfractionReportsWrite),
+		r(post, "/infraction-reports/{InfractionReportId}/close", "closeInfractionReport", true, policyInfractionReportsWrite),
+		r(post, "/refunds/", "createRefund", true, policyRefundsWrite),
+		r(get, "/refunds/", "listRefunds", false, policyRefundListWithRole, policyRefundListWithoutRole),
+		r(get, "/refunds/{RefundId}", "getRefund", false, policyRefundsRead),
+		r(post, "/refunds/{RefundId}/cancel", "cancelRefund", true, policyRefundsWrite),
+		r(post, "/refunds/{RefundId}/close", "closeRefund", true, policyRefundsWrite),
+		r(get, "/statistics/owner/{TaxIdNumber}", "getPersonStatistics", false, policyPersonsStatisticsRead),
+		r(post, "/fraud-markers/", "createFraudMarker", true, policyFraudMarkersWrite),
+		r(get, "/fraud-markers/", "listFrauds", false, policyFraudMarkersList),
+		r(get, "/fraud-markers/{Id}", "getFraudMarker", false, policyFraudMarkersRead),
+		r(post, "/fraud-markers/{Id}/cancel", "cancelFraudMarker", true, policyFraudMarkersWrite),
 		r(get, "/policies/", OpListBucketStates, false, PolicyPoliciesList),
-		r(get, "/policies/{policy}", OpGetBucketState, false, PolicyPoliciesRead),
+		r(get, "/policies/{policy}", opGetBucketState, false, policyPoliciesRead),
 	}
 }
 
@@ -157,7 +125,7 @@ func MatchRoute(method, path string) (rt Route, params map[string]string, ok boo
 	return Route{}, nil, false
 }
 
-// RequestKeys returns the buckets a request on route rt is charged to, for
+// requestKeys returns the buckets a request on route rt is charged to, for
 // participant: a getEntry (and getEntryInitiator) to the payer's USER
 // anti-scan bucket for the key's type (payer from the PI-PayerId header)
 // and to the participant's; a listing to the policy with role when the
@@ -166,15 +134,15 @@ func MatchRoute(method, path string) (rt Route, params map[string]string, ok boo
 // one PSP policy.
 //
 // Errors: ErrInvalidKey, ErrInvalidPayerID (bad input, nothing to charge).
-func (c *Catalog) RequestKeys(rt Route, params map[string]string, header http.Header, query url.Values, participant string) ([]throttle.Key, error) {
+func (c *Catalog) requestKeys(rt Route, params map[string]string, header http.Header, query url.Values, participant string) ([]throttle.Key, error) {
 	switch rt.Op {
-	case OpGetEntry, OpGetEntryInitiator:
+	case OpGetEntry, opGetEntryInitiator:
 		key, err := ParseKey(params["Key"])
 		if err != nil {
 			return nil, err
 		}
 		payer := header.Get(HeaderPayerID)
-		if _, err := ParsePayerID(payer); err != nil {
+		if _, err := parsePayerID(payer); err != nil {
 			return nil, fmt.Errorf("%s: %w", HeaderPayerID, err)
 		}
 		return c.LookupKeys(key.Type, payer, participant), nil

@@ -46,7 +46,7 @@ func TestPFScanIsStoppedLocallyAfterFive(t *testing.T) {
 		// The V2 bucket (CPF, CNPJ, EVP keys) is another bucket.
 		r, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: knownEVP, PayerID: cpfPF})
 		require.NoError(t, err)
-		require.Equal(t, knownEVP, r.Entry.Entry.Key)
+		require.Equal(t, knownEVP, r.Response.Entry.Key)
 	})
 }
 
@@ -503,7 +503,7 @@ func TestOtherOperations(t *testing.T) {
 
 		r, err := e.client.GetEntry(e.ctx, dict.LookupRequest{Key: newKey, PayerID: cnpjPJ})
 		require.NoError(t, err)
-		require.Equal(t, "Fulana", r.Entry.Entry.Owner.Name)
+		require.Equal(t, "Fulana", r.Response.Entry.Owner.Name)
 		deleted, err := e.client.DeleteEntry(e.ctx, newKey, "")
 		require.NoError(t, err)
 		require.Equal(t, newKey, deleted.Response.Key)

@@ -5,10 +5,13 @@ import (
 	"time"
 )
 
-// LookupStore keeps the lookups the DICT answered, keyed by EndToEndId, so
-// that a later payment can be credited to the buckets its lookup was
-// charged to. dictsql.Records implements it on balde's database.
-type LookupStore interface {
+// Records is what the DICT side stores: the lookups the DICT answered,
+// keyed by EndToEndId, so that a later payment can be credited to the
+// buckets its lookup was charged to, and the participant's category as the
+// DICT reported it, so that a restart reuses it while it is fresh instead
+// of spending a POLICIES_LIST token (6/min). dictsql.Records implements it
+// on balde's database.
+type Records interface {
 	// RecordLookup stores l, replacing an earlier lookup with the same
 	// EndToEndId (keeping its payment, if any).
 	RecordLookup(ctx context.Context, l Lookup) error
@@ -17,21 +20,9 @@ type LookupStore interface {
 	FindLookup(ctx context.Context, e2e string) (Lookup, error)
 	// MarkPaid records that the lookup e2e was paid at, unless it already was.
 	MarkPaid(ctx context.Context, e2e string, at time.Time) error
-}
-
-// CategoryStore keeps the participant's category as the DICT reported it
-// (GET /policies/), so that a restart reuses it while it is fresh instead
-// of spending a POLICIES_LIST token (6/min).
-type CategoryStore interface {
 	// LearnedCategory returns the category recorded for participant in env
 	// and when it was learned; ok is false when none was.
 	LearnedCategory(ctx context.Context, env, participant string) (category string, at time.Time, ok bool, err error)
 	// SaveCategory records participant's category in env, learned at.
 	SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error
-}
-
-// Records is what the client stores: lookups and the learned category.
-type Records interface {
-	LookupStore
-	CategoryStore
 }

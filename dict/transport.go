@@ -20,11 +20,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// MaxRetryAfter bounds the wait a remote Retry-After may impose on the
-// mirror, in either form (seconds or an HTTP date): a longer or absurd one
-// ("Fri, 31 Dec 9999") blocks for MaxRetryAfter. The DICT's longest honest
-// wait (a PF payer deep in debt at 2 tokens a minute) is well under it.
-const MaxRetryAfter = 24 * time.Hour
+// maxRetryAfter bounds the wait a remote Retry-After may impose on the
+// mirror ("Fri, 31 Dec 9999" blocks for a day).
+const maxRetryAfter = 24 * time.Hour
 
 // Transport is an http.RoundTripper that throttles a PSP's own DICT client
 // with balde's mirror: it maps each request's method and path to its
@@ -33,13 +31,10 @@ const MaxRetryAfter = 24 * time.Hour
 // remote 429 (see settleAfter429), and records getEntry lookups for payment
 // credits.
 //
-// A request the mirror refuses is not sent: RoundTrip answers it itself
-// with a 429 as the DICT would (a RateLimited problem, Retry-After in whole
-// seconds rounded up, and the header Balde-Refused: local), so that a plain
-// http.Client user handles it like the DICT's own; DecisionOf(resp) returns
-// the refusal (Allowed false) with its bucket, reason and exact wait
-// (docs/decisions/0065). Every response that went through a Transport
-// carries the mirror's Decision the same way. A request that is no DICT
+// A request the mirror refuses is not sent: RoundTrip returns a
+// *throttle.RefusedError (errors.As, or throttle.AsRefusal, gives the
+// Decision: its bucket, reason and exact wait), the convention of a
+// wrapping transport (docs/decisions/0130). A request that is no DICT
 // operation, or whose key or payer is malformed, is an error and is not
 // sent.
 //
@@ -59,18 +54,24 @@ type Transport struct {
 	// Participant is the ISPB charged when a request has no
 	// PI-RequestingParticipant header (which is then set).
 	Participant string
-	// Records, when set, keeps every getEntry the DICT answered; when it is
-	// also a CategoryStore, every category the DICT reports is saved there.
-	Records LookupStore
+	// Records, when set (not nil, nor a nil pointer), keeps every getEntry
+	// the DICT answered and every category the DICT reports.
+	Records Records
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its
 	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
 	// default: the request's own base URL.
 	PoliciesURL string
-	// Logger defaults to slog.Default().
+	// Reconcile, when set, lowers the mirror to every 200 answer of
+	// GET /policies/ and /policies/{policy} that passes (never raising a
+	// bucket), less the holds of this process's requests in flight or
+	// landed while the DICT read them (decision 0067), as Client.Reconcile
+	// does: a gateway's clients reconcile it.
+	Reconcile bool
+	// Logger receives the Transport's logs; nil logs nowhere.
 	Logger *slog.Logger
 
 	holdsOnce sync.Once
-	holds     *Holds
+	holds     *holds
 	syncMu    sync.Mutex // see settleAfter429
 
 	// The participant's anti-scan bucket as GET /policies/{policy} last
@@ -82,75 +83,52 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// HeaderRefused marks a response the Transport wrote itself for a request
-// the local mirror refused (value "local"): it never reached the DICT.
-const HeaderRefused = "Balde-Refused"
-
-// decisionKey carries the mirror's Decision in the context of the request
-// a response answers (see DecisionOf).
-type decisionKey struct{}
-
-// DecisionOf returns the local mirror's Decision on the request resp
-// answers, when resp came through a Transport. Allowed false is a local
-// refusal: resp is then a 429 the Transport wrote (header Balde-Refused)
-// and nothing was sent. ok is false for a response that did not come
-// through a Transport.
-func DecisionOf(resp *http.Response) (d throttle.Decision, ok bool) {
-	if resp == nil || resp.Request == nil {
-		return throttle.Decision{}, false
-	}
-	d, ok = resp.Request.Context().Value(decisionKey{}).(throttle.Decision)
-	return d, ok
-}
-
-// withDecision returns resp answering req with d attached (DecisionOf).
-func withDecision(resp *http.Response, req *http.Request, d throttle.Decision) *http.Response {
-	resp.Request = req.WithContext(context.WithValue(req.Context(), decisionKey{}, d))
-	return resp
-}
-
-// refusalResponse is what RoundTrip answers for a request the mirror
-// refused: a 429 RateLimited problem naming the bucket, as the DICT would
-// answer, with Retry-After (whole seconds, rounded up) and d attached.
-func refusalResponse(req *http.Request, op, participant string, d throttle.Decision) *http.Response {
-	secs := int64((d.RetryAfter + time.Second - 1) / time.Second)
-	p := NewProblem(ProblemRateLimited, http.StatusTooManyRequests, "Rate limited by the local mirror",
-		fmt.Sprintf("%s refused locally, not sent: bucket %s is %s, retry after %s", op, d.Key, d.Reason, d.RetryAfter))
-	body, err := Marshal(p)
-	if err != nil {
-		body = nil
-	}
-	h := http.Header{}
-	h.Set("Content-Type", ContentTypeProblemXML)
-	h.Set("Retry-After", strconv.FormatInt(max(secs, 0), 10))
-	h.Set(HeaderRefused, "local")
-	h.Set(HeaderRequestingParticipant, participant)
-	resp := &http.Response{
-		Status: "429 Too Many Requests", StatusCode: http.StatusTooManyRequests,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
-	}
-	return withDecision(resp, req, d)
-}
-
 // meter returns t.Meter with its Holds (the Transport's own when the Meter
 // has none).
 func (t *Transport) meter() Meter {
 	m := t.Meter
-	if m.Holds == nil {
-		t.holdsOnce.Do(func() { t.holds = &Holds{} })
-		m.Holds = t.holds
+	if m.holds == nil {
+		t.holdsOnce.Do(func() { t.holds = &holds{} })
+		m.holds = t.holds
 	}
 	return m
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper: exchange, with a refusal of the
+// mirror as a *throttle.RefusedError (nothing was sent).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, d, op, err := t.exchange(req)
+	if err == nil && !d.Allowed {
+		return nil, &throttle.RefusedError{Op: "dict " + op, Decision: d}
+	}
+	return resp, err
+}
+
+// exchange sends req through the mirror: validate, hold, send, settle. It
+// returns the mirror's Decision with the DICT's response (its body read
+// whole, at most MaxBodySize bytes); a refusal is d with Allowed false, a
+// nil response and a nil error: nothing was sent. op is the request's
+// operation.
+func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle.Decision, op string, err error) {
 	m := t.meter()
+	sent := false // the base transport closes the body of a request it sends
+	defer func() {
+		if !sent && req.Body != nil {
+			req.Body.Close()
+		}
+	}()
 	rt, params, ok := MatchRoute(req.Method, req.URL.Path)
 	if !ok {
-		closeBody(req)
-		return nil, fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
+		return nil, d, "", fmt.Errorf("dict: %s %s is not a DICT operation: not sent", req.Method, req.URL.Path)
+	}
+	op = rt.Op
+	policiesOp := op == OpListBucketStates || op == opGetBucketState
+	var held *watch
+	if t.Reconcile && policiesOp {
+		// The DICT's balances may or may not count the requests on the
+		// wire meanwhile (it charges as it answers).
+		held = m.holds.watch()
+		defer held.stop()
 	}
 	participant := req.Header.Get(HeaderRequestingParticipant)
 	if participant == "" {
@@ -159,32 +137,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(HeaderRequestingParticipant, participant)
 	}
 	if err := ValidateISPB(participant); err != nil {
-		closeBody(req)
-		return nil, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
+		return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderRequestingParticipant, err)
 	}
-	keys, err := m.Catalog.RequestKeys(rt, params, req.Header, req.URL.Query(), participant)
+	keys, err := m.Catalog.requestKeys(rt, params, req.Header, req.URL.Query(), participant)
 	if err != nil {
-		closeBody(req)
-		return nil, fmt.Errorf("dict: %s: %w", rt.Op, err)
+		return nil, d, op, fmt.Errorf("dict: %s: %w", rt.Op, err)
 	}
 	ref := req.Header.Get(HeaderEndToEndID)
 	if rt.Op == OpGetEntry {
 		if err := ValidateEndToEndID(ref); err != nil {
-			closeBody(req)
-			return nil, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
+			return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
 		}
 	}
 
 	rctx, stopReserve := reserveContext(req.Context())
-	r, err := m.Reserve(rctx, rt.Op, ref, keys...)
+	r, err := m.reserve(rctx, rt.Op, ref, keys...)
 	stopReserve()
 	if err != nil {
-		closeBody(req)
-		return nil, err
+		return nil, d, op, err
 	}
-	if !r.Decision.Allowed {
-		closeBody(req)
-		return refusalResponse(req, rt.Op, participant, r.Decision), nil
+	if d = r.Decision; !d.Allowed {
+		return nil, d, op, nil
 	}
 	// From here the reservation is settled whatever happens to the
 	// request's context.
@@ -192,51 +165,64 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		// The take committed after the request's deadline (it waited on a
 		// lock): nothing is sent, and the hold comes back.
-		closeBody(req)
-		t.settle(ctx, m, r, OutcomeNotSent)
-		return nil, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+		t.settle(ctx, m, r, outcomeNotSent)
+		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 	}
-	sentAt := m.Limiter.Now()
-	resp, err := t.base().RoundTrip(req)
+	sentAt, sent := m.Limiter.Now(), true
+	resp, err = t.base().RoundTrip(req)
 	if err != nil {
 		if notSent(err) {
-			t.settle(ctx, m, r, OutcomeNotSent)
-			return nil, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+			t.settle(ctx, m, r, outcomeNotSent)
+			return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 		}
 		// The hold stays: the DICT may have counted the request at its worst.
-		r.Landed()
-		return nil, err
+		r.landed()
+		return nil, d, op, err
 	}
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	if rerr != nil {
-		t.settle(ctx, m, r, OutcomeTransportError)
-		return nil, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
+		t.settle(ctx, m, r, outcomeTransportError)
+		return nil, d, op, fmt.Errorf("dict: %s: read body: %w", rt.Op, rerr)
 	}
 
 	if resp.StatusCode == http.StatusTooManyRequests {
 		t.settleAfter429(ctx, m, r, req, rt, keys, resp, data, participant)
 	} else {
-		t.settle(ctx, m, r, Outcome(resp.StatusCode))
+		t.settle(ctx, m, r, outcomeOf(resp.StatusCode))
 	}
-	if resp.StatusCode == http.StatusOK && (rt.Op == OpGetBucketState || rt.Op == OpListBucketStates) {
-		t.learnCategory(ctx, participant, data)
-		t.noteParticipantBucket(rt.Op, participant, data)
+	if resp.StatusCode == http.StatusOK && policiesOp && (participant == t.Participant || t.Participant == "") {
+		// Another participant's answer says nothing of ours.
+		var doc struct {
+			Category string   `xml:"Category"`
+			Policy   *Policy  `xml:"Policy"`
+			Policies []Policy `xml:"Policies>Policy"`
+		}
+		if xml.Unmarshal(data, &doc) == nil {
+			if doc.Policy != nil {
+				doc.Policies = append(doc.Policies, *doc.Policy)
+			}
+			t.learnCategory(ctx, participant, strings.TrimSpace(doc.Category))
+			t.noteParticipantBucket(doc.Policies)
+			if targets, _ := m.policyTargets(participant, doc.Policies, held, "GET /policies/ through the Transport"); held != nil && len(targets) > 0 {
+				if _, err := m.Limiter.Sync(ctx, targets...); err != nil {
+					t.logger().Error("dict: mirror not reconciled with GET /policies/", slog.Any("error", err))
+				}
+			}
+		}
 	}
-	if rt.Op == OpGetEntry && t.Records != nil {
+	if rt.Op == OpGetEntry && !isNil(t.Records) {
 		t.record(ctx, Lookup{
 			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: mustKeyType(params["Key"]),
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
 		})
 	}
-	return withDecision(resp, req, r.Decision), nil
+	return resp, d, op, nil
 }
 
 // notSent reports whether err, from the base transport, proves the request
-// never reached the DICT: no connection could be opened (refused, or the
-// name did not resolve). Any other failure may have come after the request
-// went out.
+// never reached the DICT: no connection could be opened.
 func notSent(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -244,42 +230,27 @@ func notSent(err error) bool {
 		errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// learnCategory sets the catalog's category (and the stored one) from a
-// GET /policies/ answer that carries one: every answer of the DICT that
-// says the participant's category updates it (decision 0068).
-func (t *Transport) learnCategory(ctx context.Context, participant string, body []byte) {
-	category := answerCategory(body)
+// learnCategory sets the catalog's category, and the stored one, from a
+// GET /policies/ answer that carries one (decision 0068).
+func (t *Transport) learnCategory(ctx context.Context, participant, category string) {
 	if category == "" || ValidateCategory(category) != nil {
 		return
 	}
 	m := t.Meter
-	if participant != t.Participant && t.Participant != "" {
-		return // another participant's answer says nothing of ours
-	}
 	if m.Catalog.Category() != category {
 		t.logger().Info("dict: the DICT reports another category", slog.String("from", m.Catalog.CategoryInEffect()), slog.String("to", category))
 		if err := m.Catalog.SetCategory(category); err != nil {
 			return
 		}
 	}
-	if cs, ok := t.Records.(CategoryStore); ok && !isNil(cs) {
-		err := retry(func() error { return cs.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now()) })
+	if !isNil(t.Records) {
+		err := retry(func() error {
+			return t.Records.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now())
+		})
 		if err != nil {
 			t.logger().Error("dict: category not saved", slog.String("category", category), slog.Any("error", err))
 		}
 	}
-}
-
-// answerCategory reads <Category> from a GetPolicyResponse or a
-// ListPoliciesResponse ("" when there is none).
-func answerCategory(body []byte) string {
-	var doc struct {
-		Category string `xml:"Category"`
-	}
-	if err := xml.Unmarshal(body, &doc); err != nil {
-		return ""
-	}
-	return strings.TrimSpace(doc.Category)
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -293,13 +264,7 @@ func (t *Transport) logger() *slog.Logger {
 	if t.Logger != nil {
 		return t.Logger
 	}
-	return slog.Default()
-}
-
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
+	return nowhere
 }
 
 func mustKeyType(key string) KeyType {
@@ -307,20 +272,14 @@ func mustKeyType(key string) KeyType {
 	return k.Type
 }
 
-// retry runs f until it succeeds, fails with something other than a store
-// failure, or about 3 s have passed: the outcome of a request that reached
-// the DICT must land in the mirror through a database blip. A change whose
-// outcome the store lost (throttle.ErrOutcomeUnknown) may have landed and
-// is never run again: a settle run twice refunded twice.
+// retry runs f again after a store failure, backing off from 25 ms to 1 s,
+// eight attempts in all: an outcome must land in the mirror through a
+// database blip. A change the store may have applied
+// (throttle.ErrOutcomeUnknown) is run again only when it is idempotent.
 func retry(f func() error) error { return retryStore(f, false) }
 
-// retryIdempotent is retry for a change that may be applied twice (a sync):
-// a commit in doubt is retried too.
 func retryIdempotent(f func() error) error { return retryStore(f, true) }
 
-// retryStore runs f again after a store failure, backing off from 25 ms to
-// 1 s, eight attempts in all; a commit in doubt is run again only when f is
-// idempotent.
 func retryStore(f func() error, idempotent bool) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
@@ -334,24 +293,23 @@ func retryStore(f func() error, idempotent bool) error {
 	}
 }
 
-// settle settles r by outcome, retrying through store failures. A settle
-// that still fails loses only a refund: the hold already counted the worst
-// case, so the mirror stays on the DICT's safe side.
-func (t *Transport) settle(ctx context.Context, m Meter, r Reservation, outcome string) {
-	defer r.Landed()
+// settle settles r by outcome through store failures. One that still
+// fails loses only a refund: the hold counted the worst case.
+func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string, targets ...throttle.SyncTarget) error {
+	defer r.landed()
 	err := retry(func() error {
-		_, err := m.Settle(ctx, r, outcome)
+		_, err := m.settle(ctx, r, outcome, targets...)
 		return err
 	})
 	if err != nil {
 		t.logger().Error("dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
 			slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r), slog.Any("error", err))
 	}
+	return err
 }
 
-// holdAttr lists what r holds, "KEY=N" per bucket: what an operator
-// would give back by hand after a settle that never landed.
-func holdAttr(r Reservation) slog.Attr {
+// holdAttr lists what r holds, "KEY=N" per bucket, for an operator.
+func holdAttr(r reservation) slog.Attr {
 	held := make([]string, len(r.Keys))
 	for i, k := range r.Keys {
 		held[i] = fmt.Sprintf("%s=%d", k, r.Reserved[i])
@@ -366,27 +324,16 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 	}
 }
 
-// settleAfter429 settles r as a 429 (its hold comes back) and, in the same
-// transaction, lowers only the bucket the DICT says is empty and blocks it
-// for the remote Retry-After: no request is admitted on the refund in
-// between. The bucket is the one the problem names (a violation or the
-// detail naming a policy of the request). When it names none:
-//
-//   - a getEntry asks the DICT for the participant's anti-scan bucket
-//     (participantBucket: GET /policies/{policy}, within POLICIES_READ's own
-//     limit, one at a time, reused while fresh) and syncs it; the payer is
-//     blamed (its USER bucket to 0, blocked) only when the participant's
-//     bucket is positive, else the payer's bucket stays as the DICT has it
-//     (decision 0067). When the participant's state cannot be read, the
-//     payer is blamed as before;
-//   - any other operation: its one bucket.
-//
-// Every sync leaves out the holds of this process's other requests in
-// flight (Meter.Holds): the bucket becomes the DICT's balance minus them,
-// so that their refunds land where the DICT will be.
-func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
-	defer r.Landed()
-	wait := ParseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
+// settleAfter429 settles r as a 429 and, in the same transaction, lowers
+// only the bucket the DICT says is empty (the one its problem names), less
+// the holds of this process's other requests in flight, and blocks it for
+// the remote Retry-After. When it names none, a getEntry asks the DICT for
+// the participant's bucket (participantBucket) and blames the payer only
+// when that bucket is positive (decision 0067); any other operation blames
+// its one bucket.
+func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
+	defer r.landed()
+	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
 	ref := req.Header.Get(HeaderEndToEndID)
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
@@ -396,22 +343,18 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 			}
 		}
 	}
-	// The participant's state is asked for outside syncMu (a round trip):
-	// the holds that land meanwhile may or may not be in the DICT's number
-	// (held counts them) and stay out of the sync, as Reconcile's do.
+	// Asked outside syncMu (a round trip); held leaves out what lands meanwhile.
 	participantKnown, available := false, int64(0)
-	held := m.Holds.Watch()
-	defer held.Stop()
-	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == OpGetEntryInitiator) && len(keys) > 1 {
+	held := m.holds.watch()
+	defer held.stop()
+	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1 {
 		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
 	}
-	// The holds in flight are read and the settle committed under syncMu:
-	// of a burst of 429s, each sees the holds of those that settled before
-	// it gone (their refunds are in the balance), not counted twice.
+	// Under syncMu, a burst of 429s never counts a refund twice.
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
-		return throttle.SyncTarget{Key: k, Tokens: -m.InFlightBut(k, r), BlockFor: wait, Ref: ref}
+		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: ref}
 	}
 	var targets []throttle.SyncTarget
 	for _, k := range named {
@@ -420,7 +363,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 	if len(targets) == 0 {
 		targets = []throttle.SyncTarget{empty(keys[0])}
 		if participantKnown {
-			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.HeldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
 			if available < 1 {
 				// The participant's bucket was the empty one: the payer
 				// is left as the DICT has it.
@@ -430,20 +373,10 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 			targets = append(targets, pt)
 		}
 	}
-	outcome := Outcome(http.StatusTooManyRequests)
-	err := retry(func() error {
-		_, err := m.SettleAndSync(ctx, r, outcome, targets...)
-		return err
-	})
-	if err != nil {
-		t.logger().Error("dict: settle and sync after a remote 429 failed: the hold stays; syncing alone",
-			slog.String("op", rt.Op), slog.String("ref", r.Ref), holdAttr(r), slog.Any("error", err))
-		// The sync must land whatever became of the settle (in doubt, or
-		// failed): without it the bucket the DICT says is empty keeps
-		// admitting into remote 429s. A sync never raises a balance and
-		// only lengthens a block, so running it again is harmless, even
-		// after a commit in doubt.
-		err = retryIdempotent(func() error {
+	if t.settle(ctx, m, r, outcomeOf(http.StatusTooManyRequests), targets...) != nil {
+		// The sync alone, whatever became of the settle: a sync never
+		// raises a balance, so running it again is harmless.
+		err := retryIdempotent(func() error {
 			_, err := m.Limiter.Sync(ctx, targets...)
 			return err
 		})
@@ -457,11 +390,10 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r Reservation, 
 		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Duration("retry_after", wait))
 }
 
-// ParticipantStateFresh is how long an answer of GET /policies/{policy}
-// about the participant's anti-scan bucket stands for the next remote 429s
-// (POLICIES_READ is limited: 60/min, capacity 200): a burst of 429s asks
-// once.
-const ParticipantStateFresh = time.Second
+// participantStateFresh is how long a GET /policies/ answer about the
+// participant's bucket stands for the next remote 429s (POLICIES_READ is
+// limited: a burst of 429s asks once).
+const participantStateFresh = time.Second
 
 // stateCall is one GET /policies/{policy} about the participant's bucket.
 type stateCall struct {
@@ -471,12 +403,9 @@ type stateCall struct {
 	ok        bool
 }
 
-// participantBucket returns the participant's anti-scan balance at the DICT
-// (key's bucket): the answer of a GET /policies/{policy} already in flight,
-// or any GET /policies/ answer received less than ParticipantStateFresh ago
-// (noteParticipantBucket), else a new one (through
-// t: charged to POLICIES_READ, refused locally when it is empty). ok is
-// false when no answer could be had.
+// participantBucket returns the participant's anti-scan balance at the
+// DICT: the answer of a GET /policies/{policy} in flight, a fresh one, or
+// a new one (through t, charged to POLICIES_READ). ok is false without one.
 func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	now := t.Meter.Limiter.Now()
 	t.stateMu.Lock()
@@ -489,7 +418,7 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 			return 0, false
 		}
 	}
-	if c := t.stateLast; c != nil && c.ok && now.Sub(c.at) < ParticipantStateFresh && !now.Before(c.at) {
+	if c := t.stateLast; c != nil && c.ok && now.Sub(c.at) < participantStateFresh && !now.Before(c.at) {
 		t.stateMu.Unlock()
 		return c.available, true
 	}
@@ -509,28 +438,9 @@ func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, k
 	return c.available, c.ok
 }
 
-// noteParticipantBucket keeps the participant's anti-scan balance from any
-// GET /policies/ answer (a reconciliation, a re-check, an adopter's own
-// call): a remote 429 within ParticipantStateFresh reuses it instead of
-// asking again.
-func (t *Transport) noteParticipantBucket(op, participant string, body []byte) {
-	if participant != t.Participant && t.Participant != "" {
-		return
-	}
-	var policies []Policy
-	if op == OpGetBucketState {
-		var doc GetPolicyResponse
-		if Unmarshal(body, &doc) != nil {
-			return
-		}
-		policies = []Policy{doc.Policy}
-	} else {
-		var doc ListPoliciesResponse
-		if Unmarshal(body, &doc) != nil {
-			return
-		}
-		policies = doc.Policies
-	}
+// noteParticipantBucket keeps the participant's balance from any
+// GET /policies/ answer, for participantBucket.
+func (t *Transport) noteParticipantBucket(policies []Policy) {
 	for _, p := range policies {
 		if p.Name == PolicyEntriesReadParticipantAntiscan {
 			c := &stateCall{done: make(chan struct{}), at: t.Meter.Limiter.Now(), available: p.AvailableTokens, ok: true}
@@ -542,8 +452,6 @@ func (t *Transport) noteParticipantBucket(op, participant string, body []byte) {
 	}
 }
 
-// fetchParticipantBucket sends GET /policies/{policy} for key's bucket
-// through t (its <Category> updates the catalog, see learnCategory).
 func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	base := t.PoliciesURL
 	if base == "" {
@@ -560,13 +468,12 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	}
 	req.Header.Set(HeaderRequestingParticipant, participant)
 	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
-	resp, err := t.RoundTrip(req)
+	resp, d, _, err := t.exchange(req)
 	if err != nil {
 		t.logger().Info("dict: participant bucket not checked after a remote 429", slog.Any("error", err))
 		return 0, false
 	}
-	defer resp.Body.Close()
-	if d, ok := DecisionOf(resp); ok && !d.Allowed {
+	if !d.Allowed {
 		t.logger().Info("dict: participant bucket not checked after a remote 429: POLICIES_READ empty locally",
 			slog.Duration("retry_after", d.RetryAfter))
 		return 0, false
@@ -578,9 +485,9 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	return doc.Policy.AvailableTokens, true
 }
 
-// ParseRetryAfter reads a Retry-After header relative to now: whole seconds
-// or an HTTP date, clamped to 0..MaxRetryAfter. Absent or malformed: 0.
-func ParseRetryAfter(s string, now time.Time) time.Duration {
+// parseRetryAfter reads a Retry-After relative to now (seconds or an HTTP
+// date), clamped to 0..maxRetryAfter; absent or malformed: 0.
+func parseRetryAfter(s string, now time.Time) time.Duration {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0
@@ -589,39 +496,34 @@ func ParseRetryAfter(s string, now time.Time) time.Duration {
 		if n <= 0 {
 			return 0
 		}
-		if n >= int64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter
+		if n >= int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
 		}
 		return time.Duration(n) * time.Second
 	}
 	if len(s) > 0 && s[0] >= '0' && s[0] <= '9' {
 		// Digits that do not fit an int64: a huge number of seconds.
 		if _, err := strconv.ParseUint(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-			return MaxRetryAfter
+			return maxRetryAfter
 		}
 	}
 	if t, err := http.ParseTime(s); err == nil && t.After(now) {
-		return min(t.Sub(now), MaxRetryAfter)
+		return min(t.Sub(now), maxRetryAfter)
 	}
 	return 0
 }
 
-// reserveStopKey is the context key of WithReserveStop.
 type reserveStopKey struct{}
 
-// withReserveStop returns ctx carrying stop: a request made with it
-// completes whatever happens to stop once its reservation is taken, but
-// the reservation itself (which may wait for a database lock held by a
-// stopped process) ends when stop does, and then nothing is sent
-// (decision 0124). For a ctx detached with context.WithoutCancel from
-// the one that says "stop".
+// withReserveStop returns ctx (detached from stop) carrying stop: its
+// request's reservation, a wait on a database lock, ends with stop and
+// then nothing is sent; once taken, the request completes (decision 0124).
 func withReserveStop(ctx, stop context.Context) context.Context {
 	return context.WithValue(ctx, reserveStopKey{}, stop)
 }
 
-// reserveContext returns the context of a request's reservation: ctx, also
-// cancelled when the stop context withReserveStop put in ctx ends. release
-// must be called once the reservation returns.
+// reserveContext is ctx, also ended by its withReserveStop's stop; call
+// release once the reservation returns.
 func reserveContext(ctx context.Context) (rctx context.Context, release func()) {
 	stop, ok := ctx.Value(reserveStopKey{}).(context.Context)
 	if !ok || stop.Done() == nil {

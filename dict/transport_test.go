@@ -2,7 +2,6 @@ package dict_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -61,33 +60,22 @@ func TestTransportThrottlesAPSPsClient(t *testing.T) {
 	_, err = get("/api/v2/nothing", nil)
 	require.ErrorContains(t, err, "not a DICT operation")
 
-	// An empty bucket: the Transport answers a 429 of its own, as the DICT
-	// would, and DecisionOf reads the refusal from it.
+	// An empty bucket: nothing is sent and no response is made up; the
+	// refusal is a *throttle.RefusedError carrying the limiter's Decision,
+	// through http.Client's own wrapping (docs/decisions/0130).
 	_, err = e.limiter.Take(e.ctx, "", throttle.Charge{Key: e.catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF), Cost: 99})
 	require.NoError(t, err)
 	resp, err = get("/api/v2/entries/"+url.PathEscape(knownEmail), map[string]string{dict.HeaderPayerID: cpfPF, dict.HeaderEndToEndID: e2e})
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	require.Equal(t, "local", resp.Header.Get(dict.HeaderRefused))
-	require.Equal(t, "60", resp.Header.Get("Retry-After"), "a PF payer refills 2 a minute")
-	p, err := dict.DecodeProblem(readAll(t, resp))
-	require.NoError(t, err)
-	require.Equal(t, dict.ProblemRateLimited, p.TypeName())
-	d, ok := dict.DecisionOf(resp)
-	require.True(t, ok)
+	require.Nil(t, resp, "no response: a refusal is not an answer of the DICT")
+	var refused *throttle.RefusedError
+	require.ErrorAs(t, err, &refused)
+	d := refused.Decision
 	require.False(t, d.Allowed)
-	require.Equal(t, dict.PolicyEntriesReadUserAntiscan, d.Key.Policy)
+	require.Equal(t, e.catalog.Key(dict.PolicyEntriesReadUserAntiscan, cpfPF), d.Key)
 	require.Equal(t, throttle.ReasonEmpty, d.Reason)
-	require.Equal(t, time.Minute, d.RetryAfter)
+	require.Equal(t, time.Minute, d.RetryAfter, "a PF payer refills 2 a minute")
+	require.ErrorContains(t, err, "dict getEntry refused locally: ENTRIES_READ_USER_ANTISCAN/prod/"+cpfPF+" empty, retry after 1m0s")
 	require.Equal(t, before, sent, "nothing sent")
-}
-
-func readAll(t *testing.T, resp *http.Response) []byte {
-	t.Helper()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return data
 }
 
 // TestListClaimsFilters: the query carries what the spec's polling needs.

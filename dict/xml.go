@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -22,12 +23,12 @@ const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
 // MaxBodySize bounds the XML bodies Client and Transport read (1 MiB).
 const MaxBodySize = 1 << 20
 
-// SignatureNamespace is the namespace of the XMLDSig Signature element.
-const SignatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
+// signatureNamespace is the namespace of the XMLDSig Signature element.
+const signatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
 
 // Signature is the XML digital signature element of a DICT message, kept
 // verbatim (its inner XML) with its namespace (XMLName.Space, usually
-// SignatureNamespace), so a signed document round-trips. XMLSigner makes
+// signatureNamespace), so a signed document round-trips. XMLSigner makes
 // it and XMLVerifier checks it.
 type Signature struct {
 	XMLName xml.Name
@@ -44,11 +45,11 @@ type Timestamp struct {
 	text string // as read by UnmarshalText
 }
 
-// TimestampLayout is the layout of ResponseTime.
-const TimestampLayout = "2006-01-02T15:04:05.000Z"
+// timestampLayout is the layout of ResponseTime.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
 
-// FormatTimestamp renders t as the DICT does ("2022-09-02T13:19:25.833Z").
-func FormatTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
+// formatTimestamp renders t as the DICT does ("2022-09-02T13:19:25.833Z").
+func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
 
 // MarshalText implements encoding.TextMarshaler.
 func (t Timestamp) MarshalText() ([]byte, error) {
@@ -57,7 +58,7 @@ func (t Timestamp) MarshalText() ([]byte, error) {
 			return []byte(t.text), nil
 		}
 	}
-	return []byte(FormatTimestamp(t.Time)), nil
+	return []byte(formatTimestamp(t.Time)), nil
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
@@ -159,14 +160,14 @@ type Counter struct {
 }
 
 // CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check): 1
-// to MaxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
+// to maxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
 type CheckKeysRequest struct {
 	XMLName xml.Name `xml:"CheckKeysRequest"`
 	Keys    []string `xml:"Keys>Key"`
 }
 
-// MaxCheckKeys is the most keys one checkKeys may ask about.
-const MaxCheckKeys = 200
+// maxCheckKeys is the most keys one checkKeys may ask about.
+const maxCheckKeys = 200
 
 // KeyCheck says whether one key has an entry.
 type KeyCheck struct {
@@ -254,24 +255,34 @@ type ListClaimsResponse struct {
 	Claims          []Claim `xml:"Claims>Claim"`
 }
 
-// ProblemNamespace is the namespace of RFC 7807 problems in XML.
-const ProblemNamespace = "urn:ietf:rfc:7807"
+// problemNamespace is the namespace of RFC 7807 problems in XML.
+const problemNamespace = "urn:ietf:rfc:7807"
 
-// ProblemTypePrefix prefixes the type of every DICT problem.
-const ProblemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
+// problemTypePrefix prefixes the type of every DICT problem.
+const problemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
 
-// Problem types the DICT answers with (the part after ProblemTypePrefix).
-const (
-	ProblemBadRequest          = "BadRequest"
-	ProblemForbidden           = "Forbidden"
-	ProblemNotFound            = "NotFound"
-	ProblemEntryNotFound       = "EntryNotFound"
-	ProblemEntryAlreadyExists  = "EntryAlreadyExists"
-	ProblemEntryInvalid        = "EntryInvalid"
-	ProblemRateLimited         = "RateLimited"
-	ProblemInternalServerError = "InternalServerError"
-	ProblemServiceUnavailable  = "ServiceUnavailable"
-)
+// problemEntryNotFound is the type of getEntry's 404.
+const problemEntryNotFound = "EntryNotFound"
+
+// ProblemType is the type (after the DICT's prefix) of a problem of status
+// in the DICT's vocabulary: BadRequest, Forbidden, NotFound,
+// MethodNotAllowed, RateLimited, InternalServerError, or
+// ServiceUnavailable for a 502, 503 or 504; BadRequest for any other 4xx
+// and InternalServerError for any other 5xx.
+func ProblemType(status int) string {
+	switch status {
+	case http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusInternalServerError:
+		return strings.ReplaceAll(http.StatusText(status), " ", "")
+	case http.StatusTooManyRequests:
+		return "RateLimited"
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return "ServiceUnavailable"
+	}
+	if status >= 500 {
+		return "InternalServerError"
+	}
+	return "BadRequest"
+}
 
 // Problem is an RFC 7807 problem as the DICT writes it:
 //
@@ -331,14 +342,14 @@ func (p *Problem) Names(policy string) bool {
 	}
 }
 
-// NewProblem returns a problem of the given type (e.g. ProblemEntryNotFound).
+// NewProblem returns a problem of the given type (e.g. problemEntryNotFound).
 func NewProblem(typ string, status int, title, detail string) *Problem {
-	return &Problem{Type: ProblemTypePrefix + typ, Title: title, Status: status, Detail: detail}
+	return &Problem{Type: problemTypePrefix + typ, Title: title, Status: status, Detail: detail}
 }
 
-// TypeName returns the problem's type without ProblemTypePrefix
+// TypeName returns the problem's type without problemTypePrefix
 // ("EntryNotFound"), or the whole type when it lacks the prefix.
-func (p *Problem) TypeName() string { return strings.TrimPrefix(p.Type, ProblemTypePrefix) }
+func (p *Problem) TypeName() string { return strings.TrimPrefix(p.Type, problemTypePrefix) }
 
 // Marshal renders v as a DICT document: XMLHeader, then v indented by four
 // spaces, then a newline — byte for byte the layout of the DICT manual's examples.
@@ -384,8 +395,8 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	if err := Unmarshal(data, &p); err != nil {
 		return nil, err
 	}
-	if p.XMLName.Space != ProblemNamespace {
-		return nil, fmt.Errorf("%w: problem in namespace %q (want %q)", ErrMalformedResponse, truncate(p.XMLName.Space), ProblemNamespace)
+	if p.XMLName.Space != problemNamespace {
+		return nil, fmt.Errorf("%w: problem in namespace %q (want %q)", ErrMalformedResponse, truncate(p.XMLName.Space), problemNamespace)
 	}
 	if p.Type == "" || p.Status < 100 || p.Status > 599 {
 		return nil, fmt.Errorf("%w: problem without a type or with status %d", ErrMalformedResponse, p.Status)
@@ -393,11 +404,10 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	return &p, nil
 }
 
-// PolicyFromState reports a bucket of the local mirror as the DICT would:
-// its tokens as of the state's instant (which may be negative after a
-// penalty), capacity and refill. A refill period
-// that is not a whole number of seconds is rounded up.
-func PolicyFromState(s throttle.BucketState) Policy {
+// policyFromState reports a bucket of the mirror as the DICT would: its
+// tokens (negative after a penalty), capacity and refill (the period in
+// whole seconds, rounded up).
+func policyFromState(s throttle.BucketState) Policy {
 	return Policy{
 		AvailableTokens: s.Tokens,
 		Capacity:        s.Policy.Capacity,
@@ -407,9 +417,9 @@ func PolicyFromState(s throttle.BucketState) Policy {
 	}
 }
 
-// NewListPoliciesResponse builds the listBucketStates answer of participant
+// newListPoliciesResponse builds the listBucketStates answer of participant
 // from bucket states, stamped now.
-func NewListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
+func newListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
 	r := &ListPoliciesResponse{
 		CorrelationID: NewCorrelationID(participant, now),
 		ResponseTime:  Timestamp{Time: now.UTC()},
@@ -417,20 +427,9 @@ func NewListPoliciesResponse(participant, category string, states []throttle.Buc
 		Policies:      make([]Policy, len(states)),
 	}
 	for i, s := range states {
-		r.Policies[i] = PolicyFromState(s)
+		r.Policies[i] = policyFromState(s)
 	}
 	return r
-}
-
-// NewGetPolicyResponse builds the getBucketState answer of participant from
-// one bucket state, stamped now.
-func NewGetPolicyResponse(participant, category string, state throttle.BucketState, now time.Time) *GetPolicyResponse {
-	return &GetPolicyResponse{
-		CorrelationID: NewCorrelationID(participant, now),
-		ResponseTime:  Timestamp{Time: now.UTC()},
-		Category:      category,
-		Policy:        PolicyFromState(state),
-	}
 }
 
 // brasilia is the DICT's local time (UTC-3, no daylight saving since 2019),

@@ -36,8 +36,8 @@ import (
 
 // Algorithms of the DICT's signature profile.
 const (
-	SignatureMethodRSASHA256 = dsig.RSASHA256SignatureMethod
-	CanonicalizationExcC14N  = string(dsig.CanonicalXML10ExclusiveAlgorithmId)
+	signatureMethodRSASHA256 = dsig.RSASHA256SignatureMethod
+	canonicalizationExcC14N  = string(dsig.CanonicalXML10ExclusiveAlgorithmId)
 )
 
 // ErrSignatureInvalid means a DICT document's signature is missing, does
@@ -64,9 +64,9 @@ type XMLSigner struct {
 	cert *x509.Certificate
 }
 
-// NewXMLSigner returns a signer with key, whose public half must be cert's
+// newXMLSigner returns a signer with key, whose public half must be cert's
 // (an RSA key: the profile signs RSA-SHA256). cert goes into KeyInfo.
-func NewXMLSigner(key crypto.Signer, cert *x509.Certificate) (*XMLSigner, error) {
+func newXMLSigner(key crypto.Signer, cert *x509.Certificate) (*XMLSigner, error) {
 	if key == nil || cert == nil {
 		return nil, errors.New("dict: signer needs a key and its certificate")
 	}
@@ -82,7 +82,7 @@ func NewXMLSigner(key crypto.Signer, cert *x509.Certificate) (*XMLSigner, error)
 
 // LoadXMLSigner reads a PEM certificate and its PEM private key (PKCS #1,
 // PKCS #8 or the like, as tls.LoadX509KeyPair reads them) and returns
-// NewXMLSigner of them.
+// newXMLSigner of them.
 func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -96,11 +96,8 @@ func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dict: signing certificate: %w", err)
 	}
-	return NewXMLSigner(key, cert)
+	return newXMLSigner(key, cert)
 }
-
-// Certificate returns the signer's certificate.
-func (s *XMLSigner) Certificate() *x509.Certificate { return s.cert }
 
 // Sign returns body signed: the Signature element is written where the
 // body's Signature child of the root stands (an empty placeholder, as
@@ -204,10 +201,10 @@ type XMLVerifier struct {
 	now     func() time.Time
 }
 
-// NewXMLVerifier returns a verifier that trusts the given certificates
+// newXMLVerifier returns a verifier that trusts the given certificates
 // (the DICT's signing certificate, or the CA that issues it). now is the
 // clock certificates are checked at (nil: the system clock).
-func NewXMLVerifier(now func() time.Time, trusted ...*x509.Certificate) (*XMLVerifier, error) {
+func newXMLVerifier(now func() time.Time, trusted ...*x509.Certificate) (*XMLVerifier, error) {
 	if len(trusted) == 0 {
 		return nil, errors.New("dict: verifier needs at least one trusted certificate")
 	}
@@ -222,7 +219,7 @@ func NewXMLVerifier(now func() time.Time, trusted ...*x509.Certificate) (*XMLVer
 }
 
 // LoadXMLVerifier reads the trusted certificates from a PEM file and
-// returns NewXMLVerifier of them on the system clock.
+// returns newXMLVerifier of them on the system clock.
 func LoadXMLVerifier(pemFile string) (*XMLVerifier, error) {
 	data, err := os.ReadFile(pemFile)
 	if err != nil {
@@ -247,7 +244,7 @@ func LoadXMLVerifier(pemFile string) (*XMLVerifier, error) {
 	if len(certs) == 0 {
 		return nil, fmt.Errorf("dict: verification certificate %s: no PEM certificate in it", pemFile)
 	}
-	return NewXMLVerifier(nil, certs...)
+	return newXMLVerifier(nil, certs...)
 }
 
 // Verify implements Verifier. The error wraps ErrSignatureInvalid.
@@ -269,11 +266,11 @@ func (v *XMLVerifier) Verify(_ context.Context, op string, body []byte) error {
 	}
 	// The profile: what goxmldsig would also accept (RSA-SHA1, C14N 1.1)
 	// is refused here.
-	if m := attrOf(sigEl, "SignedInfo", "SignatureMethod"); m != SignatureMethodRSASHA256 {
-		return bad("signature method %q, want %s", m, SignatureMethodRSASHA256)
+	if m := attrOf(sigEl, "SignedInfo", "SignatureMethod"); m != signatureMethodRSASHA256 {
+		return bad("signature method %q, want %s", m, signatureMethodRSASHA256)
 	}
-	if m := attrOf(sigEl, "SignedInfo", "CanonicalizationMethod"); m != CanonicalizationExcC14N {
-		return bad("canonicalization %q, want %s", m, CanonicalizationExcC14N)
+	if m := attrOf(sigEl, "SignedInfo", "CanonicalizationMethod"); m != canonicalizationExcC14N {
+		return bad("canonicalization %q, want %s", m, canonicalizationExcC14N)
 	}
 	cert, err := keyInfoCertificate(sigEl)
 	if err != nil {
@@ -306,7 +303,7 @@ func (v *XMLVerifier) trusts(cert *x509.Certificate, now time.Time) bool {
 // signatureChild returns the XMLDSig Signature child of root, or nil.
 func signatureChild(root *etree.Element) *etree.Element {
 	for _, c := range root.ChildElements() {
-		if c.Tag == "Signature" && c.NamespaceURI() == SignatureNamespace {
+		if c.Tag == "Signature" && c.NamespaceURI() == signatureNamespace {
 			return c
 		}
 	}

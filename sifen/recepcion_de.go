@@ -34,8 +34,9 @@ type EnvioDE struct {
 	} `xml:"xDE"`
 }
 
-// errNoRecepcionDE: the Sender's SOAPServices do not speak siRecepDE.
-var errNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
+// ErrNoRecepcionDE is the error of a single-DE send when the Sender's
+// SOAPServices do not speak siRecepDE.
+var ErrNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
 
 // deReceiver is implemented by SOAPServices that also send one DE
 // synchronously (siRecepDE); *Client does. It is apart from SOAPServices
@@ -174,12 +175,12 @@ type DESend struct {
 // the RUC is on the wire meanwhile (docs/decisions/0120). SIFEN's answer is
 // the DE's result: approved (dProtAut) or rejected, recorded at once.
 //
-// Errors are Send's, and errNoRecepcionDE when the Sender's client does not
+// Errors are Send's, and ErrNoRecepcionDE when the Sender's client does not
 // implement deReceiver.
 func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
 	recv, ok := s.client.(deReceiver)
 	if !ok {
-		return DESend{}, errNoRecepcionDE
+		return DESend{}, ErrNoRecepcionDE
 	}
 	c, err := s.claim(ctx, []int64{id})
 	if err != nil || c.out.Status == OutcomeBlocked {

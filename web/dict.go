@@ -20,7 +20,7 @@ import (
 type DictClient interface {
 	// GetEntry looks a key up for a payer: the local mirror first, then
 	// the DICT, settled by the answer.
-	GetEntry(ctx context.Context, req dict.LookupRequest) (dict.LookupResult, error)
+	GetEntry(ctx context.Context, req dict.LookupRequest) (dict.Result[dict.GetEntryResponse], error)
 	// CreditPayment credits the payment order of a lookup, once.
 	CreditPayment(ctx context.Context, endToEndID string) (dict.PaymentCredit, error)
 	// LocalPolicies and LocalPolicy report the participant's buckets in the
@@ -157,14 +157,12 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	var remote *dict.RemoteError
 	switch {
 	case err == nil && !res.Decision.Allowed:
-		// Refused by the mirror, a value (decision 0010): nothing was sent.
-		// A 429 with the exact wait, as the DICT would answer.
+		// Refused by the mirror, the limiter's Decision as it decided
+		// (decision 0130): nothing was sent. 429 with the exact wait.
 		p.Refusal = s.newRefusalView(res.Decision, p.PayerID, p.T)
-		p.Status = http.StatusTooManyRequests
-		w.Header().Set("Retry-After", retryAfterSeconds(res.Decision.RetryAfter))
-		w.Header().Set("Cache-Control", "no-store")
+		p.Status = s.prepare(w, r, refusalProblem("dict "+dict.OpGetEntry, res.Decision), nil).status
 	case err == nil:
-		p.Entry = newEntryView(res.Entry, p.T)
+		p.Entry = newEntryView(res.Response, p.T)
 		p.EndToEndID = res.EndToEndID
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
@@ -186,13 +184,14 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		outcome.Set("refused", p.Refusal.Policy+"/"+p.Refusal.Env+"/"+p.Refusal.Identifier)
 	}
 	requestInfoFrom(r.Context()).outcome = outcome.Encode()
-	s.Logger.Info("dict lookup", slog.String("key_type", string(res.Key.Type)), slog.Int("status", p.Status),
+	key, kerr := dict.ParseKey(p.Key)
+	s.Logger.Info("dict lookup", slog.String("key_type", string(key.Type)), slog.Int("status", p.Status),
 		slog.String("end_to_end_id", res.EndToEndID), slog.String("user", requestInfoFrom(r.Context()).user))
 
 	// The buckets the lookup was charged to, as they are now. The DICT's
 	// answer is shown even when they cannot be read.
-	if res.Key.Value != "" {
-		keys := s.Dict.Catalog().LookupKeys(res.Key.Type, p.PayerID, s.Dict.Participant())
+	if kerr == nil && p.InputError == "" {
+		keys := s.Dict.Catalog().LookupKeys(key.Type, p.PayerID, s.Dict.Participant())
 		states, err := s.Limiter.States(r.Context(), keys)
 		if err != nil {
 			s.Logger.Error("dict lookup: bucket panel unavailable", slog.Any("error", err))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +57,29 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("web: too many requests (%s limit): retry in %s", e.Policy, FormatWait(e.RetryAfter))
 }
 
+// HeaderLocalRefusal is set ("local") on a 429 of a local refusal: the
+// mirror refused and nothing was sent to the DICT or SIFEN. A DICT client
+// needs no change (the answer is the DICT's own 429); an operator can tell
+// the two apart.
+const HeaderLocalRefusal = "Balde-Refused"
+
+// errNotImplemented: a service the gateway does not serve (501).
+var errNotImplemented = errors.New("web: not implemented")
+
+// notDueError is a request answered "not yet" by a schedule rather than a
+// limit (a SIFEN lot's next query): 429 with the wait, nothing was asked.
+type notDueError struct {
+	what string
+	wait time.Duration
+}
+
+func (e *notDueError) Error() string {
+	return fmt.Sprintf("web: %s is not due yet; nothing was asked, ask again after %d s", e.what, ceilSeconds(e.wait))
+}
+
+// nowhere is the logger of a gateway built without one: it logs nothing.
+var nowhere = slog.New(slog.DiscardHandler)
+
 // storeRetryAfter is the Retry-After sent with a 503 when the store is
 // unavailable: long enough not to hammer a database that is restarting.
 const storeRetryAfter = 5 * time.Second
@@ -64,108 +88,131 @@ const storeRetryAfter = 5 * time.Second
 // away before the answer; nobody reads the response.
 const statusClientClosed = 499
 
-// problem is an error as the client sees it.
+// problem is an outcome as a client reads it, in whatever format: the
+// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault.
 type problem struct {
 	status     int
 	message    string
 	retryAfter time.Duration
+	// typ is the DICT problem type of status (dict.ProblemType).
+	typ string
+	// refused is the local refusal behind a 429: nothing was sent.
+	refused *throttle.Decision
 }
 
-// problemOf maps err to a status and a public message. It is the only
-// mapping from errors to statuses in balde: keep it complete and ordered.
-// Handlers that render their own page for an outcome (the DICT lookup page
-// shows a refusal) take the status from here too.
+// newProblem completes a problem: its DICT type, and a Retry-After of at
+// least 1 s on a 429 (a client told "0" would come straight back).
+func newProblem(status int, message string, retryAfter time.Duration) problem {
+	if status == http.StatusTooManyRequests {
+		retryAfter = max(retryAfter, time.Second)
+	}
+	return problem{status: status, message: message, retryAfter: retryAfter, typ: dict.ProblemType(status)}
+}
+
+// refusalProblem is a local refusal d of op ("dict getEntry"): 429 with
+// the limiter's bucket, reason and wait (docs/decisions/0130).
+func refusalProblem(op string, d throttle.Decision) problem {
+	p := newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s refused locally: bucket %s is %s, retry in %s; nothing was sent, send again after %d s",
+		op, d.Key, d.Reason, FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
+	p.refused = &d
+	return p
+}
+
+// problemOf maps err to what the client reads: status, public message,
+// Retry-After and DICT problem type. With refusalProblem (its row for a
+// refusal held as a value) it is the only mapping from errors to statuses
+// in balde: every handler, the DICT gateway and the SIFEN gateway render
+// its result (docs/decisions/0131). Keep it complete and ordered.
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *RateLimitError
 		refused *throttle.RefusedError
 		remote  *dict.RemoteError
+		notDue  *notDueError
+		up      *upstreamError
 	)
+	msg := publicMessage(err)
 	switch {
 	case errors.As(err, &rl):
-		return problem{http.StatusTooManyRequests, publicMessage(err), rl.RetryAfter}
-
-	// The DICT: a local refusal was not sent (429, as the DICT would
-	// answer, with the exact wait); the DICT's own answers keep their
-	// meaning for a 404 and a 429 and are a bad gateway otherwise.
+		return newProblem(http.StatusTooManyRequests, msg, rl.RetryAfter)
 	case errors.As(err, &refused):
-		d := refused.Decision
-		return problem{http.StatusTooManyRequests, fmt.Sprintf("refused by the local DICT mirror: bucket %s / %s is %s, retry in %s",
-			d.Key.Policy, d.Key.Identifier, d.Reason, FormatWait(d.RetryAfter)), d.RetryAfter}
+		return refusalProblem(refused.Op, refused.Decision)
+	case errors.As(err, &notDue):
+		return newProblem(http.StatusTooManyRequests, msg, notDue.wait)
+
+	// The DICT's own answers keep their meaning for a 404 and a 429 and
+	// are a bad gateway otherwise.
 	case errors.As(err, &remote) && remote.NotFound():
-		return problem{http.StatusNotFound, publicMessage(err), 0}
+		return newProblem(http.StatusNotFound, msg, 0)
 	case errors.As(err, &remote) && remote.Status == http.StatusTooManyRequests:
-		return problem{http.StatusTooManyRequests, publicMessage(err), remote.RetryAfter}
-	case errors.As(err, &remote), errors.Is(err, dict.ErrMalformedResponse):
-		return problem{http.StatusBadGateway, publicMessage(err), remoteRetryAfter(remote)}
-	case errors.Is(err, dict.ErrUnknownEndToEndID):
-		return problem{http.StatusNotFound, publicMessage(err), 0}
-	case errors.Is(err, dict.ErrNotPayable):
-		return problem{http.StatusConflict, publicMessage(err), 0}
-	case isDictInputError(err):
-		return problem{http.StatusBadRequest, publicMessage(err), 0}
-
-	// SIFEN: bad documents are the client's input; a document in the
-	// wrong state is a conflict; SIFEN's failures are a bad gateway.
-	case errors.Is(err, sifen.ErrNotFound):
-		return problem{http.StatusNotFound, publicMessage(err), 0}
-	case errors.Is(err, sifen.ErrNotSendable),
-		errors.Is(err, sifen.ErrCDCInFlight),
-		errors.Is(err, sifen.ErrLotAlreadySent):
-		return problem{http.StatusConflict, publicMessage(err), 0}
-	case errors.Is(err, sifen.ErrInvalidEnv),
-		errors.Is(err, sifen.ErrMalformedXML),
-		errors.Is(err, sifen.ErrMissingRUC),
-		errors.Is(err, sifen.ErrInvalidRUC),
-		errors.Is(err, sifen.ErrInvalidDV),
-		errors.Is(err, sifen.ErrInvalidCDC),
-		errors.Is(err, sifen.ErrInvalidType),
-		errors.Is(err, sifen.ErrUnfit),
-		errors.Is(err, sifen.ErrInvalidLotNumber),
-		errors.Is(err, sifen.ErrLotEmpty),
-		errors.Is(err, sifen.ErrLotTooManyDEs),
-		errors.Is(err, sifen.ErrLotMixedTypes),
-		errors.Is(err, sifen.ErrLotMixedRUC),
-		errors.Is(err, sifen.ErrLotMixedEnv),
-		errors.Is(err, sifen.ErrLotDuplicateCDC),
-		errors.Is(err, sifen.ErrLotTooBig):
-		return problem{http.StatusBadRequest, publicMessage(err), 0}
+		return newProblem(http.StatusTooManyRequests, msg, remote.RetryAfter)
+	case errors.As(err, &remote):
+		return newProblem(http.StatusBadGateway, msg, remote.RetryAfter)
+	case errors.Is(err, dict.ErrMalformedResponse):
+		return newProblem(http.StatusBadGateway, msg, 0)
+	case errors.Is(err, dict.ErrUnknownEndToEndID), errors.Is(err, sifen.ErrNotFound),
+		errors.Is(err, ErrNotFound), errors.Is(err, throttle.ErrUnknownPolicy):
+		return newProblem(http.StatusNotFound, msg, 0)
+	case errors.Is(err, dict.ErrNotPayable), errors.Is(err, sifen.ErrNotSendable),
+		errors.Is(err, sifen.ErrCDCInFlight), errors.Is(err, sifen.ErrLotAlreadySent):
+		return newProblem(http.StatusConflict, msg, 0)
+	case isDictInputError(err), isSifenInputError(err), errors.Is(err, ErrBadRequest),
+		errors.Is(err, throttle.ErrInvalidKey), errors.Is(err, throttle.ErrInvalidCost),
+		errors.Is(err, throttle.ErrInvalidAdjustment), errors.Is(err, throttle.ErrInvalidQuery):
+		return newProblem(http.StatusBadRequest, msg, 0)
 	case errors.Is(err, sifen.ErrRemote), errors.Is(err, sifen.ErrNoResponse):
-		return problem{http.StatusBadGateway, publicMessage(err), 0}
+		return newProblem(http.StatusBadGateway, msg, 0)
+	case errors.Is(err, sifen.ErrNoRecepcionDE), errors.Is(err, errNotImplemented):
+		return newProblem(http.StatusNotImplemented, msg, 0)
 
-	case errors.Is(err, ErrNotFound):
-		return problem{http.StatusNotFound, publicMessage(err), 0}
-	case errors.Is(err, throttle.ErrUnknownPolicy):
-		return problem{http.StatusNotFound, publicMessage(err), 0}
 	case errors.Is(err, ErrMethodNotAllowed):
-		return problem{http.StatusMethodNotAllowed, "method not allowed", 0}
-	case errors.Is(err, ErrBadRequest),
-		errors.Is(err, throttle.ErrInvalidKey),
-		errors.Is(err, throttle.ErrInvalidCost),
-		errors.Is(err, throttle.ErrInvalidAdjustment),
-		errors.Is(err, throttle.ErrInvalidQuery):
-		return problem{http.StatusBadRequest, publicMessage(err), 0}
+		return newProblem(http.StatusMethodNotAllowed, msg, 0)
 	case errors.Is(err, ErrTooLarge):
-		return problem{http.StatusRequestEntityTooLarge, publicMessage(err), 0}
+		return newProblem(http.StatusRequestEntityTooLarge, msg, 0)
 	case errors.Is(err, ErrUnauthorized):
-		return problem{http.StatusUnauthorized, "authentication required", 0}
+		return newProblem(http.StatusUnauthorized, "authentication required", 0)
 	case errors.Is(err, ErrReadOnly):
-		return problem{http.StatusForbidden, "this action needs the admin role; viewers can only read", 0}
+		return newProblem(http.StatusForbidden, "this action needs the admin role; viewers can only read", 0)
 	case errors.Is(err, ErrForbidden):
-		return problem{http.StatusForbidden, publicMessage(err), 0}
+		return newProblem(http.StatusForbidden, msg, 0)
 	case errors.Is(err, ErrCrossOrigin):
-		return problem{http.StatusForbidden, "cross-origin request refused: submit the form from balde's own pages", 0}
+		return newProblem(http.StatusForbidden, "cross-origin request refused: submit the form from balde's own pages", 0)
 	case errors.Is(err, ErrUnhealthy):
-		return problem{http.StatusServiceUnavailable, "unhealthy: the store is unreachable or its migrations are not current", storeRetryAfter}
+		return newProblem(http.StatusServiceUnavailable, "unhealthy: the store is unreachable or its migrations are not current", storeRetryAfter)
 	case errors.Is(err, throttle.ErrStoreUnavailable):
-		return problem{http.StatusServiceUnavailable, "the store is unavailable", storeRetryAfter}
+		return newProblem(http.StatusServiceUnavailable, "the store is unavailable", storeRetryAfter)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		return problem{statusClientClosed, "request canceled", 0}
+		return newProblem(statusClientClosed, "request canceled", 0)
 	case errors.Is(err, context.DeadlineExceeded):
-		return problem{http.StatusServiceUnavailable, "the request took too long", storeRetryAfter}
+		return newProblem(http.StatusServiceUnavailable, "the request took too long", storeRetryAfter)
+	// What a gateway forwards to failed: its own words, not the cause's.
+	case errors.As(err, &up) && up.lost:
+		return newProblem(http.StatusGatewayTimeout, up.msg, 0)
+	case errors.As(err, &up):
+		return newProblem(http.StatusBadGateway, up.msg, 0)
 	}
-	return problem{http.StatusInternalServerError, "internal error", 0}
+	return newProblem(http.StatusInternalServerError, "internal error", 0)
 }
+
+// upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
+// or 504 when the answer was lost after the request arrived. msg is what
+// the client reads; err, logged, is why.
+type upstreamError struct {
+	msg  string
+	lost bool
+	err  error
+}
+
+func upstream(msg string, lost bool, err error) error { return &upstreamError{msg, lost, err} }
+
+func (e *upstreamError) Error() string {
+	if e.err == nil {
+		return e.msg
+	}
+	return e.msg + ": " + e.err.Error()
+}
+
+func (e *upstreamError) Unwrap() error { return e.err }
 
 // isDictInputError reports whether err is bad input to a DICT lookup or
 // payment: nothing was taken or sent (a 400). The lookup page shows it
@@ -175,12 +222,18 @@ func isDictInputError(err error) bool {
 		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
 }
 
-// remoteRetryAfter is the Retry-After of a DICT answer (0 without one).
-func remoteRetryAfter(e *dict.RemoteError) time.Duration {
-	if e == nil {
-		return 0
+// isSifenInputError reports whether err is a SIFEN document or lot that
+// breaks a rule: the client's input (a 400).
+func isSifenInputError(err error) bool {
+	for _, e := range []error{sifen.ErrInvalidEnv, sifen.ErrMalformedXML, sifen.ErrMissingRUC, sifen.ErrInvalidRUC,
+		sifen.ErrInvalidDV, sifen.ErrInvalidCDC, sifen.ErrInvalidType, sifen.ErrUnfit, sifen.ErrInvalidLotNumber,
+		sifen.ErrLotEmpty, sifen.ErrLotTooManyDEs, sifen.ErrLotMixedTypes, sifen.ErrLotMixedRUC, sifen.ErrLotMixedEnv,
+		sifen.ErrLotDuplicateCDC, sifen.ErrLotTooBig} {
+		if errors.Is(err, e) {
+			return true
+		}
 	}
-	return e.RetryAfter
+	return false
 }
 
 // publicPrefixes are the package prefixes of error texts, which mean
@@ -199,30 +252,112 @@ func publicMessage(err error) string {
 	return msg
 }
 
-// Error writes the response for err: its status, a Retry-After when there
-// is a wait, and an HTML page, a JSON body or a DICT problem (XML)
-// depending on the route. Only server errors (5xx) are logged, with the
-// request id; client errors are the client's business (the request log
-// has them).
-func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	p := s.prepareError(w, r, err)
-	if p.status == statusClientClosed {
-		w.WriteHeader(p.status)
+// logProblem logs a server error (5xx) with the request; client errors are
+// the client's business (the request log has them).
+func logProblem(l *slog.Logger, r *http.Request, p problem, err error, attrs ...slog.Attr) {
+	if p.status < 500 {
 		return
 	}
+	l.LogAttrs(r.Context(), slog.LevelError, "request failed", append(attrs,
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", p.status), slog.Any("error", err))...)
+}
+
+// writeHead writes the headers every error answer carries — Retry-After
+// when there is a wait, HeaderLocalRefusal on a local refusal, no caching,
+// contentType — and the status. It reports whether a body is to follow
+// (not when the client went away).
+func (p problem) writeHead(w http.ResponseWriter, contentType string) bool {
+	p.setHeaders(w.Header())
+	if p.status == statusClientClosed {
+		w.WriteHeader(p.status)
+		return false
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(p.status)
+	return true
+}
+
+func (p problem) setHeaders(h http.Header) {
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", retryAfterSeconds(p.retryAfter))
+	}
+	if p.refused != nil {
+		h.Set(HeaderLocalRefusal, "local")
+	}
+	h.Set("Cache-Control", "no-store")
+}
+
+// writeXML renders p as the DICT writes its errors: an RFC 7807 problem in
+// XML (application/problem+xml); a local refusal names its policy in a
+// violation. correlationID may be empty.
+func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
+	doc := dict.NewProblem(p.typ, p.status, http.StatusText(p.status), p.message)
+	doc.CorrelationID = correlationID
+	if p.refused != nil {
+		doc.Violations = &dict.Violations{Violation: []dict.Violation{{Reason: p.refused.Reason.String(), Property: "policy", Value: p.refused.Key.Policy}}}
+	}
+	data, err := dict.Marshal(doc)
+	if err != nil {
+		// A problem of plain strings always encodes; keep the status anyway.
+		data = []byte(dict.XMLHeader)
+	}
+	if p.writeHead(w, dict.ContentTypeProblemXML) {
+		_, _ = w.Write(data)
+	}
+}
+
+// writeSOAPFault renders p as a SOAP 1.2 fault with the prefix env, as
+// SIFEN writes its own: code Sender for the client's fault (a 4xx other
+// than 429), Receiver otherwise; the reason starts "balde: ".
+func (p problem) writeSOAPFault(w http.ResponseWriter) {
+	code := "env:Receiver"
+	if p.status < 500 && p.status != http.StatusTooManyRequests {
+		code = "env:Sender"
+	}
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
+	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Body><env:Fault><env:Code><env:Value>` + code)
+	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="en">`)
+	_ = xml.EscapeText(&b, []byte("balde: "+p.message))
+	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
+	if p.writeHead(w, sifen.SOAPContentType) {
+		_, _ = w.Write(b.Bytes())
+	}
+}
+
+// writeJSON renders p as balde's JSON API writes its errors.
+func (p problem) writeJSON(w http.ResponseWriter, requestID string) {
+	body, _ := json.MarshalIndent(struct {
+		Status     int     `json:"status"`
+		Error      string  `json:"error"`
+		RetryAfter float64 `json:"retry_after_seconds,omitempty"`
+		RequestID  string  `json:"request_id,omitempty"`
+	}{p.status, p.message, p.retryAfter.Seconds(), requestID}, "", "  ")
+	if p.writeHead(w, "application/json; charset=utf-8") {
+		_, _ = w.Write(append(body, '\n'))
+	}
+}
+
+// Error writes the response for err: problemOf's status, Retry-After and
+// message, as an HTML page, JSON or a DICT problem depending on the route.
+// Only server errors (5xx) are logged, with the request id.
+func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.prepareError(w, r, err)
 	info := requestInfoFrom(r.Context())
 	switch info.format(r) {
 	case formatJSON:
-		body := struct {
-			Status     int     `json:"status"`
-			Error      string  `json:"error"`
-			RetryAfter float64 `json:"retry_after_seconds,omitempty"`
-			RequestID  string  `json:"request_id,omitempty"`
-		}{p.status, p.message, p.retryAfter.Seconds(), info.id}
-		s.writeJSON(w, r, p.status, body)
-		return
+		p.writeJSON(w, info.id)
 	case formatXML:
-		s.writeProblemXML(w, p)
+		p.writeXML(w, "")
+	default:
+		s.writeErrorPage(w, r, p)
+	}
+}
+
+// writeErrorPage renders p as error.html.
+func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p problem) {
+	if p.status == statusClientClosed {
+		p.writeHead(w, "")
 		return
 	}
 	l := s.layout(r, "")
@@ -248,73 +383,35 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 			page.Refresh = int(ceilSeconds(p.retryAfter))
 		}
 	}
+	p.setHeaders(w.Header())
 	if err := s.render(w, p.status, page); err != nil {
 		// The error page itself failed: answer in plain text rather than
 		// with half a page.
-		s.Logger.Error("render error page", slog.String("request_id", info.id), slog.Any("error", err))
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(p.status)
-		fmt.Fprintf(w, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message)
-	}
-}
-
-// prepareError maps err (problemOf), logs it when it is a server error,
-// and sets the headers every error answer carries: Retry-After when there
-// is a wait, the basic-auth challenge on a 401, no caching. Handlers that
-// render their own page for an error (the DICT lookup page) call it, then
-// write the page with the returned status.
-func (s *Server) prepareError(w http.ResponseWriter, r *http.Request, err error) problem {
-	p := problemOf(r, err)
-	info := requestInfoFrom(r.Context())
-	if p.status >= 500 {
-		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", info.id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", p.status),
-			slog.Any("error", err))
-	}
-	h := w.Header()
-	if p.retryAfter > 0 {
-		h.Set("Retry-After", retryAfterSeconds(p.retryAfter))
-	}
-	if p.status == http.StatusUnauthorized && s.Authenticate == nil && info.route.name != "metrics" {
-		h.Set("WWW-Authenticate", `Basic realm="balde admin", charset="UTF-8"`)
-	}
-	h.Set("Cache-Control", "no-store")
-	return p
-}
-
-// problemTypes name the DICT problem type of a status, for the
-// DICT-format endpoints (the part after dict.ProblemTypePrefix).
-var problemTypes = map[int]string{
-	http.StatusBadRequest:          dict.ProblemBadRequest,
-	http.StatusForbidden:           dict.ProblemForbidden,
-	http.StatusNotFound:            dict.ProblemNotFound,
-	http.StatusMethodNotAllowed:    "MethodNotAllowed",
-	http.StatusTooManyRequests:     dict.ProblemRateLimited,
-	http.StatusInternalServerError: dict.ProblemInternalServerError,
-	http.StatusServiceUnavailable:  dict.ProblemServiceUnavailable,
-}
-
-// writeProblemXML writes p as the DICT writes its errors: an RFC 7807
-// problem in XML (application/problem+xml).
-func (s *Server) writeProblemXML(w http.ResponseWriter, p problem) {
-	typ, ok := problemTypes[p.status]
-	if !ok {
-		typ = dict.ProblemBadRequest
-		if p.status >= 500 {
-			typ = dict.ProblemInternalServerError
+		s.Logger.Error("render error page", slog.String("request_id", requestInfoFrom(r.Context()).id), slog.Any("error", err))
+		if p.writeHead(w, "text/plain; charset=utf-8") {
+			fmt.Fprintf(w, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message)
 		}
 	}
-	data, err := dict.Marshal(dict.NewProblem(typ, p.status, http.StatusText(p.status), p.message))
-	if err != nil {
-		// A problem of plain strings always encodes; keep the status anyway.
-		data = []byte(dict.XMLHeader)
+}
+
+// prepareError maps err (problemOf) and prepares its answer (prepare).
+// Handlers that render their own page for an error (the DICT lookup page)
+// call it, then write the page with the returned status.
+func (s *Server) prepareError(w http.ResponseWriter, r *http.Request, err error) problem {
+	return s.prepare(w, r, problemOf(r, err), err)
+}
+
+// prepare logs p when it is a server error and sets the headers every
+// error answer carries: Retry-After when there is a wait, the local
+// refusal's header, the basic-auth challenge on a 401, no caching.
+func (s *Server) prepare(w http.ResponseWriter, r *http.Request, p problem, err error) problem {
+	info := requestInfoFrom(r.Context())
+	logProblem(s.Logger, r, p, err, slog.String("request_id", info.id))
+	p.setHeaders(w.Header())
+	if p.status == http.StatusUnauthorized && s.Authenticate == nil && info.route.name != "metrics" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="balde admin", charset="UTF-8"`)
 	}
-	w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
-	w.WriteHeader(p.status)
-	_, _ = w.Write(data)
+	return p
 }
 
 // errorPage is error.html.

@@ -11,13 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // DictGatewayPaymentsPath is the gateway's own endpoint for payment
@@ -25,12 +22,6 @@ import (
 // that the pacs.008 of a lookup it forwarded was sent, so the mirror is
 // credited as the DICT credits its buckets when the SPI sees the payment.
 const DictGatewayPaymentsPath = "/gateway/payments"
-
-// HeaderLocalRefusal is set ("local") on a 429 the local mirror answered:
-// nothing was sent to the DICT. A DICT client needs no change (the answer
-// is the DICT's own 429); an operator can tell the two apart. It is the
-// header dict.Transport sets on a refusal it answers itself.
-const HeaderLocalRefusal = "Balde-Refused"
 
 // PaymentCreditor credits the payment order of a lookup once.
 // *dict.Client implements it (balde.Engine.Dict).
@@ -65,7 +56,7 @@ type DictGatewayConfig struct {
 	// Signer, when set, signs the body of write operations before they are
 	// forwarded; without it bodies pass byte for byte (the client signs).
 	Signer dict.Signer
-	// Logger defaults to slog.Default().
+	// Logger receives the gateway's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -82,8 +73,9 @@ type DictGatewayConfig struct {
 // Answers the gateway writes itself are the DICT's own, RFC 7807 problems
 // in XML (application/problem+xml):
 //
-//   - a request the mirror refuses: 429 RateLimited, Retry-After (whole
-//     seconds, at least 1) and HeaderLocalRefusal; nothing is sent;
+//   - a request the mirror refuses: 429 RateLimited naming the bucket,
+//     the reason and the wait, Retry-After (whole seconds, at least 1) and
+//     HeaderLocalRefusal; nothing is sent;
 //   - a path that is no DICT operation: 404 NotFound; a bad key, payer,
 //     EndToEndId or participant: 400 BadRequest (403 Forbidden for another
 //     participant); nothing is taken or sent;
@@ -106,7 +98,6 @@ type DictGateway struct {
 	target, policies *url.URL
 	participant      string
 	meter            dict.Meter
-	records          dict.Records
 	payments         PaymentCreditor
 	signer           dict.Signer
 	logger           *slog.Logger
@@ -134,32 +125,20 @@ func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
 			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
 		}
 	}
-	if cfg.Meter.Holds == nil {
-		// The gateway's syncs leave the holds in flight out (reconcile):
-		// it must see the ones the Transport counts.
-		cfg.Meter.Holds = &dict.Holds{}
-	}
 	g := &DictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
-		records: cfg.Records, payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
+		payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
 	if g.logger == nil {
-		g.logger = slog.Default()
+		g.logger = nowhere
 	}
-	if isNilInterface(g.records) {
-		g.records = nil
-	}
-	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Logger: g.logger}
+	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
 	if cfg.PoliciesURL != "" {
 		t.PoliciesURL = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
 	}
-	if g.records != nil {
-		t.Records = g.records
-	}
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:        g.rewrite,
-		Transport:      t,
-		ModifyResponse: g.reconcile,
-		ErrorHandler:   g.answerError,
-		ErrorLog:       slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
+		Rewrite:      g.rewrite,
+		Transport:    t,
+		ErrorHandler: g.answerError,
+		ErrorLog:     slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
 	}
 	return g, nil
 }
@@ -175,19 +154,6 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// isNilInterface reports whether v is nil or holds a nil pointer (a nil
-// *dictsql.Records is no records).
-func isNilInterface(v dict.Records) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
-}
-
-// gatewayRoute carries the matched route through the proxy.
-type gatewayRoute struct{}
-
 // ServeHTTP implements http.Handler.
 func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == DictGatewayPaymentsPath {
@@ -196,184 +162,57 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt, _, ok := dict.MatchRoute(r.Method, r.URL.Path)
 	if !ok {
-		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, "not a DICT operation: "+r.Method+" "+r.URL.Path, 0)
+		g.fail(w, r, fmt.Errorf("%w: not a DICT operation: %s %s", ErrNotFound, r.Method, r.URL.Path))
 		return
 	}
 	switch p := r.Header.Get(dict.HeaderRequestingParticipant); {
 	case p == "":
 		r.Header.Set(dict.HeaderRequestingParticipant, g.participant)
 	case p != g.participant:
-		g.writeProblem(w, http.StatusForbidden, dict.ProblemForbidden,
-			fmt.Sprintf("%s %s is not this gateway's participant", dict.HeaderRequestingParticipant, p), 0)
+		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", ErrForbidden, dict.HeaderRequestingParticipant, p))
 		return
 	}
 	if rt.Write && g.signer != nil {
 		body, err := io.ReadAll(io.LimitReader(r.Body, dict.MaxBodySize+1))
 		r.Body.Close()
 		if err != nil || len(body) > dict.MaxBodySize {
-			g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, "the body could not be read whole (at most 1 MiB)", 0)
+			g.fail(w, r, fmt.Errorf("%w: the body could not be read whole (at most 1 MiB)", ErrBadRequest))
 			return
 		}
 		signed, err := g.signer.Sign(r.Context(), rt.Op, body)
 		if err != nil {
-			g.logger.ErrorContext(r.Context(), "dict gateway: sign failed", slog.String("op", rt.Op), slog.Any("error", err))
-			g.writeProblem(w, http.StatusInternalServerError, dict.ProblemInternalServerError, "the request could not be signed", 0)
+			g.fail(w, r, fmt.Errorf("web: DICT gateway: sign %s: %w", rt.Op, err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(signed))
 		r.ContentLength = int64(len(signed))
 		r.Header.Set("Content-Length", strconv.Itoa(len(signed)))
 	}
-	ctx := context.WithValue(r.Context(), gatewayRoute{}, rt)
-	if rt.Op == dict.OpListBucketStates || rt.Op == dict.OpGetBucketState {
-		// The DICT's balances may or may not count the lookups on the
-		// wire meanwhile (it charges as it answers): reconcile leaves out
-		// what they hold and what the mirror kept of those that landed.
-		held := g.meter.Holds.Watch()
-		defer held.Stop()
-		ctx = context.WithValue(ctx, gatewayWatch{}, held)
-	}
-	g.proxy.ServeHTTP(w, r.WithContext(ctx))
+	g.proxy.ServeHTTP(w, r)
 }
-
-// gatewayWatch carries a policies request's dict.Watch to reconcile.
-type gatewayWatch struct{}
 
 // rewrite points the outgoing request at the DICT (or the policies host),
 // keeping the client's path, query and headers.
 func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
 	base := g.target
-	if rt, ok := pr.In.Context().Value(gatewayRoute{}).(dict.Route); ok &&
-		(rt.Op == dict.OpListBucketStates || rt.Op == dict.OpGetBucketState) {
+	if rt, _, _ := dict.MatchRoute(pr.In.Method, pr.In.URL.Path); strings.HasPrefix(rt.Path, "/policies/") {
 		base = g.policies
 	}
 	pr.SetURL(base)
 	pr.Out.Host = base.Host
 }
 
-// reconcile lowers the mirror to a 200 answer of GET /policies/ or
-// /policies/{policy} and records the category it reports; the body passes
-// on unchanged. Any other answer passes untouched.
-func (g *DictGateway) reconcile(resp *http.Response) error {
-	rt, _ := resp.Request.Context().Value(gatewayRoute{}).(dict.Route)
-	if resp.StatusCode != http.StatusOK || (rt.Op != dict.OpListBucketStates && rt.Op != dict.OpGetBucketState) {
-		return nil
-	}
-	data, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	if err != nil {
-		return nil
-	}
-	ctx := context.WithoutCancel(resp.Request.Context())
-	var policies []dict.Policy
-	category := ""
-	if rt.Op == dict.OpListBucketStates {
-		var doc dict.ListPoliciesResponse
-		if dict.Unmarshal(data, &doc) != nil {
-			return nil
-		}
-		policies, category = doc.Policies, doc.Category
-	} else {
-		var doc dict.GetPolicyResponse
-		if dict.Unmarshal(data, &doc) != nil {
-			return nil
-		}
-		policies, category = []dict.Policy{doc.Policy}, doc.Category
-	}
-	held, _ := resp.Request.Context().Value(gatewayWatch{}).(*dict.Watch)
-	g.syncPolicies(ctx, category, policies, held)
-	return nil
-}
-
-// syncPolicies records category and lowers the local PSP buckets of
-// policies to the DICT's balances (Limiter.Sync never raises a bucket),
-// less what held counts: the requests on the wire while the DICT read
-// them, which its number may not include yet (decision 0067). The listing's
-// own hold on POLICIES_LIST is in the number: that bucket leaves out only
-// the holds still in flight, as dict.Client.Reconcile does. Failures are
-// logged: the answer still reaches the client.
-func (g *DictGateway) syncPolicies(ctx context.Context, category string, policies []dict.Policy, held *dict.Watch) {
-	cat := g.meter.Catalog
-	if category != "" && dict.ValidateCategory(category) == nil && cat.Category() != category {
-		if err := cat.SetCategory(category); err != nil {
-			g.logger.Warn("dict gateway: category not set", slog.String("category", category), slog.Any("error", err))
-		} else if g.records != nil {
-			if err := g.records.SaveCategory(ctx, cat.Env(), g.participant, category, g.meter.Limiter.Now()); err != nil {
-				g.logger.Error("dict gateway: category not recorded", slog.Any("error", err))
-			}
-		}
-	}
-	var targets []throttle.SyncTarget
-	for _, p := range policies {
-		spec, ok := cat.Spec(p.Name)
-		if !ok || spec.Scope != dict.ScopePSP {
-			continue
-		}
-		key := cat.Key(p.Name, g.participant)
-		tokens := p.AvailableTokens - held.Held(key)
-		if p.Name == dict.PolicyPoliciesList {
-			tokens = p.AvailableTokens - g.meter.Holds.InFlight(key)
-		}
-		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "gateway GET /policies/"})
-	}
-	if len(targets) == 0 {
-		return
-	}
-	if _, err := g.meter.Limiter.Sync(ctx, targets...); err != nil {
-		g.logger.Error("dict gateway: mirror not reconciled with GET /policies/", slog.Any("error", err))
-	}
-}
-
-// answerError answers a request the proxy did not get an answer for: a
-// local refusal, bad input, an unavailable database or DICT.
+// answerError answers a request the proxy got no answer for: a local
+// refusal, bad input, an unavailable database, or the DICT's silence.
 func (g *DictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
-	if d, ok := throttle.AsRefusal(err); ok {
-		g.writeRefusal(w, d)
-		return
-	}
-	switch {
-	case isDictInputError(err):
-		g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, publicMessage(err), 0)
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		g.logger.ErrorContext(r.Context(), "dict gateway: the mirror cannot decide", slog.Any("error", err))
-		g.writeProblem(w, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "the rate limit mirror is unavailable", storeRetryAfter)
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client went away: nobody reads an answer.
-		w.WriteHeader(http.StatusBadGateway)
-	default:
-		g.logger.ErrorContext(r.Context(), "dict gateway: the DICT did not answer", slog.String("path", r.URL.Path), slog.Any("error", err))
-		g.writeProblem(w, http.StatusBadGateway, dict.ProblemServiceUnavailable, "the DICT did not answer", 0)
-	}
+	g.fail(w, r, upstream("the DICT did not answer", false, err))
 }
 
-// writeRefusal answers a local refusal as the DICT answers an empty
-// bucket: 429 RateLimited, Retry-After, the policy in a violation.
-func (g *DictGateway) writeRefusal(w http.ResponseWriter, d throttle.Decision) {
-	w.Header().Set(HeaderLocalRefusal, "local")
-	p := dict.NewProblem(dict.ProblemRateLimited, http.StatusTooManyRequests, "Rate limited",
-		fmt.Sprintf("%s: %s", d.Key.Policy, d.Reason))
-	p.Violations = &dict.Violations{Violation: []dict.Violation{{Reason: "no tokens left", Property: "policy", Value: d.Key.Policy}}}
-	g.writeProblemDoc(w, p, max(d.RetryAfter, time.Second))
-}
-
-// writeProblem writes a DICT problem of typ; retryAfter > 0 adds the header.
-func (g *DictGateway) writeProblem(w http.ResponseWriter, status int, typ, detail string, retryAfter time.Duration) {
-	g.writeProblemDoc(w, dict.NewProblem(typ, status, http.StatusText(status), detail), retryAfter)
-}
-
-func (g *DictGateway) writeProblemDoc(w http.ResponseWriter, p *dict.Problem, retryAfter time.Duration) {
-	p.CorrelationID = dict.NewCorrelationID(g.participant, g.meter.Limiter.Now())
-	data, err := dict.Marshal(p)
-	if err != nil {
-		data = []byte(dict.XMLHeader)
-	}
-	if retryAfter > 0 {
-		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
-	}
-	w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(data)
+// fail answers err as the DICT writes its errors (problemOf, writeXML).
+func (g *DictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemOf(r, err)
+	logProblem(g.logger, r, p, err, slog.String("gateway", "dict"))
+	p.writeXML(w, dict.NewCorrelationID(g.participant, g.meter.Limiter.Now()))
 }
 
 // gatewayCredit is one bucket of a payment credit, in the JSON answer.
@@ -387,32 +226,18 @@ type gatewayCredit struct {
 // creditPayment is POST DictGatewayPaymentsPath?endToEndId=E2E.
 func (g *DictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
 	if g.payments == nil {
-		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, "payments are not configured", 0)
+		g.fail(w, r, fmt.Errorf("%w: payments are not configured", ErrNotFound))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.writeProblem(w, http.StatusMethodNotAllowed, dict.ProblemBadRequest, "POST "+DictGatewayPaymentsPath+"?endToEndId=E2E", 0)
+		g.fail(w, r, fmt.Errorf("%w: POST %s?endToEndId=E2E", ErrMethodNotAllowed, DictGatewayPaymentsPath))
 		return
 	}
 	e2e := r.URL.Query().Get("endToEndId")
 	pc, err := g.payments.CreditPayment(r.Context(), e2e)
-	switch {
-	case errors.Is(err, dict.ErrInvalidEndToEndID):
-		g.writeProblem(w, http.StatusBadRequest, dict.ProblemBadRequest, publicMessage(err), 0)
-		return
-	case errors.Is(err, dict.ErrUnknownEndToEndID):
-		g.writeProblem(w, http.StatusNotFound, dict.ProblemNotFound, publicMessage(err), 0)
-		return
-	case errors.Is(err, dict.ErrNotPayable):
-		g.writeProblem(w, http.StatusConflict, dict.ProblemBadRequest, publicMessage(err), 0)
-		return
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		g.writeProblem(w, http.StatusServiceUnavailable, dict.ProblemServiceUnavailable, "the rate limit mirror is unavailable", storeRetryAfter)
-		return
-	case err != nil:
-		g.logger.ErrorContext(r.Context(), "dict gateway: payment not credited", slog.String("end_to_end_id", e2e), slog.Any("error", err))
-		g.writeProblem(w, http.StatusInternalServerError, dict.ProblemInternalServerError, "the payment was not credited", 0)
+	if err != nil {
+		g.fail(w, r, err)
 		return
 	}
 	out := struct {

@@ -167,7 +167,7 @@ func requireDictRateLimited(t *testing.T, resp *http.Response, body []byte) {
 	require.Positive(t, secs)
 	p, err := dict.DecodeProblem(body)
 	require.NoError(t, err)
-	require.Equal(t, dict.ProblemRateLimited, p.TypeName())
+	require.Equal(t, "RateLimited", p.TypeName())
 	require.Equal(t, http.StatusTooManyRequests, p.Status)
 }
 
@@ -414,9 +414,9 @@ func TestDictGatewayAnswersBadRequestsItself(t *testing.T) {
 		want                                   int
 		wantType                               string
 	}{
-		{"NotADictOperation", http.MethodGet, "/api/v2/nothing", "", "", http.StatusNotFound, dict.ProblemNotFound},
-		{"AnotherParticipant", http.MethodGet, "/api/v2/entries/maria.souza@example.com", "87654321", "11144477735", http.StatusForbidden, dict.ProblemForbidden},
-		{"BadPayer", http.MethodGet, "/api/v2/entries/maria.souza@example.com", "", "123", http.StatusBadRequest, dict.ProblemBadRequest},
+		{"NotADictOperation", http.MethodGet, "/api/v2/nothing", "", "", http.StatusNotFound, "NotFound"},
+		{"AnotherParticipant", http.MethodGet, "/api/v2/entries/maria.souza@example.com", "87654321", "11144477735", http.StatusForbidden, "Forbidden"},
+		{"BadPayer", http.MethodGet, "/api/v2/entries/maria.souza@example.com", "", "123", http.StatusBadRequest, "BadRequest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -487,7 +487,7 @@ func TestDictGatewayServesPythonProcesses(t *testing.T) {
 			if l.Status == http.StatusTooManyRequests {
 				require.True(t, l.Local)
 				require.NotEmpty(t, l.RetryAfter)
-				require.Equal(t, dict.ProblemRateLimited, l.ProblemType)
+				require.Equal(t, "RateLimited", l.ProblemType)
 			}
 		}
 	}

@@ -48,7 +48,7 @@ type SifenGatewayConfig struct {
 	// Sleep waits d or until ctx ends (its error then). Nil: a timer.
 	// Tests move a fake clock instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Logger defaults to slog.Default().
+	// Logger receives the gateway's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -114,7 +114,7 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 		g.sleep = throttle.SleepContext
 	}
 	if g.logger == nil {
-		g.logger = slog.Default()
+		g.logger = nowhere
 	}
 	return g, nil
 }
@@ -123,12 +123,12 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.writeFault(w, http.StatusMethodNotAllowed, "soap:Sender", "SIFEN services are SOAP 1.2 over POST", 0)
+		g.fail(w, r, fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", ErrMethodNotAllowed))
 		return
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, sifenGatewayMaxRequest+1))
 	if err != nil || len(data) > sifenGatewayMaxRequest {
-		g.writeFault(w, http.StatusRequestEntityTooLarge, "soap:Sender", "the request could not be read whole (a lot's message is at most 1,000,000 bytes)", 0)
+		g.fail(w, r, fmt.Errorf("%w: the request could not be read whole (a lot's message is at most 1,000,000 bytes)", ErrTooLarge))
 		return
 	}
 	switch {
@@ -145,8 +145,7 @@ func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(r.URL.Path, sifen.EventoPath):
 		g.passThrough(w, r, data, sifen.ServiceEvento, sifen.EventoPath, g.checkEvento)
 	default:
-		g.writeFault(w, http.StatusNotImplemented, "soap:Receiver",
-			fmt.Sprintf("balde: %s is not a SIFEN service", r.URL.Path), 0)
+		g.fail(w, r, fmt.Errorf("%w: %s is not a SIFEN service", errNotImplemented, r.URL.Path))
 	}
 }
 
@@ -154,26 +153,26 @@ func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLote](data)
 	if err != nil || fault != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: not a siRecepLoteDE request (rEnvioLote)", 0)
+		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", ErrBadRequest))
 		return
 	}
 	zipped, err := base64.StdEncoding.DecodeString(strings.TrimSpace(req.XDE))
 	if err != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: xDE is not base64", 0)
+		g.fail(w, r, fmt.Errorf("%w: xDE is not base64", ErrBadRequest))
 		return
 	}
 	if err := sifen.CheckMessageSize(len(zipped)); err != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: "+publicMessage(err), 0)
+		g.fail(w, r, fmt.Errorf("%w: %w", ErrBadRequest, err))
 		return
 	}
 	doc, err := sifen.UnzipLote(zipped)
 	if err != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: xDE: "+publicMessage(err), 0)
+		g.fail(w, r, fmt.Errorf("%w: xDE: %w", ErrBadRequest, err))
 		return
 	}
 	docs, err := g.sender.Import(r.Context(), doc, g.env)
 	if err != nil {
-		g.writeSendError(w, r, err)
+		g.fail(w, r, err)
 		return
 	}
 	ids := make([]int64, len(docs))
@@ -202,15 +201,14 @@ func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 	for {
 		out, err := send()
 		if err != nil {
-			g.writeSendError(w, r, err)
+			g.fail(w, r, err)
 			return out, false
 		}
 		switch out.Status {
 		case sifen.OutcomeBlocked:
 			b := out.Blocked()
 			if g.hold < 0 || time.Until(deadline) < b.Wait || b.Reason == throttle.ReasonBlocked {
-				g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
-					fmt.Sprintf("balde: RUC %s: %s; nothing was sent, send again after %d s", out.RUC.Number, b.Message(), b.WaitSeconds()), b.Wait)
+				g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number, *out.Decision), nil)
 				return out, false
 			}
 			if err := g.sleep(r.Context(), b.Wait); err != nil {
@@ -223,16 +221,15 @@ func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 		case sifen.OutcomeNotQueued:
 			if out.Code == "" {
 				// A SOAP fault or an unreadable answer of SIFEN: no code to pass on.
-				g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not take the request: "+out.Message, 0)
+				g.fail(w, r, upstream("SIFEN did not take the request: "+out.Message, false, nil))
 				return out, false
 			}
 			return out, true
 		case sifen.OutcomeFailed:
-			g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN could not be reached, nothing was sent: "+out.Message, 0)
+			g.fail(w, r, upstream("SIFEN could not be reached, nothing was sent: "+out.Message, false, nil))
 			return out, false
 		default: // OutcomeUnknown
-			g.writeFault(w, http.StatusGatewayTimeout, "soap:Receiver",
-				"balde: SIFEN's answer was lost; it may have been received and is resolved by balde (do not send it again): "+out.Message, 0)
+			g.fail(w, r, upstream("SIFEN's answer was lost; it may have been received and is resolved by balde (do not send it again): "+out.Message, true, nil))
 			return out, false
 		}
 	}
@@ -242,20 +239,18 @@ func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLote](data)
 	if err != nil || fault != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: not a siResultLoteDE request (rEnviConsLoteDe)", 0)
+		g.fail(w, r, fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", ErrBadRequest))
 		return
 	}
 	lo, err := g.sender.QueryLot(r.Context(), g.env, strings.TrimSpace(req.LotNumber))
 	switch {
 	case err != nil:
-		g.writeSendError(w, r, err)
+		g.fail(w, r, err)
 	case lo.NotDue:
 		// DNIT's schedule of lot queries: nothing was asked.
-		secs := int64((lo.Wait + time.Second - 1) / time.Second)
-		g.writeFault(w, http.StatusTooManyRequests, "soap:Receiver",
-			fmt.Sprintf("balde: lot %s: its next query is not due yet; nothing was asked, ask again after %d s", lo.LotNumber, secs), lo.Wait)
+		g.fail(w, r, &notDueError{what: "the next query of lot " + lo.LotNumber, wait: lo.Wait})
 	case lo.Code == "":
-		g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not answer: "+lo.Message, 0)
+		g.fail(w, r, upstream("SIFEN did not answer: "+lo.Message, false, nil))
 	default:
 		answer := sifenEl("rResEnviConsLoteDe", sifenText("dFecProc", formatSifenTime(time.Now())),
 			sifenText("dCodResLot", lo.Code), sifenText("dMsgResLot", lo.Message))
@@ -273,19 +268,15 @@ func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 	}
 }
 
-// writeSendError answers an error of Import, Send or QueryLot.
-func (g *SifenGateway) writeSendError(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, sifen.ErrCDCInFlight), errors.Is(err, sifen.ErrNotSendable), errors.Is(err, sifen.ErrLotAlreadySent):
-		g.writeFault(w, http.StatusConflict, "soap:Sender", "balde: "+publicMessage(err), 0)
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		g.logger.ErrorContext(r.Context(), "sifen gateway: the database cannot decide", slog.Any("error", err))
-		g.writeFault(w, http.StatusServiceUnavailable, "soap:Receiver", "balde: the throttle is unavailable, nothing was sent", storeRetryAfter)
-	case errors.Is(err, context.Canceled):
-	default:
-		// The lot rules, a bad CDC, RUC or signature, a malformed XML: the client's lot.
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: "+publicMessage(err), 0)
-	}
+// fail answers err as a SOAP 1.2 fault (problemOf, writeSOAPFault).
+func (g *SifenGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+	g.answer(w, r, problemOf(r, err), err)
+}
+
+// answer writes p as a SOAP 1.2 fault, logging a server error.
+func (g *SifenGateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
+	logProblem(g.logger, r, p, err, slog.String("gateway", "sifen"))
+	p.writeSOAPFault(w)
 }
 
 func formatSifenTime(t time.Time) string {
@@ -333,24 +324,5 @@ func (g *SifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
 	b.WriteString(`</ns2:` + body.name + `></env:Body></env:Envelope>`)
 	w.Header().Set("Content-Type", sifen.SOAPContentType)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
-}
-
-// writeFault writes a SOAP 1.2 fault (prefix env, as SIFEN's);
-// retryAfter > 0 adds Retry-After.
-func (g *SifenGateway) writeFault(w http.ResponseWriter, status int, code, reason string, retryAfter time.Duration) {
-	code = strings.Replace(code, "soap:", "env:", 1)
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
-	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Body><env:Fault><env:Code><env:Value>`)
-	_ = xml.EscapeText(&b, []byte(code))
-	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="en">`)
-	_ = xml.EscapeText(&b, []byte(reason))
-	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
-	if retryAfter > 0 {
-		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
-	}
-	w.Header().Set("Content-Type", sifen.SOAPContentType)
-	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
 }

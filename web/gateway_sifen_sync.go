@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -18,11 +17,11 @@ import (
 func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
 	if err != nil || fault != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: not a siRecepDE request (rEnviDe)", 0)
+		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", ErrBadRequest))
 		return
 	}
 	if err := sifen.CheckMessageSize(len(data)); err != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: "+publicMessage(err), 0)
+		g.fail(w, r, fmt.Errorf("%w: %w", ErrBadRequest, err))
 		return
 	}
 	// The rDE may take SIFEN's namespace from rEnviDe: an rLoteDE in that
@@ -34,15 +33,15 @@ func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {
 	case err != nil:
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", "balde: xDE: "+publicMessage(err), 0)
+		g.fail(w, r, fmt.Errorf("%w: xDE: %w", ErrBadRequest, err))
 		return
 	case len(lot.DEs) != 1:
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", fmt.Sprintf("balde: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", len(lot.DEs)), 0)
+		g.fail(w, r, fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", ErrBadRequest, len(lot.DEs)))
 		return
 	}
 	docs, err := g.sender.Import(r.Context(), doc.Bytes(), g.env)
 	if err != nil {
-		g.writeSendError(w, r, err)
+		g.fail(w, r, err)
 		return
 	}
 	var sent sifen.DESend
@@ -93,20 +92,16 @@ func stripXMLDecl(b []byte) []byte {
 // (docs/decisions/0121).
 func (g *SifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
 	if g.client == nil {
-		g.writeFault(w, http.StatusNotImplemented, "soap:Receiver", "balde: "+service+" is not passed through by this gateway (no SIFEN client configured)", 0)
+		g.fail(w, r, fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service))
 		return
 	}
 	if err := check(data); err != nil {
-		g.writeFault(w, http.StatusBadRequest, "soap:Sender", fmt.Sprintf("balde: not a %s request: %v", service, err), 0)
+		g.fail(w, r, fmt.Errorf("%w: not a %s request: %v", ErrBadRequest, service, err))
 		return
 	}
 	ans, err := g.client.Forward(r.Context(), g.env, path, r.Header.Get("Content-Type"), data)
 	if err != nil {
-		if r.Context().Err() != nil {
-			return
-		}
-		g.logger.WarnContext(r.Context(), "sifen gateway: no answer", slog.String("service", service), slog.Any("error", err))
-		g.writeFault(w, http.StatusBadGateway, "soap:Receiver", "balde: SIFEN did not answer "+service, 0)
+		g.fail(w, r, upstream("SIFEN did not answer "+service, false, err))
 		return
 	}
 	if ans.ContentType != "" {

@@ -59,7 +59,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("dict-lookup: --dict-participant: %v", err)
 	}
 	if *payer != "" {
-		if _, err := dict.ParsePayerID(*payer); err != nil {
+		if err := dict.ValidatePayerID(*payer); err != nil {
 			return UsageError("dict-lookup: --payer: %v", err)
 		}
 	}
@@ -73,7 +73,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	var out *dict.LookupFile
+	var out *dict.LookupWriter
 	if *outPath != "" {
 		if out, err = dict.CreateLookupFile(*outPath, outJSON); err != nil {
 			return UsageError("dict-lookup: --out: %v", err)
@@ -96,11 +96,12 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
 	rep.Progress = wf.progressTo(m, mode)
-	lookup := report.DictLookup{Client: client, Wait: wait, MaxWait: maxWait, Senders: *senders, Reporter: rep}
+	lookup := &report.DictLookup{Reporter: rep, Wait: wait, MaxWait: maxWait}
 	if out != nil {
 		lookup.Out = out
 	}
-	sum, err := lookup.Run(ctx, reqs)
+	batch := dict.Batch{Client: client, Wait: wait, MaxWait: maxWait, Senders: *senders, Sleep: clock.BaseSleep(), Progress: lookup.Progress}
+	sum, err := lookup.Finish(ctx, len(reqs), batch.Run(ctx, reqs, lookup.Print))
 	var oe *report.OutputError
 	if errors.As(err, &oe) {
 		return fmt.Errorf("dict-lookup: --out: %w", oe.Err)

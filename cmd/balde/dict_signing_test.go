@@ -69,12 +69,12 @@ func TestDictSigningConfig(t *testing.T) {
 			require.NoError(t, err)
 			require.NotNil(t, s)
 			require.NotNil(t, v)
-			signed, err := s.Sign(t.Context(), dict.OpDeleteEntry, body)
+			signed, err := s.Sign(t.Context(), "deleteEntry", body)
 			require.NoError(t, err)
-			require.NoError(t, v.Verify(t.Context(), dict.OpDeleteEntry, signed))
+			require.NoError(t, v.Verify(t.Context(), "deleteEntry", signed))
 			other, err := dict.LoadXMLVerifier(map[string]string{tlsCert: signCert, signCert: tlsCert}[tt.signedWith])
 			require.NoError(t, err)
-			require.ErrorIs(t, other.Verify(t.Context(), dict.OpDeleteEntry, signed), dict.ErrSignatureInvalid)
+			require.ErrorIs(t, other.Verify(t.Context(), "deleteEntry", signed), dict.ErrSignatureInvalid)
 		})
 	}
 	for _, tt := range []struct {

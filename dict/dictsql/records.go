@@ -1,7 +1,6 @@
 // Package dictsql keeps the DICT adapter's own tables (migration 0004) in
-// balde's SQL database: the SQL side of dict.LookupStore and
-// dict.CategoryStore, kept out of package dict so that importing dict pulls
-// in no database library.
+// balde's SQL database: the SQL side of dict.Records, kept out of package
+// dict so that importing dict pulls in no database library.
 package dictsql
 
 import (
@@ -131,24 +130,8 @@ func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error 
 	return nil
 }
 
-// Category returns the category recorded for participant in env; ok is
-// false when none was.
-func (r *Records) Category(ctx context.Context, env, participant string) (category string, ok bool, err error) {
-	err = r.get(ctx, &category, r.read.Rebind(`
-		SELECT category
-		FROM balde_dict_participants
-		WHERE env = ? AND participant = ?`), env, participant)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("dict: load category of %s: %w", participant, storeError(err))
-	}
-	return category, true, nil
-}
-
 // LearnedCategory returns the category recorded for participant in env and
-// when it was recorded (dict.CategoryStore).
+// when it was recorded; ok is false when none was.
 func (r *Records) LearnedCategory(ctx context.Context, env, participant string) (category string, at time.Time, ok bool, err error) {
 	var row struct {
 		Category  string `db:"category"`

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,28 +10,26 @@ import (
 	"github.com/balde-throttle/balde/dict"
 )
 
-// DictLookup is one run of "balde dict-lookup" for any caller: it runs
-// dict.Batch over its requests and reports each lookup on Reporter, in
-// input order: its dict.LookupRecord (the JSON line, and the row or object
-// written to Out) and its plain line, whose message is in Reporter's
-// language. Fill the fields, then call Run once.
+// DictLookup prints the lookups of a dict.Batch on Reporter, for any
+// caller ("balde dict-lookup" is one): each lookup's dict.LookupRecord (the
+// JSON line, and the row or object written to Out) and its plain line,
+// whose message is in Reporter's language, in input order. The Batch runs
+// the lookups: give it Progress and Print, then hand Run's error to
+// Finish.
 type DictLookup struct {
-	Client *dict.Client
-	// Wait waits a refusal out, each lookup for at most MaxWait over all
-	// its retries; without it (or beyond MaxWait) a refused lookup is
-	// reported blocked.
+	Reporter *Reporter
+	// Wait and MaxWait are the Batch's: a refused lookup whose wait was
+	// beyond MaxWait says so.
 	Wait    bool
 	MaxWait time.Duration
-	// Senders is the most lookups in flight at once (dict.Batch.Senders).
-	Senders  int
-	Reporter *Reporter
-	// Out, when set, receives every record too (dict.LookupFile).
+	// Out, when set, receives every record too (dict.CreateLookupFile).
 	Out interface {
 		Write(dict.LookupRecord) error
 	}
+	printed int
 }
 
-// OutputError is a record DictLookup.Run could not write to Out: the run
+// OutputError is a record DictLookup.Print could not write to Out: the run
 // stopped there.
 type OutputError struct{ Err error }
 
@@ -38,56 +37,53 @@ func (e *OutputError) Error() string { return "results file: " + e.Err.Error() }
 
 func (e *OutputError) Unwrap() error { return e.Err }
 
-// Run looks up reqs and reports each. It returns the summary (a run
-// stopped by ctx is an interrupted summary, not an error: a lookup that
-// was waiting for the mirror is reported Interrupted and counted not
-// processed, as the lookups never reached are, never blocked), or an
-// *OutputError when Out failed, or dict.Batch's error (the store); the
-// summary is printed first either way.
-func (l *DictLookup) Run(ctx context.Context, reqs []dict.LookupRequest) (Summary, error) {
-	rep := l.Reporter
-	// The batch's lookups run side by side: their waits go straight to the
-	// underlying sleep (the reporter's countdown is for one wait at a
-	// time), and each delivered result adds its own wait to the summary.
-	batch := dict.Batch{
-		Client:  l.Client,
-		Wait:    l.Wait,
-		MaxWait: l.MaxWait,
-		Senders: l.Senders,
-		Sleep:   rep.clock.BaseSleep(),
-		Progress: func(ev dict.BatchEvent) {
-			if ev.Kind == dict.BatchWaiting {
-				rep.Waiting(ev.Wait, rep.Tr.Sprintf("%s on %s", rep.Tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
-			}
-		},
+// Progress is the Batch's Progress: it draws a lookup that waits for the
+// mirror. The lookups run side by side, so their waits are the Batch's
+// Sleep (give it the reporter clock's BaseSleep: the countdown is for one
+// wait at a time); each printed result adds its own wait to the summary.
+func (l *DictLookup) Progress(ev dict.BatchEvent) {
+	if ev.Kind == dict.BatchWaiting {
+		rep := l.Reporter
+		rep.Waiting(ev.Wait, rep.Tr.Sprintf("%s on %s", rep.Tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
 	}
-	delivered := 0
-	var outErr error
-	err := batch.Run(ctx, reqs, func(res dict.BatchResult) error {
-		rec := lookupRecordOf(res, l.Wait, l.MaxWait, rep)
-		delivered++
-		rep.AddWait(res.Waited)
-		rep.Item(Result(rec.Result), rec.line(), rec.LookupRecord)
-		if l.Out != nil {
-			if err := l.Out.Write(rec.LookupRecord); err != nil {
-				outErr = &OutputError{Err: err}
-				return outErr
-			}
+}
+
+// Print is the Batch's deliver: it prints res and writes its record to
+// Out; a record Out cannot take is an *OutputError, which stops the run.
+func (l *DictLookup) Print(res dict.BatchResult) error {
+	rep := l.Reporter
+	rec := lookupRecordOf(res, l.Wait, l.MaxWait, rep)
+	l.printed++
+	rep.AddWait(res.Waited)
+	rep.Item(Result(rec.Result), rec.line(), rec.LookupRecord)
+	if l.Out != nil {
+		if err := l.Out.Write(rec.LookupRecord); err != nil {
+			return &OutputError{Err: err}
 		}
-		return nil
-	})
+	}
+	return nil
+}
+
+// Finish prints the summary of a run of total lookups that ended with err
+// (Batch.Run's) and returns it. A run stopped by ctx is an interrupted
+// summary, not an error: a lookup that was waiting for the mirror was
+// printed Interrupted and counted not processed, as the lookups never
+// reached are, never blocked. Out's failure (*OutputError) and the store's
+// are returned; the summary is printed first either way.
+func (l *DictLookup) Finish(ctx context.Context, total int, err error) (Summary, error) {
+	var oe *OutputError
 	switch {
-	case outErr != nil:
-		rep.Finish(false, len(reqs)-delivered)
-		return Summary{}, outErr
+	case errors.As(err, &oe):
+		l.Reporter.Finish(false, total-l.printed)
+		return Summary{}, err
 	case ctx.Err() != nil:
-		rep.Finish(true, len(reqs)-delivered)
-		return rep.Summary(), nil
+		l.Reporter.Finish(true, total-l.printed)
+		return l.Reporter.Summary(), nil
 	case err != nil:
-		rep.Finish(false, len(reqs)-delivered)
+		l.Reporter.Finish(false, total-l.printed)
 		return Summary{}, err
 	}
-	return rep.Finish(false, 0), nil
+	return l.Reporter.Finish(false, 0), nil
 }
 
 // lookupRecord is a lookup's dict.LookupRecord (the JSON line with

@@ -315,8 +315,8 @@ var steps = map[string]func(context.Context, *app) error{
 		if err != nil {
 			return err
 		}
-		if res.Entry == nil || !res.Decision.Allowed {
-			return fmt.Errorf("lookup: entry %v, decision %+v", res.Entry, res.Decision)
+		if res.Response == nil || !res.Decision.Allowed {
+			return fmt.Errorf("lookup: entry %v, decision %+v", res.Response, res.Decision)
 		}
 		if n := a.sent.Load() - before; n != 1 {
 			return fmt.Errorf("%d requests through the application's client, want 1", n)

@@ -1,0 +1,152 @@
+package dict
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// The names dict keeps to itself, for its external tests.
+
+const (
+	PF                          = personPF
+	PJ                          = personPJ
+	ProblemBadRequest           = "BadRequest"
+	ProblemForbidden            = "Forbidden"
+	ProblemNotFound             = "NotFound"
+	ProblemRateLimited          = "RateLimited"
+	ProblemInternalServerError  = "InternalServerError"
+	ProblemServiceUnavailable   = "ServiceUnavailable"
+	ProblemTypePrefix           = problemTypePrefix
+	DefaultCategoryRecheck      = defaultCategoryRecheck
+	EndToEndIDLen               = endToEndIDLen
+	EventPayment                = eventPayment
+	MaxEmailLen                 = maxEmailLen
+	OpCheckKeys                 = opCheckKeys
+	OpCreateEntry               = opCreateEntry
+	OpListClaims                = opListClaims
+	OutcomeTransportError       = outcomeTransportError
+	PolicyCidsFilesWrite        = policyCidsFilesWrite
+	PolicyClaimsListWithoutRole = policyClaimsListWithoutRole
+	PolicyEntriesWrite          = policyEntriesWrite
+	PolicyPoliciesRead          = policyPoliciesRead
+	ProblemEntryNotFound        = problemEntryNotFound
+	ScopeEntity                 = scopeEntity
+	SignatureNamespace          = signatureNamespace
+)
+
+var (
+	ParsePayerID         = parsePayerID
+	Categories           = categoryNames
+	ErrInvalidCNPJ       = errInvalidCNPJ
+	ErrInvalidCPF        = errInvalidCPF
+	ErrInvalidCategory   = errInvalidCategory
+	ErrInvalidEVP        = errInvalidEVP
+	ErrInvalidEmail      = errInvalidEmail
+	ErrInvalidPhone      = errInvalidPhone
+	ErrInvalidPolicyFile = errInvalidPolicyFile
+	ErrLookupFormat      = errLookupFormat
+	ErrUnknownKeyType    = errUnknownKeyType
+	ErrUnknownOutcome    = errUnknownOutcome
+)
+
+var (
+	GetPolicy               = getPolicy
+	ListPolicies            = listPolicies
+	NewListPoliciesResponse = newListPoliciesResponse
+	NewXMLSigner            = newXMLSigner
+	NewXMLVerifier          = newXMLVerifier
+	ParseKeyAs              = parseKeyAs
+	ParseKeyType            = parseKeyType
+	ParsePolicyFile         = parsePolicyFile
+	ParseRetryAfter         = parseRetryAfter
+	PolicyFromState         = policyFromState
+	ValidateCNPJ            = validateCNPJ
+	ValidateCPF             = validateCPF
+)
+
+// Methods of the catalog and the meter that dict keeps to itself.
+
+func (c *Catalog) Admission(key throttle.Key) (int64, error)            { return c.admission(key) }
+func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) { return c.cost(key, outcome) }
+func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) { return c.credit(key, event) }
+func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
+	return c.participantKeys(participant)
+}
+func (c *Catalog) Apply(f *policyFile) error { return c.apply(f) }
+
+func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (reservation, error) {
+	return m.reserve(ctx, op, ref, keys...)
+}
+
+func (m *Meter) Settle(ctx context.Context, r reservation, outcome string) ([]throttle.Adjusted, error) {
+	return m.settle(ctx, r, outcome)
+}
+
+func (m *Meter) Credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
+	return m.credit(ctx, ref, event, keys...)
+}
+
+type PersonType = personType
+type Limits = limits
+
+const (
+	MaxRetryAfter            = maxRetryAfter
+	PolicyClaimsListWithRole = policyClaimsListWithRole
+	OpGetBucketState         = opGetBucketState
+	OpDeleteEntry            = opDeleteEntry
+)
+
+// Catalog methods only tests use.
+
+// Refill returns the catalog's refill mode.
+func (c *Catalog) Refill() throttle.RefillMode {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.refill
+}
+
+// SetRefill sets the refill mode of every policy that does not set its own.
+// It fails, changing nothing, if some policy cannot use mode (a rolling
+// window must refill its whole capacity per period).
+// RefillStepwise (the default) is the conservative reading of the DICT's
+// "n tokens per period": it is never more generous than continuous refill.
+func (c *Catalog) SetRefill(mode throttle.RefillMode) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range c.order {
+		if err := validateSpec(c.specs[name], mode); err != nil {
+			return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, name, err)
+		}
+	}
+	c.refill = mode
+	return nil
+}
+
+// Define adds a policy or replaces one, after validating it. The error
+// wraps throttle.ErrInvalidPolicy and names the field at fault.
+func (c *Catalog) Define(s Spec) error {
+	s = cloneSpec(s)
+	if s.Reserve == 0 {
+		s.Reserve = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := validateSpec(s, c.refill); err != nil {
+		return fmt.Errorf("%w: %s.%v", throttle.ErrInvalidPolicy, s.Name, err)
+	}
+	c.define(s)
+	return nil
+}
+
+// Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
+// the category in effect for a categorised PSP policy, "" otherwise.
+func (c *Catalog) Class(key throttle.Key) (string, error) {
+	s, category, _, err := c.find(key.Policy)
+	if err != nil {
+		return "", err
+	}
+	_, class, err := s.limitsFor(key.Identifier, category)
+	return class, err
+}

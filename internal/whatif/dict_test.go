@@ -281,7 +281,7 @@ func TestUnobservedOutcomesAreCountedAtTheirWorst(t *testing.T) {
 	require.Positive(t, p.Total.Better, "lookups refused then are admitted now")
 	require.Less(t, p.BestRefused, p.Total.RefusedNow, "at their best the unobserved lookups leave more room")
 	notes := strings.Join(rep.Notes(i18n.New(i18n.English, time.UTC)), "\n")
-	require.Contains(t, notes, fmt.Sprintf("%d requests were refused in the recorded run: their outcome was never observed. Each one the replay admits is counted at its worst", rep.Unobserved))
-	require.Contains(t, notes, fmt.Sprintf("%s: at their best (nothing kept, a 500) %d requests would have been refused instead of %d.", p.Policy, p.BestRefused, p.Total.RefusedNow))
-	require.Contains(t, notes, fmt.Sprintf("%s: the participant's allowance would not have sufficed: %d lookups refused", p.Policy, p.Total.RefusedNow))
+	require.Contains(t, notes, fmt.Sprintf("Requests refused in the recorded run: %d. Their outcome was never observed: each one the replay admits is counted at its worst", rep.Unobserved))
+	require.Contains(t, notes, fmt.Sprintf("%s: with those outcomes at their best (nothing kept, a 500), the requests refused would have been %d instead of %d.", p.Policy, p.BestRefused, p.Total.RefusedNow))
+	require.Contains(t, notes, fmt.Sprintf("%s: the participant's allowance would not have sufficed (lookups refused: %d", p.Policy, p.Total.RefusedNow))
 }

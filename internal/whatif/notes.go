@@ -21,18 +21,18 @@ func (r *Report) Notes(tr *i18n.Printer) []string {
 			out = append(out, tr.Sprintf("%s: the participant's allowance would have sufficed; its lowest balance would have been %s of %s.",
 				p.Policy, tr.Int(p.Lowest), tr.Int(p.Capacity)))
 		} else {
-			out = append(out, tr.Sprintf("%s: the participant's allowance would not have sufficed: %s lookups refused, the first at %s; its lowest balance would have been %s of %s.",
+			out = append(out, tr.Sprintf("%s: the participant's allowance would not have sufficed (lookups refused: %s, the first at %s); its lowest balance would have been %s of %s.",
 				p.Policy, tr.Int(p.Total.RefusedNow), tr.Zoned(p.FirstRefused), tr.Int(p.Lowest), tr.Int(p.Capacity)))
 		}
 	}
 	if r.Unobserved == 0 {
 		out = append(out, tr.Sprintf("Every request of the period was admitted in the recorded run: each replayed outcome is the one observed."))
 	} else {
-		out = append(out, tr.Sprintf("%s requests were refused in the recorded run: their outcome was never observed. Each one the replay admits is counted at its worst: it keeps what it held (for the DICT, a 404: 20 tokens of the payer, 3 of the participant). A lookup the participant's bucket refused is replayed without its payer's bucket, which the ledger does not name.",
+		out = append(out, tr.Sprintf("Requests refused in the recorded run: %s. Their outcome was never observed: each one the replay admits is counted at its worst, it keeps what it held (for the DICT, a 404: 20 tokens of the payer, 3 of the participant). A lookup the participant's bucket refused is replayed without its payer's bucket, which the ledger does not name.",
 			tr.Int(r.Unobserved)))
 		for _, p := range r.Policies {
 			if p.BestRefused != p.Total.RefusedNow {
-				out = append(out, tr.Sprintf("%s: at their best (nothing kept, a 500) %s requests would have been refused instead of %s.",
+				out = append(out, tr.Sprintf("%s: with those outcomes at their best (nothing kept, a 500), the requests refused would have been %s instead of %s.",
 					p.Policy, tr.Int(p.BestRefused), tr.Int(p.Total.RefusedNow)))
 			}
 		}
@@ -56,16 +56,16 @@ func (r *Report) Notes(tr *i18n.Printer) []string {
 		}
 	}
 	if assumed > 0 {
-		out = append(out, tr.Sprintf("%s lots had no answer in the recorded period: the replay gives each the longest flight seen on its RUC.", tr.Int(int64(assumed))))
+		out = append(out, tr.Sprintf("Lots with no answer in the recorded period: %s. The replay gives each the longest flight seen on its RUC.", tr.Int(int64(assumed))))
 	}
 	if r.Syncs > 0 {
-		out = append(out, tr.Sprintf("%s syncs to the remote side's state (a DICT 429, a reconciliation) were not replayed: the replay takes the remote side to count as balde does.", tr.Int(r.Syncs)))
+		out = append(out, tr.Sprintf("Syncs to the remote side's state (a DICT 429, a reconciliation) not replayed: %s. The replay takes the remote side to count as balde does.", tr.Int(r.Syncs)))
 	}
 	if r.Orphans > 0 {
-		out = append(out, tr.Sprintf("%s settles of requests taken before the period were not replayed.", tr.Int(r.Orphans)))
+		out = append(out, tr.Sprintf("Settles of requests taken before the period, not replayed: %s.", tr.Int(r.Orphans)))
 	}
 	if r.PartEmpty > 0 {
-		out = append(out, tr.Sprintf("%s buckets were neither full nor idle when the period began: each starts as many tokens short of the what-if's capacity as it was of the recorded one, with no cooldown or block running.", tr.Int(r.PartEmpty)))
+		out = append(out, tr.Sprintf("Buckets neither full nor idle when the period began: %s. Each starts as many tokens short of the what-if's capacity as it was of the recorded one, with no cooldown or block running.", tr.Int(r.PartEmpty)))
 	}
 	return out
 }

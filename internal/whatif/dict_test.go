@@ -42,7 +42,7 @@ type dictWorld struct {
 	client  *dict.Client
 }
 
-func newDictWorld(t *testing.T, category string) *dictWorld {
+func newDictWorld(t *testing.T, engine sqlstore.Engine, category string) *dictWorld {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	w := &dictWorld{t: t, clock: throttle.NewManualClock(throttletest.Epoch)}
@@ -52,7 +52,7 @@ func newDictWorld(t *testing.T, category string) *dictWorld {
 	require.NoError(t, err)
 	hs := httptest.NewServer(w.sim)
 	t.Cleanup(func() { hs.Close(); require.NoError(t, w.sim.Close()) })
-	w.store = sqlstoretest.MustOpen(t, sqlstore.SQLite, w.clock.Now)
+	w.store = sqlstoretest.MustOpen(t, engine, w.clock.Now)
 	w.catalog = dict.NewCatalog("prod")
 	require.NoError(t, w.catalog.SetCategory(category))
 	w.limiter, err = throttle.NewLimiter(w.store, w.catalog, throttle.Config{Clock: w.clock.Now, Logger: quiet})
@@ -167,9 +167,14 @@ func requireSameDecision(t *testing.T, want, got throttle.Decision, msg string) 
 
 // Replaying a recorded run under its own settings reproduces every
 // decision: a category H participant whose traffic the mirror refused in
-// part (some refusals answered from memory, recorded in groups).
+// part (some refusals answered from memory, recorded in groups), its
+// ledger read from SQLite or PostgreSQL.
 func TestReplayUnderItsOwnSettingsReproducesEveryDecision(t *testing.T) {
-	w := newDictWorld(t, "H")
+	sqlstoretest.ForEachEngine(t, testIdentity)
+}
+
+func testIdentity(t *testing.T, engine sqlstore.Engine) {
+	w := newDictWorld(t, engine, "H")
 	recorded := w.run(lookups())
 	byRef := map[string]lookedUp{}
 	var refused, cached int
@@ -216,7 +221,7 @@ func TestReplayUnderItsOwnSettingsReproducesEveryDecision(t *testing.T) {
 // DICT client of a category H participant to the simulator.
 func TestReplayUnderASmallerCategoryEqualsALiveRun(t *testing.T) {
 	trace := lookups()
-	roomy := newDictWorld(t, "C")
+	roomy := newDictWorld(t, sqlstore.SQLite, "C")
 	recorded := roomy.run(trace)
 	index := map[string]int{}
 	for i, r := range recorded {
@@ -224,7 +229,7 @@ func TestReplayUnderASmallerCategoryEqualsALiveRun(t *testing.T) {
 		index[r.E2E] = i
 	}
 
-	small := newDictWorld(t, "H")
+	small := newDictWorld(t, sqlstore.SQLite, "H")
 	live := small.run(trace)
 	var liveRefused int
 	for _, r := range live {
@@ -272,7 +277,7 @@ func makeCPF(n int) string {
 // one it admits at its worst (it keeps its hold, a 404), reports the best
 // case (nothing kept, a 500) beside it, and says so.
 func TestUnobservedOutcomesAreCountedAtTheirWorst(t *testing.T) {
-	w := newDictWorld(t, "H")
+	w := newDictWorld(t, sqlstore.SQLite, "H")
 	w.run(lookups())
 	rep := w.whatif(whatif.Scenario{Category: "G", Capacity: 100}, nil)
 	require.Positive(t, rep.Unobserved)

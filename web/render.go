@@ -24,6 +24,7 @@ var pageFiles = []string{
 	"admin_buckets.html",
 	"admin_overview.html",
 	"admin_reset.html",
+	"admin_whatif.html",
 	"dict_lookup.html",
 	"error.html",
 	"sifen_document.html",

@@ -66,6 +66,7 @@ func (s *Server) routes() []route {
 		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
 		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
 		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, handle: s.showAudit},
+		{name: "adminWhatif", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
 		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, handle: s.resetBucket},
 
 		// Machine endpoints (api.go, metrics.go, health.go).
@@ -104,6 +105,7 @@ var navItems = []struct {
 }{
 	{"Buckets", "adminBuckets", nil},
 	{"Decisions", "adminOverview", nil},
+	{"What if", "adminWhatif", nil},
 	{"Documents", "documents", func(s *Server) bool { return s.Sifen != nil }},
 	{"DICT lookup", "dictLookup", func(s *Server) bool { return s.Dict != nil }},
 	{"Audit", "adminAudit", func(s *Server) bool { return s.Audit != nil }},

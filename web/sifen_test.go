@@ -433,8 +433,8 @@ func TestDocumentsPagesOff(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.get("/documents", asAdmin).StatusCode)
 	require.Equal(t, http.StatusNotFound, e.send(1).StatusCode)
 	nav := document(t, e.get("/admin/buckets", asAdmin)).Find("header.top nav a")
-	require.Equal(t, []string{"Buckets", "Decisions"}, nav.Map(func(_ int, a *goquery.Selection) string { return a.Text() }),
-		"only Buckets and Decisions: no documents, no DICT lookup")
+	require.Equal(t, []string{"Buckets", "Decisions", "What if"}, nav.Map(func(_ int, a *goquery.Selection) string { return a.Text() }),
+		"only Buckets, Decisions and What if: no documents, no DICT lookup")
 }
 
 // TestSendAllDraftsOfRUC: issue 11, the "Send all drafts of RUC …" button:

@@ -79,6 +79,7 @@ func commands() []Command {
 		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
 		{"buckets", "list, show or reset buckets (the admin page in the terminal)", runBuckets},
 		{"prune", "remove old ledger rows, idle buckets and old DICT lookups", runPrune},
+		{"whatif", "replay a period's decisions under another DICT category, capacity or SIFEN interval", runWhatif},
 		{"version", "print the version", runVersion},
 		{"completion", "print a shell completion script (bash|zsh): source <(balde completion bash)", runCompletion},
 		{"__complete", "", runComplete},

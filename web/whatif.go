@@ -1,0 +1,174 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/whatif"
+	"github.com/balde-throttle/balde/web/i18n"
+)
+
+// whatifPage is admin_whatif.html: the question (policies, period, other
+// numbers) and, once asked, the replay's report (internal/whatif,
+// docs/decisions/0150).
+type whatifPage struct {
+	layout
+	FormURL    string
+	Policies   []auditOption
+	Categories []auditOption
+	From, To   string // datetime-local, in the page's zone
+	// The other numbers, as typed.
+	Capacity, RefillTokens, RefillPeriod, Interval string
+	// Error is why the question cannot be answered (a 400).
+	Error  string
+	Report *whatifReport
+}
+
+func (whatifPage) templateFile() string { return "admin_whatif.html" }
+
+// whatifReport is a replay rendered for the page.
+type whatifReport struct {
+	Summary  string
+	Policies []whatifPolicy
+	Notes    []string
+	Lots     []whatifLot
+}
+
+type whatifPolicy struct {
+	Policy, Recorded string // Recorded is empty when the numbers are the same
+	Rows             []whatifRow
+}
+
+type whatifRow struct {
+	Label, Requests, RefusedThen, RefusedNow, Worse, Better, LongestWait, FirstBite string
+}
+
+type whatifLot struct {
+	Ref, RUC, Arrived, Sent, ReplaySent, Answered, ReplayAnswered string
+}
+
+// whatifLayout is how the form reads and writes its times.
+const whatifLayout = "2006-01-02T15:04"
+
+// showWhatif is GET /admin/whatif: the form; with ?policy= (one or more),
+// the period's decisions of those policies replayed under the numbers
+// asked (?category=, ?capacity=, ?refill_tokens=, ?refill_period=,
+// ?interval=) from ?from= to ?to= (the last 24 hours by default). It only
+// reads: viewers may ask. A question that cannot be answered (a policy
+// whose takes the ledger does not hold one by one) is a 400 with the
+// reason on the form.
+func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	l := s.layout(r, "adminWhatif")
+	zone := l.T.Location()
+	p := whatifPage{layout: l, FormURL: s.path("adminWhatif"), Capacity: q.Get("capacity"), RefillTokens: q.Get("refill_tokens"),
+		RefillPeriod: q.Get("refill_period"), Interval: q.Get("interval")}
+	chosen := q["policy"]
+	for _, name := range s.Policies {
+		p.Policies = append(p.Policies, auditOption{Value: name, Label: name, Selected: slices.Contains(chosen, name)})
+	}
+	category := q.Get("category")
+	p.Categories = append(p.Categories, auditOption{Label: l.T.Sprintf("as recorded"), Selected: category == ""})
+	for _, c := range dict.Categories {
+		p.Categories = append(p.Categories, auditOption{Value: c, Label: c, Selected: c == category})
+	}
+	query := whatif.Query{Policies: chosen, Scenario: whatif.Scenario{Category: category}}
+	var err error
+	if query.To, err = formTime(q.Get("to"), s.now(), zone); err != nil {
+		return err
+	}
+	if query.From, err = formTime(q.Get("from"), query.To.Add(-24*time.Hour), zone); err != nil {
+		return err
+	}
+	p.From, p.To = query.From.In(zone).Format(whatifLayout), query.To.In(zone).Format(whatifLayout)
+	sc := &query.Scenario
+	for _, f := range []struct {
+		v   string
+		int *int64
+		dur *time.Duration
+	}{{p.Capacity, &sc.Capacity, nil}, {p.RefillTokens, &sc.RefillTokens, nil}, {p.RefillPeriod, nil, &sc.RefillPeriod}, {p.Interval, nil, &sc.Interval}} {
+		switch {
+		case f.v == "":
+		case f.int != nil:
+			if *f.int, err = strconv.ParseInt(f.v, 10, 64); err != nil {
+				return errors.Join(ErrBadRequest, err)
+			}
+		default:
+			if *f.dur, err = time.ParseDuration(f.v); err != nil {
+				return errors.Join(ErrBadRequest, err)
+			}
+		}
+	}
+	if len(chosen) == 0 {
+		return s.render(w, http.StatusOK, p)
+	}
+	cfg := whatif.Config{Source: s.Reader, Limiter: s.Limiter}
+	if s.Dict != nil {
+		cfg.Dict = s.Dict.Catalog()
+	}
+	rep, err := whatif.Run(r.Context(), cfg, query)
+	if errors.Is(err, whatif.ErrInvalid) {
+		p.Error = err.Error()
+		return s.render(w, s.prepareError(w, r, errors.Join(ErrBadRequest, err)).status, p)
+	}
+	if err != nil {
+		return err
+	}
+	p.Report = newWhatifReport(l.T, rep)
+	return s.render(w, http.StatusOK, p)
+}
+
+// formTime reads a datetime-local field in zone; "" is def.
+func formTime(v string, def time.Time, zone *time.Location) (time.Time, error) {
+	if v == "" {
+		return def, nil
+	}
+	t, err := time.ParseInLocation(whatifLayout, v, zone)
+	if err != nil {
+		return time.Time{}, errors.Join(ErrBadRequest, err)
+	}
+	return t, nil
+}
+
+// newWhatifReport renders rep in tr's language.
+func newWhatifReport(tr *i18n.Printer, rep *whatif.Report) *whatifReport {
+	out := &whatifReport{Summary: tr.Sprintf("What if, from %s to %s: %s ledger rows, %s requests replayed.",
+		tr.Zoned(rep.Query.From), tr.Zoned(rep.Query.To), tr.Int(rep.Rows), tr.Int(rep.Requests)), Notes: rep.Notes(tr)}
+	row := func(label string, h whatif.Hour) whatifRow {
+		v := whatifRow{Label: label, Requests: tr.Int(h.Requests), RefusedThen: tr.Int(h.RefusedThen), RefusedNow: tr.Int(h.RefusedNow),
+			Worse: tr.Int(h.Worse), Better: tr.Int(h.Better), LongestWait: FormatWait(h.LongestWait)}
+		if !h.FirstBite.IsZero() {
+			v.FirstBite = tr.Zoned(h.FirstBite)
+		}
+		return v
+	}
+	for _, p := range rep.Policies {
+		if p.Total.Requests == 0 {
+			out.Notes = append(out.Notes, tr.Sprintf("%s: no decision recorded in the period.", p.Policy))
+			continue
+		}
+		v := whatifPolicy{Policy: FormatPolicyIn(tr, p.Replayed), Rows: []whatifRow{row(tr.Sprintf("period"), p.Total)}}
+		if p.Recorded != p.Replayed {
+			v.Recorded = tr.Sprintf("recorded under %s", FormatPolicyIn(tr, p.Recorded))
+		}
+		for _, h := range p.Hours {
+			v.Rows = append(v.Rows, row(h.Start.In(tr.Location()).Format("2006-01-02 15:04"), h))
+		}
+		out.Policies = append(out.Policies, v)
+	}
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.In(tr.Location()).Format("15:04:05.0")
+	}
+	for _, l := range rep.Lots {
+		out.Lots = append(out.Lots, whatifLot{Ref: l.Ref, RUC: l.Key.Identifier, Arrived: at(l.Arrived), Sent: at(l.Sent),
+			ReplaySent: at(l.ReplaySent), Answered: at(l.Answered), ReplayAnswered: at(l.ReplayAnswered)})
+	}
+	return out
+}

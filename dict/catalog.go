@@ -36,7 +36,7 @@ const (
 	outcomeDefault        = "*"
 	outcomeTransportError = "error"
 	outcomeNotSent        = "not-sent"
-	eventPayment          = "payment" // a pacs.008 with a lookup's EndToEndId
+	EventPayment          = "payment" // a pacs.008 with a lookup's EndToEndId
 )
 
 // limits are the size of a bucket and its refill (RefillTokens whole tokens
@@ -157,7 +157,7 @@ func (c *Catalog) CategoryInEffect() string {
 	if s, ok := c.specs[PolicyEntriesReadParticipantAntiscan]; ok && len(s.Classes) > 0 {
 		return strictest(s.Classes)
 	}
-	return categoryNames[len(categoryNames)-1]
+	return Categories[len(Categories)-1]
 }
 
 // SetCategory sets the participant's category. Any category that passes
@@ -256,9 +256,9 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	}, nil
 }
 
-// admission is what key's bucket must hold to admit a request (1 for
+// Admission is what key's bucket must hold to admit a request (1 for
 // every DICT policy: the DICT admits while the balance is positive).
-func (c *Catalog) admission(key throttle.Key) (int64, error) {
+func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -266,10 +266,10 @@ func (c *Catalog) admission(key throttle.Key) (int64, error) {
 	return s.Reserve, nil
 }
 
-// hold is a request's worst-case cost to key's bucket, held until its
+// Hold is a request's worst-case cost to key's bucket, held until its
 // outcome is known: the largest of its costs and reserve, at most the
 // capacity.
-func (c *Catalog) hold(key throttle.Key) (int64, error) {
+func (c *Catalog) Hold(key throttle.Key) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
@@ -300,9 +300,9 @@ func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 	return s.Reserve, nil
 }
 
-// credit is what event gives back to key's bucket: the class's credit,
+// Credit is what event gives back to key's bucket: the class's Credit,
 // else the policy's, else errUnknownOutcome.
-func (c *Catalog) credit(key throttle.Key, event string) (int64, error) {
+func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err

@@ -500,7 +500,7 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 			return pc, err
 		}
 	}
-	adjusted, err := m.credit(ctx, l.EndToEndID, eventPayment,
+	adjusted, err := m.credit(ctx, l.EndToEndID, EventPayment,
 		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
 	if err == nil {
 		err = c.records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now())

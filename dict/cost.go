@@ -219,11 +219,11 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r := reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		admit, err := m.Catalog.admission(k)
+		admit, err := m.Catalog.Admission(k)
 		if err != nil {
 			return r, err
 		}
-		hold, err := m.Catalog.hold(k)
+		hold, err := m.Catalog.Hold(k)
 		if err != nil {
 			return r, err
 		}
@@ -352,7 +352,7 @@ func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targe
 func (m *Meter) credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
 	adjs := make([]throttle.Adjustment, len(keys))
 	for i, k := range keys {
-		n, err := m.Catalog.credit(k, event)
+		n, err := m.Catalog.Credit(k, event)
 		if err != nil {
 			return nil, err
 		}

@@ -21,7 +21,6 @@ const (
 	ProblemTypePrefix           = problemTypePrefix
 	DefaultCategoryRecheck      = defaultCategoryRecheck
 	EndToEndIDLen               = endToEndIDLen
-	EventPayment                = eventPayment
 	MaxEmailLen                 = maxEmailLen
 	OpCheckKeys                 = opCheckKeys
 	OpCreateEntry               = opCreateEntry
@@ -38,7 +37,6 @@ const (
 
 var (
 	ParsePayerID         = parsePayerID
-	Categories           = categoryNames
 	ErrInvalidCNPJ       = errInvalidCNPJ
 	ErrInvalidCPF        = errInvalidCPF
 	ErrInvalidCategory   = errInvalidCategory
@@ -68,9 +66,7 @@ var (
 
 // Methods of the catalog and the meter that dict keeps to itself.
 
-func (c *Catalog) Admission(key throttle.Key) (int64, error)            { return c.admission(key) }
 func (c *Catalog) Cost(key throttle.Key, outcome string) (int64, error) { return c.cost(key, outcome) }
-func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) { return c.credit(key, event) }
 func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
 	return c.participantKeys(participant)
 }

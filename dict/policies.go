@@ -39,8 +39,8 @@ const (
 	PolicyPoliciesList                   = "POLICIES_LIST"
 )
 
-// categoryNames are the participant categories of the DICT manual, A (largest) to H.
-var categoryNames = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
+// Categories are the participant categories of the DICT manual, A (largest) to H.
+var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 
 // seedPolicies returns the DICT's policy table (the DICT manual v8 and API
 // 2.6.1), exactly:
@@ -72,8 +72,8 @@ func seedPolicies() []Spec {
 	}
 	user := func() map[string]limits {
 		pf, pj := perMin(2, 100), perMin(20, 1000)
-		pf.Credits = map[string]int64{eventPayment: 1}
-		pj.Credits = map[string]int64{eventPayment: 2}
+		pf.Credits = map[string]int64{EventPayment: 1}
+		pj.Credits = map[string]int64{EventPayment: 2}
 		return map[string]limits{string(personPF): pf, string(personPJ): pj}
 	}
 	userCosts := func() map[string]int64 {
@@ -93,7 +93,7 @@ func seedPolicies() []Spec {
 		{Name: PolicyEntriesReadParticipantAntiscan, Scope: ScopePSP, Operations: []string{OpGetEntry},
 			Classes: categories, Reserve: 1,
 			Costs:   map[string]int64{"200": 1, "404": 3, "500": 0, "429": 0, outcomeDefault: 1},
-			Credits: map[string]int64{eventPayment: 1}},
+			Credits: map[string]int64{EventPayment: 1}},
 		{Name: policyEntriesStatisticsRead, Scope: ScopePSP, Operations: []string{opGetEntryStatistics},
 			Classes: maps.Clone(categories), Reserve: 1, Costs: other()},
 		psp(policyEntriesWrite, perMin(1200, 36000), opCreateEntry, opDeleteEntry),

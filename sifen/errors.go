@@ -151,7 +151,7 @@ func (e *CDCError) Error() string {
 // longest a send's request lasts). An older claim is a send left without
 // answer, which Sender.Resolve settles.
 func (e *CDCError) SendInProgress() bool {
-	return e.Document.Status == StatusSending && !e.Now.IsZero() && e.Now.Sub(e.Document.ClaimedAt) < defaultInFlightFor
+	return e.Document.Status == StatusSending && !e.Now.IsZero() && e.Now.Sub(e.Document.ClaimedAt) < DefaultInFlightFor
 }
 
 func article(s Status) string {

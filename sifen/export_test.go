@@ -4,8 +4,6 @@ package sifen
 // boundary, which no ZIP length reaches exactly (base64 grows by 4).
 var CheckMessageBytes = checkMessageBytes
 
-const DefaultInFlightFor = defaultInFlightFor
-
 type EventKind = eventKind
 
 type FileError = fileError

@@ -73,7 +73,7 @@ func (c PolicyConfig) intervalFor(env Env) time.Duration {
 	return DefaultInterval
 }
 
-// recepcionPolicy is the policy of lots of one RUC in env, interval apart:
+// RecepcionPolicy is the policy of lots of one RUC in env, interval apart:
 // a gate of one token that refills in exactly the interval, which is also
 // its MinInterval, so that it never refuses before the cooldown does and a
 // refusal reads "cooldown" (with PerMinute > 0, a rolling window of
@@ -82,7 +82,7 @@ func (c PolicyConfig) intervalFor(env Env) time.Duration {
 // NextAt to the answer plus the interval (docs/decisions/0135). A refusal
 // does not block (waiting is free); a block comes from SIFEN's 0301 only.
 // It fails closed.
-func (c PolicyConfig) recepcionPolicy(interval time.Duration) throttle.Policy {
+func (c PolicyConfig) RecepcionPolicy(interval time.Duration) throttle.Policy {
 	p := throttle.Policy{
 		Name:         PolicyRecepcionLote,
 		Capacity:     1,
@@ -132,7 +132,7 @@ func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
 	if err := ValidateRUCNumber(key.Identifier); err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
 	}
-	return r.cfg.recepcionPolicy(r.interval(env)), nil
+	return r.cfg.RecepcionPolicy(r.interval(env)), nil
 }
 
 // interval is the interval between two lots of one RUC in env: the

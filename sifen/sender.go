@@ -33,11 +33,11 @@ const (
 	// recurrence.
 	DefaultRemoteBlock    = 10 * time.Minute
 	DefaultRemoteBlockMax = 60 * time.Minute
-	defaultBlockMemory    = 24 * time.Hour
-	// defaultInFlightFor is how long a lot without answer holds its RUC: a
+	DefaultBlockMemory    = 24 * time.Hour
+	// DefaultInFlightFor is how long a lot without answer holds its RUC: a
 	// process that died mid-send leaves it in flight, and its request ended
 	// at the latest defaultTimeout after it left.
-	defaultInFlightFor = 2 * defaultTimeout
+	DefaultInFlightFor = 2 * defaultTimeout
 )
 
 // SenderConfig configures a Sender. The zero value is usable.
@@ -146,10 +146,10 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 		cfg.RemoteBlockMax = max(DefaultRemoteBlockMax, cfg.RemoteBlock)
 	}
 	if cfg.BlockMemory <= 0 {
-		cfg.BlockMemory = defaultBlockMemory
+		cfg.BlockMemory = DefaultBlockMemory
 	}
 	if cfg.InFlightFor <= 0 {
-		cfg.InFlightFor = defaultInFlightFor
+		cfg.InFlightFor = DefaultInFlightFor
 	}
 	if cfg.ConsultaInterval <= 0 {
 		cfg.ConsultaInterval = DefaultConsultaInterval

@@ -64,18 +64,18 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 		tr.Zone = cfg.TimeZone
 	}
 	q := whatif.Query{Policies: strings.Split(*policies, ","), Scenario: sc}
-	if q.To, err = parseWhen(*to, eng.Now(), tr.Location()); err != nil {
+	if q.To, err = parseWhen(*to, eng.limiter.Now(), tr.Location()); err != nil {
 		return UsageError("whatif: --to: %v", err)
 	}
 	if q.From, err = parseWhen(*from, q.To.Add(-24*time.Hour), tr.Location()); err != nil {
 		return UsageError("whatif: --from: %v", err)
 	}
 	for _, p := range q.Policies {
-		if !slices.Contains(eng.AdminPolicyNames(), p) {
-			return UsageError("whatif: unknown policy %q (known: %s)", p, strings.Join(eng.AdminPolicyNames(), ", "))
+		if !slices.Contains(eng.PolicyNames(), p) {
+			return UsageError("whatif: unknown policy %q (known: %s)", p, strings.Join(eng.PolicyNames(), ", "))
 		}
 	}
-	rep, err := whatif.Run(ctx, whatif.Config{Source: eng.store, Limiter: eng.limiter, Dict: eng.dict,
+	rep, err := whatif.Run(ctx, whatif.Config{Source: eng.Store(), Limiter: eng.limiter, Dict: eng.DictCatalog(),
 		Sifen: sifen.SenderConfig{RemoteBlock: cfg.SifenBlockStep, RemoteBlockMax: cfg.SifenBlockMax}}, q)
 	if errors.Is(err, whatif.ErrInvalid) {
 		return UsageError("%v", err)

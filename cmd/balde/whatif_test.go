@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +26,12 @@ func seedLookups(t *testing.T, db string, clock *fakeTime) {
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.close(ctx)) }()
-	m := dict.Meter{Limiter: eng.limiter, Catalog: eng.dict}
+	status := http.StatusOK
+	dictAnswer := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	client := &http.Client{Transport: &dict.Transport{Base: dictAnswer,
+		Meter: dict.Meter{Limiter: eng.limiter, Catalog: eng.DictCatalog()}, Participant: "12345678"}}
 	start := clock.Now()
 	for i := range 200 {
 		at := time.Duration(i) * time.Minute
@@ -32,16 +39,17 @@ func seedLookups(t *testing.T, db string, clock *fakeTime) {
 			at = time.Hour + time.Duration(i-60)*20*time.Minute/140
 		}
 		clock.Set(start.Add(at))
-		keys := eng.dict.LookupKeys(dict.KeyEmail, cpf(i%50), "12345678")
-		r, err := m.Reserve(ctx, dict.OpGetEntry, fmt.Sprintf("E12345678202603021200lookup%05d", i), keys...)
-		require.NoError(t, err)
-		require.True(t, r.Decision.Allowed, "lookup %d", i)
-		outcome := "200"
+		status = http.StatusOK
 		if i%4 == 0 {
-			outcome = "404"
+			status = http.StatusNotFound
 		}
-		_, err = m.Settle(ctx, r, outcome)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://dict.test%s/entries/user%d@example.com", dict.APIPrefix, i), nil)
 		require.NoError(t, err)
+		req.Header.Set(dict.HeaderPayerID, cpf(i%50))
+		req.Header.Set(dict.HeaderEndToEndID, fmt.Sprintf("E12345678202603021200lookup%05d", i))
+		resp, err := client.Do(req)
+		require.NoError(t, err, "lookup %d", i)
+		resp.Body.Close()
 	}
 }
 
@@ -82,3 +90,7 @@ func TestWhatifCommand(t *testing.T) {
 	require.Equal(t, ExitUsage, code)
 	oneStderrLine(t, stderr, `whatif: unknown policy "NOPE"`)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -3,8 +3,11 @@ package whatif_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +19,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
@@ -40,8 +43,8 @@ func BenchmarkReplayMillionRows(b *testing.B) {
 	catalog := dict.NewCatalog("prod")
 	require.NoError(b, catalog.SetCategory("D"))
 	dsn := "sqlite://" + path
-	require.NoError(b, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() }))
-	store, err := alldrivers.Open(ctx, dsn, sqlstore.Options{Clock: clock.Now})
+	require.NoError(b, sqlitedriver.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Up() }))
+	store, err := sqlitedriver.Open(ctx, dsn, sqlstore.Options{Clock: clock.Now})
 	require.NoError(b, err)
 	defer store.Close()
 	lim, err := throttle.NewLimiter(store, catalog, throttle.Config{Clock: clock.Now})
@@ -64,33 +67,50 @@ func BenchmarkReplayMillionRows(b *testing.B) {
 }
 
 // writeWeek writes about rows ledger rows of lookups, one every 2 s from
-// Epoch, by 20 000 payers.
+// Epoch, by 20 000 payers, through a dict.Transport whose DICT answers 200
+// (three in four) or 404; one found key in ten is paid (its credit).
 func writeWeek(b *testing.B, ctx context.Context, lim *throttle.Limiter, catalog *dict.Catalog, clock *throttle.ManualClock, rows int64) {
 	b.Helper()
-	m := dict.Meter{Limiter: lim, Catalog: catalog}
+	status := http.StatusOK
+	dictAnswer := roundTrip(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	client := &http.Client{Transport: &dict.Transport{Base: dictAnswer, Meter: dict.Meter{Limiter: lim, Catalog: catalog}, Participant: ispb}}
 	var written int64
 	for i := 0; written < rows; i++ {
 		clock.Set(throttletest.Epoch.Add(time.Duration(i) * 2 * time.Second))
 		payer := makeCPF(i % 20000)
 		e2e := fmt.Sprintf("E%s%s%011d", ispb, clock.Now().Format("200601021504"), i)
-		keys := catalog.LookupKeys(dict.KeyEmail, payer, ispb)
-		r, err := m.Reserve(ctx, dict.OpGetEntry, e2e, keys...)
+		status, rows := http.StatusOK, int64(4)
+		if i%4 == 0 {
+			status, rows = http.StatusNotFound, 2
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://dict.test"+dict.APIPrefix+"/entries/user"+fmt.Sprint(i)+"@example.com", nil)
 		require.NoError(b, err)
-		if !r.Decision.Allowed {
-			written += 1
+		req.Header.Set(dict.HeaderPayerID, payer)
+		req.Header.Set(dict.HeaderEndToEndID, e2e)
+		resp, err := client.Do(req)
+		if _, refused := throttle.AsRefusal(err); refused {
+			written++
 			continue
 		}
-		outcome, rows := "200", int64(4)
-		if i%4 == 0 {
-			outcome, rows = "404", 2
-		}
-		_, err = m.Settle(ctx, r, outcome)
 		require.NoError(b, err)
-		if outcome == "200" && i%10 == 1 {
-			_, err = m.Credit(ctx, e2e, dict.EventPayment, keys...)
+		resp.Body.Close()
+		if status == http.StatusOK && i%10 == 1 {
+			var adjs []throttle.Adjustment
+			for _, k := range catalog.LookupKeys(dict.KeyEmail, payer, ispb) {
+				n, err := catalog.Credit(k, dict.EventPayment)
+				require.NoError(b, err)
+				adjs = append(adjs, throttle.Adjustment{Key: k, Delta: n, Reason: throttle.LedgerCredit, Ref: e2e})
+			}
+			_, err = lim.Adjust(ctx, adjs...)
 			require.NoError(b, err)
 			rows += 2
 		}
 		written += rows
 	}
 }
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -113,7 +113,7 @@ func (w *dictWorld) run(trace []arrival) []lookedUp {
 			require.NoError(t, err, "arrival %d", i)
 		}
 		out[i] = lookedUp{E2E: res.EndToEndID, Decision: res.Decision}
-		if res.Decision.Allowed && res.Entry != nil && a.Pay {
+		if res.Decision.Allowed && res.Response != nil && a.Pay {
 			_, err := w.client.CreditPayment(ctx, res.EndToEndID)
 			require.NoError(t, err)
 		}

@@ -52,7 +52,7 @@ func newSifenWorld(t *testing.T, interval time.Duration) *sifenWorld {
 	require.NoError(t, err)
 	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: hs.URL + "/{env}"})
 	require.NoError(t, err)
-	w.sender, err = sifen.NewSender(sifensql.New(w.store), client, w.limiter, sifen.SenderConfig{Clock: w.clock.Now, Logger: quiet})
+	w.sender, err = sifen.NewSender(sifensql.New(w.store), client, w.limiter, sifen.SenderConfig{Clock: w.clock.Now, Logger: quiet, Resolver: res})
 	require.NoError(t, err)
 	return w
 }

@@ -399,7 +399,7 @@ func (r *resolver) scenario(k throttle.Key, p throttle.Policy) (throttle.Policy,
 		if p.Refill == throttle.RefillRolling {
 			pc.PerMinute = p.Capacity
 		}
-		q := pc.RecepcionPolicy(sifen.Env(k.Env))
+		q := pc.RecepcionPolicy(r.sc.Interval)
 		q.Ledger, q.FailMode, q.Grading = p.Ledger, p.FailMode, p.Grading
 		p = q
 	}

@@ -186,6 +186,11 @@ func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
 	if err != nil || c.out.Status == OutcomeBlocked {
 		return DESend{LotSend: c.out}, err
 	}
+	return s.sendDE(recv, c)
+}
+
+// sendDE is steps 4 and 5 of the protocol for a claimed DE.
+func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
 	var unusable string

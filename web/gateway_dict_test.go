@@ -44,6 +44,9 @@ type gatewayWorld struct {
 	// gate, when set before the first request, runs before the simulator
 	// sees each request (a test holds one there, not yet charged).
 	gate func(r *http.Request)
+	// configure, when set, changes the configuration of the gateways
+	// started after (their clients, audit trail, metrics).
+	configure func(*web.DictGatewayConfig)
 
 	mu     sync.Mutex
 	bodies map[string][]byte // request bodies the simulator received, by path
@@ -101,8 +104,12 @@ func (w *gatewayWorld) newGateway(t testing.TB) gatewayInstance {
 	client, err := dict.NewClient(dict.ClientConfig{BaseURL: w.simURL, Participant: gatewayISPB, Limiter: lim, Catalog: w.catalog,
 		Records: records, PaymentNoticeURL: w.simURL + "/sim/payments", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	g, err := web.NewDictGateway(web.DictGatewayConfig{Target: w.simURL, Participant: gatewayISPB, Meter: client.Meter(),
-		Records: records, Payments: client, Logger: slog.New(slog.DiscardHandler)})
+	cfg := web.DictGatewayConfig{Target: w.simURL, Participant: gatewayISPB, Meter: client.Meter(),
+		Records: records, Payments: client, Logger: slog.New(slog.DiscardHandler), Authenticate: anyClient}
+	if w.configure != nil {
+		w.configure(&cfg)
+	}
+	g, err := web.NewDictGateway(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(g)
 	t.Cleanup(hs.Close)

@@ -73,8 +73,15 @@ func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Durati
 // first is still on the wire (0301 under load).
 func newRealSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
 	t.Helper()
-	w := &sifenGatewayWorld{now: throttle.SystemClock, policy: sifen.PolicyConfig{Interval: 300 * time.Millisecond}, consulta: 200 * time.Millisecond}
-	sim, err := sifensim.NewServer(sifensim.Config{Interval: 250 * time.Millisecond, Processing: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	return newIntervalSifenGatewayWorld(t, engine, hold, 300*time.Millisecond, 250*time.Millisecond)
+}
+
+// newIntervalSifenGatewayWorld is newRealSifenGatewayWorld with the RUC
+// interval interval at the gateway and simInterval at the simulator.
+func newIntervalSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold, interval, simInterval time.Duration) *sifenGatewayWorld {
+	t.Helper()
+	w := &sifenGatewayWorld{now: throttle.SystemClock, policy: sifen.PolicyConfig{Interval: interval}, consulta: 200 * time.Millisecond}
+	sim, err := sifensim.NewServer(sifensim.Config{Interval: simInterval, Processing: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	return w.start(t, sim, engine, hold)
 }

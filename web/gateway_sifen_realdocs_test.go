@@ -199,7 +199,7 @@ type setapiLine struct {
 // credential (the gateway's CA in its caCert) and its own timeout (90 s):
 // per process and RUC a lot of two (recibeLote, siRecepLoteDE) and a
 // single DE (recibe, siRecepDE), and a second DE of one RUC, all
-// concurrently: 14 requests, five of one RUC. setapi does not retry, and
+// concurrently: 14 requests, five of each of two RUCs. setapi does not retry, and
 // reads a 409 or 429 fault as a successful call; with the gateway's
 // default hold every request is held until its RUC may send. Every lot is
 // answered 0300 and every single DE approved, as SIFEN writes them; the
@@ -211,7 +211,7 @@ type setapiLine struct {
 func TestSifenGatewayServesSetapi(t *testing.T) {
 	tools := toolsDir(t)
 	p12, pw, cert := makeP12(t)
-	docs := generateInvoices(t, tools, p12, pw, 1, 7) // per RUC: process 0 takes 0-2, process 1 takes 3-5; 6 is process 1's extra DE
+	docs := generateInvoices(t, tools, p12, pw, 1, 7) // per RUC: process 0 takes 0-2, process 1 takes 3-5; 6 of the first two RUCs, an extra DE
 	w := newClientsWorld(t, cert, sifenInterval(t))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -248,17 +248,16 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 			lots = append(lots, map[string]any{"id": 10*p + i + 1, "files": []string{mine[0].File, mine[1].File}})
 			des = append(des, map[string]any{"id": 10*p + i + 5, "file": mine[2].File})
 		}
-		if p == 1 {
-			des = append(des, map[string]any{"id": 19, "file": docs[0][6].File})
-		}
+		// A third request of one RUC per process: five of that RUC in all.
+		des = append(des, map[string]any{"id": 10*p + 9, "file": docs[1-p][6].File})
 		wg.Go(func() { outs[p] = run(map[string]any{"lots": lots, "des": des}) })
 	}
 	wg.Wait()
 
 	var lotNumbers []string
 	approved := map[string]int{}
-	for p, out := range outs {
-		require.Len(t, out, 6+p)
+	for _, out := range outs {
+		require.Len(t, out, 7)
 		for _, l := range out {
 			switch l.Op {
 			case "recibeLote":
@@ -274,7 +273,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 	st := w.sim.Stats()
 	require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued), "0301s: %+v", st.Counts)
 	require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
-	require.Equal(t, int64(7), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
+	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
 
 	// The results, read through the gateway once the lots are processed
 	// (100 ms at the simulator) and due (200 ms after their send).
@@ -294,7 +293,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 			approved[fmt.Sprint(r["ns2:id"])]++
 		}
 	}
-	require.Len(t, approved, 19, "every DE has a result")
+	require.Len(t, approved, 20, "every DE has a result")
 	for cdc, n := range approved {
 		require.Equal(t, 1, n, "%s approved %d times", cdc, n)
 	}

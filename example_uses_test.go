@@ -82,7 +82,7 @@ func ExampleEngine_DictGateway() {
 	}
 	defer eng.Close(context.Background())
 	// The gateway's clients, each with its bearer token's SHA-256 (or a
-	// client certificate's CN); rotated by editing the file (Reload).
+	// client certificate's CN); rotated by editing the file (Watch).
 	sum := sha256.Sum256([]byte("s3cret-token"))
 	clientsFile := filepath.Join(dir, "clients")
 	_ = os.WriteFile(clientsFile, []byte("erp sha256:"+hex.EncodeToString(sum[:])+"\n"), 0o600)

@@ -711,10 +711,10 @@ func ZipLote(doc []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// UnzipLote returns the one file of a ZIP archive made by ZipLote (or by
+// unzipLote returns the one file of a ZIP archive made by ZipLote (or by
 // any SIFEN client). Errors wrap ErrMalformedXML: not a ZIP, not exactly one
 // file; ErrLotTooBig: more than 8 MiB inflated.
-func UnzipLote(z []byte) ([]byte, error) {
+func unzipLote(z []byte) ([]byte, error) {
 	f, err := openLotZip(z)
 	if err != nil {
 		return nil, err

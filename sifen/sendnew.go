@@ -35,9 +35,15 @@ func (s *Sender) SendNew(ctx context.Context, env Env, lot Lote) (LotSend, error
 	return s.sendLot(c)
 }
 
-// SendNewDE is SendNew for one DE sent by siRecepDE (a gateway's): its
-// checks and gate are a lot of one's, and SIFEN's answer is recorded as
-// SendDE records it. Errors are SendNew's and ErrNoRecepcionDE.
+// SendNewDE sends one DE by SIFEN's synchronous siRecepDE (a gateway's),
+// through the RUC's gate exactly as a lot of one: SendNew's checks and
+// protocol, so the interval between two receptions of a RUC's documents
+// runs from the previous answer whichever service carried it, and no other
+// lot or DE of the RUC is on the wire meanwhile (docs/decisions/0120).
+// SIFEN's answer is the DE's result: approved (dProtAut) or rejected,
+// recorded at once. A DE already stored as a draft of the same XML is that
+// document. Errors are SendNew's, and ErrNoRecepcionDE when the Sender's
+// client does not implement deReceiver.
 func (s *Sender) SendNewDE(ctx context.Context, env Env, de DE) (DESend, error) {
 	recv, ok := s.client.(deReceiver)
 	if !ok {

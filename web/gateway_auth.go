@@ -26,8 +26,8 @@ import (
 // certificate the gateway's client CA issued, known by its subject common
 // name. A name on several lines has several credentials, which is how a
 // token or a certificate is rotated: add the new one, move the client to
-// it, remove the old one. Reload (balde gateway calls it on SIGHUP) and
-// Watch (when the file changes) take the file again without a restart
+// it, remove the old one. Watch takes the file again on a signal (balde
+// gateway's SIGHUP) and when it changes, without a restart
 // (docs/decisions/0165). Safe for concurrent use.
 type GatewayClients struct {
 	path   string
@@ -64,24 +64,24 @@ var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 //
 // NAME is 1 to 64 letters, digits, '.', '_' or '-'. A credential listed
 // twice is an error, and so is a file naming no client: a gateway without
-// clients serves nobody. Reload failures and changes are logged to logger
+// clients serves nobody. Watch's reloads are logged to logger
 // (nil: nowhere).
 func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, error) {
 	if logger == nil {
 		logger = nowhere
 	}
 	c := &GatewayClients{path: path, logger: logger}
-	if err := c.Reload(); err != nil {
+	if err := c.reload(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Reload reads the file again and, when it is valid, serves its clients
+// reload reads the file again and, when it is valid, serves its clients
 // from the next request on. A file that cannot be read or parsed (or names
 // no client) is an error and the clients stay as they were: a file caught
 // half written locks nobody out.
-func (c *GatewayClients) Reload() error {
+func (c *GatewayClients) reload() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := os.Open(c.path)
@@ -125,7 +125,7 @@ func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals
 				continue
 			}
 		}
-		if err := c.Reload(); err != nil {
+		if err := c.reload(); err != nil {
 			c.logger.Error("gateway clients not reloaded: the previous clients stay", slog.String("why", why), slog.Any("error", err))
 			continue
 		}

@@ -398,3 +398,21 @@ func TestInboundChargesAClientItsOwnBucket(t *testing.T) {
 	require.Equal(t, 10, refused, "anyone else: 120 a minute by IP")
 	require.Equal(t, http.StatusNoContent, send("erp-token"), "the client's bucket is its own")
 }
+
+// The Audit page of balde serve shows a gateway client's request: who
+// ("gateway:NAME"), the service, RUC and documents (linked to the RUC's
+// documents), and SIFEN's answer; the action filter offers it.
+func TestAuditPageShowsGatewayRequests(t *testing.T) {
+	var a *auditsql.Store
+	e := newEnv(t, withAudit(t, &a), withSifen(sifenConfig{}))
+	_, err := a.Record(context.Background(), audit.Entry{User: "gateway:erp", Action: audit.ActionGateway,
+		Target: "service=siRecepLoteDE&env=test&ruc=80069563&des=2", Outcome: "status=200&code=0300&lot=12345678901234567"})
+	require.NoError(t, err)
+	page := document(t, e.get("/admin/audit?action=gateway", asAdmin))
+	row := page.Find("tbody tr").First().Text()
+	for _, want := range []string{"gateway:erp", "Gateway request", "siRecepLoteDE · RUC 80069563 (test) · 2 document(s)", "200", "code 0300", "lot 12345678901234567"} {
+		require.Contains(t, row, want)
+	}
+	href, _ := page.Find("tbody tr a").First().Attr("href")
+	require.Contains(t, href, "ruc=80069563")
+}

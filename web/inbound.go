@@ -27,7 +27,7 @@ const (
 	PolicyInboundIP     = "INBOUND_IP"
 	PolicyInboundToken  = "INBOUND_TOKEN"
 	PolicyInboundAdmin  = "INBOUND_ADMIN"
-	PolicyInboundClient = "INBOUND_CLIENT"
+	policyInboundClient = "INBOUND_CLIENT"
 )
 
 // TokenHeader is the request header that carries an API token, unless
@@ -59,8 +59,8 @@ type InboundConfig struct {
 	// blocked beyond its window, instead of its IP's. A backend behind one
 	// address is one client, not a flood. Anyone else is limited per IP.
 	Client func(r *http.Request) (client string, ok bool)
-	// ClientLimit is each client's requests per Window (default
-	// DefaultInboundClientLimit).
+	// ClientLimit is each client's requests per Window (default 10,000,
+	// the most a window holds: 166 a second in the default minute).
 	ClientLimit int64
 	// Tokens have limits of their own that replace the IP limit for
 	// requests carrying them in the API_KEY header. A token that is not
@@ -116,10 +116,10 @@ const (
 	// DefaultInboundAdminLimit is generous: an operator clicking through
 	// the admin pages, each with its stylesheet, stays far below it.
 	DefaultInboundAdminLimit = 1200
-	// DefaultInboundClientLimit is sized for a backend: the most a window
+	// defaultInboundClientLimit is sized for a backend: the most a window
 	// holds (throttle.MaxRollingCapacity), 166 requests a second in the
 	// default minute, with no block (docs/decisions/0165).
-	DefaultInboundClientLimit = throttle.MaxRollingCapacity
+	defaultInboundClientLimit = throttle.MaxRollingCapacity
 )
 
 // DefaultInboundExempt are the paths not limited by default: the probes
@@ -256,7 +256,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		cfg.AdminLimit = DefaultInboundAdminLimit
 	}
 	if cfg.ClientLimit == 0 {
-		cfg.ClientLimit = DefaultInboundClientLimit
+		cfg.ClientLimit = defaultInboundClientLimit
 	}
 	if cfg.ForwardedHeader == "" {
 		cfg.ForwardedHeader = "X-Forwarded-For"
@@ -275,7 +275,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		env:    cfg.Env,
 		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
 		admin:  rollingPolicy(PolicyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
-		client: rollingPolicy(PolicyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
+		client: rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
 
 		clientOf: cfg.Client,
 		tokens:   make(map[string]throttle.Policy, len(cfg.Tokens)),
@@ -372,7 +372,7 @@ func (in *Inbound) Policies() throttle.Resolver {
 			return in.ip, nil
 		case PolicyInboundAdmin:
 			return in.admin, nil
-		case PolicyInboundClient:
+		case policyInboundClient:
 			return in.client, nil
 		case PolicyInboundToken:
 			if p, ok := in.tokens[k.Identifier]; ok {
@@ -390,7 +390,7 @@ func (in *Inbound) PolicyNames() []string { return InboundPolicyNames() }
 // InboundPolicyNames lists the inbound limiter's policy names, whether or
 // not a limiter is configured (balde buckets filters on them).
 func InboundPolicyNames() []string {
-	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin, PolicyInboundClient}
+	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin, policyInboundClient}
 }
 
 // applies reports whether a request path, as the application's router
@@ -500,7 +500,7 @@ func (in *Inbound) markCharged(r *http.Request) *http.Request {
 // IP's otherwise.
 func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, throttle.Policy) {
 	if client != "" {
-		return throttle.Key{Policy: PolicyInboundClient, Env: in.env, Identifier: client}, "client", in.client
+		return throttle.Key{Policy: policyInboundClient, Env: in.env, Identifier: client}, "client", in.client
 	}
 	if admin != "" {
 		k := throttle.Key{Policy: PolicyInboundAdmin, Env: in.env, Identifier: admin}

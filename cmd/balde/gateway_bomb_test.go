@@ -125,14 +125,7 @@ func TestSifenGatewayMemoryUnderZipBombs(t *testing.T) {
 	}()
 	base := "http://" + addr
 	client := &http.Client{Timeout: 60 * time.Second}
-	require.Eventually(t, func() bool {
-		resp, err := client.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 50*time.Millisecond, "the gateway never got ready: %s", &stderr)
+	waitReady(t, client, base, &stderr)
 	peak, _ := peakRSS(t, cmd.Process.Pid)
 	t.Logf("gateway started: peak RSS %d MB", peak>>20)
 

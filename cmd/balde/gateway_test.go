@@ -63,6 +63,14 @@ func startGateway(t *testing.T, client *http.Client, base string, args ...string
 			t.Error("the gateway did not stop")
 		}
 	})
+	waitReady(t, client, base, stderr)
+	return stdout, stderr
+}
+
+// waitReady returns once base's /readyz answers 200 over client, or fails
+// the test with log.
+func waitReady(t *testing.T, client *http.Client, base string, log fmt.Stringer) {
+	t.Helper()
 	require.Eventually(t, func() bool {
 		resp, err := client.Get(base + "/readyz")
 		if err != nil {
@@ -70,8 +78,7 @@ func startGateway(t *testing.T, client *http.Client, base string, args ...string
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 50*time.Millisecond, "the gateway never got ready: %s", stderr)
-	return stdout, stderr
+	}, 20*time.Second, 50*time.Millisecond, "the gateway never got ready: %s", log)
 }
 
 // writeClients writes a gateway clients file in dir.

@@ -25,8 +25,8 @@ type Gateway struct {
 	// client certificates it accepts (--client-ca, BALDE_GATEWAY_CLIENT_CA).
 	TLSCert, TLSKey, ClientCA string
 	// InboundClientLimit is each client's requests per inbound window
-	// (--inbound-client-limit, BALDE_INBOUND_CLIENT_LIMIT; 0:
-	// web.DefaultInboundClientLimit).
+	// (--inbound-client-limit, BALDE_INBOUND_CLIENT_LIMIT; 0: web's
+	// default, 10,000).
 	InboundClientLimit int64
 }
 

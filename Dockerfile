@@ -7,9 +7,11 @@
 # bin/image/ first. By hand: `make image-context && docker build -t balde:latest
 # -f Dockerfile bin/image`.
 #
-# The image runs any balde command: `docker run balde:latest gateway dict`,
-# `… serve`, `… migrate up`. SQLite files and serve's generated admin password
-# go to /data (a volume); with PostgreSQL nothing is written in the container.
+# The image runs any balde command: `docker run localhost/balde:latest gateway
+# dict` (with its clients file and TLS pair: README, "Gateways"), `… serve`,
+# `… migrate up`; deploy/compose.yaml runs serve and both gateways on
+# PostgreSQL. SQLite files and serve's generated admin password go to /data
+# (a volume); with PostgreSQL nothing is written in the container.
 FROM scratch
 COPY etc/passwd etc/group /etc/
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt

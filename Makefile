@@ -131,21 +131,24 @@ soak:
 # lock, migrate up killed 100 times per engine, empty and corrupt SQLite
 # files, a stopped lock holder on both engines, a private PostgreSQL server
 # restarted (initdb, as the postgres user) and a full tmpfs (both need
-# root; they skip saying so without it), and a soak of SOAK (default 30m)
-# sampled every 10 s into soak.csv;
+# root; they skip saying so without it), 16 ZIP bombs at the SIFEN gateway,
+# a soak of SOAK (default 30m) sampled every 10 s into soak.csv, setapi
+# and the Python client through the SIFEN gateway at SIFEN's 10 s interval;
 # then every fuzz target for FUZZTIME. PostgreSQL parts need
 # BALDE_TEST_POSTGRES_DSN (they skip without it).
 SOAK ?= 30m
 reliability:
 	@: > reliability.out
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
-		-run 'TestCrashSifenSend|TestCrashServe|TestCrashDictLookup|TestStoreFaultsPostgres|TestSQLiteImmutable|TestSQLiteWritesFailUnderServe|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce|TestKillDuringMigrateUp|TestEveryCommandRefusesABadFile|TestStoppedLockHolder|TestPostgresServerRestart|TestFullDisk' \
+		-run 'TestCrashSifenSend|TestCrashServe|TestCrashDictLookup|TestStoreFaultsPostgres|TestSQLiteImmutable|TestSQLiteWritesFailUnderServe|TestHostileUploads|TestReadinessFailsWhenTheFileIsDeleted|TestServeRefuses|TestConcurrentFirstStartMigratesOnce|TestKillDuringMigrateUp|TestEveryCommandRefusesABadFile|TestStoppedLockHolder|TestPostgresServerRestart|TestFullDisk|TestSifenGatewayMemoryUnderZipBombs' \
 		./cmd/balde >> reliability.out 2>&1; s=$$?; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.out | grep -v WARN; exit $$s
 	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v \
 		-run 'TestTakeSurvivesTerminatedConnections|TestTakeWaitsOutABusySQLite|TestCheckWrite|TestDeletedSQLiteFileIsDetected|TestAWaitOnAStoppedLockHolderIsBounded|TestOpenRefusesABadFile|TestCorruptionFoundWhileOpenRefusesEverything' \
 		./throttle/sqlstore > reliability.sqlstore.out 2>&1; s=$$?; cat reliability.sqlstore.out >> reliability.out; grep -E '^(---|ok|FAIL)' reliability.sqlstore.out; rm -f reliability.sqlstore.out; exit $$s
 	BALDE_RELIABILITY=1 BALDE_SOAK_DURATION=$(SOAK) BALDE_SOAK_CSV=$(CURDIR)/soak.csv $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' \
 		./cmd/balde > reliability.soak.out 2>&1; s=$$?; cat reliability.soak.out >> reliability.out; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.soak.out; rm -f reliability.soak.out; exit $$s
+	BALDE_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v -run 'TestSifenGatewayServesSetapi|TestSifenGatewayServesPythonProcesses' \
+		./web > reliability.web.out 2>&1; s=$$?; cat reliability.web.out >> reliability.out; grep -E '^(---|ok|FAIL)|_test.go:[0-9]+: ' reliability.web.out; rm -f reliability.web.out; exit $$s
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 clean:

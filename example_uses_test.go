@@ -5,6 +5,8 @@ package balde_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -79,7 +81,17 @@ func ExampleEngine_DictGateway() {
 		return
 	}
 	defer eng.Close(context.Background())
-	gateway, err := eng.DictGateway()
+	// The gateway's clients, each with its bearer token's SHA-256 (or a
+	// client certificate's CN); rotated by editing the file (Watch).
+	sum := sha256.Sum256([]byte("s3cret-token"))
+	clientsFile := filepath.Join(dir, "clients")
+	_ = os.WriteFile(clientsFile, []byte("erp sha256:"+hex.EncodeToString(sum[:])+"\n"), 0o600)
+	clients, err := web.LoadGatewayClients(clientsFile, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	gateway, err := eng.DictGateway(web.DictGatewayConfig{Authenticate: clients.Authenticate})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -94,7 +106,7 @@ func ExampleEngine_DictGateway() {
 	mux.Handle("/livez", ops)
 
 	err = eng.Serve(ctx, "127.0.0.1:0", mux, func(addr string) {
-		for _, path := range []string{"/livez", "/metrics"} {
+		for _, path := range []string{"/livez", "/metrics", "/api/v2/entries/x"} {
 			resp, err := http.Get("http://" + addr + path)
 			if err == nil {
 				fmt.Println(path, resp.StatusCode)
@@ -107,6 +119,7 @@ func ExampleEngine_DictGateway() {
 	// Output:
 	// /livez 200
 	// /metrics 404
+	// /api/v2/entries/x 401
 	// <nil>
 }
 

@@ -10,35 +10,44 @@ import (
 
 // DictGateway is web.DictGateway for Config.Dict: the DICT API proxied to
 // its BaseURL (GET /policies/ to its PoliciesURL) with its HTTP transport
-// and participant, through the engine's DICT client's meter. It serves the
-// gateway's routes and nothing else: limit its clients with
-// Inbound().Middleware, mount OpsHandler beside it for /metrics and the
-// probes. Without Config.Dict it is a *ConfigError.
-func (e *Engine) DictGateway() (http.Handler, error) {
+// and participant, through the engine's DICT client's meter, with cfg's
+// Authenticate (required: web.GatewayClients.Authenticate, or the
+// application's own) and Signer; the rest of cfg is the engine's (its
+// audit trail and metrics). It serves the gateway's routes and nothing
+// else: limit its clients with Inbound().Middleware (InboundConfig.Client
+// charges each client its own bucket), mount OpsHandler beside it for
+// /metrics and the probes. Without Config.Dict, or with a cfg web refuses,
+// it is a *ConfigError.
+func (e *Engine) DictGateway(cfg web.DictGatewayConfig) (http.Handler, error) {
 	if e.dict == nil {
 		return nil, &ConfigError{Setting: "Dict", Err: errors.New("the engine has no DICT client (Config.Dict)")}
 	}
 	c := e.dictConfig
-	var base http.RoundTripper
 	if hc, _ := dictHTTPClient(c); hc != nil { // checked by Open
-		base = hc.Transport
+		cfg.Base = hc.Transport
 	}
-	g, err := web.NewDictGateway(web.DictGatewayConfig{
-		Target: c.BaseURL, PoliciesURL: c.PoliciesURL, Participant: c.Participant,
-		Meter: e.dict.Meter(), Records: e.records, Payments: e.dict, Base: base,
-		Logger: e.logger.WithGroup("gateway"),
-	})
+	cfg.Target, cfg.PoliciesURL, cfg.Participant = c.BaseURL, c.PoliciesURL, c.Participant
+	cfg.Meter, cfg.Records, cfg.Payments = e.dict.Meter(), e.records, e.dict
+	cfg.Audit, cfg.Metrics, cfg.Logger = e.audit, e.metrics(), e.logger.WithGroup("gateway")
+	g, err := web.NewDictGateway(cfg)
 	if err != nil {
 		return nil, &ConfigError{Setting: "Dict", Err: err}
 	}
 	return g, nil
 }
 
+// metrics is the engine's observer when it is web's Metrics.
+func (e *Engine) metrics() *web.Metrics {
+	m, _ := e.observer.(*web.Metrics)
+	return m
+}
+
 // SifenGateway is web.SifenGateway over the engine's SIFEN sender (its RUC
-// gates shared through the database) with cfg's Sender, Client and Logger
-// the engine's when nil. It serves the gateway's routes and nothing else
-// (see DictGateway). A request held for its RUC's interval moves its write
-// deadline (web.NewHTTPServer's is 60 s) to the end of its hold. Without
+// gates shared through the database) with cfg's Sender, Client, Audit,
+// Metrics and Logger the engine's when nil; cfg.Authenticate is required
+// (see DictGateway). It serves the gateway's routes and nothing else. A
+// request held for its RUC's interval moves its write deadline
+// (web.NewHTTPServer's is 60 s) to the end of its hold. Without
 // Config.Sifen, or with a cfg web refuses, it is a *ConfigError.
 func (e *Engine) SifenGateway(cfg web.SifenGatewayConfig) (http.Handler, error) {
 	if cfg.Sender == nil {
@@ -52,6 +61,12 @@ func (e *Engine) SifenGateway(cfg web.SifenGatewayConfig) (http.Handler, error) 
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = e.logger.WithGroup("gateway")
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = e.audit
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = e.metrics()
 	}
 	g, err := web.NewSifenGateway(cfg)
 	if err != nil {

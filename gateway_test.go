@@ -14,6 +14,9 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
+// anyone authenticates every request as one client.
+func anyone(*http.Request) (string, bool) { return "app", true }
+
 // The gateways' handlers need the engine's client of their remote side and
 // refuse a configuration their web gateway refuses (a *ConfigError). A
 // mounted gateway serves its API and no route the application did not
@@ -31,18 +34,24 @@ func TestGatewayHandlers(t *testing.T) {
 	var ce *balde.ConfigError
 
 	bare := open(t, balde.Config{})
-	_, err := bare.DictGateway()
+	_, err := bare.DictGateway(web.DictGatewayConfig{Authenticate: anyone})
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Dict", ce.Setting)
-	_, err = bare.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvTest})
+	_, err = bare.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvTest, Authenticate: anyone})
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Sifen", ce.Setting)
 
 	eng := open(t, balde.Config{Dict: &balde.DictConfig{BaseURL: "http://127.0.0.1:1", Participant: "12345678"},
 		Sifen: &balde.SifenConfig{BaseURL: "http://127.0.0.1:1/{env}"}, Observer: web.NewMetrics()})
-	_, err = eng.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvProd, AllowUnsigned: true})
+	_, err = eng.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvProd, AllowUnsigned: true, Authenticate: anyone})
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Sifen", ce.Setting)
+	_, err = eng.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvTest})
+	require.ErrorAs(t, err, &ce, "a gateway without Authenticate is not built")
+	require.Equal(t, "Sifen", ce.Setting)
+	_, err = eng.DictGateway(web.DictGatewayConfig{})
+	require.ErrorAs(t, err, &ce, "a gateway without Authenticate is not built")
+	require.Equal(t, "Dict", ce.Setting)
 
 	get := func(t *testing.T, h http.Handler, path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
@@ -50,8 +59,10 @@ func TestGatewayHandlers(t *testing.T) {
 		return rec
 	}
 	for name, h := range map[string]func() (http.Handler, error){
-		"dict":  eng.DictGateway,
-		"sifen": func() (http.Handler, error) { return eng.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvTest}) },
+		"dict": func() (http.Handler, error) { return eng.DictGateway(web.DictGatewayConfig{Authenticate: anyone}) },
+		"sifen": func() (http.Handler, error) {
+			return eng.SifenGateway(web.SifenGatewayConfig{Env: sifen.EnvTest, Authenticate: anyone})
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			gateway, err := h()

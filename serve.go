@@ -2,6 +2,7 @@ package balde
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,20 @@ func (e *Engine) OpsHandler(metricsToken string) (http.Handler, error) {
 // listening, when set, gets the address once the listener is open. balde
 // serve and balde gateway are Serve; it does not close the engine.
 func (e *Engine) Serve(ctx context.Context, addr string, h http.Handler, listening func(addr string)) (err error) {
+	return e.serve(ctx, addr, h, nil, listening)
+}
+
+// ServeTLS is Serve over TLS with config (its certificate, and its
+// ClientCAs and ClientAuth for clients that present certificates, as the
+// gateways' do): net/http's ListenAndServeTLS for the engine.
+func (e *Engine) ServeTLS(ctx context.Context, addr string, h http.Handler, config *tls.Config, listening func(addr string)) error {
+	if config == nil {
+		return errors.New("balde: ServeTLS needs a tls.Config")
+	}
+	return e.serve(ctx, addr, h, config, listening)
+}
+
+func (e *Engine) serve(ctx context.Context, addr string, h http.Handler, config *tls.Config, listening func(addr string)) (err error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ran := make(chan error, 1)
@@ -60,6 +75,10 @@ func (e *Engine) Serve(ctx context.Context, addr string, h http.Handler, listeni
 		return fmt.Errorf("balde: serve: %w", err)
 	}
 	srv := web.NewHTTPServer(h, e.logger)
+	if config != nil {
+		srv.TLSConfig = config
+		ln = tls.NewListener(ln, config)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if listening != nil {

@@ -31,6 +31,12 @@ const (
 	ActionSifenSendAll Action = "sifen-send-all"
 	// ActionDictLookup: a Pix key looked up from the DICT lookup form.
 	ActionDictLookup Action = "dict-lookup"
+	// ActionGateway: a request of a gateway's client that changes state at
+	// the DICT or SIFEN (a lot, a DE, an event, a DICT write, a payment
+	// credit), accepted or refused. User is "gateway:" and the client's
+	// name; Target the service and what it was on as fields
+	// ("service=siRecepLoteDE&ruc=80069563&env=test&des=3").
+	ActionGateway Action = "gateway"
 	// ActionDenied: an action a viewer attempted, refused (403) before
 	// anything was done; Target names the action and what it was on
 	// ("action=sifen-send&target=12"). See docs/decisions/0141.
@@ -38,7 +44,7 @@ const (
 )
 
 // Actions lists every action, in the order the Audit page offers them.
-var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionDictLookup, ActionDenied}
+var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionDictLookup, ActionGateway, ActionDenied}
 
 // ParseAction reads an action's name ("reset", ...).
 func ParseAction(s string) (Action, error) {
@@ -47,7 +53,7 @@ func ParseAction(s string) (Action, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all, dict-lookup or denied)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all, dict-lookup, gateway or denied)", ErrInvalid, s)
 }
 
 // Errors of the audit trail.

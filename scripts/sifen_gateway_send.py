@@ -8,12 +8,17 @@ rEnvioLote and posted as SOAP 1.2 to siRecepLoteDE; or each DE is posted
 alone to siRecepDE. The gateway's URL replaces SIFEN's; nothing else changes.
 The gateway holds a request while its RUC must wait; when it will not wait it
 answers a SOAP fault with Retry-After (never a SIFEN code), and this script
-waits that long and sends again, within --deadline.
+waits that long and sends again, within --deadline; with --once it does not
+(a client written for SIFEN alone, which does not retry).
 
-    sifen_gateway_send.py --url http://127.0.0.1:8082 lot de1.xml de2.xml ...
-    sifen_gateway_send.py --url http://127.0.0.1:8082 de de1.xml ...
-    sifen_gateway_send.py --url http://127.0.0.1:8082 results 123456789012345 ...
-    sifen_gateway_send.py --url http://127.0.0.1:8082 cdc 0180069563100100100000011202601021000000101X ...
+The gateway serves its clients only: --token sends a bearer token, --cert and
+--key a client certificate (as to SIFEN itself), --ca trusts the gateway's
+certificate.
+
+    sifen_gateway_send.py --url https://127.0.0.1:8082 --token T --ca ca.pem lot de1.xml de2.xml ...
+    sifen_gateway_send.py --url https://127.0.0.1:8082 --cert c.pem --key k.pem --ca ca.pem de de1.xml ...
+    sifen_gateway_send.py --url https://127.0.0.1:8082 --token T --ca ca.pem results 123456789012345 ...
+    sifen_gateway_send.py --url https://127.0.0.1:8082 --token T --ca ca.pem cdc 0180069563100100100000011202601021000000101X ...
 
 Prints one JSON line per request:
   lot:     {"ruc", "files", "status", "code", "message", "lot_number", "fault", "attempts"}
@@ -27,6 +32,7 @@ import argparse
 import base64
 import io
 import json
+import ssl
 import sys
 import time
 import urllib.error
@@ -49,11 +55,15 @@ def envelope(body):
             % (SOAP, body)).encode("utf-8")
 
 
+# The client's credential and TLS (main sets them from the flags).
+HEADERS = {"Content-Type": "application/soap+xml; charset=utf-8"}
+CONTEXT = None
+
+
 def post(url, payload, timeout):
-    req = urllib.request.Request(url, data=payload, method="POST",
-                                 headers={"Content-Type": "application/soap+xml; charset=utf-8"})
+    req = urllib.request.Request(url, data=payload, method="POST", headers=HEADERS)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout, context=CONTEXT) as resp:
             return resp.status, resp.headers, resp.read()
     except urllib.error.HTTPError as err:
         return err.code, err.headers, err.read()
@@ -141,14 +151,14 @@ def consulta_de(url, cdc, timeout):
     return out
 
 
-def with_retries(send, end):
+def with_retries(send, end, once):
     """Send until the gateway stops answering 429, waiting its Retry-After, before end."""
     attempts = 0
     while True:
         attempts += 1
         out = send()
         wait = int(out["retry_after"] or 0)
-        if out["status"] != 429 or wait <= 0 or time.monotonic() + wait > end:
+        if once or out["status"] != 429 or wait <= 0 or time.monotonic() + wait > end:
             out["attempts"] = attempts
             return out
         time.sleep(wait)
@@ -157,11 +167,23 @@ def with_retries(send, end):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", required=True, help="the gateway's base URL (SIFEN's, e.g. https://sifen-test.set.gov.py, without it)")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per request (the gateway may hold one)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per request (the gateway may hold one: its --hold and 15 s)")
     ap.add_argument("--deadline", type=float, default=300.0, help="seconds for the whole run")
+    ap.add_argument("--once", action="store_true", help="send each request once, never again after a fault")
+    ap.add_argument("--token", help="the client's bearer token")
+    ap.add_argument("--cert", help="the client's certificate (PEM), with --key")
+    ap.add_argument("--key", help="the key of --cert (PEM)")
+    ap.add_argument("--ca", help="the CA bundle (PEM) the gateway's certificate is checked against")
     ap.add_argument("mode", choices=["lot", "de", "results", "cdc"])
     ap.add_argument("items", nargs="+", help="DE files (lot, de), lot numbers (results) or CDCs (cdc)")
     args = ap.parse_args()
+    global CONTEXT
+    if args.token:
+        HEADERS["Authorization"] = "Bearer " + args.token
+    if args.url.startswith("https:"):
+        CONTEXT = ssl.create_default_context(cafile=args.ca)
+        if args.cert:
+            CONTEXT.load_cert_chain(args.cert, args.key)
     end = time.monotonic() + args.deadline
     failed = 0
     if args.mode == "results":
@@ -178,7 +200,7 @@ def main():
             docs.append((path, f.read()))
     if args.mode == "de":
         for i, (path, de) in enumerate(docs):
-            out = with_retries(lambda: recepcion_de(args.url, de, i + 1, args.timeout), end)
+            out = with_retries(lambda: recepcion_de(args.url, de, i + 1, args.timeout), end, args.once)
             out["file"] = path
             print(json.dumps(out), flush=True)
             failed += out["result"] not in ("Aprobado", "Aprobado con observación")
@@ -192,7 +214,7 @@ def main():
         for k in range(0, len(des), MAX_LOT_DES):
             chunk = des[k:k + MAX_LOT_DES]
             request_id += 1
-            out = with_retries(lambda: recepcion_lote(args.url, [d for _, d in chunk], request_id, args.timeout), end)
+            out = with_retries(lambda: recepcion_lote(args.url, [d for _, d in chunk], request_id, args.timeout), end, args.once)
             out.update({"ruc": ruc, "files": [p for p, _ in chunk]})
             print(json.dumps(out), flush=True)
             failed += out["code"] != "0300"

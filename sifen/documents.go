@@ -71,6 +71,8 @@ type Filter struct {
 	RUC       string // the number, without check digit
 	Statuses  []Status
 	LotNumber string
+	// CDCs, when set, keeps the documents holding one of them.
+	CDCs []string
 	// BeforeID is the keyset cursor: documents with a smaller id (List
 	// returns the newest first). 0 starts from the newest.
 	BeforeID int64

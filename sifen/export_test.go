@@ -26,6 +26,8 @@ var ReadResult = readResult
 
 var ValidateCDC = validateCDC
 
+var UnzipLote = unzipLote
+
 const VerdictUnknown = verdictUnknown
 
 const VerdictApproved = verdictApproved

@@ -30,8 +30,11 @@ const (
 	// maxItems is the most items (gCamItem) a DE may hold: maxOccurs in
 	// SIFEN's v150 schema (tgDtipDE).
 	maxItems = 999
-	// maxLotXMLBytes bounds what UnzipLote inflates (a ZIP bomb guard).
-	maxLotXMLBytes = 64 << 20
+	// maxLotXMLBytes bounds the XML a lot's ZIP may inflate to: the most a
+	// DE or lot file may hold (maxFileSize, 8 MiB), room for 50 large DEs
+	// and 8 times what a 1,000,000-byte message carries compressed. A ZIP
+	// bomb stops there (docs/decisions/0167).
+	maxLotXMLBytes = maxFileSize
 	// lotFileName is the name of the XML file inside the ZIP.
 	lotFileName = "lote.xml"
 	// maxDepth is the deepest element nesting ParseLote accepts, counted
@@ -89,13 +92,43 @@ func ParseLote(data []byte) (Lote, error) {
 // wraps ctx.Err()). Parsing takes time linear in len(data); an element
 // nested deeper than maxDepth is ErrMalformedXML.
 func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
-	if err := ctx.Err(); err != nil {
-		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
-	}
 	// A UTF-8 byte order mark is accepted (and dropped: offsets below are
 	// into the rest).
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	d := &decoder{Decoder: xml.NewDecoder(bytes.NewReader(data)), ctx: ctx}
+	return parseLoteFrom(ctx, bytes.NewReader(data), whole(data))
+}
+
+// ParseLoteZip reads a lot as it travels in siRecepLoteDE's xDE: a ZIP
+// archive of one file holding an rLoteDE (or one rDE), parsed as ParseLote
+// parses it while it is inflated. It keeps in memory the DEs and the one
+// being read, never the whole document, and inflates at most 8 MiB (the
+// most a lot file may hold): a ZIP bomb costs that much reading and no
+// more (docs/decisions/0167). It gives up when ctx ends.
+//
+// Errors: ParseLote's; ErrMalformedXML for a ZIP that is not one file;
+// ErrLotTooBig for more than 8 MiB of XML.
+func ParseLoteZip(ctx context.Context, z []byte) (Lote, error) {
+	f, err := openLotZip(z)
+	if err != nil {
+		return Lote{}, err
+	}
+	defer f.Close()
+	w := &window{r: skipBOM(f), limit: maxLotXMLBytes}
+	lot, err := parseLoteFrom(ctx, w, w)
+	if errors.Is(err, errInflated) {
+		// However deep in the document the limit was met.
+		return Lote{}, fmt.Errorf("%w: %w", ErrLotTooBig, errInflated)
+	}
+	return lot, err
+}
+
+// parseLoteFrom parses the lot read from r, whose bytes src cuts the DEs'
+// XML from.
+func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
+	if err := ctx.Err(); err != nil {
+		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
+	}
+	d := &decoder{Decoder: xml.NewDecoder(r), ctx: ctx, src: src}
 	root, start, err := nextStart(d)
 	if err != nil {
 		return Lote{}, err
@@ -103,7 +136,7 @@ func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	var l Lote
 	switch {
 	case root.Name == xml.Name{Space: Namespace, Local: "rDE"}:
-		de, err := parseRDE(d, data, root, start, nil)
+		de, err := parseRDE(d, root, start, nil)
 		if err != nil {
 			return Lote{}, err
 		}
@@ -111,7 +144,7 @@ func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	case root.Name == xml.Name{Space: Namespace, Local: "rLoteDE"}, root.Name == xml.Name{Local: "rLoteDE"}:
 		// DNIT's example (and both public clients) write rLoteDE without a
 		// namespace, each rDE with its own; the namespaced form is read too.
-		if l.DEs, err = parseLotBody(d, data, nsDecls(root.Attr)); err != nil {
+		if l.DEs, err = parseLotBody(d, nsDecls(root.Attr)); err != nil {
 			return Lote{}, err
 		}
 		if len(l.DEs) == 0 {
@@ -122,6 +155,7 @@ func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	}
 	// Only comments, processing instructions and spaces may follow the root.
 	for {
+		d.src.forget(d.InputOffset())
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
 			return l, nil
@@ -141,11 +175,81 @@ func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	}
 }
 
+// skipBOM returns r without a UTF-8 byte order mark at its start.
+func skipBOM(r io.Reader) io.Reader {
+	head := make([]byte, 3)
+	n, err := io.ReadFull(r, head)
+	if n == 3 && bytes.Equal(head, []byte("\xef\xbb\xbf")) {
+		return r
+	}
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return io.MultiReader(bytes.NewReader(head[:n]), errReader{err})
+	}
+	return io.MultiReader(bytes.NewReader(head[:n]), r)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// source is what a DE's XML is cut from, by the decoder's offsets: the
+// whole input (ParseLote), or the window of a stream (ParseLoteZip).
+type source interface {
+	// cut returns the input from offset from to offset to.
+	cut(from, to int64) []byte
+	// forget says nothing before offset off will be cut any more.
+	forget(off int64)
+}
+
+// whole is an input held in memory whole.
+type whole []byte
+
+func (w whole) cut(from, to int64) []byte { return w[from:to] }
+func (whole) forget(int64)                {}
+
+// errInflated is window's error past its limit.
+var errInflated = fmt.Errorf("the ZIP inflates beyond %d bytes (a lot's XML holds at most %d MiB)", maxLotXMLBytes, maxLotXMLBytes>>20)
+
+// window reads r, keeping what it read from the first offset not
+// forgotten on, and fails with errInflated past limit bytes in all.
+type window struct {
+	r     io.Reader
+	buf   []byte // the bytes read from offset base on
+	base  int64
+	read  int64
+	limit int64
+}
+
+func (w *window) Read(p []byte) (int, error) {
+	if w.read >= w.limit {
+		// One byte more tells a document of exactly limit bytes from a
+		// longer one.
+		p = p[:min(len(p), 1)]
+	}
+	n, err := w.r.Read(p)
+	if w.read += int64(n); w.read > w.limit {
+		return 0, errInflated
+	}
+	w.buf = append(w.buf, p[:n]...)
+	return n, err
+}
+
+func (w *window) cut(from, to int64) []byte { return w.buf[from-w.base : to-w.base] }
+
+func (w *window) forget(off int64) {
+	if off <= w.base {
+		return
+	}
+	n := copy(w.buf, w.buf[off-w.base:])
+	w.buf, w.base = w.buf[:n], off
+}
+
 // parseLotBody reads the children of rLoteDE up to its end.
-func parseLotBody(d *decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
+func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 	var des []DE
 	for {
 		off := d.InputOffset()
+		d.src.forget(off) // between two DEs nothing is kept
 		tok, err := d.Token()
 		if err != nil {
 			return nil, malformed(err)
@@ -155,7 +259,7 @@ func parseLotBody(d *decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
 			if t.Name != (xml.Name{Space: Namespace, Local: "rDE"}) {
 				return nil, fmt.Errorf("%w: rLoteDE holds %s (only rDE)", ErrMalformedXML, t.Name.Local)
 			}
-			de, err := parseRDE(d, data, t, off, inherited)
+			de, err := parseRDE(d, t, off, inherited)
 			if err != nil {
 				return nil, fmt.Errorf("DE %d of the lot: %w", len(des)+1, err)
 			}
@@ -177,6 +281,7 @@ func parseLotBody(d *decoder, data []byte, inherited []xml.Attr) ([]DE, error) {
 type decoder struct {
 	*xml.Decoder
 	ctx   context.Context
+	src   source
 	depth int
 	n     int
 }
@@ -224,6 +329,7 @@ func malformed(err error) error {
 func nextStart(d *decoder) (xml.StartElement, int64, error) {
 	for {
 		off := d.InputOffset()
+		d.src.forget(off)
 		tok, err := d.Token()
 		if err != nil {
 			return xml.StartElement{}, 0, malformed(err)
@@ -278,17 +384,19 @@ func joinPath(path []string) string {
 	return strings.Join(path, "/")
 }
 
-// parseRDE reads the rest of the rDE element that start opened at byte off
-// of data, and returns the DE.
-func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
+// parseRDE reads the rest of the rDE element that start opened at offset
+// off of d's input, and returns the DE. Only the text of the values it
+// reads is kept (a DE's other text may be large).
+func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
 	var (
-		path   []string // local names below rDE; "-" for elements of another namespace
-		values = make(map[string]string)
-		text   strings.Builder
-		cdc    string
-		hasCDC bool
-		signed bool
-		items  int
+		path    []string // local names below rDE; "-" for elements of another namespace
+		values  = make(map[string]string)
+		text    strings.Builder
+		collect bool // the element open is one of the values
+		cdc     string
+		hasCDC  bool
+		signed  bool
+		items   int
 	)
 	for {
 		tok, err := d.Token()
@@ -311,6 +419,12 @@ func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inheri
 				}
 			}
 			text.Reset()
+			switch joinPath(path) {
+			case pathType, pathRUC, pathRUCDV, pathName:
+				collect = true
+			default:
+				collect = false
+			}
 			if len(path) == 1 && path[0] == pathDE {
 				for _, a := range t.Attr {
 					if a.Name == (xml.Name{Local: "Id"}) {
@@ -319,12 +433,14 @@ func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inheri
 				}
 			}
 		case xml.CharData:
-			text.Write(t)
+			if collect {
+				text.Write(t)
+			}
 		case xml.EndElement:
 			if len(path) == 0 {
 				// The end of rDE.
 				end := d.InputOffset()
-				de, err := newDE(standalone(data[off:end], start.Attr, inherited), values, cdc, hasCDC)
+				de, err := newDE(standalone(d.src.cut(off, end), start.Attr, inherited), values, cdc, hasCDC)
 				de.Signed, de.TestIssuer = signed, values[pathName] == testIssuerName
 				return de, err
 			}
@@ -337,6 +453,7 @@ func parseRDE(d *decoder, data []byte, start xml.StartElement, off int64, inheri
 			}
 			path = path[:len(path)-1]
 			text.Reset()
+			collect = false
 		case xml.Directive:
 			return DE{}, fmt.Errorf("%w: directive inside rDE", ErrMalformedXML)
 		}
@@ -594,10 +711,29 @@ func ZipLote(doc []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// UnzipLote returns the one file of a ZIP archive made by ZipLote (or by
+// unzipLote returns the one file of a ZIP archive made by ZipLote (or by
 // any SIFEN client). Errors wrap ErrMalformedXML: not a ZIP, not exactly one
-// file, or more than 64 MiB inflated.
-func UnzipLote(z []byte) ([]byte, error) {
+// file; ErrLotTooBig: more than 8 MiB inflated.
+func unzipLote(z []byte) ([]byte, error) {
+	f, err := openLotZip(z)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	w := &window{r: f, limit: maxLotXMLBytes}
+	if _, err := io.Copy(io.Discard, w); err != nil {
+		if errors.Is(err, errInflated) {
+			return nil, fmt.Errorf("%w: %w", ErrLotTooBig, err)
+		}
+		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
+	}
+	return w.buf, nil
+}
+
+// openLotZip opens the one file of the ZIP archive z. A file whose header
+// says it inflates beyond maxLotXMLBytes is refused before it is inflated
+// (a header that lies is caught while reading).
+func openLotZip(z []byte) (io.ReadCloser, error) {
 	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: xDE is not a ZIP archive: %w", ErrMalformedXML, err)
@@ -605,17 +741,12 @@ func UnzipLote(z []byte) ([]byte, error) {
 	if len(zr.File) != 1 {
 		return nil, fmt.Errorf("%w: the ZIP holds %d files (want one)", ErrMalformedXML, len(zr.File))
 	}
+	if zr.File[0].UncompressedSize64 > maxLotXMLBytes {
+		return nil, fmt.Errorf("%w: %w", ErrLotTooBig, errInflated)
+	}
 	f, err := zr.File[0].Open()
 	if err != nil {
 		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
 	}
-	defer f.Close()
-	doc, err := io.ReadAll(io.LimitReader(f, maxLotXMLBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
-	}
-	if len(doc) > maxLotXMLBytes {
-		return nil, fmt.Errorf("%w: the ZIP inflates beyond %d bytes", ErrMalformedXML, maxLotXMLBytes)
-	}
-	return doc, nil
+	return f, nil
 }

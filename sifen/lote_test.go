@@ -1,10 +1,12 @@
 package sifen_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -332,4 +334,68 @@ func TestMessageSizeBoundary(t *testing.T) {
 	require.LessOrEqual(t, sifen.MessageSize(zipLen), 1_000_000)
 	require.Greater(t, sifen.MessageSize(zipLen), 1_000_000-4)
 	require.Greater(t, sifen.MessageSize(zipLen+1), 1_000_000)
+}
+
+// bomb returns the ZIP of an rLoteDE holding n bytes of spaces: a few
+// hundred KB that inflate to n.
+func bomb(t testing.TB, n int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	f, err := zw.CreateHeader(&zip.FileHeader{Name: "lote.xml", Method: zip.Deflate})
+	require.NoError(t, err)
+	_, err = f.Write([]byte("<rLoteDE>"))
+	require.NoError(t, err)
+	spaces := bytes.Repeat([]byte(" "), 1<<20)
+	for left := n; left > 0; left -= len(spaces) {
+		_, err = f.Write(spaces[:min(left, len(spaces))])
+		require.NoError(t, err)
+	}
+	_, err = f.Write([]byte("</rLoteDE>"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+// ParseLoteZip reads what ParseLote reads, from the ZIP of xDE, and
+// inflates no more than a lot file may hold (8 MiB): a ZIP bomb is
+// ErrLotTooBig after a bounded cost, the DEs' other text is not kept.
+func TestParseLoteZip(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		doc := sifentest.Lote(sifentest.Docs("80069563", 1, 3)...)
+		want, err := sifen.ParseLote(doc)
+		require.NoError(t, err)
+		for _, in := range [][]byte{doc, append([]byte("\xef\xbb\xbf"), doc...)} {
+			z, err := sifen.ZipLote(in)
+			require.NoError(t, err)
+			got, err := sifen.ParseLoteZip(context.Background(), z)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+		}
+	})
+	t.Run("ErrMalformedXML", func(t *testing.T) {
+		_, err := sifen.ParseLoteZip(context.Background(), []byte("not a zip"))
+		require.ErrorIs(t, err, sifen.ErrMalformedXML)
+		z, err := sifen.ZipLote([]byte("<rLoteDE><rDE"))
+		require.NoError(t, err)
+		_, err = sifen.ParseLoteZip(context.Background(), z)
+		require.ErrorIs(t, err, sifen.ErrMalformedXML)
+	})
+	t.Run("ErrLotTooBig", func(t *testing.T) {
+		z := bomb(t, 100<<20)
+		require.Less(t, len(z), 1_000_000, "a bomb that fits in a lot's message")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := sifen.ParseLoteZip(context.Background(), z)
+		runtime.ReadMemStats(&after)
+		require.ErrorIs(t, err, sifen.ErrLotTooBig)
+		require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(48<<20), "bytes allocated reading a 100 MB bomb")
+		_, err = sifen.UnzipLote(z)
+		require.ErrorIs(t, err, sifen.ErrLotTooBig)
+	})
+	t.Run("EightMiBFits", func(t *testing.T) {
+		z := bomb(t, 8<<20-len("<rLoteDE></rLoteDE>"))
+		_, err := sifen.ParseLoteZip(context.Background(), z)
+		require.ErrorIs(t, err, sifen.ErrLotEmpty, "read to its end")
+	})
 }

@@ -153,7 +153,7 @@ func stripXMLDecl(b []byte) []byte {
 	return b
 }
 
-// DESend is how the send of one DE by siRecepDE ended (Sender.SendDE). Its
+// DESend is how the send of one DE by siRecepDE ended (Sender.SendNewDE). Its
 // LotSend says it as for a lot of one: OutcomeBlocked (the RUC's gate
 // refused, with the Decision), OutcomeFailed (never reached SIFEN: the
 // document is "error"), OutcomeUnknown (no answer: the document stays
@@ -167,25 +167,8 @@ type DESend struct {
 	Prot ProtDE
 }
 
-// SendDE sends one document by SIFEN's synchronous siRecepDE, through the
-// RUC's gate exactly as a lot of one (Send's protocol: check, take with
-// hold, claim, send, record the answer on the gate and on the document):
-// the interval between two receptions of a RUC's documents runs from the
-// previous answer whichever service carried it, and no other lot or DE of
-// the RUC is on the wire meanwhile (docs/decisions/0120). SIFEN's answer is
-// the DE's result: approved (dProtAut) or rejected, recorded at once.
-//
-// Errors are Send's, and ErrNoRecepcionDE when the Sender's client does not
-// implement deReceiver.
-func (s *Sender) SendDE(ctx context.Context, id int64) (DESend, error) {
-	recv, ok := s.client.(deReceiver)
-	if !ok {
-		return DESend{}, ErrNoRecepcionDE
-	}
-	c, err := s.claim(ctx, []int64{id})
-	if err != nil || c.out.Status == OutcomeBlocked {
-		return DESend{LotSend: c.out}, err
-	}
+// sendDE is steps 4 and 5 of the protocol for a claimed DE.
+func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
 	var unusable string

@@ -16,10 +16,18 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
-// SendDE sends one DE by siRecepDE through the RUC's gate exactly as a lot
-// of one: the answer approves the document at once, and the gate then
+// deOf is the DE of doc, parsed.
+func deOf(t *testing.T, doc sifentest.Doc) sifen.DE {
+	t.Helper()
+	lot, err := sifen.ParseLote(doc.File())
+	require.NoError(t, err)
+	return lot.DEs[0]
+}
+
+// SendNewDE sends one DE by siRecepDE through the RUC's gate exactly as a
+// lot of one: the answer approves the document at once, and the gate then
 // refuses a lot — or another DE — of the RUC for the interval from that
-// answer; a DE already approved is not sendable.
+// answer; a DE already approved is not sent again.
 func TestSendDEThroughTheRUCGate(t *testing.T) {
 	for _, engine := range sqlstoretest.Engines {
 		t.Run(string(engine), func(t *testing.T) {
@@ -27,9 +35,10 @@ func TestSendDEThroughTheRUCGate(t *testing.T) {
 			ctx := context.Background()
 			ids := w.importDocs(t, sifen.EnvTest, sifentest.Doc{Number: 1}.File(), sifentest.Doc{Number: 2}.File(), sifentest.Doc{Number: 3}.File())
 
-			out, err := w.sender.SendDE(ctx, ids[0])
+			out, err := w.sender.SendNewDE(ctx, sifen.EnvTest, deOf(t, sifentest.Doc{Number: 1}))
 			require.NoError(t, err)
 			require.Equal(t, sifen.OutcomeSent, out.Status)
+			require.Equal(t, ids[:1], out.DocumentIDs, "the draft of the same DE")
 			require.Equal(t, sifen.ResultApproved, out.Prot.State())
 			doc := w.doc(t, ids[0])
 			require.Equal(t, sifen.StatusApproved, doc.Status)
@@ -41,18 +50,19 @@ func TestSendDEThroughTheRUCGate(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, sifen.OutcomeBlocked, lot.Status)
 			require.Equal(t, 7*time.Second, lot.Decision.RetryAfter, "the interval runs from the DE's answer")
-			de, err := w.sender.SendDE(ctx, ids[2])
+			de, err := w.sender.SendNewDE(ctx, sifen.EnvTest, deOf(t, sifentest.Doc{Number: 3}))
 			require.NoError(t, err)
 			require.Equal(t, sifen.OutcomeBlocked, de.Status)
 			require.Equal(t, sifen.StatusDraft, w.doc(t, ids[2]).Status)
 
 			w.clock.Advance(7 * time.Second)
-			de, err = w.sender.SendDE(ctx, ids[2])
+			de, err = w.sender.SendNewDE(ctx, sifen.EnvTest, deOf(t, sifentest.Doc{Number: 3}))
 			require.NoError(t, err)
 			require.Equal(t, sifen.OutcomeSent, de.Status)
+			require.Equal(t, sifen.StatusApproved, w.doc(t, ids[2]).Status)
 
-			_, err = w.sender.SendDE(ctx, ids[0])
-			require.ErrorIs(t, err, sifen.ErrNotSendable)
+			_, err = w.sender.SendNewDE(ctx, sifen.EnvTest, deOf(t, sifentest.Doc{Number: 1}))
+			require.ErrorIs(t, err, sifen.ErrCDCInFlight, "approved: not sent again")
 			require.Zero(t, w.stats(t).Count("", "", "", sifen.CodeLotNotQueued), "0301s")
 		})
 	}
@@ -85,12 +95,10 @@ func TestSendDEOutcomes(t *testing.T) {
 			t.Cleanup(ts.Close)
 			store := sqlstoretest.MustOpenDSN(t, sqlstoretest.DSN(t, sqlstore.SQLite), throttle.SystemClock)
 			_, sender := newSender(t, store, store, ts.URL, sifen.PolicyConfig{}, throttle.SystemClock, sifen.SenderConfig{})
-			docs, err := sender.Import(context.Background(), sifentest.Doc{Number: 1}.File(), sifen.EnvTest)
-			require.NoError(t, err)
-			out, err := sender.SendDE(context.Background(), docs[0].ID)
+			out, err := sender.SendNewDE(context.Background(), sifen.EnvTest, deOf(t, sifentest.Doc{Number: 1}))
 			require.NoError(t, err)
 			require.Equal(t, tc.status, out.Status, out.Message)
-			got, err := sender.Get(context.Background(), docs[0].ID)
+			got, err := sender.Get(context.Background(), out.DocumentIDs[0])
 			require.NoError(t, err)
 			require.Equal(t, tc.doc, got.Status, got.Message)
 		})
@@ -101,12 +109,10 @@ func TestSendDEOutcomes(t *testing.T) {
 		ts.Close()
 		store := sqlstoretest.MustOpenDSN(t, sqlstoretest.DSN(t, sqlstore.SQLite), throttle.SystemClock)
 		_, sender := newSender(t, store, store, url, sifen.PolicyConfig{}, throttle.SystemClock, sifen.SenderConfig{})
-		docs, err := sender.Import(context.Background(), sifentest.Doc{Number: 1}.File(), sifen.EnvTest)
-		require.NoError(t, err)
-		out, err := sender.SendDE(context.Background(), docs[0].ID)
+		out, err := sender.SendNewDE(context.Background(), sifen.EnvTest, deOf(t, sifentest.Doc{Number: 1}))
 		require.NoError(t, err)
 		require.Equal(t, sifen.OutcomeFailed, out.Status)
-		got, err := sender.Get(context.Background(), docs[0].ID)
+		got, err := sender.Get(context.Background(), out.DocumentIDs[0])
 		require.NoError(t, err)
 		require.Equal(t, sifen.StatusError, got.Status)
 	})

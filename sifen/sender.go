@@ -314,6 +314,11 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 	if err != nil || c.out.Status == OutcomeBlocked {
 		return c.out, err
 	}
+	return s.sendLot(c)
+}
+
+// sendLot is steps 4 and 5 of the protocol for a claimed lot.
+func (s *Sender) sendLot(c claimed) (LotSend, error) {
 	resp, sendErr := s.client.RecepcionLote(c.bg, c.out.Env, c.packed.Zip)
 	var unusable string
 	if sendErr == nil && resp.Code == CodeLotQueued && validateLotNumber(resp.LotNumber) != nil {

@@ -2,10 +2,12 @@
 // facturacionelectronicapy-setapi, unchanged: only the host of its
 // hardcoded SIFEN URLs (https://sifen-test.set.gov.py,
 // https://sifen.set.gov.py) is rewritten to the gateway's, as a DNS entry
-// or an egress proxy does in a deployment, and its TLS agent is dropped
-// (the test gateway speaks plain HTTP on 127.0.0.1).
+// or an egress proxy does in a deployment. Its TLS agent stays: it shows
+// the .p12's certificate, the gateway's client credential, and trusts the
+// gateway's CA, given in setapi's own caCert option. Its timeout is its
+// default (90 s).
 //
-// stdin: {"gateway": URL, "p12": FILE, "password": PW,
+// stdin: {"gateway": URL, "p12": FILE, "password": PW, "ca": CA.pem,
 //         "lots": [{"id": N, "files": [DE.xml, ...]}],   → recibeLote (siRecepLoteDE)
 //         "des": [{"id": N, "file": DE.xml}],             → recibe (siRecepDE)
 //         "lotResults": [LOTNUMBER, ...],                 → consultaLote (siResultLoteDE)
@@ -18,12 +20,7 @@ const axios = require("axios");
 
 const spec = JSON.parse(fs.readFileSync(0, "utf8"));
 const post = axios.post.bind(axios);
-axios.post = (url, body, cfg) => {
-  const u = String(url).replace(/^https:\/\/sifen(-test)?\.set\.gov\.py/, spec.gateway);
-  const c = Object.assign({}, cfg);
-  delete c.httpsAgent;
-  return post(u, body, c);
-};
+axios.post = (url, body, cfg) => post(String(url).replace(/^https:\/\/sifen(-test)?\.set\.gov\.py/, spec.gateway), body, cfg);
 const setapi = require("facturacionelectronicapy-setapi").default;
 
 // setapi drops each DE's first line, expecting the XML declaration on a
@@ -43,7 +40,7 @@ async function run(op, id, fn) {
 }
 
 async function main() {
-  const cfg = { timeout: 60000 };
+  const cfg = { caCert: spec.ca };
   const tasks = [];
   // The lots and the single DEs of one process go out concurrently, as an
   // issuer's workers would send them.

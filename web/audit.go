@@ -235,6 +235,17 @@ func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string)
 		}
 	case audit.ActionDictLookup:
 		return tr.Sprintf("payer %s", e.Target), ""
+	case audit.ActionGateway:
+		if q, err := url.ParseQuery(e.Target); err == nil {
+			text = q.Get("service") + q.Get("op")
+			if ruc := q.Get("ruc"); ruc != "" {
+				text += " · RUC " + ruc + " (" + q.Get("env") + ") · " + tr.Sprintf("%s document(s)", q.Get("des"))
+				if s.Sifen != nil {
+					link = s.pathWithQuery("documents", url.Values{"ruc": {ruc}, "env": {q.Get("env")}})
+				}
+			}
+			return text, link
+		}
 	case audit.ActionDenied:
 		if q, err := url.ParseQuery(e.Target); err == nil && q.Get("action") != "" {
 			attempted := audit.Action(q.Get("action"))
@@ -292,6 +303,11 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 		if e2e := q.Get("e2e"); e2e != "" {
 			parts = append(parts, "EndToEndId "+e2e)
 		}
+		for _, k := range []string{"code", "lot", "state"} { // a gateway's SIFEN answer
+			if v := q.Get(k); v != "" {
+				parts = append(parts, k+" "+v)
+			}
+		}
 		if msg := q.Get("error"); msg != "" {
 			parts = append(parts, tr.Text(msg))
 		}
@@ -312,6 +328,8 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 		return tr.Sprintf("SIFEN send all drafts")
 	case audit.ActionDictLookup:
 		return tr.Sprintf("DICT lookup")
+	case audit.ActionGateway:
+		return tr.Sprintf("Gateway request")
 	case audit.ActionDenied:
 		return tr.Sprintf("Refused to a viewer")
 	case deniedImport:

@@ -6,6 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// PolicyInboundClient is the inbound policy of a gateway's clients.
+const PolicyInboundClient = policyInboundClient
+
 // SetSummaryWait sets how long a page waits for the recount of a summary
 // past its time-to-live (defaultSummaryWait when not set).
 func (s *Server) SetSummaryWait(d time.Duration) { s.summary.wait = d }
@@ -15,7 +18,7 @@ func MetricNames(m *Metrics) []string {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		for _, c := range []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
-			m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens, m.remoteRefusals, m.buildInfo, m.httpRequests, m.httpDuration} {
+			m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens, m.remoteRefusals, m.buildInfo, m.httpRequests, m.httpDuration, m.gatewayRequests} {
 			c.Describe(ch)
 		}
 		close(ch)

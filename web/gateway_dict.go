@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/dict"
 )
 
@@ -56,7 +57,20 @@ type DictGatewayConfig struct {
 	// Signer, when set, signs the body of write operations before they are
 	// forwarded; without it bodies pass byte for byte (the client signs).
 	Signer dict.Signer
-	// Logger receives the gateway's logs; nil logs nowhere.
+	// Authenticate names the client of a request (GatewayClients.
+	// Authenticate, or the application's own check), or says ok false: the
+	// request is then answered 401 and nothing is charged or sent.
+	// Required: a gateway spends the participant's DICT allowance, so it
+	// serves its clients, not whoever reaches it.
+	Authenticate func(r *http.Request) (client string, ok bool)
+	// Audit, when set, records each write operation and payment credit
+	// with its client and status (audit.ActionGateway).
+	Audit audit.Store
+	// Metrics, when set, counts the requests by client and status
+	// (balde_gateway_requests_total).
+	Metrics *Metrics
+	// Logger receives the gateway's logs, one line per request naming its
+	// client (Info for writes, Debug for reads); nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -73,6 +87,10 @@ type DictGatewayConfig struct {
 // Answers the gateway writes itself are the DICT's own, RFC 7807 problems
 // in XML (application/problem+xml):
 //
+//   - a request without a client's credential (Authenticate): 401, nothing
+//     taken or sent;
+//   - a body larger than the DICT's bodies (dict.MaxBodySize, 1 MiB): 413,
+//     nothing taken or sent;
 //   - a request the mirror refuses: 429 RateLimited naming the bucket,
 //     the reason and the wait, Retry-After (whole seconds, at least 1) and
 //     HeaderLocalRefusal; nothing is sent;
@@ -102,6 +120,7 @@ type DictGateway struct {
 	signer           dict.Signer
 	logger           *slog.Logger
 	proxy            *httputil.ReverseProxy
+	access           gatewayAccess
 }
 
 var _ http.Handler = (*DictGateway)(nil)
@@ -130,6 +149,9 @@ func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
 	if g.logger == nil {
 		g.logger = nowhere
 	}
+	if g.access, err = newGatewayAccess("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, g.logger); err != nil {
+		return nil, err
+	}
 	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
 	if cfg.PoliciesURL != "" {
 		t.PoliciesURL = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
@@ -156,6 +178,11 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 
 // ServeHTTP implements http.Handler.
 func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.access.serve(w, r, g.fail, g.serve)
+}
+
+// serve answers the request of a known client.
+func (g *DictGateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == DictGatewayPaymentsPath {
 		g.creditPayment(w, r)
 		return
@@ -165,6 +192,9 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, fmt.Errorf("%w: not a DICT operation: %s %s", ErrNotFound, r.Method, r.URL.Path))
 		return
 	}
+	if rt.Write {
+		callOf(r).target = "op=" + rt.Op
+	}
 	switch p := r.Header.Get(dict.HeaderRequestingParticipant); {
 	case p == "":
 		r.Header.Set(dict.HeaderRequestingParticipant, g.participant)
@@ -172,23 +202,47 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", ErrForbidden, dict.HeaderRequestingParticipant, p))
 		return
 	}
+	// The body is read whole before anything is reserved: one larger than
+	// the DICT takes is refused, not forwarded, and costs nothing.
+	body, err := readDictBody(r)
+	if err != nil {
+		g.fail(w, r, err)
+		return
+	}
 	if rt.Write && g.signer != nil {
-		body, err := io.ReadAll(io.LimitReader(r.Body, dict.MaxBodySize+1))
-		r.Body.Close()
-		if err != nil || len(body) > dict.MaxBodySize {
-			g.fail(w, r, fmt.Errorf("%w: the body could not be read whole (at most 1 MiB)", ErrBadRequest))
-			return
-		}
-		signed, err := g.signer.Sign(r.Context(), rt.Op, body)
-		if err != nil {
+		if body, err = g.signer.Sign(r.Context(), rt.Op, body); err != nil {
 			g.fail(w, r, fmt.Errorf("web: DICT gateway: sign %s: %w", rt.Op, err))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(signed))
-		r.ContentLength = int64(len(signed))
-		r.Header.Set("Content-Length", strconv.Itoa(len(signed)))
+	}
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	g.proxy.ServeHTTP(w, r)
+}
+
+// readDictBody reads r's body, at most dict.MaxBodySize bytes (the DICT's
+// messages are a few KB): nil for a request without one, ErrTooLarge
+// (413) for a larger one, read no further.
+func readDictBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	defer r.Body.Close()
+	tooLarge := fmt.Errorf("%w: a DICT request's body is at most %d bytes (1 MiB); nothing was sent", ErrTooLarge, dict.MaxBodySize)
+	if r.ContentLength > dict.MaxBodySize {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, dict.MaxBodySize+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: the body could not be read whole: %v", ErrBadRequest, err)
+	case len(body) > dict.MaxBodySize:
+		return nil, tooLarge
+	}
+	return body, nil
 }
 
 // rewrite points the outgoing request at the DICT (or the policies host),
@@ -211,7 +265,9 @@ func (g *DictGateway) answerError(w http.ResponseWriter, r *http.Request, err er
 // fail answers err as the DICT writes its errors (problemOf, writeXML).
 func (g *DictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(r, err)
-	logProblem(g.logger, r, p, err, slog.String("gateway", "dict"))
+	call := callOf(r)
+	call.message = p.message
+	logProblem(g.logger, r, p, err, slog.String("gateway", "dict"), slog.String("client", call.client))
 	p.writeXML(w, dict.NewCorrelationID(g.participant, g.meter.Limiter.Now()))
 }
 
@@ -235,6 +291,7 @@ func (g *DictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e2e := r.URL.Query().Get("endToEndId")
+	callOf(r).target = "op=creditPayment&endToEndId=" + url.QueryEscape(e2e)
 	pc, err := g.payments.CreditPayment(r.Context(), e2e)
 	if err != nil {
 		g.fail(w, r, err)

@@ -44,6 +44,9 @@ type gatewayWorld struct {
 	// gate, when set before the first request, runs before the simulator
 	// sees each request (a test holds one there, not yet charged).
 	gate func(r *http.Request)
+	// configure, when set, changes the configuration of the gateways
+	// started after (their clients, audit trail, metrics).
+	configure func(*web.DictGatewayConfig)
 
 	mu     sync.Mutex
 	bodies map[string][]byte // request bodies the simulator received, by path
@@ -101,8 +104,12 @@ func (w *gatewayWorld) newGateway(t testing.TB) gatewayInstance {
 	client, err := dict.NewClient(dict.ClientConfig{BaseURL: w.simURL, Participant: gatewayISPB, Limiter: lim, Catalog: w.catalog,
 		Records: records, PaymentNoticeURL: w.simURL + "/sim/payments", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	g, err := web.NewDictGateway(web.DictGatewayConfig{Target: w.simURL, Participant: gatewayISPB, Meter: client.Meter(),
-		Records: records, Payments: client, Logger: slog.New(slog.DiscardHandler)})
+	cfg := web.DictGatewayConfig{Target: w.simURL, Participant: gatewayISPB, Meter: client.Meter(),
+		Records: records, Payments: client, Logger: slog.New(slog.DiscardHandler), Authenticate: anyClient}
+	if w.configure != nil {
+		w.configure(&cfg)
+	}
+	g, err := web.NewDictGateway(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(g)
 	t.Cleanup(hs.Close)
@@ -270,6 +277,58 @@ func TestDictGatewayPassesBodiesByteForByte(t *testing.T) {
 	defer w.mu.Unlock()
 	require.Equal(t, official, w.bodies["/api/v2/entries/"])
 	require.Equal(t, w.answer["/api/v2/entries/"], answer)
+}
+
+// countingReader is n bytes of XML-ish filler, counting what was read.
+type countingReader struct {
+	left, read int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), c.left))
+	for i := range p[:n] {
+		p[i] = ' '
+	}
+	c.left -= int64(n)
+	c.read += int64(n)
+	return n, nil
+}
+
+// A body larger than the DICT takes (1 MiB) is answered 413 before
+// anything is reserved: nothing reaches the DICT, no ENTRIES_WRITE token
+// is charged, and a body of unknown length is read no further than the
+// bound. (The gateway forwarded a 300 MB createEntry and charged a 5 MB
+// one.)
+func TestDictGatewayRefusesABodyLargerThanTheDictTakes(t *testing.T) {
+	w := newGatewayWorld(t, sqlstore.SQLite)
+	g := w.newGateway(t)
+	post := func(body io.Reader, length int64) int {
+		req, err := http.NewRequest(http.MethodPost, g.URL+"/api/v2/entries/", body)
+		require.NoError(t, err)
+		req.ContentLength = length
+		req.Header.Set("Content-Type", "application/xml")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0 // the gateway answered and closed before the client finished writing
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Contains(t, string(data), "1 MiB", "%s", data)
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusRequestEntityTooLarge, post(&countingReader{left: 5 << 20}, 5<<20), "a 5 MB body")
+	huge := &countingReader{left: 300 << 20}
+	require.Contains(t, []int{http.StatusRequestEntityTooLarge, 0}, post(huge, -1), "300 MB of unknown length")
+	require.Less(t, huge.read, int64(16<<20), "read of the 300 MB body")
+
+	require.Empty(t, w.stats(t), "nothing reached the DICT")
+	state, err := g.limiter.State(context.Background(), w.catalog.Key("ENTRIES_WRITE", gatewayISPB))
+	require.NoError(t, err)
+	require.False(t, state.Stored, "no ENTRIES_WRITE token was charged")
 }
 
 // A payment reported to the gateway credits the mirror as the SPI credits

@@ -31,7 +31,7 @@ func TestGatewaysBuiltWithoutALoggerLogNowhere(t *testing.T) {
 	lim, err := throttle.NewLimiter(throttletest.NewMemStore(clock.Now), catalog, throttle.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	dg, err := web.NewDictGateway(web.DictGatewayConfig{Target: "http://127.0.0.1:1", Participant: gatewayISPB,
-		Meter: dict.Meter{Limiter: lim, Catalog: catalog}})
+		Meter: dict.Meter{Limiter: lim, Catalog: catalog}, Authenticate: anyClient})
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodGet, "/api/v2/policies/", nil)
 	rec := httptest.NewRecorder()
@@ -39,7 +39,7 @@ func TestGatewaysBuiltWithoutALoggerLogNowhere(t *testing.T) {
 	require.Equal(t, http.StatusBadGateway, rec.Code, "%s", rec.Body)
 
 	w := newSifenGatewayWorld(t, sqlstore.SQLite, -1)
-	sg, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: w.sender, Env: sifen.EnvTest})
+	sg, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: w.sender, Env: sifen.EnvTest, Authenticate: anyClient})
 	require.NoError(t, err)
 	rec = httptest.NewRecorder()
 	sg.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, sifen.ConsultaRUCPath, bytes.NewReader(consultaRUC("80069563"))))

@@ -10,16 +10,26 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
 
 // DefaultSifenGatewayHold is how long the SIFEN gateway holds a lot by
-// default for its RUC's interval before it answers a fault instead.
-const DefaultSifenGatewayHold = 30 * time.Second
+// default for its RUC's gate before it answers a fault instead: within the
+// 90 s a SIFEN client such as facturacionelectronicapy-setapi waits for an
+// answer, with 15 s left for SIFEN's (docs/decisions/0168). A client that
+// does not retry reads a fault as a lost send, so its lots must be held
+// until they go: with SIFEN's 10 s interval, seven lots of one RUC sent at
+// once all go within it.
+const DefaultSifenGatewayHold = 75 * time.Second
 
 // sifenGatewayMaxRequest bounds a request: a lot's message is at most
 // 1,000,000 bytes (sifen.CheckMessageSize), the SOAP envelope around it
@@ -41,14 +51,29 @@ type SifenGatewayConfig struct {
 	AllowUnsigned bool
 	// Env is the SIFEN environment the gateway stands for (test or prod).
 	Env sifen.Env
-	// Hold is how long a lot waits for its RUC's interval (a cooldown or
-	// a lot of the same RUC on the wire) before the gateway answers a fault
-	// instead: 0 is DefaultSifenGatewayHold, negative never holds.
+	// Hold is how long a lot waits for its RUC's gate (the interval since
+	// the RUC's previous answer, or a lot of the RUC on the wire) before the
+	// gateway answers a fault instead: 0 is DefaultSifenGatewayHold,
+	// negative never holds. Held lots of one RUC go in the order they
+	// arrived.
 	Hold time.Duration
 	// Sleep waits d or until ctx ends (its error then). Nil: a timer.
 	// Tests move a fake clock instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Logger receives the gateway's logs; nil logs nowhere.
+	// Authenticate names the client of a request (GatewayClients.
+	// Authenticate, or the application's own check), or says ok false: the
+	// request is then answered 401 and nothing reaches SIFEN. Required: a
+	// gateway spends its issuers' standing with SIFEN, so it serves its
+	// clients, not whoever reaches it.
+	Authenticate func(r *http.Request) (client string, ok bool)
+	// Audit, when set, records each lot, DE and event with its client and
+	// outcome (audit.ActionGateway).
+	Audit audit.Store
+	// Metrics, when set, counts the requests by client and status
+	// (balde_gateway_requests_total).
+	Metrics *Metrics
+	// Logger receives the gateway's logs, one line per request naming its
+	// client; nil logs nowhere.
 	Logger *slog.Logger
 }
 
@@ -57,25 +82,30 @@ type SifenGatewayConfig struct {
 // tools, say): they change SIFEN's base URL and nothing else.
 //
 //   - siRecepLoteDE (…/de/ws/async/recibe-lote.wsdl): the lot (xDE, the
-//     base64 of the zipped rLoteDE) is parsed and checked (one RUC, at
-//     most 50 DEs, at most 1,000,000 bytes, signatures, CDCs not already
-//     sent), imported and sent by sifen.Sender through the RUC's gate.
-//     While the gate says wait, the request is held (up to Hold); SIFEN's
-//     answer (0300 with the lot number, or its own 0301) is returned as
-//     rResEnviLoteDe and recorded like any other send.
+//     base64 of the zipped rLoteDE, at most 8 MiB inflated) is parsed as it
+//     is inflated and checked whole (one RUC, one type, at most 50 DEs, at
+//     most 1,000,000 bytes, signatures, CDCs not already sent), then sent
+//     by sifen.Sender.SendNew through the RUC's gate, stored only once the
+//     gate admits it: a refused request leaves no document behind. While
+//     the gate says wait, the request is held (up to Hold, in order of
+//     arrival per RUC); SIFEN's answer (0300 with the lot number, or its
+//     own 0301) is returned as rResEnviLoteDe and recorded like any other
+//     send.
 //   - siResultLoteDE (…/de/ws/consultas/consulta-lote.wsdl): asked through
 //     sifen.Sender.QueryLot (its own throttle), the results recorded on
 //     the documents, answered as rResEnviConsLoteDe.
 //   - siRecepDE (…/de/ws/sync/recibe.wsdl): one DE, through the RUC's gate
-//     exactly as a lot of one (sifen.Sender.SendDE), held the same way;
+//     exactly as a lot of one (sifen.Sender.SendNewDE), held the same way;
 //     SIFEN's protocol of it answered as rRetEnviDe and recorded on the
 //     document (approved with dProtAut, or rejected).
 //   - siConsDE, siConsRUC and siRecepEvento: checked (a CDC of 44 digits,
 //     a RUC of 5-8 digits, signed events) and passed through byte for byte
 //     over Client, not gated: no published rule limits them per RUC.
 //
-// What the gateway refuses is a SOAP 1.2 fault, never a made-up SIFEN
-// code: a throttle refusal is HTTP 429 with Retry-After (seconds) and a
+// Every request needs a client's credential (Authenticate): without one it
+// is a 401 fault and reaches nothing. What the gateway refuses is a SOAP
+// 1.2 fault, never a made-up SIFEN code: a throttle refusal is HTTP 429
+// with Retry-After (seconds) and a
 // Receiver fault whose reason names the RUC's wait; a request that breaks
 // a rule is 400 with a Sender fault; a CDC already sent is 409; a path
 // that is no SIFEN service is 501.
@@ -91,6 +121,11 @@ type SifenGateway struct {
 	hold     time.Duration
 	sleep    func(context.Context, time.Duration) error
 	logger   *slog.Logger
+	access   gatewayAccess
+	lines    rucLines
+	// parsing bounds the lots inflated and parsed at once: the work is
+	// CPU-bound, and each may hold up to 8 MiB while it is read.
+	parsing chan struct{}
 }
 
 var _ http.Handler = (*SifenGateway)(nil)
@@ -106,7 +141,12 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 	if cfg.AllowUnsigned && cfg.Env != sifen.EnvTest {
 		return nil, errors.New("web: SIFEN gateway: unsigned events are for the test environment only")
 	}
-	g := &SifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger}
+	g := &SifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger,
+		parsing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
+	var err error
+	if g.access, err = newGatewayAccess("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
+		return nil, err
+	}
 	if g.hold == 0 {
 		g.hold = DefaultSifenGatewayHold
 	}
@@ -121,6 +161,11 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 
 // ServeHTTP implements http.Handler.
 func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.access.serve(w, r, g.fail, g.serve)
+}
+
+// serve answers the request of a known client.
+func (g *SifenGateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		g.fail(w, r, fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", ErrMethodNotAllowed))
@@ -156,6 +201,8 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", ErrBadRequest))
 		return
 	}
+	call := callOf(r)
+	call.target = "service=" + sifen.ServiceRecepcionLote
 	zipped, err := base64.StdEncoding.DecodeString(strings.TrimSpace(req.XDE))
 	if err != nil {
 		g.fail(w, r, fmt.Errorf("%w: xDE is not base64", ErrBadRequest))
@@ -165,39 +212,60 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 		g.fail(w, r, fmt.Errorf("%w: %w", ErrBadRequest, err))
 		return
 	}
-	doc, err := sifen.UnzipLote(zipped)
+	lot, err := g.parseLot(r.Context(), zipped)
 	if err != nil {
 		g.fail(w, r, fmt.Errorf("%w: xDE: %w", ErrBadRequest, err))
 		return
 	}
-	docs, err := g.sender.Import(r.Context(), doc, g.env)
-	if err != nil {
-		g.fail(w, r, err)
-		return
-	}
-	ids := make([]int64, len(docs))
-	for i, d := range docs {
-		ids[i] = d.ID
-	}
-	out, ok := g.admit(w, r, func() (sifen.LotSend, error) { return g.sender.Send(r.Context(), ids...) })
+	call.target = lotTarget(sifen.ServiceRecepcionLote, g.env, lot)
+	out, ok := g.admit(w, r, func() (sifen.LotSend, error) { return g.sender.SendNew(r.Context(), g.env, lot) })
 	if !ok {
 		return
 	}
+	call.outcome.Set("code", out.Code)
 	answer := sifenEl("rResEnviLoteDe", sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
 		sifenText("dCodRes", out.Code), sifenText("dMsgRes", out.Message))
 	if out.LotNumber != "" {
 		answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
+		call.outcome.Set("lot", out.LotNumber)
 	}
 	g.writeAnswer(w, answer)
 }
 
+// parseLot parses the zipped lot of xDE (sifen.ParseLoteZip), at most
+// cap(g.parsing) at once.
+func (g *SifenGateway) parseLot(ctx context.Context, zipped []byte) (sifen.Lote, error) {
+	select {
+	case g.parsing <- struct{}{}:
+		defer func() { <-g.parsing }()
+	case <-ctx.Done():
+		return sifen.Lote{}, ctx.Err()
+	}
+	return sifen.ParseLoteZip(ctx, zipped)
+}
+
+// lotTarget is the audit target of a lot or DE of service.
+func lotTarget(service string, env sifen.Env, lot sifen.Lote) string {
+	v := url.Values{"service": {service}, "env": {string(env)}, "des": {strconv.Itoa(len(lot.DEs))}}
+	if len(lot.DEs) > 0 {
+		v.Set("ruc", lot.DEs[0].RUC.Number)
+		v.Set("cdc", lot.DEs[0].CDC)
+	}
+	return v.Encode()
+}
+
 // admit runs send — one try through the RUC's gate — until the gate
 // admits it, holding the request while the gate says wait (at most
-// g.hold), and returns SIFEN's answer. When there is none to pass on (a
-// wait longer than the hold, a local block, no connection, a lost answer)
-// it writes the fault itself and returns false.
+// g.hold), and returns SIFEN's answer. Held requests of one RUC take their
+// turns in the order they arrived (rucLines); the first try is made at
+// once, so a request that breaks a rule is answered without waiting. When
+// there is no answer to pass on (a wait longer than the hold, a local
+// block, no connection, a lost answer) it writes the fault itself and
+// returns false.
 func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
 	deadline := time.Now().Add(g.hold)
+	var line *rucLine
+	defer func() { g.lines.leave(line) }()
 	for {
 		out, err := send()
 		if err != nil {
@@ -211,8 +279,20 @@ func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 				g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number, *out.Decision), nil)
 				return out, false
 			}
+			if line == nil {
+				// Wait for this request's turn among the RUC's held ones,
+				// then try at once: the gate may have opened meanwhile.
+				line = g.lines.join(sifen.RecepcionKey(out.Env, out.RUC))
+				if err := line.wait(r.Context(), deadline); err != nil {
+					if r.Context().Err() == nil {
+						g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number+" (held behind the RUC's other lots)", *out.Decision), nil)
+					}
+					return out, false // or the client went away: nothing was stored
+				}
+				continue
+			}
 			if err := g.sleep(r.Context(), b.Wait); err != nil {
-				return out, false // the client went away; the documents stay drafts
+				return out, false // the client went away: nothing was stored
 			}
 		case sifen.OutcomeSent:
 			// A lot SIFEN queued (0300), or a DE it answered with a
@@ -231,6 +311,72 @@ func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 		default: // OutcomeUnknown
 			g.fail(w, r, upstream("SIFEN's answer was lost; it may have been received and is resolved by balde (do not send it again): "+out.Message, true, nil))
 			return out, false
+		}
+	}
+}
+
+// rucLines are the RUCs' lines of held requests in this process: each
+// waits for its turn, in order of arrival (a channel's blocked senders are
+// served first in, first out), and only the request whose turn it is
+// tries the RUC's gate (docs/decisions/0168).
+type rucLines struct {
+	mu    sync.Mutex
+	lines map[throttle.Key]*rucLine
+}
+
+// rucLine is one RUC's line.
+type rucLine struct {
+	key   throttle.Key
+	turn  chan struct{} // holding its one slot is the turn
+	users int
+	// own is set by the request whose turn it is (one line per request).
+	own bool
+}
+
+// join returns a request's place in key's line.
+func (ls *rucLines) join(key throttle.Key) *rucLine {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.lines == nil {
+		ls.lines = make(map[throttle.Key]*rucLine)
+	}
+	shared, ok := ls.lines[key]
+	if !ok {
+		shared = &rucLine{key: key, turn: make(chan struct{}, 1)}
+		ls.lines[key] = shared
+	}
+	shared.users++
+	return &rucLine{key: key, turn: shared.turn}
+}
+
+// wait returns once it is l's turn, or the error of ctx or of the deadline.
+func (l *rucLine) wait(ctx context.Context, deadline time.Time) error {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case l.turn <- struct{}{}:
+		l.own = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return context.DeadlineExceeded
+	}
+}
+
+// leave ends l's place in line (its turn, if it had it); nil is no place.
+func (ls *rucLines) leave(l *rucLine) {
+	if l == nil {
+		return
+	}
+	if l.own {
+		<-l.turn
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if shared := ls.lines[l.key]; shared != nil {
+		if shared.users--; shared.users == 0 {
+			delete(ls.lines, l.key)
 		}
 	}
 }
@@ -275,7 +421,9 @@ func (g *SifenGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // answer writes p as a SOAP 1.2 fault, logging a server error.
 func (g *SifenGateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
-	logProblem(g.logger, r, p, err, slog.String("gateway", "sifen"))
+	call := callOf(r)
+	call.message = p.message
+	logProblem(g.logger, r, p, err, slog.String("gateway", "sifen"), slog.String("client", call.client))
 	p.writeSOAPFault(w)
 }
 

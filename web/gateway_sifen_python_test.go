@@ -17,18 +17,18 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // pythonDocs returns, per RUC, six DE files: real documents (xmlgen and
 // xmlsign) when the npm tools are installed, otherwise balde's test
-// documents (sifentest), saying so.
-func pythonDocs(t *testing.T) [][]realDoc {
+// documents (sifentest), saying so; and the PEM certificate of the .p12
+// they were signed with ("" without the tools).
+func pythonDocs(t *testing.T) ([][]realDoc, string) {
 	t.Helper()
 	tools, missing := findTools(t)
 	if missing == "" {
-		p12, pw := makeP12(t)
-		return generateInvoices(t, tools, p12, pw, 201, 6)
+		p12, pw, cert := makeP12(t)
+		return generateInvoices(t, tools, p12, pw, 201, 6), cert
 	}
 	t.Logf("%s: the script sends balde's test documents (sifentest) instead of xmlgen's", missing)
 	dir := t.TempDir()
@@ -41,28 +41,36 @@ func pythonDocs(t *testing.T) [][]realDoc {
 			out[i] = append(out[i], realDoc{File: name, CDC: d.CDC(), RUC: ruc})
 		}
 	}
-	return out
+	return out, ""
 }
 
 // scripts/sifen_gateway_send.py (the standard library only, written like
-// seed 002's tools/send_sirecepde.py) sends DEs of three RUCs through one
-// gateway from four processes at once — two sending lots (siRecepLoteDE,
-// a lot of two per RUC each), two sending single DEs (siRecepDE, one per
-// RUC each): every lot queued and every DE approved, 0 × 0301 at the
-// simulator, and the results read back through the gateway by the same
-// script (siResultLoteDE, siConsDE): each of the 18 DEs approved once.
+// a recepcion_lote() tool) sends DEs of three RUCs through one gateway
+// from four processes at once, over HTTPS with its bearer token and
+// --once: it sends each request once and never retries, as a client
+// written for SIFEN alone; the gateway's default hold takes its requests
+// in turn. Two processes send lots (siRecepLoteDE, a lot of two per RUC
+// each), two single DEs (siRecepDE, one per RUC each): every lot queued
+// and every DE approved, 0 × 0301 at the simulator, and the results read
+// back through the gateway by the same script (siResultLoteDE, siConsDE):
+// each of the 18 DEs approved once. With BALDE_RELIABILITY the RUC's
+// interval is SIFEN's 10 s.
 func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("SKIP (the Python script through the gateway): python3 is not installed")
 	}
-	docs := pythonDocs(t)
-	w := newRealSifenGatewayWorld(t, sqlstore.SQLite, time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	docs, cert := pythonDocs(t)
+	if cert == "" {
+		_, _, cert = makeP12(t)
+	}
+	w := newClientsWorld(t, cert, sifenInterval(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	script := filepath.Join("..", "scripts", "sifen_gateway_send.py")
 	run := func(mode string, items ...string) []map[string]any {
-		cmd := exec.CommandContext(ctx, python, append([]string{script, "--url", w.URL, "--deadline", "60", mode}, items...)...)
+		args := []string{script, "--url", w.base, "--token", pythonToken, "--ca", w.caFile, "--once", "--timeout", "90", mode}
+		cmd := exec.CommandContext(ctx, python, append(args, items...)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -122,7 +130,7 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 			}
 		}
 		return true
-	}, 30*time.Second, 300*time.Millisecond, "every lot processed")
+	}, time.Minute, 300*time.Millisecond, "every lot processed")
 	for _, r := range results {
 		for _, res := range r["results"].([]any) {
 			res := res.(map[string]any)

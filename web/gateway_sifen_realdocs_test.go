@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/web"
 )
 
 // The tests below drive the SIFEN gateway the way issuers not written in
@@ -68,8 +69,9 @@ func findTools(t *testing.T) (dir, missing string) {
 	return dir, ""
 }
 
-// makeP12 makes a self-signed certificate and key as a PKCS#12 file.
-func makeP12(t *testing.T) (file, password string) {
+// makeP12 makes a self-signed certificate and key as a PKCS#12 file; cert
+// is the certificate alone (PEM), CN "balde test".
+func makeP12(t *testing.T) (file, password, cert string) {
 	t.Helper()
 	dir := t.TempDir()
 	key, crt, p12 := filepath.Join(dir, "k.pem"), filepath.Join(dir, "c.pem"), filepath.Join(dir, "t.p12")
@@ -80,7 +82,44 @@ func makeP12(t *testing.T) (file, password string) {
 	require.NoError(t, err, "%s", out)
 	out, err = exec.CommandContext(ctx, "openssl", "pkcs12", "-export", "-inkey", key, "-in", crt, "-out", p12, "-passout", "pass:balde").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	return p12, "balde"
+	return p12, "balde", crt
+}
+
+// clientsWorld is a SIFEN gateway with its default hold in front of the
+// simulator on the real clock, both with the RUC interval interval, served
+// over HTTPS to two clients: "setapi", by the certificate of the .p12 (CN
+// "balde test", its own CA), and "python", by pythonToken. caFile is the
+// CA of the gateway's certificate.
+type clientsWorld struct {
+	*sifenGatewayWorld
+	base, caFile string
+}
+
+const pythonToken = "python-client-token"
+
+func newClientsWorld(t *testing.T, p12Cert string, interval time.Duration) clientsWorld {
+	t.Helper()
+	w := newIntervalSifenGatewayWorld(t, sqlstore.SQLite, -1, interval, interval)
+	p := newPKI(t)
+	pem, err := os.ReadFile(p12Cert)
+	require.NoError(t, err)
+	require.True(t, p.pool.AppendCertsFromPEM(pem))
+	clients, err := web.LoadGatewayClients(clientsFile(t, "setapi cn:balde test", "python "+tokenDigest(pythonToken)), nil)
+	require.NoError(t, err)
+	w.configure = func(c *web.SifenGatewayConfig) { c.Authenticate = clients.Authenticate }
+	w.serve = p.serveTLS
+	return clientsWorld{sifenGatewayWorld: w, base: w.newGateway(t, 0), caFile: p.caFile}
+}
+
+// sifenInterval is the RUC interval of the tests of clients that do not
+// retry: SIFEN's own 10 s with BALDE_RELIABILITY (a minute or two), a
+// short one otherwise.
+func sifenInterval(t *testing.T) time.Duration {
+	if os.Getenv("BALDE_RELIABILITY") != "" {
+		t.Log("BALDE_RELIABILITY: SIFEN's own interval, 10 s")
+		return 10 * time.Second
+	}
+	return 300 * time.Millisecond
 }
 
 // generateInvoices makes, per RUC of gatewayRUCs, n signed invoices
@@ -156,22 +195,29 @@ type setapiLine struct {
 // facturacionelectronicapy-setapi (npm), unchanged but for the host of its
 // hardcoded SIFEN URLs, sends real documents — xmlgen output signed by
 // xmlsign — of three RUCs from two Node processes at once through the
-// gateway: per process and RUC a lot of two (recibeLote, siRecepLoteDE)
-// and a single DE (recibe, siRecepDE), all concurrently. Every lot is
+// gateway, over HTTPS with its own certificate as the gateway client's
+// credential (the gateway's CA in its caCert) and its own timeout (90 s):
+// per process and RUC a lot of two (recibeLote, siRecepLoteDE) and a
+// single DE (recibe, siRecepDE), and a second DE of one RUC, all
+// concurrently: 14 requests, five of each of two RUCs. setapi does not retry, and
+// reads a 409 or 429 fault as a successful call; with the gateway's
+// default hold every request is held until its RUC may send. Every lot is
 // answered 0300 and every single DE approved, as SIFEN writes them; the
 // simulator sees 0 × 0301 on any service; and the results are read back
 // through the gateway with setapi (consultaLote, siResultLoteDE, and
-// consulta, siConsDE): each of the 18 DEs approved exactly once.
+// consulta, siConsDE): each of the 20 DEs approved exactly once. With
+// BALDE_RELIABILITY the RUC's interval is SIFEN's 10 s (with a 30 s hold,
+// the default before, 10 of 14 requests ended 429 with nothing sent).
 func TestSifenGatewayServesSetapi(t *testing.T) {
 	tools := toolsDir(t)
-	p12, pw := makeP12(t)
-	docs := generateInvoices(t, tools, p12, pw, 1, 6) // per RUC: process 0 takes 0-2, process 1 takes 3-5
-	w := newRealSifenGatewayWorld(t, sqlstore.SQLite, time.Minute)
+	p12, pw, cert := makeP12(t)
+	docs := generateInvoices(t, tools, p12, pw, 1, 7) // per RUC: process 0 takes 0-2, process 1 takes 3-5; 6 of the first two RUCs, an extra DE
+	w := newClientsWorld(t, cert, sifenInterval(t))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run := func(spec map[string]any) []setapiLine {
-		spec["gateway"], spec["p12"], spec["password"] = w.URL, p12, pw
+		spec["gateway"], spec["p12"], spec["password"], spec["ca"] = w.base, p12, pw, w.caFile
 		in, err := json.Marshal(spec)
 		require.NoError(t, err)
 		cmd := exec.CommandContext(ctx, "node", filepath.Join(tools, "setapi_gateway.js"))
@@ -202,6 +248,8 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 			lots = append(lots, map[string]any{"id": 10*p + i + 1, "files": []string{mine[0].File, mine[1].File}})
 			des = append(des, map[string]any{"id": 10*p + i + 5, "file": mine[2].File})
 		}
+		// A third request of one RUC per process: five of that RUC in all.
+		des = append(des, map[string]any{"id": 10*p + 9, "file": docs[1-p][6].File})
 		wg.Go(func() { outs[p] = run(map[string]any{"lots": lots, "des": des}) })
 	}
 	wg.Wait()
@@ -209,7 +257,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 	var lotNumbers []string
 	approved := map[string]int{}
 	for _, out := range outs {
-		require.Len(t, out, 6)
+		require.Len(t, out, 7)
 		for _, l := range out {
 			switch l.Op {
 			case "recibeLote":
@@ -225,16 +273,10 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 	st := w.sim.Stats()
 	require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued), "0301s: %+v", st.Counts)
 	require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
-	require.Equal(t, int64(6), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
+	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
 
 	// The results, read through the gateway once the lots are processed
 	// (100 ms at the simulator) and due (200 ms after their send).
-	var all []string
-	for _, rd := range docs {
-		for _, d := range rd {
-			all = append(all, d.CDC)
-		}
-	}
 	var results []setapiLine
 	require.Eventually(t, func() bool {
 		results = run(map[string]any{"lotResults": lotNumbers})
@@ -244,16 +286,20 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 			}
 		}
 		return true
-	}, 30*time.Second, 300*time.Millisecond, "every lot processed")
+	}, time.Minute, 300*time.Millisecond, "every lot processed")
 	for _, l := range results {
 		for _, r := range oneOrMany[map[string]any](t, l.Body.LotResult.Results) {
 			require.Equal(t, sifen.ResultApproved, r["ns2:dEstRes"], "%+v", r)
 			approved[fmt.Sprint(r["ns2:id"])]++
 		}
 	}
-	require.Len(t, approved, 18, "every DE has a result")
+	require.Len(t, approved, 20, "every DE has a result")
 	for cdc, n := range approved {
 		require.Equal(t, 1, n, "%s approved %d times", cdc, n)
+	}
+	var all []string
+	for cdc := range approved {
+		all = append(all, cdc)
 	}
 	for _, l := range run(map[string]any{"cdcs": all}) {
 		require.Equal(t, sifen.CodeDEFound, l.Body.ConsDE["ns2:dCodRes"], "%+v", l.Body.ConsDE)

@@ -11,7 +11,8 @@ import (
 )
 
 // receiveDE is siRecepDE: one DE, through the RUC's gate exactly as a lot
-// of one (sifen.Sender.SendDE), held like a lot while the gate says wait.
+// of one (sifen.Sender.SendNewDE: stored only once the gate admits it),
+// held like a lot while the gate says wait.
 // SIFEN's protocol of the DE is answered as rRetEnviDe and recorded on the
 // document (approved with dProtAut, or rejected).
 func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
@@ -39,22 +40,20 @@ func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 		g.fail(w, r, fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", ErrBadRequest, len(lot.DEs)))
 		return
 	}
-	docs, err := g.sender.Import(r.Context(), doc.Bytes(), g.env)
-	if err != nil {
-		g.fail(w, r, err)
-		return
-	}
+	call := callOf(r)
+	call.target = lotTarget(sifen.ServiceRecepcionDE, g.env, lot)
 	var sent sifen.DESend
 	out, ok := g.admit(w, r, func() (sifen.LotSend, error) {
 		var err error
-		sent, err = g.sender.SendDE(r.Context(), docs[0].ID)
+		sent, err = g.sender.SendNewDE(r.Context(), g.env, lot.DEs[0])
 		return sent.LotSend, err
 	})
 	if !ok {
 		return
 	}
 	p := sent.Prot
-	prot := sifenEl("rProtDe", sifenText("id", firstNonBlank(p.CDC, docs[0].CDC)), sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
+	call.outcome.Set("state", p.State())
+	prot := sifenEl("rProtDe", sifenText("id", firstNonBlank(p.CDC, lot.DEs[0].CDC)), sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
 		sifenText("dEstRes", p.State()))
 	if p.AuthNumber != "" {
 		prot.children = append(prot.children, sifenText("dProtAut", p.AuthNumber))
@@ -94,6 +93,9 @@ func (g *SifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data 
 	if g.client == nil {
 		g.fail(w, r, fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service))
 		return
+	}
+	if service == sifen.ServiceEvento {
+		callOf(r).target = "service=" + service + "&env=" + string(g.env)
 	}
 	if err := check(data); err != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a %s request: %v", ErrBadRequest, service, err))

@@ -41,6 +41,11 @@ type sifenGatewayWorld struct {
 	consulta time.Duration
 	sim      *sifensim.Server
 	simURL   string
+	// configure, when set, changes the configuration of the gateways
+	// started after (their clients, audit trail, metrics); serve, when
+	// set, serves them (over TLS).
+	configure func(*web.SifenGatewayConfig)
+	serve     func(http.Handler) *httptest.Server
 	// sender is the first gateway's.
 	sender *sifen.Sender
 	dsn    string
@@ -68,8 +73,15 @@ func newSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Durati
 // first is still on the wire (0301 under load).
 func newRealSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold time.Duration) *sifenGatewayWorld {
 	t.Helper()
-	w := &sifenGatewayWorld{now: throttle.SystemClock, policy: sifen.PolicyConfig{Interval: 300 * time.Millisecond}, consulta: 200 * time.Millisecond}
-	sim, err := sifensim.NewServer(sifensim.Config{Interval: 250 * time.Millisecond, Processing: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	return newIntervalSifenGatewayWorld(t, engine, hold, 300*time.Millisecond, 250*time.Millisecond)
+}
+
+// newIntervalSifenGatewayWorld is newRealSifenGatewayWorld with the RUC
+// interval interval at the gateway and simInterval at the simulator.
+func newIntervalSifenGatewayWorld(t *testing.T, engine sqlstore.Engine, hold, interval, simInterval time.Duration) *sifenGatewayWorld {
+	t.Helper()
+	w := &sifenGatewayWorld{now: throttle.SystemClock, policy: sifen.PolicyConfig{Interval: interval}, consulta: 200 * time.Millisecond}
+	sim, err := sifensim.NewServer(sifensim.Config{Interval: simInterval, Processing: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	return w.start(t, sim, engine, hold)
 }
@@ -98,10 +110,18 @@ func (w *sifenGatewayWorld) newGateway(t testing.TB, hold time.Duration) string 
 	require.NoError(t, err)
 	sender, err := sifen.NewSender(sifensql.New(store), client, lim, sifen.SenderConfig{Clock: w.now, ConsultaInterval: w.consulta, Logger: quiet, Resolver: resolver})
 	require.NoError(t, err)
-	g, err := web.NewSifenGateway(web.SifenGatewayConfig{Sender: sender, Client: client, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
-		Sleep: w.sleep})
+	cfg := web.SifenGatewayConfig{Sender: sender, Client: client, Env: sifen.EnvTest, Hold: hold, Logger: quiet,
+		Sleep: w.sleep, Authenticate: anyClient}
+	if w.configure != nil {
+		w.configure(&cfg)
+	}
+	g, err := web.NewSifenGateway(cfg)
 	require.NoError(t, err)
-	gs := httptest.NewServer(g)
+	serve := httptest.NewServer
+	if w.serve != nil {
+		serve = w.serve
+	}
+	gs := serve(g)
 	t.Cleanup(gs.Close)
 	if w.sender == nil {
 		w.sender = sender
@@ -251,4 +271,74 @@ func TestSifenGatewayTwoInstancesShareTheRUCGate(t *testing.T) {
 	st := w.sim.Stats()
 	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "", "", ""))
 	require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued))
+}
+
+// anyClient is the Authenticate of the tests that are not about clients:
+// every request is the client "test" (gateway_auth_test.go tests clients).
+func anyClient(*http.Request) (string, bool) { return "test", true }
+
+// What the gateway refuses leaves no document behind: a lot of 51 DEs, a
+// lot of two RUCs, a lot already sent, a lot whose client stopped waiting
+// during its hold and a lot whose hold ran out behind the RUC's other
+// lots are each refused and stored nowhere, so "Send all drafts"
+// afterwards finds nothing to send. (The gateway imported a lot before it
+// checked the lot rules: a 51-DE lot was answered 400 and its DEs stayed
+// drafts, which "Send all drafts" then sent.)
+func TestSifenGatewayRefusalsLeaveNoDraft(t *testing.T) {
+	for _, engine := range sqlstoretest.Engines {
+		t.Run(string(engine), func(t *testing.T) {
+			w := newRealSifenGatewayWorld(t, engine, time.Minute)
+			status, _, body := w.sendLot(t, sifentest.Docs("80069563", 1, 51)...)
+			require.Equal(t, http.StatusBadRequest, status, "%s", body)
+			require.Contains(t, string(body), "50")
+			status, _, body = w.sendLot(t, sifentest.Doc{RUC: "80069563", Number: 100}, sifentest.Doc{RUC: "80012345", Number: 101})
+			require.Equal(t, http.StatusBadRequest, status, "%s", body)
+
+			sent := []sifentest.Doc{{RUC: "80000005", Number: 200}, {RUC: "80000005", Number: 201}}
+			status, _, body = w.sendLot(t, sent...)
+			require.Equal(t, http.StatusOK, status, "%s", body)
+			status, _, body = w.sendLot(t, sent...)
+			require.Equal(t, http.StatusConflict, status, "%s", body)
+
+			// Held for the RUC's interval, the client gives up first.
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+sifen.RecepcionPath, bytes.NewReader(lotBody(t, sifentest.Doc{RUC: "80000005", Number: 202})))
+			require.NoError(t, err)
+			_, err = http.DefaultClient.Do(req)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+
+			// Three lots of a RUC at once, held at most 450 ms with an
+			// interval of 300 ms: the first goes, the second after the
+			// interval, the third's hold runs out in line.
+			short := w.newGateway(t, 450*time.Millisecond)
+			var mu sync.Mutex
+			statuses := map[int]int{}
+			var wg sync.WaitGroup
+			for i := range 3 {
+				wg.Go(func() {
+					status, _, body := w.sendLotTo(t, short, sifentest.Doc{RUC: "80069563", Number: 300 + i})
+					require.Contains(t, []int{http.StatusOK, http.StatusTooManyRequests}, status, "%s", body)
+					mu.Lock()
+					statuses[status]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			require.Equal(t, map[int]int{http.StatusOK: 2, http.StatusTooManyRequests: 1}, statuses)
+
+			drafts, err := w.sender.List(context.Background(), sifen.Filter{Statuses: []sifen.Status{sifen.StatusDraft, sifen.StatusError}})
+			require.NoError(t, err)
+			require.Empty(t, drafts, "a draft of a refused request")
+			results, err := sifen.SendDocuments(context.Background(), w.sender, drafts, sifen.BatchConfig{})
+			require.NoError(t, err)
+			require.Empty(t, results, "Send all drafts sends nothing")
+			all, err := w.sender.List(context.Background(), sifen.Filter{})
+			require.NoError(t, err)
+			require.Len(t, all, 4, "the DEs SIFEN received, and no other")
+			st := w.sim.Stats()
+			require.Equal(t, int64(3), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+			require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued))
+		})
+	}
 }

@@ -20,11 +20,14 @@ import (
 // (INBOUND_IP, env, client IP or IPv6 /64) and
 // (INBOUND_TOKEN, env, hex SHA-256 of the API token): a raw token is never
 // stored, logged or shown. An authenticated admin on the admin pages is
-// charged to (INBOUND_ADMIN, env, user name) instead of its IP.
+// charged to (INBOUND_ADMIN, env, user name) instead of its IP, and a
+// gateway's client (InboundConfig.Client) to (INBOUND_CLIENT, env, its
+// name).
 const (
-	PolicyInboundIP    = "INBOUND_IP"
-	PolicyInboundToken = "INBOUND_TOKEN"
-	PolicyInboundAdmin = "INBOUND_ADMIN"
+	PolicyInboundIP     = "INBOUND_IP"
+	PolicyInboundToken  = "INBOUND_TOKEN"
+	PolicyInboundAdmin  = "INBOUND_ADMIN"
+	policyInboundClient = "INBOUND_CLIENT"
 )
 
 // TokenHeader is the request header that carries an API token, unless
@@ -50,6 +53,15 @@ type InboundConfig struct {
 	// charged here instead of to its IP, so the public per-IP limit never
 	// locks the operator out; without the credential the IP limit applies.
 	AdminLimit int64
+	// Client, when set, names the authenticated client of a request (a
+	// gateway's, GatewayClients.Authenticate): such a request is charged
+	// to the client's own bucket, ClientLimit requests per Window and never
+	// blocked beyond its window, instead of its IP's. A backend behind one
+	// address is one client, not a flood. Anyone else is limited per IP.
+	Client func(r *http.Request) (client string, ok bool)
+	// ClientLimit is each client's requests per Window (default 10,000,
+	// the most a window holds: 166 a second in the default minute).
+	ClientLimit int64
 	// Tokens have limits of their own that replace the IP limit for
 	// requests carrying them in the API_KEY header. A token that is not
 	// listed is ignored (the IP limit applies), so a client cannot escape
@@ -104,6 +116,10 @@ const (
 	// DefaultInboundAdminLimit is generous: an operator clicking through
 	// the admin pages, each with its stylesheet, stays far below it.
 	DefaultInboundAdminLimit = 1200
+	// defaultInboundClientLimit is sized for a backend: the most a window
+	// holds (throttle.MaxRollingCapacity), 166 requests a second in the
+	// default minute, with no block (docs/decisions/0165).
+	defaultInboundClientLimit = throttle.MaxRollingCapacity
 )
 
 // DefaultInboundExempt are the paths not limited by default: the probes
@@ -201,9 +217,12 @@ type Inbound struct {
 	env    string
 	ip     throttle.Policy
 	admin  throttle.Policy
-	tokens map[string]throttle.Policy // by token hash
-	paths  []string
-	exempt []string
+	client throttle.Policy
+	// clientOf is InboundConfig.Client.
+	clientOf func(*http.Request) (string, bool)
+	tokens   map[string]throttle.Policy // by token hash
+	paths    []string
+	exempt   []string
 	// defaultExempt: Exempt was not configured, so DefaultInboundExempt
 	// applies under every mounted Server's BasePath too.
 	defaultExempt bool
@@ -236,6 +255,9 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	if cfg.AdminLimit == 0 {
 		cfg.AdminLimit = DefaultInboundAdminLimit
 	}
+	if cfg.ClientLimit == 0 {
+		cfg.ClientLimit = defaultInboundClientLimit
+	}
 	if cfg.ForwardedHeader == "" {
 		cfg.ForwardedHeader = "X-Forwarded-For"
 	}
@@ -253,9 +275,12 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		env:    cfg.Env,
 		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
 		admin:  rollingPolicy(PolicyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
-		tokens: make(map[string]throttle.Policy, len(cfg.Tokens)),
-		paths:  cfg.Paths,
-		exempt: cfg.Exempt,
+		client: rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
+
+		clientOf: cfg.Client,
+		tokens:   make(map[string]throttle.Policy, len(cfg.Tokens)),
+		paths:    cfg.Paths,
+		exempt:   cfg.Exempt,
 
 		defaultExempt: defaultExempt,
 
@@ -269,6 +294,9 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	}
 	if err := in.admin.Validate(); err != nil {
 		return nil, fmt.Errorf("web: inbound admin limit: %w", err)
+	}
+	if err := in.client.Validate(); err != nil {
+		return nil, fmt.Errorf("web: inbound client limit: %w", err)
 	}
 	if err := (throttle.Key{Policy: PolicyInboundIP, Env: cfg.Env, Identifier: "x"}).Validate(); err != nil {
 		return nil, fmt.Errorf("web: inbound env: %w", err)
@@ -344,6 +372,8 @@ func (in *Inbound) Policies() throttle.Resolver {
 			return in.ip, nil
 		case PolicyInboundAdmin:
 			return in.admin, nil
+		case policyInboundClient:
+			return in.client, nil
 		case PolicyInboundToken:
 			if p, ok := in.tokens[k.Identifier]; ok {
 				return p, nil
@@ -360,7 +390,7 @@ func (in *Inbound) PolicyNames() []string { return InboundPolicyNames() }
 // InboundPolicyNames lists the inbound limiter's policy names, whether or
 // not a limiter is configured (balde buckets filters on them).
 func InboundPolicyNames() []string {
-	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin}
+	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin, policyInboundClient}
 }
 
 // applies reports whether a request path, as the application's router
@@ -464,10 +494,14 @@ func (in *Inbound) markCharged(r *http.Request) *http.Request {
 }
 
 // key returns the bucket a request is charged to, with the name of its
-// RateLimit policy ("admin", "token" or "ip"): the admin's when an
-// authenticated admin is named, a configured token's own bucket when the
-// request carries one, the client IP's otherwise.
-func (in *Inbound) key(admin, token, ip string) (throttle.Key, string, throttle.Policy) {
+// RateLimit policy ("admin", "client", "token" or "ip"): the admin's when
+// an authenticated admin is named, the gateway client's when one is, a
+// configured token's own bucket when the request carries one, the client
+// IP's otherwise.
+func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, throttle.Policy) {
+	if client != "" {
+		return throttle.Key{Policy: policyInboundClient, Env: in.env, Identifier: client}, "client", in.client
+	}
 	if admin != "" {
 		k := throttle.Key{Policy: PolicyInboundAdmin, Env: in.env, Identifier: admin}
 		if k.Validate() != nil {

@@ -67,6 +67,8 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// gatewayRequests counts a gateway's requests by client.
+	gatewayRequests *prometheus.CounterVec
 
 	// collectMu serializes collections: each counts the buckets and sets
 	// the gauges before reading them.
@@ -170,6 +172,10 @@ func NewMetrics() *Metrics {
 			Help:    "Time to serve an HTTP request, by route template.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
+		gatewayRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "balde_gateway_requests_total",
+			Help: "Requests a gateway answered, by gateway (dict, sifen), client (a configured name; empty: no valid credential) and status code.",
+		}, []string{"gateway", "client", "code"}),
 	}
 	m.SetVersion(moduleVersion())
 	m.Registry.MustRegister(m)
@@ -181,7 +187,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
 		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
 		m.remoteRefusals, m.buildInfo,
-		m.httpRequests, m.httpDuration}
+		m.httpRequests, m.httpDuration, m.gatewayRequests}
 }
 
 // Describe implements prometheus.Collector: balde's metrics, no runtime
@@ -321,6 +327,11 @@ func (m *Metrics) observeHTTP(route, method string, status int, elapsed time.Dur
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route).Observe(elapsed.Seconds())
+}
+
+// observeGateway records one request a gateway answered.
+func (m *Metrics) observeGateway(gateway, client string, status int) {
+	m.gatewayRequests.WithLabelValues(gateway, client, strconv.Itoa(status)).Inc()
 }
 
 // metricScopeNames are the scopes every bucket gauge always exports (0

@@ -89,8 +89,9 @@ func (s *Server) mountInbound() {
 }
 
 // Middleware is the inbound limiter for any router: every request under
-// Paths and not exempt is charged to its client's bucket (its API token's
-// when TokenHeader carries a configured one, else its IP's, found through
+// Paths and not exempt is charged to its client's bucket (the named
+// client's when InboundConfig.Client names one, its API token's when
+// TokenHeader carries a configured one, else its IP's, found through
 // TrustedProxies), answered with the RateLimit headers, and refused with
 // InboundConfig.Refused (by default a plain-text 429 with Retry-After) when
 // the limit is exceeded or the client is blocked. Requests that pass reach
@@ -125,7 +126,11 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 // when it is refused, and the store's error when the limiter cannot decide
 // and fails closed.
 func (in *Inbound) limit(w http.ResponseWriter, r *http.Request, client netip.Addr, admin string) error {
-	key, name, p := in.key(admin, r.Header.Get(in.tokenHeader), limitIdentifier(client))
+	var named string
+	if in.clientOf != nil {
+		named, _ = in.clientOf(r)
+	}
+	key, name, p := in.key(admin, named, r.Header.Get(in.tokenHeader), limitIdentifier(client))
 	d, err := in.Limiter.Take(r.Context(), "", throttle.Charge{Key: key, Cost: 1})
 	if err != nil {
 		return err

@@ -172,7 +172,7 @@ const DefaultReadHeaderTimeout = 10 * time.Second
 //   - ReadTimeout 30 s for a whole request, body included (an uploaded lot
 //     is at most a few MB);
 //   - WriteTimeout 60 s from the end of the headers to the end of the
-//     answer (a SIFEN gateway holds a lot at most 30 s by default);
+//     answer (a SIFEN gateway moves it past its hold, 75 s by default);
 //   - IdleTimeout 2 min between two requests of a kept-alive connection;
 //   - MaxHeaderBytes 64 KiB (net/http's default is 1 MiB).
 //

@@ -31,8 +31,8 @@ func TestGatewaysAreHardened(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"dict", []string{"gateway", "dict", "--dict-url", dictSim.URL(), "--dict-participant", "12345678"}},
-		{"sifen", []string{"gateway", "sifen", "--sifen-url", sifenSim.URL, "--env", "test"}},
+		{"dict", []string{"gateway", "dict", "--no-client-auth", "--dict-url", dictSim.URL(), "--dict-participant", "12345678"}},
+		{"sifen", []string{"gateway", "sifen", "--no-client-auth", "--sifen-url", sifenSim.URL, "--env", "test"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

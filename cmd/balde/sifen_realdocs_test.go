@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
@@ -200,7 +201,11 @@ func TestRealDocumentsThroughSifenSend(t *testing.T) {
 	// The check can fail: one changed byte in a signed DE breaks it.
 	z, err := base64.StdEncoding.DecodeString(rec.xdes[0])
 	require.NoError(t, err)
-	lot, err := sifen.UnzipLote(z)
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	require.NoError(t, err)
+	f, err := zr.File[0].Open()
+	require.NoError(t, err)
+	lot, err := io.ReadAll(f)
 	require.NoError(t, err)
 	tampered, err := sifen.ZipLote(bytes.Replace(lot, []byte("Servicio de desarrollo"), []byte("Servicio de desarrollX"), 1))
 	require.NoError(t, err)

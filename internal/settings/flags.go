@@ -108,6 +108,21 @@ var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
 	"inbound-window": func(s *Settings, fs *flag.FlagSet) {
 		fs.Var(FlagOf(&s.InboundWindow, ParseInboundWindow, nil), "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
 	},
+	"inbound-client-limit": func(s *Settings, fs *flag.FlagSet) {
+		fs.Var(FlagOf(&s.InboundClientLimit, ParseInboundClientLimit, nil), "inbound-client-limit", "requests per window per gateway client, never blocked beyond its window (default 10000) (env BALDE_INBOUND_CLIENT_LIMIT)")
+	},
+	"clients": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.ClientsFile, "clients", s.ClientsFile, "file of the gateway's clients, a line each: NAME sha256:HEX (a bearer token's SHA-256), NAME token:TOKEN or NAME cn:NAME (a client certificate); reloaded on SIGHUP and when it changes (env BALDE_GATEWAY_CLIENTS_FILE)")
+	},
+	"tls-cert": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.TLSCert, "tls-cert", s.TLSCert, "PEM certificate the gateway serves HTTPS with, with --tls-key (env BALDE_GATEWAY_TLS_CERT)")
+	},
+	"tls-key": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.TLSKey, "tls-key", s.TLSKey, "PEM key of --tls-cert (env BALDE_GATEWAY_TLS_KEY)")
+	},
+	"client-ca": func(s *Settings, fs *flag.FlagSet) {
+		fs.StringVar(&s.ClientCA, "client-ca", s.ClientCA, "PEM bundle of the CAs whose client certificates the gateway accepts, for clients listed as cn:NAME (env BALDE_GATEWAY_CLIENT_CA)")
+	},
 	"inbound-block": func(s *Settings, fs *flag.FlagSet) {
 		fs.Var(FlagOf(&s.InboundBlock, ParseInboundBlock, nil), "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)")
 	},

@@ -31,13 +31,16 @@ func (c Settings) InboundConfig() (*web.InboundConfig, error) {
 		tokens = append(tokens, more...)
 	}
 	return &web.InboundConfig{
-		IPLimit:    c.InboundIPLimit,
-		Window:     c.InboundWindow,
-		Block:      c.InboundBlock,
-		Tokens:     tokens,
-		Paths:      c.InboundPaths,
-		Exempt:     c.InboundExempt,
-		FailClosed: c.InboundFailClosed,
+		IPLimit: c.InboundIPLimit,
+		Window:  c.InboundWindow,
+		Block:   c.InboundBlock,
+		// A gateway's clients (Client, set by the gateway) each have
+		// their own bucket.
+		ClientLimit: c.InboundClientLimit,
+		Tokens:      tokens,
+		Paths:       c.InboundPaths,
+		Exempt:      c.InboundExempt,
+		FailClosed:  c.InboundFailClosed,
 		// Middleware (the gateways) finds the client as the pages do.
 		TrustedProxies: c.TrustedProxies,
 	}, nil

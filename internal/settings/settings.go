@@ -195,6 +195,9 @@ type Settings struct {
 	// not Healthy, delivering the recoveries refill brought
 	// (BALDE_SEVERITY_EVERY, default 15s; "off" or 0 turns it off).
 	SeverityEvery time.Duration
+
+	// Gateway are balde gateway's clients and listener.
+	Gateway
 }
 
 // ReconcileAuto, as Settings.DictReconcileEvery, is automatic: every
@@ -324,7 +327,7 @@ type envVar struct {
 
 // envVars lists every variable ParseEnv reads.
 func (c *Settings) envVars() []envVar {
-	return []envVar{
+	return append([]envVar{
 		{"BALDE_DB", setString(&c.DB)},
 		{"BALDE_ADDR", setString(&c.Addr)},
 		{"BALDE_DICT_URL", setString(&c.DictURL)},
@@ -390,7 +393,7 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_DICT_RECONCILE_EVERY", setParsed(&c.DictReconcileEvery, ParseReconcileEvery)},
 		{"BALDE_PRUNE_EVERY", setParsed(&c.PruneEvery, ParsePeriod)},
 		{"BALDE_SEVERITY_EVERY", setParsed(&c.SeverityEvery, ParsePeriod)},
-	}
+	}, c.gatewayEnvVars()...)
 }
 
 // setString returns the setter of a string field.

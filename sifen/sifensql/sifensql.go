@@ -230,6 +230,14 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 	if f.LotNumber != "" {
 		where, args = append(where, "lot_number = ?"), append(args, f.LotNumber)
 	}
+	if len(f.CDCs) > 0 {
+		marks := make([]string, len(f.CDCs))
+		for i, cdc := range f.CDCs {
+			marks[i] = "?"
+			args = append(args, cdc)
+		}
+		where = append(where, "cdc IN ("+strings.Join(marks, ", ")+")")
+	}
 	if f.BeforeID > 0 {
 		where, args = append(where, "id < ?"), append(args, f.BeforeID)
 	}

@@ -517,6 +517,7 @@ var messages = [][3]string{
 	{"SIFEN send", "Envio ao SIFEN", "Envío a SIFEN"},
 	{"SIFEN send all drafts", "Envio ao SIFEN de todos os rascunhos", "Envío a SIFEN de todos los borradores"},
 	{"Refused to a viewer", "Recusado a um visualizador", "Rechazado a un lector"},
+	{"Gateway request", "Pedido de gateway", "Pedido de gateway"},
 	{"DE or lot upload", "Carregamento de DE ou lote", "Subida de DE o lote"},
 	{"DICT payment sent", "Pagamento DICT informado", "Pago DICT informado"},
 	{"Only an admin can upload and send documents.", "Só um admin pode carregar e enviar documentos.", "Solo un admin puede subir y enviar documentos."},

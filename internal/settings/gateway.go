@@ -1,0 +1,115 @@
+package settings
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/balde-throttle/balde/web"
+)
+
+// Gateway are the settings of balde gateway's clients and listener
+// (docs/decisions/0165).
+type Gateway struct {
+	// ClientsFile lists the clients a gateway serves, each with its token
+	// or certificate (--clients, BALDE_GATEWAY_CLIENTS_FILE; see
+	// web.LoadGatewayClients). A gateway without it does not start.
+	ClientsFile string
+	// TLSCert and TLSKey are the PEM certificate and key a gateway serves
+	// HTTPS with (--tls-cert, --tls-key, BALDE_GATEWAY_TLS_CERT,
+	// BALDE_GATEWAY_TLS_KEY); ClientCA is the PEM bundle of the CAs whose
+	// client certificates it accepts (--client-ca, BALDE_GATEWAY_CLIENT_CA).
+	TLSCert, TLSKey, ClientCA string
+	// InboundClientLimit is each client's requests per inbound window
+	// (--inbound-client-limit, BALDE_INBOUND_CLIENT_LIMIT; 0: web's
+	// default, 10,000).
+	InboundClientLimit int64
+}
+
+// gatewayEnvVars are the variables of Gateway.
+func (g *Gateway) gatewayEnvVars() []envVar {
+	return []envVar{
+		{"BALDE_GATEWAY_CLIENTS_FILE", setString(&g.ClientsFile)},
+		{"BALDE_GATEWAY_TLS_CERT", setString(&g.TLSCert)},
+		{"BALDE_GATEWAY_TLS_KEY", setString(&g.TLSKey)},
+		{"BALDE_GATEWAY_CLIENT_CA", setString(&g.ClientCA)},
+		{"BALDE_INBOUND_CLIENT_LIMIT", setParsed(&g.InboundClientLimit, ParseInboundClientLimit)},
+	}
+}
+
+// ParseInboundClientLimit reads BALDE_INBOUND_CLIENT_LIMIT: a number of
+// requests per window in 1..throttle.MaxRollingCapacity.
+func ParseInboundClientLimit(s string) (int64, error) {
+	n, err := ParseInboundIPLimit(s)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("%q: a client's limit is at least 1", s)
+	}
+	return n, err
+}
+
+// GatewayAccess checks how a gateway's clients reach it and returns what
+// the gateway needs: the clients of ClientsFile (nil with noAuth) and the
+// TLS configuration (nil without TLSCert). A gateway needs clients unless
+// noAuth, which only a loopback addr may have; a client known by its certificate needs ClientCA, which
+// needs TLSCert and TLSKey. Each failure is a *Error naming the settings.
+func (g Gateway) GatewayAccess(addr string, noAuth bool, logger *slog.Logger) (*web.GatewayClients, *tls.Config, error) {
+	switch {
+	case noAuth && !loopback(addr):
+		return nil, nil, errorf("--no-client-auth serves anyone who reaches the gateway: it is for development on a loopback address, not %s", addr)
+	case !noAuth && g.ClientsFile == "":
+		return nil, nil, errorf("no client configured: set --clients FILE (BALDE_GATEWAY_CLIENTS_FILE), a line per client: NAME sha256:HEX (its bearer token's SHA-256) or NAME cn:NAME (its certificate, with --client-ca)")
+	case (g.TLSCert == "") != (g.TLSKey == ""):
+		return nil, nil, errorf("--tls-cert and --tls-key (BALDE_GATEWAY_TLS_CERT, BALDE_GATEWAY_TLS_KEY) go together")
+	case g.ClientCA != "" && g.TLSCert == "":
+		return nil, nil, errorf("--client-ca needs the gateway's own certificate: set --tls-cert and --tls-key")
+	}
+	var clients *web.GatewayClients
+	if !noAuth {
+		var err error
+		if clients, err = web.LoadGatewayClients(g.ClientsFile, logger); err != nil {
+			return nil, nil, errorf("BALDE_GATEWAY_CLIENTS_FILE: %v", err)
+		}
+		if clients.Certificates() && g.ClientCA == "" {
+			return nil, nil, errorf("BALDE_GATEWAY_CLIENTS_FILE names clients by certificate (cn:): set --client-ca and --tls-cert, --tls-key")
+		}
+	}
+	if g.TLSCert == "" {
+		return clients, nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(g.TLSCert, g.TLSKey)
+	if err != nil {
+		return nil, nil, errorf("gateway TLS (--tls-cert, --tls-key): %v", err)
+	}
+	config := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if g.ClientCA != "" {
+		pem, err := os.ReadFile(g.ClientCA)
+		if err != nil {
+			return nil, nil, errorf("--client-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, errorf("--client-ca %s: no PEM certificate in it", g.ClientCA)
+		}
+		// A client may also come with a token and no certificate.
+		config.ClientCAs, config.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return clients, config, nil
+}
+
+// loopback reports whether addr's host is a loopback address or
+// localhost.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

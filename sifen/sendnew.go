@@ -1,0 +1,157 @@
+package sifen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/balde-throttle/balde/throttle"
+)
+
+// SendNew sends lot, DEs not stored yet (a gateway's siRecepLoteDE), as
+// one lot of env. It follows Send's protocol, storing nothing until the
+// RUC's gate admits the lot (docs/decisions/0166):
+//
+//  1. Check, reading only: env, every lot rule (Pack: 1 to 50 DEs, one RUC,
+//     one type, no CDC twice, the message at most 1,000,000 bytes), each DE
+//     fit for env (signed, not a test DE in prod), and no CDC held by a
+//     document Import would not give it to (sent, being sent, approved, a
+//     draft of other content): a *CDCError.
+//  2. The RUC's gate, as Send's. A refusal stores nothing: OutcomeBlocked
+//     with the Decision and no DocumentIDs.
+//  3. Import (the DEs become drafts, all or none; a CDC taken meanwhile is a
+//     *CDCError and the hold ends) and claim; then Send's steps 4 and 5.
+//
+// So a lot refused for a rule, a CDC already sent, the gate, or a caller
+// that stops waiting leaves no document behind for "Send all drafts" to
+// pick up. Errors are Import's and Send's.
+func (s *Sender) SendNew(ctx context.Context, env Env, lot Lote) (LotSend, error) {
+	c, err := s.admitNew(ctx, env, lot)
+	if err != nil || c.out.Status == OutcomeBlocked {
+		return c.out, err
+	}
+	return s.sendLot(c)
+}
+
+// SendNewDE sends one DE by SIFEN's synchronous siRecepDE (a gateway's),
+// through the RUC's gate exactly as a lot of one: SendNew's checks and
+// protocol, so the interval between two receptions of a RUC's documents
+// runs from the previous answer whichever service carried it, and no other
+// lot or DE of the RUC is on the wire meanwhile (docs/decisions/0120).
+// SIFEN's answer is the DE's result: approved (dProtAut) or rejected,
+// recorded at once. A DE already stored as a draft of the same XML is that
+// document. Errors are SendNew's, and ErrNoRecepcionDE when the Sender's
+// client does not implement deReceiver.
+func (s *Sender) SendNewDE(ctx context.Context, env Env, de DE) (DESend, error) {
+	recv, ok := s.client.(deReceiver)
+	if !ok {
+		return DESend{}, ErrNoRecepcionDE
+	}
+	c, err := s.admitNew(ctx, env, Lote{DEs: []DE{de}})
+	if err != nil || c.out.Status == OutcomeBlocked {
+		return DESend{LotSend: c.out}, err
+	}
+	return s.sendDE(recv, c)
+}
+
+// admitNew runs steps 1 to 3 of SendNew.
+func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, error) {
+	if err := env.Validate(); err != nil {
+		return claimed{}, err
+	}
+	// 1. Check.
+	for i, de := range lot.DEs {
+		if err := s.fit(env, de); err != nil {
+			return claimed{}, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
+		}
+	}
+	c := claimed{lot: lot}
+	var err error
+	if c.packed, err = lot.Pack(); err != nil {
+		return claimed{}, err
+	}
+	if err := s.checkCDCs(ctx, env, lot.DEs); err != nil {
+		return claimed{}, err
+	}
+	ruc := lot.DEs[0].RUC
+	c.out = LotSend{Env: env, RUC: ruc, LotHash: c.packed.Hash}
+	c.key = RecepcionKey(env, ruc)
+
+	// 2. The RUC's gate.
+	d, err := s.limiter.Take(ctx, ledgerRef(nil, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	if err != nil {
+		return claimed{}, fmt.Errorf("sifen: send lot %.16s: %w", c.packed.Hash, err)
+	}
+	now := s.clock()
+	if !d.Allowed {
+		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
+		c.out.Message = c.out.Blocked().Message()
+		return c, nil
+	}
+	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
+	// Admitted: what follows runs to its end whatever the caller does.
+	c.bg = context.WithoutCancel(ctx)
+
+	// 3. Import and claim. Nobody else can claim the new drafts while the
+	// gate holds the RUC, but a send refused by it records its wait on
+	// them (a new version): the claim reads them again.
+	ids, err := s.docs.Import(c.bg, env, lot.DEs, false, now)
+	if err == nil {
+		ids = slices.Sorted(slices.Values(ids))
+		c.token = newClaim()
+		for range 3 {
+			var rows []Document
+			if rows, err = s.docs.Documents(c.bg, ids, false); err == nil {
+				err = s.docs.Claim(c.bg, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now})
+			}
+			if !errors.Is(err, ErrNotSendable) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		// Nothing left: the hold ends now (the take's own interval stays).
+		c.interval = 0
+		s.answered(c, "not claimed:"+c.packed.Hash[:16], false)
+		if ids != nil {
+			s.logger.Warn("a lot imported for a send could not be claimed: its documents stay drafts", slog.Any("ids", ids), slog.Any("error", err))
+		}
+		return claimed{}, err
+	}
+	c.out.DocumentIDs = ids
+	return c, nil
+}
+
+// checkCDCs refuses (*CDCError) a DE whose CDC a document of env holds
+// that Import would not give it to (Reimportable), reading only.
+func (s *Sender) checkCDCs(ctx context.Context, env Env, des []DE) error {
+	cdcs := make([]string, len(des))
+	for i, de := range des {
+		cdcs[i] = de.CDC
+	}
+	held, err := s.docs.List(ctx, Filter{Env: env, CDCs: cdcs, Limit: len(cdcs)})
+	if err != nil || len(held) == 0 {
+		return err
+	}
+	ids := make([]int64, len(held))
+	for i, d := range held {
+		ids[i] = d.ID
+	}
+	stored, err := s.docs.Documents(ctx, ids, true)
+	if err != nil {
+		return err
+	}
+	byCDC := make(map[string]Document, len(stored))
+	for _, d := range stored {
+		byCDC[d.CDC] = d
+	}
+	for _, de := range des {
+		if d, ok := byCDC[de.CDC]; ok && !Reimportable(d, de, false) {
+			d.XML = nil
+			return &CDCError{CDC: de.CDC, Document: d, Now: s.clock()}
+		}
+	}
+	return nil
+}

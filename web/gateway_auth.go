@@ -1,0 +1,301 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/balde-throttle/balde/audit"
+)
+
+// GatewayClients are the clients a gateway serves, read from a file
+// (LoadGatewayClients): each a name with one or more credentials, a bearer
+// token (Authorization: Bearer) kept as its SHA-256, or a client
+// certificate the gateway's client CA issued, known by its subject common
+// name. A name on several lines has several credentials, which is how a
+// token or a certificate is rotated: add the new one, move the client to
+// it, remove the old one. Watch takes the file again on a signal (balde
+// gateway's SIGHUP) and when it changes, without a restart
+// (docs/decisions/0165). Safe for concurrent use.
+type GatewayClients struct {
+	path   string
+	logger *slog.Logger
+	set    atomic.Pointer[clientSet]
+
+	mu    sync.Mutex
+	stamp fileStamp // of the file the set was read from
+}
+
+// clientSet is one reading of the clients file.
+type clientSet struct {
+	tokens map[[sha256.Size]byte]string // the SHA-256 of a token → its client
+	certs  map[string]string            // a certificate's subject CN → its client
+	names  map[string]bool
+}
+
+// fileStamp tells a changed file from the one read.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+// clientName is what a client's name may hold: it goes into logs, metric
+// labels, bucket keys and the audit trail.
+var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// LoadGatewayClients reads the clients file at path, one credential a
+// line; blank lines and lines starting with # are skipped:
+//
+//	NAME sha256:HEX   a bearer token by its SHA-256 (64 hex digits): the file holds no secret
+//	NAME token:TOKEN  a bearer token as it is sent (no spaces)
+//	NAME cn:NAME      a client certificate issued by the client CA, by its subject CN
+//
+// NAME is 1 to 64 letters, digits, '.', '_' or '-'. A credential listed
+// twice is an error, and so is a file naming no client: a gateway without
+// clients serves nobody. Watch's reloads are logged to logger
+// (nil: nowhere).
+func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, error) {
+	if logger == nil {
+		logger = nowhere
+	}
+	c := &GatewayClients{path: path, logger: logger}
+	if err := c.reload(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// reload reads the file again and, when it is valid, serves its clients
+// from the next request on. A file that cannot be read or parsed (or names
+// no client) is an error and the clients stay as they were: a file caught
+// half written locks nobody out.
+func (c *GatewayClients) reload() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := os.Open(c.path)
+	if err != nil {
+		return fmt.Errorf("web: gateway clients: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("web: gateway clients: %w", err)
+	}
+	set, err := parseGatewayClients(f)
+	if err != nil {
+		return fmt.Errorf("web: gateway clients %s: %w", c.path, err)
+	}
+	c.set.Store(set)
+	c.stamp = fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	return nil
+}
+
+// Watch reloads the file when a signal arrives on signals (balde gateway
+// sends SIGHUP there) and when the file changes (its modification time or
+// size, looked at every period), until ctx ends. Each reload is logged; a
+// failed one at Error, the clients kept.
+func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		why := "the file changed"
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-signals:
+			why = s.String()
+		case <-t.C:
+			fi, err := os.Stat(c.path)
+			c.mu.Lock()
+			changed := err == nil && (fileStamp{mod: fi.ModTime(), size: fi.Size()}) != c.stamp
+			c.mu.Unlock()
+			if !changed {
+				continue
+			}
+		}
+		if err := c.reload(); err != nil {
+			c.logger.Error("gateway clients not reloaded: the previous clients stay", slog.String("why", why), slog.Any("error", err))
+			continue
+		}
+		c.logger.Info("gateway clients reloaded", slog.String("why", why), slog.Int("clients", len(c.set.Load().names)))
+	}
+}
+
+// Authenticate names the client that sent r: the client of its verified
+// certificate's subject CN (r.TLS, with the client CA), else of its bearer
+// token; ok false when neither is a configured client's. It is the
+// Authenticate of a gateway's configuration, and of the inbound limiter's
+// (InboundConfig.Client), so that a client is limited by its own bucket.
+func (c *GatewayClients) Authenticate(r *http.Request) (string, bool) {
+	set := c.set.Load()
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		if name, ok := set.certs[r.TLS.VerifiedChains[0][0].Subject.CommonName]; ok {
+			return name, true
+		}
+	}
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		// A digest is looked up: its timing tells nothing of the token.
+		if name, ok := set.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]; ok {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// Certificates reports whether a client is known by its certificate (the
+// gateway then needs TLS and a client CA).
+func (c *GatewayClients) Certificates() bool { return len(c.set.Load().certs) > 0 }
+
+// gatewayCredential is one line of the clients file.
+type gatewayCredential struct {
+	name, kind, value string
+}
+
+func parseGatewayClients(r io.Reader) (*clientSet, error) {
+	creds, err := parseEntries(r, "gateway clients", parseGatewayCredential, func(c gatewayCredential) (string, string) {
+		return c.kind + ":" + c.value, "the credential of " + strconv.Quote(c.name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	set := &clientSet{tokens: map[[sha256.Size]byte]string{}, certs: map[string]string{}, names: map[string]bool{}}
+	for _, c := range creds {
+		switch c.kind {
+		case "cn":
+			set.certs[c.value] = c.name
+		case "token":
+			set.tokens[sha256.Sum256([]byte(c.value))] = c.name
+		default: // sha256
+			var sum [sha256.Size]byte
+			_, _ = hex.Decode(sum[:], []byte(c.value)) // checked by parseGatewayCredential
+			set.tokens[sum] = c.name
+		}
+		set.names[c.name] = true
+	}
+	if len(set.names) == 0 {
+		return nil, fmt.Errorf("no client: list each with its credential, NAME sha256:HEX, NAME token:TOKEN or NAME cn:NAME")
+	}
+	return set, nil
+}
+
+func parseGatewayCredential(entry string) (gatewayCredential, error) {
+	name, cred, ok := strings.Cut(entry, " ")
+	cred = strings.TrimSpace(cred)
+	kind, value, kindOK := strings.Cut(cred, ":")
+	switch {
+	case !ok || !kindOK || value == "":
+		return gatewayCredential{}, fmt.Errorf("want NAME sha256:HEX, NAME token:TOKEN or NAME cn:NAME")
+	case !clientName.MatchString(name):
+		return gatewayCredential{}, fmt.Errorf("client name %q: 1 to 64 letters, digits, '.', '_' or '-'", name)
+	}
+	switch kind {
+	case "sha256":
+		if b, err := hex.DecodeString(value); err != nil || len(b) != sha256.Size {
+			return gatewayCredential{}, fmt.Errorf("client %q: sha256: wants the 64 hex digits of the token's SHA-256", name)
+		}
+		value = strings.ToLower(value)
+	case "token":
+		if strings.ContainsAny(value, " \t") {
+			return gatewayCredential{}, fmt.Errorf("client %q: a token cannot hold spaces", name)
+		}
+	case "cn":
+	default:
+		return gatewayCredential{}, fmt.Errorf("client %q: %q is not a credential (sha256:, token: or cn:)", name, kind+":")
+	}
+	return gatewayCredential{name: name, kind: kind, value: value}, nil
+}
+
+// gatewayAccess is what both gateways do around each request: name its
+// client (or answer 401 and forward nothing), then count the request by
+// client and status, log it, and record what changed state at the remote
+// in the audit trail (docs/decisions/0165).
+type gatewayAccess struct {
+	gateway      string // "dict" or "sifen"
+	authenticate func(*http.Request) (string, bool)
+	audit        audit.Store
+	metrics      *Metrics
+	logger       *slog.Logger
+}
+
+func newGatewayAccess(gateway string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gatewayAccess, error) {
+	if authenticate == nil {
+		return gatewayAccess{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", gateway)
+	}
+	if logger == nil {
+		logger = nowhere
+	}
+	return gatewayAccess{gateway: gateway, authenticate: authenticate, audit: trail, metrics: m, logger: logger}, nil
+}
+
+// gatewayCall is one request to a gateway, as its handler describes it
+// for the audit trail: a handler of a request that changes state at the
+// remote sets target; fields are added to the outcome.
+type gatewayCall struct {
+	client  string
+	target  string
+	outcome url.Values
+	message string // the problem answered, if any
+}
+
+type gatewayCallKey struct{}
+
+// callOf returns r's call (a zero one outside serve).
+func callOf(r *http.Request) *gatewayCall {
+	if c, ok := r.Context().Value(gatewayCallKey{}).(*gatewayCall); ok {
+		return c
+	}
+	return &gatewayCall{}
+}
+
+// serve runs next for r once its client is known; fail answers an unknown
+// one in the gateway's format.
+func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, *http.Request, error), next http.HandlerFunc) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	call := &gatewayCall{outcome: url.Values{}}
+	r = r.WithContext(context.WithValue(r.Context(), gatewayCallKey{}, call))
+	if client, ok := a.authenticate(r); ok {
+		call.client = client
+		next(sw, r)
+	} else {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+a.gateway+` gateway"`)
+		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", ErrUnauthorized))
+	}
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if a.metrics != nil {
+		a.metrics.observeGateway(a.gateway, call.client, status)
+	}
+	level := slog.LevelDebug
+	if call.target != "" || status == http.StatusUnauthorized {
+		level = slog.LevelInfo
+	}
+	a.logger.LogAttrs(r.Context(), level, "gateway request", slog.String("gateway", a.gateway), slog.String("client", call.client),
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
+		slog.Duration("duration", time.Since(start)), slog.String("target", call.target))
+	if a.audit == nil || call.target == "" {
+		return
+	}
+	call.outcome.Set("status", strconv.Itoa(status))
+	if status >= 400 && call.message != "" {
+		call.outcome.Set("error", call.message)
+	}
+	e := audit.Entry{User: "gateway:" + call.client, Action: audit.ActionGateway, Target: call.target, Outcome: call.outcome.Encode()}
+	if _, err := a.audit.Record(context.WithoutCancel(r.Context()), e); err != nil {
+		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
+	}
+}

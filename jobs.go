@@ -17,16 +17,21 @@ const Off time.Duration = -1
 // Jobs are the periods of the background work Engine.Run does. A zero
 // period is the job's default (DefaultJobs), Off turns it off; jobs whose
 // part is not configured (no Config.Sifen, no Config.Dict) do not run.
+// Resolution, reconciliation and prune run once per period across every
+// process on the database, whichever takes the turn (docs/decisions/0171);
+// a due lot is queried by the one process that claims it
+// (docs/decisions/0170).
 type Jobs struct {
 	// SifenPollEvery: lot results (sifen.Sender.RunPoll); documents move
 	// from sent to approved or rejected. SifenResolveEvery: documents left
-	// in "sending" (sifen.Sender.Resolve), also once at start.
+	// in "sending" (sifen.Sender.Resolve), also once at start in each
+	// process.
 	SifenPollEvery, SifenResolveEvery time.Duration
 	// SeverityEvery: stored severities graded again (Limiter.Reevaluate),
 	// also once at start.
 	SeverityEvery time.Duration
 	// DictReconcileEvery: the DICT's GET /policies/ lowers the local PSP
-	// buckets and gives the category (dict.Client.RunReconcile). Zero is
+	// buckets and gives the category (dict.Client.Reconcile). Zero is
 	// automatic: the default against a real DICT, off against a simulator
 	// (DictConfig.Simulator), whose buckets see nothing but this process's
 	// traffic; a period set is used, simulator or not.
@@ -71,7 +76,9 @@ func period(every, def time.Duration) time.Duration {
 
 // Run does the background work of the engine, everything balde serve runs
 // in the background, until ctx ends; each job has its period from
-// Config.Jobs and logs to Config.Logger. At start: the DICT category
+// Config.Jobs and logs to Config.Logger; the periodic resolution,
+// reconciliation and prune take turns with the other processes on the
+// database (Jobs). At start: the DICT category
 // learned (Config.Dict with LearnCategory; a DICT that cannot be asked is
 // logged and the strictest category applies) and the documents a crashed
 // send left in "sending" settled (Config.Sifen), then Started is closed. Then: severities graded again (also at once), SIFEN lot results
@@ -108,6 +115,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			wg.Go(func() { fn(every) })
 		}
 	}
+	// Jobs with a remote effect or shared rows run once per period across
+	// the processes on the database (docs/decisions/0171); a due lot is
+	// claimed by the process that queries it (docs/decisions/0170).
+	turns := newTurns(e.store, log)
 	job(true, jobs.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
 		// A fresh limiter grades every row again at once: the policies
 		// may differ from the last process's (Limiter.Regrade).
@@ -116,13 +127,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	})
 	job(e.sender != nil, jobs.SifenPollEvery, def.SifenPollEvery, func(d time.Duration) { e.sender.RunPoll(ctx, d, e.reportPoll(ctx)) })
 	job(e.sender != nil, jobs.SifenResolveEvery, def.SifenResolveEvery, func(d time.Duration) {
-		everyTick(ctx, d, func() { e.resolveSifen(ctx) })
+		turns.every(ctx, "sifen-resolve", d, func() { e.resolveSifen(ctx) })
 	})
 	job(e.dict != nil, jobs.DictReconcileEvery, def.DictReconcileEvery, func(d time.Duration) {
 		log.Info("DICT reconciliation on", slog.Duration("every", d))
-		_ = e.dict.RunReconcile(ctx, d, nil)
+		turns.every(ctx, "dict-reconcile:"+e.catalog.Env()+":"+e.dictConfig.Participant, d, func() { e.reconcileDict(ctx) })
 	})
-	job(true, jobs.PruneEvery, def.PruneEvery, func(d time.Duration) { everyTick(ctx, d, func() { e.prune(ctx, jobs.Retention) }) })
+	job(true, jobs.PruneEvery, def.PruneEvery, func(d time.Duration) {
+		turns.every(ctx, "prune", d, func() { e.prune(ctx, jobs.Retention) })
+	})
 	job(true, jobs.DatabaseWatchEvery, def.DatabaseWatchEvery, func(d time.Duration) { e.watchDatabase(ctx, d) })
 	<-ctx.Done()
 	wg.Wait()
@@ -165,6 +178,23 @@ func (e *Engine) reportPoll(ctx context.Context) func([]sifen.LotOutcome, error)
 		if err != nil && ctx.Err() == nil {
 			e.logger.Warn("SIFEN lot results", slog.Any("error", err))
 		}
+	}
+}
+
+// reconcileDict reconciles the local DICT buckets with the DICT's GET
+// /policies/ once (dict.Client.Reconcile) and logs the result.
+func (e *Engine) reconcileDict(ctx context.Context) {
+	res, err := e.dict.Reconcile(ctx)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			e.logger.Warn("DICT reconciliation failed", slog.Any("error", err))
+		}
+	case !res.Decision.Allowed:
+		e.logger.Info("DICT reconciliation deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", res.Decision.RetryAfter))
+	default:
+		e.logger.Info("DICT reconciled", slog.String("category", res.Category),
+			slog.Int("lowered", len(res.Lowered)), slog.Int("mismatched", len(res.Mismatched)))
 	}
 }
 

@@ -20,7 +20,8 @@ type PruneResult struct {
 // Prune applies the retention (0: throttle.DefaultRetention) to the ledger,
 // the DICT lookups and the audit trail, and removes idle buckets (unless
 // opts.SkipBuckets), in bounded batches (opts.Batch rows; 0: 1000) so that
-// decisions go on meanwhile. Run calls it every Jobs.PruneEvery.
+// decisions go on meanwhile. Run calls it once per Jobs.PruneEvery across
+// the processes on the database (docs/decisions/0171).
 func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
 	res := e.pruneResult(opts)
 	var err error

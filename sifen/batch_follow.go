@@ -89,9 +89,13 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 		if len(pending) == 0 {
 			return nil, nil
 		}
-		// Sleep until the first lot may be queried again.
+		// Sleep until the first lot may be queried again, or a short while
+		// when another process is querying one now (its claim may last).
 		wait := time.Duration(0)
 		for _, o := range out {
+			if o.elsewhere {
+				o.Wait = followIdle
+			}
 			if o.NotDue && (wait == 0 || o.Wait < wait) {
 				wait = o.Wait
 			}

@@ -120,6 +120,9 @@ type LotOutcome struct {
 	Results []DEResult
 	// Updated counts the documents whose status changed.
 	Updated int
+	// elsewhere: the query fell due and another process claimed it; its
+	// answer reaches the documents from there, soon.
+	elsewhere bool
 }
 
 // Resolved is what Sender.Resolve learned about one document left in

@@ -72,7 +72,9 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 // QueryLot asks SIFEN for the result of a lot (siConsLoteDE) when its
 // query is due: the first ConsultaInterval after the send, then as long
 // between queries, as DNIT asks. That is a schedule of the lot, not a
-// limit: a query not due is a LotOutcome with NotDue, nothing asked. A
+// limit: a query not due is a LotOutcome with NotDue, nothing asked. Of
+// the processes that find it due at once, one asks: the others get NotDue
+// until its claim ends (docs/decisions/0170). A
 // processed lot (0362) moves its documents from "sent" to approved or
 // rejected (dEstRes read as DNIT writes it; one balde cannot read leaves
 // the document sent, with a message). A lot SIFEN does not know (0360) or
@@ -101,7 +103,8 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	}
 	// No document of it waits for its result: ask anyway (nothing is due
 	// or scheduled for such a lot).
-	return s.queryLot(ctx, LotRef{Env: env, LotNumber: lotNumber})
+	out := LotOutcome{Env: env, LotNumber: lotNumber}
+	return out, s.askLot(ctx, &out)
 }
 
 // Lots returns the lots that have documents waiting for their result, with
@@ -125,27 +128,51 @@ func (s *Sender) nextQuery(l LotRef) time.Time {
 	return l.SentAt.Add(s.cfg.ConsultaInterval)
 }
 
-// queryLot queries l when due (see QueryLot).
+// queryLot queries l when due (see QueryLot), once across processes: the
+// lot is claimed first, its next query moved InFlightFor ahead (the
+// longest a request to SIFEN lives) on the condition that it is still due
+// (DocumentStore.ScheduleLot), and after SIFEN's answer, or its failure,
+// moved to ConsultaInterval from then. A process that lost the claim asks
+// nothing: the outcome is NotDue until the claim ends. A process that dies
+// holding it gives the lot back when it ends (docs/decisions/0170).
 func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
-	env, lotNumber := l.Env, l.LotNumber
-	out := LotOutcome{Env: env, LotNumber: lotNumber, NextQueryAt: s.nextQuery(l)}
+	out := LotOutcome{Env: l.Env, LotNumber: l.LotNumber, NextQueryAt: s.nextQuery(l)}
 	now := s.clock()
 	if out.NextQueryAt.After(now) {
 		out.NotDue, out.Wait = true, out.NextQueryAt.Sub(now)
 		return out, nil
 	}
-	out.NextQueryAt = now.Add(s.cfg.ConsultaInterval)
-	if err := s.docs.ScheduleLot(ctx, env, lotNumber, out.NextQueryAt); err != nil {
-		return out, fmt.Errorf("sifen: query lot %s: %w", lotNumber, err)
+	claim := now.Add(s.cfg.InFlightFor)
+	won, err := s.docs.ScheduleLot(ctx, l.Env, l.LotNumber, now, claim)
+	if err != nil {
+		return out, fmt.Errorf("sifen: query lot %s: %w", l.LotNumber, err)
 	}
+	if !won {
+		out.NotDue, out.NextQueryAt, out.Wait, out.elsewhere = true, claim, claim.Sub(now), true
+		return out, nil
+	}
+	err = s.askLot(ctx, &out)
+	// The schedule, from the answer: on the claim's condition, so that a
+	// claim that ended meanwhile and was taken by another is left to it.
+	out.NextQueryAt = s.clock().Add(s.cfg.ConsultaInterval)
+	if _, serr := s.docs.ScheduleLot(context.WithoutCancel(ctx), l.Env, l.LotNumber, claim, out.NextQueryAt); serr != nil {
+		err = errors.Join(err, fmt.Errorf("sifen: schedule lot %s: %w", l.LotNumber, serr))
+	}
+	return out, err
+}
+
+// askLot asks SIFEN for out's lot (siConsLoteDE) and records what it
+// learns on the lot's documents (see QueryLot), filling out.
+func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
+	env, lotNumber := out.Env, out.LotNumber
 	resp, err := s.client.ConsultaLote(ctx, env, lotNumber)
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.Code, out.Message, out.Results = resp.Code, resp.Message, resp.Results
 	docs, err := s.docs.LotDocuments(ctx, env, lotNumber)
 	if err != nil {
-		return out, err
+		return err
 	}
 	switch resp.Code {
 	case CodeLotDone:
@@ -164,7 +191,7 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 			}
 			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
 			if err != nil {
-				return out, err
+				return err
 			}
 			if ok && st.Status != StatusSent {
 				out.Updated++
@@ -205,9 +232,9 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 				out.Updated++
 			}
 		}
-		return out, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
-	return out, nil
+	return nil
 }
 
 // Poll queries every lot that has documents still "sent" and whose query

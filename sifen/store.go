@@ -63,8 +63,12 @@ type DocumentStore interface {
 	// SentLots returns the lots that have documents still sent, with
 	// their query schedule.
 	SentLots(ctx context.Context) ([]LotRef, error)
-	// ScheduleLot sets when a lot is to be queried next.
-	ScheduleLot(ctx context.Context, env Env, lotNumber string, at time.Time) error
+	// ScheduleLot moves a lot's next query to at if it falls due by dueBy
+	// (none stored, or stored at or before dueBy), in one conditional
+	// write, and reports whether it did: of processes that find a lot due
+	// at once exactly one moves it, and queries it (docs/decisions/0170).
+	// A lot the store has no row of is reported moved.
+	ScheduleLot(ctx context.Context, env Env, lotNumber string, dueBy, at time.Time) (bool, error)
 	// LotDocuments returns the documents of a lot still sent.
 	LotDocuments(ctx context.Context, env Env, lotNumber string) ([]Document, error)
 	// Finish gives one sent document its result, conditional on its

@@ -567,10 +567,30 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 	return out, nil
 }
 
-// ScheduleLot implements sifen.DocumentStore.
-func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, at time.Time) error {
-	return s.update(ctx, "schedule lot query", `UPDATE balde_document_lots SET next_query_at = ? WHERE env = ? AND lot_number = ?`,
-		sqltime.Nanos(at), string(env), lotNumber)
+// ScheduleLot implements sifen.DocumentStore with a compare-and-set on
+// next_query_at: one UPDATE whose condition a concurrent writer's commit
+// makes false (SQLite: one writer at a time; PostgreSQL, READ COMMITTED:
+// the condition is checked again on the row another transaction updated).
+func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, dueBy, at time.Time) (bool, error) {
+	var n int64
+	err := s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, tx.Rebind(`
+			UPDATE balde_document_lots SET next_query_at = ?
+			WHERE env = ? AND lot_number = ? AND (next_query_at IS NULL OR next_query_at <= ?)`),
+			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy))
+		if err != nil {
+			return wrapDB(err)
+		}
+		if n, err = res.RowsAffected(); err != nil || n > 0 {
+			return wrapDB(err)
+		}
+		// Nothing moved: another process did first, unless the lot has no
+		// row to share a schedule on.
+		return wrapDB(tx.GetContext(ctx, &n, tx.Rebind(`
+			SELECT CASE WHEN EXISTS (SELECT 1 FROM balde_document_lots WHERE env = ? AND lot_number = ?) THEN 0 ELSE 1 END`),
+			string(env), lotNumber))
+	})
+	return n > 0, err
 }
 
 // LotDocuments implements sifen.DocumentStore.

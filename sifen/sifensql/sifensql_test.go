@@ -89,10 +89,19 @@ func sendingSequence(t *testing.T) []step {
 				SentAt: now, NextQueryAt: now.Add(10 * time.Minute)}}, lots)
 		}},
 		{"ScheduleLot", func(t *testing.T, docs sifen.DocumentStore) {
-			require.NoError(t, docs.ScheduleLot(ctx, sifen.EnvTest, "42", now.Add(20*time.Minute)))
+			due := now.Add(10 * time.Minute) // the lot's first query
+			moved, err := docs.ScheduleLot(ctx, sifen.EnvTest, "42", due, now.Add(20*time.Minute))
+			require.NoError(t, err)
+			require.True(t, moved, "due: claimed")
+			moved, err = docs.ScheduleLot(ctx, sifen.EnvTest, "42", due, now.Add(30*time.Minute))
+			require.NoError(t, err)
+			require.False(t, moved, "claimed already: another process's turn is gone")
 			lots, err := docs.SentLots(ctx)
 			require.NoError(t, err)
 			require.Equal(t, now.Add(20*time.Minute), lots[0].NextQueryAt)
+			moved, err = docs.ScheduleLot(ctx, sifen.EnvTest, "43", due, now.Add(30*time.Minute))
+			require.NoError(t, err)
+			require.True(t, moved, "a lot without a row has nothing to share")
 		}},
 		{"LotDocuments", func(t *testing.T, docs sifen.DocumentStore) {
 			held, err = docs.LotDocuments(ctx, sifen.EnvTest, "42")

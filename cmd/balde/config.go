@@ -9,7 +9,7 @@ import (
 
 // Config is the configuration shared by every command: settings.Settings
 // (defaults, then the environment variables), then flags, registered here:
-// a flag always wins. The README lists every field with its flag and
+// a flag always wins. The guides (docs/guides) list every field with its flag and
 // variable.
 type Config struct {
 	settings.Settings

@@ -30,7 +30,7 @@ import (
 
 // Settings are balde's settings as the balde binary reads them: defaults
 // from Default, then the environment variables (ParseEnv, or FromEnv in one
-// call), then flags (AddFlags). The README lists every field with its flag
+// call), then flags (AddFlags). The guides (docs/guides) list every field with its flag
 // and variable.
 type Settings struct {
 	// DB is the store's DSN (--db, BALDE_DB).

@@ -3,6 +3,8 @@ package settings_test
 import (
 	"net/netip"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,14 +72,21 @@ func TestSettingsEnvValues(t *testing.T) {
 	require.Equal(t, settings.Default().InboundWindow, cfg.InboundWindow, "unset: the default stays")
 }
 
-// TestReadmeListsEveryVariable: every variable ParseEnv reads is documented.
-func TestReadmeListsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestGuidesListEveryVariable: every variable ParseEnv reads is
+// documented in the README or a guide of docs/guides.
+func TestGuidesListEveryVariable(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/guides/*.md")
 	require.NoError(t, err)
+	var text strings.Builder
+	for _, doc := range append(docs, "../../README.md") {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		text.Write(b)
+	}
 	names := settings.EnvVariables()
 	require.Contains(t, names, "BALDE_DB")
 	for _, name := range names {
-		require.Contains(t, string(readme), name)
+		require.Contains(t, text.String(), name)
 	}
 }
 

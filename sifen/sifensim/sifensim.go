@@ -7,7 +7,7 @@
 // DEs with its own code (wire.go), keeps its own state and clock, and
 // applies its own rules, so a wire-format mistake on either side shows.
 //
-// The rules (README, "SIFEN"; DNIT's, or balde's interval rule (docs/decisions/0011), as marked):
+// The rules (docs/guides/sifen.md; DNIT's, or balde's interval rule (docs/decisions/0011), as marked):
 //
 //   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of
 //     the lot's first DE (10 minutes, then 20, 30, ... up to 60 on

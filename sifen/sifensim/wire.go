@@ -287,7 +287,7 @@ func allDigits(s string) bool {
 
 // deProblem is SIFEN's per-DE rejection of a DE that does not hold
 // together: the code and message, or "" when it does. The codes are the
-// simulator's (README: which rules are DNIT's).
+// simulator's (docs/guides/sifen.md: which rules are DNIT's).
 func deProblem(de DE) (code, msg string) {
 	switch {
 	case de.RUC == "" || de.DV == "":

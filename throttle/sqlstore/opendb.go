@@ -46,7 +46,7 @@ func SQLiteDSN(path string) string {
 //
 // PostgreSQL: db must be a pgx pool (github.com/jackc/pgx/v5/stdlib): the
 // store binds Go slices as PostgreSQL arrays. Its tables go in the first
-// schema of the pool's search_path (see the README's PostgreSQL section).
+// schema of the pool's search_path (docs/guides/postgresql.md).
 // opts.MaxConns is ignored: the pool is the application's to size.
 //
 // opts.Driver is required and names the engine (sqlitedriver.OpenDB and

@@ -337,7 +337,14 @@ func TestBrowserOperatorPages(t *testing.T) {
 			wantCritical, wantNegative := severityNow(critical), severityNow(negative)
 			require.Equal(t, "Critical", wantCritical)
 			wantParticipant := severityNow(participant)
-			require.Equal(t, "Critical", wantParticipant, "45 tokens of category A's 50,000")
+			if lang.accept == "en" && width == 1400 {
+				// 45 tokens of category A's 50,000 refill at 25,000 a
+				// minute: Critical for 12 s after the seed, not Healthy
+				// for a minute. The first pass checks that the page has
+				// something other than the stored Healthy to show; every
+				// pass checks that it shows what the API computes now.
+				require.NotEqual(t, "Healthy", wantParticipant, "45 tokens of category A's 50,000, %s after the seed", time.Since(start))
+			}
 
 			visit("/admin/buckets", "main h1")
 			require.Equal(t, lang.title, text("main h1"))

@@ -174,4 +174,3 @@ func TestOverrideAsksSIFENFirst(t *testing.T) {
 		})
 	})
 }
-

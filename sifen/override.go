@@ -71,7 +71,7 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 	resp, err := s.client.ConsultaDE(ctx, d.Env, d.CDC)
 	switch {
 	case err != nil && ctx.Err() == nil && !errors.Is(err, ErrRemote):
-		return Overridden{}, fmt.Errorf("%w: document %d: siConsDE: %w; nothing was overridden", ErrNoResponse, d.ID, err)
+		return Overridden{}, fmt.Errorf("%w: document %d: %w; nothing was overridden", ErrNoResponse, d.ID, err)
 	case err != nil:
 		return Overridden{}, fmt.Errorf("document %d: %w; nothing was overridden", d.ID, err)
 	}

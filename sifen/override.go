@@ -82,8 +82,8 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 	case CodeDENotFound:
 		o.Done, o.Status = true, StatusDraft
 		st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
-			Message: fmt.Sprintf("sendable again by an operator's override before the %s (the audit trail says who and why): SIFEN answered %s (%s) at %s; if SIFEN still processes the first send, it may get the DE twice",
-				s.cfg.NotFoundAfter, resp.Code, resp.Message, now.UTC().Format("2006-01-02 15:04 MST"))}
+			Message: fmt.Sprintf("sendable again by an operator's override before the %.0f h (the audit trail says who and why): SIFEN answered %s (%s) at %s; if SIFEN still processes the first send, it may get the DE twice",
+				s.cfg.NotFoundAfter.Hours(), resp.Code, resp.Message, now.UTC().Format("2006-01-02 15:04 MST"))}
 	case CodeDEFound:
 		o.AuthNumber, o.Status = resp.AuthNumber(), StatusApproved
 		st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved, AuthNumber: o.AuthNumber,

@@ -5,6 +5,7 @@ package balde_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -100,4 +101,39 @@ func Example_sifenSendReport() {
 	// sent    a.xml cdc=01800695631001001000000122026010210000202640 ruc=80069563-1 env=test lot=10000000000000001 code=0300 "Lote recibido con éxito"
 	// 1 sent, 0 blocked, 0 skipped, 0 failed of 1 in 0s; waited 0s
 	// 0 <nil> 1 sent
+}
+
+// balde sifen-override in an application: a document whose send got no
+// answer is made sendable again before SIFEN's 48 hours, on SIFEN's 0420
+// asked at that moment, with the operator's reason in the audit trail.
+func Example_sifenOverride() {
+	dir, _ := os.MkdirTemp("", "balde-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	clock := throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC))
+	sim, _ := sifensim.NewServer(sifensim.Config{Clock: clock.Now, Logger: slog.New(slog.DiscardHandler),
+		// The first lot is lost on the way: SIFEN never gets it, balde gets no answer.
+		BeforeRecepcion: func(context.Context, sifensim.Recepcion) error { return errors.New("lost") }})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	eng, err := balde.Open(ctx, balde.Config{DB: "sqlite://" + filepath.Join(dir, "balde.db"), Migrate: true, Clock: clock.Now,
+		Sifen: &balde.SifenConfig{BaseURL: srv.URL + "/{env}"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close(ctx)
+	docs, _ := eng.Sifen().Import(ctx, sifentest.Doc{Number: 1}.File(), sifen.EnvTest)
+	out, _ := eng.Sifen().Send(ctx, docs[0].ID)
+	fmt.Println(out.Status)
+
+	clock.Advance(5 * time.Minute) // no send of it can still be on the wire
+	o, err := eng.OverrideSifen(ctx, docs[0].ID, "alice", "customer waiting; the proxy never forwarded it")
+	fmt.Println(o.Code, o.Done, o.Status, err)
+	entries, _ := eng.Audit().List(ctx, audit.Query{Action: audit.ActionSifenOverride})
+	fmt.Println(entries[0].User, entries[0].Outcome)
+	// Output:
+	// unknown
+	// 0420 true draft <nil>
+	// cli:alice code=0420&result=overridden
 }

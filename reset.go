@@ -12,11 +12,11 @@ import (
 )
 
 // Errors of ResetBucket: a key with no stored bucket (already full), a
-// reset without a reason for the audit trail, and a reset that stands
-// without its audit entry.
+// reset (or an override, OverrideSifen) without a reason for the audit
+// trail, and a reset that stands without its audit entry.
 var (
 	ErrNotStored       = errors.New("no stored bucket")
-	ErrNoReason        = errors.New("a reset needs a reason")
+	ErrNoReason        = errors.New("a reset or an override needs a reason")
 	ErrResetNotAudited = errors.New("not recorded in the audit trail")
 )
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,11 @@ const (
 	// name; Target the service and what it was on as fields
 	// ("service=siRecepLoteDE&ruc=80069563&env=test&des=3").
 	ActionGateway Action = "gateway"
+	// ActionSifenOverride: a SIFEN document left in "sending" by a send
+	// without answer made sendable again before SIFEN's 48 hours, after
+	// SIFEN answered 0420 to a query by its CDC (docs/decisions/0210); or
+	// refused. Target is the document's id. A reason is required.
+	ActionSifenOverride Action = "sifen-override"
 	// ActionDenied: an action a viewer attempted, refused (403) before
 	// anything was done; Target names the action and what it was on
 	// ("action=sifen-send&target=12"). See docs/decisions/0141.
@@ -44,7 +50,7 @@ const (
 )
 
 // Actions lists every action, in the order the Audit page offers them.
-var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionDictLookup, ActionGateway, ActionDenied}
+var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionSifenOverride, ActionDictLookup, ActionGateway, ActionDenied}
 
 // ParseAction reads an action's name ("reset", ...).
 func ParseAction(s string) (Action, error) {
@@ -53,7 +59,7 @@ func ParseAction(s string) (Action, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all, dict-lookup, gateway or denied)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all, sifen-override, dict-lookup, gateway or denied)", ErrInvalid, s)
 }
 
 // Errors of the audit trail.
@@ -61,8 +67,9 @@ var (
 	// ErrInvalid: an entry or query that cannot be stored or run (no
 	// user, an unknown action, a reset without a reason, a field too long).
 	ErrInvalid = errors.New("audit: invalid")
-	// ErrReasonRequired: a reset needs a reason. It wraps ErrInvalid.
-	ErrReasonRequired = fmt.Errorf("%w: a reset needs a reason", ErrInvalid)
+	// ErrReasonRequired: a reset or an override needs a reason. It wraps
+	// ErrInvalid.
+	ErrReasonRequired = fmt.Errorf("%w: a reset or an override needs a reason", ErrInvalid)
 )
 
 // MaxField is the longest user, target, reason or outcome kept, in
@@ -92,7 +99,7 @@ type Entry struct {
 	// ("POLICY/env/identifier"), a sent document's id ("12"), a send-all's
 	// RUC and env ("ruc=80069563&env=test"), a lookup's payer id.
 	Target string
-	// Reason is why, as the operator typed it; required for a reset.
+	// Reason is why, as the operator typed it; required for a reset and an override.
 	Reason string
 	// Outcome is what came of it, as URL-encoded fields the Audit page
 	// renders in the reader's language: "before=3&after=10" (a reset),
@@ -107,8 +114,23 @@ func ResetOutcome(before, after int64) string {
 	return fmt.Sprintf("before=%d&after=%d", before, after)
 }
 
+// OverrideOutcome is the Outcome of a SIFEN override after SIFEN answered
+// code to the query by CDC: "code=0420&result=overridden" when the document
+// became sendable (done), "auth=…&code=0422&result=found" when SIFEN had the
+// DE, with its authorisation number (nothing overridden).
+func OverrideOutcome(code, authNumber string, done bool) string {
+	q := url.Values{"code": {code}, "result": {"found"}}
+	if done {
+		q.Set("result", "overridden")
+	}
+	if authNumber != "" {
+		q.Set("auth", authNumber)
+	}
+	return q.Encode()
+}
+
 // Validate reports whether e can be recorded: a user, a known action, a
-// reason for a reset, no field longer than MaxField (target and outcome
+// reason for a reset or an override, no field longer than MaxField (target and outcome
 // are shortened instead, see Clip).
 func (e Entry) Validate() error {
 	switch {
@@ -120,7 +142,7 @@ func (e Entry) Validate() error {
 	if _, err := ParseAction(string(e.Action)); err != nil {
 		return err
 	}
-	if e.Action == ActionReset && strings.TrimSpace(e.Reason) == "" {
+	if (e.Action == ActionReset || e.Action == ActionSifenOverride) && strings.TrimSpace(e.Reason) == "" {
 		return ErrReasonRequired
 	}
 	return nil

@@ -53,7 +53,7 @@ func auditTarget(r *http.Request, action audit.Action) string {
 		if k, err := bucketKey(r); err == nil {
 			return k.String()
 		}
-	case audit.ActionSifenSend:
+	case audit.ActionSifenSend, audit.ActionSifenOverride:
 		if vars, err := pathVars(r); err == nil {
 			return vars["id"]
 		}
@@ -89,7 +89,8 @@ const (
 )
 
 // deniedAction names the action a viewer attempted on the write route rt:
-// the route's audit action, a reset for the reset's confirmation page,
+// the route's audit action, a reset or an override for their confirmation
+// pages,
 // deniedImport or deniedPayment for the upload and the DICT payment.
 func deniedAction(rt route) string {
 	switch {
@@ -97,6 +98,8 @@ func deniedAction(rt route) string {
 		return string(rt.audit)
 	case rt.name == "adminResetConfirm":
 		return string(audit.ActionReset)
+	case rt.name == "overrideConfirm":
+		return string(audit.ActionSifenOverride)
 	case rt.name == "importDocuments":
 		return deniedImport
 	case rt.name == "dictPayment":
@@ -147,7 +150,8 @@ func (s *Server) record(r *http.Request, e audit.Entry) {
 
 // recordAudit records the request of an audited route that its handler
 // finished with err (nil for success) after writing to w. The outcome is
-// what the handler set (requestInfo.outcome), else the redirect's result
+// what the handler set (requestInfo.outcome, even with an error: an
+// override SIFEN's answer refused), else the error, else the redirect's result
 // (?result=sent), else the status. A failure to record is logged at error
 // level: the action itself is done and cannot be taken back.
 func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err error) {
@@ -163,7 +167,7 @@ func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err er
 		Outcome: info.outcome,
 	}
 	switch {
-	case err != nil:
+	case err != nil && e.Outcome == "":
 		p := problemOf(r, err)
 		e.Outcome = url.Values{"status": {strconv.Itoa(p.status)}, "error": {p.message}}.Encode()
 	case e.Outcome != "":
@@ -219,7 +223,7 @@ func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string)
 		if len(parts) == 3 {
 			return e.Target, s.path("adminBucket", "policy", parts[0], "env", parts[1], "identifier", parts[2])
 		}
-	case audit.ActionSifenSend:
+	case audit.ActionSifenSend, audit.ActionSifenOverride:
 		if _, err := strconv.ParseInt(e.Target, 10, 64); err == nil {
 			if s.Sifen != nil {
 				link = s.path("document", "id", e.Target)
@@ -267,6 +271,8 @@ var resultLabels = map[string]string{
 	"not_queued": "not queued",
 	"failed":     "failed",
 	"unknown":    "no answer",
+	"overridden": "overridden: sendable again",
+	"found":      "found at SIFEN: approved, not overridden",
 }
 
 // outcomeView renders an entry's outcome (see audit.Entry.Outcome) in
@@ -295,6 +301,12 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 		if w, err := strconv.ParseInt(q.Get("wait"), 10, 64); err == nil && w > 0 {
 			parts = append(parts, waitIn(tr, time.Duration(w)*time.Second))
 		}
+		if c := q.Get("code"); c != "" { // an override's answer from SIFEN
+			parts = append(parts, "code "+c)
+		}
+		if a := q.Get("auth"); a != "" {
+			parts = append(parts, "dProtAut "+a)
+		}
 	case q.Has("status"):
 		parts = append(parts, q.Get("status"))
 		if k := q.Get("refused"); k != "" {
@@ -311,6 +323,8 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 		if msg := q.Get("error"); msg != "" {
 			parts = append(parts, tr.Text(msg))
 		}
+	case q.Has("error"): // a failure of the CLI, which has no status
+		parts = append(parts, tr.Text(q.Get("error")))
 	default:
 		return outcome
 	}
@@ -326,6 +340,8 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 		return tr.Sprintf("SIFEN send")
 	case audit.ActionSifenSendAll:
 		return tr.Sprintf("SIFEN send all drafts")
+	case audit.ActionSifenOverride:
+		return tr.Sprintf("SIFEN 48-hour override")
 	case audit.ActionDictLookup:
 		return tr.Sprintf("DICT lookup")
 	case audit.ActionGateway:

@@ -29,6 +29,7 @@ var pageFiles = []string{
 	"error.html",
 	"sifen_document.html",
 	"sifen_documents.html",
+	"sifen_override.html",
 }
 
 // page is the data of one page template: a typed struct per page.

@@ -78,11 +78,14 @@ func (s *Server) routes() []route {
 		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, probe: true, handle: s.checkReady},
 
 		// SIFEN documents (sifen.go): the list with the upload form, one
-		// document, and its Send to SIFEN button.
+		// document, its Send to SIFEN button, and the override of SIFEN's
+		// 48 hours for a document left sending (override.go).
 		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, handle: s.listDocuments},
 		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, handle: s.showDocument},
 		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, handle: s.sendDocument},
+		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, handle: s.confirmOverride},
+		{name: "overrideDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenOverride, handle: s.overrideDocument},
 		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.

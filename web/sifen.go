@@ -35,6 +35,9 @@ type SifenSender interface {
 	Send(ctx context.Context, ids ...int64) (sifen.LotSend, error)
 	// FitLot says how many of ids, from the first, fit in one lot message.
 	FitLot(ctx context.Context, ids []int64) (int, error)
+	// Override asks SIFEN for a document left sending and, on 0420, makes
+	// it sendable again before SIFEN's 48 hours.
+	Override(ctx context.Context, id int64) (sifen.Overridden, error)
 }
 
 var _ SifenSender = (*sifen.Sender)(nil)
@@ -158,6 +161,9 @@ type documentView struct {
 
 	URL     string
 	SendURL string
+	// OverrideURL is the confirmation page of the override of SIFEN's 48
+	// hours, for a document left in sending.
+	OverrideURL string
 }
 
 // newDocumentView renders d for a page in tr's language (the statuses,
@@ -187,6 +193,9 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 	}
 	if len(d.LotHash) > 16 {
 		v.LotHash = d.LotHash[:16]
+	}
+	if d.Status == sifen.StatusSending {
+		v.OverrideURL = s.path("overrideConfirm", "id", id)
 	}
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		v.Wait = tr.Sprintf("retry in %s", waitText(wait))

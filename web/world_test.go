@@ -51,6 +51,8 @@ type sifenConfig struct {
 	sim    sifensim.Config
 	// fake replaces the SifenSender the server gets.
 	fake web.SifenSender
+	// front, when set, stands between the sender and the simulator.
+	front func(sim http.Handler) http.Handler
 }
 
 // withSifen gives the server the documents pages over a real sender.
@@ -108,7 +110,11 @@ func (e *env) attachSims(t testing.TB, s *web.Server) {
 		cfg.Logger = testLogger(t)
 		sim, err := sifensim.NewServer(cfg)
 		require.NoError(t, err)
-		ts := httptest.NewServer(sim)
+		var h http.Handler = sim
+		if e.sifenCf.front != nil {
+			h = e.sifenCf.front(sim)
+		}
+		ts := httptest.NewServer(h)
 		t.Cleanup(ts.Close)
 		e.sim, e.simURL = sim, ts.URL
 		client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: ts.URL + "/{env}", Timeout: 10 * time.Second})

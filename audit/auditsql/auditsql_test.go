@@ -82,6 +82,7 @@ func TestAuditRecordRefusesBadEntries(t *testing.T) {
 		want error
 	}{
 		{"ResetWithoutReason", audit.Entry{User: "ana", Action: audit.ActionReset, Target: "P/prod/a", Reason: "  "}, audit.ErrReasonRequired},
+		{"OverrideWithoutReason", audit.Entry{User: "ana", Action: audit.ActionSifenOverride, Target: "12"}, audit.ErrReasonRequired},
 		{"NoUser", audit.Entry{Action: audit.ActionSifenSend}, audit.ErrInvalid},
 		{"UnknownAction", audit.Entry{User: "ana", Action: "drop-table"}, audit.ErrInvalid},
 	}

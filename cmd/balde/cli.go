@@ -75,6 +75,7 @@ func commands() []Command {
 		{"dict-reconcile", "lower local DICT buckets to the DICT's GET /policies/ state", runDictReconcile},
 		{"serve", "run the web app: admin pages, /api, /metrics, /healthz", runServe},
 		{"gateway", "run a throttled proxy in front of the DICT for clients in any language (gateway dict)", runGateway},
+		{"sifen-override", "ask SIFEN about a document left sending; on 0420 make it sendable again (audited)", runSifenOverride},
 		{"sifen-send", "send DE and lot XML files to SIFEN through the throttle", runSifenSend},
 		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
 		{"buckets", "list, show or reset buckets (the admin page in the terminal)", runBuckets},

@@ -118,6 +118,10 @@ func TestHelpExamplesRun(t *testing.T) {
 			continue // hidden (__complete)
 		}
 		t.Run(c.Name, func(t *testing.T) {
+			if c.Name == "sifen-override" {
+				// Document 1, left sending: run before sifen-send's example imports any.
+				seedSendingDocument(t, db, sifenSim.URL, clock)
+			}
 			code, help, _ := runIn(context.Background(), clock, "", nil, c.Name, "--help")
 			require.Equal(t, ExitOK, code)
 			_, examples, ok := strings.Cut(help, "Example:\n")

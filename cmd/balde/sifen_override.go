@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/settings"
+	"github.com/balde-throttle/balde/sifen"
+)
+
+// runSifenOverride is "balde sifen-override": the documents page's
+// override of SIFEN's 48 hours in the terminal (docs/decisions/0210). It
+// shows the document and the risk, asks for confirmation unless --yes, and
+// asks SIFEN by CDC (balde.Engine.OverrideSifen): only SIFEN's 0420 makes
+// the document a draft again, sent by the normal send path (sifen-send, the
+// Send button). It is recorded in the audit trail as cli:ACTOR with the
+// reason. Exit 0: overridden; 1: refused (SIFEN has the DE: 0422, another
+// answer or none, not confirmed, the document not left in sending); 2: bad
+// input, nothing asked.
+func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return UsageError("%v", err)
+	}
+	fs := m.newFlagSet("sifen-override",
+		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
+		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1")
+	cfg.addStoreFlags(fs)
+	cfg.addSifenFlags(fs)
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "who overrides, recorded in the audit trail as cli:ACTOR (default $USER@hostname, or \"cli\" without $USER)")
+	reason := fs.String("reason", "", "why (required), recorded in the audit trail")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return UsageError("sifen-override: want one DOCUMENT_ID (see balde sifen-override --help)")
+	}
+	id, perr := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if perr != nil || id < 1 {
+		return UsageError("sifen-override: document id %q: want a positive number", fs.Arg(0))
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return UsageError("sifen-override: --reason is required (it is recorded in the audit trail)")
+	}
+	if strings.TrimSpace(*actor) == "" {
+		return UsageError("sifen-override: --actor is empty")
+	}
+	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
+		return err
+	}
+	if cfg.SifenURL == "" {
+		return UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
+	}
+	if err := requireDatabase(cfg.DB); err != nil {
+		return err
+	}
+	client, err := sifenClient(cfg, cfg.SifenURL)
+	if err != nil {
+		return err
+	}
+	sc := cfg.SifenConfig(client)
+	eng, err := openEngine(ctx, cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+
+	tr := m.printer()
+	d, err := eng.Sifen().Get(ctx, id)
+	if errors.Is(err, sifen.ErrNotFound) {
+		return UsageError("sifen-override: no document %d", id)
+	} else if err != nil {
+		return err
+	}
+	if !*yes {
+		fmt.Fprintf(m.Stdout, "%s\nCDC %s\n%s\n\n", tr.Sprintf("Document %d (RUC %s, %s) was left in sending by a send without answer (%s). balde keeps it unsendable until SIFEN answers for it, and after SIFEN's 0420 (not found) until that send is 48 hours old: DNIT says the processing of a lot takes 1 to 24 hours.",
+			d.ID, d.RUC.String(), string(d.Env), tr.Time(d.ClaimedAt)), d.CDC,
+			tr.Sprintf("Risk: SIFEN may still be processing the first send. If it is, the document reaches SIFEN twice: the second send is rejected as a duplicate CDC, or its lot is not queued (0301) and the RUC is blocked."))
+		fmt.Fprint(m.Stdout, tr.Sprintf("Ask SIFEN about document %d now and, if it answers 0420, make it sendable again, as %s? [y/N] ", id, strconv.Quote(*actor)))
+		answer, err := report.ReadAnswer(ctx, m.Stdin)
+		if err != nil {
+			fmt.Fprintln(m.Stdout)
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("sifen-override: cancelled: document %d unchanged", id)}
+		}
+		if !report.Confirmed(answer) {
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("sifen-override: not confirmed: document %d unchanged", id)}
+		}
+	}
+	o, err := eng.OverrideSifen(ctx, id, *actor, *reason)
+	switch {
+	case errors.Is(err, balde.ErrNoReason):
+		return UsageError("sifen-override: --reason is required (it is recorded in the audit trail)")
+	case err != nil:
+		return fmt.Errorf("sifen-override: %w", err)
+	case !o.Done:
+		return fmt.Errorf("sifen-override: %s", o.Refusal())
+	}
+	fmt.Fprintln(m.Stdout, tr.Sprintf("document %d: SIFEN answered %s (%s): a draft again, sendable now by the normal send (by %s)", id, o.Code, o.Message, *actor))
+	return nil
+}

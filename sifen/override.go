@@ -1,0 +1,104 @@
+package sifen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Overridden is what Sender.Override did with a document left in
+// "sending": SIFEN's answer to siConsDE asked at that moment, and the
+// document's status after it.
+type Overridden struct {
+	DocumentID int64
+	CDC        string
+	// Code and Message are SIFEN's dCodRes and dMsgRes.
+	Code, Message string
+	// Done: SIFEN answered 0420, and the document is a draft again,
+	// sendable by the normal send path before NotFoundAfter.
+	Done bool
+	// AuthNumber is the dProtAut of a 0422: SIFEN has the DE, the document
+	// is approved with it, and nothing was overridden.
+	AuthNumber string
+	// Status is the document's status after the override.
+	Status Status
+}
+
+// Refusal says, when Done is false, why nothing was overridden: SIFEN has
+// the DE (0422), with its authorisation number.
+func (o Overridden) Refusal() string {
+	if o.Done {
+		return ""
+	}
+	return fmt.Sprintf("SIFEN has the DE of document %d (%s %s, dProtAut %s): it is approved, and nothing was overridden",
+		o.DocumentID, o.Code, o.Message, o.AuthNumber)
+}
+
+// Override makes a document that a send without answer left in "sending"
+// sendable again before NotFoundAfter, on an operator's decision
+// (docs/decisions/0210). It asks SIFEN by CDC (siConsDE) at that moment,
+// through the Sender's client, as Resolve does:
+//
+//   - 0420 (not found): the document becomes a draft (Done). SIFEN may
+//     still process the first send's lot (DNIT: 1 to 24 h): the caller
+//     has told the operator so, and records who, when and why.
+//   - 0422 (found): SIFEN's answer is newer than the stored state: the
+//     document is approved with its dProtAut, and nothing is overridden
+//     (not Done, with the AuthNumber).
+//
+// Nothing changes on any other answer, or none: another code wraps
+// ErrRemote, no answer ErrNoResponse. The document must be in "sending",
+// claimed at least InFlightFor ago (no send of it can still be on the
+// wire), else ErrNotSendable, asking SIFEN nothing; ErrNotFound when there
+// is no such document. The RUC's gate is not touched: the next send waits
+// its interval and blocks as any other.
+func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
+	d, err := s.Get(ctx, id)
+	if err != nil {
+		return Overridden{}, err
+	}
+	now := s.clock()
+	switch {
+	case d.Status != StatusSending:
+		return Overridden{}, fmt.Errorf("%w: document %d is %s: only a document left in sending by a send without answer waits for SIFEN's 48 hours",
+			ErrNotSendable, d.ID, d.Status)
+	case now.Sub(d.ClaimedAt) < s.cfg.InFlightFor:
+		return Overridden{}, fmt.Errorf("%w: document %d is being sent now (claimed %s ago): try again once its send is %s old",
+			ErrNotSendable, d.ID, now.Sub(d.ClaimedAt).Round(time.Second), s.cfg.InFlightFor)
+	}
+	resp, err := s.client.ConsultaDE(ctx, d.Env, d.CDC)
+	switch {
+	case err != nil && ctx.Err() == nil && !errors.Is(err, ErrRemote):
+		return Overridden{}, fmt.Errorf("%w: document %d: %w; nothing was overridden", ErrNoResponse, d.ID, err)
+	case err != nil:
+		return Overridden{}, fmt.Errorf("document %d: %w; nothing was overridden", d.ID, err)
+	}
+	o := Overridden{DocumentID: d.ID, CDC: d.CDC, Code: resp.Code, Message: resp.Message}
+	var st Settle
+	now = s.clock()
+	switch resp.Code {
+	case CodeDENotFound:
+		o.Done, o.Status = true, StatusDraft
+		st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
+			Message: fmt.Sprintf("sendable again by an operator's override before the %.0f h (the audit trail says who and why): SIFEN answered %s (%s) at %s; if SIFEN still processes the first send, it may get the DE twice",
+				s.cfg.NotFoundAfter.Hours(), resp.Code, resp.Message, now.UTC().Format("2006-01-02 15:04 MST"))}
+	case CodeDEFound:
+		o.AuthNumber, o.Status = resp.AuthNumber(), StatusApproved
+		st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved, AuthNumber: o.AuthNumber,
+			Message: "found at SIFEN when an override was asked: " + resp.Code + " " + resp.Message}
+	default:
+		return Overridden{}, fmt.Errorf("%w: document %d: siConsDE answered %s %s; nothing was overridden", ErrRemote, d.ID, resp.Code, resp.Message)
+	}
+	n, err := s.docs.Release(ctx, Release{IDs: []int64{d.ID}, Token: d.Claim, Env: d.Env, Hash: d.LotHash, St: st, Now: now})
+	if err != nil {
+		return Overridden{}, err
+	}
+	if n != 1 {
+		return Overridden{}, fmt.Errorf("%w: document %d changed while SIFEN was asked (settled by another process); nothing was overridden", ErrNotSendable, d.ID)
+	}
+	s.logger.Info("override of a document left sending", slog.Int64("id", d.ID), slog.String("cdc", d.CDC),
+		slog.String("code", resp.Code), slog.String("status", string(o.Status)))
+	return o, nil
+}

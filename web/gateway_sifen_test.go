@@ -287,7 +287,8 @@ func anyClient(*http.Request) (string, bool) { return "test", true }
 func TestSifenGatewayRefusalsLeaveNoDraft(t *testing.T) {
 	for _, engine := range sqlstoretest.Engines {
 		t.Run(string(engine), func(t *testing.T) {
-			w := newRealSifenGatewayWorld(t, engine, time.Minute)
+			// An interval of 1 s at the gateway (800 ms at the simulator).
+			w := newIntervalSifenGatewayWorld(t, engine, time.Minute, time.Second, 800*time.Millisecond)
 			status, _, body := w.sendLot(t, sifentest.Docs("80069563", 1, 51)...)
 			require.Equal(t, http.StatusBadRequest, status, "%s", body)
 			require.Contains(t, string(body), "50")
@@ -308,10 +309,12 @@ func TestSifenGatewayRefusalsLeaveNoDraft(t *testing.T) {
 			cancel()
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 
-			// Three lots of a RUC at once, held at most 450 ms with an
-			// interval of 300 ms: the first goes, the second after the
-			// interval, the third's hold runs out in line.
-			short := w.newGateway(t, 450*time.Millisecond)
+			// Three lots of a RUC at once, held at most 1.9 s with an
+			// interval of 1 s from the previous lot's answer: the first
+			// goes, the second after the interval (0.9 s left for the
+			// first lot's answer on a loaded machine), the third's hold
+			// runs out in line (it could go 2 s after the first at best).
+			short := w.newGateway(t, 1900*time.Millisecond)
 			var mu sync.Mutex
 			statuses := map[int]int{}
 			var wg sync.WaitGroup

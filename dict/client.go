@@ -135,7 +135,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		verifier:    cfg.Verifier,
 		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}},
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,

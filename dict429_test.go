@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -410,4 +411,37 @@ func TestGatewayRemote429AttributedFromAReadingAfterIt(t *testing.T) {
 		require.LessOrEqual(t, e.local(t, dict.PolicyEntriesReadParticipantAntiscan, attributionISPB).Tokens, int64(0),
 			"the late answer raised nothing")
 	})
+}
+
+// A DICT that is not a simulator, without a Verifier, is logged at Error
+// and exported as balde_dict_answers_unverified 1 (decision 0181); a
+// simulator on loopback is not.
+func TestUnverifiedDICTIsLoudAndMetered(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want float64
+	}{
+		{"https://dict.pi.rsfn.net.br:16422", 1},
+		{"http://127.0.0.1:1", 0},
+	} {
+		var logs strings.Builder
+		m := web.NewMetrics()
+		eng, err := balde.Open(context.Background(), balde.Config{
+			DB: sqlstoretest.DSN(t, sqlstore.SQLite), Migrate: true, Observer: m,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			Dict:   &balde.DictConfig{BaseURL: tt.url, Participant: attributionISPB},
+		})
+		require.NoError(t, err)
+		require.NoError(t, eng.Close(context.Background()))
+		families, err := m.Registry.Gather()
+		require.NoError(t, err)
+		got := -1.0
+		for _, f := range families {
+			if f.GetName() == "balde_dict_answers_unverified" {
+				got = f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		require.Equal(t, tt.want, got, tt.url)
+		require.Equal(t, tt.want == 1, strings.Contains(logs.String(), "NOT verified"), "%s: %s", tt.url, logs.String())
+	}
 }

@@ -11,9 +11,21 @@ import (
 // one the DICT last reported for participant (recorded by a
 // reconciliation or a client that learns it), so that a tool that does
 // not ask the DICT itself grades and shows the categorised buckets as
-// serve does. With none recorded the catalog is unchanged (its configured
-// category, else the strictest).
+// serve does. An empty participant (a tool run without
+// BALDE_DICT_PARTICIPANT) restores the category of the one participant
+// recorded in the catalog's env. With none recorded, or several and none
+// named, the catalog is unchanged (its configured category, else the
+// strictest).
 func (e *Engine) RestoreDictCategory(ctx context.Context, participant string) error {
+	if participant == "" {
+		learned, err := e.records.LearnedCategories(ctx, e.catalog.Env())
+		if err != nil || len(learned) != 1 {
+			return err
+		}
+		for _, category := range learned {
+			return e.catalog.SetCategory(category)
+		}
+	}
 	category, _, ok, err := e.records.LearnedCategory(ctx, e.catalog.Env(), participant)
 	if err != nil || !ok {
 		return err

@@ -20,7 +20,7 @@ import (
 // the throttled client of every DICT call balde makes, over the engine's
 // limiter, catalog and lookup records.
 type DictConfig struct {
-	// BaseURL is the DICT's address (https://dict.pi.rsfn.net.br:16522),
+	// BaseURL is the DICT's address (https://dict.pi.rsfn.net.br:16422),
 	// PoliciesURL that of GET /policies/ when it has its own host ("":
 	// BaseURL), Participant this participant's ISPB. BaseURL and
 	// Participant are required.
@@ -120,6 +120,21 @@ func (e *Engine) learnCategory(ctx context.Context, client *dict.Client) error {
 		e.logger.Info("dict: category", slog.String("category", learned.Category), slog.String("source", learned.Source))
 	}
 	return nil
+}
+
+// warnUnverified logs at Error, and sets balde_dict_answers_unverified,
+// when cfg takes the answers of a DICT that is not a simulator without a
+// Verifier (decision 0181).
+func (e *Engine) warnUnverified(cfg DictConfig) {
+	u, err := url.Parse(cfg.BaseURL)
+	unverified := cfg.Verifier == nil && !cfg.Simulator && err == nil && !isLoopbackHost(u.Hostname())
+	if m := e.metrics(); m != nil {
+		m.SetDictUnverified(unverified)
+	}
+	if unverified {
+		e.logger.Error("dict: the DICT's answers are NOT verified: their XMLDSig signature is not checked (set BALDE_DICT_VERIFY_CERT, dict.XMLVerifier)",
+			slog.String("dict", cfg.BaseURL), slog.String("metric", "balde_dict_answers_unverified 1"))
+	}
 }
 
 // isLoopbackHost reports whether host is a loopback address.

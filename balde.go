@@ -288,6 +288,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			return nil, err
 		}
 		e.dictConfig = *cfg.Dict
+		e.warnUnverified(*cfg.Dict)
 	}
 	if sc := cfg.Sifen; sc != nil {
 		transport := sc.Transport

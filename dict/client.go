@@ -25,7 +25,7 @@ import (
 
 // ClientConfig configures NewClient.
 type ClientConfig struct {
-	// BaseURL is the DICT's address, e.g. https://dict.pi.rsfn.net.br:16522
+	// BaseURL is the DICT's address, e.g. https://dict.pi.rsfn.net.br:16422
 	// (APIPrefix is added to it).
 	BaseURL string
 	// Participant is this participant's ISPB (PI-RequestingParticipant).
@@ -94,7 +94,7 @@ type Signer interface {
 // lowers only the bucket the DICT says is empty (see Transport) for the
 // remote Retry-After. Safe for concurrent use.
 type Client struct {
-	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16522/api/v2
+	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16422/api/v2
 	policiesAPI string // the base of GET /policies/
 	participant string
 	signer      Signer
@@ -135,7 +135,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		verifier:    cfg.Verifier,
 		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}},
+		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cfg.Logger,

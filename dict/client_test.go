@@ -102,15 +102,20 @@ func TestSettleByStatus(t *testing.T) {
 	}{
 		// The hold (20 and 3) comes back whole: the DICT did not serve it.
 		{"InternalError500IsRefunded", &fakeDICT{status: 500}, false, 100, 50000, 0, 0, remoteStatus(500)},
-		// A 429 that names no bucket syncs the payer's only: one payer's 429
-		// never stops the participant (it was before: both went to 0).
-		{"RateLimited429SyncsOnlyThePayer", &fakeDICT{status: 429}, false, 0, 50000, 0, 0, remoteStatus(429)},
-		{"RateLimited429RetryAfterSeconds", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"}}, false, 0, 50000, 17 * time.Second, 0, remoteStatus(429)},
-		{"RateLimited429RetryAfterDate", &fakeDICT{status: 429, header: map[string]string{"Retry-After": throttletest.Epoch.Add(90 * time.Second).Format(http.TimeFormat)}}, false, 0, 50000, 90 * time.Second, 0, remoteStatus(429)},
+		// A 429 that names no bucket, with no reading of the participant's
+		// bucket after it (this DICT answers 429 to that too), lowers
+		// nobody: the payer and the participant wait out its Retry-After
+		// (decision 0180; before, the payer went to 0).
+		{"RateLimited429WithoutAReadingLowersNobody", &fakeDICT{status: 429}, false, 100, 50000, 0, 0, remoteStatus(429)},
+		{"RateLimited429RetryAfterSeconds", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"}}, false, 100, 50000, 17 * time.Second, 17 * time.Second, remoteStatus(429)},
+		{"RateLimited429RetryAfterDate", &fakeDICT{status: 429, header: map[string]string{"Retry-After": throttletest.Epoch.Add(90 * time.Second).Format(http.TimeFormat)}}, false, 100, 50000, 90 * time.Second, 90 * time.Second, remoteStatus(429)},
 		// Absurd Retry-After values are clamped, not lost (the year 9999
 		// overflowed blocked_until to a negative number before).
-		{"RateLimited429RetryAfterYear9999IsClamped", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}}, false, 0, 50000, dict.MaxRetryAfter, 0, remoteStatus(429)},
-		{"RateLimited429RetryAfterHugeSecondsIsClamped", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "99999999999999999999"}}, false, 0, 50000, dict.MaxRetryAfter, 0, remoteStatus(429)},
+		{"RateLimited429RetryAfterYear9999IsClamped", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}}, false, 100, 50000, dict.MaxRetryAfter, dict.MaxRetryAfter, remoteStatus(429)},
+		{"RateLimited429RetryAfterHugeSecondsIsClamped", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "99999999999999999999"}}, false, 100, 50000, dict.MaxRetryAfter, dict.MaxRetryAfter, remoteStatus(429)},
+		// A problem that names the payer's bucket syncs that one only.
+		{"RateLimited429NamingThePayer", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"}, body: problemXML(429, "RateLimited", dict.PolicyEntriesReadUserAntiscan+" is empty")},
+			false, 0, 50000, 17 * time.Second, 0, remoteStatus(429)},
 		// A problem that names the participant's bucket syncs that one only.
 		{"RateLimited429NamingTheParticipant", &fakeDICT{status: 429, header: map[string]string{"Retry-After": "17"},
 			body: `<problem xmlns="urn:ietf:rfc:7807"><type>https://dict.pi.rsfn.net.br/api/v2/error/RateLimited</type><title>Rate limited</title><status>429</status>` +

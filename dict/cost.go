@@ -22,6 +22,9 @@ type Meter struct {
 	// holds counts this process's requests in flight (nil: none counted,
 	// syncs take the DICT's number as it is).
 	holds *holds
+	// readings are the participant readings asked after remote 429s, one
+	// in flight per participant (nil: none asked).
+	readings *readings
 }
 
 // reservation is what reserve took: Reserved[i] tokens (the worst case)

@@ -84,7 +84,7 @@ func TestSettleInDoubtIsNotRepeated(t *testing.T) {
 func TestRemote429SyncedWhenTheSettleIsInDoubt(t *testing.T) {
 	// Transactions: 1 hold, 2 settle and sync (lost with its answer).
 	client, lim, payer := inDoubtClient(t, &fakeDICT{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "480"},
-		body: problemXML(429, "RateLimited", "")}, 2, false)
+		body: problemXML(429, "RateLimited", dict.PolicyEntriesReadUserAntiscan+" is empty")}, 2, false)
 
 	_, _ = client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: cpfPF})
 

@@ -143,8 +143,8 @@ func TestParticipantEmpty429LeavesThePJPayer(t *testing.T) {
 }
 
 // A burst of remote 429s naming no bucket asks the DICT for the
-// participant's bucket once (POLICIES_READ is limited): the others wait for
-// that answer. The participant is positive (40 tokens), so each payer is
+// participant's bucket at most twice (POLICIES_READ is limited): the 429s
+// share the reading sent after them, and lookups wait for it. The participant is positive (40 tokens), so each payer is
 // the one blamed.
 func TestBurstOf429sAsksForTheParticipantOnce(t *testing.T) {
 	var policies atomic.Int64
@@ -176,7 +176,10 @@ func TestBurstOf429sAsksForTheParticipantOnce(t *testing.T) {
 		})
 	}
 	waitGroupWithin(t, &wg, 30*time.Second)
-	require.Equal(t, int64(1), policies.Load(), "one GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN for the burst")
+	// A reading stands for the 429s that arrived before it was sent; those
+	// that arrived while it was on the wire share the next one.
+	require.LessOrEqual(t, policies.Load(), int64(2), "GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN for the burst")
+	require.GreaterOrEqual(t, policies.Load(), int64(1))
 	for i := range 10 {
 		payer := e.state(t, dict.PolicyEntriesReadUserAntiscan, makeCPF(i))
 		require.Equal(t, int64(0), payer.Tokens, "the participant is positive: the payer was the empty one")

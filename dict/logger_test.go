@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +46,7 @@ func TestBuiltWithoutALoggerLogsNowhere(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 
+	clock.Advance(time.Minute) // the first 429's Retry-After
 	c, err := dict.NewClient(dict.ClientConfig{BaseURL: "http://127.0.0.1:1", Participant: ispb, Limiter: lim, Catalog: catalog,
 		HTTPClient: &http.Client{Transport: remote429}, CategoryRecheck: -1})
 	require.NoError(t, err)

@@ -72,24 +72,25 @@ type Transport struct {
 
 	holdsOnce sync.Once
 	holds     *holds
+	readings  *readings
 	syncMu    sync.Mutex // see settleAfter429
-
-	// The participant's anti-scan bucket as GET /policies/{policy} last
-	// reported it (see participantBucket).
-	stateMu   sync.Mutex
-	stateCall *stateCall
-	stateLast *stateCall
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// meter returns t.Meter with its Holds (the Transport's own when the Meter
-// has none).
+// meter returns t.Meter with its holds and participant readings (the
+// Transport's own when the Meter has none: a Meter from Client.Meter
+// shares the client's).
 func (t *Transport) meter() Meter {
 	m := t.Meter
+	if m.holds == nil || m.readings == nil {
+		t.holdsOnce.Do(func() { t.holds, t.readings = &holds{}, &readings{} })
+	}
 	if m.holds == nil {
-		t.holdsOnce.Do(func() { t.holds = &holds{} })
 		m.holds = t.holds
+	}
+	if m.readings == nil {
+		m.readings = t.readings
 	}
 	return m
 }
@@ -151,6 +152,14 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 
 	rctx, stopReserve := reserveContext(req.Context())
+	if len(keys) > 1 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) {
+		// A 429 that named no bucket is being attributed: the reading
+		// asked after it settles the participant's bucket first.
+		if err := m.readings.await(rctx, participant); err != nil {
+			stopReserve()
+			return nil, d, op, fmt.Errorf("dict: %s: not sent: %w", rt.Op, err)
+		}
+	}
 	r, err := m.reserve(rctx, rt.Op, ref, keys...)
 	stopReserve()
 	if err != nil {
@@ -204,7 +213,6 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 				doc.Policies = append(doc.Policies, *doc.Policy)
 			}
 			t.learnCategory(ctx, participant, strings.TrimSpace(doc.Category))
-			t.noteParticipantBucket(doc.Policies)
 			if targets, _ := m.policyTargets(participant, doc.Policies, held, "GET /policies/ through the Transport"); held != nil && len(targets) > 0 {
 				if _, err := m.Limiter.Sync(ctx, targets...); err != nil {
 					t.logger().Error("dict: mirror not reconciled with GET /policies/", slog.Any("error", err))
@@ -327,10 +335,14 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 // settleAfter429 settles r as a 429 and, in the same transaction, lowers
 // only the bucket the DICT says is empty (the one its problem names), less
 // the holds of this process's other requests in flight, and blocks it for
-// the remote Retry-After. When it names none, a getEntry asks the DICT for
-// the participant's bucket (participantBucket) and blames the payer only
-// when that bucket is positive (decision 0067); any other operation blames
-// its one bucket.
+// the remote Retry-After. Any other operation than a getEntry blames its
+// one bucket. A getEntry's 429 that names none is evidence newer than any
+// reading (decision 0180): the participant's bucket is read after it
+// (participantBucket), and the payer is lowered only when that reading
+// shows the participant positive, the participant otherwise; both follow
+// the reading. Without one, nobody's balance is lowered: the payer and
+// the participant are blocked for the Retry-After, until a reading
+// settles it.
 func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
 	defer r.landed()
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
@@ -344,11 +356,12 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 		}
 	}
 	// Asked outside syncMu (a round trip); held leaves out what lands meanwhile.
+	attribute := len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1
 	participantKnown, available := false, int64(0)
 	held := m.holds.watch()
 	defer held.stop()
-	if len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1 {
-		available, participantKnown = t.participantBucket(ctx, req, keys[1], participant)
+	if attribute {
+		available, participantKnown = t.participantBucket(ctx, m, req, keys[1], participant)
 	}
 	// Under syncMu, a burst of 429s never counts a refund twice.
 	t.syncMu.Lock()
@@ -360,18 +373,26 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	for _, k := range named {
 		targets = append(targets, empty(k))
 	}
-	if len(targets) == 0 {
+	switch {
+	case len(targets) > 0:
+	case !attribute:
 		targets = []throttle.SyncTarget{empty(keys[0])}
-		if participantKnown {
-			pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
-			if available < 1 {
-				// The participant's bucket was the empty one: the payer
-				// is left as the DICT has it.
-				pt.BlockFor, pt.Ref = wait, ref
-				targets = nil
-			}
-			targets = append(targets, pt)
+	case !participantKnown:
+		// No reading after the 429: whichever bucket was empty, both
+		// wait out the Retry-After and keep their balances.
+		for _, k := range keys[:2] {
+			targets = append(targets, throttle.SyncTarget{Key: k, Tokens: throttle.MaxTokens, BlockFor: wait, Ref: ref})
 		}
+	default:
+		pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+		if available < 1 {
+			// The participant's bucket was the empty one: the payer
+			// is left as the DICT has it.
+			pt.BlockFor, pt.Ref = wait, ref
+		} else {
+			targets = append(targets, empty(keys[0]))
+		}
+		targets = append(targets, pt)
 	}
 	if t.settle(ctx, m, r, outcomeOf(http.StatusTooManyRequests), targets...) != nil {
 		// The sync alone, whatever became of the settle: a sync never
@@ -387,71 +408,104 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	}
 	m.Limiter.RemoteRefused("dict", targets[0].Key.Policy, "429") // balde_remote_refusals_total: the mirror drifted
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
-		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Duration("retry_after", wait))
+		slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Bool("participant_read", participantKnown),
+		slog.Duration("retry_after", wait))
 }
 
-// participantStateFresh is how long a GET /policies/ answer about the
-// participant's bucket stands for the next remote 429s (POLICIES_READ is
-// limited: a burst of 429s asks once).
-const participantStateFresh = time.Second
+// readingTimeout bounds a reading of the participant's bucket after a 429
+// (and the wait of the lookups it holds back).
+const readingTimeout = 10 * time.Second
 
-// stateCall is one GET /policies/{policy} about the participant's bucket.
-type stateCall struct {
+// readings coordinates the readings of a participant's anti-scan bucket
+// asked after remote 429s that named no bucket (decision 0180): a reading
+// stands only for the 429s that arrived before it was sent, at most one is
+// in flight per participant, and every Transport on one Meter (the
+// engine's client, the gateway, a Transport built on Client.Meter) shares
+// them. The zero value is ready; safe for concurrent use.
+type readings struct {
+	mu   sync.Mutex
+	seen uint64              // the 429s counted so far
+	busy map[string]*reading // per participant, the reading in flight
+}
+
+// reading is one GET /policies/{policy} about the participant's bucket.
+type reading struct {
+	after     uint64 // it stands for the 429s numbered up to after
 	done      chan struct{}
-	at        time.Time // when the answer arrived
 	available int64
 	ok        bool
 }
 
-// participantBucket returns the participant's anti-scan balance at the
-// DICT: the answer of a GET /policies/{policy} in flight, a fresh one, or
-// a new one (through t, charged to POLICIES_READ). ok is false without one.
-func (t *Transport) participantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
-	now := t.Meter.Limiter.Now()
-	t.stateMu.Lock()
-	if c := t.stateCall; c != nil {
-		t.stateMu.Unlock()
+// await returns once no reading of participant's bucket is in flight (or
+// with ctx's error): a lookup is not sent into the 429 being attributed.
+func (rs *readings) await(ctx context.Context, participant string) error {
+	if rs == nil {
+		return nil
+	}
+	for {
+		rs.mu.Lock()
+		c := rs.busy[participant]
+		rs.mu.Unlock()
+		if c == nil {
+			return nil
+		}
 		select {
 		case <-c.done:
-			return c.available, c.ok
-		case <-time.After(30 * time.Second):
-			return 0, false
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	if c := t.stateLast; c != nil && c.ok && now.Sub(c.at) < participantStateFresh && !now.Before(c.at) {
-		t.stateMu.Unlock()
-		return c.available, true
-	}
-	c := &stateCall{done: make(chan struct{})}
-	t.stateCall = c
-	t.stateMu.Unlock()
+}
 
-	c.available, c.ok = t.fetchParticipantBucket(ctx, orig, key, participant)
-	c.at = t.Meter.Limiter.Now()
-	t.stateMu.Lock()
-	t.stateCall = nil
-	if c.ok {
-		t.stateLast = c
+// participantBucket returns the participant's anti-scan balance at the
+// DICT as read after the 429 just answered: the reading in flight when it
+// was sent after that 429, else a new one once the one in flight ends
+// (through t, charged to POLICIES_READ). ok is false without one.
+func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
+	rs := m.readings
+	if rs == nil {
+		return 0, false
 	}
-	t.stateMu.Unlock()
+	deadline := time.NewTimer(readingTimeout)
+	defer deadline.Stop()
+	rs.mu.Lock()
+	rs.seen++
+	mine := rs.seen
+	for {
+		c := rs.busy[participant]
+		if c == nil {
+			break
+		}
+		rs.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-deadline.C:
+			return 0, false
+		}
+		if c.after >= mine {
+			return c.available, c.ok
+		}
+		rs.mu.Lock() // it was sent before this 429: ask again
+	}
+	c := &reading{after: rs.seen, done: make(chan struct{})}
+	if rs.busy == nil {
+		rs.busy = make(map[string]*reading)
+	}
+	rs.busy[participant] = c
+	rs.mu.Unlock()
+
+	fctx, cancel := context.WithTimeout(ctx, readingTimeout)
+	c.available, c.ok = t.fetchParticipantBucket(fctx, orig, key, participant)
+	cancel()
+	rs.mu.Lock()
+	delete(rs.busy, participant)
+	rs.mu.Unlock()
 	close(c.done)
 	return c.available, c.ok
 }
 
-// noteParticipantBucket keeps the participant's balance from any
-// GET /policies/ answer, for participantBucket.
-func (t *Transport) noteParticipantBucket(policies []Policy) {
-	for _, p := range policies {
-		if p.Name == PolicyEntriesReadParticipantAntiscan {
-			c := &stateCall{done: make(chan struct{}), at: t.Meter.Limiter.Now(), available: p.AvailableTokens, ok: true}
-			close(c.done)
-			t.stateMu.Lock()
-			t.stateLast = c
-			t.stateMu.Unlock()
-		}
-	}
-}
-
+// fetchParticipantBucket asks GET /policies/{key.Policy} (at t.PoliciesURL,
+// else orig's base URL) through t, charged to POLICIES_READ.
 func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	base := t.PoliciesURL
 	if base == "" {
@@ -470,16 +524,17 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	req.Header.Set("Accept", ContentTypeXML+", "+ContentTypeProblemXML)
 	resp, d, _, err := t.exchange(req)
 	if err != nil {
-		t.logger().Info("dict: participant bucket not checked after a remote 429", slog.Any("error", err))
+		t.logger().Warn("dict: participant bucket not read after a remote 429: the payer and the participant wait out its Retry-After", slog.Any("error", err))
 		return 0, false
 	}
 	if !d.Allowed {
-		t.logger().Info("dict: participant bucket not checked after a remote 429: POLICIES_READ empty locally",
+		t.logger().Warn("dict: participant bucket not read after a remote 429: POLICIES_READ empty locally",
 			slog.Duration("retry_after", d.RetryAfter))
 		return 0, false
 	}
 	var doc GetPolicyResponse
 	if resp.StatusCode != http.StatusOK || Decode(resp.Body, &doc) != nil || doc.Policy.Name != key.Policy {
+		t.logger().Warn("dict: participant bucket not read after a remote 429", slog.Int("status", resp.StatusCode))
 		return 0, false
 	}
 	return doc.Policy.AvailableTokens, true

@@ -152,7 +152,7 @@ while IFS= read -r line; do
   eval "cmd=(${rest%%|*})"; eval "environ=(${rest#*|})"
   port=$(freeport)
   over=(BALDE_DB="$db" BALDE_DICT_URL="http://127.0.0.1:$dictport" BALDE_DICT_PARTICIPANT=12345678
-        BALDE_SIFEN_URL="http://127.0.0.1:$sifenport/{env}" BALDE_DICT_CERT= BALDE_DICT_KEY= BALDE_DICT_CA=
+        BALDE_SIFEN_URL="http://127.0.0.1:$sifenport/{env}" BALDE_DICT_CERT= BALDE_DICT_KEY= BALDE_DICT_CA= BALDE_DICT_VERIFY_CERT=
         BALDE_SIFEN_CERT= BALDE_SIFEN_KEY= HOME=/data BALDE_DATA_DIR=/data)
   scheme=https
   for kv in "${environ[@]}"; do

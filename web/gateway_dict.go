@@ -32,7 +32,7 @@ type PaymentCreditor interface {
 
 // DictGatewayConfig configures NewDictGateway.
 type DictGatewayConfig struct {
-	// Target is the DICT's base URL (https://dict.pi.rsfn.net.br:16522);
+	// Target is the DICT's base URL (https://dict.pi.rsfn.net.br:16422);
 	// a request's path (/api/v2/…) and query are appended to it. Required.
 	Target string
 	// PoliciesURL is the base URL of GET /policies/ when it lives on its

@@ -61,6 +61,7 @@ type Metrics struct {
 
 	remoteRefusals *prometheus.CounterVec
 	buildInfo      *prometheus.GaugeVec
+	dictUnverified prometheus.Gauge
 
 	// scopeOf is the metric scope of a key (participant, payer, other).
 	scopeOf func(throttle.Key) string
@@ -162,6 +163,10 @@ func NewMetrics() *Metrics {
 			Name: "balde_build_info",
 			Help: "Always 1; the labels are balde's version and the Go version it was built with.",
 		}, []string{"version", "goversion"}),
+		dictUnverified: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "balde_dict_answers_unverified",
+			Help: "1 while this process takes the answers of a DICT that is not a simulator without verifying their signature (no BALDE_DICT_VERIFY_CERT, acknowledged with --dict-unverified); 0 otherwise.",
+		}),
 		scopeOf: MetricScopes(Scopes(dict.NewCatalog(""))),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "balde_http_requests_total",
@@ -186,7 +191,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
 		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
-		m.remoteRefusals, m.buildInfo,
+		m.remoteRefusals, m.buildInfo, m.dictUnverified,
 		m.httpRequests, m.httpDuration, m.gatewayRequests}
 }
 
@@ -269,6 +274,16 @@ func (m *Metrics) SetVersion(version string) *Metrics {
 	m.buildInfo.Reset()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	return m
+}
+
+// SetDictUnverified sets balde_dict_answers_unverified: 1 while the
+// answers of a DICT that is not a simulator are taken unverified.
+func (m *Metrics) SetDictUnverified(unverified bool) {
+	v := 0.0
+	if unverified {
+		v = 1
+	}
+	m.dictUnverified.Set(v)
 }
 
 // SetScope sets how the bucket gauges tell scopes apart: scope names a

@@ -112,7 +112,10 @@ func TestHelpExamplesRun(t *testing.T) {
 	writeFile(t, dir, "keys.csv", []byte("key\n"+strings.Join(foundKeys, "\n")+"\n"))
 	t.Chdir(dir)
 
-	replace := map[string]string{"--db": db, "--dict-url": dictSim.URL(), "--sifen-url": sifenSim.URL, "--addr": "127.0.0.1:0"}
+	// The DICT's URLs become the simulator's, and "$ISPB" the participant
+	// whose bucket the buckets example resets.
+	replace := map[string]string{"--db": db, "--dict-url": dictSim.URL(), "--dict-policies-url": dictSim.URL(), "--dict-participant": "12345678",
+		"--sifen-url": sifenSim.URL, "--addr": "127.0.0.1:0"}
 	for _, c := range commands() {
 		if c.Summary == "" {
 			continue // hidden (__complete)
@@ -131,6 +134,11 @@ func TestHelpExamplesRun(t *testing.T) {
 				env, args := exampleCommand(t, line)
 				if args == nil {
 					continue
+				}
+				for k := range env {
+					if strings.HasPrefix(k, "BALDE_DICT_") {
+						delete(env, k) // the real DICT's files: the simulator needs none
+					}
 				}
 				for i := 0; i+1 < len(args); i++ {
 					if v, ok := replace[args[i]]; ok {

@@ -34,7 +34,7 @@ func settingUsage(err error) error {
 func (c *Config) addStoreFlags(fs *flag.FlagSet) { c.AddFlags(fs, "db") }
 
 func (c *Config) addDictFlags(fs *flag.FlagSet) {
-	c.AddFlags(fs, "dict-url", "dict-policies-url", "dict-participant", "dict-category", "dict-env")
+	c.AddFlags(fs, "dict-url", "dict-policies-url", "dict-participant", "dict-category", "dict-env", "dict-unverified", "dict-sign-with-tls-key")
 }
 
 func (c *Config) addSifenFlags(fs *flag.FlagSet) {

@@ -25,7 +25,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	fs := m.newFlagSet("dict-lookup",
 		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
-		"balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16522 --payer 11144477735 --out results.csv keys.csv")
+		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
@@ -55,8 +55,8 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
 		return err
 	}
-	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
-		return UsageError("dict-lookup: --dict-participant: %v", err)
+	if err := settingUsage(cfg.CheckDictClient()); err != nil {
+		return err
 	}
 	if *payer != "" {
 		if err := dict.ValidatePayerID(*payer); err != nil {

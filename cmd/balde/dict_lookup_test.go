@@ -492,7 +492,7 @@ func TestDictLookupBadInput(t *testing.T) {
 
 	code, stdout, _ := runIn(context.Background(), nil, "", nil, "dict-lookup", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, stdout, "Example:\n  balde dict-lookup --dict-url")
+	require.Contains(t, stdout, "balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url")
 }
 
 // TestDictCategoryLearnedAtStart: until the DICT says otherwise the

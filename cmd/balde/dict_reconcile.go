@@ -16,7 +16,7 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("dict-reconcile", "dict-reconcile [--db DSN] [--dict-url URL] [--dict-participant ISPB] [--dict-category C] [--dict-env ENV] [--policies FILE]",
-		"balde dict-reconcile --dict-url https://dict.pi.rsfn.net.br:16522 --dict-participant 12345678 --db postgres://balde@127.0.0.1:5432/balde")
+		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-reconcile --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)
@@ -32,8 +32,8 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
 		return err
 	}
-	if err := dict.ValidateISPB(cfg.DictParticipant); err != nil {
-		return UsageError("dict-reconcile: --dict-participant: %v", err)
+	if err := settingUsage(cfg.CheckDictClient()); err != nil {
+		return err
 	}
 	dc := cfg.DictConfig(cfg.DictURL)
 	dc.LearnCategory = false // the reconciliation asks the DICT itself

@@ -127,5 +127,5 @@ func TestDictReconcileUsage(t *testing.T) {
 
 	code, helpOut, _ := run(t, nil, "dict-reconcile", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, helpOut, "Example:\n  balde dict-reconcile --dict-url")
+	require.Contains(t, helpOut, "balde dict-reconcile --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url")
 }

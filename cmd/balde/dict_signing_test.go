@@ -35,7 +35,8 @@ func writeCertPair(t *testing.T, dir, name string) (certFile, keyFile string) {
 }
 
 // TestDictSigningConfig: the DICT client signs with BALDE_DICT_SIGN_CERT
-// and _KEY, else with the TLS pair BALDE_DICT_CERT and _KEY, and checks
+// and _KEY, else, only with BALDE_DICT_SIGN_WITH_TLS_KEY, with the TLS
+// pair BALDE_DICT_CERT and _KEY (decision 0181), and checks
 // answers against BALDE_DICT_VERIFY_CERT; a half or a bad setting is a
 // usage error naming the variables.
 func TestDictSigningConfig(t *testing.T) {
@@ -55,12 +56,17 @@ func TestDictSigningConfig(t *testing.T) {
 		require.Nil(t, s)
 		require.Nil(t, v)
 	})
+	t.Run("TLSPairNotAskedFor", func(t *testing.T) {
+		s, _, err := dictSigning(parse(t, map[string]string{"BALDE_DICT_CERT": tlsCert, "BALDE_DICT_KEY": tlsKey}))
+		require.NoError(t, err)
+		require.Nil(t, s, "the TLS pair signs only when asked to")
+	})
 	for _, tt := range []struct {
 		name       string
 		env        map[string]string
 		signedWith string // the certificate a verifier must trust
 	}{
-		{"TLSPair", map[string]string{"BALDE_DICT_CERT": tlsCert, "BALDE_DICT_KEY": tlsKey, "BALDE_DICT_VERIFY_CERT": tlsCert}, tlsCert},
+		{"TLSPair", map[string]string{"BALDE_DICT_CERT": tlsCert, "BALDE_DICT_KEY": tlsKey, "BALDE_DICT_VERIFY_CERT": tlsCert, "BALDE_DICT_SIGN_WITH_TLS_KEY": "on"}, tlsCert},
 		{"OwnPair", map[string]string{"BALDE_DICT_CERT": tlsCert, "BALDE_DICT_KEY": tlsKey,
 			"BALDE_DICT_SIGN_CERT": signCert, "BALDE_DICT_SIGN_KEY": signKey, "BALDE_DICT_VERIFY_CERT": signCert}, signCert},
 	} {

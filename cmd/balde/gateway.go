@@ -58,7 +58,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		addr = v
 	}
 	fs := m.newFlagSet("gateway dict", "gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
-		"balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16522 --dict-participant 12345678")
+		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"")
 	noAuth := cfg.addGatewayFlags(fs, &addr, "BALDE_GATEWAY_ADDR")
 	cfg.addDictFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -71,6 +71,9 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		return UsageError("gateway dict: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
 	}
 	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
+		return err
+	}
+	if err := settingUsage(cfg.CheckDictClient()); err != nil {
 		return err
 	}
 	if err := settings.CheckListenAddr(addr); err != nil {
@@ -99,7 +102,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		return UsageError("gateway dict: %v", errors.Unwrap(err))
 	}
 	return serveGateway(ctx, m, e, cfg, addr, api, access, func(at string) string {
-		return fmt.Sprintf("DICT gateway on %s://%s in front of %s (participant %s)", access.scheme(), at, cfg.DictURL, cfg.DictParticipant)
+		return fmt.Sprintf("DICT gateway on %s://%s in front of %s (participant %s)", access.scheme(), at, cfg.DictURL, cfg.Participant())
 	})
 }
 

@@ -29,7 +29,9 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
-		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db")
+		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
+			"  BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem "+
+			"BALDE_ADMIN_PASSWORD=... balde serve --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde")
 	cfg.addStoreFlags(fs)
 	cfg.addWebFlags(fs)
 	cfg.addDictFlags(fs)
@@ -47,6 +49,9 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
+		return err
+	}
+	if err := settingUsage(cfg.CheckDictClient()); err != nil {
 		return err
 	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {

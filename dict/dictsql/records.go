@@ -152,6 +152,29 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 	return row.Category, time.Unix(0, row.UpdatedAt).UTC(), true, nil
 }
 
+// LearnedCategories returns the category recorded for each participant in
+// env.
+func (r *Records) LearnedCategories(ctx context.Context, env string) (map[string]string, error) {
+	var rows []struct {
+		Participant string `db:"participant"`
+		Category    string `db:"category"`
+	}
+	err := r.selectAll(ctx, &rows, r.read.Rebind(`
+		SELECT
+			participant,
+			category
+		FROM balde_dict_participants
+		WHERE env = ?`), env)
+	if err != nil {
+		return nil, fmt.Errorf("dictsql: load categories: %w", storeError(err))
+	}
+	out := make(map[string]string, len(rows))
+	for _, row := range rows {
+		out[row.Participant] = row.Category
+	}
+	return out, nil
+}
+
 // SaveCategory records participant's category in env.
 func (r *Records) SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error {
 	_, err := r.exec(ctx, r.db.Rebind(`

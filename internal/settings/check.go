@@ -2,7 +2,9 @@ package settings
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
@@ -65,16 +67,96 @@ func (c Settings) CheckDictURLs() error {
 	return nil
 }
 
+// SimulatorParticipant is the ISPB a simulator's client uses when
+// DictParticipant is unset: the DICT simulator answers any participant.
+// It is never used against another DICT (CheckDictLive).
+const SimulatorParticipant = "12345678"
+
+// DictIsSimulator reports whether DictURL is a simulator: unset (serve
+// starts its own) or on a loopback address.
+func (c Settings) DictIsSimulator() bool {
+	if c.DictURL == "" {
+		return true
+	}
+	u, err := url.Parse(c.DictURL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// Participant is this participant's ISPB: DictParticipant, else
+// SimulatorParticipant against a simulator ("" otherwise).
+func (c Settings) Participant() string {
+	if c.DictParticipant == "" && c.DictIsSimulator() {
+		return SimulatorParticipant
+	}
+	return c.DictParticipant
+}
+
+// DictPolicies is the base URL of GET /policies/: DictPoliciesURL, else
+// DictURL against a simulator, else DictURL's host renamed as the DICT's
+// public spec names its policies host (dict… → dict-ratelimit…, same
+// scheme, port and path: https://dict.pi.rsfn.net.br:16422 →
+// https://dict-ratelimit.pi.rsfn.net.br:16422). "" when it cannot be
+// derived.
+func (c Settings) DictPolicies() string {
+	if c.DictPoliciesURL != "" || c.DictIsSimulator() {
+		return c.DictPoliciesURL
+	}
+	u, err := url.Parse(c.DictURL)
+	if err != nil {
+		return ""
+	}
+	first, rest, _ := strings.Cut(u.Hostname(), ".")
+	suffix, ok := strings.CutPrefix(first, "dict")
+	if !ok || suffix != "" && suffix != "-h" || rest == "" {
+		return ""
+	}
+	host := "dict-ratelimit" + suffix + "." + rest
+	if port := u.Port(); port != "" {
+		host = net.JoinHostPort(host, port)
+	}
+	u.Host = host
+	return u.String()
+}
+
+// CheckDictLive says what a DICT that is not a simulator needs and the
+// settings lack, before anything is opened or sent (decision 0181): the
+// participant's ISPB, GET /policies/'s host when DictURL's cannot be
+// renamed as the spec names it, and the certificate the DICT's answers are
+// verified with (or DictUnverified). Each is a *Error naming the variable
+// and its flag.
+func (c Settings) CheckDictLive() error {
+	if c.DictIsSimulator() {
+		return nil
+	}
+	switch {
+	case c.DictParticipant == "":
+		return errorf("BALDE_DICT_PARTICIPANT (--dict-participant) is not set: this participant's ISPB (8 digits) is required against the DICT at %s", c.DictURL)
+	case c.DictPolicies() == "":
+		return errorf("BALDE_DICT_POLICIES_URL (--dict-policies-url) is not set: GET /policies/ has its own host, and %s is not a dict… host it can be derived from", c.DictURL)
+	case c.DictVerifyCert == "" && !c.DictUnverified:
+		return errorf("BALDE_DICT_VERIFY_CERT is not set: the DICT's signed answers would go unverified; set it to the DICT's signing certificate (or its CA), or acknowledge with --dict-unverified (BALDE_DICT_UNVERIFIED=on)")
+	}
+	return nil
+}
+
 // DictSigning returns the DICT client's Signer and Verifier as configured,
 // each nil when not configured: the signing pair is DictSignCert and
-// DictSignKey, else the TLS pair DictCert and DictKey; the verifier trusts
-// DictVerifyCert. A pair that cannot be read, is not RSA or does not match
-// is a *Error naming the variables.
+// DictSignKey, else, with DictSignWithTLSKey, the TLS pair DictCert and
+// DictKey; the verifier trusts DictVerifyCert. A pair that cannot be read,
+// is not RSA or does not match is a *Error naming the variables.
 func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	var signer dict.Signer
 	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
-	if certFile == "" && keyFile == "" {
-		certFile, keyFile, vars = c.DictCert, c.DictKey, "BALDE_DICT_CERT/BALDE_DICT_KEY"
+	if certFile == "" && keyFile == "" && c.DictSignWithTLSKey {
+		certFile, keyFile, vars = c.DictCert, c.DictKey, "BALDE_DICT_CERT/BALDE_DICT_KEY (--dict-sign-with-tls-key)"
+		if certFile == "" || keyFile == "" {
+			return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
+		}
 	}
 	switch {
 	case certFile == "" && keyFile == "":
@@ -99,13 +181,13 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 }
 
 // DictConfig is the DICT client's configuration from the settings, for
-// baseURL (the DICT or a simulator): the participant, the policies URL, the
-// TLS files, the signer and the verifier of DictSigning (left out when
-// DictSigning fails: check it first), learning the participant's category
-// at start.
+// baseURL (the DICT or a simulator): the participant (Participant), the
+// policies URL (DictPolicies), the TLS files, the signer and the verifier
+// of DictSigning (left out when DictSigning fails: check it first),
+// learning the participant's category at start.
 func (c Settings) DictConfig(baseURL string) balde.DictConfig {
 	signer, verifier, _ := c.DictSigning()
-	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPoliciesURL, Participant: c.DictParticipant,
+	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPolicies(), Participant: c.Participant(),
 		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: true}
 }
 

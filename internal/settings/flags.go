@@ -49,10 +49,16 @@ var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
 		fs.StringVar(&s.DictURL, "dict-url", s.DictURL, "DICT base URL (env BALDE_DICT_URL)")
 	},
 	"dict-policies-url": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictPoliciesURL, "dict-policies-url", s.DictPoliciesURL, "base URL of the DICT's GET /policies/ when it has its own host (default: --dict-url) (env BALDE_DICT_POLICIES_URL)")
+		fs.StringVar(&s.DictPoliciesURL, "dict-policies-url", s.DictPoliciesURL, "base URL of the DICT's GET /policies/, on its own host (default: derived from --dict-url as the DICT's spec names it, dict… → dict-ratelimit…; required for another host) (env BALDE_DICT_POLICIES_URL)")
 	},
 	"dict-participant": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictParticipant, "dict-participant", s.DictParticipant, "this participant's ISPB, 8 digits (env BALDE_DICT_PARTICIPANT)")
+		fs.StringVar(&s.DictParticipant, "dict-participant", s.DictParticipant, "this participant's ISPB, 8 digits; required against a DICT that is not a simulator (env BALDE_DICT_PARTICIPANT)")
+	},
+	"dict-unverified": func(s *Settings, fs *flag.FlagSet) {
+		fs.BoolVar(&s.DictUnverified, "dict-unverified", s.DictUnverified, "run against a DICT without BALDE_DICT_VERIFY_CERT: its answers are not verified (logged, balde_dict_answers_unverified 1) (env BALDE_DICT_UNVERIFIED=on)")
+	},
+	"dict-sign-with-tls-key": func(s *Settings, fs *flag.FlagSet) {
+		fs.BoolVar(&s.DictSignWithTLSKey, "dict-sign-with-tls-key", s.DictSignWithTLSKey, "sign DICT writes with the mutual-TLS pair BALDE_DICT_CERT/BALDE_DICT_KEY when BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY are unset (env BALDE_DICT_SIGN_WITH_TLS_KEY=on)")
 	},
 	"dict-category": func(s *Settings, fs *flag.FlagSet) {
 		fs.StringVar(&s.DictCategory, "dict-category", s.DictCategory, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)")

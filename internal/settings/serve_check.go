@@ -117,13 +117,16 @@ func CheckListenAddr(addr string) error {
 	return nil
 }
 
-// CheckDictClient says what is wrong with the DICT participant (an ISPB of
-// 8 digits), the client certificates (dict.NewTLSClient) or the signing
-// keys (DictSigning), before a DICT client is built; each is a
-// *Error.
+// CheckDictClient says what is wrong with the settings a DICT that is not a
+// simulator needs (CheckDictLive), the DICT participant (an ISPB of 8
+// digits), the client certificates (dict.NewTLSClient) or the signing
+// keys (DictSigning), before a DICT client is built; each is a *Error.
 func (s Settings) CheckDictClient() error {
-	if err := dict.ValidateISPB(s.DictParticipant); err != nil {
-		return errorf("--dict-participant: %v", err)
+	if err := s.CheckDictLive(); err != nil {
+		return err
+	}
+	if err := dict.ValidateISPB(s.Participant()); err != nil {
+		return errorf("BALDE_DICT_PARTICIPANT (--dict-participant): %v", err)
 	}
 	if s.DictCert != "" || s.DictKey != "" || s.DictCA != "" {
 		if _, err := dict.NewTLSClient(s.DictCert, s.DictKey, s.DictCA); err != nil {

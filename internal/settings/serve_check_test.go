@@ -94,6 +94,12 @@ func TestSettingsSifenClient(t *testing.T) {
 	require.Error(t, err)
 }
 
+// live sets what a DICT that is not a simulator needs: its URL, the
+// participant and the certificate of its answers.
+func live(s *settings.Settings) {
+	s.DictURL, s.DictParticipant, s.DictVerifyCert, s.DictUnverified = "https://dict.pi.rsfn.net.br:16422", "60701190", "", true
+}
+
 func TestSettingsCheckDictClient(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -101,7 +107,21 @@ func TestSettingsCheckDictClient(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", func(*settings.Settings) {}, ""},
-		{"bad ISPB", func(s *settings.Settings) { s.DictParticipant = "123" }, "--dict-participant: "},
+		{"bad ISPB", func(s *settings.Settings) { s.DictParticipant = "123" }, "BALDE_DICT_PARTICIPANT (--dict-participant): "},
+		{"simulator on loopback, no ISPB", func(s *settings.Settings) { s.DictURL = "http://127.0.0.1:8080/dict" }, ""},
+		// Against a DICT that is not a simulator nothing is assumed.
+		{"live, no ISPB", func(s *settings.Settings) { live(s); s.DictParticipant = "" },
+			"BALDE_DICT_PARTICIPANT (--dict-participant) is not set"},
+		{"live, policies host not derivable", func(s *settings.Settings) { live(s); s.DictURL = "https://dict-proxy.psp.example:8443" },
+			"BALDE_DICT_POLICIES_URL (--dict-policies-url) is not set"},
+		{"live, policies host given", func(s *settings.Settings) {
+			live(s)
+			s.DictURL, s.DictPoliciesURL = "https://dict-proxy.psp.example:8443", "https://ratelimit-proxy.psp.example:8443"
+		}, ""},
+		{"live, unverified", func(s *settings.Settings) { live(s); s.DictUnverified = false }, "BALDE_DICT_VERIFY_CERT is not set"},
+		{"live, unverified acknowledged", func(s *settings.Settings) { live(s); s.DictVerifyCert, s.DictUnverified = "", true }, ""},
+		{"live", live, ""},
+		{"signing with the TLS pair, no pair", func(s *settings.Settings) { s.DictSignWithTLSKey = true }, "--dict-sign-with-tls-key"},
 		{"missing certificate", func(s *settings.Settings) { s.DictCert, s.DictKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "DICT TLS: "},
 	}
 	for _, tt := range tests {
@@ -135,4 +155,40 @@ func TestCheckDatabase(t *testing.T) {
 	require.NoError(t, settings.CheckDatabase("postgres://balde@db.invalid/balde"), "PostgreSQL is not checked")
 	require.NoError(t, settings.CheckDatabase("sqlite://:memory:"))
 	require.Error(t, settings.CheckDatabase("mysql://nope"))
+}
+
+// GET /policies/ has its own host in the DICT's spec: dict… →
+// dict-ratelimit…, same scheme and port; a simulator keeps its own URL,
+// and a host that is not the DICT's derives nothing.
+func TestSettingsDictPolicies(t *testing.T) {
+	for _, tt := range []struct{ dict, given, want string }{
+		{"https://dict.pi.rsfn.net.br:16422", "", "https://dict-ratelimit.pi.rsfn.net.br:16422"},
+		{"https://dict-h.pi.rsfn.net.br:16522", "", "https://dict-ratelimit-h.pi.rsfn.net.br:16522"},
+		{"https://dict.pi.rsfn.net.br:16422", "https://limits.example:1", "https://limits.example:1"},
+		{"https://dictionary.example", "", ""},
+		{"http://127.0.0.1:8080/dict", "", ""},
+		{"", "", ""},
+	} {
+		s := settings.Default()
+		s.DictURL, s.DictPoliciesURL = tt.dict, tt.given
+		require.Equal(t, tt.want, s.DictPolicies(), "DICT %q, policies %q", tt.dict, tt.given)
+	}
+	s := settings.Default()
+	require.Empty(t, s.DictParticipant, "no example ISPB by default")
+	require.Equal(t, settings.SimulatorParticipant, s.Participant(), "the simulator's client")
+	s.DictURL = "https://dict.pi.rsfn.net.br:16422"
+	require.Empty(t, s.Participant(), "nothing assumed against the DICT")
+}
+
+// The mutual-TLS pair signs only when asked to (--dict-sign-with-tls-key):
+// before, it signed silently whenever the signing pair was unset.
+func TestSettingsSigningFallbackIsExplicit(t *testing.T) {
+	s := settings.Default()
+	s.DictCert, s.DictKey = "/nonexistent/cert.pem", "/nonexistent/key.pem"
+	signer, _, err := s.DictSigning()
+	require.NoError(t, err, "the TLS pair is not read for signing")
+	require.Nil(t, signer)
+	s.DictSignWithTLSKey = true
+	_, _, err = s.DictSigning()
+	require.ErrorContains(t, err, "BALDE_DICT_CERT/BALDE_DICT_KEY (--dict-sign-with-tls-key)")
 }

@@ -111,7 +111,7 @@ func (c Settings) Server(eng *balde.Engine) (*web.Server, AdminLogin, error) {
 	if err != nil {
 		return nil, login, err
 	}
-	s := eng.NewServer(c.DictParticipant)
+	s := eng.NewServer(c.Participant())
 	s.Admin = login.Credentials
 	s.Users = users
 	s.TrustedProxies = c.TrustedProxies

@@ -38,16 +38,18 @@ type Settings struct {
 	// Addr is where serve listens (--addr, BALDE_ADDR).
 	Addr string
 
-	// DictURL is the DICT's base URL, e.g. https://dict.pi.rsfn.net.br:16522
+	// DictURL is the DICT's base URL, e.g. https://dict.pi.rsfn.net.br:16422
 	// (--dict-url, BALDE_DICT_URL). Empty: serve starts the simulator.
 	DictURL string
-	// DictPoliciesURL is the base URL of the DICT's GET /policies/ when it
-	// lives on its own host (dict-ratelimit… in the public spec, e.g.
-	// https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1)
-	// (--dict-policies-url, BALDE_DICT_POLICIES_URL). Empty: DictURL.
+	// DictPoliciesURL is the base URL of the DICT's GET /policies/, which
+	// the public spec serves from its own host (dict-ratelimit… for
+	// dict…, e.g. https://dict-ratelimit.pi.rsfn.net.br:16422)
+	// (--dict-policies-url, BALDE_DICT_POLICIES_URL). Empty: derived from
+	// DictURL as the spec names it (DictPolicies), DictURL for a simulator.
 	DictPoliciesURL string
 	// DictParticipant is this participant's ISPB (--dict-participant,
-	// BALDE_DICT_PARTICIPANT).
+	// BALDE_DICT_PARTICIPANT). Required against a DICT that is not a
+	// simulator; empty against a simulator: SimulatorParticipant.
 	DictParticipant string
 	// DictCategory is the participant's category A..H until it is learned
 	// from the DICT (--dict-category, BALDE_DICT_CATEGORY); empty: the
@@ -60,15 +62,23 @@ type Settings struct {
 	DictCert, DictKey, DictCA string
 	// DictSignCert and DictSignKey are the PEM certificate and RSA key the
 	// DICT write requests are signed with (XMLDSig, dict.XMLSigner;
-	// BALDE_DICT_SIGN_CERT, BALDE_DICT_SIGN_KEY). Empty: DictCert and
-	// DictKey, the TLS pair. Without either, writes go unsigned only to a
-	// simulator on loopback.
+	// BALDE_DICT_SIGN_CERT, BALDE_DICT_SIGN_KEY). Empty: no signer (writes
+	// go unsigned only to a simulator on loopback), unless
+	// DictSignWithTLSKey.
 	DictSignCert, DictSignKey string
+	// DictSignWithTLSKey signs with the mutual-TLS pair (DictCert, DictKey)
+	// when DictSignCert and DictSignKey are unset (--dict-sign-with-tls-key,
+	// BALDE_DICT_SIGN_WITH_TLS_KEY=on).
+	DictSignWithTLSKey bool
 	// DictVerifyCert is a PEM file of the certificates the DICT's signed
 	// answers are checked against: its signing certificate, or the CA that
-	// issues it (dict.XMLVerifier; BALDE_DICT_VERIFY_CERT). Empty: answers
-	// are not verified.
+	// issues it (dict.XMLVerifier; BALDE_DICT_VERIFY_CERT). Required
+	// against a DICT that is not a simulator, unless DictUnverified.
 	DictVerifyCert string
+	// DictUnverified acknowledges that the DICT's answers go unverified
+	// without DictVerifyCert (--dict-unverified, BALDE_DICT_UNVERIFIED=on):
+	// logged at start and exported as balde_dict_answers_unverified 1.
+	DictUnverified bool
 
 	// SifenURL is the base URL of SIFEN (--sifen-url, BALDE_SIFEN_URL).
 	// Empty: serve starts the simulator.
@@ -215,7 +225,6 @@ func Default() Settings {
 	return Settings{
 		DB:              sqlstore.DefaultDSN,
 		Addr:            "127.0.0.1:8080",
-		DictParticipant: "12345678",
 		DictCategory:    "",
 		DictEnv:         dict.DefaultEnv,
 		SifenThrottle:   sifen.DefaultInterval,
@@ -317,6 +326,9 @@ func (c Settings) Jobs() balde.Jobs {
 	}
 }
 
+// onOff parses a switch: on, true, 1 or off, false, 0.
+var onOff = oneOf(map[string]bool{"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off")
+
 // envVar is one environment variable and how it sets its Config field.
 type envVar struct {
 	name string
@@ -341,6 +353,8 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_DICT_SIGN_CERT", setString(&c.DictSignCert)},
 		{"BALDE_DICT_SIGN_KEY", setString(&c.DictSignKey)},
 		{"BALDE_DICT_VERIFY_CERT", setString(&c.DictVerifyCert)},
+		{"BALDE_DICT_UNVERIFIED", setParsed(&c.DictUnverified, onOff)},
+		{"BALDE_DICT_SIGN_WITH_TLS_KEY", setParsed(&c.DictSignWithTLSKey, onOff)},
 		{"BALDE_SIFEN_URL", setString(&c.SifenURL)},
 		{"BALDE_SIFEN_CERT", setString(&c.SifenCert)},
 		{"BALDE_SIFEN_KEY", setString(&c.SifenKey)},
@@ -357,8 +371,7 @@ func (c *Settings) envVars() []envVar {
 			"on": false, "true": false, "1": false, "off": true, "false": true, "0": true}, "on or off"))},
 		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
 		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
-		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, oneOf(map[string]bool{
-			"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off"))},
+		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, onOff)},
 		{"BALDE_SEVERITY_THRESHOLDS", setParsed(&c.Thresholds, parseThresholds)},
 
 		// serve's web server: admin credential, trusted proxies, inbound

@@ -566,3 +566,24 @@ func TestBucketsResetCtrlCAtThePromptCancels(t *testing.T) {
 	go func() { _, _ = typed.Write([]byte("y\n")) }()
 	require.Equal(t, before, show(), "nothing changed")
 }
+
+// buckets --help lists the flags buckets reads, each default said once:
+// --actor's depends on $USER and is said in words only; the DICT's URLs,
+// which buckets never calls, are not offered.
+func TestBucketsHelpSaysEachDefaultOnce(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, map[string]string{"USER": ""}, "buckets", "--help")
+	require.Equal(t, ExitOK, code)
+	var actor string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "-actor string" {
+			actor = lines[i+1]
+		}
+	}
+	require.Contains(t, actor, `(default $USER@hostname, or "cli" without $USER)`)
+	require.Equal(t, 1, strings.Count(actor, "(default"), "one default on --actor: %q", actor)
+	require.NotContains(t, out, "-dict-url")
+	require.NotContains(t, out, "-dict-policies-url")
+	require.Contains(t, out, "-dict-category", "the category sets the DICT buckets' capacities")
+}

@@ -205,6 +205,7 @@ func TestBucketsListAndShow(t *testing.T) {
 }
 
 func TestBucketsReset(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)
@@ -352,6 +353,7 @@ func TestBucketsUsage(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)
@@ -442,6 +444,7 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 // found 0 ledger rows although they were within the retention. It lists
 // them all until they are older than the retention.
 func TestBucketsShowListsLedgerAfterPrune(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)

@@ -54,7 +54,7 @@ func holdSQLiteWriteLock(t *testing.T, path string) {
 	}
 	cmd := exec.Command(py, "-c", `
 import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
 c.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)
 time.sleep(3600)
@@ -75,8 +75,8 @@ time.sleep(3600)
 	select {
 	case ok := <-locked:
 		require.True(t, ok, "the lock holder did not take the lock")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the lock holder did not take the lock within 10 s")
+	case <-time.After(30 * time.Second): // python3's start on a busy machine
+		t.Fatal("the lock holder did not take the lock within 30 s")
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
 	t.Logf("pid %d holds the write lock of %s, stopped", cmd.Process.Pid, path)

@@ -8,9 +8,15 @@ LDFLAGS := -X main.Version=$(VERSION)
 
 .PHONY: run test test-under-load test-tools race bench bench-ab bench-peers lint build image image-context image-check fuzz soak reliability clean
 
-# The simulators keep their ports across restarts (8081 DICT, 8082 SIFEN).
-run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/balde serve --dict-sim-addr 127.0.0.1:8081 --sifen-sim-addr 127.0.0.1:8082
+# The simulators keep their ports across restarts, clear of the gateways'
+# defaults (8081 DICT, 8082 SIFEN): DICT_SIM_ADDR and SIFEN_SIM_ADDR move
+# them (make run DICT_SIM_ADDR=127.0.0.1:9091), as BALDE_DICT_SIM_ADDR and
+# BALDE_SIFEN_SIM_ADDR in the environment do. The binary is built first and
+# run in the foreground: Ctrl-C stops it cleanly, and make says nothing.
+DICT_SIM_ADDR  ?= $(or $(BALDE_DICT_SIM_ADDR),127.0.0.1:8091)
+SIFEN_SIM_ADDR ?= $(or $(BALDE_SIFEN_SIM_ADDR),127.0.0.1:8092)
+run: build
+	./bin/balde serve --dict-sim-addr $(DICT_SIM_ADDR) --sifen-sim-addr $(SIFEN_SIM_ADDR)
 
 # test-tools/ holds the third-party SIFEN tools some tests run (the DE
 # generator, signer and SOAP client, pinned by package-lock.json); without

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/storebound"
 )
 
 // Config holds a Limiter's settings. The zero value is usable.
@@ -333,8 +335,13 @@ func (l *Limiter) Reset(ctx context.Context, key Key, actor string) (BucketState
 
 // update runs apply in one store transaction with the limiter's ledger
 // granularity, then delivers the severity changes it caused.
+//
+// The write counts against ctx's request bound when it carries one
+// (internal/storebound): a write that spent it fails with
+// ErrStoreUnavailable, as one that waited out the store's own bound does.
 func (l *Limiter) update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
 	var changes []SeverityChange
+	exit := storebound.Enter(ctx)
 	err := l.store.Update(ctx, keys, credits, func(tx *Tx) error {
 		// Under group commit several operations share tx: keep only the
 		// transitions this one caused.
@@ -346,6 +353,10 @@ func (l *Limiter) update(ctx context.Context, keys []Key, credits []CreditRef, a
 		changes = slices.Clone(tx.changes[first:])
 		return nil
 	})
+	exit()
+	if err != nil && storebound.Spent(ctx) {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, storebound.ErrSpent)
+	}
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/storebound"
 )
 
 // GatewayClients are the clients a gateway serves, read from a file
@@ -265,7 +266,11 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	call := &gatewayCall{outcome: url.Values{}}
-	r = r.WithContext(context.WithValue(r.Context(), gatewayCallKey{}, call))
+	// One bound on the store writes of the whole request, its audit row
+	// included (docs/decisions/0190).
+	ctx, release := storebound.With(r.Context(), storebound.Request)
+	defer release()
+	r = r.WithContext(context.WithValue(ctx, gatewayCallKey{}, call))
 	if client, ok := a.authenticate(r); ok {
 		call.client = client
 		next(sw, r)
@@ -295,6 +300,12 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 		call.outcome.Set("error", call.message)
 	}
 	e := audit.Entry{User: "gateway:" + call.client, Action: audit.ActionGateway, Target: call.target, Outcome: call.outcome.Encode()}
+	if storebound.Spent(r.Context()) {
+		// The store did not answer within the request's bound: the row
+		// would wait on it again.
+		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", storebound.ErrSpent))
+		return
+	}
 	if _, err := a.audit.Record(context.WithoutCancel(r.Context()), e); err != nil {
 		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/balde-throttle/balde/internal/storebound"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -113,6 +114,11 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// One bound on the store writes of the whole request, this charge
+		// included (a Server behind keeps it; docs/decisions/0190).
+		ctx, release := storebound.With(r.Context(), storebound.Request)
+		defer release()
+		r = r.WithContext(ctx)
 		if err := in.limit(w, r, clientIPFrom(r, in.trusted, in.forwarded), in.mountedAdmin(r)); err != nil {
 			in.refused(w, r, err)
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/storebound"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 )
@@ -268,9 +269,12 @@ func (s *Server) Handler() (http.Handler, error) {
 	return http.HandlerFunc(s.serveMounted), nil
 }
 
-// serveMounted serves r relative to BasePath.
+// serveMounted serves r relative to BasePath, its store writes bounded
+// to storebound.Request in all (docs/decisions/0190).
 func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
-	s.router.ServeHTTP(w, s.relative(r))
+	ctx, release := storebound.With(r.Context(), storebound.Request)
+	defer release()
+	s.router.ServeHTTP(w, s.relative(r.WithContext(ctx)))
 }
 
 // relative returns r with its path relative to BasePath (r itself when

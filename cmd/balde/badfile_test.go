@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,13 +15,13 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
-// badFiles makes the two SQLite files of issue 23 that no command may use:
-// an empty (0-byte) one, and a copy of a database with 200 random bytes in
-// one of its data pages.
+// badFiles makes the SQLite files no command may use: an empty (0-byte)
+// one, and copies of a database cut or garbled the ways a bad copy or a
+// failing disk leaves one. want is in the one stderr line, with the path.
 var badFiles = []struct {
 	name string
 	make func(t *testing.T) string
-	want string // in the one stderr line
+	want string
 }{
 	{"EmptyFile", func(t *testing.T) string {
 		path := filepath.Join(t.TempDir(), "balde.db")
@@ -28,6 +29,31 @@ var badFiles = []struct {
 		return path
 	}, "is empty (0 bytes)"},
 	{"CorruptFile", sqlstoretest.CorruptSQLiteCopy, "fails SQLite's integrity check"},
+	{"TruncatedHalf", badCopy(func(b []byte) []byte { return b[:len(b)/2] }), "fails SQLite's integrity check"},
+	{"TruncatedInTheHeader", badCopy(func(b []byte) []byte { return b[:60] }), "fails SQLite's integrity check"},
+	{"GarbageHeader", badCopy(func(b []byte) []byte { return sqlstoretest.Garble(b, 0, 100) }), "fails SQLite's integrity check"},
+	{"GarbageSchemaPage", badCopy(func(b []byte) []byte { return sqlstoretest.Garble(b, 100, sqlstoretest.SQLitePage-100) }), "fails SQLite's integrity check"},
+	{"GarbagePages", badCopy(func(b []byte) []byte {
+		for p := 1; p < len(b)/sqlstoretest.SQLitePage; p += 7 {
+			sqlstoretest.Garble(b, p*sqlstoretest.SQLitePage, sqlstoretest.SQLitePage)
+		}
+		return b
+	}), "fails SQLite's integrity check"},
+	{"NotSQLite", func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "balde.db")
+		require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("balde is not this file\n", 400)), 0o644))
+		return path
+	}, "fails SQLite's integrity check"},
+}
+
+// badCopy makes a bad file out of a sound database's bytes.
+func badCopy(spoil func([]byte) []byte) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "balde.db")
+		require.NoError(t, os.WriteFile(path, spoil(sqlstoretest.SoundSQLiteFile(t)), 0o644))
+		return path
+	}
 }
 
 // TestEveryCommandRefusesABadFile runs every command that opens the
@@ -53,6 +79,7 @@ func TestEveryCommandRefusesABadFile(t *testing.T) {
 	}
 	for _, bad := range badFiles {
 		t.Run(bad.name, func(t *testing.T) {
+			t.Parallel()
 			path := bad.make(t)
 			sum := func() [32]byte {
 				b, err := os.ReadFile(path)
@@ -68,6 +95,7 @@ func TestEveryCommandRefusesABadFile(t *testing.T) {
 				code, _, errOut := runIn(ctx, nil, "+5561988880000\n", env, args...)
 				cancel()
 				require.Equal(t, ExitUnavailable, code, "%v: %s", args, errOut)
+				require.NoFileExists(t, path+migrations.LockSuffix, "%v left a migration lock file beside the database it refused", args)
 				oneStderrLine(t, errOut, path)
 				require.Contains(t, errOut, bad.want, "%v", args)
 				require.Equal(t, before, sum(), "%v changed the file", args)
@@ -77,7 +105,6 @@ func TestEveryCommandRefusesABadFile(t *testing.T) {
 					require.Zero(t, fi.Size(), "%s%s was written", path, suffix)
 				}
 			}
-			require.NoFileExists(t, path+migrations.LockSuffix, "a refused database has no migration lock file beside it")
 		})
 	}
 }

@@ -128,6 +128,7 @@ func englishLeft(tr *i18n.Printer, visible string) []string {
 // screenshots (test-artifacts/ops_<page>_<lang>_<width>.png) are the
 // review's artifacts.
 func TestBrowserOperatorRealState(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("chromium not found: install Debian's package (apt-get install -y chromium) or set BALDE_CHROMIUM; .ci/run installs it")

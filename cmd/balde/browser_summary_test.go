@@ -28,6 +28,7 @@ import (
 // numbers greyed; the next view after the count has the new numbers,
 // unmarked. Screenshots: test-artifacts/summary_{fresh,stale}.png.
 func TestBrowserSummaryIsNeverStaleUnmarked(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("chromium not found: install Debian's package (apt-get install -y chromium) or set BALDE_CHROMIUM; .ci/run installs it")

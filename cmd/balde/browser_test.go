@@ -55,6 +55,7 @@ func artifactsDir(t *testing.T) string {
 // "blocked for RUC X in env Y, retry in N s". Screenshots go to
 // test-artifacts/.
 func TestBrowserSendTwiceIsBlocked(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("chromium not found: install Debian's package (apt-get install -y chromium) or set BALDE_CHROMIUM; .ci/run installs it")
@@ -256,6 +257,7 @@ func seedOperatorBuckets(t *testing.T, db string) (critical, negative, participa
 // counts match the filtered list, the words are in the language asked for,
 // and nothing is wider than the phone (document scrollWidth <= 390).
 func TestBrowserOperatorPages(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("chromium not found: install Debian's package (apt-get install -y chromium) or set BALDE_CHROMIUM; .ci/run installs it")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,7 +33,9 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
 			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
 	cfg.addStoreFlags(fs)
-	cfg.addDictFlags(fs)
+	// The DICT settings that shape its buckets' keys and capacities; the
+	// DICT's URLs are not used here.
+	cfg.AddFlags(fs, "dict-participant", "dict-category", "dict-env")
 	cfg.addPolicyFlags(fs)
 	policy := fs.String("policy", "", "policy name (list: a filter; show, reset: part of the key)")
 	env := fs.String("env", "", "env: prod, test, ... (list: a filter; show, reset: part of the key)")
@@ -46,13 +49,17 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	sortBy := fs.String("sort", "key", "list: key, severity (worst first), last_send (newest first) or tokens (emptiest first)")
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
-	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
+	// The default is said once, in the help: its value depends on $USER.
+	actor := fs.String("actor", "", "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if !flagGiven(fs, "actor") {
+		*actor = settings.DefaultActor(m.Getenv)
 	}
 	pos := fs.Args()
 	var action string
@@ -311,4 +318,10 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
 	}
 	return nil
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) (given bool) {
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

@@ -205,6 +205,7 @@ func TestBucketsListAndShow(t *testing.T) {
 }
 
 func TestBucketsReset(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)
@@ -352,6 +353,7 @@ func TestBucketsUsage(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)
@@ -442,6 +444,7 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 // found 0 ledger rows although they were within the retention. It lists
 // them all until they are older than the retention.
 func TestBucketsShowListsLedgerAfterPrune(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := sqlstoretest.DSN(t, engine)
 		clock := newFakeTime(testEpoch)
@@ -565,4 +568,25 @@ func TestBucketsResetCtrlCAtThePromptCancels(t *testing.T) {
 	// The line typed next is not an answer: nothing reads it any more.
 	go func() { _, _ = typed.Write([]byte("y\n")) }()
 	require.Equal(t, before, show(), "nothing changed")
+}
+
+// buckets --help lists the flags buckets reads, each default said once:
+// --actor's depends on $USER and is said in words only; the DICT's URLs,
+// which buckets never calls, are not offered.
+func TestBucketsHelpSaysEachDefaultOnce(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, map[string]string{"USER": ""}, "buckets", "--help")
+	require.Equal(t, ExitOK, code)
+	var actor string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "-actor string" {
+			actor = lines[i+1]
+		}
+	}
+	require.Contains(t, actor, `(default $USER@hostname, or "cli" without $USER)`)
+	require.Equal(t, 1, strings.Count(actor, "(default"), "one default on --actor: %q", actor)
+	require.NotContains(t, out, "-dict-url")
+	require.NotContains(t, out, "-dict-policies-url")
+	require.Contains(t, out, "-dict-category", "the category sets the DICT buckets' capacities")
 }

@@ -210,6 +210,10 @@ func TestShellCompletion(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, strings.Fields(out), "--dry-run")
 	require.Contains(t, strings.Fields(out), "--db")
+	// A flag's values, not file names, where there are few.
+	code, out, _ = run(t, nil, "__complete", "sifen-send", "next", "--env")
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, []string{"test", "prod"}, strings.Fields(out))
 	code, _, errOut := run(t, nil, "completion", "fish")
 	require.Equal(t, ExitUsage, code)
 	oneStderrLine(t, errOut, "want bash or zsh")

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/balde-throttle/balde/sifen"
 )
 
 // runCompletion is "balde completion bash|zsh": a completion script for
@@ -64,6 +66,7 @@ var flagValues = map[string]map[string][]string{
 		"state":    {"blocked", "cooling", "negative"},
 		"o":        {"table", "wide", "json"},
 	},
+	"sifen-send": {"env": {string(sifen.EnvTest), string(sifen.EnvProd)}},
 }
 
 // completeFiles is what "__complete COMMAND next PREV" prints when file

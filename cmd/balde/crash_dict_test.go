@@ -98,6 +98,7 @@ func (d *dictRecorder) seenCopy() map[string]int {
 //   - the DICT never refused a lookup (429): the mirror was never more
 //     generous than the DICT.
 func TestCrashDictLookup(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	for _, senders := range []int{1, dict.DefaultBatchSenders} {
 		t.Run(fmt.Sprintf("senders%d", senders), func(t *testing.T) { crashDictLookup(t, senders) })
 	}

@@ -53,6 +53,7 @@ func crashKills(t *testing.T) int {
 // reaches SIFEN exactly once (0 sent twice, 0 lost), none is left
 // unsettled, and the ledger explains every bucket (throttle.Replay).
 func TestCrashSifenSend(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		kills := crashKills(t)
 		var arrivals atomic.Int64
@@ -210,6 +211,7 @@ func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.Ledg
 // and sends the rest. Every invoice reaches SIFEN exactly once and the
 // ledger explains every bucket.
 func TestCrashServe(t *testing.T) {
+	t.Parallel() // its own server, files and processes: it waits beside the others
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		kills := crashKills(t)
 		var arrivals atomic.Int64

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/waitfor"
+	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
 // TestServeRefusesAnUnwritableDatabase is issue 13's serve that started on
@@ -63,4 +64,69 @@ func TestReadinessFailsWhenTheFileIsDeleted(t *testing.T) {
 	resp, _ = get(t, sm.url+"/livez", "", "")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the process still answers")
 	require.False(t, strings.Contains(body, path), "the probe does not tell the world the path")
+}
+
+// TestReadinessFailsOnceARequestMeetsCorruption: serve's SQLite file is
+// zeroed under it (every page but the first, as a failing disk or a sparse
+// copy over it leaves them). Readiness turns 503 within 2 s of the first
+// request that meets the corruption, not at the next periodic integrity
+// check (every 5 min), and stays so.
+func TestReadinessFailsOnceARequestMeetsCorruption(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "balde.db")
+	sm := runServeMain(t, map[string]string{"BALDE_DB": "sqlite://" + path, "BALDE_ADMIN_PASSWORD": "pw"})
+	for _, p := range []string{"/readyz", "/api/buckets"} {
+		resp, body := get(t, sm.url+p, "admin", "pw")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", p, body)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	page := int64(sqlstoretest.SQLitePage)
+	for at := page; at < fi.Size(); at += page {
+		_, err := f.WriteAt(make([]byte, page), at)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Close())
+
+	// Requests until one meets the corruption: several at once, so that
+	// the store reads pages from the file on connections of its own, not
+	// from a page cache filled before.
+	var met time.Time
+	require.Eventually(t, func() bool {
+		statuses := make(chan int, 8)
+		for range cap(statuses) {
+			go func() {
+				req, _ := http.NewRequest(http.MethodGet, sm.url+"/api/buckets?limit=1000", nil)
+				req.SetBasicAuth("admin", "pw")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}()
+		}
+		failed := 0
+		for range cap(statuses) {
+			if <-statuses == http.StatusServiceUnavailable {
+				failed++
+			}
+		}
+		if failed == 0 {
+			return false
+		}
+		met = time.Now()
+		t.Logf("%d of %d requests met the corruption (503)", failed, cap(statuses))
+		return true
+	}, 60*time.Second, 100*time.Millisecond, "no request met the corruption")
+	waitfor.Until(t, 2*time.Second, func() bool {
+		resp, _ := get(t, sm.url+"/readyz", "", "")
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, "/readyz failing after a request met the corruption")
+	t.Logf("readiness failed %s after a request met the corruption", time.Since(met).Round(time.Millisecond))
+	resp, _ := get(t, sm.url+"/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "and stays so")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
@@ -27,6 +28,9 @@ type DictLookup struct {
 		Write(dict.LookupRecord) error
 	}
 	printed int
+
+	mu      sync.Mutex        // Progress runs on the lookups' goroutines
+	waiting map[int]time.Time // when each lookup's current wait began
 }
 
 // OutputError is a record DictLookup.Print could not write to Out: the run
@@ -40,10 +44,17 @@ func (e *OutputError) Unwrap() error { return e.Err }
 // Progress is the Batch's Progress: it draws a lookup that waits for the
 // mirror. The lookups run side by side, so their waits are the Batch's
 // Sleep (give it the reporter clock's BaseSleep: the countdown is for one
-// wait at a time); each printed result adds its own wait to the summary.
+// wait at a time); each printed result adds its own wait to the summary,
+// an interrupted one the part of its last wait that passed.
 func (l *DictLookup) Progress(ev dict.BatchEvent) {
 	if ev.Kind == dict.BatchWaiting {
 		rep := l.Reporter
+		l.mu.Lock()
+		if l.waiting == nil {
+			l.waiting = make(map[int]time.Time)
+		}
+		l.waiting[ev.Index] = rep.clock.Time()
+		l.mu.Unlock()
 		rep.Waiting(ev.Wait, rep.Tr.Sprintf("%s on %s", rep.Tr.Text(ev.Decision.Reason.String()), ev.Decision.Key))
 	}
 }
@@ -54,7 +65,15 @@ func (l *DictLookup) Print(res dict.BatchResult) error {
 	rep := l.Reporter
 	rec := lookupRecordOf(res, l.Wait, l.MaxWait, rep)
 	l.printed++
-	rep.AddWait(res.Waited)
+	waited := res.Waited
+	l.mu.Lock()
+	if began, ok := l.waiting[res.Index]; ok && res.Interrupted {
+		// Ctrl-C during a wait: res.Waited counts only the waits that ended.
+		waited += max(rep.clock.Time().Sub(began), 0)
+	}
+	delete(l.waiting, res.Index)
+	l.mu.Unlock()
+	rep.AddWait(waited)
 	rep.Item(Result(rec.Result), rec.line(), rec.LookupRecord)
 	if l.Out != nil {
 		if err := l.Out.Write(rec.LookupRecord); err != nil {

@@ -65,3 +65,25 @@ func TestDictLookupReportsTheLimitersRefusal(t *testing.T) {
 	require.Equal(t, 0.3, rec.RetryAfterS)
 	require.Equal(t, "refused locally by "+bucket.String()+", not sent", rec.Message)
 }
+
+// Ctrl-C 12 s into a lookup's 30 s wait: the summary says it waited 12 s,
+// not 0 s (a wait cut short was not counted).
+func TestDictLookupCountsAnInterruptedWait(t *testing.T) {
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	var out bytes.Buffer
+	rep := report.New(&out, report.Plain, 1, "dict-lookup", report.NewClock(clock.Now, nil), nil)
+	lookup := &report.DictLookup{Reporter: rep, Wait: true}
+	req := dict.LookupRequest{Key: "a@example.com", PayerID: "11144477735"}
+	refused := throttle.Decision{Key: dict.NewCatalog("prod").Key(dict.PolicyEntriesReadUserAntiscan, req.PayerID), RetryAfter: 30 * time.Second}
+	lookup.Progress(dict.BatchEvent{Kind: dict.BatchWaiting, Index: 0, Request: req, Decision: refused, Wait: 30 * time.Second})
+	clock.Advance(12 * time.Second)
+	res := dict.BatchResult{Index: 0, Request: req, Interrupted: true}
+	res.Decision = refused
+	require.NoError(t, lookup.Print(res))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sum, err := lookup.Finish(ctx, 1, nil)
+	require.NoError(t, err)
+	require.Equal(t, 12.0, sum.WaitS, "%s", out.String())
+	require.Contains(t, out.String(), "; waited 12s")
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -43,7 +44,8 @@ func FlagNames() []string {
 // parser and format, its help naming the variable.
 var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
 	"db": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DB, "db", s.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB)")
+		fs.StringVar(&s.DB, "db", s.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB); "+
+			"a SQLite file is integrity-checked at open and, by serve's /readyz, every "+formatPeriod(sqlstore.DefaultIntegrityEvery))
 	},
 	"dict-url": func(s *Settings, fs *flag.FlagSet) {
 		fs.StringVar(&s.DictURL, "dict-url", s.DictURL, "DICT base URL (env BALDE_DICT_URL)")

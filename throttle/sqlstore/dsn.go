@@ -59,8 +59,8 @@ const DefaultDSN = "sqlite://balde.db"
 // on SQLite busy_timeout bounds one attempt at the write lock, and the
 // store's retries stop once a call has spent 5 s (retry.go), so a call
 // facing a stopped writer fails within about 5 s, at most 5 s plus
-// busy_timeout. See
-// docs/decisions/0071.
+// busy_timeout. See docs/decisions/0071; a web or gateway request's
+// writes share one 5 s bound in all (docs/decisions/0190).
 func ParseDSN(dsn string) (Engine, string, error) {
 	switch {
 	case dsn == "":

@@ -107,9 +107,27 @@ func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 }
 
 // isCorrupt reports whether err is SQLite's SQLITE_CORRUPT ("database disk
-// image is malformed") or SQLITE_NOTADB ("file is not a database").
+// image is malformed") or SQLITE_NOTADB ("file is not a database"), also
+// when only its text is left (golang-migrate flattens driver errors).
 func isCorrupt(d Driver, err error) bool {
-	return d.Classify(err)&ClassCorrupt != 0
+	if d.Classify(err)&ClassCorrupt != 0 {
+		return true
+	}
+	if d.Engine() != SQLite || err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "database disk image is malformed") || strings.Contains(msg, "file is not a database")
+}
+
+// namedCorrupt returns err wrapped in ErrDatabaseCorrupt naming the SQLite
+// file of driverDSN when it says the file is corrupt and does not name it
+// yet; err itself otherwise.
+func namedCorrupt(d Driver, driverDSN string, err error) error {
+	if err == nil || d.Engine() != SQLite || errors.Is(err, ErrDatabaseCorrupt) || !isCorrupt(d, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, SQLitePath(driverDSN), err)
 }
 
 // checkAtOpen runs quickCheck bounded by timeout (0: the default,

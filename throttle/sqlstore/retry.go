@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/storebound"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -234,6 +235,16 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 // file corrupt it does not run fn and returns an error wrapping
 // ErrDatabaseCorrupt and throttle.ErrStoreUnavailable: nothing is sent on
 // the strength of what a corrupt file says.
+//
+// Like the limiter's writes, fn's time counts against ctx's request bound
+// when it carries one (internal/storebound): once spent, Retry fails with
+// throttle.ErrStoreUnavailable.
 func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
-	return s.withRetry(ctx, op, fn)
+	exit := storebound.Enter(ctx)
+	err := s.withRetry(ctx, op, fn)
+	exit()
+	if err != nil && storebound.Spent(ctx) {
+		return formatError(op, storebound.ErrSpent)
+	}
+	return err
 }

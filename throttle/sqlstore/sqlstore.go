@@ -155,6 +155,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := checkDriver("open", d, engine); err != nil {
 		return nil, err
 	}
+	// Every refusal names the file: SQLite may first find it corrupt
+	// anywhere (a pragma, the ping, the first read).
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
 	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
 		r := newRetrier(nil, "migrate up")
@@ -359,6 +362,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err := checkDriver("migrate", d, engine); err != nil {
 		return err
 	}
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
 	created := false
 	if engine == Postgres {
 		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
@@ -411,7 +415,13 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		return formatError("migrate", err)
 	}
 	defer m.Close()
-	return fn(m)
+	if err := fn(m); err != nil {
+		if engine == SQLite && !errors.Is(err, ErrDatabaseCorrupt) && isCorrupt(d, err) {
+			return formatError("migrate", err)
+		}
+		return err
+	}
+	return nil
 }
 
 // postgresCurrent reports whether a PostgreSQL database is at the latest

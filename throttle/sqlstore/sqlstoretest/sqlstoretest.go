@@ -145,14 +145,12 @@ func ForEachEngine(t *testing.T, fn func(t *testing.T, engine sqlstore.Engine)) 
 	}
 }
 
-// CorruptSQLiteCopy returns the path of a copy of a migrated balde SQLite
-// database holding a few hundred pages of data, with 200 random bytes
-// (a fixed seed) written over the start of one of its data pages: a file
-// SQLite opens but whose integrity check fails.
-func CorruptSQLiteCopy(t *testing.T) string {
+// SoundSQLiteFile returns the bytes of a migrated balde SQLite database
+// holding a few hundred pages of data (a table of filler rows beside
+// balde's), checkpointed: the raw material of the bad files tests make.
+func SoundSQLiteFile(t *testing.T) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	sound := filepath.Join(dir, "sound.db")
+	sound := filepath.Join(t.TempDir(), "sound.db")
 	s, err := alldrivers.Open(context.Background(), "sqlite://"+sound, sqlstore.Options{Migrate: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -167,13 +165,32 @@ func CorruptSQLiteCopy(t *testing.T) string {
 
 	b, err := os.ReadFile(sound)
 	require.NoError(t, err)
-	const page = 4096
-	require.Greater(t, len(b), 20*page)
-	at := (len(b)/page - 5) * page      // a page of filler's, near the end
-	r := mrand.New(mrand.NewPCG(23, 3)) // a fixed seed: the same bytes each run
-	for i := range 200 {
+	require.Greater(t, len(b), 20*SQLitePage)
+	return b
+}
+
+// SQLitePage is the page size of the files SoundSQLiteFile makes.
+const SQLitePage = 4096
+
+// Garble writes n bytes of a fixed pseudo-random sequence (the same each
+// run) over b from offset at, and returns b.
+func Garble(b []byte, at, n int) []byte {
+	r := mrand.New(mrand.NewPCG(23, 3))
+	for i := range n {
 		b[at+i] = byte(r.Uint32())
 	}
+	return b
+}
+
+// CorruptSQLiteCopy returns the path of a copy of a migrated balde SQLite
+// database holding a few hundred pages of data, with 200 random bytes
+// (a fixed seed) written over the start of one of its data pages: a file
+// SQLite opens but whose integrity check fails.
+func CorruptSQLiteCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b := SoundSQLiteFile(t)
+	Garble(b, (len(b)/SQLitePage-5)*SQLitePage, 200) // a page of filler's, near the end
 	bad := filepath.Join(dir, "copy.db")
 	require.NoError(t, os.WriteFile(bad, b, 0o644))
 	return bad

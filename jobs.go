@@ -125,6 +125,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.reevaluate(ctx)
 		everyTick(ctx, d, func() { e.reevaluate(ctx) })
 	})
+	job(true, jobs.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
+		// A policy put in or out of shadow mode by another process.
+		everyTick(ctx, d, func() {
+			if err := e.loadShadows(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("policies in shadow mode", slog.Any("error", err))
+			}
+		})
+	})
 	job(e.sender != nil, jobs.SifenPollEvery, def.SifenPollEvery, func(d time.Duration) { e.sender.RunPoll(ctx, d, e.reportPoll(ctx)) })
 	job(e.sender != nil, jobs.SifenResolveEvery, def.SifenResolveEvery, func(d time.Duration) {
 		turns.every(ctx, "sifen-resolve", d, func() { e.resolveSifen(ctx) })

@@ -28,7 +28,8 @@ type Jobs struct {
 	// process.
 	SifenPollEvery, SifenResolveEvery time.Duration
 	// SeverityEvery: stored severities graded again (Limiter.Reevaluate),
-	// also once at start.
+	// also once at start; and the policies in shadow mode read again
+	// (docs/decisions/0200).
 	SeverityEvery time.Duration
 	// DictReconcileEvery: the DICT's GET /policies/ lowers the local PSP
 	// buckets and gives the category (dict.Client.Reconcile). Zero is

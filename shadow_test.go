@@ -223,8 +223,8 @@ func counterSum(t *testing.T, m *web.Metrics, name string) float64 {
 
 // A request refused by an enforcing policy is refused, even when a policy
 // in shadow mode refuses it too; a request only a policy in shadow mode
-// refuses is admitted without taking from the enforcing policy's bucket,
-// as the refusal would have.
+// refuses is admitted, and sent: the enforcing policy's bucket is charged,
+// the shadow one's left as the refusal leaves it.
 func TestShadowModeLeavesEnforcingPoliciesAlone(t *testing.T) {
 	ctx := context.Background()
 	mail := throttle.PerMinute("APP_MAIL", 1, 3)
@@ -244,11 +244,19 @@ func TestShadowModeLeavesEnforcingPoliciesAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Allowed, "only the policy in shadow mode refuses")
 	require.True(t, d.Shadow)
+	require.Equal(t, []throttle.Reason{throttle.ReasonBlocked, throttle.ReasonNone}, []throttle.Reason{d.Buckets[1].Reason, d.Buckets[0].Reason},
+		"APP_SMS would have refused (keys in order: APP_MAIL, APP_SMS)")
+	require.EqualValues(t, 2, d.Buckets[0].Remaining)
 	st, err := eng.Limiter().State(ctx, mailKey)
 	require.NoError(t, err)
-	require.EqualValues(t, 3, st.Tokens, "nothing taken, as on a refusal")
+	require.EqualValues(t, 2, st.Tokens, "the request was sent: the enforcing policy counts it")
+	st, err = eng.Limiter().State(ctx, sms)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, st.Tokens, "the policy in shadow mode is left as the refusal leaves it")
+	require.Len(t, ledger(t, eng, []throttle.LedgerReason{throttle.LedgerTake}), 2)
+	require.Len(t, ledger(t, eng, throttle.ShadowReasons), 1)
 
-	d, err = eng.Limiter().Take(ctx, "", throttle.Charge{Key: mailKey, Cost: 3})
+	d, err = eng.Limiter().Take(ctx, "", throttle.Charge{Key: mailKey, Cost: 2})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	d, err = eng.Limiter().Take(ctx, "", throttle.Charge{Key: sms, Cost: 1}, throttle.Charge{Key: mailKey, Cost: 1})

@@ -101,7 +101,8 @@ type Decision struct {
 	// Shadow is set on a request admitted only because every policy that
 	// refused it is in shadow mode (Config.Shadow): the Buckets that
 	// refused keep their Reason and RetryAfter, the refusal it would have
-	// been; nothing was taken from any bucket, as on a refusal.
+	// been. Nothing was taken from the buckets of policies in shadow mode,
+	// as on a refusal; those of enforcing policies were charged.
 	Shadow bool
 	// Buckets has one entry per distinct key charged, in key order.
 	Buckets []BucketDecision

@@ -44,9 +44,10 @@ type Config struct {
 	// buckets decide as usual, but a request refused only by policies in
 	// shadow mode is admitted, with Decision.Shadow set and the would-be
 	// refusal in the ledger (LedgerShadowEmpty, ... instead of
-	// LedgerRefusedEmpty, ...; none when SkipRefusalRows). The buckets are
-	// left exactly as the refusal leaves them: nothing is taken, and a
-	// policy's BlockFor starts (docs/decisions/0200). Nil: no policy is.
+	// LedgerRefusedEmpty, ...; none when SkipRefusalRows). Their buckets
+	// are left exactly as the refusal leaves them: nothing is taken, and a
+	// policy's BlockFor starts; the buckets of enforcing policies in the
+	// same take are charged (docs/decisions/0200). Nil: no policy is.
 	Shadow func(policy string) bool
 }
 
@@ -174,9 +175,7 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	var after []Bucket
 	var at time.Time
 	err = l.update(ctx, append(keys, refusalKeys(due)...), nil, func(tx *Tx) error {
-		rows := len(tx.ledger)
-		d = tx.take(ref, ps, l.rules)
-		l.admitShadow(&d, tx.ledger[rows:])
+		d = l.take(tx, ref, ps)
 		if !d.Allowed && l.refused != nil {
 			after, at = tx.snapshot(keys), tx.now
 		}

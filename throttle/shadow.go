@@ -12,28 +12,56 @@ func (l *Limiter) anyShadow(ps []priced) bool {
 	return false
 }
 
-// admitShadow turns a refusal d whose refusing buckets all belong to
-// policies in shadow mode into an admission (Decision.Shadow), and its
-// refusal rows, rows (the take's), into shadow rows. The buckets stay as
-// the refusal left them (docs/decisions/0200).
-func (l *Limiter) admitShadow(d *Decision, rows []LedgerEntry) {
+// take is tx.take with shadow mode (Config.Shadow): a refusal whose
+// refusing buckets all belong to policies in shadow mode becomes an
+// admission (Decision.Shadow), its refusal rows shadow rows. The buckets
+// of the policies in shadow mode stay as the refusal left them; those of
+// enforcing policies in the same take are charged, the request being
+// sent (docs/decisions/0200).
+func (l *Limiter) take(tx *Tx, ref string, ps []priced) Decision {
+	rows := len(tx.ledger)
+	d := tx.take(ref, ps, l.rules)
 	if d.Allowed {
-		return
+		return d
 	}
 	for _, bd := range d.Buckets {
 		if bd.Reason != ReasonNone && !l.shadow(bd.Policy.Name) {
-			return
+			return d
 		}
 	}
-	for i := range rows {
-		switch rows[i].Reason {
+	for i := rows; i < len(tx.ledger); i++ {
+		switch tx.ledger[i].Reason {
 		case LedgerRefusedEmpty:
-			rows[i].Reason = LedgerShadowEmpty
+			tx.ledger[i].Reason = LedgerShadowEmpty
 		case LedgerRefusedCooldown:
-			rows[i].Reason = LedgerShadowCooldown
+			tx.ledger[i].Reason = LedgerShadowCooldown
 		case LedgerRefusedBlocked:
-			rows[i].Reason = LedgerShadowBlocked
+			tx.ledger[i].Reason = LedgerShadowBlocked
 		}
 	}
-	d.Allowed, d.Shadow, d.Reason, d.RetryAfter = true, true, ReasonNone, 0
+	var enforcing []priced
+	for _, p := range ps {
+		if !l.shadow(p.policy.Name) {
+			enforcing = append(enforcing, p)
+		}
+	}
+	if len(enforcing) > 0 {
+		// They admitted a moment ago in this transaction, and the refusal
+		// changed none of their buckets: this take admits them.
+		e := tx.take(ref, enforcing, l.rules)
+		if !e.Allowed {
+			return e
+		}
+		for _, bd := range e.Buckets {
+			for i := range d.Buckets {
+				if d.Buckets[i].Key == bd.Key {
+					d.Buckets[i] = bd
+				}
+			}
+		}
+	}
+	d.Allowed, d.Shadow = true, true
+	d.decide()
+	d.Reason, d.RetryAfter = ReasonNone, 0
+	return d
 }

@@ -31,7 +31,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
 			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678\n"+
-			"  balde buckets shadow --actor alice --reason \"new limit, watch a week\" INBOUND_IP on")
+			"  balde buckets shadow --actor alice --reason new-limit-watched INBOUND_IP on")
 	cfg.addStoreFlags(fs)
 	cfg.addDictFlags(fs)
 	cfg.addPolicyFlags(fs)

@@ -127,6 +127,7 @@ type Engine struct {
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
 	logger   *slog.Logger
+	shadows  shadows // the policies in shadow mode (shadow.go)
 
 	inboundGroup *throttle.GroupCommit // the inbound limiter's (inboundStore)
 
@@ -236,6 +237,10 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		}
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers})
 	}
+	if err := e.loadShadows(ctx); err != nil {
+		// Every policy enforces until Run reloads them.
+		logger.Warn("policies in shadow mode not read: every policy enforces", slog.Any("error", err))
+	}
 	var notifiers throttle.Notifiers
 	if cfg.LogSeverity {
 		notifiers = append(notifiers, throttle.SlogNotifier{Logger: logger.WithGroup("severity")})
@@ -260,6 +265,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		// and a policy file change capacities: stored levels are graded
 		// again (Limiter.Regrade) when these change.
 		Definitions: func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) },
+		Shadow:      e.shadows.has,
 	})
 	if err != nil {
 		return nil, &ConfigError{"Limiter", err}
@@ -273,6 +279,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			Thresholds: cfg.Thresholds,
 			Observer:   cfg.Observer,
 			Logger:     logger.WithGroup("inbound"),
+			Shadow:     e.shadows.has,
 		})
 		if err != nil {
 			return nil, &ConfigError{"Inbound", err}
@@ -423,6 +430,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 	}
 	s.HealthCheck = e.CheckHealth
 	s.Audit = e.audit
+	s.Shadows = e
 	s.Logger = e.logger.WithGroup("web")
 	s.Policies = e.policyNames()
 	s.Scope = web.Scopes(e.catalog)

@@ -28,7 +28,8 @@ type Jobs struct {
 	// process.
 	SifenPollEvery, SifenResolveEvery time.Duration
 	// SeverityEvery: stored severities graded again (Limiter.Reevaluate),
-	// also once at start.
+	// also once at start; and the policies in shadow mode read again
+	// (docs/decisions/0200).
 	SeverityEvery time.Duration
 	// DictReconcileEvery: the DICT's GET /policies/ lowers the local PSP
 	// buckets and gives the category (dict.Client.Reconcile). Zero is
@@ -124,6 +125,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		// may differ from the last process's (Limiter.Regrade).
 		e.reevaluate(ctx)
 		everyTick(ctx, d, func() { e.reevaluate(ctx) })
+	})
+	job(true, jobs.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
+		// A policy put in or out of shadow mode by another process.
+		everyTick(ctx, d, func() {
+			if err := e.loadShadows(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("policies in shadow mode", slog.Any("error", err))
+			}
+		})
 	})
 	job(e.sender != nil, jobs.SifenPollEvery, def.SifenPollEvery, func(d time.Duration) { e.sender.RunPoll(ctx, d, e.reportPoll(ctx)) })
 	job(e.sender != nil, jobs.SifenResolveEvery, def.SifenResolveEvery, func(d time.Duration) {

@@ -47,10 +47,14 @@ const (
 	// anything was done; Target names the action and what it was on
 	// ("action=sifen-send&target=12"). See docs/decisions/0141.
 	ActionDenied Action = "denied"
+	// ActionShadow: a policy put in shadow mode or back to enforcing (the
+	// admin bucket page, or balde buckets shadow); Target is the policy,
+	// Outcome "shadow=on" or "shadow=off". A reason is required.
+	ActionShadow Action = "shadow"
 )
 
 // Actions lists every action, in the order the Audit page offers them.
-var Actions = []Action{ActionReset, ActionSifenSend, ActionSifenSendAll, ActionSifenOverride, ActionDictLookup, ActionGateway, ActionDenied}
+var Actions = []Action{ActionReset, ActionShadow, ActionSifenSend, ActionSifenSendAll, ActionSifenOverride, ActionDictLookup, ActionGateway, ActionDenied}
 
 // ParseAction reads an action's name ("reset", ...).
 func ParseAction(s string) (Action, error) {
@@ -59,7 +63,7 @@ func ParseAction(s string) (Action, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("%w: unknown action %q (want reset, sifen-send, sifen-send-all, sifen-override, dict-lookup, gateway or denied)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown action %q (want reset, shadow, sifen-send, sifen-send-all, sifen-override, dict-lookup, gateway or denied)", ErrInvalid, s)
 }
 
 // Errors of the audit trail.
@@ -67,9 +71,9 @@ var (
 	// ErrInvalid: an entry or query that cannot be stored or run (no
 	// user, an unknown action, a reset without a reason, a field too long).
 	ErrInvalid = errors.New("audit: invalid")
-	// ErrReasonRequired: a reset or an override needs a reason. It wraps
-	// ErrInvalid.
-	ErrReasonRequired = fmt.Errorf("%w: a reset or an override needs a reason", ErrInvalid)
+	// ErrReasonRequired: a reset, a shadow switch or an override needs a
+	// reason. It wraps ErrInvalid.
+	ErrReasonRequired = fmt.Errorf("%w: a reset, a shadow switch or an override needs a reason", ErrInvalid)
 )
 
 // MaxField is the longest user, target, reason or outcome kept, in
@@ -109,6 +113,15 @@ type Entry struct {
 	Outcome string
 }
 
+// ShadowOutcome is the Outcome of a shadow switch: "shadow=on" or
+// "shadow=off".
+func ShadowOutcome(on bool) string {
+	if on {
+		return "shadow=on"
+	}
+	return "shadow=off"
+}
+
 // ResetOutcome is the Outcome of a reset from before to after tokens.
 func ResetOutcome(before, after int64) string {
 	return fmt.Sprintf("before=%d&after=%d", before, after)
@@ -142,7 +155,7 @@ func (e Entry) Validate() error {
 	if _, err := ParseAction(string(e.Action)); err != nil {
 		return err
 	}
-	if (e.Action == ActionReset || e.Action == ActionSifenOverride) && strings.TrimSpace(e.Reason) == "" {
+	if (e.Action == ActionReset || e.Action == ActionShadow || e.Action == ActionSifenOverride) && strings.TrimSpace(e.Reason) == "" {
 		return ErrReasonRequired
 	}
 	return nil

@@ -47,7 +47,7 @@ func TestUpRepairsADirtyVersion(t *testing.T) {
 				// cases create), from a database at 0004.
 				const dirtyAt = 5
 				migrateUp(t, dsn)
-				for v := latest; v >= dirtyAt; v-- {
+				for range stepsAbove(t, engine, dirtyAt-1) {
 					require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
 				}
 				run := func(stmts ...string) { exec(t, db, stmts...) }
@@ -100,7 +100,7 @@ func TestRepairChecksWhatAMigrationDrops(t *testing.T) {
 			ctx := context.Background()
 			dsn, db := emptyDatabase(t, engine)
 			migrateUp(t, dsn)
-			for v, _ := migrations.Latest(engine); v > 6; v-- {
+			for range stepsAbove(t, engine, 6) {
 				require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error { return m.Down() }))
 			}
 			if !landed {

@@ -98,6 +98,12 @@ type Decision struct {
 	// earlier refusal, without a database round trip. Buckets then holds only
 	// the refused key, with its Remaining as of that earlier refusal.
 	Cached bool
+	// Shadow is set on a request admitted only because every policy that
+	// refused it is in shadow mode (Config.Shadow): the Buckets that
+	// refused keep their Reason and RetryAfter, the refusal it would have
+	// been. Nothing was taken from the buckets of policies in shadow mode,
+	// as on a refusal; those of enforcing policies were charged.
+	Shadow bool
 	// Buckets has one entry per distinct key charged, in key order.
 	Buckets []BucketDecision
 }

@@ -30,10 +30,22 @@ const (
 	// LedgerSync lowers the mirror to what the remote side reports (a remote
 	// 429 or a reconciliation).
 	LedgerSync LedgerReason = 9
+	// Code 10 is the store's row of a minute of aggregated takes.
+
+	// LedgerShadowEmpty, LedgerShadowCooldown and LedgerShadowBlocked
+	// record a request a policy in shadow mode would have refused, and
+	// why, and admitted (delta 0): see Config.Shadow.
+	LedgerShadowEmpty    LedgerReason = 11
+	LedgerShadowCooldown LedgerReason = 12
+	LedgerShadowBlocked  LedgerReason = 13
 )
 
 // RefusalReasons are the ledger reasons of refused requests.
 var RefusalReasons = []LedgerReason{LedgerRefusedEmpty, LedgerRefusedCooldown, LedgerRefusedBlocked}
+
+// ShadowReasons are the ledger reasons of would-be refusals of policies in
+// shadow mode (the requests were admitted).
+var ShadowReasons = []LedgerReason{LedgerShadowEmpty, LedgerShadowCooldown, LedgerShadowBlocked}
 
 // refusalReason maps a refusal's Reason to its ledger reason.
 func refusalReason(r Reason) LedgerReason {
@@ -56,6 +68,9 @@ var ledgerReasonNames = map[LedgerReason]string{
 	LedgerRefusedCooldown: "refused-cooldown",
 	LedgerRefusedBlocked:  "refused-blocked",
 	LedgerSync:            "sync",
+	LedgerShadowEmpty:     "shadow-empty",
+	LedgerShadowCooldown:  "shadow-cooldown",
+	LedgerShadowBlocked:   "shadow-blocked",
 }
 
 // String returns the lowercase name ("take", "penalty", ...).

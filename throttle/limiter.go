@@ -42,6 +42,15 @@ type Config struct {
 	// (see Limiter.Regrade). Nil means the policies do not change during the
 	// Limiter's life.
 	Definitions func() string
+	// Shadow, when set, says whether a policy is in shadow mode: its
+	// buckets decide as usual, but a request refused only by policies in
+	// shadow mode is admitted, with Decision.Shadow set and the would-be
+	// refusal in the ledger (LedgerShadowEmpty, ... instead of
+	// LedgerRefusedEmpty, ...; none when SkipRefusalRows). Their buckets
+	// are left exactly as the refusal leaves them: nothing is taken, and a
+	// policy's BlockFor starts; the buckets of enforcing policies in the
+	// same take are charged (docs/decisions/0200). Nil: no policy is.
+	Shadow func(policy string) bool
 }
 
 // DefaultRefusalCacheSize is the refusal cache's default bound (about 10 MB
@@ -64,6 +73,7 @@ type Limiter struct {
 	logger   *slog.Logger
 	refused  *refusalCache
 	defs     func() string
+	shadow   func(policy string) bool
 	trust    trust
 }
 
@@ -95,6 +105,10 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		observer: cfg.Observer,
 		logger:   cfg.Logger,
 		defs:     cfg.Definitions,
+		shadow:   cfg.Shadow,
+	}
+	if l.shadow == nil {
+		l.shadow = func(string) bool { return false }
 	}
 	if l.defs == nil {
 		l.defs = func() string { return "" }
@@ -146,13 +160,15 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		return Decision{}, err
 	}
-	if d, ok, flush := l.refused.check(ps, l.clock()); ok {
-		if flush {
-			// Best effort: a failure keeps the counts for the next transaction.
-			_ = l.writeRefusals(ctx, l.refused.drain())
+	if !l.anyShadow(ps) {
+		if d, ok, flush := l.refused.check(ps, l.clock()); ok {
+			if flush {
+				// Best effort: a failure keeps the counts for the next transaction.
+				_ = l.writeRefusals(ctx, l.refused.drain())
+			}
+			l.observer.Decided(d, time.Since(start))
+			return d, nil
 		}
-		l.observer.Decided(d, time.Since(start))
-		return d, nil
 	}
 	// Refusals answered from memory whose groups are due ride along.
 	due := l.refused.drain()
@@ -161,7 +177,7 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	var after []Bucket
 	var at time.Time
 	err = l.update(ctx, append(keys, refusalKeys(due)...), nil, func(tx *Tx) error {
-		d = tx.take(ref, ps, l.rules)
+		d = l.take(tx, ref, ps)
 		if !d.Allowed && l.refused != nil {
 			after, at = tx.snapshot(keys), tx.now
 		}

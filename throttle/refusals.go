@@ -240,6 +240,11 @@ func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now t
 			continue
 		}
 		b.Spent = slices.Clone(b.Spent)
+		if old, ok := c.entries.Peek(bd.Key); ok {
+			// Add replaces an entry without evicting it: its refusals
+			// answered from memory are queued here, or they are lost.
+			c.queue(old.takePending())
+		}
 		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
 	}
 }

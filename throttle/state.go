@@ -26,6 +26,8 @@ type BucketState struct {
 	UntilFull    time.Duration
 	// RetryAfter is the wait until a request of cost 1 would be admitted.
 	RetryAfter time.Duration
+	// Shadow: the policy is in shadow mode (Config.Shadow).
+	Shadow bool
 }
 
 // state is b as seen at now under p. b must be p's bucket.
@@ -39,6 +41,7 @@ func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketSt
 		UntilFull:    b.UntilFull(p, now),
 	}
 	s.RetryAfter = max(b.UntilTokens(p, 1, now), s.CooldownLeft, s.BlockLeft)
+	s.Shadow = l.shadow(p.Name)
 	return s
 }
 

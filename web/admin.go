@@ -391,6 +391,11 @@ type bucketPage struct {
 	ResetURL  string
 	NewestURL string
 	OlderURL  string
+	// ShadowURL switches the policy's shadow mode; "" when the server has
+	// no switch or the policy may not be in shadow (a DICT or SIFEN
+	// mirror). NeedReason: the audit trail is on, and the form asks why.
+	ShadowURL  string
+	NeedReason bool
 }
 
 func (bucketPage) templateFile() string { return "admin_bucket.html" }
@@ -458,6 +463,15 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
 			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
 	}
+	if s.Shadows != nil && s.Shadows.CheckShadow(key.Policy) == nil {
+		p.ShadowURL, p.NeedReason = s.path("adminShadow", "policy", key.Policy), s.Audit != nil
+	}
+	switch r.URL.Query().Get("shadow") {
+	case "on":
+		p.Flash = l.T.Sprintf("The policy is in shadow mode: its buckets decide as usual, their refusals are recorded as shadow refusals, and the requests are admitted.")
+	case "off":
+		p.Flash = l.T.Sprintf("The policy enforces again: its buckets refuse.")
+	}
 	if r.URL.Query().Get("reset") == "1" {
 		p.Flash = l.T.Sprintf("The bucket was reset: it is full, with no cooldown or block. The ledger records who did it.")
 		if key.Policy == sifen.PolicyRecepcionLote {
@@ -503,6 +517,8 @@ func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 		v.Class = "ledger-refusal"
 	case e.Reason == throttle.LedgerReset:
 		v.Class = "ledger-reset"
+	case slices.Contains(throttle.ShadowReasons, e.Reason):
+		v.Class = "ledger-shadow"
 	}
 	return v
 }

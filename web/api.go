@@ -44,8 +44,10 @@ type APIBucket struct {
 	SendCount         int64      `json:"send_count"`
 	// Stored is false for a key with no row (a full bucket); Orphan is set
 	// for a row whose policy is no longer known.
-	Stored bool      `json:"stored"`
-	Orphan bool      `json:"orphan,omitempty"`
+	Stored bool `json:"stored"`
+	Orphan bool `json:"orphan,omitempty"`
+	// Shadow: the policy is in shadow mode (docs/decisions/0200).
+	Shadow bool      `json:"shadow,omitempty"`
 	At     time.Time `json:"at"`
 }
 
@@ -71,6 +73,7 @@ func NewAPIBucket(st throttle.BucketState, scope func(throttle.Key) string) APIB
 		SendCount:           st.SendCount,
 		Stored:              st.Stored,
 		Orphan:              st.Orphan,
+		Shadow:              st.Shadow,
 		At:                  st.At.UTC(),
 	}
 	if !st.Orphan {

@@ -61,6 +61,10 @@ func auditTarget(r *http.Request, action audit.Action) string {
 		return url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}}.Encode()
 	case audit.ActionDictLookup:
 		return r.PostFormValue("payer_id")
+	case audit.ActionShadow:
+		if vars, err := pathVars(r); err == nil {
+			return vars["policy"]
+		}
 	}
 	return r.URL.Path
 }
@@ -239,6 +243,8 @@ func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string)
 		}
 	case audit.ActionDictLookup:
 		return tr.Sprintf("payer %s", e.Target), ""
+	case audit.ActionShadow:
+		return e.Target, s.pathWithQuery("adminBuckets", url.Values{"policy": {e.Target}})
 	case audit.ActionGateway:
 		if q, err := url.ParseQuery(e.Target); err == nil {
 			text = q.Get("service") + q.Get("op")
@@ -289,6 +295,10 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 	switch {
 	case q.Has("before") && q.Has("after"):
 		parts = append(parts, tr.Sprintf("%s → %s tokens", q.Get("before"), q.Get("after")))
+	case q.Get("shadow") == "on":
+		parts = append(parts, tr.Sprintf("shadow mode on"))
+	case q.Get("shadow") == "off":
+		parts = append(parts, tr.Sprintf("enforcing again"))
 	case q.Has("result"):
 		label, ok := resultLabels[q.Get("result")]
 		if !ok {
@@ -336,6 +346,8 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 	switch a {
 	case audit.ActionReset:
 		return tr.Sprintf("Bucket reset")
+	case audit.ActionShadow:
+		return tr.Sprintf("Shadow mode")
 	case audit.ActionSifenSend:
 		return tr.Sprintf("SIFEN send")
 	case audit.ActionSifenSendAll:

@@ -49,6 +49,7 @@ type Metrics struct {
 
 	decisions *prometheus.CounterVec
 	refusals  *prometheus.CounterVec
+	shadow    *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	failOpen  *prometheus.CounterVec
 	severity  *prometheus.CounterVec
@@ -122,6 +123,10 @@ func NewMetrics() *Metrics {
 			Name: "balde_throttle_refusals_total",
 			Help: "Buckets that refused a request, by policy and reason (empty, cooldown, blocked).",
 		}, []string{"policy", "reason"}),
+		shadow: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "balde_throttle_shadow_refusals_total",
+			Help: "Buckets of policies in shadow mode that would have refused a request, which was admitted, by policy and reason (empty, cooldown, blocked).",
+		}, []string{"policy", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "balde_throttle_decision_seconds",
 			Help:    "Time to decide a Take (one store transaction), by the deciding bucket's policy.",
@@ -189,7 +194,7 @@ func NewMetrics() *Metrics {
 
 // collectors are balde's metrics, in the order they are described.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.decisions, m.refusals, m.latency, m.failOpen, m.severity,
+	return []prometheus.Collector{m.decisions, m.refusals, m.shadow, m.latency, m.failOpen, m.severity,
 		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
 		m.remoteRefusals, m.buildInfo, m.dictUnverified,
 		m.httpRequests, m.httpDuration, m.gatewayRequests}
@@ -313,7 +318,11 @@ func (m *Metrics) Decided(d throttle.Decision, latency time.Duration) {
 	}
 	for _, b := range d.Buckets {
 		m.decisions.WithLabelValues(b.Key.Policy, result).Inc()
-		if b.Reason != throttle.ReasonNone {
+		switch {
+		case b.Reason == throttle.ReasonNone:
+		case d.Shadow:
+			m.shadow.WithLabelValues(b.Key.Policy, b.Reason.String()).Inc()
+		default:
 			m.refusals.WithLabelValues(b.Key.Policy, b.Reason.String()).Inc()
 		}
 	}

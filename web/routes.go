@@ -67,6 +67,7 @@ func (s *Server) routes() []route {
 		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
 		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, handle: s.showAudit},
 		{name: "adminWhatif", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
+		{name: "adminShadow", method: http.MethodPost, path: "/admin/policies/{policy}/shadow", format: formatHTML, admin: true, write: true, audit: audit.ActionShadow, handle: s.switchShadow},
 		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, handle: s.resetBucket},
 
 		// Machine endpoints (api.go, metrics.go, health.go).

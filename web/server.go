@@ -99,6 +99,9 @@ type Server struct {
 	// (/admin/audit). A reset then needs a reason. Nil: nothing is
 	// recorded, and the page answers 404 and leaves the navigation.
 	Audit audit.Store
+	// Shadows, when set, turns a policy's shadow mode on and off from the
+	// bucket page: an admin's action, audited (docs/decisions/0200).
+	Shadows ShadowSwitch
 
 	// Sifen is the SIFEN send path of the documents pages (/documents): the
 	// same sifen.Sender the batch command sends with. Nil: those pages

@@ -21,6 +21,8 @@ type bucketView struct {
 	Scope       string
 	Stored      bool
 	Orphan      bool
+	// Shadow: the policy is in shadow mode (its refusals admitted).
+	Shadow bool
 
 	Tokens   int64
 	Negative bool
@@ -58,6 +60,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		PolicyParts: splitPolicy(st.Key.Policy),
 		Stored:      st.Stored,
 		Orphan:      st.Orphan,
+		Shadow:      st.Shadow,
 		Tokens:      st.Tokens,
 		Negative:    st.Tokens < 0,
 		Capacity:    st.Policy.Capacity,

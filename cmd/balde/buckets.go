@@ -19,19 +19,20 @@ import (
 	"github.com/balde-throttle/balde/web/i18n"
 )
 
-// runBuckets is "balde buckets list|show|reset": the admin page's data in
-// the terminal, and its reset button.
+// runBuckets is "balde buckets list|show|reset|shadow": the admin page's
+// data in the terminal, its reset button and its shadow mode switch.
 func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	cfg := DefaultConfig()
 	if err := cfg.ParseEnv(m.Getenv); err != nil {
 		return UsageError("%v", err)
 	}
 	fs := m.newFlagSet("buckets",
-		"buckets list|show|reset [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID]",
+		"buckets list|show|reset|shadow [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID | POLICY on|off]",
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
-			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678")
+			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678\n"+
+			"  balde buckets shadow --actor alice --reason new-limit-watched INBOUND_IP on")
 	cfg.addStoreFlags(fs)
 	// The DICT settings that shape its buckets' keys and capacities; the
 	// DICT's URLs are not used here.
@@ -50,8 +51,8 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	watch := fs.Duration("watch", 0, "list: redraw every D (e.g. 2s) until Ctrl-C")
 	yes := fs.Bool("yes", false, "reset: do not ask for confirmation")
 	// The default is said once, in the help: its value depends on $USER.
-	actor := fs.String("actor", "", "reset: who resets, recorded in the ledger (default $USER@hostname, or \"cli\" without $USER)")
-	reason := fs.String("reason", "", "reset: why (required), recorded in the audit trail with cli:ACTOR")
+	actor := fs.String("actor", "", "reset, shadow: who acts, recorded in the ledger and the audit trail (default $USER@hostname, or \"cli\" without $USER)")
+	reason := fs.String("reason", "", "reset, shadow: why (required), recorded in the audit trail with cli:ACTOR")
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
@@ -67,11 +68,22 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if len(pos) > 0 {
 		action, rest = pos[0], pos[1:]
 	}
-	if action != "list" && action != "show" && action != "reset" {
+	if action != "list" && action != "show" && action != "reset" && action != "shadow" {
 		if action == "" {
-			return UsageError("buckets: want an action: list, show or reset")
+			return UsageError("buckets: want an action: list, show, reset or shadow")
 		}
-		return UsageError("buckets: unknown action %q (want list, show or reset)", action)
+		return UsageError("buckets: unknown action %q (want list, show, reset or shadow)", action)
+	}
+	if action == "shadow" {
+		if len(rest) != 2 || (rest[1] != "on" && rest[1] != "off") {
+			return UsageError("buckets shadow: want POLICY on or POLICY off")
+		}
+		if strings.TrimSpace(*reason) == "" {
+			return UsageError("buckets shadow: --reason is required (it is recorded in the audit trail)")
+		}
+		if strings.TrimSpace(*actor) == "" {
+			return UsageError("buckets shadow: --actor is empty")
+		}
 	}
 	if *limit < 0 || *limit > inspect.MaxPageSize {
 		return UsageError("buckets: --limit %d: want 1..%d", *limit, inspect.MaxPageSize)
@@ -116,6 +128,9 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.DictCatalog())}
 
+	if action == "shadow" {
+		return b.shadow(ctx, rest[0], rest[1] == "on", *actor, *reason)
+	}
 	if action == "list" {
 		if len(rest) > 0 {
 			return UsageError("buckets list: unexpected arguments %q (filters are --policy, --env, --id)", rest)

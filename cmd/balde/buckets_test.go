@@ -323,7 +323,7 @@ func TestBucketsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"NoAction", nil, "want an action: list, show or reset"},
+		{"NoAction", nil, "want an action: list, show, reset or shadow"},
 		{"UnknownAction", []string{"drop"}, `unknown action "drop"`},
 		{"ResetUnknownPolicy", []string{"reset", "--yes", "NOPE/prod/1"}, "NOPE/prod/1: unknown policy"},
 		{"ResetMalformedKey", []string{"reset", "--yes", "ENTRIES_READ_USER_ANTISCAN"}, `"ENTRIES_READ_USER_ANTISCAN" is not POLICY/ENV/IDENTIFIER`},

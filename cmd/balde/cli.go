@@ -78,7 +78,7 @@ func commands() []Command {
 		{"sifen-override", "ask SIFEN about a document left sending; on 0420 make it sendable again (audited)", runSifenOverride},
 		{"sifen-send", "send DE and lot XML files to SIFEN through the throttle", runSifenSend},
 		{"dict-lookup", "look up Pix keys from a CSV through the throttle", runDictLookup},
-		{"buckets", "list, show or reset buckets (the admin page in the terminal)", runBuckets},
+		{"buckets", "list, show or reset buckets, switch a policy's shadow mode (the admin page in the terminal)", runBuckets},
 		{"prune", "remove old ledger rows, idle buckets and old DICT lookups", runPrune},
 		{"whatif", "replay a period's decisions under another DICT category, capacity or SIFEN interval", runWhatif},
 		{"version", "print the version", runVersion},

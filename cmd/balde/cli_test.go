@@ -205,7 +205,7 @@ func TestShellCompletion(t *testing.T) {
 	require.NotContains(t, out, "__complete")
 	code, out, _ = run(t, nil, "__complete", "buckets")
 	require.Equal(t, ExitOK, code)
-	require.Equal(t, []string{"list", "show", "reset"}, strings.Fields(out))
+	require.Equal(t, []string{"list", "show", "reset", "shadow"}, strings.Fields(out))
 	code, out, _ = run(t, nil, "__complete", "prune", "flags")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, strings.Fields(out), "--dry-run")
@@ -280,7 +280,7 @@ func TestShellCompletionOffersActionsAndValues(t *testing.T) {
 		command, prev string
 		want          []string
 	}{
-		{"buckets", "buckets", []string{"list", "show", "reset"}},
+		{"buckets", "buckets", []string{"list", "show", "reset", "shadow"}},
 		{"migrate", "migrate", []string{"up", "down", "version"}},
 		{"buckets", "--sort", []string{"key", "severity", "last_send", "tokens"}},
 		{"buckets", "-sort", []string{"key", "severity", "last_send", "tokens"}},

@@ -52,7 +52,7 @@ complete -F _balde balde
 
 // actions are the first arguments a command takes.
 var actions = map[string][]string{
-	"buckets":    {"list", "show", "reset"},
+	"buckets":    {"list", "show", "reset", "shadow"},
 	"migrate":    {"up", "down", "version"},
 	"completion": {"bash", "zsh"},
 	"gateway":    {"dict", "sifen"},

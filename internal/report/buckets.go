@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -33,8 +34,13 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 	}
 	for _, st := range page.States {
 		v := web.ViewBucket(tr, st, scope)
+		policy := st.Key.Policy
+		if st.Shadow {
+			// docs/decisions/0200: refusals recorded, requests admitted.
+			policy += " [" + tr.Sprintf("shadow") + "]"
+		}
 		if wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", st.Key.Policy, v.Scope, st.Key.Identifier, st.Key.Env,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", policy, v.Scope, st.Key.Identifier, st.Key.Env,
 				st.Tokens, v.Capacity, v.Refill, v.Severity, v.Wait, v.LastSend, st.SendCount)
 			continue
 		}
@@ -42,7 +48,7 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 		if !st.LastSentAt.IsZero() {
 			last = tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", st.Key.Policy, Shorten(st.Key.Identifier, 24), st.Key.Env,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", policy, Shorten(st.Key.Identifier, 24), st.Key.Env,
 			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
 	}
 	if err := tw.Flush(); err != nil {
@@ -91,7 +97,7 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		}
 		return tr.Sprintf("in %s", web.FormatWait(d))
 	}
-	for _, row := range [][2]string{
+	rows := [][2]string{
 		{tr.Sprintf("bucket"), st.Key.String()},
 		{tr.Sprintf("scope"), v.Scope},
 		{tr.Sprintf("stored"), stored},
@@ -104,7 +110,11 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		{tr.Sprintf("full"), wait(st.UntilFull)},
 		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
 		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
-	} {
+	}
+	if st.Shadow {
+		rows = slices.Insert(rows, 1, [2]string{tr.Sprintf("mode"), tr.Sprintf("shadow: refusals are recorded, requests admitted")})
+	}
+	for _, row := range rows {
 		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
 	}
 	_ = w.Flush()

@@ -295,3 +295,24 @@ func TestRefusalCacheDecidesAsTheStore(t *testing.T) {
 		}
 	}
 }
+
+// A key refused by the store again while remembered (here for a cheaper
+// charge than the one remembered) keeps the refusals memory answered
+// meanwhile: they reach the ledger.
+func TestRefusalsFromMemorySurviveANewRefusal(t *testing.T) {
+	ctx := context.Background()
+	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 1, RefillPeriod: time.Hour}
+	e := newCountingEnv(t, p, 0)
+	require.True(t, e.take(t, cacheKey, 2).Allowed)
+	require.False(t, e.take(t, cacheKey, 2).Cached) // the store refuses, remembered for 2
+	for range 5 {
+		require.True(t, e.take(t, cacheKey, 2).Cached)
+	}
+	d := e.take(t, cacheKey, 1) // the store refuses again: a new entry
+	require.False(t, d.Allowed)
+	require.False(t, d.Cached)
+	require.NoError(t, e.lim.FlushRefusals(ctx))
+	n, err := inspect.New(e.lim, e.mem).CountLedger(ctx, inspect.LedgerQuery{Key: &cacheKey, Reasons: throttle.RefusalReasons})
+	require.NoError(t, err)
+	require.EqualValues(t, 7, n, "every refusal counted once")
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/audit"
+)
+
+// shadow puts policy in shadow mode or back to enforcing
+// (balde.Engine.SetShadow, docs/decisions/0200) and records it in the
+// audit trail as cli:ACTOR with the reason. A DICT or SIFEN mirror policy
+// is a usage error, and nothing changes.
+func (b bucketsCmd) shadow(ctx context.Context, policy string, on bool, actor, reason string) error {
+	if err := b.eng.CheckShadow(policy); err != nil {
+		if errors.Is(err, balde.ErrShadowMirror) {
+			return UsageError("buckets shadow: %s is a DICT or SIFEN mirror policy: shadow mode would spend the remote side's real allowance", policy)
+		}
+		return UsageError("buckets shadow: %v", err)
+	}
+	if err := b.eng.SetShadow(ctx, policy, on); err != nil {
+		return err
+	}
+	if _, err := b.eng.Audit().Record(ctx, audit.Entry{User: audit.CLIUser(actor), Action: audit.ActionShadow,
+		Target: policy, Reason: reason, Outcome: audit.ShadowOutcome(on)}); err != nil {
+		return fmt.Errorf("buckets shadow: %s was switched but %w: %w", policy, balde.ErrResetNotAudited, err)
+	}
+	if on {
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("%s is in shadow mode (by %s): its buckets decide as usual, record what they would refuse (ledger shadow-*, metric balde_throttle_shadow_refusals_total) and admit it.", policy, actor))
+	} else {
+		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("%s enforces again (by %s): its buckets refuse.", policy, actor))
+	}
+	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("A running balde serve on this database follows within its severity period (15 s by default)."))
+	return nil
+}

@@ -1,0 +1,1 @@
+ALTER TABLE balde_policies DROP COLUMN shadow;

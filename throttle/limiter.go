@@ -184,6 +184,11 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 // failTake applies the fail mode of the policies of a Take whose
 // transaction failed.
 func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
+	if o, ok := l.observer.(StoreObserver); ok && errors.Is(err, ErrStoreUnavailable) {
+		for _, p := range ps {
+			o.StoreFailed(p.Key, err)
+		}
+	}
 	for _, p := range ps {
 		if p.policy.FailMode != FailOpen || !errors.Is(err, ErrStoreUnavailable) {
 			return Decision{}, fmt.Errorf("throttle: take %s: %w", p.Key, err)

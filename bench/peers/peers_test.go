@@ -10,6 +10,7 @@ package peers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -94,7 +95,7 @@ func measure(b *testing.B, w workload, op decide) {
 		return keyName(i)
 	}
 	lats := make([][]time.Duration, w.callers)
-	var next, refused atomic.Int64
+	var next, refused, timedOut atomic.Int64
 	var failed atomic.Value
 	b.ResetTimer()
 	start := time.Now()
@@ -105,6 +106,12 @@ func measure(b *testing.B, w workload, op decide) {
 			for next.Add(1) <= int64(b.N) {
 				t := time.Now()
 				ok, err := op(ctx, key())
+				if errors.Is(err, throttle.ErrStoreTimeout) {
+					// A bounded wait that ended (docs/decisions/0220):
+					// counted, like a refusal, not a failed run.
+					timedOut.Add(1)
+					continue
+				}
 				if err != nil {
 					failed.Store(err)
 					return
@@ -130,6 +137,9 @@ func measure(b *testing.B, w workload, op decide) {
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(100*float64(refused.Load())/float64(b.N), "refused-%")
+	if n := timedOut.Load(); n > 0 {
+		b.ReportMetric(100*float64(n)/float64(b.N), "timed-out-%")
+	}
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 	b.ReportMetric(pct(0.999), "p99.9-µs")

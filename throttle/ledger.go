@@ -30,6 +30,12 @@ const (
 	// LedgerSync lowers the mirror to what the remote side reports (a remote
 	// 429 or a reconciliation).
 	LedgerSync LedgerReason = 9
+	// LedgerLease is a quota lease: tokens a process spent at once to
+	// admit its next requests on the key from memory (Config.Lease);
+	// LedgerLeaseReturn gives back what the lease did not use. (10 is the
+	// store's row of a minute of aggregated takes.)
+	LedgerLease       LedgerReason = 11
+	LedgerLeaseReturn LedgerReason = 12
 )
 
 // RefusalReasons are the ledger reasons of refused requests.
@@ -56,6 +62,8 @@ var ledgerReasonNames = map[LedgerReason]string{
 	LedgerRefusedCooldown: "refused-cooldown",
 	LedgerRefusedBlocked:  "refused-blocked",
 	LedgerSync:            "sync",
+	LedgerLease:           "lease",
+	LedgerLeaseReturn:     "lease-return",
 }
 
 // String returns the lowercase name ("take", "penalty", ...).

@@ -54,8 +54,10 @@ type lease struct {
 	back   int64
 	backAt time.Time
 	// taking is closed when the lease transaction in flight ends; nil
-	// when none is.
-	taking chan struct{}
+	// when none is. starved: the last lease asked for found no tokens to
+	// spare (the key is near its limit), so callers do not wait for one.
+	taking  chan struct{}
+	starved bool
 }
 
 func newLeases(span time.Duration) *leases {
@@ -121,16 +123,18 @@ func (ls *leases) use(c priced, now time.Time) (Decision, bool) {
 // taken already, it returns instead a channel closed when that one ends:
 // the caller waits for it and tries the lease again, so that the callers
 // of a hot key whose lease ran out take one lease, not one each. Otherwise
-// a caller with want > 0 must call taken once its transaction ends.
-func (ls *leases) pending(key Key, now time.Time) (back int64, backAt time.Time, want int64, wait <-chan struct{}) {
+// a caller with lead set must call taken once its transaction ends. A key
+// whose last lease found nothing to spare is not waited for: near its
+// limit each caller runs its own transaction, as without leases.
+func (ls *leases) pending(key Key, now time.Time) (back int64, backAt time.Time, want int64, lead bool, wait <-chan struct{}) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	e, ok := ls.m[key]
 	if !ok {
-		return 0, time.Time{}, 0, nil
+		return 0, time.Time{}, 0, false, nil
 	}
 	if e.taking != nil {
-		return 0, time.Time{}, 0, e.taking
+		return 0, time.Time{}, 0, false, e.taking
 	}
 	if e.left > 0 && now.After(e.stamp) {
 		e.back, e.backAt, e.left = e.left, e.stamp, 0
@@ -139,10 +143,10 @@ func (ls *leases) pending(key Key, now time.Time) (back int64, backAt time.Time,
 	e.back = 0
 	// The requests expected in a span, this one among them.
 	want = max(e.seen, e.prevSeen) - 1
-	if want > 0 {
-		e.taking = make(chan struct{})
+	if want > 0 && !e.starved {
+		e.taking, lead = make(chan struct{}), true
 	}
-	return back, backAt, want, nil
+	return back, backAt, want, lead, nil
 }
 
 // taken ends the lease transaction of key that pending started.
@@ -152,6 +156,15 @@ func (ls *leases) taken(key Key) {
 	if e, ok := ls.m[key]; ok && e.taking != nil {
 		close(e.taking)
 		e.taking = nil
+	}
+}
+
+// starve notes that a lease asked for on key found no tokens to spare.
+func (ls *leases) starve(key Key) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if e, ok := ls.m[key]; ok {
+		e.starved = true
 	}
 }
 
@@ -171,7 +184,7 @@ func (ls *leases) granted(key Key, n int64, stamp time.Time, remaining int64) {
 	if e.stamp.Equal(stamp) {
 		n += e.left
 	}
-	e.stamp, e.left, e.remaining = stamp, n, remaining
+	e.stamp, e.left, e.remaining, e.starved = stamp, n, remaining, false
 }
 
 // leaseIn spends, in tx, up to want of c's bucket's tokens left (at most

@@ -175,9 +175,10 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 			return d, nil
 		}
 		var wait <-chan struct{}
-		back, backAt, want, wait = l.leases.pending(ps[0].Key, now)
+		var lead bool
+		back, backAt, want, lead, wait = l.leases.pending(ps[0].Key, now)
 		if wait == nil {
-			if want > 0 {
+			if lead {
 				defer l.leases.taken(ps[0].Key)
 			}
 			break
@@ -215,8 +216,11 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 		l.refused.requeue(due)
 		return l.failTake(ps, err)
 	}
-	if lent > 0 {
+	switch {
+	case lent > 0:
 		l.leases.granted(ps[0].Key, lent, stamp, left)
+	case want > 0 && d.Allowed:
+		l.leases.starve(ps[0].Key)
 	}
 	if d.Allowed {
 		// A cheaper take admitted on a key remembered as refused for a

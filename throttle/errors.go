@@ -33,6 +33,13 @@ var (
 	// again, since it could then apply twice: a caller that retries store
 	// failures stops at this one (docs/decisions/0020).
 	ErrOutcomeUnknown = errors.New("throttle: store outcome unknown")
+	// ErrStoreTimeout means the store gave up a wait it bounds: a statement
+	// past PostgreSQL's statement_timeout (57014) or a lock wait past its
+	// lock_timeout (55P03), or SQLite's write lock still busy once the
+	// retries' time was spent. Nothing was applied. It always comes with
+	// ErrStoreUnavailable: the database is overloaded or a lock is held,
+	// and the call was not left waiting longer (docs/decisions/0220).
+	ErrStoreTimeout = errors.New("throttle: store wait timed out")
 	// ErrClosed is returned by Updates on a closed GroupCommit.
 	ErrClosed = errors.New("throttle: group commit closed")
 )

@@ -26,7 +26,11 @@ func grainPolicy(capacity int64, grain, block time.Duration) throttle.Policy {
 // admission: at most Capacity admissions in [t, t+period). It also checks
 // that the state stays within period/grain+1 spends whatever the capacity,
 // and that the limit is not wasted: the run admits requests in every
-// window it is busy in.
+// window it is busy in. With quota leases (Config.Lease, decision 0221)
+// the arrivals go to two or three Limiters on the store at random ("as
+// many processes"), each deciding from its own leases: the promise holds
+// all the same, and so does the bound on the state (a lease is a spend of
+// its grain).
 func TestRollingGrainNeverAdmitsMoreThanTheLimitInAWindow(t *testing.T) {
 	for _, tc := range []struct {
 		capacity     int64
@@ -40,48 +44,65 @@ func TestRollingGrainNeverAdmitsMoreThanTheLimitInAWindow(t *testing.T) {
 		{37, 1300 * time.Millisecond, 2 * time.Second},
 		{3, time.Minute, 0},
 	} {
-		t.Run(fmt.Sprintf("capacity=%d/grain=%s/block=%s", tc.capacity, tc.grain, tc.block), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(tc.capacity), uint64(tc.grain)))
-			clock := throttle.NewManualClock(throttletest.Epoch.Add(123456789))
-			store := throttletest.NewMemStore(clock.Now)
-			p := grainPolicy(tc.capacity, tc.grain, tc.block)
-			lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now})
-			require.NoError(t, err)
-			key := throttle.Key{Policy: p.Name, Env: "prod", Identifier: "198.51.100.7"}
-			maxSpends := int(p.RefillPeriod/p.RollingGrain) + 1
-			// The mean gap admits about twice the capacity per window,
-			// so the run is refused often and recovers often.
-			mean := p.RefillPeriod / time.Duration(2*tc.capacity)
-			var admitted []time.Time
-			for range 20 * int(tc.capacity) {
-				switch rng.IntN(10) {
-				case 0: // a burst: no time passes
-				case 1:
-					clock.Advance(time.Duration(rng.Int64N(int64(3 * p.RefillPeriod / 2))))
-				default:
-					clock.Advance(time.Duration(rng.Int64N(int64(2 * mean))))
-				}
-				d, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
-				require.NoError(t, err)
-				if d.Allowed {
-					admitted = append(admitted, clock.Now())
-				}
-				bs, err := store.Buckets(context.Background(), []throttle.Key{key})
-				require.NoError(t, err)
-				if len(bs) == 1 {
-					require.LessOrEqual(t, len(bs[0].Spent), maxSpends, "spends in the state")
-				}
+		for _, lease := range []struct {
+			procs int
+			span  time.Duration
+		}{{1, 0}, {2, time.Second}, {3, time.Second}, {3, 5 * time.Second}} {
+			name := fmt.Sprintf("capacity=%d/grain=%s/block=%s", tc.capacity, tc.grain, tc.block)
+			if lease.span > 0 {
+				name += fmt.Sprintf("/leases=%s/procs=%d", lease.span, lease.procs)
 			}
-			end := 0 // admitted[i:end] lie in [admitted[i], admitted[i]+period)
-			for i, at := range admitted {
-				for end < len(admitted) && admitted[end].Before(at.Add(p.RefillPeriod)) {
-					end++
-				}
-				require.LessOrEqual(t, int64(end-i), tc.capacity, "admissions in the window from %s", at)
-			}
-			require.Greater(t, int64(len(admitted)), 3*tc.capacity, "the windows refill")
-		})
+			t.Run(name, func(t *testing.T) {
+				testRollingGrainWindows(t, tc.capacity, tc.grain, tc.block, lease.procs, lease.span)
+			})
+		}
 	}
+}
+
+func testRollingGrainWindows(t *testing.T, capacity int64, grain, block time.Duration, procs int, span time.Duration) {
+	rng := rand.New(rand.NewPCG(uint64(capacity), uint64(grain)))
+	clock := throttle.NewManualClock(throttletest.Epoch.Add(123456789))
+	store := throttletest.NewMemStore(clock.Now)
+	p := grainPolicy(capacity, grain, block)
+	var lims []*throttle.Limiter
+	for range procs {
+		lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now, Lease: span})
+		require.NoError(t, err)
+		lims = append(lims, lim)
+	}
+	key := throttle.Key{Policy: p.Name, Env: "prod", Identifier: "198.51.100.7"}
+	maxSpends := int(p.RefillPeriod/p.RollingGrain) + 1
+	// The mean gap admits about twice the capacity per window,
+	// so the run is refused often and recovers often.
+	mean := p.RefillPeriod / time.Duration(2*capacity)
+	var admitted []time.Time
+	for range 20 * int(capacity) {
+		switch rng.IntN(10) {
+		case 0: // a burst: no time passes
+		case 1:
+			clock.Advance(time.Duration(rng.Int64N(int64(3 * p.RefillPeriod / 2))))
+		default:
+			clock.Advance(time.Duration(rng.Int64N(int64(2 * mean))))
+		}
+		d, err := lims[rng.IntN(procs)].Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1})
+		require.NoError(t, err)
+		if d.Allowed {
+			admitted = append(admitted, clock.Now())
+		}
+		bs, err := store.Buckets(context.Background(), []throttle.Key{key})
+		require.NoError(t, err)
+		if len(bs) == 1 {
+			require.LessOrEqual(t, len(bs[0].Spent), maxSpends, "spends in the state")
+		}
+	}
+	end := 0 // admitted[i:end] lie in [admitted[i], admitted[i]+period)
+	for i, at := range admitted {
+		for end < len(admitted) && admitted[end].Before(at.Add(p.RefillPeriod)) {
+			end++
+		}
+		require.LessOrEqual(t, int64(end-i), capacity, "admissions in the window from %s", at)
+	}
+	require.Greater(t, int64(len(admitted)), 3*capacity, "the windows refill")
 }
 
 // TestRollingGrainReturnsTokensWithinAGrainOfTheWindow: a token spent at t

@@ -38,6 +38,11 @@ const (
 	LedgerShadowEmpty    LedgerReason = 11
 	LedgerShadowCooldown LedgerReason = 12
 	LedgerShadowBlocked  LedgerReason = 13
+	// LedgerLease is a quota lease: tokens a process spent at once to
+	// admit its next requests on the key from memory (Config.Lease);
+	// LedgerLeaseReturn gives back what the lease did not use.
+	LedgerLease       LedgerReason = 14
+	LedgerLeaseReturn LedgerReason = 15
 )
 
 // RefusalReasons are the ledger reasons of refused requests.
@@ -71,6 +76,8 @@ var ledgerReasonNames = map[LedgerReason]string{
 	LedgerShadowEmpty:     "shadow-empty",
 	LedgerShadowCooldown:  "shadow-cooldown",
 	LedgerShadowBlocked:   "shadow-blocked",
+	LedgerLease:           "lease",
+	LedgerLeaseReturn:     "lease-return",
 }
 
 // String returns the lowercase name ("take", "penalty", ...).

@@ -35,6 +35,17 @@ type Config struct {
 	// retry-after (LRU). 0 means DefaultRefusalCacheSize; negative disables
 	// the cache.
 	RefusalCacheSize int
+	// Lease, when above zero, turns on quota leases (docs/decisions/0221):
+	// a Take of one charge on a rolling window with a grain (the inbound
+	// limiter's) whose key this process saw more than once in the last
+	// Lease also spends a slice of the tokens left, stamped at the end of
+	// its grain like the requests of that grain, and the next requests on
+	// the key in the same grain are admitted from it without a store
+	// transaction. No window admits more than its capacity across
+	// processes; a refusal or block from another process applies here
+	// when the grain ends. Zero (the default): every decision is a
+	// transaction.
+	Lease time.Duration
 	// Definitions, when set, returns a value that changes whenever the
 	// policies the Resolver returns may have changed (a DICT category
 	// learned, a policy file applied): a stored severity is trusted for
@@ -59,9 +70,9 @@ const DefaultRefusalCacheSize = 65536
 
 // Limiter is the engine's API: it resolves policies, validates input, runs
 // the rules in store transactions and reports to the notifier and observer.
-// It holds no bucket state of its own; several Limiters (in several
-// processes) on one database share their buckets exactly. Safe for
-// concurrent use.
+// It holds no bucket state of its own (but for quota leases, when
+// Config.Lease turns them on); several Limiters (in several processes) on
+// one database share their buckets exactly. Safe for concurrent use.
 type Limiter struct {
 	store    Store
 	policies Resolver
@@ -72,6 +83,7 @@ type Limiter struct {
 	observer Observer
 	logger   *slog.Logger
 	refused  *refusalCache
+	leases   *leases
 	defs     func() string
 	shadow   func(policy string) bool
 	trust    trust
@@ -106,6 +118,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		logger:   cfg.Logger,
 		defs:     cfg.Definitions,
 		shadow:   cfg.Shadow,
+		leases:   newLeases(cfg.Lease),
 	}
 	if l.shadow == nil {
 		l.shadow = func(string) bool { return false }
@@ -170,16 +183,49 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 			return d, nil
 		}
 	}
+	leased := l.leases.leasable(ps)
+	var back, want int64
+	var backAt time.Time
+	for leased {
+		now := l.clock()
+		if d, ok := l.leases.use(ps[0], now); ok {
+			l.observer.Decided(d, time.Since(start))
+			return d, nil
+		}
+		var wait <-chan struct{}
+		var lead bool
+		back, backAt, want, lead, wait = l.leases.pending(ps[0].Key, now)
+		if wait == nil {
+			if lead {
+				defer l.leases.taken(ps[0].Key)
+			}
+			break
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return Decision{}, fmt.Errorf("throttle: take %s: %w", ps[0].Key, ctx.Err())
+		}
+	}
 	// Refusals answered from memory whose groups are due ride along.
 	due := l.refused.drain()
 	keys := keysOf(ps)
 	var d Decision
 	var after []Bucket
-	var at time.Time
+	var at, stamp time.Time
+	var lent, left int64
 	err = l.update(ctx, append(keys, refusalKeys(due)...), nil, func(tx *Tx) error {
+		lent = 0
+		if back > 0 {
+			tx.unleaseIn(ps[0].Key, ps[0].policy, back, backAt, ref)
+		}
 		d = l.take(tx, ref, ps)
 		if !d.Allowed && l.refused != nil {
 			after, at = tx.snapshot(keys), tx.now
+		}
+		if leased && d.Allowed && want > 0 {
+			lent, stamp = tx.leaseIn(ps[0], want, ref)
+			left = tx.buckets[ps[0].Key].b.Tokens
 		}
 		tx.recordRefusals(due)
 		return nil
@@ -187,6 +233,12 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		l.refused.requeue(due)
 		return l.failTake(ps, err)
+	}
+	switch {
+	case lent > 0:
+		l.leases.granted(ps[0].Key, lent, stamp, left)
+	case want > 0 && d.Allowed:
+		l.leases.starve(ps[0].Key)
 	}
 	if d.Allowed {
 		// A cheaper take admitted on a key remembered as refused for a
@@ -202,6 +254,11 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 // failTake applies the fail mode of the policies of a Take whose
 // transaction failed.
 func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
+	if o, ok := l.observer.(StoreObserver); ok && errors.Is(err, ErrStoreUnavailable) {
+		for _, p := range ps {
+			o.StoreFailed(p.Key, err)
+		}
+	}
 	for _, p := range ps {
 		if p.policy.FailMode != FailOpen || !errors.Is(err, ErrStoreUnavailable) {
 			return Decision{}, fmt.Errorf("throttle: take %s: %w", p.Key, err)

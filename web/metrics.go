@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -52,6 +53,7 @@ type Metrics struct {
 	shadow    *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	failOpen  *prometheus.CounterVec
+	storeFail *prometheus.CounterVec
 	severity  *prometheus.CounterVec
 
 	buckets     *prometheus.GaugeVec
@@ -83,6 +85,7 @@ type Metrics struct {
 var (
 	_ throttle.Observer       = (*Metrics)(nil)
 	_ throttle.RemoteObserver = (*Metrics)(nil)
+	_ throttle.StoreObserver  = (*Metrics)(nil)
 	_ prometheus.Collector    = (*Metrics)(nil)
 )
 
@@ -136,6 +139,10 @@ func NewMetrics() *Metrics {
 			Name: "balde_throttle_fail_open_total",
 			Help: "Requests admitted without a bucket because the store was unavailable and the policy fails open.",
 		}, []string{"policy"}),
+		storeFail: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "balde_throttle_store_failures_total",
+			Help: "Takes the store could not decide, by policy and cause (timeout: a statement or lock wait passed its bound, the database is overloaded or a lock is held; unavailable: anything else), before the fail mode applied.",
+		}, []string{"policy", "cause"}),
 		severity: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "balde_throttle_severity_changes_total",
 			Help: "Buckets that changed severity level, by policy and levels.",
@@ -194,7 +201,7 @@ func NewMetrics() *Metrics {
 
 // collectors are balde's metrics, in the order they are described.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.decisions, m.refusals, m.shadow, m.latency, m.failOpen, m.severity,
+	return []prometheus.Collector{m.decisions, m.refusals, m.shadow, m.latency, m.failOpen, m.storeFail, m.severity,
 		m.buckets, m.blocked, m.negative, m.worstFill, m.worstTokens,
 		m.remoteRefusals, m.buildInfo, m.dictUnverified,
 		m.httpRequests, m.httpDuration, m.gatewayRequests}
@@ -334,6 +341,15 @@ func (m *Metrics) Decided(d throttle.Decision, latency time.Duration) {
 // FailedOpen implements throttle.Observer.
 func (m *Metrics) FailedOpen(key throttle.Key, _ error) {
 	m.failOpen.WithLabelValues(key.Policy).Inc()
+}
+
+// StoreFailed implements throttle.StoreObserver.
+func (m *Metrics) StoreFailed(key throttle.Key, err error) {
+	cause := "unavailable"
+	if errors.Is(err, throttle.ErrStoreTimeout) {
+		cause = "timeout"
+	}
+	m.storeFail.WithLabelValues(key.Policy, cause).Inc()
 }
 
 // SeverityChanged implements throttle.Observer.

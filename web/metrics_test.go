@@ -52,6 +52,8 @@ func TestMetricsAfterDecisions(t *testing.T) {
 
 func TestMetricsFailOpenAndUnboundedMethods(t *testing.T) {
 	m := web.NewMetrics()
+	m.StoreFailed(key("P", "x"), fmt.Errorf("%w: %w", throttle.ErrStoreUnavailable, throttle.ErrStoreTimeout))
+	m.StoreFailed(key("P", "x"), throttle.ErrStoreUnavailable)
 	m.FailedOpen(key("P", "x"), throttle.ErrStoreUnavailable)
 	m.Decided(throttle.Decision{Allowed: true, FailOpen: true, Buckets: []throttle.BucketDecision{{Key: key("P", "x")}}}, 0)
 	e := newEnv(t, withServer(func(s *web.Server) { s.Metrics = m }))
@@ -59,6 +61,8 @@ func TestMetricsFailOpenAndUnboundedMethods(t *testing.T) {
 	out := body(t, e.get("/metrics"))
 	for _, want := range []string{
 		`balde_throttle_fail_open_total{policy="P"} 1`,
+		`balde_throttle_store_failures_total{cause="timeout",policy="P"} 1`,
+		`balde_throttle_store_failures_total{cause="unavailable",policy="P"} 1`,
 		`balde_throttle_decisions_total{policy="P",result="fail_open"} 1`,
 		`balde_http_requests_total{code="404",method="other",route="unmatched"} 1`,
 	} {

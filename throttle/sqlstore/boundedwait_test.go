@@ -78,6 +78,7 @@ func TestAWaitOnAStoppedLockHolderIsBounded(t *testing.T) {
 		_, err = lim.Take(dctx, "", throttle.Charge{Key: key, Cost: 1})
 		took := time.Since(start)
 		require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
+		require.ErrorIs(t, err, throttle.ErrStoreTimeout, "lock_timeout (55P03) or SQLITE_BUSY past the retries")
 		require.Less(t, took, bound+time.Second, "a decision facing a stopped lock holder")
 		t.Logf("%s: a decision facing a stopped lock holder failed after %s (bound %s): %v", engine, took.Round(time.Millisecond), bound, err)
 

@@ -29,3 +29,19 @@ func formatError(op string, err error) error {
 func retryable(d Driver, err error) bool {
 	return d.Classify(err)&ClassLostRace != 0
 }
+
+// formatError is formatError for an error of the store's driver: a wait the
+// engine bounds and gave up (PostgreSQL's statement_timeout, 57014, or
+// lock_timeout, 55P03; SQLite's write lock still busy once the retries'
+// time was spent) also wraps throttle.ErrStoreTimeout, so that a caller
+// can tell an overloaded or locked database from one it cannot reach
+// (docs/decisions/0220).
+func (s *Store) formatError(op string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return formatError(op, err)
+	}
+	if s.driver.Classify(err)&(ClassTimeout|ClassBusy) != 0 {
+		err = fmt.Errorf("%w: %w", throttle.ErrStoreTimeout, err)
+	}
+	return formatError(op, err)
+}

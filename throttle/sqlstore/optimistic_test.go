@@ -59,7 +59,23 @@ func tokens(t *testing.T, s *sqlstore.Store, keys ...throttle.Key) []int64 {
 // the capacity, never more, although most of their batches are written in
 // one round trip on the rows each remembers, which the other keeps
 // changing.
+//
+// The same holds with three stores, and with quota leases on (decision
+// 0221): a store then admits from its lease the requests that follow its
+// first ones on a key, and still per key and window exactly the capacity
+// is admitted.
 func TestOptimisticTwoProcessesExact(t *testing.T) {
+	for _, tc := range []struct {
+		stores int
+		lease  time.Duration
+	}{{2, 0}, {3, 0}, {2, leaseSpan}, {3, leaseSpan}} {
+		t.Run(fmt.Sprintf("stores=%d/lease=%s", tc.stores, tc.lease), func(t *testing.T) {
+			testOptimisticProcessesExact(t, tc.stores, tc.lease)
+		})
+	}
+}
+
+func testOptimisticProcessesExact(t *testing.T, n int, lease time.Duration) {
 	const (
 		capacity = 40
 		keys     = 5
@@ -69,12 +85,15 @@ func TestOptimisticTwoProcessesExact(t *testing.T) {
 	p := inboundPolicy(capacity)
 	clock := throttle.NewManualClock(throttletest.Epoch)
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
-	stores := []*sqlstore.Store{sqlstoretest.MustOpenDSN(t, dsn, clock.Now), sqlstoretest.MustOpenDSN(t, dsn, clock.Now)}
+	var stores []*sqlstore.Store
 	var lims []*throttle.Limiter
-	for _, s := range stores {
+	for range n {
+		s := sqlstoretest.MustOpenDSN(t, dsn, clock.Now)
 		g := throttle.NewGroupCommit(s.NonDurable(), throttle.GroupCommitOptions{Writers: 2})
 		t.Cleanup(func() { require.NoError(t, g.Close()) })
-		lims = append(lims, newInboundLimiter(t, g, p, clock))
+		lim, err := throttle.NewLimiter(g, throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now, SkipRefusalRows: true, Lease: lease})
+		require.NoError(t, err)
+		stores, lims = append(stores, s), append(lims, lim)
 	}
 	// The reference: the same attempts, one at a time, on the locking
 	// path of a store of its own (durable: never optimistic).
@@ -131,7 +150,10 @@ func TestOptimisticTwoProcessesExact(t *testing.T) {
 		oneTrip += st.OneTrip
 		conflicts += st.Conflicts
 	}
-	require.Positive(t, oneTrip, "batches written in one round trip")
+	// Every conflict is a one-round-trip write tried on remembered rows;
+	// how many of them the others' writes beat depends on the machine's
+	// load (at load 10 all of them did once), not on exactness.
+	require.Positive(t, oneTrip+conflicts, "batches tried in one round trip")
 	require.Zero(t, locked.OptimisticStats(), "a durable store is never optimistic")
 }
 

@@ -572,7 +572,7 @@ func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits 
 			// past the busy timeout: the transaction did not commit.
 			continue
 		}
-		return formatError("update", err)
+		return s.formatError("update", err)
 	}
 }
 

@@ -1,0 +1,251 @@
+package throttle
+
+import (
+	"sync"
+	"time"
+)
+
+// Quota leases (docs/decisions/0221): a Limiter with Config.Lease decides
+// the hot keys of a rolling window with a grain from memory. The store
+// transaction that admits a request on such a key also spends, when the
+// key was busy in this process, a slice of the tokens left: the lease,
+// stamped at the end of the transaction's grain, as every request of that
+// grain is. The process then admits from the slice, without a round trip,
+// the requests of the same grain: the bucket holds the state those
+// requests would have left one by one, so no window ever holds more than
+// the capacity, whatever the processes. What a lease did not
+// spend is given back, from the same stamp, by the key's next transaction
+// in this process (a lease of a key that goes cold stays spent until its
+// window frees it: a refusal more, never an admission more). A block or a
+// refusal reaches a process that holds a lease at the latest when its
+// lease ends. Lease and return are ledger rows (LedgerLease,
+// LedgerLeaseReturn) at the granularity of the policy's takes.
+
+// leaseShare is the part of the tokens left a lease takes at most: the
+// rest stays for the other processes and the requests to come. A lease
+// never takes the bucket below half its capacity: near its limit a key is
+// decided one transaction at a time, so that no token is stranded in a
+// lease while another process refuses for want of it.
+const leaseShare = 4
+
+// maxLeases bounds the keys a Limiter keeps leases and counts for.
+const maxLeases = 1 << 16
+
+// leases are a Limiter's quota leases, by key. Safe for concurrent use.
+type leases struct {
+	span time.Duration
+	mu   sync.Mutex
+	m    map[Key]*lease
+}
+
+// lease is one key's lease and demand in this process.
+type lease struct {
+	// stamp is the instant the lease's tokens were spent at (a grain's
+	// end); left of them are not used yet.
+	stamp time.Time
+	left  int64
+	// remaining is the bucket's balance after the lease, for decisions.
+	remaining int64
+	// seen counts this process's requests on the key since since;
+	// prevSeen, in the span before.
+	since          time.Time
+	seen, prevSeen int64
+	// back is a lease's rest to give back, spent at backAt.
+	back   int64
+	backAt time.Time
+	// taking is closed when the lease transaction in flight ends; nil
+	// when none is. starved: the last lease asked for found no tokens to
+	// spare (the key is near its limit), so callers do not wait for one.
+	taking  chan struct{}
+	starved bool
+}
+
+func newLeases(span time.Duration) *leases {
+	if span <= 0 {
+		return nil
+	}
+	return &leases{span: span, m: make(map[Key]*lease)}
+}
+
+// leasable reports whether a Take of ps may use leases: one charge, on a
+// rolling window with a grain and no cooldown, neither held nor partial.
+func (ls *leases) leasable(ps []priced) bool {
+	if ls == nil || len(ps) != 1 {
+		return false
+	}
+	p := ps[0]
+	return p.policy.Refill == RefillRolling && p.policy.RollingGrain > 0 && p.policy.MinInterval == 0 &&
+		p.HoldFor == 0 && p.Admit == 0
+}
+
+// entryLocked returns key's entry, counting a request at now.
+func (ls *leases) entryLocked(key Key, now time.Time) *lease {
+	e, ok := ls.m[key]
+	if !ok {
+		if len(ls.m) >= maxLeases {
+			// Forgetting a lease only keeps its rest spent; its waiters
+			// try again.
+			for _, old := range ls.m {
+				if old.taking != nil {
+					close(old.taking)
+				}
+			}
+			ls.m = make(map[Key]*lease)
+		}
+		e = &lease{since: now}
+		ls.m[key] = e
+	}
+	if now.Sub(e.since) >= ls.span {
+		e.prevSeen, e.seen, e.since = e.seen, 0, now
+	}
+	e.seen++
+	return e
+}
+
+// use admits c from key's lease at now when it holds c's cost and c's
+// grain ends no later than the lease's stamp.
+func (ls *leases) use(c priced, now time.Time) (Decision, bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	e := ls.entryLocked(c.Key, now)
+	if e.left < c.Cost || c.policy.grainEnd(now).After(e.stamp) {
+		return Decision{}, false
+	}
+	e.left -= c.Cost
+	d := Decision{Allowed: true, Buckets: []BucketDecision{{Key: c.Key, Policy: c.policy, Cost: c.Cost, Remaining: e.remaining}}}
+	d.decide()
+	return d, true
+}
+
+// pending returns key's rest to give back (and forgets it: a failed
+// transaction only keeps it spent), and the slice a new lease should take
+// (0: none, the key is not busy enough). When a lease of the key is being
+// taken already, it returns instead a channel closed when that one ends:
+// the caller waits for it and tries the lease again, so that the callers
+// of a hot key whose lease ran out take one lease, not one each. Otherwise
+// a caller with lead set must call taken once its transaction ends. A key
+// whose last lease found nothing to spare is not waited for: near its
+// limit each caller runs its own transaction, as without leases.
+func (ls *leases) pending(key Key, now time.Time) (back int64, backAt time.Time, want int64, lead bool, wait <-chan struct{}) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	e, ok := ls.m[key]
+	if !ok {
+		return 0, time.Time{}, 0, false, nil
+	}
+	if e.taking != nil {
+		return 0, time.Time{}, 0, false, e.taking
+	}
+	if e.left > 0 && now.After(e.stamp) {
+		e.back, e.backAt, e.left = e.left, e.stamp, 0
+	}
+	back, backAt = e.back, e.backAt
+	e.back = 0
+	// The requests expected in a span, this one among them.
+	want = max(e.seen, e.prevSeen) - 1
+	if want > 0 && !e.starved {
+		e.taking, lead = make(chan struct{}), true
+	}
+	return back, backAt, want, lead, nil
+}
+
+// taken ends the lease transaction of key that pending started.
+func (ls *leases) taken(key Key) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if e, ok := ls.m[key]; ok && e.taking != nil {
+		close(e.taking)
+		e.taking = nil
+	}
+}
+
+// starve notes that a lease asked for on key found no tokens to spare.
+func (ls *leases) starve(key Key) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if e, ok := ls.m[key]; ok {
+		e.starved = true
+	}
+}
+
+// granted records a lease of n tokens at stamp, remaining left after it.
+func (ls *leases) granted(key Key, n int64, stamp time.Time, remaining int64) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	e, ok := ls.m[key]
+	if !ok {
+		return // forgotten meanwhile: the lease stays spent
+	}
+	if e.left > 0 && !e.stamp.Equal(stamp) {
+		// Two leases of one key at once (concurrent takes): the older
+		// one's rest is given back later, or stays spent.
+		e.back, e.backAt = e.left, e.stamp
+	}
+	if e.stamp.Equal(stamp) {
+		n += e.left
+	}
+	e.stamp, e.left, e.remaining, e.starved = stamp, n, remaining, false
+}
+
+// leaseIn spends, in tx, up to want of c's bucket's tokens left (at most
+// a leaseShare of them, never below half the capacity) at the end of the
+// grain of tx's instant, and returns the tokens leased and their stamp.
+// The bucket must have admitted c in tx.
+func (tx *Tx) leaseIn(c priced, want int64, ref string) (int64, time.Time) {
+	p := c.policy
+	tb := tx.bucket(c.Key, p)
+	n := min(want, tb.b.Tokens/leaseShare, tb.b.Tokens-p.Capacity/2)
+	if n < 1 {
+		return 0, time.Time{}
+	}
+	stamp := p.grainEnd(tx.now)
+	if k := len(tb.b.Spent); k > 0 && tb.b.Spent[k-1].At.After(stamp) {
+		stamp = tb.b.Spent[k-1].At // spends stay ordered: later is only safer
+	}
+	if k := len(tb.b.Spent); k > 0 && tb.b.Spent[k-1].At.Equal(stamp) {
+		tb.b.Spent[k-1].N += n
+	} else {
+		tb.b.Spent = append(tb.b.Spent, Spend{At: stamp, N: n})
+	}
+	tb.b.Tokens = p.Capacity - tb.b.spentTokens()
+	tx.recordLease(tb, p, -n, LedgerLease, ref)
+	return n, stamp
+}
+
+// unleaseIn gives back, in tx, up to n tokens spent at stamp on key's
+// bucket (a lease's rest): only tokens of that stamp, so no other spend
+// comes back sooner than it would have.
+func (tx *Tx) unleaseIn(key Key, p Policy, n int64, stamp time.Time, ref string) {
+	tb := tx.bucket(key, p)
+	for i := range tb.b.Spent {
+		s := &tb.b.Spent[i]
+		if !s.At.Equal(stamp) {
+			continue
+		}
+		n = min(n, s.N)
+		s.N -= n
+		if s.N == 0 {
+			tb.b.Spent = append(tb.b.Spent[:i], tb.b.Spent[i+1:]...)
+		}
+		if len(tb.b.Spent) == 0 {
+			tb.b.Spent = nil
+		}
+		tb.b.Tokens = p.Capacity - tb.b.spentTokens()
+		tx.recordLease(tb, p, n, LedgerLeaseReturn, ref)
+		return
+	}
+}
+
+// recordLease records a lease or its return like the policy's takes: not
+// at all under LedgerNoTakes, else one row.
+func (tx *Tx) recordLease(tb *txBucket, p Policy, delta int64, reason LedgerReason, ref string) {
+	g := p.Ledger
+	if g == LedgerDefault {
+		g = tx.granularity
+	}
+	tb.dirty, tb.delete = true, false
+	if g == LedgerNoTakes || delta == 0 {
+		return
+	}
+	tx.recordAt(g, tb, delta, reason, ref)
+}

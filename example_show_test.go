@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // One bucket as "balde buckets show" has it: the key read as an operator

@@ -64,7 +64,7 @@ const (
 	BatchWaiting BatchEventKind = iota + 1
 	// BatchDone: a lookup ended (Result); Done events come in the order
 	// lookups end, not in input order.
-	BatchDone
+	batchDone
 )
 
 // BatchEvent is one event of a running Batch.
@@ -175,7 +175,7 @@ func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(Batc
 	var deliverErr error
 	for res := range r.results {
 		done[res.Index] = &res
-		r.progress(BatchEvent{Kind: BatchDone, Index: res.Index, Request: res.Request, Result: &res})
+		r.progress(BatchEvent{Kind: batchDone, Index: res.Index, Request: res.Request, Result: &res})
 		for deliverErr == nil && next < len(done) && done[next] != nil {
 			deliverErr = r.deliver(deliver, *done[next])
 			next++

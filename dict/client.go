@@ -402,7 +402,7 @@ func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (Result[De
 		return Result[DeleteEntryResponse]{}, err
 	}
 	return send[DeleteEntryResponse](ctx, c, call{method: http.MethodPost, path: "/entries/" + url.PathEscape(k.Value) + "/delete",
-		body: &DeleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: cmp.Or(reason, "USER_REQUESTED")}}, http.StatusOK)
+		body: &deleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: cmp.Or(reason, "USER_REQUESTED")}}, http.StatusOK)
 }
 
 // ClaimsFilter selects claims (listClaims' query, OpenAPI 1.8.0): what the

@@ -146,3 +146,29 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 	_, class, err := s.limitsFor(key.Identifier, category)
 	return class, err
 }
+
+const BatchDone = batchDone
+const KeyCNPJ = keyCNPJ
+const LookupSent = lookupSent
+
+type CidSetFileResponse = cidSetFileResponse
+type ClaimRequest = claimRequest
+type ClaimResponse = claimResponse
+type CreateCidSetFileRequest = createCidSetFileRequest
+type CreateClaimRequest = createClaimRequest
+type CreateInfractionReportRequest = createInfractionReportRequest
+type CreateRefundRequest = createRefundRequest
+type CreateSyncVerificationRequest = createSyncVerificationRequest
+type CreateSyncVerificationResponse = createSyncVerificationResponse
+type DeleteEntryRequest = deleteEntryRequest
+type GetEntryByCidResponse = getEntryByCidResponse
+type GetOwnerStatisticsResponse = getOwnerStatisticsResponse
+type InfractionReportRequest = infractionReportRequest
+type InfractionReportResponse = infractionReportResponse
+type ListCidSetEventsResponse = listCidSetEventsResponse
+type ListInfractionReportsResponse = listInfractionReportsResponse
+type ListRefundsResponse = listRefundsResponse
+type RefundRequest = refundRequest
+type RefundResponse = refundResponse
+type UpdateEntryRequest = updateEntryRequest
+type UpdateEntryResponse = updateEntryResponse

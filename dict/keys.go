@@ -13,14 +13,14 @@ type KeyType string
 
 const (
 	KeyCPF   KeyType = "CPF"
-	KeyCNPJ  KeyType = "CNPJ"
+	keyCNPJ  KeyType = "CNPJ"
 	KeyPhone KeyType = "PHONE"
 	KeyEmail KeyType = "EMAIL"
 	KeyEVP   KeyType = "EVP"
 )
 
 // keyTypes lists every key type, in the order of the DICT's documentation.
-var keyTypes = []KeyType{KeyCPF, KeyCNPJ, KeyPhone, KeyEmail, KeyEVP}
+var keyTypes = []KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}
 
 // parseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
 // the DICT writes them). The error wraps errUnknownKeyType.
@@ -79,7 +79,7 @@ func ParseKey(s string) (Key, error) {
 	case len(s) == 11 && digitsRE.MatchString(s):
 		t = KeyCPF
 	case len(s) == 14:
-		t = KeyCNPJ
+		t = keyCNPJ
 	default:
 		return Key{}, fmt.Errorf("%w %q: %w (not a CPF, CNPJ, PHONE, EMAIL or EVP)", ErrInvalidKey, truncate(s), errUnknownKeyType)
 	}
@@ -92,7 +92,7 @@ func parseKeyAs(t KeyType, s string) (Key, error) {
 	switch t {
 	case KeyCPF:
 		err = validateCPF(s)
-	case KeyCNPJ:
+	case keyCNPJ:
 		err = validateCNPJ(s)
 	case KeyPhone:
 		if !phoneRE.MatchString(s) {

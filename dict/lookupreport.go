@@ -21,7 +21,7 @@ import (
 
 // The results of a LookupRecord.
 const (
-	LookupSent    = "sent"    // answered by the DICT: an entry, or no entry for the key (404)
+	lookupSent    = "sent"    // answered by the DICT: an entry, or no entry for the key (404)
 	LookupBlocked = "blocked" // refused by the local mirror: nothing was sent
 	LookupFailed  = "failed"  // sent or tried, without an answer that says found or not found
 	// LookupInterrupted: the run was stopped (Ctrl-C, a cancelled
@@ -99,7 +99,7 @@ func NewLookupRecord(res BatchResult) LookupRecord {
 		}
 		rec.Reason, rec.RetryAfterS = d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
 	case err == nil:
-		rec.Status, rec.Result = http.StatusOK, LookupSent
+		rec.Status, rec.Result = http.StatusOK, lookupSent
 		e := res.Response.Entry
 		rec.KeyType, rec.Participant, rec.Branch = string(e.KeyType), e.Account.Participant, e.Account.Branch
 		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
@@ -111,7 +111,7 @@ func NewLookupRecord(res BatchResult) LookupRecord {
 		}
 		rec.Result, rec.Message = LookupFailed, err.Error()
 		if remote.NotFound() {
-			rec.Result, rec.Message = LookupSent, MsgNoEntry
+			rec.Result, rec.Message = lookupSent, MsgNoEntry
 		}
 	case errors.Is(err, throttle.ErrOutcomeUnknown):
 		// The store lost the answer to a commit (its connection dropped

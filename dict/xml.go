@@ -206,7 +206,7 @@ type CreateEntryResponse struct {
 
 // DeleteEntryRequest is the body of deleteEntry
 // (POST /api/v2/entries/{Key}/delete).
-type DeleteEntryRequest struct {
+type deleteEntryRequest struct {
 	XMLName     xml.Name `xml:"DeleteEntryRequest"`
 	Signature   Signature
 	Key         string

@@ -10,7 +10,7 @@ import "encoding/xml"
 // (set XMLName.Local to build one).
 
 // UpdateEntryRequest is the body of updateEntry (PUT /api/v2/entries/{Key}).
-type UpdateEntryRequest struct {
+type updateEntryRequest struct {
 	XMLName   xml.Name `xml:"UpdateEntryRequest"`
 	Signature Signature
 	Key       string
@@ -20,7 +20,7 @@ type UpdateEntryRequest struct {
 }
 
 // UpdateEntryResponse is the answer of updateEntry.
-type UpdateEntryResponse struct {
+type updateEntryResponse struct {
 	XMLName       xml.Name `xml:"UpdateEntryResponse"`
 	Signature     Signature
 	ResponseTime  Timestamp
@@ -29,7 +29,7 @@ type UpdateEntryResponse struct {
 }
 
 // CreateClaimRequest is the body of createClaim (POST /api/v2/claims/).
-type CreateClaimRequest struct {
+type createClaimRequest struct {
 	XMLName   xml.Name `xml:"CreateClaimRequest"`
 	Signature Signature
 	Claim     Claim
@@ -38,7 +38,7 @@ type CreateClaimRequest struct {
 // ClaimRequest is the body of acknowledgeClaim, confirmClaim, cancelClaim
 // and completeClaim (AcknowledgeClaimRequest, ConfirmClaimRequest,
 // CancelClaimRequest, CompleteClaimRequest).
-type ClaimRequest struct {
+type claimRequest struct {
 	XMLName     xml.Name
 	Signature   Signature
 	ClaimID     string `xml:"ClaimId"`
@@ -50,7 +50,7 @@ type ClaimRequest struct {
 // ClaimResponse is the answer of createClaim, getClaim, acknowledgeClaim,
 // confirmClaim, cancelClaim and completeClaim (completeClaim adds the new
 // entry's dates).
-type ClaimResponse struct {
+type claimResponse struct {
 	XMLName           xml.Name
 	Signature         Signature
 	ResponseTime      Timestamp
@@ -61,7 +61,7 @@ type ClaimResponse struct {
 }
 
 // SyncVerification is a check of a participant's CID set for one key type.
-type SyncVerification struct {
+type syncVerification struct {
 	Participant             string
 	KeyType                 KeyType
 	ParticipantSyncVerifier string
@@ -70,23 +70,23 @@ type SyncVerification struct {
 }
 
 // CreateSyncVerificationRequest is the body of createSyncVerification.
-type CreateSyncVerificationRequest struct {
+type createSyncVerificationRequest struct {
 	XMLName          xml.Name `xml:"CreateSyncVerificationRequest"`
 	Signature        Signature
-	SyncVerification SyncVerification
+	SyncVerification syncVerification
 }
 
 // CreateSyncVerificationResponse is the answer of createSyncVerification.
-type CreateSyncVerificationResponse struct {
+type createSyncVerificationResponse struct {
 	XMLName          xml.Name `xml:"CreateSyncVerificationResponse"`
 	Signature        Signature
 	ResponseTime     Timestamp
 	CorrelationID    string `xml:"CorrelationId"`
-	SyncVerification SyncVerification
+	SyncVerification syncVerification
 }
 
 // CreateCidSetFileRequest is the body of createCidSetFile.
-type CreateCidSetFileRequest struct {
+type createCidSetFileRequest struct {
 	XMLName     xml.Name `xml:"CreateCidSetFileRequest"`
 	Signature   Signature
 	Participant string
@@ -94,7 +94,7 @@ type CreateCidSetFileRequest struct {
 }
 
 // CidSetFile is a file of a participant's CIDs for one key type.
-type CidSetFile struct {
+type cidSetFile struct {
 	ID           string `xml:"Id"`
 	Status       string
 	Participant  string
@@ -108,23 +108,23 @@ type CidSetFile struct {
 
 // CidSetFileResponse is the answer of createCidSetFile and getCidSetFile
 // (CreateCidSetFileResponse, GetCidSetFileResponse).
-type CidSetFileResponse struct {
+type cidSetFileResponse struct {
 	XMLName       xml.Name
 	Signature     Signature
 	ResponseTime  Timestamp
 	CorrelationID string `xml:"CorrelationId"`
-	CidSetFile    CidSetFile
+	CidSetFile    cidSetFile
 }
 
 // CidSetEvent is one change of a CID set.
-type CidSetEvent struct {
+type cidSetEvent struct {
 	Type      string
 	Cid       string
 	Timestamp Timestamp
 }
 
 // ListCidSetEventsResponse is the answer of listCidSetEvents.
-type ListCidSetEventsResponse struct {
+type listCidSetEventsResponse struct {
 	XMLName           xml.Name `xml:"ListCidSetEventsResponse"`
 	Signature         Signature
 	ResponseTime      Timestamp
@@ -136,11 +136,11 @@ type ListCidSetEventsResponse struct {
 	EndTime           Timestamp
 	SyncVerifierStart string
 	SyncVerifierEnd   string
-	CidSetEvents      []CidSetEvent `xml:"CidSetEvents>CidSetEvent"`
+	CidSetEvents      []cidSetEvent `xml:"CidSetEvents>CidSetEvent"`
 }
 
 // GetEntryByCidResponse is the answer of getEntryByCid.
-type GetEntryByCidResponse struct {
+type getEntryByCidResponse struct {
 	XMLName       xml.Name `xml:"GetEntryByCidResponse"`
 	Signature     Signature
 	ResponseTime  Timestamp
@@ -151,28 +151,28 @@ type GetEntryByCidResponse struct {
 }
 
 // InfractingAccount is the account an infraction report points at.
-type InfractingAccount struct {
+type infractingAccount struct {
 	Branch        string `xml:",omitempty"`
 	AccountNumber string
 }
 
 // InfractionData describes the transaction of an infraction report.
-type InfractionData struct {
+type infractionData struct {
 	TaxIDNumber           string `xml:"TaxIdNumber,omitempty"`
 	Key                   string `xml:",omitempty"`
 	DebitedParticipant    string
 	CreditedParticipant   string
 	ReportedBy            string
 	TransactionDate       *Timestamp         `xml:",omitempty"`
-	InfractingAccountData *InfractingAccount `xml:",omitempty"`
+	InfractingAccountData *infractingAccount `xml:",omitempty"`
 }
 
 // InfractionReport is a report of a suspected fraud.
-type InfractionReport struct {
+type infractionReport struct {
 	TransactionID       string          `xml:"TransactionId"`
 	TransactionType     string          `xml:",omitempty"`
 	TransactionResult   string          `xml:",omitempty"`
-	InfractionData      *InfractionData `xml:",omitempty"`
+	InfractionData      *infractionData `xml:",omitempty"`
 	InfractionType      string
 	ReportDetails       string     `xml:",omitempty"`
 	ID                  string     `xml:"Id,omitempty"`
@@ -187,16 +187,16 @@ type InfractionReport struct {
 }
 
 // CreateInfractionReportRequest is the body of createInfractionReport.
-type CreateInfractionReportRequest struct {
+type createInfractionReportRequest struct {
 	XMLName          xml.Name `xml:"CreateInfractionReportRequest"`
 	Signature        Signature
 	Participant      string
-	InfractionReport InfractionReport
+	InfractionReport infractionReport
 }
 
 // InfractionReportRequest is the body of acknowledgeInfractionReport,
 // cancelInfractionReport and closeInfractionReport (with the analysis).
-type InfractionReportRequest struct {
+type infractionReportRequest struct {
 	XMLName            xml.Name
 	Signature          Signature
 	InfractionReportID string `xml:"InfractionReportId"`
@@ -208,26 +208,26 @@ type InfractionReportRequest struct {
 // InfractionReportResponse is the answer of createInfractionReport,
 // getInfractionReport, acknowledgeInfractionReport, cancelInfractionReport
 // and closeInfractionReport.
-type InfractionReportResponse struct {
+type infractionReportResponse struct {
 	XMLName          xml.Name
 	Signature        Signature
 	ResponseTime     Timestamp
 	CorrelationID    string `xml:"CorrelationId"`
-	InfractionReport InfractionReport
+	InfractionReport infractionReport
 }
 
 // ListInfractionReportsResponse is the answer of listInfractionReports.
-type ListInfractionReportsResponse struct {
+type listInfractionReportsResponse struct {
 	XMLName           xml.Name `xml:"ListInfractionReportsResponse"`
 	Signature         Signature
 	ResponseTime      Timestamp
 	CorrelationID     string `xml:"CorrelationId"`
 	HasMoreElements   bool
-	InfractionReports []InfractionReport `xml:"InfractionReports>InfractionReport"`
+	InfractionReports []infractionReport `xml:"InfractionReports>InfractionReport"`
 }
 
 // Refund is a special return (devolução) request.
-type Refund struct {
+type refund struct {
 	TransactionID         string `xml:"TransactionId"`
 	RefundReason          string
 	RefundAmount          string
@@ -244,16 +244,16 @@ type Refund struct {
 }
 
 // CreateRefundRequest is the body of createRefund.
-type CreateRefundRequest struct {
+type createRefundRequest struct {
 	XMLName     xml.Name `xml:"CreateRefundRequest"`
 	Signature   Signature
 	Participant string
-	Refund      Refund
+	Refund      refund
 }
 
 // RefundRequest is the body of cancelRefund and closeRefund (with the
 // analysis).
-type RefundRequest struct {
+type refundRequest struct {
 	XMLName               xml.Name
 	Signature             Signature
 	RefundID              string `xml:"RefundId"`
@@ -265,26 +265,26 @@ type RefundRequest struct {
 
 // RefundResponse is the answer of createRefund, getRefund, cancelRefund
 // and closeRefund.
-type RefundResponse struct {
+type refundResponse struct {
 	XMLName       xml.Name
 	Signature     Signature
 	ResponseTime  Timestamp
 	CorrelationID string `xml:"CorrelationId"`
-	Refund        Refund
+	Refund        refund
 }
 
 // ListRefundsResponse is the answer of listRefunds.
-type ListRefundsResponse struct {
+type listRefundsResponse struct {
 	XMLName         xml.Name `xml:"ListRefundsResponse"`
 	Signature       Signature
 	ResponseTime    Timestamp
 	CorrelationID   string `xml:"CorrelationId"`
 	HasMoreElements bool
-	Refunds         []Refund `xml:"Refunds>Refund"`
+	Refunds         []refund `xml:"Refunds>Refund"`
 }
 
 // OwnerStatistics are the counters of one key owner.
-type OwnerStatistics struct {
+type ownerStatistics struct {
 	TaxIDNumber string `xml:"TaxIdNumber"`
 	LastUpdated Timestamp
 	Counters    []Counter `xml:"Counters>Counter"`
@@ -292,10 +292,10 @@ type OwnerStatistics struct {
 
 // GetOwnerStatisticsResponse is the answer of getOwnerStatistics
 // (GET /api/v2/statistics/owner/{TaxIdNumber}).
-type GetOwnerStatisticsResponse struct {
+type getOwnerStatisticsResponse struct {
 	XMLName         xml.Name `xml:"GetOwnerStatisticsResponse"`
 	Signature       Signature
 	ResponseTime    Timestamp
 	CorrelationID   string `xml:"CorrelationId"`
-	OwnerStatistics OwnerStatistics
+	OwnerStatistics ownerStatistics
 }

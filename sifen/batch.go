@@ -140,7 +140,7 @@ const (
 	// BatchFailed: tried without success: SIFEN did not queue its lot
 	// (Code), the request failed or had no answer (LotSend), or Send
 	// refused the lot with an error (Err).
-	BatchFailed batchResult = "failed"
+	batchFailed batchResult = "failed"
 )
 
 // DocResult is one document's result in a batch.
@@ -458,7 +458,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 		// first, the rest is the RUC's next lot.
 		n, ferr := b.s.FitLot(ctx, lot.ids)
 		if ferr != nil {
-			b.report(lot.ids, DocResult{Result: BatchFailed, Message: ferr.Error(), Err: ferr})
+			b.report(lot.ids, DocResult{Result: batchFailed, Message: ferr.Error(), Err: ferr})
 			g.pop()
 			return storeFailure(ferr)
 		}
@@ -474,7 +474,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 		g.pop()
 		return b.raced(ctx, g, lot)
 	case err != nil:
-		b.report(lot.ids, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
+		b.report(lot.ids, DocResult{Result: batchFailed, Message: err.Error(), Err: err})
 		g.pop()
 		return storeFailure(err)
 	}
@@ -505,9 +505,9 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	case out.Status == OutcomeNotQueued && out.Code == CodeLotNotQueued && b.cfg.Wait:
 		b.notQueued(g, lot, out)
 	case out.Status == OutcomeNotQueued:
-		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: "SIFEN did not queue the lot: " + out.Message, LotSend: &out})
+		b.report(lot.ids, DocResult{Result: batchFailed, Code: out.Code, Message: "SIFEN did not queue the lot: " + out.Message, LotSend: &out})
 	default: // OutcomeFailed, OutcomeUnknown
-		b.report(lot.ids, DocResult{Result: BatchFailed, Code: out.Code, Message: out.Message, LotSend: &out})
+		b.report(lot.ids, DocResult{Result: batchFailed, Code: out.Code, Message: out.Message, LotSend: &out})
 	}
 	return nil
 }
@@ -522,7 +522,7 @@ func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 		d.notQueued++
 		d.code, d.msg = out.Code, out.Message
 		if d.notQueued >= maxNotQueued {
-			b.report([]int64{id}, DocResult{Result: BatchFailed, Code: out.Code,
+			b.report([]int64{id}, DocResult{Result: batchFailed, Code: out.Code,
 				Message: "SIFEN did not queue the lot, for the second time in this run: " + out.Message, LotSend: &out})
 			continue
 		}
@@ -583,7 +583,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 	for _, id := range ids {
 		d, err := b.s.Get(ctx, id)
 		if err != nil {
-			b.report([]int64{id}, DocResult{Result: BatchFailed, Message: err.Error(), Err: err})
+			b.report([]int64{id}, DocResult{Result: batchFailed, Message: err.Error(), Err: err})
 			if storeFailure(err) != nil {
 				return nil, err
 			}
@@ -591,7 +591,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 		}
 		switch bd := b.docs[id]; {
 		case d.Status.Sendable() && raced && bd.races >= maxRaces:
-			b.report([]int64{id}, DocResult{Result: BatchFailed, Document: &d,
+			b.report([]int64{id}, DocResult{Result: batchFailed, Document: &d,
 				Message: fmt.Sprintf("document %d changed under %d sends in a row (imported again elsewhere?): not sent", id, maxRaces)})
 		case d.Status.Sendable():
 			if raced {

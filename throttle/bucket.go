@@ -60,7 +60,7 @@ type Spend struct {
 }
 
 // NewBucket returns the state of a key that has no row: a full bucket.
-func NewBucket(key Key, p Policy, now time.Time) Bucket {
+func newBucket(key Key, p Policy, now time.Time) Bucket {
 	return Bucket{Key: key, Tokens: p.Capacity, RefilledAt: now}
 }
 
@@ -147,7 +147,7 @@ func (b *Bucket) spentTokens() int64 {
 // UntilTokens returns how long after now the bucket will hold at least n
 // whole tokens, assuming nothing else touches it; 0 if it already does.
 // b must have been refilled to now. n must be <= p.Capacity.
-func (b *Bucket) UntilTokens(p Policy, n int64, now time.Time) time.Duration {
+func (b *Bucket) untilTokens(p Policy, n int64, now time.Time) time.Duration {
 	if b.Tokens >= n {
 		return 0
 	}
@@ -193,13 +193,13 @@ func (b *Bucket) UntilTokens(p Policy, n int64, now time.Time) time.Duration {
 // UntilFull returns how long after now the bucket will be full again; it is
 // the reset time of the IETF RateLimit header.
 func (b *Bucket) UntilFull(p Policy, now time.Time) time.Duration {
-	return b.UntilTokens(p, p.Capacity, now)
+	return b.untilTokens(p, p.Capacity, now)
 }
 
 // UntilCooldownEnds returns how long after now the cooldown runs out: the
 // policy's minimum interval since the last admitted request, NextAt, or a
 // hold (see HeldUntil), whichever is longest; 0 when none is pending.
-func (b *Bucket) UntilCooldownEnds(p Policy, now time.Time) time.Duration {
+func (b *Bucket) untilCooldownEnds(p Policy, now time.Time) time.Duration {
 	var end time.Time
 	if p.MinInterval > 0 && !b.LastSentAt.IsZero() {
 		end = b.LastSentAt.Add(p.MinInterval)
@@ -228,7 +228,7 @@ func (b *Bucket) UntilReleased(now time.Time) time.Duration {
 }
 
 // UntilUnblocked returns how long after now the bucket's block lasts.
-func (b *Bucket) UntilUnblocked(now time.Time) time.Duration {
+func (b *Bucket) untilUnblocked(now time.Time) time.Duration {
 	if b.BlockedUntil.IsZero() {
 		return 0
 	}
@@ -238,9 +238,9 @@ func (b *Bucket) UntilUnblocked(now time.Time) time.Duration {
 // IsIdle reports whether b, refilled to now, is equivalent to having no row
 // at all: full, with no cooldown, block or block level pending. Such a row
 // may be deleted.
-func (b *Bucket) IsIdle(p Policy, now time.Time) bool {
+func (b *Bucket) isIdle(p Policy, now time.Time) bool {
 	return b.Tokens >= p.Capacity && len(b.Spent) == 0 && b.BlockLevel == 0 &&
-		b.UntilCooldownEnds(p, now) == 0 && b.UntilUnblocked(now) == 0
+		b.untilCooldownEnds(p, now) == 0 && b.untilUnblocked(now) == 0
 }
 
 // spend takes n tokens at now for an admitted request. b must have been

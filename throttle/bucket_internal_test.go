@@ -33,7 +33,7 @@ func TestRefillNeverOverflows(t *testing.T) {
 func TestUntilTokensOfDeepDebtIsBounded(t *testing.T) {
 	p := Policy{Capacity: MaxTokens, RefillTokens: 1, RefillPeriod: 24 * time.Hour}
 	b := Bucket{Tokens: -MaxTokens, RefilledAt: t0}
-	require.Equal(t, maxDuration, b.UntilTokens(p, 1, t0))
+	require.Equal(t, maxDuration, b.untilTokens(p, 1, t0))
 }
 
 // FuzzRefillIsExact checks the refill arithmetic on arbitrary policies and
@@ -68,7 +68,7 @@ func FuzzRefillIsExact(f *testing.F) {
 		now := t0.Add(time.Duration(d1))
 		b := start
 		b.Refill(p, now)
-		wait := b.UntilTokens(p, need, now)
+		wait := b.untilTokens(p, need, now)
 		if wait == 0 {
 			require.GreaterOrEqual(t, b.Tokens, need)
 			return

@@ -41,7 +41,7 @@ var (
 	// and the call was not left waiting longer (docs/decisions/0220).
 	ErrStoreTimeout = errors.New("throttle: store wait timed out")
 	// ErrClosed is returned by Updates on a closed GroupCommit.
-	ErrClosed = errors.New("throttle: group commit closed")
+	errClosed = errors.New("throttle: group commit closed")
 )
 
 func isUnknownPolicy(err error) bool { return errors.Is(err, ErrUnknownPolicy) }

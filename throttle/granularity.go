@@ -6,10 +6,10 @@ package throttle
 // needs LedgerEveryTake.
 func (l *Limiter) Granularity(p Policy) LedgerGranularity {
 	g := p.Ledger
-	if g == LedgerDefault {
+	if g == ledgerDefault {
 		g = l.ledger
 	}
-	if g == LedgerDefault {
+	if g == ledgerDefault {
 		g = LedgerEveryTake
 	}
 	return g

@@ -56,7 +56,7 @@ type groupOp struct {
 }
 
 // DefaultMaxWait is GroupCommitOptions.MaxWait's default.
-const DefaultMaxWait = 100 * time.Microsecond
+const defaultMaxWait = 100 * time.Microsecond
 
 // NewGroupCommit starts the writers of a GroupCommit over store.
 func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
@@ -67,7 +67,7 @@ func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
 		opts.Writers = 1
 	}
 	if opts.MaxWait == 0 {
-		opts.MaxWait = DefaultMaxWait
+		opts.MaxWait = defaultMaxWait
 	}
 	g := &GroupCommit{
 		Store: store,
@@ -100,7 +100,7 @@ func (g *GroupCommit) Update(ctx context.Context, keys []Key, credits []CreditRe
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-g.done:
-		return ErrClosed
+		return errClosed
 	}
 	return <-op.result
 }
@@ -120,7 +120,7 @@ func (g *GroupCommit) Close() error {
 	for {
 		select {
 		case op := <-g.queue:
-			op.result <- ErrClosed
+			op.result <- errClosed
 		default:
 			return nil
 		}

@@ -23,9 +23,9 @@ func (k Key) Validate() error {
 	switch {
 	case k.Policy == "" || len(k.Policy) > MaxPolicyLen || !printable(k.Policy):
 		return fmt.Errorf("%w: policy %q", ErrInvalidKey, k.Policy)
-	case k.Env == "" || len(k.Env) > MaxEnvLen || !printable(k.Env):
+	case k.Env == "" || len(k.Env) > maxEnvLen || !printable(k.Env):
 		return fmt.Errorf("%w: env %q", ErrInvalidKey, k.Env)
-	case k.Identifier == "" || len(k.Identifier) > MaxIdentifierLen || !printable(k.Identifier):
+	case k.Identifier == "" || len(k.Identifier) > maxIdentifierLen || !printable(k.Identifier):
 		return fmt.Errorf("%w: identifier %q", ErrInvalidKey, k.Identifier)
 	}
 	return nil

@@ -208,7 +208,7 @@ func (tx *Tx) leaseIn(c priced, want int64, ref string) (int64, time.Time) {
 		tb.b.Spent = append(tb.b.Spent, Spend{At: stamp, N: n})
 	}
 	tb.b.Tokens = p.Capacity - tb.b.spentTokens()
-	tx.recordLease(tb, p, -n, LedgerLease, ref)
+	tx.recordLease(tb, p, -n, ledgerLease, ref)
 	return n, stamp
 }
 
@@ -231,7 +231,7 @@ func (tx *Tx) unleaseIn(key Key, p Policy, n int64, stamp time.Time, ref string)
 			tb.b.Spent = nil
 		}
 		tb.b.Tokens = p.Capacity - tb.b.spentTokens()
-		tx.recordLease(tb, p, n, LedgerLeaseReturn, ref)
+		tx.recordLease(tb, p, n, ledgerLeaseReturn, ref)
 		return
 	}
 }
@@ -240,7 +240,7 @@ func (tx *Tx) unleaseIn(key Key, p Policy, n int64, stamp time.Time, ref string)
 // at all under LedgerNoTakes, else one row.
 func (tx *Tx) recordLease(tb *txBucket, p Policy, delta int64, reason LedgerReason, ref string) {
 	g := p.Ledger
-	if g == LedgerDefault {
+	if g == ledgerDefault {
 		g = tx.granularity
 	}
 	tb.dirty, tb.delete = true, false

@@ -35,14 +35,14 @@ const (
 	// LedgerShadowEmpty, LedgerShadowCooldown and LedgerShadowBlocked
 	// record a request a policy in shadow mode would have refused, and
 	// why, and admitted (delta 0): see Config.Shadow.
-	LedgerShadowEmpty    LedgerReason = 11
+	ledgerShadowEmpty    LedgerReason = 11
 	LedgerShadowCooldown LedgerReason = 12
 	LedgerShadowBlocked  LedgerReason = 13
 	// LedgerLease is a quota lease: tokens a process spent at once to
 	// admit its next requests on the key from memory (Config.Lease);
 	// LedgerLeaseReturn gives back what the lease did not use.
-	LedgerLease       LedgerReason = 14
-	LedgerLeaseReturn LedgerReason = 15
+	ledgerLease       LedgerReason = 14
+	ledgerLeaseReturn LedgerReason = 15
 )
 
 // RefusalReasons are the ledger reasons of refused requests.
@@ -50,7 +50,7 @@ var RefusalReasons = []LedgerReason{LedgerRefusedEmpty, LedgerRefusedCooldown, L
 
 // ShadowReasons are the ledger reasons of would-be refusals of policies in
 // shadow mode (the requests were admitted).
-var ShadowReasons = []LedgerReason{LedgerShadowEmpty, LedgerShadowCooldown, LedgerShadowBlocked}
+var ShadowReasons = []LedgerReason{ledgerShadowEmpty, LedgerShadowCooldown, LedgerShadowBlocked}
 
 // refusalReason maps a refusal's Reason to its ledger reason.
 func refusalReason(r Reason) LedgerReason {
@@ -73,11 +73,11 @@ var ledgerReasonNames = map[LedgerReason]string{
 	LedgerRefusedCooldown: "refused-cooldown",
 	LedgerRefusedBlocked:  "refused-blocked",
 	LedgerSync:            "sync",
-	LedgerShadowEmpty:     "shadow-empty",
+	ledgerShadowEmpty:     "shadow-empty",
 	LedgerShadowCooldown:  "shadow-cooldown",
 	LedgerShadowBlocked:   "shadow-blocked",
-	LedgerLease:           "lease",
-	LedgerLeaseReturn:     "lease-return",
+	ledgerLease:           "lease",
+	ledgerLeaseReturn:     "lease-return",
 }
 
 // String returns the lowercase name ("take", "penalty", ...).
@@ -120,7 +120,7 @@ type LedgerGranularity uint8
 const (
 	// LedgerDefault is the zero value: for a Policy, the Limiter's
 	// granularity; for a Limiter, LedgerEveryTake.
-	LedgerDefault LedgerGranularity = iota
+	ledgerDefault LedgerGranularity = iota
 	// LedgerEveryTake writes one row per take: exact replay, most disk.
 	LedgerEveryTake
 	// LedgerAggregateTakes folds the takes of one bucket within one minute

@@ -66,7 +66,7 @@ type Config struct {
 
 // DefaultRefusalCacheSize is the refusal cache's default bound (about 10 MB
 // at most).
-const DefaultRefusalCacheSize = 65536
+const defaultRefusalCacheSize = 65536
 
 // Limiter is the engine's API: it resolves policies, validates input, runs
 // the rules in store transactions and reports to the notifier and observer.
@@ -137,7 +137,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	}
 	switch {
 	case cfg.RefusalCacheSize == 0:
-		l.refused = newRefusalCache(DefaultRefusalCacheSize, !cfg.SkipRefusalRows)
+		l.refused = newRefusalCache(defaultRefusalCacheSize, !cfg.SkipRefusalRows)
 	case cfg.RefusalCacheSize > 0:
 		l.refused = newRefusalCache(cfg.RefusalCacheSize, !cfg.SkipRefusalRows)
 	}

@@ -9,7 +9,7 @@ import (
 // Notifier receives severity transitions after the transaction that caused
 // them committed. Notify must not block for long: the Limiter calls it on
 // the decision's goroutine. Implementations: SlogNotifier here, and
-// webhook.Notifier (package throttle/webhook) for HTTP endpoints.
+// webhook.Notifier (package internal/webhook) for HTTP endpoints.
 type Notifier interface {
 	Notify(ctx context.Context, c SeverityChange)
 }

@@ -150,7 +150,7 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: %s: rolling grain %s: only a rolling window has one, at most its period", ErrInvalidPolicy, p.Name, p.RollingGrain)
 	case p.MinInterval < 0 || p.BlockFor < 0:
 		return fmt.Errorf("%w: %s: negative cooldown or block", ErrInvalidPolicy, p.Name)
-	case p.Grading > GradeCooldown:
+	case p.Grading > gradeCooldown:
 		return fmt.Errorf("%w: %s: grading %d", ErrInvalidPolicy, p.Name, p.Grading)
 	case p.FailMode > FailOpen:
 		return fmt.Errorf("%w: %s: fail mode %d", ErrInvalidPolicy, p.Name, p.FailMode)
@@ -205,6 +205,6 @@ const (
 	MaxRollingCapacity = 10_000
 	// MaxPolicyLen, MaxEnvLen and MaxIdentifierLen bound a Key's parts, in bytes.
 	MaxPolicyLen     = 64
-	MaxEnvLen        = 16
-	MaxIdentifierLen = 128
+	maxEnvLen        = 16
+	maxIdentifierLen = 128
 )

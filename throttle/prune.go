@@ -88,7 +88,7 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 				continue
 			}
 			b.Refill(p, now)
-			if !b.IsIdle(p, now) {
+			if !b.isIdle(p, now) {
 				continue
 			}
 			visible, err := l.store.LedgerSince(ctx, b.Key, before)

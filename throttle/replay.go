@@ -24,7 +24,7 @@ func Replay(p Policy, entries []LedgerEntry) (Bucket, error) {
 	if p.Refill == RefillRolling {
 		return Bucket{}, fmt.Errorf("throttle: replay: rolling windows cannot be replayed from deltas")
 	}
-	b := NewBucket(entries[0].Key, p, entries[0].At)
+	b := newBucket(entries[0].Key, p, entries[0].At)
 	for i, e := range entries {
 		if slices.Contains(RefusalReasons, e.Reason) {
 			// A refusal moves no token; its balance is what it saw, and a

@@ -74,11 +74,11 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 // ResetAfter are left for the caller.
 func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
 	bd := BucketDecision{Key: b.Key, Policy: p, Cost: need}
-	wait, reason := b.UntilTokens(p, need, now), ReasonEmpty
-	if w := b.UntilCooldownEnds(p, now); w > 0 && w >= wait {
+	wait, reason := b.untilTokens(p, need, now), ReasonEmpty
+	if w := b.untilCooldownEnds(p, now); w > 0 && w >= wait {
 		wait, reason = w, ReasonCooldown
 	}
-	if w := b.UntilUnblocked(now); w > 0 && w >= wait {
+	if w := b.untilUnblocked(now); w > 0 && w >= wait {
 		wait, reason = w, ReasonBlocked
 	}
 	if wait > 0 {
@@ -200,7 +200,7 @@ func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	before := tb.b.Tokens
 	// The last send is history, kept unless clearing the cooldown needs
 	// it gone (the cooldown runs from it).
-	last, cooling := tb.b.LastSentAt, tb.b.UntilCooldownEnds(p, tx.now) > 0
+	last, cooling := tb.b.LastSentAt, tb.b.untilCooldownEnds(p, tx.now) > 0
 	tb.b.setFull(p, tx.now)
 	if !cooling {
 		tb.b.LastSentAt = last
@@ -234,7 +234,7 @@ func (tx *Tx) collect(key Key, p Policy) bool {
 		return false
 	}
 	tb.b.Refill(p, tx.now)
-	if !tb.b.IsIdle(p, tx.now) {
+	if !tb.b.isIdle(p, tx.now) {
 		return false
 	}
 	tb.dirty, tb.delete = true, true

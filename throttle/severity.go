@@ -61,38 +61,38 @@ const (
 	// cooldown (SIFEN's lot reception: one lot per RUC every 10 s), which
 	// is graded GradeCooldown: its only token is spent by every normal
 	// send, so its fill says nothing about trouble.
-	GradeAuto Grading = iota
+	gradeAuto Grading = iota
 	// GradeFill grades by the fill ratio (Thresholds), a block raising the
 	// level to at least High.
-	GradeFill
+	gradeFill
 	// GradeCooldown grades a gate: Healthy while it works as designed
 	// (ready, or cooling down after a send), High while blocked after a
 	// refusal, Critical when the balance is negative.
-	GradeCooldown
+	gradeCooldown
 )
 
 // String returns "auto", "fill" or "cooldown".
 func (g Grading) String() string {
 	switch g {
-	case GradeAuto:
+	case gradeAuto:
 		return "auto"
-	case GradeFill:
+	case gradeFill:
 		return "fill"
-	case GradeCooldown:
+	case gradeCooldown:
 		return "cooldown"
 	}
 	return fmt.Sprintf("Grading(%d)", uint8(g))
 }
 
 // EffectiveGrading resolves GradeAuto for p.
-func (p Policy) EffectiveGrading() Grading {
-	if p.Grading != GradeAuto {
+func (p Policy) effectiveGrading() Grading {
+	if p.Grading != gradeAuto {
 		return p.Grading
 	}
 	if p.Capacity == 1 && p.MinInterval > 0 {
-		return GradeCooldown
+		return gradeCooldown
 	}
-	return GradeFill
+	return gradeFill
 }
 
 // Thresholds are the fill ratios, in percent of capacity, below which a
@@ -124,7 +124,7 @@ func (t Thresholds) Validate() error {
 
 // Of grades a balance of tokens out of capacity by fill alone, without
 // hysteresis. A negative balance is Critical.
-func (t Thresholds) Of(tokens, capacity int64) Severity {
+func (t Thresholds) of(tokens, capacity int64) Severity {
 	return t.shifted(tokens, capacity, 0)
 }
 
@@ -148,8 +148,8 @@ func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 // hysteresis is applied. The result is never worse than the level by fill
 // alone.
 func (t Thresholds) Grade(p Policy, b Bucket, now time.Time, prev Severity) Severity {
-	blocked := b.UntilUnblocked(now) > 0
-	if p.EffectiveGrading() == GradeCooldown {
+	blocked := b.untilUnblocked(now) > 0
+	if p.effectiveGrading() == gradeCooldown {
 		switch {
 		case b.Tokens < 0:
 			return SeverityCritical
@@ -158,7 +158,7 @@ func (t Thresholds) Grade(p Policy, b Bucket, now time.Time, prev Severity) Seve
 		}
 		return SeverityHealthy
 	}
-	sev := t.Of(b.Tokens, p.Capacity)
+	sev := t.of(b.Tokens, p.Capacity)
 	if prev > sev && t.Recover > 0 {
 		// Recovering: the level improves only as far as the fill clears
 		// the thresholds by Recover points.

@@ -32,7 +32,7 @@ func (l *Limiter) take(tx *Tx, ref string, ps []priced) Decision {
 	for i := rows; i < len(tx.ledger); i++ {
 		switch tx.ledger[i].Reason {
 		case LedgerRefusedEmpty:
-			tx.ledger[i].Reason = LedgerShadowEmpty
+			tx.ledger[i].Reason = ledgerShadowEmpty
 		case LedgerRefusedCooldown:
 			tx.ledger[i].Reason = LedgerShadowCooldown
 		case LedgerRefusedBlocked:

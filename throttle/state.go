@@ -36,11 +36,11 @@ func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketSt
 	s := BucketState{
 		Bucket: b, Policy: p, At: now, Stored: stored,
 		Severity:     l.rules.thresholds.Grade(p, b, now, b.Severity),
-		CooldownLeft: b.UntilCooldownEnds(p, now),
-		BlockLeft:    b.UntilUnblocked(now),
+		CooldownLeft: b.untilCooldownEnds(p, now),
+		BlockLeft:    b.untilUnblocked(now),
 		UntilFull:    b.UntilFull(p, now),
 	}
-	s.RetryAfter = max(b.UntilTokens(p, 1, now), s.CooldownLeft, s.BlockLeft)
+	s.RetryAfter = max(b.untilTokens(p, 1, now), s.CooldownLeft, s.BlockLeft)
 	s.Shadow = l.shadow(p.Name)
 	return s
 }
@@ -80,7 +80,7 @@ func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error)
 	for i, k := range keys {
 		b, ok := byKey[k]
 		if !ok {
-			b = NewBucket(k, policies[i], now)
+			b = newBucket(k, policies[i], now)
 		}
 		out[i] = l.state(b, policies[i], ok, now)
 	}

@@ -110,14 +110,14 @@ func (tx *Tx) snapshot(keys []Key) []Bucket {
 }
 
 // SeverityChanges returns the severity transitions of the transaction.
-func (tx *Tx) SeverityChanges() []SeverityChange { return tx.changes }
+func (tx *Tx) severityChanges() []SeverityChange { return tx.changes }
 
 // bucket returns the view of key under p, creating a full bucket for an
 // absent key, refilled to the transaction's now.
 func (tx *Tx) bucket(key Key, p Policy) *txBucket {
 	tb, ok := tx.buckets[key]
 	if !ok || tb.delete {
-		tb = &txBucket{b: NewBucket(key, p, tx.now), stored: ok && tb.stored}
+		tb = &txBucket{b: newBucket(key, p, tx.now), stored: ok && tb.stored}
 		tx.buckets[key] = tb
 	}
 	tb.b.Refill(p, tx.now)
@@ -129,7 +129,7 @@ func (tx *Tx) bucket(key Key, p Policy) *txBucket {
 // LedgerDefault.
 func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, ref string) {
 	g := p.Ledger
-	if g == LedgerDefault {
+	if g == ledgerDefault {
 		g = tx.granularity
 	}
 	tx.recordAt(g, tb, delta, LedgerTake, ref)

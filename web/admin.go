@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // bucketsPage is admin_buckets.html.
@@ -129,18 +129,18 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 	}
 	if lq.Severity != "" {
 		if lq.Filter.Severity, err = throttle.ParseSeverity(lq.Severity); err != nil {
-			return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+			return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
 		}
 	}
 	if lq.Filter.Condition, err = inspect.ParseCondition(lq.State); err != nil {
-		return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	if lq.Sort, err = inspect.ParseSortBy(q.Get("sort")); err != nil {
-		return listQuery{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	if p := q.Get("page"); p != "" {
 		if lq.Page, err = strconv.Atoi(p); err != nil || lq.Page < 1 {
-			return listQuery{}, fmt.Errorf("%w: page %q is not a number from 1", ErrBadRequest, p)
+			return listQuery{}, fmt.Errorf("%w: page %q is not a number from 1", errBadRequest, p)
 		}
 	}
 	if t := q.Get("trail"); t != "" {
@@ -152,7 +152,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 	switch lq.Tab {
 	case "", "all", "lots":
 	default:
-		return listQuery{}, fmt.Errorf("%w: tab %q (want lots or all)", ErrBadRequest, lq.Tab)
+		return listQuery{}, fmt.Errorf("%w: tab %q (want lots or all)", errBadRequest, lq.Tab)
 	}
 	return lq, nil
 }
@@ -427,7 +427,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if b := r.URL.Query().Get("before"); b != "" {
 		before, err = strconv.ParseInt(b, 10, 64)
 		if err != nil || before < 1 {
-			return fmt.Errorf("%w: before %q is not a ledger entry id", ErrBadRequest, b)
+			return fmt.Errorf("%w: before %q is not a ledger entry id", errBadRequest, b)
 		}
 	}
 	window, err := chartWindowOf(r)
@@ -580,11 +580,11 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		return fmt.Errorf("%w: a reset must be confirmed (confirm=yes)", ErrBadRequest)
+		return fmt.Errorf("%w: a reset must be confirmed (confirm=yes)", errBadRequest)
 	}
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if s.Audit != nil && reason == "" {
-		return fmt.Errorf("%w: a reset needs a reason, recorded in the audit trail", ErrBadRequest)
+		return fmt.Errorf("%w: a reset needs a reason, recorded in the audit trail", errBadRequest)
 	}
 	info := requestInfoFrom(r.Context())
 	before, err := s.Limiter.State(r.Context(), key)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // NewAPIBucketList renders a page of states as GET /api/buckets answers
@@ -32,7 +32,7 @@ type APILedgerEntry struct {
 }
 
 // NewAPILedgerEntry renders e as JSON.
-func NewAPILedgerEntry(e throttle.LedgerEntry) APILedgerEntry {
+func newAPILedgerEntry(e throttle.LedgerEntry) APILedgerEntry {
 	return APILedgerEntry{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta,
 		Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref}
 }
@@ -48,7 +48,7 @@ type APIBucketDetail struct {
 func NewAPIBucketDetail(st throttle.BucketState, ledger []throttle.LedgerEntry, scope func(throttle.Key) string) APIBucketDetail {
 	out := APIBucketDetail{Bucket: NewAPIBucket(st, scope), Ledger: make([]APILedgerEntry, 0, len(ledger))}
 	for _, e := range ledger {
-		out.Ledger = append(out.Ledger, NewAPILedgerEntry(e))
+		out.Ledger = append(out.Ledger, newAPILedgerEntry(e))
 	}
 	return out
 }
@@ -71,7 +71,7 @@ type BucketView struct {
 // the bucket belongs to, as the admin pages do (Scopes).
 func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) BucketView {
 	v := BucketView{
-		Scope: "-", Capacity: fmt.Sprint(st.Policy.Capacity), Refill: FormatRefillIn(tr, st.Policy),
+		Scope: "-", Capacity: fmt.Sprint(st.Policy.Capacity), Refill: formatRefillIn(tr, st.Policy),
 		Policy: FormatPolicyIn(tr, st.Policy), Severity: tr.Sprintf(st.Severity.String()), Wait: "-", LastSend: tr.Sprintf("never"),
 	}
 	if scope != nil && scope(st.Key) != "" {
@@ -87,7 +87,7 @@ func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.K
 		v.Capacity, v.Refill = "?", "?"
 		v.Policy, v.Severity = tr.Sprintf("unknown policy"), tr.Sprintf("unknown policy")
 	}
-	if w := FormatBucketWaitIn(tr, st); w != "" {
+	if w := formatBucketWaitIn(tr, st); w != "" {
 		v.Wait = w
 	}
 	return v

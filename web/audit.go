@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/audit"
-	"github.com/balde-throttle/balde/web/i18n"
+	"github.com/balde-throttle/balde/internal/i18n"
 )
 
 // The audit trail: every route that changes state names its audit.Action
@@ -132,7 +132,7 @@ func (s *Server) recordDenied(w http.ResponseWriter, r *http.Request, rt route) 
 	if a := audit.Action(action); slices.Contains(audit.Actions, a) {
 		target.Set("target", auditTarget(r, a))
 	}
-	p := problemOf(r, ErrReadOnly)
+	p := problemOf(r, errReadOnly)
 	s.record(r, audit.Entry{
 		User:    requestInfoFrom(r.Context()).user,
 		Action:  audit.ActionDenied,
@@ -374,7 +374,7 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 // (Server.Audit nil): 404.
 func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	if s.Audit == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"), audit.DefaultLimit, audit.MaxLimit)
@@ -384,12 +384,12 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	query := audit.Query{User: q.Get("user"), Limit: limit}
 	if a := q.Get("action"); a != "" {
 		if query.Action, err = audit.ParseAction(a); err != nil {
-			return errors.Join(ErrBadRequest, err)
+			return errors.Join(errBadRequest, err)
 		}
 	}
 	if b := q.Get("before"); b != "" {
 		if query.Before, err = strconv.ParseInt(b, 10, 64); err != nil || query.Before < 1 {
-			return ErrBadRequest
+			return errBadRequest
 		}
 	}
 	entries, err := s.Audit.List(r.Context(), query)

@@ -33,7 +33,7 @@ func (r Role) String() string {
 }
 
 // ParseRole is the inverse of String.
-func ParseRole(s string) (Role, error) {
+func parseRole(s string) (Role, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "viewer":
 		return RoleViewer, nil
@@ -79,7 +79,7 @@ func parseUser(entry string) (Credentials, error) {
 	if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || parts[2] == "" {
 		return Credentials{}, fmt.Errorf("want NAME:ROLE:SECRET")
 	}
-	role, err := ParseRole(parts[1])
+	role, err := parseRole(parts[1])
 	if err != nil {
 		return Credentials{}, fmt.Errorf("user %q: %w", parts[0], err)
 	}

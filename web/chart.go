@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // chartWindow is a time window of the balance chart.

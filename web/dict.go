@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // DictClient is what the DICT lookup page and the /policies/ endpoints
@@ -117,7 +117,7 @@ type creditRow struct {
 // showDictLookup is GET /dict/lookup: the lookup form.
 func (s *Server) showDictLookup(w http.ResponseWriter, r *http.Request) error {
 	if s.Dict == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	return s.render(w, http.StatusOK, s.newDictLookupPage(r))
 }
@@ -144,7 +144,7 @@ func (s *Server) newDictLookupPage(r *http.Request) dictLookupPage {
 // shows the lookup's buckets as they are after it.
 func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	if s.Dict == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -280,7 +280,7 @@ func newRemoteView(e *dict.RemoteError) *remoteView {
 // whose lookup did not find the key, a 409.
 func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error {
 	if s.Dict == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := parseForm(w, r); err != nil {
 		return err

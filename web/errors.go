@@ -22,30 +22,30 @@ import (
 // useful); Server.Error turns them into responses.
 var (
 	// ErrNotFound: no route, or no such thing behind the route.
-	ErrNotFound = errors.New("web: not found")
+	errNotFound = errors.New("web: not found")
 	// ErrMethodNotAllowed: the path exists but not for this method.
-	ErrMethodNotAllowed = errors.New("web: method not allowed")
+	errMethodNotAllowed = errors.New("web: method not allowed")
 	// ErrBadRequest: a malformed query or form.
-	ErrBadRequest = errors.New("web: bad request")
+	errBadRequest = errors.New("web: bad request")
 	// ErrUnauthorized: the admin credential is missing or wrong.
-	ErrUnauthorized = errors.New("web: authentication required")
+	errUnauthorized = errors.New("web: authentication required")
 	// ErrCrossOrigin: a state-changing request from another origin (CSRF).
-	ErrCrossOrigin = errors.New("web: cross-origin request refused")
+	errCrossOrigin = errors.New("web: cross-origin request refused")
 	// ErrUnhealthy: the health check failed (store unreachable, migrations
 	// not current).
-	ErrUnhealthy = errors.New("web: unhealthy")
+	errUnhealthy = errors.New("web: unhealthy")
 	// ErrForbidden: the request names someone else (a
 	// PI-RequestingParticipant that is not the configured participant).
-	ErrForbidden = errors.New("web: forbidden")
+	errForbidden = errors.New("web: forbidden")
 	// ErrReadOnly: a viewer asked for an action that changes state (a
 	// reset, a send, a lookup): only admins may.
-	ErrReadOnly = errors.New("web: this action needs the admin role; viewers can only read")
+	errReadOnly = errors.New("web: this action needs the admin role; viewers can only read")
 	// ErrTooLarge: an upload larger than the server accepts.
-	ErrTooLarge = errors.New("web: request body too large")
+	errTooLarge = errors.New("web: request body too large")
 )
 
 // RateLimitError is a request refused by the inbound limiter.
-type RateLimitError struct {
+type rateLimitError struct {
 	// Policy is the inbound policy that refused ("ip" or "token").
 	Policy string
 	// RetryAfter is the exact wait until a request would be admitted: the
@@ -53,7 +53,7 @@ type RateLimitError struct {
 	RetryAfter time.Duration
 }
 
-func (e *RateLimitError) Error() string {
+func (e *rateLimitError) Error() string {
 	return fmt.Sprintf("web: too many requests (%s limit): retry in %s", e.Policy, FormatWait(e.RetryAfter))
 }
 
@@ -125,7 +125,7 @@ func refusalProblem(op string, d throttle.Decision) problem {
 // its result (docs/decisions/0131). Keep it complete and ordered.
 func problemOf(r *http.Request, err error) problem {
 	var (
-		rl      *RateLimitError
+		rl      *rateLimitError
 		refused *throttle.RefusedError
 		remote  *dict.RemoteError
 		notDue  *notDueError
@@ -151,12 +151,12 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.Is(err, dict.ErrMalformedResponse):
 		return newProblem(http.StatusBadGateway, msg, 0)
 	case errors.Is(err, dict.ErrUnknownEndToEndID), errors.Is(err, sifen.ErrNotFound),
-		errors.Is(err, ErrNotFound), errors.Is(err, throttle.ErrUnknownPolicy):
+		errors.Is(err, errNotFound), errors.Is(err, throttle.ErrUnknownPolicy):
 		return newProblem(http.StatusNotFound, msg, 0)
 	case errors.Is(err, dict.ErrNotPayable), errors.Is(err, sifen.ErrNotSendable),
 		errors.Is(err, sifen.ErrCDCInFlight), errors.Is(err, sifen.ErrLotAlreadySent):
 		return newProblem(http.StatusConflict, msg, 0)
-	case isDictInputError(err), isSifenInputError(err), errors.Is(err, ErrBadRequest),
+	case isDictInputError(err), isSifenInputError(err), errors.Is(err, errBadRequest),
 		errors.Is(err, throttle.ErrInvalidKey), errors.Is(err, throttle.ErrInvalidCost),
 		errors.Is(err, throttle.ErrInvalidAdjustment), errors.Is(err, throttle.ErrInvalidQuery):
 		return newProblem(http.StatusBadRequest, msg, 0)
@@ -165,19 +165,19 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.Is(err, sifen.ErrNoRecepcionDE), errors.Is(err, errNotImplemented):
 		return newProblem(http.StatusNotImplemented, msg, 0)
 
-	case errors.Is(err, ErrMethodNotAllowed):
+	case errors.Is(err, errMethodNotAllowed):
 		return newProblem(http.StatusMethodNotAllowed, msg, 0)
-	case errors.Is(err, ErrTooLarge):
+	case errors.Is(err, errTooLarge):
 		return newProblem(http.StatusRequestEntityTooLarge, msg, 0)
-	case errors.Is(err, ErrUnauthorized):
+	case errors.Is(err, errUnauthorized):
 		return newProblem(http.StatusUnauthorized, "authentication required", 0)
-	case errors.Is(err, ErrReadOnly):
+	case errors.Is(err, errReadOnly):
 		return newProblem(http.StatusForbidden, "this action needs the admin role; viewers can only read", 0)
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, errForbidden):
 		return newProblem(http.StatusForbidden, msg, 0)
-	case errors.Is(err, ErrCrossOrigin):
+	case errors.Is(err, errCrossOrigin):
 		return newProblem(http.StatusForbidden, "cross-origin request refused: submit the form from balde's own pages", 0)
-	case errors.Is(err, ErrUnhealthy):
+	case errors.Is(err, errUnhealthy):
 		return newProblem(http.StatusServiceUnavailable, "unhealthy: the store is unreachable or its migrations are not current", storeRetryAfter)
 	case errors.Is(err, throttle.ErrStoreUnavailable):
 		return newProblem(http.StatusServiceUnavailable, "the store is unavailable", storeRetryAfter)

@@ -44,7 +44,7 @@ func TestOneErrorMapperEveryFormat(t *testing.T) {
 		{"Refusal", &throttle.RefusedError{Op: "dict getEntry", Decision: refusal}, http.StatusTooManyRequests, "1",
 			"dict getEntry refused locally: bucket " + bucket.String() + " is empty, retry in 300ms; nothing was sent, send again after 1 s",
 			"RateLimited", "env:Receiver"},
-		{"InboundLimit", &RateLimitError{Policy: "ip", RetryAfter: 2500 * time.Millisecond}, http.StatusTooManyRequests, "3",
+		{"InboundLimit", &rateLimitError{Policy: "ip", RetryAfter: 2500 * time.Millisecond}, http.StatusTooManyRequests, "3",
 			"too many requests (ip limit): retry in 2.5s", "RateLimited", "env:Receiver"},
 		{"StoreUnavailable", fmt.Errorf("sqlstore: take: %w", throttle.ErrStoreUnavailable), http.StatusServiceUnavailable, "5",
 			"the store is unavailable", "ServiceUnavailable", "env:Receiver"},

@@ -50,3 +50,9 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+const AntiScanWindow = antiScanWindow
+const DefaultInboundAdminLimit = defaultInboundAdminLimit
+const DictGatewayPaymentsPath = dictGatewayPaymentsPath
+
+var FormatBucketWait = formatBucketWait

@@ -276,7 +276,7 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 		next(sw, r)
 	} else {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+a.gateway+` gateway"`)
-		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", ErrUnauthorized))
+		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
 	}
 	status := sw.status
 	if status == 0 {

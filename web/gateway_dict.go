@@ -22,7 +22,7 @@ import (
 // orders: POST DictGatewayPaymentsPath?endToEndId=E2E tells the gateway
 // that the pacs.008 of a lookup it forwarded was sent, so the mirror is
 // credited as the DICT credits its buckets when the SPI sees the payment.
-const DictGatewayPaymentsPath = "/gateway/payments"
+const dictGatewayPaymentsPath = "/gateway/payments"
 
 // PaymentCreditor credits the payment order of a lookup once.
 // *dict.Client implements it (balde.Engine.Dict).
@@ -183,13 +183,13 @@ func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve answers the request of a known client.
 func (g *DictGateway) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == DictGatewayPaymentsPath {
+	if r.URL.Path == dictGatewayPaymentsPath {
 		g.creditPayment(w, r)
 		return
 	}
 	rt, _, ok := dict.MatchRoute(r.Method, r.URL.Path)
 	if !ok {
-		g.fail(w, r, fmt.Errorf("%w: not a DICT operation: %s %s", ErrNotFound, r.Method, r.URL.Path))
+		g.fail(w, r, fmt.Errorf("%w: not a DICT operation: %s %s", errNotFound, r.Method, r.URL.Path))
 		return
 	}
 	if rt.Write {
@@ -199,7 +199,7 @@ func (g *DictGateway) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "":
 		r.Header.Set(dict.HeaderRequestingParticipant, g.participant)
 	case p != g.participant:
-		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", ErrForbidden, dict.HeaderRequestingParticipant, p))
+		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", errForbidden, dict.HeaderRequestingParticipant, p))
 		return
 	}
 	// The body is read whole before anything is reserved: one larger than
@@ -231,14 +231,14 @@ func readDictBody(r *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer r.Body.Close()
-	tooLarge := fmt.Errorf("%w: a DICT request's body is at most %d bytes (1 MiB); nothing was sent", ErrTooLarge, dict.MaxBodySize)
+	tooLarge := fmt.Errorf("%w: a DICT request's body is at most %d bytes (1 MiB); nothing was sent", errTooLarge, dict.MaxBodySize)
 	if r.ContentLength > dict.MaxBodySize {
 		return nil, tooLarge
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, dict.MaxBodySize+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: the body could not be read whole: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: the body could not be read whole: %v", errBadRequest, err)
 	case len(body) > dict.MaxBodySize:
 		return nil, tooLarge
 	}
@@ -282,12 +282,12 @@ type gatewayCredit struct {
 // creditPayment is POST DictGatewayPaymentsPath?endToEndId=E2E.
 func (g *DictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
 	if g.payments == nil {
-		g.fail(w, r, fmt.Errorf("%w: payments are not configured", ErrNotFound))
+		g.fail(w, r, fmt.Errorf("%w: payments are not configured", errNotFound))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.fail(w, r, fmt.Errorf("%w: POST %s?endToEndId=E2E", ErrMethodNotAllowed, DictGatewayPaymentsPath))
+		g.fail(w, r, fmt.Errorf("%w: POST %s?endToEndId=E2E", errMethodNotAllowed, dictGatewayPaymentsPath))
 		return
 	}
 	e2e := r.URL.Query().Get("endToEndId")

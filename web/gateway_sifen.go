@@ -168,12 +168,12 @@ func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *SifenGateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.fail(w, r, fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", ErrMethodNotAllowed))
+		g.fail(w, r, fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", errMethodNotAllowed))
 		return
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, sifenGatewayMaxRequest+1))
 	if err != nil || len(data) > sifenGatewayMaxRequest {
-		g.fail(w, r, fmt.Errorf("%w: the request could not be read whole (a lot's message is at most 1,000,000 bytes)", ErrTooLarge))
+		g.fail(w, r, fmt.Errorf("%w: the request could not be read whole (a lot's message is at most 1,000,000 bytes)", errTooLarge))
 		return
 	}
 	switch {
@@ -198,23 +198,23 @@ func (g *SifenGateway) serve(w http.ResponseWriter, r *http.Request) {
 func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLote](data)
 	if err != nil || fault != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", ErrBadRequest))
+		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", errBadRequest))
 		return
 	}
 	call := callOf(r)
 	call.target = "service=" + sifen.ServiceRecepcionLote
 	zipped, err := base64.StdEncoding.DecodeString(strings.TrimSpace(req.XDE))
 	if err != nil {
-		g.fail(w, r, fmt.Errorf("%w: xDE is not base64", ErrBadRequest))
+		g.fail(w, r, fmt.Errorf("%w: xDE is not base64", errBadRequest))
 		return
 	}
 	if err := sifen.CheckMessageSize(len(zipped)); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: %w", ErrBadRequest, err))
+		g.fail(w, r, fmt.Errorf("%w: %w", errBadRequest, err))
 		return
 	}
 	lot, err := g.parseLot(r.Context(), zipped)
 	if err != nil {
-		g.fail(w, r, fmt.Errorf("%w: xDE: %w", ErrBadRequest, err))
+		g.fail(w, r, fmt.Errorf("%w: xDE: %w", errBadRequest, err))
 		return
 	}
 	call.target = lotTarget(sifen.ServiceRecepcionLote, g.env, lot)
@@ -385,7 +385,7 @@ func (ls *rucLines) leave(l *rucLine) {
 func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLote](data)
 	if err != nil || fault != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", ErrBadRequest))
+		g.fail(w, r, fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", errBadRequest))
 		return
 	}
 	lo, err := g.sender.QueryLot(r.Context(), g.env, strings.TrimSpace(req.LotNumber))

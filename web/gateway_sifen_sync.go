@@ -18,11 +18,11 @@ import (
 func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
 	if err != nil || fault != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", ErrBadRequest))
+		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest))
 		return
 	}
 	if err := sifen.CheckMessageSize(len(data)); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: %w", ErrBadRequest, err))
+		g.fail(w, r, fmt.Errorf("%w: %w", errBadRequest, err))
 		return
 	}
 	// The rDE may take SIFEN's namespace from rEnviDe: an rLoteDE in that
@@ -34,10 +34,10 @@ func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {
 	case err != nil:
-		g.fail(w, r, fmt.Errorf("%w: xDE: %w", ErrBadRequest, err))
+		g.fail(w, r, fmt.Errorf("%w: xDE: %w", errBadRequest, err))
 		return
 	case len(lot.DEs) != 1:
-		g.fail(w, r, fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", ErrBadRequest, len(lot.DEs)))
+		g.fail(w, r, fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", errBadRequest, len(lot.DEs)))
 		return
 	}
 	call := callOf(r)
@@ -98,7 +98,7 @@ func (g *SifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data 
 		callOf(r).target = "service=" + service + "&env=" + string(g.env)
 	}
 	if err := check(data); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a %s request: %v", ErrBadRequest, service, err))
+		g.fail(w, r, fmt.Errorf("%w: not a %s request: %v", errBadRequest, service, err))
 		return
 	}
 	ans, err := g.client.Forward(r.Context(), g.env, path, r.Header.Get("Content-Type"), data)

@@ -42,7 +42,7 @@ func (s *Server) checkReady(w http.ResponseWriter, r *http.Request) error {
 		defer cancel()
 		if err := s.HealthCheck(ctx); err != nil {
 			s.Logger.ErrorContext(r.Context(), "not ready", "error", err)
-			return fmt.Errorf("%w: %w", ErrUnhealthy, err)
+			return fmt.Errorf("%w: %w", errUnhealthy, err)
 		}
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})

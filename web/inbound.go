@@ -115,7 +115,7 @@ const (
 	DefaultInboundEnv     = "prod"
 	// DefaultInboundAdminLimit is generous: an operator clicking through
 	// the admin pages, each with its stylesheet, stays far below it.
-	DefaultInboundAdminLimit = 1200
+	defaultInboundAdminLimit = 1200
 	// defaultInboundClientLimit is sized for a backend: the most a window
 	// holds (throttle.MaxRollingCapacity), 166 requests a second in the
 	// default minute, with no block (docs/decisions/0165).
@@ -125,7 +125,7 @@ const (
 // DefaultInboundExempt are the paths not limited by default: the probes
 // (exact paths), the Prometheus scrape (protect it with
 // Server.MetricsToken), the icon and the stylesheets (a subtree).
-var DefaultInboundExempt = []string{"/healthz", "/livez", "/readyz", "/metrics", "/favicon.ico", "/static/"}
+var defaultInboundExempt = []string{"/healthz", "/livez", "/readyz", "/metrics", "/favicon.ico", "/static/"}
 
 // InboundToken is one API token with its own limit. Window and Block of 0
 // take the IP limit's.
@@ -250,10 +250,10 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	}
 	defaultExempt := cfg.Exempt == nil
 	if defaultExempt {
-		cfg.Exempt = DefaultInboundExempt
+		cfg.Exempt = defaultInboundExempt
 	}
 	if cfg.AdminLimit == 0 {
-		cfg.AdminLimit = DefaultInboundAdminLimit
+		cfg.AdminLimit = defaultInboundAdminLimit
 	}
 	if cfg.ClientLimit == 0 {
 		cfg.ClientLimit = defaultInboundClientLimit
@@ -339,7 +339,7 @@ func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 // into: a request is counted at the end of its grain (1 s of the default
 // 1-minute window), so a key's state holds at most InboundGrains+1 spends
 // whatever its limit (docs/decisions/0110-inbound-fixed-size-window.md).
-const InboundGrains = 60
+const inboundGrains = 60
 
 // rollingPolicy is a sliding window of limit requests per window: at most
 // limit requests are admitted in any window, each token spent coming back
@@ -355,7 +355,7 @@ func rollingPolicy(name string, limit int64, window, block time.Duration, fail t
 		Capacity:     limit,
 		RefillTokens: limit,
 		RefillPeriod: window,
-		RollingGrain: window / InboundGrains,
+		RollingGrain: window / inboundGrains,
 		BlockFor:     block,
 		FailMode:     fail,
 		Ledger:       throttle.LedgerNoTakes,
@@ -404,7 +404,7 @@ func (in *Inbound) applies(path string) bool {
 	if in.defaultExempt {
 		in.mu.RLock()
 		for _, m := range in.mounts {
-			if rest, ok := under(path, m.base); ok && exempted(DefaultInboundExempt, rest) {
+			if rest, ok := under(path, m.base); ok && exempted(defaultInboundExempt, rest) {
 				in.mu.RUnlock()
 				return false
 			}

@@ -94,23 +94,23 @@ var (
 // pages; an end user's (payer's) bucket running dry is the DICT's anti-scan
 // doing its job and never pages.
 const (
-	ScopeParticipant = "participant" // DICT PSP-scope policies
-	ScopePayer       = "payer"       // DICT USER-scope policies
-	ScopeOther       = "other"       // SIFEN, the inbound limiter, any other policy
+	scopeParticipant = "participant" // DICT PSP-scope policies
+	scopePayer       = "payer"       // DICT USER-scope policies
+	scopeOther       = "other"       // SIFEN, the inbound limiter, any other policy
 )
 
 // MetricScopes returns the metric scope of a key from scope (a Server.Scope
 // such as Scopes(catalog)): PSP is participant, USER is payer, anything
 // else other.
-func MetricScopes(scope func(throttle.Key) string) func(throttle.Key) string {
+func metricScopes(scope func(throttle.Key) string) func(throttle.Key) string {
 	return func(k throttle.Key) string {
 		switch dict.Scope(scope(k)) {
 		case dict.ScopePSP:
-			return ScopeParticipant
+			return scopeParticipant
 		case dict.ScopeUser:
-			return ScopePayer
+			return scopePayer
 		}
-		return ScopeOther
+		return scopeOther
 	}
 }
 
@@ -179,7 +179,7 @@ func NewMetrics() *Metrics {
 			Name: "balde_dict_answers_unverified",
 			Help: "1 while this process takes the answers of a DICT that is not a simulator without verifying their signature (no BALDE_DICT_VERIFY_CERT, acknowledged with --dict-unverified); 0 otherwise.",
 		}),
-		scopeOf: MetricScopes(Scopes(dict.NewCatalog(""))),
+		scopeOf: metricScopes(Scopes(dict.NewCatalog(""))),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "balde_http_requests_total",
 			Help: "HTTP requests served, by route template, method and status code.",
@@ -302,9 +302,9 @@ func (m *Metrics) SetDictUnverified(unverified bool) {
 // key's scope as Server.Scope does (Scopes(catalog), so a policy file's
 // scopes count). The default is Scopes of the built-in DICT catalog. Call it
 // before the metrics are served.
-func (m *Metrics) SetScope(scope func(throttle.Key) string) {
+func (m *Metrics) setScope(scope func(throttle.Key) string) {
 	if scope != nil {
-		m.scopeOf = MetricScopes(scope)
+		m.scopeOf = metricScopes(scope)
 	}
 }
 
@@ -376,7 +376,7 @@ func (m *Metrics) observeGateway(gateway, client string, status int) {
 
 // metricScopeNames are the scopes every bucket gauge always exports (0
 // when none), so that a rule sees a series drop to 0 instead of vanish.
-var metricScopeNames = []string{ScopeParticipant, ScopePayer, ScopeOther}
+var metricScopeNames = []string{scopeParticipant, scopePayer, scopeOther}
 
 // SetBuckets sets the bucket gauges from counts of the severity now. The
 // levels worse than Healthy, the blocked and the negative buckets are

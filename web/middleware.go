@@ -164,7 +164,7 @@ func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 		if s.Authenticate != nil {
 			user, ok := s.Authenticate(r)
 			if !ok || user == "" {
-				s.Error(w, r, ErrUnauthorized)
+				s.Error(w, r, errUnauthorized)
 				return
 			}
 			info.user, info.role = user, RoleAdmin
@@ -183,14 +183,14 @@ func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 						slog.String("request_id", info.id),
 						slog.String("client", info.clientIP.String()))
 				}
-				s.Error(w, r, ErrUnauthorized)
+				s.Error(w, r, errUnauthorized)
 				return
 			}
 			info.user, info.role = name, role
 		}
 		if rt.write && info.role != RoleAdmin {
 			s.recordDenied(w, r, rt)
-			s.Error(w, r, ErrReadOnly)
+			s.Error(w, r, errReadOnly)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -225,7 +225,7 @@ func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		got := sha256.Sum256([]byte(token))
 		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			s.Error(w, r, fmt.Errorf("%w: /metrics needs its bearer token", ErrUnauthorized))
+			s.Error(w, r, fmt.Errorf("%w: /metrics needs its bearer token", errUnauthorized))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -239,7 +239,7 @@ func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
 func (s *Server) checkCrossOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.cop.Check(r); err != nil {
-			s.Error(w, r, fmt.Errorf("%w: %v", ErrCrossOrigin, err))
+			s.Error(w, r, fmt.Errorf("%w: %v", errCrossOrigin, err))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -256,9 +256,9 @@ func parseForm(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return fmt.Errorf("%w: form larger than %d bytes", ErrBadRequest, maxFormBytes)
+			return fmt.Errorf("%w: form larger than %d bytes", errBadRequest, maxFormBytes)
 		}
-		return fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
+		return fmt.Errorf("%w: %v", errBadRequest, strings.TrimPrefix(err.Error(), "http: "))
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func (overridePage) templateFile() string { return "sifen_override.html" }
 // same path. A document that is not in sending is a 409.
 func (s *Server) confirmOverride(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	id, err := documentID(r)
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *Server) confirmOverride(w http.ResponseWriter, r *http.Request) error {
 // the reason; no reason is a 400 and changes nothing.
 func (s *Server) overrideDocument(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -76,11 +76,11 @@ func (s *Server) overrideDocument(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		return fmt.Errorf("%w: an override must be confirmed (confirm=yes)", ErrBadRequest)
+		return fmt.Errorf("%w: an override must be confirmed (confirm=yes)", errBadRequest)
 	}
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if reason == "" {
-		return fmt.Errorf("%w: an override needs a reason, recorded in the audit trail", ErrBadRequest)
+		return fmt.Errorf("%w: an override needs a reason, recorded in the audit trail", errBadRequest)
 	}
 	o, err := s.Sifen.Override(r.Context(), id)
 	if err != nil {

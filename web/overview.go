@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/inspect"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // overviewPage is admin_overview.html: per policy, the decisions of a
@@ -110,7 +110,7 @@ func chartWindowOf(r *http.Request) (chartWindow, error) {
 	}
 	i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
 	if i < 0 {
-		return chartWindow{}, fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", ErrBadRequest, w)
+		return chartWindow{}, fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", errBadRequest, w)
 	}
 	return chartWindows[i], nil
 }

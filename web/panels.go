@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // DictCategoryPanel is the admin summary's box about the DICT participant:
@@ -33,7 +33,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 }
 
 // AntiScanWindow is the window of the DICT manual's anti-scan monitors.
-const AntiScanWindow = 24 * time.Hour
+const antiScanWindow = 24 * time.Hour
 
 // maxPanelPayers bounds the payers the anti-scan panel lists (the worst
 // first).
@@ -47,7 +47,7 @@ const maxPanelPayers = 5
 // values are coloured critical.
 func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.AntiScan, error), now func() time.Time) PanelFunc {
 	return func(ctx context.Context) (Panel, error) {
-		a, err := monitors(ctx, now().Add(-AntiScanWindow))
+		a, err := monitors(ctx, now().Add(-antiScanWindow))
 		if err != nil {
 			return Panel{}, err
 		}

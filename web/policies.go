@@ -17,7 +17,7 @@ import (
 // problem with Retry-After. Nothing is taken from any bucket.
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
 	if s.Dict == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := s.checkRequestingParticipant(r); err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
 // not a PSP policy of the catalog.
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 	if s.Dict == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := s.checkRequestingParticipant(r); err != nil {
 		return err
@@ -56,10 +56,10 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) checkRequestingParticipant(r *http.Request) error {
 	p := r.Header.Get(dict.HeaderRequestingParticipant)
 	if err := dict.ValidateISPB(p); err != nil {
-		return fmt.Errorf("%w: %s must be an ISPB of 8 digits", ErrForbidden, dict.HeaderRequestingParticipant)
+		return fmt.Errorf("%w: %s must be an ISPB of 8 digits", errForbidden, dict.HeaderRequestingParticipant)
 	}
 	if p != s.Dict.Participant() {
-		return fmt.Errorf("%w: %s is not the participant this mirror serves", ErrForbidden, dict.HeaderRequestingParticipant)
+		return fmt.Errorf("%w: %s is not the participant this mirror serves", errForbidden, dict.HeaderRequestingParticipant)
 	}
 	return nil
 }

@@ -143,7 +143,7 @@ func (in *Inbound) limit(w http.ResponseWriter, r *http.Request, client netip.Ad
 	}
 	setRateLimitHeaders(w.Header(), name, p, d)
 	if !d.Allowed {
-		return &RateLimitError{Policy: name, RetryAfter: d.RetryAfter}
+		return &rateLimitError{Policy: name, RetryAfter: d.RetryAfter}
 	}
 	return nil
 }
@@ -152,7 +152,7 @@ func (in *Inbound) limit(w http.ResponseWriter, r *http.Request, client netip.Ad
 // 503 when the store failed closed) with Retry-After and one line of text.
 func writeRefusedPlain(w http.ResponseWriter, _ *http.Request, err error) {
 	status, wait := http.StatusServiceUnavailable, storeRetryAfter
-	var rl *RateLimitError
+	var rl *rateLimitError
 	if errors.As(err, &rl) {
 		status, wait = http.StatusTooManyRequests, rl.RetryAfter
 	}

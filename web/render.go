@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/templates"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // pageFiles declares every page template in package templates. parsePages

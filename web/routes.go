@@ -161,9 +161,9 @@ func (s *Server) chain(rt route) http.Handler {
 		handle := rt.handle
 		switch rt.name {
 		case notFoundRoute.name:
-			handle = func(http.ResponseWriter, *http.Request) error { return ErrNotFound }
+			handle = func(http.ResponseWriter, *http.Request) error { return errNotFound }
 		case methodNotAllowedRoute.name:
-			handle = func(http.ResponseWriter, *http.Request) error { return ErrMethodNotAllowed }
+			handle = func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed }
 		}
 		if rt.audit != "" {
 			aw := &auditedWriter{ResponseWriter: w}
@@ -293,7 +293,7 @@ func pathVars(r *http.Request) (map[string]string, error) {
 	for k, v := range vars {
 		u, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: path variable %s: %v", ErrBadRequest, k, err)
+			return nil, fmt.Errorf("%w: path variable %s: %v", errBadRequest, k, err)
 		}
 		out[k] = u
 	}
@@ -314,7 +314,7 @@ func parseLimit(s string, def, most int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > most {
-		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", ErrBadRequest, s, most)
+		return 0, fmt.Errorf("%w: limit %q is not a number in 1..%d", errBadRequest, s, most)
 	}
 	return n, nil
 }

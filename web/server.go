@@ -204,7 +204,7 @@ func NewServer() *Server {
 		Metrics:           NewMetrics(),
 		SummaryTTL:        15 * time.Second,
 		SummaryFresh:      50 * time.Millisecond,
-		UploadLimit:       DefaultUploadLimit,
+		UploadLimit:       defaultUploadLimit,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		cop:               http.NewCrossOriginProtection(),
 	}

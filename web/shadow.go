@@ -30,7 +30,7 @@ type ShadowSwitch interface {
 // mirror policy is a 400 and changes nothing.
 func (s *Server) switchShadow(w http.ResponseWriter, r *http.Request) error {
 	if s.Shadows == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -46,14 +46,14 @@ func (s *Server) switchShadow(w http.ResponseWriter, r *http.Request) error {
 		on = true
 	case "off":
 	default:
-		return fmt.Errorf("%w: shadow must be on or off", ErrBadRequest)
+		return fmt.Errorf("%w: shadow must be on or off", errBadRequest)
 	}
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if s.Audit != nil && reason == "" {
-		return fmt.Errorf("%w: a shadow switch needs a reason, recorded in the audit trail", ErrBadRequest)
+		return fmt.Errorf("%w: a shadow switch needs a reason, recorded in the audit trail", errBadRequest)
 	}
 	if err := s.Shadows.CheckShadow(policy); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	if err := s.Shadows.SetShadow(r.Context(), policy, on); err != nil {
 		return err

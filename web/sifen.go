@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // SifenSender is what the documents pages need from SIFEN's send path.
@@ -111,7 +111,7 @@ func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr
 
 // DefaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
 // DEs (a lot is at most 1000 KB once compressed).
-const DefaultUploadLimit = 8 << 20
+const defaultUploadLimit = 8 << 20
 
 // Page sizes of the document list.
 const (
@@ -371,7 +371,7 @@ func (documentsPage) templateFile() string { return "sifen_documents.html" }
 // keyset: ?before= is the id of the last document of the previous page.
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	p, err := s.newDocumentsPage(r, r.URL.Query())
 	if err != nil {
@@ -547,7 +547,7 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 			known = known || s == st
 		}
 		if !known {
-			return f, fmt.Errorf("%w: status %q (want draft, sending, sent, approved, rejected or error)", ErrBadRequest, v)
+			return f, fmt.Errorf("%w: status %q (want draft, sending, sent, approved, rejected or error)", errBadRequest, v)
 		}
 		f.Statuses = []sifen.Status{st}
 		if st == sifen.StatusDraft {
@@ -560,7 +560,7 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 	if v := q.Get("before"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {
-			return f, fmt.Errorf("%w: before %q is not a document id", ErrBadRequest, v)
+			return f, fmt.Errorf("%w: before %q is not a document id", errBadRequest, v)
 		}
 		f.BeforeID = id
 	}
@@ -582,7 +582,7 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 // chosen, names the file and says why beside it.
 func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	up, err := s.readUpload(w, r)
 	if err == nil {
@@ -644,20 +644,20 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, err
 	var up upload
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
-		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", ErrBadRequest)
+		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", errBadRequest)
 	}
 	limit := s.UploadLimit
 	if limit <= 0 {
-		limit = DefaultUploadLimit
+		limit = defaultUploadLimit
 	}
 	// The body holds the file and a few small fields besides.
 	r.Body = http.MaxBytesReader(w, r.Body, limit+maxFormBytes)
 	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return up, fmt.Errorf("%w: the upload is larger than %d bytes", ErrTooLarge, limit)
+			return up, fmt.Errorf("%w: the upload is larger than %d bytes", errTooLarge, limit)
 		}
-		return up, fmt.Errorf("%w: %v", ErrBadRequest, strings.TrimPrefix(err.Error(), "http: "))
+		return up, fmt.Errorf("%w: %v", errBadRequest, strings.TrimPrefix(err.Error(), "http: "))
 	}
 	defer r.MultipartForm.RemoveAll()
 	up.envText = r.PostFormValue("env")
@@ -673,14 +673,14 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, err
 	}
 	up.env = env
 	if ferr != nil {
-		return up, fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", ErrBadRequest)
+		return up, fmt.Errorf("%w: choose the DE or lot XML file to upload (field file)", errBadRequest)
 	}
 	data, err := io.ReadAll(io.LimitReader(file, limit+1))
 	if err != nil {
-		return up, fmt.Errorf("%w: read the upload: %v", ErrBadRequest, err)
+		return up, fmt.Errorf("%w: read the upload: %v", errBadRequest, err)
 	}
 	if int64(len(data)) > limit {
-		return up, fmt.Errorf("%w: the file is larger than %d bytes", ErrTooLarge, limit)
+		return up, fmt.Errorf("%w: the file is larger than %d bytes", errTooLarge, limit)
 	}
 	up.data = data
 	return up, nil
@@ -715,7 +715,7 @@ type banner struct {
 // Send to SIFEN button when it may be sent, and its XML.
 func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	id, err := documentID(r)
 	if err != nil {
@@ -821,7 +821,7 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 // being sent) is a 409; a lot rule it breaks, a 400.
 func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -860,7 +860,7 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 // travel): 400; taken by another send meanwhile: 409.
 func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if s.Sifen == nil {
-		return ErrNotFound
+		return errNotFound
 	}
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -968,7 +968,7 @@ func documentID(r *http.Request) (int64, error) {
 	}
 	id, err := strconv.ParseInt(vars["id"], 10, 64)
 	if err != nil || id < 1 {
-		return 0, fmt.Errorf("%w: document id %q", ErrNotFound, vars["id"])
+		return 0, fmt.Errorf("%w: document id %q", errNotFound, vars["id"])
 	}
 	return id, nil
 }

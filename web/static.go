@@ -29,11 +29,11 @@ func (s *Server) serveFavicon(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request) error {
 	name := strings.TrimPrefix(r.URL.Path, "/static/")
 	if name == "" || !fs.ValidPath(name) {
-		return ErrNotFound
+		return errNotFound
 	}
 	b, err := fs.ReadFile(templates.FS, "static/"+name)
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, r.URL.Path)
+		return fmt.Errorf("%w: %s", errNotFound, r.URL.Path)
 	}
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
 	return nil

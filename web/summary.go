@@ -18,7 +18,7 @@ import (
 // a value like a severity ("sev-high", ...).
 //
 // Titles, labels, values and notes are English: a text in the catalog
-// (web/i18n) is shown in the reader's language. With LabelArgs, ValueArgs
+// (internal/i18n) is shown in the reader's language. With LabelArgs, ValueArgs
 // or NoteArgs the text is a format (its catalog key) and the arguments are
 // formatted in the reader's language; without, it is shown as a fixed text.
 type Panel struct {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // bucketView is one bucket as the admin pages show it.
@@ -70,14 +70,14 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		SevClass:    severityClass(st.Severity),
 		SendCount:   st.SendCount,
 		LastSent:    formatWhenIn(tr, st.LastSentAt, now),
-		RetryAfter:  FormatWaitOrNow(st.RetryAfter),
-		UntilFull:   FormatWaitOrNow(st.UntilFull),
+		RetryAfter:  formatWaitOrNow(st.RetryAfter),
+		UntilFull:   formatWaitOrNow(st.UntilFull),
 	}
 	if s.Scope != nil {
 		v.Scope = s.Scope(st.Key)
 	}
 	if !st.Orphan {
-		v.Refill = FormatRefillIn(tr, st.Policy)
+		v.Refill = formatRefillIn(tr, st.Policy)
 		v.PolicyText = FormatPolicyIn(tr, st.Policy)
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
 		v.FillLabel = tr.Sprintf("%d%% full", v.FillPercent)
@@ -86,7 +86,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	} else {
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
-	v.Wait = FormatBucketWaitIn(tr, st)
+	v.Wait = formatBucketWaitIn(tr, st)
 	// A block or cooldown ends before the bucket admits, full or not: never
 	// "full again: now" next to "blocked 8m7s".
 	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, max(st.UntilFull, st.BlockLeft, st.CooldownLeft))
@@ -155,7 +155,7 @@ func fillPercent(tokens, capacity int64) int64 {
 
 // FormatRefill renders a policy's refill, e.g. "2/min (stepwise)",
 // "120/min (sliding window)", as the admin pages and balde buckets show it.
-func FormatRefill(p throttle.Policy) string {
+func formatRefill(p throttle.Policy) string {
 	s := p.Rate()
 	switch p.Refill {
 	case throttle.RefillStepwise:
@@ -167,7 +167,7 @@ func FormatRefill(p throttle.Policy) string {
 }
 
 // FormatRefillIn is FormatRefill in tr's language: "2/min (em degraus)".
-func FormatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
+func formatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
 	switch p.Refill {
 	case throttle.RefillStepwise:
 		return tr.Sprintf("%s (stepwise)", rateIn(tr, p))
@@ -205,7 +205,7 @@ func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
 }
 
 // FormatBucketWaitIn is FormatBucketWait in tr's language.
-func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
+func formatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	var waits []string
 	switch {
 	case st.BlockLeft > 0 && st.BlockLevel > 0:
@@ -248,7 +248,7 @@ func FormatWait(d time.Duration) string {
 
 // FormatWaitOrNow renders a wait still to come: "in 8s", or "now" when it
 // is over.
-func FormatWaitOrNow(d time.Duration) string {
+func formatWaitOrNow(d time.Duration) string {
 	if d <= 0 {
 		return "now"
 	}
@@ -261,8 +261,8 @@ func FormatWaitOrNow(d time.Duration) string {
 // cooldown while a request is on the wire says so, and an empty or
 // negative bucket says when refill admits it again ("refills in 42s", from
 // RetryAfter).
-func FormatBucketWait(st throttle.BucketState) string {
-	return FormatBucketWaitIn(i18n.New(i18n.English, nil), st)
+func formatBucketWait(st throttle.BucketState) string {
+	return formatBucketWaitIn(i18n.New(i18n.English, nil), st)
 }
 
 // TimeLayout is how instants are shown (always UTC).
@@ -270,7 +270,7 @@ const TimeLayout = "2006-01-02 15:04:05 UTC"
 
 // FormatWhen renders an instant and how long before now it was, e.g.
 // "2026-03-02 12:00:00 UTC (7s ago)"; the zero time is "never".
-func FormatWhen(t, now time.Time) string {
+func formatWhen(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}

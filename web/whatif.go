@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/whatif"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // whatifPage is admin_whatif.html: the question (policies, period, other
@@ -95,11 +95,11 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 		case f.v == "":
 		case f.int != nil:
 			if *f.int, err = strconv.ParseInt(f.v, 10, 64); err != nil {
-				return errors.Join(ErrBadRequest, err)
+				return errors.Join(errBadRequest, err)
 			}
 		default:
 			if *f.dur, err = time.ParseDuration(f.v); err != nil {
-				return errors.Join(ErrBadRequest, err)
+				return errors.Join(errBadRequest, err)
 			}
 		}
 	}
@@ -113,7 +113,7 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	rep, err := whatif.Run(r.Context(), cfg, query)
 	if errors.Is(err, whatif.ErrInvalid) {
 		p.Error = err.Error()
-		return s.render(w, s.prepareError(w, r, errors.Join(ErrBadRequest, err)).status, p)
+		return s.render(w, s.prepareError(w, r, errors.Join(errBadRequest, err)).status, p)
 	}
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func formTime(v string, def time.Time, zone *time.Location) (time.Time, error) {
 	}
 	t, err := time.ParseInLocation(whatifLayout, v, zone)
 	if err != nil {
-		return time.Time{}, errors.Join(ErrBadRequest, err)
+		return time.Time{}, errors.Join(errBadRequest, err)
 	}
 	return t, nil
 }

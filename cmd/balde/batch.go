@@ -5,9 +5,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // What the batch commands (sifen-send, dict-lookup) share: their clock,

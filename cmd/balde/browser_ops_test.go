@@ -16,10 +16,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // The operator's realistic state (issue 20): the RUC blocked by a real
@@ -84,7 +84,7 @@ func opsState(t *testing.T, c *adminClient, simURL string) {
 	}
 }
 
-// englishLeft returns the English UI texts of the catalog (web/i18n) that
+// englishLeft returns the English UI texts of the catalog (internal/i18n) that
 // a page in tr's language shows: a text whose translation differs from it,
 // found as whole words in the page's visible text. Format keys count by
 // their longest fixed part of three words or more.

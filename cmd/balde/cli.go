@@ -9,9 +9,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // Exit codes of every command.
@@ -134,7 +134,7 @@ func (m *Main) usage(w io.Writer) {
 
 // exit turns a command's error into an exit code and one line on stderr,
 // in the language of LANG when the command's message is in the catalog
-// (web/i18n); the words quoted from elsewhere (a flag parser's, a
+// (internal/i18n); the words quoted from elsewhere (a flag parser's, a
 // database's) stay as they were.
 func (m *Main) exit(err error) int {
 	var ee *ExitError

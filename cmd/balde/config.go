@@ -20,7 +20,7 @@ type Config struct {
 func DefaultConfig() Config { return Config{settings.Default()} }
 
 // settingUsage turns a *settings.Error into a usage error translated as
-// its English format is (web/i18n); nil stays nil.
+// its English format is (internal/i18n); nil stays nil.
 func settingUsage(err error) error {
 	var se *settings.Error
 	if !errors.As(err, &se) {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen/sifensim"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // sifen-send and dict-lookup speak LANG: the refusal lines, the summary
@@ -92,7 +92,7 @@ func TestEveryUsageErrorIsTranslated(t *testing.T) {
 			require.NoError(t, err)
 			n++
 			if !passThrough[format] {
-				require.True(t, i18n.Has(format), "%s: %q is not in web/i18n/messages.go", fset.Position(call.Pos()), format)
+				require.True(t, i18n.Has(format), "%s: %q is not in internal/i18n/messages.go", fset.Position(call.Pos()), format)
 			}
 			return true
 		})

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/whatif"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // runWhatif is "balde whatif": a period's recorded decisions of chosen

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/balde-throttle/balde/web/i18n"
+	"github.com/balde-throttle/balde/internal/i18n"
 )
 
 // ReadAnswer reads one line from r (a prompt's answer; "" at the end of

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/report"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 func TestReadAnswer(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/web"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // PruneRecord is what "balde prune --json" prints: the cut-off and what a

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 func TestPruneRecordAndLines(t *testing.T) {

@@ -24,9 +24,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
-	"github.com/balde-throttle/balde/web/i18n"
 )
 
 // Clock is how a batch reads time and waits. The engine's clock and the

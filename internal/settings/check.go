@@ -14,7 +14,7 @@ import (
 // Error is a setting, or a pair of settings, whose values cannot be used
 // together or loaded. Its message names the variables (and, in
 // parentheses, the flags of balde's binary); Format and Args are that
-// message in English, which web/i18n translates.
+// message in English, which internal/i18n translates.
 type Error struct {
 	Format string
 	Args   []any

@@ -3,7 +3,7 @@ package whatif
 import (
 	"time"
 
-	"github.com/balde-throttle/balde/web/i18n"
+	"github.com/balde-throttle/balde/internal/i18n"
 )
 
 // Notes are the report's findings in words, in tr's language, for the

@@ -441,7 +441,7 @@ func (r *Reader) CountLedger(ctx context.Context, q LedgerQuery) (int64, error) 
 // wrapping throttle.ErrInvalidQuery for a query that fails Validate,
 // throttle.ErrInvalidKey for an invalid key.
 func (r *Reader) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error) {
-	if err := q.Validate(); err != nil {
+	if err := q.validate(); err != nil {
 		return LedgerWindow{}, err
 	}
 	if err := q.Key.Validate(); err != nil {

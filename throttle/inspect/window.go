@@ -10,7 +10,7 @@ import (
 )
 
 // MaxWindowSlots bounds LedgerWindowQuery.Slots.
-const MaxWindowSlots = 2000
+const maxWindowSlots = 2000
 
 // LedgerWindowQuery asks for one bucket's ledger over a time window, folded
 // into Slots equal time slots: the answer has at most Slots rows whatever
@@ -37,10 +37,10 @@ func (q LedgerWindowQuery) Width() time.Duration {
 
 // Validate returns an error wrapping throttle.ErrInvalidQuery when q cannot be
 // answered (no slots, too many, an empty or reversed window).
-func (q LedgerWindowQuery) Validate() error {
+func (q LedgerWindowQuery) validate() error {
 	switch {
-	case q.Slots < 1 || q.Slots > MaxWindowSlots:
-		return fmt.Errorf("%w: %d slots (want 1..%d)", throttle.ErrInvalidQuery, q.Slots, MaxWindowSlots)
+	case q.Slots < 1 || q.Slots > maxWindowSlots:
+		return fmt.Errorf("%w: %d slots (want 1..%d)", throttle.ErrInvalidQuery, q.Slots, maxWindowSlots)
 	case !q.To.After(q.From):
 		return fmt.Errorf("%w: window %s..%s is empty", throttle.ErrInvalidQuery, q.From, q.To)
 	}

@@ -47,11 +47,11 @@ import (
 const (
 	// DefaultCheckpointEvery is how long the checkpointer sleeps when the
 	// WAL had nothing to copy.
-	DefaultCheckpointEvery = 20 * time.Millisecond
+	defaultCheckpointEvery = 20 * time.Millisecond
 	// DefaultWALLimit is the WAL size past which the checkpointer runs a
 	// TRUNCATE checkpoint (journal_size_limit's 64 MiB); at half of it the
 	// checkpointer has the WAL start again in place.
-	DefaultWALLimit = 64 << 20
+	defaultWALLimit = 64 << 20
 )
 
 // baldeAutocheckpoint is balde's wal_autocheckpoint in the DSN
@@ -84,10 +84,10 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 	db.SetMaxOpenConns(1)
 	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
 	if c.every <= 0 {
-		c.every = DefaultCheckpointEvery
+		c.every = defaultCheckpointEvery
 	}
 	if c.limit <= 0 {
-		c.limit = DefaultWALLimit
+		c.limit = defaultWALLimit
 	}
 	c.wg.Go(c.run)
 	return c, nil

@@ -19,7 +19,7 @@ import (
 // it uses and links only that engine (decision 0093); importing it also
 // registers its Driver (Register), as database/sql's drivers register, for
 // balde.Open to find by the engine a DSN names (decision 0129).
-// throttle/sqlstore/alldrivers links both.
+// internal/alldrivers links both.
 type Driver interface {
 	migrations.Driver
 	// SQLName is the name the driver's package registered with

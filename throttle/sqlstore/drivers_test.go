@@ -58,7 +58,7 @@ func TestOneEngineLinksOneDriver(t *testing.T) {
 		{pkg: "throttle/sqlstore/testdata/postgresonly", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx}},
 		{pkg: "throttle/sqlstore/testdata/baldesqlite", banned: []string{pgx, migratePgx}, needed: []string{sqlite}},
 		{pkg: "throttle/sqlstore/testdata/baldepostgres", banned: []string{sqlite, migrateSQLit}, needed: []string{pgx}},
-		{pkg: "throttle/sqlstore/alldrivers", needed: []string{pgx, sqlite}},
+		{pkg: "internal/alldrivers", needed: []string{pgx, sqlite}},
 	} {
 		t.Run(strings.ReplaceAll(cmp.Or(tc.pkg, "balde"), "/", "_"), func(t *testing.T) {
 			t.Parallel()

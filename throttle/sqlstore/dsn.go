@@ -76,8 +76,8 @@ func ParseDSN(dsn string) (Engine, string, error) {
 		q := u.Query()
 		for _, p := range [][2]string{
 			{"plan_cache_mode", "force_generic_plan"},
-			{"lock_timeout", DefaultLockTimeout},
-			{"statement_timeout", DefaultStatementTimeout},
+			{"lock_timeout", defaultLockTimeout},
+			{"statement_timeout", defaultStatementTimeout},
 		} {
 			if !q.Has(p[0]) {
 				q.Set(p[0], p[1])
@@ -109,8 +109,8 @@ func ParseDSN(dsn string) (Engine, string, error) {
 // disables one). Migrations run without the statement bound (a migration
 // on a large table may take longer) but with the lock bound.
 const (
-	DefaultLockTimeout      = "5s"
-	DefaultStatementTimeout = "30s"
+	defaultLockTimeout      = "5s"
+	defaultStatementTimeout = "30s"
 )
 
 // sqlitePragmas are balde's connection settings for SQLite, in the order

@@ -38,7 +38,7 @@ const (
 	// DefaultIntegrityTimeout bounds the check at open. A check cut short
 	// does not refuse the file: it is logged, with what was checked, and
 	// the store opens (a large file must not keep balde down).
-	DefaultIntegrityTimeout = 10 * time.Second
+	defaultIntegrityTimeout = 10 * time.Second
 	// DefaultIntegrityEvery is how old the last check may be when a
 	// readiness probe (CheckWrite) asks: an older one runs again in the
 	// background, bounded by the timeout, and the probe reads its result
@@ -139,7 +139,7 @@ func checkAtOpen(ctx context.Context, d Driver, db *sql.DB, path string, timeout
 	case timeout < 0:
 		return nil
 	case timeout == 0:
-		timeout = DefaultIntegrityTimeout
+		timeout = defaultIntegrityTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -250,7 +250,7 @@ func (s *Store) integrityDue() {
 func newIntegrity(path string, opts Options) *integrity {
 	in := &integrity{path: path, timeout: opts.IntegrityTimeout, every: opts.IntegrityEvery}
 	if in.timeout <= 0 { // negative skips only the check at open
-		in.timeout = DefaultIntegrityTimeout
+		in.timeout = defaultIntegrityTimeout
 	}
 	if in.every == 0 {
 		in.every = DefaultIntegrityEvery

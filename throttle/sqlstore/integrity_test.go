@@ -12,10 +12,10 @@ import (
 
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 
+	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/alldrivers"
 )
 
 // fileSum is the SHA-256 of the file at path: "untouched" means the same sum.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/webhook"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/throttletest"
-	"github.com/balde-throttle/balde/throttle/webhook"
 )
 
 func TestNotifierPostsSeverityChanges(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/web/i18n"
+	"github.com/balde-throttle/balde/internal/i18n"
 )
 
 func TestLanguageChoiceAndPlurals(t *testing.T) {

@@ -169,7 +169,8 @@ type DocResult struct {
 }
 
 // SendDocuments sends docs (drafts or documents in error; a document
-// listed twice is taken once) to SIFEN through s, in lots, and returns one
+// listed twice is taken once; one in sending is watched until the send
+// holding it answers, as after a lost claim race) to SIFEN through s, in lots, and returns one
 // result per document, in the order they were decided. It is balde's one
 // send path: sifen-send and the web's "Send all drafts" call it
 // (docs/decisions/0046).
@@ -576,8 +577,10 @@ func (b *batch) recheck(ctx context.Context, g *batchGate) error {
 
 // reread reads ids again: a document still sendable is queued again (after
 // a lost claim race, raced, at most maxRaces times: someone imports it
-// again each time), one another send holds is returned to be watched, one
-// another send took is BatchSentElsewhere. A store failure stops it.
+// again each time), one another send holds is returned to be watched while
+// that send may still be on the wire (claimed less than DefaultInFlightFor
+// ago; then it is blocked), one another send took is BatchSentElsewhere.
+// A store failure stops it.
 func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start time.Time, raced bool) (held []int64, err error) {
 	var again []int64
 	for _, id := range ids {
@@ -598,6 +601,13 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 				bd.races++
 			}
 			again = append(again, id)
+		case d.Status == StatusSending && b.now().Sub(d.ClaimedAt) >= DefaultInFlightFor:
+			// No request of it can still be on the wire: the send holding
+			// it ended without recording an answer, and only Resolve
+			// settles it (watching longer would wait for nothing).
+			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: fmt.Sprintf(
+				"left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
+				d.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC"), DefaultResolveAfter)})
 		case d.Status == StatusSending:
 			held = append(held, id)
 		default:

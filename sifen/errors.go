@@ -124,26 +124,37 @@ type CDCError struct {
 	// Now is when the import was refused (it tells a send in progress from
 	// one left without answer).
 	Now time.Time
+	// OtherContent: the DE's XML is not the document's. For a document
+	// being sent, sent or approved, what SIFEN has (or is being given)
+	// under the CDC is not this DE, and the message says so.
+	OtherContent bool
 }
 
 func (e *CDCError) Error() string {
 	d := e.Document
 	at := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+	var msg string
 	switch d.Status {
 	case StatusDraft, StatusError:
 		return fmt.Sprintf("sifen: CDC %s is already document %d, %s %s with other content (last changed %s): nothing was imported; to replace its content, import it again asking to replace it",
 			e.CDC, d.ID, article(d.Status), d.Status, at(d.UpdatedAt))
-	case StatusSending:
-		if e.SendInProgress() {
-			return fmt.Sprintf("%v: %s is document %d, sending: being sent now by another send since %s", ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt))
-		}
-		return fmt.Sprintf("%v: %s is document %d, left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
-			ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt), DefaultResolveAfter)
-	case StatusRejected:
+	case StatusRejected: // refused only with the same XML
 		return fmt.Sprintf("%v: %s is document %d, rejected by SIFEN (%s); correct the document to send it again",
 			ErrCDCInFlight, e.CDC, d.ID, d.Message)
+	case StatusSending:
+		if e.SendInProgress() {
+			msg = fmt.Sprintf("%v: %s is document %d, sending: being sent now by another send since %s", ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt))
+		} else {
+			msg = fmt.Sprintf("%v: %s is document %d, left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
+				ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt), DefaultResolveAfter)
+		}
+	default:
+		msg = fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, d.ID, d.Status)
 	}
-	return fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, d.ID, d.Status)
+	if e.OtherContent {
+		msg += fmt.Sprintf("; this DE's content differs from document %d's, the one sent to SIFEN under this CDC", d.ID)
+	}
+	return msg
 }
 
 // SendInProgress reports whether the document is being sent now: it is in

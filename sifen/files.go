@@ -156,6 +156,17 @@ type Imported struct {
 	Err error
 }
 
+// Watched reports whether SendFiles waits for the send of the DE's
+// document rather than leaving it: another send is sending it now
+// (CDCError.SendInProgress) with this DE's content. Its result is then a
+// DocResult of the sends: sent by another process once that send is
+// queued, sent by this batch if that send failed, blocked if it has no
+// answer within MaxWait (docs/decisions/0230).
+func (im Imported) Watched() bool {
+	var held *CDCError
+	return errors.As(im.Err, &held) && held.SendInProgress() && !held.OtherContent
+}
+
 // ImportFiles imports each DE of des (as ReadFiles returns them, none with
 // an Err) as a draft of env, on its own (ImportReplacing when replace): a DE
 // whose CDC another document holds is reported without refusing the rest of
@@ -201,8 +212,9 @@ func importFiles(ctx context.Context, imp func(context.Context, []byte, Env) ([]
 // EventResolveFailed and the run goes on), imports each DE of des (as
 // ReadFiles returns them, none with an Err) on its own with ImportFiles
 // (ImportReplacing with cfg.Replace), telling an EventImported per DE in
-// order, then sends the drafts with SendDocuments. It returns the imports
-// and the sends' results; the error is a store failure, or ctx's when it
+// order, then sends the drafts with SendDocuments, which also watches the
+// documents another send is sending now (Imported.Watched) until that send
+// answers. It returns the imports and the sends' results; the error is a store failure, or ctx's when it
 // ends during the imports (the sends stop at ctx without one, as
 // SendDocuments does).
 func (s *Sender) SendFiles(ctx context.Context, des []FileDE, env Env, cfg BatchConfig) ([]Imported, []DocResult, error) {
@@ -220,7 +232,7 @@ func (s *Sender) SendFiles(ctx context.Context, des []FileDE, env Env, cfg Batch
 	var drafts []Document
 	for i, im := range imported {
 		cfg.emit(Event{Kind: EventImported, Imported: &imported[i]})
-		if im.Err == nil {
+		if im.Err == nil || im.Watched() {
 			drafts = append(drafts, im.Document)
 		}
 	}

@@ -3,6 +3,7 @@ package sifen_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func TestImportOfAStoredCDC(t *testing.T) {
 		// wantErr is "" when the import is taken, else a part of its error.
 		wantErr     string
 		wantMessage string // the document's message after a taken import
+		// differs: the error says SIFEN has other content under the CDC.
+		differs bool
 	}{
 		{name: "draft, same XML", status: sifen.StatusDraft, xml: original, wantMessage: "imported again (was draft)"},
 		{name: "draft, other content", status: sifen.StatusDraft, xml: other,
@@ -42,8 +45,9 @@ func TestImportOfAStoredCDC(t *testing.T) {
 		{name: "error, other content, replace", status: sifen.StatusError, xml: other, replace: true, wantMessage: "content replaced by an import (was error)"},
 		{name: "rejected, corrected", status: sifen.StatusRejected, xml: other, wantMessage: "imported again (was rejected)"},
 		{name: "rejected, same XML, replace", status: sifen.StatusRejected, xml: original, replace: true, wantErr: "rejected by SIFEN"},
-		{name: "sent, replace", status: sifen.StatusSent, xml: other, replace: true, wantErr: "CDC already sent: "},
-		{name: "approved, replace", status: sifen.StatusApproved, xml: other, replace: true, wantErr: "is document 1, approved"},
+		{name: "sent, same XML", status: sifen.StatusSent, xml: original, wantErr: "CDC already sent: "},
+		{name: "sent, replace", status: sifen.StatusSent, xml: other, replace: true, wantErr: "CDC already sent: ", differs: true},
+		{name: "approved, replace", status: sifen.StatusApproved, xml: other, replace: true, wantErr: "is document 1, approved", differs: true},
 	}
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		for _, tc := range cases {
@@ -69,6 +73,7 @@ func TestImportOfAStoredCDC(t *testing.T) {
 					require.ErrorAs(t, err, &taken)
 					require.ErrorIs(t, err, sifen.ErrCDCInFlight)
 					require.Contains(t, err.Error(), tc.wantErr)
+					require.Equal(t, tc.differs, strings.Contains(err.Error(), "; this DE's content differs from document 1's, the one sent to SIFEN under this CDC"), err.Error())
 					require.Equal(t, before.Version, after.Version, "nothing changed")
 					require.Equal(t, before.XML, after.XML)
 					return

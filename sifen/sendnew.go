@@ -149,8 +149,9 @@ func (s *Sender) checkCDCs(ctx context.Context, env Env, des []DE) error {
 	}
 	for _, de := range des {
 		if d, ok := byCDC[de.CDC]; ok && !Reimportable(d, de, false) {
+			other := string(d.XML) != string(de.XML)
 			d.XML = nil
-			return &CDCError{CDC: de.CDC, Document: d, Now: s.clock()}
+			return &CDCError{CDC: de.CDC, Document: d, Now: s.clock(), OtherContent: other}
 		}
 	}
 	return nil

@@ -333,13 +333,22 @@ func TestSifenSendKill9(t *testing.T) {
 	require.Equal(t, map[string]int{"sent": 4, "sending": 2, "draft": 6}, documentStatuses(t, db))
 
 	// Run again at once: the two documents of the unanswered lot may still
-	// be in a live send elsewhere, so they are left alone (blocked) and
-	// nothing is sent twice.
+	// be in a live send elsewhere, so they are left alone, watched until no
+	// request of that send can be on the wire (DefaultInFlightFor after its
+	// claim, a minute from now), then reported blocked; nothing is sent
+	// twice.
 	later := newFakeTime(time.Now().Add(time.Minute))
 	code, stdout, stderr := runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitFailed, code, stderr)
-	_, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[sifenRecord](t, stdout)
+	require.LessOrEqual(t, sum.WaitS, (sifen.DefaultInFlightFor-time.Minute).Seconds()+1)
+	sum.WaitS, sum.ElapsedS = 0, 0
 	require.Equal(t, report.Summary{Total: 12, Sent: 6, Skipped: 4, Blocked: 2}, sum)
+	for _, it := range items {
+		if it.Result == report.Blocked {
+			require.Contains(t, it.Message, "left in sending by a send without answer since ")
+		}
+	}
 
 	// After ResolveAfter, the rerun asks SIFEN about them (found: approved).
 	later.Advance(sifen.DefaultResolveAfter)
@@ -952,5 +961,102 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 		require.Empty(t, refused, "the simulator refused lots")
 		mu.Unlock()
 		require.Equal(t, map[string]int{"sent": 135}, documentStatuses(t, db))
+	})
+}
+
+// Two sifen-send runs on the same file at once: the second imports while
+// the first's lot is on the wire ("being sent now by another send"), waits
+// for that send's answer, and reports its documents sent by another
+// process; both runs exit 0 and SIFEN gets each document once
+// (docs/decisions/0230). Before, the second run reported them blocked and
+// exited 1.
+func TestSifenSendTwoRunsSentByAnotherProcess(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		clock := newFakeTime(testEpoch)
+		onWire, release := make(chan struct{}), make(chan struct{})
+		var lots atomic.Int32
+		sim := startSifenSim(t, sifensim.Config{Clock: clock.Now, BeforeRecepcion: func(ctx context.Context, _ sifensim.Recepcion) error {
+			if lots.Add(1) == 1 { // the first run's lot stays on the wire until released
+				close(onWire)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}})
+		file := writeFile(t, t.TempDir(), "lote.xml", sifentest.Lote(sifentest.Docs("80069563", 1, 2)...))
+		db := sqlstoretest.DSN(t, engine)
+		env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
+		var released sync.Once
+		releaseFirst := func() { released.Do(func() { close(release) }) }
+		defer releaseFirst()
+		// The second run's first wait lets the first run's answer come
+		// (real time), then the fake clock moves on.
+		clock.settle = func() { releaseFirst(); waitNothingSending(t, db) }
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		type run struct {
+			code           int
+			stdout, stderr string
+		}
+		first := make(chan run, 1)
+		go func() {
+			var r run
+			r.code, r.stdout, r.stderr = runIn(ctx, clock, "", env, "sifen-send", "--json", file)
+			first <- r
+		}()
+		select {
+		case <-onWire:
+		case <-ctx.Done():
+			t.Fatal("the first run's lot never reached the simulator")
+		}
+		code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", file)
+		releaseFirst()
+		r1 := <-first
+
+		require.Equal(t, ExitOK, r1.code, r1.stderr)
+		_, sum := jsonLines[sifenRecord](t, r1.stdout)
+		require.Equal(t, 2, sum.Sent)
+		require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr: %s", stdout, stderr)
+		require.Equal(t, 2, strings.Count(stdout, "sent by another process: document "), stdout)
+		require.Contains(t, stdout, "0 sent, 0 blocked, 2 skipped, 0 failed of 2")
+		require.Equal(t, int64(1), sim.Stats().Count(sifensim.ServiceRecepcionLote, "", "", ""))
+		require.Len(t, sim.queuedCounts(), 2)
+		for cdc, n := range sim.queuedCounts() {
+			require.Equal(t, 1, n, "CDC %s", cdc)
+		}
+		require.Equal(t, map[string]int{"sent": 2}, documentStatuses(t, db))
+	})
+}
+
+// A file whose CDC was sent with other content is skipped, and its line
+// says that SIFEN has the document's content, not the file's; the file sent
+// is skipped without that remark.
+func TestSifenSendSkipsOtherContent(t *testing.T) {
+	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
+		clock := newFakeTime(testEpoch)
+		sim := startSifenSim(t, sifensim.Config{Clock: clock.Now})
+		doc := sifentest.Doc{RUC: "80069563", Number: 1}
+		other := doc
+		other.Filler = 10 // the same CDC, other content
+		env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": sqlstoretest.DSN(t, engine)}
+		ctx := context.Background()
+		sent := writeFile(t, t.TempDir(), "de.xml", doc.File())
+		code, _, stderr := runIn(ctx, clock, "", env, "sifen-send", sent)
+		require.Equal(t, ExitOK, code, stderr)
+
+		const differs = "this DE's content differs from document 1's, the one sent to SIFEN under this CDC"
+		code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", writeFile(t, t.TempDir(), "de.xml", other.File()))
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "skipped ")
+		require.Contains(t, stdout, "CDC already sent: "+doc.CDC()+" is document 1, sent; "+differs)
+
+		code, stdout, stderr = runIn(ctx, clock, "", env, "sifen-send", sent)
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stdout, "CDC already sent: "+doc.CDC()+" is document 1, sent")
+		require.NotContains(t, stdout, differs)
+		require.Equal(t, map[string]int{doc.CDC(): 1}, sim.queuedCounts())
 	})
 }

@@ -123,12 +123,16 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 	tr := b.Reporter.Tr
 	var taken *sifen.CDCError
 	switch {
-	case im.Err == nil:
+	case im.Err == nil, im.Watched():
+		// A draft, or a document another send is sending now with this
+		// content: its result comes from the sends (sent by another
+		// process once that send is queued).
 		it.Document = im.Document.ID
 		byID[it.Document] = it
 		return
 	case errors.As(im.Err, &taken):
-		// Another document holds the CDC (Import says which and why).
+		// Another document holds the CDC (Import says which and why, and
+		// whether SIFEN has other content under it than this file's).
 		it.Result, it.Message = Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
 		switch taken.Document.Status {
 		case sifen.StatusSending:
@@ -141,6 +145,9 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 			} else {
 				it.Said = tr.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer", since, sifen.DefaultResolveAfter)
 			}
+			if taken.OtherContent {
+				it.Said += tr.Sprintf("; this file's content differs from document %s's, the one sent to SIFEN under this CDC", strconv.FormatInt(taken.Document.ID, 10))
+			}
 		case sifen.StatusDraft, sifen.StatusError:
 			// Another content under the CDC: the user decides (bad input,
 			// not "nothing to do").
@@ -152,6 +159,9 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 			it.Document, it.Code = taken.Document.ID, taken.Document.ResponseCode
 			it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			it.Said = tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
+		}
+		if it.Result == Skipped && taken.OtherContent && b.Reporter.Mode() == Bar {
+			b.Reporter.Note(it.Line()) // a bar shows no skipped line: this one must be read
 		}
 	default:
 		it.Result, it.Message = Failed, im.Err.Error()

@@ -342,8 +342,9 @@ func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc stri
 // de when sifen.Reimportable allows it, else returns a *sifen.CDCError.
 func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	if !sifen.Reimportable(ex, de, replace) {
+		other := string(ex.XML) != string(de.XML)
 		ex.XML = nil
-		return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now}
+		return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now, OtherContent: other}
 	}
 	note := "imported again (was " + string(ex.Status) + ")"
 	if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {

@@ -62,7 +62,7 @@ const (
 	// BatchWaiting: a lookup was refused by the mirror and sleeps Wait
 	// before it asks again (Decision is the refusal).
 	BatchWaiting BatchEventKind = iota + 1
-	// BatchDone: a lookup ended (Result); Done events come in the order
+	// batchDone: a lookup ended (Result); Done events come in the order
 	// lookups end, not in input order.
 	batchDone
 )

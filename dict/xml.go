@@ -204,7 +204,7 @@ type CreateEntryResponse struct {
 	Entry         Entry
 }
 
-// DeleteEntryRequest is the body of deleteEntry
+// deleteEntryRequest is the body of deleteEntry
 // (POST /api/v2/entries/{Key}/delete).
 type deleteEntryRequest struct {
 	XMLName     xml.Name `xml:"DeleteEntryRequest"`

@@ -9,7 +9,7 @@ import "encoding/xml"
 // named in its comment, and keeps the root element it was decoded from
 // (set XMLName.Local to build one).
 
-// UpdateEntryRequest is the body of updateEntry (PUT /api/v2/entries/{Key}).
+// updateEntryRequest is the body of updateEntry (PUT /api/v2/entries/{Key}).
 type updateEntryRequest struct {
 	XMLName   xml.Name `xml:"UpdateEntryRequest"`
 	Signature Signature
@@ -19,7 +19,7 @@ type updateEntryRequest struct {
 	Reason    string
 }
 
-// UpdateEntryResponse is the answer of updateEntry.
+// updateEntryResponse is the answer of updateEntry.
 type updateEntryResponse struct {
 	XMLName       xml.Name `xml:"UpdateEntryResponse"`
 	Signature     Signature
@@ -28,14 +28,14 @@ type updateEntryResponse struct {
 	Entry         Entry
 }
 
-// CreateClaimRequest is the body of createClaim (POST /api/v2/claims/).
+// createClaimRequest is the body of createClaim (POST /api/v2/claims/).
 type createClaimRequest struct {
 	XMLName   xml.Name `xml:"CreateClaimRequest"`
 	Signature Signature
 	Claim     Claim
 }
 
-// ClaimRequest is the body of acknowledgeClaim, confirmClaim, cancelClaim
+// claimRequest is the body of acknowledgeClaim, confirmClaim, cancelClaim
 // and completeClaim (AcknowledgeClaimRequest, ConfirmClaimRequest,
 // CancelClaimRequest, CompleteClaimRequest).
 type claimRequest struct {
@@ -47,7 +47,7 @@ type claimRequest struct {
 	RequestID   string `xml:"RequestId,omitempty"`
 }
 
-// ClaimResponse is the answer of createClaim, getClaim, acknowledgeClaim,
+// claimResponse is the answer of createClaim, getClaim, acknowledgeClaim,
 // confirmClaim, cancelClaim and completeClaim (completeClaim adds the new
 // entry's dates).
 type claimResponse struct {
@@ -60,7 +60,7 @@ type claimResponse struct {
 	KeyOwnershipDate  *Timestamp `xml:",omitempty"`
 }
 
-// SyncVerification is a check of a participant's CID set for one key type.
+// syncVerification is a check of a participant's CID set for one key type.
 type syncVerification struct {
 	Participant             string
 	KeyType                 KeyType
@@ -69,14 +69,14 @@ type syncVerification struct {
 	Result                  string `xml:",omitempty"`
 }
 
-// CreateSyncVerificationRequest is the body of createSyncVerification.
+// createSyncVerificationRequest is the body of createSyncVerification.
 type createSyncVerificationRequest struct {
 	XMLName          xml.Name `xml:"CreateSyncVerificationRequest"`
 	Signature        Signature
 	SyncVerification syncVerification
 }
 
-// CreateSyncVerificationResponse is the answer of createSyncVerification.
+// createSyncVerificationResponse is the answer of createSyncVerification.
 type createSyncVerificationResponse struct {
 	XMLName          xml.Name `xml:"CreateSyncVerificationResponse"`
 	Signature        Signature
@@ -85,7 +85,7 @@ type createSyncVerificationResponse struct {
 	SyncVerification syncVerification
 }
 
-// CreateCidSetFileRequest is the body of createCidSetFile.
+// createCidSetFileRequest is the body of createCidSetFile.
 type createCidSetFileRequest struct {
 	XMLName     xml.Name `xml:"CreateCidSetFileRequest"`
 	Signature   Signature
@@ -93,7 +93,7 @@ type createCidSetFileRequest struct {
 	KeyType     KeyType
 }
 
-// CidSetFile is a file of a participant's CIDs for one key type.
+// cidSetFile is a file of a participant's CIDs for one key type.
 type cidSetFile struct {
 	ID           string `xml:"Id"`
 	Status       string
@@ -106,7 +106,7 @@ type cidSetFile struct {
 	Sha256       string     `xml:",omitempty"`
 }
 
-// CidSetFileResponse is the answer of createCidSetFile and getCidSetFile
+// cidSetFileResponse is the answer of createCidSetFile and getCidSetFile
 // (CreateCidSetFileResponse, GetCidSetFileResponse).
 type cidSetFileResponse struct {
 	XMLName       xml.Name
@@ -116,14 +116,14 @@ type cidSetFileResponse struct {
 	CidSetFile    cidSetFile
 }
 
-// CidSetEvent is one change of a CID set.
+// cidSetEvent is one change of a CID set.
 type cidSetEvent struct {
 	Type      string
 	Cid       string
 	Timestamp Timestamp
 }
 
-// ListCidSetEventsResponse is the answer of listCidSetEvents.
+// listCidSetEventsResponse is the answer of listCidSetEvents.
 type listCidSetEventsResponse struct {
 	XMLName           xml.Name `xml:"ListCidSetEventsResponse"`
 	Signature         Signature
@@ -139,7 +139,7 @@ type listCidSetEventsResponse struct {
 	CidSetEvents      []cidSetEvent `xml:"CidSetEvents>CidSetEvent"`
 }
 
-// GetEntryByCidResponse is the answer of getEntryByCid.
+// getEntryByCidResponse is the answer of getEntryByCid.
 type getEntryByCidResponse struct {
 	XMLName       xml.Name `xml:"GetEntryByCidResponse"`
 	Signature     Signature
@@ -150,13 +150,13 @@ type getEntryByCidResponse struct {
 	RequestID     string `xml:"RequestId,omitempty"`
 }
 
-// InfractingAccount is the account an infraction report points at.
+// infractingAccount is the account an infraction report points at.
 type infractingAccount struct {
 	Branch        string `xml:",omitempty"`
 	AccountNumber string
 }
 
-// InfractionData describes the transaction of an infraction report.
+// infractionData describes the transaction of an infraction report.
 type infractionData struct {
 	TaxIDNumber           string `xml:"TaxIdNumber,omitempty"`
 	Key                   string `xml:",omitempty"`
@@ -167,7 +167,7 @@ type infractionData struct {
 	InfractingAccountData *infractingAccount `xml:",omitempty"`
 }
 
-// InfractionReport is a report of a suspected fraud.
+// infractionReport is a report of a suspected fraud.
 type infractionReport struct {
 	TransactionID       string          `xml:"TransactionId"`
 	TransactionType     string          `xml:",omitempty"`
@@ -186,7 +186,7 @@ type infractionReport struct {
 	AnalysisDetails     string     `xml:",omitempty"`
 }
 
-// CreateInfractionReportRequest is the body of createInfractionReport.
+// createInfractionReportRequest is the body of createInfractionReport.
 type createInfractionReportRequest struct {
 	XMLName          xml.Name `xml:"CreateInfractionReportRequest"`
 	Signature        Signature
@@ -194,7 +194,7 @@ type createInfractionReportRequest struct {
 	InfractionReport infractionReport
 }
 
-// InfractionReportRequest is the body of acknowledgeInfractionReport,
+// infractionReportRequest is the body of acknowledgeInfractionReport,
 // cancelInfractionReport and closeInfractionReport (with the analysis).
 type infractionReportRequest struct {
 	XMLName            xml.Name
@@ -205,7 +205,7 @@ type infractionReportRequest struct {
 	AnalysisDetails    string `xml:",omitempty"`
 }
 
-// InfractionReportResponse is the answer of createInfractionReport,
+// infractionReportResponse is the answer of createInfractionReport,
 // getInfractionReport, acknowledgeInfractionReport, cancelInfractionReport
 // and closeInfractionReport.
 type infractionReportResponse struct {
@@ -216,7 +216,7 @@ type infractionReportResponse struct {
 	InfractionReport infractionReport
 }
 
-// ListInfractionReportsResponse is the answer of listInfractionReports.
+// listInfractionReportsResponse is the answer of listInfractionReports.
 type listInfractionReportsResponse struct {
 	XMLName           xml.Name `xml:"ListInfractionReportsResponse"`
 	Signature         Signature
@@ -226,7 +226,7 @@ type listInfractionReportsResponse struct {
 	InfractionReports []infractionReport `xml:"InfractionReports>InfractionReport"`
 }
 
-// Refund is a special return (devolução) request.
+// refund is a special return (devolução) request.
 type refund struct {
 	TransactionID         string `xml:"TransactionId"`
 	RefundReason          string
@@ -243,7 +243,7 @@ type refund struct {
 	RefundTransactionID   string     `xml:"RefundTransactionId,omitempty"`
 }
 
-// CreateRefundRequest is the body of createRefund.
+// createRefundRequest is the body of createRefund.
 type createRefundRequest struct {
 	XMLName     xml.Name `xml:"CreateRefundRequest"`
 	Signature   Signature
@@ -251,7 +251,7 @@ type createRefundRequest struct {
 	Refund      refund
 }
 
-// RefundRequest is the body of cancelRefund and closeRefund (with the
+// refundRequest is the body of cancelRefund and closeRefund (with the
 // analysis).
 type refundRequest struct {
 	XMLName               xml.Name
@@ -263,7 +263,7 @@ type refundRequest struct {
 	RefundTransactionID   string `xml:"RefundTransactionId,omitempty"`
 }
 
-// RefundResponse is the answer of createRefund, getRefund, cancelRefund
+// refundResponse is the answer of createRefund, getRefund, cancelRefund
 // and closeRefund.
 type refundResponse struct {
 	XMLName       xml.Name
@@ -273,7 +273,7 @@ type refundResponse struct {
 	Refund        refund
 }
 
-// ListRefundsResponse is the answer of listRefunds.
+// listRefundsResponse is the answer of listRefunds.
 type listRefundsResponse struct {
 	XMLName         xml.Name `xml:"ListRefundsResponse"`
 	Signature       Signature
@@ -283,14 +283,14 @@ type listRefundsResponse struct {
 	Refunds         []refund `xml:"Refunds>Refund"`
 }
 
-// OwnerStatistics are the counters of one key owner.
+// ownerStatistics are the counters of one key owner.
 type ownerStatistics struct {
 	TaxIDNumber string `xml:"TaxIdNumber"`
 	LastUpdated Timestamp
 	Counters    []Counter `xml:"Counters>Counter"`
 }
 
-// GetOwnerStatisticsResponse is the answer of getOwnerStatistics
+// getOwnerStatisticsResponse is the answer of getOwnerStatistics
 // (GET /api/v2/statistics/owner/{TaxIdNumber}).
 type getOwnerStatisticsResponse struct {
 	XMLName         xml.Name `xml:"GetOwnerStatisticsResponse"`

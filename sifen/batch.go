@@ -137,7 +137,7 @@ const (
 	// BatchSentElsewhere: another process's send took the document (it is
 	// sent, approved or rejected now); Document is it as read.
 	BatchSentElsewhere batchResult = "sent_elsewhere"
-	// BatchFailed: tried without success: SIFEN did not queue its lot
+	// batchFailed: tried without success: SIFEN did not queue its lot
 	// (Code), the request failed or had no answer (LotSend), or Send
 	// refused the lot with an error (Err).
 	batchFailed batchResult = "failed"

@@ -59,7 +59,7 @@ type Spend struct {
 	N  int64
 }
 
-// NewBucket returns the state of a key that has no row: a full bucket.
+// newBucket returns the state of a key that has no row: a full bucket.
 func newBucket(key Key, p Policy, now time.Time) Bucket {
 	return Bucket{Key: key, Tokens: p.Capacity, RefilledAt: now}
 }
@@ -144,7 +144,7 @@ func (b *Bucket) spentTokens() int64 {
 	return n
 }
 
-// UntilTokens returns how long after now the bucket will hold at least n
+// untilTokens returns how long after now the bucket will hold at least n
 // whole tokens, assuming nothing else touches it; 0 if it already does.
 // b must have been refilled to now. n must be <= p.Capacity.
 func (b *Bucket) untilTokens(p Policy, n int64, now time.Time) time.Duration {
@@ -196,7 +196,7 @@ func (b *Bucket) UntilFull(p Policy, now time.Time) time.Duration {
 	return b.untilTokens(p, p.Capacity, now)
 }
 
-// UntilCooldownEnds returns how long after now the cooldown runs out: the
+// untilCooldownEnds returns how long after now the cooldown runs out: the
 // policy's minimum interval since the last admitted request, NextAt, or a
 // hold (see HeldUntil), whichever is longest; 0 when none is pending.
 func (b *Bucket) untilCooldownEnds(p Policy, now time.Time) time.Duration {
@@ -227,7 +227,7 @@ func (b *Bucket) UntilReleased(now time.Time) time.Duration {
 	return positive(b.HeldUntil.Sub(now))
 }
 
-// UntilUnblocked returns how long after now the bucket's block lasts.
+// untilUnblocked returns how long after now the bucket's block lasts.
 func (b *Bucket) untilUnblocked(now time.Time) time.Duration {
 	if b.BlockedUntil.IsZero() {
 		return 0
@@ -235,7 +235,7 @@ func (b *Bucket) untilUnblocked(now time.Time) time.Duration {
 	return positive(b.BlockedUntil.Sub(now))
 }
 
-// IsIdle reports whether b, refilled to now, is equivalent to having no row
+// isIdle reports whether b, refilled to now, is equivalent to having no row
 // at all: full, with no cooldown, block or block level pending. Such a row
 // may be deleted.
 func (b *Bucket) isIdle(p Policy, now time.Time) bool {

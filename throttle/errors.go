@@ -40,7 +40,7 @@ var (
 	// ErrStoreUnavailable: the database is overloaded or a lock is held,
 	// and the call was not left waiting longer (docs/decisions/0220).
 	ErrStoreTimeout = errors.New("throttle: store wait timed out")
-	// ErrClosed is returned by Updates on a closed GroupCommit.
+	// errClosed is returned by Updates on a closed GroupCommit.
 	errClosed = errors.New("throttle: group commit closed")
 )
 

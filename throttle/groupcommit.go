@@ -55,7 +55,7 @@ type groupOp struct {
 	result  chan error
 }
 
-// DefaultMaxWait is GroupCommitOptions.MaxWait's default.
+// defaultMaxWait is GroupCommitOptions.MaxWait's default.
 const defaultMaxWait = 100 * time.Microsecond
 
 // NewGroupCommit starts the writers of a GroupCommit over store.

@@ -32,13 +32,13 @@ const (
 	LedgerSync LedgerReason = 9
 	// Code 10 is the store's row of a minute of aggregated takes.
 
-	// LedgerShadowEmpty, LedgerShadowCooldown and LedgerShadowBlocked
+	// ledgerShadowEmpty, LedgerShadowCooldown and LedgerShadowBlocked
 	// record a request a policy in shadow mode would have refused, and
 	// why, and admitted (delta 0): see Config.Shadow.
 	ledgerShadowEmpty    LedgerReason = 11
 	LedgerShadowCooldown LedgerReason = 12
 	LedgerShadowBlocked  LedgerReason = 13
-	// LedgerLease is a quota lease: tokens a process spent at once to
+	// ledgerLease is a quota lease: tokens a process spent at once to
 	// admit its next requests on the key from memory (Config.Lease);
 	// LedgerLeaseReturn gives back what the lease did not use.
 	ledgerLease       LedgerReason = 14
@@ -118,7 +118,7 @@ type LedgerEntry struct {
 type LedgerGranularity uint8
 
 const (
-	// LedgerDefault is the zero value: for a Policy, the Limiter's
+	// ledgerDefault is the zero value: for a Policy, the Limiter's
 	// granularity; for a Limiter, LedgerEveryTake.
 	ledgerDefault LedgerGranularity = iota
 	// LedgerEveryTake writes one row per take: exact replay, most disk.

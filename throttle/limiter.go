@@ -64,7 +64,7 @@ type Config struct {
 	Shadow func(policy string) bool
 }
 
-// DefaultRefusalCacheSize is the refusal cache's default bound (about 10 MB
+// defaultRefusalCacheSize is the refusal cache's default bound (about 10 MB
 // at most).
 const defaultRefusalCacheSize = 65536
 

@@ -57,15 +57,15 @@ func ParseSeverity(s string) (Severity, error) {
 type Grading uint8
 
 const (
-	// GradeAuto is GradeFill, except for a policy of capacity 1 with a
+	// gradeAuto is GradeFill, except for a policy of capacity 1 with a
 	// cooldown (SIFEN's lot reception: one lot per RUC every 10 s), which
 	// is graded GradeCooldown: its only token is spent by every normal
 	// send, so its fill says nothing about trouble.
 	gradeAuto Grading = iota
-	// GradeFill grades by the fill ratio (Thresholds), a block raising the
+	// gradeFill grades by the fill ratio (Thresholds), a block raising the
 	// level to at least High.
 	gradeFill
-	// GradeCooldown grades a gate: Healthy while it works as designed
+	// gradeCooldown grades a gate: Healthy while it works as designed
 	// (ready, or cooling down after a send), High while blocked after a
 	// refusal, Critical when the balance is negative.
 	gradeCooldown
@@ -84,7 +84,7 @@ func (g Grading) String() string {
 	return fmt.Sprintf("Grading(%d)", uint8(g))
 }
 
-// EffectiveGrading resolves GradeAuto for p.
+// effectiveGrading resolves GradeAuto for p.
 func (p Policy) effectiveGrading() Grading {
 	if p.Grading != gradeAuto {
 		return p.Grading
@@ -122,7 +122,7 @@ func (t Thresholds) Validate() error {
 	return nil
 }
 
-// Of grades a balance of tokens out of capacity by fill alone, without
+// of grades a balance of tokens out of capacity by fill alone, without
 // hysteresis. A negative balance is Critical.
 func (t Thresholds) of(tokens, capacity int64) Severity {
 	return t.shifted(tokens, capacity, 0)

@@ -109,9 +109,6 @@ func (tx *Tx) snapshot(keys []Key) []Bucket {
 	return out
 }
 
-// SeverityChanges returns the severity transitions of the transaction.
-func (tx *Tx) severityChanges() []SeverityChange { return tx.changes }
-
 // bucket returns the view of key under p, creating a full bucket for an
 // absent key, refilled to the transaction's now.
 func (tx *Tx) bucket(key Key, p Policy) *txBucket {

@@ -31,7 +31,7 @@ type APILedgerEntry struct {
 	Ref     string    `json:"ref"`
 }
 
-// NewAPILedgerEntry renders e as JSON.
+// newAPILedgerEntry renders e as JSON.
 func newAPILedgerEntry(e throttle.LedgerEntry) APILedgerEntry {
 	return APILedgerEntry{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta,
 		Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref}

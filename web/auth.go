@@ -32,7 +32,7 @@ func (r Role) String() string {
 	return "viewer"
 }
 
-// ParseRole is the inverse of String.
+// parseRole is the inverse of String.
 func parseRole(s string) (Role, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "viewer":

@@ -21,30 +21,30 @@ import (
 // Errors of the web layer. Handlers return them (wrapped with detail when
 // useful); Server.Error turns them into responses.
 var (
-	// ErrNotFound: no route, or no such thing behind the route.
+	// errNotFound: no route, or no such thing behind the route.
 	errNotFound = errors.New("web: not found")
-	// ErrMethodNotAllowed: the path exists but not for this method.
+	// errMethodNotAllowed: the path exists but not for this method.
 	errMethodNotAllowed = errors.New("web: method not allowed")
-	// ErrBadRequest: a malformed query or form.
+	// errBadRequest: a malformed query or form.
 	errBadRequest = errors.New("web: bad request")
-	// ErrUnauthorized: the admin credential is missing or wrong.
+	// errUnauthorized: the admin credential is missing or wrong.
 	errUnauthorized = errors.New("web: authentication required")
-	// ErrCrossOrigin: a state-changing request from another origin (CSRF).
+	// errCrossOrigin: a state-changing request from another origin (CSRF).
 	errCrossOrigin = errors.New("web: cross-origin request refused")
-	// ErrUnhealthy: the health check failed (store unreachable, migrations
+	// errUnhealthy: the health check failed (store unreachable, migrations
 	// not current).
 	errUnhealthy = errors.New("web: unhealthy")
-	// ErrForbidden: the request names someone else (a
+	// errForbidden: the request names someone else (a
 	// PI-RequestingParticipant that is not the configured participant).
 	errForbidden = errors.New("web: forbidden")
-	// ErrReadOnly: a viewer asked for an action that changes state (a
+	// errReadOnly: a viewer asked for an action that changes state (a
 	// reset, a send, a lookup): only admins may.
 	errReadOnly = errors.New("web: this action needs the admin role; viewers can only read")
-	// ErrTooLarge: an upload larger than the server accepts.
+	// errTooLarge: an upload larger than the server accepts.
 	errTooLarge = errors.New("web: request body too large")
 )
 
-// RateLimitError is a request refused by the inbound limiter.
+// rateLimitError is a request refused by the inbound limiter.
 type rateLimitError struct {
 	// Policy is the inbound policy that refused ("ip" or "token").
 	Policy string

@@ -18,7 +18,7 @@ import (
 	"github.com/balde-throttle/balde/dict"
 )
 
-// DictGatewayPaymentsPath is the gateway's own endpoint for payment
+// dictGatewayPaymentsPath is the gateway's own endpoint for payment
 // orders: POST DictGatewayPaymentsPath?endToEndId=E2E tells the gateway
 // that the pacs.008 of a lookup it forwarded was sent, so the mirror is
 // credited as the DICT credits its buckets when the SPI sees the payment.

@@ -113,7 +113,7 @@ const (
 	DefaultInboundWindow  = time.Minute
 	DefaultInboundBlock   = 5 * time.Minute
 	DefaultInboundEnv     = "prod"
-	// DefaultInboundAdminLimit is generous: an operator clicking through
+	// defaultInboundAdminLimit is generous: an operator clicking through
 	// the admin pages, each with its stylesheet, stays far below it.
 	defaultInboundAdminLimit = 1200
 	// defaultInboundClientLimit is sized for a backend: the most a window
@@ -122,7 +122,7 @@ const (
 	defaultInboundClientLimit = throttle.MaxRollingCapacity
 )
 
-// DefaultInboundExempt are the paths not limited by default: the probes
+// defaultInboundExempt are the paths not limited by default: the probes
 // (exact paths), the Prometheus scrape (protect it with
 // Server.MetricsToken), the icon and the stylesheets (a subtree).
 var defaultInboundExempt = []string{"/healthz", "/livez", "/readyz", "/metrics", "/favicon.ico", "/static/"}
@@ -335,7 +335,7 @@ func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 	return nil
 }
 
-// InboundGrains is how many grains a window of the inbound limiter is cut
+// inboundGrains is how many grains a window of the inbound limiter is cut
 // into: a request is counted at the end of its grain (1 s of the default
 // 1-minute window), so a key's state holds at most InboundGrains+1 spends
 // whatever its limit (docs/decisions/0110-inbound-fixed-size-window.md).

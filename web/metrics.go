@@ -99,7 +99,7 @@ const (
 	scopeOther       = "other"       // SIFEN, the inbound limiter, any other policy
 )
 
-// MetricScopes returns the metric scope of a key from scope (a Server.Scope
+// metricScopes returns the metric scope of a key from scope (a Server.Scope
 // such as Scopes(catalog)): PSP is participant, USER is payer, anything
 // else other.
 func metricScopes(scope func(throttle.Key) string) func(throttle.Key) string {
@@ -296,16 +296,6 @@ func (m *Metrics) SetDictUnverified(unverified bool) {
 		v = 1
 	}
 	m.dictUnverified.Set(v)
-}
-
-// SetScope sets how the bucket gauges tell scopes apart: scope names a
-// key's scope as Server.Scope does (Scopes(catalog), so a policy file's
-// scopes count). The default is Scopes of the built-in DICT catalog. Call it
-// before the metrics are served.
-func (m *Metrics) setScope(scope func(throttle.Key) string) {
-	if scope != nil {
-		m.scopeOf = metricScopes(scope)
-	}
 }
 
 // RemoteRefused implements throttle.RemoteObserver: the remote side refused

@@ -32,7 +32,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 	}
 }
 
-// AntiScanWindow is the window of the DICT manual's anti-scan monitors.
+// antiScanWindow is the window of the DICT manual's anti-scan monitors.
 const antiScanWindow = 24 * time.Hour
 
 // maxPanelPayers bounds the payers the anti-scan panel lists (the worst

@@ -109,7 +109,7 @@ func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr
 	return h
 }
 
-// DefaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
+// defaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
 // DEs (a lot is at most 1000 KB once compressed).
 const defaultUploadLimit = 8 << 20
 

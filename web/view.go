@@ -153,20 +153,7 @@ func fillPercent(tokens, capacity int64) int64 {
 	return min(max((tokens*200+capacity)/(2*capacity), 1), 99)
 }
 
-// FormatRefill renders a policy's refill, e.g. "2/min (stepwise)",
-// "120/min (sliding window)", as the admin pages and balde buckets show it.
-func formatRefill(p throttle.Policy) string {
-	s := p.Rate()
-	switch p.Refill {
-	case throttle.RefillStepwise:
-		s += " (stepwise)"
-	case throttle.RefillRolling:
-		s += " (sliding window)"
-	}
-	return s
-}
-
-// FormatRefillIn is FormatRefill in tr's language: "2/min (em degraus)".
+// formatRefillIn is FormatRefill in tr's language: "2/min (em degraus)".
 func formatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
 	switch p.Refill {
 	case throttle.RefillStepwise:
@@ -204,7 +191,7 @@ func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
 	return fmt.Sprintf("%s: %s (%s)", p.Name, rateIn(tr, p), strings.Join(parts, ", "))
 }
 
-// FormatBucketWaitIn is FormatBucketWait in tr's language.
+// formatBucketWaitIn is FormatBucketWait in tr's language.
 func formatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	var waits []string
 	switch {
@@ -246,7 +233,7 @@ func FormatWait(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// FormatWaitOrNow renders a wait still to come: "in 8s", or "now" when it
+// formatWaitOrNow renders a wait still to come: "in 8s", or "now" when it
 // is over.
 func formatWaitOrNow(d time.Duration) string {
 	if d <= 0 {
@@ -255,7 +242,7 @@ func formatWaitOrNow(d time.Duration) string {
 	return "in " + FormatWait(d)
 }
 
-// FormatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
+// formatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
 // "cooldown 8s", joined by commas, or "" when it admits now; a block that
 // escalates says its level ("blocked 20m0s (block 2 in a row)"), a
 // cooldown while a request is on the wire says so, and an empty or
@@ -267,19 +254,6 @@ func formatBucketWait(st throttle.BucketState) string {
 
 // TimeLayout is how instants are shown (always UTC).
 const TimeLayout = "2006-01-02 15:04:05 UTC"
-
-// FormatWhen renders an instant and how long before now it was, e.g.
-// "2026-03-02 12:00:00 UTC (7s ago)"; the zero time is "never".
-func formatWhen(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	s := t.UTC().Format(TimeLayout)
-	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + FormatWait(ago) + " ago)"
-	}
-	return s
-}
 
 // formatWhenIn is FormatWhen in tr's language and zone: the instant in UTC
 // (and tr's zone), and how long ago.

@@ -9,7 +9,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// MaxWindowSlots bounds LedgerWindowQuery.Slots.
+// maxWindowSlots bounds LedgerWindowQuery.Slots.
 const maxWindowSlots = 2000
 
 // LedgerWindowQuery asks for one bucket's ledger over a time window, folded
@@ -35,7 +35,7 @@ func (q LedgerWindowQuery) Width() time.Duration {
 	return max((span+n-1)/n, 1)
 }
 
-// Validate returns an error wrapping throttle.ErrInvalidQuery when q cannot be
+// validate returns an error wrapping throttle.ErrInvalidQuery when q cannot be
 // answered (no slots, too many, an empty or reversed window).
 func (q LedgerWindowQuery) validate() error {
 	switch {

@@ -45,10 +45,10 @@ import (
 
 // Checkpoint defaults.
 const (
-	// DefaultCheckpointEvery is how long the checkpointer sleeps when the
+	// defaultCheckpointEvery is how long the checkpointer sleeps when the
 	// WAL had nothing to copy.
 	defaultCheckpointEvery = 20 * time.Millisecond
-	// DefaultWALLimit is the WAL size past which the checkpointer runs a
+	// defaultWALLimit is the WAL size past which the checkpointer runs a
 	// TRUNCATE checkpoint (journal_size_limit's 64 MiB); at half of it the
 	// checkpointer has the WAL start again in place.
 	defaultWALLimit = 64 << 20

@@ -35,7 +35,7 @@ var ErrDatabaseCorrupt = fmt.Errorf("%w: it fails SQLite's integrity check", Err
 
 // Integrity check defaults (Options.IntegrityTimeout, IntegrityEvery).
 const (
-	// DefaultIntegrityTimeout bounds the check at open. A check cut short
+	// defaultIntegrityTimeout bounds the check at open. A check cut short
 	// does not refuse the file: it is logged, with what was checked, and
 	// the store opens (a large file must not keep balde down).
 	defaultIntegrityTimeout = 10 * time.Second

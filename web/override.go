@@ -31,22 +31,15 @@ func (overridePage) templateFile() string { return "sifen_override.html" }
 // override does and its risk, and asks for a reason; the form posts to the
 // same path. A document that is not in sending is a 409.
 func (s *Server) confirmOverride(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	id, err := documentID(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.Sifen.Get(r.Context(), id)
+	d, err := s.routeDocument(r)
 	if err != nil {
 		return err
 	}
 	if d.Status != sifen.StatusSending {
-		return fmt.Errorf("%w: document %d is %s: only a document left in sending waits for SIFEN's 48 hours", sifen.ErrNotSendable, id, d.Status)
+		return fmt.Errorf("%w: document %d is %s: only a document left in sending waits for SIFEN's 48 hours", sifen.ErrNotSendable, d.ID, d.Status)
 	}
 	l := s.layout(r, "documents")
-	ids := strconv.FormatInt(id, 10)
+	ids := strconv.FormatInt(d.ID, 10)
 	return s.render(w, http.StatusOK, overridePage{
 		layout:      l,
 		Doc:         s.newDocumentView(d, s.now(), l.T),

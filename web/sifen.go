@@ -714,14 +714,7 @@ type banner struct {
 // N s" while the wait lasts, and the page reloads itself when it ends), its
 // Send to SIFEN button when it may be sent, and its XML.
 func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	id, err := documentID(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.Sifen.Get(r.Context(), id)
+	d, err := s.routeDocument(r)
 	if err != nil {
 		return err
 	}
@@ -958,6 +951,19 @@ func firstFailure(results []sifen.DocResult) error {
 		return fmt.Errorf("%w: %s", sifen.ErrNotSendable, results[0].Message)
 	}
 	return fmt.Errorf("%w: nothing to send", sifen.ErrLotEmpty)
+}
+
+// routeDocument is the document a document route names: 404 without
+// SIFEN, for a bad {id} or an unknown document.
+func (s *Server) routeDocument(r *http.Request) (sifen.Document, error) {
+	if s.Sifen == nil {
+		return sifen.Document{}, errNotFound
+	}
+	id, err := documentID(r)
+	if err != nil {
+		return sifen.Document{}, err
+	}
+	return s.Sifen.Get(r.Context(), id)
 }
 
 // documentID reads the {id} of a document route.

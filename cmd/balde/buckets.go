@@ -22,9 +22,9 @@ import (
 // runBuckets is "balde buckets list|show|reset|shadow": the admin page's
 // data in the terminal, its reset button and its shadow mode switch.
 func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("buckets",
 		"buckets list|show|reset|shadow [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID | POLICY on|off]",

@@ -52,3 +52,13 @@ func (c *Config) addWebFlags(fs *flag.FlagSet) {
 	c.AddFlags(fs, "addr", "admin-user", "users-file", "dict-sim-addr", "sifen-sim-addr", "trusted-proxies",
 		"inbound-ip-limit", "inbound-window", "inbound-block")
 }
+
+// envConfig is the settings every command starts from: the defaults, then
+// the environment; a bad variable is a usage error (exit 2) naming it.
+func (m *Main) envConfig() (Config, error) {
+	cfg := DefaultConfig()
+	if err := cfg.ParseEnv(m.Getenv); err != nil {
+		return cfg, UsageError("%v", err)
+	}
+	return cfg, nil
+}

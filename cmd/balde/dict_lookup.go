@@ -19,9 +19,9 @@ import (
 // mirror would admit it and asks again (other payers go on meanwhile),
 // with --no-wait it is reported and the run goes on.
 func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("dict-lookup",
 		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",

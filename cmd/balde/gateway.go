@@ -49,9 +49,9 @@ func runGateway(ctx context.Context, m *Main, args []string) error {
 }
 
 func runDictGateway(ctx context.Context, m *Main, args []string) error {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	addr := DefaultGatewayAddr
 	if v := m.Getenv("BALDE_GATEWAY_ADDR"); v != "" {
@@ -201,9 +201,9 @@ func (c *Config) addGatewayFlags(fs *flag.FlagSet, addr *string, addrEnv string)
 // SIFEN (or a simulator), sharing the RUC gates of serve and sifen-send
 // through the database.
 func runSifenGateway(ctx context.Context, m *Main, args []string) error {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	addr := DefaultSifenGatewayAddr
 	if v := m.Getenv("BALDE_SIFEN_GATEWAY_ADDR"); v != "" {

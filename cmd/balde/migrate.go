@@ -19,9 +19,9 @@ import (
 // warning on stderr, since forcing a version the schema does not match
 // makes every later migration run against the wrong schema.
 func runMigrate(ctx context.Context, m *Main, args []string) error {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("migrate", "migrate up|down|version|force VERSION [--db DSN]",
 		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde")

@@ -17,9 +17,9 @@ import (
 // and may run while serve and the batch commands work. --dry-run counts
 // what would go and deletes nothing.
 func runPrune(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("prune", "prune [--retention D] [--dry-run] [--force] [--batch N] [--skip-buckets] [--json] [--db DSN]",
 		"balde prune --dry-run --retention 720h --db sqlite://balde.db")

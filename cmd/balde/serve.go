@@ -24,9 +24,9 @@ import (
 // re-grading, reconciliation, pruning), serves until the context ends
 // (Ctrl-C, SIGTERM), and shuts down gracefully.
 func runServe(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
 		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+

@@ -23,9 +23,9 @@ import (
 // answer or none, not confirmed, the document not left in sending); 2: bad
 // input, nothing asked.
 func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("sifen-override",
 		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",

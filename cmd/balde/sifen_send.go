@@ -24,9 +24,9 @@ import (
 // poller does (each lot queried when its schedule says it is due); with no
 // FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("sifen-send",
 		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",

@@ -20,9 +20,9 @@ import (
 // policies replayed under another DICT category, capacity, refill or SIFEN
 // interval (internal/whatif, docs/decisions/0150).
 func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
-	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return UsageError("%v", err)
+	cfg, err := m.envConfig()
+	if err != nil {
+		return err
 	}
 	fs := m.newFlagSet("whatif",
 		"whatif --policy P[,P...] [--from T] [--to T] [--category C] [--capacity N] [--refill-tokens N] [--refill-period D] [--interval D] [--lots]",

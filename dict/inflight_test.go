@@ -144,30 +144,41 @@ func TestParticipantEmpty429LeavesThePJPayer(t *testing.T) {
 
 // A burst of remote 429s naming no bucket asks the DICT for the
 // participant's bucket at most twice (POLICIES_READ is limited): the 429s
-// share the reading sent after them, and lookups wait for it. The participant is positive (40 tokens), so each payer is
-// the one blamed.
+// share the reading sent after them, and lookups wait for it. The
+// participant is positive (40 tokens), so each payer is the one blamed.
+// The fake DICT answers the 10 lookups together once all have arrived,
+// and a reading once all 10 429s are out (and 200 ms more): the burst
+// is one burst however loaded the machine.
 func TestBurstOf429sAsksForTheParticipantOnce(t *testing.T) {
+	const burst = 10
 	var policies atomic.Int64
+	var arrived, answered sync.WaitGroup
+	arrived.Add(burst)
+	answered.Add(burst)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.URL.Path, "/policies/") {
 			policies.Add(1)
-			time.Sleep(200 * time.Millisecond) // the burst arrives meanwhile
+			awaitInHandler(t, &answered, "the burst's 429s")
+			time.Sleep(200 * time.Millisecond) // the burst's 429s arrive meanwhile
 			w.Header().Set("Content-Type", dict.ContentTypeXML)
 			_, _ = w.Write([]byte(`<GetPolicyResponse><CorrelationId>x</CorrelationId><ResponseTime>2026-01-01T00:00:00Z</ResponseTime><Category>A</Category>` +
 				`<Policy><AvailableTokens>40</AvailableTokens><Capacity>50000</Capacity><RefillTokens>25000</RefillTokens><RefillPeriodSec>60</RefillPeriodSec>` +
 				`<Name>ENTRIES_READ_PARTICIPANT_ANTISCAN</Name></Policy></GetPolicyResponse>`))
 			return
 		}
+		arrived.Done()
+		awaitInHandler(t, &arrived, "the burst's lookups")
 		w.Header().Set("Retry-After", "30")
 		w.Header().Set("Content-Type", dict.ContentTypeProblemXML)
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write([]byte(problemXML(429, "RateLimited", "")))
+		answered.Done()
 	})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
 	e := newClientEnv(t, hs.URL, nil)
 	var wg sync.WaitGroup
-	for i := range 10 {
+	for i := range burst {
 		wg.Go(func() {
 			_, err := e.client.GetEntry(context.Background(), dict.LookupRequest{Key: knownEmail, PayerID: makeCPF(i)})
 			var re *dict.RemoteError
@@ -180,12 +191,24 @@ func TestBurstOf429sAsksForTheParticipantOnce(t *testing.T) {
 	// that arrived while it was on the wire share the next one.
 	require.LessOrEqual(t, policies.Load(), int64(2), "GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN for the burst")
 	require.GreaterOrEqual(t, policies.Load(), int64(1))
-	for i := range 10 {
+	for i := range burst {
 		payer := e.state(t, dict.PolicyEntriesReadUserAntiscan, makeCPF(i))
 		require.Equal(t, int64(0), payer.Tokens, "the participant is positive: the payer was the empty one")
 		require.Equal(t, 30*time.Second, payer.BlockLeft)
 	}
 	require.Equal(t, int64(40), e.state(t, dict.PolicyEntriesReadParticipantAntiscan, ispb).Tokens)
+}
+
+// awaitInHandler waits up to 10 s for wg in a fake DICT's handler (a
+// test's failure, not its end: t.Fatal belongs to the test's goroutine).
+func awaitInHandler(t *testing.T, wg *sync.WaitGroup, what string) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the fake DICT waited 10 s for %s", what)
+	}
 }
 
 func waitGroupWithin(t *testing.T, wg *sync.WaitGroup, d time.Duration) {

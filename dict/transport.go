@@ -152,15 +152,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 
 	rctx, stopReserve := reserveContext(req.Context())
-	if len(keys) > 1 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) {
-		// A 429 that named no bucket is being attributed: the reading
-		// asked after it settles the participant's bucket first.
-		if err := m.readings.await(rctx, participant); err != nil {
-			stopReserve()
-			return nil, d, op, fmt.Errorf("dict: %s: not sent: %w", rt.Op, err)
-		}
-	}
-	r, err := m.reserve(rctx, rt.Op, ref, keys...)
+	r, err := t.hold(rctx, m, rt.Op, ref, participant, keys)
 	stopReserve()
 	if err != nil {
 		return nil, d, op, err
@@ -179,6 +171,10 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 	sentAt, sent := m.Limiter.Now(), true
 	resp, err = t.base().RoundTrip(req)
+	var arrival uint64 // a 429's number among those the readings attribute
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		arrival = m.readings.arrive()
+	}
 	if err != nil {
 		if notSent(err) {
 			t.settle(ctx, m, r, outcomeNotSent)
@@ -197,7 +193,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 
 	if resp.StatusCode == http.StatusTooManyRequests {
-		t.settleAfter429(ctx, m, r, req, rt, keys, resp, data, participant)
+		t.settleAfter429(ctx, m, r, req, rt, keys, resp, data, participant, arrival)
 	} else {
 		t.settle(ctx, m, r, outcomeOf(resp.StatusCode))
 	}
@@ -343,7 +339,7 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 // the reading. Without one, nobody's balance is lowered: the payer and
 // the participant are blocked for the Retry-After, until a reading
 // settles it.
-func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string) {
+func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string, arrival uint64) {
 	defer r.landed()
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
 	ref := req.Header.Get(HeaderEndToEndID)
@@ -361,7 +357,11 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	held := m.holds.watch()
 	defer held.stop()
 	if attribute {
-		available, participantKnown = t.participantBucket(ctx, m, req, keys[1], participant)
+		var release func()
+		available, participantKnown, release = t.participantBucket(ctx, m, req, keys[1], participant, arrival)
+		// The lookups held back by the reading go on only once the
+		// mirror follows it (the sync below has landed).
+		defer release()
 	}
 	// Under syncMu, a burst of 429s never counts a refund twice.
 	t.syncMu.Lock()
@@ -423,9 +423,10 @@ const readingTimeout = 10 * time.Second
 // engine's client, the gateway, a Transport built on Client.Meter) shares
 // them. The zero value is ready; safe for concurrent use.
 type readings struct {
-	mu   sync.Mutex
-	seen uint64              // the 429s counted so far
-	busy map[string]*reading // per participant, the reading in flight
+	mu      sync.Mutex
+	seen    uint64              // the 429s counted so far
+	lowered uint64              // the readings that found the participant empty or failed
+	busy    map[string]*reading // per participant, the reading in flight
 }
 
 // reading is one GET /policies/{policy} about the participant's bucket.
@@ -434,6 +435,56 @@ type reading struct {
 	done      chan struct{}
 	available int64
 	ok        bool
+}
+
+// arrive numbers a remote 429 as it arrives.
+func (rs *readings) arrive() uint64 {
+	if rs == nil {
+		return 0
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.seen++
+	return rs.seen
+}
+
+// loweredSoFar returns the number of readings so far that found a
+// participant's bucket empty or could not be had.
+func (rs *readings) loweredSoFar() uint64 {
+	if rs == nil {
+		return 0
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.lowered
+}
+
+// maxHoldAttempts bounds the holds a getEntry asks again because a
+// reading lowered its participant's bucket while it was taken.
+const maxHoldAttempts = 3
+
+// hold takes the hold of a request. A getEntry first waits for the
+// reading of its participant's bucket in flight (a 429 that named no
+// bucket is being attributed); when a reading found the participant
+// empty (or could not be had) while its hold was taken, it gives the hold
+// back and asks again, up to maxHoldAttempts, against the mirror that
+// follows the reading: no lookup leaves after the reading on a balance
+// from before it (decision 0180).
+func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant string, keys []throttle.Key) (reservation, error) {
+	gated := len(keys) > 1 && (op == OpGetEntry || op == opGetEntryInitiator)
+	for attempt := 1; ; attempt++ {
+		if gated {
+			if err := m.readings.await(ctx, participant); err != nil {
+				return reservation{}, fmt.Errorf("dict: %s: not sent: %w", op, err)
+			}
+		}
+		before := m.readings.loweredSoFar()
+		r, err := m.reserve(ctx, op, ref, keys...)
+		if err != nil || !gated || !r.Decision.Allowed || attempt == maxHoldAttempts || m.readings.loweredSoFar() == before {
+			return r, err
+		}
+		t.settle(context.WithoutCancel(ctx), m, r, outcomeNotSent)
+	}
 }
 
 // await returns once no reading of participant's bucket is in flight (or
@@ -458,19 +509,21 @@ func (rs *readings) await(ctx context.Context, participant string) error {
 }
 
 // participantBucket returns the participant's anti-scan balance at the
-// DICT as read after the 429 just answered: the reading in flight when it
+// DICT as read after the 429 numbered mine: the reading in flight when it
 // was sent after that 429, else a new one once the one in flight ends
-// (through t, charged to POLICIES_READ). ok is false without one.
-func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
+// (through t, charged to POLICIES_READ). ok is false without one. The
+// caller calls release once the mirror follows the reading: until then
+// the reading counts as in flight and holds the participant's lookups
+// back.
+func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.Request, key throttle.Key, participant string, mine uint64) (available int64, ok bool, release func()) {
 	rs := m.readings
+	nothing := func() {}
 	if rs == nil {
-		return 0, false
+		return 0, false, nothing
 	}
 	deadline := time.NewTimer(readingTimeout)
 	defer deadline.Stop()
 	rs.mu.Lock()
-	rs.seen++
-	mine := rs.seen
 	for {
 		c := rs.busy[participant]
 		if c == nil {
@@ -480,10 +533,10 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 		select {
 		case <-c.done:
 		case <-deadline.C:
-			return 0, false
+			return 0, false, nothing
 		}
 		if c.after >= mine {
-			return c.available, c.ok
+			return c.available, c.ok, nothing
 		}
 		rs.mu.Lock() // it was sent before this 429: ask again
 	}
@@ -497,11 +550,15 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 	fctx, cancel := context.WithTimeout(ctx, readingTimeout)
 	c.available, c.ok = t.fetchParticipantBucket(fctx, orig, key, participant)
 	cancel()
-	rs.mu.Lock()
-	delete(rs.busy, participant)
-	rs.mu.Unlock()
-	close(c.done)
-	return c.available, c.ok
+	return c.available, c.ok, func() {
+		rs.mu.Lock()
+		delete(rs.busy, participant)
+		if !c.ok || c.available < 1 {
+			rs.lowered++
+		}
+		rs.mu.Unlock()
+		close(c.done)
+	}
 }
 
 // fetchParticipantBucket asks GET /policies/{key.Policy} (at t.PoliciesURL,

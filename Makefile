@@ -107,7 +107,7 @@ image-check: image
 # Every fuzz target for FUZZTIME each (the seed corpora run in make test).
 FUZZTIME ?= 60s
 FUZZ_TARGETS = \
-	./throttle:FuzzRefillIsExact ./throttle/inspect:FuzzDecodeCursor ./throttle/inspect:FuzzParseCondition \
+	./throttle:FuzzRefillIsExact ./internal/inspect:FuzzDecodeCursor ./internal/inspect:FuzzParseCondition \
 	./dict:FuzzParseKey ./dict:FuzzParseCNPJ ./dict:FuzzParseCPF ./dict:FuzzDecodeProblem \
 	./dict:FuzzDecodeListPolicies ./dict:FuzzParsePolicyFile ./dict:FuzzParseRetryAfter ./dict:FuzzDecodeAnswers \
 	./sifen:FuzzParseLote ./sifen:FuzzRUCCheckDigit ./sifen:FuzzUnmarshalSOAP \

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"

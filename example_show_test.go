@@ -10,8 +10,8 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/web"
 )
 

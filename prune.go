@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // PruneResult counts what Engine.Prune removed: ledger rows, idle

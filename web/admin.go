@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // bucketsPage is admin_buckets.html.

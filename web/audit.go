@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/i18n"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/audit"
-	"github.com/balde-throttle/balde/audit/auditsql"
+	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/audit/auditsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle/sqlstore"

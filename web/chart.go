@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // chartWindow is a time window of the balance chart.

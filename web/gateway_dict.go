@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/balde-throttle/balde/audit"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/audit"
 )
 
 // dictGatewayPaymentsPath is the gateway's own endpoint for payment

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/sifen"
 )
 

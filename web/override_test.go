@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/audit"
-	"github.com/balde-throttle/balde/audit/auditsql"
+	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/audit/auditsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 )

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // overviewPage is admin_overview.html: per policy, the decisions of a

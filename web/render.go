@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
-	"github.com/balde-throttle/balde/templates"
+	"github.com/balde-throttle/balde/internal/templates"
 )
 
 // pageFiles declares every page template in package templates. parsePages

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/balde-throttle/balde/audit"
-	"github.com/balde-throttle/balde/audit/auditsql"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/audit/auditsql"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"

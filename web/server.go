@@ -17,10 +17,10 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/storebound"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Server is balde's HTTP server. Create it with NewServer and set its

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/templates"
+	"github.com/balde-throttle/balde/internal/templates"
 )
 
 // severityClasses returns every "sev-…" class the web package's code or

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/balde-throttle/balde/templates"
+	"github.com/balde-throttle/balde/internal/templates"
 )
 
 // favicon is balde's icon (16x16, a bucket), served so that every page

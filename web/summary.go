@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Panel is an extra box of the admin summary: the DICT participant's

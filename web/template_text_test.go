@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/templates"
+	"github.com/balde-throttle/balde/internal/templates"
 )
 
 // untranslatedWords finds the words a reader sees in a template source

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/audit"
+	"github.com/balde-throttle/balde/internal/audit"
 )
 
 // shadow puts policy in shadow mode or back to enforcing

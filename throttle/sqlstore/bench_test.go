@@ -19,10 +19,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/balde-throttle/balde/internal/alldrivers"
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 	"github.com/balde-throttle/balde/throttle/throttletest"

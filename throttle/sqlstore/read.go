@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // buckets is Buckets without its retries; Buckets implements throttle.Store.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // The reads of throttle.Store and inspect.Store, each run again after a transient error

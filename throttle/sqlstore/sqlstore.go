@@ -34,9 +34,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // Options configure Open. Driver is required; the zero value of the rest

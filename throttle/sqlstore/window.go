@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // aggregateLag is how far before its row's neighbours in the chain an

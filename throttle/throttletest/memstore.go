@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // MemStore is a throttle.Store in memory, with the SQL store's semantics:

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // FullStore is a store with both sides: what a throttle.Limiter decides on

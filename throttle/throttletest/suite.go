@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // OpenStore opens an empty store for one test, reading time from clock. It

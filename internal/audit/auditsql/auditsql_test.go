@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/audit"
-	"github.com/balde-throttle/balde/audit/auditsql"
+	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/audit/auditsql"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/inspect"
 )
 
 // FuzzDecodeCursor: a cursor comes from a query string (?after=), so any

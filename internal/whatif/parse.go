@@ -118,6 +118,12 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 			m.lotRow(e, rucs)
 			continue
 		}
+		if i := slices.Index(throttle.ShadowReasons, e.Reason); i >= 0 {
+			// A policy in shadow mode recorded what its enforced limit
+			// decided, and left its bucket as that refusal left it: the
+			// replay follows the limit, as an enforced run would have.
+			e.Reason = throttle.RefusalReasons[i]
+		}
 		switch e.Reason {
 		case throttle.LedgerTake:
 			if e.Count > 1 {

@@ -14,6 +14,7 @@
 package balde
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -24,7 +25,9 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/internal/audit/auditsql"
+	"github.com/balde-throttle/balde/internal/dictsetup"
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/shadow"
 	"github.com/balde-throttle/balde/internal/webhook"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/sifen"
@@ -127,14 +130,14 @@ type Engine struct {
 	webhook  *webhook.Notifier // nil without Config.AlertWebhook
 	observer throttle.Observer
 	logger   *slog.Logger
-	shadows  shadows // the policies in shadow mode (shadow.go)
+	shadows  shadow.Set
 
 	inboundGroup *throttle.GroupCommit // the inbound limiter's (inboundStore)
 
-	dict        *dict.Client  // nil without Config.Dict
-	dictConfig  DictConfig    // Config.Dict (Run, DictGateway)
-	sender      *sifen.Sender // nil without Config.Sifen
-	sifenClient *sifen.Client // Config.Sifen's client (nil with its Transport)
+	dict        *dict.Client     // nil without Config.Dict
+	dictConfig  dictsetup.Config // Config.Dict (Run, DictGateway)
+	sender      *sifen.Sender    // nil without Config.Sifen
+	sifenClient *sifen.Client    // Config.Sifen's client (nil with its Transport)
 	jobs        Jobs
 	ops         []*web.Server // OpsHandler's, closed by Close
 	running     atomic.Bool   // Run was called
@@ -163,8 +166,10 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err != nil {
 		return nil, &ConfigError{"SifenPolicy", err}
 	}
-	if err := checkDict(cfg.Dict); err != nil {
-		return nil, &ConfigError{"Dict", err}
+	if cfg.Dict != nil {
+		if err := dictsetup.Config(*cfg.Dict).Check(); err != nil {
+			return nil, &ConfigError{"Dict", err}
+		}
 	}
 	var sifenClient *sifen.Client // a bad URL or certificate is found before any database is touched
 	if cfg.Sifen != nil && cfg.Sifen.Transport == nil {
@@ -173,10 +178,8 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			return nil, &ConfigError{"Sifen", err}
 		}
 	}
-	if cfg.Thresholds != (throttle.Thresholds{}) {
-		if err := cfg.Thresholds.Validate(); err != nil {
-			return nil, &ConfigError{"Thresholds", err}
-		}
+	if err := cfg.Thresholds.Validate(); err != nil { // the zero value is valid
+		return nil, &ConfigError{"Thresholds", err}
 	}
 	var inbound *web.Inbound
 	if cfg.Inbound != nil {
@@ -184,10 +187,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			return nil, &ConfigError{"Inbound", err}
 		}
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	engine := cfg.Dialect
 	switch {
 	case cfg.SQLDB != nil:
@@ -237,7 +237,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		}
 		e.group = throttle.NewGroupCommit(store, throttle.GroupCommitOptions{Writers: writers})
 	}
-	if err := e.loadShadows(ctx); err != nil {
+	if err := e.shadows.Load(ctx, store); err != nil {
 		// Every policy enforces until Run reloads them.
 		logger.Warn("policies in shadow mode not read: every policy enforces", slog.Any("error", err))
 	}
@@ -254,54 +254,50 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		resolvers = append(resolvers, inbound.Policies())
 	}
 	resolvers = append(resolvers, catalog, resolver)
-	e.limiter, err = throttle.NewLimiter(e.throttleStore(), resolvers, throttle.Config{
-		Clock:      store.Now,
-		Thresholds: cfg.Thresholds,
-		Ledger:     cfg.Ledger,
-		Notifier:   notifiers,
-		Observer:   cfg.Observer,
-		Logger:     logger.WithGroup("throttle"),
-		// The DICT category (learned at start, then by reconciliation)
-		// and a policy file change capacities: stored levels are graded
-		// again (Limiter.Regrade) when these change.
-		Definitions: func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) },
-		Shadow:      e.shadows.has,
-	})
-	if err != nil {
+	base := throttle.Config{Clock: store.Now, Thresholds: cfg.Thresholds, Observer: cfg.Observer, Shadow: e.shadows.Has}
+	tc := base
+	tc.Ledger, tc.Notifier, tc.Logger = cfg.Ledger, notifiers, logger.WithGroup("throttle")
+	// The DICT category (learned at start, then by reconciliation) and a
+	// policy file change capacities: stored levels are graded again
+	// (Limiter.Regrade) when these change.
+	tc.Definitions = func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) }
+	if e.limiter, err = throttle.NewLimiter(e.throttleStore(), resolvers, tc); err != nil {
 		return nil, &ConfigError{"Limiter", err}
 	}
 	e.reader = inspect.New(e.limiter, e.store)
 	if inbound != nil {
 		// A limiter of its own on the same store (see Inbound.UseStore),
 		// whose commits need not be durable (inboundStore).
-		err = inbound.UseStore(e.inboundStore(!cfg.DisableGroupCommit), throttle.Config{
-			Clock:      store.Now,
-			Thresholds: cfg.Thresholds,
-			Observer:   cfg.Observer,
-			Logger:     logger.WithGroup("inbound"),
-			Shadow:     e.shadows.has,
-		})
-		if err != nil {
+		base.Logger = logger.WithGroup("inbound")
+		if err = inbound.UseStore(e.inboundStore(!cfg.DisableGroupCommit), base); err != nil {
 			return nil, &ConfigError{"Inbound", err}
 		}
 	}
-	if m, ok := cfg.Observer.(*web.Metrics); ok {
+	if m := e.metrics(); m != nil {
 		m.CountFrom(e.reader, logger.WithGroup("metrics"))
 	}
 	if cfg.Dict != nil {
+		e.dictConfig = dictsetup.Config(*cfg.Dict)
+		cc := dict.ClientConfig{Limiter: e.limiter, Catalog: catalog, Records: e.records, Logger: logger.WithGroup("dict")}
+		if e.dict, err = e.dictConfig.NewClient(cc); err != nil {
+			return nil, &ConfigError{"Dict", err}
+		}
 		// The category is learned by Run (a request to the DICT, and a
 		// write): Open only restores the one recorded.
-		if e.dict, err = e.newDictClient(ctx, *cfg.Dict); err != nil {
+		if _, err = e.dict.RestoreCategory(ctx); err != nil {
 			return nil, err
 		}
-		e.dictConfig = *cfg.Dict
-		e.warnUnverified(*cfg.Dict)
+		unverified := e.dictConfig.Unverified()
+		if m := e.metrics(); m != nil {
+			m.SetDictUnverified(unverified)
+		}
+		if unverified { // docs/decisions/0181
+			logger.Error("dict: the DICT's answers are NOT verified: their XMLDSig signature is not checked (set BALDE_DICT_VERIFY_CERT, dict.XMLVerifier)",
+				slog.String("dict", cfg.Dict.BaseURL), slog.String("metric", "balde_dict_answers_unverified 1"))
+		}
 	}
 	if sc := cfg.Sifen; sc != nil {
-		transport := sc.Transport
-		if transport == nil {
-			transport = sifenClient
-		}
+		transport := cmp.Or[sifen.SOAPServices](sc.Transport, sifenClient)
 		e.sifenClient, _ = transport.(*sifen.Client)
 		e.sender, err = sifen.NewSender(sifensql.New(e.store), transport, e.limiter, sifen.SenderConfig{
 			Clock: e.store.Now, Logger: e.logger.WithGroup("sifen"), Resolver: resolver,
@@ -346,6 +342,12 @@ func (e *Engine) inboundStore(group bool) throttle.Store {
 	// raced the first on the same keys and pages (docs/decisions/0116).
 	e.inboundGroup = throttle.NewGroupCommit(e.store.NonDurable(), throttle.GroupCommitOptions{Writers: 1})
 	return e.inboundGroup
+}
+
+// metrics is the engine's observer when it is web's Metrics.
+func (e *Engine) metrics() *web.Metrics {
+	m, _ := e.observer.(*web.Metrics)
+	return m
 }
 
 // Limiter is the limiter of every outbound decision (DICT, SIFEN, the
@@ -422,18 +424,9 @@ func (e *Engine) CheckHealth(ctx context.Context) error {
 // application's router, or Serve it.
 func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
-	s.Limiter = e.limiter
-	s.Reader = e.reader
-	s.Inbound = e.inbound
-	if m, ok := e.observer.(*web.Metrics); ok {
-		s.Metrics = m
-	}
-	s.HealthCheck = e.CheckHealth
-	s.Audit = e.audit
-	s.Shadows = e
-	s.Logger = e.logger.WithGroup("web")
-	s.Policies = e.policyNames()
-	s.Scope = web.Scopes(e.catalog)
+	s.Limiter, s.Reader, s.Inbound, s.Metrics = e.limiter, e.reader, e.inbound, e.metrics()
+	s.HealthCheck, s.Audit, s.Shadows = e.CheckHealth, e.audit, e
+	s.Logger, s.Policies, s.Scope = e.logger.WithGroup("web"), e.policyNames(), web.Scopes(e.catalog)
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(e.catalog, participant),
 		web.AntiScanPanel(e.records.Monitors, e.store.Now),

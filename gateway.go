@@ -1,10 +1,12 @@
 package balde
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -23,7 +25,7 @@ func (e *Engine) DictGateway(cfg web.DictGatewayConfig) (http.Handler, error) {
 		return nil, &ConfigError{Setting: "Dict", Err: errors.New("the engine has no DICT client (Config.Dict)")}
 	}
 	c := e.dictConfig
-	if hc, _ := dictHTTPClient(c); hc != nil { // checked by Open
+	if hc, _ := c.HTTP(); hc != nil { // checked by Open
 		cfg.Base = hc.Transport
 	}
 	cfg.Target, cfg.PoliciesURL, cfg.Participant = c.BaseURL, c.PoliciesURL, c.Participant
@@ -36,12 +38,6 @@ func (e *Engine) DictGateway(cfg web.DictGatewayConfig) (http.Handler, error) {
 	return g, nil
 }
 
-// metrics is the engine's observer when it is web's Metrics.
-func (e *Engine) metrics() *web.Metrics {
-	m, _ := e.observer.(*web.Metrics)
-	return m
-}
-
 // SifenGateway is web.SifenGateway over the engine's SIFEN sender (its RUC
 // gates shared through the database) with cfg's Sender, Client, Audit,
 // Metrics and Logger the engine's when nil; cfg.Authenticate is required
@@ -50,32 +46,16 @@ func (e *Engine) metrics() *web.Metrics {
 // (web.NewHTTPServer's is 60 s) to the end of its hold. Without
 // Config.Sifen, or with a cfg web refuses, it is a *ConfigError.
 func (e *Engine) SifenGateway(cfg web.SifenGatewayConfig) (http.Handler, error) {
-	if cfg.Sender == nil {
-		cfg.Sender = e.sender
-	}
-	if cfg.Sender == nil {
+	if cfg.Sender = cmp.Or(cfg.Sender, e.sender); cfg.Sender == nil {
 		return nil, &ConfigError{Setting: "Sifen", Err: errors.New("the engine has no SIFEN sender (Config.Sifen)")}
 	}
-	if cfg.Client == nil {
-		cfg.Client = e.sifenClient
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = e.logger.WithGroup("gateway")
-	}
-	if cfg.Audit == nil {
-		cfg.Audit = e.audit
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = e.metrics()
-	}
+	cfg.Client, cfg.Metrics = cmp.Or(cfg.Client, e.sifenClient), cmp.Or(cfg.Metrics, e.metrics())
+	cfg.Logger, cfg.Audit = cmp.Or(cfg.Logger, e.logger.WithGroup("gateway")), cmp.Or[audit.Store](cfg.Audit, e.audit)
 	g, err := web.NewSifenGateway(cfg)
 	if err != nil {
 		return nil, &ConfigError{Setting: "Sifen", Err: err}
 	}
-	hold := cfg.Hold
-	if hold == 0 {
-		hold = web.DefaultSifenGatewayHold
-	}
+	hold := cmp.Or(cfg.Hold, web.DefaultSifenGatewayHold)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hold > 0 {
 			// The hold, then SIFEN's answer (its client's own bound).

@@ -1,4 +1,4 @@
-package balde
+package jobs
 
 import (
 	"log/slog"
@@ -19,11 +19,11 @@ import (
 
 // threeTurns are three processes' turns (a store each: on SQLite a write
 // connection each, as three processes have) on one new database.
-func threeTurns(t *testing.T, engine sqlstore.Engine, clock throttle.Clock) []*turns {
+func threeTurns(t *testing.T, engine sqlstore.Engine, clock throttle.Clock) []*Turns {
 	dsn := sqlstoretest.DSN(t, engine)
-	var out []*turns
+	var out []*Turns
 	for range 3 {
-		out = append(out, newTurns(sqlstoretest.MustOpenDSN(t, dsn, clock), slog.New(slog.DiscardHandler)))
+		out = append(out, NewTurns(sqlstoretest.MustOpenDSN(t, dsn, clock), slog.New(slog.DiscardHandler)))
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package balde
+package jobs
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// turns share Run's periodic jobs among every process on the database, so
+// Turns share Run's periodic jobs among every process on the database, so
 // that prune, the DICT reconciliation and the SIFEN resolution run once per
 // period however many serve, gateway and batch processes there are
 // (docs/decisions/0171). A job's row in balde_job_turns holds lease_until,
@@ -27,25 +27,26 @@ import (
 // turn hands the next one to another when the lease ends. Periods are in
 // the engine's clock: across machines, a skew of s between the instances'
 // clocks shortens a period that changes hands by at most s.
-type turns struct {
+type Turns struct {
 	store  *sqlstore.Store
 	log    *slog.Logger
 	holder string // this process: host/pid/random
 }
 
-func newTurns(store *sqlstore.Store, log *slog.Logger) *turns {
+// NewTurns returns the turns of this process on store's database.
+func NewTurns(store *sqlstore.Store, log *slog.Logger) *Turns {
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return &turns{store: store, log: log, holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))}
+	return &Turns{store: store, log: log, holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))}
 }
 
-// every runs fn at each of job's turns this process takes, one per period
+// Every runs fn at each of job's turns this process takes, one per period
 // across processes, until ctx ends. The first turn of a job no process
 // ran yet is due one period after the first process looked. A turn that
 // cannot be read or taken (the database) is logged and looked at again
 // one period later.
-func (t *turns) every(ctx context.Context, job string, period time.Duration, fn func()) {
+func (t *Turns) Every(ctx context.Context, job string, period time.Duration, fn func()) {
 	for {
 		wait, err := t.turn(ctx, job, period, fn)
 		if err != nil && ctx.Err() == nil {
@@ -70,7 +71,7 @@ func (t *turns) every(ctx context.Context, job string, period time.Duration, fn 
 
 // turn runs fn when job's turn is due and this process wins it, and
 // returns how long to wait before looking again (0: look again now).
-func (t *turns) turn(ctx context.Context, job string, period time.Duration, fn func()) (time.Duration, error) {
+func (t *Turns) turn(ctx context.Context, job string, period time.Duration, fn func()) (time.Duration, error) {
 	now := t.store.Now()
 	due, err := t.due(ctx, job, now, period)
 	if err != nil {
@@ -94,7 +95,7 @@ func (t *turns) turn(ctx context.Context, job string, period time.Duration, fn f
 
 // due returns when job's next turn is due (nanoseconds since the epoch),
 // creating its row, due one period from now, when there is none.
-func (t *turns) due(ctx context.Context, job string, now time.Time, period time.Duration) (int64, error) {
+func (t *Turns) due(ctx context.Context, job string, now time.Time, period time.Duration) (int64, error) {
 	db, read := t.store.DB(), t.store.ReadDB()
 	var until int64
 	err := t.store.Retry(ctx, "read a job's turn", func() error {
@@ -114,7 +115,7 @@ func (t *turns) due(ctx context.Context, job string, now time.Time, period time.
 
 // take takes job's turn that fell due at due, with a compare-and-set on
 // lease_until; false when another process took it first.
-func (t *turns) take(ctx context.Context, job string, due int64, now time.Time, period time.Duration) (bool, error) {
+func (t *Turns) take(ctx context.Context, job string, due int64, now time.Time, period time.Duration) (bool, error) {
 	db := t.store.DB()
 	var n int64
 	err := t.store.Retry(ctx, "take a job's turn", func() error {
@@ -133,7 +134,7 @@ func (t *turns) take(ctx context.Context, job string, due int64, now time.Time, 
 
 // extendWhile extends this process's lease on job's turn taken at taken
 // to one period from now, every half period until done is closed.
-func (t *turns) extendWhile(ctx context.Context, done <-chan struct{}, job string, taken time.Time, period time.Duration) {
+func (t *Turns) extendWhile(ctx context.Context, done <-chan struct{}, job string, taken time.Time, period time.Duration) {
 	tk := time.NewTicker(period / 2)
 	defer tk.Stop()
 	db := t.store.DB()

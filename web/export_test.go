@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,3 +58,8 @@ const DefaultInboundAdminLimit = defaultInboundAdminLimit
 const DictGatewayPaymentsPath = dictGatewayPaymentsPath
 
 var FormatBucketWait = formatBucketWait
+
+// Watch is the reload loop of GatewayHandler, with its period and signals.
+func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
+	c.watch(ctx, every, signals)
+}

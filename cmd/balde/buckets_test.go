@@ -17,6 +17,7 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -359,11 +360,11 @@ func TestPrune(t *testing.T) {
 		clock := newFakeTime(testEpoch)
 		seedBuckets(t, db, clock)
 		env := map[string]string{"BALDE_DB": db}
-		prune := func(args ...string) pruneJSON {
+		prune := func(args ...string) report.PruneRecord {
 			t.Helper()
 			code, stdout, stderr := runIn(context.Background(), clock, "", env, append([]string{"prune", "--json"}, args...)...)
 			require.Equal(t, ExitOK, code, stderr)
-			return decodeJSON[pruneJSON](t, stdout)
+			return decodeJSON[report.PruneRecord](t, stdout)
 		}
 		listed := func() int {
 			code, stdout, _ := runIn(context.Background(), clock, "", env, "buckets", "list", "--json")
@@ -373,24 +374,24 @@ func TestPrune(t *testing.T) {
 
 		// Two seconds on, every bucket still owes something: none is idle.
 		clock.Advance(2 * time.Second)
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, report.PruneRecord{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
 		// An hour on, all are full again: the same as no row, but their
 		// ledger rows are within the retention, so the rows stay (issue
 		// 20: a pruned row hid its ledger from buckets show).
 		clock.Advance(time.Hour)
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
+		require.Equal(t, report.PruneRecord{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
 		require.Equal(t, 3, listed())
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, report.PruneRecord{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
 		// Past the retention the ledger rows and the lookup go, and then
 		// the idle buckets; a dry run first counts them and removes nothing.
 		clock.Advance(48 * time.Hour)
 		before := clock.Now().Add(-24 * time.Hour)
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, report.PruneRecord{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, report.PruneRecord{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
 		require.Equal(t, 3, listed())
 
 		// What was seen: "--retention 1s" deleted the audit trail, no floor.
@@ -433,7 +434,7 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 		t.Helper()
 		code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, append([]string{"prune", "--json", "--retention", "24h"}, args...)...)
 		require.Equal(t, ExitOK, code, stderr)
-		return decodeJSON[pruneJSON](t, stdout).LedgerRows
+		return decodeJSON[report.PruneRecord](t, stdout).LedgerRows
 	}
 	dry := prune("--dry-run")
 	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")

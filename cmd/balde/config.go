@@ -62,3 +62,15 @@ func (m *Main) envConfig() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// checkDict refuses a missing DICT URL (noURL, the command's usage
+// error), then bad DICT URLs or client settings.
+func checkDict(cfg Config, noURL error) error {
+	if cfg.DictURL == "" {
+		return noURL
+	}
+	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
+		return err
+	}
+	return settingUsage(cfg.CheckDictClient())
+}

@@ -118,7 +118,7 @@ func TestCrashSifenSend(t *testing.T) {
 			code, stdout, stderr := runIn(context.Background(), later, "", env, args...)
 			lastOut = stdout
 			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
-			_, sum = jsonLines[sifenRecord](t, stdout)
+			_, sum = jsonLines[report.SifenRecord](t, stdout)
 			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
 				break
 			}
@@ -275,7 +275,7 @@ func TestCrashServe(t *testing.T) {
 				"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
 			lastOut = stdout
-			_, sum = jsonLines[sifenRecord](t, stdout)
+			_, sum = jsonLines[report.SifenRecord](t, stdout)
 			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
 				break
 			}

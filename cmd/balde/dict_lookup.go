@@ -49,13 +49,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 1 {
 		return UsageError("dict-lookup: want exactly one FILE.csv (\"-\" for stdin), got %d arguments", fs.NArg())
 	}
-	if cfg.DictURL == "" {
-		return UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
-	}
-	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
+	if err := checkDict(cfg, UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
 		return err
 	}
 	if *payer != "" {
@@ -160,6 +154,3 @@ func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, erro
 	}
 	return reqs, nil
 }
-
-// lookupRecord is a lookup's JSON line.
-type lookupRecord = dict.LookupRecord

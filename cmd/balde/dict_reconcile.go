@@ -26,13 +26,7 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 0 {
 		return UsageError("dict-reconcile: unexpected arguments %q", fs.Args())
 	}
-	if cfg.DictURL == "" {
-		return UsageError("dict-reconcile: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
-	}
-	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
+	if err := checkDict(cfg, UsageError("dict-reconcile: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
 		return err
 	}
 	dc := cfg.DictConfig(cfg.DictURL)

@@ -75,6 +75,3 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	return nil
 }
-
-// pruneJSON is what "balde prune --json" prints.
-type pruneJSON = report.PruneRecord

@@ -110,6 +110,3 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	return batchExit("sifen-send", sum, b.Reporter.Tr)
 }
-
-// sifenRecord is a DE's JSON line.
-type sifenRecord = report.SifenRecord

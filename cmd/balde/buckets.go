@@ -113,19 +113,12 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
 		return UsageError("buckets: --watch %s: want at least 100ms", *watch)
 	}
-
-	if err := requireDatabase(cfg.DB); err != nil {
-		return err
-	}
 	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	tr := m.printer()
-	if cfg.TimeZone != nil {
-		tr.Zone = cfg.TimeZone
-	}
+	tr := m.printerIn(cfg)
 	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.DictCatalog())}
 
 	if action == "shadow" {
@@ -180,11 +173,15 @@ func requireDatabase(dsn string) error {
 	return nil
 }
 
-// openAdminEngine opens the engine with every policy serve knows — the
+// openAdminEngine opens the engine of an existing database
+// (requireDatabase) with every policy serve knows — the
 // inbound limiter's too, so its buckets are not shown as orphans — and
 // the DICT category a reconciliation recorded. clock is the engine's time
 // (nil: the system clock).
 func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
+	if err := requireDatabase(cfg.DB); err != nil {
+		return nil, err
+	}
 	inbound, err := newInbound(cfg)
 	if err != nil {
 		return nil, err

@@ -48,9 +48,6 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	if *batch <= 0 {
 		return UsageError("prune: --batch %d: want a positive number of rows", *batch)
 	}
-	if err := requireDatabase(cfg.DB); err != nil {
-		return err
-	}
 
 	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {

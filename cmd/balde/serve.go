@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
@@ -87,7 +88,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	defer func() { err = errors.Join(err, a.close()) }()
 	err = a.engine.Serve(ctx, cfg.Addr, a.handler, func(addr string) {
 		logDatabase(a.engine.Store(), creating, logger)
-		a.banners(m, cfg, "http://"+addr)
+		report.WriteServeBanners(m.Stdout, cfg.Settings, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
@@ -99,36 +100,6 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("serve: %s is already in use; choose another --addr (BALDE_ADDR) or stop what listens there", addr)
 	}
 	return err
-}
-
-// banners says where the simulators, the DICT, SIFEN and the server are,
-// and the admin's password when it was made up now.
-func (a *app) banners(m *Main, cfg Config, url string) {
-	if sims := a.sims; sims.Dict != nil {
-		category := a.engine.DictCatalog().Category() // learned from its GET /policies/
-		if category == "" {
-			category = "H (strictest, not learned)"
-		}
-		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.Dict.URL(), sims.Entries, category)
-	} else {
-		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
-	}
-	if sims := a.sims; sims.Sifen != nil {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.SifenURL)
-	} else if cfg.SifenURL == settings.SifenOfficial {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
-	} else {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
-	}
-	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", url)
-	switch login := a.login; {
-	case login.Generated:
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, kept in %s; set BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_FILE to choose one): %s\n",
-			cfg.AdminUser, login.File, login.Password)
-	case login.File != "":
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, login.File)
-	}
 }
 
 // app is what serve runs: the simulators, the engine (with the DICT client
@@ -156,9 +127,6 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		if err := dict.ValidateCategory(cfg.DictCategory); err != nil {
 			return nil, UsageError("%s%v", settingNames["DictCategory"], err)
 		}
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
-		return nil, err
 	}
 	sims, err := devsims.Start(ctx, devsims.Config{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL, DictCategory: cfg.DictCategory,
 		DictAddr: cfg.DictSimAddr, SifenAddr: cfg.SifenSimAddr, Logger: logger})

@@ -47,18 +47,12 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 	if *policies == "" {
 		return UsageError("whatif: --policy is required (for example ENTRIES_READ_PARTICIPANT_ANTISCAN)")
 	}
-	if err := requireDatabase(cfg.DB); err != nil {
-		return err
-	}
 	eng, err := openAdminEngine(ctx, cfg, m.Clock)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	tr := m.printer()
-	if cfg.TimeZone != nil {
-		tr.Zone = cfg.TimeZone
-	}
+	tr := m.printerIn(cfg)
 	q := whatif.Query{Policies: strings.Split(*policies, ","), Scenario: sc}
 	if q.To, err = report.ParseWhen(*to, eng.limiter.Now(), tr.Location()); err != nil {
 		return UsageError("whatif: --to: %v", err)

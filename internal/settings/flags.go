@@ -1,8 +1,10 @@
 package settings
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -207,4 +209,47 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (e.g. 1m)", s)
 	}
 	return v, nil
+}
+
+// ParseFlags parses args with fs, with flags before, between or after
+// the positional arguments ("migrate up --db X" as "migrate --db X up"),
+// the way operators' other tools take them; "--" ends the flags, and
+// everything after it is an argument. Afterwards fs.Args() holds the
+// positional arguments in order. The usage is printed (to fs's output)
+// only when asked for with -h or --help (flag.ErrHelp); a parse error is
+// returned without it.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	restore := func() {
+		fs.Usage = usage
+		fs.SetOutput(out)
+	}
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer restore()
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			restore() // the usage prints the flags to the real output
+			usage()
+			return err
+		case err != nil:
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...) // after "--": arguments only
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	// Leave the arguments in fs.Args(): a FlagSet parsing "--" first
+	// keeps everything after it as arguments.
+	_ = fs.Parse(append([]string{"--"}, pos...))
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/balde-throttle/balde/internal/inspect"
 )
 
 // PolicyInboundClient is the inbound policy of a gateway's clients.
@@ -63,3 +65,18 @@ var FormatBucketWait = formatBucketWait
 func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
 	c.watch(ctx, every, signals)
 }
+
+// SifenSender is the send path of the documents pages (Server.Sifen).
+type SifenSender = sifenSender
+
+// SetBuckets sets the bucket gauges from a count of every bucket.
+func (m *Metrics) SetBuckets(c inspect.SeverityCounts) { m.setBuckets(c) }
+
+const (
+	PolicyInboundToken = policyInboundToken
+	PolicyInboundAdmin = policyInboundAdmin
+	TokenHeader        = defaultTokenHeader
+)
+
+// Port is the port Open listens on.
+func (s *Server) Port() int { return s.port() }

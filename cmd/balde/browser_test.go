@@ -21,9 +21,9 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // chromiumPath finds Debian's chromium (BALDE_CHROMIUM overrides), or "".
@@ -315,7 +315,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 		t.Helper()
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(sm.url+"/api/buckets/"+k.Policy+"/"+k.Env+"/"+k.Identifier)))
 		body := text("body")
-		var b web.APIBucket
+		var b view.APIBucket
 		require.NoError(t, json.Unmarshal([]byte(body), &b), body)
 		return b.Severity
 	}

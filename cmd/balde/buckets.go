@@ -15,6 +15,7 @@ import (
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
 )
@@ -255,7 +256,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 		return err
 	}
 	if b.json {
-		out := web.NewAPIBucketList(page.States, b.scope)
+		out := view.NewAPIBucketList(page.States, b.scope)
 		out.Next, out.Partial = page.Next, page.Partial
 		report.WriteJSONLine(b.m.Stdout, out)
 		return nil
@@ -278,7 +279,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 		return err
 	}
 	if b.json {
-		report.WriteJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
+		report.WriteJSONLine(b.m.Stdout, view.NewAPIBucketDetail(st, entries, b.scope))
 		return nil
 	}
 	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
@@ -319,10 +320,10 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 	}
 	if b.json {
 		report.WriteJSONLine(b.m.Stdout, struct {
-			Bucket       web.APIBucket `json:"bucket"`
+			Bucket       view.APIBucket `json:"bucket"`
 			TokensBefore int64         `json:"tokens_before"`
 			Actor        string        `json:"actor"`
-		}{web.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
+		}{view.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
 		return nil
 	}
 	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(r.Before.Tokens, 10), strconv.FormatInt(r.After.Tokens, 10), actor))

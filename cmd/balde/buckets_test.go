@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -74,15 +75,15 @@ func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 
 // bucketsOut is what "buckets list --json" prints.
 type bucketsOut struct {
-	Buckets []web.APIBucket `json:"buckets"`
+	Buckets []view.APIBucket `json:"buckets"`
 	Next    string          `json:"next"`
 	Partial bool            `json:"partial"`
 }
 
 // showOut is what "buckets show --json" prints.
 type showOut struct {
-	Bucket web.APIBucket        `json:"bucket"`
-	Ledger []web.APILedgerEntry `json:"ledger"`
+	Bucket view.APIBucket        `json:"bucket"`
+	Ledger []view.APILedgerEntry `json:"ledger"`
 }
 
 func decodeJSON[T any](t *testing.T, s string) T {
@@ -258,7 +259,7 @@ func TestBucketsReset(t *testing.T) {
 			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--reason", "0301 cleared", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code, stderr)
 			out := decodeJSON[struct {
-				Bucket       web.APIBucket `json:"bucket"`
+				Bucket       view.APIBucket `json:"bucket"`
 				TokensBefore int64         `json:"tokens_before"`
 				Actor        string        `json:"actor"`
 			}](t, stdout)
@@ -344,7 +345,7 @@ func TestBucketsUsage(t *testing.T) {
 		})
 	}
 	// What was seen: the admin's own inbound bucket was refused as unknown.
-	for _, p := range []string{web.PolicyInboundIP, web.PolicyInboundToken, web.PolicyInboundAdmin} {
+	for _, p := range web.InboundPolicyNames() {
 		code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--policy", p)
 		require.Equal(t, ExitOK, code, "--policy %s: %s", p, stderr)
 	}
@@ -499,7 +500,7 @@ func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	st := decodeJSON[showOut](t, stdout).Bucket
 	require.Equal(t, int64(-11), st.Tokens)
-	want := "refills in " + web.FormatWait(time.Duration(st.RetryAfterSeconds*float64(time.Second)))
+	want := "refills in " + view.FormatWait(time.Duration(st.RetryAfterSeconds*float64(time.Second)))
 	require.Equal(t, "refills in 6m0s", want, "12 tokens at 2/min, stepwise")
 
 	for _, args := range [][]string{{"buckets", "list"}, {"buckets", "list", "--state", "negative"}, {"buckets", "list", "-o", "wide"}} {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // WriteBuckets writes one page of stored buckets as "balde buckets list"
@@ -33,7 +33,7 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 		fmt.Fprintln(tw, tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
 	}
 	for _, st := range page.States {
-		v := web.ViewBucket(tr, st, scope)
+		v := view.ViewBucket(tr, st, scope)
 		policy := st.Key.Policy
 		if st.Shadow {
 			// docs/decisions/0200: refusals recorded, requests admitted.
@@ -46,7 +46,7 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 		}
 		last := tr.Sprintf("never")
 		if !st.LastSentAt.IsZero() {
-			last = tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
+			last = tr.Sprintf("%s ago", view.FormatWait(st.At.Sub(st.LastSentAt)))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", policy, Shorten(st.Key.Identifier, 24), st.Key.Env,
 			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
@@ -84,7 +84,7 @@ func WriteLedger(w io.Writer, tr *i18n.Printer, entries []throttle.LedgerEntry, 
 // is stored, tokens, refill, policy, severity, cooldown or block, when a
 // send is next admitted, when it is full, the last send and the sends.
 func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) {
-	v := web.ViewBucket(tr, st, scope)
+	v := view.ViewBucket(tr, st, scope)
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 	stored := tr.Sprintf("yes")
 	if !st.Stored {
@@ -95,7 +95,7 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		if d <= 0 {
 			return tr.Sprintf("now")
 		}
-		return tr.Sprintf("in %s", web.FormatWait(d))
+		return tr.Sprintf("in %s", view.FormatWait(d))
 	}
 	rows := [][2]string{
 		{tr.Sprintf("bucket"), st.Key.String()},
@@ -108,7 +108,7 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		{tr.Sprintf("cooldown/block"), v.Wait},
 		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
 		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
+		{tr.Sprintf("last send"), view.FormatLastSendIn(tr, st)},
 		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
 	}
 	if st.Shadow {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // ReadSifenFiles reads every file (sifen.ReadFiles) and returns its DEs as
@@ -204,7 +204,7 @@ func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
 	case sifen.BatchBlocked:
 		it.Result = Blocked
 		if bl := r.Blocked; bl != nil {
-			d := web.FormatWait(bl.Wait)
+			d := view.FormatWait(bl.Wait)
 			it.Message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
 			it.Said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
 			if b.Wait {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/internal/whatif"
-	"github.com/balde-throttle/balde/web"
 )
 
 // ParseWhen reads a time of whatif's --from or --to in zone; "" is def.
@@ -39,9 +39,9 @@ func WriteWhatif(w io.Writer, tr *i18n.Printer, rep *whatif.Report, lots bool) e
 			fmt.Fprintln(w, "\n"+tr.Sprintf("%s: no decision recorded in the period.", p.Policy))
 			continue
 		}
-		fmt.Fprintln(w, "\n"+web.FormatPolicyIn(tr, p.Replayed))
+		fmt.Fprintln(w, "\n"+view.FormatPolicyIn(tr, p.Replayed))
 		if p.Recorded != p.Replayed {
-			fmt.Fprintln(w, "  "+tr.Sprintf("recorded under %s", web.FormatPolicyIn(tr, p.Recorded)))
+			fmt.Fprintln(w, "  "+tr.Sprintf("recorded under %s", view.FormatPolicyIn(tr, p.Recorded)))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, tr.Sprintf("HOUR\tREQUESTS\tREFUSED THEN\tREFUSED NOW\tWORSE\tBETTER\tLONGEST WAIT\tFIRST BITE"))
@@ -51,7 +51,7 @@ func WriteWhatif(w io.Writer, tr *i18n.Printer, rep *whatif.Report, lots bool) e
 				bite = tr.Zoned(h.FirstBite)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, tr.Int(h.Requests), tr.Int(h.RefusedThen), tr.Int(h.RefusedNow),
-				tr.Int(h.Worse), tr.Int(h.Better), web.FormatWait(h.LongestWait), bite)
+				tr.Int(h.Worse), tr.Int(h.Better), view.FormatWait(h.LongestWait), bite)
 		}
 		row(tr.Sprintf("period"), p.Total)
 		for _, h := range p.Hours {

@@ -321,8 +321,8 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 	if b.json {
 		report.WriteJSONLine(b.m.Stdout, struct {
 			Bucket       view.APIBucket `json:"bucket"`
-			TokensBefore int64         `json:"tokens_before"`
-			Actor        string        `json:"actor"`
+			TokensBefore int64          `json:"tokens_before"`
+			Actor        string         `json:"actor"`
 		}{view.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
 		return nil
 	}

@@ -76,8 +76,8 @@ func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 // bucketsOut is what "buckets list --json" prints.
 type bucketsOut struct {
 	Buckets []view.APIBucket `json:"buckets"`
-	Next    string          `json:"next"`
-	Partial bool            `json:"partial"`
+	Next    string           `json:"next"`
+	Partial bool             `json:"partial"`
 }
 
 // showOut is what "buckets show --json" prints.
@@ -260,8 +260,8 @@ func TestBucketsReset(t *testing.T) {
 			require.Equal(t, ExitOK, code, stderr)
 			out := decodeJSON[struct {
 				Bucket       view.APIBucket `json:"bucket"`
-				TokensBefore int64         `json:"tokens_before"`
-				Actor        string        `json:"actor"`
+				TokensBefore int64          `json:"tokens_before"`
+				Actor        string         `json:"actor"`
 			}](t, stdout)
 			require.Equal(t, "alice", out.Actor)
 			require.Equal(t, 0.0, out.Bucket.CooldownSeconds)

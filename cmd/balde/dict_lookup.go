@@ -19,16 +19,12 @@ import (
 // mirror would admit it and asks again (other payers go on meanwhile),
 // with --no-wait it is reported and the run goes on.
 func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("dict-lookup",
+		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
+		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv", storeFlags, dictFlags, policyFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("dict-lookup",
-		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
-		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv")
-	cfg.addStoreFlags(fs)
-	cfg.addDictFlags(fs)
-	cfg.addPolicyFlags(fs)
 	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
 	var wf waitFlags
 	wf.add(fs)
@@ -49,7 +45,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 1 {
 		return UsageError("dict-lookup: want exactly one FILE.csv (\"-\" for stdin), got %d arguments", fs.NArg())
 	}
-	if err := checkDict(cfg, UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
+	if err := checkDict(*cfg, UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
 		return err
 	}
 	if *payer != "" {
@@ -77,7 +73,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 
 	clock := m.batchClock()
 	dc := cfg.DictConfig(cfg.DictURL)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Dict: &dc})
+	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Dict: &dc})
 	if err != nil {
 		return err
 	}

@@ -48,11 +48,11 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	g, err := m.parseGateway(args, "gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
 		"gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"",
-		func(fs *flag.FlagSet, cfg *Config) { cfg.addDictFlags(fs) })
+		func(fs *flag.FlagSet, cfg *Config) { cfg.AddFlags(fs, dictFlags...) })
 	if err != nil {
 		return err
 	}
-	cfg := &g.cfg
+	cfg := g.cfg
 	if len(g.args) != 0 {
 		return UsageError("gateway dict: unexpected argument %q", g.args[0])
 	}
@@ -83,7 +83,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 // (reloaded on SIGHUP and when their file changes, or anyone on loopback
 // with --no-client-auth) and TLS (with --tls-cert).
 type gatewayCmd struct {
-	cfg    Config
+	cfg    *Config
 	addr   string
 	noAuth *bool
 	args   []string // none is right
@@ -96,7 +96,8 @@ type gatewayCmd struct {
 // trusted proxies and the inbound limiter, then the flags the gateway adds
 // (flags).
 func (m *Main) parseGateway(args []string, name, addrEnv, def, synopsis, example string, flags func(*flag.FlagSet, *Config)) (*gatewayCmd, error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand(name, synopsis, example, storeFlags, policyFlags, backgroundFlags,
+		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})
 	if err != nil {
 		return nil, err
 	}
@@ -104,15 +105,9 @@ func (m *Main) parseGateway(args []string, name, addrEnv, def, synopsis, example
 	if v := m.Getenv(addrEnv); v != "" {
 		g.addr = v
 	}
-	fs := m.newFlagSet(name, synopsis, example)
 	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
-	g.cfg.AddFlags(fs, "clients", "tls-cert", "tls-key", "client-ca")
 	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
-	g.cfg.addStoreFlags(fs)
-	g.cfg.addPolicyFlags(fs)
-	g.cfg.addBackgroundFlags(fs)
-	g.cfg.AddFlags(fs, "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window")
-	flags(fs, &g.cfg)
+	flags(fs, g.cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -131,7 +126,7 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, options func() (engineOp
 	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
 		return nil, settingUsage(err)
 	}
-	inbound, err := newInboundConfig(g.cfg)
+	inbound, err := newInboundConfig(*g.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +138,7 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, options func() (engineOp
 		return nil, err
 	}
 	opts.Inbound, opts.Observer, opts.Logger, opts.Jobs = inbound, web.NewMetrics(), logger, g.cfg.Jobs()
-	return openEngine(ctx, g.cfg, opts)
+	return openEngine(ctx, *g.cfg, opts)
 }
 
 // serve serves api as web.GatewayHandler has it (the inbound limiter,
@@ -185,12 +180,12 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 			envName = fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 			hold = fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot or DE is held for its RUC's gate, in order of arrival, before a fault with Retry-After is answered; clients' timeouts must exceed it by SIFEN's answer time; 0 never holds")
 			allowUnsigned = fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
-			cfg.addSifenFlags(fs)
+			cfg.AddFlags(fs, sifenFlags...)
 		})
 	if err != nil {
 		return err
 	}
-	cfg := &g.cfg
+	cfg := g.cfg
 	if len(g.args) != 0 {
 		return UsageError("gateway sifen: unexpected argument %q", g.args[0])
 	}

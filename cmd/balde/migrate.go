@@ -19,13 +19,11 @@ import (
 // warning on stderr, since forcing a version the schema does not match
 // makes every later migration run against the wrong schema.
 func runMigrate(ctx context.Context, m *Main, args []string) error {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("migrate", "migrate up|down|version|force VERSION [--db DSN]",
+		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde", storeFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("migrate", "migrate up|down|version|force VERSION [--db DSN]",
-		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde")
-	cfg.addStoreFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

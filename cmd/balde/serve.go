@@ -25,20 +25,13 @@ import (
 // re-grading, reconciliation, pruning), serves until the context ends
 // (Ctrl-C, SIGTERM), and shuts down gracefully.
 func runServe(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
+		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
+			"  BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem "+
+			"BALDE_ADMIN_PASSWORD=... balde serve --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde", storeFlags, webFlags, dictFlags, sifenFlags, policyFlags, backgroundFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
-		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
-			"  BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem "+
-			"BALDE_ADMIN_PASSWORD=... balde serve --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde")
-	cfg.addStoreFlags(fs)
-	cfg.addWebFlags(fs)
-	cfg.addDictFlags(fs)
-	cfg.addSifenFlags(fs)
-	cfg.addPolicyFlags(fs)
-	cfg.addBackgroundFlags(fs)
 	create := fs.Bool("create", false, "create the SQLite database if its file does not exist (without it, only the default path is created)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -68,7 +61,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	var client *sifen.Client
 	if cfg.SifenURL != "" {
 		var err error
-		if client, err = sifenClient(cfg, cfg.SifenURL); err != nil {
+		if client, err = sifenClient(*cfg, cfg.SifenURL); err != nil {
 			return err
 		}
 	}
@@ -81,7 +74,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	} else if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	a, err := openApp(ctx, cfg, client, logger)
+	a, err := openApp(ctx, *cfg, client, logger)
 	if err != nil {
 		return err
 	}

@@ -23,15 +23,12 @@ import (
 // answer or none, not confirmed, the document not left in sending); 2: bad
 // input, nothing asked.
 func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("sifen-override",
+		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
+		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1", storeFlags, sifenFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("sifen-override",
-		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
-		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1")
-	cfg.addStoreFlags(fs)
-	cfg.addSifenFlags(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "who overrides, recorded in the audit trail as cli:ACTOR (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "why (required), recorded in the audit trail")
@@ -60,12 +57,12 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return err
 	}
-	client, err := sifenClient(cfg, cfg.SifenURL)
+	client, err := sifenClient(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
 	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
 	if err != nil {
 		return err
 	}

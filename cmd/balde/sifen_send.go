@@ -24,15 +24,12 @@ import (
 // poller does (each lot queried when its schedule says it is due); with no
 // FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("sifen-send",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
+		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db", storeFlags, sifenFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
-		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db")
-	cfg.addStoreFlags(fs)
-	cfg.addSifenFlags(fs)
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
 	var wf waitFlags
 	wf.add(fs)
@@ -82,13 +79,13 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
-	client, err := sifenClient(cfg, cfg.SifenURL)
+	client, err := sifenClient(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
 	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
 	if err != nil {
 		return err
 	}

@@ -16,17 +16,13 @@ import (
 // policies replayed under another DICT category, capacity, refill or SIFEN
 // interval (internal/whatif, docs/decisions/0150).
 func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("whatif",
+		"whatif --policy P[,P...] [--from T] [--to T] [--category C] [--capacity N] [--refill-tokens N] [--refill-period D] [--interval D] [--lots]",
+		"balde whatif --policy ENTRIES_READ_PARTICIPANT_ANTISCAN --from 2026-01-05 --to 2026-01-12 --category C\n"+
+			"  balde whatif --policy SIFEN_RECEPCION_LOTE --from 2026-01-08T18:00 --to 2026-01-08T20:00 --interval 5s --lots", storeFlags, dictFlags, policyFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("whatif",
-		"whatif --policy P[,P...] [--from T] [--to T] [--category C] [--capacity N] [--refill-tokens N] [--refill-period D] [--interval D] [--lots]",
-		"balde whatif --policy ENTRIES_READ_PARTICIPANT_ANTISCAN --from 2026-01-05 --to 2026-01-12 --category C\n"+
-			"  balde whatif --policy SIFEN_RECEPCION_LOTE --from 2026-01-08T18:00 --to 2026-01-08T20:00 --interval 5s --lots")
-	cfg.addStoreFlags(fs)
-	cfg.addDictFlags(fs)
-	cfg.addPolicyFlags(fs)
 	cfg.AddFlags(fs, "sifen-throttle", "sifen-throttle-prod", "sifen-block-step", "sifen-block-max")
 	policies := fs.String("policy", "", "the policies to replay, comma-separated (required)")
 	from := fs.String("from", "", "start of the period: 2026-01-05, 2026-01-05T14:00 (in BALDE_TIME_ZONE) or RFC 3339 (default: 24 hours before --to)")
@@ -47,7 +43,7 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 	if *policies == "" {
 		return UsageError("whatif: --policy is required (for example ENTRIES_READ_PARTICIPANT_ANTISCAN)")
 	}
-	eng, err := openAdminEngine(ctx, cfg, m.Clock)
+	eng, err := openAdminEngine(ctx, *cfg, m.Clock)
 	if err != nil {
 		return err
 	}

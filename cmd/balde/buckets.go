@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/web"
 )
@@ -115,8 +113,8 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	tr := m.printerIn(cfg)
-	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.DictCatalog())}
+	b := bucketsCmd{m: m, eng: eng, out: report.Buckets{W: m.Stdout, Tr: m.printerIn(cfg), JSON: *output == "json", Wide: *output == "wide",
+		Scope: web.Scopes(eng.DictCatalog())}}
 
 	if action == "shadow" {
 		return b.shadow(ctx, rest[0], rest[1] == "on", *actor, *reason)
@@ -222,15 +220,11 @@ func keyUsage(action string, err error) error {
 	return nil
 }
 
-// bucketsCmd runs one buckets action.
+// bucketsCmd runs one buckets action, printing with out.
 type bucketsCmd struct {
-	m    *Main
-	eng  *engine
-	json bool
-	wide bool
-	tr   *i18n.Printer // the language of LANG; JSON is never translated
-	// scope names whom a key's bucket belongs to (web.Scopes).
-	scope func(throttle.Key) string
+	m   *Main
+	eng *engine
+	out report.Buckets
 }
 
 // listOptions are a listing's filter and order.
@@ -241,27 +235,20 @@ type listOptions struct {
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
 func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
-	return report.Watch(ctx, b.m.Stdout, b.tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
+	return report.Watch(ctx, b.m.Stdout, b.out.Tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
 }
 
-// list prints one page of stored buckets, refilled to now
-// (report.WriteBuckets), or its JSON (/api/buckets').
+// list prints one page of stored buckets, refilled to now.
 func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
 	if err != nil {
 		return err
 	}
-	if b.json {
-		out := view.NewAPIBucketList(page.States, b.scope)
-		out.Next, out.Partial = page.Next, page.Partial
-		report.WriteJSONLine(b.m.Stdout, out)
-		return nil
-	}
-	return report.WriteBuckets(b.m.Stdout, b.tr, page, b.wide, b.scope)
+	return b.out.List(page)
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
-// recent ledger rows (report.WriteBucket, report.WriteLedger).
+// recent ledger rows.
 func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
 	st, err := b.eng.limiter.State(ctx, key)
 	if err != nil {
@@ -274,12 +261,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	if err != nil {
 		return err
 	}
-	if b.json {
-		report.WriteJSONLine(b.m.Stdout, view.NewAPIBucketDetail(st, entries, b.scope))
-		return nil
-	}
-	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
-	return report.WriteLedger(b.m.Stdout, b.tr, entries, limit)
+	return b.out.Show(st, entries, limit)
 }
 
 // reset fills a stored bucket and clears its cooldown and block
@@ -296,8 +278,8 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if !yes {
-		report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
-		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
+		report.WriteBucket(b.m.Stdout, b.out.Tr, st, b.out.Scope)
+		fmt.Fprint(b.m.Stdout, b.out.Tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
 		if err != nil {
 			fmt.Fprintln(b.m.Stdout)
@@ -314,18 +296,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 	} else if err != nil {
 		return err
 	}
-	if b.json {
-		report.WriteJSONLine(b.m.Stdout, struct {
-			Bucket       view.APIBucket `json:"bucket"`
-			TokensBefore int64          `json:"tokens_before"`
-			Actor        string         `json:"actor"`
-		}{view.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
-		return nil
-	}
-	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(r.Before.Tokens, 10), strconv.FormatInt(r.After.Tokens, 10), actor))
-	if r.RemoteBlockStays {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
-	}
+	b.out.Reset(key, r, actor)
 	return nil
 }
 

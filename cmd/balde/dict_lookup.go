@@ -26,8 +26,8 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
-	var wf waitFlags
-	wf.add(fs)
+	var wf report.WaitFlags
+	wf.Add(fs)
 	senders := fs.Int("senders", dict.DefaultBatchSenders, "the most lookups in flight at once (payers go side by side; one payer's lines go in order)")
 	outPath := fs.String("out", "", "write the results to FILE (CSV, or JSON with --format json or a .json name)")
 	format := fs.String("format", "", "format of --out: csv or json (default: from the file name, else csv)")
@@ -35,7 +35,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	wait, maxWait, err := wf.resolve("dict-lookup")
+	wait, maxWait, err := waitOf(wf, "dict-lookup")
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
-	rep.Progress = wf.progressTo(m, mode)
+	rep.Progress = wf.ProgressTo(m.Stderr, mode)
 	lookup := &report.DictLookup{Reporter: rep, Wait: wait, MaxWait: maxWait}
 	if out != nil {
 		lookup.Out = out

@@ -31,8 +31,8 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
-	var wf waitFlags
-	wf.add(fs)
+	var wf report.WaitFlags
+	wf.Add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
 	replace := fs.Bool("replace", false, "a draft or error of the database holding a FILE's CDC with other content takes the FILE's content (without it, that DE is reported invalid and not sent)")
@@ -50,7 +50,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return err
 	}
-	wait, maxWait, err := wf.resolve("sifen-send")
+	wait, maxWait, err := waitOf(wf, "sifen-send")
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
 		Reporter: report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), Warn: m.Stderr,
 	}
-	b.Reporter.Progress = wf.progressTo(m, mode)
+	b.Reporter.Progress = wf.ProgressTo(m.Stderr, mode)
 	sum, err := b.Run(ctx, items)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
@@ -45,16 +44,19 @@ func runGateway(ctx context.Context, m *Main, args []string) error {
 }
 
 func runDictGateway(ctx context.Context, m *Main, args []string) error {
-	g, err := m.parseGateway(args, "gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
+	g, fs, err := m.newGateway("gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
 		"gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"",
-		func(fs *flag.FlagSet, cfg *Config) { cfg.AddFlags(fs, dictFlags...) })
+		dictFlags)
 	if err != nil {
 		return err
 	}
 	cfg := g.cfg
-	if len(g.args) != 0 {
-		return UsageError("gateway dict: unexpected argument %q", g.args[0])
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return UsageError("gateway dict: unexpected argument %q", fs.Arg(0))
 	}
 	if err := checkDict(*cfg, UsageError("gateway dict: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
 		return err
@@ -62,10 +64,8 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway dict: --addr %q: %v", g.addr, err)
 	}
-	e, err := g.open(ctx, m, func() (engineOptions, error) {
-		dc := cfg.DictConfig(cfg.DictURL)
-		return engineOptions{Dict: &dc}, nil
-	})
+	dc := cfg.DictConfig(cfg.DictURL)
+	e, err := g.open(ctx, m, engineOptions{Dict: &dc})
 	if err != nil {
 		return err
 	}
@@ -79,27 +79,25 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	})
 }
 
-// gatewayCmd is one gateway command: its name, settings, address, clients
+// gatewayCmd is one gateway command: its settings, address, clients
 // (reloaded on SIGHUP and when their file changes, or anyone on loopback
 // with --no-client-auth) and TLS (with --tls-cert).
 type gatewayCmd struct {
 	cfg    *Config
 	addr   string
 	noAuth *bool
-	args   []string // none is right
 	access settings.GatewayAccess
 }
 
-// parseGateway reads what both gateways take: the settings (the
-// environment, then the flags), --addr (over the variable addrEnv, else
-// def), the clients and TLS, the store, policies and background work, the
-// trusted proxies and the inbound limiter, then the flags the gateway adds
-// (flags).
-func (m *Main) parseGateway(args []string, name, addrEnv, def, synopsis, example string, flags func(*flag.FlagSet, *Config)) (*gatewayCmd, error) {
-	cfg, fs, err := m.newCommand(name, synopsis, example, storeFlags, policyFlags, backgroundFlags,
-		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})
+// newGateway starts a gateway command (newCommand) with the flags both
+// gateways take: --addr (over the variable addrEnv, else def), the
+// clients and TLS, the store, policies and background work, the trusted
+// proxies and the inbound limiter; and those of groups.
+func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, error) {
+	cfg, fs, err := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
+		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g := &gatewayCmd{cfg: cfg, addr: def}
 	if v := m.Getenv(addrEnv); v != "" {
@@ -107,37 +105,27 @@ func (m *Main) parseGateway(args []string, name, addrEnv, def, synopsis, example
 	}
 	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
 	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
-	flags(fs, g.cfg)
-	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	g.args = fs.Args()
-	return g, nil
+	return g, fs, nil
 }
 
-// open loads the clients and TLS
-// (settings.Gateway.GatewayAccess: a gateway with no client configured is
-// a usage error, exit 2), and opens the engine with the inbound limiter
-// charging each client its own bucket, the metrics, the background work
-// and what options adds (the DICT client, the SIFEN sender).
-func (g *gatewayCmd) open(ctx context.Context, m *Main, options func() (engineOptions, error)) (*engine, error) {
+// open loads the clients and TLS (settings.Gateway.GatewayAccess: a
+// gateway with no client configured is a usage error, exit 2), and opens
+// the engine of opts (the DICT client, the SIFEN sender) with the inbound
+// limiter charging each client its own bucket, the metrics and the
+// background work.
+func (g *gatewayCmd) open(ctx context.Context, m *Main, opts engineOptions) (*engine, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	var err error
 	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
 		return nil, settingUsage(err)
 	}
-	inbound, err := newInboundConfig(*g.cfg)
-	if err != nil {
+	if opts.Inbound, err = newInboundConfig(*g.cfg); err != nil {
 		return nil, err
 	}
-	if inbound != nil {
-		inbound.Client = g.access.Authenticate
+	if opts.Inbound != nil {
+		opts.Inbound.Client = g.access.Authenticate
 	}
-	opts, err := options()
-	if err != nil {
-		return nil, err
-	}
-	opts.Inbound, opts.Observer, opts.Logger, opts.Jobs = inbound, web.NewMetrics(), logger, g.cfg.Jobs()
+	opts.Observer, opts.Logger, opts.Jobs = web.NewMetrics(), logger, g.cfg.Jobs()
 	return openEngine(ctx, *g.cfg, opts)
 }
 
@@ -170,24 +158,22 @@ func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *engine, api http.Han
 // front of SIFEN (or a simulator), sharing the RUC gates of serve and
 // sifen-send through the database.
 func runSifenGateway(ctx context.Context, m *Main, args []string) error {
-	var envName *string
-	var hold *time.Duration
-	var allowUnsigned *bool
-	g, err := m.parseGateway(args, "gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
+	g, fs, err := m.newGateway("gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
 		"gateway sifen [--addr HOST:PORT] [--db DSN] --clients FILE --sifen-url URL [--env test|prod] [--hold D] [flags]",
 		"balde gateway sifen --addr 127.0.0.1:8082 --clients /etc/balde/clients --db postgres://balde@db/balde --sifen-url official --env prod",
-		func(fs *flag.FlagSet, cfg *Config) {
-			envName = fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
-			hold = fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot or DE is held for its RUC's gate, in order of arrival, before a fault with Retry-After is answered; clients' timeouts must exceed it by SIFEN's answer time; 0 never holds")
-			allowUnsigned = fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
-			cfg.AddFlags(fs, sifenFlags...)
-		})
+		sifenFlags)
 	if err != nil {
 		return err
 	}
 	cfg := g.cfg
-	if len(g.args) != 0 {
-		return UsageError("gateway sifen: unexpected argument %q", g.args[0])
+	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
+	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot or DE is held for its RUC's gate, in order of arrival, before a fault with Retry-After is answered; clients' timeouts must exceed it by SIFEN's answer time; 0 never holds")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return UsageError("gateway sifen: unexpected argument %q", fs.Arg(0))
 	}
 	env, err := sifen.ParseEnv(*envName)
 	if err != nil {
@@ -208,15 +194,13 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
 	}
-	e, err := g.open(ctx, m, func() (engineOptions, error) {
-		client, err := sifenClient(*cfg, cfg.SifenURL)
-		if err != nil {
-			return engineOptions{}, err
-		}
-		sc := cfg.SifenConfig(client)
-		sc.AllowUnsigned = *allowUnsigned
-		return engineOptions{Sifen: &sc}, nil
-	})
+	client, err := sifenClient(*cfg, cfg.SifenURL)
+	if err != nil {
+		return err
+	}
+	sc := cfg.SifenConfig(client)
+	sc.AllowUnsigned = *allowUnsigned
+	e, err := g.open(ctx, m, engineOptions{Sifen: &sc})
 	if err != nil {
 		return err
 	}

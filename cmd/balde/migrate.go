@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/balde-throttle/balde/internal/alldrivers"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
@@ -88,19 +89,6 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(m.Stdout, schemaState(engine, version, latest, dirty))
+	fmt.Fprintln(m.Stdout, report.SchemaState(engine, version, latest, dirty))
 	return nil
-}
-
-// schemaState is "sqlite version 3 of 5 (2 pending)", "… (current)", or
-// the dirty state with what to do about it.
-func schemaState(engine sqlstore.Engine, version, latest uint, dirty bool) string {
-	state := "current"
-	switch {
-	case dirty:
-		state = "dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION"
-	case version < latest:
-		state = fmt.Sprintf("%d pending", latest-version)
-	}
-	return fmt.Sprintf("%s version %d of %d (%s)", engine, version, latest, state)
 }

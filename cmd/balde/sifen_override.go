@@ -76,10 +76,7 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	if !*yes {
-		fmt.Fprintf(m.Stdout, "%s\nCDC %s\n%s\n\n", tr.Sprintf("Document %d (RUC %s, %s) was left in sending by a send without answer (%s). balde keeps it unsendable until SIFEN answers for it, and after SIFEN's 0420 (not found) until that send is 48 hours old: DNIT says the processing of a lot takes 1 to 24 hours.",
-			d.ID, d.RUC.String(), string(d.Env), tr.Time(d.ClaimedAt)), d.CDC,
-			tr.Sprintf("Risk: SIFEN may still be processing the first send. If it is, the document reaches SIFEN twice: the second send is rejected as a duplicate CDC, or its lot is not queued (0301) and the RUC is blocked."))
-		fmt.Fprint(m.Stdout, tr.Sprintf("Ask SIFEN about document %d now and, if it answers 0420, make it sendable again, as %s? [y/N] ", id, strconv.Quote(*actor)))
+		report.WriteOverridePrompt(m.Stdout, tr, d, *actor)
 		answer, err := report.ReadAnswer(ctx, m.Stdin)
 		if err != nil {
 			fmt.Fprintln(m.Stdout)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
-	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -46,7 +44,8 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	case op != "up" && op != "down" && op != "version":
 		return UsageError("migrate: unknown action %q (want up, down, version or force VERSION)", op)
 	}
-	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
+	engine, _, err := sqlstore.ParseDSN(cfg.DB)
+	if err != nil {
 		return UsageError("%v", err)
 	}
 	if op != "up" {
@@ -57,7 +56,6 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	engine, _, _ := sqlstore.ParseDSN(cfg.DB)
 	latest, err := migrations.Latest(engine)
 	if err != nil {
 		return err
@@ -65,30 +63,5 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if op == "force" && force > int(latest) {
 		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
 	}
-	var version uint
-	var dirty bool
-	err = alldrivers.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
-		switch op {
-		case "up":
-			err = mg.Up()
-		case "down":
-			err = mg.Down()
-		case "force":
-			if version, dirty, err = mg.Version(); err == nil {
-				fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
-					"the schema must already match it, or later migrations will fail or damage data\n", force, version, dirty)
-				err = mg.Force(force)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		version, dirty, err = mg.Version()
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(m.Stdout, report.SchemaState(engine, version, latest, dirty))
-	return nil
+	return report.Migrate(ctx, m.Stdout, m.Stderr, cfg.DB, op, force)
 }

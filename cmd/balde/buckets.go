@@ -112,7 +112,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	b := bucketsCmd{m: m, eng: eng, out: report.Buckets{W: m.Stdout, Tr: m.printerIn(cfg), JSON: *output == "json", Wide: *output == "wide",
 		Scope: web.Scopes(eng.DictCatalog())}}
 
@@ -169,28 +169,32 @@ func requireDatabase(dsn string) error {
 }
 
 // openAdminEngine opens the engine of an existing database
-// (requireDatabase) with every policy serve knows — the
-// inbound limiter's too, so its buckets are not shown as orphans — and
-// the DICT category a reconciliation recorded. clock is the engine's time
+// (requireDatabase) with every policy serve knows — the inbound
+// limiter's too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not
+// shown as orphans — and the DICT category a reconciliation recorded. clock is the engine's time
 // (nil: the system clock).
 func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
 	}
-	inbound, err := newInbound(cfg)
+	ic, err := newInboundConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var resolvers throttle.Resolvers
-	if inbound != nil {
-		resolvers = append(resolvers, inbound.Policies())
+	if ic != nil {
+		in, err := web.NewInbound(*ic)
+		if err != nil {
+			return nil, UsageError("inbound limiter: %v", err)
+		}
+		resolvers = append(resolvers, in.Policies())
 	}
 	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
 	if err := eng.RestoreDictCategory(ctx, cfg.DictParticipant); err != nil {
-		return nil, errors.Join(err, eng.close(ctx))
+		return nil, errors.Join(err, eng.Close(ctx))
 	}
 	return eng, nil
 }

@@ -42,7 +42,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	for _, c := range []struct {
 		key  throttle.Key
 		cost int64
@@ -67,7 +67,7 @@ func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	entries, err := eng.Audit().List(ctx, audit.Query{})
 	require.NoError(t, err)
 	return entries
@@ -300,7 +300,7 @@ func TestBucketsScope(t *testing.T) {
 	d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: inbound, Cost: 1})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 
 	code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--json")
 	require.Equal(t, ExitOK, code, stderr)
@@ -428,7 +428,7 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	clock.Advance(48 * time.Hour)
 
 	prune := func(args ...string) int64 {
@@ -493,7 +493,7 @@ func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
 	// Five mistyped keys and a penalty: the bucket at -11/100.
 	_, err = eng.limiter.Sync(ctx, throttle.SyncTarget{Key: seededUser, Tokens: -11, Ref: "mistyped-keys"})
 	require.NoError(t, err)
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	env := map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}
 
 	code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededUser.String())

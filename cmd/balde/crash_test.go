@@ -168,7 +168,7 @@ func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.Ledg
 	t.Helper()
 	eng, err := openEngine(context.Background(), cfg, engineOptions{Logger: discardLogger})
 	require.NoError(t, err)
-	defer eng.close(context.Background())
+	defer eng.Close(context.Background())
 	ctx := context.Background()
 	all := make(map[throttle.Key][]throttle.LedgerEntry)
 	f := inspect.Filter{Limit: inspect.MaxPageSize}

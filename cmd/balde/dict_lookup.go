@@ -77,7 +77,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	if err := learnCategory(ctx, eng); err != nil {
 		return err
 	}

@@ -516,7 +516,7 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 		dc := cfg.DictConfig(url)
 		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
 		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, eng.close(ctx)) })
+		t.Cleanup(func() { require.NoError(t, eng.Close(ctx)) })
 		require.NoError(t, learnCategory(ctx, eng))
 		return eng
 	}
@@ -607,7 +607,7 @@ func TestDictLookupKilledMidRequest(t *testing.T) {
 	ctx := context.Background()
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	st, err := eng.limiter.State(ctx, eng.DictCatalog().Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
 	require.NoError(t, err)
 	remote, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)

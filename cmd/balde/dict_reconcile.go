@@ -31,7 +31,7 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	res, err := eng.Dict().Reconcile(ctx)
 	if err != nil {
 		return err

@@ -69,7 +69,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.close(context.Background())
+	defer e.Close(context.Background())
 	api, err := e.DictGateway(web.DictGatewayConfig{Authenticate: g.access.Authenticate})
 	if err != nil {
 		return UsageError("gateway dict: %v", errors.Unwrap(err))
@@ -204,7 +204,7 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.close(context.Background())
+	defer e.Close(context.Background())
 	holdFor := *hold
 	if holdFor == 0 {
 		holdFor = -1 // web.SifenGatewayConfig: negative never holds

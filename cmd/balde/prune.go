@@ -49,7 +49,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	opts := throttle.PruneOptions{Retention: retention, Batch: *batch, SkipBuckets: *skipBuckets}
 	var res balde.PruneResult
 	if *dryRun {

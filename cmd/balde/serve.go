@@ -60,7 +60,6 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	// one the simulator's client is built once it listens.
 	var client *sifen.Client
 	if cfg.SifenURL != "" {
-		var err error
 		if client, err = sifenClient(*cfg, cfg.SifenURL); err != nil {
 			return err
 		}
@@ -157,20 +156,6 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	return a, nil
 }
 
-// newInbound builds the inbound limiter from cfg (reading
-// BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
-func newInbound(cfg Config) (*web.Inbound, error) {
-	ic, err := newInboundConfig(cfg)
-	if ic == nil || err != nil {
-		return nil, err
-	}
-	in, err := web.NewInbound(*ic)
-	if err != nil {
-		return nil, UsageError("inbound limiter: %v", err)
-	}
-	return in, nil
-}
-
 // newInboundConfig is settings.Settings.InboundConfig, a bad tokens file a
 // usage error.
 func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
@@ -189,7 +174,7 @@ func (a *app) close() error {
 		errs = append(errs, a.server.Close())
 	}
 	if a.engine != nil {
-		errs = append(errs, a.engine.close(context.Background()))
+		errs = append(errs, a.engine.Close(context.Background()))
 	}
 	return errors.Join(append(errs, a.sims.Close())...)
 }

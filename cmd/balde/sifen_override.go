@@ -66,7 +66,7 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 
 	tr := m.printer()
 	d, err := eng.Sifen().Get(ctx, id)

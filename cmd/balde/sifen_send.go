@@ -71,11 +71,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	items, bad := report.ReadSifenFiles(ctx, files, env, *allowUnsigned)
 	if len(bad) > 0 {
-		rep := report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
-		for _, it := range bad {
-			rep.Item(report.Invalid, it.Line(), it.Record())
-		}
-		rep.Finish(false, len(items)-len(bad))
+		report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()).Invalid(bad, len(items))
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
@@ -89,7 +85,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	sender := eng.Sifen()
 	b := &report.SifenSend{
 		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,

@@ -395,7 +395,7 @@ func TestSifenSendRejected(t *testing.T) {
 	require.NoError(t, err)
 	_, err = eng.Sifen().Poll(ctx)
 	require.NoError(t, err)
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	require.Equal(t, map[string]int{"approved": 1, "rejected": 1}, documentStatuses(t, db))
 
 	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--json", dir)

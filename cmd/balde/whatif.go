@@ -47,7 +47,7 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	tr := m.printerIn(cfg)
 	q := whatif.Query{Policies: strings.Split(*policies, ","), Scenario: sc}
 	if q.To, err = report.ParseWhen(*to, eng.limiter.Now(), tr.Location()); err != nil {

@@ -30,6 +30,16 @@ func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUns
 	return items, bad
 }
 
+// Invalid reports the invalid items bad of a run of total items, none of
+// which is sent: each bad item, then the summary with the others not
+// processed.
+func (r *Reporter) Invalid(bad []*SifenItem, total int) {
+	for _, it := range bad {
+		r.Item(Invalid, it.Line(), it.Record())
+	}
+	r.Finish(false, total-len(bad))
+}
+
 // SifenSend draws one run of "balde sifen-send" (Sender.SendFiles, then
 // with Follow sifen.FollowDocuments) on Reporter: one item per DE, whose
 // result (sent, skipped, blocked, invalid, failed) and message say what

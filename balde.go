@@ -385,7 +385,7 @@ func (e *Engine) Audit() *auditsql.Store { return e.audit }
 func (e *Engine) policyNames() []string {
 	var names []string
 	if e.inbound != nil {
-		names = append(names, e.inbound.PolicyNames()...)
+		names = append(names, web.InboundPolicyNames()...)
 	}
 	for _, s := range e.catalog.Specs() {
 		names = append(names, s.Name)

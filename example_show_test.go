@@ -11,8 +11,8 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // One bucket as "balde buckets show" has it: the key read as an operator
@@ -41,8 +41,8 @@ func Example_bucketsShow() {
 	err = eng.RestoreDictCategory(ctx, "12345678") // none recorded: unchanged
 	st, _ := eng.Limiter().State(ctx, key)
 	rows, _ := eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &key, Limit: 20})
-	out, _ := json.Marshal(web.NewAPIBucketDetail(st, rows, nil).Ledger)
-	v := web.ViewBucket(i18n.New(i18n.English, time.UTC), st, nil)
+	out, _ := json.Marshal(view.NewAPIBucketDetail(st, rows, nil).Ledger)
+	v := view.ViewBucket(i18n.New(i18n.English, time.UTC), st, nil)
 	fmt.Println(err, string(out))
 	fmt.Println(v.Severity, v.LastSend)
 	// Output:

@@ -13,6 +13,7 @@ import (
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -68,7 +69,7 @@ type lotView struct {
 	NextQuery string
 }
 
-// lotLister is what a SifenSender may add for the lots tab (*sifen.Sender
+// lotLister is what a sifenSender may add for the lots tab (*sifen.Sender
 // has it).
 type lotLister interface {
 	Lots(ctx context.Context) ([]sifen.LotRef, error)
@@ -369,7 +370,7 @@ func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr 
 		}
 		v := lotView{Env: string(l.Env), LotNumber: l.LotNumber, RUC: l.RUC, Documents: l.Documents, SentAt: formatWhenIn(tr, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
-			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), FormatWait(wait))
+			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), view.FormatWait(wait))
 		} else {
 			v.NextQuery = tr.Sprintf("next query now")
 		}

@@ -9,10 +9,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
-	"github.com/balde-throttle/balde/web"
 )
 
 // Issue 20: the periodic prune deleted a full idle bucket's row, and the
@@ -74,7 +74,7 @@ func TestAdminBucketsListSaysWhenAnEmptyBucketAdmitsAgain(t *testing.T) {
 			st, err := e.limiter.State(ctx, key("P", tt.id))
 			require.NoError(t, err)
 			if tt.want != "" {
-				require.Equal(t, tt.want, "refills in "+web.FormatWait(st.RetryAfter), "the state the bucket page shows")
+				require.Equal(t, tt.want, "refills in "+view.FormatWait(st.RetryAfter), "the state the bucket page shows")
 			}
 			doc := document(t, e.get("/admin/buckets", asAdmin))
 			require.Equal(t, tt.want, row(t, doc, tt.id)["Cooldown / block"].Text())

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -64,29 +63,6 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 		}
 	}
 	return false
-}
-
-// ParseTrustedProxies reads a comma- or space-separated list of CIDR
-// prefixes or single addresses ("10.0.0.0/8, 127.0.0.1, ::1").
-func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		if strings.Contains(f, "/") {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				return nil, fmt.Errorf("web: trusted proxy %q: %w", f, err)
-			}
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(f)
-		if err != nil {
-			return nil, fmt.Errorf("web: trusted proxy %q is neither an address nor a CIDR prefix", f)
-		}
-		a = a.Unmap()
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
 }
 
 // limitIdentifier is the identifier of a client IP in the inbound limiter:

@@ -11,13 +11,14 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// DictClient is what the DICT lookup page and the /policies/ endpoints
+// dictClient is what the DICT lookup page and the /policies/ endpoints
 // need from the DICT client. *dict.Client implements it; tests may pass a
 // fake.
-type DictClient interface {
+type dictClient interface {
 	// GetEntry looks a key up for a payer: the local mirror first, then
 	// the DICT, settled by the answer.
 	GetEntry(ctx context.Context, req dict.LookupRequest) (dict.Result[dict.GetEntryResponse], error)
@@ -33,7 +34,7 @@ type DictClient interface {
 	Catalog() *dict.Catalog
 }
 
-var _ DictClient = (*dict.Client)(nil)
+var _ dictClient = (*dict.Client)(nil)
 
 // dictLookupPage is dict_lookup.html: the form, and the result of a lookup
 // or of a payment.
@@ -266,7 +267,7 @@ func newRemoteView(e *dict.RemoteError) *remoteView {
 		v.Type, v.Title, v.Detail = e.Problem.TypeName(), e.Problem.Title, e.Problem.Detail
 	}
 	if e.RetryAfter > 0 {
-		v.RetryAfter = FormatWait(e.RetryAfter)
+		v.RetryAfter = view.FormatWait(e.RetryAfter)
 	}
 	return v
 }

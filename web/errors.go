@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -54,7 +55,7 @@ type rateLimitError struct {
 }
 
 func (e *rateLimitError) Error() string {
-	return fmt.Sprintf("web: too many requests (%s limit): retry in %s", e.Policy, FormatWait(e.RetryAfter))
+	return fmt.Sprintf("web: too many requests (%s limit): retry in %s", e.Policy, view.FormatWait(e.RetryAfter))
 }
 
 // HeaderLocalRefusal is set ("local") on a 429 of a local refusal: the
@@ -113,7 +114,7 @@ func newProblem(status int, message string, retryAfter time.Duration) problem {
 // the limiter's bucket, reason and wait (docs/decisions/0130).
 func refusalProblem(op string, d throttle.Decision) problem {
 	p := newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s refused locally: bucket %s is %s, retry in %s; nothing was sent, send again after %d s",
-		op, d.Key, d.Reason, FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
+		op, d.Key, d.Reason, view.FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
 	p.refused = &d
 	return p
 }
@@ -370,7 +371,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 		Message: l.T.Text(p.message),
 	}
 	if p.retryAfter > 0 {
-		page.RetryAfter = FormatWait(p.retryAfter)
+		page.RetryAfter = view.FormatWait(p.retryAfter)
 	}
 	if p.status == http.StatusTooManyRequests {
 		// Every other page of balde is limited by the same bucket: the

@@ -1,9 +1,13 @@
 package web
 
 import (
+	"context"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/balde-throttle/balde/internal/inspect"
 )
 
 // PolicyInboundClient is the inbound policy of a gateway's clients.
@@ -56,3 +60,23 @@ const DefaultInboundAdminLimit = defaultInboundAdminLimit
 const DictGatewayPaymentsPath = dictGatewayPaymentsPath
 
 var FormatBucketWait = formatBucketWait
+
+// Watch is the reload loop of GatewayHandler, with its period and signals.
+func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
+	c.watch(ctx, every, signals)
+}
+
+// SifenSender is the send path of the documents pages (Server.Sifen).
+type SifenSender = sifenSender
+
+// SetBuckets sets the bucket gauges from a count of every bucket.
+func (m *Metrics) SetBuckets(c inspect.SeverityCounts) { m.setBuckets(c) }
+
+const (
+	PolicyInboundToken = policyInboundToken
+	PolicyInboundAdmin = policyInboundAdmin
+	TokenHeader        = defaultTokenHeader
+)
+
+// Port is the port Open listens on.
+func (s *Server) Port() int { return s.port() }

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/audit"
@@ -27,9 +29,9 @@ import (
 // certificate the gateway's client CA issued, known by its subject common
 // name. A name on several lines has several credentials, which is how a
 // token or a certificate is rotated: add the new one, move the client to
-// it, remove the old one. Watch takes the file again on a signal (balde
-// gateway's SIGHUP) and when it changes, without a restart
-// (docs/decisions/0165). Safe for concurrent use.
+// it, remove the old one. GatewayHandler takes the file again on SIGHUP
+// and when it changes, without a restart (docs/decisions/0165). Safe for
+// concurrent use.
 type GatewayClients struct {
 	path   string
 	logger *slog.Logger
@@ -65,7 +67,7 @@ var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 //
 // NAME is 1 to 64 letters, digits, '.', '_' or '-'. A credential listed
 // twice is an error, and so is a file naming no client: a gateway without
-// clients serves nobody. Watch's reloads are logged to logger
+// clients serves nobody. GatewayHandler's reloads are logged to logger
 // (nil: nowhere).
 func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, error) {
 	if logger == nil {
@@ -103,11 +105,43 @@ func (c *GatewayClients) reload() error {
 	return nil
 }
 
-// Watch reloads the file when a signal arrives on signals (balde gateway
+// GatewayHandler is a gateway as balde gateway serves it: api (the
+// gateway: balde.Engine.DictGateway or SifenGateway) behind in (nil: no
+// inbound limit), and ops (balde.Engine.OpsHandler) at /metrics, /healthz,
+// /readyz and /livez. With clients (nil: none), it takes their file again
+// on SIGHUP and when it changes (looked at every 2 s), until ctx ends: a
+// client's token or certificate is rotated without a restart. Serve it
+// with balde.Engine.Serve, or ServeTLS with the clients' TLS
+// configuration.
+func GatewayHandler(ctx context.Context, api, ops http.Handler, in *Inbound, clients *GatewayClients) http.Handler {
+	if in != nil {
+		api = in.Middleware(api)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/livez"} {
+		mux.Handle(p, ops)
+	}
+	if clients != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		go func() {
+			defer signal.Stop(hup)
+			clients.watch(ctx, clientsCheckEvery, hup)
+		}()
+	}
+	return mux
+}
+
+// clientsCheckEvery is how often GatewayHandler looks whether the clients
+// file changed.
+const clientsCheckEvery = 2 * time.Second
+
+// watch reloads the file when a signal arrives on signals (GatewayHandler
 // sends SIGHUP there) and when the file changes (its modification time or
 // size, looked at every period), until ctx ends. Each reload is logged; a
 // failed one at Error, the clients kept.
-func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
+func (c *GatewayClients) watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -24,9 +24,9 @@ import (
 // credited as the DICT credits its buckets when the SPI sees the payment.
 const dictGatewayPaymentsPath = "/gateway/payments"
 
-// PaymentCreditor credits the payment order of a lookup once.
+// paymentCreditor credits the payment order of a lookup once.
 // *dict.Client implements it (balde.Engine.Dict).
-type PaymentCreditor interface {
+type paymentCreditor interface {
 	CreditPayment(ctx context.Context, endToEndID string) (dict.PaymentCredit, error)
 }
 
@@ -50,7 +50,7 @@ type DictGatewayConfig struct {
 	Records dict.Records
 	// Payments credits POST DictGatewayPaymentsPath (balde.Engine.Dict());
 	// nil: the endpoint answers 404.
-	Payments PaymentCreditor
+	Payments paymentCreditor
 	// Base sends the requests to the DICT: the PSP's transport with its
 	// mutual TLS (dict.NewTLSClient's). Nil: http.DefaultTransport.
 	Base http.RoundTripper
@@ -74,7 +74,21 @@ type DictGatewayConfig struct {
 	Logger *slog.Logger
 }
 
-// DictGateway is a reverse proxy for the DICT API that throttles every
+// dictGateway is the gateway NewDictGateway returns.
+type dictGateway struct {
+	target, policies *url.URL
+	participant      string
+	meter            dict.Meter
+	payments         paymentCreditor
+	signer           dict.Signer
+	logger           *slog.Logger
+	proxy            *httputil.ReverseProxy
+	access           gatewayAccess
+}
+
+var _ http.Handler = (*dictGateway)(nil)
+
+// NewDictGateway returns a reverse proxy for the DICT API that throttles every
 // request with the local mirror, for DICT clients not written in Go: only
 // their base URL changes. Each request is matched to its operation and
 // policies (dict.MatchRoute), reserved before it is forwarded (the payer
@@ -105,29 +119,16 @@ type DictGatewayConfig struct {
 // DICT reports is lowered to it (never raised).
 //
 // POST DictGatewayPaymentsPath?endToEndId=E2E credits a payment (see
-// PaymentCreditor) and answers JSON: {"endToEndId", "duplicate",
+// paymentCreditor) and answers JSON: {"endToEndId", "duplicate",
 // "credited": [{"policy", "applied", "balance"}]}; 400 for a malformed
 // EndToEndId, 404 for one never looked up through the mirror, 409 for a
 // lookup that found no entry.
 //
 // Safe for concurrent use; several gateways on one database (one
 // PostgreSQL) admit together exactly what one would.
-type DictGateway struct {
-	target, policies *url.URL
-	participant      string
-	meter            dict.Meter
-	payments         PaymentCreditor
-	signer           dict.Signer
-	logger           *slog.Logger
-	proxy            *httputil.ReverseProxy
-	access           gatewayAccess
-}
-
-var _ http.Handler = (*DictGateway)(nil)
-
-// NewDictGateway returns the gateway of cfg. Errors say which setting is
-// wrong (an ISPB error wraps dict.ErrInvalidISPB).
-func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
+//
+// Errors say which setting is wrong (an ISPB error wraps dict.ErrInvalidISPB).
+func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 	if err := dict.ValidateISPB(cfg.Participant); err != nil {
 		return nil, fmt.Errorf("web: DICT gateway participant: %w", err)
 	}
@@ -144,7 +145,7 @@ func NewDictGateway(cfg DictGatewayConfig) (*DictGateway, error) {
 			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
 		}
 	}
-	g := &DictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
+	g := &dictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
 		payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
 	if g.logger == nil {
 		g.logger = nowhere
@@ -177,12 +178,12 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (g *DictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *dictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.access.serve(w, r, g.fail, g.serve)
 }
 
 // serve answers the request of a known client.
-func (g *DictGateway) serve(w http.ResponseWriter, r *http.Request) {
+func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == dictGatewayPaymentsPath {
 		g.creditPayment(w, r)
 		return
@@ -247,7 +248,7 @@ func readDictBody(r *http.Request) ([]byte, error) {
 
 // rewrite points the outgoing request at the DICT (or the policies host),
 // keeping the client's path, query and headers.
-func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
+func (g *dictGateway) rewrite(pr *httputil.ProxyRequest) {
 	base := g.target
 	if rt, _, _ := dict.MatchRoute(pr.In.Method, pr.In.URL.Path); strings.HasPrefix(rt.Path, "/policies/") {
 		base = g.policies
@@ -258,12 +259,12 @@ func (g *DictGateway) rewrite(pr *httputil.ProxyRequest) {
 
 // answerError answers a request the proxy got no answer for: a local
 // refusal, bad input, an unavailable database, or the DICT's silence.
-func (g *DictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
+func (g *dictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
 	g.fail(w, r, upstream("the DICT did not answer", false, err))
 }
 
 // fail answers err as the DICT writes its errors (problemOf, writeXML).
-func (g *DictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (g *dictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(r, err)
 	call := callOf(r)
 	call.message = p.message
@@ -280,7 +281,7 @@ type gatewayCredit struct {
 }
 
 // creditPayment is POST DictGatewayPaymentsPath?endToEndId=E2E.
-func (g *DictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
+func (g *dictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
 	if g.payments == nil {
 		g.fail(w, r, fmt.Errorf("%w: payments are not configured", errNotFound))
 		return

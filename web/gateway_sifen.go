@@ -77,7 +77,26 @@ type SifenGatewayConfig struct {
 	Logger *slog.Logger
 }
 
-// SifenGateway is a SOAP 1.2 endpoint in front of SIFEN for issuers whose
+// sifenGateway is the gateway NewSifenGateway returns.
+type sifenGateway struct {
+	sender *sifen.Sender
+	client *sifen.Client
+	// unsigned lets unsigned events through (test only).
+	unsigned bool
+	env      sifen.Env
+	hold     time.Duration
+	sleep    func(context.Context, time.Duration) error
+	logger   *slog.Logger
+	access   gatewayAccess
+	lines    rucLines
+	// parsing bounds the lots inflated and parsed at once: the work is
+	// CPU-bound, and each may hold up to 8 MiB while it is read.
+	parsing chan struct{}
+}
+
+var _ http.Handler = (*sifenGateway)(nil)
+
+// NewSifenGateway returns a SOAP 1.2 endpoint in front of SIFEN for issuers whose
 // systems are not written in Go (a Python web app and its batch
 // tools, say): they change SIFEN's base URL and nothing else.
 //
@@ -112,26 +131,7 @@ type SifenGatewayConfig struct {
 //
 // Safe for concurrent use; gateways, serve and sifen-send on one database
 // share every RUC's gate.
-type SifenGateway struct {
-	sender *sifen.Sender
-	client *sifen.Client
-	// unsigned lets unsigned events through (test only).
-	unsigned bool
-	env      sifen.Env
-	hold     time.Duration
-	sleep    func(context.Context, time.Duration) error
-	logger   *slog.Logger
-	access   gatewayAccess
-	lines    rucLines
-	// parsing bounds the lots inflated and parsed at once: the work is
-	// CPU-bound, and each may hold up to 8 MiB while it is read.
-	parsing chan struct{}
-}
-
-var _ http.Handler = (*SifenGateway)(nil)
-
-// NewSifenGateway returns the gateway of cfg.
-func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
+func NewSifenGateway(cfg SifenGatewayConfig) (http.Handler, error) {
 	if cfg.Sender == nil {
 		return nil, errors.New("web: SIFEN gateway needs a Sender")
 	}
@@ -141,7 +141,7 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 	if cfg.AllowUnsigned && cfg.Env != sifen.EnvTest {
 		return nil, errors.New("web: SIFEN gateway: unsigned events are for the test environment only")
 	}
-	g := &SifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger,
+	g := &sifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger,
 		parsing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	var err error
 	if g.access, err = newGatewayAccess("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
@@ -160,12 +160,12 @@ func NewSifenGateway(cfg SifenGatewayConfig) (*SifenGateway, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (g *SifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *sifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.access.serve(w, r, g.fail, g.serve)
 }
 
 // serve answers the request of a known client.
-func (g *SifenGateway) serve(w http.ResponseWriter, r *http.Request) {
+func (g *sifenGateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		g.fail(w, r, fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", errMethodNotAllowed))
@@ -195,7 +195,7 @@ func (g *SifenGateway) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // receiveLot is siRecepLoteDE.
-func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
+func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLote](data)
 	if err != nil || fault != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", errBadRequest))
@@ -234,7 +234,7 @@ func (g *SifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 
 // parseLot parses the zipped lot of xDE (sifen.ParseLoteZip), at most
 // cap(g.parsing) at once.
-func (g *SifenGateway) parseLot(ctx context.Context, zipped []byte) (sifen.Lote, error) {
+func (g *sifenGateway) parseLot(ctx context.Context, zipped []byte) (sifen.Lote, error) {
 	select {
 	case g.parsing <- struct{}{}:
 		defer func() { <-g.parsing }()
@@ -262,7 +262,7 @@ func lotTarget(service string, env sifen.Env, lot sifen.Lote) string {
 // there is no answer to pass on (a wait longer than the hold, a local
 // block, no connection, a lost answer) it writes the fault itself and
 // returns false.
-func (g *SifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
+func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
 	deadline := time.Now().Add(g.hold)
 	var line *rucLine
 	defer func() { g.lines.leave(line) }()
@@ -382,7 +382,7 @@ func (ls *rucLines) leave(l *rucLine) {
 }
 
 // queryLot is siResultLoteDE.
-func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
+func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLote](data)
 	if err != nil || fault != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", errBadRequest))
@@ -415,12 +415,12 @@ func (g *SifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 }
 
 // fail answers err as a SOAP 1.2 fault (problemOf, writeSOAPFault).
-func (g *SifenGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (g *sifenGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 	g.answer(w, r, problemOf(r, err), err)
 }
 
 // answer writes p as a SOAP 1.2 fault, logging a server error.
-func (g *SifenGateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
+func (g *sifenGateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
 	call := callOf(r)
 	call.message = p.message
 	logProblem(g.logger, r, p, err, slog.String("gateway", "sifen"), slog.String("client", call.client))
@@ -461,7 +461,7 @@ func (e sifenElement) write(b *bytes.Buffer) {
 // envelope prefixed env, SIFEN's elements ns2. Clients written against
 // SIFEN read them by those prefixes (facturacionelectronicapy-setapi reads
 // result["env:Envelope"]["env:Body"]), so the gateway keeps them.
-func (g *SifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
+func (g *sifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
 	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)

@@ -15,7 +15,7 @@ import (
 // held like a lot while the gate says wait.
 // SIFEN's protocol of the DE is answered as rRetEnviDe and recorded on the
 // document (approved with dProtAut, or rejected).
-func (g *SifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
+func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
 	if err != nil || fault != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest))
@@ -89,7 +89,7 @@ func stripXMLDecl(b []byte) []byte {
 // byte for byte (its status, content type and body). Neither is a
 // reception of documents, to which the RUC's interval applies
 // (docs/decisions/0121).
-func (g *SifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
+func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
 	if g.client == nil {
 		g.fail(w, r, fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service))
 		return
@@ -160,7 +160,7 @@ func checkConsultaRUC(data []byte) error {
 
 // checkEvento accepts rEnviEventoDe holding at least one event (rGesEve),
 // each signed (ds:Signature), unless unsigned events are allowed (test).
-func (g *SifenGateway) checkEvento(data []byte) error {
+func (g *sifenGateway) checkEvento(data []byte) error {
 	var req struct {
 		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviEventoDe"`
 		Events  []struct {

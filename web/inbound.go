@@ -25,14 +25,14 @@ import (
 // name).
 const (
 	PolicyInboundIP     = "INBOUND_IP"
-	PolicyInboundToken  = "INBOUND_TOKEN"
-	PolicyInboundAdmin  = "INBOUND_ADMIN"
+	policyInboundToken  = "INBOUND_TOKEN"
+	policyInboundAdmin  = "INBOUND_ADMIN"
 	policyInboundClient = "INBOUND_CLIENT"
 )
 
-// TokenHeader is the request header that carries an API token, unless
-// InboundConfig.TokenHeader names another.
-const TokenHeader = "API_KEY"
+// defaultTokenHeader is the request header that carries an API token,
+// unless InboundConfig.TokenHeader names another.
+const defaultTokenHeader = "API_KEY"
 
 // InboundConfig configures the inbound limiter (docs/decisions/0006): an exact sliding
 // window of Limit requests per Window for each client IP, and a Block after
@@ -91,15 +91,14 @@ type InboundConfig struct {
 	// it; a Server uses its own TrustedProxies and error pages.
 
 	// TrustedProxies are the peers whose ForwardedHeader is believed when
-	// finding a client's IP (see ParseTrustedProxies). Empty: the socket
-	// address is the client.
+	// finding a client's IP. Empty: the socket address is the client.
 	TrustedProxies []netip.Prefix
 	// ForwardedHeader is the header a trusted proxy appends the client to,
 	// a comma-separated list read from the right (default
 	// "X-Forwarded-For").
 	ForwardedHeader string
 	// TokenHeader is the header that carries an API token (default
-	// TokenHeader, "API_KEY").
+	// "API_KEY").
 	TokenHeader string
 	// Refused writes the answer to a refused request: err is a
 	// *RateLimitError (429), or the store's error when the limiter fails
@@ -262,7 +261,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		cfg.ForwardedHeader = "X-Forwarded-For"
 	}
 	if cfg.TokenHeader == "" {
-		cfg.TokenHeader = TokenHeader
+		cfg.TokenHeader = defaultTokenHeader
 	}
 	if cfg.Refused == nil {
 		cfg.Refused = writeRefusedPlain
@@ -274,7 +273,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	in := &Inbound{
 		env:    cfg.Env,
 		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
-		admin:  rollingPolicy(PolicyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
+		admin:  rollingPolicy(policyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
 		client: rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
 
 		clientOf: cfg.Client,
@@ -309,7 +308,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		if block == 0 {
 			block = cfg.Block
 		}
-		p := rollingPolicy(PolicyInboundToken, t.Limit, window, block, fail)
+		p := rollingPolicy(policyInboundToken, t.Limit, window, block, fail)
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("web: inbound token sha256:%.8s…: %w", t.Hash, err)
 		}
@@ -370,11 +369,11 @@ func (in *Inbound) Policies() throttle.Resolver {
 		switch k.Policy {
 		case PolicyInboundIP:
 			return in.ip, nil
-		case PolicyInboundAdmin:
+		case policyInboundAdmin:
 			return in.admin, nil
 		case policyInboundClient:
 			return in.client, nil
-		case PolicyInboundToken:
+		case policyInboundToken:
 			if p, ok := in.tokens[k.Identifier]; ok {
 				return p, nil
 			}
@@ -384,13 +383,10 @@ func (in *Inbound) Policies() throttle.Resolver {
 	})
 }
 
-// PolicyNames lists the inbound policy names (for the admin filter).
-func (in *Inbound) PolicyNames() []string { return InboundPolicyNames() }
-
 // InboundPolicyNames lists the inbound limiter's policy names, whether or
 // not a limiter is configured (balde buckets filters on them).
 func InboundPolicyNames() []string {
-	return []string{PolicyInboundIP, PolicyInboundToken, PolicyInboundAdmin, policyInboundClient}
+	return []string{PolicyInboundIP, policyInboundToken, policyInboundAdmin, policyInboundClient}
 }
 
 // applies reports whether a request path, as the application's router
@@ -503,7 +499,7 @@ func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, t
 		return throttle.Key{Policy: policyInboundClient, Env: in.env, Identifier: client}, "client", in.client
 	}
 	if admin != "" {
-		k := throttle.Key{Policy: PolicyInboundAdmin, Env: in.env, Identifier: admin}
+		k := throttle.Key{Policy: policyInboundAdmin, Env: in.env, Identifier: admin}
 		if k.Validate() != nil {
 			k.Identifier = HashToken(admin)
 		}
@@ -512,7 +508,7 @@ func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, t
 	if token != "" {
 		h := HashToken(token)
 		if p, ok := in.tokens[h]; ok {
-			return throttle.Key{Policy: PolicyInboundToken, Env: in.env, Identifier: h}, "token", p
+			return throttle.Key{Policy: policyInboundToken, Env: in.env, Identifier: h}, "token", p
 		}
 	}
 	return throttle.Key{Policy: PolicyInboundIP, Env: in.env, Identifier: ip}, "ip", in.ip

@@ -232,7 +232,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			logger.Warn("metrics: count buckets", slog.Any("error", err))
 		} else {
-			m.SetBuckets(c)
+			m.setBuckets(c)
 		}
 	}
 	for _, c := range m.collectors() {
@@ -368,11 +368,11 @@ func (m *Metrics) observeGateway(gateway, client string, status int) {
 // when none), so that a rule sees a series drop to 0 instead of vanish.
 var metricScopeNames = []string{scopeParticipant, scopePayer, scopeOther}
 
-// SetBuckets sets the bucket gauges from counts of the severity now. The
+// setBuckets sets the bucket gauges from counts of the severity now. The
 // levels worse than Healthy, the blocked and the negative buckets are
 // split by scope (c.ByPolicy); Healthy buckets carry no scope, and so do
 // worse ones a partial count could not attribute (c.Partial).
-func (m *Metrics) SetBuckets(c inspect.SeverityCounts) {
+func (m *Metrics) setBuckets(c inspect.SeverityCounts) {
 	m.buckets.Reset()
 	m.blocked.Reset()
 	m.negative.Reset()

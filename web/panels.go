@@ -7,6 +7,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 )
 
@@ -26,7 +27,7 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",
-				Value: "%d%s, capacity %d", ValueArgs: []any{pol.RefillTokens, ratePeriod(pol), pol.Capacity}})
+				Value: "%d%s, capacity %d", ValueArgs: []any{pol.RefillTokens, view.RatePeriod(pol), pol.Capacity}})
 		}
 		return p, nil
 	}
@@ -112,7 +113,7 @@ func scanRow(label string, c dict.ScanCount) PanelRow {
 // status (one counting query), the documents SIFEN did not queue (0301)
 // counted apart from the other errors under the name and colour the
 // documents pages give them.
-func SifenDocumentsPanel(sender SifenSender) PanelFunc {
+func SifenDocumentsPanel(sender sifenSender) PanelFunc {
 	return func(ctx context.Context) (Panel, error) {
 		counts, err := sender.CountByStatus(ctx, "")
 		if err != nil {

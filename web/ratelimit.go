@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/balde-throttle/balde/internal/storebound"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -92,8 +93,8 @@ func (s *Server) mountInbound() {
 // Middleware is the inbound limiter for any router: every request under
 // Paths and not exempt is charged to its client's bucket (the named
 // client's when InboundConfig.Client names one, its API token's when
-// TokenHeader carries a configured one, else its IP's, found through
-// TrustedProxies), answered with the RateLimit headers, and refused with
+// InboundConfig.TokenHeader carries a configured one, else its IP's, found
+// through TrustedProxies), answered with the RateLimit headers, and refused with
 // InboundConfig.Refused (by default a plain-text 429 with Retry-After) when
 // the limit is exceeded or the client is blocked. Requests that pass reach
 // next untouched but for a mark in their context: a Server using the same
@@ -161,7 +162,7 @@ func writeRefusedPlain(w http.ResponseWriter, _ *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if status == http.StatusTooManyRequests {
-		fmt.Fprintf(w, "too many requests: retry in %s\n", FormatWait(wait))
+		fmt.Fprintf(w, "too many requests: retry in %s\n", view.FormatWait(wait))
 		return
 	}
 	fmt.Fprintln(w, "the rate limiter's store is unavailable: retry later")

@@ -3,7 +3,6 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
@@ -206,7 +206,7 @@ func TestInboundClientIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			trusted, err := web.ParseTrustedProxies(tt.trusted)
+			trusted, err := settings.ParseTrustedProxies(tt.trusted)
 			require.NoError(t, err)
 			e := newEnv(t, withInbound(web.InboundConfig{IPLimit: 1, Block: time.Minute}),
 				withServer(func(s *web.Server) { s.TrustedProxies = trusted }))
@@ -278,20 +278,4 @@ func TestInboundBucketsShowInAdmin(t *testing.T) {
 	r := row(t, doc, "198.51.100.77")
 	require.Equal(t, "3", strings.TrimSpace(r["Tokens"].Text()), "the API without the credential and unmatched requests were charged to the IP, the admin's page to the admin")
 	require.Equal(t, "5/min (sliding window)", r["Refill"].Text())
-}
-
-func TestParseTrustedProxies(t *testing.T) {
-	got, err := web.ParseTrustedProxies("10.0.0.0/8, 127.0.0.1 ::1\n192.168.1.7/16")
-	require.NoError(t, err)
-	want := []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("127.0.0.1/32"),
-		netip.MustParsePrefix("::1/128"),
-		netip.MustParsePrefix("192.168.0.0/16"),
-	}
-	require.Equal(t, want, got)
-	for _, bad := range []string{"10.0.0.0/33", "localhost", "1.2.3"} {
-		_, err := web.ParseTrustedProxies(bad)
-		require.Error(t, err, bad)
-	}
 }

@@ -18,7 +18,7 @@ func Scopes(catalog *dict.Catalog) func(throttle.Key) string {
 			return "RUC"
 		case PolicyInboundIP:
 			return "IP"
-		case PolicyInboundToken:
+		case policyInboundToken:
 			return "TOKEN"
 		}
 		if catalog != nil {

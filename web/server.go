@@ -101,16 +101,16 @@ type Server struct {
 	Audit audit.Store
 	// Shadows, when set, turns a policy's shadow mode on and off from the
 	// bucket page: an admin's action, audited (docs/decisions/0200).
-	Shadows ShadowSwitch
+	Shadows shadowSwitch
 
 	// Sifen is the SIFEN send path of the documents pages (/documents): the
 	// same sifen.Sender the batch command sends with. Nil: those pages
 	// answer 404 and leave the navigation.
-	Sifen SifenSender
+	Sifen sifenSender
 	// Dict is the DICT client of the lookup page (/dict/lookup) and of the
 	// DICT-format /policies/ endpoints over the local mirror. Nil: they
 	// answer 404.
-	Dict DictClient
+	Dict dictClient
 	// UploadLimit bounds an uploaded DE or lot, in bytes. NewServer sets
 	// DefaultUploadLimit.
 	UploadLimit int64
@@ -118,7 +118,7 @@ type Server struct {
 	// connection is accepted (or its previous request ends), to send a
 	// request's line and headers; past it Open's server closes the
 	// connection (a slowloris sending its headers a byte at a time holds
-	// nothing longer). NewServer sets DefaultReadHeaderTimeout; zero falls
+	// nothing longer). NewServer sets 10 s (NewHTTPServer's); zero falls
 	// back to the 30 s bound on reading a whole request.
 	ReadHeaderTimeout time.Duration
 
@@ -160,9 +160,9 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
-// DefaultReadHeaderTimeout is NewHTTPServer's ReadHeaderTimeout, and
+// defaultReadHeaderTimeout is NewHTTPServer's ReadHeaderTimeout, and
 // NewServer's.
-const DefaultReadHeaderTimeout = 10 * time.Second
+const defaultReadHeaderTimeout = 10 * time.Second
 
 // NewHTTPServer returns the http.Server every listener of balde is served
 // by (balde serve, both gateways, Server.Open, balde.Engine.Serve), for an
@@ -170,9 +170,9 @@ const DefaultReadHeaderTimeout = 10 * time.Second
 // each phase of a request, so that a slow or stalled client holds a
 // connection and a goroutine only so long:
 //
-//   - ReadHeaderTimeout DefaultReadHeaderTimeout (10 s) from the accept (or
-//     the previous request's end) to the end of the headers: a slowloris
-//     sending its headers a byte at a time is cut off;
+//   - ReadHeaderTimeout 10 s from the accept (or the previous request's
+//     end) to the end of the headers: a slowloris sending its headers a
+//     byte at a time is cut off;
 //   - ReadTimeout 30 s for a whole request, body included (an uploaded lot
 //     is at most a few MB);
 //   - WriteTimeout 60 s from the end of the headers to the end of the
@@ -188,7 +188,7 @@ func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadHeaderTimeout: defaultReadHeaderTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -205,7 +205,7 @@ func NewServer() *Server {
 		SummaryTTL:        15 * time.Second,
 		SummaryFresh:      50 * time.Millisecond,
 		UploadLimit:       defaultUploadLimit,
-		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadHeaderTimeout: defaultReadHeaderTimeout,
 		cop:               http.NewCrossOriginProtection(),
 	}
 	s.router = s.newRouter()
@@ -370,7 +370,7 @@ func (s *Server) URL() string {
 }
 
 // Port returns the port the server listens on, or 0 before Open.
-func (s *Server) Port() int {
+func (s *Server) port() int {
 	if s.ln == nil {
 		return 0
 	}

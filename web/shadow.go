@@ -12,12 +12,12 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// ShadowSwitch turns a policy's shadow mode on and off (balde.Engine's):
+// shadowSwitch turns a policy's shadow mode on and off (balde.Engine's):
 // a policy in shadow mode decides as usual and records its refusals, but
 // admits (docs/decisions/0200). CheckShadow says, changing nothing,
 // whether the policy may be in shadow mode: a DICT or SIFEN mirror policy
 // may not.
-type ShadowSwitch interface {
+type shadowSwitch interface {
 	CheckShadow(policy string) error
 	SetShadow(ctx context.Context, policy string, on bool) error
 }

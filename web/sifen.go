@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// SifenSender is what the documents pages need from SIFEN's send path.
+// sifenSender is what the documents pages need from SIFEN's send path.
 // *sifen.Sender implements it: the Send button calls the very Send the
 // batch command calls, on the same database, so the throttle of a RUC is
 // one whoever sends. Tests may pass a fake.
-type SifenSender interface {
+type sifenSender interface {
 	// Import stores the DEs of a DE or lot XML as drafts of env.
 	Import(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
 	// Get returns one document with its XML (sifen.ErrNotFound).
@@ -40,9 +41,9 @@ type SifenSender interface {
 	Override(ctx context.Context, id int64) (sifen.Overridden, error)
 }
 
-var _ SifenSender = (*sifen.Sender)(nil)
+var _ sifenSender = (*sifen.Sender)(nil)
 
-// rucWaiter is what a SifenSender may add so that pages never say "may be
+// rucWaiter is what a sifenSender may add so that pages never say "may be
 // sent" while the RUC is held back (*sifen.Sender has it).
 type rucWaiter interface {
 	RUCWait(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, error)
@@ -95,16 +96,16 @@ func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr
 	switch dec.Reason {
 	case throttle.ReasonBlocked:
 		h.Blocked = true
-		h.Wait = tr.Sprintf("blocked %s", FormatWait(dec.RetryAfter))
+		h.Wait = tr.Sprintf("blocked %s", view.FormatWait(dec.RetryAfter))
 		if s.Limiter != nil {
 			if st, err := s.Limiter.State(ctx, sifen.RecepcionKey(env, ruc)); err == nil && st.BlockLevel > 0 {
-				h.Wait = tr.Sprintf("blocked %s (block %d in a row)", FormatWait(dec.RetryAfter), st.BlockLevel)
+				h.Wait = tr.Sprintf("blocked %s (block %d in a row)", view.FormatWait(dec.RetryAfter), st.BlockLevel)
 			}
 		}
 	case throttle.ReasonCooldown:
-		h.Wait = tr.Sprintf("cooldown %s", FormatWait(dec.RetryAfter))
+		h.Wait = tr.Sprintf("cooldown %s", view.FormatWait(dec.RetryAfter))
 	default:
-		h.Wait = tr.Sprintf("refills in %s", FormatWait(dec.RetryAfter))
+		h.Wait = tr.Sprintf("refills in %s", view.FormatWait(dec.RetryAfter))
 	}
 	return h
 }
@@ -225,7 +226,7 @@ func notQueued(d sifen.Document) bool {
 // countNotQueued counts, of the inError documents in error, those SIFEN
 // did not queue, reading them a page of 1,000 at a time (documents in
 // error are few: each is sent again or corrected).
-func countNotQueued(ctx context.Context, docs SifenSender, inError int64) (int64, error) {
+func countNotQueued(ctx context.Context, docs sifenSender, inError int64) (int64, error) {
 	var n, seen int64
 	f := sifen.Filter{Statuses: []sifen.Status{sifen.StatusError}, Limit: 1000}
 	for seen < inError {
@@ -620,7 +621,7 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
 
-// sifenReplacer is what a SifenSender may add to replace the content of a
+// sifenReplacer is what a sifenSender may add to replace the content of a
 // draft or error holding an uploaded CDC (*sifen.Sender has it).
 type sifenReplacer interface {
 	ImportReplacing(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -141,7 +142,7 @@ func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 		}
 		if !waiting || v == before {
 			stale := *v
-			stale.Stale = FormatWait(age)
+			stale.Stale = view.FormatWait(age)
 			return &stale, nil
 		}
 	}

@@ -1,13 +1,12 @@
 package web
 
 import (
-	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -77,8 +76,8 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.Scope = s.Scope(st.Key)
 	}
 	if !st.Orphan {
-		v.Refill = formatRefillIn(tr, st.Policy)
-		v.PolicyText = FormatPolicyIn(tr, st.Policy)
+		v.Refill = view.FormatRefillIn(tr, st.Policy)
+		v.PolicyText = view.FormatPolicyIn(tr, st.Policy)
 		v.FillPercent = fillPercent(st.Tokens, st.Policy.Capacity)
 		v.FillLabel = tr.Sprintf("%d%% full", v.FillPercent)
 		v.CapacityText = tr.Int(st.Policy.Capacity)
@@ -86,7 +85,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	} else {
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
-	v.Wait = formatBucketWaitIn(tr, st)
+	v.Wait = view.FormatBucketWaitIn(tr, st)
 	// A block or cooldown ends before the bucket admits, full or not: never
 	// "full again: now" next to "blocked 8m7s".
 	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, max(st.UntilFull, st.BlockLeft, st.CooldownLeft))
@@ -96,9 +95,9 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		// SIFEN itself imposed, synced).
 		switch {
 		case st.BlockLeft > 0 && st.BlockLevel > 0:
-			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301 (block %d in a row)", FormatWait(st.BlockLeft), st.BlockLevel)
+			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301 (block %d in a row)", view.FormatWait(st.BlockLeft), st.BlockLevel)
 		case st.BlockLeft > 0:
-			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301", FormatWait(st.BlockLeft))
+			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301", view.FormatWait(st.BlockLeft))
 		}
 		if s.Sifen != nil {
 			v.DocumentsURL = s.pathWithQuery("documents", url.Values{"ruc": {st.Key.Identifier}, "env": {st.Key.Env}})
@@ -107,7 +106,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	v.LastSentAgo = tr.Sprintf("never")
 	if !st.LastSentAt.IsZero() {
 		v.LastSentAt = tr.Zoned(st.LastSentAt)
-		v.LastSentAgo = tr.Sprintf("%s ago", FormatWait(max(now.Sub(st.LastSentAt), 0)))
+		v.LastSentAgo = tr.Sprintf("%s ago", view.FormatWait(max(now.Sub(st.LastSentAt), 0)))
 	}
 	if c := st.Condition(); c != throttle.ConditionAny {
 		v.State, v.StateClass = tr.Sprintf(c.String()), "state-"+c.Param()
@@ -153,85 +152,8 @@ func fillPercent(tokens, capacity int64) int64 {
 	return min(max((tokens*200+capacity)/(2*capacity), 1), 99)
 }
 
-// formatRefillIn is FormatRefill in tr's language: "2/min (em degraus)".
-func formatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
-	switch p.Refill {
-	case throttle.RefillStepwise:
-		return tr.Sprintf("%s (stepwise)", rateIn(tr, p))
-	case throttle.RefillRolling:
-		return tr.Sprintf("%s (sliding window)", rateIn(tr, p))
-	}
-	return rateIn(tr, p)
-}
-
-// rateIn is throttle.Policy.Rate with the tokens in tr's language:
-// "25.000/min" in Portuguese.
-func rateIn(tr *i18n.Printer, p throttle.Policy) string {
-	return tr.Int(p.RefillTokens) + ratePeriod(p)
-}
-
-// ratePeriod is the "/min" of a policy's Rate.
-func ratePeriod(p throttle.Policy) string {
-	return strings.TrimPrefix(p.Rate(), strconv.FormatInt(p.RefillTokens, 10))
-}
-
-// FormatPolicyIn is throttle.Policy.String in tr's language, e.g.
-// "ENTRIES_READ_USER_ANTISCAN: 2/min (capacidade 100, em degraus)".
-func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
-	parts := []string{tr.Sprintf("capacity %d", p.Capacity), tr.Text(p.Refill.String())}
-	if p.MinInterval > 0 {
-		parts = append(parts, tr.Sprintf("every %s at most", p.MinInterval))
-	}
-	if p.BlockFor > 0 {
-		parts = append(parts, tr.Sprintf("block %s", p.BlockFor))
-	}
-	if p.FailMode == throttle.FailOpen {
-		parts = append(parts, tr.Text("fail open"))
-	}
-	return fmt.Sprintf("%s: %s (%s)", p.Name, rateIn(tr, p), strings.Join(parts, ", "))
-}
-
-// formatBucketWaitIn is FormatBucketWait in tr's language.
-func formatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
-	var waits []string
-	switch {
-	case st.BlockLeft > 0 && st.BlockLevel > 0:
-		waits = append(waits, tr.Sprintf("blocked %s (block %d in a row)", FormatWait(st.BlockLeft), st.BlockLevel))
-	case st.BlockLeft > 0:
-		waits = append(waits, tr.Sprintf("blocked %s", FormatWait(st.BlockLeft)))
-	}
-	switch {
-	case st.CooldownLeft > 0 && st.UntilReleased(st.At) > 0:
-		waits = append(waits, tr.Sprintf("cooldown %s (a request on the wire)", FormatWait(st.CooldownLeft)))
-	case st.CooldownLeft > 0:
-		waits = append(waits, tr.Sprintf("cooldown %s", FormatWait(st.CooldownLeft)))
-	}
-	if refillsIn(st) {
-		waits = append(waits, tr.Sprintf("refills in %s", FormatWait(st.RetryAfter)))
-	}
-	return strings.Join(waits, ", ")
-}
-
-// refillsIn tells whether an empty or negative bucket's next admission
-// waits for refill longer than for any block or cooldown: the lists then
-// say when (BucketState.RetryAfter, the detail page's "next admitted").
-func refillsIn(st throttle.BucketState) bool {
-	return !st.Orphan && st.RetryAfter > max(st.BlockLeft, st.CooldownLeft)
-}
-
 // How balde shows waits and instants to people: the admin pages, and the
 // buckets and batch commands, which print the same values in a terminal.
-
-// FormatWait renders a wait for people: "4m12s", "8s", "0.35s".
-func FormatWait(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < 10*time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
 
 // formatWaitOrNow renders a wait still to come: "in 8s", or "now" when it
 // is over.
@@ -239,7 +161,7 @@ func formatWaitOrNow(d time.Duration) string {
 	if d <= 0 {
 		return "now"
 	}
-	return "in " + FormatWait(d)
+	return "in " + view.FormatWait(d)
 }
 
 // formatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
@@ -249,11 +171,8 @@ func formatWaitOrNow(d time.Duration) string {
 // negative bucket says when refill admits it again ("refills in 42s", from
 // RetryAfter).
 func formatBucketWait(st throttle.BucketState) string {
-	return formatBucketWaitIn(i18n.New(i18n.English, nil), st)
+	return view.FormatBucketWaitIn(i18n.New(i18n.English, nil), st)
 }
-
-// TimeLayout is how instants are shown (always UTC).
-const TimeLayout = "2006-01-02 15:04:05 UTC"
 
 // formatWhenIn is FormatWhen in tr's language and zone: the instant in UTC
 // (and tr's zone), and how long ago.
@@ -263,7 +182,7 @@ func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
 	}
 	s := tr.Zoned(t)
 	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
+		s += " (" + tr.Sprintf("%s ago", view.FormatWait(ago)) + ")"
 	}
 	return s
 }
@@ -273,5 +192,5 @@ func waitIn(tr *i18n.Printer, d time.Duration) string {
 	if d <= 0 {
 		return tr.Sprintf("now")
 	}
-	return tr.Sprintf("in %s", FormatWait(d))
+	return tr.Sprintf("in %s", view.FormatWait(d))
 }

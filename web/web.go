@@ -22,8 +22,8 @@
 //     view.go formats buckets for pages, static.go serves the stylesheet.
 //   - admin.go, summary.go, chart.go: the admin pages; panels.go: the
 //     summary's DICT and SIFEN boxes; scope.go: the scope column.
-//   - sifen.go: /documents (SifenSender: the same send path as the batch
-//     command); dict.go: /dict/lookup and /dict/payments (DictClient);
+//   - sifen.go: /documents (sifenSender: the same send path as the batch
+//     command); dict.go: /dict/lookup and /dict/payments (dictClient);
 //     policies.go: GET /policies/ and /policies/{policy}.
 //   - api.go: JSON for monitors; health.go: /healthz.
 //   - ratelimit.go, inbound.go, clientip.go: the inbound limiter (per client

@@ -9,6 +9,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/internal/whatif"
 )
 
@@ -140,7 +141,7 @@ func newWhatifReport(tr *i18n.Printer, rep *whatif.Report) *whatifReport {
 		tr.Zoned(rep.Query.From), tr.Zoned(rep.Query.To), tr.Int(rep.Rows), tr.Int(rep.Requests)), Notes: rep.Notes(tr)}
 	row := func(label string, h whatif.Hour) whatifRow {
 		v := whatifRow{Label: label, Requests: tr.Int(h.Requests), RefusedThen: tr.Int(h.RefusedThen), RefusedNow: tr.Int(h.RefusedNow),
-			Worse: tr.Int(h.Worse), Better: tr.Int(h.Better), LongestWait: FormatWait(h.LongestWait)}
+			Worse: tr.Int(h.Worse), Better: tr.Int(h.Better), LongestWait: view.FormatWait(h.LongestWait)}
 		if !h.FirstBite.IsZero() {
 			v.FirstBite = tr.Zoned(h.FirstBite)
 		}
@@ -151,9 +152,9 @@ func newWhatifReport(tr *i18n.Printer, rep *whatif.Report) *whatifReport {
 			out.Notes = append(out.Notes, tr.Sprintf("%s: no decision recorded in the period.", p.Policy))
 			continue
 		}
-		v := whatifPolicy{Policy: FormatPolicyIn(tr, p.Replayed), Rows: []whatifRow{row(tr.Sprintf("period"), p.Total)}}
+		v := whatifPolicy{Policy: view.FormatPolicyIn(tr, p.Replayed), Rows: []whatifRow{row(tr.Sprintf("period"), p.Total)}}
 		if p.Recorded != p.Replayed {
-			v.Recorded = tr.Sprintf("recorded under %s", FormatPolicyIn(tr, p.Recorded))
+			v.Recorded = tr.Sprintf("recorded under %s", view.FormatPolicyIn(tr, p.Recorded))
 		}
 		for _, h := range p.Hours {
 			v.Rows = append(v.Rows, row(h.Start.In(tr.Location()).Format("2006-01-02 15:04"), h))

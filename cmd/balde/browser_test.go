@@ -21,9 +21,9 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // chromiumPath finds Debian's chromium (BALDE_CHROMIUM overrides), or "".
@@ -236,7 +236,7 @@ func seedOperatorBuckets(t *testing.T, db string) (critical, negative, participa
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	critical = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: payerCPF}
 	negative = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "11144477735"}
 	participant = throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: "prod", Identifier: "12345678"}
@@ -250,7 +250,7 @@ func seedOperatorBuckets(t *testing.T, db string) (critical, negative, participa
 	d, err := ahead.limiter.Take(ctx, "seed", throttle.Charge{Key: participant, Cost: 5})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
-	require.NoError(t, ahead.close(ctx))
+	require.NoError(t, ahead.Close(ctx))
 	_, err = eng.limiter.Adjust(ctx, throttle.Adjustment{Key: negative, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "seed-404"})
 	require.NoError(t, err)
 	st, err := eng.limiter.State(ctx, participant)
@@ -315,7 +315,7 @@ func TestBrowserOperatorPages(t *testing.T) {
 		t.Helper()
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(sm.url+"/api/buckets/"+k.Policy+"/"+k.Env+"/"+k.Identifier)))
 		body := text("body")
-		var b web.APIBucket
+		var b view.APIBucket
 		require.NoError(t, json.Unmarshal([]byte(body), &b), body)
 		return b.Severity
 	}

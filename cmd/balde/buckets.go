@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde"
-	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
@@ -22,22 +21,18 @@ import (
 // runBuckets is "balde buckets list|show|reset|shadow": the admin page's
 // data in the terminal, its reset button and its shadow mode switch.
 func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
-	if err != nil {
-		return err
-	}
-	fs := m.newFlagSet("buckets",
+	// Of the DICT's settings, those that shape its buckets' keys and
+	// capacities, not its URLs.
+	cfg, fs, err := m.newCommand("buckets",
 		"buckets list|show|reset|shadow [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID | POLICY on|off]",
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
 			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678\n"+
-			"  balde buckets shadow --actor alice --reason new-limit-watched INBOUND_IP on")
-	cfg.addStoreFlags(fs)
-	// The DICT settings that shape its buckets' keys and capacities; the
-	// DICT's URLs are not used here.
-	cfg.AddFlags(fs, "dict-participant", "dict-category", "dict-env")
-	cfg.addPolicyFlags(fs)
+			"  balde buckets shadow --actor alice --reason new-limit-watched INBOUND_IP on", storeFlags, []string{"dict-participant", "dict-category", "dict-env"}, policyFlags)
+	if err != nil {
+		return err
+	}
 	policy := fs.String("policy", "", "policy name (list: a filter; show, reset: part of the key)")
 	env := fs.String("env", "", "env: prod, test, ... (list: a filter; show, reset: part of the key)")
 	id := fs.String("id", "", "identifier (list: a prefix; show, reset: exact)")
@@ -113,20 +108,13 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
 		return UsageError("buckets: --watch %s: want at least 100ms", *watch)
 	}
-
-	if err := requireDatabase(cfg.DB); err != nil {
-		return err
-	}
-	eng, err := openAdminEngine(ctx, cfg, m.Clock)
+	eng, err := openAdminEngine(ctx, *cfg, m.Clock)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
-	tr := m.printer()
-	if cfg.TimeZone != nil {
-		tr.Zone = cfg.TimeZone
-	}
-	b := bucketsCmd{m: m, eng: eng, json: *output == "json", wide: *output == "wide", tr: tr, scope: web.Scopes(eng.DictCatalog())}
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
+	b := bucketsCmd{m: m, eng: eng, out: report.Buckets{W: m.Stdout, Tr: m.printerIn(cfg), JSON: *output == "json", Wide: *output == "wide",
+		Scope: web.Scopes(eng.DictCatalog())}}
 
 	if action == "shadow" {
 		return b.shadow(ctx, rest[0], rest[1] == "on", *actor, *reason)
@@ -180,25 +168,33 @@ func requireDatabase(dsn string) error {
 	return nil
 }
 
-// openAdminEngine opens the engine with every policy serve knows — the
-// inbound limiter's too, so its buckets are not shown as orphans — and
-// the DICT category a reconciliation recorded. clock is the engine's time
+// openAdminEngine opens the engine of an existing database
+// (requireDatabase) with every policy serve knows — the inbound
+// limiter's too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not
+// shown as orphans — and the DICT category a reconciliation recorded. clock is the engine's time
 // (nil: the system clock).
 func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
-	inbound, err := newInbound(cfg)
+	if err := requireDatabase(cfg.DB); err != nil {
+		return nil, err
+	}
+	ic, err := newInboundConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var resolvers throttle.Resolvers
-	if inbound != nil {
-		resolvers = append(resolvers, inbound.Policies())
+	if ic != nil {
+		in, err := web.NewInbound(*ic)
+		if err != nil {
+			return nil, UsageError("inbound limiter: %v", err)
+		}
+		resolvers = append(resolvers, in.Policies())
 	}
 	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
 	if err := eng.RestoreDictCategory(ctx, cfg.DictParticipant); err != nil {
-		return nil, errors.Join(err, eng.close(ctx))
+		return nil, errors.Join(err, eng.Close(ctx))
 	}
 	return eng, nil
 }
@@ -228,15 +224,11 @@ func keyUsage(action string, err error) error {
 	return nil
 }
 
-// bucketsCmd runs one buckets action.
+// bucketsCmd runs one buckets action, printing with out.
 type bucketsCmd struct {
-	m    *Main
-	eng  *engine
-	json bool
-	wide bool
-	tr   *i18n.Printer // the language of LANG; JSON is never translated
-	// scope names whom a key's bucket belongs to (web.Scopes).
-	scope func(throttle.Key) string
+	m   *Main
+	eng *engine
+	out report.Buckets
 }
 
 // listOptions are a listing's filter and order.
@@ -247,27 +239,20 @@ type listOptions struct {
 
 // watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
 func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
-	return report.Watch(ctx, b.m.Stdout, b.tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
+	return report.Watch(ctx, b.m.Stdout, b.out.Tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
 }
 
-// list prints one page of stored buckets, refilled to now
-// (report.WriteBuckets), or its JSON (/api/buckets').
+// list prints one page of stored buckets, refilled to now.
 func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
 	if err != nil {
 		return err
 	}
-	if b.json {
-		out := web.NewAPIBucketList(page.States, b.scope)
-		out.Next, out.Partial = page.Next, page.Partial
-		report.WriteJSONLine(b.m.Stdout, out)
-		return nil
-	}
-	return report.WriteBuckets(b.m.Stdout, b.tr, page, b.wide, b.scope)
+	return b.out.List(page)
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
-// recent ledger rows (report.WriteBucket, report.WriteLedger).
+// recent ledger rows.
 func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
 	st, err := b.eng.limiter.State(ctx, key)
 	if err != nil {
@@ -280,12 +265,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	if err != nil {
 		return err
 	}
-	if b.json {
-		report.WriteJSONLine(b.m.Stdout, web.NewAPIBucketDetail(st, entries, b.scope))
-		return nil
-	}
-	report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
-	return report.WriteLedger(b.m.Stdout, b.tr, entries, limit)
+	return b.out.Show(st, entries, limit)
 }
 
 // reset fills a stored bucket and clears its cooldown and block
@@ -302,8 +282,8 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if !yes {
-		report.WriteBucket(b.m.Stdout, b.tr, st, b.scope)
-		fmt.Fprint(b.m.Stdout, b.tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
+		report.WriteBucket(b.m.Stdout, b.out.Tr, st, b.out.Scope)
+		fmt.Fprint(b.m.Stdout, b.out.Tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
 		if err != nil {
 			fmt.Fprintln(b.m.Stdout)
@@ -320,18 +300,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 	} else if err != nil {
 		return err
 	}
-	if b.json {
-		report.WriteJSONLine(b.m.Stdout, struct {
-			Bucket       web.APIBucket `json:"bucket"`
-			TokensBefore int64         `json:"tokens_before"`
-			Actor        string        `json:"actor"`
-		}{web.NewAPIBucket(r.After, b.scope), r.Before.Tokens, actor})
-		return nil
-	}
-	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(r.Before.Tokens, 10), strconv.FormatInt(r.After.Tokens, 10), actor))
-	if r.RemoteBlockStays {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
-	}
+	b.out.Reset(key, r, actor)
 	return nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -40,7 +42,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	for _, c := range []struct {
 		key  throttle.Key
 		cost int64
@@ -65,7 +67,7 @@ func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	entries, err := eng.Audit().List(ctx, audit.Query{})
 	require.NoError(t, err)
 	return entries
@@ -73,15 +75,15 @@ func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 
 // bucketsOut is what "buckets list --json" prints.
 type bucketsOut struct {
-	Buckets []web.APIBucket `json:"buckets"`
-	Next    string          `json:"next"`
-	Partial bool            `json:"partial"`
+	Buckets []view.APIBucket `json:"buckets"`
+	Next    string           `json:"next"`
+	Partial bool             `json:"partial"`
 }
 
 // showOut is what "buckets show --json" prints.
 type showOut struct {
-	Bucket web.APIBucket        `json:"bucket"`
-	Ledger []web.APILedgerEntry `json:"ledger"`
+	Bucket view.APIBucket        `json:"bucket"`
+	Ledger []view.APILedgerEntry `json:"ledger"`
 }
 
 func decodeJSON[T any](t *testing.T, s string) T {
@@ -257,9 +259,9 @@ func TestBucketsReset(t *testing.T) {
 			code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "reset", "--yes", "--actor", "alice", "--reason", "0301 cleared", "--json", seededRUC.String())
 			require.Equal(t, ExitOK, code, stderr)
 			out := decodeJSON[struct {
-				Bucket       web.APIBucket `json:"bucket"`
-				TokensBefore int64         `json:"tokens_before"`
-				Actor        string        `json:"actor"`
+				Bucket       view.APIBucket `json:"bucket"`
+				TokensBefore int64          `json:"tokens_before"`
+				Actor        string         `json:"actor"`
 			}](t, stdout)
 			require.Equal(t, "alice", out.Actor)
 			require.Equal(t, 0.0, out.Bucket.CooldownSeconds)
@@ -298,7 +300,7 @@ func TestBucketsScope(t *testing.T) {
 	d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: inbound, Cost: 1})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 
 	code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--json")
 	require.Equal(t, ExitOK, code, stderr)
@@ -343,7 +345,7 @@ func TestBucketsUsage(t *testing.T) {
 		})
 	}
 	// What was seen: the admin's own inbound bucket was refused as unknown.
-	for _, p := range []string{web.PolicyInboundIP, web.PolicyInboundToken, web.PolicyInboundAdmin} {
+	for _, p := range web.InboundPolicyNames() {
 		code, _, stderr := runIn(context.Background(), clock, "", map[string]string{"BALDE_DB": db}, "buckets", "list", "--policy", p)
 		require.Equal(t, ExitOK, code, "--policy %s: %s", p, stderr)
 	}
@@ -359,11 +361,11 @@ func TestPrune(t *testing.T) {
 		clock := newFakeTime(testEpoch)
 		seedBuckets(t, db, clock)
 		env := map[string]string{"BALDE_DB": db}
-		prune := func(args ...string) pruneJSON {
+		prune := func(args ...string) report.PruneRecord {
 			t.Helper()
 			code, stdout, stderr := runIn(context.Background(), clock, "", env, append([]string{"prune", "--json"}, args...)...)
 			require.Equal(t, ExitOK, code, stderr)
-			return decodeJSON[pruneJSON](t, stdout)
+			return decodeJSON[report.PruneRecord](t, stdout)
 		}
 		listed := func() int {
 			code, stdout, _ := runIn(context.Background(), clock, "", env, "buckets", "list", "--json")
@@ -373,24 +375,24 @@ func TestPrune(t *testing.T) {
 
 		// Two seconds on, every bucket still owes something: none is idle.
 		clock.Advance(2 * time.Second)
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, report.PruneRecord{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
 		// An hour on, all are full again: the same as no row, but their
 		// ledger rows are within the retention, so the rows stay (issue
 		// 20: a pruned row hid its ledger from buckets show).
 		clock.Advance(time.Hour)
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
+		require.Equal(t, report.PruneRecord{Before: clock.Now().Add(-throttle.DefaultRetention), SkipBuckets: true}, prune("--skip-buckets"))
 		require.Equal(t, 3, listed())
-		require.Equal(t, pruneJSON{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
+		require.Equal(t, report.PruneRecord{Before: clock.Now().Add(-throttle.DefaultRetention)}, prune())
 		require.Equal(t, 3, listed())
 
 		// Past the retention the ledger rows and the lookup go, and then
 		// the idle buckets; a dry run first counts them and removes nothing.
 		clock.Advance(48 * time.Hour)
 		before := clock.Now().Add(-24 * time.Hour)
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
-		require.Equal(t, pruneJSON{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, report.PruneRecord{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
+		require.Equal(t, report.PruneRecord{Before: before, LedgerRows: 3, DictLookups: 1, Buckets: 3, DryRun: true}, prune("--retention", "24h", "--dry-run"))
 		require.Equal(t, 3, listed())
 
 		// What was seen: "--retention 1s" deleted the audit trail, no floor.
@@ -426,14 +428,14 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	clock.Advance(48 * time.Hour)
 
 	prune := func(args ...string) int64 {
 		t.Helper()
 		code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db}, append([]string{"prune", "--json", "--retention", "24h"}, args...)...)
 		require.Equal(t, ExitOK, code, stderr)
-		return decodeJSON[pruneJSON](t, stdout).LedgerRows
+		return decodeJSON[report.PruneRecord](t, stdout).LedgerRows
 	}
 	dry := prune("--dry-run")
 	require.Equal(t, int64(4), dry, "three seed rows and one aggregated row")
@@ -491,14 +493,14 @@ func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
 	// Five mistyped keys and a penalty: the bucket at -11/100.
 	_, err = eng.limiter.Sync(ctx, throttle.SyncTarget{Key: seededUser, Tokens: -11, Ref: "mistyped-keys"})
 	require.NoError(t, err)
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	env := map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}
 
 	code, stdout, stderr := runIn(ctx, clock, "", env, "buckets", "show", "--json", seededUser.String())
 	require.Equal(t, ExitOK, code, stderr)
 	st := decodeJSON[showOut](t, stdout).Bucket
 	require.Equal(t, int64(-11), st.Tokens)
-	want := "refills in " + web.FormatWait(time.Duration(st.RetryAfterSeconds*float64(time.Second)))
+	want := "refills in " + view.FormatWait(time.Duration(st.RetryAfterSeconds*float64(time.Second)))
 	require.Equal(t, "refills in 6m0s", want, "12 tokens at 2/min, stepwise")
 
 	for _, args := range [][]string{{"buckets", "list"}, {"buckets", "list", "--state", "negative"}, {"buckets", "list", "-o", "wide"}} {

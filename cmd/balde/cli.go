@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -54,6 +55,15 @@ func (m *Main) printer() *i18n.Printer {
 		}
 	}
 	return i18n.New(i18n.English, time.Local)
+}
+
+// printerIn is printer with times in cfg's BALDE_TIME_ZONE, when set.
+func (m *Main) printerIn(cfg *Config) *i18n.Printer {
+	tr := m.printer()
+	if cfg.TimeZone != nil {
+		tr.Zone = cfg.TimeZone
+	}
+	return tr
 }
 
 // NewMain returns a Main over the given streams and environment.
@@ -204,45 +214,15 @@ func (m *Main) newFlagSet(name, synopsis, example string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, with flags before, between or after the
-// positional arguments ("migrate up --db X" as "migrate --db X up"), the
-// way operators' other tools take them; "--" ends the flags, and
-// everything after it is an argument. Afterwards fs.Args() holds the
-// positional arguments in order. A parse error becomes a usage error of one
-// line naming the flag and pointing at --help; the usage text is printed
-// only when asked for with -h or --help.
+// parseFlags parses args as settings.ParseFlags does (flags before,
+// between or after the positional arguments, "--" ending the flags;
+// fs.Args() the positional arguments in order). A parse error becomes a
+// usage error of one line naming the flag and pointing at --help; the
+// usage text is printed only when asked for with -h or --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	usage, out := fs.Usage, fs.Output()
-	restore := func() {
-		fs.Usage = usage
-		fs.SetOutput(out)
+	err := settings.ParseFlags(fs, args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return UsageError("%s: %v (see balde %s --help)", fs.Name(), err, fs.Name())
 	}
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	defer restore()
-	var pos []string
-	for {
-		err := fs.Parse(args)
-		switch {
-		case errors.Is(err, flag.ErrHelp):
-			restore() // the usage prints the flags to the real output
-			usage()
-			return err
-		case err != nil:
-			return UsageError("%s: %v (see balde %s --help)", fs.Name(), err, fs.Name())
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			pos = append(pos, rest...) // after "--": arguments only
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-	// Leave the arguments in fs.Args(): a FlagSet parsing "--" first
-	// keeps everything after it as arguments.
-	_ = fs.Parse(append([]string{"--"}, pos...))
-	return nil
+	return err
 }

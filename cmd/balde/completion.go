@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
 	"regexp"
 	"slices"
@@ -26,29 +27,15 @@ func runCompletion(_ context.Context, m *Main, args []string) error {
 	if args[0] == "zsh" {
 		fmt.Fprintln(m.Stdout, "autoload -U +X bashcompinit && bashcompinit")
 	}
-	fmt.Fprint(m.Stdout, `_balde() {
-  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} words
-  if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "$(balde __complete)" -- "$cur"))
-    return
-  fi
-  if [ "$cur" = "=" ]; then cur=""; fi
-  if [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
-  case "$cur" in
-    -*) COMPREPLY=($(compgen -W "$(balde __complete "${COMP_WORDS[1]}" flags)" -- "$cur")) ;;
-    *)
-      words=$(balde __complete "${COMP_WORDS[1]}" next "$prev")
-      if [ "$words" = "`+completeFiles+`" ]; then
-        COMPREPLY=($(compgen -f -- "$cur"))
-      else
-        COMPREPLY=($(compgen -W "$words" -- "$cur"))
-      fi ;;
-  esac
-}
-complete -F _balde balde
-`)
+	fmt.Fprint(m.Stdout, completionScript)
 	return nil
 }
+
+// completionScript is the bash completion: it asks "balde __complete"
+// for the words, and completes file names where it answers completeFiles.
+//
+//go:embed completion.bash
+var completionScript string
 
 // actions are the first arguments a command takes.
 var actions = map[string][]string{
@@ -70,7 +57,8 @@ var flagValues = map[string]map[string][]string{
 }
 
 // completeFiles is what "__complete COMMAND next PREV" prints when file
-// names are the completions (a file argument, a flag taking a path).
+// names are the completions (a file argument, a flag taking a path);
+// completion.bash looks for this word.
 const completeFiles = "__files__"
 
 // flagLine is one flag of a --help: its name and, unless it is a boolean

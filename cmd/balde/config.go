@@ -29,29 +29,18 @@ func settingUsage(err error) error {
 	return &ExitError{Code: ExitUsage, Err: err, format: se.Format, args: se.Args}
 }
 
-// The flags of the settings (settings.Settings.AddFlags), by group.
-
-func (c *Config) addStoreFlags(fs *flag.FlagSet) { c.AddFlags(fs, "db") }
-
-func (c *Config) addDictFlags(fs *flag.FlagSet) {
-	c.AddFlags(fs, "dict-url", "dict-policies-url", "dict-participant", "dict-category", "dict-env", "dict-unverified", "dict-sign-with-tls-key")
-}
-
-func (c *Config) addSifenFlags(fs *flag.FlagSet) {
-	c.AddFlags(fs, "sifen-url", "sifen-throttle", "sifen-throttle-prod", "sifen-block-step", "sifen-block-max")
-}
-
-func (c *Config) addPolicyFlags(fs *flag.FlagSet) { c.AddFlags(fs, "policies") }
-
-func (c *Config) addBackgroundFlags(fs *flag.FlagSet) {
-	c.AddFlags(fs, "dict-reconcile-every", "prune-every")
-}
-
-// addWebFlags registers the flags of serve's web server.
-func (c *Config) addWebFlags(fs *flag.FlagSet) {
-	c.AddFlags(fs, "addr", "admin-user", "users-file", "dict-sim-addr", "sifen-sim-addr", "trusted-proxies",
-		"inbound-ip-limit", "inbound-window", "inbound-block")
-}
+// The flags of the settings (settings.Settings.AddFlags), by group, for
+// newCommand.
+var (
+	storeFlags      = []string{"db"}
+	dictFlags       = []string{"dict-url", "dict-policies-url", "dict-participant", "dict-category", "dict-env", "dict-unverified", "dict-sign-with-tls-key"}
+	sifenFlags      = []string{"sifen-url", "sifen-throttle", "sifen-throttle-prod", "sifen-block-step", "sifen-block-max"}
+	policyFlags     = []string{"policies"}
+	backgroundFlags = []string{"dict-reconcile-every", "prune-every"}
+	// webFlags are those of serve's web server.
+	webFlags = []string{"addr", "admin-user", "users-file", "dict-sim-addr", "sifen-sim-addr", "trusted-proxies",
+		"inbound-ip-limit", "inbound-window", "inbound-block"}
+)
 
 // envConfig is the settings every command starts from: the defaults, then
 // the environment; a bad variable is a usage error (exit 2) naming it.
@@ -61,4 +50,30 @@ func (m *Main) envConfig() (Config, error) {
 		return cfg, UsageError("%v", err)
 	}
 	return cfg, nil
+}
+
+// newCommand starts a command: its settings (envConfig) with the flags of
+// groups registered on its FlagSet (newFlagSet).
+func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*Config, *flag.FlagSet, error) {
+	cfg, err := m.envConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := m.newFlagSet(name, synopsis, example)
+	for _, g := range groups {
+		cfg.AddFlags(fs, g...)
+	}
+	return &cfg, fs, nil
+}
+
+// checkDict refuses a missing DICT URL (noURL, the command's usage
+// error), then bad DICT URLs or client settings.
+func checkDict(cfg Config, noURL error) error {
+	if cfg.DictURL == "" {
+		return noURL
+	}
+	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
+		return err
+	}
+	return settingUsage(cfg.CheckDictClient())
 }

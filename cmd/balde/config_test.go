@@ -24,9 +24,9 @@ func TestConfigPrecedence(t *testing.T) {
 	require.NoError(t, cfg.ParseEnv(func(k string) string { return env[k] }))
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg.addStoreFlags(fs)
-	cfg.addSifenFlags(fs)
-	cfg.addDictFlags(fs)
+	cfg.AddFlags(fs, storeFlags...)
+	cfg.AddFlags(fs, sifenFlags...)
+	cfg.AddFlags(fs, dictFlags...)
 	require.NoError(t, fs.Parse([]string{"--db", "sqlite://flag.db", "--sifen-throttle", "2.5"}))
 
 	require.Equal(t, "sqlite://flag.db", cfg.DB)               // the flag wins

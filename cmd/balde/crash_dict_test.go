@@ -154,7 +154,7 @@ func crashDictLookup(t *testing.T, senders int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		code, stdout, stderr := runIn(ctx, nil, "", nil, args...)
-		items, sum := jsonLines[lookupRecord](t, stdout)
+		items, sum := jsonLines[dict.LookupRecord](t, stdout)
 		require.Len(t, items, keys, "the rerun completes the file (exit %d): %s", code, stderr)
 		require.Equal(t, keys, sum.Sent, "rerun: every key looked up (none failed, none refused): %+v\n%s", sum, stderr)
 

@@ -118,7 +118,7 @@ func TestCrashSifenSend(t *testing.T) {
 			code, stdout, stderr := runIn(context.Background(), later, "", env, args...)
 			lastOut = stdout
 			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
-			_, sum = jsonLines[sifenRecord](t, stdout)
+			_, sum = jsonLines[report.SifenRecord](t, stdout)
 			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
 				break
 			}
@@ -168,7 +168,7 @@ func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.Ledg
 	t.Helper()
 	eng, err := openEngine(context.Background(), cfg, engineOptions{Logger: discardLogger})
 	require.NoError(t, err)
-	defer eng.close(context.Background())
+	defer eng.Close(context.Background())
 	ctx := context.Background()
 	all := make(map[throttle.Key][]throttle.LedgerEntry)
 	f := inspect.Filter{Limit: inspect.MaxPageSize}
@@ -275,7 +275,7 @@ func TestCrashServe(t *testing.T) {
 				"sifen-send", "--env", "test", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 			require.NotEmpty(t, stdout, "recovery run %d exited %d: %s", run, code, stderr)
 			lastOut = stdout
-			_, sum = jsonLines[sifenRecord](t, stdout)
+			_, sum = jsonLines[report.SifenRecord](t, stdout)
 			if code == ExitOK && sum.Sent == 0 && sum.Blocked == 0 {
 				break
 			}

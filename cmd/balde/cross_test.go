@@ -101,7 +101,7 @@ func TestBatchAndSendButtonShareTheCooldown(t *testing.T) {
 	// 8 lots 0.5 s apart take 4 s; a minute is room for a loaded machine.
 	err := waitfor.Cmd(t, batch, time.Minute, "sifen-send; stdout:\n%s\nstderr:\n%s", &batchOut, &batchErr)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", &batchOut, &batchErr)
-	items, sum := jsonLines[sifenRecord](t, batchOut.String())
+	items, sum := jsonLines[report.SifenRecord](t, batchOut.String())
 	require.Equal(t, len(batchCDCs), sum.Sent)
 	lots := map[string]bool{}
 	for _, it := range items {

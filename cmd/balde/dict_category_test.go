@@ -28,7 +28,7 @@ func TestBucketsListReadsTheLearnedCategory(t *testing.T) {
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
 	require.NoError(t, dictsql.NewRecords(eng.Store().DB(), eng.Store().ReadDB()).SaveCategory(ctx, "prod", "60701190", "F", clock.Now()))
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	clock.Advance(time.Second)
 
 	code, stdout, stderr := runIn(ctx, clock, "", map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}, "buckets", "list", "-o", "wide")

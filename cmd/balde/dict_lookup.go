@@ -19,19 +19,15 @@ import (
 // mirror would admit it and asks again (other payers go on meanwhile),
 // with --no-wait it is reported and the run goes on.
 func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("dict-lookup",
+		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
+		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv", storeFlags, dictFlags, policyFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("dict-lookup",
-		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
-		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv")
-	cfg.addStoreFlags(fs)
-	cfg.addDictFlags(fs)
-	cfg.addPolicyFlags(fs)
 	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
-	var wf waitFlags
-	wf.add(fs)
+	var wf report.WaitFlags
+	wf.Add(fs)
 	senders := fs.Int("senders", dict.DefaultBatchSenders, "the most lookups in flight at once (payers go side by side; one payer's lines go in order)")
 	outPath := fs.String("out", "", "write the results to FILE (CSV, or JSON with --format json or a .json name)")
 	format := fs.String("format", "", "format of --out: csv or json (default: from the file name, else csv)")
@@ -39,7 +35,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	wait, maxWait, err := wf.resolve("dict-lookup")
+	wait, maxWait, err := waitOf(wf, "dict-lookup")
 	if err != nil {
 		return err
 	}
@@ -49,13 +45,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 1 {
 		return UsageError("dict-lookup: want exactly one FILE.csv (\"-\" for stdin), got %d arguments", fs.NArg())
 	}
-	if cfg.DictURL == "" {
-		return UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
-	}
-	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
+	if err := checkDict(*cfg, UsageError("dict-lookup: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
 		return err
 	}
 	if *payer != "" {
@@ -83,11 +73,11 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 
 	clock := m.batchClock()
 	dc := cfg.DictConfig(cfg.DictURL)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Dict: &dc})
+	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Dict: &dc})
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	if err := learnCategory(ctx, eng); err != nil {
 		return err
 	}
@@ -95,7 +85,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
-	rep.Progress = wf.progressTo(m, mode)
+	rep.Progress = wf.ProgressTo(m.Stderr, mode)
 	lookup := &report.DictLookup{Reporter: rep, Wait: wait, MaxWait: maxWait}
 	if out != nil {
 		lookup.Out = out
@@ -160,6 +150,3 @@ func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, erro
 	}
 	return reqs, nil
 }
-
-// lookupRecord is a lookup's JSON line.
-type lookupRecord = dict.LookupRecord

@@ -81,7 +81,7 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 	var sent, refused int
 	for _, ch := range children {
 		err := waitfor.Cmd(t, ch.cmd, 2*time.Minute, "dict-lookup child; stderr:\n%s", &ch.stderr)
-		items, sum := jsonLines[lookupRecord](t, ch.stdout.String())
+		items, sum := jsonLines[dict.LookupRecord](t, ch.stdout.String())
 		require.Len(t, items, perChild)
 		for _, it := range items {
 			switch it.Status {
@@ -152,7 +152,7 @@ func TestDictLookupSixProcessesOnePayer(t *testing.T) {
 			_ = ch.cmd.Process.Kill()
 			t.Fatalf("a dict-lookup process did not finish within 60 s: %s", ch.stderr.String())
 		}
-		items, _ := jsonLines[lookupRecord](t, ch.stdout.String())
+		items, _ := jsonLines[dict.LookupRecord](t, ch.stdout.String())
 		require.Len(t, items, perProc, ch.stderr.String())
 		for _, it := range items {
 			switch it.Status {
@@ -199,7 +199,7 @@ func TestDictLookupWait(t *testing.T) {
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
 
-		items, sum := jsonLines[lookupRecord](t, stdout)
+		items, sum := jsonLines[dict.LookupRecord](t, stdout)
 		require.Equal(t, report.Summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
 		for i, it := range items {
 			require.Equal(t, http.StatusOK, it.Status, "lookup %d", i)
@@ -215,7 +215,7 @@ func TestDictLookupWait(t *testing.T) {
 		// --out holds the same results as one JSON array, with the entries.
 		data, err := os.ReadFile(out)
 		require.NoError(t, err)
-		var written []lookupRecord
+		var written []dict.LookupRecord
 		require.NoError(t, json.Unmarshal(data, &written))
 		require.Equal(t, items, written)
 		require.Equal(t, "João Silva", written[0].OwnerName)
@@ -284,7 +284,7 @@ func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 	code = m.Run(context.Background(), []string{"dict-lookup", "--wait", "--json", writeFile(t, t.TempDir(), "keys.csv", []byte(file.String()))})
 	require.Equal(t, ExitOK, code, "stdout %q, stderr %q", out.String(), errOut.String())
 
-	items, sum := jsonLines[lookupRecord](t, out.String())
+	items, sum := jsonLines[dict.LookupRecord](t, out.String())
 	require.Len(t, items, len(want), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	require.Equal(t, len(want), sum.Sent, "stdout:\n%s", out.String())
 	for i, it := range items {
@@ -336,7 +336,7 @@ func TestDictLookupNotFoundAndPlainKeys(t *testing.T) {
 	code, stdout, stderr := runIn(context.Background(), clock, keys, nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
 		"--dict-url", sim.URL(), "--payer", "11222333000181", "--json", "-")
 	require.Equal(t, ExitOK, code, stderr)
-	items, sum := jsonLines[lookupRecord](t, stdout)
+	items, sum := jsonLines[dict.LookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Sent)
 	require.Equal(t, http.StatusOK, items[0].Status)
 	require.Equal(t, "11222333000181", items[0].Payer)
@@ -363,7 +363,7 @@ func TestDictLookupInterrupted(t *testing.T) {
 		"--dict-url", hs.URL, "--json", keysFile(t, 3))
 	require.Equal(t, ExitFailed, code)
 	oneStderrLine(t, stderr, "dict-lookup: 2 of 3 not done: 2 not processed (interrupted)")
-	items, sum := jsonLines[lookupRecord](t, stdout)
+	items, sum := jsonLines[dict.LookupRecord](t, stdout)
 	require.Len(t, items, 1)
 	require.Equal(t, http.StatusOK, items[0].Status)
 	require.Equal(t, report.Summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
@@ -412,7 +412,7 @@ func TestDictLookupInterruptedWhileWaiting(t *testing.T) {
 			require.Len(t, clock.slept(), 1, "the wait that was interrupted")
 
 			if tt.name == "JSON" {
-				items, sum := jsonLines[lookupRecord](t, stdout)
+				items, sum := jsonLines[dict.LookupRecord](t, stdout)
 				require.Len(t, items, 1, "the lookup that waited; the second was never reached")
 				require.Equal(t, dict.LookupInterrupted, items[0].Result)
 				require.Equal(t, dict.MsgLookupInterrupted, items[0].Message)
@@ -516,7 +516,7 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 		dc := cfg.DictConfig(url)
 		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
 		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, eng.close(ctx)) })
+		t.Cleanup(func() { require.NoError(t, eng.Close(ctx)) })
 		require.NoError(t, learnCategory(ctx, eng))
 		return eng
 	}
@@ -607,7 +607,7 @@ func TestDictLookupKilledMidRequest(t *testing.T) {
 	ctx := context.Background()
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	st, err := eng.limiter.State(ctx, eng.DictCatalog().Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
 	require.NoError(t, err)
 	remote, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)

@@ -114,7 +114,7 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 		"BALDE_DICT_CATEGORY": "A", "BALDE_DICT_VERIFY_CERT": dictCert}
 	code, stdout, _ := runIn(t.Context(), newFakeTime(testEpoch), "", env, "dict-lookup", "--json", keysFile(t, 2))
 	require.Equal(t, ExitFailed, code)
-	items, sum := jsonLines[lookupRecord](t, stdout)
+	items, sum := jsonLines[dict.LookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Failed)
 	for _, it := range items {
 		require.Equal(t, dict.LookupFailed, it.Result)

@@ -67,10 +67,6 @@ func openEngine(ctx context.Context, cfg Config, opts engineOptions) (*engine, e
 	return &engine{Engine: e, limiter: e.Limiter()}, nil
 }
 
-// close closes the engine (balde.Engine.Close: refusals, group commit,
-// webhook, store, in that order).
-func (e *engine) close(ctx context.Context) error { return e.Close(ctx) }
-
 // sifenClient is settings.Settings.SifenClient, its error a usage error.
 func sifenClient(cfg Config, baseURL string) (*sifen.Client, error) {
 	client, err := cfg.SifenClient(baseURL)

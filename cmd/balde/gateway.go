@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
@@ -27,10 +22,10 @@ const DefaultGatewayAddr = "127.0.0.1:8081"
 const DefaultSifenGatewayAddr = "127.0.0.1:8082"
 
 // runGateway is "balde gateway dict": a reverse proxy for the DICT API
-// throttled by the mirror (web.DictGateway), for DICT clients not written in
-// Go, with /metrics, /healthz, /readyz and /livez, behind the inbound
-// limiter, serving the clients of --clients only. It shares the database
-// (and so the buckets) with serve and the batch commands.
+// throttled by the mirror (balde.Engine.DictGateway), for DICT clients not
+// written in Go, with /metrics, /healthz, /readyz and /livez, behind the
+// inbound limiter, serving the clients of --clients only. It shares the
+// database (and so the buckets) with serve and the batch commands.
 func runGateway(ctx context.Context, m *Main, args []string) error {
 	if len(args) > 0 && args[0] == "sifen" {
 		return runSifenGateway(ctx, m, args[1:])
@@ -49,128 +44,109 @@ func runGateway(ctx context.Context, m *Main, args []string) error {
 }
 
 func runDictGateway(ctx context.Context, m *Main, args []string) error {
-	cfg, err := m.envConfig()
+	g, fs, err := m.newGateway("gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
+		"gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
+		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"",
+		dictFlags)
 	if err != nil {
 		return err
 	}
-	addr := DefaultGatewayAddr
-	if v := m.Getenv("BALDE_GATEWAY_ADDR"); v != "" {
-		addr = v
-	}
-	fs := m.newFlagSet("gateway dict", "gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
-		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"")
-	noAuth := cfg.addGatewayFlags(fs, &addr, "BALDE_GATEWAY_ADDR")
-	cfg.addDictFlags(fs)
+	cfg := g.cfg
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return UsageError("gateway dict: unexpected argument %q", fs.Arg(0))
 	}
-	if cfg.DictURL == "" {
-		return UsageError("gateway dict: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")
-	}
-	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
+	if err := checkDict(*cfg, UsageError("gateway dict: no DICT URL configured (set --dict-url or BALDE_DICT_URL)")); err != nil {
 		return err
 	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
-		return err
-	}
-	if err := settings.CheckListenAddr(addr); err != nil {
-		return UsageError("gateway dict: --addr %q: %v", addr, err)
-	}
-	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	access, err := newGatewayAccess(cfg, addr, *noAuth, logger)
-	if err != nil {
-		return err
-	}
-	inbound, err := newInboundConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if inbound != nil {
-		inbound.Client = access.authenticate
+	if err := settings.CheckListenAddr(g.addr); err != nil {
+		return UsageError("gateway dict: --addr %q: %v", g.addr, err)
 	}
 	dc := cfg.DictConfig(cfg.DictURL)
-	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Dict: &dc, Jobs: cfg.Jobs()})
+	e, err := g.open(ctx, m, engineOptions{Dict: &dc})
 	if err != nil {
 		return err
 	}
-	defer e.close(context.Background())
-	api, err := e.DictGateway(web.DictGatewayConfig{Authenticate: access.authenticate})
+	defer e.Close(context.Background())
+	api, err := e.DictGateway(web.DictGatewayConfig{Authenticate: g.access.Authenticate})
 	if err != nil {
 		return UsageError("gateway dict: %v", errors.Unwrap(err))
 	}
-	return serveGateway(ctx, m, e, cfg, addr, api, access, func(at string) string {
-		return fmt.Sprintf("DICT gateway on %s://%s in front of %s (participant %s)", access.scheme(), at, cfg.DictURL, cfg.Participant())
+	return g.serve(ctx, m, e, api, func(at string) string {
+		return fmt.Sprintf("DICT gateway on %s://%s in front of %s (participant %s)", g.access.Scheme(), at, cfg.DictURL, cfg.Participant())
 	})
 }
 
-// gatewayAccess is how a gateway's clients reach it: the clients of
-// --clients (reloaded on SIGHUP and when the file changes), or anyone on
-// loopback with --no-client-auth, over TLS with --tls-cert.
-type gatewayAccess struct {
-	clients      *web.GatewayClients // nil with --no-client-auth
-	authenticate func(*http.Request) (string, bool)
-	tls          *tls.Config
+// gatewayCmd is one gateway command: its settings, address, clients
+// (reloaded on SIGHUP and when their file changes, or anyone on loopback
+// with --no-client-auth) and TLS (with --tls-cert).
+type gatewayCmd struct {
+	cfg    *Config
+	addr   string
+	noAuth *bool
+	access settings.GatewayAccess
 }
 
-// newGatewayAccess checks and loads the gateway's clients and TLS
-// (settings.Gateway.GatewayAccess): a gateway with no client configured is
-// a usage error, exit 2.
-func newGatewayAccess(cfg Config, addr string, noAuth bool, logger *slog.Logger) (gatewayAccess, error) {
-	clients, config, err := cfg.GatewayAccess(addr, noAuth, logger)
+// newGateway starts a gateway command (newCommand) with the flags both
+// gateways take: --addr (over the variable addrEnv, else def), the
+// clients and TLS, the store, policies and background work, the trusted
+// proxies and the inbound limiter; and those of groups.
+func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, error) {
+	cfg, fs, err := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
+		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})...)
 	if err != nil {
-		return gatewayAccess{}, settingUsage(err)
+		return nil, nil, err
 	}
-	a := gatewayAccess{clients: clients, tls: config}
-	if clients != nil {
-		a.authenticate = clients.Authenticate
-	} else {
-		logger.Warn("--no-client-auth: the gateway serves anyone who reaches " + addr + " (development only)")
-		a.authenticate = func(*http.Request) (string, bool) { return "anonymous", true }
+	g := &gatewayCmd{cfg: cfg, addr: def}
+	if v := m.Getenv(addrEnv); v != "" {
+		g.addr = v
 	}
-	return a, nil
+	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
+	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
+	return g, fs, nil
 }
 
-func (a gatewayAccess) scheme() string {
-	if a.tls != nil {
-		return "https"
+// open loads the clients and TLS (settings.Gateway.GatewayAccess: a
+// gateway with no client configured is a usage error, exit 2), and opens
+// the engine of opts (the DICT client, the SIFEN sender) with the inbound
+// limiter charging each client its own bucket, the metrics and the
+// background work.
+func (g *gatewayCmd) open(ctx context.Context, m *Main, opts engineOptions) (*engine, error) {
+	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	var err error
+	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
+		return nil, settingUsage(err)
 	}
-	return "http"
+	if opts.Inbound, err = newInboundConfig(*g.cfg); err != nil {
+		return nil, err
+	}
+	if opts.Inbound != nil {
+		opts.Inbound.Client = g.access.Authenticate
+	}
+	opts.Observer, opts.Logger, opts.Jobs = web.NewMetrics(), logger, g.cfg.Jobs()
+	return openEngine(ctx, *g.cfg, opts)
 }
 
-// serveGateway serves api behind the inbound limiter, with /metrics (behind
-// cfg's token) and the probes beside it (balde.Engine.OpsHandler), on addr
-// (balde.Engine.Serve: the engine's background work, then the server,
-// until ctx ends), and prints the banner of the address once listening.
-func serveGateway(ctx context.Context, m *Main, e *engine, cfg Config, addr string, api http.Handler, access gatewayAccess, banner func(addr string) string) error {
-	ops, err := e.OpsHandler(cfg.MetricsToken)
+// serve serves api as web.GatewayHandler has it (the inbound limiter,
+// /metrics behind cfg's token and the probes beside it, the clients
+// reloaded) on the address, over TLS when configured (balde.Engine.Serve:
+// the engine's background work, then the server, until ctx ends), and
+// prints the banner of the address once listening.
+func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *engine, api http.Handler, banner func(addr string) string) error {
+	ops, err := e.OpsHandler(g.cfg.MetricsToken)
 	if err != nil {
 		return err
 	}
-	if in := e.Inbound(); in != nil {
-		api = in.Middleware(api)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/", api)
-	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/livez"} {
-		mux.Handle(p, ops)
-	}
-	if access.clients != nil {
-		// A client's token or certificate is rotated without a restart.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		watchCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		go access.clients.Watch(watchCtx, clientsCheckEvery, hup)
-	}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	h := web.GatewayHandler(watchCtx, api, ops, e.Inbound(), g.access.Clients)
 	listening := func(at string) { fmt.Fprintln(m.Stdout, "balde: "+banner(at)) }
-	if access.tls != nil {
-		err = e.ServeTLS(ctx, addr, mux, access.tls, listening)
+	if g.access.TLS != nil {
+		err = e.ServeTLS(ctx, g.addr, h, g.access.TLS, listening)
 	} else {
-		err = e.Serve(ctx, addr, mux, listening)
+		err = e.Serve(ctx, g.addr, h, listening)
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -178,44 +154,21 @@ func serveGateway(ctx context.Context, m *Main, e *engine, cfg Config, addr stri
 	return err
 }
 
-// clientsCheckEvery is how often a gateway looks whether its clients file
-// changed.
-const clientsCheckEvery = 2 * time.Second
-
-// addGatewayFlags registers the flags both gateways share: --addr (over
-// the variable addrEnv), the clients and TLS, the store, policies and
-// background work, the trusted proxies and the inbound limiter. It
-// returns --no-client-auth.
-func (c *Config) addGatewayFlags(fs *flag.FlagSet, addr *string, addrEnv string) *bool {
-	fs.StringVar(addr, "addr", *addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
-	c.AddFlags(fs, "clients", "tls-cert", "tls-key", "client-ca")
-	noAuth := fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
-	c.addStoreFlags(fs)
-	c.addPolicyFlags(fs)
-	c.addBackgroundFlags(fs)
-	c.AddFlags(fs, "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window")
-	return noAuth
-}
-
-// runSifenGateway is "balde gateway sifen": web.SifenGateway in front of
-// SIFEN (or a simulator), sharing the RUC gates of serve and sifen-send
-// through the database.
+// runSifenGateway is "balde gateway sifen": balde.Engine.SifenGateway in
+// front of SIFEN (or a simulator), sharing the RUC gates of serve and
+// sifen-send through the database.
 func runSifenGateway(ctx context.Context, m *Main, args []string) error {
-	cfg, err := m.envConfig()
+	g, fs, err := m.newGateway("gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
+		"gateway sifen [--addr HOST:PORT] [--db DSN] --clients FILE --sifen-url URL [--env test|prod] [--hold D] [flags]",
+		"balde gateway sifen --addr 127.0.0.1:8082 --clients /etc/balde/clients --db postgres://balde@db/balde --sifen-url official --env prod",
+		sifenFlags)
 	if err != nil {
 		return err
 	}
-	addr := DefaultSifenGatewayAddr
-	if v := m.Getenv("BALDE_SIFEN_GATEWAY_ADDR"); v != "" {
-		addr = v
-	}
-	fs := m.newFlagSet("gateway sifen", "gateway sifen [--addr HOST:PORT] [--db DSN] --clients FILE --sifen-url URL [--env test|prod] [--hold D] [flags]",
-		"balde gateway sifen --addr 127.0.0.1:8082 --clients /etc/balde/clients --db postgres://balde@db/balde --sifen-url official --env prod")
-	noAuth := cfg.addGatewayFlags(fs, &addr, "BALDE_SIFEN_GATEWAY_ADDR")
+	cfg := g.cfg
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot or DE is held for its RUC's gate, in order of arrival, before a fault with Retry-After is answered; clients' timeouts must exceed it by SIFEN's answer time; 0 never holds")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
-	cfg.addSifenFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -238,41 +191,29 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return err
 	}
-	if err := settings.CheckListenAddr(addr); err != nil {
-		return UsageError("gateway sifen: --addr %q: %v", addr, err)
+	if err := settings.CheckListenAddr(g.addr); err != nil {
+		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
 	}
-	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	access, err := newGatewayAccess(cfg, addr, *noAuth, logger)
-	if err != nil {
-		return err
-	}
-	inbound, err := newInboundConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if inbound != nil {
-		inbound.Client = access.authenticate
-	}
-	client, err := sifenClient(cfg, cfg.SifenURL)
+	client, err := sifenClient(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
 	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	e, err := openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics(), Logger: logger, Sifen: &sc, Jobs: cfg.Jobs()})
+	e, err := g.open(ctx, m, engineOptions{Sifen: &sc})
 	if err != nil {
 		return err
 	}
-	defer e.close(context.Background())
+	defer e.Close(context.Background())
 	holdFor := *hold
 	if holdFor == 0 {
-		holdFor = -1 // web.SifenGateway: negative never holds
+		holdFor = -1 // web.SifenGatewayConfig: negative never holds
 	}
-	api, err := e.SifenGateway(web.SifenGatewayConfig{AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Authenticate: access.authenticate})
+	api, err := e.SifenGateway(web.SifenGatewayConfig{AllowUnsigned: *allowUnsigned, Env: env, Hold: holdFor, Authenticate: g.access.Authenticate})
 	if err != nil {
 		return UsageError("gateway sifen: %v", errors.Unwrap(err))
 	}
-	return serveGateway(ctx, m, e, cfg, addr, api, access, func(at string) string {
-		return fmt.Sprintf("SIFEN gateway (%s) on %s://%s in front of %s", env, access.scheme(), at, cfg.SifenURL)
+	return g.serve(ctx, m, e, api, func(at string) string {
+		return fmt.Sprintf("SIFEN gateway (%s) on %s://%s in front of %s", env, g.access.Scheme(), at, cfg.SifenURL)
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen/sifensim"
@@ -65,7 +66,7 @@ func TestSifenSendCtrlCDuringWaitJSON(t *testing.T) {
 	require.Error(t, err, "exit 1: documents not processed")
 	require.Equal(t, ExitFailed, cmd.ProcessState.ExitCode())
 
-	items, sum := jsonLines[sifenRecord](t, stdout.String())
+	items, sum := jsonLines[report.SifenRecord](t, stdout.String())
 	require.Len(t, items, 1, "only the lot sent before Ctrl-C has a line")
 	require.Equal(t, report.Sent, items[0].Result)
 	require.Equal(t, report.Summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
@@ -92,7 +93,7 @@ func TestSifenSendJSONProgress(t *testing.T) {
 		}
 		code, stdout, stderr := runIn(context.Background(), clock, "", env, args...)
 		require.Equal(t, ExitOK, code, stderr)
-		_, sum := jsonLines[sifenRecord](t, stdout) // stdout: items and the summary, nothing else
+		_, sum := jsonLines[report.SifenRecord](t, stdout) // stdout: items and the summary, nothing else
 		require.Equal(t, 2, sum.Sent)
 		return stdout, stderr
 	}
@@ -133,7 +134,7 @@ func TestDictLookupJSONProgress(t *testing.T) {
 	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
 	code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--json", "--progress", keysFile(t, n))
 	require.Equal(t, ExitOK, code, stderr)
-	_, sum := jsonLines[lookupRecord](t, stdout)
+	_, sum := jsonLines[dict.LookupRecord](t, stdout)
 	require.Equal(t, n, sum.Sent)
 	var ev map[string]report.ProgressEvent
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(stderr)), &ev), "one progress line: %q", stderr)

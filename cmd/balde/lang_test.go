@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 )
 
@@ -36,7 +37,7 @@ func TestBatchCommandsSpeakLANG(t *testing.T) {
 	clock.Advance(time.Minute)
 	code, stdout, _ = runIn(context.Background(), clock, "", env, "sifen-send", "--no-wait", "--json", dir)
 	require.Equal(t, ExitFailed, code)
-	items, _ := jsonLines[sifenRecord](t, stdout)
+	items, _ := jsonLines[report.SifenRecord](t, stdout)
 	require.Contains(t, items[2].Message, "blocked: cooldown on SIFEN_RECEPCION_LOTE/test/80069563, retry in 7s", "JSON stays English")
 
 	es := map[string]string{"BALDE_DB": db, "LC_ALL": "es_PY.UTF-8"}

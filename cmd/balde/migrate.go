@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
-	"github.com/balde-throttle/balde/internal/alldrivers"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
@@ -19,13 +18,11 @@ import (
 // warning on stderr, since forcing a version the schema does not match
 // makes every later migration run against the wrong schema.
 func runMigrate(ctx context.Context, m *Main, args []string) error {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("migrate", "migrate up|down|version|force VERSION [--db DSN]",
+		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde", storeFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("migrate", "migrate up|down|version|force VERSION [--db DSN]",
-		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde")
-	cfg.addStoreFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -47,7 +44,8 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	case op != "up" && op != "down" && op != "version":
 		return UsageError("migrate: unknown action %q (want up, down, version or force VERSION)", op)
 	}
-	if _, _, err := sqlstore.ParseDSN(cfg.DB); err != nil {
+	engine, _, err := sqlstore.ParseDSN(cfg.DB)
+	if err != nil {
 		return UsageError("%v", err)
 	}
 	if op != "up" {
@@ -58,7 +56,6 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	engine, _, _ := sqlstore.ParseDSN(cfg.DB)
 	latest, err := migrations.Latest(engine)
 	if err != nil {
 		return err
@@ -66,43 +63,5 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if op == "force" && force > int(latest) {
 		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
 	}
-	var version uint
-	var dirty bool
-	err = alldrivers.Migrate(ctx, cfg.DB, func(mg *migrations.Migrator) error {
-		switch op {
-		case "up":
-			err = mg.Up()
-		case "down":
-			err = mg.Down()
-		case "force":
-			if version, dirty, err = mg.Version(); err == nil {
-				fmt.Fprintf(m.Stderr, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
-					"the schema must already match it, or later migrations will fail or damage data\n", force, version, dirty)
-				err = mg.Force(force)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		version, dirty, err = mg.Version()
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(m.Stdout, schemaState(engine, version, latest, dirty))
-	return nil
-}
-
-// schemaState is "sqlite version 3 of 5 (2 pending)", "… (current)", or
-// the dirty state with what to do about it.
-func schemaState(engine sqlstore.Engine, version, latest uint, dirty bool) string {
-	state := "current"
-	switch {
-	case dirty:
-		state = "dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION"
-	case version < latest:
-		state = fmt.Sprintf("%d pending", latest-version)
-	}
-	return fmt.Sprintf("%s version %d of %d (%s)", engine, version, latest, state)
+	return report.Migrate(ctx, m.Stdout, m.Stderr, cfg.DB, op, force)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/alldrivers"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -158,5 +159,5 @@ func TestMigrateActions(t *testing.T) {
 		require.Contains(t, errOut, `unknown action "sideways"`)
 	})
 	require.Equal(t, "sqlite version 3 of 5 (dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION)",
-		schemaState(sqlstore.SQLite, 3, 5, true))
+		report.SchemaState(sqlstore.SQLite, 3, 5, true))
 }

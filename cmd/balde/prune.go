@@ -17,15 +17,11 @@ import (
 // and may run while serve and the batch commands work. --dry-run counts
 // what would go and deletes nothing.
 func runPrune(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("prune", "prune [--retention D] [--dry-run] [--force] [--batch N] [--skip-buckets] [--json] [--db DSN]",
+		"balde prune --dry-run --retention 720h --db sqlite://balde.db", storeFlags, dictFlags, policyFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("prune", "prune [--retention D] [--dry-run] [--force] [--batch N] [--skip-buckets] [--json] [--db DSN]",
-		"balde prune --dry-run --retention 720h --db sqlite://balde.db")
-	cfg.addStoreFlags(fs)
-	cfg.addDictFlags(fs)
-	cfg.addPolicyFlags(fs)
 	retention := cfg.LedgerRetention
 	fs.Var(settings.FlagOf(&retention, settings.ParseDuration, nil), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
 	batch := fs.Int("batch", 1000, "most rows deleted per transaction")
@@ -48,15 +44,12 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	if *batch <= 0 {
 		return UsageError("prune: --batch %d: want a positive number of rows", *batch)
 	}
-	if err := requireDatabase(cfg.DB); err != nil {
-		return err
-	}
 
-	eng, err := openAdminEngine(ctx, cfg, m.Clock)
+	eng, err := openAdminEngine(ctx, *cfg, m.Clock)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	opts := throttle.PruneOptions{Retention: retention, Batch: *batch, SkipBuckets: *skipBuckets}
 	var res balde.PruneResult
 	if *dryRun {
@@ -75,6 +68,3 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	return nil
 }
-
-// pruneJSON is what "balde prune --json" prints.
-type pruneJSON = report.PruneRecord

@@ -214,10 +214,10 @@ func TestStoreFaultsPostgres(t *testing.T) {
 		return code == http.StatusOK
 	}, "readiness after the faults stopped")
 
-	var items []lookupRecord
+	var items []dict.LookupRecord
 	var sum report.Summary
 	if batchOut != "" {
-		items, sum = jsonLines[lookupRecord](t, batchOut)
+		items, sum = jsonLines[dict.LookupRecord](t, batchOut)
 	}
 	t.Logf("PostgreSQL faults for %s: %d terminations (%d sessions); web %v; readiness %v (longest failing run %s); batch exit %d, %+v",
 		run, kills.Load(), killed.Load(), web.snapshot(), ready.snapshot(), readyDown.Round(time.Millisecond), batchCode, sum)

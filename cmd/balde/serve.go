@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
@@ -24,20 +25,13 @@ import (
 // re-grading, reconciliation, pruning), serves until the context ends
 // (Ctrl-C, SIGTERM), and shuts down gracefully.
 func runServe(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
+		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
+			"  BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem "+
+			"BALDE_ADMIN_PASSWORD=... balde serve --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde", storeFlags, webFlags, dictFlags, sifenFlags, policyFlags, backgroundFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
-		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
-			"  BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem "+
-			"BALDE_ADMIN_PASSWORD=... balde serve --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde")
-	cfg.addStoreFlags(fs)
-	cfg.addWebFlags(fs)
-	cfg.addDictFlags(fs)
-	cfg.addSifenFlags(fs)
-	cfg.addPolicyFlags(fs)
-	cfg.addBackgroundFlags(fs)
 	create := fs.Bool("create", false, "create the SQLite database if its file does not exist (without it, only the default path is created)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -66,8 +60,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	// one the simulator's client is built once it listens.
 	var client *sifen.Client
 	if cfg.SifenURL != "" {
-		var err error
-		if client, err = sifenClient(cfg, cfg.SifenURL); err != nil {
+		if client, err = sifenClient(*cfg, cfg.SifenURL); err != nil {
 			return err
 		}
 	}
@@ -80,14 +73,14 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	} else if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	a, err := openApp(ctx, cfg, client, logger)
+	a, err := openApp(ctx, *cfg, client, logger)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, a.close()) }()
 	err = a.engine.Serve(ctx, cfg.Addr, a.handler, func(addr string) {
 		logDatabase(a.engine.Store(), creating, logger)
-		a.banners(m, cfg, "http://"+addr)
+		report.WriteServeBanners(m.Stdout, cfg.Settings, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
@@ -99,36 +92,6 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("serve: %s is already in use; choose another --addr (BALDE_ADDR) or stop what listens there", addr)
 	}
 	return err
-}
-
-// banners says where the simulators, the DICT, SIFEN and the server are,
-// and the admin's password when it was made up now.
-func (a *app) banners(m *Main, cfg Config, url string) {
-	if sims := a.sims; sims.Dict != nil {
-		category := a.engine.DictCatalog().Category() // learned from its GET /policies/
-		if category == "" {
-			category = "H (strictest, not learned)"
-		}
-		fmt.Fprintf(m.Stdout, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.Dict.URL(), sims.Entries, category)
-	} else {
-		fmt.Fprintf(m.Stdout, "balde: DICT at %s\n", cfg.DictURL)
-	}
-	if sims := a.sims; sims.Sifen != nil {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN simulator on %s (set BALDE_SIFEN_URL=official for SIFEN)\n", sims.SifenURL)
-	} else if cfg.SifenURL == settings.SifenOfficial {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN at its official endpoints (%s, %s)\n", sifen.TestURL, sifen.ProdURL)
-	} else {
-		fmt.Fprintf(m.Stdout, "balde: SIFEN at %s\n", cfg.SifenURL)
-	}
-	fmt.Fprintf(m.Stdout, "balde: listening on %s\n", url)
-	switch login := a.login; {
-	case login.Generated:
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, generated password (shown once, kept in %s; set BALDE_ADMIN_PASSWORD or BALDE_ADMIN_PASSWORD_FILE to choose one): %s\n",
-			cfg.AdminUser, login.File, login.Password)
-	case login.File != "":
-		fmt.Fprintf(m.Stdout, "balde: admin user %q, password in %s\n", cfg.AdminUser, login.File)
-	}
 }
 
 // app is what serve runs: the simulators, the engine (with the DICT client
@@ -156,9 +119,6 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 		if err := dict.ValidateCategory(cfg.DictCategory); err != nil {
 			return nil, UsageError("%s%v", settingNames["DictCategory"], err)
 		}
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
-		return nil, err
 	}
 	sims, err := devsims.Start(ctx, devsims.Config{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL, DictCategory: cfg.DictCategory,
 		DictAddr: cfg.DictSimAddr, SifenAddr: cfg.SifenSimAddr, Logger: logger})
@@ -196,20 +156,6 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 	return a, nil
 }
 
-// newInbound builds the inbound limiter from cfg (reading
-// BALDE_INBOUND_TOKENS_FILE), or nil when it is off.
-func newInbound(cfg Config) (*web.Inbound, error) {
-	ic, err := newInboundConfig(cfg)
-	if ic == nil || err != nil {
-		return nil, err
-	}
-	in, err := web.NewInbound(*ic)
-	if err != nil {
-		return nil, UsageError("inbound limiter: %v", err)
-	}
-	return in, nil
-}
-
 // newInboundConfig is settings.Settings.InboundConfig, a bad tokens file a
 // usage error.
 func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
@@ -228,7 +174,7 @@ func (a *app) close() error {
 		errs = append(errs, a.server.Close())
 	}
 	if a.engine != nil {
-		errs = append(errs, a.engine.close(context.Background()))
+		errs = append(errs, a.engine.Close(context.Background()))
 	}
 	return errors.Join(append(errs, a.sims.Close())...)
 }

@@ -134,7 +134,7 @@ func TestServePostsTheRecovery(t *testing.T) {
 	d, err := eng.limiter.Take(context.Background(), "", throttle.Charge{Key: k, Cost: 10})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
-	require.NoError(t, eng.close(context.Background()))
+	require.NoError(t, eng.Close(context.Background()))
 
 	runServeMain(t, map[string]string{
 		"BALDE_DB": db, "BALDE_POLICY_FILE": policies, "BALDE_ADMIN_PASSWORD": "x",

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/internal/report"
 )
 
 // serve with users from BALDE_USERS and --users-file: the viewer reads and
@@ -67,7 +69,7 @@ func TestPruneAuditEntries(t *testing.T) {
 	clock.Advance(48 * time.Hour)
 	code, stdout, stderr := runIn(ctx, clock, "", env, "prune", "--json", "--retention", "24h", "--dry-run")
 	require.Equal(t, ExitOK, code, stderr)
-	require.Equal(t, int64(1), decodeJSON[pruneJSON](t, stdout).AuditRows)
+	require.Equal(t, int64(1), decodeJSON[report.PruneRecord](t, stdout).AuditRows)
 	require.Len(t, auditTrail(t, db, clock), 1, "a dry run removes nothing")
 	code, stdout, stderr = runIn(ctx, clock, "", env, "prune", "--retention", "24h")
 	require.Equal(t, ExitOK, code, stderr)

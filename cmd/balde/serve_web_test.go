@@ -281,7 +281,7 @@ func TestBackgroundConfig(t *testing.T) {
 			require.NoError(t, err)
 			fs := flag.NewFlagSet("x", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			cfg.addBackgroundFlags(fs)
+			cfg.AddFlags(fs, backgroundFlags...)
 			require.NoError(t, fs.Parse(tt.args))
 			require.Equal(t, tt.wantReconcile, cfg.DictReconcileEvery)
 			require.Equal(t, tt.wantPrune, cfg.PruneEvery)

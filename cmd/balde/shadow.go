@@ -27,11 +27,6 @@ func (b bucketsCmd) shadow(ctx context.Context, policy string, on bool, actor, r
 		Target: policy, Reason: reason, Outcome: audit.ShadowOutcome(on)}); err != nil {
 		return fmt.Errorf("buckets shadow: %s was switched but %w: %w", policy, balde.ErrResetNotAudited, err)
 	}
-	if on {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("%s is in shadow mode (by %s): its buckets decide as usual, record what they would refuse (ledger shadow-*, metric balde_throttle_shadow_refusals_total) and admit it.", policy, actor))
-	} else {
-		fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("%s enforces again (by %s): its buckets refuse.", policy, actor))
-	}
-	fmt.Fprintln(b.m.Stdout, b.tr.Sprintf("A running balde serve on this database follows within its severity period (15 s by default)."))
+	b.out.Shadow(policy, on, actor)
 	return nil
 }

@@ -33,7 +33,7 @@ func TestBucketsShadow(t *testing.T) {
 		require.NoError(t, err)
 		_, err = eng.Inbound().Limiter.Take(ctx, "", throttle.Charge{Key: ipKey, Cost: 1})
 		require.NoError(t, err)
-		require.NoError(t, eng.close(ctx))
+		require.NoError(t, eng.Close(ctx))
 		env := map[string]string{"BALDE_DB": db, "USER": "bob"}
 
 		for _, tc := range []struct {

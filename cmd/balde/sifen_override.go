@@ -23,15 +23,12 @@ import (
 // answer or none, not confirmed, the document not left in sending); 2: bad
 // input, nothing asked.
 func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("sifen-override",
+		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
+		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1", storeFlags, sifenFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("sifen-override",
-		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
-		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1")
-	cfg.addStoreFlags(fs)
-	cfg.addSifenFlags(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "who overrides, recorded in the audit trail as cli:ACTOR (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "why (required), recorded in the audit trail")
@@ -60,16 +57,16 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return err
 	}
-	client, err := sifenClient(cfg, cfg.SifenURL)
+	client, err := sifenClient(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
 	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 
 	tr := m.printer()
 	d, err := eng.Sifen().Get(ctx, id)
@@ -79,10 +76,7 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	if !*yes {
-		fmt.Fprintf(m.Stdout, "%s\nCDC %s\n%s\n\n", tr.Sprintf("Document %d (RUC %s, %s) was left in sending by a send without answer (%s). balde keeps it unsendable until SIFEN answers for it, and after SIFEN's 0420 (not found) until that send is 48 hours old: DNIT says the processing of a lot takes 1 to 24 hours.",
-			d.ID, d.RUC.String(), string(d.Env), tr.Time(d.ClaimedAt)), d.CDC,
-			tr.Sprintf("Risk: SIFEN may still be processing the first send. If it is, the document reaches SIFEN twice: the second send is rejected as a duplicate CDC, or its lot is not queued (0301) and the RUC is blocked."))
-		fmt.Fprint(m.Stdout, tr.Sprintf("Ask SIFEN about document %d now and, if it answers 0420, make it sendable again, as %s? [y/N] ", id, strconv.Quote(*actor)))
+		report.WriteOverridePrompt(m.Stdout, tr, d, *actor)
 		answer, err := report.ReadAnswer(ctx, m.Stdin)
 		if err != nil {
 			fmt.Fprintln(m.Stdout)

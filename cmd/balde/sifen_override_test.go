@@ -160,7 +160,7 @@ func seedSendingDocument(t *testing.T, db, simURL string, clock *fakeTime) {
 	sc := cfg.SifenConfig(client)
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	docs, err := eng.Sifen().Import(ctx, sifentest.Doc{RUC: "88888801", Number: 99}.File(), sifen.EnvTest)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), docs[0].ID)

@@ -24,18 +24,15 @@ import (
 // poller does (each lot queried when its schedule says it is due); with no
 // FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, err := m.envConfig()
+	cfg, fs, err := m.newCommand("sifen-send",
+		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
+		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db", storeFlags, sifenFlags)
 	if err != nil {
 		return err
 	}
-	fs := m.newFlagSet("sifen-send",
-		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
-		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db")
-	cfg.addStoreFlags(fs)
-	cfg.addSifenFlags(fs)
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
-	var wf waitFlags
-	wf.add(fs)
+	var wf report.WaitFlags
+	wf.Add(fs)
 	jsonOut := fs.Bool("json", false, "write one JSON object per document, then a summary object")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
 	replace := fs.Bool("replace", false, "a draft or error of the database holding a FILE's CDC with other content takes the FILE's content (without it, that DE is reported invalid and not sent)")
@@ -53,7 +50,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return err
 	}
-	wait, maxWait, err := wf.resolve("sifen-send")
+	wait, maxWait, err := waitOf(wf, "sifen-send")
 	if err != nil {
 		return err
 	}
@@ -74,31 +71,27 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	items, bad := report.ReadSifenFiles(ctx, files, env, *allowUnsigned)
 	if len(bad) > 0 {
-		rep := report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer())
-		for _, it := range bad {
-			rep.Item(report.Invalid, it.Line(), it.Record())
-		}
-		rep.Finish(false, len(items)-len(bad))
+		report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()).Invalid(bad, len(items))
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
-	client, err := sifenClient(cfg, cfg.SifenURL)
+	client, err := sifenClient(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
 	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, eng.close(ctx)) }()
+	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	sender := eng.Sifen()
 	b := &report.SifenSend{
 		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
 		Reporter: report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), Warn: m.Stderr,
 	}
-	b.Reporter.Progress = wf.progressTo(m, mode)
+	b.Reporter.Progress = wf.ProgressTo(m.Stderr, mode)
 	sum, err := b.Run(ctx, items)
 	if err != nil {
 		return err
@@ -110,6 +103,3 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	return batchExit("sifen-send", sum, b.Reporter.Tr)
 }
-
-// sifenRecord is a DE's JSON line.
-type sifenRecord = report.SifenRecord

@@ -35,7 +35,7 @@ func TestSifenSendReplace(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "de.xml", other.File())
 	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--json", file)
 	require.NotEqual(t, ExitOK, code, "a refused document is not a success: %s", stderr)
-	items, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, report.Summary{Total: 1, Invalid: 1}, sum)
 	require.Contains(t, items[0].Message, "is already document 1, an error with other content")
 	require.Contains(t, items[0].Message, "(sifen-send --replace)")
@@ -43,7 +43,7 @@ func TestSifenSendReplace(t *testing.T) {
 
 	code, stdout, stderr = runIn(ctx, clock, "", env, "sifen-send", "--json", "--replace", file)
 	require.Equal(t, ExitOK, code, stderr)
-	_, sum = jsonLines[sifenRecord](t, stdout)
+	_, sum = jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, 1, sum.Sent, "after the interval since the failed request (%v s)", sum.WaitS)
 	require.Equal(t, map[string]int{other.CDC(): 1}, sim.queuedCounts())
 }

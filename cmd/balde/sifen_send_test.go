@@ -97,7 +97,7 @@ func TestSifenSendWait(t *testing.T) {
 
 		// Each lot after the first waited exactly the configured cooldown.
 		require.Equal(t, []time.Duration{7 * time.Second, 7 * time.Second}, clock.slept())
-		items, sum := jsonLines[sifenRecord](t, stdout)
+		items, sum := jsonLines[report.SifenRecord](t, stdout)
 		require.Len(t, items, 3)
 		var waits []float64
 		for i, it := range items {
@@ -137,7 +137,7 @@ func TestSifenSendNoWait(t *testing.T) {
 		require.Equal(t, ExitFailed, code)
 		oneStderrLine(t, stderr, "sifen-send: 2 of 3 not done: 2 blocked")
 		require.Empty(t, clock.slept())
-		items, sum := jsonLines[sifenRecord](t, stdout)
+		items, sum := jsonLines[report.SifenRecord](t, stdout)
 		require.Equal(t, []report.Result{report.Sent, report.Blocked, report.Blocked}, []report.Result{items[0].Result, items[1].Result, items[2].Result})
 		require.Equal(t, 7.0, items[1].WaitS)
 		require.Contains(t, items[1].Message, "blocked: cooldown on SIFEN_RECEPCION_LOTE/test/80069563, retry in 7s")
@@ -184,7 +184,7 @@ func TestSifenSendInterrupted(t *testing.T) {
 	code, stdout, stderr := runIn(ctx, nil, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitFailed, code)
 	oneStderrLine(t, stderr, "4 not processed (interrupted)")
-	items, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.Len(t, items, 2)
 	require.Equal(t, report.Sent, items[0].Result)
 	require.Equal(t, report.Sent, items[1].Result)
@@ -205,7 +205,7 @@ func TestSifenSendSplitsALotTooBig(t *testing.T) {
 	clock := newFakeTime(time.Now())
 	code, stdout, stderr := runIn(context.Background(), clock, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--sifen-throttle", "1", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	items, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, 2, sum.Sent)
 	require.NotEqual(t, items[0].Lot, items[1].Lot, "sent in two lots")
 	require.Equal(t, []time.Duration{time.Second}, clock.slept())
@@ -340,7 +340,7 @@ func TestSifenSendKill9(t *testing.T) {
 	later := newFakeTime(time.Now().Add(time.Minute))
 	code, stdout, stderr := runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitFailed, code, stderr)
-	items, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.LessOrEqual(t, sum.WaitS, (sifen.DefaultInFlightFor-time.Minute).Seconds()+1)
 	sum.WaitS, sum.ElapsedS = 0, 0
 	require.Equal(t, report.Summary{Total: 12, Sent: 6, Skipped: 4, Blocked: 2}, sum)
@@ -354,7 +354,7 @@ func TestSifenSendKill9(t *testing.T) {
 	later.Advance(sifen.DefaultResolveAfter)
 	code, stdout, stderr = runIn(context.Background(), later, "", nil, "sifen-send", "--db", db, "--sifen-url", sim.URL, "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	_, sum = jsonLines[sifenRecord](t, stdout)
+	_, sum = jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, report.Summary{Total: 12, Skipped: 12}, sum)
 
 	want := make(map[string]int)
@@ -395,12 +395,12 @@ func TestSifenSendRejected(t *testing.T) {
 	require.NoError(t, err)
 	_, err = eng.Sifen().Poll(ctx)
 	require.NoError(t, err)
-	require.NoError(t, eng.close(ctx))
+	require.NoError(t, eng.Close(ctx))
 	require.Equal(t, map[string]int{"approved": 1, "rejected": 1}, documentStatuses(t, db))
 
 	code, stdout, stderr := runIn(ctx, clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	items, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, report.Summary{Total: 2, Skipped: 2}, sum)
 	require.Equal(t, "rejected by SIFEN (Rechazado: 1001 CDC duplicado); correct the document to send it again", items[1].Message)
 	require.Equal(t, int64(1), sim.Stats().Count("siRecepLoteDE", "", "", ""))
@@ -412,7 +412,7 @@ func TestSifenSendRejected(t *testing.T) {
 	writeFile(t, dir, "lot.xml", sifentest.Lote(sifentest.Doc{RUC: "80069563", Number: 1}, fixed))
 	code, stdout, stderr = runIn(ctx, clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	items, sum = jsonLines[sifenRecord](t, stdout)
+	items, sum = jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, report.Summary{Total: 2, Sent: 1, Skipped: 1}, sum)
 	require.Equal(t, report.Sent, items[1].Result)
 	require.Equal(t, map[string]int{bad.CDC(): 2, sifentest.Doc{RUC: "80069563", Number: 1}.CDC(): 1}, sim.queuedCounts())
@@ -512,7 +512,7 @@ func TestSifenSend360DEsNoRemoteRefusal(t *testing.T) {
 
 	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	_, sum := jsonLines[sifenRecord](t, stdout)
+	_, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, report.Summary{Total: 360, Sent: 360, WaitS: sum.WaitS, ElapsedS: sum.ElapsedS}, sum)
 	st := sim.Stats()
 	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued), "lots")
@@ -582,7 +582,7 @@ func TestSifenSendBlockStepIsConfigurable(t *testing.T) {
 			}
 			code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", "--max-wait", "5s", dir)
 			require.Equal(t, ExitFailed, code, stderr)
-			recs, _ := jsonLines[sifenRecord](t, stdout)
+			recs, _ := jsonLines[report.SifenRecord](t, stdout)
 			require.Len(t, recs, 150)
 			require.Equal(t, report.Result("sent"), recs[0].Result)
 			require.Equal(t, sifensim.CodeLotNotQueued, recs[50].Code, "the second lot, 1 s after the first answer")
@@ -714,7 +714,7 @@ func TestSifenSendRUCsDoNotWaitForEachOther(t *testing.T) {
 	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
 	code, stdout, stderr := runIn(context.Background(), clock, "", env, "sifen-send", "--json", dir)
 	require.Equal(t, ExitOK, code, stderr)
-	items, sum := jsonLines[sifenRecord](t, stdout)
+	items, sum := jsonLines[report.SifenRecord](t, stdout)
 	require.Equal(t, 120, sum.Sent, stdout)
 	waits := map[string][]float64{}
 	for _, it := range items {
@@ -798,9 +798,9 @@ func TestSifenSendRunsOverlapping(t *testing.T) {
 			t.Fatal("the three runs did not end within 3 minutes")
 		}
 		sentBy := map[string]int{}
-		var all []sifenRecord
+		var all []report.SifenRecord
 		for i := range outs {
-			items, sum := jsonLines[sifenRecord](t, outs[i])
+			items, sum := jsonLines[report.SifenRecord](t, outs[i])
 			require.Len(t, items, 90, "run %d: one line per DE; stderr: %s", i, errs[i])
 			t.Logf("run %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
@@ -930,9 +930,9 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 
 		queued := sim.queuedCounts()
 		sentBy := map[string]int{}
-		var all []sifenRecord
+		var all []report.SifenRecord
 		for i := range outs {
-			items, sum := jsonLines[sifenRecord](t, outs[i].String())
+			items, sum := jsonLines[report.SifenRecord](t, outs[i].String())
 			require.Len(t, items, 90, "process %d: one line per DE; exit %v; stderr:\n%s", i, children[i].ProcessState, errs[i].String())
 			t.Logf("process %d: %d sent, %d skipped, %d blocked, %d failed", i, sum.Sent, sum.Skipped, sum.Blocked, sum.Failed)
 			for _, it := range items {
@@ -1017,7 +1017,7 @@ func TestSifenSendTwoRunsSentByAnotherProcess(t *testing.T) {
 		r1 := <-first
 
 		require.Equal(t, ExitOK, r1.code, r1.stderr)
-		_, sum := jsonLines[sifenRecord](t, r1.stdout)
+		_, sum := jsonLines[report.SifenRecord](t, r1.stdout)
 		require.Equal(t, 2, sum.Sent)
 		require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr: %s", stdout, stderr)
 		require.Equal(t, 2, strings.Count(stdout, "sent by another process: document "), stdout)

@@ -25,7 +25,7 @@ func seedLookups(t *testing.T, db string, clock *fakeTime) {
 	cfg.DB, cfg.DictCategory = db, "C"
 	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, eng.close(ctx)) }()
+	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	status := http.StatusOK
 	dictAnswer := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil

@@ -8,10 +8,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // WriteBuckets writes one page of stored buckets as "balde buckets list"
@@ -33,7 +34,7 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 		fmt.Fprintln(tw, tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
 	}
 	for _, st := range page.States {
-		v := web.ViewBucket(tr, st, scope)
+		v := view.ViewBucket(tr, st, scope)
 		policy := st.Key.Policy
 		if st.Shadow {
 			// docs/decisions/0200: refusals recorded, requests admitted.
@@ -46,7 +47,7 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 		}
 		last := tr.Sprintf("never")
 		if !st.LastSentAt.IsZero() {
-			last = tr.Sprintf("%s ago", web.FormatWait(st.At.Sub(st.LastSentAt)))
+			last = tr.Sprintf("%s ago", view.FormatWait(st.At.Sub(st.LastSentAt)))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\n", policy, Shorten(st.Key.Identifier, 24), st.Key.Env,
 			st.Tokens, v.Capacity, v.Severity, v.Wait, last)
@@ -84,7 +85,7 @@ func WriteLedger(w io.Writer, tr *i18n.Printer, entries []throttle.LedgerEntry, 
 // is stored, tokens, refill, policy, severity, cooldown or block, when a
 // send is next admitted, when it is full, the last send and the sends.
 func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) {
-	v := web.ViewBucket(tr, st, scope)
+	v := view.ViewBucket(tr, st, scope)
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 	stored := tr.Sprintf("yes")
 	if !st.Stored {
@@ -95,7 +96,7 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		if d <= 0 {
 			return tr.Sprintf("now")
 		}
-		return tr.Sprintf("in %s", web.FormatWait(d))
+		return tr.Sprintf("in %s", view.FormatWait(d))
 	}
 	rows := [][2]string{
 		{tr.Sprintf("bucket"), st.Key.String()},
@@ -108,7 +109,7 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		{tr.Sprintf("cooldown/block"), v.Wait},
 		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
 		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), web.FormatLastSendIn(tr, st)},
+		{tr.Sprintf("last send"), view.FormatLastSendIn(tr, st)},
 		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
 	}
 	if st.Shadow {
@@ -118,4 +119,65 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
 	}
 	_ = w.Flush()
+}
+
+// Buckets is what "balde buckets" prints to W: its listings, pages and
+// outcomes in Tr's language (Wide: every column), or with JSON their JSON
+// (the field names of /api/buckets; never translated). Scope names whom a
+// key's bucket belongs to (web.Scopes).
+type Buckets struct {
+	W          io.Writer
+	Tr         *i18n.Printer
+	JSON, Wide bool
+	Scope      func(throttle.Key) string
+}
+
+// List prints one page of stored buckets (WriteBuckets), or its JSON.
+func (b Buckets) List(page inspect.Page) error {
+	if b.JSON {
+		out := view.NewAPIBucketList(page.States, b.Scope)
+		out.Next, out.Partial = page.Next, page.Partial
+		WriteJSONLine(b.W, out)
+		return nil
+	}
+	return WriteBuckets(b.W, b.Tr, page, b.Wide, b.Scope)
+}
+
+// Show prints one bucket and its most recent ledger rows, at most limit
+// (WriteBucket, WriteLedger), or their JSON.
+func (b Buckets) Show(st throttle.BucketState, entries []throttle.LedgerEntry, limit int) error {
+	if b.JSON {
+		WriteJSONLine(b.W, view.NewAPIBucketDetail(st, entries, b.Scope))
+		return nil
+	}
+	WriteBucket(b.W, b.Tr, st, b.Scope)
+	return WriteLedger(b.W, b.Tr, entries, limit)
+}
+
+// Reset prints a reset of key done by actor (balde.Engine.ResetBucket), or
+// its JSON: the bucket after it, the tokens before and the actor.
+func (b Buckets) Reset(key throttle.Key, r balde.BucketReset, actor string) {
+	if b.JSON {
+		WriteJSONLine(b.W, struct {
+			Bucket       view.APIBucket `json:"bucket"`
+			TokensBefore int64          `json:"tokens_before"`
+			Actor        string         `json:"actor"`
+		}{view.NewAPIBucket(r.After, b.Scope), r.Before.Tokens, actor})
+		return
+	}
+	fmt.Fprintln(b.W, b.Tr.Sprintf("reset %s: %s → %s tokens, cooldown and block cleared (by %s)", key, strconv.FormatInt(r.Before.Tokens, 10), strconv.FormatInt(r.After.Tokens, 10), actor))
+	if r.RemoteBlockStays {
+		fmt.Fprintln(b.W, b.Tr.Sprintf("The RUC's gate was reset: balde's own wait is over. A block SIFEN itself imposed after a 0301 is not lifted by it, and a lot still on the wire holds the RUC until its answer."))
+	}
+}
+
+// Shadow says that actor put policy in shadow mode (on) or back to
+// enforcing, and when a running balde serve follows.
+func (b Buckets) Shadow(policy string, on bool, actor string) {
+	if on {
+		fmt.Fprintln(b.W, b.Tr.Sprintf("%s is in shadow mode (by %s): its buckets decide as usual, record what they would refuse (ledger shadow-*, metric balde_throttle_shadow_refusals_total) and admit it.", policy, actor))
+	} else {
+		fmt.Fprintln(b.W, b.Tr.Sprintf("%s enforces again (by %s): its buckets refuse.", policy, actor))
+	}
+	fmt.Fprintln(b.W, b.Tr.Sprintf("A running balde serve on this database follows within its severity period (15 s by default)."))
 }

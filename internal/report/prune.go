@@ -8,7 +8,7 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/i18n"
-	"github.com/balde-throttle/balde/web"
+	"github.com/balde-throttle/balde/internal/view"
 )
 
 // PruneRecord is what "balde prune --json" prints: the cut-off and what a
@@ -39,7 +39,7 @@ func WritePrune(w io.Writer, tr *i18n.Printer, r PruneRecord, retention time.Dur
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	fmt.Fprintln(w, tr.Sprintf("%s %s ledger rows and %s DICT lookups older than %s (before %s)",
-		verb, n(r.LedgerRows), n(r.DictLookups), retention.String(), r.Before.UTC().Format(web.TimeLayout)))
+		verb, n(r.LedgerRows), n(r.DictLookups), retention.String(), r.Before.UTC().Format(view.TimeLayout)))
 	if r.AuditRows > 0 {
 		fmt.Fprintln(w, tr.Sprintf("%s %s audit entries older than %s", verb, n(r.AuditRows), retention.String()))
 	}

@@ -25,8 +25,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // Clock is how a batch reads time and waits. The engine's clock and the
@@ -165,7 +165,7 @@ func (s Summary) Err(what string, tr *i18n.Printer) error {
 
 // FormatSeconds renders seconds as a Go duration rounded for people.
 func FormatSeconds(s float64) string {
-	return web.FormatWait(time.Duration(s * float64(time.Second)))
+	return view.FormatWait(time.Duration(s * float64(time.Second)))
 }
 
 // Seconds converts a duration to seconds, rounded to the millisecond, for
@@ -322,9 +322,9 @@ func (r *Reporter) Waiting(d time.Duration, why string) {
 	}
 	switch r.mode {
 	case Plain:
-		fmt.Fprintln(r.w, r.Tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
+		fmt.Fprintln(r.w, r.Tr.Sprintf("waiting %s: %s", view.FormatWait(d), why))
 	case Bar:
-		r.above(r.Tr.Sprintf("waiting %s: %s", web.FormatWait(d), why))
+		r.above(r.Tr.Sprintf("waiting %s: %s", view.FormatWait(d), why))
 	}
 }
 
@@ -356,7 +356,7 @@ func (r *Reporter) sleep(ctx context.Context, d time.Duration, base throttle.Sle
 	}
 	for left := d; left > 0; {
 		if r.mode == Bar {
-			r.bar.Describe(r.Tr.Sprintf("waiting %s (%s) · %s", web.FormatWait(left), r.why, r.counts()))
+			r.bar.Describe(r.Tr.Sprintf("waiting %s (%s) · %s", view.FormatWait(left), r.why, r.counts()))
 			_ = r.bar.RenderBlank()
 		} else if left < d {
 			r.tellProgress(d, left)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/web"
 )
 
 // SifenItem is one DE of a send of files (sifen.ReadFiles, ImportFiles,
@@ -71,7 +71,7 @@ func (it *SifenItem) Line() string {
 		fmt.Fprintf(&b, " code=%s", it.Code)
 	}
 	if it.Wait > 0 {
-		fmt.Fprintf(&b, " wait=%s", web.FormatWait(it.Wait))
+		fmt.Fprintf(&b, " wait=%s", view.FormatWait(it.Wait))
 	}
 	if it.Said != "" {
 		fmt.Fprintf(&b, " %q", it.Said)

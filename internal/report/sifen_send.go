@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 // ReadSifenFiles reads every file (sifen.ReadFiles) and returns its DEs as
@@ -28,6 +28,16 @@ func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUns
 		}
 	}
 	return items, bad
+}
+
+// Invalid reports the invalid items bad of a run of total items, none of
+// which is sent: each bad item, then the summary with the others not
+// processed.
+func (r *Reporter) Invalid(bad []*SifenItem, total int) {
+	for _, it := range bad {
+		r.Item(Invalid, it.Line(), it.Record())
+	}
+	r.Finish(false, total-len(bad))
 }
 
 // SifenSend draws one run of "balde sifen-send" (Sender.SendFiles, then
@@ -204,7 +214,7 @@ func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
 	case sifen.BatchBlocked:
 		it.Result = Blocked
 		if bl := r.Blocked; bl != nil {
-			d := web.FormatWait(bl.Wait)
+			d := view.FormatWait(bl.Wait)
 			it.Message = fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, d)
 			it.Said = tr.Sprintf("blocked: %s on %s, retry in %s", tr.Text(bl.Reason.String()), bl.Key, d)
 			if b.Wait {

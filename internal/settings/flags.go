@@ -1,8 +1,10 @@
 package settings
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -10,7 +12,6 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/web"
 )
 
 // AddFlags registers on fs the command-line flags named (without dashes:
@@ -108,7 +109,7 @@ var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
 		fs.StringVar(&s.SifenSimAddr, "sifen-sim-addr", s.SifenSimAddr, "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)")
 	},
 	"trusted-proxies": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.TrustedProxies, web.ParseTrustedProxies, FormatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
+		fs.Var(FlagOf(&s.TrustedProxies, ParseTrustedProxies, FormatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
 	},
 	"inbound-ip-limit": func(s *Settings, fs *flag.FlagSet) {
 		fs.Var(FlagOf(&s.InboundIPLimit, ParseInboundIPLimit, nil), "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
@@ -207,4 +208,70 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (e.g. 1m)", s)
 	}
 	return v, nil
+}
+
+// ParseFlags parses args with fs, with flags before, between or after
+// the positional arguments ("migrate up --db X" as "migrate --db X up"),
+// the way operators' other tools take them; "--" ends the flags, and
+// everything after it is an argument. Afterwards fs.Args() holds the
+// positional arguments in order. The usage is printed (to fs's output)
+// only when asked for with -h or --help (flag.ErrHelp); a parse error is
+// returned without it.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	restore := func() {
+		fs.Usage = usage
+		fs.SetOutput(out)
+	}
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer restore()
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			restore() // the usage prints the flags to the real output
+			usage()
+			return err
+		case err != nil:
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...) // after "--": arguments only
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	// Leave the arguments in fs.Args(): a FlagSet parsing "--" first
+	// keeps everything after it as arguments.
+	_ = fs.Parse(append([]string{"--"}, pos...))
+	return nil
+}
+
+// ParseTrustedProxies reads a comma- or space-separated list of CIDR
+// prefixes or single addresses ("10.0.0.0/8, 127.0.0.1, ::1").
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if strings.Contains(f, "/") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, fmt.Errorf("web: trusted proxy %q: %w", f, err)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("web: trusted proxy %q is neither an address nor a CIDR prefix", f)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

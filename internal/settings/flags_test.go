@@ -3,6 +3,7 @@ package settings_test
 import (
 	"flag"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +63,20 @@ func TestSettingsAddFlags(t *testing.T) {
 	require.Contains(t, help.String(), "(env SIFEN_THROTTLE_SECONDS)")
 	require.Contains(t, help.String(), "-sifen-throttle value\n    \tseconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS) (default 10)\n", "seconds as the variable writes them")
 	require.Panics(t, func() { s.AddFlags(fs, "no-such-flag") })
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := settings.ParseTrustedProxies("10.0.0.0/8, 127.0.0.1 ::1\n192.168.1.7/16")
+	require.NoError(t, err)
+	want := []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("127.0.0.1/32"),
+		netip.MustParsePrefix("::1/128"),
+		netip.MustParsePrefix("192.168.0.0/16"),
+	}
+	require.Equal(t, want, got)
+	for _, bad := range []string{"10.0.0.0/33", "localhost", "1.2.3"} {
+		_, err := settings.ParseTrustedProxies(bad)
+		require.Error(t, err, bad)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 
@@ -51,53 +52,88 @@ func ParseInboundClientLimit(s string) (int64, error) {
 	return n, err
 }
 
+// GatewayAccess is how a gateway's clients reach it.
+type GatewayAccess struct {
+	// Clients are those of ClientsFile, reloaded by web.GatewayHandler;
+	// nil with --no-client-auth.
+	Clients *web.GatewayClients
+	// Authenticate names the client of a request: Clients.Authenticate, or
+	// "anonymous" for anyone with --no-client-auth.
+	Authenticate func(*http.Request) (string, bool)
+	// TLS is the listener's configuration; nil without TLSCert.
+	TLS *tls.Config
+}
+
+// Scheme is https with TLS, else http.
+func (a GatewayAccess) Scheme() string {
+	if a.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
 // GatewayAccess checks how a gateway's clients reach it and returns what
-// the gateway needs: the clients of ClientsFile (nil with noAuth) and the
-// TLS configuration (nil without TLSCert). A gateway needs clients unless
-// noAuth, which only a loopback addr may have; a client known by its certificate needs ClientCA, which
-// needs TLSCert and TLSKey. Each failure is a *Error naming the settings.
-func (g Gateway) GatewayAccess(addr string, noAuth bool, logger *slog.Logger) (*web.GatewayClients, *tls.Config, error) {
+// the gateway needs: the clients of ClientsFile (none with noAuth, which
+// logger warns of) and the TLS configuration (nil without TLSCert). A
+// gateway needs clients unless noAuth, which only a loopback addr may
+// have; a client known by its certificate needs ClientCA, which needs
+// TLSCert and TLSKey. Each failure is a *Error naming the settings.
+func (g Gateway) GatewayAccess(addr string, noAuth bool, logger *slog.Logger) (GatewayAccess, error) {
+	a, err := g.gatewayAccess(addr, noAuth, logger)
+	if err != nil {
+		return GatewayAccess{}, err
+	}
+	if a.Clients != nil {
+		a.Authenticate = a.Clients.Authenticate
+	} else {
+		logger.Warn("--no-client-auth: the gateway serves anyone who reaches " + addr + " (development only)")
+		a.Authenticate = func(*http.Request) (string, bool) { return "anonymous", true }
+	}
+	return a, nil
+}
+
+func (g Gateway) gatewayAccess(addr string, noAuth bool, logger *slog.Logger) (GatewayAccess, error) {
 	switch {
 	case noAuth && !loopback(addr):
-		return nil, nil, errorf("--no-client-auth serves anyone who reaches the gateway: it is for development on a loopback address, not %s", addr)
+		return GatewayAccess{}, errorf("--no-client-auth serves anyone who reaches the gateway: it is for development on a loopback address, not %s", addr)
 	case !noAuth && g.ClientsFile == "":
-		return nil, nil, errorf("no client configured: set --clients FILE (BALDE_GATEWAY_CLIENTS_FILE), a line per client: NAME sha256:HEX (its bearer token's SHA-256) or NAME cn:NAME (its certificate, with --client-ca)")
+		return GatewayAccess{}, errorf("no client configured: set --clients FILE (BALDE_GATEWAY_CLIENTS_FILE), a line per client: NAME sha256:HEX (its bearer token's SHA-256) or NAME cn:NAME (its certificate, with --client-ca)")
 	case (g.TLSCert == "") != (g.TLSKey == ""):
-		return nil, nil, errorf("--tls-cert and --tls-key (BALDE_GATEWAY_TLS_CERT, BALDE_GATEWAY_TLS_KEY) go together")
+		return GatewayAccess{}, errorf("--tls-cert and --tls-key (BALDE_GATEWAY_TLS_CERT, BALDE_GATEWAY_TLS_KEY) go together")
 	case g.ClientCA != "" && g.TLSCert == "":
-		return nil, nil, errorf("--client-ca needs the gateway's own certificate: set --tls-cert and --tls-key")
+		return GatewayAccess{}, errorf("--client-ca needs the gateway's own certificate: set --tls-cert and --tls-key")
 	}
 	var clients *web.GatewayClients
 	if !noAuth {
 		var err error
 		if clients, err = web.LoadGatewayClients(g.ClientsFile, logger); err != nil {
-			return nil, nil, errorf("BALDE_GATEWAY_CLIENTS_FILE: %v", err)
+			return GatewayAccess{}, errorf("BALDE_GATEWAY_CLIENTS_FILE: %v", err)
 		}
 		if clients.Certificates() && g.ClientCA == "" {
-			return nil, nil, errorf("BALDE_GATEWAY_CLIENTS_FILE names clients by certificate (cn:): set --client-ca and --tls-cert, --tls-key")
+			return GatewayAccess{}, errorf("BALDE_GATEWAY_CLIENTS_FILE names clients by certificate (cn:): set --client-ca and --tls-cert, --tls-key")
 		}
 	}
 	if g.TLSCert == "" {
-		return clients, nil, nil
+		return GatewayAccess{Clients: clients}, nil
 	}
 	cert, err := tls.LoadX509KeyPair(g.TLSCert, g.TLSKey)
 	if err != nil {
-		return nil, nil, errorf("gateway TLS (--tls-cert, --tls-key): %v", err)
+		return GatewayAccess{}, errorf("gateway TLS (--tls-cert, --tls-key): %v", err)
 	}
 	config := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if g.ClientCA != "" {
 		pem, err := os.ReadFile(g.ClientCA)
 		if err != nil {
-			return nil, nil, errorf("--client-ca: %v", err)
+			return GatewayAccess{}, errorf("--client-ca: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, errorf("--client-ca %s: no PEM certificate in it", g.ClientCA)
+			return GatewayAccess{}, errorf("--client-ca %s: no PEM certificate in it", g.ClientCA)
 		}
 		// A client may also come with a token and no certificate.
 		config.ClientCAs, config.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
-	return clients, config, nil
+	return GatewayAccess{Clients: clients, TLS: config}, nil
 }
 
 // loopback reports whether addr's host is a loopback address or

@@ -390,7 +390,7 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_SIFEN_SIM_ADDR", setString(&c.SifenSimAddr)},
 		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
 		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
-		{"BALDE_TRUSTED_PROXIES", setParsed(&c.TrustedProxies, web.ParseTrustedProxies)},
+		{"BALDE_TRUSTED_PROXIES", setParsed(&c.TrustedProxies, ParseTrustedProxies)},
 		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, ParseInboundIPLimit)},
 		{"BALDE_INBOUND_WINDOW", setParsed(&c.InboundWindow, ParseInboundWindow)},
 		{"BALDE_INBOUND_BLOCK", setParsed(&c.InboundBlock, ParseInboundBlock)},

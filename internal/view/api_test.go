@@ -1,4 +1,4 @@
-package web_test
+package view_test
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/web"
 )
 
 func TestAPIBucketDetailJSON(t *testing.T) {
@@ -18,7 +18,7 @@ func TestAPIBucketDetailJSON(t *testing.T) {
 	st := throttle.BucketState{Bucket: throttle.Bucket{Key: k, Tokens: 3}, Stored: true, At: at}
 	entries := []throttle.LedgerEntry{{ID: 7, Key: k, At: at, Delta: -1, Balance: 3, Reason: throttle.LedgerTake, Ref: "doc 9"}}
 
-	b, err := json.Marshal(web.NewAPIBucketDetail(st, entries, nil))
+	b, err := json.Marshal(view.NewAPIBucketDetail(st, entries, nil))
 	require.NoError(t, err)
 	var got struct {
 		Bucket map[string]any   `json:"bucket"`
@@ -29,10 +29,10 @@ func TestAPIBucketDetailJSON(t *testing.T) {
 	require.Equal(t, []map[string]any{{"id": 7.0, "at": "2026-03-02T15:00:00Z", "reason": throttle.LedgerTake.String(),
 		"delta": -1.0, "balance": 3.0, "count": 1.0, "ref": "doc 9"}}, got.Ledger, "UTC, and a row of one request counts 1")
 
-	b, err = json.Marshal(web.NewAPIBucketDetail(st, nil, nil))
+	b, err = json.Marshal(view.NewAPIBucketDetail(st, nil, nil))
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"ledger":[]`, "no rows is an empty list, not null")
-	b, err = json.Marshal(web.NewAPIBucketList(nil, nil))
+	b, err = json.Marshal(view.NewAPIBucketList(nil, nil))
 	require.NoError(t, err)
 	require.Equal(t, `{"buckets":[]}`, string(b))
 }
@@ -45,22 +45,22 @@ func TestViewBucket(t *testing.T) {
 	ruc := func(throttle.Key) string { return "RUC" }
 	en := i18n.New(i18n.English, time.UTC)
 
-	v := web.ViewBucket(en, st, ruc)
+	v := view.ViewBucket(en, st, ruc)
 	require.Equal(t, "RUC", v.Scope)
 	require.Equal(t, "1", v.Capacity)
 	require.Equal(t, "2026-03-02 11:59:53 UTC (7s ago)", v.LastSend)
 	require.Equal(t, "cooldown 3s", v.Wait)
-	require.Equal(t, "2026-03-02 11:59:53 UTC (7s ago)", web.FormatLastSendIn(en, st))
+	require.Equal(t, "2026-03-02 11:59:53 UTC (7s ago)", view.FormatLastSendIn(en, st))
 
 	idle := st
 	idle.LastSentAt, idle.CooldownLeft = time.Time{}, 0
-	v = web.ViewBucket(en, idle, nil)
+	v = view.ViewBucket(en, idle, nil)
 	require.Equal(t, [3]string{"-", "-", "never"}, [3]string{v.Scope, v.Wait, v.LastSend})
-	require.Equal(t, "never", web.FormatLastSendIn(en, idle))
+	require.Equal(t, "never", view.FormatLastSendIn(en, idle))
 
 	orphan := st
 	orphan.Orphan = true
-	v = web.ViewBucket(i18n.New(i18n.Portuguese, time.UTC), orphan, ruc)
+	v = view.ViewBucket(i18n.New(i18n.Portuguese, time.UTC), orphan, ruc)
 	require.Equal(t, [2]string{"?", "?"}, [2]string{v.Capacity, v.Refill})
 	require.NotEqual(t, "unknown policy", v.Severity, "translated")
 }

@@ -1,0 +1,67 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/balde-throttle/balde/internal/alldrivers"
+	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+)
+
+// Migrate runs "balde migrate" op (up, down, version, or force to version
+// force) on the database of dsn and prints its schema's state to w
+// (SchemaState). force records the version as applied and clears the
+// dirty flag without running anything, with a warning to warn first: a
+// version the schema does not match makes every later migration run
+// against the wrong schema.
+func Migrate(ctx context.Context, w, warn io.Writer, dsn, op string, force int) error {
+	engine, _, err := sqlstore.ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	latest, err := migrations.Latest(engine)
+	if err != nil {
+		return err
+	}
+	var version uint
+	var dirty bool
+	err = alldrivers.Migrate(ctx, dsn, func(mg *migrations.Migrator) error {
+		switch op {
+		case "up":
+			err = mg.Up()
+		case "down":
+			err = mg.Down()
+		case "force":
+			if version, dirty, err = mg.Version(); err == nil {
+				fmt.Fprintf(warn, "balde: WARNING: recording version %d as applied (was %d, dirty %t) without running any migration; "+
+					"the schema must already match it, or later migrations will fail or damage data\n", force, version, dirty)
+				err = mg.Force(force)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		version, dirty, err = mg.Version()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, SchemaState(engine, version, latest, dirty))
+	return nil
+}
+
+// SchemaState is what "balde migrate" prints: "sqlite version 3 of 5 (2
+// pending)", "… (current)", or the dirty state with what to do about it.
+func SchemaState(engine sqlstore.Engine, version, latest uint, dirty bool) string {
+	state := "current"
+	switch {
+	case dirty:
+		state = "dirty: the last migration failed half-way; make the schema match a version by hand, then balde migrate force VERSION"
+	case version < latest:
+		state = fmt.Sprintf("%d pending", latest-version)
+	}
+	return fmt.Sprintf("%s version %d of %d (%s)", engine, version, latest, state)
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// DictGateway is web.DictGateway for Config.Dict: the DICT API proxied to
+// DictGateway is web.NewDictGateway for Config.Dict: the DICT API proxied to
 // its BaseURL (GET /policies/ to its PoliciesURL) with its HTTP transport
 // and participant, through the engine's DICT client's meter, with cfg's
 // Authenticate (required: web.GatewayClients.Authenticate, or the
@@ -38,7 +38,7 @@ func (e *Engine) DictGateway(cfg web.DictGatewayConfig) (http.Handler, error) {
 	return g, nil
 }
 
-// SifenGateway is web.SifenGateway over the engine's SIFEN sender (its RUC
+// SifenGateway is web.NewSifenGateway over the engine's SIFEN sender (its RUC
 // gates shared through the database) with cfg's Sender, Client, Audit,
 // Metrics and Logger the engine's when nil; cfg.Authenticate is required
 // (see DictGateway). It serves the gateway's routes and nothing else. A

@@ -66,7 +66,7 @@ type Driver interface {
 
 // New returns a Migrator over db, which must be a dedicated handle: Close
 // closes it. NewShared migrates an application's pool and leaves it open.
-// d is the engine's driver (sqlitedriver.Driver{}, pgxdriver.Driver{}).
+// d is the engine's driver (sqlstore.DriverOf).
 func New(db *sql.DB, d Driver) (*Migrator, error) {
 	if d == nil {
 		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass its Driver{}")

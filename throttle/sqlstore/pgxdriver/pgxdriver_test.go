@@ -48,7 +48,7 @@ func TestClassify(t *testing.T) {
 		{"Plain", errors.New("something else"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, pgxdriver.Driver{}.Classify(tc.err))
+			require.Equal(t, tc.want, pgxdriver.Driver.Classify(tc.err))
 		})
 	}
 }

@@ -18,7 +18,7 @@ import (
 // sqlstore.ErrNoPipeline when conn is not pgx's. After an error it rolls
 // the transaction back, or has the pool discard the connection when even
 // that fails.
-func (Driver) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
+func (pgDriver) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
 	return conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {

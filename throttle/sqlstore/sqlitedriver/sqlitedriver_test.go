@@ -64,7 +64,7 @@ func TestClassify(t *testing.T) {
 		{"NotSQLite", func(*testing.T) error { return errors.New("connection reset") }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, sqlitedriver.Driver{}.Classify(tc.err(t)))
+			require.Equal(t, tc.want, sqlitedriver.Driver.Classify(tc.err(t)))
 		})
 	}
 }

@@ -69,7 +69,7 @@ type Driver interface {
 // d is the engine's driver (sqlstore.DriverOf).
 func New(db *sql.DB, d Driver) (*Migrator, error) {
 	if d == nil {
-		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass its Driver{}")
+		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass sqlstore.DriverOf(engine)")
 	}
 	return newMigrator(db, d, false)
 }

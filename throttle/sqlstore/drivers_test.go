@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // the application's own pool
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -133,12 +134,12 @@ type pipelineSpy struct {
 	decline         bool
 }
 
-func (d pipelineSpy) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
+func (d pipelineSpy) Pipeline(ctx context.Context, conn *sql.Conn, p *driverkit.Pipeline) error {
 	if d.decline {
-		return sqlstore.ErrNoPipeline
+		return driverkit.ErrNoPipeline
 	}
 	d.runs.Add(1)
-	return d.Driver.(sqlstore.Pipeliner).Pipeline(ctx, conn, p)
+	return d.Driver.(driverkit.Pipeliner).Pipeline(ctx, conn, p)
 }
 
 // TestUpdateRunsThroughThePipeliner: on PostgreSQL every decision is one

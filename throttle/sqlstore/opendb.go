@@ -14,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // SQLiteDSN returns the modernc.org/sqlite DSN an application should open
@@ -234,7 +235,7 @@ func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
 		_, _ = probe.ExecContext(ctx, `ROLLBACK`)
 		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool's transactions do not take the write lock at BEGIN (_txlock=immediate is missing; a transaction that loses a race would fail with SQLITE_BUSY): %s", fix)
 	}
-	if d.Classify(err)&ClassBusy == 0 {
+	if d.Classify(err)&driverkit.ClassBusy == 0 {
 		return formatError("open", err)
 	}
 	return nil

@@ -24,15 +24,16 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
-// pgDriver is the PostgreSQL sqlstore.Driver; it is a sqlstore.Pipeliner
+// pgDriver is the PostgreSQL sqlstore.Driver; it is a driverkit.Pipeliner
 // (decision 0035). The zero value is ready.
 type pgDriver struct{}
 
 var (
-	_ sqlstore.Driver    = pgDriver{}
-	_ sqlstore.Pipeliner = pgDriver{}
+	_ sqlstore.Driver     = pgDriver{}
+	_ driverkit.Pipeliner = pgDriver{}
 )
 
 // Importing the package registers the driver (sqlstore.Register): a blank
@@ -92,36 +93,36 @@ func (pgDriver) CheckPool(db *sql.DB) error {
 // connection; a COMMIT answered with class 40 (but 40003, whose outcome
 // is unknown) was rolled back. A connection that could not be made, or an
 // error pgx knows was raised before anything was sent, is transient.
-func (pgDriver) Classify(err error) sqlstore.ErrorClass {
+func (pgDriver) Classify(err error) driverkit.ErrorClass {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		c := sqlstore.ClassServer
+		c := driverkit.ClassServer
 		code := pe.Code
 		switch {
 		case code == "57P01", code == "57P02", code == "57P03",
 			code == "40001", code == "40P01", code == "53300",
 			strings.HasPrefix(code, "08"):
-			c |= sqlstore.ClassTransient
+			c |= driverkit.ClassTransient
 		}
 		switch code {
 		case "40001", "40P01", "23505":
-			c |= sqlstore.ClassLostRace
+			c |= driverkit.ClassLostRace
 		}
 		switch code {
 		case "55P03", "57014":
-			c |= sqlstore.ClassTimeout
+			c |= driverkit.ClassTimeout
 		}
 		if strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "08") {
-			c |= sqlstore.ClassBrokenConn
+			c |= driverkit.ClassBrokenConn
 		}
 		if strings.HasPrefix(code, "40") && code != "40003" {
-			c |= sqlstore.ClassCommitFailed
+			c |= driverkit.ClassCommitFailed
 		}
 		return c
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
-		return sqlstore.ClassTransient
+		return driverkit.ClassTransient
 	}
 	return 0
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // sqliteDriver is the SQLite sqlstore.Driver. The zero value is ready.
@@ -59,19 +60,19 @@ func (sqliteDriver) CheckPool(*sql.DB) error { return nil }
 // database's answer and a COMMIT it fails certainly did not apply;
 // SQLITE_BUSY and SQLITE_LOCKED are transient, SQLITE_CORRUPT and
 // SQLITE_NOTADB say the file is corrupt.
-func (sqliteDriver) Classify(err error) sqlstore.ErrorClass {
+func (sqliteDriver) Classify(err error) driverkit.ErrorClass {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return 0
 	}
-	c := sqlstore.ClassServer | sqlstore.ClassCommitFailed
+	c := driverkit.ClassServer | driverkit.ClassCommitFailed
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_BUSY:
-		c |= sqlstore.ClassTransient | sqlstore.ClassBusy
+		c |= driverkit.ClassTransient | driverkit.ClassBusy
 	case sqlite3.SQLITE_LOCKED:
-		c |= sqlstore.ClassTransient
+		c |= driverkit.ClassTransient
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-		c |= sqlstore.ClassCorrupt
+		c |= driverkit.ClassCorrupt
 	}
 	return c
 }

@@ -263,7 +263,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		Logger:     logger.WithGroup("throttle"),
 		// The DICT category (learned at start, then by reconciliation)
 		// and a policy file change capacities: stored levels are graded
-		// again (Limiter.Regrade) when these change.
+		// again (Limiter.Reevaluate) when these change.
 		Definitions: func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) },
 		Shadow:      e.shadows.has,
 	})

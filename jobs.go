@@ -122,7 +122,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	turns := newTurns(e.store, log)
 	job(true, jobs.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
 		// A fresh limiter grades every row again at once: the policies
-		// may differ from the last process's (Limiter.Regrade).
+		// may differ from the last process's (Limiter.Reevaluate).
 		e.reevaluate(ctx)
 		everyTick(ctx, d, func() { e.reevaluate(ctx) })
 	})

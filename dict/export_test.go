@@ -172,3 +172,9 @@ type RefundRequest = refundRequest
 type RefundResponse = refundResponse
 type UpdateEntryRequest = updateEntryRequest
 type UpdateEntryResponse = updateEntryResponse
+
+const PolicyKeysCheck = policyKeysCheck
+
+const PolicyPoliciesList = policyPoliciesList
+
+var UserPolicyFor = userPolicyFor

@@ -91,9 +91,9 @@ func (b *Blocked) WaitSeconds() int64 {
 	return int64((b.Wait + time.Second - 1) / time.Second)
 }
 
-// Message renders the refusal for a person and for the document's message,
+// message renders the refusal for a person and for the document's message,
 // e.g. "blocked: cooldown, wait 7 s".
-func (b *Blocked) Message() string {
+func (b *Blocked) message() string {
 	return fmt.Sprintf("blocked: %s, wait %d s", b.Reason, b.WaitSeconds())
 }
 

@@ -414,7 +414,7 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	if !d.Allowed {
 		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
 		b := c.out.Blocked()
-		c.out.Message = b.Message()
+		c.out.Message = b.message()
 		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
 			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
 		return c, s.docs.Hold(ctx, ids, c.out.Message, b.Until, now)

@@ -19,6 +19,7 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsim"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
@@ -184,10 +185,10 @@ func Example_dictLookup() {
 	}
 	defer eng.Close(ctx)
 
-	out, _ := dict.NewLookupWriter(os.Stdout, false)
+	out, _ := dictlookup.NewLookupWriter(os.Stdout, false)
 	reqs := []dict.LookupRequest{{Key: "+5561988880000", PayerID: "11144477735"}, {Key: "+5561999990000", PayerID: "11144477735"}}
 	err = (&dict.Batch{Client: eng.Dict(), Wait: true}).Run(ctx, reqs, func(res dict.BatchResult) error {
-		rec := dict.NewLookupRecord(res)
+		rec := dictlookup.NewLookupRecord(res)
 		rec.EndToEndID = "" // random: left out of this example's output
 		return out.Write(rec)
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
@@ -88,7 +89,7 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 			case http.StatusOK:
 				sent++
 			case 0:
-				require.Equal(t, dict.LookupBlocked, it.Result)
+				require.Equal(t, dictlookup.LookupBlocked, it.Result)
 				require.Equal(t, "empty", it.Reason)
 				require.Positive(t, it.RetryAfterS)
 				refused++
@@ -159,7 +160,7 @@ func TestDictLookupSixProcessesOnePayer(t *testing.T) {
 			case http.StatusNotFound:
 				answered++
 			case 0:
-				require.Equal(t, dict.LookupBlocked, it.Result, "%+v", it)
+				require.Equal(t, dictlookup.LookupBlocked, it.Result, "%+v", it)
 				refused++
 			default:
 				t.Fatalf("status %d: %+v", it.Status, it)
@@ -318,7 +319,7 @@ func TestDictLookupNoWait(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, dict.LookupColumns, rows[0])
+	require.Equal(t, dictlookup.LookupColumns, rows[0])
 	require.Len(t, rows, n+1)
 	require.Equal(t, []string{"11144477735", payerCPF, "200"}, rows[3][:3])
 	firstRefused := rows[1+p.Capacity] // after the header and the allowance
@@ -414,8 +415,8 @@ func TestDictLookupInterruptedWhileWaiting(t *testing.T) {
 			if tt.name == "JSON" {
 				items, sum := jsonLines[lookupRecord](t, stdout)
 				require.Len(t, items, 1, "the lookup that waited; the second was never reached")
-				require.Equal(t, dict.LookupInterrupted, items[0].Result)
-				require.Equal(t, dict.MsgLookupInterrupted, items[0].Message)
+				require.Equal(t, dictlookup.LookupInterrupted, items[0].Result)
+				require.Equal(t, dictlookup.MsgLookupInterrupted, items[0].Message)
 				require.Equal(t, 0, items[0].Status, "nothing answered")
 				// The wait Ctrl-C cut (the whole 60 s the fake clock moved)
 				// is time waited, not 0.
@@ -434,7 +435,7 @@ func TestDictLookupInterruptedWhileWaiting(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, rows, 2)
 			require.Equal(t, []string{foundKeys[0], payerCPF, "0", "empty"}, rows[1][:4])
-			require.Equal(t, dict.LookupInterrupted, rows[1][5])
+			require.Equal(t, dictlookup.LookupInterrupted, rows[1][5])
 
 			require.Equal(t, sentBefore, sim.Stats()[dict.OpGetEntry], "nothing sent to the DICT")
 		})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 )
 
 // writeCertPair writes a self-signed RSA certificate and its key as PEM
@@ -117,7 +118,7 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 	items, sum := jsonLines[lookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Failed)
 	for _, it := range items {
-		require.Equal(t, dict.LookupFailed, it.Result)
+		require.Equal(t, dictlookup.LookupFailed, it.Result)
 		require.Contains(t, it.Message, "invalid XML signature")
 	}
 	require.Equal(t, int64(2), sim.Stats().Count(dict.OpGetEntry, http.StatusOK), "sent and answered")

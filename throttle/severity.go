@@ -241,9 +241,10 @@ type trust struct {
 }
 
 // Trusted reports whether a row stored Healthy is Healthy now: a full
-// regrade (Reevaluate while not Trusted) completed in this Limiter under the policy definitions in effect
-// (Config.Definitions). Until then counts and severity filters re-grade
-// every row (at most inspect.MaxScan) instead of only those stored worse.
+// regrade (Reevaluate while not Trusted) completed in this Limiter under
+// the policy definitions in effect (Config.Definitions). Until then counts
+// and severity filters re-grade every row (at most inspect.MaxScan)
+// instead of only those stored worse.
 func (l *Limiter) Trusted() bool {
 	defs := l.defs()
 	l.trust.mu.Lock()
@@ -271,8 +272,8 @@ const scanPage = 1000
 // From; To Healthy is the "resolved" event) and the Observer. Lazy refill
 // writes nothing on its own: without this, a bucket that recovers while
 // nobody sends would stay alerted. When the Limiter is not Trusted it runs
-// a full regrade instead (every row). serve calls it periodically. It returns the
-// number of buckets whose stored level changed.
+// a full regrade instead (every row). serve calls it periodically. It
+// returns the number of buckets whose stored level changed.
 func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	if !l.Trusted() {
 		return l.regradeAll(ctx)

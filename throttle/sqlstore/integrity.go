@@ -277,7 +277,7 @@ func (in *integrity) close() {
 // exist, and the temporary name is removed. A process killed at any
 // instant leaves either no file at path or a complete database (issue
 // 23: a kill in the first milliseconds left a 0-byte file). The caller
-// holds the migration lock (migrations.LockSQLite).
+// holds the migration lock (flockMigrations).
 func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {

@@ -160,16 +160,16 @@ func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 }
 
 // lockSQLite takes the migration lock of the SQLite database at path
-// (migrations.LockSQLite: a flock on path+migrations.LockSuffix, waited
-// for until ctx ends). release(err) gives it back; when this call created
+// (flockMigrations: a flock on path+migrateLockSuffix, waited for until
+// ctx ends). release(err) gives it back; when this call created
 // the lock file and err refuses the database (ErrDatabaseRefused,
 // ErrDatabaseCorrupt) or none exists at path, it removes the file too: a
 // command that refuses a database leaves nothing beside it.
 func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
-	lockFile := path + migrations.LockSuffix
+	lockFile := path + migrateLockSuffix
 	_, statErr := os.Stat(lockFile)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	unlock, err := migrations.LockSQLite(ctx, path)
+	unlock, err := flockMigrations(ctx, path)
 	if err != nil {
 		return nil, err
 	}

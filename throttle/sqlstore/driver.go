@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
-	"sync"
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
@@ -16,7 +15,7 @@ import (
 // exports a Driver: throttle/sqlstore/sqlitedriver (modernc.org/sqlite)
 // and throttle/sqlstore/pgxdriver (pgx). An application imports the one
 // it uses and links only that engine (decision 0093); importing it also
-// registers its Driver (Register), as database/sql's drivers register, for
+// registers its Driver (driverkit.Register), as database/sql's drivers register, for
 // balde.Open to find by the engine a DSN names (decision 0129).
 // internal/alldrivers links both. Its error classes and pipeline are in
 // throttle/sqlstore/internal/driverkit: only those two packages implement
@@ -51,36 +50,11 @@ func checkDriver(op string, d Driver, engine Engine) error {
 	return nil
 }
 
-// registered are the Drivers of Register, by engine.
-var (
-	registeredMu sync.RWMutex
-	registered   = map[Engine]Driver{}
-)
-
-// Register makes d the Driver of its engine for DriverOf. The engine's
-// driver package calls it in its init, so that a blank import chooses the
-// engine an application links:
-//
-//	import _ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
-//
-// Registering another Driver for an engine that has one panics.
-func Register(d Driver) {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if old, ok := registered[d.Engine()]; ok && old != d {
-		panic(fmt.Sprintf("sqlstore: Register: a second Driver for %s", d.Engine()))
-	}
-	registered[d.Engine()] = d
-}
-
 // DriverOf returns the Driver registered for engine, or an error naming
 // the package to import when none is.
 func DriverOf(engine Engine) (Driver, error) {
-	registeredMu.RLock()
-	d, ok := registered[engine]
-	registeredMu.RUnlock()
-	if ok {
-		return d, nil
+	if d, ok := driverkit.Registered(engine); ok {
+		return d.(Driver), nil
 	}
 	pkg := map[Engine]string{SQLite: "sqlitedriver", Postgres: "pgxdriver"}[engine]
 	if pkg == "" {

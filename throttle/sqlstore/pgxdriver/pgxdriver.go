@@ -36,9 +36,9 @@ var (
 	_ driverkit.Pipeliner = pgDriver{}
 )
 
-// Importing the package registers the driver (sqlstore.Register): a blank
+// Importing the package registers the driver (driverkit.Register): a blank
 // import chooses PostgreSQL for balde.Open.
-func init() { sqlstore.Register(pgDriver{}) }
+func init() { driverkit.Register(pgDriver{}) }
 
 // Engine returns sqlstore.Postgres.
 func (pgDriver) Engine() migrations.Engine { return migrations.Postgres }

@@ -30,9 +30,9 @@ type sqliteDriver struct{}
 
 var _ sqlstore.Driver = sqliteDriver{}
 
-// Importing the package registers the driver (sqlstore.Register): a blank
+// Importing the package registers the driver (driverkit.Register): a blank
 // import chooses SQLite for balde.Open.
-func init() { sqlstore.Register(sqliteDriver{}) }
+func init() { driverkit.Register(sqliteDriver{}) }
 
 // Engine returns sqlstore.SQLite.
 func (sqliteDriver) Engine() migrations.Engine { return migrations.SQLite }

@@ -1,13 +1,17 @@
 // Package driverkit holds what sqlstore and its engine driver packages
 // (sqlitedriver, pgxdriver) share below sqlstore.Driver: the classes of an
-// engine's errors and the pipelined transaction of a Pipeliner. No
-// application names them.
+// engine's errors, the pipelined transaction of a Pipeliner and the
+// registry of drivers. No application names them.
 package driverkit
 
 import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/balde-throttle/balde/migrations"
 )
 
 // ErrorClass is what an engine's error means, as bits.
@@ -91,3 +95,39 @@ type Pipeliner interface {
 // ErrNoPipeline says a Pipeliner cannot run on a connection: Update then
 // takes the database/sql path.
 var ErrNoPipeline = errors.New("sqlstore: connection cannot pipeline")
+
+// An Engined is a driver as Register keeps it: by its engine. sqlstore's
+// Driver is one.
+type Engined interface {
+	Engine() migrations.Engine
+}
+
+// registered are the drivers of Register, by engine.
+var (
+	registeredMu sync.RWMutex
+	registered   = map[migrations.Engine]Engined{}
+)
+
+// Register makes d the sqlstore.Driver of its engine for sqlstore.DriverOf.
+// The engine's driver package calls it in its init, so that a blank import
+// chooses the engine an application links:
+//
+//	import _ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
+//
+// Registering another driver for an engine that has one panics.
+func Register(d Engined) {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if old, ok := registered[d.Engine()]; ok && old != d {
+		panic(fmt.Sprintf("sqlstore: Register: a second Driver for %s", d.Engine()))
+	}
+	registered[d.Engine()] = d
+}
+
+// Registered returns the driver Register made the one of engine.
+func Registered(engine migrations.Engine) (Engined, bool) {
+	registeredMu.RLock()
+	defer registeredMu.RUnlock()
+	d, ok := registered[engine]
+	return d, ok
+}

@@ -75,9 +75,9 @@ const (
 //   - refused by the mirror (a value, nothing sent): blocked, with the
 //     refusal's reason and wait;
 //   - Run's ctx ended while the lookup waited
-//     (dict.BatchResult.Interrupted, nothing sent): interrupted, "interrupted while waiting for the
-//     throttle", with the reason and wait of the refusal it was waiting
-//     out;
+//     (dict.BatchResult.Interrupted, nothing sent): interrupted,
+//     "interrupted while waiting for the throttle", with the reason and
+//     wait of the refusal it was waiting out;
 //   - an entry: sent, with status 200 and the entry's fields;
 //   - the DICT's answer without an entry: sent for a 404 ("no entry for
 //     this key"), failed otherwise, with the status, problem type and

@@ -13,9 +13,10 @@ import (
 )
 
 // DictLookup prints the lookups of a dict.Batch on Reporter, for any
-// caller ("balde dict-lookup" is one): each lookup's dictlookup.LookupRecord (the
-// JSON line, and the row or object written to Out) and its plain line,
-// whose message is in Reporter's language, in input order. The Batch runs
+// caller ("balde dict-lookup" is one): each lookup's
+// dictlookup.LookupRecord (the JSON line, and the row or object written to
+// Out) and its plain line, whose message is in Reporter's language, in
+// input order. The Batch runs
 // the lookups: give it Progress and Print, then hand Run's error to
 // Finish.
 type DictLookup struct {

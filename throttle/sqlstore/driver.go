@@ -12,14 +12,14 @@ import (
 // database/sql driver, golang-migrate's driver, the check of an
 // application's pool and the meaning of the engine's error codes. This
 // package imports no database driver; one package per engine does and
-// exports a Driver: throttle/sqlstore/sqlitedriver (modernc.org/sqlite)
+// implements a Driver: throttle/sqlstore/sqlitedriver (modernc.org/sqlite)
 // and throttle/sqlstore/pgxdriver (pgx). An application imports the one
-// it uses and links only that engine (decision 0093); importing it also
-// registers its Driver (driverkit.Register), as database/sql's drivers register, for
-// balde.Open to find by the engine a DSN names (decision 0129).
-// internal/alldrivers links both. Its error classes and pipeline are in
-// throttle/sqlstore/internal/driverkit: only those two packages implement
-// it.
+// it uses and links only that engine (decision 0093); importing it
+// registers its Driver, as database/sql's drivers register, for DriverOf
+// and balde.Open to find by the engine a DSN names (decision 0129).
+// internal/alldrivers links both. The error classes, the pipeline and the
+// registry are in throttle/sqlstore/internal/driverkit: only those two
+// packages implement a Driver.
 type Driver interface {
 	migrations.Driver
 	// SQLName is the name the driver's package registered with

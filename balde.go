@@ -259,7 +259,7 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	tc.Ledger, tc.Notifier, tc.Logger = cfg.Ledger, notifiers, logger.WithGroup("throttle")
 	// The DICT category (learned at start, then by reconciliation) and a
 	// policy file change capacities: stored levels are graded again
-	// (Limiter.Regrade) when these change.
+	// (Limiter.Reevaluate) when these change.
 	tc.Definitions = func() string { return fmt.Sprint(catalog.Category(), catalog.Specs()) }
 	if e.limiter, err = throttle.NewLimiter(e.throttleStore(), resolvers, tc); err != nil {
 		return nil, &ConfigError{"Limiter", err}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -165,7 +166,8 @@ func Example_sifenSend() {
 }
 
 // balde dict-lookup in an application: a batch of lookups through the
-// mirror, one CSV row per lookup as the binary's --out writes it.
+// mirror, each result delivered in input order to the application's own
+// output (the binary writes CSV or JSON lines).
 func Example_dictLookup() {
 	dir, _ := os.MkdirTemp("", "balde-example-")
 	defer os.RemoveAll(dir)
@@ -184,19 +186,26 @@ func Example_dictLookup() {
 	}
 	defer eng.Close(ctx)
 
-	out, _ := dict.NewLookupWriter(os.Stdout, false)
 	reqs := []dict.LookupRequest{{Key: "+5561988880000", PayerID: "11144477735"}, {Key: "+5561999990000", PayerID: "11144477735"}}
 	err = (&dict.Batch{Client: eng.Dict(), Wait: true}).Run(ctx, reqs, func(res dict.BatchResult) error {
-		rec := dict.NewLookupRecord(res)
-		rec.EndToEndID = "" // random: left out of this example's output
-		return out.Write(rec)
+		var remote *dict.RemoteError
+		switch {
+		case res.Err == nil && res.Response != nil:
+			fmt.Println(res.Request.Key, "→", res.Response.Entry.Owner.Name, res.Response.Entry.Account.Participant)
+		case errors.As(res.Err, &remote) && remote.NotFound():
+			fmt.Println(res.Request.Key, "→ no entry (the DICT charged the payer for it)")
+		case res.Err == nil:
+			fmt.Println(res.Request.Key, "→ refused locally, not sent; retry after", res.Decision.RetryAfter)
+		default:
+			fmt.Println(res.Request.Key, "→", res.Err)
+		}
+		return nil // an application's own output: a file, a table, a queue
 	})
-	fmt.Println(err, out.Close())
+	fmt.Println(err)
 	// Output:
-	// key,payer,status,reason,retry_after_s,result,wait_s,end_to_end_id,key_type,participant,branch,account,account_type,owner_type,owner_tax_id,owner_name,message
-	// +5561988880000,11144477735,200,,0,sent,0,,PHONE,12345678,0001,0007654321,CACC,NATURAL_PERSON,11144477735,João Silva,
-	// +5561999990000,11144477735,404,EntryNotFound,0,sent,0,,,,,,,,,,no entry for this key
-	// <nil> <nil>
+	// +5561988880000 → João Silva 12345678
+	// +5561999990000 → no entry (the DICT charged the payer for it)
+	// <nil>
 }
 
 // balde buckets list --sort severity and prune --dry-run in an

@@ -110,7 +110,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	turns := jobs.NewTurns(e.store, log) // once per period across processes (Jobs)
 	job(true, periods.SeverityEvery, def.SeverityEvery, func(d time.Duration) {
 		// A fresh limiter grades every row again at once: the policies
-		// may differ from the last process's (Limiter.Regrade).
+		// may differ from the last process's (Limiter.Reevaluate).
 		jobs.Reevaluate(ctx, e.limiter, log)
 		jobs.Every(ctx, d, func() { jobs.Reevaluate(ctx, e.limiter, log) })
 	})

@@ -196,7 +196,7 @@ func (m *Meter) policyTargets(participant string, policies []Policy, held *watch
 		}
 		key := m.Catalog.Key(p.Name, participant)
 		tokens := p.AvailableTokens - held.held(key)
-		if p.Name == PolicyPoliciesList {
+		if p.Name == policyPoliciesList {
 			tokens = p.AvailableTokens - m.holds.inFlight(key)
 		}
 		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: ref})
@@ -374,7 +374,7 @@ func (m *Meter) credit(ctx context.Context, ref, event string, keys ...throttle.
 // ENTRIES_READ_PARTICIPANT_ANTISCAN bucket.
 func (c *Catalog) LookupKeys(keyType KeyType, payerID, participant string) []throttle.Key {
 	return []throttle.Key{
-		c.Key(UserPolicyFor(keyType), payerID),
+		c.Key(userPolicyFor(keyType), payerID),
 		c.Key(PolicyEntriesReadParticipantAntiscan, participant),
 	}
 }

@@ -44,7 +44,6 @@ var (
 	ErrInvalidEmail      = errInvalidEmail
 	ErrInvalidPhone      = errInvalidPhone
 	ErrInvalidPolicyFile = errInvalidPolicyFile
-	ErrLookupFormat      = errLookupFormat
 	ErrUnknownKeyType    = errUnknownKeyType
 	ErrUnknownOutcome    = errUnknownOutcome
 )
@@ -149,7 +148,6 @@ func (c *Catalog) Class(key throttle.Key) (string, error) {
 
 const BatchDone = batchDone
 const KeyCNPJ = keyCNPJ
-const LookupSent = lookupSent
 
 type CidSetFileResponse = cidSetFileResponse
 type ClaimRequest = claimRequest
@@ -172,3 +170,9 @@ type RefundRequest = refundRequest
 type RefundResponse = refundResponse
 type UpdateEntryRequest = updateEntryRequest
 type UpdateEntryResponse = updateEntryResponse
+
+const PolicyKeysCheck = policyKeysCheck
+
+const PolicyPoliciesList = policyPoliciesList
+
+var UserPolicyFor = userPolicyFor

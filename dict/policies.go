@@ -26,7 +26,7 @@ const (
 	policyInfractionReportsWrite         = "INFRACTION_REPORTS_WRITE"
 	policyInfractionReportsListWithRole  = "INFRACTION_REPORTS_LIST_WITH_ROLE"
 	policyInfractionReportsListNoRole    = "INFRACTION_REPORTS_LIST_WITHOUT_ROLE"
-	PolicyKeysCheck                      = "KEYS_CHECK"
+	policyKeysCheck                      = "KEYS_CHECK"
 	policyRefundsRead                    = "REFUNDS_READ"
 	policyRefundsWrite                   = "REFUNDS_WRITE"
 	policyRefundListWithRole             = "REFUND_LIST_WITH_ROLE"
@@ -36,7 +36,7 @@ const (
 	policyFraudMarkersList               = "FRAUD_MARKERS_LIST"
 	policyPersonsStatisticsRead          = "PERSONS_STATISTICS_READ"
 	policyPoliciesRead                   = "POLICIES_READ"
-	PolicyPoliciesList                   = "POLICIES_LIST"
+	policyPoliciesList                   = "POLICIES_LIST"
 )
 
 // Categories are the participant categories of the DICT manual, A (largest) to H.
@@ -111,7 +111,7 @@ func seedPolicies() []Spec {
 		psp(policyInfractionReportsWrite, perMin(1200, 36000), "createInfractionReport", "acknowledgeInfractionReport", "cancelInfractionReport", "closeInfractionReport"),
 		psp(policyInfractionReportsListWithRole, perMin(40, 200), "listInfractionReports"),
 		psp(policyInfractionReportsListNoRole, perMin(10, 50), "listInfractionReports"),
-		psp(PolicyKeysCheck, perMin(70, 70), opCheckKeys),
+		psp(policyKeysCheck, perMin(70, 70), opCheckKeys),
 		psp(policyRefundsRead, perMin(1200, 36000), "getRefund"),
 		psp(policyRefundsWrite, perMin(2400, 72000), "createRefund", "cancelRefund", "closeRefund"),
 		psp(policyRefundListWithRole, perMin(40, 200), "listRefunds"),
@@ -121,14 +121,14 @@ func seedPolicies() []Spec {
 		psp(policyFraudMarkersList, perMin(600, 18000), "listFrauds"),
 		psp(policyPersonsStatisticsRead, perMin(12000, 36000), "getPersonStatistics"),
 		psp(policyPoliciesRead, perMin(60, 200), opGetBucketState),
-		psp(PolicyPoliciesList, perMin(6, 20), OpListBucketStates),
+		psp(policyPoliciesList, perMin(6, 20), OpListBucketStates),
 	}
 }
 
-// UserPolicyFor returns the USER anti-scan policy a lookup of a key of type
+// userPolicyFor returns the USER anti-scan policy a lookup of a key of type
 // t is charged to: ENTRIES_READ_USER_ANTISCAN for EMAIL and PHONE keys,
 // ENTRIES_READ_USER_ANTISCAN_V2 for CPF, CNPJ and EVP keys.
-func UserPolicyFor(t KeyType) string {
+func userPolicyFor(t KeyType) string {
 	if t == KeyEmail || t == KeyPhone {
 		return PolicyEntriesReadUserAntiscan
 	}

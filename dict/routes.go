@@ -46,7 +46,7 @@ func Routes() []Route {
 		r(get, "/entries/{Key}/initiator", opGetEntryInitiator, false, antiscan...),
 		r(post, "/entries/{Key}/delete", opDeleteEntry, true, policyEntriesWrite),
 		r(get, "/entries/{Key}/statistics", opGetEntryStatistics, false, policyEntriesStatisticsRead),
-		r(post, "/keys/check", opCheckKeys, false, PolicyKeysCheck),
+		r(post, "/keys/check", opCheckKeys, false, policyKeysCheck),
 		r(post, "/claims/", "createClaim", true, policyClaimsWrite),
 		r(get, "/claims/", opListClaims, false, policyClaimsListWithRole, policyClaimsListWithoutRole),
 		r(get, "/claims/{ClaimId}", "getClaim", false, policyClaimsRead),
@@ -75,7 +75,7 @@ func Routes() []Route {
 		r(get, "/fraud-markers/", "listFrauds", false, policyFraudMarkersList),
 		r(get, "/fraud-markers/{Id}", "getFraudMarker", false, policyFraudMarkersRead),
 		r(post, "/fraud-markers/{Id}/cancel", "cancelFraudMarker", true, policyFraudMarkersWrite),
-		r(get, "/policies/", OpListBucketStates, false, PolicyPoliciesList),
+		r(get, "/policies/", OpListBucketStates, false, policyPoliciesList),
 		r(get, "/policies/{policy}", opGetBucketState, false, policyPoliciesRead),
 	}
 }

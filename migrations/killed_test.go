@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/migrations"
-	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -37,9 +38,11 @@ func TestUpWaitsForAKilledMigratorsTransaction(t *testing.T) {
 	}
 	open := func(app string) (*migrations.Migrator, string) {
 		app = "balde_" + app
+		pgx, err := sqlstore.DriverOf(sqlstore.Postgres)
+		require.NoError(t, err)
 		db, err := sql.Open("pgx", withApp(app))
 		require.NoError(t, err)
-		m, err := migrations.New(db, pgxdriver.Driver{})
+		m, err := migrations.New(db, pgx)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close() })
 		u, _ := url.Parse(withApp(app))

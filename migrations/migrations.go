@@ -19,7 +19,7 @@ import (
 )
 
 //go:embed sqlite/*.sql postgres/*.sql
-var FS embed.FS
+var sqlFiles embed.FS
 
 // Engine names a folder of migrations: "sqlite" or "postgres".
 type Engine string
@@ -66,10 +66,10 @@ type Driver interface {
 
 // New returns a Migrator over db, which must be a dedicated handle: Close
 // closes it. NewShared migrates an application's pool and leaves it open.
-// d is the engine's driver (sqlitedriver.Driver{}, pgxdriver.Driver{}).
+// d is the engine's driver (sqlstore.DriverOf).
 func New(db *sql.DB, d Driver) (*Migrator, error) {
 	if d == nil {
-		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass its Driver{}")
+		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass sqlstore.DriverOf(engine)")
 	}
 	return newMigrator(db, d, false)
 }
@@ -80,7 +80,7 @@ func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
 	if engine != SQLite && engine != Postgres {
 		return nil, fmt.Errorf("migrations: unknown engine %q", engine)
 	}
-	src, err := iofs.New(FS, string(engine))
+	src, err := iofs.New(sqlFiles, string(engine))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
@@ -106,10 +106,10 @@ func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
 // Up applies every pending migration, each in one transaction with its
 // version (atomic.go). Having none to apply is not an error. A schema left
 // dirty by an earlier balde is first repaired when the dirty migration
-// verifiably landed or verifiably did not (see Repair); otherwise Up
+// verifiably landed or verifiably did not (see Migrator.repair); otherwise Up
 // returns an error wrapping ErrDirty that says what to do.
 func (g *Migrator) Up() error {
-	if _, err := g.Repair(context.Background()); err != nil {
+	if _, err := g.repair(context.Background()); err != nil {
 		return err
 	}
 	if err := g.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
@@ -158,7 +158,7 @@ func (g *Migrator) Version() (version uint, dirty bool, err error) {
 // Latest returns the highest version in the engine's folder: the version a
 // database is at when it is current.
 func Latest(engine Engine) (uint, error) {
-	src, err := iofs.New(FS, string(engine))
+	src, err := iofs.New(sqlFiles, string(engine))
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
 	}

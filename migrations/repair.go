@@ -18,8 +18,8 @@ import (
 // error that wraps it names the version and what is missing.
 var ErrDirty = errors.New("migrations: the schema is dirty")
 
-// Repair is what Migrator.Repair did.
-type Repair struct {
+// repairResult is what Migrator.repair did.
+type repairResult struct {
 	// Version is the dirty version found; zero when the schema was clean.
 	Version uint
 	// Landed says every object the dirty migration creates exists: the
@@ -30,23 +30,23 @@ type Repair struct {
 	Objects []string
 }
 
-// Repair clears the dirty flag a balde before decision 0070 could leave
+// repair clears the dirty flag a balde before decision 0070 could leave
 // when it was killed between applying a migration and recording it. Each
 // migration runs in one transaction, so it landed whole or not at all:
-// Repair looks for every table, index and column the dirty version's up
+// repair looks for every table, index and column the dirty version's up
 // file creates (and checks that the tables and indexes it drops are gone).
 // All as the migration leaves them: the version is recorded clean. None: the
 // previous version is recorded, and Up applies the migration again. Some
-// there (a schema changed by hand, or a file that creates nothing Repair
+// there (a schema changed by hand, or a file that creates nothing repair
 // can check): it changes nothing and returns an error wrapping ErrDirty
 // that names what is missing. On a clean schema it does nothing and
-// returns a zero Repair. Every repair is logged at warning level.
-func (g *Migrator) Repair(ctx context.Context) (Repair, error) {
+// returns a zero repairResult. Every repair is logged at warning level.
+func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 	version, dirty, err := g.Version()
 	if err != nil || !dirty {
-		return Repair{}, err
+		return repairResult{}, err
 	}
-	rep := Repair{Version: version}
+	rep := repairResult{Version: version}
 	body, prev, err := upFile(g.engine, version)
 	if err != nil {
 		return rep, fmt.Errorf("%w at version %d: %w", ErrDirty, version, err)
@@ -100,7 +100,7 @@ var upFileName = regexp.MustCompile(`^(\d+)_[^.]+\.up\.sql$`)
 // upFile returns the up migration of version and the version before it
 // (-1 when it is the first).
 func upFile(engine Engine, version uint) (body string, prev int, err error) {
-	entries, err := fs.ReadDir(FS, string(engine))
+	entries, err := fs.ReadDir(sqlFiles, string(engine))
 	if err != nil {
 		return "", 0, err
 	}
@@ -117,7 +117,7 @@ func upFile(engine Engine, version uint) (body string, prev int, err error) {
 		}
 		switch {
 		case uint(v) == version:
-			b, err := fs.ReadFile(FS, string(engine)+"/"+e.Name())
+			b, err := fs.ReadFile(sqlFiles, string(engine)+"/"+e.Name())
 			if err != nil {
 				return "", 0, err
 			}

@@ -56,7 +56,7 @@ func TestUpRepairsADirtyVersion(t *testing.T) {
 
 				var rep migrations.Repair
 				err = alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) error {
-					rep, err = m.Repair(ctx)
+					rep, err = migrations.RepairOf(ctx, m)
 					if err != nil {
 						return err
 					}
@@ -109,7 +109,7 @@ func TestRepairChecksWhatAMigrationDrops(t *testing.T) {
 			exec(t, db, `UPDATE `+migrations.VersionTable+` SET version = 6, dirty = true`)
 			var rep migrations.Repair
 			require.NoError(t, alldrivers.Migrate(ctx, dsn, func(m *migrations.Migrator) (err error) {
-				rep, err = m.Repair(ctx)
+				rep, err = migrations.RepairOf(ctx, m)
 				return err
 			}))
 			require.Equal(t, landed, rep.Landed)

@@ -168,7 +168,7 @@ func newRequestID() string {
 }
 
 // RecepcionLote sends a packed lot (siRecepLoteDE) to env and returns
-// SIFEN's answer: CodeLotQueued with a lot number, or CodeLotNotQueued with
+// SIFEN's answer: "0300" with a lot number, or CodeLotNotQueued with
 // the reason, or — when SIFEN refused the request itself with its generic
 // rRetEnviDe, on HTTP 200 or 400 (e.g. 0160 "XML Mal Formado") — that
 // refusal's code and message: a definitive answer that nothing was queued.
@@ -190,11 +190,11 @@ func (c *Client) ConsultaLote(ctx context.Context, env Env, lotNumber string) (C
 		return ConsultaLoteResponse{}, err
 	}
 	req := ConsultaLote{ID: c.idSeq(), LotNumber: lotNumber}
-	return call[ConsultaLoteResponse](ctx, c, env, ServiceConsultaLote, c.cfg.ConsultaLotePath, req)
+	return call[ConsultaLoteResponse](ctx, c, env, serviceConsultaLote, c.cfg.ConsultaLotePath, req)
 }
 
-// ConsultaDE asks whether SIFEN has a DE (siConsDE): CodeDEFound or
-// CodeDENotFound.
+// ConsultaDE asks whether SIFEN has a DE (siConsDE): "0422" or
+// "0420".
 func (c *Client) ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaDEResponse, error) {
 	req := ConsultaDE{ID: c.idSeq(), CDC: cdc}
 	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, c.cfg.ConsultaPath, req)

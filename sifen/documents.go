@@ -54,7 +54,7 @@ type Document struct {
 	// ResponseCode is the last code SIFEN gave about this document.
 	ResponseCode string
 	// Result is SIFEN's dEstRes once the lot's result is known
-	// (ResultApproved, ResultApprovedWithObs, ResultRejected), and
+	// ("Aprobado", ResultApprovedWithObs, "Rechazado"), and
 	// AuthNumber the approval's dProtAut.
 	Result, AuthNumber string
 	// RetryAt is, after a throttle refusal, the earliest instant a send

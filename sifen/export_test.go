@@ -49,3 +49,19 @@ func (r RUC) Validate() error { return r.validate() }
 func (r DEResult) Verdict() Verdict { return r.verdict() }
 
 var ImportFilesWith = importFiles
+
+const ServiceConsultaLote = serviceConsultaLote
+
+const CodeLotQueued = codeLotQueued
+
+const CodeLotProcessing = codeLotProcessing
+
+const CodeLotDone = codeLotDone
+
+const CodeDENotFound = codeDENotFound
+
+const CodeDEFound = codeDEFound
+
+const ResultApproved = resultApproved
+
+const ResultRejected = resultRejected

@@ -336,7 +336,7 @@ func TestRunPollFetchesLotResults(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunPoll never polled")
 	}
-	require.Equal(t, int64(0), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", ""))
+	require.Equal(t, int64(0), w.stats(t).Count(sifensim.ServiceConsultaLote, "", "", ""))
 
 	w.clock.Advance(sifen.DefaultConsultaInterval)
 	deadline := time.After(10 * time.Second)
@@ -358,7 +358,7 @@ func TestRunPollFetchesLotResults(t *testing.T) {
 	require.Equal(t, sifen.ResultApprovedWithObs, d.Result)
 	require.Len(t, d.AuthNumber, 10)
 	require.Equal(t, "1005", d.ResponseCode)
-	require.Equal(t, int64(1), w.stats(t).Count(sifen.ServiceConsultaLote, "", "", sifen.CodeLotDone))
+	require.Equal(t, int64(1), w.stats(t).Count(sifensim.ServiceConsultaLote, "", "", sifensim.CodeLotDone))
 }
 
 // Issue 11 audit, point 6: siConsLoteDE 0360 ("número de lote
@@ -396,7 +396,7 @@ func TestLotUnknownIsNotDefinitive(t *testing.T) {
 		lo, err := poller.QueryLot(ctx, sifen.EnvTest, out.LotNumber)
 		require.NoError(t, err, st.name)
 		require.False(t, lo.NotDue, st.name)
-		require.Equal(t, sifen.CodeLotUnknown, lo.Code, st.name)
+		require.Equal(t, sifensim.CodeLotUnknown, lo.Code, st.name)
 		d := w.doc(t, ids[0])
 		require.Equal(t, st.wantStatus, d.Status, st.name)
 		require.Contains(t, d.Message, st.wantText, st.name)

@@ -91,9 +91,9 @@ func (b *Blocked) WaitSeconds() int64 {
 	return int64((b.Wait + time.Second - 1) / time.Second)
 }
 
-// Message renders the refusal for a person and for the document's message,
+// message renders the refusal for a person and for the document's message,
 // e.g. "blocked: cooldown, wait 7 s".
-func (b *Blocked) Message() string {
+func (b *Blocked) message() string {
 	return fmt.Sprintf("blocked: %s, wait %d s", b.Reason, b.WaitSeconds())
 }
 
@@ -116,7 +116,7 @@ type LotOutcome struct {
 	Wait        time.Duration
 	// Code and Message are SIFEN's dCodResLot and dMsgResLot.
 	Code, Message string
-	// Results are the per-DE results of a processed lot (CodeLotDone).
+	// Results are the per-DE results of a processed lot ("0362").
 	Results []DEResult
 	// Updated counts the documents whose status changed.
 	Updated int
@@ -130,7 +130,7 @@ type LotOutcome struct {
 type Resolved struct {
 	DocumentID int64
 	CDC        string
-	// Code is SIFEN's answer to siConsDE (CodeDEFound, CodeDENotFound).
+	// Code is SIFEN's answer to siConsDE ("0422", "0420").
 	Code string
 	// Status is the document's new status: approved when SIFEN has it,
 	// draft when it does not (definitively), sending while SIFEN's 0420 is

@@ -79,14 +79,14 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 	var st Settle
 	now = s.clock()
 	switch resp.Code {
-	case CodeDENotFound:
+	case codeDENotFound:
 		o.Done, o.Status = true, StatusDraft
 		st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
 			Message: fmt.Sprintf("sendable again by an operator's override before the %.0f h (the audit trail says who and why): SIFEN answered %s (%s) at %s; if SIFEN still processes the first send, it may get the DE twice",
 				s.cfg.NotFoundAfter.Hours(), resp.Code, resp.Message, now.UTC().Format("2006-01-02 15:04 MST"))}
-	case CodeDEFound:
+	case codeDEFound:
 		o.AuthNumber, o.Status = resp.AuthNumber(), StatusApproved
-		st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved, AuthNumber: o.AuthNumber,
+		st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: resultApproved, AuthNumber: o.AuthNumber,
 			Message: "found at SIFEN when an override was asked: " + resp.Code + " " + resp.Message}
 	default:
 		return Overridden{}, fmt.Errorf("%w: document %d: siConsDE answered %s %s; nothing was overridden", ErrRemote, d.ID, resp.Code, resp.Message)

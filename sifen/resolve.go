@@ -35,14 +35,14 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 		var st Settle
 		now := s.clock()
 		switch {
-		case resp.Code == CodeDEFound:
-			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: ResultApproved, AuthNumber: resp.AuthNumber(),
+		case resp.Code == codeDEFound:
+			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: resultApproved, AuthNumber: resp.AuthNumber(),
 				Message: "found at SIFEN after a send without answer: " + resp.Code + " " + resp.Message}
-		case resp.Code == CodeDENotFound && now.Sub(r.ClaimedAt) >= s.cfg.NotFoundAfter:
+		case resp.Code == codeDENotFound && now.Sub(r.ClaimedAt) >= s.cfg.NotFoundAfter:
 			st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
 				Message: fmt.Sprintf("not at SIFEN %s after a send without answer (%s %s): it may be sent again",
 					s.cfg.NotFoundAfter, resp.Code, resp.Message)}
-		case resp.Code == CodeDENotFound:
+		case resp.Code == codeDENotFound:
 			until := r.ClaimedAt.Add(s.cfg.NotFoundAfter)
 			msg := fmt.Sprintf("SIFEN answered %s (%s), which is not definitive while the lot may be processing: kept unsendable until %s",
 				resp.Code, resp.Message, until.Format("2006-01-02 15:04 MST"))
@@ -175,7 +175,7 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 		return err
 	}
 	switch resp.Code {
-	case CodeLotDone:
+	case codeLotDone:
 		byCDC := make(map[string]DEResult, len(resp.Results))
 		for _, r := range resp.Results {
 			byCDC[r.CDC] = r
@@ -197,7 +197,7 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 				out.Updated++
 			}
 		}
-	case CodeLotUnknown, CodeLotTooLate:
+	case codeLotUnknown, codeLotTooLate:
 		var errs []error
 		for _, doc := range docs {
 			r, err := s.client.ConsultaDE(ctx, env, doc.CDC)
@@ -207,12 +207,12 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 			}
 			st := Settle{ResponseCode: r.Code}
 			switch r.Code {
-			case CodeDEFound:
-				st.Status, st.Result, st.Message = StatusApproved, ResultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
+			case codeDEFound:
+				st.Status, st.Result, st.Message = StatusApproved, resultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
 				st.AuthNumber = r.AuthNumber()
-			case CodeDENotFound:
+			case codeDENotFound:
 				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
-				if sent := sentAt(doc); resp.Code == CodeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {
+				if sent := sentAt(doc); resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {
 					// Not definitive: the lot may still be processing.
 					st.Status, st.ResponseCode = StatusSent, resp.Code
 					st.Message = fmt.Sprintf("SIFEN answered %s (%s) for lot %s and %s for the DE, which is not definitive while the lot may be processing: kept unsendable, its lot queried again, until %s",

@@ -35,16 +35,16 @@ const codeAuthorized = "0260"
 // Approved reports whether v approves the DE (with or without observations).
 func (v verdict) approved() bool { return v == verdictApproved || v == verdictApprovedWithObs }
 
-// Result is the canonical dEstRes of v (ResultApproved, ResultApprovedWithObs,
-// ResultRejected), "" for verdictUnknown.
+// Result is the canonical dEstRes of v ("Aprobado", ResultApprovedWithObs,
+// "Rechazado"), "" for verdictUnknown.
 func (v verdict) Result() string {
 	switch v {
 	case verdictApproved:
-		return ResultApproved
+		return resultApproved
 	case verdictApprovedWithObs:
 		return ResultApprovedWithObs
 	case verdictRejected:
-		return ResultRejected
+		return resultRejected
 	}
 	return ""
 }

@@ -321,12 +321,12 @@ func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 func (s *Sender) sendLot(c claimed) (LotSend, error) {
 	resp, sendErr := s.client.RecepcionLote(c.bg, c.out.Env, c.packed.Zip)
 	var unusable string
-	if sendErr == nil && resp.Code == CodeLotQueued && validateLotNumber(resp.LotNumber) != nil {
+	if sendErr == nil && resp.Code == codeLotQueued && validateLotNumber(resp.LotNumber) != nil {
 		unusable = fmt.Sprintf("SIFEN answered 0300 without a valid lot number (%q): Resolve will ask SIFEN before any resend", resp.LotNumber)
 	}
 	return s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
 		out.Code, out.Message, out.ProcessedAt = resp.Code, resp.Message, parseTime(resp.ProcessedAt)
-		if resp.Code == CodeLotQueued {
+		if resp.Code == codeLotQueued {
 			out.Status, out.LotNumber = OutcomeSent, resp.LotNumber
 			log.Info("lot queued", slog.String("lot", resp.LotNumber))
 			s.answered(c, "lot:"+resp.LotNumber, false)
@@ -414,7 +414,7 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	if !d.Allowed {
 		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
 		b := c.out.Blocked()
-		c.out.Message = b.Message()
+		c.out.Message = b.message()
 		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
 			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
 		return c, s.docs.Hold(ctx, ids, c.out.Message, b.Until, now)

@@ -87,7 +87,7 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 	now := s.clock()
 	if !d.Allowed {
 		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		c.out.Message = c.out.Blocked().Message()
+		c.out.Message = c.out.Blocked().message()
 		return c, nil
 	}
 	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval

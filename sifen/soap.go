@@ -18,33 +18,34 @@ const (
 // The service names, as SIFEN's WSDLs call the operations.
 const (
 	ServiceRecepcionLote = "siRecepLoteDE"
-	ServiceConsultaLote  = "siResultLoteDE"
+	serviceConsultaLote  = "siResultLoteDE"
 	ServiceConsultaDE    = "siConsDE"
 )
 
 // Response codes of SIFEN (manual técnico v150). Codes are strings: they
-// have leading zeros.
+// have leading zeros. CodeLotNotQueued is exported because a caller meets
+// it in LotSend.Code; the others are read by the Sender alone.
 const (
 	// siRecepLoteDE (dCodRes).
-	CodeLotQueued    = "0300" // Lote recibido con éxito
+	codeLotQueued    = "0300" // Lote recibido con éxito
 	CodeLotNotQueued = "0301" // Lote no encolado para procesamiento
 
 	// siResultLoteDE (dCodResLot).
-	CodeLotUnknown    = "0360" // Número de lote inexistente
-	CodeLotProcessing = "0361" // Lote en procesamiento
-	CodeLotDone       = "0362" // Procesamiento de lote concluido
-	CodeLotTooLate    = "0364" // Consulta extemporánea de lote (more than 48 h)
+	codeLotUnknown    = "0360" // Número de lote inexistente
+	codeLotProcessing = "0361" // Lote en procesamiento
+	codeLotDone       = "0362" // Procesamiento de lote concluido
+	codeLotTooLate    = "0364" // Consulta extemporánea de lote (more than 48 h)
 
 	// siConsDE (dCodRes).
-	CodeDENotFound = "0420" // Documento no existe en SIFEN o ha sido rechazado
-	CodeDEFound    = "0422" // CDC encontrado
+	codeDENotFound = "0420" // Documento no existe en SIFEN o ha sido rechazado
+	codeDEFound    = "0422" // CDC encontrado
 )
 
 // The per-DE results of a processed lot (dEstRes).
 const (
-	ResultApproved        = "Aprobado"
+	resultApproved        = "Aprobado"
 	ResultApprovedWithObs = "Aprobado con observación"
-	ResultRejected        = "Rechazado"
+	resultRejected        = "Rechazado"
 )
 
 // TimeLayout is the layout of dFecProc.
@@ -64,7 +65,7 @@ type EnvioLoteResponse struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rResEnviLoteDe"`
 	// ProcessedAt (dFecProc) is when SIFEN handled the request (TimeLayout).
 	ProcessedAt string `xml:"dFecProc"`
-	// Code is CodeLotQueued or CodeLotNotQueued.
+	// Code is "0300" or CodeLotNotQueued.
 	Code    string `xml:"dCodRes"`
 	Message string `xml:"dMsgRes"`
 	// LotNumber (dProtConsLote) is the lot's number when it was queued. It
@@ -85,10 +86,10 @@ type ConsultaLote struct {
 type ConsultaLoteResponse struct {
 	XMLName     xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rResEnviConsLoteDe"`
 	ProcessedAt string   `xml:"dFecProc"`
-	// Code is CodeLotUnknown, CodeLotProcessing, CodeLotDone or CodeLotTooLate.
+	// Code is "0360", "0361", "0362" or "0364".
 	Code    string `xml:"dCodResLot"`
 	Message string `xml:"dMsgResLot"`
-	// Results has one entry per DE when Code is CodeLotDone.
+	// Results has one entry per DE when Code is "0362".
 	Results []DEResult `xml:"gResProcLote"`
 }
 
@@ -96,7 +97,7 @@ type ConsultaLoteResponse struct {
 type DEResult struct {
 	// CDC (id) of the DE.
 	CDC string `xml:"id"`
-	// Status (dEstRes) is ResultApproved, ResultApprovedWithObs or ResultRejected.
+	// Status (dEstRes) is "Aprobado", ResultApprovedWithObs or "Rechazado".
 	Status string `xml:"dEstRes"`
 	// AuthNumber (dProtAut) is the authorization protocol of an approved DE.
 	AuthNumber string `xml:"dProtAut,omitempty"`
@@ -125,7 +126,7 @@ type ConsultaDE struct {
 type ConsultaDEResponse struct {
 	XMLName     xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsDeResponse"`
 	ProcessedAt string   `xml:"dFecProc"`
-	// Code is CodeDEFound or CodeDENotFound.
+	// Code is "0422" or "0420".
 	Code    string `xml:"dCodRes"`
 	Message string `xml:"dMsgRes"`
 	// Content (xContenDE) is the DE and its approval, when found: the

@@ -49,9 +49,9 @@ type Config struct {
 	// Definitions, when set, returns a value that changes whenever the
 	// policies the Resolver returns may have changed (a DICT category
 	// learned, a policy file applied): a stored severity is trusted for
-	// counting and filtering only after Regrade ran under the current value
-	// (see Limiter.Regrade). Nil means the policies do not change during the
-	// Limiter's life.
+	// counting and filtering only after a full regrade ran under the
+	// current value (see Limiter.Reevaluate). Nil means the policies do
+	// not change during the Limiter's life.
 	Definitions func() string
 	// Shadow, when set, says whether a policy is in shadow mode: its
 	// buckets decide as usual, but a request refused only by policies in

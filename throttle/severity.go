@@ -19,7 +19,7 @@ import (
 // the answer: under an unchanged policy refill only improves a bucket, so
 // the stored level is never better than the level now. A policy whose
 // capacity, grading or thresholds changed breaks that (45 tokens are
-// Healthy out of 50, Critical out of 50,000): see Limiter.Regrade.
+// Healthy out of 50, Critical out of 50,000): see Limiter.Reevaluate.
 type Severity uint8
 
 const (
@@ -143,11 +143,11 @@ func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 	return SeverityHealthy
 }
 
-// Grade is the severity of b, refilled to now, under p; prev is the level
+// grade is the severity of b, refilled to now, under p; prev is the level
 // last stored for it (SeverityUnknown for none), from which the
 // hysteresis is applied. The result is never worse than the level by fill
 // alone.
-func (t Thresholds) Grade(p Policy, b Bucket, now time.Time, prev Severity) Severity {
+func (t Thresholds) grade(p Policy, b Bucket, now time.Time, prev Severity) Severity {
 	blocked := b.untilUnblocked(now) > 0
 	if p.effectiveGrading() == gradeCooldown {
 		switch {
@@ -233,17 +233,18 @@ func (s BucketState) Condition() Condition {
 }
 
 // trust records the policy definitions under which every stored level was
-// last graded by Regrade.
+// last graded by regradeAll.
 type trust struct {
 	mu   sync.Mutex
 	ok   bool
 	defs string
 }
 
-// Trusted reports whether a row stored Healthy is Healthy now: a Regrade
-// completed in this Limiter under the policy definitions in effect
-// (Config.Definitions). Until then counts and severity filters re-grade
-// every row (at most inspect.MaxScan) instead of only those stored worse.
+// Trusted reports whether a row stored Healthy is Healthy now: a full
+// regrade (Reevaluate while not Trusted) completed in this Limiter under
+// the policy definitions in effect (Config.Definitions). Until then counts
+// and severity filters re-grade every row (at most inspect.MaxScan)
+// instead of only those stored worse.
 func (l *Limiter) Trusted() bool {
 	defs := l.defs()
 	l.trust.mu.Lock()
@@ -271,16 +272,16 @@ const scanPage = 1000
 // From; To Healthy is the "resolved" event) and the Observer. Lazy refill
 // writes nothing on its own: without this, a bucket that recovers while
 // nobody sends would stay alerted. When the Limiter is not Trusted it runs
-// Regrade instead (every row). serve calls it periodically. It returns the
-// number of buckets whose stored level changed.
+// a full regrade instead (every row). serve calls it periodically. It
+// returns the number of buckets whose stored level changed.
 func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	if !l.Trusted() {
-		return l.Regrade(ctx)
+		return l.regradeAll(ctx)
 	}
 	return l.regrade(ctx, SeverityMedium)
 }
 
-// Regrade grades again every stored bucket under the policies in effect
+// regradeAll grades again every stored bucket under the policies in effect
 // and writes each level that differs from the stored one, in either
 // direction, through the same transactions as any change (so a row stored
 // Healthy under a capacity of 50 that holds 45 tokens of 50,000 now is
@@ -289,7 +290,7 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 // completes the Limiter is Trusted under the definitions read at its
 // start, until Config.Definitions returns another value. It returns the
 // number of buckets whose stored level changed.
-func (l *Limiter) Regrade(ctx context.Context) (int, error) {
+func (l *Limiter) regradeAll(ctx context.Context) (int, error) {
 	defs := l.defs()
 	changed, err := l.regrade(ctx, SeverityUnknown)
 	if err != nil {

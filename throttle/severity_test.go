@@ -82,7 +82,7 @@ func TestSeverityHysteresis(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := throttle.Bucket{Tokens: tc.tokens}
-			require.Equal(t, tc.want, th.Grade(p, b, throttletest.Epoch, tc.prev))
+			require.Equal(t, tc.want, throttle.Grade(th, p, b, throttletest.Epoch, tc.prev))
 		})
 	}
 }
@@ -115,7 +115,7 @@ func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
 			}, res, throttle.Config{Definitions: func() string { return fmt.Sprint(capacity) }})
 			require.True(t, e.Take(k, 5).Allowed) // 45 of 50: Healthy
 			if tc.regradeBefore {
-				_, err := e.Limiter.Regrade(ctx)
+				_, err := throttle.RegradeAll(e.Limiter, ctx)
 				require.NoError(t, err)
 				require.True(t, e.Limiter.Trusted())
 			}

@@ -35,7 +35,7 @@ func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketSt
 	b.Refill(p, now)
 	s := BucketState{
 		Bucket: b, Policy: p, At: now, Stored: stored,
-		Severity:     l.rules.thresholds.Grade(p, b, now, b.Severity),
+		Severity:     l.rules.thresholds.grade(p, b, now, b.Severity),
 		CooldownLeft: b.untilCooldownEnds(p, now),
 		BlockLeft:    b.untilUnblocked(now),
 		UntilFull:    b.UntilFull(p, now),

@@ -56,7 +56,7 @@ type Store interface {
 	// Rows returns up to limit stored rows whose key comes after after in
 	// the store's key order (the zero Key: from the first) and whose stored
 	// severity is at least atLeast (SeverityUnknown: every row), in that
-	// order. It does not lock and does not write. Regrade and Prune page
+	// order. It does not lock and does not write. Reevaluate and Prune page
 	// through the buckets with it.
 	Rows(ctx context.Context, after Key, atLeast Severity, limit int) ([]Bucket, error)
 

@@ -173,13 +173,13 @@ func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason Le
 	})
 }
 
-// touch marks tb changed and updates its stored severity (Thresholds.Grade,
+// touch marks tb changed and updates its stored severity (Thresholds.grade,
 // with hysteresis from the level stored), noting a transition for the
 // Notifier.
 func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
 	tb.dirty = true
 	tb.delete = false
-	sev := th.Grade(p, tb.b, tx.now, tb.b.Severity)
+	sev := th.grade(p, tb.b, tx.now, tb.b.Severity)
 	if sev != tb.b.Severity {
 		from := tb.b.Severity
 		if from == SeverityUnknown {
@@ -204,5 +204,5 @@ func (tx *Tx) touchHeld(tb *txBucket, p Policy, th Thresholds, held int64) bool 
 	tb.b.Tokens = min(withHold+held, max(p.Capacity, withHold))
 	tx.touch(tb, p, th)
 	tb.b.Tokens = withHold
-	return th.Grade(p, tb.b, tx.now, prev) > tb.b.Severity
+	return th.grade(p, tb.b, tx.now, prev) > tb.b.Severity
 }

@@ -226,7 +226,7 @@ func TestGatewaysServeOnlyTheirClients(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%s", body)
 		status, body, _ = send(p.client(&listed), 3, nil)
 		require.Equal(t, http.StatusOK, status, "%s", body)
-		require.Equal(t, int64(2), w.sim.Stats().Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+		require.Equal(t, int64(2), w.sim.Stats().Count(sifen.ServiceRecepcionLote, "", "", "0300"))
 	})
 
 	t.Run("dict", func(t *testing.T) {
@@ -343,7 +343,7 @@ func TestGatewayClientsInAuditMetricsAndLogs(t *testing.T) {
 	outcome, err := url.ParseQuery(sent.Outcome)
 	require.NoError(t, err)
 	require.Equal(t, "200", outcome.Get("status"))
-	require.Equal(t, sifen.CodeLotQueued, outcome.Get("code"))
+	require.Equal(t, "0300", outcome.Get("code"))
 	require.NotEmpty(t, outcome.Get("lot"))
 	require.Equal(t, "gateway:batch", refused.User)
 	require.Contains(t, refused.Outcome, "status=400")

@@ -218,7 +218,7 @@ func TestDictGatewayStopsAScanBeforeTheDict(t *testing.T) {
 			require.Equal(t, map[int]int{http.StatusNotFound: 5 * len(payers), http.StatusTooManyRequests: clients*perClient - 5*len(payers)}, statuses)
 			buckets := map[string]string{gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan}
 			for _, p := range payers {
-				buckets[p] = dict.UserPolicyFor(dict.KeyEmail)
+				buckets[p] = dict.PolicyEntriesReadUserAntiscan
 			}
 			w.requireLedgerMatches(t, g.limiter, buckets)
 		})
@@ -254,7 +254,7 @@ func TestDictGatewayTwoInstancesAdmitWhatOneWould(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, map[int]int{http.StatusNotFound: 5, http.StatusTooManyRequests: 27}, statuses)
 	require.Zero(t, w.stats(t).Count(dict.OpGetEntry, http.StatusTooManyRequests), "remote 429s")
-	w.requireLedgerMatches(t, gs[1].limiter, map[string]string{payer: dict.UserPolicyFor(dict.KeyEmail), gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan})
+	w.requireLedgerMatches(t, gs[1].limiter, map[string]string{payer: dict.PolicyEntriesReadUserAntiscan, gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan})
 }
 
 // The official example body of createEntry crosses the gateway byte for
@@ -354,7 +354,7 @@ func TestDictGatewayCreditsAPaymentOnce(t *testing.T) {
 	status, out = pay()
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, true, out["duplicate"])
-	w.requireLedgerMatches(t, g.limiter, map[string]string{payer: dict.UserPolicyFor(dict.KeyEmail), gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan})
+	w.requireLedgerMatches(t, g.limiter, map[string]string{payer: dict.PolicyEntriesReadUserAntiscan, gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan})
 
 	resp, err := http.Post(g.URL+web.DictGatewayPaymentsPath+"?endToEndId="+e2eID(99), "", nil)
 	require.NoError(t, err)
@@ -554,7 +554,7 @@ func TestDictGatewayServesPythonProcesses(t *testing.T) {
 	require.Zero(t, w.stats(t).Count(dict.OpGetEntry, http.StatusTooManyRequests), "remote 429s")
 	buckets := map[string]string{gatewayISPB: dict.PolicyEntriesReadParticipantAntiscan}
 	for _, p := range payers {
-		buckets[p] = dict.UserPolicyFor(dict.KeyEmail)
+		buckets[p] = dict.PolicyEntriesReadUserAntiscan
 	}
 	w.requireLedgerMatches(t, g.limiter, buckets)
 }

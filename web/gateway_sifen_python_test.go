@@ -100,7 +100,7 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, l := range out {
-				require.Equal(t, sifen.CodeLotQueued, l["code"], "%v", l)
+				require.Equal(t, sifensim.CodeLotQueued, l["code"], "%v", l)
 				lots = append(lots, l["lot_number"].(string))
 			}
 		})
@@ -110,7 +110,7 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, l := range out {
-				require.Equal(t, sifen.ResultApproved, l["result"], "%v", l)
+				require.Equal(t, sifensim.ResultApproved, l["result"], "%v", l)
 				approved[l["cdc"].(string)]++
 			}
 		})
@@ -125,7 +125,7 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 	require.Eventually(t, func() bool {
 		results = run("results", lots...)
 		for _, r := range results {
-			if r["code"] != sifen.CodeLotDone {
+			if r["code"] != sifensim.CodeLotDone {
 				return false
 			}
 		}
@@ -134,7 +134,7 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 	for _, r := range results {
 		for _, res := range r["results"].([]any) {
 			res := res.(map[string]any)
-			require.Equal(t, sifen.ResultApproved, res["result"], "%v", res)
+			require.Equal(t, sifensim.ResultApproved, res["result"], "%v", res)
 			approved[res["cdc"].(string)]++
 		}
 	}
@@ -145,6 +145,6 @@ func TestSifenGatewayServesPythonProcesses(t *testing.T) {
 		cdcs = append(cdcs, cdc)
 	}
 	for _, l := range run("cdc", cdcs...) {
-		require.Equal(t, sifen.CodeDEFound, l["code"], "%v", l)
+		require.Equal(t, sifensim.CodeDEFound, l["code"], "%v", l)
 	}
 }

@@ -261,10 +261,10 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 		for _, l := range out {
 			switch l.Op {
 			case "recibeLote":
-				require.Equal(t, sifen.CodeLotQueued, l.Body.Lot["ns2:dCodRes"], "%+v", l.Body.Lot)
+				require.Equal(t, sifensim.CodeLotQueued, l.Body.Lot["ns2:dCodRes"], "%+v", l.Body.Lot)
 				lotNumbers = append(lotNumbers, fmt.Sprint(l.Body.Lot["ns2:dProtConsLote"]))
 			case "recibe":
-				require.Equal(t, sifen.ResultApproved, l.Body.Prot.Prot["ns2:dEstRes"], "%+v", l.Body.Prot.Prot)
+				require.Equal(t, sifensim.ResultApproved, l.Body.Prot.Prot["ns2:dEstRes"], "%+v", l.Body.Prot.Prot)
 				approved[fmt.Sprint(l.Body.Prot.Prot["ns2:id"])]++
 			}
 		}
@@ -272,7 +272,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 	require.Len(t, lotNumbers, 6)
 	st := w.sim.Stats()
 	require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued), "0301s: %+v", st.Counts)
-	require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+	require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued))
 	require.Equal(t, int64(8), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
 
 	// The results, read through the gateway once the lots are processed
@@ -281,7 +281,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 	require.Eventually(t, func() bool {
 		results = run(map[string]any{"lotResults": lotNumbers})
 		for _, l := range results {
-			if l.Body.LotResult.Code != sifen.CodeLotDone {
+			if l.Body.LotResult.Code != sifensim.CodeLotDone {
 				return false
 			}
 		}
@@ -289,7 +289,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 	}, time.Minute, 300*time.Millisecond, "every lot processed")
 	for _, l := range results {
 		for _, r := range oneOrMany[map[string]any](t, l.Body.LotResult.Results) {
-			require.Equal(t, sifen.ResultApproved, r["ns2:dEstRes"], "%+v", r)
+			require.Equal(t, sifensim.ResultApproved, r["ns2:dEstRes"], "%+v", r)
 			approved[fmt.Sprint(r["ns2:id"])]++
 		}
 	}
@@ -302,7 +302,7 @@ func TestSifenGatewayServesSetapi(t *testing.T) {
 		all = append(all, cdc)
 	}
 	for _, l := range run(map[string]any{"cdcs": all}) {
-		require.Equal(t, sifen.CodeDEFound, l.Body.ConsDE["ns2:dCodRes"], "%+v", l.Body.ConsDE)
+		require.Equal(t, sifensim.CodeDEFound, l.Body.ConsDE["ns2:dCodRes"], "%+v", l.Body.ConsDE)
 	}
 	require.Zero(t, w.sim.Stats().Count("", "", "", sifen.CodeLotNotQueued), "0301s")
 }

@@ -81,7 +81,7 @@ func TestSifenGatewayRecepcionDE(t *testing.T) {
 	st := w.sim.Stats()
 	require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued), "0301s")
 	require.Equal(t, int64(2), st.Count(sifensim.ServiceRecepcionDE, "", "", ""))
-	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued))
 }
 
 // Without a hold, a DE inside its RUC's interval is a 429 fault with

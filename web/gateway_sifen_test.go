@@ -184,7 +184,7 @@ func TestSifenGatewayHoldsLotsForTheirRUC(t *testing.T) {
 						resp, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse](body)
 						require.NoError(t, err)
 						require.Nil(t, fault)
-						require.Equal(t, sifen.CodeLotQueued, resp.Code)
+						require.Equal(t, sifensim.CodeLotQueued, resp.Code)
 						mu.Lock()
 						lots[resp.LotNumber] = true
 						mu.Unlock()
@@ -195,7 +195,7 @@ func TestSifenGatewayHoldsLotsForTheirRUC(t *testing.T) {
 			require.Len(t, lots, 6)
 			st := w.sim.Stats()
 			require.Zero(t, st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotNotQueued), "0301s")
-			require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+			require.Equal(t, int64(6), st.Count(sifen.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued))
 		})
 	}
 }
@@ -240,7 +240,7 @@ func TestSifenGatewayAnswersLotResults(t *testing.T) {
 	res, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLoteResponse](body)
 	require.NoError(t, err)
 	require.Nil(t, fault)
-	require.Equal(t, sifen.CodeLotDone, res.Code)
+	require.Equal(t, sifensim.CodeLotDone, res.Code)
 	require.Len(t, res.Results, 1)
 	require.True(t, res.Results[0].Approved())
 }
@@ -340,7 +340,7 @@ func TestSifenGatewayRefusalsLeaveNoDraft(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, all, 4, "the DEs SIFEN received, and no other")
 			st := w.sim.Stats()
-			require.Equal(t, int64(3), st.Count(sifen.ServiceRecepcionLote, "", "", sifen.CodeLotQueued))
+			require.Equal(t, int64(3), st.Count(sifen.ServiceRecepcionLote, "", "", sifensim.CodeLotQueued))
 			require.Zero(t, st.Count("", "", "", sifen.CodeLotNotQueued))
 		})
 	}

@@ -170,7 +170,7 @@ func TestScopes(t *testing.T) {
 		{dict.PolicyEntriesReadUserAntiscan, "USER"},
 		{dict.PolicyEntriesReadUserAntiscanV2, "USER"},
 		{dict.PolicyEntriesReadParticipantAntiscan, "PSP"},
-		{dict.PolicyPoliciesList, "PSP"},
+		{"POLICIES_LIST", "PSP"},
 		{sifen.PolicyRecepcionLote, "RUC"},
 		{"SIFEN_CONSULTA_LOTE", ""}, // lot queries are a schedule, not a policy
 		{web.PolicyInboundIP, "IP"},
@@ -182,7 +182,7 @@ func TestScopes(t *testing.T) {
 			require.Equal(t, tt.want, scope(throttle.Key{Policy: tt.policy, Env: "prod", Identifier: "x"}))
 		})
 	}
-	require.Equal(t, "", web.Scopes(nil)(throttle.Key{Policy: dict.PolicyKeysCheck}), "no catalog, no DICT scope")
+	require.Equal(t, "", web.Scopes(nil)(throttle.Key{Policy: "KEYS_CHECK"}), "no catalog, no DICT scope")
 }
 
 func TestAdminBucketsScopeColumn(t *testing.T) {

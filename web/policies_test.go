@@ -42,7 +42,7 @@ func TestPoliciesEndpointsGolden(t *testing.T) {
 	e := newEnv(t, withDict())
 	// Some traffic: a lookup that found nothing (participant -3), 5 keys checks.
 	require.Equal(t, http.StatusNotFound, e.lookup(keyMissing, payerPF).StatusCode)
-	require.True(t, e.take(e.catalog.Key(dict.PolicyKeysCheck, participant), 5).Allowed)
+	require.True(t, e.take(e.catalog.Key("KEYS_CHECK", participant), 5).Allowed)
 
 	tests := []struct {
 		name       string
@@ -56,7 +56,7 @@ func TestPoliciesEndpointsGolden(t *testing.T) {
 		{"Get", "/policies/" + dict.PolicyEntriesReadParticipantAntiscan, []reqOpt{requester(participant)}, http.StatusOK, dict.ContentTypeXML, "policy_get.golden.xml"},
 		{"NoRequester", "/policies/", nil, http.StatusForbidden, dict.ContentTypeProblemXML, "problem_forbidden_malformed.golden.xml"},
 		{"MalformedRequester", "/policies/", []reqOpt{requester("1234567X")}, http.StatusForbidden, dict.ContentTypeProblemXML, "problem_forbidden_malformed.golden.xml"},
-		{"OtherParticipant", "/policies/" + dict.PolicyKeysCheck, []reqOpt{requester("87654321")}, http.StatusForbidden, dict.ContentTypeProblemXML, "problem_forbidden_other.golden.xml"},
+		{"OtherParticipant", "/policies/" + "KEYS_CHECK", []reqOpt{requester("87654321")}, http.StatusForbidden, dict.ContentTypeProblemXML, "problem_forbidden_other.golden.xml"},
 		{"UnknownPolicy", "/policies/NO_SUCH_POLICY", []reqOpt{requester(participant)}, http.StatusNotFound, dict.ContentTypeProblemXML, "problem_not_found.golden.xml"},
 		{"UserPolicy", "/policies/" + dict.PolicyEntriesReadUserAntiscan, []reqOpt{requester(participant)}, http.StatusNotFound, dict.ContentTypeProblemXML, "problem_not_found_user.golden.xml"},
 		{"HostileName", "/policies/%3Cscript%3E&amp;", []reqOpt{requester(participant)}, http.StatusNotFound, dict.ContentTypeProblemXML, "problem_not_found_hostile.golden.xml"},
@@ -77,8 +77,8 @@ func TestPoliciesEndpointsGolden(t *testing.T) {
 	}
 
 	// The endpoints read the mirror: nothing was taken, even from POLICIES_LIST.
-	require.Equal(t, int64(20), e.tokens(dict.PolicyPoliciesList, participant))
-	st, err := e.limiter.State(context.Background(), e.catalog.Key(dict.PolicyPoliciesList, participant))
+	require.Equal(t, int64(20), e.tokens("POLICIES_LIST", participant))
+	st, err := e.limiter.State(context.Background(), e.catalog.Key("POLICIES_LIST", participant))
 	require.NoError(t, err)
 	require.False(t, st.Stored)
 }
@@ -111,7 +111,7 @@ func TestPoliciesEndpointsRoundTrip(t *testing.T) {
 
 func TestPoliciesStoreUnavailable(t *testing.T) {
 	e := newEnv(t, withFailingStore(), withDict())
-	for _, path := range []string{"/policies/", "/policies/" + dict.PolicyKeysCheck} {
+	for _, path := range []string{"/policies/", "/policies/" + "KEYS_CHECK"} {
 		resp := e.get(path, requester(participant))
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, path)
 		require.Equal(t, "5", resp.Header.Get("Retry-After"))

@@ -55,7 +55,7 @@ func TestDictGatewayAnswersTheLimitersRefusal(t *testing.T) {
 	w := newGatewayWorld(t, sqlstore.SQLite)
 	g := w.newGateway(t)
 	const payer = "11144477735"
-	key := w.catalog.Key(dict.UserPolicyFor(dict.KeyEmail), payer)
+	key := w.catalog.Key(dict.PolicyEntriesReadUserAntiscan, payer)
 	subSecondRefusal(t, g.limiter, w.clock, key)
 
 	resp, body := plainLookup(t, g.URL, "maria.souza@example.com", payer, e2eID(1))

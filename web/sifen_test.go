@@ -244,7 +244,7 @@ func testSendDocumentBlockedRUC(t *testing.T, engine sqlstore.Engine) {
 	require.Equal(t, docPath(ids[0])+"?result=sent", resp.Header.Get("Location"))
 	sent := e.doc(ids[0])
 	require.Equal(t, sifen.StatusSent, sent.Status)
-	require.Equal(t, sifen.CodeLotQueued, sent.ResponseCode)
+	require.Equal(t, "0300", sent.ResponseCode)
 	require.Equal(t, "Sent: SIFEN queued lot "+sent.LotNumber+" (response code 0300).", banner(t, e.get(docPath(ids[0]), asAdmin)))
 
 	// 3 s later the next document of the same RUC and env is refused: 7 s to go.
@@ -604,7 +604,7 @@ func TestSendAllDraftsAfter0301SendsHalves(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := c.RecepcionLote(context.Background(), sifen.EnvTest, packed.Zip)
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+	require.Equal(t, "0300", resp.Code)
 
 	form := url.Values{"ruc": {"88888801-5"}, "env": {"test"}}
 	press := func() url.Values {

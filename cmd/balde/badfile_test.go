@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -95,7 +94,7 @@ func TestEveryCommandRefusesABadFile(t *testing.T) {
 				code, _, errOut := runIn(ctx, nil, "+5561988880000\n", env, args...)
 				cancel()
 				require.Equal(t, ExitUnavailable, code, "%v: %s", args, errOut)
-				require.NoFileExists(t, path+migrations.LockSuffix, "%v left a migration lock file beside the database it refused", args)
+				require.NoFileExists(t, path+".migrate-lock", "%v left a migration lock file beside the database it refused", args)
 				oneStderrLine(t, errOut, path)
 				require.Contains(t, errOut, bad.want, "%v", args)
 				require.Equal(t, before, sum(), "%v changed the file", args)

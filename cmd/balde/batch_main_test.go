@@ -21,7 +21,6 @@ import (
 
 	"github.com/balde-throttle/balde/dict/dictsim"
 	"github.com/balde-throttle/balde/internal/report"
-	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
@@ -170,7 +169,7 @@ func startSifenSim(t *testing.T, cfg sifensim.Config) *sifenSim {
 	s := &sifenSim{queued: make(map[string]int)}
 	after := cfg.AfterRecepcion
 	cfg.AfterRecepcion = func(ctx context.Context, r sifensim.Recepcion) {
-		if r.Code == sifen.CodeLotQueued {
+		if r.Code == sifensim.CodeLotQueued {
 			s.mu.Lock()
 			for _, cdc := range r.CDCs {
 				s.queued[cdc]++

@@ -17,6 +17,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/alldrivers"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -154,7 +155,7 @@ func crashDictLookup(t *testing.T, senders int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		code, stdout, stderr := runIn(ctx, nil, "", nil, args...)
-		items, sum := jsonLines[dict.LookupRecord](t, stdout)
+		items, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 		require.Len(t, items, keys, "the rerun completes the file (exit %d): %s", code, stderr)
 		require.Equal(t, keys, sum.Sent, "rerun: every key looked up (none failed, none refused): %+v\n%s", sum, stderr)
 

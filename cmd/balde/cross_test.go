@@ -15,7 +15,6 @@ import (
 
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
-	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 )
@@ -49,7 +48,7 @@ func TestBatchAndSendButtonShareTheCooldown(t *testing.T) {
 		AfterRecepcion: func(_ context.Context, r sifensim.Recepcion) {
 			mu.Lock()
 			defer mu.Unlock()
-			if r.Code != sifen.CodeLotQueued {
+			if r.Code != sifensim.CodeLotQueued {
 				refused = append(refused, r.Code+" "+r.Message)
 				return
 			}

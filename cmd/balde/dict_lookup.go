@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -53,7 +54,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 			return UsageError("dict-lookup: --payer: %v", err)
 		}
 	}
-	outJSON, err := dict.LookupFileFormat(*format, *outPath)
+	outJSON, err := dictlookup.LookupFileFormat(*format, *outPath)
 	if err != nil {
 		return UsageError("dict-lookup: --format %q: want csv or json", *format)
 	}
@@ -63,9 +64,9 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	var out *dict.LookupWriter
+	var out *dictlookup.LookupWriter
 	if *outPath != "" {
-		if out, err = dict.CreateLookupFile(*outPath, outJSON); err != nil {
+		if out, err = dictlookup.CreateLookupFile(*outPath, outJSON); err != nil {
 			return UsageError("dict-lookup: --out: %v", err)
 		}
 		defer func() { err = errors.Join(err, out.Close()) }()
@@ -112,7 +113,7 @@ func learnCategory(ctx context.Context, eng *engine) error {
 	return nil
 }
 
-// readLookups reads path ("-" is stdin) with dict.ReadLookupRequests: one
+// readLookups reads path ("-" is stdin) with dictlookup.ReadLookupRequests: one
 // key per line, or "key,payer" CSV, with an optional header line and "#"
 // comments. Every key and payer is validated; the first bad line is a usage
 // error naming it.
@@ -126,17 +127,17 @@ func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, erro
 		defer f.Close()
 		r = f
 	}
-	lines, err := dict.ReadLookupRequests(r, defaultPayer)
-	var bad *dict.LineError
+	lines, err := dictlookup.ReadLookupRequests(r, defaultPayer)
+	var bad *dictlookup.LineError
 	switch {
-	case errors.Is(err, dict.ErrNoLookups):
+	case errors.Is(err, dictlookup.ErrNoLookups):
 		return nil, UsageError("dict-lookup: %s: no key to look up", path)
 	case !errors.As(err, &bad): // not one line's: below
-	case errors.Is(err, dict.ErrLineTooLong):
-		return nil, UsageError("dict-lookup: %s line %d: longer than %d bytes (a key and a payer take at most a few hundred)", path, bad.Line, dict.MaxLookupLine)
-	case errors.Is(err, dict.ErrTooManyFields):
+	case errors.Is(err, dictlookup.ErrLineTooLong):
+		return nil, UsageError("dict-lookup: %s line %d: longer than %d bytes (a key and a payer take at most a few hundred)", path, bad.Line, dictlookup.MaxLookupLine)
+	case errors.Is(err, dictlookup.ErrTooManyFields):
 		return nil, UsageError("dict-lookup: %s line %d: %d fields, want key or key,payer", path, bad.Line, bad.Fields)
-	case errors.Is(err, dict.ErrNoPayer):
+	case errors.Is(err, dictlookup.ErrNoPayer):
 		return nil, UsageError("dict-lookup: %s line %d: no payer (add a payer column or --payer)", path, bad.Line)
 	default:
 		return nil, UsageError("dict-lookup: %s line %d: %v", path, bad.Line, bad.Err)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
@@ -81,14 +82,14 @@ func TestDictLookupTwoProcesses(t *testing.T) {
 	var sent, refused int
 	for _, ch := range children {
 		err := waitfor.Cmd(t, ch.cmd, 2*time.Minute, "dict-lookup child; stderr:\n%s", &ch.stderr)
-		items, sum := jsonLines[dict.LookupRecord](t, ch.stdout.String())
+		items, sum := jsonLines[dictlookup.LookupRecord](t, ch.stdout.String())
 		require.Len(t, items, perChild)
 		for _, it := range items {
 			switch it.Status {
 			case http.StatusOK:
 				sent++
 			case 0:
-				require.Equal(t, dict.LookupBlocked, it.Result)
+				require.Equal(t, dictlookup.LookupBlocked, it.Result)
 				require.Equal(t, "empty", it.Reason)
 				require.Positive(t, it.RetryAfterS)
 				refused++
@@ -152,14 +153,14 @@ func TestDictLookupSixProcessesOnePayer(t *testing.T) {
 			_ = ch.cmd.Process.Kill()
 			t.Fatalf("a dict-lookup process did not finish within 60 s: %s", ch.stderr.String())
 		}
-		items, _ := jsonLines[dict.LookupRecord](t, ch.stdout.String())
+		items, _ := jsonLines[dictlookup.LookupRecord](t, ch.stdout.String())
 		require.Len(t, items, perProc, ch.stderr.String())
 		for _, it := range items {
 			switch it.Status {
 			case http.StatusNotFound:
 				answered++
 			case 0:
-				require.Equal(t, dict.LookupBlocked, it.Result, "%+v", it)
+				require.Equal(t, dictlookup.LookupBlocked, it.Result, "%+v", it)
 				refused++
 			default:
 				t.Fatalf("status %d: %+v", it.Status, it)
@@ -199,7 +200,7 @@ func TestDictLookupWait(t *testing.T) {
 		require.Equal(t, ExitOK, code, stderr)
 		require.Equal(t, []time.Duration{p.RefillPeriod}, clock.slept())
 
-		items, sum := jsonLines[dict.LookupRecord](t, stdout)
+		items, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 		require.Equal(t, report.Summary{Total: n, Sent: n, WaitS: p.RefillPeriod.Seconds(), ElapsedS: p.RefillPeriod.Seconds()}, sum)
 		for i, it := range items {
 			require.Equal(t, http.StatusOK, it.Status, "lookup %d", i)
@@ -215,7 +216,7 @@ func TestDictLookupWait(t *testing.T) {
 		// --out holds the same results as one JSON array, with the entries.
 		data, err := os.ReadFile(out)
 		require.NoError(t, err)
-		var written []dict.LookupRecord
+		var written []dictlookup.LookupRecord
 		require.NoError(t, json.Unmarshal(data, &written))
 		require.Equal(t, items, written)
 		require.Equal(t, "João Silva", written[0].OwnerName)
@@ -284,7 +285,7 @@ func TestDictLookupDrainedPayerDoesNotHoldBackOthers(t *testing.T) {
 	code = m.Run(context.Background(), []string{"dict-lookup", "--wait", "--json", writeFile(t, t.TempDir(), "keys.csv", []byte(file.String()))})
 	require.Equal(t, ExitOK, code, "stdout %q, stderr %q", out.String(), errOut.String())
 
-	items, sum := jsonLines[dict.LookupRecord](t, out.String())
+	items, sum := jsonLines[dictlookup.LookupRecord](t, out.String())
 	require.Len(t, items, len(want), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	require.Equal(t, len(want), sum.Sent, "stdout:\n%s", out.String())
 	for i, it := range items {
@@ -318,7 +319,7 @@ func TestDictLookupNoWait(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, dict.LookupColumns, rows[0])
+	require.Equal(t, dictlookup.LookupColumns, rows[0])
 	require.Len(t, rows, n+1)
 	require.Equal(t, []string{"11144477735", payerCPF, "200"}, rows[3][:3])
 	firstRefused := rows[1+p.Capacity] // after the header and the allowance
@@ -336,7 +337,7 @@ func TestDictLookupNotFoundAndPlainKeys(t *testing.T) {
 	code, stdout, stderr := runIn(context.Background(), clock, keys, nil, "dict-lookup", "--db", "sqlite://"+filepath.Join(t.TempDir(), "b.db"),
 		"--dict-url", sim.URL(), "--payer", "11222333000181", "--json", "-")
 	require.Equal(t, ExitOK, code, stderr)
-	items, sum := jsonLines[dict.LookupRecord](t, stdout)
+	items, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Sent)
 	require.Equal(t, http.StatusOK, items[0].Status)
 	require.Equal(t, "11222333000181", items[0].Payer)
@@ -363,7 +364,7 @@ func TestDictLookupInterrupted(t *testing.T) {
 		"--dict-url", hs.URL, "--json", keysFile(t, 3))
 	require.Equal(t, ExitFailed, code)
 	oneStderrLine(t, stderr, "dict-lookup: 2 of 3 not done: 2 not processed (interrupted)")
-	items, sum := jsonLines[dict.LookupRecord](t, stdout)
+	items, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 	require.Len(t, items, 1)
 	require.Equal(t, http.StatusOK, items[0].Status)
 	require.Equal(t, report.Summary{Total: 3, Sent: 1, NotProcessed: 2, Interrupted: true, ElapsedS: sum.ElapsedS}, sum)
@@ -412,10 +413,10 @@ func TestDictLookupInterruptedWhileWaiting(t *testing.T) {
 			require.Len(t, clock.slept(), 1, "the wait that was interrupted")
 
 			if tt.name == "JSON" {
-				items, sum := jsonLines[dict.LookupRecord](t, stdout)
+				items, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 				require.Len(t, items, 1, "the lookup that waited; the second was never reached")
-				require.Equal(t, dict.LookupInterrupted, items[0].Result)
-				require.Equal(t, dict.MsgLookupInterrupted, items[0].Message)
+				require.Equal(t, dictlookup.LookupInterrupted, items[0].Result)
+				require.Equal(t, dictlookup.MsgLookupInterrupted, items[0].Message)
 				require.Equal(t, 0, items[0].Status, "nothing answered")
 				// The wait Ctrl-C cut (the whole 60 s the fake clock moved)
 				// is time waited, not 0.
@@ -434,7 +435,7 @@ func TestDictLookupInterruptedWhileWaiting(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, rows, 2)
 			require.Equal(t, []string{foundKeys[0], payerCPF, "0", "empty"}, rows[1][:4])
-			require.Equal(t, dict.LookupInterrupted, rows[1][5])
+			require.Equal(t, dictlookup.LookupInterrupted, rows[1][5])
 
 			require.Equal(t, sentBefore, sim.Stats()[dict.OpGetEntry], "nothing sent to the DICT")
 		})

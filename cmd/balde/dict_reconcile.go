@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/report"
 )
 
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the
@@ -42,6 +43,6 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("dict-reconcile: dict %s refused locally: %s %s, retry after %s",
 			dict.OpListBucketStates, d.Key, d.Reason, d.RetryAfter)}
 	}
-	_, err = res.WriteTo(m.Stdout)
+	_, err = report.WriteReconcile(m.Stdout, res)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 )
 
 // writeCertPair writes a self-signed RSA certificate and its key as PEM
@@ -114,10 +115,10 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 		"BALDE_DICT_CATEGORY": "A", "BALDE_DICT_VERIFY_CERT": dictCert}
 	code, stdout, _ := runIn(t.Context(), newFakeTime(testEpoch), "", env, "dict-lookup", "--json", keysFile(t, 2))
 	require.Equal(t, ExitFailed, code)
-	items, sum := jsonLines[dict.LookupRecord](t, stdout)
+	items, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 	require.Equal(t, 2, sum.Failed)
 	for _, it := range items {
-		require.Equal(t, dict.LookupFailed, it.Result)
+		require.Equal(t, dictlookup.LookupFailed, it.Result)
 		require.Contains(t, it.Message, "invalid XML signature")
 	}
 	require.Equal(t, int64(2), sim.Stats().Count(dict.OpGetEntry, http.StatusOK), "sent and answered")

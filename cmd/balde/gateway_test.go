@@ -250,7 +250,7 @@ func TestGatewaySifenSendsALot(t *testing.T) {
 	answer, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse](body)
 	require.NoError(t, err)
 	require.Nil(t, fault)
-	require.Equal(t, sifen.CodeLotQueued, answer.Code)
+	require.Equal(t, sifensim.CodeLotQueued, answer.Code)
 	status, body = post(tlsClient(cert), "", 7)
 	require.Equal(t, http.StatusConflict, status, "%s", body)
 	status, body = post(tlsClient(), "batch-token", 8)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen/sifensim"
@@ -134,7 +134,7 @@ func TestDictLookupJSONProgress(t *testing.T) {
 	env := map[string]string{"BALDE_DB": "sqlite://" + filepath.Join(t.TempDir(), "balde.db"), "BALDE_DICT_URL": sim.URL(), "BALDE_DICT_CATEGORY": "H"}
 	code, stdout, stderr := runIn(context.Background(), clock, "", env, "dict-lookup", "--json", "--progress", keysFile(t, n))
 	require.Equal(t, ExitOK, code, stderr)
-	_, sum := jsonLines[dict.LookupRecord](t, stdout)
+	_, sum := jsonLines[dictlookup.LookupRecord](t, stdout)
 	require.Equal(t, n, sum.Sent)
 	var ev map[string]report.ProgressEvent
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(stderr)), &ev), "one progress line: %q", stderr)

@@ -32,7 +32,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -214,10 +214,10 @@ func TestStoreFaultsPostgres(t *testing.T) {
 		return code == http.StatusOK
 	}, "readiness after the faults stopped")
 
-	var items []dict.LookupRecord
+	var items []dictlookup.LookupRecord
 	var sum report.Summary
 	if batchOut != "" {
-		items, sum = jsonLines[dict.LookupRecord](t, batchOut)
+		items, sum = jsonLines[dictlookup.LookupRecord](t, batchOut)
 	}
 	t.Logf("PostgreSQL faults for %s: %d terminations (%d sessions); web %v; readiness %v (longest failing run %s); batch exit %d, %+v",
 		run, kills.Load(), killed.Load(), web.snapshot(), ready.snapshot(), readyDown.Round(time.Millisecond), batchCode, sum)
@@ -230,7 +230,7 @@ func TestStoreFaultsPostgres(t *testing.T) {
 	processed, inDoubt := 0, 0
 	for _, it := range items {
 		switch {
-		case it.Result != dict.LookupFailed:
+		case it.Result != dictlookup.LookupFailed:
 			processed++
 		case it.Reason == "store commit in doubt":
 			inDoubt++ // decision 0020: never re-run, the key fails, the run goes on

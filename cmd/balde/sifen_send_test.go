@@ -105,7 +105,7 @@ func TestSifenSendWait(t *testing.T) {
 			require.Equal(t, cdcs[i], it.CDC)
 			require.Equal(t, "80069563-1", it.RUC)
 			require.Equal(t, "test", it.Env)
-			require.Equal(t, sifen.CodeLotQueued, it.Code)
+			require.Equal(t, sifensim.CodeLotQueued, it.Code)
 			require.NotEmpty(t, it.Lot)
 			require.Equal(t, filepath.Join(dir, []string{"a.xml", "b.xml", "c.xml"}[i]), it.File)
 			waits = append(waits, it.WaitS)
@@ -708,7 +708,7 @@ func TestSifenSendRUCsDoNotWaitForEachOther(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := c.RecepcionLote(context.Background(), sifen.EnvTest, packed.Zip)
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+	require.Equal(t, sifensim.CodeLotQueued, resp.Code)
 
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 	env := map[string]string{"BALDE_SIFEN_URL": sim.URL, "BALDE_DB": db}
@@ -859,7 +859,7 @@ func TestSifenSendProcessesAndSendAllDrafts(t *testing.T) {
 		var refused []string
 		sim := startSifenSim(t, sifensim.Config{Interval: 250 * time.Millisecond,
 			AfterRecepcion: func(_ context.Context, r sifensim.Recepcion) {
-				if r.Code != sifen.CodeLotQueued {
+				if r.Code != sifensim.CodeLotQueued {
 					mu.Lock()
 					refused = append(refused, r.Code+" "+r.Message)
 					mu.Unlock()

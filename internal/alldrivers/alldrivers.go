@@ -12,19 +12,13 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
-	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // For returns the Driver of engine.
 func For(engine sqlstore.Engine) (sqlstore.Driver, error) {
-	switch engine {
-	case sqlstore.SQLite:
-		return sqlitedriver.Driver{}, nil
-	case sqlstore.Postgres:
-		return pgxdriver.Driver{}, nil
-	}
-	return nil, fmt.Errorf("sqlstore: unknown engine %q (sqlite or postgres)", engine)
+	return sqlstore.DriverOf(engine) // both registered by the imports
 }
 
 // ForDSN returns the Driver of the engine dsn names (see sqlstore.ParseDSN).

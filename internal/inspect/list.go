@@ -115,7 +115,7 @@ func (f Filter) readTime() bool {
 }
 
 // prefilter narrows f for the store. When trusted (see
-// throttle.Limiter.Regrade) a level now is never worse than the level
+// throttle.Limiter.Trusted) a level now is never worse than the level
 // stored, so a bucket Medium or worse now is stored at least that bad;
 // otherwise the severity filter reads every row. Blocked and negative
 // buckets are stored at least High in any case: a block or a negative
@@ -317,7 +317,7 @@ type PolicyCounts struct {
 // CountNow counts the stored buckets matching f by their severity now.
 // When the Limiter is Trusted, rows stored Healthy are Healthy now (refill
 // never makes a bucket worse) and only the others are read and graded
-// again; otherwise (no Regrade yet, or the policy definitions changed
+// again; otherwise (no full regrade yet, or the policy definitions changed
 // since) every row is, so a row stored Healthy under a smaller capacity is
 // counted at its level now. Either way a bucket that refilled since its
 // last write is counted at its level now, not the stored one.

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 )
 
 // DictLookup prints the lookups of a dict.Batch on Reporter, for any
-// caller ("balde dict-lookup" is one): each lookup's dict.LookupRecord (the
-// JSON line, and the row or object written to Out) and its plain line,
-// whose message is in Reporter's language, in input order. The Batch runs
+// caller ("balde dict-lookup" is one): each lookup's
+// dictlookup.LookupRecord (the JSON line, and the row or object written to
+// Out) and its plain line, whose message is in Reporter's language, in
+// input order. The Batch runs
 // the lookups: give it Progress and Print, then hand Run's error to
 // Finish.
 type DictLookup struct {
@@ -23,9 +25,9 @@ type DictLookup struct {
 	// beyond MaxWait says so.
 	Wait    bool
 	MaxWait time.Duration
-	// Out, when set, receives every record too (dict.CreateLookupFile).
+	// Out, when set, receives every record too (dictlookup.CreateLookupFile).
 	Out interface {
-		Write(dict.LookupRecord) error
+		Write(dictlookup.LookupRecord) error
 	}
 	printed int
 
@@ -105,11 +107,11 @@ func (l *DictLookup) Finish(ctx context.Context, total int, err error) (Summary,
 	return l.Reporter.Finish(false, 0), nil
 }
 
-// lookupRecord is a lookup's dict.LookupRecord (the JSON line with
+// lookupRecord is a lookup's dictlookup.LookupRecord (the JSON line with
 // --json, the row or object of --out) with its message in the reader's
 // language for the plain line.
 type lookupRecord struct {
-	dict.LookupRecord
+	dictlookup.LookupRecord
 	said string
 }
 
@@ -138,16 +140,16 @@ func (r lookupRecord) line() string {
 }
 
 // lookupRecordOf turns a lookup's result into its record
-// (dict.NewLookupRecord), naming --max-wait when a refusal's wait was
+// (dictlookup.NewLookupRecord), naming --max-wait when a refusal's wait was
 // beyond it.
 func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *Reporter) lookupRecord {
-	rec := lookupRecord{LookupRecord: dict.NewLookupRecord(res)}
+	rec := lookupRecord{LookupRecord: dictlookup.NewLookupRecord(res)}
 	tr := rep.Tr
 	switch {
-	case rec.Message == dict.MsgLookupInterrupted, rec.Message == dict.MsgNoEntry:
+	case rec.Message == dictlookup.MsgLookupInterrupted, rec.Message == dictlookup.MsgNoEntry:
 		rec.said = tr.Sprintf(rec.Message)
-	case rec.Result == dict.LookupBlocked:
-		rec.said = tr.Sprintf(dict.MsgLookupRefused, res.Decision.Key)
+	case rec.Result == dictlookup.LookupBlocked:
+		rec.said = tr.Sprintf(dictlookup.MsgLookupRefused, res.Decision.Key)
 		if wait {
 			rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
 			rec.said += tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/throttletest"
@@ -58,9 +59,9 @@ func TestDictLookupReportsTheLimitersRefusal(t *testing.T) {
 	line := strings.SplitN(run(report.Plain), "\n", 2)[0]
 	require.Equal(t, `blocked a@example.com payer=`+payer+` status=0 reason=empty retry_after=300ms "refused locally by `+bucket.String()+`, not sent"`, line)
 
-	var rec dict.LookupRecord
+	var rec dictlookup.LookupRecord
 	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(run(report.JSON), "\n", 2)[0]), &rec))
-	require.Equal(t, dict.LookupBlocked, rec.Result)
+	require.Equal(t, dictlookup.LookupBlocked, rec.Result)
 	require.Equal(t, "empty", rec.Reason)
 	require.Equal(t, 0.3, rec.RetryAfterS)
 	require.Equal(t, "refused locally by "+bucket.String()+", not sent", rec.Message)

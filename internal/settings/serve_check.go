@@ -77,12 +77,12 @@ func CheckDatabase(dsn string) error {
 // a configured path usually means the database was deleted or moved, and
 // creating an empty one in its place would silently reset every bucket and
 // the ledger, so it is an error wrapping ErrNoDatabase (naming the file)
-// unless create, or the path is the default (sqlstore.DefaultDSN, a first
+// unless create, or the path is the default (defaultDSN, a first
 // run). creating says that a new database will be made, for the caller to
 // say so loudly once open. PostgreSQL databases are never created by
 // balde, nor checked; a DSN that does not parse is left to Open.
 func CheckCreate(dsn string, create bool) (creating bool, err error) {
-	return checkFile(dsn, create || dsn == sqlstore.DefaultDSN)
+	return checkFile(dsn, create || dsn == defaultDSN)
 }
 
 // checkFile says whether the SQLite file of dsn is missing (creating, when

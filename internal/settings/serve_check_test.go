@@ -10,7 +10,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 func TestSettingsCheckServe(t *testing.T) {
@@ -74,7 +73,7 @@ func TestCheckCreate(t *testing.T) {
 	}
 	_, statErr := os.Stat(missing)
 	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing created")
-	require.NotEmpty(t, sqlstore.DefaultDSN)
+	require.NotEmpty(t, settings.Default().DB)
 }
 
 func TestCheckListenAddr(t *testing.T) {

@@ -24,7 +24,6 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -218,12 +217,16 @@ const ReconcileAuto time.Duration = -1
 // MinReconcileEvery keeps reconciliation within POLICIES_LIST's 6 a minute.
 const MinReconcileEvery = 10 * time.Second
 
+// defaultDSN is the database of a command given none: a SQLite file in
+// the working directory.
+const defaultDSN = "sqlite://balde.db"
+
 // Default returns the settings of "make run": SQLite in the working
 // directory, simulators in-process.
 func Default() Settings {
 	jobs := balde.DefaultJobs()
 	return Settings{
-		DB:              sqlstore.DefaultDSN,
+		DB:              defaultDSN,
 		Addr:            "127.0.0.1:8080",
 		DictCategory:    "",
 		DictEnv:         dict.DefaultEnv,

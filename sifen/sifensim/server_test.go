@@ -85,52 +85,52 @@ func TestRecepcionQueuesAndProcesses(t *testing.T) {
 	docs := sifentest.Docs("88888801", 1, 3)
 
 	resp := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
-	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+	require.Equal(t, sifensim.CodeLotQueued, resp.Code)
 	require.Equal(t, "Lote recibido con éxito", resp.Message)
 	require.Len(t, resp.LotNumber, 17)
 	lot := resp.LotNumber
 
 	r, err := s.client.ConsultaLote(ctx, sifen.EnvTest, lot)
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeLotProcessing, r.Code)
+	require.Equal(t, sifensim.CodeLotProcessing, r.Code)
 	require.Empty(t, r.Results)
 	de, err := s.client.ConsultaDE(ctx, sifen.EnvTest, docs[0].CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDENotFound, de.Code, "not found while processing")
+	require.Equal(t, sifensim.CodeDENotFound, de.Code, "not found while processing")
 
 	s.clock.Advance(2 * time.Second)
 	r, err = s.client.ConsultaLote(ctx, sifen.EnvTest, lot)
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeLotDone, r.Code)
+	require.Equal(t, sifensim.CodeLotDone, r.Code)
 	require.Len(t, r.Results, 3)
 	for i, res := range r.Results {
 		require.Equal(t, docs[i].CDC(), res.CDC)
-		require.Equal(t, sifen.ResultApproved, res.Status)
+		require.Equal(t, sifensim.ResultApproved, res.Status)
 		require.NotEmpty(t, res.AuthNumber)
 	}
 	de, err = s.client.ConsultaDE(ctx, sifen.EnvTest, docs[0].CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDEFound, de.Code)
+	require.Equal(t, sifensim.CodeDEFound, de.Code)
 	require.Contains(t, de.Content, docs[0].CDC())
 
 	// The other environment knows nothing of it.
 	de, err = s.client.ConsultaDE(ctx, sifen.EnvProd, docs[0].CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDENotFound, de.Code)
+	require.Equal(t, sifensim.CodeDENotFound, de.Code)
 	r, err = s.client.ConsultaLote(ctx, sifen.EnvProd, lot)
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeLotUnknown, r.Code)
+	require.Equal(t, sifensim.CodeLotUnknown, r.Code)
 
 	s.clock.Advance(48*time.Hour + time.Second)
 	r, err = s.client.ConsultaLote(ctx, sifen.EnvTest, lot)
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeLotTooLate, r.Code)
+	require.Equal(t, sifensim.CodeLotTooLate, r.Code)
 
 	st := s.stats(t)
-	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "test", "88888801", sifen.CodeLotQueued))
-	require.Equal(t, int64(3), st.Count(sifen.ServiceConsultaLote, "test", "", ""))
-	require.Equal(t, int64(3), st.Count(sifen.ServiceConsultaDE, "", "", ""))
-	require.Equal(t, st.Total, st.ByService[sifen.ServiceRecepcionLote]+st.ByService[sifen.ServiceConsultaLote]+st.ByService[sifen.ServiceConsultaDE])
+	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionLote, "test", "88888801", sifensim.CodeLotQueued))
+	require.Equal(t, int64(3), st.Count(sifensim.ServiceConsultaLote, "test", "", ""))
+	require.Equal(t, int64(3), st.Count(sifensim.ServiceConsultaDE, "", "", ""))
+	require.Equal(t, st.Total, st.ByService[sifensim.ServiceRecepcionLote]+st.ByService[sifensim.ServiceConsultaLote]+st.ByService[sifensim.ServiceConsultaDE])
 }
 
 func TestRecepcionLotRules(t *testing.T) {
@@ -169,20 +169,20 @@ func TestRecepcionLotRules(t *testing.T) {
 			require.Equal(t, http.StatusOK, status)
 			r, _, err := sifen.UnmarshalSOAP[sifen.EnvioLoteResponse]([]byte(body))
 			require.NoError(t, err)
-			require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+			require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 			require.Contains(t, r.Message, "Lote no encolado para procesamiento: "+tc.wantMsg)
 			require.Empty(t, r.LotNumber)
-			require.Equal(t, int64(1), s.stats(t).Count(sifen.ServiceRecepcionLote, "test", "", sifen.CodeLotNotQueued))
+			require.Equal(t, int64(1), s.stats(t).Count(sifensim.ServiceRecepcionLote, "test", "", sifensim.CodeLotNotQueued))
 			if !strings.HasPrefix(tc.wantMsg, "xDE") && tc.name != "Empty" && tc.name != "Malformed" {
 				// A broken lot rule blocks the RUC.
 				r := s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 77}))
-				require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+				require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 				require.Contains(t, r.Message, "bloqueado hasta")
 			} else {
 				// An empty or unreadable lot names no RUC: nothing is blocked
 				// (SIFEN, which knows the issuer from the certificate, would).
 				r := s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 77}))
-				require.Equal(t, sifen.CodeLotQueued, r.Code, r.Message)
+				require.Equal(t, sifensim.CodeLotQueued, r.Code, r.Message)
 			}
 		})
 	}
@@ -191,34 +191,34 @@ func TestRecepcionLotRules(t *testing.T) {
 func TestRecepcionBlocksFastRUC(t *testing.T) {
 	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 10 * time.Minute})
 	a := sifentest.Docs("80069563", 1, 12)
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[0])).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[0])).Code)
 	// Another RUC, and the same RUC in prod, are not affected.
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{RUC: "88888801"})).Code)
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvProd, sifentest.Lote(a[0])).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{RUC: "88888801"})).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvProd, sifentest.Lote(a[0])).Code)
 
 	s.clock.Advance(3 * time.Second)
 	r := s.send(t, sifen.EnvTest, sifentest.Lote(a[1]))
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "envíos demasiado frecuentes (3s desde la respuesta al lote anterior, mínimo 10s); RUC 80069563 bloqueado por 10m0s")
 
 	s.clock.Advance(10 * time.Second)
 	r = s.send(t, sifen.EnvTest, sifentest.Lote(a[2]))
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "RUC 80069563 bloqueado hasta")
 
 	s.clock.Advance(10*time.Minute - 10*time.Second)
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[3])).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(a[3])).Code)
 
 	st := s.stats(t)
-	require.Equal(t, int64(2), st.Count(sifen.ServiceRecepcionLote, "test", "80069563", sifen.CodeLotQueued))
-	require.Equal(t, int64(2), st.Count(sifen.ServiceRecepcionLote, "test", "80069563", sifen.CodeLotNotQueued))
-	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "prod", "80069563", sifen.CodeLotQueued))
-	require.Equal(t, int64(1), st.Count(sifen.ServiceRecepcionLote, "test", "88888801", sifen.CodeLotQueued))
+	require.Equal(t, int64(2), st.Count(sifensim.ServiceRecepcionLote, "test", "80069563", sifensim.CodeLotQueued))
+	require.Equal(t, int64(2), st.Count(sifensim.ServiceRecepcionLote, "test", "80069563", sifensim.CodeLotNotQueued))
+	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionLote, "prod", "80069563", sifensim.CodeLotQueued))
+	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionLote, "test", "88888801", sifensim.CodeLotQueued))
 	require.Equal(t, int64(5), st.ByRUC["80069563"])
 
 	// A second offence within 24 h blocks twice as long (10, 20, ... 60 min).
 	r = s.send(t, sifen.EnvTest, sifentest.Lote(a[4]))
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "bloqueado por 20m0s")
 	prev := 20 * time.Minute
 	for level, want := range []time.Duration{30 * time.Minute, 40 * time.Minute, 50 * time.Minute, time.Hour, time.Hour} {
@@ -226,7 +226,7 @@ func TestRecepcionBlocksFastRUC(t *testing.T) {
 		require.Contains(t, s.send(t, sifen.EnvTest, sifentest.Lote(a[5+level])).Message, "bloqueado hasta")
 		s.clock.Advance(time.Second)
 		r = s.send(t, sifen.EnvTest, sifentest.Lote(a[5+level]))
-		require.Equal(t, sifen.CodeLotQueued, r.Code, r.Message)
+		require.Equal(t, sifensim.CodeLotQueued, r.Code, r.Message)
 		r = s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 100 + level}))
 		require.Contains(t, r.Message, fmt.Sprintf("bloqueado por %s", want))
 		prev = want
@@ -236,10 +236,10 @@ func TestRecepcionBlocksFastRUC(t *testing.T) {
 func TestRecepcionBlocksRepeatedLot(t *testing.T) {
 	s := start(t, sifensim.Config{Interval: 10 * time.Second, Block: 30 * time.Minute, Processing: time.Hour})
 	lot := sifentest.Lote(sifentest.Docs("80069563", 1, 2)...)
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, lot).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvTest, lot).Code)
 	s.clock.Advance(time.Minute)
 	r := s.send(t, sifen.EnvTest, lot)
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "lote reenviado")
 	require.Contains(t, r.Message, "bloqueado por 30m0s")
 	s.clock.Advance(29 * time.Minute)
@@ -247,7 +247,7 @@ func TestRecepcionBlocksRepeatedLot(t *testing.T) {
 	require.Contains(t, r.Message, "bloqueado hasta")
 	s.clock.Advance(time.Hour)
 	r = s.send(t, sifen.EnvTest, lot)
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "lote reenviado", "the same lot, processed or not, is never taken twice")
 	require.Contains(t, r.Message, "bloqueado por 1h0m0s", "a recurrence blocks twice as long")
 }
@@ -255,10 +255,10 @@ func TestRecepcionBlocksRepeatedLot(t *testing.T) {
 func TestRecepcionCDCInProcessing(t *testing.T) {
 	s := start(t, sifensim.Config{Interval: time.Second, Processing: time.Minute})
 	docs := sifentest.Docs("80069563", 1, 2)
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(docs[0])).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(docs[0])).Code)
 	s.clock.Advance(2 * time.Second)
 	r := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "el CDC "+docs[0].CDC()+" está en procesamiento")
 }
 
@@ -273,24 +273,24 @@ func TestProcessingRejects(t *testing.T) {
 	// docs[0] is approved by now; sending it again in another lot gets a
 	// duplicate rejection for it alone.
 	second := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
-	require.Equal(t, sifen.CodeLotQueued, second.Code)
+	require.Equal(t, sifensim.CodeLotQueued, second.Code)
 	s.clock.Advance(2 * time.Second)
 
 	r, err := s.client.ConsultaLote(ctx, sifen.EnvTest, first.LotNumber)
 	require.NoError(t, err)
-	require.Equal(t, sifen.ResultApproved, r.Results[0].Status)
+	require.Equal(t, sifensim.ResultApproved, r.Results[0].Status)
 	r, err = s.client.ConsultaLote(ctx, sifen.EnvTest, second.LotNumber)
 	require.NoError(t, err)
 	require.Equal(t, []sifen.DEResult{
-		{CDC: docs[0].CDC(), Status: sifen.ResultRejected, Messages: []sifen.ResultMessage{{Code: "1001", Message: "CDC duplicado"}}},
-		{CDC: docs[1].CDC(), Status: sifen.ResultRejected, Messages: []sifen.ResultMessage{{Code: "1111", Message: "rechazo de prueba"}}},
+		{CDC: docs[0].CDC(), Status: sifensim.ResultRejected, Messages: []sifen.ResultMessage{{Code: "1001", Message: "CDC duplicado"}}},
+		{CDC: docs[1].CDC(), Status: sifensim.ResultRejected, Messages: []sifen.ResultMessage{{Code: "1111", Message: "rechazo de prueba"}}},
 	}, r.Results)
 	de, err := s.client.ConsultaDE(ctx, sifen.EnvTest, docs[1].CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDENotFound, de.Code)
+	require.Equal(t, sifensim.CodeDENotFound, de.Code)
 	de, err = s.client.ConsultaDE(ctx, sifen.EnvTest, docs[0].CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDEFound, de.Code)
+	require.Equal(t, sifensim.CodeDEFound, de.Code)
 }
 
 func TestBeforeRecepcionDrops(t *testing.T) {
@@ -310,8 +310,8 @@ func TestBeforeRecepcionDrops(t *testing.T) {
 
 	de, err := s.client.ConsultaDE(context.Background(), sifen.EnvTest, doc.CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDENotFound, de.Code)
-	require.Equal(t, int64(1), s.stats(t).Count(sifen.ServiceRecepcionLote, "test", "80069563", "dropped"))
+	require.Equal(t, sifensim.CodeDENotFound, de.Code)
+	require.Equal(t, int64(1), s.stats(t).Count(sifensim.ServiceRecepcionLote, "test", "80069563", "dropped"))
 }
 
 func TestEnvelopeFaults(t *testing.T) {
@@ -342,7 +342,7 @@ func TestEnvelopeFaults(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-	require.Equal(t, int64(5), s.stats(t).Count(sifen.ServiceConsultaDE, "", "", ""))
+	require.Equal(t, int64(5), s.stats(t).Count(sifensim.ServiceConsultaDE, "", "", ""))
 }
 
 func TestClockEndpoint(t *testing.T) {
@@ -393,8 +393,8 @@ func TestOpenServesUntilClose(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := c.ConsultaDE(context.Background(), sifen.EnvProd, sifentest.Doc{}.CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDENotFound, resp.Code)
-	require.Equal(t, int64(1), s.Stats().Count(sifen.ServiceConsultaDE, "prod", "", sifen.CodeDENotFound))
+	require.Equal(t, sifensim.CodeDENotFound, resp.Code)
+	require.Equal(t, int64(1), s.Stats().Count(sifensim.ServiceConsultaDE, "prod", "", sifensim.CodeDENotFound))
 
 	require.NoError(t, s.Close())
 	_, err = http.Get(url + "/sim/stats")
@@ -468,13 +468,13 @@ func TestRecepcionMessageLimitIsAMillionBytes(t *testing.T) {
 	status, body := s.post(t, "/test"+sifen.RecepcionPath, sifen.SOAPContentType, padded(sifentest.Doc{Number: 1}, sifensim.MaxMessageBytes+1))
 	require.Equal(t, http.StatusOK, status)
 	r := read(body)
-	require.Equal(t, sifen.CodeLotNotQueued, r.Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, r.Code)
 	require.Contains(t, r.Message, "el mensaje tiene 1000001 bytes (máximo 1000000); RUC 80069563 bloqueado por 10m0s")
 
 	status, body = s.post(t, "/test"+sifen.RecepcionPath, sifen.SOAPContentType, padded(sifentest.Doc{RUC: "88888801", Number: 2}, sifensim.MaxMessageBytes))
 	require.Equal(t, http.StatusOK, status)
 	r = read(body)
-	require.Equal(t, sifen.CodeLotQueued, r.Code, r.Message)
+	require.Equal(t, sifensim.CodeLotQueued, r.Code, r.Message)
 }
 
 // Issue 22: a request SIFEN cannot read gets its generic rRetEnviDe, which
@@ -505,16 +505,16 @@ func TestConsultaDEFoundCarriesDProtAut(t *testing.T) {
 	ctx := context.Background()
 	docs := sifentest.Docs("80069563", 1, 2)
 	resp := s.send(t, sifen.EnvTest, sifentest.Lote(docs...))
-	require.Equal(t, sifen.CodeLotQueued, resp.Code)
+	require.Equal(t, sifensim.CodeLotQueued, resp.Code)
 	s.clock.Advance(time.Second)
 	lot, err := s.client.ConsultaLote(ctx, sifen.EnvTest, resp.LotNumber)
 	require.NoError(t, err)
 	require.Len(t, lot.Results, 2)
-	require.Equal(t, sifen.ResultApprovedWithObs, lot.Results[1].Status)
+	require.Equal(t, sifensim.ResultApprovedWithObs, lot.Results[1].Status)
 	for i, res := range lot.Results {
 		de, err := s.client.ConsultaDE(ctx, sifen.EnvTest, docs[i].CDC())
 		require.NoError(t, err)
-		require.Equal(t, sifen.CodeDEFound, de.Code)
+		require.Equal(t, sifensim.CodeDEFound, de.Code)
 		require.Contains(t, de.Content, docs[i].CDC())
 		require.NotEmpty(t, res.AuthNumber)
 		require.Equal(t, res.AuthNumber, de.AuthNumber(), "DE %d", i+1)

@@ -24,7 +24,7 @@ func TestRecepcionDE(t *testing.T) {
 	d := sifentest.Doc{Number: 1}
 	prot, err := s.client.RecepcionDE(ctx, sifen.EnvTest, d.File())
 	require.NoError(t, err)
-	require.Equal(t, sifen.ResultApproved, prot.State())
+	require.Equal(t, sifensim.ResultApproved, prot.State())
 	require.Equal(t, d.CDC(), prot.CDC)
 	require.NotEmpty(t, prot.AuthNumber)
 	code, _ := prot.Code()
@@ -32,29 +32,29 @@ func TestRecepcionDE(t *testing.T) {
 
 	found, err := s.client.ConsultaDE(ctx, sifen.EnvTest, d.CDC())
 	require.NoError(t, err)
-	require.Equal(t, sifen.CodeDEFound, found.Code)
+	require.Equal(t, sifensim.CodeDEFound, found.Code)
 	require.Equal(t, prot.AuthNumber, found.AuthNumber())
 
 	s.clock.Advance(3 * time.Second)
 	prot, err = s.client.RecepcionDE(ctx, sifen.EnvTest, sifentest.Doc{Number: 2}.File())
 	require.NoError(t, err)
-	require.Equal(t, sifen.ResultRejected, prot.State())
+	require.Equal(t, sifensim.ResultRejected, prot.State())
 	code, msg := prot.Code()
-	require.Equal(t, sifen.CodeLotNotQueued, code)
+	require.Equal(t, sifensim.CodeLotNotQueued, code)
 	require.Contains(t, msg, "envíos demasiado frecuentes")
 	// The block covers the RUC's lots as well.
-	require.Equal(t, sifen.CodeLotNotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 3})).Code)
+	require.Equal(t, sifensim.CodeLotNotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 3})).Code)
 
 	s.clock.Advance(time.Hour)
 	prot, err = s.client.RecepcionDE(ctx, sifen.EnvTest, d.File())
 	require.NoError(t, err)
-	require.Equal(t, sifen.ResultRejected, prot.State())
+	require.Equal(t, sifensim.ResultRejected, prot.State())
 	code, _ = prot.Code()
 	require.Equal(t, "1001", code)
 
 	st := s.stats(t)
 	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionDE, "test", "80069563", "0260"))
-	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionDE, "test", "80069563", sifen.CodeLotNotQueued))
+	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionDE, "test", "80069563", sifensim.CodeLotNotQueued))
 	require.Equal(t, int64(1), st.Count(sifensim.ServiceRecepcionDE, "test", "80069563", "1001"))
 }
 
@@ -62,15 +62,15 @@ func TestRecepcionDE(t *testing.T) {
 // DE of it, as it refuses a lot.
 func TestRecepcionDEAfterALot(t *testing.T) {
 	s := start(t, sifensim.Config{Interval: 10 * time.Second})
-	require.Equal(t, sifen.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 1})).Code)
+	require.Equal(t, sifensim.CodeLotQueued, s.send(t, sifen.EnvTest, sifentest.Lote(sifentest.Doc{Number: 1})).Code)
 	prot, err := s.client.RecepcionDE(context.Background(), sifen.EnvTest, sifentest.Doc{Number: 2}.File())
 	require.NoError(t, err)
 	code, _ := prot.Code()
-	require.Equal(t, sifen.CodeLotNotQueued, code)
+	require.Equal(t, sifensim.CodeLotNotQueued, code)
 	// Another RUC is not affected.
 	prot, err = s.client.RecepcionDE(context.Background(), sifen.EnvTest, sifentest.Doc{RUC: "80012345", Number: 2}.File())
 	require.NoError(t, err)
-	require.Equal(t, sifen.ResultApproved, prot.State())
+	require.Equal(t, sifensim.ResultApproved, prot.State())
 }
 
 func TestRecepcionDEMalformed(t *testing.T) {

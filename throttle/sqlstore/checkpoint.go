@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // SQLite checkpoints, off the commit path
@@ -280,7 +282,7 @@ func (c *checkpointer) checkpoint(ctx context.Context, q interface {
 	var blocked, log, copied int64
 	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&blocked, &log, &copied)
 	if err != nil {
-		if c.driver.Classify(err)&ClassBusy != 0 {
+		if c.driver.Classify(err)&driverkit.ClassBusy != 0 {
 			return true, 0, 0, nil
 		}
 		return false, 0, 0, err

@@ -18,7 +18,8 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver" // the application's own pool
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
@@ -105,7 +106,7 @@ func TestOpenNeedsTheEnginesDriver(t *testing.T) {
 			return err
 		}, "sqlitedriver"},
 		{"OpenWithAnotherEnginesDriver", func() error {
-			_, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Migrate: true, Driver: pgxdriver.Driver{}})
+			_, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Migrate: true, Driver: pgxDriver(t)})
 			return err
 		}, "the database is sqlite but the Driver is postgres's"},
 		{"MigrateWithoutDriver", func() error { return sqlstore.Migrate(ctx, dsn, nil, up) }, "sqlitedriver"},
@@ -128,17 +129,17 @@ func TestOpenNeedsTheEnginesDriver(t *testing.T) {
 // pipelineSpy is pgx's driver that counts its pipelined transactions, or
 // declines every connection (ErrNoPipeline) when decline is set.
 type pipelineSpy struct {
-	pgxdriver.Driver
-	runs    *atomic.Int64
-	decline bool
+	sqlstore.Driver // pgx's
+	runs            *atomic.Int64
+	decline         bool
 }
 
-func (d pipelineSpy) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
+func (d pipelineSpy) Pipeline(ctx context.Context, conn *sql.Conn, p *driverkit.Pipeline) error {
 	if d.decline {
-		return sqlstore.ErrNoPipeline
+		return driverkit.ErrNoPipeline
 	}
 	d.runs.Add(1)
-	return d.Driver.Pipeline(ctx, conn, p)
+	return d.Driver.(driverkit.Pipeliner).Pipeline(ctx, conn, p)
 }
 
 // TestUpdateRunsThroughThePipeliner: on PostgreSQL every decision is one
@@ -159,7 +160,7 @@ func TestUpdateRunsThroughThePipeliner(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			clock := throttle.NewManualClock(time.Date(2026, 1, 2, 13, 0, 0, 0, time.UTC))
-			spy := pipelineSpy{runs: new(atomic.Int64), decline: tc.decline}
+			spy := pipelineSpy{Driver: pgxDriver(t), runs: new(atomic.Int64), decline: tc.decline}
 			store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Driver: spy, Clock: clock.Now})
 			require.NoError(t, err)
 			defer store.Close()
@@ -191,4 +192,13 @@ func TestBaldeOpenNamesTheMissingDriver(t *testing.T) {
 	out, err := exec.CommandContext(ctx, "go", "run", "./testdata/baldesqlite", "postgres://nobody@127.0.0.1:1/none").CombinedOutput()
 	require.Error(t, err, "%s", out)
 	require.Contains(t, string(out), `balde: DB: sqlstore: no driver for postgres: import _ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"`)
+}
+
+// pgxDriver is the registered PostgreSQL Driver (importing pgxdriver
+// registers it).
+func pgxDriver(tb testing.TB) sqlstore.Driver {
+	tb.Helper()
+	d, err := sqlstore.DriverOf(sqlstore.Postgres)
+	require.NoError(tb, err)
+	return d
 }

@@ -16,9 +16,6 @@ const (
 	Postgres = migrations.Postgres
 )
 
-// DefaultDSN is the embedded default: a SQLite file in the working directory.
-const DefaultDSN = "sqlite://balde.db"
-
 // ParseDSN tells the engine of a DSN and returns what its driver opens:
 //
 //	postgres://... or postgresql://...  PostgreSQL (passed to pgx, with

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // formatError turns a driver error into the engine's vocabulary: a context
@@ -27,7 +28,7 @@ func formatError(op string, err error) error {
 // or a unique violation from two transactions inserting the same new
 // bucket (ClassLostRace).
 func retryable(d Driver, err error) bool {
-	return d.Classify(err)&ClassLostRace != 0
+	return d.Classify(err)&driverkit.ClassLostRace != 0
 }
 
 // formatError is formatError for an error of the store's driver: a wait the
@@ -40,7 +41,7 @@ func (s *Store) formatError(op string, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return formatError(op, err)
 	}
-	if s.driver.Classify(err)&(ClassTimeout|ClassBusy) != 0 {
+	if s.driver.Classify(err)&(driverkit.ClassTimeout|driverkit.ClassBusy) != 0 {
 		err = fmt.Errorf("%w: %w", throttle.ErrStoreTimeout, err)
 	}
 	return formatError(op, err)

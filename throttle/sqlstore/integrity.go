@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/migrations"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // ErrDatabaseRefused means balde refuses to use a SQLite file that is not a
@@ -110,7 +111,7 @@ func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 // image is malformed") or SQLITE_NOTADB ("file is not a database"), also
 // when only its text is left (golang-migrate flattens driver errors).
 func isCorrupt(d Driver, err error) bool {
-	if d.Classify(err)&ClassCorrupt != 0 {
+	if d.Classify(err)&driverkit.ClassCorrupt != 0 {
 		return true
 	}
 	if d.Engine() != SQLite || err == nil {
@@ -276,7 +277,7 @@ func (in *integrity) close() {
 // exist, and the temporary name is removed. A process killed at any
 // instant leaves either no file at path or a complete database (issue
 // 23: a kill in the first milliseconds left a 0-byte file). The caller
-// holds the migration lock (migrations.LockSQLite).
+// holds the migration lock (flockMigrations).
 func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {

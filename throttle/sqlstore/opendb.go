@@ -14,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // SQLiteDSN returns the modernc.org/sqlite DSN an application should open
@@ -159,16 +160,16 @@ func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 }
 
 // lockSQLite takes the migration lock of the SQLite database at path
-// (migrations.LockSQLite: a flock on path+migrations.LockSuffix, waited
-// for until ctx ends). release(err) gives it back; when this call created
+// (flockMigrations: a flock on path+migrateLockSuffix, waited for until
+// ctx ends). release(err) gives it back; when this call created
 // the lock file and err refuses the database (ErrDatabaseRefused,
 // ErrDatabaseCorrupt) or none exists at path, it removes the file too: a
 // command that refuses a database leaves nothing beside it.
 func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
-	lockFile := path + migrations.LockSuffix
+	lockFile := path + migrateLockSuffix
 	_, statErr := os.Stat(lockFile)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	unlock, err := migrations.LockSQLite(ctx, path)
+	unlock, err := flockMigrations(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
 		_, _ = probe.ExecContext(ctx, `ROLLBACK`)
 		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool's transactions do not take the write lock at BEGIN (_txlock=immediate is missing; a transaction that loses a race would fail with SQLITE_BUSY): %s", fix)
 	}
-	if d.Classify(err)&ClassBusy == 0 {
+	if d.Classify(err)&driverkit.ClassBusy == 0 {
 		return formatError("open", err)
 	}
 	return nil

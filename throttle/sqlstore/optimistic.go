@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // The optimistic write of Store.NonDurable on PostgreSQL (decision 0116):
@@ -333,7 +334,7 @@ func (s *Store) rows() *rowCache { return s.fast.Load() }
 // row since, so no transaction on the row ran at an instant after this
 // one's. (A wall clock stepping back is clamped by the bucket math on
 // either path.)
-func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Conn, c *rowCache, keys []throttle.Key, apply func(*throttle.Tx) error) (done bool, err error) {
+func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, conn *sql.Conn, c *rowCache, keys []throttle.Key, apply func(*throttle.Tx) error) (done bool, err error) {
 	byRow, rowKeys, _ := s.rowKeys(keys, nil)
 	if len(rowKeys) == 0 {
 		return false, nil
@@ -364,21 +365,21 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 		// checked only by the insert's unique index.
 		return false, nil
 	}
-	load := []Query{{SQL: optimisticSettingsSQL}}
+	load := []driverkit.Query{{SQL: optimisticSettingsSQL}}
 	if len(rows) > 0 {
-		load = append(load, Query{SQL: optimisticCheckSQL, Args: append(bucketArrays(rows), int64(len(rows)))})
+		load = append(load, driverkit.Query{SQL: optimisticCheckSQL, Args: append(bucketArrays(rows), int64(len(rows)))})
 	}
 	if !ws.empty() {
-		load = append(load, Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
+		load = append(load, driverkit.Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
 	}
 	// checked: the remembered rows passed the check (its one row came
 	// back), so a statement that fails after it is the insert of a key
 	// that has a row.
 	checked := len(rows) == 0
 	conflict := false
-	err = p.Pipeline(ctx, conn, &Pipeline{
+	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
 		Load: load,
-		Scan: func(i int, r Rows) error {
+		Scan: func(i int, r driverkit.Rows) error {
 			if i == 1 && len(rows) > 0 {
 				for r.Next() {
 					checked = true
@@ -389,13 +390,13 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 		Outcome: func(writeErr, commitErr, closeErr error) error {
 			class := s.driver.Classify(writeErr)
 			switch {
-			case writeErr != nil && class&ClassTimeout != 0:
+			case writeErr != nil && class&driverkit.ClassTimeout != 0:
 				// The check waited out lock_timeout on a row another
 				// transaction holds (a stopped process, a long admin
 				// transaction): nothing applied, and the locking path would
 				// wait for the same lock again. The batch's answer.
 				return writeErr
-			case writeErr != nil && class&ClassServer != 0:
+			case writeErr != nil && class&driverkit.ClassServer != 0:
 				// The server refused a statement: the COMMIT behind it was
 				// skipped, nothing applied. A changed row (the division by
 				// zero of optimisticCheckSQL) or a row that exists (the
@@ -404,7 +405,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 				// path too.
 				conflict = true
 				return writeErr
-			case writeErr != nil && class&ClassTransient != 0:
+			case writeErr != nil && class&driverkit.ClassTransient != 0:
 				// Not sent (a connection that could not be made or was
 				// found closed): retried like any transient error.
 				return writeErr
@@ -413,7 +414,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p Pipeliner, conn *sql.Con
 		},
 	})
 	switch {
-	case errors.Is(err, ErrNoPipeline):
+	case errors.Is(err, driverkit.ErrNoPipeline):
 		return false, nil
 	case conflict:
 		c.conflicts.Add(1)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // updatePipelined is update on PostgreSQL through the driver's own
@@ -22,7 +23,7 @@ import (
 // synchronous_commit off for itself first, in the same round trip; its
 // rows are first tried in one round trip on what the store remembers of
 // them (updateOptimistic), and it remembers the rows it locked and wrote.
-func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
+func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return err
@@ -40,18 +41,18 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 	}
 
 	byRow, rowKeys, refs := s.rowKeys(keys, credits)
-	var load []Query
+	var load []driverkit.Query
 	var rows []bucketRow
 	var found []creditKey
-	var scans []func(Rows) error
+	var scans []func(driverkit.Rows) error
 	if !durable {
-		load = append(load, Query{SQL: asyncCommitSQL})
-		scans = append(scans, func(Rows) error { return nil })
+		load = append(load, driverkit.Query{SQL: asyncCommitSQL})
+		scans = append(scans, func(driverkit.Rows) error { return nil })
 	}
 	if len(rowKeys) > 0 {
 		ids, envs, identifiers := keyArrays(rowKeys)
-		load = append(load, Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})
-		scans = append(scans, func(r Rows) error {
+		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})
+		scans = append(scans, func(r driverkit.Rows) error {
 			for r.Next() {
 				row, err := scanLockedBucketRow(r)
 				if err != nil {
@@ -63,8 +64,8 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 		})
 	}
 	if len(refs) > 0 {
-		load = append(load, Query{SQL: pgCreditsSQL, Args: creditArrays(refs)})
-		scans = append(scans, func(r Rows) error {
+		load = append(load, driverkit.Query{SQL: pgCreditsSQL, Args: creditArrays(refs)})
+		scans = append(scans, func(r driverkit.Rows) error {
 			for r.Next() {
 				var c creditKey
 				if err := r.Scan(&c.policyID, &c.env, &c.identifier, &c.ref); err != nil {
@@ -77,10 +78,10 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 	}
 	loaded := false
 	var written *writeSet
-	err = p.Pipeline(ctx, conn, &Pipeline{
+	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
 		Load: load,
-		Scan: func(i int, r Rows) error { return scans[i](r) },
-		Write: func() ([]Query, error) {
+		Scan: func(i int, r driverkit.Rows) error { return scans[i](r) },
+		Write: func() ([]driverkit.Query, error) {
 			loaded = true
 			t, head, err := s.newTx(rows, found, byRow)
 			if err != nil {
@@ -98,13 +99,13 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 			if ws.empty() {
 				return nil, nil
 			}
-			return []Query{{SQL: writeSQL, Args: writeArgs(ws)}}, nil
+			return []driverkit.Query{{SQL: writeSQL, Args: writeArgs(ws)}}, nil
 		},
 		Outcome: func(writeErr, commitErr, closeErr error) error {
 			return pipelineOutcome(s.driver, writeErr, commitErr, closeErr)
 		},
 	})
-	if cache != nil && !errors.Is(err, ErrNoPipeline) {
+	if cache != nil && !errors.Is(err, driverkit.ErrNoPipeline) {
 		cache.locked.Add(1)
 		if err == nil && written != nil {
 			cache.remember(rows, written, true, rowKeys)
@@ -113,7 +114,7 @@ func (s *Store) updatePipelined(ctx context.Context, p Pipeliner, keys []throttl
 		}
 	}
 	switch {
-	case errors.Is(err, ErrNoPipeline):
+	case errors.Is(err, driverkit.ErrNoPipeline):
 		return err
 	case err != nil && !loaded:
 		return fmt.Errorf("load buckets: %w", err)
@@ -141,7 +142,7 @@ func pipelineOutcome(d Driver, writeErr, commitErr, closeErr error) error {
 	switch {
 	case writeErr == nil && commitErr == nil:
 		return nil
-	case writeErr != nil && d.Classify(writeErr)&ClassServer != 0:
+	case writeErr != nil && d.Classify(writeErr)&driverkit.ClassServer != 0:
 		return fmt.Errorf("write: %w", writeErr)
 	case writeErr != nil:
 		return fmt.Errorf("%w: write: %w", ErrCommitInDoubt, writeErr)

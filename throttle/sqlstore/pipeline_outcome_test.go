@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 )
 
 // TestPipelineOutcome: a pipelined write and COMMIT is retried only when it
@@ -35,14 +35,14 @@ func TestPipelineOutcome(t *testing.T) {
 		{name: "CommitWithoutAnswerInDoubt", commitErr: io.EOF, closeErr: io.EOF, wantInDoubt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := sqlstore.PipelineOutcome(pgxdriver.Driver{}, tc.writeErr, tc.commitErr, tc.closeErr)
+			err := sqlstore.PipelineOutcome(pgxDriver(t), tc.writeErr, tc.commitErr, tc.closeErr)
 			if tc.wantNil {
 				require.NoError(t, err)
 				return
 			}
 			require.Error(t, err)
 			require.Equal(t, tc.wantInDoubt, errors.Is(err, sqlstore.ErrCommitInDoubt), "%v", err)
-			require.Equal(t, tc.wantTransient, sqlstore.Transient(pgxdriver.Driver{}, err), "%v", err)
+			require.Equal(t, tc.wantTransient, sqlstore.Transient(pgxDriver(t), err), "%v", err)
 		})
 	}
 }

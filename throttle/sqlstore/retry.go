@@ -15,6 +15,7 @@ import (
 
 	"github.com/balde-throttle/balde/internal/storebound"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // ErrCommitInDoubt means a transaction's COMMIT was sent but its answer was
@@ -65,12 +66,12 @@ func transient(d Driver, err error) bool {
 		return false
 	}
 	c := d.Classify(err)
-	if c&ClassServer != 0 {
-		return c&ClassTransient != 0
+	if c&driverkit.ClassServer != 0 {
+		return c&driverkit.ClassTransient != 0
 	}
 	var ne net.Error
 	switch {
-	case c&ClassTransient != 0,
+	case c&driverkit.ClassTransient != 0,
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE),
 		errors.As(err, &ne):
@@ -91,8 +92,8 @@ func transient(d Driver, err error) bool {
 // which the idle connections of the pool are likely gone too (a server
 // restart or pg_terminate_backend kills them all at once).
 func brokenConn(d Driver, err error) bool {
-	if c := d.Classify(err); c&ClassServer != 0 {
-		return c&ClassBrokenConn != 0
+	if c := d.Classify(err); c&driverkit.ClassServer != 0 {
+		return c&driverkit.ClassBrokenConn != 0
 	}
 	return transient(d, err)
 }
@@ -103,7 +104,7 @@ func brokenConn(d Driver, err error) bool {
 // synchronously, in process).
 func definiteCommitFailure(d Driver, err error) bool {
 	c := d.Classify(err)
-	return c&ClassServer != 0 && c&ClassCommitFailed != 0
+	return c&driverkit.ClassServer != 0 && c&driverkit.ClassCommitFailed != 0
 }
 
 // backoff is the wait before retry number n (1 for the first).

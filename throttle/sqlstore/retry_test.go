@@ -18,7 +18,7 @@ import (
 	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
+	_ "github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
 )
 
@@ -108,7 +108,7 @@ func TestCommitError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The errors are pgx's: a store that tells them as its
 			// PostgreSQL driver does (no server needed).
-			store := sqlstore.ErrorsOnly(pgxdriver.Driver{})
+			store := sqlstore.ErrorsOnly(pgxDriver(t))
 			got := store.CommitError(tc.err)
 			require.Equal(t, tc.inDoubt, errors.Is(got, sqlstore.ErrCommitInDoubt), "%v", got)
 			if tc.err != nil {

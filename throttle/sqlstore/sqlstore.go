@@ -37,13 +37,14 @@ import (
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // Options configure Open. Driver is required; the zero value of the rest
 // is usable.
 type Options struct {
-	// Driver is the engine's: sqlitedriver.Driver{} or pgxdriver.Driver{}
-	// (their Open and OpenDB set it). It must be the engine the DSN
+	// Driver is the engine's: DriverOf(engine), or set by the Open and
+	// OpenDB of sqlitedriver and pgxdriver. It must be the engine the DSN
 	// names.
 	Driver Driver
 	// Clock is read once per transaction, after its locks are taken.
@@ -580,10 +581,10 @@ func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits 
 const maxAttempts = 20
 
 func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
-	if p, ok := s.driver.(Pipeliner); ok && s.engine == Postgres {
+	if p, ok := s.driver.(driverkit.Pipeliner); ok && s.engine == Postgres {
 		// Two round trips instead of four when the driver pipelines (pgx
 		// does, on its own connections).
-		if err := s.updatePipelined(ctx, p, keys, credits, apply, durable); !errors.Is(err, ErrNoPipeline) {
+		if err := s.updatePipelined(ctx, p, keys, credits, apply, durable); !errors.Is(err, driverkit.ErrNoPipeline) {
 			return err
 		}
 	}

@@ -24,29 +24,30 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
-// Driver is the PostgreSQL sqlstore.Driver; it is a sqlstore.Pipeliner
+// pgDriver is the PostgreSQL sqlstore.Driver; it is a driverkit.Pipeliner
 // (decision 0035). The zero value is ready.
-type Driver struct{}
+type pgDriver struct{}
 
 var (
-	_ sqlstore.Driver    = Driver{}
-	_ sqlstore.Pipeliner = Driver{}
+	_ sqlstore.Driver     = pgDriver{}
+	_ driverkit.Pipeliner = pgDriver{}
 )
 
-// Importing the package registers the Driver (sqlstore.Register): a blank
+// Importing the package registers the driver (driverkit.Register): a blank
 // import chooses PostgreSQL for balde.Open.
-func init() { sqlstore.Register(Driver{}) }
+func init() { driverkit.Register(pgDriver{}) }
 
 // Engine returns sqlstore.Postgres.
-func (Driver) Engine() migrations.Engine { return migrations.Postgres }
+func (pgDriver) Engine() migrations.Engine { return migrations.Postgres }
 
 // SQLName returns "pgx", pgx's name in database/sql.
-func (Driver) SQLName() string { return "pgx" }
+func (pgDriver) SQLName() string { return "pgx" }
 
 // Instance returns golang-migrate's pgx driver on db.
-func (Driver) Instance(db *sql.DB, table string) (database.Driver, error) {
+func (pgDriver) Instance(db *sql.DB, table string) (database.Driver, error) {
 	return pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: table})
 }
 
@@ -54,7 +55,7 @@ func (Driver) Instance(db *sql.DB, table string) (database.Driver, error) {
 // connections (same server, database, user and search_path):
 // golang-migrate keeps one connection for the whole run, and an
 // application's connections are never held. db must be a pgx pool.
-func (Driver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) {
+func (pgDriver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, false, err
@@ -77,7 +78,7 @@ func (Driver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) {
 
 // CheckPool returns an error unless db is a pgx pool: the store binds Go
 // slices as PostgreSQL arrays.
-func (Driver) CheckPool(db *sql.DB) error {
+func (pgDriver) CheckPool(db *sql.DB) error {
 	if _, ok := db.Driver().(*stdlib.Driver); !ok {
 		return fmt.Errorf("PostgreSQL needs a pgx pool (github.com/jackc/pgx/v5/stdlib), not %T", db.Driver())
 	}
@@ -92,54 +93,54 @@ func (Driver) CheckPool(db *sql.DB) error {
 // connection; a COMMIT answered with class 40 (but 40003, whose outcome
 // is unknown) was rolled back. A connection that could not be made, or an
 // error pgx knows was raised before anything was sent, is transient.
-func (Driver) Classify(err error) sqlstore.ErrorClass {
+func (pgDriver) Classify(err error) driverkit.ErrorClass {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		c := sqlstore.ClassServer
+		c := driverkit.ClassServer
 		code := pe.Code
 		switch {
 		case code == "57P01", code == "57P02", code == "57P03",
 			code == "40001", code == "40P01", code == "53300",
 			strings.HasPrefix(code, "08"):
-			c |= sqlstore.ClassTransient
+			c |= driverkit.ClassTransient
 		}
 		switch code {
 		case "40001", "40P01", "23505":
-			c |= sqlstore.ClassLostRace
+			c |= driverkit.ClassLostRace
 		}
 		switch code {
 		case "55P03", "57014":
-			c |= sqlstore.ClassTimeout
+			c |= driverkit.ClassTimeout
 		}
 		if strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "08") {
-			c |= sqlstore.ClassBrokenConn
+			c |= driverkit.ClassBrokenConn
 		}
 		if strings.HasPrefix(code, "40") && code != "40003" {
-			c |= sqlstore.ClassCommitFailed
+			c |= driverkit.ClassCommitFailed
 		}
 		return c
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
-		return sqlstore.ClassTransient
+		return driverkit.ClassTransient
 	}
 	return 0
 }
 
 // Open is sqlstore.Open on PostgreSQL (opts.Driver is set).
 func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Store, error) {
-	opts.Driver = Driver{}
+	opts.Driver = pgDriver{}
 	return sqlstore.Open(ctx, dsn, opts)
 }
 
 // OpenDB is sqlstore.OpenDB on an application's pgx pool (opts.Driver is
 // set).
 func OpenDB(ctx context.Context, db *sql.DB, opts sqlstore.Options) (*sqlstore.Store, error) {
-	opts.Driver = Driver{}
+	opts.Driver = pgDriver{}
 	return sqlstore.OpenDB(ctx, db, opts)
 }
 
 // Migrate is sqlstore.Migrate on PostgreSQL.
 func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
-	return sqlstore.Migrate(ctx, dsn, Driver{}, fn)
+	return sqlstore.Migrate(ctx, dsn, pgDriver{}, fn)
 }

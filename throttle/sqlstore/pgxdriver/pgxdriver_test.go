@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 	"github.com/balde-throttle/balde/throttle/sqlstore/pgxdriver"
 )
 
@@ -17,17 +17,17 @@ import (
 // rules, unchanged by the move of the codes into this package).
 func TestClassify(t *testing.T) {
 	const (
-		server    = sqlstore.ClassServer
-		transient = sqlstore.ClassTransient
-		race      = sqlstore.ClassLostRace
-		broken    = sqlstore.ClassBrokenConn
-		rolled    = sqlstore.ClassCommitFailed
-		timeout   = sqlstore.ClassTimeout
+		server    = driverkit.ClassServer
+		transient = driverkit.ClassTransient
+		race      = driverkit.ClassLostRace
+		broken    = driverkit.ClassBrokenConn
+		rolled    = driverkit.ClassCommitFailed
+		timeout   = driverkit.ClassTimeout
 	)
 	for _, tc := range []struct {
 		name string
 		err  error
-		want sqlstore.ErrorClass
+		want driverkit.ErrorClass
 	}{
 		{"SerializationFailure", &pgconn.PgError{Code: "40001"}, server | transient | race | rolled},
 		{"Deadlock", &pgconn.PgError{Code: "40P01"}, server | transient | race | rolled},
@@ -48,7 +48,7 @@ func TestClassify(t *testing.T) {
 		{"Plain", errors.New("something else"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, pgxdriver.Driver{}.Classify(tc.err))
+			require.Equal(t, tc.want, pgxdriver.Driver.Classify(tc.err))
 		})
 	}
 }

@@ -10,19 +10,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // Pipeline runs p on conn's pgx connection in two batches: BEGIN and
 // p.Load, then p.Write's statements and COMMIT (decision 0035). It returns
-// sqlstore.ErrNoPipeline when conn is not pgx's. After an error it rolls
+// driverkit.ErrNoPipeline when conn is not pgx's. After an error it rolls
 // the transaction back, or has the pool discard the connection when even
 // that fails.
-func (Driver) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline) error {
+func (pgDriver) Pipeline(ctx context.Context, conn *sql.Conn, p *driverkit.Pipeline) error {
 	return conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
-			return sqlstore.ErrNoPipeline
+			return driverkit.ErrNoPipeline
 		}
 		pc := sc.Conn()
 		err := pipeline(ctx, pc, p)
@@ -37,7 +37,7 @@ func (Driver) Pipeline(ctx context.Context, conn *sql.Conn, p *sqlstore.Pipeline
 	})
 }
 
-func pipeline(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
+func pipeline(ctx context.Context, pc *pgx.Conn, p *driverkit.Pipeline) error {
 	if p.Write == nil {
 		return oneTrip(ctx, pc, p)
 	}
@@ -81,7 +81,7 @@ func pipeline(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
 // batch. The server skips everything after a statement that fails, COMMIT
 // included, up to the batch's end (one Sync), so a failed Load statement
 // leaves the transaction aborted, never committed.
-func oneTrip(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
+func oneTrip(ctx context.Context, pc *pgx.Conn, p *driverkit.Pipeline) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for _, q := range p.Load {
@@ -98,7 +98,7 @@ func oneTrip(ctx context.Context, pc *pgx.Conn, p *sqlstore.Pipeline) error {
 }
 
 // readLoads reads the results of BEGIN and of the load queries of a batch.
-func readLoads(br pgx.BatchResults, p *sqlstore.Pipeline) error {
+func readLoads(br pgx.BatchResults, p *driverkit.Pipeline) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}

@@ -22,74 +22,75 @@ import (
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
-// Driver is the SQLite sqlstore.Driver. The zero value is ready.
-type Driver struct{}
+// sqliteDriver is the SQLite sqlstore.Driver. The zero value is ready.
+type sqliteDriver struct{}
 
-var _ sqlstore.Driver = Driver{}
+var _ sqlstore.Driver = sqliteDriver{}
 
-// Importing the package registers the Driver (sqlstore.Register): a blank
+// Importing the package registers the driver (driverkit.Register): a blank
 // import chooses SQLite for balde.Open.
-func init() { sqlstore.Register(Driver{}) }
+func init() { driverkit.Register(sqliteDriver{}) }
 
 // Engine returns sqlstore.SQLite.
-func (Driver) Engine() migrations.Engine { return migrations.SQLite }
+func (sqliteDriver) Engine() migrations.Engine { return migrations.SQLite }
 
 // SQLName returns "sqlite", modernc.org/sqlite's name in database/sql.
-func (Driver) SQLName() string { return "sqlite" }
+func (sqliteDriver) SQLName() string { return "sqlite" }
 
 // Instance returns golang-migrate's SQLite driver on db.
-func (Driver) Instance(db *sql.DB, table string) (database.Driver, error) {
+func (sqliteDriver) Instance(db *sql.DB, table string) (database.Driver, error) {
 	return sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{MigrationsTable: table})
 }
 
 // OwnConn returns db: SQLite's migrations run on the application's pool
 // itself (golang-migrate's SQLite driver holds no connection of its own).
-func (Driver) OwnConn(_ context.Context, db *sql.DB) (*sql.DB, bool, error) {
+func (sqliteDriver) OwnConn(_ context.Context, db *sql.DB) (*sql.DB, bool, error) {
 	return db, true, nil
 }
 
 // CheckPool returns nil: what an application's SQLite pool needs
 // (_txlock=immediate, a busy_timeout) is checked by sqlstore.OpenDB with
 // statements.
-func (Driver) CheckPool(*sql.DB) error { return nil }
+func (sqliteDriver) CheckPool(*sql.DB) error { return nil }
 
 // Classify reads SQLite's result code: every *sqlite.Error is the
 // database's answer and a COMMIT it fails certainly did not apply;
 // SQLITE_BUSY and SQLITE_LOCKED are transient, SQLITE_CORRUPT and
 // SQLITE_NOTADB say the file is corrupt.
-func (Driver) Classify(err error) sqlstore.ErrorClass {
+func (sqliteDriver) Classify(err error) driverkit.ErrorClass {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return 0
 	}
-	c := sqlstore.ClassServer | sqlstore.ClassCommitFailed
+	c := driverkit.ClassServer | driverkit.ClassCommitFailed
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_BUSY:
-		c |= sqlstore.ClassTransient | sqlstore.ClassBusy
+		c |= driverkit.ClassTransient | driverkit.ClassBusy
 	case sqlite3.SQLITE_LOCKED:
-		c |= sqlstore.ClassTransient
+		c |= driverkit.ClassTransient
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-		c |= sqlstore.ClassCorrupt
+		c |= driverkit.ClassCorrupt
 	}
 	return c
 }
 
 // Open is sqlstore.Open on SQLite (opts.Driver is set).
 func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Store, error) {
-	opts.Driver = Driver{}
+	opts.Driver = sqliteDriver{}
 	return sqlstore.Open(ctx, dsn, opts)
 }
 
 // OpenDB is sqlstore.OpenDB on an application's SQLite pool (opts.Driver
 // is set); open db with sqlstore.SQLiteDSN.
 func OpenDB(ctx context.Context, db *sql.DB, opts sqlstore.Options) (*sqlstore.Store, error) {
-	opts.Driver = Driver{}
+	opts.Driver = sqliteDriver{}
 	return sqlstore.OpenDB(ctx, db, opts)
 }
 
 // Migrate is sqlstore.Migrate on SQLite.
 func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
-	return sqlstore.Migrate(ctx, dsn, Driver{}, fn)
+	return sqlstore.Migrate(ctx, dsn, sqliteDriver{}, fn)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
@@ -52,19 +52,19 @@ func TestClassify(t *testing.T) {
 		require.Error(t, err)
 		return err
 	}
-	const base = sqlstore.ClassServer | sqlstore.ClassCommitFailed
+	const base = driverkit.ClassServer | driverkit.ClassCommitFailed
 	for _, tc := range []struct {
 		name string
 		err  func(t *testing.T) error
-		want sqlstore.ErrorClass
+		want driverkit.ErrorClass
 	}{
-		{"Busy", busy, base | sqlstore.ClassTransient | sqlstore.ClassBusy},
-		{"NotADatabase", notADB, base | sqlstore.ClassCorrupt},
+		{"Busy", busy, base | driverkit.ClassTransient | driverkit.ClassBusy},
+		{"NotADatabase", notADB, base | driverkit.ClassCorrupt},
 		{"SyntaxError", syntax, base},
 		{"NotSQLite", func(*testing.T) error { return errors.New("connection reset") }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, sqlitedriver.Driver{}.Classify(tc.err(t)))
+			require.Equal(t, tc.want, sqlitedriver.Driver.Classify(tc.err(t)))
 		})
 	}
 }

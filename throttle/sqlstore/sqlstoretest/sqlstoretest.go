@@ -21,7 +21,6 @@ import (
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
-	"github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
 // PostgresEnv names the variable holding the PostgreSQL DSN for tests.
@@ -154,7 +153,7 @@ func SoundSQLiteFile(t *testing.T) []byte {
 	s, err := alldrivers.Open(context.Background(), "sqlite://"+sound, sqlstore.Options{Migrate: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	db, err := sql.Open(sqlitedriver.Driver{}.SQLName(), "file:"+sound)
+	db, err := sql.Open("sqlite", "file:"+sound)
 	require.NoError(t, err)
 	_, err = db.Exec(`CREATE TABLE filler (x BLOB)`)
 	require.NoError(t, err)

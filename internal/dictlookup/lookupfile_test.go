@@ -1,4 +1,4 @@
-package dict_test
+package dictlookup_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 )
 
 func TestLookupFileFormat(t *testing.T) {
@@ -23,9 +23,9 @@ func TestLookupFileFormat(t *testing.T) {
 		{"", "out", false, nil},
 		{"csv", "out.json", false, nil},
 		{"json", "out.csv", true, nil},
-		{"xml", "out.xml", false, dict.ErrLookupFormat},
+		{"xml", "out.xml", false, dictlookup.ErrLookupFormat},
 	} {
-		got, err := dict.LookupFileFormat(tc.format, tc.path)
+		got, err := dictlookup.LookupFileFormat(tc.format, tc.path)
 		require.ErrorIs(t, err, tc.err, "%q %q", tc.format, tc.path)
 		require.Equal(t, tc.json, got, "%q %q", tc.format, tc.path)
 	}
@@ -34,9 +34,9 @@ func TestLookupFileFormat(t *testing.T) {
 func TestCreateLookupFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.json")
-	lf, err := dict.CreateLookupFile(path, true)
+	lf, err := dictlookup.CreateLookupFile(path, true)
 	require.NoError(t, err)
-	require.NoError(t, lf.Write(dict.LookupRecord{Key: "+5561988880000", Result: dict.LookupSent}))
+	require.NoError(t, lf.Write(dictlookup.LookupRecord{Key: "+5561988880000", Result: dictlookup.LookupSent}))
 	require.NoError(t, lf.Close())
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -46,13 +46,13 @@ func TestCreateLookupFile(t *testing.T) {
 	require.Equal(t, "+5561988880000", recs[0]["key"])
 
 	csvPath := filepath.Join(dir, "out.csv")
-	lf, err = dict.CreateLookupFile(csvPath, false)
+	lf, err = dictlookup.CreateLookupFile(csvPath, false)
 	require.NoError(t, err)
 	require.NoError(t, lf.Close())
 	b, err = os.ReadFile(csvPath)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(b), "key,"), "the header alone: %q", b)
 
-	_, err = dict.CreateLookupFile(filepath.Join(dir, "missing", "out.csv"), false)
+	_, err = dictlookup.CreateLookupFile(filepath.Join(dir, "missing", "out.csv"), false)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -1,4 +1,4 @@
-package dict_test
+package report_test
 
 import (
 	"strings"
@@ -7,10 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-func TestReconcileResultWriteTo(t *testing.T) {
+func TestWriteReconcile(t *testing.T) {
 	key := throttle.Key{Policy: "ENTRIES_READ_PARTICIPANT_ANTISCAN", Env: "prod", Identifier: "12345678"}
 	tests := []struct {
 		name string
@@ -30,7 +31,7 @@ func TestReconcileResultWriteTo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			n, err := tt.res.WriteTo(&b)
+			n, err := report.WriteReconcile(&b, tt.res)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, b.String())
 			require.Equal(t, int64(len(tt.want)), n)

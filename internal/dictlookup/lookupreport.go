@@ -1,4 +1,4 @@
-package dict
+package dictlookup
 
 import (
 	"encoding/csv"
@@ -11,13 +11,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// What a lookup of a Batch became, as a flat record: the JSON line of
-// "balde dict-lookup --json" and a row (or object) of its --out file. An
-// application that runs Batch gets the same records and files with
-// NewLookupRecord and LookupWriter.
+// What a lookup of a dict.Batch became, as a flat record: the JSON line of
+// "balde dict-lookup --json" and a row (or object) of its --out file.
 
 // The results of a LookupRecord.
 const (
@@ -75,10 +74,10 @@ const (
 // NewLookupRecord is res as a record:
 //   - refused by the mirror (a value, nothing sent): blocked, with the
 //     refusal's reason and wait;
-//   - Run's ctx ended while the lookup waited (BatchResult.Interrupted,
-//     nothing sent): interrupted, "interrupted while waiting for the
-//     throttle", with the reason and wait of the refusal it was waiting
-//     out;
+//   - Run's ctx ended while the lookup waited
+//     (dict.BatchResult.Interrupted, nothing sent): interrupted,
+//     "interrupted while waiting for the throttle", with the reason and
+//     wait of the refusal it was waiting out;
 //   - an entry: sent, with status 200 and the entry's fields;
 //   - the DICT's answer without an entry: sent for a 404 ("no entry for
 //     this key"), failed otherwise, with the status, problem type and
@@ -86,10 +85,10 @@ const (
 //   - a commit whose answer the store lost (throttle.ErrOutcomeUnknown):
 //     failed, "store commit in doubt"; any other error: failed, "request
 //     failed".
-func NewLookupRecord(res BatchResult) LookupRecord {
+func NewLookupRecord(res dict.BatchResult) LookupRecord {
 	rec := LookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID, EndToEndID: res.EndToEndID, WaitS: seconds(res.Waited)}
 	err := res.Err
-	var remote *RemoteError
+	var remote *dict.RemoteError
 	switch {
 	case err == nil && !res.Decision.Allowed:
 		d := res.Decision

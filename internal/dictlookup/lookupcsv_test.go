@@ -1,4 +1,4 @@
-package dict_test
+package dictlookup_test
 
 import (
 	"encoding/csv"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/dictlookup"
 )
 
 const lookupPayer = "52998224725"
@@ -19,15 +20,15 @@ func TestReadLookupRequests(t *testing.T) {
 	tests := []struct {
 		name     string
 		input    string
-		want     []dict.LookupLine
+		want     []dictlookup.LookupLine
 		wantLine int    // line of a *LineError, 0 for none
 		wantErr  string // substring of the error, "" for none
 	}{
-		{"HeaderCommentsAndDefaultPayer", "key,payer\n# a comment\n+5561988880000\nmaria.souza@example.com, 11222333000181\n", []dict.LookupLine{
+		{"HeaderCommentsAndDefaultPayer", "key,payer\n# a comment\n+5561988880000\nmaria.souza@example.com, 11222333000181\n", []dictlookup.LookupLine{
 			{Line: 3, LookupRequest: dict.LookupRequest{Key: "+5561988880000", PayerID: lookupPayer}},
 			{Line: 4, LookupRequest: dict.LookupRequest{Key: "maria.souza@example.com", PayerID: "11222333000181"}},
 		}, 0, ""},
-		{"Quoted", "\"+5561988880000\",\"11144477735\"\n", []dict.LookupLine{
+		{"Quoted", "\"+5561988880000\",\"11144477735\"\n", []dictlookup.LookupLine{
 			{Line: 1, LookupRequest: dict.LookupRequest{Key: "+5561988880000", PayerID: "11144477735"}},
 		}, 0, ""},
 		{"ThreeFields", "+5561988880000\na,b,c\n", nil, 2, "line 2: too many fields: 3, want key or key,payer"},
@@ -39,14 +40,14 @@ func TestReadLookupRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := dict.ReadLookupRequests(strings.NewReader(tt.input), lookupPayer)
+			got, err := dictlookup.ReadLookupRequests(strings.NewReader(tt.input), lookupPayer)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				require.Equal(t, tt.want, got)
 				return
 			}
 			require.ErrorContains(t, err, tt.wantErr)
-			var le *dict.LineError
+			var le *dictlookup.LineError
 			if tt.wantLine == 0 {
 				require.False(t, errors.As(err, &le), "not a line error: %v", err)
 				return
@@ -56,12 +57,12 @@ func TestReadLookupRequests(t *testing.T) {
 		})
 	}
 
-	_, err := dict.ReadLookupRequests(strings.NewReader("+5561988880000\n"), "")
-	require.ErrorIs(t, err, dict.ErrNoPayer)
-	_, err = dict.ReadLookupRequests(strings.NewReader(""), lookupPayer)
-	require.ErrorIs(t, err, dict.ErrNoLookups)
+	_, err := dictlookup.ReadLookupRequests(strings.NewReader("+5561988880000\n"), "")
+	require.ErrorIs(t, err, dictlookup.ErrNoPayer)
+	_, err = dictlookup.ReadLookupRequests(strings.NewReader(""), lookupPayer)
+	require.ErrorIs(t, err, dictlookup.ErrNoLookups)
 	var pe *csv.ParseError
-	_, err = dict.ReadLookupRequests(strings.NewReader("\"unterminated\n"), lookupPayer)
+	_, err = dictlookup.ReadLookupRequests(strings.NewReader("\"unterminated\n"), lookupPayer)
 	require.ErrorAs(t, err, &pe)
 }
 
@@ -94,12 +95,12 @@ func (l *longLine) Read(p []byte) (int, error) {
 func TestReadLookupRequestsLineLimit(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := dict.ReadLookupRequests(&longLine{n: 64 << 20}, lookupPayer)
+	_, err := dictlookup.ReadLookupRequests(&longLine{n: 64 << 20}, lookupPayer)
 	runtime.ReadMemStats(&after)
-	var le *dict.LineError
+	var le *dictlookup.LineError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, 2, le.Line)
-	require.ErrorIs(t, err, dict.ErrLineTooLong)
+	require.ErrorIs(t, err, dictlookup.ErrLineTooLong)
 	require.ErrorContains(t, err, "line 2: line too long: longer than 4096 bytes")
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated reading a 64 MB line")
 }
@@ -121,11 +122,11 @@ func FuzzReadLookupRequests(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, input string) {
-		lines, err := dict.ReadLookupRequests(strings.NewReader(input), lookupPayer)
+		lines, err := dictlookup.ReadLookupRequests(strings.NewReader(input), lookupPayer)
 		if err != nil {
-			var le *dict.LineError
+			var le *dictlookup.LineError
 			var pe *csv.ParseError
-			require.True(t, errors.As(err, &le) || errors.As(err, &pe) || errors.Is(err, dict.ErrNoLookups), "bad input, not a failure: %v", err)
+			require.True(t, errors.As(err, &le) || errors.As(err, &pe) || errors.Is(err, dictlookup.ErrNoLookups), "bad input, not a failure: %v", err)
 			return
 		}
 		require.NotEmpty(t, lines)
@@ -135,8 +136,7 @@ func FuzzReadLookupRequests(f *testing.F) {
 			prev = l.Line
 			_, err := dict.ParseKey(l.Key)
 			require.NoError(t, err)
-			_, err = dict.ParsePayerID(l.PayerID)
-			require.NoError(t, err)
+			require.NoError(t, dict.ValidatePayerID(l.PayerID))
 		}
 	})
 }

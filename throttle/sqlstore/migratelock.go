@@ -1,4 +1,4 @@
-package migrations
+package sqlstore
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// LockSuffix names the file beside a SQLite database that LockSQLite
-// locks: "balde.db" is locked through "balde.db.migrate-lock".
-const LockSuffix = ".migrate-lock"
+// migrateLockSuffix names the file beside a SQLite database that
+// flockMigrations locks: "balde.db" is locked through
+// "balde.db.migrate-lock".
+const migrateLockSuffix = ".migrate-lock"
 
-// LockSQLite takes the cross-process lock under which balde migrates the
+// flockMigrations takes the cross-process lock under which balde migrates the
 // SQLite database at path, waiting for it until ctx ends, and returns the
 // function that releases it.
 //
@@ -27,8 +28,8 @@ const LockSuffix = ".migrate-lock"
 // exclusive transaction on a lock table, would not do: golang-migrate runs
 // each migration in a transaction of its own on the same file, which would
 // wait on ours. See docs/decisions/0021.
-func LockSQLite(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path+LockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
+func flockMigrations(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path+migrateLockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: lock %s: %w", path, err)
 	}

@@ -1,4 +1,4 @@
-package dict
+package dictlookup
 
 import (
 	"encoding/csv"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/balde-throttle/balde/dict"
 )
 
 // MaxLookupLine bounds a line of a lookups file, in bytes: a key (at most
@@ -33,13 +35,13 @@ var ErrTooManyFields = errors.New("too many fields")
 // getEntry it asks for (EndToEndID empty).
 type LookupLine struct {
 	Line int
-	LookupRequest
+	dict.LookupRequest
 }
 
 // LineError says which line of a lookups file is bad and why: longer than
 // MaxLookupLine (ErrLineTooLong), more than two fields (ErrTooManyFields),
-// an invalid key (ParseKey's error) or payer (parsePayerID's), or no payer
-// at all (ErrNoPayer).
+// an invalid key (dict.ParseKey's error) or payer (dict.ValidatePayerID's),
+// or no payer at all (ErrNoPayer).
 type LineError struct {
 	Line int
 	// Fields is the number of fields of the line (0 when it is too long).
@@ -84,17 +86,17 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 		if len(rec) > 2 {
 			return nil, &LineError{Line: line, Fields: len(rec), Err: fmt.Errorf("%w: %d, want key or key,payer", ErrTooManyFields, len(rec))}
 		}
-		l := LookupLine{Line: line, LookupRequest: LookupRequest{Key: strings.TrimSpace(rec[0]), PayerID: defaultPayer}}
+		l := LookupLine{Line: line, LookupRequest: dict.LookupRequest{Key: strings.TrimSpace(rec[0]), PayerID: defaultPayer}}
 		if len(rec) == 2 && strings.TrimSpace(rec[1]) != "" {
 			l.PayerID = strings.TrimSpace(rec[1])
 		}
-		if _, err := ParseKey(l.Key); err != nil {
+		if _, err := dict.ParseKey(l.Key); err != nil {
 			return nil, &LineError{Line: line, Fields: len(rec), Err: err}
 		}
 		if l.PayerID == "" {
 			return nil, &LineError{Line: line, Fields: len(rec), Err: ErrNoPayer}
 		}
-		if _, err := parsePayerID(l.PayerID); err != nil {
+		if err := dict.ValidatePayerID(l.PayerID); err != nil {
 			return nil, &LineError{Line: line, Fields: len(rec), Err: err}
 		}
 		lines = append(lines, l)

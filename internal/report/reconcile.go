@@ -1,18 +1,20 @@
-package dict
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/balde-throttle/balde/dict"
 )
 
-// WriteTo writes r for an operator, as "balde dict-reconcile" prints it:
-// the category (and whether it changed), how many policies the DICT
-// reported and local buckets were lowered, then one line per bucket
+// WriteReconcile writes r for an operator, as "balde dict-reconcile"
+// prints it: the category (and whether it changed), how many policies the
+// DICT reported and local buckets were lowered, then one line per bucket
 // lowered, per policy whose limits differ from the catalog's, and per
 // policy the catalog does not know. It writes nothing else for a refused
 // reconciliation (r.Decision not allowed): the caller says why.
-func (r ReconcileResult) WriteTo(w io.Writer) (int64, error) {
+func WriteReconcile(w io.Writer, r dict.ReconcileResult) (int64, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "category %s", r.Category)
 	if r.CategoryChanged {

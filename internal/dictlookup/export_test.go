@@ -1,0 +1,5 @@
+package dictlookup
+
+var ErrLookupFormat = errLookupFormat
+
+const LookupSent = lookupSent

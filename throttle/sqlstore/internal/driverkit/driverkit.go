@@ -1,0 +1,133 @@
+// Package driverkit holds what sqlstore and its engine driver packages
+// (sqlitedriver, pgxdriver) share below sqlstore.Driver: the classes of an
+// engine's errors, the pipelined transaction of a Pipeliner and the
+// registry of drivers. No application names them.
+package driverkit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/balde-throttle/balde/migrations"
+)
+
+// ErrorClass is what an engine's error means, as bits.
+type ErrorClass uint16
+
+const (
+	// ClassServer: the error is the database's own answer (PostgreSQL's
+	// SQLSTATE, a SQLite result code). The other bits are then the whole
+	// verdict: the engine-neutral checks (lost connections, io.EOF,
+	// golang-migrate's texts) do not apply.
+	ClassServer ErrorClass = 1 << iota
+	// ClassTransient: likely to pass by itself, and the statement or
+	// transaction did not take effect (a session terminated by a
+	// restarting server, a connection that could not be made,
+	// SQLITE_BUSY past its busy timeout).
+	ClassTransient
+	// ClassLostRace: the transaction lost a race to another and may run
+	// again at once (serialization failure, deadlock, the unique
+	// violation of two transactions inserting the same new bucket).
+	ClassLostRace
+	// ClassBrokenConn: the connection itself is gone, and the pool's idle
+	// ones likely too.
+	ClassBrokenConn
+	// ClassCommitFailed: a failed COMMIT that certainly did not apply.
+	ClassCommitFailed
+	// ClassBusy: SQLite's SQLITE_BUSY, extended codes included.
+	ClassBusy
+	// ClassCorrupt: SQLite's SQLITE_CORRUPT or SQLITE_NOTADB.
+	ClassCorrupt
+	// ClassTimeout: the statement waited past a bound of the session
+	// (PostgreSQL's lock_timeout, 55P03, or a cancelled statement, 57014)
+	// and did not take effect; running it again would wait the same way.
+	ClassTimeout
+)
+
+// Query is one statement of a Pipeline with its arguments.
+type Query struct {
+	SQL  string
+	Args []any
+}
+
+// Rows are the rows of one Load query of a Pipeline.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Pipeline is one transaction a Pipeliner runs in two round trips: BEGIN
+// and Load in the first; Write's statements and COMMIT in the second. A
+// Pipeline without Write is one round trip: BEGIN, Load and COMMIT in one
+// batch (the optimistic write of optimistic.go).
+type Pipeline struct {
+	// Load are the queries sent after BEGIN.
+	Load []Query
+	// Scan reads the rows of Load[i], in order.
+	Scan func(i int, rows Rows) error
+	// Write is called once the first round trip is read; it returns the
+	// statements to send before COMMIT (none: COMMIT alone). Its error
+	// ends the transaction, rolled back, and is returned as is. Nil: COMMIT
+	// is queued behind Load in the first round trip, and Load's statements
+	// are the transaction's writes.
+	Write func() ([]Query, error)
+	// Outcome tells what became of the round trip with COMMIT from the
+	// error of the first write statement that failed (without Write: of
+	// BEGIN or the first Load query, or of its Scan), that of COMMIT (nil
+	// when a write failed) and that of reading the end of the batch;
+	// Pipeline returns what it returns.
+	Outcome func(writeErr, commitErr, closeErr error) error
+}
+
+// Pipeliner is implemented by a Driver that can run a Pipeline on its own
+// connections (pgx: decision 0035). Update uses it on PostgreSQL.
+type Pipeliner interface {
+	// Pipeline runs p on conn. It returns ErrNoPipeline, having done
+	// nothing, when conn's driver connection is not the driver's. After
+	// an error it leaves conn outside a transaction, or discarded.
+	Pipeline(ctx context.Context, conn *sql.Conn, p *Pipeline) error
+}
+
+// ErrNoPipeline says a Pipeliner cannot run on a connection: Update then
+// takes the database/sql path.
+var ErrNoPipeline = errors.New("sqlstore: connection cannot pipeline")
+
+// An Engined is a driver as Register keeps it: by its engine. sqlstore's
+// Driver is one.
+type Engined interface {
+	Engine() migrations.Engine
+}
+
+// registered are the drivers of Register, by engine.
+var (
+	registeredMu sync.RWMutex
+	registered   = map[migrations.Engine]Engined{}
+)
+
+// Register makes d the sqlstore.Driver of its engine for sqlstore.DriverOf.
+// The engine's driver package calls it in its init, so that a blank import
+// chooses the engine an application links:
+//
+//	import _ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
+//
+// Registering another driver for an engine that has one panics.
+func Register(d Engined) {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if old, ok := registered[d.Engine()]; ok && old != d {
+		panic(fmt.Sprintf("sqlstore: Register: a second Driver for %s", d.Engine()))
+	}
+	registered[d.Engine()] = d
+}
+
+// Registered returns the driver Register made the one of engine.
+func Registered(engine migrations.Engine) (Engined, bool) {
+	registeredMu.RLock()
+	defer registeredMu.RUnlock()
+	d, ok := registered[engine]
+	return d, ok
+}

@@ -1,0 +1,4 @@
+package pgxdriver
+
+// Driver is the package's sqlstore.Driver, for its tests.
+var Driver = pgDriver{}

@@ -573,9 +573,6 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 // and in the audit trail with the reason), then redirects (303) to the
 // bucket's page.
 func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	key, err := bucketKey(r)
 	if err != nil {
 		return err

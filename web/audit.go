@@ -373,9 +373,6 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 // action=, older pages by before= (an entry id). No trail configured
 // (Server.Audit nil): 404.
 func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
-	if s.Audit == nil {
-		return errNotFound
-	}
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"), audit.DefaultLimit, audit.MaxLimit)
 	if err != nil {

@@ -53,8 +53,8 @@ type Metrics struct {
 
 	scopeOf func(throttle.Key) string
 
-	httpRequests *prometheus.CounterVec
-	httpDuration *prometheus.HistogramVec
+	httpRequests    *prometheus.CounterVec
+	httpDuration    *prometheus.HistogramVec
 	gatewayRequests *prometheus.CounterVec
 
 	// collectMu serializes collections: each counts the buckets and sets

@@ -371,9 +371,6 @@ func (documentsPage) templateFile() string { return "sifen_documents.html" }
 // check digit), environment (?env=) and status (?status=). Pagination is by
 // keyset: ?before= is the id of the last document of the previous page.
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
 	p, err := s.newDocumentsPage(r, r.URL.Query())
 	if err != nil {
 		return err
@@ -582,9 +579,6 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 // again with that status: the form keeps the environment and the box
 // chosen, names the file and says why beside it.
 func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
 	up, err := s.readUpload(w, r)
 	if err == nil {
 		importer := s.Sifen.Import
@@ -814,12 +808,6 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 // which Send marked. A document that cannot be sent now (already sent,
 // being sent) is a 409; a lot rule it breaks, a 400.
 func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	id, err := documentID(r)
 	if err != nil {
 		return err
@@ -853,12 +841,6 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 // tried because every document failed a lot rule (a draft too big alone to
 // travel): 400; taken by another send meanwhile: 409.
 func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	f, err := parseDocumentFilter(url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}})
 	if err != nil {
 		return err
@@ -954,12 +936,9 @@ func firstFailure(results []sifen.DocResult) error {
 	return fmt.Errorf("%w: nothing to send", sifen.ErrLotEmpty)
 }
 
-// routeDocument is the document a document route names: 404 without
-// SIFEN, for a bad {id} or an unknown document.
+// routeDocument is the document a document route names: 404 for a bad
+// {id} or an unknown document.
 func (s *Server) routeDocument(r *http.Request) (sifen.Document, error) {
-	if s.Sifen == nil {
-		return sifen.Document{}, errNotFound
-	}
 	id, err := documentID(r)
 	if err != nil {
 		return sifen.Document{}, err

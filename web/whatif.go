@@ -19,8 +19,8 @@ import (
 type whatifPage struct {
 	layout
 	FormURL    string
-	Policies   []auditOption
-	Categories []auditOption
+	Policies   []option
+	Categories []option
 	From, To   string // datetime-local, in the page's zone
 	// The other numbers, as typed.
 	Capacity, RefillTokens, RefillPeriod, Interval string
@@ -70,12 +70,12 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 		RefillPeriod: q.Get("refill_period"), Interval: q.Get("interval")}
 	chosen := q["policy"]
 	for _, name := range s.Policies {
-		p.Policies = append(p.Policies, auditOption{Value: name, Label: name, Selected: slices.Contains(chosen, name)})
+		p.Policies = append(p.Policies, option{Value: name, Label: name, Selected: slices.Contains(chosen, name)})
 	}
 	category := q.Get("category")
-	p.Categories = append(p.Categories, auditOption{Label: l.T.Sprintf("as recorded"), Selected: category == ""})
+	p.Categories = append(p.Categories, option{Label: l.T.Sprintf("as recorded"), Selected: category == ""})
 	for _, c := range dict.Categories {
-		p.Categories = append(p.Categories, auditOption{Value: c, Label: c, Selected: c == category})
+		p.Categories = append(p.Categories, option{Value: c, Label: c, Selected: c == category})
 	}
 	query := whatif.Query{Policies: chosen, Scenario: whatif.Scenario{Category: category}}
 	var err error

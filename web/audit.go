@@ -15,29 +15,6 @@ import (
 	"github.com/balde-throttle/balde/internal/i18n"
 )
 
-// auditedWriter remembers the status a handler wrote, for recordAudit.
-type auditedWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *auditedWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *auditedWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *auditedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // auditTarget is what an audited request acts on (audit.Entry.Target).
 func auditTarget(r *http.Request, action audit.Action) string {
 	switch action {
@@ -139,7 +116,7 @@ func (s *Server) record(r *http.Request, e audit.Entry) {
 // finished with err. The outcome is what the handler set
 // (requestInfo.outcome), else the error, else the redirect's ?result=,
 // else the status.
-func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err error) {
+func (s *Server) recordAudit(w *statusWriter, r *http.Request, rt route, err error) {
 	if s.Audit == nil || skipAudit(r, err) || (err == nil && w.status == http.StatusBadRequest) {
 		return // nothing was tried (a page that shows its own input error: 400)
 	}

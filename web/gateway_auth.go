@@ -300,10 +300,7 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+a.gateway+` gateway"`)
 		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
 	}
-	status := sw.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := sw.code()
 	if a.metrics != nil {
 		a.metrics.observeGateway(a.gateway, call.client, status)
 	}

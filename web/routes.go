@@ -169,7 +169,7 @@ func (s *Server) newRouter() *mux.Router {
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rt.audit != "" {
-			aw := &auditedWriter{ResponseWriter: w}
+			aw := &statusWriter{ResponseWriter: w}
 			err := s.handle(aw, r, rt)
 			if err != nil {
 				s.Error(aw, r, err)

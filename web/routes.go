@@ -18,42 +18,29 @@ import (
 type format uint8
 
 const (
-	// formatAuto decides by path (unmatched requests): JSON under /api/,
-	// DICT problem XML under /policies/, HTML elsewhere.
-	formatAuto format = iota
+	formatAuto format = iota // by path, for unmatched requests (requestInfo.format)
 	formatHTML
 	formatJSON
-	// formatXML is the DICT's: XML documents, errors as RFC 7807 problems
-	// in XML.
-	formatXML
+	formatXML // the DICT's: errors as RFC 7807 problems in XML
 )
 
 // route is one entry of the route table.
 type route struct {
-	// name identifies the route; URLs are built from it (Server.path).
-	name   string
+	name   string // URLs are built from it (Server.path)
 	method string // GET routes also answer HEAD
-	// path is a gorilla/mux template. Variables match one path segment;
-	// their values are path-escaped in URLs and unescaped by pathVars, so
-	// an identifier may hold any printable character, "/" included.
+	// path is a gorilla/mux template. Variables match one path segment,
+	// path-escaped in URLs and unescaped by pathVars.
 	path   string
 	prefix bool // match path as a prefix (static files)
 	format format
-	// admin routes require a user (any role).
-	admin bool
-	// write routes change state (a reset, a send, a lookup that costs
-	// tokens): they need RoleAdmin; a viewer gets a 403.
-	write bool
-	// audit, when set, records each request in the audit trail
-	// (Server.Audit) once its handler has run (recordAudit).
-	audit audit.Action
-	// probe routes (health.go) skip the inbound limiter and log at debug.
-	probe bool
+	admin  bool         // requires a user (any role)
+	write  bool         // changes state: needs RoleAdmin, a viewer gets a 403
+	audit  audit.Action // when set, each request is recorded (recordAudit)
+	probe  bool         // skips the inbound limiter and logs at debug
 	// needs, when set, says whether the server has the route's feature:
 	// without it the route is a 404.
-	needs func(*Server) bool
-	// form routes parse their urlencoded form before the handler.
-	form   bool
+	needs  func(*Server) bool
+	form   bool // parses its urlencoded form before the handler
 	handle func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -223,9 +210,7 @@ type requestInfo struct {
 	clientIP netip.Addr
 	user     string // the authenticated user
 	role     Role   // the user's role
-	// outcome, set by an audited handler, is what came of the action in
-	// words, for the audit trail (recordAudit).
-	outcome string
+	outcome  string // set by an audited handler, for recordAudit
 }
 
 type requestInfoKey struct{}
@@ -241,8 +226,8 @@ func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// requestInfoFrom returns the request's info; outside the middleware (a
-// bare handler in a test) an empty one.
+// requestInfoFrom returns the request's info (an empty one outside the
+// middleware).
 func requestInfoFrom(ctx context.Context) *requestInfo {
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
 		return info
@@ -251,7 +236,7 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 }
 
 // format tells how to answer r: the route's format, or for unmatched
-// requests JSON under /api/ and HTML elsewhere.
+// requests JSON under /api/, XML under /policies/, HTML elsewhere.
 func (info *requestInfo) format(r *http.Request) format {
 	if info.route.format != formatAuto {
 		return info.route.format
@@ -266,10 +251,8 @@ func (info *requestInfo) format(r *http.Request) format {
 }
 
 // path builds the escaped URL path of a route from its name and variables
-// given as pairs ("policy", "P", "env", "prod", ...). Values are
-// path-escaped, so any printable identifier round-trips. It panics on an
-// unknown route name or missing variable: those are programming errors
-// that every handler test catches.
+// given as pairs ("policy", "P", "env", "prod", ...). It panics on an
+// unknown route name or missing variable (a programming error).
 func (s *Server) path(name string, pairs ...string) string {
 	rt := s.router.Get(name)
 	if rt == nil {

@@ -13,9 +13,8 @@ import (
 	"github.com/balde-throttle/balde/internal/whatif"
 )
 
-// whatifPage is admin_whatif.html: the question (policies, period, other
-// numbers) and, once asked, the replay's report (internal/whatif,
-// docs/decisions/0150).
+// whatifPage is admin_whatif.html: the question and, once asked, the
+// replay's report (docs/decisions/0150).
 type whatifPage struct {
 	layout
 	FormURL    string
@@ -24,9 +23,8 @@ type whatifPage struct {
 	From, To   string // datetime-local, in the page's zone
 	// The other numbers, as typed.
 	Capacity, RefillTokens, RefillPeriod, Interval string
-	// Error is why the question cannot be answered (a 400).
-	Error  string
-	Report *whatifReport
+	Error                                          string // why the question cannot be answered (a 400)
+	Report                                         *whatifReport
 }
 
 func (whatifPage) templateFile() string { return "admin_whatif.html" }
@@ -52,16 +50,12 @@ type whatifLot struct {
 	Ref, RUC, Arrived, Sent, ReplaySent, Answered, ReplayAnswered string
 }
 
-// whatifLayout is how the form reads and writes its times.
 const whatifLayout = "2006-01-02T15:04"
 
 // showWhatif is GET /admin/whatif: the form; with ?policy= (one or more),
-// the period's decisions of those policies replayed under the numbers
-// asked (?category=, ?capacity=, ?refill_tokens=, ?refill_period=,
-// ?interval=) from ?from= to ?to= (the last 24 hours by default). It only
-// reads: viewers may ask. A question that cannot be answered (a policy
-// whose takes the ledger does not hold one by one) is a 400 with the
-// reason on the form.
+// the period's decisions of those policies (?from=, ?to=: the last 24
+// hours by default) replayed under the numbers asked. A question that
+// cannot be answered is a 400 with the reason on the form.
 func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	l := s.layout(r, "adminWhatif")

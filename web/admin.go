@@ -26,28 +26,21 @@ type bucketsPage struct {
 	Policies  []string
 	ShowScope bool
 	Buckets   []bucketView
-	// Tabs are "Buckets" and "SIFEN lots" (the lots waiting for their
-	// result, when the server has SIFEN).
+	// Tabs are "Buckets" and, with SIFEN, "SIFEN lots": the lots waiting
+	// for their result (Lots).
 	Tabs []navLink
-	// Lots is the lots tab: SIFEN lots with documents waiting for their
-	// result, and when each is queried next (a schedule, not a bucket).
 	Lots []lotView
-	// Partial is set when a filter read MaxScan rows without filling the
-	// page (or, sorted, without reaching the end).
+	// Partial: a filter read MaxScan rows without filling the page (or,
+	// sorted, without reaching the end).
 	Partial bool
 
 	Severities []option
 	States     []option
 	Sorts      []option
 
-	ListURL      string
-	NextURL      string
-	PrevURL      string
-	FirstURL     string
-	RefreshURL   string
-	NoRefreshURL string
-	// Refreshing: auto-refresh is on, the table updates in place with the
-	// summary (the summary always does).
+	ListURL, NextURL, PrevURL, FirstURL string
+	RefreshURL, NoRefreshURL            string
+	// Refreshing: auto-refresh is on, the table updates in place.
 	Refreshing bool
 	PageText   string
 }
@@ -65,12 +58,10 @@ type lotView struct {
 	Env, LotNumber, RUC string
 	Documents           int
 	SentAt              string
-	// NextQuery is "next query at <instant> (in 4m)" or "next query now".
-	NextQuery string
+	NextQuery           string // "next query at <instant> (in 4m)" or "next query now"
 }
 
-// lotLister is what a sifenSender may add for the lots tab (*sifen.Sender
-// has it).
+// lotLister is what a sifenSender may add for the lots tab.
 type lotLister interface {
 	Lots(ctx context.Context) ([]sifen.LotRef, error)
 }
@@ -80,19 +71,15 @@ var _ lotLister = (*sifen.Sender)(nil)
 // listQuery is a bucket listing's query, shared by the admin page and the
 // JSON API.
 type listQuery struct {
-	Filter inspect.Filter
-	// Severity and State are the read-time filters as given (lowercase).
-	Severity, State string
+	Filter          inspect.Filter
+	Severity, State string // the read-time filters as given (lowercase)
 	Sort            inspect.SortBy
-	// Page is the page number of a sorted listing (1-based).
-	Page int
+	Page            int // of a sorted listing, from 1
 	// After is the keyset cursor (key order) and Trail the cursors of the
-	// pages before it ("-" for the first), so that "previous" works.
+	// pages before it ("-" for the first).
 	After string
 	Trail []string
-	// Tab is "" or "all" (buckets), or "lots" (SIFEN lots waiting for
-	// their result: no bucket).
-	Tab string
+	Tab   string // "" or "all" (buckets), or "lots"
 }
 
 // maxTrail bounds the pages "previous" can walk back.
@@ -254,12 +241,8 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 }
 
 // showAdminBuckets is GET /admin/buckets: the summary and one page of
-// stored buckets, filtered (policy, env, identifier prefix, severity now,
-// state) and in key order or sorted (see bucketQuery). The lots tab
-// (?tab=lots) lists SIFEN lots waiting for their result instead, with when
-// each is queried next. In key order pagination is by keyset (?after=), so a
-// page costs the same at any depth; sorted, the matching buckets are read
-// (at most inspect.MaxScan) and cut in pages.
+// stored buckets (see bucketQuery), or with ?tab=lots the SIFEN lots
+// waiting for their result.
 func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error {
 	lq, err := bucketQuery(r)
 	if err != nil {
@@ -305,7 +288,6 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		p.Sorts = append(p.Sorts, option{Value: string(o.by), Label: tr.Sprintf(o.label), Selected: o.by == lq.Sort})
 	}
 
-	// Tabs: the buckets, and the SIFEN lots waiting for their result.
 	mainTab := lq.values()
 	mainTab.Del("tab")
 	p.Tabs = []navLink{{Label: tr.Sprintf("Buckets"), URL: s.pathWithQuery("adminBuckets", mainTab), Current: lq.Tab != "lots"}}
@@ -342,8 +324,8 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		}
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
 	}
-	// The summary updates in place (static/live.js); the table too while
-	// auto-refresh is on. ?live=1 is that update: the fragments as JSON.
+	// ?live=1 is the update in place (static/live.js) of the summary, and
+	// of the table while auto-refresh is on.
 	p.Live = s.live(r)
 	if isLive(r) {
 		ids := map[string]string{"live-summary": "summary"}
@@ -388,13 +370,9 @@ type bucketPage struct {
 	Windows []navLink
 	Ledger  []ledgerView
 
-	ListURL   string
-	ResetURL  string
-	NewestURL string
-	OlderURL  string
-	// ShadowURL switches the policy's shadow mode; "" when the server has
-	// no switch or the policy may not be in shadow (a DICT or SIFEN
-	// mirror). NeedReason: the audit trail is on, and the form asks why.
+	ListURL, ResetURL, NewestURL, OlderURL string
+	// ShadowURL switches the policy's shadow mode ("": it may not).
+	// NeedReason: the audit trail is on, and the form asks why.
 	ShadowURL  string
 	NeedReason bool
 }
@@ -412,13 +390,11 @@ type ledgerView struct {
 	Class   string
 }
 
-// ledgerPageSize is how many ledger rows the bucket page shows (and draws).
 const ledgerPageSize = 100
 
 // showAdminBucket is GET /admin/buckets/{policy}/{env}/{identifier}: the
-// bucket's state, a chart of its balance and its recent ledger (?before=
-// an entry id pages to older entries). A key with no row is a full bucket;
-// an unknown policy is a 404.
+// bucket's state, a chart of its balance and its ledger (?before= pages).
+// An unknown policy is a 404.
 func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	key, err := bucketKey(r)
 	if err != nil {
@@ -443,8 +419,6 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The chart is folded into chartSlots slots by the store: its cost in
-	// rows returned does not grow with the bucket's traffic.
 	folded, err := s.Reader.LedgerWindow(r.Context(), inspect.LedgerWindowQuery{
 		Key: key, From: st.At.Add(-window.Span), To: st.At, Slots: chartSlots,
 	})
@@ -489,8 +463,6 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if before != 0 {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
-	// The state and the chart update in place (static/live.js), the
-	// ledger too on its newest page; ?live=1 is that update.
 	p.Live = s.live(r)
 	if isLive(r) {
 		ids := map[string]string{"live-state": "state", "live-chart": "chart"}
@@ -502,8 +474,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, http.StatusOK, p)
 }
 
-// newLedgerView is e as the bucket page shows it, its reason in tr's
-// language.
+// newLedgerView is e as the bucket page shows it.
 func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
 		At:      tr.Zoned(e.At),
@@ -528,20 +499,15 @@ func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 type resetPage struct {
 	layout
 	Bucket bucketView
-	// RemoteNote says, for a SIFEN RUC's gate, what the reset does not do:
-	// lift a block SIFEN itself imposed.
-	RemoteNote string
-	ListURL    string
-	DetailURL  string
-	ResetURL   string
-	// NeedReason: the audit trail is on, and the form asks why.
-	NeedReason bool
+	// RemoteNote says, for a SIFEN RUC's gate, what the reset does not do.
+	RemoteNote                   string
+	ListURL, DetailURL, ResetURL string
+	NeedReason                   bool
 }
 
 func (resetPage) templateFile() string { return "admin_reset.html" }
 
-// confirmReset is GET /admin/buckets/{policy}/{env}/{identifier}/reset: it
-// asks for confirmation; the form posts to the same path.
+// confirmReset is GET …/reset: the confirmation form.
 func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	key, err := bucketKey(r)
 	if err != nil {
@@ -566,16 +532,10 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, http.StatusOK, p)
 }
 
-// resetBucket is POST /admin/buckets/{policy}/{env}/{identifier}/reset
-// with confirm=yes and reason= (required when the audit trail is on): it
-// fills the bucket and clears its cooldown and block
-// (throttle.Limiter.Reset, recorded in the ledger with the admin's name,
-// and in the audit trail with the reason), then redirects (303) to the
-// bucket's page.
+// resetBucket is POST …/reset with confirm=yes and reason= (required with
+// the audit trail): throttle.Limiter.Reset in the admin's name, then 303
+// to the bucket's page.
 func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	key, err := bucketKey(r)
 	if err != nil {
 		return err
@@ -603,8 +563,8 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// bucketKey reads the key of a per-bucket route. An invalid key (empty,
-// too long, control characters) is a bad request.
+// bucketKey reads the key of a per-bucket route; an invalid one is a bad
+// request.
 func bucketKey(r *http.Request) (throttle.Key, error) {
 	vars, err := pathVars(r)
 	if err != nil {

@@ -15,38 +15,7 @@ import (
 	"github.com/balde-throttle/balde/internal/i18n"
 )
 
-// The audit trail: every route that changes state names its audit.Action
-// (route.audit); chain records one entry per such request once its
-// handler has run (recordAudit), with the user, the target read from the
-// request, the reason typed in the form and the outcome. The Audit page
-// (showAudit) lists the entries.
-
-// auditedWriter remembers the status and the redirect a handler wrote,
-// from which recordAudit reads the outcome.
-type auditedWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *auditedWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *auditedWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *auditedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// auditTarget is what an audited request acts on, read from its path and
-// form, as data (see audit.Entry.Target).
+// auditTarget is what an audited request acts on (audit.Entry.Target).
 func auditTarget(r *http.Request, action audit.Action) string {
 	switch action {
 	case audit.ActionReset:
@@ -69,10 +38,8 @@ func auditTarget(r *http.Request, action audit.Action) string {
 	return r.URL.Path
 }
 
-// skipAudit reports whether a request that ended with err did nothing
-// worth recording: bad input, not found, not allowed — refused before the
-// action was tried. A refusal by a limit, a conflict or a failure of the
-// remote side is recorded: the action was tried.
+// skipAudit reports whether a request that ended with err was refused
+// before the action was tried (bad input, not found, not allowed).
 func skipAudit(r *http.Request, err error) bool {
 	if err == nil {
 		return false
@@ -85,17 +52,13 @@ func skipAudit(r *http.Request, err error) bool {
 	return false
 }
 
-// Names, in a denied entry's target, of the write routes no audit action
-// of their own records (audit.ActionDenied).
+// Names, in a denied entry's target, of write routes with no audit action.
 const (
 	deniedImport  = "sifen-import"
 	deniedPayment = "dict-payment"
 )
 
-// deniedAction names the action a viewer attempted on the write route rt:
-// the route's audit action, a reset or an override for their confirmation
-// pages,
-// deniedImport or deniedPayment for the upload and the DICT payment.
+// deniedAction names the action a viewer attempted on the write route rt.
 func deniedAction(rt route) string {
 	switch {
 	case rt.audit != "":
@@ -113,10 +76,8 @@ func deniedAction(rt route) string {
 }
 
 // recordDenied records a viewer's attempt at the write route rt, refused
-// with ErrReadOnly before anything was done (docs/decisions/0141): who,
-// when, the action and what it was on (audit.ActionDenied), the reason
-// typed if any, and the 403. Only a form of at most maxFormBytes is read
-// for the target and reason; an upload's body is not.
+// with errReadOnly (docs/decisions/0141). Only an urlencoded form is read
+// for the target and reason.
 func (s *Server) recordDenied(w http.ResponseWriter, r *http.Request, rt route) {
 	if s.Audit == nil {
 		return
@@ -142,8 +103,7 @@ func (s *Server) recordDenied(w http.ResponseWriter, r *http.Request, rt route) 
 	})
 }
 
-// record writes e to the trail; a failure is logged at error level (the
-// request it records is over and cannot be taken back).
+// record writes e to the trail; a failure is logged at error level.
 func (s *Server) record(r *http.Request, e audit.Entry) {
 	if _, err := s.Audit.Record(r.Context(), e); err != nil {
 		s.Logger.Error("audit: the action was done but not recorded",
@@ -153,12 +113,10 @@ func (s *Server) record(r *http.Request, e audit.Entry) {
 }
 
 // recordAudit records the request of an audited route that its handler
-// finished with err (nil for success) after writing to w. The outcome is
-// what the handler set (requestInfo.outcome, even with an error: an
-// override SIFEN's answer refused), else the error, else the redirect's result
-// (?result=sent), else the status. A failure to record is logged at error
-// level: the action itself is done and cannot be taken back.
-func (s *Server) recordAudit(w *auditedWriter, r *http.Request, rt route, err error) {
+// finished with err. The outcome is what the handler set
+// (requestInfo.outcome), else the error, else the redirect's ?result=,
+// else the status.
+func (s *Server) recordAudit(w *statusWriter, r *http.Request, rt route, err error) {
 	if s.Audit == nil || skipAudit(r, err) || (err == nil && w.status == http.StatusBadRequest) {
 		return // nothing was tried (a page that shows its own input error: 400)
 	}
@@ -196,27 +154,19 @@ type auditPage struct {
 	Entries []auditView
 	Users   string // the user filter as typed
 	Action  string
-	Actions []auditOption
-	// ListURL is the form's action; NextURL the older page ("" on the last).
+	Actions []option
 	ListURL string
-	NextURL string
+	NextURL string // the older page ("" on the last)
 }
 
 func (auditPage) templateFile() string { return "admin_audit.html" }
-
-type auditOption struct {
-	Value, Label string
-	Selected     bool
-}
 
 // auditView is one entry as the page shows it.
 type auditView struct {
 	When, WhenUTC                         string
 	User, Action, Target, Reason, Outcome string
-	// TargetURL links the target's page (a bucket, a document, a RUC's
-	// documents) when the server has it.
-	TargetURL string
-	CLI       bool
+	TargetURL                             string // the target's page, when the server has it
+	CLI                                   bool
 }
 
 // targetView renders e's target in tr's language, with a link to its page.
@@ -281,8 +231,8 @@ var resultLabels = map[string]string{
 	"found":      "found at SIFEN: approved, not overridden",
 }
 
-// outcomeView renders an entry's outcome (see audit.Entry.Outcome) in
-// tr's language; free text is shown as it is.
+// outcomeView renders an entry's outcome in tr's language; free text is
+// shown as it is.
 func outcomeView(tr *i18n.Printer, outcome string) string {
 	if strings.ContainsAny(outcome, " ") {
 		return outcome // free text, not fields
@@ -368,14 +318,9 @@ func actionLabel(tr *i18n.Printer, a audit.Action) string {
 	return string(a)
 }
 
-// showAudit is GET /admin/audit: the audit trail, newest first, a page of
-// audit.DefaultLimit entries (limit=, up to 500), filtered by user= and
-// action=, older pages by before= (an entry id). No trail configured
-// (Server.Audit nil): 404.
+// showAudit is GET /admin/audit: the audit trail, newest first, filtered
+// by user= and action=, paged by limit= and before=.
 func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
-	if s.Audit == nil {
-		return errNotFound
-	}
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"), audit.DefaultLimit, audit.MaxLimit)
 	if err != nil {
@@ -398,9 +343,9 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	l := s.layout(r, "adminAudit")
 	p := auditPage{layout: l, Users: query.User, Action: string(query.Action), ListURL: s.path("adminAudit")}
-	p.Actions = append(p.Actions, auditOption{Value: "", Label: l.T.Sprintf("any"), Selected: query.Action == ""})
+	p.Actions = append(p.Actions, option{Value: "", Label: l.T.Sprintf("any"), Selected: query.Action == ""})
 	for _, a := range audit.Actions {
-		p.Actions = append(p.Actions, auditOption{Value: string(a), Label: actionLabel(l.T, a), Selected: a == query.Action})
+		p.Actions = append(p.Actions, option{Value: string(a), Label: actionLabel(l.T, a), Selected: a == query.Action})
 	}
 	now := s.now()
 	for _, e := range entries {

@@ -17,11 +17,9 @@ type Role uint8
 
 const (
 	// RoleViewer sees every page and the /api/ read endpoints; any action
-	// that changes state (a bucket reset, a SIFEN send or import, a DICT
-	// lookup or payment from the form) answers 403.
+	// that changes state answers 403.
 	RoleViewer Role = iota
-	// RoleAdmin may also reset buckets, send and look up.
-	RoleAdmin
+	RoleAdmin       // may also reset buckets, send and look up
 )
 
 // String returns "viewer" or "admin".
@@ -47,14 +45,12 @@ func parseRole(s string) (Role, error) {
 // hash of one, and a role. Server.Admin is always RoleAdmin, whatever its
 // Role says; each of Server.Users has its own.
 type Credentials struct {
-	User string
-	// Password is compared in constant time.
-	Password string
-	// PasswordBcrypt, when set, is a bcrypt hash ("$2a$...", "$2b$...")
-	// checked instead of Password.
+	User     string
+	Password string // compared in constant time
+	// PasswordBcrypt, when set, is a bcrypt hash checked instead of
+	// Password.
 	PasswordBcrypt string
-	// Role is what the user may do (the zero value: read only).
-	Role Role
+	Role           Role
 }
 
 // ParseUsers reads users from r: one entry per line, or several separated
@@ -98,16 +94,12 @@ func isBcrypt(s string) bool {
 }
 
 // authenticator checks basic-auth credentials in constant time against
-// every configured user. bcrypt is slow on purpose (tens of milliseconds),
-// too slow for every request of a page and its stylesheet, so each user
-// remembers the digest of the last pair bcrypt accepted for it, compared
-// in constant time.
+// every configured user; each user remembers the digest of the last pair
+// bcrypt (slow on purpose) accepted for it. decoy is a bcrypt hash checked
+// for an unknown name, which then costs what a wrong password costs.
 type authenticator struct {
 	accounts []*account
-	// decoy is a bcrypt hash checked when the name matches no user and
-	// some user has a hash: a wrong name then costs what a wrong password
-	// costs.
-	decoy []byte
+	decoy    []byte
 }
 
 // account is one user of the authenticator.
@@ -176,10 +168,7 @@ func (a *authenticator) match(user string) *account {
 }
 
 // check returns the user and role when user and password are a configured
-// user's. Names are compared with every user's (digests, constant time);
-// a password with the matched user's in constant time, or by bcrypt (the
-// decoy hash when no name matched), so the time taken tells nothing about
-// how much of either matched.
+// user's, in a time that tells nothing about how much of either matched.
 func (a *authenticator) check(user, password string) (string, Role, bool) {
 	acc := a.match(user)
 	if acc == nil {
@@ -188,53 +177,38 @@ func (a *authenticator) check(user, password string) (string, Role, bool) {
 		}
 		return "", 0, false
 	}
-	if acc.hash == nil {
-		p := sha256.Sum256([]byte(password))
-		if subtle.ConstantTimeCompare(p[:], acc.password[:]) != 1 {
+	if !acc.cheap(user, password) {
+		if acc.hash == nil || bcrypt.CompareHashAndPassword(acc.hash, []byte(password)) != nil {
 			return "", 0, false
 		}
-		return acc.name, acc.role, true
+		pair := pairDigest(user, password)
+		acc.mu.Lock()
+		acc.accepted, acc.hasOK = pair, true
+		acc.mu.Unlock()
 	}
-	pair := pairDigest(user, password)
-	acc.mu.Lock()
-	cached := acc.hasOK && subtle.ConstantTimeCompare(pair[:], acc.accepted[:]) == 1
-	acc.mu.Unlock()
-	if cached {
-		return acc.name, acc.role, true
-	}
-	if bcrypt.CompareHashAndPassword(acc.hash, []byte(password)) != nil {
-		return "", 0, false
-	}
-	acc.mu.Lock()
-	acc.accepted, acc.hasOK = pair, true
-	acc.mu.Unlock()
 	return acc.name, acc.role, true
 }
 
-// known is check without bcrypt: the user when the pair is a configured
-// user's and that is cheap to tell (a plain password, or the pair bcrypt
-// accepted last for that user); false when it is not, or only bcrypt could
-// tell. The inbound limiter uses it to charge a user's own bucket, leaving
-// a slow check to run after the per-IP limit.
-func (a *authenticator) known(user, password string) (string, bool) {
-	acc := a.match(user)
-	if acc == nil {
-		return "", false
-	}
-	ok := false
+// cheap reports whether password is acc's when that is cheap to tell (in
+// constant time): a plain password, or the pair bcrypt accepted last.
+func (acc *account) cheap(user, password string) bool {
 	if acc.hash == nil {
 		p := sha256.Sum256([]byte(password))
-		ok = subtle.ConstantTimeCompare(p[:], acc.password[:]) == 1
-	} else {
-		pair := pairDigest(user, password)
-		acc.mu.Lock()
-		ok = acc.hasOK && subtle.ConstantTimeCompare(pair[:], acc.accepted[:]) == 1
-		acc.mu.Unlock()
+		return subtle.ConstantTimeCompare(p[:], acc.password[:]) == 1
 	}
-	if !ok {
-		return "", false
+	pair := pairDigest(user, password)
+	acc.mu.Lock()
+	defer acc.mu.Unlock()
+	return acc.hasOK && subtle.ConstantTimeCompare(pair[:], acc.accepted[:]) == 1
+}
+
+// known is check without bcrypt (see cheap), for the inbound limiter to
+// charge a user's own bucket before a slow check.
+func (a *authenticator) known(user, password string) (string, bool) {
+	if acc := a.match(user); acc != nil && acc.cheap(user, password) {
+		return acc.name, true
 	}
-	return acc.name, true
+	return "", false
 }
 
 // pairDigest binds a user and a password in one digest (length-prefixed so

@@ -20,8 +20,7 @@ type chartWindow struct {
 	Span  time.Duration
 }
 
-// chartWindows are the windows the bucket page offers, shortest first;
-// defaultChartWindow is the one shown without ?window=.
+// chartWindows are the windows the bucket page offers, shortest first.
 var chartWindows = []chartWindow{
 	{"5m", "last 5 minutes", 5 * time.Minute},
 	{"15m", "last 15 minutes", 15 * time.Minute},
@@ -30,31 +29,18 @@ var chartWindows = []chartWindow{
 	{"week", "last week", 7 * 24 * time.Hour},
 }
 
-// defaultChartWindow is the hour.
 var defaultChartWindow = chartWindows[2]
 
 // chartSlots is how many time slots the store folds a chart's window into
-// (inspect.LedgerWindowQuery): 0.83 s each for 5 minutes, 2.5 s for 15
-// minutes, 10 s for the hour, 4 min for the day,
-// 28 min for the week, about 1.8 px each on the plot.
+// (10 s each for the hour), about 1.8 px each on the plot.
 const chartSlots = 360
 
 // balanceChart is a server-rendered SVG chart of a bucket's balance over a
-// time window (now-Span .. now), built from the ledger folded into
-// chartSlots slots by the store (inspect.LedgerWindow), so that a busy
-// bucket's chart reads a few hundred rows, not its whole ledger:
-//
-//   - each slot is a vertical move from the balance before its first
-//     change (Open) through its lowest and highest balances to the balance
-//     after its last change (Close); a slot of one change is exactly that
-//     change;
-//   - between slots the refill is drawn as the policy gives it: in steps
-//     for stepwise refill (RefillTokens at each whole RefillPeriod), as a
-//     slope up to the capacity for continuous refill;
-//   - refusals are red marks under the plot, one per pixel column, with
-//     how many in its title;
-//   - axis labels never overlap (a label closer than 12 px to one already
-//     placed is left out).
+// time window, from the ledger folded into chartSlots slots by the store:
+// each slot a vertical move from Open through Low and High to Close, the
+// refill between slots drawn as the policy gives it (steps or a slope),
+// refusals as red marks under the plot, one per pixel column; axis labels
+// never overlap.
 type balanceChart struct {
 	Empty bool
 
@@ -70,10 +56,8 @@ type balanceChart struct {
 	YLabels               []chartLabel
 	XLabels               []chartLabel
 	FromText, ToText      string
-	// Partial says the store read only the newest MaxRows ledger rows of
-	// the window (inspect.MaxWindowRows).
-	Partial bool
-	MaxRows int
+	Partial               bool // the store read only the newest MaxRows rows of the window
+	MaxRows               int
 }
 
 type chartDot struct {

@@ -6,15 +6,10 @@ import (
 	"strings"
 )
 
-// clientIP returns the address of the client that sent r.
-//
-// The socket peer is the client unless it is a trusted proxy. Then the
-// X-Forwarded-For chain is read from the right (the hop nearest to us),
-// skipping trusted proxies; the first address that is not one is the
-// client. A client can write anything at the left of the chain, so nothing
-// left of the first untrusted hop is believed. An entry that does not
-// parse ends the walk: the last trusted hop is then the client (it is the
-// one that forwarded garbage).
+// clientIP returns the address of the client that sent r: the socket peer
+// unless it is a trusted proxy, then the first address of the
+// X-Forwarded-For chain, read from the right, that is not one. An entry
+// that does not parse ends the walk at the last trusted hop.
 func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	return clientIPFrom(r, trusted, "X-Forwarded-For")
 }
@@ -66,9 +61,7 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 }
 
 // limitIdentifier is the identifier of a client IP in the inbound limiter:
-// an IPv4 address as is, an IPv6 address as its /64 (one subscriber gets a
-// whole /64, so counting single IPv6 addresses would let a client rotate
-// through 2^64 of them).
+// an IPv4 address as is, an IPv6 address as its /64 (one subscriber's).
 func limitIdentifier(a netip.Addr) string {
 	if a.Is6() {
 		p, _ := a.Prefix(64)

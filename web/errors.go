@@ -19,38 +19,27 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Errors of the web layer. Handlers return them (wrapped with detail when
-// useful); Server.Error turns them into responses.
+// Errors of the web layer, wrapped with detail when useful; problemOf maps
+// them to statuses.
 var (
-	// errNotFound: no route, or no such thing behind the route.
-	errNotFound = errors.New("web: not found")
-	// errMethodNotAllowed: the path exists but not for this method.
+	errNotFound         = errors.New("web: not found")
 	errMethodNotAllowed = errors.New("web: method not allowed")
-	// errBadRequest: a malformed query or form.
-	errBadRequest = errors.New("web: bad request")
-	// errUnauthorized: the admin credential is missing or wrong.
-	errUnauthorized = errors.New("web: authentication required")
-	// errCrossOrigin: a state-changing request from another origin (CSRF).
-	errCrossOrigin = errors.New("web: cross-origin request refused")
-	// errUnhealthy: the health check failed (store unreachable, migrations
-	// not current).
-	errUnhealthy = errors.New("web: unhealthy")
-	// errForbidden: the request names someone else (a
-	// PI-RequestingParticipant that is not the configured participant).
-	errForbidden = errors.New("web: forbidden")
-	// errReadOnly: a viewer asked for an action that changes state (a
-	// reset, a send, a lookup): only admins may.
-	errReadOnly = errors.New("web: this action needs the admin role; viewers can only read")
-	// errTooLarge: an upload larger than the server accepts.
-	errTooLarge = errors.New("web: request body too large")
+	errBadRequest       = errors.New("web: bad request")
+	errUnauthorized     = errors.New("web: authentication required")
+	errCrossOrigin      = errors.New("web: cross-origin request refused") // CSRF
+	errUnhealthy        = errors.New("web: unhealthy")                    // the health check failed
+	// errForbidden: the request names someone else (another
+	// PI-RequestingParticipant).
+	errForbidden      = errors.New("web: forbidden")
+	errReadOnly       = errors.New("web: this action needs the admin role; viewers can only read")
+	errTooLarge       = errors.New("web: request body too large")
+	errNotImplemented = errors.New("web: not implemented") // a service a gateway does not serve
 )
 
-// rateLimitError is a request refused by the inbound limiter.
+// rateLimitError is a request refused by the inbound limiter: Policy
+// ("ip", "token", ...) and the exact wait until it would be admitted.
 type rateLimitError struct {
-	// Policy is the inbound policy that refused ("ip" or "token").
-	Policy string
-	// RetryAfter is the exact wait until a request would be admitted: the
-	// remaining block time after the limit was exceeded.
+	Policy     string
 	RetryAfter time.Duration
 }
 
@@ -59,16 +48,11 @@ func (e *rateLimitError) Error() string {
 }
 
 // HeaderLocalRefusal is set ("local") on a 429 of a local refusal: the
-// mirror refused and nothing was sent to the DICT or SIFEN. A DICT client
-// needs no change (the answer is the DICT's own 429); an operator can tell
-// the two apart.
+// mirror refused and nothing was sent to the DICT or SIFEN.
 const HeaderLocalRefusal = "Balde-Refused"
 
-// errNotImplemented: a service the gateway does not serve (501).
-var errNotImplemented = errors.New("web: not implemented")
-
-// notDueError is a request answered "not yet" by a schedule rather than a
-// limit (a SIFEN lot's next query): 429 with the wait, nothing was asked.
+// notDueError is a "not yet" of a schedule (a SIFEN lot's next query):
+// 429 with the wait, nothing was asked.
 type notDueError struct {
 	what string
 	wait time.Duration
@@ -81,24 +65,22 @@ func (e *notDueError) Error() string {
 // nowhere is the logger of a gateway built without one: it logs nothing.
 var nowhere = slog.New(slog.DiscardHandler)
 
-// storeRetryAfter is the Retry-After sent with a 503 when the store is
-// unavailable: long enough not to hammer a database that is restarting.
+// storeRetryAfter is the Retry-After of a 503 for an unavailable store.
 const storeRetryAfter = 5 * time.Second
 
 // statusClientClosed is logged (nginx's convention) when the client went
-// away before the answer; nobody reads the response.
+// away before the answer.
 const statusClientClosed = 499
 
 // problem is an outcome as a client reads it, in whatever format: the
-// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault.
+// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault. typ is the
+// DICT problem type of status; refused, the local refusal behind a 429.
 type problem struct {
 	status     int
 	message    string
 	retryAfter time.Duration
-	// typ is the DICT problem type of status (dict.ProblemType).
-	typ string
-	// refused is the local refusal behind a 429: nothing was sent.
-	refused *throttle.Decision
+	typ        string
+	refused    *throttle.Decision
 }
 
 // newProblem completes a problem: its DICT type, and a Retry-After of at
@@ -120,10 +102,9 @@ func refusalProblem(op string, d throttle.Decision) problem {
 }
 
 // problemOf maps err to what the client reads: status, public message,
-// Retry-After and DICT problem type. With refusalProblem (its row for a
-// refusal held as a value) it is the only mapping from errors to statuses
-// in balde: every handler, the DICT gateway and the SIFEN gateway render
-// its result (docs/decisions/0131). Keep it complete and ordered.
+// Retry-After and DICT problem type. With refusalProblem it is balde's only
+// mapping from errors to statuses (docs/decisions/0131): every handler and
+// both gateways render its result. Keep it complete and ordered.
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *rateLimitError
@@ -196,8 +177,8 @@ func problemOf(r *http.Request, err error) problem {
 }
 
 // upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
-// or 504 when the answer was lost after the request arrived. msg is what
-// the client reads; err, logged, is why.
+// or 504 when the answer was lost. msg is what the client reads; err,
+// logged, is why.
 type upstreamError struct {
 	msg  string
 	lost bool
@@ -216,15 +197,14 @@ func (e *upstreamError) Error() string {
 func (e *upstreamError) Unwrap() error { return e.err }
 
 // isDictInputError reports whether err is bad input to a DICT lookup or
-// payment: nothing was taken or sent (a 400). The lookup page shows it
-// beside the form.
+// payment (a 400).
 func isDictInputError(err error) bool {
 	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
 		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
 }
 
 // isSifenInputError reports whether err is a SIFEN document or lot that
-// breaks a rule: the client's input (a 400).
+// breaks a rule (a 400).
 func isSifenInputError(err error) bool {
 	for _, e := range []error{sifen.ErrInvalidEnv, sifen.ErrMalformedXML, sifen.ErrMissingRUC, sifen.ErrInvalidRUC,
 		sifen.ErrInvalidDV, sifen.ErrInvalidCDC, sifen.ErrInvalidType, sifen.ErrUnfit, sifen.ErrInvalidLotNumber,
@@ -237,14 +217,11 @@ func isSifenInputError(err error) bool {
 	return false
 }
 
-// publicPrefixes are the package prefixes of error texts, which mean
-// nothing to a client.
+// publicPrefixes are the package prefixes of error texts.
 var publicPrefixes = []string{"web: ", "throttle: ", "dict: ", "sifen: "}
 
-// publicMessage is err's text without the package prefixes ("web: ",
-// "throttle: ", ...), which mean nothing to a client. It is only used for
-// 4xx errors, whose text describes the client's own input, and for the
-// answers of the DICT and SIFEN (502), which the admin needs to read.
+// publicMessage is err's text without the package prefixes, which mean
+// nothing to a client; only 4xx and 502 answers show it.
 func publicMessage(err error) string {
 	msg := err.Error()
 	for _, p := range publicPrefixes {
@@ -253,8 +230,7 @@ func publicMessage(err error) string {
 	return msg
 }
 
-// logProblem logs a server error (5xx) with the request; client errors are
-// the client's business (the request log has them).
+// logProblem logs a server error (5xx) with the request.
 func logProblem(l *slog.Logger, r *http.Request, p problem, err error, attrs ...slog.Attr) {
 	if p.status < 500 {
 		return
@@ -288,9 +264,8 @@ func (p problem) setHeaders(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 }
 
-// writeXML renders p as the DICT writes its errors: an RFC 7807 problem in
-// XML (application/problem+xml); a local refusal names its policy in a
-// violation. correlationID may be empty.
+// writeXML renders p as the DICT writes its errors: an RFC 7807
+// problem+xml; a local refusal names its policy in a violation.
 func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
 	doc := dict.NewProblem(p.typ, p.status, http.StatusText(p.status), p.message)
 	doc.CorrelationID = correlationID
@@ -307,9 +282,8 @@ func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
 	}
 }
 
-// writeSOAPFault renders p as a SOAP 1.2 fault with the prefix env, as
-// SIFEN writes its own: code Sender for the client's fault (a 4xx other
-// than 429), Receiver otherwise; the reason starts "balde: ".
+// writeSOAPFault renders p as SIFEN writes a SOAP 1.2 fault: code Sender
+// for a 4xx other than 429, Receiver otherwise; the reason starts "balde: ".
 func (p problem) writeSOAPFault(w http.ResponseWriter) {
 	code := "env:Receiver"
 	if p.status < 500 && p.status != http.StatusTooManyRequests {
@@ -339,9 +313,8 @@ func (p problem) writeJSON(w http.ResponseWriter, requestID string) {
 	}
 }
 
-// Error writes the response for err: problemOf's status, Retry-After and
-// message, as an HTML page, JSON or a DICT problem depending on the route.
-// Only server errors (5xx) are logged, with the request id.
+// Error writes the response for err (problemOf) as an HTML page, JSON or a
+// DICT problem depending on the route, logging a 5xx.
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.prepareError(w, r, err)
 	info := requestInfoFrom(r.Context())
@@ -366,17 +339,14 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 		layout:     l,
 		Status:     p.status,
 		StatusText: l.T.Text(http.StatusText(p.status)),
-		// The fixed messages are in the catalog; a message quoting the
-		// request (a bad key, DICT's or SIFEN's answer) stays as it is.
-		Message: l.T.Text(p.message),
+		Message:    l.T.Text(p.message), // a message not in the catalog stays as it is
 	}
 	if p.retryAfter > 0 {
 		page.RetryAfter = view.FormatWait(p.retryAfter)
 	}
 	if p.status == http.StatusTooManyRequests {
-		// Every other page of balde is limited by the same bucket: the
-		// page links only to a retry of the refused request, and reloads
-		// itself once the wait is over.
+		// Every other page is limited by the same bucket: link only to a
+		// retry, and reload once the wait is over.
 		page.Nav = nil
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			page.RetryURL = s.requestURL(r)
@@ -386,8 +356,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 	}
 	p.setHeaders(w.Header())
 	if err := s.render(w, p.status, page); err != nil {
-		// The error page itself failed: answer in plain text rather than
-		// with half a page.
+		// The error page itself failed: answer in plain text.
 		s.Logger.Error("render error page", slog.String("request_id", requestInfoFrom(r.Context()).id), slog.Any("error", err))
 		if p.writeHead(w, "text/plain; charset=utf-8") {
 			fmt.Fprintf(w, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message)
@@ -395,16 +364,14 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 	}
 }
 
-// prepareError maps err (problemOf) and prepares its answer (prepare).
-// Handlers that render their own page for an error (the DICT lookup page)
-// call it, then write the page with the returned status.
+// prepareError maps err (problemOf) and prepares its answer, for a handler
+// that renders its own page for an error.
 func (s *Server) prepareError(w http.ResponseWriter, r *http.Request, err error) problem {
 	return s.prepare(w, r, problemOf(r, err), err)
 }
 
-// prepare logs p when it is a server error and sets the headers every
-// error answer carries: Retry-After when there is a wait, the local
-// refusal's header, the basic-auth challenge on a 401, no caching.
+// prepare logs a 5xx and sets the headers of an error answer (setHeaders,
+// and the basic-auth challenge on a 401).
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request, p problem, err error) problem {
 	info := requestInfoFrom(r.Context())
 	logProblem(s.Logger, r, p, err, slog.String("request_id", info.id))
@@ -422,14 +389,12 @@ type errorPage struct {
 	StatusText string
 	Message    string
 	RetryAfter string
-	// RetryURL, on a 429, is the refused page: the only link shown.
-	RetryURL string
+	RetryURL   string // on a 429, the refused page: the only link shown
 }
 
 func (errorPage) templateFile() string { return "error.html" }
 
-// writeJSON encodes v into a buffer first, so an encoding error becomes a
-// clean 500 instead of a truncated body.
+// writeJSON encodes v whole before writing: an encoding error is a 500.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -447,8 +412,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	_, _ = w.Write(buf.Bytes())
 }
 
-// retryAfterSeconds renders a wait as the whole seconds of a Retry-After
-// header, rounded up so a client that waits that long is admitted.
+// retryAfterSeconds is a Retry-After in whole seconds, rounded up.
 func retryAfterSeconds(d time.Duration) string {
 	return strconv.FormatInt(ceilSeconds(d), 10)
 }

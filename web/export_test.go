@@ -7,7 +7,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/view"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // PolicyInboundClient is the inbound policy of a gateway's clients.
@@ -59,7 +62,10 @@ const AntiScanWindow = antiScanWindow
 const DefaultInboundAdminLimit = defaultInboundAdminLimit
 const DictGatewayPaymentsPath = dictGatewayPaymentsPath
 
-var FormatBucketWait = formatBucketWait
+// FormatBucketWait renders a bucket's block and cooldown in English.
+func FormatBucketWait(st throttle.BucketState) string {
+	return view.FormatBucketWaitIn(i18n.New(i18n.English, nil), st)
+}
 
 // Watch is the reload loop of GatewayHandler, with its period and signals.
 func (c *GatewayClients) Watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {

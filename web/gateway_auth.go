@@ -24,14 +24,11 @@ import (
 )
 
 // GatewayClients are the clients a gateway serves, read from a file
-// (LoadGatewayClients): each a name with one or more credentials, a bearer
-// token (Authorization: Bearer) kept as its SHA-256, or a client
-// certificate the gateway's client CA issued, known by its subject common
-// name. A name on several lines has several credentials, which is how a
-// token or a certificate is rotated: add the new one, move the client to
-// it, remove the old one. GatewayHandler takes the file again on SIGHUP
-// and when it changes, without a restart (docs/decisions/0165). Safe for
-// concurrent use.
+// (LoadGatewayClients): each a name with one or more credentials (a bearer
+// token kept as its SHA-256, or a client certificate's subject CN); a name
+// on several lines is how a credential is rotated. GatewayHandler takes
+// the file again on SIGHUP and when it changes (docs/decisions/0165). Safe
+// for concurrent use.
 type GatewayClients struct {
 	path   string
 	logger *slog.Logger
@@ -54,8 +51,7 @@ type fileStamp struct {
 	size int64
 }
 
-// clientName is what a client's name may hold: it goes into logs, metric
-// labels, bucket keys and the audit trail.
+// clientName is what a client's name (in logs, labels, keys) may hold.
 var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // LoadGatewayClients reads the clients file at path, one credential a
@@ -66,9 +62,8 @@ var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 //	NAME cn:NAME      a client certificate issued by the client CA, by its subject CN
 //
 // NAME is 1 to 64 letters, digits, '.', '_' or '-'. A credential listed
-// twice is an error, and so is a file naming no client: a gateway without
-// clients serves nobody. GatewayHandler's reloads are logged to logger
-// (nil: nowhere).
+// twice is an error, and so is a file naming no client. Reloads are logged
+// to logger (nil: nowhere).
 func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, error) {
 	if logger == nil {
 		logger = nowhere
@@ -81,9 +76,7 @@ func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, erro
 }
 
 // reload reads the file again and, when it is valid, serves its clients
-// from the next request on. A file that cannot be read or parsed (or names
-// no client) is an error and the clients stay as they were: a file caught
-// half written locks nobody out.
+// from the next request on; otherwise the clients stay as they were.
 func (c *GatewayClients) reload() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -105,14 +98,10 @@ func (c *GatewayClients) reload() error {
 	return nil
 }
 
-// GatewayHandler is a gateway as balde gateway serves it: api (the
-// gateway: balde.Engine.DictGateway or SifenGateway) behind in (nil: no
-// inbound limit), and ops (balde.Engine.OpsHandler) at /metrics, /healthz,
-// /readyz and /livez. With clients (nil: none), it takes their file again
-// on SIGHUP and when it changes (looked at every 2 s), until ctx ends: a
-// client's token or certificate is rotated without a restart. Serve it
-// with balde.Engine.Serve, or ServeTLS with the clients' TLS
-// configuration.
+// GatewayHandler is a gateway as balde gateway serves it: api behind in
+// (nil: no inbound limit), and ops at /metrics, /healthz, /readyz and
+// /livez. With clients, it takes their file again on SIGHUP and when it
+// changes (looked at every 2 s) until ctx ends.
 func GatewayHandler(ctx context.Context, api, ops http.Handler, in *Inbound, clients *GatewayClients) http.Handler {
 	if in != nil {
 		api = in.Middleware(api)
@@ -133,14 +122,10 @@ func GatewayHandler(ctx context.Context, api, ops http.Handler, in *Inbound, cli
 	return mux
 }
 
-// clientsCheckEvery is how often GatewayHandler looks whether the clients
-// file changed.
 const clientsCheckEvery = 2 * time.Second
 
-// watch reloads the file when a signal arrives on signals (GatewayHandler
-// sends SIGHUP there) and when the file changes (its modification time or
-// size, looked at every period), until ctx ends. Each reload is logged; a
-// failed one at Error, the clients kept.
+// watch reloads the file on a signal and when its modification time or
+// size changes, until ctx ends; a failed reload is logged at Error.
 func (c *GatewayClients) watch(ctx context.Context, every time.Duration, signals <-chan os.Signal) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -168,11 +153,10 @@ func (c *GatewayClients) watch(ctx context.Context, every time.Duration, signals
 	}
 }
 
-// Authenticate names the client that sent r: the client of its verified
-// certificate's subject CN (r.TLS, with the client CA), else of its bearer
-// token; ok false when neither is a configured client's. It is the
-// Authenticate of a gateway's configuration, and of the inbound limiter's
-// (InboundConfig.Client), so that a client is limited by its own bucket.
+// Authenticate names the client that sent r by its verified certificate's
+// subject CN, else its bearer token; ok false when neither is a
+// configured client's. It suits a gateway's Authenticate and
+// InboundConfig.Client.
 func (c *GatewayClients) Authenticate(r *http.Request) (string, bool) {
 	set := c.set.Load()
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
@@ -181,7 +165,6 @@ func (c *GatewayClients) Authenticate(r *http.Request) (string, bool) {
 		}
 	}
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		// A digest is looked up: its timing tells nothing of the token.
 		if name, ok := set.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]; ok {
 			return name, true
 		}
@@ -253,9 +236,8 @@ func parseGatewayCredential(entry string) (gatewayCredential, error) {
 }
 
 // gatewayAccess is what both gateways do around each request: name its
-// client (or answer 401 and forward nothing), then count the request by
-// client and status, log it, and record what changed state at the remote
-// in the audit trail (docs/decisions/0165).
+// client (or answer 401), then count, log and audit it
+// (docs/decisions/0165).
 type gatewayAccess struct {
 	gateway      string // "dict" or "sifen"
 	authenticate func(*http.Request) (string, bool)
@@ -274,9 +256,16 @@ func newGatewayAccess(gateway string, authenticate func(*http.Request) (string, 
 	return gatewayAccess{gateway: gateway, authenticate: authenticate, audit: trail, metrics: m, logger: logger}, nil
 }
 
-// gatewayCall is one request to a gateway, as its handler describes it
-// for the audit trail: a handler of a request that changes state at the
-// remote sets target; fields are added to the outcome.
+// logged records p as r's answer and logs it when it is a server error.
+func (a gatewayAccess) logged(r *http.Request, p problem, err error) problem {
+	call := callOf(r)
+	call.message = p.message
+	logProblem(a.logger, r, p, err, slog.String("gateway", a.gateway), slog.String("client", call.client))
+	return p
+}
+
+// gatewayCall is one request to a gateway, for the audit trail: a request
+// that changes state at the remote sets target.
 type gatewayCall struct {
 	client  string
 	target  string
@@ -294,14 +283,13 @@ func callOf(r *http.Request) *gatewayCall {
 	return &gatewayCall{}
 }
 
-// serve runs next for r once its client is known; fail answers an unknown
-// one in the gateway's format.
+// serve runs next for r once its client is known; fail answers in the
+// gateway's format.
 func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, *http.Request, error), next http.HandlerFunc) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	call := &gatewayCall{outcome: url.Values{}}
-	// One bound on the store writes of the whole request, its audit row
-	// included (docs/decisions/0190).
+	// One bound on the store writes of the request (docs/decisions/0190).
 	ctx, release := storebound.With(r.Context(), storebound.Request)
 	defer release()
 	r = r.WithContext(context.WithValue(ctx, gatewayCallKey{}, call))
@@ -312,10 +300,7 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+a.gateway+` gateway"`)
 		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
 	}
-	status := sw.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := sw.code()
 	if a.metrics != nil {
 		a.metrics.observeGateway(a.gateway, call.client, status)
 	}
@@ -334,13 +319,11 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 		call.outcome.Set("error", call.message)
 	}
 	e := audit.Entry{User: "gateway:" + call.client, Action: audit.ActionGateway, Target: call.target, Outcome: call.outcome.Encode()}
-	if storebound.Spent(r.Context()) {
-		// The store did not answer within the request's bound: the row
-		// would wait on it again.
-		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", storebound.ErrSpent))
-		return
+	err := storebound.ErrSpent // the store did not answer within the bound: the row would wait on it again
+	if !storebound.Spent(r.Context()) {
+		_, err = a.audit.Record(context.WithoutCancel(r.Context()), e)
 	}
-	if _, err := a.audit.Record(context.WithoutCancel(r.Context()), e); err != nil {
+	if err != nil {
 		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
 	}
 }

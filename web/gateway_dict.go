@@ -19,13 +19,12 @@ import (
 )
 
 // dictGatewayPaymentsPath is the gateway's own endpoint for payment
-// orders: POST DictGatewayPaymentsPath?endToEndId=E2E tells the gateway
-// that the pacs.008 of a lookup it forwarded was sent, so the mirror is
-// credited as the DICT credits its buckets when the SPI sees the payment.
+// orders: POST ?endToEndId=E2E credits the mirror for the pacs.008 of a
+// lookup it forwarded.
 const dictGatewayPaymentsPath = "/gateway/payments"
 
-// paymentCreditor credits the payment order of a lookup once.
-// *dict.Client implements it (balde.Engine.Dict).
+// paymentCreditor credits the payment order of a lookup once
+// (*dict.Client).
 type paymentCreditor interface {
 	CreditPayment(ctx context.Context, endToEndID string) (dict.PaymentCredit, error)
 }
@@ -40,8 +39,7 @@ type DictGatewayConfig struct {
 	PoliciesURL string
 	// Participant is the ISPB every request is sent and charged for: a
 	// request without PI-RequestingParticipant gets it, one naming another
-	// participant is answered 403 (the DICT refuses a participant that is
-	// not the certificate's). Required.
+	// is a 403. Required.
 	Participant string
 	// Meter is the local mirror (balde.Engine.Dict().Meter()). Required.
 	Meter dict.Meter
@@ -51,17 +49,15 @@ type DictGatewayConfig struct {
 	// Payments credits POST DictGatewayPaymentsPath (balde.Engine.Dict());
 	// nil: the endpoint answers 404.
 	Payments paymentCreditor
-	// Base sends the requests to the DICT: the PSP's transport with its
-	// mutual TLS (dict.NewTLSClient's). Nil: http.DefaultTransport.
+	// Base sends the requests to the DICT (the PSP's mutual TLS transport).
+	// Nil: http.DefaultTransport.
 	Base http.RoundTripper
 	// Signer, when set, signs the body of write operations before they are
 	// forwarded; without it bodies pass byte for byte (the client signs).
 	Signer dict.Signer
 	// Authenticate names the client of a request (GatewayClients.
-	// Authenticate, or the application's own check), or says ok false: the
-	// request is then answered 401 and nothing is charged or sent.
-	// Required: a gateway spends the participant's DICT allowance, so it
-	// serves its clients, not whoever reaches it.
+	// Authenticate), or says ok false: a 401, nothing charged or sent.
+	// Required.
 	Authenticate func(r *http.Request) (client string, ok bool)
 	// Audit, when set, records each write operation and payment credit
 	// with its client and status (audit.ActionGateway).
@@ -88,46 +84,28 @@ type dictGateway struct {
 
 var _ http.Handler = (*dictGateway)(nil)
 
-// NewDictGateway returns a reverse proxy for the DICT API that throttles every
-// request with the local mirror, for DICT clients not written in Go: only
-// their base URL changes. Each request is matched to its operation and
-// policies (dict.MatchRoute), reserved before it is forwarded (the payer
-// from PI-PayerId), forwarded, and settled by the answer's status by a
-// dict.Transport, exactly as dict.Client does (a getEntry 404 costs 20 to
-// the payer and 3 to the participant, a remote 429 lowers the bucket the
-// DICT says is empty). Bodies pass byte for byte in both directions,
-// unless Signer signs writes.
+// NewDictGateway returns a reverse proxy for the DICT API that throttles
+// every request with the local mirror, for DICT clients not written in Go:
+// only their base URL changes. A dict.Transport reserves, forwards and
+// settles each request exactly as dict.Client does. Bodies pass byte for
+// byte, unless Signer signs writes.
 //
-// Answers the gateway writes itself are the DICT's own, RFC 7807 problems
-// in XML (application/problem+xml):
+// The gateway's own answers are RFC 7807 problems in XML, as the DICT's,
+// and nothing is taken or sent: 401 without a client's credential, 413
+// past dict.MaxBodySize, 429 for a local refusal (Retry-After,
+// HeaderLocalRefusal), 404 for no DICT operation, 400 for bad input, 403
+// for another participant, 502 for the DICT unreachable, 503 for the
+// database. A 200 to GET /policies/ lowers every local bucket holding more
+// than the DICT reports.
 //
-//   - a request without a client's credential (Authenticate): 401, nothing
-//     taken or sent;
-//   - a body larger than the DICT's bodies (dict.MaxBodySize, 1 MiB): 413,
-//     nothing taken or sent;
-//   - a request the mirror refuses: 429 RateLimited naming the bucket,
-//     the reason and the wait, Retry-After (whole seconds, at least 1) and
-//     HeaderLocalRefusal; nothing is sent;
-//   - a path that is no DICT operation: 404 NotFound; a bad key, payer,
-//     EndToEndId or participant: 400 BadRequest (403 Forbidden for another
-//     participant); nothing is taken or sent;
-//   - the DICT unreachable: 502; the database unavailable: 503 with
-//     Retry-After.
+// POST /gateway/payments?endToEndId=E2E credits a payment and answers
+// JSON: {"endToEndId", "duplicate", "credited": [{"policy", "applied",
+// "balance"}]}; 400 for a malformed EndToEndId, 404 for one never looked
+// up, 409 for a lookup that found no entry.
 //
-// A 200 to GET /policies/ (or /policies/{policy}) reconciles the mirror:
-// the category is recorded and every local bucket holding more than the
-// DICT reports is lowered to it (never raised).
-//
-// POST DictGatewayPaymentsPath?endToEndId=E2E credits a payment (see
-// paymentCreditor) and answers JSON: {"endToEndId", "duplicate",
-// "credited": [{"policy", "applied", "balance"}]}; 400 for a malformed
-// EndToEndId, 404 for one never looked up through the mirror, 409 for a
-// lookup that found no entry.
-//
-// Safe for concurrent use; several gateways on one database (one
-// PostgreSQL) admit together exactly what one would.
-//
-// Errors say which setting is wrong (an ISPB error wraps dict.ErrInvalidISPB).
+// Safe for concurrent use; several gateways on one database admit
+// together what one would. Errors say which setting is wrong (an ISPB
+// error wraps dict.ErrInvalidISPB).
 func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 	if err := dict.ValidateISPB(cfg.Participant); err != nil {
 		return nil, fmt.Errorf("web: DICT gateway participant: %w", err)
@@ -203,8 +181,7 @@ func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", errForbidden, dict.HeaderRequestingParticipant, p))
 		return
 	}
-	// The body is read whole before anything is reserved: one larger than
-	// the DICT takes is refused, not forwarded, and costs nothing.
+	// The body is read whole before anything is reserved.
 	body, err := readDictBody(r)
 	if err != nil {
 		g.fail(w, r, err)
@@ -224,9 +201,8 @@ func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) {
 	g.proxy.ServeHTTP(w, r)
 }
 
-// readDictBody reads r's body, at most dict.MaxBodySize bytes (the DICT's
-// messages are a few KB): nil for a request without one, ErrTooLarge
-// (413) for a larger one, read no further.
+// readDictBody reads r's body: nil for none, errTooLarge (413) past
+// dict.MaxBodySize.
 func readDictBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -257,19 +233,14 @@ func (g *dictGateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Host = base.Host
 }
 
-// answerError answers a request the proxy got no answer for: a local
-// refusal, bad input, an unavailable database, or the DICT's silence.
+// answerError answers a request the proxy got no answer for.
 func (g *dictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
 	g.fail(w, r, upstream("the DICT did not answer", false, err))
 }
 
 // fail answers err as the DICT writes its errors (problemOf, writeXML).
 func (g *dictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
-	p := problemOf(r, err)
-	call := callOf(r)
-	call.message = p.message
-	logProblem(g.logger, r, p, err, slog.String("gateway", "dict"), slog.String("client", call.client))
-	p.writeXML(w, dict.NewCorrelationID(g.participant, g.meter.Limiter.Now()))
+	g.access.logged(r, problemOf(r, err), err).writeXML(w, dict.NewCorrelationID(g.participant, g.meter.Limiter.Now()))
 }
 
 // gatewayCredit is one bucket of a payment credit, in the JSON answer.

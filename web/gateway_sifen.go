@@ -23,48 +23,37 @@ import (
 )
 
 // DefaultSifenGatewayHold is how long the SIFEN gateway holds a lot by
-// default for its RUC's gate before it answers a fault instead: within the
-// 90 s a SIFEN client such as facturacionelectronicapy-setapi waits for an
-// answer, with 15 s left for SIFEN's (docs/decisions/0168). A client that
-// does not retry reads a fault as a lost send, so its lots must be held
-// until they go: with SIFEN's 10 s interval, seven lots of one RUC sent at
-// once all go within it.
+// default for its RUC's gate before it answers a fault instead: within
+// the 90 s a SIFEN client waits, with 15 s left for SIFEN's answer
+// (docs/decisions/0168).
 const DefaultSifenGatewayHold = 75 * time.Second
 
-// sifenGatewayMaxRequest bounds a request: a lot's message is at most
-// 1,000,000 bytes (sifen.CheckMessageSize), the SOAP envelope around it
-// a little more.
+// sifenGatewayMaxRequest bounds a request: a lot's message and its
+// envelope.
 const sifenGatewayMaxRequest = 2 << 20
 
 // SifenGatewayConfig configures NewSifenGateway.
 type SifenGatewayConfig struct {
-	// Sender is the one send path of documents (balde.Engine.Sifen): its
-	// RUC gate is the one the web buttons and sifen-send go through.
+	// Sender is the one send path of documents (balde.Engine.Sifen).
 	// Required.
 	Sender *sifen.Sender
-	// Client reaches SIFEN for the services the gateway passes through
-	// (siConsDE, siConsRUC, siRecepEvento): the same client, with its
-	// mutual TLS, as the Sender's. Nil answers them 501.
+	// Client reaches SIFEN for the services passed through (siConsDE,
+	// siConsRUC, siRecepEvento). Nil answers them 501.
 	Client *sifen.Client
 	// AllowUnsigned lets unsigned events into the test environment, as
 	// SenderConfig.AllowUnsigned does DEs (never into prod).
 	AllowUnsigned bool
 	// Env is the SIFEN environment the gateway stands for (test or prod).
 	Env sifen.Env
-	// Hold is how long a lot waits for its RUC's gate (the interval since
-	// the RUC's previous answer, or a lot of the RUC on the wire) before the
-	// gateway answers a fault instead: 0 is DefaultSifenGatewayHold,
-	// negative never holds. Held lots of one RUC go in the order they
-	// arrived.
+	// Hold is how long a lot waits for its RUC's gate before the gateway
+	// answers a fault instead: 0 is DefaultSifenGatewayHold, negative never
+	// holds. Held lots of one RUC go in the order they arrived.
 	Hold time.Duration
 	// Sleep waits d or until ctx ends (its error then). Nil: a timer.
-	// Tests move a fake clock instead.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Authenticate names the client of a request (GatewayClients.
-	// Authenticate, or the application's own check), or says ok false: the
-	// request is then answered 401 and nothing reaches SIFEN. Required: a
-	// gateway spends its issuers' standing with SIFEN, so it serves its
-	// clients, not whoever reaches it.
+	// Authenticate), or says ok false: a 401, nothing reaches SIFEN.
+	// Required.
 	Authenticate func(r *http.Request) (client string, ok bool)
 	// Audit, when set, records each lot, DE and event with its client and
 	// outcome (audit.ActionGateway).
@@ -79,18 +68,16 @@ type SifenGatewayConfig struct {
 
 // sifenGateway is the gateway NewSifenGateway returns.
 type sifenGateway struct {
-	sender *sifen.Sender
-	client *sifen.Client
-	// unsigned lets unsigned events through (test only).
-	unsigned bool
+	sender   *sifen.Sender
+	client   *sifen.Client
+	unsigned bool // unsigned events pass (test only)
 	env      sifen.Env
 	hold     time.Duration
 	sleep    func(context.Context, time.Duration) error
 	logger   *slog.Logger
 	access   gatewayAccess
 	lines    rucLines
-	// parsing bounds the lots inflated and parsed at once: the work is
-	// CPU-bound, and each may hold up to 8 MiB while it is read.
+	// parsing bounds the lots inflated and parsed at once (CPU and memory).
 	parsing chan struct{}
 }
 
@@ -106,31 +93,22 @@ var _ http.Handler = (*sifenGateway)(nil)
 //     most 1,000,000 bytes, signatures, CDCs not already sent), then sent
 //     by sifen.Sender.SendNew through the RUC's gate, stored only once the
 //     gate admits it: a refused request leaves no document behind. While
-//     the gate says wait, the request is held (up to Hold, in order of
-//     arrival per RUC); SIFEN's answer (0300 with the lot number, or its
-//     own 0301) is returned as rResEnviLoteDe and recorded like any other
-//     send.
+//     the gate says wait, the request is held (up to Hold); SIFEN's answer
+//     is returned as rResEnviLoteDe and recorded like any other send.
 //   - siResultLoteDE (…/de/ws/consultas/consulta-lote.wsdl): asked through
 //     sifen.Sender.QueryLot (its own throttle), the results recorded on
 //     the documents, answered as rResEnviConsLoteDe.
-//   - siRecepDE (…/de/ws/sync/recibe.wsdl): one DE, through the RUC's gate
-//     exactly as a lot of one (sifen.Sender.SendNewDE), held the same way;
-//     SIFEN's protocol of it answered as rRetEnviDe and recorded on the
-//     document (approved with dProtAut, or rejected).
-//   - siConsDE, siConsRUC and siRecepEvento: checked (a CDC of 44 digits,
-//     a RUC of 5-8 digits, signed events) and passed through byte for byte
-//     over Client, not gated: no published rule limits them per RUC.
+//   - siRecepDE (…/de/ws/sync/recibe.wsdl): one DE, gated and held as a
+//     lot of one (sifen.Sender.SendNewDE), answered as rRetEnviDe and
+//     recorded on the document.
+//   - siConsDE, siConsRUC and siRecepEvento: checked and passed through
+//     byte for byte over Client, not gated.
 //
-// Every request needs a client's credential (Authenticate): without one it
-// is a 401 fault and reaches nothing. What the gateway refuses is a SOAP
-// 1.2 fault, never a made-up SIFEN code: a throttle refusal is HTTP 429
-// with Retry-After (seconds) and a
-// Receiver fault whose reason names the RUC's wait; a request that breaks
-// a rule is 400 with a Sender fault; a CDC already sent is 409; a path
-// that is no SIFEN service is 501.
-//
-// Safe for concurrent use; gateways, serve and sifen-send on one database
-// share every RUC's gate.
+// Without a client's credential a request is a 401 fault. What the gateway
+// refuses is a SOAP 1.2 fault, never a made-up SIFEN code: a throttle
+// refusal is a 429 with Retry-After naming the RUC's wait; a broken rule,
+// 400; a CDC already sent, 409; no SIFEN service, 501. Safe for concurrent
+// use; everything on one database shares every RUC's gate.
 func NewSifenGateway(cfg SifenGatewayConfig) (http.Handler, error) {
 	if cfg.Sender == nil {
 		return nil, errors.New("web: SIFEN gateway needs a Sender")
@@ -254,14 +232,10 @@ func lotTarget(service string, env sifen.Env, lot sifen.Lote) string {
 	return v.Encode()
 }
 
-// admit runs send — one try through the RUC's gate — until the gate
-// admits it, holding the request while the gate says wait (at most
-// g.hold), and returns SIFEN's answer. Held requests of one RUC take their
-// turns in the order they arrived (rucLines); the first try is made at
-// once, so a request that breaks a rule is answered without waiting. When
-// there is no answer to pass on (a wait longer than the hold, a local
-// block, no connection, a lost answer) it writes the fault itself and
-// returns false.
+// admit runs send (one try through the RUC's gate) until the gate admits
+// it, holding the request while the gate says wait (at most g.hold, in
+// order of arrival per RUC), and returns SIFEN's answer. When there is no
+// answer to pass on it writes the fault itself and returns false.
 func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
 	deadline := time.Now().Add(g.hold)
 	var line *rucLine
@@ -280,8 +254,7 @@ func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 				return out, false
 			}
 			if line == nil {
-				// Wait for this request's turn among the RUC's held ones,
-				// then try at once: the gate may have opened meanwhile.
+				// Wait for this request's turn, then try at once.
 				line = g.lines.join(sifen.RecepcionKey(out.Env, out.RUC))
 				if err := line.wait(r.Context(), deadline); err != nil {
 					if r.Context().Err() == nil {
@@ -295,8 +268,6 @@ func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 				return out, false // the client went away: nothing was stored
 			}
 		case sifen.OutcomeSent:
-			// A lot SIFEN queued (0300), or a DE it answered with a
-			// result balde reads.
 			return out, true
 		case sifen.OutcomeNotQueued:
 			if out.Code == "" {
@@ -315,10 +286,8 @@ func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 	}
 }
 
-// rucLines are the RUCs' lines of held requests in this process: each
-// waits for its turn, in order of arrival (a channel's blocked senders are
-// served first in, first out), and only the request whose turn it is
-// tries the RUC's gate (docs/decisions/0168).
+// rucLines are the RUCs' lines of held requests in this process, served
+// in order of arrival (docs/decisions/0168).
 type rucLines struct {
 	mu    sync.Mutex
 	lines map[throttle.Key]*rucLine
@@ -421,10 +390,7 @@ func (g *sifenGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // answer writes p as a SOAP 1.2 fault, logging a server error.
 func (g *sifenGateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
-	call := callOf(r)
-	call.message = p.message
-	logProblem(g.logger, r, p, err, slog.String("gateway", "sifen"), slog.String("client", call.client))
-	p.writeSOAPFault(w)
+	g.access.logged(r, p, err).writeSOAPFault(w)
 }
 
 func formatSifenTime(t time.Time) string {
@@ -457,10 +423,8 @@ func (e sifenElement) write(b *bytes.Buffer) {
 	b.WriteString("</ns2:" + e.name + ">")
 }
 
-// writeAnswer writes a SOAP 1.2 answer as SIFEN writes its own: the
-// envelope prefixed env, SIFEN's elements ns2. Clients written against
-// SIFEN read them by those prefixes (facturacionelectronicapy-setapi reads
-// result["env:Envelope"]["env:Body"]), so the gateway keeps them.
+// writeAnswer writes a SOAP 1.2 answer as SIFEN writes its own, with the
+// prefixes env and ns2 its clients read them by.
 func (g *sifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)

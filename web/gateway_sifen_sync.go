@@ -10,11 +10,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// receiveDE is siRecepDE: one DE, through the RUC's gate exactly as a lot
-// of one (sifen.Sender.SendNewDE: stored only once the gate admits it),
-// held like a lot while the gate says wait.
-// SIFEN's protocol of the DE is answered as rRetEnviDe and recorded on the
-// document (approved with dProtAut, or rejected).
+// receiveDE is siRecepDE: one DE, gated and held as a lot of one
+// (sifen.Sender.SendNewDE), SIFEN's protocol answered as rRetEnviDe.
 func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
 	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
 	if err != nil || fault != nil {
@@ -83,12 +80,9 @@ func stripXMLDecl(b []byte) []byte {
 	return b
 }
 
-// passThrough forwards a request of a service balde does not gate — the
-// consultations siConsDE and siConsRUC, and events (siRecepEvento) —
-// byte for byte to SIFEN once check accepts it, and answers SIFEN's answer
-// byte for byte (its status, content type and body). Neither is a
-// reception of documents, to which the RUC's interval applies
-// (docs/decisions/0121).
+// passThrough forwards a request of a service balde does not gate
+// (docs/decisions/0121) byte for byte to SIFEN once check accepts it, and
+// SIFEN's answer byte for byte back.
 func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
 	if g.client == nil {
 		g.fail(w, r, fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service))

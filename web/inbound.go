@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,13 +17,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Policy names of the inbound limiter's buckets. Keys are
-// (INBOUND_IP, env, client IP or IPv6 /64) and
-// (INBOUND_TOKEN, env, hex SHA-256 of the API token): a raw token is never
-// stored, logged or shown. An authenticated admin on the admin pages is
-// charged to (INBOUND_ADMIN, env, user name) instead of its IP, and a
-// gateway's client (InboundConfig.Client) to (INBOUND_CLIENT, env, its
-// name).
+// Policy names of the inbound limiter's buckets, whose identifiers are a
+// client IP (or IPv6 /64), the hex SHA-256 of an API token (a raw token is
+// never stored, logged or shown), an admin's name, a gateway client's.
 const (
 	PolicyInboundIP     = "INBOUND_IP"
 	policyInboundToken  = "INBOUND_TOKEN"
@@ -30,13 +27,11 @@ const (
 	policyInboundClient = "INBOUND_CLIENT"
 )
 
-// defaultTokenHeader is the request header that carries an API token,
-// unless InboundConfig.TokenHeader names another.
 const defaultTokenHeader = "API_KEY"
 
-// InboundConfig configures the inbound limiter (docs/decisions/0006): an exact sliding
-// window of Limit requests per Window for each client IP, and a Block after
-// the limit is exceeded, during which every request is refused.
+// InboundConfig configures the inbound limiter (docs/decisions/0006): a
+// sliding window of IPLimit requests per Window for each client IP, and a
+// Block after the limit is exceeded.
 type InboundConfig struct {
 	// Env is the env part of the keys (default "prod").
 	Env string
@@ -49,57 +44,38 @@ type InboundConfig struct {
 	// min) is balde serve's.
 	Block time.Duration
 	// AdminLimit requests per Window for each admin credential on the admin
-	// pages (default DefaultInboundAdminLimit). An authenticated admin is
-	// charged here instead of to its IP, so the public per-IP limit never
-	// locks the operator out; without the credential the IP limit applies.
+	// pages (default 1200), charged instead of the IP limit.
 	AdminLimit int64
 	// Client, when set, names the authenticated client of a request (a
-	// gateway's, GatewayClients.Authenticate): such a request is charged
-	// to the client's own bucket, ClientLimit requests per Window and never
-	// blocked beyond its window, instead of its IP's. A backend behind one
-	// address is one client, not a flood. Anyone else is limited per IP.
+	// gateway's): it is charged to the client's own bucket, ClientLimit
+	// requests per Window, never blocked, instead of its IP's.
 	Client func(r *http.Request) (client string, ok bool)
-	// ClientLimit is each client's requests per Window (default 10,000,
-	// the most a window holds: 166 a second in the default minute).
+	// ClientLimit is each client's requests per Window (default 10,000).
 	ClientLimit int64
 	// Tokens have limits of their own that replace the IP limit for
-	// requests carrying them in the API_KEY header. A token that is not
-	// listed is ignored (the IP limit applies), so a client cannot escape
-	// its IP's limit by inventing tokens.
+	// requests carrying them in TokenHeader; an unlisted token is ignored.
 	Tokens []InboundToken
-	// Paths are the path prefixes limited (default "/": everything).
-	// Exempt paths are never limited (default DefaultInboundExempt). An
-	// exempt entry is an exact path ("/healthz" exempts /healthz, not
-	// /healthzX nor /healthz/x), unless it ends in "/", which exempts the
-	// whole subtree ("/static/").
-	//
-	// Both are matched against one path, by Middleware and by a Server
-	// alike: the request's path as the application's router sees it, its
-	// BasePath included when the Server is mounted under one
-	// ("/balde/api/" limits balde's API mounted under /balde). The default
-	// Exempt also exempts its paths under the BasePath of every Server
-	// using this limiter (/balde/static/, /balde/healthz).
+	// Paths are the path prefixes limited (default "/"). Exempt paths are
+	// never limited (default: the probes, /metrics, /favicon.ico and
+	// /static/); an entry is an exact path unless it ends in "/" (a
+	// subtree). Both match the path as the application's router sees it,
+	// BasePath included; the default Exempt also applies under the
+	// BasePath of every Server using this limiter.
 	Paths, Exempt []string
 	// FailClosed refuses every limited request (503 with Retry-After)
-	// while the store cannot answer. The zero value fails open: requests
-	// are admitted, each logged and counted (throttle.Observer.FailOpen),
-	// so that a locked or unreachable database does not take every page
-	// of the application down with it.
+	// while the store cannot answer; the zero value admits them, each
+	// logged and counted.
 	FailClosed bool
 
 	// The options below matter to Middleware, which has no Server around
 	// it; a Server uses its own TrustedProxies and error pages.
 
-	// TrustedProxies are the peers whose ForwardedHeader is believed when
-	// finding a client's IP. Empty: the socket address is the client.
-	TrustedProxies []netip.Prefix
-	// ForwardedHeader is the header a trusted proxy appends the client to,
-	// a comma-separated list read from the right (default
-	// "X-Forwarded-For").
+	// TrustedProxies are the peers whose ForwardedHeader (default
+	// "X-Forwarded-For", read from the right) is believed when finding a
+	// client's IP. Empty: the socket address is the client.
+	TrustedProxies  []netip.Prefix
 	ForwardedHeader string
-	// TokenHeader is the header that carries an API token (default
-	// "API_KEY").
-	TokenHeader string
+	TokenHeader     string // the header of an API token (default "API_KEY")
 	// Refused writes the answer to a refused request: err is a
 	// *RateLimitError (429), or the store's error when the limiter fails
 	// closed. Default: a plain-text 429 or 503 with Retry-After.
@@ -108,28 +84,22 @@ type InboundConfig struct {
 
 // Default inbound limits (see docs/decisions/0006-inbound-limiter.md).
 const (
-	DefaultInboundIPLimit = 120
-	DefaultInboundWindow  = time.Minute
-	DefaultInboundBlock   = 5 * time.Minute
-	DefaultInboundEnv     = "prod"
-	// defaultInboundAdminLimit is generous: an operator clicking through
-	// the admin pages, each with its stylesheet, stays far below it.
+	DefaultInboundIPLimit    = 120
+	DefaultInboundWindow     = time.Minute
+	DefaultInboundBlock      = 5 * time.Minute
+	DefaultInboundEnv        = "prod"
 	defaultInboundAdminLimit = 1200
-	// defaultInboundClientLimit is sized for a backend: the most a window
-	// holds (throttle.MaxRollingCapacity), 166 requests a second in the
-	// default minute, with no block (docs/decisions/0165).
+	// defaultInboundClientLimit is the most a window holds, for a backend
+	// (docs/decisions/0165).
 	defaultInboundClientLimit = throttle.MaxRollingCapacity
 )
 
-// defaultInboundExempt are the paths not limited by default: the probes
-// (exact paths), the Prometheus scrape (protect it with
-// Server.MetricsToken), the icon and the stylesheets (a subtree).
+// defaultInboundExempt are the paths not limited by default.
 var defaultInboundExempt = []string{"/healthz", "/livez", "/readyz", "/metrics", "/favicon.ico", "/static/"}
 
-// InboundToken is one API token with its own limit. Window and Block of 0
-// take the IP limit's.
+// InboundToken is one API token (Hash: HashToken's) with its own limit.
+// Window and Block of 0 take the IP limit's.
 type InboundToken struct {
-	// Hash is the hex SHA-256 of the token (see HashToken).
 	Hash   string
 	Limit  int64
 	Window time.Duration
@@ -201,29 +171,21 @@ func parseInboundToken(entry string) (InboundToken, error) {
 	return t, nil
 }
 
-// Inbound is the inbound limiter: it decides whether a request to the
-// server's own endpoints is admitted, through the same engine (and so the
-// same SQL store, shared by every instance) as the outbound throttles.
-//
-// Build it with NewInbound, put Policies() in the resolver of a
-// throttle.Limiter over the shared store, and set Limiter to it before
-// Server.Open. A Limiter of its own (rather than the outbound one) lets the
-// caller keep routine inbound takes out of the ledger.
+// Inbound is the inbound limiter of the server's own endpoints, on the
+// same SQL store as the outbound throttles. Build it with NewInbound and
+// give it a Limiter resolving Policies() (UseStore) before Server.Open.
 type Inbound struct {
 	// Limiter takes the inbound charges. Required before use.
 	Limiter *throttle.Limiter
 
-	env    string
-	ip     throttle.Policy
-	admin  throttle.Policy
-	client throttle.Policy
-	// clientOf is InboundConfig.Client.
-	clientOf func(*http.Request) (string, bool)
-	tokens   map[string]throttle.Policy // by token hash
-	paths    []string
-	exempt   []string
-	// defaultExempt: Exempt was not configured, so DefaultInboundExempt
-	// applies under every mounted Server's BasePath too.
+	env           string
+	ip            throttle.Policy
+	admin         throttle.Policy
+	client        throttle.Policy
+	clientOf      func(*http.Request) (string, bool)
+	tokens        map[string]throttle.Policy // by token hash
+	paths         []string
+	exempt        []string
 	defaultExempt bool
 
 	mu     sync.RWMutex
@@ -238,30 +200,18 @@ type Inbound struct {
 // NewInbound validates cfg and returns the limiter (without its
 // throttle.Limiter yet).
 func NewInbound(cfg InboundConfig) (*Inbound, error) {
-	if cfg.Env == "" {
-		cfg.Env = DefaultInboundEnv
-	}
-	if cfg.Window == 0 {
-		cfg.Window = DefaultInboundWindow
-	}
+	cfg.Env = cmp.Or(cfg.Env, DefaultInboundEnv)
+	cfg.Window = cmp.Or(cfg.Window, DefaultInboundWindow)
+	cfg.AdminLimit = cmp.Or(cfg.AdminLimit, defaultInboundAdminLimit)
+	cfg.ClientLimit = cmp.Or(cfg.ClientLimit, defaultInboundClientLimit)
+	cfg.ForwardedHeader = cmp.Or(cfg.ForwardedHeader, "X-Forwarded-For")
+	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, defaultTokenHeader)
 	if cfg.Paths == nil {
 		cfg.Paths = []string{"/"}
 	}
 	defaultExempt := cfg.Exempt == nil
 	if defaultExempt {
 		cfg.Exempt = defaultInboundExempt
-	}
-	if cfg.AdminLimit == 0 {
-		cfg.AdminLimit = defaultInboundAdminLimit
-	}
-	if cfg.ClientLimit == 0 {
-		cfg.ClientLimit = defaultInboundClientLimit
-	}
-	if cfg.ForwardedHeader == "" {
-		cfg.ForwardedHeader = "X-Forwarded-For"
-	}
-	if cfg.TokenHeader == "" {
-		cfg.TokenHeader = defaultTokenHeader
 	}
 	if cfg.Refused == nil {
 		cfg.Refused = writeRefusedPlain
@@ -288,27 +238,16 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		tokenHeader: cfg.TokenHeader,
 		refused:     cfg.Refused,
 	}
-	if err := in.ip.Validate(); err != nil {
-		return nil, fmt.Errorf("web: inbound IP limit: %w", err)
-	}
-	if err := in.admin.Validate(); err != nil {
-		return nil, fmt.Errorf("web: inbound admin limit: %w", err)
-	}
-	if err := in.client.Validate(); err != nil {
-		return nil, fmt.Errorf("web: inbound client limit: %w", err)
+	for i, p := range []throttle.Policy{in.ip, in.admin, in.client} {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("web: inbound %s limit: %w", []string{"IP", "admin", "client"}[i], err)
+		}
 	}
 	if err := (throttle.Key{Policy: PolicyInboundIP, Env: cfg.Env, Identifier: "x"}).Validate(); err != nil {
 		return nil, fmt.Errorf("web: inbound env: %w", err)
 	}
 	for _, t := range cfg.Tokens {
-		window, block := t.Window, t.Block
-		if window == 0 {
-			window = cfg.Window
-		}
-		if block == 0 {
-			block = cfg.Block
-		}
-		p := rollingPolicy(policyInboundToken, t.Limit, window, block, fail)
+		p := rollingPolicy(policyInboundToken, t.Limit, cmp.Or(t.Window, cfg.Window), cmp.Or(t.Block, cfg.Block), fail)
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("web: inbound token sha256:%.8s…: %w", t.Hash, err)
 		}
@@ -317,12 +256,9 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	return in, nil
 }
 
-// UseStore sets in.Limiter to a limiter of its own over store (the store
-// of the outbound limiter, or its group commit), with cfg's Clock,
-// Thresholds, Observer and Logger. Its Ledger is throttle.LedgerNoTakes and
-// it skips refusal rows: every request is a take, and a ledger row for each
-// (or for each refusal of a flood) would bury the outbound history. Its
-// decisions still reach the Observer.
+// UseStore sets in.Limiter to a limiter of its own over store with cfg,
+// writing no ledger rows for takes or refusals (they would bury the
+// outbound history); its decisions still reach the Observer.
 func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 	cfg.Ledger = throttle.LedgerNoTakes
 	cfg.SkipRefusalRows = true
@@ -334,19 +270,14 @@ func (in *Inbound) UseStore(store throttle.Store, cfg throttle.Config) error {
 	return nil
 }
 
-// inboundGrains is how many grains a window of the inbound limiter is cut
-// into: a request is counted at the end of its grain (1 s of the default
-// 1-minute window), so a key's state holds at most InboundGrains+1 spends
-// whatever its limit (docs/decisions/0110-inbound-fixed-size-window.md).
+// inboundGrains is how many grains a window is cut into: a key's state
+// holds at most inboundGrains+1 spends whatever its limit
+// (docs/decisions/0110-inbound-fixed-size-window.md).
 const inboundGrains = 60
 
-// rollingPolicy is a sliding window of limit requests per window: at most
-// limit requests are admitted in any window, each token spent coming back
-// one window after the end of its grain (RefillRolling with a
-// RollingGrain of window/InboundGrains: between one window and one window
-// and a grain after it was spent), and exceeding the limit blocks the key
-// for block. Its takes write no ledger rows (throttle.LedgerNoTakes),
-// whichever limiter resolves it.
+// rollingPolicy admits at most limit requests in any window, each token
+// coming back one window after the end of its grain; exceeding the limit
+// blocks the key for block. Its takes write no ledger rows.
 func rollingPolicy(name string, limit int64, window, block time.Duration, fail throttle.FailMode) throttle.Policy {
 	return throttle.Policy{
 		Name:         name,
@@ -390,9 +321,7 @@ func InboundPolicyNames() []string {
 }
 
 // applies reports whether a request path, as the application's router
-// sees it, is limited: under one of the limited prefixes and not exempt
-// (an exact exempt path, or under an exempt entry ending in "/"; with the
-// default Exempt, such a path under a mounted Server's BasePath too).
+// sees it, is limited (see InboundConfig.Paths).
 func (in *Inbound) applies(path string) bool {
 	if exempted(in.exempt, path) {
 		return false
@@ -438,27 +367,23 @@ func under(path, base string) (string, bool) {
 }
 
 // inboundMount is a Server using this limiter: requests under base are its
-// own, and admin names the admin credential a request to one of its admin
-// routes carries ("" for anyone else).
+// own; admin names the admin a request to its admin routes carries.
 type inboundMount struct {
 	base  string
 	admin func(*http.Request) string
 }
 
-// mount records a Server using in (Server.Handler calls it), so that
-// Middleware in front of the application charges a request to the
-// Server's admin pages or API to the admin's bucket, as the Server itself
-// would, and the default exemptions apply under its BasePath. A Server
-// stays registered for the life of the Inbound (Close does not remove it).
+// mount records a Server using in, so that Middleware charges its admin's
+// requests as the Server would and the default exemptions apply under its
+// BasePath. It stays registered for the life of the Inbound.
 func (in *Inbound) mount(base string, admin func(*http.Request) string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.mounts = append(in.mounts, inboundMount{base: base, admin: admin})
 }
 
-// mountedAdmin returns the admin a request (its path as the application
-// sees it) is charged to when it goes to a mounted Server's admin route
-// with the admin credential; "" otherwise.
+// mountedAdmin returns the admin a request to a mounted Server's admin
+// route is charged to, or "".
 func (in *Inbound) mountedAdmin(r *http.Request) string {
 	in.mu.RLock()
 	mounts := in.mounts
@@ -473,27 +398,22 @@ func (in *Inbound) mountedAdmin(r *http.Request) string {
 	return ""
 }
 
-// chargedKey marks a request's context once an Inbound charged it (the
-// value is the *Inbound): a Server or a second Middleware behind it with
-// the same limiter lets it through without charging it again.
+// chargedKey marks a request's context with the *Inbound that charged it,
+// so that it is not charged twice.
 type chargedKey struct{}
 
-// charged reports whether in already charged the request of ctx.
 func (in *Inbound) charged(ctx context.Context) bool {
 	by, _ := ctx.Value(chargedKey{}).(*Inbound)
 	return by == in
 }
 
-// markCharged returns r with its context marked as charged by in.
 func (in *Inbound) markCharged(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), chargedKey{}, in))
 }
 
-// key returns the bucket a request is charged to, with the name of its
-// RateLimit policy ("admin", "client", "token" or "ip"): the admin's when
-// an authenticated admin is named, the gateway client's when one is, a
-// configured token's own bucket when the request carries one, the client
-// IP's otherwise.
+// key returns the bucket a request is charged to and its RateLimit policy
+// name: the gateway client's, the admin's, a configured token's, else the
+// client IP's.
 func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, throttle.Policy) {
 	if client != "" {
 		return throttle.Key{Policy: policyInboundClient, Env: in.env, Identifier: client}, "client", in.client

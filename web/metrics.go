@@ -20,32 +20,17 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Metrics holds balde's Prometheus metrics. It is the engine's
-// throttle.Observer: give it to every throttle.Limiter as Config.Observer,
-// and to the Server, which serves it at /metrics.
+// Metrics holds balde's Prometheus metrics: the throttle.Observer of every
+// throttle.Limiter, served by the Server at /metrics. It is a
+// prometheus.Collector of balde_* alone, so an application may register it
+// in its own registry (appRegistry.MustRegister(m)) with no duplicate.
+// Registry holds m alone (no global registry).
 //
-// Metrics is a prometheus.Collector of balde's own metrics (balde_*) and
-// nothing else, so it registers in an application's registry beside the
-// application's metrics and its Go and process collectors with no
-// duplicate:
-//
-//	appRegistry.MustRegister(m)
-//
-// Registry is a registry of its own holding m alone (no global registry:
-// two servers in one test process do not collide); the Server's /metrics
-// serves it, with the Go and process collectors added when
-// Server.RuntimeMetrics is set (balde serve).
-//
-// The bucket gauges (balde_buckets, balde_buckets_blocked,
-// balde_buckets_negative, balde_bucket_worst_*) are the severity now:
-// every collection counts the buckets of the reader given to CountFrom
-// first (the Server does it for its Reader, balde.Open for the engine's).
-//
-// Labels are bounded: policy names, results, reasons, severities, scopes
-// (participant, payer, other), route templates, status codes and remote
-// answer codes; never an identifier or a raw path.
+// The bucket gauges are the severity now: every collection first counts
+// the buckets of the reader given to CountFrom. Labels are bounded (policy
+// names, results, reasons, severities, scopes, route templates, codes),
+// never an identifier or a raw path.
 type Metrics struct {
-	// Registry holds m, and only m.
 	Registry *prometheus.Registry
 
 	decisions *prometheus.CounterVec
@@ -66,12 +51,10 @@ type Metrics struct {
 	buildInfo      *prometheus.GaugeVec
 	dictUnverified prometheus.Gauge
 
-	// scopeOf is the metric scope of a key (participant, payer, other).
 	scopeOf func(throttle.Key) string
 
-	httpRequests *prometheus.CounterVec
-	httpDuration *prometheus.HistogramVec
-	// gatewayRequests counts a gateway's requests by client.
+	httpRequests    *prometheus.CounterVec
+	httpDuration    *prometheus.HistogramVec
 	gatewayRequests *prometheus.CounterVec
 
 	// collectMu serializes collections: each counts the buckets and sets
@@ -89,19 +72,16 @@ var (
 	_ prometheus.Collector    = (*Metrics)(nil)
 )
 
-// Metric scopes: whom a bucket belongs to, for the alerting rules. A
-// participant's bucket running dry stops every user of the participant and
-// pages; an end user's (payer's) bucket running dry is the DICT's anti-scan
-// doing its job and never pages.
+// Metric scopes, for the alerting rules: a participant's bucket running
+// dry pages; a payer's is the DICT's anti-scan and never pages.
 const (
 	scopeParticipant = "participant" // DICT PSP-scope policies
 	scopePayer       = "payer"       // DICT USER-scope policies
 	scopeOther       = "other"       // SIFEN, the inbound limiter, any other policy
 )
 
-// metricScopes returns the metric scope of a key from scope (a Server.Scope
-// such as Scopes(catalog)): PSP is participant, USER is payer, anything
-// else other.
+// metricScopes maps scope (a Server.Scope) to metric scopes: PSP is
+// participant, USER is payer, anything else other.
 func metricScopes(scope func(throttle.Key) string) func(throttle.Key) string {
 	return func(k throttle.Key) string {
 		switch dict.Scope(scope(k)) {
@@ -118,85 +98,57 @@ func metricScopes(scope func(throttle.Key) string) func(throttle.Key) string {
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_throttle_decisions_total",
-			Help: "Buckets charged by throttle decisions, by policy and result (allowed, refused, fail_open).",
-		}, []string{"policy", "result"}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_throttle_refusals_total",
-			Help: "Buckets that refused a request, by policy and reason (empty, cooldown, blocked).",
-		}, []string{"policy", "reason"}),
-		shadow: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_throttle_shadow_refusals_total",
-			Help: "Buckets of policies in shadow mode that would have refused a request, which was admitted, by policy and reason (empty, cooldown, blocked).",
-		}, []string{"policy", "reason"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "balde_throttle_decision_seconds",
-			Help:    "Time to decide a Take (one store transaction), by the deciding bucket's policy.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}, []string{"policy"}),
-		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_throttle_fail_open_total",
-			Help: "Requests admitted without a bucket because the store was unavailable and the policy fails open.",
-		}, []string{"policy"}),
-		storeFail: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_throttle_store_failures_total",
-			Help: "Takes the store could not decide, by policy and cause (timeout: a statement or lock wait passed its bound, the database is overloaded or a lock is held; unavailable: anything else), before the fail mode applied.",
-		}, []string{"policy", "cause"}),
-		severity: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_throttle_severity_changes_total",
-			Help: "Buckets that changed severity level, by policy and levels.",
-		}, []string{"policy", "from", "to"}),
-		buckets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "balde_buckets",
-			Help: "Stored buckets by their severity now (computed at scrape time, not the level stored at the last write), by scope (participant, payer, other); Healthy buckets carry no scope. Database-wide: every instance exports the same value.",
-		}, []string{"severity", "scope"}),
-		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "balde_buckets_blocked",
-			Help: "Keys blocked now (refusing everything after a refusal or a remote 429), by scope. Database-wide.",
-		}, []string{"scope"}),
-		negative: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "balde_buckets_negative",
-			Help: "Buckets with a negative balance now (after a penalty), by scope. Database-wide.",
-		}, []string{"scope"}),
-		worstFill: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "balde_bucket_worst_fill_ratio",
-			Help: "Per policy, the fill ratio (tokens/capacity, negative below 0) of its emptiest bucket now; absent when every bucket of the policy was stored Healthy. Database-wide.",
-		}, []string{"policy", "scope"}),
-		worstTokens: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "balde_bucket_worst_tokens",
-			Help: "Per policy, the tokens of its emptiest bucket now (see balde_bucket_worst_fill_ratio).",
-		}, []string{"policy", "scope"}),
-		remoteRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_remote_refusals_total",
-			Help: "Requests the remote side refused although the local mirror admitted them (DICT 429, SIFEN 0301): the mirror has drifted. By system (dict, sifen), policy and code.",
-		}, []string{"system", "policy", "code"}),
-		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "balde_build_info",
-			Help: "Always 1; the labels are balde's version and the Go version it was built with.",
-		}, []string{"version", "goversion"}),
+		decisions: counterVec("balde_throttle_decisions_total",
+			"Buckets charged by throttle decisions, by policy and result (allowed, refused, fail_open).", "policy", "result"),
+		refusals: counterVec("balde_throttle_refusals_total",
+			"Buckets that refused a request, by policy and reason (empty, cooldown, blocked).", "policy", "reason"),
+		shadow: counterVec("balde_throttle_shadow_refusals_total",
+			"Buckets of policies in shadow mode that would have refused a request, which was admitted, by policy and reason (empty, cooldown, blocked).", "policy", "reason"),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "balde_throttle_decision_seconds",
+			Help: "Time to decide a Take (one store transaction), by the deciding bucket's policy.", Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}, []string{"policy"}),
+		failOpen: counterVec("balde_throttle_fail_open_total",
+			"Requests admitted without a bucket because the store was unavailable and the policy fails open.", "policy"),
+		storeFail: counterVec("balde_throttle_store_failures_total",
+			"Takes the store could not decide, by policy and cause (timeout: a statement or lock wait passed its bound, the database is overloaded or a lock is held; unavailable: anything else), before the fail mode applied.", "policy", "cause"),
+		severity: counterVec("balde_throttle_severity_changes_total",
+			"Buckets that changed severity level, by policy and levels.", "policy", "from", "to"),
+		buckets: gaugeVec("balde_buckets",
+			"Stored buckets by their severity now (computed at scrape time, not the level stored at the last write), by scope (participant, payer, other); Healthy buckets carry no scope. Database-wide: every instance exports the same value.", "severity", "scope"),
+		blocked: gaugeVec("balde_buckets_blocked",
+			"Keys blocked now (refusing everything after a refusal or a remote 429), by scope. Database-wide.", "scope"),
+		negative: gaugeVec("balde_buckets_negative",
+			"Buckets with a negative balance now (after a penalty), by scope. Database-wide.", "scope"),
+		worstFill: gaugeVec("balde_bucket_worst_fill_ratio",
+			"Per policy, the fill ratio (tokens/capacity, negative below 0) of its emptiest bucket now; absent when every bucket of the policy was stored Healthy. Database-wide.", "policy", "scope"),
+		worstTokens: gaugeVec("balde_bucket_worst_tokens",
+			"Per policy, the tokens of its emptiest bucket now (see balde_bucket_worst_fill_ratio).", "policy", "scope"),
+		remoteRefusals: counterVec("balde_remote_refusals_total",
+			"Requests the remote side refused although the local mirror admitted them (DICT 429, SIFEN 0301): the mirror has drifted. By system (dict, sifen), policy and code.", "system", "policy", "code"),
+		buildInfo: gaugeVec("balde_build_info",
+			"Always 1; the labels are balde's version and the Go version it was built with.", "version", "goversion"),
 		dictUnverified: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "balde_dict_answers_unverified",
 			Help: "1 while this process takes the answers of a DICT that is not a simulator without verifying their signature (no BALDE_DICT_VERIFY_CERT, acknowledged with --dict-unverified); 0 otherwise.",
 		}),
 		scopeOf: metricScopes(Scopes(dict.NewCatalog(""))),
-		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_http_requests_total",
-			Help: "HTTP requests served, by route template, method and status code.",
-		}, []string{"route", "method", "code"}),
-		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "balde_http_request_seconds",
-			Help:    "Time to serve an HTTP request, by route template.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"route"}),
-		gatewayRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "balde_gateway_requests_total",
-			Help: "Requests a gateway answered, by gateway (dict, sifen), client (a configured name; empty: no valid credential) and status code.",
-		}, []string{"gateway", "client", "code"}),
+		httpRequests: counterVec("balde_http_requests_total",
+			"HTTP requests served, by route template, method and status code.", "route", "method", "code"),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "balde_http_request_seconds",
+			Help: "Time to serve an HTTP request, by route template.", Buckets: prometheus.DefBuckets}, []string{"route"}),
+		gatewayRequests: counterVec("balde_gateway_requests_total",
+			"Requests a gateway answered, by gateway (dict, sifen), client (a configured name; empty: no valid credential) and status code.", "gateway", "client", "code"),
 	}
 	m.SetVersion(moduleVersion())
 	m.Registry.MustRegister(m)
 	return m
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 // collectors are balde's metrics, in the order they are described.
@@ -207,18 +159,16 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.httpRequests, m.httpDuration, m.gatewayRequests}
 }
 
-// Describe implements prometheus.Collector: balde's metrics, no runtime
-// collector.
+// Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
 }
 
-// Collect implements prometheus.Collector. With a limiter given to
-// CountFrom it first counts the buckets (Reader.CountNow, at most 5 s);
-// when that fails the gauges keep the last good count and the failure is
-// logged.
+// Collect implements prometheus.Collector, counting the buckets of
+// CountFrom's reader first (at most 5 s); a failed count is logged and the
+// gauges keep the last good one.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.collectMu.Lock()
 	defer m.collectMu.Unlock()
@@ -240,10 +190,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// CountFrom makes every collection set the bucket gauges from r's buckets,
-// counted then (the severity now); a failed count is logged to logger (nil
-// discards). The first call wins: a Metrics shared by several servers of
-// one engine counts once per scrape.
+// CountFrom makes every collection count r's buckets for the gauges,
+// logging a failed count to logger (nil discards). The first call wins.
 func (m *Metrics) CountFrom(r *inspect.Reader, logger *slog.Logger) {
 	if r == nil {
 		return
@@ -269,8 +217,7 @@ func (m *Metrics) handler(runtime bool) http.Handler {
 	return promhttp.HandlerFor(prometheus.Gatherers{m.Registry, rt}, promhttp.HandlerOpts{})
 }
 
-// moduleVersion is the main module's version from the build information
-// ("dev" when the build has none, as in tests).
+// moduleVersion is the main module's version, "dev" when unknown.
 func moduleVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
@@ -278,10 +225,8 @@ func moduleVersion() string {
 	return "dev"
 }
 
-// SetVersion sets balde_build_info's version label (the binary's version,
-// e.g. main.Version set with -ldflags) and returns m, for
-// NewMetrics().SetVersion(Version); NewMetrics sets the main module's
-// version from the build information.
+// SetVersion sets balde_build_info's version label and returns m;
+// NewMetrics sets the main module's version.
 func (m *Metrics) SetVersion(version string) *Metrics {
 	m.buildInfo.Reset()
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
@@ -291,15 +236,10 @@ func (m *Metrics) SetVersion(version string) *Metrics {
 // SetDictUnverified sets balde_dict_answers_unverified: 1 while the
 // answers of a DICT that is not a simulator are taken unverified.
 func (m *Metrics) SetDictUnverified(unverified bool) {
-	v := 0.0
-	if unverified {
-		v = 1
-	}
-	m.dictUnverified.Set(v)
+	m.dictUnverified.Set(map[bool]float64{true: 1}[unverified])
 }
 
-// RemoteRefused implements throttle.RemoteObserver: the remote side refused
-// a request the mirror admitted (a DICT 429, a SIFEN 0301).
+// RemoteRefused implements throttle.RemoteObserver.
 func (m *Metrics) RemoteRefused(system, policy, code string) {
 	m.remoteRefusals.WithLabelValues(system, policy, code).Inc()
 }
@@ -368,55 +308,35 @@ func (m *Metrics) observeGateway(gateway, client string, status int) {
 // when none), so that a rule sees a series drop to 0 instead of vanish.
 var metricScopeNames = []string{scopeParticipant, scopePayer, scopeOther}
 
-// setBuckets sets the bucket gauges from counts of the severity now. The
-// levels worse than Healthy, the blocked and the negative buckets are
-// split by scope (c.ByPolicy); Healthy buckets carry no scope, and so do
-// worse ones a partial count could not attribute (c.Partial).
+// setBuckets sets the bucket gauges from c, split by scope (c.ByPolicy);
+// Healthy buckets, and those a partial count could not attribute, carry no
+// scope.
 func (m *Metrics) setBuckets(c inspect.SeverityCounts) {
 	m.buckets.Reset()
 	m.blocked.Reset()
 	m.negative.Reset()
-	worse := make(map[string]map[throttle.Severity]int64)
-	blocked := make(map[string]int64)
-	negative := make(map[string]int64)
-	for _, scope := range metricScopeNames {
-		worse[scope] = make(map[throttle.Severity]int64)
-	}
-	var attributed struct{ blocked, negative int64 }
-	attributedBy := make(map[throttle.Severity]int64)
+	blocked, negative := map[string]int64{}, map[string]int64{}
+	worse := map[throttle.Severity]map[string]int64{}
 	for policy, pc := range c.ByPolicy {
 		scope := m.scopeOf(throttle.Key{Policy: policy})
 		for sev, n := range pc.Worse {
-			worse[scope][sev] += n
-			attributedBy[sev] += n
+			if worse[sev] == nil {
+				worse[sev] = map[string]int64{}
+			}
+			worse[sev][scope] += n
 		}
 		blocked[scope] += pc.Blocked
 		negative[scope] += pc.Negative
-		attributed.blocked += pc.Blocked
-		attributed.negative += pc.Negative
 	}
 	for _, sev := range throttle.Severities {
 		if sev == throttle.SeverityHealthy {
 			m.buckets.WithLabelValues(sev.String(), "").Set(float64(c.BySeverity[sev]))
 			continue
 		}
-		for _, scope := range metricScopeNames {
-			m.buckets.WithLabelValues(sev.String(), scope).Set(float64(worse[scope][sev]))
-		}
-		if rest := c.BySeverity[sev] - attributedBy[sev]; rest > 0 {
-			m.buckets.WithLabelValues(sev.String(), "").Set(float64(rest))
-		}
+		setScoped(m.buckets.MustCurryWith(prometheus.Labels{"severity": sev.String()}), worse[sev], c.BySeverity[sev])
 	}
-	for _, scope := range metricScopeNames {
-		m.blocked.WithLabelValues(scope).Set(float64(blocked[scope]))
-		m.negative.WithLabelValues(scope).Set(float64(negative[scope]))
-	}
-	if rest := c.Blocked - attributed.blocked; rest > 0 {
-		m.blocked.WithLabelValues("").Set(float64(rest))
-	}
-	if rest := c.Negative - attributed.negative; rest > 0 {
-		m.negative.WithLabelValues("").Set(float64(rest))
-	}
+	setScoped(m.blocked, blocked, c.Blocked)
+	setScoped(m.negative, negative, c.Negative)
 	m.worstFill.Reset()
 	m.worstTokens.Reset()
 	for policy, st := range c.Worst {
@@ -428,14 +348,23 @@ func (m *Metrics) setBuckets(c inspect.SeverityCounts) {
 	}
 }
 
+// setScoped sets g for every scope from by, and without a scope the part
+// of total no scope holds.
+func setScoped(g *prometheus.GaugeVec, by map[string]int64, total int64) {
+	var sum int64
+	for _, scope := range metricScopeNames {
+		g.WithLabelValues(scope).Set(float64(by[scope]))
+		sum += by[scope]
+	}
+	if rest := total - sum; rest > 0 {
+		g.WithLabelValues("").Set(float64(rest))
+	}
+}
+
 // metricsCountTimeout bounds the count of buckets a collection runs.
 const metricsCountTimeout = 5 * time.Second
 
-// serveMetrics is GET /metrics in the Prometheus text format: the Metrics'
-// registry (and the Go and process collectors with RuntimeMetrics). The
-// bucket gauges are computed at scrape time (Metrics.Collect counts the
-// Limiter's buckets); when that fails the scrape still answers, with the
-// gauges of the last good count.
+// serveMetrics is GET /metrics (Metrics.handler).
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	s.metricsHandler.ServeHTTP(w, r)
 	return nil

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -15,8 +16,7 @@ import (
 	"time"
 )
 
-// statusWriter records the status and size of a response. It is created by
-// recoverPanics, the outermost middleware, and reused by the log.
+// statusWriter records the status and size of a response.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -42,6 +42,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// code is the status written, 200 when none was.
+func (w *statusWriter) code() int { return cmp.Or(w.status, http.StatusOK) }
+
 // recoverPanics turns a panic into a logged 500 (when nothing was written
 // yet). http.ErrAbortHandler is re-raised: it is net/http's way to abort.
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
@@ -66,7 +69,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // requestIDPattern is what an incoming X-Request-Id must look like to be
-// kept (a proxy's id); anything else is replaced.
+// kept.
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // assignRequestID gives every request an id, echoed in X-Request-Id, shown
@@ -85,9 +88,8 @@ func (s *Server) assignRequestID(next http.Handler) http.Handler {
 	})
 }
 
-// logRequests records the HTTP metrics, labelled by route template (never
-// the raw path: identifiers would make the label set unbounded), and with
-// Server.LogRequests logs one line per request.
+// logRequests records the HTTP metrics by route template and, with
+// Server.LogRequests, logs one line per request.
 func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -96,10 +98,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 			sw = &statusWriter{ResponseWriter: w}
 		}
 		next.ServeHTTP(sw, r)
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		status := sw.code()
 		elapsed := time.Since(start)
 		info := requestInfoFrom(r.Context())
 		s.Metrics.observeHTTP(info.template, r.Method, status, elapsed)
@@ -123,9 +122,8 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// contentSecurityPolicy allows nothing but balde's own stylesheet, forms
-// posting to itself and inline SVG. There is no script at all: the pages
-// work without JavaScript (auto-refresh is a <meta http-equiv="refresh">).
+// contentSecurityPolicy allows nothing but balde's own static files and
+// forms posting to itself.
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
 	"script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -153,11 +151,9 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// authenticate requires a user: Server.Authenticate's answer when it
-// is set (with Server.RoleOf's role, admin when nil), else HTTP basic
-// against Server.Admin and Server.Users. The user and role go to the
-// request's info; a route that changes state (route.write) then needs
-// RoleAdmin: a viewer gets ErrReadOnly (403), recorded in the audit trail.
+// authenticate requires a user (Server.Authenticate, else HTTP basic) and
+// puts the user and role in the request's info; a write route needs
+// RoleAdmin: a viewer gets errReadOnly (403), recorded in the audit trail.
 func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
@@ -197,10 +193,8 @@ func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// knownAdmin returns the user that sent r when that is cheap to tell
-// (Server.Authenticate, a plain password, or the bcrypt pair accepted
-// last for that user): the inbound limiter charges such a request to the
-// user's own bucket. "" for anyone else, who is then limited per IP.
+// knownAdmin returns the user that sent r when that is cheap to tell, for
+// the inbound limiter to charge the user's own bucket.
 func (s *Server) knownAdmin(r *http.Request) (string, bool) {
 	if s.Authenticate != nil {
 		user, ok := s.Authenticate(r)
@@ -232,10 +226,8 @@ func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
 	})
 }
 
-// checkCrossOrigin refuses state-changing requests that a browser sends
-// from another origin (CSRF), with Go's http.CrossOriginProtection: it reads
-// Sec-Fetch-Site, or compares Origin with Host for older browsers. Safe
-// methods pass. See docs/decisions/0004-csrf.md.
+// checkCrossOrigin refuses state-changing requests from another origin
+// (http.CrossOriginProtection, docs/decisions/0004-csrf.md).
 func (s *Server) checkCrossOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.cop.Check(r); err != nil {
@@ -246,11 +238,10 @@ func (s *Server) checkCrossOrigin(next http.Handler) http.Handler {
 	})
 }
 
-// maxFormBytes bounds the body of an admin form.
 const maxFormBytes = 64 << 10
 
-// parseForm reads a POST form of at most maxFormBytes. A malformed or
-// oversized body is a bad request.
+// parseForm reads a POST form of at most maxFormBytes; a malformed or
+// oversized one is a bad request.
 func parseForm(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {

@@ -58,12 +58,6 @@ func (s *Server) confirmOverride(w http.ResponseWriter, r *http.Request) error {
 // answer or none changes nothing (502). Each is in the audit trail with
 // the reason; no reason is a 400 and changes nothing.
 func (s *Server) overrideDocument(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	id, err := documentID(r)
 	if err != nil {
 		return err

@@ -37,17 +37,13 @@ type decisionsView struct {
 }
 
 // showOverview is GET /admin/overview: the decisions per policy over
-// ?window= (5m, 15m, hour, day, week; default hour), read from the ledger
-// (inspect.Reader.Decisions over Server.Policies): admitted, refused, the
-// refused share and the refusals by reason. It updates in place as the
-// bucket pages do.
+// ?window= (default hour), read from the ledger: admitted, refused, the
+// refused share and the refusals by reason.
 func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
 	window, err := chartWindowOf(r)
 	if err != nil {
 		return err
 	}
-	// Refusals answered from memory reach the ledger in groups: this
-	// process's first.
 	if err := s.Limiter.FlushRefusals(r.Context()); err != nil {
 		return err
 	}

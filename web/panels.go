@@ -33,19 +33,15 @@ func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 	}
 }
 
-// antiScanWindow is the window of the DICT manual's anti-scan monitors.
-const antiScanWindow = 24 * time.Hour
-
-// maxPanelPayers bounds the payers the anti-scan panel lists (the worst
-// first).
-const maxPanelPayers = 5
+const (
+	antiScanWindow = 24 * time.Hour // of the DICT manual's anti-scan monitors
+	maxPanelPayers = 5              // the payers the anti-scan panel lists, worst first
+)
 
 // AntiScanPanel is the admin summary's box of the DICT manual's anti-scan
-// monitors over the last 24 hours, from monitors (dictsql.Records.Monitors):
-// lookups per payment order sent; the share of lookups that ended in 404
-// per participant, suspicious above 7 %; and the payers with at least 100
-// lookups, with their share of 404s, suspicious above 20 %. Suspicious
-// values are coloured critical.
+// monitors over the last 24 hours (dictsql.Records.Monitors): lookups per
+// payment order, the 404 share per participant and of the payers with at
+// least 100 lookups; suspicious values are coloured critical.
 func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.AntiScan, error), now func() time.Time) PanelFunc {
 	return func(ctx context.Context) (Panel, error) {
 		a, err := monitors(ctx, now().Add(-antiScanWindow))
@@ -87,10 +83,7 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 		}
 		p.Rows = append(p.Rows, PanelRow{Label: "Payers with ≥ %d lookups", LabelArgs: []any{dict.PayerMinLookups},
 			Value: "%s (%d suspicious)", ValueArgs: []any{watched, suspicious}, Class: class})
-		for i, c := range a.Payers {
-			if i == maxPanelPayers {
-				break
-			}
+		for _, c := range a.Payers[:min(len(a.Payers), maxPanelPayers)] {
 			p.Rows = append(p.Rows, scanRow("404 share, payer %s", c))
 		}
 		return p, nil
@@ -110,9 +103,7 @@ func scanRow(label string, c dict.ScanCount) PanelRow {
 }
 
 // SifenDocumentsPanel is the admin summary's box of SIFEN documents by
-// status (one counting query), the documents SIFEN did not queue (0301)
-// counted apart from the other errors under the name and colour the
-// documents pages give them.
+// status, those SIFEN did not queue (0301) apart from the other errors.
 func SifenDocumentsPanel(sender sifenSender) PanelFunc {
 	return func(ctx context.Context) (Panel, error) {
 		counts, err := sender.CountByStatus(ctx, "")

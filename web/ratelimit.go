@@ -13,32 +13,18 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// limitInbound charges one request to the client's inbound bucket and
-// refuses it with 429 when the limit is exceeded or the client is blocked.
-// The bucket is the admin's own (INBOUND_ADMIN, a generous limit) on an
-// admin route — a page or the JSON API — whose request carries the admin
-// credential, so the operator and its monitors are never locked out by the
-// public limit; otherwise its API token's when it carries a configured
-// one, its IP's otherwise (wrong or missing credentials included, so
-// guessing the password is limited).
-//
-// A request the same Inbound already charged (Middleware in front of the
-// application that mounts this server) passes uncharged: each request is
-// charged once, whichever wraps which. Paths and exemptions are matched on
-// the path as the application sees it (BasePath + the path here).
-//
-// Every limited response carries the IETF RateLimit headers
-// (draft-ietf-httpapi-ratelimit-headers), e.g.
+// limitInbound charges one request to the client's inbound bucket (the
+// admin's own on an admin route carrying the admin credential, else its
+// API token's, else its IP's) and refuses it with 429 when the limit is
+// exceeded or the client is blocked. A request the same Inbound already
+// charged passes uncharged. Every limited response carries the IETF
+// RateLimit headers, e.g.
 //
 //	RateLimit-Policy: "ip";q=120;w=60
 //	RateLimit: "ip";r=42;t=18
 //
-// q is the limit, w the window in seconds, r the requests left and t the
-// seconds until the window is whole again (on a refusal r is 0 and t the
-// wait). A refusal also carries Retry-After: the remaining block time,
-// rounded up to whole seconds. When the store is down and the policy fails
-// open, the request passes with RateLimit-Policy only (nothing is known
-// about the bucket).
+// and a refusal Retry-After. When the store is down and the policy fails
+// open, the request passes with RateLimit-Policy only.
 func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in := s.Inbound
@@ -59,11 +45,8 @@ func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// inboundAdmin is the admin an application's request to this server (its
-// path under BasePath, as the application's router sees it) is charged to
-// by the inbound Middleware in front of the application: the admin
-// credential's name when the request goes to an admin route and carries
-// it (see knownAdmin), "" otherwise.
+// inboundAdmin is the admin an application's request to one of this
+// server's admin routes is charged to by the inbound Middleware, or "".
 func (s *Server) inboundAdmin(adminRoutes map[string]bool) func(*http.Request) string {
 	return func(r *http.Request) string {
 		var m mux.RouteMatch
@@ -75,8 +58,7 @@ func (s *Server) inboundAdmin(adminRoutes map[string]bool) func(*http.Request) s
 	}
 }
 
-// mountInbound tells the inbound limiter about this server (see
-// Inbound.mount).
+// mountInbound tells the inbound limiter about this server.
 func (s *Server) mountInbound() {
 	if s.Inbound == nil {
 		return
@@ -92,20 +74,12 @@ func (s *Server) mountInbound() {
 
 // Middleware is the inbound limiter for any router: every request under
 // Paths and not exempt is charged to its client's bucket (the named
-// client's when InboundConfig.Client names one, its API token's when
-// InboundConfig.TokenHeader carries a configured one, else its IP's, found
-// through TrustedProxies), answered with the RateLimit headers, and refused with
-// InboundConfig.Refused (by default a plain-text 429 with Retry-After) when
-// the limit is exceeded or the client is blocked. Requests that pass reach
-// next untouched but for a mark in their context: a Server using the same
-// Inbound behind it (its Handler mounted in the application's router)
-// does not charge them again. A request to such a Server's admin pages or
-// API that carries the admin credential is charged to the admin's bucket,
-// as the Server would charge it.
-//
-// in.Limiter must be set (balde.Engine.Inbound builds it); Middleware
-// panics otherwise, when it is built, not on a request. Put it before the
-// app's authentication so that guessing credentials is limited too.
+// client's, its API token's, else its IP's), answered with the RateLimit
+// headers, and refused with InboundConfig.Refused when the limit is
+// exceeded or the client is blocked. A Server using the same Inbound
+// behind it does not charge a request again, and a request to its admin
+// routes is charged as the Server would. Put it before the app's
+// authentication. It panics when built without in.Limiter.
 func (in *Inbound) Middleware(next http.Handler) http.Handler {
 	if in.Limiter == nil {
 		panic("web: Inbound.Middleware: the inbound limiter needs its throttle.Limiter")
@@ -115,8 +89,7 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// One bound on the store writes of the whole request, this charge
-		// included (a Server behind keeps it; docs/decisions/0190).
+		// One bound on the store writes of the request (docs/decisions/0190).
 		ctx, release := storebound.With(r.Context(), storebound.Request)
 		defer release()
 		r = r.WithContext(ctx)

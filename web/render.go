@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -14,10 +15,9 @@ import (
 	"github.com/balde-throttle/balde/internal/templates"
 )
 
-// pageFiles declares every page template in package templates. parsePages
-// fails when a page file exists there that is not declared here (or the
-// other way round), so a page cannot be added or removed by half. Each page
-// defines "title" and "content"; layout.html's "base" calls them.
+// pageFiles declares every page template in package templates; parsePages
+// fails when the two differ. Each page defines "title" and "content",
+// which layout.html's "base" calls.
 var pageFiles = []string{
 	"admin_audit.html",
 	"admin_bucket.html",
@@ -32,7 +32,7 @@ var pageFiles = []string{
 	"sifen_override.html",
 }
 
-// page is the data of one page template: a typed struct per page.
+// page is the data of one page template.
 type page interface {
 	templateFile() string
 }
@@ -54,7 +54,7 @@ func parsePagesFS(fsys fs.FS, declared []string) (map[string]*template.Template,
 			return nil, fmt.Errorf("web: templates: page %s is not declared in web.pageFiles", f)
 		}
 	}
-	base, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(fsys, "layout.html", "partials/*.html")
+	base, err := template.New("layout.html").ParseFS(fsys, "layout.html", "partials/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
 	}
@@ -77,17 +77,20 @@ func parsePagesFS(fsys fs.FS, declared []string) (map[string]*template.Template,
 	return pages, nil
 }
 
-// templateFuncs are the few helpers templates use; everything else is
-// computed into the page structs.
-var templateFuncs = template.FuncMap{}
+// template is p's parsed template.
+func (s *Server) template(p page) (*template.Template, error) {
+	if t, ok := s.pages[p.templateFile()]; ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("web: render: page %s is not declared", p.templateFile())
+}
 
 // render executes p's template into a buffer and writes it with status. A
-// template error writes nothing and is returned: the caller's Error turns
-// it into a clean 500, never half a page.
+// template error writes nothing and is returned (never half a page).
 func (s *Server) render(w http.ResponseWriter, status int, p page) error {
-	t, ok := s.pages[p.templateFile()]
-	if !ok {
-		return fmt.Errorf("web: render: page %s is not declared", p.templateFile())
+	t, err := s.template(p)
+	if err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "base", p); err != nil {
@@ -101,40 +104,30 @@ func (s *Server) render(w http.ResponseWriter, status int, p page) error {
 
 // layout is the part of every page that layout.html and the navigation use.
 type layout struct {
-	// T translates the page's words (chosen from Accept-Language) and
-	// shows times in the server's zone next to UTC; Lang is its tag.
-	T        *i18n.Printer
-	Lang     string
-	Nav      []navLink
-	HomeURL  string
-	StyleURL string
-	User     string
-	// ReadOnly is set for a viewer: the page marks the admin-only
-	// actions (forms that POST) as not available and says why.
-	ReadOnly  bool
+	// T translates the page's words and shows its times; Lang is its tag.
+	T         *i18n.Printer
+	Lang      string
+	Nav       []navLink
+	HomeURL   string
+	StyleURL  string
+	User      string
+	ReadOnly  bool // a viewer: the admin-only actions are marked
 	RequestID string
-	// Refresh, when > 0, reloads the page every Refresh seconds.
-	Refresh int
-	// Live, when set, updates parts of the page in place (static/live.js).
-	Live *liveUpdate
-	// ZoneName is the zone the page's times are in ("America/Asuncion
-	// (-03)", "UTC").
-	ZoneName string
+	Refresh   int         // when > 0, reload every Refresh seconds
+	Live      *liveUpdate // when set, parts of the page update in place
+	ZoneName  string      // of the page's times ("America/Asuncion (-03)")
 }
 
 // liveUpdate is how a page updates in place: every Every seconds
-// static/live.js fetches URL (the page's own URL with live=1), a JSON
-// object of HTML fragments by element id (Server.renderLive).
+// static/live.js fetches URL, the fragments of Server.renderLive.
 type liveUpdate struct {
 	URL, ScriptURL string
 	Every          int
 }
 
-// liveEverySeconds is the period of the pages' live updates.
 const liveEverySeconds = 10
 
-// live returns the live update of the page r shows: its own URL with
-// live=1.
+// live returns the live update of the page r shows: its URL with live=1.
 func (s *Server) live(r *http.Request) *liveUpdate {
 	q := r.URL.Query()
 	q.Set("live", "1")
@@ -146,21 +139,19 @@ func (s *Server) live(r *http.Request) *liveUpdate {
 // isLive reports whether r asks for a page's live fragments (live=1).
 func isLive(r *http.Request) bool { return r.URL.Query().Get("live") == "1" }
 
-// liveFragments is the JSON answer of a live update.
+// liveFragments is the JSON answer of a live update: HTML by element id,
+// and when it was rendered.
 type liveFragments struct {
-	// Fragments are HTML by element id.
 	Fragments map[string]string `json:"fragments"`
-	// At is when they were rendered, in the page's zone.
-	At string `json:"at"`
+	At        string            `json:"at"`
 }
 
-// renderLive renders, for a live update of p, the named templates of p's
-// page (template name by element id) and writes them as JSON. A template
-// error writes nothing and is returned, as render does.
+// renderLive writes, for a live update of p, the templates named in ids
+// (by element id) as JSON; an error writes nothing, as render's.
 func (s *Server) renderLive(w http.ResponseWriter, p page, at string, ids map[string]string) error {
-	t, ok := s.pages[p.templateFile()]
-	if !ok {
-		return fmt.Errorf("web: render: page %s is not declared", p.templateFile())
+	t, err := s.template(p)
+	if err != nil {
+		return err
 	}
 	out := liveFragments{Fragments: make(map[string]string, len(ids)), At: at}
 	for id, name := range ids {
@@ -199,12 +190,9 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		ReadOnly:  info.user != "" && info.role != RoleAdmin,
 		RequestID: info.id,
 	}
-	// The zone's abbreviation is the one in force now (an error page may
-	// come before the Limiter is set).
+	l.ZoneName = tr.ZoneName(time.Now()) // in force now; an error page may come before the Limiter
 	if s.Limiter != nil {
 		l.ZoneName = tr.ZoneName(s.now())
-	} else {
-		l.ZoneName = tr.ZoneName(time.Now())
 	}
 	for _, n := range navItems {
 		if n.shown != nil && !n.shown(s) {
@@ -216,11 +204,7 @@ func (s *Server) layout(r *http.Request, current string) layout {
 }
 
 // printer returns the translator for an Accept-Language header, showing
-// times in Server.TimeZone (nil: the server's local zone) next to UTC.
+// times in Server.TimeZone (nil: local) next to UTC.
 func (s *Server) printer(acceptLanguage string) *i18n.Printer {
-	zone := s.TimeZone
-	if zone == nil {
-		zone = time.Local
-	}
-	return i18n.FromAcceptLanguage(acceptLanguage, zone)
+	return i18n.FromAcceptLanguage(acceptLanguage, cmp.Or(s.TimeZone, time.Local))
 }

@@ -18,37 +18,29 @@ import (
 type format uint8
 
 const (
-	// formatAuto decides by path (unmatched requests): JSON under /api/,
-	// DICT problem XML under /policies/, HTML elsewhere.
-	formatAuto format = iota
+	formatAuto format = iota // by path, for unmatched requests (requestInfo.format)
 	formatHTML
 	formatJSON
-	// formatXML is the DICT's: XML documents, errors as RFC 7807 problems
-	// in XML.
-	formatXML
+	formatXML // the DICT's: errors as RFC 7807 problems in XML
 )
 
 // route is one entry of the route table.
 type route struct {
-	// name identifies the route; URLs are built from it (Server.path).
-	name   string
+	name   string // URLs are built from it (Server.path)
 	method string // GET routes also answer HEAD
-	// path is a gorilla/mux template. Variables match one path segment;
-	// their values are path-escaped in URLs and unescaped by pathVars, so
-	// an identifier may hold any printable character, "/" included.
+	// path is a gorilla/mux template. Variables match one path segment,
+	// path-escaped in URLs and unescaped by pathVars.
 	path   string
 	prefix bool // match path as a prefix (static files)
 	format format
-	// admin routes require a user (any role).
-	admin bool
-	// write routes change state (a reset, a send, a lookup that costs
-	// tokens): they need RoleAdmin; a viewer gets a 403.
-	write bool
-	// audit, when set, records each request in the audit trail
-	// (Server.Audit) once its handler has run (recordAudit).
-	audit audit.Action
-	// probe routes (health.go) skip the inbound limiter and log at debug.
-	probe  bool
+	admin  bool         // requires a user (any role)
+	write  bool         // changes state: needs RoleAdmin, a viewer gets a 403
+	audit  audit.Action // when set, each request is recorded (recordAudit)
+	probe  bool         // skips the inbound limiter and logs at debug
+	// needs, when set, says whether the server has the route's feature:
+	// without it the route is a 404.
+	needs  func(*Server) bool
+	form   bool // parses its urlencoded form before the handler
 	handle func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -65,10 +57,10 @@ func (s *Server) routes() []route {
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
 		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
 		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
-		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, handle: s.showAudit},
+		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
 		{name: "adminWhatif", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
-		{name: "adminShadow", method: http.MethodPost, path: "/admin/policies/{policy}/shadow", format: formatHTML, admin: true, write: true, audit: audit.ActionShadow, handle: s.switchShadow},
-		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, handle: s.resetBucket},
+		{name: "adminShadow", method: http.MethodPost, path: "/admin/policies/{policy}/shadow", format: formatHTML, admin: true, write: true, audit: audit.ActionShadow, form: true, needs: hasShadows, handle: s.switchShadow},
+		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, form: true, handle: s.resetBucket},
 
 		// Machine endpoints (api.go, metrics.go, health.go).
 		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
@@ -81,23 +73,23 @@ func (s *Server) routes() []route {
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, its Send to SIFEN button, and the override of SIFEN's
 		// 48 hours for a document left sending (override.go).
-		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, handle: s.listDocuments},
-		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, handle: s.importDocuments},
-		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, handle: s.showDocument},
-		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, handle: s.sendDocument},
-		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, handle: s.confirmOverride},
-		{name: "overrideDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenOverride, handle: s.overrideDocument},
-		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, handle: s.sendRUCDrafts},
+		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, needs: hasSifen, handle: s.listDocuments},
+		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, needs: hasSifen, handle: s.importDocuments},
+		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, needs: hasSifen, handle: s.showDocument},
+		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, form: true, needs: hasSifen, handle: s.sendDocument},
+		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, needs: hasSifen, handle: s.confirmOverride},
+		{name: "overrideDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenOverride, form: true, needs: hasSifen, handle: s.overrideDocument},
+		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, form: true, needs: hasSifen, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
-		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, handle: s.showDictLookup},
-		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, audit: audit.ActionDictLookup, handle: s.lookupDictKey},
-		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, handle: s.creditDictPayment},
+		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, needs: hasDict, handle: s.showDictLookup},
+		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, audit: audit.ActionDictLookup, form: true, needs: hasDict, handle: s.lookupDictKey},
+		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, form: true, needs: hasDict, handle: s.creditDictPayment},
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
-		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, handle: s.listPolicies},
-		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, handle: s.getPolicy},
+		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.listPolicies},
+		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.getPolicy},
 	}
 }
 
@@ -110,10 +102,15 @@ var navItems = []struct {
 	{"Buckets", "adminBuckets", nil},
 	{"Decisions", "adminOverview", nil},
 	{"What if", "adminWhatif", nil},
-	{"Documents", "documents", func(s *Server) bool { return s.Sifen != nil }},
-	{"DICT lookup", "dictLookup", func(s *Server) bool { return s.Dict != nil }},
-	{"Audit", "adminAudit", func(s *Server) bool { return s.Audit != nil }},
+	{"Documents", "documents", hasSifen},
+	{"DICT lookup", "dictLookup", hasDict},
+	{"Audit", "adminAudit", hasAudit},
 }
+
+func hasSifen(s *Server) bool   { return s.Sifen != nil }
+func hasDict(s *Server) bool    { return s.Dict != nil }
+func hasAudit(s *Server) bool   { return s.Audit != nil }
+func hasShadows(s *Server) bool { return s.Shadows != nil }
 
 // Unmatched requests get pseudo-routes so that they pass through the same
 // middleware (security headers, inbound limit, logs) as the others.
@@ -158,23 +155,16 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handle := rt.handle
-		switch rt.name {
-		case notFoundRoute.name:
-			handle = func(http.ResponseWriter, *http.Request) error { return errNotFound }
-		case methodNotAllowedRoute.name:
-			handle = func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed }
-		}
 		if rt.audit != "" {
-			aw := &auditedWriter{ResponseWriter: w}
-			err := handle(aw, r)
+			aw := &statusWriter{ResponseWriter: w}
+			err := s.handle(aw, r, rt)
 			if err != nil {
 				s.Error(aw, r, err)
 			}
 			s.recordAudit(aw, r, rt, err)
 			return
 		}
-		if err := handle(w, r); err != nil {
+		if err := s.handle(w, r, rt); err != nil {
 			s.Error(w, r, err)
 		}
 	})
@@ -195,6 +185,22 @@ func (s *Server) chain(rt route) http.Handler {
 	return s.withRequestInfo(h, rt)
 }
 
+// handle runs rt's handler, after its feature check and its form.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, rt route) error {
+	switch {
+	case rt.name == notFoundRoute.name, rt.needs != nil && !rt.needs(s):
+		return errNotFound
+	case rt.name == methodNotAllowedRoute.name:
+		return errMethodNotAllowed
+	}
+	if rt.form {
+		if err := parseForm(w, r); err != nil {
+			return err
+		}
+	}
+	return rt.handle(w, r)
+}
+
 // requestInfo is what the middleware learns about a request, kept in its
 // context. It is a pointer so inner middleware (auth) can fill it in.
 type requestInfo struct {
@@ -204,9 +210,7 @@ type requestInfo struct {
 	clientIP netip.Addr
 	user     string // the authenticated user
 	role     Role   // the user's role
-	// outcome, set by an audited handler, is what came of the action in
-	// words, for the audit trail (recordAudit).
-	outcome string
+	outcome  string // set by an audited handler, for recordAudit
 }
 
 type requestInfoKey struct{}
@@ -222,8 +226,8 @@ func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// requestInfoFrom returns the request's info; outside the middleware (a
-// bare handler in a test) an empty one.
+// requestInfoFrom returns the request's info (an empty one outside the
+// middleware).
 func requestInfoFrom(ctx context.Context) *requestInfo {
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
 		return info
@@ -232,7 +236,7 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 }
 
 // format tells how to answer r: the route's format, or for unmatched
-// requests JSON under /api/ and HTML elsewhere.
+// requests JSON under /api/, XML under /policies/, HTML elsewhere.
 func (info *requestInfo) format(r *http.Request) format {
 	if info.route.format != formatAuto {
 		return info.route.format
@@ -247,10 +251,8 @@ func (info *requestInfo) format(r *http.Request) format {
 }
 
 // path builds the escaped URL path of a route from its name and variables
-// given as pairs ("policy", "P", "env", "prod", ...). Values are
-// path-escaped, so any printable identifier round-trips. It panics on an
-// unknown route name or missing variable: those are programming errors
-// that every handler test catches.
+// given as pairs ("policy", "P", "env", "prod", ...). It panics on an
+// unknown route name or missing variable (a programming error).
 func (s *Server) path(name string, pairs ...string) string {
 	rt := s.router.Get(name)
 	if rt == nil {

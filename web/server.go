@@ -28,98 +28,72 @@ import (
 // an application's router (no listener of its own). Close shuts down
 // either. Fields must not change after Open or Handler.
 type Server struct {
-	// Addr is the TCP address Open listens on, e.g. "127.0.0.1:8080";
-	// "127.0.0.1:0" picks a free port (see URL and Port). Handler ignores
-	// it.
+	// Addr is the TCP address Open listens on ("127.0.0.1:0" picks a free
+	// port, see URL).
 	Addr string
-	// BasePath is the path prefix the application mounts the handler under,
-	// e.g. "/balde" (no trailing slash); every link and redirect is built
-	// under it. "" is the root.
+	// BasePath is the path prefix the handler is mounted under, e.g.
+	// "/balde" (no trailing slash); "" is the root.
 	BasePath string
-	// Limiter answers every bucket question of the admin pages and the API.
+	// Limiter answers the bucket questions of the pages and the API.
 	// Required.
 	Limiter *throttle.Limiter
-	// Reader answers the listings, counts and ledger reads of the admin
-	// pages, the API and /metrics: inspect.New over Limiter and the store
-	// Limiter decides on. Required.
+	// Reader answers the listings, counts and ledger reads: inspect.New
+	// over Limiter and its store. Required.
 	Reader *inspect.Reader
-	// Admin is the credential of the admin pages, the API and the reset
-	// action (HTTP basic), always RoleAdmin. Required unless Users or
-	// Authenticate is set: the admin is never open.
+	// Admin is the HTTP basic credential of a RoleAdmin. Required unless
+	// Users or Authenticate is set: the admin is never open.
 	Admin Credentials
-	// Users are more users of the admin pages (HTTP basic, beside Admin),
-	// each with its role: a RoleViewer sees every page and the /api/ read
-	// endpoints; only a RoleAdmin resets, sends and looks up. Names must be
-	// unique. See ParseUsers.
+	// Users are more users (HTTP basic, unique names), each with its role:
+	// a RoleViewer reads; only a RoleAdmin changes state. See ParseUsers.
 	Users []Credentials
-	// Authenticate, when set, replaces the built-in basic authentication:
-	// it returns the name of the admin that sent r (recorded in the ledger
-	// on a reset), or ok false for a 401 without a basic-auth challenge.
-	// An app mounting Handler brings its own login this way (its session
-	// cookie, its SSO proxy's header). It may be called twice per request.
+	// Authenticate, when set, replaces the basic authentication: it returns
+	// the name of the user that sent r, or ok false for a 401 without a
+	// challenge. It may be called twice per request.
 	Authenticate func(r *http.Request) (user string, ok bool)
 	// RoleOf, with Authenticate, gives the role of the user it returned;
 	// nil makes every such user a RoleAdmin.
 	RoleOf func(r *http.Request, user string) Role
-	// Inbound limits the server's own endpoints per client IP and API
-	// token. Nil disables inbound limiting.
+	// Inbound limits the server's own endpoints; nil does not.
 	Inbound *Inbound
-	// TrustedProxies are the peers whose X-Forwarded-For is believed when
-	// finding a client's IP. Empty: the Inbound limiter's, if any, else the
-	// socket address is the client.
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	// Empty: the Inbound limiter's, if any.
 	TrustedProxies []netip.Prefix
 	// MetricsToken, when set, protects /metrics: a scrape must send
-	// "Authorization: Bearer <MetricsToken>" (compared in constant time),
-	// anything else is a 401. Empty: /metrics is open, as probes are.
+	// "Authorization: Bearer <MetricsToken>", else 401. Empty: open.
 	MetricsToken string
 	// Metrics is served at /metrics and should also be the Limiters'
-	// throttle.Observer. NewServer creates one. Handler makes its bucket
-	// gauges count the Reader's buckets (Metrics.CountFrom).
+	// throttle.Observer; its gauges count the Reader's buckets.
 	Metrics *Metrics
-	// RuntimeMetrics adds the Go and process collectors to /metrics (balde
-	// serve sets it). Off, /metrics serves balde's metrics alone: an
-	// application whose own registry has the runtime collectors registers
-	// Metrics there and scrapes no duplicate.
+	// RuntimeMetrics adds the Go and process collectors to /metrics.
 	RuntimeMetrics bool
-	// HealthCheck reports whether the store is reachable and its migrations
-	// current; /healthz answers 503 when it fails. Nil: always healthy.
+	// HealthCheck reports whether the store is reachable and its
+	// migrations current (else /healthz is a 503). Nil: always healthy.
 	HealthCheck func(context.Context) error
-	// Logger receives the server's warnings and errors (and the request
-	// lines with LogRequests). Nil discards: an embedding application's
-	// slog.Default() is never written to.
+	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// LogRequests logs one line per request (at Info; probes, scrapes and
-	// static files at Debug) to Logger. Off by default for an application
-	// mounting Handler, which logs its own requests; balde serve sets it.
+	// static files at Debug).
 	LogRequests bool
 
-	// Audit, when set, records every state-changing action of the admin
-	// pages (a reset, a SIFEN send or send-all, a DICT lookup from the
-	// form) with who, when, what and why, and serves the Audit page
-	// (/admin/audit). A reset then needs a reason. Nil: nothing is
-	// recorded, and the page answers 404 and leaves the navigation.
+	// Audit, when set, records every state-changing action with who, when,
+	// what and why (a reset then needs a reason), and serves
+	// /admin/audit. Nil: nothing is recorded, and the page is a 404.
 	Audit audit.Store
-	// Shadows, when set, turns a policy's shadow mode on and off from the
-	// bucket page: an admin's action, audited (docs/decisions/0200).
+	// Shadows, when set, switches a policy's shadow mode from the bucket
+	// page (docs/decisions/0200).
 	Shadows shadowSwitch
 
-	// Sifen is the SIFEN send path of the documents pages (/documents): the
-	// same sifen.Sender the batch command sends with. Nil: those pages
-	// answer 404 and leave the navigation.
+	// Sifen is the send path of the documents pages (/documents); nil:
+	// they are 404s.
 	Sifen sifenSender
-	// Dict is the DICT client of the lookup page (/dict/lookup) and of the
-	// DICT-format /policies/ endpoints over the local mirror. Nil: they
-	// answer 404.
+	// Dict is the DICT client of /dict/lookup and /policies/; nil: they are
+	// 404s.
 	Dict dictClient
-	// UploadLimit bounds an uploaded DE or lot, in bytes. NewServer sets
-	// DefaultUploadLimit.
+	// UploadLimit bounds an uploaded DE or lot, in bytes (NewServer: 8 MiB).
 	UploadLimit int64
-	// ReadHeaderTimeout bounds the time a client has, from the moment its
-	// connection is accepted (or its previous request ends), to send a
-	// request's line and headers; past it Open's server closes the
-	// connection (a slowloris sending its headers a byte at a time holds
-	// nothing longer). NewServer sets 10 s (NewHTTPServer's); zero falls
-	// back to the 30 s bound on reading a whole request.
+	// ReadHeaderTimeout bounds the time a client of Open's server has to
+	// send a request's line and headers (NewServer: 10 s); zero falls back
+	// to the 30 s bound on reading a whole request.
 	ReadHeaderTimeout time.Duration
 
 	// TimeZone is where the admin pages show times next to UTC; nil is
@@ -127,20 +101,17 @@ type Server struct {
 	TimeZone *time.Location
 	// Policies lists policy names the bucket filter suggests.
 	Policies []string
-	// Scope, when set, names the scope of a key (the DICT's PSP or USER)
-	// in a column of the bucket list.
+	// Scope, when set, names the scope of a key in the bucket list.
 	Scope func(throttle.Key) string
-	// Panels are extra boxes of the admin summary, computed with it and
-	// cached as long: the DICT participant's category, the anti-scan
-	// monitors.
+	// Panels are extra boxes of the admin summary, cached with it.
 	Panels []PanelFunc
-	// SummaryTTL is how long the admin summary (counts over every bucket,
-	// which cost a full scan) is reused before it is recomputed in the
-	// background. 0 recomputes it on every request. NewServer sets 15 s.
+	// SummaryTTL is how long the admin summary (a full scan) is reused
+	// before it is recomputed in the background; 0: every request.
+	// NewServer sets 15 s.
 	SummaryTTL time.Duration
-	// SummaryFresh: while computing the summary takes less than this, every
-	// request computes it (small installations always see fresh numbers);
-	// negative always uses the cache. Default 50 ms.
+	// SummaryFresh: while computing the summary takes less than this,
+	// every request computes it; negative always uses the cache. Default
+	// 50 ms.
 	SummaryFresh time.Duration
 
 	router         *mux.Router
@@ -160,28 +131,12 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
-// defaultReadHeaderTimeout is NewHTTPServer's ReadHeaderTimeout, and
-// NewServer's.
 const defaultReadHeaderTimeout = 10 * time.Second
 
 // NewHTTPServer returns the http.Server every listener of balde is served
-// by (balde serve, both gateways, Server.Open, balde.Engine.Serve), for an
-// application to serve its own listener the same way: h with bounds on
-// each phase of a request, so that a slow or stalled client holds a
-// connection and a goroutine only so long:
-//
-//   - ReadHeaderTimeout 10 s from the accept (or the previous request's
-//     end) to the end of the headers: a slowloris sending its headers a
-//     byte at a time is cut off;
-//   - ReadTimeout 30 s for a whole request, body included (an uploaded lot
-//     is at most a few MB);
-//   - WriteTimeout 60 s from the end of the headers to the end of the
-//     answer (a SIFEN gateway moves it past its hold, 75 s by default);
-//   - IdleTimeout 2 min between two requests of a kept-alive connection;
-//   - MaxHeaderBytes 64 KiB (net/http's default is 1 MiB).
-//
-// Its errors (a TLS handshake, a panic in h) go to logger at Warn; nil
-// discards them, never to the log package's default logger.
+// by: h with bounds on each phase of a request (ReadHeaderTimeout 10 s,
+// ReadTimeout 30 s, WriteTimeout 60 s, IdleTimeout 2 min, MaxHeaderBytes
+// 64 KiB). Its errors go to logger at Warn; nil discards them.
 func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -197,8 +152,7 @@ func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// NewServer returns a Server with its routes and defaults; set the fields,
-// then Open it.
+// NewServer returns a Server with its routes and defaults.
 func NewServer() *Server {
 	s := &Server{
 		Metrics:           NewMetrics(),
@@ -212,19 +166,16 @@ func NewServer() *Server {
 	return s
 }
 
-// Handler validates the configuration, parses the templates and returns
-// the server as an http.Handler with no listener of its own, for an
-// application to mount under BasePath in its own router:
+// Handler validates the configuration and returns the server as an
+// http.Handler with no listener, for an application to mount under
+// BasePath (with or without http.StripPrefix):
 //
 //	s.BasePath = "/balde"
 //	h, err := s.Handler()
 //	mux.Handle("/balde/", h)
 //
-// A request path under BasePath is served relative to it, so mounting it
-// with http.StripPrefix(s.BasePath, h) works the same. The admin pages need
-// the admin: Admin (basic auth, the default) or Authenticate (the
-// application's own login). Background work (the summary's recount) runs
-// until Close. Calling Handler again returns the same handler.
+// Background work runs until Close. Calling Handler again returns the
+// same handler.
 func (s *Server) Handler() (http.Handler, error) {
 	if s.ready {
 		return http.HandlerFunc(s.serveMounted), nil
@@ -257,7 +208,6 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, fmt.Errorf("web: the inbound limiter needs its throttle.Limiter")
 	}
 	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
-		// One notion of the client for the pages and the middleware.
 		s.TrustedProxies = s.Inbound.trusted
 	}
 	var err error
@@ -267,7 +217,6 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.mountInbound()
 	s.ready = true
-	// Warm the summary so the first admin page does not pay for it.
 	s.refreshSummaryInBackground()
 	return http.HandlerFunc(s.serveMounted), nil
 }
@@ -300,8 +249,7 @@ func (s *Server) relative(r *http.Request) *http.Request {
 }
 
 // Open validates the configuration (see Handler), listens on Addr and
-// starts serving in the background. When Open returns without error the
-// server accepts connections (URL and Port tell where).
+// serves in the background.
 func (s *Server) Open() error {
 	h, err := s.Handler()
 	if err != nil {
@@ -326,9 +274,8 @@ func (s *Server) Open() error {
 	return nil
 }
 
-// Close stops accepting connections (after Open), waits up to 10 s for
-// requests in flight to finish (then cuts them), and stops background
-// work. A server never opened nor mounted has nothing to close.
+// Close stops accepting connections, waits up to 10 s for requests in
+// flight (then cuts them), and stops background work.
 func (s *Server) Close() error {
 	var err error
 	if s.srv != nil {
@@ -350,8 +297,8 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// URL returns the server's base URL, e.g. "http://127.0.0.1:41234", or ""
-// before Open. An unspecified listen address is shown as localhost.
+// URL returns the server's base URL, e.g. "http://127.0.0.1:41234" (an
+// unspecified address as localhost), or "" before Open.
 func (s *Server) URL() string {
 	if s.ln == nil {
 		return ""
@@ -377,9 +324,8 @@ func (s *Server) port() int {
 	return s.ln.Addr().(*net.TCPAddr).Port
 }
 
-// ServeHTTP serves r as the Handler does, once Open or Handler has checked
-// the configuration; before that it answers 500 (it never panics on a
-// server that was not set up).
+// ServeHTTP serves r as the Handler does; before Open or Handler it
+// answers 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.ready {
 		http.Error(w, "web: the server is not set up: call Open or Handler first", http.StatusInternalServerError)
@@ -388,6 +334,5 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveMounted(w, r)
 }
 
-// now is the time of the admin pages: the Limiter's clock, so that a fake
-// clock in tests drives everything.
+// now is the time of the pages: the Limiter's clock.
 func (s *Server) now() time.Time { return s.Limiter.Now() }

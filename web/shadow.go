@@ -29,12 +29,6 @@ type shadowSwitch interface {
 // from (env= and identifier=) or to the policy's buckets. A DICT or SIFEN
 // mirror policy is a 400 and changes nothing.
 func (s *Server) switchShadow(w http.ResponseWriter, r *http.Request) error {
-	if s.Shadows == nil {
-		return errNotFound
-	}
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	vars, err := pathVars(r)
 	if err != nil {
 		return err

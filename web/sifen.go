@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,10 +20,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// sifenSender is what the documents pages need from SIFEN's send path.
-// *sifen.Sender implements it: the Send button calls the very Send the
-// batch command calls, on the same database, so the throttle of a RUC is
-// one whoever sends. Tests may pass a fake.
+// sifenSender is what the documents pages need from SIFEN's send path,
+// *sifen.Sender: the very Send the batch command calls, so the throttle of
+// a RUC is one whoever sends.
 type sifenSender interface {
 	// Import stores the DEs of a DE or lot XML as drafts of env.
 	Import(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
@@ -44,52 +44,40 @@ type sifenSender interface {
 var _ sifenSender = (*sifen.Sender)(nil)
 
 // rucWaiter is what a sifenSender may add so that pages never say "may be
-// sent" while the RUC is held back (*sifen.Sender has it).
+// sent" while the RUC is held back.
 type rucWaiter interface {
 	RUCWait(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, error)
 }
 
 var _ rucWaiter = (*sifen.Sender)(nil)
 
-// rucWait returns how long a lot of d's RUC must wait now (0: it may be
-// sent), when the sender can tell.
-func (s *Server) rucWait(ctx context.Context, d sifen.Document) time.Duration {
+// rucRefusal is the refusal of the gate of ruc in env now (Sender.RUCWait),
+// or false when the RUC may send or the sender cannot tell.
+func (s *Server) rucRefusal(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, bool) {
 	w, ok := s.Sifen.(rucWaiter)
 	if !ok {
-		return 0
-	}
-	dec, err := w.RUCWait(ctx, d.Env, d.RUC)
-	if err != nil || dec.Allowed {
-		return 0
-	}
-	return dec.RetryAfter
-}
-
-// rucHold is a RUC's gate refusing now, as the documents list says it:
-// which RUC, why (a block after 0301 with its level, the interval between
-// lots) and for how long, in the page's language.
-type rucHold struct {
-	RUC, Env string
-	// Wait is the reason and the wait: "blocked 9m21s (block 1 in a row)",
-	// "cooldown 7s".
-	Wait string
-	// Blocked is set for a block (SIFEN's 0301), not the interval.
-	Blocked bool
-	// Seconds is the whole seconds to wait.
-	Seconds int64
-}
-
-// rucHoldIn reads the gate of ruc in env (Sender.RUCWait, the one state
-// every view reads) and returns its refusal, or nil when the RUC may send
-// now or the sender cannot tell. A block says its level, read from the
-// same bucket when the server has the limiter.
-func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr *i18n.Printer) *rucHold {
-	w, ok := s.Sifen.(rucWaiter)
-	if !ok {
-		return nil
+		return throttle.Decision{}, false
 	}
 	dec, err := w.RUCWait(ctx, env, ruc)
-	if err != nil || dec.Allowed || dec.RetryAfter <= 0 {
+	return dec, err == nil && !dec.Allowed
+}
+
+// rucHold is a RUC's gate refusing now, as the documents list says it.
+// Wait is the reason and the wait in the page's language ("blocked 9m21s
+// (block 1 in a row)", "cooldown 7s"); Blocked is set for a block after a
+// 0301, not the interval.
+type rucHold struct {
+	RUC, Env string
+	Wait     string
+	Blocked  bool
+	Seconds  int64
+}
+
+// rucHoldIn is the refusal of the gate of ruc in env, or nil. A block says
+// its level, read from the same bucket when the server has the limiter.
+func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr *i18n.Printer) *rucHold {
+	dec, refused := s.rucRefusal(ctx, env, ruc)
+	if !refused || dec.RetryAfter <= 0 {
 		return nil
 	}
 	h := &rucHold{RUC: ruc.String(), Env: string(env), Seconds: ceilSeconds(dec.RetryAfter)}
@@ -110,18 +98,12 @@ func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr
 	return h
 }
 
-// defaultUploadLimit bounds an uploaded DE or lot: 8 MB, room for 50 large
-// DEs (a lot is at most 1000 KB once compressed).
-const defaultUploadLimit = 8 << 20
-
-// Page sizes of the document list.
 const (
+	defaultUploadLimit   = 8 << 20 // an uploaded DE or lot: room for 50 large DEs
 	documentsPageSize    = 50
 	documentsMaxPageSize = 500
+	xmlShownBytes        = 64 << 10 // how much of a document's XML its page shows
 )
-
-// xmlShownBytes is how much of a document's XML its page shows.
-const xmlShownBytes = 64 << 10
 
 // documentStatuses are the statuses the list filter offers, in the order
 // a document goes through them.
@@ -145,31 +127,25 @@ type documentView struct {
 	ResponseCode string
 	Result       string // SIFEN's dEstRes
 	AuthNumber   string // dProtAut
-	// Wait is the local refusal while it lasts, apart from Message (the
-	// last answer, SIFEN's own after a 0301): "retry in 9m21s", "retry in
-	// 7 s" (waitText).
+	// Wait is the local refusal while it lasts ("retry in 9m21s"), apart
+	// from Message, the last answer.
 	Wait string
-	// NotQueued: SIFEN answered 0301 to the document's last lot: never
-	// accepted, it is still a draft to send again once the block ends.
+	// NotQueued: SIFEN answered 0301 to the document's last lot.
 	NotQueued bool
 	Created   string
 	Updated   string
 	Sent      string
 	Sendable  bool
-	// Held is the wait of the RUC's gate while it refuses ("blocked
-	// 9m21s (block 1 in a row)"): the Send button is off, and says it.
+	// Held is the wait of the RUC's gate while it refuses: the Send
+	// button is off, and says it.
 	Held string
 
-	URL     string
-	SendURL string
-	// OverrideURL is the confirmation page of the override of SIFEN's 48
-	// hours, for a document left in sending.
-	OverrideURL string
+	URL, SendURL string
+	OverrideURL  string // for a document left in sending
 }
 
-// newDocumentView renders d for a page in tr's language (the statuses,
-// the wait, the times); SIFEN's own words (dEstRes, the messages) stay as
-// SIFEN wrote them.
+// newDocumentView renders d for a page in tr's language; SIFEN's own words
+// stay as SIFEN wrote them.
 func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Printer) documentView {
 	id := strconv.FormatInt(d.ID, 10)
 	v := documentView{
@@ -211,21 +187,18 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 	return v
 }
 
-// notQueuedLabel names a document SIFEN did not queue (its last lot drew
-// a 0301) wherever one is shown: its badge, the summary's count, its
-// page's banner and a send's flash, all coloured as High, as the RUC's
-// block that follows (docs/decisions/0142). The store keeps it "error".
+// notQueuedLabel names a document whose last lot drew a 0301 wherever one
+// is shown, coloured as High (docs/decisions/0142). The store keeps it
+// "error".
 const notQueuedLabel = "not queued (0301)"
 
-// notQueued reports whether SIFEN answered 0301 to d's last lot: never
-// accepted, d is sent again once the RUC's block ends.
+// notQueued reports whether SIFEN answered 0301 to d's last lot.
 func notQueued(d sifen.Document) bool {
 	return d.Status == sifen.StatusError && d.ResponseCode == sifen.CodeLotNotQueued
 }
 
 // countNotQueued counts, of the inError documents in error, those SIFEN
-// did not queue, reading them a page of 1,000 at a time (documents in
-// error are few: each is sent again or corrected).
+// did not queue, a page of 1,000 at a time.
 func countNotQueued(ctx context.Context, docs sifenSender, inError int64) (int64, error) {
 	var n, seen int64
 	f := sifen.Filter{Statuses: []sifen.Status{sifen.StatusError}, Limit: 1000}
@@ -245,17 +218,15 @@ func countNotQueued(ctx context.Context, docs sifenSender, inError int64) (int64
 	return n, nil
 }
 
-// notQueuedPrefixes are the beginnings of the messages balde writes on a
-// document whose lot SIFEN did not queue (sifen.Sender, sifen's batch),
-// followed by SIFEN's own code and words.
+// notQueuedPrefixes are the formats of balde's messages on a document
+// whose lot SIFEN did not queue, followed by SIFEN's own words.
 var notQueuedPrefixes = []string{
 	"SIFEN did not queue the lot, for the second time in this run: %s",
 	"SIFEN did not queue the lot: %s",
 }
 
 // documentMessageIn renders a document's message in tr's language, without
-// package prefixes ("sifen: "): balde's own words are translated, SIFEN's
-// (the code and dMsgRes) stay as SIFEN wrote them.
+// package prefixes; SIFEN's own words stay as they are.
 func documentMessageIn(tr *i18n.Printer, msg string) string {
 	for _, p := range publicPrefixes {
 		msg = strings.ReplaceAll(msg, p, "")
@@ -268,9 +239,8 @@ func documentMessageIn(tr *i18n.Printer, msg string) string {
 	return msg
 }
 
-// waitText renders a wait as people read it: whole seconds under a minute
-// ("7 s"), a duration past it ("9m21s", "1h0m0s"); never a count of
-// hundreds of seconds.
+// waitText renders a wait as whole seconds under a minute ("7 s"), a
+// duration past it ("9m21s").
 func waitText(d time.Duration) string {
 	s := ceilSeconds(d)
 	if s < 60 {
@@ -279,8 +249,8 @@ func waitText(d time.Duration) string {
 	return (time.Duration(s) * time.Second).String()
 }
 
-// waitParam is waitText of a query's whole seconds ("561" is "9m21s"); a
-// value that is no number is shown as it is.
+// waitParam is waitText of a query's whole seconds; a value that is no
+// number is shown as it is.
 func waitParam(v string) string {
 	s, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || s < 0 {
@@ -322,11 +292,8 @@ func statusClass(st sifen.Status) string {
 // documentsPage is sifen_documents.html.
 type documentsPage struct {
 	layout
-	Flash string
-	// FlashClass styles Flash: "flash" for a lot sent or an import,
-	// "flash flash-warning" for a refusal, "flash flash-error" for a lot
-	// SIFEN did not queue or a send that failed.
-	FlashClass string
+	Flash      string
+	FlashClass string // "flash", "flash flash-warning" or "flash flash-error"
 	// Holds are the RUCs of the listed drafts whose gate refuses now.
 	Holds     []*rucHold
 	Documents []documentView
@@ -337,43 +304,32 @@ type documentsPage struct {
 	Envs             []string
 	Statuses         []string
 
-	ListURL   string
-	ImportURL string
-	NextURL   string
-	FirstURL  string
-	// SendRUC is set when the list is filtered by RUC: the "Send all drafts
-	// of RUC …" button's form, for the env filtered, else the env of the
-	// RUC's newest listed document (test when none is listed).
+	ListURL, ImportURL, NextURL, FirstURL string
+	// SendRUC, when the list is filtered by RUC, is the "Send all drafts"
+	// button, for the env filtered, else the env of the RUC's newest listed
+	// document (test when none is listed).
 	SendRUC *sendRUCForm
-	// Upload is the upload form as sent, when it was refused.
-	Upload uploadForm
+	Upload  uploadForm // the upload form as sent, when it was refused
 }
 
-// uploadForm is a refused upload, shown again: the environment and the
-// "replace" box chosen, the file's name and why it was refused.
+// uploadForm is a refused upload, shown again with why it was refused.
 type uploadForm struct {
 	Env, File, Error string
 	Replace          bool
 }
 
-// sendRUCForm is the "Send all drafts of RUC …" button.
+// sendRUCForm is the "Send all drafts of RUC …" button; Held, the wait of
+// the RUC's gate while it refuses.
 type sendRUCForm struct {
-	URL, RUC, Env string
-	// Held is the wait of the RUC's gate while it refuses: the button is
-	// off, and says it.
-	Held string
+	URL, RUC, Env, Held string
 }
 
 func (documentsPage) templateFile() string { return "sifen_documents.html" }
 
 // listDocuments is GET /documents: the upload form and one page of
-// documents, newest first, filtered by RUC (?ruc=, with or without its
-// check digit), environment (?env=) and status (?status=). Pagination is by
-// keyset: ?before= is the id of the last document of the previous page.
+// documents, newest first, filtered (parseDocumentFilter) and paged by
+// keyset (?before=).
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
 	p, err := s.newDocumentsPage(r, r.URL.Query())
 	if err != nil {
 		return err
@@ -453,8 +409,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if n, err := strconv.Atoi(q.Get("later")); err == nil && n > 0 && q.Get("result") != "" {
 		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s.", n, waitParam(q.Get("later_wait")))
 	}
-	// The gate of every RUC with a listed draft, read once per RUC: a
-	// banner per RUC held back, and its drafts' Send buttons off.
+	// The gate of every RUC with a listed draft, read once per RUC.
 	holds := map[string]*rucHold{}
 	hold := func(env sifen.Env, ruc sifen.RUC) *rucHold {
 		k := string(env) + "/" + ruc.Number
@@ -484,7 +439,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		}
 	}
 	// While a RUC is held back, reload when its wait ends (at most every
-	// minute): the countdown stays true and the buttons come back.
+	// minute).
 	for _, h := range p.Holds {
 		if refresh := int(min(h.Seconds+1, 60)); p.Refresh == 0 || refresh < p.Refresh {
 			p.Refresh = refresh
@@ -501,23 +456,20 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if limit != documentsPageSize {
 		base.Set("limit", strconv.Itoa(limit))
 	}
-	if more {
-		next := url.Values{"before": {strconv.FormatInt(docs[len(docs)-1].ID, 10)}}
-		for k, v := range base {
-			next[k] = v
-		}
-		p.NextURL = s.pathWithQuery("documents", next)
-	}
 	if f.BeforeID > 0 {
 		p.FirstURL = s.pathWithQuery("documents", base)
+	}
+	if more {
+		base.Set("before", strconv.FormatInt(docs[len(docs)-1].ID, 10))
+		p.NextURL = s.pathWithQuery("documents", base)
 	}
 	return p, nil
 }
 
-// parseDocumentFilter reads the list's query. A malformed value is a bad
+// parseDocumentFilter reads the list's query: ruc (with or without its
+// check digit), env, status, before and limit; a malformed value is a bad
 // request naming it. status=draft lists every document that may be sent
-// (draft and error: sifen.Status.Sendable), so that a document whose lot
-// SIFEN did not queue (0301) stays among the drafts.
+// (draft and error).
 func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 	var f sifen.Filter
 	if v := q.Get("env"); v != "" {
@@ -528,8 +480,6 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 		f.Env = env
 	}
 	if v := strings.TrimSpace(q.Get("ruc")); v != "" {
-		// "80069563" is the number; "80069563-1" has its check digit too,
-		// which must be right.
 		if strings.Contains(v, "-") {
 			ruc, err := sifen.ParseRUC(v)
 			if err != nil {
@@ -543,18 +493,11 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 	}
 	if v := q.Get("status"); v != "" {
 		st := sifen.Status(v)
-		known := false
-		for _, s := range documentStatuses {
-			known = known || s == st
-		}
-		if !known {
+		if !slices.Contains(documentStatuses, st) {
 			return f, fmt.Errorf("%w: status %q (want draft, sending, sent, approved, rejected or error)", errBadRequest, v)
 		}
 		f.Statuses = []sifen.Status{st}
 		if st == sifen.StatusDraft {
-			// The drafts are what SIFEN does not hold and may be sent: a
-			// document whose lot drew 0301 (never accepted) or whose send
-			// failed before SIFEN queued it is one too.
 			f.Statuses = append(f.Statuses, sifen.StatusError)
 		}
 	}
@@ -571,20 +514,12 @@ func parseDocumentFilter(q url.Values) (sifen.Filter, error) {
 }
 
 // importDocuments is POST /documents (multipart/form-data): the DE or lot
-// XML in "file" is stored as drafts of the environment in "env"
-// (Sender.Import, all or nothing). One document: 303 to its page; several:
-// 303 to the list. Bad XML, a bad RUC or check digit, an unknown
-// environment: 400 and nothing stored; a CDC being sent or already sent,
-// or held by a draft or error with other content while the "replace" box
-// is not ticked: 409; a file over UploadLimit: 413. With "replace" ticked,
-// a draft or error of the same CDC takes the file's content
-// (Sender.ImportReplacing). A refused upload (4xx) shows the documents page
-// again with that status: the form keeps the environment and the box
-// chosen, names the file and says why beside it.
+// XML in "file" is stored as drafts of "env" (Sender.Import, all or
+// nothing; with "replace" ticked, Sender.ImportReplacing). One document:
+// 303 to its page; several: 303 to the list. A refused upload (400, 409,
+// 413) shows the documents page again with that status and the form as
+// sent, saying why.
 func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
 	up, err := s.readUpload(w, r)
 	if err == nil {
 		importer := s.Sifen.Import
@@ -622,7 +557,7 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 }
 
 // sifenReplacer is what a sifenSender may add to replace the content of a
-// draft or error holding an uploaded CDC (*sifen.Sender has it).
+// draft or error holding an uploaded CDC.
 type sifenReplacer interface {
 	ImportReplacing(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
 }
@@ -638,9 +573,8 @@ type upload struct {
 	replace  bool // the "replace" box: a draft of the same CDC takes this content
 }
 
-// readUpload reads the multipart upload form: the file and the
-// environment. What could be read of the form comes back with an error
-// too, to show the form again.
+// readUpload reads the multipart upload form; what could be read comes
+// back with an error too, to show the form again.
 func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, error) {
 	var up upload
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -651,7 +585,6 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, err
 	if limit <= 0 {
 		limit = defaultUploadLimit
 	}
-	// The body holds the file and a few small fields besides.
 	r.Body = http.MaxBytesReader(w, r.Body, limit+maxFormBytes)
 	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
 		var mbe *http.MaxBytesError
@@ -702,28 +635,22 @@ type documentPage struct {
 func (documentPage) templateFile() string { return "sifen_document.html" }
 
 // banner is the box at the top of a document page that says how its last
-// send ended.
+// send ended; Class is "ok", "warning" or "error".
 type banner struct {
-	// Class is "ok", "warning" or "error".
-	Class  string
-	Text   string
-	Detail string
+	Class, Text, Detail string
 }
 
 // showDocument is GET /documents/{id}: the document, how its last send
-// ended (a throttle refusal shows "blocked for RUC X in env Y, retry in
-// N s" while the wait lasts, and the page reloads itself when it ends), its
-// Send to SIFEN button when it may be sent, and its XML.
+// ended (documentBanner; while a refusal lasts the page reloads itself
+// when it ends), its Send button and its XML.
 func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 	d, err := s.routeDocument(r)
 	if err != nil {
 		return err
 	}
 	now := s.now()
-	if held := s.rucWait(r.Context(), d); d.Status.Sendable() && held > 0 && now.Add(held).After(d.RetryAt) {
-		// The RUC is held back (a block after 0301, a lot on the wire, the
-		// interval): say so, whatever the document's own record says.
-		d.RetryAt = now.Add(held)
+	if dec, held := s.rucRefusal(r.Context(), d.Env, d.RUC); d.Status.Sendable() && held && dec.RetryAfter > 0 && now.Add(dec.RetryAfter).After(d.RetryAt) {
+		d.RetryAt = now.Add(dec.RetryAfter) // the RUC is held back, whatever the document says
 	}
 	l := s.layout(r, "documents")
 	p := documentPage{
@@ -740,8 +667,6 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 		xml, p.XMLTruncated = xml[:xmlShownBytes], true
 	}
 	p.XML = strings.ToValidUTF8(string(xml), "\uFFFD")
-	// While a refusal lasts, reload when it ends: the Send button is
-	// worth pressing again then.
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		p.Refresh = int(min(ceilSeconds(wait)+1, 60))
 	}
@@ -749,8 +674,7 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 // documentBanner says how the last send of d ended, from the document's
-// own state (so a reload shows the truth, whatever the URL says), in tr's
-// language, or nil for a draft never sent.
+// own state, in tr's language, or nil for a draft never sent.
 func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 	d.Message = documentMessageIn(tr, d.Message)
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
@@ -781,45 +705,31 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 	case d.Status == sifen.StatusSending:
 		return &banner{Class: "warning", Text: tr.Sprintf("Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve)."), Detail: d.Message}
 	case d.Status == sifen.StatusApproved:
-		obs := d.Result == sifen.ResultApprovedWithObs
-		var text string
-		switch {
+		text := tr.Sprintf("Approved by SIFEN.")
+		switch obs := d.Result == sifen.ResultApprovedWithObs; {
 		case obs && d.AuthNumber != "":
 			text = tr.Sprintf("Approved by SIFEN with observations (dProtAut %s).", d.AuthNumber)
 		case obs:
 			text = tr.Sprintf("Approved by SIFEN with observations.")
 		case d.AuthNumber != "":
 			text = tr.Sprintf("Approved by SIFEN (dProtAut %s).", d.AuthNumber)
-		default:
-			text = tr.Sprintf("Approved by SIFEN.")
 		}
 		return &banner{Class: "ok", Text: text, Detail: d.Message}
 	case d.Status == sifen.StatusRejected:
 		return &banner{Class: "error", Text: tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it."), Detail: d.Message}
 	}
 	if d.Message != "" {
-		// A draft with a message: something did not succeed (a lot not
-		// queued in a batch, a refusal whose wait is over): never green.
-		return &banner{Class: "warning", Text: d.Message}
+		return &banner{Class: "warning", Text: d.Message} // a draft with a message: something did not succeed
 	}
 	return nil
 }
 
-// sendDocument is POST /documents/{id}/send, the Send to SIFEN button: it
-// sends the document as a lot of one with sifen.Sender.Send (the throttle
-// of its RUC and environment first) and redirects (303) to the document's
-// page, whatever the outcome: ?result= says which (sent, blocked,
-// not_queued, failed, unknown) and, when blocked, ?wait= the whole seconds
-// to wait, as a SIFEN send button must say. The page reads the outcome from the document,
-// which Send marked. A document that cannot be sent now (already sent,
-// being sent) is a 409; a lot rule it breaks, a 400.
+// sendDocument is POST /documents/{id}/send: it sends the document as a
+// lot of one (sifen.Sender.Send) and redirects (303) to its page, whatever
+// the outcome: ?result= says which and, when blocked, ?wait= the whole
+// seconds. A document that cannot be sent now is a 409; a lot rule it
+// breaks, a 400.
 func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	id, err := documentID(r)
 	if err != nil {
 		return err
@@ -840,25 +750,14 @@ func (s *Server) sendDocument(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// sendRUCDrafts is POST /documents/send-ruc, the "Send all drafts of RUC
-// …" button: the drafts (and documents in error) of one RUC in one env go
-// through sifen.SendDocuments — the one send path sifen-send uses, the same
-// throttle check as every send — in one pass without waiting: the first lot
-// (sifen.GroupLots: one type, at most 50, cut to the longest prefix whose
-// SOAP message fits, &toobig= counting the rest) is sent when the RUC may
-// send, and every lot the RUC's gate refuses stays drafts with its wait. It
-// redirects (303) to the RUC's list with ?result= (sent, blocked with
-// &wait=, not_queued, failed, unknown) and &n= the documents of the lot; a
-// refusal is "blocked" with the wait, never an error. No draft, or nothing
-// tried because every document failed a lot rule (a draft too big alone to
-// travel): 400; taken by another send meanwhile: 409.
+// sendRUCDrafts is POST /documents/send-ruc, "Send all drafts of RUC …":
+// the drafts (and documents in error) of one RUC in one env go through
+// sifen.SendDocuments in one pass without waiting; the lots the RUC's gate
+// refuses stay drafts with their wait. It redirects (303) to the RUC's
+// list with ?result= and &n= the documents of the first lot (&toobig=,
+// &later=, &lot=, &code=, &wait= when they apply). No draft, or every
+// document failing a lot rule: 400; taken by another send meanwhile: 409.
 func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
-	if s.Sifen == nil {
-		return errNotFound
-	}
-	if err := parseForm(w, r); err != nil {
-		return err
-	}
 	f, err := parseDocumentFilter(url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}})
 	if err != nil {
 		return err
@@ -896,8 +795,6 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	if first.TooBig > 0 {
 		q.Set("toobig", strconv.Itoa(first.TooBig))
 	}
-	// The other lots the RUC's gate refused in this pass (beyond the
-	// first's refusal, and the drafts cut from the first lot by size).
 	if later, wait := refusedLater(results, first); later > 0 {
 		q.Set("later", strconv.Itoa(later))
 		q.Set("later_wait", strconv.FormatInt(wait.WaitSeconds(), 10))
@@ -954,12 +851,9 @@ func firstFailure(results []sifen.DocResult) error {
 	return fmt.Errorf("%w: nothing to send", sifen.ErrLotEmpty)
 }
 
-// routeDocument is the document a document route names: 404 without
-// SIFEN, for a bad {id} or an unknown document.
+// routeDocument is the document a document route names: 404 for a bad
+// {id} or an unknown document.
 func (s *Server) routeDocument(r *http.Request) (sifen.Document, error) {
-	if s.Sifen == nil {
-		return sifen.Document{}, errNotFound
-	}
 	id, err := documentID(r)
 	if err != nil {
 		return sifen.Document{}, err

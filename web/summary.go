@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,14 +15,10 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Panel is an extra box of the admin summary: the DICT participant's
-// category, an anti-scan monitor. Rows are label/value pairs; Class colours
-// a value like a severity ("sev-high", ...).
-//
-// Titles, labels, values and notes are English: a text in the catalog
-// (internal/i18n) is shown in the reader's language. With LabelArgs, ValueArgs
-// or NoteArgs the text is a format (its catalog key) and the arguments are
-// formatted in the reader's language; without, it is shown as a fixed text.
+// Panel is an extra box of the admin summary. Rows are label/value pairs;
+// Class colours a value like a severity ("sev-high", ...). Texts are
+// English, shown in the reader's language when the catalog has them; with
+// LabelArgs, ValueArgs or NoteArgs the text is a format.
 type Panel struct {
 	Title    string
 	Rows     []PanelRow
@@ -35,24 +32,21 @@ type PanelRow struct {
 	LabelArgs, ValueArgs []any
 }
 
-// PanelFunc computes a Panel. It runs with the summary, which is cached
-// for Server.SummaryTTL, so it may run a counting query.
+// PanelFunc computes a Panel, cached with the summary.
 type PanelFunc func(ctx context.Context) (Panel, error)
 
 // summary is the top of the admin bucket list.
 type summary struct {
-	// BySeverity counts buckets by their severity now (inspect.Reader.CountNow),
-	// then the blocked and negative ones; each card links to the list
-	// filtered on it.
+	// BySeverity counts buckets by their severity now, then the blocked
+	// and negative ones.
 	BySeverity       []severityCount
 	Total            int64
 	Partial          bool
 	RefusalsLastHour int64
 	Panels           []Panel
 	At               time.Time
-	// Stale, set on a copy the page shows, is the age of a summary older
-	// than Server.SummaryTTL ("45s"), shown with it: its recount did not
-	// end within defaultSummaryWait. "" for a summary within its TTL.
+	// Stale is the age ("45s") of a summary past Server.SummaryTTL whose
+	// recount did not end in time.
 	Stale string
 }
 
@@ -63,33 +57,22 @@ type severityCount struct {
 	URL   string
 }
 
-// summaryCache keeps the last summary. Counting buckets by severity scans
-// every row (about 0.35 s at a million rows on SQLite): while a summary
-// takes less than Server.SummaryFresh to compute, every request computes it
-// (a small installation always sees fresh numbers); once it takes longer,
-// the admin page shows the cached summary within Server.SummaryTTL, and
-// past it waits for a recount at most defaultSummaryWait, then shows the old one
-// marked stale with its age (docs/decisions/0140).
+// summaryCache keeps the last summary (docs/decisions/0140).
 type summaryCache struct {
 	mu   sync.Mutex
 	val  *summary
 	took time.Duration // how long the last computation took
 	// done is closed when the recount running now ends; nil when none runs.
 	done chan struct{}
-	// wait bounds how long a page waits for a recount (0:
-	// defaultSummaryWait); tests shorten it.
-	wait time.Duration
+	wait time.Duration // a page's wait for a recount (0: defaultSummaryWait)
 }
 
-// defaultSummaryWait is how long a page waits for the recount of a summary
-// past its TTL before it shows the old one marked stale: a count of a
-// million buckets (0.35 s) is waited for.
 const defaultSummaryWait = time.Second
 
 // currentSummary returns the summary a page shows: computed now while that
-// is cheap, else the cached one within its TTL, else the recount when it
-// ends within defaultSummaryWait (or ctx), else a copy of the cached one marked
-// Stale. It computes the first one when there is none yet.
+// takes less than SummaryFresh, else the cached one within its TTL, else
+// the recount when it ends within the wait, else the cached one marked
+// Stale.
 func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 	if s.SummaryTTL <= 0 {
 		return s.computeSummary(ctx)
@@ -115,11 +98,7 @@ func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 	if s.now().Sub(v.At) < s.SummaryTTL {
 		return v, nil
 	}
-	wait := c.wait
-	if wait == 0 {
-		wait = defaultSummaryWait
-	}
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(cmp.Or(c.wait, defaultSummaryWait))
 	defer timer.Stop()
 	for waiting := true; ; {
 		// A recount joined while it ran may itself be past the TTL (it
@@ -148,10 +127,9 @@ func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 	}
 }
 
-// refreshSummaryInBackground recomputes the summary unless caching is off,
-// and returns a channel closed when the recount ends: the one running
-// already, if any (nil when caching is off: never closed). Failures are
-// logged; the old summary stays.
+// refreshSummaryInBackground recomputes the summary (unless caching is
+// off: nil) and returns a channel closed when the recount, or the one
+// running already, ends. Failures are logged.
 func (s *Server) refreshSummaryInBackground() <-chan struct{} {
 	if s.SummaryTTL <= 0 || s.bgCtx == nil {
 		return nil
@@ -188,17 +166,14 @@ func (s *Server) refreshSummaryInBackground() <-chan struct{} {
 	return done
 }
 
-// computeSummary counts every stored bucket by severity, the refusals of
-// the last hour (those other processes answered from memory reach the
-// ledger within a minute), and runs the panels.
+// computeSummary counts every stored bucket by severity and the refusals
+// of the last hour, and runs the panels.
 func (s *Server) computeSummary(ctx context.Context) (*summary, error) {
 	at := s.now()
 	counts, err := s.Reader.CountNow(ctx, inspect.Filter{})
 	if err != nil {
 		return nil, err
 	}
-	// Refusals answered from the limiter's memory reach the ledger in
-	// groups; write this process's now so that the count includes them.
 	if err := s.Limiter.FlushRefusals(ctx); err != nil {
 		return nil, err
 	}

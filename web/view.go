@@ -13,21 +13,17 @@ import (
 
 // bucketView is one bucket as the admin pages show it.
 type bucketView struct {
-	Key throttle.Key
-	// PolicyParts is the policy name split at "_", so that the list can
-	// offer a line break after each underscore.
-	PolicyParts []string
+	Key         throttle.Key
+	PolicyParts []string // the policy name split at "_", for line breaks
 	Scope       string
 	Stored      bool
 	Orphan      bool
-	// Shadow: the policy is in shadow mode (its refusals admitted).
-	Shadow bool
+	Shadow      bool // the policy is in shadow mode
 
 	Tokens   int64
 	Negative bool
 	Capacity int64
-	// TokensText, CapacityText and SendsText are the numbers in the page's
-	// language ("25.000" in pt-BR and es-PY).
+	// TokensText, CapacityText and SendsText are in the page's language.
 	TokensText, CapacityText, SendsText string
 	FillPercent                         int64  // 0..100, for the fill bar
 	FillLabel                           string // "45% full", translated: the bar's text for screen readers
@@ -45,10 +41,8 @@ type bucketView struct {
 	LastSentAt                          string // the instant in UTC (and the zone), "" for never
 	SendCount                           int64
 
-	DetailURL string // "" for orphans (their policy is unknown)
-	// DocumentsURL, for a SIFEN RUC's gate when the server has the
-	// documents pages, lists the RUC's documents in the env.
-	DocumentsURL string
+	DetailURL    string // "" for orphans (their policy is unknown)
+	DocumentsURL string // for a SIFEN RUC's gate: the RUC's documents
 }
 
 // newBucketViewIn renders a state for a page in tr's language.
@@ -69,8 +63,6 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		SevClass:    severityClass(st.Severity),
 		SendCount:   st.SendCount,
 		LastSent:    formatWhenIn(tr, st.LastSentAt, now),
-		RetryAfter:  formatWaitOrNow(st.RetryAfter),
-		UntilFull:   formatWaitOrNow(st.UntilFull),
 	}
 	if s.Scope != nil {
 		v.Scope = s.Scope(st.Key)
@@ -86,13 +78,10 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		v.Severity = tr.Sprintf("Unknown policy")
 	}
 	v.Wait = view.FormatBucketWaitIn(tr, st)
-	// A block or cooldown ends before the bucket admits, full or not: never
-	// "full again: now" next to "blocked 8m7s".
+	// Never "full again: now" next to "blocked 8m7s".
 	v.RetryAfter, v.UntilFull = waitIn(tr, st.RetryAfter), waitIn(tr, max(st.UntilFull, st.BlockLeft, st.CooldownLeft))
 	if st.Key.Policy == sifen.PolicyRecepcionLote {
-		// The SIFEN gate blocks only after SIFEN's 0301: say so, and the
-		// level that sets the next block's length (none for a block
-		// SIFEN itself imposed, synced).
+		// The SIFEN gate blocks only after SIFEN's 0301: say so, and the level.
 		switch {
 		case st.BlockLeft > 0 && st.BlockLevel > 0:
 			v.Wait = tr.Sprintf("blocked %s after SIFEN's 0301 (block %d in a row)", view.FormatWait(st.BlockLeft), st.BlockLevel)
@@ -139,9 +128,8 @@ func severityClass(sev throttle.Severity) string {
 }
 
 // fillPercent is tokens as a whole percentage of capacity, rounded to the
-// nearest (10 of 18 is 56), clamped to 0..100 (a negative balance shows an
-// empty bar; the number says how far). Only an empty bucket is 0 and only
-// a full one 100: 1 token of 1,000 is 1, 999 is 99.
+// nearest and clamped to 0..100; only an empty bucket is 0 and only a full
+// one 100.
 func fillPercent(tokens, capacity int64) int64 {
 	if capacity <= 0 || tokens <= 0 {
 		return 0
@@ -152,30 +140,7 @@ func fillPercent(tokens, capacity int64) int64 {
 	return min(max((tokens*200+capacity)/(2*capacity), 1), 99)
 }
 
-// How balde shows waits and instants to people: the admin pages, and the
-// buckets and batch commands, which print the same values in a terminal.
-
-// formatWaitOrNow renders a wait still to come: "in 8s", or "now" when it
-// is over.
-func formatWaitOrNow(d time.Duration) string {
-	if d <= 0 {
-		return "now"
-	}
-	return "in " + view.FormatWait(d)
-}
-
-// formatBucketWait renders a bucket's block and cooldown: "blocked 4m12s",
-// "cooldown 8s", joined by commas, or "" when it admits now; a block that
-// escalates says its level ("blocked 20m0s (block 2 in a row)"), a
-// cooldown while a request is on the wire says so, and an empty or
-// negative bucket says when refill admits it again ("refills in 42s", from
-// RetryAfter).
-func formatBucketWait(st throttle.BucketState) string {
-	return view.FormatBucketWaitIn(i18n.New(i18n.English, nil), st)
-}
-
-// formatWhenIn is FormatWhen in tr's language and zone: the instant in UTC
-// (and tr's zone), and how long ago.
+// formatWhenIn is an instant in tr's language and zone, and how long ago.
 func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
 	if t.IsZero() {
 		return tr.Sprintf("never")

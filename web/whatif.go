@@ -13,20 +13,18 @@ import (
 	"github.com/balde-throttle/balde/internal/whatif"
 )
 
-// whatifPage is admin_whatif.html: the question (policies, period, other
-// numbers) and, once asked, the replay's report (internal/whatif,
-// docs/decisions/0150).
+// whatifPage is admin_whatif.html: the question and, once asked, the
+// replay's report (docs/decisions/0150).
 type whatifPage struct {
 	layout
 	FormURL    string
-	Policies   []auditOption
-	Categories []auditOption
+	Policies   []option
+	Categories []option
 	From, To   string // datetime-local, in the page's zone
 	// The other numbers, as typed.
 	Capacity, RefillTokens, RefillPeriod, Interval string
-	// Error is why the question cannot be answered (a 400).
-	Error  string
-	Report *whatifReport
+	Error                                          string // why the question cannot be answered (a 400)
+	Report                                         *whatifReport
 }
 
 func (whatifPage) templateFile() string { return "admin_whatif.html" }
@@ -52,16 +50,12 @@ type whatifLot struct {
 	Ref, RUC, Arrived, Sent, ReplaySent, Answered, ReplayAnswered string
 }
 
-// whatifLayout is how the form reads and writes its times.
 const whatifLayout = "2006-01-02T15:04"
 
 // showWhatif is GET /admin/whatif: the form; with ?policy= (one or more),
-// the period's decisions of those policies replayed under the numbers
-// asked (?category=, ?capacity=, ?refill_tokens=, ?refill_period=,
-// ?interval=) from ?from= to ?to= (the last 24 hours by default). It only
-// reads: viewers may ask. A question that cannot be answered (a policy
-// whose takes the ledger does not hold one by one) is a 400 with the
-// reason on the form.
+// the period's decisions of those policies (?from=, ?to=: the last 24
+// hours by default) replayed under the numbers asked. A question that
+// cannot be answered is a 400 with the reason on the form.
 func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	l := s.layout(r, "adminWhatif")
@@ -70,12 +64,12 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 		RefillPeriod: q.Get("refill_period"), Interval: q.Get("interval")}
 	chosen := q["policy"]
 	for _, name := range s.Policies {
-		p.Policies = append(p.Policies, auditOption{Value: name, Label: name, Selected: slices.Contains(chosen, name)})
+		p.Policies = append(p.Policies, option{Value: name, Label: name, Selected: slices.Contains(chosen, name)})
 	}
 	category := q.Get("category")
-	p.Categories = append(p.Categories, auditOption{Label: l.T.Sprintf("as recorded"), Selected: category == ""})
+	p.Categories = append(p.Categories, option{Label: l.T.Sprintf("as recorded"), Selected: category == ""})
 	for _, c := range dict.Categories {
-		p.Categories = append(p.Categories, auditOption{Value: c, Label: c, Selected: c == category})
+		p.Categories = append(p.Categories, option{Value: c, Label: c, Selected: c == category})
 	}
 	query := whatif.Query{Policies: chosen, Scenario: whatif.Scenario{Category: category}}
 	var err error

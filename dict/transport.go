@@ -21,8 +21,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// maxRetryAfter bounds the wait a remote Retry-After may impose on the
-// mirror ("Fri, 31 Dec 9999" blocks for a day).
+// maxRetryAfter bounds the wait a remote Retry-After imposes on the mirror.
 const maxRetryAfter = 24 * time.Hour
 
 // Transport is an http.RoundTripper that throttles a PSP's own DICT client
@@ -39,11 +38,9 @@ const maxRetryAfter = 24 * time.Hour
 // response is returned whatever its status, its body read and replaced (at
 // most MaxBodySize bytes). Safe for concurrent use; do not copy after first use.
 type Transport struct {
-	// Base sends the requests (the PSP's own transport, with its mutual
-	// TLS). Default http.DefaultTransport.
-	Base http.RoundTripper
-	// Meter is the local mirror. When Meter.Holds is nil the Transport
-	// counts its requests in flight itself.
+	Base http.RoundTripper // the PSP's own transport (default http.DefaultTransport)
+	// Meter is the local mirror; the Transport counts the holds in flight
+	// itself unless it shares a Client's (Client.Meter).
 	Meter Meter
 	// Participant is the ISPB charged when a request has no
 	// PI-RequestingParticipant header (which is then set).
@@ -51,9 +48,8 @@ type Transport struct {
 	// Records, when set (not nil, nor a nil pointer), keeps every getEntry
 	// the DICT answered and every category the DICT reports.
 	Records Records
-	// PoliciesURL is the base URL of GET /policies/ when it lives on its
-	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
-	// default: the request's own base URL.
+	// PoliciesURL is the base URL of GET /policies/ on its own host; default
+	// the request's own base URL.
 	PoliciesURL string
 	// Reconcile, when set, lowers the mirror to every 200 answer of
 	// GET /policies/ and /policies/{policy} that passes, as Client.Reconcile
@@ -126,10 +122,8 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		return nil, d, op, fmt.Errorf("dict: %s: %w", rt.Op, err)
 	}
 	ref := req.Header.Get(HeaderEndToEndID)
-	if rt.Op == OpGetEntry {
-		if err := ValidateEndToEndID(ref); err != nil {
-			return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
-		}
+	if err := ValidateEndToEndID(ref); rt.Op == OpGetEntry && err != nil {
+		return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
 	}
 
 	rctx, stopReserve := reserveContext(req.Context())
@@ -141,12 +135,9 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	if d = r.Decision; !d.Allowed {
 		return nil, d, op, nil
 	}
-	// From here the reservation is settled whatever happens to the
-	// request's context.
+	// From here the reservation is settled whatever happens to req's context.
 	ctx := context.WithoutCancel(req.Context())
-	if err := req.Context().Err(); err != nil {
-		// The take committed after the request's deadline (it waited on a
-		// lock): nothing is sent, and the hold comes back.
+	if err := req.Context().Err(); err != nil { // the take committed after the deadline
 		t.settle(ctx, m, r, outcomeNotSent)
 		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 	}
@@ -207,8 +198,8 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	return resp, d, op, nil
 }
 
-// notSent reports whether err, from the base transport, proves the request
-// never reached the DICT: no connection could be opened.
+// notSent reports whether err, from the base transport, proves that no
+// connection was opened.
 func notSent(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -216,8 +207,8 @@ func notSent(err error) bool {
 		errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// learnCategory sets the catalog's category, and the stored one, from a
-// GET /policies/ answer that carries one (decision 0068).
+// learnCategory sets the catalog's and the stored category from a
+// GET /policies/ answer (decision 0068).
 func (t *Transport) learnCategory(ctx context.Context, participant, category string) {
 	if category == "" || ValidateCategory(category) != nil {
 		return

@@ -181,12 +181,10 @@ func (c *Client) Meter() Meter { return c.meter }
 
 // LookupRequest is one getEntry.
 type LookupRequest struct {
-	// Key is the Pix key looked up; its type is inferred (ParseKey).
-	Key string
-	// PayerID is the CPF or CNPJ of the end user who will pay.
-	PayerID string
+	Key     string // the Pix key, its type inferred (ParseKey)
+	PayerID string // the CPF or CNPJ of the end user who will pay
 	// EndToEndID is the EndToEndId of the payment the lookup prepares;
-	// empty: the client generates one (NewEndToEndID).
+	// empty: the client generates one.
 	EndToEndID string
 }
 
@@ -317,8 +315,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 }
 
 // CheckKeys asks which of 1 to maxCheckKeys keys have an entry
-// (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
-// validated first (ErrInvalidKey and ParseKey's errors).
+// (POST /api/v2/keys/check), charged to KEYS_CHECK; every key is validated first.
 func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeysResponse], error) {
 	if len(keys) == 0 || len(keys) > maxCheckKeys {
 		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), maxCheckKeys)
@@ -331,10 +328,10 @@ func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeys
 	return send[CheckKeysResponse](ctx, c, call{method: http.MethodPost, path: "/keys/check", body: &CheckKeysRequest{Keys: keys}}, http.StatusOK)
 }
 
-// CreateEntry registers a key (POST /api/v2/entries/, answered 201),
-// charged 1 token to ENTRIES_WRITE. The key, its type, the account's
-// participant and the owner's tax id are validated first; an empty
-// RequestID gets a new UUID and an empty Reason becomes USER_REQUESTED.
+// CreateEntry registers a key (POST /api/v2/entries/, answered 201), charged
+// to ENTRIES_WRITE, after validating the key, the account's participant and
+// the owner's tax id; an empty RequestID gets a new UUID, an empty Reason
+// becomes USER_REQUESTED.
 func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Result[CreateEntryResponse], error) {
 	var none Result[CreateEntryResponse]
 	if _, err := parseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
@@ -370,12 +367,10 @@ type ClaimsFilter struct {
 	IncludeIndirectParticipants bool // the indirect participants' claims too
 	// Status and Type keep claims in one of these (OPEN, WAITING_RESOLUTION,
 	// CONFIRMED, CANCELLED, COMPLETED; OWNERSHIP, PORTABILITY); empty: all.
-	Status []string
-	Type   string
-	// ModifiedAfter and ModifiedBefore bound LastModified (zero: unbounded).
-	ModifiedAfter, ModifiedBefore time.Time
-	// Limit bounds the claims returned (0: the DICT's default).
-	Limit int
+	Status                        []string
+	Type                          string
+	ModifiedAfter, ModifiedBefore time.Time // bounds of LastModified (zero: unbounded)
+	Limit                         int       // of the claims returned (0: the DICT's default)
 }
 
 // ListClaims lists claims of the participant (GET /api/v2/claims/).
@@ -397,8 +392,7 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT
-// (GET /api/v2/policies/{policy}), charged 1 token to POLICIES_READ. A bad
-// policy name is throttle.ErrInvalidKey.
+// (GET /api/v2/policies/{policy}), charged to POLICIES_READ; a bad name is throttle.ErrInvalidKey.
 func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetPolicyResponse], error) {
 	if err := c.catalog.Key(policy, c.participant).Validate(); err != nil {
 		return Result[GetPolicyResponse]{}, err
@@ -414,11 +408,9 @@ func (c *Client) ListBucketStates(ctx context.Context) (Result[ListPoliciesRespo
 
 // PaymentCredit is the result of CreditPayment.
 type PaymentCredit struct {
-	Lookup Lookup
-	// Adjusted has the payer's bucket then the participant's.
-	Adjusted []throttle.Adjusted
-	// Duplicate is set when the payment was already credited: nothing changed.
-	Duplicate bool
+	Lookup    Lookup
+	Adjusted  []throttle.Adjusted // the payer's bucket then the participant's
+	Duplicate bool                // the payment was already credited: nothing changed
 }
 
 // CreditPayment credits a payment order (pacs.008) sent with the EndToEndId

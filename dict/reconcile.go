@@ -49,19 +49,16 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		res.At = c.meter.Limiter.Now()
 	}
 
-	// The category first: it sizes the categorised buckets synced below.
-	if remote.Category != "" {
-		if err := ValidateCategory(remote.Category); err != nil {
-			c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
-		} else {
-			res.CategoryChanged = before != remote.Category
-			if err := c.catalog.SetCategory(remote.Category); err != nil {
+	// The category first (SetCategory validates it): it sizes the buckets synced below.
+	switch err := c.catalog.SetCategory(remote.Category); {
+	case remote.Category == "":
+	case err != nil:
+		c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
+	default:
+		res.CategoryChanged = before != remote.Category
+		if c.records != nil {
+			if err := c.records.SaveCategory(ctx, c.catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
 				return res, err
-			}
-			if c.records != nil {
-				if err := c.records.SaveCategory(ctx, c.catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
-					return res, err
-				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,16 +20,11 @@ const (
 	KeyEVP   KeyType = "EVP"
 )
 
-// keyTypes lists every key type, in the order of the DICT's documentation.
-var keyTypes = []KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}
-
 // parseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
 // the DICT writes them). The error wraps errUnknownKeyType.
 func parseKeyType(s string) (KeyType, error) {
-	for _, t := range keyTypes {
-		if string(t) == s {
-			return t, nil
-		}
+	if t := KeyType(s); slices.Contains([]KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}, t) {
+		return t, nil
 	}
 	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
 }

@@ -199,12 +199,7 @@ func LoadXMLVerifier(pemFile string) (*XMLVerifier, error) {
 		return nil, fmt.Errorf("dict: verification certificate: %w", err)
 	}
 	var certs []*x509.Certificate
-	for {
-		var b *pem.Block
-		b, data = pem.Decode(data)
-		if b == nil {
-			break
-		}
+	for b, rest := pem.Decode(data); b != nil; b, rest = pem.Decode(rest) {
 		if b.Type != "CERTIFICATE" {
 			continue
 		}

@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -9,43 +10,26 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Batch looks up many keys (getEntry) through a Client: the send path of a
-// file of lookups (balde dict-lookup, or an app's own batch job).
+// Batch looks up many keys (getEntry) through a Client. Each payer's
+// lookups go one after another, in order, beside the other payers'; a payer
+// whose bucket is empty waits (Wait) without holding back the others. At most
+// Senders lookups are in flight and at most Lanes payers worked on at once (a
+// waiting payer holds a lane, not a sender).
 //
-// Payers are independent buckets at the DICT, so a Batch runs them
-// independently: the lookups of one payer go one after another, in their
-// order, while the other payers' lookups go on beside them. A payer whose
-// bucket is empty waits (Wait) without holding back the others. At most
-// Senders lookups are in flight at once and at most Lanes payers are being
-// worked on at once (a waiting payer holds a lane, not a sender). The
-// participant's bucket is shared by every payer: the mirror refuses them all
-// alike when it is empty, and each waits its own RetryAfter.
-//
-// The zero value is not usable: set Client. A Batch may be reused but not
-// run twice at the same time.
+// Set Client. A Batch may be reused but not run twice at the same time.
 type Batch struct {
 	Client *Client
-	// Wait makes a lookup the mirror refuses sleep the refusal's
-	// RetryAfter and try again, up to MaxWait in all; without Wait (or
-	// beyond MaxWait) it ends refused. Nothing is sent while refused.
-	Wait bool
-	// MaxWait bounds the time one lookup may wait, over all its retries
-	// (0: no bound).
+	// Wait makes a lookup the mirror refuses sleep the refusal's RetryAfter
+	// and try again, up to MaxWait in all (0: no bound); without Wait, or
+	// beyond MaxWait, it ends refused.
+	Wait    bool
 	MaxWait time.Duration
-	// Senders bounds the lookups in flight at once (default
-	// DefaultBatchSenders).
-	Senders int
-	// Lanes bounds the payers worked on at once (default
-	// defaultBatchLanes). When more payers than that are all waiting, the
-	// next payer starts only when one of them is done.
-	Lanes int
-	// Sleep waits d or until ctx ends (default throttle.SleepContext). Tests
-	// pass one that moves a fake clock.
-	Sleep throttle.Sleep
-	// Progress, when set, is told of every event as it happens (a lookup
-	// about to wait, a lookup done, in the order they happen) for a caller
-	// to draw. It is never called concurrently with itself or with Run's
-	// deliver, and it must not block for long.
+	Senders int            // lookups in flight at once (default DefaultBatchSenders)
+	Lanes   int            // payers worked on at once (default defaultBatchLanes)
+	Sleep   throttle.Sleep // default throttle.SleepContext
+	// Progress, when set, is told of every event as it happens. It is never
+	// called concurrently with itself or with Run's deliver, and must not
+	// block for long.
 	Progress func(BatchEvent)
 }
 
@@ -59,56 +43,38 @@ const (
 type BatchEventKind int
 
 const (
-	// BatchWaiting: a lookup was refused by the mirror and sleeps Wait
-	// before it asks again (Decision is the refusal).
-	BatchWaiting BatchEventKind = iota + 1
-	// batchDone: a lookup ended (Result); Done events come in the order
-	// lookups end, not in input order.
-	batchDone
+	BatchWaiting BatchEventKind = iota + 1 // a lookup refused by the mirror sleeps Wait
+	batchDone                              // a lookup ended (in the order they end)
 )
 
 // BatchEvent is one event of a running Batch.
 type BatchEvent struct {
-	Kind BatchEventKind
-	// Index is the lookup's position in Run's input.
-	Index   int
-	Request LookupRequest
-	// Decision and Wait are a BatchWaiting's refusal and the time it will
-	// sleep.
-	Decision throttle.Decision
-	Wait     time.Duration
-	// Result is a BatchDone's result.
-	Result *BatchResult
+	Kind     BatchEventKind
+	Index    int // the lookup's position in Run's input
+	Request  LookupRequest
+	Decision throttle.Decision // a BatchWaiting's refusal
+	Wait     time.Duration     // and the time it will sleep
+	Result   *BatchResult      // a batchDone's result
 }
 
-// BatchResult is how one lookup of a Batch ended.
+// BatchResult is how one lookup of a Batch ended. Index is its position in
+// Run's input; a refusal (nothing sent) has a nil Err; Waited is the time it
+// slept while refused.
 type BatchResult struct {
-	// Index is the lookup's position in Run's input.
 	Index   int
 	Request LookupRequest
-	// Result is GetEntry's: Decision.Allowed false means the mirror
-	// refused the lookup and nothing was sent (Err is nil then).
 	Result[GetEntryResponse]
-	// Err is the lookup's failure (as GetEntry's errors; a key with no
-	// entry is a *RemoteError with NotFound()).
-	Err error
-	// Waited is the time the lookup slept while refused.
+	Err    error
 	Waited time.Duration
 	// Interrupted: Run's ctx ended while the lookup was waiting (it ended
-	// refused, unsent). When false, a refused lookup ended because the
-	// next wait was beyond MaxWait or Wait is off.
+	// refused, unsent); else a refused lookup ended past MaxWait or without Wait.
 	Interrupted bool
 }
 
 // Run looks up reqs and calls deliver once per lookup with its result, in
-// input order (results that end early wait in a reorder buffer for the
-// ones before them). deliver runs on Run's goroutine, never concurrently
-// with Progress.
-//
-// Run returns nil when every lookup was delivered. Otherwise it stops
-// starting lookups, lets those in flight finish (a request already sent is
-// never abandoned), delivers every result it has, in input order, skipping
-// the lookups that never started, and returns:
+// input order, on Run's goroutine. It returns nil when every lookup was
+// delivered. Otherwise it stops starting lookups, lets those in flight
+// finish, delivers every result it has, in input order, and returns:
 //   - ctx's error when ctx ended (waiting lookups end Interrupted);
 //   - an error wrapping throttle.ErrStoreUnavailable when the mirror could
 //     not decide (nothing was sent for that lookup); a commit whose answer
@@ -116,26 +82,13 @@ type BatchResult struct {
 //     and the run goes on;
 //   - deliver's error.
 //
-// Every request is validated by GetEntry (bad input is a result's Err, not
-// a stop). Callers that must refuse a whole file on one bad line validate
-// it first.
+// Bad input is a result's Err, not a stop.
 func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(BatchResult) error) error {
 	if b.Client == nil {
 		return errors.New("dict: batch has no Client")
 	}
-	senders, lanes := b.Senders, b.Lanes
-	if senders <= 0 {
-		senders = DefaultBatchSenders
-	}
-	if lanes <= 0 {
-		lanes = defaultBatchLanes
-	}
-	r := &batchRun{
-		b:       b,
-		ctx:     ctx,
-		senders: make(chan struct{}, senders),
-		results: make(chan BatchResult),
-	}
+	lanes, senders := cmp.Or(max(b.Lanes, 0), defaultBatchLanes), cmp.Or(max(b.Senders, 0), DefaultBatchSenders)
+	r := &batchRun{b: b, ctx: ctx, senders: make(chan struct{}, senders), results: make(chan BatchResult)}
 	r.stopCtx, r.stop = context.WithCancelCause(ctx)
 	defer r.stop(nil)
 
@@ -244,10 +197,9 @@ func (r *batchRun) lane(reqs []LookupRequest, idx []int) {
 	}
 }
 
-// lookup runs lookup i, waiting while refused (Batch.Wait, within
-// MaxWait and ctx's deadline). ok is false when the result must not be
-// delivered: the run stopped for a store failure or deliver's error while
-// the lookup waited, or before it was ever tried (nothing was sent for it).
+// lookup runs lookup i, waiting while refused (Batch.Wait, within MaxWait
+// and ctx's deadline). ok is false when the result must not be delivered:
+// the run stopped before it was sent.
 func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 	b := r.b
 	sleep := b.Sleep
@@ -274,10 +226,8 @@ func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 		case <-r.stopCtx.Done():
 			return stopped()
 		}
-		// A lookup whose reservation is taken completes whatever happens
-		// to the run: it stops after it. The reservation itself (a wait
-		// for a database lock) ends with the run, and then nothing is sent
-		// (decision 0124).
+		// A taken lookup completes whatever happens to the run; its
+		// reservation ends with the run (decision 0124).
 		res.Result, err = b.Client.GetEntry(withReserveStop(context.WithoutCancel(r.stopCtx), r.stopCtx), req)
 		<-r.senders
 		d := res.Decision
@@ -300,9 +250,7 @@ func (r *batchRun) lookup(i int, req LookupRequest) (res BatchResult, ok bool) {
 		r.stop(err)
 		return res, false
 	}
-	// A commit whose answer was lost (throttle.ErrOutcomeUnknown) fails
-	// this lookup only: the store answered before and will again, and a
-	// hold that landed only makes the mirror stricter for this payer.
+	// A commit whose answer was lost (throttle.ErrOutcomeUnknown) fails this lookup only.
 	res.Err = err
 	return res, true
 }

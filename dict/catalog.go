@@ -10,18 +10,16 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Scope says what one bucket of a policy belongs to, and so what the
-// Identifier of its keys is.
+// Scope says what one bucket of a policy belongs to: its keys' Identifier.
 type Scope string
 
 const (
 	// ScopePSP: one bucket per participant; the identifier is its ISPB.
 	ScopePSP Scope = "PSP"
 	// ScopeUser: one bucket per end user; the identifier is the payer's CPF
-	// (class PF) or CNPJ (class PJ), as in the PI-PayerId header.
+	// (class PF) or CNPJ (class PJ).
 	ScopeUser Scope = "USER"
-	// scopeEntity: one bucket per free identifier (an account), for a
-	// policy file's own policies.
+	// scopeEntity: one bucket per free identifier, for a policy file's own policies.
 	scopeEntity Scope = "ENTITY"
 )
 
@@ -29,9 +27,8 @@ const (
 const DefaultEnv = "prod"
 
 // Outcomes and events of the counting rules. An outcome is the HTTP status
-// in decimal ("404"); outcomeDefault costs any outcome a policy does not
-// list; a response that never arrived (outcomeTransportError) keeps its
-// hold; a request that provably never left (outcomeNotSent) costs nothing.
+// ("404"); outcomeDefault costs any outcome a policy does not list; a lost
+// response keeps its hold; a request that provably never left costs nothing.
 const (
 	outcomeDefault        = "*"
 	outcomeTransportError = "error"
@@ -40,8 +37,7 @@ const (
 )
 
 // limits are the size of a bucket and its refill (RefillTokens whole tokens
-// every RefillPeriod); Credits, when set, override Spec.Credits for a
-// class (the DICT credits a payment 1 token to a PF, 2 to a PJ).
+// every RefillPeriod); Credits, when set, override Spec.Credits for a class.
 type limits struct {
 	Capacity, RefillTokens int64
 	RefillPeriod           time.Duration
@@ -49,15 +45,11 @@ type limits struct {
 }
 
 // Spec is one policy of the catalog: which operations it limits, how its
-// buckets are sized, and what each outcome costs.
-//
-// Counting: a request is admitted while the bucket holds Reserve whole
-// tokens (1: the DICT admits while the balance is positive) and holds its
-// worst-case cost (Catalog.Hold, the largest of Costs); once the outcome is
-// known its total cost is Costs[outcome] (or Costs[outcomeDefault], or
-// Reserve when neither is set) and the difference is refunded. An event (a
-// payment) credits Credits[event] tokens, capped at capacity, once per
-// reference.
+// buckets are sized, and what each outcome costs. A request is admitted while
+// the bucket holds Reserve whole tokens and holds its worst case
+// (Catalog.Hold); once the outcome is known it costs Costs[outcome] (else
+// Costs[outcomeDefault], else Reserve) and the rest is refunded. An event
+// credits Credits[event] tokens, capped at capacity, once per reference.
 type Spec struct {
 	Name       string
 	Scope      Scope
@@ -65,42 +57,27 @@ type Spec struct {
 	// Limits apply when Classes is empty.
 	Limits limits
 	// Classes size the buckets by class: "PF" and "PJ" for a USER policy,
-	// the participant category ("A".."H") for a PSP policy. A participant
-	// whose category has no class gets the strictest class (the smallest
-	// capacity).
+	// the participant category for a PSP policy (one with no class gets the
+	// strictest, the smallest capacity).
 	Classes map[string]limits
-	// Refill is the refill mode; when a spec does not set it (RefillSet
-	// false) the catalog's mode applies (default throttle.RefillStepwise).
+	// Refill is the refill mode when RefillSet, else the catalog's applies.
 	Refill    throttle.RefillMode
 	RefillSet bool
-	// Reserve is what the bucket must hold to admit a request, in whole
-	// tokens (>= 1; the DICT admits while the balance is positive: 1).
-	Reserve int64
-	// Costs maps an outcome to the total cost of a request, in whole tokens
-	// (>= 0).
-	Costs map[string]int64
-	// Credits maps an event to the tokens it gives back (> 0).
-	Credits map[string]int64
+	Reserve   int64            // whole tokens >= 1 (1: the DICT admits while positive)
+	Costs     map[string]int64 // outcome to a request's total cost, whole tokens >= 0
+	Credits   map[string]int64 // event to the tokens it gives back (> 0)
 	// MinInterval, BlockFor and FailMode are passed to throttle.Policy.
 	MinInterval time.Duration
 	BlockFor    time.Duration
 	FailMode    throttle.FailMode
 }
 
-// Catalog is the set of policies the DICT applies (the DICT manual, chapter 19, exactly),
-// overridable and extensible from a policy file, plus the participant's
-// current category. It implements throttle.Resolver for the DICT's keys:
-//
-//   - USER policies are keyed by the payer id: a CPF resolves to the PF
-//     limits (2/min, capacity 100 for the anti-scan policies), a CNPJ to the
-//     PJ limits (20/min, capacity 1000);
-//   - PSP policies are keyed by ISPB; the two policies sized by category
-//     (ENTRIES_READ_PARTICIPANT_ANTISCAN and ENTRIES_STATISTICS_READ) resolve
-//     to the current category's limits;
-//   - the Env of every key must be the catalog's env.
-//
-// A Catalog is safe for concurrent use; SetCategory may be called while
-// requests are decided (reconcile learns the category).
+// Catalog is the set of policies the DICT applies (the DICT manual, chapter
+// 19), overridable and extensible from a policy file, plus the participant's
+// category. It implements throttle.Resolver for keys in its env: USER
+// policies by payer id (a CPF resolves to the PF limits, a CNPJ to the PJ
+// ones), PSP policies by ISPB (the categorised ones to the current
+// category's limits). Safe for concurrent use, SetCategory included.
 type Catalog struct {
 	env string
 
@@ -113,10 +90,9 @@ type Catalog struct {
 
 var _ throttle.Resolver = (*Catalog)(nil)
 
-// NewCatalog returns the DICT's catalog (the DICT manual, chapter 19) for env ("" means
-// DefaultEnv), with refill mode throttle.RefillStepwise and no category
-// (see SetCategory; until then the categorised policies use the strictest
-// category, H).
+// NewCatalog returns the DICT's catalog for env ("" means DefaultEnv), with
+// refill mode throttle.RefillStepwise and no category (the categorised
+// policies use the strictest, H, until SetCategory).
 func NewCatalog(env string) *Catalog {
 	if env == "" {
 		env = DefaultEnv
@@ -144,10 +120,8 @@ func (c *Catalog) Category() string {
 	return c.category
 }
 
-// CategoryInEffect returns the category the catalog applies: the one set
-// (learned from the DICT), else the strictest class of the categorised
-// participant policy (H in the DICT manual). It is what every view reports as
-// the participant's category (GET /policies/, the admin page): never "".
+// CategoryInEffect returns the category the catalog applies, never "": the
+// one set, else the strictest class of the categorised participant policy (H).
 func (c *Catalog) CategoryInEffect() string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -160,9 +134,8 @@ func (c *Catalog) CategoryInEffect() string {
 	return Categories[len(Categories)-1]
 }
 
-// SetCategory sets the participant's category. Any category that passes
-// ValidateCategory is accepted (the DICT may publish new ones); one with no
-// class in a policy gets that policy's strictest class.
+// SetCategory sets the participant's category: any that passes
+// ValidateCategory (one with no class in a policy gets its strictest).
 func (c *Catalog) SetCategory(category string) error {
 	if err := ValidateCategory(category); err != nil {
 		return err
@@ -185,8 +158,8 @@ func (c *Catalog) Spec(name string) (Spec, bool) {
 	return c.effective(s), true
 }
 
-// Specs returns every policy, the DICT's in the DICT manual's order first,
-// then the ones a policy file added, in the order they were added.
+// Specs returns every policy, the DICT's in the manual's order, then those a
+// policy file added.
 func (c *Catalog) Specs() []Spec {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -212,8 +185,8 @@ func (c *Catalog) define(s Spec) {
 	c.specs[s.Name] = s
 }
 
-// find returns the stored spec of policy (read-only: specs are replaced,
-// never changed in place) with the category and refill mode in effect.
+// find returns the stored spec of policy (read-only) with the category and
+// refill mode in effect.
 func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -224,10 +197,9 @@ func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.
 	return s, c.category, c.refill, nil
 }
 
-// Resolve implements throttle.Resolver. Errors: throttle.ErrUnknownPolicy
-// for a policy the catalog does not have; throttle.ErrInvalidKey (with the
-// dict sentinel: ErrInvalidPayerID, ErrInvalidISPB) for a key in another env
-// or whose identifier does not fit the policy's scope.
+// Resolve implements throttle.Resolver. Errors: throttle.ErrUnknownPolicy;
+// throttle.ErrInvalidKey (with ErrInvalidPayerID or ErrInvalidISPB) for a key
+// in another env or whose identifier does not fit the policy's scope.
 func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	s, category, refill, err := c.find(key.Policy)
 	if err != nil {
@@ -256,8 +228,7 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	}, nil
 }
 
-// Admission is what key's bucket must hold to admit a request (1 for
-// every DICT policy: the DICT admits while the balance is positive).
+// Admission is what key's bucket must hold to admit a request (Spec.Reserve).
 func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 	s, _, _, err := c.find(key.Policy)
 	if err != nil {
@@ -267,8 +238,7 @@ func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 }
 
 // Hold is a request's worst-case cost to key's bucket, held until its
-// outcome is known: the largest of its costs and reserve, at most the
-// capacity.
+// outcome is known: the largest of its costs and reserve, at most capacity.
 func (c *Catalog) Hold(key throttle.Key) (int64, error) {
 	s, category, _, err := c.find(key.Policy)
 	if err != nil {
@@ -367,10 +337,8 @@ func (s Spec) limitsFor(identifier, category string) (limits, string, error) {
 	return s.Limits, "", nil
 }
 
-// strictest returns the class with the smallest capacity; among equal
-// capacities, the last by name ("H" before "G"). It runs on every
-// decision of a participant whose category has no class: no sorting, no
-// allocation.
+// strictest returns the class with the smallest capacity, the last by name
+// among equals ("H" before "G"), without allocating.
 func strictest(classes map[string]limits) string {
 	best := ""
 	for name, l := range classes {
@@ -381,16 +349,13 @@ func strictest(classes map[string]limits) string {
 	return best
 }
 
-// specError is a field of a spec that cannot describe a policy. Field is
-// named as in the policy file ("classes.PF.capacity").
-type specError struct {
-	Field, Msg string
-}
+// specError is a field of a spec that cannot describe a policy, named as in
+// the policy file ("classes.PF.capacity").
+type specError struct{ Field, Msg string }
 
 func (e *specError) Error() string { return e.Field + ": " + e.Msg }
 
-// validateSpec checks every field of s; mode is the catalog's refill mode
-// (used when s sets none).
+// validateSpec checks every field of s; mode is the catalog's refill mode.
 func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 	if s.RefillSet {
 		mode = s.Refill

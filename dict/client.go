@@ -25,8 +25,7 @@ import (
 
 // ClientConfig configures NewClient.
 type ClientConfig struct {
-	// BaseURL is the DICT's address, e.g. https://dict.pi.rsfn.net.br:16422
-	// (APIPrefix is added to it).
+	// BaseURL is the DICT's address (https://dict.pi.rsfn.net.br:16422); APIPrefix is added to it.
 	BaseURL string
 	// Participant is this participant's ISPB (PI-RequestingParticipant).
 	Participant string
@@ -34,65 +33,48 @@ type ClientConfig struct {
 	// Catalog's policies.
 	Limiter *throttle.Limiter
 	Catalog *Catalog
-	// Records, when set, records every lookup (needed by CreditPayment and
-	// the anti-scan monitors) and the category Reconcile learns.
+	// Records, when set, records every lookup (for CreditPayment and the
+	// anti-scan monitors) and the category learned.
 	Records Records
-	// HTTPClient sends the requests; NewTLSClient builds one for mutual TLS.
-	// Its Transport is the base of a dict.Transport (the one send path) and
-	// its Timeout bounds each request, from the hold to the answer read.
-	// Default: a client with a 30 s timeout.
+	// HTTPClient sends the requests (NewTLSClient builds one for mutual TLS):
+	// its Transport is the base of a dict.Transport and its Timeout bounds each
+	// request, hold to answer. Default: a 30 s timeout.
 	HTTPClient *http.Client
-	// PoliciesURL is the base URL of GET /policies/ when it lives on its own
-	// host (dict-ratelimit… in the public spec); default BaseURL.
+	// PoliciesURL is the base URL of GET /policies/ on its own host; default BaseURL.
 	PoliciesURL string
-	// PaymentNoticeURL, when set, is POSTed ?endToEndId=E2E by
-	// CreditPayment before the mirror is credited: a simulator's stand-in
-	// for the SPI seeing the payment order (dictsim's /sim/payments), so
-	// that both sides credit the payment. The real DICT learns of payments
-	// from the SPI: leave it empty.
+	// PaymentNoticeURL, when set, is POSTed ?endToEndId=E2E by CreditPayment
+	// before the mirror is credited: a simulator's stand-in for the SPI
+	// (dictsim's /sim/payments). Leave it empty with the real DICT.
 	PaymentNoticeURL string
-	// Signer signs the body of write operations (XMLDSig with the PSP's
-	// key; balde holds no key). Without one, writes are sent unsigned only
-	// to a loopback address (a simulator) and refused otherwise
-	// (ErrUnsigned).
+	// Signer signs the body of write operations. Without one, writes go
+	// unsigned only to a loopback address (a simulator), else fail with ErrUnsigned.
 	Signer Signer
 	// Verifier, when set, checks the signature of every answer with the
-	// expected status before it is decoded (XMLVerifier: the DICT signs its
-	// answers and clients must validate them). A bad signature is the
-	// operation's error, wrapping ErrSignatureInvalid; the mirror was
-	// settled by the status all the same.
+	// expected status before it is decoded; a bad one is the operation's
+	// error, wrapping ErrSignatureInvalid (the mirror was settled all the same).
 	Verifier Verifier
-	// CategoryRecheck is how often the client re-checks the participant's
-	// category while it runs (before a getEntry, at most once per period):
-	// the category another process recorded in Records within the period,
-	// else the DICT's answer to GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN
-	// (one POLICIES_READ token), which also syncs that bucket. Default
+	// CategoryRecheck is how often a getEntry first re-checks the
+	// participant's category (see recheckCategory). Default
 	// defaultCategoryRecheck; negative: never.
 	CategoryRecheck time.Duration
 	// Logger receives the client's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
-// nowhere is the logger of a part built without one: it logs nothing.
+// nowhere logs nothing.
 var nowhere = slog.New(slog.DiscardHandler)
 
-// defaultCategoryRecheck is ClientConfig.CategoryRecheck's default: the
-// refill period of the categorised participant policy, so that a category
-// the DICT changes is followed within one period by every process.
+// defaultCategoryRecheck is the refill period of the categorised participant
+// policy, so that every process follows a new category within one period.
 const defaultCategoryRecheck = time.Minute
 
-// Signer signs a write operation's XML body with the PSP's key (XMLDSig,
-// the Signature element) and returns the signed document.
+// Signer signs a write operation's XML body with the PSP's key (XMLDSig).
 type Signer interface {
 	Sign(ctx context.Context, op string, body []byte) ([]byte, error)
 }
 
-// Client calls the DICT API for one participant through a Transport: before
-// every request it holds the worst-case cost in the local mirror and
-// refuses locally (nothing is sent) when a bucket is not positive; after
-// the response it refunds the difference by status; on a remote 429 it
-// lowers only the bucket the DICT says is empty (see Transport) for the
-// remote Retry-After. Safe for concurrent use.
+// Client calls the DICT API for one participant through a Transport, which
+// holds, refuses, settles and handles remote 429s. Safe for concurrent use.
 type Client struct {
 	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16422/api/v2
 	policiesAPI string // the base of GET /policies/
@@ -138,32 +120,25 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
 		catalog:     cfg.Catalog,
 		records:     cfg.Records,
-		logger:      cfg.Logger,
+		logger:      cmp.Or(cfg.Logger, nowhere),
 		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
 		checkedAt:   cfg.Limiter.Now(),
 	}
-	if cfg.PoliciesURL != "" {
-		if c.policiesAPI, _, err = apiBase(cfg.PoliciesURL); err != nil {
-			return nil, fmt.Errorf("dict: client policies URL: %w", err)
-		}
-	}
-	c.logger = cmp.Or(c.logger, nowhere)
 	hc := http.Client{Timeout: 30 * time.Second}
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
 	}
 	t := &Transport{Base: hc.Transport, Meter: c.meter, Participant: c.participant, Logger: c.logger}
 	if cfg.PoliciesURL != "" {
+		if c.policiesAPI, _, err = apiBase(cfg.PoliciesURL); err != nil {
+			return nil, fmt.Errorf("dict: client policies URL: %w", err)
+		}
 		t.PoliciesURL = c.policiesAPI
 	}
-	if isNil(cfg.Records) {
-		// A nil *dictsql.Records in the interface is no records.
-		cfg.Records, c.records = nil, nil
+	if isNil(cfg.Records) { // a nil *dictsql.Records in the interface is none
+		c.records = nil
 	}
-	if cfg.Records != nil {
-		t.Records = cfg.Records
-	}
-	c.transport, c.timeout = t, hc.Timeout
+	t.Records, c.transport, c.timeout = c.records, t, hc.Timeout
 	return c, nil
 }
 
@@ -189,14 +164,10 @@ func apiBase(s string) (api, host string, err error) {
 	return u.String(), u.Hostname(), nil
 }
 
-// isLoopback reports whether host is a loopback address (where the
-// simulators listen).
+// isLoopback reports whether host is a loopback address (a simulator's).
 func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // Participant returns the client's ISPB.
@@ -210,23 +181,17 @@ func (c *Client) Meter() Meter { return c.meter }
 
 // LookupRequest is one getEntry.
 type LookupRequest struct {
-	// Key is the Pix key looked up; its type is inferred (ParseKey).
-	Key string
-	// PayerID is the CPF or CNPJ of the end user who will pay.
-	PayerID string
+	Key     string // the Pix key, its type inferred (ParseKey)
+	PayerID string // the CPF or CNPJ of the end user who will pay
 	// EndToEndID is the EndToEndId of the payment the lookup prepares;
-	// empty: the client generates one (NewEndToEndID).
+	// empty: the client generates one.
 	EndToEndID string
 }
 
 // GetEntry looks a key up (GET /api/v2/entries/{Key}), charged to the
-// payer's USER anti-scan bucket and the participant's
-// ENTRIES_READ_PARTICIPANT_ANTISCAN bucket: admitted while both are
-// positive, holding the worst case (20 and 3) until the answer; then a 200
-// costs 1 and 1, a 404 20 and 3, a 500 or a 429 nothing (the difference is
-// refunded).
-//
-// res.EndToEndID is the lookup's, given or generated, also with an error.
+// payer's USER anti-scan bucket and the participant's: a 200 costs 1 and 1,
+// a 404 20 and 3, a 500 or a 429 nothing. res.EndToEndID is the lookup's,
+// given or generated, also with an error.
 // Bad input is ErrInvalidKey, ErrInvalidPayerID or ErrInvalidEndToEndID;
 // a key with no entry is a *RemoteError whose NotFound() is true.
 func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEntryResponse], error) {
@@ -255,16 +220,14 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEnt
 	return res, err
 }
 
-// Result is the outcome of a Client operation. Decision is the mirror's:
-// a refusal (Allowed false, with its Key, Reason and RetryAfter) comes with
-// a nil error and a nil Response, and means nothing was sent. Response is
-// the DICT's answer when it succeeded; EndToEndID is a getEntry's.
+// Result is the outcome of a Client operation. A refusal of the mirror
+// (Decision.Allowed false) comes with a nil error and a nil Response: nothing
+// was sent. Response is the DICT's answer on success; EndToEndID a getEntry's.
 //
-// Errors are failures only (docs/decisions/0010): bad input, before
-// anything is taken or sent; ErrUnsigned for a write with no Signer;
-// *RemoteError for an answer with another status than the operation's
-// success; throttle.ErrStoreUnavailable when the mirror could not decide
-// (nothing sent). A store failure after the answer never hides it.
+// Errors are failures only (docs/decisions/0010): bad input, before anything
+// is taken or sent; ErrUnsigned; *RemoteError for another status than the
+// operation's success; throttle.ErrStoreUnavailable when the mirror could
+// not decide (nothing sent). A store failure after the answer never hides it.
 type Result[T any] struct {
 	Decision   throttle.Decision
 	Response   *T
@@ -280,10 +243,8 @@ type call struct {
 	body         any
 }
 
-// send sends cl through the client's Transport (hold, send, settle, 429
-// sync, record) within the client's timeout, and decodes the DICT's answer
-// with status want into res.Response. A refusal of the mirror is
-// res.Decision with a nil error.
+// send sends cl through the client's Transport within its timeout and
+// decodes the answer with status want into res.Response.
 func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[T], err error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
 	rt, _, _ := MatchRoute(cl.method, APIPrefix+cl.path)
@@ -325,9 +286,11 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 		req.Header.Set("Content-Type", ContentTypeXML)
 	}
 	resp, d, _, err := c.transport.exchange(req)
-	res.Decision = d
-	if err != nil || !d.Allowed {
-		return res, wrap("dict: "+rt.Op, err)
+	if res.Decision = d; err != nil {
+		return res, fmt.Errorf("dict: %s: %w", rt.Op, err)
+	}
+	if !d.Allowed {
+		return res, nil
 	}
 	data, _ := io.ReadAll(resp.Body) // in memory: exchange read it whole
 	switch {
@@ -351,17 +314,8 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 	return res, nil
 }
 
-// wrap prefixes a non-nil err with what failed.
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
 // CheckKeys asks which of 1 to maxCheckKeys keys have an entry
-// (POST /api/v2/keys/check), charged 1 token to KEYS_CHECK. Every key is
-// validated first (ErrInvalidKey and ParseKey's errors).
+// (POST /api/v2/keys/check), charged to KEYS_CHECK; every key is validated first.
 func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeysResponse], error) {
 	if len(keys) == 0 || len(keys) > maxCheckKeys {
 		return Result[CheckKeysResponse]{}, fmt.Errorf("%w: %d keys to check (1 to %d)", ErrInvalidKey, len(keys), maxCheckKeys)
@@ -374,10 +328,10 @@ func (c *Client) CheckKeys(ctx context.Context, keys []string) (Result[CheckKeys
 	return send[CheckKeysResponse](ctx, c, call{method: http.MethodPost, path: "/keys/check", body: &CheckKeysRequest{Keys: keys}}, http.StatusOK)
 }
 
-// CreateEntry registers a key (POST /api/v2/entries/, answered 201),
-// charged 1 token to ENTRIES_WRITE. The key, its type, the account's
-// participant and the owner's tax id are validated first; an empty
-// RequestID gets a new UUID and an empty Reason becomes USER_REQUESTED.
+// CreateEntry registers a key (POST /api/v2/entries/, answered 201), charged
+// to ENTRIES_WRITE, after validating the key, the account's participant and
+// the owner's tax id; an empty RequestID gets a new UUID, an empty Reason
+// becomes USER_REQUESTED.
 func (c *Client) CreateEntry(ctx context.Context, req CreateEntryRequest) (Result[CreateEntryResponse], error) {
 	var none Result[CreateEntryResponse]
 	if _, err := parseKeyAs(req.Entry.KeyType, req.Entry.Key); err != nil {
@@ -405,23 +359,18 @@ func (c *Client) DeleteEntry(ctx context.Context, key, reason string) (Result[De
 		body: &deleteEntryRequest{Key: k.Value, Participant: c.participant, Reason: cmp.Or(reason, "USER_REQUESTED")}}, http.StatusOK)
 }
 
-// ClaimsFilter selects claims (listClaims' query, OpenAPI 1.8.0): what the
-// spec's polling needs. Filtering by role (donor or claimer) charges
-// CLAIMS_LIST_WITH_ROLE, no role CLAIMS_LIST_WITHOUT_ROLE.
+// ClaimsFilter selects claims (listClaims' query). Filtering by role (donor
+// or claimer) charges CLAIMS_LIST_WITH_ROLE, no role CLAIMS_LIST_WITHOUT_ROLE.
 type ClaimsFilter struct {
-	IsDonor   bool
-	IsClaimer bool
-	// IncludeIndirectParticipants lists the claims of the participant's
-	// indirect participants too.
-	IncludeIndirectParticipants bool
+	IsDonor                     bool
+	IsClaimer                   bool
+	IncludeIndirectParticipants bool // the indirect participants' claims too
 	// Status and Type keep claims in one of these (OPEN, WAITING_RESOLUTION,
 	// CONFIRMED, CANCELLED, COMPLETED; OWNERSHIP, PORTABILITY); empty: all.
-	Status []string
-	Type   string
-	// ModifiedAfter and ModifiedBefore bound LastModified (zero: unbounded).
-	ModifiedAfter, ModifiedBefore time.Time
-	// Limit bounds the claims returned (0: the DICT's default).
-	Limit int
+	Status                        []string
+	Type                          string
+	ModifiedAfter, ModifiedBefore time.Time // bounds of LastModified (zero: unbounded)
+	Limit                         int       // of the claims returned (0: the DICT's default)
 }
 
 // ListClaims lists claims of the participant (GET /api/v2/claims/).
@@ -443,8 +392,7 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT
-// (GET /api/v2/policies/{policy}), charged 1 token to POLICIES_READ. A bad
-// policy name is throttle.ErrInvalidKey.
+// (GET /api/v2/policies/{policy}), charged to POLICIES_READ; a bad name is throttle.ErrInvalidKey.
 func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetPolicyResponse], error) {
 	if err := c.catalog.Key(policy, c.participant).Validate(); err != nil {
 		return Result[GetPolicyResponse]{}, err
@@ -453,27 +401,22 @@ func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetP
 }
 
 // ListBucketStates reads all of the participant's buckets at the DICT and
-// its category (GET /api/v2/policies/), charged 1 token to POLICIES_LIST
-// (6/min, capacity 20).
+// its category (GET /api/v2/policies/), charged 1 token to POLICIES_LIST.
 func (c *Client) ListBucketStates(ctx context.Context) (Result[ListPoliciesResponse], error) {
 	return send[ListPoliciesResponse](ctx, c, call{method: http.MethodGet, path: "/policies/"}, http.StatusOK)
 }
 
 // PaymentCredit is the result of CreditPayment.
 type PaymentCredit struct {
-	Lookup Lookup
-	// Adjusted has the payer's bucket then the participant's.
-	Adjusted []throttle.Adjusted
-	// Duplicate is set when the payment was already credited: nothing changed.
-	Duplicate bool
+	Lookup    Lookup
+	Adjusted  []throttle.Adjusted // the payer's bucket then the participant's
+	Duplicate bool                // the payment was already credited: nothing changed
 }
 
 // CreditPayment credits a payment order (pacs.008) sent with the EndToEndId
-// of an earlier lookup that found its key: +1 (PF) or +2 (PJ) to the payer's
-// bucket and +1 to the participant's, capped at capacity, once per
-// EndToEndId. The DICT credits its own buckets when the SPI sees the
-// payment; this keeps the mirror in step. On error the PaymentCredit holds
-// at most the lookup.
+// of an earlier lookup that found its key, as the DICT does: +1 (PF) or +2
+// (PJ) to the payer's bucket and +1 to the participant's, capped at
+// capacity, once per EndToEndId. On error the PaymentCredit holds at most the lookup.
 //
 // Errors: ErrInvalidEndToEndID; an error when the client has no Records;
 // ErrUnknownEndToEndID; ErrNotPayable for a lookup that did not end in 200.

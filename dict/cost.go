@@ -11,20 +11,14 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Meter applies the catalog's counting rules to a Limiter that resolves
-// the catalog's policies (the Catalog itself, or a throttle.Resolvers chain
-// holding it): hold before a request, settle by its outcome, credit a
-// payment. Client and Transport use one on the local mirror; the simulator
-// (dictsim) counts with its own rules, written independently.
+// Meter applies the catalog's counting rules to a Limiter that resolves the
+// catalog's policies: hold before a request, settle by its outcome, credit a
+// payment.
 type Meter struct {
-	Limiter *throttle.Limiter
-	Catalog *Catalog
-	// holds counts this process's requests in flight (nil: none counted,
-	// syncs take the DICT's number as it is).
-	holds *holds
-	// readings are the participant readings asked after remote 429s, one
-	// in flight per participant (nil: none asked).
-	readings *readings
+	Limiter  *throttle.Limiter
+	Catalog  *Catalog
+	holds    *holds    // this process's requests in flight (nil: none counted)
+	readings *readings // the participant readings after remote 429s (nil: none asked)
 }
 
 // reservation is what reserve took: Reserved[i] tokens (the worst case)
@@ -35,16 +29,14 @@ type reservation struct {
 	Reserved []int64
 	Decision throttle.Decision
 	flight   *flight // its entry in holds while in flight
-	// takenAt and fullAtTake[i] (Keys[i]'s bucket full at the take) are
-	// for flightRefill.
+	// For flightRefill: when it was taken and whether Keys[i]'s bucket was full.
 	takenAt    time.Time
 	fullAtTake []bool
 }
 
 // holds counts, per bucket, the tokens held by this process's requests in
-// flight; a sync to the DICT's balance leaves them out so that their
-// refunds land where the DICT will be (decision 0067). The zero value is
-// ready; safe for concurrent use.
+// flight, which a sync to the DICT's balance leaves out (decision 0067). The
+// zero value is ready; safe for concurrent use.
 type holds struct {
 	mu      sync.Mutex
 	held    map[throttle.Key]int64
@@ -52,9 +44,8 @@ type holds struct {
 }
 
 // watch counts what the mirror kept of the requests that landed since it
-// started: a balance the DICT read meanwhile may or may not count them, so
-// a sync to it leaves them out (decision 0067). One per read of the DICT;
-// a nil *watch counts nothing.
+// started, which a balance the DICT read meanwhile may not count (decision
+// 0067). A nil *watch counts nothing.
 type watch struct {
 	holds  *holds
 	landed map[throttle.Key]int64 // under holds.mu
@@ -83,8 +74,8 @@ func (w *watch) stop() {
 	}
 }
 
-// held is what a sync of key to a balance the DICT read during w leaves
-// out: the holds in flight now and what the mirror kept of those landed.
+// held is what a sync of key to a balance read during w leaves out: the
+// holds in flight and what the mirror kept of those landed.
 func (w *watch) held(key throttle.Key) int64 {
 	if w == nil {
 		return 0
@@ -132,9 +123,8 @@ func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
 	return &flight{holds: h, keys: keys, reserved: reserved}
 }
 
-// land removes f's holds, once. The running watches count kept[i], what
-// the settle left charged to keys[i] (the DICT charged no more), or the
-// whole hold when kept is nil (the outcome is unknown).
+// land removes f's holds, once. The running watches count kept[i], what the
+// settle charged keys[i], or the whole hold when kept is nil.
 func (f *flight) land(kept []int64) {
 	if f == nil {
 		return
@@ -176,17 +166,13 @@ func (f *flight) heldBy(key throttle.Key) int64 {
 	return n
 }
 
-// landed takes r out of flight for good (its whole hold counted landed):
-// for a reservation dropped without a settle that committed.
+// landed takes r out of flight for good, its whole hold counted landed.
 func (r reservation) landed() { r.flight.land(nil) }
 
 // policyTargets returns the syncs of participant's PSP buckets to the
-// balances of policies (an answer of GET /policies/), less what held
-// counts: the requests on the wire while the DICT read them, which its
-// number may not include (it charges as it answers). The listing's own
-// hold on POLICIES_LIST landed meanwhile but is in the number: that bucket
-// leaves out only the holds still in flight (decision 0067). unknown lists
-// the policies that are no PSP policy of the catalog.
+// balances of an answer of GET /policies/, less what held counts;
+// POLICIES_LIST, whose number counts the listing itself, leaves out only the
+// holds in flight (decision 0067). unknown lists the other policies.
 func (m *Meter) policyTargets(participant string, policies []Policy, held *watch, ref string) (targets []throttle.SyncTarget, unknown []string) {
 	for _, p := range policies {
 		spec, ok := m.Catalog.Spec(p.Name)
@@ -213,11 +199,8 @@ func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
 func outcomeOf(status int) string { return strconv.Itoa(status) }
 
 // reserve takes, all or nothing, the worst-case cost of the request from
-// each key (Catalog.hold: 20 from a payer and 3 from the participant for a
-// getEntry), admitted while each bucket holds the policy's admission (1:
-// the DICT admits while the balance is positive), so that requests in
-// flight never overdraw the DICT's buckets. A refusal is r.Decision with a
-// nil error: nothing was taken.
+// each key (Catalog.Hold), admitted while each bucket holds its Admission. A
+// refusal is r.Decision with a nil error: nothing was taken.
 func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (reservation, error) {
 	r := reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
@@ -236,8 +219,7 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 			charges[i].Admit = admit
 		}
 	}
-	// Counted in flight before the take: a sync that runs while the take
-	// commits leaves the hold out twice (stricter), never not at all.
+	// In flight before the take: a sync meanwhile leaves the hold out twice, never not at all.
 	r.flight = m.holds.add(keys, r.Reserved)
 	r.takenAt = m.Limiter.Now()
 	d, err := m.Limiter.Take(ctx, ref, charges...)
@@ -261,8 +243,7 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	return r, nil
 }
 
-// gradePending reports whether the take of r left the severity of key's
-// bucket to the settle (throttle.BucketDecision.GradePending).
+// gradePending reports whether the take of r left key's grading to the settle.
 func (r reservation) gradePending(key throttle.Key) bool {
 	for _, b := range r.Decision.Buckets {
 		if b.Key == key {
@@ -272,10 +253,10 @@ func (r reservation) gradePending(key throttle.Key) bool {
 	return false
 }
 
-// flightRefill is what key's bucket refilled, in whole tokens rounded up,
-// between r's take and now, when it refills continuously, was full at the
-// take and the DICT charged the request: the DICT refills a full bucket
-// only from its charge, so settle charges it back (decision 0067).
+// flightRefill is what Keys[i]'s bucket refilled (whole tokens, rounded up)
+// since r's take when it refills continuously, was full at the take and the
+// request cost something: the DICT refills a full bucket only from its
+// charge, so settle charges it back (decision 0067).
 func (m *Meter) flightRefill(r reservation, i int, cost int64, now time.Time) int64 {
 	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
 		return 0
@@ -297,13 +278,9 @@ func (m *Meter) flightRefill(r reservation, i int, cost int64, now time.Time) in
 	return int64(min(q, uint64(p.Capacity)))
 }
 
-// settle gives back the difference between the hold and the cost of
-// outcome (a 200 refunds 19 and 2, a 404 nothing, a 500, a 429 or
-// outcomeNotSent the whole hold; outcomeTransportError keeps it; a cost
-// above the hold is a penalty), then applies targets in the same
-// transaction: a remote 429's refund and the sync of the bucket the DICT
-// says is empty land together. r leaves holds only once it commits, so a
-// sync meanwhile leaves its hold out (stricter).
+// settle gives back the difference between the hold and the cost of outcome
+// (outcomeTransportError keeps the hold; a cost above it is a penalty) and
+// applies targets in the same transaction. r leaves holds once it commits.
 func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targets ...throttle.SyncTarget) ([]throttle.Adjusted, error) {
 	var adjs []throttle.Adjustment
 	now := m.Limiter.Now()
@@ -311,10 +288,7 @@ func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targe
 	if outcome != outcomeTransportError {
 		kept = make([]int64, len(r.Keys))
 	}
-	for i, k := range r.Keys {
-		if outcome == outcomeTransportError {
-			break
-		}
+	for i, k := range r.Keys[:len(kept)] {
 		cost := int64(0)
 		if outcome != outcomeNotSent {
 			var err error
@@ -324,16 +298,13 @@ func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targe
 			cost += m.flightRefill(r, i, cost, now)
 		}
 		kept[i] = cost
-		switch delta := r.Reserved[i] - cost; {
-		case delta < 0:
-			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerPenalty, Ref: r.Ref})
-		case delta > 0:
-			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: throttle.LedgerRefund, Ref: r.Ref})
-		case r.gradePending(k):
-			// The outcome cost the whole hold, which the take did not grade
-			// (a hold in flight is not trouble): a refund of 0 grades the
-			// balance it left (decision 0100).
-			adjs = append(adjs, throttle.Adjustment{Key: k, Reason: throttle.LedgerRefund, Ref: r.Ref})
+		// A refund of 0 grades the balance a whole hold left (decision 0100).
+		if delta := r.Reserved[i] - cost; delta != 0 || r.gradePending(k) {
+			reason := throttle.LedgerRefund
+			if delta < 0 {
+				reason = throttle.LedgerPenalty
+			}
+			adjs = append(adjs, throttle.Adjustment{Key: k, Delta: delta, Reason: reason, Ref: r.Ref})
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {
@@ -348,10 +319,9 @@ func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targe
 	return out, nil
 }
 
-// credit gives each key the tokens event earns (a payment: +1 to a PF
-// payer, +2 to a PJ payer, +1 to the participant), capped at capacity, at
-// most once per (key, ref). Errors: errUnknownOutcome when a policy does
-// not credit event (nothing is credited).
+// credit gives each key the tokens event earns, capped at capacity, at most
+// once per (key, ref); errUnknownOutcome, crediting nothing, when a policy
+// does not credit event.
 func (m *Meter) credit(ctx context.Context, ref, event string, keys ...throttle.Key) ([]throttle.Adjusted, error) {
 	adjs := make([]throttle.Adjustment, len(keys))
 	for i, k := range keys {
@@ -368,10 +338,8 @@ func (m *Meter) credit(ctx context.Context, ref, event string, keys ...throttle.
 	return out, nil
 }
 
-// LookupKeys returns the two buckets a getEntry by payerID of a key of type
-// keyType is charged to: the payer's USER anti-scan bucket (the _V2 policy
-// for CPF, CNPJ and EVP keys) and the participant's
-// ENTRIES_READ_PARTICIPANT_ANTISCAN bucket.
+// LookupKeys returns the two buckets a getEntry is charged to: the payer's
+// USER anti-scan bucket for keyType (userPolicyFor) and the participant's.
 func (c *Catalog) LookupKeys(keyType KeyType, payerID, participant string) []throttle.Key {
 	return []throttle.Key{
 		c.Key(userPolicyFor(keyType), payerID),

@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Errors of bad input. Each is returned before anything is taken from a
-// bucket or sent to the DICT. Key parse errors wrap ErrInvalidKey and the
-// sentinel of the key type (errors.Is works for both); payer id errors wrap
+// Errors of bad input, returned before anything is taken or sent. Key errors
+// wrap ErrInvalidKey and the key type's sentinel; payer id errors wrap
 // ErrInvalidPayerID and errInvalidCPF or errInvalidCNPJ.
 var (
 	ErrInvalidKey        = errors.New("dict: invalid key")
@@ -23,37 +22,23 @@ var (
 	ErrInvalidEndToEndID = errors.New("dict: invalid EndToEndId")
 	errInvalidCategory   = errors.New("dict: invalid participant category")
 
-	// errInvalidPolicyFile means a policy file could not be read or holds a
-	// value that cannot describe a policy; the message names the field.
-	errInvalidPolicyFile = errors.New("dict: invalid policy file")
+	errInvalidPolicyFile = errors.New("dict: invalid policy file") // the message names the field
+	errUnknownOutcome    = errors.New("dict: unknown outcome")     // no cost or credit for it
 
-	// errUnknownOutcome means an outcome or event has no cost or credit in
-	// the policy's counting rules.
-	errUnknownOutcome = errors.New("dict: unknown outcome")
-
-	// ErrUnknownEndToEndID means no lookup was recorded with that
-	// EndToEndId, so a payment cannot be credited.
+	// ErrUnknownEndToEndID means no lookup was recorded with that EndToEndId.
 	ErrUnknownEndToEndID = errors.New("dict: no lookup with that EndToEndId")
-	// ErrNotPayable means the lookup of that EndToEndId did not find an
-	// entry (only a 200 can lead to a payment order).
+	// ErrNotPayable means the lookup of that EndToEndId did not end in 200.
 	ErrNotPayable = errors.New("dict: lookup did not find an entry")
-
-	// errNoRecords means the operation needs the lookup records (Records)
-	// and the client has none.
-	errNoRecords = errors.New("dict: no lookup records configured")
-
-	// ErrUnsigned means a write operation was about to go unsigned to a
-	// DICT that is not a simulator on loopback: configure a Signer.
+	errNoRecords  = errors.New("dict: no lookup records configured")
+	// ErrUnsigned means a write was about to go unsigned to a DICT that is
+	// not a simulator on loopback.
 	ErrUnsigned = errors.New("dict: write operation not signed (configure a Signer)")
-
-	// ErrMalformedResponse means the DICT answered with a body that is not
-	// the XML the operation expects.
+	// ErrMalformedResponse means the DICT's body is not the XML the operation expects.
 	ErrMalformedResponse = errors.New("dict: malformed response")
 )
 
-// RemoteError is a response of the DICT with a status other than the
-// operation's success. Problem is the RFC 7807 body when the DICT sent one
-// (nil otherwise). RetryAfter is the response's Retry-After (0 when absent).
+// RemoteError is a response of the DICT with another status than the
+// operation's success, with its RFC 7807 Problem (or nil) and Retry-After (or 0).
 type RemoteError struct {
 	Op         string
 	Status     int

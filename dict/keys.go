@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,16 +20,11 @@ const (
 	KeyEVP   KeyType = "EVP"
 )
 
-// keyTypes lists every key type, in the order of the DICT's documentation.
-var keyTypes = []KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}
-
 // parseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
 // the DICT writes them). The error wraps errUnknownKeyType.
 func parseKeyType(s string) (KeyType, error) {
-	for _, t := range keyTypes {
-		if string(t) == s {
-			return t, nil
-		}
+	if t := KeyType(s); slices.Contains([]KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}, t) {
+		return t, nil
 	}
 	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
 }
@@ -42,10 +38,7 @@ type Key struct {
 // String returns the key as the DICT writes it.
 func (k Key) String() string { return k.Value }
 
-// Limits of the key formats (DICT API 2.6.1).
-const (
-	maxEmailLen = 77
-)
+const maxEmailLen = 77 // DICT API 2.6.1
 
 var (
 	phoneRE = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
@@ -61,12 +54,8 @@ var (
 
 // ParseKey validates s as a Pix key and infers its type: a leading "+" is a
 // PHONE, an "@" an EMAIL, 36 characters with dashes an EVP, 11 digits a CPF,
-// 14 characters a CNPJ. The key is not normalised: an EMAIL with capitals is
-// an error, as the DICT would answer.
-//
-// Errors wrap ErrInvalidKey and the type's sentinel (errInvalidCPF,
-// errInvalidCNPJ, errInvalidPhone, errInvalidEmail, errInvalidEVP), or
-// errUnknownKeyType when no type fits.
+// 14 characters a CNPJ. It does not normalise (an EMAIL with capitals is an
+// error). Errors wrap ErrInvalidKey and the type's sentinel, or errUnknownKeyType.
 func ParseKey(s string) (Key, error) {
 	var t KeyType
 	switch {
@@ -120,9 +109,8 @@ func parseKeyAs(t KeyType, s string) (Key, error) {
 	return Key{Type: t, Value: s}, nil
 }
 
-// validateCPF reports whether s is a CPF: 11 digits whose last two are the
-// mod-11 check digits of the first nine, not all the same digit. The error
-// wraps errInvalidCPF.
+// validateCPF reports whether s is a CPF: 11 digits, not all the same, the
+// last two the mod-11 check digits. The error wraps errInvalidCPF.
 func validateCPF(s string) error {
 	if len(s) != 11 || !digitsRE.MatchString(s) {
 		return fmt.Errorf("%w: %q is not 11 digits", errInvalidCPF, truncate(s))
@@ -146,13 +134,11 @@ func validateCPF(s string) error {
 	return nil
 }
 
-// validateCNPJ reports whether s is a CNPJ in the numeric or the
-// alphanumeric form (^[A-Z0-9]{12}[0-9]{2}$): the last two digits are the
-// mod-11 check digits of the others, each character valued as its ASCII
-// code minus 48 ("0" is 0, "A" is 17), with weights 2..9 from the right;
-// a remainder below 2 gives 0, otherwise 11 minus it. "12ABC34501DE35" is
-// valid. A CNPJ of one repeated character is rejected. The error wraps
-// errInvalidCNPJ.
+// validateCNPJ reports whether s is a CNPJ, numeric or alphanumeric
+// (^[A-Z0-9]{12}[0-9]{2}$), not one repeated character: the last two digits
+// are the mod-11 check digits of the others, each valued as its ASCII code
+// minus 48 ("A" is 17), weights 2..9 from the right; "12ABC34501DE35" is
+// valid. The error wraps errInvalidCNPJ.
 func validateCNPJ(s string) error {
 	if !cnpjRE.MatchString(s) {
 		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", errInvalidCNPJ, truncate(s))
@@ -178,8 +164,7 @@ func validateCNPJ(s string) error {
 	return nil
 }
 
-// ValidateISPB reports whether s is an ISPB: exactly 8 digits. The error
-// wraps ErrInvalidISPB.
+// ValidateISPB reports whether s is an ISPB, 8 digits (ErrInvalidISPB).
 func ValidateISPB(s string) error {
 	if !ispbRE.MatchString(s) {
 		return fmt.Errorf("%w: %q is not 8 digits", ErrInvalidISPB, truncate(s))
@@ -187,9 +172,8 @@ func ValidateISPB(s string) error {
 	return nil
 }
 
-// personType tells a natural person (PF, identified by a CPF) from a legal
-// person (PJ, identified by a CNPJ). The DICT sizes a payer's anti-scan
-// buckets by it.
+// personType tells a natural person (PF, by CPF) from a legal person (PJ,
+// by CNPJ), by which the DICT sizes a payer's anti-scan buckets.
 type personType string
 
 const (
@@ -197,15 +181,14 @@ const (
 	personPJ personType = "PJ"
 )
 
-// ValidatePayerID validates the payer id of a lookup (the PI-PayerId
-// header): a CPF or a CNPJ. The error wraps ErrInvalidPayerID.
+// ValidatePayerID validates the payer id of a lookup, a CPF or a CNPJ. The
+// error wraps ErrInvalidPayerID.
 func ValidatePayerID(s string) error {
 	_, err := parsePayerID(s)
 	return err
 }
 
-// parsePayerID validates the payer id of a lookup (the PI-PayerId header):
-// a CPF makes a PF, a CNPJ a PJ. The error wraps ErrInvalidPayerID and
+// parsePayerID is ValidatePayerID telling PF from PJ; the error also wraps
 // errInvalidCPF or errInvalidCNPJ.
 func parsePayerID(s string) (personType, error) {
 	if len(s) == 11 {
@@ -242,9 +225,8 @@ func NewEndToEndID(ispb string, now time.Time) (string, error) {
 	return "E" + ispb + now.UTC().Format("200601021504") + string(suffix[:]), nil
 }
 
-// ValidateEndToEndID reports whether s is a Pix EndToEndId: "E", an ISPB,
-// a valid yyyyMMddHHmm time and 11 letters or digits. The error wraps
-// ErrInvalidEndToEndID.
+// ValidateEndToEndID reports whether s is a Pix EndToEndId: "E", an ISPB, a
+// valid yyyyMMddHHmm and 11 letters or digits (ErrInvalidEndToEndID).
 func ValidateEndToEndID(s string) error {
 	if !e2eRE.MatchString(s) {
 		return fmt.Errorf("%w: %q is not E + ISPB + yyyyMMddHHmm + 11 letters or digits", ErrInvalidEndToEndID, truncate(s))
@@ -255,10 +237,9 @@ func ValidateEndToEndID(s string) error {
 	return nil
 }
 
-// ValidateCategory reports whether s can be a participant category: the
-// DICT's table has A to H, but a category is kept as a free string (1 to 16
-// letters, digits, "-" or "_") so that a new one published by Banco Central
-// is not an error. The error wraps errInvalidCategory.
+// ValidateCategory reports whether s can be a participant category: 1 to 16
+// letters, digits, "-" or "_", so that a category beyond A..H is no error
+// (errInvalidCategory).
 func ValidateCategory(s string) error {
 	if !categoryRE.MatchString(s) {
 		return fmt.Errorf("%w: %q (want a letter such as A..H)", errInvalidCategory, truncate(s))
@@ -266,8 +247,7 @@ func ValidateCategory(s string) error {
 	return nil
 }
 
-// randIndex returns a uniform random index below n (n <= 256) from
-// crypto/rand.
+// randIndex returns a uniform random index below n (n <= 256) from crypto/rand.
 func randIndex(n int) int {
 	limit := 256 - 256%n
 	var b [1]byte

@@ -10,11 +10,7 @@ type Lookup struct {
 	KeyType     KeyType
 	Policy      string
 	Participant string
-	// Status is the HTTP status of the answer (a lookup that got none is
-	// not recorded).
-	Status     int
-	LookedUpAt time.Time
-	// PaidAt is when a payment with the same EndToEndId was credited (zero
-	// until then).
-	PaidAt time.Time
+	Status      int // of the answer (a lookup that got none is not recorded)
+	LookedUpAt  time.Time
+	PaidAt      time.Time // when a payment with its EndToEndId was credited, or zero
 }

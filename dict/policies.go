@@ -43,19 +43,9 @@ const (
 var Categories = []string{"A", "B", "C", "D", "E", "F", "G", "H"}
 
 // seedPolicies returns the DICT's policy table (the DICT manual v8 and API
-// 2.6.1), exactly:
-//
-//   - the two USER anti-scan policies: PF 2/min capacity 100, PJ 20/min
-//     capacity 1000; a 200 costs 1, a 404 costs 20; a payment credits 1 (PF)
-//     or 2 (PJ);
-//   - ENTRIES_READ_PARTICIPANT_ANTISCAN by category A..H (25 000/min, 50 000
-//     down to 2/min, 50); a 200 costs 1, a 404 costs 3; a payment credits 1;
-//   - ENTRIES_STATISTICS_READ sized by the same category table (the manual
-//     marks both with (**));
-//   - every other policy: any status but 500 costs 1.
-//
-// Every policy refunds a 500 and a 429 (the DICT did not serve the request;
-// on a 429 the client also brings its bucket down to 0).
+// 2.6.1) exactly. A 500 and a 429 cost nothing (the DICT did not serve the
+// request), any other status 1, but for the anti-scan policies' 404 (20 to
+// the payer, 3 to the participant).
 func seedPolicies() []Spec {
 	perMin := func(n, capacity int64) limits {
 		return limits{Capacity: capacity, RefillTokens: n, RefillPeriod: time.Minute}
@@ -72,8 +62,7 @@ func seedPolicies() []Spec {
 	}
 	user := func() map[string]limits {
 		pf, pj := perMin(2, 100), perMin(20, 1000)
-		pf.Credits = map[string]int64{EventPayment: 1}
-		pj.Credits = map[string]int64{EventPayment: 2}
+		pf.Credits, pj.Credits = map[string]int64{EventPayment: 1}, map[string]int64{EventPayment: 2}
 		return map[string]limits{string(personPF): pf, string(personPJ): pj}
 	}
 	userCosts := func() map[string]int64 {
@@ -125,9 +114,8 @@ func seedPolicies() []Spec {
 	}
 }
 
-// userPolicyFor returns the USER anti-scan policy a lookup of a key of type
-// t is charged to: ENTRIES_READ_USER_ANTISCAN for EMAIL and PHONE keys,
-// ENTRIES_READ_USER_ANTISCAN_V2 for CPF, CNPJ and EVP keys.
+// userPolicyFor returns the USER anti-scan policy of a lookup of a key of
+// type t: the _V2 one for CPF, CNPJ and EVP keys.
 func userPolicyFor(t KeyType) string {
 	if t == KeyEmail || t == KeyPhone {
 		return PolicyEntriesReadUserAntiscan

@@ -17,9 +17,8 @@ import (
 )
 
 // policyFile is the "dict" section of balde's policy file (--policies,
-// BALDE_POLICY_FILE): a JSON object whose other top-level sections belong to
-// other modules and are ignored here. It overrides the numbers of the DICT's
-// policies and defines new policies with their own costs and credits:
+// BALDE_POLICY_FILE; other sections are ignored here): it overrides the DICT's
+// policies and defines new ones with their own costs and credits:
 //
 //	{
 //	  "dict": {
@@ -37,11 +36,9 @@ import (
 //
 // An override changes only the fields it gives (classes, costs and credits
 // merge entry by entry); a new policy needs a scope and complete limits.
-// Periods (refill_period, min_interval, block_for) are Go durations
-// ("1m", "24h") or whole days ("1d").
+// Periods are Go durations ("1m") or whole days ("1d").
 type policyFile struct {
-	// Refill is the catalog's refill mode: stepwise, continuous or rolling.
-	Refill   *string                `json:"refill"`
+	Refill   *string                `json:"refill"` // stepwise, continuous or rolling
 	Policies map[string]policyEntry `json:"policies"`
 }
 
@@ -70,8 +67,7 @@ type limitsEntry struct {
 	Credits      map[string]int64 `json:"credits"`
 }
 
-// parseDuration reads a period of the policy file: a Go duration ("1m",
-// "90s", "24h") or a whole number of days ("1d").
+// parseDuration reads a period of the policy file: a Go duration or whole days ("1d").
 func parseDuration(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 32)
@@ -86,12 +82,11 @@ func parseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// policyFileSection is the top-level key of the DICT's section.
 const policyFileSection = "dict"
 
-// parsePolicyFile reads a policy file and returns its DICT section (nil
-// when the file has none). Unknown fields in the section are errors. The
-// error wraps errInvalidPolicyFile and names the field or line at fault.
+// parsePolicyFile returns the DICT section of a policy file (nil without
+// one); unknown fields are errors. The error wraps errInvalidPolicyFile and
+// names the field or line at fault.
 func parsePolicyFile(r io.Reader) (*policyFile, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
 	if err != nil {
@@ -110,8 +105,7 @@ func parsePolicyFile(r io.Reader) (*policyFile, error) {
 	if !ok {
 		return nil, nil
 	}
-	// The section, then each policy on its own, so that an error names the
-	// policy it is in.
+	// Each policy on its own, so that an error names it.
 	var section struct {
 		Refill   *string                    `json:"refill"`
 		Policies map[string]json.RawMessage `json:"policies"`
@@ -136,8 +130,7 @@ func strictDecode(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// jsonError turns a decoding error of the part at path into one naming the
-// field.
+// jsonError turns a decoding error of the part at path into one naming the field.
 func jsonError(err error, path string) error {
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -153,8 +146,7 @@ func jsonError(err error, path string) error {
 	return fmt.Errorf("%w: %s: %v", errInvalidPolicyFile, path, err)
 }
 
-// Apply merges f into the catalog, all or nothing: if any policy would be
-// invalid the catalog is left unchanged. The error wraps
+// apply merges f into the catalog, all or nothing. The error wraps
 // errInvalidPolicyFile and names the field ("dict.policies.X.capacity").
 func (c *Catalog) apply(f *policyFile) error {
 	if f == nil {
@@ -198,9 +190,9 @@ func (c *Catalog) apply(f *policyFile) error {
 	return nil
 }
 
-// LoadFile reads the policy file at path (its "dict" section: see
-// policyFile) and applies it to the catalog, all or nothing. The error
-// wraps errInvalidPolicyFile and names the path and the field at fault.
+// LoadFile applies the "dict" section of the policy file at path to the
+// catalog, all or nothing. The error wraps errInvalidPolicyFile and names the
+// path and the field at fault.
 func (c *Catalog) LoadFile(path string) error {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -217,8 +209,8 @@ func (c *Catalog) LoadFile(path string) error {
 	return nil
 }
 
-// mergeEntry applies e over old (the current spec when exists) and returns
-// the result. Errors name the field relative to the policy.
+// mergeEntry applies e over old (the current spec when exists). Errors name
+// the field relative to the policy.
 func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error) {
 	s := cloneSpec(old)
 	if !exists {
@@ -274,14 +266,7 @@ func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error)
 	if e.Reserve != nil {
 		s.Reserve = *e.Reserve
 	}
-	if e.Costs != nil && s.Costs == nil {
-		s.Costs = make(map[string]int64)
-	}
-	maps.Copy(s.Costs, e.Costs)
-	if e.Credits != nil && s.Credits == nil {
-		s.Credits = make(map[string]int64)
-	}
-	maps.Copy(s.Credits, e.Credits)
+	s.Costs, s.Credits = mergeCounts(s.Costs, e.Costs), mergeCounts(s.Credits, e.Credits)
 	for _, d := range []struct {
 		field string
 		from  *string
@@ -318,11 +303,15 @@ func mergeLimits(l limits, e limitsEntry) (limits, error) {
 		}
 		l.RefillPeriod = d
 	}
-	if e.Credits != nil {
-		if l.Credits == nil {
-			l.Credits = make(map[string]int64)
-		}
-		maps.Copy(l.Credits, e.Credits)
-	}
+	l.Credits = mergeCounts(l.Credits, e.Credits)
 	return l, nil
+}
+
+// mergeCounts returns to with from's entries (a new map when to is nil).
+func mergeCounts(to, from map[string]int64) map[string]int64 {
+	if from != nil && to == nil {
+		to = make(map[string]int64)
+	}
+	maps.Copy(to, from)
+	return to
 }

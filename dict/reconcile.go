@@ -12,21 +12,17 @@ import (
 
 // ReconcileResult is what one reconciliation saw and did.
 type ReconcileResult struct {
-	// Decision is the mirror's on GET /policies/: a refusal (Allowed false,
-	// POLICIES_LIST empty locally) means nothing was sent nor done, and
-	// the other fields are empty.
+	// Decision is the mirror's on GET /policies/: after a refusal nothing
+	// was sent nor done, and the other fields are empty.
 	Decision throttle.Decision
 	At       time.Time
 	// Category is the category the DICT reported ("" if none);
 	// CategoryChanged is set when it differs from the catalog's before.
 	Category        string
 	CategoryChanged bool
-	// Remote is the DICT's answer, one Policy per bucket.
-	Remote []Policy
-	// Lowered lists the local buckets brought down to the DICT's state.
-	Lowered []throttle.Adjusted
-	// Unknown lists policies the DICT reported that the catalog does not
-	// have (or not as PSP policies): nothing was done for them.
+	Remote          []Policy            // the DICT's answer, one Policy per bucket
+	Lowered         []throttle.Adjusted // the local buckets brought down to the DICT's state
+	// Unknown lists the policies reported that are no PSP policy of the catalog.
 	Unknown []string
 	// Mismatched lists policies whose remote capacity or refill differs from
 	// the catalog's, as "NAME: local 2/60s capacity 50, remote 4/60s
@@ -34,16 +30,11 @@ type ReconcileResult struct {
 	Mismatched []string
 }
 
-// Reconcile reads the participant's buckets at the DICT (ListBucketStates,
-// itself limited by POLICIES_LIST: 6/min, capacity 20), records the
-// participant's category (catalog and Records), and lowers every local PSP
-// bucket that holds more tokens than the DICT reports less this process's
-// holds in flight (Limiter.Sync; a bucket is never raised).
-//
-// A refusal of the mirror (POLICIES_LIST empty locally) is res.Decision
-// (Allowed false) with a nil error: nothing was sent.
-//
-// Errors: as ListBucketStates; throttle.ErrStoreUnavailable.
+// Reconcile reads the participant's buckets at the DICT (ListBucketStates),
+// records the participant's category (catalog and Records), and lowers every
+// local PSP bucket to the DICT's balance less this process's holds in flight
+// (never raising one). A refusal is res.Decision with a nil error. Errors: as
+// ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	before := c.catalog.Category() // the Transport learns the answer's category
 	held := c.meter.holds.watch()
@@ -58,19 +49,16 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		res.At = c.meter.Limiter.Now()
 	}
 
-	// The category first: it sizes the categorised buckets synced below.
-	if remote.Category != "" {
-		if err := ValidateCategory(remote.Category); err != nil {
-			c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
-		} else {
-			res.CategoryChanged = before != remote.Category
-			if err := c.catalog.SetCategory(remote.Category); err != nil {
+	// The category first (SetCategory validates it): it sizes the buckets synced below.
+	switch err := c.catalog.SetCategory(remote.Category); {
+	case remote.Category == "":
+	case err != nil:
+		c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
+	default:
+		res.CategoryChanged = before != remote.Category
+		if c.records != nil {
+			if err := c.records.SaveCategory(ctx, c.catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
 				return res, err
-			}
-			if c.records != nil {
-				if err := c.records.SaveCategory(ctx, c.catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
-					return res, err
-				}
 			}
 		}
 	}
@@ -105,12 +93,10 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	return res, nil
 }
 
-// RunReconcile reconciles every interval until ctx is done, the first time
-// one interval after it starts (LearnCategory reconciled when the client
-// started), logging each result and passing it to report (which may be nil);
-// failures (a local refusal, a DICT error) are logged and retried at the
-// next tick. POLICIES_LIST allows 6 a minute: keep every at 10 s or more.
-// It returns ctx's error.
+// RunReconcile reconciles every interval, the first one interval after it
+// starts, until ctx is done, and returns ctx's error. Each result is logged
+// and passed to report (which may be nil); failures wait for the next tick.
+// POLICIES_LIST allows 6 a minute: keep every at 10 s or more.
 func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report func(ReconcileResult, error)) error {
 	if every <= 0 {
 		return fmt.Errorf("dict: reconcile interval %s is not positive", every)
@@ -143,15 +129,14 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 }
 
 // CategoryFresh is how long a category learned from the DICT is reused at
-// start without asking again (GET /policies/ is limited to 6/min): one
-// refill period of the categorised policy (decision 0068).
+// start without asking again (decision 0068).
 const CategoryFresh = defaultCategoryRecheck
 
-// recheckCategory re-checks the participant's category once per recheck
-// period, before a lookup: the one another process recorded within the
-// period, else GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN (whose
-// category the Transport learns; the bucket is synced to its balance).
-// One check at a time; failures wait for the next period.
+// recheckCategory re-checks the participant's category at most once per
+// recheck period: the one another process recorded within the period, else
+// GET /policies/ENTRIES_READ_PARTICIPANT_ANTISCAN (one POLICIES_READ token),
+// whose category the Transport learns and whose balance the bucket is synced
+// to. One check at a time; failures wait for the next period.
 func (c *Client) recheckCategory(ctx context.Context) {
 	if c.recheck < 0 {
 		return
@@ -199,12 +184,9 @@ type LearnedCategory struct {
 }
 
 // LearnCategory sets the catalog's category from the DICT: the one kept in
-// Records when it was learned less than maxAge ago, else GET /policies/
-// (Reconcile, which records it). When neither answers the catalog keeps its
-// category (the strictest, H, until one is known) and the error says why:
-// a refusal (POLICIES_LIST empty locally: a *throttle.RefusedError, since
-// not learning the category is this method's failure, see decision 0010),
-// a remote error, a store failure.
+// Records when learned less than maxAge ago, else Reconcile's. Otherwise the
+// catalog keeps its category and the error says why: a refusal is a
+// *throttle.RefusedError (decision 0010), or a remote error, a store failure.
 func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
 	cat, at, ok, err := c.stored(ctx)
 	if err != nil {
@@ -226,9 +208,8 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 	return LearnedCategory{Category: res.Category, Source: "dict", At: res.At}, nil
 }
 
-// RestoreCategory sets the catalog's category from Records, if one was
-// recorded by an earlier reconciliation (the DICT's word wins over the
-// configured default). It reports whether one was found.
+// RestoreCategory sets the catalog's category from Records and reports
+// whether one was recorded.
 func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
 	cat, _, ok, err := c.stored(ctx)
 	if err != nil || !ok {
@@ -245,8 +226,8 @@ func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok 
 	return c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
 }
 
-// LocalPolicies reports the participant's buckets in the local mirror in
-// the DICT's listBucketStates format (for the app's /policies/ endpoint).
+// LocalPolicies reports the participant's buckets in the local mirror as
+// listBucketStates would.
 func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, error) {
 	return listPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
 }
@@ -257,8 +238,7 @@ func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResp
 	return getPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
 }
 
-// listPolicies is the listBucketStates answer of participant's PSP buckets
-// in lim, taking nothing.
+// listPolicies is the listBucketStates answer of participant's buckets in lim.
 func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
 	keys, err := cat.participantKeys(participant)
 	if err != nil {
@@ -271,8 +251,8 @@ func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, part
 	return newListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
 }
 
-// getPolicy is the getBucketState answer of one PSP bucket of participant
-// in lim; a name that is no PSP policy is throttle.ErrUnknownPolicy.
+// getPolicy is the getBucketState answer of one of participant's buckets in
+// lim; a name that is no PSP policy is throttle.ErrUnknownPolicy.
 func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
 	if err := ValidateISPB(participant); err != nil {
 		return nil, err

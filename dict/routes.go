@@ -11,28 +11,21 @@ import (
 )
 
 // Route is one operation of the DICT API: the request that calls it and
-// the policies it is charged to. Policies lists every policy the operation
-// may be charged to; which ones a request is charged to is decided by
-// Catalog.RequestKeys (a getEntry: the payer's USER policy for the key's
-// type and the participant's; a listing: with or without role).
+// every policy it may be charged to (Catalog.requestKeys picks a request's).
 type Route struct {
-	Method string
-	// Path is the path after the API prefix (/api/v2), with {Param}
-	// segments, as in the OpenAPI description.
-	Path     string
+	Method   string
+	Path     string // after the API prefix, with {Param} segments as in the OpenAPI description
 	Op       string
 	Policies []string
-	// Write is set for the operations whose body the PSP must sign (XMLDSig).
-	Write bool
+	Write    bool // the PSP must sign the body (XMLDSig)
 }
 
 // opGetEntryInitiator is getEntry's twin charged the same way.
 const opGetEntryInitiator = "getEntryInitiator"
 
-// Routes returns the DICT API's operations, method + path → operation →
-// policies: every operation of the public API (OpenAPI 1.8.0) and of the
-// DICT manual's policy table. The paths of getEntryStatistics and of the fraud
-// markers are not in the 1.8.0 reference; they follow the API's naming.
+// Routes returns every operation of the public DICT API (OpenAPI 1.8.0) and
+// of the DICT manual's policy table; the paths of getEntryStatistics and the
+// fraud markers, missing from the 1.8.0 reference, follow the API's naming.
 func Routes() []Route {
 	get, post := http.MethodGet, http.MethodPost
 	r := func(method, path, op string, write bool, policies ...string) Route {
@@ -80,60 +73,44 @@ func Routes() []Route {
 	}
 }
 
-// apiPrefix matches the API prefix of a DICT URL path: /api/v2, /api/v1 on
-// the rate-limit host of the public spec, or /api-np/v1 where OpenAPI
-// 1.8.0 serves checkKeys (dict-np…), after any base path of a proxy.
+// apiPrefix matches the API prefix of a DICT URL path (/api/v2, /api/v1 on
+// the rate-limit host, /api-np/v1 for checkKeys), after any proxy's base path.
 var apiPrefix = regexp.MustCompile(`^.*?/api(?:-np)?/v[0-9]+`)
 
-// MatchRoute returns the route of a request to the DICT: method and URL
-// path (with or without its /api/vN or /api-np/vN prefix), and the values of the path's
-// {Param} segments. ok is false for a request that is no DICT operation.
+// MatchRoute returns the route of a request to the DICT (its URL path with
+// or without the API prefix) and the values of the path's {Param} segments.
+// ok is false for a request that is no DICT operation.
 func MatchRoute(method, path string) (rt Route, params map[string]string, ok bool) {
-	path = apiPrefix.ReplaceAllString(path, "")
-	segs := strings.Split(path, "/")
+	segs := strings.Split(apiPrefix.ReplaceAllString(path, ""), "/")
+next:
 	for _, r := range Routes() {
-		if r.Method != method {
-			continue
-		}
 		want := strings.Split(r.Path, "/")
-		if len(want) != len(segs) {
+		if r.Method != method || len(want) != len(segs) {
 			continue
 		}
 		p := map[string]string{}
-		match := true
 		for i, w := range want {
-			if strings.HasPrefix(w, "{") {
-				if segs[i] == "" {
-					match = false
-					break
+			v, err := url.PathUnescape(segs[i])
+			switch {
+			case !strings.HasPrefix(w, "{"):
+				if w != segs[i] {
+					continue next
 				}
-				v, err := url.PathUnescape(segs[i])
-				if err != nil {
-					match = false
-					break
-				}
+			case segs[i] == "" || err != nil:
+				continue next
+			default:
 				p[strings.Trim(w, "{}")] = v
-			} else if w != segs[i] {
-				match = false
-				break
 			}
 		}
-		if match {
-			return r, p, true
-		}
+		return r, p, true
 	}
 	return Route{}, nil, false
 }
 
-// requestKeys returns the buckets a request on route rt is charged to, for
-// participant: a getEntry (and getEntryInitiator) to the payer's USER
-// anti-scan bucket for the key's type (payer from the PI-PayerId header)
-// and to the participant's; a listing to the policy with role when the
-// query filters by role (IsDonor, IsClaimer, IsDebited, IsCredited,
-// ParticipantRole), without role otherwise; every other operation to its
-// one PSP policy.
-//
-// Errors: ErrInvalidKey, ErrInvalidPayerID (bad input, nothing to charge).
+// requestKeys returns the buckets a request on rt is charged to: a getEntry
+// (or getEntryInitiator) to LookupKeys (the payer from PI-PayerId); a listing
+// to the policy with role when the query filters by role, without otherwise;
+// any other operation to its one policy. Errors: ErrInvalidKey, ErrInvalidPayerID.
 func (c *Catalog) requestKeys(rt Route, params map[string]string, header http.Header, query url.Values, participant string) ([]throttle.Key, error) {
 	switch rt.Op {
 	case OpGetEntry, opGetEntryInitiator:
@@ -149,11 +126,10 @@ func (c *Catalog) requestKeys(rt Route, params map[string]string, header http.He
 	}
 	policy := rt.Policies[0]
 	if len(rt.Policies) == 2 {
-		role := false
+		role := query.Get("ParticipantRole") != ""
 		for _, name := range []string{"IsDonor", "IsClaimer", "IsDebited", "IsCredited"} {
 			role = role || query.Get(name) == "true"
 		}
-		role = role || query.Get("ParticipantRole") != ""
 		if !role {
 			policy = rt.Policies[1]
 		}

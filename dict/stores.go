@@ -5,12 +5,9 @@ import (
 	"time"
 )
 
-// Records is what the DICT side stores: the lookups the DICT answered,
-// keyed by EndToEndId, so that a later payment can be credited to the
-// buckets its lookup was charged to, and the participant's category as the
-// DICT reported it, so that a restart reuses it while it is fresh instead
-// of spending a POLICIES_LIST token (6/min). dictsql.Records implements it
-// on balde's database.
+// Records stores the lookups the DICT answered, keyed by EndToEndId, so that
+// a payment can be credited to their buckets, and the participant's category,
+// so that a restart reuses it while fresh. dictsql.Records implements it.
 type Records interface {
 	// RecordLookup stores l, replacing an earlier lookup with the same
 	// EndToEndId (keeping its payment, if any).

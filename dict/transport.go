@@ -2,6 +2,7 @@ package dict
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -20,36 +21,26 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// maxRetryAfter bounds the wait a remote Retry-After may impose on the
-// mirror ("Fri, 31 Dec 9999" blocks for a day).
+// maxRetryAfter bounds the wait a remote Retry-After imposes on the mirror.
 const maxRetryAfter = 24 * time.Hour
 
 // Transport is an http.RoundTripper that throttles a PSP's own DICT client
-// with balde's mirror: it maps each request's method and path to its
-// operation and policies (Routes), takes the worst-case cost before sending
-// (the payer from PI-PayerId), settles by the response's status, handles a
-// remote 429 (see settleAfter429), and records getEntry lookups for payment
-// credits.
+// with balde's mirror: it maps each request to its operation and policies
+// (Routes), holds the worst-case cost before sending (the payer from
+// PI-PayerId), settles by the response's status, handles a remote 429 (see
+// settleAfter429), and records getEntry lookups for payment credits.
 //
 // A request the mirror refuses is not sent: RoundTrip returns a
-// *throttle.RefusedError (errors.As, or throttle.AsRefusal, gives the
-// Decision: its bucket, reason and exact wait), the convention of a
-// wrapping transport (docs/decisions/0130). A request that is no DICT
-// operation, or whose key or payer is malformed, is an error and is not
-// sent.
-//
-// A request that provably never left (the connection was refused, the
-// DICT's name did not resolve, its context ended before it was sent) gets
-// its hold back at once; one whose answer was lost keeps it (decision
-// 0015). The response is returned whatever its status, with its body read
-// and replaced (at most MaxBodySize bytes). Safe for concurrent use; do not
-// copy a Transport after first use.
+// *throttle.RefusedError carrying the Decision (docs/decisions/0130). A
+// request that is no DICT operation, or whose key or payer is malformed, is
+// an error and is not sent. A request that provably never left gets its hold
+// back at once; one whose answer was lost keeps it (decision 0015). The
+// response is returned whatever its status, its body read and replaced (at
+// most MaxBodySize bytes). Safe for concurrent use; do not copy after first use.
 type Transport struct {
-	// Base sends the requests (the PSP's own transport, with its mutual
-	// TLS). Default http.DefaultTransport.
-	Base http.RoundTripper
-	// Meter is the local mirror. When Meter.Holds is nil the Transport
-	// counts its requests in flight itself.
+	Base http.RoundTripper // the PSP's own transport (default http.DefaultTransport)
+	// Meter is the local mirror; the Transport counts the holds in flight
+	// itself unless it shares a Client's (Client.Meter).
 	Meter Meter
 	// Participant is the ISPB charged when a request has no
 	// PI-RequestingParticipant header (which is then set).
@@ -57,15 +48,12 @@ type Transport struct {
 	// Records, when set (not nil, nor a nil pointer), keeps every getEntry
 	// the DICT answered and every category the DICT reports.
 	Records Records
-	// PoliciesURL is the base URL of GET /policies/ when it lives on its
-	// own host (e.g. https://dict-ratelimit.pi.rsfn.net.br:16422/api/v1);
-	// default: the request's own base URL.
+	// PoliciesURL is the base URL of GET /policies/ on its own host; default
+	// the request's own base URL.
 	PoliciesURL string
 	// Reconcile, when set, lowers the mirror to every 200 answer of
-	// GET /policies/ and /policies/{policy} that passes (never raising a
-	// bucket), less the holds of this process's requests in flight or
-	// landed while the DICT read them (decision 0067), as Client.Reconcile
-	// does: a gateway's clients reconcile it.
+	// GET /policies/ and /policies/{policy} that passes, as Client.Reconcile
+	// does (decision 0067): a gateway's clients reconcile it.
 	Reconcile bool
 	// Logger receives the Transport's logs; nil logs nowhere.
 	Logger *slog.Logger
@@ -78,25 +66,16 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// meter returns t.Meter with its holds and participant readings (the
-// Transport's own when the Meter has none: a Meter from Client.Meter
-// shares the client's).
+// meter returns t.Meter with its holds and readings, the Transport's own
+// when the Meter has none (a Meter from Client.Meter shares the client's).
 func (t *Transport) meter() Meter {
 	m := t.Meter
-	if m.holds == nil || m.readings == nil {
-		t.holdsOnce.Do(func() { t.holds, t.readings = &holds{}, &readings{} })
-	}
-	if m.holds == nil {
-		m.holds = t.holds
-	}
-	if m.readings == nil {
-		m.readings = t.readings
-	}
+	t.holdsOnce.Do(func() { t.holds, t.readings = &holds{}, &readings{} })
+	m.holds, m.readings = cmp.Or(m.holds, t.holds), cmp.Or(m.readings, t.readings)
 	return m
 }
 
-// RoundTrip implements http.RoundTripper: exchange, with a refusal of the
-// mirror as a *throttle.RefusedError (nothing was sent).
+// RoundTrip implements http.RoundTripper; a refusal is a *throttle.RefusedError.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, d, op, err := t.exchange(req)
 	if err == nil && !d.Allowed {
@@ -105,11 +84,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// exchange sends req through the mirror: validate, hold, send, settle. It
-// returns the mirror's Decision with the DICT's response (its body read
-// whole, at most MaxBodySize bytes); a refusal is d with Allowed false, a
-// nil response and a nil error: nothing was sent. op is the request's
-// operation.
+// exchange sends req through the mirror: validate, hold, send, settle. A
+// refusal is d with Allowed false, a nil response and a nil error: nothing
+// was sent. The response's body is read whole; op is the request's operation.
 func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle.Decision, op string, err error) {
 	m := t.meter()
 	sent := false // the base transport closes the body of a request it sends
@@ -145,10 +122,8 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		return nil, d, op, fmt.Errorf("dict: %s: %w", rt.Op, err)
 	}
 	ref := req.Header.Get(HeaderEndToEndID)
-	if rt.Op == OpGetEntry {
-		if err := ValidateEndToEndID(ref); err != nil {
-			return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
-		}
+	if err := ValidateEndToEndID(ref); rt.Op == OpGetEntry && err != nil {
+		return nil, d, op, fmt.Errorf("dict: %s: %s: %w", rt.Op, HeaderEndToEndID, err)
 	}
 
 	rctx, stopReserve := reserveContext(req.Context())
@@ -160,17 +135,14 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	if d = r.Decision; !d.Allowed {
 		return nil, d, op, nil
 	}
-	// From here the reservation is settled whatever happens to the
-	// request's context.
+	// From here the reservation is settled whatever happens to req's context.
 	ctx := context.WithoutCancel(req.Context())
-	if err := req.Context().Err(); err != nil {
-		// The take committed after the request's deadline (it waited on a
-		// lock): nothing is sent, and the hold comes back.
+	if err := req.Context().Err(); err != nil { // the take committed after the deadline
 		t.settle(ctx, m, r, outcomeNotSent)
 		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 	}
 	sentAt, sent := m.Limiter.Now(), true
-	resp, err = t.base().RoundTrip(req)
+	resp, err = cmp.Or(t.Base, http.DefaultTransport).RoundTrip(req)
 	var arrival uint64 // a 429's number among those the readings attribute
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
 		arrival = m.readings.arrive()
@@ -217,16 +189,17 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 		}
 	}
 	if rt.Op == OpGetEntry && !isNil(t.Records) {
+		lookedUp, _ := ParseKey(params["Key"])
 		t.record(ctx, Lookup{
-			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: mustKeyType(params["Key"]),
+			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: lookedUp.Type,
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
 		})
 	}
 	return resp, d, op, nil
 }
 
-// notSent reports whether err, from the base transport, proves the request
-// never reached the DICT: no connection could be opened.
+// notSent reports whether err, from the base transport, proves that no
+// connection was opened.
 func notSent(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -234,8 +207,8 @@ func notSent(err error) bool {
 		errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// learnCategory sets the catalog's category, and the stored one, from a
-// GET /policies/ answer that carries one (decision 0068).
+// learnCategory sets the catalog's and the stored category from a
+// GET /policies/ answer (decision 0068).
 func (t *Transport) learnCategory(ctx context.Context, participant, category string) {
 	if category == "" || ValidateCategory(category) != nil {
 		return
@@ -257,29 +230,12 @@ func (t *Transport) learnCategory(ctx context.Context, participant, category str
 	}
 }
 
-func (t *Transport) base() http.RoundTripper {
-	if t.Base != nil {
-		return t.Base
-	}
-	return http.DefaultTransport
-}
-
-func (t *Transport) logger() *slog.Logger {
-	if t.Logger != nil {
-		return t.Logger
-	}
-	return nowhere
-}
-
-func mustKeyType(key string) KeyType {
-	k, _ := ParseKey(key)
-	return k.Type
-}
+func (t *Transport) logger() *slog.Logger { return cmp.Or(t.Logger, nowhere) }
 
 // retry runs f again after a store failure, backing off from 25 ms to 1 s,
-// eight attempts in all: an outcome must land in the mirror through a
-// database blip. A change the store may have applied
-// (throttle.ErrOutcomeUnknown) is run again only when it is idempotent.
+// eight attempts in all, so that an outcome lands through a database blip. A
+// change the store may have applied (throttle.ErrOutcomeUnknown) is run
+// again only when it is idempotent.
 func retry(f func() error) error { return retryStore(f, false) }
 
 func retryIdempotent(f func() error) error { return retryStore(f, true) }
@@ -297,8 +253,8 @@ func retryStore(f func() error, idempotent bool) error {
 	}
 }
 
-// settle settles r by outcome through store failures. One that still
-// fails loses only a refund: the hold counted the worst case.
+// settle settles r by outcome through store failures; one that still fails
+// loses only a refund.
 func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string, targets ...throttle.SyncTarget) error {
 	defer r.landed()
 	err := retry(func() error {
@@ -328,17 +284,14 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 	}
 }
 
-// settleAfter429 settles r as a 429 and, in the same transaction, lowers
-// only the bucket the DICT says is empty (the one its problem names), less
-// the holds of this process's other requests in flight, and blocks it for
-// the remote Retry-After. Any other operation than a getEntry blames its
-// one bucket. A getEntry's 429 that names none is evidence newer than any
-// reading (decision 0180): the participant's bucket is read after it
-// (participantBucket), and the payer is lowered only when that reading
-// shows the participant positive, the participant otherwise; both follow
-// the reading. Without one, nobody's balance is lowered: the payer and
-// the participant are blocked for the Retry-After, until a reading
-// settles it.
+// settleAfter429 settles r as a 429 and, in the same transaction, empties
+// the bucket the DICT's problem names (less the other holds in flight) and
+// blocks it for the remote Retry-After; an operation other than a getEntry
+// blames its one bucket. A getEntry's 429 that names none (decision 0180)
+// reads the participant's bucket after it (participantBucket): the payer is
+// emptied when that reading shows the participant positive, the participant
+// otherwise, and both follow the reading; without a reading both are only
+// blocked for the Retry-After.
 func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string, arrival uint64) {
 	defer r.landed()
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
@@ -412,16 +365,14 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 		slog.Duration("retry_after", wait))
 }
 
-// readingTimeout bounds a reading of the participant's bucket after a 429
-// (and the wait of the lookups it holds back).
+// readingTimeout bounds a reading of the participant's bucket after a 429.
 const readingTimeout = 10 * time.Second
 
 // readings coordinates the readings of a participant's anti-scan bucket
-// asked after remote 429s that named no bucket (decision 0180): a reading
-// stands only for the 429s that arrived before it was sent, at most one is
-// in flight per participant, and every Transport on one Meter (the
-// engine's client, the gateway, a Transport built on Client.Meter) shares
-// them. The zero value is ready; safe for concurrent use.
+// after remote 429s that named no bucket (decision 0180): a reading stands
+// only for the 429s that arrived before it was sent, and at most one is in
+// flight per participant, shared by every Transport on one Meter. The zero
+// value is ready; safe for concurrent use.
 type readings struct {
 	mu      sync.Mutex
 	seen    uint64              // the 429s counted so far
@@ -448,8 +399,7 @@ func (rs *readings) arrive() uint64 {
 	return rs.seen
 }
 
-// loweredSoFar returns the number of readings so far that found a
-// participant's bucket empty or could not be had.
+// loweredSoFar counts the readings that found a participant empty or failed.
 func (rs *readings) loweredSoFar() uint64 {
 	if rs == nil {
 		return 0
@@ -463,13 +413,11 @@ func (rs *readings) loweredSoFar() uint64 {
 // reading lowered its participant's bucket while it was taken.
 const maxHoldAttempts = 3
 
-// hold takes the hold of a request. A getEntry first waits for the
-// reading of its participant's bucket in flight (a 429 that named no
-// bucket is being attributed); when a reading found the participant
-// empty (or could not be had) while its hold was taken, it gives the hold
-// back and asks again, up to maxHoldAttempts, against the mirror that
-// follows the reading: no lookup leaves after the reading on a balance
-// from before it (decision 0180).
+// hold takes the hold of a request. A getEntry first waits out the reading
+// of its participant's bucket in flight; when a reading lowered the
+// participant while its hold was taken, it gives the hold back and asks
+// again, up to maxHoldAttempts: no lookup leaves after a reading on a
+// balance from before it (decision 0180).
 func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant string, keys []throttle.Key) (reservation, error) {
 	gated := len(keys) > 1 && (op == OpGetEntry || op == opGetEntryInitiator)
 	for attempt := 1; ; attempt++ {
@@ -487,8 +435,8 @@ func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant stri
 	}
 }
 
-// await returns once no reading of participant's bucket is in flight (or
-// with ctx's error): a lookup is not sent into the 429 being attributed.
+// await returns once no reading of participant's bucket is in flight, or
+// with ctx's error.
 func (rs *readings) await(ctx context.Context, participant string) error {
 	if rs == nil {
 		return nil
@@ -508,13 +456,11 @@ func (rs *readings) await(ctx context.Context, participant string) error {
 	}
 }
 
-// participantBucket returns the participant's anti-scan balance at the
-// DICT as read after the 429 numbered mine: the reading in flight when it
-// was sent after that 429, else a new one once the one in flight ends
-// (through t, charged to POLICIES_READ). ok is false without one. The
-// caller calls release once the mirror follows the reading: until then
-// the reading counts as in flight and holds the participant's lookups
-// back.
+// participantBucket returns the participant's anti-scan balance at the DICT
+// as read after the 429 numbered mine: the reading in flight if it was sent
+// after that 429, else a new one (ok false without one). Until the caller
+// calls release, once the mirror follows it, the reading holds the
+// participant's lookups back.
 func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.Request, key throttle.Key, participant string, mine uint64) (available int64, ok bool, release func()) {
 	rs := m.readings
 	nothing := func() {}
@@ -597,8 +543,8 @@ func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Reque
 	return doc.Policy.AvailableTokens, true
 }
 
-// parseRetryAfter reads a Retry-After relative to now (seconds or an HTTP
-// date), clamped to 0..maxRetryAfter; absent or malformed: 0.
+// parseRetryAfter reads a Retry-After (seconds or an HTTP date) relative to
+// now, clamped to 0..maxRetryAfter; absent or malformed: 0.
 func parseRetryAfter(s string, now time.Time) time.Duration {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -627,9 +573,8 @@ func parseRetryAfter(s string, now time.Time) time.Duration {
 
 type reserveStopKey struct{}
 
-// withReserveStop returns ctx (detached from stop) carrying stop: its
-// request's reservation, a wait on a database lock, ends with stop and
-// then nothing is sent; once taken, the request completes (decision 0124).
+// withReserveStop returns ctx carrying stop, which ends its request's
+// reservation (then nothing is sent) but not a request once taken (decision 0124).
 func withReserveStop(ctx, stop context.Context) context.Context {
 	return context.WithValue(ctx, reserveStopKey{}, stop)
 }

@@ -13,9 +13,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// The XML of the DICT API. Element names and order follow the API reference
-// exactly (the DICT manual, chapter 19, for the policy responses); Go field names follow Go
-// style and carry the DICT's name in their tag where they differ.
+// The XML of the DICT API: element names and order follow the API reference
+// (the DICT manual, chapter 19, for the policy responses) exactly.
 
 // XMLHeader is the declaration the DICT writes before every document.
 const XMLHeader = `<?xml version="1.0" encoding="UTF-8" ?>` + "\n"
@@ -26,30 +25,24 @@ const MaxBodySize = 1 << 20
 // signatureNamespace is the namespace of the XMLDSig Signature element.
 const signatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
 
-// Signature is the XML digital signature element of a DICT message, kept
-// verbatim (its inner XML) with its namespace (XMLName.Space, usually
-// signatureNamespace), so a signed document round-trips. XMLSigner makes
-// it and XMLVerifier checks it.
+// Signature is the XMLDSig element of a DICT message, kept verbatim with its
+// namespace so that a signed document round-trips.
 type Signature struct {
 	XMLName xml.Name
 	XML     string `xml:",innerxml"`
 }
 
-// Timestamp is an instant in the DICT's format: UTC with milliseconds,
-// "2022-09-02T13:19:25.833Z". It reads any RFC 3339 time, and writes a
-// time it read back as it was written ("2010-01-10T03:00:00Z" stays so)
-// while its Time is unchanged: re-encoding a signed document must not
-// change a byte of it.
+// Timestamp is an instant in the DICT's format, UTC with milliseconds
+// ("2022-09-02T13:19:25.833Z"). It reads any RFC 3339 time and writes one it
+// read back as it was written while its Time is unchanged, so that
+// re-encoding a signed document changes no byte of it.
 type Timestamp struct {
 	time.Time
 	text string // as read by UnmarshalText
 }
 
-// timestampLayout is the layout of ResponseTime.
-const timestampLayout = "2006-01-02T15:04:05.000Z"
-
 // formatTimestamp renders t as the DICT does ("2022-09-02T13:19:25.833Z").
-func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
+func formatTimestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // MarshalText implements encoding.TextMarshaler.
 func (t Timestamp) MarshalText() ([]byte, error) {
@@ -81,8 +74,7 @@ type Policy struct {
 	Name            string
 }
 
-// ListPoliciesResponse is the answer of listBucketStates
-// (GET /api/v2/policies/).
+// ListPoliciesResponse is the answer of listBucketStates (GET /api/v2/policies/).
 type ListPoliciesResponse struct {
 	XMLName       xml.Name `xml:"ListPoliciesResponse"`
 	Signature     Signature
@@ -92,8 +84,7 @@ type ListPoliciesResponse struct {
 	Policies      []Policy `xml:"Policies>Policy"`
 }
 
-// GetPolicyResponse is the answer of getBucketState
-// (GET /api/v2/policies/{policy}).
+// GetPolicyResponse is the answer of getBucketState (GET /api/v2/policies/{policy}).
 type GetPolicyResponse struct {
 	XMLName       xml.Name `xml:"GetPolicyResponse"`
 	Signature     Signature
@@ -141,9 +132,8 @@ type GetEntryResponse struct {
 	Statistics    *Statistics `xml:",omitempty"`
 }
 
-// Statistics are the anti-fraud counters of an entry (OpenAPI 1.8.0):
-// settlements, reported and confirmed frauds and rejections, by key, owner
-// and account, over 3 days, 30 days and 6 months (quantized).
+// Statistics are the anti-fraud counters of an entry (OpenAPI 1.8.0), over
+// 3 days, 30 days and 6 months (quantized).
 type Statistics struct {
 	LastUpdated Timestamp
 	Counters    []Counter `xml:"Counters>Counter"`
@@ -159,8 +149,8 @@ type Counter struct {
 	M6   int64  `xml:"m6,attr"`
 }
 
-// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check): 1
-// to maxCheckKeys keys, unsigned (OpenAPI 1.8.0 has no Signature in it).
+// CheckKeysRequest is the body of checkKeys (POST /api/v2/keys/check): 1 to
+// maxCheckKeys keys, unsigned.
 type CheckKeysRequest struct {
 	XMLName xml.Name `xml:"CheckKeysRequest"`
 	Keys    []string `xml:"Keys>Key"`
@@ -185,8 +175,7 @@ type CheckKeysResponse struct {
 }
 
 // CreateEntryRequest is the body of createEntry (POST /api/v2/entries/).
-// Reason is USER_REQUESTED or RECONCILIATION; RequestID is a UUID that
-// makes the request idempotent.
+// Reason is USER_REQUESTED or RECONCILIATION; RequestID, a UUID, makes it idempotent.
 type CreateEntryRequest struct {
 	XMLName   xml.Name `xml:"CreateEntryRequest"`
 	Signature Signature
@@ -204,8 +193,7 @@ type CreateEntryResponse struct {
 	Entry         Entry
 }
 
-// deleteEntryRequest is the body of deleteEntry
-// (POST /api/v2/entries/{Key}/delete).
+// deleteEntryRequest is the body of deleteEntry (POST /api/v2/entries/{Key}/delete).
 type deleteEntryRequest struct {
 	XMLName     xml.Name `xml:"DeleteEntryRequest"`
 	Signature   Signature
@@ -223,11 +211,8 @@ type DeleteEntryResponse struct {
 	Key           string
 }
 
-// Claim is a claim of a key (portability or ownership), as in
-// ListClaimsResponse and the claim operations (OpenAPI 1.8.0): the claimer's
-// account and person, the donor, the periods and the reasons. Fields the
-// DICT sets (Id, Status, periods, LastModified, reasons) are empty in a
-// createClaim request.
+// Claim is a claim of a key (portability or ownership). The fields the DICT
+// sets (Id, Status, periods, LastModified, reasons) are empty in a createClaim.
 type Claim struct {
 	Type                string
 	Key                 string
@@ -255,20 +240,16 @@ type ListClaimsResponse struct {
 	Claims          []Claim `xml:"Claims>Claim"`
 }
 
-// problemNamespace is the namespace of RFC 7807 problems in XML.
-const problemNamespace = "urn:ietf:rfc:7807"
+const (
+	problemNamespace     = "urn:ietf:rfc:7807"                         // of RFC 7807 problems in XML
+	problemTypePrefix    = "https://dict.pi.rsfn.net.br/api/v2/error/" // of every DICT problem's type
+	problemEntryNotFound = "EntryNotFound"                             // getEntry's 404
+)
 
-// problemTypePrefix prefixes the type of every DICT problem.
-const problemTypePrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
-
-// problemEntryNotFound is the type of getEntry's 404.
-const problemEntryNotFound = "EntryNotFound"
-
-// ProblemType is the type (after the DICT's prefix) of a problem of status
-// in the DICT's vocabulary: BadRequest, Forbidden, NotFound,
-// MethodNotAllowed, RateLimited, InternalServerError, or
-// ServiceUnavailable for a 502, 503 or 504; BadRequest for any other 4xx
-// and InternalServerError for any other 5xx.
+// ProblemType is the DICT's problem type (after its prefix) for status:
+// BadRequest, Forbidden, NotFound, MethodNotAllowed, RateLimited,
+// InternalServerError, or ServiceUnavailable for a 502, 503 or 504; any
+// other 4xx is BadRequest, any other 5xx InternalServerError.
 func ProblemType(status int) string {
 	switch status {
 	case http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusInternalServerError:
@@ -307,8 +288,7 @@ type Violations struct {
 	Violation []Violation `xml:"violation"`
 }
 
-// Violation is one violation: Reason is required; Property names what was
-// violated and Value its value.
+// Violation is one violation: Reason is required, Property and Value optional.
 type Violation struct {
 	Reason   string `xml:"reason"`
 	Value    string `xml:"value,omitempty"`
@@ -365,9 +345,8 @@ func Marshal(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Unmarshal decodes one DICT document into v, whose root element must match
-// (the types above check their XMLName). The error wraps
-// ErrMalformedResponse.
+// Unmarshal decodes one DICT document into v, whose root element must match.
+// The error wraps ErrMalformedResponse.
 func Unmarshal(data []byte, v any) error {
 	if len(data) > MaxBodySize {
 		return fmt.Errorf("%w: %d bytes (at most %d)", ErrMalformedResponse, len(data), MaxBodySize)
@@ -378,8 +357,7 @@ func Unmarshal(data []byte, v any) error {
 	return nil
 }
 
-// Decode reads one DICT document of at most MaxBodySize bytes from r into v.
-// Errors as Unmarshal.
+// Decode is Unmarshal of what r holds (at most MaxBodySize bytes).
 func Decode(r io.Reader, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBodySize+1))
 	if err != nil {
@@ -404,9 +382,8 @@ func DecodeProblem(data []byte) (*Problem, error) {
 	return &p, nil
 }
 
-// policyFromState reports a bucket of the mirror as the DICT would: its
-// tokens (negative after a penalty), capacity and refill (the period in
-// whole seconds, rounded up).
+// policyFromState reports a bucket of the mirror as the DICT would (the
+// period in whole seconds, rounded up).
 func policyFromState(s throttle.BucketState) Policy {
 	return Policy{
 		AvailableTokens: s.Tokens,
@@ -417,8 +394,7 @@ func policyFromState(s throttle.BucketState) Policy {
 	}
 }
 
-// newListPoliciesResponse builds the listBucketStates answer of participant
-// from bucket states, stamped now.
+// newListPoliciesResponse is participant's listBucketStates answer, stamped now.
 func newListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
 	r := &ListPoliciesResponse{
 		CorrelationID: NewCorrelationID(participant, now),
@@ -432,14 +408,12 @@ func newListPoliciesResponse(participant, category string, states []throttle.Buc
 	return r
 }
 
-// brasilia is the DICT's local time (UTC-3, no daylight saving since 2019),
-// in which correlation ids are stamped.
+// brasilia is the DICT's local time, in which correlation ids are stamped.
 var brasilia = time.FixedZone("BRT", -3*60*60)
 
-// NewCorrelationID returns a correlation id in the DICT's layout (the DICT manual, chapter 19:
-// "B20220902101925801123456781A6998"): "B", the Brasília time as
-// yyyyMMddHHmmssSSS, the participant's ISPB and 6 random hexadecimal digits,
-// 32 characters in all.
+// NewCorrelationID returns a correlation id in the DICT's layout
+// ("B20220902101925801123456781A6998"): "B", the Brasília time as
+// yyyyMMddHHmmssSSS, the ISPB and 6 random hexadecimal digits.
 func NewCorrelationID(participant string, now time.Time) string {
 	const hex = "0123456789ABCDEF"
 	var suffix [6]byte

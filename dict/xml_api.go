@@ -2,14 +2,19 @@ package dict
 
 import "encoding/xml"
 
-// The rest of the DICT API's messages (OpenAPI 1.8.0), for a PSP's own
-// client (the simulator has its own XML types): balde's Client does not
-// send them, but Transport throttles them. Element names and nesting follow the published
-// examples; a type whose XMLName has no tag serves the several operations
-// named in its comment, and keeps the root element it was decoded from
-// (set XMLName.Local to build one).
+// The rest of the DICT API's messages (OpenAPI 1.8.0), which Client does not
+// send but Transport throttles; names and nesting follow the published
+// examples. A type whose XMLName has no tag serves the operations its comment
+// names and keeps the root element it was decoded from.
 
-// updateEntryRequest is the body of updateEntry (PUT /api/v2/entries/{Key}).
+// answer opens every signed answer of the DICT.
+type answer struct {
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+}
+
+// updateEntryRequest and updateEntryResponse are updateEntry's (PUT /api/v2/entries/{Key}).
 type updateEntryRequest struct {
 	XMLName   xml.Name `xml:"UpdateEntryRequest"`
 	Signature Signature
@@ -19,25 +24,20 @@ type updateEntryRequest struct {
 	Reason    string
 }
 
-// updateEntryResponse is the answer of updateEntry.
 type updateEntryResponse struct {
-	XMLName       xml.Name `xml:"UpdateEntryResponse"`
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
+	XMLName xml.Name `xml:"UpdateEntryResponse"`
+	answer
+	Entry Entry
 }
 
-// createClaimRequest is the body of createClaim (POST /api/v2/claims/).
+// createClaimRequest is the body of createClaim.
 type createClaimRequest struct {
 	XMLName   xml.Name `xml:"CreateClaimRequest"`
 	Signature Signature
 	Claim     Claim
 }
 
-// claimRequest is the body of acknowledgeClaim, confirmClaim, cancelClaim
-// and completeClaim (AcknowledgeClaimRequest, ConfirmClaimRequest,
-// CancelClaimRequest, CompleteClaimRequest).
+// claimRequest is the body of acknowledgeClaim, confirmClaim, cancelClaim and completeClaim.
 type claimRequest struct {
 	XMLName     xml.Name
 	Signature   Signature
@@ -47,14 +47,10 @@ type claimRequest struct {
 	RequestID   string `xml:"RequestId,omitempty"`
 }
 
-// claimResponse is the answer of createClaim, getClaim, acknowledgeClaim,
-// confirmClaim, cancelClaim and completeClaim (completeClaim adds the new
-// entry's dates).
+// claimResponse answers every claim operation but listClaims (completeClaim adds the entry's dates).
 type claimResponse struct {
-	XMLName           xml.Name
-	Signature         Signature
-	ResponseTime      Timestamp
-	CorrelationID     string `xml:"CorrelationId"`
+	XMLName xml.Name
+	answer
 	Claim             Claim
 	EntryCreationDate *Timestamp `xml:",omitempty"`
 	KeyOwnershipDate  *Timestamp `xml:",omitempty"`
@@ -69,19 +65,16 @@ type syncVerification struct {
 	Result                  string `xml:",omitempty"`
 }
 
-// createSyncVerificationRequest is the body of createSyncVerification.
+// createSyncVerificationRequest and createSyncVerificationResponse are createSyncVerification's.
 type createSyncVerificationRequest struct {
 	XMLName          xml.Name `xml:"CreateSyncVerificationRequest"`
 	Signature        Signature
 	SyncVerification syncVerification
 }
 
-// createSyncVerificationResponse is the answer of createSyncVerification.
 type createSyncVerificationResponse struct {
-	XMLName          xml.Name `xml:"CreateSyncVerificationResponse"`
-	Signature        Signature
-	ResponseTime     Timestamp
-	CorrelationID    string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"CreateSyncVerificationResponse"`
+	answer
 	SyncVerification syncVerification
 }
 
@@ -106,14 +99,11 @@ type cidSetFile struct {
 	Sha256       string     `xml:",omitempty"`
 }
 
-// cidSetFileResponse is the answer of createCidSetFile and getCidSetFile
-// (CreateCidSetFileResponse, GetCidSetFileResponse).
+// cidSetFileResponse is the answer of createCidSetFile and getCidSetFile.
 type cidSetFileResponse struct {
-	XMLName       xml.Name
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	CidSetFile    cidSetFile
+	XMLName xml.Name
+	answer
+	CidSetFile cidSetFile
 }
 
 // cidSetEvent is one change of a CID set.
@@ -125,10 +115,8 @@ type cidSetEvent struct {
 
 // listCidSetEventsResponse is the answer of listCidSetEvents.
 type listCidSetEventsResponse struct {
-	XMLName           xml.Name `xml:"ListCidSetEventsResponse"`
-	Signature         Signature
-	ResponseTime      Timestamp
-	CorrelationID     string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"ListCidSetEventsResponse"`
+	answer
 	HasMoreElements   bool
 	Participant       string
 	KeyType           KeyType
@@ -141,13 +129,11 @@ type listCidSetEventsResponse struct {
 
 // getEntryByCidResponse is the answer of getEntryByCid.
 type getEntryByCidResponse struct {
-	XMLName       xml.Name `xml:"GetEntryByCidResponse"`
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	Cid           string
-	Entry         Entry
-	RequestID     string `xml:"RequestId,omitempty"`
+	XMLName xml.Name `xml:"GetEntryByCidResponse"`
+	answer
+	Cid       string
+	Entry     Entry
+	RequestID string `xml:"RequestId,omitempty"`
 }
 
 // infractingAccount is the account an infraction report points at.
@@ -205,23 +191,17 @@ type infractionReportRequest struct {
 	AnalysisDetails    string `xml:",omitempty"`
 }
 
-// infractionReportResponse is the answer of createInfractionReport,
-// getInfractionReport, acknowledgeInfractionReport, cancelInfractionReport
-// and closeInfractionReport.
+// infractionReportResponse answers every infraction report operation but the listing.
 type infractionReportResponse struct {
-	XMLName          xml.Name
-	Signature        Signature
-	ResponseTime     Timestamp
-	CorrelationID    string `xml:"CorrelationId"`
+	XMLName xml.Name
+	answer
 	InfractionReport infractionReport
 }
 
 // listInfractionReportsResponse is the answer of listInfractionReports.
 type listInfractionReportsResponse struct {
-	XMLName           xml.Name `xml:"ListInfractionReportsResponse"`
-	Signature         Signature
-	ResponseTime      Timestamp
-	CorrelationID     string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"ListInfractionReportsResponse"`
+	answer
 	HasMoreElements   bool
 	InfractionReports []infractionReport `xml:"InfractionReports>InfractionReport"`
 }
@@ -251,8 +231,7 @@ type createRefundRequest struct {
 	Refund      refund
 }
 
-// refundRequest is the body of cancelRefund and closeRefund (with the
-// analysis).
+// refundRequest is the body of cancelRefund and closeRefund (with the analysis).
 type refundRequest struct {
 	XMLName               xml.Name
 	Signature             Signature
@@ -263,22 +242,17 @@ type refundRequest struct {
 	RefundTransactionID   string `xml:"RefundTransactionId,omitempty"`
 }
 
-// refundResponse is the answer of createRefund, getRefund, cancelRefund
-// and closeRefund.
+// refundResponse is the answer of createRefund, getRefund, cancelRefund and closeRefund.
 type refundResponse struct {
-	XMLName       xml.Name
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	Refund        refund
+	XMLName xml.Name
+	answer
+	Refund refund
 }
 
 // listRefundsResponse is the answer of listRefunds.
 type listRefundsResponse struct {
-	XMLName         xml.Name `xml:"ListRefundsResponse"`
-	Signature       Signature
-	ResponseTime    Timestamp
-	CorrelationID   string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"ListRefundsResponse"`
+	answer
 	HasMoreElements bool
 	Refunds         []refund `xml:"Refunds>Refund"`
 }
@@ -290,12 +264,9 @@ type ownerStatistics struct {
 	Counters    []Counter `xml:"Counters>Counter"`
 }
 
-// getOwnerStatisticsResponse is the answer of getOwnerStatistics
-// (GET /api/v2/statistics/owner/{TaxIdNumber}).
+// getOwnerStatisticsResponse is the answer of GET /api/v2/statistics/owner/{TaxIdNumber}.
 type getOwnerStatisticsResponse struct {
-	XMLName         xml.Name `xml:"GetOwnerStatisticsResponse"`
-	Signature       Signature
-	ResponseTime    Timestamp
-	CorrelationID   string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"GetOwnerStatisticsResponse"`
+	answer
 	OwnerStatistics ownerStatistics
 }

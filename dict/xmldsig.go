@@ -21,18 +21,12 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 )
 
-// The DICT's signature profile (OpenAPI 1.8.0, "Assinatura digital", and
-// the Pix security manual it points to; docs/decisions/0060): requests
-// that create or change data are signed by the participant, every response
-// is signed by the DICT, and clients must validate those signatures. The
-// signature is an XMLDSig Signature element enveloped by the document (a
-// child of the root element: the example bodies carry an empty
-// <Signature></Signature> as the root's first child), whose one Reference
-// has URI "" (the whole document) with the enveloped-signature and
-// exclusive C14N transforms and a SHA-256 digest; SignedInfo is
-// canonicalized with exclusive C14N and signed RSA-SHA256; KeyInfo carries
-// the signer's X.509 certificate. XMLSigner and XMLVerifier implement it
-// with github.com/russellhaering/goxmldsig.
+// The DICT's signature profile (OpenAPI 1.8.0, "Assinatura digital";
+// docs/decisions/0060): the participant signs its writes, the DICT signs
+// every answer, and clients validate them. The signature is an enveloped
+// XMLDSig Signature, a child of the root, with one Reference to URI "" (the
+// enveloped-signature and exclusive C14N transforms, SHA-256), SignedInfo in
+// exclusive C14N signed RSA-SHA256, and the signer's certificate in KeyInfo.
 
 // Algorithms of the DICT's signature profile.
 const (
@@ -99,18 +93,15 @@ func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
 	return newXMLSigner(key, cert)
 }
 
-// Sign returns body signed: the Signature element is written where the
-// body's Signature child of the root stands (an empty placeholder, as
-// Marshal writes it, or an earlier signature, which is replaced), or as
-// the root's first child when there is none. Every other byte of body is
-// kept as it is, so the signed document is body with a Signature in it.
+// Sign returns body with its Signature child of the root (an empty
+// placeholder, as Marshal writes it, or an earlier signature) replaced by the
+// signature, or one inserted as the root's first child; every other byte is kept.
 func (s *XMLSigner) Sign(_ context.Context, op string, body []byte) ([]byte, error) {
 	start, end, err := signatureSpan(body)
 	if err != nil {
 		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
 	}
-	unsigned := make([]byte, 0, len(body)-(end-start))
-	unsigned = append(append(unsigned, body[:start]...), body[end:]...)
+	unsigned := append(body[:start:start], body[end:]...) // a copy: the capacity is clipped
 	doc := etree.NewDocument()
 	if err := doc.ReadFromBytes(unsigned); err != nil {
 		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
@@ -132,9 +123,7 @@ func (s *XMLSigner) Sign(_ context.Context, op string, body []byte) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("dict: sign %s: %w", op, err)
 	}
-	out := make([]byte, 0, len(unsigned)+len(sigXML))
-	out = append(append(append(out, body[:start]...), sigXML...), body[end:]...)
-	return out, nil
+	return append(append(body[:start:start], sigXML...), body[end:]...), nil
 }
 
 // signatureSpan finds the byte span of the Signature child of the root
@@ -142,8 +131,7 @@ func (s *XMLSigner) Sign(_ context.Context, op string, body []byte) ([]byte, err
 // start tag).
 func signatureSpan(doc []byte) (start, end int, err error) {
 	dec := xml.NewDecoder(bytes.NewReader(doc))
-	depth := 0
-	inSig := false
+	depth, rootEnd, inSig := 0, -1, false
 	for {
 		before := int(dec.InputOffset())
 		tok, err := dec.RawToken()
@@ -155,7 +143,9 @@ func signatureSpan(doc []byte) (start, end int, err error) {
 		}
 		switch tk := tok.(type) {
 		case xml.StartElement:
-			depth++
+			if depth++; rootEnd < 0 {
+				rootEnd = int(dec.InputOffset())
+			}
 			if depth == 2 && tk.Name.Local == "Signature" && !inSig {
 				inSig, start = true, before
 			}
@@ -164,37 +154,20 @@ func signatureSpan(doc []byte) (start, end int, err error) {
 				return start, int(dec.InputOffset()), nil
 			}
 			depth--
-			if depth == 0 {
-				// A root with no Signature child: sign right after its start tag.
-				return rootStartEnd(doc)
+			if depth == 0 { // no Signature child: sign right after the root's start tag
+				if bytes.HasSuffix(doc[:rootEnd], []byte("/>")) {
+					return 0, 0, errors.New("the root element is empty")
+				}
+				return rootEnd, rootEnd, nil
 			}
 		}
 	}
 }
 
-// rootStartEnd returns the position right after the root's start tag.
-func rootStartEnd(doc []byte) (int, int, error) {
-	dec := xml.NewDecoder(bytes.NewReader(doc))
-	for {
-		tok, err := dec.RawToken()
-		if err != nil {
-			return 0, 0, err
-		}
-		if _, ok := tok.(xml.StartElement); ok {
-			off := int(dec.InputOffset())
-			if bytes.HasSuffix(doc[:off], []byte("/>")) {
-				return 0, 0, errors.New("the root element is empty")
-			}
-			return off, off, nil
-		}
-	}
-}
-
-// XMLVerifier validates the signature of DICT answers against the DICT's
-// certificates: a signature verifies when it follows the DICT's profile,
-// covers the whole document, and was made with the certificate in its
-// KeyInfo, which is one of the trusted certificates or is issued by one
-// of them (a CA), valid at the verifier's clock. Safe for concurrent use.
+// XMLVerifier validates the signature of DICT answers: it must follow the
+// DICT's profile, cover the whole document, and be made with its KeyInfo's
+// certificate, one of the trusted certificates or issued by one of them and
+// valid at the verifier's clock. Safe for concurrent use.
 type XMLVerifier struct {
 	trusted []*x509.Certificate
 	pool    *x509.CertPool
@@ -226,12 +199,7 @@ func LoadXMLVerifier(pemFile string) (*XMLVerifier, error) {
 		return nil, fmt.Errorf("dict: verification certificate: %w", err)
 	}
 	var certs []*x509.Certificate
-	for {
-		var b *pem.Block
-		b, data = pem.Decode(data)
-		if b == nil {
-			break
-		}
+	for b, rest := pem.Decode(data); b != nil; b, rest = pem.Decode(rest) {
 		if b.Type != "CERTIFICATE" {
 			continue
 		}

@@ -16,19 +16,13 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Records keeps the DICT's own tables (migration 0004) in the store's
-// database: one row per lookup, keyed by EndToEndId, so a later payment can
-// be credited to the buckets the lookup was charged to and the anti-scan
-// monitors can count 404s; and the participant's category. Safe for
-// concurrent use.
+// Records keeps the lookups, one row per EndToEndId, and the participants'
+// categories in the store's database. Safe for concurrent use.
 type Records struct {
-	db   *sqlx.DB
-	read *sqlx.DB
+	db, read *sqlx.DB
 	// Retry, when set, runs each statement and runs it again after a
-	// transient failure of the database (sqlstore.Store.Retry: a dropped
-	// connection, an administrator's shutdown of the session, SQLITE_BUSY).
-	// Every statement here is idempotent (an upsert, a guarded UPDATE, a
-	// DELETE of old rows, reads), so a repeat is safe. Nil runs it once.
+	// transient failure of the database (sqlstore.Store.Retry); every
+	// statement here is idempotent. Nil runs it once.
 	Retry func(ctx context.Context, op string, fn func() error) error
 }
 
@@ -59,24 +53,11 @@ type lookupRow struct {
 // EndToEndId (keeping its payment, if any).
 func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 	_, err := r.exec(ctx, r.db.Rebind(`
-		INSERT INTO balde_dict_lookups (
-			end_to_end_id,
-			env,
-			payer_id,
-			key_type,
-			policy,
-			participant,
-			status,
-			looked_up_at
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		INSERT INTO balde_dict_lookups (end_to_end_id, env, payer_id, key_type, policy, participant, status, looked_up_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (end_to_end_id) DO UPDATE SET
-			env = excluded.env,
-			payer_id = excluded.payer_id,
-			key_type = excluded.key_type,
-			policy = excluded.policy,
-			participant = excluded.participant,
-			status = excluded.status,
-			looked_up_at = excluded.looked_up_at`),
+			env = excluded.env, payer_id = excluded.payer_id, key_type = excluded.key_type, policy = excluded.policy,
+			participant = excluded.participant, status = excluded.status, looked_up_at = excluded.looked_up_at`),
 		l.EndToEndID, l.Env, l.PayerID, string(l.KeyType), l.Policy, l.Participant, l.Status, l.LookedUpAt.UnixNano())
 	if err != nil {
 		return fmt.Errorf("dict: record lookup %s: %w", l.EndToEndID, storeError(err))
@@ -89,16 +70,7 @@ func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, error) {
 	var row lookupRow
 	err := r.get(ctx, &row, r.read.Rebind(`
-		SELECT
-			end_to_end_id,
-			env,
-			payer_id,
-			key_type,
-			policy,
-			participant,
-			status,
-			looked_up_at,
-			paid_at
+		SELECT end_to_end_id, env, payer_id, key_type, policy, participant, status, looked_up_at, paid_at
 		FROM balde_dict_lookups
 		WHERE end_to_end_id = ?`), e2e)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -138,9 +110,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 		UpdatedAt int64  `db:"updated_at"`
 	}
 	err = r.get(ctx, &row, r.read.Rebind(`
-		SELECT
-			category,
-			updated_at
+		SELECT category, updated_at
 		FROM balde_dict_participants
 		WHERE env = ? AND participant = ?`), env, participant)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -152,17 +122,14 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 	return row.Category, time.Unix(0, row.UpdatedAt).UTC(), true, nil
 }
 
-// LearnedCategories returns the category recorded for each participant in
-// env.
+// LearnedCategories returns the category recorded for each participant in env.
 func (r *Records) LearnedCategories(ctx context.Context, env string) (map[string]string, error) {
 	var rows []struct {
 		Participant string `db:"participant"`
 		Category    string `db:"category"`
 	}
 	err := r.selectAll(ctx, &rows, r.read.Rebind(`
-		SELECT
-			participant,
-			category
+		SELECT participant, category
 		FROM balde_dict_participants
 		WHERE env = ?`), env)
 	if err != nil {
@@ -178,12 +145,8 @@ func (r *Records) LearnedCategories(ctx context.Context, env string) (map[string
 // SaveCategory records participant's category in env.
 func (r *Records) SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error {
 	_, err := r.exec(ctx, r.db.Rebind(`
-		INSERT INTO balde_dict_participants (
-			env,
-			participant,
-			category,
-			updated_at
-		) VALUES (?, ?, ?, ?)
+		INSERT INTO balde_dict_participants (env, participant, category, updated_at)
+		VALUES (?, ?, ?, ?)
 		ON CONFLICT (env, participant) DO UPDATE SET
 			category = excluded.category,
 			updated_at = excluded.updated_at`),
@@ -194,9 +157,8 @@ func (r *Records) SaveCategory(ctx context.Context, env, participant, category s
 	return nil
 }
 
-// PruneLookups deletes up to limit lookups made before before, oldest
-// first, and returns how many it deleted; callers loop until fewer than
-// limit come back.
+// PruneLookups deletes up to limit lookups made before before, oldest first,
+// and returns how many it deleted.
 func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int) (int64, error) {
 	res, err := r.exec(ctx, r.db.Rebind(`
 		DELETE FROM balde_dict_lookups
@@ -226,10 +188,7 @@ func (r *Records) run(ctx context.Context, op string, fn func() error) error {
 }
 
 func (r *Records) exec(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
-	err = r.run(ctx, "dict records", func() error {
-		res, err = r.db.ExecContext(ctx, query, args...)
-		return err
-	})
+	err = r.run(ctx, "dict records", func() (err error) { res, err = r.db.ExecContext(ctx, query, args...); return err })
 	return res, err
 }
 

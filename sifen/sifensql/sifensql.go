@@ -109,6 +109,24 @@ func documents(rows []docRow) []sifen.Document {
 	return out
 }
 
+// selectDocs runs the read q (rebound) and returns its documents.
+func (s *store) selectDocs(ctx context.Context, op, q string, args ...any) ([]sifen.Document, error) {
+	var rows []docRow
+	err := s.readRetried(ctx, op, func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...) })
+	return documents(rows), err
+}
+
+// exec runs q (rebound) on tx and returns the rows it affected; a failure is
+// a store failure.
+func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	if err != nil {
+		return 0, wrapDB(err)
+	}
+	n, err := res.RowsAffected()
+	return n, wrapDB(err)
+}
+
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // dbError wraps a database failure as the throttle engine does: a context
@@ -173,15 +191,6 @@ func wrapDB(err error) error {
 
 // Documents implements sifen.DocumentStore.
 func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
-	rows, err := s.get(ctx, s.read, ids, withXML)
-	if err != nil {
-		return nil, err
-	}
-	return documents(rows), nil
-}
-
-// get returns the rows with ids, in id order; ErrNotFound names a missing one.
-func (s *store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
 	cols := listColumns
 	if withXML {
 		cols = docColumns
@@ -190,24 +199,20 @@ func (s *store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, wi
 	if err != nil {
 		return nil, fmt.Errorf("sifen: get documents: %w", err)
 	}
-	var rows []docRow
-	if err := s.readRetried(ctx, "get documents", func() error {
-		return sqlx.SelectContext(ctx, db, &rows, s.read.Rebind(q), args...)
-	}); err != nil {
+	docs, err := s.selectDocs(ctx, "get documents", q, args...)
+	if err != nil {
 		return nil, err
 	}
-	if len(rows) != len(ids) {
-		found := make(map[int64]bool, len(rows))
-		for _, r := range rows {
-			found[r.ID] = true
-		}
-		for _, id := range ids {
-			if !found[id] {
-				return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
-			}
+	found := make(map[int64]bool, len(docs))
+	for _, d := range docs {
+		found[d.ID] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
 		}
 	}
-	return rows, nil
+	return docs, nil
 }
 
 // List implements sifen.DocumentStore.
@@ -219,25 +224,23 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 	if f.RUC != "" {
 		where, args = append(where, "ruc = ?"), append(args, f.RUC)
 	}
-	if len(f.Statuses) > 0 {
-		marks := make([]string, len(f.Statuses))
-		for i, st := range f.Statuses {
-			marks[i] = "?"
-			args = append(args, string(st))
+	in := func(col string, vals []string) {
+		if len(vals) > 0 {
+			where = append(where, col+" IN (?"+strings.Repeat(", ?", len(vals)-1)+")")
+			for _, v := range vals {
+				args = append(args, v)
+			}
 		}
-		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
 	}
+	statuses := make([]string, len(f.Statuses))
+	for i, st := range f.Statuses {
+		statuses[i] = string(st)
+	}
+	in("status", statuses)
 	if f.LotNumber != "" {
 		where, args = append(where, "lot_number = ?"), append(args, f.LotNumber)
 	}
-	if len(f.CDCs) > 0 {
-		marks := make([]string, len(f.CDCs))
-		for i, cdc := range f.CDCs {
-			marks[i] = "?"
-			args = append(args, cdc)
-		}
-		where = append(where, "cdc IN ("+strings.Join(marks, ", ")+")")
-	}
+	in("cdc", f.CDCs)
 	if f.BeforeID > 0 {
 		where, args = append(where, "id < ?"), append(args, f.BeforeID)
 	}
@@ -245,24 +248,17 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 	if limit <= 0 {
 		limit = 100
 	}
-	limit = min(limit, 1000)
-	q := `SELECT ` + listColumns + ` FROM balde_documents WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
-	var rows []docRow
-	if err := s.readRetried(ctx, "list documents", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
-	}); err != nil {
+	docs, err := s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`,
+		append(args, min(limit, 1000))...)
+	if err != nil {
 		return nil, err
 	}
-	return documents(rows), nil
+	return docs, nil
 }
 
 // CountByStatus implements sifen.DocumentStore.
 func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
-	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents GROUP BY status`, []any{}
-	if env != "" {
-		q, args = `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
-	}
+	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? OR ? = '' GROUP BY status`, []any{string(env), string(env)}
 	var rows []struct {
 		Status string `db:"status"`
 		N      int64  `db:"n"`
@@ -398,31 +394,25 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 // claim.
 func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, tx.Rebind(`
+		n, err := exec(ctx, tx, `
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
-			ON CONFLICT (env, hash) DO NOTHING`),
+			ON CONFLICT (env, hash) DO NOTHING`,
 			string(c.Env), c.Lot.Hash, c.RUC.Number, sqltime.Nanos(c.Now))
 		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return wrapDB(err)
+			return err
 		} else if n == 0 {
 			return fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)
 		}
 		for _, d := range c.Docs {
-			res, err := tx.ExecContext(ctx, tx.Rebind(`
+			n, err := exec(ctx, tx, `
 				UPDATE balde_documents SET
 					status = 'sending', claim = ?, claimed_at = ?, lot_hash = ?,
 					message = '', retry_at = NULL, version = version + 1, updated_at = ?
-				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`),
+				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`,
 				c.Token, sqltime.Nanos(c.Now), c.Lot.Hash, sqltime.Nanos(c.Now), d.ID, d.Version)
 			if err != nil {
-				return wrapDB(err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return wrapDB(err)
+				return err
 			} else if n != 1 {
 				return fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)
 			}
@@ -454,12 +444,8 @@ func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
-		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return wrapDB(err)
+		if n, err = exec(ctx, tx, q, args...); err != nil {
+			return err
 		}
 		return wrapDB(updateLot(ctx, tx, r.Env, r.Hash, r.St))
 	})
@@ -526,12 +512,8 @@ func (s *store) update(ctx context.Context, op, q string, args ...any) error {
 
 // Stale implements sifen.DocumentStore.
 func (s *store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
-	var rows []docRow
-	err := s.readRetried(ctx, "find documents left sending", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
-		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), sqltime.Nanos(cutoff))
-	})
-	return documents(rows), err
+	return s.selectDocs(ctx, "find documents left sending", `SELECT `+listColumns+` FROM balde_documents
+		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`, sqltime.Nanos(cutoff))
 }
 
 // lotRow is a lot with documents still sent, and its schedule.
@@ -575,15 +557,12 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, dueBy, at time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, tx.Rebind(`
+		var err error
+		if n, err = exec(ctx, tx, `
 			UPDATE balde_document_lots SET next_query_at = ?
-			WHERE env = ? AND lot_number = ? AND (next_query_at IS NULL OR next_query_at <= ?)`),
-			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy))
-		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err = res.RowsAffected(); err != nil || n > 0 {
-			return wrapDB(err)
+			WHERE env = ? AND lot_number = ? AND (next_query_at IS NULL OR next_query_at <= ?)`,
+			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy)); err != nil || n > 0 {
+			return err
 		}
 		// Nothing moved: another process did first, unless the lot has no
 		// row to share a schedule on.
@@ -596,29 +575,22 @@ func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string
 
 // LotDocuments implements sifen.DocumentStore.
 func (s *store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
-	var rows []docRow
-	err := s.readRetried(ctx, "find documents of lot", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
-		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`), string(env), lotNumber)
-	})
-	return documents(rows), err
+	return s.selectDocs(ctx, "find documents of lot", `SELECT `+listColumns+` FROM balde_documents
+		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`, string(env), lotNumber)
 }
 
 // Finish implements sifen.DocumentStore.
 func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, tx.Rebind(`
+		var err error
+		if n, err = exec(ctx, tx, `
 			UPDATE balde_documents SET status = ?, message = ?, response_code = ?, result = ?, auth_number = ?,
 				version = version + 1, updated_at = ?
-			WHERE id = ? AND version = ? AND status = 'sent'`),
+			WHERE id = ? AND version = ? AND status = 'sent'`,
 			string(st.Status), st.Message, nullString(st.ResponseCode), nullString(st.Result), nullString(st.AuthNumber),
-			sqltime.Nanos(now), d.ID, d.Version)
-		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return wrapDB(err)
+			sqltime.Nanos(now), d.ID, d.Version); err != nil {
+			return err
 		}
 		if n == 1 && d.LotHash != "" {
 			return wrapDB(updateLot(ctx, tx, d.Env, d.LotHash, st))

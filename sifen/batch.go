@@ -263,9 +263,7 @@ type batchGate struct {
 }
 
 func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) *batch {
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = defaultBatchMaxWait
-	}
+	orDefault(&cfg.MaxWait, defaultBatchMaxWait)
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
 	}

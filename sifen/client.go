@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -69,29 +70,16 @@ type Client struct {
 // is an error: nothing could be sent there, and a send that fails after
 // its claim leaves its documents in "sending" until Resolve.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = defaultTimeout
-	}
-	if cfg.TestURL == "" {
-		cfg.TestURL = TestURL
-	}
-	if cfg.ProdURL == "" {
-		cfg.ProdURL = ProdURL
-	}
+	orDefault(&cfg.Timeout, defaultTimeout)
+	cfg.TestURL, cfg.ProdURL = cmp.Or(cfg.TestURL, TestURL), cmp.Or(cfg.ProdURL, ProdURL)
 	for _, base := range []string{cfg.BaseURL, cfg.TestURL, cfg.ProdURL} {
 		if err := checkBaseURL(base); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.RecepcionPath == "" {
-		cfg.RecepcionPath = RecepcionPath
-	}
-	if cfg.ConsultaLotePath == "" {
-		cfg.ConsultaLotePath = ConsultaLotePath
-	}
-	if cfg.ConsultaPath == "" {
-		cfg.ConsultaPath = ConsultaPath
-	}
+	cfg.RecepcionPath = cmp.Or(cfg.RecepcionPath, RecepcionPath)
+	cfg.ConsultaLotePath = cmp.Or(cfg.ConsultaLotePath, ConsultaLotePath)
+	cfg.ConsultaPath = cmp.Or(cfg.ConsultaPath, ConsultaPath)
 	hc := cfg.HTTPClient
 	if hc == nil {
 		tlsConfig, err := cfg.tlsConfig()
@@ -268,7 +256,7 @@ func refusedUnprocessed(re *RemoteError) bool {
 	}
 	if re.Fault != "" {
 		switch faultKind(re.FaultCode) {
-		case faultSender, faultVersionMismatch, faultMustUnderstand, faultDataEncodingUnknown:
+		case "Sender", "VersionMismatch", "MustUnderstand", "DataEncodingUnknown": // SOAP 1.2 Part 1, §5.4.6
 			return true
 		case faultReceiver:
 			return false

@@ -508,13 +508,8 @@ func parseType(s string) (int, error) {
 // the DE's iTiDE; the RUC and its check digit must be the issuer's when the
 // RUC is all digits. Errors wrap ErrInvalidCDC.
 func validateCDC(cdc string, typ int, ruc RUC) error {
-	if len(cdc) != 44 {
+	if len(cdc) != 44 || !isDigits(cdc) {
 		return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
-	}
-	for i := 0; i < len(cdc); i++ {
-		if cdc[i] < '0' || cdc[i] > '9' {
-			return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
-		}
 	}
 	if want := CheckDigit(cdc[:43]); int(cdc[43]-'0') != want {
 		return fmt.Errorf("%w: %s: check digit %c, want %d", ErrInvalidCDC, cdc, cdc[43], want)

@@ -85,11 +85,10 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 			Message: fmt.Sprintf("sendable again by an operator's override before the %.0f h (the audit trail says who and why): SIFEN answered %s (%s) at %s; if SIFEN still processes the first send, it may get the DE twice",
 				s.cfg.NotFoundAfter.Hours(), resp.Code, resp.Message, now.UTC().Format("2006-01-02 15:04 MST"))}
 	case codeDEFound:
-		o.AuthNumber, o.Status = resp.AuthNumber(), StatusApproved
-		st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: resultApproved, AuthNumber: o.AuthNumber,
-			Message: "found at SIFEN when an override was asked: " + resp.Code + " " + resp.Message}
+		st = resp.found("found at SIFEN when an override was asked: ")
+		o.AuthNumber, o.Status = st.AuthNumber, StatusApproved
 	default:
-		return Overridden{}, fmt.Errorf("%w: document %d: siConsDE answered %s %s; nothing was overridden", ErrRemote, d.ID, resp.Code, resp.Message)
+		return Overridden{}, fmt.Errorf("%w; nothing was overridden", resp.unexpected(d.ID))
 	}
 	n, err := s.docs.Release(ctx, Release{IDs: []int64{d.ID}, Token: d.Claim, Env: d.Env, Hash: d.LotHash, St: st, Now: now})
 	if err != nil {

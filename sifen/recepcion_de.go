@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 )
 
 // SIFEN's synchronous services (manual técnico v150, §7.10 and §9): one DE
@@ -56,13 +55,13 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	if err := env.Validate(); err != nil {
 		return ProtDE{}, err
 	}
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	b.WriteString(`<soap:Envelope xmlns:soap="` + SOAPNamespace + `"><soap:Header/><soap:Body>`)
-	b.WriteString(`<rEnviDe xmlns="` + Namespace + `"><dId>` + c.idSeq() + `</dId><xDE>`)
-	b.Write(bytes.TrimSpace(stripXMLDecl(rde)))
-	b.WriteString(`</xDE></rEnviDe></soap:Body></soap:Envelope>`)
-	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, b.Bytes())
+	req := EnvioDE{ID: c.idSeq()}
+	req.XDE.Inner = bytes.TrimSpace(stripXMLDecl(rde))
+	payload, err := MarshalSOAP(req)
+	if err != nil {
+		return ProtDE{}, err
+	}
+	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, payload)
 	if err != nil {
 		return ProtDE{}, err
 	}
@@ -177,7 +176,7 @@ func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
 		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
-		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: firstNonEmpty(prot.AuthNumber, protAuth(prot))}
+		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber()}
 		for _, m := range prot.Results {
 			res.Messages = append(res.Messages, ResultMessage{Code: m.Code, Message: m.Message})
 		}
@@ -192,22 +191,4 @@ func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 		d.Prot = prot
 	}
 	return d, err
-}
-
-func protAuth(p ProtDE) string {
-	for _, r := range p.Results {
-		if a := strings.TrimSpace(r.AuthNumber); a != "" {
-			return a
-		}
-	}
-	return ""
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-	}
-	return ""
 }

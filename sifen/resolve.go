@@ -36,8 +36,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 		now := s.clock()
 		switch {
 		case resp.Code == codeDEFound:
-			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: resultApproved, AuthNumber: resp.AuthNumber(),
-				Message: "found at SIFEN after a send without answer: " + resp.Code + " " + resp.Message}
+			st = resp.found("found at SIFEN after a send without answer: ")
 		case resp.Code == codeDENotFound && now.Sub(r.ClaimedAt) >= s.cfg.NotFoundAfter:
 			st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
 				Message: fmt.Sprintf("not at SIFEN %s after a send without answer (%s %s): it may be sent again",
@@ -52,7 +51,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 			out = append(out, Resolved{DocumentID: r.ID, CDC: r.CDC, Code: resp.Code, Status: StatusSending})
 			continue
 		default:
-			errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, r.ID, resp.Code, resp.Message))
+			errs = append(errs, resp.unexpected(r.ID))
 			continue
 		}
 		n, err := s.docs.Release(ctx, Release{IDs: []int64{r.ID}, Token: r.Claim, Env: r.Env, Hash: r.LotHash, St: st, Now: now})
@@ -208,8 +207,7 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 			st := Settle{ResponseCode: r.Code}
 			switch r.Code {
 			case codeDEFound:
-				st.Status, st.Result, st.Message = StatusApproved, resultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
-				st.AuthNumber = r.AuthNumber()
+				st = r.found("lot " + resp.Code + "; DE found: ")
 			case codeDENotFound:
 				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
 				if sent := sentAt(doc); resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {
@@ -222,7 +220,7 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 					}
 				}
 			default:
-				errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message))
+				errs = append(errs, r.unexpected(doc.ID))
 				continue
 			}
 			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
@@ -262,6 +260,19 @@ func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
 		out = append(out, o)
 	}
 	return out, errors.Join(errs...)
+}
+
+// found is the settle of a document whose DE SIFEN has (0422): approved with
+// its dProtAut, the message why followed by SIFEN's answer.
+func (r ConsultaDEResponse) found(why string) Settle {
+	return Settle{Status: StatusApproved, ResponseCode: r.Code, Result: resultApproved, AuthNumber: r.AuthNumber(),
+		Message: why + r.Code + " " + r.Message}
+}
+
+// unexpected is the error of an answer to siConsDE about document id that is
+// neither 0422 nor 0420.
+func (r ConsultaDEResponse) unexpected(id int64) error {
+	return fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, id, r.Code, r.Message)
 }
 
 // sentAt is when doc's lot left: SentAt, or its claim when the store

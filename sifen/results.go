@@ -3,6 +3,7 @@ package sifen
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -38,15 +39,7 @@ func (v verdict) approved() bool { return v == verdictApproved || v == verdictAp
 // Result is the canonical dEstRes of v ("Aprobado", ResultApprovedWithObs,
 // "Rechazado"), "" for verdictUnknown.
 func (v verdict) Result() string {
-	switch v {
-	case verdictApproved:
-		return resultApproved
-	case verdictApprovedWithObs:
-		return ResultApprovedWithObs
-	case verdictRejected:
-		return resultRejected
-	}
-	return ""
+	return [...]string{verdictApproved: resultApproved, verdictApprovedWithObs: ResultApprovedWithObs, verdictRejected: resultRejected}[v]
 }
 
 // readResult reads a DE's result the way DNIT writes it: dEstRes compared
@@ -146,13 +139,13 @@ func authNumber(content string, depth int) string {
 		switch tk := tok.(type) {
 		case xml.StartElement:
 			path = append(path, tk.Name.Local)
-			if tk.Name.Local == "dProtAut" && !inside(path[:len(path)-1], "rDE", "xContEv") {
+			if tk.Name.Local == "dProtAut" && !inside(path[:len(path)-1]) {
 				var v string
 				if err := d.DecodeElement(&v, &tk); err != nil {
 					return ""
 				}
 				path = path[:len(path)-1]
-				if v = strings.TrimSpace(v); v != "" && allDigits(v) {
+				if v = strings.TrimSpace(v); isDigits(v) {
 					return v
 				}
 			}
@@ -161,7 +154,7 @@ func authNumber(content string, depth int) string {
 				path = path[:len(path)-1]
 			}
 		case xml.CharData:
-			if text := strings.TrimSpace(string(tk)); strings.HasPrefix(text, "<") && !inside(path, "rDE", "xContEv") {
+			if text := strings.TrimSpace(string(tk)); strings.HasPrefix(text, "<") && !inside(path) {
 				if v := authNumber(text, depth+1); v != "" {
 					return v
 				}
@@ -170,22 +163,7 @@ func authNumber(content string, depth int) string {
 	}
 }
 
-func inside(path []string, names ...string) bool {
-	for _, p := range path {
-		for _, n := range names {
-			if p == n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
+// inside reports whether path passes through rDE or xContEv.
+func inside(path []string) bool {
+	return slices.ContainsFunc(path, func(p string) bool { return p == "rDE" || p == "xContEv" })
 }

@@ -22,7 +22,7 @@ func (r RUC) String() string { return r.Number + "-" + strconv.Itoa(r.DV) }
 // Validate checks the number's form and the check digit. Errors wrap
 // ErrInvalidRUC (form) or ErrInvalidDV (wrong digit, naming the right one).
 func (r RUC) validate() error {
-	if err := validateRUCNumber(r.Number); err != nil {
+	if err := ValidateRUCNumber(r.Number); err != nil {
 		return err
 	}
 	if r.DV < 0 || r.DV > 9 {
@@ -54,9 +54,7 @@ func newRUC(number, dv string) (RUC, error) {
 
 // ValidateRUCNumber checks the form of a RUC without its check digit:
 // 3 to 8 ASCII letters or digits. The error wraps ErrInvalidRUC.
-func ValidateRUCNumber(number string) error { return validateRUCNumber(number) }
-
-func validateRUCNumber(number string) error {
+func ValidateRUCNumber(number string) error {
 	if len(number) < 3 || len(number) > 8 {
 		return fmt.Errorf("%w: %q is not 3 to 8 characters", ErrInvalidRUC, number)
 	}

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -133,31 +134,16 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
 	}
-	if cfg.ResolveAfter <= 0 {
-		cfg.ResolveAfter = DefaultResolveAfter
-	}
-	if cfg.NotFoundAfter <= 0 {
-		cfg.NotFoundAfter = DefaultNotFoundAfter
-	}
-	if cfg.RemoteBlock <= 0 {
-		cfg.RemoteBlock = DefaultRemoteBlock
-	}
+	orDefault(&cfg.ResolveAfter, DefaultResolveAfter)
+	orDefault(&cfg.NotFoundAfter, DefaultNotFoundAfter)
+	orDefault(&cfg.RemoteBlock, DefaultRemoteBlock)
 	if cfg.RemoteBlockMax < cfg.RemoteBlock {
 		cfg.RemoteBlockMax = max(DefaultRemoteBlockMax, cfg.RemoteBlock)
 	}
-	if cfg.BlockMemory <= 0 {
-		cfg.BlockMemory = DefaultBlockMemory
-	}
-	if cfg.InFlightFor <= 0 {
-		cfg.InFlightFor = DefaultInFlightFor
-	}
-	if cfg.ConsultaInterval <= 0 {
-		cfg.ConsultaInterval = DefaultConsultaInterval
-	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	orDefault(&cfg.BlockMemory, DefaultBlockMemory)
+	orDefault(&cfg.InFlightFor, DefaultInFlightFor)
+	orDefault(&cfg.ConsultaInterval, DefaultConsultaInterval)
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := &Sender{docs: docs, client: client, limiter: limiter, clock: cfg.Clock, cfg: cfg,
 		logger: logger.With(slog.String("component", "sifen"))}
 	notes, err := s.shareInterval(context.Background())
@@ -397,42 +383,53 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	if c.packed, err = c.lot.Pack(); err != nil {
 		return claimed{}, err
 	}
-	ruc := c.lot.DEs[0].RUC
-	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
-	c.key = RecepcionKey(env, ruc)
-
-	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
-	// the lot is on the wire. A refusal is a ledger row and a metric.
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	now, err := s.gate(ctx, &c, env, ids)
 	if err != nil {
 		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
 			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
 		}
 		return claimed{}, fmt.Errorf("sifen: send %v: %w", ids, err)
 	}
-	now := s.clock()
-	if !d.Allowed {
-		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		b := c.out.Blocked()
-		c.out.Message = b.message()
+	if d := c.out.Decision; d != nil {
 		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
 			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
-		return c, s.docs.Hold(ctx, ids, c.out.Message, b.Until, now)
+		return c, s.docs.Hold(ctx, ids, c.out.Message, c.out.Blocked().Until, now)
 	}
-	// The interval runs from the answer; the take's policy says how long.
-	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	// From here on the hold must be ended whatever the caller does with ctx.
-	c.bg = context.WithoutCancel(ctx)
 
 	// 3. Claim the documents.
 	c.token = newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now}); err != nil {
+	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now}); err != nil {
 		// Nothing left: the hold ends now (the take's own interval stays).
 		c.interval = 0
 		s.answered(c, "claim failed:"+c.packed.Hash[:16], false)
 		return claimed{}, err
 	}
 	return c, nil
+}
+
+// gate is step 2 of the protocol for c's lot (of env, documents ids): one
+// take on the RUC's bucket, which holds the RUC while the lot is on the
+// wire. Refused, c.out is OutcomeBlocked with the Decision. It returns the
+// instant of the decision.
+func (s *Sender) gate(ctx context.Context, c *claimed, env Env, ids []int64) (time.Time, error) {
+	ruc := c.lot.DEs[0].RUC
+	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
+	c.key = RecepcionKey(env, ruc)
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.clock()
+	if !d.Allowed {
+		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
+		c.out.Message = c.out.Blocked().message()
+		return now, nil
+	}
+	// The interval runs from the answer; the take's policy says how long.
+	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
+	// From here on the hold must be ended whatever the caller does with ctx.
+	c.bg = context.WithoutCancel(ctx)
+	return now, nil
 }
 
 // answered records on the RUC's bucket that c's request ended now: the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // SendNew sends lot, DEs not stored yet (a gateway's siRecepLoteDE), as
@@ -75,24 +73,14 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 	if err := s.checkCDCs(ctx, env, lot.DEs); err != nil {
 		return claimed{}, err
 	}
-	ruc := lot.DEs[0].RUC
-	c.out = LotSend{Env: env, RUC: ruc, LotHash: c.packed.Hash}
-	c.key = RecepcionKey(env, ruc)
-
 	// 2. The RUC's gate.
-	d, err := s.limiter.Take(ctx, ledgerRef(nil, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	now, err := s.gate(ctx, &c, env, nil)
 	if err != nil {
 		return claimed{}, fmt.Errorf("sifen: send lot %.16s: %w", c.packed.Hash, err)
 	}
-	now := s.clock()
-	if !d.Allowed {
-		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		c.out.Message = c.out.Blocked().message()
+	if c.out.Status == OutcomeBlocked {
 		return c, nil
 	}
-	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	// Admitted: what follows runs to its end whatever the caller does.
-	c.bg = context.WithoutCancel(ctx)
 
 	// 3. Import and claim. Nobody else can claim the new drafts while the
 	// gate holds the RUC, but a send refused by it records its wait on
@@ -104,7 +92,7 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 		for range 3 {
 			var rows []Document
 			if rows, err = s.docs.Documents(c.bg, ids, false); err == nil {
-				err = s.docs.Claim(c.bg, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now})
+				err = s.docs.Claim(c.bg, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now})
 			}
 			if !errors.Is(err, ErrNotSendable) {
 				break

@@ -27,7 +27,10 @@
 // protocol.
 package sifen
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Namespace is the XML namespace of SIFEN's documents and messages.
 const Namespace = "http://ekuatia.set.gov.py/sifen/xsd"
@@ -57,4 +60,11 @@ func (e Env) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %q (want test or prod)", ErrInvalidEnv, string(e))
+}
+
+// orDefault sets *d to def when it is not positive.
+func orDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
 }

@@ -135,41 +135,41 @@ type ConsultaDEResponse struct {
 	Content string `xml:"xContenDE,omitempty"`
 }
 
-// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML
-// whole: SIFEN sends the DE in it as child elements, as escaped text or in
-// a CDATA section, and a string field would keep only the text.
+// consultaDEWire is rEnviConsDeResponse on the wire: xContenDE's inner XML
+// kept whole, as SIFEN sends the DE in it as child elements, as escaped text
+// or in a CDATA section, and a string field would keep only the text.
+type consultaDEWire struct {
+	ProcessedAt string `xml:"dFecProc"`
+	Code        string `xml:"dCodRes"`
+	Message     string `xml:"dMsgRes"`
+	Content     *struct {
+		Inner string `xml:",innerxml"`
+	} `xml:"xContenDE,omitempty"`
+}
+
+// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML whole.
 func (r *ConsultaDEResponse) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
-	var aux struct {
-		ProcessedAt string `xml:"dFecProc"`
-		Code        string `xml:"dCodRes"`
-		Message     string `xml:"dMsgRes"`
-		Content     struct {
-			Inner string `xml:",innerxml"`
-		} `xml:"xContenDE"`
-	}
+	var aux consultaDEWire
 	if err := d.DecodeElement(&aux, &start); err != nil {
 		return err
 	}
-	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message, Content: aux.Content.Inner}
+	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message}
+	if aux.Content != nil {
+		r.Content = aux.Content.Inner
+	}
 	return nil
 }
 
-// MarshalXML writes Content as XML, as UnmarshalXML keeps it (so that a
-// decoded answer encodes back to the same document).
+// MarshalXML writes Content as XML, as UnmarshalXML keeps it (a decoded
+// answer encodes back to the same document).
 func (r ConsultaDEResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	type content struct {
-		Inner string `xml:",innerxml"`
-	}
-	aux := struct {
-		ProcessedAt string   `xml:"dFecProc"`
-		Code        string   `xml:"dCodRes"`
-		Message     string   `xml:"dMsgRes"`
-		Content     *content `xml:"xContenDE,omitempty"`
-	}{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
+	aux := consultaDEWire{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
 	if r.Content != "" {
-		aux.Content = &content{Inner: r.Content}
+		aux.Content = &struct {
+			Inner string `xml:",innerxml"`
+		}{r.Content}
 	}
-	start.Name = xml.Name{Space: "http://ekuatia.set.gov.py/sifen/xsd", Local: "rEnviConsDeResponse"}
+	start.Name = xml.Name{Space: Namespace, Local: "rEnviConsDeResponse"}
 	return e.EncodeElement(aux, start)
 }
 
@@ -213,11 +213,21 @@ func (p ProtDE) Code() (code, message string) {
 
 // State is dEstRes, wherever it was written.
 func (p ProtDE) State() string {
-	if s := strings.TrimSpace(p.Status); s != "" {
+	return p.first(p.Status, func(m ProtDEMessage) string { return m.Status })
+}
+
+// authNumber is dProtAut, wherever it was written.
+func (p ProtDE) authNumber() string {
+	return p.first(p.AuthNumber, func(m ProtDEMessage) string { return m.AuthNumber })
+}
+
+// first returns own, trimmed, or else the first non-blank field of a gResProc.
+func (p ProtDE) first(own string, field func(ProtDEMessage) string) string {
+	if s := strings.TrimSpace(own); s != "" {
 		return s
 	}
 	for _, r := range p.Results {
-		if s := strings.TrimSpace(r.Status); s != "" {
+		if s := strings.TrimSpace(field(r)); s != "" {
 			return s
 		}
 	}
@@ -233,16 +243,11 @@ type soapFault struct {
 
 func (f *soapFault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
 
-// The SOAP 1.2 fault codes (SOAP 1.2 Part 1, §5.4.6), as Fault.Kind
-// returns them.
-const (
-	faultSender              = "Sender"
-	faultReceiver            = "Receiver"
-	faultVersionMismatch     = "VersionMismatch"
-	faultMustUnderstand      = "MustUnderstand"
-	faultDataEncodingUnknown = "DataEncodingUnknown"
-)
+// faultReceiver is the SOAP 1.2 fault code blaming the receiver (SOAP 1.2
+// Part 1, §5.4.6), as faultKind returns it.
+const faultReceiver = "Receiver"
 
+// faultKind is a fault code without its namespace prefix.
 func faultKind(code string) string {
 	code = strings.TrimSpace(code)
 	if i := strings.LastIndexByte(code, ':'); i >= 0 {

@@ -142,10 +142,7 @@ type Imported struct {
 	File     string
 	DE       DE
 	Document Document
-	// Err is nil when the DE was imported as a draft, a *CDCError when
-	// another document holds its CDC (a rerun finds its sent documents so,
-	// and skips them), else why the import failed.
-	Err error
+	Err      error
 }
 
 // Watched reports whether SendFiles waits for the send of the DE's document:

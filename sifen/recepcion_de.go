@@ -23,8 +23,7 @@ const (
 	ServiceConsultaRUC = "siConsRUC"
 )
 
-// EnvioDE is the body of siRecepDE (rEnviDe, Schema XML 2): xDE holds the
-// signed rDE itself, as XML, not zipped.
+// EnvioDE is the body of siRecepDE: xDE holds the signed rDE as XML.
 type EnvioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
 	ID      string   `xml:"dId"`
@@ -37,20 +36,16 @@ type EnvioDE struct {
 // SOAPServices do not speak siRecepDE.
 var ErrNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
 
-// deReceiver is implemented by SOAPServices that also send one DE
-// synchronously (siRecepDE); *Client does. It is apart from SOAPServices
-// so that existing implementations of that interface stay valid.
+// deReceiver is a SOAPServices that also sends one DE (siRecepDE), as
+// *Client does; apart so that existing implementations stay valid.
 type deReceiver interface {
 	RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error)
 }
 
 var _ deReceiver = (*Client)(nil)
 
-// RecepcionDE sends one signed DE (the rDE element) to siRecepDE and
-// returns SIFEN's protocol of it (rRetEnviDe/rProtDe: dEstRes, dProtAut
-// when approved, the codes). Errors as Client's other calls: a
-// *RemoteError for an HTTP error or a SOAP fault, a transport error when
-// no answer came (see notSent).
+// RecepcionDE sends one signed rDE to siRecepDE and returns SIFEN's
+// protocol of it (rProtDe). Errors as RecepcionLote's.
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
 	if err := env.Validate(); err != nil {
 		return ProtDE{}, err
@@ -92,12 +87,11 @@ type forwarded struct {
 	Body        []byte
 }
 
-// Forward posts body, a SOAP request the caller built, to SIFEN's service
-// at path in env, over the client's connection (its mutual TLS), and
-// returns the answer untouched. It is for the services balde passes
-// through without modelling them (siConsDE, siConsRUC, siRecepEvento in
-// the gateway); a path ClientConfig overrides (ConsultaPath, ...) goes to
-// the configured one. An error means no answer came.
+// Forward posts body, a SOAP request the caller built, to the service at
+// path in env over the client's connection and returns the answer as it
+// came, for the services balde passes through (siConsDE, siConsRUC,
+// siRecepEvento); an overridden path goes to the configured one. An error
+// means no answer came.
 func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (forwarded, error) {
 	if err := env.Validate(); err != nil {
 		return forwarded{}, err
@@ -120,8 +114,7 @@ func (c *Client) Forward(ctx context.Context, env Env, path, contentType string,
 	return forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
 }
 
-// post sends one request and reads the answer's status, content type and
-// body.
+// post sends one request and returns the answer's status, type and body.
 func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(body))
 	if err != nil {
@@ -140,8 +133,7 @@ func (c *Client) post(ctx context.Context, env Env, service, path, contentType s
 	return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
 }
 
-// stripXMLDecl drops a leading XML declaration (and byte order mark): the
-// rDE goes inside xDE.
+// stripXMLDecl drops a leading XML declaration and byte order mark.
 func stripXMLDecl(b []byte) []byte {
 	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
 	if bytes.HasPrefix(b, []byte("<?xml")) {
@@ -152,17 +144,12 @@ func stripXMLDecl(b []byte) []byte {
 	return b
 }
 
-// DESend is how the send of one DE by siRecepDE ended (Sender.SendNewDE). Its
-// LotSend says it as for a lot of one: OutcomeBlocked (the RUC's gate
-// refused, with the Decision), OutcomeFailed (never reached SIFEN: the
-// document is "error"), OutcomeUnknown (no answer: the document stays
-// "sending" until Resolve), or OutcomeSent when SIFEN answered: then Prot
-// is its protocol and the document is approved or rejected by it (a
-// protocol balde cannot read leaves it "sending" for Resolve, as
-// OutcomeUnknown).
+// DESend is how Sender.SendNewDE ended, as a lot of one: OutcomeBlocked,
+// OutcomeFailed ("error"), OutcomeUnknown (no answer or an unreadable
+// protocol: "sending" until Resolve), or OutcomeSent with SIFEN's protocol
+// Prot, by which the document is approved or rejected.
 type DESend struct {
 	LotSend
-	// Prot is SIFEN's rProtDe when it answered.
 	Prot ProtDE
 }
 

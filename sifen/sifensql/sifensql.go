@@ -20,11 +20,9 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// store is the SQL sifen.DocumentStore. Safe for concurrent use. Reads and
-// transactions run again after a transient failure, through the throttle
-// store's Retry; a COMMIT whose answer was lost never runs again
-// (sqlstore.ErrCommitInDoubt, docs/decisions/0020): a claim that may have
-// landed is settled by Resolve.
+// store is the SQL sifen.DocumentStore, safe for concurrent use. Reads and
+// transactions run again after a transient failure (the throttle store's
+// Retry), never a COMMIT in doubt (docs/decisions/0020).
 type store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
@@ -141,11 +139,10 @@ func dbError(op string, err error) error {
 	return fmt.Errorf("sifen: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
 }
 
-// inTx runs fn in one write transaction, all of it again after a
-// transient failure before the COMMIT (fn may run more than once: it must
-// do nothing but its statements on tx). A rule's error (anything fn
-// returns not wrapped by wrapDB) is returned as is, never retried; a
-// commit in doubt wraps sqlstore.ErrCommitInDoubt and is never retried.
+// inTx runs fn in one write transaction, all again after a transient failure
+// before the COMMIT (fn must do nothing but its statements on tx). A rule's
+// error (one fn returns not wrapped by wrapDB) is returned as is, and a
+// commit in doubt (sqlstore.ErrCommitInDoubt) is never retried.
 func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
 	var ruleErr error
 	err := s.retry(ctx, op, func() error {
@@ -294,9 +291,8 @@ func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, repla
 }
 
 // importDE inserts de, or turns the document holding its CDC back into a
-// draft of the new XML when sifen.Reimportable allows it. An INSERT that
-// meets a row another import committed meanwhile reads it again and treats
-// it as any CDC already stored (docs/decisions/0057): never a store failure.
+// draft when sifen.Reimportable allows it. A CDC another import committed
+// meanwhile is read again like any stored CDC (docs/decisions/0057).
 func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	for range 2 {
 		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
@@ -315,10 +311,9 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
 }
 
-// findDocumentByCDC reads the document of env holding cdc, with its XML;
-// found is false when there is none. On PostgreSQL the row stays locked
-// until the transaction ends: a claim committed meanwhile is seen (the
-// document is no longer reimportable), never overwritten.
+// findDocumentByCDC reads env's document holding cdc, with its XML. On
+// PostgreSQL the row stays locked until the transaction ends, so a claim
+// committed meanwhile is seen, never overwritten.
 func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc string) (sifen.Document, bool, error) {
 	var existing []docRow
 	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
@@ -359,9 +354,8 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 	return ex.ID, wrapDB(err)
 }
 
-// insertDocument inserts de as a new draft of env and returns its id;
-// inserted is false when another transaction committed de's CDC first (the
-// unique (env, cdc) constraint), and nothing was written.
+// insertDocument inserts de as a new draft of env; inserted is false when
+// another transaction committed its CDC first, and nothing was written.
 func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (id int64, inserted bool, err error) {
 	// RETURNING rows are drained (rows.Next to the end): an unfinished
 	// statement would stop SQLite's WAL checkpoints.
@@ -387,11 +381,9 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 	return id, inserted, wrapDB(rows.Close())
 }
 
-// Claim implements sifen.DocumentStore: in one transaction it registers
-// the lot (refused if it is there already: a lot is never sent twice) and
-// moves every document from draft/error to sending, each conditional on the
-// version read. Any document claimed or changed meanwhile aborts the whole
-// claim.
+// Claim implements sifen.DocumentStore: one transaction registers the lot
+// (a lot is never sent twice) and moves every document to sending, each
+// conditional on the version read; any change meanwhile aborts it all.
 func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
 		n, err := exec(ctx, tx, `
@@ -421,9 +413,8 @@ func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	})
 }
 
-// Release implements sifen.DocumentStore: it writes the settle to the
-// documents still held by r.Token and updates the lot (dropped when SIFEN
-// does not have it, queued with its number and first query when it does).
+// Release implements sifen.DocumentStore: the settle goes to the documents
+// still held by r.Token, and the lot is updated (updateLot).
 func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 	var n int64
 	var sentAt sql.NullInt64
@@ -551,9 +542,8 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 }
 
 // ScheduleLot implements sifen.DocumentStore with a compare-and-set on
-// next_query_at: one UPDATE whose condition a concurrent writer's commit
-// makes false (SQLite: one writer at a time; PostgreSQL, READ COMMITTED:
-// the condition is checked again on the row another transaction updated).
+// next_query_at: a concurrent writer's commit makes its condition false
+// (SQLite: one writer; PostgreSQL READ COMMITTED rechecks the updated row).
 func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, dueBy, at time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
@@ -601,8 +591,7 @@ func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 }
 
 // ShareInterval implements sifen.DocumentStore: the stored interval only
-// grows, in one statement, whatever other processes store meanwhile; a
-// process that stores nothing only reads.
+// grows, in one statement; a process storing nothing only reads.
 func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
 	var before []int64
 	if err := s.readRetried(ctx, "read the SIFEN interval", func() error {

@@ -3,6 +3,7 @@ package sifen
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -106,10 +107,7 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 
 // keys returns m's ids in order.
 func keys(m map[int64]bool) []int64 {
-	out := make([]int64, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
+	out := slices.AppendSeq(make([]int64, 0, len(m)), maps.Keys(m))
 	slices.Sort(out)
 	return out
 }

@@ -108,7 +108,7 @@ func (e *CDCError) Error() string {
 	switch d.Status {
 	case StatusDraft, StatusError:
 		return fmt.Sprintf("sifen: CDC %s is already document %d, %s %s with other content (last changed %s): nothing was imported; to replace its content, import it again asking to replace it",
-			e.CDC, d.ID, article(d.Status), d.Status, at(d.UpdatedAt))
+			e.CDC, d.ID, map[Status]string{StatusDraft: "a", StatusError: "an"}[d.Status], d.Status, at(d.UpdatedAt))
 	case StatusRejected: // refused only with the same XML
 		return fmt.Sprintf("%v: %s is document %d, rejected by SIFEN (%s); correct the document to send it again",
 			ErrCDCInFlight, e.CDC, d.ID, d.Message)
@@ -133,13 +133,6 @@ func (e *CDCError) Error() string {
 // a send left without answer, which Sender.Resolve settles.
 func (e *CDCError) SendInProgress() bool {
 	return e.Document.Status == StatusSending && !e.Now.IsZero() && e.Now.Sub(e.Document.ClaimedAt) < DefaultInFlightFor
-}
-
-func article(s Status) string {
-	if s == StatusError {
-		return "an"
-	}
-	return "a"
 }
 
 // Unwrap makes errors.Is(err, ErrCDCInFlight) true.

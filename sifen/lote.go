@@ -2,6 +2,7 @@ package sifen
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -156,20 +157,12 @@ func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
 
 // skipBOM returns r without a UTF-8 byte order mark at its start.
 func skipBOM(r io.Reader) io.Reader {
-	head := make([]byte, 3)
-	n, err := io.ReadFull(r, head)
-	if n == 3 && bytes.Equal(head, []byte("\xef\xbb\xbf")) {
-		return r
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
 	}
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return io.MultiReader(bytes.NewReader(head[:n]), errReader{err})
-	}
-	return io.MultiReader(bytes.NewReader(head[:n]), r)
+	return br
 }
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // source is what a DE's XML is cut from, by the decoder's offsets: the whole
 // input, or a stream's window. cut returns input[from:to]; forget says

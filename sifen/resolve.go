@@ -162,6 +162,13 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	if err != nil {
 		return err
 	}
+	finish := func(doc Document, st Settle) error {
+		ok, err := s.docs.Finish(ctx, doc, st, s.clock())
+		if ok && st.Status != StatusSent {
+			out.Updated++
+		}
+		return err
+	}
 	switch resp.Code {
 	case codeLotDone:
 		byCDC := make(map[string]DEResult, len(resp.Results))
@@ -177,12 +184,8 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 			if !changes {
 				continue
 			}
-			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
-			if err != nil {
+			if err := finish(doc, st); err != nil {
 				return err
-			}
-			if ok && st.Status != StatusSent {
-				out.Updated++
 			}
 		}
 	case codeLotUnknown, codeLotTooLate:
@@ -212,11 +215,8 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 				errs = append(errs, r.unexpected(doc.ID))
 				continue
 			}
-			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
-			if err != nil {
+			if err := finish(doc, st); err != nil {
 				errs = append(errs, err)
-			} else if ok && st.Status != StatusSent {
-				out.Updated++
 			}
 		}
 		return errors.Join(errs...)

@@ -189,10 +189,7 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bo
 		return nil, err
 	}
 	for i, de := range lot.DEs {
-		if err := s.fit(env, de); err != nil {
-			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
-		}
-		if err := checkAlone(de); err != nil {
+		if err := cmp.Or(s.fit(env, de), checkAlone(de)); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}

@@ -300,9 +300,6 @@ func UnmarshalSOAP[T any](data []byte) (*T, *soapFault, error) {
 
 // parseTime reads dFecProc; the zero time when it cannot.
 func parseTime(s string) time.Time {
-	t, err := time.Parse(TimeLayout, strings.TrimSpace(s))
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := time.Parse(TimeLayout, strings.TrimSpace(s))
 	return t
 }

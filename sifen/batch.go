@@ -258,7 +258,7 @@ func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig
 		}
 		return index[k]
 	}
-	for _, ids := range b.lots(ctx, unique) {
+	for _, ids := range b.lots(ctx, unique, byID) {
 		g := gate(byID[ids[0]])
 		g.lots = append(g.lots, &batchLot{ids: ids})
 	}
@@ -278,11 +278,7 @@ func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig
 
 // lots groups docs (GroupLots), ordered by their first document; a lot that
 // drew 0301 goes in two halves (decision 0046), its documents counting it.
-func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
-	byID := make(map[int64]Document, len(docs))
-	for _, d := range docs {
-		byID[d.ID] = d
-	}
+func (b *batch) lots(ctx context.Context, docs []Document, byID map[int64]Document) [][]int64 {
 	var lots [][]int64
 	for _, ids := range GroupLots(docs) {
 		if !b.drewNotQueued(ctx, ids, byID) {
@@ -415,8 +411,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	out, err := b.s.Send(context.WithoutCancel(ctx), lot.ids...)
 	switch {
 	case errors.Is(err, ErrLotTooBig) && len(lot.ids) > 1:
-		// Refused before taking anything: the longest prefix that fits goes
-		// first, the rest is the RUC's next lot.
+		// Refused untaken: the longest prefix that fits goes first, the rest next.
 		n, ferr := b.s.FitLot(ctx, lot.ids)
 		if ferr != nil {
 			b.report(lot.ids, DocResult{Result: batchFailed, Message: ferr.Error(), Err: ferr})
@@ -558,9 +553,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 			}
 			again = append(again, id)
 		case d.Status == StatusSending && b.now().Sub(d.ClaimedAt) >= DefaultInFlightFor:
-			// No request of it can still be on the wire: the send holding
-			// it ended without recording an answer, and only Resolve
-			// settles it (watching longer would wait for nothing).
+			// No request of it can be on the wire: only Resolve settles it.
 			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: fmt.Sprintf(
 				"left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
 				d.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC"), DefaultResolveAfter)})

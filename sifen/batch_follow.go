@@ -82,8 +82,7 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 		if len(pending) == 0 {
 			return nil, nil
 		}
-		// Sleep until the first lot may be queried again, or a short while
-		// when another process is querying one now (its claim may last).
+		// Until the first lot is due, or a short while when another process queries one.
 		wait := time.Duration(0)
 		for _, o := range out {
 			if o.elsewhere {

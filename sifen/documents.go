@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -129,25 +130,16 @@ func fitLot(docs []Document) (int, error) {
 		}
 		des[i] = de
 	}
-	fits := func(n int) (bool, error) {
-		_, _, err := Lote{DEs: des[:n]}.zip()
-		if errors.Is(err, ErrLotTooBig) {
-			return false, nil
+	var zipErr error
+	n := sort.Search(len(des), func(i int) bool { // the prefix of i+1 DEs is too big
+		_, _, err := Lote{DEs: des[:i+1]}.zip()
+		if err != nil && !errors.Is(err, ErrLotTooBig) {
+			zipErr = err
 		}
-		return err == nil, err
+		return err != nil
+	})
+	if zipErr != nil {
+		return 0, zipErr
 	}
-	lo, hi := 0, len(des) // fits(lo) is known true (an empty prefix), fits(hi+1) false
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		ok, err := fits(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo, nil
+	return n, nil
 }

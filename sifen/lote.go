@@ -122,8 +122,7 @@ func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
 		}
 		l.DEs = append(l.DEs, de)
 	case root.Name == xml.Name{Space: Namespace, Local: "rLoteDE"}, root.Name == xml.Name{Local: "rLoteDE"}:
-		// DNIT's example (and both public clients) write rLoteDE without a
-		// namespace, each rDE with its own; the namespaced form is read too.
+		// DNIT's example writes rLoteDE without a namespace; both forms are read.
 		if l.DEs, err = parseLotBody(d, nsDecls(root.Attr)); err != nil {
 			return Lote{}, err
 		}
@@ -193,8 +192,7 @@ type window struct {
 
 func (w *window) Read(p []byte) (int, error) {
 	if w.read >= w.limit {
-		// One byte more tells a document of exactly limit bytes from a
-		// longer one.
+		// One byte more tells exactly limit bytes from more.
 		p = p[:min(len(p), 1)]
 	}
 	n, err := w.r.Read(p)

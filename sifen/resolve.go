@@ -295,8 +295,7 @@ func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([
 		if ctx.Err() != nil {
 			err = nil // stopping is no failure of the pass it cut short
 		}
-		// The lots the pass did query are reported even when ctx ended
-		// meanwhile: their documents were updated.
+		// Reported even when ctx ended: the pass updated those documents.
 		if report != nil && (len(out) > 0 || err != nil) {
 			report(out, err)
 		}

@@ -55,36 +55,31 @@ type SenderConfig struct {
 	Logger *slog.Logger
 }
 
-// Sender is the one path by which documents reach SIFEN: the web app and
-// the batch command both call Send, from different processes, on one
-// database. Safe for concurrent use.
+// Sender is the one path by which documents reach SIFEN, for the web app
+// and the batch command alike, across processes on one database. Safe for
+// concurrent use.
 //
 // # The send protocol
 //
 // Nothing is sent twice, even when a process dies mid-send, and SIFEN never
-// sees two lots of a RUC closer than the interval: every send takes these
-// steps, each one short transaction, none held across an HTTP call
+// sees two lots of a RUC closer than the interval: each send takes these
+// steps, each a short transaction, none held across an HTTP call
 // (docs/decisions/0005, 0011, 0050, 0135):
 //
 //  1. Check (no write): the documents exist, are in draft or error, share
 //     one environment, their XML still parses, the lot rules hold.
-//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket. It refuses
-//     during the interval from the previous lot's answer, while another lot
-//     of the RUC is on the wire, during the local block after a 0301, and
-//     past the optional per-minute cap: OutcomeBlocked with its Decision; the
-//     documents keep their status, with the wait. Admitted, the take holds
-//     the RUC (InFlightFor at most) until step 5.
-//  3. Claim: the lot is registered (never sent twice) and every document
-//     moves to "sending" with a fresh token, conditional on the version read
-//     in step 1; a change meanwhile rolls it back (ErrNotSendable).
+//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket, refused
+//     during the interval from the previous answer, while another lot of
+//     the RUC is on the wire, during the block after a 0301, and past the
+//     optional per-minute cap (OutcomeBlocked). Admitted, the take holds the
+//     RUC (InFlightFor at most) until step 5.
+//  3. Claim: the lot is registered and each document moves to "sending"
+//     with a fresh token, conditional on its version (else ErrNotSendable).
 //  4. Send, with the caller's cancellation detached.
-//  5. Record, at the answer or failure: on the gate (the next lot waits the
-//     interval from now, a 0301 blocks the RUC longer each time in a row),
-//     then on the documents: 0300 → "sent"; another answer or no connection
-//     → "error"; no answer → they stay "sending".
-//
-// A process that dies between 2 and 5 leaves the RUC held until the hold
-// expires and its documents in "sending", which Resolve settles.
+//  5. Record the answer or failure on the gate (the next lot waits the
+//     interval from now; a 0301 blocks), then on the documents: 0300 →
+//     "sent"; another answer or no connection → "error"; no answer →
+//     "sending", which Resolve settles, as after a crash.
 type Sender struct {
 	docs    DocumentStore
 	client  SOAPServices
@@ -217,13 +212,9 @@ func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	byID := make(map[int64]Document, len(stored))
-	for _, d := range stored {
-		byID[d.ID] = d
-	}
 	docs := make([]Document, len(ids))
 	for i, id := range ids {
-		docs[i] = byID[id]
+		docs[i] = stored[slices.IndexFunc(stored, func(d Document) bool { return d.ID == id })]
 	}
 	return fitLot(docs)
 }
@@ -277,8 +268,7 @@ func (s *Sender) sendLot(c claimed) (LotSend, error) {
 			out.Status, out.LotNumber = OutcomeSent, resp.LotNumber
 			log.Info("lot queued", slog.String("lot", resp.LotNumber))
 			s.answered(c, "lot:"+resp.LotNumber, false)
-			// DNIT: the first query of a lot no earlier than ConsultaInterval
-			// after it was sent. A schedule of the lot, not a limit.
+			// DNIT: a lot's first query ConsultaInterval after its send (a schedule).
 			return Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
 				Sent: true, NextQueryAt: s.clock().Add(s.cfg.ConsultaInterval)}
 		}
@@ -287,8 +277,7 @@ func (s *Sender) sendLot(c claimed) (LotSend, error) {
 		a := s.answered(c, resp.Code+":"+c.packed.Hash[:16], resp.Code == CodeLotNotQueued)
 		if resp.Code == CodeLotNotQueued {
 			s.limiter.RemoteRefused("sifen", c.key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
-			// SIFEN may have blocked the RUC: do not knock again for a
-			// while, longer after each 0301 in a row.
+			// SIFEN may have blocked the RUC: wait, longer after each 0301 in a row.
 			block := a.BlockedFor
 			if block == 0 { // the gate could not be written: its hold stands
 				block = s.cfg.InFlightFor
@@ -430,8 +419,7 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
 		}
 		log.Error("sent without a usable answer", slog.String("message", out.Message))
-		// The request is over: the interval runs from now. The documents
-		// stay in sending for Resolve.
+		// The interval runs from now; the documents stay in sending for Resolve.
 		s.answered(c, "unknown:"+hash[:16], false)
 		return out, s.docs.Note(ctx, ids, c.token, out.Message, s.clock())
 	default:

@@ -9,18 +9,12 @@ import (
 )
 
 // SendNew sends lot, DEs not stored yet (a gateway's siRecepLoteDE), as one
-// lot of env, by Send's protocol, storing nothing until the RUC's gate
-// admits it (docs/decisions/0166):
-//
-//  1. Check, reading only: env, the lot rules (Pack), each DE fit for env,
-//     and no CDC Import would refuse (a *CDCError).
-//  2. The RUC's gate: a refusal stores nothing (OutcomeBlocked, no
-//     DocumentIDs).
-//  3. Import (all or none; a CDC taken meanwhile ends the hold) and claim;
-//     then Send's steps 4 and 5.
-//
-// So a refused lot leaves no document for "Send all drafts". Errors are
-// Import's and Send's.
+// lot of env by Send's protocol, storing nothing until the RUC's gate admits
+// it (docs/decisions/0166): 1. check, reading only (env, Pack, each DE fit,
+// no CDC Import would refuse: *CDCError); 2. the gate (a refusal stores
+// nothing: OutcomeBlocked without DocumentIDs); 3. import, all or none, and
+// claim; then Send's steps 4 and 5. So a refused lot leaves no document
+// behind. Errors are Import's and Send's.
 func (s *Sender) SendNew(ctx context.Context, env Env, lot Lote) (LotSend, error) {
 	c, err := s.admitNew(ctx, env, lot)
 	if err != nil || c.out.Status == OutcomeBlocked {

@@ -455,8 +455,7 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 	case st.Status == sifen.StatusSending:
 		return nil
 	default:
-		// SIFEN does not have the lot, unless one of its documents says
-		// otherwise (Resolve settles them one by one).
+		// SIFEN does not have the lot, unless a document says so (Resolve).
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			DELETE FROM balde_document_lots
 			WHERE env = ? AND hash = ? AND NOT EXISTS (
@@ -554,8 +553,7 @@ func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string
 			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy)); err != nil || n > 0 {
 			return err
 		}
-		// Nothing moved: another process did first, unless the lot has no
-		// row to share a schedule on.
+		// Nothing moved: another process did, unless the lot has no row.
 		return wrapDB(tx.GetContext(ctx, &n, tx.Rebind(`
 			SELECT CASE WHEN EXISTS (SELECT 1 FROM balde_document_lots WHERE env = ? AND lot_number = ?) THEN 0 ELSE 1 END`),
 			string(env), lotNumber))

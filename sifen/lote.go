@@ -662,24 +662,6 @@ func ZipLote(doc []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// unzipLote returns the one file of a lot's ZIP. Errors wrap ErrMalformedXML
-// (not a ZIP of one file) or ErrLotTooBig (past maxLotXMLBytes).
-func unzipLote(z []byte) ([]byte, error) {
-	f, err := openLotZip(z)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	w := &window{r: f, limit: maxLotXMLBytes}
-	if _, err := io.Copy(io.Discard, w); err != nil {
-		if errors.Is(err, errInflated) {
-			return nil, fmt.Errorf("%w: %w", ErrLotTooBig, err)
-		}
-		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
-	}
-	return w.buf, nil
-}
-
 // openLotZip opens the one file of the ZIP z, refusing one whose header says
 // it inflates past maxLotXMLBytes (a lying header is caught while reading).
 func openLotZip(z []byte) (io.ReadCloser, error) {

@@ -11,14 +11,14 @@ import (
 // Overridden is what Sender.Override did with a document left in "sending":
 // SIFEN's siConsDE answer (Code, Message) and the document's new Status.
 type Overridden struct {
-	DocumentID int64
-	CDC        string
+	DocumentID    int64
+	CDC           string
+	Code, Message string
 	// Done: SIFEN answered 0420 and the document is a draft again. AuthNumber
 	// is a 0422's dProtAut: the document is approved, nothing overridden.
-	Code, Message string
-	Done          bool
-	AuthNumber    string
-	Status        Status
+	Done       bool
+	AuthNumber string
+	Status     Status
 }
 
 // Refusal says why nothing was overridden ("" when Done).

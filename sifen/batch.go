@@ -11,57 +11,47 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// lotSender is the one-lot primitive SendDocuments drives: *Sender is one;
-// an application's wrapper of it (or a test double) may stand in.
+// lotSender is the one-lot primitive SendDocuments drives: *Sender, or an
+// application's wrapper of it (or a test double).
 type lotSender interface {
-	// Send sends documents as one lot (Sender.Send).
 	Send(ctx context.Context, ids ...int64) (LotSend, error)
-	// FitLot says how many of ids, from the first, fit in one lot message
-	// (Sender.FitLot).
 	FitLot(ctx context.Context, ids []int64) (int, error)
-	// Get reads one document (Sender.Get).
 	Get(ctx context.Context, id int64) (Document, error)
 }
 
 var _ lotSender = (*Sender)(nil)
 
-// defaultBatchMaxWait is BatchConfig.MaxWait when it is not set: SIFEN's
-// interval many times over and a first local block after 0301 (10 min).
-const defaultBatchMaxWait = 15 * time.Minute
-
-// batchWatchEvery is how often a batch reads again documents another send
-// holds (in sending) until that send records its answer.
-const batchWatchEvery = time.Second
-
-// maxNotQueued is how many lots of one run that drew 0301 a document may be
-// in: the lot is never sent again as it was (decision 0046), and a document
-// whose second lot drew 0301 too is reported failed, not tried again.
-const maxNotQueued = 2
-
-// maxRaces bounds how often a document may lose a claim race in one run and
-// still be sendable (someone imported it again each time): then it is
-// reported failed rather than tried forever.
-const maxRaces = 5
+const (
+	// defaultBatchMaxWait is BatchConfig.MaxWait's default: SIFEN's interval
+	// many times over and a first local block after 0301.
+	defaultBatchMaxWait = 15 * time.Minute
+	// batchWatchEvery is how often a batch rereads documents another send holds.
+	batchWatchEvery = time.Second
+	// maxNotQueued is how many lots of one run drawing 0301 a document may be in
+	// before it is reported failed (decision 0046).
+	maxNotQueued = 2
+	// maxRaces bounds the claim races a still sendable document may lose in one
+	// run before it is reported failed.
+	maxRaces = 5
+)
 
 // BatchConfig configures SendDocuments, SendFiles and FollowDocuments. The
 // zero value sends one pass without waiting, on the system clock.
 type BatchConfig struct {
-	// Wait: when a lot is refused (its RUC's interval, a lot of the RUC on
-	// the wire, a block after 0301), send it once the refusal's wait has
-	// passed, as long as each of its documents has waited at most MaxWait
-	// in all; meanwhile the other RUCs' lots go. Without Wait a refused lot
-	// is reported blocked at once, and a lot that drew 0301 failed.
+	// Wait: a refused lot is sent once the refusal's wait has passed, as long
+	// as each of its documents waits at most MaxWait in all, the other RUCs'
+	// lots going meanwhile. Without it a refused lot is reported blocked at
+	// once, and a lot that drew 0301 failed.
 	Wait bool
-	// MaxWait is the most one document may wait, over all its retries, from
-	// the moment its lot is its RUC's next; default defaultBatchMaxWait.
+	// MaxWait is the most one document may wait over all its retries, from when
+	// its lot is its RUC's next (default defaultBatchMaxWait).
 	MaxWait time.Duration
-	// Clock is the clock the Sender's store and limiter read (their waits
-	// are on it); default throttle.SystemClock.
+	// Clock is the Sender's store and limiter's; Sleep waits on it (defaults
+	// throttle.SystemClock and throttle.SleepContext).
 	Clock throttle.Clock
-	// Sleep waits on Clock; default throttle.SleepContext.
 	Sleep throttle.Sleep
-	// Progress, when set, is told each event as it happens, for a caller to
-	// draw (a progress bar, log lines); it must not block for long.
+	// Progress, when set, is told each event as it happens; it must not block
+	// for long.
 	Progress func(Event)
 	// Replace makes SendFiles import with Sender.ImportReplacing.
 	Replace bool
@@ -77,31 +67,24 @@ func (cfg BatchConfig) emit(e Event) {
 type eventKind string
 
 const (
-	// EventLotSent: a lot went to SIFEN (or its request failed): LotSend
-	// says how it ended; TooBig counts the documents of its group left for
-	// a later lot because the message would have exceeded
-	// maxLotMessageBytes.
+	// EventLotSent: a lot went to SIFEN (or its request failed); TooBig counts
+	// the documents of its group left for a later lot by size.
 	EventLotSent eventKind = "lot_sent"
-	// EventRefused: a lot was refused before it left (Blocked has the
-	// reason, the bucket and the wait).
+	// EventRefused: a lot was refused before it left (Blocked).
 	EventRefused eventKind = "refused"
-	// EventWaiting: every RUC with documents left must wait; the batch
-	// sleeps Wait, until Until. Blocked is the refusal of the RUC due
-	// first (nil when it waits for documents another send holds), IDs its
-	// next lot.
+	// EventWaiting: every RUC left must wait; the batch sleeps Wait, until
+	// Until. Blocked is the refusal due first (nil when waiting on another
+	// send), IDs its next lot.
 	EventWaiting eventKind = "waiting"
-	// EventResult: one document's result: Result in a send (each document
-	// of the batch gets one, unless ctx ends first), Document (approved or
-	// rejected) in FollowDocuments.
+	// EventResult: one document's Result in a send, or its Document (approved
+	// or rejected) in FollowDocuments.
 	EventResult eventKind = "result"
-	// EventResolved: SendFiles settled a document a crashed send left in
-	// "sending" (Resolved).
+	// EventResolved: SendFiles settled a document a crashed send left (Resolved).
 	EventResolved eventKind = "resolved"
 	// EventImported: SendFiles imported a DE, or could not (Imported).
 	EventImported eventKind = "imported"
-	// EventResolveFailed and EventPollFailed: the resolve at the start of
-	// SendFiles, or a query of lots in FollowDocuments, failed for a reason
-	// other than the store (Err); the run goes on.
+	// EventResolveFailed and EventPollFailed: SendFiles' initial resolve or a
+	// FollowDocuments query failed other than by the store (Err); the run goes on.
 	EventResolveFailed eventKind = "resolve_failed"
 	EventPollFailed    eventKind = "poll_failed"
 )
@@ -129,17 +112,13 @@ type batchResult string
 const (
 	// BatchSent: SIFEN queued its lot (0300); LotNumber is set.
 	BatchSent batchResult = "sent"
-	// BatchBlocked: not sent, and may be sent later: its RUC was refused
-	// for longer than MaxWait (or at all, without Wait), or another send
-	// still holds it without an answer. Blocked has the refusal when there
-	// was one.
+	// BatchBlocked: not sent, sendable later: its RUC was refused beyond MaxWait
+	// (or at all, without Wait; Blocked), or another send still holds it.
 	BatchBlocked batchResult = "blocked"
-	// BatchSentElsewhere: another process's send took the document (it is
-	// sent, approved or rejected now); Document is it as read.
+	// BatchSentElsewhere: another process's send took it; Document is it as read.
 	BatchSentElsewhere batchResult = "sent_elsewhere"
-	// batchFailed: tried without success: SIFEN did not queue its lot
-	// (Code), the request failed or had no answer (LotSend), or Send
-	// refused the lot with an error (Err).
+	// batchFailed: SIFEN did not queue its lot (Code), the request failed or had
+	// no answer (LotSend), or Send refused the lot (Err).
 	batchFailed batchResult = "failed"
 )
 
@@ -147,52 +126,40 @@ const (
 type DocResult struct {
 	DocumentID int64
 	Result     batchResult
-	// Code is SIFEN's last dCodRes about the document in this run (0300,
-	// or 0301 for a blocked document whose lot SIFEN did not queue),
-	// LotNumber its dProtConsLote once queued, Message what happened in
-	// English.
+	// Code is SIFEN's last dCodRes about the document in this run, LotNumber
+	// its dProtConsLote once queued, Message what happened.
 	Code, LotNumber, Message string
-	// LotSend is the last send of the document's lot (nil when none
-	// reached Send's outcome).
+	// LotSend is the last send of its lot; Blocked the refusal of a blocked
+	// document (nil when another send holds it).
 	LotSend *LotSend
-	// Blocked is the refusal of a blocked document (nil when it is blocked
-	// because another send holds it).
 	Blocked *Blocked
-	// Wait is, for a sent document, how long it waited from the moment its
-	// lot was its RUC's next to the send; for a blocked one, the wait the
-	// refusal named.
+	// Wait is how long a sent document waited from when its lot was its RUC's
+	// next; for a blocked one, the wait the refusal named.
 	Wait time.Duration
-	// Document is the document as read, for BatchSentElsewhere.
+	// Document is the document as read, for BatchSentElsewhere; Err the error
+	// that failed it.
 	Document *Document
-	// Err is the error that failed it, if any.
-	Err error
+	Err      error
 }
 
-// SendDocuments sends docs (drafts or documents in error; a document
-// listed twice is taken once; one in sending is watched until the send
-// holding it answers, as after a lost claim race) to SIFEN through s, in lots, and returns one
-// result per document, in the order they were decided. It is balde's one
-// send path: sifen-send and the web's "Send all drafts" call it
-// (docs/decisions/0046).
+// SendDocuments sends docs (drafts or in error; one listed twice is taken
+// once; one in sending is watched until its send answers) through s in
+// lots, and returns one result per document, in the order decided. It is
+// balde's one send path (docs/decisions/0046):
 //
-//   - Lots: GroupLots; a lot whose message would be too big is cut to the
-//     longest prefix that fits, the rest forms the RUC's next lot.
-//   - RUCs are independent gates: a RUC that must wait never delays
-//     another; the batch sleeps only when every RUC left must wait, until
-//     the first is due. Each document waits at most MaxWait over all its
-//     retries; without Wait a refused lot is reported blocked at once.
-//   - A lot that lost a claim race is read again: documents still sendable
-//     are queued again, those another send holds are watched until it
-//     answers, those it took are BatchSentElsewhere.
-//   - A lot SIFEN answered 0301 is never sent again as it was: with Wait its
-//     documents go back in two halves, sent once the RUC's block is over (a
-//     second 0301 fails them); without Wait they fail, and a later batch
-//     that would build that lot again sends it in two halves.
+//   - Lots: GroupLots; a lot too big is cut to the longest prefix that fits,
+//     the rest forms the RUC's next lot.
+//   - RUCs are independent gates: the batch sleeps only when every RUC left
+//     must wait, until the first is due; each document waits at most MaxWait.
+//   - A lot that lost a claim race is read again: sendable documents are
+//     queued again, held ones watched, taken ones BatchSentElsewhere.
+//   - A lot SIFEN answered 0301 is never sent again as it was: with Wait it
+//     goes back in two halves once the RUC's block is over (a second 0301
+//     fails them); without Wait they fail, and a later batch splits it.
 //
-// Each send completes whatever happens to ctx; between sends and during a
-// wait, ctx ending stops the batch: the documents without a result were
-// not processed (they keep their status). The error is a store failure
-// (throttle.ErrStoreUnavailable), which stops the batch too.
+// Each send completes whatever happens to ctx; between sends ctx ending
+// stops the batch, the documents without a result keeping their status. The
+// error is a store failure (throttle.ErrStoreUnavailable).
 func SendDocuments(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
 	b := newBatch(ctx, s, docs, cfg)
 	for b.pending() {
@@ -235,9 +202,8 @@ type batch struct {
 	results []DocResult
 }
 
-// batchDoc is what a batch remembers of one document: the lots of it that
-// drew 0301, the claim races it lost while it stayed sendable, SIFEN's last
-// 0301 about it.
+// batchDoc is what a batch remembers of a document: its lots that drew 0301,
+// its lost claim races, SIFEN's last 0301 about it.
 type batchDoc struct {
 	notQueued, races int
 	code, msg        string
@@ -251,9 +217,8 @@ type batchLot struct {
 	tooBig int // documents of its group left out by size
 }
 
-// batchGate is one (env, RUC): its lots in order, not tried before readyAt
-// (the refusal's wait), and the documents another send holds, read again
-// at watchAt (watched since watchSince).
+// batchGate is one (env, RUC): its lots, not tried before readyAt, and the
+// documents another send holds, reread at watchAt (watched since watchSince).
 type batchGate struct {
 	lots                []*batchLot
 	readyAt             time.Time
@@ -263,9 +228,7 @@ type batchGate struct {
 }
 
 func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) *batch {
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = defaultBatchMaxWait
-	}
+	orDefault(&cfg.MaxWait, defaultBatchMaxWait)
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
 	}
@@ -295,7 +258,7 @@ func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig
 		}
 		return index[k]
 	}
-	for _, ids := range b.lots(ctx, unique) {
+	for _, ids := range b.lots(ctx, unique, byID) {
 		g := gate(byID[ids[0]])
 		g.lots = append(g.lots, &batchLot{ids: ids})
 	}
@@ -313,14 +276,9 @@ func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig
 	return b
 }
 
-// lots groups docs (GroupLots), ordered by their first document. A lot
-// SIFEN answered 0301 is never built again as it was (decision 0046): it
-// goes in two halves, and its documents count that 0301.
-func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
-	byID := make(map[int64]Document, len(docs))
-	for _, d := range docs {
-		byID[d.ID] = d
-	}
+// lots groups docs (GroupLots), ordered by their first document; a lot that
+// drew 0301 goes in two halves (decision 0046), its documents counting it.
+func (b *batch) lots(ctx context.Context, docs []Document, byID map[int64]Document) [][]int64 {
 	var lots [][]int64
 	for _, ids := range GroupLots(docs) {
 		if !b.drewNotQueued(ctx, ids, byID) {
@@ -340,10 +298,8 @@ func (b *batch) lots(ctx context.Context, docs []Document) [][]int64 {
 	return lots
 }
 
-// drewNotQueued reports whether ids are the very lot that drew a 0301 (all
-// in error after one 0301 with one LotHash, the hash of the lot they make).
-// In doubt (a read fails) it says yes: splitting costs one interval, a
-// second 0301 a longer block.
+// drewNotQueued reports whether ids are the very lot that drew a 0301; in
+// doubt (a read fails) yes: splitting costs one interval, a second 0301 more.
 func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]Document) bool {
 	hash := byID[ids[0]].LotHash
 	for _, id := range ids {
@@ -455,8 +411,7 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	out, err := b.s.Send(context.WithoutCancel(ctx), lot.ids...)
 	switch {
 	case errors.Is(err, ErrLotTooBig) && len(lot.ids) > 1:
-		// Refused before taking anything: the longest prefix that fits goes
-		// first, the rest is the RUC's next lot.
+		// Refused untaken: the longest prefix that fits goes first, the rest next.
 		n, ferr := b.s.FitLot(ctx, lot.ids)
 		if ferr != nil {
 			b.report(lot.ids, DocResult{Result: batchFailed, Message: ferr.Error(), Err: ferr})
@@ -513,9 +468,8 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 	return nil
 }
 
-// notQueued puts the documents of a lot SIFEN answered 0301 back at the
-// front of the RUC's queue, in two halves, sent once the RUC's block is
-// over; a document whose lot drew 0301 for the second time fails.
+// notQueued requeues a lot SIFEN answered 0301 at the front of its RUC, in
+// two halves; a document drawing its second 0301 fails.
 func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 	var again []int64
 	for _, id := range lot.ids {
@@ -536,8 +490,7 @@ func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 	}
 }
 
-// raced reads again the documents of a lot whose claim another send won
-// (reread) and watches those it holds.
+// raced rereads a lot whose claim another send won and watches what it holds.
 func (b *batch) raced(ctx context.Context, g *batchGate, lot *batchLot) error {
 	held, err := b.reread(ctx, g, lot.ids, lot.start, true)
 	if err != nil || len(held) == 0 {
@@ -555,9 +508,8 @@ func (b *batch) raced(ctx context.Context, g *batchGate, lot *batchLot) error {
 	return nil
 }
 
-// recheck reads g's watched documents again (reread); those another send
-// still holds are watched on, or blocked once the watch has lasted MaxWait
-// (at once without Wait).
+// recheck rereads g's watched documents; those still held are watched on, or
+// blocked once watched MaxWait (at once without Wait).
 func (b *batch) recheck(ctx context.Context, g *batchGate) error {
 	now := b.now()
 	watch := g.watch
@@ -575,12 +527,11 @@ func (b *batch) recheck(ctx context.Context, g *batchGate) error {
 	return nil
 }
 
-// reread reads ids again: a document still sendable is queued again (after
-// a lost claim race, raced, at most maxRaces times: someone imports it
-// again each time), one another send holds is returned to be watched while
-// that send may still be on the wire (claimed less than DefaultInFlightFor
-// ago; then it is blocked), one another send took is BatchSentElsewhere.
-// A store failure stops it.
+// reread reads ids again: a sendable document is queued again (after a lost
+// race at most maxRaces times), one another send holds is returned to watch
+// while that send may be on the wire (claimed less than DefaultInFlightFor
+// ago; else blocked), one it took is BatchSentElsewhere. A store failure
+// stops it.
 func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start time.Time, raced bool) (held []int64, err error) {
 	var again []int64
 	for _, id := range ids {
@@ -602,9 +553,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 			}
 			again = append(again, id)
 		case d.Status == StatusSending && b.now().Sub(d.ClaimedAt) >= DefaultInFlightFor:
-			// No request of it can still be on the wire: the send holding
-			// it ended without recording an answer, and only Resolve
-			// settles it (watching longer would wait for nothing).
+			// No request of it can be on the wire: only Resolve settles it.
 			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: fmt.Sprintf(
 				"left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
 				d.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC"), DefaultResolveAfter)})
@@ -624,8 +573,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 	return held, nil
 }
 
-// storeFailure returns err when it is a store failure (the batch stops),
-// nil otherwise.
+// storeFailure returns err when it is a store failure, nil otherwise.
 func storeFailure(err error) error {
 	if errors.Is(err, throttle.ErrStoreUnavailable) {
 		return err

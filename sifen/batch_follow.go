@@ -3,6 +3,7 @@ package sifen
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -11,11 +12,8 @@ import (
 
 // follower is what FollowDocuments needs: *Sender is one.
 type follower interface {
-	// List returns documents matching a Filter (Sender.List).
 	List(ctx context.Context, f Filter) ([]Document, error)
-	// Poll queries every lot with documents still sent (Sender.Poll).
 	Poll(ctx context.Context) ([]LotOutcome, error)
-	// Get reads one document (Sender.Get).
 	Get(ctx context.Context, id int64) (Document, error)
 }
 
@@ -24,18 +22,13 @@ var _ follower = (*Sender)(nil)
 // followIdle is the wait between two queries when no lot names its own.
 const followIdle = time.Second
 
-// FollowDocuments fetches SIFEN's results until every document of ids that
-// is sent, and every document of the database still sent when it starts
-// (earlier runs', another process's), has its result (approved or
-// rejected): it queries the lots (follower.Poll, each lot as
-// its schedule says it is due), tells each result, and sleeps until the
-// first lot may be queried again. It returns the documents still pending
-// and nil once none is, or ctx's error when ctx ends first (the documents
-// keep their status: serve's poller, or a later follow, goes on), or a
-// store failure. Of cfg it uses Sleep and Progress: a wait about to start
-// (EventWaiting, with Wait and IDs the documents still pending), a
-// document's final result (EventResult, with Document), a failed query of
-// lots that does not stop the follow (EventPollFailed, with Err).
+// FollowDocuments fetches SIFEN's results until every sent document of ids,
+// and every document still sent when it starts, is approved or rejected:
+// it polls the lots as their schedules fall due, tells each result, and
+// sleeps until the first lot is due again. It returns nil once none is
+// pending, else the pending ids with ctx's error or a store failure. Of cfg
+// it uses Sleep and Progress: EventWaiting (Wait, IDs pending),
+// EventResult (Document), EventPollFailed (Err; the follow goes on).
 func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConfig) ([]int64, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = throttle.SleepContext
@@ -89,8 +82,7 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 		if len(pending) == 0 {
 			return nil, nil
 		}
-		// Sleep until the first lot may be queried again, or a short while
-		// when another process is querying one now (its claim may last).
+		// Until the first lot is due, or a short while when another process queries one.
 		wait := time.Duration(0)
 		for _, o := range out {
 			if o.elsewhere {
@@ -114,10 +106,7 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 
 // keys returns m's ids in order.
 func keys(m map[int64]bool) []int64 {
-	out := make([]int64, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
+	out := slices.AppendSeq(make([]int64, 0, len(m)), maps.Keys(m))
 	slices.Sort(out)
 	return out
 }

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -33,26 +34,22 @@ const (
 )
 
 // ClientConfig says where SIFEN is and how to reach it. The zero value
-// reaches the real SIFEN without a client certificate (which SIFEN refuses:
-// set CertFile and KeyFile).
+// reaches the real SIFEN without the client certificate it requires.
 type ClientConfig struct {
-	// BaseURL, when set, replaces both environments' base URL; "{env}" in
-	// it is replaced by "test" or "prod" (e.g. the simulator's
-	// "http://127.0.0.1:8282/{env}", so that it keeps the two apart).
-	BaseURL string
-	// TestURL and ProdURL are the base URLs per environment; defaults
-	// TestURL and ProdURL of this package.
+	// BaseURL, when set, replaces both environments' base URL, "{env}" in it
+	// standing for "test" or "prod" (e.g. "http://127.0.0.1:8282/{env}").
+	// TestURL and ProdURL default to this package's.
+	BaseURL          string
 	TestURL, ProdURL string
-	// RecepcionPath, ConsultaLotePath and ConsultaPath override the paths
-	// of the three services.
+	// RecepcionPath, ConsultaLotePath and ConsultaPath override the services'
+	// paths.
 	RecepcionPath, ConsultaLotePath, ConsultaPath string
-	// CertFile and KeyFile are the PEM client certificate and key for
-	// mutual TLS; CAFile is a PEM bundle of the roots to trust (default:
-	// the system's).
+	// CertFile and KeyFile are the PEM client certificate and key for mutual
+	// TLS; CAFile the PEM roots to trust (default: the system's).
 	CertFile, KeyFile, CAFile string
-	// Timeout bounds one request; default defaultTimeout.
-	Timeout time.Duration
-	// HTTPClient, when set, is used as is and the TLS fields are ignored.
+	// Timeout bounds one request (default defaultTimeout). HTTPClient, when set,
+	// is used as is, the TLS fields ignored.
+	Timeout    time.Duration
 	HTTPClient *http.Client
 }
 
@@ -64,34 +61,20 @@ type Client struct {
 	idSeq func() string
 }
 
-// NewClient returns a Client for cfg, loading the certificate files. A
-// base URL (BaseURL, TestURL, ProdURL) that is not an absolute http(s) URL
-// is an error: nothing could be sent there, and a send that fails after
-// its claim leaves its documents in "sending" until Resolve.
+// NewClient returns a Client for cfg, loading the certificate files. A base
+// URL that is not an absolute http(s) URL is an error: a send there would
+// leave its documents in "sending" until Resolve.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = defaultTimeout
-	}
-	if cfg.TestURL == "" {
-		cfg.TestURL = TestURL
-	}
-	if cfg.ProdURL == "" {
-		cfg.ProdURL = ProdURL
-	}
+	orDefault(&cfg.Timeout, defaultTimeout)
+	cfg.TestURL, cfg.ProdURL = cmp.Or(cfg.TestURL, TestURL), cmp.Or(cfg.ProdURL, ProdURL)
 	for _, base := range []string{cfg.BaseURL, cfg.TestURL, cfg.ProdURL} {
 		if err := checkBaseURL(base); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.RecepcionPath == "" {
-		cfg.RecepcionPath = RecepcionPath
-	}
-	if cfg.ConsultaLotePath == "" {
-		cfg.ConsultaLotePath = ConsultaLotePath
-	}
-	if cfg.ConsultaPath == "" {
-		cfg.ConsultaPath = ConsultaPath
-	}
+	cfg.RecepcionPath = cmp.Or(cfg.RecepcionPath, RecepcionPath)
+	cfg.ConsultaLotePath = cmp.Or(cfg.ConsultaLotePath, ConsultaLotePath)
+	cfg.ConsultaPath = cmp.Or(cfg.ConsultaPath, ConsultaPath)
 	hc := cfg.HTTPClient
 	if hc == nil {
 		tlsConfig, err := cfg.tlsConfig()
@@ -105,8 +88,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return &Client{http: hc, cfg: cfg, idSeq: newRequestID}, nil
 }
 
-// checkBaseURL accepts "" (not set) and an absolute http(s) URL with a
-// host, "{env}" standing for an environment.
+// checkBaseURL accepts "" and an absolute http(s) URL with a host.
 func checkBaseURL(base string) error {
 	if base == "" {
 		return nil
@@ -167,13 +149,12 @@ func newRequestID() string {
 	return fmt.Sprintf("%015d", n.Int64()+1e14)
 }
 
-// RecepcionLote sends a packed lot (siRecepLoteDE) to env and returns
-// SIFEN's answer: "0300" with a lot number, or CodeLotNotQueued with
-// the reason, or — when SIFEN refused the request itself with its generic
-// rRetEnviDe, on HTTP 200 or 400 (e.g. 0160 "XML Mal Formado") — that
-// refusal's code and message: a definitive answer that nothing was queued.
-// Errors: *RemoteError (ErrRemote) for another HTTP error or a SOAP fault;
-// a transport error (wrapped) when no answer came; see notSent.
+// RecepcionLote sends a packed lot (siRecepLoteDE) and returns SIFEN's
+// answer: 0300 with a lot number, CodeLotNotQueued with the reason, or the
+// code and message of SIFEN's refusal of the request (rRetEnviDe, HTTP 200
+// or 400, e.g. 0160): a definitive answer that nothing was queued. Errors:
+// *RemoteError for another HTTP error or a SOAP fault; a transport error
+// when no answer came (see notSent).
 func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error) {
 	req := EnvioLote{ID: c.idSeq(), XDE: base64.StdEncoding.EncodeToString(zip)}
 	resp, err := call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
@@ -193,8 +174,7 @@ func (c *Client) ConsultaLote(ctx context.Context, env Env, lotNumber string) (C
 	return call[ConsultaLoteResponse](ctx, c, env, serviceConsultaLote, c.cfg.ConsultaLotePath, req)
 }
 
-// ConsultaDE asks whether SIFEN has a DE (siConsDE): "0422" or
-// "0420".
+// ConsultaDE asks whether SIFEN has a DE (siConsDE): 0422 or 0420.
 func (c *Client) ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaDEResponse, error) {
 	req := ConsultaDE{ID: c.idSeq(), CDC: cdc}
 	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, c.cfg.ConsultaPath, req)
@@ -237,11 +217,9 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// notSent reports whether err, from a Client call, proves SIFEN did not
-// take the request: the connection could not be made (nothing was
-// written), or SIFEN answered that it refused it (rRetEnviDe, an env:Sender
-// fault, a 4xx; see refusedUnprocessed). Any other failure — no answer, an
-// env:Receiver fault, a 5xx — may have happened after SIFEN got it.
+// notSent reports whether err, from a Client call, proves SIFEN did not take
+// the request: no connection was made, or SIFEN refused it unprocessed
+// (refusedUnprocessed). Any other failure may have followed its receipt.
 func notSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -259,16 +237,16 @@ func notSent(err error) bool {
 }
 
 // refusedUnprocessed reports whether an answer that is not a result proves
-// SIFEN did not process the request (docs/decisions/0055): its own refusal
-// (rRetEnviDe), a SOAP fault blaming the message (not env:Receiver, after
-// which the lot may have been queued), or, without a fault, a 4xx.
+// SIFEN did not process the request (docs/decisions/0055): its refusal
+// rRetEnviDe, a SOAP fault blaming the message (not env:Receiver), or,
+// without a fault, a 4xx.
 func refusedUnprocessed(re *RemoteError) bool {
 	if re.Code != "" {
 		return true
 	}
 	if re.Fault != "" {
 		switch faultKind(re.FaultCode) {
-		case faultSender, faultVersionMismatch, faultMustUnderstand, faultDataEncodingUnknown:
+		case "Sender", "VersionMismatch", "MustUnderstand", "DataEncodingUnknown": // SOAP 1.2 Part 1, §5.4.6
 			return true
 		case faultReceiver:
 			return false

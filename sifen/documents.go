@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -13,17 +14,16 @@ type Status string
 const (
 	// StatusDraft: imported, never sent, or known not to be at SIFEN.
 	StatusDraft Status = "draft"
-	// StatusSending: claimed by one send, which has not recorded SIFEN's
-	// answer yet (or crashed: see Sender.Resolve).
+	// StatusSending: claimed by a send that has not recorded SIFEN's answer
+	// (or crashed: see Sender.Resolve).
 	StatusSending Status = "sending"
 	// StatusSent: in a lot SIFEN queued (0300); no final result yet.
 	StatusSent Status = "sent"
 	// StatusApproved and StatusRejected are SIFEN's final results.
 	StatusApproved Status = "approved"
 	StatusRejected Status = "rejected"
-	// StatusError: the last send did not reach SIFEN, or SIFEN did not queue
-	// the lot (0301), or the throttle refused it; Message says which. The
-	// document may be sent again.
+	// StatusError: the last send did not reach SIFEN, was not queued (0301), or
+	// the throttle failed; Message says which. It may be sent again.
 	StatusError Status = "error"
 )
 
@@ -44,23 +44,18 @@ type Document struct {
 	XML     []byte
 	Status  Status
 	Message string
-	// Claim is the token of the send holding the document while it is
-	// sending ("" otherwise).
-	Claim string
-	// LotHash is the identity of the lot of the last send (packedLot.Hash).
-	LotHash string
-	// LotNumber is SIFEN's number of that lot (dProtConsLote), once queued.
-	LotNumber string
-	// ResponseCode is the last code SIFEN gave about this document.
+	// Claim is the token of the send holding a sending document; LotHash the
+	// identity of its last send's lot (packedLot.Hash), LotNumber SIFEN's
+	// number of it once queued; ResponseCode SIFEN's last code about it.
+	Claim        string
+	LotHash      string
+	LotNumber    string
 	ResponseCode string
-	// Result is SIFEN's dEstRes once the lot's result is known
-	// ("Aprobado", ResultApprovedWithObs, "Rechazado"), and
-	// AuthNumber the approval's dProtAut.
-	Result, AuthNumber string
-	// RetryAt is, after a throttle refusal, the earliest instant a send
-	// would be admitted.
-	RetryAt time.Time
+	// Result is SIFEN's dEstRes once known and AuthNumber the dProtAut;
+	// RetryAt, after a throttle refusal, the earliest a send would be admitted;
 	// Version is bumped by every change.
+	Result, AuthNumber                      string
+	RetryAt                                 time.Time
 	Version                                 int64
 	CreatedAt, UpdatedAt, ClaimedAt, SentAt time.Time
 }
@@ -71,22 +66,17 @@ type Filter struct {
 	RUC       string // the number, without check digit
 	Statuses  []Status
 	LotNumber string
-	// CDCs, when set, keeps the documents holding one of them.
-	CDCs []string
-	// BeforeID is the keyset cursor: documents with a smaller id (List
-	// returns the newest first). 0 starts from the newest.
+	// CDCs, when set, keeps the documents holding one of them; BeforeID is the
+	// keyset cursor (smaller ids; 0 starts from the newest); Limit defaults to
+	// 100, at most 1000.
+	CDCs     []string
 	BeforeID int64
-	// Limit bounds the documents returned: default 100, at most 1000.
-	Limit int
+	Limit    int
 }
 
 // Reimportable reports whether a DE may be imported under the CDC of the
-// stored document d (which must carry its XML): when d is in draft or
-// error (never sent, or known not to be at SIFEN) and de is the same XML,
-// or other XML and replace is set; or when SIFEN rejected d and de
-// is a corrected version (its XML differs). A document being sent, sent
-// without a final result, approved, or rejected with the same XML keeps
-// its CDC, whatever the mode.
+// stored document d (with its XML): d in draft or error and de the same XML,
+// or other XML with replace; or d rejected and de corrected (other XML).
 func Reimportable(d Document, de DE, replace bool) bool {
 	same := string(d.XML) == string(de.XML)
 	switch {
@@ -98,11 +88,9 @@ func Reimportable(d Document, de DE, replace bool) bool {
 	return false
 }
 
-// GroupLots splits documents into lots SIFEN accepts by count and kind:
-// one environment, one RUC and one DE type per lot, at most maxLotDEs
-// each, in id order within a lot, lots ordered by their first document.
-// Documents that are not sendable are left out. A lot of very large DEs may
-// still exceed maxLotMessageBytes (Send says ErrLotTooBig): SendDocuments
+// GroupLots splits the sendable documents into lots SIFEN accepts by count
+// and kind: one environment, RUC and DE type, at most maxLotDEs, in id order,
+// lots ordered by first document. A lot may still be too big: SendDocuments
 // then sends its longest prefix that fits (FitLot) and the rest after.
 func GroupLots(docs []Document) [][]int64 {
 	type kind struct {
@@ -130,14 +118,9 @@ func GroupLots(docs []Document) [][]int64 {
 	return lots
 }
 
-// fitLot returns how many of docs, from the first, fit in one lot: the
-// longest prefix whose siRecepLoteDE message (the lot zipped, in base64,
-// in its envelope) is at most maxLotMessageBytes; 0 when the first alone
-// is too big. docs must carry their XML (Sender.FitLot reads them). It bisects on the
-// prefix length, a longer prefix never zipping smaller. It checks the size
-// only: Send still applies every lot rule.
-//
-// Errors: the errors of ParseLote for a stored XML that no longer parses.
+// fitLot returns how many of docs (with their XML), from the first, fit in
+// one lot message (0 when the first alone does not), bisecting on the
+// prefix length. It checks the size only; errors are ParseLote's.
 func fitLot(docs []Document) (int, error) {
 	des := make([]DE, len(docs))
 	for i, d := range docs {
@@ -147,25 +130,16 @@ func fitLot(docs []Document) (int, error) {
 		}
 		des[i] = de
 	}
-	fits := func(n int) (bool, error) {
-		_, _, err := Lote{DEs: des[:n]}.zip()
-		if errors.Is(err, ErrLotTooBig) {
-			return false, nil
+	var zipErr error
+	n := sort.Search(len(des), func(i int) bool { // the prefix of i+1 DEs is too big
+		_, _, err := Lote{DEs: des[:i+1]}.zip()
+		if err != nil && !errors.Is(err, ErrLotTooBig) {
+			zipErr = err
 		}
-		return err == nil, err
+		return err != nil
+	})
+	if zipErr != nil {
+		return 0, zipErr
 	}
-	lo, hi := 0, len(des) // fits(lo) is known true (an empty prefix), fits(hi+1) false
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		ok, err := fits(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo, nil
+	return n, nil
 }

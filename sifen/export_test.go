@@ -1,5 +1,11 @@
 package sifen
 
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
 // CheckMessageBytes exposes checkMessageBytes to the tests of the size
 // boundary, which no ZIP length reaches exactly (base64 grows by 4).
 var CheckMessageBytes = checkMessageBytes
@@ -26,7 +32,23 @@ var ReadResult = readResult
 
 var ValidateCDC = validateCDC
 
-var UnzipLote = unzipLote
+// UnzipLote returns the one file of a lot's ZIP, read as ParseLoteZip reads
+// it. Errors wrap ErrMalformedXML (not a ZIP of one file) or ErrLotTooBig.
+func UnzipLote(z []byte) ([]byte, error) {
+	f, err := openLotZip(z)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	w := &window{r: f, limit: maxLotXMLBytes}
+	if _, err := io.Copy(io.Discard, w); err != nil {
+		if errors.Is(err, errInflated) {
+			return nil, fmt.Errorf("%w: %w", ErrLotTooBig, err)
+		}
+		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
+	}
+	return w.buf, nil
+}
 
 const VerdictUnknown = verdictUnknown
 

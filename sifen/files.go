@@ -12,15 +12,13 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// maxFileSize bounds one DE or lot file read by ReadFiles: 8 MB, as the web
-// upload (room for 50 large DEs; a lot is at most 1000 KB once compressed).
+// maxFileSize bounds one DE or lot file: 8 MiB, as the web upload.
 const maxFileSize = 8 << 20
 
-// XMLFiles expands paths as a batch command takes them: a file is taken as
-// is, a directory gives its *.xml files (not recursively, any case of the
-// extension), in name order. A path named twice is listed once. An error
-// (an *fs.PathError, or one that starts with the directory's path) names a
-// path that cannot be read, or a directory without any .xml file.
+// XMLFiles expands paths as a batch command takes them: a file as is, a
+// directory's *.xml files (any case, not recursively) in name order, each
+// path once. An error names a path that cannot be read, or a directory
+// without any .xml file.
 func XMLFiles(paths []string) ([]string, error) {
 	var files []string
 	seen := make(map[string]bool)
@@ -57,24 +55,21 @@ func XMLFiles(paths []string) ([]string, error) {
 	return files, nil
 }
 
-// FileDE is one DE read from a file by ReadFiles, or a file that gave none.
+// FileDE is one DE read from a file by ReadFiles, or a file that gave none
+// (DE zero). Err is nil when the DE can be imported, else a *fileError: the
+// file is unreadable, too large or malformed, or the DE is unfit (ErrUnfit)
+// or repeats an earlier DE's CDC.
 type FileDE struct {
 	File string
-	// DE is the parsed DE; it is zero when the file could not be read or
-	// parsed (Err says why).
-	DE DE
-	// Err is nil when the DE can be imported, else a *fileError: the file
-	// is unreadable, too large or malformed, or the DE is unfit for the
-	// environment (ErrUnfit) or repeats a CDC of an earlier DE.
-	Err error
+	DE   DE
+	Err  error
 }
 
-// fileError says why a file, or one DE of it, cannot be imported.
+// fileError says why a file, or one DE of it (CDC), cannot be imported;
+// AlsoIn is the earlier file holding the same CDC, when that is why.
 type fileError struct {
-	File string
-	CDC  string // empty when the whole file is refused
-	// AlsoIn is the earlier file holding the same CDC, when that is the
-	// reason (Err is then nil).
+	File   string
+	CDC    string // empty when the whole file is refused
 	AlsoIn string
 	Err    error
 }
@@ -92,10 +87,9 @@ func (e *fileError) Error() string {
 // Unwrap returns the reason (nil for a repeated CDC).
 func (e *fileError) Unwrap() error { return e.Err }
 
-// ReadFiles reads every file (each at most maxFileSize bytes) and returns
-// its DEs in order, one FileDE per DE, or one per file that gave none. It
-// stores and sends nothing, so a caller can refuse the whole input when any
-// FileDE has an Err: bad counts them. An unsigned DE is fit only when
+// ReadFiles reads every file (at most maxFileSize bytes each) and returns its
+// DEs in order, one FileDE per DE or per file that gave none, and how many
+// have an Err. It stores and sends nothing. An unsigned DE is fit only when
 // allowUnsigned and env is EnvTest (checkFit).
 func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool) (des []FileDE, bad int) {
 	where := make(map[string]string) // CDC → file
@@ -124,8 +118,7 @@ func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool)
 	return des, bad
 }
 
-// readLotFile reads and parses one file of at most maxFileSize bytes: a
-// larger one is an error, read no further.
+// readLotFile reads and parses one file of at most maxFileSize bytes.
 func readLotFile(ctx context.Context, name string) (Lote, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -142,37 +135,28 @@ func readLotFile(ctx context.Context, name string) (Lote, error) {
 	return parseLoteContext(ctx, data)
 }
 
-// Imported is what ImportFiles did with one DE.
+// Imported is what ImportFiles did with one DE: Err is nil when it became
+// the draft Document, a *CDCError when Document (without its XML) holds its
+// CDC (a rerun finds its sent documents so), else why the import failed.
 type Imported struct {
-	File string
-	DE   DE
-	// Document is the draft stored for the DE when Err is nil; when Err is
-	// a *CDCError it is the document that already holds the CDC (without
-	// its XML: Status says why, e.g. StatusSending or StatusRejected).
+	File     string
+	DE       DE
 	Document Document
-	// Err is nil when the DE was imported as a draft, a *CDCError when
-	// another document holds its CDC (a rerun finds its sent documents so,
-	// and skips them), else why the import failed.
-	Err error
+	Err      error
 }
 
-// Watched reports whether SendFiles waits for the send of the DE's
-// document rather than leaving it: another send is sending it now
-// (CDCError.SendInProgress) with this DE's content. Its result is then a
-// DocResult of the sends: sent by another process once that send is
-// queued, sent by this batch if that send failed, blocked if it has no
-// answer within MaxWait (docs/decisions/0230).
+// Watched reports whether SendFiles waits for the send of the DE's document:
+// another send is sending it now with this DE's content
+// (docs/decisions/0230).
 func (im Imported) Watched() bool {
 	var held *CDCError
 	return errors.As(im.Err, &held) && held.SendInProgress() && !held.OtherContent
 }
 
-// ImportFiles imports each DE of des (as ReadFiles returns them, none with
-// an Err) as a draft of env, on its own (ImportReplacing when replace): a DE
-// whose CDC another document holds is reported without refusing the rest of
-// its file. It returns one Imported per DE handled, in order. It stops
-// early, returning what it did so far, when ctx ends (with ctx.Err()) or
-// the store fails (with the error, which wraps throttle.ErrStoreUnavailable).
+// ImportFiles imports each DE of des (from ReadFiles, none with an Err) as a
+// draft of env on its own (ImportReplacing when replace): a held CDC is
+// reported without refusing the rest. It returns one Imported per DE
+// handled, stopping early when ctx ends or the store fails (that error).
 func (s *Sender) ImportFiles(ctx context.Context, des []FileDE, env Env, replace bool) ([]Imported, error) {
 	imp := s.Import
 	if replace {
@@ -206,17 +190,11 @@ func importFiles(ctx context.Context, imp func(context.Context, []byte, Env) ([]
 	return out, nil
 }
 
-// SendFiles sends DE files in one call, as `balde sifen-send` does: it
-// settles what a crashed send left in "sending" (Resolve: an EventResolved
-// per document settled; a failure other than the store's is an
-// EventResolveFailed and the run goes on), imports each DE of des (as
-// ReadFiles returns them, none with an Err) on its own with ImportFiles
-// (ImportReplacing with cfg.Replace), telling an EventImported per DE in
-// order, then sends the drafts with SendDocuments, which also watches the
-// documents another send is sending now (Imported.Watched) until that send
-// answers. It returns the imports and the sends' results; the error is a store failure, or ctx's when it
-// ends during the imports (the sends stop at ctx without one, as
-// SendDocuments does).
+// SendFiles sends DE files as `balde sifen-send` does: Resolve (an
+// EventResolved per document settled, EventResolveFailed on a failure other
+// than the store's), ImportFiles of des (with cfg.Replace; an EventImported
+// per DE), then SendDocuments of the drafts and of the documents Watched.
+// The error is a store failure, or ctx's when it ends during the imports.
 func (s *Sender) SendFiles(ctx context.Context, des []FileDE, env Env, cfg BatchConfig) ([]Imported, []DocResult, error) {
 	resolved, err := s.Resolve(ctx)
 	for i := range resolved {

@@ -2,6 +2,7 @@ package sifen
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -15,58 +16,45 @@ import (
 	"strings"
 )
 
-// The lot rules SIFEN enforces (it answers 0301 "lot not queued", and may
-// block the RUC, when one is broken).
+// The lot rules SIFEN enforces (it answers 0301, and may block the RUC, when
+// one is broken), and the parser's bounds.
 const (
-	// maxLotDEs is the most DEs one lot may hold.
 	maxLotDEs = 50
-	// maxLotMessageBytes is the largest siRecepLoteDE message, in bytes:
-	// DNIT's "1000 KB" read as 1,000,000 bytes, the stricter of the two
-	// readings (no public source says which one SIFEN applies; decision
-	// 0045). The limit is on "el mensaje de datos de entrada del WS", the
-	// SOAP message as sent, after base64 and the envelope (Guía de mejores
-	// prácticas para la gestión del envío de DE, Oct 2024, §4 e).
+	// maxLotMessageBytes bounds the siRecepLoteDE message as sent (base64 and
+	// envelope included; DNIT's best-practice guide, Oct 2024, §4 e): "1000 KB"
+	// read as 1,000,000 bytes, the stricter reading (decision 0045).
 	maxLotMessageBytes = 1_000_000
-	// maxItems is the most items (gCamItem) a DE may hold: maxOccurs in
-	// SIFEN's v150 schema (tgDtipDE).
+	// maxItems is the most gCamItem in a DE (maxOccurs in the v150 schema).
 	maxItems = 999
-	// maxLotXMLBytes bounds the XML a lot's ZIP may inflate to: the most a
-	// DE or lot file may hold (maxFileSize, 8 MiB), room for 50 large DEs
-	// and 8 times what a 1,000,000-byte message carries compressed. A ZIP
-	// bomb stops there (docs/decisions/0167).
+	// maxLotXMLBytes bounds what a lot's ZIP may inflate to, as a lot file
+	// (docs/decisions/0167: a ZIP bomb stops there).
 	maxLotXMLBytes = maxFileSize
-	// lotFileName is the name of the XML file inside the ZIP.
-	lotFileName = "lote.xml"
-	// maxDepth is the deepest element nesting ParseLote accepts, counted
-	// from the root (rLoteDE or rDE). SIFEN's v150 schema nests about 8
-	// levels below rDE, and a signature about 6; deeper input is refused
-	// before it can cost anything.
+	lotFileName    = "lote.xml"
+	// maxDepth is the deepest element nesting accepted, from the root (a DE
+	// nests about 8 levels, a signature about 6).
 	maxDepth = 64
-	// ctxCheckEvery is how many tokens parseLoteContext reads between two
-	// looks at its context.
+	// ctxCheckEvery is how many tokens the parser reads between looks at its
+	// context.
 	ctxCheckEvery = 1024
 )
 
 // DE is one electronic document (an rDE element) and what the throttle and
 // the lot rules need from it.
 type DE struct {
-	// RUC is the issuer: gEmis/dRucEm and gEmis/dDVEmi, validated.
+	// RUC is the issuer (gEmis/dRucEm and dDVEmi), validated.
 	RUC RUC
-	// Type is the DE type, gTimb/iTiDE (1 invoice, 4 self-invoice, 5 credit
-	// note, 6 debit note, 7 remission note, ...).
+	// Type is gTimb/iTiDE (1 invoice, 4 self-invoice, 5 credit note, ...).
 	Type int
-	// CDC is the DE's 44-digit control code, the Id attribute of DE.
+	// CDC is the 44-digit control code, DE's Id attribute.
 	CDC string
-	// Signed reports a ds:Signature element in rDE (the DE is signed).
+	// Signed reports a ds:Signature element in rDE.
 	Signed bool
-	// TestIssuer reports gEmis/dNomEmi reading "DE generado en ambiente de
-	// prueba - sin valor comercial ni fiscal", which SIFEN requires of every
-	// DE of the test environment: such a DE never goes to prod.
+	// TestIssuer reports the dNomEmi SIFEN requires of every test DE
+	// (testIssuerName): such a DE never goes to prod.
 	TestIssuer bool
-	// XML is the rDE element exactly as it was in the input, made
-	// standalone: namespace declarations it inherited from an enclosing
-	// rLoteDE are added to its start tag. Nothing else is touched, so a
-	// signature over DE stays valid.
+	// XML is the rDE element exactly as in the input, made standalone: the
+	// namespace declarations it inherited from rLoteDE are added to its start
+	// tag, so a signature over DE stays valid.
 	XML []byte
 }
 
@@ -77,20 +65,17 @@ type Lote struct {
 
 // ParseLote reads a DE (root rDE) or a lot (root rLoteDE holding rDE
 // elements) in SIFEN's namespace and returns every DE with its RUC, check
-// digit, type and CDC validated. It does not apply the lot rules (see
-// Validate and Pack): a file of many DEs may be imported and sent in
-// several lots.
+// digit, type and CDC validated. It does not apply the lot rules (see Pack).
 //
 // Errors wrap ErrMalformedXML, ErrMissingRUC, ErrInvalidRUC, ErrInvalidDV,
-// ErrInvalidCDC or ErrInvalidType and name the DE at fault (its position in
-// the lot, from 1); an rLoteDE without rDE is ErrLotEmpty.
+// ErrInvalidCDC or ErrInvalidType and name the DE at fault (from 1); an
+// empty rLoteDE is ErrLotEmpty.
 func ParseLote(data []byte) (Lote, error) {
 	return parseLoteContext(context.Background(), data)
 }
 
-// parseLoteContext is ParseLote that gives up when ctx ends (the error
-// wraps ctx.Err()). Parsing takes time linear in len(data); an element
-// nested deeper than maxDepth is ErrMalformedXML.
+// parseLoteContext is ParseLote that gives up when ctx ends, in time linear
+// in len(data); a UTF-8 byte order mark is dropped.
 func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	// A UTF-8 byte order mark is accepted (and dropped: offsets below are
 	// into the rest).
@@ -98,15 +83,11 @@ func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
 	return parseLoteFrom(ctx, bytes.NewReader(data), whole(data))
 }
 
-// ParseLoteZip reads a lot as it travels in siRecepLoteDE's xDE: a ZIP
-// archive of one file holding an rLoteDE (or one rDE), parsed as ParseLote
-// parses it while it is inflated. It keeps in memory the DEs and the one
-// being read, never the whole document, and inflates at most 8 MiB (the
-// most a lot file may hold): a ZIP bomb costs that much reading and no
-// more (docs/decisions/0167). It gives up when ctx ends.
-//
-// Errors: ParseLote's; ErrMalformedXML for a ZIP that is not one file;
-// ErrLotTooBig for more than 8 MiB of XML.
+// ParseLoteZip parses, as ParseLote, the lot of siRecepLoteDE's xDE (a ZIP
+// of one file) while it inflates, keeping in memory only the DEs and the one
+// being read, and inflating at most maxLotXMLBytes (docs/decisions/0167).
+// It gives up when ctx ends. Errors: ParseLote's; ErrMalformedXML for a ZIP
+// that is not one file; ErrLotTooBig past the limit.
 func ParseLoteZip(ctx context.Context, z []byte) (Lote, error) {
 	f, err := openLotZip(z)
 	if err != nil {
@@ -122,8 +103,7 @@ func ParseLoteZip(ctx context.Context, z []byte) (Lote, error) {
 	return lot, err
 }
 
-// parseLoteFrom parses the lot read from r, whose bytes src cuts the DEs'
-// XML from.
+// parseLoteFrom parses the lot read from r, whose bytes src cuts DEs from.
 func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
 	if err := ctx.Err(); err != nil {
 		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
@@ -142,8 +122,7 @@ func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
 		}
 		l.DEs = append(l.DEs, de)
 	case root.Name == xml.Name{Space: Namespace, Local: "rLoteDE"}, root.Name == xml.Name{Local: "rLoteDE"}:
-		// DNIT's example (and both public clients) write rLoteDE without a
-		// namespace, each rDE with its own; the namespaced form is read too.
+		// DNIT's example writes rLoteDE without a namespace; both forms are read.
 		if l.DEs, err = parseLotBody(d, nsDecls(root.Attr)); err != nil {
 			return Lote{}, err
 		}
@@ -177,27 +156,18 @@ func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
 
 // skipBOM returns r without a UTF-8 byte order mark at its start.
 func skipBOM(r io.Reader) io.Reader {
-	head := make([]byte, 3)
-	n, err := io.ReadFull(r, head)
-	if n == 3 && bytes.Equal(head, []byte("\xef\xbb\xbf")) {
-		return r
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
 	}
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return io.MultiReader(bytes.NewReader(head[:n]), errReader{err})
-	}
-	return io.MultiReader(bytes.NewReader(head[:n]), r)
+	return br
 }
 
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-// source is what a DE's XML is cut from, by the decoder's offsets: the
-// whole input (ParseLote), or the window of a stream (ParseLoteZip).
+// source is what a DE's XML is cut from, by the decoder's offsets: the whole
+// input, or a stream's window. cut returns input[from:to]; forget says
+// nothing before off will be cut again.
 type source interface {
-	// cut returns the input from offset from to offset to.
 	cut(from, to int64) []byte
-	// forget says nothing before offset off will be cut any more.
 	forget(off int64)
 }
 
@@ -210,8 +180,8 @@ func (whole) forget(int64)                {}
 // errInflated is window's error past its limit.
 var errInflated = fmt.Errorf("the ZIP inflates beyond %d bytes (a lot's XML holds at most %d MiB)", maxLotXMLBytes, maxLotXMLBytes>>20)
 
-// window reads r, keeping what it read from the first offset not
-// forgotten on, and fails with errInflated past limit bytes in all.
+// window reads r, keeping what it read from the first offset not forgotten,
+// and fails with errInflated past limit bytes in all.
 type window struct {
 	r     io.Reader
 	buf   []byte // the bytes read from offset base on
@@ -222,8 +192,7 @@ type window struct {
 
 func (w *window) Read(p []byte) (int, error) {
 	if w.read >= w.limit {
-		// One byte more tells a document of exactly limit bytes from a
-		// longer one.
+		// One byte more tells exactly limit bytes from more.
 		p = p[:min(len(p), 1)]
 	}
 	n, err := w.r.Read(p)
@@ -276,8 +245,8 @@ func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 	}
 }
 
-// decoder is an xml.Decoder that counts the depth of the document (from
-// the root, 1) and looks at a context every ctxCheckEvery tokens.
+// decoder is an xml.Decoder that counts the depth (the root is 1) and looks
+// at its context every ctxCheckEvery tokens.
 type decoder struct {
 	*xml.Decoder
 	ctx   context.Context
@@ -289,8 +258,7 @@ type decoder struct {
 // errTooDeep is returned by decoder.Token past maxDepth.
 var errTooDeep = fmt.Errorf("elements nested deeper than %d", maxDepth)
 
-// Token returns the next token, refusing one that opens an element deeper
-// than maxDepth, and stops when the context ends.
+// Token refuses an element deeper than maxDepth, and stops when ctx ends.
 func (d *decoder) Token() (xml.Token, error) {
 	d.n++
 	if d.n%ctxCheckEvery == 0 {
@@ -324,8 +292,8 @@ func malformed(err error) error {
 	return fmt.Errorf("%w: %w", ErrMalformedXML, err)
 }
 
-// nextStart returns the root element and its byte offset, refusing DOCTYPE
-// and text before it.
+// nextStart returns the root element and its offset, refusing DOCTYPE and
+// text before it.
 func nextStart(d *decoder) (xml.StartElement, int64, error) {
 	for {
 		off := d.InputOffset()
@@ -347,8 +315,8 @@ func nextStart(d *decoder) (xml.StartElement, int64, error) {
 	}
 }
 
-// nsDecls returns the namespace declarations among attrs (xmlns="..." and
-// xmlns:p="..."), which encoding/xml leaves untranslated.
+// nsDecls returns the namespace declarations among attrs, which encoding/xml
+// leaves untranslated.
 func nsDecls(attrs []xml.Attr) []xml.Attr {
 	var out []xml.Attr
 	for _, a := range attrs {
@@ -374,9 +342,8 @@ const (
 	maxPathDepth = 4
 )
 
-// joinPath returns the path's "/"-joined form when it is short enough to be
-// one of the paths above, and "" otherwise: joining only short paths keeps
-// parsing linear however deep the document is.
+// joinPath joins path when it is short enough to be one of the paths above,
+// else "": parsing stays linear however deep the document.
 func joinPath(path []string) string {
 	if len(path) > maxPathDepth {
 		return ""
@@ -385,8 +352,7 @@ func joinPath(path []string) string {
 }
 
 // parseRDE reads the rest of the rDE element that start opened at offset
-// off of d's input, and returns the DE. Only the text of the values it
-// reads is kept (a DE's other text may be large).
+// off, keeping only the text of the values it reads.
 func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
 	var (
 		path    []string // local names below rDE; "-" for elements of another namespace
@@ -502,19 +468,13 @@ func parseType(s string) (int, error) {
 //
 //	TT RRRRRRRR D EEE PPP NNNNNNN C YYYYMMDD E SSSSSSSSS V
 //
-// (type, RUC left-padded with zeros, the RUC's check digit, establishment,
-// point of issue, number, taxpayer type, date, emission type, security
-// code, and a module-11 check digit over the first 43). The type must be
-// the DE's iTiDE; the RUC and its check digit must be the issuer's when the
-// RUC is all digits. Errors wrap ErrInvalidCDC.
+// (type, zero-padded RUC and its check digit, establishment, point, number,
+// taxpayer type, date, emission type, security code, module-11 check digit
+// of the first 43). The type must be iTiDE, and an all-digit RUC the
+// issuer's. Errors wrap ErrInvalidCDC.
 func validateCDC(cdc string, typ int, ruc RUC) error {
-	if len(cdc) != 44 {
+	if len(cdc) != 44 || !isDigits(cdc) {
 		return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
-	}
-	for i := 0; i < len(cdc); i++ {
-		if cdc[i] < '0' || cdc[i] > '9' {
-			return fmt.Errorf("%w: %q is not 44 digits", ErrInvalidCDC, cdc)
-		}
 	}
 	if want := CheckDigit(cdc[:43]); int(cdc[43]-'0') != want {
 		return fmt.Errorf("%w: %s: check digit %c, want %d", ErrInvalidCDC, cdc, cdc[43], want)
@@ -540,8 +500,8 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// standalone adds to the start tag of raw the inherited namespace
-// declarations it does not make itself.
+// standalone adds to raw's start tag the inherited namespace declarations it
+// does not make itself.
 func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 	var missing []xml.Attr
 	for _, in := range inherited {
@@ -581,9 +541,9 @@ func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 
 func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// Validate applies the lot rules that do not need the ZIP: 1 to maxLotDEs
-// DEs, no CDC twice, one DE type, one issuer RUC. Errors: ErrLotEmpty,
-// ErrLotTooManyDEs, ErrLotDuplicateCDC, ErrLotMixedTypes, ErrLotMixedRUC.
+// validate applies the lot rules but size: 1 to maxLotDEs DEs, no CDC twice,
+// one type, one issuer (ErrLotEmpty, ErrLotTooManyDEs, ErrLotDuplicateCDC,
+// ErrLotMixedTypes, ErrLotMixedRUC).
 func (l Lote) validate() error {
 	switch {
 	case len(l.DEs) == 0:
@@ -608,10 +568,8 @@ func (l Lote) validate() error {
 	return nil
 }
 
-// XML returns the lot as the rLoteDE document SIFEN receives, written as
-// DNIT's guide shows it and both public clients send it: rLoteDE without a
-// namespace, holding the DEs' XML in order, each rDE declaring its own
-// (DE.XML is standalone), with nothing between them.
+// document is the rLoteDE SIFEN receives, as DNIT's guide and both public
+// clients write it: without a namespace, the standalone DEs in order.
 func (l Lote) document() []byte {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
@@ -623,20 +581,16 @@ func (l Lote) document() []byte {
 	return b.Bytes()
 }
 
-// packedLot is a lot ready to travel.
+// packedLot is a lot ready to travel: its rLoteDE XML, its ZIP (xDE before
+// base64), and Hash, its identity: the hex SHA-256 of XML.
 type packedLot struct {
-	// XML is the rLoteDE document.
-	XML []byte
-	// Zip is a ZIP archive holding XML as lote.xml: xDE before base64.
-	Zip []byte
-	// Hash is the lot's identity: the hex SHA-256 of XML. The same DEs in
-	// the same order give the same hash.
+	XML  []byte
+	Zip  []byte
 	Hash string
 }
 
-// zip builds l's XML and its ZIP, and checks the size of the SOAP message
-// that will carry the ZIP (ErrLotTooBig beyond maxLotMessageBytes). It does
-// not validate l: Pack does, FitLot and Import only ask about the size.
+// zip builds l's XML and ZIP and checks the size of the message that will
+// carry it (ErrLotTooBig), without validating l.
 func (l Lote) zip() (doc, z []byte, err error) {
 	doc = l.document()
 	if z, err = ZipLote(doc); err != nil {
@@ -648,9 +602,8 @@ func (l Lote) zip() (doc, z []byte, err error) {
 	return doc, z, nil
 }
 
-// Pack validates l (Validate), builds its XML and ZIP, and checks the size
-// of the SOAP message that will carry it (ErrLotTooBig beyond
-// maxLotMessageBytes).
+// Pack validates l, builds its XML and ZIP, and checks the size of the
+// message that will carry it (ErrLotTooBig beyond maxLotMessageBytes).
 func (l Lote) Pack() (packedLot, error) {
 	if err := l.validate(); err != nil {
 		return packedLot{}, err
@@ -663,9 +616,8 @@ func (l Lote) Pack() (packedLot, error) {
 	return packedLot{XML: doc, Zip: z, Hash: hex.EncodeToString(sum[:])}, nil
 }
 
-// messageSize returns the size in bytes of the siRecepLoteDE message that
-// carries a ZIP of zipLen bytes, as Client.RecepcionLote writes it: the
-// envelope, a 15-digit dId and the ZIP in base64.
+// messageSize is the size of the siRecepLoteDE message carrying a ZIP of
+// zipLen bytes, as Client.RecepcionLote writes it (15-digit dId, base64).
 func messageSize(zipLen int) int {
 	env, err := MarshalSOAP(EnvioLote{ID: "100000000000000"})
 	if err != nil {
@@ -675,8 +627,7 @@ func messageSize(zipLen int) int {
 }
 
 // CheckMessageSize returns ErrLotTooBig when the message carrying a ZIP of
-// zipLen bytes exceeds maxLotMessageBytes (a 990 KB ZIP is a 1.32 MB
-// message: base64 adds a third).
+// zipLen bytes exceeds maxLotMessageBytes (base64 adds a third).
 func CheckMessageSize(zipLen int) error {
 	if err := checkMessageBytes(messageSize(zipLen)); err != nil {
 		return fmt.Errorf("%w (ZIP of %d bytes)", err, zipLen)
@@ -684,8 +635,8 @@ func CheckMessageSize(zipLen int) error {
 	return nil
 }
 
-// checkMessageBytes returns ErrLotTooBig for a message of n bytes over
-// maxLotMessageBytes.
+// checkMessageBytes returns ErrLotTooBig for a message of n bytes over the
+// limit.
 func checkMessageBytes(n int) error {
 	if n > maxLotMessageBytes {
 		return fmt.Errorf("%w: the message would be %d bytes (at most %d)", ErrLotTooBig, n, maxLotMessageBytes)
@@ -693,8 +644,8 @@ func checkMessageBytes(n int) error {
 	return nil
 }
 
-// ZipLote returns a ZIP archive (deflate) holding doc as lote.xml. The
-// archive carries no timestamp, so the same doc gives the same bytes.
+// ZipLote returns a deflate ZIP holding doc as lote.xml, without timestamp:
+// the same doc gives the same bytes.
 func ZipLote(doc []byte) ([]byte, error) {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
@@ -711,28 +662,8 @@ func ZipLote(doc []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// unzipLote returns the one file of a ZIP archive made by ZipLote (or by
-// any SIFEN client). Errors wrap ErrMalformedXML: not a ZIP, not exactly one
-// file; ErrLotTooBig: more than 8 MiB inflated.
-func unzipLote(z []byte) ([]byte, error) {
-	f, err := openLotZip(z)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	w := &window{r: f, limit: maxLotXMLBytes}
-	if _, err := io.Copy(io.Discard, w); err != nil {
-		if errors.Is(err, errInflated) {
-			return nil, fmt.Errorf("%w: %w", ErrLotTooBig, err)
-		}
-		return nil, fmt.Errorf("%w: ZIP: %w", ErrMalformedXML, err)
-	}
-	return w.buf, nil
-}
-
-// openLotZip opens the one file of the ZIP archive z. A file whose header
-// says it inflates beyond maxLotXMLBytes is refused before it is inflated
-// (a header that lies is caught while reading).
+// openLotZip opens the one file of the ZIP z, refusing one whose header says
+// it inflates past maxLotXMLBytes (a lying header is caught while reading).
 func openLotZip(z []byte) (io.ReadCloser, error) {
 	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
 	if err != nil {

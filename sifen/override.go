@@ -8,26 +8,20 @@ import (
 	"time"
 )
 
-// Overridden is what Sender.Override did with a document left in
-// "sending": SIFEN's answer to siConsDE asked at that moment, and the
-// document's status after it.
+// Overridden is what Sender.Override did with a document left in "sending":
+// SIFEN's siConsDE answer (Code, Message) and the document's new Status.
 type Overridden struct {
-	DocumentID int64
-	CDC        string
-	// Code and Message are SIFEN's dCodRes and dMsgRes.
+	DocumentID    int64
+	CDC           string
 	Code, Message string
-	// Done: SIFEN answered 0420, and the document is a draft again,
-	// sendable by the normal send path before NotFoundAfter.
-	Done bool
-	// AuthNumber is the dProtAut of a 0422: SIFEN has the DE, the document
-	// is approved with it, and nothing was overridden.
+	// Done: SIFEN answered 0420 and the document is a draft again. AuthNumber
+	// is a 0422's dProtAut: the document is approved, nothing overridden.
+	Done       bool
 	AuthNumber string
-	// Status is the document's status after the override.
-	Status Status
+	Status     Status
 }
 
-// Refusal says, when Done is false, why nothing was overridden: SIFEN has
-// the DE (0422), with its authorisation number.
+// Refusal says why nothing was overridden ("" when Done).
 func (o Overridden) Refusal() string {
 	if o.Done {
 		return ""
@@ -36,24 +30,15 @@ func (o Overridden) Refusal() string {
 		o.DocumentID, o.Code, o.Message, o.AuthNumber)
 }
 
-// Override makes a document that a send without answer left in "sending"
-// sendable again before NotFoundAfter, on an operator's decision
-// (docs/decisions/0210). It asks SIFEN by CDC (siConsDE) at that moment,
-// through the Sender's client, as Resolve does:
+// Override makes a document a send without answer left in "sending"
+// sendable before NotFoundAfter, on an operator's decision
+// (docs/decisions/0210), asking SIFEN by CDC then, as Resolve does: 0420
+// makes it a draft (Done; SIFEN may still process the first lot, which the
+// caller told the operator); 0422 approves it with its dProtAut (not Done).
 //
-//   - 0420 (not found): the document becomes a draft (Done). SIFEN may
-//     still process the first send's lot (DNIT: 1 to 24 h): the caller
-//     has told the operator so, and records who, when and why.
-//   - 0422 (found): SIFEN's answer is newer than the stored state: the
-//     document is approved with its dProtAut, and nothing is overridden
-//     (not Done, with the AuthNumber).
-//
-// Nothing changes on any other answer, or none: another code wraps
-// ErrRemote, no answer ErrNoResponse. The document must be in "sending",
-// claimed at least InFlightFor ago (no send of it can still be on the
-// wire), else ErrNotSendable, asking SIFEN nothing; ErrNotFound when there
-// is no such document. The RUC's gate is not touched: the next send waits
-// its interval and blocks as any other.
+// Any other answer changes nothing (ErrRemote; none: ErrNoResponse). The
+// document must be sending, claimed at least InFlightFor ago, else
+// ErrNotSendable; ErrNotFound when none. The RUC's gate is not touched.
 func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 	d, err := s.Get(ctx, id)
 	if err != nil {
@@ -85,11 +70,10 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 			Message: fmt.Sprintf("sendable again by an operator's override before the %.0f h (the audit trail says who and why): SIFEN answered %s (%s) at %s; if SIFEN still processes the first send, it may get the DE twice",
 				s.cfg.NotFoundAfter.Hours(), resp.Code, resp.Message, now.UTC().Format("2006-01-02 15:04 MST"))}
 	case codeDEFound:
-		o.AuthNumber, o.Status = resp.AuthNumber(), StatusApproved
-		st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: resultApproved, AuthNumber: o.AuthNumber,
-			Message: "found at SIFEN when an override was asked: " + resp.Code + " " + resp.Message}
+		st = resp.found("found at SIFEN when an override was asked: ")
+		o.AuthNumber, o.Status = st.AuthNumber, StatusApproved
 	default:
-		return Overridden{}, fmt.Errorf("%w: document %d: siConsDE answered %s %s; nothing was overridden", ErrRemote, d.ID, resp.Code, resp.Message)
+		return Overridden{}, fmt.Errorf("%w; nothing was overridden", resp.unexpected(d.ID))
 	}
 	n, err := s.docs.Release(ctx, Release{IDs: []int64{d.ID}, Token: d.Claim, Env: d.Env, Hash: d.LotHash, St: st, Now: now})
 	if err != nil {

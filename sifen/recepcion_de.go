@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 )
 
 // SIFEN's synchronous services (manual técnico v150, §7.10 and §9): one DE
@@ -24,8 +23,7 @@ const (
 	ServiceConsultaRUC = "siConsRUC"
 )
 
-// EnvioDE is the body of siRecepDE (rEnviDe, Schema XML 2): xDE holds the
-// signed rDE itself, as XML, not zipped.
+// EnvioDE is the body of siRecepDE: xDE holds the signed rDE as XML.
 type EnvioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
 	ID      string   `xml:"dId"`
@@ -38,31 +36,27 @@ type EnvioDE struct {
 // SOAPServices do not speak siRecepDE.
 var ErrNoRecepcionDE = errors.New("sifen: the SOAP client does not send single DEs (siRecepDE)")
 
-// deReceiver is implemented by SOAPServices that also send one DE
-// synchronously (siRecepDE); *Client does. It is apart from SOAPServices
-// so that existing implementations of that interface stay valid.
+// deReceiver is a SOAPServices that also sends one DE (siRecepDE), as
+// *Client does; apart so that existing implementations stay valid.
 type deReceiver interface {
 	RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error)
 }
 
 var _ deReceiver = (*Client)(nil)
 
-// RecepcionDE sends one signed DE (the rDE element) to siRecepDE and
-// returns SIFEN's protocol of it (rRetEnviDe/rProtDe: dEstRes, dProtAut
-// when approved, the codes). Errors as Client's other calls: a
-// *RemoteError for an HTTP error or a SOAP fault, a transport error when
-// no answer came (see notSent).
+// RecepcionDE sends one signed rDE to siRecepDE and returns SIFEN's
+// protocol of it (rProtDe). Errors as RecepcionLote's.
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
 	if err := env.Validate(); err != nil {
 		return ProtDE{}, err
 	}
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	b.WriteString(`<soap:Envelope xmlns:soap="` + SOAPNamespace + `"><soap:Header/><soap:Body>`)
-	b.WriteString(`<rEnviDe xmlns="` + Namespace + `"><dId>` + c.idSeq() + `</dId><xDE>`)
-	b.Write(bytes.TrimSpace(stripXMLDecl(rde)))
-	b.WriteString(`</xDE></rEnviDe></soap:Body></soap:Envelope>`)
-	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, b.Bytes())
+	req := EnvioDE{ID: c.idSeq()}
+	req.XDE.Inner = bytes.TrimSpace(stripXMLDecl(rde))
+	payload, err := MarshalSOAP(req)
+	if err != nil {
+		return ProtDE{}, err
+	}
+	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, payload)
 	if err != nil {
 		return ProtDE{}, err
 	}
@@ -93,12 +87,11 @@ type forwarded struct {
 	Body        []byte
 }
 
-// Forward posts body, a SOAP request the caller built, to SIFEN's service
-// at path in env, over the client's connection (its mutual TLS), and
-// returns the answer untouched. It is for the services balde passes
-// through without modelling them (siConsDE, siConsRUC, siRecepEvento in
-// the gateway); a path ClientConfig overrides (ConsultaPath, ...) goes to
-// the configured one. An error means no answer came.
+// Forward posts body, a SOAP request the caller built, to the service at
+// path in env over the client's connection and returns the answer as it
+// came, for the services balde passes through (siConsDE, siConsRUC,
+// siRecepEvento); an overridden path goes to the configured one. An error
+// means no answer came.
 func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (forwarded, error) {
 	if err := env.Validate(); err != nil {
 		return forwarded{}, err
@@ -121,8 +114,7 @@ func (c *Client) Forward(ctx context.Context, env Env, path, contentType string,
 	return forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
 }
 
-// post sends one request and reads the answer's status, content type and
-// body.
+// post sends one request and returns the answer's status, type and body.
 func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(body))
 	if err != nil {
@@ -141,8 +133,7 @@ func (c *Client) post(ctx context.Context, env Env, service, path, contentType s
 	return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
 }
 
-// stripXMLDecl drops a leading XML declaration (and byte order mark): the
-// rDE goes inside xDE.
+// stripXMLDecl drops a leading XML declaration and byte order mark.
 func stripXMLDecl(b []byte) []byte {
 	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
 	if bytes.HasPrefix(b, []byte("<?xml")) {
@@ -153,17 +144,12 @@ func stripXMLDecl(b []byte) []byte {
 	return b
 }
 
-// DESend is how the send of one DE by siRecepDE ended (Sender.SendNewDE). Its
-// LotSend says it as for a lot of one: OutcomeBlocked (the RUC's gate
-// refused, with the Decision), OutcomeFailed (never reached SIFEN: the
-// document is "error"), OutcomeUnknown (no answer: the document stays
-// "sending" until Resolve), or OutcomeSent when SIFEN answered: then Prot
-// is its protocol and the document is approved or rejected by it (a
-// protocol balde cannot read leaves it "sending" for Resolve, as
-// OutcomeUnknown).
+// DESend is how Sender.SendNewDE ended, as a lot of one: OutcomeBlocked,
+// OutcomeFailed ("error"), OutcomeUnknown (no answer or an unreadable
+// protocol: "sending" until Resolve), or OutcomeSent with SIFEN's protocol
+// Prot, by which the document is approved or rejected.
 type DESend struct {
 	LotSend
-	// Prot is SIFEN's rProtDe when it answered.
 	Prot ProtDE
 }
 
@@ -177,7 +163,7 @@ func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
 		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
-		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: firstNonEmpty(prot.AuthNumber, protAuth(prot))}
+		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber()}
 		for _, m := range prot.Results {
 			res.Messages = append(res.Messages, ResultMessage{Code: m.Code, Message: m.Message})
 		}
@@ -192,22 +178,4 @@ func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 		d.Prot = prot
 	}
 	return d, err
-}
-
-func protAuth(p ProtDE) string {
-	for _, r := range p.Results {
-		if a := strings.TrimSpace(r.AuthNumber); a != "" {
-			return a
-		}
-	}
-	return ""
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-	}
-	return ""
 }

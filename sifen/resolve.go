@@ -9,16 +9,13 @@ import (
 	"time"
 )
 
-// Resolve settles the documents a crashed or unanswered send left in
-// "sending" once their claim is older than ResolveAfter, asking SIFEN by CDC
-// (siConsDE), as DNIT asks: a CDC is sent again only after a definitive
-// answer (docs/decisions/0012). 0422 (found): approved, with dProtAut.
-// 0420 (not found) once the claim is older than NotFoundAfter: draft again;
-// before that it is not definitive (the lot may still be processing) and
-// the document stays in sending with a message, reported with its status
-// unchanged. Any other answer, or none, leaves it and is in the error: run
-// Resolve again. Several processes may run it at once: each document is
-// settled once (conditional on its claim).
+// Resolve settles documents a crashed or unanswered send left in "sending"
+// once their claim is older than ResolveAfter, asking SIFEN by CDC
+// (siConsDE): a CDC is sent again only after a definitive answer
+// (docs/decisions/0012). 0422: approved, with dProtAut. 0420: draft once
+// the claim is older than NotFoundAfter; before, it stays sending with a
+// message. Any other answer, or none, leaves it and is in the error. Each
+// document is settled once, across processes (conditional on its claim).
 func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 	rows, err := s.docs.Stale(ctx, s.clock().Add(-s.cfg.ResolveAfter))
 	if err != nil {
@@ -36,8 +33,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 		now := s.clock()
 		switch {
 		case resp.Code == codeDEFound:
-			st = Settle{Status: StatusApproved, ResponseCode: resp.Code, Result: resultApproved, AuthNumber: resp.AuthNumber(),
-				Message: "found at SIFEN after a send without answer: " + resp.Code + " " + resp.Message}
+			st = resp.found("found at SIFEN after a send without answer: ")
 		case resp.Code == codeDENotFound && now.Sub(r.ClaimedAt) >= s.cfg.NotFoundAfter:
 			st = Settle{Status: StatusDraft, ResponseCode: resp.Code,
 				Message: fmt.Sprintf("not at SIFEN %s after a send without answer (%s %s): it may be sent again",
@@ -52,7 +48,7 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 			out = append(out, Resolved{DocumentID: r.ID, CDC: r.CDC, Code: resp.Code, Status: StatusSending})
 			continue
 		default:
-			errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, r.ID, resp.Code, resp.Message))
+			errs = append(errs, resp.unexpected(r.ID))
 			continue
 		}
 		n, err := s.docs.Release(ctx, Release{IDs: []int64{r.ID}, Token: r.Claim, Env: r.Env, Hash: r.LotHash, St: st, Now: now})
@@ -69,22 +65,18 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 	return out, errors.Join(errs...)
 }
 
-// QueryLot asks SIFEN for the result of a lot (siConsLoteDE) when its
-// query is due: the first ConsultaInterval after the send, then as long
-// between queries, as DNIT asks. That is a schedule of the lot, not a
-// limit: a query not due is a LotOutcome with NotDue, nothing asked. Of
-// the processes that find it due at once, one asks: the others get NotDue
-// until its claim ends (docs/decisions/0170). A
-// processed lot (0362) moves its documents from "sent" to approved or
-// rejected (dEstRes read as DNIT writes it; one balde cannot read leaves
-// the document sent, with a message). A lot SIFEN does not know (0360) or
-// no longer answers for (0364) is settled DE by DE with siConsDE: found →
-// approved; not found → error (sendable again) after 0364, or once the send
-// is NotFoundAfter old, else it stays sent and is queried again
-// (docs/decisions/0012). A lot in processing (0361) changes nothing.
+// QueryLot asks SIFEN for a lot's result (siConsLoteDE) when its query is
+// due: ConsultaInterval after the send, then as long between queries. That
+// is a schedule, not a limit: a query not due is a LotOutcome with NotDue;
+// of processes finding it due at once, one asks (docs/decisions/0170).
+// 0362 moves the documents from "sent" to approved or rejected (a result
+// balde cannot read leaves one sent, with a message). 0360 and 0364 settle
+// each DE by siConsDE: found → approved; not found → error after 0364 or
+// once the send is NotFoundAfter old, else still sent (docs/decisions/0012).
+// 0361 changes nothing.
 //
-// Errors: ErrInvalidEnv, ErrInvalidLotNumber, the errors of the
-// SOAPServices, throttle.ErrStoreUnavailable.
+// Errors: ErrInvalidEnv, ErrInvalidLotNumber, the SOAPServices',
+// throttle.ErrStoreUnavailable.
 func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOutcome, error) {
 	if err := env.Validate(); err != nil {
 		return LotOutcome{}, err
@@ -107,9 +99,8 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	return out, s.askLot(ctx, &out)
 }
 
-// Lots returns the lots that have documents waiting for their result, with
-// when each is to be queried next (NextQueryAt, see NextQuery), for the
-// pages.
+// Lots returns the lots with documents waiting for their result, with their
+// next query (see nextQuery).
 func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
 	lots, err := s.docs.SentLots(ctx)
 	for i := range lots {
@@ -118,9 +109,8 @@ func (s *Sender) Lots(ctx context.Context) ([]LotRef, error) {
 	return lots, err
 }
 
-// NextQuery is when the lot l is to be queried: its stored schedule, or
-// ConsultaInterval after its send when it has none (a lot queued before
-// the schedule was stored).
+// nextQuery is l's stored schedule, or ConsultaInterval after its send when
+// none was stored.
 func (s *Sender) nextQuery(l LotRef) time.Time {
 	if !l.NextQueryAt.IsZero() || l.SentAt.IsZero() {
 		return l.NextQueryAt
@@ -128,13 +118,11 @@ func (s *Sender) nextQuery(l LotRef) time.Time {
 	return l.SentAt.Add(s.cfg.ConsultaInterval)
 }
 
-// queryLot queries l when due (see QueryLot), once across processes: the
-// lot is claimed first, its next query moved InFlightFor ahead (the
-// longest a request to SIFEN lives) on the condition that it is still due
-// (DocumentStore.ScheduleLot), and after SIFEN's answer, or its failure,
-// moved to ConsultaInterval from then. A process that lost the claim asks
-// nothing: the outcome is NotDue until the claim ends. A process that dies
-// holding it gives the lot back when it ends (docs/decisions/0170).
+// queryLot queries l when due, once across processes: it claims the lot by
+// moving its next query InFlightFor ahead if still due (ScheduleLot), then,
+// after the answer or failure, to ConsultaInterval from then. A process that
+// lost the claim asks nothing (NotDue); one that dies holding it gives the
+// lot back when the claim ends (docs/decisions/0170).
 func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 	out := LotOutcome{Env: l.Env, LotNumber: l.LotNumber, NextQueryAt: s.nextQuery(l)}
 	now := s.clock()
@@ -161,8 +149,8 @@ func (s *Sender) queryLot(ctx context.Context, l LotRef) (LotOutcome, error) {
 	return out, err
 }
 
-// askLot asks SIFEN for out's lot (siConsLoteDE) and records what it
-// learns on the lot's documents (see QueryLot), filling out.
+// askLot asks SIFEN for out's lot and records what it learns on the lot's
+// documents (see QueryLot), filling out.
 func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	env, lotNumber := out.Env, out.LotNumber
 	resp, err := s.client.ConsultaLote(ctx, env, lotNumber)
@@ -172,6 +160,13 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	out.Code, out.Message, out.Results = resp.Code, resp.Message, resp.Results
 	docs, err := s.docs.LotDocuments(ctx, env, lotNumber)
 	if err != nil {
+		return err
+	}
+	finish := func(doc Document, st Settle) error {
+		ok, err := s.docs.Finish(ctx, doc, st, s.clock())
+		if ok && st.Status != StatusSent {
+			out.Updated++
+		}
 		return err
 	}
 	switch resp.Code {
@@ -189,12 +184,8 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 			if !changes {
 				continue
 			}
-			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
-			if err != nil {
+			if err := finish(doc, st); err != nil {
 				return err
-			}
-			if ok && st.Status != StatusSent {
-				out.Updated++
 			}
 		}
 	case codeLotUnknown, codeLotTooLate:
@@ -208,8 +199,7 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 			st := Settle{ResponseCode: r.Code}
 			switch r.Code {
 			case codeDEFound:
-				st.Status, st.Result, st.Message = StatusApproved, resultApproved, "lot "+resp.Code+"; DE found: "+r.Code+" "+r.Message
-				st.AuthNumber = r.AuthNumber()
+				st = r.found("lot " + resp.Code + "; DE found: ")
 			case codeDENotFound:
 				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
 				if sent := sentAt(doc); resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {
@@ -222,14 +212,11 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 					}
 				}
 			default:
-				errs = append(errs, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message))
+				errs = append(errs, r.unexpected(doc.ID))
 				continue
 			}
-			ok, err := s.docs.Finish(ctx, doc, st, s.clock())
-			if err != nil {
+			if err := finish(doc, st); err != nil {
 				errs = append(errs, err)
-			} else if ok && st.Status != StatusSent {
-				out.Updated++
 			}
 		}
 		return errors.Join(errs...)
@@ -237,12 +224,9 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	return nil
 }
 
-// Poll queries every lot that has documents still "sent" and whose query
-// is due (see QueryLot), and returns one LotOutcome per lot, including
-// those not due yet (NotDue, with NextQueryAt). serve runs it periodically
-// and `balde sifen-send --follow` until every lot it sent has its result.
-// Each pass also agrees the interval with the database again (NewSender), so
-// that a process learns of a stricter one started after it.
+// Poll queries every lot with documents still "sent" whose query is due, and
+// returns one LotOutcome per lot, those not due included (NotDue). Each pass
+// also agrees the interval with the database again (NewSender).
 func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
 	var errs []error
 	if _, err := s.shareInterval(ctx); err != nil {
@@ -264,8 +248,20 @@ func (s *Sender) Poll(ctx context.Context) ([]LotOutcome, error) {
 	return out, errors.Join(errs...)
 }
 
-// sentAt is when doc's lot left: SentAt, or its claim when the store
-// did not record it.
+// found is the settle of a document whose DE SIFEN has (0422): approved with
+// its dProtAut, the message why followed by SIFEN's answer.
+func (r ConsultaDEResponse) found(why string) Settle {
+	return Settle{Status: StatusApproved, ResponseCode: r.Code, Result: resultApproved, AuthNumber: r.AuthNumber(),
+		Message: why + r.Code + " " + r.Message}
+}
+
+// unexpected is the error of an answer to siConsDE about document id that is
+// neither 0422 nor 0420.
+func (r ConsultaDEResponse) unexpected(id int64) error {
+	return fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, id, r.Code, r.Message)
+}
+
+// sentAt is when doc's lot left: SentAt, or its claim when not recorded.
 func sentAt(doc Document) time.Time {
 	if doc.SentAt.IsZero() {
 		return doc.ClaimedAt
@@ -286,10 +282,8 @@ func resultText(r DEResult) string {
 }
 
 // RunPoll calls Poll every `every` until ctx ends, passing each pass's
-// outcomes to report (which may be nil), those of a pass that ctx cut
-// short included (without the cancellation as an error). Lots are queried
-// only when their query is due (ConsultaInterval after the send, then
-// between queries), so a short period costs only one read of the lots.
+// outcomes to report (which may be nil), those of a pass ctx cut short
+// included, without the cancellation as an error.
 func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([]LotOutcome, error)) {
 	if every <= 0 {
 		return
@@ -301,8 +295,7 @@ func (s *Sender) RunPoll(ctx context.Context, every time.Duration, report func([
 		if ctx.Err() != nil {
 			err = nil // stopping is no failure of the pass it cut short
 		}
-		// The lots the pass did query are reported even when ctx ended
-		// meanwhile: their documents were updated.
+		// Reported even when ctx ended: the pass updated those documents.
 		if report != nil && (len(out) > 0 || err != nil) {
 			report(out, err)
 		}

@@ -3,6 +3,7 @@ package sifen
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -13,23 +14,20 @@ import (
 type verdict int
 
 const (
-	// verdictUnknown: a result balde cannot read (a dEstRes text and codes
-	// it does not know). The document is neither approved nor rejected: it
-	// stays sent, its lot is queried again, and once SIFEN stops answering
-	// for the lot (0364, 48 h) the DE is asked for by CDC (siConsDE), whose
-	// 0422 or 0420 is read instead (docs/decisions/0055).
+	// verdictUnknown: a result balde cannot read. The document stays sent, its
+	// lot queried again; once SIFEN no longer answers for it (0364) its CDC is
+	// asked for (siConsDE) instead (docs/decisions/0055).
 	verdictUnknown verdict = iota
 	// verdictApproved: "Aprobado", or no readable dEstRes but code 0260.
 	verdictApproved
-	// verdictApprovedWithObs: "Aprobado con observación" in any case, with
-	// or without accents, singular or plural.
+	// verdictApprovedWithObs: "Aprobado con observación", in any case, with or
+	// without accents, singular or plural.
 	verdictApprovedWithObs
 	// verdictRejected: "Rechazado".
 	verdictRejected
 )
 
-// codeAuthorized is the dCodRes of an approved DE: "Autorización del DE
-// satisfactoria" (manual técnico v150, §12.3.1.3, BC01).
+// codeAuthorized is an approved DE's dCodRes (manual técnico v150, §12.3.1.3).
 const codeAuthorized = "0260"
 
 // Approved reports whether v approves the DE (with or without observations).
@@ -38,25 +36,13 @@ func (v verdict) approved() bool { return v == verdictApproved || v == verdictAp
 // Result is the canonical dEstRes of v ("Aprobado", ResultApprovedWithObs,
 // "Rechazado"), "" for verdictUnknown.
 func (v verdict) Result() string {
-	switch v {
-	case verdictApproved:
-		return resultApproved
-	case verdictApprovedWithObs:
-		return ResultApprovedWithObs
-	case verdictRejected:
-		return resultRejected
-	}
-	return ""
+	return [...]string{verdictApproved: resultApproved, verdictApprovedWithObs: ResultApprovedWithObs, verdictRejected: resultRejected}[v]
 }
 
-// readResult reads a DE's result the way DNIT writes it: dEstRes compared
-// without regard to case, accents, surrounding or repeated spaces, and
-// "observación" or "observaciones" ("Aprobado con Observación", the
-// guide's capitalisation, is "Aprobado con observación", the manual's).
-// When dEstRes is empty or not one of the three, the codes decide where one
-// is conclusive: codeAuthorized approves. Anything else is verdictUnknown,
-// never a silent rejection: a DE read as rejected invites a resend under
-// its CDC, which SIFEN answers with 1001 if it was in fact approved.
+// readResult reads a DE's result as DNIT writes it: dEstRes without regard
+// to case, accents, spacing or plural. When dEstRes is none of the three,
+// codeAuthorized approves; anything else is verdictUnknown, never a silent
+// rejection (a resend of an approved CDC draws 1001).
 func readResult(status string, codes ...string) verdict {
 	switch foldResult(status) {
 	case "aprobado":
@@ -95,12 +81,10 @@ func (r DEResult) verdict() verdict {
 	return readResult(r.Status, codes...)
 }
 
-// lotResultSettle is what a processed lot's result r says of doc, and
-// whether it changes anything: approved (with dProtAut, the result's
-// canonical dEstRes, its observations in the message), rejected (SIFEN's
-// codes and messages), or, for a result balde cannot read, still sent
-// with a message saying so (false when that message is already there, so
-// that a lot queried again does not rewrite the document).
+// lotResultSettle is what a processed lot's result r says of doc, and whether
+// it changes anything: approved (dProtAut, observations in the message),
+// rejected (SIFEN's codes and messages), or, unreadable, still sent with a
+// message (false when doc has that message already).
 func lotResultSettle(doc Document, r DEResult) (Settle, bool) {
 	v := r.verdict()
 	st := Settle{Status: StatusRejected, Message: resultText(r), Result: v.Result()}
@@ -119,18 +103,15 @@ func lotResultSettle(doc Document, r DEResult) (Settle, bool) {
 	return st, true
 }
 
-// AuthNumber returns dProtAut from the DE SIFEN holds (xContenDE of a 0422
-// answer), "" when there is none. xContenDE carries rContDe — the DE
-// (rDE), its dProtAut and its events (xContEv) — either as elements, or
-// as text: escaped XML or a CDATA section (both are seen); its children
-// may also come without the rContDe element. The dProtAut taken is the
-// first one outside rDE and xContEv (an event has its own).
+// AuthNumber returns dProtAut from xContenDE of a 0422 answer, "" if none.
+// xContenDE carries rContDe (the DE, its dProtAut and events) as elements
+// or as text (escaped XML or CDATA), with or without the rContDe element;
+// the first dProtAut outside rDE and xContEv is taken.
 func (r ConsultaDEResponse) AuthNumber() string {
 	return authNumber(r.Content, 0)
 }
 
-// authNumber searches content (XML, possibly several top-level elements)
-// for dProtAut; text that is itself XML is searched in turn, up to a depth.
+// authNumber searches content for dProtAut, and text that is XML in turn.
 func authNumber(content string, depth int) string {
 	if depth > 2 {
 		return ""
@@ -146,13 +127,13 @@ func authNumber(content string, depth int) string {
 		switch tk := tok.(type) {
 		case xml.StartElement:
 			path = append(path, tk.Name.Local)
-			if tk.Name.Local == "dProtAut" && !inside(path[:len(path)-1], "rDE", "xContEv") {
+			if tk.Name.Local == "dProtAut" && !inside(path[:len(path)-1]) {
 				var v string
 				if err := d.DecodeElement(&v, &tk); err != nil {
 					return ""
 				}
 				path = path[:len(path)-1]
-				if v = strings.TrimSpace(v); v != "" && allDigits(v) {
+				if v = strings.TrimSpace(v); isDigits(v) {
 					return v
 				}
 			}
@@ -161,7 +142,7 @@ func authNumber(content string, depth int) string {
 				path = path[:len(path)-1]
 			}
 		case xml.CharData:
-			if text := strings.TrimSpace(string(tk)); strings.HasPrefix(text, "<") && !inside(path, "rDE", "xContEv") {
+			if text := strings.TrimSpace(string(tk)); strings.HasPrefix(text, "<") && !inside(path) {
 				if v := authNumber(text, depth+1); v != "" {
 					return v
 				}
@@ -170,22 +151,7 @@ func authNumber(content string, depth int) string {
 	}
 }
 
-func inside(path []string, names ...string) bool {
-	for _, p := range path {
-		for _, n := range names {
-			if p == n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
+// inside reports whether path passes through rDE or xContEv.
+func inside(path []string) bool {
+	return slices.ContainsFunc(path, func(p string) bool { return p == "rDE" || p == "xContEv" })
 }

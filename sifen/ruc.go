@@ -6,23 +6,21 @@ import (
 	"strings"
 )
 
-// RUC is a taxpayer's number (Registro Único del Contribuyente) with its
-// check digit: "80069563-1" is RUC{Number: "80069563", DV: 1}.
+// RUC is a taxpayer's number with its check digit: "80069563-1" is
+// RUC{Number: "80069563", DV: 1}.
 type RUC struct {
-	// Number is 3 to 8 ASCII letters or digits, without the check digit
-	// (SIFEN's dRucEm).
+	// Number is dRucEm: 3 to 8 ASCII letters or digits; DV is dDVEmi, 0..9.
 	Number string
-	// DV is the check digit, 0..9 (SIFEN's dDVEmi).
-	DV int
+	DV     int
 }
 
 // String renders r as "NUMBER-DV".
 func (r RUC) String() string { return r.Number + "-" + strconv.Itoa(r.DV) }
 
-// Validate checks the number's form and the check digit. Errors wrap
-// ErrInvalidRUC (form) or ErrInvalidDV (wrong digit, naming the right one).
+// validate checks the number's form (ErrInvalidRUC) and the check digit
+// (ErrInvalidDV, naming the right one).
 func (r RUC) validate() error {
-	if err := validateRUCNumber(r.Number); err != nil {
+	if err := ValidateRUCNumber(r.Number); err != nil {
 		return err
 	}
 	if r.DV < 0 || r.DV > 9 {
@@ -54,9 +52,7 @@ func newRUC(number, dv string) (RUC, error) {
 
 // ValidateRUCNumber checks the form of a RUC without its check digit:
 // 3 to 8 ASCII letters or digits. The error wraps ErrInvalidRUC.
-func ValidateRUCNumber(number string) error { return validateRUCNumber(number) }
-
-func validateRUCNumber(number string) error {
+func ValidateRUCNumber(number string) error {
 	if len(number) < 3 || len(number) > 8 {
 		return fmt.Errorf("%w: %q is not 3 to 8 characters", ErrInvalidRUC, number)
 	}
@@ -69,18 +65,14 @@ func validateRUCNumber(number string) error {
 	return nil
 }
 
-// CheckDigit returns SET's module-11 check digit of s, the algorithm of the
-// RUC's dDVEmi and of the CDC's last digit:
-//
-//  1. letters are uppercased first (as SET's algorithm does: "123456a"
-//     has the check digit of "123456A"), then every byte that is not a
-//     digit is replaced by its decimal code ("A" becomes "65");
-//  2. the digits are weighted 2, 3, ..., 11 from the right, starting again
-//     at 2 after 11, and summed;
-//  3. with r = sum mod 11, the digit is 11 - r when r > 1, else 0.
+// CheckDigit returns SET's module-11 check digit of s (a RUC's dDVEmi, a
+// CDC's last digit): letters are uppercased and every non-digit byte is
+// replaced by its decimal code ("A" becomes "65"); the digits, weighted 2,
+// 3, ..., 11 from the right (again 2 after 11), are summed; with r = sum
+// mod 11 the digit is 11 - r when r > 1, else 0. It does not validate s.
 //
 // Example: 88888801 → 1·2 + 0·3 + 8·(4+5+6+7+8+9) = 314; 314 mod 11 = 6;
-// 11 - 6 = 5. The result is always 0..9. CheckDigit does not validate s.
+// 11 - 6 = 5.
 func CheckDigit(s string) int {
 	// Expand right to left so the weights can run as the digits come.
 	sum, k := 0, 2

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,93 +17,69 @@ import (
 
 // Defaults of SenderConfig.
 const (
-	// DefaultResolveAfter is how old a claim must be before Resolve settles
-	// its documents: longer than any live send (defaultTimeout) and than
-	// SIFEN's usual processing of a lot (DNIT advises querying after 10 min).
+	// DefaultResolveAfter: the claim age at which Resolve settles documents,
+	// past any live send and SIFEN's usual processing (DNIT: query after 10 min).
 	DefaultResolveAfter = 15 * time.Minute
-	// DefaultNotFoundAfter is how old a claim must be before SIFEN's 0420
-	// ("not found or rejected") about its CDC makes the document sendable
-	// again: DNIT's guide says a lot's processing takes 1 to 24 hours, and a
-	// lot can be queried for 48 hours; before that a 0420 may be a DE still
-	// processing (docs/decisions/0012-sifen-resolution.md).
+	// DefaultNotFoundAfter: the claim age from which a 0420 makes the document
+	// sendable again; before it a lot may still be processing (DNIT: 1 to 24 h,
+	// queryable 48 h; docs/decisions/0012-sifen-resolution.md).
 	DefaultNotFoundAfter = 48 * time.Hour
-	// DefaultRemoteBlock is how long a RUC is blocked locally after its
-	// first 0301, and DefaultRemoteBlockMax the longest block: each 0301
-	// within defaultBlockMemory of the previous one blocks one step longer
-	// (10, 20, ... 60 minutes), as SIFEN blocks 10 to 60 minutes by
-	// recurrence.
+	// DefaultRemoteBlock is the local block after a first 0301; each 0301
+	// within DefaultBlockMemory of the previous blocks one step longer, up to
+	// DefaultRemoteBlockMax (SIFEN blocks 10 to 60 minutes by recurrence).
 	DefaultRemoteBlock    = 10 * time.Minute
 	DefaultRemoteBlockMax = 60 * time.Minute
 	DefaultBlockMemory    = 24 * time.Hour
-	// DefaultInFlightFor is how long a lot without answer holds its RUC: a
-	// process that died mid-send leaves it in flight, and its request ended
-	// at the latest defaultTimeout after it left.
+	// DefaultInFlightFor is how long a lot without answer holds its RUC: its
+	// request ended at the latest defaultTimeout after it left.
 	DefaultInFlightFor = 2 * defaultTimeout
 )
 
 // SenderConfig configures a Sender. The zero value is usable.
 type SenderConfig struct {
-	// Clock must be the clock of the store and of the limiter. Default
-	// throttle.SystemClock.
+	// Clock must be the store's and the limiter's (default throttle.SystemClock).
 	Clock throttle.Clock
-	// ResolveAfter: see DefaultResolveAfter.
-	ResolveAfter time.Duration
-	// NotFoundAfter: see DefaultNotFoundAfter.
-	NotFoundAfter time.Duration
-	// RemoteBlock, RemoteBlockMax and BlockMemory: see DefaultRemoteBlock.
-	RemoteBlock, RemoteBlockMax, BlockMemory time.Duration
-	// InFlightFor: see defaultInFlightFor.
-	InFlightFor time.Duration
-	// ConsultaInterval is the time from a lot's send to its first result
-	// query and between two queries of it (a schedule of the lot, not a
-	// limit). Default DefaultConsultaInterval.
+	// ResolveAfter, NotFoundAfter, RemoteBlock, RemoteBlockMax, BlockMemory and
+	// InFlightFor default to the Default constants of their names.
+	ResolveAfter, NotFoundAfter                           time.Duration
+	RemoteBlock, RemoteBlockMax, BlockMemory, InFlightFor time.Duration
+	// ConsultaInterval is the time from a lot's send to its first result query
+	// and between queries (a schedule, not a limit; DefaultConsultaInterval).
 	ConsultaInterval time.Duration
-	// AllowUnsigned lets DEs without a signature into the test environment
-	// (never into prod). Off by default: SIFEN rejects an unsigned DE.
+	// AllowUnsigned lets unsigned DEs into the test environment, never prod.
 	AllowUnsigned bool
-	// Resolver is the resolver of SIFEN's policy that the limiter uses
-	// (NewResolver). Required: NewSender agrees its interval with the
-	// database through it.
+	// Resolver is the limiter's resolver of SIFEN's policy (NewResolver).
+	// Required: NewSender agrees its interval with the database through it.
 	Resolver *Resolver
 	// Logger receives the Sender's logs; nil logs nowhere.
 	Logger *slog.Logger
 }
 
-// Sender is the one path by which documents reach SIFEN: the web app's send
-// button and the batch command both call Send, from different processes, on
-// the same database. Safe for concurrent use.
+// Sender is the one path by which documents reach SIFEN, for the web app
+// and the batch command alike, across processes on one database. Safe for
+// concurrent use.
 //
 // # The send protocol
 //
 // Nothing is sent twice, even when a process dies mid-send, and SIFEN never
-// sees two lots of a RUC closer than the interval, because every send takes
-// these steps, each one short transaction, none held across an HTTP call
+// sees two lots of a RUC closer than the interval: each send takes these
+// steps, each a short transaction, none held across an HTTP call
 // (docs/decisions/0005, 0011, 0050, 0135):
 //
 //  1. Check (no write): the documents exist, are in draft or error, share
-//     one environment, their XML still parses, the lot rules hold. Bad
-//     input is an error and changes nothing.
-//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket, the
-//     RUC's one state that every view reads. It refuses during the interval
-//     from the previous lot's answer, while another lot of the RUC is on
-//     the wire, during the local block after a 0301, and past the optional
-//     per-minute cap: OutcomeBlocked with its Decision, a ledger row and a
-//     metric; the documents keep their status, with the wait. Admitted, the
-//     take holds the RUC (InFlightFor at most) until step 5.
-//  3. Claim: the lot is registered (a lot is never sent twice) and every
-//     document moves to "sending" with a fresh claim token, conditional on
-//     the version read in step 1; anything changed meanwhile rolls it back
-//     (ErrNotSendable) and the hold ends.
+//     one environment, their XML still parses, the lot rules hold.
+//  2. The RUC's gate: one take on its SIFEN_RECEPCION_LOTE bucket, refused
+//     during the interval from the previous answer, while another lot of
+//     the RUC is on the wire, during the block after a 0301, and past the
+//     optional per-minute cap (OutcomeBlocked). Admitted, the take holds the
+//     RUC (InFlightFor at most) until step 5.
+//  3. Claim: the lot is registered and each document moves to "sending"
+//     with a fresh token, conditional on its version (else ErrNotSendable).
 //  4. Send, with the caller's cancellation detached.
-//  5. Record, at the instant the answer arrived or the request failed: on
-//     the gate (the hold ends, the next lot waits the interval from now, a
-//     0301 blocks the RUC one step longer each time in a row), then on the
-//     documents: 0300 → "sent"; another answer or no connection → "error";
-//     no answer → they stay "sending".
-//
-// A process that dies between 2 and 5 leaves the RUC held until the hold
-// expires and its documents in "sending", which Resolve settles by asking
-// SIFEN once the claim is older than ResolveAfter.
+//  5. Record the answer or failure on the gate (the next lot waits the
+//     interval from now; a 0301 blocks), then on the documents: 0300 →
+//     "sent"; another answer or no connection → "error"; no answer →
+//     "sending", which Resolve settles, as after a crash.
 type Sender struct {
 	docs    DocumentStore
 	client  SOAPServices
@@ -113,16 +90,15 @@ type Sender struct {
 	notes   []string // what NewSender said of the interval
 }
 
-// NewSender returns a Sender keeping documents in docs (sifensql.New for
-// balde's database), sending with client (a *Client), and throttling with
-// limiter, whose resolver of SIFEN's policy is cfg.Resolver.
+// NewSender returns a Sender keeping documents in docs (sifensql.New),
+// sending with client (a *Client), and throttling with limiter, whose
+// resolver of SIFEN's policy is cfg.Resolver.
 //
-// It agrees the interval between lots of a RUC with the database, which
-// every process on it shares (docs/decisions/0135): per environment, its
-// own interval is stored when it is stricter than the stored one, and the
-// stored one becomes its own when that is stricter. A difference is
-// logged and kept for IntervalNotes, never silent; a database that cannot
-// answer is logged, and Poll agrees again.
+// It agrees the interval between lots of a RUC with the database
+// (docs/decisions/0135): per environment the stricter of its own and the
+// stored one applies, and is stored. A difference is logged and kept for
+// IntervalNotes; a database that cannot answer is logged, and Poll agrees
+// again.
 func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limiter, cfg SenderConfig) (*Sender, error) {
 	if docs == nil || client == nil || limiter == nil {
 		return nil, errors.New("sifen: NewSender needs a store, a client and a limiter")
@@ -133,31 +109,16 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 	if cfg.Clock == nil {
 		cfg.Clock = throttle.SystemClock
 	}
-	if cfg.ResolveAfter <= 0 {
-		cfg.ResolveAfter = DefaultResolveAfter
-	}
-	if cfg.NotFoundAfter <= 0 {
-		cfg.NotFoundAfter = DefaultNotFoundAfter
-	}
-	if cfg.RemoteBlock <= 0 {
-		cfg.RemoteBlock = DefaultRemoteBlock
-	}
+	orDefault(&cfg.ResolveAfter, DefaultResolveAfter)
+	orDefault(&cfg.NotFoundAfter, DefaultNotFoundAfter)
+	orDefault(&cfg.RemoteBlock, DefaultRemoteBlock)
 	if cfg.RemoteBlockMax < cfg.RemoteBlock {
 		cfg.RemoteBlockMax = max(DefaultRemoteBlockMax, cfg.RemoteBlock)
 	}
-	if cfg.BlockMemory <= 0 {
-		cfg.BlockMemory = DefaultBlockMemory
-	}
-	if cfg.InFlightFor <= 0 {
-		cfg.InFlightFor = DefaultInFlightFor
-	}
-	if cfg.ConsultaInterval <= 0 {
-		cfg.ConsultaInterval = DefaultConsultaInterval
-	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	orDefault(&cfg.BlockMemory, DefaultBlockMemory)
+	orDefault(&cfg.InFlightFor, DefaultInFlightFor)
+	orDefault(&cfg.ConsultaInterval, DefaultConsultaInterval)
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := &Sender{docs: docs, client: client, limiter: limiter, clock: cfg.Clock, cfg: cfg,
 		logger: logger.With(slog.String("component", "sifen"))}
 	notes, err := s.shareInterval(context.Background())
@@ -168,15 +129,13 @@ func NewSender(docs DocumentStore, client SOAPServices, limiter *throttle.Limite
 	return s, nil
 }
 
-// IntervalNotes are the differences NewSender found between this
-// process's interval and the database's, one line per environment, for a
-// command to print at start (they are logged too).
+// IntervalNotes are the differences NewSender found between this process's
+// interval and the database's, one line per environment (also logged).
 func (s *Sender) IntervalNotes() []string { return s.notes }
 
-// shareInterval agrees the interval of each environment with the
-// database's (NewSender's doc) and logs each difference it finds now; a
-// long-running process calls it again (Poll) to learn of a stricter
-// process started after it.
+// shareInterval agrees each environment's interval with the database (see
+// NewSender) and logs each difference; Poll calls it again to learn of a
+// stricter process started later.
 func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
 	var notes []string
 	for _, env := range []Env{EnvTest, EnvProd} {
@@ -200,24 +159,18 @@ func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
 }
 
 // Import stores the DEs of data (one rDE or an rLoteDE) as draft documents
-// of env and returns them in input order. All or nothing: a DE with a
-// missing RUC, a wrong check digit or a bad CDC refuses the whole input.
-// A CDC already stored in env is imported again (the document becomes a
-// draft of the new XML) when it is in draft or error with the same XML,
-// or rejected and the XML differs (a corrected DE keeps its CDC);
-// otherwise — a draft or error with other content (see ImportReplacing),
-// being sent, sent, approved, or rejected with the same XML — the import
-// fails with a *CDCError naming the document that holds the CDC.
+// of env, all or none, and returns them in input order. A CDC already stored
+// in env is imported again when Reimportable allows it; otherwise the import
+// fails with a *CDCError naming the document that holds it.
 //
-// Errors: ErrInvalidEnv, the errors of ParseLote, *CDCError
+// Errors: ErrInvalidEnv, ParseLote's, ErrUnfit, ErrLotTooBig, *CDCError
 // (ErrCDCInFlight), throttle.ErrStoreUnavailable.
 func (s *Sender) Import(ctx context.Context, data []byte, env Env) ([]Document, error) {
 	return s.importDEs(ctx, data, env, false)
 }
 
 // ImportReplacing is Import that also replaces the content of a draft or
-// error document holding one of the CDCs (the user asked for it); a CDC
-// being sent, sent or approved is refused all the same.
+// error document holding one of the CDCs.
 func (s *Sender) ImportReplacing(ctx context.Context, data []byte, env Env) ([]Document, error) {
 	return s.importDEs(ctx, data, env, true)
 }
@@ -231,10 +184,7 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bo
 		return nil, err
 	}
 	for i, de := range lot.DEs {
-		if err := s.fit(env, de); err != nil {
-			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
-		}
-		if err := checkAlone(de); err != nil {
+		if err := cmp.Or(s.fit(env, de), checkAlone(de)); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
@@ -256,21 +206,15 @@ func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
 }
 
 // FitLot returns how many of the documents ids, from the first, fit in one
-// lot message, reading them in one query.
-//
-// Errors: ErrNotFound, throttle.ErrStoreUnavailable, ErrLotTooBig.
+// lot message. Errors: ErrNotFound, throttle.ErrStoreUnavailable, ErrLotTooBig.
 func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	stored, err := s.docs.Documents(ctx, ids, true) // in id order
 	if err != nil {
 		return 0, err
 	}
-	byID := make(map[int64]Document, len(stored))
-	for _, d := range stored {
-		byID[d.ID] = d
-	}
 	docs := make([]Document, len(ids))
 	for i, id := range ids {
-		docs[i] = byID[id]
+		docs[i] = stored[slices.IndexFunc(stored, func(d Document) bool { return d.ID == id })]
 	}
 	return fitLot(docs)
 }
@@ -285,8 +229,7 @@ func (s *Sender) List(ctx context.Context, f Filter) ([]Document, error) {
 	return s.docs.List(ctx, f)
 }
 
-// CountByStatus counts the documents by status, of env or of both
-// environments when env is "".
+// CountByStatus counts the documents by status, of env or of both when "".
 func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, error) {
 	if env != "" {
 		if err := env.Validate(); err != nil {
@@ -296,19 +239,14 @@ func (s *Sender) CountByStatus(ctx context.Context, env Env) (map[Status]int64, 
 	return s.docs.CountByStatus(ctx, env)
 }
 
-// Send sends the documents ids as one lot, following the protocol in
-// Sender's doc comment, and returns how it ended. A refusal by the RUC's
-// gate, an answer from SIFEN and a failed connection are LotSends, not
-// errors.
+// Send sends the documents ids as one lot, following Sender's protocol. A
+// refusal by the RUC's gate, an answer from SIFEN and a failed connection are
+// LotSends, not errors.
 //
-// Errors (nothing was taken from the throttle and nothing sent, unless
-// said): ErrNotFound; ErrNotSendable (a document not in draft or error, or
-// claimed by another send first); ErrLotMixedEnv and the lot rules
-// (ErrLotEmpty, ErrLotTooManyDEs, ErrLotDuplicateCDC, ErrLotMixedTypes,
-// ErrLotMixedRUC, ErrLotTooBig); ErrLotAlreadySent; a stored XML that no
-// longer parses (the errors of ParseLote); throttle.ErrStoreUnavailable
-// (from the gate: the documents go to "error", nothing sent; after the
-// send: they stay "sending" for Resolve).
+// Errors (nothing taken or sent unless said): ErrNotFound, ErrNotSendable,
+// ErrLotMixedEnv, the lot rules' errors, ErrLotAlreadySent, ParseLote's for
+// a stored XML; throttle.ErrStoreUnavailable (from the gate: the documents
+// go to "error"; after the send: they stay "sending" for Resolve).
 func (s *Sender) Send(ctx context.Context, ids ...int64) (LotSend, error) {
 	c, err := s.claim(ctx, ids)
 	if err != nil || c.out.Status == OutcomeBlocked {
@@ -330,8 +268,7 @@ func (s *Sender) sendLot(c claimed) (LotSend, error) {
 			out.Status, out.LotNumber = OutcomeSent, resp.LotNumber
 			log.Info("lot queued", slog.String("lot", resp.LotNumber))
 			s.answered(c, "lot:"+resp.LotNumber, false)
-			// DNIT: the first query of a lot no earlier than ConsultaInterval
-			// after it was sent. A schedule of the lot, not a limit.
+			// DNIT: a lot's first query ConsultaInterval after its send (a schedule).
 			return Settle{Status: StatusSent, Message: resp.Code + " " + resp.Message, ResponseCode: resp.Code, LotNumber: resp.LotNumber,
 				Sent: true, NextQueryAt: s.clock().Add(s.cfg.ConsultaInterval)}
 		}
@@ -340,8 +277,7 @@ func (s *Sender) sendLot(c claimed) (LotSend, error) {
 		a := s.answered(c, resp.Code+":"+c.packed.Hash[:16], resp.Code == CodeLotNotQueued)
 		if resp.Code == CodeLotNotQueued {
 			s.limiter.RemoteRefused("sifen", c.key.Policy, resp.Code) // balde_remote_refusals_total: the mirror drifted
-			// SIFEN may have blocked the RUC: do not knock again for a
-			// while, longer after each 0301 in a row.
+			// SIFEN may have blocked the RUC: wait, longer after each 0301 in a row.
 			block := a.BlockedFor
 			if block == 0 { // the gate could not be written: its hold stands
 				block = s.cfg.InFlightFor
@@ -352,8 +288,7 @@ func (s *Sender) sendLot(c claimed) (LotSend, error) {
 	})
 }
 
-// claimed is a send past step 3 of the protocol (or refused at step 2:
-// out.Status OutcomeBlocked).
+// claimed is a send past step 3 of the protocol (or refused at step 2).
 type claimed struct {
 	out      LotSend
 	lot      Lote
@@ -397,36 +332,22 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	if c.packed, err = c.lot.Pack(); err != nil {
 		return claimed{}, err
 	}
-	ruc := c.lot.DEs[0].RUC
-	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
-	c.key = RecepcionKey(env, ruc)
-
-	// 2. The RUC's gate: one take on its bucket, which holds the RUC while
-	// the lot is on the wire. A refusal is a ledger row and a metric.
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	now, err := s.gate(ctx, &c, env, ids)
 	if err != nil {
 		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
 			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
 		}
 		return claimed{}, fmt.Errorf("sifen: send %v: %w", ids, err)
 	}
-	now := s.clock()
-	if !d.Allowed {
-		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		b := c.out.Blocked()
-		c.out.Message = b.message()
+	if d := c.out.Decision; d != nil {
 		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
 			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
-		return c, s.docs.Hold(ctx, ids, c.out.Message, b.Until, now)
+		return c, s.docs.Hold(ctx, ids, c.out.Message, c.out.Blocked().Until, now)
 	}
-	// The interval runs from the answer; the take's policy says how long.
-	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	// From here on the hold must be ended whatever the caller does with ctx.
-	c.bg = context.WithoutCancel(ctx)
 
 	// 3. Claim the documents.
 	c.token = newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now}); err != nil {
+	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now}); err != nil {
 		// Nothing left: the hold ends now (the take's own interval stays).
 		c.interval = 0
 		s.answered(c, "claim failed:"+c.packed.Hash[:16], false)
@@ -435,12 +356,34 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	return c, nil
 }
 
-// answered records on the RUC's bucket that c's request ended now: the
-// hold ends and the next lot waits c.interval from now; after a 0301
-// (notQueued) the RUC is also blocked, one RemoteBlock step longer for each
-// 0301 in a row (BlockMemory apart at most), at most RemoteBlockMax. It
-// returns the block set. A failure is logged: the hold then lasts until it
-// expires (InFlightFor), stricter than the answer.
+// gate is step 2 of the protocol for c's lot: one take on the RUC's bucket,
+// holding the RUC while the lot is on the wire. Refused, c.out is
+// OutcomeBlocked with the Decision. It returns the instant of the decision.
+func (s *Sender) gate(ctx context.Context, c *claimed, env Env, ids []int64) (time.Time, error) {
+	ruc := c.lot.DEs[0].RUC
+	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
+	c.key = RecepcionKey(env, ruc)
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.clock()
+	if !d.Allowed {
+		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
+		c.out.Message = c.out.Blocked().message()
+		return now, nil
+	}
+	// The interval runs from the answer; the take's policy says how long.
+	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
+	// From here on the hold must be ended whatever the caller does with ctx.
+	c.bg = context.WithoutCancel(ctx)
+	return now, nil
+}
+
+// answered records on the RUC's bucket that c's request ended now: the hold
+// ends and the next lot waits c.interval; after a 0301 (notQueued) the RUC is
+// also blocked, one RemoteBlock step longer per 0301 in a row, and it returns
+// the block. A failure is logged: the hold then lasts until it expires.
 func (s *Sender) answered(c claimed, ref string, notQueued bool) throttle.Adjusted {
 	t := throttle.SyncTarget{Key: c.key, Tokens: throttle.MaxTokens, Cooldown: c.interval, Hold: c.held, Ref: ref}
 	if notQueued {
@@ -454,12 +397,11 @@ func (s *Sender) answered(c claimed, ref string, notQueued bool) throttle.Adjust
 	return out[0]
 }
 
-// record is step 5 of the protocol, at the instant the answer arrived or
-// the request failed: first on the RUC's gate, then on the documents. A
-// request that never left (notSent) leaves them "error"; no answer, or an
-// unusable one (unusable says why), leaves them "sending" for Resolve;
-// otherwise answer reads SIFEN's answer into out, records it on the gate
-// (answered) and returns the documents' settle.
+// record is step 5 of the protocol: first on the RUC's gate, then on the
+// documents. A request that never left (notSent) leaves them "error"; no
+// answer, or an unusable one (unusable says why), leaves them "sending" for
+// Resolve; otherwise answer reads SIFEN's answer into out, records it on the
+// gate and returns the documents' settle.
 func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(out *LotSend, log *slog.Logger) Settle) (LotSend, error) {
 	ctx, out := c.bg, c.out
 	ids, hash := out.DocumentIDs, out.LotHash
@@ -477,8 +419,7 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 			out.Message = fmt.Sprintf("no answer from SIFEN (%v): Resolve will ask SIFEN before any resend", sendErr)
 		}
 		log.Error("sent without a usable answer", slog.String("message", out.Message))
-		// The request is over: the interval runs from now. The documents
-		// stay in sending for Resolve.
+		// The interval runs from now; the documents stay in sending for Resolve.
 		s.answered(c, "unknown:"+hash[:16], false)
 		return out, s.docs.Note(ctx, ids, c.token, out.Message, s.clock())
 	default:
@@ -498,17 +439,15 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 // fit refuses a DE that may not go to env (checkFit).
 func (s *Sender) fit(env Env, de DE) error { return checkFit(env, de, s.cfg.AllowUnsigned) }
 
-// checkAlone refuses (ErrLotTooBig) a DE whose SOAP message would pass
-// SIFEN's 1000 KB even in a lot of its own: it could never be sent, and as
-// the oldest draft of its RUC it would hold back every lot built after it.
+// checkAlone refuses (ErrLotTooBig) a DE too big even for a lot of its own:
+// as its RUC's oldest draft it would hold back every lot after it.
 func checkAlone(de DE) error {
 	_, _, err := Lote{DEs: []DE{de}}.zip()
 	return err
 }
 
 // checkFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
-// allowUnsigned and env is test), or a test DE (its dNomEmi says so) meant
-// for prod.
+// allowUnsigned and env is test), or a test DE meant for prod.
 func checkFit(env Env, de DE, allowUnsigned bool) error {
 	switch {
 	case !de.Signed && (env == EnvProd || !allowUnsigned):
@@ -519,8 +458,7 @@ func checkFit(env Env, de DE, allowUnsigned bool) error {
 	return nil
 }
 
-// storedDE parses a stored document again and checks it is what the row
-// says.
+// storedDE parses a stored document again and checks it matches its row.
 func storedDE(r Document) (DE, error) {
 	lot, err := ParseLote([]byte(r.XML))
 	if err != nil {
@@ -554,8 +492,7 @@ func checkIDs(ids []int64) ([]int64, error) {
 	return sorted, nil
 }
 
-// ledgerRef is the throttle ledger's reference of a send: the document id,
-// or the lot's hash for several.
+// ledgerRef is a send's ledger reference: the document id, or the lot's hash.
 func ledgerRef(ids []int64, hash string) string {
 	if len(ids) == 1 {
 		return "doc:" + strconv.FormatInt(ids[0], 10)
@@ -570,11 +507,8 @@ func newClaim() string {
 }
 
 // RUCWait says whether a lot of ruc in env would be admitted now, without
-// taking anything. It reads the RUC's gate, its SIFEN_RECEPCION_LOTE
-// bucket, as every view does (the interval since its last lot's answer, a
-// lot still on the wire, a local block after 0301): a refusal is a Decision
-// with Allowed false, its Reason and RetryAfter, the same a Send now would
-// get.
+// taking anything: a Decision read from the RUC's gate, the one a Send now
+// would get.
 func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decision, error) {
 	key := RecepcionKey(env, ruc)
 	bs, err := s.limiter.State(ctx, key)
@@ -584,9 +518,9 @@ func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decisi
 	return waitOf(bs), nil
 }
 
-// waitOf is the decision a take of one token would get from a bucket in
-// state bs: admitted, or refused with the reason of the longest wait (a
-// block wins a tie, then the cooldown), as the throttle decides.
+// waitOf is the decision a take of one token would get from bs: admitted,
+// or refused with the reason of the longest wait (a block wins a tie, then
+// the cooldown).
 func waitOf(bs throttle.BucketState) throttle.Decision {
 	if bs.RetryAfter <= 0 {
 		return throttle.Decision{Allowed: true, Key: bs.Key}

@@ -6,27 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-
-	"github.com/balde-throttle/balde/throttle"
 )
 
-// SendNew sends lot, DEs not stored yet (a gateway's siRecepLoteDE), as
-// one lot of env. It follows Send's protocol, storing nothing until the
-// RUC's gate admits the lot (docs/decisions/0166):
-//
-//  1. Check, reading only: env, every lot rule (Pack: 1 to 50 DEs, one RUC,
-//     one type, no CDC twice, the message at most 1,000,000 bytes), each DE
-//     fit for env (signed, not a test DE in prod), and no CDC held by a
-//     document Import would not give it to (sent, being sent, approved, a
-//     draft of other content): a *CDCError.
-//  2. The RUC's gate, as Send's. A refusal stores nothing: OutcomeBlocked
-//     with the Decision and no DocumentIDs.
-//  3. Import (the DEs become drafts, all or none; a CDC taken meanwhile is a
-//     *CDCError and the hold ends) and claim; then Send's steps 4 and 5.
-//
-// So a lot refused for a rule, a CDC already sent, the gate, or a caller
-// that stops waiting leaves no document behind for "Send all drafts" to
-// pick up. Errors are Import's and Send's.
+// SendNew sends lot, DEs not stored yet (a gateway's siRecepLoteDE), as one
+// lot of env by Send's protocol, storing nothing until the RUC's gate admits
+// it (docs/decisions/0166): 1. check, reading only (env, Pack, each DE fit,
+// no CDC Import would refuse: *CDCError); 2. the gate (a refusal stores
+// nothing: OutcomeBlocked without DocumentIDs); 3. import, all or none, and
+// claim; then Send's steps 4 and 5. So a refused lot leaves no document
+// behind. Errors are Import's and Send's.
 func (s *Sender) SendNew(ctx context.Context, env Env, lot Lote) (LotSend, error) {
 	c, err := s.admitNew(ctx, env, lot)
 	if err != nil || c.out.Status == OutcomeBlocked {
@@ -35,15 +23,11 @@ func (s *Sender) SendNew(ctx context.Context, env Env, lot Lote) (LotSend, error
 	return s.sendLot(c)
 }
 
-// SendNewDE sends one DE by SIFEN's synchronous siRecepDE (a gateway's),
-// through the RUC's gate exactly as a lot of one: SendNew's checks and
-// protocol, so the interval between two receptions of a RUC's documents
-// runs from the previous answer whichever service carried it, and no other
-// lot or DE of the RUC is on the wire meanwhile (docs/decisions/0120).
-// SIFEN's answer is the DE's result: approved (dProtAut) or rejected,
-// recorded at once. A DE already stored as a draft of the same XML is that
-// document. Errors are SendNew's, and ErrNoRecepcionDE when the Sender's
-// client does not implement deReceiver.
+// SendNewDE sends one DE by the synchronous siRecepDE through the RUC's gate
+// as a lot of one (SendNew's checks and protocol), so the interval runs from
+// the previous answer whichever service carried it (docs/decisions/0120).
+// SIFEN's answer, approved or rejected, is recorded at once. Errors are
+// SendNew's, and ErrNoRecepcionDE when the client is no deReceiver.
 func (s *Sender) SendNewDE(ctx context.Context, env Env, de DE) (DESend, error) {
 	recv, ok := s.client.(deReceiver)
 	if !ok {
@@ -75,24 +59,14 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 	if err := s.checkCDCs(ctx, env, lot.DEs); err != nil {
 		return claimed{}, err
 	}
-	ruc := lot.DEs[0].RUC
-	c.out = LotSend{Env: env, RUC: ruc, LotHash: c.packed.Hash}
-	c.key = RecepcionKey(env, ruc)
-
 	// 2. The RUC's gate.
-	d, err := s.limiter.Take(ctx, ledgerRef(nil, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	now, err := s.gate(ctx, &c, env, nil)
 	if err != nil {
 		return claimed{}, fmt.Errorf("sifen: send lot %.16s: %w", c.packed.Hash, err)
 	}
-	now := s.clock()
-	if !d.Allowed {
-		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		c.out.Message = c.out.Blocked().message()
+	if c.out.Status == OutcomeBlocked {
 		return c, nil
 	}
-	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	// Admitted: what follows runs to its end whatever the caller does.
-	c.bg = context.WithoutCancel(ctx)
 
 	// 3. Import and claim. Nobody else can claim the new drafts while the
 	// gate holds the RUC, but a send refused by it records its wait on
@@ -104,7 +78,7 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 		for range 3 {
 			var rows []Document
 			if rows, err = s.docs.Documents(c.bg, ids, false); err == nil {
-				err = s.docs.Claim(c.bg, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: ruc, Now: now})
+				err = s.docs.Claim(c.bg, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now})
 			}
 			if !errors.Is(err, ErrNotSendable) {
 				break
@@ -124,8 +98,8 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 	return c, nil
 }
 
-// checkCDCs refuses (*CDCError) a DE whose CDC a document of env holds
-// that Import would not give it to (Reimportable), reading only.
+// checkCDCs refuses (*CDCError) a DE whose CDC a document of env holds that
+// Import would not give it to, reading only.
 func (s *Sender) checkCDCs(ctx context.Context, env Env, des []DE) error {
 	cdcs := make([]string, len(des))
 	for i, de := range des {

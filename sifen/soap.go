@@ -22,9 +22,7 @@ const (
 	ServiceConsultaDE    = "siConsDE"
 )
 
-// Response codes of SIFEN (manual técnico v150). Codes are strings: they
-// have leading zeros. CodeLotNotQueued is exported because a caller meets
-// it in LotSend.Code; the others are read by the Sender alone.
+// SIFEN's response codes (manual técnico v150): strings, with leading zeros.
 const (
 	// siRecepLoteDE (dCodRes).
 	codeLotQueued    = "0300" // Lote recibido con éxito
@@ -54,9 +52,9 @@ const TimeLayout = "2006-01-02T15:04:05-07:00"
 // EnvioLote is the body of siRecepLoteDE.
 type EnvioLote struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnvioLote"`
-	// ID (dId) identifies the request: up to 15 digits.
-	ID string `xml:"dId"`
-	// XDE is the base64 of a ZIP holding the rLoteDE document.
+	// ID (dId) identifies the request: up to 15 digits. XDE is the base64 of a
+	// ZIP holding the rLoteDE.
+	ID  string `xml:"dId"`
 	XDE string `xml:"xDE"`
 }
 
@@ -68,8 +66,8 @@ type EnvioLoteResponse struct {
 	// Code is "0300" or CodeLotNotQueued.
 	Code    string `xml:"dCodRes"`
 	Message string `xml:"dMsgRes"`
-	// LotNumber (dProtConsLote) is the lot's number when it was queued. It
-	// is a string: up to 17 digits and more.
+	// LotNumber (dProtConsLote) is the queued lot's number: a string of 17
+	// digits and more.
 	LotNumber string `xml:"dProtConsLote,omitempty"`
 	// ProcessingTime (dTpoProces) is SIFEN's estimate, in seconds.
 	ProcessingTime string `xml:"dTpoProces,omitempty"`
@@ -95,14 +93,12 @@ type ConsultaLoteResponse struct {
 
 // DEResult is the result of one DE of a processed lot.
 type DEResult struct {
-	// CDC (id) of the DE.
 	CDC string `xml:"id"`
-	// Status (dEstRes) is "Aprobado", ResultApprovedWithObs or "Rechazado".
-	Status string `xml:"dEstRes"`
-	// AuthNumber (dProtAut) is the authorization protocol of an approved DE.
-	AuthNumber string `xml:"dProtAut,omitempty"`
-	// Messages (gResProc) explain the result: codes and texts.
-	Messages []ResultMessage `xml:"gResProc"`
+	// Status (dEstRes) is "Aprobado", ResultApprovedWithObs or "Rechazado";
+	// AuthNumber (dProtAut) the approval's protocol; Messages its codes and texts.
+	Status     string          `xml:"dEstRes"`
+	AuthNumber string          `xml:"dProtAut,omitempty"`
+	Messages   []ResultMessage `xml:"gResProc"`
 }
 
 // Approved reports whether the DE was approved (with or without
@@ -129,62 +125,58 @@ type ConsultaDEResponse struct {
 	// Code is "0422" or "0420".
 	Code    string `xml:"dCodRes"`
 	Message string `xml:"dMsgRes"`
-	// Content (xContenDE) is the DE and its approval, when found: the
-	// element's content as it came (child elements, escaped XML or a CDATA
-	// section); AuthNumber reads dProtAut from it.
+	// Content (xContenDE) is the DE and its approval when found, as it came
+	// (elements, escaped XML or CDATA); AuthNumber reads dProtAut from it.
 	Content string `xml:"xContenDE,omitempty"`
 }
 
-// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML
-// whole: SIFEN sends the DE in it as child elements, as escaped text or in
-// a CDATA section, and a string field would keep only the text.
+// consultaDEWire is rEnviConsDeResponse on the wire, xContenDE's inner XML
+// kept whole (a string field would keep only its text).
+type consultaDEWire struct {
+	ProcessedAt string `xml:"dFecProc"`
+	Code        string `xml:"dCodRes"`
+	Message     string `xml:"dMsgRes"`
+	Content     *struct {
+		Inner string `xml:",innerxml"`
+	} `xml:"xContenDE,omitempty"`
+}
+
+// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML whole.
 func (r *ConsultaDEResponse) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
-	var aux struct {
-		ProcessedAt string `xml:"dFecProc"`
-		Code        string `xml:"dCodRes"`
-		Message     string `xml:"dMsgRes"`
-		Content     struct {
-			Inner string `xml:",innerxml"`
-		} `xml:"xContenDE"`
-	}
+	var aux consultaDEWire
 	if err := d.DecodeElement(&aux, &start); err != nil {
 		return err
 	}
-	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message, Content: aux.Content.Inner}
+	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message}
+	if aux.Content != nil {
+		r.Content = aux.Content.Inner
+	}
 	return nil
 }
 
-// MarshalXML writes Content as XML, as UnmarshalXML keeps it (so that a
-// decoded answer encodes back to the same document).
+// MarshalXML writes Content as XML, as UnmarshalXML keeps it (a decoded
+// answer encodes back to the same document).
 func (r ConsultaDEResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	type content struct {
-		Inner string `xml:",innerxml"`
-	}
-	aux := struct {
-		ProcessedAt string   `xml:"dFecProc"`
-		Code        string   `xml:"dCodRes"`
-		Message     string   `xml:"dMsgRes"`
-		Content     *content `xml:"xContenDE,omitempty"`
-	}{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
+	aux := consultaDEWire{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
 	if r.Content != "" {
-		aux.Content = &content{Inner: r.Content}
+		aux.Content = &struct {
+			Inner string `xml:",innerxml"`
+		}{r.Content}
 	}
-	start.Name = xml.Name{Space: "http://ekuatia.set.gov.py/sifen/xsd", Local: "rEnviConsDeResponse"}
+	start.Name = xml.Name{Space: Namespace, Local: "rEnviConsDeResponse"}
 	return e.EncodeElement(aux, start)
 }
 
 // retEnviDe is rRetEnviDe, SIFEN's protocol of one DE (manual técnico v150,
-// §7.4, Schema XML 3 and 4). SIFEN also answers it, with HTTP 200 or 400,
-// to a request of another service it refuses before reading it (0160 "XML
-// Mal Formado"): the refusal of that request, not of a DE.
+// §7.4). SIFEN also answers it, on HTTP 200 or 400, to a request of another
+// service it refuses unread (0160 "XML Mal Formado").
 type retEnviDe struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rRetEnviDe"`
 	Prot    ProtDE   `xml:"rProtDe"`
 }
 
-// ProtDE is rProtDe. The manual's example puts dEstRes, dProtAut, dCodRes
-// and dMsgRes inside gResProc; SIFEN's answers put dEstRes and dProtAut
-// beside it. Both are read.
+// ProtDE is rProtDe. dEstRes and dProtAut are read beside gResProc (SIFEN's
+// answers) and inside it (the manual's example).
 type ProtDE struct {
 	CDC         string          `xml:"id"`
 	ProcessedAt string          `xml:"dFecProc"`
@@ -213,11 +205,21 @@ func (p ProtDE) Code() (code, message string) {
 
 // State is dEstRes, wherever it was written.
 func (p ProtDE) State() string {
-	if s := strings.TrimSpace(p.Status); s != "" {
+	return p.first(p.Status, func(m ProtDEMessage) string { return m.Status })
+}
+
+// authNumber is dProtAut, wherever it was written.
+func (p ProtDE) authNumber() string {
+	return p.first(p.AuthNumber, func(m ProtDEMessage) string { return m.AuthNumber })
+}
+
+// first returns own, trimmed, or else the first non-blank field of a gResProc.
+func (p ProtDE) first(own string, field func(ProtDEMessage) string) string {
+	if s := strings.TrimSpace(own); s != "" {
 		return s
 	}
 	for _, r := range p.Results {
-		if s := strings.TrimSpace(r.Status); s != "" {
+		if s := strings.TrimSpace(field(r)); s != "" {
 			return s
 		}
 	}
@@ -233,16 +235,11 @@ type soapFault struct {
 
 func (f *soapFault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
 
-// The SOAP 1.2 fault codes (SOAP 1.2 Part 1, §5.4.6), as Fault.Kind
-// returns them.
-const (
-	faultSender              = "Sender"
-	faultReceiver            = "Receiver"
-	faultVersionMismatch     = "VersionMismatch"
-	faultMustUnderstand      = "MustUnderstand"
-	faultDataEncodingUnknown = "DataEncodingUnknown"
-)
+// faultReceiver is the SOAP 1.2 fault code blaming the receiver (SOAP 1.2
+// Part 1, §5.4.6), as faultKind returns it.
+const faultReceiver = "Receiver"
 
+// faultKind is a fault code without its namespace prefix.
 func faultKind(code string) string {
 	code = strings.TrimSpace(code)
 	if i := strings.LastIndexByte(code, ':'); i >= 0 {
@@ -275,11 +272,10 @@ func MarshalSOAP(body any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// UnmarshalSOAP reads a SOAP 1.2 envelope whose body holds a T, or a
-// Fault. It returns the body, or the fault, or an error: a *RemoteError
-// with SIFEN's Code and Message (wrapping ErrRemote) when the body holds
-// SIFEN's generic refusal rRetEnviDe instead of a T; otherwise, when data
-// is not a SOAP 1.2 envelope holding either, one wrapping ErrMalformedXML.
+// UnmarshalSOAP reads a SOAP 1.2 envelope whose body holds a T or a Fault,
+// and returns either. When it holds SIFEN's generic refusal rRetEnviDe the
+// error is a *RemoteError with its Code and Message; when neither, an error
+// wrapping ErrMalformedXML.
 func UnmarshalSOAP[T any](data []byte) (*T, *soapFault, error) {
 	var env envelope[T]
 	if err := xml.Unmarshal(data, &env); err != nil {
@@ -304,9 +300,6 @@ func UnmarshalSOAP[T any](data []byte) (*T, *soapFault, error) {
 
 // parseTime reads dFecProc; the zero time when it cannot.
 func parseTime(s string) time.Time {
-	t, err := time.Parse(TimeLayout, strings.TrimSpace(s))
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := time.Parse(TimeLayout, strings.TrimSpace(s))
 	return t
 }

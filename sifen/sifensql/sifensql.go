@@ -20,11 +20,9 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// store is the SQL sifen.DocumentStore. Safe for concurrent use. Reads and
-// transactions run again after a transient failure, through the throttle
-// store's Retry; a COMMIT whose answer was lost never runs again
-// (sqlstore.ErrCommitInDoubt, docs/decisions/0020): a claim that may have
-// landed is settled by Resolve.
+// store is the SQL sifen.DocumentStore, safe for concurrent use. Reads and
+// transactions run again after a transient failure (the throttle store's
+// Retry), never a COMMIT in doubt (docs/decisions/0020).
 type store struct {
 	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
 	read  *sqlx.DB
@@ -109,6 +107,24 @@ func documents(rows []docRow) []sifen.Document {
 	return out
 }
 
+// selectDocs runs the read q (rebound) and returns its documents.
+func (s *store) selectDocs(ctx context.Context, op, q string, args ...any) ([]sifen.Document, error) {
+	var rows []docRow
+	err := s.readRetried(ctx, op, func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...) })
+	return documents(rows), err
+}
+
+// exec runs q (rebound) on tx and returns the rows it affected; a failure is
+// a store failure.
+func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	if err != nil {
+		return 0, wrapDB(err)
+	}
+	n, err := res.RowsAffected()
+	return n, wrapDB(err)
+}
+
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // dbError wraps a database failure as the throttle engine does: a context
@@ -123,11 +139,10 @@ func dbError(op string, err error) error {
 	return fmt.Errorf("sifen: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
 }
 
-// inTx runs fn in one write transaction, all of it again after a
-// transient failure before the COMMIT (fn may run more than once: it must
-// do nothing but its statements on tx). A rule's error (anything fn
-// returns not wrapped by wrapDB) is returned as is, never retried; a
-// commit in doubt wraps sqlstore.ErrCommitInDoubt and is never retried.
+// inTx runs fn in one write transaction, all again after a transient failure
+// before the COMMIT (fn must do nothing but its statements on tx). A rule's
+// error (one fn returns not wrapped by wrapDB) is returned as is, and a
+// commit in doubt (sqlstore.ErrCommitInDoubt) is never retried.
 func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
 	var ruleErr error
 	err := s.retry(ctx, op, func() error {
@@ -173,15 +188,6 @@ func wrapDB(err error) error {
 
 // Documents implements sifen.DocumentStore.
 func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
-	rows, err := s.get(ctx, s.read, ids, withXML)
-	if err != nil {
-		return nil, err
-	}
-	return documents(rows), nil
-}
-
-// get returns the rows with ids, in id order; ErrNotFound names a missing one.
-func (s *store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, withXML bool) ([]docRow, error) {
 	cols := listColumns
 	if withXML {
 		cols = docColumns
@@ -190,24 +196,20 @@ func (s *store) get(ctx context.Context, db sqlx.QueryerContext, ids []int64, wi
 	if err != nil {
 		return nil, fmt.Errorf("sifen: get documents: %w", err)
 	}
-	var rows []docRow
-	if err := s.readRetried(ctx, "get documents", func() error {
-		return sqlx.SelectContext(ctx, db, &rows, s.read.Rebind(q), args...)
-	}); err != nil {
+	docs, err := s.selectDocs(ctx, "get documents", q, args...)
+	if err != nil {
 		return nil, err
 	}
-	if len(rows) != len(ids) {
-		found := make(map[int64]bool, len(rows))
-		for _, r := range rows {
-			found[r.ID] = true
-		}
-		for _, id := range ids {
-			if !found[id] {
-				return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
-			}
+	found := make(map[int64]bool, len(docs))
+	for _, d := range docs {
+		found[d.ID] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
 		}
 	}
-	return rows, nil
+	return docs, nil
 }
 
 // List implements sifen.DocumentStore.
@@ -219,25 +221,23 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 	if f.RUC != "" {
 		where, args = append(where, "ruc = ?"), append(args, f.RUC)
 	}
-	if len(f.Statuses) > 0 {
-		marks := make([]string, len(f.Statuses))
-		for i, st := range f.Statuses {
-			marks[i] = "?"
-			args = append(args, string(st))
+	in := func(col string, vals []string) {
+		if len(vals) > 0 {
+			where = append(where, col+" IN (?"+strings.Repeat(", ?", len(vals)-1)+")")
+			for _, v := range vals {
+				args = append(args, v)
+			}
 		}
-		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
 	}
+	statuses := make([]string, len(f.Statuses))
+	for i, st := range f.Statuses {
+		statuses[i] = string(st)
+	}
+	in("status", statuses)
 	if f.LotNumber != "" {
 		where, args = append(where, "lot_number = ?"), append(args, f.LotNumber)
 	}
-	if len(f.CDCs) > 0 {
-		marks := make([]string, len(f.CDCs))
-		for i, cdc := range f.CDCs {
-			marks[i] = "?"
-			args = append(args, cdc)
-		}
-		where = append(where, "cdc IN ("+strings.Join(marks, ", ")+")")
-	}
+	in("cdc", f.CDCs)
 	if f.BeforeID > 0 {
 		where, args = append(where, "id < ?"), append(args, f.BeforeID)
 	}
@@ -245,24 +245,17 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 	if limit <= 0 {
 		limit = 100
 	}
-	limit = min(limit, 1000)
-	q := `SELECT ` + listColumns + ` FROM balde_documents WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
-	var rows []docRow
-	if err := s.readRetried(ctx, "list documents", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
-	}); err != nil {
+	docs, err := s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`,
+		append(args, min(limit, 1000))...)
+	if err != nil {
 		return nil, err
 	}
-	return documents(rows), nil
+	return docs, nil
 }
 
 // CountByStatus implements sifen.DocumentStore.
 func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
-	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents GROUP BY status`, []any{}
-	if env != "" {
-		q, args = `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? GROUP BY status`, []any{string(env)}
-	}
+	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? OR ? = '' GROUP BY status`, []any{string(env), string(env)}
 	var rows []struct {
 		Status string `db:"status"`
 		N      int64  `db:"n"`
@@ -298,9 +291,8 @@ func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, repla
 }
 
 // importDE inserts de, or turns the document holding its CDC back into a
-// draft of the new XML when sifen.Reimportable allows it. An INSERT that
-// meets a row another import committed meanwhile reads it again and treats
-// it as any CDC already stored (docs/decisions/0057): never a store failure.
+// draft when sifen.Reimportable allows it. A CDC another import committed
+// meanwhile is read again like any stored CDC (docs/decisions/0057).
 func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	for range 2 {
 		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
@@ -319,10 +311,9 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
 }
 
-// findDocumentByCDC reads the document of env holding cdc, with its XML;
-// found is false when there is none. On PostgreSQL the row stays locked
-// until the transaction ends: a claim committed meanwhile is seen (the
-// document is no longer reimportable), never overwritten.
+// findDocumentByCDC reads env's document holding cdc, with its XML. On
+// PostgreSQL the row stays locked until the transaction ends, so a claim
+// committed meanwhile is seen, never overwritten.
 func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc string) (sifen.Document, bool, error) {
 	var existing []docRow
 	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
@@ -363,9 +354,8 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 	return ex.ID, wrapDB(err)
 }
 
-// insertDocument inserts de as a new draft of env and returns its id;
-// inserted is false when another transaction committed de's CDC first (the
-// unique (env, cdc) constraint), and nothing was written.
+// insertDocument inserts de as a new draft of env; inserted is false when
+// another transaction committed its CDC first, and nothing was written.
 func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (id int64, inserted bool, err error) {
 	// RETURNING rows are drained (rows.Next to the end): an unfinished
 	// statement would stop SQLite's WAL checkpoints.
@@ -391,38 +381,30 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 	return id, inserted, wrapDB(rows.Close())
 }
 
-// Claim implements sifen.DocumentStore: in one transaction it registers
-// the lot (refused if it is there already: a lot is never sent twice) and
-// moves every document from draft/error to sending, each conditional on the
-// version read. Any document claimed or changed meanwhile aborts the whole
-// claim.
+// Claim implements sifen.DocumentStore: one transaction registers the lot
+// (a lot is never sent twice) and moves every document to sending, each
+// conditional on the version read; any change meanwhile aborts it all.
 func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, tx.Rebind(`
+		n, err := exec(ctx, tx, `
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
-			ON CONFLICT (env, hash) DO NOTHING`),
+			ON CONFLICT (env, hash) DO NOTHING`,
 			string(c.Env), c.Lot.Hash, c.RUC.Number, sqltime.Nanos(c.Now))
 		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return wrapDB(err)
+			return err
 		} else if n == 0 {
 			return fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)
 		}
 		for _, d := range c.Docs {
-			res, err := tx.ExecContext(ctx, tx.Rebind(`
+			n, err := exec(ctx, tx, `
 				UPDATE balde_documents SET
 					status = 'sending', claim = ?, claimed_at = ?, lot_hash = ?,
 					message = '', retry_at = NULL, version = version + 1, updated_at = ?
-				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`),
+				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`,
 				c.Token, sqltime.Nanos(c.Now), c.Lot.Hash, sqltime.Nanos(c.Now), d.ID, d.Version)
 			if err != nil {
-				return wrapDB(err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return wrapDB(err)
+				return err
 			} else if n != 1 {
 				return fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)
 			}
@@ -431,9 +413,8 @@ func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 	})
 }
 
-// Release implements sifen.DocumentStore: it writes the settle to the
-// documents still held by r.Token and updates the lot (dropped when SIFEN
-// does not have it, queued with its number and first query when it does).
+// Release implements sifen.DocumentStore: the settle goes to the documents
+// still held by r.Token, and the lot is updated (updateLot).
 func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 	var n int64
 	var sentAt sql.NullInt64
@@ -454,12 +435,8 @@ func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
-		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return wrapDB(err)
+		if n, err = exec(ctx, tx, q, args...); err != nil {
+			return err
 		}
 		return wrapDB(updateLot(ctx, tx, r.Env, r.Hash, r.St))
 	})
@@ -478,8 +455,7 @@ func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st 
 	case st.Status == sifen.StatusSending:
 		return nil
 	default:
-		// SIFEN does not have the lot, unless one of its documents says
-		// otherwise (Resolve settles them one by one).
+		// SIFEN does not have the lot, unless a document says so (Resolve).
 		_, err := tx.ExecContext(ctx, tx.Rebind(`
 			DELETE FROM balde_document_lots
 			WHERE env = ? AND hash = ? AND NOT EXISTS (
@@ -526,12 +502,8 @@ func (s *store) update(ctx context.Context, op, q string, args ...any) error {
 
 // Stale implements sifen.DocumentStore.
 func (s *store) Stale(ctx context.Context, cutoff time.Time) ([]sifen.Document, error) {
-	var rows []docRow
-	err := s.readRetried(ctx, "find documents left sending", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
-		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`), sqltime.Nanos(cutoff))
-	})
-	return documents(rows), err
+	return s.selectDocs(ctx, "find documents left sending", `SELECT `+listColumns+` FROM balde_documents
+		WHERE status = 'sending' AND claimed_at <= ? ORDER BY id`, sqltime.Nanos(cutoff))
 }
 
 // lotRow is a lot with documents still sent, and its schedule.
@@ -569,24 +541,19 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 }
 
 // ScheduleLot implements sifen.DocumentStore with a compare-and-set on
-// next_query_at: one UPDATE whose condition a concurrent writer's commit
-// makes false (SQLite: one writer at a time; PostgreSQL, READ COMMITTED:
-// the condition is checked again on the row another transaction updated).
+// next_query_at: a concurrent writer's commit makes its condition false
+// (SQLite: one writer; PostgreSQL READ COMMITTED rechecks the updated row).
 func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, dueBy, at time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, tx.Rebind(`
+		var err error
+		if n, err = exec(ctx, tx, `
 			UPDATE balde_document_lots SET next_query_at = ?
-			WHERE env = ? AND lot_number = ? AND (next_query_at IS NULL OR next_query_at <= ?)`),
-			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy))
-		if err != nil {
-			return wrapDB(err)
+			WHERE env = ? AND lot_number = ? AND (next_query_at IS NULL OR next_query_at <= ?)`,
+			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy)); err != nil || n > 0 {
+			return err
 		}
-		if n, err = res.RowsAffected(); err != nil || n > 0 {
-			return wrapDB(err)
-		}
-		// Nothing moved: another process did first, unless the lot has no
-		// row to share a schedule on.
+		// Nothing moved: another process did, unless the lot has no row.
 		return wrapDB(tx.GetContext(ctx, &n, tx.Rebind(`
 			SELECT CASE WHEN EXISTS (SELECT 1 FROM balde_document_lots WHERE env = ? AND lot_number = ?) THEN 0 ELSE 1 END`),
 			string(env), lotNumber))
@@ -596,29 +563,22 @@ func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string
 
 // LotDocuments implements sifen.DocumentStore.
 func (s *store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber string) ([]sifen.Document, error) {
-	var rows []docRow
-	err := s.readRetried(ctx, "find documents of lot", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(`SELECT `+listColumns+` FROM balde_documents
-		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`), string(env), lotNumber)
-	})
-	return documents(rows), err
+	return s.selectDocs(ctx, "find documents of lot", `SELECT `+listColumns+` FROM balde_documents
+		WHERE env = ? AND lot_number = ? AND status = 'sent' ORDER BY id`, string(env), lotNumber)
 }
 
 // Finish implements sifen.DocumentStore.
 func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
 	var n int64
 	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, tx.Rebind(`
+		var err error
+		if n, err = exec(ctx, tx, `
 			UPDATE balde_documents SET status = ?, message = ?, response_code = ?, result = ?, auth_number = ?,
 				version = version + 1, updated_at = ?
-			WHERE id = ? AND version = ? AND status = 'sent'`),
+			WHERE id = ? AND version = ? AND status = 'sent'`,
 			string(st.Status), st.Message, nullString(st.ResponseCode), nullString(st.Result), nullString(st.AuthNumber),
-			sqltime.Nanos(now), d.ID, d.Version)
-		if err != nil {
-			return wrapDB(err)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return wrapDB(err)
+			sqltime.Nanos(now), d.ID, d.Version); err != nil {
+			return err
 		}
 		if n == 1 && d.LotHash != "" {
 			return wrapDB(updateLot(ctx, tx, d.Env, d.LotHash, st))
@@ -629,8 +589,7 @@ func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 }
 
 // ShareInterval implements sifen.DocumentStore: the stored interval only
-// grows, in one statement, whatever other processes store meanwhile; a
-// process that stores nothing only reads.
+// grows, in one statement; a process storing nothing only reads.
 func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
 	var before []int64
 	if err := s.readRetried(ctx, "read the SIFEN interval", func() error {

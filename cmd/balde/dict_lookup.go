@@ -113,10 +113,8 @@ func learnCategory(ctx context.Context, eng *engine) error {
 	return nil
 }
 
-// readLookups reads path ("-" is stdin) with dictlookup.ReadLookupRequests: one
-// key per line, or "key,payer" CSV, with an optional header line and "#"
-// comments. Every key and payer is validated; the first bad line is a usage
-// error naming it.
+// readLookups reads path ("-" is stdin) with dictlookup.ReadLookupRequests;
+// the first bad line is a usage error naming it.
 func readLookups(m *Main, path, defaultPayer string) ([]dict.LookupRequest, error) {
 	var r io.Reader = m.Stdin
 	if path != "-" {

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/balde-throttle/balde/migrations"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
@@ -74,40 +72,18 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	// transient error, as Open's are: a new SQLite file another instance
 	// is switching to WAL answers SQLITE_BUSY without waiting, and Up is
 	// idempotent.
-	r := newRetrier(nil, "open")
-	r.logger, r.driver = opts.Logger, d
-	for {
+	err := retryOpen(ctx, "open", opts, func() error {
 		err := checkSQLitePool(ctx, d, db)
 		if err == nil && opts.Migrate {
-			err = MigrateDB(ctx, db, d, func(m *migrations.Migrator) error {
-				if opts.Logger != nil {
-					m.Logger = opts.Logger
-				}
-				return m.Up()
-			})
+			err = MigrateDB(ctx, db, d, opts.up)
 		}
-		if err == nil {
-			break
-		}
-		if !r.again(ctx, err) {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{
-		engine:      engine,
-		driver:      d,
-		now:         opts.Clock,
-		logger:      opts.Logger,
-		shared:      true,
-		policyID:    make(map[string]int64),
-		policyNames: make(map[int64]string),
-	}
-	if s.now == nil {
-		s.now = throttle.SystemClock
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
+	s := newStore(engine, opts)
+	s.shared = true
 	if engine == SQLite {
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write = sqlx.NewDb(db, "sqlite3")

@@ -182,14 +182,9 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery, withCurs
 		conds, args = append(conds, "policy_id = ?"), append(args, id)
 	}
 	if len(q.Reasons) > 0 {
-		var in []string
-		for _, r := range q.Reasons {
-			in, args = append(in, "?"), append(args, int64(r))
-			if r == throttle.LedgerTake {
-				in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
-			}
-		}
-		conds = append(conds, "reason IN ("+strings.Join(in, ", ")+")")
+		var in string
+		in, args = reasonsIn(q.Reasons, args)
+		conds = append(conds, in)
 	}
 	if !q.Since.IsZero() {
 		conds, args = append(conds, "at >= ?"), append(args, nanos(q.Since))
@@ -282,16 +277,23 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int)
 	args = append(append(append(append(append(args, startArgs...), k...), sinceArgs...), k...), depth)
 	args = append(args, sinceArgs...)
 	if len(q.Reasons) > 0 {
-		var in []string
-		for _, r := range q.Reasons {
-			in, reasonArgs = append(in, "?"), append(reasonArgs, int64(r))
-			if r == throttle.LedgerTake {
-				in, reasonArgs = append(in, "?"), append(reasonArgs, int64(reasonMinuteOfTakes))
-			}
-		}
-		reasons = "WHERE reason IN (" + strings.Join(in, ", ") + ")"
+		reasons, reasonArgs = reasonsIn(q.Reasons, nil)
+		reasons = "WHERE " + reasons
 	}
 	return cte, reasons, args, reasonArgs, true, nil
+}
+
+// reasonsIn is the condition "reason IN (?, ...)" of reasons, a take's
+// including the aggregated take rows, and args with its arguments.
+func reasonsIn(reasons []throttle.LedgerReason, args []any) (string, []any) {
+	var in []string
+	for _, r := range reasons {
+		in, args = append(in, "?"), append(args, int64(r))
+		if r == throttle.LedgerTake {
+			in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
+		}
+	}
+	return "reason IN (" + strings.Join(in, ", ") + ")", args
 }
 
 // bucketLedger reads one bucket's latest rows by walking its chain.

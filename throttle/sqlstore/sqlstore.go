@@ -161,38 +161,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
 	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
-		r := newRetrier(nil, "migrate up")
-		r.logger = opts.Logger
-		r.driver = d
-		for {
-			err := migrate(ctx, dsn, opts, func(m *migrations.Migrator) error {
-				if opts.Logger != nil {
-					m.Logger = opts.Logger
-				}
-				return m.Up()
-			})
-			if err == nil {
-				break
-			}
-			if !r.again(ctx, err) {
-				return nil, err
-			}
+		if err := retryOpen(ctx, "migrate up", opts, func() error { return migrate(ctx, dsn, opts, opts.up) }); err != nil {
+			return nil, err
 		}
 	}
-	s := &Store{
-		engine:      engine,
-		driver:      d,
-		now:         opts.Clock,
-		logger:      opts.Logger,
-		policyID:    make(map[string]int64),
-		policyNames: make(map[int64]string),
-	}
-	if s.now == nil {
-		s.now = throttle.SystemClock
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
+	s := newStore(engine, opts)
 	maxConns := opts.MaxConns
 	if maxConns <= 0 {
 		maxConns = 16
@@ -447,16 +420,41 @@ func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *sl
 	defer db.Close()
 	var version int64
 	var dirty bool
-	r := newRetrier(nil, "schema version")
-	r.logger = logger
-	r.driver = d
+	err = retryOpen(ctx, "schema version", Options{Driver: d, Logger: logger}, func() error {
+		return db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
+	})
+	return err == nil && version == int64(latest) && !dirty
+}
+
+// newStore is a store of opts on engine, before its pools.
+func newStore(engine Engine, opts Options) *Store {
+	s := &Store{engine: engine, driver: opts.Driver, now: opts.Clock, logger: opts.Logger,
+		policyID: make(map[string]int64), policyNames: make(map[int64]string)}
+	if s.now == nil {
+		s.now = throttle.SystemClock
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// up runs m's pending migrations, logging to o.Logger when set.
+func (o Options) up(m *migrations.Migrator) error {
+	if o.Logger != nil {
+		m.Logger = o.Logger
+	}
+	return m.Up()
+}
+
+// retryOpen runs fn, a step of opening a store, again after transient
+// errors (retrier.again), logging to opts.Logger.
+func retryOpen(ctx context.Context, op string, opts Options, fn func() error) error {
+	r := retrier{op: op, logger: opts.Logger, driver: opts.Driver, start: time.Now()}
 	for {
-		err = db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
-		if err == nil {
-			return version == int64(latest) && !dirty
-		}
-		if !r.again(ctx, err) {
-			return false
+		err := fn()
+		if err == nil || !r.again(ctx, err) {
+			return err
 		}
 	}
 }

@@ -278,17 +278,6 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 	return found, nil
 }
 
-func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	return chunks(len(rows), func(lo, hi int) error {
-		st, err := prepared(w.upsert, hi-lo)
-		if err != nil {
-			return err
-		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
-		return err
-	})
-}
-
 // updateBuckets writes rows that exist: one by the UPDATE of its primary
 // key, several in one UPDATE ... FROM (VALUES ...) per chunk.
 func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
@@ -299,12 +288,17 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
-	return chunks(len(rows), func(lo, hi int) error {
-		st, err := prepared(w.updates, hi-lo)
-		if err != nil {
-			return err
+	return execChunks(ctx, tx, w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })
+}
+
+// execChunks runs the statement of cache on consecutive chunks of n rows
+// (chunks), args giving each chunk's arguments.
+func execChunks(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stmt, n int, args func(lo, hi int) []any) error {
+	return chunks(n, func(lo, hi int) error {
+		st, err := prepared(cache, hi-lo)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args(lo, hi)...)
 		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
 		return err
 	})
 }
@@ -374,7 +368,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
-	if err := w.upsertBuckets(ctx, tx, ws.inserts); err != nil {
+	if err := execChunks(ctx, tx, w.upsert, len(ws.inserts), func(lo, hi int) []any { return bucketArgs(ws.inserts[lo:hi]) }); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)
@@ -382,17 +376,12 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 
 // insertLedger inserts rows, numbered and linked.
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	return chunks(len(rows), func(lo, hi int) error {
-		st, err := prepared(w.ledger, hi-lo)
-		if err != nil {
-			return err
-		}
+	return execChunks(ctx, tx, w.ledger, len(rows), func(lo, hi int) []any {
 		args := make([]any, 0, 11*(hi-lo))
 		for _, r := range rows[lo:hi] {
 			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
 				r.delta, r.balance, r.n, nullInt(r.prev), nullString(r.ref))
 		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-		return err
+		return args
 	})
 }

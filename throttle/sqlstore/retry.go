@@ -19,28 +19,19 @@ import (
 )
 
 // ErrCommitInDoubt means a transaction's COMMIT was sent but its answer was
-// lost (the connection broke while committing): it may or may not have
-// been applied. The store never re-runs such a transaction, since running it
-// again could apply a decision twice (docs/decisions/0020). It always comes
-// wrapped with throttle.ErrStoreUnavailable, so a caller that does not
-// know it treats the decision as failed: it does not send, and at worst
-// the tokens of one decision were debited for a call never made. It wraps
-// throttle.ErrOutcomeUnknown, the engine's word for it, which a package
-// that must not import sqlstore checks before retrying a store failure.
+// lost: it may or may not have been applied, and the store never re-runs it
+// (docs/decisions/0020). It comes wrapped with throttle.ErrStoreUnavailable
+// and wraps throttle.ErrOutcomeUnknown, for packages that must not import
+// sqlstore.
 var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", throttle.ErrOutcomeUnknown)
 
-// Transient-error retries: the first retry after transientBackoff, each
-// next one after twice the previous (with ±50 % jitter, capped at
-// transientMaxBackoff), until transientMaxAttempts attempts in all,
-// transientBudget of waiting between them (4.5 s: longer than a 3 s storm
-// of terminated sessions, seen to outlast 2.5 s of retries at load average
-// 7, and than a PostgreSQL restart's usual few seconds), or
-// transientElapsedBudget since the first attempt began (the attempts
-// included), whichever comes first, and never past the caller's context.
-// The last bounds a call facing a stopped lock holder: each SQLite attempt
-// waits out busy_timeout (5 s), and 8 of them made a web DICT lookup answer
-// 503 after ~42 s; now a call fails after at most
-// transientElapsedBudget plus one attempt.
+// Transient-error retries: the first after transientBackoff, each next one
+// after twice the previous (±50 % jitter, capped at transientMaxBackoff),
+// until transientMaxAttempts attempts, transientBudget of waiting (longer
+// than a 3 s storm of terminated sessions or a PostgreSQL restart) or
+// transientElapsedBudget since the first attempt (bounding a call facing a
+// stopped SQLite lock holder: each attempt waits out busy_timeout),
+// whichever comes first, never past the caller's context (decision 0020).
 const (
 	transientMaxAttempts = 12
 	transientBackoff     = 20 * time.Millisecond
@@ -51,15 +42,10 @@ const (
 )
 
 // transient reports whether err is a failure of the database or of the
-// connection to it that is likely to pass by itself and after which the
-// statement or transaction did NOT take effect: what d classifies as
-// ClassTransient (on PostgreSQL a session terminated by an administrator or
-// a restarting server, 57P01/57P02/57P03, a connection exception, class 08,
-// a serialization failure or deadlock, 40001/40P01, too many connections,
-// 53300, a connection that could not be made; SQLite's
-// SQLITE_BUSY/SQLITE_LOCKED past its busy timeout), or, for an error that
-// is not the server's answer, a connection reset, refused or closed.
-// Errors of a COMMIT are classified by the caller (see ErrCommitInDoubt).
+// connection that is likely to pass and after which the statement did NOT
+// take effect: what d classifies as ClassTransient, or a connection reset,
+// refused or closed. Errors of a COMMIT are classified by the caller (see
+// ErrCommitInDoubt).
 func transient(d Driver, err error) bool {
 	if err == nil || errors.Is(err, ErrCommitInDoubt) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -191,14 +177,11 @@ func (s *Store) flushIdle() {
 }
 
 // CommitError returns the error of a transaction's COMMIT as Retry must see
-// it: nil stays nil; a commit that certainly did not apply (PostgreSQL
-// answered with a rollback, class 40, or SQLite reported the failure, which
-// it does synchronously) is returned as is, so that Retry may run the whole
-// transaction again when it is transient; anything else (the connection
-// broke while committing, the context ended mid-commit) may have committed
-// and comes back wrapped in ErrCommitInDoubt, which Retry never re-runs
-// (decision 0020). For packages that run their own transactions on DB()
-// inside Retry.
+// it: nil, or a commit that certainly did not apply (a PostgreSQL rollback,
+// class 40, or any SQLite failure), as is, so that Retry may run the
+// transaction again; anything else wrapped in ErrCommitInDoubt, which Retry
+// never re-runs (decision 0020). For packages that run their own
+// transactions on DB() inside Retry.
 func (s *Store) CommitError(err error) error {
 	if err == nil || definiteCommitFailure(s.driver, err) {
 		return err
@@ -225,21 +208,15 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 	}
 }
 
-// Retry runs fn again after transient store errors, the way the store's own
-// reads and decisions are (with backoff, about 4.5 s at most, never past
-// ctx), for packages that query the store's DB() or ReadDB() themselves
-// (sifen's documents, dict's records). fn must be safe to run twice: a
-// read, or a whole transaction that began and committed inside fn and
-// whose COMMIT error fn passes through CommitError (a commit in doubt
-// must not be re-run; see ErrCommitInDoubt and decision 0020).
-// It returns fn's last error unchanged; on a store that found its SQLite
-// file corrupt it does not run fn and returns an error wrapping
-// ErrDatabaseCorrupt and throttle.ErrStoreUnavailable: nothing is sent on
-// the strength of what a corrupt file says.
-//
-// Like the limiter's writes, fn's time counts against ctx's request bound
-// when it carries one (internal/storebound): once spent, Retry fails with
-// throttle.ErrStoreUnavailable.
+// Retry runs fn again after transient store errors, as the store's own
+// reads and decisions are (about 4.5 s at most, never past ctx), for
+// packages that query DB() or ReadDB() themselves. fn must be safe to run
+// twice: a read, or a whole transaction whose COMMIT error goes through
+// CommitError. It returns fn's last error unchanged; on a store that found
+// its SQLite file corrupt it does not run fn and returns an error wrapping
+// ErrDatabaseCorrupt and throttle.ErrStoreUnavailable. fn's time counts
+// against ctx's request bound (internal/storebound): once spent, Retry
+// fails with throttle.ErrStoreUnavailable.
 func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
 	exit := storebound.Enter(ctx)
 	err := s.withRetry(ctx, op, fn)

@@ -132,11 +132,9 @@ type rowWriter interface {
 	close() error
 }
 
-// writeSet is what a transaction writes back. The writer gives the ledger
-// rows ids in their order, links each to the previous row of its bucket
-// (heads holds each bucket's latest row before the transaction), points
-// every written bucket row at its latest ledger row, and adds each merge
-// (an aggregated take row whose id is its bucket's head) to that row.
+// writeSet is what a transaction writes back; heads holds each bucket's
+// latest ledger row before it, and merges the aggregated take rows to add
+// to their bucket's head row (see link).
 type writeSet struct {
 	inserts, updates []bucketRow
 	deletes          []rowKey
@@ -219,11 +217,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.write = sqlx.NewDb(db, "pgx")
 		s.read = s.write
 	}
-	// The first round trips are retried like any other (retry.go): a
-	// connection refused, reset or terminated while the batch opens its
-	// store must not end the batch (dict-lookup once exited 3 with
-	//  exit 3 with
-	// "open: driver: bad connection" under a kill storm).
+	// The first round trips are retried like any other (retry.go).
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()
 		return nil, formatError("open", err)
@@ -399,12 +393,8 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 }
 
 // postgresCurrent reports whether a PostgreSQL database is at the latest
-// migration, clean: then Open skips golang-migrate, whose run is a dozen
-// round trips on several sessions (pool, advisory lock, version table),
-// for one query retried like any read. Under sessions terminated every
-// 30 ms a whole migration run rarely got through and a batch's start
-// failed with exit 3 (TestStoreFaultsPostgres). Any doubt (an error, no
-// version table) answers false, and the migration runs as before.
+// migration, clean: then Open skips golang-migrate's dozen round trips for
+// one retried query. Any doubt answers false.
 func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *slog.Logger) bool {
 	if d.Engine() != Postgres {
 		return false
@@ -504,19 +494,12 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 
 // NonDurable returns s as a throttle.Store whose write transactions do not
 // wait for their commit to reach the disk: on PostgreSQL each runs with
-// synchronous_commit off (SET LOCAL, that transaction only), so a crash of
-// the database server may lose the last fraction of a second of its
-// commits — whole transactions, never part of one, and never anyone
-// else's. On SQLite it is s itself: synchronous=NORMAL in WAL mode already
-// syncs at checkpoints, not at each commit (decision 0008).
-//
-// It is for decisions whose loss costs nothing: the inbound limiter's (a
-// lost decision forgets a request to the application's own API). The DICT
-// and SIFEN mirrors decide through s, durably
-// (docs/decisions/0111-non-durable-inbound-commits.md). Exactness is the
-// same. On PostgreSQL a batch of rows that this process wrote last is
-// decided on its memory of them and written in one round trip, only if
-// no row changed since (optimistic.go, decision 0116).
+// synchronous_commit off (SET LOCAL), so a crash of the server may lose the
+// last fraction of a second of whole commits, and batches of rows this
+// process wrote last are written optimistically in one round trip
+// (optimistic.go, decision 0116). On SQLite it is s itself (decision 0008).
+// Exactness is the same. It is for decisions whose loss costs nothing, the
+// inbound limiter's (docs/decisions/0111-non-durable-inbound-commits.md).
 func (s *Store) NonDurable() throttle.Store {
 	if s.engine != Postgres {
 		return s

@@ -17,33 +17,12 @@ import (
 
 // SQLite checkpoints, off the commit path
 // (docs/decisions/0112-sqlite-background-checkpoints.md and
-// 0114-sqlite-wal-restarts-in-place.md).
-//
-// With wal_autocheckpoint, the transaction whose COMMIT takes the WAL past
-// the threshold runs the checkpoint itself: it copies thousands of pages
-// into the database file and syncs it while every other decision of the
-// process waits behind it (p99.9 82 ms with 32 callers on 1M keys). A
-// Store opened by Open on a SQLite file instead turns autocheckpoint off
-// on its writer and runs the checkpoints on a connection of their own, in
-// a goroutine: PASSIVE checkpoints, which never wait for a lock and never
-// stop a writer (readers and writers go on while frames are copied), as
-// every CheckpointEvery.
-//
-// Copying is not enough to bound the WAL: SQLite starts it again from its
-// beginning only when a write transaction begins with every frame copied,
-// which a background checkpoint racing a busy writer never achieves, so
-// the file grows. When it holds half of WALLimit, the checkpointer passes
-// again without pausing until a pass finds only a few new frames (or the
-// WAL holds three quarters of the limit), then catches up on the writer's
-// own connection (catchUp): a PASSIVE checkpoint there copies what is
-// left while the writers wait in line, and the writer's next transaction
-// starts the WAL again, overwriting the file in place. A TRUNCATE — which waits for the readers and holds the
-// writers while it copies, syncs and truncates the file (measured ~55 ms
-// for a 64 MiB WAL) — runs only when the WAL has grown past the limit
-// anyway: readers holding old snapshots keep the WAL from starting again
-// until they let go. Several processes on one file each run their own;
-// SQLite lets one checkpoint run at a time, and a PASSIVE one that finds
-// another running skips its turn.
+// 0114-sqlite-wal-restarts-in-place.md). A Store opened by Open on a SQLite
+// file turns wal_autocheckpoint off on its writer and runs PASSIVE
+// checkpoints on a connection of its own, in a goroutine. When the WAL
+// holds half of WALLimit it has the writer catch up (catchUp) so that the
+// WAL starts again in place; a TRUNCATE runs only past the limit. Several
+// processes on one file each run their own; SQLite runs one at a time.
 
 // Checkpoint defaults.
 const (

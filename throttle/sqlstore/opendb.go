@@ -34,14 +34,12 @@ func SQLiteDSN(path string) string {
 // opts.Migrate the pending migrations run first, on db (migrations.NewShared).
 //
 // SQLite: db must be a modernc.org/sqlite pool whose DSN has
-// _txlock=immediate and a busy_timeout (SQLiteDSN builds one); OpenDB checks
-// both on a file database and returns an error naming what is missing.
-// Without them a write transaction takes the lock only at its first write,
-// and one that loses the race to another process fails with SQLITE_BUSY
-// instead of waiting. WAL (in SQLiteDSN) lets reads go on during writes. The
-// store writes and reads through db; SetMaxOpenConns(1) on it makes writers
-// of this process queue in Go rather than on the file lock (balde's own
-// Open does that), at the price of reads waiting behind writes.
+// _txlock=immediate and a busy_timeout (SQLiteDSN builds one), without
+// which a transaction losing the race to another process fails with
+// SQLITE_BUSY instead of waiting; OpenDB checks both on a file database and
+// returns an error naming what is missing. SetMaxOpenConns(1) on db makes
+// this process's writers queue in Go rather than on the file lock, at the
+// price of reads waiting behind writes.
 //
 // PostgreSQL: db must be a pgx pool (github.com/jackc/pgx/v5/stdlib): the
 // store binds Go slices as PostgreSQL arrays. Its tables go in the first
@@ -105,14 +103,10 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 }
 
 // MigrateDB runs fn with a Migrator on an application's pool, which stays
-// open (see migrations.NewShared), under the lock every migration of the
-// database takes, whoever owns the pool: on SQLite the flock beside the
-// pool's file that Migrate takes on a DSN (lockSQLite; the file from
-// PRAGMA database_list, none for an in-memory database), on PostgreSQL
-// golang-migrate's advisory lock with the transaction lock of each
-// migration (migrations/atomic.go). Two application instances starting
-// together on one database so migrate it once (docs/decisions/0127). d is
-// the engine's Driver.
+// open (migrations.NewShared), under the lock every migration of the
+// database takes (SQLite: lockSQLite on the pool's file, none in memory;
+// PostgreSQL: golang-migrate's advisory lock), so instances starting
+// together migrate it once (docs/decisions/0127). d is the engine's Driver.
 func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
 	if d != nil && d.Engine() == SQLite {
 		path, pathErr := sqliteFile(ctx, db)

@@ -66,21 +66,22 @@ func checkSQLiteFile(path string) (exists bool, err error) {
 	return true, nil
 }
 
-// quickCheck runs PRAGMA quick_check on db (SQLite) until ctx ends. It
+// quickCheck runs PRAGMA quick_check on db (SQLite) until ctx ends: every
+// page and B-tree, without integrity_check's cross-check of indexes. It
 // returns an error wrapping ErrDatabaseCorrupt naming path when the check
 // fails, ctx's error when it was cut short, and other errors as they come.
-// quick_check reads every page of the file (O(size)) and checks the
-// structure of every B-tree and record; it skips only the cross-check of
-// indexes against their tables that integrity_check adds.
-func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
+func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) (err error) {
+	defer func() {
+		switch {
+		case err == nil || errors.Is(err, ErrDatabaseCorrupt):
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case isCorrupt(d, err):
+			err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
+		}
+	}()
 	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(10)`)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if isCorrupt(d, err) {
-			return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
-		}
 		return err
 	}
 	defer rows.Close()
@@ -92,17 +93,8 @@ func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 		}
 		problems = append(problems, line)
 	}
-	if err := rows.Err(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if isCorrupt(d, err) {
-			return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
-		}
+	if err := rows.Err(); err != nil || len(problems) == 1 && problems[0] == "ok" {
 		return err
-	}
-	if len(problems) == 1 && problems[0] == "ok" {
-		return nil
 	}
 	return fmt.Errorf("%w: %s: quick_check: %s", ErrDatabaseCorrupt, path, strings.Join(problems, "; "))
 }
@@ -271,13 +263,10 @@ func (in *integrity) close() {
 }
 
 // createSQLite creates a new balde database at path, migrated to the
-// latest version, so that no other process ever sees a partial one: the
-// migrations run on path+".new" (any leftover of an interrupted creation is
-// removed first), the file is synced and linked to path, which must not
-// exist, and the temporary name is removed. A process killed at any
-// instant leaves either no file at path or a complete database (issue
-// 23: a kill in the first milliseconds left a 0-byte file). The caller
-// holds the migration lock (flockMigrations).
+// latest version, so that no process ever sees a partial one: it is built
+// at path+".new", synced and linked to path, which must not exist. A
+// process killed at any instant leaves no file at path or a complete
+// database. The caller holds the migration lock (flockMigrations).
 func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {

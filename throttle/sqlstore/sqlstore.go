@@ -748,39 +748,33 @@ func (s *Store) loadPolicies(ctx context.Context, db *sqlx.DB) error {
 // cache once (another process may have interned it); ok is false for a name
 // never stored.
 func (s *Store) lookupPolicy(ctx context.Context, name string) (int64, bool, error) {
-	s.mu.RLock()
-	id, ok := s.policyID[name]
-	s.mu.RUnlock()
-	if ok {
-		return id, true, nil
-	}
-	if err := s.loadPolicies(ctx, s.read); err != nil {
-		return 0, false, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	id, ok = s.policyID[name]
-	return id, ok, nil
+	return interned(ctx, s, s.policyID, name)
 }
 
 // nameOf returns the name of an interned policy id, refreshing the cache
 // once when the id is new to this process.
 func (s *Store) nameOf(ctx context.Context, id int64) (string, error) {
-	s.mu.RLock()
-	name, ok := s.policyNames[id]
-	s.mu.RUnlock()
-	if ok {
-		return name, nil
+	name, ok, err := interned(ctx, s, s.policyNames, id)
+	if err == nil && !ok {
+		err = formatError("load policies", fmt.Errorf("unknown policy id %d", id))
 	}
-	if err := s.loadPolicies(ctx, s.read); err != nil {
-		return "", err
+	return name, err
+}
+
+// interned reads k in m, one of the policy caches, under s.mu, refreshing
+// the caches once when k is not there.
+func interned[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) (v V, ok bool, err error) {
+	for refreshed := false; ; refreshed = true {
+		s.mu.RLock()
+		v, ok = m[k]
+		s.mu.RUnlock()
+		if ok || refreshed {
+			return v, ok, nil
+		}
+		if err := s.loadPolicies(ctx, s.read); err != nil {
+			return v, false, err
+		}
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if name, ok := s.policyNames[id]; ok {
-		return name, nil
-	}
-	return "", formatError("load policies", fmt.Errorf("unknown policy id %d", id))
 }
 
 func (s *Store) rowKey(k throttle.Key) rowKey {

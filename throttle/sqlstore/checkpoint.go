@@ -92,11 +92,8 @@ func (c *checkpointer) run() {
 		pageSize = 4096
 	}
 	frameSize := pageSize + walFrameHeader
-	// Past restartFrames (half the limit: 8,144 frames of 4 KiB pages for
-	// the default 64 MiB) the WAL is made to start again from its
-	// beginning; past forceFrames (three quarters) the writer catches up
-	// even if the passes in a row did not get close, before the WAL
-	// reaches the limit and the TRUNCATE.
+	// Past restartFrames (half the limit) the WAL is made to start again;
+	// past forceFrames (three quarters) the writer catches up at once.
 	restartFrames := max(c.limit/2/frameSize, 1)
 	forceFrames := max(c.limit*3/4/frameSize, 1)
 	ctx := context.Background()
@@ -134,17 +131,12 @@ func (c *checkpointer) run() {
 			}
 			copied = -1
 		case !busy && frames >= restartFrames && !time.Now().Before(catchUpNotBefore):
-			// Pass after pass without a pause until one finds only a few
-			// frames new, then the writer copies those few: it waits for
-			// two syncs and their copy, whatever their number.
+			// Passes without a pause until one finds few new frames.
 			if frames < forceFrames && (copied < 0 || done-copied > catchUpFrames) {
 				copied, again = done, true
 				break
 			}
-			// The passes that did not reach the WAL's end left the pages
-			// they copied to the OS: SQLite syncs the database file only
-			// at a checkpoint that does, the catch-up. Flushed here, they
-			// are not synced while the writer waits.
+			// The copied pages are flushed before the writer waits.
 			flushFile(c.path)
 			if busy, err = c.catchUp(ctx); err == nil && !busy {
 				caughtUp = frames
@@ -171,15 +163,9 @@ func (c *checkpointer) run() {
 }
 
 // catchUp runs a PASSIVE checkpoint on the store's write connection,
-// holding it: the process's writers wait in line behind it while it copies
-// the frames committed since the checkpointer's last pass (a few when the
-// passes in a row converged) and syncs the WAL and the database file. No
-// writer of the process can commit in between, so the WAL ends fully
-// copied, and the writer's next transaction starts the WAL again from its
-// beginning (unless a reader still reads some of its frames, or another
-// process's writer commits first): the file is overwritten in place, not
-// grown, and not truncated. It reports busy when another checkpoint was
-// running (PASSIVE never waits for a lock).
+// holding it, so the WAL ends fully copied and the writer's next
+// transaction starts it again in place (decision 0114). It reports busy
+// when another checkpoint was running.
 func (c *checkpointer) catchUp(ctx context.Context) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)
 	if err != nil {
@@ -219,17 +205,11 @@ func (c *checkpointer) walSize() int64 {
 	return fi.Size()
 }
 
-// truncate runs a TRUNCATE checkpoint on the store's own write
-// connection, holding it: the process's writers wait in line behind it
-// for as long as it copies what the last PASSIVE checkpoint left (the
-// frames written since) and resets the WAL. Run from another connection,
-// it would wait, in SQLite's busy handler, for a moment with no writer,
-// which a busy process never leaves (it was measured waiting 1.5 s while
-// the WAL grew to 60 MB).
-//
-// It waits at most truncateBusyTimeout for readers (the writer's own
-// busy_timeout is set for it and put back), and reports busy when they
-// kept it from resetting the WAL.
+// truncate runs a TRUNCATE checkpoint on the store's write connection,
+// holding it (from another connection it would wait for a moment with no
+// writer, which a busy process never leaves). It waits at most
+// truncateBusyTimeout for readers, and reports busy when they kept it from
+// resetting the WAL.
 func (c *checkpointer) truncate(ctx context.Context) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)
 	if err != nil {

@@ -9,17 +9,11 @@ import (
 )
 
 // Driver is what differs between the engines below the SQL: the
-// database/sql driver, golang-migrate's driver, the check of an
-// application's pool and the meaning of the engine's error codes. This
-// package imports no database driver; one package per engine does and
-// implements a Driver: throttle/sqlstore/sqlitedriver (modernc.org/sqlite)
-// and throttle/sqlstore/pgxdriver (pgx). An application imports the one
-// it uses and links only that engine (decision 0093); importing it
-// registers its Driver, as database/sql's drivers register, for DriverOf
-// and balde.Open to find by the engine a DSN names (decision 0129).
-// internal/alldrivers links both. The error classes, the pipeline and the
-// registry are in throttle/sqlstore/internal/driverkit: only those two
-// packages implement a Driver.
+// database/sql driver, golang-migrate's, the check of an application's pool
+// and the meaning of error codes. Only throttle/sqlstore/sqlitedriver and
+// pgxdriver implement it; importing one links that engine alone (decision
+// 0093) and registers its Driver for DriverOf and balde.Open (decision
+// 0129).
 type Driver interface {
 	migrations.Driver
 	// SQLName is the name the driver's package registered with

@@ -8,13 +8,10 @@ import (
 )
 
 // postgresWriter keeps a transaction to a fixed number of round trips
-// whatever the number of decisions in it: two on a pgx pool, which
-// pipelines BEGIN with the locking load and the write with COMMIT
-// (pipeline.go), four through plain database/sql (BEGIN, the locking load,
-// one write, COMMIT):
-// on PostgreSQL every statement is a round trip (about 100 us on loopback
-// here), so statements take arrays (unnest) and the write is one statement
-// of data-modifying CTEs. Buckets are locked with FOR UPDATE in key order.
+// whatever the number of decisions in it (two on a pgx pool, pipeline.go;
+// four through plain database/sql): statements take arrays (unnest), the
+// write is one statement of data-modifying CTEs, and buckets are locked
+// with FOR UPDATE in key order.
 type postgresWriter struct{}
 
 func (postgresWriter) close() error { return nil }
@@ -154,12 +151,11 @@ func nullable(n sql.NullInt64) *int64 {
 	return &n.Int64
 }
 
-// writeSQL inserts the ledger rows with ids drawn from the identity's
-// sequence in their order, each linked to the previous row of its bucket
-// (the row before it in this statement, else the bucket's head before the
-// transaction), then updates, inserts and deletes buckets, pointing each at
-// its latest ledger row, and adds merged minute rows to their head rows. A new bucket that another transaction inserted
-// first fails with a unique violation and the whole transaction is re-run.
+// writeSQL inserts the ledger rows with ids from the sequence, each linked
+// to the previous row of its bucket, updates, inserts and deletes buckets,
+// pointing each at its latest ledger row, and adds merged minute rows to
+// their head rows. A new bucket another transaction inserted first fails
+// with a unique violation and the transaction is re-run.
 var writeSQL = `
 	WITH v AS MATERIALIZED (
 		SELECT t.*, nextval(pg_get_serial_sequence('balde_token_ledger', 'id')) AS id

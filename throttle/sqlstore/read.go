@@ -344,17 +344,11 @@ func (s *Store) countLedger(ctx context.Context, q inspect.LedgerQuery) (int64, 
 	return n, formatError("count ledger", err)
 }
 
-// pruneLedger is PruneLedger without its retries; PruneLedger implements
-// throttle.Store. It walks the ledger in id order, which is insertion
-// order: it deletes the longest run of oldest ids whose rows are all older
-// than before, up to limit, with one range delete. It stops at the first
-// younger row, so its cost is bounded by limit whatever the size of the
-// ledger; another row written out of time order (an aggregated take row,
-// clocks of two processes disagreeing) waits until the rows before it age
-// out too. Then, within the same limit, it deletes the refusal rows that are
-// expired by their own time but lie after a younger row (a group of
-// refusals answered from memory is written late, stamped with its newest
-// refusal; see pruneLateRefusals).
+// pruneLedger is PruneLedger without its retries: it deletes the longest
+// run of oldest ids (insertion order) whose rows are all older than before,
+// up to limit, stopping at the first younger row so its cost is bounded by
+// limit; then, within the same limit, the refusal rows expired by their own
+// time that lie after a younger row (pruneLateRefusals).
 func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
 	n, err := s.pruneLedgerRun(ctx, before, limit)
 	if err != nil || n >= int64(limit) {
@@ -365,13 +359,9 @@ func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (i
 }
 
 // pruneLateRefusals deletes up to limit refusal rows expired by their own
-// time (a row of several refusals once At+RefusalGroupSpan is before
-// before), found through the balde_token_ledger_events index. Such a row
-// may sit inside its bucket's chain: the row after it in the chain, or the
-// bucket's last_entry, is pointed at the row before it first (the bucket
-// row is updated first, so that a decision on the bucket waits for the
-// relink), then the row is deleted. Finding the next row scans the ids
-// after the deleted one: such rows are few (a group flushed late).
+// time (a group once At+RefusalGroupSpan is before before), found through
+// the balde_token_ledger_events index. The bucket's last_entry, then the
+// next row of the chain, are pointed at the row before each first.
 func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {

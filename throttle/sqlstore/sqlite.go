@@ -9,12 +9,10 @@ import (
 	"strings"
 )
 
-// sqliteWriter writes through prepared statements: on SQLite a statement
-// is a function call, not a round trip, and a prepared one skips parsing.
-// Loads, upserts and ledger inserts of several rows are one statement each
-// (prepared once per row count, up to maxRowsPerStatement), so a batch of
-// decisions costs a few statements, not a few per decision. All of them run
-// on the store's only write connection, under the database write lock.
+// sqliteWriter writes through prepared statements (on SQLite a statement
+// is a function call, not a round trip), one statement per batch of rows
+// (up to maxRowsPerStatement), on the store's only write connection, under
+// the database write lock.
 type sqliteWriter struct {
 	credit, del, maxID, add *sql.Stmt
 	// The statements of the common case, one decision on a bucket that
@@ -109,13 +107,9 @@ func tuples(n, k int) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
-// loadSQL reads n bucket rows by primary key; one key is an equality (a
-// single B-tree seek). The keys are known: only the state columns are read
-// (the driver pays per column), after, for several keys, the number of the
-// key in the list (keys given in primary-key order are sought in that
-// order, one seek each; CROSS JOIN keeps the list as the outer loop). The
-// minute of each bucket's latest ledger row is read only when a
-// transaction needs it (headMinutes).
+// loadSQL reads the state columns of n bucket rows by primary key, after,
+// for several keys, the number of the key in the list (CROSS JOIN keeps
+// the list as the outer loop: one seek per key, in order).
 func loadSQL(n int) string {
 	if n == 1 {
 		return `SELECT ` + sqliteStateColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`

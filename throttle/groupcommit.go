@@ -84,15 +84,12 @@ func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
 var _ Store = (*GroupCommit)(nil)
 
 // Update queues the operation for the next batch and waits for its
-// transaction. Once queued, the operation is applied even if ctx ends
-// meanwhile, as long as another operation of its batch still has a caller
-// waiting (its caller then gets the result anyway); an operation whose ctx
-// ended before its batch started is dropped with ctx's error. When the ctx
-// of every operation of a batch has ended, the batch's transaction is
-// cancelled (a wait for a lock held by a stopped process ends) and each
-// operation gets its ctx's error, or, if the cancellation came while the
-// COMMIT was in flight, the store's error wrapping ErrOutcomeUnknown: it
-// may have been applied (decision 0124).
+// transaction. A queued operation is applied even if ctx ends meanwhile
+// while another of its batch still has a caller waiting; one whose ctx
+// ended before its batch started is dropped with ctx's error. When every
+// ctx of a batch has ended the transaction is cancelled and each operation
+// gets its ctx's error, or, if the COMMIT was in flight, the store's error
+// wrapping ErrOutcomeUnknown (decision 0124).
 func (g *GroupCommit) Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
 	op := &groupOp{ctx: ctx, keys: keys, credits: credits, apply: apply, result: make(chan error, 1)}
 	select {

@@ -12,14 +12,10 @@ import (
 // alerting: Healthy = 1, Medium, High, Critical. The zero value means
 // "not known yet" (a bucket never written).
 //
-// Severity is always computed at read time (BucketState.Severity, the
-// admin pages, the API, /metrics); the level stored in a bucket's row
-// (Bucket.Severity) is the level last alerted on. It caches the read-time
-// value for counting and is the "previous level" of the hysteresis, never
-// the answer: under an unchanged policy refill only improves a bucket, so
-// the stored level is never better than the level now. A policy whose
-// capacity, grading or thresholds changed breaks that (45 tokens are
-// Healthy out of 50, Critical out of 50,000): see Limiter.Reevaluate.
+// Severity is computed at read time; the level stored in a bucket's row
+// (Bucket.Severity) is the level last alerted on, the "previous level" of
+// the hysteresis. A policy whose capacity or thresholds changed can make it
+// better than the level now: see Limiter.Reevaluate.
 type Severity uint8
 
 const (
@@ -281,15 +277,11 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	return l.regrade(ctx, SeverityMedium)
 }
 
-// regradeAll grades again every stored bucket under the policies in effect
-// and writes each level that differs from the stored one, in either
-// direction, through the same transactions as any change (so a row stored
-// Healthy under a capacity of 50 that holds 45 tokens of 50,000 now is
-// written Critical and alerted once). It reads every row, a page of
-// scanPage at a time, and writes only the rows that changed. Once it
-// completes the Limiter is Trusted under the definitions read at its
-// start, until Config.Definitions returns another value. It returns the
-// number of buckets whose stored level changed.
+// regradeAll grades every stored bucket again under the policies in effect,
+// a page of scanPage at a time, and writes each level that differs, in
+// either direction, through the same transactions as any change. Once it
+// completes the Limiter is Trusted under the definitions read at its start.
+// It returns the number of buckets whose stored level changed.
 func (l *Limiter) regradeAll(ctx context.Context) (int, error) {
 	defs := l.defs()
 	changed, err := l.regrade(ctx, SeverityUnknown)

@@ -27,13 +27,10 @@ type GroupCommitOptions struct {
 }
 
 // GroupCommit is a Store that funnels the Updates of one process into
-// batches, each applied in one transaction of the underlying store: one
-// BEGIN/COMMIT, one read and one write per distinct key, and the ledger rows
-// in bulk, for many decisions. The operations of a batch run in arrival
-// order on one Tx, each seeing the effects of the ones before it, so the
-// results are exactly those of running them one transaction each at the
-// batch's instant. Across processes every batch is one transaction of the
-// underlying store, so exactness across processes holds as before.
+// batches, each applied in one transaction of the underlying store. The
+// operations of a batch run in arrival order on one Tx, each seeing the
+// effects of the ones before it: the results are exactly those of one
+// transaction each at the batch's instant.
 //
 // Reads go straight to the underlying store. Close stops the writers.
 type GroupCommit struct {

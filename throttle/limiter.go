@@ -35,16 +35,10 @@ type Config struct {
 	// retry-after (LRU). 0 means DefaultRefusalCacheSize; negative disables
 	// the cache.
 	RefusalCacheSize int
-	// Lease, when above zero, turns on quota leases (docs/decisions/0221):
-	// a Take of one charge on a rolling window with a grain (the inbound
-	// limiter's) whose key this process saw more than once in the last
-	// Lease also spends a slice of the tokens left, stamped at the end of
-	// its grain like the requests of that grain, and the next requests on
-	// the key in the same grain are admitted from it without a store
-	// transaction. No window admits more than its capacity across
-	// processes; a refusal or block from another process applies here
-	// when the grain ends. Zero (the default): every decision is a
-	// transaction.
+	// Lease, when above zero, turns on quota leases (docs/decisions/0221,
+	// lease.go) for the keys of a rolling window with a grain that this
+	// process saw more than once in the last Lease. Zero (the default):
+	// every decision is a transaction.
 	Lease time.Duration
 	// Definitions, when set, returns a value that changes whenever the
 	// policies the Resolver returns may have changed (a DICT category
@@ -53,14 +47,11 @@ type Config struct {
 	// current value (see Limiter.Reevaluate). Nil means the policies do
 	// not change during the Limiter's life.
 	Definitions func() string
-	// Shadow, when set, says whether a policy is in shadow mode: its
-	// buckets decide as usual, but a request refused only by policies in
-	// shadow mode is admitted, with Decision.Shadow set and the would-be
-	// refusal in the ledger (LedgerShadowEmpty, ... instead of
-	// LedgerRefusedEmpty, ...; none when SkipRefusalRows). Their buckets
-	// are left exactly as the refusal leaves them: nothing is taken, and a
-	// policy's BlockFor starts; the buckets of enforcing policies in the
-	// same take are charged (docs/decisions/0200). Nil: no policy is.
+	// Shadow, when set, says whether a policy is in shadow mode: a request
+	// refused only by such policies is admitted with Decision.Shadow set
+	// and the would-be refusal in the ledger (LedgerShadowEmpty, ...), its
+	// buckets left as the refusal leaves them (docs/decisions/0200). Nil:
+	// no policy is.
 	Shadow func(policy string) bool
 }
 

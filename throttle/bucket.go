@@ -204,11 +204,7 @@ func (b *Bucket) untilCooldownEnds(p Policy, now time.Time) time.Duration {
 	if p.MinInterval > 0 && !b.LastSentAt.IsZero() {
 		end = b.LastSentAt.Add(p.MinInterval)
 	}
-	end = later(end, b.NextAt)
-	var wait time.Duration
-	if !end.IsZero() {
-		wait = positive(end.Sub(now))
-	}
+	wait := until(later(end, b.NextAt), now)
 	if held := b.UntilReleased(now); held > 0 {
 		if p.MinInterval > 0 {
 			held = min(held, p.MinInterval)
@@ -220,19 +216,17 @@ func (b *Bucket) untilCooldownEnds(p Policy, now time.Time) time.Duration {
 
 // UntilReleased returns how long after now the hold of a request on the
 // wire lasts at most (0 when none).
-func (b *Bucket) UntilReleased(now time.Time) time.Duration {
-	if b.HeldUntil.IsZero() {
-		return 0
-	}
-	return positive(b.HeldUntil.Sub(now))
-}
+func (b *Bucket) UntilReleased(now time.Time) time.Duration { return until(b.HeldUntil, now) }
 
 // untilUnblocked returns how long after now the bucket's block lasts.
-func (b *Bucket) untilUnblocked(now time.Time) time.Duration {
-	if b.BlockedUntil.IsZero() {
+func (b *Bucket) untilUnblocked(now time.Time) time.Duration { return until(b.BlockedUntil, now) }
+
+// until returns how long after now t is, 0 for the zero t ("never").
+func until(t, now time.Time) time.Duration {
+	if t.IsZero() {
 		return 0
 	}
-	return positive(b.BlockedUntil.Sub(now))
+	return positive(t.Sub(now))
 }
 
 // isIdle reports whether b, refilled to now, is equivalent to having no row

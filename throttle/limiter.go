@@ -282,13 +282,11 @@ func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, 
 	return l.apply(ctx, "sync", nil, targets)
 }
 
-// AdjustAndSync applies adjs, then targets, in one transaction: no other
-// decision sees the buckets between the two. It is the settle of a request
-// the remote side refused (a DICT 429): the refund of its hold and the sync
-// of the bucket the remote side says is empty land together, so no request
-// is admitted on the refunded tokens in between. It returns one Adjusted per
-// adjustment, then one per target, in order. Errors as Adjust; on an error
-// nothing changed.
+// AdjustAndSync applies adjs, then targets, in one transaction, so no
+// decision sees the buckets between the two (the settle of a request the
+// remote side refused: no request is admitted on the refunded tokens). It
+// returns one Adjusted per adjustment, then one per target, in order.
+// Errors as Adjust; on an error nothing changed.
 func (l *Limiter) AdjustAndSync(ctx context.Context, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
 	return l.apply(ctx, "adjust and sync", adjs, targets)
 }

@@ -263,13 +263,11 @@ func (l *Limiter) StoredState(b Bucket, now time.Time) BucketState {
 const scanPage = 1000
 
 // Reevaluate grades again the stored buckets that are not Healthy and
-// writes the better levels refill brought them to, so that the recovery is
-// delivered once, like any transition, to the Notifier (To better than
-// From; To Healthy is the "resolved" event) and the Observer. Lazy refill
-// writes nothing on its own: without this, a bucket that recovers while
-// nobody sends would stay alerted. When the Limiter is not Trusted it runs
-// a full regrade instead (every row). serve calls it periodically. It
-// returns the number of buckets whose stored level changed.
+// writes the better levels refill brought them to, delivering each recovery
+// once to the Notifier and the Observer like any transition (lazy refill
+// writes nothing on its own). When the Limiter is not Trusted it runs a
+// full regrade instead. It returns the number of buckets whose stored level
+// changed.
 func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	if !l.Trusted() {
 		return l.regradeAll(ctx)

@@ -71,14 +71,10 @@ type Store interface {
 	LedgerSince(ctx context.Context, key Key, since time.Time) (bool, error)
 
 	// PruneLedger deletes up to limit ledger rows older than before, oldest
-	// first, and returns how many it deleted. Callers loop until it returns
-	// fewer than limit. Every refusal row goes by its own time, wherever
-	// it lies in insertion order (a group of refusals answered from memory
-	// is written late, stamped earlier than rows written before it); a row
-	// of several refusals (Count > 1, see Tx.recordRefusals) goes once its
-	// oldest refusal may be older than before: At before
-	// before+RefusalGroupSpan. A store may keep other rows written out of
-	// time order (an aggregated take row, up to a minute; the clocks of
-	// two processes disagreeing) until the rows before them age out.
+	// first, and returns how many it deleted; callers loop until it returns
+	// fewer than limit. A refusal row goes by its own time wherever it lies
+	// (one of several refusals once At is before before+RefusalGroupSpan);
+	// other rows written out of time order may wait for the rows before
+	// them.
 	PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error)
 }

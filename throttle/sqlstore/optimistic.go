@@ -186,9 +186,7 @@ func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, locked bool, keys 
 	for _, rows := range [][]bucketRow{ws.updates, ws.inserts} {
 		for _, r := range rows {
 			written[r.key] = true
-			// lastEntry is the head before the transaction (writeSet),
-			// unchanged without ledger rows; so is its minute (a merge
-			// adds to the head row of the same minute).
+			// Without ledger rows the head and its minute are unchanged.
 			r.headMinute = byKey[r.key].headMinute
 			put(r)
 		}
@@ -268,10 +266,7 @@ type OptimisticStats struct {
 	// Conflicts are one-round-trip writes that found a row changed by
 	// someone else and rolled back (each then ran on the locking path).
 	Conflicts int64
-	// Locked batches ran on the two-round-trip locking path: a row not
-	// remembered (while most such rows existed), a contended key, a
-	// credit, a delete or a ledger row, an error of the rules on
-	// remembered rows, or a conflict.
+	// Locked batches ran on the two-round-trip locking path.
 	Locked int64
 }
 
@@ -309,9 +304,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		return false, nil // a row this process cannot read back: lock it
 	}
 	if err := apply(t); err != nil {
-		// The remembered rows may be stale, and the error theirs: the
-		// locking path runs apply again on the rows as they are and gives
-		// the batch its answer.
+		// The rows may be stale: the locking path gives the answer.
 		return false, nil
 	}
 	headMinute := make(map[rowKey]int64)
@@ -333,9 +326,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 	if !ws.empty() {
 		load = append(load, driverkit.Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
 	}
-	// checked: the remembered rows passed the check (its one row came
-	// back), so a statement that fails after it is the insert of a key
-	// that has a row.
+	// checked: the remembered rows passed the check (its row came back).
 	checked := len(rows) == 0
 	conflict := false
 	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
@@ -352,23 +343,17 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 			class := s.driver.Classify(writeErr)
 			switch {
 			case writeErr != nil && class&driverkit.ClassTimeout != 0:
-				// The check waited out lock_timeout on a row another
-				// transaction holds (a stopped process, a long admin
-				// transaction): nothing applied, and the locking path would
-				// wait for the same lock again. The batch's answer.
+				// The check waited out lock_timeout: nothing applied, and
+				// the locking path would wait for the same lock.
 				return writeErr
 			case writeErr != nil && class&driverkit.ClassServer != 0:
-				// The server refused a statement: the COMMIT behind it was
-				// skipped, nothing applied. A changed row (the division by
-				// zero of optimisticCheckSQL) or a row that exists (the
-				// insert's unique violation) are the usual causes; a lost
-				// race (deadlock) or anything else is left to the locking
-				// path too.
+				// Refused, nothing applied: a changed row (optimisticCheckSQL's
+				// division by zero), an existing one (unique violation) or
+				// anything else goes to the locking path.
 				conflict = true
 				return writeErr
 			case writeErr != nil && class&driverkit.ClassTransient != 0:
-				// Not sent (a connection that could not be made or was
-				// found closed): retried like any transient error.
+				// Not sent: retried like any transient error.
 				return writeErr
 			}
 			return pipelineOutcome(s.driver, writeErr, commitErr, closeErr)

@@ -59,51 +59,38 @@ type Options struct {
 	// checkpoints). Nil discards them (slog.Default() is never written to).
 	Logger *slog.Logger
 	// IntegrityTimeout bounds SQLite's PRAGMA quick_check at open (and in
-	// Migrate) and in the background checks of readiness; default
-	// DefaultIntegrityTimeout, negative: no check at open (the background
-	// checks then use the default). A file that fails it is
-	// refused (ErrDatabaseCorrupt); a check cut short is logged, not fatal.
+	// Migrate) and in readiness's background checks; default
+	// DefaultIntegrityTimeout, negative: no check at open. A file that fails
+	// it is refused (ErrDatabaseCorrupt); a check cut short is logged.
 	IntegrityTimeout time.Duration
 	// IntegrityEvery is how often readiness (CheckWrite) has the check run
 	// again, in the background; default DefaultIntegrityEvery, negative:
 	// never.
 	IntegrityEvery time.Duration
 	// CheckpointEvery and WALLimit tune the background checkpoints of a
-	// SQLite file opened by Open (checkpoint.go): a PASSIVE checkpoint
-	// every CheckpointEvery (default DefaultCheckpointEvery), the WAL
-	// started again in place once it holds half of WALLimit bytes, and a
-	// TRUNCATE one when it holds more than WALLimit (default
-	// DefaultWALLimit). A DSN that sets wal_autocheckpoint keeps SQLite's
-	// checkpoints in the committing transaction instead.
+	// SQLite file opened by Open (checkpoint.go): a PASSIVE one every
+	// CheckpointEvery (default 20 ms), the WAL started again in place at
+	// half of WALLimit bytes (default 64 MiB), a TRUNCATE one past it. A DSN that sets wal_autocheckpoint
+	// keeps SQLite's own checkpoints instead.
 	CheckpointEvery time.Duration
 	WALLimit        int64
 }
 
 // Store is a throttle.Store and an inspect.Store on SQLite or PostgreSQL. Safe for concurrent use.
 type Store struct {
-	engine Engine
-	driver Driver
-	write  *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
-	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
-	rw     rowWriter
-	now    throttle.Clock
-	// maxConns is the PostgreSQL pool's size (flushIdle restores it); 0
-	// when the pool is not the store's own.
-	maxConns int
-	identity Identity // which database Open opened (identity.go)
-	logger   *slog.Logger
-	// shared is set by OpenDB: the pool is the application's, and Close
-	// leaves it open.
-	shared bool
-	// integrity is the SQLite file's integrity state (integrity.go); nil
-	// on PostgreSQL and for a store of OpenDB.
-	integrity *integrity
-	// checkpoints runs a SQLite file's WAL checkpoints off the commit path
-	// (checkpoint.go); nil on PostgreSQL, for a store of OpenDB and when
-	// the DSN sets wal_autocheckpoint.
-	checkpoints *checkpointer
-	// fast remembers the rows of NonDurable's transactions on PostgreSQL
-	// (optimistic.go); nil until NonDurable is first called.
+	engine      Engine
+	driver      Driver
+	write       *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
+	read        *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
+	rw          rowWriter
+	now         throttle.Clock
+	maxConns    int      // the PostgreSQL pool's size (flushIdle); 0 for OpenDB's
+	identity    Identity // which database Open opened (identity.go)
+	logger      *slog.Logger
+	shared      bool          // OpenDB's: the pool is the application's
+	integrity   *integrity    // a SQLite file's (integrity.go); nil on PostgreSQL and OpenDB's
+	checkpoints *checkpointer // a SQLite file's (checkpoint.go), when the store takes them over
+	// fast is NonDurable's row cache on PostgreSQL (optimistic.go).
 	fast atomic.Pointer[rowCache]
 
 	mu          sync.RWMutex
@@ -569,10 +556,8 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 			return err
 		}
 	}
-	// On SQLite BeginTx issues BEGIN IMMEDIATE (the DSN's _txlock): the
-	// write lock is ours from here. On PostgreSQL loadBuckets takes the row
-	// locks. Either way the clock is read once the locks are held, so a
-	// transaction never runs at an instant before the one it waited for.
+	// SQLite's BEGIN IMMEDIATE (the DSN's _txlock) or PostgreSQL's
+	// loadBuckets takes the locks; the clock is read once they are held.
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err

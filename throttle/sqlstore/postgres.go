@@ -121,27 +121,32 @@ func bucketUnnest(first int) string {
 
 // bucketArrays splits rows into the parallel arrays of the bucket columns.
 func bucketArrays(rows []bucketRow) []any {
-	keys := make([]rowKey, len(rows))
-	tokens := make([]int64, len(rows))
-	carry := make([]int64, len(rows))
-	refilled := make([]int64, len(rows))
-	sends := make([]int64, len(rows))
-	severity := make([]int64, len(rows))
-	lastSent := make([]*int64, len(rows))
-	lastEntry := make([]*int64, len(rows))
-	blocked := make([]*int64, len(rows))
-	spent := make([][]byte, len(rows))
-	next := make([]*int64, len(rows))
-	held := make([]*int64, len(rows))
-	level := make([]int64, len(rows))
-	for i, r := range rows {
-		next[i], held[i], level[i] = nullable(r.nextAt), nullable(r.heldUntil), r.blockLevel
-		keys[i] = r.key
-		tokens[i], carry[i], refilled[i], sends[i], severity[i] = r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity
-		lastSent[i], lastEntry[i], blocked[i], spent[i] = nullable(r.lastSentAt), nullable(r.lastEntry), nullable(r.blockedUntil), r.spent
+	return []any{
+		column(rows, func(r *bucketRow) int64 { return r.key.policyID }),
+		column(rows, func(r *bucketRow) string { return r.key.env }),
+		column(rows, func(r *bucketRow) string { return r.key.identifier }),
+		column(rows, func(r *bucketRow) int64 { return r.tokens }),
+		column(rows, func(r *bucketRow) int64 { return r.carry }),
+		column(rows, func(r *bucketRow) int64 { return r.refilledAt }),
+		column(rows, func(r *bucketRow) int64 { return r.sendCount }),
+		column(rows, func(r *bucketRow) int64 { return r.severity }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.lastSentAt) }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.lastEntry) }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.blockedUntil) }),
+		column(rows, func(r *bucketRow) []byte { return r.spent }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.nextAt) }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.heldUntil) }),
+		column(rows, func(r *bucketRow) int64 { return r.blockLevel }),
 	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, tokens, carry, refilled, sends, severity, lastSent, lastEntry, blocked, spent, next, held, level}
+}
+
+// column is one field of every row, as an array parameter.
+func column[R, T any](rows []R, field func(*R) T) []T {
+	out := make([]T, len(rows))
+	for i := range rows {
+		out[i] = field(&rows[i])
+	}
+	return out
 }
 
 func nullable(n sql.NullInt64) *int64 {
@@ -237,35 +242,32 @@ func writeArgs(ws *writeSet) []any {
 	args = append(args, bucketArrays(ws.inserts)...)
 	ids, envs, identifiers := keyArrays(ws.deletes)
 	args = append(args, ids, envs, identifiers)
-	mid := make([]int64, len(ws.merges))
-	mdelta := make([]int64, len(ws.merges))
-	mn := make([]int64, len(ws.merges))
-	mbalance := make([]int64, len(ws.merges))
-	for i, m := range ws.merges {
-		mid[i], mdelta[i], mn[i], mbalance[i] = m.id, m.delta, m.n, m.balance
-	}
-	return append(args, mid, mdelta, mn, mbalance)
+	return append(args,
+		column(ws.merges, func(m *ledgerRow) int64 { return m.id }),
+		column(ws.merges, func(m *ledgerRow) int64 { return m.delta }),
+		column(ws.merges, func(m *ledgerRow) int64 { return m.n }),
+		column(ws.merges, func(m *ledgerRow) int64 { return m.balance }))
 }
 
 // ledgerArrays splits ledger rows into the parallel arrays of writeSQL,
 // with each row's bucket head before the transaction.
 func ledgerArrays(rows []ledgerRow, heads map[rowKey]sql.NullInt64) []any {
-	keys := make([]rowKey, len(rows))
-	at := make([]int64, len(rows))
-	reason := make([]int64, len(rows))
-	delta := make([]int64, len(rows))
-	balance := make([]int64, len(rows))
-	n := make([]int64, len(rows))
-	ref := make([]*string, len(rows))
-	head := make([]*int64, len(rows))
+	ref, head := make([]*string, len(rows)), make([]*int64, len(rows))
 	for i, r := range rows {
-		keys[i] = r.key
-		at[i], reason[i], delta[i], balance[i], n[i] = r.at, r.reason, r.delta, r.balance, r.n
 		if r.ref.Valid {
 			ref[i] = &r.ref.String
 		}
 		head[i] = nullable(heads[r.key])
 	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, at, reason, delta, balance, n, ref, head}
+	return []any{
+		column(rows, func(r *ledgerRow) int64 { return r.key.policyID }),
+		column(rows, func(r *ledgerRow) string { return r.key.env }),
+		column(rows, func(r *ledgerRow) string { return r.key.identifier }),
+		column(rows, func(r *ledgerRow) int64 { return r.at }),
+		column(rows, func(r *ledgerRow) int64 { return r.reason }),
+		column(rows, func(r *ledgerRow) int64 { return r.delta }),
+		column(rows, func(r *ledgerRow) int64 { return r.balance }),
+		column(rows, func(r *ledgerRow) int64 { return r.n }),
+		ref, head,
+	}
 }

@@ -367,11 +367,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		if !checked {
 			// A remembered row changed (or the check failed otherwise):
 			// another process may share these keys.
-			remembered := make([]rowKey, len(rows))
-			for i, r := range rows {
-				remembered[i] = r.key
-			}
-			c.contend(remembered)
+			c.contend(column(rows, func(r *bucketRow) rowKey { return r.key }))
 		}
 		s.logger.Debug("optimistic write found a row changed or existing; locking", "error", err)
 		return false, nil

@@ -18,13 +18,8 @@ func (postgresWriter) close() error { return nil }
 
 // keyArrays splits keys into the three parallel arrays unnest takes.
 func keyArrays(keys []rowKey) (ids []int64, envs, identifiers []string) {
-	ids = make([]int64, len(keys))
-	envs = make([]string, len(keys))
-	identifiers = make([]string, len(keys))
-	for i, k := range keys {
-		ids[i], envs[i], identifiers[i] = k.policyID, k.env, k.identifier
-	}
-	return ids, envs, identifiers
+	return column(keys, func(k *rowKey) int64 { return k.policyID }), column(keys, func(k *rowKey) string { return k.env }),
+		column(keys, func(k *rowKey) string { return k.identifier })
 }
 
 // pgLoadSQL locks and reads the bucket rows of three key arrays, in key
@@ -80,13 +75,8 @@ func (postgresWriter) headMinutes(_ context.Context, _ *sql.Tx, rows []bucketRow
 
 // creditArrays splits refs into the four arrays of pgCreditsSQL.
 func creditArrays(refs []creditKey) []any {
-	keys := make([]rowKey, len(refs))
-	texts := make([]string, len(refs))
-	for i, c := range refs {
-		keys[i], texts[i] = c.rowKey, c.ref
-	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, texts}
+	return []any{column(refs, func(c *creditKey) int64 { return c.policyID }), column(refs, func(c *creditKey) string { return c.env }),
+		column(refs, func(c *creditKey) string { return c.identifier }), column(refs, func(c *creditKey) string { return c.ref })}
 }
 
 func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {

@@ -15,10 +15,8 @@ import (
 // the database write lock.
 type sqliteWriter struct {
 	credit, del, maxID, add *sql.Stmt
-	// The statements of the common case, one decision on a bucket that
-	// exists: an UPDATE by primary key (cheaper than an upsert, which tries
-	// the insert first) and a ledger INSERT that lets SQLite number the row
-	// (no MAX(id) query).
+	// One decision on an existing bucket: an UPDATE by primary key and a
+	// ledger INSERT that lets SQLite number the row.
 	update1, ledger1, headMinute *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
@@ -29,9 +27,8 @@ type sqliteWriter struct {
 }
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
-// size up to it is prepared when the store opens: preparing inside a
-// transaction would ask the pool for a second connection, and the writer
-// has only one.
+// size is prepared at open: inside a transaction it would need a second
+// connection.
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
@@ -125,8 +122,8 @@ func loadSQL(n int) string {
 		ON policy_id = v.column1 AND env = v.column2 AND identifier = v.column3`
 }
 
-// upsertSQL writes rows that exist (the transaction read them under the
-// write lock) or are new; on SQLite nobody else can insert meanwhile.
+// upsertSQL writes rows that exist or are new (nobody else can insert
+// under the write lock).
 func upsertSQL(n int) string {
 	return `
 		INSERT INTO balde_buckets (` + bucketColumns + `)
@@ -146,9 +143,8 @@ func upsertSQL(n int) string {
 		    block_level = excluded.block_level`
 }
 
-// updateSQL writes n rows that exist (read under the write lock) by
-// primary key: one B-tree seek each, where an upsert tries the insert
-// first.
+// updateSQL writes n rows that exist by primary key (an upsert would try
+// the insert first).
 func updateSQL(n int) string {
 	return `
 		UPDATE balde_buckets AS b

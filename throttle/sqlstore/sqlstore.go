@@ -176,22 +176,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
+		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
+		s.write = sqlx.NewDb(w, "sqlite3")
 		r, err := sql.Open(d.SQLName(), driverDSN+"&_pragma=query_only(1)")
+		if err == nil {
+			r.SetMaxOpenConns(maxConns)
+			r.SetMaxIdleConns(maxConns)
+			s.read = sqlx.NewDb(r, "sqlite3")
+		}
+		if err == nil && own {
+			s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger)
+		}
 		if err != nil {
-			w.Close()
+			s.Close()
 			return nil, formatError("open", err)
 		}
-		r.SetMaxOpenConns(maxConns)
-		r.SetMaxIdleConns(maxConns)
-		if own {
-			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
-				w.Close()
-				r.Close()
-				return nil, formatError("open", err)
-			}
-		}
-		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
-		s.write, s.read = sqlx.NewDb(w, "sqlite3"), sqlx.NewDb(r, "sqlite3")
 	case Postgres:
 		db, err := sql.Open(d.SQLName(), driverDSN)
 		if err != nil {

@@ -55,14 +55,11 @@ const rangeCTE = `
 // how busy it is.
 const windowSample = 1000
 
-// ledgerWindowSQL folds the rows of chain into the slots of a window: it
-// groups them by slot (-1 for the rows before the window, which only tell
-// whether a walk reached its start), and joins each slot's first and last
-// balance-changing rows back by primary key for the balance before and
-// after them. The answer has at most one row per slot, plus one.
-//
-// Parameters after the CTE's: from, to, the last slot's index, from,
-// width, to.
+// ledgerWindowSQL folds the rows of chain into the slots of a window (slot
+// -1: the rows before it, which tell whether a walk reached its start),
+// joining each slot's first and last balance-changing rows back for the
+// balance before and after them. Parameters after the CTE's: from, to, the
+// last slot's index, from, width, to.
 func ledgerWindowSQL(cte string) string {
 	refused := refusalReasonsSQL()
 	return cte + `
@@ -184,10 +181,8 @@ func (s *Store) ledgerIDAt(ctx context.Context, t, head int64) (int64, error) {
 		WHERE id >= ?
 		ORDER BY id
 		LIMIT 1`)
-	// Search [lo, hi) for the first row at or after t; ans is the best
-	// found so far (head when none is). Ids may have gaps (a rolled-back
-	// transaction's on PostgreSQL, pruned rows): every step shrinks the
-	// range whether or not a row lies in its upper half.
+	// Search [lo, hi); ans is the best found so far. Ids may have gaps:
+	// every step shrinks the range whether or not a row lies in its upper half.
 	ans := head
 	for hi := head; lo < hi; {
 		mid := lo + (hi-lo)/2

@@ -18,13 +18,10 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
-// ErrDatabaseRefused means balde refuses to use a SQLite file that is not a
-// sound balde database: an empty (0-byte) file, where a truncated copy or
-// a failed restore would otherwise silently become a new, empty database,
-// or a file that fails SQLite's integrity check (ErrDatabaseCorrupt). The
-// error names the file. It comes wrapped with throttle.ErrStoreUnavailable:
-// a command exits 3, a probe answers 503, a decision fails (closed, unless
-// its policy fails open).
+// ErrDatabaseRefused means balde refuses a SQLite file that is not a sound
+// balde database: an empty (0-byte) file, which would otherwise silently
+// become a new, empty database, or a corrupt one (ErrDatabaseCorrupt). The
+// error names the file and comes wrapped with throttle.ErrStoreUnavailable.
 var ErrDatabaseRefused = errors.New("sqlstore: database refused")
 
 // ErrDatabaseCorrupt means the SQLite file fails PRAGMA quick_check, or a
@@ -36,14 +33,11 @@ var ErrDatabaseCorrupt = fmt.Errorf("%w: it fails SQLite's integrity check", Err
 
 // Integrity check defaults (Options.IntegrityTimeout, IntegrityEvery).
 const (
-	// defaultIntegrityTimeout bounds the check at open. A check cut short
-	// does not refuse the file: it is logged, with what was checked, and
-	// the store opens (a large file must not keep balde down).
+	// defaultIntegrityTimeout bounds the check at open; one cut short is
+	// logged and the store opens.
 	defaultIntegrityTimeout = 10 * time.Second
-	// DefaultIntegrityEvery is how old the last check may be when a
-	// readiness probe (CheckWrite) asks: an older one runs again in the
-	// background, bounded by the timeout, and the probe reads its result
-	// when it is done.
+	// DefaultIntegrityEvery is how old the last check may be when readiness
+	// (CheckWrite) asks before it runs again in the background.
 	DefaultIntegrityEvery = 5 * time.Minute
 )
 
@@ -124,9 +118,8 @@ func namedCorrupt(d Driver, driverDSN string, err error) error {
 }
 
 // checkAtOpen runs quickCheck bounded by timeout (0: the default,
-// negative: not checked). A
-// check cut short by the timeout is logged with the file's size and the
-// store opens; a failed one refuses.
+// negative: not checked); one cut short by the timeout is logged and the
+// store opens.
 func checkAtOpen(ctx context.Context, d Driver, db *sql.DB, path string, timeout time.Duration, logger *slog.Logger) error {
 	switch {
 	case timeout < 0:
@@ -197,11 +190,10 @@ func (s *Store) noteCorrupt(err error) error {
 
 // CheckIntegrity runs PRAGMA quick_check on the store's SQLite file until
 // ctx ends (nil on PostgreSQL and on a store of OpenDB). It returns an
-// error wrapping ErrDatabaseCorrupt (and throttle.ErrStoreUnavailable)
-// when the file fails it, after which the store refuses every decision;
-// ctx's error when it was cut short. It reads the whole file: 7.2 s for
-// 923 MB here (docs/RELIABILITY.md); readiness runs it in the background
-// (see DefaultIntegrityEvery).
+// error wrapping ErrDatabaseCorrupt (and throttle.ErrStoreUnavailable) when
+// the file fails it, after which the store refuses every decision, and
+// ctx's error when it was cut short. It reads the whole file
+// (docs/RELIABILITY.md).
 func (s *Store) CheckIntegrity(ctx context.Context) error {
 	if s.integrity == nil {
 		return nil

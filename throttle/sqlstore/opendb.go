@@ -17,10 +17,9 @@ import (
 
 // SQLiteDSN returns the modernc.org/sqlite DSN an application should open
 // its own pool of the SQLite file path with, to share it with a store of
-// OpenDB: balde's pragmas (WAL, busy_timeout, ...; see ParseDSN) and
-// _txlock=immediate, so that every write transaction takes the database's
-// write lock at BEGIN and several processes on one file stay exact.
-// "sqlite" is registered by importing sqlitedriver:
+// OpenDB: balde's pragmas (ParseDSN) and _txlock=immediate, so that write
+// transactions take the write lock at BEGIN. "sqlite" is registered by
+// importing sqlitedriver:
 //
 //	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("app.db"))
 //	store, err := sqlitedriver.OpenDB(ctx, db, sqlstore.Options{Migrate: true})
@@ -66,10 +65,8 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
 	}
-	// The pool's first round trips and the migration are retried after a
-	// transient error, as Open's are: a new SQLite file another instance
-	// is switching to WAL answers SQLITE_BUSY without waiting, and Up is
-	// idempotent.
+	// Retried like Open's (a new SQLite file another instance is switching
+	// to WAL answers SQLITE_BUSY at once; Up is idempotent).
 	err := retryOpen(ctx, "open", opts, func() error {
 		err := checkSQLitePool(ctx, d, db)
 		if err == nil && opts.Migrate {
@@ -130,11 +127,8 @@ func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 }
 
 // lockSQLite takes the migration lock of the SQLite database at path
-// (flockMigrations: a flock on path+migrateLockSuffix, waited for until
-// ctx ends). release(err) gives it back; when this call created
-// the lock file and err refuses the database (ErrDatabaseRefused,
-// ErrDatabaseCorrupt) or none exists at path, it removes the file too: a
-// command that refuses a database leaves nothing beside it.
+// (flockMigrations). release(err) gives it back, and removes the lock file
+// this call created when err refuses the database or none exists at path.
 func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
 	lockFile := path + migrateLockSuffix
 	_, statErr := os.Stat(lockFile)
@@ -166,10 +160,10 @@ func sqliteFile(ctx context.Context, db *sql.DB) (string, error) {
 	return file, nil
 }
 
-// checkSQLitePool verifies that an application's SQLite pool takes the write
-// lock at BEGIN and waits for it (nothing on another engine): it begins a transaction on db and tries to
-// take the write lock from a connection of its own to the same file, without
-// waiting. A file it cannot name (in memory) is not checked.
+// checkSQLitePool verifies that an application's SQLite pool takes the
+// write lock at BEGIN and waits for it: with a transaction open on db it
+// tries to take the lock from its own connection without waiting. An
+// in-memory database, or another engine, is not checked.
 func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
 	if d.Engine() != SQLite {
 		return nil

@@ -85,9 +85,7 @@ func brokenConn(d Driver, err error) bool {
 }
 
 // definiteCommitFailure reports whether a failed COMMIT certainly did not
-// apply: the server answered with a rollback (PostgreSQL's class 40 but
-// 40003) or SQLite said so (SQLite reports a commit's outcome
-// synchronously, in process).
+// apply (ClassCommitFailed: a PostgreSQL rollback, any SQLite failure).
 func definiteCommitFailure(d Driver, err error) bool {
 	c := d.Classify(err)
 	return c&driverkit.ClassServer != 0 && c&driverkit.ClassCommitFailed != 0
@@ -164,10 +162,8 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	return true
 }
 
-// flushIdle closes the idle connections of the PostgreSQL pool: after a
-// server restart or pg_terminate_backend they are all dead, and without
-// this each of them would fail one more request before being dropped.
-// (SQLite's connections are in process: nothing to flush.)
+// flushIdle closes the idle connections of the store's own PostgreSQL
+// pool, all dead after a server restart or pg_terminate_backend.
 func (s *Store) flushIdle() {
 	if s.engine != Postgres || s.shared || s.maxConns == 0 {
 		return // an application's pool (OpenDB) keeps its own settings
@@ -190,11 +186,9 @@ func (s *Store) CommitError(err error) error {
 }
 
 // withRetry runs fn, a read or a statement that takes effect only if it
-// returns nil, again after transient errors (see retrier.again). It
-// returns fn's last error as is.
-//
-// A store that found its SQLite file corrupt (ErrDatabaseCorrupt) runs
-// nothing: it returns that error, wrapped with throttle.ErrStoreUnavailable.
+// returns nil, again after transient errors (retrier.again), and returns
+// fn's last error as is. A store that found its SQLite file corrupt runs
+// nothing and returns that error, wrapped with throttle.ErrStoreUnavailable.
 func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error {
 	if err := s.corruptErr(); err != nil {
 		return formatError(op, err)

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,11 +127,8 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
 	}
-	switch {
-	case cfg.RefusalCacheSize == 0:
-		l.refused = newRefusalCache(defaultRefusalCacheSize, !cfg.SkipRefusalRows)
-	case cfg.RefusalCacheSize > 0:
-		l.refused = newRefusalCache(cfg.RefusalCacheSize, !cfg.SkipRefusalRows)
+	if size := cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize); size > 0 {
+		l.refused = newRefusalCache(size, !cfg.SkipRefusalRows)
 	}
 	return l, nil
 }

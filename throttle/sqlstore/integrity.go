@@ -108,13 +108,13 @@ func isCorrupt(d Driver, err error) bool {
 }
 
 // namedCorrupt returns err wrapped in ErrDatabaseCorrupt naming the SQLite
-// file of driverDSN when it says the file is corrupt and does not name it
-// yet; err itself otherwise.
-func namedCorrupt(d Driver, driverDSN string, err error) error {
+// file at path when it says the file is corrupt and does not name it yet;
+// err itself otherwise.
+func namedCorrupt(d Driver, path string, err error) error {
 	if err == nil || d.Engine() != SQLite || errors.Is(err, ErrDatabaseCorrupt) || !isCorrupt(d, err) {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, SQLitePath(driverDSN), err)
+	return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
 }
 
 // checkAtOpen runs quickCheck bounded by timeout (0: the default,
@@ -172,14 +172,11 @@ func (s *Store) corruptErr() error {
 // noteCorrupt makes err sticky when it says the file is corrupt, and
 // returns it.
 func (s *Store) noteCorrupt(err error) error {
-	if s.integrity == nil || err == nil {
+	if s.integrity == nil {
 		return err
 	}
-	if !errors.Is(err, ErrDatabaseCorrupt) {
-		if !isCorrupt(s.driver, err) {
-			return err
-		}
-		err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, s.integrity.path, err)
+	if err = namedCorrupt(s.driver, s.integrity.path, err); !errors.Is(err, ErrDatabaseCorrupt) {
+		return err
 	}
 	if s.integrity.corrupt.CompareAndSwap(nil, &err) {
 		s.logger.Error("THE DATABASE FILE IS CORRUPT: refusing every decision and record until balde is restarted on a sound file",

@@ -143,7 +143,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	// Every refusal names the file: SQLite may first find it corrupt
 	// anywhere (a pragma, the ping, the first read).
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
 	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
 		if err := retryOpen(ctx, "migrate up", opts, func() error { return migrate(ctx, dsn, opts, opts.up) }); err != nil {
@@ -316,7 +316,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err := checkDriver("migrate", d, engine); err != nil {
 		return err
 	}
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
 	created := false
 	if engine == Postgres {
 		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {

@@ -107,7 +107,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		ledger:   cfg.Ledger,
 		notifier: cfg.Notifier,
 		observer: cfg.Observer,
-		logger:   cfg.Logger,
+		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		defs:     cfg.Definitions,
 		shadow:   cfg.Shadow,
 		leases:   newLeases(cfg.Lease),
@@ -123,9 +123,6 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	}
 	if l.observer == nil {
 		l.observer = nopObserver{}
-	}
-	if l.logger == nil {
-		l.logger = slog.New(slog.DiscardHandler)
 	}
 	if size := cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize); size > 0 {
 		l.refused = newRefusalCache(size, !cfg.SkipRefusalRows)

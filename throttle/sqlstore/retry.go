@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -139,10 +140,7 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if r.waited+d > transientBudget || time.Since(r.start)+d > transientElapsedBudget {
 		return false
 	}
-	logger := r.logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := cmp.Or(r.logger, discard)
 	if r.s != nil {
 		logger = r.s.logger
 		if brokenConn(drv, err) {

@@ -18,6 +18,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -151,10 +152,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 	}
 	s := newStore(engine, opts)
-	maxConns := opts.MaxConns
-	if maxConns <= 0 {
-		maxConns = 16
-	}
+	maxConns := cmp.Or(max(opts.MaxConns, 0), 16)
 	switch engine {
 	case SQLite:
 		// The file must exist (Migrate creates it): a connection opened
@@ -354,11 +352,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		return formatError("migrate", err)
 	}
 	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
-		logger := opts.Logger
-		if logger == nil {
-			logger = slog.New(slog.DiscardHandler)
-		}
-		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, logger); err != nil {
+		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
 			db.Close()
 			return formatError("migrate", err)
 		}
@@ -402,15 +396,15 @@ func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *sl
 	return err == nil && version == int64(latest) && !dirty
 }
 
+// discard is the logger of a store given none.
+var discard = slog.New(slog.DiscardHandler)
+
 // newStore is a store of opts on engine, before its pools.
 func newStore(engine Engine, opts Options) *Store {
-	s := &Store{engine: engine, driver: opts.Driver, now: opts.Clock, logger: opts.Logger,
+	s := &Store{engine: engine, driver: opts.Driver, now: opts.Clock, logger: cmp.Or(opts.Logger, discard),
 		policyID: make(map[string]int64), policyNames: make(map[int64]string)}
 	if s.now == nil {
 		s.now = throttle.SystemClock
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
 	}
 	return s
 }

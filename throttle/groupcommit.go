@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -57,15 +58,8 @@ const defaultMaxWait = 100 * time.Microsecond
 
 // NewGroupCommit starts the writers of a GroupCommit over store.
 func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 256
-	}
-	if opts.Writers <= 0 {
-		opts.Writers = 1
-	}
-	if opts.MaxWait == 0 {
-		opts.MaxWait = defaultMaxWait
-	}
+	opts.MaxBatch, opts.Writers = cmp.Or(max(opts.MaxBatch, 0), 256), cmp.Or(max(opts.Writers, 0), 1)
+	opts.MaxWait = cmp.Or(opts.MaxWait, defaultMaxWait)
 	g := &GroupCommit{
 		Store: store,
 		opts:  opts,

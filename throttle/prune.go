@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -40,15 +41,8 @@ const DefaultRetention = 30 * 24 * time.Hour
 // pruned: a read of the ledger starts at the bucket's row
 // (docs/decisions/0080).
 func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
-	if opts.Retention <= 0 {
-		opts.Retention = DefaultRetention
-	}
-	if opts.Batch <= 0 {
-		opts.Batch = 1000
-	}
-	if opts.BucketBatch <= 0 {
-		opts.BucketBatch = 100
-	}
+	opts.Retention = cmp.Or(max(opts.Retention, 0), DefaultRetention)
+	opts.Batch, opts.BucketBatch = cmp.Or(max(opts.Batch, 0), 1000), cmp.Or(max(opts.BucketBatch, 0), 100)
 	var res PruneResult
 	before := l.clock().Add(-opts.Retention)
 	for {

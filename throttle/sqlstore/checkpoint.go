@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -63,13 +64,8 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
-	if c.every <= 0 {
-		c.every = defaultCheckpointEvery
-	}
-	if c.limit <= 0 {
-		c.limit = defaultWALLimit
-	}
+	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", logger: logger, stop: make(chan struct{}),
+		every: cmp.Or(max(opts.CheckpointEvery, 0), defaultCheckpointEvery), limit: cmp.Or(max(opts.WALLimit, 0), defaultWALLimit)}
 	c.wg.Go(c.run)
 	return c, nil
 }

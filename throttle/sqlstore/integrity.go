@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -230,13 +231,9 @@ func (s *Store) integrityDue() {
 
 // newIntegrity returns the integrity state of a SQLite file at path.
 func newIntegrity(path string, opts Options) *integrity {
-	in := &integrity{path: path, timeout: opts.IntegrityTimeout, every: opts.IntegrityEvery}
-	if in.timeout <= 0 { // negative skips only the check at open
-		in.timeout = defaultIntegrityTimeout
-	}
-	if in.every == 0 {
-		in.every = DefaultIntegrityEvery
-	}
+	// A negative timeout skips only the check at open.
+	in := &integrity{path: path, timeout: cmp.Or(max(opts.IntegrityTimeout, 0), defaultIntegrityTimeout),
+		every: cmp.Or(opts.IntegrityEvery, DefaultIntegrityEvery)}
 	in.ctx, in.stop = context.WithCancel(context.Background())
 	in.checked.Store(time.Now().UnixNano())
 	return in

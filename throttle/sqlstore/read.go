@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -111,10 +112,7 @@ func (s *Store) list(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, 
 	if err != nil || !ok {
 		return nil, err
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = inspect.DefaultPageSize
-	}
+	limit := cmp.Or(max(f.Limit, 0), inspect.DefaultPageSize)
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT `+bucketColumns+`
 		FROM balde_buckets
@@ -200,10 +198,7 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery, withCurs
 
 // ledger is Ledger without its retries; Ledger implements inspect.Store.
 func (s *Store) ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = inspect.DefaultPageSize
-	}
+	limit := cmp.Or(max(q.Limit, 0), inspect.DefaultPageSize)
 	if q.Key != nil {
 		return s.bucketLedger(ctx, q, limit)
 	}

@@ -257,18 +257,7 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 	}
 	if p.Refill == RefillRolling {
 		if delta < 0 {
-			// Spent tokens stay ordered; under a clock that stepped back they
-			// are stamped at the newest spend, which only delays their return.
-			// With a grain they are stamped at its end, which only delays it too.
-			at := p.grainEnd(now)
-			if n := len(b.Spent); n > 0 {
-				at = later(b.Spent[n-1].At, at)
-			}
-			if n := len(b.Spent); n > 0 && b.Spent[n-1].At.Equal(at) {
-				b.Spent[n-1].N -= delta
-			} else {
-				b.Spent = append(b.Spent, Spend{At: at, N: -delta})
-			}
+			b.spendRolling(p, -delta, now)
 		} else {
 			// A refund or credit gives back the newest spends first: it undoes
 			// the most recent charge.
@@ -294,6 +283,20 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 		b.Carry = 0
 	}
 	return delta
+}
+
+// spendRolling adds n tokens spent at now to a rolling window's Spent and
+// returns their stamp: the end of now's grain, or the newest spend when
+// that is later (a clock stepped back), which only delays their return.
+func (b *Bucket) spendRolling(p Policy, n int64, now time.Time) time.Time {
+	at := p.grainEnd(now)
+	if k := len(b.Spent); k > 0 && !b.Spent[k-1].At.Before(at) {
+		at = b.Spent[k-1].At
+		b.Spent[k-1].N += n
+	} else {
+		b.Spent = append(b.Spent, Spend{At: at, N: n})
+	}
+	return at
 }
 
 // setFull makes b full now and clears its cooldown and block (an admin

@@ -188,15 +188,7 @@ func (tx *Tx) leaseIn(c priced, want int64, ref string) (int64, time.Time) {
 	if n < 1 {
 		return 0, time.Time{}
 	}
-	stamp := p.grainEnd(tx.now)
-	if k := len(tb.b.Spent); k > 0 && tb.b.Spent[k-1].At.After(stamp) {
-		stamp = tb.b.Spent[k-1].At // spends stay ordered: later is only safer
-	}
-	if k := len(tb.b.Spent); k > 0 && tb.b.Spent[k-1].At.Equal(stamp) {
-		tb.b.Spent[k-1].N += n
-	} else {
-		tb.b.Spent = append(tb.b.Spent, Spend{At: stamp, N: n})
-	}
+	stamp := tb.b.spendRolling(p, n, tx.now)
 	tb.b.Tokens = p.Capacity - tb.b.spentTokens()
 	tx.recordLease(tb, p, -n, ledgerLease, ref)
 	return n, stamp

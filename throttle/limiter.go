@@ -93,9 +93,7 @@ func (l *Limiter) RemoteRefused(system, policy, code string) {
 
 // NewLimiter returns a Limiter deciding with store and policies.
 func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
-	if cfg.Thresholds == (Thresholds{}) {
-		cfg.Thresholds = DefaultThresholds
-	}
+	cfg.Thresholds = cmp.Or(cfg.Thresholds, DefaultThresholds)
 	if err := cfg.Thresholds.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,7 +104,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows},
 		ledger:   cfg.Ledger,
 		notifier: cfg.Notifier,
-		observer: cfg.Observer,
+		observer: cmp.Or[Observer](cfg.Observer, nopObserver{}),
 		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		defs:     cfg.Definitions,
 		shadow:   cfg.Shadow,
@@ -120,9 +118,6 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	}
 	if l.clock == nil {
 		l.clock = SystemClock
-	}
-	if l.observer == nil {
-		l.observer = nopObserver{}
 	}
 	if size := cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize); size > 0 {
 		l.refused = newRefusalCache(size, !cfg.SkipRefusalRows)

@@ -47,29 +47,11 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	if len(rowKeys) > 0 {
 		ids, envs, identifiers := keyArrays(rowKeys)
 		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})
-		scans = append(scans, func(r driverkit.Rows) error {
-			for r.Next() {
-				row, err := scanLockedBucketRow(r)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, row)
-			}
-			return nil
-		})
+		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &rows, scanLockedBucketRow) })
 	}
 	if len(refs) > 0 {
 		load = append(load, driverkit.Query{SQL: pgCreditsSQL, Args: creditArrays(refs)})
-		scans = append(scans, func(r driverkit.Rows) error {
-			for r.Next() {
-				var c creditKey
-				if err := r.Scan(&c.policyID, &c.env, &c.identifier, &c.ref); err != nil {
-					return err
-				}
-				found = append(found, c)
-			}
-			return nil
-		})
+		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &found, scanCredit) })
 	}
 	loaded := false
 	var written *writeSet

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // postgresWriter keeps a transaction to a fixed number of round trips
@@ -51,12 +53,8 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	}
 	defer rows.Close()
 	var out []bucketRow
-	for rows.Next() {
-		r, err := scanLockedBucketRow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+	if err := collect(rows, &out, scanLockedBucketRow); err != nil {
+		return nil, err
 	}
 	return out, rows.Err()
 }
@@ -86,14 +84,27 @@ func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credit
 	}
 	defer rows.Close()
 	var found []creditKey
-	for rows.Next() {
-		var c creditKey
-		if err := rows.Scan(&c.policyID, &c.env, &c.identifier, &c.ref); err != nil {
-			return nil, err
-		}
-		found = append(found, c)
+	if err := collect(rows, &found, scanCredit); err != nil {
+		return nil, err
 	}
 	return found, rows.Err()
+}
+
+func scanCredit(sc scanner) (c creditKey, err error) {
+	err = sc.Scan(&c.policyID, &c.env, &c.identifier, &c.ref)
+	return c, err
+}
+
+// collect appends to out the rows of rs, each read by scan.
+func collect[T any](rs driverkit.Rows, out *[]T, scan func(scanner) (T, error)) error {
+	for rs.Next() {
+		v, err := scan(rs)
+		if err != nil {
+			return err
+		}
+		*out = append(*out, v)
+	}
+	return nil
 }
 
 // bucketUnnest is the SQL of the rows x(bucketColumns) that PostgreSQL

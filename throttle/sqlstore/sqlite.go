@@ -207,12 +207,8 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			r, err := scanNumberedBucketState(rows, keys[lo:hi])
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
+		if err := collect(rows, &out, func(sc scanner) (bucketRow, error) { return scanNumberedBucketState(sc, keys[lo:hi]) }); err != nil {
+			return err
 		}
 		return rows.Err()
 	})

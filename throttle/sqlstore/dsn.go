@@ -66,7 +66,7 @@ func ParseDSN(dsn string) (Engine, string, error) {
 		u.RawQuery = q.Encode()
 		return Postgres, u.String(), nil
 	}
-	path, query := dsn, ""
+	path := dsn
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
 		path = strings.TrimPrefix(dsn, "sqlite://")
@@ -75,9 +75,7 @@ func ParseDSN(dsn string) (Engine, string, error) {
 	case strings.Contains(dsn, "://"):
 		return "", "", fmt.Errorf("sqlstore: unsupported DSN scheme in %q (want sqlite://, postgres:// or a file path)", dsn)
 	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path, query = path[:i], path[i+1:]
-	}
+	path, query, _ := strings.Cut(path, "?")
 	if path == "" {
 		return "", "", fmt.Errorf("sqlstore: SQLite DSN %q has no file path", dsn)
 	}

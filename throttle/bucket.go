@@ -33,17 +33,14 @@ type Bucket struct {
 	// BlockedUntil is the end of a block that started with a refusal (or
 	// that a Sync set).
 	BlockedUntil time.Time
-	// NextAt is a cooldown the caller set, beside the policy's MinInterval:
-	// the key admits nothing before it. A Sync with Cooldown moves it to the
-	// answer's time plus the interval owed (the interval runs from the
-	// remote side's answer). A refusal for it reads ReasonCooldown.
+	// NextAt is a cooldown the caller set (a Sync with Cooldown), beside the
+	// policy's MinInterval: the key admits nothing before it
+	// (ReasonCooldown).
 	NextAt time.Time
-	// HeldUntil is set by an admitted Charge with HoldFor: its request is on
-	// the wire, and the key admits nothing until the Sync of its answer
-	// clears it (SyncTarget.Hold), or until HeldUntil, when the request is
-	// over for sure. While held, a refusal's wait is one MinInterval from
-	// now (the earliest the answer's interval can end), or the hold's end
-	// when that comes sooner: asked again then, the key says again.
+	// HeldUntil is set by an admitted Charge with HoldFor: the key admits
+	// nothing until the Sync of its answer clears it (SyncTarget.Hold), or
+	// until HeldUntil. A refusal while held waits one MinInterval, or until
+	// the hold's end when that comes sooner.
 	HeldUntil time.Time
 	// BlockLevel counts the escalating blocks in a row (SyncTarget.Escalate):
 	// the next one lasts one step longer.

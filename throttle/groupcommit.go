@@ -14,12 +14,10 @@ import (
 type GroupCommitOptions struct {
 	// MaxBatch bounds the operations applied in one transaction. Default 256.
 	MaxBatch int
-	// MaxWait is the longest a batch waits for more operations, and it
-	// waits only while it is smaller than the batch before it: callers
-	// answered by one transaction come back a few microseconds later, and
-	// waiting for them makes batches (and throughput) larger under load,
-	// while a lone caller (previous batch of one) never waits. Default
-	// DefaultMaxWait; negative never waits.
+	// MaxWait is the longest a batch waits for more operations, only while
+	// it is smaller than the batch before it (the callers answered by that
+	// one come back a few microseconds later; a lone caller never waits).
+	// Default DefaultMaxWait; negative never waits.
 	MaxWait time.Duration
 	// Writers is the number of transactions run at once. Default 1, right
 	// for SQLite (one writer per database). On PostgreSQL a few writers

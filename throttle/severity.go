@@ -237,10 +237,9 @@ type trust struct {
 }
 
 // Trusted reports whether a row stored Healthy is Healthy now: a full
-// regrade (Reevaluate while not Trusted) completed in this Limiter under
-// the policy definitions in effect (Config.Definitions). Until then counts
-// and severity filters re-grade every row (at most inspect.MaxScan)
-// instead of only those stored worse.
+// regrade completed in this Limiter under the current policy definitions
+// (Config.Definitions). Until then counts and severity filters re-grade
+// every row (at most inspect.MaxScan).
 func (l *Limiter) Trusted() bool {
 	defs := l.defs()
 	l.trust.mu.Lock()

@@ -263,8 +263,8 @@ func sameState(a, b bucketRow) bool {
 type OptimisticStats struct {
 	// OneTrip batches committed in one round trip on remembered rows.
 	OneTrip int64
-	// Conflicts are one-round-trip writes that found a row changed by
-	// someone else and rolled back (each then ran on the locking path).
+	// Conflicts are one-round-trip writes that found a row changed and
+	// rolled back (then ran on the locking path).
 	Conflicts int64
 	// Locked batches ran on the two-round-trip locking path.
 	Locked int64

@@ -110,9 +110,7 @@ type retrier struct {
 	op      string
 	attempt int
 	waited  time.Duration
-	// start is when the first attempt began (set by newRetrier; a zero
-	// start is taken as the first failure).
-	start time.Time
+	start   time.Time // of the first attempt; zero: the first failure
 }
 
 // newRetrier returns the retrier of an operation whose first attempt

@@ -15,11 +15,9 @@ import (
 // reaches a process at the latest when its lease ends. Lease and return are
 // ledger rows (LedgerLease, LedgerLeaseReturn).
 
-// leaseShare is the part of the tokens left a lease takes at most: the
-// rest stays for the other processes and the requests to come. A lease
-// never takes the bucket below half its capacity: near its limit a key is
-// decided one transaction at a time, so that no token is stranded in a
-// lease while another process refuses for want of it.
+// leaseShare is the part of the tokens left a lease takes at most, never
+// below half the capacity: near its limit a key is decided one transaction
+// at a time, so no token is stranded in a lease another process lacks.
 const leaseShare = 4
 
 // maxLeases bounds the keys a Limiter keeps leases and counts for.

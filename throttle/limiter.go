@@ -42,11 +42,9 @@ type Config struct {
 	// every decision is a transaction.
 	Lease time.Duration
 	// Definitions, when set, returns a value that changes whenever the
-	// policies the Resolver returns may have changed (a DICT category
-	// learned, a policy file applied): a stored severity is trusted for
-	// counting and filtering only after a full regrade ran under the
-	// current value (see Limiter.Reevaluate). Nil means the policies do
-	// not change during the Limiter's life.
+	// Resolver's policies may have changed: stored severities are trusted
+	// only after a full regrade under the current value (Limiter.Reevaluate).
+	// Nil: the policies never change.
 	Definitions func() string
 	// Shadow, when set, says whether a policy is in shadow mode: a request
 	// refused only by such policies is admitted with Decision.Shadow set

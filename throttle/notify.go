@@ -69,12 +69,11 @@ type RemoteObserver interface {
 	RemoteRefused(system, policy, code string)
 }
 
-// StoreObserver is an optional part of an Observer: a Take the store could
-// not decide. StoreFailed is called for each key of a Take whose
-// transaction failed with ErrStoreUnavailable, before the fail mode is
-// applied (so a fail-open Take is also counted by FailedOpen); err tells
-// the cause (ErrStoreTimeout: a bounded wait ended it).
-// Implementations must be safe for concurrent use and fast.
+// StoreObserver is an optional part of an Observer: StoreFailed is called
+// for each key of a Take whose transaction failed with ErrStoreUnavailable,
+// before the fail mode applies; err tells the cause (ErrStoreTimeout: a
+// bounded wait ended it). Implementations must be safe for concurrent use
+// and fast.
 type StoreObserver interface {
 	StoreFailed(key Key, err error)
 }

@@ -38,15 +38,13 @@ import (
 // Errors: a Store wraps ErrStoreUnavailable around every failure to reach or
 // use the database; ErrInvalidKey for a key it cannot store.
 type Store interface {
-	// Update runs one write transaction. It locks the buckets of keys (in
-	// Key.Compare order, to avoid deadlocks), reads its clock once, builds a
-	// Tx with NewTx, loads the rows that exist and the credit references of
-	// credits that were already applied, and calls apply. If apply returns
-	// nil it writes tx.BucketWrites and tx.LedgerRows and commits; otherwise
-	// it rolls back and returns apply's error unchanged.
-	//
-	// apply may be called more than once when the store retries a
-	// transaction that lost a race; it must depend only on the Tx it is given.
+	// Update runs one write transaction: it locks the buckets of keys (in
+	// Key.Compare order), reads its clock once, builds a Tx with NewTx from
+	// the rows that exist and the credits already applied, and calls apply;
+	// when apply returns nil it writes tx.BucketWrites and tx.LedgerRows
+	// and commits, otherwise it rolls back and returns apply's error
+	// unchanged. apply may run more than once (a transaction that lost a
+	// race is retried): it must depend only on its Tx.
 	Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error
 
 	// Buckets returns the stored rows of keys that have one, in no

@@ -172,8 +172,7 @@ func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason Le
 // with hysteresis from the level stored), noting a transition for the
 // Notifier.
 func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
-	tb.dirty = true
-	tb.delete = false
+	tb.dirty, tb.delete = true, false
 	sev := th.grade(p, tb.b, tx.now, tb.b.Severity)
 	if sev != tb.b.Severity {
 		from := tb.b.Severity

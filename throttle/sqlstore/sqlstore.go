@@ -6,11 +6,10 @@
 //	s, err := sqlitedriver.Open(ctx, "sqlite://balde.db", sqlstore.Options{Migrate: true})
 //	s, err := pgxdriver.Open(ctx, "postgres://...", sqlstore.Options{Migrate: true})
 //
-// Every Update is one transaction. On SQLite the transaction takes the
-// database's write lock at BEGIN (BEGIN IMMEDIATE) and all writes of a
-// process go through one connection, so several processes on one file
-// serialize on the lock and stay exact. On PostgreSQL the buckets are locked
-// with SELECT ... FOR UPDATE in key order, and a transaction that loses a race
+// Every Update is one transaction. On SQLite it takes the write lock at
+// BEGIN (BEGIN IMMEDIATE) and a process writes through one connection, so
+// processes on one file serialize on the lock; on PostgreSQL the buckets
+// are locked FOR UPDATE in key order, and a transaction that loses a race
 // to create a bucket is retried from the start.
 //
 // The SQL that differs between the engines (how rows are locked and written

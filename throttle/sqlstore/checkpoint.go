@@ -70,11 +70,9 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 	return c, nil
 }
 
-// ownCheckpoints reports whether the store takes the checkpoints over: the
-// user's dsn does not set wal_autocheckpoint (even to balde's own 16,000:
-// a user who writes it asks for SQLite's checkpoints), and the writer's
-// driver DSN carries balde's. It returns the writer's DSN with
-// autocheckpoint off when it does.
+// ownCheckpoints reports whether the store takes the checkpoints over (the
+// user's dsn does not set wal_autocheckpoint, even to balde's value, and
+// the writer's DSN carries balde's), and returns the writer's DSN for it.
 func ownCheckpoints(dsn, writerDSN string) (string, bool) {
 	if strings.Contains(strings.ToLower(dsn), "wal_autocheckpoint") || !strings.Contains(writerDSN, baldeAutocheckpoint) {
 		return writerDSN, false
@@ -108,8 +106,7 @@ func (c *checkpointer) run() {
 		busy, frames, done, err := c.checkpoint(ctx, c.db, "PASSIVE")
 		if caughtUp > 0 && err == nil {
 			if frames >= caughtUp {
-				// The writer's next transaction did not restart the WAL: a
-				// reader uses its frames. Leave the writer alone for a while.
+				// A reader kept the WAL from restarting: wait a while.
 				catchUpNotBefore = time.Now().Add(truncateBackoff)
 			}
 			caughtUp = 0
@@ -120,9 +117,7 @@ func (c *checkpointer) run() {
 		case (frames*frameSize > c.limit || c.walSize() > c.limit) && !time.Now().Before(notBefore):
 			flushFile(c.path) // as before a catch-up
 			if busy, err = c.truncate(ctx); busy {
-				// A reader still holds an old snapshot (a long listing, a
-				// backup): the WAL cannot be reset under it. Try again in
-				// a second rather than hold the writers every 20 ms.
+				// A reader holds an old snapshot: try again in a second.
 				notBefore = time.Now().Add(truncateBackoff)
 			}
 			copied = -1
@@ -142,8 +137,7 @@ func (c *checkpointer) run() {
 			copied = -1
 		}
 		if err != nil && time.Since(logged) >= warnEvery {
-			// A file that cannot be checkpointed now will fail the same
-			// way 50 times a second: one warning per warnEvery.
+			// One warning per warnEvery, not 50 a second.
 			logged = time.Now()
 			c.logger.Warn("WAL checkpoint", slog.Any("error", err))
 		}

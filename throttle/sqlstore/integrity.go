@@ -26,10 +26,9 @@ import (
 var ErrDatabaseRefused = errors.New("sqlstore: database refused")
 
 // ErrDatabaseCorrupt means the SQLite file fails PRAGMA quick_check, or a
-// statement reported SQLITE_CORRUPT or SQLITE_NOTADB. It wraps
-// ErrDatabaseRefused. Once a store has seen it, it refuses every decision
-// and every Retry (the SIFEN and DICT records) until it is reopened: what
-// it would read may be garbage.
+// statement reported SQLITE_CORRUPT or SQLITE_NOTADB; it wraps
+// ErrDatabaseRefused. A store that saw it refuses every decision and Retry
+// until it is reopened.
 var ErrDatabaseCorrupt = fmt.Errorf("%w: it fails SQLite's integrity check", ErrDatabaseRefused)
 
 // Integrity check defaults (Options.IntegrityTimeout, IntegrityEvery).

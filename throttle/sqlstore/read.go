@@ -239,10 +239,9 @@ func (s *Store) scanLedger(ctx context.Context, rows *sql.Rows) ([]throttle.Ledg
 const maxWalk = 1_000_000
 
 // walkChain returns the SQL of a walk along one bucket's ledger rows, newest
-// first, from the bucket's latest row (or from the row before BeforeID),
-// stopping at Since, at a row of another bucket, or after depth rows; and
-// the filter on reasons for the outer query. The walk yields rows in chain
-// order, so an outer LIMIT takes the newest.
+// first, from its latest row (or the row before BeforeID), stopping at
+// Since, at another bucket's row or after depth rows, and the filter on
+// reasons for the outer query.
 func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int) (cte, reasons string, args, reasonArgs []any, ok bool, err error) {
 	id, known, err := s.lookupPolicy(ctx, q.Key.Policy)
 	if err != nil || !known {

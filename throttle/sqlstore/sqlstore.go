@@ -108,9 +108,8 @@ var (
 type rowWriter interface {
 	// loadBuckets locks and returns the rows of keys that exist.
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
-	// headMinutes returns, for rows loaded by loadBuckets whose latest
-	// ledger row aggregates a minute of takes, that minute by key. Asked
-	// only when the transaction has aggregated take rows.
+	// headMinutes returns the minute of each row's latest ledger row that
+	// aggregates takes, asked only when the transaction aggregates takes.
 	headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)

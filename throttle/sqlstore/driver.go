@@ -16,18 +16,13 @@ import (
 // 0129).
 type Driver interface {
 	migrations.Driver
-	// SQLName is the name the driver's package registered with
-	// database/sql ("sqlite", "pgx"): importing that package is what
-	// makes sql.Open of that name work.
+	// SQLName is the driver's name in database/sql ("sqlite", "pgx").
 	SQLName() string
-	// CheckPool returns an error saying what is wrong when the store
-	// cannot work on an application's pool db (OpenDB): PostgreSQL needs
-	// pgx's connections, which bind Go slices as arrays. It runs no
-	// statement.
+	// CheckPool returns an error saying what is wrong when the store cannot
+	// work on an application's pool db (OpenDB). It runs no statement.
 	CheckPool(db *sql.DB) error
 	// Classify tells what the engine's error err (anywhere in its chain)
-	// means; 0 when the driver does not recognise it. It only reads the
-	// engine's codes: what is retried is decided here (decision 0020).
+	// means, 0 when unrecognised; what is retried is decided here (0020).
 	Classify(err error) driverkit.ErrorClass
 }
 

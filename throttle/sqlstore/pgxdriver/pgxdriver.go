@@ -52,9 +52,7 @@ func (pgDriver) Instance(db *sql.DB, table string) (database.Driver, error) {
 }
 
 // OwnConn opens a pool of its own with the configuration of db's pgx
-// connections (same server, database, user and search_path):
-// golang-migrate keeps one connection for the whole run, and an
-// application's connections are never held. db must be a pgx pool.
+// connections, so golang-migrate never holds an application's connection.
 func (pgDriver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {

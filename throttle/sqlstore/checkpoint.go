@@ -30,15 +30,13 @@ const (
 	// defaultCheckpointEvery is how long the checkpointer sleeps when the
 	// WAL had nothing to copy.
 	defaultCheckpointEvery = 20 * time.Millisecond
-	// defaultWALLimit is the WAL size past which the checkpointer runs a
-	// TRUNCATE checkpoint (journal_size_limit's 64 MiB); at half of it the
-	// checkpointer has the WAL start again in place.
+	// defaultWALLimit is the WAL size past which a TRUNCATE runs
+	// (journal_size_limit's 64 MiB).
 	defaultWALLimit = 64 << 20
 )
 
 // baldeAutocheckpoint is balde's wal_autocheckpoint in the DSN
-// (sqlitePragmas): when the DSN carries it, the user did not set their own
-// and the store may take checkpoints over.
+// (sqlitePragmas): a DSN that carries it leaves checkpoints to the store.
 const baldeAutocheckpoint = "_pragma=wal_autocheckpoint(16000)"
 
 // checkpointer runs a SQLite file's checkpoints in the background.

@@ -22,7 +22,7 @@ type Driver interface {
 	// work on an application's pool db (OpenDB). It runs no statement.
 	CheckPool(db *sql.DB) error
 	// Classify tells what the engine's error err (anywhere in its chain)
-	// means, 0 when unrecognised; what is retried is decided here (0020).
+	// means, 0 when unrecognised; retries follow it (decision 0020).
 	Classify(err error) driverkit.ErrorClass
 }
 

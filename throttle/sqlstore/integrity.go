@@ -206,8 +206,7 @@ func (s *Store) CheckIntegrity(ctx context.Context) error {
 }
 
 // integrityDue starts a background quick_check when the last one is older
-// than the store's interval and none is running. Readiness reads the
-// result later through corruptErr.
+// than the store's interval and none is running (see corruptErr).
 func (s *Store) integrityDue() {
 	in := s.integrity
 	if in == nil || in.every <= 0 || time.Since(time.Unix(0, in.checked.Load())) < in.every {

@@ -75,9 +75,8 @@ func transient(d Driver, err error) bool {
 	return false
 }
 
-// brokenConn reports whether err says the connection itself is gone, after
-// which the idle connections of the pool are likely gone too (a server
-// restart or pg_terminate_backend kills them all at once).
+// brokenConn reports whether err says the connection itself is gone, and
+// likely the pool's idle ones with it.
 func brokenConn(d Driver, err error) bool {
 	if c := d.Classify(err); c&driverkit.ClassServer != 0 {
 		return c&driverkit.ClassBrokenConn != 0
@@ -118,10 +117,9 @@ type retrier struct {
 func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, start: time.Now()} }
 
 // again reports whether the operation should run again after err, having
-// waited the backoff (false when err is not transient, the attempts or
-// the budget are spent, or ctx ends while waiting). After a broken
-// connection it empties the pool's idle connections first, so the next
-// attempt runs on a fresh one.
+// waited the backoff: false when err is not transient, the attempts or the
+// budget are spent, or ctx ends. After a broken connection it flushes the
+// pool's idle connections first.
 func (r *retrier) again(ctx context.Context, err error) bool {
 	r.attempt++
 	drv := r.driver

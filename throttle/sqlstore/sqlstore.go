@@ -43,9 +43,8 @@ import (
 // Options configure Open. Driver is required; the zero value of the rest
 // is usable.
 type Options struct {
-	// Driver is the engine's: DriverOf(engine), or set by the Open and
-	// OpenDB of sqlitedriver and pgxdriver. It must be the engine the DSN
-	// names.
+	// Driver is the engine's (DriverOf, or set by the drivers' Open and
+	// OpenDB); it must be the engine the DSN names.
 	Driver Driver
 	// Clock is read once per transaction, after its locks are taken.
 	// Default throttle.SystemClock.

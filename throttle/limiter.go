@@ -188,12 +188,12 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	}
 	// Refusals answered from memory whose groups are due ride along.
 	due := l.refused.drain()
-	keys := keysOf(ps)
+	keys := keysOf(ps, func(p *priced) Key { return p.Key })
 	var d Decision
 	var after []Bucket
 	var at, stamp time.Time
 	var lent, left int64
-	err = l.update(ctx, append(keys, refusalKeys(due)...), nil, func(tx *Tx) error {
+	err = l.update(ctx, append(keys, keysOf(due, refusalKey)...), nil, func(tx *Tx) error {
 		lent = 0
 		if back > 0 {
 			tx.unleaseIn(ps[0].Key, ps[0].policy, back, backAt, ref)
@@ -458,10 +458,13 @@ func (l *Limiter) price(charges []Charge) ([]priced, error) {
 	return ps, nil
 }
 
-func keysOf(ps []priced) []Key {
-	keys := make([]Key, len(ps))
-	for i, p := range ps {
-		keys[i] = p.Key
+// keysOf returns the key of each of xs.
+func keysOf[T any](xs []T, key func(*T) Key) []Key {
+	keys := make([]Key, len(xs))
+	for i := range xs {
+		keys[i] = key(&xs[i])
 	}
 	return keys
 }
+
+func refusalKey(r *refusalCount) Key { return r.key }

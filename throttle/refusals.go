@@ -266,7 +266,7 @@ func (l *Limiter) writeRefusals(ctx context.Context, due []refusalCount) error {
 	if len(due) == 0 {
 		return nil
 	}
-	err := l.update(ctx, refusalKeys(due), nil, func(tx *Tx) error {
+	err := l.update(ctx, keysOf(due, refusalKey), nil, func(tx *Tx) error {
 		tx.recordRefusals(due)
 		return nil
 	})
@@ -274,12 +274,4 @@ func (l *Limiter) writeRefusals(ctx context.Context, due []refusalCount) error {
 		l.refused.requeue(due)
 	}
 	return err
-}
-
-func refusalKeys(due []refusalCount) []Key {
-	keys := make([]Key, len(due))
-	for i, r := range due {
-		keys[i] = r.key
-	}
-	return keys
 }

@@ -32,11 +32,10 @@ type leases struct {
 
 // lease is one key's lease and demand in this process.
 type lease struct {
-	// stamp is the instant the lease's tokens were spent at (a grain's
-	// end); left of them are not used yet.
-	stamp time.Time
-	left  int64
-	// remaining is the bucket's balance after the lease, for decisions.
+	// stamp is when the lease's tokens were spent (a grain's end); left of
+	// them are not used yet; remaining is the balance after the lease.
+	stamp     time.Time
+	left      int64
 	remaining int64
 	// seen counts this process's requests on the key since since;
 	// prevSeen, in the span before.
@@ -45,9 +44,9 @@ type lease struct {
 	// back is a lease's rest to give back, spent at backAt.
 	back   int64
 	backAt time.Time
-	// taking is closed when the lease transaction in flight ends; nil
-	// when none is. starved: the last lease asked for found no tokens to
-	// spare (the key is near its limit), so callers do not wait for one.
+	// taking is closed when the lease transaction in flight ends (nil:
+	// none); starved: the last lease found no tokens to spare, so callers
+	// do not wait for one.
 	taking  chan struct{}
 	starved bool
 }

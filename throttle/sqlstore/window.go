@@ -12,8 +12,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// aggregateLag is how far before its row's neighbours in the chain an
-// aggregated take row's time may lie: it carries the minute it began.
+// aggregateLag is how far an aggregated take row's time (its minute's
+// start) may lie before its neighbours in the chain.
 const aggregateLag = time.Minute
 
 // The window's rows are read in one of two ways, both by primary key only

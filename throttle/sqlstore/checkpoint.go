@@ -54,8 +54,7 @@ type checkpointer struct {
 	once   sync.Once
 }
 
-// startCheckpointer opens the checkpoint connection on driverDSN (through
-// d) and starts its goroutine.
+// startCheckpointer opens the checkpoint connection and starts its goroutine.
 func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options, logger *slog.Logger) (*checkpointer, error) {
 	db, err := sql.Open(d.SQLName(), driverDSN)
 	if err != nil {

@@ -112,8 +112,7 @@ type retrier struct {
 	start   time.Time // of the first attempt; zero: the first failure
 }
 
-// newRetrier returns the retrier of an operation whose first attempt
-// begins now.
+// newRetrier returns the retrier of an operation starting now.
 func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, start: time.Now()} }
 
 // again reports whether the operation should run again after err, having

@@ -88,8 +88,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 	return w, nil
 }
 
-// prepared returns the statement of cache for n rows (1 <= n <=
-// maxRowsPerStatement), prepared when the store opened.
+// prepared returns the statement of cache for n rows, prepared at open.
 func prepared(cache map[int]*sql.Stmt, n int) (*sql.Stmt, error) {
 	st, ok := cache[n]
 	if !ok {
@@ -177,8 +176,7 @@ func (w *sqliteWriter) close() error {
 	return errors.Join(errs...)
 }
 
-// chunks calls fn on consecutive pieces of n items of at most
-// maxRowsPerStatement.
+// chunks calls fn on consecutive pieces of n items, maxRowsPerStatement at most.
 func chunks(n int, fn func(lo, hi int) error) error {
 	for lo := 0; lo < n; lo += maxRowsPerStatement {
 		if err := fn(lo, min(lo+maxRowsPerStatement, n)); err != nil {

@@ -33,17 +33,14 @@ type Bucket struct {
 	// BlockedUntil is the end of a block that started with a refusal (or
 	// that a Sync set).
 	BlockedUntil time.Time
-	// NextAt is a cooldown the caller set, beside the policy's MinInterval:
-	// the key admits nothing before it. A Sync with Cooldown moves it to the
-	// answer's time plus the interval owed (the interval runs from the
-	// remote side's answer). A refusal for it reads ReasonCooldown.
+	// NextAt is a cooldown the caller set (a Sync with Cooldown), beside the
+	// policy's MinInterval: the key admits nothing before it
+	// (ReasonCooldown).
 	NextAt time.Time
-	// HeldUntil is set by an admitted Charge with HoldFor: its request is on
-	// the wire, and the key admits nothing until the Sync of its answer
-	// clears it (SyncTarget.Hold), or until HeldUntil, when the request is
-	// over for sure. While held, a refusal's wait is one MinInterval from
-	// now (the earliest the answer's interval can end), or the hold's end
-	// when that comes sooner: asked again then, the key says again.
+	// HeldUntil is set by an admitted Charge with HoldFor: the key admits
+	// nothing until the Sync of its answer clears it (SyncTarget.Hold), or
+	// until HeldUntil. A refusal while held waits one MinInterval, or until
+	// the hold's end when that comes sooner.
 	HeldUntil time.Time
 	// BlockLevel counts the escalating blocks in a row (SyncTarget.Escalate):
 	// the next one lasts one step longer.
@@ -204,11 +201,7 @@ func (b *Bucket) untilCooldownEnds(p Policy, now time.Time) time.Duration {
 	if p.MinInterval > 0 && !b.LastSentAt.IsZero() {
 		end = b.LastSentAt.Add(p.MinInterval)
 	}
-	end = later(end, b.NextAt)
-	var wait time.Duration
-	if !end.IsZero() {
-		wait = positive(end.Sub(now))
-	}
+	wait := until(later(end, b.NextAt), now)
 	if held := b.UntilReleased(now); held > 0 {
 		if p.MinInterval > 0 {
 			held = min(held, p.MinInterval)
@@ -220,19 +213,17 @@ func (b *Bucket) untilCooldownEnds(p Policy, now time.Time) time.Duration {
 
 // UntilReleased returns how long after now the hold of a request on the
 // wire lasts at most (0 when none).
-func (b *Bucket) UntilReleased(now time.Time) time.Duration {
-	if b.HeldUntil.IsZero() {
-		return 0
-	}
-	return positive(b.HeldUntil.Sub(now))
-}
+func (b *Bucket) UntilReleased(now time.Time) time.Duration { return until(b.HeldUntil, now) }
 
 // untilUnblocked returns how long after now the bucket's block lasts.
-func (b *Bucket) untilUnblocked(now time.Time) time.Duration {
-	if b.BlockedUntil.IsZero() {
+func (b *Bucket) untilUnblocked(now time.Time) time.Duration { return until(b.BlockedUntil, now) }
+
+// until returns how long after now t is, 0 for the zero t ("never").
+func until(t, now time.Time) time.Duration {
+	if t.IsZero() {
 		return 0
 	}
-	return positive(b.BlockedUntil.Sub(now))
+	return positive(t.Sub(now))
 }
 
 // isIdle reports whether b, refilled to now, is equivalent to having no row
@@ -263,18 +254,7 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 	}
 	if p.Refill == RefillRolling {
 		if delta < 0 {
-			// Spent tokens stay ordered; under a clock that stepped back they
-			// are stamped at the newest spend, which only delays their return.
-			// With a grain they are stamped at its end, which only delays it too.
-			at := p.grainEnd(now)
-			if n := len(b.Spent); n > 0 {
-				at = later(b.Spent[n-1].At, at)
-			}
-			if n := len(b.Spent); n > 0 && b.Spent[n-1].At.Equal(at) {
-				b.Spent[n-1].N -= delta
-			} else {
-				b.Spent = append(b.Spent, Spend{At: at, N: -delta})
-			}
+			b.spendRolling(p, -delta, now)
 		} else {
 			// A refund or credit gives back the newest spends first: it undoes
 			// the most recent charge.
@@ -300,6 +280,20 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 		b.Carry = 0
 	}
 	return delta
+}
+
+// spendRolling adds n tokens spent at now to a rolling window's Spent and
+// returns their stamp: the end of now's grain, or the newest spend when
+// that is later (a clock stepped back), which only delays their return.
+func (b *Bucket) spendRolling(p Policy, n int64, now time.Time) time.Time {
+	at := p.grainEnd(now)
+	if k := len(b.Spent); k > 0 && !b.Spent[k-1].At.Before(at) {
+		at = b.Spent[k-1].At
+		b.Spent[k-1].N += n
+	} else {
+		b.Spent = append(b.Spent, Spend{At: at, N: n})
+	}
+	return at
 }
 
 // setFull makes b full now and clears its cooldown and block (an admin

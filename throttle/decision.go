@@ -99,10 +99,9 @@ type Decision struct {
 	// the refused key, with its Remaining as of that earlier refusal.
 	Cached bool
 	// Shadow is set on a request admitted only because every policy that
-	// refused it is in shadow mode (Config.Shadow): the Buckets that
-	// refused keep their Reason and RetryAfter, the refusal it would have
-	// been. Nothing was taken from the buckets of policies in shadow mode,
-	// as on a refusal; those of enforcing policies were charged.
+	// refused it is in shadow mode (Config.Shadow); the refusing Buckets
+	// keep their Reason and RetryAfter, and only enforcing policies were
+	// charged.
 	Shadow bool
 	// Buckets has one entry per distinct key charged, in key order.
 	Buckets []BucketDecision
@@ -122,12 +121,10 @@ type BucketDecision struct {
 	// HeldUntil is, for an admitted Charge with HoldFor, the end of the
 	// hold it put on the key; pass it as SyncTarget.Hold with the answer.
 	HeldUntil time.Time
-	// GradePending is set on an admitted pessimistic reservation (Charge
-	// with Admit below Cost) whose balance after the take grades worse
-	// than the balance before it. The take graded severity without the
-	// hold (the remote side charges at its answer: a hold in flight is not
-	// trouble); when the outcome costs the whole hold, the settle must send
-	// a LedgerRefund of 0 so that the balance left is graded.
+	// GradePending is set on an admitted pessimistic reservation whose
+	// balance after the take grades worse than before it: severity was
+	// graded without the hold, and a settle that costs the whole hold must
+	// send a LedgerRefund of 0 so that the balance left is graded.
 	GradePending bool
 }
 

@@ -28,17 +28,13 @@ var (
 	// only returned when a policy involved fails closed.
 	ErrStoreUnavailable = errors.New("throttle: store unavailable")
 	// ErrOutcomeUnknown means the store lost the answer to a change it may
-	// have applied (the connection broke while committing); it always
-	// comes with ErrStoreUnavailable. Such a change must never be run
-	// again, since it could then apply twice: a caller that retries store
-	// failures stops at this one (docs/decisions/0020).
+	// have applied; it always comes with ErrStoreUnavailable, and such a
+	// change must never be run again (docs/decisions/0020).
 	ErrOutcomeUnknown = errors.New("throttle: store outcome unknown")
-	// ErrStoreTimeout means the store gave up a wait it bounds: a statement
-	// past PostgreSQL's statement_timeout (57014) or a lock wait past its
-	// lock_timeout (55P03), or SQLite's write lock still busy once the
-	// retries' time was spent. Nothing was applied. It always comes with
-	// ErrStoreUnavailable: the database is overloaded or a lock is held,
-	// and the call was not left waiting longer (docs/decisions/0220).
+	// ErrStoreTimeout means the store gave up a wait it bounds (PostgreSQL's
+	// statement_timeout or lock_timeout, SQLite's write lock past the
+	// retries): nothing was applied. It always comes with
+	// ErrStoreUnavailable (docs/decisions/0220).
 	ErrStoreTimeout = errors.New("throttle: store wait timed out")
 	// errClosed is returned by Updates on a closed GroupCommit.
 	errClosed = errors.New("throttle: group commit closed")

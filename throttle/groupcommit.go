@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -13,12 +14,10 @@ import (
 type GroupCommitOptions struct {
 	// MaxBatch bounds the operations applied in one transaction. Default 256.
 	MaxBatch int
-	// MaxWait is the longest a batch waits for more operations, and it
-	// waits only while it is smaller than the batch before it: callers
-	// answered by one transaction come back a few microseconds later, and
-	// waiting for them makes batches (and throughput) larger under load,
-	// while a lone caller (previous batch of one) never waits. Default
-	// DefaultMaxWait; negative never waits.
+	// MaxWait is the longest a batch waits for more operations, only while
+	// it is smaller than the batch before it (the callers answered by that
+	// one come back a few microseconds later; a lone caller never waits).
+	// Default DefaultMaxWait; negative never waits.
 	MaxWait time.Duration
 	// Writers is the number of transactions run at once. Default 1, right
 	// for SQLite (one writer per database). On PostgreSQL a few writers
@@ -27,13 +26,10 @@ type GroupCommitOptions struct {
 }
 
 // GroupCommit is a Store that funnels the Updates of one process into
-// batches, each applied in one transaction of the underlying store: one
-// BEGIN/COMMIT, one read and one write per distinct key, and the ledger rows
-// in bulk, for many decisions. The operations of a batch run in arrival
-// order on one Tx, each seeing the effects of the ones before it, so the
-// results are exactly those of running them one transaction each at the
-// batch's instant. Across processes every batch is one transaction of the
-// underlying store, so exactness across processes holds as before.
+// batches, each applied in one transaction of the underlying store. The
+// operations of a batch run in arrival order on one Tx, each seeing the
+// effects of the ones before it: the results are exactly those of one
+// transaction each at the batch's instant.
 //
 // Reads go straight to the underlying store. Close stops the writers.
 type GroupCommit struct {
@@ -60,15 +56,8 @@ const defaultMaxWait = 100 * time.Microsecond
 
 // NewGroupCommit starts the writers of a GroupCommit over store.
 func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 256
-	}
-	if opts.Writers <= 0 {
-		opts.Writers = 1
-	}
-	if opts.MaxWait == 0 {
-		opts.MaxWait = defaultMaxWait
-	}
+	opts.MaxBatch, opts.Writers = cmp.Or(max(opts.MaxBatch, 0), 256), cmp.Or(max(opts.Writers, 0), 1)
+	opts.MaxWait = cmp.Or(opts.MaxWait, defaultMaxWait)
 	g := &GroupCommit{
 		Store: store,
 		opts:  opts,
@@ -84,15 +73,12 @@ func NewGroupCommit(store Store, opts GroupCommitOptions) *GroupCommit {
 var _ Store = (*GroupCommit)(nil)
 
 // Update queues the operation for the next batch and waits for its
-// transaction. Once queued, the operation is applied even if ctx ends
-// meanwhile, as long as another operation of its batch still has a caller
-// waiting (its caller then gets the result anyway); an operation whose ctx
-// ended before its batch started is dropped with ctx's error. When the ctx
-// of every operation of a batch has ended, the batch's transaction is
-// cancelled (a wait for a lock held by a stopped process ends) and each
-// operation gets its ctx's error, or, if the cancellation came while the
-// COMMIT was in flight, the store's error wrapping ErrOutcomeUnknown: it
-// may have been applied (decision 0124).
+// transaction. A queued operation is applied even if ctx ends meanwhile
+// while another of its batch still has a caller waiting; one whose ctx
+// ended before its batch started is dropped with ctx's error. When every
+// ctx of a batch has ended the transaction is cancelled and each operation
+// gets its ctx's error, or, if the COMMIT was in flight, the store's error
+// wrapping ErrOutcomeUnknown (decision 0124).
 func (g *GroupCommit) Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error {
 	op := &groupOp{ctx: ctx, keys: keys, credits: credits, apply: apply, result: make(chan error, 1)}
 	select {

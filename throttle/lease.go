@@ -6,26 +6,18 @@ import (
 )
 
 // Quota leases (docs/decisions/0221): a Limiter with Config.Lease decides
-// the hot keys of a rolling window with a grain from memory. The store
-// transaction that admits a request on such a key also spends, when the
-// key was busy in this process, a slice of the tokens left: the lease,
-// stamped at the end of the transaction's grain, as every request of that
-// grain is. The process then admits from the slice, without a round trip,
-// the requests of the same grain: the bucket holds the state those
-// requests would have left one by one, so no window ever holds more than
-// the capacity, whatever the processes. What a lease did not
-// spend is given back, from the same stamp, by the key's next transaction
-// in this process (a lease of a key that goes cold stays spent until its
-// window frees it: a refusal more, never an admission more). A block or a
-// refusal reaches a process that holds a lease at the latest when its
-// lease ends. Lease and return are ledger rows (LedgerLease,
-// LedgerLeaseReturn) at the granularity of the policy's takes.
+// the hot keys of a rolling window with a grain from memory. The
+// transaction that admits a request on a key busy in this process also
+// spends a slice of the tokens left, stamped at the end of its grain; the
+// process admits the grain's next requests from it without a round trip,
+// and the key's next transaction gives back what was not spent. No window
+// holds more than its capacity, whatever the processes; a block or refusal
+// reaches a process at the latest when its lease ends. Lease and return are
+// ledger rows (LedgerLease, LedgerLeaseReturn).
 
-// leaseShare is the part of the tokens left a lease takes at most: the
-// rest stays for the other processes and the requests to come. A lease
-// never takes the bucket below half its capacity: near its limit a key is
-// decided one transaction at a time, so that no token is stranded in a
-// lease while another process refuses for want of it.
+// leaseShare is the part of the tokens left a lease takes at most, never
+// below half the capacity: near its limit a key is decided one transaction
+// at a time, so no token is stranded in a lease another process lacks.
 const leaseShare = 4
 
 // maxLeases bounds the keys a Limiter keeps leases and counts for.
@@ -40,11 +32,10 @@ type leases struct {
 
 // lease is one key's lease and demand in this process.
 type lease struct {
-	// stamp is the instant the lease's tokens were spent at (a grain's
-	// end); left of them are not used yet.
-	stamp time.Time
-	left  int64
-	// remaining is the bucket's balance after the lease, for decisions.
+	// stamp is when the lease's tokens were spent (a grain's end); left of
+	// them are not used yet; remaining is the balance after the lease.
+	stamp     time.Time
+	left      int64
 	remaining int64
 	// seen counts this process's requests on the key since since;
 	// prevSeen, in the span before.
@@ -53,9 +44,9 @@ type lease struct {
 	// back is a lease's rest to give back, spent at backAt.
 	back   int64
 	backAt time.Time
-	// taking is closed when the lease transaction in flight ends; nil
-	// when none is. starved: the last lease asked for found no tokens to
-	// spare (the key is near its limit), so callers do not wait for one.
+	// taking is closed when the lease transaction in flight ends (nil:
+	// none); starved: the last lease found no tokens to spare, so callers
+	// do not wait for one.
 	taking  chan struct{}
 	starved bool
 }
@@ -117,15 +108,11 @@ func (ls *leases) use(c priced, now time.Time) (Decision, bool) {
 	return d, true
 }
 
-// pending returns key's rest to give back (and forgets it: a failed
-// transaction only keeps it spent), and the slice a new lease should take
-// (0: none, the key is not busy enough). When a lease of the key is being
-// taken already, it returns instead a channel closed when that one ends:
-// the caller waits for it and tries the lease again, so that the callers
-// of a hot key whose lease ran out take one lease, not one each. Otherwise
-// a caller with lead set must call taken once its transaction ends. A key
-// whose last lease found nothing to spare is not waited for: near its
-// limit each caller runs its own transaction, as without leases.
+// pending returns key's rest to give back (and forgets it) and the slice a
+// new lease should take (0: none). When a lease of the key is being taken
+// already it returns instead a channel closed when that one ends, to wait
+// for and try again: the callers of a hot key take one lease, not one
+// each. A caller with lead set must call taken once its transaction ends.
 func (ls *leases) pending(key Key, now time.Time) (back int64, backAt time.Time, want int64, lead bool, wait <-chan struct{}) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -198,15 +185,7 @@ func (tx *Tx) leaseIn(c priced, want int64, ref string) (int64, time.Time) {
 	if n < 1 {
 		return 0, time.Time{}
 	}
-	stamp := p.grainEnd(tx.now)
-	if k := len(tb.b.Spent); k > 0 && tb.b.Spent[k-1].At.After(stamp) {
-		stamp = tb.b.Spent[k-1].At // spends stay ordered: later is only safer
-	}
-	if k := len(tb.b.Spent); k > 0 && tb.b.Spent[k-1].At.Equal(stamp) {
-		tb.b.Spent[k-1].N += n
-	} else {
-		tb.b.Spent = append(tb.b.Spent, Spend{At: stamp, N: n})
-	}
+	stamp := tb.b.spendRolling(p, n, tx.now)
 	tb.b.Tokens = p.Capacity - tb.b.spentTokens()
 	tx.recordLease(tb, p, -n, ledgerLease, ref)
 	return n, stamp

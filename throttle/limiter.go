@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,32 +36,21 @@ type Config struct {
 	// retry-after (LRU). 0 means DefaultRefusalCacheSize; negative disables
 	// the cache.
 	RefusalCacheSize int
-	// Lease, when above zero, turns on quota leases (docs/decisions/0221):
-	// a Take of one charge on a rolling window with a grain (the inbound
-	// limiter's) whose key this process saw more than once in the last
-	// Lease also spends a slice of the tokens left, stamped at the end of
-	// its grain like the requests of that grain, and the next requests on
-	// the key in the same grain are admitted from it without a store
-	// transaction. No window admits more than its capacity across
-	// processes; a refusal or block from another process applies here
-	// when the grain ends. Zero (the default): every decision is a
-	// transaction.
+	// Lease, when above zero, turns on quota leases (docs/decisions/0221,
+	// lease.go) for the keys of a rolling window with a grain that this
+	// process saw more than once in the last Lease. Zero (the default):
+	// every decision is a transaction.
 	Lease time.Duration
 	// Definitions, when set, returns a value that changes whenever the
-	// policies the Resolver returns may have changed (a DICT category
-	// learned, a policy file applied): a stored severity is trusted for
-	// counting and filtering only after a full regrade ran under the
-	// current value (see Limiter.Reevaluate). Nil means the policies do
-	// not change during the Limiter's life.
+	// Resolver's policies may have changed: stored severities are trusted
+	// only after a full regrade under the current value (Limiter.Reevaluate).
+	// Nil: the policies never change.
 	Definitions func() string
-	// Shadow, when set, says whether a policy is in shadow mode: its
-	// buckets decide as usual, but a request refused only by policies in
-	// shadow mode is admitted, with Decision.Shadow set and the would-be
-	// refusal in the ledger (LedgerShadowEmpty, ... instead of
-	// LedgerRefusedEmpty, ...; none when SkipRefusalRows). Their buckets
-	// are left exactly as the refusal leaves them: nothing is taken, and a
-	// policy's BlockFor starts; the buckets of enforcing policies in the
-	// same take are charged (docs/decisions/0200). Nil: no policy is.
+	// Shadow, when set, says whether a policy is in shadow mode: a request
+	// refused only by such policies is admitted with Decision.Shadow set
+	// and the would-be refusal in the ledger (LedgerShadowEmpty, ...), its
+	// buckets left as the refusal leaves them (docs/decisions/0200). Nil:
+	// no policy is.
 	Shadow func(policy string) bool
 }
 
@@ -101,9 +91,7 @@ func (l *Limiter) RemoteRefused(system, policy, code string) {
 
 // NewLimiter returns a Limiter deciding with store and policies.
 func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
-	if cfg.Thresholds == (Thresholds{}) {
-		cfg.Thresholds = DefaultThresholds
-	}
+	cfg.Thresholds = cmp.Or(cfg.Thresholds, DefaultThresholds)
 	if err := cfg.Thresholds.Validate(); err != nil {
 		return nil, err
 	}
@@ -114,8 +102,8 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows},
 		ledger:   cfg.Ledger,
 		notifier: cfg.Notifier,
-		observer: cfg.Observer,
-		logger:   cfg.Logger,
+		observer: cmp.Or[Observer](cfg.Observer, nopObserver{}),
+		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		defs:     cfg.Definitions,
 		shadow:   cfg.Shadow,
 		leases:   newLeases(cfg.Lease),
@@ -129,17 +117,8 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	if l.clock == nil {
 		l.clock = SystemClock
 	}
-	if l.observer == nil {
-		l.observer = nopObserver{}
-	}
-	if l.logger == nil {
-		l.logger = slog.New(slog.DiscardHandler)
-	}
-	switch {
-	case cfg.RefusalCacheSize == 0:
-		l.refused = newRefusalCache(defaultRefusalCacheSize, !cfg.SkipRefusalRows)
-	case cfg.RefusalCacheSize > 0:
-		l.refused = newRefusalCache(cfg.RefusalCacheSize, !cfg.SkipRefusalRows)
+	if size := cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize); size > 0 {
+		l.refused = newRefusalCache(size, !cfg.SkipRefusalRows)
 	}
 	return l, nil
 }
@@ -209,12 +188,12 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	}
 	// Refusals answered from memory whose groups are due ride along.
 	due := l.refused.drain()
-	keys := keysOf(ps)
+	keys := keysOf(ps, func(p *priced) Key { return p.Key })
 	var d Decision
 	var after []Bucket
 	var at, stamp time.Time
 	var lent, left int64
-	err = l.update(ctx, append(keys, refusalKeys(due)...), nil, func(tx *Tx) error {
+	err = l.update(ctx, append(keys, keysOf(due, refusalKey)...), nil, func(tx *Tx) error {
 		lent = 0
 		if back > 0 {
 			tx.unleaseIn(ps[0].Key, ps[0].policy, back, backAt, ref)
@@ -291,13 +270,11 @@ func (l *Limiter) Sync(ctx context.Context, targets ...SyncTarget) ([]Adjusted, 
 	return l.apply(ctx, "sync", nil, targets)
 }
 
-// AdjustAndSync applies adjs, then targets, in one transaction: no other
-// decision sees the buckets between the two. It is the settle of a request
-// the remote side refused (a DICT 429): the refund of its hold and the sync
-// of the bucket the remote side says is empty land together, so no request
-// is admitted on the refunded tokens in between. It returns one Adjusted per
-// adjustment, then one per target, in order. Errors as Adjust; on an error
-// nothing changed.
+// AdjustAndSync applies adjs, then targets, in one transaction, so no
+// decision sees the buckets between the two (the settle of a request the
+// remote side refused: no request is admitted on the refunded tokens). It
+// returns one Adjusted per adjustment, then one per target, in order.
+// Errors as Adjust; on an error nothing changed.
 func (l *Limiter) AdjustAndSync(ctx context.Context, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
 	return l.apply(ctx, "adjust and sync", adjs, targets)
 }
@@ -481,10 +458,13 @@ func (l *Limiter) price(charges []Charge) ([]priced, error) {
 	return ps, nil
 }
 
-func keysOf(ps []priced) []Key {
-	keys := make([]Key, len(ps))
-	for i, p := range ps {
-		keys[i] = p.Key
+// keysOf returns the key of each of xs.
+func keysOf[T any](xs []T, key func(*T) Key) []Key {
+	keys := make([]Key, len(xs))
+	for i := range xs {
+		keys[i] = key(&xs[i])
 	}
 	return keys
 }
+
+func refusalKey(r *refusalCount) Key { return r.key }

@@ -60,23 +60,20 @@ type Observer interface {
 }
 
 // RemoteObserver is an optional part of an Observer: the remote side
-// refused a request the local mirror had admitted (a DICT 429, a SIFEN
-// 0301), the sign that the mirror has drifted from the remote limits. The
-// DICT client and the SIFEN sender report it through
-// Limiter.RemoteRefused. system is "dict" or "sifen", policy the policy
-// whose bucket the remote side said was empty (or the operation's first
-// policy when it named none), code the remote answer ("429", "0301").
-// Implementations must be safe for concurrent use and fast.
+// refused a request the mirror had admitted (a DICT 429, a SIFEN 0301),
+// reported through Limiter.RemoteRefused. system is "dict" or "sifen",
+// policy the bucket the remote side said was empty (else the operation's
+// first policy), code the remote answer. Implementations must be safe for
+// concurrent use and fast.
 type RemoteObserver interface {
 	RemoteRefused(system, policy, code string)
 }
 
-// StoreObserver is an optional part of an Observer: a Take the store could
-// not decide. StoreFailed is called for each key of a Take whose
-// transaction failed with ErrStoreUnavailable, before the fail mode is
-// applied (so a fail-open Take is also counted by FailedOpen); err tells
-// the cause (ErrStoreTimeout: a bounded wait ended it).
-// Implementations must be safe for concurrent use and fast.
+// StoreObserver is an optional part of an Observer: StoreFailed is called
+// for each key of a Take whose transaction failed with ErrStoreUnavailable,
+// before the fail mode applies; err tells the cause (ErrStoreTimeout: a
+// bounded wait ended it). Implementations must be safe for concurrent use
+// and fast.
 type StoreObserver interface {
 	StoreFailed(key Key, err error)
 }

@@ -100,24 +100,17 @@ type Policy struct {
 	// Grading says how severity applies to the policy's buckets; the zero
 	// value, GradeAuto, grades by fill except for a one-token cooldown gate.
 	Grading Grading
-	// Ledger says how the policy's routine takes are written to the
-	// ledger, overriding the Limiter's Config.Ledger: an application's
-	// high-volume policy (an SMS provider's 10/s per account) can fold its
-	// takes per minute (LedgerAggregateTakes) or write none
-	// (LedgerNoTakes: its refusals, penalties and resets only) while the
-	// DICT and SIFEN policies, which leave it at LedgerDefault, keep the
-	// Limiter's (one row per take by default). Refusals and adjustments are
+	// Ledger says how the policy's routine takes are written to the ledger
+	// (LedgerAggregateTakes, LedgerNoTakes), overriding Config.Ledger;
+	// LedgerDefault keeps the Limiter's. Refusals and adjustments are
 	// written whatever it says.
 	Ledger LedgerGranularity
 	// RollingGrain, under RefillRolling, stamps each spend at the end of
-	// its grain (its instant rounded up to a multiple of RollingGrain since
-	// the Unix epoch) instead of at its exact instant: a spent token comes
-	// back between RefillPeriod and RefillPeriod+RollingGrain after it was
-	// spent, never sooner, so at most Capacity requests are admitted in any
-	// window of RefillPeriod, as without it. In exchange the bucket's state
-	// holds at most RefillPeriod/RollingGrain+1 spends whatever the
-	// capacity: its size and the cost of a decision no longer grow with the
-	// limit (docs/decisions/0110-inbound-fixed-size-window.md). 0 keeps the
+	// its grain (rounded up to a multiple of RollingGrain since the Unix
+	// epoch): a spent token comes back between RefillPeriod and
+	// RefillPeriod+RollingGrain after it, still at most Capacity requests in
+	// any window, and the bucket holds at most RefillPeriod/RollingGrain+1
+	// spends (docs/decisions/0110-inbound-fixed-size-window.md). 0 keeps the
 	// exact instants. At most RefillPeriod.
 	RollingGrain time.Duration
 }

@@ -11,25 +11,15 @@ import (
 
 // refusalCache remembers, per key, until when a request of at least some
 // cost will be refused, so that a scanner hammering an empty bucket is
-// answered from memory, without a database round trip.
-//
-// It can only be stricter than the store: an entry lives until the exact
-// instant the store said the key would admit again, it answers only
-// refusals that would change nothing stored (see check: never one that
-// starts a block), and a credit, refund, reset or admitted take made
-// through this Limiter drops the key's entry. A credit or reset
-// made by ANOTHER process is not seen, so this process may keep refusing the
-// key until the remembered instant: never more generous than the mirror,
-// as the DICT manual requires of a participant's internal limit.
-//
-// Refusals answered from memory are still written to the ledger, as one row
-// per key, reason and group: Count refusals, all within RefusalGroupSpan of
-// the group's first, stamped with the newest one's time (see
-// Tx.recordRefusals). A group is written with the limiter's next
-// transaction once its entry expires or is evicted, inline when a refusal
-// comes RefusalGroupSpan or more after the group's first (the group is
-// closed and the refusal starts the next), and whenever
-// Limiter.FlushRefusals is called.
+// answered from memory. It is never more generous than the store: an entry
+// lives until the instant the store said the key would admit again, answers
+// only refusals that change nothing stored, and is dropped by a credit,
+// refund, reset or admitted take through this Limiter (another process's
+// are not seen: this one keeps refusing until the remembered instant).
+// Refusals answered from memory are written to the ledger as one row per
+// key, reason and group of RefusalGroupSpan (Tx.recordRefusals), with the
+// next transaction once the group closes or its entry goes, and by
+// Limiter.FlushRefusals.
 type refusalCache struct {
 	entries *lru.Cache[Key, *refusal]
 	// counting is off when the limiter writes no refusal rows
@@ -121,18 +111,10 @@ func (c *refusalCache) requeue(due []refusalCount) {
 }
 
 // check returns a refusal for the charges if one of their keys is
-// remembered as refused at now for at least its cost. flush is set when the
-// key's pending group became a minute old and was queued: the caller
-// should write the queue now (drain).
-//
-// The cache answers only refusals that change nothing stored. A refusal
-// for tokens or for the cooldown under a policy with a BlockFor starts a
-// new block in the store (see Tx.take), which memory cannot write: when
-// any charge of the take would be refused that way (its remembered bucket
-// is not blocked for at least its other waits, or it is not remembered at
-// all and so might be), the store decides. So a key whose block is shorter
-// than its window is blocked again on each refusal after the block ran out,
-// exactly as without the cache.
+// remembered as refused at now for at least its cost; flush is set when it
+// queued a closed group, for the caller to write (drain). A charge under a
+// policy with a BlockFor that is not remembered blocked leaves the decision
+// to the store, which may start a block.
 func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush bool) {
 	if c == nil {
 		return Decision{}, false, false
@@ -284,7 +266,7 @@ func (l *Limiter) writeRefusals(ctx context.Context, due []refusalCount) error {
 	if len(due) == 0 {
 		return nil
 	}
-	err := l.update(ctx, refusalKeys(due), nil, func(tx *Tx) error {
+	err := l.update(ctx, keysOf(due, refusalKey), nil, func(tx *Tx) error {
 		tx.recordRefusals(due)
 		return nil
 	})
@@ -292,12 +274,4 @@ func (l *Limiter) writeRefusals(ctx context.Context, due []refusalCount) error {
 		l.refused.requeue(due)
 	}
 	return err
-}
-
-func refusalKeys(due []refusalCount) []Key {
-	keys := make([]Key, len(due))
-	for i, r := range due {
-		keys[i] = r.key
-	}
-	return keys
 }

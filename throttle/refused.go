@@ -7,11 +7,9 @@ import (
 )
 
 // RefusedError carries a refusal where only an error can travel: out of an
-// http.RoundTripper that throttles a caller's own client (dict.Transport,
-// docs/decisions/0130), or out of a helper whose signature has no room for
-// a Decision. Nothing was sent. The Decision inside is the limiter's, as it
-// decided. APIs that can return a value return the Decision itself instead
-// (a refusal is a value; errors are failures), see docs/decisions/0010.
+// http.RoundTripper (dict.Transport, docs/decisions/0130) or a helper with
+// no room for a Decision. Nothing was sent. APIs that can return a value
+// return the Decision itself (docs/decisions/0010).
 type RefusedError struct {
 	// Op names what was refused, for the message ("dict getEntry",
 	// "sifen siRecepLoteDE"); may be empty.

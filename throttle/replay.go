@@ -8,15 +8,11 @@ import (
 
 // Replay rebuilds a bucket from its ledger entries, oldest first, checking
 // that each entry's Delta and Balance follow from the one before plus the
-// policy's refill in between. It assumes the bucket was full (or had no row)
-// before the first entry, which holds when the entries cover the bucket's
-// whole life since it was last full. It returns the bucket as of the last
-// entry, or an error naming the first entry the ledger cannot explain.
-//
-// Refusal rows are skipped: they move no token.
-//
-// Replay needs one row per take (LedgerEveryTake) and a token-bucket policy
-// (not RefillRolling).
+// policy's refill, and assuming the bucket was full before the first. It
+// returns the bucket as of the last entry, or an error naming the first
+// entry the ledger cannot explain. Refusal rows are skipped. Replay needs
+// one row per take (LedgerEveryTake) and a token-bucket policy (not
+// RefillRolling).
 func Replay(p Policy, entries []LedgerEntry) (Bucket, error) {
 	if len(entries) == 0 {
 		return Bucket{}, fmt.Errorf("throttle: replay: no entries")

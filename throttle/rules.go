@@ -2,10 +2,9 @@ package throttle
 
 import "time"
 
-// The rules: each function below applies one operation to the transaction's
-// in-memory buckets. They are pure (no I/O, time comes from tx.now), so a
-// store can run many of them in one transaction and get exactly what running
-// them one transaction each, in the same order, would give.
+// The rules apply one operation each to the transaction's in-memory
+// buckets. They are pure (time comes from tx.now), so many of them in one
+// transaction give exactly what one transaction each would.
 
 // priced is a Charge with its policy resolved and validated.
 type priced struct {
@@ -67,11 +66,9 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	return d
 }
 
-// evaluate decides a charge that needs need whole tokens on b at now, b
-// refilled to now: the wait is the longest of the three constraints
-// (tokens, cooldown, block); each only grows the wait, so the maximum is
-// the exact earliest admission. Cost is set to need; Remaining and
-// ResetAfter are left for the caller.
+// evaluate decides a charge needing need whole tokens on b, refilled to
+// now: the wait is the longest of the token, cooldown and block waits, the
+// exact earliest admission. Remaining and ResetAfter are left to the caller.
 func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
 	bd := BucketDecision{Key: b.Key, Policy: p, Cost: need}
 	wait, reason := b.untilTokens(p, need, now), ReasonEmpty
@@ -210,10 +207,9 @@ func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	return tb.b
 }
 
-// recordRefusals writes groups of refusals answered from memory: one ledger
-// row each, Count refusals of one key and reason, all within
-// RefusalGroupSpan before the row's time, which is the newest refusal's,
-// with the balance it saw and no reference. Such a row may come after rows
+// recordRefusals writes groups of refusals answered from memory, one
+// ledger row each: Count refusals of one key and reason, stamped with the
+// newest one's time and the balance it saw. Such a row may come after rows
 // of later instants; Store.PruneLedger removes it by its own time.
 func (tx *Tx) recordRefusals(due []refusalCount) {
 	for _, r := range due {

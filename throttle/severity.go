@@ -12,14 +12,10 @@ import (
 // alerting: Healthy = 1, Medium, High, Critical. The zero value means
 // "not known yet" (a bucket never written).
 //
-// Severity is always computed at read time (BucketState.Severity, the
-// admin pages, the API, /metrics); the level stored in a bucket's row
-// (Bucket.Severity) is the level last alerted on. It caches the read-time
-// value for counting and is the "previous level" of the hysteresis, never
-// the answer: under an unchanged policy refill only improves a bucket, so
-// the stored level is never better than the level now. A policy whose
-// capacity, grading or thresholds changed breaks that (45 tokens are
-// Healthy out of 50, Critical out of 50,000): see Limiter.Reevaluate.
+// Severity is computed at read time; the level stored in a bucket's row
+// (Bucket.Severity) is the level last alerted on, the "previous level" of
+// the hysteresis. A policy whose capacity or thresholds changed can make it
+// better than the level now: see Limiter.Reevaluate.
 type Severity uint8
 
 const (
@@ -241,10 +237,9 @@ type trust struct {
 }
 
 // Trusted reports whether a row stored Healthy is Healthy now: a full
-// regrade (Reevaluate while not Trusted) completed in this Limiter under
-// the policy definitions in effect (Config.Definitions). Until then counts
-// and severity filters re-grade every row (at most inspect.MaxScan)
-// instead of only those stored worse.
+// regrade completed in this Limiter under the current policy definitions
+// (Config.Definitions). Until then counts and severity filters re-grade
+// every row (at most inspect.MaxScan).
 func (l *Limiter) Trusted() bool {
 	defs := l.defs()
 	l.trust.mu.Lock()
@@ -267,13 +262,11 @@ func (l *Limiter) StoredState(b Bucket, now time.Time) BucketState {
 const scanPage = 1000
 
 // Reevaluate grades again the stored buckets that are not Healthy and
-// writes the better levels refill brought them to, so that the recovery is
-// delivered once, like any transition, to the Notifier (To better than
-// From; To Healthy is the "resolved" event) and the Observer. Lazy refill
-// writes nothing on its own: without this, a bucket that recovers while
-// nobody sends would stay alerted. When the Limiter is not Trusted it runs
-// a full regrade instead (every row). serve calls it periodically. It
-// returns the number of buckets whose stored level changed.
+// writes the better levels refill brought them to, delivering each recovery
+// once to the Notifier and the Observer like any transition (lazy refill
+// writes nothing on its own). When the Limiter is not Trusted it runs a
+// full regrade instead. It returns the number of buckets whose stored level
+// changed.
 func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	if !l.Trusted() {
 		return l.regradeAll(ctx)
@@ -281,15 +274,11 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 	return l.regrade(ctx, SeverityMedium)
 }
 
-// regradeAll grades again every stored bucket under the policies in effect
-// and writes each level that differs from the stored one, in either
-// direction, through the same transactions as any change (so a row stored
-// Healthy under a capacity of 50 that holds 45 tokens of 50,000 now is
-// written Critical and alerted once). It reads every row, a page of
-// scanPage at a time, and writes only the rows that changed. Once it
-// completes the Limiter is Trusted under the definitions read at its
-// start, until Config.Definitions returns another value. It returns the
-// number of buckets whose stored level changed.
+// regradeAll grades every stored bucket again under the policies in effect,
+// a page of scanPage at a time, and writes each level that differs, in
+// either direction, through the same transactions as any change. Once it
+// completes the Limiter is Trusted under the definitions read at its start.
+// It returns the number of buckets whose stored level changed.
 func (l *Limiter) regradeAll(ctx context.Context) (int, error) {
 	defs := l.defs()
 	changed, err := l.regrade(ctx, SeverityUnknown)

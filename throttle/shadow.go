@@ -1,5 +1,7 @@
 package throttle
 
+import "slices"
+
 // anyShadow reports whether a policy of ps is in shadow mode: such a take
 // is decided by the store, never from the refusal cache, so that its
 // would-be refusal is recorded as one.
@@ -30,13 +32,8 @@ func (l *Limiter) take(tx *Tx, ref string, ps []priced) Decision {
 		}
 	}
 	for i := rows; i < len(tx.ledger); i++ {
-		switch tx.ledger[i].Reason {
-		case LedgerRefusedEmpty:
-			tx.ledger[i].Reason = ledgerShadowEmpty
-		case LedgerRefusedCooldown:
-			tx.ledger[i].Reason = LedgerShadowCooldown
-		case LedgerRefusedBlocked:
-			tx.ledger[i].Reason = LedgerShadowBlocked
+		if j := slices.Index(RefusalReasons, tx.ledger[i].Reason); j >= 0 {
+			tx.ledger[i].Reason = ShadowReasons[j]
 		}
 	}
 	var enforcing []priced

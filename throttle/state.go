@@ -87,12 +87,10 @@ func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error)
 	return out, l.RecallLastSends(ctx, out)
 }
 
-// RecallLastSends fills LastSentAt of the states whose row lost it: a reset
-// during a cooldown clears the row's last send (the cooldown runs from it),
-// but the bucket was sent on (SendCount > 0) and the ledger keeps the take.
-// It reads one ledger row per such state (rare: only reset buckets); with
-// no take left in the ledger (pruned, BALDE_LEDGER=none) the last send
-// stays unknown. A take aggregated by minute gives the minute's start.
+// RecallLastSends fills LastSentAt of the states whose row lost it (a
+// reset during a cooldown) but that were sent on, from the ledger's last
+// take (a minute's start for an aggregated one), one read per such state;
+// it stays unknown when no take is left in the ledger.
 func (l *Limiter) RecallLastSends(ctx context.Context, states []BucketState) error {
 	for i := range states {
 		s := &states[i]

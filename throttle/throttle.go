@@ -38,15 +38,13 @@ import (
 // Errors: a Store wraps ErrStoreUnavailable around every failure to reach or
 // use the database; ErrInvalidKey for a key it cannot store.
 type Store interface {
-	// Update runs one write transaction. It locks the buckets of keys (in
-	// Key.Compare order, to avoid deadlocks), reads its clock once, builds a
-	// Tx with NewTx, loads the rows that exist and the credit references of
-	// credits that were already applied, and calls apply. If apply returns
-	// nil it writes tx.BucketWrites and tx.LedgerRows and commits; otherwise
-	// it rolls back and returns apply's error unchanged.
-	//
-	// apply may be called more than once when the store retries a
-	// transaction that lost a race; it must depend only on the Tx it is given.
+	// Update runs one write transaction: it locks the buckets of keys (in
+	// Key.Compare order), reads its clock once, builds a Tx with NewTx from
+	// the rows that exist and the credits already applied, and calls apply;
+	// when apply returns nil it writes tx.BucketWrites and tx.LedgerRows
+	// and commits, otherwise it rolls back and returns apply's error
+	// unchanged. apply may run more than once (a transaction that lost a
+	// race is retried): it must depend only on its Tx.
 	Update(ctx context.Context, keys []Key, credits []CreditRef, apply func(*Tx) error) error
 
 	// Buckets returns the stored rows of keys that have one, in no
@@ -71,14 +69,10 @@ type Store interface {
 	LedgerSince(ctx context.Context, key Key, since time.Time) (bool, error)
 
 	// PruneLedger deletes up to limit ledger rows older than before, oldest
-	// first, and returns how many it deleted. Callers loop until it returns
-	// fewer than limit. Every refusal row goes by its own time, wherever
-	// it lies in insertion order (a group of refusals answered from memory
-	// is written late, stamped earlier than rows written before it); a row
-	// of several refusals (Count > 1, see Tx.recordRefusals) goes once its
-	// oldest refusal may be older than before: At before
-	// before+RefusalGroupSpan. A store may keep other rows written out of
-	// time order (an aggregated take row, up to a minute; the clocks of
-	// two processes disagreeing) until the rows before them age out.
+	// first, and returns how many it deleted; callers loop until it returns
+	// fewer than limit. A refusal row goes by its own time wherever it lies
+	// (one of several refusals once At is before before+RefusalGroupSpan);
+	// other rows written out of time order may wait for the rows before
+	// them.
 	PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error)
 }

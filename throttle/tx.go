@@ -11,13 +11,10 @@ type CreditRef struct {
 	Ref string
 }
 
-// Tx is the in-memory view of one store transaction. A Store builds it with
-// NewTx from the rows it locked and loaded, hands it to the engine's apply
-// function, then writes back what Tx reports: BucketWrites and LedgerRows.
-// The rules (refill, admission, penalties) run only here, in memory, so one
-// transaction may carry many decisions in sequence, each seeing the effects
-// of the ones before it.
-//
+// Tx is the in-memory view of one store transaction: a Store builds it
+// with NewTx from the rows it locked and loaded, hands it to the engine's
+// apply function, then writes back BucketWrites and LedgerRows. The rules
+// run only here, so one transaction may carry many decisions in sequence.
 // A Tx is used by one goroutine.
 type Tx struct {
 	now         time.Time
@@ -132,11 +129,9 @@ func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, ref string) {
 	tx.recordAt(g, tb, delta, LedgerTake, ref)
 }
 
-// record appends a ledger row for a change of tb, folding takes into one row
-// per bucket when the transaction's granularity asks for it.
-//
-// A bucket with a ledger row is always written back: the store keeps, in
-// the bucket's row, a pointer to its latest ledger row.
+// record appends a ledger row for a change of tb at the transaction's
+// granularity; a bucket with a ledger row is always written back (its row
+// points at its latest ledger row).
 func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
 	tx.recordAt(tx.granularity, tb, delta, reason, ref)
 }
@@ -177,8 +172,7 @@ func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason Le
 // with hysteresis from the level stored), noting a transition for the
 // Notifier.
 func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
-	tb.dirty = true
-	tb.delete = false
+	tb.dirty, tb.delete = true, false
 	sev := th.grade(p, tb.b, tx.now, tb.b.Severity)
 	if sev != tb.b.Severity {
 		from := tb.b.Severity

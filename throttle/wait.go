@@ -61,21 +61,18 @@ func (l *Limiter) Wait(ctx context.Context, ref string, charges ...Charge) (Deci
 //     will admit it): the *RefusedError alone.
 //   - Take's own errors (bad input, store unavailable), unchanged.
 //
-// A refused Take is a refusal like any other (it counts, and may block
-// the key when its policy blocks after a refusal), so Wait takes again only
-// once the wait is over, never earlier.
+// A refused Take counts like any refusal, so Wait takes again only once the
+// wait is over.
 func (w Waiter) Wait(ctx context.Context, ref string, charges ...Charge) (Decision, error) {
 	return w.Do(ctx, func(ctx context.Context) (Decision, error) {
 		return w.Limiter.Take(ctx, ref, charges...)
 	})
 }
 
-// Do is Wait for an operation that takes its own tokens: try is called,
-// and while it answers a refusal (an error-free Decision with Allowed
-// false: nothing was sent) Do sleeps the RetryAfter and calls it again. It
-// returns like Wait. A DICT lookup (whose transport reserves the tokens) and
-// a SIFEN lot send (whose sender claims the documents first) wait this way,
-// so the wait happens before a request starts, never inside it.
+// Do is Wait for an operation that takes its own tokens: while try answers
+// a refusal (an error-free Decision with Allowed false: nothing was sent)
+// Do sleeps the RetryAfter and calls it again, so the wait happens before a
+// request starts, never inside it. It returns like Wait.
 func (w Waiter) Do(ctx context.Context, try func(context.Context) (Decision, error)) (Decision, error) {
 	sleep := w.Sleep
 	if sleep == nil {

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -17,48 +18,25 @@ import (
 
 // SQLite checkpoints, off the commit path
 // (docs/decisions/0112-sqlite-background-checkpoints.md and
-// 0114-sqlite-wal-restarts-in-place.md).
-//
-// With wal_autocheckpoint, the transaction whose COMMIT takes the WAL past
-// the threshold runs the checkpoint itself: it copies thousands of pages
-// into the database file and syncs it while every other decision of the
-// process waits behind it (p99.9 82 ms with 32 callers on 1M keys). A
-// Store opened by Open on a SQLite file instead turns autocheckpoint off
-// on its writer and runs the checkpoints on a connection of their own, in
-// a goroutine: PASSIVE checkpoints, which never wait for a lock and never
-// stop a writer (readers and writers go on while frames are copied), as
-// every CheckpointEvery.
-//
-// Copying is not enough to bound the WAL: SQLite starts it again from its
-// beginning only when a write transaction begins with every frame copied,
-// which a background checkpoint racing a busy writer never achieves, so
-// the file grows. When it holds half of WALLimit, the checkpointer passes
-// again without pausing until a pass finds only a few new frames (or the
-// WAL holds three quarters of the limit), then catches up on the writer's
-// own connection (catchUp): a PASSIVE checkpoint there copies what is
-// left while the writers wait in line, and the writer's next transaction
-// starts the WAL again, overwriting the file in place. A TRUNCATE — which waits for the readers and holds the
-// writers while it copies, syncs and truncates the file (measured ~55 ms
-// for a 64 MiB WAL) — runs only when the WAL has grown past the limit
-// anyway: readers holding old snapshots keep the WAL from starting again
-// until they let go. Several processes on one file each run their own;
-// SQLite lets one checkpoint run at a time, and a PASSIVE one that finds
-// another running skips its turn.
+// 0114-sqlite-wal-restarts-in-place.md). A Store opened by Open on a SQLite
+// file turns wal_autocheckpoint off on its writer and runs PASSIVE
+// checkpoints on a connection of its own, in a goroutine. When the WAL
+// holds half of WALLimit it has the writer catch up (catchUp) so that the
+// WAL starts again in place; a TRUNCATE runs only past the limit. Several
+// processes on one file each run their own; SQLite runs one at a time.
 
 // Checkpoint defaults.
 const (
 	// defaultCheckpointEvery is how long the checkpointer sleeps when the
 	// WAL had nothing to copy.
 	defaultCheckpointEvery = 20 * time.Millisecond
-	// defaultWALLimit is the WAL size past which the checkpointer runs a
-	// TRUNCATE checkpoint (journal_size_limit's 64 MiB); at half of it the
-	// checkpointer has the WAL start again in place.
+	// defaultWALLimit is the WAL size past which a TRUNCATE runs
+	// (journal_size_limit's 64 MiB).
 	defaultWALLimit = 64 << 20
 )
 
 // baldeAutocheckpoint is balde's wal_autocheckpoint in the DSN
-// (sqlitePragmas): when the DSN carries it, the user did not set their own
-// and the store may take checkpoints over.
+// (sqlitePragmas): a DSN that carries it leaves checkpoints to the store.
 const baldeAutocheckpoint = "_pragma=wal_autocheckpoint(16000)"
 
 // checkpointer runs a SQLite file's checkpoints in the background.
@@ -76,30 +54,22 @@ type checkpointer struct {
 	once   sync.Once
 }
 
-// startCheckpointer opens the checkpoint connection on driverDSN (through
-// d) and starts its goroutine.
+// startCheckpointer opens the checkpoint connection and starts its goroutine.
 func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options, logger *slog.Logger) (*checkpointer, error) {
 	db, err := sql.Open(d.SQLName(), driverDSN)
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", every: opts.CheckpointEvery, limit: opts.WALLimit, logger: logger, stop: make(chan struct{})}
-	if c.every <= 0 {
-		c.every = defaultCheckpointEvery
-	}
-	if c.limit <= 0 {
-		c.limit = defaultWALLimit
-	}
+	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", logger: logger, stop: make(chan struct{}),
+		every: cmp.Or(max(opts.CheckpointEvery, 0), defaultCheckpointEvery), limit: cmp.Or(max(opts.WALLimit, 0), defaultWALLimit)}
 	c.wg.Go(c.run)
 	return c, nil
 }
 
-// ownCheckpoints reports whether the store takes the checkpoints over: the
-// user's dsn does not set wal_autocheckpoint (even to balde's own 16,000:
-// a user who writes it asks for SQLite's checkpoints), and the writer's
-// driver DSN carries balde's. It returns the writer's DSN with
-// autocheckpoint off when it does.
+// ownCheckpoints reports whether the store takes the checkpoints over (the
+// user's dsn does not set wal_autocheckpoint, even to balde's value, and
+// the writer's DSN carries balde's), and returns the writer's DSN for it.
 func ownCheckpoints(dsn, writerDSN string) (string, bool) {
 	if strings.Contains(strings.ToLower(dsn), "wal_autocheckpoint") || !strings.Contains(writerDSN, baldeAutocheckpoint) {
 		return writerDSN, false
@@ -113,11 +83,8 @@ func (c *checkpointer) run() {
 		pageSize = 4096
 	}
 	frameSize := pageSize + walFrameHeader
-	// Past restartFrames (half the limit: 8,144 frames of 4 KiB pages for
-	// the default 64 MiB) the WAL is made to start again from its
-	// beginning; past forceFrames (three quarters) the writer catches up
-	// even if the passes in a row did not get close, before the WAL
-	// reaches the limit and the TRUNCATE.
+	// Past restartFrames (half the limit) the WAL is made to start again;
+	// past forceFrames (three quarters) the writer catches up at once.
 	restartFrames := max(c.limit/2/frameSize, 1)
 	forceFrames := max(c.limit*3/4/frameSize, 1)
 	ctx := context.Background()
@@ -136,8 +103,7 @@ func (c *checkpointer) run() {
 		busy, frames, done, err := c.checkpoint(ctx, c.db, "PASSIVE")
 		if caughtUp > 0 && err == nil {
 			if frames >= caughtUp {
-				// The writer's next transaction did not restart the WAL: a
-				// reader uses its frames. Leave the writer alone for a while.
+				// A reader kept the WAL from restarting: wait a while.
 				catchUpNotBefore = time.Now().Add(truncateBackoff)
 			}
 			caughtUp = 0
@@ -148,24 +114,17 @@ func (c *checkpointer) run() {
 		case (frames*frameSize > c.limit || c.walSize() > c.limit) && !time.Now().Before(notBefore):
 			flushFile(c.path) // as before a catch-up
 			if busy, err = c.truncate(ctx); busy {
-				// A reader still holds an old snapshot (a long listing, a
-				// backup): the WAL cannot be reset under it. Try again in
-				// a second rather than hold the writers every 20 ms.
+				// A reader holds an old snapshot: try again in a second.
 				notBefore = time.Now().Add(truncateBackoff)
 			}
 			copied = -1
 		case !busy && frames >= restartFrames && !time.Now().Before(catchUpNotBefore):
-			// Pass after pass without a pause until one finds only a few
-			// frames new, then the writer copies those few: it waits for
-			// two syncs and their copy, whatever their number.
+			// Passes without a pause until one finds few new frames.
 			if frames < forceFrames && (copied < 0 || done-copied > catchUpFrames) {
 				copied, again = done, true
 				break
 			}
-			// The passes that did not reach the WAL's end left the pages
-			// they copied to the OS: SQLite syncs the database file only
-			// at a checkpoint that does, the catch-up. Flushed here, they
-			// are not synced while the writer waits.
+			// The copied pages are flushed before the writer waits.
 			flushFile(c.path)
 			if busy, err = c.catchUp(ctx); err == nil && !busy {
 				caughtUp = frames
@@ -175,8 +134,7 @@ func (c *checkpointer) run() {
 			copied = -1
 		}
 		if err != nil && time.Since(logged) >= warnEvery {
-			// A file that cannot be checkpointed now will fail the same
-			// way 50 times a second: one warning per warnEvery.
+			// One warning per warnEvery, not 50 a second.
 			logged = time.Now()
 			c.logger.Warn("WAL checkpoint", slog.Any("error", err))
 		}
@@ -192,15 +150,9 @@ func (c *checkpointer) run() {
 }
 
 // catchUp runs a PASSIVE checkpoint on the store's write connection,
-// holding it: the process's writers wait in line behind it while it copies
-// the frames committed since the checkpointer's last pass (a few when the
-// passes in a row converged) and syncs the WAL and the database file. No
-// writer of the process can commit in between, so the WAL ends fully
-// copied, and the writer's next transaction starts the WAL again from its
-// beginning (unless a reader still reads some of its frames, or another
-// process's writer commits first): the file is overwritten in place, not
-// grown, and not truncated. It reports busy when another checkpoint was
-// running (PASSIVE never waits for a lock).
+// holding it, so the WAL ends fully copied and the writer's next
+// transaction starts it again in place (decision 0114). It reports busy
+// when another checkpoint was running.
 func (c *checkpointer) catchUp(ctx context.Context) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)
 	if err != nil {
@@ -240,17 +192,11 @@ func (c *checkpointer) walSize() int64 {
 	return fi.Size()
 }
 
-// truncate runs a TRUNCATE checkpoint on the store's own write
-// connection, holding it: the process's writers wait in line behind it
-// for as long as it copies what the last PASSIVE checkpoint left (the
-// frames written since) and resets the WAL. Run from another connection,
-// it would wait, in SQLite's busy handler, for a moment with no writer,
-// which a busy process never leaves (it was measured waiting 1.5 s while
-// the WAL grew to 60 MB).
-//
-// It waits at most truncateBusyTimeout for readers (the writer's own
-// busy_timeout is set for it and put back), and reports busy when they
-// kept it from resetting the WAL.
+// truncate runs a TRUNCATE checkpoint on the store's write connection,
+// holding it (from another connection it would wait for a moment with no
+// writer, which a busy process never leaves). It waits at most
+// truncateBusyTimeout for readers, and reports busy when they kept it from
+// resetting the WAL.
 func (c *checkpointer) truncate(ctx context.Context) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)
 	if err != nil {

@@ -9,31 +9,20 @@ import (
 )
 
 // Driver is what differs between the engines below the SQL: the
-// database/sql driver, golang-migrate's driver, the check of an
-// application's pool and the meaning of the engine's error codes. This
-// package imports no database driver; one package per engine does and
-// implements a Driver: throttle/sqlstore/sqlitedriver (modernc.org/sqlite)
-// and throttle/sqlstore/pgxdriver (pgx). An application imports the one
-// it uses and links only that engine (decision 0093); importing it
-// registers its Driver, as database/sql's drivers register, for DriverOf
-// and balde.Open to find by the engine a DSN names (decision 0129).
-// internal/alldrivers links both. The error classes, the pipeline and the
-// registry are in throttle/sqlstore/internal/driverkit: only those two
-// packages implement a Driver.
+// database/sql driver, golang-migrate's, the check of an application's pool
+// and the meaning of error codes. Only throttle/sqlstore/sqlitedriver and
+// pgxdriver implement it; importing one links that engine alone (decision
+// 0093) and registers its Driver for DriverOf and balde.Open (decision
+// 0129).
 type Driver interface {
 	migrations.Driver
-	// SQLName is the name the driver's package registered with
-	// database/sql ("sqlite", "pgx"): importing that package is what
-	// makes sql.Open of that name work.
+	// SQLName is the driver's name in database/sql ("sqlite", "pgx").
 	SQLName() string
-	// CheckPool returns an error saying what is wrong when the store
-	// cannot work on an application's pool db (OpenDB): PostgreSQL needs
-	// pgx's connections, which bind Go slices as arrays. It runs no
-	// statement.
+	// CheckPool returns an error saying what is wrong when the store cannot
+	// work on an application's pool db (OpenDB). It runs no statement.
 	CheckPool(db *sql.DB) error
 	// Classify tells what the engine's error err (anywhere in its chain)
-	// means; 0 when the driver does not recognise it. It only reads the
-	// engine's codes: what is retried is decided here (decision 0020).
+	// means, 0 when unrecognised; retries follow it (decision 0020).
 	Classify(err error) driverkit.ErrorClass
 }
 

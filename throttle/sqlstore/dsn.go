@@ -27,37 +27,20 @@ const (
 //	file:PATH?...                       SQLite, URI form (query kept)
 //	PATH                                SQLite file PATH
 //
-// For SQLite the returned DSN carries the connection settings every
-// connection needs (they must be in the DSN: a PRAGMA run with Exec reaches
-// only one pooled connection): WAL, a 5 s busy timeout, foreign keys,
-// synchronous=NORMAL (durable across a crash of the process; the last
-// transactions may be lost on power loss), a checkpoint every 16,000 WAL
-// pages instead of SQLite's 1,000 (fewer, cheaper checkpoints in the
-// committing transaction; measured in docs/decisions/0008; Open turns it
-// off on its writer and checkpoints in the background instead, decision
-// 0112, unless the DSN sets its own), and a 64 MiB
-// journal_size_limit so a WAL that grew under a burst is truncated back
-// after the next checkpoint. Parameters given in the DSN come after these
-// and win.
+// For SQLite the returned DSN carries the settings every connection needs
+// (a PRAGMA run with Exec reaches one pooled connection): WAL, a 5 s busy
+// timeout, foreign keys, synchronous=NORMAL, wal_autocheckpoint 16,000
+// pages (Open checkpoints in the background instead, decision 0112, unless
+// the DSN sets its own) and a 64 MiB journal_size_limit
+// (docs/decisions/0008). The page cache stays at SQLite's 2 MB per
+// connection and memory-mapped reads stay off (docs/decisions/0119); set
+// them in the DSN, e.g. ?_pragma=cache_size(-65536)&_pragma=mmap_size(268435456).
+// Parameters given in the DSN come after these and win.
 //
-// SQLite's page cache stays at its default, 2 MB per connection
-// (cache_size -2000), and memory-mapped reads stay off: a larger cache is
-// heap memory on every connection of the store (its writer, up to
-// MaxConns readers, its checkpointer), and a mapping turns a read error of
-// the file into a crash of the process. Set them in the DSN, e.g.
-// sqlite://balde.db?_pragma=cache_size(-65536)&_pragma=mmap_size(268435456)
-// for a 64 MiB cache (in KiB when negative) and a 256 MiB map (bytes);
-// docs/decisions/0119 measures both.
-//
-// Every wait on a lock is bounded (a session holding a bucket row
-// FOR UPDATE blocked dict-lookup for 74 s): on PostgreSQL a statement that
-// waits DefaultLockTimeout for a lock, or runs DefaultStatementTimeout,
-// fails (55P03, 57014) and the call fails with throttle.ErrStoreUnavailable;
-// on SQLite busy_timeout bounds one attempt at the write lock, and the
-// store's retries stop once a call has spent 5 s (retry.go), so a call
-// facing a stopped writer fails within about 5 s, at most 5 s plus
-// busy_timeout. See docs/decisions/0071; a web or gateway request's
-// writes share one 5 s bound in all (docs/decisions/0190).
+// Every wait on a lock is bounded (docs/decisions/0071, 0190): on
+// PostgreSQL by DefaultLockTimeout and DefaultStatementTimeout (55P03,
+// 57014: throttle.ErrStoreUnavailable); on SQLite by busy_timeout per
+// attempt, and the retries stop once a call has spent 5 s (retry.go).
 func ParseDSN(dsn string) (Engine, string, error) {
 	switch {
 	case dsn == "":
@@ -83,7 +66,7 @@ func ParseDSN(dsn string) (Engine, string, error) {
 		u.RawQuery = q.Encode()
 		return Postgres, u.String(), nil
 	}
-	path, query := dsn, ""
+	path := dsn
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
 		path = strings.TrimPrefix(dsn, "sqlite://")
@@ -92,9 +75,7 @@ func ParseDSN(dsn string) (Engine, string, error) {
 	case strings.Contains(dsn, "://"):
 		return "", "", fmt.Errorf("sqlstore: unsupported DSN scheme in %q (want sqlite://, postgres:// or a file path)", dsn)
 	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path, query = path[:i], path[i+1:]
-	}
+	path, query, _ := strings.Cut(path, "?")
 	if path == "" {
 		return "", "", fmt.Errorf("sqlstore: SQLite DSN %q has no file path", dsn)
 	}

@@ -42,10 +42,7 @@ func (id Identity) String() string {
 // SQLitePath returns the file path of a SQLite driver DSN ("file:PATH?...",
 // as ParseDSN returns it).
 func SQLitePath(driverDSN string) string {
-	p := strings.TrimPrefix(driverDSN, "file:")
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		p = p[:i]
-	}
+	p, _, _ := strings.Cut(strings.TrimPrefix(driverDSN, "file:"), "?")
 	return p
 }
 

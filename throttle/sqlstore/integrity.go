@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -18,32 +19,25 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
-// ErrDatabaseRefused means balde refuses to use a SQLite file that is not a
-// sound balde database: an empty (0-byte) file, where a truncated copy or
-// a failed restore would otherwise silently become a new, empty database,
-// or a file that fails SQLite's integrity check (ErrDatabaseCorrupt). The
-// error names the file. It comes wrapped with throttle.ErrStoreUnavailable:
-// a command exits 3, a probe answers 503, a decision fails (closed, unless
-// its policy fails open).
+// ErrDatabaseRefused means balde refuses a SQLite file that is not a sound
+// balde database: an empty (0-byte) file, which would otherwise silently
+// become a new, empty database, or a corrupt one (ErrDatabaseCorrupt). The
+// error names the file and comes wrapped with throttle.ErrStoreUnavailable.
 var ErrDatabaseRefused = errors.New("sqlstore: database refused")
 
 // ErrDatabaseCorrupt means the SQLite file fails PRAGMA quick_check, or a
-// statement reported SQLITE_CORRUPT or SQLITE_NOTADB. It wraps
-// ErrDatabaseRefused. Once a store has seen it, it refuses every decision
-// and every Retry (the SIFEN and DICT records) until it is reopened: what
-// it would read may be garbage.
+// statement reported SQLITE_CORRUPT or SQLITE_NOTADB; it wraps
+// ErrDatabaseRefused. A store that saw it refuses every decision and Retry
+// until it is reopened.
 var ErrDatabaseCorrupt = fmt.Errorf("%w: it fails SQLite's integrity check", ErrDatabaseRefused)
 
 // Integrity check defaults (Options.IntegrityTimeout, IntegrityEvery).
 const (
-	// defaultIntegrityTimeout bounds the check at open. A check cut short
-	// does not refuse the file: it is logged, with what was checked, and
-	// the store opens (a large file must not keep balde down).
+	// defaultIntegrityTimeout bounds the check at open; one cut short is
+	// logged and the store opens.
 	defaultIntegrityTimeout = 10 * time.Second
-	// DefaultIntegrityEvery is how old the last check may be when a
-	// readiness probe (CheckWrite) asks: an older one runs again in the
-	// background, bounded by the timeout, and the probe reads its result
-	// when it is done.
+	// DefaultIntegrityEvery is how old the last check may be when readiness
+	// (CheckWrite) asks before it runs again in the background.
 	DefaultIntegrityEvery = 5 * time.Minute
 )
 
@@ -66,21 +60,22 @@ func checkSQLiteFile(path string) (exists bool, err error) {
 	return true, nil
 }
 
-// quickCheck runs PRAGMA quick_check on db (SQLite) until ctx ends. It
+// quickCheck runs PRAGMA quick_check on db (SQLite) until ctx ends: every
+// page and B-tree, without integrity_check's cross-check of indexes. It
 // returns an error wrapping ErrDatabaseCorrupt naming path when the check
 // fails, ctx's error when it was cut short, and other errors as they come.
-// quick_check reads every page of the file (O(size)) and checks the
-// structure of every B-tree and record; it skips only the cross-check of
-// indexes against their tables that integrity_check adds.
-func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
+func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) (err error) {
+	defer func() {
+		switch {
+		case err == nil || errors.Is(err, ErrDatabaseCorrupt):
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case isCorrupt(d, err):
+			err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
+		}
+	}()
 	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(10)`)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if isCorrupt(d, err) {
-			return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
-		}
 		return err
 	}
 	defer rows.Close()
@@ -92,17 +87,8 @@ func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 		}
 		problems = append(problems, line)
 	}
-	if err := rows.Err(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if isCorrupt(d, err) {
-			return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
-		}
+	if err := rows.Err(); err != nil || len(problems) == 1 && problems[0] == "ok" {
 		return err
-	}
-	if len(problems) == 1 && problems[0] == "ok" {
-		return nil
 	}
 	return fmt.Errorf("%w: %s: quick_check: %s", ErrDatabaseCorrupt, path, strings.Join(problems, "; "))
 }
@@ -122,19 +108,18 @@ func isCorrupt(d Driver, err error) bool {
 }
 
 // namedCorrupt returns err wrapped in ErrDatabaseCorrupt naming the SQLite
-// file of driverDSN when it says the file is corrupt and does not name it
-// yet; err itself otherwise.
-func namedCorrupt(d Driver, driverDSN string, err error) error {
+// file at path when it says the file is corrupt and does not name it yet;
+// err itself otherwise.
+func namedCorrupt(d Driver, path string, err error) error {
 	if err == nil || d.Engine() != SQLite || errors.Is(err, ErrDatabaseCorrupt) || !isCorrupt(d, err) {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, SQLitePath(driverDSN), err)
+	return fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
 }
 
 // checkAtOpen runs quickCheck bounded by timeout (0: the default,
-// negative: not checked). A
-// check cut short by the timeout is logged with the file's size and the
-// store opens; a failed one refuses.
+// negative: not checked); one cut short by the timeout is logged and the
+// store opens.
 func checkAtOpen(ctx context.Context, d Driver, db *sql.DB, path string, timeout time.Duration, logger *slog.Logger) error {
 	switch {
 	case timeout < 0:
@@ -187,14 +172,11 @@ func (s *Store) corruptErr() error {
 // noteCorrupt makes err sticky when it says the file is corrupt, and
 // returns it.
 func (s *Store) noteCorrupt(err error) error {
-	if s.integrity == nil || err == nil {
+	if s.integrity == nil {
 		return err
 	}
-	if !errors.Is(err, ErrDatabaseCorrupt) {
-		if !isCorrupt(s.driver, err) {
-			return err
-		}
-		err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, s.integrity.path, err)
+	if err = namedCorrupt(s.driver, s.integrity.path, err); !errors.Is(err, ErrDatabaseCorrupt) {
+		return err
 	}
 	if s.integrity.corrupt.CompareAndSwap(nil, &err) {
 		s.logger.Error("THE DATABASE FILE IS CORRUPT: refusing every decision and record until balde is restarted on a sound file",
@@ -205,11 +187,10 @@ func (s *Store) noteCorrupt(err error) error {
 
 // CheckIntegrity runs PRAGMA quick_check on the store's SQLite file until
 // ctx ends (nil on PostgreSQL and on a store of OpenDB). It returns an
-// error wrapping ErrDatabaseCorrupt (and throttle.ErrStoreUnavailable)
-// when the file fails it, after which the store refuses every decision;
-// ctx's error when it was cut short. It reads the whole file: 7.2 s for
-// 923 MB here (docs/RELIABILITY.md); readiness runs it in the background
-// (see DefaultIntegrityEvery).
+// error wrapping ErrDatabaseCorrupt (and throttle.ErrStoreUnavailable) when
+// the file fails it, after which the store refuses every decision, and
+// ctx's error when it was cut short. It reads the whole file
+// (docs/RELIABILITY.md).
 func (s *Store) CheckIntegrity(ctx context.Context) error {
 	if s.integrity == nil {
 		return nil
@@ -225,8 +206,7 @@ func (s *Store) CheckIntegrity(ctx context.Context) error {
 }
 
 // integrityDue starts a background quick_check when the last one is older
-// than the store's interval and none is running. Readiness reads the
-// result later through corruptErr.
+// than the store's interval and none is running (see corruptErr).
 func (s *Store) integrityDue() {
 	in := s.integrity
 	if in == nil || in.every <= 0 || time.Since(time.Unix(0, in.checked.Load())) < in.every {
@@ -249,13 +229,9 @@ func (s *Store) integrityDue() {
 
 // newIntegrity returns the integrity state of a SQLite file at path.
 func newIntegrity(path string, opts Options) *integrity {
-	in := &integrity{path: path, timeout: opts.IntegrityTimeout, every: opts.IntegrityEvery}
-	if in.timeout <= 0 { // negative skips only the check at open
-		in.timeout = defaultIntegrityTimeout
-	}
-	if in.every == 0 {
-		in.every = DefaultIntegrityEvery
-	}
+	// A negative timeout skips only the check at open.
+	in := &integrity{path: path, timeout: cmp.Or(max(opts.IntegrityTimeout, 0), defaultIntegrityTimeout),
+		every: cmp.Or(opts.IntegrityEvery, DefaultIntegrityEvery)}
 	in.ctx, in.stop = context.WithCancel(context.Background())
 	in.checked.Store(time.Now().UnixNano())
 	return in
@@ -271,13 +247,10 @@ func (in *integrity) close() {
 }
 
 // createSQLite creates a new balde database at path, migrated to the
-// latest version, so that no other process ever sees a partial one: the
-// migrations run on path+".new" (any leftover of an interrupted creation is
-// removed first), the file is synced and linked to path, which must not
-// exist, and the temporary name is removed. A process killed at any
-// instant leaves either no file at path or a complete database (issue
-// 23: a kill in the first milliseconds left a 0-byte file). The caller
-// holds the migration lock (flockMigrations).
+// latest version, so that no process ever sees a partial one: it is built
+// at path+".new", synced and linked to path, which must not exist. A
+// process killed at any instant leaves no file at path or a complete
+// database. The caller holds the migration lock (flockMigrations).
 func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {

@@ -18,16 +18,11 @@ const migrateLockSuffix = ".migrate-lock"
 // SQLite database at path, waiting for it until ctx ends, and returns the
 // function that releases it.
 //
-// golang-migrate's SQLite driver locks within one process only, so
-// processes started at once on a new file each applied 0001 and the loser
-// left the version dirty. PostgreSQL's driver takes an advisory
-// lock; this is its equivalent for SQLite: an exclusive flock(2) on a file
-// beside the database, held from before the legacy adoption until the last
-// migration is recorded. The kernel releases it when the process dies (a
-// kill -9 leaves no stale lock). A lock on the database file itself, or an
-// exclusive transaction on a lock table, would not do: golang-migrate runs
-// each migration in a transaction of its own on the same file, which would
-// wait on ours. See docs/decisions/0021.
+// golang-migrate's SQLite driver locks within one process only; this is the
+// equivalent of PostgreSQL's advisory lock: an exclusive flock(2) on a file
+// beside the database (not the database itself, on which each migration's
+// own transaction would wait), released by the kernel when the process
+// dies. See docs/decisions/0021.
 func flockMigrations(ctx context.Context, path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path+migrateLockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

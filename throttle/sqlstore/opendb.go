@@ -6,23 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/balde-throttle/balde/migrations"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // SQLiteDSN returns the modernc.org/sqlite DSN an application should open
 // its own pool of the SQLite file path with, to share it with a store of
-// OpenDB: balde's pragmas (WAL, busy_timeout, ...; see ParseDSN) and
-// _txlock=immediate, so that every write transaction takes the database's
-// write lock at BEGIN and several processes on one file stay exact.
-// "sqlite" is registered by importing sqlitedriver:
+// OpenDB: balde's pragmas (ParseDSN) and _txlock=immediate, so that write
+// transactions take the write lock at BEGIN. "sqlite" is registered by
+// importing sqlitedriver:
 //
 //	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("app.db"))
 //	store, err := sqlitedriver.OpenDB(ctx, db, sqlstore.Options{Migrate: true})
@@ -36,14 +33,12 @@ func SQLiteDSN(path string) string {
 // opts.Migrate the pending migrations run first, on db (migrations.NewShared).
 //
 // SQLite: db must be a modernc.org/sqlite pool whose DSN has
-// _txlock=immediate and a busy_timeout (SQLiteDSN builds one); OpenDB checks
-// both on a file database and returns an error naming what is missing.
-// Without them a write transaction takes the lock only at its first write,
-// and one that loses the race to another process fails with SQLITE_BUSY
-// instead of waiting. WAL (in SQLiteDSN) lets reads go on during writes. The
-// store writes and reads through db; SetMaxOpenConns(1) on it makes writers
-// of this process queue in Go rather than on the file lock (balde's own
-// Open does that), at the price of reads waiting behind writes.
+// _txlock=immediate and a busy_timeout (SQLiteDSN builds one), without
+// which a transaction losing the race to another process fails with
+// SQLITE_BUSY instead of waiting; OpenDB checks both on a file database and
+// returns an error naming what is missing. SetMaxOpenConns(1) on db makes
+// this process's writers queue in Go rather than on the file lock, at the
+// price of reads waiting behind writes.
 //
 // PostgreSQL: db must be a pgx pool (github.com/jackc/pgx/v5/stdlib): the
 // store binds Go slices as PostgreSQL arrays. Its tables go in the first
@@ -70,44 +65,20 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
 	}
-	// The pool's first round trips and the migration are retried after a
-	// transient error, as Open's are: a new SQLite file another instance
-	// is switching to WAL answers SQLITE_BUSY without waiting, and Up is
-	// idempotent.
-	r := newRetrier(nil, "open")
-	r.logger, r.driver = opts.Logger, d
-	for {
+	// Retried like Open's (a new SQLite file another instance is switching
+	// to WAL answers SQLITE_BUSY at once; Up is idempotent).
+	err := retryOpen(ctx, "open", opts, func() error {
 		err := checkSQLitePool(ctx, d, db)
 		if err == nil && opts.Migrate {
-			err = MigrateDB(ctx, db, d, func(m *migrations.Migrator) error {
-				if opts.Logger != nil {
-					m.Logger = opts.Logger
-				}
-				return m.Up()
-			})
+			err = MigrateDB(ctx, db, d, opts.up)
 		}
-		if err == nil {
-			break
-		}
-		if !r.again(ctx, err) {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{
-		engine:      engine,
-		driver:      d,
-		now:         opts.Clock,
-		logger:      opts.Logger,
-		shared:      true,
-		policyID:    make(map[string]int64),
-		policyNames: make(map[int64]string),
-	}
-	if s.now == nil {
-		s.now = throttle.SystemClock
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
+	s := newStore(engine, opts)
+	s.shared = true
 	if engine == SQLite {
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write = sqlx.NewDb(db, "sqlite3")
@@ -129,14 +100,10 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 }
 
 // MigrateDB runs fn with a Migrator on an application's pool, which stays
-// open (see migrations.NewShared), under the lock every migration of the
-// database takes, whoever owns the pool: on SQLite the flock beside the
-// pool's file that Migrate takes on a DSN (lockSQLite; the file from
-// PRAGMA database_list, none for an in-memory database), on PostgreSQL
-// golang-migrate's advisory lock with the transaction lock of each
-// migration (migrations/atomic.go). Two application instances starting
-// together on one database so migrate it once (docs/decisions/0127). d is
-// the engine's Driver.
+// open (migrations.NewShared), under the lock every migration of the
+// database takes (SQLite: lockSQLite on the pool's file, none in memory;
+// PostgreSQL: golang-migrate's advisory lock), so instances starting
+// together migrate it once (docs/decisions/0127). d is the engine's Driver.
 func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
 	if d != nil && d.Engine() == SQLite {
 		path, pathErr := sqliteFile(ctx, db)
@@ -160,11 +127,8 @@ func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 }
 
 // lockSQLite takes the migration lock of the SQLite database at path
-// (flockMigrations: a flock on path+migrateLockSuffix, waited for until
-// ctx ends). release(err) gives it back; when this call created
-// the lock file and err refuses the database (ErrDatabaseRefused,
-// ErrDatabaseCorrupt) or none exists at path, it removes the file too: a
-// command that refuses a database leaves nothing beside it.
+// (flockMigrations). release(err) gives it back, and removes the lock file
+// this call created when err refuses the database or none exists at path.
 func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
 	lockFile := path + migrateLockSuffix
 	_, statErr := os.Stat(lockFile)
@@ -196,10 +160,10 @@ func sqliteFile(ctx context.Context, db *sql.DB) (string, error) {
 	return file, nil
 }
 
-// checkSQLitePool verifies that an application's SQLite pool takes the write
-// lock at BEGIN and waits for it (nothing on another engine): it begins a transaction on db and tries to
-// take the write lock from a connection of its own to the same file, without
-// waiting. A file it cannot name (in memory) is not checked.
+// checkSQLitePool verifies that an application's SQLite pool takes the
+// write lock at BEGIN and waits for it: with a transaction open on db it
+// tries to take the lock from its own connection without waiting. An
+// in-memory database, or another engine, is not checked.
 func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
 	if d.Engine() != SQLite {
 		return nil

@@ -13,53 +13,30 @@ import (
 )
 
 // The optimistic write of Store.NonDurable on PostgreSQL (decision 0116):
-// a batch whose every bucket row this process wrote last, and still
-// remembers, is decided on the remembered rows and sent in ONE round trip
-// (BEGIN, the settings, a check, the write, COMMIT) whose
-// check locks the rows in key order and fails unless each still holds
-// exactly the remembered state; if one does not (another process wrote
-// it, an administrator reset, deleted or pruned it), the check fails, the
-// server skips the write and COMMIT, the transaction rolls back with
-// nothing applied, and the batch runs again on the locking path of
-// pipeline.go, which remembers the rows anew.
-//
-// Exactness: a decision is a function of the rows' state and the
-// transaction's instant. The write commits only if every row holds, under
-// the lock the write takes, the state the decision read, so the result is
-// the one the locking path would have had holding the lock at that
-// instant. A key the process does not remember is taken for a key without
-// a row, and the write inserts its row: the insert fails if a row exists,
-// or if another transaction inserts one first. Credits (which read the
-// ledger), deletes and ledger rows take the locking path.
+// a batch whose every bucket row this process wrote last, and remembers, is
+// decided on the remembered rows and sent in one round trip whose check
+// locks the rows in key order and fails, rolling back with nothing applied,
+// unless each still holds the remembered state; the batch then runs on the
+// locking path (pipeline.go). The result is the one the locking path would
+// have had at that instant. A key not remembered is taken for one without a
+// row, whose insert fails if a row exists. Credits, deletes and ledger rows
+// take the locking path.
 
 // optimisticRows bounds the rows a store remembers: the 10,000 active
 // client IPs the inbound limiter is sized for, several times over.
 const optimisticRows = 1 << 16
 
 // rowCache is the bounded memory of the bucket rows the store's
-// non-durable transactions last committed (or read under lock), each as
-// stored, with the minute of its latest ledger row (headMinute). Safe for
-// concurrent use. Two generations bound it: when the current one holds
-// half of max rows it becomes the old one and the old one is forgotten; a
-// row found in the old one moves to the current one.
+// non-durable transactions last committed (or read under lock), with the
+// minute of each one's latest ledger row. Safe for concurrent use. Two
+// generations bound it: when the current one holds max/2 rows it becomes
+// the old one; a row found in the old one moves to the current one.
 //
-// A key whose remembered row another process changed (a one-round-trip
-// write failed its check) is contended: it takes the locking path, so that
-// a key several processes share costs their locking path only, not a
-// failed round trip each time. It is no longer contended once the locking
-// path found its row as this process left it in as many batches in a row
-// as its strikes require (2, doubling at each new contention up to 64);
-// the mark ages out with the generations like the rows.
-//
-// A key the store does not remember either has no row (a new client: the
-// one-round-trip write inserts it) or has one this process never saw (after
-// a restart, or written by another process): then the insert fails, and
-// the batch costs a failed round trip and an ERROR in the server's log
-// before its two locking ones, where the locking path would have cost two.
-// So the keys not remembered take the one-round-trip path only while no
-// more of those the store met lately had a row than had none (found,
-// absent: decayed counts); a store that has just opened starts on the
-// locking path (found is 1).
+// A key whose remembered row another process changed is contended: it takes
+// the locking path until that path found its row as this process left it
+// in calmNeeded batches in a row. Keys not remembered take the
+// one-round-trip path only while, of such keys met lately, no more had a
+// row than had none (found, absent: decayed counts; found starts at 1).
 type rowCache struct {
 	mu       sync.Mutex
 	max      int
@@ -70,21 +47,19 @@ type rowCache struct {
 	oneTrip, conflicts, locked atomic.Int64
 }
 
-// cachedRow is a rowCache entry.
+// cachedRow is a rowCache entry: row is the state this process last
+// committed or read when known; contended is set when a check found the row
+// changed by someone else, calm counts the quiet locking batches since and
+// strikes the contentions.
 type cachedRow struct {
-	row bucketRow
-	// known: row is the state this process last committed or read (false:
-	// only the contention is remembered).
-	known bool
-	// contended: a check found the row changed by someone else; calm
-	// counts the locking batches in a row since then that found it as
-	// this process left it; strikes, the contentions.
-	contended     bool
-	calm, strikes int
+	row              bucketRow
+	known, contended bool
+	calm, strikes    int
 }
 
 // calmNeeded is the number of quiet locking batches after which a
-// contended key takes the one-round-trip path again.
+// contended key takes the one-round-trip path again (2, doubling at each
+// strike, up to 64).
 func (e cachedRow) calmNeeded() int { return min(1<<e.strikes, 64) }
 
 // The count of found keys a store starts with, and the decay bound of
@@ -99,9 +74,8 @@ func newRowCache(maxRows int) *rowCache {
 }
 
 // get returns the remembered rows of keys, in keys' order, and the keys
-// not remembered; lock is true when the batch should take the locking
-// path: a key is contended, or keys are not remembered while more of the
-// keys not remembered lately had a row than had none.
+// not remembered; lock tells the batch to take the locking path (see
+// rowCache).
 func (c *rowCache) get(keys []rowKey) (rows []bucketRow, unknown []rowKey, lock bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -152,14 +126,11 @@ func (c *rowCache) newcomersLocked(found, absent int) {
 	}
 }
 
-// remember stores the state of the rows of a committed transaction that
-// loaded rows (read under lock when locked, else remembered and checked)
-// and wrote ws: each written row as written, each other loaded row as
-// loaded. A row with new ledger rows is forgotten instead (its new head's
-// id is the server's), and so is a deleted one; a contended key keeps its
-// mark. After a locking read, the keys it did not remember are counted
-// (newcomers), and a contended key whose row was as this process left it
-// counts towards its calm.
+// remember stores the rows of a committed transaction that loaded rows
+// (under lock when locked) and wrote ws: each written row as written, each
+// other as loaded; a row with new ledger rows or deleted is forgotten, a
+// contended key keeps its mark. After a locking read it counts the
+// newcomers among keys and the calm of contended keys.
 func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, locked bool, keys []rowKey) {
 	byKey := make(map[rowKey]bucketRow, len(loaded))
 	for _, r := range loaded {
@@ -215,9 +186,7 @@ func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, locked bool, keys 
 	for _, rows := range [][]bucketRow{ws.updates, ws.inserts} {
 		for _, r := range rows {
 			written[r.key] = true
-			// lastEntry is the head before the transaction (writeSet),
-			// unchanged without ledger rows; so is its minute (a merge
-			// adds to the head row of the same minute).
+			// Without ledger rows the head and its minute are unchanged.
 			r.headMinute = byKey[r.key].headMinute
 			put(r)
 		}
@@ -294,13 +263,10 @@ func sameState(a, b bucketRow) bool {
 type OptimisticStats struct {
 	// OneTrip batches committed in one round trip on remembered rows.
 	OneTrip int64
-	// Conflicts are one-round-trip writes that found a row changed by
-	// someone else and rolled back (each then ran on the locking path).
+	// Conflicts are one-round-trip writes that found a row changed and
+	// rolled back (then ran on the locking path).
 	Conflicts int64
-	// Locked batches ran on the two-round-trip locking path: a row not
-	// remembered (while most such rows existed), a contended key, a
-	// credit, a delete or a ledger row, an error of the rules on
-	// remembered rows, or a conflict.
+	// Locked batches ran on the two-round-trip locking path.
 	Locked int64
 }
 
@@ -318,22 +284,12 @@ func (s *Store) OptimisticStats() OptimisticStats {
 func (s *Store) rows() *rowCache { return s.fast.Load() }
 
 // updateOptimistic runs a non-durable batch of keys in one round trip on
-// remembered rows, a key not remembered taken for one without a row
-// (a full bucket), which the write inserts. done is false when the batch
-// must run on the locking path: apply failed (on rows that may be stale),
-// a write other than updates of remembered rows and inserts of all the
-// others, a contended key, keys not remembered while most such keys had
-// rows (rowCache), or a row that changed (then the remembered keys are
-// marked contended) or exists. Otherwise err is the batch's outcome (ErrCommitInDoubt, an
-// error of the connection).
-//
-// The clock is read before the write takes the locks, unlike on the
-// locking path; it is the instant the decision runs at all the same: a
-// row's state is the one this process committed last, at an instant read
-// before this one, and the write commits only if nobody else wrote the
-// row since, so no transaction on the row ran at an instant after this
-// one's. (A wall clock stepping back is clamped by the bucket math on
-// either path.)
+// remembered rows (see rowCache), a key not remembered inserted as a full
+// bucket. done is false when the batch must run on the locking path
+// instead (apply failed, the batch writes anything else, or the check or
+// an insert found a row changed or existing); otherwise err is the batch's
+// outcome. The clock is read before the locks: the write commits only if
+// nobody wrote the rows since this process did, at an earlier instant.
 func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, conn *sql.Conn, c *rowCache, keys []throttle.Key, apply func(*throttle.Tx) error) (done bool, err error) {
 	byRow, rowKeys, _ := s.rowKeys(keys, nil)
 	if len(rowKeys) == 0 {
@@ -348,9 +304,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		return false, nil // a row this process cannot read back: lock it
 	}
 	if err := apply(t); err != nil {
-		// The remembered rows may be stale, and the error theirs: the
-		// locking path runs apply again on the rows as they are and gives
-		// the batch its answer.
+		// The rows may be stale: the locking path gives the answer.
 		return false, nil
 	}
 	headMinute := make(map[rowKey]int64)
@@ -372,9 +326,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 	if !ws.empty() {
 		load = append(load, driverkit.Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
 	}
-	// checked: the remembered rows passed the check (its one row came
-	// back), so a statement that fails after it is the insert of a key
-	// that has a row.
+	// checked: the remembered rows passed the check (its row came back).
 	checked := len(rows) == 0
 	conflict := false
 	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
@@ -391,23 +343,17 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 			class := s.driver.Classify(writeErr)
 			switch {
 			case writeErr != nil && class&driverkit.ClassTimeout != 0:
-				// The check waited out lock_timeout on a row another
-				// transaction holds (a stopped process, a long admin
-				// transaction): nothing applied, and the locking path would
-				// wait for the same lock again. The batch's answer.
+				// The check waited out lock_timeout: nothing applied, and
+				// the locking path would wait for the same lock.
 				return writeErr
 			case writeErr != nil && class&driverkit.ClassServer != 0:
-				// The server refused a statement: the COMMIT behind it was
-				// skipped, nothing applied. A changed row (the division by
-				// zero of optimisticCheckSQL) or a row that exists (the
-				// insert's unique violation) are the usual causes; a lost
-				// race (deadlock) or anything else is left to the locking
-				// path too.
+				// Refused, nothing applied: a changed row (optimisticCheckSQL's
+				// division by zero), an existing one (unique violation) or
+				// anything else goes to the locking path.
 				conflict = true
 				return writeErr
 			case writeErr != nil && class&driverkit.ClassTransient != 0:
-				// Not sent (a connection that could not be made or was
-				// found closed): retried like any transient error.
+				// Not sent: retried like any transient error.
 				return writeErr
 			}
 			return pipelineOutcome(s.driver, writeErr, commitErr, closeErr)
@@ -421,11 +367,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		if !checked {
 			// A remembered row changed (or the check failed otherwise):
 			// another process may share these keys.
-			remembered := make([]rowKey, len(rows))
-			for i, r := range rows {
-				remembered[i] = r.key
-			}
-			c.contend(remembered)
+			c.contend(column(rows, func(r *bucketRow) rowKey { return r.key }))
 		}
 		s.logger.Debug("optimistic write found a row changed or existing; locking", "error", err)
 		return false, nil
@@ -439,32 +381,16 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 	return true, nil
 }
 
-// optimisticSettingsSQL is asyncCommitSQL (the transaction is
-// NonDurable's) and has the transaction's statements run on generic plans:
-// PostgreSQL otherwise plans optimisticCheckSQL and optimisticWriteSQL
-// anew at every execution (a custom plan knows the arrays' lengths, so it
-// always looks cheaper than the generic one), and planning took 2 to 5
-// times as long as running them (EXPLAIN ANALYZE: 0.2 ms and 0.4–2 ms of
-// planning for 0.08 ms and 0.2 ms of execution, a batch of 3 keys, 10,000
-// rows). Their generic plans are the custom ones: each array joined to the
-// primary key by a nested loop. Both settings end with the transaction.
+// optimisticSettingsSQL is asyncCommitSQL plus generic plans for the
+// transaction's statements: custom plans were replanned at every execution,
+// and planning cost 2 to 5 times the execution (decision 0116).
 const optimisticSettingsSQL = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
 
-// optimisticCheckSQL locks, in key order, the bucket rows of $1–$15 (the
-// remembered rows: key and every state column) that still hold exactly
-// that state (IS NOT DISTINCT FROM: the nullable columns, last_entry the
-// ledger head among them) and divides by zero — failing the statement, so
-// the transaction rolls back and the write and COMMIT behind it are
-// skipped — unless it locked $16 rows: all of them. FOR UPDATE waits for a
-// row another transaction holds, then checks the row's latest version. The
-// locks are taken in the order of the locking path (pgLoadSQL), before
-// any insert, so the two paths never deadlock each other. The divisor is
-// not constant, so the planner does not fold it.
-//
-// It is a statement of its own, not a CTE of the write: a page is pruned
-// of its dead row versions (which keeps updates HOT and the table small)
-// only when no scan holds a pin on it, and a lock in the same statement
-// as the update kept the pages pinned (the table grew 20-fold).
+// optimisticCheckSQL locks, in key order (pgLoadSQL's, so the paths never
+// deadlock), the rows of $1–$15 that still hold exactly that state, and
+// divides by zero unless it locked $16 rows, failing the transaction. It
+// is a statement of its own, not a CTE of the write, so the update's pages
+// are not pinned and can be pruned (decision 0116).
 var optimisticCheckSQL = `
 	WITH e AS MATERIALIZED (
 		SELECT b.policy_id
@@ -481,12 +407,9 @@ var optimisticCheckSQL = `
 	)
 	SELECT 1 / (CASE WHEN count(*) = $16::bigint THEN 1 ELSE 0 END) FROM e`
 
-// optimisticWriteSQL updates the rows of $1–$15 (new states; last_entry
-// stays), which optimisticCheckSQL locked, and inserts the rows of
-// $16–$30, failing with a unique violation on a row that exists. It is
-// writeSQL without the ledger, which the optimistic write never has: a
-// statement of two parts instead of eight, and none whose generic plan
-// could scan the ledger.
+// optimisticWriteSQL is writeSQL without the ledger: it updates the rows
+// of $1–$15 (last_entry stays) and inserts those of $16–$30, failing with a
+// unique violation on a row that exists.
 var optimisticWriteSQL = `
 	WITH u AS (
 		UPDATE balde_buckets AS b

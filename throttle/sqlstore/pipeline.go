@@ -11,18 +11,13 @@ import (
 )
 
 // updatePipelined is update on PostgreSQL through the driver's own
-// interface, in two round trips instead of four: BEGIN, the locking read of
-// the buckets (and of the credits) in one pipeline; then, after apply, the
-// write and COMMIT in another. The transaction is the same as update's
-// (same statements, same locks, the clock read once the locks are held),
-// so exactness and the ledger are unchanged; only the waiting between
-// statements is gone. It returns ErrNoPipeline, having done nothing, when
-// the pool's connections are not the driver's.
-//
-// A transaction that need not be durable (Store.NonDurable) sets
-// synchronous_commit off for itself first, in the same round trip; its
-// rows are first tried in one round trip on what the store remembers of
-// them (updateOptimistic), and it remembers the rows it locked and wrote.
+// interface, in two round trips instead of four: BEGIN and the locking
+// reads in one pipeline, then, after apply, the write and COMMIT. The
+// statements, locks and clock reading are update's. It returns
+// ErrNoPipeline, having done nothing, when the pool's connections are not
+// the driver's. A non-durable transaction (Store.NonDurable) sets
+// synchronous_commit off in the first round trip, is first tried on
+// remembered rows (updateOptimistic), and remembers the rows it wrote.
 func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error, durable bool) error {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
@@ -52,29 +47,11 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	if len(rowKeys) > 0 {
 		ids, envs, identifiers := keyArrays(rowKeys)
 		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})
-		scans = append(scans, func(r driverkit.Rows) error {
-			for r.Next() {
-				row, err := scanLockedBucketRow(r)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, row)
-			}
-			return nil
-		})
+		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &rows, scanLockedBucketRow) })
 	}
 	if len(refs) > 0 {
 		load = append(load, driverkit.Query{SQL: pgCreditsSQL, Args: creditArrays(refs)})
-		scans = append(scans, func(r driverkit.Rows) error {
-			for r.Next() {
-				var c creditKey
-				if err := r.Scan(&c.policyID, &c.env, &c.identifier, &c.ref); err != nil {
-					return err
-				}
-				found = append(found, c)
-			}
-			return nil
-		})
+		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &found, scanCredit) })
 	}
 	loaded := false
 	var written *writeSet
@@ -125,19 +102,11 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 }
 
 // pipelineOutcome tells what became of a pipelined write and COMMIT from
-// the errors of reading the write's result, the COMMIT's result and
-// closing the batch (the trailing ReadyForQuery):
-//   - COMMIT answered: committed, whatever closing says (a session
-//     terminated just after its commit reports FATAL 57P01 there);
-//   - the server refused the write with an error of its own: the COMMIT
-//     behind it in the pipeline was skipped, nothing applied, and the
-//     error is returned as is (retried when transient);
-//   - the server answered the COMMIT with a rollback (class 40): nothing
-//     applied, returned as is;
-//   - anything else (no answer: the connection broke, the context ended;
-//     or a FATAL in answer to COMMIT): the COMMIT was sent and may have
-//     applied. Running it again could apply its decisions twice, so it is
-//     ErrCommitInDoubt, never retried (decision 0020).
+// the errors of the write's result, the COMMIT's and closing the batch: an
+// answered COMMIT committed; a write the server refused, or a COMMIT it
+// answered with a rollback (class 40), applied nothing and is returned as
+// is; anything else may have applied and is ErrCommitInDoubt (decision
+// 0020).
 func pipelineOutcome(d Driver, writeErr, commitErr, closeErr error) error {
 	switch {
 	case writeErr == nil && commitErr == nil:

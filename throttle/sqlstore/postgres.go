@@ -5,29 +5,23 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+
+	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
 // postgresWriter keeps a transaction to a fixed number of round trips
-// whatever the number of decisions in it: two on a pgx pool, which
-// pipelines BEGIN with the locking load and the write with COMMIT
-// (pipeline.go), four through plain database/sql (BEGIN, the locking load,
-// one write, COMMIT):
-// on PostgreSQL every statement is a round trip (about 100 us on loopback
-// here), so statements take arrays (unnest) and the write is one statement
-// of data-modifying CTEs. Buckets are locked with FOR UPDATE in key order.
+// whatever the number of decisions in it (two on a pgx pool, pipeline.go;
+// four through plain database/sql): statements take arrays (unnest), the
+// write is one statement of data-modifying CTEs, and buckets are locked
+// with FOR UPDATE in key order.
 type postgresWriter struct{}
 
 func (postgresWriter) close() error { return nil }
 
 // keyArrays splits keys into the three parallel arrays unnest takes.
 func keyArrays(keys []rowKey) (ids []int64, envs, identifiers []string) {
-	ids = make([]int64, len(keys))
-	envs = make([]string, len(keys))
-	identifiers = make([]string, len(keys))
-	for i, k := range keys {
-		ids[i], envs[i], identifiers[i] = k.policyID, k.env, k.identifier
-	}
-	return ids, envs, identifiers
+	return column(keys, func(k *rowKey) int64 { return k.policyID }), column(keys, func(k *rowKey) string { return k.env }),
+		column(keys, func(k *rowKey) string { return k.identifier })
 }
 
 // pgLoadSQL locks and reads the bucket rows of three key arrays, in key
@@ -59,12 +53,8 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	}
 	defer rows.Close()
 	var out []bucketRow
-	for rows.Next() {
-		r, err := scanLockedBucketRow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+	if err := collect(rows, &out, scanLockedBucketRow); err != nil {
+		return nil, err
 	}
 	return out, rows.Err()
 }
@@ -83,13 +73,8 @@ func (postgresWriter) headMinutes(_ context.Context, _ *sql.Tx, rows []bucketRow
 
 // creditArrays splits refs into the four arrays of pgCreditsSQL.
 func creditArrays(refs []creditKey) []any {
-	keys := make([]rowKey, len(refs))
-	texts := make([]string, len(refs))
-	for i, c := range refs {
-		keys[i], texts[i] = c.rowKey, c.ref
-	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, texts}
+	return []any{column(refs, func(c *creditKey) int64 { return c.policyID }), column(refs, func(c *creditKey) string { return c.env }),
+		column(refs, func(c *creditKey) string { return c.identifier }), column(refs, func(c *creditKey) string { return c.ref })}
 }
 
 func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
@@ -99,14 +84,27 @@ func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credit
 	}
 	defer rows.Close()
 	var found []creditKey
-	for rows.Next() {
-		var c creditKey
-		if err := rows.Scan(&c.policyID, &c.env, &c.identifier, &c.ref); err != nil {
-			return nil, err
-		}
-		found = append(found, c)
+	if err := collect(rows, &found, scanCredit); err != nil {
+		return nil, err
 	}
 	return found, rows.Err()
+}
+
+func scanCredit(sc scanner) (c creditKey, err error) {
+	err = sc.Scan(&c.policyID, &c.env, &c.identifier, &c.ref)
+	return c, err
+}
+
+// collect appends to out the rows of rs, each read by scan.
+func collect[T any](rs driverkit.Rows, out *[]T, scan func(scanner) (T, error)) error {
+	for rs.Next() {
+		v, err := scan(rs)
+		if err != nil {
+			return err
+		}
+		*out = append(*out, v)
+	}
+	return nil
 }
 
 // bucketUnnest is the SQL of the rows x(bucketColumns) that PostgreSQL
@@ -124,27 +122,32 @@ func bucketUnnest(first int) string {
 
 // bucketArrays splits rows into the parallel arrays of the bucket columns.
 func bucketArrays(rows []bucketRow) []any {
-	keys := make([]rowKey, len(rows))
-	tokens := make([]int64, len(rows))
-	carry := make([]int64, len(rows))
-	refilled := make([]int64, len(rows))
-	sends := make([]int64, len(rows))
-	severity := make([]int64, len(rows))
-	lastSent := make([]*int64, len(rows))
-	lastEntry := make([]*int64, len(rows))
-	blocked := make([]*int64, len(rows))
-	spent := make([][]byte, len(rows))
-	next := make([]*int64, len(rows))
-	held := make([]*int64, len(rows))
-	level := make([]int64, len(rows))
-	for i, r := range rows {
-		next[i], held[i], level[i] = nullable(r.nextAt), nullable(r.heldUntil), r.blockLevel
-		keys[i] = r.key
-		tokens[i], carry[i], refilled[i], sends[i], severity[i] = r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity
-		lastSent[i], lastEntry[i], blocked[i], spent[i] = nullable(r.lastSentAt), nullable(r.lastEntry), nullable(r.blockedUntil), r.spent
+	return []any{
+		column(rows, func(r *bucketRow) int64 { return r.key.policyID }),
+		column(rows, func(r *bucketRow) string { return r.key.env }),
+		column(rows, func(r *bucketRow) string { return r.key.identifier }),
+		column(rows, func(r *bucketRow) int64 { return r.tokens }),
+		column(rows, func(r *bucketRow) int64 { return r.carry }),
+		column(rows, func(r *bucketRow) int64 { return r.refilledAt }),
+		column(rows, func(r *bucketRow) int64 { return r.sendCount }),
+		column(rows, func(r *bucketRow) int64 { return r.severity }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.lastSentAt) }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.lastEntry) }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.blockedUntil) }),
+		column(rows, func(r *bucketRow) []byte { return r.spent }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.nextAt) }),
+		column(rows, func(r *bucketRow) *int64 { return nullable(r.heldUntil) }),
+		column(rows, func(r *bucketRow) int64 { return r.blockLevel }),
 	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, tokens, carry, refilled, sends, severity, lastSent, lastEntry, blocked, spent, next, held, level}
+}
+
+// column is one field of every row, as an array parameter.
+func column[R, T any](rows []R, field func(*R) T) []T {
+	out := make([]T, len(rows))
+	for i := range rows {
+		out[i] = field(&rows[i])
+	}
+	return out
 }
 
 func nullable(n sql.NullInt64) *int64 {
@@ -154,12 +157,11 @@ func nullable(n sql.NullInt64) *int64 {
 	return &n.Int64
 }
 
-// writeSQL inserts the ledger rows with ids drawn from the identity's
-// sequence in their order, each linked to the previous row of its bucket
-// (the row before it in this statement, else the bucket's head before the
-// transaction), then updates, inserts and deletes buckets, pointing each at
-// its latest ledger row, and adds merged minute rows to their head rows. A new bucket that another transaction inserted
-// first fails with a unique violation and the whole transaction is re-run.
+// writeSQL inserts the ledger rows with ids from the sequence, each linked
+// to the previous row of its bucket, updates, inserts and deletes buckets,
+// pointing each at its latest ledger row, and adds merged minute rows to
+// their head rows. A new bucket another transaction inserted first fails
+// with a unique violation and the transaction is re-run.
 var writeSQL = `
 	WITH v AS MATERIALIZED (
 		SELECT t.*, nextval(pg_get_serial_sequence('balde_token_ledger', 'id')) AS id
@@ -241,35 +243,32 @@ func writeArgs(ws *writeSet) []any {
 	args = append(args, bucketArrays(ws.inserts)...)
 	ids, envs, identifiers := keyArrays(ws.deletes)
 	args = append(args, ids, envs, identifiers)
-	mid := make([]int64, len(ws.merges))
-	mdelta := make([]int64, len(ws.merges))
-	mn := make([]int64, len(ws.merges))
-	mbalance := make([]int64, len(ws.merges))
-	for i, m := range ws.merges {
-		mid[i], mdelta[i], mn[i], mbalance[i] = m.id, m.delta, m.n, m.balance
-	}
-	return append(args, mid, mdelta, mn, mbalance)
+	return append(args,
+		column(ws.merges, func(m *ledgerRow) int64 { return m.id }),
+		column(ws.merges, func(m *ledgerRow) int64 { return m.delta }),
+		column(ws.merges, func(m *ledgerRow) int64 { return m.n }),
+		column(ws.merges, func(m *ledgerRow) int64 { return m.balance }))
 }
 
 // ledgerArrays splits ledger rows into the parallel arrays of writeSQL,
 // with each row's bucket head before the transaction.
 func ledgerArrays(rows []ledgerRow, heads map[rowKey]sql.NullInt64) []any {
-	keys := make([]rowKey, len(rows))
-	at := make([]int64, len(rows))
-	reason := make([]int64, len(rows))
-	delta := make([]int64, len(rows))
-	balance := make([]int64, len(rows))
-	n := make([]int64, len(rows))
-	ref := make([]*string, len(rows))
-	head := make([]*int64, len(rows))
+	ref, head := make([]*string, len(rows)), make([]*int64, len(rows))
 	for i, r := range rows {
-		keys[i] = r.key
-		at[i], reason[i], delta[i], balance[i], n[i] = r.at, r.reason, r.delta, r.balance, r.n
 		if r.ref.Valid {
 			ref[i] = &r.ref.String
 		}
 		head[i] = nullable(heads[r.key])
 	}
-	ids, envs, identifiers := keyArrays(keys)
-	return []any{ids, envs, identifiers, at, reason, delta, balance, n, ref, head}
+	return []any{
+		column(rows, func(r *ledgerRow) int64 { return r.key.policyID }),
+		column(rows, func(r *ledgerRow) string { return r.key.env }),
+		column(rows, func(r *ledgerRow) string { return r.key.identifier }),
+		column(rows, func(r *ledgerRow) int64 { return r.at }),
+		column(rows, func(r *ledgerRow) int64 { return r.reason }),
+		column(rows, func(r *ledgerRow) int64 { return r.delta }),
+		column(rows, func(r *ledgerRow) int64 { return r.balance }),
+		column(rows, func(r *ledgerRow) int64 { return r.n }),
+		ref, head,
+	}
 }

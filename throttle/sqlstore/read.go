@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -111,10 +112,7 @@ func (s *Store) list(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, 
 	if err != nil || !ok {
 		return nil, err
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = inspect.DefaultPageSize
-	}
+	limit := cmp.Or(max(f.Limit, 0), inspect.DefaultPageSize)
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
 		SELECT `+bucketColumns+`
 		FROM balde_buckets
@@ -182,14 +180,9 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery, withCurs
 		conds, args = append(conds, "policy_id = ?"), append(args, id)
 	}
 	if len(q.Reasons) > 0 {
-		var in []string
-		for _, r := range q.Reasons {
-			in, args = append(in, "?"), append(args, int64(r))
-			if r == throttle.LedgerTake {
-				in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
-			}
-		}
-		conds = append(conds, "reason IN ("+strings.Join(in, ", ")+")")
+		var in string
+		in, args = reasonsIn(q.Reasons, args)
+		conds = append(conds, in)
 	}
 	if !q.Since.IsZero() {
 		conds, args = append(conds, "at >= ?"), append(args, nanos(q.Since))
@@ -205,10 +198,7 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery, withCurs
 
 // ledger is Ledger without its retries; Ledger implements inspect.Store.
 func (s *Store) ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = inspect.DefaultPageSize
-	}
+	limit := cmp.Or(max(q.Limit, 0), inspect.DefaultPageSize)
 	if q.Key != nil {
 		return s.bucketLedger(ctx, q, limit)
 	}
@@ -249,10 +239,9 @@ func (s *Store) scanLedger(ctx context.Context, rows *sql.Rows) ([]throttle.Ledg
 const maxWalk = 1_000_000
 
 // walkChain returns the SQL of a walk along one bucket's ledger rows, newest
-// first, from the bucket's latest row (or from the row before BeforeID),
-// stopping at Since, at a row of another bucket, or after depth rows; and
-// the filter on reasons for the outer query. The walk yields rows in chain
-// order, so an outer LIMIT takes the newest.
+// first, from its latest row (or the row before BeforeID), stopping at
+// Since, at another bucket's row or after depth rows, and the filter on
+// reasons for the outer query.
 func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int) (cte, reasons string, args, reasonArgs []any, ok bool, err error) {
 	id, known, err := s.lookupPolicy(ctx, q.Key.Policy)
 	if err != nil || !known {
@@ -282,16 +271,23 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int)
 	args = append(append(append(append(append(args, startArgs...), k...), sinceArgs...), k...), depth)
 	args = append(args, sinceArgs...)
 	if len(q.Reasons) > 0 {
-		var in []string
-		for _, r := range q.Reasons {
-			in, reasonArgs = append(in, "?"), append(reasonArgs, int64(r))
-			if r == throttle.LedgerTake {
-				in, reasonArgs = append(in, "?"), append(reasonArgs, int64(reasonMinuteOfTakes))
-			}
-		}
-		reasons = "WHERE reason IN (" + strings.Join(in, ", ") + ")"
+		reasons, reasonArgs = reasonsIn(q.Reasons, nil)
+		reasons = "WHERE " + reasons
 	}
 	return cte, reasons, args, reasonArgs, true, nil
+}
+
+// reasonsIn is the condition "reason IN (?, ...)" of reasons, a take's
+// including the aggregated take rows, and args with its arguments.
+func reasonsIn(reasons []throttle.LedgerReason, args []any) (string, []any) {
+	var in []string
+	for _, r := range reasons {
+		in, args = append(in, "?"), append(args, int64(r))
+		if r == throttle.LedgerTake {
+			in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
+		}
+	}
+	return "reason IN (" + strings.Join(in, ", ") + ")", args
 }
 
 // bucketLedger reads one bucket's latest rows by walking its chain.
@@ -342,17 +338,11 @@ func (s *Store) countLedger(ctx context.Context, q inspect.LedgerQuery) (int64, 
 	return n, formatError("count ledger", err)
 }
 
-// pruneLedger is PruneLedger without its retries; PruneLedger implements
-// throttle.Store. It walks the ledger in id order, which is insertion
-// order: it deletes the longest run of oldest ids whose rows are all older
-// than before, up to limit, with one range delete. It stops at the first
-// younger row, so its cost is bounded by limit whatever the size of the
-// ledger; another row written out of time order (an aggregated take row,
-// clocks of two processes disagreeing) waits until the rows before it age
-// out too. Then, within the same limit, it deletes the refusal rows that are
-// expired by their own time but lie after a younger row (a group of
-// refusals answered from memory is written late, stamped with its newest
-// refusal; see pruneLateRefusals).
+// pruneLedger is PruneLedger without its retries: it deletes the longest
+// run of oldest ids (insertion order) whose rows are all older than before,
+// up to limit, stopping at the first younger row so its cost is bounded by
+// limit; then, within the same limit, the refusal rows expired by their own
+// time that lie after a younger row (pruneLateRefusals).
 func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
 	n, err := s.pruneLedgerRun(ctx, before, limit)
 	if err != nil || n >= int64(limit) {
@@ -363,13 +353,9 @@ func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (i
 }
 
 // pruneLateRefusals deletes up to limit refusal rows expired by their own
-// time (a row of several refusals once At+RefusalGroupSpan is before
-// before), found through the balde_token_ledger_events index. Such a row
-// may sit inside its bucket's chain: the row after it in the chain, or the
-// bucket's last_entry, is pointed at the row before it first (the bucket
-// row is updated first, so that a decision on the bucket waits for the
-// relink), then the row is deleted. Finding the next row scans the ids
-// after the deleted one: such rows are few (a group flushed late).
+// time (a group once At+RefusalGroupSpan is before before), found through
+// the balde_token_ledger_events index. The bucket's last_entry, then the
+// next row of the chain, are pointed at the row before each first.
 func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {

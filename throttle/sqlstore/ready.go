@@ -17,18 +17,13 @@ import (
 // Bound it with ctx: a probe wants its answer quickly.
 //
 // On SQLite it also fails, with ErrDatabaseCorrupt, once the file was found
-// corrupt (by the check at open, a statement, or the integrity check that
-// CheckWrite starts in the background when the last one is older than
-// Options.IntegrityEvery; see CheckIntegrity).
+// corrupt (see CheckIntegrity; CheckWrite starts the check in the
+// background when the last one is older than Options.IntegrityEvery).
 //
-// The write changes nothing in the end, but it does write: in one
-// transaction it flips the dirty flag of balde_schema_migrations and flips
-// it back, so SQLite has a dirty page to append to the WAL at COMMIT and
-// PostgreSQL a new row version. (An UPDATE that sets a column to the value
-// it has is no write on SQLite: the B-tree leaves a page whose bytes would
-// not change clean, COMMIT writes nothing, and a file that refuses writes
-// went unnoticed.) Readers never see the flipped flag: it is never
-// committed.
+// The write changes nothing in the end: in one transaction it flips the
+// dirty flag of balde_schema_migrations and flips it back, so SQLite has a
+// dirty page to append to the WAL (setting a column to its value writes
+// nothing) and PostgreSQL a new row version. Readers never see it.
 func (s *Store) CheckWrite(ctx context.Context) error {
 	if err := s.CheckIdentity(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -19,28 +20,19 @@ import (
 )
 
 // ErrCommitInDoubt means a transaction's COMMIT was sent but its answer was
-// lost (the connection broke while committing): it may or may not have
-// been applied. The store never re-runs such a transaction, since running it
-// again could apply a decision twice (docs/decisions/0020). It always comes
-// wrapped with throttle.ErrStoreUnavailable, so a caller that does not
-// know it treats the decision as failed: it does not send, and at worst
-// the tokens of one decision were debited for a call never made. It wraps
-// throttle.ErrOutcomeUnknown, the engine's word for it, which a package
-// that must not import sqlstore checks before retrying a store failure.
+// lost: it may or may not have been applied, and the store never re-runs it
+// (docs/decisions/0020). It comes wrapped with throttle.ErrStoreUnavailable
+// and wraps throttle.ErrOutcomeUnknown, for packages that must not import
+// sqlstore.
 var ErrCommitInDoubt = fmt.Errorf("sqlstore: commit outcome unknown: %w", throttle.ErrOutcomeUnknown)
 
-// Transient-error retries: the first retry after transientBackoff, each
-// next one after twice the previous (with ±50 % jitter, capped at
-// transientMaxBackoff), until transientMaxAttempts attempts in all,
-// transientBudget of waiting between them (4.5 s: longer than a 3 s storm
-// of terminated sessions, seen to outlast 2.5 s of retries at load average
-// 7, and than a PostgreSQL restart's usual few seconds), or
-// transientElapsedBudget since the first attempt began (the attempts
-// included), whichever comes first, and never past the caller's context.
-// The last bounds a call facing a stopped lock holder: each SQLite attempt
-// waits out busy_timeout (5 s), and 8 of them made a web DICT lookup answer
-// 503 after ~42 s; now a call fails after at most
-// transientElapsedBudget plus one attempt.
+// Transient-error retries: the first after transientBackoff, each next one
+// after twice the previous (±50 % jitter, capped at transientMaxBackoff),
+// until transientMaxAttempts attempts, transientBudget of waiting (longer
+// than a 3 s storm of terminated sessions or a PostgreSQL restart) or
+// transientElapsedBudget since the first attempt (bounding a call facing a
+// stopped SQLite lock holder: each attempt waits out busy_timeout),
+// whichever comes first, never past the caller's context (decision 0020).
 const (
 	transientMaxAttempts = 12
 	transientBackoff     = 20 * time.Millisecond
@@ -51,15 +43,10 @@ const (
 )
 
 // transient reports whether err is a failure of the database or of the
-// connection to it that is likely to pass by itself and after which the
-// statement or transaction did NOT take effect: what d classifies as
-// ClassTransient (on PostgreSQL a session terminated by an administrator or
-// a restarting server, 57P01/57P02/57P03, a connection exception, class 08,
-// a serialization failure or deadlock, 40001/40P01, too many connections,
-// 53300, a connection that could not be made; SQLite's
-// SQLITE_BUSY/SQLITE_LOCKED past its busy timeout), or, for an error that
-// is not the server's answer, a connection reset, refused or closed.
-// Errors of a COMMIT are classified by the caller (see ErrCommitInDoubt).
+// connection that is likely to pass and after which the statement did NOT
+// take effect: what d classifies as ClassTransient, or a connection reset,
+// refused or closed. Errors of a COMMIT are classified by the caller (see
+// ErrCommitInDoubt).
 func transient(d Driver, err error) bool {
 	if err == nil || errors.Is(err, ErrCommitInDoubt) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -88,9 +75,8 @@ func transient(d Driver, err error) bool {
 	return false
 }
 
-// brokenConn reports whether err says the connection itself is gone, after
-// which the idle connections of the pool are likely gone too (a server
-// restart or pg_terminate_backend kills them all at once).
+// brokenConn reports whether err says the connection itself is gone, and
+// likely the pool's idle ones with it.
 func brokenConn(d Driver, err error) bool {
 	if c := d.Classify(err); c&driverkit.ClassServer != 0 {
 		return c&driverkit.ClassBrokenConn != 0
@@ -99,9 +85,7 @@ func brokenConn(d Driver, err error) bool {
 }
 
 // definiteCommitFailure reports whether a failed COMMIT certainly did not
-// apply: the server answered with a rollback (PostgreSQL's class 40 but
-// 40003) or SQLite said so (SQLite reports a commit's outcome
-// synchronously, in process).
+// apply (ClassCommitFailed: a PostgreSQL rollback, any SQLite failure).
 func definiteCommitFailure(d Driver, err error) bool {
 	c := d.Classify(err)
 	return c&driverkit.ClassServer != 0 && c&driverkit.ClassCommitFailed != 0
@@ -125,20 +109,16 @@ type retrier struct {
 	op      string
 	attempt int
 	waited  time.Duration
-	// start is when the first attempt began (set by newRetrier; a zero
-	// start is taken as the first failure).
-	start time.Time
+	start   time.Time // of the first attempt; zero: the first failure
 }
 
-// newRetrier returns the retrier of an operation whose first attempt
-// begins now.
+// newRetrier returns the retrier of an operation starting now.
 func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, start: time.Now()} }
 
 // again reports whether the operation should run again after err, having
-// waited the backoff (false when err is not transient, the attempts or
-// the budget are spent, or ctx ends while waiting). After a broken
-// connection it empties the pool's idle connections first, so the next
-// attempt runs on a fresh one.
+// waited the backoff: false when err is not transient, the attempts or the
+// budget are spent, or ctx ends. After a broken connection it flushes the
+// pool's idle connections first.
 func (r *retrier) again(ctx context.Context, err error) bool {
 	r.attempt++
 	drv := r.driver
@@ -155,10 +135,7 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if r.waited+d > transientBudget || time.Since(r.start)+d > transientElapsedBudget {
 		return false
 	}
-	logger := r.logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := cmp.Or(r.logger, discard)
 	if r.s != nil {
 		logger = r.s.logger
 		if brokenConn(drv, err) {
@@ -178,10 +155,8 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	return true
 }
 
-// flushIdle closes the idle connections of the PostgreSQL pool: after a
-// server restart or pg_terminate_backend they are all dead, and without
-// this each of them would fail one more request before being dropped.
-// (SQLite's connections are in process: nothing to flush.)
+// flushIdle closes the idle connections of the store's own PostgreSQL
+// pool, all dead after a server restart or pg_terminate_backend.
 func (s *Store) flushIdle() {
 	if s.engine != Postgres || s.shared || s.maxConns == 0 {
 		return // an application's pool (OpenDB) keeps its own settings
@@ -191,14 +166,11 @@ func (s *Store) flushIdle() {
 }
 
 // CommitError returns the error of a transaction's COMMIT as Retry must see
-// it: nil stays nil; a commit that certainly did not apply (PostgreSQL
-// answered with a rollback, class 40, or SQLite reported the failure, which
-// it does synchronously) is returned as is, so that Retry may run the whole
-// transaction again when it is transient; anything else (the connection
-// broke while committing, the context ended mid-commit) may have committed
-// and comes back wrapped in ErrCommitInDoubt, which Retry never re-runs
-// (decision 0020). For packages that run their own transactions on DB()
-// inside Retry.
+// it: nil, or a commit that certainly did not apply (a PostgreSQL rollback,
+// class 40, or any SQLite failure), as is, so that Retry may run the
+// transaction again; anything else wrapped in ErrCommitInDoubt, which Retry
+// never re-runs (decision 0020). For packages that run their own
+// transactions on DB() inside Retry.
 func (s *Store) CommitError(err error) error {
 	if err == nil || definiteCommitFailure(s.driver, err) {
 		return err
@@ -207,11 +179,9 @@ func (s *Store) CommitError(err error) error {
 }
 
 // withRetry runs fn, a read or a statement that takes effect only if it
-// returns nil, again after transient errors (see retrier.again). It
-// returns fn's last error as is.
-//
-// A store that found its SQLite file corrupt (ErrDatabaseCorrupt) runs
-// nothing: it returns that error, wrapped with throttle.ErrStoreUnavailable.
+// returns nil, again after transient errors (retrier.again), and returns
+// fn's last error as is. A store that found its SQLite file corrupt runs
+// nothing and returns that error, wrapped with throttle.ErrStoreUnavailable.
 func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error {
 	if err := s.corruptErr(); err != nil {
 		return formatError(op, err)
@@ -225,21 +195,15 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 	}
 }
 
-// Retry runs fn again after transient store errors, the way the store's own
-// reads and decisions are (with backoff, about 4.5 s at most, never past
-// ctx), for packages that query the store's DB() or ReadDB() themselves
-// (sifen's documents, dict's records). fn must be safe to run twice: a
-// read, or a whole transaction that began and committed inside fn and
-// whose COMMIT error fn passes through CommitError (a commit in doubt
-// must not be re-run; see ErrCommitInDoubt and decision 0020).
-// It returns fn's last error unchanged; on a store that found its SQLite
-// file corrupt it does not run fn and returns an error wrapping
-// ErrDatabaseCorrupt and throttle.ErrStoreUnavailable: nothing is sent on
-// the strength of what a corrupt file says.
-//
-// Like the limiter's writes, fn's time counts against ctx's request bound
-// when it carries one (internal/storebound): once spent, Retry fails with
-// throttle.ErrStoreUnavailable.
+// Retry runs fn again after transient store errors, as the store's own
+// reads and decisions are (about 4.5 s at most, never past ctx), for
+// packages that query DB() or ReadDB() themselves. fn must be safe to run
+// twice: a read, or a whole transaction whose COMMIT error goes through
+// CommitError. It returns fn's last error unchanged; on a store that found
+// its SQLite file corrupt it does not run fn and returns an error wrapping
+// ErrDatabaseCorrupt and throttle.ErrStoreUnavailable. fn's time counts
+// against ctx's request bound (internal/storebound): once spent, Retry
+// fails with throttle.ErrStoreUnavailable.
 func (s *Store) Retry(ctx context.Context, op string, fn func() error) error {
 	exit := storebound.Enter(ctx)
 	err := s.withRetry(ctx, op, fn)

@@ -42,12 +42,9 @@ type bucketRow struct {
 const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
 
 // sqliteStateColumns are bucketColumns without the key, in scan order, as
-// SQLite's loads select them: one-letter aliases of expressions (unary
-// plus is a no-op on every value). modernc.org/sqlite copies the name and
-// the declared type of every result column out of C on every query, an
-// allocation each for a table column's name and type, and none for a
-// one-letter name and an expression (which has no declared type): 24
-// allocations of a one-key decision's 135 (decision 0118).
+// one-letter aliases of expressions (unary plus is a no-op):
+// modernc.org/sqlite allocates for a table column's name and declared type
+// on every query, but not for these (decision 0118).
 const sqliteStateColumns = `+tokens AS d, +carry AS e, +refilled_at AS f, +send_count AS g, +severity AS h, +last_sent_at AS i,
 	+last_entry AS j, +blocked_until AS k, +spent AS l, +next_at AS m, +held_until AS n, +block_level AS o`
 

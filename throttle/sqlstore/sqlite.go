@@ -9,18 +9,14 @@ import (
 	"strings"
 )
 
-// sqliteWriter writes through prepared statements: on SQLite a statement
-// is a function call, not a round trip, and a prepared one skips parsing.
-// Loads, upserts and ledger inserts of several rows are one statement each
-// (prepared once per row count, up to maxRowsPerStatement), so a batch of
-// decisions costs a few statements, not a few per decision. All of them run
-// on the store's only write connection, under the database write lock.
+// sqliteWriter writes through prepared statements (on SQLite a statement
+// is a function call, not a round trip), one statement per batch of rows
+// (up to maxRowsPerStatement), on the store's only write connection, under
+// the database write lock.
 type sqliteWriter struct {
 	credit, del, maxID, add *sql.Stmt
-	// The statements of the common case, one decision on a bucket that
-	// exists: an UPDATE by primary key (cheaper than an upsert, which tries
-	// the insert first) and a ledger INSERT that lets SQLite number the row
-	// (no MAX(id) query).
+	// One decision on an existing bucket: an UPDATE by primary key and a
+	// ledger INSERT that lets SQLite number the row.
 	update1, ledger1, headMinute *sql.Stmt
 
 	// Read-only after newSQLiteWriter.
@@ -31,9 +27,8 @@ type sqliteWriter struct {
 }
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
-// size up to it is prepared when the store opens: preparing inside a
-// transaction would ask the pool for a second connection, and the writer
-// has only one.
+// size is prepared at open: inside a transaction it would need a second
+// connection.
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
@@ -93,8 +88,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 	return w, nil
 }
 
-// prepared returns the statement of cache for n rows (1 <= n <=
-// maxRowsPerStatement), prepared when the store opened.
+// prepared returns the statement of cache for n rows, prepared at open.
 func prepared(cache map[int]*sql.Stmt, n int) (*sql.Stmt, error) {
 	st, ok := cache[n]
 	if !ok {
@@ -109,13 +103,9 @@ func tuples(n, k int) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
-// loadSQL reads n bucket rows by primary key; one key is an equality (a
-// single B-tree seek). The keys are known: only the state columns are read
-// (the driver pays per column), after, for several keys, the number of the
-// key in the list (keys given in primary-key order are sought in that
-// order, one seek each; CROSS JOIN keeps the list as the outer loop). The
-// minute of each bucket's latest ledger row is read only when a
-// transaction needs it (headMinutes).
+// loadSQL reads the state columns of n bucket rows by primary key, after,
+// for several keys, the number of the key in the list (CROSS JOIN keeps
+// the list as the outer loop: one seek per key, in order).
 func loadSQL(n int) string {
 	if n == 1 {
 		return `SELECT ` + sqliteStateColumns + ` FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?`
@@ -131,8 +121,8 @@ func loadSQL(n int) string {
 		ON policy_id = v.column1 AND env = v.column2 AND identifier = v.column3`
 }
 
-// upsertSQL writes rows that exist (the transaction read them under the
-// write lock) or are new; on SQLite nobody else can insert meanwhile.
+// upsertSQL writes rows that exist or are new (nobody else can insert
+// under the write lock).
 func upsertSQL(n int) string {
 	return `
 		INSERT INTO balde_buckets (` + bucketColumns + `)
@@ -152,9 +142,8 @@ func upsertSQL(n int) string {
 		    block_level = excluded.block_level`
 }
 
-// updateSQL writes n rows that exist (read under the write lock) by
-// primary key: one B-tree seek each, where an upsert tries the insert
-// first.
+// updateSQL writes n rows that exist by primary key (an upsert would try
+// the insert first).
 func updateSQL(n int) string {
 	return `
 		UPDATE balde_buckets AS b
@@ -187,8 +176,7 @@ func (w *sqliteWriter) close() error {
 	return errors.Join(errs...)
 }
 
-// chunks calls fn on consecutive pieces of n items of at most
-// maxRowsPerStatement.
+// chunks calls fn on consecutive pieces of n items, maxRowsPerStatement at most.
 func chunks(n int, fn func(lo, hi int) error) error {
 	for lo := 0; lo < n; lo += maxRowsPerStatement {
 		if err := fn(lo, min(lo+maxRowsPerStatement, n)); err != nil {
@@ -217,12 +205,8 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			r, err := scanNumberedBucketState(rows, keys[lo:hi])
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
+		if err := collect(rows, &out, func(sc scanner) (bucketRow, error) { return scanNumberedBucketState(sc, keys[lo:hi]) }); err != nil {
+			return err
 		}
 		return rows.Err()
 	})
@@ -278,17 +262,6 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 	return found, nil
 }
 
-func (w *sqliteWriter) upsertBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
-	return chunks(len(rows), func(lo, hi int) error {
-		st, err := prepared(w.upsert, hi-lo)
-		if err != nil {
-			return err
-		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
-		return err
-	})
-}
-
 // updateBuckets writes rows that exist: one by the UPDATE of its primary
 // key, several in one UPDATE ... FROM (VALUES ...) per chunk.
 func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
@@ -299,12 +272,17 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
-	return chunks(len(rows), func(lo, hi int) error {
-		st, err := prepared(w.updates, hi-lo)
-		if err != nil {
-			return err
+	return execChunks(ctx, tx, w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })
+}
+
+// execChunks runs the statement of cache on consecutive chunks of n rows
+// (chunks), args giving each chunk's arguments.
+func execChunks(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stmt, n int, args func(lo, hi int) []any) error {
+	return chunks(n, func(lo, hi int) error {
+		st, err := prepared(cache, hi-lo)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args(lo, hi)...)
 		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, bucketArgs(rows[lo:hi])...)
 		return err
 	})
 }
@@ -374,7 +352,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
-	if err := w.upsertBuckets(ctx, tx, ws.inserts); err != nil {
+	if err := execChunks(ctx, tx, w.upsert, len(ws.inserts), func(lo, hi int) []any { return bucketArgs(ws.inserts[lo:hi]) }); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)
@@ -382,17 +360,12 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 
 // insertLedger inserts rows, numbered and linked.
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	return chunks(len(rows), func(lo, hi int) error {
-		st, err := prepared(w.ledger, hi-lo)
-		if err != nil {
-			return err
-		}
+	return execChunks(ctx, tx, w.ledger, len(rows), func(lo, hi int) []any {
 		args := make([]any, 0, 11*(hi-lo))
 		for _, r := range rows[lo:hi] {
 			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,
 				r.delta, r.balance, r.n, nullInt(r.prev), nullString(r.ref))
 		}
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-		return err
+		return args
 	})
 }

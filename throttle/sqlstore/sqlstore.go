@@ -6,11 +6,10 @@
 //	s, err := sqlitedriver.Open(ctx, "sqlite://balde.db", sqlstore.Options{Migrate: true})
 //	s, err := pgxdriver.Open(ctx, "postgres://...", sqlstore.Options{Migrate: true})
 //
-// Every Update is one transaction. On SQLite the transaction takes the
-// database's write lock at BEGIN (BEGIN IMMEDIATE) and all writes of a
-// process go through one connection, so several processes on one file
-// serialize on the lock and stay exact. On PostgreSQL the buckets are locked
-// with SELECT ... FOR UPDATE in key order, and a transaction that loses a race
+// Every Update is one transaction. On SQLite it takes the write lock at
+// BEGIN (BEGIN IMMEDIATE) and a process writes through one connection, so
+// processes on one file serialize on the lock; on PostgreSQL the buckets
+// are locked FOR UPDATE in key order, and a transaction that loses a race
 // to create a bucket is retried from the start.
 //
 // The SQL that differs between the engines (how rows are locked and written
@@ -18,6 +17,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -43,9 +43,8 @@ import (
 // Options configure Open. Driver is required; the zero value of the rest
 // is usable.
 type Options struct {
-	// Driver is the engine's: DriverOf(engine), or set by the Open and
-	// OpenDB of sqlitedriver and pgxdriver. It must be the engine the DSN
-	// names.
+	// Driver is the engine's (DriverOf, or set by the drivers' Open and
+	// OpenDB); it must be the engine the DSN names.
 	Driver Driver
 	// Clock is read once per transaction, after its locks are taken.
 	// Default throttle.SystemClock.
@@ -59,51 +58,38 @@ type Options struct {
 	// checkpoints). Nil discards them (slog.Default() is never written to).
 	Logger *slog.Logger
 	// IntegrityTimeout bounds SQLite's PRAGMA quick_check at open (and in
-	// Migrate) and in the background checks of readiness; default
-	// DefaultIntegrityTimeout, negative: no check at open (the background
-	// checks then use the default). A file that fails it is
-	// refused (ErrDatabaseCorrupt); a check cut short is logged, not fatal.
+	// Migrate) and in readiness's background checks; default
+	// DefaultIntegrityTimeout, negative: no check at open. A file that fails
+	// it is refused (ErrDatabaseCorrupt); a check cut short is logged.
 	IntegrityTimeout time.Duration
 	// IntegrityEvery is how often readiness (CheckWrite) has the check run
 	// again, in the background; default DefaultIntegrityEvery, negative:
 	// never.
 	IntegrityEvery time.Duration
 	// CheckpointEvery and WALLimit tune the background checkpoints of a
-	// SQLite file opened by Open (checkpoint.go): a PASSIVE checkpoint
-	// every CheckpointEvery (default DefaultCheckpointEvery), the WAL
-	// started again in place once it holds half of WALLimit bytes, and a
-	// TRUNCATE one when it holds more than WALLimit (default
-	// DefaultWALLimit). A DSN that sets wal_autocheckpoint keeps SQLite's
-	// checkpoints in the committing transaction instead.
+	// SQLite file opened by Open (checkpoint.go): a PASSIVE one every
+	// CheckpointEvery (default 20 ms), the WAL started again in place at
+	// half of WALLimit bytes (default 64 MiB), a TRUNCATE one past it. A DSN that sets wal_autocheckpoint
+	// keeps SQLite's own checkpoints instead.
 	CheckpointEvery time.Duration
 	WALLimit        int64
 }
 
 // Store is a throttle.Store and an inspect.Store on SQLite or PostgreSQL. Safe for concurrent use.
 type Store struct {
-	engine Engine
-	driver Driver
-	write  *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
-	read   *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
-	rw     rowWriter
-	now    throttle.Clock
-	// maxConns is the PostgreSQL pool's size (flushIdle restores it); 0
-	// when the pool is not the store's own.
-	maxConns int
-	identity Identity // which database Open opened (identity.go)
-	logger   *slog.Logger
-	// shared is set by OpenDB: the pool is the application's, and Close
-	// leaves it open.
-	shared bool
-	// integrity is the SQLite file's integrity state (integrity.go); nil
-	// on PostgreSQL and for a store of OpenDB.
-	integrity *integrity
-	// checkpoints runs a SQLite file's WAL checkpoints off the commit path
-	// (checkpoint.go); nil on PostgreSQL, for a store of OpenDB and when
-	// the DSN sets wal_autocheckpoint.
-	checkpoints *checkpointer
-	// fast remembers the rows of NonDurable's transactions on PostgreSQL
-	// (optimistic.go); nil until NonDurable is first called.
+	engine      Engine
+	driver      Driver
+	write       *sqlx.DB // SQLite: one connection, BEGIN IMMEDIATE; PostgreSQL: the pool
+	read        *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
+	rw          rowWriter
+	now         throttle.Clock
+	maxConns    int      // the PostgreSQL pool's size (flushIdle); 0 for OpenDB's
+	identity    Identity // which database Open opened (identity.go)
+	logger      *slog.Logger
+	shared      bool          // OpenDB's: the pool is the application's
+	integrity   *integrity    // a SQLite file's (integrity.go); nil on PostgreSQL and OpenDB's
+	checkpoints *checkpointer // a SQLite file's (checkpoint.go), when the store takes them over
+	// fast is NonDurable's row cache on PostgreSQL (optimistic.go).
 	fast atomic.Pointer[rowCache]
 
 	mu          sync.RWMutex
@@ -121,9 +107,8 @@ var (
 type rowWriter interface {
 	// loadBuckets locks and returns the rows of keys that exist.
 	loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) ([]bucketRow, error)
-	// headMinutes returns, for rows loaded by loadBuckets whose latest
-	// ledger row aggregates a minute of takes, that minute by key. Asked
-	// only when the transaction has aggregated take rows.
+	// headMinutes returns the minute of each row's latest ledger row that
+	// aggregates takes, asked only when the transaction aggregates takes.
 	headMinutes(ctx context.Context, tx *sql.Tx, rows []bucketRow) (map[rowKey]int64, error)
 	// loadCredits returns the refs that are already in the ledger.
 	loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error)
@@ -132,11 +117,9 @@ type rowWriter interface {
 	close() error
 }
 
-// writeSet is what a transaction writes back. The writer gives the ledger
-// rows ids in their order, links each to the previous row of its bucket
-// (heads holds each bucket's latest row before the transaction), points
-// every written bucket row at its latest ledger row, and adds each merge
-// (an aggregated take row whose id is its bucket's head) to that row.
+// writeSet is what a transaction writes back; heads holds each bucket's
+// latest ledger row before it, and merges the aggregated take rows to add
+// to their bucket's head row (see link).
 type writeSet struct {
 	inserts, updates []bucketRow
 	deletes          []rowKey
@@ -158,45 +141,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	// Every refusal names the file: SQLite may first find it corrupt
 	// anywhere (a pragma, the ping, the first read).
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
 	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
-		r := newRetrier(nil, "migrate up")
-		r.logger = opts.Logger
-		r.driver = d
-		for {
-			err := migrate(ctx, dsn, opts, func(m *migrations.Migrator) error {
-				if opts.Logger != nil {
-					m.Logger = opts.Logger
-				}
-				return m.Up()
-			})
-			if err == nil {
-				break
-			}
-			if !r.again(ctx, err) {
-				return nil, err
-			}
+		if err := retryOpen(ctx, "migrate up", opts, func() error { return migrate(ctx, dsn, opts, opts.up) }); err != nil {
+			return nil, err
 		}
 	}
-	s := &Store{
-		engine:      engine,
-		driver:      d,
-		now:         opts.Clock,
-		logger:      opts.Logger,
-		policyID:    make(map[string]int64),
-		policyNames: make(map[int64]string),
-	}
-	if s.now == nil {
-		s.now = throttle.SystemClock
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
-	maxConns := opts.MaxConns
-	if maxConns <= 0 {
-		maxConns = 16
-	}
+	s := newStore(engine, opts)
+	maxConns := cmp.Or(max(opts.MaxConns, 0), 16)
 	switch engine {
 	case SQLite:
 		// The file must exist (Migrate creates it): a connection opened
@@ -218,22 +171,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
+		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
+		s.write = sqlx.NewDb(w, "sqlite3")
 		r, err := sql.Open(d.SQLName(), driverDSN+"&_pragma=query_only(1)")
+		if err == nil {
+			r.SetMaxOpenConns(maxConns)
+			r.SetMaxIdleConns(maxConns)
+			s.read = sqlx.NewDb(r, "sqlite3")
+		}
+		if err == nil && own {
+			s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger)
+		}
 		if err != nil {
-			w.Close()
+			s.Close()
 			return nil, formatError("open", err)
 		}
-		r.SetMaxOpenConns(maxConns)
-		r.SetMaxIdleConns(maxConns)
-		if own {
-			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
-				w.Close()
-				r.Close()
-				return nil, formatError("open", err)
-			}
-		}
-		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
-		s.write, s.read = sqlx.NewDb(w, "sqlite3"), sqlx.NewDb(r, "sqlite3")
 	case Postgres:
 		db, err := sql.Open(d.SQLName(), driverDSN)
 		if err != nil {
@@ -246,11 +198,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.write = sqlx.NewDb(db, "pgx")
 		s.read = s.write
 	}
-	// The first round trips are retried like any other (retry.go): a
-	// connection refused, reset or terminated while the batch opens its
-	// store must not end the batch (dict-lookup once exited 3 with
-	//  exit 3 with
-	// "open: driver: bad connection" under a kill storm).
+	// The first round trips are retried like any other (retry.go).
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()
 		return nil, formatError("open", err)
@@ -363,7 +311,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err := checkDriver("migrate", d, engine); err != nil {
 		return err
 	}
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, driverDSN, err)) }
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
 	created := false
 	if engine == Postgres {
 		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
@@ -401,11 +349,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		return formatError("migrate", err)
 	}
 	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
-		logger := opts.Logger
-		if logger == nil {
-			logger = slog.New(slog.DiscardHandler)
-		}
-		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, logger); err != nil {
+		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
 			db.Close()
 			return formatError("migrate", err)
 		}
@@ -426,12 +370,8 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 }
 
 // postgresCurrent reports whether a PostgreSQL database is at the latest
-// migration, clean: then Open skips golang-migrate, whose run is a dozen
-// round trips on several sessions (pool, advisory lock, version table),
-// for one query retried like any read. Under sessions terminated every
-// 30 ms a whole migration run rarely got through and a batch's start
-// failed with exit 3 (TestStoreFaultsPostgres). Any doubt (an error, no
-// version table) answers false, and the migration runs as before.
+// migration, clean: then Open skips golang-migrate's dozen round trips for
+// one retried query. Any doubt answers false.
 func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *slog.Logger) bool {
 	if d.Engine() != Postgres {
 		return false
@@ -447,16 +387,41 @@ func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *sl
 	defer db.Close()
 	var version int64
 	var dirty bool
-	r := newRetrier(nil, "schema version")
-	r.logger = logger
-	r.driver = d
+	err = retryOpen(ctx, "schema version", Options{Driver: d, Logger: logger}, func() error {
+		return db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
+	})
+	return err == nil && version == int64(latest) && !dirty
+}
+
+// discard is the logger of a store given none.
+var discard = slog.New(slog.DiscardHandler)
+
+// newStore is a store of opts on engine, before its pools.
+func newStore(engine Engine, opts Options) *Store {
+	s := &Store{engine: engine, driver: opts.Driver, now: opts.Clock, logger: cmp.Or(opts.Logger, discard),
+		policyID: make(map[string]int64), policyNames: make(map[int64]string)}
+	if s.now == nil {
+		s.now = throttle.SystemClock
+	}
+	return s
+}
+
+// up runs m's pending migrations, logging to o.Logger when set.
+func (o Options) up(m *migrations.Migrator) error {
+	if o.Logger != nil {
+		m.Logger = o.Logger
+	}
+	return m.Up()
+}
+
+// retryOpen runs fn, a step of opening a store, again after transient
+// errors (retrier.again), logging to opts.Logger.
+func retryOpen(ctx context.Context, op string, opts Options, fn func() error) error {
+	r := retrier{op: op, logger: opts.Logger, driver: opts.Driver, start: time.Now()}
 	for {
-		err = db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
-		if err == nil {
-			return version == int64(latest) && !dirty
-		}
-		if !r.again(ctx, err) {
-			return false
+		err := fn()
+		if err == nil || !r.again(ctx, err) {
+			return err
 		}
 	}
 }
@@ -506,19 +471,12 @@ func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throt
 
 // NonDurable returns s as a throttle.Store whose write transactions do not
 // wait for their commit to reach the disk: on PostgreSQL each runs with
-// synchronous_commit off (SET LOCAL, that transaction only), so a crash of
-// the database server may lose the last fraction of a second of its
-// commits — whole transactions, never part of one, and never anyone
-// else's. On SQLite it is s itself: synchronous=NORMAL in WAL mode already
-// syncs at checkpoints, not at each commit (decision 0008).
-//
-// It is for decisions whose loss costs nothing: the inbound limiter's (a
-// lost decision forgets a request to the application's own API). The DICT
-// and SIFEN mirrors decide through s, durably
-// (docs/decisions/0111-non-durable-inbound-commits.md). Exactness is the
-// same. On PostgreSQL a batch of rows that this process wrote last is
-// decided on its memory of them and written in one round trip, only if
-// no row changed since (optimistic.go, decision 0116).
+// synchronous_commit off (SET LOCAL), so a crash of the server may lose the
+// last fraction of a second of whole commits, and batches of rows this
+// process wrote last are written optimistically in one round trip
+// (optimistic.go, decision 0116). On SQLite it is s itself (decision 0008).
+// Exactness is the same. It is for decisions whose loss costs nothing, the
+// inbound limiter's (docs/decisions/0111-non-durable-inbound-commits.md).
 func (s *Store) NonDurable() throttle.Store {
 	if s.engine != Postgres {
 		return s
@@ -588,10 +546,8 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 			return err
 		}
 	}
-	// On SQLite BeginTx issues BEGIN IMMEDIATE (the DSN's _txlock): the
-	// write lock is ours from here. On PostgreSQL loadBuckets takes the row
-	// locks. Either way the clock is read once the locks are held, so a
-	// transaction never runs at an instant before the one it waited for.
+	// SQLite's BEGIN IMMEDIATE (the DSN's _txlock) or PostgreSQL's
+	// loadBuckets takes the locks; the clock is read once they are held.
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -767,39 +723,33 @@ func (s *Store) loadPolicies(ctx context.Context, db *sqlx.DB) error {
 // cache once (another process may have interned it); ok is false for a name
 // never stored.
 func (s *Store) lookupPolicy(ctx context.Context, name string) (int64, bool, error) {
-	s.mu.RLock()
-	id, ok := s.policyID[name]
-	s.mu.RUnlock()
-	if ok {
-		return id, true, nil
-	}
-	if err := s.loadPolicies(ctx, s.read); err != nil {
-		return 0, false, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	id, ok = s.policyID[name]
-	return id, ok, nil
+	return interned(ctx, s, s.policyID, name)
 }
 
 // nameOf returns the name of an interned policy id, refreshing the cache
 // once when the id is new to this process.
 func (s *Store) nameOf(ctx context.Context, id int64) (string, error) {
-	s.mu.RLock()
-	name, ok := s.policyNames[id]
-	s.mu.RUnlock()
-	if ok {
-		return name, nil
+	name, ok, err := interned(ctx, s, s.policyNames, id)
+	if err == nil && !ok {
+		err = formatError("load policies", fmt.Errorf("unknown policy id %d", id))
 	}
-	if err := s.loadPolicies(ctx, s.read); err != nil {
-		return "", err
+	return name, err
+}
+
+// interned reads k in m, one of the policy caches, under s.mu, refreshing
+// the caches once when k is not there.
+func interned[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) (v V, ok bool, err error) {
+	for refreshed := false; ; refreshed = true {
+		s.mu.RLock()
+		v, ok = m[k]
+		s.mu.RUnlock()
+		if ok || refreshed {
+			return v, ok, nil
+		}
+		if err := s.loadPolicies(ctx, s.read); err != nil {
+			return v, false, err
+		}
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if name, ok := s.policyNames[id]; ok {
-		return name, nil
-	}
-	return "", formatError("load policies", fmt.Errorf("unknown policy id %d", id))
 }
 
 func (s *Store) rowKey(k throttle.Key) rowKey {

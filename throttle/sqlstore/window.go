@@ -12,31 +12,21 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// aggregateLag is how far before its row's neighbours in the chain an
-// aggregated take row's time may lie: it carries the minute it began.
+// aggregateLag is how far an aggregated take row's time (its minute's
+// start) may lie before its neighbours in the chain.
 const aggregateLag = time.Minute
 
 // The window's rows are read in one of two ways, both by primary key only
-// (the ledger has no index by bucket or time, and a per-bucket index made
-// every decision ~40 % slower: docs/decisions/0003-ledger-layout.md):
-//
-//   - walkCTE walks the bucket's chain (prev) from its latest row, newest
-//     first, as bucketLedger does: it reads the bucket's rows of the window
-//     and nothing else, about 2.5 µs a row (a B-tree search each). It stops
-//     at the first row older than the window's start less aggregateLag (an
-//     aggregated row may be up to a minute older than the row written
-//     before it) that is not a refusal row, at a row of another bucket, or
-//     after a depth bound. Refusal rows are walked through whatever their
-//     time: refusals answered from memory are written when their group is
-//     flushed — it may be with the bucket's next take, hours later —
-//     stamped with the last refusal's time, so a row of the window can lie
-//     behind one that looks older than it.
-//   - rangeCTE reads the id range of the window (ids follow time), every
-//     bucket's rows, keeping the bucket's: about 0.15 µs a row read,
-//     cheaper than the walk when at least one row in ten is the bucket's
-//     (a busy bucket), which a walk of the newest windowSample rows tells.
-//
-// Both yield chain(id, at, reason, delta, balance, n, depth).
+// (the ledger has no index by bucket or time:
+// docs/decisions/0003-ledger-layout.md). walkCTE walks the bucket's chain
+// from its latest row, newest first, stopping at the first row older than
+// the window's start less aggregateLag that is not a refusal row (refusals
+// answered from memory are written late, stamped with the last one's time),
+// at a row of another bucket, or at a depth bound. rangeCTE reads the
+// window's id range (ids follow time), keeping the bucket's rows: cheaper
+// when at least one row in ten is the bucket's, which a walk of the newest
+// windowSample rows tells. Both yield chain(id, at, reason, delta, balance,
+// n, depth).
 
 // walkCTE's parameters: the head id, the key, the stop time, the depth
 // bound, the key.
@@ -65,14 +55,11 @@ const rangeCTE = `
 // how busy it is.
 const windowSample = 1000
 
-// ledgerWindowSQL folds the rows of chain into the slots of a window: it
-// groups them by slot (-1 for the rows before the window, which only tell
-// whether a walk reached its start), and joins each slot's first and last
-// balance-changing rows back by primary key for the balance before and
-// after them. The answer has at most one row per slot, plus one.
-//
-// Parameters after the CTE's: from, to, the last slot's index, from,
-// width, to.
+// ledgerWindowSQL folds the rows of chain into the slots of a window (slot
+// -1: the rows before it, which tell whether a walk reached its start),
+// joining each slot's first and last balance-changing rows back for the
+// balance before and after them. Parameters after the CTE's: from, to, the
+// last slot's index, from, width, to.
 func ledgerWindowSQL(cte string) string {
 	refused := refusalReasonsSQL()
 	return cte + `
@@ -194,10 +181,8 @@ func (s *Store) ledgerIDAt(ctx context.Context, t, head int64) (int64, error) {
 		WHERE id >= ?
 		ORDER BY id
 		LIMIT 1`)
-	// Search [lo, hi) for the first row at or after t; ans is the best
-	// found so far (head when none is). Ids may have gaps (a rolled-back
-	// transaction's on PostgreSQL, pruned rows): every step shrinks the
-	// range whether or not a row lies in its upper half.
+	// Search [lo, hi); ans is the best found so far. Ids may have gaps:
+	// every step shrinks the range whether or not a row lies in its upper half.
 	ans := head
 	for hi := head; lo < hi; {
 		mid := lo + (hi-lo)/2

@@ -52,9 +52,7 @@ func (pgDriver) Instance(db *sql.DB, table string) (database.Driver, error) {
 }
 
 // OwnConn opens a pool of its own with the configuration of db's pgx
-// connections (same server, database, user and search_path):
-// golang-migrate keeps one connection for the whole run, and an
-// application's connections are never held. db must be a pgx pool.
+// connections, so golang-migrate never holds an application's connection.
 func (pgDriver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -85,14 +83,9 @@ func (pgDriver) CheckPool(db *sql.DB) error {
 	return nil
 }
 
-// Classify reads PostgreSQL's SQLSTATE: a session terminated by an
-// administrator or a restarting server (57P01/57P02/57P03), a connection
-// exception (class 08), a serialization failure or deadlock (40001/40P01)
-// and too many connections (53300) are transient; 40001, 40P01 and a
-// unique violation (23505) lost a race; 57P* and class 08 broke the
-// connection; a COMMIT answered with class 40 (but 40003, whose outcome
-// is unknown) was rolled back. A connection that could not be made, or an
-// error pgx knows was raised before anything was sent, is transient.
+// Classify reads PostgreSQL's SQLSTATE (see driverkit.ErrorClass); a
+// connection that could not be made, or an error pgx raised before sending
+// anything, is transient.
 func (pgDriver) Classify(err error) driverkit.ErrorClass {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

@@ -37,60 +37,43 @@ func (pgDriver) Pipeline(ctx context.Context, conn *sql.Conn, p *driverkit.Pipel
 	})
 }
 
+// pipeline sends BEGIN and p.Load, and, with p.Write, reads them before
+// sending Write's statements and COMMIT; without it COMMIT goes in the same
+// batch, which the server skips after a failed statement (one Sync), so a
+// failed Load leaves the transaction aborted, never committed.
 func pipeline(ctx context.Context, pc *pgx.Conn, p *driverkit.Pipeline) error {
-	if p.Write == nil {
-		return oneTrip(ctx, pc, p)
-	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for _, q := range p.Load {
 		b.Queue(q.SQL, q.Args...)
 	}
-	br := pc.SendBatch(ctx, b)
-	err := readLoads(br, p)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-
-	writes, err := p.Write()
-	if err != nil {
-		return err
-	}
-	b = &pgx.Batch{}
-	for _, q := range writes {
-		b.Queue(q.SQL, q.Args...)
-	}
-	b.Queue("COMMIT")
-	br = pc.SendBatch(ctx, b)
-	var writeErr, commitErr error
-	for range writes {
-		if _, writeErr = br.Exec(); writeErr != nil {
-			break
+	var writes []driverkit.Query
+	if p.Write != nil {
+		br := pc.SendBatch(ctx, b)
+		err := readLoads(br, p)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if writes, err = p.Write(); err != nil {
+			return err
+		}
+		b = &pgx.Batch{}
+		for _, q := range writes {
+			b.Queue(q.SQL, q.Args...)
 		}
 	}
-	if writeErr == nil {
-		_, commitErr = br.Exec()
-	}
-	return p.Outcome(writeErr, commitErr, br.Close())
-}
-
-// oneTrip runs a Pipeline without Write: BEGIN, p.Load and COMMIT in one
-// batch. The server skips everything after a statement that fails, COMMIT
-// included, up to the batch's end (one Sync), so a failed Load statement
-// leaves the transaction aborted, never committed.
-func oneTrip(ctx context.Context, pc *pgx.Conn, p *driverkit.Pipeline) error {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	for _, q := range p.Load {
-		b.Queue(q.SQL, q.Args...)
-	}
 	b.Queue("COMMIT")
 	br := pc.SendBatch(ctx, b)
-	writeErr := readLoads(br, p)
-	var commitErr error
+	var writeErr, commitErr error
+	if p.Write == nil {
+		writeErr = readLoads(br, p)
+	}
+	for i := 0; i < len(writes) && writeErr == nil; i++ {
+		_, writeErr = br.Exec()
+	}
 	if writeErr == nil {
 		_, commitErr = br.Exec()
 	}

@@ -18,19 +18,14 @@ import (
 type ErrorClass uint16
 
 const (
-	// ClassServer: the error is the database's own answer (PostgreSQL's
-	// SQLSTATE, a SQLite result code). The other bits are then the whole
-	// verdict: the engine-neutral checks (lost connections, io.EOF,
-	// golang-migrate's texts) do not apply.
+	// ClassServer: the database's own answer (a SQLSTATE, a SQLite result
+	// code); the other bits are then the whole verdict.
 	ClassServer ErrorClass = 1 << iota
 	// ClassTransient: likely to pass by itself, and the statement or
-	// transaction did not take effect (a session terminated by a
-	// restarting server, a connection that could not be made,
-	// SQLITE_BUSY past its busy timeout).
+	// transaction did not take effect.
 	ClassTransient
-	// ClassLostRace: the transaction lost a race to another and may run
-	// again at once (serialization failure, deadlock, the unique
-	// violation of two transactions inserting the same new bucket).
+	// ClassLostRace: the transaction lost a race to another (serialization
+	// failure, deadlock, a unique violation) and may run again at once.
 	ClassLostRace
 	// ClassBrokenConn: the connection itself is gone, and the pool's idle
 	// ones likely too.
@@ -42,8 +37,7 @@ const (
 	// ClassCorrupt: SQLite's SQLITE_CORRUPT or SQLITE_NOTADB.
 	ClassCorrupt
 	// ClassTimeout: the statement waited past a bound of the session
-	// (PostgreSQL's lock_timeout, 55P03, or a cancelled statement, 57014)
-	// and did not take effect; running it again would wait the same way.
+	// (55P03, 57014) and did not take effect.
 	ClassTimeout
 )
 
@@ -69,16 +63,13 @@ type Pipeline struct {
 	Load []Query
 	// Scan reads the rows of Load[i], in order.
 	Scan func(i int, rows Rows) error
-	// Write is called once the first round trip is read; it returns the
-	// statements to send before COMMIT (none: COMMIT alone). Its error
-	// ends the transaction, rolled back, and is returned as is. Nil: COMMIT
-	// is queued behind Load in the first round trip, and Load's statements
-	// are the transaction's writes.
+	// Write, called once the first round trip is read, returns the
+	// statements to send before COMMIT; its error rolls back and is
+	// returned as is. Nil: COMMIT goes in the first round trip.
 	Write func() ([]Query, error)
 	// Outcome tells what became of the round trip with COMMIT from the
-	// error of the first write statement that failed (without Write: of
-	// BEGIN or the first Load query, or of its Scan), that of COMMIT (nil
-	// when a write failed) and that of reading the end of the batch;
+	// error of the first write that failed (without Write: of BEGIN, a Load
+	// query or its Scan), that of COMMIT and that of closing the batch;
 	// Pipeline returns what it returns.
 	Outcome func(writeErr, commitErr, closeErr error) error
 }

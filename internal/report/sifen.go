@@ -9,10 +9,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// SifenItem is one DE of a send of files (sifen.ReadFiles, ImportFiles,
-// SendDocuments) and what became of it: the item a sifen-send run
-// reports. Message is in English (the JSON record's); Said, when set, is
-// the same in the reader's language, for the plain line.
+// SifenItem is one DE of a sifen-send run and what became of it: Message
+// in English, Said, when set, in the reader's language.
 type SifenItem struct {
 	File     string
 	Env      sifen.Env
@@ -27,8 +25,7 @@ type SifenItem struct {
 	Said    string
 }
 
-// SifenRecord is the JSON line of one DE ("balde sifen-send --json").
-// RUC is empty for a file that gave no DE.
+// SifenRecord is the JSON line of one DE; RUC is empty without a DE.
 type SifenRecord struct {
 	File     string  `json:"file"`
 	CDC      string  `json:"cdc,omitempty"`
@@ -54,9 +51,8 @@ func (it *SifenItem) Record() SifenRecord {
 	return r
 }
 
-// Line renders it for the plain output: `sent    a.xml cdc=… ruc=…
-// env=test lot=… code=0300 wait=10s "message"`, each field left out while
-// empty, the message in the reader's language when Said is set.
+// Line renders it: `sent    a.xml cdc=… ruc=… env=test lot=… code=0300
+// wait=10s "message"`, each field left out while empty.
 func (it *SifenItem) Line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-7s %s", it.Result, it.File)

@@ -148,11 +148,6 @@ func FormatSeconds(s float64) string {
 	return view.FormatWait(time.Duration(s * float64(time.Second)))
 }
 
-// Seconds is d in seconds, rounded to the millisecond, for JSON.
-func Seconds(d time.Duration) float64 {
-	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
 // Mode is how a Reporter writes.
 type Mode int
 
@@ -250,7 +245,7 @@ func (r *Reporter) Summary() Summary { return r.sum }
 // AddWait adds d, waited with Clock.BaseSleep, to the time waited.
 func (r *Reporter) AddWait(d time.Duration) {
 	r.waitd += d
-	r.sum.WaitS = Seconds(r.waitd)
+	r.sum.WaitS = view.Seconds(r.waitd)
 }
 
 // Item counts one item's result and writes line (Plain; Bar unless sent
@@ -297,7 +292,7 @@ func (r *Reporter) Waiting(d time.Duration, why string) {
 
 // tellProgress writes a wait of d with left to go on r.Progress.
 func (r *Reporter) tellProgress(d, left time.Duration) {
-	WriteJSONLine(r.Progress, map[string]ProgressEvent{"progress": {Event: "waiting", Why: r.why, WaitS: Seconds(d), LeftS: Seconds(left),
+	WriteJSONLine(r.Progress, map[string]ProgressEvent{"progress": {Event: "waiting", Why: r.why, WaitS: view.Seconds(d), LeftS: view.Seconds(left),
 		Done: r.sum.Done(), Total: r.sum.Total}})
 }
 
@@ -360,7 +355,7 @@ func (r *Reporter) counts() string {
 func (r *Reporter) Finish(interrupted bool, notProcessed int) Summary {
 	r.sum.Interrupted = interrupted
 	r.sum.NotProcessed += notProcessed
-	r.sum.ElapsedS = Seconds(r.clock.Time().Sub(r.start))
+	r.sum.ElapsedS = view.Seconds(r.clock.Time().Sub(r.start))
 	switch r.mode {
 	case JSON:
 		WriteJSONLine(r.w, struct {

@@ -43,7 +43,7 @@ type SifenRecord struct {
 func (it *SifenItem) Record() SifenRecord {
 	r := SifenRecord{
 		File: it.File, CDC: it.DE.CDC, Document: it.Document, Env: string(it.Env), Result: it.Result,
-		Code: it.Code, Lot: it.Lot, WaitS: Seconds(it.Wait), Message: it.Message,
+		Code: it.Code, Lot: it.Lot, WaitS: view.Seconds(it.Wait), Message: it.Message,
 	}
 	if it.DE.RUC.Number != "" {
 		r.RUC = it.DE.RUC.String()

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,10 +115,8 @@ func (r lookupRecord) line() string {
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
 	}
-	if r.said != "" {
-		fmt.Fprintf(&b, " %q", r.said)
-	} else if r.Message != "" {
-		fmt.Fprintf(&b, " %q", r.Message)
+	if m := cmp.Or(r.said, r.Message); m != "" {
+		fmt.Fprintf(&b, " %q", m)
 	}
 	return b.String()
 }

@@ -251,19 +251,10 @@ func (r *Reporter) AddWait(d time.Duration) {
 // Item counts one item's result and writes line (Plain; Bar unless sent
 // or skipped) or obj (JSON).
 func (r *Reporter) Item(res Result, line string, obj any) {
-	switch res {
-	case Sent:
-		r.sum.Sent++
-	case Blocked:
-		r.sum.Blocked++
-	case Skipped:
-		r.sum.Skipped++
-	case Failed:
-		r.sum.Failed++
-	case Invalid:
-		r.sum.Invalid++
-	case Interrupted:
-		r.sum.NotProcessed++
+	s := &r.sum
+	counts := map[Result]*int{Sent: &s.Sent, Blocked: &s.Blocked, Skipped: &s.Skipped, Failed: &s.Failed, Invalid: &s.Invalid, Interrupted: &s.NotProcessed}
+	if n := counts[res]; n != nil {
+		*n++
 	}
 	switch r.mode {
 	case Plain:

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -69,10 +70,8 @@ func (it *SifenItem) Line() string {
 	if it.Wait > 0 {
 		fmt.Fprintf(&b, " wait=%s", view.FormatWait(it.Wait))
 	}
-	if it.Said != "" {
-		fmt.Fprintf(&b, " %q", it.Said)
-	} else if it.Message != "" {
-		fmt.Fprintf(&b, " %q", it.Message)
+	if m := cmp.Or(it.Said, it.Message); m != "" {
+		fmt.Fprintf(&b, " %q", m)
 	}
 	return b.String()
 }

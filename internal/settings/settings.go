@@ -292,8 +292,7 @@ func (c *Settings) envVars() []envVar {
 		{"BALDE_SIFEN_BLOCK_STEP", setParsed(&c.SifenBlockStep, ParseSifenBlockStep)},
 		{"BALDE_SIFEN_BLOCK_MAX", setParsed(&c.SifenBlockMax, ParseSifenBlockMax)},
 		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
-		{"BALDE_GROUP_COMMIT", setParsed(&c.DisableGroupCommit, oneOf(map[string]bool{
-			"on": false, "true": false, "1": false, "off": true, "false": true, "0": true}, "on or off"))},
+		{"BALDE_GROUP_COMMIT", setParsed(&c.DisableGroupCommit, func(s string) (bool, error) { on, err := onOff(s); return !on, err })},
 		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
 		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
 		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, onOff)},
@@ -341,8 +340,7 @@ func setString(dst *string) func(string) error {
 // ParseInboundIPLimit reads BALDE_INBOUND_IP_LIMIT: requests per window
 // in 0..throttle.MaxRollingCapacity.
 func ParseInboundIPLimit(s string) (int64, error) {
-	return intIn(0, throttle.MaxRollingCapacity,
-		fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))(s)
+	return intIn(0, throttle.MaxRollingCapacity, fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))(s)
 }
 
 // ParseInboundWindow reads BALDE_INBOUND_WINDOW: a positive Go duration.
@@ -379,30 +377,27 @@ func setParsed[T any](dst *T, parse func(string) (T, error)) func(string) error 
 	}
 }
 
-// durationMin parses a Go duration of at least lowest, and durationIn one
-// in lowest..highest; want says what is expected, for the error.
+// durationMin parses a Go duration of at least lowest, durationIn one in
+// lowest..highest and intIn a whole number; want says what is expected.
 func durationMin(lowest time.Duration, want string) func(string) (time.Duration, error) {
 	return durationIn(lowest, math.MaxInt64, want)
 }
 
 func durationIn(lowest, highest time.Duration, want string) func(string) (time.Duration, error) {
-	return func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < lowest || d > highest {
-			return 0, fmt.Errorf("%q is not %s", s, want)
-		}
-		return d, nil
-	}
+	return inRange(time.ParseDuration, lowest, highest, want)
 }
 
-// intIn parses a whole number in lowest..highest.
 func intIn(lowest, highest int64, want string) func(string) (int64, error) {
-	return func(s string) (int64, error) {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < lowest || n > highest {
+	return inRange(func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, lowest, highest, want)
+}
+
+func inRange[T int64 | time.Duration](parse func(string) (T, error), lowest, highest T, want string) func(string) (T, error) {
+	return func(s string) (T, error) {
+		v, err := parse(s)
+		if err != nil || v < lowest || v > highest {
 			return 0, fmt.Errorf("%q is not %s", s, want)
 		}
-		return n, nil
+		return v, nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -28,14 +29,7 @@ func (s *Settings) AddFlags(fs *flag.FlagSet, names ...string) {
 }
 
 // FlagNames lists the names AddFlags knows, sorted.
-func FlagNames() []string {
-	names := make([]string, 0, len(settingFlags))
-	for n := range settingFlags {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func FlagNames() []string { return slices.Sorted(maps.Keys(settingFlags)) }
 
 // settingFlags register each setting's flag, by name: its field, its
 // parser and format, its help naming the variable.

@@ -1,3 +1,6 @@
+// Package dictlookup holds the files of balde dict-lookup: the lookups it
+// reads (ReadLookupRequests) and the results it writes (NewLookupRecord,
+// LookupWriter). The lookups are dict.Batch's.
 package dictlookup
 
 import (
@@ -11,42 +14,30 @@ import (
 )
 
 // MaxLookupLine bounds a line of a lookups file, in bytes: a key (at most
-// 77 bytes, an e-mail) and a payer, quoted and spaced, fit many times over.
-// Without a bound, one 300 MB line took 1.2 GB to read.
+// 77 bytes) and a payer fit many times over, and no huge line is held.
 const MaxLookupLine = 4096
 
-// ErrNoLookups means a lookups file holds no key (only a header, comments
-// or nothing).
-var ErrNoLookups = errors.New("no key to look up")
-
-// ErrNoPayer means a line of a lookups file names no payer and no default
-// payer was given.
-var ErrNoPayer = errors.New("no payer")
-
-// ErrLineTooLong means a line of a lookups file is longer than
-// MaxLookupLine bytes.
-var ErrLineTooLong = errors.New("line too long")
-
-// ErrTooManyFields means a line of a lookups file has more than two fields
-// (LineError.Fields says how many).
-var ErrTooManyFields = errors.New("too many fields")
+// Errors of a lookups file: no key at all, a line without a payer (and no
+// default), longer than MaxLookupLine, or of more than two fields.
+var (
+	ErrNoLookups     = errors.New("no key to look up")
+	ErrNoPayer       = errors.New("no payer")
+	ErrLineTooLong   = errors.New("line too long")
+	ErrTooManyFields = errors.New("too many fields")
+)
 
 // LookupLine is one line of a lookups file: its number (1-based) and the
-// getEntry it asks for (EndToEndID empty).
+// getEntry it asks for.
 type LookupLine struct {
 	Line int
 	dict.LookupRequest
 }
 
-// LineError says which line of a lookups file is bad and why: longer than
-// MaxLookupLine (ErrLineTooLong), more than two fields (ErrTooManyFields),
-// an invalid key (dict.ParseKey's error) or payer (dict.ValidatePayerID's),
-// or no payer at all (ErrNoPayer).
+// LineError says which line of a lookups file is bad (with how many
+// fields, 0 when too long) and why: an Err* or dict's validation error.
 type LineError struct {
-	Line int
-	// Fields is the number of fields of the line (0 when it is too long).
-	Fields int
-	Err    error
+	Line, Fields int
+	Err          error
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
@@ -54,13 +45,10 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 // Unwrap returns the reason.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// ReadLookupRequests reads a lookups file: one Pix key per line, or
-// "key,payer" CSV, with an optional header line ("key" or "key,payer") and
-// "#" comments; a line with no payer takes defaultPayer. Every key and
-// payer is validated, and the first bad line stops the reading: the error
-// is then a *LineError, or a *csv.ParseError for bad quoting, or
-// ErrNoLookups when no line holds a key, or r's error. No line longer than
-// MaxLookupLine is ever held in memory.
+// ReadLookupRequests reads a lookups file: a Pix key or "key,payer" per
+// line (defaultPayer when none), an optional header and "#" comments. The
+// first bad line stops it: a *LineError, a *csv.ParseError, ErrNoLookups
+// or r's error.
 func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) {
 	lr := &lineLimitReader{r: r, max: MaxLookupLine}
 	cr := csv.NewReader(lr)
@@ -107,9 +95,8 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 	return lines, nil
 }
 
-// lineLimitReader reads r and fails once a line (up to its newline) is
-// longer than max bytes: tooLong is then that line's number (1-based),
-// and the error ErrLineTooLong.
+// lineLimitReader fails with ErrLineTooLong once a line is longer than
+// max bytes; tooLong is then its number (1-based).
 type lineLimitReader struct {
 	r       io.Reader
 	max     int

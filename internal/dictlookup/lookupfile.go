@@ -8,13 +8,11 @@ import (
 	"strings"
 )
 
-// errLookupFormat is LookupFileFormat's error for a format other than
-// "csv", "json" or "".
+// errLookupFormat is LookupFileFormat's error for another format.
 var errLookupFormat = errors.New("want csv or json")
 
-// LookupFileFormat is the format of a lookups results file: format when
-// given ("csv" or "json"), else JSON for a path ending in ".json" (any
-// case) and CSV for any other. It reports whether the file is JSON.
+// LookupFileFormat reports whether a results file is JSON: format when
+// given ("csv" or "json"), else whether path ends in ".json".
 func LookupFileFormat(format, path string) (asJSON bool, err error) {
 	switch format {
 	case "csv", "json":
@@ -25,9 +23,7 @@ func LookupFileFormat(format, path string) (asJSON bool, err error) {
 	return false, fmt.Errorf("format %q: %w", format, errLookupFormat)
 }
 
-// CreateLookupFile creates (or truncates) path and writes the header of a
-// results file in CSV, or in JSON when asJSON. Its Close ends the records
-// and closes the file.
+// CreateLookupFile creates path and starts a results file in it.
 func CreateLookupFile(path string, asJSON bool) (*LookupWriter, error) {
 	f, err := os.Create(path)
 	if err != nil {

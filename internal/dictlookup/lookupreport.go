@@ -12,46 +12,37 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 )
-
-// What a lookup of a dict.Batch became, as a flat record: the JSON line of
-// "balde dict-lookup --json" and a row (or object) of its --out file.
 
 // The results of a LookupRecord.
 const (
 	lookupSent    = "sent"    // answered by the DICT: an entry, or no entry for the key (404)
 	LookupBlocked = "blocked" // refused by the local mirror: nothing was sent
 	LookupFailed  = "failed"  // sent or tried, without an answer that says found or not found
-	// LookupInterrupted: the run was stopped (Ctrl-C, a cancelled
-	// context) while the lookup waited for the mirror to admit it. Nothing
-	// was sent and nothing refused it for good: the DICT did not block it,
-	// and running it again looks it up.
+	// LookupInterrupted: stopped while the lookup waited for the mirror;
+	// nothing was sent, and running it again looks it up.
 	LookupInterrupted = "interrupted"
 )
 
-// LookupRecord is the result of one lookup.
+// LookupRecord is the result of one lookup: the JSON line of "balde
+// dict-lookup --json" and a row (or object) of its --out file.
 type LookupRecord struct {
 	Key   string `json:"key"`
 	Payer string `json:"payer"`
-	// Status is the DICT's HTTP status, or 0 when nothing was answered
-	// (refused locally, or the request failed).
+	// Status is the DICT's HTTP status, or 0 when nothing was answered.
 	Status int `json:"status"`
-	// Reason is why a lookup was refused locally (empty, cooldown,
-	// blocked), the DICT's problem type, "store commit in doubt" or
-	// "request failed".
+	// Reason is a local refusal's, the DICT's problem type, "store commit
+	// in doubt" or "request failed".
 	Reason string `json:"reason"`
-	// RetryAfterS is, in seconds, the wait the mirror named (at least
-	// 0.001 for a refusal) or the DICT's Retry-After.
+	// RetryAfterS is the mirror's wait (at least 0.001) or the DICT's
+	// Retry-After; WaitS the time slept while refused; both in seconds.
 	RetryAfterS float64 `json:"retry_after_s"`
-	// Result is LookupSent, LookupBlocked, LookupFailed or
-	// LookupInterrupted.
-	Result string `json:"result"`
-	// WaitS is the time, in seconds, the lookup slept while refused.
-	WaitS      float64 `json:"wait_s"`
-	EndToEndID string  `json:"end_to_end_id,omitempty"`
-	// Message says what happened, in English.
-	Message string `json:"message,omitempty"`
+	Result      string  `json:"result"`
+	WaitS       float64 `json:"wait_s"`
+	EndToEndID  string  `json:"end_to_end_id,omitempty"`
+	Message     string  `json:"message,omitempty"` // in English
 
 	// The entry, when the DICT found the key.
 	KeyType     string `json:"key_type,omitempty"`
@@ -71,22 +62,11 @@ const (
 	MsgNoEntry           = "no entry for this key"
 )
 
-// NewLookupRecord is res as a record:
-//   - refused by the mirror (a value, nothing sent): blocked, with the
-//     refusal's reason and wait;
-//   - Run's ctx ended while the lookup waited
-//     (dict.BatchResult.Interrupted, nothing sent): interrupted,
-//     "interrupted while waiting for the throttle", with the reason and
-//     wait of the refusal it was waiting out;
-//   - an entry: sent, with status 200 and the entry's fields;
-//   - the DICT's answer without an entry: sent for a 404 ("no entry for
-//     this key"), failed otherwise, with the status, problem type and
-//     Retry-After;
-//   - a commit whose answer the store lost (throttle.ErrOutcomeUnknown):
-//     failed, "store commit in doubt"; any other error: failed, "request
-//     failed".
+// NewLookupRecord is res as a record: blocked (or interrupted while it
+// waited) when the mirror refused it, sent for an entry or a 404, failed
+// for another answer or error.
 func NewLookupRecord(res dict.BatchResult) LookupRecord {
-	rec := LookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID, EndToEndID: res.EndToEndID, WaitS: seconds(res.Waited)}
+	rec := LookupRecord{Key: res.Request.Key, Payer: res.Request.PayerID, EndToEndID: res.EndToEndID, WaitS: view.Seconds(res.Waited)}
 	err := res.Err
 	var remote *dict.RemoteError
 	switch {
@@ -96,7 +76,7 @@ func NewLookupRecord(res dict.BatchResult) LookupRecord {
 		if res.Interrupted {
 			rec.Result, rec.Message = LookupInterrupted, MsgLookupInterrupted
 		}
-		rec.Reason, rec.RetryAfterS = d.Reason.String(), seconds(max(d.RetryAfter, time.Millisecond))
+		rec.Reason, rec.RetryAfterS = d.Reason.String(), view.Seconds(max(d.RetryAfter, time.Millisecond))
 	case err == nil:
 		rec.Status, rec.Result = http.StatusOK, lookupSent
 		e := res.Response.Entry
@@ -104,7 +84,7 @@ func NewLookupRecord(res dict.BatchResult) LookupRecord {
 		rec.Account, rec.AccountType = e.Account.AccountNumber, e.Account.AccountType
 		rec.OwnerType, rec.OwnerTaxID, rec.OwnerName = e.Owner.Type, e.Owner.TaxIDNumber, e.Owner.Name
 	case errors.As(err, &remote):
-		rec.Status, rec.RetryAfterS = remote.Status, seconds(remote.RetryAfter)
+		rec.Status, rec.RetryAfterS = remote.Status, view.Seconds(remote.RetryAfter)
 		if remote.Problem != nil {
 			rec.Reason = remote.Problem.TypeName()
 		}
@@ -113,9 +93,7 @@ func NewLookupRecord(res dict.BatchResult) LookupRecord {
 			rec.Result, rec.Message = lookupSent, MsgNoEntry
 		}
 	case errors.Is(err, throttle.ErrOutcomeUnknown):
-		// The store lost the answer to a commit (its connection dropped
-		// then): this key failed, the run goes on. If the commit landed, a
-		// hold stays on the mirror, which is only stricter for it.
+		// If the lost commit landed, a hold stays: only stricter.
 		rec.Result, rec.Reason, rec.Message = LookupFailed, "store commit in doubt", err.Error()
 	default:
 		rec.Result, rec.Reason, rec.Message = LookupFailed, "request failed", err.Error()
@@ -123,19 +101,12 @@ func NewLookupRecord(res dict.BatchResult) LookupRecord {
 	return rec
 }
 
-// seconds is d in seconds, rounded to the millisecond.
-func seconds(d time.Duration) float64 {
-	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
 // LookupColumns is the header of a CSV LookupWriter.
 var LookupColumns = []string{"key", "payer", "status", "reason", "retry_after_s", "result", "wait_s", "end_to_end_id",
 	"key_type", "participant", "branch", "account", "account_type", "owner_type", "owner_tax_id", "owner_name", "message"}
 
-// LookupWriter writes records as the lookups end: CSV rows under
-// LookupColumns, or the elements of one JSON array. Each Write is flushed,
-// so a run stopped half-way leaves a complete file of the lookups done
-// once Close has run. Not safe for concurrent use.
+// LookupWriter writes records as CSV rows under LookupColumns or one JSON
+// array, each Write flushed. Not safe for concurrent use.
 type LookupWriter struct {
 	w    io.Writer
 	csv  *csv.Writer
@@ -152,7 +123,7 @@ func NewLookupWriter(w io.Writer, asJSON bool) (*LookupWriter, error) {
 		_, err = io.WriteString(w, "[")
 	} else {
 		lw.csv = csv.NewWriter(w)
-		err = lw.writeHeader()
+		err = lw.writeRow(LookupColumns)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dict: lookup file: %w", err)
@@ -160,9 +131,9 @@ func NewLookupWriter(w io.Writer, asJSON bool) (*LookupWriter, error) {
 	return lw, nil
 }
 
-// writeHeader writes the CSV header.
-func (lw *LookupWriter) writeHeader() error {
-	if err := lw.csv.Write(LookupColumns); err != nil {
+// writeRow writes and flushes one CSV row.
+func (lw *LookupWriter) writeRow(row []string) error {
+	if err := lw.csv.Write(row); err != nil {
 		return err
 	}
 	lw.csv.Flush()
@@ -185,18 +156,11 @@ func (lw *LookupWriter) Write(r LookupRecord) error {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	err := lw.csv.Write([]string{r.Key, r.Payer, strconv.Itoa(r.Status), r.Reason, f(r.RetryAfterS), r.Result, f(r.WaitS), r.EndToEndID,
+	return lw.writeRow([]string{r.Key, r.Payer, strconv.Itoa(r.Status), r.Reason, f(r.RetryAfterS), r.Result, f(r.WaitS), r.EndToEndID,
 		r.KeyType, r.Participant, r.Branch, r.Account, r.AccountType, r.OwnerType, r.OwnerTaxID, r.OwnerName, r.Message})
-	if err != nil {
-		return err
-	}
-	lw.csv.Flush()
-	return lw.csv.Error()
 }
 
-// Close ends the file (the JSON array's "]"), and closes it when
-// CreateLookupFile created it; it does not close a writer given to
-// NewLookupWriter. It returns the first failure of either.
+// Close ends the file, and closes it when CreateLookupFile created it.
 func (lw *LookupWriter) Close() error {
 	var err error
 	if lw.json {

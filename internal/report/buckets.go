@@ -16,12 +16,9 @@ import (
 )
 
 // WriteBuckets writes one page of stored buckets as "balde buckets list"
-// prints it, in tr's language: a table that fits 100 columns (a shortened
-// identifier, tokens of capacity, severity, state, last send), or with
-// wide every column (scope, refill, sends); then a line when the page is
-// partial and the cursor of the next page. scope names whom a key's
-// bucket belongs to (web.Scopes). An empty page is one line saying that a
-// key with no row is a full bucket.
+// prints it: a table of 100 columns, or with wide every column, then
+// whether the page is partial and the next page's cursor. scope names
+// whom a key's bucket belongs to (web.Scopes).
 func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, scope func(throttle.Key) string) error {
 	if len(page.States) == 0 {
 		fmt.Fprintln(w, tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
@@ -64,8 +61,7 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 	return nil
 }
 
-// WriteLedger writes a bucket's ledger rows, newest first (at most limit
-// were asked for), as "balde buckets show" prints them.
+// WriteLedger writes a bucket's ledger rows, newest first, at most limit.
 func WriteLedger(w io.Writer, tr *i18n.Printer, entries []throttle.LedgerEntry, limit int) error {
 	fmt.Fprintln(w, "\n"+tr.Sprintf("ledger (newest first, at most %d):", limit))
 	if len(entries) == 0 {
@@ -80,10 +76,8 @@ func WriteLedger(w io.Writer, tr *i18n.Printer, entries []throttle.LedgerEntry, 
 	return tw.Flush()
 }
 
-// WriteBucket writes a bucket as "field: value" lines in tr's language
-// ("balde buckets show", and the reset prompt): its key, scope, whether it
-// is stored, tokens, refill, policy, severity, cooldown or block, when a
-// send is next admitted, when it is full, the last send and the sends.
+// WriteBucket writes a bucket as "field: value" lines ("balde buckets
+// show", and the reset prompt).
 func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) {
 	v := view.ViewBucket(tr, st, scope)
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
@@ -121,10 +115,8 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 	_ = w.Flush()
 }
 
-// Buckets is what "balde buckets" prints to W: its listings, pages and
-// outcomes in Tr's language (Wide: every column), or with JSON their JSON
-// (the field names of /api/buckets; never translated). Scope names whom a
-// key's bucket belongs to (web.Scopes).
+// Buckets is what "balde buckets" prints to W, in Tr's language or as the
+// JSON of /api/buckets.
 type Buckets struct {
 	W          io.Writer
 	Tr         *i18n.Printer
@@ -132,7 +124,7 @@ type Buckets struct {
 	Scope      func(throttle.Key) string
 }
 
-// List prints one page of stored buckets (WriteBuckets), or its JSON.
+// List prints one page of stored buckets.
 func (b Buckets) List(page inspect.Page) error {
 	if b.JSON {
 		out := view.NewAPIBucketList(page.States, b.Scope)
@@ -143,8 +135,7 @@ func (b Buckets) List(page inspect.Page) error {
 	return WriteBuckets(b.W, b.Tr, page, b.Wide, b.Scope)
 }
 
-// Show prints one bucket and its most recent ledger rows, at most limit
-// (WriteBucket, WriteLedger), or their JSON.
+// Show prints one bucket and its most recent ledger rows, at most limit.
 func (b Buckets) Show(st throttle.BucketState, entries []throttle.LedgerEntry, limit int) error {
 	if b.JSON {
 		WriteJSONLine(b.W, view.NewAPIBucketDetail(st, entries, b.Scope))
@@ -154,8 +145,7 @@ func (b Buckets) Show(st throttle.BucketState, entries []throttle.LedgerEntry, l
 	return WriteLedger(b.W, b.Tr, entries, limit)
 }
 
-// Reset prints a reset of key done by actor (balde.Engine.ResetBucket), or
-// its JSON: the bucket after it, the tokens before and the actor.
+// Reset prints a reset of key done by actor.
 func (b Buckets) Reset(key throttle.Key, r balde.BucketReset, actor string) {
 	if b.JSON {
 		WriteJSONLine(b.W, struct {
@@ -171,8 +161,7 @@ func (b Buckets) Reset(key throttle.Key, r balde.BucketReset, actor string) {
 	}
 }
 
-// Shadow says that actor put policy in shadow mode (on) or back to
-// enforcing, and when a running balde serve follows.
+// Shadow says that actor put policy in shadow mode (on) or back.
 func (b Buckets) Shadow(policy string, on bool, actor string) {
 	if on {
 		fmt.Fprintln(b.W, b.Tr.Sprintf("%s is in shadow mode (by %s): its buckets decide as usual, record what they would refuse (ledger shadow-*, metric balde_throttle_shadow_refusals_total) and admit it.", policy, actor))

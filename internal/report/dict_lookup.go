@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,21 +13,15 @@ import (
 	"github.com/balde-throttle/balde/internal/dictlookup"
 )
 
-// DictLookup prints the lookups of a dict.Batch on Reporter, for any
-// caller ("balde dict-lookup" is one): each lookup's
-// dictlookup.LookupRecord (the JSON line, and the row or object written to
-// Out) and its plain line, whose message is in Reporter's language, in
-// input order. The Batch runs
-// the lookups: give it Progress and Print, then hand Run's error to
-// Finish.
+// DictLookup prints the lookups of a dict.Batch on Reporter, each as its
+// dictlookup.LookupRecord, also written to Out when set. Give the Batch
+// Progress and Print, and Run's error to Finish; Wait and MaxWait are the
+// Batch's.
 type DictLookup struct {
 	Reporter *Reporter
-	// Wait and MaxWait are the Batch's: a refused lookup whose wait was
-	// beyond MaxWait says so.
-	Wait    bool
-	MaxWait time.Duration
-	// Out, when set, receives every record too (dictlookup.CreateLookupFile).
-	Out interface {
+	Wait     bool
+	MaxWait  time.Duration
+	Out      interface {
 		Write(dictlookup.LookupRecord) error
 	}
 	printed int
@@ -35,19 +30,15 @@ type DictLookup struct {
 	waiting map[int]time.Time // when each lookup's current wait began
 }
 
-// OutputError is a record DictLookup.Print could not write to Out: the run
-// stopped there.
+// OutputError is a record Print could not write to Out: the run stops.
 type OutputError struct{ Err error }
 
 func (e *OutputError) Error() string { return "results file: " + e.Err.Error() }
 
 func (e *OutputError) Unwrap() error { return e.Err }
 
-// Progress is the Batch's Progress: it draws a lookup that waits for the
-// mirror. The lookups run side by side, so their waits are the Batch's
-// Sleep (give it the reporter clock's BaseSleep: the countdown is for one
-// wait at a time); each printed result adds its own wait to the summary,
-// an interrupted one the part of its last wait that passed.
+// Progress is the Batch's Progress: it draws a lookup that waits. Give the
+// Batch Clock.BaseSleep: Print adds each lookup's waits to the summary.
 func (l *DictLookup) Progress(ev dict.BatchEvent) {
 	if ev.Kind == dict.BatchWaiting {
 		rep := l.Reporter
@@ -61,8 +52,8 @@ func (l *DictLookup) Progress(ev dict.BatchEvent) {
 	}
 }
 
-// Print is the Batch's deliver: it prints res and writes its record to
-// Out; a record Out cannot take is an *OutputError, which stops the run.
+// Print is the Batch's deliver: it prints res and writes it to Out (an
+// *OutputError on failure).
 func (l *DictLookup) Print(res dict.BatchResult) error {
 	rep := l.Reporter
 	rec := lookupRecordOf(res, l.Wait, l.MaxWait, rep)
@@ -86,30 +77,23 @@ func (l *DictLookup) Print(res dict.BatchResult) error {
 }
 
 // Finish prints the summary of a run of total lookups that ended with err
-// (Batch.Run's) and returns it. A run stopped by ctx is an interrupted
-// summary, not an error: a lookup that was waiting for the mirror was
-// printed Interrupted and counted not processed, as the lookups never
-// reached are, never blocked. Out's failure (*OutputError) and the store's
-// are returned; the summary is printed first either way.
+// (Batch.Run's) and returns it: a run stopped by ctx is an interrupted
+// summary; Out's or the store's failure is returned after the summary.
 func (l *DictLookup) Finish(ctx context.Context, total int, err error) (Summary, error) {
 	var oe *OutputError
-	switch {
-	case errors.As(err, &oe):
-		l.Reporter.Finish(false, total-l.printed)
-		return Summary{}, err
-	case ctx.Err() != nil:
-		l.Reporter.Finish(true, total-l.printed)
-		return l.Reporter.Summary(), nil
-	case err != nil:
-		l.Reporter.Finish(false, total-l.printed)
+	interrupted, left := ctx.Err() != nil && !errors.As(err, &oe), total-l.printed
+	if err == nil && !interrupted {
+		left = 0
+	}
+	sum := l.Reporter.Finish(interrupted, left)
+	if err != nil && !interrupted {
 		return Summary{}, err
 	}
-	return l.Reporter.Finish(false, 0), nil
+	return sum, nil
 }
 
-// lookupRecord is a lookup's dictlookup.LookupRecord (the JSON line with
-// --json, the row or object of --out) with its message in the reader's
-// language for the plain line.
+// lookupRecord is a lookup's record with its message in the reader's
+// language.
 type lookupRecord struct {
 	dictlookup.LookupRecord
 	said string
@@ -131,17 +115,14 @@ func (r lookupRecord) line() string {
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
 	}
-	if r.said != "" {
-		fmt.Fprintf(&b, " %q", r.said)
-	} else if r.Message != "" {
-		fmt.Fprintf(&b, " %q", r.Message)
+	if m := cmp.Or(r.said, r.Message); m != "" {
+		fmt.Fprintf(&b, " %q", m)
 	}
 	return b.String()
 }
 
-// lookupRecordOf turns a lookup's result into its record
-// (dictlookup.NewLookupRecord), naming --max-wait when a refusal's wait was
-// beyond it.
+// lookupRecordOf is res's record, naming --max-wait when a refusal's wait
+// was beyond it.
 func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *Reporter) lookupRecord {
 	rec := lookupRecord{LookupRecord: dictlookup.NewLookupRecord(res)}
 	tr := rep.Tr

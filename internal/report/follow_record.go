@@ -7,11 +7,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// FollowSummary is what a follow of lot results (sifen.FollowDocuments) ended
-// with, as "balde sifen-send --follow --json" writes it last
-// ({"follow": {...}}): the documents that got their result, by result,
-// those still sent, and whether the follow was interrupted (its context
-// ended first).
+// FollowSummary is how a follow of lot results ended, written last as
+// {"follow": {...}} by "balde sifen-send --follow --json".
 type FollowSummary struct {
 	Approved    int  `json:"approved"`
 	Rejected    int  `json:"rejected"`
@@ -19,8 +16,7 @@ type FollowSummary struct {
 	Interrupted bool `json:"interrupted"`
 }
 
-// Count adds one document's final status: sifen.StatusRejected is a
-// rejection, any other (sifen.StatusApproved, with or without observations) an approval.
+// Count adds one document's final status: rejected, or else approved.
 func (s *FollowSummary) Count(st sifen.Status) {
 	if st == sifen.StatusRejected {
 		s.Rejected++
@@ -29,9 +25,7 @@ func (s *FollowSummary) Count(st sifen.Status) {
 	}
 }
 
-// LotResult is one document's final result from SIFEN, the record a
-// follow writes per document ({"lot_result": {...}} in sifen-send's JSON
-// lines).
+// LotResult is one document's final result ({"lot_result": {...}}).
 type LotResult struct {
 	Document   int64  `json:"document"`
 	CDC        string `json:"cdc"`
@@ -49,9 +43,8 @@ func NewLotResult(d sifen.Document) LotResult {
 		AuthNumber: d.AuthNumber, Code: d.ResponseCode, Message: d.Message}
 }
 
-// String renders r on one line for people: `approved document 3
-// cdc=… lot=… result="Aprobado" dProtAut=… "message"`; the result and
-// dProtAut are left out while empty.
+// String renders r on one line: `approved document 3 cdc=… lot=…
+// result="Aprobado" dProtAut=… "message"`.
 func (r LotResult) String() string {
 	line := fmt.Sprintf("%s document %d cdc=%s lot=%s", r.Status, r.Document, r.CDC, r.Lot)
 	if r.Result != "" {

@@ -11,11 +11,7 @@ import (
 )
 
 // Migrate runs "balde migrate" op (up, down, version, or force to version
-// force) on the database of dsn and prints its schema's state to w
-// (SchemaState). force records the version as applied and clears the
-// dirty flag without running anything, with a warning to warn first: a
-// version the schema does not match makes every later migration run
-// against the wrong schema.
+// force, with a warning to warn) on dsn and prints SchemaState to w.
 func Migrate(ctx context.Context, w, warn io.Writer, dsn, op string, force int) error {
 	engine, _, err := sqlstore.ParseDSN(dsn)
 	if err != nil {
@@ -53,8 +49,8 @@ func Migrate(ctx context.Context, w, warn io.Writer, dsn, op string, force int) 
 	return nil
 }
 
-// SchemaState is what "balde migrate" prints: "sqlite version 3 of 5 (2
-// pending)", "… (current)", or the dirty state with what to do about it.
+// SchemaState is "sqlite version 3 of 5 (2 pending)", "… (current)", or
+// the dirty state with what to do.
 func SchemaState(engine sqlstore.Engine, version, latest uint, dirty bool) string {
 	state := "current"
 	switch {

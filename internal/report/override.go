@@ -9,9 +9,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// WriteOverridePrompt shows document d of "balde sifen-override", left in
-// sending, and the risk of its override, then asks whether actor overrides
-// it ([y/N], on the same line).
+// WriteOverridePrompt shows document d left in sending and the risk of
+// its override, then asks whether actor overrides it ([y/N]).
 func WriteOverridePrompt(w io.Writer, tr *i18n.Printer, d sifen.Document, actor string) {
 	fmt.Fprintf(w, "%s\nCDC %s\n%s\n\n", tr.Sprintf("Document %d (RUC %s, %s) was left in sending by a send without answer (%s). balde keeps it unsendable until SIFEN answers for it, and after SIFEN's 0420 (not found) until that send is 48 hours old: DNIT says the processing of a lot takes 1 to 24 hours.",
 		d.ID, d.RUC.String(), string(d.Env), tr.Time(d.ClaimedAt)), d.CDC,

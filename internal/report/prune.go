@@ -11,8 +11,7 @@ import (
 	"github.com/balde-throttle/balde/internal/view"
 )
 
-// PruneRecord is what "balde prune --json" prints: the cut-off and what a
-// prune removed (or, with DryRun, would remove: balde.Engine.CountPrune).
+// PruneRecord is what "balde prune --json" prints.
 type PruneRecord struct {
 	Before      time.Time `json:"before"`
 	LedgerRows  int64     `json:"ledger_rows"`
@@ -23,15 +22,12 @@ type PruneRecord struct {
 	DryRun      bool      `json:"dry_run"`
 }
 
-// NewPruneRecord is res's record, its cut-off in UTC; skipBuckets and
-// dryRun are how the prune was asked for.
+// NewPruneRecord is res's record, its cut-off in UTC.
 func NewPruneRecord(res balde.PruneResult, skipBuckets, dryRun bool) PruneRecord {
 	return PruneRecord{res.Before.UTC(), res.LedgerRows, res.Buckets, res.DictLookups, res.AuditRows, skipBuckets, dryRun}
 }
 
-// WritePrune writes r as "balde prune" prints it, in tr's language: the
-// ledger rows and DICT lookups older than retention, the audit entries
-// when any, and the idle buckets (or that they were kept).
+// WritePrune writes r as "balde prune" prints it.
 func WritePrune(w io.Writer, tr *i18n.Printer, r PruneRecord, retention time.Duration) {
 	verb := tr.Sprintf("removed")
 	if r.DryRun {

@@ -8,12 +8,8 @@ import (
 	"github.com/balde-throttle/balde/dict"
 )
 
-// WriteReconcile writes r for an operator, as "balde dict-reconcile"
-// prints it: the category (and whether it changed), how many policies the
-// DICT reported and local buckets were lowered, then one line per bucket
-// lowered, per policy whose limits differ from the catalog's, and per
-// policy the catalog does not know. It writes nothing else for a refused
-// reconciliation (r.Decision not allowed): the caller says why.
+// WriteReconcile writes r as "balde dict-reconcile" prints it; the caller
+// says why a refused reconciliation was.
 func WriteReconcile(w io.Writer, r dict.ReconcileResult) (int64, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "category %s", r.Category)

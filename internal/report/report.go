@@ -1,13 +1,7 @@
-// Package report draws what balde's batch commands (sifen-send,
-// dict-lookup, buckets, prune) do for the person or the program that runs
-// them: one line per item (plain), a progress bar with counts and ETA on a
-// terminal, or JSON lines; the waits the throttle asks for, counted down;
-// and the summary, counted by result. It only draws: the batches run in
-// sifen (Sender.SendFiles, FollowDocuments) and dict (Batch), which an
-// application calls itself, drawing their events as it likes.
-//
-// A Reporter is not safe for concurrent use: a batch reports one item at a
-// time.
+// Package report draws what balde's batch commands do: one line per item,
+// a progress bar on a terminal, or JSON lines; the throttle's waits,
+// counted down; and the summary by result. The batches themselves run in
+// sifen and dict. A Reporter is not safe for concurrent use.
 package report
 
 import (
@@ -29,16 +23,11 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Clock is how a batch reads time and waits. The engine's clock and the
-// sleep must agree: a batch sleeps exactly the RetryAfter the limiter
-// computed on Now, then asks again.
+// Clock is how a batch reads time (Now, the engine's; nil: the system's)
+// and waits: Sleep waits d or until ctx ends, through the Reporter made
+// with this clock, which counts it down and sums it.
 type Clock struct {
-	// Now is the engine's clock; nil is the system clock.
-	Now throttle.Clock
-	// Sleep waits d, or less when ctx ends first (it then returns
-	// ctx.Err()). When a Reporter was made with this clock, its waits go
-	// through the Reporter, which redraws the progress bar with the time
-	// left and adds the time actually waited to the summary.
+	Now   throttle.Clock
 	Sleep throttle.Sleep
 
 	hook *waitHook // shared by the copies of one Clock
@@ -50,8 +39,7 @@ type waitHook struct {
 	rep   *Reporter
 }
 
-// NewClock returns a Clock over now (nil: the system clock) and sleep
-// (nil: a real wait that ends early with ctx).
+// NewClock returns a Clock over now and sleep (nil: a real wait).
 func NewClock(now throttle.Clock, sleep throttle.Sleep) Clock {
 	if sleep == nil {
 		sleep = throttle.SleepContext
@@ -65,9 +53,8 @@ func NewClock(now throttle.Clock, sleep throttle.Sleep) Clock {
 	}}
 }
 
-// BaseSleep is the sleep under c, which no Reporter sees: for waits that
-// run side by side (dict.Batch's lookups), whose countdown would be
-// meaningless; add what they waited with Reporter.AddWait.
+// BaseSleep is the sleep under c, which no Reporter sees, for waits side
+// by side (dict.Batch); add them with Reporter.AddWait.
 func (c Clock) BaseSleep() throttle.Sleep {
 	if c.hook == nil {
 		return c.Sleep
@@ -92,16 +79,13 @@ const (
 	Skipped Result = "skipped" // nothing to do: already sent
 	Failed  Result = "failed"  // sent or tried, without success
 	Invalid Result = "invalid" // bad input: nothing was sent
-	// Interrupted: the run was stopped (Ctrl-C) while the item waited for
-	// the throttle: nothing was sent, nothing refused it for good. It is
-	// counted with the items the interruption left untouched
-	// (Summary.NotProcessed), never as blocked.
+	// Interrupted: stopped while it waited for the throttle, nothing sent;
+	// counted in Summary.NotProcessed, never as blocked.
 	Interrupted Result = "interrupted"
 )
 
-// Summary is the end of a batch: counts by result, the time spent waiting
-// and in all. It is printed as a line, or as one JSON object
-// {"summary": {...}} after the items' JSON lines.
+// Summary is the end of a batch, printed as a line or as one JSON object
+// {"summary": {...}}.
 type Summary struct {
 	Total   int `json:"total"`
 	Sent    int `json:"sent"`
@@ -109,19 +93,16 @@ type Summary struct {
 	Skipped int `json:"skipped"`
 	Failed  int `json:"failed"`
 	Invalid int `json:"invalid"`
-	// NotProcessed counts items left untouched by an interruption: not
-	// reached, or reported Interrupted while they waited (nothing sent).
+	// NotProcessed counts the items an interruption left untouched.
 	NotProcessed int `json:"not_processed"`
-	// WaitS is the time actually spent waiting for the throttle (less than
-	// planned when a wait was interrupted), ElapsedS the whole run, in
-	// seconds.
+	// WaitS is the time actually waited for the throttle, ElapsedS the
+	// run's, in seconds.
 	WaitS       float64 `json:"wait_s"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	Interrupted bool    `json:"interrupted"`
 }
 
-// Undone counts the items that are not done: blocked, failed, invalid or
-// not processed.
+// Undone counts the items blocked, failed, invalid or not processed.
 func (s Summary) Undone() int { return s.Blocked + s.Failed + s.Invalid + s.NotProcessed }
 
 // Done counts the items reported so far.
@@ -144,9 +125,8 @@ func (s Summary) Text(tr *i18n.Printer) string {
 	return line
 }
 
-// Err is the summary as an error for the one who ran the batch what:
-// nil when every item is done (Undone is 0), else "WHAT: 4 of 5 not done:
-// 2 blocked, 1 failed, 1 not processed (interrupted)" in tr's language.
+// Err is nil when Undone is 0, else "WHAT: 4 of 5 not done: 2 blocked, 1
+// failed, 1 not processed (interrupted)" in tr's language.
 func (s Summary) Err(what string, tr *i18n.Printer) error {
 	if s.Undone() == 0 {
 		return nil
@@ -168,12 +148,6 @@ func FormatSeconds(s float64) string {
 	return view.FormatWait(time.Duration(s * float64(time.Second)))
 }
 
-// Seconds converts a duration to seconds, rounded to the millisecond, for
-// JSON output.
-func Seconds(d time.Duration) float64 {
-	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
 // Mode is how a Reporter writes.
 type Mode int
 
@@ -183,8 +157,7 @@ const (
 	JSON              // one JSON object per line per item, then the summary object
 )
 
-// ChooseMode picks the mode for w: JSON when asked, a bar when w is a
-// terminal, plain lines otherwise.
+// ChooseMode picks JSON when asked, else Bar on a terminal, else Plain.
 func ChooseMode(w io.Writer, jsonOut bool) Mode {
 	switch {
 	case jsonOut:
@@ -205,9 +178,8 @@ func IsTerminal(w io.Writer) bool {
 type Reporter struct {
 	// Tr is the language of the lines people read (never of JSON).
 	Tr *i18n.Printer
-	// Progress, when set, receives a JSON line per wait as it starts and
-	// every ProgressTick during it, {"progress": ProgressEvent}: what JSON
-	// output leaves silent during a long wait.
+	// Progress, when set, receives {"progress": ProgressEvent} as a wait
+	// starts and every ProgressTick during it.
 	Progress io.Writer
 
 	w     io.Writer
@@ -226,8 +198,7 @@ const barTick = time.Second
 // ProgressTick is how often a wait is reported on Reporter.Progress.
 const ProgressTick = 10 * time.Second
 
-// ProgressEvent is a line of Reporter.Progress: a wait of WaitS seconds
-// with LeftS to go, why, and the items done of Total.
+// ProgressEvent is a line of Reporter.Progress.
 type ProgressEvent struct {
 	Event string  `json:"event"` // "waiting"
 	Why   string  `json:"why"`
@@ -237,9 +208,8 @@ type ProgressEvent struct {
 	Total int     `json:"total"`
 }
 
-// New returns a Reporter of total items writing to w in mode, its lines
-// for people in tr's language (nil: English). what names the batch on the
-// bar. The waits of clock (its Sleep) go through the Reporter from now on.
+// New returns a Reporter of total items writing to w in mode, in tr's
+// language (nil: English); what names the bar. clock's waits go through it.
 func New(w io.Writer, mode Mode, total int, what string, clock Clock, tr *i18n.Printer) *Reporter {
 	if tr == nil {
 		tr = i18n.New(i18n.English, nil)
@@ -272,30 +242,19 @@ func (r *Reporter) Writer() io.Writer { return r.w }
 // Summary is the summary so far.
 func (r *Reporter) Summary() Summary { return r.sum }
 
-// AddWait adds d to the time waited, for waits that did not go through
-// the Reporter's clock (Clock.BaseSleep).
+// AddWait adds d, waited with Clock.BaseSleep, to the time waited.
 func (r *Reporter) AddWait(d time.Duration) {
 	r.waitd += d
-	r.sum.WaitS = Seconds(r.waitd)
+	r.sum.WaitS = view.Seconds(r.waitd)
 }
 
-// Item records one item's result: counted, and written as line (Plain),
-// as a line above the bar when it is not a plain success (Bar), or as obj
-// (JSON).
+// Item counts one item's result and writes line (Plain; Bar unless sent
+// or skipped) or obj (JSON).
 func (r *Reporter) Item(res Result, line string, obj any) {
-	switch res {
-	case Sent:
-		r.sum.Sent++
-	case Blocked:
-		r.sum.Blocked++
-	case Skipped:
-		r.sum.Skipped++
-	case Failed:
-		r.sum.Failed++
-	case Invalid:
-		r.sum.Invalid++
-	case Interrupted:
-		r.sum.NotProcessed++
+	s := &r.sum
+	counts := map[Result]*int{Sent: &s.Sent, Blocked: &s.Blocked, Skipped: &s.Skipped, Failed: &s.Failed, Invalid: &s.Invalid, Interrupted: &s.NotProcessed}
+	if n := counts[res]; n != nil {
+		*n++
 	}
 	switch r.mode {
 	case Plain:
@@ -307,37 +266,29 @@ func (r *Reporter) Item(res Result, line string, obj any) {
 			r.above(line)
 		}
 		r.bar.Describe(r.counts())
-		// The bar is not throttled: a throttled Add skips drawing, and
-		// the count shown then stays stale through the next wait.
+		// Not throttled: a skipped draw leaves the count stale.
 		_ = r.bar.Add(1)
 	}
 }
 
-// Waiting announces a wait of d that is about to start: a plain line, or
-// a line above the bar (the bar then counts it down), and a progress line.
+// Waiting announces a wait of d about to start, as a Note and a progress
+// line.
 func (r *Reporter) Waiting(d time.Duration, why string) {
 	r.why = why
 	if r.Progress != nil {
 		r.tellProgress(d, d)
 	}
-	switch r.mode {
-	case Plain:
-		fmt.Fprintln(r.w, r.Tr.Sprintf("waiting %s: %s", view.FormatWait(d), why))
-	case Bar:
-		r.above(r.Tr.Sprintf("waiting %s: %s", view.FormatWait(d), why))
-	}
+	r.Note(r.Tr.Sprintf("waiting %s: %s", view.FormatWait(d), why))
 }
 
 // tellProgress writes a wait of d with left to go on r.Progress.
 func (r *Reporter) tellProgress(d, left time.Duration) {
-	WriteJSONLine(r.Progress, map[string]ProgressEvent{"progress": {Event: "waiting", Why: r.why, WaitS: Seconds(d), LeftS: Seconds(left),
+	WriteJSONLine(r.Progress, map[string]ProgressEvent{"progress": {Event: "waiting", Why: r.why, WaitS: view.Seconds(d), LeftS: view.Seconds(left),
 		Done: r.sum.Done(), Total: r.sum.Total}})
 }
 
-// sleep waits d with base, redrawing the bar every barTick (or writing a
-// progress line every ProgressTick) with the time left, and adds the time
-// actually waited (by the batch clock) to the summary, also when ctx ends
-// the wait early.
+// sleep waits d with base, redrawing the bar or writing progress lines
+// with the time left, and adds the time actually waited to the summary.
 func (r *Reporter) sleep(ctx context.Context, d time.Duration, base throttle.Sleep) error {
 	start := r.clock.Time()
 	defer func() {
@@ -369,8 +320,7 @@ func (r *Reporter) sleep(ctx context.Context, d time.Duration, base throttle.Sle
 	return nil
 }
 
-// Note writes an event that is not an item (a resolved document): a plain
-// line, a line above the bar, or nothing in JSON mode.
+// Note writes a line that is not an item, except in JSON mode.
 func (r *Reporter) Note(line string) {
 	switch r.mode {
 	case Plain:
@@ -391,32 +341,29 @@ func (r *Reporter) counts() string {
 	return r.Tr.Sprintf("sent %d, blocked %d, skipped %d, failed %d", r.sum.Sent, r.sum.Blocked, r.sum.Skipped, r.sum.Failed)
 }
 
-// Finish writes the summary and returns it. notProcessed items were left
-// untouched by an interruption without an item of their own; they are
-// added to those reported Interrupted.
+// Finish writes the summary and returns it, with notProcessed more items
+// not processed.
 func (r *Reporter) Finish(interrupted bool, notProcessed int) Summary {
 	r.sum.Interrupted = interrupted
 	r.sum.NotProcessed += notProcessed
-	r.sum.ElapsedS = Seconds(r.clock.Time().Sub(r.start))
+	r.sum.ElapsedS = view.Seconds(r.clock.Time().Sub(r.start))
 	switch r.mode {
 	case JSON:
 		WriteJSONLine(r.w, struct {
 			Summary Summary `json:"summary"`
 		}{r.sum})
+		return r.sum
 	case Bar:
 		if !r.bar.IsFinished() {
 			_ = r.bar.Exit()
 			fmt.Fprintln(r.w)
 		}
-		fmt.Fprintln(r.w, r.sum.Text(r.Tr))
-	default:
-		fmt.Fprintln(r.w, r.sum.Text(r.Tr))
 	}
+	fmt.Fprintln(r.w, r.sum.Text(r.Tr))
 	return r.sum
 }
 
-// WriteJSONLine writes v as one line of JSON (a value that cannot be
-// marshalled is written as its error, quoted).
+// WriteJSONLine writes v as one line of JSON, or its error quoted.
 func WriteJSONLine(w io.Writer, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {

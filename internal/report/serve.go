@@ -9,10 +9,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// WriteServeBanners says where balde serve's simulators (sims), DICT, SIFEN
-// and server (url) are, and the admin's password when it was made up now
-// (login). category is the DICT category learned from the DICT's GET
-// /policies/ ("" when not learned).
+// WriteServeBanners says where serve's DICT, SIFEN and server are, and
+// the admin's password when made up now; category "" is not learned.
 func WriteServeBanners(w io.Writer, cfg settings.Settings, sims *devsims.Simulators, category, url string, login settings.AdminLogin) {
 	if sims.Dict != nil {
 		if category == "" {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -9,10 +10,8 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// SifenItem is one DE of a send of files (sifen.ReadFiles, ImportFiles,
-// SendDocuments) and what became of it: the item a sifen-send run
-// reports. Message is in English (the JSON record's); Said, when set, is
-// the same in the reader's language, for the plain line.
+// SifenItem is one DE of a sifen-send run and what became of it: Message
+// in English, Said, when set, in the reader's language.
 type SifenItem struct {
 	File     string
 	Env      sifen.Env
@@ -27,8 +26,7 @@ type SifenItem struct {
 	Said    string
 }
 
-// SifenRecord is the JSON line of one DE ("balde sifen-send --json").
-// RUC is empty for a file that gave no DE.
+// SifenRecord is the JSON line of one DE; RUC is empty without a DE.
 type SifenRecord struct {
 	File     string  `json:"file"`
 	CDC      string  `json:"cdc,omitempty"`
@@ -46,7 +44,7 @@ type SifenRecord struct {
 func (it *SifenItem) Record() SifenRecord {
 	r := SifenRecord{
 		File: it.File, CDC: it.DE.CDC, Document: it.Document, Env: string(it.Env), Result: it.Result,
-		Code: it.Code, Lot: it.Lot, WaitS: Seconds(it.Wait), Message: it.Message,
+		Code: it.Code, Lot: it.Lot, WaitS: view.Seconds(it.Wait), Message: it.Message,
 	}
 	if it.DE.RUC.Number != "" {
 		r.RUC = it.DE.RUC.String()
@@ -54,9 +52,8 @@ func (it *SifenItem) Record() SifenRecord {
 	return r
 }
 
-// Line renders it for the plain output: `sent    a.xml cdc=… ruc=…
-// env=test lot=… code=0300 wait=10s "message"`, each field left out while
-// empty, the message in the reader's language when Said is set.
+// Line renders it: `sent    a.xml cdc=… ruc=… env=test lot=… code=0300
+// wait=10s "message"`, each field left out while empty.
 func (it *SifenItem) Line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-7s %s", it.Result, it.File)
@@ -73,10 +70,8 @@ func (it *SifenItem) Line() string {
 	if it.Wait > 0 {
 		fmt.Fprintf(&b, " wait=%s", view.FormatWait(it.Wait))
 	}
-	if it.Said != "" {
-		fmt.Fprintf(&b, " %q", it.Said)
-	} else if it.Message != "" {
-		fmt.Fprintf(&b, " %q", it.Message)
+	if m := cmp.Or(it.Said, it.Message); m != "" {
+		fmt.Fprintf(&b, " %q", m)
 	}
 	return b.String()
 }

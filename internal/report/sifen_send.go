@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +15,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// ReadSifenFiles reads every file (sifen.ReadFiles) and returns its DEs as
-// items, in order; bad lists the files (or DEs) that cannot be sent:
-// unreadable, malformed, a bad RUC, check digit or CDC, or a CDC given twice.
+// ReadSifenFiles reads the files' DEs as items, in order; bad lists those
+// that cannot be sent (sifen.ReadFiles' errors).
 func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUnsigned bool) (items, bad []*SifenItem) {
 	des, _ := sifen.ReadFiles(ctx, files, env, allowUnsigned)
 	for _, fd := range des {
@@ -30,9 +30,8 @@ func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUns
 	return items, bad
 }
 
-// Invalid reports the invalid items bad of a run of total items, none of
-// which is sent: each bad item, then the summary with the others not
-// processed.
+// Invalid reports the items bad of a run of total, none sent, then the
+// summary with the others not processed.
 func (r *Reporter) Invalid(bad []*SifenItem, total int) {
 	for _, it := range bad {
 		r.Item(Invalid, it.Line(), it.Record())
@@ -40,36 +39,25 @@ func (r *Reporter) Invalid(bad []*SifenItem, total int) {
 	r.Finish(false, total-len(bad))
 }
 
-// SifenSend draws one run of "balde sifen-send" (Sender.SendFiles, then
-// with Follow sifen.FollowDocuments) on Reporter: one item per DE, whose
-// result (sent, skipped, blocked, invalid, failed) and message say what
-// became of it, in English for the JSON record and in Reporter's language
-// for the plain line.
-//
-// Fill the exported fields, then call Run once (and Follow at most once).
-// A SifenSend is not safe for concurrent use.
+// SifenSend draws one run of "balde sifen-send" on Reporter, one item per
+// DE. Fill the fields (Replace: --replace; Wait, MaxWait: --wait,
+// --max-wait; Warn: warning lines, nil discards them), then call Run once
+// and Follow at most once. Not safe for concurrent use.
 type SifenSend struct {
-	Sender *sifen.Sender
-	Env    sifen.Env
-	// Replace imports with Sender.ImportReplacing: a draft's or error's
-	// content becomes the file's (sifen-send --replace).
-	Replace bool
-	// Wait waits a refusal out, each item for at most MaxWait over all its
-	// retries (--wait, --max-wait); without it a refused item is blocked.
+	Sender   *sifen.Sender
+	Env      sifen.Env
+	Replace  bool
 	Wait     bool
 	MaxWait  time.Duration
 	Clock    Clock
 	Reporter *Reporter
-	// Warn receives the warnings that do not stop the run, one line each
-	// ("balde: …"). Nil discards them.
-	Warn io.Writer
+	Warn     io.Writer
 
 	done int // items reported
 }
 
-// InterruptedFollowError is Follow stopped by its context: Left documents
-// stay sent, and a later follow (or serve on the database) fetches their
-// results. Its message is in the Reporter's language.
+// InterruptedFollowError is Follow stopped by its context with Left
+// documents still sent; its message is in the Reporter's language.
 type InterruptedFollowError struct {
 	Left int
 	msg  string
@@ -83,10 +71,9 @@ func (b *SifenSend) finish(it *SifenItem) {
 	b.Reporter.Item(it.Result, it.Line(), it.Record())
 }
 
-// Run sends items with Sender.SendFiles (resolve, import, send) and draws
-// each of its events. It returns the summary (a run stopped by ctx is an
-// interrupted summary, not an error), or an error when the store failed or
-// an import could not be made (the summary is printed first).
+// Run sends items with Sender.SendFiles and draws its events. A run
+// stopped by ctx is an interrupted summary, not an error; a store's or
+// import's failure is returned after the summary.
 func (b *SifenSend) Run(ctx context.Context, items []*SifenItem) (Summary, error) {
 	for _, n := range b.Sender.IntervalNotes() { // the interval agreed with the database, never silent
 		b.warn("balde:", "sifen-send: "+n)
@@ -127,27 +114,22 @@ func (b *SifenSend) Run(ctx context.Context, items []*SifenItem) (Summary, error
 	return b.Reporter.Finish(false, 0), nil
 }
 
-// imported draws one DE's import: a draft waits for its send's result; a
-// DE whose CDC another document holds, or that failed, is reported now.
+// imported draws one DE's import: a draft waits for its send's result,
+// another is reported now.
 func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*SifenItem) {
 	tr := b.Reporter.Tr
 	var taken *sifen.CDCError
 	switch {
 	case im.Err == nil, im.Watched():
-		// A draft, or a document another send is sending now with this
-		// content: its result comes from the sends (sent by another
-		// process once that send is queued).
+		// Its result comes from the sends (another's, when in flight).
 		it.Document = im.Document.ID
 		byID[it.Document] = it
 		return
 	case errors.As(im.Err, &taken):
-		// Another document holds the CDC (Import says which and why, and
-		// whether SIFEN has other content under it than this file's).
+		// Another document holds the CDC.
 		it.Result, it.Message = Skipped, strings.TrimPrefix(im.Err.Error(), "sifen: ")
 		switch taken.Document.Status {
 		case sifen.StatusSending:
-			// After Resolve, a send may still be live, here or elsewhere:
-			// Import's error says which, and since when.
 			it.Result = Blocked
 			since := taken.Document.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 			if taken.SendInProgress() {
@@ -159,8 +141,7 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 				it.Said += tr.Sprintf("; this file's content differs from document %s's, the one sent to SIFEN under this CDC", strconv.FormatInt(taken.Document.ID, 10))
 			}
 		case sifen.StatusDraft, sifen.StatusError:
-			// Another content under the CDC: the user decides (bad input,
-			// not "nothing to do").
+			// Another content under the CDC: the user decides.
 			it.Result = Invalid
 			it.Message += " (sifen-send --replace)"
 			it.Said = tr.Sprintf("already document %s, a draft or an error with other content: not imported (--replace gives it this file's content)", strconv.FormatInt(taken.Document.ID, 10))
@@ -184,8 +165,7 @@ func (b *SifenSend) interrupted(items []*SifenItem) (Summary, error) {
 	return b.Reporter.Finish(true, len(items)-b.done), nil
 }
 
-// draw shows one event of sifen.SendDocuments: a wait about to start, or a
-// document's result line.
+// draw shows a wait or a document's result of sifen.SendDocuments.
 func (b *SifenSend) draw(e sifen.Event, byID map[int64]*SifenItem) {
 	tr := b.Reporter.Tr
 	switch e.Kind {
@@ -203,8 +183,7 @@ func (b *SifenSend) draw(e sifen.Event, byID map[int64]*SifenItem) {
 	}
 }
 
-// result fills it from its document's result, with the plain line's
-// message in the reader's language.
+// result fills it from its document's result.
 func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
 	tr := b.Reporter.Tr
 	it.Code, it.Lot, it.Wait, it.Message, it.Said = r.Code, r.LotNumber, r.Wait, r.Message, ""
@@ -234,13 +213,9 @@ func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
 	}
 }
 
-// Follow fetches SIFEN's results (sifen.FollowDocuments) of this run's
-// sent documents and of every document of the database still sent — earlier
-// runs' or serve's — and reports each: approved (with dProtAut, and whether
-// with observations) or rejected (with SIFEN's codes). With --json it ends
-// with one {"follow": {...}} object. An ended ctx stops it with an
-// *InterruptedFollowError: the documents left stay sent, and a later
-// follow (or a serve on the database) fetches their results.
+// Follow fetches and reports the results of every document still sent
+// (sifen.FollowDocuments), ending JSON with {"follow": {...}}; an ended ctx
+// stops it with an *InterruptedFollowError.
 func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 	var ids []int64
 	for _, it := range items {
@@ -292,20 +267,10 @@ func (b *SifenSend) warn(args ...any) {
 	}
 }
 
-// OneLine is s on one line, without the internal package prefixes
-// ("sqlstore: ", "migrate: ", "throttle: ") that wrapping adds on the way
-// up: they say where in balde an error passed, which the operator reading
-// the line does not need.
+// OneLine is s on one line, without balde's package prefixes ("sqlstore: "),
+// which an operator does not need.
 func OneLine(s string) string {
-	words := strings.Fields(s)
-	out := words[:0]
-	for _, w := range words {
-		if internalPrefixes[w] {
-			continue
-		}
-		out = append(out, w)
-	}
-	return strings.Join(out, " ")
+	return strings.Join(slices.DeleteFunc(strings.Fields(s), func(w string) bool { return internalPrefixes[w] }), " ")
 }
 
 // internalPrefixes are the error prefixes of balde's packages.

@@ -8,9 +8,8 @@ import (
 	"github.com/balde-throttle/balde/internal/settings"
 )
 
-// DefaultMaxWait is the most a batch command waits for one item, over all
-// its retries, unless --max-wait says otherwise. It covers SIFEN's
-// cooldown many times over and a local block after a 0301 (10 min).
+// DefaultMaxWait is --max-wait's default: SIFEN's cooldown many times over
+// and a local block after a 0301.
 const DefaultMaxWait = 15 * time.Minute
 
 // WaitFlags are the batch commands' --wait, --no-wait, --max-wait and
@@ -30,8 +29,7 @@ func (w *WaitFlags) Add(fs *flag.FlagSet) {
 	fs.BoolVar(&w.Progress, "progress", false, `write a JSON line {"progress": {...}} on stderr when a wait starts and every 10s of it (the default with --json when stderr is a terminal)`)
 }
 
-// ProgressTo is where a reporter in mode writes its progress lines: stderr
-// with --progress, or with --json when stderr is a terminal; else nowhere.
+// ProgressTo is stderr with --progress, or with JSON on a terminal; else nil.
 func (w *WaitFlags) ProgressTo(stderr io.Writer, mode Mode) io.Writer {
 	if w.Progress || (mode == JSON && IsTerminal(stderr)) {
 		return stderr

@@ -27,9 +27,8 @@ func ParseWhen(s string, def time.Time, zone *time.Location) (time.Time, error) 
 	return time.Time{}, fmt.Errorf("%q is not a time (2026-01-05, 2026-01-05T14:00 or RFC 3339)", s)
 }
 
-// WriteWhatif prints a replay (balde whatif): per policy the scenario and a table of its
-// period and of the hours in which something was refused or went at
-// another time, then the findings in words (whatif.Report.Notes).
+// WriteWhatif prints a replay: per policy a table of the period and its
+// hours, then the findings (whatif.Report.Notes).
 func WriteWhatif(w io.Writer, tr *i18n.Printer, rep *whatif.Report, lots bool) error {
 	q := rep.Query
 	fmt.Fprintln(w, tr.Sprintf("What if, from %s to %s: %s ledger rows, %s requests replayed.",

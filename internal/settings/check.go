@@ -11,15 +11,13 @@ import (
 	"github.com/balde-throttle/balde/sifen"
 )
 
-// Error is a setting, or a pair of settings, whose values cannot be used
-// together or loaded. Its message names the variables (and, in
-// parentheses, the flags of balde's binary); Format and Args are that
-// message in English, which internal/i18n translates.
+// Error is a setting, or settings, that cannot be used together or
+// loaded, naming the variables and flags; Format and Args are the English
+// message internal/i18n translates, Err the cause, if any.
 type Error struct {
 	Format string
 	Args   []any
-	// Err is the cause, when a file could not be loaded.
-	Err error
+	Err    error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf(e.Format, e.Args...) }
@@ -37,9 +35,7 @@ func errorf(format string, args ...any) *Error {
 	return e
 }
 
-// CheckSifenBlock checks what a single value cannot: the longest local
-// block after 0301s (SifenBlockMax) is at least one step (SifenBlockStep).
-// The error is a *Error naming both.
+// CheckSifenBlock checks that SifenBlockMax is at least SifenBlockStep.
 func (c Settings) CheckSifenBlock() error {
 	if c.SifenBlockMax < c.SifenBlockStep {
 		return errorf("BALDE_SIFEN_BLOCK_MAX (--sifen-block-max) %s is shorter than BALDE_SIFEN_BLOCK_STEP (--sifen-block-step) %s: the longest block is at least one step",
@@ -49,9 +45,7 @@ func (c Settings) CheckSifenBlock() error {
 }
 
 // CheckDictURLs refuses a DictURL or DictPoliciesURL that is not http(s)
-// with a host, before any database is opened or created (the DICT client
-// would refuse it only once the engine is open). The error is a
-// *Error naming the setting.
+// with a host, before any database is opened.
 func (c Settings) CheckDictURLs() error {
 	for _, u := range []struct{ setting, value string }{
 		{"BALDE_DICT_URL (--dict-url)", c.DictURL},
@@ -67,13 +61,11 @@ func (c Settings) CheckDictURLs() error {
 	return nil
 }
 
-// SimulatorParticipant is the ISPB a simulator's client uses when
-// DictParticipant is unset: the DICT simulator answers any participant.
-// It is never used against another DICT (CheckDictLive).
+// SimulatorParticipant is the ISPB used against a simulator when
+// DictParticipant is unset.
 const SimulatorParticipant = "12345678"
 
-// DictIsSimulator reports whether DictURL is a simulator: unset (serve
-// starts its own) or on a loopback address.
+// DictIsSimulator reports whether DictURL is unset or on loopback.
 func (c Settings) DictIsSimulator() bool {
 	if c.DictURL == "" {
 		return true
@@ -97,11 +89,8 @@ func (c Settings) Participant() string {
 }
 
 // DictPolicies is the base URL of GET /policies/: DictPoliciesURL, else
-// DictURL against a simulator, else DictURL's host renamed as the DICT's
-// public spec names its policies host (dict… → dict-ratelimit…, same
-// scheme, port and path: https://dict.pi.rsfn.net.br:16422 →
-// https://dict-ratelimit.pi.rsfn.net.br:16422). "" when it cannot be
-// derived.
+// DictURL against a simulator, else DictURL with its host renamed as the
+// spec names it (dict.pi… → dict-ratelimit.pi…), or "" when it cannot be.
 func (c Settings) DictPolicies() string {
 	if c.DictPoliciesURL != "" || c.DictIsSimulator() {
 		return c.DictPoliciesURL
@@ -123,12 +112,9 @@ func (c Settings) DictPolicies() string {
 	return u.String()
 }
 
-// CheckDictLive says what a DICT that is not a simulator needs and the
-// settings lack, before anything is opened or sent (decision 0181): the
-// participant's ISPB, GET /policies/'s host when DictURL's cannot be
-// renamed as the spec names it, and the certificate the DICT's answers are
-// verified with (or DictUnverified). Each is a *Error naming the variable
-// and its flag.
+// CheckDictLive says what a real DICT needs and the settings lack
+// (docs/decisions/0181): the ISPB, the policies host, the verifying
+// certificate (or DictUnverified).
 func (c Settings) CheckDictLive() error {
 	if c.DictIsSimulator() {
 		return nil
@@ -144,11 +130,9 @@ func (c Settings) CheckDictLive() error {
 	return nil
 }
 
-// DictSigning returns the DICT client's Signer and Verifier as configured,
-// each nil when not configured: the signing pair is DictSignCert and
-// DictSignKey, else, with DictSignWithTLSKey, the TLS pair DictCert and
-// DictKey; the verifier trusts DictVerifyCert. A pair that cannot be read,
-// is not RSA or does not match is a *Error naming the variables.
+// DictSigning returns the DICT client's Signer (DictSignCert and
+// DictSignKey, or the TLS pair with DictSignWithTLSKey) and Verifier
+// (DictVerifyCert), each nil when not configured; a bad pair is a *Error.
 func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	var signer dict.Signer
 	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
@@ -180,20 +164,15 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	return signer, verifier, nil
 }
 
-// DictConfig is the DICT client's configuration from the settings, for
-// baseURL (the DICT or a simulator): the participant (Participant), the
-// policies URL (DictPolicies), the TLS files, the signer and the verifier
-// of DictSigning (left out when DictSigning fails: check it first),
-// learning the participant's category at start.
+// DictConfig is the DICT client's configuration for baseURL; a failing
+// DictSigning (check it first) leaves out the signer and verifier.
 func (c Settings) DictConfig(baseURL string) balde.DictConfig {
 	signer, verifier, _ := c.DictSigning()
 	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPolicies(), Participant: c.Participant(),
 		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: true}
 }
 
-// SifenConfig is the SIFEN sender's configuration from the settings over
-// transport (SifenClient's, or a simulator's): the local block after
-// SIFEN's 0301 (SifenBlockStep, SifenBlockMax).
+// SifenConfig is the SIFEN sender's configuration over transport.
 func (c Settings) SifenConfig(transport sifen.SOAPServices) balde.SifenConfig {
 	return balde.SifenConfig{Transport: transport, RemoteBlock: c.SifenBlockStep, RemoteBlockMax: c.SifenBlockMax}
 }

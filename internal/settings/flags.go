@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -14,132 +15,76 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// AddFlags registers on fs the command-line flags named (without dashes:
-// "db", "dict-url", "sifen-throttle", ...), each setting a field of s,
-// read with the parser of the field's environment variable so that a flag
-// accepts exactly what its variable does, and described in --help with
-// the variable's name. Register them after FromEnv or ParseEnv: the
-// current value is the flag's default, and a flag given wins. A name
-// FlagNames does not list panics (a programming error).
+// AddFlags registers on fs the flags named ("db", "dict-url", ...), each
+// accepting what its variable does, its current value the default: call it
+// after FromEnv or ParseEnv. A name FlagNames does not list panics.
 func (s *Settings) AddFlags(fs *flag.FlagSet, names ...string) {
 	for _, n := range names {
 		add, ok := settingFlags[n]
 		if !ok {
 			panic(fmt.Sprintf("settings: no setting flag %q", n))
 		}
-		add(s, fs)
+		add(s, fs, n)
 	}
 }
 
 // FlagNames lists the names AddFlags knows, sorted.
-func FlagNames() []string {
-	names := make([]string, 0, len(settingFlags))
-	for n := range settingFlags {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func FlagNames() []string { return slices.Sorted(maps.Keys(settingFlags)) }
 
-// settingFlags registers each setting's flag: its name, its field, its
+// settingFlags register each setting's flag, by name: its field, its
 // parser and format, its help naming the variable.
-var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet){
-	"db": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DB, "db", s.DB, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB); "+
-			"a SQLite file is integrity-checked at open and, by serve's /readyz, every "+formatPeriod(sqlstore.DefaultIntegrityEvery))
-	},
-	"dict-url": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictURL, "dict-url", s.DictURL, "DICT base URL (env BALDE_DICT_URL)")
-	},
-	"dict-policies-url": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictPoliciesURL, "dict-policies-url", s.DictPoliciesURL, "base URL of the DICT's GET /policies/, on its own host (default: derived from --dict-url as the DICT's spec names it, dict… → dict-ratelimit…; required for another host) (env BALDE_DICT_POLICIES_URL)")
-	},
-	"dict-participant": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictParticipant, "dict-participant", s.DictParticipant, "this participant's ISPB, 8 digits; required against a DICT that is not a simulator (env BALDE_DICT_PARTICIPANT)")
-	},
-	"dict-unverified": func(s *Settings, fs *flag.FlagSet) {
-		fs.BoolVar(&s.DictUnverified, "dict-unverified", s.DictUnverified, "run against a DICT without BALDE_DICT_VERIFY_CERT: its answers are not verified (logged, balde_dict_answers_unverified 1) (env BALDE_DICT_UNVERIFIED=on)")
-	},
-	"dict-sign-with-tls-key": func(s *Settings, fs *flag.FlagSet) {
-		fs.BoolVar(&s.DictSignWithTLSKey, "dict-sign-with-tls-key", s.DictSignWithTLSKey, "sign DICT writes with the mutual-TLS pair BALDE_DICT_CERT/BALDE_DICT_KEY when BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY are unset (env BALDE_DICT_SIGN_WITH_TLS_KEY=on)")
-	},
-	"dict-category": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictCategory, "dict-category", s.DictCategory, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)")
-	},
-	"dict-env": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictEnv, "dict-env", s.DictEnv, "env part of DICT bucket keys (env BALDE_DICT_ENV)")
-	},
-	"sifen-url": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.SifenURL, "sifen-url", s.SifenURL, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`)
-	},
-	"sifen-throttle": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.SifenThrottle, ParseInterval, formatSeconds), "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)")
-	},
-	"sifen-throttle-prod": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.SifenThrottleProd, ParseInterval, formatSeconds), "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)")
-	},
-	"sifen-block-step": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.SifenBlockStep, ParseSifenBlockStep, nil), "sifen-block-step", "local block of a RUC after SIFEN's first 0301, one step longer at each recurrence within a day; at least 10m (env BALDE_SIFEN_BLOCK_STEP)")
-	},
-	"sifen-block-max": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.SifenBlockMax, ParseSifenBlockMax, nil), "sifen-block-max", "longest local block after repeated 0301s, at least --sifen-block-step (env BALDE_SIFEN_BLOCK_MAX)")
-	},
-	"policies": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.PolicyFile, "policies", s.PolicyFile, "JSON file overriding or adding policies (env BALDE_POLICY_FILE)")
-	},
-	"dict-reconcile-every": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.DictReconcileEvery, ParseReconcileEvery, formatReconcile), "dict-reconcile-every", `period of the background DICT reconciliation, "auto" (every minute against a real DICT, off against the simulator) or "off" (env BALDE_DICT_RECONCILE_EVERY)`)
-	},
-	"prune-every": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.PruneEvery, ParsePeriod, formatPeriod), "prune-every", `period of the background prune of old ledger rows, DICT lookups and idle buckets, or "off" (env BALDE_PRUNE_EVERY)`)
-	},
-	"addr": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.Addr, "addr", s.Addr, "address to listen on, HOST:PORT (env BALDE_ADDR)")
-	},
-	"admin-user": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.AdminUser, "admin-user", s.AdminUser, "admin user name; the password comes from BALDE_ADMIN_PASSWORD, BALDE_ADMIN_PASSWORD_BCRYPT or BALDE_ADMIN_PASSWORD_FILE, else DATA_DIR/admin-password, generated once (env BALDE_ADMIN_USER)")
-	},
-	"users-file": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.UsersFile, "users-file", s.UsersFile, "file of more admin-page users, NAME:ROLE:SECRET a line, ROLE viewer or admin, SECRET a bcrypt hash or a password (env BALDE_USERS_FILE; BALDE_USERS lists them inline)")
-	},
-	"dict-sim-addr": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.DictSimAddr, "dict-sim-addr", s.DictSimAddr, "where the built-in DICT simulator listens, loopback HOST:PORT (env BALDE_DICT_SIM_ADDR)")
-	},
-	"sifen-sim-addr": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.SifenSimAddr, "sifen-sim-addr", s.SifenSimAddr, "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)")
-	},
-	"trusted-proxies": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.TrustedProxies, ParseTrustedProxies, FormatProxies), "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)")
-	},
-	"inbound-ip-limit": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.InboundIPLimit, ParseInboundIPLimit, nil), "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)")
-	},
-	"inbound-window": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.InboundWindow, ParseInboundWindow, nil), "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)")
-	},
-	"inbound-client-limit": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.InboundClientLimit, ParseInboundClientLimit, nil), "inbound-client-limit", "requests per window per gateway client, never blocked beyond its window (default 10000) (env BALDE_INBOUND_CLIENT_LIMIT)")
-	},
-	"clients": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.ClientsFile, "clients", s.ClientsFile, "file of the gateway's clients, a line each: NAME sha256:HEX (a bearer token's SHA-256), NAME token:TOKEN or NAME cn:NAME (a client certificate); reloaded on SIGHUP and when it changes (env BALDE_GATEWAY_CLIENTS_FILE)")
-	},
-	"tls-cert": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.TLSCert, "tls-cert", s.TLSCert, "PEM certificate the gateway serves HTTPS with, with --tls-key (env BALDE_GATEWAY_TLS_CERT)")
-	},
-	"tls-key": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.TLSKey, "tls-key", s.TLSKey, "PEM key of --tls-cert (env BALDE_GATEWAY_TLS_KEY)")
-	},
-	"client-ca": func(s *Settings, fs *flag.FlagSet) {
-		fs.StringVar(&s.ClientCA, "client-ca", s.ClientCA, "PEM bundle of the CAs whose client certificates the gateway accepts, for clients listed as cn:NAME (env BALDE_GATEWAY_CLIENT_CA)")
-	},
-	"inbound-block": func(s *Settings, fs *flag.FlagSet) {
-		fs.Var(FlagOf(&s.InboundBlock, ParseInboundBlock, nil), "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)")
-	},
+var settingFlags = map[string]func(s *Settings, fs *flag.FlagSet, name string){
+	"db": stringFlag(func(s *Settings) *string { return &s.DB }, "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB); "+
+		"a SQLite file is integrity-checked at open and, by serve's /readyz, every "+formatPeriod(sqlstore.DefaultIntegrityEvery)),
+	"dict-url":               stringFlag(func(s *Settings) *string { return &s.DictURL }, "DICT base URL (env BALDE_DICT_URL)"),
+	"dict-policies-url":      stringFlag(func(s *Settings) *string { return &s.DictPoliciesURL }, "base URL of the DICT's GET /policies/, on its own host (default: derived from --dict-url as the DICT's spec names it, dict… → dict-ratelimit…; required for another host) (env BALDE_DICT_POLICIES_URL)"),
+	"dict-participant":       stringFlag(func(s *Settings) *string { return &s.DictParticipant }, "this participant's ISPB, 8 digits; required against a DICT that is not a simulator (env BALDE_DICT_PARTICIPANT)"),
+	"dict-unverified":        boolFlag(func(s *Settings) *bool { return &s.DictUnverified }, "run against a DICT without BALDE_DICT_VERIFY_CERT: its answers are not verified (logged, balde_dict_answers_unverified 1) (env BALDE_DICT_UNVERIFIED=on)"),
+	"dict-sign-with-tls-key": boolFlag(func(s *Settings) *bool { return &s.DictSignWithTLSKey }, "sign DICT writes with the mutual-TLS pair BALDE_DICT_CERT/BALDE_DICT_KEY when BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY are unset (env BALDE_DICT_SIGN_WITH_TLS_KEY=on)"),
+	"dict-category":          stringFlag(func(s *Settings) *string { return &s.DictCategory }, "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)"),
+	"dict-env":               stringFlag(func(s *Settings) *string { return &s.DictEnv }, "env part of DICT bucket keys (env BALDE_DICT_ENV)"),
+	"sifen-url":              stringFlag(func(s *Settings) *string { return &s.SifenURL }, `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`),
+	"sifen-throttle":         valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.SifenThrottle, ParseInterval, formatSeconds) }, "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)"),
+	"sifen-throttle-prod":    valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.SifenThrottleProd, ParseInterval, formatSeconds) }, "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)"),
+	"sifen-block-step":       valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.SifenBlockStep, ParseSifenBlockStep, nil) }, "local block of a RUC after SIFEN's first 0301, one step longer at each recurrence within a day; at least 10m (env BALDE_SIFEN_BLOCK_STEP)"),
+	"sifen-block-max":        valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.SifenBlockMax, ParseSifenBlockMax, nil) }, "longest local block after repeated 0301s, at least --sifen-block-step (env BALDE_SIFEN_BLOCK_MAX)"),
+	"policies":               stringFlag(func(s *Settings) *string { return &s.PolicyFile }, "JSON file overriding or adding policies (env BALDE_POLICY_FILE)"),
+	"dict-reconcile-every": valueFlag(func(s *Settings) flag.Value {
+		return FlagOf(&s.DictReconcileEvery, ParseReconcileEvery, formatReconcile)
+	}, `period of the background DICT reconciliation, "auto" (every minute against a real DICT, off against the simulator) or "off" (env BALDE_DICT_RECONCILE_EVERY)`),
+	"prune-every":          valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.PruneEvery, ParsePeriod, formatPeriod) }, `period of the background prune of old ledger rows, DICT lookups and idle buckets, or "off" (env BALDE_PRUNE_EVERY)`),
+	"addr":                 stringFlag(func(s *Settings) *string { return &s.Addr }, "address to listen on, HOST:PORT (env BALDE_ADDR)"),
+	"admin-user":           stringFlag(func(s *Settings) *string { return &s.AdminUser }, "admin user name; the password comes from BALDE_ADMIN_PASSWORD, BALDE_ADMIN_PASSWORD_BCRYPT or BALDE_ADMIN_PASSWORD_FILE, else DATA_DIR/admin-password, generated once (env BALDE_ADMIN_USER)"),
+	"users-file":           stringFlag(func(s *Settings) *string { return &s.UsersFile }, "file of more admin-page users, NAME:ROLE:SECRET a line, ROLE viewer or admin, SECRET a bcrypt hash or a password (env BALDE_USERS_FILE; BALDE_USERS lists them inline)"),
+	"dict-sim-addr":        stringFlag(func(s *Settings) *string { return &s.DictSimAddr }, "where the built-in DICT simulator listens, loopback HOST:PORT (env BALDE_DICT_SIM_ADDR)"),
+	"sifen-sim-addr":       stringFlag(func(s *Settings) *string { return &s.SifenSimAddr }, "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)"),
+	"trusted-proxies":      valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.TrustedProxies, ParseTrustedProxies, FormatProxies) }, "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)"),
+	"inbound-ip-limit":     valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.InboundIPLimit, ParseInboundIPLimit, nil) }, "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)"),
+	"inbound-window":       valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.InboundWindow, ParseInboundWindow, nil) }, "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)"),
+	"inbound-client-limit": valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.InboundClientLimit, ParseInboundClientLimit, nil) }, "requests per window per gateway client, never blocked beyond its window (default 10000) (env BALDE_INBOUND_CLIENT_LIMIT)"),
+	"clients":              stringFlag(func(s *Settings) *string { return &s.ClientsFile }, "file of the gateway's clients, a line each: NAME sha256:HEX (a bearer token's SHA-256), NAME token:TOKEN or NAME cn:NAME (a client certificate); reloaded on SIGHUP and when it changes (env BALDE_GATEWAY_CLIENTS_FILE)"),
+	"tls-cert":             stringFlag(func(s *Settings) *string { return &s.TLSCert }, "PEM certificate the gateway serves HTTPS with, with --tls-key (env BALDE_GATEWAY_TLS_CERT)"),
+	"tls-key":              stringFlag(func(s *Settings) *string { return &s.TLSKey }, "PEM key of --tls-cert (env BALDE_GATEWAY_TLS_KEY)"),
+	"client-ca":            stringFlag(func(s *Settings) *string { return &s.ClientCA }, "PEM bundle of the CAs whose client certificates the gateway accepts, for clients listed as cn:NAME (env BALDE_GATEWAY_CLIENT_CA)"),
+	"inbound-block":        valueFlag(func(s *Settings) flag.Value { return FlagOf(&s.InboundBlock, ParseInboundBlock, nil) }, "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)"),
 }
 
-// FlagOf is a flag.Value read with parse (on an error the value is
-// unchanged) and shown in --help with format (nil: fmt.Sprint): with a
-// Parse* function, a flag that accepts exactly what its variable does.
+// stringFlag, boolFlag and valueFlag register the flag of a field, its
+// current value the default.
+func stringFlag(field func(*Settings) *string, help string) func(*Settings, *flag.FlagSet, string) {
+	return func(s *Settings, fs *flag.FlagSet, name string) { p := field(s); fs.StringVar(p, name, *p, help) }
+}
+
+func boolFlag(field func(*Settings) *bool, help string) func(*Settings, *flag.FlagSet, string) {
+	return func(s *Settings, fs *flag.FlagSet, name string) { p := field(s); fs.BoolVar(p, name, *p, help) }
+}
+
+func valueFlag(value func(*Settings) flag.Value, help string) func(*Settings, *flag.FlagSet, string) {
+	return func(s *Settings, fs *flag.FlagSet, name string) { fs.Var(value(s), name, help) }
+}
+
+// FlagOf is a flag.Value read with parse (an error leaves it unchanged)
+// and shown in --help with format (nil: fmt.Sprint).
 func FlagOf[T any](v *T, parse func(string) (T, error), format func(T) string) flag.Value {
 	if format == nil {
 		format = func(t T) string { return fmt.Sprint(t) }
@@ -153,8 +98,7 @@ type parsedFlag[T any] struct {
 	format func(T) string
 }
 
-// String is the value in its format; flag's zero value (v nil, made by
-// PrintDefaults) is "".
+// String is the value in its format; "" for PrintDefaults' zero value.
 func (f parsedFlag[T]) String() string {
 	if f.v == nil {
 		return ""
@@ -171,9 +115,8 @@ func (f parsedFlag[T]) Set(s string) error {
 	return nil
 }
 
-// Formats of the flags' defaults: seconds as the variables write them, a
-// period with "off" for 0, the reconciliation's "auto", proxy prefixes
-// separated by commas.
+// Formats of the flags' defaults: seconds, a period ("off" for 0), the
+// reconciliation's "auto".
 func formatSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
 func formatPeriod(d time.Duration) string {
@@ -190,8 +133,7 @@ func formatReconcile(d time.Duration) string {
 	return formatPeriod(d)
 }
 
-// FormatProxies writes trusted proxy prefixes as BALDE_TRUSTED_PROXIES
-// takes them: comma-separated CIDR prefixes.
+// FormatProxies writes prefixes as BALDE_TRUSTED_PROXIES takes them.
 func FormatProxies(ps []netip.Prefix) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
@@ -200,8 +142,7 @@ func FormatProxies(ps []netip.Prefix) string {
 	return strings.Join(parts, ",")
 }
 
-// ParseDuration reads a Go duration that may not be negative ("1m"); the
-// error says what was expected.
+// ParseDuration reads a Go duration that is not negative ("1m").
 func ParseDuration(s string) (time.Duration, error) {
 	v, err := time.ParseDuration(s)
 	if err != nil || v < 0 {
@@ -210,13 +151,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// ParseFlags parses args with fs, with flags before, between or after
-// the positional arguments ("migrate up --db X" as "migrate --db X up"),
-// the way operators' other tools take them; "--" ends the flags, and
-// everything after it is an argument. Afterwards fs.Args() holds the
-// positional arguments in order. The usage is printed (to fs's output)
-// only when asked for with -h or --help (flag.ErrHelp); a parse error is
-// returned without it.
+// ParseFlags parses args with fs, flags before, between or after the
+// positional arguments, which fs.Args() then holds in order; "--" ends the
+// flags. The usage is printed only for -h or --help (flag.ErrHelp).
 func ParseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	restore := func() {
@@ -247,14 +184,13 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	// Leave the arguments in fs.Args(): a FlagSet parsing "--" first
-	// keeps everything after it as arguments.
+	// Parsing "--" first leaves the arguments in fs.Args().
 	_ = fs.Parse(append([]string{"--"}, pos...))
 	return nil
 }
 
-// ParseTrustedProxies reads a comma- or space-separated list of CIDR
-// prefixes or single addresses ("10.0.0.0/8, 127.0.0.1, ::1").
+// ParseTrustedProxies reads comma- or space-separated CIDR prefixes or
+// addresses ("10.0.0.0/8, 127.0.0.1, ::1").
 func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {

@@ -13,22 +13,14 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// Gateway are the settings of balde gateway's clients and listener
-// (docs/decisions/0165).
+// Gateway are the settings of balde gateway (docs/decisions/0165): its
+// clients (--clients, web.LoadGatewayClients), HTTPS pair and client CAs
+// (--tls-cert, --tls-key, --client-ca) and each client's requests per
+// window (--inbound-client-limit; 0: web's 10,000).
 type Gateway struct {
-	// ClientsFile lists the clients a gateway serves, each with its token
-	// or certificate (--clients, BALDE_GATEWAY_CLIENTS_FILE; see
-	// web.LoadGatewayClients). A gateway without it does not start.
-	ClientsFile string
-	// TLSCert and TLSKey are the PEM certificate and key a gateway serves
-	// HTTPS with (--tls-cert, --tls-key, BALDE_GATEWAY_TLS_CERT,
-	// BALDE_GATEWAY_TLS_KEY); ClientCA is the PEM bundle of the CAs whose
-	// client certificates it accepts (--client-ca, BALDE_GATEWAY_CLIENT_CA).
+	ClientsFile               string
 	TLSCert, TLSKey, ClientCA string
-	// InboundClientLimit is each client's requests per inbound window
-	// (--inbound-client-limit, BALDE_INBOUND_CLIENT_LIMIT; 0: web's
-	// default, 10,000).
-	InboundClientLimit int64
+	InboundClientLimit        int64
 }
 
 // gatewayEnvVars are the variables of Gateway.
@@ -42,8 +34,7 @@ func (g *Gateway) gatewayEnvVars() []envVar {
 	}
 }
 
-// ParseInboundClientLimit reads BALDE_INBOUND_CLIENT_LIMIT: a number of
-// requests per window in 1..throttle.MaxRollingCapacity.
+// ParseInboundClientLimit reads BALDE_INBOUND_CLIENT_LIMIT, at least 1.
 func ParseInboundClientLimit(s string) (int64, error) {
 	n, err := ParseInboundIPLimit(s)
 	if err == nil && n == 0 {
@@ -52,16 +43,13 @@ func ParseInboundClientLimit(s string) (int64, error) {
 	return n, err
 }
 
-// GatewayAccess is how a gateway's clients reach it.
+// GatewayAccess is how a gateway's clients reach it: Clients (nil with
+// --no-client-auth), Authenticate (Clients', or "anonymous" for anyone) and
+// TLS (nil without TLSCert).
 type GatewayAccess struct {
-	// Clients are those of ClientsFile, reloaded by web.GatewayHandler;
-	// nil with --no-client-auth.
-	Clients *web.GatewayClients
-	// Authenticate names the client of a request: Clients.Authenticate, or
-	// "anonymous" for anyone with --no-client-auth.
+	Clients      *web.GatewayClients
 	Authenticate func(*http.Request) (string, bool)
-	// TLS is the listener's configuration; nil without TLSCert.
-	TLS *tls.Config
+	TLS          *tls.Config
 }
 
 // Scheme is https with TLS, else http.
@@ -72,12 +60,9 @@ func (a GatewayAccess) Scheme() string {
 	return "http"
 }
 
-// GatewayAccess checks how a gateway's clients reach it and returns what
-// the gateway needs: the clients of ClientsFile (none with noAuth, which
-// logger warns of) and the TLS configuration (nil without TLSCert). A
-// gateway needs clients unless noAuth, which only a loopback addr may
-// have; a client known by its certificate needs ClientCA, which needs
-// TLSCert and TLSKey. Each failure is a *Error naming the settings.
+// GatewayAccess checks and loads how a gateway's clients reach it: clients
+// unless noAuth (loopback only, warned of); a certificate's client needs
+// ClientCA, which needs TLSCert and TLSKey. A failure is a *Error.
 func (g Gateway) GatewayAccess(addr string, noAuth bool, logger *slog.Logger) (GatewayAccess, error) {
 	a, err := g.gatewayAccess(addr, noAuth, logger)
 	if err != nil {
@@ -136,8 +121,7 @@ func (g Gateway) gatewayAccess(addr string, noAuth bool, logger *slog.Logger) (G
 	return GatewayAccess{Clients: clients, TLS: config}, nil
 }
 
-// loopback reports whether addr's host is a loopback address or
-// localhost.
+// loopback reports whether addr's host is loopback or localhost.
 func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {

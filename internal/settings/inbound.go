@@ -8,11 +8,8 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// InboundConfig is the inbound limiter's configuration from the settings,
-// nil when it is off (InboundIPLimit 0): the limits, the paths, and the
-// tokens of InboundTokens followed by those of InboundTokensFile, read
-// now. A file that cannot be read or parsed is an error naming
-// BALDE_INBOUND_TOKENS_FILE.
+// InboundConfig is the inbound limiter's configuration, nil when off, with
+// the tokens of InboundTokensFile read now.
 func (c Settings) InboundConfig() (*web.InboundConfig, error) {
 	if c.InboundIPLimit == 0 {
 		return nil, nil
@@ -31,17 +28,8 @@ func (c Settings) InboundConfig() (*web.InboundConfig, error) {
 		tokens = append(tokens, more...)
 	}
 	return &web.InboundConfig{
-		IPLimit: c.InboundIPLimit,
-		Window:  c.InboundWindow,
-		Block:   c.InboundBlock,
-		// A gateway's clients (Client, set by the gateway) each have
-		// their own bucket.
-		ClientLimit: c.InboundClientLimit,
-		Tokens:      tokens,
-		Paths:       c.InboundPaths,
-		Exempt:      c.InboundExempt,
-		FailClosed:  c.InboundFailClosed,
-		// Middleware (the gateways) finds the client as the pages do.
+		IPLimit: c.InboundIPLimit, Window: c.InboundWindow, Block: c.InboundBlock, ClientLimit: c.InboundClientLimit,
+		Tokens: tokens, Paths: c.InboundPaths, Exempt: c.InboundExempt, FailClosed: c.InboundFailClosed,
 		TrustedProxies: c.TrustedProxies,
 	}, nil
 }

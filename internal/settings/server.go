@@ -12,24 +12,17 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// AdminLogin is the admin credential of a server: the one configured, or
-// the password read from a file or made up (FindAdminLogin).
+// AdminLogin is a server's admin credential (FindAdminLogin), File where
+// its password was read or kept, Generated when made up now (show it once).
 type AdminLogin struct {
 	web.Credentials
-	// File is where the password was read or kept ("" when configured in
-	// AdminPassword or AdminPasswordBcrypt).
-	File string
-	// Generated: the password was made up now and kept in File; show it
-	// once.
+	File      string
 	Generated bool
 }
 
-// FindAdminLogin returns the admin credential the settings give: AdminUser
-// with AdminPassword or AdminPasswordBcrypt when one is set; else the
-// first line of AdminPasswordFile; else the password kept in
-// DataDir/admin-password; else a new random one, written there (0600) and
-// Generated. The admin is never open. Errors name the setting to fix
-// (*Error), or say the password could not be kept.
+// FindAdminLogin returns AdminUser with AdminPassword or
+// AdminPasswordBcrypt, else AdminPasswordFile's first line, else the
+// password kept in DataDir/admin-password, else a new one kept there.
 func (c Settings) FindAdminLogin() (AdminLogin, error) {
 	login := AdminLogin{Credentials: web.Credentials{User: c.AdminUser, Password: c.AdminPassword, PasswordBcrypt: c.AdminPasswordBcrypt}}
 	if login.Password != "" || login.PasswordBcrypt != "" {
@@ -67,9 +60,8 @@ func (c Settings) FindAdminLogin() (AdminLogin, error) {
 	return login, nil
 }
 
-// ResolveDataDir is where serve keeps what it generates: DataDir as given,
-// else the SQLite database's directory, else the user's config directory's
-// balde/ (a *Error when there is none).
+// ResolveDataDir is DataDir, else the SQLite database's directory, else
+// the user's config directory's balde/.
 func (c Settings) ResolveDataDir() (string, error) {
 	if c.DataDir != "" {
 		return c.DataDir, nil
@@ -84,8 +76,7 @@ func (c Settings) ResolveDataDir() (string, error) {
 	return filepath.Join(dir, "balde"), nil
 }
 
-// SQLiteFile is the file of a SQLite DSN; false for PostgreSQL, an
-// in-memory database or a DSN that does not parse.
+// SQLiteFile is the file of a SQLite DSN, false for any other.
 func SQLiteFile(dsn string) (string, bool) {
 	engine, driverDSN, err := sqlstore.ParseDSN(dsn)
 	if err != nil || engine != sqlstore.SQLite || strings.Contains(dsn, "mode=memory") {
@@ -98,10 +89,7 @@ func SQLiteFile(dsn string) (string, bool) {
 	return path, true
 }
 
-// Server is eng.NewServer configured as balde serve runs it: the admin
-// login of FindAdminLogin, the users with their roles of AllUsers, the
-// trusted proxies, the /metrics token, the Go and process collectors (a
-// process of its own), one log line per request and the pages' time zone.
+// Server is eng.NewServer configured as balde serve runs it.
 func (c Settings) Server(eng *balde.Engine) (*web.Server, AdminLogin, error) {
 	login, err := c.FindAdminLogin()
 	if err != nil {
@@ -112,19 +100,13 @@ func (c Settings) Server(eng *balde.Engine) (*web.Server, AdminLogin, error) {
 		return nil, login, err
 	}
 	s := eng.NewServer(c.Participant())
-	s.Admin = login.Credentials
-	s.Users = users
-	s.TrustedProxies = c.TrustedProxies
-	s.MetricsToken = c.MetricsToken
-	s.RuntimeMetrics = true
-	s.LogRequests = true
-	s.TimeZone = c.TimeZone
+	s.Admin, s.Users, s.TrustedProxies, s.MetricsToken = login.Credentials, users, c.TrustedProxies, c.MetricsToken
+	s.RuntimeMetrics, s.LogRequests, s.TimeZone = true, true, c.TimeZone
 	return s, login, nil
 }
 
-// DefaultActor is who a reset from a terminal names by default:
-// $USER@hostname, $USER when the host name is unknown, or "cli" without
-// $USER. getenv reads the environment (os.Getenv).
+// DefaultActor is who a reset from a terminal names: $USER@hostname,
+// $USER, or "cli" without $USER.
 func DefaultActor(getenv func(string) string) string {
 	user := getenv("USER")
 	if user == "" {

@@ -1,6 +1,5 @@
 // Package view is how balde shows buckets, policies and waits: the JSON of
-// the admin API and of the CLI's --json (one set of field names for both),
-// and the words and cells the admin pages and the operator commands print.
+// the admin API and the CLI's --json, and the words people read.
 package view
 
 import (
@@ -11,10 +10,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// APIBucket is one bucket in the JSON API and in the CLI's --json (one set
-// of field names for both): the bucket document of a token-bucket service, with the policy
-// and waits a monitor needs. Durations are in seconds; severity is the
-// level now.
+// APIBucket is one bucket in the JSON API and the CLI's --json; durations
+// are in seconds.
 type APIBucket struct {
 	Policy     string `json:"policy"`
 	Env        string `json:"env"`
@@ -26,28 +23,25 @@ type APIBucket struct {
 	RefillTokens        int64   `json:"refill_tokens"`
 	RefillPeriodSeconds float64 `json:"refill_period_seconds"`
 	RefillMode          string  `json:"refill_mode"`
-	// Severity is "Healthy", "Medium", "High" or "Critical"; SeverityLevel
-	// is its alert number (1..4, 0 unknown; throttle.Severity).
+	// Severity is "Healthy".."Critical", SeverityLevel its number (1..4).
 	Severity      string `json:"severity"`
 	SeverityLevel int    `json:"severity_level"`
 	// State is "blocked", "cooling down", "negative" or "".
 	State string `json:"state"`
-	// Scope is whom the bucket belongs to (PSP, USER, RUC, LOT, IP, TOKEN)
-	// or "".
+	// Scope is whom the bucket belongs to (PSP, USER, RUC...), or "".
 	Scope           string  `json:"scope,omitempty"`
 	CooldownSeconds float64 `json:"cooldown_remaining_seconds"`
 	BlockSeconds    float64 `json:"block_remaining_seconds"`
-	// BlockLevel counts the escalating blocks in a row (a SIFEN RUC's
-	// 0301s); OnTheWire is set while a request admitted on the key holds
-	// it until its answer.
+	// BlockLevel counts escalating blocks in a row; OnTheWire is set while
+	// an admitted request holds the key until its answer.
 	BlockLevel        int64      `json:"block_level,omitempty"`
 	OnTheWire         bool       `json:"on_the_wire,omitempty"`
 	RetryAfterSeconds float64    `json:"retry_after_seconds"`
 	UntilFullSeconds  float64    `json:"until_full_seconds"`
 	LastSentAt        *time.Time `json:"last_sent_at"`
 	SendCount         int64      `json:"send_count"`
-	// Stored is false for a key with no row (a full bucket); Orphan is set
-	// for a row whose policy is no longer known.
+	// Stored is false for a key with no row; Orphan marks a row of an
+	// unknown policy.
 	Stored bool `json:"stored"`
 	Orphan bool `json:"orphan,omitempty"`
 	// Shadow: the policy is in shadow mode (docs/decisions/0200).
@@ -93,22 +87,18 @@ func NewAPIBucket(st throttle.BucketState, scope func(throttle.Key) string) APIB
 	return b
 }
 
-// APIBucketList is the answer of GET /api/buckets (every bucket,
-// one page at a time) and of "balde buckets list --json".
+// APIBucketList is a page of GET /api/buckets and "balde buckets list
+// --json".
 type APIBucketList struct {
 	Buckets []APIBucket `json:"buckets"`
-	// Next is the cursor (key order) or page number (sorted) of the next
-	// page, NextURL the same as a path with the filter kept; both are
-	// absent on the last page. Partial is set when a filter stopped at
-	// inspect.MaxScan rows.
+	// Next is the next page's cursor or number, NextURL its path; Partial
+	// is set when a filter stopped at inspect.MaxScan rows.
 	Next    string `json:"next,omitempty"`
 	NextURL string `json:"next_url,omitempty"`
 	Partial bool   `json:"partial,omitempty"`
 }
 
-// NewAPIBucketList renders a page of states as GET /api/buckets answers
-// it (Next, NextURL and Partial are the caller's); scope may be nil. An
-// empty page has an empty list, never null.
+// NewAPIBucketList renders a page of states, never null; scope may be nil.
 func NewAPIBucketList(states []throttle.BucketState, scope func(throttle.Key) string) APIBucketList {
 	out := APIBucketList{Buckets: make([]APIBucket, 0, len(states))}
 	for _, st := range states {
@@ -117,8 +107,7 @@ func NewAPIBucketList(states []throttle.BucketState, scope func(throttle.Key) st
 	return out
 }
 
-// APILedgerEntry is one ledger row in JSON ("balde buckets show --json").
-// Count is at least 1: a row that stands for one request says 1.
+// APILedgerEntry is one ledger row in JSON; Count is at least 1.
 type APILedgerEntry struct {
 	ID      int64     `json:"id"`
 	At      time.Time `json:"at"` // UTC
@@ -129,14 +118,8 @@ type APILedgerEntry struct {
 	Ref     string    `json:"ref"`
 }
 
-// newAPILedgerEntry renders e as JSON.
-func newAPILedgerEntry(e throttle.LedgerEntry) APILedgerEntry {
-	return APILedgerEntry{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta,
-		Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref}
-}
-
 // APIBucketDetail is one bucket with its most recent ledger rows, newest
-// first ("balde buckets show --json"). Ledger is empty, never null.
+// first; Ledger is never null.
 type APIBucketDetail struct {
 	Bucket APIBucket        `json:"bucket"`
 	Ledger []APILedgerEntry `json:"ledger"`
@@ -146,15 +129,14 @@ type APIBucketDetail struct {
 func NewAPIBucketDetail(st throttle.BucketState, ledger []throttle.LedgerEntry, scope func(throttle.Key) string) APIBucketDetail {
 	out := APIBucketDetail{Bucket: NewAPIBucket(st, scope), Ledger: make([]APILedgerEntry, 0, len(ledger))}
 	for _, e := range ledger {
-		out.Ledger = append(out.Ledger, newAPILedgerEntry(e))
+		out.Ledger = append(out.Ledger, APILedgerEntry{ID: e.ID, At: e.At.UTC(), Reason: e.Reason.String(), Delta: e.Delta,
+			Balance: e.Balance, Count: max(e.Count, 1), Ref: e.Ref})
 	}
 	return out
 }
 
-// BucketView is a bucket's state rendered for people in one language, the
-// cells "balde buckets" prints: "-" stands for no scope and no wait, and a
-// bucket of an unknown policy (Orphan) shows "?" for its capacity and
-// refill.
+// BucketView is a bucket's cells for people: "-" for no scope or wait, "?"
+// for an orphan's capacity and refill.
 type BucketView struct {
 	Scope    string // PSP, USER, RUC, LOT, IP, TOKEN or "-"
 	Capacity string
@@ -165,8 +147,7 @@ type BucketView struct {
 	LastSend string // UTC and how long before the state, or "never"
 }
 
-// ViewBucket renders st in tr's language; scope (nil: none) names whom
-// the bucket belongs to, as the admin pages do (web.Scopes).
+// ViewBucket renders st in tr's language; scope may be nil (web.Scopes).
 func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) BucketView {
 	v := BucketView{
 		Scope: "-", Capacity: fmt.Sprint(st.Policy.Capacity), Refill: FormatRefillIn(tr, st.Policy),
@@ -176,10 +157,7 @@ func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.K
 		v.Scope = scope(st.Key)
 	}
 	if !st.LastSentAt.IsZero() {
-		v.LastSend = st.LastSentAt.UTC().Format(TimeLayout)
-		if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
-			v.LastSend += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
-		}
+		v.LastSend = st.LastSentAt.UTC().Format(TimeLayout) + agoIn(tr, st)
 	}
 	if st.Orphan {
 		v.Capacity, v.Refill = "?", "?"
@@ -191,17 +169,19 @@ func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.K
 	return v
 }
 
-// FormatLastSendIn is a bucket's last send for one bucket's page: the
-// instant in tr's zone (tr.Time: UTC and local) and how long before the
-// state it was, or "never". Lists use BucketView.LastSend, UTC only, to
-// stay narrow.
+// FormatLastSendIn is a bucket's last send in tr's zone and how long
+// before the state it was, or "never"; lists show UTC only.
 func FormatLastSendIn(tr *i18n.Printer, st throttle.BucketState) string {
 	if st.LastSentAt.IsZero() {
 		return tr.Sprintf("never")
 	}
-	s := tr.Time(st.LastSentAt)
+	return tr.Time(st.LastSentAt) + agoIn(tr, st)
+}
+
+// agoIn is " (4s ago)", how long before the state the last send was.
+func agoIn(tr *i18n.Printer, st throttle.BucketState) string {
 	if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
-		s += " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
+		return " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
 	}
-	return s
+	return ""
 }

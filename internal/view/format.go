@@ -10,8 +10,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// FormatRefillIn is a policy's refill in tr's language: "2/min (em
-// degraus)".
+// FormatRefillIn is a policy's refill in tr's language: "2/min (em degraus)".
 func FormatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
 	switch p.Refill {
 	case throttle.RefillStepwise:
@@ -22,8 +21,7 @@ func FormatRefillIn(tr *i18n.Printer, p throttle.Policy) string {
 	return rateIn(tr, p)
 }
 
-// rateIn is throttle.Policy.Rate with the tokens in tr's language:
-// "25.000/min" in Portuguese.
+// rateIn is throttle.Policy.Rate in tr's language: "25.000/min".
 func rateIn(tr *i18n.Printer, p throttle.Policy) string {
 	return tr.Int(p.RefillTokens) + RatePeriod(p)
 }
@@ -49,11 +47,8 @@ func FormatPolicyIn(tr *i18n.Printer, p throttle.Policy) string {
 	return fmt.Sprintf("%s: %s (%s)", p.Name, rateIn(tr, p), strings.Join(parts, ", "))
 }
 
-// FormatBucketWaitIn renders a bucket's block and cooldown in tr's
-// language: "blocked 4m12s", "cooldown 8s", joined by commas, or "" when it
-// admits now; a block that escalates says its level, a cooldown while a
-// request is on the wire says so, and an empty or negative bucket says
-// when refill admits it again ("refills in 42s").
+// FormatBucketWaitIn renders a bucket's waits in tr's language: "blocked
+// 4m12s, cooldown 8s", "refills in 42s", or "" when it admits now.
 func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	var waits []string
 	switch {
@@ -74,9 +69,8 @@ func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	return strings.Join(waits, ", ")
 }
 
-// refillsIn tells whether an empty or negative bucket's next admission
-// waits for refill longer than for any block or cooldown: the lists then
-// say when (BucketState.RetryAfter, the detail page's "next admitted").
+// refillsIn tells whether st's next admission waits for refill longer
+// than for any block or cooldown.
 func refillsIn(st throttle.BucketState) bool {
 	return !st.Orphan && st.RetryAfter > max(st.BlockLeft, st.CooldownLeft)
 }
@@ -94,3 +88,8 @@ func FormatWait(d time.Duration) string {
 
 // TimeLayout is how instants are shown (always UTC).
 const TimeLayout = "2006-01-02 15:04:05 UTC"
+
+// Seconds is d in seconds, rounded to the millisecond, for JSON.
+func Seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}

@@ -29,10 +29,9 @@ const (
 	Postgres Engine = "postgres"
 )
 
-// VersionTable is the table in which golang-migrate records balde's schema
-// version. It is not golang-migrate's default (schema_migrations), so balde
-// can share a database with an application that keeps its own migration
-// history there.
+// VersionTable is where golang-migrate records balde's schema version; not
+// its default schema_migrations, which an application sharing the database
+// may keep for its own history.
 const VersionTable = "balde_schema_migrations"
 
 // Migrator applies the migrations of one engine to one database. It owns the
@@ -47,11 +46,10 @@ type Migrator struct {
 	Logger *slog.Logger
 }
 
-// Driver is what differs between the engines for migrations: which
-// folder of migrations applies and golang-migrate's driver for the engine.
-// This package imports no database driver; each engine's package does
-// (throttle/sqlstore/sqlitedriver, throttle/sqlstore/pgxdriver), so an
-// application links only the engine it chose.
+// Driver is what differs between the engines for migrations. This package
+// imports no database driver: each engine's package implements Driver
+// (throttle/sqlstore/sqlitedriver, pgxdriver), so an application links only
+// the engine it chose.
 type Driver interface {
 	// Engine names the folder of migrations: SQLite or Postgres.
 	Engine() Engine
@@ -104,9 +102,8 @@ func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
 }
 
 // Up applies every pending migration, each in one transaction with its
-// version (atomic.go). Having none to apply is not an error. A schema left
-// dirty by an earlier balde is first repaired when the dirty migration
-// verifiably landed or verifiably did not (see Migrator.repair); otherwise Up
+// version; none pending is not an error. A dirty schema is first repaired
+// when its migration verifiably landed or did not (Migrator.repair), else Up
 // returns an error wrapping ErrDirty that says what to do.
 func (g *Migrator) Up() error {
 	if _, err := g.repair(context.Background()); err != nil {
@@ -130,11 +127,10 @@ func (g *Migrator) Down() error {
 	return nil
 }
 
-// Force records version as the applied one and clears the dirty flag,
-// running no migration: the manual repair after a migration failed
-// half-way, once the operator has made the schema match version by hand.
-// -1 means no migration applied. Used on a schema that does not match
-// version, it makes every later migration run against the wrong schema.
+// Force records version (-1: none) as applied and clean, running no
+// migration: the manual repair once the operator made the schema match
+// version by hand. On a schema that does not match, every later migration
+// runs against the wrong one.
 func (g *Migrator) Force(version int) error {
 	if err := g.m.Force(version); err != nil {
 		return fmt.Errorf("migrations: force %d: %w", version, err)

@@ -22,25 +22,19 @@ var ErrDirty = errors.New("migrations: the schema is dirty")
 type repairResult struct {
 	// Version is the dirty version found; zero when the schema was clean.
 	Version uint
-	// Landed says every object the dirty migration creates exists: the
-	// version was recorded clean. Otherwise none of them exists and the
-	// previous version was recorded, so that Up applies the migration again.
+	// Landed says the version was recorded clean, else the previous one was.
 	Landed bool
 	// Objects are the objects checked ("table balde_dict_lookups", ...).
 	Objects []string
 }
 
-// repair clears the dirty flag a balde before decision 0070 could leave
-// when it was killed between applying a migration and recording it. Each
-// migration runs in one transaction, so it landed whole or not at all:
-// repair looks for every table, index and column the dirty version's up
-// file creates (and checks that the tables and indexes it drops are gone).
-// All as the migration leaves them: the version is recorded clean. None: the
-// previous version is recorded, and Up applies the migration again. Some
-// there (a schema changed by hand, or a file that creates nothing repair
-// can check): it changes nothing and returns an error wrapping ErrDirty
-// that names what is missing. On a clean schema it does nothing and
-// returns a zero repairResult. Every repair is logged at warning level.
+// repair clears the dirty flag a balde before docs/decisions/0070 could
+// leave, checking the objects the dirty version's up file creates or drops
+// (createdObjects; a migration lands whole or not at all): all as the
+// migration leaves them records the version clean, none records the previous
+// one so that Up runs it again, anything else changes nothing and returns an
+// error wrapping ErrDirty naming what is missing. A clean schema gives a zero
+// repairResult. Every repair is logged at warning level.
 func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 	version, dirty, err := g.Version()
 	if err != nil || !dirty {
@@ -170,27 +164,22 @@ func createdObjects(body string) []schemaObject {
 		obj schemaObject
 	}
 	var hits []hit
-	for _, m := range createTable.FindAllStringSubmatchIndex(body, -1) {
-		if m[2] < 0 {
-			hits = append(hits, hit{m[0], schemaObject{kind: "table", name: body[m[4]:m[5]]}})
+	// find adds re's matches whose IF [NOT] EXISTS group ifx is absent.
+	find := func(re *regexp.Regexp, ifx int, obj func(m []int) schemaObject) {
+		for _, m := range re.FindAllStringSubmatchIndex(body, -1) {
+			if m[ifx] < 0 {
+				hits = append(hits, hit{m[0], obj(m)})
+			}
 		}
 	}
-	for _, m := range createIndex.FindAllStringSubmatchIndex(body, -1) {
-		if m[2] < 0 {
-			hits = append(hits, hit{m[0], schemaObject{kind: "index", name: body[m[4]:m[5]]}})
-		}
-	}
-	for _, m := range addColumn.FindAllStringSubmatchIndex(body, -1) {
-		if m[4] < 0 {
-			hits = append(hits, hit{m[0], schemaObject{kind: "column", table: body[m[2]:m[3]], name: body[m[6]:m[7]]}})
-		}
-	}
-	for _, m := range dropObject.FindAllStringSubmatchIndex(body, -1) {
-		if m[4] < 0 {
-			kind := strings.ToLower(body[m[2]:m[3]])
-			hits = append(hits, hit{m[0], schemaObject{kind: kind, name: body[m[6]:m[7]], dropped: true}})
-		}
-	}
+	find(createTable, 2, func(m []int) schemaObject { return schemaObject{kind: "table", name: body[m[4]:m[5]]} })
+	find(createIndex, 2, func(m []int) schemaObject { return schemaObject{kind: "index", name: body[m[4]:m[5]]} })
+	find(addColumn, 4, func(m []int) schemaObject {
+		return schemaObject{kind: "column", table: body[m[2]:m[3]], name: body[m[6]:m[7]]}
+	})
+	find(dropObject, 4, func(m []int) schemaObject {
+		return schemaObject{kind: strings.ToLower(body[m[2]:m[3]]), name: body[m[6]:m[7]], dropped: true}
+	})
 	slices.SortFunc(hits, func(a, b hit) int { return a.at - b.at })
 	out := make([]schemaObject, len(hits))
 	for i, h := range hits {

@@ -8,20 +8,13 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 )
 
-// NewShared returns a Migrator for an application's own pool: balde's
-// migrations run beside the application's tables and its own
-// schema_migrations (balde's versions are in VersionTable), and Close leaves
-// db open.
-//
-// On SQLite the migrations run on db itself; open it as
-// sqlstore.SQLiteDSN says (_txlock=immediate, a busy_timeout), so that a
-// migration takes the write lock at BEGIN. On PostgreSQL db must be a pgx
-// pool (github.com/jackc/pgx/v5/stdlib): golang-migrate keeps one
-// connection for the whole run (its advisory lock is per session), so the
-// Migrator opens one of its own with the configuration of db's connections
-// (same server, database, user and search_path) and Close closes it; db's
-// connections are never held. A search_path an application sets after
-// connecting (SET in an AfterConnect hook) is not seen: put it in the DSN.
+// NewShared returns a Migrator for an application's own pool, beside its
+// tables and its schema_migrations; Close leaves db open. On SQLite the
+// migrations run on db, opened as sqlstore.SQLiteDSN says (_txlock=immediate,
+// a busy_timeout). On PostgreSQL db must be a pgx pool: the Migrator opens a
+// connection of its own with db's configuration (server, database, user,
+// search_path) and Close closes it; a search_path set after connecting (an
+// AfterConnect hook) is not seen: put it in the DSN.
 func NewShared(ctx context.Context, db *sql.DB, d Driver) (*Migrator, error) {
 	if d == nil {
 		return New(db, d)

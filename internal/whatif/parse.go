@@ -135,7 +135,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 				last[e.Ref] = r
 			}
 			r.keys, r.holds, r.refused = append(r.keys, e.Key), append(r.holds, -e.Delta), append(r.refused, 0)
-			if e.Key.Policy == dict.PolicyEntriesReadParticipantAntiscan {
+			if isParticipant(e.Key) {
 				if participants[e.Key.Env] == nil {
 					participants[e.Key.Env] = make(map[string]bool)
 				}
@@ -157,7 +157,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 			r := last[e.Ref]
 			i := -1
 			if e.Ref != "" && r != nil && r.admitted {
-				i = indexOf(r.keys, e.Key)
+				i = slices.Index(r.keys, e.Key)
 			}
 			if i < 0 {
 				m.orphans++
@@ -190,7 +190,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 			if k.Policy != dict.PolicyEntriesReadUserAntiscan && k.Policy != dict.PolicyEntriesReadUserAntiscanV2 {
 				continue
 			}
-			if ps := participants[k.Env]; len(ps) == 1 && indexOfPolicy(r.keys, dict.PolicyEntriesReadParticipantAntiscan) < 0 {
+			if ps := participants[k.Env]; len(ps) == 1 && !slices.ContainsFunc(r.keys, isParticipant) {
 				for ispb := range ps {
 					p := throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: k.Env, Identifier: ispb}
 					r.keys, r.holds, r.refused = append(r.keys, p), append(r.holds, res.hold(p)), append(r.refused, 0)
@@ -248,29 +248,13 @@ func aggregated(policy string) error {
 	return fmt.Errorf("%w: %s: the ledger does not hold its takes one by one (BALDE_LEDGER or the policy's ledger is minute or none): a replay needs every take", ErrInvalid, policy)
 }
 
+func isParticipant(k throttle.Key) bool { return k.Policy == dict.PolicyEntriesReadParticipantAntiscan }
+
 // request starts the request of row e, its take event first.
 func (m *model) request(e throttle.LedgerEntry, admitted bool) *request {
 	r := &request{ref: e.Ref, at: e.At, admitted: admitted}
 	m.events = append(m.events, event{kind: evTake, at: e.At, req: r})
 	return r
-}
-
-func indexOf(keys []throttle.Key, k throttle.Key) int {
-	for i, o := range keys {
-		if o == k {
-			return i
-		}
-	}
-	return -1
-}
-
-func indexOfPolicy(keys []throttle.Key, policy string) int {
-	for i, o := range keys {
-		if o.Policy == policy {
-			return i
-		}
-	}
-	return -1
 }
 
 // lotRow follows one row of a RUC's gate: a refusal or a take starts a lot

@@ -2,7 +2,6 @@ package whatif
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,7 @@ type pass struct {
 	best  bool // unobserved requests cost nothing (else they keep their hold)
 	store *memStore
 	lim   *throttle.Limiter
-	lots  lotQueue
+	lots  []timed // the lots' steps, in order
 	seq   int
 	// hours counts per policy and hour; lowest is per policy the lowest
 	// balance seen and its bucket's capacity.
@@ -37,13 +36,10 @@ type pass struct {
 // replay runs one pass over m.
 func replay(ctx context.Context, cfg Config, res *resolver, m *model, best bool) (*pass, error) {
 	p := &pass{ctx: ctx, cfg: cfg, res: res, m: m, best: best,
-		store: &memStore{buckets: make(map[throttle.Key]throttle.Bucket), start: make(map[throttle.Key]throttle.Bucket, len(m.start)),
+		store: &memStore{buckets: make(map[throttle.Key]throttle.Bucket), start: maps.Clone(m.start),
 			credited: make(map[throttle.CreditRef]bool)},
 		hours: make(map[string]map[time.Time]*Hour), lowest: make(map[string][2]int64),
 		first: make(map[string]time.Time)}
-	for k, b := range m.start {
-		p.store.start[k] = b
-	}
 	var err error
 	p.lim, err = throttle.NewLimiter(p.store, res, throttle.Config{
 		Clock: p.store.clock, Ledger: throttle.LedgerNoTakes, SkipRefusalRows: true,
@@ -60,12 +56,13 @@ func replay(ctx context.Context, cfg Config, res *resolver, m *model, best bool)
 			p.push(u.lots[0].Arrived, u, nil)
 		}
 	}
-	for i := 0; i < len(m.events) || p.lots.Len() > 0; {
+	for i := 0; i < len(m.events) || len(p.lots) > 0; {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if p.lots.Len() > 0 && (i == len(m.events) || p.lots[0].at.Before(m.events[i].at)) {
-			t := heap.Pop(&p.lots).(timed)
+		if len(p.lots) > 0 && (i == len(m.events) || p.lots[0].at.Before(m.events[i].at)) {
+			t := p.lots[0]
+			p.lots = p.lots[1:]
 			p.store.now = t.at
 			err = p.lot(t)
 		} else {
@@ -206,7 +203,7 @@ func (p *pass) count(r *request, d throttle.Decision) {
 	for _, bd := range d.Buckets {
 		h := p.hour(bd.Key.Policy, r.at)
 		h.Requests++
-		if i := indexOf(r.keys, bd.Key); i >= 0 && r.refused[i] != 0 {
+		if i := slices.Index(r.keys, bd.Key); i >= 0 && r.refused[i] != 0 {
 			h.RefusedThen++
 		}
 		if bd.Reason != throttle.ReasonNone {
@@ -264,25 +261,13 @@ type timed struct {
 	answer *lot
 }
 
-// lotQueue orders the lots' steps by time, then as scheduled.
-type lotQueue []timed
-
-func (q lotQueue) Len() int { return len(q) }
-func (q lotQueue) Less(i, j int) bool {
-	return cmp.Or(q[i].at.Compare(q[j].at), cmp.Compare(q[i].seq, q[j].seq)) < 0
-}
-func (q lotQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *lotQueue) Push(x any)   { *q = append(*q, x.(timed)) }
-func (q *lotQueue) Pop() any {
-	old := *q
-	t := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return t
-}
-
+// push schedules a lot's step; p.lots stays ordered by time, then as
+// scheduled (it holds at most one step per RUC).
 func (p *pass) push(at time.Time, u *ruc, answer *lot) {
 	p.seq++
-	heap.Push(&p.lots, timed{at: at, seq: p.seq, ruc: u, answer: answer})
+	t := timed{at: at, seq: p.seq, ruc: u, answer: answer}
+	i, _ := slices.BinarySearchFunc(p.lots, t, func(a, b timed) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.seq, b.seq)) })
+	p.lots = slices.Insert(p.lots, i, t)
 }
 
 // lot runs a lot's step as the SIFEN sender does: a take that holds the
@@ -363,18 +348,13 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 			names = append(names, c)
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		ca, cb := slices.Index(chosen, a), slices.Index(chosen, b)
-		switch {
-		case ca >= 0 && cb >= 0:
-			return cmp.Compare(ca, cb)
-		case ca >= 0:
-			return -1
-		case cb >= 0:
-			return 1
+	rank := func(name string) int { // the chosen first, in their order
+		if i := slices.Index(chosen, name); i >= 0 {
+			return i
 		}
-		return cmp.Compare(a, b)
-	})
+		return len(chosen)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 	for _, name := range names {
 		pr := PolicyReport{Policy: name, Chosen: slices.Contains(chosen, name)}
 		if k, ok := p.m.first[name]; ok {

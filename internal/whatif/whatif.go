@@ -14,6 +14,7 @@
 package whatif
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -320,12 +321,7 @@ func read(ctx context.Context, src Source, policies []string, from, to time.Time
 			before = inspect.NextLedgerCursor(page)
 		}
 	}
-	slices.SortFunc(rows, func(a, b throttle.LedgerEntry) int {
-		if c := a.At.Compare(b.At); c != 0 {
-			return c
-		}
-		return int(min(max(a.ID-b.ID, -1), 1))
-	})
+	slices.SortFunc(rows, func(a, b throttle.LedgerEntry) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ID, b.ID)) })
 	return rows, nil
 }
 

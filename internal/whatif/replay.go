@@ -14,8 +14,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// pass is one replay of a model: the engine's Limiter over a store in
-// memory whose clock is set to each event's instant.
+// pass is one replay of a model: the engine's Limiter over a memStore.
 type pass struct {
 	ctx   context.Context
 	cfg   Config
@@ -26,11 +25,11 @@ type pass struct {
 	lim   *throttle.Limiter
 	lots  []timed // the lots' steps, in order
 	seq   int
-	// hours counts per policy and hour; lowest is per policy the lowest
-	// balance seen and its bucket's capacity.
+	// Per policy: the hours' counts, the lowest balance with its capacity,
+	// the first refusal.
 	hours  map[string]map[time.Time]*Hour
 	lowest map[string][2]int64
-	first  map[string]time.Time // the first refusal
+	first  map[string]time.Time
 }
 
 // replay runs one pass over m.
@@ -94,8 +93,7 @@ func (p *pass) event(ev *event) error {
 		}
 		delta := ev.delta
 		if !r.settled[ev.i] {
-			// The first settle gives back what the hold had left, less what
-			// the what-if's smaller hold never took.
+			// The first settle also keeps what the smaller hold never took.
 			delta -= r.cut[ev.i]
 			r.settled[ev.i] = true
 		}
@@ -116,9 +114,8 @@ func (p *pass) event(ev *event) error {
 	}
 }
 
-// take replays a request's take: what it held of each bucket, capped at
-// the what-if's capacity for a DICT policy (Catalog.Hold's rule), admitted
-// on the catalog's admission.
+// take replays a request's take: its holds, capped at the what-if's capacity
+// for a DICT policy (Catalog.Hold's rule), admitted on the catalog's admission.
 func (p *pass) take(r *request) error {
 	charges := make([]throttle.Charge, len(r.keys))
 	r.cut, r.settled = make([]int64, len(r.keys)), make([]bool, len(r.keys))
@@ -145,8 +142,8 @@ func (p *pass) take(r *request) error {
 	}
 	r.now = d.Allowed
 	if d.Allowed && !r.admitted && p.best {
-		// At its best, an outcome never observed costs nothing (a 500):
-		// the DICT's buckets get the whole hold back at once.
+		// At its best an unobserved outcome costs nothing: the DICT's
+		// buckets get the whole hold back.
 		for i, k := range r.keys {
 			if p.res.isDict(k) {
 				if err := p.adjust(k, charges[i].Cost, r.ref); err != nil {
@@ -252,8 +249,7 @@ func (p *pass) countLot(l *lot) {
 	}
 }
 
-// timed is a lot's next step: the next try of its RUC's head (answer nil)
-// or the answer to a lot sent.
+// timed is a lot's next step: a try of its RUC's head, or an answer.
 type timed struct {
 	at     time.Time
 	seq    int
@@ -270,9 +266,9 @@ func (p *pass) push(at time.Time, u *ruc, answer *lot) {
 	p.lots = slices.Insert(p.lots, i, t)
 }
 
-// lot runs a lot's step as the SIFEN sender does: a take that holds the
-// RUC while the lot is on the wire (a refusal tries again after its wait),
-// then, a flight later, the answer, from which the interval runs.
+// lot runs a lot's step as the SIFEN sender does: a take holding the RUC
+// while on the wire (a refusal retries after its wait), then, a flight
+// later, the answer.
 func (p *pass) lot(t timed) error {
 	u, now := t.ruc, t.at
 	if l := t.answer; l != nil {
@@ -309,8 +305,8 @@ func (p *pass) lot(t timed) error {
 	return nil
 }
 
-// next schedules the first try of u's next lot at or after at: at once
-// when it was queued behind the lot before it, else when it arrived.
+// next schedules the first try of u's next lot at at, or when it arrived
+// if later and it was not queued.
 func (p *pass) next(u *ruc, at time.Time) {
 	if u.head >= len(u.lots) {
 		return
@@ -322,8 +318,7 @@ func (p *pass) next(u *ruc, at time.Time) {
 }
 
 // answered records l's answer on its RUC's bucket as Sender does: the hold
-// ends and the next lot waits the interval from now (none after a claim
-// that failed); a 0301 blocks the RUC, longer each time in a row.
+// ends, the interval runs (not after a failed claim), a 0301 blocks.
 func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 	pol := p.res.get(u.key)
 	t := throttle.SyncTarget{Key: u.key, Tokens: throttle.MaxTokens, Cooldown: pol.now.MinInterval, Hold: l.held, Ref: l.answer}
@@ -340,7 +335,7 @@ func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 }
 
 // fill writes the pass's counts into rep; best is the pass at the best
-// outcome of the unobserved requests (p itself when there was none).
+// unobserved outcomes (or p).
 func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 	names := slices.Collect(maps.Keys(p.hours))
 	for _, c := range chosen {
@@ -382,8 +377,7 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 			rep.Requests++
 		}
 	}
-	// The lots are as the last pass left them: a SIFEN key is charged by
-	// nothing a DICT outcome changes, so both passes send them alike.
+	// The lots are as the last pass left them: both passes send them alike.
 	for _, u := range p.m.rucs {
 		r := RUC{Key: u.key, Lots: len(u.lots)}
 		for _, l := range u.lots {
@@ -409,10 +403,8 @@ func later(ts ...time.Time) time.Time {
 	return out
 }
 
-// memStore is a throttle.Store in memory for one replay: one goroutine,
-// no ledger (a replay reads decisions, not rows), the credits applied kept
-// so that each stays once per reference. A bucket the period found part
-// empty is loaded from start the first time it is asked for.
+// memStore is a throttle.Store in memory for one replay, one goroutine: no
+// ledger but the credits applied, a part-empty bucket loaded from start.
 type memStore struct {
 	now      time.Time
 	buckets  map[throttle.Key]throttle.Bucket

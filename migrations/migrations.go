@@ -11,6 +11,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -154,22 +155,14 @@ func (g *Migrator) Version() (version uint, dirty bool, err error) {
 // Latest returns the highest version in the engine's folder: the version a
 // database is at when it is current.
 func Latest(engine Engine) (uint, error) {
-	src, err := iofs.New(sqlFiles, string(engine))
+	ups, err := upMigrations(engine)
+	if err == nil && len(ups) == 0 {
+		err = fs.ErrNotExist
+	}
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	defer src.Close()
-	v, err := src.First()
-	if err != nil {
-		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
-	}
-	for {
-		next, err := src.Next(v)
-		if err != nil {
-			return v, nil
-		}
-		v = next
-	}
+	return ups[len(ups)-1].version, nil
 }
 
 // Close closes the migrator and its database handle.

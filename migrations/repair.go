@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -59,10 +60,7 @@ func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 			missing = append(missing, o.String())
 		}
 	}
-	logger := g.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := cmp.Or(g.Logger, slog.New(slog.DiscardHandler))
 	switch {
 	case len(objects) == 0:
 		return rep, fmt.Errorf("%w at version %d, whose migration creates nothing that can be checked: "+
@@ -91,39 +89,49 @@ func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 // upFileName matches a migration file and captures its version.
 var upFileName = regexp.MustCompile(`^(\d+)_[^.]+\.up\.sql$`)
 
+// upMigration is an up migration file of an engine's folder.
+type upMigration struct {
+	version uint
+	name    string
+}
+
+// upMigrations lists engine's up migrations, oldest first.
+func upMigrations(engine Engine) ([]upMigration, error) {
+	entries, err := fs.ReadDir(sqlFiles, string(engine))
+	if err != nil {
+		return nil, err
+	}
+	var out []upMigration
+	for _, e := range entries {
+		if m := upFileName.FindStringSubmatch(e.Name()); m != nil {
+			if v, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+				out = append(out, upMigration{uint(v), e.Name()})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b upMigration) int { return cmp.Compare(a.version, b.version) })
+	return out, nil
+}
+
 // upFile returns the up migration of version and the version before it
 // (-1 when it is the first).
 func upFile(engine Engine, version uint) (body string, prev int, err error) {
-	entries, err := fs.ReadDir(sqlFiles, string(engine))
+	ups, err := upMigrations(engine)
 	if err != nil {
 		return "", 0, err
 	}
 	prev = -1
-	found := false
-	for _, e := range entries {
-		m := upFileName.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case uint(v) == version:
-			b, err := fs.ReadFile(sqlFiles, string(engine)+"/"+e.Name())
+	for _, u := range ups {
+		if u.version == version {
+			b, err := fs.ReadFile(sqlFiles, string(engine)+"/"+u.name)
 			if err != nil {
 				return "", 0, err
 			}
-			body, found = string(b), true
-		case uint(v) < version && int(v) > prev:
-			prev = int(v)
+			return string(b), prev, nil
 		}
+		prev = int(u.version)
 	}
-	if !found {
-		return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
-	}
-	return body, prev, nil
+	return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
 }
 
 // schemaObject is a table, index or column a migration creates, or a

@@ -83,9 +83,6 @@ func New(lim *throttle.Limiter, store Store) *Reader {
 	return &Reader{lim: lim, store: store}
 }
 
-// Limiter returns the limiter whose view the Reader gives.
-func (r *Reader) Limiter() *throttle.Limiter { return r.lim }
-
 // LedgerSince is throttle.Store.LedgerSince answered by a Store's ledger.
 func LedgerSince(ctx context.Context, s Store, key throttle.Key, since time.Time) (bool, error) {
 	rows, err := s.Ledger(ctx, LedgerQuery{Key: &key, Since: since, Limit: 1})

@@ -386,21 +386,11 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 			if r.First.IsZero() {
 				r.First = l.Arrived
 			}
-			r.RecordedEnd = later(r.RecordedEnd, l.Answered, l.Sent)
-			r.ReplayEnd = later(r.ReplayEnd, l.ReplayAnswered, l.ReplaySent)
+			r.RecordedEnd = slices.MaxFunc([]time.Time{r.RecordedEnd, l.Answered, l.Sent}, time.Time.Compare)
+			r.ReplayEnd = slices.MaxFunc([]time.Time{r.ReplayEnd, l.ReplayAnswered, l.ReplaySent}, time.Time.Compare)
 		}
 		rep.RUCs = append(rep.RUCs, r)
 	}
-}
-
-func later(ts ...time.Time) time.Time {
-	var out time.Time
-	for _, t := range ts {
-		if t.After(out) {
-			out = t
-		}
-	}
-	return out
 }
 
 // memStore is a throttle.Store in memory for one replay, one goroutine: no

@@ -33,10 +33,9 @@ type atomicDriver struct {
 	beforeCommit func(*sql.Tx) error
 }
 
-// runLockClass is the first key of the transaction-level advisory lock
-// (pg_advisory_xact_lock(int4, int4)) under which a PostgreSQL migration
-// runs; the second is hashtext(current_schema()). The two-key form does not
-// collide with golang-migrate's one-key session lock.
+// runLockClass is the first key of a PostgreSQL migration's
+// pg_advisory_xact_lock(int4, int4), the second hashtext(current_schema()):
+// the two-key form does not collide with golang-migrate's session lock.
 const runLockClass = 0x62616c64 // "bald"
 
 // SetVersion defers a dirty version to Run, skips the clean version Run

@@ -8,11 +8,9 @@ import (
 	"regexp"
 )
 
-// legacyTables are the tables of a balde database migrated before its tables
-// took the balde_ prefix and its versions moved to VersionTable, with the
-// version of the old migration that created each, in that order. Only the
-// tables of the versions the database reached are balde's: a "documents"
-// table in a database at version 2 is the application's.
+// legacyTables are the tables of a balde before the balde_ prefix, with the
+// old version that created each: only those of the versions a database
+// reached are balde's (a "documents" table at version 2 is the application's).
 var legacyTables = []struct {
 	name    string
 	version int64

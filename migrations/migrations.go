@@ -42,8 +42,7 @@ type Migrator struct {
 	db     *sql.DB
 	engine Engine
 	atomic *atomicDriver
-	// Logger receives the automatic repairs of Up (repair.go). Nil
-	// discards them (slog.Default() is never written to).
+	// Logger receives the automatic repairs of Up; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -63,15 +62,46 @@ type Driver interface {
 	OwnConn(ctx context.Context, db *sql.DB) (own *sql.DB, shared bool, err error)
 }
 
-// New returns a Migrator over db, which must be a dedicated handle: Close
-// closes it. NewShared migrates an application's pool and leaves it open.
-// d is the engine's driver (sqlstore.DriverOf).
+// New returns a Migrator over db, a dedicated handle that Close closes; d is
+// the engine's driver (sqlstore.DriverOf).
 func New(db *sql.DB, d Driver) (*Migrator, error) {
 	if d == nil {
 		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass sqlstore.DriverOf(engine)")
 	}
 	return newMigrator(db, d, false)
 }
+
+// NewShared returns a Migrator for an application's own pool, beside its
+// tables and its schema_migrations; Close leaves db open. On SQLite the
+// migrations run on db, opened as sqlstore.SQLiteDSN says (_txlock=immediate,
+// a busy_timeout). On PostgreSQL db must be a pgx pool: the Migrator opens a
+// connection of its own with db's configuration (server, database, user,
+// search_path) and Close closes it; a search_path set after connecting (an
+// AfterConnect hook) is not seen: put it in the DSN.
+func NewShared(ctx context.Context, db *sql.DB, d Driver) (*Migrator, error) {
+	if d == nil {
+		return New(db, d)
+	}
+	own, shared, err := d.OwnConn(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", d.Engine(), err)
+	}
+	if shared {
+		return newMigrator(db, d, true)
+	}
+	m, err := New(own, d)
+	if err != nil {
+		own.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// keepOpen is a golang-migrate driver whose Close leaves the database open
+// (SQLite's driver holds nothing else).
+type keepOpen struct{ database.Driver }
+
+func (keepOpen) Close() error { return nil }
 
 // newMigrator is New; a shared db is left open by Close.
 func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {

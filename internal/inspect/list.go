@@ -382,12 +382,7 @@ func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEn
 	if err != nil {
 		return nil, fmt.Errorf("throttle: ledger: %w", err)
 	}
-	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int {
-		if c := b.At.Compare(a.At); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
+	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.ID, a.ID)) })
 	return entries, nil
 }
 

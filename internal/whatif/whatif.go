@@ -198,13 +198,11 @@ func Run(ctx context.Context, cfg Config, q Query) (*Report, error) {
 			continue
 		}
 		newest, err := cfg.Source.Ledger(ctx, inspect.LedgerQuery{Policy: name, Limit: 1})
+		if err == nil && len(newest) > 0 {
+			err = checkPolicy(newest[0].Key, res)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if len(newest) > 0 {
-			if err := checkPolicy(newest[0].Key, res); err != nil {
-				return nil, err
-			}
 		}
 	}
 	rep := &Report{Query: q, Rows: int64(len(rows)), Unobserved: m.unobserved,

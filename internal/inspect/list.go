@@ -317,7 +317,7 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 	if trusted {
 		g.MinSeverity = max(f.MinSeverity, throttle.SeverityMedium)
 	}
-	_, capped, err := r.scan(ctx, g, func(s throttle.BucketState) bool {
+	_, c.Partial, err = r.scan(ctx, g, func(s throttle.BucketState) bool {
 		c.Rechecked++
 		c.BySeverity[max(s.Bucket.Severity, throttle.SeverityHealthy)]--
 		c.BySeverity[max(s.Severity, throttle.SeverityHealthy)]++
@@ -349,7 +349,6 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 	if err != nil {
 		return SeverityCounts{}, err
 	}
-	c.Partial = capped
 	return c, nil
 }
 

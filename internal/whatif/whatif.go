@@ -182,17 +182,17 @@ func Run(ctx context.Context, cfg Config, q Query) (*Report, error) {
 	if err := q.validate(cfg); err != nil {
 		return nil, err
 	}
-	policies := withCompanions(q.Policies, cfg.Dict)
-	rows, err := read(ctx, cfg.Source, policies, q.From, q.To)
+	names := withCompanions(q.Policies, cfg.Dict)
+	rows, err := read(ctx, cfg.Source, names, q.From, q.To)
 	if err != nil {
 		return nil, err
 	}
-	res := newResolver(cfg, q)
+	res := &resolver{cfg: cfg, sc: q.Scenario, chosen: q.Policies, cache: make(map[throttle.Key]policies), admit: make(map[string]int64)}
 	m, err := parse(rows, res, cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range policies {
+	for _, name := range names {
 		// A policy with no row in the period is checked on its newest.
 		if _, ok := m.first[name]; ok {
 			continue
@@ -312,11 +312,6 @@ type resolver struct {
 type policies struct {
 	then, now throttle.Policy
 	err       error
-}
-
-func newResolver(cfg Config, q Query) *resolver {
-	return &resolver{cfg: cfg, sc: q.Scenario, chosen: q.Policies, cache: make(map[throttle.Key]policies),
-		admit: make(map[string]int64)}
 }
 
 // Resolve implements throttle.Resolver: the scenario's policy.

@@ -3,6 +3,7 @@
 package auditsql
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -30,9 +31,7 @@ var _ audit.Store = (*Store)(nil)
 // New returns a Store over the migrated database's write and read handles
 // (read nil: db) stamping entries with now (nil: time.Now).
 func New(db, read *sqlx.DB, now func() time.Time) *Store {
-	if read == nil {
-		read = db
-	}
+	read = cmp.Or(read, db)
 	if now == nil {
 		now = time.Now
 	}

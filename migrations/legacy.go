@@ -8,11 +8,9 @@ import (
 	"regexp"
 )
 
-// legacyTables are the tables of a balde database migrated before its tables
-// took the balde_ prefix and its versions moved to VersionTable, with the
-// version of the old migration that created each, in that order. Only the
-// tables of the versions the database reached are balde's: a "documents"
-// table in a database at version 2 is the application's.
+// legacyTables are the tables of a balde before the balde_ prefix, with the
+// old version that created each: only those of the versions a database
+// reached are balde's (a "documents" table at version 2 is the application's).
 var legacyTables = []struct {
 	name    string
 	version int64
@@ -23,12 +21,11 @@ var legacyTables = []struct {
 	{"dict_lookups", 4}, {"dict_participants", 4},
 }
 
-// adoptLegacy upgrades, in place and in one transaction, a database that a
-// balde before the prefix migrated: its version row moves from
-// schema_migrations to VersionTable and its tables (with, on PostgreSQL,
-// their indexes, identity sequences and foreign keys) take the balde_
-// prefix (see isLegacy); an application's own schema_migrations is left
-// alone. Adopting twice is a no-op.
+// adoptLegacy upgrades in one transaction a database a balde before the
+// prefix migrated (isLegacy): its version row moves from schema_migrations
+// to VersionTable and its tables, with their indexes (and on PostgreSQL
+// sequences and foreign keys), take the balde_ prefix. Adopting twice is a
+// no-op.
 func adoptLegacy(db *sql.DB, engine Engine) error {
 	ctx := context.Background()
 	legacy, err := isLegacy(ctx, db, engine)
@@ -68,19 +65,17 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 			return fmt.Errorf("adopt legacy schema: %s: %w", name, err)
 		}
 	}
-	stmts := []string{
-		fmt.Sprintf(`CREATE TABLE %s (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`, VersionTable),
-		fmt.Sprintf(`INSERT INTO %s (version, dirty) VALUES ($1, $2)`, VersionTable),
-		`DROP TABLE schema_migrations`,
-	}
-	if _, err := tx.ExecContext(ctx, stmts[0]); err != nil {
-		return fmt.Errorf("adopt legacy schema: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, stmts[1], version, dirty); err != nil {
-		return fmt.Errorf("adopt legacy schema: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, stmts[2]); err != nil {
-		return fmt.Errorf("adopt legacy schema: %w", err)
+	for _, st := range []struct {
+		query string
+		args  []any
+	}{
+		{fmt.Sprintf(`CREATE TABLE %s (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`, VersionTable), nil},
+		{fmt.Sprintf(`INSERT INTO %s (version, dirty) VALUES ($1, $2)`, VersionTable), []any{version, dirty}},
+		{`DROP TABLE schema_migrations`, nil},
+	} {
+		if _, err := tx.ExecContext(ctx, st.query, st.args...); err != nil {
+			return fmt.Errorf("adopt legacy schema: %w", err)
+		}
 	}
 	return tx.Commit()
 }
@@ -90,10 +85,8 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 const legacyLatest = 4
 
 // isLegacy reports whether db holds a balde schema of before the prefix:
-// schema_migrations at a version balde's old migrations reached, balde's
-// "buckets" and "token_ledger" tables, and no VersionTable. An application
-// that happens to have tables of those names but its own history (version
-// 57, say) is not adopted.
+// schema_migrations at a version up to legacyLatest, "buckets" and
+// "token_ledger", and no VersionTable.
 func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
 	for _, probe := range []struct {
 		name string
@@ -144,39 +137,24 @@ func tableExists(ctx context.Context, q queryer, engine Engine, name string) (bo
 var legacyIndexName = regexp.MustCompile(`(?i)^(\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?)("?)([^"\s(]+)("?)`)
 
 // prefixSQLiteIndexes gives the balde_ prefix to the indexes of a renamed
-// table. SQLite keeps an index's name when its table is renamed and has no
-// RENAME INDEX, so each one is dropped and created again under the new name
-// from its own stored definition (which RENAME TABLE already pointed at the
-// new table name); automatic indexes of constraints are named by SQLite
-// and left alone. Otherwise an application creating an index named
-// token_ledger_events would collide with balde's.
+// table (SQLite has no RENAME INDEX): each is dropped and created again from
+// its stored definition under the new name; automatic indexes of
+// constraints are left alone.
 func prefixSQLiteIndexes(ctx context.Context, tx *sql.Tx, table string) error {
-	rows, err := tx.QueryContext(ctx,
+	indexes, err := queryPairs(ctx, tx,
 		`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 AND sql IS NOT NULL AND name NOT LIKE 'balde\_%' ESCAPE '\'`, table)
 	if err != nil {
 		return fmt.Errorf("list indexes: %w", err)
 	}
-	type index struct{ name, create string }
-	var indexes []index
-	for rows.Next() {
-		var ix index
-		if err := rows.Scan(&ix.name, &ix.create); err != nil {
-			rows.Close()
-			return fmt.Errorf("list indexes: %w", err)
-		}
-		indexes = append(indexes, ix)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("list indexes: %w", err)
-	}
 	for _, ix := range indexes {
-		m := legacyIndexName.FindStringSubmatchIndex(ix.create)
+		name, def := ix[0], ix[1]
+		m := legacyIndexName.FindStringSubmatchIndex(def)
 		if m == nil {
-			return fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.create)
+			return fmt.Errorf("index %s: unexpected definition %q", name, def)
 		}
-		create := ix.create[:m[6]] + "balde_" + ix.create[m[6]:]
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DROP INDEX %q`, ix.name)); err != nil {
-			return fmt.Errorf("drop index %s: %w", ix.name, err)
+		create := def[:m[6]] + "balde_" + def[m[6]:]
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DROP INDEX %q`, name)); err != nil {
+			return fmt.Errorf("drop index %s: %w", name, err)
 		}
 		if _, err := tx.ExecContext(ctx, create); err != nil {
 			return fmt.Errorf("%s: %w", create, err)
@@ -185,11 +163,9 @@ func prefixSQLiteIndexes(ctx context.Context, tx *sql.Tx, table string) error {
 	return nil
 }
 
-// prefixPostgresObjects gives the balde_ prefix to the schema-wide names that
-// PostgreSQL derived from a table's old name when it was created: its
-// indexes (and so its primary-key and unique constraints), its identity
-// sequences and its foreign keys. Otherwise an application creating its own
-// "documents" table would collide with balde's "documents_pkey".
+// prefixPostgresObjects gives the balde_ prefix to the schema-wide names
+// PostgreSQL derived from a table's old name: its indexes (so its primary-key
+// and unique constraints), identity sequences and foreign keys.
 func prefixPostgresObjects(ctx context.Context, tx *sql.Tx, table string) error {
 	const objects = `
 		SELECT 'INDEX', i.relname
@@ -205,30 +181,37 @@ func prefixPostgresObjects(ctx context.Context, tx *sql.Tx, table string) error 
 		SELECT 'CONSTRAINT', c.conname
 		FROM pg_constraint c
 		WHERE c.conrelid = to_regclass($1) AND c.contype = 'f' AND c.conname NOT LIKE 'balde\_%'`
-	rows, err := tx.QueryContext(ctx, objects, table)
+	derived, err := queryPairs(ctx, tx, objects, table)
 	if err != nil {
 		return fmt.Errorf("list derived names: %w", err)
 	}
-	var renames []string
-	for rows.Next() {
-		var kind, name string
-		if err := rows.Scan(&kind, &name); err != nil {
-			rows.Close()
-			return fmt.Errorf("list derived names: %w", err)
-		}
+	for _, o := range derived {
+		kind, name := o[0], o[1]
+		stmt := fmt.Sprintf(`ALTER %s %q RENAME TO %q`, kind, name, "balde_"+name)
 		if kind == "CONSTRAINT" {
-			renames = append(renames, fmt.Sprintf(`ALTER TABLE %s RENAME CONSTRAINT %q TO %q`, table, name, "balde_"+name))
-		} else {
-			renames = append(renames, fmt.Sprintf(`ALTER %s %q RENAME TO %q`, kind, name, "balde_"+name))
+			stmt = fmt.Sprintf(`ALTER TABLE %s RENAME CONSTRAINT %q TO %q`, table, name, "balde_"+name)
 		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("list derived names: %w", err)
-	}
-	for _, stmt := range renames {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
 	return nil
+}
+
+// queryPairs returns the rows of a query selecting two text columns.
+func queryPairs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([][2]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	for rows.Next() {
+		var p [2]string
+		if err := rows.Scan(&p[0], &p[1]); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
 }

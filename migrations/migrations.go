@@ -11,6 +11,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -29,10 +30,9 @@ const (
 	Postgres Engine = "postgres"
 )
 
-// VersionTable is the table in which golang-migrate records balde's schema
-// version. It is not golang-migrate's default (schema_migrations), so balde
-// can share a database with an application that keeps its own migration
-// history there.
+// VersionTable is where golang-migrate records balde's schema version; not
+// its default schema_migrations, which an application sharing the database
+// may keep for its own history.
 const VersionTable = "balde_schema_migrations"
 
 // Migrator applies the migrations of one engine to one database. It owns the
@@ -42,16 +42,14 @@ type Migrator struct {
 	db     *sql.DB
 	engine Engine
 	atomic *atomicDriver
-	// Logger receives the automatic repairs of Up (repair.go). Nil
-	// discards them (slog.Default() is never written to).
+	// Logger receives the automatic repairs of Up; nil discards them.
 	Logger *slog.Logger
 }
 
-// Driver is what differs between the engines for migrations: which
-// folder of migrations applies and golang-migrate's driver for the engine.
-// This package imports no database driver; each engine's package does
-// (throttle/sqlstore/sqlitedriver, throttle/sqlstore/pgxdriver), so an
-// application links only the engine it chose.
+// Driver is what differs between the engines for migrations. This package
+// imports no database driver: each engine's package implements Driver
+// (throttle/sqlstore/sqlitedriver, pgxdriver), so an application links only
+// the engine it chose.
 type Driver interface {
 	// Engine names the folder of migrations: SQLite or Postgres.
 	Engine() Engine
@@ -64,15 +62,46 @@ type Driver interface {
 	OwnConn(ctx context.Context, db *sql.DB) (own *sql.DB, shared bool, err error)
 }
 
-// New returns a Migrator over db, which must be a dedicated handle: Close
-// closes it. NewShared migrates an application's pool and leaves it open.
-// d is the engine's driver (sqlstore.DriverOf).
+// New returns a Migrator over db, a dedicated handle that Close closes; d is
+// the engine's driver (sqlstore.DriverOf).
 func New(db *sql.DB, d Driver) (*Migrator, error) {
 	if d == nil {
 		return nil, errors.New("migrations: nil Driver: import throttle/sqlstore/sqlitedriver or throttle/sqlstore/pgxdriver and pass sqlstore.DriverOf(engine)")
 	}
 	return newMigrator(db, d, false)
 }
+
+// NewShared returns a Migrator for an application's own pool, beside its
+// tables and its schema_migrations; Close leaves db open. On SQLite the
+// migrations run on db, opened as sqlstore.SQLiteDSN says (_txlock=immediate,
+// a busy_timeout). On PostgreSQL db must be a pgx pool: the Migrator opens a
+// connection of its own with db's configuration (server, database, user,
+// search_path) and Close closes it; a search_path set after connecting (an
+// AfterConnect hook) is not seen: put it in the DSN.
+func NewShared(ctx context.Context, db *sql.DB, d Driver) (*Migrator, error) {
+	if d == nil {
+		return New(db, d)
+	}
+	own, shared, err := d.OwnConn(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %s: %w", d.Engine(), err)
+	}
+	if shared {
+		return newMigrator(db, d, true)
+	}
+	m, err := New(own, d)
+	if err != nil {
+		own.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// keepOpen is a golang-migrate driver whose Close leaves the database open
+// (SQLite's driver holds nothing else).
+type keepOpen struct{ database.Driver }
+
+func (keepOpen) Close() error { return nil }
 
 // newMigrator is New; a shared db is left open by Close.
 func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
@@ -104,9 +133,8 @@ func newMigrator(db *sql.DB, d Driver, shared bool) (*Migrator, error) {
 }
 
 // Up applies every pending migration, each in one transaction with its
-// version (atomic.go). Having none to apply is not an error. A schema left
-// dirty by an earlier balde is first repaired when the dirty migration
-// verifiably landed or verifiably did not (see Migrator.repair); otherwise Up
+// version; none pending is not an error. A dirty schema is first repaired
+// when its migration verifiably landed or did not (Migrator.repair), else Up
 // returns an error wrapping ErrDirty that says what to do.
 func (g *Migrator) Up() error {
 	if _, err := g.repair(context.Background()); err != nil {
@@ -130,11 +158,10 @@ func (g *Migrator) Down() error {
 	return nil
 }
 
-// Force records version as the applied one and clears the dirty flag,
-// running no migration: the manual repair after a migration failed
-// half-way, once the operator has made the schema match version by hand.
-// -1 means no migration applied. Used on a schema that does not match
-// version, it makes every later migration run against the wrong schema.
+// Force records version (-1: none) as applied and clean, running no
+// migration: the manual repair once the operator made the schema match
+// version by hand. On a schema that does not match, every later migration
+// runs against the wrong one.
 func (g *Migrator) Force(version int) error {
 	if err := g.m.Force(version); err != nil {
 		return fmt.Errorf("migrations: force %d: %w", version, err)
@@ -158,22 +185,14 @@ func (g *Migrator) Version() (version uint, dirty bool, err error) {
 // Latest returns the highest version in the engine's folder: the version a
 // database is at when it is current.
 func Latest(engine Engine) (uint, error) {
-	src, err := iofs.New(sqlFiles, string(engine))
+	ups, err := upMigrations(engine)
+	if err == nil && len(ups) == 0 {
+		err = fs.ErrNotExist
+	}
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	defer src.Close()
-	v, err := src.First()
-	if err != nil {
-		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
-	}
-	for {
-		next, err := src.Next(v)
-		if err != nil {
-			return v, nil
-		}
-		v = next
-	}
+	return ups[len(ups)-1].version, nil
 }
 
 // Close closes the migrator and its database handle.

@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -22,25 +23,19 @@ var ErrDirty = errors.New("migrations: the schema is dirty")
 type repairResult struct {
 	// Version is the dirty version found; zero when the schema was clean.
 	Version uint
-	// Landed says every object the dirty migration creates exists: the
-	// version was recorded clean. Otherwise none of them exists and the
-	// previous version was recorded, so that Up applies the migration again.
+	// Landed says the version was recorded clean, else the previous one was.
 	Landed bool
 	// Objects are the objects checked ("table balde_dict_lookups", ...).
 	Objects []string
 }
 
-// repair clears the dirty flag a balde before decision 0070 could leave
-// when it was killed between applying a migration and recording it. Each
-// migration runs in one transaction, so it landed whole or not at all:
-// repair looks for every table, index and column the dirty version's up
-// file creates (and checks that the tables and indexes it drops are gone).
-// All as the migration leaves them: the version is recorded clean. None: the
-// previous version is recorded, and Up applies the migration again. Some
-// there (a schema changed by hand, or a file that creates nothing repair
-// can check): it changes nothing and returns an error wrapping ErrDirty
-// that names what is missing. On a clean schema it does nothing and
-// returns a zero repairResult. Every repair is logged at warning level.
+// repair clears the dirty flag a balde before docs/decisions/0070 could
+// leave, checking the objects the dirty version's up file creates or drops
+// (createdObjects; a migration lands whole or not at all): all as the
+// migration leaves them records the version clean, none records the previous
+// one so that Up runs it again, anything else changes nothing and returns an
+// error wrapping ErrDirty naming what is missing. A clean schema gives a zero
+// repairResult. Every repair is logged at warning level.
 func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 	version, dirty, err := g.Version()
 	if err != nil || !dirty {
@@ -65,10 +60,7 @@ func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 			missing = append(missing, o.String())
 		}
 	}
-	logger := g.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := cmp.Or(g.Logger, slog.New(slog.DiscardHandler))
 	switch {
 	case len(objects) == 0:
 		return rep, fmt.Errorf("%w at version %d, whose migration creates nothing that can be checked: "+
@@ -97,39 +89,49 @@ func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 // upFileName matches a migration file and captures its version.
 var upFileName = regexp.MustCompile(`^(\d+)_[^.]+\.up\.sql$`)
 
+// upMigration is an up migration file of an engine's folder.
+type upMigration struct {
+	version uint
+	name    string
+}
+
+// upMigrations lists engine's up migrations, oldest first.
+func upMigrations(engine Engine) ([]upMigration, error) {
+	entries, err := fs.ReadDir(sqlFiles, string(engine))
+	if err != nil {
+		return nil, err
+	}
+	var out []upMigration
+	for _, e := range entries {
+		if m := upFileName.FindStringSubmatch(e.Name()); m != nil {
+			if v, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+				out = append(out, upMigration{uint(v), e.Name()})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b upMigration) int { return cmp.Compare(a.version, b.version) })
+	return out, nil
+}
+
 // upFile returns the up migration of version and the version before it
 // (-1 when it is the first).
 func upFile(engine Engine, version uint) (body string, prev int, err error) {
-	entries, err := fs.ReadDir(sqlFiles, string(engine))
+	ups, err := upMigrations(engine)
 	if err != nil {
 		return "", 0, err
 	}
 	prev = -1
-	found := false
-	for _, e := range entries {
-		m := upFileName.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case uint(v) == version:
-			b, err := fs.ReadFile(sqlFiles, string(engine)+"/"+e.Name())
+	for _, u := range ups {
+		if u.version == version {
+			b, err := fs.ReadFile(sqlFiles, string(engine)+"/"+u.name)
 			if err != nil {
 				return "", 0, err
 			}
-			body, found = string(b), true
-		case uint(v) < version && int(v) > prev:
-			prev = int(v)
+			return string(b), prev, nil
 		}
+		prev = int(u.version)
 	}
-	if !found {
-		return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
-	}
-	return body, prev, nil
+	return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
 }
 
 // schemaObject is a table, index or column a migration creates, or a
@@ -170,27 +172,22 @@ func createdObjects(body string) []schemaObject {
 		obj schemaObject
 	}
 	var hits []hit
-	for _, m := range createTable.FindAllStringSubmatchIndex(body, -1) {
-		if m[2] < 0 {
-			hits = append(hits, hit{m[0], schemaObject{kind: "table", name: body[m[4]:m[5]]}})
+	// find adds re's matches whose IF [NOT] EXISTS group ifx is absent.
+	find := func(re *regexp.Regexp, ifx int, obj func(m []int) schemaObject) {
+		for _, m := range re.FindAllStringSubmatchIndex(body, -1) {
+			if m[ifx] < 0 {
+				hits = append(hits, hit{m[0], obj(m)})
+			}
 		}
 	}
-	for _, m := range createIndex.FindAllStringSubmatchIndex(body, -1) {
-		if m[2] < 0 {
-			hits = append(hits, hit{m[0], schemaObject{kind: "index", name: body[m[4]:m[5]]}})
-		}
-	}
-	for _, m := range addColumn.FindAllStringSubmatchIndex(body, -1) {
-		if m[4] < 0 {
-			hits = append(hits, hit{m[0], schemaObject{kind: "column", table: body[m[2]:m[3]], name: body[m[6]:m[7]]}})
-		}
-	}
-	for _, m := range dropObject.FindAllStringSubmatchIndex(body, -1) {
-		if m[4] < 0 {
-			kind := strings.ToLower(body[m[2]:m[3]])
-			hits = append(hits, hit{m[0], schemaObject{kind: kind, name: body[m[6]:m[7]], dropped: true}})
-		}
-	}
+	find(createTable, 2, func(m []int) schemaObject { return schemaObject{kind: "table", name: body[m[4]:m[5]]} })
+	find(createIndex, 2, func(m []int) schemaObject { return schemaObject{kind: "index", name: body[m[4]:m[5]]} })
+	find(addColumn, 4, func(m []int) schemaObject {
+		return schemaObject{kind: "column", table: body[m[2]:m[3]], name: body[m[6]:m[7]]}
+	})
+	find(dropObject, 4, func(m []int) schemaObject {
+		return schemaObject{kind: strings.ToLower(body[m[2]:m[3]]), name: body[m[6]:m[7]], dropped: true}
+	})
 	slices.SortFunc(hits, func(a, b hit) int { return a.at - b.at })
 	out := make([]schemaObject, len(hits))
 	for i, h := range hits {

@@ -1,11 +1,7 @@
 // Package audit is the operators' audit trail: who did what, when and why,
-// for every action that changes state from the admin pages or the CLI (a
-// bucket reset, a SIFEN send or "send all drafts", a DICT lookup from the
-// form). It declares the entry, the query and the Store interface; package
-// audit/auditsql keeps the rows in balde's SQL database (migration 0007).
-//
-// An audit row is written after the action it records, whatever came of
-// it (the outcome says), so a refused send or a failed lookup is there too.
+// for every action that changes state from the admin pages or the CLI;
+// audit/auditsql keeps it in SQL. A row is written after its action,
+// whatever came of it (the outcome says), refusals and failures included.
 package audit
 
 import (
@@ -22,9 +18,8 @@ import (
 type Action string
 
 const (
-	// ActionReset: a bucket filled to capacity, its cooldown and block
-	// cleared (the admin page's Reset, or balde buckets reset). A reason is
-	// required.
+	// ActionReset: a bucket filled, its cooldown and block cleared. A reason
+	// is required.
 	ActionReset Action = "reset"
 	// ActionSifenSend: one document sent from the Documents page.
 	ActionSifenSend Action = "sifen-send"
@@ -32,24 +27,20 @@ const (
 	ActionSifenSendAll Action = "sifen-send-all"
 	// ActionDictLookup: a Pix key looked up from the DICT lookup form.
 	ActionDictLookup Action = "dict-lookup"
-	// ActionGateway: a request of a gateway's client that changes state at
-	// the DICT or SIFEN (a lot, a DE, an event, a DICT write, a payment
-	// credit), accepted or refused. User is "gateway:" and the client's
-	// name; Target the service and what it was on as fields
-	// ("service=siRecepLoteDE&ruc=80069563&env=test&des=3").
+	// ActionGateway: a gateway client's request that changes state at the
+	// DICT or SIFEN, accepted or refused; User is "gateway:" and the
+	// client's name, Target fields ("service=siRecepLoteDE&ruc=80069563&env=test&des=3").
 	ActionGateway Action = "gateway"
-	// ActionSifenOverride: a SIFEN document left in "sending" by a send
-	// without answer made sendable again before SIFEN's 48 hours, after
-	// SIFEN answered 0420 to a query by its CDC (docs/decisions/0210); or
-	// refused. Target is the document's id. A reason is required.
+	// ActionSifenOverride: a document left in "sending" made sendable again
+	// after SIFEN answered 0420 by CDC (docs/decisions/0210), or refused;
+	// Target is the document's id. A reason is required.
 	ActionSifenOverride Action = "sifen-override"
 	// ActionDenied: an action a viewer attempted, refused (403) before
-	// anything was done; Target names the action and what it was on
-	// ("action=sifen-send&target=12"). See docs/decisions/0141.
+	// anything was done; Target "action=sifen-send&target=12"
+	// (docs/decisions/0141).
 	ActionDenied Action = "denied"
-	// ActionShadow: a policy put in shadow mode or back to enforcing (the
-	// admin bucket page, or balde buckets shadow); Target is the policy,
-	// Outcome "shadow=on" or "shadow=off". A reason is required.
+	// ActionShadow: a policy put in shadow mode or back to enforcing; Target
+	// is the policy, Outcome ShadowOutcome. A reason is required.
 	ActionShadow Action = "shadow"
 )
 
@@ -66,19 +57,15 @@ func ParseAction(s string) (Action, error) {
 	return "", fmt.Errorf("%w: unknown action %q (want reset, shadow, sifen-send, sifen-send-all, sifen-override, dict-lookup, gateway or denied)", ErrInvalid, s)
 }
 
-// Errors of the audit trail.
+// ErrInvalid is an entry or query that cannot be stored or run;
+// ErrReasonRequired, wrapping it, an action missing its reason.
 var (
-	// ErrInvalid: an entry or query that cannot be stored or run (no
-	// user, an unknown action, a reset without a reason, a field too long).
-	ErrInvalid = errors.New("audit: invalid")
-	// ErrReasonRequired: a reset, a shadow switch or an override needs a
-	// reason. It wraps ErrInvalid.
+	ErrInvalid        = errors.New("audit: invalid")
 	ErrReasonRequired = fmt.Errorf("%w: a reset, a shadow switch or an override needs a reason", ErrInvalid)
 )
 
-// MaxField is the longest user, target, reason or outcome kept, in
-// bytes; Entry.Validate refuses a longer user or reason, and Record
-// shortens a longer target or outcome.
+// MaxField is the longest user, target, reason or outcome kept, in bytes:
+// Validate refuses a longer user or reason, Record clips the others.
 const MaxField = 500
 
 // CLIUser is how the CLI names its operator: "cli:" and the OS user.
@@ -91,25 +78,21 @@ func CLIUser(osUser string) string {
 
 // Entry is one recorded action.
 type Entry struct {
-	// ID orders entries by insertion (set by the Store).
+	// ID orders entries by insertion and At is when the action was taken
+	// (both set by the Store; At only when zero).
 	ID int64
-	// At is when the action was taken (set by the Store when zero).
 	At time.Time
 	// User is the admin user who acted, or CLIUser for the CLI.
 	User   string
 	Action Action
-	// Target is what the action was on, as data, not words, so that each
-	// reader sees it in their language: a reset's bucket key
-	// ("POLICY/env/identifier"), a sent document's id ("12"), a send-all's
-	// RUC and env ("ruc=80069563&env=test"), a lookup's payer id.
+	// Target is what the action was on, as data, not words: a bucket key,
+	// a document's id ("12"), fields ("ruc=80069563&env=test").
 	Target string
-	// Reason is why, as the operator typed it; required for a reset and an override.
+	// Reason is why, as the operator typed it.
 	Reason string
 	// Outcome is what came of it, as URL-encoded fields the Audit page
-	// renders in the reader's language: "before=3&after=10" (a reset),
-	// "result=blocked&wait=9" (a SIFEN send, SIFEN's result names),
-	// "status=200&e2e=E…" or "status=429&refused=POLICY/env/id" (a DICT
-	// lookup), "status=409&error=…" (a failure). Free text is shown as is.
+	// renders in the reader's language ("before=3&after=10",
+	// "status=429&refused=POLICY/env/id"); free text is shown as is.
 	Outcome string
 }
 
@@ -128,9 +111,8 @@ func ResetOutcome(before, after int64) string {
 }
 
 // OverrideOutcome is the Outcome of a SIFEN override after SIFEN answered
-// code to the query by CDC: "code=0420&result=overridden" when the document
-// became sendable (done), "auth=…&code=0422&result=found" when SIFEN had the
-// DE, with its authorisation number (nothing overridden).
+// code: "code=0420&result=overridden" when done, else
+// "auth=…&code=0422&result=found" (SIFEN had the DE).
 func OverrideOutcome(code, authNumber string, done bool) string {
 	q := url.Values{"code": {code}, "result": {"found"}}
 	if done {
@@ -143,8 +125,7 @@ func OverrideOutcome(code, authNumber string, done bool) string {
 }
 
 // Validate reports whether e can be recorded: a user, a known action, a
-// reason for a reset or an override, no field longer than MaxField (target and outcome
-// are shortened instead, see Clip).
+// reason where required, no user or reason longer than MaxField.
 func (e Entry) Validate() error {
 	switch {
 	case strings.TrimSpace(e.User) == "":
@@ -175,11 +156,10 @@ func Clip(s string) string {
 
 // Query selects entries, newest first.
 type Query struct {
-	// User and Action, when set, keep only that user's or action's.
+	// User and Action, when set, keep only that user's or action's; Before,
+	// when > 0, the entries with an ID below it.
 	User   string
 	Action Action
-	// Before, when > 0, keeps the entries with an ID below it: the next
-	// page after an entry of that ID.
 	Before int64
 	// Limit is the page size, 1..MaxLimit; 0 is DefaultLimit.
 	Limit int
@@ -191,18 +171,16 @@ const (
 	MaxLimit     = 500
 )
 
-// Store keeps the audit trail. Implementations are safe for concurrent
-// use.
+// Store keeps the audit trail. Implementations are safe for concurrent use.
 type Store interface {
-	// Record validates e (Entry.Validate; ErrInvalid), stamps At when
-	// zero, clips Target and Outcome, and stores it. It returns the stored
-	// entry.
+	// Record validates e, stamps At when zero, clips Target and Outcome,
+	// and returns the entry stored.
 	Record(ctx context.Context, e Entry) (Entry, error)
-	// List returns the entries q selects, newest first (highest ID
-	// first). An invalid query wraps ErrInvalid.
+	// List returns the entries q selects, highest ID first. An invalid
+	// query wraps ErrInvalid.
 	List(ctx context.Context, q Query) ([]Entry, error)
-	// Prune deletes up to limit entries older than before, by their own
-	// time, and returns how many went.
+	// Prune deletes up to limit entries older than before (by At) and
+	// returns how many went.
 	Prune(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 

@@ -14,14 +14,11 @@ import (
 // the ledger: the requests it admitted and those it refused, by reason.
 type PolicyDecisions struct {
 	Policy string
-	// Admitted counts the takes (throttle.LedgerTake events). A ledger
-	// that leaves routine takes out (throttle.LedgerGranularity) counts
-	// fewer than were admitted; refusals are always recorded.
+	// Admitted counts the takes (fewer than admitted when the ledger leaves
+	// routine takes out, throttle.LedgerGranularity); Refused counts the
+	// refusals by ledger reason, a reason with none absent.
 	Admitted int64
-	// Refused counts the refusals by ledger reason (LedgerRefusedEmpty,
-	// LedgerRefusedCooldown, LedgerRefusedBlocked); a reason with none is
-	// absent.
-	Refused map[throttle.LedgerReason]int64
+	Refused  map[throttle.LedgerReason]int64
 }
 
 // RefusedTotal is the sum of Refused.
@@ -43,16 +40,13 @@ func (d PolicyDecisions) RefusedPerMille() int64 {
 	return (d.RefusedTotal()*2000 + total) / (2 * total)
 }
 
-// decisionReasons are the ledger reasons Decisions counts: a take, and
-// every refusal.
+// decisionReasons are a take and every refusal.
 var decisionReasons = append([]throttle.LedgerReason{throttle.LedgerTake}, throttle.RefusalReasons...)
 
 // Decisions counts, for each policy of policies, the decisions recorded in
-// the ledger at or after since: admitted (takes) and refused by reason. A
-// policy with no decision in the window is left out; the others come with
-// the most refused first, then by name. It costs one counting query per
-// policy, and four more per policy with decisions (Store.CountLedger, on
-// the ledger's policy and time index).
+// the ledger at or after since, leaving out a policy with none; the most
+// refused come first, then by name. It costs one Store.CountLedger per
+// policy, and four more per policy with decisions.
 func (r *Reader) Decisions(ctx context.Context, policies []string, since time.Time) ([]PolicyDecisions, error) {
 	var out []PolicyDecisions
 	for _, p := range slices.Compact(slices.Sorted(slices.Values(policies))) {

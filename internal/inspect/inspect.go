@@ -1,14 +1,7 @@
-// Package inspect is balde's read model: what a person or a monitor asks
-// of the buckets and the ledger, as opposed to what a decision needs
-// (package throttle). It lists buckets with filters, read-time conditions,
-// orders and keyset cursors (List, ListAll, SortStates), counts them by
-// their severity now (CountNow) or stored (CountBySeverity), and reads the
-// ledger (Ledger, CountLedger) and its time window folded into chart slots
-// (LedgerWindow, FoldLedger).
-//
-// A Reader reads through a Store (the read side of a throttle store:
-// sqlstore.Store and throttletest.MemStore implement both) and sees every
-// bucket as its throttle.Limiter does: refilled to the limiter's clock,
+// Package inspect is balde's read model: what a person or a monitor asks of
+// the buckets and the ledger (lists, counts, chart windows), as opposed to
+// what a decision needs (package throttle). A Reader reads through a Store
+// and sees every bucket as its throttle.Limiter does: refilled to its clock,
 // graded under its policies. Reading never writes.
 package inspect
 
@@ -19,12 +12,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Store is the read side of a bucket store. Implementations: sqlstore
-// (SQLite and PostgreSQL), throttletest.MemStore. All methods are safe for
-// concurrent use and neither lock nor write.
-//
-// Errors: a Store wraps throttle.ErrStoreUnavailable around every failure
-// to reach or use the database.
+// Store is the read side of a bucket store (sqlstore, throttletest.MemStore).
+// Its methods are safe for concurrent use, neither lock nor write, and wrap
+// throttle.ErrStoreUnavailable around every failure of the database.
 type Store interface {
 	// List returns up to f.Limit stored rows matching f, in the store's key
 	// order (throttle.Key.Compare), starting after f.After.
@@ -41,11 +31,9 @@ type Store interface {
 	// ignored), summing Count for aggregated rows.
 	CountLedger(ctx context.Context, q LedgerQuery) (int64, error)
 
-	// LedgerWindow folds q.Key's ledger rows of the window q.From..q.To
-	// into q.Slots time slots (see LedgerSlot): at most q.Slots slots
-	// whatever the number of rows, reading at most MaxWindowRows rows
-	// (Partial past it). A key with no stored row has no slots. q has been
-	// validated (LedgerWindowQuery.Validate).
+	// LedgerWindow folds q.Key's ledger rows of q.From..q.To into at most
+	// q.Slots slots as FoldLedger does, reading at most MaxWindowRows rows
+	// (Partial past it). q has been validated.
 	LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error)
 }
 
@@ -54,17 +42,14 @@ type Filter struct {
 	Policy           string
 	Env              string
 	IdentifierPrefix string
-	// After is the keyset cursor: list keys strictly after it in the
-	// store's order. The zero Key starts at the beginning.
+	// After is the keyset cursor: keys strictly after it (zero: from the start).
 	After throttle.Key
 	// Limit bounds the rows returned (a store may cap it).
 	Limit int
-	// ExcludePolicies leaves out the buckets of these policies (a store
-	// applies it).
+	// ExcludePolicies leaves out those policies' buckets; MinSeverity keeps
+	// rows stored at least that bad (SeverityUnknown: all).
 	ExcludePolicies []string
-	// MinSeverity keeps rows whose stored severity is at least this level
-	// (a store applies it; SeverityUnknown keeps all).
-	MinSeverity throttle.Severity
+	MinSeverity     throttle.Severity
 	// Severity (the level now) and Condition are applied by the Reader at
 	// read time; a store ignores them.
 	Severity  throttle.Severity
@@ -80,8 +65,7 @@ type LedgerQuery struct {
 	Reasons []throttle.LedgerReason
 	// Since keeps entries at or after it.
 	Since time.Time
-	// BeforeID is the keyset cursor: entries with ID < BeforeID; 0 means
-	// from the newest.
+	// BeforeID is the keyset cursor: entries with ID < BeforeID (0: all).
 	BeforeID int64
 	Limit    int
 }
@@ -98,9 +82,6 @@ type Reader struct {
 func New(lim *throttle.Limiter, store Store) *Reader {
 	return &Reader{lim: lim, store: store}
 }
-
-// Limiter returns the limiter whose view the Reader gives.
-func (r *Reader) Limiter() *throttle.Limiter { return r.lim }
 
 // LedgerSince is throttle.Store.LedgerSince answered by a Store's ledger.
 func LedgerSince(ctx context.Context, s Store, key throttle.Key, since time.Time) (bool, error) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -114,12 +116,9 @@ func (f Filter) readTime() bool {
 	return f.Severity != throttle.SeverityUnknown || f.Condition != throttle.ConditionAny
 }
 
-// prefilter narrows f for the store. When trusted (see
-// throttle.Limiter.Trusted) a level now is never worse than the level
-// stored, so a bucket Medium or worse now is stored at least that bad;
-// otherwise the severity filter reads every row. Blocked and negative
-// buckets are stored at least High in any case: a block or a negative
-// balance is written, and every grading rates it High or worse.
+// prefilter narrows f for the store: when trusted (throttle.Limiter.Trusted)
+// a level now is never worse than the level stored, and blocked or negative
+// buckets are stored at least High under every grading.
 func (f Filter) prefilter(trusted bool) Filter {
 	if f.Severity > throttle.SeverityHealthy && trusted {
 		f.MinSeverity = max(f.MinSeverity, f.Severity)
@@ -130,10 +129,9 @@ func (f Filter) prefilter(trusted bool) Filter {
 	return f
 }
 
-// scan reads the stored rows matching f from f.After on, refilled to now,
-// and calls fn for each until fn returns false or MaxScan rows were read;
-// it returns the key of the last row read and whether it stopped at the
-// cap before the end.
+// scan calls fn for each stored row matching f from f.After on, refilled to
+// now, until fn returns false or MaxScan rows were read; it returns the last
+// key read and whether it stopped at the cap.
 func (r *Reader) scan(ctx context.Context, f Filter, fn func(throttle.BucketState) bool) (last throttle.Key, capped bool, err error) {
 	f = f.prefilter(r.lim.Trusted())
 	f.Limit = scanPage
@@ -193,9 +191,8 @@ func (r *Reader) listMatching(ctx context.Context, f Filter, want int) (Page, er
 	return page, nil
 }
 
-// ListAll returns every stored bucket matching f (from f.After on, Limit
-// ignored), refilled to now, reading at most MaxScan rows; partial is set
-// when it stopped there.
+// ListAll returns every stored bucket matching f from f.After on, refilled
+// to now, reading at most MaxScan rows (partial past it).
 func (r *Reader) ListAll(ctx context.Context, f Filter) (states []throttle.BucketState, partial bool, err error) {
 	_, partial, err = r.scan(ctx, f, func(s throttle.BucketState) bool {
 		if f.matches(s) {
@@ -253,7 +250,7 @@ func SortStates(states []throttle.BucketState, by SortBy) {
 				return int(b.Condition()) - int(c)
 			}
 			if fa, fb := fill(a), fill(b); fa != fb {
-				return cmpInt(fa, fb)
+				return cmp.Compare(fa, fb)
 			}
 		case SortLastSend:
 			if c := b.LastSentAt.Compare(a.LastSentAt); c != 0 {
@@ -261,21 +258,11 @@ func SortStates(states []throttle.BucketState, by SortBy) {
 			}
 		case SortTokens:
 			if fa, fb := fill(a), fill(b); fa != fb {
-				return cmpInt(fa, fb)
+				return cmp.Compare(fa, fb)
 			}
 		}
 		return a.Key.Compare(b.Key)
 	})
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // SeverityCounts is how many stored buckets are at each level now, and in
@@ -286,41 +273,30 @@ type SeverityCounts struct {
 	Total      int64
 	// Blocked and Negative count buckets in that condition now.
 	Blocked, Negative int64
-	// Rechecked is how many rows were re-graded (those stored worse than
-	// Healthy when Trusted, every row otherwise); Partial is set when there
-	// were more than MaxScan of them and the rest are counted at their
-	// stored level.
+	// Rechecked is how many rows were re-graded (every row, or only those
+	// stored worse than Healthy when Trusted); Partial: past MaxScan of
+	// them, the rest are counted at their stored level.
 	Rechecked int64
 	Partial   bool
-	// Worst is, per policy, the state of its emptiest bucket among those
-	// re-graded that are or were stored worse than Healthy (by fill; absent
-	// for a policy whose buckets are all Healthy now and stored so).
+	// Worst is, per policy, its emptiest re-graded bucket (by fill) that is
+	// or was stored worse than Healthy.
 	Worst map[string]throttle.BucketState
-	// ByPolicy breaks down, per policy, the buckets re-graded at a level
-	// worse than Healthy now and those blocked or negative now (the rows
-	// Blocked and Negative count), so that a view can tell a participant's
-	// bucket from an end user's. Healthy buckets are not broken down (rows
-	// stored Healthy are not read when Trusted); with Partial, the rows not
-	// re-graded are missing here too.
+	// ByPolicy breaks down per policy the re-graded buckets worse than
+	// Healthy now, blocked or negative now.
 	ByPolicy map[string]PolicyCounts
 	At       time.Time
 }
 
-// PolicyCounts is one policy's part of SeverityCounts.ByPolicy.
+// PolicyCounts is one policy's part of SeverityCounts.ByPolicy; Worse
+// counts its buckets by their level now, for levels worse than Healthy.
 type PolicyCounts struct {
-	// Worse counts the policy's buckets by their level now, for the
-	// levels worse than Healthy.
 	Worse             map[throttle.Severity]int64
 	Blocked, Negative int64
 }
 
-// CountNow counts the stored buckets matching f by their severity now.
-// When the Limiter is Trusted, rows stored Healthy are Healthy now (refill
-// never makes a bucket worse) and only the others are read and graded
-// again; otherwise (no full regrade yet, or the policy definitions changed
-// since) every row is, so a row stored Healthy under a smaller capacity is
-// counted at its level now. Either way a bucket that refilled since its
-// last write is counted at its level now, not the stored one.
+// CountNow counts the stored buckets matching f by their severity now. When
+// the Limiter is Trusted only the rows stored worse than Healthy are read and
+// graded again (refill never makes a bucket worse); otherwise every row is.
 func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error) {
 	f.Severity, f.Condition, f.After = throttle.SeverityUnknown, throttle.ConditionAny, throttle.Key{}
 	trusted := r.lim.Trusted()
@@ -341,7 +317,7 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 	if trusted {
 		g.MinSeverity = max(f.MinSeverity, throttle.SeverityMedium)
 	}
-	_, capped, err := r.scan(ctx, g, func(s throttle.BucketState) bool {
+	_, c.Partial, err = r.scan(ctx, g, func(s throttle.BucketState) bool {
 		c.Rechecked++
 		c.BySeverity[max(s.Bucket.Severity, throttle.SeverityHealthy)]--
 		c.BySeverity[max(s.Severity, throttle.SeverityHealthy)]++
@@ -373,30 +349,30 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 	if err != nil {
 		return SeverityCounts{}, err
 	}
-	c.Partial = capped
 	return c, nil
 }
 
 // CountBySeverity counts stored buckets matching f by stored severity (the
 // level last alerted on); CountNow counts them by their level now.
 func (r *Reader) CountBySeverity(ctx context.Context, f Filter) (map[throttle.Severity]int64, error) {
-	m, err := r.store.CountBySeverity(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("throttle: count buckets: %w", err)
+	return wrap(r.store.CountBySeverity(ctx, f))("count buckets")
+}
+
+// wrap prefixes a store's error with "throttle: " and op.
+func wrap[T any](v T, err error) func(op string) (T, error) {
+	return func(op string) (T, error) {
+		if err != nil {
+			var zero T
+			return zero, fmt.Errorf("throttle: %s: %w", op, err)
+		}
+		return v, nil
 	}
-	return m, nil
 }
 
 // Ledger returns a page of ledger entries matching q: the q.Limit latest
-// written before q.BeforeID (all when 0), listed newest first by their
-// time (At), the later written first among rows of one instant.
-//
-// Written order is not time order: refusals answered from memory reach the
-// ledger when their group is flushed (decision 0007), stamped with the
-// last refusal's time, possibly after younger rows of the bucket (another
-// process's take). Such a row is listed at its time within its page; a
-// page is still the rows written before the cursor, so the next page
-// starts at NextLedgerCursor(page), not at the last row listed.
+// written before q.BeforeID, listed newest first by At, then by ID. Written
+// order is not time order (a flushed refusal group, decision 0007), so the
+// next page starts at NextLedgerCursor(page), not at the last row listed.
 func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEntry, error) {
 	if q.Limit <= 0 || q.Limit > MaxPageSize {
 		q.Limit = min(max(q.Limit, DefaultPageSize), MaxPageSize)
@@ -405,12 +381,7 @@ func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEn
 	if err != nil {
 		return nil, fmt.Errorf("throttle: ledger: %w", err)
 	}
-	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int {
-		if c := b.At.Compare(a.At); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
+	slices.SortStableFunc(entries, func(a, b throttle.LedgerEntry) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.ID, a.ID)) })
 	return entries, nil
 }
 
@@ -428,18 +399,12 @@ func NextLedgerCursor(page []throttle.LedgerEntry) int64 {
 
 // CountLedger counts ledger events matching q.
 func (r *Reader) CountLedger(ctx context.Context, q LedgerQuery) (int64, error) {
-	n, err := r.store.CountLedger(ctx, q)
-	if err != nil {
-		return 0, fmt.Errorf("throttle: count ledger: %w", err)
-	}
-	return n, nil
+	return wrap(r.store.CountLedger(ctx, q))("count ledger")
 }
 
-// LedgerWindow folds q.Key's ledger rows of the window q.From..q.To into
-// q.Slots time slots, in the store (see Store.LedgerWindow): the answer
-// is bounded by q.Slots whatever the ledger's volume. It returns an error
-// wrapping throttle.ErrInvalidQuery for a query that fails Validate,
-// throttle.ErrInvalidKey for an invalid key.
+// LedgerWindow folds q.Key's ledger rows of q.From..q.To into at most
+// q.Slots slots, in the store (Store.LedgerWindow). A bad query wraps
+// throttle.ErrInvalidQuery, a bad key throttle.ErrInvalidKey.
 func (r *Reader) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerWindow, error) {
 	if err := q.validate(); err != nil {
 		return LedgerWindow{}, err
@@ -447,9 +412,47 @@ func (r *Reader) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerW
 	if err := q.Key.Validate(); err != nil {
 		return LedgerWindow{}, err
 	}
-	w, err := r.store.LedgerWindow(ctx, q)
-	if err != nil {
-		return LedgerWindow{}, fmt.Errorf("throttle: ledger window: %w", err)
+	return wrap(r.store.LedgerWindow(ctx, q))("ledger window")
+}
+
+// ListBy returns the first page of the stored buckets matching f in by's
+// order: List (keyset pages, Next set) for SortKey; for another order every
+// matching bucket (at most MaxScan, Partial past it; f.After ignored) is
+// read, sorted by SortStates and cut to f.Limit (default DefaultPageSize),
+// with no Next. It is "balde buckets list --sort".
+func (r *Reader) ListBy(ctx context.Context, f Filter, by SortBy) (Page, error) {
+	if by == SortKey || by == "" {
+		return r.List(ctx, f)
 	}
-	return w, nil
+	f.After = throttle.Key{}
+	all, partial, err := r.ListAll(ctx, f)
+	if err != nil {
+		return Page{}, err
+	}
+	SortStates(all, by)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	return Page{States: all[:min(limit, len(all))], Partial: partial}, nil
+}
+
+// ErrKeyForm is ParseKey's error for a string that is not
+// POLICY/ENV/IDENTIFIER.
+var ErrKeyForm = errors.New("not POLICY/ENV/IDENTIFIER")
+
+// ParseKey reads a bucket key as throttle.Key.String writes it,
+// "POLICY/ENV/IDENTIFIER" (the identifier may itself contain "/"), and
+// validates it. A string without two "/" is ErrKeyForm; a key with an
+// empty, too long or unprintable part wraps throttle.ErrInvalidKey.
+func ParseKey(s string) (throttle.Key, error) {
+	parts := strings.SplitN(s, "/", 3)
+	if len(parts) != 3 {
+		return throttle.Key{}, fmt.Errorf("%q: %w", s, ErrKeyForm)
+	}
+	k := throttle.Key{Policy: parts[0], Env: parts[1], Identifier: parts[2]}
+	if err := k.Validate(); err != nil {
+		return throttle.Key{}, err
+	}
+	return k, nil
 }

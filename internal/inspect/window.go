@@ -12,19 +12,14 @@ import (
 // maxWindowSlots bounds LedgerWindowQuery.Slots.
 const maxWindowSlots = 2000
 
-// LedgerWindowQuery asks for one bucket's ledger over a time window, folded
-// into Slots equal time slots: the answer has at most Slots rows whatever
-// the number of ledger rows in the window.
+// LedgerWindowQuery asks for one bucket's ledger rows with From <= At <= To
+// (To after From), folded into Slots (1..maxWindowSlots) equal slots: slot i
+// holds the rows with At in [From + i*Width(), From + (i+1)*Width()), the
+// last one also To.
 type LedgerWindowQuery struct {
-	Key throttle.Key
-	// From and To bound the window: rows with From <= At <= To. To must be
-	// after From.
+	Key      throttle.Key
 	From, To time.Time
-	// Slots is how many slots the window is cut into, 1..MaxWindowSlots.
-	// Slot i holds the rows with At in [From + i*Width, From + (i+1)*Width),
-	// where Width is (To-From)/Slots rounded up to the nanosecond (the last
-	// slot also holds To).
-	Slots int
+	Slots    int
 }
 
 // Width returns the length of one slot of q: (To-From)/Slots rounded up, at
@@ -35,8 +30,8 @@ func (q LedgerWindowQuery) Width() time.Duration {
 	return max((span+n-1)/n, 1)
 }
 
-// validate returns an error wrapping throttle.ErrInvalidQuery when q cannot be
-// answered (no slots, too many, an empty or reversed window).
+// validate returns an error wrapping throttle.ErrInvalidQuery when q cannot
+// be answered.
 func (q LedgerWindowQuery) validate() error {
 	switch {
 	case q.Slots < 1 || q.Slots > maxWindowSlots:
@@ -48,33 +43,25 @@ func (q LedgerWindowQuery) validate() error {
 }
 
 // LedgerSlot is what one bucket's ledger rows say about one slot of a
-// window. Balances are whole tokens. Rows that changed the balance (takes,
-// penalties, refunds, credits, resets, syncs) give the balances; refusals
-// (throttle.RefusalReasons) are only counted. An aggregated row (Count > 1, a minute
-// of takes) is one row here, at the minute it began.
+// window, in whole tokens: balance-changing rows give the balances, refusals
+// (throttle.RefusalReasons) are only counted; an aggregated row is one row.
 type LedgerSlot struct {
-	// Index is the slot's number in the window (0 is the oldest) and Start
-	// its first instant.
+	// Index is the slot's number (0 is the oldest), Start its first instant.
 	Index int
 	Start time.Time
 
-	// Changes is the number of balance-changing rows in the slot and Events
-	// the events they hold (the sum of their Count). When Changes is 0 the
-	// slot holds only refusals and the balance fields are zero.
+	// Changes counts the balance-changing rows and Events the sum of their
+	// Count (0 Changes: only refusals, balance fields zero). First and Last
+	// are their first and last times in ledger order, Open the balance
+	// before the first, Close after the last; Min and Max bound their Balance.
 	Changes, Events int64
-	// First and Last are the times of the slot's first and last
-	// balance-changing rows (in ledger order); Open is the balance just
-	// before the first (its Balance - Delta) and Close the balance after the
-	// last (its Balance). Min and Max bound the Balance of every
-	// balance-changing row of the slot.
-	First, Last time.Time
-	Open, Close int64
-	Min, Max    int64
+	First, Last     time.Time
+	Open, Close     int64
+	Min, Max        int64
 	// LastReason is the reason of the last balance-changing row.
 	LastReason throttle.LedgerReason
 
-	// Refused is the number of refused requests in the slot (the sum of
-	// the Count of its refusal rows) and FirstRefused the time of the first.
+	// Refused sums the Count of the refusal rows, FirstRefused is the first.
 	Refused      int64
 	FirstRefused time.Time
 }
@@ -84,9 +71,8 @@ type LedgerSlot struct {
 type LedgerWindow struct {
 	Query LedgerWindowQuery
 	Slots []LedgerSlot
-	// Partial is set when the store stopped reading before the start of the
-	// window (it bounds the rows one answer reads, MaxWindowRows): the
-	// slots then describe only the newest part of the window.
+	// Partial: the store stopped at MaxWindowRows, before the start of the
+	// window; the slots describe only its newest part.
 	Partial bool
 }
 
@@ -94,9 +80,8 @@ type LedgerWindow struct {
 // LedgerWindowQuery; past it, LedgerWindow.Partial is set.
 const MaxWindowRows = 2_000_000
 
-// FoldLedger folds entries (of q.Key, in any order) into the slots of q, as
-// a Store's LedgerWindow does in SQL: the reference for the stores, and the
-// way to chart entries already in memory.
+// FoldLedger folds entries (of q.Key, in any order) into the slots of q: the
+// reference for a Store's LedgerWindow, and the way to chart entries in memory.
 func FoldLedger(entries []throttle.LedgerEntry, q LedgerWindowQuery) LedgerWindow {
 	es := slices.Clone(entries)
 	slices.SortStableFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })

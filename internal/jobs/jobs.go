@@ -1,7 +1,6 @@
-// Package jobs holds the bodies of balde.Engine.Run's background jobs,
-// each of which logs what it did and a failure (unless ctx ended), and
-// the Turns that run a job once per period across the processes on one
-// database.
+// Package jobs holds the bodies of balde.Engine.Run's background jobs, each
+// logging what it did and a failure (unless ctx ended), and the Turns that
+// run a job once per period across processes.
 package jobs
 
 import (
@@ -30,10 +29,8 @@ func Every(ctx context.Context, every time.Duration, fn func()) {
 	}
 }
 
-// LearnCategory sets the category of client's catalog from the DICT's
-// GET /policies/ (or the one learned within dict.CategoryFresh). A DICT
-// that cannot be asked is logged; only a database that cannot answer is
-// an error.
+// LearnCategory sets client's catalog category from the DICT (or the one
+// learned within dict.CategoryFresh); only a database failure is an error.
 func LearnCategory(ctx context.Context, client *dict.Client, log *slog.Logger) error {
 	learned, err := client.LearnCategory(ctx, dict.CategoryFresh)
 	switch {
@@ -101,8 +98,7 @@ func ReconcileDict(ctx context.Context, client *dict.Client, log *slog.Logger) {
 }
 
 // WatchDatabase logs at error level, every period, while store's SQLite
-// file is not the one it opened (deleted or replaced under the process:
-// its writes go to a file nobody will find).
+// file is not the one it opened (deleted or replaced).
 func WatchDatabase(ctx context.Context, store *sqlstore.Store, every time.Duration, log *slog.Logger) {
 	Every(ctx, every, func() {
 		if err := store.CheckIdentity(); err != nil {

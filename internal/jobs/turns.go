@@ -17,16 +17,12 @@ import (
 )
 
 // Turns share Run's periodic jobs among every process on the database, so
-// that prune, the DICT reconciliation and the SIFEN resolution run once per
-// period however many serve, gateway and batch processes there are
-// (docs/decisions/0171). A job's row in balde_job_turns holds lease_until,
-// when its next turn is due: at that instant the processes waiting for it
-// race a compare-and-set on it, the winner runs the job and its lease runs
-// one period from the turn; while a turn lasts more than half a period the
-// winner extends its lease, so that a process stopped or killed during a
-// turn hands the next one to another when the lease ends. Periods are in
-// the engine's clock: across machines, a skew of s between the instances'
-// clocks shortens a period that changes hands by at most s.
+// that each runs once per period (docs/decisions/0171). A job's row in
+// balde_job_turns holds lease_until, when its next turn is due: the
+// processes race a compare-and-set on it, and the winner runs the job,
+// extending its lease every half period, so that a process killed during a
+// turn hands the next one on when the lease ends. A clock skew of s between
+// machines shortens a period that changes hands by at most s.
 type Turns struct {
 	store  *sqlstore.Store
 	log    *slog.Logger
@@ -41,11 +37,9 @@ func NewTurns(store *sqlstore.Store, log *slog.Logger) *Turns {
 	return &Turns{store: store, log: log, holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))}
 }
 
-// Every runs fn at each of job's turns this process takes, one per period
-// across processes, until ctx ends. The first turn of a job no process
-// ran yet is due one period after the first process looked. A turn that
-// cannot be read or taken (the database) is logged and looked at again
-// one period later.
+// Every runs fn at each of job's turns this process takes until ctx ends;
+// a job's first turn is due one period after the first process looked. A
+// turn that cannot be read or taken is logged and looked at a period later.
 func (t *Turns) Every(ctx context.Context, job string, period time.Duration, fn func()) {
 	for {
 		wait, err := t.turn(ctx, job, period, fn)
@@ -96,10 +90,11 @@ func (t *Turns) turn(ctx context.Context, job string, period time.Duration, fn f
 // due returns when job's next turn is due (nanoseconds since the epoch),
 // creating its row, due one period from now, when there is none.
 func (t *Turns) due(ctx context.Context, job string, now time.Time, period time.Duration) (int64, error) {
+	const get = `SELECT lease_until FROM balde_job_turns WHERE job = ?`
 	db, read := t.store.DB(), t.store.ReadDB()
 	var until int64
 	err := t.store.Retry(ctx, "read a job's turn", func() error {
-		err := read.GetContext(ctx, &until, read.Rebind(`SELECT lease_until FROM balde_job_turns WHERE job = ?`), job)
+		err := read.GetContext(ctx, &until, read.Rebind(get), job)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -108,7 +103,7 @@ func (t *Turns) due(ctx context.Context, job string, now time.Time, period time.
 			ON CONFLICT (job) DO NOTHING`), job, sqltime.Nanos(now.Add(period))); err != nil {
 			return err
 		}
-		return db.GetContext(ctx, &until, db.Rebind(`SELECT lease_until FROM balde_job_turns WHERE job = ?`), job)
+		return db.GetContext(ctx, &until, db.Rebind(get), job)
 	})
 	return until, err
 }

@@ -5,38 +5,32 @@ package shadow
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
-// Set is the policies in shadow mode as a process last read them from
-// the database: every limiter of the engine reads it
-// (throttle.Config.Shadow), each process reloads it (Load). The zero
-// value holds none; it is safe for concurrent use.
+// Set is the policies in shadow mode as a process last loaded them, read by
+// every limiter of the engine (throttle.Config.Shadow). The zero value holds
+// none; it is safe for concurrent use.
 type Set struct {
 	set atomic.Pointer[map[string]bool]
 }
 
 // Has reports whether policy is in shadow mode.
 func (s *Set) Has(policy string) bool {
-	if m := s.set.Load(); m != nil {
-		return (*m)[policy]
-	}
-	return false
+	m := s.set.Load()
+	return m != nil && (*m)[policy]
 }
 
 // List lists the policies in shadow mode, sorted.
 func (s *Set) List() []string {
-	var out []string
 	if m := s.set.Load(); m != nil {
-		for n := range *m {
-			out = append(out, n)
-		}
+		return slices.Sorted(maps.Keys(*m))
 	}
-	slices.Sort(out)
-	return out
+	return nil
 }
 
 // Load reads the policies in shadow mode from store's database.

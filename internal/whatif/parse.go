@@ -15,16 +15,13 @@ import (
 type model struct {
 	events []event
 	rucs   []*ruc
-	// start is the state of the buckets the period found neither full
-	// nor idle, at their first row (see the decision record).
+	// start is the state of the buckets the period found neither full nor
+	// idle; first is each policy's first key; seen marks the buckets read.
 	start map[throttle.Key]throttle.Bucket
-	// first is each policy's first key, for the report; seen marks the
-	// buckets whose first row was read.
 	first map[string]throttle.Key
 	seen  map[throttle.Key]bool
 	// unobserved counts the requests the recorded run refused;
-	// unobservedDict is set when one of them charges a DICT bucket (its
-	// cost depends on an outcome never seen).
+	// unobservedDict: one of them charges a DICT bucket.
 	unobserved     int64
 	unobservedDict bool
 	syncs, orphans int64
@@ -37,13 +34,11 @@ type request struct {
 	at    time.Time
 	keys  []throttle.Key
 	holds []int64
-	// refused is, per key, the reason the recorded run refused it there
-	// (0 when that bucket did not refuse); admitted is the recorded
-	// decision.
+	// refused is, per key, the recorded refusal's reason (0: none).
 	refused  []throttle.LedgerReason
 	admitted bool
-	// The replay's state (set again by each pass): admitted, and per key
-	// what the what-if cut from the hold and whether it was settled.
+	// Each pass's state: admitted, and per key what the what-if cut from
+	// the hold and whether it was settled.
 	now     bool
 	cut     []int64
 	settled []bool
@@ -59,8 +54,7 @@ const (
 )
 
 // event is one thing to replay at its instant: a request's take, one
-// bucket's settle (req, index i, the recorded delta), a credit (req may be
-// nil: its lookup is before the period), an operator's reset.
+// bucket's settle (req's key i), a credit (req nil: before the period), a reset.
 type event struct {
 	kind  eventKind
 	at    time.Time
@@ -71,13 +65,11 @@ type event struct {
 	ref   string
 }
 
-// queueGap is how soon after its RUC's previous answer a lot's first try
-// comes when it was queued behind that lot: a batch (SendDocuments) tries
-// a RUC's next lot as soon as the previous send returns.
+// queueGap is how soon after its RUC's previous answer a lot queued behind
+// it is first tried (a batch tries the next lot as soon as a send returns).
 const queueGap = time.Second
 
-// ruc is one SIFEN key's lots, oldest first, and what the parse and a
-// replay pass need to follow them.
+// ruc is one SIFEN key's lots, oldest first, and the state to follow them.
 type ruc struct {
 	key  throttle.Key
 	lots []*lot
@@ -119,9 +111,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 			continue
 		}
 		if i := slices.Index(throttle.ShadowReasons, e.Reason); i >= 0 {
-			// A policy in shadow mode recorded what its enforced limit
-			// decided, and left its bucket as that refusal left it: the
-			// replay follows the limit, as an enforced run would have.
+			// A shadow refusal left its bucket as a refusal does: replay it as one.
 			e.Reason = throttle.RefusalReasons[i]
 		}
 		switch e.Reason {
@@ -135,7 +125,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 				last[e.Ref] = r
 			}
 			r.keys, r.holds, r.refused = append(r.keys, e.Key), append(r.holds, -e.Delta), append(r.refused, 0)
-			if e.Key.Policy == dict.PolicyEntriesReadParticipantAntiscan {
+			if isParticipant(e.Key) {
 				if participants[e.Key.Env] == nil {
 					participants[e.Key.Env] = make(map[string]bool)
 				}
@@ -157,7 +147,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 			r := last[e.Ref]
 			i := -1
 			if e.Ref != "" && r != nil && r.admitted {
-				i = indexOf(r.keys, e.Key)
+				i = slices.Index(r.keys, e.Key)
 			}
 			if i < 0 {
 				m.orphans++
@@ -182,15 +172,14 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 		}
 	}
 	// A lookup the payer's bucket refused has no row on the participant's,
-	// which was charged with it all the same: give it back the one
-	// participant the period's lookups went to.
+	// charged all the same: give it the period's only participant.
 	for _, r := range refused {
 		m.unobserved++
 		for _, k := range r.keys {
 			if k.Policy != dict.PolicyEntriesReadUserAntiscan && k.Policy != dict.PolicyEntriesReadUserAntiscanV2 {
 				continue
 			}
-			if ps := participants[k.Env]; len(ps) == 1 && indexOfPolicy(r.keys, dict.PolicyEntriesReadParticipantAntiscan) < 0 {
+			if ps := participants[k.Env]; len(ps) == 1 && !slices.ContainsFunc(r.keys, isParticipant) {
 				for ispb := range ps {
 					p := throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: k.Env, Identifier: ispb}
 					r.keys, r.holds, r.refused = append(r.keys, p), append(r.holds, res.hold(p)), append(r.refused, 0)
@@ -205,10 +194,9 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 	return m, nil
 }
 
-// see checks the first row of each policy (checkPolicy) and records the
-// state the period found each bucket in at its first row: full unless the
-// row shows it was not, then as many tokens short of the what-if's
-// capacity as it was of the recorded one.
+// see checks each policy's first row (checkPolicy) and records a bucket
+// its first row shows was not full as that many tokens short of the
+// what-if's capacity.
 func (m *model) see(e throttle.LedgerEntry, res *resolver) error {
 	if _, ok := m.first[e.Key.Policy]; !ok {
 		if err := checkPolicy(e.Key, res); err != nil {
@@ -231,8 +219,7 @@ func (m *model) see(e throttle.LedgerEntry, res *resolver) error {
 	return nil
 }
 
-// checkPolicy refuses the policy of k unless the limiter writes every one
-// of its takes to the ledger.
+// checkPolicy refuses k's policy unless the ledger holds every take of it.
 func checkPolicy(k throttle.Key, res *resolver) error {
 	p := res.get(k)
 	if p.err != nil {
@@ -248,6 +235,8 @@ func aggregated(policy string) error {
 	return fmt.Errorf("%w: %s: the ledger does not hold its takes one by one (BALDE_LEDGER or the policy's ledger is minute or none): a replay needs every take", ErrInvalid, policy)
 }
 
+func isParticipant(k throttle.Key) bool { return k.Policy == dict.PolicyEntriesReadParticipantAntiscan }
+
 // request starts the request of row e, its take event first.
 func (m *model) request(e throttle.LedgerEntry, admitted bool) *request {
 	r := &request{ref: e.Ref, at: e.At, admitted: admitted}
@@ -255,26 +244,8 @@ func (m *model) request(e throttle.LedgerEntry, admitted bool) *request {
 	return r
 }
 
-func indexOf(keys []throttle.Key, k throttle.Key) int {
-	for i, o := range keys {
-		if o == k {
-			return i
-		}
-	}
-	return -1
-}
-
-func indexOfPolicy(keys []throttle.Key, policy string) int {
-	for i, o := range keys {
-		if o.Policy == policy {
-			return i
-		}
-	}
-	return -1
-}
-
-// lotRow follows one row of a RUC's gate: a refusal or a take starts a lot
-// (its first try), a take sends it, the sync after a take is its answer.
+// lotRow follows one row of a RUC's gate: a refusal or a take starts a lot,
+// a take sends it, the sync after a take is its answer.
 func (m *model) lotRow(e throttle.LedgerEntry, rucs map[throttle.Key]*ruc) {
 	u := rucs[e.Key]
 	if u == nil {
@@ -310,8 +281,7 @@ func (m *model) lotRow(e throttle.LedgerEntry, rucs map[throttle.Key]*ruc) {
 	}
 }
 
-// finishLots gives each lot with no answer in the period the longest
-// flight seen on its RUC (on any RUC when its own has none).
+// finishLots gives each unanswered lot its RUC's longest flight (else any RUC's).
 func (m *model) finishLots() {
 	var longest time.Duration
 	for _, u := range m.rucs {

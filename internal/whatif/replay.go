@@ -2,7 +2,6 @@ package whatif
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,8 +14,7 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// pass is one replay of a model: the engine's Limiter over a store in
-// memory whose clock is set to each event's instant.
+// pass is one replay of a model: the engine's Limiter over a memStore.
 type pass struct {
 	ctx   context.Context
 	cfg   Config
@@ -25,25 +23,22 @@ type pass struct {
 	best  bool // unobserved requests cost nothing (else they keep their hold)
 	store *memStore
 	lim   *throttle.Limiter
-	lots  lotQueue
+	lots  []timed // the lots' steps, in order
 	seq   int
-	// hours counts per policy and hour; lowest is per policy the lowest
-	// balance seen and its bucket's capacity.
+	// Per policy: the hours' counts, the lowest balance with its capacity,
+	// the first refusal.
 	hours  map[string]map[time.Time]*Hour
 	lowest map[string][2]int64
-	first  map[string]time.Time // the first refusal
+	first  map[string]time.Time
 }
 
 // replay runs one pass over m.
 func replay(ctx context.Context, cfg Config, res *resolver, m *model, best bool) (*pass, error) {
 	p := &pass{ctx: ctx, cfg: cfg, res: res, m: m, best: best,
-		store: &memStore{buckets: make(map[throttle.Key]throttle.Bucket), start: make(map[throttle.Key]throttle.Bucket, len(m.start)),
+		store: &memStore{buckets: make(map[throttle.Key]throttle.Bucket), start: maps.Clone(m.start),
 			credited: make(map[throttle.CreditRef]bool)},
 		hours: make(map[string]map[time.Time]*Hour), lowest: make(map[string][2]int64),
 		first: make(map[string]time.Time)}
-	for k, b := range m.start {
-		p.store.start[k] = b
-	}
 	var err error
 	p.lim, err = throttle.NewLimiter(p.store, res, throttle.Config{
 		Clock: p.store.clock, Ledger: throttle.LedgerNoTakes, SkipRefusalRows: true,
@@ -60,12 +55,13 @@ func replay(ctx context.Context, cfg Config, res *resolver, m *model, best bool)
 			p.push(u.lots[0].Arrived, u, nil)
 		}
 	}
-	for i := 0; i < len(m.events) || p.lots.Len() > 0; {
+	for i := 0; i < len(m.events) || len(p.lots) > 0; {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if p.lots.Len() > 0 && (i == len(m.events) || p.lots[0].at.Before(m.events[i].at)) {
-			t := heap.Pop(&p.lots).(timed)
+		if len(p.lots) > 0 && (i == len(m.events) || p.lots[0].at.Before(m.events[i].at)) {
+			t := p.lots[0]
+			p.lots = p.lots[1:]
 			p.store.now = t.at
 			err = p.lot(t)
 		} else {
@@ -97,8 +93,7 @@ func (p *pass) event(ev *event) error {
 		}
 		delta := ev.delta
 		if !r.settled[ev.i] {
-			// The first settle gives back what the hold had left, less what
-			// the what-if's smaller hold never took.
+			// The first settle also keeps what the smaller hold never took.
 			delta -= r.cut[ev.i]
 			r.settled[ev.i] = true
 		}
@@ -119,9 +114,8 @@ func (p *pass) event(ev *event) error {
 	}
 }
 
-// take replays a request's take: what it held of each bucket, capped at
-// the what-if's capacity for a DICT policy (Catalog.Hold's rule), admitted
-// on the catalog's admission.
+// take replays a request's take: its holds, capped at the what-if's capacity
+// for a DICT policy (Catalog.Hold's rule), admitted on the catalog's admission.
 func (p *pass) take(r *request) error {
 	charges := make([]throttle.Charge, len(r.keys))
 	r.cut, r.settled = make([]int64, len(r.keys)), make([]bool, len(r.keys))
@@ -148,8 +142,8 @@ func (p *pass) take(r *request) error {
 	}
 	r.now = d.Allowed
 	if d.Allowed && !r.admitted && p.best {
-		// At its best, an outcome never observed costs nothing (a 500):
-		// the DICT's buckets get the whole hold back at once.
+		// At its best an unobserved outcome costs nothing: the DICT's
+		// buckets get the whole hold back.
 		for i, k := range r.keys {
 			if p.res.isDict(k) {
 				if err := p.adjust(k, charges[i].Cost, r.ref); err != nil {
@@ -206,7 +200,7 @@ func (p *pass) count(r *request, d throttle.Decision) {
 	for _, bd := range d.Buckets {
 		h := p.hour(bd.Key.Policy, r.at)
 		h.Requests++
-		if i := indexOf(r.keys, bd.Key); i >= 0 && r.refused[i] != 0 {
+		if i := slices.Index(r.keys, bd.Key); i >= 0 && r.refused[i] != 0 {
 			h.RefusedThen++
 		}
 		if bd.Reason != throttle.ReasonNone {
@@ -255,8 +249,7 @@ func (p *pass) countLot(l *lot) {
 	}
 }
 
-// timed is a lot's next step: the next try of its RUC's head (answer nil)
-// or the answer to a lot sent.
+// timed is a lot's next step: a try of its RUC's head, or an answer.
 type timed struct {
 	at     time.Time
 	seq    int
@@ -264,30 +257,18 @@ type timed struct {
 	answer *lot
 }
 
-// lotQueue orders the lots' steps by time, then as scheduled.
-type lotQueue []timed
-
-func (q lotQueue) Len() int { return len(q) }
-func (q lotQueue) Less(i, j int) bool {
-	return cmp.Or(q[i].at.Compare(q[j].at), cmp.Compare(q[i].seq, q[j].seq)) < 0
-}
-func (q lotQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *lotQueue) Push(x any)   { *q = append(*q, x.(timed)) }
-func (q *lotQueue) Pop() any {
-	old := *q
-	t := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return t
-}
-
+// push schedules a lot's step; p.lots stays ordered by time, then as
+// scheduled (it holds at most one step per RUC).
 func (p *pass) push(at time.Time, u *ruc, answer *lot) {
 	p.seq++
-	heap.Push(&p.lots, timed{at: at, seq: p.seq, ruc: u, answer: answer})
+	t := timed{at: at, seq: p.seq, ruc: u, answer: answer}
+	i, _ := slices.BinarySearchFunc(p.lots, t, func(a, b timed) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.seq, b.seq)) })
+	p.lots = slices.Insert(p.lots, i, t)
 }
 
-// lot runs a lot's step as the SIFEN sender does: a take that holds the
-// RUC while the lot is on the wire (a refusal tries again after its wait),
-// then, a flight later, the answer, from which the interval runs.
+// lot runs a lot's step as the SIFEN sender does: a take holding the RUC
+// while on the wire (a refusal retries after its wait), then, a flight
+// later, the answer.
 func (p *pass) lot(t timed) error {
 	u, now := t.ruc, t.at
 	if l := t.answer; l != nil {
@@ -324,8 +305,8 @@ func (p *pass) lot(t timed) error {
 	return nil
 }
 
-// next schedules the first try of u's next lot at or after at: at once
-// when it was queued behind the lot before it, else when it arrived.
+// next schedules the first try of u's next lot at at, or when it arrived
+// if later and it was not queued.
 func (p *pass) next(u *ruc, at time.Time) {
 	if u.head >= len(u.lots) {
 		return
@@ -337,8 +318,7 @@ func (p *pass) next(u *ruc, at time.Time) {
 }
 
 // answered records l's answer on its RUC's bucket as Sender does: the hold
-// ends and the next lot waits the interval from now (none after a claim
-// that failed); a 0301 blocks the RUC, longer each time in a row.
+// ends, the interval runs (not after a failed claim), a 0301 blocks.
 func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 	pol := p.res.get(u.key)
 	t := throttle.SyncTarget{Key: u.key, Tokens: throttle.MaxTokens, Cooldown: pol.now.MinInterval, Hold: l.held, Ref: l.answer}
@@ -355,7 +335,7 @@ func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 }
 
 // fill writes the pass's counts into rep; best is the pass at the best
-// outcome of the unobserved requests (p itself when there was none).
+// unobserved outcomes (or p).
 func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 	names := slices.Collect(maps.Keys(p.hours))
 	for _, c := range chosen {
@@ -363,18 +343,13 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 			names = append(names, c)
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		ca, cb := slices.Index(chosen, a), slices.Index(chosen, b)
-		switch {
-		case ca >= 0 && cb >= 0:
-			return cmp.Compare(ca, cb)
-		case ca >= 0:
-			return -1
-		case cb >= 0:
-			return 1
+	rank := func(name string) int { // the chosen first, in their order
+		if i := slices.Index(chosen, name); i >= 0 {
+			return i
 		}
-		return cmp.Compare(a, b)
-	})
+		return len(chosen)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 	for _, name := range names {
 		pr := PolicyReport{Policy: name, Chosen: slices.Contains(chosen, name)}
 		if k, ok := p.m.first[name]; ok {
@@ -402,8 +377,7 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 			rep.Requests++
 		}
 	}
-	// The lots are as the last pass left them: a SIFEN key is charged by
-	// nothing a DICT outcome changes, so both passes send them alike.
+	// The lots are as the last pass left them: both passes send them alike.
 	for _, u := range p.m.rucs {
 		r := RUC{Key: u.key, Lots: len(u.lots)}
 		for _, l := range u.lots {
@@ -412,27 +386,15 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 			if r.First.IsZero() {
 				r.First = l.Arrived
 			}
-			r.RecordedEnd = later(r.RecordedEnd, l.Answered, l.Sent)
-			r.ReplayEnd = later(r.ReplayEnd, l.ReplayAnswered, l.ReplaySent)
+			r.RecordedEnd = slices.MaxFunc([]time.Time{r.RecordedEnd, l.Answered, l.Sent}, time.Time.Compare)
+			r.ReplayEnd = slices.MaxFunc([]time.Time{r.ReplayEnd, l.ReplayAnswered, l.ReplaySent}, time.Time.Compare)
 		}
 		rep.RUCs = append(rep.RUCs, r)
 	}
 }
 
-func later(ts ...time.Time) time.Time {
-	var out time.Time
-	for _, t := range ts {
-		if t.After(out) {
-			out = t
-		}
-	}
-	return out
-}
-
-// memStore is a throttle.Store in memory for one replay: one goroutine,
-// no ledger (a replay reads decisions, not rows), the credits applied kept
-// so that each stays once per reference. A bucket the period found part
-// empty is loaded from start the first time it is asked for.
+// memStore is a throttle.Store in memory for one replay, one goroutine: no
+// ledger but the credits applied, a part-empty bucket loaded from start.
 type memStore struct {
 	now      time.Time
 	buckets  map[throttle.Key]throttle.Bucket

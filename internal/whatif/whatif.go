@@ -1,19 +1,17 @@
 // Package whatif replays a period of the ledger under other numbers: another
-// DICT category, another capacity or refill, another SIFEN interval
-// (docs/decisions/0150-what-if-from-the-ledger.md). The replay decides
-// with the engine itself — a throttle.Limiter over a store in memory, on a
-// clock set to each recorded instant — so that replaying under the settings
-// in force reproduces every recorded decision by construction, and another
-// scenario differs from it only by the numbers changed.
+// DICT category, capacity, refill or SIFEN interval
+// (docs/decisions/0150-what-if-from-the-ledger.md). The replay decides with
+// the engine itself, a throttle.Limiter over a store in memory on a clock set
+// to each recorded instant, so that the settings in force reproduce every
+// recorded decision and another scenario differs only by the numbers changed.
 //
-// What a replay reads from the ledger: every admitted request is its take
-// rows (one per bucket, one transaction, the same reference); its outcome is
-// its settle rows (a refund or penalty with that reference) and a later
-// credit (a payment); a refused request is its refusal rows. A SIFEN lot is
-// its RUC's take, and its answer the sync that follows it on that RUC.
+// An admitted request is its take rows (one per bucket, one reference), its
+// outcome its settle rows and a later credit; a refused request is its
+// refusal rows. A SIFEN lot is its RUC's take, its answer the next sync.
 package whatif
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,39 +24,34 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// ErrInvalid wraps every error about the question asked (a bad scenario, a
-// policy the ledger cannot replay): nothing was replayed.
+// ErrInvalid wraps every error about the question asked: nothing was replayed.
 var ErrInvalid = errors.New("whatif")
 
 // Scenario is the other numbers. The zero Scenario is the settings in
 // force: its replay reproduces the recorded decisions.
 type Scenario struct {
-	// Category, when set (A..H), sizes the DICT's categorised policies
-	// (ENTRIES_READ_PARTICIPANT_ANTISCAN, ENTRIES_STATISTICS_READ) as the
-	// DICT sizes that participant category.
+	// Category, when set (A..H), sizes the DICT's categorised policies as
+	// the DICT sizes that participant category.
 	Category string
 	// Capacity, RefillTokens and RefillPeriod, when > 0, replace those of
 	// every chosen policy's buckets.
 	Capacity, RefillTokens int64
 	RefillPeriod           time.Duration
-	// Interval, when > 0, is SIFEN's least time between the answer to a
-	// lot of a RUC and its next lot.
+	// Interval, when > 0, is SIFEN's least time from a RUC's answer to its next lot.
 	Interval time.Duration
 }
 
 // Query is what to replay.
 type Query struct {
-	// Policies are the chosen policies. A DICT lookup charges three
-	// (the payer's two anti-scan policies and the participant's): choosing
-	// one of them replays the three, since one refusal spares the others.
+	// Policies are the chosen policies; choosing one of a DICT lookup's
+	// three replays the three (one refusal spares the others).
 	Policies []string
 	// From and To bound the period: ledger rows with From <= At < To.
 	From, To time.Time
 	Scenario Scenario
 }
 
-// Source reads the ledger, newest first (inspect.Store, inspect.Reader and
-// sqlstore.Store have this method).
+// Source reads the ledger, newest first (inspect.Store, inspect.Reader).
 type Source interface {
 	Ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error)
 }
@@ -66,17 +59,14 @@ type Source interface {
 // Config is what a replay reads and the settings in force.
 type Config struct {
 	Source Source
-	// Limiter is the engine's: it resolves each key under the settings in
-	// force and says how its takes are in the ledger.
+	// Limiter is the engine's: the settings in force and the ledger's
+	// granularity. Dict, when set, is the DICT's catalog. Sifen is the
+	// sender's configuration in force (zero fields: its defaults).
 	Limiter *throttle.Limiter
-	// Dict, when set, is the DICT's catalog: what its policies' requests
-	// need to be admitted, hold and get back, and the categories.
-	Dict *dict.Catalog
-	// Sifen is the SIFEN sender's configuration in force (InFlightFor, the
-	// block after 0301); zero fields are the sender's defaults.
-	Sifen sifen.SenderConfig
+	Dict    *dict.Catalog
+	Sifen   sifen.SenderConfig
 	// OnDecision, when set, is told each request's replayed decision, in
-	// order (SIFEN lots are in Report.Lots).
+	// order (not the SIFEN lots).
 	OnDecision func(Decision)
 }
 
@@ -85,8 +75,7 @@ type Decision struct {
 	Ref  string
 	At   time.Time
 	Keys []throttle.Key
-	// Recorded is whether the recorded run admitted it (and so whether
-	// its outcome was observed).
+	// Recorded is whether the recorded run admitted it (its outcome observed).
 	Recorded bool
 	Replayed throttle.Decision
 }
@@ -105,10 +94,9 @@ type Report struct {
 	// per RUC.
 	Lots []Lot
 	RUCs []RUC
-	// Syncs are rows that lowered a mirror to the remote side's state (a
-	// DICT 429, a reconciliation): not replayed. Orphans are settle rows
-	// whose take is before the period. PartEmpty counts the buckets the
-	// period found neither full nor idle (see the decision record).
+	// Syncs count the rows not replayed that lowered a mirror to the remote
+	// state, Orphans the settle rows whose take is before the period,
+	// PartEmpty the buckets the period found neither full nor idle.
 	Syncs, Orphans, PartEmpty int64
 }
 
@@ -116,32 +104,27 @@ type Report struct {
 type PolicyReport struct {
 	Policy string
 	Chosen bool
-	// Recorded and Replayed are the policy of its first key as recorded
-	// and as replayed.
+	// Recorded and Replayed are its first key's policy in each run.
 	Recorded, Replayed throttle.Policy
 	// Total sums the period; Hours are the hours in which some request was
 	// refused, in either run, or a lot went at another time.
 	Total Hour
 	Hours []Hour
-	// Lowest is the lowest balance any of its buckets reached in the
-	// replay, and Capacity that bucket's capacity; FirstRefused is the
-	// replay's first refusal by one of its buckets.
+	// Lowest is the lowest balance its buckets reached in the replay and
+	// Capacity that bucket's; FirstRefused is the replay's first refusal.
 	Lowest, Capacity int64
 	FirstRefused     time.Time
-	// BestRefused is Total.RefusedNow when the unobserved requests the
-	// replay admits cost nothing (the DICT's 500); Total.RefusedNow counts
-	// them at their worst (they keep their hold: a 404).
+	// BestRefused is Total.RefusedNow with the unobserved requests the replay
+	// admits costing nothing (a 500) instead of keeping their hold (a 404).
 	BestRefused int64
 }
 
-// Participant reports whether p is the DICT participant's anti-scan
-// policy, whose allowance the report judges (Sufficed).
+// Participant reports whether p is the DICT participant's anti-scan policy.
 func (p PolicyReport) Participant() bool {
 	return p.Policy == dict.PolicyEntriesReadParticipantAntiscan
 }
 
-// Sufficed reports whether the policy's allowance would have admitted
-// every request the replay made of it.
+// Sufficed reports whether the replay refused none of the policy's requests.
 func (p PolicyReport) Sufficed() bool { return p.Total.RefusedNow == 0 }
 
 // Hour is one hour of a policy (or the period's total). For requests:
@@ -173,20 +156,18 @@ func (h *Hour) add(o Hour) {
 
 func (h Hour) eventful() bool { return h.RefusedThen+h.RefusedNow+h.Worse+h.Better > 0 }
 
-// Lot is one SIFEN lot: when it was first tried (Arrived), sent and
-// answered in the recorded run (zero when it was not), and in the replay.
+// Lot is one SIFEN lot: its first try, and when it was sent and answered
+// in each run (zero: it was not).
 type Lot struct {
 	Key                        throttle.Key
 	Ref                        string
 	Arrived, Sent, Answered    time.Time
 	ReplaySent, ReplayAnswered time.Time
-	// Assumed is set when the lot was never answered in the recorded run:
-	// the replay gives it the longest flight seen on its RUC.
+	// Assumed: unanswered in the recorded run, it flies the RUC's longest.
 	Assumed bool
 }
 
-// RUC sums one RUC's lots: the recorded and replayed last answer (the
-// batch's end; the last send when no answer came).
+// RUC sums one RUC's lots: each run's last answer (or send).
 type RUC struct {
 	Key                    throttle.Key
 	Lots                   int
@@ -195,36 +176,33 @@ type RUC struct {
 }
 
 // Run replays q under cfg. Errors wrap ErrInvalid for a question that
-// cannot be answered (nothing replayed): a bad scenario, no policy, a
-// policy whose takes the ledger does not hold one by one (aggregated per
-// minute, or none); otherwise they are the source's.
+// cannot be answered (a bad scenario, no policy, a policy whose takes the
+// ledger does not hold one by one); otherwise they are the source's.
 func Run(ctx context.Context, cfg Config, q Query) (*Report, error) {
 	if err := q.validate(cfg); err != nil {
 		return nil, err
 	}
-	policies := withCompanions(q.Policies, cfg.Dict)
-	rows, err := read(ctx, cfg.Source, policies, q.From, q.To)
+	names := withCompanions(q.Policies, cfg.Dict)
+	rows, err := read(ctx, cfg.Source, names, q.From, q.To)
 	if err != nil {
 		return nil, err
 	}
-	res := newResolver(cfg, q)
+	res := &resolver{cfg: cfg, sc: q.Scenario, chosen: q.Policies, cache: make(map[throttle.Key]policies), admit: make(map[string]int64)}
 	m, err := parse(rows, res, cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range policies {
+	for _, name := range names {
 		// A policy with no row in the period is checked on its newest.
 		if _, ok := m.first[name]; ok {
 			continue
 		}
 		newest, err := cfg.Source.Ledger(ctx, inspect.LedgerQuery{Policy: name, Limit: 1})
+		if err == nil && len(newest) > 0 {
+			err = checkPolicy(newest[0].Key, res)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if len(newest) > 0 {
-			if err := checkPolicy(newest[0].Key, res); err != nil {
-				return nil, err
-			}
 		}
 	}
 	rep := &Report{Query: q, Rows: int64(len(rows)), Unobserved: m.unobserved,
@@ -235,8 +213,7 @@ func Run(ctx context.Context, cfg Config, q Query) (*Report, error) {
 	}
 	best := worst
 	if m.unobservedDict {
-		// The outcome of a request the recorded run refused is unknown:
-		// run again with each such request costing nothing.
+		// Run again with each unobserved outcome costing nothing.
 		c := cfg
 		c.OnDecision = nil
 		if best, err = replay(ctx, c, res, m, true); err != nil {
@@ -270,9 +247,8 @@ func (q Query) validate(cfg Config) error {
 	return nil
 }
 
-// withCompanions adds to policies the DICT policies one of them is charged
-// with (a getEntry charges the payer's anti-scan policy and the
-// participant's: a what-if on one changes which requests reach the other).
+// withCompanions adds to policies the DICT policies charged by the same
+// operations (a what-if on one changes which requests reach the others).
 func withCompanions(policies []string, cat *dict.Catalog) []string {
 	out := slices.Clone(policies)
 	if cat == nil {
@@ -297,9 +273,8 @@ func withCompanions(policies []string, cat *dict.Catalog) []string {
 // pageSize is how many ledger rows one read asks for (a Source may cap it).
 const pageSize = 10_000
 
-// read returns the ledger rows of policies with from <= At < to, in the
-// order they happened: by time, then by ID (one transaction's rows share
-// an instant).
+// read returns the ledger rows of policies with from <= At < to, by time,
+// then by ID.
 func read(ctx context.Context, src Source, policies []string, from, to time.Time) ([]throttle.LedgerEntry, error) {
 	var rows []throttle.LedgerEntry
 	for _, p := range policies {
@@ -320,36 +295,23 @@ func read(ctx context.Context, src Source, policies []string, from, to time.Time
 			before = inspect.NextLedgerCursor(page)
 		}
 	}
-	slices.SortFunc(rows, func(a, b throttle.LedgerEntry) int {
-		if c := a.At.Compare(b.At); c != 0 {
-			return c
-		}
-		return int(min(max(a.ID-b.ID, -1), 1))
-	})
+	slices.SortFunc(rows, func(a, b throttle.LedgerEntry) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ID, b.ID)) })
 	return rows, nil
 }
 
-// resolver gives each key's policy as recorded (the settings in force) and
-// under the scenario; it is the replay limiter's throttle.Resolver.
+// resolver gives each key's policy as recorded and under the scenario: the
+// replay limiter's throttle.Resolver.
 type resolver struct {
 	cfg    Config
 	sc     Scenario
 	chosen []string
 	cache  map[throttle.Key]policies
-	// admit is, per policy, what a DICT policy's bucket must hold to admit
-	// a request (Catalog.Admission); absent for a policy not in the DICT's
-	// catalog.
-	admit map[string]int64
+	admit  map[string]int64 // per policy, see admission
 }
 
 type policies struct {
 	then, now throttle.Policy
 	err       error
-}
-
-func newResolver(cfg Config, q Query) *resolver {
-	return &resolver{cfg: cfg, sc: q.Scenario, chosen: q.Policies, cache: make(map[throttle.Key]policies),
-		admit: make(map[string]int64)}
 }
 
 // Resolve implements throttle.Resolver: the scenario's policy.
@@ -415,9 +377,8 @@ func (r *resolver) isDict(k throttle.Key) bool {
 	return ok
 }
 
-// admission is what a bucket of a DICT policy must hold to admit a
-// request (Catalog.Admission: the DICT admits while the balance is
-// positive, 1); ok is false for a policy not in the DICT's catalog.
+// admission is what a DICT policy's bucket must hold to admit a request
+// (Catalog.Admission); ok is false for a policy not in the catalog.
 func (r *resolver) admission(k throttle.Key) (n int64, ok bool) {
 	if n, ok := r.admit[k.Policy]; ok {
 		return n, n > 0
@@ -432,8 +393,7 @@ func (r *resolver) admission(k throttle.Key) (n int64, ok bool) {
 }
 
 // hold is what a request the recorded run refused would have held of k:
-// the catalog's worst case for a DICT policy (20 from a payer, 3 from the
-// participant), else 1.
+// the catalog's worst case for a DICT policy, else 1.
 func (r *resolver) hold(k throttle.Key) int64 {
 	if r.isDict(k) {
 		if n, err := r.cfg.Dict.Hold(k); err == nil {

@@ -1,9 +1,9 @@
 // Package auditsql keeps the operators' audit trail (package audit) in
-// balde's SQL database, table balde_audit (migration 0007), on SQLite and
-// PostgreSQL with the same literal SQL.
+// table balde_audit, on SQLite and PostgreSQL with the same literal SQL.
 package auditsql
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -20,23 +20,18 @@ type Store struct {
 	db   *sqlx.DB
 	read *sqlx.DB
 	now  func() time.Time
-	// Retry, when set, runs each statement and runs it again after a
-	// transient failure of the database (sqlstore.Store.Retry). An insert
-	// repeated after an answer lost in a dropped connection may record an
-	// entry twice: a trail with a duplicate beats one with a gap. Nil runs
-	// each statement once.
+	// Retry, when set, runs each statement again after a transient failure
+	// (sqlstore.Store.Retry): an insert whose answer was lost may record an
+	// entry twice, as a trail with a duplicate beats one with a gap.
 	Retry func(ctx context.Context, op string, fn func() error) error
 }
 
 var _ audit.Store = (*Store)(nil)
 
-// New returns a Store over the store's write and read handles
-// (sqlstore.Store.DB and ReadDB; read nil: db) stamping entries with now
-// (nil: time.Now); the database must be migrated.
+// New returns a Store over the migrated database's write and read handles
+// (read nil: db) stamping entries with now (nil: time.Now).
 func New(db, read *sqlx.DB, now func() time.Time) *Store {
-	if read == nil {
-		read = db
-	}
+	read = cmp.Or(read, db)
 	if now == nil {
 		now = time.Now
 	}
@@ -65,14 +60,8 @@ func (s *Store) Record(ctx context.Context, e audit.Entry) (audit.Entry, error) 
 	e.Target, e.Outcome = audit.Clip(e.Target), audit.Clip(e.Outcome)
 	err := s.run(ctx, func() error {
 		return s.db.GetContext(ctx, &e.ID, s.db.Rebind(`
-			INSERT INTO balde_audit (
-				at,
-				user_name,
-				action,
-				target,
-				reason,
-				outcome
-			) VALUES (?, ?, ?, ?, ?, ?)
+			INSERT INTO balde_audit (at, user_name, action, target, reason, outcome)
+			VALUES (?, ?, ?, ?, ?, ?)
 			RETURNING id`),
 			e.At.UnixNano(), e.User, string(e.Action), e.Target, e.Reason, e.Outcome)
 	})
@@ -101,14 +90,7 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 		where, args = append(where, "id < ?"), append(args, q.Before)
 	}
 	query := `
-		SELECT
-			id,
-			at,
-			user_name,
-			action,
-			target,
-			reason,
-			outcome
+		SELECT id, at, user_name, action, target, reason, outcome
 		FROM balde_audit`
 	if len(where) > 0 {
 		query += "\n\t\tWHERE " + strings.Join(where, " AND ")
@@ -138,13 +120,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, 
 	err := s.run(ctx, func() error {
 		res, err := s.db.ExecContext(ctx, s.db.Rebind(`
 			DELETE FROM balde_audit
-			WHERE id IN (
-				SELECT id
-				FROM balde_audit
-				WHERE at < ?
-				ORDER BY at
-				LIMIT ?
-			)`), before.UnixNano(), limit)
+			WHERE id IN (SELECT id FROM balde_audit WHERE at < ? ORDER BY at LIMIT ?)`), before.UnixNano(), limit)
 		if err != nil {
 			return err
 		}
@@ -165,8 +141,7 @@ func (s *Store) run(ctx context.Context, fn func() error) error {
 	return s.Retry(ctx, "audit", fn)
 }
 
-// storeError marks a database error as throttle.ErrStoreUnavailable, the
-// engine's word for a store that could not answer.
+// storeError marks a database error as throttle.ErrStoreUnavailable.
 func storeError(err error) error {
 	return fmt.Errorf("%w: %w", throttle.ErrStoreUnavailable, err)
 }

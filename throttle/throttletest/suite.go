@@ -548,7 +548,9 @@ func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
 	e := NewEnv(t, open, one(p), throttle.Config{})
-	take := func() throttle.Decision { return e.take("lot", throttle.Charge{Key: keyA, Cost: 1, HoldFor: time.Minute}) }
+	take := func() throttle.Decision {
+		return e.take("lot", throttle.Charge{Key: keyA, Cost: 1, HoldFor: time.Minute})
+	}
 	d := take()
 	require.True(t, d.Allowed)
 	held := d.Buckets[0].HeldUntil
@@ -962,7 +964,9 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	}
 	e := NewEnv(t, open, ps, throttle.Config{})
 	refusals := inspect.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
-	take := func(k throttle.Key, ref string) throttle.Decision { return e.take(ref, throttle.Charge{Key: k, Cost: 1}) }
+	take := func(k throttle.Key, ref string) throttle.Decision {
+		return e.take(ref, throttle.Charge{Key: k, Cost: 1})
+	}
 	rowsOf := func(k throttle.Key) []throttle.LedgerEntry {
 		return e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	}

@@ -88,11 +88,7 @@ func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg thrott
 // (throttle.Policies) and the default Config.
 func NewMemEnv(t *testing.T, policies ...throttle.Policy) *Env {
 	t.Helper()
-	byName := throttle.Policies{}
-	for _, p := range policies {
-		byName[p.Name] = p
-	}
-	return NewEnv(t, func(_ *testing.T, now throttle.Clock) FullStore { return NewMemStore(now) }, byName, throttle.Config{})
+	return env(t, func(_ *testing.T, now throttle.Clock) FullStore { return NewMemStore(now) }, policies...)
 }
 
 // Take charges cost on key and fails the test on error.
@@ -226,7 +222,20 @@ func pf(mode throttle.RefillMode) throttle.Policy {
 	return throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 2, RefillPeriod: time.Minute, Refill: mode}
 }
 
-func one(p throttle.Policy) throttle.Policies { return throttle.Policies{p.Name: p} }
+// named resolves ps by name.
+func named(ps ...throttle.Policy) throttle.Policies {
+	byName := throttle.Policies{}
+	for _, p := range ps {
+		byName[p.Name] = p
+	}
+	return byName
+}
+
+// env is NewEnv over ps with the default Config.
+func env(t *testing.T, open OpenStore, ps ...throttle.Policy) *Env {
+	t.Helper()
+	return NewEnv(t, open, named(ps...), throttle.Config{})
+}
 
 func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
 	// The DICT manual's example: a PF payer with 5 tokens whose lookup
@@ -239,7 +248,7 @@ func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
 	}{{throttle.RefillContinuous, 0}, {throttle.RefillStepwise, -1}}
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
-			e := NewEnv(t, open, one(pf(tt.mode)), throttle.Config{})
+			e := env(t, open, pf(tt.mode))
 			e.Run(keyA, []Step{
 				{Cost: 95, WantAllowed: true, WantRemaining: 5},
 				{Cost: 1, WantAllowed: true, WantRemaining: 4}, // the lookup is reserved
@@ -262,7 +271,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	// tokens, a 404 -> -15, positive again after 8 minutes at 2/min.
 	hold := func(e *Env) throttle.Decision { return e.take("E2E", throttle.Charge{Key: keyA, Cost: 20, Admit: 1}) }
 	t.Run("404KeepsTheHold", func(t *testing.T) {
-		e := NewEnv(t, open, one(pf(throttle.RefillContinuous)), throttle.Config{})
+		e := env(t, open, pf(throttle.RefillContinuous))
 		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		d := hold(e)
 		require.True(t, d.Allowed)
@@ -276,7 +285,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 		require.True(t, hold(e).Allowed)
 	})
 	t.Run("200RefundsTheDifference", func(t *testing.T) {
-		e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+		e := env(t, open, pf(throttle.RefillStepwise))
 		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		require.Equal(t, int64(-15), hold(e).Remaining)
 		require.Equal(t, int64(4), e.adjust(throttle.Adjustment{Key: keyA, Delta: 19, Reason: throttle.LedgerRefund, Ref: "E2E"})[0].Balance)
@@ -284,7 +293,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	t.Run("InFlightNeverOverdraw", func(t *testing.T) {
 		// Five lookups in flight take 100 and the sixth is refused: however
 		// their answers come, the DICT's bucket cannot go below the mirror's.
-		e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+		e := env(t, open, pf(throttle.RefillStepwise))
 		for i := range 5 {
 			require.True(t, hold(e).Allowed, "lookup %d", i)
 		}
@@ -318,7 +327,7 @@ func testRefillModes(t *testing.T, open OpenStore) {
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			p.Refill = tt.mode
-			e := NewEnv(t, open, one(p), throttle.Config{})
+			e := env(t, open, p)
 			e.Run(keyA, tt.steps)
 		})
 	}
@@ -329,8 +338,8 @@ func testCarryIsNeverLost(t *testing.T, open OpenStore) {
 	// A thousand takes one millisecond apart must leave the same balance as
 	// the same thousand tokens taken at once a second later.
 	p := throttle.Policy{Name: "P", Capacity: 5000, RefillTokens: 7, RefillPeriod: 3 * time.Second}
-	slow := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
-	fast := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
+	slow := NewEnv(t, open, named(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
+	fast := NewEnv(t, open, named(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
 	for _, e := range []*Env{slow, fast} {
 		require.True(t, e.Take(keyA, 3000).Allowed)
 	}
@@ -348,8 +357,7 @@ func testCarryIsNeverLost(t *testing.T, open OpenStore) {
 }
 
 func testBackwardsClock(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second})
 	e.Run(keyA, []Step{
 		{Cost: 10, WantAllowed: true, WantRemaining: 0},
 		// The clock steps back 10 s: no token appears, and the wait is
@@ -361,7 +369,7 @@ func testBackwardsClock(t *testing.T, open OpenStore) {
 }
 
 func testCredits(t *testing.T, open OpenStore) {
-	e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+	e := env(t, open, pf(throttle.RefillStepwise))
 	require.True(t, e.Take(keyA, 1).Allowed)
 	credit := func(ref string, n int64) throttle.Adjusted {
 		return e.adjust(throttle.Adjustment{Key: keyA, Delta: n, Reason: throttle.LedgerCredit, Ref: ref})[0]
@@ -383,11 +391,8 @@ func testCredits(t *testing.T, open OpenStore) {
 }
 
 func testMultiKey(t *testing.T, open OpenStore) {
-	ps := throttle.Policies{
-		"P": {Name: "P", Capacity: 5, RefillTokens: 1, RefillPeriod: time.Hour},
-		"Q": {Name: "Q", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour},
-	}
-	e := NewEnv(t, open, ps, throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 5, RefillTokens: 1, RefillPeriod: time.Hour},
+		throttle.Policy{Name: "Q", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour})
 	both := []throttle.Charge{{Key: keyA, Cost: 1}, {Key: keyB, Cost: 1}}
 	d := e.take("r1", both...)
 	require.True(t, d.Allowed)
@@ -405,8 +410,7 @@ func testMultiKey(t *testing.T, open OpenStore) {
 }
 
 func testCooldown(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 99},
 		{Advance: 3 * time.Second, Cost: 1, WantReason: throttle.ReasonCooldown, WantRemaining: 99, WantRetry: 7 * time.Second},
@@ -419,8 +423,7 @@ func testCooldown(t *testing.T, open OpenStore) {
 }
 
 func testBlock(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 1},
 		{Cost: 1, WantAllowed: true, WantRemaining: 0},
@@ -433,8 +436,7 @@ func testBlock(t *testing.T, open OpenStore) {
 }
 
 func testRolling(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 2},
 		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
@@ -448,8 +450,7 @@ func testRolling(t *testing.T, open OpenStore) {
 }
 
 func testSeverity(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute})
 	require.True(t, e.Take(keyA, 5).Allowed) // 50 %: still Healthy
 	require.Empty(t, e.Notes.Changes)
 	require.True(t, e.Take(keyA, 1).Allowed) // 40 %
@@ -473,7 +474,7 @@ func testSeverity(t *testing.T, open OpenStore) {
 }
 
 func testSync(t *testing.T, open OpenStore) {
-	e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+	e := env(t, open, pf(throttle.RefillStepwise))
 	// The remote side says 30 tokens: lowered; 50 is more than the mirror
 	// has: never raised.
 	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: -70, Balance: 30}, e.sync(throttle.SyncTarget{Key: keyA, Tokens: 30, Ref: "reconcile"})[0])
@@ -494,7 +495,7 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	q := pf(throttle.RefillStepwise)
 	q.Name = "Q"
-	e := NewEnv(t, open, throttle.Policies{"P": pf(throttle.RefillStepwise), "Q": q}, throttle.Config{})
+	e := env(t, open, pf(throttle.RefillStepwise), q)
 	e.Take(keyA, 20)
 	e.Take(keyB, 3)
 	out, err := e.Limiter.AdjustAndSync(ctx,
@@ -521,8 +522,7 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 }
 
 func testReset(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: time.Minute, BlockFor: time.Hour}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: time.Minute, BlockFor: time.Hour})
 	e.Take(keyA, 2)
 	require.Equal(t, throttle.ReasonBlocked, e.Take(keyA, 1).Reason)
 
@@ -546,8 +546,7 @@ func testReset(t *testing.T, open OpenStore) {
 // end at most; the Sync of its answer ends the hold and starts the interval.
 func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second})
 	take := func() throttle.Decision {
 		return e.take("lot", throttle.Charge{Key: keyA, Cost: 1, HoldFor: time.Minute})
 	}
@@ -604,8 +603,7 @@ func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 // the limit; the level starts again after Memory without a block; a reset
 // lifts the block but keeps the level (the remote side's history).
 func testEscalatingBlock(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second})
 	block := func() throttle.Adjusted {
 		return e.sync(throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, BlockFor: 10 * time.Minute,
 			Escalate: true, BlockMax: 25 * time.Minute, Memory: time.Hour, Ref: "0301"})[0]
@@ -632,7 +630,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 	for _, mode := range []throttle.RefillMode{throttle.RefillContinuous, throttle.RefillStepwise} {
 		t.Run(mode.String(), func(t *testing.T) {
 			p := throttle.Policy{Name: "P", Capacity: 20, RefillTokens: 7, RefillPeriod: 3 * time.Second, Refill: mode}
-			e := NewEnv(t, open, one(p), throttle.Config{})
+			e := env(t, open, p)
 			// A mixed history: takes, refusals, penalties, credits, a reset.
 			for i := range 200 {
 				e.Clock.Advance(time.Duration(i%7) * 37 * time.Millisecond)
@@ -667,7 +665,7 @@ func oldestWrittenFirst(es []throttle.LedgerEntry) {
 
 func testLedgerAggregate(t *testing.T, open OpenStore) {
 	p := throttle.Policy{Name: "P", Capacity: 1000, RefillTokens: 1, RefillPeriod: time.Hour}
-	e := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerAggregateTakes})
+	e := NewEnv(t, open, named(p), throttle.Config{Ledger: throttle.LedgerAggregateTakes})
 	for range 10 {
 		e.Clock.Advance(time.Second)
 		e.Take(keyA, 2)
@@ -695,7 +693,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	sms := throttle.Policy{Name: "SMS", Capacity: 1000, RefillTokens: 10, RefillPeriod: time.Second, Ledger: throttle.LedgerAggregateTakes}
 	dict := pf(throttle.RefillStepwise) // Ledger left at LedgerDefault
 	quiet := throttle.Policy{Name: "QUIET", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Hour, Ledger: throttle.LedgerNoTakes}
-	e := NewEnv(t, open, throttle.Policies{"SMS": sms, dict.Name: dict, "QUIET": quiet}, throttle.Config{})
+	e := env(t, open, sms, dict, quiet)
 	keySMS := throttle.Key{Policy: "SMS", Env: "test", Identifier: "account-1"}
 	keyDict := throttle.Key{Policy: dict.Name, Env: "test", Identifier: "12345678901"}
 	keyQuiet := throttle.Key{Policy: "QUIET", Env: "test", Identifier: "q"}
@@ -760,8 +758,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 }
 
 func testLedgerPerBucket(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour})
 	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 	// Two buckets written in turn, sometimes in one request.
 	for i := range 7 {
@@ -788,7 +785,7 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 	for _, g := range []throttle.LedgerGranularity{throttle.LedgerEveryTake, throttle.LedgerAggregateTakes} {
 		t.Run(g.String(), func(t *testing.T) {
 			p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 2, RefillPeriod: time.Minute, Refill: throttle.RefillStepwise}
-			e := NewEnv(t, open, one(p), throttle.Config{Ledger: g})
+			e := NewEnv(t, open, named(p), throttle.Config{Ledger: g})
 			keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 			for i := range 200 {
 				e.Clock.Advance(23 * time.Second)
@@ -871,11 +868,8 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 
 func testList(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	ps := throttle.Policies{
-		"P": {Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
-		"Q": {Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
-	}
-	e := NewEnv(t, open, ps, throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
+		throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour})
 	var want []throttle.Key
 	for _, pol := range []string{"P", "Q"} {
 		for _, env := range []string{"prod", "test"} {
@@ -919,8 +913,8 @@ func testList(t *testing.T, open OpenStore) {
 func testPrune(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
-	pruned := NewEnv(t, open, one(p), throttle.Config{})
-	control := NewEnv(t, open, one(p), throttle.Config{})
+	pruned := env(t, open, p)
+	control := env(t, open, p)
 	keys := []throttle.Key{keyA, {Policy: "P", Env: "test", Identifier: "c"}}
 	play := func(round int) []throttle.Decision {
 		var out []throttle.Decision
@@ -958,10 +952,8 @@ func testPrune(t *testing.T, open OpenStore) {
 // chain of rows stays whole.
 func testPruneRefusals(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	ps := throttle.Policies{
-		"P": {Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour},
-		"Q": {Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second},
-	}
+	ps := named(throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour},
+		throttle.Policy{Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second})
 	e := NewEnv(t, open, ps, throttle.Config{})
 	refusals := inspect.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
 	take := func(k throttle.Key, ref string) throttle.Decision {
@@ -1035,8 +1027,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 
 func testBadInput(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute})
 	tests := []struct {
 		name    string
 		charges []throttle.Charge
@@ -1130,7 +1121,7 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
 	q := throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
-	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	e := env(t, open, p, q)
 	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 	require.True(t, e.Take(keyA, 10).Allowed) // Critical
 	require.True(t, e.Take(keyC, 1).Allowed)  // Healthy

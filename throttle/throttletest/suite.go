@@ -77,10 +77,8 @@ func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg thrott
 	e := &Env{T: t, Clock: throttle.NewManualClock(Epoch), Notes: &Recorder{}}
 	e.Store = open(t, e.Clock.Now)
 	cfg.Clock, cfg.Notifier = e.Clock.Now, e.Notes
-	lim, err := throttle.NewLimiter(e.Store, policies, cfg)
-	require.NoError(t, err)
-	e.Limiter = lim
-	e.Reader = inspect.New(lim, e.Store)
+	e.Limiter = must(throttle.NewLimiter(e.Store, policies, cfg))(t)
+	e.Reader = inspect.New(e.Limiter, e.Store)
 	return e
 }
 
@@ -91,54 +89,57 @@ func NewMemEnv(t *testing.T, policies ...throttle.Policy) *Env {
 	return env(t, func(_ *testing.T, now throttle.Clock) FullStore { return NewMemStore(now) }, policies...)
 }
 
+// must returns v, failing t when err is not nil: must(f())(t).
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		require.NoError(t, err)
+		return v
+	}
+}
+
 // Take charges cost on key and fails the test on error.
 func (e *Env) Take(key throttle.Key, cost int64) throttle.Decision {
 	e.T.Helper()
 	return e.take("", throttle.Charge{Key: key, Cost: cost})
 }
 
+// State reads key's state and fails the test on error.
+func (e *Env) State(key throttle.Key) throttle.BucketState {
+	e.T.Helper()
+	return must(e.Limiter.State(context.Background(), key))(e.T)
+}
+
 // The methods below call the Limiter or the Reader and fail the test on error.
 
 func (e *Env) take(ref string, charges ...throttle.Charge) throttle.Decision {
 	e.T.Helper()
-	d, err := e.Limiter.Take(context.Background(), ref, charges...)
-	require.NoError(e.T, err)
-	return d
+	return must(e.Limiter.Take(context.Background(), ref, charges...))(e.T)
 }
 
 func (e *Env) adjust(adjs ...throttle.Adjustment) []throttle.Adjusted {
 	e.T.Helper()
-	out, err := e.Limiter.Adjust(context.Background(), adjs...)
-	require.NoError(e.T, err)
-	return out
+	return must(e.Limiter.Adjust(context.Background(), adjs...))(e.T)
 }
 
 func (e *Env) sync(targets ...throttle.SyncTarget) []throttle.Adjusted {
 	e.T.Helper()
-	out, err := e.Limiter.Sync(context.Background(), targets...)
-	require.NoError(e.T, err)
-	return out
+	return must(e.Limiter.Sync(context.Background(), targets...))(e.T)
 }
 
 func (e *Env) reset(key throttle.Key, actor string) throttle.BucketState {
 	e.T.Helper()
-	s, err := e.Limiter.Reset(context.Background(), key, actor)
-	require.NoError(e.T, err)
-	return s
+	return must(e.Limiter.Reset(context.Background(), key, actor))(e.T)
 }
 
 func (e *Env) list(f inspect.Filter) []throttle.BucketState {
 	e.T.Helper()
-	page, err := e.Reader.List(context.Background(), f)
-	require.NoError(e.T, err)
-	return page.States
+	return must(e.Reader.List(context.Background(), f))(e.T).States
 }
 
 func (e *Env) ledger(q inspect.LedgerQuery) []throttle.LedgerEntry {
 	e.T.Helper()
-	es, err := e.Reader.Ledger(context.Background(), q)
-	require.NoError(e.T, err)
-	return es
+	return must(e.Reader.Ledger(context.Background(), q))(e.T)
 }
 
 // ledgerPages reads q's pages of q.Limit rows to the last.
@@ -157,24 +158,12 @@ func (e *Env) ledgerPages(q inspect.LedgerQuery) []throttle.LedgerEntry {
 
 func (e *Env) countLedger(q inspect.LedgerQuery) int64 {
 	e.T.Helper()
-	n, err := e.Reader.CountLedger(context.Background(), q)
-	require.NoError(e.T, err)
-	return n
+	return must(e.Reader.CountLedger(context.Background(), q))(e.T)
 }
 
 func (e *Env) window(q inspect.LedgerWindowQuery) inspect.LedgerWindow {
 	e.T.Helper()
-	w, err := e.Reader.LedgerWindow(context.Background(), q)
-	require.NoError(e.T, err)
-	return w
-}
-
-// State reads key's state and fails the test on error.
-func (e *Env) State(key throttle.Key) throttle.BucketState {
-	e.T.Helper()
-	s, err := e.Limiter.State(context.Background(), key)
-	require.NoError(e.T, err)
-	return s
+	return must(e.Reader.LedgerWindow(context.Background(), q))(e.T)
 }
 
 // Recorder is a Notifier that keeps what it was told.
@@ -468,8 +457,7 @@ func testSeverity(t *testing.T, open OpenStore) {
 	require.Equal(t, throttle.SeverityHealthy, s.Severity)
 	require.Equal(t, throttle.SeverityCritical, s.Bucket.Severity)
 
-	counts, err := e.Reader.CountBySeverity(context.Background(), inspect.Filter{})
-	require.NoError(t, err)
+	counts := must(e.Reader.CountBySeverity(context.Background(), inspect.Filter{}))(t)
 	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, counts)
 }
 
@@ -498,13 +486,12 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 	e := env(t, open, pf(throttle.RefillStepwise), q)
 	e.Take(keyA, 20)
 	e.Take(keyB, 3)
-	out, err := e.Limiter.AdjustAndSync(ctx,
+	out := must(e.Limiter.AdjustAndSync(ctx,
 		[]throttle.Adjustment{
 			{Key: keyA, Delta: 20, Reason: throttle.LedgerRefund, Ref: "E2E"},
 			{Key: keyB, Delta: 3, Reason: throttle.LedgerRefund, Ref: "E2E"},
 		},
-		[]throttle.SyncTarget{{Key: keyA, Tokens: 0, BlockFor: time.Minute, Ref: "E2E"}})
-	require.NoError(t, err)
+		[]throttle.SyncTarget{{Key: keyA, Tokens: 0, BlockFor: time.Minute, Ref: "E2E"}}))(t)
 	require.Equal(t, []throttle.Adjusted{
 		{Key: keyA, Applied: 20, Balance: 100},
 		{Key: keyB, Applied: 3, Balance: 100},
@@ -514,7 +501,7 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(100), e.State(keyB).Tokens)
 	require.Equal(t, throttle.ReasonBlocked, e.Take(keyA, 1).Reason)
 
-	_, err = e.Limiter.AdjustAndSync(ctx,
+	_, err := e.Limiter.AdjustAndSync(ctx,
 		[]throttle.Adjustment{{Key: keyB, Delta: -1, Reason: throttle.LedgerPenalty}},
 		[]throttle.SyncTarget{{Key: keyB, BlockFor: -time.Second}})
 	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
@@ -646,8 +633,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 			}
 			entries := e.ledger(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
 			oldestWrittenFirst(entries)
-			b, err := throttle.Replay(p, entries)
-			require.NoError(t, err)
+			b := must(throttle.Replay(p, entries))(t)
 			s := e.State(keyA)
 			b.Refill(p, s.At)
 			require.Equal(t, s.Tokens, b.Tokens)
@@ -726,8 +712,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		require.Equal(t, int64(1), en.Count)
 		require.Equal(t, "E2E", en.Ref)
 	}
-	b, err := throttle.Replay(dict, dictRows)
-	require.NoError(t, err)
+	b := must(throttle.Replay(dict, dictRows))(t)
 	st := e.State(keyDict)
 	b.Refill(dict, st.At)
 	require.Equal(t, st.Tokens, b.Tokens)
@@ -884,8 +869,7 @@ func testList(t *testing.T, open OpenStore) {
 	f := inspect.Filter{Limit: 5}
 	pages := 0
 	for {
-		page, err := e.Reader.List(ctx, f)
-		require.NoError(t, err)
+		page := must(e.Reader.List(ctx, f))(t)
 		pages++
 		for _, s := range page.States {
 			require.Equal(t, int64(9), s.Tokens)
@@ -894,8 +878,7 @@ func testList(t *testing.T, open OpenStore) {
 		if page.Next == "" {
 			break
 		}
-		f.After, err = inspect.DecodeCursor(page.Next)
-		require.NoError(t, err)
+		f.After = must(inspect.DecodeCursor(page.Next))(t)
 	}
 	require.Equal(t, 6, pages)
 	require.ElementsMatch(t, want, got)
@@ -931,14 +914,12 @@ func testPrune(t *testing.T, open OpenStore) {
 		// Both stores answered the same.
 		require.Equal(t, d[:2], d[2:], "round %d", round)
 		if round%5 == 4 {
-			_, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2, BucketBatch: 2})
-			require.NoError(t, err)
+			must(pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2, BucketBatch: 2}))(t)
 		}
 	}
 	// After a long idle time every bucket is full: all rows go.
 	pruned.Clock.Advance(time.Hour)
-	res, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1, BucketBatch: 1})
-	require.NoError(t, err)
+	res := must(pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1, BucketBatch: 1}))(t)
 	require.Equal(t, int64(2), res.Buckets)
 	require.Zero(t, pruned.countLedger(inspect.LedgerQuery{}))
 	require.Empty(t, pruned.list(inspect.Filter{}))
@@ -991,8 +972,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	// A prune whose cutoff lies inside the group removes the group: its
 	// oldest refusal is past the retention.
 	cut := firstFromMemory.Add(time.Second)
-	_, err := e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true})
-	require.NoError(t, err)
+	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true}))(t)
 	require.Zero(t, e.countLedger(refusals), "no refusal of day 0 survives")
 
 	// The chain of keyA is whole: its day-40 take is there and readable.
@@ -1018,8 +998,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	take(keyB, "")
 	e.Clock.Advance(20 * 24 * time.Hour)
 	take(keyA, "E2E-40")
-	_, err = e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true})
-	require.NoError(t, err)
+	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true}))(t)
 	require.Zero(t, e.countLedger(refusals), "a 40-day-old refusal row does not survive a 30-day prune")
 	require.Len(t, rowsOf(keyB), 1)
 	require.Len(t, rowsOf(keyA), 1)
@@ -1083,14 +1062,12 @@ func TestFailModes(t *testing.T) {
 		return errUnavailable
 	}}
 	obs := &countingObserver{}
-	lim, err := throttle.NewLimiter(failing, throttle.Policies{"P": closed, "Q": open}, throttle.Config{Observer: obs})
-	require.NoError(t, err)
+	lim := must(throttle.NewLimiter(failing, throttle.Policies{"P": closed, "Q": open}, throttle.Config{Observer: obs}))(t)
 
-	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1})
+	_, err := lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1})
 	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 
-	d, err := lim.Take(context.Background(), "", throttle.Charge{Key: keyB, Cost: 1})
-	require.NoError(t, err)
+	d := must(lim.Take(context.Background(), "", throttle.Charge{Key: keyB, Cost: 1}))(t)
 	require.True(t, d.Allowed)
 	require.True(t, d.FailOpen)
 	require.Equal(t, 1, obs.failedOpen)
@@ -1140,15 +1117,12 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 
 	e.Clock.Advance(time.Minute) // all full again
 	require.Empty(t, keys(inspect.Filter{Severity: throttle.SeverityCritical}))
-	c, err := e.Reader.CountNow(ctx, inspect.Filter{})
-	require.NoError(t, err)
+	c := must(e.Reader.CountNow(ctx, inspect.Filter{}))(t)
 	require.Equal(t, int64(3), c.BySeverity[throttle.SeverityHealthy])
 	require.Equal(t, int64(0), c.BySeverity[throttle.SeverityCritical])
 
-	n, err := e.Limiter.Reevaluate(ctx)
-	require.NoError(t, err)
+	n := must(e.Limiter.Reevaluate(ctx))(t)
 	require.Equal(t, 2, n)
-	stored, err := e.Reader.CountBySeverity(ctx, inspect.Filter{})
-	require.NoError(t, err)
+	stored := must(e.Reader.CountBySeverity(ctx, inspect.Filter{}))(t)
 	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityHealthy: 3}, stored, "the recoveries are written")
 }

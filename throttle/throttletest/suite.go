@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1070,26 +1071,19 @@ func TestFailModes(t *testing.T) {
 	d := must(lim.Take(context.Background(), "", throttle.Charge{Key: keyB, Cost: 1}))(t)
 	require.True(t, d.Allowed)
 	require.True(t, d.FailOpen)
-	require.Equal(t, 1, obs.failedOpen)
+	require.Equal(t, int64(1), obs.failedOpen.Load())
 
 	// Mixed: one closed policy makes the request fail closed.
 	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyB, Cost: 1})
 	require.True(t, errors.Is(err, throttle.ErrStoreUnavailable))
-	require.Equal(t, 1, obs.failedOpen)
+	require.Equal(t, int64(1), obs.failedOpen.Load())
 }
 
-type countingObserver struct {
-	mu         sync.Mutex
-	failedOpen int
-}
+type countingObserver struct{ failedOpen atomic.Int64 }
 
 func (o *countingObserver) Decided(throttle.Decision, time.Duration) {}
-func (o *countingObserver) FailedOpen(throttle.Key, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.failedOpen++
-}
-func (o *countingObserver) SeverityChanged(throttle.SeverityChange) {}
+func (o *countingObserver) FailedOpen(throttle.Key, error)           { o.failedOpen.Add(1) }
+func (o *countingObserver) SeverityChanged(throttle.SeverityChange)  {}
 
 // testSeverityNow: the store's part of read-time severity — the stored
 // level prefilter (Filter.MinSeverity), ExcludePolicies — through

@@ -21,16 +21,12 @@ import (
 // Doc describes one DE to build. The zero value is a valid invoice of RUC
 // 80069563-1, number 1.
 type Doc struct {
-	RUC   string // dRucEm; default "80069563"
-	BadDV bool   // writes a wrong check digit (the right one plus 1, mod 10)
-	NoRUC bool   // leaves dRucEm and dDVEmi out
-	Type  int    // iTiDE; default 1 (invoice)
-	// Number is the document number (dNumDoc), 1..9999999; it makes the CDC
-	// unique. Default 1.
-	Number int
-	// Filler adds that many bytes of incompressible text (the QR field), to
-	// make a lot too big once compressed.
-	Filler int
+	RUC    string    // dRucEm; default "80069563"
+	BadDV  bool      // writes a wrong check digit (the right one plus 1, mod 10)
+	NoRUC  bool      // leaves dRucEm and dDVEmi out
+	Type   int       // iTiDE; default 1 (invoice)
+	Number int       // dNumDoc, 1..9999999, which makes the CDC unique; default 1
+	Filler int       // bytes of incompressible text in the QR field, to make a lot too big once compressed
 	Date   time.Time // the emission date; default 2026-01-02 10:00 (Asunción)
 	// Prod writes a production issuer name (dNomEmi); by default the DE
 	// carries the name SIFEN requires in its test environment, and balde

@@ -205,6 +205,7 @@ func (e *Env) Run(key throttle.Key, steps []Step) {
 var (
 	keyA = throttle.Key{Policy: "P", Env: "test", Identifier: "a"}
 	keyB = throttle.Key{Policy: "Q", Env: "test", Identifier: "b"}
+	keyC = throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 )
 
 // pf is the DICT's PF user anti-scan bucket: 2 per minute, capacity 100.
@@ -745,7 +746,6 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 
 func testLedgerPerBucket(t *testing.T, open OpenStore) {
 	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour})
-	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 	// Two buckets written in turn, sometimes in one request.
 	for i := range 7 {
 		e.Take(keyA, 1)
@@ -772,7 +772,6 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 		t.Run(g.String(), func(t *testing.T) {
 			p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 2, RefillPeriod: time.Minute, Refill: throttle.RefillStepwise}
 			e := NewEnv(t, open, named(p), throttle.Config{Ledger: g})
-			keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 			for i := range 200 {
 				e.Clock.Advance(23 * time.Second)
 				e.Take(keyA, 1)
@@ -899,7 +898,7 @@ func testPrune(t *testing.T, open OpenStore) {
 	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
 	pruned := env(t, open, p)
 	control := env(t, open, p)
-	keys := []throttle.Key{keyA, {Policy: "P", Env: "test", Identifier: "c"}}
+	keys := []throttle.Key{keyA, keyC}
 	play := func(round int) []throttle.Decision {
 		var out []throttle.Decision
 		for _, e := range []*Env{pruned, control} {
@@ -1093,7 +1092,6 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
 	q := throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
 	e := env(t, open, p, q)
-	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 	require.True(t, e.Take(keyA, 10).Allowed) // Critical
 	require.True(t, e.Take(keyC, 1).Allowed)  // Healthy
 	require.True(t, e.Take(keyB, 10).Allowed) // Critical, policy Q

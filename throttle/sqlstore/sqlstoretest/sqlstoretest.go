@@ -71,17 +71,13 @@ func PostgresSchema(tb testing.TB) string {
 	schema := "t_" + hex.EncodeToString(b[:])
 	db, err := sql.Open("pgx", base)
 	require.NoError(tb, err)
-	defer db.Close()
+	db.SetMaxIdleConns(0) // no connection held between the create and the drop
+	tb.Cleanup(func() {
+		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+		_ = db.Close()
+	})
 	_, err = db.Exec(`CREATE SCHEMA ` + schema)
 	require.NoError(tb, err, "create schema in %s", PostgresEnv)
-	tb.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-	})
 	return withParam(tb, base, "search_path", schema)
 }
 

@@ -7,6 +7,7 @@ package sifentest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
@@ -20,40 +21,22 @@ import (
 // Doc describes one DE to build. The zero value is a valid invoice of RUC
 // 80069563-1, number 1.
 type Doc struct {
-	// RUC is dRucEm; default "80069563".
-	RUC string
-	// BadDV writes a wrong check digit (the right one plus 1, mod 10).
-	BadDV bool
-	// NoRUC leaves dRucEm and dDVEmi out.
-	NoRUC bool
-	// Type is iTiDE; default 1 (invoice).
-	Type int
-	// Number is the document number (dNumDoc), 1..9999999; it makes the CDC
-	// unique. Default 1.
-	Number int
-	// Filler adds that many bytes of incompressible text (the QR field), to
-	// make a lot too big once compressed.
-	Filler int
-	// Date is the emission date; default 2026-01-02 10:00 (Asunción).
-	Date time.Time
+	RUC    string    // dRucEm; default "80069563"
+	BadDV  bool      // writes a wrong check digit (the right one plus 1, mod 10)
+	NoRUC  bool      // leaves dRucEm and dDVEmi out
+	Type   int       // iTiDE; default 1 (invoice)
+	Number int       // dNumDoc, 1..9999999, which makes the CDC unique; default 1
+	Filler int       // bytes of incompressible text in the QR field, to make a lot too big once compressed
+	Date   time.Time // the emission date; default 2026-01-02 10:00 (Asunción)
 	// Prod writes a production issuer name (dNomEmi); by default the DE
 	// carries the name SIFEN requires in its test environment, and balde
 	// refuses to send it to prod.
-	Prod bool
-	// Unsigned leaves the ds:Signature out.
-	Unsigned bool
+	Prod     bool
+	Unsigned bool // leaves the ds:Signature out
 }
 
 func (d Doc) withDefaults() Doc {
-	if d.RUC == "" {
-		d.RUC = "80069563"
-	}
-	if d.Type == 0 {
-		d.Type = 1
-	}
-	if d.Number == 0 {
-		d.Number = 1
-	}
+	d.RUC, d.Type, d.Number = cmp.Or(d.RUC, "80069563"), cmp.Or(d.Type, 1), cmp.Or(d.Number, 1)
 	if d.Date.IsZero() {
 		d.Date = time.Date(2026, 1, 2, 10, 0, 0, 0, time.FixedZone("PYT", -3*3600))
 	}
@@ -81,7 +64,7 @@ func (d Doc) SecurityCode() string {
 func (d Doc) CDC() string {
 	d = d.withDefaults()
 	ruc := d.RUC
-	if !isDigits(ruc) {
+	if strings.Trim(ruc, "0123456789") != "" {
 		ruc = "0"
 	}
 	base := fmt.Sprintf("%02d%08s%d%s%s%07d%d%s%d%s",
@@ -90,31 +73,9 @@ func (d Doc) CDC() string {
 	return base + strconv.Itoa(sifen.CheckDigit(base))
 }
 
-func isDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// typeName returns dDesTiDE for a DE type.
-func typeName(t int) string {
-	switch t {
-	case 1:
-		return "Factura electrónica"
-	case 4:
-		return "Autofactura electrónica"
-	case 5:
-		return "Nota de crédito electrónica"
-	case 6:
-		return "Nota de débito electrónica"
-	case 7:
-		return "Nota de remisión electrónica"
-	}
-	return "Documento electrónico"
-}
+// typeNames are dDesTiDE by DE type; any other type is "Documento electrónico".
+var typeNames = map[int]string{1: "Factura electrónica", 4: "Autofactura electrónica",
+	5: "Nota de crédito electrónica", 6: "Nota de débito electrónica", 7: "Nota de remisión electrónica"}
 
 // XML returns the DE as a standalone rDE element (no XML declaration).
 func (d Doc) XML() []byte {
@@ -127,8 +88,8 @@ func (d Doc) XML() []byte {
 	w(`<DE Id="%s">`, cdc)
 	w(`<dDVId>%c</dDVId><dFecFirma>%s</dFecFirma><dSisFact>1</dSisFact>`, cdc[43], d.Date.Format("2006-01-02T15:04:05"))
 	w(`<gOpeDE><iTipEmi>1</iTipEmi><dDesTipEmi>Normal</dDesTipEmi><dCodSeg>%s</dCodSeg></gOpeDE>`, d.SecurityCode())
-	name := typeName(d.Type)
-	w(`<gTimb><iTiDE>%d</iTiDE><dDesTiDE>%s</dDesTiDE><dNumTim>12560693</dNumTim><dEst>001</dEst><dPunExp>001</dPunExp><dNumDoc>%07d</dNumDoc><dFeIniT>2025-01-01</dFeIniT></gTimb>`, d.Type, name, d.Number)
+	w(`<gTimb><iTiDE>%d</iTiDE><dDesTiDE>%s</dDesTiDE><dNumTim>12560693</dNumTim><dEst>001</dEst><dPunExp>001</dPunExp><dNumDoc>%07d</dNumDoc><dFeIniT>2025-01-01</dFeIniT></gTimb>`,
+		d.Type, cmp.Or(typeNames[d.Type], "Documento electrónico"), d.Number)
 	w(`<gDatGralOpe><dFeEmiDE>%s</dFeEmiDE>`, d.Date.Format("2006-01-02T15:04:05"))
 	w(`<gOpeCom><iTipTra>1</iTipTra><dDesTipTra>Venta de mercadería</dDesTipTra><iTImp>1</iTImp><dDesTImp>IVA</dDesTImp><cMoneOpe>PYG</cMoneOpe><dDesMoneOpe>Guarani</dDesMoneOpe></gOpeCom>`)
 	w(`<gEmis>`)
@@ -171,9 +132,7 @@ func (d Doc) File() []byte {
 
 // Lote returns an rLoteDE document holding docs, in order.
 func Lote(docs ...Doc) []byte {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	b.WriteString(`<rLoteDE>` + "\n")
+	b := bytes.NewBufferString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<rLoteDE>\n")
 	for _, d := range docs {
 		b.Write(d.XML())
 		b.WriteString("\n")

@@ -44,11 +44,10 @@ func (s *MemStore) Update(ctx context.Context, keys []throttle.Key, credits []th
 		}
 	}
 	for _, c := range credits {
-		for _, e := range s.ledger {
-			if e.Key == c.Key && e.Reason == throttle.LedgerCredit && e.Ref == c.Ref {
-				tx.LoadCredit(c)
-				break
-			}
+		if slices.ContainsFunc(s.ledger, func(e throttle.LedgerEntry) bool {
+			return e.Key == c.Key && e.Reason == throttle.LedgerCredit && e.Ref == c.Ref
+		}) {
+			tx.LoadCredit(c)
 		}
 	}
 	if err := apply(tx); err != nil {
@@ -119,23 +118,18 @@ func (s *MemStore) matching(f inspect.Filter) []throttle.Bucket {
 func (s *MemStore) List(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all := s.matching(f)
-	if f.After != (throttle.Key{}) {
-		i, _ := slices.BinarySearchFunc(all, f.After, func(b throttle.Bucket, k throttle.Key) int {
-			if c := b.Key.Compare(k); c != 0 {
-				return c
-			}
-			return -1 // strictly after
-		})
-		for i < len(all) && all[i].Key.Compare(f.After) <= 0 {
-			i++
-		}
-		all = all[i:]
+	all := slices.DeleteFunc(s.matching(f), func(b throttle.Bucket) bool {
+		return f.After != (throttle.Key{}) && b.Key.Compare(f.After) <= 0
+	})
+	return firstN(all, f.Limit), nil
+}
+
+// firstN returns the first n of s, or all of s when n is not positive.
+func firstN[E any](s []E, n int) []E {
+	if n > 0 && len(s) > n {
+		return s[:n]
 	}
-	if f.Limit > 0 && len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
-	return all, nil
+	return s
 }
 
 // CountBySeverity implements inspect.Store.
@@ -150,35 +144,21 @@ func (s *MemStore) CountBySeverity(ctx context.Context, f inspect.Filter) (map[t
 }
 
 func (s *MemStore) ledgerMatching(q inspect.LedgerQuery) []throttle.LedgerEntry {
-	var out []throttle.LedgerEntry
-	for _, e := range s.ledger {
-		switch {
-		case q.Key != nil && e.Key != *q.Key,
-			q.Key == nil && q.Policy != "" && e.Key.Policy != q.Policy,
-			len(q.Reasons) > 0 && !slices.Contains(q.Reasons, e.Reason),
-			!q.Since.IsZero() && e.At.Before(q.Since):
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.ledger), func(e throttle.LedgerEntry) bool {
+		return q.Key != nil && e.Key != *q.Key ||
+			q.Key == nil && q.Policy != "" && e.Key.Policy != q.Policy ||
+			len(q.Reasons) > 0 && !slices.Contains(q.Reasons, e.Reason) ||
+			!q.Since.IsZero() && e.At.Before(q.Since)
+	})
 }
 
 // Ledger implements inspect.Store.
 func (s *MemStore) Ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []throttle.LedgerEntry
-	for _, e := range s.ledgerMatching(q) {
-		if q.BeforeID == 0 || e.ID < q.BeforeID {
-			out = append(out, e)
-		}
-	}
+	out := slices.DeleteFunc(s.ledgerMatching(q), func(e throttle.LedgerEntry) bool { return q.BeforeID != 0 && e.ID >= q.BeforeID })
 	slices.SortFunc(out, func(a, b throttle.LedgerEntry) int { return cmp.Compare(b.ID, a.ID) })
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
+	return firstN(out, q.Limit), nil
 }
 
 // CountLedger implements inspect.Store.

@@ -2,6 +2,7 @@ package throttletest
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/inspect"
@@ -16,7 +17,7 @@ type FullStore interface {
 }
 
 // Store is a throttle.Store whose methods can be replaced one by one: a nil
-// function field falls through to Base. Use it to inject failures, e.g.
+// function field falls through to Base, which must be set. Use it to inject failures, e.g.
 //
 //	s := &throttletest.Store{Base: mem, UpdateFn: func(...) error { return throttle.ErrStoreUnavailable }}
 type Store struct {
@@ -36,60 +37,44 @@ type Store struct {
 
 var _ FullStore = (*Store)(nil)
 
-func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
-	if s.UpdateFn != nil {
-		return s.UpdateFn(ctx, keys, credits, apply)
+// or returns fn, or base when fn is nil.
+func or[F any](fn, base F) F {
+	if reflect.ValueOf(fn).IsNil() {
+		return base
 	}
-	return s.Base.Update(ctx, keys, credits, apply)
+	return fn
+}
+
+func (s *Store) Update(ctx context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
+	return or(s.UpdateFn, s.Base.Update)(ctx, keys, credits, apply)
 }
 
 func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
-	if s.BucketsFn != nil {
-		return s.BucketsFn(ctx, keys)
-	}
-	return s.Base.Buckets(ctx, keys)
+	return or(s.BucketsFn, s.Base.Buckets)(ctx, keys)
 }
 
 func (s *Store) List(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
-	if s.ListFn != nil {
-		return s.ListFn(ctx, f)
-	}
-	return s.Base.List(ctx, f)
+	return or(s.ListFn, s.Base.List)(ctx, f)
 }
 
 func (s *Store) CountBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
-	if s.CountBySeverityFn != nil {
-		return s.CountBySeverityFn(ctx, f)
-	}
-	return s.Base.CountBySeverity(ctx, f)
+	return or(s.CountBySeverityFn, s.Base.CountBySeverity)(ctx, f)
 }
 
 func (s *Store) Ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
-	if s.LedgerFn != nil {
-		return s.LedgerFn(ctx, q)
-	}
-	return s.Base.Ledger(ctx, q)
+	return or(s.LedgerFn, s.Base.Ledger)(ctx, q)
 }
 
 func (s *Store) CountLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
-	if s.CountLedgerFn != nil {
-		return s.CountLedgerFn(ctx, q)
-	}
-	return s.Base.CountLedger(ctx, q)
+	return or(s.CountLedgerFn, s.Base.CountLedger)(ctx, q)
 }
 
 func (s *Store) LedgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
-	if s.LedgerWindowFn != nil {
-		return s.LedgerWindowFn(ctx, q)
-	}
-	return s.Base.LedgerWindow(ctx, q)
+	return or(s.LedgerWindowFn, s.Base.LedgerWindow)(ctx, q)
 }
 
 func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
-	if s.PruneLedgerFn != nil {
-		return s.PruneLedgerFn(ctx, before, limit)
-	}
-	return s.Base.PruneLedger(ctx, before, limit)
+	return or(s.PruneLedgerFn, s.Base.PruneLedger)(ctx, before, limit)
 }
 
 // Rows calls RowsFn when set, else reads through List (so that ListFn

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,10 +78,8 @@ func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg thrott
 	e := &Env{T: t, Clock: throttle.NewManualClock(Epoch), Notes: &Recorder{}}
 	e.Store = open(t, e.Clock.Now)
 	cfg.Clock, cfg.Notifier = e.Clock.Now, e.Notes
-	lim, err := throttle.NewLimiter(e.Store, policies, cfg)
-	require.NoError(t, err)
-	e.Limiter = lim
-	e.Reader = inspect.New(lim, e.Store)
+	e.Limiter = must(throttle.NewLimiter(e.Store, policies, cfg))(t)
+	e.Reader = inspect.New(e.Limiter, e.Store)
 	return e
 }
 
@@ -88,27 +87,84 @@ func NewEnv(t *testing.T, open OpenStore, policies throttle.Resolver, cfg thrott
 // (throttle.Policies) and the default Config.
 func NewMemEnv(t *testing.T, policies ...throttle.Policy) *Env {
 	t.Helper()
-	byName := throttle.Policies{}
-	for _, p := range policies {
-		byName[p.Name] = p
+	return env(t, func(_ *testing.T, now throttle.Clock) FullStore { return NewMemStore(now) }, policies...)
+}
+
+// must returns v, failing t when err is not nil: must(f())(t).
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		require.NoError(t, err)
+		return v
 	}
-	return NewEnv(t, func(_ *testing.T, now throttle.Clock) FullStore { return NewMemStore(now) }, byName, throttle.Config{})
 }
 
 // Take charges cost on key and fails the test on error.
 func (e *Env) Take(key throttle.Key, cost int64) throttle.Decision {
 	e.T.Helper()
-	d, err := e.Limiter.Take(context.Background(), "", throttle.Charge{Key: key, Cost: cost})
-	require.NoError(e.T, err)
-	return d
+	return e.take("", throttle.Charge{Key: key, Cost: cost})
 }
 
 // State reads key's state and fails the test on error.
 func (e *Env) State(key throttle.Key) throttle.BucketState {
 	e.T.Helper()
-	s, err := e.Limiter.State(context.Background(), key)
-	require.NoError(e.T, err)
-	return s
+	return must(e.Limiter.State(context.Background(), key))(e.T)
+}
+
+// The methods below call the Limiter or the Reader and fail the test on error.
+
+func (e *Env) take(ref string, charges ...throttle.Charge) throttle.Decision {
+	e.T.Helper()
+	return must(e.Limiter.Take(context.Background(), ref, charges...))(e.T)
+}
+
+func (e *Env) adjust(adjs ...throttle.Adjustment) []throttle.Adjusted {
+	e.T.Helper()
+	return must(e.Limiter.Adjust(context.Background(), adjs...))(e.T)
+}
+
+func (e *Env) sync(targets ...throttle.SyncTarget) []throttle.Adjusted {
+	e.T.Helper()
+	return must(e.Limiter.Sync(context.Background(), targets...))(e.T)
+}
+
+func (e *Env) reset(key throttle.Key, actor string) throttle.BucketState {
+	e.T.Helper()
+	return must(e.Limiter.Reset(context.Background(), key, actor))(e.T)
+}
+
+func (e *Env) list(f inspect.Filter) []throttle.BucketState {
+	e.T.Helper()
+	return must(e.Reader.List(context.Background(), f))(e.T).States
+}
+
+func (e *Env) ledger(q inspect.LedgerQuery) []throttle.LedgerEntry {
+	e.T.Helper()
+	return must(e.Reader.Ledger(context.Background(), q))(e.T)
+}
+
+// ledgerPages reads q's pages of q.Limit rows to the last.
+func (e *Env) ledgerPages(q inspect.LedgerQuery) []throttle.LedgerEntry {
+	e.T.Helper()
+	var all []throttle.LedgerEntry
+	for {
+		page := e.ledger(q)
+		all = append(all, page...)
+		if len(page) < q.Limit {
+			return all
+		}
+		q.BeforeID = inspect.NextLedgerCursor(page)
+	}
+}
+
+func (e *Env) countLedger(q inspect.LedgerQuery) int64 {
+	e.T.Helper()
+	return must(e.Reader.CountLedger(context.Background(), q))(e.T)
+}
+
+func (e *Env) window(q inspect.LedgerWindowQuery) inspect.LedgerWindow {
+	e.T.Helper()
+	return must(e.Reader.LedgerWindow(context.Background(), q))(e.T)
 }
 
 // Recorder is a Notifier that keeps what it was told.
@@ -149,6 +205,7 @@ func (e *Env) Run(key throttle.Key, steps []Step) {
 var (
 	keyA = throttle.Key{Policy: "P", Env: "test", Identifier: "a"}
 	keyB = throttle.Key{Policy: "Q", Env: "test", Identifier: "b"}
+	keyC = throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
 )
 
 // pf is the DICT's PF user anti-scan bucket: 2 per minute, capacity 100.
@@ -156,31 +213,39 @@ func pf(mode throttle.RefillMode) throttle.Policy {
 	return throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 2, RefillPeriod: time.Minute, Refill: mode}
 }
 
-func one(p throttle.Policy) throttle.Policies { return throttle.Policies{p.Name: p} }
+// named resolves ps by name.
+func named(ps ...throttle.Policy) throttle.Policies {
+	byName := throttle.Policies{}
+	for _, p := range ps {
+		byName[p.Name] = p
+	}
+	return byName
+}
+
+// env is NewEnv over ps with the default Config.
+func env(t *testing.T, open OpenStore, ps ...throttle.Policy) *Env {
+	t.Helper()
+	return NewEnv(t, open, named(ps...), throttle.Config{})
+}
 
 func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
 	// The DICT manual's example: a PF payer with 5 tokens whose lookup
-	// returns 404 is at -15 and may look up again only after 8 minutes.
+	// returns 404 is at -15 and may look up again only after 8 minutes. 1 ns
+	// before, continuous lacks a sliver of the 16th token; stepwise has had
+	// 7 steps of 2.
 	tests := []struct {
-		mode throttle.RefillMode
-		// The balance 1 ns before the 8 minutes: continuous has accrued all
-		// but a sliver of the 16th token; stepwise has had 7 steps of 2.
+		mode           throttle.RefillMode
 		wantJustBefore int64
-	}{
-		{throttle.RefillContinuous, 0},
-		{throttle.RefillStepwise, -1},
-	}
+	}{{throttle.RefillContinuous, 0}, {throttle.RefillStepwise, -1}}
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
-			e := NewEnv(t, open, one(pf(tt.mode)), throttle.Config{})
+			e := env(t, open, pf(tt.mode))
 			e.Run(keyA, []Step{
 				{Cost: 95, WantAllowed: true, WantRemaining: 5},
 				{Cost: 1, WantAllowed: true, WantRemaining: 4}, // the lookup is reserved
 			})
 			// It returned 404: 20 in all, 19 more than reserved.
-			adj, err := e.Limiter.Adjust(context.Background(), throttle.Adjustment{Key: keyA, Delta: -19, Reason: throttle.LedgerPenalty, Ref: "404"})
-			require.NoError(t, err)
-			require.Equal(t, int64(-15), adj[0].Balance)
+			require.Equal(t, int64(-15), e.adjust(throttle.Adjustment{Key: keyA, Delta: -19, Reason: throttle.LedgerPenalty, Ref: "404"})[0].Balance)
 			e.Run(keyA, []Step{
 				{Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: -15, WantRetry: 8 * time.Minute},
 				{Advance: 8*time.Minute - time.Nanosecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: tt.wantJustBefore, WantRetry: time.Nanosecond},
@@ -195,14 +260,9 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	// by outcome: the mirror holds the worst case (20) at admission and
 	// refunds the difference. The manual's example still holds exactly: 5
 	// tokens, a 404 -> -15, positive again after 8 minutes at 2/min.
-	ctx := context.Background()
-	hold := func(e *Env) throttle.Decision {
-		d, err := e.Limiter.Take(ctx, "E2E", throttle.Charge{Key: keyA, Cost: 20, Admit: 1})
-		require.NoError(t, err)
-		return d
-	}
+	hold := func(e *Env) throttle.Decision { return e.take("E2E", throttle.Charge{Key: keyA, Cost: 20, Admit: 1}) }
 	t.Run("404KeepsTheHold", func(t *testing.T) {
-		e := NewEnv(t, open, one(pf(throttle.RefillContinuous)), throttle.Config{})
+		e := env(t, open, pf(throttle.RefillContinuous))
 		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		d := hold(e)
 		require.True(t, d.Allowed)
@@ -216,17 +276,15 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 		require.True(t, hold(e).Allowed)
 	})
 	t.Run("200RefundsTheDifference", func(t *testing.T) {
-		e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+		e := env(t, open, pf(throttle.RefillStepwise))
 		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		require.Equal(t, int64(-15), hold(e).Remaining)
-		adj, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: 19, Reason: throttle.LedgerRefund, Ref: "E2E"})
-		require.NoError(t, err)
-		require.Equal(t, int64(4), adj[0].Balance)
+		require.Equal(t, int64(4), e.adjust(throttle.Adjustment{Key: keyA, Delta: 19, Reason: throttle.LedgerRefund, Ref: "E2E"})[0].Balance)
 	})
 	t.Run("InFlightNeverOverdraw", func(t *testing.T) {
 		// Five lookups in flight take 100 and the sixth is refused: however
 		// their answers come, the DICT's bucket cannot go below the mirror's.
-		e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+		e := env(t, open, pf(throttle.RefillStepwise))
 		for i := range 5 {
 			require.True(t, hold(e).Allowed, "lookup %d", i)
 		}
@@ -260,7 +318,7 @@ func testRefillModes(t *testing.T, open OpenStore) {
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			p.Refill = tt.mode
-			e := NewEnv(t, open, one(p), throttle.Config{})
+			e := env(t, open, p)
 			e.Run(keyA, tt.steps)
 		})
 	}
@@ -271,8 +329,8 @@ func testCarryIsNeverLost(t *testing.T, open OpenStore) {
 	// A thousand takes one millisecond apart must leave the same balance as
 	// the same thousand tokens taken at once a second later.
 	p := throttle.Policy{Name: "P", Capacity: 5000, RefillTokens: 7, RefillPeriod: 3 * time.Second}
-	slow := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
-	fast := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
+	slow := NewEnv(t, open, named(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
+	fast := NewEnv(t, open, named(p), throttle.Config{Ledger: throttle.LedgerNoTakes})
 	for _, e := range []*Env{slow, fast} {
 		require.True(t, e.Take(keyA, 3000).Allowed)
 	}
@@ -290,8 +348,7 @@ func testCarryIsNeverLost(t *testing.T, open OpenStore) {
 }
 
 func testBackwardsClock(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second})
 	e.Run(keyA, []Step{
 		{Cost: 10, WantAllowed: true, WantRemaining: 0},
 		// The clock steps back 10 s: no token appears, and the wait is
@@ -303,15 +360,10 @@ func testBackwardsClock(t *testing.T, open OpenStore) {
 }
 
 func testCredits(t *testing.T, open OpenStore) {
-	ctx := context.Background()
-	e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
+	e := env(t, open, pf(throttle.RefillStepwise))
 	require.True(t, e.Take(keyA, 1).Allowed)
-
 	credit := func(ref string, n int64) throttle.Adjusted {
-		t.Helper()
-		out, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: n, Reason: throttle.LedgerCredit, Ref: ref})
-		require.NoError(t, err)
-		return out[0]
+		return e.adjust(throttle.Adjustment{Key: keyA, Delta: n, Reason: throttle.LedgerCredit, Ref: ref})[0]
 	}
 	// +2 on 99 of 100: capped at capacity.
 	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: 1, Balance: 100}, credit("E2E-1", 2))
@@ -322,30 +374,23 @@ func testCredits(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(92), e.State(keyA).Tokens)
 
 	// Two credits with one reference in one call: the second is a duplicate.
-	out, err := e.Limiter.Adjust(ctx,
-		throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerCredit, Ref: "E2E-3"},
-		throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerCredit, Ref: "E2E-3"})
-	require.NoError(t, err)
+	c := throttle.Adjustment{Key: keyA, Delta: 1, Reason: throttle.LedgerCredit, Ref: "E2E-3"}
+	out := e.adjust(c, c)
 	require.False(t, out[0].Duplicate)
 	require.True(t, out[1].Duplicate)
 	require.Equal(t, int64(93), e.State(keyA).Tokens)
 }
 
 func testMultiKey(t *testing.T, open OpenStore) {
-	ps := throttle.Policies{
-		"P": {Name: "P", Capacity: 5, RefillTokens: 1, RefillPeriod: time.Hour},
-		"Q": {Name: "Q", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour},
-	}
-	e := NewEnv(t, open, ps, throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 5, RefillTokens: 1, RefillPeriod: time.Hour},
+		throttle.Policy{Name: "Q", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour})
 	both := []throttle.Charge{{Key: keyA, Cost: 1}, {Key: keyB, Cost: 1}}
-	d, err := e.Limiter.Take(context.Background(), "r1", both...)
-	require.NoError(t, err)
+	d := e.take("r1", both...)
 	require.True(t, d.Allowed)
 	require.Equal(t, keyB, d.Key) // fewest tokens left
 	require.Equal(t, int64(0), d.Remaining)
 
-	d, err = e.Limiter.Take(context.Background(), "r2", both...)
-	require.NoError(t, err)
+	d = e.take("r2", both...)
 	require.False(t, d.Allowed)
 	require.Equal(t, keyB, d.Key)
 	require.Equal(t, throttle.ReasonEmpty, d.Reason)
@@ -356,8 +401,7 @@ func testMultiKey(t *testing.T, open OpenStore) {
 }
 
 func testCooldown(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 99},
 		{Advance: 3 * time.Second, Cost: 1, WantReason: throttle.ReasonCooldown, WantRemaining: 99, WantRetry: 7 * time.Second},
@@ -370,8 +414,7 @@ func testCooldown(t *testing.T, open OpenStore) {
 }
 
 func testBlock(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 1},
 		{Cost: 1, WantAllowed: true, WantRemaining: 0},
@@ -384,8 +427,7 @@ func testBlock(t *testing.T, open OpenStore) {
 }
 
 func testRolling(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 2},
 		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
@@ -399,8 +441,7 @@ func testRolling(t *testing.T, open OpenStore) {
 }
 
 func testSeverity(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute})
 	require.True(t, e.Take(keyA, 5).Allowed) // 50 %: still Healthy
 	require.Empty(t, e.Notes.Changes)
 	require.True(t, e.Take(keyA, 1).Allowed) // 40 %
@@ -418,25 +459,18 @@ func testSeverity(t *testing.T, open OpenStore) {
 	require.Equal(t, throttle.SeverityHealthy, s.Severity)
 	require.Equal(t, throttle.SeverityCritical, s.Bucket.Severity)
 
-	counts, err := e.Reader.CountBySeverity(context.Background(), inspect.Filter{})
-	require.NoError(t, err)
+	counts := must(e.Reader.CountBySeverity(context.Background(), inspect.Filter{}))(t)
 	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityCritical: 1}, counts)
 }
 
 func testSync(t *testing.T, open OpenStore) {
-	ctx := context.Background()
-	e := NewEnv(t, open, one(pf(throttle.RefillStepwise)), throttle.Config{})
-	// The remote side says 30 tokens: lowered.
-	out, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: 30, Ref: "reconcile"})
-	require.NoError(t, err)
-	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: -70, Balance: 30}, out[0])
-	// 50 is more than the mirror has: never raised.
-	out, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: 50})
-	require.NoError(t, err)
-	require.Equal(t, throttle.Adjusted{Key: keyA, Balance: 30}, out[0])
+	e := env(t, open, pf(throttle.RefillStepwise))
+	// The remote side says 30 tokens: lowered; 50 is more than the mirror
+	// has: never raised.
+	require.Equal(t, throttle.Adjusted{Key: keyA, Applied: -70, Balance: 30}, e.sync(throttle.SyncTarget{Key: keyA, Tokens: 30, Ref: "reconcile"})[0])
+	require.Equal(t, throttle.Adjusted{Key: keyA, Balance: 30}, e.sync(throttle.SyncTarget{Key: keyA, Tokens: 50})[0])
 	// A remote 429 with Retry-After 90 s: empty and blocked for 90 s.
-	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: 0, BlockFor: 90 * time.Second, Ref: "429"})
-	require.NoError(t, err)
+	e.sync(throttle.SyncTarget{Key: keyA, Tokens: 0, BlockFor: 90 * time.Second, Ref: "429"})
 	e.Run(keyA, []Step{
 		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 90 * time.Second},
 		// 90 s of stepwise refill is one step of 2 tokens.
@@ -451,16 +485,15 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	q := pf(throttle.RefillStepwise)
 	q.Name = "Q"
-	e := NewEnv(t, open, throttle.Policies{"P": pf(throttle.RefillStepwise), "Q": q}, throttle.Config{})
+	e := env(t, open, pf(throttle.RefillStepwise), q)
 	e.Take(keyA, 20)
 	e.Take(keyB, 3)
-	out, err := e.Limiter.AdjustAndSync(ctx,
+	out := must(e.Limiter.AdjustAndSync(ctx,
 		[]throttle.Adjustment{
 			{Key: keyA, Delta: 20, Reason: throttle.LedgerRefund, Ref: "E2E"},
 			{Key: keyB, Delta: 3, Reason: throttle.LedgerRefund, Ref: "E2E"},
 		},
-		[]throttle.SyncTarget{{Key: keyA, Tokens: 0, BlockFor: time.Minute, Ref: "E2E"}})
-	require.NoError(t, err)
+		[]throttle.SyncTarget{{Key: keyA, Tokens: 0, BlockFor: time.Minute, Ref: "E2E"}}))(t)
 	require.Equal(t, []throttle.Adjusted{
 		{Key: keyA, Applied: 20, Balance: 100},
 		{Key: keyB, Applied: 3, Balance: 100},
@@ -470,7 +503,7 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(100), e.State(keyB).Tokens)
 	require.Equal(t, throttle.ReasonBlocked, e.Take(keyA, 1).Reason)
 
-	_, err = e.Limiter.AdjustAndSync(ctx,
+	_, err := e.Limiter.AdjustAndSync(ctx,
 		[]throttle.Adjustment{{Key: keyB, Delta: -1, Reason: throttle.LedgerPenalty}},
 		[]throttle.SyncTarget{{Key: keyB, BlockFor: -time.Second}})
 	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
@@ -478,43 +511,33 @@ func testAdjustAndSync(t *testing.T, open OpenStore) {
 }
 
 func testReset(t *testing.T, open OpenStore) {
-	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: time.Minute, BlockFor: time.Hour}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: time.Minute, BlockFor: time.Hour})
 	e.Take(keyA, 2)
 	require.Equal(t, throttle.ReasonBlocked, e.Take(keyA, 1).Reason)
 
-	s, err := e.Limiter.Reset(ctx, keyA, "alice")
-	require.NoError(t, err)
+	s := e.reset(keyA, "alice")
 	require.Equal(t, int64(2), s.Tokens)
 	require.Zero(t, s.BlockLeft)
 	require.Zero(t, s.CooldownLeft)
 	require.True(t, e.Take(keyA, 1).Allowed)
 
-	entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
-	require.NoError(t, err)
+	entries := e.ledger(inspect.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerReset}})
 	require.Len(t, entries, 1)
 	require.Equal(t, "alice", entries[0].Ref)
 	require.Equal(t, int64(2), entries[0].Delta)
 
-	_, err = e.Limiter.Reset(ctx, keyA, "")
+	_, err := e.Limiter.Reset(context.Background(), keyA, "")
 	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
 }
 
-// testHoldUntilTheAnswer: a take with HoldFor holds its key (a request on
-// the wire) however full the bucket is, as a cooldown of the policy's
-// interval at least, the hold's end at most; the Sync of its answer ends the
-// hold and starts the interval from the answer; a late answer of an older
-// request does not end another's hold; a reset clears the interval, not a
-// hold (the request is on the wire).
+// testHoldUntilTheAnswer: a take with HoldFor holds its key however full
+// the bucket is, as a cooldown of the policy's interval at least, the hold's
+// end at most; the Sync of its answer ends the hold and starts the interval.
 func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second})
 	take := func() throttle.Decision {
-		d, err := e.Limiter.Take(ctx, "lot", throttle.Charge{Key: keyA, Cost: 1, HoldFor: time.Minute})
-		require.NoError(t, err)
-		return d
+		return e.take("lot", throttle.Charge{Key: keyA, Cost: 1, HoldFor: time.Minute})
 	}
 	d := take()
 	require.True(t, d.Allowed)
@@ -537,8 +560,7 @@ func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	require.Equal(t, 5*time.Second, take().RetryAfter)
 
 	// The answer at 55 s: 10 s from it, not from the take.
-	_, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held, Ref: "answer"})
-	require.NoError(t, err)
+	e.sync(throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held, Ref: "answer"})
 	s = e.State(keyA)
 	require.Equal(t, 10*time.Second, s.RetryAfter)
 	require.True(t, s.HeldUntil.IsZero())
@@ -548,25 +570,19 @@ func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 	require.True(t, d.Allowed)
 
 	// A late answer to the first request leaves the second's hold alone.
-	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held})
-	require.NoError(t, err)
+	e.sync(throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Cooldown: 10 * time.Second, Hold: held})
 	require.Equal(t, d.Buckets[0].HeldUntil, e.State(keyA).HeldUntil)
 
-	// A reset clears the interval, not the hold.
-	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Hold: d.Buckets[0].HeldUntil})
-	require.NoError(t, err)
+	// A reset clears the interval, not the hold (the request is on the wire).
+	e.sync(throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, Hold: d.Buckets[0].HeldUntil})
 	require.Equal(t, 10*time.Second, e.State(keyA).RetryAfter, "the late answer's interval")
-	s, err = e.Limiter.Reset(ctx, keyA, "alice")
-	require.NoError(t, err)
-	require.Zero(t, s.RetryAfter)
+	require.Zero(t, e.reset(keyA, "alice").RetryAfter)
 	d = take()
 	require.True(t, d.Allowed)
-	s, err = e.Limiter.Reset(ctx, keyA, "alice")
-	require.NoError(t, err)
-	require.Equal(t, d.Buckets[0].HeldUntil, s.HeldUntil, "a reset does not end a request on the wire")
+	require.Equal(t, d.Buckets[0].HeldUntil, e.reset(keyA, "alice").HeldUntil, "a reset does not end a request on the wire")
 	require.False(t, take().Allowed)
 
-	_, err = e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Cooldown: -time.Second})
+	_, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Cooldown: -time.Second})
 	require.ErrorIs(t, err, throttle.ErrInvalidAdjustment)
 	_, err = e.Limiter.Take(ctx, "", throttle.Charge{Key: keyA, Cost: 1, HoldFor: -time.Second})
 	require.ErrorIs(t, err, throttle.ErrInvalidCost)
@@ -576,14 +592,10 @@ func testHoldUntilTheAnswer(t *testing.T, open OpenStore) {
 // the limit; the level starts again after Memory without a block; a reset
 // lifts the block but keeps the level (the remote side's history).
 func testEscalatingBlock(t *testing.T, open OpenStore) {
-	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: 10 * time.Second, MinInterval: 10 * time.Second})
 	block := func() throttle.Adjusted {
-		out, err := e.Limiter.Sync(ctx, throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, BlockFor: 10 * time.Minute,
-			Escalate: true, BlockMax: 25 * time.Minute, Memory: time.Hour, Ref: "0301"})
-		require.NoError(t, err)
-		return out[0]
+		return e.sync(throttle.SyncTarget{Key: keyA, Tokens: throttle.MaxTokens, BlockFor: 10 * time.Minute,
+			Escalate: true, BlockMax: 25 * time.Minute, Memory: time.Hour, Ref: "0301"})[0]
 	}
 	for i, want := range []time.Duration{10 * time.Minute, 20 * time.Minute, 25 * time.Minute} {
 		out := block()
@@ -595,9 +607,7 @@ func testEscalatingBlock(t *testing.T, open OpenStore) {
 		require.Equal(t, throttle.SeverityHigh, s.Severity)
 		e.Clock.Advance(want)
 	}
-	s, err := e.Limiter.Reset(ctx, keyA, "alice")
-	require.NoError(t, err)
-	require.Equal(t, int64(3), s.BlockLevel, "a reset keeps the level")
+	require.Equal(t, int64(3), e.reset(keyA, "alice").BlockLevel, "a reset keeps the level")
 	require.Equal(t, int64(4), block().BlockLevel)
 	e.Clock.Advance(25*time.Minute + time.Hour)
 	out := block()
@@ -606,32 +616,26 @@ func testEscalatingBlock(t *testing.T, open OpenStore) {
 }
 
 func testLedgerReplay(t *testing.T, open OpenStore) {
-	ctx := context.Background()
 	for _, mode := range []throttle.RefillMode{throttle.RefillContinuous, throttle.RefillStepwise} {
 		t.Run(mode.String(), func(t *testing.T) {
 			p := throttle.Policy{Name: "P", Capacity: 20, RefillTokens: 7, RefillPeriod: 3 * time.Second, Refill: mode}
-			e := NewEnv(t, open, one(p), throttle.Config{})
+			e := env(t, open, p)
 			// A mixed history: takes, refusals, penalties, credits, a reset.
 			for i := range 200 {
 				e.Clock.Advance(time.Duration(i%7) * 37 * time.Millisecond)
 				d := e.Take(keyA, 1+int64(i%3))
 				switch {
 				case d.Allowed && i%5 == 0:
-					_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -4, Reason: throttle.LedgerPenalty})
-					require.NoError(t, err)
+					e.adjust(throttle.Adjustment{Key: keyA, Delta: -4, Reason: throttle.LedgerPenalty})
 				case d.Allowed && i%11 == 0:
-					_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: 3, Reason: throttle.LedgerCredit, Ref: fmt.Sprint("E", i)})
-					require.NoError(t, err)
+					e.adjust(throttle.Adjustment{Key: keyA, Delta: 3, Reason: throttle.LedgerCredit, Ref: fmt.Sprint("E", i)})
 				case i == 150:
-					_, err := e.Limiter.Reset(ctx, keyA, "bob")
-					require.NoError(t, err)
+					e.reset(keyA, "bob")
 				}
 			}
-			entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
-			require.NoError(t, err)
+			entries := e.ledger(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
 			oldestWrittenFirst(entries)
-			b, err := throttle.Replay(p, entries)
-			require.NoError(t, err)
+			b := must(throttle.Replay(p, entries))(t)
 			s := e.State(keyA)
 			b.Refill(p, s.At)
 			require.Equal(t, s.Tokens, b.Tokens)
@@ -641,32 +645,24 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 }
 
 // oldestWrittenFirst sorts es in the order the store wrote them, the order
-// Replay needs: Reader.Ledger lists rows by time, and a refusal row flushed
-// late is written after younger rows (decision 0007).
+// Replay needs: a refusal row flushed late is written after younger rows
+// (decision 0007).
 func oldestWrittenFirst(es []throttle.LedgerEntry) {
 	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
 }
 
-// newestWrittenFirst sorts es the other way round from oldestWrittenFirst.
-func newestWrittenFirst(es []throttle.LedgerEntry) {
-	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(b.ID, a.ID) })
-}
-
 func testLedgerAggregate(t *testing.T, open OpenStore) {
-	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 1000, RefillTokens: 1, RefillPeriod: time.Hour}
-	e := NewEnv(t, open, one(p), throttle.Config{Ledger: throttle.LedgerAggregateTakes})
+	e := NewEnv(t, open, named(p), throttle.Config{Ledger: throttle.LedgerAggregateTakes})
 	for range 10 {
 		e.Clock.Advance(time.Second)
 		e.Take(keyA, 2)
 	}
-	_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "404"})
-	require.NoError(t, err)
+	e.adjust(throttle.Adjustment{Key: keyA, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "404"})
 	e.Clock.Advance(time.Minute)
 	e.Take(keyA, 1)
 
-	entries, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &keyA})
-	require.NoError(t, err)
+	entries := e.ledger(inspect.LedgerQuery{Key: &keyA})
 	require.Len(t, entries, 3) // one take row per minute, the penalty alone
 	oldestWrittenFirst(entries)
 	require.Equal(t, throttle.LedgerTake, entries[0].Reason)
@@ -675,21 +671,17 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(980), entries[0].Balance)
 	require.Equal(t, throttle.LedgerPenalty, entries[1].Reason)
 	require.Equal(t, int64(1), entries[2].Count)
-	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
-	require.NoError(t, err)
-	require.Equal(t, int64(11), n)
+	require.Equal(t, int64(11), e.countLedger(inspect.LedgerQuery{Key: &keyA, Reasons: []throttle.LedgerReason{throttle.LedgerTake}}))
 }
 
-// testLedgerPerPolicy: an application's high-volume policy folds its
-// takes per minute (Policy.Ledger) while a DICT policy in the same limiter,
-// at the limiter's default, keeps one row per take; a policy writing no
-// takes still writes its refusals. Each ledger still explains its balance.
+// testLedgerPerPolicy: a policy folding its takes per minute
+// (Policy.Ledger), a DICT policy at the limiter's default (a row per take)
+// and one writing no takes but its refusals share a limiter.
 func testLedgerPerPolicy(t *testing.T, open OpenStore) {
-	ctx := context.Background()
 	sms := throttle.Policy{Name: "SMS", Capacity: 1000, RefillTokens: 10, RefillPeriod: time.Second, Ledger: throttle.LedgerAggregateTakes}
 	dict := pf(throttle.RefillStepwise) // Ledger left at LedgerDefault
 	quiet := throttle.Policy{Name: "QUIET", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Hour, Ledger: throttle.LedgerNoTakes}
-	e := NewEnv(t, open, throttle.Policies{"SMS": sms, dict.Name: dict, "QUIET": quiet}, throttle.Config{})
+	e := env(t, open, sms, dict, quiet)
 	keySMS := throttle.Key{Policy: "SMS", Env: "test", Identifier: "account-1"}
 	keyDict := throttle.Key{Policy: dict.Name, Env: "test", Identifier: "12345678901"}
 	keyQuiet := throttle.Key{Policy: "QUIET", Env: "test", Identifier: "q"}
@@ -701,9 +693,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		}
 		if i%20 == 0 {
 			// One request charging both: each key at its own granularity.
-			d, err := e.Limiter.Take(ctx, "E2E", throttle.Charge{Key: keySMS, Cost: 1}, throttle.Charge{Key: keyDict, Cost: 1})
-			require.NoError(t, err)
-			require.True(t, d.Allowed)
+			require.True(t, e.take("E2E", throttle.Charge{Key: keySMS, Cost: 1}, throttle.Charge{Key: keyDict, Cost: 1}).Allowed)
 			smsTakes++
 			dictTakes++
 		}
@@ -711,11 +701,9 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	for range 5 {
 		e.Take(keyQuiet, 1)
 	}
-	require.NoError(t, e.Limiter.FlushRefusals(ctx))
-
+	require.NoError(t, e.Limiter.FlushRefusals(context.Background()))
 	all := func(k throttle.Key) []throttle.LedgerEntry {
-		es, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
-		require.NoError(t, err)
+		es := e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 		oldestWrittenFirst(es)
 		return es
 	}
@@ -726,8 +714,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		require.Equal(t, int64(1), en.Count)
 		require.Equal(t, "E2E", en.Ref)
 	}
-	b, err := throttle.Replay(dict, dictRows)
-	require.NoError(t, err)
+	b := must(throttle.Replay(dict, dictRows))(t)
 	st := e.State(keyDict)
 	b.Refill(dict, st.At)
 	require.Equal(t, st.Tokens, b.Tokens)
@@ -743,15 +730,11 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		events += en.Count
 	}
 	require.Equal(t, smsTakes, events)
-	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keySMS, Reasons: []throttle.LedgerReason{throttle.LedgerTake}})
-	require.NoError(t, err)
-	require.Equal(t, smsTakes, n)
+	require.Equal(t, smsTakes, e.countLedger(inspect.LedgerQuery{Key: &keySMS, Reasons: []throttle.LedgerReason{throttle.LedgerTake}}))
 	require.Equal(t, e.State(keySMS).Tokens, smsRows[len(smsRows)-1].Balance)
 	now := e.Clock.Now()
 	wq := inspect.LedgerWindowQuery{Key: keySMS, From: now.Add(-time.Hour), To: now, Slots: 60}
-	window, err := e.Reader.LedgerWindow(ctx, wq)
-	require.NoError(t, err)
-	require.Equal(t, inspect.FoldLedger(smsRows, wq), window)
+	require.Equal(t, inspect.FoldLedger(smsRows, wq), e.window(wq))
 
 	// QUIET: no take rows, its refusals still there.
 	quietRows := all(keyQuiet)
@@ -762,51 +745,33 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 }
 
 func testLedgerPerBucket(t *testing.T, open OpenStore) {
-	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour}
-	e := NewEnv(t, open, one(p), throttle.Config{})
-	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour})
 	// Two buckets written in turn, sometimes in one request.
 	for i := range 7 {
 		e.Take(keyA, 1)
 		e.Take(keyC, 2)
 		if i%3 == 0 {
-			_, err := e.Limiter.Take(ctx, "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyC, Cost: 1})
-			require.NoError(t, err)
+			e.take("", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyC, Cost: 1})
 		}
 	}
 	// keyA: 7 single takes and 3 joint ones; pages of 4, newest first.
 	var balances []int64
-	q := inspect.LedgerQuery{Key: &keyA, Limit: 4}
-	for {
-		page, err := e.Reader.Ledger(ctx, q)
-		require.NoError(t, err)
-		for _, en := range page {
-			require.Equal(t, keyA, en.Key)
-			balances = append(balances, en.Balance)
-		}
-		if len(page) < q.Limit {
-			break
-		}
-		q.BeforeID = inspect.NextLedgerCursor(page)
+	for _, en := range e.ledgerPages(inspect.LedgerQuery{Key: &keyA, Limit: 4}) {
+		require.Equal(t, keyA, en.Key)
+		balances = append(balances, en.Balance)
 	}
 	require.Equal(t, []int64{90, 91, 92, 93, 94, 95, 96, 97, 98, 99}, balances)
-	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{Key: &keyC})
-	require.NoError(t, err)
-	require.Equal(t, int64(10), n)
+	require.Equal(t, int64(10), e.countLedger(inspect.LedgerQuery{Key: &keyC}))
 }
 
-// testLedgerWindow checks a store's LedgerWindow against inspect.FoldLedger
-// of the same bucket's entries, with every take written and with takes
-// aggregated per minute, another bucket's rows interleaved, and refusals
-// throughout (demand 2.6 a minute, supply 2).
+// testLedgerWindow checks a store's LedgerWindow against inspect.FoldLedger,
+// with another bucket's rows interleaved and refusals throughout (demand
+// 2.6 a minute, supply 2).
 func testLedgerWindow(t *testing.T, open OpenStore) {
-	ctx := context.Background()
 	for _, g := range []throttle.LedgerGranularity{throttle.LedgerEveryTake, throttle.LedgerAggregateTakes} {
 		t.Run(g.String(), func(t *testing.T) {
 			p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 2, RefillPeriod: time.Minute, Refill: throttle.RefillStepwise}
-			e := NewEnv(t, open, one(p), throttle.Config{Ledger: g})
-			keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+			e := NewEnv(t, open, named(p), throttle.Config{Ledger: g})
 			for i := range 200 {
 				e.Clock.Advance(23 * time.Second)
 				e.Take(keyA, 1)
@@ -814,28 +779,17 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 					e.Take(keyC, 1)
 				}
 				if i == 120 {
-					_, err := e.Limiter.Adjust(ctx, throttle.Adjustment{Key: keyA, Delta: -2, Reason: throttle.LedgerPenalty, Ref: "404"})
-					require.NoError(t, err)
+					e.adjust(throttle.Adjustment{Key: keyA, Delta: -2, Reason: throttle.LedgerPenalty, Ref: "404"})
 				}
 			}
-			var all []throttle.LedgerEntry
-			q := inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize}
-			for {
-				page, err := e.Reader.Ledger(ctx, q)
-				require.NoError(t, err)
-				all = append(all, page...)
-				if len(page) < q.Limit {
-					break
-				}
-				q.BeforeID = inspect.NextLedgerCursor(page)
-			}
-			newestWrittenFirst(all) // the scenario below is about the written order
+			all := e.ledgerPages(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
+			oldestWrittenFirst(all)
+			slices.Reverse(all) // newest written first: the scenario below is about the written order
 			now := e.Clock.Now()
 
 			// The last hour in 40 slots of 90 s.
 			wq := inspect.LedgerWindowQuery{Key: keyA, From: now.Add(-time.Hour), To: now, Slots: 40}
-			got, err := e.Reader.LedgerWindow(ctx, wq)
-			require.NoError(t, err)
+			got := e.window(wq)
 			want := inspect.FoldLedger(all, wq)
 			require.Equal(t, want, got)
 			require.False(t, got.Partial)
@@ -884,17 +838,14 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 				}
 				require.False(t, from.IsZero(), "the scenario has a refusal followed by an earlier aggregated row")
 				wq := inspect.LedgerWindowQuery{Key: keyA, From: from, To: now, Slots: 7}
-				got, err := e.Reader.LedgerWindow(ctx, wq)
-				require.NoError(t, err)
+				got := e.window(wq)
 				require.Equal(t, inspect.FoldLedger(all, wq), got)
 				require.Equal(t, from, got.Slots[0].FirstRefused)
 			}
 
 			// A bucket with no row has no slots; a bad query is an error.
-			none, err := e.Reader.LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "zz"}, From: wq.From, To: now, Slots: 10})
-			require.NoError(t, err)
-			require.Empty(t, none.Slots)
-			_, err = e.Reader.LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: keyA, From: now, To: now, Slots: 10})
+			require.Empty(t, e.window(inspect.LedgerWindowQuery{Key: throttle.Key{Policy: "P", Env: "test", Identifier: "zz"}, From: wq.From, To: now, Slots: 10}).Slots)
+			_, err := e.Reader.LedgerWindow(context.Background(), inspect.LedgerWindowQuery{Key: keyA, From: now, To: now, Slots: 10})
 			require.ErrorIs(t, err, throttle.ErrInvalidQuery)
 		})
 	}
@@ -902,11 +853,8 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 
 func testList(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	ps := throttle.Policies{
-		"P": {Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
-		"Q": {Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
-	}
-	e := NewEnv(t, open, ps, throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
+		throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour})
 	var want []throttle.Key
 	for _, pol := range []string{"P", "Q"} {
 		for _, env := range []string{"prod", "test"} {
@@ -921,8 +869,7 @@ func testList(t *testing.T, open OpenStore) {
 	f := inspect.Filter{Limit: 5}
 	pages := 0
 	for {
-		page, err := e.Reader.List(ctx, f)
-		require.NoError(t, err)
+		page := must(e.Reader.List(ctx, f))(t)
 		pages++
 		for _, s := range page.States {
 			require.Equal(t, int64(9), s.Tokens)
@@ -931,31 +878,27 @@ func testList(t *testing.T, open OpenStore) {
 		if page.Next == "" {
 			break
 		}
-		f.After, err = inspect.DecodeCursor(page.Next)
-		require.NoError(t, err)
+		f.After = must(inspect.DecodeCursor(page.Next))(t)
 	}
 	require.Equal(t, 6, pages)
 	require.ElementsMatch(t, want, got)
 	require.Len(t, got, len(want)) // no key twice
 
-	page, err := e.Reader.List(ctx, inspect.Filter{Policy: "Q", Env: "test", IdentifierPrefix: "id-0", Limit: 100})
-	require.NoError(t, err)
-	require.Len(t, page.States, 7)
-	for _, s := range page.States {
+	states := e.list(inspect.Filter{Policy: "Q", Env: "test", IdentifierPrefix: "id-0", Limit: 100})
+	require.Len(t, states, 7)
+	for _, s := range states {
 		require.Equal(t, "Q", s.Key.Policy)
 		require.Equal(t, "test", s.Key.Env)
 	}
-	page, err = e.Reader.List(ctx, inspect.Filter{IdentifierPrefix: "id-03"})
-	require.NoError(t, err)
-	require.Len(t, page.States, 4)
+	require.Len(t, e.list(inspect.Filter{IdentifierPrefix: "id-03"}), 4)
 }
 
 func testPrune(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
-	pruned := NewEnv(t, open, one(p), throttle.Config{})
-	control := NewEnv(t, open, one(p), throttle.Config{})
-	keys := []throttle.Key{keyA, {Policy: "P", Env: "test", Identifier: "c"}}
+	pruned := env(t, open, p)
+	control := env(t, open, p)
+	keys := []throttle.Key{keyA, keyC}
 	play := func(round int) []throttle.Decision {
 		var out []throttle.Decision
 		for _, e := range []*Env{pruned, control} {
@@ -971,46 +914,34 @@ func testPrune(t *testing.T, open OpenStore) {
 		// Both stores answered the same.
 		require.Equal(t, d[:2], d[2:], "round %d", round)
 		if round%5 == 4 {
-			_, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2, BucketBatch: 2})
-			require.NoError(t, err)
+			must(pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 2, BucketBatch: 2}))(t)
 		}
 	}
 	// After a long idle time every bucket is full: all rows go.
 	pruned.Clock.Advance(time.Hour)
-	res, err := pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1, BucketBatch: 1})
-	require.NoError(t, err)
+	res := must(pruned.Limiter.Prune(ctx, throttle.PruneOptions{Retention: time.Minute, Batch: 1, BucketBatch: 1}))(t)
 	require.Equal(t, int64(2), res.Buckets)
-	n, err := pruned.Reader.CountLedger(ctx, inspect.LedgerQuery{})
-	require.NoError(t, err)
-	require.Zero(t, n)
-	page, err := pruned.Reader.List(ctx, inspect.Filter{})
-	require.NoError(t, err)
-	require.Empty(t, page.States)
+	require.Zero(t, pruned.countLedger(inspect.LedgerQuery{}))
+	require.Empty(t, pruned.list(inspect.Filter{}))
 	require.Equal(t, int64(3), pruned.State(keyA).Tokens)
 }
 
-// testPruneRefusals covers a bug once found: 25 refusals became a row with its
-// reference (the store's) and a row of 24 refusals answered from memory,
-// written only when the key was next used, weeks later, after younger rows
-// and stamped with its newest refusal: a 40-day-old row survived a 30-day
-// prune. Every refusal row now goes by its own time, a row of several
-// refusals as soon as its oldest may be past the retention, and the
-// bucket's chain of rows stays whole.
+// testPruneRefusals: a row of refusals answered from memory is written when
+// the key is next used, maybe weeks later, after younger rows, stamped with
+// its newest refusal. Every refusal row goes by its own time, a row of
+// several as soon as its oldest may be past the retention, and the bucket's
+// chain of rows stays whole.
 func testPruneRefusals(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour}
-	q := throttle.Policy{Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second}
-	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
+	ps := named(throttle.Policy{Name: "P", Capacity: 1, RefillTokens: 1, RefillPeriod: time.Hour},
+		throttle.Policy{Name: "Q", Capacity: 100, RefillTokens: 100, RefillPeriod: time.Second})
+	e := NewEnv(t, open, ps, throttle.Config{})
 	refusals := inspect.LedgerQuery{Key: &keyA, Reasons: throttle.RefusalReasons}
 	take := func(k throttle.Key, ref string) throttle.Decision {
-		d, err := e.Limiter.Take(ctx, ref, throttle.Charge{Key: k, Cost: 1})
-		require.NoError(t, err)
-		return d
+		return e.take(ref, throttle.Charge{Key: k, Cost: 1})
 	}
 	rowsOf := func(k throttle.Key) []throttle.LedgerEntry {
-		es, err := e.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
-		require.NoError(t, err)
-		return es
+		return e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	}
 
 	require.True(t, take(keyA, "E2E-0").Allowed)
@@ -1032,8 +963,8 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	e.Clock.Advance(20 * 24 * time.Hour)
 	require.True(t, take(keyA, "E2E-40").Allowed)
 	written := rowsOf(keyA)
-	newestWrittenFirst(written)
-	group := written[0]
+	oldestWrittenFirst(written)
+	group := written[len(written)-1]
 	require.Equal(t, int64(24), group.Count, "one row holds the refusals answered from memory")
 	require.Equal(t, newest, group.At, "stamped with the newest refusal")
 	require.Empty(t, group.Ref)
@@ -1041,11 +972,8 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	// A prune whose cutoff lies inside the group removes the group: its
 	// oldest refusal is past the retention.
 	cut := firstFromMemory.Add(time.Second)
-	_, err := e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true})
-	require.NoError(t, err)
-	n, err := e.Reader.CountLedger(ctx, refusals)
-	require.NoError(t, err)
-	require.Zero(t, n, "no refusal of day 0 survives")
+	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: e.Clock.Now().Sub(cut), Batch: 1, SkipBuckets: true}))(t)
+	require.Zero(t, e.countLedger(refusals), "no refusal of day 0 survives")
 
 	// The chain of keyA is whole: its day-40 take is there and readable.
 	rows := rowsOf(keyA)
@@ -1055,40 +983,30 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	take(keyA, "E2E-41")
 	rows = rowsOf(keyA)
 	require.Equal(t, "E2E-40", rows[len(rows)-1].Ref, "a row written after the prune links to the kept rows")
-	w, err := e.Reader.LedgerWindow(ctx, inspect.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10})
-	require.NoError(t, err)
-	require.Equal(t, inspect.FoldLedger(rows, inspect.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}), w)
+	wq := inspect.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}
+	require.Equal(t, inspect.FoldLedger(rows, wq), e.window(wq))
 
-	// The same with a 30-day retention at day 40 (the numbers).
-	e2 := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
-	e, rowsOf = e2, func(k throttle.Key) []throttle.LedgerEntry {
-		es, err := e2.Reader.Ledger(ctx, inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
-		require.NoError(t, err)
-		return es
-	}
+	// The same with a 30-day retention at day 40.
+	e = NewEnv(t, open, ps, throttle.Config{})
 	take(keyA, "E2E-0")
 	take(keyA, "E2E-1")
 	for range 24 {
-		e2.Clock.Advance(time.Second)
+		e.Clock.Advance(time.Second)
 		take(keyA, "E2E-n")
 	}
-	e2.Clock.Advance(20 * 24 * time.Hour)
+	e.Clock.Advance(20 * 24 * time.Hour)
 	take(keyB, "")
-	e2.Clock.Advance(20 * 24 * time.Hour)
+	e.Clock.Advance(20 * 24 * time.Hour)
 	take(keyA, "E2E-40")
-	_, err = e2.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true})
-	require.NoError(t, err)
-	n, err = e2.Reader.CountLedger(ctx, refusals)
-	require.NoError(t, err)
-	require.Zero(t, n, "a 40-day-old refusal row does not survive a 30-day prune")
+	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true}))(t)
+	require.Zero(t, e.countLedger(refusals), "a 40-day-old refusal row does not survive a 30-day prune")
 	require.Len(t, rowsOf(keyB), 1)
 	require.Len(t, rowsOf(keyA), 1)
 }
 
 func testBadInput(t *testing.T, open OpenStore) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute}
-	e := NewEnv(t, open, one(p), throttle.Config{})
+	e := env(t, open, throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 1, RefillPeriod: time.Minute})
 	tests := []struct {
 		name    string
 		charges []throttle.Charge
@@ -1127,12 +1045,8 @@ func testBadInput(t *testing.T, open OpenStore) {
 		})
 	}
 	// Nothing above moved a token or wrote a row.
-	page, err := e.Reader.List(ctx, inspect.Filter{})
-	require.NoError(t, err)
-	require.Empty(t, page.States)
-	n, err := e.Reader.CountLedger(ctx, inspect.LedgerQuery{})
-	require.NoError(t, err)
-	require.Zero(t, n)
+	require.Empty(t, e.list(inspect.Filter{}))
+	require.Zero(t, e.countLedger(inspect.LedgerQuery{}))
 }
 
 // errUnavailable stands for a database that does not answer.
@@ -1148,36 +1062,27 @@ func TestFailModes(t *testing.T) {
 		return errUnavailable
 	}}
 	obs := &countingObserver{}
-	lim, err := throttle.NewLimiter(failing, throttle.Policies{"P": closed, "Q": open}, throttle.Config{Observer: obs})
-	require.NoError(t, err)
+	lim := must(throttle.NewLimiter(failing, throttle.Policies{"P": closed, "Q": open}, throttle.Config{Observer: obs}))(t)
 
-	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1})
+	_, err := lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1})
 	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 
-	d, err := lim.Take(context.Background(), "", throttle.Charge{Key: keyB, Cost: 1})
-	require.NoError(t, err)
+	d := must(lim.Take(context.Background(), "", throttle.Charge{Key: keyB, Cost: 1}))(t)
 	require.True(t, d.Allowed)
 	require.True(t, d.FailOpen)
-	require.Equal(t, 1, obs.failedOpen)
+	require.Equal(t, int64(1), obs.failedOpen.Load())
 
 	// Mixed: one closed policy makes the request fail closed.
 	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyB, Cost: 1})
 	require.True(t, errors.Is(err, throttle.ErrStoreUnavailable))
-	require.Equal(t, 1, obs.failedOpen)
+	require.Equal(t, int64(1), obs.failedOpen.Load())
 }
 
-type countingObserver struct {
-	mu         sync.Mutex
-	failedOpen int
-}
+type countingObserver struct{ failedOpen atomic.Int64 }
 
 func (o *countingObserver) Decided(throttle.Decision, time.Duration) {}
-func (o *countingObserver) FailedOpen(throttle.Key, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.failedOpen++
-}
-func (o *countingObserver) SeverityChanged(throttle.SeverityChange) {}
+func (o *countingObserver) FailedOpen(throttle.Key, error)           { o.failedOpen.Add(1) }
+func (o *countingObserver) SeverityChanged(throttle.SeverityChange)  {}
 
 // testSeverityNow: the store's part of read-time severity — the stored
 // level prefilter (Filter.MinSeverity), ExcludePolicies — through
@@ -1186,18 +1091,14 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 	ctx := context.Background()
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
 	q := throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 10, RefillPeriod: time.Minute}
-	e := NewEnv(t, open, throttle.Policies{"P": p, "Q": q}, throttle.Config{})
-	keyC := throttle.Key{Policy: "P", Env: "test", Identifier: "c"}
+	e := env(t, open, p, q)
 	require.True(t, e.Take(keyA, 10).Allowed) // Critical
 	require.True(t, e.Take(keyC, 1).Allowed)  // Healthy
 	require.True(t, e.Take(keyB, 10).Allowed) // Critical, policy Q
 
 	keys := func(f inspect.Filter) []throttle.Key {
-		t.Helper()
-		page, err := e.Reader.List(ctx, f)
-		require.NoError(t, err)
 		var out []throttle.Key
-		for _, s := range page.States {
+		for _, s := range e.list(f) {
 			out = append(out, s.Key)
 		}
 		return out
@@ -1208,15 +1109,12 @@ func testSeverityNow(t *testing.T, open OpenStore) {
 
 	e.Clock.Advance(time.Minute) // all full again
 	require.Empty(t, keys(inspect.Filter{Severity: throttle.SeverityCritical}))
-	c, err := e.Reader.CountNow(ctx, inspect.Filter{})
-	require.NoError(t, err)
+	c := must(e.Reader.CountNow(ctx, inspect.Filter{}))(t)
 	require.Equal(t, int64(3), c.BySeverity[throttle.SeverityHealthy])
 	require.Equal(t, int64(0), c.BySeverity[throttle.SeverityCritical])
 
-	n, err := e.Limiter.Reevaluate(ctx)
-	require.NoError(t, err)
+	n := must(e.Limiter.Reevaluate(ctx))(t)
 	require.Equal(t, 2, n)
-	stored, err := e.Reader.CountBySeverity(ctx, inspect.Filter{})
-	require.NoError(t, err)
+	stored := must(e.Reader.CountBySeverity(ctx, inspect.Filter{}))(t)
 	require.Equal(t, map[throttle.Severity]int64{throttle.SeverityHealthy: 3}, stored, "the recoveries are written")
 }

@@ -71,17 +71,13 @@ func PostgresSchema(tb testing.TB) string {
 	schema := "t_" + hex.EncodeToString(b[:])
 	db, err := sql.Open("pgx", base)
 	require.NoError(tb, err)
-	defer db.Close()
+	db.SetMaxIdleConns(0) // no connection held between the create and the drop
+	tb.Cleanup(func() {
+		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+		_ = db.Close()
+	})
 	_, err = db.Exec(`CREATE SCHEMA ` + schema)
 	require.NoError(tb, err, "create schema in %s", PostgresEnv)
-	tb.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-	})
 	return withParam(tb, base, "search_path", schema)
 }
 
@@ -102,11 +98,9 @@ func MustOpenDSN(tb testing.TB, dsn string, clock throttle.Clock) *sqlstore.Stor
 	return s
 }
 
-// TerminateSessions ends, with pg_terminate_backend, every PostgreSQL
-// session whose application_name is app (a test's own: other tests and
-// other programs on the server are left alone) and returns how many: an
-// administrator's shutdown of the sessions (SQLSTATE 57P01), the fault
-// the store's retries are for.
+// TerminateSessions ends with pg_terminate_backend (SQLSTATE 57P01, the
+// fault the store's retries are for) every PostgreSQL session whose
+// application_name is app, a test's own, and returns how many.
 func TerminateSessions(tb testing.TB, app string) int {
 	tb.Helper()
 	db, err := sql.Open("pgx", os.Getenv(PostgresEnv))
@@ -125,8 +119,7 @@ func WithApplicationName(tb testing.TB, dsn, app string) string {
 	return withParam(tb, dsn, "application_name", app)
 }
 
-// withParam returns the PostgreSQL URL dsn with its query parameter key set
-// to value.
+// withParam returns the URL dsn with its query parameter key set to value.
 func withParam(tb testing.TB, dsn, key, value string) string {
 	tb.Helper()
 	u, err := url.Parse(dsn)
@@ -181,16 +174,13 @@ func Garble(b []byte, at, n int) []byte {
 	return b
 }
 
-// CorruptSQLiteCopy returns the path of a copy of a migrated balde SQLite
-// database holding a few hundred pages of data, with 200 random bytes
-// (a fixed seed) written over the start of one of its data pages: a file
-// SQLite opens but whose integrity check fails.
+// CorruptSQLiteCopy returns the path of a SoundSQLiteFile garbled over 200
+// bytes of a data page: a file SQLite opens but whose integrity check fails.
 func CorruptSQLiteCopy(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
 	b := SoundSQLiteFile(t)
 	Garble(b, (len(b)/SQLitePage-5)*SQLitePage, 200) // a page of filler's, near the end
-	bad := filepath.Join(dir, "copy.db")
+	bad := filepath.Join(t.TempDir(), "copy.db")
 	require.NoError(t, os.WriteFile(bad, b, 0o644))
 	return bad
 }

@@ -1,56 +1,40 @@
-// Package sifensim is a SIFEN simulator: a SOAP 1.2 server for SIFEN's
-// services (siRecepLoteDE, siConsLoteDE, siConsDE; and siRecepDE,
-// siRecepEvento and siConsRUC, sync.go) written from
-// SIFEN's published behaviour, so that `make run` works with no credentials
-// and tests run against an independent HTTP peer. It imports nothing of
-// balde's client side: it reads the envelope, unzips the lot and parses its
-// DEs with its own code (wire.go), keeps its own state and clock, and
-// applies its own rules, so a wire-format mistake on either side shows.
+// Package sifensim is a SIFEN simulator: a SOAP 1.2 server for
+// siRecepLoteDE, siConsLoteDE and siConsDE (and, in sync.go, siRecepDE,
+// siRecepEvento and siConsRUC), written from SIFEN's published behaviour so
+// that `make run` needs no credentials and tests meet an independent peer. It
+// imports nothing of balde: envelope, ZIP and DE parsing (wire.go), state,
+// clock and rules are its own, so a wire-format mistake on either side shows.
 //
-// The rules (docs/guides/sifen.md; DNIT's, or balde's interval rule (docs/decisions/0011), as marked):
+// The rules (docs/guides/sifen.md says which are DNIT's and which are
+// balde's interval rule, docs/decisions/0011):
 //
-//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of
-//     the lot's first DE (10 minutes, then 20, 30, ... up to 60 on
-//     recurrence within 24 h; Config.Block, BlockMax) for: more than 50
-//     DEs, a SOAP message over 1,000,000 bytes, DEs of several RUCs or several
-//     types, the same CDC twice in the lot, a CDC whose earlier lot is still
-//     processing, the same lot sent again (DNIT, Guía de mejores prácticas,
-//     Oct 2024, §4-5); and a lot of a RUC that arrives less than
-//     Config.Interval after the answer to its previous lot, or while that
-//     lot has no answer yet (the interval rule). While a RUC is
-//     blocked every lot of it gets 0301. An empty lot, and a lot that cannot
-//     be read (not base64, not a ZIP, malformed XML), get 0301 without a
-//     block: they name no RUC, and the simulator does not take the issuer
-//     from the client certificate as SIFEN does (DNIT blocks for an empty
-//     lot too). Otherwise 0300 and a lot number.
-//   - A queued lot is processed Config.Processing after it was queued
-//     (on the simulator's clock): each DE is approved (with a dProtAut),
-//     approved with observations (Config.Observe) or rejected with a code:
-//     a bad RUC check digit or CDC, a CDC already approved (1001), a DE
-//     signed-less or marked as a test DE sent to prod, or Config.Reject.
-//   - siConsLoteDE answers 0360 for an unknown lot, 0361 while it is
-//     processing, 0362 with the per-DE results, 0364 after 48 hours.
-//   - siConsDE answers 0422 for an approved CDC, xContenDE holding the
-//     DE, its dProtAut and its (empty) events as escaped text, and 0420
-//     otherwise.
-//   - siRecepDE takes one DE with the RUC rules of a lot of one and
-//     answers its result at once (rRetEnviDe); siRecepEvento registers
-//     events (0600) on approved DEs; siConsRUC answers 0502 for any RUC
-//     of 5-8 digits (sync.go says what is published and what is the
-//     simulator's).
-//   - A request that is not a SOAP 1.2 envelope holding the service's
-//     request gets SIFEN's generic rRetEnviDe, 0160 "XML Mal Formado.",
-//     with HTTP 400.
-//   - Both SOAP content types real clients send are accepted
-//     (application/soap+xml and application/xml); answers use SIFEN's
-//     prefixes (env:, ns2:).
-//   - GET /sim/stats answers the counts of requests by service, environment,
-//     RUC and response code (Stats); GET /sim/clock the simulator's time;
-//     POST /sim/clock?advance=DURATION moves a fake clock (Config.Advance).
+//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of the
+//     lot's first DE (Config.Block, longer on each recurrence within 24 h up
+//     to BlockMax) for more than 50 DEs, a SOAP message over 1,000,000 bytes,
+//     DEs of several RUCs or types, a CDC twice, a CDC still processing in an
+//     earlier lot, the same lot again (DNIT, Guía de mejores prácticas, Oct
+//     2024, §4-5), and a lot less than Config.Interval after the answer to
+//     the RUC's previous lot or before that answer. A blocked RUC gets 0301;
+//     an empty or unreadable lot gets 0301 without a block. Otherwise 0300
+//     and a lot number.
+//   - A queued lot is processed Config.Processing later (simulator clock):
+//     each DE is approved with a dProtAut, approved with observations
+//     (Config.Observe), or rejected: bad RUC check digit or CDC, a CDC
+//     already approved (1001), unsigned or test DE sent to prod,
+//     Config.Reject.
+//   - siConsLoteDE answers 0360 unknown, 0361 processing, 0362 with the
+//     per-DE results, 0364 after 48 hours; siConsDE answers 0422 with
+//     xContenDE for an approved CDC, 0420 otherwise.
+//   - A request that is not a SOAP 1.2 envelope holding the service's request
+//     gets SIFEN's generic rRetEnviDe 0160 "XML Mal Formado." with HTTP 400.
+//     Content types application/soap+xml and application/xml are accepted;
+//     answers use SIFEN's prefixes (env:, ns2:).
+//   - GET /sim/stats answers the request counts (Stats), GET /sim/clock the
+//     time, POST /sim/clock?advance=DURATION moves a fake clock
+//     (Config.Advance).
 //
-// The services are served at SIFEN's paths, under /test or /prod to pick
-// the environment ("/test/de/ws/async/recibe-lote.wsdl"), or without a
-// prefix for Config.Env.
+// The services are served at SIFEN's paths under /test or /prod
+// ("/test/de/ws/async/recibe-lote.wsdl"), or without a prefix for Config.Env.
 package sifensim
 
 import (
@@ -110,21 +94,16 @@ const (
 	DefaultBlock      = 10 * time.Minute
 	DefaultBlockMax   = 60 * time.Minute
 	DefaultProcessing = 2 * time.Second
-	// blockMemory is how long a 0301 counts as a recurrence.
-	blockMemory = 24 * time.Hour
-	// lotQueryWindow is how long a lot can be queried (0364 after).
-	lotQueryWindow = 48 * time.Hour
+	blockMemory       = 24 * time.Hour // how long a 0301 counts as a recurrence
+	lotQueryWindow    = 48 * time.Hour // how long a lot can be queried (0364 after)
 	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
-	// "Lote no encolado para procesamiento", c and e): 50 DEs, and "el
-	// mensaje de datos de entrada del WS no debe superar 1000 KB" — the
-	// whole SOAP message as received, read as 1,000,000 bytes (SI kilobytes:
-	// the stricter reading, docs/decisions/0056).
+	// "Lote no encolado para procesamiento", c and e): 50 DEs, and a whole
+	// SOAP message of at most "1000 KB", read as 1,000,000 bytes
+	// (docs/decisions/0056).
 	MaxLotDEs       = 50
 	MaxMessageBytes = 1_000_000
-	// maxRequestBytes bounds a request body.
 	maxRequestBytes = 8 << 20
-	// firstLotNumber makes lot numbers 17 digits long, like SIFEN's.
-	firstLotNumber = 10_000_000_000_000_001
+	firstLotNumber  = 10_000_000_000_000_001 // 17 digits, like SIFEN's lot numbers
 	// testIssuerName is dNomEmi of every DE of the test environment.
 	testIssuerName = "DE generado en ambiente de prueba - sin valor comercial ni fiscal"
 	timeLayout     = "2006-01-02T15:04:05-07:00"
@@ -132,39 +111,33 @@ const (
 
 // Config configures a Server. The zero value is usable.
 type Config struct {
-	// Clock is the simulator's time; default time.Now.
-	Clock func() time.Time
-	// Advance, when set, moves Clock forward (POST /sim/clock?advance=D);
-	// without it that endpoint answers 404.
+	// Clock is the simulator's time (default time.Now); Advance, when set,
+	// moves it (POST /sim/clock?advance=D, 404 without it).
+	Clock   func() time.Time
 	Advance func(time.Duration) time.Time
-	// Interval is the least time between the answer to a lot of a RUC in
-	// one environment and its next lot; default DefaultInterval. Negative
-	// disables the rule.
+	// Interval is the least time between the answer to a RUC's lot in one
+	// environment and its next lot (default DefaultInterval; negative: none).
 	Interval time.Duration
-	// Block is the first block of a RUC that breaks a rule, and BlockMax
-	// the longest: each recurrence within 24 h blocks Block longer.
+	// Block is a RUC's first block and BlockMax the longest: each recurrence
+	// within 24 h blocks Block longer.
 	Block, BlockMax time.Duration
-	// Processing is how long a lot stays in processing; default
-	// DefaultProcessing. Negative means no processing time.
+	// Processing is how long a lot stays in processing (default
+	// DefaultProcessing; negative: none).
 	Processing time.Duration
-	// Latency is how long (wall time) siRecepLoteDE takes to answer a lot
-	// it read, as over the internet. The answer's instant, from which the
-	// frequency rule counts, is taken after it.
+	// Latency is the wall time siRecepLoteDE takes to answer a lot it read;
+	// the answer's instant, from which Interval counts, is taken after it.
 	Latency time.Duration
-	// Env is the environment of the paths without /test or /prod ("test"
-	// by default).
+	// Env is the environment of the paths without /test or /prod ("test").
 	Env string
-	// BeforeRecepcion, when set, is called for every readable
-	// siRecepLoteDE before it is decided; an error drops the request as if
-	// it was lost (HTTP 503, nothing recorded).
+	// BeforeRecepcion is called for every readable siRecepLoteDE before it
+	// is decided; an error drops it as lost (HTTP 503, nothing recorded).
+	// AfterRecepcion is called once it is decided and recorded, before the
+	// answer is written and its instant taken.
 	BeforeRecepcion func(ctx context.Context, r Recepcion) error
-	// AfterRecepcion, when set, is called once a siRecepLoteDE is decided
-	// and recorded, before the answer is written (and its instant taken).
-	AfterRecepcion func(ctx context.Context, r Recepcion)
-	// Reject, when set, decides per DE of a processed lot: rejected with
-	// code and message when ok.
-	Reject func(env string, de DE) (code, message string, ok bool)
-	// Observe, when set, approves a DE with an observation when ok.
+	AfterRecepcion  func(ctx context.Context, r Recepcion)
+	// Reject rejects a DE of a processed lot with code and message when ok;
+	// Observe approves it with an observation when ok.
+	Reject  func(env string, de DE) (code, message string, ok bool)
 	Observe func(env string, de DE) (code, message string, ok bool)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -172,11 +145,9 @@ type Config struct {
 
 // Recepcion describes one siRecepLoteDE for the hooks.
 type Recepcion struct {
-	Env string
-	// RUC is the first DE's issuer, "NUMBER-DV".
-	RUC string
-	// CDCs are the lot's DEs.
-	CDCs []string
+	Env  string
+	RUC  string   // the first DE's issuer, "NUMBER-DV"
+	CDCs []string // the lot's DEs
 	// Code, Message and LotNumber are the answer (empty in BeforeRecepcion).
 	Code, Message, LotNumber string
 }
@@ -224,18 +195,25 @@ type cdcState struct {
 }
 
 type lot struct {
-	number   string
-	env      string
-	ruc      string
-	des      []DE
-	queuedAt time.Time
-	results  []el // nil until processed
-	verdicts []verdict
+	number, env, ruc string
+	des              []DE
+	queuedAt         time.Time
+	verdicts         []verdict // nil until processed
 }
 
 // verdict is the processing's result of one DE.
 type verdict struct {
 	cdc, status, code, msg, aut string
+}
+
+// fields renders v after head: dEstRes, dProtAut when there is one, and
+// gResProc.
+func (v verdict) fields(head ...el) []el {
+	res := append(head, t("dEstRes", v.status))
+	if v.aut != "" {
+		res = append(res, t("dProtAut", v.aut))
+	}
+	return append(res, g("gResProc", t("dCodRes", v.code), t("dMsgRes", v.msg)))
 }
 
 // NewServer returns a simulator with cfg.
@@ -310,16 +288,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Open listens on addr, a loopback address ("127.0.0.1:0" picks a free
-// port; any other is refused), and serves the simulator there in the
-// background until Close. Call it once, before URL.
+// Open listens on addr, a loopback address only (the simulator serves
+// made-up data without authentication; port 0 picks a free port), and serves
+// in the background until Close. Call it once, before URL.
 func (s *Server) Open(addr string) error {
-	ln, err := listenLoopback(addr)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("sifensim: address %q: %w", addr, err)
 	}
-	// The goroutine serves its own copy: Close clears s.srv, possibly
-	// before the goroutine runs (Serve then returns ErrServerClosed).
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sifensim: listen: %w", err)
+	}
+	// The goroutine serves its own copy: Close clears s.srv first.
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
 	s.ln, s.srv = ln, srv
@@ -329,25 +313,6 @@ func (s *Server) Open(addr string) error {
 		}
 	}()
 	return nil
-}
-
-// listenLoopback listens on addr, which must be a loopback address
-// (127.0.0.0/8, ::1 or localhost; port 0 picks a free port): the simulator
-// serves made-up data without authentication, so it never leaves this
-// machine.
-func listenLoopback(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("sifensim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("sifensim: listen: %w", err)
-	}
-	return ln, nil
 }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients
@@ -410,13 +375,18 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 	}
 	req, err := readEnvelope[T](body)
 	if err != nil {
-		// SIFEN answers a request it cannot read with its generic
-		// rRetEnviDe, 0160, and HTTP 400 (docs/decisions/0056).
-		s.count(service, env, "", CodeXMLMalformed)
-		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
+		s.malformed(w, service, env)
 		return "", nil, 0, false
 	}
 	return env, req, len(body), true
+}
+
+// malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
+// 0160, with HTTP 400 (docs/decisions/0056).
+func (s *Server) malformed(w http.ResponseWriter, service, env string) {
+	s.count(service, env, "", CodeXMLMalformed)
+	writeXML(w, http.StatusBadRequest, answer(g("rRetEnviDe", g("rProtDe", verdict{status: ResultRejected,
+		code: CodeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
 }
 
 func writeXML(w http.ResponseWriter, status int, b []byte) {
@@ -436,9 +406,8 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 	}
 	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
-		now := s.cfg.Clock()
 		s.count(service, env, "", CodeLotNotQueued)
-		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(now)),
+		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(s.cfg.Clock())),
 			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
 	}
@@ -459,17 +428,29 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 	code, msg, number, rk := s.decide(env, des, hash, size, false)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
 	s.count(service, env, rucNumber(des), code)
+	now := s.release(r, rk, &rec)
+	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
+	if number != "" {
+		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
+	}
+	writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", fields...)))
+}
+
+// release waits Config.Latency, calls AfterRecepcion with rec (when both are
+// set), then marks the RUC of rk answered and returns the answer's instant,
+// from which the interval rule counts.
+func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
 	if s.cfg.Latency > 0 {
 		select {
 		case <-time.After(s.cfg.Latency):
 		case <-r.Context().Done():
 		}
 	}
-	if s.cfg.AfterRecepcion != nil {
-		s.cfg.AfterRecepcion(r.Context(), rec)
+	if rec != nil && s.cfg.AfterRecepcion != nil {
+		s.cfg.AfterRecepcion(r.Context(), *rec)
 	}
-	// The answer leaves now: the frequency rule counts from this instant.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.cfg.Clock()
 	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
 		st.busy = false
@@ -477,12 +458,7 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 			st.lastAnswer = now
 		}
 	}
-	s.mu.Unlock()
-	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
-	if number != "" {
-		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
-	}
-	writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", fields...)))
+	return now
 }
 
 func rucNumber(des []DE) string {
@@ -554,7 +530,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		return block("lote reenviado (ya recibido como lote " + prev + ")")
 	}
 	for _, de := range des {
-		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].results == nil {
+		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].verdicts == nil {
 			return block("el CDC " + de.CDC + " está en procesamiento en el lote " + c.lot)
 		}
 	}
@@ -583,24 +559,38 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 	return CodeLotQueued, "Lote recibido con éxito", number, rk
 }
 
+// lockDue locks s.mu, processes the queued lots whose processing time has
+// passed, and returns the time.
+func (s *Server) lockDue() time.Time {
+	s.mu.Lock()
+	now := s.cfg.Clock()
+	s.processDue(now)
+	return now
+}
+
 // processDue processes the queued lots whose processing time has passed.
 // s.mu is held.
 func (s *Server) processDue(now time.Time) {
 	for _, l := range s.lots {
-		if l.results == nil && !now.Before(l.queuedAt.Add(s.cfg.Processing)) {
+		if l.verdicts == nil && !now.Before(l.queuedAt.Add(s.cfg.Processing)) {
 			s.process(l)
 		}
 	}
 }
 
+// newAut returns the next dProtAut. s.mu is held.
+func (s *Server) newAut() string {
+	s.nextAut++
+	return strconv.FormatUint(s.nextAut-1, 10)
+}
+
 // process decides each DE of a lot. s.mu is held.
 func (s *Server) process(l *lot) {
-	l.results = make([]el, 0, len(l.des))
+	l.verdicts = make([]verdict, 0, len(l.des))
 	for _, de := range l.des {
-		k := cdcKey{l.env, de.CDC}
-		c := s.cdcs[k]
-		status, code, msg, aut := ResultApproved, "0260", "Autorización del DE satisfactoria", ""
-		rejected := func(cd, m string) { status, code, msg = ResultRejected, cd, m }
+		c := s.cdcs[cdcKey{l.env, de.CDC}]
+		v := verdict{cdc: de.CDC, status: ResultApproved, code: "0260", msg: "Autorización del DE satisfactoria"}
+		rejected := func(cd, m string) { v.status, v.code, v.msg = ResultRejected, cd, m }
 		if cd, m := deProblem(de); cd != "" {
 			rejected(cd, m)
 		} else if c != nil && c.approved && c.lot != l.number {
@@ -614,25 +604,18 @@ func (s *Server) process(l *lot) {
 				rejected(cd, m)
 			}
 		}
-		if status == ResultApproved && s.cfg.Observe != nil {
+		if v.status == ResultApproved && s.cfg.Observe != nil {
 			if cd, m, ok := s.cfg.Observe(l.env, de); ok {
-				status, code, msg = ResultApprovedWithObs, cd, m
+				v.status, v.code, v.msg = ResultApprovedWithObs, cd, m
 			}
 		}
-		if status != ResultRejected {
-			aut = strconv.FormatUint(s.nextAut, 10)
-			s.nextAut++
+		if v.status != ResultRejected {
+			v.aut = s.newAut()
 			if c != nil {
-				c.approved, c.aut = true, aut
+				c.approved, c.aut = true, v.aut
 			}
 		}
-		l.verdicts = append(l.verdicts, verdict{cdc: de.CDC, status: status, code: code, msg: msg, aut: aut})
-		res := []el{t("id", de.CDC), t("dEstRes", status)}
-		if aut != "" {
-			res = append(res, t("dProtAut", aut))
-		}
-		res = append(res, g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))
-		l.results = append(l.results, g("gResProcLote", res...))
+		l.verdicts = append(l.verdicts, v)
 	}
 }
 
@@ -643,30 +626,26 @@ func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	s.processDue(now)
-	fields := []el{t("dFecProc", formatTime(now))}
+	now := s.lockDue()
 	l := s.lots[strings.TrimSpace(req.LotNumber)]
-	ruc, code := "", ""
+	ruc, code, msg := "", CodeLotUnknown, "Número de Lote inexistente"
+	var results []el
 	switch {
 	case l == nil || l.env != env:
-		code = CodeLotUnknown
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Número de Lote inexistente"))
 	case now.Sub(l.queuedAt) > lotQueryWindow:
-		ruc, code = l.ruc, CodeLotTooLate
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Consulta extemporánea de Lote"))
-	case l.results == nil:
-		ruc, code = l.ruc, CodeLotProcessing
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Lote "+l.number+" en procesamiento"))
+		ruc, code, msg = l.ruc, CodeLotTooLate, "Consulta extemporánea de Lote"
+	case l.verdicts == nil:
+		ruc, code, msg = l.ruc, CodeLotProcessing, "Lote "+l.number+" en procesamiento"
 	default:
-		ruc, code = l.ruc, CodeLotDone
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Procesamiento de lote "+l.number+" concluido"))
-		fields = append(fields, l.results...)
+		ruc, code, msg = l.ruc, CodeLotDone, "Procesamiento de lote "+l.number+" concluido"
+		for _, v := range l.verdicts {
+			results = append(results, g("gResProcLote", v.fields(t("id", v.cdc))...))
+		}
 	}
 	s.mu.Unlock()
 	s.count(service, env, ruc, code)
-	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe", fields...)))
+	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe",
+		append([]el{t("dFecProc", formatTime(now)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
 }
 
 // consultaDE serves siConsDE.
@@ -676,27 +655,23 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	s.processDue(now)
-	fields := []el{t("dFecProc", formatTime(now))}
+	now := s.lockDue()
 	c := s.cdcs[cdcKey{env, strings.TrimSpace(req.CDC)}]
-	ruc, code := "", CodeDENotFound
+	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
+	var content []el
 	if c != nil {
 		ruc = c.ruc
 	}
 	if c != nil && c.approved {
-		code = CodeDEFound
 		// xContenDE as SIFEN sends it: escaped text of the DE (rDE) with
 		// its authorisation (dProtAut) and events (xContEv) beside it.
-		fields = append(fields, t("dCodRes", code), t("dMsgRes", "CDC encontrado"),
-			t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>"))
-	} else {
-		fields = append(fields, t("dCodRes", code), t("dMsgRes", "Documento No Existe en SIFEN o ha sido Rechazado"))
+		code, msg = CodeDEFound, "CDC encontrado"
+		content = []el{t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>")}
 	}
 	s.mu.Unlock()
 	s.count(service, env, ruc, code)
-	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse", fields...)))
+	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
+		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
 }
 
 // showClock serves GET /sim/clock.

@@ -11,9 +11,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
 )
 
 // SIFEN's paths of its synchronous services (manual técnico v150, §7.10).
@@ -105,8 +104,7 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("xDE contiene %d DE (uno esperado)", len(des))
 	}
 	if err != nil {
-		s.count(service, env, "", CodeXMLMalformed)
-		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
+		s.malformed(w, service, env)
 		return
 	}
 	de := des[0]
@@ -116,34 +114,15 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 	if number != "" {
 		s.mu.Lock()
 		l := s.lots[number]
-		if l.results == nil {
+		if l.verdicts == nil {
 			s.process(l)
 		}
 		v = l.verdicts[0]
 		s.mu.Unlock()
 	}
 	s.count(service, env, de.RUC, v.code)
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
-		st.busy = false
-		if now.After(st.lastAnswer) {
-			st.lastAnswer = now
-		}
-	}
-	s.mu.Unlock()
-	prot := []el{t("id", v.cdc), t("dFecProc", formatTime(now)), t("dEstRes", v.status)}
-	if v.aut != "" {
-		prot = append(prot, t("dProtAut", v.aut))
-	}
-	prot = append(prot, g("gResProc", t("dCodRes", v.code), t("dMsgRes", v.msg)))
-	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", prot...))))
+	now := s.release(r, rk, nil)
+	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", formatTime(now)))...))))
 }
 
 func stripDecl(b []byte) []byte {
@@ -196,13 +175,10 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 	}
 	events := req.Reg.Group.Events
 	if len(events) == 0 {
-		s.count(service, env, "", CodeXMLMalformed)
-		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
+		s.malformed(w, service, env)
 		return
 	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	s.processDue(now)
+	now := s.lockDue()
 	fields := []el{t("dFecProc", formatTime(now))}
 	type counted struct{ ruc, code string }
 	var counts []counted
@@ -214,27 +190,22 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		status, code, msg, aut, ruc := ResultApproved, CodeEventRegistered, "Evento registrado correctamente", "", ""
+		v, ruc := verdict{status: ResultRejected}, ""
 		c := s.cdcs[cdcKey{env, cdc}]
 		if c != nil {
 			ruc = c.ruc
 		}
 		switch {
 		case env == "prod" && ev.Signature == nil:
-			status, code, msg = ResultRejected, "0141", "Firma digital ausente"
+			v.code, v.msg = "0141", "Firma digital ausente"
 		case cdc != "" && (c == nil || !c.approved):
-			status, code, msg = ResultRejected, CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
+			v.code, v.msg = CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
 		default:
-			aut = strconv.FormatUint(s.nextAut, 10)
-			s.nextAut++
+			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: s.newAut()}
 		}
-		res := []el{t("dEstRes", status)}
-		if aut != "" {
-			res = append(res, t("dProtAut", aut))
-		}
-		res = append(res, t("id", strings.TrimSpace(ev.Eve.ID)), g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))
-		fields = append(fields, g("gResProcEVe", res...))
-		counts = append(counts, counted{ruc, code})
+		res := v.fields()
+		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))
+		counts = append(counts, counted{ruc, v.code})
 	}
 	s.mu.Unlock()
 	for _, c := range counts {

@@ -17,7 +17,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The namespaces of SIFEN's messages and of SOAP 1.2.
@@ -103,14 +102,6 @@ func answer(body el) []byte {
 	b.WriteString(`</ns2:` + body.name + `>`)
 	b.WriteString(`</env:Body></env:Envelope>`)
 	return b.Bytes()
-}
-
-// retEnviDe renders rRetEnviDe, SIFEN's protocol envelope, as SIFEN sends
-// it to refuse a request (dEstRes beside gResProc; manual técnico v150,
-// §7.4 and Schema XML 4).
-func retEnviDe(now time.Time, code, msg string) []byte {
-	return answer(g("rRetEnviDe", g("rProtDe", t("dFecProc", formatTime(now)), t("dEstRes", "Rechazado"),
-		g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))))
 }
 
 // fault renders a SOAP 1.2 fault.

@@ -38,6 +38,7 @@
 package sifensim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -177,21 +178,17 @@ var _ http.Handler = (*Server)(nil)
 type rucKey struct{ env, ruc string }
 
 type rucState struct {
-	lastAnswer   time.Time
-	busy         bool // a lot of the RUC has no answer yet
-	blockedUntil time.Time
-	level        int
-	lastBlock    time.Time
+	lastAnswer, blockedUntil, lastBlock time.Time
+	busy                                bool // a lot of the RUC has no answer yet
+	level                               int
 }
 
 type cdcKey struct{ env, cdc string }
 
 type cdcState struct {
-	lot      string // the last lot that held it
-	ruc      string
-	approved bool
-	xml      []byte
-	aut      string
+	lot, ruc, aut string // lot: the last lot that held it
+	approved      bool
+	xml           []byte
 }
 
 type lot struct {
@@ -221,36 +218,21 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Block == 0 {
-		cfg.Block = DefaultBlock
-	}
+	cfg.Interval, cfg.Block, cfg.Env = cmp.Or(cfg.Interval, DefaultInterval), cmp.Or(cfg.Block, DefaultBlock), cmp.Or(cfg.Env, "test")
+	cfg.Processing = max(cmp.Or(cfg.Processing, DefaultProcessing), 0)
 	if cfg.Block < 0 || cfg.BlockMax < 0 {
 		return nil, fmt.Errorf("sifensim: negative block %s", cfg.Block)
 	}
 	if cfg.BlockMax < cfg.Block {
 		cfg.BlockMax = max(DefaultBlockMax, cfg.Block)
 	}
-	if cfg.Processing == 0 {
-		cfg.Processing = DefaultProcessing
-	}
-	cfg.Processing = max(cfg.Processing, 0)
-	if cfg.Env == "" {
-		cfg.Env = "test"
-	}
 	if cfg.Env != "test" && cfg.Env != "prod" {
 		return nil, fmt.Errorf("sifensim: environment %q (want test or prod)", cfg.Env)
-	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
 	}
 	s := &Server{
 		cfg:     cfg,
 		mux:     http.NewServeMux(),
-		logger:  logger.With(slog.String("component", "sifensim")),
+		logger:  cmp.Or(cfg.Logger, slog.Default()).With(slog.String("component", "sifensim")),
 		rucs:    make(map[rucKey]*rucState),
 		lots:    make(map[string]*lot),
 		cdcs:    make(map[cdcKey]*cdcState),
@@ -363,14 +345,12 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 	}
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
-		s.count(service, env, "", "fault")
-		writeXML(w, http.StatusUnsupportedMediaType, fault("env:Sender", "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)"))
+		s.fault(w, service, env, http.StatusUnsupportedMediaType, "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)")
 		return "", nil, 0, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
-		s.count(service, env, "", "fault")
-		writeXML(w, http.StatusRequestEntityTooLarge, fault("env:Sender", "request body: "+err.Error()))
+		s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
 		return "", nil, 0, false
 	}
 	req, err := readEnvelope[T](body)
@@ -470,13 +450,10 @@ func rucNumber(des []DE) string {
 
 func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }
 
-// decide applies the lot rules and the per-RUC rules, and queues the lot.
-// It returns the answer and the RUC's key (whose busy mark the caller
-// clears once the answer leaves).
-//
-// single is a DE of siRecepDE, received as a lot of one: the same RUC
-// rules, but "the same lot again" does not apply (a DE sent again is
-// rejected by its processing, 1001) and the caller processes it at once.
+// decide applies the lot and RUC rules and queues the lot, returning the
+// answer and the RUC's key (whose busy mark release clears). single is
+// siRecepDE's lot of one: hash is not used, as "the same lot again" does not
+// apply (a DE sent again is rejected by its processing, 1001).
 func (s *Server) decide(env string, des []DE, hash string, size int, single bool) (code, msg, number string, rk rucKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,10 +6,7 @@ package sifensim
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/xml"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -81,35 +78,24 @@ type gesEve struct {
 	Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
 }
 
-// recepcionDE serves siRecepDE: one DE, received with the RUC rules of a
-// lot of one (a RUC blocked, a CDC still processing, and the frequency
-// rule: DNIT blocks "la recepción de documentos por RUC emisor", whichever
-// service carries them), then processed at once with the rules of a lot's
-// processing. The answer is rRetEnviDe/rProtDe: Aprobado with dProtAut, or
-// Rechazado with the code. A DE the RUC rules refuse is Rechazado with
-// 0301 and the reason (the simulator's choice: no code is published for
-// it), and counts as 0301.
+// recepcionDE serves siRecepDE: one DE, received with the RUC rules of a lot
+// of one (DNIT blocks "la recepción de documentos por RUC emisor", whichever
+// service carries them) and processed at once, answered in rRetEnviDe/rProtDe.
+// A DE the RUC rules refuse is Rechazado with 0301 and the reason (no code is
+// published for it).
 func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 	const service = ServiceRecepcionDE
 	env, req, size, ok := readRequest[envioDE](s, w, r, service)
 	if !ok {
 		return
 	}
-	var wrapped bytes.Buffer
-	wrapped.WriteString(`<rLoteDE xmlns="` + nsSIFEN + `">`)
-	wrapped.Write(stripDecl(req.XDE.Inner))
-	wrapped.WriteString(`</rLoteDE>`)
-	des, err := readLot(wrapped.Bytes())
-	if err == nil && len(des) != 1 {
-		err = fmt.Errorf("xDE contiene %d DE (uno esperado)", len(des))
-	}
-	if err != nil {
+	des, err := readLot(slices.Concat([]byte(`<rLoteDE xmlns="`+nsSIFEN+`">`), stripDecl(req.XDE.Inner), []byte(`</rLoteDE>`)))
+	if err != nil || len(des) != 1 {
 		s.malformed(w, service, env)
 		return
 	}
 	de := des[0]
-	sum := sha256.Sum256(de.XML)
-	code, msg, number, rk := s.decide(env, des, "de:"+hex.EncodeToString(sum[:]), size, true)
+	code, msg, number, rk := s.decide(env, des, "", size, true)
 	v := verdict{cdc: de.CDC, status: ResultRejected, code: code, msg: msg}
 	if number != "" {
 		s.mu.Lock()
@@ -145,28 +131,21 @@ func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ruc := strings.TrimSpace(req.RUC)
-	var fields []el
-	code := CodeRUCNotFound
-	if len(ruc) >= 5 && len(ruc) <= 8 && allDigits(ruc) {
-		code = CodeRUCFound
+	ruc, code, fields := "", CodeRUCNotFound, []el{t("dCodRes", CodeRUCNotFound), t("dMsgRes", "RUC no existe")}
+	if v := strings.TrimSpace(req.RUC); len(v) >= 5 && len(v) <= 8 && allDigits(v) {
+		ruc, code = v, CodeRUCFound
 		fields = []el{t("dCodRes", code), t("dMsgRes", "RUC encontrado"), g("xContRUC",
 			t("dRUCCons", ruc), t("dRazCons", "CONTRIBUYENTE DE PRUEBA "+ruc), t("dCodEstCons", "ACT"),
 			t("dDesEstCons", "ACTIVO"), t("dRUCFactElec", "S"))}
-	} else {
-		ruc = ""
-		fields = []el{t("dCodRes", code), t("dMsgRes", "RUC no existe")}
 	}
 	s.count(service, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsRUC", fields...)))
 }
 
-// recepcionEvento serves siRecepEvento: each rGesEve of dEvReg gets a
-// gResProcEVe. An event is registered (Aprobado, 0600, a dProtAut) unless
-// it names a DE the simulator has not approved in the environment
-// (Rechazado, CodeEventCDCNotFound) or, in prod, it is not signed
-// (Rechazado, 0141). Events change nothing else: a cancelled DE is still
-// found by siConsDE.
+// recepcionEvento serves siRecepEvento: each rGesEve gets a gResProcEVe,
+// registered (0600, a dProtAut) unless it names a DE not approved in the
+// environment (CodeEventCDCNotFound) or is unsigned in prod (0141). Events
+// change nothing else: a cancelled DE is still found by siConsDE.
 func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 	const service = ServiceEvento
 	env, req, _, ok := readRequest[envioEvento](s, w, r, service)
@@ -180,8 +159,6 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.lockDue()
 	fields := []el{t("dFecProc", formatTime(now))}
-	type counted struct{ ruc, code string }
-	var counts []counted
 	for _, ev := range events {
 		cdc := ""
 		for _, a := range ev.Eve.Types.Any {
@@ -205,11 +182,8 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 		}
 		res := v.fields()
 		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))
-		counts = append(counts, counted{ruc, v.code})
+		s.stats[Count{Service: service, Env: env, RUC: ruc, Code: v.code}]++
 	}
 	s.mu.Unlock()
-	for _, c := range counts {
-		s.count(service, env, c.ruc, c.code)
-	}
 	writeXML(w, http.StatusOK, answer(g("rRetEnviEventoDe", fields...)))
 }

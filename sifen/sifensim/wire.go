@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -23,7 +24,6 @@ import (
 const (
 	nsSIFEN = "http://ekuatia.set.gov.py/sifen/xsd"
 	nsSOAP  = "http://www.w3.org/2003/05/soap-envelope"
-	nsDSig  = "http://www.w3.org/2000/09/xmldsig#"
 )
 
 // maxInflated bounds what a lot's ZIP may inflate to (a ZIP bomb guard).
@@ -70,9 +70,8 @@ func readEnvelope[T any](body []byte) (*T, error) {
 
 // el is an element of an answer: a name and either text or children.
 type el struct {
-	name     string
-	text     string
-	children []el
+	name, text string
+	children   []el
 }
 
 func t(name, text string) el           { return el{name: name, text: text} }
@@ -104,34 +103,27 @@ func answer(body el) []byte {
 	return b.Bytes()
 }
 
-// fault renders a SOAP 1.2 fault.
-func fault(code, reason string) []byte {
+// fault answers a SOAP 1.2 env:Sender fault with status, counted as "fault".
+func (s *Server) fault(w http.ResponseWriter, service, env string, status int, reason string) {
+	s.count(service, env, "", "fault")
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
-	b.WriteString(`<env:Envelope xmlns:env="` + nsSOAP + `"><env:Body><env:Fault><env:Code><env:Value>`)
-	_ = xml.EscapeText(&b, []byte(code))
+	b.WriteString(`<env:Envelope xmlns:env="` + nsSOAP + `"><env:Body><env:Fault><env:Code><env:Value>env:Sender`)
 	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="es">`)
 	_ = xml.EscapeText(&b, []byte(reason))
 	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
-	return b.Bytes()
+	writeXML(w, status, b.Bytes())
 }
 
 // DE is one rDE of a lot as the simulator reads it. Fields are the text
 // found, unvalidated: validation is the processing's job.
 type DE struct {
-	// CDC is the Id attribute of DE.
-	CDC string
-	// Type is gTimb/iTiDE.
-	Type string
-	// RUC and DV are gDatGralOpe/gEmis/dRucEm and dDVEmi.
-	RUC, DV string
-	// IssuerName is gEmis/dNomEmi (in the test environment SIFEN requires
-	// "DE generado en ambiente de prueba - sin valor comercial ni fiscal").
-	IssuerName string
-	// Signed reports a ds:Signature element in rDE.
-	Signed bool
-	// XML is the rDE element as it was in the lot.
-	XML []byte
+	CDC        string // the Id attribute of DE
+	Type       string // gTimb/iTiDE
+	RUC, DV    string // gDatGralOpe/gEmis/dRucEm and dDVEmi
+	IssuerName string // gEmis/dNomEmi (testIssuerName in the test environment)
+	Signed     bool   // rDE holds a ds:Signature element
+	XML        []byte // the rDE element as it was in the lot
 }
 
 // rde is what the simulator decodes of an rDE.
@@ -187,9 +179,8 @@ func unpackLot(xde string) ([]DE, string, error) {
 // readLot reads an rLoteDE document.
 func readLot(doc []byte) ([]DE, error) {
 	d := xml.NewDecoder(bytes.NewReader(doc))
-	var root *xml.StartElement
 	var des []DE
-	depth := 0
+	root, depth := false, 0
 	for {
 		off := d.InputOffset()
 		tok, err := d.Token()
@@ -203,12 +194,11 @@ func readLot(doc []byte) ([]DE, error) {
 		case xml.Directive:
 			return nil, errors.New("XML mal formado: DOCTYPE no permitido")
 		case xml.StartElement:
-			if root == nil {
+			if !root {
 				if tk.Name.Local != "rLoteDE" || (tk.Name.Space != "" && tk.Name.Space != nsSIFEN) {
 					return nil, fmt.Errorf("XML mal formado: la raíz es %s, no rLoteDE", tk.Name.Local)
 				}
-				root = &tk
-				depth = 1
+				root, depth = true, 1
 				continue
 			}
 			if depth != 1 || tk.Name != (xml.Name{Space: nsSIFEN, Local: "rDE"}) {
@@ -232,7 +222,7 @@ func readLot(doc []byte) ([]DE, error) {
 			}
 		}
 	}
-	if root == nil {
+	if !root {
 		return nil, errors.New("XML mal formado: sin rLoteDE")
 	}
 	return des, nil
@@ -252,14 +242,9 @@ func checkDigit(s string) int {
 			digits.WriteString(strconv.Itoa(int(c)))
 		}
 	}
-	ds := digits.String()
-	sum, k := 0, 2
-	for i := len(ds) - 1; i >= 0; i-- {
-		if k > 11 {
-			k = 2
-		}
+	ds, sum := digits.String(), 0
+	for i, k := len(ds)-1, 2; i >= 0; i, k = i-1, (k-1)%10+2 { // k: 2..11, then 2 again
 		sum += int(ds[i]-'0') * k
-		k++
 	}
 	if r := sum % 11; r > 1 {
 		return 11 - r
@@ -267,14 +252,7 @@ func checkDigit(s string) int {
 	return 0
 }
 
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+func allDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // deProblem is SIFEN's per-DE rejection of a DE that does not hold
 // together: the code and message, or "" when it does. The codes are the

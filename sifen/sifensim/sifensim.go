@@ -391,23 +391,23 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
 	}
-	rec := Recepcion{Env: env}
+	rec, ruc := Recepcion{Env: env}, ""
 	if len(des) > 0 {
-		rec.RUC = des[0].RUC + "-" + des[0].DV
+		ruc, rec.RUC = des[0].RUC, des[0].RUC+"-"+des[0].DV
 	}
 	for _, de := range des {
 		rec.CDCs = append(rec.CDCs, de.CDC)
 	}
 	if s.cfg.BeforeRecepcion != nil {
 		if err := s.cfg.BeforeRecepcion(r.Context(), rec); err != nil {
-			s.count(service, env, rucNumber(des), "dropped")
+			s.count(service, env, ruc, "dropped")
 			http.Error(w, "sifensim: request dropped: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 	}
 	code, msg, number, rk := s.decide(env, des, hash, size, false)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
-	s.count(service, env, rucNumber(des), code)
+	s.count(service, env, ruc, code)
 	now := s.release(r, rk, &rec)
 	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {
@@ -439,13 +439,6 @@ func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
 		}
 	}
 	return now
-}
-
-func rucNumber(des []DE) string {
-	if len(des) == 0 {
-		return ""
-	}
-	return des[0].RUC
 }
 
 func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }

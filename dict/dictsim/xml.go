@@ -55,6 +55,13 @@ type Entry struct {
 	KeyOwnershipDate *stamp `xml:",omitempty"`
 }
 
+// head starts the entry, key and claim responses.
+type head struct {
+	Signature     signature
+	ResponseTime  stamp
+	CorrelationID string `xml:"CorrelationId"`
+}
+
 type counter struct {
 	Type string `xml:"type,attr"`
 	By   string `xml:"by,attr"`
@@ -69,12 +76,10 @@ type statistics struct {
 }
 
 type getEntryResponse struct {
-	XMLName       xml.Name `xml:"GetEntryResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
-	Statistics    statistics
+	XMLName xml.Name `xml:"GetEntryResponse"`
+	head
+	Entry      Entry
+	Statistics statistics
 }
 
 type createEntryRequest struct {
@@ -86,11 +91,9 @@ type createEntryRequest struct {
 }
 
 type createEntryResponse struct {
-	XMLName       xml.Name `xml:"CreateEntryResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
+	XMLName xml.Name `xml:"CreateEntryResponse"`
+	head
+	Entry Entry
 }
 
 type deleteEntryRequest struct {
@@ -102,11 +105,9 @@ type deleteEntryRequest struct {
 }
 
 type deleteEntryResponse struct {
-	XMLName       xml.Name `xml:"DeleteEntryResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string `xml:"CorrelationId"`
-	Key           string
+	XMLName xml.Name `xml:"DeleteEntryResponse"`
+	head
+	Key string
 }
 
 type checkKeysRequest struct {
@@ -120,18 +121,14 @@ type keyCheck struct {
 }
 
 type checkKeysResponse struct {
-	XMLName       xml.Name `xml:"CheckKeysResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string     `xml:"CorrelationId"`
-	Keys          []keyCheck `xml:"Keys>Key"`
+	XMLName xml.Name `xml:"CheckKeysResponse"`
+	head
+	Keys []keyCheck `xml:"Keys>Key"`
 }
 
 type listClaimsResponse struct {
-	XMLName         xml.Name `xml:"ListClaimsResponse"`
-	Signature       signature
-	ResponseTime    stamp
-	CorrelationID   string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"ListClaimsResponse"`
+	head
 	HasMoreElements bool
 	Claims          struct{} `xml:"Claims"`
 }

@@ -53,8 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg.Logger = logger
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := dictsim.NewServer(ctx, cfg)
 	if err != nil {
 		return err

@@ -141,7 +141,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET "+api+"/claims/{$}", s.listClaims)
 	s.mux.HandleFunc("GET "+api+"/policies/{$}", s.listPolicies)
 	s.mux.HandleFunc("GET "+api+"/policies/{policy}", s.getPolicy)
-	s.mux.HandleFunc("GET /sim/stats", s.showStats)
+	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
 	s.mux.HandleFunc("POST /sim/payments", s.receivePayment)
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	s.mux.HandleFunc("POST /sim/category", s.changeCategory)
@@ -291,11 +291,6 @@ func (s *Server) Stats() Stats {
 		out[op] = maps.Clone(m)
 	}
 	return out
-}
-
-// showStats handles "GET /sim/stats".
-func (s *Server) showStats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Stats())
 }
 
 // advanceClock handles "POST /sim/clock?advance=DURATION".

@@ -8,7 +8,8 @@ import (
 )
 
 // The simulator's own XML, after the DICT API's public OpenAPI (1.8.0) and
-// the DICT manual, chapter 19: element names and order as published.
+// the DICT manual, chapter 19: element names and order as published; the
+// requests hold only what the simulator reads.
 
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
@@ -83,11 +84,8 @@ type getEntryResponse struct {
 }
 
 type createEntryRequest struct {
-	XMLName   xml.Name `xml:"CreateEntryRequest"`
-	Signature signature
-	Entry     Entry
-	Reason    string
-	RequestID string `xml:"RequestId"`
+	XMLName xml.Name `xml:"CreateEntryRequest"`
+	Entry   Entry
 }
 
 type createEntryResponse struct {
@@ -97,11 +95,8 @@ type createEntryResponse struct {
 }
 
 type deleteEntryRequest struct {
-	XMLName     xml.Name `xml:"DeleteEntryRequest"`
-	Signature   signature
-	Key         string
-	Participant string
-	Reason      string
+	XMLName xml.Name `xml:"DeleteEntryRequest"`
+	Key     string
 }
 
 type deleteEntryResponse struct {

@@ -50,6 +50,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -162,8 +163,8 @@ type Server struct {
 	ln     net.Listener // set by Open
 	srv    *http.Server // set by Open
 
+	closed  atomic.Bool
 	mu      sync.Mutex
-	closed  bool
 	rucs    map[rucKey]*rucState
 	lots    map[string]*lot // by lot number
 	cdcs    map[cdcKey]*cdcState
@@ -252,7 +253,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.mux.HandleFunc("POST "+path, h)
 		s.mux.HandleFunc("POST /{env}"+path, h)
 	}
-	s.mux.HandleFunc("GET /sim/stats", s.showStats)
+	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Stats()) })
 	s.mux.HandleFunc("GET /sim/clock", s.showClock)
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	return s, nil
@@ -260,10 +261,7 @@ func NewServer(cfg Config) (*Server, error) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.closed.Load() {
 		http.Error(w, "sifensim: closed", http.StatusServiceUnavailable)
 		return
 	}
@@ -317,9 +315,7 @@ func (s *Server) Close() error {
 		err = srv.Shutdown(ctx)
 		cancel()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	return err
 }
 

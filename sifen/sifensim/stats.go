@@ -2,7 +2,6 @@ package sifensim
 
 import (
 	"cmp"
-	"net/http"
 	"slices"
 )
 
@@ -68,9 +67,4 @@ func (s *Server) Stats() Stats {
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Env, b.Env), cmp.Compare(a.RUC, b.RUC), cmp.Compare(a.Code, b.Code))
 	})
 	return st
-}
-
-// showStats serves GET /sim/stats.
-func (s *Server) showStats(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, s.Stats())
 }

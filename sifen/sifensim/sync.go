@@ -41,7 +41,6 @@ const (
 
 type envioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
-	ID      string   `xml:"dId"`
 	XDE     struct {
 		Inner []byte `xml:",innerxml"`
 	} `xml:"xDE"`
@@ -49,13 +48,11 @@ type envioDE struct {
 
 type consRUC struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsRUC"`
-	ID      string   `xml:"dId"`
 	RUC     string   `xml:"dRUCCons"`
 }
 
 type envioEvento struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviEventoDe"`
-	ID      string   `xml:"dId"`
 	Reg     struct {
 		Group struct {
 			Events []gesEve `xml:"http://ekuatia.set.gov.py/sifen/xsd rGesEve"`

@@ -40,19 +40,16 @@ type reqEnvelope[T any] struct {
 // The three requests.
 type envioLote struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnvioLote"`
-	ID      string   `xml:"dId"`
 	XDE     string   `xml:"xDE"`
 }
 
 type consLote struct {
 	XMLName   xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsLoteDe"`
-	ID        string   `xml:"dId"`
 	LotNumber string   `xml:"dProtConsLote"`
 }
 
 type consDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsDeRequest"`
-	ID      string   `xml:"dId"`
 	CDC     string   `xml:"dCDC"`
 }
 

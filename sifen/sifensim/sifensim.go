@@ -54,11 +54,14 @@ import (
 	"time"
 )
 
-// SIFEN's paths of the three services (manual técnico v150).
+// SIFEN's paths of its services (manual técnico v150, §7.10).
 const (
 	RecepcionPath    = "/de/ws/async/recibe-lote.wsdl"
 	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
 	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
+	RecepcionDEPath  = "/de/ws/sync/recibe.wsdl"
+	EventoPath       = "/de/ws/eventos/evento.wsdl"
+	ConsultaRUCPath  = "/de/ws/consultas/consulta-ruc.wsdl"
 )
 
 // The service names, as Stats counts them.
@@ -66,6 +69,9 @@ const (
 	ServiceRecepcionLote = "siRecepLoteDE"
 	ServiceConsultaLote  = "siResultLoteDE"
 	ServiceConsultaDE    = "siConsDE"
+	ServiceRecepcionDE   = "siRecepDE"
+	ServiceEvento        = "siRecepEvento"
+	ServiceConsultaRUC   = "siConsRUC"
 )
 
 // SIFEN's response codes the simulator answers.
@@ -78,6 +84,15 @@ const (
 	CodeLotTooLate    = "0364"
 	CodeDENotFound    = "0420"
 	CodeDEFound       = "0422"
+	// CodeEventRegistered is an event registered (manual §9.5.3: dProtAut
+	// "conforme dCodRes=0600"); CodeRUCNotFound and CodeRUCFound are
+	// siConsRUC's (Tabla H).
+	CodeEventRegistered = "0600"
+	CodeRUCNotFound     = "0500"
+	CodeRUCFound        = "0502"
+	// CodeEventCDCNotFound is the simulator's refusal of an event on a DE it
+	// has not approved (no code for it is published).
+	CodeEventCDCNotFound = "4003"
 	// CodeXMLMalformed is SIFEN's answer, in its generic envelope
 	// rRetEnviDe, to a request it cannot read (manual técnico v150, §7.4).
 	CodeXMLMalformed = "0160"

@@ -12,33 +12,6 @@ import (
 	"strings"
 )
 
-// SIFEN's paths of its synchronous services (manual técnico v150, §7.10).
-const (
-	RecepcionDEPath = "/de/ws/sync/recibe.wsdl"
-	EventoPath      = "/de/ws/eventos/evento.wsdl"
-	ConsultaRUCPath = "/de/ws/consultas/consulta-ruc.wsdl"
-)
-
-// Their service names, as Stats counts them.
-const (
-	ServiceRecepcionDE = "siRecepDE"
-	ServiceEvento      = "siRecepEvento"
-	ServiceConsultaRUC = "siConsRUC"
-)
-
-// The codes of those services the simulator answers.
-const (
-	// CodeEventRegistered is an event registered (manual §9.5.3: dProtAut
-	// "conforme dCodRes=0600").
-	CodeEventRegistered = "0600"
-	// CodeRUCNotFound and CodeRUCFound are siConsRUC's (Tabla H).
-	CodeRUCNotFound = "0500"
-	CodeRUCFound    = "0502"
-	// CodeEventCDCNotFound is the simulator's refusal of an event on a DE it
-	// has not approved (no code for it is published).
-	CodeEventCDCNotFound = "4003"
-)
-
 type envioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
 	XDE     struct {

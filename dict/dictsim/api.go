@@ -76,7 +76,7 @@ func (s *Server) admit(w http.ResponseWriter, op, participant string, keys ...bu
 		return call{op: op, participant: participant, keys: keys, at: now}, true
 	}
 	p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "")
-	if s.nameEmptyBucket {
+	if s.cfg.NameEmptyBucket {
 		p.Violations = &violations{List: empty}
 	}
 	w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
@@ -105,8 +105,8 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, op, policy string
 // flight, all admitted while a bucket was positive, can take it below zero
 // together. A client that went away during the latency is still charged.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
-	if s.latency > 0 {
-		t := time.NewTimer(s.latency)
+	if s.cfg.Latency > 0 {
+		t := time.NewTimer(s.cfg.Latency)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
@@ -134,7 +134,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c call, status int
 func (s *Server) write(w http.ResponseWriter, op string, status int, doc any) {
 	data, err := encodeXML(doc)
 	if err != nil {
-		s.logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
+		s.cfg.Logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
 		status, data = http.StatusInternalServerError, nil
 	}
 	s.mu.Lock()

@@ -62,19 +62,16 @@ type Config struct {
 // Server is a running simulator, an http.Handler. Open listens on an
 // address; Close stops it.
 type Server struct {
-	category        string
-	latency         time.Duration
-	nameEmptyBucket bool
-	fake            bool
-	logger          *slog.Logger
-	mux             *http.ServeMux
+	cfg Config // Logger set
+	mux *http.ServeMux
 
-	mu      sync.Mutex
-	now     time.Time // the fake clock's time
-	entries map[string]Entry
-	buckets map[bucketKey]*bucket
-	lookups map[string]*lookup
-	stats   Stats
+	mu       sync.Mutex
+	category string
+	now      time.Time // the fake clock's time
+	entries  map[string]Entry
+	buckets  map[bucketKey]*bucket
+	lookups  map[string]*lookup
+	stats    Stats
 
 	ln  net.Listener
 	srv *http.Server
@@ -91,17 +88,15 @@ type lookup struct {
 
 // NewServer returns a simulator holding cfg's entries.
 func NewServer(_ context.Context, cfg Config) (*Server, error) {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
-		category:        cmp.Or(cfg.Category, "A"),
-		latency:         cfg.Latency,
-		nameEmptyBucket: cfg.NameEmptyBucket,
-		fake:            cfg.FakeClock,
-		logger:          cmp.Or(cfg.Logger, slog.Default()),
-		now:             cmp.Or(cfg.Start, time.Now().UTC()),
-		entries:         make(map[string]Entry),
-		buckets:         make(map[bucketKey]*bucket),
-		lookups:         make(map[string]*lookup),
-		stats:           make(Stats),
+		cfg:      cfg,
+		category: cmp.Or(cfg.Category, "A"),
+		now:      cmp.Or(cfg.Start, time.Now().UTC()),
+		entries:  make(map[string]Entry),
+		buckets:  make(map[bucketKey]*bucket),
+		lookups:  make(map[string]*lookup),
+		stats:    make(Stats),
 	}
 	if _, ok := categoryLimits(s.category); !ok {
 		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
@@ -168,7 +163,7 @@ func (s *Server) Open(addr string) error {
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("dictsim: serve", slog.Any("error", err))
+			s.cfg.Logger.Error("dictsim: serve", slog.Any("error", err))
 		}
 	}()
 	return nil
@@ -201,7 +196,7 @@ func (s *Server) Now() time.Time {
 
 // clock reads the time; s.mu must be held.
 func (s *Server) clock() time.Time {
-	if s.fake {
+	if s.cfg.FakeClock {
 		return s.now
 	}
 	return time.Now().UTC()
@@ -209,7 +204,7 @@ func (s *Server) clock() time.Time {
 
 // Advance moves the fake clock by d (>= 0) and returns the new time.
 func (s *Server) Advance(d time.Duration) (time.Time, error) {
-	if !s.fake {
+	if !s.cfg.FakeClock {
 		return time.Time{}, errors.New("dictsim: the clock is real (start with a fake clock to move it)")
 	}
 	if d < 0 {

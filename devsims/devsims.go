@@ -46,16 +46,12 @@ const DefaultAddr = "127.0.0.1:0"
 // Simulators are the simulators Start started, and the endpoints to use.
 // A nil server is a simulator not started (its endpoint is configured).
 type Simulators struct {
-	Dict *dictsim.Server
-	// Entries is the number of sample keys the DICT simulator holds.
-	Entries int
+	Dict    *dictsim.Server
+	Entries int // the number of sample keys the DICT simulator holds
 	Sifen   *sifensim.Server
-
-	// DictURL is the DICT's base URL: the configured one or the simulator's.
-	DictURL string
-	// SifenURL is SIFEN's base URL, the configured one or the simulator's
-	// with "{env}" for the environment (test or prod).
-	SifenURL string
+	// DictURL and SifenURL are the base URLs, the configured ones or the
+	// simulators' (SIFEN's with "{env}" for the environment, test or prod).
+	DictURL, SifenURL string
 }
 
 // Start starts the simulators cfg leaves without an endpoint: dictsim (its

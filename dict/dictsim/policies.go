@@ -2,9 +2,9 @@ package dictsim
 
 import "time"
 
-// The DICT's rate limits and counting rules, written from the DICT manual, chapter 19 (the DICT
-// manual's chapter on buckets and the API's policy table) independently of
-// balde's client, so that a mistake in the client's catalog cannot hide here.
+// The DICT's rate limits and counting rules, written from the DICT manual,
+// chapter 19 (buckets and the API's policy table), independently of balde's
+// client, so that a mistake in the client's catalog cannot hide here.
 
 // limit is the size and refill of a bucket: refill tokens every period, up
 // to capacity.
@@ -126,10 +126,7 @@ func cost(policy string, status int) int64 {
 // a bucket of policy: 1 to a PF payer, 2 to a PJ payer, 1 to the
 // participant.
 func paymentCredit(policy string, pj bool) int64 {
-	switch {
-	case policy == participantAntiscan:
-		return 1
-	case pj:
+	if pj && policy != participantAntiscan {
 		return 2
 	}
 	return 1

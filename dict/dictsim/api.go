@@ -38,7 +38,7 @@ func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
 	k := bucketKey{name, identifier}
 	b := s.buckets[k]
 	if b == nil {
-		b = newBucket(l, now)
+		b = &bucket{level: l.capacity * int64(l.period), at: now} // full
 		s.buckets[k] = b
 	}
 	b.refill(l, now)
@@ -65,7 +65,7 @@ func (s *Server) admit(w http.ResponseWriter, op, participant string, keys ...bu
 	var empty []violation
 	for _, k := range keys {
 		b, l, _ := s.bucket(k.policy, k.identifier)
-		if !b.admits(l) {
+		if b.tokens(l) < 1 { // admitted while the balance is positive
 			wait = max(wait, b.untilPositive(l))
 			empty = append(empty, violation{Reason: "no tokens left", Property: "policy", Value: k.policy})
 		}

@@ -41,6 +41,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -353,12 +354,12 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 		s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
 		return "", nil, 0, false
 	}
-	req, err := readEnvelope[T](body)
-	if err != nil {
+	var req reqEnvelope[T]
+	if err := xml.Unmarshal(body, &req); err != nil || req.Body.Content == nil {
 		s.malformed(w, service, env)
 		return "", nil, 0, false
 	}
-	return env, req, len(body), true
+	return env, req.Body.Content, len(body), true
 }
 
 // malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
@@ -448,10 +449,8 @@ func notQueued(why string) string { return "Lote no encolado para procesamiento:
 // siRecepDE's lot of one: hash is not used, as "the same lot again" does not
 // apply (a DE sent again is rejected by its processing, 1001).
 func (s *Server) decide(env string, des []DE, hash string, size int, single bool) (code, msg, number string, rk rucKey) {
-	s.mu.Lock()
+	now := s.lockDue()
 	defer s.mu.Unlock()
-	now := s.cfg.Clock()
-	s.processDue(now)
 	if len(des) == 0 {
 		// No RUC to block: the lot has none.
 		return CodeLotNotQueued, notQueued("el lote no contiene DE"), "", rucKey{}
@@ -534,18 +533,12 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 func (s *Server) lockDue() time.Time {
 	s.mu.Lock()
 	now := s.cfg.Clock()
-	s.processDue(now)
-	return now
-}
-
-// processDue processes the queued lots whose processing time has passed.
-// s.mu is held.
-func (s *Server) processDue(now time.Time) {
 	for _, l := range s.lots {
 		if l.verdicts == nil && !now.Before(l.queuedAt.Add(s.cfg.Processing)) {
 			s.process(l)
 		}
 	}
+	return now
 }
 
 // newAut returns the next dProtAut. s.mu is held.

@@ -53,18 +53,6 @@ type consDE struct {
 	CDC     string   `xml:"dCDC"`
 }
 
-// readEnvelope decodes a SOAP 1.2 request holding a T.
-func readEnvelope[T any](body []byte) (*T, error) {
-	var env reqEnvelope[T]
-	if err := xml.Unmarshal(body, &env); err != nil {
-		return nil, err
-	}
-	if env.Body.Content == nil {
-		return nil, errors.New("the SOAP body does not hold the service's request")
-	}
-	return env.Body.Content, nil
-}
-
 // el is an element of an answer: a name and either text or children.
 type el struct {
 	name, text string
@@ -74,13 +62,13 @@ type el struct {
 func t(name, text string) el           { return el{name: name, text: text} }
 func g(name string, children ...el) el { return el{name: name, children: children} }
 
-func (e el) write(b *bytes.Buffer) {
-	b.WriteString("<ns2:" + e.name + ">")
+func (e el) write(b *bytes.Buffer, attrs string) {
+	b.WriteString("<ns2:" + e.name + attrs + ">")
 	if e.children == nil {
 		_ = xml.EscapeText(b, []byte(e.text))
 	}
 	for _, c := range e.children {
-		c.write(b)
+		c.write(b, "")
 	}
 	b.WriteString("</ns2:" + e.name + ">")
 }
@@ -89,13 +77,8 @@ func (e el) write(b *bytes.Buffer) {
 // envelope, ns2 for SIFEN's elements.
 func answer(body el) []byte {
 	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
-	b.WriteString(`<env:Envelope xmlns:env="` + nsSOAP + `"><env:Header/><env:Body>`)
-	b.WriteString(`<ns2:` + body.name + ` xmlns:ns2="` + nsSIFEN + `">`)
-	for _, c := range body.children {
-		c.write(&b)
-	}
-	b.WriteString(`</ns2:` + body.name + `>`)
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><env:Envelope xmlns:env="` + nsSOAP + `"><env:Header/><env:Body>`)
+	body.write(&b, ` xmlns:ns2="`+nsSIFEN+`"`)
 	b.WriteString(`</env:Body></env:Envelope>`)
 	return b.Bytes()
 }

@@ -120,13 +120,10 @@ type rde struct {
 	Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
 }
 
-// unpackLot decodes xDE (base64), unzips its one file and reads the
-// rLoteDE document in it: its root rLoteDE (in no namespace, as DNIT's
-// example writes it, or in SIFEN's), holding rDE elements in SIFEN's
-// namespace. A UTF-8 byte order mark is accepted.
-//
-// It returns the DEs and the lot's identity: the hex SHA-256 of the
-// inflated document.
+// unpackLot decodes xDE (base64), unzips its one file and reads its rLoteDE
+// document (root in no namespace, as DNIT's example writes it, or in SIFEN's;
+// rDE elements in SIFEN's; a UTF-8 byte order mark accepted). It returns the
+// DEs and the lot's identity, the hex SHA-256 of the inflated document.
 func unpackLot(xde string) ([]DE, string, error) {
 	z, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(xde), ""))
 	if err != nil {

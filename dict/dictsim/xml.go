@@ -25,10 +25,6 @@ func (t *stamp) UnmarshalText(b []byte) error {
 	return err
 }
 
-type signature struct {
-	XML string `xml:",innerxml"`
-}
-
 // Account is the account a key points to.
 type Account struct {
 	Participant   string
@@ -58,7 +54,7 @@ type Entry struct {
 
 // head starts the entry, key and claim responses.
 type head struct {
-	Signature     signature
+	Signature     struct{} // empty: the simulator signs nothing
 	ResponseTime  stamp
 	CorrelationID string `xml:"CorrelationId"`
 }
@@ -138,7 +134,7 @@ type policyState struct {
 
 type listPoliciesResponse struct {
 	XMLName       xml.Name `xml:"ListPoliciesResponse"`
-	Signature     signature
+	Signature     struct{}
 	CorrelationID string `xml:"CorrelationId"`
 	ResponseTime  stamp
 	Category      string
@@ -147,7 +143,7 @@ type listPoliciesResponse struct {
 
 type getPolicyResponse struct {
 	XMLName       xml.Name `xml:"GetPolicyResponse"`
-	Signature     signature
+	Signature     struct{}
 	CorrelationID string `xml:"CorrelationId"`
 	ResponseTime  stamp
 	Category      string

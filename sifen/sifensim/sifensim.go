@@ -463,12 +463,10 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		s.rucs[rk] = st
 	}
 	block := func(why string) (string, string, string, rucKey) {
-		if !st.lastBlock.IsZero() && now.Sub(st.lastBlock) < blockMemory {
-			st.level++
-		} else {
-			st.level = 1
+		if st.lastBlock.IsZero() || now.Sub(st.lastBlock) >= blockMemory {
+			st.level = 0 // not a recurrence
 		}
-		st.lastBlock = now
+		st.level, st.lastBlock = st.level+1, now
 		d := min(s.cfg.Block*time.Duration(st.level), s.cfg.BlockMax)
 		st.blockedUntil = now.Add(d)
 		s.logger.Info("RUC blocked", slog.String("env", env), slog.String("ruc", ruc), slog.String("why", why), slog.Duration("for", d))

@@ -106,11 +106,9 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, op, policy string
 // together. A client that went away during the latency is still charged.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
 	if s.cfg.Latency > 0 {
-		t := time.NewTimer(s.cfg.Latency)
 		select {
-		case <-t.C:
+		case <-time.After(s.cfg.Latency):
 		case <-r.Context().Done():
-			t.Stop()
 		}
 	}
 	s.mu.Lock()
@@ -168,10 +166,7 @@ func correlationID() string {
 func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, status int) (string, bool) {
 	p := r.Header.Get("PI-RequestingParticipant")
 	if !ispbFormat.MatchString(p) {
-		typ := "BadRequest"
-		if status == http.StatusForbidden {
-			typ = "Forbidden"
-		}
+		typ := map[int]string{http.StatusBadRequest: "BadRequest", http.StatusForbidden: "Forbidden"}[status]
 		s.write(w, op, status, newProblem(typ, status, "Invalid PI-RequestingParticipant", "want 8 digits"))
 		return "", false
 	}

@@ -47,10 +47,9 @@ func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
 
 // call is an admitted request: what it is charged to when answered.
 type call struct {
-	op          string
-	participant string
-	keys        []bucketKey
-	at          time.Time
+	op, participant string
+	keys            []bucketKey
+	at              time.Time
 }
 
 // head is the start of the entry, key and claim responses.

@@ -179,15 +179,14 @@ type Server struct {
 	ln     net.Listener // set by Open
 	srv    *http.Server // set by Open
 
-	closed  atomic.Bool
-	mu      sync.Mutex
-	rucs    map[rucKey]*rucState
-	lots    map[string]*lot // by lot number
-	cdcs    map[cdcKey]*cdcState
-	hashes  map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
-	nextLot uint64
-	nextAut uint64
-	stats   map[Count]int64
+	closed           atomic.Bool
+	mu               sync.Mutex
+	rucs             map[rucKey]*rucState
+	lots             map[string]*lot // by lot number
+	cdcs             map[cdcKey]*cdcState
+	hashes           map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
+	nextLot, nextAut uint64
+	stats            map[Count]int64
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -270,7 +269,9 @@ func NewServer(cfg Config) (*Server, error) {
 		s.mux.HandleFunc("POST /{env}"+path, h)
 	}
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Stats()) })
-	s.mux.HandleFunc("GET /sim/clock", s.showClock)
+	s.mux.HandleFunc("GET /sim/clock", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"now": s.cfg.Clock().Format(time.RFC3339Nano), "fake": s.cfg.Advance != nil})
+	})
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	return s, nil
 }
@@ -633,11 +634,6 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 	s.count(service, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
 		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
-}
-
-// showClock serves GET /sim/clock.
-func (s *Server) showClock(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"now": s.cfg.Clock().Format(time.RFC3339Nano), "fake": s.cfg.Advance != nil})
 }
 
 // advanceClock serves POST /sim/clock?advance=DURATION.

@@ -9,9 +9,8 @@ import "time"
 // limit is the size and refill of a bucket: refill tokens every period, up
 // to capacity.
 type limit struct {
-	capacity int64
-	refill   int64
-	period   time.Duration
+	capacity, refill int64
+	period           time.Duration
 }
 
 func perMin(refill, capacity int64) limit {
@@ -23,10 +22,9 @@ func perMin(refill, capacity int64) limit {
 // policy one bucket per participant, sized by the participant's category
 // when byCategory is set.
 type policy struct {
-	name       string
-	user       bool
-	byCategory bool
-	limit      limit
+	name             string
+	user, byCategory bool
+	limit            limit
 }
 
 // The policies the simulator enforces.

@@ -159,8 +159,7 @@ func (s *Server) Open(addr string) error {
 	if err != nil {
 		return fmt.Errorf("dictsim: listen: %w", err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.ln, s.srv = ln, &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.cfg.Logger.Error("dictsim: serve", slog.Any("error", err))
@@ -343,10 +342,9 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 	res := PaymentResult{EndToEndID: e2e, Duplicate: l.paid}
 	if !l.paid {
 		l.paid = true
-		pj := len(l.payer) == 14
 		for _, k := range []bucketKey{{l.userPolicy, l.payer}, {participantAntiscan, l.participant}} {
 			b, lim, _ := s.bucket(k.policy, k.identifier)
-			applied := b.add(lim, paymentCredit(k.policy, pj))
+			applied := b.add(lim, paymentCredit(k.policy, len(l.payer) == 14))
 			res.Credited = append(res.Credited, Credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
 		}
 	}

@@ -317,11 +317,10 @@ type PaymentResult struct {
 	Credited   []Credited `json:"credited"`
 }
 
-// receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI
-// received a payment order with the EndToEndId of a lookup that found its
-// key; the lookup's buckets are credited (+1 PF / +2 PJ, +1 participant,
-// capped at capacity), once. 404 for an unknown EndToEndId, 409 for a
-// lookup that did not end in 200.
+// receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI got a
+// payment order after a lookup that found its key, whose buckets are credited
+// once (+1 PF / +2 PJ, +1 participant, capped at capacity); 404 for an
+// unknown EndToEndId, 409 for a lookup that did not end in 200.
 func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 	e2e := r.URL.Query().Get("endToEndId")
 	if !e2eFormat.MatchString(e2e) {

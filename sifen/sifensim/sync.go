@@ -83,10 +83,8 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 
 func stripDecl(b []byte) []byte {
 	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			return bytes.TrimSpace(b[i+2:])
-		}
+	if _, rest, ok := bytes.Cut(b, []byte("?>")); ok && bytes.HasPrefix(b, []byte("<?xml")) {
+		return bytes.TrimSpace(rest)
 	}
 	return b
 }

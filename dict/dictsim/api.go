@@ -14,8 +14,7 @@ import (
 	"time"
 )
 
-// maxCheckKeys is the most keys one checkKeys may ask about (OpenAPI 1.8.0).
-const maxCheckKeys = 200
+const maxCheckKeys = 200 // the most keys one checkKeys may ask about (OpenAPI 1.8.0)
 
 // bucket returns the bucket of policy name for identifier, refilled to now, and
 // its limits; ok is false for a policy the table does not have. s.mu must
@@ -337,8 +336,7 @@ func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// state reports the bucket of PSP policy p of participant; s.mu must be
-// held.
+// state reports participant's bucket of PSP policy p; s.mu must be held.
 func (s *Server) state(p policy, participant string) policyState {
 	b, l, _ := s.bucket(p.name, participant)
 	return policyState{AvailableTokens: b.tokens(l), Capacity: l.capacity, RefillTokens: l.refill,

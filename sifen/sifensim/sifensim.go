@@ -215,9 +215,7 @@ type lot struct {
 }
 
 // verdict is the processing's result of one DE.
-type verdict struct {
-	cdc, status, code, msg, aut string
-}
+type verdict struct{ cdc, status, code, msg, aut string }
 
 // fields renders v after head: dEstRes, dProtAut when there is one, and
 // gResProc.

@@ -26,8 +26,7 @@ const (
 	nsSOAP  = "http://www.w3.org/2003/05/soap-envelope"
 )
 
-// maxInflated bounds what a lot's ZIP may inflate to (a ZIP bomb guard).
-const maxInflated = 64 << 20
+const maxInflated = 64 << 20 // what a lot's ZIP may inflate to (a ZIP bomb guard)
 
 // reqEnvelope is a SOAP 1.2 request whose body holds a T.
 type reqEnvelope[T any] struct {

@@ -167,7 +167,9 @@ type problem struct {
 	Violations    *violations `xml:"violations,omitempty"`
 }
 
-type violations struct{ List []violation `xml:"violation"` }
+type violations struct {
+	List []violation `xml:"violation"`
+}
 
 const problemPrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
 

@@ -217,8 +217,7 @@ type lot struct {
 // verdict is the processing's result of one DE.
 type verdict struct{ cdc, status, code, msg, aut string }
 
-// fields renders v after head: dEstRes, dProtAut when there is one, and
-// gResProc.
+// fields renders v after head: dEstRes, dProtAut if any, and gResProc.
 func (v verdict) fields(head ...el) []el {
 	res := append(head, t("dEstRes", v.status))
 	if v.aut != "" {
@@ -525,8 +524,8 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 	return CodeLotQueued, "Lote recibido con éxito", number, rk
 }
 
-// lockDue locks s.mu, processes the queued lots whose processing time has
-// passed, and returns the time.
+// lockDue locks s.mu, processes the lots whose processing time has passed
+// and returns the time.
 func (s *Server) lockDue() time.Time {
 	s.mu.Lock()
 	now := s.cfg.Clock()

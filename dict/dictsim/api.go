@@ -25,8 +25,7 @@ func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
 	if i < 0 {
 		return nil, limit{}, false
 	}
-	p := table[i]
-	l := p.limit
+	p, l := table[i], table[i].limit
 	switch {
 	case p.user:
 		l = userLimits(len(identifier) == 14)

@@ -644,8 +644,7 @@ func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sifensim: advance wants a non-negative duration, e.g. advance=10m", http.StatusBadRequest)
 		return
 	}
-	now := s.cfg.Advance(d)
-	writeJSON(w, map[string]any{"now": now.Format(time.RFC3339Nano), "fake": true})
+	writeJSON(w, map[string]any{"now": s.cfg.Advance(d).Format(time.RFC3339Nano), "fake": true})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

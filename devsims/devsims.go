@@ -1,14 +1,13 @@
 // Package devsims runs the DICT and SIFEN simulators (dict/dictsim,
 // sifen/sifensim) in-process for a development or demo setup with no
-// credentials: "balde serve" starts them when no endpoint is configured.
-// It is a package of its own so that an application embedding balde links
-// the simulators only when it asks for them.
-//
-// Like the simulators, it imports nothing of dict, sifen or throttle.
+// credentials, as "balde serve" does when no endpoint is configured; an
+// application embedding balde links them only when it asks. Like the
+// simulators, it imports nothing of dict, sifen or throttle.
 package devsims
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -19,9 +18,8 @@ import (
 	"github.com/balde-throttle/balde/sifen/sifensim"
 )
 
-// sampleEntries are the DICT simulator's keys: a copy of
-// dict/testdata/entries.csv (a test keeps the two equal), embedded so that
-// the simulator has them wherever it runs.
+// sampleEntries are the DICT simulator's keys, a copy of
+// dict/testdata/entries.csv (a test keeps the two equal).
 //
 //go:embed entries.csv
 var sampleEntries []byte
@@ -31,11 +29,10 @@ type Config struct {
 	// DictURL and SifenURL are the configured endpoints: a simulator starts
 	// only for the one left empty, and a configured one is returned as it is.
 	DictURL, SifenURL string
-	// DictCategory is the DICT simulator's participant category (A to H);
-	// empty is A. It is the demo's DICT, whose limits balde mirrors.
+	// DictCategory is the DICT simulator's participant category, A to H
+	// (empty: A), whose limits balde mirrors.
 	DictCategory string
-	// DictAddr and SifenAddr are the simulators' listen addresses
-	// (HOST:PORT); empty is DefaultAddr.
+	// DictAddr and SifenAddr are the listen addresses (empty: DefaultAddr).
 	DictAddr, SifenAddr string
 	// Logger receives the simulators' logs (groups "dictsim" and
 	// "sifensim"); nil discards them.
@@ -49,34 +46,21 @@ const DefaultAddr = "127.0.0.1:0"
 // Simulators are the simulators Start started, and the endpoints to use.
 // A nil server is a simulator not started (its endpoint is configured).
 type Simulators struct {
-	Dict *dictsim.Server
-	// Entries is the number of sample keys the DICT simulator holds.
-	Entries int
+	Dict    *dictsim.Server
+	Entries int // the number of sample keys the DICT simulator holds
 	Sifen   *sifensim.Server
-
-	// DictURL is the DICT's base URL: the configured one or the simulator's.
-	DictURL string
-	// SifenURL is SIFEN's base URL, the configured one or the simulator's
-	// with "{env}" for the environment (test or prod).
-	SifenURL string
+	// DictURL and SifenURL are the base URLs, the configured ones or the
+	// simulators' (SIFEN's with "{env}" for the environment, test or prod).
+	DictURL, SifenURL string
 }
 
-// Start starts the simulators cfg leaves without an endpoint: dictsim when
-// DictURL is empty (its own in-memory buckets, never the application's
-// database, with the sample entries and DictCategory), sifensim when
-// SifenURL is empty (SIFEN's rules with their defaults). Each listens when
-// Start returns. On an error nothing is left running. The DICT simulator
-// runs until Close, not until ctx ends.
+// Start starts the simulators cfg leaves without an endpoint: dictsim (its
+// own in-memory buckets, with the sample entries and DictCategory) and
+// sifensim (SIFEN's rules with their defaults), each listening when Start
+// returns. On an error nothing is left running. The DICT simulator runs
+// until Close, not until ctx ends.
 func Start(ctx context.Context, cfg Config) (_ *Simulators, err error) {
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	for _, addr := range []*string{&cfg.DictAddr, &cfg.SifenAddr} {
-		if *addr == "" {
-			*addr = DefaultAddr
-		}
-	}
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := &Simulators{DictURL: cfg.DictURL, SifenURL: cfg.SifenURL}
 	defer func() {
 		if err != nil {
@@ -84,30 +68,24 @@ func Start(ctx context.Context, cfg Config) (_ *Simulators, err error) {
 		}
 	}()
 	if s.DictURL == "" {
-		entries, err := dictsim.ReadEntries(bytes.NewReader(sampleEntries))
+		var entries []dictsim.Entry
+		if entries, err = dictsim.ReadEntries(bytes.NewReader(sampleEntries)); err == nil {
+			s.Entries = len(entries)
+			s.Dict, err = dictsim.NewServer(ctx, dictsim.Config{Entries: entries, Category: cfg.DictCategory, Logger: logger.WithGroup("dictsim")})
+		}
+		if err == nil {
+			err = s.Dict.Open(cmp.Or(cfg.DictAddr, DefaultAddr))
+		}
 		if err != nil {
-			return nil, fmt.Errorf("DICT simulator: %w", err)
-		}
-		s.Entries = len(entries)
-		category := cfg.DictCategory
-		if category == "" {
-			category = "A"
-		}
-		s.Dict, err = dictsim.NewServer(ctx, dictsim.Config{Entries: entries, Category: category, Logger: logger.WithGroup("dictsim")})
-		if err != nil {
-			return nil, fmt.Errorf("DICT simulator: %w", err)
-		}
-		if err := s.Dict.Open(cfg.DictAddr); err != nil {
 			return nil, fmt.Errorf("DICT simulator: %w", err)
 		}
 		s.DictURL = s.Dict.URL()
 	}
 	if s.SifenURL == "" {
-		s.Sifen, err = sifensim.NewServer(sifensim.Config{Logger: logger.WithGroup("sifensim")})
-		if err != nil {
-			return nil, fmt.Errorf("SIFEN simulator: %w", err)
+		if s.Sifen, err = sifensim.NewServer(sifensim.Config{Logger: logger.WithGroup("sifensim")}); err == nil {
+			err = s.Sifen.Open(cmp.Or(cfg.SifenAddr, DefaultAddr))
 		}
-		if err := s.Sifen.Open(cfg.SifenAddr); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("SIFEN simulator: %w", err)
 		}
 		s.SifenURL = s.Sifen.URL() + "/{env}"

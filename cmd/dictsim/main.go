@@ -22,10 +22,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "dictsim:", err)
 		os.Exit(2)
 	}
@@ -53,8 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg.Logger = logger
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := dictsim.NewServer(ctx, cfg)
 	if err != nil {
 		return err

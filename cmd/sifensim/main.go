@@ -27,10 +27,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "sifensim:", err)
 		os.Exit(2)
 	}
@@ -42,22 +39,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sifensim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8282", "address to listen on (loopback only; port 0 picks a free one)")
-	interval := fs.Duration("interval", sifensim.DefaultInterval, "least time between two lots of one RUC in one environment")
-	block := fs.Duration("block", sifensim.DefaultBlock, "how long a RUC that breaks a rule is blocked")
-	processing := fs.Duration("processing", sifensim.DefaultProcessing, "how long a lot stays in processing")
-	blockMax := fs.Duration("block-max", sifensim.DefaultBlockMax, "the longest block (each recurrence within 24 h blocks --block longer)")
-	latency := fs.Duration("latency", 0, "how long siRecepLoteDE takes to answer (wall time), as over the internet")
+	cfg := sifensim.Config{Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+	fs.DurationVar(&cfg.Interval, "interval", sifensim.DefaultInterval, "least time between two lots of one RUC in one environment")
+	fs.DurationVar(&cfg.Block, "block", sifensim.DefaultBlock, "how long a RUC that breaks a rule is blocked")
+	fs.DurationVar(&cfg.Processing, "processing", sifensim.DefaultProcessing, "how long a lot stays in processing")
+	fs.DurationVar(&cfg.BlockMax, "block-max", sifensim.DefaultBlockMax, "the longest block (each recurrence within 24 h blocks --block longer)")
+	fs.DurationVar(&cfg.Latency, "latency", 0, "how long siRecepLoteDE takes to answer (wall time), as over the internet")
 	fake := fs.Bool("fake-clock", false, "use a clock that moves only with POST /sim/clock?advance=DURATION")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	cfg := sifensim.Config{
-		Interval:   *interval,
-		Block:      *block,
-		Processing: *processing,
-		BlockMax:   *blockMax,
-		Latency:    *latency,
-		Logger:     slog.New(slog.NewTextHandler(stderr, nil)),
 	}
 	if *fake {
 		clock := throttle.NewManualClock(time.Now())

@@ -8,30 +8,24 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// maxCheckKeys is the most keys one checkKeys may ask about (OpenAPI 1.8.0).
-const maxCheckKeys = 200
+const maxCheckKeys = 200 // the most keys one checkKeys may ask about (OpenAPI 1.8.0)
 
 // bucket returns the bucket of policy name for identifier, refilled to now, and
 // its limits; ok is false for a policy the table does not have. s.mu must
 // be held.
 func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
-	var p policy
-	found := false
-	for _, q := range policyTable() {
-		if q.name == name {
-			p, found = q, true
-			break
-		}
-	}
-	if !found {
+	table := policyTable()
+	i := slices.IndexFunc(table, func(q policy) bool { return q.name == name })
+	if i < 0 {
 		return nil, limit{}, false
 	}
-	l := p.limit
+	p, l := table[i], table[i].limit
 	switch {
 	case p.user:
 		l = userLimits(len(identifier) == 14)
@@ -42,7 +36,7 @@ func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
 	k := bucketKey{name, identifier}
 	b := s.buckets[k]
 	if b == nil {
-		b = newBucket(l, now)
+		b = &bucket{level: l.capacity * int64(l.period), at: now} // full
 		s.buckets[k] = b
 	}
 	b.refill(l, now)
@@ -51,22 +45,24 @@ func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
 
 // call is an admitted request: what it is charged to when answered.
 type call struct {
-	op          string
-	participant string
-	keys        []bucketKey
-	at          time.Time
+	op, participant string
+	keys            []bucketKey
+	at              time.Time
 }
+
+// head is the start of the entry, key and claim responses.
+func (c call) head() head { return head{ResponseTime: stamp(c.at), CorrelationID: correlationID()} }
 
 // admit decides a request that needs the buckets of keys: admitted while
 // every one holds a positive balance (nothing is charged yet), otherwise
 // answered 429 with Retry-After and charged nothing; ok is false then.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant string, keys ...bucketKey) (call, bool) {
+func (s *Server) admit(w http.ResponseWriter, op, participant string, keys ...bucketKey) (call, bool) {
 	s.mu.Lock()
 	var wait time.Duration
 	var empty []violation
 	for _, k := range keys {
 		b, l, _ := s.bucket(k.policy, k.identifier)
-		if !b.admits(l) {
+		if b.tokens(l) < 1 { // admitted while the balance is positive
 			wait = max(wait, b.untilPositive(l))
 			empty = append(empty, violation{Reason: "no tokens left", Property: "policy", Value: k.policy})
 		}
@@ -76,8 +72,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant s
 	if empty == nil {
 		return call{op: op, participant: participant, keys: keys, at: now}, true
 	}
-	p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "", participant)
-	if s.nameEmptyBucket {
+	p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "")
+	if s.cfg.NameEmptyBucket {
 		p.Violations = &violations{List: empty}
 	}
 	w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
@@ -85,21 +81,31 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant s
 	return call{}, false
 }
 
-// answer waits the configured latency (the DICT working on the request),
-// then charges c's buckets by status and writes doc (a document, or a
-// *problem; a func() any is called after the charge, under s.mu, to build
-// it). Charging at the answer, not at the admission, is the DICT's
-// counting: requests admitted while a bucket was positive are all charged
-// when they are answered, so lookups in flight can take a bucket below
-// zero together, as they can at the DICT. A client that went away during
-// the latency is still charged: its request reached the DICT.
+// begin validates PI-RequestingParticipant (answering 400, or 403 on the
+// policy endpoints, uncharged) and admits the request to the participant's
+// bucket of policy.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, op, policy string) (call, bool) {
+	status := http.StatusBadRequest
+	if policy == policiesList || policy == policiesRead {
+		status = http.StatusForbidden
+	}
+	participant, ok := s.requester(w, r, op, status)
+	if !ok {
+		return call{}, false
+	}
+	return s.admit(w, op, participant, bucketKey{policy, participant})
+}
+
+// answer waits the configured latency, then charges c's buckets by status
+// and writes doc (a func() any is called after the charge, under s.mu, to
+// build it). Charging at the answer is the DICT's counting: lookups in
+// flight, all admitted while a bucket was positive, can take it below zero
+// together. A client that went away during the latency is still charged.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
-	if s.latency > 0 {
-		t := time.NewTimer(s.latency)
+	if s.cfg.Latency > 0 {
 		select {
-		case <-t.C:
+		case <-time.After(s.cfg.Latency):
 		case <-r.Context().Done():
-			t.Stop()
 		}
 	}
 	s.mu.Lock()
@@ -114,11 +120,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status i
 	s.write(w, c.op, status, doc)
 }
 
+// fail answers c with a problem of status.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, c call, status int, typ, title, detail string) {
+	s.answer(w, r, c, status, newProblem(typ, status, title, detail))
+}
+
 // write encodes doc and counts the response under op.
 func (s *Server) write(w http.ResponseWriter, op string, status int, doc any) {
 	data, err := encodeXML(doc)
 	if err != nil {
-		s.logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
+		s.cfg.Logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
 		status, data = http.StatusInternalServerError, nil
 	}
 	s.mu.Lock()
@@ -136,12 +147,12 @@ func (s *Server) write(w http.ResponseWriter, op string, status int, doc any) {
 	_, _ = w.Write(data)
 }
 
-func newProblem(typ string, status int, title, detail, participant string) *problem {
-	return &problem{Type: problemPrefix + typ, Title: title, Status: status, Detail: detail, CorrelationID: correlationID(participant)}
+func newProblem(typ string, status int, title, detail string) *problem {
+	return &problem{Type: problemPrefix + typ, Title: title, Status: status, Detail: detail, CorrelationID: correlationID()}
 }
 
 // correlationID is 32 hexadecimal digits, as in the API's examples.
-func correlationID(string) string {
+func correlationID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
@@ -152,18 +163,11 @@ func correlationID(string) string {
 func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, status int) (string, bool) {
 	p := r.Header.Get("PI-RequestingParticipant")
 	if !ispbFormat.MatchString(p) {
-		typ := "BadRequest"
-		if status == http.StatusForbidden {
-			typ = "Forbidden"
-		}
-		s.write(w, op, status, newProblem(typ, status, "Invalid PI-RequestingParticipant", "want 8 digits", ""))
+		typ := map[int]string{http.StatusBadRequest: "BadRequest", http.StatusForbidden: "Forbidden"}[status]
+		s.write(w, op, status, newProblem(typ, status, "Invalid PI-RequestingParticipant", "want 8 digits"))
 		return "", false
 	}
 	return p, true
-}
-
-func (s *Server) badRequest(w http.ResponseWriter, op, participant, detail string) {
-	s.write(w, op, http.StatusBadRequest, newProblem("BadRequest", http.StatusBadRequest, "Bad Request", detail, participant))
 }
 
 // decode reads the XML body of an admitted request into v.
@@ -186,23 +190,24 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key, payer, e2e := r.PathValue("key"), r.Header.Get("PI-PayerId"), r.Header.Get("PI-EndToEndId")
-	typ := keyType(key)
+	typ, detail := keyType(key), ""
 	switch {
 	case typ == "":
-		s.badRequest(w, op, participant, "malformed key")
-		return
+		detail = "malformed key"
 	case !payerFormat.MatchString(payer):
-		s.badRequest(w, op, participant, "PI-PayerId: want a CPF or CNPJ")
-		return
+		detail = "PI-PayerId: want a CPF or CNPJ"
 	case !e2eFormat.MatchString(e2e):
-		s.badRequest(w, op, participant, "PI-EndToEndId: malformed")
+		detail = "PI-EndToEndId: malformed"
+	}
+	if detail != "" {
+		s.write(w, op, http.StatusBadRequest, newProblem("BadRequest", http.StatusBadRequest, "Bad Request", detail))
 		return
 	}
 	user := userAntiscanV2
 	if typ == "EMAIL" || typ == "PHONE" {
 		user = userAntiscan
 	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{user, payer}, bucketKey{participantAntiscan, participant})
+	c, ok := s.admit(w, op, participant, bucketKey{user, payer}, bucketKey{participantAntiscan, participant})
 	if !ok {
 		return
 	}
@@ -216,7 +221,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	s.lookups[e2e] = &lookup{payer: payer, participant: participant, userPolicy: user, status: status}
 	s.mu.Unlock()
 	if !found {
-		s.answer(w, r, c, status, newProblem("EntryNotFound", status, "Entry not found", "", participant))
+		s.fail(w, r, c, status, "EntryNotFound", "Entry not found", "")
 		return
 	}
 	stats := statistics{LastUpdated: stamp(c.at)}
@@ -225,87 +230,71 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 			stats.Counters = append(stats.Counters, counter{Type: t, By: by})
 		}
 	}
-	s.answer(w, r, c, status, &getEntryResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant), Entry: e, Statistics: stats})
+	s.answer(w, r, c, status, &getEntryResponse{head: c.head(), Entry: e, Statistics: stats})
 }
 
 // createEntry handles "POST /api/v2/entries/" (ENTRIES_WRITE).
 func (s *Server) createEntry(w http.ResponseWriter, r *http.Request) {
-	const op = "createEntry"
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
-	if !ok {
-		return
-	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{entriesWrite, participant})
+	c, ok := s.begin(w, r, "createEntry", entriesWrite)
 	if !ok {
 		return
 	}
 	var req createEntryRequest
 	if err := decode(r, &req); err != nil {
-		s.answer(w, r, c, http.StatusBadRequest, newProblem("BadRequest", 400, "Bad Request", err.Error(), participant))
+		s.fail(w, r, c, http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
 		return
 	}
 	if keyType(req.Entry.Key) != req.Entry.KeyType {
-		s.answer(w, r, c, http.StatusBadRequest, newProblem("EntryInvalid", 400, "Bad Request", "the key is not of its KeyType", participant))
+		s.fail(w, r, c, http.StatusBadRequest, "EntryInvalid", "Bad Request", "the key is not of its KeyType")
 		return
 	}
-	if req.Entry.Account.Participant != participant {
-		s.answer(w, r, c, http.StatusForbidden, newProblem("Forbidden", 403, "Forbidden", "the account is not the requesting participant's", participant))
+	if req.Entry.Account.Participant != c.participant {
+		s.fail(w, r, c, http.StatusForbidden, "Forbidden", "Forbidden", "the account is not the requesting participant's")
 		return
 	}
 	s.mu.Lock()
 	if _, exists := s.entries[req.Entry.Key]; exists {
 		s.mu.Unlock()
-		s.answer(w, r, c, http.StatusConflict, newProblem("EntryAlreadyExists", 409, "Conflict", "the key already has an entry", participant))
+		s.fail(w, r, c, http.StatusConflict, "EntryAlreadyExists", "Conflict", "the key already has an entry")
 		return
 	}
-	ts := stamp(c.at)
-	req.Entry.CreationDate, req.Entry.KeyOwnershipDate = &ts, &ts
+	h := c.head()
+	req.Entry.CreationDate, req.Entry.KeyOwnershipDate = &h.ResponseTime, &h.ResponseTime
 	s.entries[req.Entry.Key] = req.Entry
 	s.mu.Unlock()
-	s.answer(w, r, c, http.StatusCreated, &createEntryResponse{ResponseTime: ts, CorrelationID: correlationID(participant), Entry: req.Entry})
+	s.answer(w, r, c, http.StatusCreated, &createEntryResponse{head: h, Entry: req.Entry})
 }
 
 // deleteEntry handles "POST /api/v2/entries/{key}/delete" (ENTRIES_WRITE).
 func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request) {
-	const op = "deleteEntry"
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
-	if !ok {
-		return
-	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{entriesWrite, participant})
+	c, ok := s.begin(w, r, "deleteEntry", entriesWrite)
 	if !ok {
 		return
 	}
 	var req deleteEntryRequest
 	if err := decode(r, &req); err != nil || req.Key != r.PathValue("key") {
-		s.answer(w, r, c, http.StatusBadRequest, newProblem("BadRequest", 400, "Bad Request", "the body's Key is not the path's", participant))
+		s.fail(w, r, c, http.StatusBadRequest, "BadRequest", "Bad Request", "the body's Key is not the path's")
 		return
 	}
 	s.mu.Lock()
 	e, exists := s.entries[req.Key]
+	if exists && e.Account.Participant == c.participant {
+		delete(s.entries, req.Key)
+	}
+	s.mu.Unlock()
 	switch {
 	case !exists:
-		s.mu.Unlock()
-		s.answer(w, r, c, http.StatusNotFound, newProblem("EntryNotFound", 404, "Entry not found", "", participant))
-		return
-	case e.Account.Participant != participant:
-		s.mu.Unlock()
-		s.answer(w, r, c, http.StatusForbidden, newProblem("Forbidden", 403, "Forbidden", "the entry is another participant's", participant))
-		return
+		s.fail(w, r, c, http.StatusNotFound, "EntryNotFound", "Entry not found", "")
+	case e.Account.Participant != c.participant:
+		s.fail(w, r, c, http.StatusForbidden, "Forbidden", "Forbidden", "the entry is another participant's")
+	default:
+		s.answer(w, r, c, http.StatusOK, &deleteEntryResponse{head: c.head(), Key: req.Key})
 	}
-	delete(s.entries, req.Key)
-	s.mu.Unlock()
-	s.answer(w, r, c, http.StatusOK, &deleteEntryResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant), Key: req.Key})
 }
 
 // checkKeys handles "POST /api/v2/keys/check" (KEYS_CHECK): 1 to 200 keys.
 func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
-	const op = "checkKeys"
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
-	if !ok {
-		return
-	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{keysCheck, participant})
+	c, ok := s.begin(w, r, "checkKeys", keysCheck)
 	if !ok {
 		return
 	}
@@ -315,18 +304,15 @@ func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
 	case err == nil && (len(req.Keys) == 0 || len(req.Keys) > maxCheckKeys):
 		err = errors.New("want 1 to 200 keys")
 	case err == nil:
-		for _, k := range req.Keys {
-			if keyType(k) == "" {
-				err = errors.New("malformed key " + strconv.Quote(k))
-				break
-			}
+		if i := slices.IndexFunc(req.Keys, func(k string) bool { return keyType(k) == "" }); i >= 0 {
+			err = errors.New("malformed key " + strconv.Quote(req.Keys[i]))
 		}
 	}
 	if err != nil {
-		s.answer(w, r, c, http.StatusBadRequest, newProblem("BadRequest", 400, "Bad Request", err.Error(), participant))
+		s.fail(w, r, c, http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
 		return
 	}
-	out := &checkKeysResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant)}
+	out := &checkKeysResponse{head: c.head()}
 	s.mu.Lock()
 	for _, k := range req.Keys {
 		_, found := s.entries[k]
@@ -340,24 +326,16 @@ func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
 // filtered by donor or claimer, CLAIMS_LIST_WITHOUT_ROLE otherwise. The
 // simulator holds no claims.
 func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
-	const op = "listClaims"
-	participant, ok := s.requester(w, r, op, http.StatusBadRequest)
-	if !ok {
-		return
-	}
 	policy := claimsListNoRole
 	if q := r.URL.Query(); q.Get("IsDonor") == "true" || q.Get("IsClaimer") == "true" {
 		policy = claimsListWithRole
 	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{policy, participant})
-	if !ok {
-		return
+	if c, ok := s.begin(w, r, "listClaims", policy); ok {
+		s.answer(w, r, c, http.StatusOK, &listClaimsResponse{head: c.head()})
 	}
-	s.answer(w, r, c, http.StatusOK, &listClaimsResponse{ResponseTime: stamp(c.at), CorrelationID: correlationID(participant)})
 }
 
-// state reports the bucket of PSP policy p of participant; s.mu must be
-// held.
+// state reports participant's bucket of PSP policy p; s.mu must be held.
 func (s *Server) state(p policy, participant string) policyState {
 	b, l, _ := s.bucket(p.name, participant)
 	return policyState{AvailableTokens: b.tokens(l), Capacity: l.capacity, RefillTokens: l.refill,
@@ -368,20 +346,15 @@ func (s *Server) state(p policy, participant string) policyState {
 // bucket of the participant as it is when the request is answered (its own
 // charge included), and the category.
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
-	const op = "listBucketStates"
-	participant, ok := s.requester(w, r, op, http.StatusForbidden)
-	if !ok {
-		return
-	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{policiesList, participant})
+	c, ok := s.begin(w, r, "listBucketStates", policiesList)
 	if !ok {
 		return
 	}
 	s.answer(w, r, c, http.StatusOK, func() any {
-		doc := &listPoliciesResponse{CorrelationID: correlationID(participant), ResponseTime: stamp(c.at), Category: s.category}
+		doc := &listPoliciesResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category}
 		for _, p := range policyTable() {
 			if !p.user {
-				doc.Policies = append(doc.Policies, s.state(p, participant))
+				doc.Policies = append(doc.Policies, s.state(p, c.participant))
 			}
 		}
 		return doc
@@ -391,12 +364,7 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
 // getPolicy handles "GET /api/v2/policies/{policy}" (POLICIES_READ): 404
 // NotFound for a policy that is not a PSP policy of the table.
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	const op = "getBucketState"
-	participant, ok := s.requester(w, r, op, http.StatusForbidden)
-	if !ok {
-		return
-	}
-	c, ok := s.admit(w, r, op, participant, bucketKey{policiesRead, participant})
+	c, ok := s.begin(w, r, "getBucketState", policiesRead)
 	if !ok {
 		return
 	}
@@ -404,10 +372,10 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 	for _, p := range policyTable() {
 		if p.name == name && !p.user {
 			s.answer(w, r, c, http.StatusOK, func() any {
-				return &getPolicyResponse{CorrelationID: correlationID(participant), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(p, participant)}
+				return &getPolicyResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(p, c.participant)}
 			})
 			return
 		}
 	}
-	s.answer(w, r, c, http.StatusNotFound, newProblem("NotFound", http.StatusNotFound, "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"), participant))
+	s.fail(w, r, c, http.StatusNotFound, "NotFound", "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
 }

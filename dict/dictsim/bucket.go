@@ -11,10 +11,6 @@ type bucket struct {
 	at    time.Time
 }
 
-func newBucket(l limit, now time.Time) *bucket {
-	return &bucket{level: l.capacity * int64(l.period), at: now}
-}
-
 // refill brings b up to now under l (a clock that goes back adds nothing).
 func (b *bucket) refill(l limit, now time.Time) {
 	if !now.After(b.at) {
@@ -38,9 +34,6 @@ func (b *bucket) tokens(l limit) int64 {
 	}
 	return -((-b.level + p - 1) / p)
 }
-
-// admits reports whether a request is admitted: the balance is positive.
-func (b *bucket) admits(l limit) bool { return b.tokens(l) >= 1 }
 
 // untilPositive is the wait until the balance holds a whole token.
 func (b *bucket) untilPositive(l limit) time.Duration {

@@ -2,16 +2,15 @@ package dictsim
 
 import "time"
 
-// The DICT's rate limits and counting rules, written from the DICT manual, chapter 19 (the DICT
-// manual's chapter on buckets and the API's policy table) independently of
-// balde's client, so that a mistake in the client's catalog cannot hide here.
+// The DICT's rate limits and counting rules, written from the DICT manual,
+// chapter 19 (buckets and the API's policy table), independently of balde's
+// client, so that a mistake in the client's catalog cannot hide here.
 
 // limit is the size and refill of a bucket: refill tokens every period, up
 // to capacity.
 type limit struct {
-	capacity int64
-	refill   int64
-	period   time.Duration
+	capacity, refill int64
+	period           time.Duration
 }
 
 func perMin(refill, capacity int64) limit {
@@ -23,10 +22,9 @@ func perMin(refill, capacity int64) limit {
 // policy one bucket per participant, sized by the participant's category
 // when byCategory is set.
 type policy struct {
-	name       string
-	user       bool
-	byCategory bool
-	limit      limit
+	name             string
+	user, byCategory bool
+	limit            limit
 }
 
 // The policies the simulator enforces.
@@ -126,10 +124,7 @@ func cost(policy string, status int) int64 {
 // a bucket of policy: 1 to a PF payer, 2 to a PJ payer, 1 to the
 // participant.
 func paymentCredit(policy string, pj bool) int64 {
-	switch {
-	case policy == participantAntiscan:
-		return 1
-	case pj:
+	if pj && policy != participantAntiscan {
 		return 2
 	}
 	return 1

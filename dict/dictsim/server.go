@@ -1,17 +1,14 @@
 // Package dictsim is a DICT simulator: a real HTTP server that speaks the
-// DICT API's XML and enforces the DICT's limits server-side, as an oracle
-// for balde's client. It imports nothing of balde: its policy table
-// (the DICT manual, chapter 19), its buckets and its XML are its own, so that a mistake shared
-// with the client cannot hide.
+// DICT API's XML and enforces the DICT's limits server-side, as an oracle for
+// balde's client. It imports nothing of balde: its policy table (the DICT
+// manual, chapter 19), buckets and XML are its own, so a shared mistake
+// cannot hide.
 //
 // Its counting is the DICT's: a request is admitted while every bucket it
-// needs holds a positive balance, and charged by its outcome when it is
-// answered (a getEntry 404 costs 20 to the payer and 3 to the participant);
-// otherwise it is answered 429 RateLimited with Retry-After, the whole
-// seconds until the balance is positive again, and charged nothing. An
-// admitted request is worked on for Config.Latency before it is charged and
-// answered, so requests in flight race as they do against the real DICT:
-// all of those admitted while a bucket was positive are charged.
+// needs holds a positive balance and charged by its outcome when answered,
+// Config.Latency later (a getEntry 404 costs the payer 20, the participant 3);
+// otherwise it gets 429 RateLimited with Retry-After, the whole seconds until
+// the balance is positive, and is charged nothing.
 //
 // Endpoints (API under /api/v2):
 //
@@ -29,11 +26,13 @@
 package dictsim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,43 +43,35 @@ import (
 // Config configures NewServer. The zero value is a usable simulator with
 // no entries, category A, real time and no latency.
 type Config struct {
-	// Entries are the keys the directory holds; EntriesFile, when set, adds
-	// those of a CSV file (see ReadEntries).
+	// Entries are the keys the directory holds; EntriesFile adds those of a
+	// CSV file (see ReadEntries).
 	Entries     []Entry
 	EntriesFile string
-	// Category is every participant's category, A..H (default "A").
-	Category string
-	// Latency is the time between admitting a request and charging and
-	// answering it (real time, even with FakeClock).
-	Latency time.Duration
-	// NameEmptyBucket makes a 429's problem name the empty bucket's policy
-	// in a violation (property "policy"). The public API does not say that
-	// it does; by default the problem is the published one.
+	Category    string        // every participant's category, A..H (default "A")
+	Latency     time.Duration // from admission to charge and answer (real time)
+	// NameEmptyBucket names the empty bucket's policy in a 429's problem (a
+	// violation of property "policy"), which the public API does not say.
 	NameEmptyBucket bool
-	// FakeClock makes time stand still until POST /sim/clock (or Advance)
-	// moves it; it starts at Start (default: now).
+	// FakeClock makes time stand still from Start (default: now) until
+	// POST /sim/clock or Advance moves it.
 	FakeClock bool
 	Start     time.Time
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
+	Logger    *slog.Logger // default slog.Default()
 }
 
 // Server is a running simulator, an http.Handler. Open listens on an
 // address; Close stops it.
 type Server struct {
-	category        string
-	latency         time.Duration
-	nameEmptyBucket bool
-	fake            bool
-	logger          *slog.Logger
-	mux             *http.ServeMux
+	cfg Config // Logger set
+	mux *http.ServeMux
 
-	mu      sync.Mutex
-	now     time.Time // the fake clock's time
-	entries map[string]Entry
-	buckets map[bucketKey]*bucket
-	lookups map[string]*lookup
-	stats   Stats
+	mu       sync.Mutex
+	category string
+	now      time.Time // the fake clock's time
+	entries  map[string]Entry
+	buckets  map[bucketKey]*bucket
+	lookups  map[string]*lookup
+	stats    Stats
 
 	ln  net.Listener
 	srv *http.Server
@@ -97,32 +88,21 @@ type lookup struct {
 
 // NewServer returns a simulator holding cfg's entries.
 func NewServer(_ context.Context, cfg Config) (*Server, error) {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
-		category:        cfg.Category,
-		latency:         cfg.Latency,
-		nameEmptyBucket: cfg.NameEmptyBucket,
-		fake:            cfg.FakeClock,
-		logger:          cfg.Logger,
-		entries:         make(map[string]Entry),
-		buckets:         make(map[bucketKey]*bucket),
-		lookups:         make(map[string]*lookup),
-		stats:           make(Stats),
-	}
-	if s.logger == nil {
-		s.logger = slog.Default()
-	}
-	if s.category == "" {
-		s.category = "A"
+		cfg:      cfg,
+		category: cmp.Or(cfg.Category, "A"),
+		now:      cmp.Or(cfg.Start, time.Now().UTC()),
+		entries:  make(map[string]Entry),
+		buckets:  make(map[bucketKey]*bucket),
+		lookups:  make(map[string]*lookup),
+		stats:    make(Stats),
 	}
 	if _, ok := categoryLimits(s.category); !ok {
 		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
 	}
 	if cfg.Latency < 0 {
 		return nil, fmt.Errorf("dictsim: negative latency %s", cfg.Latency)
-	}
-	s.now = cfg.Start
-	if s.now.IsZero() {
-		s.now = time.Now().UTC()
 	}
 	entries := cfg.Entries
 	if cfg.EntriesFile != "" {
@@ -138,15 +118,8 @@ func NewServer(_ context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("dictsim: entry %q is not a %s key", e.Key, e.KeyType)
 		}
 		// Entries without dates were created when the simulator started.
-		if time.Time(e.Account.OpeningDate).IsZero() {
-			e.Account.OpeningDate = start
-		}
-		if e.CreationDate == nil {
-			e.CreationDate = &start
-		}
-		if e.KeyOwnershipDate == nil {
-			e.KeyOwnershipDate = &start
-		}
+		e.Account.OpeningDate = stamp(cmp.Or(time.Time(e.Account.OpeningDate), time.Time(start)))
+		e.CreationDate, e.KeyOwnershipDate = cmp.Or(e.CreationDate, &start), cmp.Or(e.KeyOwnershipDate, &start)
 		s.entries[e.Key] = e
 	}
 	s.routes()
@@ -163,7 +136,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET "+api+"/claims/{$}", s.listClaims)
 	s.mux.HandleFunc("GET "+api+"/policies/{$}", s.listPolicies)
 	s.mux.HandleFunc("GET "+api+"/policies/{policy}", s.getPolicy)
-	s.mux.HandleFunc("GET /sim/stats", s.showStats)
+	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
 	s.mux.HandleFunc("POST /sim/payments", s.receivePayment)
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	s.mux.HandleFunc("POST /sim/category", s.changeCategory)
@@ -186,11 +159,10 @@ func (s *Server) Open(addr string) error {
 	if err != nil {
 		return fmt.Errorf("dictsim: listen: %w", err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.ln, s.srv = ln, &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("dictsim: serve", slog.Any("error", err))
+			s.cfg.Logger.Error("dictsim: serve", slog.Any("error", err))
 		}
 	}()
 	return nil
@@ -223,7 +195,7 @@ func (s *Server) Now() time.Time {
 
 // clock reads the time; s.mu must be held.
 func (s *Server) clock() time.Time {
-	if s.fake {
+	if s.cfg.FakeClock {
 		return s.now
 	}
 	return time.Now().UTC()
@@ -231,7 +203,7 @@ func (s *Server) clock() time.Time {
 
 // Advance moves the fake clock by d (>= 0) and returns the new time.
 func (s *Server) Advance(d time.Duration) (time.Time, error) {
-	if !s.fake {
+	if !s.cfg.FakeClock {
 		return time.Time{}, errors.New("dictsim: the clock is real (start with a fake clock to move it)")
 	}
 	if d < 0 {
@@ -310,17 +282,9 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	out := make(Stats, len(s.stats))
 	for op, m := range s.stats {
-		out[op] = make(map[int]int64, len(m))
-		for k, v := range m {
-			out[op][k] = v
-		}
+		out[op] = maps.Clone(m)
 	}
 	return out
-}
-
-// showStats handles "GET /sim/stats".
-func (s *Server) showStats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Stats())
 }
 
 // advanceClock handles "POST /sim/clock?advance=DURATION".
@@ -353,11 +317,10 @@ type PaymentResult struct {
 	Credited   []Credited `json:"credited"`
 }
 
-// receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI
-// received a payment order with the EndToEndId of a lookup that found its
-// key; the lookup's buckets are credited (+1 PF / +2 PJ, +1 participant,
-// capped at capacity), once. 404 for an unknown EndToEndId, 409 for a
-// lookup that did not end in 200.
+// receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI got a
+// payment order after a lookup that found its key, whose buckets are credited
+// once (+1 PF / +2 PJ, +1 participant, capped at capacity); 404 for an
+// unknown EndToEndId, 409 for a lookup that did not end in 200.
 func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 	e2e := r.URL.Query().Get("endToEndId")
 	if !e2eFormat.MatchString(e2e) {
@@ -378,10 +341,9 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 	res := PaymentResult{EndToEndID: e2e, Duplicate: l.paid}
 	if !l.paid {
 		l.paid = true
-		pj := len(l.payer) == 14
 		for _, k := range []bucketKey{{l.userPolicy, l.payer}, {participantAntiscan, l.participant}} {
 			b, lim, _ := s.bucket(k.policy, k.identifier)
-			applied := b.add(lim, paymentCredit(k.policy, pj))
+			applied := b.add(lim, paymentCredit(k.policy, len(l.payer) == 14))
 			res.Credited = append(res.Credited, Credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
 		}
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // The simulator's own XML, after the DICT API's public OpenAPI (1.8.0) and
-// the DICT manual, chapter 19: element names and order as published.
+// the DICT manual, chapter 19: element names and order as published; the
+// requests hold only what the simulator reads.
 
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
@@ -22,10 +23,6 @@ func (t *stamp) UnmarshalText(b []byte) error {
 	v, err := time.Parse(time.RFC3339Nano, string(bytes.TrimSpace(b)))
 	*t = stamp(v)
 	return err
-}
-
-type signature struct {
-	XML string `xml:",innerxml"`
 }
 
 // Account is the account a key points to.
@@ -55,6 +52,13 @@ type Entry struct {
 	KeyOwnershipDate *stamp `xml:",omitempty"`
 }
 
+// head starts the entry, key and claim responses.
+type head struct {
+	Signature     struct{} // empty: the simulator signs nothing
+	ResponseTime  stamp
+	CorrelationID string `xml:"CorrelationId"`
+}
+
 type counter struct {
 	Type string `xml:"type,attr"`
 	By   string `xml:"by,attr"`
@@ -69,44 +73,32 @@ type statistics struct {
 }
 
 type getEntryResponse struct {
-	XMLName       xml.Name `xml:"GetEntryResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
-	Statistics    statistics
+	XMLName xml.Name `xml:"GetEntryResponse"`
+	head
+	Entry      Entry
+	Statistics statistics
 }
 
 type createEntryRequest struct {
-	XMLName   xml.Name `xml:"CreateEntryRequest"`
-	Signature signature
-	Entry     Entry
-	Reason    string
-	RequestID string `xml:"RequestId"`
+	XMLName xml.Name `xml:"CreateEntryRequest"`
+	Entry   Entry
 }
 
 type createEntryResponse struct {
-	XMLName       xml.Name `xml:"CreateEntryResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
+	XMLName xml.Name `xml:"CreateEntryResponse"`
+	head
+	Entry Entry
 }
 
 type deleteEntryRequest struct {
-	XMLName     xml.Name `xml:"DeleteEntryRequest"`
-	Signature   signature
-	Key         string
-	Participant string
-	Reason      string
+	XMLName xml.Name `xml:"DeleteEntryRequest"`
+	Key     string
 }
 
 type deleteEntryResponse struct {
-	XMLName       xml.Name `xml:"DeleteEntryResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string `xml:"CorrelationId"`
-	Key           string
+	XMLName xml.Name `xml:"DeleteEntryResponse"`
+	head
+	Key string
 }
 
 type checkKeysRequest struct {
@@ -120,18 +112,14 @@ type keyCheck struct {
 }
 
 type checkKeysResponse struct {
-	XMLName       xml.Name `xml:"CheckKeysResponse"`
-	Signature     signature
-	ResponseTime  stamp
-	CorrelationID string     `xml:"CorrelationId"`
-	Keys          []keyCheck `xml:"Keys>Key"`
+	XMLName xml.Name `xml:"CheckKeysResponse"`
+	head
+	Keys []keyCheck `xml:"Keys>Key"`
 }
 
 type listClaimsResponse struct {
-	XMLName         xml.Name `xml:"ListClaimsResponse"`
-	Signature       signature
-	ResponseTime    stamp
-	CorrelationID   string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"ListClaimsResponse"`
+	head
 	HasMoreElements bool
 	Claims          struct{} `xml:"Claims"`
 }
@@ -146,7 +134,7 @@ type policyState struct {
 
 type listPoliciesResponse struct {
 	XMLName       xml.Name `xml:"ListPoliciesResponse"`
-	Signature     signature
+	Signature     struct{}
 	CorrelationID string `xml:"CorrelationId"`
 	ResponseTime  stamp
 	Category      string
@@ -155,7 +143,7 @@ type listPoliciesResponse struct {
 
 type getPolicyResponse struct {
 	XMLName       xml.Name `xml:"GetPolicyResponse"`
-	Signature     signature
+	Signature     struct{}
 	CorrelationID string `xml:"CorrelationId"`
 	ResponseTime  stamp
 	Category      string

@@ -1,61 +1,47 @@
-// Package sifensim is a SIFEN simulator: a SOAP 1.2 server for SIFEN's
-// services (siRecepLoteDE, siConsLoteDE, siConsDE; and siRecepDE,
-// siRecepEvento and siConsRUC, sync.go) written from
-// SIFEN's published behaviour, so that `make run` works with no credentials
-// and tests run against an independent HTTP peer. It imports nothing of
-// balde's client side: it reads the envelope, unzips the lot and parses its
-// DEs with its own code (wire.go), keeps its own state and clock, and
-// applies its own rules, so a wire-format mistake on either side shows.
+// Package sifensim is a SIFEN simulator: a SOAP 1.2 server for
+// siRecepLoteDE, siConsLoteDE and siConsDE (and, in sync.go, siRecepDE,
+// siRecepEvento and siConsRUC), written from SIFEN's published behaviour so
+// that `make run` needs no credentials and tests meet an independent peer. It
+// imports nothing of balde: envelope, ZIP and DE parsing (wire.go), state,
+// clock and rules are its own, so a wire-format mistake on either side shows.
 //
-// The rules (docs/guides/sifen.md; DNIT's, or balde's interval rule (docs/decisions/0011), as marked):
+// The rules (docs/guides/sifen.md says which are DNIT's and which are
+// balde's interval rule, docs/decisions/0011):
 //
-//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of
-//     the lot's first DE (10 minutes, then 20, 30, ... up to 60 on
-//     recurrence within 24 h; Config.Block, BlockMax) for: more than 50
-//     DEs, a SOAP message over 1,000,000 bytes, DEs of several RUCs or several
-//     types, the same CDC twice in the lot, a CDC whose earlier lot is still
-//     processing, the same lot sent again (DNIT, Guía de mejores prácticas,
-//     Oct 2024, §4-5); and a lot of a RUC that arrives less than
-//     Config.Interval after the answer to its previous lot, or while that
-//     lot has no answer yet (the interval rule). While a RUC is
-//     blocked every lot of it gets 0301. An empty lot, and a lot that cannot
-//     be read (not base64, not a ZIP, malformed XML), get 0301 without a
-//     block: they name no RUC, and the simulator does not take the issuer
-//     from the client certificate as SIFEN does (DNIT blocks for an empty
-//     lot too). Otherwise 0300 and a lot number.
-//   - A queued lot is processed Config.Processing after it was queued
-//     (on the simulator's clock): each DE is approved (with a dProtAut),
-//     approved with observations (Config.Observe) or rejected with a code:
-//     a bad RUC check digit or CDC, a CDC already approved (1001), a DE
-//     signed-less or marked as a test DE sent to prod, or Config.Reject.
-//   - siConsLoteDE answers 0360 for an unknown lot, 0361 while it is
-//     processing, 0362 with the per-DE results, 0364 after 48 hours.
-//   - siConsDE answers 0422 for an approved CDC, xContenDE holding the
-//     DE, its dProtAut and its (empty) events as escaped text, and 0420
-//     otherwise.
-//   - siRecepDE takes one DE with the RUC rules of a lot of one and
-//     answers its result at once (rRetEnviDe); siRecepEvento registers
-//     events (0600) on approved DEs; siConsRUC answers 0502 for any RUC
-//     of 5-8 digits (sync.go says what is published and what is the
-//     simulator's).
-//   - A request that is not a SOAP 1.2 envelope holding the service's
-//     request gets SIFEN's generic rRetEnviDe, 0160 "XML Mal Formado.",
-//     with HTTP 400.
-//   - Both SOAP content types real clients send are accepted
-//     (application/soap+xml and application/xml); answers use SIFEN's
-//     prefixes (env:, ns2:).
-//   - GET /sim/stats answers the counts of requests by service, environment,
-//     RUC and response code (Stats); GET /sim/clock the simulator's time;
-//     POST /sim/clock?advance=DURATION moves a fake clock (Config.Advance).
+//   - siRecepLoteDE answers 0301 "Lote no encolado" and blocks the RUC of the
+//     lot's first DE (Config.Block, longer on each recurrence within 24 h up
+//     to BlockMax) for more than 50 DEs, a SOAP message over 1,000,000 bytes,
+//     DEs of several RUCs or types, a CDC twice, a CDC still processing in an
+//     earlier lot, the same lot again (DNIT, Guía de mejores prácticas, Oct
+//     2024, §4-5), and a lot less than Config.Interval after the answer to
+//     the RUC's previous lot or before that answer. A blocked RUC gets 0301;
+//     an empty or unreadable lot gets 0301 without a block. Otherwise 0300
+//     and a lot number.
+//   - A queued lot is processed Config.Processing later (simulator clock):
+//     each DE is approved with a dProtAut, approved with observations
+//     (Config.Observe), or rejected: bad RUC check digit or CDC, a CDC
+//     already approved (1001), unsigned or test DE sent to prod,
+//     Config.Reject.
+//   - siConsLoteDE answers 0360 unknown, 0361 processing, 0362 with the
+//     per-DE results, 0364 after 48 hours; siConsDE answers 0422 with
+//     xContenDE for an approved CDC, 0420 otherwise.
+//   - A request that is not a SOAP 1.2 envelope holding the service's request
+//     gets SIFEN's generic rRetEnviDe 0160 "XML Mal Formado." with HTTP 400.
+//     Content types application/soap+xml and application/xml are accepted;
+//     answers use SIFEN's prefixes (env:, ns2:).
+//   - GET /sim/stats answers the request counts (Stats), GET /sim/clock the
+//     time, POST /sim/clock?advance=DURATION moves a fake clock
+//     (Config.Advance).
 //
-// The services are served at SIFEN's paths, under /test or /prod to pick
-// the environment ("/test/de/ws/async/recibe-lote.wsdl"), or without a
-// prefix for Config.Env.
+// The services are served at SIFEN's paths under /test or /prod
+// ("/test/de/ws/async/recibe-lote.wsdl"), or without a prefix for Config.Env.
 package sifensim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -65,14 +51,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// SIFEN's paths of the three services (manual técnico v150).
+// SIFEN's paths of its services (manual técnico v150, §7.10).
 const (
 	RecepcionPath    = "/de/ws/async/recibe-lote.wsdl"
 	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
 	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
+	RecepcionDEPath  = "/de/ws/sync/recibe.wsdl"
+	EventoPath       = "/de/ws/eventos/evento.wsdl"
+	ConsultaRUCPath  = "/de/ws/consultas/consulta-ruc.wsdl"
 )
 
 // The service names, as Stats counts them.
@@ -80,6 +70,9 @@ const (
 	ServiceRecepcionLote = "siRecepLoteDE"
 	ServiceConsultaLote  = "siResultLoteDE"
 	ServiceConsultaDE    = "siConsDE"
+	ServiceRecepcionDE   = "siRecepDE"
+	ServiceEvento        = "siRecepEvento"
+	ServiceConsultaRUC   = "siConsRUC"
 )
 
 // SIFEN's response codes the simulator answers.
@@ -92,6 +85,15 @@ const (
 	CodeLotTooLate    = "0364"
 	CodeDENotFound    = "0420"
 	CodeDEFound       = "0422"
+	// CodeEventRegistered is an event registered (manual §9.5.3: dProtAut
+	// "conforme dCodRes=0600"); CodeRUCNotFound and CodeRUCFound are
+	// siConsRUC's (Tabla H).
+	CodeEventRegistered = "0600"
+	CodeRUCNotFound     = "0500"
+	CodeRUCFound        = "0502"
+	// CodeEventCDCNotFound is the simulator's refusal of an event on a DE it
+	// has not approved (no code for it is published).
+	CodeEventCDCNotFound = "4003"
 	// CodeXMLMalformed is SIFEN's answer, in its generic envelope
 	// rRetEnviDe, to a request it cannot read (manual técnico v150, §7.4).
 	CodeXMLMalformed = "0160"
@@ -110,21 +112,16 @@ const (
 	DefaultBlock      = 10 * time.Minute
 	DefaultBlockMax   = 60 * time.Minute
 	DefaultProcessing = 2 * time.Second
-	// blockMemory is how long a 0301 counts as a recurrence.
-	blockMemory = 24 * time.Hour
-	// lotQueryWindow is how long a lot can be queried (0364 after).
-	lotQueryWindow = 48 * time.Hour
+	blockMemory       = 24 * time.Hour // how long a 0301 counts as a recurrence
+	lotQueryWindow    = 48 * time.Hour // how long a lot can be queried (0364 after)
 	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
-	// "Lote no encolado para procesamiento", c and e): 50 DEs, and "el
-	// mensaje de datos de entrada del WS no debe superar 1000 KB" — the
-	// whole SOAP message as received, read as 1,000,000 bytes (SI kilobytes:
-	// the stricter reading, docs/decisions/0056).
+	// "Lote no encolado para procesamiento", c and e): 50 DEs, and a whole
+	// SOAP message of at most "1000 KB", read as 1,000,000 bytes
+	// (docs/decisions/0056).
 	MaxLotDEs       = 50
 	MaxMessageBytes = 1_000_000
-	// maxRequestBytes bounds a request body.
 	maxRequestBytes = 8 << 20
-	// firstLotNumber makes lot numbers 17 digits long, like SIFEN's.
-	firstLotNumber = 10_000_000_000_000_001
+	firstLotNumber  = 10_000_000_000_000_001 // 17 digits, like SIFEN's lot numbers
 	// testIssuerName is dNomEmi of every DE of the test environment.
 	testIssuerName = "DE generado en ambiente de prueba - sin valor comercial ni fiscal"
 	timeLayout     = "2006-01-02T15:04:05-07:00"
@@ -132,39 +129,33 @@ const (
 
 // Config configures a Server. The zero value is usable.
 type Config struct {
-	// Clock is the simulator's time; default time.Now.
-	Clock func() time.Time
-	// Advance, when set, moves Clock forward (POST /sim/clock?advance=D);
-	// without it that endpoint answers 404.
+	// Clock is the simulator's time (default time.Now); Advance, when set,
+	// moves it (POST /sim/clock?advance=D, 404 without it).
+	Clock   func() time.Time
 	Advance func(time.Duration) time.Time
-	// Interval is the least time between the answer to a lot of a RUC in
-	// one environment and its next lot; default DefaultInterval. Negative
-	// disables the rule.
+	// Interval is the least time between the answer to a RUC's lot in one
+	// environment and its next lot (default DefaultInterval; negative: none).
 	Interval time.Duration
-	// Block is the first block of a RUC that breaks a rule, and BlockMax
-	// the longest: each recurrence within 24 h blocks Block longer.
+	// Block is a RUC's first block and BlockMax the longest: each recurrence
+	// within 24 h blocks Block longer.
 	Block, BlockMax time.Duration
-	// Processing is how long a lot stays in processing; default
-	// DefaultProcessing. Negative means no processing time.
+	// Processing is how long a lot stays in processing (default
+	// DefaultProcessing; negative: none).
 	Processing time.Duration
-	// Latency is how long (wall time) siRecepLoteDE takes to answer a lot
-	// it read, as over the internet. The answer's instant, from which the
-	// frequency rule counts, is taken after it.
+	// Latency is the wall time siRecepLoteDE takes to answer a lot it read;
+	// the answer's instant, from which Interval counts, is taken after it.
 	Latency time.Duration
-	// Env is the environment of the paths without /test or /prod ("test"
-	// by default).
+	// Env is the environment of the paths without /test or /prod ("test").
 	Env string
-	// BeforeRecepcion, when set, is called for every readable
-	// siRecepLoteDE before it is decided; an error drops the request as if
-	// it was lost (HTTP 503, nothing recorded).
+	// BeforeRecepcion is called for every readable siRecepLoteDE before it
+	// is decided; an error drops it as lost (HTTP 503, nothing recorded).
+	// AfterRecepcion is called once it is decided and recorded, before the
+	// answer is written and its instant taken.
 	BeforeRecepcion func(ctx context.Context, r Recepcion) error
-	// AfterRecepcion, when set, is called once a siRecepLoteDE is decided
-	// and recorded, before the answer is written (and its instant taken).
-	AfterRecepcion func(ctx context.Context, r Recepcion)
-	// Reject, when set, decides per DE of a processed lot: rejected with
-	// code and message when ok.
-	Reject func(env string, de DE) (code, message string, ok bool)
-	// Observe, when set, approves a DE with an observation when ok.
+	AfterRecepcion  func(ctx context.Context, r Recepcion)
+	// Reject rejects a DE of a processed lot with code and message when ok;
+	// Observe approves it with an observation when ok.
+	Reject  func(env string, de DE) (code, message string, ok bool)
 	Observe func(env string, de DE) (code, message string, ok bool)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -172,11 +163,9 @@ type Config struct {
 
 // Recepcion describes one siRecepLoteDE for the hooks.
 type Recepcion struct {
-	Env string
-	// RUC is the first DE's issuer, "NUMBER-DV".
-	RUC string
-	// CDCs are the lot's DEs.
-	CDCs []string
+	Env  string
+	RUC  string   // the first DE's issuer, "NUMBER-DV"
+	CDCs []string // the lot's DEs
 	// Code, Message and LotNumber are the answer (empty in BeforeRecepcion).
 	Code, Message, LotNumber string
 }
@@ -190,15 +179,14 @@ type Server struct {
 	ln     net.Listener // set by Open
 	srv    *http.Server // set by Open
 
-	mu      sync.Mutex
-	closed  bool
-	rucs    map[rucKey]*rucState
-	lots    map[string]*lot // by lot number
-	cdcs    map[cdcKey]*cdcState
-	hashes  map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
-	nextLot uint64
-	nextAut uint64
-	stats   map[Count]int64
+	closed           atomic.Bool
+	mu               sync.Mutex
+	rucs             map[rucKey]*rucState
+	lots             map[string]*lot // by lot number
+	cdcs             map[cdcKey]*cdcState
+	hashes           map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
+	nextLot, nextAut uint64
+	stats            map[Count]int64
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -206,36 +194,36 @@ var _ http.Handler = (*Server)(nil)
 type rucKey struct{ env, ruc string }
 
 type rucState struct {
-	lastAnswer   time.Time
-	busy         bool // a lot of the RUC has no answer yet
-	blockedUntil time.Time
-	level        int
-	lastBlock    time.Time
+	lastAnswer, blockedUntil, lastBlock time.Time
+	busy                                bool // a lot of the RUC has no answer yet
+	level                               int
 }
 
 type cdcKey struct{ env, cdc string }
 
 type cdcState struct {
-	lot      string // the last lot that held it
-	ruc      string
-	approved bool
-	xml      []byte
-	aut      string
+	lot, ruc, aut string // lot: the last lot that held it
+	approved      bool
+	xml           []byte
 }
 
 type lot struct {
-	number   string
-	env      string
-	ruc      string
-	des      []DE
-	queuedAt time.Time
-	results  []el // nil until processed
-	verdicts []verdict
+	number, env, ruc string
+	des              []DE
+	queuedAt         time.Time
+	verdicts         []verdict // nil until processed
 }
 
 // verdict is the processing's result of one DE.
-type verdict struct {
-	cdc, status, code, msg, aut string
+type verdict struct{ cdc, status, code, msg, aut string }
+
+// fields renders v after head: dEstRes, dProtAut if any, and gResProc.
+func (v verdict) fields(head ...el) []el {
+	res := append(head, t("dEstRes", v.status))
+	if v.aut != "" {
+		res = append(res, t("dProtAut", v.aut))
+	}
+	return append(res, g("gResProc", t("dCodRes", v.code), t("dMsgRes", v.msg)))
 }
 
 // NewServer returns a simulator with cfg.
@@ -243,36 +231,21 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Block == 0 {
-		cfg.Block = DefaultBlock
-	}
+	cfg.Interval, cfg.Block, cfg.Env = cmp.Or(cfg.Interval, DefaultInterval), cmp.Or(cfg.Block, DefaultBlock), cmp.Or(cfg.Env, "test")
+	cfg.Processing = max(cmp.Or(cfg.Processing, DefaultProcessing), 0)
 	if cfg.Block < 0 || cfg.BlockMax < 0 {
 		return nil, fmt.Errorf("sifensim: negative block %s", cfg.Block)
 	}
 	if cfg.BlockMax < cfg.Block {
 		cfg.BlockMax = max(DefaultBlockMax, cfg.Block)
 	}
-	if cfg.Processing == 0 {
-		cfg.Processing = DefaultProcessing
-	}
-	cfg.Processing = max(cfg.Processing, 0)
-	if cfg.Env == "" {
-		cfg.Env = "test"
-	}
 	if cfg.Env != "test" && cfg.Env != "prod" {
 		return nil, fmt.Errorf("sifensim: environment %q (want test or prod)", cfg.Env)
-	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
 	}
 	s := &Server{
 		cfg:     cfg,
 		mux:     http.NewServeMux(),
-		logger:  logger.With(slog.String("component", "sifensim")),
+		logger:  cmp.Or(cfg.Logger, slog.Default()).With(slog.String("component", "sifensim")),
 		rucs:    make(map[rucKey]*rucState),
 		lots:    make(map[string]*lot),
 		cdcs:    make(map[cdcKey]*cdcState),
@@ -292,34 +265,39 @@ func NewServer(cfg Config) (*Server, error) {
 		s.mux.HandleFunc("POST "+path, h)
 		s.mux.HandleFunc("POST /{env}"+path, h)
 	}
-	s.mux.HandleFunc("GET /sim/stats", s.showStats)
-	s.mux.HandleFunc("GET /sim/clock", s.showClock)
+	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Stats()) })
+	s.mux.HandleFunc("GET /sim/clock", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"now": s.cfg.Clock().Format(time.RFC3339Nano), "fake": s.cfg.Advance != nil})
+	})
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	return s, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.closed.Load() {
 		http.Error(w, "sifensim: closed", http.StatusServiceUnavailable)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
-// Open listens on addr, a loopback address ("127.0.0.1:0" picks a free
-// port; any other is refused), and serves the simulator there in the
-// background until Close. Call it once, before URL.
+// Open listens on addr, a loopback address only (the simulator serves
+// made-up data without authentication; port 0 picks a free port), and serves
+// in the background until Close. Call it once, before URL.
 func (s *Server) Open(addr string) error {
-	ln, err := listenLoopback(addr)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("sifensim: address %q: %w", addr, err)
 	}
-	// The goroutine serves its own copy: Close clears s.srv, possibly
-	// before the goroutine runs (Serve then returns ErrServerClosed).
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sifensim: listen: %w", err)
+	}
+	// The goroutine serves its own copy: Close clears s.srv first.
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
 	s.ln, s.srv = ln, srv
@@ -329,25 +307,6 @@ func (s *Server) Open(addr string) error {
 		}
 	}()
 	return nil
-}
-
-// listenLoopback listens on addr, which must be a loopback address
-// (127.0.0.0/8, ::1 or localhost; port 0 picks a free port): the simulator
-// serves made-up data without authentication, so it never leaves this
-// machine.
-func listenLoopback(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("sifensim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("sifensim: listen: %w", err)
-	}
-	return ln, nil
 }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients
@@ -370,53 +329,43 @@ func (s *Server) Close() error {
 		err = srv.Shutdown(ctx)
 		cancel()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	return err
-}
-
-// env returns the environment of a request's path.
-func (s *Server) env(r *http.Request) (string, bool) {
-	switch v := r.PathValue("env"); v {
-	case "":
-		return s.cfg.Env, true
-	case "test", "prod":
-		return v, true
-	}
-	return "", false
 }
 
 // readRequest reads a SOAP 1.2 request holding a T, answering a fault
 // itself when it cannot. It returns the body's size too.
 func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, service string) (string, *T, int, bool) {
-	env, ok := s.env(r)
-	if !ok {
+	env := cmp.Or(r.PathValue("env"), s.cfg.Env) // Config.Env is test or prod
+	if env != "test" && env != "prod" {
 		s.count(service, "", "", "404")
 		http.NotFound(w, r)
 		return "", nil, 0, false
 	}
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
-		s.count(service, env, "", "fault")
-		writeXML(w, http.StatusUnsupportedMediaType, fault("env:Sender", "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)"))
+		s.fault(w, service, env, http.StatusUnsupportedMediaType, "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)")
 		return "", nil, 0, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
-		s.count(service, env, "", "fault")
-		writeXML(w, http.StatusRequestEntityTooLarge, fault("env:Sender", "request body: "+err.Error()))
+		s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
 		return "", nil, 0, false
 	}
-	req, err := readEnvelope[T](body)
-	if err != nil {
-		// SIFEN answers a request it cannot read with its generic
-		// rRetEnviDe, 0160, and HTTP 400 (docs/decisions/0056).
-		s.count(service, env, "", CodeXMLMalformed)
-		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
+	var req reqEnvelope[T]
+	if err := xml.Unmarshal(body, &req); err != nil || req.Body.Content == nil {
+		s.malformed(w, service, env)
 		return "", nil, 0, false
 	}
-	return env, req, len(body), true
+	return env, req.Body.Content, len(body), true
+}
+
+// malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
+// 0160, with HTTP 400 (docs/decisions/0056).
+func (s *Server) malformed(w http.ResponseWriter, service, env string) {
+	s.count(service, env, "", CodeXMLMalformed)
+	writeXML(w, http.StatusBadRequest, answer(g("rRetEnviDe", g("rProtDe", verdict{status: ResultRejected,
+		code: CodeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
 }
 
 func writeXML(w http.ResponseWriter, status int, b []byte) {
@@ -436,48 +385,29 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 	}
 	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
-		now := s.cfg.Clock()
 		s.count(service, env, "", CodeLotNotQueued)
-		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(now)),
+		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(s.cfg.Clock())),
 			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
 	}
-	rec := Recepcion{Env: env}
+	rec, ruc := Recepcion{Env: env}, ""
 	if len(des) > 0 {
-		rec.RUC = des[0].RUC + "-" + des[0].DV
+		ruc, rec.RUC = des[0].RUC, des[0].RUC+"-"+des[0].DV
 	}
 	for _, de := range des {
 		rec.CDCs = append(rec.CDCs, de.CDC)
 	}
 	if s.cfg.BeforeRecepcion != nil {
 		if err := s.cfg.BeforeRecepcion(r.Context(), rec); err != nil {
-			s.count(service, env, rucNumber(des), "dropped")
+			s.count(service, env, ruc, "dropped")
 			http.Error(w, "sifensim: request dropped: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 	}
 	code, msg, number, rk := s.decide(env, des, hash, size, false)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
-	s.count(service, env, rucNumber(des), code)
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
-	if s.cfg.AfterRecepcion != nil {
-		s.cfg.AfterRecepcion(r.Context(), rec)
-	}
-	// The answer leaves now: the frequency rule counts from this instant.
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
-		st.busy = false
-		if now.After(st.lastAnswer) {
-			st.lastAnswer = now
-		}
-	}
-	s.mu.Unlock()
+	s.count(service, env, ruc, code)
+	now := s.release(r, rk, &rec)
 	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {
 		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
@@ -485,27 +415,40 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 	writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", fields...)))
 }
 
-func rucNumber(des []DE) string {
-	if len(des) == 0 {
-		return ""
+// release waits Config.Latency, calls AfterRecepcion with rec (when both are
+// set), then marks the RUC of rk answered and returns the answer's instant,
+// from which the interval rule counts.
+func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
+	if s.cfg.Latency > 0 {
+		select {
+		case <-time.After(s.cfg.Latency):
+		case <-r.Context().Done():
+		}
 	}
-	return des[0].RUC
+	if rec != nil && s.cfg.AfterRecepcion != nil {
+		s.cfg.AfterRecepcion(r.Context(), *rec)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Clock()
+	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
+		st.busy = false
+		if now.After(st.lastAnswer) {
+			st.lastAnswer = now
+		}
+	}
+	return now
 }
 
 func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }
 
-// decide applies the lot rules and the per-RUC rules, and queues the lot.
-// It returns the answer and the RUC's key (whose busy mark the caller
-// clears once the answer leaves).
-//
-// single is a DE of siRecepDE, received as a lot of one: the same RUC
-// rules, but "the same lot again" does not apply (a DE sent again is
-// rejected by its processing, 1001) and the caller processes it at once.
+// decide applies the lot and RUC rules and queues the lot, returning the
+// answer and the RUC's key (whose busy mark release clears). single is
+// siRecepDE's lot of one: hash is not used, as "the same lot again" does not
+// apply (a DE sent again is rejected by its processing, 1001).
 func (s *Server) decide(env string, des []DE, hash string, size int, single bool) (code, msg, number string, rk rucKey) {
-	s.mu.Lock()
+	now := s.lockDue()
 	defer s.mu.Unlock()
-	now := s.cfg.Clock()
-	s.processDue(now)
 	if len(des) == 0 {
 		// No RUC to block: the lot has none.
 		return CodeLotNotQueued, notQueued("el lote no contiene DE"), "", rucKey{}
@@ -518,12 +461,10 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		s.rucs[rk] = st
 	}
 	block := func(why string) (string, string, string, rucKey) {
-		if !st.lastBlock.IsZero() && now.Sub(st.lastBlock) < blockMemory {
-			st.level++
-		} else {
-			st.level = 1
+		if st.lastBlock.IsZero() || now.Sub(st.lastBlock) >= blockMemory {
+			st.level = 0 // not a recurrence
 		}
-		st.lastBlock = now
+		st.level, st.lastBlock = st.level+1, now
 		d := min(s.cfg.Block*time.Duration(st.level), s.cfg.BlockMax)
 		st.blockedUntil = now.Add(d)
 		s.logger.Info("RUC blocked", slog.String("env", env), slog.String("ruc", ruc), slog.String("why", why), slog.Duration("for", d))
@@ -554,7 +495,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		return block("lote reenviado (ya recibido como lote " + prev + ")")
 	}
 	for _, de := range des {
-		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].results == nil {
+		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].verdicts == nil {
 			return block("el CDC " + de.CDC + " está en procesamiento en el lote " + c.lot)
 		}
 	}
@@ -583,24 +524,32 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 	return CodeLotQueued, "Lote recibido con éxito", number, rk
 }
 
-// processDue processes the queued lots whose processing time has passed.
-// s.mu is held.
-func (s *Server) processDue(now time.Time) {
+// lockDue locks s.mu, processes the lots whose processing time has passed
+// and returns the time.
+func (s *Server) lockDue() time.Time {
+	s.mu.Lock()
+	now := s.cfg.Clock()
 	for _, l := range s.lots {
-		if l.results == nil && !now.Before(l.queuedAt.Add(s.cfg.Processing)) {
+		if l.verdicts == nil && !now.Before(l.queuedAt.Add(s.cfg.Processing)) {
 			s.process(l)
 		}
 	}
+	return now
+}
+
+// newAut returns the next dProtAut. s.mu is held.
+func (s *Server) newAut() string {
+	s.nextAut++
+	return strconv.FormatUint(s.nextAut-1, 10)
 }
 
 // process decides each DE of a lot. s.mu is held.
 func (s *Server) process(l *lot) {
-	l.results = make([]el, 0, len(l.des))
+	l.verdicts = make([]verdict, 0, len(l.des))
 	for _, de := range l.des {
-		k := cdcKey{l.env, de.CDC}
-		c := s.cdcs[k]
-		status, code, msg, aut := ResultApproved, "0260", "Autorización del DE satisfactoria", ""
-		rejected := func(cd, m string) { status, code, msg = ResultRejected, cd, m }
+		c := s.cdcs[cdcKey{l.env, de.CDC}]
+		v := verdict{cdc: de.CDC, status: ResultApproved, code: "0260", msg: "Autorización del DE satisfactoria"}
+		rejected := func(cd, m string) { v.status, v.code, v.msg = ResultRejected, cd, m }
 		if cd, m := deProblem(de); cd != "" {
 			rejected(cd, m)
 		} else if c != nil && c.approved && c.lot != l.number {
@@ -614,25 +563,18 @@ func (s *Server) process(l *lot) {
 				rejected(cd, m)
 			}
 		}
-		if status == ResultApproved && s.cfg.Observe != nil {
+		if v.status == ResultApproved && s.cfg.Observe != nil {
 			if cd, m, ok := s.cfg.Observe(l.env, de); ok {
-				status, code, msg = ResultApprovedWithObs, cd, m
+				v.status, v.code, v.msg = ResultApprovedWithObs, cd, m
 			}
 		}
-		if status != ResultRejected {
-			aut = strconv.FormatUint(s.nextAut, 10)
-			s.nextAut++
+		if v.status != ResultRejected {
+			v.aut = s.newAut()
 			if c != nil {
-				c.approved, c.aut = true, aut
+				c.approved, c.aut = true, v.aut
 			}
 		}
-		l.verdicts = append(l.verdicts, verdict{cdc: de.CDC, status: status, code: code, msg: msg, aut: aut})
-		res := []el{t("id", de.CDC), t("dEstRes", status)}
-		if aut != "" {
-			res = append(res, t("dProtAut", aut))
-		}
-		res = append(res, g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))
-		l.results = append(l.results, g("gResProcLote", res...))
+		l.verdicts = append(l.verdicts, v)
 	}
 }
 
@@ -643,30 +585,26 @@ func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	s.processDue(now)
-	fields := []el{t("dFecProc", formatTime(now))}
+	now := s.lockDue()
 	l := s.lots[strings.TrimSpace(req.LotNumber)]
-	ruc, code := "", ""
+	ruc, code, msg := "", CodeLotUnknown, "Número de Lote inexistente"
+	var results []el
 	switch {
 	case l == nil || l.env != env:
-		code = CodeLotUnknown
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Número de Lote inexistente"))
 	case now.Sub(l.queuedAt) > lotQueryWindow:
-		ruc, code = l.ruc, CodeLotTooLate
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Consulta extemporánea de Lote"))
-	case l.results == nil:
-		ruc, code = l.ruc, CodeLotProcessing
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Lote "+l.number+" en procesamiento"))
+		ruc, code, msg = l.ruc, CodeLotTooLate, "Consulta extemporánea de Lote"
+	case l.verdicts == nil:
+		ruc, code, msg = l.ruc, CodeLotProcessing, "Lote "+l.number+" en procesamiento"
 	default:
-		ruc, code = l.ruc, CodeLotDone
-		fields = append(fields, t("dCodResLot", code), t("dMsgResLot", "Procesamiento de lote "+l.number+" concluido"))
-		fields = append(fields, l.results...)
+		ruc, code, msg = l.ruc, CodeLotDone, "Procesamiento de lote "+l.number+" concluido"
+		for _, v := range l.verdicts {
+			results = append(results, g("gResProcLote", v.fields(t("id", v.cdc))...))
+		}
 	}
 	s.mu.Unlock()
 	s.count(service, env, ruc, code)
-	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe", fields...)))
+	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe",
+		append([]el{t("dFecProc", formatTime(now)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
 }
 
 // consultaDE serves siConsDE.
@@ -676,32 +614,23 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	s.processDue(now)
-	fields := []el{t("dFecProc", formatTime(now))}
+	now := s.lockDue()
 	c := s.cdcs[cdcKey{env, strings.TrimSpace(req.CDC)}]
-	ruc, code := "", CodeDENotFound
+	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
+	var content []el
 	if c != nil {
 		ruc = c.ruc
 	}
 	if c != nil && c.approved {
-		code = CodeDEFound
 		// xContenDE as SIFEN sends it: escaped text of the DE (rDE) with
 		// its authorisation (dProtAut) and events (xContEv) beside it.
-		fields = append(fields, t("dCodRes", code), t("dMsgRes", "CDC encontrado"),
-			t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>"))
-	} else {
-		fields = append(fields, t("dCodRes", code), t("dMsgRes", "Documento No Existe en SIFEN o ha sido Rechazado"))
+		code, msg = CodeDEFound, "CDC encontrado"
+		content = []el{t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>")}
 	}
 	s.mu.Unlock()
 	s.count(service, env, ruc, code)
-	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse", fields...)))
-}
-
-// showClock serves GET /sim/clock.
-func (s *Server) showClock(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"now": s.cfg.Clock().Format(time.RFC3339Nano), "fake": s.cfg.Advance != nil})
+	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
+		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
 }
 
 // advanceClock serves POST /sim/clock?advance=DURATION.
@@ -715,8 +644,7 @@ func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sifensim: advance wants a non-negative duration, e.g. advance=10m", http.StatusBadRequest)
 		return
 	}
-	now := s.cfg.Advance(d)
-	writeJSON(w, map[string]any{"now": now.Format(time.RFC3339Nano), "fake": true})
+	writeJSON(w, map[string]any{"now": s.cfg.Advance(d).Format(time.RFC3339Nano), "fake": true})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -2,15 +2,13 @@ package sifensim
 
 import (
 	"cmp"
-	"net/http"
 	"slices"
 )
 
-// Count is the number of requests of one service, environment, RUC and
-// response code. Code is SIFEN's code (dCodRes, dCodResLot), or "fault"
-// for a request answered with a SOAP fault, "dropped" for one dropped by
-// Config.BeforeRecepcion, "404" for an unknown environment. RUC is empty
-// when the request named none that could be read.
+// Count is the number of requests of one service, environment, RUC (empty
+// when none could be read) and code: SIFEN's (dCodRes, dCodResLot), "fault"
+// for a SOAP fault, "dropped" for Config.BeforeRecepcion's, "404" for an
+// unknown environment.
 type Count struct {
 	Service string `json:"service"`
 	Env     string `json:"env"`
@@ -68,9 +66,4 @@ func (s *Server) Stats() Stats {
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Env, b.Env), cmp.Compare(a.RUC, b.RUC), cmp.Compare(a.Code, b.Code))
 	})
 	return st
-}
-
-// showStats serves GET /sim/stats.
-func (s *Server) showStats(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, s.Stats())
 }

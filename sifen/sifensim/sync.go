@@ -6,46 +6,14 @@ package sifensim
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/xml"
-	"fmt"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
-)
-
-// SIFEN's paths of its synchronous services (manual técnico v150, §7.10).
-const (
-	RecepcionDEPath = "/de/ws/sync/recibe.wsdl"
-	EventoPath      = "/de/ws/eventos/evento.wsdl"
-	ConsultaRUCPath = "/de/ws/consultas/consulta-ruc.wsdl"
-)
-
-// Their service names, as Stats counts them.
-const (
-	ServiceRecepcionDE = "siRecepDE"
-	ServiceEvento      = "siRecepEvento"
-	ServiceConsultaRUC = "siConsRUC"
-)
-
-// The codes of those services the simulator answers.
-const (
-	// CodeEventRegistered is an event registered (manual §9.5.3: dProtAut
-	// "conforme dCodRes=0600").
-	CodeEventRegistered = "0600"
-	// CodeRUCNotFound and CodeRUCFound are siConsRUC's (Tabla H).
-	CodeRUCNotFound = "0500"
-	CodeRUCFound    = "0502"
-	// CodeEventCDCNotFound is the simulator's refusal of an event on a DE it
-	// has not approved (no code for it is published).
-	CodeEventCDCNotFound = "4003"
 )
 
 type envioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
-	ID      string   `xml:"dId"`
 	XDE     struct {
 		Inner []byte `xml:",innerxml"`
 	} `xml:"xDE"`
@@ -53,13 +21,11 @@ type envioDE struct {
 
 type consRUC struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsRUC"`
-	ID      string   `xml:"dId"`
 	RUC     string   `xml:"dRUCCons"`
 }
 
 type envioEvento struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviEventoDe"`
-	ID      string   `xml:"dId"`
 	Reg     struct {
 		Group struct {
 			Events []gesEve `xml:"http://ekuatia.set.gov.py/sifen/xsd rGesEve"`
@@ -82,76 +48,43 @@ type gesEve struct {
 	Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
 }
 
-// recepcionDE serves siRecepDE: one DE, received with the RUC rules of a
-// lot of one (a RUC blocked, a CDC still processing, and the frequency
-// rule: DNIT blocks "la recepción de documentos por RUC emisor", whichever
-// service carries them), then processed at once with the rules of a lot's
-// processing. The answer is rRetEnviDe/rProtDe: Aprobado with dProtAut, or
-// Rechazado with the code. A DE the RUC rules refuse is Rechazado with
-// 0301 and the reason (the simulator's choice: no code is published for
-// it), and counts as 0301.
+// recepcionDE serves siRecepDE: one DE, received with the RUC rules of a lot
+// of one (DNIT blocks "la recepción de documentos por RUC emisor", whichever
+// service carries them) and processed at once, answered in rRetEnviDe/rProtDe.
+// A DE the RUC rules refuse is Rechazado with 0301 and the reason (no code is
+// published for it).
 func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 	const service = ServiceRecepcionDE
 	env, req, size, ok := readRequest[envioDE](s, w, r, service)
 	if !ok {
 		return
 	}
-	var wrapped bytes.Buffer
-	wrapped.WriteString(`<rLoteDE xmlns="` + nsSIFEN + `">`)
-	wrapped.Write(stripDecl(req.XDE.Inner))
-	wrapped.WriteString(`</rLoteDE>`)
-	des, err := readLot(wrapped.Bytes())
-	if err == nil && len(des) != 1 {
-		err = fmt.Errorf("xDE contiene %d DE (uno esperado)", len(des))
-	}
-	if err != nil {
-		s.count(service, env, "", CodeXMLMalformed)
-		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
+	des, err := readLot(slices.Concat([]byte(`<rLoteDE xmlns="`+nsSIFEN+`">`), stripDecl(req.XDE.Inner), []byte(`</rLoteDE>`)))
+	if err != nil || len(des) != 1 {
+		s.malformed(w, service, env)
 		return
 	}
 	de := des[0]
-	sum := sha256.Sum256(de.XML)
-	code, msg, number, rk := s.decide(env, des, "de:"+hex.EncodeToString(sum[:]), size, true)
+	code, msg, number, rk := s.decide(env, des, "", size, true)
 	v := verdict{cdc: de.CDC, status: ResultRejected, code: code, msg: msg}
 	if number != "" {
 		s.mu.Lock()
 		l := s.lots[number]
-		if l.results == nil {
+		if l.verdicts == nil {
 			s.process(l)
 		}
 		v = l.verdicts[0]
 		s.mu.Unlock()
 	}
 	s.count(service, env, de.RUC, v.code)
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
-		st.busy = false
-		if now.After(st.lastAnswer) {
-			st.lastAnswer = now
-		}
-	}
-	s.mu.Unlock()
-	prot := []el{t("id", v.cdc), t("dFecProc", formatTime(now)), t("dEstRes", v.status)}
-	if v.aut != "" {
-		prot = append(prot, t("dProtAut", v.aut))
-	}
-	prot = append(prot, g("gResProc", t("dCodRes", v.code), t("dMsgRes", v.msg)))
-	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", prot...))))
+	now := s.release(r, rk, nil)
+	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", formatTime(now)))...))))
 }
 
 func stripDecl(b []byte) []byte {
 	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			return bytes.TrimSpace(b[i+2:])
-		}
+	if _, rest, ok := bytes.Cut(b, []byte("?>")); ok && bytes.HasPrefix(b, []byte("<?xml")) {
+		return bytes.TrimSpace(rest)
 	}
 	return b
 }
@@ -166,28 +99,21 @@ func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ruc := strings.TrimSpace(req.RUC)
-	var fields []el
-	code := CodeRUCNotFound
-	if len(ruc) >= 5 && len(ruc) <= 8 && allDigits(ruc) {
-		code = CodeRUCFound
+	ruc, code, fields := "", CodeRUCNotFound, []el{t("dCodRes", CodeRUCNotFound), t("dMsgRes", "RUC no existe")}
+	if v := strings.TrimSpace(req.RUC); len(v) >= 5 && len(v) <= 8 && allDigits(v) {
+		ruc, code = v, CodeRUCFound
 		fields = []el{t("dCodRes", code), t("dMsgRes", "RUC encontrado"), g("xContRUC",
 			t("dRUCCons", ruc), t("dRazCons", "CONTRIBUYENTE DE PRUEBA "+ruc), t("dCodEstCons", "ACT"),
 			t("dDesEstCons", "ACTIVO"), t("dRUCFactElec", "S"))}
-	} else {
-		ruc = ""
-		fields = []el{t("dCodRes", code), t("dMsgRes", "RUC no existe")}
 	}
 	s.count(service, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsRUC", fields...)))
 }
 
-// recepcionEvento serves siRecepEvento: each rGesEve of dEvReg gets a
-// gResProcEVe. An event is registered (Aprobado, 0600, a dProtAut) unless
-// it names a DE the simulator has not approved in the environment
-// (Rechazado, CodeEventCDCNotFound) or, in prod, it is not signed
-// (Rechazado, 0141). Events change nothing else: a cancelled DE is still
-// found by siConsDE.
+// recepcionEvento serves siRecepEvento: each rGesEve gets a gResProcEVe,
+// registered (0600, a dProtAut) unless it names a DE not approved in the
+// environment (CodeEventCDCNotFound) or is unsigned in prod (0141). Events
+// change nothing else: a cancelled DE is still found by siConsDE.
 func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 	const service = ServiceEvento
 	env, req, _, ok := readRequest[envioEvento](s, w, r, service)
@@ -196,16 +122,11 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 	}
 	events := req.Reg.Group.Events
 	if len(events) == 0 {
-		s.count(service, env, "", CodeXMLMalformed)
-		writeXML(w, http.StatusBadRequest, retEnviDe(s.cfg.Clock(), CodeXMLMalformed, "XML Mal Formado."))
+		s.malformed(w, service, env)
 		return
 	}
-	s.mu.Lock()
-	now := s.cfg.Clock()
-	s.processDue(now)
+	now := s.lockDue()
 	fields := []el{t("dFecProc", formatTime(now))}
-	type counted struct{ ruc, code string }
-	var counts []counted
 	for _, ev := range events {
 		cdc := ""
 		for _, a := range ev.Eve.Types.Any {
@@ -214,31 +135,23 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		status, code, msg, aut, ruc := ResultApproved, CodeEventRegistered, "Evento registrado correctamente", "", ""
+		v, ruc := verdict{status: ResultRejected}, ""
 		c := s.cdcs[cdcKey{env, cdc}]
 		if c != nil {
 			ruc = c.ruc
 		}
 		switch {
 		case env == "prod" && ev.Signature == nil:
-			status, code, msg = ResultRejected, "0141", "Firma digital ausente"
+			v.code, v.msg = "0141", "Firma digital ausente"
 		case cdc != "" && (c == nil || !c.approved):
-			status, code, msg = ResultRejected, CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
+			v.code, v.msg = CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
 		default:
-			aut = strconv.FormatUint(s.nextAut, 10)
-			s.nextAut++
+			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: s.newAut()}
 		}
-		res := []el{t("dEstRes", status)}
-		if aut != "" {
-			res = append(res, t("dProtAut", aut))
-		}
-		res = append(res, t("id", strings.TrimSpace(ev.Eve.ID)), g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))
-		fields = append(fields, g("gResProcEVe", res...))
-		counts = append(counts, counted{ruc, code})
+		res := v.fields()
+		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))
+		s.stats[Count{Service: service, Env: env, RUC: ruc, Code: v.code}]++
 	}
 	s.mu.Unlock()
-	for _, c := range counts {
-		s.count(service, env, c.ruc, c.code)
-	}
 	writeXML(w, http.StatusOK, answer(g("rRetEnviEventoDe", fields...)))
 }

@@ -15,20 +15,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The namespaces of SIFEN's messages and of SOAP 1.2.
 const (
 	nsSIFEN = "http://ekuatia.set.gov.py/sifen/xsd"
 	nsSOAP  = "http://www.w3.org/2003/05/soap-envelope"
-	nsDSig  = "http://www.w3.org/2000/09/xmldsig#"
 )
 
-// maxInflated bounds what a lot's ZIP may inflate to (a ZIP bomb guard).
-const maxInflated = 64 << 20
+const maxInflated = 64 << 20 // what a lot's ZIP may inflate to (a ZIP bomb guard)
 
 // reqEnvelope is a SOAP 1.2 request whose body holds a T.
 type reqEnvelope[T any] struct {
@@ -41,51 +39,35 @@ type reqEnvelope[T any] struct {
 // The three requests.
 type envioLote struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnvioLote"`
-	ID      string   `xml:"dId"`
 	XDE     string   `xml:"xDE"`
 }
 
 type consLote struct {
 	XMLName   xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsLoteDe"`
-	ID        string   `xml:"dId"`
 	LotNumber string   `xml:"dProtConsLote"`
 }
 
 type consDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsDeRequest"`
-	ID      string   `xml:"dId"`
 	CDC     string   `xml:"dCDC"`
-}
-
-// readEnvelope decodes a SOAP 1.2 request holding a T.
-func readEnvelope[T any](body []byte) (*T, error) {
-	var env reqEnvelope[T]
-	if err := xml.Unmarshal(body, &env); err != nil {
-		return nil, err
-	}
-	if env.Body.Content == nil {
-		return nil, errors.New("the SOAP body does not hold the service's request")
-	}
-	return env.Body.Content, nil
 }
 
 // el is an element of an answer: a name and either text or children.
 type el struct {
-	name     string
-	text     string
-	children []el
+	name, text string
+	children   []el
 }
 
 func t(name, text string) el           { return el{name: name, text: text} }
 func g(name string, children ...el) el { return el{name: name, children: children} }
 
-func (e el) write(b *bytes.Buffer) {
-	b.WriteString("<ns2:" + e.name + ">")
+func (e el) write(b *bytes.Buffer, attrs string) {
+	b.WriteString("<ns2:" + e.name + attrs + ">")
 	if e.children == nil {
 		_ = xml.EscapeText(b, []byte(e.text))
 	}
 	for _, c := range e.children {
-		c.write(b)
+		c.write(b, "")
 	}
 	b.WriteString("</ns2:" + e.name + ">")
 }
@@ -94,53 +76,33 @@ func (e el) write(b *bytes.Buffer) {
 // envelope, ns2 for SIFEN's elements.
 func answer(body el) []byte {
 	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
-	b.WriteString(`<env:Envelope xmlns:env="` + nsSOAP + `"><env:Header/><env:Body>`)
-	b.WriteString(`<ns2:` + body.name + ` xmlns:ns2="` + nsSIFEN + `">`)
-	for _, c := range body.children {
-		c.write(&b)
-	}
-	b.WriteString(`</ns2:` + body.name + `>`)
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><env:Envelope xmlns:env="` + nsSOAP + `"><env:Header/><env:Body>`)
+	body.write(&b, ` xmlns:ns2="`+nsSIFEN+`"`)
 	b.WriteString(`</env:Body></env:Envelope>`)
 	return b.Bytes()
 }
 
-// retEnviDe renders rRetEnviDe, SIFEN's protocol envelope, as SIFEN sends
-// it to refuse a request (dEstRes beside gResProc; manual técnico v150,
-// §7.4 and Schema XML 4).
-func retEnviDe(now time.Time, code, msg string) []byte {
-	return answer(g("rRetEnviDe", g("rProtDe", t("dFecProc", formatTime(now)), t("dEstRes", "Rechazado"),
-		g("gResProc", t("dCodRes", code), t("dMsgRes", msg)))))
-}
-
-// fault renders a SOAP 1.2 fault.
-func fault(code, reason string) []byte {
+// fault answers a SOAP 1.2 env:Sender fault with status, counted as "fault".
+func (s *Server) fault(w http.ResponseWriter, service, env string, status int, reason string) {
+	s.count(service, env, "", "fault")
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
-	b.WriteString(`<env:Envelope xmlns:env="` + nsSOAP + `"><env:Body><env:Fault><env:Code><env:Value>`)
-	_ = xml.EscapeText(&b, []byte(code))
+	b.WriteString(`<env:Envelope xmlns:env="` + nsSOAP + `"><env:Body><env:Fault><env:Code><env:Value>env:Sender`)
 	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="es">`)
 	_ = xml.EscapeText(&b, []byte(reason))
 	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
-	return b.Bytes()
+	writeXML(w, status, b.Bytes())
 }
 
 // DE is one rDE of a lot as the simulator reads it. Fields are the text
 // found, unvalidated: validation is the processing's job.
 type DE struct {
-	// CDC is the Id attribute of DE.
-	CDC string
-	// Type is gTimb/iTiDE.
-	Type string
-	// RUC and DV are gDatGralOpe/gEmis/dRucEm and dDVEmi.
-	RUC, DV string
-	// IssuerName is gEmis/dNomEmi (in the test environment SIFEN requires
-	// "DE generado en ambiente de prueba - sin valor comercial ni fiscal").
-	IssuerName string
-	// Signed reports a ds:Signature element in rDE.
-	Signed bool
-	// XML is the rDE element as it was in the lot.
-	XML []byte
+	CDC        string // the Id attribute of DE
+	Type       string // gTimb/iTiDE
+	RUC, DV    string // gDatGralOpe/gEmis/dRucEm and dDVEmi
+	IssuerName string // gEmis/dNomEmi (testIssuerName in the test environment)
+	Signed     bool   // rDE holds a ds:Signature element
+	XML        []byte // the rDE element as it was in the lot
 }
 
 // rde is what the simulator decodes of an rDE.
@@ -157,13 +119,10 @@ type rde struct {
 	Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
 }
 
-// unpackLot decodes xDE (base64), unzips its one file and reads the
-// rLoteDE document in it: its root rLoteDE (in no namespace, as DNIT's
-// example writes it, or in SIFEN's), holding rDE elements in SIFEN's
-// namespace. A UTF-8 byte order mark is accepted.
-//
-// It returns the DEs and the lot's identity: the hex SHA-256 of the
-// inflated document.
+// unpackLot decodes xDE (base64), unzips its one file and reads its rLoteDE
+// document (root in no namespace, as DNIT's example writes it, or in SIFEN's;
+// rDE elements in SIFEN's; a UTF-8 byte order mark accepted). It returns the
+// DEs and the lot's identity, the hex SHA-256 of the inflated document.
 func unpackLot(xde string) ([]DE, string, error) {
 	z, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(xde), ""))
 	if err != nil {
@@ -196,9 +155,8 @@ func unpackLot(xde string) ([]DE, string, error) {
 // readLot reads an rLoteDE document.
 func readLot(doc []byte) ([]DE, error) {
 	d := xml.NewDecoder(bytes.NewReader(doc))
-	var root *xml.StartElement
 	var des []DE
-	depth := 0
+	root, depth := false, 0
 	for {
 		off := d.InputOffset()
 		tok, err := d.Token()
@@ -212,12 +170,11 @@ func readLot(doc []byte) ([]DE, error) {
 		case xml.Directive:
 			return nil, errors.New("XML mal formado: DOCTYPE no permitido")
 		case xml.StartElement:
-			if root == nil {
+			if !root {
 				if tk.Name.Local != "rLoteDE" || (tk.Name.Space != "" && tk.Name.Space != nsSIFEN) {
 					return nil, fmt.Errorf("XML mal formado: la raíz es %s, no rLoteDE", tk.Name.Local)
 				}
-				root = &tk
-				depth = 1
+				root, depth = true, 1
 				continue
 			}
 			if depth != 1 || tk.Name != (xml.Name{Space: nsSIFEN, Local: "rDE"}) {
@@ -241,7 +198,7 @@ func readLot(doc []byte) ([]DE, error) {
 			}
 		}
 	}
-	if root == nil {
+	if !root {
 		return nil, errors.New("XML mal formado: sin rLoteDE")
 	}
 	return des, nil
@@ -261,14 +218,9 @@ func checkDigit(s string) int {
 			digits.WriteString(strconv.Itoa(int(c)))
 		}
 	}
-	ds := digits.String()
-	sum, k := 0, 2
-	for i := len(ds) - 1; i >= 0; i-- {
-		if k > 11 {
-			k = 2
-		}
+	ds, sum := digits.String(), 0
+	for i, k := len(ds)-1, 2; i >= 0; i, k = i-1, (k-1)%10+2 { // k: 2..11, then 2 again
 		sum += int(ds[i]-'0') * k
-		k++
 	}
 	if r := sum % 11; r > 1 {
 		return 11 - r
@@ -276,14 +228,7 @@ func checkDigit(s string) int {
 	return 0
 }
 
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+func allDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // deProblem is SIFEN's per-DE rejection of a DE that does not hold
 // together: the code and message, or "" when it does. The codes are the

@@ -36,6 +36,11 @@ type DictConfig struct {
 	// Simulator says the DICT sees no traffic but this process's (serve's
 	// dictsim): automatic reconciliation stays off against it.
 	Simulator bool
+	// AllowUnverified takes the answers of a DICT that is neither a
+	// simulator nor on loopback without a Verifier: logged at Error and
+	// exported as balde_dict_answers_unverified 1. Without it, Open refuses
+	// such a DICT (docs/decisions/0181).
+	AllowUnverified bool
 }
 
 // DictConfig converts to internal/dictsetup.Config: a field added to one is

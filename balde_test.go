@@ -38,6 +38,7 @@ func TestOpenRefusesBadSettingsBeforeTouchingTheDatabase(t *testing.T) {
 		{"BadThresholds", balde.Config{DB: db, Thresholds: throttle.Thresholds{Medium: 10, High: 50, Critical: 5}}, "Thresholds"},
 		{"BadDictParticipant", balde.Config{DB: db, Dict: &balde.DictConfig{BaseURL: "https://dict.example", Participant: "1234"}}, "Dict"},
 		{"BadDictURL", balde.Config{DB: db, Dict: &balde.DictConfig{BaseURL: "dict.example", Participant: "12345678"}}, "Dict"},
+		{"UnverifiedDict", balde.Config{DB: db, Dict: &balde.DictConfig{BaseURL: "https://dict.pi.rsfn.net.br:16422", Participant: "12345678"}}, "Dict"},
 		{"MissingDictCert", balde.Config{DB: db, Dict: &balde.DictConfig{BaseURL: "https://dict.example", Participant: "12345678",
 			CertFile: filepath.Join(dir, "nope.crt"), KeyFile: filepath.Join(dir, "nope.key")}}, "Dict"},
 		{"BadSifenURL", balde.Config{DB: db, Sifen: &balde.SifenConfig{BaseURL: "ftp://sifen/{env}"}}, "Sifen"},

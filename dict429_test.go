@@ -413,9 +413,10 @@ func TestGatewayRemote429AttributedFromAReadingAfterIt(t *testing.T) {
 	})
 }
 
-// A DICT that is not a simulator, without a Verifier, is logged at Error
-// and exported as balde_dict_answers_unverified 1 (decision 0181); a
-// simulator on loopback is not.
+// A DICT that is not a simulator, without a Verifier, is refused unless
+// AllowUnverified says so, and then logged at Error and exported as
+// balde_dict_answers_unverified 1 (decision 0181); a simulator on
+// loopback is neither.
 func TestUnverifiedDICTIsLoudAndMetered(t *testing.T) {
 	for _, tt := range []struct {
 		url  string
@@ -429,7 +430,7 @@ func TestUnverifiedDICTIsLoudAndMetered(t *testing.T) {
 		eng, err := balde.Open(context.Background(), balde.Config{
 			DB: sqlstoretest.DSN(t, sqlstore.SQLite), Migrate: true, Observer: m,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-			Dict:   &balde.DictConfig{BaseURL: tt.url, Participant: attributionISPB},
+			Dict:   &balde.DictConfig{BaseURL: tt.url, Participant: attributionISPB, AllowUnverified: true},
 		})
 		require.NoError(t, err)
 		require.NoError(t, eng.Close(context.Background()))

@@ -75,7 +75,7 @@ func ExampleEngine_DictGateway() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	eng, err := balde.Open(ctx, balde.Config{DB: "sqlite://" + filepath.Join(dir, "balde.db"), Migrate: true,
-		Dict:    &balde.DictConfig{BaseURL: "https://dict.pi.rsfn.net.br:16522", Participant: "12345678"},
+		Dict:    &balde.DictConfig{BaseURL: "http://127.0.0.1:8091", Participant: "12345678"}, // make run's simulator
 		Inbound: &web.InboundConfig{IPLimit: 100}})
 	if err != nil {
 		fmt.Println(err)

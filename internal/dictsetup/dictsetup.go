@@ -21,10 +21,11 @@ type Config struct {
 	Signer                            dict.Signer
 	Verifier                          dict.Verifier
 	LearnCategory, Simulator          bool
+	AllowUnverified                   bool
 }
 
 // Check finds what is wrong with c: the participant, the base URL, the
-// certificate files.
+// certificate files, a DICT whose answers would go unverified.
 func (c Config) Check() error {
 	if err := dict.ValidateISPB(c.Participant); err != nil {
 		return fmt.Errorf("participant: %w", err)
@@ -35,6 +36,9 @@ func (c Config) Check() error {
 	}
 	if _, err := c.HTTP(); err != nil {
 		return fmt.Errorf("TLS: %w", err)
+	}
+	if c.Unverified() && !c.AllowUnverified {
+		return fmt.Errorf("the signed answers of the DICT at %s would go unverified: set Verifier (dict.LoadXMLVerifier with the DICT's signing certificate), or AllowUnverified to accept that", c.BaseURL)
 	}
 	return nil
 }

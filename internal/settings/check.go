@@ -169,7 +169,8 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 func (c Settings) DictConfig(baseURL string) balde.DictConfig {
 	signer, verifier, _ := c.DictSigning()
 	return balde.DictConfig{BaseURL: baseURL, PoliciesURL: c.DictPolicies(), Participant: c.Participant(),
-		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: true}
+		CertFile: c.DictCert, KeyFile: c.DictKey, CAFile: c.DictCA, Signer: signer, Verifier: verifier, LearnCategory: true,
+		AllowUnverified: c.DictUnverified}
 }
 
 // SifenConfig is the SIFEN sender's configuration over transport.

@@ -83,7 +83,8 @@ func ExampleEngine_DictGateway() {
 	}
 	defer eng.Close(context.Background())
 	// The gateway's clients, each with its bearer token's SHA-256 (or a
-	// client certificate's CN); rotated by editing the file (Watch).
+	// client certificate's CN); web.GatewayHandler rereads it on SIGHUP and
+	// when it changes.
 	sum := sha256.Sum256([]byte("s3cret-token"))
 	clientsFile := filepath.Join(dir, "clients")
 	_ = os.WriteFile(clientsFile, []byte("erp sha256:"+hex.EncodeToString(sum[:])+"\n"), 0o600)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -206,17 +207,29 @@ func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
 }
 
 // FitLot returns how many of the documents ids, from the first, fit in one
-// lot message. Errors: ErrNotFound, throttle.ErrStoreUnavailable, ErrLotTooBig.
+// lot message (0 when the first alone does not). Errors: ErrNotFound,
+// throttle.ErrStoreUnavailable, ErrLotTooBig.
 func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	stored, err := s.docs.Documents(ctx, ids, true) // in id order
 	if err != nil {
 		return 0, err
 	}
-	docs := make([]Document, len(ids))
+	des := make([]DE, len(ids))
 	for i, id := range ids {
-		docs[i] = stored[slices.IndexFunc(stored, func(d Document) bool { return d.ID == id })]
+		if des[i], err = storedDE(stored[slices.IndexFunc(stored, func(d Document) bool { return d.ID == id })]); err != nil {
+			return 0, err
+		}
 	}
-	return fitLot(docs)
+	// Bisect on the prefix length: is the prefix of i+1 DEs too big?
+	var zipErr error
+	n := sort.Search(len(des), func(i int) bool {
+		_, _, err := Lote{DEs: des[:i+1]}.zip()
+		if err != nil && !errors.Is(err, ErrLotTooBig) {
+			zipErr = err
+		}
+		return err != nil
+	})
+	return n, zipErr
 }
 
 // List returns documents matching f, newest first, without their XML.

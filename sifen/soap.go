@@ -130,44 +130,26 @@ type ConsultaDEResponse struct {
 	Message string `xml:"dMsgRes"`
 	// Content (xContenDE) is the DE and its approval when found, as it came
 	// (elements, escaped XML or CDATA); AuthNumber reads dProtAut from it.
-	Content string `xml:"xContenDE,omitempty"`
+	Content innerXML `xml:"xContenDE,omitempty"`
 }
 
-// consultaDEWire is rEnviConsDeResponse on the wire, xContenDE's inner XML
-// kept whole (a string field would keep only its text).
-type consultaDEWire struct {
-	ProcessedAt string `xml:"dFecProc"`
-	Code        string `xml:"dCodRes"`
-	Message     string `xml:"dMsgRes"`
-	Content     *struct {
+// innerXML is an element's content as it came, inner XML and all (a string
+// would keep only its text); it encodes back to the same XML.
+type innerXML string
+
+func (x *innerXML) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	var v struct {
 		Inner string `xml:",innerxml"`
-	} `xml:"xContenDE,omitempty"`
+	}
+	err := d.DecodeElement(&v, &start)
+	*x = innerXML(v.Inner)
+	return err
 }
 
-// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML whole.
-func (r *ConsultaDEResponse) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
-	var aux consultaDEWire
-	if err := d.DecodeElement(&aux, &start); err != nil {
-		return err
-	}
-	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message}
-	if aux.Content != nil {
-		r.Content = aux.Content.Inner
-	}
-	return nil
-}
-
-// MarshalXML writes Content as XML, as UnmarshalXML keeps it (a decoded
-// answer encodes back to the same document).
-func (r ConsultaDEResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	aux := consultaDEWire{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
-	if r.Content != "" {
-		aux.Content = &struct {
-			Inner string `xml:",innerxml"`
-		}{r.Content}
-	}
-	start.Name = xml.Name{Space: Namespace, Local: "rEnviConsDeResponse"}
-	return e.EncodeElement(aux, start)
+func (x innerXML) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(struct {
+		Inner string `xml:",innerxml"`
+	}{string(x)}, start)
 }
 
 // retEnviDe is rRetEnviDe, SIFEN's protocol of one DE (manual técnico v150,

@@ -336,6 +336,11 @@ func joinPath(path []string) string {
 	return strings.Join(path, "/")
 }
 
+// isValuePath reports whether p is the path of a value parseRDE reads.
+func isValuePath(p string) bool {
+	return p == pathType || p == pathRUC || p == pathRUCDV || p == pathName
+}
+
 // parseRDE reads the rest of the rDE element that start opened at offset
 // off, keeping only the text of the values it reads.
 func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
@@ -370,12 +375,7 @@ func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Att
 				}
 			}
 			text.Reset()
-			switch joinPath(path) {
-			case pathType, pathRUC, pathRUCDV, pathName:
-				collect = true
-			default:
-				collect = false
-			}
+			collect = isValuePath(joinPath(path))
 			if len(path) == 1 && path[0] == pathDE {
 				for _, a := range t.Attr {
 					if a.Name == (xml.Name{Local: "Id"}) {
@@ -395,8 +395,7 @@ func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Att
 				de.Signed, de.TestIssuer = signed, values[pathName] == testIssuerName
 				return de, err
 			}
-			switch p := joinPath(path); p {
-			case pathType, pathRUC, pathRUCDV, pathName:
+			if p := joinPath(path); isValuePath(p) {
 				if _, dup := values[p]; dup {
 					return DE{}, fmt.Errorf("%w: two %s in one DE", ErrMalformedXML, path[len(path)-1])
 				}

@@ -185,7 +185,10 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bo
 		return nil, err
 	}
 	for i, de := range lot.DEs {
-		if err := cmp.Or(s.fit(env, de), checkAlone(de)); err != nil {
+		// A DE too big even for a lot of its own would, as its RUC's oldest
+		// draft, hold back every lot after it (ErrLotTooBig).
+		_, _, tooBig := Lote{DEs: []DE{de}}.zip()
+		if err := cmp.Or(s.fit(env, de), tooBig); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
@@ -451,13 +454,6 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 
 // fit refuses a DE that may not go to env (checkFit).
 func (s *Sender) fit(env Env, de DE) error { return checkFit(env, de, s.cfg.AllowUnsigned) }
-
-// checkAlone refuses (ErrLotTooBig) a DE too big even for a lot of its own:
-// as its RUC's oldest draft it would hold back every lot after it.
-func checkAlone(de DE) error {
-	_, _, err := Lote{DEs: []DE{de}}.zip()
-	return err
-}
 
 // checkFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
 // allowUnsigned and env is test), or a test DE meant for prod.

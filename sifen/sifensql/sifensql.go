@@ -98,14 +98,6 @@ func (r docRow) document() sifen.Document {
 	return d
 }
 
-func documents(rows []docRow) []sifen.Document {
-	out := make([]sifen.Document, len(rows))
-	for i, r := range rows {
-		out[i] = r.document()
-	}
-	return out
-}
-
 // selectAll runs the read q (its IN lists expanded, rebound), again after
 // transient failures; op names it in the error.
 func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) ([]T, error) {
@@ -124,7 +116,11 @@ func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) 
 // selectDocs runs the read q (rebound) and returns its documents.
 func (s *store) selectDocs(ctx context.Context, op, q string, args ...any) ([]sifen.Document, error) {
 	rows, err := selectAll[docRow](ctx, s, op, q, args...)
-	return documents(rows), err
+	docs := make([]sifen.Document, len(rows))
+	for i, r := range rows {
+		docs[i] = r.document()
+	}
+	return docs, err
 }
 
 // exec runs q (its IN lists expanded, rebound) on tx and returns the rows it
@@ -281,15 +277,21 @@ func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, repla
 
 // importDE inserts de, or turns the document holding its CDC back into a
 // draft when sifen.Reimportable allows it. A CDC another import committed
-// meanwhile is read again like any stored CDC (docs/decisions/0057).
+// meanwhile is read again like any stored CDC (docs/decisions/0057). On
+// PostgreSQL the row read stays locked until the transaction ends, so a
+// claim committed meanwhile is seen, never overwritten.
 func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
+	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
+	if tx.DriverName() == "pgx" {
+		q += ` FOR UPDATE`
+	}
 	for range 2 {
-		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
-		if err != nil {
-			return 0, err
+		var existing []docRow
+		if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC); err != nil {
+			return 0, wrapDB(err)
 		}
-		if found {
-			return reimportDocument(ctx, tx, ex, de, replace, now)
+		if len(existing) > 0 {
+			return reimportDocument(ctx, tx, existing[0].document(), de, replace, now)
 		}
 		id, inserted, err := insertDocument(ctx, tx, env, de, now)
 		if err != nil || inserted {
@@ -298,24 +300,6 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	}
 	// Inserted by another transaction, then gone before this one read it.
 	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
-}
-
-// findDocumentByCDC reads env's document holding cdc, with its XML. On
-// PostgreSQL the row stays locked until the transaction ends, so a claim
-// committed meanwhile is seen, never overwritten.
-func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc string) (sifen.Document, bool, error) {
-	var existing []docRow
-	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
-	if tx.DriverName() == "pgx" {
-		q += ` FOR UPDATE`
-	}
-	if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), cdc); err != nil {
-		return sifen.Document{}, false, wrapDB(err)
-	}
-	if len(existing) == 0 {
-		return sifen.Document{}, false, nil
-	}
-	return existing[0].document(), true, nil
 }
 
 // reimportDocument turns ex, the document holding de's CDC, into a draft of

@@ -185,7 +185,7 @@ func SendDocuments(ctx context.Context, s lotSender, docs []Document, cfg BatchC
 		g := b.soonest()
 		now := b.now()
 		at := g.next()
-		b.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Blocked: g.refusal, Wait: at.Sub(now), Until: at})
+		b.cfg.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Blocked: g.refusal, Wait: at.Sub(now), Until: at})
 		if err := b.cfg.Sleep(ctx, at.Sub(now)); err != nil {
 			return b.results, nil
 		}
@@ -206,7 +206,7 @@ type batch struct {
 // its lost claim races, SIFEN's last 0301 about it.
 type batchDoc struct {
 	notQueued, races int
-	code, msg        string
+	code             string
 }
 
 // batchLot is a lot waiting to go; its documents' waits count from start,
@@ -288,11 +288,7 @@ func (b *batch) lots(ctx context.Context, docs []Document, byID map[int64]Docume
 		for _, id := range ids {
 			b.docs[id] = &batchDoc{notQueued: 1, code: CodeLotNotQueued}
 		}
-		if len(ids) == 1 {
-			lots = append(lots, ids)
-			continue
-		}
-		lots = append(lots, ids[:len(ids)/2], ids[len(ids)/2:])
+		lots = append(lots, halves(ids)...)
 	}
 	slices.SortStableFunc(lots, func(x, y []int64) int { return cmp.Compare(x[0], y[0]) })
 	return lots
@@ -325,8 +321,6 @@ func (b *batch) drewNotQueued(ctx context.Context, ids []int64, byID map[int64]D
 }
 
 func (b *batch) now() time.Time { return b.cfg.Clock() }
-
-func (b *batch) emit(e Event) { b.cfg.emit(e) }
 
 func (b *batch) pending() bool {
 	return slices.ContainsFunc(b.gates, (*batchGate).busy)
@@ -388,13 +382,11 @@ func (b *batch) report(ids []int64, r DocResult) {
 			r.Code = d.code // a blocked or failed document whose lot drew 0301 says so
 		}
 		b.results = append(b.results, r)
-		b.emit(Event{Kind: EventResult, IDs: []int64{id}, Result: &b.results[len(b.results)-1]})
+		b.cfg.emit(Event{Kind: EventResult, IDs: []int64{id}, Result: &b.results[len(b.results)-1]})
 	}
 }
 
-// pop removes g's next lot; pushFront queues lots before the next ones.
-func (g *batchGate) pop() { g.lots = g.lots[1:] }
-
+// pushFront queues lots before g's next ones.
 func (g *batchGate) pushFront(lots ...*batchLot) {
 	g.lots = append(slices.Clip(lots), g.lots...)
 }
@@ -402,6 +394,7 @@ func (g *batchGate) pushFront(lots ...*batchLot) {
 // try sends g's next lot and decides what becomes of its documents.
 func (b *batch) try(ctx context.Context, g *batchGate) error {
 	lot := g.lots[0]
+	g.lots = g.lots[1:]
 	at := b.now()
 	if lot.start.IsZero() {
 		lot.start = at
@@ -415,45 +408,41 @@ func (b *batch) try(ctx context.Context, g *batchGate) error {
 		n, ferr := b.s.FitLot(ctx, lot.ids)
 		if ferr != nil {
 			b.report(lot.ids, DocResult{Result: batchFailed, Message: ferr.Error(), Err: ferr})
-			g.pop()
 			return storeFailure(ferr)
 		}
 		n = max(n, 1) // the first alone is too big: its own send says so
 		if n >= len(lot.ids) {
 			n = len(lot.ids) / 2 // FitLot and Send disagree: halves
 		}
-		g.pop()
 		g.pushFront(&batchLot{ids: lot.ids[:n], start: lot.start, tooBig: len(lot.ids) - n + lot.tooBig},
 			&batchLot{ids: lot.ids[n:]})
 		return nil
 	case errors.Is(err, ErrNotSendable), errors.Is(err, ErrLotAlreadySent):
-		g.pop()
 		return b.raced(ctx, g, lot)
 	case err != nil:
 		b.report(lot.ids, DocResult{Result: batchFailed, Message: err.Error(), Err: err})
-		g.pop()
 		return storeFailure(err)
 	}
 
 	if out.Status == OutcomeBlocked {
 		bl := out.Blocked()
-		b.emit(Event{Kind: EventRefused, IDs: lot.ids, LotSend: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
+		b.cfg.emit(Event{Kind: EventRefused, IDs: lot.ids, LotSend: &out, Blocked: bl, Wait: bl.Wait, Until: bl.Until})
 		if b.cfg.Wait && at.Add(bl.Wait).Sub(lot.start) <= b.cfg.MaxWait {
 			g.readyAt, g.refusal = bl.Until, bl
+			g.pushFront(lot)
 			return nil
 		}
 		msg := fmt.Sprintf("blocked: %s on %s, retry in %s", bl.Reason, bl.Key, bl.Wait)
 		if b.cfg.Wait {
 			msg += fmt.Sprintf(" (beyond the longest wait %s)", b.cfg.MaxWait)
 		}
+		// The next lot is tried at once: refused, it is reported with its own wait.
 		b.report(lot.ids, DocResult{Result: BatchBlocked, Message: msg, LotSend: &out, Blocked: bl, Wait: bl.Wait})
-		g.pop() // the next lot is tried at once: refused, it is reported with its own wait
 		return nil
 	}
 
 	g.readyAt, g.refusal = time.Time{}, nil
-	b.emit(Event{Kind: EventLotSent, IDs: lot.ids, LotSend: &out, TooBig: lot.tooBig})
-	g.pop()
+	b.cfg.emit(Event{Kind: EventLotSent, IDs: lot.ids, LotSend: &out, TooBig: lot.tooBig})
 	switch {
 	case out.Status == OutcomeSent:
 		b.report(lot.ids, DocResult{Result: BatchSent, Code: out.Code, LotNumber: out.LotNumber, Message: out.Message,
@@ -475,7 +464,7 @@ func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 	for _, id := range lot.ids {
 		d := b.docs[id]
 		d.notQueued++
-		d.code, d.msg = out.Code, out.Message
+		d.code = out.Code
 		if d.notQueued >= maxNotQueued {
 			b.report([]int64{id}, DocResult{Result: batchFailed, Code: out.Code,
 				Message: "SIFEN did not queue the lot, for the second time in this run: " + out.Message, LotSend: &out})
@@ -483,11 +472,20 @@ func (b *batch) notQueued(g *batchGate, lot *batchLot, out LotSend) {
 		}
 		again = append(again, id)
 	}
-	if h := len(again) / 2; h > 0 {
-		g.pushFront(&batchLot{ids: again[:h], start: lot.start}, &batchLot{ids: again[h:], start: lot.start})
-	} else if len(again) == 1 {
-		g.pushFront(&batchLot{ids: again, start: lot.start})
+	for _, ids := range slices.Backward(halves(again)) {
+		g.pushFront(&batchLot{ids: ids, start: lot.start})
 	}
+}
+
+// halves splits ids in two lots, or leaves one id alone.
+func halves(ids []int64) [][]int64 {
+	switch len(ids) {
+	case 0:
+		return nil
+	case 1:
+		return [][]int64{ids}
+	}
+	return [][]int64{ids[:len(ids)/2], ids[len(ids)/2:]}
 }
 
 // raced rereads a lot whose claim another send won and watches what it holds.

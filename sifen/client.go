@@ -58,7 +58,7 @@ type ClientConfig struct {
 type Client struct {
 	http  *http.Client
 	cfg   ClientConfig
-	idSeq func() string
+	paths map[string]string // a service's default path → the configured one
 }
 
 // NewClient returns a Client for cfg, loading the certificate files. A base
@@ -72,9 +72,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			return nil, err
 		}
 	}
-	cfg.RecepcionPath = cmp.Or(cfg.RecepcionPath, RecepcionPath)
-	cfg.ConsultaLotePath = cmp.Or(cfg.ConsultaLotePath, ConsultaLotePath)
-	cfg.ConsultaPath = cmp.Or(cfg.ConsultaPath, ConsultaPath)
 	hc := cfg.HTTPClient
 	if hc == nil {
 		tlsConfig, err := cfg.tlsConfig()
@@ -85,7 +82,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		tr.TLSClientConfig = tlsConfig
 		hc = &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	}
-	return &Client{http: hc, cfg: cfg, idSeq: newRequestID}, nil
+	paths := map[string]string{
+		RecepcionPath:    cmp.Or(cfg.RecepcionPath, RecepcionPath),
+		ConsultaLotePath: cmp.Or(cfg.ConsultaLotePath, ConsultaLotePath),
+		ConsultaPath:     cmp.Or(cfg.ConsultaPath, ConsultaPath),
+	}
+	return &Client{http: hc, cfg: cfg, paths: paths}, nil
 }
 
 // checkBaseURL accepts "" and an absolute http(s) URL with a host.
@@ -127,8 +129,10 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 	return conf, nil
 }
 
-// URL returns the endpoint of a service path in env.
+// url returns the endpoint of a service path in env, an overridden path
+// going to the configured one.
 func (c *Client) url(env Env, path string) string {
+	path = cmp.Or(c.paths[path], path)
 	base := c.cfg.TestURL
 	if env == EnvProd {
 		base = c.cfg.ProdURL
@@ -156,8 +160,8 @@ func newRequestID() string {
 // *RemoteError for another HTTP error or a SOAP fault; a transport error
 // when no answer came (see notSent).
 func (c *Client) RecepcionLote(ctx context.Context, env Env, zip []byte) (EnvioLoteResponse, error) {
-	req := EnvioLote{ID: c.idSeq(), XDE: base64.StdEncoding.EncodeToString(zip)}
-	resp, err := call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, c.cfg.RecepcionPath, req)
+	req := EnvioLote{ID: newRequestID(), XDE: base64.StdEncoding.EncodeToString(zip)}
+	resp, err := call[EnvioLoteResponse](ctx, c, env, ServiceRecepcionLote, RecepcionPath, req)
 	var refused *RemoteError
 	if errors.As(err, &refused) && refused.Code != "" {
 		return EnvioLoteResponse{ProcessedAt: refused.ProcessedAt, Code: refused.Code, Message: refused.Message}, nil
@@ -170,27 +174,20 @@ func (c *Client) ConsultaLote(ctx context.Context, env Env, lotNumber string) (C
 	if err := validateLotNumber(lotNumber); err != nil {
 		return ConsultaLoteResponse{}, err
 	}
-	req := ConsultaLote{ID: c.idSeq(), LotNumber: lotNumber}
-	return call[ConsultaLoteResponse](ctx, c, env, serviceConsultaLote, c.cfg.ConsultaLotePath, req)
+	req := ConsultaLote{ID: newRequestID(), LotNumber: lotNumber}
+	return call[ConsultaLoteResponse](ctx, c, env, serviceConsultaLote, ConsultaLotePath, req)
 }
 
 // ConsultaDE asks whether SIFEN has a DE (siConsDE): 0422 or 0420.
 func (c *Client) ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaDEResponse, error) {
-	req := ConsultaDE{ID: c.idSeq(), CDC: cdc}
-	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, c.cfg.ConsultaPath, req)
+	req := ConsultaDE{ID: newRequestID(), CDC: cdc}
+	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, ConsultaPath, req)
 }
 
 // call posts one SOAP request and reads the answer.
 func call[T any](ctx context.Context, c *Client, env Env, service, path string, body any) (T, error) {
 	var zero T
-	if err := env.Validate(); err != nil {
-		return zero, err
-	}
-	payload, err := MarshalSOAP(body)
-	if err != nil {
-		return zero, err
-	}
-	status, _, data, err := c.post(ctx, env, service, path, SOAPContentType, payload)
+	status, data, err := c.soap(ctx, env, service, path, body)
 	if err != nil {
 		return zero, err
 	}
@@ -198,7 +195,7 @@ func call[T any](ctx context.Context, c *Client, env Env, service, path string, 
 	var refused *RemoteError
 	switch {
 	case fault != nil:
-		return zero, &RemoteError{Service: service, StatusCode: status, Fault: fault.String(), FaultCode: fault.Code}
+		return zero, fault.remote(service, status)
 	case errors.As(err, &refused):
 		// rRetEnviDe, on HTTP 200 or 400 alike: SIFEN's own refusal.
 		refused.Service, refused.StatusCode = service, status
@@ -207,6 +204,20 @@ func call[T any](ctx context.Context, c *Client, env Env, service, path string, 
 		return zero, &RemoteError{Service: service, StatusCode: status, Body: snippet(data)}
 	}
 	return *out, nil
+}
+
+// soap posts body in a SOAP envelope to the service at path in env and
+// returns the answer's status and body.
+func (c *Client) soap(ctx context.Context, env Env, service, path string, body any) (int, []byte, error) {
+	if err := env.Validate(); err != nil {
+		return 0, nil, err
+	}
+	payload, err := MarshalSOAP(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	status, _, data, err := c.post(ctx, env, service, path, SOAPContentType, payload)
+	return status, data, err
 }
 
 func snippet(b []byte) string {

@@ -2,9 +2,7 @@ package sifen
 
 import (
 	"cmp"
-	"errors"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -116,30 +114,4 @@ func GroupLots(docs []Document) [][]int64 {
 		lots[i] = append(lots[i], d.ID)
 	}
 	return lots
-}
-
-// fitLot returns how many of docs (with their XML), from the first, fit in
-// one lot message (0 when the first alone does not), bisecting on the
-// prefix length. It checks the size only; errors are ParseLote's.
-func fitLot(docs []Document) (int, error) {
-	des := make([]DE, len(docs))
-	for i, d := range docs {
-		de, err := storedDE(d)
-		if err != nil {
-			return 0, err
-		}
-		des[i] = de
-	}
-	var zipErr error
-	n := sort.Search(len(des), func(i int) bool { // the prefix of i+1 DEs is too big
-		_, _, err := Lote{DEs: des[:i+1]}.zip()
-		if err != nil && !errors.Is(err, ErrLotTooBig) {
-			zipErr = err
-		}
-		return err != nil
-	})
-	if zipErr != nil {
-		return 0, zipErr
-	}
-	return n, nil
 }

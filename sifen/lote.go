@@ -75,12 +75,9 @@ func ParseLote(data []byte) (Lote, error) {
 }
 
 // parseLoteContext is ParseLote that gives up when ctx ends, in time linear
-// in len(data); a UTF-8 byte order mark is dropped.
+// in len(data).
 func parseLoteContext(ctx context.Context, data []byte) (Lote, error) {
-	// A UTF-8 byte order mark is accepted (and dropped: offsets below are
-	// into the rest).
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	return parseLoteFrom(ctx, bytes.NewReader(data), whole(data))
+	return parseLoteFrom(ctx, bytes.NewReader(data), int64(len(data)))
 }
 
 // ParseLoteZip parses, as ParseLote, the lot of siRecepLoteDE's xDE (a ZIP
@@ -94,8 +91,7 @@ func ParseLoteZip(ctx context.Context, z []byte) (Lote, error) {
 		return Lote{}, err
 	}
 	defer f.Close()
-	w := &window{r: skipBOM(f), limit: maxLotXMLBytes}
-	lot, err := parseLoteFrom(ctx, w, w)
+	lot, err := parseLoteFrom(ctx, f, maxLotXMLBytes)
 	if errors.Is(err, errInflated) {
 		// However deep in the document the limit was met.
 		return Lote{}, fmt.Errorf("%w: %w", ErrLotTooBig, errInflated)
@@ -103,12 +99,14 @@ func ParseLoteZip(ctx context.Context, z []byte) (Lote, error) {
 	return lot, err
 }
 
-// parseLoteFrom parses the lot read from r, whose bytes src cuts DEs from.
-func parseLoteFrom(ctx context.Context, r io.Reader, src source) (Lote, error) {
+// parseLoteFrom parses the lot read from r, at most limit bytes of it
+// (errInflated beyond); a UTF-8 byte order mark is dropped.
+func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) {
 	if err := ctx.Err(); err != nil {
 		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
 	}
-	d := &decoder{Decoder: xml.NewDecoder(r), ctx: ctx, src: src}
+	w := &window{r: skipBOM(r), limit: limit}
+	d := &decoder{Decoder: xml.NewDecoder(w), ctx: ctx, src: w}
 	root, start, err := nextStart(d)
 	if err != nil {
 		return Lote{}, err
@@ -163,25 +161,12 @@ func skipBOM(r io.Reader) io.Reader {
 	return br
 }
 
-// source is what a DE's XML is cut from, by the decoder's offsets: the whole
-// input, or a stream's window. cut returns input[from:to]; forget says
-// nothing before off will be cut again.
-type source interface {
-	cut(from, to int64) []byte
-	forget(off int64)
-}
-
-// whole is an input held in memory whole.
-type whole []byte
-
-func (w whole) cut(from, to int64) []byte { return w[from:to] }
-func (whole) forget(int64)                {}
-
 // errInflated is window's error past its limit.
 var errInflated = fmt.Errorf("the ZIP inflates beyond %d bytes (a lot's XML holds at most %d MiB)", maxLotXMLBytes, maxLotXMLBytes>>20)
 
-// window reads r, keeping what it read from the first offset not forgotten,
-// and fails with errInflated past limit bytes in all.
+// window reads r, keeping what it read from the first offset not forgotten
+// for the decoder's offsets to cut DEs from, and fails with errInflated past
+// limit bytes in all.
 type window struct {
 	r     io.Reader
 	buf   []byte // the bytes read from offset base on
@@ -250,7 +235,7 @@ func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 type decoder struct {
 	*xml.Decoder
 	ctx   context.Context
-	src   source
+	src   *window
 	depth int
 	n     int
 }
@@ -351,6 +336,11 @@ func joinPath(path []string) string {
 	return strings.Join(path, "/")
 }
 
+// isValuePath reports whether p is the path of a value parseRDE reads.
+func isValuePath(p string) bool {
+	return p == pathType || p == pathRUC || p == pathRUCDV || p == pathName
+}
+
 // parseRDE reads the rest of the rDE element that start opened at offset
 // off, keeping only the text of the values it reads.
 func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Attr) (DE, error) {
@@ -385,12 +375,7 @@ func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Att
 				}
 			}
 			text.Reset()
-			switch joinPath(path) {
-			case pathType, pathRUC, pathRUCDV, pathName:
-				collect = true
-			default:
-				collect = false
-			}
+			collect = isValuePath(joinPath(path))
 			if len(path) == 1 && path[0] == pathDE {
 				for _, a := range t.Attr {
 					if a.Name == (xml.Name{Local: "Id"}) {
@@ -410,8 +395,7 @@ func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Att
 				de.Signed, de.TestIssuer = signed, values[pathName] == testIssuerName
 				return de, err
 			}
-			switch p := joinPath(path); p {
-			case pathType, pathRUC, pathRUCDV, pathName:
+			if p := joinPath(path); isValuePath(p) {
 				if _, dup := values[p]; dup {
 					return DE{}, fmt.Errorf("%w: two %s in one DE", ErrMalformedXML, path[len(path)-1])
 				}

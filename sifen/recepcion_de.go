@@ -2,6 +2,7 @@ package sifen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -47,16 +48,9 @@ var _ deReceiver = (*Client)(nil)
 // RecepcionDE sends one signed rDE to siRecepDE and returns SIFEN's
 // protocol of it (rProtDe). Errors as RecepcionLote's.
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
-	if err := env.Validate(); err != nil {
-		return ProtDE{}, err
-	}
-	req := EnvioDE{ID: c.idSeq()}
+	req := EnvioDE{ID: newRequestID()}
 	req.XDE.Inner = bytes.TrimSpace(stripXMLDecl(rde))
-	payload, err := MarshalSOAP(req)
-	if err != nil {
-		return ProtDE{}, err
-	}
-	status, _, data, err := c.post(ctx, env, ServiceRecepcionDE, RecepcionDEPath, SOAPContentType, payload)
+	status, data, err := c.soap(ctx, env, ServiceRecepcionDE, RecepcionDEPath, req)
 	if err != nil {
 		return ProtDE{}, err
 	}
@@ -70,8 +64,7 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	err = xml.Unmarshal(data, &answer)
 	switch {
 	case err == nil && answer.Body.Fault != nil:
-		f := answer.Body.Fault
-		return ProtDE{}, &RemoteError{Service: ServiceRecepcionDE, StatusCode: status, Fault: f.String(), FaultCode: f.Code}
+		return ProtDE{}, answer.Body.Fault.remote(ServiceRecepcionDE, status)
 	case err != nil || answer.Body.Ret == nil:
 		return ProtDE{}, &RemoteError{Service: ServiceRecepcionDE, StatusCode: status, Body: snippet(data)}
 	}
@@ -96,18 +89,7 @@ func (c *Client) Forward(ctx context.Context, env Env, path, contentType string,
 	if err := env.Validate(); err != nil {
 		return forwarded{}, err
 	}
-	if contentType == "" {
-		contentType = SOAPContentType
-	}
-	switch path {
-	case RecepcionPath:
-		path = c.cfg.RecepcionPath
-	case ConsultaLotePath:
-		path = c.cfg.ConsultaLotePath
-	case ConsultaPath:
-		path = c.cfg.ConsultaPath
-	}
-	status, ct, data, err := c.post(ctx, env, "forward "+path, path, contentType, body)
+	status, ct, data, err := c.post(ctx, env, "forward "+cmp.Or(c.paths[path], path), path, cmp.Or(contentType, SOAPContentType), body)
 	if err != nil {
 		return forwarded{}, err
 	}
@@ -163,10 +145,7 @@ func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
 		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
-		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber()}
-		for _, m := range prot.Results {
-			res.Messages = append(res.Messages, ResultMessage{Code: m.Code, Message: m.Message})
-		}
+		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber(), Messages: prot.Results}
 		st, _ := lotResultSettle(Document{}, res)
 		st.Sent = true
 		log.Info("DE answered", slog.String("result", st.Result), slog.String("code", code))

@@ -108,7 +108,7 @@ func lotResultSettle(doc Document, r DEResult) (Settle, bool) {
 // or as text (escaped XML or CDATA), with or without the rContDe element;
 // the first dProtAut outside rDE and xContEv is taken.
 func (r ConsultaDEResponse) AuthNumber() string {
-	return authNumber(r.Content, 0)
+	return authNumber(string(r.Content), 0)
 }
 
 // authNumber searches content for dProtAut, and text that is XML in turn.

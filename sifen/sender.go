@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -184,7 +185,10 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bo
 		return nil, err
 	}
 	for i, de := range lot.DEs {
-		if err := cmp.Or(s.fit(env, de), checkAlone(de)); err != nil {
+		// A DE too big even for a lot of its own would, as its RUC's oldest
+		// draft, hold back every lot after it (ErrLotTooBig).
+		_, _, tooBig := Lote{DEs: []DE{de}}.zip()
+		if err := cmp.Or(s.fit(env, de), tooBig); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
@@ -206,17 +210,29 @@ func (s *Sender) Get(ctx context.Context, id int64) (Document, error) {
 }
 
 // FitLot returns how many of the documents ids, from the first, fit in one
-// lot message. Errors: ErrNotFound, throttle.ErrStoreUnavailable, ErrLotTooBig.
+// lot message (0 when the first alone does not). Errors: ErrNotFound,
+// throttle.ErrStoreUnavailable, ErrLotTooBig.
 func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	stored, err := s.docs.Documents(ctx, ids, true) // in id order
 	if err != nil {
 		return 0, err
 	}
-	docs := make([]Document, len(ids))
+	des := make([]DE, len(ids))
 	for i, id := range ids {
-		docs[i] = stored[slices.IndexFunc(stored, func(d Document) bool { return d.ID == id })]
+		if des[i], err = storedDE(stored[slices.IndexFunc(stored, func(d Document) bool { return d.ID == id })]); err != nil {
+			return 0, err
+		}
 	}
-	return fitLot(docs)
+	// Bisect on the prefix length: is the prefix of i+1 DEs too big?
+	var zipErr error
+	n := sort.Search(len(des), func(i int) bool {
+		_, _, err := Lote{DEs: des[:i+1]}.zip()
+		if err != nil && !errors.Is(err, ErrLotTooBig) {
+			zipErr = err
+		}
+		return err != nil
+	})
+	return n, zipErr
 }
 
 // List returns documents matching f, newest first, without their XML.
@@ -438,13 +454,6 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 
 // fit refuses a DE that may not go to env (checkFit).
 func (s *Sender) fit(env Env, de DE) error { return checkFit(env, de, s.cfg.AllowUnsigned) }
-
-// checkAlone refuses (ErrLotTooBig) a DE too big even for a lot of its own:
-// as its RUC's oldest draft it would hold back every lot after it.
-func checkAlone(de DE) error {
-	_, _, err := Lote{DEs: []DE{de}}.zip()
-	return err
-}
 
 // checkFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
 // allowUnsigned and env is test), or a test DE meant for prod.

@@ -105,10 +105,13 @@ type DEResult struct {
 // observations), reading dEstRes as DNIT writes it.
 func (r DEResult) Approved() bool { return r.verdict().approved() }
 
-// ResultMessage is one gResProc.
+// ResultMessage is one gResProc. Status and AuthNumber are dEstRes and
+// dProtAut where the manual's example of rProtDe writes them (see ProtDE).
 type ResultMessage struct {
-	Code    string `xml:"dCodRes"`
-	Message string `xml:"dMsgRes"`
+	Status     string `xml:"dEstRes,omitempty"`
+	AuthNumber string `xml:"dProtAut,omitempty"`
+	Code       string `xml:"dCodRes"`
+	Message    string `xml:"dMsgRes"`
 }
 
 // ConsultaDE is the body of siConsDE.
@@ -127,44 +130,26 @@ type ConsultaDEResponse struct {
 	Message string `xml:"dMsgRes"`
 	// Content (xContenDE) is the DE and its approval when found, as it came
 	// (elements, escaped XML or CDATA); AuthNumber reads dProtAut from it.
-	Content string `xml:"xContenDE,omitempty"`
+	Content innerXML `xml:"xContenDE,omitempty"`
 }
 
-// consultaDEWire is rEnviConsDeResponse on the wire, xContenDE's inner XML
-// kept whole (a string field would keep only its text).
-type consultaDEWire struct {
-	ProcessedAt string `xml:"dFecProc"`
-	Code        string `xml:"dCodRes"`
-	Message     string `xml:"dMsgRes"`
-	Content     *struct {
+// innerXML is an element's content as it came, inner XML and all (a string
+// would keep only its text); it encodes back to the same XML.
+type innerXML string
+
+func (x *innerXML) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	var v struct {
 		Inner string `xml:",innerxml"`
-	} `xml:"xContenDE,omitempty"`
+	}
+	err := d.DecodeElement(&v, &start)
+	*x = innerXML(v.Inner)
+	return err
 }
 
-// UnmarshalXML reads rEnviConsDeResponse keeping xContenDE's inner XML whole.
-func (r *ConsultaDEResponse) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
-	var aux consultaDEWire
-	if err := d.DecodeElement(&aux, &start); err != nil {
-		return err
-	}
-	*r = ConsultaDEResponse{XMLName: start.Name, ProcessedAt: aux.ProcessedAt, Code: aux.Code, Message: aux.Message}
-	if aux.Content != nil {
-		r.Content = aux.Content.Inner
-	}
-	return nil
-}
-
-// MarshalXML writes Content as XML, as UnmarshalXML keeps it (a decoded
-// answer encodes back to the same document).
-func (r ConsultaDEResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	aux := consultaDEWire{ProcessedAt: r.ProcessedAt, Code: r.Code, Message: r.Message}
-	if r.Content != "" {
-		aux.Content = &struct {
-			Inner string `xml:",innerxml"`
-		}{r.Content}
-	}
-	start.Name = xml.Name{Space: Namespace, Local: "rEnviConsDeResponse"}
-	return e.EncodeElement(aux, start)
+func (x innerXML) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(struct {
+		Inner string `xml:",innerxml"`
+	}{string(x)}, start)
 }
 
 // retEnviDe is rRetEnviDe, SIFEN's protocol of one DE (manual técnico v150,
@@ -182,15 +167,7 @@ type ProtDE struct {
 	ProcessedAt string          `xml:"dFecProc"`
 	Status      string          `xml:"dEstRes"`
 	AuthNumber  string          `xml:"dProtAut"`
-	Results     []ProtDEMessage `xml:"gResProc"`
-}
-
-// ProtDEMessage is one gResProc of rProtDe.
-type ProtDEMessage struct {
-	Status     string `xml:"dEstRes"`
-	AuthNumber string `xml:"dProtAut"`
-	Code       string `xml:"dCodRes"`
-	Message    string `xml:"dMsgRes"`
+	Results     []ResultMessage `xml:"gResProc"`
 }
 
 // Code is the first dCodRes, Message its dMsgRes.
@@ -205,16 +182,16 @@ func (p ProtDE) Code() (code, message string) {
 
 // State is dEstRes, wherever it was written.
 func (p ProtDE) State() string {
-	return p.first(p.Status, func(m ProtDEMessage) string { return m.Status })
+	return p.first(p.Status, func(m ResultMessage) string { return m.Status })
 }
 
 // authNumber is dProtAut, wherever it was written.
 func (p ProtDE) authNumber() string {
-	return p.first(p.AuthNumber, func(m ProtDEMessage) string { return m.AuthNumber })
+	return p.first(p.AuthNumber, func(m ResultMessage) string { return m.AuthNumber })
 }
 
 // first returns own, trimmed, or else the first non-blank field of a gResProc.
-func (p ProtDE) first(own string, field func(ProtDEMessage) string) string {
+func (p ProtDE) first(own string, field func(ResultMessage) string) string {
 	if s := strings.TrimSpace(own); s != "" {
 		return s
 	}
@@ -234,6 +211,11 @@ type soapFault struct {
 }
 
 func (f *soapFault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
+
+// remote is the error of f in an answer of service on HTTP status.
+func (f *soapFault) remote(service string, status int) *RemoteError {
+	return &RemoteError{Service: service, StatusCode: status, Fault: f.String(), FaultCode: f.Code}
+}
 
 // faultReceiver is the SOAP 1.2 fault code blaming the receiver (SOAP 1.2
 // Part 1, §5.4.6), as faultKind returns it.

@@ -68,8 +68,7 @@ const docColumns = `id, env, ruc, dv, cdc, de_type, xml, status, message, versio
 	lot_hash, lot_number, response_code, result, auth_number, retry_at, created_at, updated_at, claimed_at, sent_at`
 
 // listColumns are docColumns without the XML.
-const listColumns = `id, env, ruc, dv, cdc, de_type, '' AS xml, status, message, version, claim,
-	lot_hash, lot_number, response_code, result, auth_number, retry_at, created_at, updated_at, claimed_at, sent_at`
+var listColumns = strings.Replace(docColumns, " xml,", " '' AS xml,", 1)
 
 func (r docRow) document() sifen.Document {
 	d := sifen.Document{
@@ -99,24 +98,38 @@ func (r docRow) document() sifen.Document {
 	return d
 }
 
-func documents(rows []docRow) []sifen.Document {
-	out := make([]sifen.Document, len(rows))
-	for i, r := range rows {
-		out[i] = r.document()
+// selectAll runs the read q (its IN lists expanded, rebound), again after
+// transient failures; op names it in the error.
+func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) ([]T, error) {
+	q, args, err := sqlx.In(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sifen: %s: %w", op, err)
 	}
-	return out
+	var rows []T
+	err = s.retry(ctx, op, func() error {
+		rows = rows[:0]
+		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
+	})
+	return rows, dbError(op, err)
 }
 
 // selectDocs runs the read q (rebound) and returns its documents.
 func (s *store) selectDocs(ctx context.Context, op, q string, args ...any) ([]sifen.Document, error) {
-	var rows []docRow
-	err := s.readRetried(ctx, op, func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...) })
-	return documents(rows), err
+	rows, err := selectAll[docRow](ctx, s, op, q, args...)
+	docs := make([]sifen.Document, len(rows))
+	for i, r := range rows {
+		docs[i] = r.document()
+	}
+	return docs, err
 }
 
-// exec runs q (rebound) on tx and returns the rows it affected; a failure is
-// a store failure.
+// exec runs q (its IN lists expanded, rebound) on tx and returns the rows it
+// affected; a failure is a store failure.
 func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error) {
+	q, args, err := sqlx.In(q, args...)
+	if err != nil {
+		return 0, err
+	}
 	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
 	if err != nil {
 		return 0, wrapDB(err)
@@ -168,12 +181,6 @@ func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 	return dbError(op, err)
 }
 
-// readRetried runs fn, a read, again after transient failures; op names it in
-// the error.
-func (s *store) readRetried(ctx context.Context, op string, fn func() error) error {
-	return dbError(op, s.retry(ctx, op, fn))
-}
-
 // storeErr marks a database failure inside inTx (as opposed to a rule).
 type storeErr struct{ err error }
 
@@ -192,11 +199,7 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 	if withXML {
 		cols = docColumns
 	}
-	q, args, err := sqlx.In(`SELECT `+cols+` FROM balde_documents WHERE id IN (?) ORDER BY id`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("sifen: get documents: %w", err)
-	}
-	docs, err := s.selectDocs(ctx, "get documents", q, args...)
+	docs, err := s.selectDocs(ctx, "get documents", `SELECT `+cols+` FROM balde_documents WHERE id IN (?) ORDER BY id`, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -215,54 +218,36 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 // List implements sifen.DocumentStore.
 func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
 	where, args := []string{"1 = 1"}, []any{}
-	if f.Env != "" {
-		where, args = append(where, "env = ?"), append(args, string(f.Env))
-	}
-	if f.RUC != "" {
-		where, args = append(where, "ruc = ?"), append(args, f.RUC)
-	}
-	in := func(col string, vals []string) {
-		if len(vals) > 0 {
-			where = append(where, col+" IN (?"+strings.Repeat(", ?", len(vals)-1)+")")
-			for _, v := range vals {
-				args = append(args, v)
-			}
+	and := func(set bool, cond string, arg any) {
+		if set {
+			where, args = append(where, cond), append(args, arg)
 		}
 	}
 	statuses := make([]string, len(f.Statuses))
 	for i, st := range f.Statuses {
 		statuses[i] = string(st)
 	}
-	in("status", statuses)
-	if f.LotNumber != "" {
-		where, args = append(where, "lot_number = ?"), append(args, f.LotNumber)
-	}
-	in("cdc", f.CDCs)
-	if f.BeforeID > 0 {
-		where, args = append(where, "id < ?"), append(args, f.BeforeID)
-	}
+	and(f.Env != "", "env = ?", string(f.Env))
+	and(f.RUC != "", "ruc = ?", f.RUC)
+	and(len(statuses) > 0, "status IN (?)", statuses)
+	and(f.LotNumber != "", "lot_number = ?", f.LotNumber)
+	and(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
+	and(f.BeforeID > 0, "id < ?", f.BeforeID)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	docs, err := s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`,
+	return s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`,
 		append(args, min(limit, 1000))...)
-	if err != nil {
-		return nil, err
-	}
-	return docs, nil
 }
 
 // CountByStatus implements sifen.DocumentStore.
 func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Status]int64, error) {
-	q, args := `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? OR ? = '' GROUP BY status`, []any{string(env), string(env)}
-	var rows []struct {
+	rows, err := selectAll[struct {
 		Status string `db:"status"`
 		N      int64  `db:"n"`
-	}
-	if err := s.readRetried(ctx, "count documents", func() error {
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
-	}); err != nil {
+	}](ctx, s, "count documents", `SELECT status, COUNT(*) AS n FROM balde_documents WHERE env = ? OR ? = '' GROUP BY status`, string(env), string(env))
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[sifen.Status]int64, len(rows))
@@ -292,15 +277,21 @@ func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, repla
 
 // importDE inserts de, or turns the document holding its CDC back into a
 // draft when sifen.Reimportable allows it. A CDC another import committed
-// meanwhile is read again like any stored CDC (docs/decisions/0057).
+// meanwhile is read again like any stored CDC (docs/decisions/0057). On
+// PostgreSQL the row read stays locked until the transaction ends, so a
+// claim committed meanwhile is seen, never overwritten.
 func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, replace bool, now time.Time) (int64, error) {
+	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
+	if tx.DriverName() == "pgx" {
+		q += ` FOR UPDATE`
+	}
 	for range 2 {
-		ex, found, err := findDocumentByCDC(ctx, tx, env, de.CDC)
-		if err != nil {
-			return 0, err
+		var existing []docRow
+		if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC); err != nil {
+			return 0, wrapDB(err)
 		}
-		if found {
-			return reimportDocument(ctx, tx, ex, de, replace, now)
+		if len(existing) > 0 {
+			return reimportDocument(ctx, tx, existing[0].document(), de, replace, now)
 		}
 		id, inserted, err := insertDocument(ctx, tx, env, de, now)
 		if err != nil || inserted {
@@ -309,24 +300,6 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	}
 	// Inserted by another transaction, then gone before this one read it.
 	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
-}
-
-// findDocumentByCDC reads env's document holding cdc, with its XML. On
-// PostgreSQL the row stays locked until the transaction ends, so a claim
-// committed meanwhile is seen, never overwritten.
-func findDocumentByCDC(ctx context.Context, tx *sqlx.Tx, env sifen.Env, cdc string) (sifen.Document, bool, error) {
-	var existing []docRow
-	q := `SELECT ` + docColumns + ` FROM balde_documents WHERE env = ? AND cdc = ?`
-	if tx.DriverName() == "pgx" {
-		q += ` FOR UPDATE`
-	}
-	if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), cdc); err != nil {
-		return sifen.Document{}, false, wrapDB(err)
-	}
-	if len(existing) == 0 {
-		return sifen.Document{}, false, nil
-	}
-	return existing[0].document(), true, nil
 }
 
 // reimportDocument turns ex, the document holding de's CDC, into a draft of
@@ -341,17 +314,17 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 	if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
 		note = "content replaced by an import (was " + string(ex.Status) + ")"
 	}
-	_, err := tx.ExecContext(ctx, tx.Rebind(`
+	_, err := exec(ctx, tx, `
 		UPDATE balde_documents SET
 			ruc = ?, dv = ?, de_type = ?, xml = ?,
 			status = 'draft', message = ?, version = version + 1,
 			claim = NULL, lot_hash = NULL, lot_number = NULL, response_code = NULL, retry_at = NULL,
 			result = NULL, auth_number = NULL,
 			updated_at = ?, claimed_at = NULL, sent_at = NULL
-		WHERE id = ?`),
+		WHERE id = ?`,
 		de.RUC.Number, de.RUC.DV, de.Type, string(de.XML),
 		note, sqltime.Nanos(now), ex.ID)
-	return ex.ID, wrapDB(err)
+	return ex.ID, err
 }
 
 // insertDocument inserts de as a new draft of env; inserted is false when
@@ -422,7 +395,8 @@ func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 		sentAt = sqltime.NullNanos(r.Now)
 	}
 	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(`
+		var err error
+		if n, err = exec(ctx, tx, `
 			UPDATE balde_documents SET
 				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
 				result = ?, auth_number = ?,
@@ -431,14 +405,10 @@ func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
 			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), sqltime.NullNanos(r.St.RetryAt),
 			nullString(r.St.Result), nullString(r.St.AuthNumber),
-			sentAt, sqltime.Nanos(r.Now), r.IDs, r.Token)
-		if err != nil {
+			sentAt, sqltime.Nanos(r.Now), r.IDs, r.Token); err != nil {
 			return err
 		}
-		if n, err = exec(ctx, tx, q, args...); err != nil {
-			return err
-		}
-		return wrapDB(updateLot(ctx, tx, r.Env, r.Hash, r.St))
+		return updateLot(ctx, tx, r.Env, r.Hash, r.St)
 	})
 	return n, err
 }
@@ -447,21 +417,21 @@ func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 func updateLot(ctx context.Context, tx *sqlx.Tx, env sifen.Env, hash string, st sifen.Settle) error {
 	switch {
 	case st.Status == sifen.StatusSent || st.Status.Final():
-		_, err := tx.ExecContext(ctx, tx.Rebind(`
+		_, err := exec(ctx, tx, `
 			UPDATE balde_document_lots SET status = 'queued', lot_number = COALESCE(?, lot_number),
 				next_query_at = COALESCE(?, next_query_at)
-			WHERE env = ? AND hash = ?`), nullString(st.LotNumber), sqltime.NullNanos(st.NextQueryAt), string(env), hash)
+			WHERE env = ? AND hash = ?`, nullString(st.LotNumber), sqltime.NullNanos(st.NextQueryAt), string(env), hash)
 		return err
 	case st.Status == sifen.StatusSending:
 		return nil
 	default:
 		// SIFEN does not have the lot, unless a document says so (Resolve).
-		_, err := tx.ExecContext(ctx, tx.Rebind(`
+		_, err := exec(ctx, tx, `
 			DELETE FROM balde_document_lots
 			WHERE env = ? AND hash = ? AND NOT EXISTS (
 				SELECT 1 FROM balde_documents
 				WHERE balde_documents.env = balde_document_lots.env AND balde_documents.lot_hash = balde_document_lots.hash
-				AND balde_documents.status IN ('sending', 'sent', 'approved', 'rejected'))`),
+				AND balde_documents.status IN ('sending', 'sent', 'approved', 'rejected'))`,
 			string(env), hash)
 		return err
 	}
@@ -491,12 +461,8 @@ func (s *store) Fail(ctx context.Context, ids []int64, message string, now time.
 // update runs one statement (its IN lists expanded) in a write transaction.
 func (s *store) update(ctx context.Context, op, q string, args ...any) error {
 	return s.inTx(ctx, op, func(tx *sqlx.Tx) error {
-		q, args, err := sqlx.In(q, args...)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(q), args...)
-		return wrapDB(err)
+		_, err := exec(ctx, tx, q, args...)
+		return err
 	})
 }
 
@@ -518,9 +484,7 @@ type lotRow struct {
 
 // SentLots implements sifen.DocumentStore.
 func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
-	var rows []lotRow
-	err := s.readRetried(ctx, "find sent lots", func() error {
-		return s.read.SelectContext(ctx, &rows, `
+	rows, err := selectAll[lotRow](ctx, s, "find sent lots", `
 		SELECT d.env, d.lot_number, MIN(d.ruc) AS ruc, COUNT(*) AS documents,
 			MIN(COALESCE(d.sent_at, d.claimed_at)) AS sent_at, MAX(l.next_query_at) AS next_query_at
 		FROM balde_documents AS d
@@ -528,7 +492,6 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 		WHERE d.status = 'sent' AND d.lot_number IS NOT NULL
 		GROUP BY d.env, d.lot_number
 		ORDER BY d.lot_number, d.env`)
-	})
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +544,7 @@ func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 			return err
 		}
 		if n == 1 && d.LotHash != "" {
-			return wrapDB(updateLot(ctx, tx, d.Env, d.LotHash, st))
+			return updateLot(ctx, tx, d.Env, d.LotHash, st)
 		}
 		return nil
 	})
@@ -591,11 +554,8 @@ func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 // ShareInterval implements sifen.DocumentStore: the stored interval only
 // grows, in one statement; a process storing nothing only reads.
 func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
-	var before []int64
-	if err := s.readRetried(ctx, "read the SIFEN interval", func() error {
-		before = before[:0]
-		return s.read.SelectContext(ctx, &before, s.read.Rebind(`SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`), string(env))
-	}); err != nil {
+	before, err := selectAll[int64](ctx, s, "read the SIFEN interval", `SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`, string(env))
+	if err != nil {
 		return 0, err
 	}
 	var stored time.Duration

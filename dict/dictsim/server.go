@@ -33,11 +33,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/simkit"
 )
 
 // Config configures NewServer. The zero value is a usable simulator with
@@ -73,8 +74,7 @@ type Server struct {
 	lookups  map[string]*lookup
 	stats    Stats
 
-	ln  net.Listener
-	srv *http.Server
+	l simkit.Listener
 }
 
 type bucketKey struct{ policy, identifier string }
@@ -147,44 +147,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // Open listens on addr, a loopback address (e.g. "127.0.0.1:0"; any other
 // is refused), and serves in the background until Close.
-func (s *Server) Open(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("dictsim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("dictsim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("dictsim: listen: %w", err)
-	}
-	s.ln, s.srv = ln, &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.cfg.Logger.Error("dictsim: serve", slog.Any("error", err))
-		}
-	}()
-	return nil
-}
+func (s *Server) Open(addr string) error { return s.l.Open("dictsim", addr, s, s.cfg.Logger) }
 
 // URL returns "http://ADDR" of an opened server ("" before Open).
-func (s *Server) URL() string {
-	if s.ln == nil {
-		return ""
-	}
-	return "http://" + s.ln.Addr().String()
-}
+func (s *Server) URL() string { return s.l.URL() }
 
 // Close stops serving, if opened.
-func (s *Server) Close() error {
-	if s.srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return s.srv.Shutdown(ctx)
-}
+func (s *Server) Close() error { return s.l.Close() }
 
 // Now returns the simulator's time.
 func (s *Server) Now() time.Time {

@@ -42,17 +42,17 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/simkit"
 )
 
 // SIFEN's paths of its services (manual técnico v150, §7.10).
@@ -176,8 +176,7 @@ type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
 	logger *slog.Logger
-	ln     net.Listener // set by Open
-	srv    *http.Server // set by Open
+	l      simkit.Listener
 
 	closed           atomic.Bool
 	mu               sync.Mutex
@@ -188,8 +187,6 @@ type Server struct {
 	nextLot, nextAut uint64
 	stats            map[Count]int64
 }
-
-var _ http.Handler = (*Server)(nil)
 
 type rucKey struct{ env, ruc string }
 
@@ -285,50 +282,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Open listens on addr, a loopback address only (the simulator serves
 // made-up data without authentication; port 0 picks a free port), and serves
 // in the background until Close. Call it once, before URL.
-func (s *Server) Open(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("sifensim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("sifensim: listen: %w", err)
-	}
-	// The goroutine serves its own copy: Close clears s.srv first.
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
-	s.ln, s.srv = ln, srv
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("sifensim: serve", slog.Any("error", err))
-		}
-	}()
-	return nil
-}
+func (s *Server) Open(addr string) error { return s.l.Open("sifensim", addr, s, s.logger) }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients
 // use URL()+"/{env}" as their base URL.
-func (s *Server) URL() string {
-	if s.ln == nil {
-		return ""
-	}
-	return "http://" + s.ln.Addr().String()
-}
+func (s *Server) URL() string { return s.l.URL() }
 
 // Close stops the listener Open started, if any (letting requests in
 // progress finish, for up to 5 s), and makes the handler answer 503 to
 // every request from now on.
 func (s *Server) Close() error {
-	var err error
-	if srv := s.srv; srv != nil {
-		s.srv = nil
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(ctx)
-		cancel()
-	}
+	err := s.l.Close()
 	s.closed.Store(true)
 	return err
 }

@@ -122,11 +122,6 @@ func NewServer(_ context.Context, cfg Config) (*Server, error) {
 		e.CreationDate, e.KeyOwnershipDate = cmp.Or(e.CreationDate, &start), cmp.Or(e.KeyOwnershipDate, &start)
 		s.entries[e.Key] = e
 	}
-	s.routes()
-	return s, nil
-}
-
-func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	const api = "/api/v2"
 	s.mux.HandleFunc("GET "+api+"/entries/{key}", s.getEntry)
@@ -140,6 +135,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /sim/payments", s.receivePayment)
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	s.mux.HandleFunc("POST /sim/category", s.changeCategory)
+	return s, nil
 }
 
 // ServeHTTP implements http.Handler.

@@ -180,23 +180,22 @@ type Server struct {
 
 	closed           atomic.Bool
 	mu               sync.Mutex
-	rucs             map[rucKey]*rucState
+	rucs             map[key]*rucState
 	lots             map[string]*lot // by lot number
-	cdcs             map[cdcKey]*cdcState
-	hashes           map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
+	cdcs             map[key]*cdcState
+	hashes           map[key]string // (env, SHA-256 of the lot's XML) → lot number
 	nextLot, nextAut uint64
 	stats            map[Count]int64
 }
 
-type rucKey struct{ env, ruc string }
+// key is a RUC, CDC or lot hash in an environment.
+type key struct{ env, id string }
 
 type rucState struct {
 	lastAnswer, blockedUntil, lastBlock time.Time
 	busy                                bool // a lot of the RUC has no answer yet
 	level                               int
 }
-
-type cdcKey struct{ env, cdc string }
 
 type cdcState struct {
 	lot, ruc, aut string // lot: the last lot that held it
@@ -243,10 +242,10 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		mux:     http.NewServeMux(),
 		logger:  cmp.Or(cfg.Logger, slog.Default()).With(slog.String("component", "sifensim")),
-		rucs:    make(map[rucKey]*rucState),
+		rucs:    make(map[key]*rucState),
 		lots:    make(map[string]*lot),
-		cdcs:    make(map[cdcKey]*cdcState),
-		hashes:  make(map[cdcKey]string),
+		cdcs:    make(map[key]*cdcState),
+		hashes:  make(map[key]string),
 		nextLot: firstLotNumber,
 		nextAut: 1_000_000_001,
 		stats:   make(map[Count]int64),
@@ -368,10 +367,10 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	code, msg, number, rk := s.decide(env, des, hash, size, false)
+	code, msg, number := s.decide(env, des, hash, size)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
 	s.count(service, env, ruc, code)
-	now := s.release(r, rk, &rec)
+	now := s.release(r, number, &rec)
 	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {
 		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
@@ -380,9 +379,9 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 }
 
 // release waits Config.Latency, calls AfterRecepcion with rec (when both are
-// set), then marks the RUC of rk answered and returns the answer's instant,
-// from which the interval rule counts.
-func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
+// set), then marks the RUC of the lot number queued (if any) answered and
+// returns the answer's instant, from which the interval rule counts.
+func (s *Server) release(r *http.Request, number string, rec *Recepcion) time.Time {
 	if s.cfg.Latency > 0 {
 		select {
 		case <-time.After(s.cfg.Latency):
@@ -395,7 +394,8 @@ func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
-	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
+	if l := s.lots[number]; l != nil {
+		st := s.rucs[key{l.env, l.ruc}]
 		st.busy = false
 		if now.After(st.lastAnswer) {
 			st.lastAnswer = now
@@ -407,24 +407,23 @@ func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
 func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }
 
 // decide applies the lot and RUC rules and queues the lot, returning the
-// answer and the RUC's key (whose busy mark release clears). single is
-// siRecepDE's lot of one: hash is not used, as "the same lot again" does not
-// apply (a DE sent again is rejected by its processing, 1001).
-func (s *Server) decide(env string, des []DE, hash string, size int, single bool) (code, msg, number string, rk rucKey) {
+// answer; number is the lot queued, whose RUC's busy mark release clears.
+// hash is "" for siRecepDE's lot of one, as "the same lot again" does not
+// apply there (a DE sent again is rejected by its processing, 1001).
+func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg, number string) {
 	now := s.lockDue()
 	defer s.mu.Unlock()
 	if len(des) == 0 {
 		// No RUC to block: the lot has none.
-		return CodeLotNotQueued, notQueued("el lote no contiene DE"), "", rucKey{}
+		return CodeLotNotQueued, notQueued("el lote no contiene DE"), ""
 	}
 	ruc := des[0].RUC
-	rk = rucKey{env, ruc}
-	st := s.rucs[rk]
+	st := s.rucs[key{env, ruc}]
 	if st == nil {
 		st = &rucState{}
-		s.rucs[rk] = st
+		s.rucs[key{env, ruc}] = st
 	}
-	block := func(why string) (string, string, string, rucKey) {
+	block := func(why string) (string, string, string) {
 		if st.lastBlock.IsZero() || now.Sub(st.lastBlock) >= blockMemory {
 			st.level = 0 // not a recurrence
 		}
@@ -432,10 +431,10 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		d := min(s.cfg.Block*time.Duration(st.level), s.cfg.BlockMax)
 		st.blockedUntil = now.Add(d)
 		s.logger.Info("RUC blocked", slog.String("env", env), slog.String("ruc", ruc), slog.String("why", why), slog.Duration("for", d))
-		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), "", rucKey{}
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), ""
 	}
 	if now.Before(st.blockedUntil) {
-		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), "", rucKey{}
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), ""
 	}
 	seen := make(map[string]bool, len(des))
 	for i, de := range des {
@@ -455,11 +454,11 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 	case size > MaxMessageBytes:
 		return block(fmt.Sprintf("el mensaje tiene %d bytes (máximo %d)", size, MaxMessageBytes))
 	}
-	if prev := s.hashes[cdcKey{env, hash}]; prev != "" && !single {
+	if prev := s.hashes[key{env, hash}]; prev != "" {
 		return block("lote reenviado (ya recibido como lote " + prev + ")")
 	}
 	for _, de := range des {
-		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].verdicts == nil {
+		if c := s.cdcs[key{env, de.CDC}]; c != nil && s.lots[c.lot].verdicts == nil {
 			return block("el CDC " + de.CDC + " está en procesamiento en el lote " + c.lot)
 		}
 	}
@@ -474,18 +473,18 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 	number = strconv.FormatUint(s.nextLot, 10)
 	s.nextLot++
 	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
-	if !single {
-		s.hashes[cdcKey{env, hash}] = number
+	if hash != "" {
+		s.hashes[key{env, hash}] = number
 	}
 	for _, de := range des {
-		k := cdcKey{env, de.CDC}
+		k := key{env, de.CDC}
 		if c := s.cdcs[k]; c != nil && c.approved {
 			continue // stays approved; the lot's result will reject the duplicate
 		}
 		s.cdcs[k] = &cdcState{lot: number, ruc: ruc, xml: de.XML}
 	}
 	st.busy = true
-	return CodeLotQueued, "Lote recibido con éxito", number, rk
+	return CodeLotQueued, "Lote recibido con éxito", number
 }
 
 // lockDue locks s.mu, processes the lots whose processing time has passed
@@ -511,7 +510,7 @@ func (s *Server) newAut() string {
 func (s *Server) process(l *lot) {
 	l.verdicts = make([]verdict, 0, len(l.des))
 	for _, de := range l.des {
-		c := s.cdcs[cdcKey{l.env, de.CDC}]
+		c := s.cdcs[key{l.env, de.CDC}]
 		v := verdict{cdc: de.CDC, status: ResultApproved, code: "0260", msg: "Autorización del DE satisfactoria"}
 		rejected := func(cd, m string) { v.status, v.code, v.msg = ResultRejected, cd, m }
 		if cd, m := deProblem(de); cd != "" {
@@ -579,7 +578,7 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.lockDue()
-	c := s.cdcs[cdcKey{env, strings.TrimSpace(req.CDC)}]
+	c := s.cdcs[key{env, strings.TrimSpace(req.CDC)}]
 	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
 	var content []el
 	if c != nil {

@@ -20,17 +20,16 @@ const maxCheckKeys = 200 // the most keys one checkKeys may ask about (OpenAPI 1
 // its limits; ok is false for a policy the table does not have. s.mu must
 // be held.
 func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
-	table := policyTable()
-	i := slices.IndexFunc(table, func(q policy) bool { return q.name == name })
+	i := slices.IndexFunc(policyTable, func(p policy) bool { return p.name == name })
 	if i < 0 {
 		return nil, limit{}, false
 	}
-	p, l := table[i], table[i].limit
+	l := policyTable[i].limit
 	switch {
-	case p.user:
+	case policyTable[i].user:
 		l = userLimits(len(identifier) == 14)
-	case p.byCategory:
-		l, _ = categoryLimits(s.category)
+	case policyTable[i].byCategory:
+		l = categoryLimits[s.category]
 	}
 	now := s.clock()
 	k := bucketKey{name, identifier}
@@ -335,11 +334,11 @@ func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// state reports participant's bucket of PSP policy p; s.mu must be held.
-func (s *Server) state(p policy, participant string) policyState {
-	b, l, _ := s.bucket(p.name, participant)
+// state reports participant's bucket of PSP policy name; s.mu must be held.
+func (s *Server) state(name, participant string) policyState {
+	b, l, _ := s.bucket(name, participant)
 	return policyState{AvailableTokens: b.tokens(l), Capacity: l.capacity, RefillTokens: l.refill,
-		RefillPeriodSec: int64(l.period / time.Second), Name: p.name}
+		RefillPeriodSec: int64(l.period / time.Second), Name: name}
 }
 
 // listPolicies handles "GET /api/v2/policies/" (POLICIES_LIST): every PSP
@@ -352,9 +351,9 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
 	}
 	s.answer(w, r, c, http.StatusOK, func() any {
 		doc := &listPoliciesResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category}
-		for _, p := range policyTable() {
+		for _, p := range policyTable {
 			if !p.user {
-				doc.Policies = append(doc.Policies, s.state(p, c.participant))
+				doc.Policies = append(doc.Policies, s.state(p.name, c.participant))
 			}
 		}
 		return doc
@@ -369,13 +368,11 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("policy")
-	for _, p := range policyTable() {
-		if p.name == name && !p.user {
-			s.answer(w, r, c, http.StatusOK, func() any {
-				return &getPolicyResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(p, c.participant)}
-			})
-			return
-		}
+	if slices.ContainsFunc(policyTable, func(p policy) bool { return p.name == name && !p.user }) {
+		s.answer(w, r, c, http.StatusOK, func() any {
+			return &getPolicyResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(name, c.participant)}
+		})
+		return
 	}
 	s.fail(w, r, c, http.StatusNotFound, "NotFound", "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
 }

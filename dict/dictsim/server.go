@@ -98,7 +98,7 @@ func NewServer(_ context.Context, cfg Config) (*Server, error) {
 		lookups:  make(map[string]*lookup),
 		stats:    make(Stats),
 	}
-	if _, ok := categoryLimits(s.category); !ok {
+	if _, ok := categoryLimits[s.category]; !ok {
 		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
 	}
 	if cfg.Latency < 0 {
@@ -184,7 +184,7 @@ func (s *Server) Advance(d time.Duration) (time.Time, error) {
 // when it reviews a participant: the categorised buckets keep their
 // balance, capped at the new capacity, and refill at the new rate.
 func (s *Server) SetCategory(category string) error {
-	if _, ok := categoryLimits(category); !ok {
+	if _, ok := categoryLimits[category]; !ok {
 		return fmt.Errorf("dictsim: category %q is not A..H", category)
 	}
 	s.mu.Lock()
@@ -197,20 +197,14 @@ func (s *Server) SetCategory(category string) error {
 	return nil
 }
 
-// Category returns the participants' category.
-func (s *Server) Category() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.category
-}
-
 // changeCategory handles "POST /sim/category?category=H".
 func (s *Server) changeCategory(w http.ResponseWriter, r *http.Request) {
-	if err := s.SetCategory(r.URL.Query().Get("category")); err != nil {
+	category := r.URL.Query().Get("category")
+	if err := s.SetCategory(category); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"category": s.Category()})
+	writeJSON(w, http.StatusOK, map[string]string{"category": category})
 }
 
 // Balance returns the whole tokens in the bucket of policy for identifier

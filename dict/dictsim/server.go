@@ -261,8 +261,8 @@ func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"now": now.Format(time.RFC3339Nano)})
 }
 
-// Credited is what a payment gave one bucket.
-type Credited struct {
+// credited is what a payment gave one bucket.
+type credited struct {
 	Policy     string `json:"policy"`
 	Identifier string `json:"identifier"`
 	Applied    int64  `json:"applied"`
@@ -273,7 +273,7 @@ type Credited struct {
 type PaymentResult struct {
 	EndToEndID string     `json:"endToEndId"`
 	Duplicate  bool       `json:"duplicate"`
-	Credited   []Credited `json:"credited"`
+	Credited   []credited `json:"credited"`
 }
 
 // receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI got a
@@ -303,7 +303,7 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 		for _, k := range []bucketKey{{l.userPolicy, l.payer}, {participantAntiscan, l.participant}} {
 			b, lim, _ := s.bucket(k.policy, k.identifier)
 			applied := b.add(lim, paymentCredit(k.policy, len(l.payer) == 14))
-			res.Credited = append(res.Credited, Credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
+			res.Credited = append(res.Credited, credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
 		}
 	}
 	writeJSON(w, http.StatusOK, res)

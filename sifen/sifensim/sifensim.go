@@ -58,8 +58,8 @@ import (
 // SIFEN's paths of its services (manual técnico v150, §7.10).
 const (
 	RecepcionPath    = "/de/ws/async/recibe-lote.wsdl"
-	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
-	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
+	consultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
+	consultaPath     = "/de/ws/consultas/consulta.wsdl"
 	RecepcionDEPath  = "/de/ws/sync/recibe.wsdl"
 	EventoPath       = "/de/ws/eventos/evento.wsdl"
 	ConsultaRUCPath  = "/de/ws/consultas/consulta-ruc.wsdl"
@@ -94,9 +94,9 @@ const (
 	// CodeEventCDCNotFound is the simulator's refusal of an event on a DE it
 	// has not approved (no code for it is published).
 	CodeEventCDCNotFound = "4003"
-	// CodeXMLMalformed is SIFEN's answer, in its generic envelope
+	// codeXMLMalformed is SIFEN's answer, in its generic envelope
 	// rRetEnviDe, to a request it cannot read (manual técnico v150, §7.4).
-	CodeXMLMalformed = "0160"
+	codeXMLMalformed = "0160"
 )
 
 // The per-DE results (dEstRes).
@@ -114,11 +114,11 @@ const (
 	DefaultProcessing = 2 * time.Second
 	blockMemory       = 24 * time.Hour // how long a 0301 counts as a recurrence
 	lotQueryWindow    = 48 * time.Hour // how long a lot can be queried (0364 after)
-	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
+	// maxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
 	// "Lote no encolado para procesamiento", c and e): 50 DEs, and a whole
 	// SOAP message of at most "1000 KB", read as 1,000,000 bytes
 	// (docs/decisions/0056).
-	MaxLotDEs       = 50
+	maxLotDEs       = 50
 	MaxMessageBytes = 1_000_000
 	maxRequestBytes = 8 << 20
 	firstLotNumber  = 10_000_000_000_000_001 // 17 digits, like SIFEN's lot numbers
@@ -252,8 +252,8 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	for path, h := range map[string]http.HandlerFunc{
 		RecepcionPath:    s.recepcionLote,
-		ConsultaLotePath: s.consultaLote,
-		ConsultaPath:     s.consultaDE,
+		consultaLotePath: s.consultaLote,
+		consultaPath:     s.consultaDE,
 		RecepcionDEPath:  s.recepcionDE,
 		EventoPath:       s.recepcionEvento,
 		ConsultaRUCPath:  s.consultaRUC,
@@ -326,9 +326,9 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 // malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
 // 0160, with HTTP 400 (docs/decisions/0056).
 func (s *Server) malformed(w http.ResponseWriter, service, env string) {
-	s.count(service, env, "", CodeXMLMalformed)
+	s.count(service, env, "", codeXMLMalformed)
 	writeXML(w, http.StatusBadRequest, answer(g("rRetEnviDe", g("rProtDe", verdict{status: ResultRejected,
-		code: CodeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
+		code: codeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
 }
 
 func writeXML(w http.ResponseWriter, status int, b []byte) {
@@ -449,8 +449,8 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 		seen[de.CDC] = true
 	}
 	switch {
-	case len(des) > MaxLotDEs:
-		return block(fmt.Sprintf("el lote contiene %d DE (máximo %d)", len(des), MaxLotDEs))
+	case len(des) > maxLotDEs:
+		return block(fmt.Sprintf("el lote contiene %d DE (máximo %d)", len(des), maxLotDEs))
 	case size > MaxMessageBytes:
 		return block(fmt.Sprintf("el mensaje tiene %d bytes (máximo %d)", size, MaxMessageBytes))
 	}

@@ -170,13 +170,7 @@ func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, st
 }
 
 // decode reads the XML body of an admitted request into v.
-func decode(r *http.Request, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	return xml.Unmarshal(data, v)
-}
+func decode(r *http.Request, v any) error { return xml.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v) }
 
 // getEntry handles "GET /api/v2/entries/{key}": charged to the payer's USER
 // anti-scan bucket (ENTRIES_READ_USER_ANTISCAN for EMAIL and PHONE keys,

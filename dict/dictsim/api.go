@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/simkit"
 )
 
 const maxCheckKeys = 200 // the most keys one checkKeys may ask about (OpenAPI 1.8.0)
@@ -101,12 +103,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, op, policy string
 // flight, all admitted while a bucket was positive, can take it below zero
 // together. A client that went away during the latency is still charged.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
+	simkit.Sleep(r.Context(), s.cfg.Latency)
 	s.mu.Lock()
 	for _, k := range c.keys {
 		b, l, _ := s.bucket(k.policy, k.identifier)
@@ -170,7 +167,9 @@ func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, st
 }
 
 // decode reads the XML body of an admitted request into v.
-func decode(r *http.Request, v any) error { return xml.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v) }
+func decode(r *http.Request, v any) error {
+	return xml.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v)
+}
 
 // getEntry handles "GET /api/v2/entries/{key}": charged to the payer's USER
 // anti-scan bucket (ENTRIES_READ_USER_ANTISCAN for EMAIL and PHONE keys,

@@ -1,6 +1,6 @@
 // Package simkit is the scaffolding the DICT and SIFEN simulators
 // (dict/dictsim, sifen/sifensim) and their commands share: serving on a
-// loopback address and the commands' main. Like the simulators, it imports
+// loopback address, the latency wait and the commands' main. Like the simulators, it imports
 // nothing of balde.
 package simkit
 
@@ -72,6 +72,17 @@ func (l *Listener) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(ctx)
+}
+
+// Sleep waits d (nothing when d <= 0), or until ctx is done: a simulator's
+// latency, in wall time.
+func Sleep(ctx context.Context, d time.Duration) {
+	if d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
 }
 
 // Main runs a simulator command's run with the process's arguments and

@@ -382,12 +382,7 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 // set), then marks the RUC of the lot number queued (if any) answered and
 // returns the answer's instant, from which the interval rule counts.
 func (s *Server) release(r *http.Request, number string, rec *Recepcion) time.Time {
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
+	simkit.Sleep(r.Context(), s.cfg.Latency)
 	if rec != nil && s.cfg.AfterRecepcion != nil {
 		s.cfg.AfterRecepcion(r.Context(), *rec)
 	}

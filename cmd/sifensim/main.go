@@ -10,28 +10,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/balde-throttle/balde/internal/simkit"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "sifensim:", err)
-		os.Exit(2)
-	}
-}
+func main() { simkit.Main("sifensim", run) }
 
 // run parses args, serves until ctx is done, and prints the address it
 // listens on (a line "listening on http://ADDR") to stdout.

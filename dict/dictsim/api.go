@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/simkit"
 )
 
 const maxCheckKeys = 200 // the most keys one checkKeys may ask about (OpenAPI 1.8.0)
@@ -20,17 +22,16 @@ const maxCheckKeys = 200 // the most keys one checkKeys may ask about (OpenAPI 1
 // its limits; ok is false for a policy the table does not have. s.mu must
 // be held.
 func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
-	table := policyTable()
-	i := slices.IndexFunc(table, func(q policy) bool { return q.name == name })
+	i := slices.IndexFunc(policyTable, func(p policy) bool { return p.name == name })
 	if i < 0 {
 		return nil, limit{}, false
 	}
-	p, l := table[i], table[i].limit
+	l := policyTable[i].limit
 	switch {
-	case p.user:
+	case policyTable[i].user:
 		l = userLimits(len(identifier) == 14)
-	case p.byCategory:
-		l, _ = categoryLimits(s.category)
+	case policyTable[i].byCategory:
+		l = categoryLimits[s.category]
 	}
 	now := s.clock()
 	k := bucketKey{name, identifier}
@@ -81,19 +82,25 @@ func (s *Server) admit(w http.ResponseWriter, op, participant string, keys ...bu
 	return call{}, false
 }
 
-// begin validates PI-RequestingParticipant (answering 400, or 403 on the
-// policy endpoints, uncharged) and admits the request to the participant's
-// bucket of policy.
-func (s *Server) begin(w http.ResponseWriter, r *http.Request, op, policy string) (call, bool) {
-	status := http.StatusBadRequest
+// admitted is the handler of op: it validates PI-RequestingParticipant
+// (answering 400, or 403 on the policy endpoints, uncharged), admits the
+// request to the participant's bucket of policy and answers the status and
+// document serve returns (see answer).
+func (s *Server) admitted(op, policy string, serve func(*http.Request, call) (int, any)) http.HandlerFunc {
+	invalid := http.StatusBadRequest
 	if policy == policiesList || policy == policiesRead {
-		status = http.StatusForbidden
+		invalid = http.StatusForbidden
 	}
-	participant, ok := s.requester(w, r, op, status)
-	if !ok {
-		return call{}, false
+	return func(w http.ResponseWriter, r *http.Request) {
+		participant, ok := s.requester(w, r, op, invalid)
+		if !ok {
+			return
+		}
+		if c, ok := s.admit(w, op, participant, bucketKey{policy, participant}); ok {
+			status, doc := serve(r, c)
+			s.answer(w, r, c, status, doc)
+		}
 	}
-	return s.admit(w, op, participant, bucketKey{policy, participant})
 }
 
 // answer waits the configured latency, then charges c's buckets by status
@@ -102,12 +109,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, op, policy string
 // flight, all admitted while a bucket was positive, can take it below zero
 // together. A client that went away during the latency is still charged.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
+	simkit.Sleep(r.Context(), s.cfg.Latency)
 	s.mu.Lock()
 	for _, k := range c.keys {
 		b, l, _ := s.bucket(k.policy, k.identifier)
@@ -120,9 +122,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status i
 	s.write(w, c.op, status, doc)
 }
 
-// fail answers c with a problem of status.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, c call, status int, typ, title, detail string) {
-	s.answer(w, r, c, status, newProblem(typ, status, title, detail))
+// fail is status with its problem, as an admitted request's answer.
+func fail(status int, typ, title, detail string) (int, any) {
+	return status, newProblem(typ, status, title, detail)
 }
 
 // write encodes doc and counts the response under op.
@@ -172,11 +174,7 @@ func (s *Server) requester(w http.ResponseWriter, r *http.Request, op string, st
 
 // decode reads the XML body of an admitted request into v.
 func decode(r *http.Request, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	return xml.Unmarshal(data, v)
+	return xml.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v)
 }
 
 // getEntry handles "GET /api/v2/entries/{key}": charged to the payer's USER
@@ -221,7 +219,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	s.lookups[e2e] = &lookup{payer: payer, participant: participant, userPolicy: user, status: status}
 	s.mu.Unlock()
 	if !found {
-		s.fail(w, r, c, status, "EntryNotFound", "Entry not found", "")
+		s.answer(w, r, c, status, newProblem("EntryNotFound", status, "Entry not found", ""))
 		return
 	}
 	stats := statistics{LastUpdated: stamp(c.at)}
@@ -234,70 +232,48 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 }
 
 // createEntry handles "POST /api/v2/entries/" (ENTRIES_WRITE).
-func (s *Server) createEntry(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.begin(w, r, "createEntry", entriesWrite)
-	if !ok {
-		return
-	}
+func (s *Server) createEntry(r *http.Request, c call) (int, any) {
 	var req createEntryRequest
 	if err := decode(r, &req); err != nil {
-		s.fail(w, r, c, http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
-		return
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
 	}
 	if keyType(req.Entry.Key) != req.Entry.KeyType {
-		s.fail(w, r, c, http.StatusBadRequest, "EntryInvalid", "Bad Request", "the key is not of its KeyType")
-		return
+		return fail(http.StatusBadRequest, "EntryInvalid", "Bad Request", "the key is not of its KeyType")
 	}
 	if req.Entry.Account.Participant != c.participant {
-		s.fail(w, r, c, http.StatusForbidden, "Forbidden", "Forbidden", "the account is not the requesting participant's")
-		return
+		return fail(http.StatusForbidden, "Forbidden", "Forbidden", "the account is not the requesting participant's")
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, exists := s.entries[req.Entry.Key]; exists {
-		s.mu.Unlock()
-		s.fail(w, r, c, http.StatusConflict, "EntryAlreadyExists", "Conflict", "the key already has an entry")
-		return
+		return fail(http.StatusConflict, "EntryAlreadyExists", "Conflict", "the key already has an entry")
 	}
 	h := c.head()
 	req.Entry.CreationDate, req.Entry.KeyOwnershipDate = &h.ResponseTime, &h.ResponseTime
 	s.entries[req.Entry.Key] = req.Entry
-	s.mu.Unlock()
-	s.answer(w, r, c, http.StatusCreated, &createEntryResponse{head: h, Entry: req.Entry})
+	return http.StatusCreated, &createEntryResponse{head: h, Entry: req.Entry}
 }
 
 // deleteEntry handles "POST /api/v2/entries/{key}/delete" (ENTRIES_WRITE).
-func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.begin(w, r, "deleteEntry", entriesWrite)
-	if !ok {
-		return
-	}
+func (s *Server) deleteEntry(r *http.Request, c call) (int, any) {
 	var req deleteEntryRequest
 	if err := decode(r, &req); err != nil || req.Key != r.PathValue("key") {
-		s.fail(w, r, c, http.StatusBadRequest, "BadRequest", "Bad Request", "the body's Key is not the path's")
-		return
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", "the body's Key is not the path's")
 	}
 	s.mu.Lock()
-	e, exists := s.entries[req.Key]
-	if exists && e.Account.Participant == c.participant {
-		delete(s.entries, req.Key)
-	}
-	s.mu.Unlock()
-	switch {
+	defer s.mu.Unlock()
+	switch e, exists := s.entries[req.Key]; {
 	case !exists:
-		s.fail(w, r, c, http.StatusNotFound, "EntryNotFound", "Entry not found", "")
+		return fail(http.StatusNotFound, "EntryNotFound", "Entry not found", "")
 	case e.Account.Participant != c.participant:
-		s.fail(w, r, c, http.StatusForbidden, "Forbidden", "Forbidden", "the entry is another participant's")
-	default:
-		s.answer(w, r, c, http.StatusOK, &deleteEntryResponse{head: c.head(), Key: req.Key})
+		return fail(http.StatusForbidden, "Forbidden", "Forbidden", "the entry is another participant's")
 	}
+	delete(s.entries, req.Key)
+	return http.StatusOK, &deleteEntryResponse{head: c.head(), Key: req.Key}
 }
 
 // checkKeys handles "POST /api/v2/keys/check" (KEYS_CHECK): 1 to 200 keys.
-func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.begin(w, r, "checkKeys", keysCheck)
-	if !ok {
-		return
-	}
+func (s *Server) checkKeys(r *http.Request, c call) (int, any) {
 	var req checkKeysRequest
 	err := decode(r, &req)
 	switch {
@@ -309,17 +285,16 @@ func (s *Server) checkKeys(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		s.fail(w, r, c, http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
-		return
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
 	}
 	out := &checkKeysResponse{head: c.head()}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, k := range req.Keys {
 		_, found := s.entries[k]
 		out.Keys = append(out.Keys, keyCheck{Key: k, HasEntry: found})
 	}
-	s.mu.Unlock()
-	s.answer(w, r, c, http.StatusOK, out)
+	return http.StatusOK, out
 }
 
 // listClaims handles "GET /api/v2/claims/": CLAIMS_LIST_WITH_ROLE when
@@ -330,52 +305,41 @@ func (s *Server) listClaims(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query(); q.Get("IsDonor") == "true" || q.Get("IsClaimer") == "true" {
 		policy = claimsListWithRole
 	}
-	if c, ok := s.begin(w, r, "listClaims", policy); ok {
-		s.answer(w, r, c, http.StatusOK, &listClaimsResponse{head: c.head()})
-	}
+	s.admitted("listClaims", policy, func(_ *http.Request, c call) (int, any) {
+		return http.StatusOK, &listClaimsResponse{head: c.head()}
+	})(w, r)
 }
 
-// state reports participant's bucket of PSP policy p; s.mu must be held.
-func (s *Server) state(p policy, participant string) policyState {
-	b, l, _ := s.bucket(p.name, participant)
+// state reports participant's bucket of PSP policy name; s.mu must be held.
+func (s *Server) state(name, participant string) policyState {
+	b, l, _ := s.bucket(name, participant)
 	return policyState{AvailableTokens: b.tokens(l), Capacity: l.capacity, RefillTokens: l.refill,
-		RefillPeriodSec: int64(l.period / time.Second), Name: p.name}
+		RefillPeriodSec: int64(l.period / time.Second), Name: name}
 }
 
 // listPolicies handles "GET /api/v2/policies/" (POLICIES_LIST): every PSP
 // bucket of the participant as it is when the request is answered (its own
 // charge included), and the category.
-func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.begin(w, r, "listBucketStates", policiesList)
-	if !ok {
-		return
-	}
-	s.answer(w, r, c, http.StatusOK, func() any {
+func (s *Server) listPolicies(_ *http.Request, c call) (int, any) {
+	return http.StatusOK, func() any {
 		doc := &listPoliciesResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category}
-		for _, p := range policyTable() {
+		for _, p := range policyTable {
 			if !p.user {
-				doc.Policies = append(doc.Policies, s.state(p, c.participant))
+				doc.Policies = append(doc.Policies, s.state(p.name, c.participant))
 			}
 		}
 		return doc
-	})
+	}
 }
 
 // getPolicy handles "GET /api/v2/policies/{policy}" (POLICIES_READ): 404
 // NotFound for a policy that is not a PSP policy of the table.
-func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.begin(w, r, "getBucketState", policiesRead)
-	if !ok {
-		return
-	}
+func (s *Server) getPolicy(r *http.Request, c call) (int, any) {
 	name := r.PathValue("policy")
-	for _, p := range policyTable() {
-		if p.name == name && !p.user {
-			s.answer(w, r, c, http.StatusOK, func() any {
-				return &getPolicyResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(p, c.participant)}
-			})
-			return
-		}
+	if !slices.ContainsFunc(policyTable, func(p policy) bool { return p.name == name && !p.user }) {
+		return fail(http.StatusNotFound, "NotFound", "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
 	}
-	s.fail(w, r, c, http.StatusNotFound, "NotFound", "Policy not found", "no policy "+strings.ToValidUTF8(name, "?"))
+	return http.StatusOK, func() any {
+		return &getPolicyResponse{CorrelationID: correlationID(), ResponseTime: stamp(c.at), Category: s.category, Policy: s.state(name, c.participant)}
+	}
 }

@@ -50,57 +50,50 @@ func userLimits(pj bool) limit {
 }
 
 // categoryLimits are ENTRIES_READ_PARTICIPANT_ANTISCAN's (and
-// ENTRIES_STATISTICS_READ's) buckets by participant category; ok is false
-// for a category the table does not have.
-func categoryLimits(category string) (limit, bool) {
-	l, ok := map[string]limit{
-		"A": perMin(25000, 50000),
-		"B": perMin(20000, 40000),
-		"C": perMin(15000, 30000),
-		"D": perMin(8000, 16000),
-		"E": perMin(2500, 5000),
-		"F": perMin(250, 500),
-		"G": perMin(25, 250),
-		"H": perMin(2, 50),
-	}[category]
-	return l, ok
+// ENTRIES_STATISTICS_READ's) buckets by participant category, A..H.
+var categoryLimits = map[string]limit{
+	"A": perMin(25000, 50000),
+	"B": perMin(20000, 40000),
+	"C": perMin(15000, 30000),
+	"D": perMin(8000, 16000),
+	"E": perMin(2500, 5000),
+	"F": perMin(250, 500),
+	"G": perMin(25, 250),
+	"H": perMin(2, 50),
 }
 
 // policyTable is the DICT manual's table, in its order.
-func policyTable() []policy {
-	psp := func(name string, l limit) policy { return policy{name: name, limit: l} }
-	return []policy{
-		{name: userAntiscan, user: true},
-		{name: userAntiscanV2, user: true},
-		{name: participantAntiscan, byCategory: true},
-		{name: statisticsRead, byCategory: true},
-		psp(entriesWrite, perMin(1200, 36000)),
-		psp("ENTRIES_UPDATE", perMin(600, 600)),
-		psp("CLAIMS_READ", perMin(600, 18000)),
-		psp("CLAIMS_WRITE", perMin(1200, 36000)),
-		psp(claimsListWithRole, perMin(40, 200)),
-		psp(claimsListNoRole, perMin(10, 50)),
-		psp("SYNC_VERIFICATIONS_WRITE", perMin(10, 50)),
-		psp("CIDS_FILES_WRITE", limit{capacity: 200, refill: 40, period: 24 * time.Hour}),
-		psp("CIDS_FILES_READ", perMin(10, 50)),
-		psp("CIDS_EVENTS_LIST", perMin(20, 100)),
-		psp("CIDS_ENTRIES_READ", perMin(1200, 36000)),
-		psp("INFRACTION_REPORTS_READ", perMin(600, 18000)),
-		psp("INFRACTION_REPORTS_WRITE", perMin(1200, 36000)),
-		psp("INFRACTION_REPORTS_LIST_WITH_ROLE", perMin(40, 200)),
-		psp("INFRACTION_REPORTS_LIST_WITHOUT_ROLE", perMin(10, 50)),
-		psp(keysCheck, perMin(70, 70)),
-		psp("REFUNDS_READ", perMin(1200, 36000)),
-		psp("REFUNDS_WRITE", perMin(2400, 72000)),
-		psp("REFUND_LIST_WITH_ROLE", perMin(40, 200)),
-		psp("REFUND_LIST_WITHOUT_ROLE", perMin(10, 50)),
-		psp("FRAUD_MARKERS_READ", perMin(600, 18000)),
-		psp("FRAUD_MARKERS_WRITE", perMin(1200, 36000)),
-		psp("FRAUD_MARKERS_LIST", perMin(600, 18000)),
-		psp("PERSONS_STATISTICS_READ", perMin(12000, 36000)),
-		psp(policiesRead, perMin(60, 200)),
-		psp(policiesList, perMin(6, 20)),
-	}
+var policyTable = []policy{
+	{name: userAntiscan, user: true},
+	{name: userAntiscanV2, user: true},
+	{name: participantAntiscan, byCategory: true},
+	{name: statisticsRead, byCategory: true},
+	{name: entriesWrite, limit: perMin(1200, 36000)},
+	{name: "ENTRIES_UPDATE", limit: perMin(600, 600)},
+	{name: "CLAIMS_READ", limit: perMin(600, 18000)},
+	{name: "CLAIMS_WRITE", limit: perMin(1200, 36000)},
+	{name: claimsListWithRole, limit: perMin(40, 200)},
+	{name: claimsListNoRole, limit: perMin(10, 50)},
+	{name: "SYNC_VERIFICATIONS_WRITE", limit: perMin(10, 50)},
+	{name: "CIDS_FILES_WRITE", limit: limit{capacity: 200, refill: 40, period: 24 * time.Hour}},
+	{name: "CIDS_FILES_READ", limit: perMin(10, 50)},
+	{name: "CIDS_EVENTS_LIST", limit: perMin(20, 100)},
+	{name: "CIDS_ENTRIES_READ", limit: perMin(1200, 36000)},
+	{name: "INFRACTION_REPORTS_READ", limit: perMin(600, 18000)},
+	{name: "INFRACTION_REPORTS_WRITE", limit: perMin(1200, 36000)},
+	{name: "INFRACTION_REPORTS_LIST_WITH_ROLE", limit: perMin(40, 200)},
+	{name: "INFRACTION_REPORTS_LIST_WITHOUT_ROLE", limit: perMin(10, 50)},
+	{name: keysCheck, limit: perMin(70, 70)},
+	{name: "REFUNDS_READ", limit: perMin(1200, 36000)},
+	{name: "REFUNDS_WRITE", limit: perMin(2400, 72000)},
+	{name: "REFUND_LIST_WITH_ROLE", limit: perMin(40, 200)},
+	{name: "REFUND_LIST_WITHOUT_ROLE", limit: perMin(10, 50)},
+	{name: "FRAUD_MARKERS_READ", limit: perMin(600, 18000)},
+	{name: "FRAUD_MARKERS_WRITE", limit: perMin(1200, 36000)},
+	{name: "FRAUD_MARKERS_LIST", limit: perMin(600, 18000)},
+	{name: "PERSONS_STATISTICS_READ", limit: perMin(12000, 36000)},
+	{name: policiesRead, limit: perMin(60, 200)},
+	{name: policiesList, limit: perMin(6, 20)},
 }
 
 // cost is what an answer with status costs a bucket of policy (the DICT manual's

@@ -33,11 +33,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/simkit"
 )
 
 // Config configures NewServer. The zero value is a usable simulator with
@@ -73,8 +74,7 @@ type Server struct {
 	lookups  map[string]*lookup
 	stats    Stats
 
-	ln  net.Listener
-	srv *http.Server
+	l simkit.Listener
 }
 
 type bucketKey struct{ policy, identifier string }
@@ -98,7 +98,7 @@ func NewServer(_ context.Context, cfg Config) (*Server, error) {
 		lookups:  make(map[string]*lookup),
 		stats:    make(Stats),
 	}
-	if _, ok := categoryLimits(s.category); !ok {
+	if _, ok := categoryLimits[s.category]; !ok {
 		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
 	}
 	if cfg.Latency < 0 {
@@ -122,24 +122,20 @@ func NewServer(_ context.Context, cfg Config) (*Server, error) {
 		e.CreationDate, e.KeyOwnershipDate = cmp.Or(e.CreationDate, &start), cmp.Or(e.KeyOwnershipDate, &start)
 		s.entries[e.Key] = e
 	}
-	s.routes()
-	return s, nil
-}
-
-func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	const api = "/api/v2"
 	s.mux.HandleFunc("GET "+api+"/entries/{key}", s.getEntry)
-	s.mux.HandleFunc("POST "+api+"/entries/{$}", s.createEntry)
-	s.mux.HandleFunc("POST "+api+"/entries/{key}/delete", s.deleteEntry)
-	s.mux.HandleFunc("POST "+api+"/keys/check", s.checkKeys)
+	s.mux.HandleFunc("POST "+api+"/entries/{$}", s.admitted("createEntry", entriesWrite, s.createEntry))
+	s.mux.HandleFunc("POST "+api+"/entries/{key}/delete", s.admitted("deleteEntry", entriesWrite, s.deleteEntry))
+	s.mux.HandleFunc("POST "+api+"/keys/check", s.admitted("checkKeys", keysCheck, s.checkKeys))
 	s.mux.HandleFunc("GET "+api+"/claims/{$}", s.listClaims)
-	s.mux.HandleFunc("GET "+api+"/policies/{$}", s.listPolicies)
-	s.mux.HandleFunc("GET "+api+"/policies/{policy}", s.getPolicy)
+	s.mux.HandleFunc("GET "+api+"/policies/{$}", s.admitted("listBucketStates", policiesList, s.listPolicies))
+	s.mux.HandleFunc("GET "+api+"/policies/{policy}", s.admitted("getBucketState", policiesRead, s.getPolicy))
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
 	s.mux.HandleFunc("POST /sim/payments", s.receivePayment)
 	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
 	s.mux.HandleFunc("POST /sim/category", s.changeCategory)
+	return s, nil
 }
 
 // ServeHTTP implements http.Handler.
@@ -147,44 +143,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // Open listens on addr, a loopback address (e.g. "127.0.0.1:0"; any other
 // is refused), and serves in the background until Close.
-func (s *Server) Open(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("dictsim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("dictsim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("dictsim: listen: %w", err)
-	}
-	s.ln, s.srv = ln, &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.cfg.Logger.Error("dictsim: serve", slog.Any("error", err))
-		}
-	}()
-	return nil
-}
+func (s *Server) Open(addr string) error { return s.l.Open("dictsim", addr, s, s.cfg.Logger) }
 
 // URL returns "http://ADDR" of an opened server ("" before Open).
-func (s *Server) URL() string {
-	if s.ln == nil {
-		return ""
-	}
-	return "http://" + s.ln.Addr().String()
-}
+func (s *Server) URL() string { return s.l.URL() }
 
 // Close stops serving, if opened.
-func (s *Server) Close() error {
-	if s.srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return s.srv.Shutdown(ctx)
-}
+func (s *Server) Close() error { return s.l.Close() }
 
 // Now returns the simulator's time.
 func (s *Server) Now() time.Time {
@@ -219,7 +184,7 @@ func (s *Server) Advance(d time.Duration) (time.Time, error) {
 // when it reviews a participant: the categorised buckets keep their
 // balance, capped at the new capacity, and refill at the new rate.
 func (s *Server) SetCategory(category string) error {
-	if _, ok := categoryLimits(category); !ok {
+	if _, ok := categoryLimits[category]; !ok {
 		return fmt.Errorf("dictsim: category %q is not A..H", category)
 	}
 	s.mu.Lock()
@@ -232,20 +197,14 @@ func (s *Server) SetCategory(category string) error {
 	return nil
 }
 
-// Category returns the participants' category.
-func (s *Server) Category() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.category
-}
-
 // changeCategory handles "POST /sim/category?category=H".
 func (s *Server) changeCategory(w http.ResponseWriter, r *http.Request) {
-	if err := s.SetCategory(r.URL.Query().Get("category")); err != nil {
+	category := r.URL.Query().Get("category")
+	if err := s.SetCategory(category); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"category": s.Category()})
+	writeJSON(w, http.StatusOK, map[string]string{"category": category})
 }
 
 // Balance returns the whole tokens in the bucket of policy for identifier
@@ -302,8 +261,8 @@ func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"now": now.Format(time.RFC3339Nano)})
 }
 
-// Credited is what a payment gave one bucket.
-type Credited struct {
+// credited is what a payment gave one bucket.
+type credited struct {
 	Policy     string `json:"policy"`
 	Identifier string `json:"identifier"`
 	Applied    int64  `json:"applied"`
@@ -314,7 +273,7 @@ type Credited struct {
 type PaymentResult struct {
 	EndToEndID string     `json:"endToEndId"`
 	Duplicate  bool       `json:"duplicate"`
-	Credited   []Credited `json:"credited"`
+	Credited   []credited `json:"credited"`
 }
 
 // receivePayment handles "POST /sim/payments?endToEndId=E2E": the SPI got a
@@ -344,7 +303,7 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 		for _, k := range []bucketKey{{l.userPolicy, l.payer}, {participantAntiscan, l.participant}} {
 			b, lim, _ := s.bucket(k.policy, k.identifier)
 			applied := b.add(lim, paymentCredit(k.policy, len(l.payer) == 14))
-			res.Credited = append(res.Credited, Credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
+			res.Credited = append(res.Credited, credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
 		}
 	}
 	writeJSON(w, http.StatusOK, res)

@@ -42,24 +42,24 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/simkit"
 )
 
 // SIFEN's paths of its services (manual técnico v150, §7.10).
 const (
 	RecepcionPath    = "/de/ws/async/recibe-lote.wsdl"
-	ConsultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
-	ConsultaPath     = "/de/ws/consultas/consulta.wsdl"
+	consultaLotePath = "/de/ws/consultas/consulta-lote.wsdl"
+	consultaPath     = "/de/ws/consultas/consulta.wsdl"
 	RecepcionDEPath  = "/de/ws/sync/recibe.wsdl"
 	EventoPath       = "/de/ws/eventos/evento.wsdl"
 	ConsultaRUCPath  = "/de/ws/consultas/consulta-ruc.wsdl"
@@ -94,9 +94,9 @@ const (
 	// CodeEventCDCNotFound is the simulator's refusal of an event on a DE it
 	// has not approved (no code for it is published).
 	CodeEventCDCNotFound = "4003"
-	// CodeXMLMalformed is SIFEN's answer, in its generic envelope
+	// codeXMLMalformed is SIFEN's answer, in its generic envelope
 	// rRetEnviDe, to a request it cannot read (manual técnico v150, §7.4).
-	CodeXMLMalformed = "0160"
+	codeXMLMalformed = "0160"
 )
 
 // The per-DE results (dEstRes).
@@ -114,11 +114,11 @@ const (
 	DefaultProcessing = 2 * time.Second
 	blockMemory       = 24 * time.Hour // how long a 0301 counts as a recurrence
 	lotQueryWindow    = 48 * time.Hour // how long a lot can be queried (0364 after)
-	// MaxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
+	// maxLotDEs and MaxMessageBytes are DNIT's lot limits (guide, Oct 2024,
 	// "Lote no encolado para procesamiento", c and e): 50 DEs, and a whole
 	// SOAP message of at most "1000 KB", read as 1,000,000 bytes
 	// (docs/decisions/0056).
-	MaxLotDEs       = 50
+	maxLotDEs       = 50
 	MaxMessageBytes = 1_000_000
 	maxRequestBytes = 8 << 20
 	firstLotNumber  = 10_000_000_000_000_001 // 17 digits, like SIFEN's lot numbers
@@ -176,30 +176,26 @@ type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
 	logger *slog.Logger
-	ln     net.Listener // set by Open
-	srv    *http.Server // set by Open
+	l      simkit.Listener
 
 	closed           atomic.Bool
 	mu               sync.Mutex
-	rucs             map[rucKey]*rucState
+	rucs             map[key]*rucState
 	lots             map[string]*lot // by lot number
-	cdcs             map[cdcKey]*cdcState
-	hashes           map[cdcKey]string // (env, SHA-256 of the lot's XML) → lot number
+	cdcs             map[key]*cdcState
+	hashes           map[key]string // (env, SHA-256 of the lot's XML) → lot number
 	nextLot, nextAut uint64
 	stats            map[Count]int64
 }
 
-var _ http.Handler = (*Server)(nil)
-
-type rucKey struct{ env, ruc string }
+// key is a RUC, CDC or lot hash in an environment.
+type key struct{ env, id string }
 
 type rucState struct {
 	lastAnswer, blockedUntil, lastBlock time.Time
 	busy                                bool // a lot of the RUC has no answer yet
 	level                               int
 }
-
-type cdcKey struct{ env, cdc string }
 
 type cdcState struct {
 	lot, ruc, aut string // lot: the last lot that held it
@@ -246,18 +242,18 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		mux:     http.NewServeMux(),
 		logger:  cmp.Or(cfg.Logger, slog.Default()).With(slog.String("component", "sifensim")),
-		rucs:    make(map[rucKey]*rucState),
+		rucs:    make(map[key]*rucState),
 		lots:    make(map[string]*lot),
-		cdcs:    make(map[cdcKey]*cdcState),
-		hashes:  make(map[cdcKey]string),
+		cdcs:    make(map[key]*cdcState),
+		hashes:  make(map[key]string),
 		nextLot: firstLotNumber,
 		nextAut: 1_000_000_001,
 		stats:   make(map[Count]int64),
 	}
 	for path, h := range map[string]http.HandlerFunc{
 		RecepcionPath:    s.recepcionLote,
-		ConsultaLotePath: s.consultaLote,
-		ConsultaPath:     s.consultaDE,
+		consultaLotePath: s.consultaLote,
+		consultaPath:     s.consultaDE,
 		RecepcionDEPath:  s.recepcionDE,
 		EventoPath:       s.recepcionEvento,
 		ConsultaRUCPath:  s.consultaRUC,
@@ -285,50 +281,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Open listens on addr, a loopback address only (the simulator serves
 // made-up data without authentication; port 0 picks a free port), and serves
 // in the background until Close. Call it once, before URL.
-func (s *Server) Open(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("sifensim: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("sifensim: address %q: the simulator listens on loopback only (127.0.0.1, ::1, localhost)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("sifensim: listen: %w", err)
-	}
-	// The goroutine serves its own copy: Close clears s.srv first.
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
-	s.ln, s.srv = ln, srv
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("sifensim: serve", slog.Any("error", err))
-		}
-	}()
-	return nil
-}
+func (s *Server) Open(addr string) error { return s.l.Open("sifensim", addr, s, s.logger) }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients
 // use URL()+"/{env}" as their base URL.
-func (s *Server) URL() string {
-	if s.ln == nil {
-		return ""
-	}
-	return "http://" + s.ln.Addr().String()
-}
+func (s *Server) URL() string { return s.l.URL() }
 
 // Close stops the listener Open started, if any (letting requests in
 // progress finish, for up to 5 s), and makes the handler answer 503 to
 // every request from now on.
 func (s *Server) Close() error {
-	var err error
-	if srv := s.srv; srv != nil {
-		s.srv = nil
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(ctx)
-		cancel()
-	}
+	err := s.l.Close()
 	s.closed.Store(true)
 	return err
 }
@@ -363,9 +326,9 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 // malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
 // 0160, with HTTP 400 (docs/decisions/0056).
 func (s *Server) malformed(w http.ResponseWriter, service, env string) {
-	s.count(service, env, "", CodeXMLMalformed)
+	s.count(service, env, "", codeXMLMalformed)
 	writeXML(w, http.StatusBadRequest, answer(g("rRetEnviDe", g("rProtDe", verdict{status: ResultRejected,
-		code: CodeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
+		code: codeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
 }
 
 func writeXML(w http.ResponseWriter, status int, b []byte) {
@@ -404,10 +367,10 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	code, msg, number, rk := s.decide(env, des, hash, size, false)
+	code, msg, number := s.decide(env, des, hash, size)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
 	s.count(service, env, ruc, code)
-	now := s.release(r, rk, &rec)
+	now := s.release(r, number, &rec)
 	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {
 		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
@@ -416,22 +379,18 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 }
 
 // release waits Config.Latency, calls AfterRecepcion with rec (when both are
-// set), then marks the RUC of rk answered and returns the answer's instant,
-// from which the interval rule counts.
-func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
-	if s.cfg.Latency > 0 {
-		select {
-		case <-time.After(s.cfg.Latency):
-		case <-r.Context().Done():
-		}
-	}
+// set), then marks the RUC of the lot number queued (if any) answered and
+// returns the answer's instant, from which the interval rule counts.
+func (s *Server) release(r *http.Request, number string, rec *Recepcion) time.Time {
+	simkit.Sleep(r.Context(), s.cfg.Latency)
 	if rec != nil && s.cfg.AfterRecepcion != nil {
 		s.cfg.AfterRecepcion(r.Context(), *rec)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
-	if st := s.rucs[rk]; st != nil && rk.ruc != "" {
+	if l := s.lots[number]; l != nil {
+		st := s.rucs[key{l.env, l.ruc}]
 		st.busy = false
 		if now.After(st.lastAnswer) {
 			st.lastAnswer = now
@@ -443,24 +402,23 @@ func (s *Server) release(r *http.Request, rk rucKey, rec *Recepcion) time.Time {
 func notQueued(why string) string { return "Lote no encolado para procesamiento: " + why }
 
 // decide applies the lot and RUC rules and queues the lot, returning the
-// answer and the RUC's key (whose busy mark release clears). single is
-// siRecepDE's lot of one: hash is not used, as "the same lot again" does not
-// apply (a DE sent again is rejected by its processing, 1001).
-func (s *Server) decide(env string, des []DE, hash string, size int, single bool) (code, msg, number string, rk rucKey) {
+// answer; number is the lot queued, whose RUC's busy mark release clears.
+// hash is "" for siRecepDE's lot of one, as "the same lot again" does not
+// apply there (a DE sent again is rejected by its processing, 1001).
+func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg, number string) {
 	now := s.lockDue()
 	defer s.mu.Unlock()
 	if len(des) == 0 {
 		// No RUC to block: the lot has none.
-		return CodeLotNotQueued, notQueued("el lote no contiene DE"), "", rucKey{}
+		return CodeLotNotQueued, notQueued("el lote no contiene DE"), ""
 	}
 	ruc := des[0].RUC
-	rk = rucKey{env, ruc}
-	st := s.rucs[rk]
+	st := s.rucs[key{env, ruc}]
 	if st == nil {
 		st = &rucState{}
-		s.rucs[rk] = st
+		s.rucs[key{env, ruc}] = st
 	}
-	block := func(why string) (string, string, string, rucKey) {
+	block := func(why string) (string, string, string) {
 		if st.lastBlock.IsZero() || now.Sub(st.lastBlock) >= blockMemory {
 			st.level = 0 // not a recurrence
 		}
@@ -468,10 +426,10 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		d := min(s.cfg.Block*time.Duration(st.level), s.cfg.BlockMax)
 		st.blockedUntil = now.Add(d)
 		s.logger.Info("RUC blocked", slog.String("env", env), slog.String("ruc", ruc), slog.String("why", why), slog.Duration("for", d))
-		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), "", rucKey{}
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), ""
 	}
 	if now.Before(st.blockedUntil) {
-		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), "", rucKey{}
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), ""
 	}
 	seen := make(map[string]bool, len(des))
 	for i, de := range des {
@@ -486,16 +444,16 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 		seen[de.CDC] = true
 	}
 	switch {
-	case len(des) > MaxLotDEs:
-		return block(fmt.Sprintf("el lote contiene %d DE (máximo %d)", len(des), MaxLotDEs))
+	case len(des) > maxLotDEs:
+		return block(fmt.Sprintf("el lote contiene %d DE (máximo %d)", len(des), maxLotDEs))
 	case size > MaxMessageBytes:
 		return block(fmt.Sprintf("el mensaje tiene %d bytes (máximo %d)", size, MaxMessageBytes))
 	}
-	if prev := s.hashes[cdcKey{env, hash}]; prev != "" && !single {
+	if prev := s.hashes[key{env, hash}]; prev != "" {
 		return block("lote reenviado (ya recibido como lote " + prev + ")")
 	}
 	for _, de := range des {
-		if c := s.cdcs[cdcKey{env, de.CDC}]; c != nil && s.lots[c.lot] != nil && s.lots[c.lot].verdicts == nil {
+		if c := s.cdcs[key{env, de.CDC}]; c != nil && s.lots[c.lot].verdicts == nil {
 			return block("el CDC " + de.CDC + " está en procesamiento en el lote " + c.lot)
 		}
 	}
@@ -510,18 +468,18 @@ func (s *Server) decide(env string, des []DE, hash string, size int, single bool
 	number = strconv.FormatUint(s.nextLot, 10)
 	s.nextLot++
 	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
-	if !single {
-		s.hashes[cdcKey{env, hash}] = number
+	if hash != "" {
+		s.hashes[key{env, hash}] = number
 	}
 	for _, de := range des {
-		k := cdcKey{env, de.CDC}
+		k := key{env, de.CDC}
 		if c := s.cdcs[k]; c != nil && c.approved {
 			continue // stays approved; the lot's result will reject the duplicate
 		}
 		s.cdcs[k] = &cdcState{lot: number, ruc: ruc, xml: de.XML}
 	}
 	st.busy = true
-	return CodeLotQueued, "Lote recibido con éxito", number, rk
+	return CodeLotQueued, "Lote recibido con éxito", number
 }
 
 // lockDue locks s.mu, processes the lots whose processing time has passed
@@ -547,7 +505,7 @@ func (s *Server) newAut() string {
 func (s *Server) process(l *lot) {
 	l.verdicts = make([]verdict, 0, len(l.des))
 	for _, de := range l.des {
-		c := s.cdcs[cdcKey{l.env, de.CDC}]
+		c := s.cdcs[key{l.env, de.CDC}]
 		v := verdict{cdc: de.CDC, status: ResultApproved, code: "0260", msg: "Autorización del DE satisfactoria"}
 		rejected := func(cd, m string) { v.status, v.code, v.msg = ResultRejected, cd, m }
 		if cd, m := deProblem(de); cd != "" {
@@ -615,7 +573,7 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.lockDue()
-	c := s.cdcs[cdcKey{env, strings.TrimSpace(req.CDC)}]
+	c := s.cdcs[key{env, strings.TrimSpace(req.CDC)}]
 	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
 	var content []el
 	if c != nil {

@@ -65,7 +65,7 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	de := des[0]
-	code, msg, number, rk := s.decide(env, des, "", size, true)
+	code, msg, number := s.decide(env, des, "", size)
 	v := verdict{cdc: de.CDC, status: ResultRejected, code: code, msg: msg}
 	if number != "" {
 		s.mu.Lock()
@@ -77,7 +77,7 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	s.count(service, env, de.RUC, v.code)
-	now := s.release(r, rk, nil)
+	now := s.release(r, number, nil)
 	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", formatTime(now)))...))))
 }
 
@@ -136,7 +136,7 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		v, ruc := verdict{status: ResultRejected}, ""
-		c := s.cdcs[cdcKey{env, cdc}]
+		c := s.cdcs[key{env, cdc}]
 		if c != nil {
 			ruc = c.ruc
 		}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,39 +132,13 @@ func problemOf(r *http.Request, err error) problem {
 		return newProblem(http.StatusTooManyRequests, msg, remote.RetryAfter)
 	case errors.As(err, &remote):
 		return newProblem(http.StatusBadGateway, msg, remote.RetryAfter)
-	case errors.Is(err, dict.ErrMalformedResponse):
-		return newProblem(http.StatusBadGateway, msg, 0)
-	case errors.Is(err, dict.ErrUnknownEndToEndID), errors.Is(err, sifen.ErrNotFound),
-		errors.Is(err, errNotFound), errors.Is(err, throttle.ErrUnknownPolicy):
-		return newProblem(http.StatusNotFound, msg, 0)
-	case errors.Is(err, dict.ErrNotPayable), errors.Is(err, sifen.ErrNotSendable),
-		errors.Is(err, sifen.ErrCDCInFlight), errors.Is(err, sifen.ErrLotAlreadySent):
-		return newProblem(http.StatusConflict, msg, 0)
-	case isDictInputError(err), isSifenInputError(err), errors.Is(err, errBadRequest),
-		errors.Is(err, throttle.ErrInvalidKey), errors.Is(err, throttle.ErrInvalidCost),
-		errors.Is(err, throttle.ErrInvalidAdjustment), errors.Is(err, throttle.ErrInvalidQuery):
-		return newProblem(http.StatusBadRequest, msg, 0)
-	case errors.Is(err, sifen.ErrRemote), errors.Is(err, sifen.ErrNoResponse):
-		return newProblem(http.StatusBadGateway, msg, 0)
-	case errors.Is(err, sifen.ErrNoRecepcionDE), errors.Is(err, errNotImplemented):
-		return newProblem(http.StatusNotImplemented, msg, 0)
-
-	case errors.Is(err, errMethodNotAllowed):
-		return newProblem(http.StatusMethodNotAllowed, msg, 0)
-	case errors.Is(err, errTooLarge):
-		return newProblem(http.StatusRequestEntityTooLarge, msg, 0)
-	case errors.Is(err, errUnauthorized):
-		return newProblem(http.StatusUnauthorized, "authentication required", 0)
-	case errors.Is(err, errReadOnly):
-		return newProblem(http.StatusForbidden, "this action needs the admin role; viewers can only read", 0)
-	case errors.Is(err, errForbidden):
-		return newProblem(http.StatusForbidden, msg, 0)
-	case errors.Is(err, errCrossOrigin):
-		return newProblem(http.StatusForbidden, "cross-origin request refused: submit the form from balde's own pages", 0)
-	case errors.Is(err, errUnhealthy):
-		return newProblem(http.StatusServiceUnavailable, "unhealthy: the store is unreachable or its migrations are not current", storeRetryAfter)
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		return newProblem(http.StatusServiceUnavailable, "the store is unavailable", storeRetryAfter)
+	}
+	for _, c := range sentinelProblems {
+		if isAny(err, c.errs) {
+			return newProblem(c.status, cmp.Or(c.message, msg), c.retryAfter)
+		}
+	}
+	switch {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return newProblem(statusClientClosed, "request canceled", 0)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -175,6 +151,50 @@ func problemOf(r *http.Request, err error) problem {
 	}
 	return newProblem(http.StatusInternalServerError, "internal error", 0)
 }
+
+// dictInputErrors are bad input to a DICT lookup or payment (a 400).
+var dictInputErrors = []error{dict.ErrInvalidKey, dict.ErrInvalidPayerID, dict.ErrInvalidEndToEndID, dict.ErrInvalidISPB}
+
+// sentinelProblems map the errors problemOf finds with errors.Is, in
+// order: message "" is the error's public text.
+var sentinelProblems = []struct {
+	errs       []error
+	status     int
+	message    string
+	retryAfter time.Duration
+}{
+	{errs: []error{dict.ErrMalformedResponse}, status: http.StatusBadGateway},
+	{errs: []error{dict.ErrUnknownEndToEndID, sifen.ErrNotFound, errNotFound, throttle.ErrUnknownPolicy}, status: http.StatusNotFound},
+	{errs: []error{dict.ErrNotPayable, sifen.ErrNotSendable, sifen.ErrCDCInFlight, sifen.ErrLotAlreadySent}, status: http.StatusConflict},
+	{errs: slices.Concat(dictInputErrors, []error{
+		// A SIFEN document or lot that breaks a rule.
+		sifen.ErrInvalidEnv, sifen.ErrMalformedXML, sifen.ErrMissingRUC, sifen.ErrInvalidRUC,
+		sifen.ErrInvalidDV, sifen.ErrInvalidCDC, sifen.ErrInvalidType, sifen.ErrUnfit, sifen.ErrInvalidLotNumber,
+		sifen.ErrLotEmpty, sifen.ErrLotTooManyDEs, sifen.ErrLotMixedTypes, sifen.ErrLotMixedRUC, sifen.ErrLotMixedEnv,
+		sifen.ErrLotDuplicateCDC, sifen.ErrLotTooBig,
+		errBadRequest, throttle.ErrInvalidKey, throttle.ErrInvalidCost, throttle.ErrInvalidAdjustment, throttle.ErrInvalidQuery,
+	}), status: http.StatusBadRequest},
+	{errs: []error{sifen.ErrRemote, sifen.ErrNoResponse}, status: http.StatusBadGateway},
+	{errs: []error{sifen.ErrNoRecepcionDE, errNotImplemented}, status: http.StatusNotImplemented},
+	{errs: []error{errMethodNotAllowed}, status: http.StatusMethodNotAllowed},
+	{errs: []error{errTooLarge}, status: http.StatusRequestEntityTooLarge},
+	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, message: "authentication required"},
+	{errs: []error{errReadOnly}, status: http.StatusForbidden, message: "this action needs the admin role; viewers can only read"},
+	{errs: []error{errForbidden}, status: http.StatusForbidden},
+	{errs: []error{errCrossOrigin}, status: http.StatusForbidden, message: "cross-origin request refused: submit the form from balde's own pages"},
+	{errs: []error{errUnhealthy}, status: http.StatusServiceUnavailable,
+		message: "unhealthy: the store is unreachable or its migrations are not current", retryAfter: storeRetryAfter},
+	{errs: []error{throttle.ErrStoreUnavailable}, status: http.StatusServiceUnavailable, message: "the store is unavailable", retryAfter: storeRetryAfter},
+}
+
+// isAny reports whether err is one of errs.
+func isAny(err error, errs []error) bool {
+	return slices.ContainsFunc(errs, func(e error) bool { return errors.Is(err, e) })
+}
+
+// isDictInputError reports whether err is bad input to a DICT lookup or
+// payment (a 400).
+func isDictInputError(err error) bool { return isAny(err, dictInputErrors) }
 
 // upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
 // or 504 when the answer was lost. msg is what the client reads; err,
@@ -195,27 +215,6 @@ func (e *upstreamError) Error() string {
 }
 
 func (e *upstreamError) Unwrap() error { return e.err }
-
-// isDictInputError reports whether err is bad input to a DICT lookup or
-// payment (a 400).
-func isDictInputError(err error) bool {
-	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
-		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
-}
-
-// isSifenInputError reports whether err is a SIFEN document or lot that
-// breaks a rule (a 400).
-func isSifenInputError(err error) bool {
-	for _, e := range []error{sifen.ErrInvalidEnv, sifen.ErrMalformedXML, sifen.ErrMissingRUC, sifen.ErrInvalidRUC,
-		sifen.ErrInvalidDV, sifen.ErrInvalidCDC, sifen.ErrInvalidType, sifen.ErrUnfit, sifen.ErrInvalidLotNumber,
-		sifen.ErrLotEmpty, sifen.ErrLotTooManyDEs, sifen.ErrLotMixedTypes, sifen.ErrLotMixedRUC, sifen.ErrLotMixedEnv,
-		sifen.ErrLotDuplicateCDC, sifen.ErrLotTooBig} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
 
 // publicPrefixes are the package prefixes of error texts.
 var publicPrefixes = []string{"web: ", "throttle: ", "dict: ", "sifen: "}

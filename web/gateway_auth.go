@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -235,33 +236,38 @@ func parseGatewayCredential(entry string) (gatewayCredential, error) {
 	return gatewayCredential{name: name, kind: kind, value: value}, nil
 }
 
-// gatewayAccess is what both gateways do around each request: name its
-// client (or answer 401), then count, log and audit it
-// (docs/decisions/0165).
-type gatewayAccess struct {
-	gateway      string // "dict" or "sifen"
+// gateway is what both gateways share: each request's client is named
+// (or answered 401), then the request is counted, logged and audited
+// (docs/decisions/0165); a problem is answered in the gateway's format.
+type gateway struct {
+	name         string // "dict" or "sifen"
 	authenticate func(*http.Request) (string, bool)
 	audit        audit.Store
 	metrics      *Metrics
 	logger       *slog.Logger
+	write        func(problem, http.ResponseWriter) // a problem in the gateway's format
+	handle       http.HandlerFunc                   // the request of a known client
 }
 
-func newGatewayAccess(gateway string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gatewayAccess, error) {
+func newGateway(name string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gateway, error) {
 	if authenticate == nil {
-		return gatewayAccess{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", gateway)
+		return gateway{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", name)
 	}
-	if logger == nil {
-		logger = nowhere
-	}
-	return gatewayAccess{gateway: gateway, authenticate: authenticate, audit: trail, metrics: m, logger: logger}, nil
+	return gateway{name: name, authenticate: authenticate, audit: trail, metrics: m, logger: cmp.Or(logger, nowhere)}, nil
 }
 
-// logged records p as r's answer and logs it when it is a server error.
-func (a gatewayAccess) logged(r *http.Request, p problem, err error) problem {
+// fail answers err (problemOf) in the gateway's format.
+func (g *gateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+	g.answer(w, r, problemOf(r, err), err)
+}
+
+// answer records p as r's answer, logs it when it is a server error and
+// writes it.
+func (g *gateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
 	call := callOf(r)
 	call.message = p.message
-	logProblem(a.logger, r, p, err, slog.String("gateway", a.gateway), slog.String("client", call.client))
-	return p
+	logProblem(g.logger, r, p, err, slog.String("gateway", g.name), slog.String("client", call.client))
+	g.write(p, w)
 }
 
 // gatewayCall is one request to a gateway, for the audit trail: a request
@@ -283,9 +289,8 @@ func callOf(r *http.Request) *gatewayCall {
 	return &gatewayCall{}
 }
 
-// serve runs next for r once its client is known; fail answers in the
-// gateway's format.
-func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, *http.Request, error), next http.HandlerFunc) {
+// ServeHTTP runs g.handle for r once its client is known.
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	call := &gatewayCall{outcome: url.Values{}}
@@ -293,25 +298,25 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 	ctx, release := storebound.With(r.Context(), storebound.Request)
 	defer release()
 	r = r.WithContext(context.WithValue(ctx, gatewayCallKey{}, call))
-	if client, ok := a.authenticate(r); ok {
+	if client, ok := g.authenticate(r); ok {
 		call.client = client
-		next(sw, r)
+		g.handle(sw, r)
 	} else {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+a.gateway+` gateway"`)
-		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
+		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+g.name+` gateway"`)
+		g.fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
 	}
 	status := sw.code()
-	if a.metrics != nil {
-		a.metrics.observeGateway(a.gateway, call.client, status)
+	if g.metrics != nil {
+		g.metrics.observeGateway(g.name, call.client, status)
 	}
 	level := slog.LevelDebug
 	if call.target != "" || status == http.StatusUnauthorized {
 		level = slog.LevelInfo
 	}
-	a.logger.LogAttrs(r.Context(), level, "gateway request", slog.String("gateway", a.gateway), slog.String("client", call.client),
+	g.logger.LogAttrs(r.Context(), level, "gateway request", slog.String("gateway", g.name), slog.String("client", call.client),
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
 		slog.Duration("duration", time.Since(start)), slog.String("target", call.target))
-	if a.audit == nil || call.target == "" {
+	if g.audit == nil || call.target == "" {
 		return
 	}
 	call.outcome.Set("status", strconv.Itoa(status))
@@ -321,9 +326,9 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 	e := audit.Entry{User: "gateway:" + call.client, Action: audit.ActionGateway, Target: call.target, Outcome: call.outcome.Encode()}
 	err := storebound.ErrSpent // the store did not answer within the bound: the row would wait on it again
 	if !storebound.Spent(r.Context()) {
-		_, err = a.audit.Record(context.WithoutCancel(r.Context()), e)
+		_, err = g.audit.Record(context.WithoutCancel(r.Context()), e)
 	}
 	if err != nil {
-		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
+		g.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
 	}
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -396,19 +395,6 @@ func (in *Inbound) mountedAdmin(r *http.Request) string {
 		}
 	}
 	return ""
-}
-
-// chargedKey marks a request's context with the *Inbound that charged it,
-// so that it is not charged twice.
-type chargedKey struct{}
-
-func (in *Inbound) charged(ctx context.Context) bool {
-	by, _ := ctx.Value(chargedKey{}).(*Inbound)
-	return by == in
-}
-
-func (in *Inbound) markCharged(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), chargedKey{}, in))
 }
 
 // key returns the bucket a request is charged to and its RateLimit policy

@@ -238,21 +238,22 @@ func logProblem(l *slog.Logger, r *http.Request, p problem, err error, attrs ...
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", p.status), slog.Any("error", err))...)
 }
 
-// writeHead writes the headers every error answer carries — Retry-After
-// when there is a wait, HeaderLocalRefusal on a local refusal, no caching,
-// contentType — and the status. It reports whether a body is to follow
-// (not when the client went away).
-func (p problem) writeHead(w http.ResponseWriter, contentType string) bool {
+// write writes p's answer: the headers every error answer carries
+// (setHeaders), the status, and contentType and body unless the client
+// went away.
+func (p problem) write(w http.ResponseWriter, contentType string, body []byte) {
 	p.setHeaders(w.Header())
 	if p.status == statusClientClosed {
 		w.WriteHeader(p.status)
-		return false
+		return
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(p.status)
-	return true
+	_, _ = w.Write(body)
 }
 
+// setHeaders sets Retry-After when there is a wait, HeaderLocalRefusal on
+// a local refusal, and no caching.
 func (p problem) setHeaders(h http.Header) {
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", retryAfterSeconds(p.retryAfter))
@@ -276,9 +277,7 @@ func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
 		// A problem of plain strings always encodes; keep the status anyway.
 		data = []byte(dict.XMLHeader)
 	}
-	if p.writeHead(w, dict.ContentTypeProblemXML) {
-		_, _ = w.Write(data)
-	}
+	p.write(w, dict.ContentTypeProblemXML, data)
 }
 
 // writeSOAPFault renders p as SIFEN writes a SOAP 1.2 fault: code Sender
@@ -294,9 +293,7 @@ func (p problem) writeSOAPFault(w http.ResponseWriter) {
 	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="en">`)
 	_ = xml.EscapeText(&b, []byte("balde: "+p.message))
 	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
-	if p.writeHead(w, sifen.SOAPContentType) {
-		_, _ = w.Write(b.Bytes())
-	}
+	p.write(w, sifen.SOAPContentType, b.Bytes())
 }
 
 // writeJSON renders p as balde's JSON API writes its errors.
@@ -307,9 +304,7 @@ func (p problem) writeJSON(w http.ResponseWriter, requestID string) {
 		RetryAfter float64 `json:"retry_after_seconds,omitempty"`
 		RequestID  string  `json:"request_id,omitempty"`
 	}{p.status, p.message, p.retryAfter.Seconds(), requestID}, "", "  ")
-	if p.writeHead(w, "application/json; charset=utf-8") {
-		_, _ = w.Write(append(body, '\n'))
-	}
+	p.write(w, "application/json; charset=utf-8", append(body, '\n'))
 }
 
 // Error writes the response for err (problemOf) as an HTML page, JSON or a
@@ -330,7 +325,7 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 // writeErrorPage renders p as error.html.
 func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p problem) {
 	if p.status == statusClientClosed {
-		p.writeHead(w, "")
+		p.write(w, "", nil)
 		return
 	}
 	l := s.layout(r, "")
@@ -357,9 +352,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 	if err := s.render(w, p.status, page); err != nil {
 		// The error page itself failed: answer in plain text.
 		s.Logger.Error("render error page", slog.String("request_id", requestInfoFrom(r.Context()).id), slog.Any("error", err))
-		if p.writeHead(w, "text/plain; charset=utf-8") {
-			fmt.Fprintf(w, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message)
-		}
+		p.write(w, "text/plain; charset=utf-8", fmt.Appendf(nil, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message))
 	}
 }
 

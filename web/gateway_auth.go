@@ -66,10 +66,7 @@ var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // twice is an error, and so is a file naming no client. Reloads are logged
 // to logger (nil: nowhere).
 func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, error) {
-	if logger == nil {
-		logger = nowhere
-	}
-	c := &GatewayClients{path: path, logger: logger}
+	c := &GatewayClients{path: path, logger: cmp.Or(logger, nowhere)}
 	if err := c.reload(); err != nil {
 		return nil, err
 	}
@@ -307,7 +304,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	status := sw.code()
 	if g.metrics != nil {
-		g.metrics.observeGateway(g.name, call.client, status)
+		g.metrics.gatewayRequests.WithLabelValues(g.name, call.client, strconv.Itoa(status)).Inc()
 	}
 	level := slog.LevelDebug
 	if call.target != "" || status == http.StatusUnauthorized {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -196,13 +197,10 @@ func (m *Metrics) CountFrom(r *inspect.Reader, logger *slog.Logger) {
 	if r == nil {
 		return
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	m.sourceMu.Lock()
 	defer m.sourceMu.Unlock()
 	if m.source == nil {
-		m.source, m.logger = r, logger
+		m.source, m.logger = r, cmp.Or(logger, nowhere)
 	}
 }
 
@@ -297,11 +295,6 @@ func (m *Metrics) observeHTTP(route, method string, status int, elapsed time.Dur
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route).Observe(elapsed.Seconds())
-}
-
-// observeGateway records one request a gateway answered.
-func (m *Metrics) observeGateway(gateway, client string, status int) {
-	m.gatewayRequests.WithLabelValues(gateway, client, strconv.Itoa(status)).Inc()
 }
 
 // metricScopeNames are the scopes every bucket gauge always exports (0

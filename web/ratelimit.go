@@ -122,20 +122,12 @@ func (in *Inbound) charge(w http.ResponseWriter, r *http.Request, client netip.A
 // writeRefusedPlain is Middleware's default answer to a refusal: 429 (or
 // 503 when the store failed closed) with Retry-After and one line of text.
 func writeRefusedPlain(w http.ResponseWriter, _ *http.Request, err error) {
-	status, wait := http.StatusServiceUnavailable, storeRetryAfter
+	p := newProblem(http.StatusServiceUnavailable, "the rate limiter's store is unavailable: retry later", storeRetryAfter)
 	var rl *rateLimitError
 	if errors.As(err, &rl) {
-		status, wait = http.StatusTooManyRequests, rl.RetryAfter
+		p = newProblem(http.StatusTooManyRequests, "too many requests: retry in "+view.FormatWait(rl.RetryAfter), rl.RetryAfter)
 	}
-	w.Header().Set("Retry-After", retryAfterSeconds(wait))
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	if status == http.StatusTooManyRequests {
-		fmt.Fprintf(w, "too many requests: retry in %s\n", view.FormatWait(wait))
-		return
-	}
-	fmt.Fprintln(w, "the rate limiter's store is unavailable: retry later")
+	p.write(w, "text/plain; charset=utf-8", []byte(p.message+"\n"))
 }
 
 // setRateLimitHeaders writes RateLimit-Policy and RateLimit for decision d

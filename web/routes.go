@@ -155,17 +155,13 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.audit != "" {
-			aw := &statusWriter{ResponseWriter: w}
-			err := s.handle(aw, r, rt)
-			if err != nil {
-				s.Error(aw, r, err)
-			}
-			s.recordAudit(aw, r, rt, err)
-			return
+		aw := &statusWriter{ResponseWriter: w}
+		err := s.handle(aw, r, rt)
+		if err != nil {
+			s.Error(aw, r, err)
 		}
-		if err := s.handle(w, r, rt); err != nil {
-			s.Error(w, r, err)
+		if rt.audit != "" {
+			s.recordAudit(aw, r, rt, err)
 		}
 	})
 	h = s.checkCrossOrigin(h)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -177,6 +176,7 @@ func (c *GatewayClients) Certificates() bool { return len(c.set.Load().certs) > 
 // gatewayCredential is one line of the clients file.
 type gatewayCredential struct {
 	name, kind, value string
+	digest            [sha256.Size]byte // of a token (kinds sha256 and token)
 }
 
 func parseGatewayClients(r io.Reader) (*clientSet, error) {
@@ -188,15 +188,10 @@ func parseGatewayClients(r io.Reader) (*clientSet, error) {
 	}
 	set := &clientSet{tokens: map[[sha256.Size]byte]string{}, certs: map[string]string{}, names: map[string]bool{}}
 	for _, c := range creds {
-		switch c.kind {
-		case "cn":
+		if c.kind == "cn" {
 			set.certs[c.value] = c.name
-		case "token":
-			set.tokens[sha256.Sum256([]byte(c.value))] = c.name
-		default: // sha256
-			var sum [sha256.Size]byte
-			_, _ = hex.Decode(sum[:], []byte(c.value)) // checked by parseGatewayCredential
-			set.tokens[sum] = c.name
+		} else {
+			set.tokens[c.digest] = c.name
 		}
 		set.names[c.name] = true
 	}
@@ -216,21 +211,21 @@ func parseGatewayCredential(entry string) (gatewayCredential, error) {
 	case !clientName.MatchString(name):
 		return gatewayCredential{}, fmt.Errorf("client name %q: 1 to 64 letters, digits, '.', '_' or '-'", name)
 	}
+	c := gatewayCredential{name: name, kind: kind, value: value}
 	switch kind {
-	case "sha256":
-		if b, err := hex.DecodeString(value); err != nil || len(b) != sha256.Size {
-			return gatewayCredential{}, fmt.Errorf("client %q: sha256: wants the 64 hex digits of the token's SHA-256", name)
+	case "sha256", "token":
+		var err error
+		if c.digest, err = tokenDigest(value, kind == "sha256"); err != nil {
+			return gatewayCredential{}, fmt.Errorf("client %q: %w", name, err)
 		}
-		value = strings.ToLower(value)
-	case "token":
-		if strings.ContainsAny(value, " \t") {
-			return gatewayCredential{}, fmt.Errorf("client %q: a token cannot hold spaces", name)
+		if kind == "sha256" {
+			c.value = strings.ToLower(value)
 		}
 	case "cn":
 	default:
 		return gatewayCredential{}, fmt.Errorf("client %q: %q is not a credential (sha256:, token: or cn:)", name, kind+":")
 	}
-	return gatewayCredential{name: name, kind: kind, value: value}, nil
+	return c, nil
 }
 
 // gateway is what both gateways share: each request's client is named

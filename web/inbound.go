@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,19 +139,12 @@ func parseInboundToken(entry string) (InboundToken, error) {
 		return InboundToken{}, fmt.Errorf("want TOKEN=LIMIT[/WINDOW[/BLOCK]]")
 	}
 	token, spec := strings.TrimSpace(entry[:i]), entry[i+1:]
-	var t InboundToken
-	if h, ok := strings.CutPrefix(token, "sha256:"); ok {
-		b, err := hex.DecodeString(h)
-		if err != nil || len(b) != sha256.Size {
-			return InboundToken{}, fmt.Errorf("sha256: wants 64 hex digits")
-		}
-		t.Hash = strings.ToLower(h)
-	} else {
-		if strings.ContainsAny(token, " \t") {
-			return InboundToken{}, fmt.Errorf("a token cannot hold spaces")
-		}
-		t.Hash = HashToken(token)
+	token, hashed := strings.CutPrefix(token, "sha256:")
+	sum, err := tokenDigest(token, hashed)
+	if err != nil {
+		return InboundToken{}, err
 	}
+	t := InboundToken{Hash: hex.EncodeToString(sum[:])}
 	parts := strings.Split(spec, "/")
 	if len(parts) > 3 {
 		return InboundToken{}, fmt.Errorf("token sha256:%s…: want LIMIT[/WINDOW[/BLOCK]]", t.Hash[:8])
@@ -168,6 +163,22 @@ func parseInboundToken(entry string) (InboundToken, error) {
 		*durs[k] = d
 	}
 	return t, nil
+}
+
+// tokenDigest is the SHA-256 of a token given as itself (no spaces) or,
+// hashed, as the 64 hex digits of its SHA-256.
+func tokenDigest(token string, hashed bool) ([sha256.Size]byte, error) {
+	if !hashed {
+		if strings.ContainsAny(token, " \t") {
+			return [sha256.Size]byte{}, errors.New("a token cannot hold spaces")
+		}
+		return sha256.Sum256([]byte(token)), nil
+	}
+	b, err := hex.DecodeString(token)
+	if err != nil || len(b) != sha256.Size {
+		return [sha256.Size]byte{}, errors.New("sha256: wants the 64 hex digits of the token's SHA-256")
+	}
+	return [sha256.Size]byte(b), nil
 }
 
 // Inbound is the inbound limiter of the server's own endpoints, on the
@@ -335,21 +346,13 @@ func (in *Inbound) applies(path string) bool {
 		}
 		in.mu.RUnlock()
 	}
-	for _, p := range in.paths {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(in.paths, func(p string) bool { return strings.HasPrefix(path, p) })
 }
 
 func exempted(exempt []string, path string) bool {
-	for _, p := range exempt {
-		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(exempt, func(p string) bool {
+		return path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p))
+	})
 }
 
 // under returns path relative to base ("/" for base itself) when path is

@@ -82,7 +82,7 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 		ctx, release := storebound.With(r.Context(), storebound.Request)
 		defer release()
 		r = r.WithContext(ctx)
-		in.charge(w, r, clientIPFrom(r, in.trusted, in.forwarded), in.mountedAdmin(r), in.refused, next)
+		in.charge(w, r, clientIP(r, in.trusted, in.forwarded), in.mountedAdmin(r), in.refused, next)
 	})
 }
 

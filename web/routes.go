@@ -217,7 +217,7 @@ func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
 		tmpl = "unmatched"
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := &requestInfo{route: &rt, template: tmpl, clientIP: clientIP(r, s.TrustedProxies)}
+		info := &requestInfo{route: &rt, template: tmpl, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 	})
 }

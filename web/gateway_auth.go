@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,9 +32,6 @@ type GatewayClients struct {
 	path   string
 	logger *slog.Logger
 	set    atomic.Pointer[clientSet]
-
-	mu    sync.Mutex
-	stamp fileStamp // of the file the set was read from
 }
 
 // clientSet is one reading of the clients file.
@@ -43,10 +39,7 @@ type clientSet struct {
 	tokens map[[sha256.Size]byte]string // the SHA-256 of a token → its client
 	certs  map[string]string            // a certificate's subject CN → its client
 	names  map[string]bool
-}
-
-// fileStamp tells a changed file from the one read.
-type fileStamp struct {
+	// mod and size tell a changed file from the one read.
 	mod  time.Time
 	size int64
 }
@@ -75,8 +68,6 @@ func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, erro
 // reload reads the file again and, when it is valid, serves its clients
 // from the next request on; otherwise the clients stay as they were.
 func (c *GatewayClients) reload() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	f, err := os.Open(c.path)
 	if err != nil {
 		return fmt.Errorf("web: gateway clients: %w", err)
@@ -90,8 +81,8 @@ func (c *GatewayClients) reload() error {
 	if err != nil {
 		return fmt.Errorf("web: gateway clients %s: %w", c.path, err)
 	}
+	set.mod, set.size = fi.ModTime(), fi.Size()
 	c.set.Store(set)
-	c.stamp = fileStamp{mod: fi.ModTime(), size: fi.Size()}
 	return nil
 }
 
@@ -135,10 +126,7 @@ func (c *GatewayClients) watch(ctx context.Context, every time.Duration, signals
 			why = s.String()
 		case <-t.C:
 			fi, err := os.Stat(c.path)
-			c.mu.Lock()
-			changed := err == nil && (fileStamp{mod: fi.ModTime(), size: fi.Size()}) != c.stamp
-			c.mu.Unlock()
-			if !changed {
+			if set := c.set.Load(); err != nil || (fi.ModTime() == set.mod && fi.Size() == set.size) {
 				continue
 			}
 		}

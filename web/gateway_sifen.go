@@ -196,7 +196,7 @@ func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 		answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
 		call.outcome.Set("lot", out.LotNumber)
 	}
-	g.writeAnswer(w, answer)
+	writeAnswer(w, answer)
 }
 
 // parseLot parses the zipped lot of xDE (sifen.ParseLoteZip), at most
@@ -357,7 +357,7 @@ func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 			}
 			answer.children = append(answer.children, res)
 		}
-		g.writeAnswer(w, answer)
+		writeAnswer(w, answer)
 	}
 }
 
@@ -380,28 +380,26 @@ func sifenEl(name string, children ...sifenElement) sifenElement {
 	return sifenElement{name: name, children: children}
 }
 
-func (e sifenElement) write(b *bytes.Buffer) {
-	b.WriteString("<ns2:" + e.name + ">")
+// write writes e, its start tag with attrs.
+func (e sifenElement) write(b *bytes.Buffer, attrs string) {
+	b.WriteString("<ns2:" + e.name + attrs + ">")
 	if e.children == nil {
 		_ = xml.EscapeText(b, []byte(e.text))
 	}
 	for _, c := range e.children {
-		c.write(b)
+		c.write(b, "")
 	}
 	b.WriteString("</ns2:" + e.name + ">")
 }
 
 // writeAnswer writes a SOAP 1.2 answer as SIFEN writes its own, with the
 // prefixes env and ns2 its clients read them by.
-func (g *sifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
+func writeAnswer(w http.ResponseWriter, body sifenElement) {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
 	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)
-	b.WriteString(`<ns2:` + body.name + ` xmlns:ns2="` + sifen.Namespace + `">`)
-	for _, c := range body.children {
-		c.write(&b)
-	}
-	b.WriteString(`</ns2:` + body.name + `></env:Body></env:Envelope>`)
+	body.write(&b, ` xmlns:ns2="`+sifen.Namespace+`"`)
+	b.WriteString(`</env:Body></env:Envelope>`)
 	w.Header().Set("Content-Type", sifen.SOAPContentType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes())

@@ -61,7 +61,7 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	for _, m := range p.Results {
 		prot.children = append(prot.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
 	}
-	g.writeAnswer(w, sifenEl("rRetEnviDe", prot))
+	writeAnswer(w, sifenEl("rRetEnviDe", prot))
 }
 
 func stripXMLDecl(b []byte) []byte {

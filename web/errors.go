@@ -75,23 +75,22 @@ const storeRetryAfter = 5 * time.Second
 const statusClientClosed = 499
 
 // problem is an outcome as a client reads it, in whatever format: the
-// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault. typ is the
-// DICT problem type of status; refused, the local refusal behind a 429.
+// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault. refused is
+// the local refusal behind a 429.
 type problem struct {
 	status     int
 	message    string
 	retryAfter time.Duration
-	typ        string
 	refused    *throttle.Decision
 }
 
-// newProblem completes a problem: its DICT type, and a Retry-After of at
-// least 1 s on a 429 (a client told "0" would come straight back).
+// newProblem is a problem with a Retry-After of at least 1 s on a 429 (a
+// client told "0" would come straight back).
 func newProblem(status int, message string, retryAfter time.Duration) problem {
 	if status == http.StatusTooManyRequests {
 		retryAfter = max(retryAfter, time.Second)
 	}
-	return problem{status: status, message: message, retryAfter: retryAfter, typ: dict.ProblemType(status)}
+	return problem{status: status, message: message, retryAfter: retryAfter}
 }
 
 // refusalProblem is a local refusal d of op ("dict getEntry"): 429 with
@@ -267,7 +266,7 @@ func (p problem) setHeaders(h http.Header) {
 // writeXML renders p as the DICT writes its errors: an RFC 7807
 // problem+xml; a local refusal names its policy in a violation.
 func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
-	doc := dict.NewProblem(p.typ, p.status, http.StatusText(p.status), p.message)
+	doc := dict.NewProblem(dict.ProblemType(p.status), p.status, http.StatusText(p.status), p.message)
 	doc.CorrelationID = correlationID
 	if p.refused != nil {
 		doc.Violations = &dict.Violations{Violation: []dict.Violation{{Reason: p.refused.Reason.String(), Property: "policy", Value: p.refused.Key.Policy}}}
@@ -298,13 +297,13 @@ func (p problem) writeSOAPFault(w http.ResponseWriter) {
 
 // writeJSON renders p as balde's JSON API writes its errors.
 func (p problem) writeJSON(w http.ResponseWriter, requestID string) {
-	body, _ := json.MarshalIndent(struct {
+	body, _ := indentedJSON(struct {
 		Status     int     `json:"status"`
 		Error      string  `json:"error"`
 		RetryAfter float64 `json:"retry_after_seconds,omitempty"`
 		RequestID  string  `json:"request_id,omitempty"`
-	}{p.status, p.message, p.retryAfter.Seconds(), requestID}, "", "  ")
-	p.write(w, "application/json; charset=utf-8", append(body, '\n'))
+	}{p.status, p.message, p.retryAfter.Seconds(), requestID})
+	p.write(w, "application/json; charset=utf-8", body)
 }
 
 // Error writes the response for err (problemOf) as an HTML page, JSON or a
@@ -388,20 +387,24 @@ func (errorPage) templateFile() string { return "error.html" }
 
 // writeJSON encodes v whole before writing: an encoding error is a 500.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	body, err := indentedJSON(v)
+	if err != nil {
 		if status < 500 {
 			s.Error(w, r, fmt.Errorf("web: encode JSON: %w", err))
 			return
 		}
-		buf.Reset()
-		buf.WriteString(`{"status":500,"error":"internal error"}` + "\n")
+		body = []byte(`{"status":500,"error":"internal error"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
+}
+
+// indentedJSON is v as balde's JSON answers write it: indented, ending in
+// a line feed.
+func indentedJSON(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	return append(b, '\n'), err
 }
 
 // retryAfterSeconds is a Retry-After in whole seconds, rounded up.

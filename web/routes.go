@@ -201,7 +201,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, rt route) error 
 // context. It is a pointer so inner middleware (auth) can fill it in.
 type requestInfo struct {
 	route    *route
-	template string // the route's path template, for metric labels
 	id       string
 	clientIP netip.Addr
 	user     string // the authenticated user
@@ -212,12 +211,8 @@ type requestInfo struct {
 type requestInfoKey struct{}
 
 func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
-	tmpl := rt.path
-	if tmpl == "" {
-		tmpl = "unmatched"
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := &requestInfo{route: &rt, template: tmpl, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
+		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 	})
 }
@@ -228,7 +223,7 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
 		return info
 	}
-	return &requestInfo{route: &notFoundRoute, template: "unmatched"}
+	return &requestInfo{route: &notFoundRoute}
 }
 
 // format tells how to answer r: the route's format, or for unmatched

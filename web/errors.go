@@ -255,7 +255,7 @@ func (p problem) write(w http.ResponseWriter, contentType string, body []byte) {
 // a local refusal, and no caching.
 func (p problem) setHeaders(h http.Header) {
 	if p.retryAfter > 0 {
-		h.Set("Retry-After", retryAfterSeconds(p.retryAfter))
+		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(p.retryAfter), 10)) // whole seconds, rounded up
 	}
 	if p.refused != nil {
 		h.Set(HeaderLocalRefusal, "local")
@@ -405,11 +405,6 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 func indentedJSON(v any) ([]byte, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	return append(b, '\n'), err
-}
-
-// retryAfterSeconds is a Retry-After in whole seconds, rounded up.
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.FormatInt(ceilSeconds(d), 10)
 }
 
 func ceilSeconds(d time.Duration) int64 {

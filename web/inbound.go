@@ -188,23 +188,15 @@ type Inbound struct {
 	// Limiter takes the inbound charges. Required before use.
 	Limiter *throttle.Limiter
 
-	env           string
+	cfg           InboundConfig // with its defaults
 	ip            throttle.Policy
 	admin         throttle.Policy
 	client        throttle.Policy
-	clientOf      func(*http.Request) (string, bool)
 	tokens        map[string]throttle.Policy // by token hash
-	paths         []string
-	exempt        []string
 	defaultExempt bool
 
 	mu     sync.RWMutex
 	mounts []inboundMount // Servers using this limiter (see mount)
-
-	trusted     []netip.Prefix
-	forwarded   string
-	tokenHeader string
-	refused     func(http.ResponseWriter, *http.Request, error)
 }
 
 // NewInbound validates cfg and returns the limiter (without its
@@ -214,7 +206,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	cfg.Window = cmp.Or(cfg.Window, DefaultInboundWindow)
 	cfg.AdminLimit = cmp.Or(cfg.AdminLimit, defaultInboundAdminLimit)
 	cfg.ClientLimit = cmp.Or(cfg.ClientLimit, defaultInboundClientLimit)
-	cfg.ForwardedHeader = cmp.Or(cfg.ForwardedHeader, "X-Forwarded-For")
+	cfg.ForwardedHeader = http.CanonicalHeaderKey(cmp.Or(cfg.ForwardedHeader, "X-Forwarded-For"))
 	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, defaultTokenHeader)
 	if cfg.Paths == nil {
 		cfg.Paths = []string{"/"}
@@ -231,22 +223,12 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		fail = throttle.FailClosed
 	}
 	in := &Inbound{
-		env:    cfg.Env,
-		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
-		admin:  rollingPolicy(policyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
-		client: rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
-
-		clientOf: cfg.Client,
-		tokens:   make(map[string]throttle.Policy, len(cfg.Tokens)),
-		paths:    cfg.Paths,
-		exempt:   cfg.Exempt,
-
+		cfg:           cfg,
+		ip:            rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
+		admin:         rollingPolicy(policyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
+		client:        rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
+		tokens:        make(map[string]throttle.Policy, len(cfg.Tokens)),
 		defaultExempt: defaultExempt,
-
-		trusted:     cfg.TrustedProxies,
-		forwarded:   http.CanonicalHeaderKey(cfg.ForwardedHeader),
-		tokenHeader: cfg.TokenHeader,
-		refused:     cfg.Refused,
 	}
 	for i, p := range []throttle.Policy{in.ip, in.admin, in.client} {
 		if err := p.Validate(); err != nil {
@@ -333,7 +315,7 @@ func InboundPolicyNames() []string {
 // applies reports whether a request path, as the application's router
 // sees it, is limited (see InboundConfig.Paths).
 func (in *Inbound) applies(path string) bool {
-	if exempted(in.exempt, path) {
+	if exempted(in.cfg.Exempt, path) {
 		return false
 	}
 	if in.defaultExempt {
@@ -346,7 +328,7 @@ func (in *Inbound) applies(path string) bool {
 		}
 		in.mu.RUnlock()
 	}
-	return slices.ContainsFunc(in.paths, func(p string) bool { return strings.HasPrefix(path, p) })
+	return slices.ContainsFunc(in.cfg.Paths, func(p string) bool { return strings.HasPrefix(path, p) })
 }
 
 func exempted(exempt []string, path string) bool {
@@ -405,10 +387,10 @@ func (in *Inbound) mountedAdmin(r *http.Request) string {
 // client IP's.
 func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, throttle.Policy) {
 	if client != "" {
-		return throttle.Key{Policy: policyInboundClient, Env: in.env, Identifier: client}, "client", in.client
+		return throttle.Key{Policy: policyInboundClient, Env: in.cfg.Env, Identifier: client}, "client", in.client
 	}
 	if admin != "" {
-		k := throttle.Key{Policy: policyInboundAdmin, Env: in.env, Identifier: admin}
+		k := throttle.Key{Policy: policyInboundAdmin, Env: in.cfg.Env, Identifier: admin}
 		if k.Validate() != nil {
 			k.Identifier = HashToken(admin)
 		}
@@ -417,8 +399,8 @@ func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, t
 	if token != "" {
 		h := HashToken(token)
 		if p, ok := in.tokens[h]; ok {
-			return throttle.Key{Policy: policyInboundToken, Env: in.env, Identifier: h}, "token", p
+			return throttle.Key{Policy: policyInboundToken, Env: in.cfg.Env, Identifier: h}, "token", p
 		}
 	}
-	return throttle.Key{Policy: PolicyInboundIP, Env: in.env, Identifier: ip}, "ip", in.ip
+	return throttle.Key{Policy: PolicyInboundIP, Env: in.cfg.Env, Identifier: ip}, "ip", in.ip
 }

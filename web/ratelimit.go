@@ -82,7 +82,7 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 		ctx, release := storebound.With(r.Context(), storebound.Request)
 		defer release()
 		r = r.WithContext(ctx)
-		in.charge(w, r, clientIP(r, in.trusted, in.forwarded), in.mountedAdmin(r), in.refused, next)
+		in.charge(w, r, clientIP(r, in.cfg.TrustedProxies, in.cfg.ForwardedHeader), in.mountedAdmin(r), in.cfg.Refused, next)
 	})
 }
 
@@ -101,10 +101,10 @@ func (in *Inbound) charged(r *http.Request) bool {
 // cannot decide and fails closed.
 func (in *Inbound) charge(w http.ResponseWriter, r *http.Request, client netip.Addr, admin string, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) {
 	var named string
-	if in.clientOf != nil {
-		named, _ = in.clientOf(r)
+	if in.cfg.Client != nil {
+		named, _ = in.cfg.Client(r)
 	}
-	key, name, p := in.key(admin, named, r.Header.Get(in.tokenHeader), limitIdentifier(client))
+	key, name, p := in.key(admin, named, r.Header.Get(in.cfg.TokenHeader), limitIdentifier(client))
 	d, err := in.Limiter.Take(r.Context(), "", throttle.Charge{Key: key, Cost: 1})
 	if err == nil {
 		setRateLimitHeaders(w.Header(), name, p, d)

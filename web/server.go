@@ -192,20 +192,18 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	s.Metrics.CountFrom(s.Reader, s.Logger)
 	s.metricsHandler = s.Metrics.handler(s.RuntimeMetrics)
+	var err error
 	if s.Authenticate == nil {
-		auth, err := newAuthenticator(s.Admin, s.Users)
-		if err != nil {
+		if s.auth, err = newAuthenticator(s.Admin, s.Users); err != nil {
 			return nil, err
 		}
-		s.auth = auth
 	}
 	if s.Inbound != nil && s.Inbound.Limiter == nil {
 		return nil, fmt.Errorf("web: the inbound limiter needs its throttle.Limiter")
 	}
 	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
-		s.TrustedProxies = s.Inbound.trusted
+		s.TrustedProxies = s.Inbound.cfg.TrustedProxies
 	}
-	var err error
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}

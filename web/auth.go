@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -106,13 +106,10 @@ type authenticator struct {
 type account struct {
 	name     string
 	role     Role
-	user     [32]byte // sha256 of the user name
-	password [32]byte // sha256 of the password (plain mode)
-	hash     []byte   // bcrypt hash (bcrypt mode)
-
-	mu       sync.Mutex
-	accepted [32]byte // sha256(user, password) bcrypt accepted last
-	hasOK    bool
+	user     [32]byte                 // sha256 of the user name
+	password [32]byte                 // sha256 of the password (plain mode)
+	hash     []byte                   // bcrypt hash (bcrypt mode)
+	accepted atomic.Pointer[[32]byte] // sha256(user, password) bcrypt accepted last
 }
 
 // newAuthenticator checks the users: each needs a name, a password or a
@@ -182,9 +179,7 @@ func (a *authenticator) check(user, password string) (string, Role, bool) {
 			return "", 0, false
 		}
 		pair := pairDigest(user, password)
-		acc.mu.Lock()
-		acc.accepted, acc.hasOK = pair, true
-		acc.mu.Unlock()
+		acc.accepted.Store(&pair)
 	}
 	return acc.name, acc.role, true
 }
@@ -197,9 +192,8 @@ func (acc *account) cheap(user, password string) bool {
 		return subtle.ConstantTimeCompare(p[:], acc.password[:]) == 1
 	}
 	pair := pairDigest(user, password)
-	acc.mu.Lock()
-	defer acc.mu.Unlock()
-	return acc.hasOK && subtle.ConstantTimeCompare(pair[:], acc.accepted[:]) == 1
+	ok := acc.accepted.Load()
+	return ok != nil && subtle.ConstantTimeCompare(pair[:], ok[:]) == 1
 }
 
 // known is check without bcrypt (see cheap), for the inbound limiter to
@@ -214,9 +208,5 @@ func (a *authenticator) known(user, password string) (string, bool) {
 // pairDigest binds a user and a password in one digest (length-prefixed so
 // that ("ab", "c") and ("a", "bc") differ).
 func pairDigest(user, password string) [32]byte {
-	h := sha256.New()
-	fmt.Fprintf(h, "%d:%s:%s", len(user), user, password)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	return sha256.Sum256(fmt.Appendf(nil, "%d:%s:%s", len(user), user, password))
 }

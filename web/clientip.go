@@ -3,19 +3,16 @@ package web
 import (
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
 // clientIP returns the address of the client that sent r: the socket peer
-// unless it is a trusted proxy, then the first address of the
-// X-Forwarded-For chain, read from the right, that is not one. An entry
-// that does not parse ends the walk at the last trusted hop.
-func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	return clientIPFrom(r, trusted, "X-Forwarded-For")
-}
-
-// clientIPFrom is clientIP reading the chain from header (canonical form).
-func clientIPFrom(r *http.Request, trusted []netip.Prefix, header string) netip.Addr {
+// unless it is a trusted proxy, then the first address of the chain in
+// header (canonical form, e.g. X-Forwarded-For), read from the right, that
+// is not one. An entry that does not parse ends the walk at the last
+// trusted hop.
+func clientIP(r *http.Request, trusted []netip.Prefix, header string) netip.Addr {
 	peer := parseHost(r.RemoteAddr)
 	if !peer.IsValid() || !isTrusted(peer, trusted) {
 		return peer
@@ -52,12 +49,7 @@ func parseHost(s string) netip.Addr {
 }
 
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
-	for _, p := range trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // limitIdentifier is the identifier of a client IP in the inbound limiter:

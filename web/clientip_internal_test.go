@@ -35,7 +35,7 @@ func TestClientIP(t *testing.T) {
 			for _, v := range tt.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			require.Equal(t, tt.want, clientIP(r, trusted).String())
+			require.Equal(t, tt.want, clientIP(r, trusted, "X-Forwarded-For").String())
 		})
 	}
 }
@@ -54,7 +54,7 @@ func FuzzClientIP(f *testing.F) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = peer
 		r.Header.Set("X-Forwarded-For", xff)
-		got := clientIP(r, trusted)
+		got := clientIP(r, trusted, "X-Forwarded-For")
 		p := parseHost(peer)
 		if !isTrusted(p, trusted) {
 			// An untrusted peer is the client, whatever the header says.

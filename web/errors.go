@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,23 +75,22 @@ const storeRetryAfter = 5 * time.Second
 const statusClientClosed = 499
 
 // problem is an outcome as a client reads it, in whatever format: the
-// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault. typ is the
-// DICT problem type of status; refused, the local refusal behind a 429.
+// HTML page, JSON, the DICT's problem+xml or a SOAP 1.2 fault. refused is
+// the local refusal behind a 429.
 type problem struct {
 	status     int
 	message    string
 	retryAfter time.Duration
-	typ        string
 	refused    *throttle.Decision
 }
 
-// newProblem completes a problem: its DICT type, and a Retry-After of at
-// least 1 s on a 429 (a client told "0" would come straight back).
+// newProblem is a problem with a Retry-After of at least 1 s on a 429 (a
+// client told "0" would come straight back).
 func newProblem(status int, message string, retryAfter time.Duration) problem {
 	if status == http.StatusTooManyRequests {
 		retryAfter = max(retryAfter, time.Second)
 	}
-	return problem{status: status, message: message, retryAfter: retryAfter, typ: dict.ProblemType(status)}
+	return problem{status: status, message: message, retryAfter: retryAfter}
 }
 
 // refusalProblem is a local refusal d of op ("dict getEntry"): 429 with
@@ -130,39 +131,13 @@ func problemOf(r *http.Request, err error) problem {
 		return newProblem(http.StatusTooManyRequests, msg, remote.RetryAfter)
 	case errors.As(err, &remote):
 		return newProblem(http.StatusBadGateway, msg, remote.RetryAfter)
-	case errors.Is(err, dict.ErrMalformedResponse):
-		return newProblem(http.StatusBadGateway, msg, 0)
-	case errors.Is(err, dict.ErrUnknownEndToEndID), errors.Is(err, sifen.ErrNotFound),
-		errors.Is(err, errNotFound), errors.Is(err, throttle.ErrUnknownPolicy):
-		return newProblem(http.StatusNotFound, msg, 0)
-	case errors.Is(err, dict.ErrNotPayable), errors.Is(err, sifen.ErrNotSendable),
-		errors.Is(err, sifen.ErrCDCInFlight), errors.Is(err, sifen.ErrLotAlreadySent):
-		return newProblem(http.StatusConflict, msg, 0)
-	case isDictInputError(err), isSifenInputError(err), errors.Is(err, errBadRequest),
-		errors.Is(err, throttle.ErrInvalidKey), errors.Is(err, throttle.ErrInvalidCost),
-		errors.Is(err, throttle.ErrInvalidAdjustment), errors.Is(err, throttle.ErrInvalidQuery):
-		return newProblem(http.StatusBadRequest, msg, 0)
-	case errors.Is(err, sifen.ErrRemote), errors.Is(err, sifen.ErrNoResponse):
-		return newProblem(http.StatusBadGateway, msg, 0)
-	case errors.Is(err, sifen.ErrNoRecepcionDE), errors.Is(err, errNotImplemented):
-		return newProblem(http.StatusNotImplemented, msg, 0)
-
-	case errors.Is(err, errMethodNotAllowed):
-		return newProblem(http.StatusMethodNotAllowed, msg, 0)
-	case errors.Is(err, errTooLarge):
-		return newProblem(http.StatusRequestEntityTooLarge, msg, 0)
-	case errors.Is(err, errUnauthorized):
-		return newProblem(http.StatusUnauthorized, "authentication required", 0)
-	case errors.Is(err, errReadOnly):
-		return newProblem(http.StatusForbidden, "this action needs the admin role; viewers can only read", 0)
-	case errors.Is(err, errForbidden):
-		return newProblem(http.StatusForbidden, msg, 0)
-	case errors.Is(err, errCrossOrigin):
-		return newProblem(http.StatusForbidden, "cross-origin request refused: submit the form from balde's own pages", 0)
-	case errors.Is(err, errUnhealthy):
-		return newProblem(http.StatusServiceUnavailable, "unhealthy: the store is unreachable or its migrations are not current", storeRetryAfter)
-	case errors.Is(err, throttle.ErrStoreUnavailable):
-		return newProblem(http.StatusServiceUnavailable, "the store is unavailable", storeRetryAfter)
+	}
+	for _, c := range sentinelProblems {
+		if isAny(err, c.errs) {
+			return newProblem(c.status, cmp.Or(c.message, msg), c.retryAfter)
+		}
+	}
+	switch {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return newProblem(statusClientClosed, "request canceled", 0)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -175,6 +150,50 @@ func problemOf(r *http.Request, err error) problem {
 	}
 	return newProblem(http.StatusInternalServerError, "internal error", 0)
 }
+
+// dictInputErrors are bad input to a DICT lookup or payment (a 400).
+var dictInputErrors = []error{dict.ErrInvalidKey, dict.ErrInvalidPayerID, dict.ErrInvalidEndToEndID, dict.ErrInvalidISPB}
+
+// sentinelProblems map the errors problemOf finds with errors.Is, in
+// order: message "" is the error's public text.
+var sentinelProblems = []struct {
+	errs       []error
+	status     int
+	message    string
+	retryAfter time.Duration
+}{
+	{errs: []error{dict.ErrMalformedResponse}, status: http.StatusBadGateway},
+	{errs: []error{dict.ErrUnknownEndToEndID, sifen.ErrNotFound, errNotFound, throttle.ErrUnknownPolicy}, status: http.StatusNotFound},
+	{errs: []error{dict.ErrNotPayable, sifen.ErrNotSendable, sifen.ErrCDCInFlight, sifen.ErrLotAlreadySent}, status: http.StatusConflict},
+	{errs: slices.Concat(dictInputErrors, []error{
+		// A SIFEN document or lot that breaks a rule.
+		sifen.ErrInvalidEnv, sifen.ErrMalformedXML, sifen.ErrMissingRUC, sifen.ErrInvalidRUC,
+		sifen.ErrInvalidDV, sifen.ErrInvalidCDC, sifen.ErrInvalidType, sifen.ErrUnfit, sifen.ErrInvalidLotNumber,
+		sifen.ErrLotEmpty, sifen.ErrLotTooManyDEs, sifen.ErrLotMixedTypes, sifen.ErrLotMixedRUC, sifen.ErrLotMixedEnv,
+		sifen.ErrLotDuplicateCDC, sifen.ErrLotTooBig,
+		errBadRequest, throttle.ErrInvalidKey, throttle.ErrInvalidCost, throttle.ErrInvalidAdjustment, throttle.ErrInvalidQuery,
+	}), status: http.StatusBadRequest},
+	{errs: []error{sifen.ErrRemote, sifen.ErrNoResponse}, status: http.StatusBadGateway},
+	{errs: []error{sifen.ErrNoRecepcionDE, errNotImplemented}, status: http.StatusNotImplemented},
+	{errs: []error{errMethodNotAllowed}, status: http.StatusMethodNotAllowed},
+	{errs: []error{errTooLarge}, status: http.StatusRequestEntityTooLarge},
+	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, message: "authentication required"},
+	{errs: []error{errReadOnly}, status: http.StatusForbidden, message: "this action needs the admin role; viewers can only read"},
+	{errs: []error{errForbidden}, status: http.StatusForbidden},
+	{errs: []error{errCrossOrigin}, status: http.StatusForbidden, message: "cross-origin request refused: submit the form from balde's own pages"},
+	{errs: []error{errUnhealthy}, status: http.StatusServiceUnavailable,
+		message: "unhealthy: the store is unreachable or its migrations are not current", retryAfter: storeRetryAfter},
+	{errs: []error{throttle.ErrStoreUnavailable}, status: http.StatusServiceUnavailable, message: "the store is unavailable", retryAfter: storeRetryAfter},
+}
+
+// isAny reports whether err is one of errs.
+func isAny(err error, errs []error) bool {
+	return slices.ContainsFunc(errs, func(e error) bool { return errors.Is(err, e) })
+}
+
+// isDictInputError reports whether err is bad input to a DICT lookup or
+// payment (a 400).
+func isDictInputError(err error) bool { return isAny(err, dictInputErrors) }
 
 // upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
 // or 504 when the answer was lost. msg is what the client reads; err,
@@ -195,27 +214,6 @@ func (e *upstreamError) Error() string {
 }
 
 func (e *upstreamError) Unwrap() error { return e.err }
-
-// isDictInputError reports whether err is bad input to a DICT lookup or
-// payment (a 400).
-func isDictInputError(err error) bool {
-	return errors.Is(err, dict.ErrInvalidKey) || errors.Is(err, dict.ErrInvalidPayerID) ||
-		errors.Is(err, dict.ErrInvalidEndToEndID) || errors.Is(err, dict.ErrInvalidISPB)
-}
-
-// isSifenInputError reports whether err is a SIFEN document or lot that
-// breaks a rule (a 400).
-func isSifenInputError(err error) bool {
-	for _, e := range []error{sifen.ErrInvalidEnv, sifen.ErrMalformedXML, sifen.ErrMissingRUC, sifen.ErrInvalidRUC,
-		sifen.ErrInvalidDV, sifen.ErrInvalidCDC, sifen.ErrInvalidType, sifen.ErrUnfit, sifen.ErrInvalidLotNumber,
-		sifen.ErrLotEmpty, sifen.ErrLotTooManyDEs, sifen.ErrLotMixedTypes, sifen.ErrLotMixedRUC, sifen.ErrLotMixedEnv,
-		sifen.ErrLotDuplicateCDC, sifen.ErrLotTooBig} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
 
 // publicPrefixes are the package prefixes of error texts.
 var publicPrefixes = []string{"web: ", "throttle: ", "dict: ", "sifen: "}
@@ -239,24 +237,25 @@ func logProblem(l *slog.Logger, r *http.Request, p problem, err error, attrs ...
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", p.status), slog.Any("error", err))...)
 }
 
-// writeHead writes the headers every error answer carries — Retry-After
-// when there is a wait, HeaderLocalRefusal on a local refusal, no caching,
-// contentType — and the status. It reports whether a body is to follow
-// (not when the client went away).
-func (p problem) writeHead(w http.ResponseWriter, contentType string) bool {
+// write writes p's answer: the headers every error answer carries
+// (setHeaders), the status, and contentType and body unless the client
+// went away.
+func (p problem) write(w http.ResponseWriter, contentType string, body []byte) {
 	p.setHeaders(w.Header())
 	if p.status == statusClientClosed {
 		w.WriteHeader(p.status)
-		return false
+		return
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(p.status)
-	return true
+	_, _ = w.Write(body)
 }
 
+// setHeaders sets Retry-After when there is a wait, HeaderLocalRefusal on
+// a local refusal, and no caching.
 func (p problem) setHeaders(h http.Header) {
 	if p.retryAfter > 0 {
-		h.Set("Retry-After", retryAfterSeconds(p.retryAfter))
+		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(p.retryAfter), 10)) // whole seconds, rounded up
 	}
 	if p.refused != nil {
 		h.Set(HeaderLocalRefusal, "local")
@@ -267,7 +266,7 @@ func (p problem) setHeaders(h http.Header) {
 // writeXML renders p as the DICT writes its errors: an RFC 7807
 // problem+xml; a local refusal names its policy in a violation.
 func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
-	doc := dict.NewProblem(p.typ, p.status, http.StatusText(p.status), p.message)
+	doc := dict.NewProblem(dict.ProblemType(p.status), p.status, http.StatusText(p.status), p.message)
 	doc.CorrelationID = correlationID
 	if p.refused != nil {
 		doc.Violations = &dict.Violations{Violation: []dict.Violation{{Reason: p.refused.Reason.String(), Property: "policy", Value: p.refused.Key.Policy}}}
@@ -277,9 +276,7 @@ func (p problem) writeXML(w http.ResponseWriter, correlationID string) {
 		// A problem of plain strings always encodes; keep the status anyway.
 		data = []byte(dict.XMLHeader)
 	}
-	if p.writeHead(w, dict.ContentTypeProblemXML) {
-		_, _ = w.Write(data)
-	}
+	p.write(w, dict.ContentTypeProblemXML, data)
 }
 
 // writeSOAPFault renders p as SIFEN writes a SOAP 1.2 fault: code Sender
@@ -295,22 +292,18 @@ func (p problem) writeSOAPFault(w http.ResponseWriter) {
 	b.WriteString(`</env:Value></env:Code><env:Reason><env:Text xml:lang="en">`)
 	_ = xml.EscapeText(&b, []byte("balde: "+p.message))
 	b.WriteString(`</env:Text></env:Reason></env:Fault></env:Body></env:Envelope>`)
-	if p.writeHead(w, sifen.SOAPContentType) {
-		_, _ = w.Write(b.Bytes())
-	}
+	p.write(w, sifen.SOAPContentType, b.Bytes())
 }
 
 // writeJSON renders p as balde's JSON API writes its errors.
 func (p problem) writeJSON(w http.ResponseWriter, requestID string) {
-	body, _ := json.MarshalIndent(struct {
+	body, _ := indentedJSON(struct {
 		Status     int     `json:"status"`
 		Error      string  `json:"error"`
 		RetryAfter float64 `json:"retry_after_seconds,omitempty"`
 		RequestID  string  `json:"request_id,omitempty"`
-	}{p.status, p.message, p.retryAfter.Seconds(), requestID}, "", "  ")
-	if p.writeHead(w, "application/json; charset=utf-8") {
-		_, _ = w.Write(append(body, '\n'))
-	}
+	}{p.status, p.message, p.retryAfter.Seconds(), requestID})
+	p.write(w, "application/json; charset=utf-8", body)
 }
 
 // Error writes the response for err (problemOf) as an HTML page, JSON or a
@@ -331,7 +324,7 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 // writeErrorPage renders p as error.html.
 func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p problem) {
 	if p.status == statusClientClosed {
-		p.writeHead(w, "")
+		p.write(w, "", nil)
 		return
 	}
 	l := s.layout(r, "")
@@ -358,9 +351,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 	if err := s.render(w, p.status, page); err != nil {
 		// The error page itself failed: answer in plain text.
 		s.Logger.Error("render error page", slog.String("request_id", requestInfoFrom(r.Context()).id), slog.Any("error", err))
-		if p.writeHead(w, "text/plain; charset=utf-8") {
-			fmt.Fprintf(w, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message)
-		}
+		p.write(w, "text/plain; charset=utf-8", fmt.Appendf(nil, "%d %s: %s\n", p.status, http.StatusText(p.status), p.message))
 	}
 }
 
@@ -396,25 +387,24 @@ func (errorPage) templateFile() string { return "error.html" }
 
 // writeJSON encodes v whole before writing: an encoding error is a 500.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	body, err := indentedJSON(v)
+	if err != nil {
 		if status < 500 {
 			s.Error(w, r, fmt.Errorf("web: encode JSON: %w", err))
 			return
 		}
-		buf.Reset()
-		buf.WriteString(`{"status":500,"error":"internal error"}` + "\n")
+		body = []byte(`{"status":500,"error":"internal error"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
-// retryAfterSeconds is a Retry-After in whole seconds, rounded up.
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.FormatInt(ceilSeconds(d), 10)
+// indentedJSON is v as balde's JSON answers write it: indented, ending in
+// a line feed.
+func indentedJSON(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	return append(b, '\n'), err
 }
 
 func ceilSeconds(d time.Duration) int64 {

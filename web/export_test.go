@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"net"
 	"os"
 	"time"
 
@@ -85,4 +86,9 @@ const (
 )
 
 // Port is the port Open listens on.
-func (s *Server) Port() int { return s.port() }
+func (s *Server) Port() int {
+	if s.ln == nil {
+		return 0
+	}
+	return s.ln.Addr().(*net.TCPAddr).Port
+}

@@ -1,9 +1,9 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,9 +32,6 @@ type GatewayClients struct {
 	path   string
 	logger *slog.Logger
 	set    atomic.Pointer[clientSet]
-
-	mu    sync.Mutex
-	stamp fileStamp // of the file the set was read from
 }
 
 // clientSet is one reading of the clients file.
@@ -43,10 +39,7 @@ type clientSet struct {
 	tokens map[[sha256.Size]byte]string // the SHA-256 of a token → its client
 	certs  map[string]string            // a certificate's subject CN → its client
 	names  map[string]bool
-}
-
-// fileStamp tells a changed file from the one read.
-type fileStamp struct {
+	// mod and size tell a changed file from the one read.
 	mod  time.Time
 	size int64
 }
@@ -65,10 +58,7 @@ var clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // twice is an error, and so is a file naming no client. Reloads are logged
 // to logger (nil: nowhere).
 func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, error) {
-	if logger == nil {
-		logger = nowhere
-	}
-	c := &GatewayClients{path: path, logger: logger}
+	c := &GatewayClients{path: path, logger: cmp.Or(logger, nowhere)}
 	if err := c.reload(); err != nil {
 		return nil, err
 	}
@@ -78,8 +68,6 @@ func LoadGatewayClients(path string, logger *slog.Logger) (*GatewayClients, erro
 // reload reads the file again and, when it is valid, serves its clients
 // from the next request on; otherwise the clients stay as they were.
 func (c *GatewayClients) reload() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	f, err := os.Open(c.path)
 	if err != nil {
 		return fmt.Errorf("web: gateway clients: %w", err)
@@ -93,8 +81,8 @@ func (c *GatewayClients) reload() error {
 	if err != nil {
 		return fmt.Errorf("web: gateway clients %s: %w", c.path, err)
 	}
+	set.mod, set.size = fi.ModTime(), fi.Size()
 	c.set.Store(set)
-	c.stamp = fileStamp{mod: fi.ModTime(), size: fi.Size()}
 	return nil
 }
 
@@ -138,10 +126,7 @@ func (c *GatewayClients) watch(ctx context.Context, every time.Duration, signals
 			why = s.String()
 		case <-t.C:
 			fi, err := os.Stat(c.path)
-			c.mu.Lock()
-			changed := err == nil && (fileStamp{mod: fi.ModTime(), size: fi.Size()}) != c.stamp
-			c.mu.Unlock()
-			if !changed {
+			if set := c.set.Load(); err != nil || (fi.ModTime() == set.mod && fi.Size() == set.size) {
 				continue
 			}
 		}
@@ -179,6 +164,7 @@ func (c *GatewayClients) Certificates() bool { return len(c.set.Load().certs) > 
 // gatewayCredential is one line of the clients file.
 type gatewayCredential struct {
 	name, kind, value string
+	digest            [sha256.Size]byte // of a token (kinds sha256 and token)
 }
 
 func parseGatewayClients(r io.Reader) (*clientSet, error) {
@@ -190,15 +176,10 @@ func parseGatewayClients(r io.Reader) (*clientSet, error) {
 	}
 	set := &clientSet{tokens: map[[sha256.Size]byte]string{}, certs: map[string]string{}, names: map[string]bool{}}
 	for _, c := range creds {
-		switch c.kind {
-		case "cn":
+		if c.kind == "cn" {
 			set.certs[c.value] = c.name
-		case "token":
-			set.tokens[sha256.Sum256([]byte(c.value))] = c.name
-		default: // sha256
-			var sum [sha256.Size]byte
-			_, _ = hex.Decode(sum[:], []byte(c.value)) // checked by parseGatewayCredential
-			set.tokens[sum] = c.name
+		} else {
+			set.tokens[c.digest] = c.name
 		}
 		set.names[c.name] = true
 	}
@@ -218,50 +199,55 @@ func parseGatewayCredential(entry string) (gatewayCredential, error) {
 	case !clientName.MatchString(name):
 		return gatewayCredential{}, fmt.Errorf("client name %q: 1 to 64 letters, digits, '.', '_' or '-'", name)
 	}
+	c := gatewayCredential{name: name, kind: kind, value: value}
 	switch kind {
-	case "sha256":
-		if b, err := hex.DecodeString(value); err != nil || len(b) != sha256.Size {
-			return gatewayCredential{}, fmt.Errorf("client %q: sha256: wants the 64 hex digits of the token's SHA-256", name)
+	case "sha256", "token":
+		var err error
+		if c.digest, err = tokenDigest(value, kind == "sha256"); err != nil {
+			return gatewayCredential{}, fmt.Errorf("client %q: %w", name, err)
 		}
-		value = strings.ToLower(value)
-	case "token":
-		if strings.ContainsAny(value, " \t") {
-			return gatewayCredential{}, fmt.Errorf("client %q: a token cannot hold spaces", name)
+		if kind == "sha256" {
+			c.value = strings.ToLower(value)
 		}
 	case "cn":
 	default:
 		return gatewayCredential{}, fmt.Errorf("client %q: %q is not a credential (sha256:, token: or cn:)", name, kind+":")
 	}
-	return gatewayCredential{name: name, kind: kind, value: value}, nil
+	return c, nil
 }
 
-// gatewayAccess is what both gateways do around each request: name its
-// client (or answer 401), then count, log and audit it
-// (docs/decisions/0165).
-type gatewayAccess struct {
-	gateway      string // "dict" or "sifen"
+// gateway is what both gateways share: each request's client is named
+// (or answered 401), then the request is counted, logged and audited
+// (docs/decisions/0165); a problem is answered in the gateway's format.
+type gateway struct {
+	name         string // "dict" or "sifen"
 	authenticate func(*http.Request) (string, bool)
 	audit        audit.Store
 	metrics      *Metrics
 	logger       *slog.Logger
+	write        func(problem, http.ResponseWriter) // a problem in the gateway's format
+	handle       http.HandlerFunc                   // the request of a known client
 }
 
-func newGatewayAccess(gateway string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gatewayAccess, error) {
+func newGateway(name string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gateway, error) {
 	if authenticate == nil {
-		return gatewayAccess{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", gateway)
+		return gateway{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", name)
 	}
-	if logger == nil {
-		logger = nowhere
-	}
-	return gatewayAccess{gateway: gateway, authenticate: authenticate, audit: trail, metrics: m, logger: logger}, nil
+	return gateway{name: name, authenticate: authenticate, audit: trail, metrics: m, logger: cmp.Or(logger, nowhere)}, nil
 }
 
-// logged records p as r's answer and logs it when it is a server error.
-func (a gatewayAccess) logged(r *http.Request, p problem, err error) problem {
+// fail answers err (problemOf) in the gateway's format.
+func (g *gateway) fail(w http.ResponseWriter, r *http.Request, err error) {
+	g.answer(w, r, problemOf(r, err), err)
+}
+
+// answer records p as r's answer, logs it when it is a server error and
+// writes it.
+func (g *gateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
 	call := callOf(r)
 	call.message = p.message
-	logProblem(a.logger, r, p, err, slog.String("gateway", a.gateway), slog.String("client", call.client))
-	return p
+	logProblem(g.logger, r, p, err, slog.String("gateway", g.name), slog.String("client", call.client))
+	g.write(p, w)
 }
 
 // gatewayCall is one request to a gateway, for the audit trail: a request
@@ -283,9 +269,8 @@ func callOf(r *http.Request) *gatewayCall {
 	return &gatewayCall{}
 }
 
-// serve runs next for r once its client is known; fail answers in the
-// gateway's format.
-func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(http.ResponseWriter, *http.Request, error), next http.HandlerFunc) {
+// ServeHTTP runs g.handle for r once its client is known.
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	call := &gatewayCall{outcome: url.Values{}}
@@ -293,25 +278,25 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 	ctx, release := storebound.With(r.Context(), storebound.Request)
 	defer release()
 	r = r.WithContext(context.WithValue(ctx, gatewayCallKey{}, call))
-	if client, ok := a.authenticate(r); ok {
+	if client, ok := g.authenticate(r); ok {
 		call.client = client
-		next(sw, r)
+		g.handle(sw, r)
 	} else {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+a.gateway+` gateway"`)
-		fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
+		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+g.name+` gateway"`)
+		g.fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))
 	}
 	status := sw.code()
-	if a.metrics != nil {
-		a.metrics.observeGateway(a.gateway, call.client, status)
+	if g.metrics != nil {
+		g.metrics.gatewayRequests.WithLabelValues(g.name, call.client, strconv.Itoa(status)).Inc()
 	}
 	level := slog.LevelDebug
 	if call.target != "" || status == http.StatusUnauthorized {
 		level = slog.LevelInfo
 	}
-	a.logger.LogAttrs(r.Context(), level, "gateway request", slog.String("gateway", a.gateway), slog.String("client", call.client),
+	g.logger.LogAttrs(r.Context(), level, "gateway request", slog.String("gateway", g.name), slog.String("client", call.client),
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
 		slog.Duration("duration", time.Since(start)), slog.String("target", call.target))
-	if a.audit == nil || call.target == "" {
+	if g.audit == nil || call.target == "" {
 		return
 	}
 	call.outcome.Set("status", strconv.Itoa(status))
@@ -321,9 +306,9 @@ func (a gatewayAccess) serve(w http.ResponseWriter, r *http.Request, fail func(h
 	e := audit.Entry{User: "gateway:" + call.client, Action: audit.ActionGateway, Target: call.target, Outcome: call.outcome.Encode()}
 	err := storebound.ErrSpent // the store did not answer within the bound: the row would wait on it again
 	if !storebound.Spent(r.Context()) {
-		_, err = a.audit.Record(context.WithoutCancel(r.Context()), e)
+		_, err = g.audit.Record(context.WithoutCancel(r.Context()), e)
 	}
 	if err != nil {
-		a.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
+		g.logger.Error("gateway request not recorded in the audit trail", slog.String("client", call.client), slog.String("target", call.target), slog.Any("error", err))
 	}
 }

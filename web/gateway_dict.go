@@ -72,17 +72,13 @@ type DictGatewayConfig struct {
 
 // dictGateway is the gateway NewDictGateway returns.
 type dictGateway struct {
+	gateway
 	target, policies *url.URL
 	participant      string
-	meter            dict.Meter
 	payments         paymentCreditor
 	signer           dict.Signer
-	logger           *slog.Logger
 	proxy            *httputil.ReverseProxy
-	access           gatewayAccess
 }
-
-var _ http.Handler = (*dictGateway)(nil)
 
 // NewDictGateway returns a reverse proxy for the DICT API that throttles
 // every request with the local mirror, for DICT clients not written in Go:
@@ -123,23 +119,25 @@ func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
 		}
 	}
-	g := &dictGateway{target: target, policies: policies, participant: cfg.Participant, meter: cfg.Meter,
-		payments: cfg.Payments, signer: cfg.Signer, logger: cfg.Logger}
-	if g.logger == nil {
-		g.logger = nowhere
-	}
-	if g.access, err = newGatewayAccess("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, g.logger); err != nil {
+	g := &dictGateway{target: target, policies: policies, participant: cfg.Participant, payments: cfg.Payments, signer: cfg.Signer}
+	if g.gateway, err = newGateway("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
 		return nil, err
+	}
+	g.handle = g.serve
+	g.write = func(p problem, w http.ResponseWriter) {
+		p.writeXML(w, dict.NewCorrelationID(cfg.Participant, cfg.Meter.Limiter.Now()))
 	}
 	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
 	if cfg.PoliciesURL != "" {
 		t.PoliciesURL = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
 	}
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:      g.rewrite,
-		Transport:    t,
-		ErrorHandler: g.answerError,
-		ErrorLog:     slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
+		Rewrite:   g.rewrite,
+		Transport: t,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			g.fail(w, r, upstream("the DICT did not answer", false, err))
+		},
+		ErrorLog: slog.NewLogLogger(g.logger.Handler(), slog.LevelError),
 	}
 	return g, nil
 }
@@ -153,11 +151,6 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
 	return u, nil
-}
-
-// ServeHTTP implements http.Handler.
-func (g *dictGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.access.serve(w, r, g.fail, g.serve)
 }
 
 // serve answers the request of a known client.
@@ -231,16 +224,6 @@ func (g *dictGateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.SetURL(base)
 	pr.Out.Host = base.Host
-}
-
-// answerError answers a request the proxy got no answer for.
-func (g *dictGateway) answerError(w http.ResponseWriter, r *http.Request, err error) {
-	g.fail(w, r, upstream("the DICT did not answer", false, err))
-}
-
-// fail answers err as the DICT writes its errors (problemOf, writeXML).
-func (g *dictGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
-	g.access.logged(r, problemOf(r, err), err).writeXML(w, dict.NewCorrelationID(g.participant, g.meter.Limiter.Now()))
 }
 
 // gatewayCredit is one bucket of a payment credit, in the JSON answer.

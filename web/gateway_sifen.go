@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/xml"
@@ -68,20 +69,17 @@ type SifenGatewayConfig struct {
 
 // sifenGateway is the gateway NewSifenGateway returns.
 type sifenGateway struct {
+	gateway
 	sender   *sifen.Sender
 	client   *sifen.Client
 	unsigned bool // unsigned events pass (test only)
 	env      sifen.Env
 	hold     time.Duration
 	sleep    func(context.Context, time.Duration) error
-	logger   *slog.Logger
-	access   gatewayAccess
 	lines    rucLines
 	// parsing bounds the lots inflated and parsed at once (CPU and memory).
 	parsing chan struct{}
 }
-
-var _ http.Handler = (*sifenGateway)(nil)
 
 // NewSifenGateway returns a SOAP 1.2 endpoint in front of SIFEN for issuers whose
 // systems are not written in Go (a Python web app and its batch
@@ -119,27 +117,18 @@ func NewSifenGateway(cfg SifenGatewayConfig) (http.Handler, error) {
 	if cfg.AllowUnsigned && cfg.Env != sifen.EnvTest {
 		return nil, errors.New("web: SIFEN gateway: unsigned events are for the test environment only")
 	}
-	g := &sifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env, hold: cfg.Hold, sleep: cfg.Sleep, logger: cfg.Logger,
+	g := &sifenGateway{sender: cfg.Sender, client: cfg.Client, unsigned: cfg.AllowUnsigned, env: cfg.Env,
+		hold: cmp.Or(cfg.Hold, DefaultSifenGatewayHold), sleep: cfg.Sleep,
 		parsing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	var err error
-	if g.access, err = newGatewayAccess("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
+	if g.gateway, err = newGateway("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
 		return nil, err
 	}
-	if g.hold == 0 {
-		g.hold = DefaultSifenGatewayHold
-	}
+	g.handle, g.write = g.serve, problem.writeSOAPFault
 	if g.sleep == nil {
 		g.sleep = throttle.SleepContext
 	}
-	if g.logger == nil {
-		g.logger = nowhere
-	}
 	return g, nil
-}
-
-// ServeHTTP implements http.Handler.
-func (g *sifenGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.access.serve(w, r, g.fail, g.serve)
 }
 
 // serve answers the request of a known client.
@@ -207,7 +196,7 @@ func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 		answer.children = append(answer.children, sifenText("dProtConsLote", out.LotNumber))
 		call.outcome.Set("lot", out.LotNumber)
 	}
-	g.writeAnswer(w, answer)
+	writeAnswer(w, answer)
 }
 
 // parseLot parses the zipped lot of xDE (sifen.ParseLoteZip), at most
@@ -238,8 +227,12 @@ func lotTarget(service string, env sifen.Env, lot sifen.Lote) string {
 // answer to pass on it writes the fault itself and returns false.
 func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
 	deadline := time.Now().Add(g.hold)
-	var line *rucLine
-	defer func() { g.lines.leave(line) }()
+	var leave func() // of the RUC's line, once joined
+	defer func() {
+		if leave != nil {
+			leave()
+		}
+	}()
 	for {
 		out, err := send()
 		if err != nil {
@@ -253,10 +246,9 @@ func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 				g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number, *out.Decision), nil)
 				return out, false
 			}
-			if line == nil {
+			if leave == nil {
 				// Wait for this request's turn, then try at once.
-				line = g.lines.join(sifen.RecepcionKey(out.Env, out.RUC))
-				if err := line.wait(r.Context(), deadline); err != nil {
+				if leave, err = g.lines.wait(r.Context(), sifen.RecepcionKey(out.Env, out.RUC), deadline); err != nil {
 					if r.Context().Err() == nil {
 						g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number+" (held behind the RUC's other lots)", *out.Decision), nil)
 					}
@@ -295,58 +287,44 @@ type rucLines struct {
 
 // rucLine is one RUC's line.
 type rucLine struct {
-	key   throttle.Key
 	turn  chan struct{} // holding its one slot is the turn
 	users int
-	// own is set by the request whose turn it is (one line per request).
-	own bool
 }
 
-// join returns a request's place in key's line.
-func (ls *rucLines) join(key throttle.Key) *rucLine {
+// wait joins key's line and returns once it is the request's turn, or the
+// error of ctx or of the deadline; leave, to call in either case, ends its
+// place in line (and its turn).
+func (ls *rucLines) wait(ctx context.Context, key throttle.Key, deadline time.Time) (leave func(), err error) {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	if ls.lines == nil {
 		ls.lines = make(map[throttle.Key]*rucLine)
 	}
-	shared, ok := ls.lines[key]
-	if !ok {
-		shared = &rucLine{key: key, turn: make(chan struct{}, 1)}
-		ls.lines[key] = shared
+	l := ls.lines[key]
+	if l == nil {
+		l = &rucLine{turn: make(chan struct{}, 1)}
+		ls.lines[key] = l
 	}
-	shared.users++
-	return &rucLine{key: key, turn: shared.turn}
-}
-
-// wait returns once it is l's turn, or the error of ctx or of the deadline.
-func (l *rucLine) wait(ctx context.Context, deadline time.Time) error {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
+	l.users++
+	ls.mu.Unlock()
+	own := false
+	leave = func() {
+		if own {
+			<-l.turn
+		}
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		if l.users--; l.users == 0 {
+			delete(ls.lines, key)
+		}
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	select {
 	case l.turn <- struct{}{}:
-		l.own = true
-		return nil
+		own = true
+		return leave, nil
 	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return context.DeadlineExceeded
-	}
-}
-
-// leave ends l's place in line (its turn, if it had it); nil is no place.
-func (ls *rucLines) leave(l *rucLine) {
-	if l == nil {
-		return
-	}
-	if l.own {
-		<-l.turn
-	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if shared := ls.lines[l.key]; shared != nil {
-		if shared.users--; shared.users == 0 {
-			delete(ls.lines, l.key)
-		}
+		return leave, ctx.Err()
 	}
 }
 
@@ -379,18 +357,8 @@ func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 			}
 			answer.children = append(answer.children, res)
 		}
-		g.writeAnswer(w, answer)
+		writeAnswer(w, answer)
 	}
-}
-
-// fail answers err as a SOAP 1.2 fault (problemOf, writeSOAPFault).
-func (g *sifenGateway) fail(w http.ResponseWriter, r *http.Request, err error) {
-	g.answer(w, r, problemOf(r, err), err)
-}
-
-// answer writes p as a SOAP 1.2 fault, logging a server error.
-func (g *sifenGateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
-	g.access.logged(r, p, err).writeSOAPFault(w)
 }
 
 func formatSifenTime(t time.Time) string {
@@ -412,28 +380,26 @@ func sifenEl(name string, children ...sifenElement) sifenElement {
 	return sifenElement{name: name, children: children}
 }
 
-func (e sifenElement) write(b *bytes.Buffer) {
-	b.WriteString("<ns2:" + e.name + ">")
+// write writes e, its start tag with attrs.
+func (e sifenElement) write(b *bytes.Buffer, attrs string) {
+	b.WriteString("<ns2:" + e.name + attrs + ">")
 	if e.children == nil {
 		_ = xml.EscapeText(b, []byte(e.text))
 	}
 	for _, c := range e.children {
-		c.write(b)
+		c.write(b, "")
 	}
 	b.WriteString("</ns2:" + e.name + ">")
 }
 
 // writeAnswer writes a SOAP 1.2 answer as SIFEN writes its own, with the
 // prefixes env and ns2 its clients read them by.
-func (g *sifenGateway) writeAnswer(w http.ResponseWriter, body sifenElement) {
+func writeAnswer(w http.ResponseWriter, body sifenElement) {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
 	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)
-	b.WriteString(`<ns2:` + body.name + ` xmlns:ns2="` + sifen.Namespace + `">`)
-	for _, c := range body.children {
-		c.write(&b)
-	}
-	b.WriteString(`</ns2:` + body.name + `></env:Body></env:Envelope>`)
+	body.write(&b, ` xmlns:ns2="`+sifen.Namespace+`"`)
+	b.WriteString(`</env:Body></env:Envelope>`)
 	w.Header().Set("Content-Type", sifen.SOAPContentType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes())

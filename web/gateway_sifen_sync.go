@@ -50,7 +50,10 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	}
 	p := sent.Prot
 	call.outcome.Set("state", p.State())
-	prot := sifenEl("rProtDe", sifenText("id", firstNonBlank(p.CDC, lot.DEs[0].CDC)), sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
+	if strings.TrimSpace(p.CDC) == "" {
+		p.CDC = lot.DEs[0].CDC
+	}
+	prot := sifenEl("rProtDe", sifenText("id", p.CDC), sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
 		sifenText("dEstRes", p.State()))
 	if p.AuthNumber != "" {
 		prot.children = append(prot.children, sifenText("dProtAut", p.AuthNumber))
@@ -58,16 +61,7 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	for _, m := range p.Results {
 		prot.children = append(prot.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
 	}
-	g.writeAnswer(w, sifenEl("rRetEnviDe", prot))
-}
-
-func firstNonBlank(s ...string) string {
-	for _, v := range s {
-		if strings.TrimSpace(v) != "" {
-			return v
-		}
-	}
-	return ""
+	writeAnswer(w, sifenEl("rRetEnviDe", prot))
 }
 
 func stripXMLDecl(b []byte) []byte {
@@ -107,6 +101,8 @@ func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data 
 	_, _ = w.Write(ans.Body)
 }
 
+const digits = "0123456789"
+
 // soapBody decodes the body of a SOAP 1.2 envelope into v.
 func soapBody(data []byte, v any) error {
 	var env struct {
@@ -130,7 +126,7 @@ func checkConsultaDE(data []byte) error {
 	if err := soapBody(data, &req); err != nil {
 		return err
 	}
-	if cdc := strings.TrimSpace(req.CDC); len(cdc) != 44 || !digitsOnly(cdc) {
+	if cdc := strings.TrimSpace(req.CDC); len(cdc) != 44 || strings.Trim(cdc, digits) != "" {
 		return fmt.Errorf("dCDC %q is not a CDC of 44 digits", cdc)
 	}
 	return nil
@@ -146,7 +142,7 @@ func checkConsultaRUC(data []byte) error {
 	if err := soapBody(data, &req); err != nil {
 		return err
 	}
-	if ruc := strings.TrimSpace(req.RUC); len(ruc) < 5 || len(ruc) > 8 || !digitsOnly(ruc) {
+	if ruc := strings.TrimSpace(req.RUC); len(ruc) < 5 || len(ruc) > 8 || strings.Trim(ruc, digits) != "" {
 		return fmt.Errorf("dRUCCons %q is not a RUC of 5 to 8 digits without check digit", ruc)
 	}
 	return nil
@@ -176,13 +172,4 @@ func (g *sifenGateway) checkEvento(data []byte) error {
 		}
 	}
 	return nil
-}
-
-func digitsOnly(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
 }

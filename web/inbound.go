@@ -2,13 +2,14 @@ package web
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,19 +139,12 @@ func parseInboundToken(entry string) (InboundToken, error) {
 		return InboundToken{}, fmt.Errorf("want TOKEN=LIMIT[/WINDOW[/BLOCK]]")
 	}
 	token, spec := strings.TrimSpace(entry[:i]), entry[i+1:]
-	var t InboundToken
-	if h, ok := strings.CutPrefix(token, "sha256:"); ok {
-		b, err := hex.DecodeString(h)
-		if err != nil || len(b) != sha256.Size {
-			return InboundToken{}, fmt.Errorf("sha256: wants 64 hex digits")
-		}
-		t.Hash = strings.ToLower(h)
-	} else {
-		if strings.ContainsAny(token, " \t") {
-			return InboundToken{}, fmt.Errorf("a token cannot hold spaces")
-		}
-		t.Hash = HashToken(token)
+	token, hashed := strings.CutPrefix(token, "sha256:")
+	sum, err := tokenDigest(token, hashed)
+	if err != nil {
+		return InboundToken{}, err
 	}
+	t := InboundToken{Hash: hex.EncodeToString(sum[:])}
 	parts := strings.Split(spec, "/")
 	if len(parts) > 3 {
 		return InboundToken{}, fmt.Errorf("token sha256:%s…: want LIMIT[/WINDOW[/BLOCK]]", t.Hash[:8])
@@ -171,6 +165,22 @@ func parseInboundToken(entry string) (InboundToken, error) {
 	return t, nil
 }
 
+// tokenDigest is the SHA-256 of a token given as itself (no spaces) or,
+// hashed, as the 64 hex digits of its SHA-256.
+func tokenDigest(token string, hashed bool) ([sha256.Size]byte, error) {
+	if !hashed {
+		if strings.ContainsAny(token, " \t") {
+			return [sha256.Size]byte{}, errors.New("a token cannot hold spaces")
+		}
+		return sha256.Sum256([]byte(token)), nil
+	}
+	b, err := hex.DecodeString(token)
+	if err != nil || len(b) != sha256.Size {
+		return [sha256.Size]byte{}, errors.New("sha256: wants the 64 hex digits of the token's SHA-256")
+	}
+	return [sha256.Size]byte(b), nil
+}
+
 // Inbound is the inbound limiter of the server's own endpoints, on the
 // same SQL store as the outbound throttles. Build it with NewInbound and
 // give it a Limiter resolving Policies() (UseStore) before Server.Open.
@@ -178,23 +188,15 @@ type Inbound struct {
 	// Limiter takes the inbound charges. Required before use.
 	Limiter *throttle.Limiter
 
-	env           string
+	cfg           InboundConfig // with its defaults
 	ip            throttle.Policy
 	admin         throttle.Policy
 	client        throttle.Policy
-	clientOf      func(*http.Request) (string, bool)
 	tokens        map[string]throttle.Policy // by token hash
-	paths         []string
-	exempt        []string
 	defaultExempt bool
 
 	mu     sync.RWMutex
 	mounts []inboundMount // Servers using this limiter (see mount)
-
-	trusted     []netip.Prefix
-	forwarded   string
-	tokenHeader string
-	refused     func(http.ResponseWriter, *http.Request, error)
 }
 
 // NewInbound validates cfg and returns the limiter (without its
@@ -204,7 +206,7 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 	cfg.Window = cmp.Or(cfg.Window, DefaultInboundWindow)
 	cfg.AdminLimit = cmp.Or(cfg.AdminLimit, defaultInboundAdminLimit)
 	cfg.ClientLimit = cmp.Or(cfg.ClientLimit, defaultInboundClientLimit)
-	cfg.ForwardedHeader = cmp.Or(cfg.ForwardedHeader, "X-Forwarded-For")
+	cfg.ForwardedHeader = http.CanonicalHeaderKey(cmp.Or(cfg.ForwardedHeader, "X-Forwarded-For"))
 	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, defaultTokenHeader)
 	if cfg.Paths == nil {
 		cfg.Paths = []string{"/"}
@@ -221,22 +223,12 @@ func NewInbound(cfg InboundConfig) (*Inbound, error) {
 		fail = throttle.FailClosed
 	}
 	in := &Inbound{
-		env:    cfg.Env,
-		ip:     rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
-		admin:  rollingPolicy(policyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
-		client: rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
-
-		clientOf: cfg.Client,
-		tokens:   make(map[string]throttle.Policy, len(cfg.Tokens)),
-		paths:    cfg.Paths,
-		exempt:   cfg.Exempt,
-
+		cfg:           cfg,
+		ip:            rollingPolicy(PolicyInboundIP, cfg.IPLimit, cfg.Window, cfg.Block, fail),
+		admin:         rollingPolicy(policyInboundAdmin, cfg.AdminLimit, cfg.Window, 0, fail),
+		client:        rollingPolicy(policyInboundClient, cfg.ClientLimit, cfg.Window, 0, fail),
+		tokens:        make(map[string]throttle.Policy, len(cfg.Tokens)),
 		defaultExempt: defaultExempt,
-
-		trusted:     cfg.TrustedProxies,
-		forwarded:   http.CanonicalHeaderKey(cfg.ForwardedHeader),
-		tokenHeader: cfg.TokenHeader,
-		refused:     cfg.Refused,
 	}
 	for i, p := range []throttle.Policy{in.ip, in.admin, in.client} {
 		if err := p.Validate(); err != nil {
@@ -323,7 +315,7 @@ func InboundPolicyNames() []string {
 // applies reports whether a request path, as the application's router
 // sees it, is limited (see InboundConfig.Paths).
 func (in *Inbound) applies(path string) bool {
-	if exempted(in.exempt, path) {
+	if exempted(in.cfg.Exempt, path) {
 		return false
 	}
 	if in.defaultExempt {
@@ -336,21 +328,13 @@ func (in *Inbound) applies(path string) bool {
 		}
 		in.mu.RUnlock()
 	}
-	for _, p := range in.paths {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(in.cfg.Paths, func(p string) bool { return strings.HasPrefix(path, p) })
 }
 
 func exempted(exempt []string, path string) bool {
-	for _, p := range exempt {
-		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(exempt, func(p string) bool {
+		return path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p))
+	})
 }
 
 // under returns path relative to base ("/" for base itself) when path is
@@ -398,28 +382,15 @@ func (in *Inbound) mountedAdmin(r *http.Request) string {
 	return ""
 }
 
-// chargedKey marks a request's context with the *Inbound that charged it,
-// so that it is not charged twice.
-type chargedKey struct{}
-
-func (in *Inbound) charged(ctx context.Context) bool {
-	by, _ := ctx.Value(chargedKey{}).(*Inbound)
-	return by == in
-}
-
-func (in *Inbound) markCharged(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), chargedKey{}, in))
-}
-
 // key returns the bucket a request is charged to and its RateLimit policy
 // name: the gateway client's, the admin's, a configured token's, else the
 // client IP's.
 func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, throttle.Policy) {
 	if client != "" {
-		return throttle.Key{Policy: policyInboundClient, Env: in.env, Identifier: client}, "client", in.client
+		return throttle.Key{Policy: policyInboundClient, Env: in.cfg.Env, Identifier: client}, "client", in.client
 	}
 	if admin != "" {
-		k := throttle.Key{Policy: policyInboundAdmin, Env: in.env, Identifier: admin}
+		k := throttle.Key{Policy: policyInboundAdmin, Env: in.cfg.Env, Identifier: admin}
 		if k.Validate() != nil {
 			k.Identifier = HashToken(admin)
 		}
@@ -428,8 +399,8 @@ func (in *Inbound) key(admin, client, token, ip string) (throttle.Key, string, t
 	if token != "" {
 		h := HashToken(token)
 		if p, ok := in.tokens[h]; ok {
-			return throttle.Key{Policy: policyInboundToken, Env: in.env, Identifier: h}, "token", p
+			return throttle.Key{Policy: policyInboundToken, Env: in.cfg.Env, Identifier: h}, "token", p
 		}
 	}
-	return throttle.Key{Policy: PolicyInboundIP, Env: in.env, Identifier: ip}, "ip", in.ip
+	return throttle.Key{Policy: PolicyInboundIP, Env: in.cfg.Env, Identifier: ip}, "ip", in.ip
 }

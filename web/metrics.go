@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,9 +62,14 @@ type Metrics struct {
 	// collectMu serializes collections: each counts the buckets and sets
 	// the gauges before reading them.
 	collectMu sync.Mutex
-	sourceMu  sync.Mutex
-	source    *inspect.Reader // counted at each collection; nil: gauges as last set
-	logger    *slog.Logger    // a failed count, when source is set
+	source    atomic.Pointer[countSource] // nil: gauges as last set
+}
+
+// countSource is the reader counted at each collection and the logger of
+// a failed count.
+type countSource struct {
+	reader *inspect.Reader
+	logger *slog.Logger
 }
 
 var (
@@ -172,15 +179,12 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.collectMu.Lock()
 	defer m.collectMu.Unlock()
-	m.sourceMu.Lock()
-	source, logger := m.source, m.logger
-	m.sourceMu.Unlock()
-	if source != nil {
+	if src := m.source.Load(); src != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), metricsCountTimeout)
-		c, err := source.CountNow(ctx, inspect.Filter{})
+		c, err := src.reader.CountNow(ctx, inspect.Filter{})
 		cancel()
 		if err != nil {
-			logger.Warn("metrics: count buckets", slog.Any("error", err))
+			src.logger.Warn("metrics: count buckets", slog.Any("error", err))
 		} else {
 			m.setBuckets(c)
 		}
@@ -193,16 +197,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // CountFrom makes every collection count r's buckets for the gauges,
 // logging a failed count to logger (nil discards). The first call wins.
 func (m *Metrics) CountFrom(r *inspect.Reader, logger *slog.Logger) {
-	if r == nil {
-		return
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	m.sourceMu.Lock()
-	defer m.sourceMu.Unlock()
-	if m.source == nil {
-		m.source, m.logger = r, logger
+	if r != nil {
+		m.source.CompareAndSwap(nil, &countSource{reader: r, logger: cmp.Or(logger, nowhere)})
 	}
 }
 
@@ -297,11 +293,6 @@ func (m *Metrics) observeHTTP(route, method string, status int, elapsed time.Dur
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route).Observe(elapsed.Seconds())
-}
-
-// observeGateway records one request a gateway answered.
-func (m *Metrics) observeGateway(gateway, client string, status int) {
-	m.gatewayRequests.WithLabelValues(gateway, client, strconv.Itoa(status)).Inc()
 }
 
 // metricScopeNames are the scopes every bucket gauge always exports (0

@@ -88,9 +88,10 @@ func (s *Server) assignRequestID(next http.Handler) http.Handler {
 	})
 }
 
-// logRequests records the HTTP metrics by route template and, with
-// Server.LogRequests, logs one line per request.
+// logRequests records the HTTP metrics by route template ("unmatched" for
+// none) and, with Server.LogRequests, logs one line per request.
 func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
+	template := cmp.Or(rt.path, "unmatched")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw, ok := w.(*statusWriter)
@@ -101,7 +102,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 		status := sw.code()
 		elapsed := time.Since(start)
 		info := requestInfoFrom(r.Context())
-		s.Metrics.observeHTTP(info.template, r.Method, status, elapsed)
+		s.Metrics.observeHTTP(template, r.Method, status, elapsed)
 		if !s.LogRequests {
 			return
 		}
@@ -112,7 +113,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 		s.Logger.LogAttrs(r.Context(), level, "request",
 			slog.String("request_id", info.id),
 			slog.String("method", r.Method),
-			slog.String("route", info.template),
+			slog.String("route", template),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", status),
 			slog.Int64("bytes", sw.bytes),
@@ -157,33 +158,25 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
+		user, role, known := "", RoleAdmin, false
 		if s.Authenticate != nil {
-			user, ok := s.Authenticate(r)
-			if !ok || user == "" {
-				s.Error(w, r, errUnauthorized)
-				return
+			user, known = s.Authenticate(r)
+			known = known && user != ""
+			if known && s.RoleOf != nil {
+				role = s.RoleOf(r, user)
 			}
-			info.user, info.role = user, RoleAdmin
-			if s.RoleOf != nil {
-				info.role = s.RoleOf(r, user)
+		} else if name, pass, ok := r.BasicAuth(); ok {
+			if user, role, known = s.auth.check(name, pass); !known {
+				s.Logger.Warn("admin authentication failed",
+					slog.String("request_id", info.id),
+					slog.String("client", info.clientIP.String()))
 			}
-		} else {
-			user, pass, ok := r.BasicAuth()
-			name, role, known := "", RoleViewer, false
-			if ok {
-				name, role, known = s.auth.check(user, pass)
-			}
-			if !known {
-				if ok {
-					s.Logger.Warn("admin authentication failed",
-						slog.String("request_id", info.id),
-						slog.String("client", info.clientIP.String()))
-				}
-				s.Error(w, r, errUnauthorized)
-				return
-			}
-			info.user, info.role = name, role
 		}
+		if !known {
+			s.Error(w, r, errUnauthorized)
+			return
+		}
+		info.user, info.role = user, role
 		if rt.write && info.role != RoleAdmin {
 			s.recordDenied(w, r, rt)
 			s.Error(w, r, errReadOnly)

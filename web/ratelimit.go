@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,48 +29,36 @@ import (
 func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in := s.Inbound
-		if in == nil || in.charged(r.Context()) || !in.applies(s.BasePath+r.URL.Path) {
+		if in == nil || in.charged(r) || !in.applies(s.BasePath+r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		info := requestInfoFrom(r.Context())
 		var admin string
 		if rt.admin {
 			admin, _ = s.knownAdmin(r)
 		}
-		if err := in.limit(w, r, info.clientIP, admin); err != nil {
-			s.Error(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, in.markCharged(r))
+		in.charge(w, r, requestInfoFrom(r.Context()).clientIP, admin, s.Error, next)
 	})
 }
 
-// inboundAdmin is the admin an application's request to one of this
-// server's admin routes is charged to by the inbound Middleware, or "".
-func (s *Server) inboundAdmin(adminRoutes map[string]bool) func(*http.Request) string {
-	return func(r *http.Request) string {
+// mountInbound tells the inbound limiter about this server, and which
+// admin an application's request to one of its admin routes is charged to.
+func (s *Server) mountInbound() {
+	if s.Inbound == nil {
+		return
+	}
+	adminRoutes := make(map[string]bool)
+	for _, rt := range s.routes() {
+		adminRoutes[rt.name] = rt.admin
+	}
+	s.Inbound.mount(s.BasePath, func(r *http.Request) string {
 		var m mux.RouteMatch
 		if !s.router.Match(s.relative(r), &m) || m.Route == nil || !adminRoutes[m.Route.GetName()] {
 			return ""
 		}
 		admin, _ := s.knownAdmin(r)
 		return admin
-	}
-}
-
-// mountInbound tells the inbound limiter about this server.
-func (s *Server) mountInbound() {
-	if s.Inbound == nil {
-		return
-	}
-	admin := make(map[string]bool)
-	for _, rt := range s.routes() {
-		if rt.admin {
-			admin[rt.name] = true
-		}
-	}
-	s.Inbound.mount(s.BasePath, s.inboundAdmin(admin))
+	})
 }
 
 // Middleware is the inbound limiter for any router: every request under
@@ -85,7 +74,7 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 		panic("web: Inbound.Middleware: the inbound limiter needs its throttle.Limiter")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if in.charged(r.Context()) || !in.applies(r.URL.Path) {
+		if in.charged(r) || !in.applies(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -93,52 +82,52 @@ func (in *Inbound) Middleware(next http.Handler) http.Handler {
 		ctx, release := storebound.With(r.Context(), storebound.Request)
 		defer release()
 		r = r.WithContext(ctx)
-		if err := in.limit(w, r, clientIPFrom(r, in.trusted, in.forwarded), in.mountedAdmin(r)); err != nil {
-			in.refused(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, in.markCharged(r))
+		in.charge(w, r, clientIP(r, in.cfg.TrustedProxies, in.cfg.ForwardedHeader), in.mountedAdmin(r), in.cfg.Refused, next)
 	})
 }
 
-// limit charges r to its bucket (see key) and writes the RateLimit
-// headers. It returns nil when the request is admitted, a *RateLimitError
-// when it is refused, and the store's error when the limiter cannot decide
-// and fails closed.
-func (in *Inbound) limit(w http.ResponseWriter, r *http.Request, client netip.Addr, admin string) error {
+// chargedKey marks a request's context with the *Inbound that charged it,
+// so that it is not charged twice.
+type chargedKey struct{}
+
+func (in *Inbound) charged(r *http.Request) bool {
+	by, _ := r.Context().Value(chargedKey{}).(*Inbound)
+	return by == in
+}
+
+// charge charges r to its bucket (see key), writes the RateLimit headers
+// and serves r with next once admitted. Otherwise refuse answers err: a
+// *rateLimitError when r is refused, the store's error when the limiter
+// cannot decide and fails closed.
+func (in *Inbound) charge(w http.ResponseWriter, r *http.Request, client netip.Addr, admin string, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) {
 	var named string
-	if in.clientOf != nil {
-		named, _ = in.clientOf(r)
+	if in.cfg.Client != nil {
+		named, _ = in.cfg.Client(r)
 	}
-	key, name, p := in.key(admin, named, r.Header.Get(in.tokenHeader), limitIdentifier(client))
+	key, name, p := in.key(admin, named, r.Header.Get(in.cfg.TokenHeader), limitIdentifier(client))
 	d, err := in.Limiter.Take(r.Context(), "", throttle.Charge{Key: key, Cost: 1})
+	if err == nil {
+		setRateLimitHeaders(w.Header(), name, p, d)
+		if !d.Allowed {
+			err = &rateLimitError{Policy: name, RetryAfter: d.RetryAfter}
+		}
+	}
 	if err != nil {
-		return err
+		refuse(w, r, err)
+		return
 	}
-	setRateLimitHeaders(w.Header(), name, p, d)
-	if !d.Allowed {
-		return &rateLimitError{Policy: name, RetryAfter: d.RetryAfter}
-	}
-	return nil
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chargedKey{}, in)))
 }
 
 // writeRefusedPlain is Middleware's default answer to a refusal: 429 (or
 // 503 when the store failed closed) with Retry-After and one line of text.
 func writeRefusedPlain(w http.ResponseWriter, _ *http.Request, err error) {
-	status, wait := http.StatusServiceUnavailable, storeRetryAfter
+	p := newProblem(http.StatusServiceUnavailable, "the rate limiter's store is unavailable: retry later", storeRetryAfter)
 	var rl *rateLimitError
 	if errors.As(err, &rl) {
-		status, wait = http.StatusTooManyRequests, rl.RetryAfter
+		p = newProblem(http.StatusTooManyRequests, "too many requests: retry in "+view.FormatWait(rl.RetryAfter), rl.RetryAfter)
 	}
-	w.Header().Set("Retry-After", retryAfterSeconds(wait))
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	if status == http.StatusTooManyRequests {
-		fmt.Fprintf(w, "too many requests: retry in %s\n", view.FormatWait(wait))
-		return
-	}
-	fmt.Fprintln(w, "the rate limiter's store is unavailable: retry later")
+	p.write(w, "text/plain; charset=utf-8", []byte(p.message+"\n"))
 }
 
 // setRateLimitHeaders writes RateLimit-Policy and RateLimit for decision d

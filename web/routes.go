@@ -155,17 +155,13 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.audit != "" {
-			aw := &statusWriter{ResponseWriter: w}
-			err := s.handle(aw, r, rt)
-			if err != nil {
-				s.Error(aw, r, err)
-			}
-			s.recordAudit(aw, r, rt, err)
-			return
+		aw := &statusWriter{ResponseWriter: w}
+		err := s.handle(aw, r, rt)
+		if err != nil {
+			s.Error(aw, r, err)
 		}
-		if err := s.handle(w, r, rt); err != nil {
-			s.Error(w, r, err)
+		if rt.audit != "" {
+			s.recordAudit(aw, r, rt, err)
 		}
 	})
 	h = s.checkCrossOrigin(h)
@@ -205,7 +201,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, rt route) error 
 // context. It is a pointer so inner middleware (auth) can fill it in.
 type requestInfo struct {
 	route    *route
-	template string // the route's path template, for metric labels
 	id       string
 	clientIP netip.Addr
 	user     string // the authenticated user
@@ -216,12 +211,8 @@ type requestInfo struct {
 type requestInfoKey struct{}
 
 func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
-	tmpl := rt.path
-	if tmpl == "" {
-		tmpl = "unmatched"
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := &requestInfo{route: &rt, template: tmpl, clientIP: clientIP(r, s.TrustedProxies)}
+		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 	})
 }
@@ -232,7 +223,7 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
 		return info
 	}
-	return &requestInfo{route: &notFoundRoute, template: "unmatched"}
+	return &requestInfo{route: &notFoundRoute}
 }
 
 // format tells how to answer r: the route's format, or for unmatched

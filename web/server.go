@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,9 +138,6 @@ const defaultReadHeaderTimeout = 10 * time.Second
 // ReadTimeout 30 s, WriteTimeout 60 s, IdleTimeout 2 min, MaxHeaderBytes
 // 64 KiB). Its errors go to logger at Warn; nil discards them.
 func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: defaultReadHeaderTimeout,
@@ -148,7 +145,7 @@ func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(cmp.Or(logger, nowhere).Handler(), slog.LevelWarn),
 	}
 }
 
@@ -189,28 +186,24 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.BasePath != "" && (!strings.HasPrefix(s.BasePath, "/") || strings.HasSuffix(s.BasePath, "/")) {
 		return nil, fmt.Errorf("web: base path %q must start with / and not end with one (e.g. /balde)", s.BasePath)
 	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
+	s.Logger = cmp.Or(s.Logger, nowhere)
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics()
 	}
 	s.Metrics.CountFrom(s.Reader, s.Logger)
 	s.metricsHandler = s.Metrics.handler(s.RuntimeMetrics)
+	var err error
 	if s.Authenticate == nil {
-		auth, err := newAuthenticator(s.Admin, s.Users)
-		if err != nil {
+		if s.auth, err = newAuthenticator(s.Admin, s.Users); err != nil {
 			return nil, err
 		}
-		s.auth = auth
 	}
 	if s.Inbound != nil && s.Inbound.Limiter == nil {
 		return nil, fmt.Errorf("web: the inbound limiter needs its throttle.Limiter")
 	}
 	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
-		s.TrustedProxies = s.Inbound.trusted
+		s.TrustedProxies = s.Inbound.cfg.TrustedProxies
 	}
-	var err error
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -232,19 +225,17 @@ func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
 // relative returns r with its path relative to BasePath (r itself when
 // the path is not under it).
 func (s *Server) relative(r *http.Request) *http.Request {
-	if s.BasePath != "" {
-		if rest, ok := strings.CutPrefix(r.URL.Path, s.BasePath); ok && (rest == "" || rest[0] == '/') {
-			r2 := new(http.Request)
-			*r2 = *r
-			r2.URL = new(url.URL)
-			*r2.URL = *r.URL
-			r2.URL.Path = "/" + strings.TrimPrefix(rest, "/")
-			if r.URL.RawPath != "" {
-				r2.URL.RawPath = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.RawPath, s.BasePath), "/")
-			}
-			return r2
-		}
+	rest, ok := under(r.URL.Path, s.BasePath)
+	if s.BasePath == "" || !ok {
+		return r
 	}
+	u := *r.URL
+	u.Path = rest
+	if u.RawPath != "" {
+		u.RawPath = "/" + strings.TrimPrefix(strings.TrimPrefix(u.RawPath, s.BasePath), "/")
+	}
+	r = r.WithContext(r.Context()) // a shallow copy
+	r.URL = &u
 	return r
 }
 
@@ -310,18 +301,8 @@ func (s *Server) URL() string {
 	host := ap.Addr().String()
 	if ap.Addr().IsUnspecified() {
 		host = "localhost"
-	} else if ap.Addr().Is6() {
-		host = "[" + host + "]"
 	}
-	return "http://" + host + ":" + strconv.Itoa(int(ap.Port()))
-}
-
-// Port returns the port the server listens on, or 0 before Open.
-func (s *Server) port() int {
-	if s.ln == nil {
-		return 0
-	}
-	return s.ln.Addr().(*net.TCPAddr).Port
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(ap.Port())))
 }
 
 // ServeHTTP serves r as the Handler does; before Open or Handler it

@@ -110,26 +110,16 @@ func parseKeyAs(t KeyType, s string) (Key, error) {
 }
 
 // validateCPF reports whether s is a CPF: 11 digits, not all the same, the
-// last two the mod-11 check digits. The error wraps errInvalidCPF.
+// last two the mod-11 check digits (weights 2..11 from the right). The error
+// wraps errInvalidCPF.
 func validateCPF(s string) error {
-	if len(s) != 11 || !digitsRE.MatchString(s) {
+	switch {
+	case len(s) != 11 || !digitsRE.MatchString(s):
 		return fmt.Errorf("%w: %q is not 11 digits", errInvalidCPF, truncate(s))
-	}
-	if allSame(s) {
+	case strings.Count(s, s[:1]) == len(s):
 		return fmt.Errorf("%w: %q has all digits equal", errInvalidCPF, s)
-	}
-	for n := 9; n <= 10; n++ {
-		sum := 0
-		for i := 0; i < n; i++ {
-			sum += int(s[i]-'0') * (n + 1 - i)
-		}
-		dv := sum * 10 % 11
-		if dv == 10 {
-			dv = 0
-		}
-		if int(s[n]-'0') != dv {
-			return fmt.Errorf("%w: %q has wrong check digits", errInvalidCPF, s)
-		}
+	case !checkDigitsOK(s, 11):
+		return fmt.Errorf("%w: %q has wrong check digits", errInvalidCPF, s)
 	}
 	return nil
 }
@@ -140,28 +130,35 @@ func validateCPF(s string) error {
 // minus 48 ("A" is 17), weights 2..9 from the right; "12ABC34501DE35" is
 // valid. The error wraps errInvalidCNPJ.
 func validateCNPJ(s string) error {
-	if !cnpjRE.MatchString(s) {
+	switch {
+	case !cnpjRE.MatchString(s):
 		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", errInvalidCNPJ, truncate(s))
-	}
-	if allSame(s) {
+	case strings.Count(s, s[:1]) == len(s):
 		return fmt.Errorf("%w: %q has all characters equal", errInvalidCNPJ, s)
+	case !checkDigitsOK(s, 9):
+		return fmt.Errorf("%w: %q has wrong check digits", errInvalidCNPJ, s)
 	}
-	for n := 12; n <= 13; n++ {
+	return nil
+}
+
+// checkDigitsOK reports whether the last two characters of s are the mod-11
+// check digits of those before each, every character valued as its ASCII
+// code minus 48 and weighted 2, 3, ... maxWeight from the right, then 2 again.
+func checkDigitsOK(s string, maxWeight int) bool {
+	for n := len(s) - 2; n < len(s); n++ {
 		sum := 0
-		for i := 0; i < n; i++ {
-			// weights run 2..9 from the right, then start again at 2
-			w := (n-1-i)%8 + 2
-			sum += int(s[i]-'0') * w
+		for i := range n {
+			sum += int(s[i]-'0') * ((n-1-i)%(maxWeight-1) + 2)
 		}
 		dv := 0
 		if r := sum % 11; r >= 2 {
 			dv = 11 - r
 		}
 		if int(s[n]-'0') != dv {
-			return fmt.Errorf("%w: %q has wrong check digits", errInvalidCNPJ, s)
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // ValidateISPB reports whether s is an ISPB, 8 digits (ErrInvalidISPB).
@@ -257,10 +254,6 @@ func randIndex(n int) int {
 			return int(b[0]) % n
 		}
 	}
-}
-
-func allSame(s string) bool {
-	return strings.Count(s, s[:1]) == len(s)
 }
 
 // truncate shortens s for error messages.

@@ -229,43 +229,30 @@ func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok 
 // LocalPolicies reports the participant's buckets in the local mirror as
 // listBucketStates would.
 func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, error) {
-	return listPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
-}
-
-// LocalPolicy reports one of the participant's buckets in the local mirror
-// in the DICT's getBucketState format.
-func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
-	return getPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
-}
-
-// listPolicies is the listBucketStates answer of participant's buckets in lim.
-func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
-	keys, err := cat.participantKeys(participant)
+	keys, err := c.catalog.participantKeys(c.participant)
 	if err != nil {
 		return nil, err
 	}
-	states, err := lim.States(ctx, keys)
+	states, err := c.meter.Limiter.States(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return newListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
+	return newListPoliciesResponse(c.participant, c.catalog.CategoryInEffect(), states, c.meter.Limiter.Now()), nil
 }
 
-// getPolicy is the getBucketState answer of one of participant's buckets in
-// lim; a name that is no PSP policy is throttle.ErrUnknownPolicy.
-func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
-	if err := ValidateISPB(participant); err != nil {
-		return nil, err
-	}
-	spec, ok := cat.Spec(policy)
+// LocalPolicy reports one of the participant's buckets in the local mirror
+// in the DICT's getBucketState format; a name that is no PSP policy is
+// throttle.ErrUnknownPolicy.
+func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
+	spec, ok := c.catalog.Spec(policy)
 	if !ok || spec.Scope != ScopePSP {
 		return nil, fmt.Errorf("%w: %q is not a participant policy of the DICT", throttle.ErrUnknownPolicy, truncate(policy))
 	}
-	state, err := lim.State(ctx, cat.Key(policy, participant))
+	state, err := c.meter.Limiter.State(ctx, c.catalog.Key(policy, c.participant))
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	now := lim.Now()
-	return &GetPolicyResponse{CorrelationID: NewCorrelationID(participant, now), ResponseTime: Timestamp{Time: now.UTC()},
-		Category: cat.CategoryInEffect(), Policy: policyFromState(state)}, nil
+	now := c.meter.Limiter.Now()
+	return &GetPolicyResponse{CorrelationID: NewCorrelationID(c.participant, now), ResponseTime: Timestamp{Time: now.UTC()},
+		Category: c.catalog.CategoryInEffect(), Policy: policyFromState(state)}, nil
 }

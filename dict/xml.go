@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -305,21 +306,7 @@ func (p *Problem) Names(policy string) bool {
 			}
 		}
 	}
-	word := func(b byte) bool {
-		return b == '_' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
-	}
-	for i := 0; ; {
-		j := strings.Index(p.Detail[i:], policy)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(policy)
-		if (j == 0 || !word(p.Detail[j-1])) && (end == len(p.Detail) || !word(p.Detail[end])) {
-			return true
-		}
-		i = j + 1
-	}
+	return regexp.MustCompile(`(?:^|\W)` + regexp.QuoteMeta(policy) + `(?:\W|$)`).MatchString(p.Detail)
 }
 
 // NewProblem returns a problem of the given type (e.g. problemEntryNotFound).

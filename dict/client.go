@@ -84,7 +84,6 @@ type Client struct {
 	loopback    bool
 	notice      string
 	meter       Meter
-	catalog     *Catalog
 	records     Records
 	transport   *Transport
 	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
@@ -118,7 +117,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
-		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cmp.Or(cfg.Logger, nowhere),
 		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
@@ -174,7 +172,7 @@ func isLoopback(host string) bool {
 func (c *Client) Participant() string { return c.participant }
 
 // Catalog returns the client's catalog.
-func (c *Client) Catalog() *Catalog { return c.catalog }
+func (c *Client) Catalog() *Catalog { return c.meter.Catalog }
 
 // Meter returns the client's meter (its Limiter and Catalog).
 func (c *Client) Meter() Meter { return c.meter }
@@ -205,9 +203,7 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEnt
 	}
 	e2e := req.EndToEndID
 	if e2e == "" {
-		if e2e, err = NewEndToEndID(c.participant, c.meter.Limiter.Now()); err != nil {
-			return none, err
-		}
+		e2e, _ = NewEndToEndID(c.participant, c.meter.Limiter.Now()) // NewClient validated the participant
 	} else if err := ValidateEndToEndID(e2e); err != nil {
 		return none, err
 	}
@@ -394,7 +390,7 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 // GetBucketState reads one of the participant's buckets at the DICT
 // (GET /api/v2/policies/{policy}), charged to POLICIES_READ; a bad name is throttle.ErrInvalidKey.
 func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetPolicyResponse], error) {
-	if err := c.catalog.Key(policy, c.participant).Validate(); err != nil {
+	if err := c.meter.Catalog.Key(policy, c.participant).Validate(); err != nil {
 		return Result[GetPolicyResponse]{}, err
 	}
 	return send[GetPolicyResponse](ctx, c, call{method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)

@@ -64,11 +64,11 @@ var (
 // ListPolicies and GetPolicy are LocalPolicies and LocalPolicy of a client of participant on lim and cat.
 
 func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
-	return (&Client{meter: Meter{Limiter: lim, Catalog: cat}, catalog: cat, participant: participant}).LocalPolicies(ctx)
+	return (&Client{meter: Meter{Limiter: lim, Catalog: cat}, participant: participant}).LocalPolicies(ctx)
 }
 
 func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
-	return (&Client{meter: Meter{Limiter: lim, Catalog: cat}, catalog: cat, participant: participant}).LocalPolicy(ctx, policy)
+	return (&Client{meter: Meter{Limiter: lim, Catalog: cat}, participant: participant}).LocalPolicy(ctx, policy)
 }
 
 // Methods of the catalog and the meter that dict keeps to itself.

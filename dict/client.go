@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -447,10 +448,8 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err != nil {
 		return pc, err
 	}
-	pc.Adjusted, pc.Duplicate = adjusted, true
-	for _, a := range adjusted {
-		pc.Duplicate = pc.Duplicate && a.Duplicate
-	}
+	pc.Adjusted = adjusted
+	pc.Duplicate = !slices.ContainsFunc(adjusted, func(a throttle.Adjusted) bool { return !a.Duplicate })
 	return pc, nil
 }
 

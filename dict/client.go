@@ -301,7 +301,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 		}
 	}
 	if len(data) == 0 {
-		return res, fmt.Errorf("%w: %s: %w", ErrMalformedResponse, rt.Op, errNoBody)
+		return res, fmt.Errorf("%w: %s: empty body", ErrMalformedResponse, rt.Op)
 	}
 	res.Response = new(T)
 	if err := Unmarshal(data, res.Response); err != nil {

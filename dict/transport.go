@@ -216,9 +216,7 @@ func (t *Transport) learnCategory(ctx context.Context, participant, category str
 	m := t.Meter
 	if m.Catalog.Category() != category {
 		t.logger().Info("dict: the DICT reports another category", slog.String("from", m.Catalog.CategoryInEffect()), slog.String("to", category))
-		if err := m.Catalog.SetCategory(category); err != nil {
-			return
-		}
+		_ = m.Catalog.SetCategory(category) // valid: checked above
 	}
 	if !isNil(t.Records) {
 		err := retry(false, func() error {

@@ -3,7 +3,6 @@ package dict
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -410,6 +409,3 @@ func NewCorrelationID(participant string, now time.Time) string {
 	t := now.In(brasilia)
 	return "B" + t.Format("20060102150405") + fmt.Sprintf("%03d", t.Nanosecond()/1e6) + participant + string(suffix[:])
 }
-
-// errNoBody is returned when a response that must have a body has none.
-var errNoBody = errors.New("empty body")

@@ -90,10 +90,9 @@ type Client struct {
 	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
 	logger      *slog.Logger
 
-	recheck    time.Duration
-	categoryMu sync.Mutex
-	checkedAt  time.Time // the last category check (or NewClient)
-	checking   bool
+	recheck   time.Duration
+	checkMu   sync.Mutex // held by the category check in progress
+	checkedAt time.Time  // the last category check (or NewClient), under checkMu
 }
 
 // NewClient returns a Client. The error wraps ErrInvalidISPB for a bad

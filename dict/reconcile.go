@@ -138,22 +138,15 @@ const CategoryFresh = defaultCategoryRecheck
 // whose category the Transport learns and whose balance the bucket is synced
 // to. One check at a time; failures wait for the next period.
 func (c *Client) recheckCategory(ctx context.Context) {
-	if c.recheck < 0 {
+	if c.recheck < 0 || !c.checkMu.TryLock() { // a check in progress: no wait
 		return
 	}
+	defer c.checkMu.Unlock()
 	now := c.meter.Limiter.Now()
-	c.categoryMu.Lock()
-	if c.checking || now.Sub(c.checkedAt) < c.recheck {
-		c.categoryMu.Unlock()
+	if now.Sub(c.checkedAt) < c.recheck {
 		return
 	}
-	c.checking = true
-	c.categoryMu.Unlock()
-	defer func() {
-		c.categoryMu.Lock()
-		c.checking, c.checkedAt = false, now
-		c.categoryMu.Unlock()
-	}()
+	defer func() { c.checkedAt = now }()
 	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.meter.Catalog.SetCategory(cat) == nil {
 		return
 	}

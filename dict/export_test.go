@@ -3,6 +3,7 @@ package dict
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -20,7 +21,7 @@ const (
 	ProblemServiceUnavailable   = "ServiceUnavailable"
 	ProblemTypePrefix           = problemTypePrefix
 	DefaultCategoryRecheck      = defaultCategoryRecheck
-	EndToEndIDLen               = endToEndIDLen
+	EndToEndIDLen               = 32 // the length of a Pix EndToEndId
 	MaxEmailLen                 = maxEmailLen
 	OpCheckKeys                 = opCheckKeys
 	OpCreateEntry               = opCreateEntry
@@ -53,7 +54,6 @@ var (
 	NewXMLSigner            = newXMLSigner
 	NewXMLVerifier          = newXMLVerifier
 	ParseKeyAs              = parseKeyAs
-	ParseKeyType            = parseKeyType
 	ParsePolicyFile         = parsePolicyFile
 	ParseRetryAfter         = parseRetryAfter
 	PolicyFromState         = policyFromState
@@ -184,3 +184,12 @@ const PolicyKeysCheck = policyKeysCheck
 const PolicyPoliciesList = policyPoliciesList
 
 var UserPolicyFor = userPolicyFor
+
+// ParseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
+// the DICT writes them). The error wraps errUnknownKeyType.
+func ParseKeyType(s string) (KeyType, error) {
+	if t := KeyType(s); slices.Contains([]KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}, t) {
+		return t, nil
+	}
+	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
+}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -19,15 +18,6 @@ const (
 	KeyEmail KeyType = "EMAIL"
 	KeyEVP   KeyType = "EVP"
 )
-
-// parseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
-// the DICT writes them). The error wraps errUnknownKeyType.
-func parseKeyType(s string) (KeyType, error) {
-	if t := KeyType(s); slices.Contains([]KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}, t) {
-		return t, nil
-	}
-	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
-}
 
 // Key is a valid Pix key and its type.
 type Key struct {
@@ -202,9 +192,6 @@ func parsePayerID(s string) (personType, error) {
 	}
 	return personPJ, nil
 }
-
-// endToEndIDLen is the length of a Pix EndToEndId.
-const endToEndIDLen = 32
 
 // NewEndToEndID returns a fresh Pix EndToEndId for a payment initiated by
 // participant ispb at now: "E", the ISPB, the UTC time as yyyyMMddHHmm and

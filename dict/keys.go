@@ -202,11 +202,7 @@ func NewEndToEndID(ispb string, now time.Time) (string, error) {
 		return "", err
 	}
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	var suffix [11]byte
-	for i := range suffix {
-		suffix[i] = alphabet[randIndex(len(alphabet))]
-	}
-	return "E" + ispb + now.UTC().Format("200601021504") + string(suffix[:]), nil
+	return "E" + ispb + now.UTC().Format("200601021504") + randomString(alphabet, 11), nil
 }
 
 // ValidateEndToEndID reports whether s is a Pix EndToEndId: "E", an ISPB, a
@@ -231,16 +227,19 @@ func ValidateCategory(s string) error {
 	return nil
 }
 
-// randIndex returns a uniform random index below n (n <= 256) from crypto/rand.
-func randIndex(n int) int {
-	limit := 256 - 256%n
-	var b [1]byte
-	for {
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-		if int(b[0]) < limit {
-			return int(b[0]) % n
+// randomString returns n characters drawn uniformly from alphabet (at most
+// 256 bytes) with crypto/rand.
+func randomString(alphabet string, n int) string {
+	limit := 256 - 256%len(alphabet) // rejecting bytes from limit up keeps the draw uniform
+	b := make([]byte, 0, n)
+	for len(b) < n {
+		var r [1]byte
+		_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24+)
+		if int(r[0]) < limit {
+			b = append(b, alphabet[int(r[0])%len(alphabet)])
 		}
 	}
+	return string(b)
 }
 
 // truncate shortens s for error messages.

@@ -401,11 +401,6 @@ var brasilia = time.FixedZone("BRT", -3*60*60)
 // ("B20220902101925801123456781A6998"): "B", the Brasília time as
 // yyyyMMddHHmmssSSS, the ISPB and 6 random hexadecimal digits.
 func NewCorrelationID(participant string, now time.Time) string {
-	const hex = "0123456789ABCDEF"
-	var suffix [6]byte
-	for i := range suffix {
-		suffix[i] = hex[randIndex(len(hex))]
-	}
 	t := now.In(brasilia)
-	return "B" + t.Format("20060102150405") + fmt.Sprintf("%03d", t.Nanosecond()/1e6) + participant + string(suffix[:])
+	return "B" + t.Format("20060102150405") + fmt.Sprintf("%03d", t.Nanosecond()/1e6) + participant + randomString("0123456789ABCDEF", 6)
 }

@@ -112,11 +112,10 @@ func (b *Batch) Run(ctx context.Context, reqs []LookupRequest, deliver func(Batc
 			case <-r.stopCtx.Done():
 				break start
 			}
-			wg.Add(1)
-			go func(idx []int) {
-				defer func() { <-laneSlots; wg.Done() }()
-				r.lane(reqs, idx)
-			}(byPayer[payer])
+			wg.Go(func() {
+				defer func() { <-laneSlots }()
+				r.lane(reqs, byPayer[payer])
+			})
 		}
 		wg.Wait()
 		close(r.results)

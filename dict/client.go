@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,16 +85,14 @@ type Client struct {
 	loopback    bool
 	notice      string
 	meter       Meter
-	catalog     *Catalog
 	records     Records
 	transport   *Transport
 	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
 	logger      *slog.Logger
 
-	recheck    time.Duration
-	categoryMu sync.Mutex
-	checkedAt  time.Time // the last category check (or NewClient)
-	checking   bool
+	recheck   time.Duration
+	checkMu   sync.Mutex // held by the category check in progress
+	checkedAt time.Time  // the last category check (or NewClient), under checkMu
 }
 
 // NewClient returns a Client. The error wraps ErrInvalidISPB for a bad
@@ -118,7 +117,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
-		catalog:     cfg.Catalog,
 		records:     cfg.Records,
 		logger:      cmp.Or(cfg.Logger, nowhere),
 		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
@@ -174,7 +172,7 @@ func isLoopback(host string) bool {
 func (c *Client) Participant() string { return c.participant }
 
 // Catalog returns the client's catalog.
-func (c *Client) Catalog() *Catalog { return c.catalog }
+func (c *Client) Catalog() *Catalog { return c.meter.Catalog }
 
 // Meter returns the client's meter (its Limiter and Catalog).
 func (c *Client) Meter() Meter { return c.meter }
@@ -205,9 +203,7 @@ func (c *Client) GetEntry(ctx context.Context, req LookupRequest) (Result[GetEnt
 	}
 	e2e := req.EndToEndID
 	if e2e == "" {
-		if e2e, err = NewEndToEndID(c.participant, c.meter.Limiter.Now()); err != nil {
-			return none, err
-		}
+		e2e, _ = NewEndToEndID(c.participant, c.meter.Limiter.Now()) // NewClient validated the participant
 	} else if err := ValidateEndToEndID(e2e); err != nil {
 		return none, err
 	}
@@ -304,7 +300,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 		}
 	}
 	if len(data) == 0 {
-		return res, fmt.Errorf("%w: %s: %w", ErrMalformedResponse, rt.Op, errNoBody)
+		return res, fmt.Errorf("%w: %s: empty body", ErrMalformedResponse, rt.Op)
 	}
 	res.Response = new(T)
 	if err := Unmarshal(data, res.Response); err != nil {
@@ -394,7 +390,7 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 // GetBucketState reads one of the participant's buckets at the DICT
 // (GET /api/v2/policies/{policy}), charged to POLICIES_READ; a bad name is throttle.ErrInvalidKey.
 func (c *Client) GetBucketState(ctx context.Context, policy string) (Result[GetPolicyResponse], error) {
-	if err := c.catalog.Key(policy, c.participant).Validate(); err != nil {
+	if err := c.meter.Catalog.Key(policy, c.participant).Validate(); err != nil {
 		return Result[GetPolicyResponse]{}, err
 	}
 	return send[GetPolicyResponse](ctx, c, call{method: http.MethodGet, path: "/policies/" + url.PathEscape(policy)}, http.StatusOK)
@@ -451,10 +447,8 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err != nil {
 		return pc, err
 	}
-	pc.Adjusted, pc.Duplicate = adjusted, true
-	for _, a := range adjusted {
-		pc.Duplicate = pc.Duplicate && a.Duplicate
-	}
+	pc.Adjusted = adjusted
+	pc.Duplicate = !slices.ContainsFunc(adjusted, func(a throttle.Adjusted) bool { return !a.Duplicate })
 	return pc, nil
 }
 

@@ -3,6 +3,7 @@ package dict
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -20,7 +21,7 @@ const (
 	ProblemServiceUnavailable   = "ServiceUnavailable"
 	ProblemTypePrefix           = problemTypePrefix
 	DefaultCategoryRecheck      = defaultCategoryRecheck
-	EndToEndIDLen               = endToEndIDLen
+	EndToEndIDLen               = 32 // the length of a Pix EndToEndId
 	MaxEmailLen                 = maxEmailLen
 	OpCheckKeys                 = opCheckKeys
 	OpCreateEntry               = opCreateEntry
@@ -49,19 +50,26 @@ var (
 )
 
 var (
-	GetPolicy               = getPolicy
-	ListPolicies            = listPolicies
 	NewListPoliciesResponse = newListPoliciesResponse
 	NewXMLSigner            = newXMLSigner
 	NewXMLVerifier          = newXMLVerifier
 	ParseKeyAs              = parseKeyAs
-	ParseKeyType            = parseKeyType
 	ParsePolicyFile         = parsePolicyFile
 	ParseRetryAfter         = parseRetryAfter
 	PolicyFromState         = policyFromState
 	ValidateCNPJ            = validateCNPJ
 	ValidateCPF             = validateCPF
 )
+
+// ListPolicies and GetPolicy are LocalPolicies and LocalPolicy of a client of participant on lim and cat.
+
+func ListPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
+	return (&Client{meter: Meter{Limiter: lim, Catalog: cat}, participant: participant}).LocalPolicies(ctx)
+}
+
+func GetPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
+	return (&Client{meter: Meter{Limiter: lim, Catalog: cat}, participant: participant}).LocalPolicy(ctx, policy)
+}
 
 // Methods of the catalog and the meter that dict keeps to itself.
 
@@ -176,3 +184,12 @@ const PolicyKeysCheck = policyKeysCheck
 const PolicyPoliciesList = policyPoliciesList
 
 var UserPolicyFor = userPolicyFor
+
+// ParseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
+// the DICT writes them). The error wraps errUnknownKeyType.
+func ParseKeyType(s string) (KeyType, error) {
+	if t := KeyType(s); slices.Contains([]KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}, t) {
+		return t, nil
+	}
+	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
+}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -19,15 +18,6 @@ const (
 	KeyEmail KeyType = "EMAIL"
 	KeyEVP   KeyType = "EVP"
 )
-
-// parseKeyType reads "CPF", "CNPJ", "PHONE", "EMAIL" or "EVP" (exactly, as
-// the DICT writes them). The error wraps errUnknownKeyType.
-func parseKeyType(s string) (KeyType, error) {
-	if t := KeyType(s); slices.Contains([]KeyType{KeyCPF, keyCNPJ, KeyPhone, KeyEmail, KeyEVP}, t) {
-		return t, nil
-	}
-	return "", fmt.Errorf("%w %q (want CPF, CNPJ, PHONE, EMAIL or EVP)", errUnknownKeyType, s)
-}
 
 // Key is a valid Pix key and its type.
 type Key struct {
@@ -110,26 +100,16 @@ func parseKeyAs(t KeyType, s string) (Key, error) {
 }
 
 // validateCPF reports whether s is a CPF: 11 digits, not all the same, the
-// last two the mod-11 check digits. The error wraps errInvalidCPF.
+// last two the mod-11 check digits (weights 2..11 from the right). The error
+// wraps errInvalidCPF.
 func validateCPF(s string) error {
-	if len(s) != 11 || !digitsRE.MatchString(s) {
+	switch {
+	case len(s) != 11 || !digitsRE.MatchString(s):
 		return fmt.Errorf("%w: %q is not 11 digits", errInvalidCPF, truncate(s))
-	}
-	if allSame(s) {
+	case strings.Count(s, s[:1]) == len(s):
 		return fmt.Errorf("%w: %q has all digits equal", errInvalidCPF, s)
-	}
-	for n := 9; n <= 10; n++ {
-		sum := 0
-		for i := 0; i < n; i++ {
-			sum += int(s[i]-'0') * (n + 1 - i)
-		}
-		dv := sum * 10 % 11
-		if dv == 10 {
-			dv = 0
-		}
-		if int(s[n]-'0') != dv {
-			return fmt.Errorf("%w: %q has wrong check digits", errInvalidCPF, s)
-		}
+	case !checkDigitsOK(s, 11):
+		return fmt.Errorf("%w: %q has wrong check digits", errInvalidCPF, s)
 	}
 	return nil
 }
@@ -140,28 +120,35 @@ func validateCPF(s string) error {
 // minus 48 ("A" is 17), weights 2..9 from the right; "12ABC34501DE35" is
 // valid. The error wraps errInvalidCNPJ.
 func validateCNPJ(s string) error {
-	if !cnpjRE.MatchString(s) {
+	switch {
+	case !cnpjRE.MatchString(s):
 		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", errInvalidCNPJ, truncate(s))
-	}
-	if allSame(s) {
+	case strings.Count(s, s[:1]) == len(s):
 		return fmt.Errorf("%w: %q has all characters equal", errInvalidCNPJ, s)
+	case !checkDigitsOK(s, 9):
+		return fmt.Errorf("%w: %q has wrong check digits", errInvalidCNPJ, s)
 	}
-	for n := 12; n <= 13; n++ {
+	return nil
+}
+
+// checkDigitsOK reports whether the last two characters of s are the mod-11
+// check digits of those before each, every character valued as its ASCII
+// code minus 48 and weighted 2, 3, ... maxWeight from the right, then 2 again.
+func checkDigitsOK(s string, maxWeight int) bool {
+	for n := len(s) - 2; n < len(s); n++ {
 		sum := 0
-		for i := 0; i < n; i++ {
-			// weights run 2..9 from the right, then start again at 2
-			w := (n-1-i)%8 + 2
-			sum += int(s[i]-'0') * w
+		for i := range n {
+			sum += int(s[i]-'0') * ((n-1-i)%(maxWeight-1) + 2)
 		}
 		dv := 0
 		if r := sum % 11; r >= 2 {
 			dv = 11 - r
 		}
 		if int(s[n]-'0') != dv {
-			return fmt.Errorf("%w: %q has wrong check digits", errInvalidCNPJ, s)
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // ValidateISPB reports whether s is an ISPB, 8 digits (ErrInvalidISPB).
@@ -206,9 +193,6 @@ func parsePayerID(s string) (personType, error) {
 	return personPJ, nil
 }
 
-// endToEndIDLen is the length of a Pix EndToEndId.
-const endToEndIDLen = 32
-
 // NewEndToEndID returns a fresh Pix EndToEndId for a payment initiated by
 // participant ispb at now: "E", the ISPB, the UTC time as yyyyMMddHHmm and
 // 11 random letters and digits (32 characters), e.g.
@@ -218,11 +202,7 @@ func NewEndToEndID(ispb string, now time.Time) (string, error) {
 		return "", err
 	}
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	var suffix [11]byte
-	for i := range suffix {
-		suffix[i] = alphabet[randIndex(len(alphabet))]
-	}
-	return "E" + ispb + now.UTC().Format("200601021504") + string(suffix[:]), nil
+	return "E" + ispb + now.UTC().Format("200601021504") + randomString(alphabet, 11), nil
 }
 
 // ValidateEndToEndID reports whether s is a Pix EndToEndId: "E", an ISPB, a
@@ -247,20 +227,19 @@ func ValidateCategory(s string) error {
 	return nil
 }
 
-// randIndex returns a uniform random index below n (n <= 256) from crypto/rand.
-func randIndex(n int) int {
-	limit := 256 - 256%n
-	var b [1]byte
-	for {
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-		if int(b[0]) < limit {
-			return int(b[0]) % n
+// randomString returns n characters drawn uniformly from alphabet (at most
+// 256 bytes) with crypto/rand.
+func randomString(alphabet string, n int) string {
+	limit := 256 - 256%len(alphabet) // rejecting bytes from limit up keeps the draw uniform
+	b := make([]byte, 0, n)
+	for len(b) < n {
+		var r [1]byte
+		_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24+)
+		if int(r[0]) < limit {
+			b = append(b, alphabet[int(r[0])%len(alphabet)])
 		}
 	}
-}
-
-func allSame(s string) bool {
-	return strings.Count(s, s[:1]) == len(s)
+	return string(b)
 }
 
 // truncate shortens s for error messages.

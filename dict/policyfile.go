@@ -94,8 +94,7 @@ func parsePolicyFile(r io.Reader) (*policyFile, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
+		if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
 			line := 1 + bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n"))
 			return nil, fmt.Errorf("%w: line %d: %v", errInvalidPolicyFile, line, syn)
 		}
@@ -132,18 +131,13 @@ func strictDecode(data []byte, v any) error {
 
 // jsonError turns a decoding error of the part at path into one naming the field.
 func jsonError(err error, path string) error {
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &typ):
-		field := path
+	if typ, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		if typ.Field != "" {
-			field += "." + typ.Field
+			path += "." + typ.Field
 		}
-		return fmt.Errorf("%w: %s: want %s, got JSON %s", errInvalidPolicyFile, field, typ.Type, typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("%w: %s: %s", errInvalidPolicyFile, path, strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf("%w: %s: want %s, got JSON %s", errInvalidPolicyFile, path, typ.Type, typ.Value)
 	}
-	return fmt.Errorf("%w: %s: %v", errInvalidPolicyFile, path, err)
+	return fmt.Errorf("%w: %s: %s", errInvalidPolicyFile, path, strings.TrimPrefix(err.Error(), "json: ")) // unknown field "x"
 }
 
 // apply merges f into the catalog, all or nothing. The error wraps

@@ -36,7 +36,7 @@ type ReconcileResult struct {
 // (never raising one). A refusal is res.Decision with a nil error. Errors: as
 // ListBucketStates; throttle.ErrStoreUnavailable.
 func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
-	before := c.catalog.Category() // the Transport learns the answer's category
+	before := c.meter.Catalog.Category() // the Transport learns the answer's category
 	held := c.meter.holds.watch()
 	defer held.stop()
 	listed, err := c.ListBucketStates(ctx)
@@ -50,14 +50,14 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	}
 
 	// The category first (SetCategory validates it): it sizes the buckets synced below.
-	switch err := c.catalog.SetCategory(remote.Category); {
+	switch err := c.meter.Catalog.SetCategory(remote.Category); {
 	case remote.Category == "":
 	case err != nil:
 		c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
 	default:
 		res.CategoryChanged = before != remote.Category
 		if c.records != nil {
-			if err := c.records.SaveCategory(ctx, c.catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
+			if err := c.records.SaveCategory(ctx, c.meter.Catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
 				return res, err
 			}
 		}
@@ -69,7 +69,7 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		if slices.Contains(unknown, p.Name) {
 			continue
 		}
-		local, err := c.catalog.Resolve(c.catalog.Key(p.Name, c.participant))
+		local, err := c.meter.Catalog.Resolve(c.meter.Catalog.Key(p.Name, c.participant))
 		if err != nil {
 			return res, err
 		}
@@ -138,26 +138,19 @@ const CategoryFresh = defaultCategoryRecheck
 // whose category the Transport learns and whose balance the bucket is synced
 // to. One check at a time; failures wait for the next period.
 func (c *Client) recheckCategory(ctx context.Context) {
-	if c.recheck < 0 {
+	if c.recheck < 0 || !c.checkMu.TryLock() { // a check in progress: no wait
 		return
 	}
+	defer c.checkMu.Unlock()
 	now := c.meter.Limiter.Now()
-	c.categoryMu.Lock()
-	if c.checking || now.Sub(c.checkedAt) < c.recheck {
-		c.categoryMu.Unlock()
+	if now.Sub(c.checkedAt) < c.recheck {
 		return
 	}
-	c.checking = true
-	c.categoryMu.Unlock()
-	defer func() {
-		c.categoryMu.Lock()
-		c.checking, c.checkedAt = false, now
-		c.categoryMu.Unlock()
-	}()
-	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.catalog.SetCategory(cat) == nil {
+	defer func() { c.checkedAt = now }()
+	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.meter.Catalog.SetCategory(cat) == nil {
 		return
 	}
-	key := c.catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
+	key := c.meter.Catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
 	held := c.meter.holds.watch()
 	defer held.stop()
 	res, err := c.GetBucketState(ctx, key.Policy)
@@ -193,7 +186,7 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 		return LearnedCategory{}, err
 	}
 	if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
-		return LearnedCategory{Category: cat, Source: "stored", At: at}, c.catalog.SetCategory(cat)
+		return LearnedCategory{Category: cat, Source: "stored", At: at}, c.meter.Catalog.SetCategory(cat)
 	}
 	res, err := c.Reconcile(ctx)
 	if err != nil {
@@ -215,7 +208,7 @@ func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, c.catalog.SetCategory(cat)
+	return true, c.meter.Catalog.SetCategory(cat)
 }
 
 // stored is the category recorded in Records (ok false without one).
@@ -223,49 +216,36 @@ func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok 
 	if c.records == nil {
 		return "", time.Time{}, false, nil
 	}
-	return c.records.LearnedCategory(ctx, c.catalog.Env(), c.participant)
+	return c.records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
 }
 
 // LocalPolicies reports the participant's buckets in the local mirror as
 // listBucketStates would.
 func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, error) {
-	return listPolicies(ctx, c.meter.Limiter, c.catalog, c.participant)
-}
-
-// LocalPolicy reports one of the participant's buckets in the local mirror
-// in the DICT's getBucketState format.
-func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
-	return getPolicy(ctx, c.meter.Limiter, c.catalog, c.participant, policy)
-}
-
-// listPolicies is the listBucketStates answer of participant's buckets in lim.
-func listPolicies(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant string) (*ListPoliciesResponse, error) {
-	keys, err := cat.participantKeys(participant)
+	keys, err := c.meter.Catalog.participantKeys(c.participant)
 	if err != nil {
 		return nil, err
 	}
-	states, err := lim.States(ctx, keys)
+	states, err := c.meter.Limiter.States(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return newListPoliciesResponse(participant, cat.CategoryInEffect(), states, lim.Now()), nil
+	return newListPoliciesResponse(c.participant, c.meter.Catalog.CategoryInEffect(), states, c.meter.Limiter.Now()), nil
 }
 
-// getPolicy is the getBucketState answer of one of participant's buckets in
-// lim; a name that is no PSP policy is throttle.ErrUnknownPolicy.
-func getPolicy(ctx context.Context, lim *throttle.Limiter, cat *Catalog, participant, policy string) (*GetPolicyResponse, error) {
-	if err := ValidateISPB(participant); err != nil {
-		return nil, err
-	}
-	spec, ok := cat.Spec(policy)
+// LocalPolicy reports one of the participant's buckets in the local mirror
+// in the DICT's getBucketState format; a name that is no PSP policy is
+// throttle.ErrUnknownPolicy.
+func (c *Client) LocalPolicy(ctx context.Context, policy string) (*GetPolicyResponse, error) {
+	spec, ok := c.meter.Catalog.Spec(policy)
 	if !ok || spec.Scope != ScopePSP {
 		return nil, fmt.Errorf("%w: %q is not a participant policy of the DICT", throttle.ErrUnknownPolicy, truncate(policy))
 	}
-	state, err := lim.State(ctx, cat.Key(policy, participant))
+	state, err := c.meter.Limiter.State(ctx, c.meter.Catalog.Key(policy, c.participant))
 	if err != nil {
 		return nil, fmt.Errorf("dict: get policy: %w", err)
 	}
-	now := lim.Now()
-	return &GetPolicyResponse{CorrelationID: NewCorrelationID(participant, now), ResponseTime: Timestamp{Time: now.UTC()},
-		Category: cat.CategoryInEffect(), Policy: policyFromState(state)}, nil
+	now := c.meter.Limiter.Now()
+	return &GetPolicyResponse{CorrelationID: NewCorrelationID(c.participant, now), ResponseTime: Timestamp{Time: now.UTC()},
+		Category: c.meter.Catalog.CategoryInEffect(), Policy: policyFromState(state)}, nil
 }

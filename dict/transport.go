@@ -216,12 +216,10 @@ func (t *Transport) learnCategory(ctx context.Context, participant, category str
 	m := t.Meter
 	if m.Catalog.Category() != category {
 		t.logger().Info("dict: the DICT reports another category", slog.String("from", m.Catalog.CategoryInEffect()), slog.String("to", category))
-		if err := m.Catalog.SetCategory(category); err != nil {
-			return
-		}
+		_ = m.Catalog.SetCategory(category) // valid: checked above
 	}
 	if !isNil(t.Records) {
-		err := retry(func() error {
+		err := retry(false, func() error {
 			return t.Records.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now())
 		})
 		if err != nil {
@@ -236,11 +234,7 @@ func (t *Transport) logger() *slog.Logger { return cmp.Or(t.Logger, nowhere) }
 // eight attempts in all, so that an outcome lands through a database blip. A
 // change the store may have applied (throttle.ErrOutcomeUnknown) is run
 // again only when it is idempotent.
-func retry(f func() error) error { return retryStore(f, false) }
-
-func retryIdempotent(f func() error) error { return retryStore(f, true) }
-
-func retryStore(f func() error, idempotent bool) error {
+func retry(idempotent bool, f func() error) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := f()
@@ -257,7 +251,7 @@ func retryStore(f func() error, idempotent bool) error {
 // loses only a refund.
 func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string, targets ...throttle.SyncTarget) error {
 	defer r.landed()
-	err := retry(func() error {
+	err := retry(false, func() error {
 		_, err := m.settle(ctx, r, outcome, targets...)
 		return err
 	})
@@ -278,7 +272,7 @@ func holdAttr(r reservation) slog.Attr {
 }
 
 func (t *Transport) record(ctx context.Context, l Lookup) {
-	err := retry(func() error { return t.Records.RecordLookup(ctx, l) })
+	err := retry(false, func() error { return t.Records.RecordLookup(ctx, l) })
 	if err != nil {
 		t.logger().Error("dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", l.EndToEndID), slog.Any("error", err))
 	}
@@ -350,7 +344,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	if t.settle(ctx, m, r, outcomeOf(http.StatusTooManyRequests), targets...) != nil {
 		// The sync alone, whatever became of the settle: a sync never
 		// raises a balance, so running it again is harmless.
-		err := retryIdempotent(func() error {
+		err := retry(true, func() error {
 			_, err := m.Limiter.Sync(ctx, targets...)
 			return err
 		})
@@ -550,20 +544,9 @@ func parseRetryAfter(s string, now time.Time) time.Duration {
 	if s == "" {
 		return 0
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		if n >= int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		return time.Duration(n) * time.Second
-	}
-	if len(s) > 0 && s[0] >= '0' && s[0] <= '9' {
-		// Digits that do not fit an int64: a huge number of seconds.
-		if _, err := strconv.ParseUint(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-			return maxRetryAfter
-		}
+	// Digits that do not fit an int64 are a huge number of seconds.
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) && s[0] >= '0' && s[0] <= '9' {
+		return time.Duration(min(max(n, 0), int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(s); err == nil && t.After(now) {
 		return min(t.Sub(now), maxRetryAfter)

@@ -3,10 +3,10 @@ package dict
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -305,21 +305,7 @@ func (p *Problem) Names(policy string) bool {
 			}
 		}
 	}
-	word := func(b byte) bool {
-		return b == '_' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
-	}
-	for i := 0; ; {
-		j := strings.Index(p.Detail[i:], policy)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(policy)
-		if (j == 0 || !word(p.Detail[j-1])) && (end == len(p.Detail) || !word(p.Detail[end])) {
-			return true
-		}
-		i = j + 1
-	}
+	return regexp.MustCompile(`(?:^|\W)` + regexp.QuoteMeta(policy) + `(?:\W|$)`).MatchString(p.Detail)
 }
 
 // NewProblem returns a problem of the given type (e.g. problemEntryNotFound).
@@ -415,14 +401,6 @@ var brasilia = time.FixedZone("BRT", -3*60*60)
 // ("B20220902101925801123456781A6998"): "B", the Brasília time as
 // yyyyMMddHHmmssSSS, the ISPB and 6 random hexadecimal digits.
 func NewCorrelationID(participant string, now time.Time) string {
-	const hex = "0123456789ABCDEF"
-	var suffix [6]byte
-	for i := range suffix {
-		suffix[i] = hex[randIndex(len(hex))]
-	}
 	t := now.In(brasilia)
-	return "B" + t.Format("20060102150405") + fmt.Sprintf("%03d", t.Nanosecond()/1e6) + participant + string(suffix[:])
+	return "B" + t.Format("20060102150405") + fmt.Sprintf("%03d", t.Nanosecond()/1e6) + participant + randomString("0123456789ABCDEF", 6)
 }
-
-// errNoBody is returned when a response that must have a body has none.
-var errNoBody = errors.New("empty body")

@@ -109,15 +109,14 @@ var LookupColumns = []string{"key", "payer", "status", "reason", "retry_after_s"
 // array, each Write flushed. Not safe for concurrent use.
 type LookupWriter struct {
 	w    io.Writer
-	csv  *csv.Writer
+	csv  *csv.Writer // nil: a JSON array
 	n    int
-	json bool
 	file *os.File // CreateLookupFile's, closed by Close
 }
 
 // NewLookupWriter starts a file on w: the CSV header, or "[" with asJSON.
 func NewLookupWriter(w io.Writer, asJSON bool) (*LookupWriter, error) {
-	lw := &LookupWriter{w: w, json: asJSON}
+	lw := &LookupWriter{w: w}
 	var err error
 	if asJSON {
 		_, err = io.WriteString(w, "[")
@@ -143,7 +142,7 @@ func (lw *LookupWriter) writeRow(row []string) error {
 // Write writes one record.
 func (lw *LookupWriter) Write(r LookupRecord) error {
 	defer func() { lw.n++ }()
-	if lw.json {
+	if lw.csv == nil {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return err
@@ -163,7 +162,7 @@ func (lw *LookupWriter) Write(r LookupRecord) error {
 // Close ends the file, and closes it when CreateLookupFile created it.
 func (lw *LookupWriter) Close() error {
 	var err error
-	if lw.json {
+	if lw.csv == nil {
 		_, err = io.WriteString(lw.w, "\n]\n")
 	}
 	if lw.file != nil {

@@ -2,10 +2,12 @@ package dict
 
 import "encoding/xml"
 
-// The rest of the DICT API's messages (OpenAPI 1.8.0), which Client does not
-// send but Transport throttles; names and nesting follow the published
-// examples. A type whose XMLName has no tag serves the operations its comment
-// names and keeps the root element it was decoded from.
+// The rest of the DICT API's messages (OpenAPI 1.8.0), which neither Client
+// nor Transport encodes or decodes (Transport throttles their operations by
+// route alone): TestOfficialExamplesRoundTrip reads the published examples
+// into them. Names and nesting follow the examples. A type whose XMLName has
+// no tag serves the operations its comment names and keeps the root element
+// it was decoded from.
 
 // answer opens every signed answer of the DICT.
 type answer struct {

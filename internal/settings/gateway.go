@@ -3,7 +3,6 @@ package settings
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,26 +20,6 @@ type Gateway struct {
 	ClientsFile               string
 	TLSCert, TLSKey, ClientCA string
 	InboundClientLimit        int64
-}
-
-// gatewayEnvVars are the variables of Gateway.
-func (g *Gateway) gatewayEnvVars() []envVar {
-	return []envVar{
-		{"BALDE_GATEWAY_CLIENTS_FILE", setString(&g.ClientsFile)},
-		{"BALDE_GATEWAY_TLS_CERT", setString(&g.TLSCert)},
-		{"BALDE_GATEWAY_TLS_KEY", setString(&g.TLSKey)},
-		{"BALDE_GATEWAY_CLIENT_CA", setString(&g.ClientCA)},
-		{"BALDE_INBOUND_CLIENT_LIMIT", setParsed(&g.InboundClientLimit, ParseInboundClientLimit)},
-	}
-}
-
-// ParseInboundClientLimit reads BALDE_INBOUND_CLIENT_LIMIT, at least 1.
-func ParseInboundClientLimit(s string) (int64, error) {
-	n, err := ParseInboundIPLimit(s)
-	if err == nil && n == 0 {
-		err = fmt.Errorf("%q: a client's limit is at least 1", s)
-	}
-	return n, err
 }
 
 // GatewayAccess is how a gateway's clients reach it: Clients (nil with

@@ -44,26 +44,37 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page, error) {
 	if f.Limit <= 0 || f.Limit > MaxPageSize {
 		f.Limit = min(max(f.Limit, DefaultPageSize), MaxPageSize)
 	}
-	want := f.Limit
-	if f.readTime() {
-		return r.listMatching(ctx, f, want)
-	}
-	f.Limit++ // one more tells whether there is a next page
-	rows, err := r.store.List(ctx, f)
-	if err != nil {
-		return Page{}, fmt.Errorf("throttle: list: %w", err)
+	want, size := f.Limit, scanPage
+	if !f.readTime() {
+		size = want + 1 // one more tells whether there is a next page
 	}
 	var page Page
-	if len(rows) > want {
-		rows = rows[:want]
-		page.Next = EncodeCursor(rows[want-1].Key)
+	var more bool
+	last, capped, err := r.scan(ctx, f, size, func(s throttle.BucketState) bool {
+		if !f.matches(s) {
+			return true
+		}
+		if len(page.States) == want {
+			more = true
+			return false
+		}
+		page.States = append(page.States, s)
+		return true
+	})
+	if err != nil {
+		return Page{}, err
 	}
-	now := r.lim.Now()
-	page.States = make([]throttle.BucketState, len(rows))
-	for i, b := range rows {
-		page.States[i] = r.lim.StoredState(b, now)
+	if err := r.lim.RecallLastSends(ctx, page.States); err != nil {
+		return Page{}, err
 	}
-	return page, r.lim.RecallLastSends(ctx, page.States)
+	switch {
+	case more:
+		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
+	case capped:
+		// Stopped at the cap: the next page resumes after the last row read.
+		page.Next, page.Partial = EncodeCursor(last), true
+	}
+	return page, nil
 }
 
 // EncodeCursor turns the last key of a page into an opaque URL-safe cursor.
@@ -129,12 +140,13 @@ func (f Filter) prefilter(trusted bool) Filter {
 	return f
 }
 
-// scan calls fn for each stored row matching f from f.After on, refilled to
-// now, until fn returns false or MaxScan rows were read; it returns the last
-// key read and whether it stopped at the cap.
-func (r *Reader) scan(ctx context.Context, f Filter, fn func(throttle.BucketState) bool) (last throttle.Key, capped bool, err error) {
+// scan calls fn for each stored row matching f from f.After on, read size
+// rows at a time and refilled to now, until fn returns false or MaxScan
+// rows were read; it returns the last key read and whether it stopped at
+// the cap.
+func (r *Reader) scan(ctx context.Context, f Filter, size int, fn func(throttle.BucketState) bool) (last throttle.Key, capped bool, err error) {
 	f = f.prefilter(r.lim.Trusted())
-	f.Limit = scanPage
+	f.Limit = size
 	read := 0
 	for {
 		rows, err := r.store.List(ctx, f)
@@ -152,49 +164,17 @@ func (r *Reader) scan(ctx context.Context, f Filter, fn func(throttle.BucketStat
 				return last, true, nil
 			}
 		}
-		if len(rows) < scanPage {
+		if len(rows) < size {
 			return last, false, nil
 		}
 		f.After = rows[len(rows)-1].Key
 	}
 }
 
-// listMatching is List for a filter with read-time parts: it scans until
-// it has a page (and one more row, to know there is a next page).
-func (r *Reader) listMatching(ctx context.Context, f Filter, want int) (Page, error) {
-	var page Page
-	var more bool
-	last, capped, err := r.scan(ctx, f, func(s throttle.BucketState) bool {
-		if !f.matches(s) {
-			return true
-		}
-		if len(page.States) == want {
-			more = true
-			return false
-		}
-		page.States = append(page.States, s)
-		return true
-	})
-	if err != nil {
-		return Page{}, err
-	}
-	if err := r.lim.RecallLastSends(ctx, page.States); err != nil {
-		return Page{}, err
-	}
-	switch {
-	case more:
-		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
-	case capped:
-		// Stopped at the cap: the next page resumes after the last row read.
-		page.Next, page.Partial = EncodeCursor(last), true
-	}
-	return page, nil
-}
-
 // ListAll returns every stored bucket matching f from f.After on, refilled
 // to now, reading at most MaxScan rows (partial past it).
 func (r *Reader) ListAll(ctx context.Context, f Filter) (states []throttle.BucketState, partial bool, err error) {
-	_, partial, err = r.scan(ctx, f, func(s throttle.BucketState) bool {
+	_, partial, err = r.scan(ctx, f, scanPage, func(s throttle.BucketState) bool {
 		if f.matches(s) {
 			states = append(states, s)
 		}
@@ -317,7 +297,7 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 	if trusted {
 		g.MinSeverity = max(f.MinSeverity, throttle.SeverityMedium)
 	}
-	_, c.Partial, err = r.scan(ctx, g, func(s throttle.BucketState) bool {
+	_, c.Partial, err = r.scan(ctx, g, scanPage, func(s throttle.BucketState) bool {
 		c.Rechecked++
 		c.BySeverity[max(s.Bucket.Severity, throttle.SeverityHealthy)]--
 		c.BySeverity[max(s.Severity, throttle.SeverityHealthy)]++

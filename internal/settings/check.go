@@ -71,12 +71,7 @@ func (c Settings) DictIsSimulator() bool {
 		return true
 	}
 	u, err := url.Parse(c.DictURL)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
+	return err == nil && loopback(u.Hostname())
 }
 
 // Participant is this participant's ISPB: DictParticipant, else

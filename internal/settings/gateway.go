@@ -58,7 +58,7 @@ func (g Gateway) GatewayAccess(addr string, noAuth bool, logger *slog.Logger) (G
 
 func (g Gateway) gatewayAccess(addr string, noAuth bool, logger *slog.Logger) (GatewayAccess, error) {
 	switch {
-	case noAuth && !loopback(addr):
+	case noAuth && !loopbackAddr(addr):
 		return GatewayAccess{}, errorf("--no-client-auth serves anyone who reaches the gateway: it is for development on a loopback address, not %s", addr)
 	case !noAuth && g.ClientsFile == "":
 		return GatewayAccess{}, errorf("no client configured: set --clients FILE (BALDE_GATEWAY_CLIENTS_FILE), a line per client: NAME sha256:HEX (its bearer token's SHA-256) or NAME cn:NAME (its certificate, with --client-ca)")
@@ -100,15 +100,14 @@ func (g Gateway) gatewayAccess(addr string, noAuth bool, logger *slog.Logger) (G
 	return GatewayAccess{Clients: clients, TLS: config}, nil
 }
 
-// loopback reports whether addr's host is loopback or localhost.
-func loopback(addr string) bool {
+// loopbackAddr reports whether addr's host is loopback, loopback whether
+// host is localhost or a loopback address.
+func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
+	return err == nil && loopback(host)
+}
+
+func loopback(host string) bool {
 	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	return host == "localhost" || err == nil && ip.Unmap().IsLoopback()
 }

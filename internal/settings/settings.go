@@ -25,116 +25,88 @@ import (
 )
 
 // Settings are balde's settings as the binary reads them: Default, then
-// the variables (ParseEnv), then the flags (AddFlags). The guides
-// (docs/guides) list every field with its flag and variable.
+// the variables (ParseEnv), then the flags (AddFlags). Each field's
+// variable and flag are in the table of settings(); the guides
+// (docs/guides) list them all.
 type Settings struct {
-	DB   string // --db, BALDE_DB
-	Addr string // where serve listens: --addr, BALDE_ADDR
+	DB   string
+	Addr string // where serve listens
 
-	// DictURL is the DICT's base URL (--dict-url, BALDE_DICT_URL); empty:
-	// serve starts the simulator.
-	DictURL string
-	// DictPoliciesURL is the base URL of GET /policies/, on its own host
-	// (--dict-policies-url, BALDE_DICT_POLICIES_URL); empty: DictPolicies.
-	DictPoliciesURL string
-	// DictParticipant is this participant's ISPB (--dict-participant,
-	// BALDE_DICT_PARTICIPANT), required unless against a simulator.
-	DictParticipant string
-	// DictCategory is the category A..H until learned from the DICT
-	// (--dict-category, BALDE_DICT_CATEGORY); empty: the strictest, H.
+	DictURL         string // the DICT's base URL; empty: serve starts the simulator
+	DictPoliciesURL string // the base URL of GET /policies/, on its own host; empty: DictPolicies
+	DictParticipant string // this participant's ISPB, required unless against a simulator
+	// DictCategory is the category A..H until learned from the DICT;
+	// empty: the strictest, H.
 	DictCategory string
-	DictEnv      string // env part of DICT bucket keys: --dict-env, BALDE_DICT_ENV
-	// DictCert, DictKey and DictCA are PEM files for mutual TLS with the DICT
-	// (BALDE_DICT_CERT, BALDE_DICT_KEY, BALDE_DICT_CA).
+	DictEnv      string // env part of DICT bucket keys
+	// DictCert, DictKey and DictCA are PEM files for mutual TLS with the DICT.
 	DictCert, DictKey, DictCA string
-	// DictSignCert and DictSignKey sign DICT writes (dict.XMLSigner;
-	// BALDE_DICT_SIGN_CERT, BALDE_DICT_SIGN_KEY); with neither, only
-	// DictSignWithTLSKey (--dict-sign-with-tls-key) signs, with DictCert
-	// and DictKey.
+	// DictSignCert and DictSignKey sign DICT writes (dict.XMLSigner); with
+	// neither, only DictSignWithTLSKey signs, with DictCert and DictKey.
 	DictSignCert, DictSignKey string
 	DictSignWithTLSKey        bool
 	// DictVerifyCert is the PEM file the DICT's signed answers are checked
-	// against (BALDE_DICT_VERIFY_CERT), required against a real DICT unless
-	// DictUnverified (--dict-unverified, BALDE_DICT_UNVERIFIED=on).
+	// against, required against a real DICT unless DictUnverified.
 	DictVerifyCert string
 	DictUnverified bool
 
-	// SifenURL is SIFEN's base URL (--sifen-url, BALDE_SIFEN_URL); empty:
-	// serve starts the simulator.
-	SifenURL string
+	SifenURL string // SIFEN's base URL; empty: serve starts the simulator
 	// SifenThrottle is the least interval between two lots of one RUC and
-	// env (SIFEN_THROTTLE_SECONDS, default 10 s); SifenThrottleProd
-	// overrides it for prod (SIFEN_THROTTLE_SECONDS_PROD).
+	// env (default 10 s); SifenThrottleProd overrides it for prod.
 	SifenThrottle, SifenThrottleProd time.Duration
 	// SifenBlockStep and SifenBlockMax shape the local block after a 0301
-	// (BALDE_SIFEN_BLOCK_STEP, BALDE_SIFEN_BLOCK_MAX; sifen.DefaultRemoteBlock).
+	// (sifen.DefaultRemoteBlock).
 	SifenBlockStep, SifenBlockMax time.Duration
 	// SifenPollEvery is how often serve looks for lots whose result is due
-	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0: off).
+	// (default 30 s; 0: off).
 	SifenPollEvery time.Duration
-	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN
-	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).
+	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN.
 	SifenCert, SifenKey, SifenCA string
-	SifenPerMinute               int64 // when positive, lots per minute of a RUC and env: BALDE_SIFEN_PER_MINUTE
+	SifenPerMinute               int64 // when positive, lots per minute of a RUC and env
 
-	PolicyFile         string // catalog overrides: --policies, BALDE_POLICY_FILE
-	DisableGroupCommit bool   // BALDE_GROUP_COMMIT=off
+	PolicyFile         string // catalog overrides
+	DisableGroupCommit bool
 
-	// Ledger is how routine takes are written (BALDE_LEDGER); rows are kept
-	// LedgerRetention (BALDE_LEDGER_RETENTION), at least MinRetention unless
-	// LedgerRetentionForce (BALDE_LEDGER_RETENTION_FORCE).
+	// Ledger is how routine takes are written; rows are kept
+	// LedgerRetention, at least MinRetention unless LedgerRetentionForce.
 	Ledger               throttle.LedgerGranularity
 	LedgerRetention      time.Duration
 	LedgerRetentionForce bool
-	Thresholds           throttle.Thresholds // BALDE_SEVERITY_THRESHOLDS "50,25,10"
-	AlertWebhook         string              // receives severity changes: BALDE_ALERT_WEBHOOK
+	Thresholds           throttle.Thresholds
+	AlertWebhook         string // receives severity changes
 
-	// AdminUser is the admin (--admin-user, BALDE_ADMIN_USER), with
-	// AdminPassword (BALDE_ADMIN_PASSWORD), AdminPasswordBcrypt
-	// (BALDE_ADMIN_PASSWORD_BCRYPT, wins) or the first line of
-	// AdminPasswordFile (BALDE_ADMIN_PASSWORD_FILE); see FindAdminLogin.
+	// AdminUser is the admin, with AdminPassword, AdminPasswordBcrypt
+	// (wins) or the first line of AdminPasswordFile; see FindAdminLogin.
 	// Secrets have no flag: a command line is visible to every user.
 	AdminUser, AdminPassword, AdminPasswordBcrypt string
 	AdminPasswordFile                             string
-	// Users are more users of the admin pages (BALDE_USERS, see
-	// web.ParseUsers), and UsersFile holds more (--users-file,
-	// BALDE_USERS_FILE); see AllUsers.
+	// Users are more users of the admin pages (web.ParseUsers), and
+	// UsersFile holds more; see AllUsers.
 	Users     []web.Credentials
 	UsersFile string
-	// DataDir is where serve keeps what it generates (BALDE_DATA_DIR); see
-	// ResolveDataDir.
-	DataDir string
-	// TimeZone is where the admin pages show times (BALDE_TIME_ZONE); nil:
-	// the server's.
-	TimeZone *time.Location
+	DataDir   string         // where serve keeps what it generates; see ResolveDataDir
+	TimeZone  *time.Location // where the admin pages show times; nil: the server's
 	// DictSimAddr and SifenSimAddr are where serve's simulators listen,
-	// loopback only (--dict-sim-addr, --sifen-sim-addr, BALDE_DICT_SIM_ADDR,
-	// BALDE_SIFEN_SIM_ADDR).
+	// loopback only.
 	DictSimAddr, SifenSimAddr string
-	MetricsToken              string // bearer token of /metrics: BALDE_METRICS_TOKEN
-	// TrustedProxies are the peers whose X-Forwarded-For is believed
-	// (--trusted-proxies, BALDE_TRUSTED_PROXIES).
-	TrustedProxies []netip.Prefix
+	MetricsToken              string         // bearer token of /metrics
+	TrustedProxies            []netip.Prefix // the peers whose X-Forwarded-For is believed
 	// InboundIPLimit is the requests per InboundWindow of a client IP (0:
-	// no inbound limiter), refused InboundBlock beyond it
-	// (--inbound-ip-limit, --inbound-window, --inbound-block, BALDE_INBOUND_*).
+	// no inbound limiter), refused InboundBlock beyond it.
 	InboundIPLimit int64
 	InboundWindow  time.Duration
 	InboundBlock   time.Duration
 	// InboundTokens are API tokens with limits of their own
-	// (BALDE_INBOUND_TOKENS, web.ParseInboundTokens), and InboundTokensFile
-	// holds more (BALDE_INBOUND_TOKENS_FILE).
+	// (web.ParseInboundTokens), and InboundTokensFile holds more.
 	InboundTokens     []web.InboundToken
 	InboundTokensFile string
-	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS) and
-	// InboundExempt those never limited (BALDE_INBOUND_EXEMPT); nil: web's.
+	// InboundPaths are the limited path prefixes and InboundExempt those
+	// never limited; nil: web's.
 	InboundPaths, InboundExempt []string
-	InboundFailClosed           bool // BALDE_INBOUND_FAIL=closed
+	InboundFailClosed           bool
 
-	// DictReconcileEvery (--dict-reconcile-every,
-	// BALDE_DICT_RECONCILE_EVERY), PruneEvery (--prune-every,
-	// BALDE_PRUNE_EVERY) and SeverityEvery (BALDE_SEVERITY_EVERY) are the
-	// periods of serve's background jobs; 0 is off.
+	// DictReconcileEvery, PruneEvery and SeverityEvery are the periods of
+	// serve's background jobs; 0 is off.
 	DictReconcileEvery time.Duration
 	PruneEvery         time.Duration
 	SeverityEvery      time.Duration

@@ -131,14 +131,12 @@ func (c Settings) CheckDictLive() error {
 func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	var signer dict.Signer
 	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
-	if certFile == "" && keyFile == "" && c.DictSignWithTLSKey {
+	withTLSKey := certFile == "" && keyFile == "" && c.DictSignWithTLSKey
+	if withTLSKey {
 		certFile, keyFile, vars = c.DictCert, c.DictKey, "BALDE_DICT_CERT/BALDE_DICT_KEY (--dict-sign-with-tls-key)"
-		if certFile == "" || keyFile == "" {
-			return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
-		}
 	}
 	switch {
-	case certFile == "" && keyFile == "":
+	case certFile == "" && keyFile == "" && !withTLSKey:
 	case certFile == "" || keyFile == "":
 		return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
 	default:

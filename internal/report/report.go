@@ -239,9 +239,6 @@ func (r *Reporter) Mode() Mode { return r.mode }
 // Writer is where r writes (for a caller's own JSON lines).
 func (r *Reporter) Writer() io.Writer { return r.w }
 
-// Summary is the summary so far.
-func (r *Reporter) Summary() Summary { return r.sum }
-
 // AddWait adds d, waited with Clock.BaseSleep, to the time waited.
 func (r *Reporter) AddWait(d time.Duration) {
 	r.waitd += d

@@ -107,24 +107,6 @@ func (c Settings) DictPolicies() string {
 	return u.String()
 }
 
-// CheckDictLive says what a real DICT needs and the settings lack
-// (docs/decisions/0181): the ISPB, the policies host, the verifying
-// certificate (or DictUnverified).
-func (c Settings) CheckDictLive() error {
-	if c.DictIsSimulator() {
-		return nil
-	}
-	switch {
-	case c.DictParticipant == "":
-		return errorf("BALDE_DICT_PARTICIPANT (--dict-participant) is not set: this participant's ISPB (8 digits) is required against the DICT at %s", c.DictURL)
-	case c.DictPolicies() == "":
-		return errorf("BALDE_DICT_POLICIES_URL (--dict-policies-url) is not set: GET /policies/ has its own host, and %s is not a dict… host it can be derived from", c.DictURL)
-	case c.DictVerifyCert == "" && !c.DictUnverified:
-		return errorf("BALDE_DICT_VERIFY_CERT is not set: the DICT's signed answers would go unverified; set it to the DICT's signing certificate (or its CA), or acknowledge with --dict-unverified (BALDE_DICT_UNVERIFIED=on)")
-	}
-	return nil
-}
-
 // DictSigning returns the DICT client's Signer (DictSignCert and
 // DictSignKey, or the TLS pair with DictSignWithTLSKey) and Verifier
 // (DictVerifyCert), each nil when not configured; a bad pair is a *Error.

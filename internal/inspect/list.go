@@ -31,6 +31,14 @@ const (
 	MaxPageSize     = 1000
 )
 
+// pageSize is limit within 1..MaxPageSize, DefaultPageSize when not positive.
+func pageSize(limit int) int {
+	if limit <= 0 {
+		return DefaultPageSize
+	}
+	return min(limit, MaxPageSize)
+}
+
 // MaxScan bounds the stored rows one listing or count reads to apply the
 // read-time filters; past it a Page is Partial.
 const MaxScan = 100_000
@@ -41,9 +49,7 @@ const scanPage = 1000
 // List returns the stored buckets matching f, refilled to now, one page at a
 // time (keyset pagination: the cost of a page does not grow with its depth).
 func (r *Reader) List(ctx context.Context, f Filter) (Page, error) {
-	if f.Limit <= 0 || f.Limit > MaxPageSize {
-		f.Limit = min(max(f.Limit, DefaultPageSize), MaxPageSize)
-	}
+	f.Limit = pageSize(f.Limit)
 	want, size := f.Limit, scanPage
 	if !f.readTime() {
 		size = want + 1 // one more tells whether there is a next page
@@ -354,9 +360,7 @@ func wrap[T any](v T, err error) func(op string) (T, error) {
 // order is not time order (a flushed refusal group, decision 0007), so the
 // next page starts at NextLedgerCursor(page), not at the last row listed.
 func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEntry, error) {
-	if q.Limit <= 0 || q.Limit > MaxPageSize {
-		q.Limit = min(max(q.Limit, DefaultPageSize), MaxPageSize)
-	}
+	q.Limit = pageSize(q.Limit)
 	entries, err := r.store.Ledger(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("throttle: ledger: %w", err)
@@ -398,8 +402,7 @@ func (r *Reader) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerW
 // ListBy returns the first page of the stored buckets matching f in by's
 // order: List (keyset pages, Next set) for SortKey; for another order every
 // matching bucket (at most MaxScan, Partial past it; f.After ignored) is
-// read, sorted by SortStates and cut to f.Limit (default DefaultPageSize),
-// with no Next. It is "balde buckets list --sort".
+// read, sorted by SortStates and cut to f.Limit (as List's), with no Next. It is "balde buckets list --sort".
 func (r *Reader) ListBy(ctx context.Context, f Filter, by SortBy) (Page, error) {
 	if by == SortKey || by == "" {
 		return r.List(ctx, f)
@@ -410,10 +413,7 @@ func (r *Reader) ListBy(ctx context.Context, f Filter, by SortBy) (Page, error) 
 		return Page{}, err
 	}
 	SortStates(all, by)
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultPageSize
-	}
+	limit := pageSize(f.Limit)
 	return Page{States: all[:min(limit, len(all))], Partial: partial}, nil
 }
 

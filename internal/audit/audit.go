@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,10 +50,8 @@ var Actions = []Action{ActionReset, ActionShadow, ActionSifenSend, ActionSifenSe
 
 // ParseAction reads an action's name ("reset", ...).
 func ParseAction(s string) (Action, error) {
-	for _, a := range Actions {
-		if string(a) == s {
-			return a, nil
-		}
+	if slices.Contains(Actions, Action(s)) {
+		return Action(s), nil
 	}
 	return "", fmt.Errorf("%w: unknown action %q (want reset, shadow, sifen-send, sifen-send-all, sifen-override, dict-lookup, gateway or denied)", ErrInvalid, s)
 }

@@ -5,6 +5,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,10 +70,7 @@ const MaxField = 500
 
 // CLIUser is how the CLI names its operator: "cli:" and the OS user.
 func CLIUser(osUser string) string {
-	if osUser == "" {
-		osUser = "unknown"
-	}
-	return "cli:" + osUser
+	return "cli:" + cmp.Or(osUser, "unknown")
 }
 
 // Entry is one recorded action.

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -283,10 +284,7 @@ func (m *model) finishLots() {
 		longest = max(longest, u.maxFlight)
 	}
 	for _, u := range m.rucs {
-		flight := u.maxFlight
-		if flight == 0 {
-			flight = longest
-		}
+		flight := cmp.Or(u.maxFlight, longest)
 		for _, l := range u.lots {
 			if !l.answered {
 				l.Assumed = true

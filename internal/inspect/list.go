@@ -285,7 +285,6 @@ type PolicyCounts struct {
 // graded again (refill never makes a bucket worse); otherwise every row is.
 func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error) {
 	f.Severity, f.Condition, f.After = throttle.SeverityUnknown, throttle.ConditionAny, throttle.Key{}
-	trusted := r.lim.Trusted()
 	stored, err := r.store.CountBySeverity(ctx, f)
 	if err != nil {
 		return SeverityCounts{}, fmt.Errorf("throttle: count buckets: %w", err)
@@ -294,13 +293,10 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 		ByPolicy: make(map[string]PolicyCounts), At: r.lim.Now()}
 	for sev, n := range stored {
 		c.Total += n
-		if sev == throttle.SeverityUnknown {
-			sev = throttle.SeverityHealthy
-		}
-		c.BySeverity[sev] += n
+		c.BySeverity[max(sev, throttle.SeverityHealthy)] += n
 	}
 	g := f
-	if trusted {
+	if r.lim.Trusted() {
 		g.MinSeverity = max(f.MinSeverity, throttle.SeverityMedium)
 	}
 	_, c.Partial, err = r.scan(ctx, g, scanPage, func(s throttle.BucketState) bool {

@@ -262,7 +262,7 @@ func parsed[T any](p *T, parse func(string) (T, error), format func(T) string) f
 }
 
 // settings lists every variable ParseEnv reads, with the flags AddFlags
-// registers.
+// registers (docs/decisions/0249-one-table-of-settings.md).
 func (c *Settings) settings() []setting {
 	inboundLimit := intIn(0, throttle.MaxRollingCapacity, fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))
 	blockRange := func(want string) func(string) (time.Duration, error) {

@@ -110,8 +110,7 @@ func (c Settings) DictPolicies() string {
 // DictSigning returns the DICT client's Signer (DictSignCert and
 // DictSignKey, or the TLS pair with DictSignWithTLSKey) and Verifier
 // (DictVerifyCert), each nil when not configured; a bad pair is a *Error.
-func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
-	var signer dict.Signer
+func (c Settings) DictSigning() (signer dict.Signer, verifier dict.Verifier, err error) {
 	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
 	withTLSKey := certFile == "" && keyFile == "" && c.DictSignWithTLSKey
 	if withTLSKey {
@@ -122,19 +121,14 @@ func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
 	case certFile == "" || keyFile == "":
 		return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
 	default:
-		s, err := dict.LoadXMLSigner(certFile, keyFile)
-		if err != nil {
+		if signer, err = dict.LoadXMLSigner(certFile, keyFile); err != nil {
 			return nil, nil, errorf("DICT signing (%s): %v", vars, err)
 		}
-		signer = s
 	}
-	var verifier dict.Verifier
 	if c.DictVerifyCert != "" {
-		v, err := dict.LoadXMLVerifier(c.DictVerifyCert)
-		if err != nil {
+		if verifier, err = dict.LoadXMLVerifier(c.DictVerifyCert); err != nil {
 			return nil, nil, errorf("DICT answers (BALDE_DICT_VERIFY_CERT): %v", err)
 		}
-		verifier = v
 	}
 	return signer, verifier, nil
 }

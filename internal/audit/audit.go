@@ -5,10 +5,12 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,10 +51,8 @@ var Actions = []Action{ActionReset, ActionShadow, ActionSifenSend, ActionSifenSe
 
 // ParseAction reads an action's name ("reset", ...).
 func ParseAction(s string) (Action, error) {
-	for _, a := range Actions {
-		if string(a) == s {
-			return a, nil
-		}
+	if slices.Contains(Actions, Action(s)) {
+		return Action(s), nil
 	}
 	return "", fmt.Errorf("%w: unknown action %q (want reset, shadow, sifen-send, sifen-send-all, sifen-override, dict-lookup, gateway or denied)", ErrInvalid, s)
 }
@@ -70,10 +70,7 @@ const MaxField = 500
 
 // CLIUser is how the CLI names its operator: "cli:" and the OS user.
 func CLIUser(osUser string) string {
-	if osUser == "" {
-		osUser = "unknown"
-	}
-	return "cli:" + osUser
+	return "cli:" + cmp.Or(osUser, "unknown")
 }
 
 // Entry is one recorded action.

@@ -31,6 +31,14 @@ const (
 	MaxPageSize     = 1000
 )
 
+// pageSize is limit within 1..MaxPageSize, DefaultPageSize when not positive.
+func pageSize(limit int) int {
+	if limit <= 0 {
+		return DefaultPageSize
+	}
+	return min(limit, MaxPageSize)
+}
+
 // MaxScan bounds the stored rows one listing or count reads to apply the
 // read-time filters; past it a Page is Partial.
 const MaxScan = 100_000
@@ -41,29 +49,38 @@ const scanPage = 1000
 // List returns the stored buckets matching f, refilled to now, one page at a
 // time (keyset pagination: the cost of a page does not grow with its depth).
 func (r *Reader) List(ctx context.Context, f Filter) (Page, error) {
-	if f.Limit <= 0 || f.Limit > MaxPageSize {
-		f.Limit = min(max(f.Limit, DefaultPageSize), MaxPageSize)
-	}
-	want := f.Limit
-	if f.readTime() {
-		return r.listMatching(ctx, f, want)
-	}
-	f.Limit++ // one more tells whether there is a next page
-	rows, err := r.store.List(ctx, f)
-	if err != nil {
-		return Page{}, fmt.Errorf("throttle: list: %w", err)
+	f.Limit = pageSize(f.Limit)
+	want, size := f.Limit, scanPage
+	if !f.readTime() {
+		size = want + 1 // one more tells whether there is a next page
 	}
 	var page Page
-	if len(rows) > want {
-		rows = rows[:want]
-		page.Next = EncodeCursor(rows[want-1].Key)
+	var more bool
+	last, capped, err := r.scan(ctx, f, size, func(s throttle.BucketState) bool {
+		if !f.matches(s) {
+			return true
+		}
+		if len(page.States) == want {
+			more = true
+			return false
+		}
+		page.States = append(page.States, s)
+		return true
+	})
+	if err != nil {
+		return Page{}, err
 	}
-	now := r.lim.Now()
-	page.States = make([]throttle.BucketState, len(rows))
-	for i, b := range rows {
-		page.States[i] = r.lim.StoredState(b, now)
+	if err := r.lim.RecallLastSends(ctx, page.States); err != nil {
+		return Page{}, err
 	}
-	return page, r.lim.RecallLastSends(ctx, page.States)
+	switch {
+	case more:
+		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
+	case capped:
+		// Stopped at the cap: the next page resumes after the last row read.
+		page.Next, page.Partial = EncodeCursor(last), true
+	}
+	return page, nil
 }
 
 // EncodeCursor turns the last key of a page into an opaque URL-safe cursor.
@@ -129,12 +146,13 @@ func (f Filter) prefilter(trusted bool) Filter {
 	return f
 }
 
-// scan calls fn for each stored row matching f from f.After on, refilled to
-// now, until fn returns false or MaxScan rows were read; it returns the last
-// key read and whether it stopped at the cap.
-func (r *Reader) scan(ctx context.Context, f Filter, fn func(throttle.BucketState) bool) (last throttle.Key, capped bool, err error) {
+// scan calls fn for each stored row matching f from f.After on, read size
+// rows at a time and refilled to now, until fn returns false or MaxScan
+// rows were read; it returns the last key read and whether it stopped at
+// the cap.
+func (r *Reader) scan(ctx context.Context, f Filter, size int, fn func(throttle.BucketState) bool) (last throttle.Key, capped bool, err error) {
 	f = f.prefilter(r.lim.Trusted())
-	f.Limit = scanPage
+	f.Limit = size
 	read := 0
 	for {
 		rows, err := r.store.List(ctx, f)
@@ -152,49 +170,17 @@ func (r *Reader) scan(ctx context.Context, f Filter, fn func(throttle.BucketStat
 				return last, true, nil
 			}
 		}
-		if len(rows) < scanPage {
+		if len(rows) < size {
 			return last, false, nil
 		}
 		f.After = rows[len(rows)-1].Key
 	}
 }
 
-// listMatching is List for a filter with read-time parts: it scans until
-// it has a page (and one more row, to know there is a next page).
-func (r *Reader) listMatching(ctx context.Context, f Filter, want int) (Page, error) {
-	var page Page
-	var more bool
-	last, capped, err := r.scan(ctx, f, func(s throttle.BucketState) bool {
-		if !f.matches(s) {
-			return true
-		}
-		if len(page.States) == want {
-			more = true
-			return false
-		}
-		page.States = append(page.States, s)
-		return true
-	})
-	if err != nil {
-		return Page{}, err
-	}
-	if err := r.lim.RecallLastSends(ctx, page.States); err != nil {
-		return Page{}, err
-	}
-	switch {
-	case more:
-		page.Next = EncodeCursor(page.States[len(page.States)-1].Key)
-	case capped:
-		// Stopped at the cap: the next page resumes after the last row read.
-		page.Next, page.Partial = EncodeCursor(last), true
-	}
-	return page, nil
-}
-
 // ListAll returns every stored bucket matching f from f.After on, refilled
 // to now, reading at most MaxScan rows (partial past it).
 func (r *Reader) ListAll(ctx context.Context, f Filter) (states []throttle.BucketState, partial bool, err error) {
-	_, partial, err = r.scan(ctx, f, func(s throttle.BucketState) bool {
+	_, partial, err = r.scan(ctx, f, scanPage, func(s throttle.BucketState) bool {
 		if f.matches(s) {
 			states = append(states, s)
 		}
@@ -299,7 +285,6 @@ type PolicyCounts struct {
 // graded again (refill never makes a bucket worse); otherwise every row is.
 func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error) {
 	f.Severity, f.Condition, f.After = throttle.SeverityUnknown, throttle.ConditionAny, throttle.Key{}
-	trusted := r.lim.Trusted()
 	stored, err := r.store.CountBySeverity(ctx, f)
 	if err != nil {
 		return SeverityCounts{}, fmt.Errorf("throttle: count buckets: %w", err)
@@ -308,16 +293,13 @@ func (r *Reader) CountNow(ctx context.Context, f Filter) (SeverityCounts, error)
 		ByPolicy: make(map[string]PolicyCounts), At: r.lim.Now()}
 	for sev, n := range stored {
 		c.Total += n
-		if sev == throttle.SeverityUnknown {
-			sev = throttle.SeverityHealthy
-		}
-		c.BySeverity[sev] += n
+		c.BySeverity[max(sev, throttle.SeverityHealthy)] += n
 	}
 	g := f
-	if trusted {
+	if r.lim.Trusted() {
 		g.MinSeverity = max(f.MinSeverity, throttle.SeverityMedium)
 	}
-	_, c.Partial, err = r.scan(ctx, g, func(s throttle.BucketState) bool {
+	_, c.Partial, err = r.scan(ctx, g, scanPage, func(s throttle.BucketState) bool {
 		c.Rechecked++
 		c.BySeverity[max(s.Bucket.Severity, throttle.SeverityHealthy)]--
 		c.BySeverity[max(s.Severity, throttle.SeverityHealthy)]++
@@ -374,9 +356,7 @@ func wrap[T any](v T, err error) func(op string) (T, error) {
 // order is not time order (a flushed refusal group, decision 0007), so the
 // next page starts at NextLedgerCursor(page), not at the last row listed.
 func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEntry, error) {
-	if q.Limit <= 0 || q.Limit > MaxPageSize {
-		q.Limit = min(max(q.Limit, DefaultPageSize), MaxPageSize)
-	}
+	q.Limit = pageSize(q.Limit)
 	entries, err := r.store.Ledger(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("throttle: ledger: %w", err)
@@ -418,8 +398,7 @@ func (r *Reader) LedgerWindow(ctx context.Context, q LedgerWindowQuery) (LedgerW
 // ListBy returns the first page of the stored buckets matching f in by's
 // order: List (keyset pages, Next set) for SortKey; for another order every
 // matching bucket (at most MaxScan, Partial past it; f.After ignored) is
-// read, sorted by SortStates and cut to f.Limit (default DefaultPageSize),
-// with no Next. It is "balde buckets list --sort".
+// read, sorted by SortStates and cut to f.Limit (as List's), with no Next. It is "balde buckets list --sort".
 func (r *Reader) ListBy(ctx context.Context, f Filter, by SortBy) (Page, error) {
 	if by == SortKey || by == "" {
 		return r.List(ctx, f)
@@ -430,10 +409,7 @@ func (r *Reader) ListBy(ctx context.Context, f Filter, by SortBy) (Page, error) 
 		return Page{}, err
 	}
 	SortStates(all, by)
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultPageSize
-	}
+	limit := pageSize(f.Limit)
 	return Page{States: all[:min(limit, len(all))], Partial: partial}, nil
 }
 

@@ -53,12 +53,10 @@ func (t *Turns) Every(ctx context.Context, job string, period time.Duration, fn 
 			}
 			continue
 		}
-		tm := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			tm.Stop()
 			return
-		case <-tm.C:
+		case <-time.After(wait):
 		}
 	}
 }

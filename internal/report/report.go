@@ -5,6 +5,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -211,9 +212,7 @@ type ProgressEvent struct {
 // New returns a Reporter of total items writing to w in mode, in tr's
 // language (nil: English); what names the bar. clock's waits go through it.
 func New(w io.Writer, mode Mode, total int, what string, clock Clock, tr *i18n.Printer) *Reporter {
-	if tr == nil {
-		tr = i18n.New(i18n.English, nil)
-	}
+	tr = cmp.Or(tr, i18n.New(i18n.English, nil))
 	r := &Reporter{Tr: tr, w: w, mode: mode, clock: clock, start: clock.Time(), sum: Summary{Total: total}}
 	if clock.hook != nil {
 		clock.hook.rep = r
@@ -238,9 +237,6 @@ func (r *Reporter) Mode() Mode { return r.mode }
 
 // Writer is where r writes (for a caller's own JSON lines).
 func (r *Reporter) Writer() io.Writer { return r.w }
-
-// Summary is the summary so far.
-func (r *Reporter) Summary() Summary { return r.sum }
 
 // AddWait adds d, waited with Clock.BaseSleep, to the time waited.
 func (r *Reporter) AddWait(d time.Duration) {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 
@@ -13,11 +14,8 @@ import (
 // the admin's password when made up now; category "" is not learned.
 func WriteServeBanners(w io.Writer, cfg settings.Settings, sims *devsims.Simulators, category, url string, login settings.AdminLogin) {
 	if sims.Dict != nil {
-		if category == "" {
-			category = "H (strictest, not learned)"
-		}
 		fmt.Fprintf(w, "balde: DICT simulator on %s (%d sample keys, category %s; set BALDE_DICT_URL for a real DICT)\n",
-			sims.Dict.URL(), sims.Entries, category)
+			sims.Dict.URL(), sims.Entries, cmp.Or(category, "H (strictest, not learned)"))
 	} else {
 		fmt.Fprintf(w, "balde: DICT at %s\n", cfg.DictURL)
 	}

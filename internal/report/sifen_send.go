@@ -96,20 +96,26 @@ func (b *SifenSend) Run(ctx context.Context, items []*SifenItem) (Summary, error
 			case sifen.EventImported:
 				b.imported(items[next], e.Imported, byID)
 				next++
-			default:
-				b.draw(e, byID)
+			case sifen.EventWaiting:
+				if bl := e.Blocked; bl != nil {
+					b.Reporter.Waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
+				} else {
+					b.Reporter.Waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
+				}
+			case sifen.EventResult:
+				if it := byID[e.Result.DocumentID]; it != nil {
+					b.result(it, e.Result)
+					b.finish(it)
+				}
 			}
 		},
 	})
+	if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
+		return b.Reporter.Finish(true, len(items)-b.done), nil // Ctrl-C between items
+	}
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, throttle.ErrStoreUnavailable) {
-			return b.interrupted(items)
-		}
 		b.Reporter.Finish(false, len(items)-b.done)
 		return Summary{}, err
-	}
-	if ctx.Err() != nil {
-		return b.interrupted(items)
 	}
 	return b.Reporter.Finish(false, 0), nil
 }
@@ -158,29 +164,6 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 		it.Result, it.Message = Failed, im.Err.Error()
 	}
 	b.finish(it)
-}
-
-// interrupted ends a run stopped by Ctrl-C between items.
-func (b *SifenSend) interrupted(items []*SifenItem) (Summary, error) {
-	return b.Reporter.Finish(true, len(items)-b.done), nil
-}
-
-// draw shows a wait or a document's result of sifen.SendDocuments.
-func (b *SifenSend) draw(e sifen.Event, byID map[int64]*SifenItem) {
-	tr := b.Reporter.Tr
-	switch e.Kind {
-	case sifen.EventWaiting:
-		if bl := e.Blocked; bl != nil {
-			b.Reporter.Waiting(e.Wait, tr.Sprintf("%s on %s, %d document(s)", tr.Text(bl.Reason.String()), bl.Key, len(e.IDs)))
-		} else {
-			b.Reporter.Waiting(e.Wait, tr.Sprintf("results of %d document(s)", len(e.IDs)))
-		}
-	case sifen.EventResult:
-		if it := byID[e.Result.DocumentID]; it != nil {
-			b.result(it, e.Result)
-			b.finish(it)
-		}
-	}
 }
 
 // result fills it from its document's result.

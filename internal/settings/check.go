@@ -71,12 +71,7 @@ func (c Settings) DictIsSimulator() bool {
 		return true
 	}
 	u, err := url.Parse(c.DictURL)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
+	return err == nil && loopback(u.Hostname())
 }
 
 // Participant is this participant's ISPB: DictParticipant, else
@@ -112,54 +107,28 @@ func (c Settings) DictPolicies() string {
 	return u.String()
 }
 
-// CheckDictLive says what a real DICT needs and the settings lack
-// (docs/decisions/0181): the ISPB, the policies host, the verifying
-// certificate (or DictUnverified).
-func (c Settings) CheckDictLive() error {
-	if c.DictIsSimulator() {
-		return nil
-	}
-	switch {
-	case c.DictParticipant == "":
-		return errorf("BALDE_DICT_PARTICIPANT (--dict-participant) is not set: this participant's ISPB (8 digits) is required against the DICT at %s", c.DictURL)
-	case c.DictPolicies() == "":
-		return errorf("BALDE_DICT_POLICIES_URL (--dict-policies-url) is not set: GET /policies/ has its own host, and %s is not a dict… host it can be derived from", c.DictURL)
-	case c.DictVerifyCert == "" && !c.DictUnverified:
-		return errorf("BALDE_DICT_VERIFY_CERT is not set: the DICT's signed answers would go unverified; set it to the DICT's signing certificate (or its CA), or acknowledge with --dict-unverified (BALDE_DICT_UNVERIFIED=on)")
-	}
-	return nil
-}
-
 // DictSigning returns the DICT client's Signer (DictSignCert and
 // DictSignKey, or the TLS pair with DictSignWithTLSKey) and Verifier
 // (DictVerifyCert), each nil when not configured; a bad pair is a *Error.
-func (c Settings) DictSigning() (dict.Signer, dict.Verifier, error) {
-	var signer dict.Signer
+func (c Settings) DictSigning() (signer dict.Signer, verifier dict.Verifier, err error) {
 	certFile, keyFile, vars := c.DictSignCert, c.DictSignKey, "BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY"
-	if certFile == "" && keyFile == "" && c.DictSignWithTLSKey {
+	withTLSKey := certFile == "" && keyFile == "" && c.DictSignWithTLSKey
+	if withTLSKey {
 		certFile, keyFile, vars = c.DictCert, c.DictKey, "BALDE_DICT_CERT/BALDE_DICT_KEY (--dict-sign-with-tls-key)"
-		if certFile == "" || keyFile == "" {
-			return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
-		}
 	}
 	switch {
-	case certFile == "" && keyFile == "":
+	case certFile == "" && keyFile == "" && !withTLSKey:
 	case certFile == "" || keyFile == "":
 		return nil, nil, errorf("DICT signing (%s): give both the certificate and the key", vars)
 	default:
-		s, err := dict.LoadXMLSigner(certFile, keyFile)
-		if err != nil {
+		if signer, err = dict.LoadXMLSigner(certFile, keyFile); err != nil {
 			return nil, nil, errorf("DICT signing (%s): %v", vars, err)
 		}
-		signer = s
 	}
-	var verifier dict.Verifier
 	if c.DictVerifyCert != "" {
-		v, err := dict.LoadXMLVerifier(c.DictVerifyCert)
-		if err != nil {
+		if verifier, err = dict.LoadXMLVerifier(c.DictVerifyCert); err != nil {
 			return nil, nil, errorf("DICT answers (BALDE_DICT_VERIFY_CERT): %v", err)
 		}
-		verifier = v
 	}
 	return signer, verifier, nil
 }

@@ -3,7 +3,6 @@ package settings
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,26 +20,6 @@ type Gateway struct {
 	ClientsFile               string
 	TLSCert, TLSKey, ClientCA string
 	InboundClientLimit        int64
-}
-
-// gatewayEnvVars are the variables of Gateway.
-func (g *Gateway) gatewayEnvVars() []envVar {
-	return []envVar{
-		{"BALDE_GATEWAY_CLIENTS_FILE", setString(&g.ClientsFile)},
-		{"BALDE_GATEWAY_TLS_CERT", setString(&g.TLSCert)},
-		{"BALDE_GATEWAY_TLS_KEY", setString(&g.TLSKey)},
-		{"BALDE_GATEWAY_CLIENT_CA", setString(&g.ClientCA)},
-		{"BALDE_INBOUND_CLIENT_LIMIT", setParsed(&g.InboundClientLimit, ParseInboundClientLimit)},
-	}
-}
-
-// ParseInboundClientLimit reads BALDE_INBOUND_CLIENT_LIMIT, at least 1.
-func ParseInboundClientLimit(s string) (int64, error) {
-	n, err := ParseInboundIPLimit(s)
-	if err == nil && n == 0 {
-		err = fmt.Errorf("%q: a client's limit is at least 1", s)
-	}
-	return n, err
 }
 
 // GatewayAccess is how a gateway's clients reach it: Clients (nil with
@@ -64,22 +43,8 @@ func (a GatewayAccess) Scheme() string {
 // unless noAuth (loopback only, warned of); a certificate's client needs
 // ClientCA, which needs TLSCert and TLSKey. A failure is a *Error.
 func (g Gateway) GatewayAccess(addr string, noAuth bool, logger *slog.Logger) (GatewayAccess, error) {
-	a, err := g.gatewayAccess(addr, noAuth, logger)
-	if err != nil {
-		return GatewayAccess{}, err
-	}
-	if a.Clients != nil {
-		a.Authenticate = a.Clients.Authenticate
-	} else {
-		logger.Warn("--no-client-auth: the gateway serves anyone who reaches " + addr + " (development only)")
-		a.Authenticate = func(*http.Request) (string, bool) { return "anonymous", true }
-	}
-	return a, nil
-}
-
-func (g Gateway) gatewayAccess(addr string, noAuth bool, logger *slog.Logger) (GatewayAccess, error) {
 	switch {
-	case noAuth && !loopback(addr):
+	case noAuth && !loopbackAddr(addr):
 		return GatewayAccess{}, errorf("--no-client-auth serves anyone who reaches the gateway: it is for development on a loopback address, not %s", addr)
 	case !noAuth && g.ClientsFile == "":
 		return GatewayAccess{}, errorf("no client configured: set --clients FILE (BALDE_GATEWAY_CLIENTS_FILE), a line per client: NAME sha256:HEX (its bearer token's SHA-256) or NAME cn:NAME (its certificate, with --client-ca)")
@@ -88,48 +53,50 @@ func (g Gateway) gatewayAccess(addr string, noAuth bool, logger *slog.Logger) (G
 	case g.ClientCA != "" && g.TLSCert == "":
 		return GatewayAccess{}, errorf("--client-ca needs the gateway's own certificate: set --tls-cert and --tls-key")
 	}
-	var clients *web.GatewayClients
+	a := GatewayAccess{Authenticate: func(*http.Request) (string, bool) { return "anonymous", true }}
 	if !noAuth {
 		var err error
-		if clients, err = web.LoadGatewayClients(g.ClientsFile, logger); err != nil {
+		if a.Clients, err = web.LoadGatewayClients(g.ClientsFile, logger); err != nil {
 			return GatewayAccess{}, errorf("BALDE_GATEWAY_CLIENTS_FILE: %v", err)
 		}
-		if clients.Certificates() && g.ClientCA == "" {
+		if a.Clients.Certificates() && g.ClientCA == "" {
 			return GatewayAccess{}, errorf("BALDE_GATEWAY_CLIENTS_FILE names clients by certificate (cn:): set --client-ca and --tls-cert, --tls-key")
 		}
+		a.Authenticate = a.Clients.Authenticate
 	}
-	if g.TLSCert == "" {
-		return GatewayAccess{Clients: clients}, nil
-	}
-	cert, err := tls.LoadX509KeyPair(g.TLSCert, g.TLSKey)
-	if err != nil {
-		return GatewayAccess{}, errorf("gateway TLS (--tls-cert, --tls-key): %v", err)
-	}
-	config := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if g.ClientCA != "" {
-		pem, err := os.ReadFile(g.ClientCA)
+	if g.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(g.TLSCert, g.TLSKey)
 		if err != nil {
-			return GatewayAccess{}, errorf("--client-ca: %v", err)
+			return GatewayAccess{}, errorf("gateway TLS (--tls-cert, --tls-key): %v", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return GatewayAccess{}, errorf("--client-ca %s: no PEM certificate in it", g.ClientCA)
+		a.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if g.ClientCA != "" {
+			pem, err := os.ReadFile(g.ClientCA)
+			if err != nil {
+				return GatewayAccess{}, errorf("--client-ca: %v", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return GatewayAccess{}, errorf("--client-ca %s: no PEM certificate in it", g.ClientCA)
+			}
+			// A client may also come with a token and no certificate.
+			a.TLS.ClientCAs, a.TLS.ClientAuth = pool, tls.VerifyClientCertIfGiven
 		}
-		// A client may also come with a token and no certificate.
-		config.ClientCAs, config.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
-	return GatewayAccess{Clients: clients, TLS: config}, nil
+	if noAuth {
+		logger.Warn("--no-client-auth: the gateway serves anyone who reaches " + addr + " (development only)")
+	}
+	return a, nil
 }
 
-// loopback reports whether addr's host is loopback or localhost.
-func loopback(addr string) bool {
+// loopbackAddr reports whether addr's host is loopback, loopback whether
+// host is localhost or a loopback address.
+func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
+	return err == nil && loopback(host)
+}
+
+func loopback(host string) bool {
 	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	return host == "localhost" || err == nil && ip.Unmap().IsLoopback()
 }

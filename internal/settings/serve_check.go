@@ -99,11 +99,18 @@ func CheckListenAddr(addr string) error {
 	return nil
 }
 
-// CheckDictClient checks, before a DICT client is built, CheckDictLive,
-// the ISPB, the TLS files and DictSigning; each failure is a *Error.
+// CheckDictClient checks, before a DICT client is built, what a real DICT
+// needs and the settings lack (docs/decisions/0181: the ISPB, the policies
+// host, the verifying certificate or DictUnverified), then the ISPB, the
+// TLS files and DictSigning; each failure is a *Error.
 func (s Settings) CheckDictClient() error {
-	if err := s.CheckDictLive(); err != nil {
-		return err
+	switch live := !s.DictIsSimulator(); {
+	case live && s.DictParticipant == "":
+		return errorf("BALDE_DICT_PARTICIPANT (--dict-participant) is not set: this participant's ISPB (8 digits) is required against the DICT at %s", s.DictURL)
+	case live && s.DictPolicies() == "":
+		return errorf("BALDE_DICT_POLICIES_URL (--dict-policies-url) is not set: GET /policies/ has its own host, and %s is not a dict… host it can be derived from", s.DictURL)
+	case live && s.DictVerifyCert == "" && !s.DictUnverified:
+		return errorf("BALDE_DICT_VERIFY_CERT is not set: the DICT's signed answers would go unverified; set it to the DICT's signing certificate (or its CA), or acknowledge with --dict-unverified (BALDE_DICT_UNVERIFIED=on)")
 	}
 	if err := dict.ValidateISPB(s.Participant()); err != nil {
 		return errorf("BALDE_DICT_PARTICIPANT (--dict-participant): %v", err)

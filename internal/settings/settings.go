@@ -5,6 +5,7 @@
 package settings
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"net/netip"
@@ -19,120 +20,93 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/web"
 )
 
 // Settings are balde's settings as the binary reads them: Default, then
-// the variables (ParseEnv), then the flags (AddFlags). The guides
-// (docs/guides) list every field with its flag and variable.
+// the variables (ParseEnv), then the flags (AddFlags). Each field's
+// variable and flag are in the table of settings(); the guides
+// (docs/guides) list them all.
 type Settings struct {
-	DB   string // --db, BALDE_DB
-	Addr string // where serve listens: --addr, BALDE_ADDR
+	DB   string
+	Addr string // where serve listens
 
-	// DictURL is the DICT's base URL (--dict-url, BALDE_DICT_URL); empty:
-	// serve starts the simulator.
-	DictURL string
-	// DictPoliciesURL is the base URL of GET /policies/, on its own host
-	// (--dict-policies-url, BALDE_DICT_POLICIES_URL); empty: DictPolicies.
-	DictPoliciesURL string
-	// DictParticipant is this participant's ISPB (--dict-participant,
-	// BALDE_DICT_PARTICIPANT), required unless against a simulator.
-	DictParticipant string
-	// DictCategory is the category A..H until learned from the DICT
-	// (--dict-category, BALDE_DICT_CATEGORY); empty: the strictest, H.
+	DictURL         string // the DICT's base URL; empty: serve starts the simulator
+	DictPoliciesURL string // the base URL of GET /policies/, on its own host; empty: DictPolicies
+	DictParticipant string // this participant's ISPB, required unless against a simulator
+	// DictCategory is the category A..H until learned from the DICT;
+	// empty: the strictest, H.
 	DictCategory string
-	DictEnv      string // env part of DICT bucket keys: --dict-env, BALDE_DICT_ENV
-	// DictCert, DictKey and DictCA are PEM files for mutual TLS with the DICT
-	// (BALDE_DICT_CERT, BALDE_DICT_KEY, BALDE_DICT_CA).
+	DictEnv      string // env part of DICT bucket keys
+	// DictCert, DictKey and DictCA are PEM files for mutual TLS with the DICT.
 	DictCert, DictKey, DictCA string
-	// DictSignCert and DictSignKey sign DICT writes (dict.XMLSigner;
-	// BALDE_DICT_SIGN_CERT, BALDE_DICT_SIGN_KEY); with neither, only
-	// DictSignWithTLSKey (--dict-sign-with-tls-key) signs, with DictCert
-	// and DictKey.
+	// DictSignCert and DictSignKey sign DICT writes (dict.XMLSigner); with
+	// neither, only DictSignWithTLSKey signs, with DictCert and DictKey.
 	DictSignCert, DictSignKey string
 	DictSignWithTLSKey        bool
 	// DictVerifyCert is the PEM file the DICT's signed answers are checked
-	// against (BALDE_DICT_VERIFY_CERT), required against a real DICT unless
-	// DictUnverified (--dict-unverified, BALDE_DICT_UNVERIFIED=on).
+	// against, required against a real DICT unless DictUnverified.
 	DictVerifyCert string
 	DictUnverified bool
 
-	// SifenURL is SIFEN's base URL (--sifen-url, BALDE_SIFEN_URL); empty:
-	// serve starts the simulator.
-	SifenURL string
+	SifenURL string // SIFEN's base URL; empty: serve starts the simulator
 	// SifenThrottle is the least interval between two lots of one RUC and
-	// env (SIFEN_THROTTLE_SECONDS, default 10 s); SifenThrottleProd
-	// overrides it for prod (SIFEN_THROTTLE_SECONDS_PROD).
+	// env (default 10 s); SifenThrottleProd overrides it for prod.
 	SifenThrottle, SifenThrottleProd time.Duration
 	// SifenBlockStep and SifenBlockMax shape the local block after a 0301
-	// (BALDE_SIFEN_BLOCK_STEP, BALDE_SIFEN_BLOCK_MAX; sifen.DefaultRemoteBlock).
+	// (sifen.DefaultRemoteBlock).
 	SifenBlockStep, SifenBlockMax time.Duration
 	// SifenPollEvery is how often serve looks for lots whose result is due
-	// (BALDE_SIFEN_POLL_EVERY, default 30 s; 0: off).
+	// (default 30 s; 0: off).
 	SifenPollEvery time.Duration
-	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN
-	// (BALDE_SIFEN_CERT, BALDE_SIFEN_KEY, BALDE_SIFEN_CA).
+	// SifenCert, SifenKey and SifenCA are PEM files for mutual TLS with SIFEN.
 	SifenCert, SifenKey, SifenCA string
-	SifenPerMinute               int64 // when positive, lots per minute of a RUC and env: BALDE_SIFEN_PER_MINUTE
+	SifenPerMinute               int64 // when positive, lots per minute of a RUC and env
 
-	PolicyFile         string // catalog overrides: --policies, BALDE_POLICY_FILE
-	DisableGroupCommit bool   // BALDE_GROUP_COMMIT=off
+	PolicyFile         string // catalog overrides
+	DisableGroupCommit bool
 
-	// Ledger is how routine takes are written (BALDE_LEDGER); rows are kept
-	// LedgerRetention (BALDE_LEDGER_RETENTION), at least MinRetention unless
-	// LedgerRetentionForce (BALDE_LEDGER_RETENTION_FORCE).
+	// Ledger is how routine takes are written; rows are kept
+	// LedgerRetention, at least MinRetention unless LedgerRetentionForce.
 	Ledger               throttle.LedgerGranularity
 	LedgerRetention      time.Duration
 	LedgerRetentionForce bool
-	Thresholds           throttle.Thresholds // BALDE_SEVERITY_THRESHOLDS "50,25,10"
-	AlertWebhook         string              // receives severity changes: BALDE_ALERT_WEBHOOK
+	Thresholds           throttle.Thresholds
+	AlertWebhook         string // receives severity changes
 
-	// AdminUser is the admin (--admin-user, BALDE_ADMIN_USER), with
-	// AdminPassword (BALDE_ADMIN_PASSWORD), AdminPasswordBcrypt
-	// (BALDE_ADMIN_PASSWORD_BCRYPT, wins) or the first line of
-	// AdminPasswordFile (BALDE_ADMIN_PASSWORD_FILE); see FindAdminLogin.
+	// AdminUser is the admin, with AdminPassword, AdminPasswordBcrypt
+	// (wins) or the first line of AdminPasswordFile; see FindAdminLogin.
 	// Secrets have no flag: a command line is visible to every user.
 	AdminUser, AdminPassword, AdminPasswordBcrypt string
 	AdminPasswordFile                             string
-	// Users are more users of the admin pages (BALDE_USERS, see
-	// web.ParseUsers), and UsersFile holds more (--users-file,
-	// BALDE_USERS_FILE); see AllUsers.
+	// Users are more users of the admin pages (web.ParseUsers), and
+	// UsersFile holds more; see AllUsers.
 	Users     []web.Credentials
 	UsersFile string
-	// DataDir is where serve keeps what it generates (BALDE_DATA_DIR); see
-	// ResolveDataDir.
-	DataDir string
-	// TimeZone is where the admin pages show times (BALDE_TIME_ZONE); nil:
-	// the server's.
-	TimeZone *time.Location
+	DataDir   string         // where serve keeps what it generates; see ResolveDataDir
+	TimeZone  *time.Location // where the admin pages show times; nil: the server's
 	// DictSimAddr and SifenSimAddr are where serve's simulators listen,
-	// loopback only (--dict-sim-addr, --sifen-sim-addr, BALDE_DICT_SIM_ADDR,
-	// BALDE_SIFEN_SIM_ADDR).
+	// loopback only.
 	DictSimAddr, SifenSimAddr string
-	MetricsToken              string // bearer token of /metrics: BALDE_METRICS_TOKEN
-	// TrustedProxies are the peers whose X-Forwarded-For is believed
-	// (--trusted-proxies, BALDE_TRUSTED_PROXIES).
-	TrustedProxies []netip.Prefix
+	MetricsToken              string         // bearer token of /metrics
+	TrustedProxies            []netip.Prefix // the peers whose X-Forwarded-For is believed
 	// InboundIPLimit is the requests per InboundWindow of a client IP (0:
-	// no inbound limiter), refused InboundBlock beyond it
-	// (--inbound-ip-limit, --inbound-window, --inbound-block, BALDE_INBOUND_*).
+	// no inbound limiter), refused InboundBlock beyond it.
 	InboundIPLimit int64
 	InboundWindow  time.Duration
 	InboundBlock   time.Duration
 	// InboundTokens are API tokens with limits of their own
-	// (BALDE_INBOUND_TOKENS, web.ParseInboundTokens), and InboundTokensFile
-	// holds more (BALDE_INBOUND_TOKENS_FILE).
+	// (web.ParseInboundTokens), and InboundTokensFile holds more.
 	InboundTokens     []web.InboundToken
 	InboundTokensFile string
-	// InboundPaths are the limited path prefixes (BALDE_INBOUND_PATHS) and
-	// InboundExempt those never limited (BALDE_INBOUND_EXEMPT); nil: web's.
+	// InboundPaths are the limited path prefixes and InboundExempt those
+	// never limited; nil: web's.
 	InboundPaths, InboundExempt []string
-	InboundFailClosed           bool // BALDE_INBOUND_FAIL=closed
+	InboundFailClosed           bool
 
-	// DictReconcileEvery (--dict-reconcile-every,
-	// BALDE_DICT_RECONCILE_EVERY), PruneEvery (--prune-every,
-	// BALDE_PRUNE_EVERY) and SeverityEvery (BALDE_SEVERITY_EVERY) are the
-	// periods of serve's background jobs; 0 is off.
+	// DictReconcileEvery, PruneEvery and SeverityEvery are the periods of
+	// serve's background jobs; 0 is off.
 	DictReconcileEvery time.Duration
 	PruneEvery         time.Duration
 	SeverityEvery      time.Duration
@@ -188,10 +162,10 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 // ParseEnv reads the variables through getenv: an empty one keeps the
 // current value, a malformed one is an error naming it.
 func (c *Settings) ParseEnv(getenv func(string) string) error {
-	for _, v := range c.envVars() {
-		if s := getenv(v.name); s != "" {
+	for _, v := range c.settings() {
+		if s := getenv(v.env); s != "" {
 			if err := v.set(s); err != nil {
-				return fmt.Errorf("%s: %w", v.name, err)
+				return fmt.Errorf("%s: %w", v.env, err)
 			}
 		}
 	}
@@ -200,10 +174,9 @@ func (c *Settings) ParseEnv(getenv func(string) string) error {
 
 // EnvVariables lists the names of every variable ParseEnv reads.
 func EnvVariables() []string {
-	var c Settings
 	var names []string
-	for _, v := range c.envVars() {
-		names = append(names, v.name)
+	for _, v := range new(Settings).settings() {
+		names = append(names, v.env)
 	}
 	return names
 }
@@ -255,134 +228,134 @@ func (c Settings) Jobs() balde.Jobs {
 // onOff parses a switch: on, true, 1 or off, false, 0.
 var onOff = oneOf(map[string]bool{"on": true, "true": true, "1": true, "off": false, "false": false, "0": false}, "on or off")
 
-// envVar is one variable and the setter of its field, whose error
-// describes the value.
-type envVar struct {
-	name string
-	set  func(string) error
+// setting is one variable and, when it has one, its flag: set reads the
+// variable into the field (its error describes the value), add registers
+// the flag, the field's current value its default.
+type setting struct {
+	env, flag, help string
+	field
 }
 
-// envVars lists every variable ParseEnv reads.
-func (c *Settings) envVars() []envVar {
-	return append([]envVar{
-		{"BALDE_DB", setString(&c.DB)},
-		{"BALDE_ADDR", setString(&c.Addr)},
-		{"BALDE_DICT_URL", setString(&c.DictURL)},
-		{"BALDE_DICT_POLICIES_URL", setString(&c.DictPoliciesURL)},
-		{"BALDE_DICT_PARTICIPANT", setString(&c.DictParticipant)},
-		{"BALDE_DICT_CATEGORY", setString(&c.DictCategory)},
-		{"BALDE_DICT_ENV", setString(&c.DictEnv)},
-		{"BALDE_DICT_CERT", setString(&c.DictCert)},
-		{"BALDE_DICT_KEY", setString(&c.DictKey)},
-		{"BALDE_DICT_CA", setString(&c.DictCA)},
-		{"BALDE_DICT_SIGN_CERT", setString(&c.DictSignCert)},
-		{"BALDE_DICT_SIGN_KEY", setString(&c.DictSignKey)},
-		{"BALDE_DICT_VERIFY_CERT", setString(&c.DictVerifyCert)},
-		{"BALDE_DICT_UNVERIFIED", setParsed(&c.DictUnverified, onOff)},
-		{"BALDE_DICT_SIGN_WITH_TLS_KEY", setParsed(&c.DictSignWithTLSKey, onOff)},
-		{"BALDE_SIFEN_URL", setString(&c.SifenURL)},
-		{"BALDE_SIFEN_CERT", setString(&c.SifenCert)},
-		{"BALDE_SIFEN_KEY", setString(&c.SifenKey)},
-		{"BALDE_SIFEN_CA", setString(&c.SifenCA)},
-		{"BALDE_POLICY_FILE", setString(&c.PolicyFile)},
-		{"BALDE_ALERT_WEBHOOK", setString(&c.AlertWebhook)},
-		{"SIFEN_THROTTLE_SECONDS", setParsed(&c.SifenThrottle, ParseInterval)},
-		{"SIFEN_THROTTLE_SECONDS_PROD", setParsed(&c.SifenThrottleProd, ParseInterval)},
-		{"BALDE_SIFEN_POLL_EVERY", setParsed(&c.SifenPollEvery, ParsePeriod)},
-		{"BALDE_SIFEN_BLOCK_STEP", setParsed(&c.SifenBlockStep, ParseSifenBlockStep)},
-		{"BALDE_SIFEN_BLOCK_MAX", setParsed(&c.SifenBlockMax, ParseSifenBlockMax)},
-		{"BALDE_SIFEN_PER_MINUTE", setParsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"))},
-		{"BALDE_GROUP_COMMIT", setParsed(&c.DisableGroupCommit, func(s string) (bool, error) { on, err := onOff(s); return !on, err })},
-		{"BALDE_LEDGER", setParsed(&c.Ledger, throttle.ParseLedgerGranularity)},
-		{"BALDE_LEDGER_RETENTION", setParsed(&c.LedgerRetention, durationMin(1, "a positive duration (e.g. 720h)"))},
-		{"BALDE_LEDGER_RETENTION_FORCE", setParsed(&c.LedgerRetentionForce, onOff)},
-		{"BALDE_SEVERITY_THRESHOLDS", setParsed(&c.Thresholds, parseThresholds)},
+type field struct {
+	set func(string) error
+	add func(fs *flag.FlagSet, name, help string)
+}
+
+// str, boolean and parsed are the fields of a string, a switch (its flag
+// Go's bool) and a value read with parse, shown in --help with format
+// (nil: fmt.Sprint).
+func str(p *string) field {
+	set := func(s string) error {
+		*p = s
+		return nil
+	}
+	return field{set, func(fs *flag.FlagSet, name, help string) { fs.StringVar(p, name, *p, help) }}
+}
+
+func boolean(p *bool) field {
+	return field{FlagOf(p, onOff, nil).Set, func(fs *flag.FlagSet, name, help string) { fs.BoolVar(p, name, *p, help) }}
+}
+
+func parsed[T any](p *T, parse func(string) (T, error), format func(T) string) field {
+	v := FlagOf(p, parse, format)
+	return field{v.Set, func(fs *flag.FlagSet, name, help string) { fs.Var(v, name, help) }}
+}
+
+// settings lists every variable ParseEnv reads, with the flags AddFlags
+// registers (docs/decisions/0249-one-table-of-settings.md).
+func (c *Settings) settings() []setting {
+	inboundLimit := intIn(0, throttle.MaxRollingCapacity, fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))
+	blockRange := func(want string) func(string) (time.Duration, error) {
+		return durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, want)
+	}
+	return []setting{
+		{"BALDE_DB", "db", "database DSN: sqlite://FILE, a file path, or postgres://... (env BALDE_DB); " +
+			"a SQLite file is integrity-checked at open and, by serve's /readyz, every " + formatPeriod(sqlstore.DefaultIntegrityEvery), str(&c.DB)},
+		{"BALDE_ADDR", "addr", "address to listen on, HOST:PORT (env BALDE_ADDR)", str(&c.Addr)},
+		{"BALDE_DICT_URL", "dict-url", "DICT base URL (env BALDE_DICT_URL)", str(&c.DictURL)},
+		{"BALDE_DICT_POLICIES_URL", "dict-policies-url", "base URL of the DICT's GET /policies/, on its own host (default: derived from --dict-url as the DICT's spec names it, dict… → dict-ratelimit…; required for another host) (env BALDE_DICT_POLICIES_URL)", str(&c.DictPoliciesURL)},
+		{"BALDE_DICT_PARTICIPANT", "dict-participant", "this participant's ISPB, 8 digits; required against a DICT that is not a simulator (env BALDE_DICT_PARTICIPANT)", str(&c.DictParticipant)},
+		{"BALDE_DICT_CATEGORY", "dict-category", "participant category A..H until learned from the DICT's GET /policies/ (default: the strictest, H) (env BALDE_DICT_CATEGORY)", str(&c.DictCategory)},
+		{"BALDE_DICT_ENV", "dict-env", "env part of DICT bucket keys (env BALDE_DICT_ENV)", str(&c.DictEnv)},
+		{"BALDE_DICT_CERT", "", "", str(&c.DictCert)},
+		{"BALDE_DICT_KEY", "", "", str(&c.DictKey)},
+		{"BALDE_DICT_CA", "", "", str(&c.DictCA)},
+		{"BALDE_DICT_SIGN_CERT", "", "", str(&c.DictSignCert)},
+		{"BALDE_DICT_SIGN_KEY", "", "", str(&c.DictSignKey)},
+		{"BALDE_DICT_VERIFY_CERT", "", "", str(&c.DictVerifyCert)},
+		{"BALDE_DICT_UNVERIFIED", "dict-unverified", "run against a DICT without BALDE_DICT_VERIFY_CERT: its answers are not verified (logged, balde_dict_answers_unverified 1) (env BALDE_DICT_UNVERIFIED=on)", boolean(&c.DictUnverified)},
+		{"BALDE_DICT_SIGN_WITH_TLS_KEY", "dict-sign-with-tls-key", "sign DICT writes with the mutual-TLS pair BALDE_DICT_CERT/BALDE_DICT_KEY when BALDE_DICT_SIGN_CERT/BALDE_DICT_SIGN_KEY are unset (env BALDE_DICT_SIGN_WITH_TLS_KEY=on)", boolean(&c.DictSignWithTLSKey)},
+		{"BALDE_SIFEN_URL", "sifen-url", `SIFEN base URL, "{env}" standing for test or prod, or "official" for SIFEN's endpoints (env BALDE_SIFEN_URL)`, str(&c.SifenURL)},
+		{"BALDE_SIFEN_CERT", "", "", str(&c.SifenCert)},
+		{"BALDE_SIFEN_KEY", "", "", str(&c.SifenKey)},
+		{"BALDE_SIFEN_CA", "", "", str(&c.SifenCA)},
+		{"BALDE_POLICY_FILE", "policies", "JSON file overriding or adding policies (env BALDE_POLICY_FILE)", str(&c.PolicyFile)},
+		{"BALDE_ALERT_WEBHOOK", "", "", str(&c.AlertWebhook)},
+		{"SIFEN_THROTTLE_SECONDS", "sifen-throttle", "seconds between two lots of one RUC and env (env SIFEN_THROTTLE_SECONDS)", parsed(&c.SifenThrottle, parseInterval, formatSeconds)},
+		{"SIFEN_THROTTLE_SECONDS_PROD", "sifen-throttle-prod", "override of --sifen-throttle for prod (env SIFEN_THROTTLE_SECONDS_PROD)", parsed(&c.SifenThrottleProd, parseInterval, formatSeconds)},
+		{"BALDE_SIFEN_POLL_EVERY", "", "", parsed(&c.SifenPollEvery, parsePeriod, nil)},
+		// From 10m, SIFEN's own shortest block, which a shorter step would send into.
+		{"BALDE_SIFEN_BLOCK_STEP", "sifen-block-step", "local block of a RUC after SIFEN's first 0301, one step longer at each recurrence within a day; at least 10m (env BALDE_SIFEN_BLOCK_STEP)",
+			parsed(&c.SifenBlockStep, blockRange("a duration from 10m to 24h (SIFEN blocks a RUC at least 10 minutes)"), nil)},
+		{"BALDE_SIFEN_BLOCK_MAX", "sifen-block-max", "longest local block after repeated 0301s, at least --sifen-block-step (env BALDE_SIFEN_BLOCK_MAX)",
+			parsed(&c.SifenBlockMax, blockRange("a duration from 10m to 24h"), nil)},
+		{"BALDE_SIFEN_PER_MINUTE", "", "", parsed(&c.SifenPerMinute, intIn(0, math.MaxInt64, "a whole number of lots per minute"), nil)},
+		{"BALDE_GROUP_COMMIT", "", "", parsed(&c.DisableGroupCommit, func(s string) (bool, error) { on, err := onOff(s); return !on, err }, nil)},
+		{"BALDE_LEDGER", "", "", parsed(&c.Ledger, throttle.ParseLedgerGranularity, nil)},
+		{"BALDE_LEDGER_RETENTION", "", "", parsed(&c.LedgerRetention, durationIn(1, math.MaxInt64, "a positive duration (e.g. 720h)"), nil)},
+		{"BALDE_LEDGER_RETENTION_FORCE", "", "", boolean(&c.LedgerRetentionForce)},
+		{"BALDE_SEVERITY_THRESHOLDS", "", "", parsed(&c.Thresholds, parseThresholds, nil)},
 
 		// serve's web server.
-		{"BALDE_ADMIN_USER", setString(&c.AdminUser)},
-		{"BALDE_ADMIN_PASSWORD", setString(&c.AdminPassword)},
-		{"BALDE_ADMIN_PASSWORD_BCRYPT", setString(&c.AdminPasswordBcrypt)},
-		{"BALDE_ADMIN_PASSWORD_FILE", setString(&c.AdminPasswordFile)},
-		{"BALDE_USERS", setParsed(&c.Users, func(s string) ([]web.Credentials, error) {
+		{"BALDE_ADMIN_USER", "admin-user", "admin user name; the password comes from BALDE_ADMIN_PASSWORD, BALDE_ADMIN_PASSWORD_BCRYPT or BALDE_ADMIN_PASSWORD_FILE, else DATA_DIR/admin-password, generated once (env BALDE_ADMIN_USER)", str(&c.AdminUser)},
+		{"BALDE_ADMIN_PASSWORD", "", "", str(&c.AdminPassword)},
+		{"BALDE_ADMIN_PASSWORD_BCRYPT", "", "", str(&c.AdminPasswordBcrypt)},
+		{"BALDE_ADMIN_PASSWORD_FILE", "", "", str(&c.AdminPasswordFile)},
+		{"BALDE_USERS", "", "", parsed(&c.Users, func(s string) ([]web.Credentials, error) {
 			return web.ParseUsers(strings.NewReader(s))
-		})},
-		{"BALDE_USERS_FILE", setString(&c.UsersFile)},
-		{"BALDE_DATA_DIR", setString(&c.DataDir)},
-		{"BALDE_TIME_ZONE", setParsed(&c.TimeZone, time.LoadLocation)},
-		{"BALDE_DICT_SIM_ADDR", setString(&c.DictSimAddr)},
-		{"BALDE_SIFEN_SIM_ADDR", setString(&c.SifenSimAddr)},
-		{"BALDE_METRICS_TOKEN", setString(&c.MetricsToken)},
-		{"BALDE_INBOUND_TOKENS_FILE", setString(&c.InboundTokensFile)},
-		{"BALDE_TRUSTED_PROXIES", setParsed(&c.TrustedProxies, ParseTrustedProxies)},
-		{"BALDE_INBOUND_IP_LIMIT", setParsed(&c.InboundIPLimit, ParseInboundIPLimit)},
-		{"BALDE_INBOUND_WINDOW", setParsed(&c.InboundWindow, ParseInboundWindow)},
-		{"BALDE_INBOUND_BLOCK", setParsed(&c.InboundBlock, ParseInboundBlock)},
-		{"BALDE_INBOUND_TOKENS", setParsed(&c.InboundTokens, func(s string) ([]web.InboundToken, error) {
+		}, nil)},
+		{"BALDE_USERS_FILE", "users-file", "file of more admin-page users, NAME:ROLE:SECRET a line, ROLE viewer or admin, SECRET a bcrypt hash or a password (env BALDE_USERS_FILE; BALDE_USERS lists them inline)", str(&c.UsersFile)},
+		{"BALDE_DATA_DIR", "", "", str(&c.DataDir)},
+		{"BALDE_TIME_ZONE", "", "", parsed(&c.TimeZone, time.LoadLocation, nil)},
+		{"BALDE_DICT_SIM_ADDR", "dict-sim-addr", "where the built-in DICT simulator listens, loopback HOST:PORT (env BALDE_DICT_SIM_ADDR)", str(&c.DictSimAddr)},
+		{"BALDE_SIFEN_SIM_ADDR", "sifen-sim-addr", "where the built-in SIFEN simulator listens, loopback HOST:PORT (env BALDE_SIFEN_SIM_ADDR)", str(&c.SifenSimAddr)},
+		{"BALDE_METRICS_TOKEN", "", "", str(&c.MetricsToken)},
+		{"BALDE_INBOUND_TOKENS_FILE", "", "", str(&c.InboundTokensFile)},
+		{"BALDE_TRUSTED_PROXIES", "trusted-proxies", "CIDR prefixes whose X-Forwarded-For is believed (env BALDE_TRUSTED_PROXIES)", parsed(&c.TrustedProxies, ParseTrustedProxies, formatProxies)},
+		{"BALDE_INBOUND_IP_LIMIT", "inbound-ip-limit", "requests per window per client IP; 0 disables the inbound limiter (env BALDE_INBOUND_IP_LIMIT)", parsed(&c.InboundIPLimit, inboundLimit, nil)},
+		{"BALDE_INBOUND_WINDOW", "inbound-window", "sliding window of the inbound limiter (env BALDE_INBOUND_WINDOW)", parsed(&c.InboundWindow, durationIn(1, math.MaxInt64, "a positive duration (e.g. 1m)"), nil)},
+		{"BALDE_INBOUND_BLOCK", "inbound-block", "how long a client over its limit is refused (env BALDE_INBOUND_BLOCK)", parsed(&c.InboundBlock, durationIn(0, math.MaxInt64, "a duration (e.g. 5m, or 0 for no block)"), nil)},
+		{"BALDE_INBOUND_TOKENS", "", "", parsed(&c.InboundTokens, func(s string) ([]web.InboundToken, error) {
 			return web.ParseInboundTokens(strings.NewReader(s))
-		})},
-		{"BALDE_INBOUND_PATHS", setParsed(&c.InboundPaths, parsePathPrefixes)},
-		{"BALDE_INBOUND_EXEMPT", setParsed(&c.InboundExempt, parsePathPrefixes)},
-		{"BALDE_INBOUND_FAIL", setParsed(&c.InboundFailClosed, oneOf(map[string]bool{
-			"open": false, "closed": true}, "open or closed"))},
+		}, nil)},
+		{"BALDE_INBOUND_PATHS", "", "", parsed(&c.InboundPaths, parsePathPrefixes, nil)},
+		{"BALDE_INBOUND_EXEMPT", "", "", parsed(&c.InboundExempt, parsePathPrefixes, nil)},
+		{"BALDE_INBOUND_FAIL", "", "", parsed(&c.InboundFailClosed, oneOf(map[string]bool{"open": false, "closed": true}, "open or closed"), nil)},
 
 		// serve's background work.
-		{"BALDE_DICT_RECONCILE_EVERY", setParsed(&c.DictReconcileEvery, ParseReconcileEvery)},
-		{"BALDE_PRUNE_EVERY", setParsed(&c.PruneEvery, ParsePeriod)},
-		{"BALDE_SEVERITY_EVERY", setParsed(&c.SeverityEvery, ParsePeriod)},
-	}, c.gatewayEnvVars()...)
-}
+		{"BALDE_DICT_RECONCILE_EVERY", "dict-reconcile-every", `period of the background DICT reconciliation, "auto" (every minute against a real DICT, off against the simulator) or "off" (env BALDE_DICT_RECONCILE_EVERY)`,
+			parsed(&c.DictReconcileEvery, parseReconcileEvery, formatReconcile)},
+		{"BALDE_PRUNE_EVERY", "prune-every", `period of the background prune of old ledger rows, DICT lookups and idle buckets, or "off" (env BALDE_PRUNE_EVERY)`, parsed(&c.PruneEvery, parsePeriod, formatPeriod)},
+		{"BALDE_SEVERITY_EVERY", "", "", parsed(&c.SeverityEvery, parsePeriod, nil)},
 
-// setString returns the setter of a string field.
-func setString(dst *string) func(string) error {
-	return setParsed(dst, func(s string) (string, error) { return s, nil })
-}
-
-// ParseInboundIPLimit reads BALDE_INBOUND_IP_LIMIT: requests per window
-// in 0..throttle.MaxRollingCapacity.
-func ParseInboundIPLimit(s string) (int64, error) {
-	return intIn(0, throttle.MaxRollingCapacity, fmt.Sprintf("a number of requests in 0..%d", throttle.MaxRollingCapacity))(s)
-}
-
-// ParseInboundWindow reads BALDE_INBOUND_WINDOW: a positive Go duration.
-func ParseInboundWindow(s string) (time.Duration, error) {
-	return durationMin(1, "a positive duration (e.g. 1m)")(s)
-}
-
-// ParseInboundBlock reads BALDE_INBOUND_BLOCK: a Go duration, 0 or more.
-func ParseInboundBlock(s string) (time.Duration, error) {
-	return durationMin(0, "a duration (e.g. 5m, or 0 for no block)")(s)
-}
-
-// ParseSifenBlockStep reads BALDE_SIFEN_BLOCK_STEP, from 10m (SIFEN's own
-// shortest block, which a shorter step would send into) to 24h.
-func ParseSifenBlockStep(s string) (time.Duration, error) {
-	return durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, "a duration from 10m to 24h (SIFEN blocks a RUC at least 10 minutes)")(s)
-}
-
-// ParseSifenBlockMax reads BALDE_SIFEN_BLOCK_MAX, from 10m to 24h.
-func ParseSifenBlockMax(s string) (time.Duration, error) {
-	return durationIn(sifen.DefaultRemoteBlock, 24*time.Hour, "a duration from 10m to 24h")(s)
-}
-
-// setParsed returns the setter of a field read by parse; an error keeps
-// the value.
-func setParsed[T any](dst *T, parse func(string) (T, error)) func(string) error {
-	return func(s string) error {
-		v, err := parse(s)
-		if err != nil {
-			return err
-		}
-		*dst = v
-		return nil
+		// balde gateway.
+		{"BALDE_GATEWAY_CLIENTS_FILE", "clients", "file of the gateway's clients, a line each: NAME sha256:HEX (a bearer token's SHA-256), NAME token:TOKEN or NAME cn:NAME (a client certificate); reloaded on SIGHUP and when it changes (env BALDE_GATEWAY_CLIENTS_FILE)", str(&c.ClientsFile)},
+		{"BALDE_GATEWAY_TLS_CERT", "tls-cert", "PEM certificate the gateway serves HTTPS with, with --tls-key (env BALDE_GATEWAY_TLS_CERT)", str(&c.TLSCert)},
+		{"BALDE_GATEWAY_TLS_KEY", "tls-key", "PEM key of --tls-cert (env BALDE_GATEWAY_TLS_KEY)", str(&c.TLSKey)},
+		{"BALDE_GATEWAY_CLIENT_CA", "client-ca", "PEM bundle of the CAs whose client certificates the gateway accepts, for clients listed as cn:NAME (env BALDE_GATEWAY_CLIENT_CA)", str(&c.ClientCA)},
+		{"BALDE_INBOUND_CLIENT_LIMIT", "inbound-client-limit", "requests per window per gateway client, never blocked beyond its window (default 10000) (env BALDE_INBOUND_CLIENT_LIMIT)",
+			parsed(&c.InboundClientLimit, func(s string) (int64, error) {
+				n, err := inboundLimit(s)
+				if err == nil && n == 0 {
+					err = fmt.Errorf("%q: a client's limit is at least 1", s)
+				}
+				return n, err
+			}, nil)},
 	}
 }
 
-// durationMin parses a Go duration of at least lowest, durationIn one in
-// lowest..highest and intIn a whole number; want says what is expected.
-func durationMin(lowest time.Duration, want string) func(string) (time.Duration, error) {
-	return durationIn(lowest, math.MaxInt64, want)
-}
-
+// durationIn parses a Go duration in lowest..highest, intIn a whole
+// number; want says what is expected.
 func durationIn(lowest, highest time.Duration, want string) func(string) (time.Duration, error) {
 	return inRange(time.ParseDuration, lowest, highest, want)
 }
@@ -427,15 +400,6 @@ func parsePathPrefixes(s string) ([]string, error) {
 	return prefixes, nil
 }
 
-// ParseSeconds reads a whole or decimal number of seconds ("10", "2.5").
-func ParseSeconds(s string) (time.Duration, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 86400 {
-		return 0, fmt.Errorf("%q is not a number of seconds between 0 and 86400", s)
-	}
-	return time.Duration(f * float64(time.Second)).Round(time.Millisecond), nil
-}
-
 // parseThresholds reads "medium,high,critical" percentages.
 func parseThresholds(s string) (throttle.Thresholds, error) {
 	parts := strings.Split(s, ",")
@@ -454,35 +418,36 @@ func parseThresholds(s string) (throttle.Thresholds, error) {
 	return t, t.Validate()
 }
 
-// ParseInterval reads SIFEN_THROTTLE_SECONDS: seconds, more than 0 (SIFEN
-// blocks a RUC that sends too often: the interval cannot be off).
-func ParseInterval(s string) (time.Duration, error) {
-	d, err := ParseSeconds(s)
-	if err != nil {
-		return 0, err
+// parseInterval reads SIFEN_THROTTLE_SECONDS: seconds, more than 0 and
+// at most 86400 (SIFEN blocks a RUC that sends too often: the interval
+// cannot be off).
+func parseInterval(s string) (time.Duration, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 86400 {
+		return 0, fmt.Errorf("%q is not a number of seconds between 0 and 86400", s)
 	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q: the interval between two lots of a RUC must be more than 0 seconds (SIFEN blocks a RUC that sends too often)", s)
+	if d := time.Duration(f * float64(time.Second)).Round(time.Millisecond); d > 0 {
+		return d, nil
 	}
-	return d, nil
+	return 0, fmt.Errorf("%q: the interval between two lots of a RUC must be more than 0 seconds (SIFEN blocks a RUC that sends too often)", s)
 }
 
-// ParsePeriod reads the period of background work: a positive Go duration,
+// parsePeriod reads the period of background work: a positive Go duration,
 // or "off" or "0" for never (0).
-func ParsePeriod(s string) (time.Duration, error) {
+func parsePeriod(s string) (time.Duration, error) {
 	if s == "off" || s == "0" {
 		return 0, nil
 	}
-	return durationMin(1, "a period (e.g. 10m) or off")(s)
+	return durationIn(1, math.MaxInt64, "a period (e.g. 10m) or off")(s)
 }
 
-// ParseReconcileEvery reads BALDE_DICT_RECONCILE_EVERY: "auto"
-// (ReconcileAuto), a ParsePeriod of at least MinReconcileEvery, or off.
-func ParseReconcileEvery(s string) (time.Duration, error) {
+// parseReconcileEvery reads BALDE_DICT_RECONCILE_EVERY: "auto"
+// (ReconcileAuto), a parsePeriod of at least MinReconcileEvery, or off.
+func parseReconcileEvery(s string) (time.Duration, error) {
 	if s == "auto" {
 		return ReconcileAuto, nil
 	}
-	d, err := ParsePeriod(s)
+	d, err := parsePeriod(s)
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,14 +81,10 @@ const maxRedirects = 3
 
 // New starts a Notifier posting to url.
 func New(url string, opts Options) *Notifier {
-	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 5 * time.Second}
-	}
+	opts.Client = cmp.Or(opts.Client, &http.Client{Timeout: 5 * time.Second})
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	client := *opts.Client // a copy: the caller's client keeps its policy
 	client.CheckRedirect = sameHostOnly(opts.Client.CheckRedirect)

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -100,7 +101,7 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 		seen: make(map[throttle.Key]bool)}
 	last := make(map[string]*request) // by reference: the latest request
 	rucs := make(map[throttle.Key]*ruc)
-	participants := make(map[string]map[string]bool) // env → participant ISPBs
+	participants := make(map[string][]string) // env → participant ISPBs
 	var refused []*request
 	for _, e := range rows {
 		if err := m.see(e, res); err != nil {
@@ -125,11 +126,8 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 				last[e.Ref] = r
 			}
 			r.keys, r.holds, r.refused = append(r.keys, e.Key), append(r.holds, -e.Delta), append(r.refused, 0)
-			if isParticipant(e.Key) {
-				if participants[e.Key.Env] == nil {
-					participants[e.Key.Env] = make(map[string]bool)
-				}
-				participants[e.Key.Env][e.Key.Identifier] = true
+			if isParticipant(e.Key) && !slices.Contains(participants[e.Key.Env], e.Key.Identifier) {
+				participants[e.Key.Env] = append(participants[e.Key.Env], e.Key.Identifier)
 			}
 		case throttle.LedgerRefusedEmpty, throttle.LedgerRefusedCooldown, throttle.LedgerRefusedBlocked:
 			// A group of refusals answered from memory (Count > 1, no
@@ -180,10 +178,8 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 				continue
 			}
 			if ps := participants[k.Env]; len(ps) == 1 && !slices.ContainsFunc(r.keys, isParticipant) {
-				for ispb := range ps {
-					p := throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: k.Env, Identifier: ispb}
-					r.keys, r.holds, r.refused = append(r.keys, p), append(r.holds, res.hold(p)), append(r.refused, 0)
-				}
+				p := throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: k.Env, Identifier: ps[0]}
+				r.keys, r.holds, r.refused = append(r.keys, p), append(r.holds, res.hold(p)), append(r.refused, 0)
 			}
 		}
 		if slices.ContainsFunc(r.keys, func(k throttle.Key) bool { return res.isDict(k) }) {
@@ -288,10 +284,7 @@ func (m *model) finishLots() {
 		longest = max(longest, u.maxFlight)
 	}
 	for _, u := range m.rucs {
-		flight := u.maxFlight
-		if flight == 0 {
-			flight = longest
-		}
+		flight := cmp.Or(u.maxFlight, longest)
 		for _, l := range u.lots {
 			if !l.answered {
 				l.Assumed = true

@@ -105,11 +105,7 @@ func (p *pass) event(ev *event) error {
 		_, err := p.lim.Adjust(p.ctx, throttle.Adjustment{Key: ev.key, Delta: ev.delta, Reason: throttle.LedgerCredit, Ref: ev.ref})
 		return p.failed(ev.key, err)
 	default:
-		actor := ev.ref
-		if actor == "" {
-			actor = "whatif"
-		}
-		_, err := p.lim.Reset(p.ctx, ev.key, actor)
+		_, err := p.lim.Reset(p.ctx, ev.key, cmp.Or(ev.ref, "whatif"))
 		return p.failed(ev.key, err)
 	}
 }
@@ -337,12 +333,7 @@ func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 // fill writes the pass's counts into rep; best is the pass at the best
 // unobserved outcomes (or p).
 func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
-	names := slices.Collect(maps.Keys(p.hours))
-	for _, c := range chosen {
-		if !slices.Contains(names, c) {
-			names = append(names, c)
-		}
-	}
+	names := slices.AppendSeq(slices.Clone(chosen), maps.Keys(p.hours))
 	rank := func(name string) int { // the chosen first, in their order
 		if i := slices.Index(chosen, name); i >= 0 {
 			return i
@@ -350,7 +341,7 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 		return len(chosen)
 	}
 	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
-	for _, name := range names {
+	for _, name := range slices.Compact(names) {
 		pr := PolicyReport{Policy: name, Chosen: slices.Contains(chosen, name)}
 		if k, ok := p.m.first[name]; ok {
 			pol := res.get(k)

@@ -135,3 +135,41 @@ func TestSifenBatchReplayedAtAnotherInterval(t *testing.T) {
 	require.Equal(t, int64(4), faster.Policies[0].Total.Better, "every lot after a RUC's first went sooner")
 	require.Zero(t, faster.Policies[0].Total.Worse)
 }
+
+// A lot whose documents could not be claimed never left: its sender ends
+// the RUC's hold with no interval from that answer, so the next lot goes
+// when the take's own interval ends. Replayed
+// under the recorded settings, the next lot goes when it went, whatever the
+// answer's ref says: "claim failed:" (Send) or "not claimed:" (SendNew).
+func TestAnUnclaimedLotStartsNoInterval(t *testing.T) {
+	for _, ref := range []string{"claim failed:", "not claimed:"} {
+		t.Run(ref, func(t *testing.T) {
+			w := newSifenWorld(t, 10*time.Second)
+			ctx := context.Background()
+			ruc, err := sifen.ParseRUC("80069563-1")
+			require.NoError(t, err)
+			key := sifen.RecepcionKey(sifen.EnvTest, ruc)
+			take := func(ref string) throttle.Decision {
+				d, err := w.limiter.Take(ctx, ref, throttle.Charge{Key: key, Cost: 1, HoldFor: time.Minute})
+				require.NoError(t, err)
+				return d
+			}
+			first := take("lot-1")
+			require.True(t, first.Allowed)
+			w.clock.Advance(time.Second)
+			_, err = w.limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: throttle.MaxTokens, Hold: first.Buckets[0].HeldUntil, Ref: ref + "0123456789abcdef"})
+			require.NoError(t, err)
+			// The take's own interval (10 s from the take) still runs; the
+			// one from an answer (10 s from now) does not.
+			w.clock.Advance(9 * time.Second)
+			require.True(t, take("lot-2").Allowed, "no interval from the answer of a lot that never left")
+
+			rep := w.whatif(whatif.Scenario{})
+			require.Len(t, rep.Lots, 2)
+			for _, l := range rep.Lots {
+				require.Equal(t, l.Sent, l.ReplaySent, "%s %s", l.Key, l.Ref)
+			}
+			require.Zero(t, rep.Policies[0].Total.Worse)
+		})
+	}
+}

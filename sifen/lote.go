@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -107,14 +108,15 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 	}
 	w := &window{r: skipBOM(r), limit: limit}
 	d := &decoder{Decoder: xml.NewDecoder(w), ctx: ctx, src: w}
-	root, start, err := nextStart(d)
-	if err != nil {
-		return Lote{}, err
+	tok, off, err := d.next("before the root element")
+	root, ok := tok.(xml.StartElement)
+	if err != nil || !ok {
+		return Lote{}, cmp.Or(err, malformed(io.EOF))
 	}
 	var l Lote
 	switch {
 	case root.Name == xml.Name{Space: Namespace, Local: "rDE"}:
-		de, err := parseRDE(d, root, start, nil)
+		de, err := parseRDE(d, root, off, nil)
 		if err != nil {
 			return Lote{}, err
 		}
@@ -131,25 +133,13 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 		return Lote{}, fmt.Errorf("%w: root element {%s}%s is neither rDE of %s nor rLoteDE", ErrMalformedXML, root.Name.Space, root.Name.Local, Namespace)
 	}
 	// Only comments, processing instructions and spaces may follow the root.
-	for {
-		d.src.forget(d.InputOffset())
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			return l, nil
-		}
-		if err != nil {
-			return Lote{}, malformed(err)
-		}
-		switch t := tok.(type) {
-		case xml.Comment, xml.ProcInst:
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
-				return Lote{}, fmt.Errorf("%w: text after the root element", ErrMalformedXML)
-			}
-		default:
-			return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
-		}
+	switch tok, _, err := d.next("after the root element"); {
+	case err != nil:
+		return Lote{}, err
+	case tok != nil:
+		return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
 	}
+	return l, nil
 }
 
 // skipBOM returns r without a UTF-8 byte order mark at its start.
@@ -202,12 +192,7 @@ func (w *window) forget(off int64) {
 func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 	var des []DE
 	for {
-		off := d.InputOffset()
-		d.src.forget(off) // between two DEs nothing is kept
-		tok, err := d.Token()
-		if err != nil {
-			return nil, malformed(err)
-		}
+		tok, off, err := d.next("in rLoteDE") // between two DEs nothing is kept
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if t.Name != (xml.Name{Space: Namespace, Local: "rDE"}) {
@@ -220,12 +205,8 @@ func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 			des = append(des, de)
 		case xml.EndElement:
 			return des, nil
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
-				return nil, fmt.Errorf("%w: text in rLoteDE", ErrMalformedXML)
-			}
-		case xml.Directive:
-			return nil, fmt.Errorf("%w: directive in rLoteDE", ErrMalformedXML)
+		default:
+			return nil, cmp.Or(err, malformed(io.EOF))
 		}
 	}
 }
@@ -277,25 +258,30 @@ func malformed(err error) error {
 	return fmt.Errorf("%w: %w", ErrMalformedXML, err)
 }
 
-// nextStart returns the root element and its offset, refusing DOCTYPE and
-// text before it.
-func nextStart(d *decoder) (xml.StartElement, int64, error) {
+// next returns the next element start or end and its offset, forgetting
+// what came before it and skipping spaces, comments and processing
+// instructions; text or a directive there is an error saying where. At the
+// end of the input the token and the error are nil.
+func (d *decoder) next(where string) (xml.Token, int64, error) {
 	for {
 		off := d.InputOffset()
 		d.src.forget(off)
 		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil, off, nil
+		}
 		if err != nil {
-			return xml.StartElement{}, 0, malformed(err)
+			return nil, off, malformed(err)
 		}
 		switch t := tok.(type) {
-		case xml.StartElement:
+		case xml.StartElement, xml.EndElement:
 			return t, off, nil
 		case xml.CharData:
 			if len(bytes.TrimSpace(t)) > 0 {
-				return xml.StartElement{}, 0, fmt.Errorf("%w: text before the root element", ErrMalformedXML)
+				return nil, off, fmt.Errorf("%w: text %s", ErrMalformedXML, where)
 			}
 		case xml.Directive:
-			return xml.StartElement{}, 0, fmt.Errorf("%w: DOCTYPE and other directives are not accepted", ErrMalformedXML)
+			return nil, off, fmt.Errorf("%w: directive %s: DOCTYPE and other directives are not accepted", ErrMalformedXML, where)
 		}
 	}
 }

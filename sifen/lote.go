@@ -559,26 +559,22 @@ type packedLot struct {
 	Hash string
 }
 
-// zip builds l's XML and ZIP and checks the size of the message that will
-// carry it (ErrLotTooBig), without validating l.
-func (l Lote) zip() (doc, z []byte, err error) {
-	doc = l.document()
-	if z, err = ZipLote(doc); err != nil {
-		return nil, nil, err
-	}
-	if err := CheckMessageSize(len(z)); err != nil {
-		return nil, nil, err
-	}
-	return doc, z, nil
-}
-
-// Pack validates l, builds its XML and ZIP, and checks the size of the
-// message that will carry it (ErrLotTooBig beyond maxLotMessageBytes).
+// Pack validates l and packs it (pack).
 func (l Lote) Pack() (packedLot, error) {
 	if err := l.validate(); err != nil {
 		return packedLot{}, err
 	}
-	doc, z, err := l.zip()
+	return l.pack()
+}
+
+// pack builds l's XML and ZIP, without validating l, and checks the size of
+// the message that will carry it (ErrLotTooBig beyond maxLotMessageBytes).
+func (l Lote) pack() (packedLot, error) {
+	doc := l.document()
+	z, err := ZipLote(doc)
+	if err == nil {
+		err = CheckMessageSize(len(z))
+	}
 	if err != nil {
 		return packedLot{}, err
 	}

@@ -552,9 +552,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 			again = append(again, id)
 		case d.Status == StatusSending && b.now().Sub(d.ClaimedAt) >= DefaultInFlightFor:
 			// No request of it can be on the wire: only Resolve settles it.
-			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: fmt.Sprintf(
-				"left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
-				d.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC"), DefaultResolveAfter)})
+			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: leftSending(d.ClaimedAt)})
 		case d.Status == StatusSending:
 			held = append(held, id)
 		default:

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -398,12 +399,11 @@ func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Att
 
 // newDE validates what parseRDE found.
 func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, error) {
-	num, okNum := values[pathRUC]
-	dv, okDV := values[pathRUCDV]
-	if !okNum || num == "" {
+	num, dv := values[pathRUC], values[pathRUCDV]
+	if num == "" {
 		return DE{}, fmt.Errorf("%w: no gDatGralOpe/gEmis/dRucEm", ErrMissingRUC)
 	}
-	if !okDV || dv == "" {
+	if dv == "" {
 		return DE{}, fmt.Errorf("%w: no gDatGralOpe/gEmis/dDVEmi for RUC %q", ErrMissingRUC, num)
 	}
 	ruc, err := newRUC(num, dv)
@@ -424,11 +424,8 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 }
 
 func parseType(s string) (int, error) {
-	if len(s) == 0 || len(s) > 2 {
-		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
-	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || s[0] == '+' || s[0] == '-' {
+	if err != nil || n < 1 || len(s) > 2 || !isDigits(s) {
 		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
 	}
 	return n, nil
@@ -475,13 +472,7 @@ func isDigits(s string) bool {
 func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 	var missing []xml.Attr
 	for _, in := range inherited {
-		declared := false
-		for _, a := range nsDecls(own) {
-			if a.Name == in.Name {
-				declared = true
-			}
-		}
-		if !declared {
+		if !slices.ContainsFunc(nsDecls(own), func(a xml.Attr) bool { return a.Name == in.Name }) {
 			missing = append(missing, in)
 		}
 	}

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -57,13 +58,7 @@ func (c PolicyConfig) validate() error {
 
 // intervalFor is the configured interval between two lots of a RUC in env.
 func (c PolicyConfig) intervalFor(env Env) time.Duration {
-	if d := c.EnvInterval[env]; d > 0 {
-		return d
-	}
-	if c.Interval > 0 {
-		return c.Interval
-	}
-	return DefaultInterval
+	return cmp.Or(c.EnvInterval[env], c.Interval, DefaultInterval) // validated: none negative
 }
 
 // RecepcionPolicy is the policy of a RUC's lots in env, interval apart: one

@@ -386,7 +386,7 @@ func (s *Sender) gate(ctx context.Context, c *claimed, env Env, ids []int64) (ti
 	now := s.clock()
 	if !d.Allowed {
 		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		c.out.Message = c.out.Blocked().message()
+		c.out.Message = fmt.Sprintf("blocked: %s, wait %d s", d.Reason, c.out.Blocked().WaitSeconds())
 		return now, nil
 	}
 	// The interval runs from the answer; the take's policy says how long.

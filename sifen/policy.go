@@ -108,10 +108,7 @@ func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
 		return throttle.Policy{}, fmt.Errorf("%w: %q", throttle.ErrUnknownPolicy, key.Policy)
 	}
 	env := Env(key.Env)
-	if err := env.Validate(); err != nil {
-		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
-	}
-	if err := ValidateRUCNumber(key.Identifier); err != nil {
+	if err := cmp.Or(env.Validate(), ValidateRUCNumber(key.Identifier)); err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
 	}
 	return r.cfg.RecepcionPolicy(r.interval(env)), nil

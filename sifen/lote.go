@@ -458,14 +458,8 @@ func validateCDC(cdc string, typ int, ruc RUC) error {
 	return nil
 }
 
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool { return s != "" && strings.TrimLeft(s, "0123456789") == "" }
 
 // standalone adds to raw's start tag the inherited namespace declarations it
 // does not make itself.

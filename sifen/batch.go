@@ -163,30 +163,26 @@ type DocResult struct {
 func SendDocuments(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig) ([]DocResult, error) {
 	b := newBatch(ctx, s, docs, cfg)
 	for b.pending() {
-		if ctx.Err() != nil {
-			return b.results, nil
-		}
 		tried := false
 		for _, g := range b.gates {
-			if !g.due(b.now()) {
-				continue
-			}
-			tried = true
-			if err := b.step(ctx, g); err != nil {
-				return b.results, err
-			}
 			if ctx.Err() != nil {
 				return b.results, nil
+			}
+			if g.due(b.now()) {
+				tried = true
+				if err := b.step(ctx, g); err != nil {
+					return b.results, err
+				}
 			}
 		}
 		if tried {
 			continue
 		}
 		g := b.soonest()
-		now := b.now()
 		at := g.next()
-		b.cfg.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Blocked: g.refusal, Wait: at.Sub(now), Until: at})
-		if err := b.cfg.Sleep(ctx, at.Sub(now)); err != nil {
+		wait := at.Sub(b.now())
+		b.cfg.emit(Event{Kind: EventWaiting, IDs: g.headIDs(), Blocked: g.refusal, Wait: wait, Until: at})
+		if err := b.cfg.Sleep(ctx, wait); err != nil {
 			return b.results, nil
 		}
 	}
@@ -552,9 +548,7 @@ func (b *batch) reread(ctx context.Context, g *batchGate, ids []int64, start tim
 			again = append(again, id)
 		case d.Status == StatusSending && b.now().Sub(d.ClaimedAt) >= DefaultInFlightFor:
 			// No request of it can be on the wire: only Resolve settles it.
-			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: fmt.Sprintf(
-				"left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
-				d.ClaimedAt.UTC().Format("2006-01-02 15:04:05 UTC"), DefaultResolveAfter)})
+			b.report([]int64{id}, DocResult{Result: BatchBlocked, Document: &d, Message: leftSending(d.ClaimedAt)})
 		case d.Status == StatusSending:
 			held = append(held, id)
 		default:

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -38,13 +39,12 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 	for _, id := range ids {
 		pending[id] = true
 	}
+	// stop returns the pending ids with ctx's error, else err.
+	stop := func(err error) ([]int64, error) { return keys(pending), cmp.Or(ctx.Err(), err) }
 	for flt := (Filter{Statuses: []Status{StatusSent}, Limit: 1000}); ; {
 		docs, err := f.List(ctx, flt)
-		if ctx.Err() != nil {
-			return keys(pending), ctx.Err()
-		}
-		if err != nil {
-			return keys(pending), err
+		if ctx.Err() != nil || err != nil {
+			return stop(err)
 		}
 		for _, d := range docs {
 			pending[d.ID] = true
@@ -56,22 +56,16 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 	}
 	for len(pending) > 0 {
 		out, err := f.Poll(ctx)
-		if ctx.Err() != nil {
-			return keys(pending), ctx.Err()
-		}
-		if errors.Is(err, throttle.ErrStoreUnavailable) {
-			return keys(pending), err
+		if ctx.Err() != nil || errors.Is(err, throttle.ErrStoreUnavailable) {
+			return stop(err)
 		}
 		if err != nil {
 			emit(Event{Kind: EventPollFailed, Err: err})
 		}
 		for _, id := range keys(pending) {
 			d, err := f.Get(ctx, id)
-			if ctx.Err() != nil {
-				return keys(pending), ctx.Err()
-			}
-			if err != nil {
-				return keys(pending), err
+			if ctx.Err() != nil || err != nil {
+				return stop(err)
 			}
 			if d.Status == StatusSent {
 				continue

@@ -3,13 +3,12 @@ package sifen
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -145,12 +144,7 @@ func (c *Client) url(env Env, path string) string {
 
 // newRequestID returns a dId: 15 random digits, the first not zero.
 func newRequestID() string {
-	n, err := rand.Int(rand.Reader, big.NewInt(9e14))
-	if err != nil {
-		// crypto/rand does not fail on supported platforms.
-		panic(err)
-	}
-	return fmt.Sprintf("%015d", n.Int64()+1e14)
+	return fmt.Sprintf("%015d", rand.Int64N(9e14)+1e14)
 }
 
 // RecepcionLote sends a packed lot (siRecepLoteDE) and returns SIFEN's

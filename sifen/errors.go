@@ -116,8 +116,7 @@ func (e *CDCError) Error() string {
 		if e.SendInProgress() {
 			msg = fmt.Sprintf("%v: %s is document %d, sending: being sent now by another send since %s", ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt))
 		} else {
-			msg = fmt.Sprintf("%v: %s is document %d, left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
-				ErrCDCInFlight, e.CDC, d.ID, at(d.ClaimedAt), DefaultResolveAfter)
+			msg = fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, d.ID, leftSending(d.ClaimedAt))
 		}
 	default:
 		msg = fmt.Sprintf("%v: %s is document %d, %s", ErrCDCInFlight, e.CDC, d.ID, d.Status)
@@ -126,6 +125,13 @@ func (e *CDCError) Error() string {
 		msg += fmt.Sprintf("; this DE's content differs from document %d's, the one sent to SIFEN under this CDC", d.ID)
 	}
 	return msg
+}
+
+// leftSending says of a document a send without answer claimed at claimedAt
+// and left in sending when it may be sent again.
+func leftSending(claimedAt time.Time) string {
+	return fmt.Sprintf("left in sending by a send without answer since %s; SIFEN is asked about it once that send is %s old, and it is sent again only on a definitive answer",
+		claimedAt.UTC().Format("2006-01-02 15:04:05 UTC"), DefaultResolveAfter)
 }
 
 // SendInProgress reports whether the document is being sent now: in sending,

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -107,14 +109,15 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 	}
 	w := &window{r: skipBOM(r), limit: limit}
 	d := &decoder{Decoder: xml.NewDecoder(w), ctx: ctx, src: w}
-	root, start, err := nextStart(d)
-	if err != nil {
-		return Lote{}, err
+	tok, off, err := d.next("before the root element")
+	root, ok := tok.(xml.StartElement)
+	if err != nil || !ok {
+		return Lote{}, cmp.Or(err, malformed(io.EOF))
 	}
 	var l Lote
 	switch {
 	case root.Name == xml.Name{Space: Namespace, Local: "rDE"}:
-		de, err := parseRDE(d, root, start, nil)
+		de, err := parseRDE(d, root, off, nil)
 		if err != nil {
 			return Lote{}, err
 		}
@@ -131,25 +134,13 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 		return Lote{}, fmt.Errorf("%w: root element {%s}%s is neither rDE of %s nor rLoteDE", ErrMalformedXML, root.Name.Space, root.Name.Local, Namespace)
 	}
 	// Only comments, processing instructions and spaces may follow the root.
-	for {
-		d.src.forget(d.InputOffset())
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			return l, nil
-		}
-		if err != nil {
-			return Lote{}, malformed(err)
-		}
-		switch t := tok.(type) {
-		case xml.Comment, xml.ProcInst:
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
-				return Lote{}, fmt.Errorf("%w: text after the root element", ErrMalformedXML)
-			}
-		default:
-			return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
-		}
+	switch tok, _, err := d.next("after the root element"); {
+	case err != nil:
+		return Lote{}, err
+	case tok != nil:
+		return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
 	}
+	return l, nil
 }
 
 // skipBOM returns r without a UTF-8 byte order mark at its start.
@@ -202,12 +193,7 @@ func (w *window) forget(off int64) {
 func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 	var des []DE
 	for {
-		off := d.InputOffset()
-		d.src.forget(off) // between two DEs nothing is kept
-		tok, err := d.Token()
-		if err != nil {
-			return nil, malformed(err)
-		}
+		tok, off, err := d.next("in rLoteDE") // between two DEs nothing is kept
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if t.Name != (xml.Name{Space: Namespace, Local: "rDE"}) {
@@ -220,12 +206,8 @@ func parseLotBody(d *decoder, inherited []xml.Attr) ([]DE, error) {
 			des = append(des, de)
 		case xml.EndElement:
 			return des, nil
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
-				return nil, fmt.Errorf("%w: text in rLoteDE", ErrMalformedXML)
-			}
-		case xml.Directive:
-			return nil, fmt.Errorf("%w: directive in rLoteDE", ErrMalformedXML)
+		default:
+			return nil, cmp.Or(err, malformed(io.EOF))
 		}
 	}
 }
@@ -277,25 +259,30 @@ func malformed(err error) error {
 	return fmt.Errorf("%w: %w", ErrMalformedXML, err)
 }
 
-// nextStart returns the root element and its offset, refusing DOCTYPE and
-// text before it.
-func nextStart(d *decoder) (xml.StartElement, int64, error) {
+// next returns the next element start or end and its offset, forgetting
+// what came before it and skipping spaces, comments and processing
+// instructions; text or a directive there is an error saying where. At the
+// end of the input the token and the error are nil.
+func (d *decoder) next(where string) (xml.Token, int64, error) {
 	for {
 		off := d.InputOffset()
 		d.src.forget(off)
 		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil, off, nil
+		}
 		if err != nil {
-			return xml.StartElement{}, 0, malformed(err)
+			return nil, off, malformed(err)
 		}
 		switch t := tok.(type) {
-		case xml.StartElement:
+		case xml.StartElement, xml.EndElement:
 			return t, off, nil
 		case xml.CharData:
 			if len(bytes.TrimSpace(t)) > 0 {
-				return xml.StartElement{}, 0, fmt.Errorf("%w: text before the root element", ErrMalformedXML)
+				return nil, off, fmt.Errorf("%w: text %s", ErrMalformedXML, where)
 			}
 		case xml.Directive:
-			return xml.StartElement{}, 0, fmt.Errorf("%w: DOCTYPE and other directives are not accepted", ErrMalformedXML)
+			return nil, off, fmt.Errorf("%w: directive %s: DOCTYPE and other directives are not accepted", ErrMalformedXML, where)
 		}
 	}
 }
@@ -412,12 +399,11 @@ func parseRDE(d *decoder, start xml.StartElement, off int64, inherited []xml.Att
 
 // newDE validates what parseRDE found.
 func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, error) {
-	num, okNum := values[pathRUC]
-	dv, okDV := values[pathRUCDV]
-	if !okNum || num == "" {
+	num, dv := values[pathRUC], values[pathRUCDV]
+	if num == "" {
 		return DE{}, fmt.Errorf("%w: no gDatGralOpe/gEmis/dRucEm", ErrMissingRUC)
 	}
-	if !okDV || dv == "" {
+	if dv == "" {
 		return DE{}, fmt.Errorf("%w: no gDatGralOpe/gEmis/dDVEmi for RUC %q", ErrMissingRUC, num)
 	}
 	ruc, err := newRUC(num, dv)
@@ -438,11 +424,8 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 }
 
 func parseType(s string) (int, error) {
-	if len(s) == 0 || len(s) > 2 {
-		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
-	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || s[0] == '+' || s[0] == '-' {
+	if err != nil || n < 1 || len(s) > 2 || !isDigits(s) {
 		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
 	}
 	return n, nil
@@ -475,27 +458,15 @@ func validateCDC(cdc string, typ int, ruc RUC) error {
 	return nil
 }
 
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool { return s != "" && strings.TrimLeft(s, "0123456789") == "" }
 
 // standalone adds to raw's start tag the inherited namespace declarations it
 // does not make itself.
 func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 	var missing []xml.Attr
 	for _, in := range inherited {
-		declared := false
-		for _, a := range nsDecls(own) {
-			if a.Name == in.Name {
-				declared = true
-			}
-		}
-		if !declared {
+		if !slices.ContainsFunc(nsDecls(own), func(a xml.Attr) bool { return a.Name == in.Name }) {
 			missing = append(missing, in)
 		}
 	}
@@ -573,26 +544,22 @@ type packedLot struct {
 	Hash string
 }
 
-// zip builds l's XML and ZIP and checks the size of the message that will
-// carry it (ErrLotTooBig), without validating l.
-func (l Lote) zip() (doc, z []byte, err error) {
-	doc = l.document()
-	if z, err = ZipLote(doc); err != nil {
-		return nil, nil, err
-	}
-	if err := CheckMessageSize(len(z)); err != nil {
-		return nil, nil, err
-	}
-	return doc, z, nil
-}
-
-// Pack validates l, builds its XML and ZIP, and checks the size of the
-// message that will carry it (ErrLotTooBig beyond maxLotMessageBytes).
+// Pack validates l and packs it (pack).
 func (l Lote) Pack() (packedLot, error) {
 	if err := l.validate(); err != nil {
 		return packedLot{}, err
 	}
-	doc, z, err := l.zip()
+	return l.pack()
+}
+
+// pack builds l's XML and ZIP, without validating l, and checks the size of
+// the message that will carry it (ErrLotTooBig beyond maxLotMessageBytes).
+func (l Lote) pack() (packedLot, error) {
+	doc := l.document()
+	z, err := ZipLote(doc)
+	if err == nil {
+		err = CheckMessageSize(len(z))
+	}
 	if err != nil {
 		return packedLot{}, err
 	}

@@ -1,7 +1,6 @@
 package sifen
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/balde-throttle/balde/throttle"
@@ -76,11 +75,6 @@ type Blocked struct {
 // WaitSeconds is Wait in whole seconds, rounded up.
 func (b *Blocked) WaitSeconds() int64 {
 	return int64((b.Wait + time.Second - 1) / time.Second)
-}
-
-// message renders the refusal, e.g. "blocked: cooldown, wait 7 s".
-func (b *Blocked) message() string {
-	return fmt.Sprintf("blocked: %s, wait %d s", b.Reason, b.WaitSeconds())
 }
 
 // LotOutcome is the result of Sender.QueryLot.

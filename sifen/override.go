@@ -53,12 +53,12 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 		return Overridden{}, fmt.Errorf("%w: document %d is being sent now (claimed %s ago): try again once its send is %s old",
 			ErrNotSendable, d.ID, now.Sub(d.ClaimedAt).Round(time.Second), s.cfg.InFlightFor)
 	}
-	resp, err := s.client.ConsultaDE(ctx, d.Env, d.CDC)
+	resp, err := s.askDE(ctx, d)
 	switch {
 	case err != nil && ctx.Err() == nil && !errors.Is(err, ErrRemote):
-		return Overridden{}, fmt.Errorf("%w: document %d: %w; nothing was overridden", ErrNoResponse, d.ID, err)
+		return Overridden{}, fmt.Errorf("%w: %w; nothing was overridden", ErrNoResponse, err)
 	case err != nil:
-		return Overridden{}, fmt.Errorf("document %d: %w; nothing was overridden", d.ID, err)
+		return Overridden{}, fmt.Errorf("%w; nothing was overridden", err)
 	}
 	o := Overridden{DocumentID: d.ID, CDC: d.CDC, Code: resp.Code, Message: resp.Message}
 	var st Settle
@@ -72,8 +72,6 @@ func (s *Sender) Override(ctx context.Context, id int64) (Overridden, error) {
 	case codeDEFound:
 		st = resp.found("found at SIFEN when an override was asked: ")
 		o.AuthNumber, o.Status = st.AuthNumber, StatusApproved
-	default:
-		return Overridden{}, fmt.Errorf("%w; nothing was overridden", resp.unexpected(d.ID))
 	}
 	n, err := s.docs.Release(ctx, Release{IDs: []int64{d.ID}, Token: d.Claim, Env: d.Env, Hash: d.LotHash, St: st, Now: now})
 	if err != nil {

@@ -1,6 +1,7 @@
 package sifen
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -57,13 +58,7 @@ func (c PolicyConfig) validate() error {
 
 // intervalFor is the configured interval between two lots of a RUC in env.
 func (c PolicyConfig) intervalFor(env Env) time.Duration {
-	if d := c.EnvInterval[env]; d > 0 {
-		return d
-	}
-	if c.Interval > 0 {
-		return c.Interval
-	}
-	return DefaultInterval
+	return cmp.Or(c.EnvInterval[env], c.Interval, DefaultInterval) // validated: none negative
 }
 
 // RecepcionPolicy is the policy of a RUC's lots in env, interval apart: one
@@ -113,10 +108,7 @@ func (r *Resolver) Resolve(key throttle.Key) (throttle.Policy, error) {
 		return throttle.Policy{}, fmt.Errorf("%w: %q", throttle.ErrUnknownPolicy, key.Policy)
 	}
 	env := Env(key.Env)
-	if err := env.Validate(); err != nil {
-		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
-	}
-	if err := ValidateRUCNumber(key.Identifier); err != nil {
+	if err := cmp.Or(env.Validate(), ValidateRUCNumber(key.Identifier)); err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key, err)
 	}
 	return r.cfg.RecepcionPolicy(r.interval(env)), nil

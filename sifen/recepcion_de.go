@@ -54,23 +54,17 @@ func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, 
 	if err != nil {
 		return ProtDE{}, err
 	}
-	var answer struct {
-		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
-		Body    struct {
-			Fault *soapFault
-			Ret   *retEnviDe
-		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
-	}
+	var answer envelope[struct{}] // a body holding a fault or rRetEnviDe only
 	err = xml.Unmarshal(data, &answer)
 	switch {
 	case err == nil && answer.Body.Fault != nil:
 		return ProtDE{}, answer.Body.Fault.remote(ServiceRecepcionDE, status)
-	case err != nil || answer.Body.Ret == nil:
+	case err != nil || answer.Body.Rejection == nil:
 		return ProtDE{}, &RemoteError{Service: ServiceRecepcionDE, StatusCode: status, Body: snippet(data)}
 	}
 	// rRetEnviDe is the answer, on HTTP 200, or on 400 for a request
 	// SIFEN refused before reading it (0160): either way SIFEN's protocol.
-	return answer.Body.Ret.Prot, nil
+	return answer.Body.Rejection.Prot, nil
 }
 
 // forwarded is SIFEN's answer to a forwarded request, as it came.

@@ -24,9 +24,9 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 	var out []Resolved
 	var errs []error
 	for _, r := range rows {
-		resp, err := s.client.ConsultaDE(ctx, r.Env, r.CDC)
+		resp, err := s.askDE(ctx, r)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("document %d: %w", r.ID, err))
+			errs = append(errs, err)
 			continue
 		}
 		var st Settle
@@ -46,9 +46,6 @@ func (s *Sender) Resolve(ctx context.Context) ([]Resolved, error) {
 				errs = append(errs, err)
 			}
 			out = append(out, Resolved{DocumentID: r.ID, CDC: r.CDC, Code: resp.Code, Status: StatusSending})
-			continue
-		default:
-			errs = append(errs, resp.unexpected(r.ID))
 			continue
 		}
 		n, err := s.docs.Release(ctx, Release{IDs: []int64{r.ID}, Token: r.Claim, Env: r.Env, Hash: r.LotHash, St: st, Now: now})
@@ -191,29 +188,23 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	case codeLotUnknown, codeLotTooLate:
 		var errs []error
 		for _, doc := range docs {
-			r, err := s.client.ConsultaDE(ctx, env, doc.CDC)
+			r, err := s.askDE(ctx, doc)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("document %d: %w", doc.ID, err))
+				errs = append(errs, err)
 				continue
 			}
-			st := Settle{ResponseCode: r.Code}
-			switch r.Code {
-			case codeDEFound:
+			st := Settle{Status: StatusError, ResponseCode: r.Code, Message: "lot " + resp.Code + " " + resp.Message + "; DE not at SIFEN (" + r.Code + "): it may be sent again"}
+			switch sent := sentAt(doc); {
+			case r.Code == codeDEFound:
 				st = r.found("lot " + resp.Code + "; DE found: ")
-			case codeDENotFound:
-				st.Status, st.Message = StatusError, "lot "+resp.Code+" "+resp.Message+"; DE not at SIFEN ("+r.Code+"): it may be sent again"
-				if sent := sentAt(doc); resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter {
-					// Not definitive: the lot may still be processing.
-					st.Status, st.ResponseCode = StatusSent, resp.Code
-					st.Message = fmt.Sprintf("SIFEN answered %s (%s) for lot %s and %s for the DE, which is not definitive while the lot may be processing: kept unsendable, its lot queried again, until %s",
-						resp.Code, resp.Message, lotNumber, r.Code, sent.Add(s.cfg.NotFoundAfter).Format("2006-01-02 15:04 MST"))
-					if st.Message == doc.Message {
-						continue
-					}
+			case resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter:
+				// Not definitive: the lot may still be processing.
+				st.Status, st.ResponseCode = StatusSent, resp.Code
+				st.Message = fmt.Sprintf("SIFEN answered %s (%s) for lot %s and %s for the DE, which is not definitive while the lot may be processing: kept unsendable, its lot queried again, until %s",
+					resp.Code, resp.Message, lotNumber, r.Code, sent.Add(s.cfg.NotFoundAfter).Format("2006-01-02 15:04 MST"))
+				if st.Message == doc.Message {
+					continue
 				}
-			default:
-				errs = append(errs, r.unexpected(doc.ID))
-				continue
 			}
 			if err := finish(doc, st); err != nil {
 				errs = append(errs, err)
@@ -255,10 +246,17 @@ func (r ConsultaDEResponse) found(why string) Settle {
 		Message: why + r.Code + " " + r.Message}
 }
 
-// unexpected is the error of an answer to siConsDE about document id that is
-// neither 0422 nor 0420.
-func (r ConsultaDEResponse) unexpected(id int64) error {
-	return fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, id, r.Code, r.Message)
+// askDE asks SIFEN whether it has doc's DE (siConsDE): its answer, 0422 or
+// 0420; another is an error wrapping ErrRemote.
+func (s *Sender) askDE(ctx context.Context, doc Document) (ConsultaDEResponse, error) {
+	r, err := s.client.ConsultaDE(ctx, doc.Env, doc.CDC)
+	switch {
+	case err != nil:
+		return r, fmt.Errorf("document %d: %w", doc.ID, err)
+	case r.Code != codeDEFound && r.Code != codeDENotFound:
+		return r, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message)
+	}
+	return r, nil
 }
 
 // sentAt is when doc's lot left: SentAt, or its claim when not recorded.

@@ -187,7 +187,7 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bo
 	for i, de := range lot.DEs {
 		// A DE too big even for a lot of its own would, as its RUC's oldest
 		// draft, hold back every lot after it (ErrLotTooBig).
-		_, _, tooBig := Lote{DEs: []DE{de}}.zip()
+		_, tooBig := Lote{DEs: []DE{de}}.pack()
 		if err := cmp.Or(s.fit(env, de), tooBig); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
@@ -226,7 +226,7 @@ func (s *Sender) FitLot(ctx context.Context, ids []int64) (int, error) {
 	// Bisect on the prefix length: is the prefix of i+1 DEs too big?
 	var zipErr error
 	n := sort.Search(len(des), func(i int) bool {
-		_, _, err := Lote{DEs: des[:i+1]}.zip()
+		_, err := Lote{DEs: des[:i+1]}.pack()
 		if err != nil && !errors.Is(err, ErrLotTooBig) {
 			zipErr = err
 		}
@@ -386,7 +386,7 @@ func (s *Sender) gate(ctx context.Context, c *claimed, env Env, ids []int64) (ti
 	now := s.clock()
 	if !d.Allowed {
 		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		c.out.Message = c.out.Blocked().message()
+		c.out.Message = fmt.Sprintf("blocked: %s, wait %d s", d.Reason, c.out.Blocked().WaitSeconds())
 		return now, nil
 	}
 	// The interval runs from the answer; the take's policy says how long.

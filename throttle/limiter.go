@@ -100,7 +100,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		policies: policies,
 		clock:    cfg.Clock,
 		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows},
-		ledger:   cfg.Ledger,
+		ledger:   cmp.Or(cfg.Ledger, LedgerEveryTake),
 		notifier: cfg.Notifier,
 		observer: cmp.Or[Observer](cfg.Observer, nopObserver{}),
 		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),

@@ -45,7 +45,7 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 			} else {
 				tx.touch(tb, c.policy, r.thresholds)
 			}
-			tx.recordTake(tb, c.policy, -c.Cost, ref)
+			tx.recordTake(tb, c.policy, -c.Cost, LedgerTake, ref)
 		case bd.Reason != ReasonNone:
 			// A refusal for tokens or cooldown starts the policy's block.
 			if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
@@ -191,20 +191,23 @@ func escalated(step time.Duration, level int64, limit time.Duration) time.Durati
 }
 
 // reset fills a bucket and clears its cooldown and block (an operator's
-// action); actor is recorded as the ledger reference.
+// action); actor is recorded as the ledger reference. BlockLevel stays: it
+// is the remote side's history, which a local reset does not change; so
+// does a hold: its request is on the wire.
 func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	tb := tx.bucket(key, p)
-	before := tb.b.Tokens
+	b, before := &tb.b, tb.b.Tokens
 	// The last send is history, kept unless clearing the cooldown needs
 	// it gone (the cooldown runs from it).
-	last, cooling := tb.b.LastSentAt, tb.b.untilCooldownEnds(p, tx.now) > 0
-	tb.b.setFull(p, tx.now)
-	if !cooling {
-		tb.b.LastSentAt = last
+	if b.untilCooldownEnds(p, tx.now) > 0 {
+		b.LastSentAt = time.Time{}
 	}
+	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
+	b.RefilledAt = later(b.RefilledAt, tx.now)
+	b.BlockedUntil, b.NextAt = time.Time{}, time.Time{}
 	tx.touch(tb, p, r.thresholds)
-	tx.record(tb, tb.b.Tokens-before, LedgerReset, actor)
-	return tb.b
+	tx.record(tb, b.Tokens-before, LedgerReset, actor)
+	return *b
 }
 
 // recordRefusals writes groups of refusals answered from memory, one

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -118,50 +119,43 @@ func (tx *Tx) bucket(key Key, p Policy) *txBucket {
 	return tb
 }
 
-// recordTake records a take of policy p on tb at the policy's ledger
-// granularity, or the transaction's when the policy leaves it at
-// LedgerDefault.
-func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, ref string) {
-	g := p.Ledger
-	if g == ledgerDefault {
-		g = tx.granularity
-	}
-	tx.recordAt(g, tb, delta, LedgerTake, ref)
-}
-
-// record appends a ledger row for a change of tb at the transaction's
-// granularity; a bucket with a ledger row is always written back (its row
-// points at its latest ledger row).
-func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
-	tx.recordAt(tx.granularity, tb, delta, reason, ref)
-}
-
-// recordAt is record at granularity g.
-func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason LedgerReason, ref string) {
+// recordTake records a take, lease or lease return of policy p on tb at
+// the policy's ledger granularity, or the transaction's when the policy
+// leaves it at LedgerDefault: none under LedgerNoTakes, and takes folded
+// per bucket and minute under LedgerAggregateTakes.
+func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, reason LedgerReason, ref string) {
 	tb.dirty, tb.delete = true, false
-	if reason == LedgerTake {
-		switch g {
-		case LedgerNoTakes:
-			return
-		case LedgerAggregateTakes:
-			if i, ok := tx.aggIndex[tb.b.Key]; ok {
-				e := &tx.aggregated[i]
-				e.Delta += delta
-				e.Balance = tb.b.Tokens
-				e.Count++
-				return
-			}
-			if tx.aggIndex == nil {
-				tx.aggIndex = make(map[Key]int)
-			}
-			tx.aggIndex[tb.b.Key] = len(tx.aggregated)
-			tx.aggregated = append(tx.aggregated, LedgerEntry{
-				Key: tb.b.Key, At: tx.now.Truncate(time.Minute), Delta: delta,
-				Balance: tb.b.Tokens, Reason: reason, Count: 1,
-			})
+	switch cmp.Or(p.Ledger, tx.granularity) {
+	case LedgerNoTakes:
+		return
+	case LedgerAggregateTakes:
+		if reason != LedgerTake {
+			break
+		}
+		if i, ok := tx.aggIndex[tb.b.Key]; ok {
+			e := &tx.aggregated[i]
+			e.Delta += delta
+			e.Balance = tb.b.Tokens
+			e.Count++
 			return
 		}
+		if tx.aggIndex == nil {
+			tx.aggIndex = make(map[Key]int)
+		}
+		tx.aggIndex[tb.b.Key] = len(tx.aggregated)
+		tx.aggregated = append(tx.aggregated, LedgerEntry{
+			Key: tb.b.Key, At: tx.now.Truncate(time.Minute), Delta: delta,
+			Balance: tb.b.Tokens, Reason: reason, Count: 1,
+		})
+		return
 	}
+	tx.record(tb, delta, reason, ref)
+}
+
+// record appends a ledger row for a change of tb; a bucket with a ledger
+// row is always written back (its row points at its latest ledger row).
+func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
+	tb.dirty, tb.delete = true, false
 	tx.ledger = append(tx.ledger, LedgerEntry{
 		Key: tb.b.Key, At: tx.now, Delta: delta, Balance: tb.b.Tokens,
 		Reason: reason, Ref: ref, Count: 1,

@@ -104,9 +104,8 @@ func (ls *leases) use(c priced, now time.Time) (Decision, bool) {
 		return Decision{}, false
 	}
 	e.left -= c.Cost
-	d := Decision{Allowed: true, Buckets: []BucketDecision{{Key: c.Key, Policy: c.policy, Cost: c.Cost, Remaining: e.remaining}}}
-	d.decide()
-	return d, true
+	bd := BucketDecision{Key: c.Key, Policy: c.policy, Cost: c.Cost, Remaining: e.remaining}
+	return Decision{Allowed: true, Buckets: []BucketDecision{bd}}.decided(), true
 }
 
 // pending returns key's rest to give back (and forgets it) and the slice a

@@ -45,7 +45,8 @@ const (
 	ledgerLeaseReturn LedgerReason = 15
 )
 
-// RefusalReasons are the ledger reasons of refused requests.
+// RefusalReasons are the ledger reasons of refused requests, in Reason
+// order.
 var RefusalReasons = []LedgerReason{LedgerRefusedEmpty, LedgerRefusedCooldown, LedgerRefusedBlocked}
 
 // ShadowReasons are the ledger reasons of would-be refusals of policies in
@@ -53,15 +54,7 @@ var RefusalReasons = []LedgerReason{LedgerRefusedEmpty, LedgerRefusedCooldown, L
 var ShadowReasons = []LedgerReason{ledgerShadowEmpty, LedgerShadowCooldown, LedgerShadowBlocked}
 
 // refusalReason maps a refusal's Reason to its ledger reason.
-func refusalReason(r Reason) LedgerReason {
-	switch r {
-	case ReasonCooldown:
-		return LedgerRefusedCooldown
-	case ReasonBlocked:
-		return LedgerRefusedBlocked
-	}
-	return LedgerRefusedEmpty
-}
+func refusalReason(r Reason) LedgerReason { return RefusalReasons[r-ReasonEmpty] }
 
 var ledgerReasonNames = map[LedgerReason]string{
 	LedgerTake:            "take",

@@ -250,7 +250,7 @@ func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
 		l.logger.Warn("store unavailable: admitting because the policy fails open",
 			slog.String("key", p.Key.String()), slog.Any("error", err))
 	}
-	d.decide()
+	d = d.decided()
 	l.observer.Decided(d, 0)
 	return d, nil
 }

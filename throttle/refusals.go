@@ -142,8 +142,7 @@ func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush 
 	if answer == nil {
 		return Decision{}, false, false
 	}
-	d = Decision{Buckets: []BucketDecision{bd}, Cached: true}
-	d.decide()
+	d = Decision{Buckets: []BucketDecision{bd}, Cached: true}.decided()
 	return d, true, c.count(answer, at, bd, now)
 }
 
@@ -168,8 +167,7 @@ func (c *refusalCache) lookup(p priced, now time.Time) (*refusal, BucketDecision
 	b := r.bucket
 	b.Spent = slices.Clone(b.Spent)
 	b.Refill(p.policy, now)
-	bd := b.evaluate(p.policy, p.need(), now)
-	bd.Cost = p.Cost
+	bd := b.evaluate(p, now)
 	if bd.Reason == ReasonNone {
 		c.entries.Remove(p.Key)
 		return nil, BucketDecision{}, false

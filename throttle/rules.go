@@ -1,6 +1,10 @@
 package throttle
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // The rules apply one operation each to the transaction's in-memory
 // buckets. They are pure (time comes from tx.now), so many of them in one
@@ -17,14 +21,9 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	d := Decision{Allowed: true, Buckets: make([]BucketDecision, len(charges))}
 	views := make([]*txBucket, len(charges))
 	for i, c := range charges {
-		tb := tx.bucket(c.Key, c.policy)
-		views[i] = tb
-		bd := tb.b.evaluate(c.policy, c.need(), tx.now)
-		bd.Cost = c.Cost
-		if bd.Reason != ReasonNone {
-			d.Allowed = false
-		}
-		d.Buckets[i] = bd
+		views[i] = tx.bucket(c.Key, c.policy)
+		d.Buckets[i] = views[i].b.evaluate(c, tx.now)
+		d.Allowed = d.Allowed && d.Buckets[i].Reason == ReasonNone
 	}
 
 	for i, c := range charges {
@@ -36,15 +35,11 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 				tb.b.HeldUntil = tx.now.Add(c.HoldFor)
 				bd.HeldUntil = tb.b.HeldUntil
 			}
-			if held := c.held(); held > 0 {
-				// A pessimistic reservation: the remote side charges at its
-				// answer, so until the settle the balance it sees is the one
-				// before this take. Severity is graded without the hold; the
-				// settle grades the balance left (decision 0100).
-				bd.GradePending = tx.touchHeld(tb, c.policy, r.thresholds, held)
-			} else {
-				tx.touch(tb, c.policy, r.thresholds)
-			}
+			// A pessimistic reservation: the remote side charges at its
+			// answer, so until the settle the balance it sees is the one
+			// before this take. Severity is graded without the hold; the
+			// settle grades the balance left (decision 0100).
+			bd.GradePending = tx.touchHeld(tb, c.policy, r.thresholds, c.held())
 			tx.recordTake(tb, c.policy, -c.Cost, LedgerTake, ref)
 		case bd.Reason != ReasonNone:
 			// A refusal for tokens or cooldown starts the policy's block.
@@ -62,16 +57,16 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 		bd.Remaining = tb.b.Tokens
 		bd.ResetAfter = tb.b.UntilFull(c.policy, tx.now)
 	}
-	d.decide()
-	return d
+	return d.decided()
 }
 
-// evaluate decides a charge needing need whole tokens on b, refilled to
-// now: the wait is the longest of the token, cooldown and block waits, the
-// exact earliest admission. Remaining and ResetAfter are left to the caller.
-func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
-	bd := BucketDecision{Key: b.Key, Policy: p, Cost: need}
-	wait, reason := b.untilTokens(p, need, now), ReasonEmpty
+// evaluate decides charge c on b, refilled to now: the wait is the longest
+// of the token, cooldown and block waits, the exact earliest admission.
+// Remaining and ResetAfter are left to the caller.
+func (b *Bucket) evaluate(c priced, now time.Time) BucketDecision {
+	p := c.policy
+	bd := BucketDecision{Key: b.Key, Policy: p, Cost: c.Cost}
+	wait, reason := b.untilTokens(p, c.need(), now), ReasonEmpty
 	if w := b.untilCooldownEnds(p, now); w > 0 && w >= wait {
 		wait, reason = w, ReasonCooldown
 	}
@@ -84,30 +79,25 @@ func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
 	return bd
 }
 
-// decide fills the summary fields of d from its bucket decisions.
-func (d *Decision) decide() {
-	best := -1
-	for i, bd := range d.Buckets {
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := d.Buckets[best]
-		if d.Allowed {
-			// The bucket with the fewest tokens left describes the headers.
-			if bd.Remaining < b.Remaining || (bd.Remaining == b.Remaining && bd.Policy.Capacity < b.Policy.Capacity) {
-				best = i
-			}
-		} else if bd.RetryAfter > b.RetryAfter {
-			best = i
-		}
+// decided returns d with its summary fields filled from its bucket
+// decisions: when allowed, the bucket with the fewest tokens left (then the
+// smallest capacity); when refused, the one with the longest wait; the
+// first of equals.
+func (d Decision) decided() Decision {
+	if len(d.Buckets) == 0 {
+		return d
 	}
-	if best < 0 {
-		return
+	var b BucketDecision
+	if d.Allowed {
+		b = slices.MinFunc(d.Buckets, func(x, y BucketDecision) int {
+			return cmp.Or(cmp.Compare(x.Remaining, y.Remaining), cmp.Compare(x.Policy.Capacity, y.Policy.Capacity))
+		})
+	} else {
+		b = slices.MaxFunc(d.Buckets, func(x, y BucketDecision) int { return cmp.Compare(x.RetryAfter, y.RetryAfter) })
 	}
-	b := d.Buckets[best]
 	d.Key, d.Reason, d.Limit = b.Key, b.Reason, b.Policy.Capacity
 	d.Remaining, d.RetryAfter, d.ResetAfter = b.Remaining, b.RetryAfter, b.ResetAfter
+	return d
 }
 
 // adjust applies one penalty, refund or credit.
@@ -118,7 +108,7 @@ func (tx *Tx) adjust(a Adjustment, p Policy, r rules) Adjusted {
 		if tx.credited[ref] {
 			return Adjusted{Key: a.Key, Balance: tb.b.Tokens, Duplicate: true}
 		}
-		tx.credit(ref)
+		tx.LoadCredit(ref)
 	}
 	applied := tb.b.add(p, a.Delta, tx.now)
 	if applied != 0 || a.Delta == 0 {

@@ -58,7 +58,7 @@ func (l *Limiter) take(tx *Tx, ref string, ps []priced) Decision {
 		}
 	}
 	d.Allowed, d.Shadow = true, true
-	d.decide()
+	d = d.decided()
 	d.Reason, d.RetryAfter = ReasonNone, 0
 	return d
 }

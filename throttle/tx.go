@@ -49,11 +49,8 @@ func (tx *Tx) Now() time.Time { return tx.now }
 func (tx *Tx) Load(b Bucket) { tx.buckets[b.Key] = &txBucket{b: b, stored: true} }
 
 // LoadCredit records that ref was already credited to its bucket.
-func (tx *Tx) LoadCredit(ref CreditRef) { tx.credit(ref) }
-
-// credit marks ref credited (the map is made on the first credit: most
-// transactions have none).
-func (tx *Tx) credit(ref CreditRef) {
+func (tx *Tx) LoadCredit(ref CreditRef) {
+	// The map is made on the first credit: most transactions have none.
 	if tx.credited == nil {
 		tx.credited = make(map[CreditRef]bool)
 	}
@@ -168,25 +165,20 @@ func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string)
 func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
 	tb.dirty, tb.delete = true, false
 	sev := th.grade(p, tb.b, tx.now, tb.b.Severity)
-	if sev != tb.b.Severity {
-		from := tb.b.Severity
-		if from == SeverityUnknown {
-			from = SeverityHealthy // a bucket with no row was full
-		}
-		if from != sev {
-			tx.changes = append(tx.changes, SeverityChange{
-				Key: tb.b.Key, From: from, To: sev,
-				Tokens: tb.b.Tokens, Capacity: p.Capacity, At: tx.now,
-			})
-		}
-		tb.b.Severity = sev
+	// A bucket with no row (SeverityUnknown) was full: Healthy.
+	if from := max(tb.b.Severity, SeverityHealthy); from != sev {
+		tx.changes = append(tx.changes, SeverityChange{
+			Key: tb.b.Key, From: from, To: sev,
+			Tokens: tb.b.Tokens, Capacity: p.Capacity, At: tx.now,
+		})
 	}
+	tb.b.Severity = sev
 }
 
-// touchHeld is touch for a bucket that holds held tokens of a reservation
-// in flight: it grades the balance without them (what the remote side,
-// which charges at its answer, sees) and reports whether the balance with
-// them would grade worse, so that the settle grades it again.
+// touchHeld is touch for a bucket that holds held tokens (0: none) of a
+// reservation in flight: it grades the balance without them (what the
+// remote side, which charges at its answer, sees) and reports whether the
+// balance with them would grade worse, so that the settle grades it again.
 func (tx *Tx) touchHeld(tb *txBucket, p Policy, th Thresholds, held int64) bool {
 	prev, withHold := tb.b.Severity, tb.b.Tokens
 	tb.b.Tokens = min(withHold+held, max(p.Capacity, withHold))

@@ -19,14 +19,17 @@ const (
 	ReasonBlocked
 )
 
-var reasonNames = [...]string{"", "empty", "cooldown", "blocked"}
-
 // String returns "", "empty", "cooldown" or "blocked".
 func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
+	return name([]string{"", "empty", "cooldown", "blocked"}, r, "Reason")
+}
+
+// name returns names[v], or typ(v) for a value past the table.
+func name[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // Charge asks for Cost tokens (>= 1, <= the policy's capacity) from the

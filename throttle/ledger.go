@@ -1,7 +1,9 @@
 package throttle
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -123,26 +125,21 @@ const (
 	LedgerNoTakes
 )
 
-// ParseLedgerGranularity accepts "every", "minute" and "none".
+// granularityNames are the names of LedgerEveryTake and the ones after it.
+var granularityNames = []string{"every", "minute", "none"}
+
+// ParseLedgerGranularity accepts "every" (or ""), "minute" and "none".
 func ParseLedgerGranularity(s string) (LedgerGranularity, error) {
-	switch s {
-	case "every", "":
-		return LedgerEveryTake, nil
-	case "minute":
-		return LedgerAggregateTakes, nil
-	case "none":
-		return LedgerNoTakes, nil
+	if i := slices.Index(granularityNames, cmp.Or(s, "every")); i >= 0 {
+		return LedgerEveryTake + LedgerGranularity(i), nil
 	}
 	return 0, fmt.Errorf("throttle: ledger granularity %q (want every, minute or none)", s)
 }
 
-// String returns "every", "minute" or "none".
+// String returns "every" (also for LedgerDefault), "minute" or "none".
 func (g LedgerGranularity) String() string {
-	switch g {
-	case LedgerAggregateTakes:
-		return "minute"
-	case LedgerNoTakes:
-		return "none"
+	if g > LedgerEveryTake && g <= LedgerNoTakes {
+		return granularityNames[g-LedgerEveryTake]
 	}
 	return "every"
 }

@@ -26,18 +26,13 @@ const (
 	SeverityCritical
 )
 
-var severityNames = [...]string{"Unknown", "Healthy", "Medium", "High", "Critical"}
+var severityNames = []string{"Unknown", "Healthy", "Medium", "High", "Critical"}
 
 // Severities lists the known levels, best first.
 var Severities = []Severity{SeverityHealthy, SeverityMedium, SeverityHigh, SeverityCritical}
 
 // String returns "Healthy", "Medium", "High", "Critical" or "Unknown".
-func (s Severity) String() string {
-	if int(s) < len(severityNames) {
-		return severityNames[s]
-	}
-	return fmt.Sprintf("Severity(%d)", uint8(s))
-}
+func (s Severity) String() string { return name(severityNames, s, "Severity") }
 
 // ParseSeverity is the inverse of String, case-insensitive ("critical").
 func ParseSeverity(s string) (Severity, error) {
@@ -68,28 +63,7 @@ const (
 )
 
 // String returns "auto", "fill" or "cooldown".
-func (g Grading) String() string {
-	switch g {
-	case gradeAuto:
-		return "auto"
-	case gradeFill:
-		return "fill"
-	case gradeCooldown:
-		return "cooldown"
-	}
-	return fmt.Sprintf("Grading(%d)", uint8(g))
-}
-
-// effectiveGrading resolves GradeAuto for p.
-func (p Policy) effectiveGrading() Grading {
-	if p.Grading != gradeAuto {
-		return p.Grading
-	}
-	if p.Capacity == 1 && p.MinInterval > 0 {
-		return gradeCooldown
-	}
-	return gradeFill
-}
+func (g Grading) String() string { return name([]string{"auto", "fill", "cooldown"}, g, "Grading") }
 
 // Thresholds are the fill ratios, in percent of capacity, below which a
 // bucket is Medium, High and Critical. They must satisfy
@@ -118,13 +92,8 @@ func (t Thresholds) Validate() error {
 	return nil
 }
 
-// of grades a balance of tokens out of capacity by fill alone, without
-// hysteresis. A negative balance is Critical.
-func (t Thresholds) of(tokens, capacity int64) Severity {
-	return t.shifted(tokens, capacity, 0)
-}
-
-// shifted grades as if the fill were shift points lower.
+// shifted grades a balance of tokens out of capacity by fill alone, as if
+// the fill were shift points lower. A negative balance is Critical.
 func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 	// tokens/capacity - shift/100 < pct/100, in integers.
 	below := func(pct int64) bool { return tokens*100 < capacity*(pct+shift) }
@@ -144,23 +113,21 @@ func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 // hysteresis is applied. The result is never worse than the level by fill
 // alone.
 func (t Thresholds) grade(p Policy, b Bucket, now time.Time, prev Severity) Severity {
-	blocked := b.untilUnblocked(now) > 0
-	if p.effectiveGrading() == gradeCooldown {
-		switch {
-		case b.Tokens < 0:
-			return SeverityCritical
-		case blocked:
-			return SeverityHigh
+	sev := SeverityHealthy
+	switch {
+	case p.Grading == gradeCooldown || p.Grading == gradeAuto && p.Capacity == 1 && p.MinInterval > 0:
+		if b.Tokens < 0 {
+			sev = SeverityCritical
 		}
-		return SeverityHealthy
+	default:
+		sev = t.shifted(b.Tokens, p.Capacity, 0)
+		if prev > sev && t.Recover > 0 {
+			// Recovering: the level improves only as far as the fill clears
+			// the thresholds by Recover points.
+			sev = max(sev, min(prev, t.shifted(b.Tokens, p.Capacity, t.Recover)))
+		}
 	}
-	sev := t.of(b.Tokens, p.Capacity)
-	if prev > sev && t.Recover > 0 {
-		// Recovering: the level improves only as far as the fill clears
-		// the thresholds by Recover points.
-		sev = max(sev, min(prev, t.shifted(b.Tokens, p.Capacity, t.Recover)))
-	}
-	if blocked {
+	if b.untilUnblocked(now) > 0 {
 		sev = max(sev, SeverityHigh)
 	}
 	return sev
@@ -184,13 +151,8 @@ const (
 
 // String returns "", "cooling down", "blocked" or "negative".
 func (c Condition) String() string {
-	switch c {
-	case ConditionCoolingDown:
-		return "cooling down"
-	case ConditionBlocked:
-		return "blocked"
-	case ConditionNegative:
-		return "negative"
+	if names := []string{"", "cooling down", "blocked", "negative"}; int(c) < len(names) {
+		return names[c]
 	}
 	return ""
 }

@@ -62,7 +62,7 @@ type refusalCount struct {
 
 func newRefusalCache(size int, counting bool) *refusalCache {
 	c := &refusalCache{counting: counting}
-	entries, err := lru.NewWithEvict(size, func(_ Key, r *refusal) { c.queue(r.takePending()) })
+	entries, err := lru.NewWithEvict(size, func(_ Key, r *refusal) { c.queue(r) })
 	if err != nil {
 		return nil
 	}
@@ -70,22 +70,22 @@ func newRefusalCache(size int, counting bool) *refusalCache {
 	return c
 }
 
-// takePending empties the entry's pending group and returns it.
-func (r *refusal) takePending() refusalCount {
+// queue moves r's pending group, if any, to the groups to write.
+func (c *refusalCache) queue(r *refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.pending
-	r.pending.n = 0
-	return p
+	c.queueLocked(r)
 }
 
-func (c *refusalCache) queue(p refusalCount) {
-	if p.n == 0 {
+// queueLocked is queue with r.mu held.
+func (c *refusalCache) queueLocked(r *refusal) {
+	if r.pending.n == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.due = append(c.due, p)
+	c.due = append(c.due, r.pending)
+	r.pending.n = 0
 }
 
 // drain returns the groups waiting to be written.
@@ -126,16 +126,10 @@ func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush 
 	)
 	for _, p := range ps {
 		r, bdp, found := c.lookup(p, now)
-		if !found {
-			if p.policy.BlockFor > 0 {
-				return Decision{}, false, false // the store might start its block
-			}
-			continue
+		if p.policy.BlockFor > 0 && (!found || bdp.Reason != ReasonBlocked) {
+			return Decision{}, false, false // the store might start a block
 		}
-		if bdp.Reason != ReasonBlocked && p.policy.BlockFor > 0 {
-			return Decision{}, false, false // the store starts a new block
-		}
-		if answer == nil {
+		if found && answer == nil {
 			answer, at, bd = r, p, bdp
 		}
 	}
@@ -188,8 +182,7 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 	defer r.mu.Unlock()
 	closed := false
 	if r.pending.n > 0 && (r.pending.reason != bd.Reason || now.Sub(r.first) >= RefusalGroupSpan || now.Before(r.first)) {
-		c.queue(r.pending)
-		r.pending.n = 0
+		c.queueLocked(r)
 		closed = true
 	}
 	if r.pending.n == 0 {
@@ -223,7 +216,7 @@ func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now t
 		if old, ok := c.entries.Peek(bd.Key); ok {
 			// Add replaces an entry without evicting it: its refusals
 			// answered from memory are queued here, or they are lost.
-			c.queue(old.takePending())
+			c.queue(old)
 		}
 		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
 	}
@@ -246,7 +239,7 @@ func (c *refusalCache) pendingAll() []refusalCount {
 	}
 	for _, k := range c.entries.Keys() {
 		if r, ok := c.entries.Peek(k); ok {
-			c.queue(r.takePending())
+			c.queue(r)
 		}
 	}
 	return c.drain()

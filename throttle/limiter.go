@@ -282,48 +282,44 @@ func (l *Limiter) AdjustAndSync(ctx context.Context, adjs []Adjustment, targets 
 // apply validates adjs and targets and applies them, adjustments first, in
 // one store transaction; op names it in errors.
 func (l *Limiter) apply(ctx context.Context, op string, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
-	adjPolicies := make([]Policy, len(adjs))
-	keys := make([]Key, 0, len(adjs)+len(targets))
+	var keys []Key
 	var credits []CreditRef
-	for i, a := range adjs {
+	var ops []func(*Tx) Adjusted
+	for _, a := range adjs {
 		p, err := l.Policy(a.Key)
+		if err == nil {
+			err = validateAdjustment(a)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := validateAdjustment(a); err != nil {
-			return nil, err
-		}
-		adjPolicies[i] = p
 		keys = append(keys, a.Key)
 		if a.Reason == LedgerCredit {
 			credits = append(credits, CreditRef{Key: a.Key, Ref: a.Ref})
 		}
+		ops = append(ops, func(tx *Tx) Adjusted { return tx.adjust(a, p, l.rules) })
 	}
-	syncPolicies := make([]Policy, len(targets))
-	for i, t := range targets {
+	for _, t := range targets {
 		p, err := l.Policy(t.Key)
+		switch {
+		case err != nil:
+		case t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens:
+			err = fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
+		case t.Cooldown < 0 || t.BlockMax < 0 || t.Memory < 0:
+			err = fmt.Errorf("%w: sync %s: negative cooldown %s, block limit %s or memory %s", ErrInvalidAdjustment, t.Key, t.Cooldown, t.BlockMax, t.Memory)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens {
-			return nil, fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
-		}
-		if t.Cooldown < 0 || t.BlockMax < 0 || t.Memory < 0 {
-			return nil, fmt.Errorf("%w: sync %s: negative cooldown %s, block limit %s or memory %s", ErrInvalidAdjustment, t.Key, t.Cooldown, t.BlockMax, t.Memory)
-		}
-		syncPolicies[i] = p
 		keys = append(keys, t.Key)
+		ops = append(ops, func(tx *Tx) Adjusted { return tx.sync(t, p, l.rules) })
 	}
 	// A key adjusted and synced is locked once.
 	slices.SortFunc(keys, Key.Compare)
-	keys = slices.Compact(keys)
-	out := make([]Adjusted, len(adjs)+len(targets))
-	err := l.update(ctx, keys, credits, func(tx *Tx) error {
-		for i, a := range adjs {
-			out[i] = tx.adjust(a, adjPolicies[i], l.rules)
-		}
-		for i, t := range targets {
-			out[len(adjs)+i] = tx.sync(t, syncPolicies[i], l.rules)
+	out := make([]Adjusted, len(ops))
+	err := l.update(ctx, slices.Compact(keys), credits, func(tx *Tx) error {
+		for i, f := range ops {
+			out[i] = f(tx)
 		}
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/storebound"
@@ -76,7 +77,9 @@ type Limiter struct {
 	leases   *leases
 	defs     func() string
 	shadow   func(policy string) bool
-	trust    trust
+	// trusted holds the definitions of the last full regrade (nil: none
+	// yet): see Trusted.
+	trusted atomic.Pointer[string]
 }
 
 // RemoteRefused tells the Limiter's Observer, when it implements

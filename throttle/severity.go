@@ -3,8 +3,8 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -190,23 +190,13 @@ func (s BucketState) Condition() Condition {
 	return ConditionAny
 }
 
-// trust records the policy definitions under which every stored level was
-// last graded by regradeAll.
-type trust struct {
-	mu   sync.Mutex
-	ok   bool
-	defs string
-}
-
 // Trusted reports whether a row stored Healthy is Healthy now: a full
 // regrade completed in this Limiter under the current policy definitions
 // (Config.Definitions). Until then counts and severity filters re-grade
 // every row (at most inspect.MaxScan).
 func (l *Limiter) Trusted() bool {
-	defs := l.defs()
-	l.trust.mu.Lock()
-	defer l.trust.mu.Unlock()
-	return l.trust.ok && l.trust.defs == defs
+	defs := l.trusted.Load()
+	return defs != nil && *defs == l.defs()
 }
 
 // StoredState is the stored row b as seen at now: refilled and graded
@@ -247,14 +237,14 @@ func (l *Limiter) regradeAll(ctx context.Context) (int, error) {
 	if err != nil {
 		return changed, err
 	}
-	l.trust.mu.Lock()
-	l.trust.ok, l.trust.defs = true, defs
-	l.trust.mu.Unlock()
+	l.trusted.Store(&defs)
 	return changed, nil
 }
 
 // regrade re-grades every stored row stored at least atLeast, a page of
-// scanPage rows at a time, and writes the levels that changed.
+// scanPage rows at a time, and writes the levels that changed in
+// transactions of up to 100 rows. It returns how many stored levels
+// changed.
 func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 	changed := 0
 	var after Key
@@ -264,47 +254,34 @@ func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 			return changed, fmt.Errorf("throttle: regrade: %w", err)
 		}
 		now := l.clock()
-		var keys []Key
-		var policies []Policy
+		var stale []BucketState
 		for _, b := range rows {
-			s := l.StoredState(b, now)
-			if !s.Orphan && s.Severity != s.Bucket.Severity {
-				keys, policies = append(keys, s.Key), append(policies, s.Policy)
+			if s := l.StoredState(b, now); !s.Orphan && s.Severity != s.Bucket.Severity {
+				stale = append(stale, s)
 			}
 		}
-		n, err := l.writeGrades(ctx, keys, policies)
-		changed += n
-		if err != nil || len(rows) < scanPage {
-			return changed, err
+		for batch := range slices.Chunk(stale, 100) {
+			n := 0
+			err := l.update(ctx, keysOf(batch, func(s *BucketState) Key { return s.Key }), nil, func(tx *Tx) error {
+				n = 0
+				for _, s := range batch {
+					tb := tx.bucket(s.Key, s.Policy)
+					before := tb.b.Severity
+					tx.touch(tb, s.Policy, l.rules.thresholds)
+					if tb.b.Severity != before {
+						n++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return changed, fmt.Errorf("throttle: regrade: %w", err)
+			}
+			changed += n
+		}
+		if len(rows) < scanPage {
+			return changed, nil
 		}
 		after = rows[len(rows)-1].Key
 	}
-}
-
-// writeGrades grades keys again in transactions of up to 100 keys and
-// returns how many stored levels changed.
-func (l *Limiter) writeGrades(ctx context.Context, keys []Key, policies []Policy) (int, error) {
-	changed := 0
-	const batch = 100
-	for i := 0; i < len(keys); i += batch {
-		ks, ps := keys[i:min(i+batch, len(keys))], policies[i:min(i+batch, len(keys))]
-		n := 0
-		err := l.update(ctx, ks, nil, func(tx *Tx) error {
-			n = 0
-			for j, k := range ks {
-				tb := tx.bucket(k, ps[j])
-				before := tb.b.Severity
-				tx.touch(tb, ps[j], l.rules.thresholds)
-				if tb.b.Severity != before {
-					n++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return changed, fmt.Errorf("throttle: regrade: %w", err)
-		}
-		changed += n
-	}
-	return changed, nil
 }

@@ -944,24 +944,29 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 		return e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	}
 
-	require.True(t, take(keyA, "E2E-0").Allowed)
-	require.False(t, take(keyA, "E2E-1").Cached) // the store's refusal, with its reference
-	firstFromMemory := e.Clock.Now().Add(time.Second)
-	for range 24 {
-		e.Clock.Advance(time.Second)
-		require.True(t, take(keyA, "E2E-n").Cached)
+	// history refuses keyA 24 times from memory; at day 20 it writes
+	// keyBRows rows of another bucket; then, at day 40, keyA again: its
+	// group is written with that take, after the younger rows.
+	history := func(keyBRows int) (firstFromMemory, newest time.Time) {
+		require.True(t, take(keyA, "E2E-0").Allowed)
+		require.False(t, take(keyA, "E2E-1").Cached) // the store's refusal, with its reference
+		firstFromMemory = e.Clock.Now().Add(time.Second)
+		for range 24 {
+			e.Clock.Advance(time.Second)
+			require.True(t, take(keyA, "E2E-n").Cached)
+		}
+		newest = e.Clock.Now()
+		e.Clock.Advance(20 * 24 * time.Hour)
+		for range keyBRows {
+			e.Clock.Advance(time.Second)
+			take(keyB, "")
+		}
+		e.Clock.Advance(20 * 24 * time.Hour)
+		require.True(t, take(keyA, "E2E-40").Allowed)
+		return firstFromMemory, newest
 	}
-	newest := e.Clock.Now()
 
-	// Twenty days of another bucket's rows; then, at day 40, keyA again:
-	// its group is written with that take, after the younger rows.
-	e.Clock.Advance(20 * 24 * time.Hour)
-	for range 3 {
-		e.Clock.Advance(time.Second)
-		take(keyB, "")
-	}
-	e.Clock.Advance(20 * 24 * time.Hour)
-	require.True(t, take(keyA, "E2E-40").Allowed)
+	firstFromMemory, newest := history(3)
 	written := rowsOf(keyA)
 	oldestWrittenFirst(written)
 	group := written[len(written)-1]
@@ -988,16 +993,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 
 	// The same with a 30-day retention at day 40.
 	e = NewEnv(t, open, ps, throttle.Config{})
-	take(keyA, "E2E-0")
-	take(keyA, "E2E-1")
-	for range 24 {
-		e.Clock.Advance(time.Second)
-		take(keyA, "E2E-n")
-	}
-	e.Clock.Advance(20 * 24 * time.Hour)
-	take(keyB, "")
-	e.Clock.Advance(20 * 24 * time.Hour)
-	take(keyA, "E2E-40")
+	history(1)
 	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true}))(t)
 	require.Zero(t, e.countLedger(refusals), "a 40-day-old refusal row does not survive a 30-day prune")
 	require.Len(t, rowsOf(keyB), 1)

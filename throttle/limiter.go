@@ -76,7 +76,6 @@ type Limiter struct {
 	refused  *refusalCache
 	leases   *leases
 	defs     func() string
-	shadow   func(policy string) bool
 	// trusted holds the definitions of the last full regrade (nil: none
 	// yet): see Trusted.
 	trusted atomic.Pointer[string]
@@ -102,17 +101,16 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		store:    store,
 		policies: policies,
 		clock:    cfg.Clock,
-		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows},
+		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows, shadow: cfg.Shadow},
 		ledger:   cmp.Or(cfg.Ledger, LedgerEveryTake),
 		notifier: cfg.Notifier,
 		observer: cmp.Or[Observer](cfg.Observer, nopObserver{}),
 		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		defs:     cfg.Definitions,
-		shadow:   cfg.Shadow,
 		leases:   newLeases(cfg.Lease),
 	}
-	if l.shadow == nil {
-		l.shadow = func(string) bool { return false }
+	if l.rules.shadow == nil {
+		l.rules.shadow = func(string) bool { return false }
 	}
 	if l.defs == nil {
 		l.defs = func() string { return "" }
@@ -155,7 +153,9 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		return Decision{}, err
 	}
-	if !l.anyShadow(ps) {
+	// A take under a policy in shadow mode is decided by the store, never
+	// from the refusal cache, so that its would-be refusal is recorded.
+	if !slices.ContainsFunc(ps, func(p priced) bool { return l.rules.shadow(p.policy.Name) }) {
 		if d, ok, flush := l.refused.check(ps, l.clock()); ok {
 			if flush {
 				// Best effort: a failure keeps the counts for the next transaction.
@@ -201,7 +201,7 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 		if back > 0 {
 			tx.unleaseIn(ps[0].Key, ps[0].policy, back, backAt, ref)
 		}
-		d = l.take(tx, ref, ps)
+		d = tx.take(ref, ps, l.rules)
 		if !d.Allowed && l.refused != nil {
 			after, at = tx.snapshot(keys), tx.now
 		}

@@ -16,20 +16,48 @@ type priced struct {
 	policy Policy
 }
 
-// take admits all charges or none.
+// take admits all charges or none. A refusal whose refusing buckets all
+// belong to policies in shadow mode (Config.Shadow) is an admission
+// (Decision.Shadow) whose refusal rows are shadow rows: the buckets of the
+// policies in shadow mode stay as the refusal leaves them, those of
+// enforcing policies are charged, the request being sent
+// (docs/decisions/0200).
 func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	d := Decision{Allowed: true, Buckets: make([]BucketDecision, len(charges))}
 	views := make([]*txBucket, len(charges))
 	for i, c := range charges {
 		views[i] = tx.bucket(c.Key, c.policy)
 		d.Buckets[i] = views[i].b.evaluate(c, tx.now)
-		d.Allowed = d.Allowed && d.Buckets[i].Reason == ReasonNone
+		if d.Buckets[i].Reason != ReasonNone {
+			d.Shadow = true
+			d.Allowed = d.Allowed && r.shadow(c.policy.Name)
+		}
 	}
-
+	d.Shadow = d.Shadow && d.Allowed
+	reasons := RefusalReasons
+	if d.Shadow {
+		reasons = ShadowReasons
+	}
 	for i, c := range charges {
 		tb, bd := views[i], &d.Buckets[i]
-		switch {
-		case d.Allowed:
+		if bd.Reason == ReasonNone {
+			continue
+		}
+		// A refusal for tokens or cooldown starts the policy's block.
+		if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
+			tb.b.BlockedUntil = tx.now.Add(c.policy.BlockFor)
+			if c.policy.BlockFor >= bd.RetryAfter {
+				bd.Reason, bd.RetryAfter = ReasonBlocked, c.policy.BlockFor
+			}
+			tx.touch(tb, c.policy, r.thresholds)
+		}
+		if r.recordRefusals {
+			tx.record(tb, 0, reasons[bd.Reason-ReasonEmpty], ref)
+		}
+	}
+	for i, c := range charges {
+		tb, bd := views[i], &d.Buckets[i]
+		if d.Allowed && !(d.Shadow && r.shadow(c.policy.Name)) {
 			tb.b.spend(c.policy, c.Cost, tx.now)
 			if c.HoldFor > 0 {
 				tb.b.HeldUntil = tx.now.Add(c.HoldFor)
@@ -41,23 +69,15 @@ func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 			// settle grades the balance left (decision 0100).
 			bd.GradePending = tx.touchHeld(tb, c.policy, r.thresholds, c.held())
 			tx.recordTake(tb, c.policy, -c.Cost, LedgerTake, ref)
-		case bd.Reason != ReasonNone:
-			// A refusal for tokens or cooldown starts the policy's block.
-			if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
-				tb.b.BlockedUntil = tx.now.Add(c.policy.BlockFor)
-				if c.policy.BlockFor >= bd.RetryAfter {
-					bd.Reason, bd.RetryAfter = ReasonBlocked, c.policy.BlockFor
-				}
-				tx.touch(tb, c.policy, r.thresholds)
-			}
-			if r.recordRefusals {
-				tx.record(tb, 0, refusalReason(bd.Reason), ref)
-			}
 		}
 		bd.Remaining = tb.b.Tokens
 		bd.ResetAfter = tb.b.UntilFull(c.policy, tx.now)
 	}
-	return d.decided()
+	d = d.decided()
+	if d.Shadow {
+		d.Reason, d.RetryAfter = ReasonNone, 0
+	}
+	return d
 }
 
 // evaluate decides charge c on b, refilled to now: the wait is the longest
@@ -234,4 +254,5 @@ func (tx *Tx) collect(key Key, p Policy) bool {
 type rules struct {
 	thresholds     Thresholds
 	recordRefusals bool
+	shadow         func(policy string) bool // never nil
 }

@@ -41,7 +41,7 @@ func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketSt
 		UntilFull:    b.UntilFull(p, now),
 	}
 	s.RetryAfter = max(b.untilTokens(p, 1, now), s.CooldownLeft, s.BlockLeft)
-	s.Shadow = l.shadow(p.Name)
+	s.Shadow = l.rules.shadow(p.Name)
 	return s
 }
 

@@ -69,16 +69,10 @@ type BucketWrite struct {
 func (tx *Tx) BucketWrites() []BucketWrite {
 	var out []BucketWrite
 	for _, tb := range tx.buckets {
-		if !tb.dirty {
-			continue
+		// A bucket deleted that has no row needs no write.
+		if tb.dirty && (tb.stored || !tb.delete) {
+			out = append(out, BucketWrite{Bucket: tb.b, Insert: !tb.stored, Delete: tb.delete})
 		}
-		if tb.delete {
-			if tb.stored {
-				out = append(out, BucketWrite{Bucket: tb.b, Delete: true})
-			}
-			continue
-		}
-		out = append(out, BucketWrite{Bucket: tb.b, Insert: !tb.stored})
 	}
 	slices.SortFunc(out, func(a, b BucketWrite) int { return a.Bucket.Key.Compare(b.Bucket.Key) })
 	return out

@@ -6,15 +6,11 @@ import (
 	"time"
 )
 
-// Quota leases (docs/decisions/0221): a Limiter with Config.Lease decides
-// the hot keys of a rolling window with a grain from memory. The
-// transaction that admits a request on a key busy in this process also
-// spends a slice of the tokens left, stamped at the end of its grain; the
-// process admits the grain's next requests from it without a round trip,
-// and the key's next transaction gives back what was not spent. No window
-// holds more than its capacity, whatever the processes; a block or refusal
-// reaches a process at the latest when its lease ends. Lease and return are
-// ledger rows (LedgerLease, LedgerLeaseReturn).
+// Quota leases (docs/decisions/0221-quota-leases-for-hot-rolling-keys.md):
+// the transaction that admits a request on a hot key of a rolling window
+// with a grain also spends a slice of the tokens left, stamped at the end
+// of its grain, from which this process admits the grain's next requests;
+// the key's next transaction gives back what was not spent.
 
 // leaseShare is the part of the tokens left a lease takes at most, never
 // below half the capacity: near its limit a key is decided one transaction

@@ -10,16 +10,12 @@ import (
 )
 
 // refusalCache remembers, per key, until when a request of at least some
-// cost will be refused, so that a scanner hammering an empty bucket is
-// answered from memory. It is never more generous than the store: an entry
-// lives until the instant the store said the key would admit again, answers
-// only refusals that change nothing stored, and is dropped by a credit,
-// refund, reset or admitted take through this Limiter (another process's
-// are not seen: this one keeps refusing until the remembered instant).
-// Refusals answered from memory are written to the ledger as one row per
-// key, reason and group of RefusalGroupSpan (Tx.recordRefusals), with the
-// next transaction once the group closes or its entry goes, and by
-// Limiter.FlushRefusals.
+// cost will be refused, and answers such requests from memory
+// (docs/decisions/0007-group-commit-and-refusal-cache.md). It is never more
+// generous than the store: an entry lives until the instant the store said
+// the key would admit again and answers only refusals that change nothing
+// stored; a credit, refund, reset or admitted take through this Limiter
+// drops it (another process's are not seen).
 type refusalCache struct {
 	entries *lru.Cache[Key, *refusal]
 	// counting is off when the limiter writes no refusal rows

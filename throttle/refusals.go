@@ -191,30 +191,24 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 }
 
 // remember records the refused keys of a decision taken at now on the
-// charges ps (in the decision's order), with the buckets' states right
-// after it.
+// charges ps (in the decision's order), with copies of the buckets' states
+// right after it (Tx.snapshot).
 func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now time.Time) {
 	if c == nil {
 		return
 	}
 	for i, bd := range d.Buckets {
-		if bd.Reason == ReasonNone {
+		// A hold ends when its answer comes (Sync with Hold), and only
+		// then is the wait known: the store decides.
+		if bd.Reason == ReasonNone || buckets[i].HeldUntil.After(now) {
 			continue
 		}
-		need := ps[i].need()
-		b := buckets[i]
-		if b.HeldUntil.After(now) {
-			// A hold ends when its answer comes (Sync with Hold), and
-			// only then is the wait known: the store decides.
-			continue
-		}
-		b.Spent = slices.Clone(b.Spent)
 		if old, ok := c.entries.Peek(bd.Key); ok {
 			// Add replaces an entry without evicting it: its refusals
 			// answered from memory are queued here, or they are lost.
 			c.queue(old)
 		}
-		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
+		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: ps[i].need(), policy: bd.Policy, bucket: buckets[i]})
 	}
 }
 

@@ -633,8 +633,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 					e.reset(keyA, "bob")
 				}
 			}
-			entries := e.ledger(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
-			oldestWrittenFirst(entries)
+			entries := e.written(keyA)
 			b := must(throttle.Replay(p, entries))(t)
 			s := e.State(keyA)
 			b.Refill(p, s.At)
@@ -644,11 +643,14 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 	}
 }
 
-// oldestWrittenFirst sorts es in the order the store wrote them, the order
-// Replay needs: a refusal row flushed late is written after younger rows
-// (decision 0007).
-func oldestWrittenFirst(es []throttle.LedgerEntry) {
+// written reads every ledger row of k in the order the store wrote them,
+// the order Replay needs: a refusal row flushed late is written after
+// younger rows (decision 0007).
+func (e *Env) written(k throttle.Key) []throttle.LedgerEntry {
+	e.T.Helper()
+	es := e.ledgerPages(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
+	return es
 }
 
 func testLedgerAggregate(t *testing.T, open OpenStore) {
@@ -662,9 +664,8 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	e.Clock.Advance(time.Minute)
 	e.Take(keyA, 1)
 
-	entries := e.ledger(inspect.LedgerQuery{Key: &keyA})
+	entries := e.written(keyA)
 	require.Len(t, entries, 3) // one take row per minute, the penalty alone
-	oldestWrittenFirst(entries)
 	require.Equal(t, throttle.LedgerTake, entries[0].Reason)
 	require.Equal(t, int64(10), entries[0].Count)
 	require.Equal(t, int64(-20), entries[0].Delta)
@@ -702,13 +703,8 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		e.Take(keyQuiet, 1)
 	}
 	require.NoError(t, e.Limiter.FlushRefusals(context.Background()))
-	all := func(k throttle.Key) []throttle.LedgerEntry {
-		es := e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
-		oldestWrittenFirst(es)
-		return es
-	}
 	// The DICT bucket: one row per take, and Replay explains its balance.
-	dictRows := all(keyDict)
+	dictRows := e.written(keyDict)
 	require.Len(t, dictRows, int(dictTakes))
 	for _, en := range dictRows {
 		require.Equal(t, int64(1), en.Count)
@@ -722,7 +718,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	// The SMS bucket: at most one take row per minute, counting every take;
 	// the newest row's balance is the bucket's, and the window folded in
 	// the store is FoldLedger's.
-	smsRows := all(keySMS)
+	smsRows := e.written(keySMS)
 	require.LessOrEqual(t, len(smsRows), 4, "180 s of takes in at most 4 minutes")
 	var events int64
 	for _, en := range smsRows {
@@ -737,7 +733,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	require.Equal(t, inspect.FoldLedger(smsRows, wq), e.window(wq))
 
 	// QUIET: no take rows, its refusals still there.
-	quietRows := all(keyQuiet)
+	quietRows := e.written(keyQuiet)
 	require.Len(t, quietRows, 2)
 	for _, en := range quietRows {
 		require.Equal(t, throttle.LedgerRefusedEmpty, en.Reason)
@@ -782,8 +778,7 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 					e.adjust(throttle.Adjustment{Key: keyA, Delta: -2, Reason: throttle.LedgerPenalty, Ref: "404"})
 				}
 			}
-			all := e.ledgerPages(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
-			oldestWrittenFirst(all)
+			all := e.written(keyA)
 			slices.Reverse(all) // newest written first: the scenario below is about the written order
 			now := e.Clock.Now()
 
@@ -967,8 +962,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	}
 
 	firstFromMemory, newest := history(3)
-	written := rowsOf(keyA)
-	oldestWrittenFirst(written)
+	written := e.written(keyA)
 	group := written[len(written)-1]
 	require.Equal(t, int64(24), group.Count, "one row holds the refusals answered from memory")
 	require.Equal(t, newest, group.At, "stamped with the newest refusal")

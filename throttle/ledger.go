@@ -55,9 +55,6 @@ var RefusalReasons = []LedgerReason{LedgerRefusedEmpty, LedgerRefusedCooldown, L
 // shadow mode (the requests were admitted).
 var ShadowReasons = []LedgerReason{ledgerShadowEmpty, LedgerShadowCooldown, LedgerShadowBlocked}
 
-// refusalReason maps a refusal's Reason to its ledger reason.
-func refusalReason(r Reason) LedgerReason { return RefusalReasons[r-ReasonEmpty] }
-
 var ledgerReasonNames = map[LedgerReason]string{
 	LedgerTake:            "take",
 	LedgerPenalty:         "penalty",

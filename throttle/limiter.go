@@ -48,10 +48,8 @@ type Config struct {
 	// Nil: the policies never change.
 	Definitions func() string
 	// Shadow, when set, says whether a policy is in shadow mode: a request
-	// refused only by such policies is admitted with Decision.Shadow set
-	// and the would-be refusal in the ledger (LedgerShadowEmpty, ...), its
-	// buckets left as the refusal leaves them (docs/decisions/0200). Nil:
-	// no policy is.
+	// refused only by such policies is admitted (Decision.Shadow,
+	// docs/decisions/0200). Nil: no policy is.
 	Shadow func(policy string) bool
 }
 

@@ -230,7 +230,7 @@ func (tx *Tx) recordRefusals(due []refusalCount) {
 		tb.dirty, tb.delete = true, false
 		tx.ledger = append(tx.ledger, LedgerEntry{
 			Key: r.key, At: r.last, Balance: r.balance,
-			Reason: refusalReason(r.reason), Count: r.n,
+			Reason: RefusalReasons[r.reason-ReasonEmpty], Count: r.n,
 		})
 	}
 }

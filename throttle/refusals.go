@@ -227,10 +227,8 @@ func (c *refusalCache) pendingAll() []refusalCount {
 	if c == nil {
 		return nil
 	}
-	for _, k := range c.entries.Keys() {
-		if r, ok := c.entries.Peek(k); ok {
-			c.queue(r)
-		}
+	for _, r := range c.entries.Values() {
+		c.queue(r)
 	}
 	return c.drain()
 }

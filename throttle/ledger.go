@@ -135,8 +135,8 @@ func ParseLedgerGranularity(s string) (LedgerGranularity, error) {
 
 // String returns "every" (also for LedgerDefault), "minute" or "none".
 func (g LedgerGranularity) String() string {
-	if g > LedgerEveryTake && g <= LedgerNoTakes {
-		return granularityNames[g-LedgerEveryTake]
+	if g == ledgerDefault || g > LedgerNoTakes {
+		return "every"
 	}
-	return "every"
+	return granularityNames[g-LedgerEveryTake]
 }

@@ -115,17 +115,15 @@ func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 func (t Thresholds) grade(p Policy, b Bucket, now time.Time, prev Severity) Severity {
 	sev := SeverityHealthy
 	switch {
-	case p.Grading == gradeCooldown || p.Grading == gradeAuto && p.Capacity == 1 && p.MinInterval > 0:
-		if b.Tokens < 0 {
-			sev = SeverityCritical
-		}
-	default:
+	case p.Grading == gradeFill || p.Grading == gradeAuto && (p.Capacity != 1 || p.MinInterval == 0):
 		sev = t.shifted(b.Tokens, p.Capacity, 0)
 		if prev > sev && t.Recover > 0 {
 			// Recovering: the level improves only as far as the fill clears
 			// the thresholds by Recover points.
 			sev = max(sev, min(prev, t.shifted(b.Tokens, p.Capacity, t.Recover)))
 		}
+	case b.Tokens < 0: // a gate (gradeCooldown)
+		sev = SeverityCritical
 	}
 	if b.untilUnblocked(now) > 0 {
 		sev = max(sev, SeverityHigh)

@@ -106,6 +106,7 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		defs:     cfg.Definitions,
 		leases:   newLeases(cfg.Lease),
+		refused:  newRefusalCache(cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize), !cfg.SkipRefusalRows),
 	}
 	if l.rules.shadow == nil {
 		l.rules.shadow = func(string) bool { return false }
@@ -115,9 +116,6 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 	}
 	if l.clock == nil {
 		l.clock = SystemClock
-	}
-	if size := cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize); size > 0 {
-		l.refused = newRefusalCache(size, !cfg.SkipRefusalRows)
 	}
 	return l, nil
 }

@@ -56,6 +56,8 @@ type refusalCount struct {
 	balance int64
 }
 
+// newRefusalCache returns a cache of size entries, or nil (no cache) for a
+// size below 1.
 func newRefusalCache(size int, counting bool) *refusalCache {
 	c := &refusalCache{counting: counting}
 	entries, err := lru.NewWithEvict(size, func(_ Key, r *refusal) { c.queue(r) })

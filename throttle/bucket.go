@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -70,34 +71,37 @@ func (b *Bucket) Refill(p Policy, now time.Time) {
 		return
 	}
 	if p.Refill == RefillRolling {
-		b.expireSpent(p, now)
+		i := 0
+		for i < len(b.Spent) && !b.Spent[i].At.Add(p.RefillPeriod).After(now) {
+			i++
+		}
+		b.Spent = slices.Delete(b.Spent, 0, i)
+		b.recount(p)
 		b.RefilledAt = now
 		return
 	}
-	if b.Tokens >= p.Capacity {
-		b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
+	if b.Tokens < p.Capacity && !b.accrue(p, now) {
 		return
 	}
+	b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
+}
+
+// accrue adds to a bucket below capacity the tokens accrued from RefilledAt
+// to now, or reports that they fill it (and changes nothing).
+func (b *Bucket) accrue(p Policy, now time.Time) (full bool) {
 	elapsed := uint64(now.Sub(b.RefilledAt))
 	missing := uint64(p.Capacity - b.Tokens)
-	period := uint64(p.RefillPeriod)
-	rate := uint64(p.RefillTokens)
-
+	period, rate := uint64(p.RefillPeriod), uint64(p.RefillTokens)
 	if p.Refill == RefillStepwise {
 		steps := elapsed / period
-		if steps == 0 {
-			return
-		}
 		// steps*rate >= missing, written so it cannot overflow.
 		if steps >= (missing+rate-1)/rate {
-			b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
-			return
+			return true
 		}
 		b.Tokens += int64(steps * rate)
 		b.RefilledAt = b.RefilledAt.Add(time.Duration(steps * period))
-		return
+		return false
 	}
-
 	// Continuous: accrued = Carry + elapsed*rate, in 1/period-of-a-token
 	// units; the bucket fills once accrued >= missing*period. 128-bit
 	// products, so a bucket idle for years or deep in debt cannot overflow.
@@ -107,38 +111,27 @@ func (b *Bucket) Refill(p Policy, now time.Time) {
 	accHi += c
 	needHi, needLo := bits.Mul64(missing, period)
 	if accHi > needHi || (accHi == needHi && accLo >= needLo) {
-		b.Tokens, b.Carry, b.RefilledAt = p.Capacity, 0, now
-		return
+		return true
 	}
 	// accrued < missing*period, so the quotient is < missing and fits.
 	q, r := bits.Div64(accHi, accLo, period)
 	b.Tokens += int64(q)
 	b.Carry = int64(r)
 	b.RefilledAt = now
+	return false
 }
 
-// expireSpent drops the rolling-window spends that have come back by now and
-// recomputes Tokens from the ones still out.
-func (b *Bucket) expireSpent(p Policy, now time.Time) {
-	i := 0
-	for i < len(b.Spent) && !b.Spent[i].At.Add(p.RefillPeriod).After(now) {
-		i++
-	}
-	if i > 0 {
-		b.Spent = append(b.Spent[:0], b.Spent[i:]...)
-	}
+// recount drops the rolling-window spends that are all given back and
+// derives Tokens from the ones still out.
+func (b *Bucket) recount(p Policy) {
+	b.Spent = slices.DeleteFunc(b.Spent, func(s Spend) bool { return s.N == 0 })
 	if len(b.Spent) == 0 {
 		b.Spent = nil
 	}
-	b.Tokens = p.Capacity - b.spentTokens()
-}
-
-func (b *Bucket) spentTokens() int64 {
-	var n int64
+	b.Tokens = p.Capacity
 	for _, s := range b.Spent {
-		n += s.N
+		b.Tokens -= s.N
 	}
-	return n
 }
 
 // untilTokens returns how long after now the bucket will hold at least n
@@ -184,7 +177,7 @@ func (b *Bucket) untilTokens(p Policy, n int64, now time.Time) time.Duration {
 		}
 		at = b.RefilledAt.Add(time.Duration(e))
 	}
-	return positive(at.Sub(now))
+	return max(at.Sub(now), 0)
 }
 
 // UntilFull returns how long after now the bucket will be full again; it is
@@ -223,7 +216,7 @@ func until(t, now time.Time) time.Duration {
 	if t.IsZero() {
 		return 0
 	}
-	return positive(t.Sub(now))
+	return max(t.Sub(now), 0)
 }
 
 // isIdle reports whether b, refilled to now, is equivalent to having no row
@@ -249,35 +242,25 @@ func (b *Bucket) add(p Policy, delta int64, now time.Time) int64 {
 	if delta > 0 && b.Tokens+delta > p.Capacity {
 		delta = max(p.Capacity-b.Tokens, 0)
 	}
-	if delta == 0 {
-		return 0
-	}
-	if p.Refill == RefillRolling {
-		if delta < 0 {
-			b.spendRolling(p, -delta, now)
-		} else {
-			// A refund or credit gives back the newest spends first: it undoes
-			// the most recent charge.
-			left := delta
-			for left > 0 && len(b.Spent) > 0 {
-				last := &b.Spent[len(b.Spent)-1]
-				take := min(left, last.N)
-				last.N -= take
-				left -= take
-				if last.N == 0 {
-					b.Spent = b.Spent[:len(b.Spent)-1]
-				}
-			}
-			if len(b.Spent) == 0 {
-				b.Spent = nil
-			}
+	switch {
+	case delta == 0:
+	case p.Refill != RefillRolling:
+		b.Tokens += delta
+		if b.Tokens >= p.Capacity {
+			b.Carry = 0
 		}
-		b.Tokens = p.Capacity - b.spentTokens()
-		return delta
-	}
-	b.Tokens += delta
-	if b.Tokens >= p.Capacity {
-		b.Carry = 0
+	case delta < 0:
+		b.spendRolling(p, -delta, now)
+	default:
+		// A refund or credit gives back the newest spends first: it undoes
+		// the most recent charge.
+		left := delta
+		for i := len(b.Spent) - 1; i >= 0 && left > 0; i-- {
+			n := min(left, b.Spent[i].N)
+			b.Spent[i].N -= n
+			left -= n
+		}
+		b.recount(p)
 	}
 	return delta
 }
@@ -293,16 +276,8 @@ func (b *Bucket) spendRolling(p Policy, n int64, now time.Time) time.Time {
 	} else {
 		b.Spent = append(b.Spent, Spend{At: at, N: n})
 	}
+	b.recount(p)
 	return at
-}
-
-// setFull makes b full now and clears its cooldown and block (an admin
-// reset). BlockLevel stays: it is the remote side's history, which a local
-// reset does not change; so does a hold: its request is on the wire.
-func (b *Bucket) setFull(p Policy, now time.Time) {
-	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
-	b.RefilledAt = later(b.RefilledAt, now)
-	b.LastSentAt, b.BlockedUntil, b.NextAt = time.Time{}, time.Time{}, time.Time{}
 }
 
 // grainEnd returns t rounded up to a multiple of p.RollingGrain since the
@@ -320,8 +295,6 @@ func (p Policy) grainEnd(t time.Time) time.Time {
 }
 
 const maxDuration = time.Duration(1<<63 - 1)
-
-func positive(d time.Duration) time.Duration { return max(d, 0) }
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

@@ -24,20 +24,23 @@ type ManualClock struct {
 // NewManualClock returns a clock standing at t.
 func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
 
-// Now returns the clock's time.
-func (c *ManualClock) Now() time.Time {
+// move sets the clock to f of its time and returns the new time.
+func (c *ManualClock) move(f func(now time.Time) time.Time) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.now = f(c.now)
 	return c.now
+}
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Time {
+	return c.move(func(now time.Time) time.Time { return now })
 }
 
 // Advance moves the clock by d (negative d steps it back) and returns the
 // new time.
 func (c *ManualClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
+	return c.move(func(now time.Time) time.Time { return now.Add(d) })
 }
 
 // AdvanceTo moves the clock forward to t, and leaves it where it is when
@@ -45,17 +48,10 @@ func (c *ManualClock) Advance(d time.Duration) time.Time {
 // sleepers each wake at their own instant this way: two sleeps of 10 s
 // started together end at +10 s, not at +20 s as two Advance calls would.
 func (c *ManualClock) AdvanceTo(t time.Time) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.now) {
-		c.now = t
-	}
-	return c.now
+	return c.move(func(now time.Time) time.Time { return later(t, now) })
 }
 
 // Set moves the clock to t.
 func (c *ManualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
+	c.move(func(time.Time) time.Time { return t })
 }

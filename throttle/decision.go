@@ -19,14 +19,17 @@ const (
 	ReasonBlocked
 )
 
-var reasonNames = [...]string{"", "empty", "cooldown", "blocked"}
-
 // String returns "", "empty", "cooldown" or "blocked".
 func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
+	return name([]string{"", "empty", "cooldown", "blocked"}, r, "Reason")
+}
+
+// name returns names[v], or typ(v) for a value past the table.
+func name[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // Charge asks for Cost tokens (>= 1, <= the policy's capacity) from the
@@ -38,12 +41,9 @@ type Charge struct {
 	Cost int64
 	// Admit, when > 0 (and <= Cost), is the whole tokens the bucket must
 	// hold to admit the charge, which still debits the full Cost and so may
-	// take the balance below zero. It is the pessimistic reservation of a
-	// remote side that admits while the balance is positive and charges by
-	// outcome (the DICT): Admit 1 and Cost the worst-case outcome, the
-	// difference refunded when the outcome is known. With 5 tokens left a
-	// Charge{Cost: 20, Admit: 1} is admitted and leaves -15; at 2 tokens a
-	// minute the bucket is positive again 8 minutes later. 0 means Cost.
+	// take the balance below zero: the pessimistic reservation of a remote
+	// side that admits while the balance is positive and charges by outcome
+	// (docs/decisions/0015-dict-pessimistic-reservation.md). 0 means Cost.
 	Admit int64
 	// HoldFor, when > 0, makes an admitted charge hold its key: nothing
 	// else is admitted on it until the Sync that records its answer ends

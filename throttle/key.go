@@ -3,6 +3,7 @@ package throttle
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"unicode"
 )
 
@@ -21,11 +22,11 @@ func (k Key) String() string { return k.Policy + "/" + k.Env + "/" + k.Identifie
 // printable. The error wraps ErrInvalidKey.
 func (k Key) Validate() error {
 	switch {
-	case k.Policy == "" || len(k.Policy) > MaxPolicyLen || !printable(k.Policy):
+	case !validName(k.Policy, MaxPolicyLen):
 		return fmt.Errorf("%w: policy %q", ErrInvalidKey, k.Policy)
-	case k.Env == "" || len(k.Env) > maxEnvLen || !printable(k.Env):
+	case !validName(k.Env, maxEnvLen):
 		return fmt.Errorf("%w: env %q", ErrInvalidKey, k.Env)
-	case k.Identifier == "" || len(k.Identifier) > maxIdentifierLen || !printable(k.Identifier):
+	case !validName(k.Identifier, maxIdentifierLen):
 		return fmt.Errorf("%w: identifier %q", ErrInvalidKey, k.Identifier)
 	}
 	return nil
@@ -35,20 +36,11 @@ func (k Key) Validate() error {
 // transaction locks several buckets, so two transactions never wait on each
 // other in a cycle.
 func (k Key) Compare(o Key) int {
-	if c := cmp.Compare(k.Policy, o.Policy); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(k.Env, o.Env); c != 0 {
-		return c
-	}
-	return cmp.Compare(k.Identifier, o.Identifier)
+	return cmp.Or(cmp.Compare(k.Policy, o.Policy), cmp.Compare(k.Env, o.Env), cmp.Compare(k.Identifier, o.Identifier))
 }
 
-func printable(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
+// validName reports whether s is not empty, at most maxLen bytes long and
+// printable.
+func validName(s string, maxLen int) bool {
+	return s != "" && len(s) <= maxLen && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
 }

@@ -1,19 +1,16 @@
 package throttle
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
 
-// Quota leases (docs/decisions/0221): a Limiter with Config.Lease decides
-// the hot keys of a rolling window with a grain from memory. The
-// transaction that admits a request on a key busy in this process also
-// spends a slice of the tokens left, stamped at the end of its grain; the
-// process admits the grain's next requests from it without a round trip,
-// and the key's next transaction gives back what was not spent. No window
-// holds more than its capacity, whatever the processes; a block or refusal
-// reaches a process at the latest when its lease ends. Lease and return are
-// ledger rows (LedgerLease, LedgerLeaseReturn).
+// Quota leases (docs/decisions/0221-quota-leases-for-hot-rolling-keys.md):
+// the transaction that admits a request on a hot key of a rolling window
+// with a grain also spends a slice of the tokens left, stamped at the end
+// of its grain, from which this process admits the grain's next requests;
+// the key's next transaction gives back what was not spent.
 
 // leaseShare is the part of the tokens left a lease takes at most, never
 // below half the capacity: near its limit a key is decided one transaction
@@ -103,9 +100,8 @@ func (ls *leases) use(c priced, now time.Time) (Decision, bool) {
 		return Decision{}, false
 	}
 	e.left -= c.Cost
-	d := Decision{Allowed: true, Buckets: []BucketDecision{{Key: c.Key, Policy: c.policy, Cost: c.Cost, Remaining: e.remaining}}}
-	d.decide()
-	return d, true
+	bd := BucketDecision{Key: c.Key, Policy: c.policy, Cost: c.Cost, Remaining: e.remaining}
+	return Decision{Allowed: true, Buckets: []BucketDecision{bd}}.decided(), true
 }
 
 // pending returns key's rest to give back (and forgets it) and the slice a
@@ -136,42 +132,42 @@ func (ls *leases) pending(key Key, now time.Time) (back int64, backAt time.Time,
 	return back, backAt, want, lead, nil
 }
 
-// taken ends the lease transaction of key that pending started.
-func (ls *leases) taken(key Key) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if e, ok := ls.m[key]; ok && e.taking != nil {
-		close(e.taking)
-		e.taking = nil
-	}
-}
-
-// starve notes that a lease asked for on key found no tokens to spare.
-func (ls *leases) starve(key Key) {
+// with calls f on key's entry, if it has one, under the lock.
+func (ls *leases) with(key Key, f func(e *lease)) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if e, ok := ls.m[key]; ok {
-		e.starved = true
+		f(e)
 	}
 }
 
-// granted records a lease of n tokens at stamp, remaining left after it.
+// taken ends the lease transaction of key that pending started.
+func (ls *leases) taken(key Key) {
+	ls.with(key, func(e *lease) {
+		if e.taking != nil {
+			close(e.taking)
+			e.taking = nil
+		}
+	})
+}
+
+// starve notes that a lease asked for on key found no tokens to spare.
+func (ls *leases) starve(key Key) { ls.with(key, func(e *lease) { e.starved = true }) }
+
+// granted records a lease of n tokens at stamp, remaining left after it (a
+// key forgotten meanwhile keeps the lease spent).
 func (ls *leases) granted(key Key, n int64, stamp time.Time, remaining int64) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	e, ok := ls.m[key]
-	if !ok {
-		return // forgotten meanwhile: the lease stays spent
-	}
-	if e.left > 0 && !e.stamp.Equal(stamp) {
-		// Two leases of one key at once (concurrent takes): the older
-		// one's rest is given back later, or stays spent.
-		e.back, e.backAt = e.left, e.stamp
-	}
-	if e.stamp.Equal(stamp) {
-		n += e.left
-	}
-	e.stamp, e.left, e.remaining, e.starved = stamp, n, remaining, false
+	ls.with(key, func(e *lease) {
+		if e.left > 0 && !e.stamp.Equal(stamp) {
+			// Two leases of one key at once (concurrent takes): the older
+			// one's rest is given back later, or stays spent.
+			e.back, e.backAt = e.left, e.stamp
+		}
+		if e.stamp.Equal(stamp) {
+			n += e.left
+		}
+		e.stamp, e.left, e.remaining, e.starved = stamp, n, remaining, false
+	})
 }
 
 // leaseIn spends, in tx, up to want of c's bucket's tokens left (at most
@@ -186,8 +182,7 @@ func (tx *Tx) leaseIn(c priced, want int64, ref string) (int64, time.Time) {
 		return 0, time.Time{}
 	}
 	stamp := tb.b.spendRolling(p, n, tx.now)
-	tb.b.Tokens = p.Capacity - tb.b.spentTokens()
-	tx.recordLease(tb, p, -n, ledgerLease, ref)
+	tx.recordTake(tb, p, -n, ledgerLease, ref)
 	return n, stamp
 }
 
@@ -196,35 +191,10 @@ func (tx *Tx) leaseIn(c priced, want int64, ref string) (int64, time.Time) {
 // comes back sooner than it would have.
 func (tx *Tx) unleaseIn(key Key, p Policy, n int64, stamp time.Time, ref string) {
 	tb := tx.bucket(key, p)
-	for i := range tb.b.Spent {
-		s := &tb.b.Spent[i]
-		if !s.At.Equal(stamp) {
-			continue
-		}
-		n = min(n, s.N)
-		s.N -= n
-		if s.N == 0 {
-			tb.b.Spent = append(tb.b.Spent[:i], tb.b.Spent[i+1:]...)
-		}
-		if len(tb.b.Spent) == 0 {
-			tb.b.Spent = nil
-		}
-		tb.b.Tokens = p.Capacity - tb.b.spentTokens()
-		tx.recordLease(tb, p, n, ledgerLeaseReturn, ref)
-		return
+	if i := slices.IndexFunc(tb.b.Spent, func(s Spend) bool { return s.At.Equal(stamp) }); i >= 0 {
+		n = min(n, tb.b.Spent[i].N)
+		tb.b.Spent[i].N -= n
+		tb.b.recount(p)
+		tx.recordTake(tb, p, n, ledgerLeaseReturn, ref)
 	}
-}
-
-// recordLease records a lease or its return like the policy's takes: not
-// at all under LedgerNoTakes, else one row.
-func (tx *Tx) recordLease(tb *txBucket, p Policy, delta int64, reason LedgerReason, ref string) {
-	g := p.Ledger
-	if g == ledgerDefault {
-		g = tx.granularity
-	}
-	tb.dirty, tb.delete = true, false
-	if g == LedgerNoTakes || delta == 0 {
-		return
-	}
-	tx.recordAt(g, tb, delta, reason, ref)
 }

@@ -1,7 +1,9 @@
 package throttle
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -45,23 +47,13 @@ const (
 	ledgerLeaseReturn LedgerReason = 15
 )
 
-// RefusalReasons are the ledger reasons of refused requests.
+// RefusalReasons are the ledger reasons of refused requests, in Reason
+// order.
 var RefusalReasons = []LedgerReason{LedgerRefusedEmpty, LedgerRefusedCooldown, LedgerRefusedBlocked}
 
 // ShadowReasons are the ledger reasons of would-be refusals of policies in
 // shadow mode (the requests were admitted).
 var ShadowReasons = []LedgerReason{ledgerShadowEmpty, LedgerShadowCooldown, LedgerShadowBlocked}
-
-// refusalReason maps a refusal's Reason to its ledger reason.
-func refusalReason(r Reason) LedgerReason {
-	switch r {
-	case ReasonCooldown:
-		return LedgerRefusedCooldown
-	case ReasonBlocked:
-		return LedgerRefusedBlocked
-	}
-	return LedgerRefusedEmpty
-}
 
 var ledgerReasonNames = map[LedgerReason]string{
 	LedgerTake:            "take",
@@ -130,26 +122,21 @@ const (
 	LedgerNoTakes
 )
 
-// ParseLedgerGranularity accepts "every", "minute" and "none".
+// granularityNames are the names of LedgerEveryTake and the ones after it.
+var granularityNames = []string{"every", "minute", "none"}
+
+// ParseLedgerGranularity accepts "every" (or ""), "minute" and "none".
 func ParseLedgerGranularity(s string) (LedgerGranularity, error) {
-	switch s {
-	case "every", "":
-		return LedgerEveryTake, nil
-	case "minute":
-		return LedgerAggregateTakes, nil
-	case "none":
-		return LedgerNoTakes, nil
+	if i := slices.Index(granularityNames, cmp.Or(s, "every")); i >= 0 {
+		return LedgerEveryTake + LedgerGranularity(i), nil
 	}
 	return 0, fmt.Errorf("throttle: ledger granularity %q (want every, minute or none)", s)
 }
 
-// String returns "every", "minute" or "none".
+// String returns "every" (also for LedgerDefault), "minute" or "none".
 func (g LedgerGranularity) String() string {
-	switch g {
-	case LedgerAggregateTakes:
-		return "minute"
-	case LedgerNoTakes:
-		return "none"
+	if g == ledgerDefault || g > LedgerNoTakes {
+		return "every"
 	}
-	return "every"
+	return granularityNames[g-LedgerEveryTake]
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/storebound"
@@ -47,10 +48,8 @@ type Config struct {
 	// Nil: the policies never change.
 	Definitions func() string
 	// Shadow, when set, says whether a policy is in shadow mode: a request
-	// refused only by such policies is admitted with Decision.Shadow set
-	// and the would-be refusal in the ledger (LedgerShadowEmpty, ...), its
-	// buckets left as the refusal leaves them (docs/decisions/0200). Nil:
-	// no policy is.
+	// refused only by such policies is admitted (Decision.Shadow,
+	// docs/decisions/0200). Nil: no policy is.
 	Shadow func(policy string) bool
 }
 
@@ -75,8 +74,9 @@ type Limiter struct {
 	refused  *refusalCache
 	leases   *leases
 	defs     func() string
-	shadow   func(policy string) bool
-	trust    trust
+	// trusted holds the definitions of the last full regrade (nil: none
+	// yet): see Trusted.
+	trusted atomic.Pointer[string]
 }
 
 // RemoteRefused tells the Limiter's Observer, when it implements
@@ -99,26 +99,23 @@ func NewLimiter(store Store, policies Resolver, cfg Config) (*Limiter, error) {
 		store:    store,
 		policies: policies,
 		clock:    cfg.Clock,
-		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows},
-		ledger:   cfg.Ledger,
+		rules:    rules{thresholds: cfg.Thresholds, recordRefusals: !cfg.SkipRefusalRows, shadow: cfg.Shadow},
+		ledger:   cmp.Or(cfg.Ledger, LedgerEveryTake),
 		notifier: cfg.Notifier,
 		observer: cmp.Or[Observer](cfg.Observer, nopObserver{}),
 		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		defs:     cfg.Definitions,
-		shadow:   cfg.Shadow,
 		leases:   newLeases(cfg.Lease),
+		refused:  newRefusalCache(cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize), !cfg.SkipRefusalRows),
 	}
-	if l.shadow == nil {
-		l.shadow = func(string) bool { return false }
+	if l.rules.shadow == nil {
+		l.rules.shadow = func(string) bool { return false }
 	}
 	if l.defs == nil {
 		l.defs = func() string { return "" }
 	}
 	if l.clock == nil {
 		l.clock = SystemClock
-	}
-	if size := cmp.Or(cfg.RefusalCacheSize, defaultRefusalCacheSize); size > 0 {
-		l.refused = newRefusalCache(size, !cfg.SkipRefusalRows)
 	}
 	return l, nil
 }
@@ -152,7 +149,9 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		return Decision{}, err
 	}
-	if !l.anyShadow(ps) {
+	// A take under a policy in shadow mode is decided by the store, never
+	// from the refusal cache, so that its would-be refusal is recorded.
+	if !slices.ContainsFunc(ps, func(p priced) bool { return l.rules.shadow(p.policy.Name) }) {
 		if d, ok, flush := l.refused.check(ps, l.clock()); ok {
 			if flush {
 				// Best effort: a failure keeps the counts for the next transaction.
@@ -198,7 +197,7 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 		if back > 0 {
 			tx.unleaseIn(ps[0].Key, ps[0].policy, back, backAt, ref)
 		}
-		d = l.take(tx, ref, ps)
+		d = tx.take(ref, ps, l.rules)
 		if !d.Allowed && l.refused != nil {
 			after, at = tx.snapshot(keys), tx.now
 		}
@@ -250,7 +249,7 @@ func (l *Limiter) failTake(ps []priced, err error) (Decision, error) {
 		l.logger.Warn("store unavailable: admitting because the policy fails open",
 			slog.String("key", p.Key.String()), slog.Any("error", err))
 	}
-	d.decide()
+	d = d.decided()
 	l.observer.Decided(d, 0)
 	return d, nil
 }
@@ -282,48 +281,44 @@ func (l *Limiter) AdjustAndSync(ctx context.Context, adjs []Adjustment, targets 
 // apply validates adjs and targets and applies them, adjustments first, in
 // one store transaction; op names it in errors.
 func (l *Limiter) apply(ctx context.Context, op string, adjs []Adjustment, targets []SyncTarget) ([]Adjusted, error) {
-	adjPolicies := make([]Policy, len(adjs))
-	keys := make([]Key, 0, len(adjs)+len(targets))
+	var keys []Key
 	var credits []CreditRef
-	for i, a := range adjs {
+	var ops []func(*Tx) Adjusted
+	for _, a := range adjs {
 		p, err := l.Policy(a.Key)
+		if err == nil {
+			err = validateAdjustment(a)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := validateAdjustment(a); err != nil {
-			return nil, err
-		}
-		adjPolicies[i] = p
 		keys = append(keys, a.Key)
 		if a.Reason == LedgerCredit {
 			credits = append(credits, CreditRef{Key: a.Key, Ref: a.Ref})
 		}
+		ops = append(ops, func(tx *Tx) Adjusted { return tx.adjust(a, p, l.rules) })
 	}
-	syncPolicies := make([]Policy, len(targets))
-	for i, t := range targets {
+	for _, t := range targets {
 		p, err := l.Policy(t.Key)
+		switch {
+		case err != nil:
+		case t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens:
+			err = fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
+		case t.Cooldown < 0 || t.BlockMax < 0 || t.Memory < 0:
+			err = fmt.Errorf("%w: sync %s: negative cooldown %s, block limit %s or memory %s", ErrInvalidAdjustment, t.Key, t.Cooldown, t.BlockMax, t.Memory)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if t.BlockFor < 0 || t.Tokens > MaxTokens || t.Tokens < -MaxTokens {
-			return nil, fmt.Errorf("%w: sync %s to %d tokens, block %s", ErrInvalidAdjustment, t.Key, t.Tokens, t.BlockFor)
-		}
-		if t.Cooldown < 0 || t.BlockMax < 0 || t.Memory < 0 {
-			return nil, fmt.Errorf("%w: sync %s: negative cooldown %s, block limit %s or memory %s", ErrInvalidAdjustment, t.Key, t.Cooldown, t.BlockMax, t.Memory)
-		}
-		syncPolicies[i] = p
 		keys = append(keys, t.Key)
+		ops = append(ops, func(tx *Tx) Adjusted { return tx.sync(t, p, l.rules) })
 	}
 	// A key adjusted and synced is locked once.
 	slices.SortFunc(keys, Key.Compare)
-	keys = slices.Compact(keys)
-	out := make([]Adjusted, len(adjs)+len(targets))
-	err := l.update(ctx, keys, credits, func(tx *Tx) error {
-		for i, a := range adjs {
-			out[i] = tx.adjust(a, adjPolicies[i], l.rules)
-		}
-		for i, t := range targets {
-			out[len(adjs)+i] = tx.sync(t, syncPolicies[i], l.rules)
+	out := make([]Adjusted, len(ops))
+	err := l.update(ctx, slices.Compact(keys), credits, func(tx *Tx) error {
+		for i, f := range ops {
+			out[i] = f(tx)
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -27,28 +28,21 @@ const (
 )
 
 // String returns "continuous", "stepwise" or "rolling".
-func (m RefillMode) String() string {
-	switch m {
-	case RefillContinuous:
-		return "continuous"
-	case RefillStepwise:
-		return "stepwise"
-	case RefillRolling:
-		return "rolling"
-	default:
-		return fmt.Sprintf("RefillMode(%d)", uint8(m))
-	}
-}
+func (m RefillMode) String() string { return name(refillNames, m, "RefillMode") }
 
-// ParseRefillMode is the inverse of RefillMode.String.
+var refillNames = []string{"continuous", "stepwise", "rolling"}
+
+// ParseRefillMode is the inverse of RefillMode.String; it also takes ""
+// for continuous and "window" or "sliding-window" for rolling.
 func ParseRefillMode(s string) (RefillMode, error) {
 	switch s {
-	case "continuous", "":
+	case "":
 		return RefillContinuous, nil
-	case "stepwise":
-		return RefillStepwise, nil
-	case "rolling", "window", "sliding-window":
+	case "window", "sliding-window":
 		return RefillRolling, nil
+	}
+	if i := slices.Index(refillNames, s); i >= 0 {
+		return RefillMode(i), nil
 	}
 	return 0, fmt.Errorf("%w: refill mode %q (want continuous, stepwise or rolling)", ErrInvalidPolicy, s)
 }
@@ -125,7 +119,7 @@ func PerMinute(name string, n, capacity int64) Policy {
 // ErrInvalidPolicy and names the field at fault.
 func (p Policy) Validate() error {
 	switch {
-	case p.Name == "" || len(p.Name) > MaxPolicyLen || !printable(p.Name):
+	case !validName(p.Name, MaxPolicyLen):
 		return fmt.Errorf("%w: name %q", ErrInvalidPolicy, p.Name)
 	case p.Capacity <= 0 || p.Capacity > MaxTokens:
 		return fmt.Errorf("%w: %s: capacity %d not in 1..%d", ErrInvalidPolicy, p.Name, p.Capacity, int64(MaxTokens))

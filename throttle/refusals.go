@@ -10,16 +10,12 @@ import (
 )
 
 // refusalCache remembers, per key, until when a request of at least some
-// cost will be refused, so that a scanner hammering an empty bucket is
-// answered from memory. It is never more generous than the store: an entry
-// lives until the instant the store said the key would admit again, answers
-// only refusals that change nothing stored, and is dropped by a credit,
-// refund, reset or admitted take through this Limiter (another process's
-// are not seen: this one keeps refusing until the remembered instant).
-// Refusals answered from memory are written to the ledger as one row per
-// key, reason and group of RefusalGroupSpan (Tx.recordRefusals), with the
-// next transaction once the group closes or its entry goes, and by
-// Limiter.FlushRefusals.
+// cost will be refused, and answers such requests from memory
+// (docs/decisions/0007-group-commit-and-refusal-cache.md). It is never more
+// generous than the store: an entry lives until the instant the store said
+// the key would admit again and answers only refusals that change nothing
+// stored; a credit, refund, reset or admitted take through this Limiter
+// drops it (another process's are not seen).
 type refusalCache struct {
 	entries *lru.Cache[Key, *refusal]
 	// counting is off when the limiter writes no refusal rows
@@ -60,9 +56,11 @@ type refusalCount struct {
 	balance int64
 }
 
+// newRefusalCache returns a cache of size entries, or nil (no cache) for a
+// size below 1.
 func newRefusalCache(size int, counting bool) *refusalCache {
 	c := &refusalCache{counting: counting}
-	entries, err := lru.NewWithEvict(size, func(_ Key, r *refusal) { c.queue(r.takePending()) })
+	entries, err := lru.NewWithEvict(size, func(_ Key, r *refusal) { c.queue(r) })
 	if err != nil {
 		return nil
 	}
@@ -70,22 +68,22 @@ func newRefusalCache(size int, counting bool) *refusalCache {
 	return c
 }
 
-// takePending empties the entry's pending group and returns it.
-func (r *refusal) takePending() refusalCount {
+// queue moves r's pending group, if any, to the groups to write.
+func (c *refusalCache) queue(r *refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.pending
-	r.pending.n = 0
-	return p
+	c.queueLocked(r)
 }
 
-func (c *refusalCache) queue(p refusalCount) {
-	if p.n == 0 {
+// queueLocked is queue with r.mu held.
+func (c *refusalCache) queueLocked(r *refusal) {
+	if r.pending.n == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.due = append(c.due, p)
+	c.due = append(c.due, r.pending)
+	r.pending.n = 0
 }
 
 // drain returns the groups waiting to be written.
@@ -126,24 +124,17 @@ func (c *refusalCache) check(ps []priced, now time.Time) (d Decision, ok, flush 
 	)
 	for _, p := range ps {
 		r, bdp, found := c.lookup(p, now)
-		if !found {
-			if p.policy.BlockFor > 0 {
-				return Decision{}, false, false // the store might start its block
-			}
-			continue
+		if p.policy.BlockFor > 0 && (!found || bdp.Reason != ReasonBlocked) {
+			return Decision{}, false, false // the store might start a block
 		}
-		if bdp.Reason != ReasonBlocked && p.policy.BlockFor > 0 {
-			return Decision{}, false, false // the store starts a new block
-		}
-		if answer == nil {
+		if found && answer == nil {
 			answer, at, bd = r, p, bdp
 		}
 	}
 	if answer == nil {
 		return Decision{}, false, false
 	}
-	d = Decision{Buckets: []BucketDecision{bd}, Cached: true}
-	d.decide()
+	d = Decision{Buckets: []BucketDecision{bd}, Cached: true}.decided()
 	return d, true, c.count(answer, at, bd, now)
 }
 
@@ -168,8 +159,7 @@ func (c *refusalCache) lookup(p priced, now time.Time) (*refusal, BucketDecision
 	b := r.bucket
 	b.Spent = slices.Clone(b.Spent)
 	b.Refill(p.policy, now)
-	bd := b.evaluate(p.policy, p.need(), now)
-	bd.Cost = p.Cost
+	bd := b.evaluate(p, now)
 	if bd.Reason == ReasonNone {
 		c.entries.Remove(p.Key)
 		return nil, BucketDecision{}, false
@@ -190,8 +180,7 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 	defer r.mu.Unlock()
 	closed := false
 	if r.pending.n > 0 && (r.pending.reason != bd.Reason || now.Sub(r.first) >= RefusalGroupSpan || now.Before(r.first)) {
-		c.queue(r.pending)
-		r.pending.n = 0
+		c.queueLocked(r)
 		closed = true
 	}
 	if r.pending.n == 0 {
@@ -204,30 +193,24 @@ func (c *refusalCache) count(r *refusal, p priced, bd BucketDecision, now time.T
 }
 
 // remember records the refused keys of a decision taken at now on the
-// charges ps (in the decision's order), with the buckets' states right
-// after it.
+// charges ps (in the decision's order), with copies of the buckets' states
+// right after it (Tx.snapshot).
 func (c *refusalCache) remember(d Decision, ps []priced, buckets []Bucket, now time.Time) {
 	if c == nil {
 		return
 	}
 	for i, bd := range d.Buckets {
-		if bd.Reason == ReasonNone {
+		// A hold ends when its answer comes (Sync with Hold), and only
+		// then is the wait known: the store decides.
+		if bd.Reason == ReasonNone || buckets[i].HeldUntil.After(now) {
 			continue
 		}
-		need := ps[i].need()
-		b := buckets[i]
-		if b.HeldUntil.After(now) {
-			// A hold ends when its answer comes (Sync with Hold), and
-			// only then is the wait known: the store decides.
-			continue
-		}
-		b.Spent = slices.Clone(b.Spent)
 		if old, ok := c.entries.Peek(bd.Key); ok {
 			// Add replaces an entry without evicting it: its refusals
 			// answered from memory are queued here, or they are lost.
-			c.queue(old.takePending())
+			c.queue(old)
 		}
-		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: need, policy: bd.Policy, bucket: b})
+		c.entries.Add(bd.Key, &refusal{until: now.Add(bd.RetryAfter), cost: ps[i].need(), policy: bd.Policy, bucket: buckets[i]})
 	}
 }
 
@@ -246,10 +229,8 @@ func (c *refusalCache) pendingAll() []refusalCount {
 	if c == nil {
 		return nil
 	}
-	for _, k := range c.entries.Keys() {
-		if r, ok := c.entries.Peek(k); ok {
-			c.queue(r.takePending())
-		}
+	for _, r := range c.entries.Values() {
+		c.queue(r)
 	}
 	return c.drain()
 }

@@ -1,6 +1,10 @@
 package throttle
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // The rules apply one operation each to the transaction's in-memory
 // buckets. They are pure (time comes from tx.now), so many of them in one
@@ -12,66 +16,77 @@ type priced struct {
 	policy Policy
 }
 
-// take admits all charges or none.
+// take admits all charges or none. A refusal whose refusing buckets all
+// belong to policies in shadow mode (Config.Shadow) is an admission
+// (Decision.Shadow) whose refusal rows are shadow rows: the buckets of the
+// policies in shadow mode stay as the refusal leaves them, those of
+// enforcing policies are charged, the request being sent
+// (docs/decisions/0200).
 func (tx *Tx) take(ref string, charges []priced, r rules) Decision {
 	d := Decision{Allowed: true, Buckets: make([]BucketDecision, len(charges))}
 	views := make([]*txBucket, len(charges))
 	for i, c := range charges {
-		tb := tx.bucket(c.Key, c.policy)
-		views[i] = tb
-		bd := tb.b.evaluate(c.policy, c.need(), tx.now)
-		bd.Cost = c.Cost
-		if bd.Reason != ReasonNone {
-			d.Allowed = false
+		views[i] = tx.bucket(c.Key, c.policy)
+		d.Buckets[i] = views[i].b.evaluate(c, tx.now)
+		if d.Buckets[i].Reason != ReasonNone {
+			d.Shadow = true
+			d.Allowed = d.Allowed && r.shadow(c.policy.Name)
 		}
-		d.Buckets[i] = bd
 	}
-
+	d.Shadow = d.Shadow && d.Allowed
+	reasons := RefusalReasons
+	if d.Shadow {
+		reasons = ShadowReasons
+	}
 	for i, c := range charges {
 		tb, bd := views[i], &d.Buckets[i]
-		switch {
-		case d.Allowed:
+		if bd.Reason == ReasonNone {
+			continue
+		}
+		// A refusal for tokens or cooldown starts the policy's block.
+		if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
+			tb.b.BlockedUntil = tx.now.Add(c.policy.BlockFor)
+			if c.policy.BlockFor >= bd.RetryAfter {
+				bd.Reason, bd.RetryAfter = ReasonBlocked, c.policy.BlockFor
+			}
+			tx.touch(tb, c.policy, r.thresholds)
+		}
+		if r.recordRefusals {
+			tx.record(tb, 0, reasons[bd.Reason-ReasonEmpty], ref)
+		}
+	}
+	for i, c := range charges {
+		tb, bd := views[i], &d.Buckets[i]
+		if d.Allowed && !(d.Shadow && r.shadow(c.policy.Name)) {
 			tb.b.spend(c.policy, c.Cost, tx.now)
 			if c.HoldFor > 0 {
 				tb.b.HeldUntil = tx.now.Add(c.HoldFor)
 				bd.HeldUntil = tb.b.HeldUntil
 			}
-			if held := c.held(); held > 0 {
-				// A pessimistic reservation: the remote side charges at its
-				// answer, so until the settle the balance it sees is the one
-				// before this take. Severity is graded without the hold; the
-				// settle grades the balance left (decision 0100).
-				bd.GradePending = tx.touchHeld(tb, c.policy, r.thresholds, held)
-			} else {
-				tx.touch(tb, c.policy, r.thresholds)
-			}
-			tx.recordTake(tb, c.policy, -c.Cost, ref)
-		case bd.Reason != ReasonNone:
-			// A refusal for tokens or cooldown starts the policy's block.
-			if c.policy.BlockFor > 0 && bd.Reason != ReasonBlocked {
-				tb.b.BlockedUntil = tx.now.Add(c.policy.BlockFor)
-				if c.policy.BlockFor >= bd.RetryAfter {
-					bd.Reason, bd.RetryAfter = ReasonBlocked, c.policy.BlockFor
-				}
-				tx.touch(tb, c.policy, r.thresholds)
-			}
-			if r.recordRefusals {
-				tx.record(tb, 0, refusalReason(bd.Reason), ref)
-			}
+			// A pessimistic reservation: the remote side charges at its
+			// answer, so until the settle the balance it sees is the one
+			// before this take. Severity is graded without the hold; the
+			// settle grades the balance left (decision 0100).
+			bd.GradePending = tx.touchHeld(tb, c.policy, r.thresholds, c.held())
+			tx.recordTake(tb, c.policy, -c.Cost, LedgerTake, ref)
 		}
 		bd.Remaining = tb.b.Tokens
 		bd.ResetAfter = tb.b.UntilFull(c.policy, tx.now)
 	}
-	d.decide()
+	d = d.decided()
+	if d.Shadow {
+		d.Reason, d.RetryAfter = ReasonNone, 0
+	}
 	return d
 }
 
-// evaluate decides a charge needing need whole tokens on b, refilled to
-// now: the wait is the longest of the token, cooldown and block waits, the
-// exact earliest admission. Remaining and ResetAfter are left to the caller.
-func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
-	bd := BucketDecision{Key: b.Key, Policy: p, Cost: need}
-	wait, reason := b.untilTokens(p, need, now), ReasonEmpty
+// evaluate decides charge c on b, refilled to now: the wait is the longest
+// of the token, cooldown and block waits, the exact earliest admission.
+// Remaining and ResetAfter are left to the caller.
+func (b *Bucket) evaluate(c priced, now time.Time) BucketDecision {
+	p := c.policy
+	bd := BucketDecision{Key: b.Key, Policy: p, Cost: c.Cost}
+	wait, reason := b.untilTokens(p, c.need(), now), ReasonEmpty
 	if w := b.untilCooldownEnds(p, now); w > 0 && w >= wait {
 		wait, reason = w, ReasonCooldown
 	}
@@ -84,30 +99,25 @@ func (b *Bucket) evaluate(p Policy, need int64, now time.Time) BucketDecision {
 	return bd
 }
 
-// decide fills the summary fields of d from its bucket decisions.
-func (d *Decision) decide() {
-	best := -1
-	for i, bd := range d.Buckets {
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := d.Buckets[best]
-		if d.Allowed {
-			// The bucket with the fewest tokens left describes the headers.
-			if bd.Remaining < b.Remaining || (bd.Remaining == b.Remaining && bd.Policy.Capacity < b.Policy.Capacity) {
-				best = i
-			}
-		} else if bd.RetryAfter > b.RetryAfter {
-			best = i
-		}
+// decided returns d with its summary fields filled from its bucket
+// decisions: when allowed, the bucket with the fewest tokens left (then the
+// smallest capacity); when refused, the one with the longest wait; the
+// first of equals.
+func (d Decision) decided() Decision {
+	if len(d.Buckets) == 0 {
+		return d
 	}
-	if best < 0 {
-		return
+	var b BucketDecision
+	if d.Allowed {
+		b = slices.MinFunc(d.Buckets, func(x, y BucketDecision) int {
+			return cmp.Or(cmp.Compare(x.Remaining, y.Remaining), cmp.Compare(x.Policy.Capacity, y.Policy.Capacity))
+		})
+	} else {
+		b = slices.MaxFunc(d.Buckets, func(x, y BucketDecision) int { return cmp.Compare(x.RetryAfter, y.RetryAfter) })
 	}
-	b := d.Buckets[best]
 	d.Key, d.Reason, d.Limit = b.Key, b.Reason, b.Policy.Capacity
 	d.Remaining, d.RetryAfter, d.ResetAfter = b.Remaining, b.RetryAfter, b.ResetAfter
+	return d
 }
 
 // adjust applies one penalty, refund or credit.
@@ -118,7 +128,7 @@ func (tx *Tx) adjust(a Adjustment, p Policy, r rules) Adjusted {
 		if tx.credited[ref] {
 			return Adjusted{Key: a.Key, Balance: tb.b.Tokens, Duplicate: true}
 		}
-		tx.credit(ref)
+		tx.LoadCredit(ref)
 	}
 	applied := tb.b.add(p, a.Delta, tx.now)
 	if applied != 0 || a.Delta == 0 {
@@ -191,20 +201,23 @@ func escalated(step time.Duration, level int64, limit time.Duration) time.Durati
 }
 
 // reset fills a bucket and clears its cooldown and block (an operator's
-// action); actor is recorded as the ledger reference.
+// action); actor is recorded as the ledger reference. BlockLevel stays: it
+// is the remote side's history, which a local reset does not change; so
+// does a hold: its request is on the wire.
 func (tx *Tx) reset(key Key, p Policy, actor string, r rules) Bucket {
 	tb := tx.bucket(key, p)
-	before := tb.b.Tokens
+	b, before := &tb.b, tb.b.Tokens
 	// The last send is history, kept unless clearing the cooldown needs
 	// it gone (the cooldown runs from it).
-	last, cooling := tb.b.LastSentAt, tb.b.untilCooldownEnds(p, tx.now) > 0
-	tb.b.setFull(p, tx.now)
-	if !cooling {
-		tb.b.LastSentAt = last
+	if b.untilCooldownEnds(p, tx.now) > 0 {
+		b.LastSentAt = time.Time{}
 	}
+	b.Tokens, b.Carry, b.Spent = p.Capacity, 0, nil
+	b.RefilledAt = later(b.RefilledAt, tx.now)
+	b.BlockedUntil, b.NextAt = time.Time{}, time.Time{}
 	tx.touch(tb, p, r.thresholds)
-	tx.record(tb, tb.b.Tokens-before, LedgerReset, actor)
-	return tb.b
+	tx.record(tb, b.Tokens-before, LedgerReset, actor)
+	return *b
 }
 
 // recordRefusals writes groups of refusals answered from memory, one
@@ -217,7 +230,7 @@ func (tx *Tx) recordRefusals(due []refusalCount) {
 		tb.dirty, tb.delete = true, false
 		tx.ledger = append(tx.ledger, LedgerEntry{
 			Key: r.key, At: r.last, Balance: r.balance,
-			Reason: refusalReason(r.reason), Count: r.n,
+			Reason: RefusalReasons[r.reason-ReasonEmpty], Count: r.n,
 		})
 	}
 }
@@ -241,4 +254,5 @@ func (tx *Tx) collect(key Key, p Policy) bool {
 type rules struct {
 	thresholds     Thresholds
 	recordRefusals bool
+	shadow         func(policy string) bool // never nil
 }

@@ -3,8 +3,8 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -26,18 +26,13 @@ const (
 	SeverityCritical
 )
 
-var severityNames = [...]string{"Unknown", "Healthy", "Medium", "High", "Critical"}
+var severityNames = []string{"Unknown", "Healthy", "Medium", "High", "Critical"}
 
 // Severities lists the known levels, best first.
 var Severities = []Severity{SeverityHealthy, SeverityMedium, SeverityHigh, SeverityCritical}
 
 // String returns "Healthy", "Medium", "High", "Critical" or "Unknown".
-func (s Severity) String() string {
-	if int(s) < len(severityNames) {
-		return severityNames[s]
-	}
-	return fmt.Sprintf("Severity(%d)", uint8(s))
-}
+func (s Severity) String() string { return name(severityNames, s, "Severity") }
 
 // ParseSeverity is the inverse of String, case-insensitive ("critical").
 func ParseSeverity(s string) (Severity, error) {
@@ -68,28 +63,7 @@ const (
 )
 
 // String returns "auto", "fill" or "cooldown".
-func (g Grading) String() string {
-	switch g {
-	case gradeAuto:
-		return "auto"
-	case gradeFill:
-		return "fill"
-	case gradeCooldown:
-		return "cooldown"
-	}
-	return fmt.Sprintf("Grading(%d)", uint8(g))
-}
-
-// effectiveGrading resolves GradeAuto for p.
-func (p Policy) effectiveGrading() Grading {
-	if p.Grading != gradeAuto {
-		return p.Grading
-	}
-	if p.Capacity == 1 && p.MinInterval > 0 {
-		return gradeCooldown
-	}
-	return gradeFill
-}
+func (g Grading) String() string { return name([]string{"auto", "fill", "cooldown"}, g, "Grading") }
 
 // Thresholds are the fill ratios, in percent of capacity, below which a
 // bucket is Medium, High and Critical. They must satisfy
@@ -118,13 +92,8 @@ func (t Thresholds) Validate() error {
 	return nil
 }
 
-// of grades a balance of tokens out of capacity by fill alone, without
-// hysteresis. A negative balance is Critical.
-func (t Thresholds) of(tokens, capacity int64) Severity {
-	return t.shifted(tokens, capacity, 0)
-}
-
-// shifted grades as if the fill were shift points lower.
+// shifted grades a balance of tokens out of capacity by fill alone, as if
+// the fill were shift points lower. A negative balance is Critical.
 func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 	// tokens/capacity - shift/100 < pct/100, in integers.
 	below := func(pct int64) bool { return tokens*100 < capacity*(pct+shift) }
@@ -144,23 +113,19 @@ func (t Thresholds) shifted(tokens, capacity, shift int64) Severity {
 // hysteresis is applied. The result is never worse than the level by fill
 // alone.
 func (t Thresholds) grade(p Policy, b Bucket, now time.Time, prev Severity) Severity {
-	blocked := b.untilUnblocked(now) > 0
-	if p.effectiveGrading() == gradeCooldown {
-		switch {
-		case b.Tokens < 0:
-			return SeverityCritical
-		case blocked:
-			return SeverityHigh
+	sev := SeverityHealthy
+	switch {
+	case p.Grading == gradeFill || p.Grading == gradeAuto && (p.Capacity != 1 || p.MinInterval == 0):
+		sev = t.shifted(b.Tokens, p.Capacity, 0)
+		if prev > sev && t.Recover > 0 {
+			// Recovering: the level improves only as far as the fill clears
+			// the thresholds by Recover points.
+			sev = max(sev, min(prev, t.shifted(b.Tokens, p.Capacity, t.Recover)))
 		}
-		return SeverityHealthy
+	case b.Tokens < 0: // a gate (gradeCooldown)
+		sev = SeverityCritical
 	}
-	sev := t.of(b.Tokens, p.Capacity)
-	if prev > sev && t.Recover > 0 {
-		// Recovering: the level improves only as far as the fill clears
-		// the thresholds by Recover points.
-		sev = max(sev, min(prev, t.shifted(b.Tokens, p.Capacity, t.Recover)))
-	}
-	if blocked {
+	if b.untilUnblocked(now) > 0 {
 		sev = max(sev, SeverityHigh)
 	}
 	return sev
@@ -184,13 +149,8 @@ const (
 
 // String returns "", "cooling down", "blocked" or "negative".
 func (c Condition) String() string {
-	switch c {
-	case ConditionCoolingDown:
-		return "cooling down"
-	case ConditionBlocked:
-		return "blocked"
-	case ConditionNegative:
-		return "negative"
+	if names := []string{"", "cooling down", "blocked", "negative"}; int(c) < len(names) {
+		return names[c]
 	}
 	return ""
 }
@@ -228,23 +188,13 @@ func (s BucketState) Condition() Condition {
 	return ConditionAny
 }
 
-// trust records the policy definitions under which every stored level was
-// last graded by regradeAll.
-type trust struct {
-	mu   sync.Mutex
-	ok   bool
-	defs string
-}
-
 // Trusted reports whether a row stored Healthy is Healthy now: a full
 // regrade completed in this Limiter under the current policy definitions
 // (Config.Definitions). Until then counts and severity filters re-grade
 // every row (at most inspect.MaxScan).
 func (l *Limiter) Trusted() bool {
-	defs := l.defs()
-	l.trust.mu.Lock()
-	defer l.trust.mu.Unlock()
-	return l.trust.ok && l.trust.defs == defs
+	defs := l.trusted.Load()
+	return defs != nil && *defs == l.defs()
 }
 
 // StoredState is the stored row b as seen at now: refilled and graded
@@ -285,14 +235,14 @@ func (l *Limiter) regradeAll(ctx context.Context) (int, error) {
 	if err != nil {
 		return changed, err
 	}
-	l.trust.mu.Lock()
-	l.trust.ok, l.trust.defs = true, defs
-	l.trust.mu.Unlock()
+	l.trusted.Store(&defs)
 	return changed, nil
 }
 
 // regrade re-grades every stored row stored at least atLeast, a page of
-// scanPage rows at a time, and writes the levels that changed.
+// scanPage rows at a time, and writes the levels that changed in
+// transactions of up to 100 rows. It returns how many stored levels
+// changed.
 func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 	changed := 0
 	var after Key
@@ -302,47 +252,34 @@ func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 			return changed, fmt.Errorf("throttle: regrade: %w", err)
 		}
 		now := l.clock()
-		var keys []Key
-		var policies []Policy
+		var stale []BucketState
 		for _, b := range rows {
-			s := l.StoredState(b, now)
-			if !s.Orphan && s.Severity != s.Bucket.Severity {
-				keys, policies = append(keys, s.Key), append(policies, s.Policy)
+			if s := l.StoredState(b, now); !s.Orphan && s.Severity != s.Bucket.Severity {
+				stale = append(stale, s)
 			}
 		}
-		n, err := l.writeGrades(ctx, keys, policies)
-		changed += n
-		if err != nil || len(rows) < scanPage {
-			return changed, err
+		for batch := range slices.Chunk(stale, 100) {
+			n := 0
+			err := l.update(ctx, keysOf(batch, func(s *BucketState) Key { return s.Key }), nil, func(tx *Tx) error {
+				n = 0
+				for _, s := range batch {
+					tb := tx.bucket(s.Key, s.Policy)
+					before := tb.b.Severity
+					tx.touch(tb, s.Policy, l.rules.thresholds)
+					if tb.b.Severity != before {
+						n++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return changed, fmt.Errorf("throttle: regrade: %w", err)
+			}
+			changed += n
+		}
+		if len(rows) < scanPage {
+			return changed, nil
 		}
 		after = rows[len(rows)-1].Key
 	}
-}
-
-// writeGrades grades keys again in transactions of up to 100 keys and
-// returns how many stored levels changed.
-func (l *Limiter) writeGrades(ctx context.Context, keys []Key, policies []Policy) (int, error) {
-	changed := 0
-	const batch = 100
-	for i := 0; i < len(keys); i += batch {
-		ks, ps := keys[i:min(i+batch, len(keys))], policies[i:min(i+batch, len(keys))]
-		n := 0
-		err := l.update(ctx, ks, nil, func(tx *Tx) error {
-			n = 0
-			for j, k := range ks {
-				tb := tx.bucket(k, ps[j])
-				before := tb.b.Severity
-				tx.touch(tb, ps[j], l.rules.thresholds)
-				if tb.b.Severity != before {
-					n++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return changed, fmt.Errorf("throttle: regrade: %w", err)
-		}
-		changed += n
-	}
-	return changed, nil
 }

@@ -41,7 +41,7 @@ func (l *Limiter) state(b Bucket, p Policy, stored bool, now time.Time) BucketSt
 		UntilFull:    b.UntilFull(p, now),
 	}
 	s.RetryAfter = max(b.untilTokens(p, 1, now), s.CooldownLeft, s.BlockLeft)
-	s.Shadow = l.shadow(p.Name)
+	s.Shadow = l.rules.shadow(p.Name)
 	return s
 }
 
@@ -59,13 +59,13 @@ func (l *Limiter) State(ctx context.Context, key Key) (BucketState, error) {
 // States returns the states of several keys at one instant, in the order
 // given; keys with no row are full buckets.
 func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error) {
-	policies := make([]Policy, len(keys))
+	out := make([]BucketState, len(keys))
 	for i, k := range keys {
 		p, err := l.Policy(k)
 		if err != nil {
 			return nil, err
 		}
-		policies[i] = p
+		out[i].Policy = p
 	}
 	rows, err := l.store.Buckets(ctx, keys)
 	if err != nil {
@@ -76,13 +76,12 @@ func (l *Limiter) States(ctx context.Context, keys []Key) ([]BucketState, error)
 		byKey[b.Key] = b
 	}
 	now := l.clock()
-	out := make([]BucketState, len(keys))
 	for i, k := range keys {
 		b, ok := byKey[k]
 		if !ok {
-			b = newBucket(k, policies[i], now)
+			b = newBucket(k, out[i].Policy, now)
 		}
-		out[i] = l.state(b, policies[i], ok, now)
+		out[i] = l.state(b, out[i].Policy, ok, now)
 	}
 	return out, l.RecallLastSends(ctx, out)
 }

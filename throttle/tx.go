@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -48,11 +49,8 @@ func (tx *Tx) Now() time.Time { return tx.now }
 func (tx *Tx) Load(b Bucket) { tx.buckets[b.Key] = &txBucket{b: b, stored: true} }
 
 // LoadCredit records that ref was already credited to its bucket.
-func (tx *Tx) LoadCredit(ref CreditRef) { tx.credit(ref) }
-
-// credit marks ref credited (the map is made on the first credit: most
-// transactions have none).
-func (tx *Tx) credit(ref CreditRef) {
+func (tx *Tx) LoadCredit(ref CreditRef) {
+	// The map is made on the first credit: most transactions have none.
 	if tx.credited == nil {
 		tx.credited = make(map[CreditRef]bool)
 	}
@@ -71,16 +69,10 @@ type BucketWrite struct {
 func (tx *Tx) BucketWrites() []BucketWrite {
 	var out []BucketWrite
 	for _, tb := range tx.buckets {
-		if !tb.dirty {
-			continue
+		// A bucket deleted that has no row needs no write.
+		if tb.dirty && (tb.stored || !tb.delete) {
+			out = append(out, BucketWrite{Bucket: tb.b, Insert: !tb.stored, Delete: tb.delete})
 		}
-		if tb.delete {
-			if tb.stored {
-				out = append(out, BucketWrite{Bucket: tb.b, Delete: true})
-			}
-			continue
-		}
-		out = append(out, BucketWrite{Bucket: tb.b, Insert: !tb.stored})
 	}
 	slices.SortFunc(out, func(a, b BucketWrite) int { return a.Bucket.Key.Compare(b.Bucket.Key) })
 	return out
@@ -118,50 +110,43 @@ func (tx *Tx) bucket(key Key, p Policy) *txBucket {
 	return tb
 }
 
-// recordTake records a take of policy p on tb at the policy's ledger
-// granularity, or the transaction's when the policy leaves it at
-// LedgerDefault.
-func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, ref string) {
-	g := p.Ledger
-	if g == ledgerDefault {
-		g = tx.granularity
-	}
-	tx.recordAt(g, tb, delta, LedgerTake, ref)
-}
-
-// record appends a ledger row for a change of tb at the transaction's
-// granularity; a bucket with a ledger row is always written back (its row
-// points at its latest ledger row).
-func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
-	tx.recordAt(tx.granularity, tb, delta, reason, ref)
-}
-
-// recordAt is record at granularity g.
-func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason LedgerReason, ref string) {
+// recordTake records a take, lease or lease return of policy p on tb at
+// the policy's ledger granularity, or the transaction's when the policy
+// leaves it at LedgerDefault: none under LedgerNoTakes, and takes folded
+// per bucket and minute under LedgerAggregateTakes.
+func (tx *Tx) recordTake(tb *txBucket, p Policy, delta int64, reason LedgerReason, ref string) {
 	tb.dirty, tb.delete = true, false
-	if reason == LedgerTake {
-		switch g {
-		case LedgerNoTakes:
-			return
-		case LedgerAggregateTakes:
-			if i, ok := tx.aggIndex[tb.b.Key]; ok {
-				e := &tx.aggregated[i]
-				e.Delta += delta
-				e.Balance = tb.b.Tokens
-				e.Count++
-				return
-			}
-			if tx.aggIndex == nil {
-				tx.aggIndex = make(map[Key]int)
-			}
-			tx.aggIndex[tb.b.Key] = len(tx.aggregated)
-			tx.aggregated = append(tx.aggregated, LedgerEntry{
-				Key: tb.b.Key, At: tx.now.Truncate(time.Minute), Delta: delta,
-				Balance: tb.b.Tokens, Reason: reason, Count: 1,
-			})
+	switch cmp.Or(p.Ledger, tx.granularity) {
+	case LedgerNoTakes:
+		return
+	case LedgerAggregateTakes:
+		if reason != LedgerTake {
+			break
+		}
+		if i, ok := tx.aggIndex[tb.b.Key]; ok {
+			e := &tx.aggregated[i]
+			e.Delta += delta
+			e.Balance = tb.b.Tokens
+			e.Count++
 			return
 		}
+		if tx.aggIndex == nil {
+			tx.aggIndex = make(map[Key]int)
+		}
+		tx.aggIndex[tb.b.Key] = len(tx.aggregated)
+		tx.aggregated = append(tx.aggregated, LedgerEntry{
+			Key: tb.b.Key, At: tx.now.Truncate(time.Minute), Delta: delta,
+			Balance: tb.b.Tokens, Reason: reason, Count: 1,
+		})
+		return
 	}
+	tx.record(tb, delta, reason, ref)
+}
+
+// record appends a ledger row for a change of tb; a bucket with a ledger
+// row is always written back (its row points at its latest ledger row).
+func (tx *Tx) record(tb *txBucket, delta int64, reason LedgerReason, ref string) {
+	tb.dirty, tb.delete = true, false
 	tx.ledger = append(tx.ledger, LedgerEntry{
 		Key: tb.b.Key, At: tx.now, Delta: delta, Balance: tb.b.Tokens,
 		Reason: reason, Ref: ref, Count: 1,
@@ -174,25 +159,20 @@ func (tx *Tx) recordAt(g LedgerGranularity, tb *txBucket, delta int64, reason Le
 func (tx *Tx) touch(tb *txBucket, p Policy, th Thresholds) {
 	tb.dirty, tb.delete = true, false
 	sev := th.grade(p, tb.b, tx.now, tb.b.Severity)
-	if sev != tb.b.Severity {
-		from := tb.b.Severity
-		if from == SeverityUnknown {
-			from = SeverityHealthy // a bucket with no row was full
-		}
-		if from != sev {
-			tx.changes = append(tx.changes, SeverityChange{
-				Key: tb.b.Key, From: from, To: sev,
-				Tokens: tb.b.Tokens, Capacity: p.Capacity, At: tx.now,
-			})
-		}
-		tb.b.Severity = sev
+	// A bucket with no row (SeverityUnknown) was full: Healthy.
+	if from := max(tb.b.Severity, SeverityHealthy); from != sev {
+		tx.changes = append(tx.changes, SeverityChange{
+			Key: tb.b.Key, From: from, To: sev,
+			Tokens: tb.b.Tokens, Capacity: p.Capacity, At: tx.now,
+		})
 	}
+	tb.b.Severity = sev
 }
 
-// touchHeld is touch for a bucket that holds held tokens of a reservation
-// in flight: it grades the balance without them (what the remote side,
-// which charges at its answer, sees) and reports whether the balance with
-// them would grade worse, so that the settle grades it again.
+// touchHeld is touch for a bucket that holds held tokens (0: none) of a
+// reservation in flight: it grades the balance without them (what the
+// remote side, which charges at its answer, sees) and reports whether the
+// balance with them would grade worse, so that the settle grades it again.
 func (tx *Tx) touchHeld(tb *txBucket, p Policy, th Thresholds, held int64) bool {
 	prev, withHold := tb.b.Severity, tb.b.Tokens
 	tb.b.Tokens = min(withHold+held, max(p.Capacity, withHold))

@@ -183,16 +183,14 @@ func (s *MemStore) LedgerWindow(ctx context.Context, q inspect.LedgerWindowQuery
 func (s *MemStore) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var kept []throttle.LedgerEntry
 	var n int64
-	for _, e := range s.ledger {
-		if expired(e, before) && n < int64(limit) {
+	s.ledger = slices.DeleteFunc(s.ledger, func(e throttle.LedgerEntry) bool {
+		gone := n < int64(limit) && expired(e, before)
+		if gone {
 			n++
-			continue
 		}
-		kept = append(kept, e)
-	}
-	s.ledger = kept
+		return gone
+	})
 	return n, nil
 }
 

@@ -633,8 +633,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 					e.reset(keyA, "bob")
 				}
 			}
-			entries := e.ledger(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
-			oldestWrittenFirst(entries)
+			entries := e.written(keyA)
 			b := must(throttle.Replay(p, entries))(t)
 			s := e.State(keyA)
 			b.Refill(p, s.At)
@@ -644,11 +643,14 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 	}
 }
 
-// oldestWrittenFirst sorts es in the order the store wrote them, the order
-// Replay needs: a refusal row flushed late is written after younger rows
-// (decision 0007).
-func oldestWrittenFirst(es []throttle.LedgerEntry) {
+// written reads every ledger row of k in the order the store wrote them,
+// the order Replay needs: a refusal row flushed late is written after
+// younger rows (decision 0007).
+func (e *Env) written(k throttle.Key) []throttle.LedgerEntry {
+	e.T.Helper()
+	es := e.ledgerPages(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
+	return es
 }
 
 func testLedgerAggregate(t *testing.T, open OpenStore) {
@@ -662,9 +664,8 @@ func testLedgerAggregate(t *testing.T, open OpenStore) {
 	e.Clock.Advance(time.Minute)
 	e.Take(keyA, 1)
 
-	entries := e.ledger(inspect.LedgerQuery{Key: &keyA})
+	entries := e.written(keyA)
 	require.Len(t, entries, 3) // one take row per minute, the penalty alone
-	oldestWrittenFirst(entries)
 	require.Equal(t, throttle.LedgerTake, entries[0].Reason)
 	require.Equal(t, int64(10), entries[0].Count)
 	require.Equal(t, int64(-20), entries[0].Delta)
@@ -702,13 +703,8 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 		e.Take(keyQuiet, 1)
 	}
 	require.NoError(t, e.Limiter.FlushRefusals(context.Background()))
-	all := func(k throttle.Key) []throttle.LedgerEntry {
-		es := e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
-		oldestWrittenFirst(es)
-		return es
-	}
 	// The DICT bucket: one row per take, and Replay explains its balance.
-	dictRows := all(keyDict)
+	dictRows := e.written(keyDict)
 	require.Len(t, dictRows, int(dictTakes))
 	for _, en := range dictRows {
 		require.Equal(t, int64(1), en.Count)
@@ -722,7 +718,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	// The SMS bucket: at most one take row per minute, counting every take;
 	// the newest row's balance is the bucket's, and the window folded in
 	// the store is FoldLedger's.
-	smsRows := all(keySMS)
+	smsRows := e.written(keySMS)
 	require.LessOrEqual(t, len(smsRows), 4, "180 s of takes in at most 4 minutes")
 	var events int64
 	for _, en := range smsRows {
@@ -737,7 +733,7 @@ func testLedgerPerPolicy(t *testing.T, open OpenStore) {
 	require.Equal(t, inspect.FoldLedger(smsRows, wq), e.window(wq))
 
 	// QUIET: no take rows, its refusals still there.
-	quietRows := all(keyQuiet)
+	quietRows := e.written(keyQuiet)
 	require.Len(t, quietRows, 2)
 	for _, en := range quietRows {
 		require.Equal(t, throttle.LedgerRefusedEmpty, en.Reason)
@@ -782,8 +778,7 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 					e.adjust(throttle.Adjustment{Key: keyA, Delta: -2, Reason: throttle.LedgerPenalty, Ref: "404"})
 				}
 			}
-			all := e.ledgerPages(inspect.LedgerQuery{Key: &keyA, Limit: inspect.MaxPageSize})
-			oldestWrittenFirst(all)
+			all := e.written(keyA)
 			slices.Reverse(all) // newest written first: the scenario below is about the written order
 			now := e.Clock.Now()
 
@@ -944,26 +939,30 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 		return e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	}
 
-	require.True(t, take(keyA, "E2E-0").Allowed)
-	require.False(t, take(keyA, "E2E-1").Cached) // the store's refusal, with its reference
-	firstFromMemory := e.Clock.Now().Add(time.Second)
-	for range 24 {
-		e.Clock.Advance(time.Second)
-		require.True(t, take(keyA, "E2E-n").Cached)
+	// history refuses keyA 24 times from memory; at day 20 it writes
+	// keyBRows rows of another bucket; then, at day 40, keyA again: its
+	// group is written with that take, after the younger rows.
+	history := func(keyBRows int) (firstFromMemory, newest time.Time) {
+		require.True(t, take(keyA, "E2E-0").Allowed)
+		require.False(t, take(keyA, "E2E-1").Cached) // the store's refusal, with its reference
+		firstFromMemory = e.Clock.Now().Add(time.Second)
+		for range 24 {
+			e.Clock.Advance(time.Second)
+			require.True(t, take(keyA, "E2E-n").Cached)
+		}
+		newest = e.Clock.Now()
+		e.Clock.Advance(20 * 24 * time.Hour)
+		for range keyBRows {
+			e.Clock.Advance(time.Second)
+			take(keyB, "")
+		}
+		e.Clock.Advance(20 * 24 * time.Hour)
+		require.True(t, take(keyA, "E2E-40").Allowed)
+		return firstFromMemory, newest
 	}
-	newest := e.Clock.Now()
 
-	// Twenty days of another bucket's rows; then, at day 40, keyA again:
-	// its group is written with that take, after the younger rows.
-	e.Clock.Advance(20 * 24 * time.Hour)
-	for range 3 {
-		e.Clock.Advance(time.Second)
-		take(keyB, "")
-	}
-	e.Clock.Advance(20 * 24 * time.Hour)
-	require.True(t, take(keyA, "E2E-40").Allowed)
-	written := rowsOf(keyA)
-	oldestWrittenFirst(written)
+	firstFromMemory, newest := history(3)
+	written := e.written(keyA)
 	group := written[len(written)-1]
 	require.Equal(t, int64(24), group.Count, "one row holds the refusals answered from memory")
 	require.Equal(t, newest, group.At, "stamped with the newest refusal")
@@ -988,16 +987,7 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 
 	// The same with a 30-day retention at day 40.
 	e = NewEnv(t, open, ps, throttle.Config{})
-	take(keyA, "E2E-0")
-	take(keyA, "E2E-1")
-	for range 24 {
-		e.Clock.Advance(time.Second)
-		take(keyA, "E2E-n")
-	}
-	e.Clock.Advance(20 * 24 * time.Hour)
-	take(keyB, "")
-	e.Clock.Advance(20 * 24 * time.Hour)
-	take(keyA, "E2E-40")
+	history(1)
 	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true}))(t)
 	require.Zero(t, e.countLedger(refusals), "a 40-day-old refusal row does not survive a 30-day prune")
 	require.Len(t, rowsOf(keyB), 1)

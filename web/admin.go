@@ -179,12 +179,8 @@ type listing struct {
 // matching bucket (at most inspect.MaxScan) and cutting a page.
 func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 	var out listing
-	base := lq.values()
 	with := func(kv ...string) url.Values {
-		v := url.Values{}
-		for k, vs := range base {
-			v[k] = slices.Clone(vs)
-		}
+		v := lq.values()
 		for i := 0; i < len(kv); i += 2 {
 			if kv[i+1] != "" {
 				v.Set(kv[i], kv[i+1])

@@ -112,21 +112,15 @@ var documentStatuses = []sifen.Status{
 	sifen.StatusApproved, sifen.StatusRejected, sifen.StatusError,
 }
 
-// documentView is one document as the pages show it.
+// documentView is one document as the pages show it: the document, and
+// its cells in the page's language.
 type documentView struct {
-	ID           int64
-	Env          string
-	RUC          string
-	CDC          string
-	Type         string
-	Status       string
-	StatusClass  string
-	Message      string
-	LotNumber    string
-	LotHash      string
-	ResponseCode string
-	Result       string // SIFEN's dEstRes
-	AuthNumber   string // dProtAut
+	sifen.Document
+	Type        string
+	Status      string
+	StatusClass string
+	Message     string
+	LotHash     string
 	// Wait is the local refusal while it lasts ("retry in 9m21s"), apart
 	// from Message, the last answer.
 	Wait string
@@ -149,24 +143,17 @@ type documentView struct {
 func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Printer) documentView {
 	id := strconv.FormatInt(d.ID, 10)
 	v := documentView{
-		ID:           d.ID,
-		Env:          string(d.Env),
-		RUC:          d.RUC.String(),
-		CDC:          d.CDC,
-		Type:         documentType(d.Type),
-		Status:       tr.Text(string(d.Status)),
-		StatusClass:  statusClass(d.Status),
-		Message:      documentMessageIn(tr, d.Message),
-		LotNumber:    d.LotNumber,
-		ResponseCode: d.ResponseCode,
-		Result:       d.Result,
-		AuthNumber:   d.AuthNumber,
-		Created:      formatWhenIn(tr, d.CreatedAt, now),
-		Updated:      formatWhenIn(tr, d.UpdatedAt, now),
-		Sent:         formatWhenIn(tr, d.SentAt, now),
-		Sendable:     d.Status.Sendable(),
-		URL:          s.path("document", "id", id),
-		SendURL:      s.path("sendDocument", "id", id),
+		Document:    d,
+		Type:        documentType(d.Type),
+		Status:      tr.Text(string(d.Status)),
+		StatusClass: statusClass(d.Status),
+		Message:     documentMessageIn(tr, d.Message),
+		Created:     formatWhenIn(tr, d.CreatedAt, now),
+		Updated:     formatWhenIn(tr, d.UpdatedAt, now),
+		Sent:        formatWhenIn(tr, d.SentAt, now),
+		Sendable:    d.Status.Sendable(),
+		URL:         s.path("document", "id", id),
+		SendURL:     s.path("sendDocument", "id", id),
 	}
 	if len(d.LotHash) > 16 {
 		v.LotHash = d.LotHash[:16]
@@ -447,15 +434,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	}
 
 	// Links keep the filter; the pager changes only ?before=.
-	base := url.Values{}
-	for _, name := range []string{"ruc", "env", "status"} {
-		if v := q.Get(name); v != "" {
-			base.Set(name, v)
-		}
-	}
-	if limit != documentsPageSize {
-		base.Set("limit", strconv.Itoa(limit))
-	}
+	base := listLinkQuery(q, limit, documentsPageSize, "ruc", "env", "status")
 	if f.BeforeID > 0 {
 		p.FirstURL = s.pathWithQuery("documents", base)
 	}

@@ -261,20 +261,17 @@ func documentType(t int) string {
 	return strconv.Itoa(t)
 }
 
-// statusClass colours a document status like a severity.
-func statusClass(st sifen.Status) string {
-	switch st {
-	case sifen.StatusSent, sifen.StatusApproved:
-		return "sev-healthy"
-	case sifen.StatusSending:
-		return "sev-medium"
-	case sifen.StatusError:
-		return "sev-high"
-	case sifen.StatusRejected:
-		return "sev-critical"
-	}
-	return "sev-unknown"
+// statusSeverities colour document statuses like severities.
+var statusSeverities = map[sifen.Status]throttle.Severity{
+	sifen.StatusSent:     throttle.SeverityHealthy,
+	sifen.StatusApproved: throttle.SeverityHealthy,
+	sifen.StatusSending:  throttle.SeverityMedium,
+	sifen.StatusError:    throttle.SeverityHigh,
+	sifen.StatusRejected: throttle.SeverityCritical,
 }
+
+// statusClass colours a document status like a severity.
+func statusClass(st sifen.Status) string { return severityClass(statusSeverities[st]) }
 
 // documentsPage is sifen_documents.html.
 type documentsPage struct {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -119,17 +120,10 @@ func (s *Server) bucketPath(name string, k throttle.Key) string {
 
 // severityClass is the CSS class of a severity level.
 func severityClass(sev throttle.Severity) string {
-	switch sev {
-	case throttle.SeverityHealthy:
-		return "sev-healthy"
-	case throttle.SeverityMedium:
-		return "sev-medium"
-	case throttle.SeverityHigh:
-		return "sev-high"
-	case throttle.SeverityCritical:
-		return "sev-critical"
+	if !slices.Contains(throttle.Severities, sev) {
+		return "sev-unknown"
 	}
-	return "sev-unknown"
+	return "sev-" + strings.ToLower(sev.String())
 }
 
 // fillPercent is tokens as a whole percentage of capacity, rounded to the

@@ -55,10 +55,9 @@ func (bucketsPage) templateFile() string { return "admin_buckets.html" }
 
 // lotView is one SIFEN lot waiting for its result, on the lots tab.
 type lotView struct {
-	Env, LotNumber, RUC string
-	Documents           int
-	SentAt              string
-	NextQuery           string // "next query at <instant> (in 4m)" or "next query now"
+	sifen.LotRef
+	SentAt    string
+	NextQuery string // "next query at <instant> (in 4m)" or "next query now"
 }
 
 // lotLister is what a sifenSender may add for the lots tab.
@@ -346,7 +345,7 @@ func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr 
 		if env != "" && string(l.Env) != env {
 			continue
 		}
-		v := lotView{Env: string(l.Env), LotNumber: l.LotNumber, RUC: l.RUC, Documents: l.Documents, SentAt: formatWhenIn(tr, l.SentAt, now)}
+		v := lotView{LotRef: l, SentAt: formatWhenIn(tr, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
 			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), view.FormatWait(wait))
 		} else {
@@ -377,13 +376,11 @@ func (bucketPage) templateFile() string { return "admin_bucket.html" }
 
 // ledgerView is one ledger row on the bucket page.
 type ledgerView struct {
-	At      string
-	Reason  string
-	Delta   string
-	Balance int64
-	Count   int64
-	Ref     string
-	Class   string
+	throttle.LedgerEntry
+	At     string
+	Reason string
+	Delta  string
+	Class  string
 }
 
 const ledgerPageSize = 100
@@ -473,12 +470,10 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 // newLedgerView is e as the bucket page shows it.
 func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
-		At:      tr.Zoned(e.At),
-		Reason:  tr.Text(e.Reason.String()),
-		Delta:   tr.Sprintf("%+d", e.Delta),
-		Balance: e.Balance,
-		Count:   e.Count,
-		Ref:     e.Ref,
+		LedgerEntry: e,
+		At:          tr.Zoned(e.At),
+		Reason:      tr.Text(e.Reason.String()),
+		Delta:       tr.Sprintf("%+d", e.Delta),
 	}
 	switch {
 	case slices.Contains(throttle.RefusalReasons, e.Reason):

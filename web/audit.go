@@ -163,10 +163,9 @@ func (auditPage) templateFile() string { return "admin_audit.html" }
 
 // auditView is one entry as the page shows it.
 type auditView struct {
-	When, WhenUTC                         string
-	User, Action, Target, Reason, Outcome string
-	TargetURL                             string // the target's page, when the server has it
-	CLI                                   bool
+	audit.Entry
+	When, WhenUTC, Action, Target, Outcome string
+	TargetURL                              string // the target's page, when the server has it
 }
 
 // targetView renders e's target in tr's language, with a link to its page.
@@ -345,13 +344,11 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	now := s.now()
 	for _, e := range entries {
 		v := auditView{
+			Entry:   e,
 			When:    formatWhenIn(l.T, e.At, now),
 			WhenUTC: e.At.UTC().Format(time.RFC3339),
-			User:    e.User,
 			Action:  actionLabel(l.T, e.Action),
-			Reason:  e.Reason,
 			Outcome: outcomeView(l.T, e.Outcome),
-			CLI:     strings.HasPrefix(e.User, "cli:"),
 		}
 		v.Target, v.TargetURL = s.targetView(l.T, e)
 		p.Entries = append(p.Entries, v)

@@ -46,7 +46,7 @@ type balanceChart struct {
 
 	Width, Height         int
 	Left, Right           int
-	Top, Bottom           int
+	Top                   int
 	PlotWidth, PlotHeight int
 	LabelX                int
 	CapY, ZeroY           string
@@ -98,7 +98,7 @@ type chartPoint struct {
 func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.BucketState) balanceChart {
 	c := balanceChart{
 		Width: chartWidth, Height: chartHeight,
-		Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
+		Left: chartLeft, Right: chartRight, Top: chartTop,
 		PlotWidth: chartRight - chartLeft, PlotHeight: chartBottom - chartTop,
 		LabelX: chartLeft - 6, Partial: w.Partial, MaxRows: inspect.MaxWindowRows,
 	}

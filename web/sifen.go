@@ -123,13 +123,11 @@ type documentView struct {
 	LotHash     string
 	// Wait is the local refusal while it lasts ("retry in 9m21s"), apart
 	// from Message, the last answer.
-	Wait string
-	// NotQueued: SIFEN answered 0301 to the document's last lot.
-	NotQueued bool
-	Created   string
-	Updated   string
-	Sent      string
-	Sendable  bool
+	Wait     string
+	Created  string
+	Updated  string
+	Sent     string
+	Sendable bool
 	// Held is the wait of the RUC's gate while it refuses: the Send
 	// button is off, and says it.
 	Held string
@@ -165,7 +163,6 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		v.Wait = tr.Sprintf("retry in %s", waitText(wait))
 	}
 	if notQueued(d) {
-		v.NotQueued = true
 		v.Status = tr.Sprintf(notQueuedLabel)
 	}
 	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {

@@ -322,14 +322,11 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	// ?live=1 is the update in place (static/live.js) of the summary, and
 	// of the table while auto-refresh is on.
 	p.Live = s.live(r)
-	if isLive(r) {
-		ids := map[string]string{"live-summary": "summary"}
-		if refreshing && lq.Tab != "lots" {
-			ids["live-list"] = "bucketlist"
-		}
-		return s.renderLive(w, p, tr.Zoned(sum.At), ids)
+	ids := map[string]string{"live-summary": "summary"}
+	if refreshing && lq.Tab != "lots" {
+		ids["live-list"] = "bucketlist"
 	}
-	return s.render(w, http.StatusOK, p)
+	return s.renderLive(w, r, p, tr.Zoned(sum.At), ids)
 }
 
 // lotViews lists the SIFEN lots waiting for their result (of env, or all
@@ -457,14 +454,11 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
 	p.Live = s.live(r)
-	if isLive(r) {
-		ids := map[string]string{"live-state": "state", "live-chart": "chart"}
-		if before == 0 {
-			ids["live-ledger"] = "ledger"
-		}
-		return s.renderLive(w, p, l.T.Zoned(st.At), ids)
+	ids := map[string]string{"live-state": "state", "live-chart": "chart"}
+	if before == 0 {
+		ids["live-ledger"] = "ledger"
 	}
-	return s.render(w, http.StatusOK, p)
+	return s.renderLive(w, r, p, l.T.Zoned(st.At), ids)
 }
 
 // newLedgerView is e as the bucket page shows it.

@@ -68,10 +68,7 @@ func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Total = s.newDecisionsView(l.T, total)
 	p.Live = s.live(r)
-	if isLive(r) {
-		return s.renderLive(w, p, l.T.Zoned(at), map[string]string{"live-overview": "overview"})
-	}
-	return s.render(w, http.StatusOK, p)
+	return s.renderLive(w, r, p, l.T.Zoned(at), map[string]string{"live-overview": "overview"})
 }
 
 // newDecisionsView renders d in tr's language.

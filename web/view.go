@@ -47,7 +47,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	now := st.At
 	v := bucketView{
 		BucketState: st,
-		PolicyParts: splitPolicy(st.Key.Policy),
+		PolicyParts: strings.Split(st.Key.Policy, "_"),
 		Negative:    st.Tokens < 0,
 		TokensText:  tr.Int(st.Tokens),
 		SendsText:   tr.Int(st.SendCount),
@@ -108,10 +108,6 @@ func listLinkQuery(q url.Values, limit, def int, filters ...string) url.Values {
 	}
 	return out
 }
-
-// splitPolicy splits a policy name at "_", so that a list can offer a line
-// break after each underscore.
-func splitPolicy(name string) []string { return strings.Split(name, "_") }
 
 // bucketPath builds the URL of a per-bucket route.
 func (s *Server) bucketPath(name string, k throttle.Key) string {

@@ -108,10 +108,8 @@ type paymentView struct {
 }
 
 type creditRow struct {
-	Policy, Identifier string
-	Applied, Balance   int64
-	Duplicate          bool
-	BucketURL          string
+	throttle.Adjusted
+	BucketURL string
 }
 
 // showDictLookup is GET /dict/lookup: the lookup form.
@@ -272,11 +270,7 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 		pv.PaidAt = formatWhenIn(p.T, pc.Lookup.PaidAt, s.now())
 	}
 	for _, a := range pc.Adjusted {
-		pv.Rows = append(pv.Rows, creditRow{
-			Policy: a.Key.Policy, Identifier: a.Key.Identifier,
-			Applied: a.Applied, Balance: a.Balance, Duplicate: a.Duplicate,
-			BucketURL: s.bucketPath("adminBucket", a.Key),
-		})
+		pv.Rows = append(pv.Rows, creditRow{Adjusted: a, BucketURL: s.bucketPath("adminBucket", a.Key)})
 	}
 	p.Payment = pv
 	s.Logger.Info("dict payment credited", slog.String("end_to_end_id", e2e), slog.Bool("duplicate", pc.Duplicate),

@@ -293,10 +293,13 @@ type documentsPage struct {
 	Upload  uploadForm // the upload form as sent, when it was refused
 }
 
-// uploadForm is a refused upload, shown again with why it was refused.
+// uploadForm is the upload form as read (Env: the env field as sent), and
+// when it was refused, why: the page shows it again.
 type uploadForm struct {
 	Env, File, Error string
-	Replace          bool
+	Replace          bool // the "replace" box: a draft of the same CDC takes this content
+	data             []byte
+	env              sifen.Env
 }
 
 // sendRUCForm is the "Send all drafts of RUC …" button; Held, the wait of
@@ -496,7 +499,7 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	up, err := s.readUpload(w, r)
 	if err == nil {
 		importer := s.Sifen.Import
-		if rp, ok := s.Sifen.(sifenReplacer); ok && up.replace {
+		if rp, ok := s.Sifen.(sifenReplacer); ok && up.Replace {
 			importer = rp.ImportReplacing
 		}
 		var docs []sifen.Document
@@ -525,7 +528,8 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 		msg = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
 			taken.CDC, taken.Document.ID)
 	}
-	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Replace: up.replace, Error: msg}
+	up.Error = msg
+	p.Upload = up
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
 
@@ -537,19 +541,10 @@ type sifenReplacer interface {
 
 var _ sifenReplacer = (*sifen.Sender)(nil)
 
-// upload is the upload form as read.
-type upload struct {
-	data     []byte
-	env      sifen.Env
-	envText  string // the env field as sent
-	fileName string
-	replace  bool // the "replace" box: a draft of the same CDC takes this content
-}
-
 // readUpload reads the multipart upload form; what could be read comes
 // back with an error too, to show the form again.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, error) {
-	var up upload
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (uploadForm, error) {
+	var up uploadForm
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
 		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", errBadRequest)
@@ -567,14 +562,14 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, err
 		return up, fmt.Errorf("%w: %v", errBadRequest, strings.TrimPrefix(err.Error(), "http: "))
 	}
 	defer r.MultipartForm.RemoveAll()
-	up.envText = r.PostFormValue("env")
-	up.replace = r.PostFormValue("replace") != ""
+	up.Env = r.PostFormValue("env")
+	up.Replace = r.PostFormValue("replace") != ""
 	file, hdr, ferr := r.FormFile("file")
 	if ferr == nil {
 		defer file.Close()
-		up.fileName = hdr.Filename
+		up.File = hdr.Filename
 	}
-	env, err := sifen.ParseEnv(up.envText)
+	env, err := sifen.ParseEnv(up.Env)
 	if err != nil {
 		return up, err
 	}

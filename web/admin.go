@@ -171,7 +171,7 @@ type listing struct {
 	States                 []throttle.BucketState
 	Next, Prev, First      url.Values // nil: no such page
 	Partial                bool
-	PageNumber, PageOffset int
+	PageNumber, PageOffset int // PageOffset: the rows before the page
 }
 
 // list runs lq: in key order by keyset, or sorted by reading every
@@ -213,7 +213,7 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 		return out, err
 	}
 	out.States, out.Partial = page.States, page.Partial
-	out.PageNumber = len(lq.Trail) + 1
+	out.PageNumber, out.PageOffset = len(lq.Trail)+1, len(lq.Trail)*lq.Filter.Limit
 	current := lq.After
 	if current == "" {
 		current = "-"
@@ -295,17 +295,16 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 
-	refreshing := r.URL.Query().Get("refresh") != ""
+	p.Refreshing = r.URL.Query().Get("refresh") != ""
 	link := func(v url.Values) string {
 		if v == nil {
 			return ""
 		}
-		if refreshing {
+		if p.Refreshing {
 			v.Set("refresh", "1")
 		}
 		return s.pathWithQuery("adminBuckets", v)
 	}
-	p.Refreshing = refreshing
 	p.NextURL, p.PrevURL, p.FirstURL = link(list.Next), link(list.Prev), link(list.First)
 	here := r.URL.Query()
 	here.Set("refresh", "1")
@@ -314,16 +313,13 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	p.NoRefreshURL = s.pathWithQuery("adminBuckets", here)
 	if len(p.Buckets) > 0 {
 		from := list.PageOffset + 1
-		if lq.Sort == inspect.SortKey {
-			from = (list.PageNumber-1)*lq.Filter.Limit + 1
-		}
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
 	}
 	// ?live=1 is the update in place (static/live.js) of the summary, and
 	// of the table while auto-refresh is on.
 	p.Live = s.live(r)
 	ids := map[string]string{"live-summary": "summary"}
-	if refreshing && lq.Tab != "lots" {
+	if p.Refreshing && lq.Tab != "lots" {
 		ids["live-list"] = "bucketlist"
 	}
 	return s.renderLive(w, r, p, tr.Zoned(sum.At), ids)

@@ -395,7 +395,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	}
 	// The gate of every RUC with a listed draft, read once per RUC.
 	holds := map[string]*rucHold{}
-	hold := func(env sifen.Env, ruc sifen.RUC) *rucHold {
+	held := func(env sifen.Env, ruc sifen.RUC) string {
 		k := string(env) + "/" + ruc.Number
 		h, seen := holds[k]
 		if !seen {
@@ -405,22 +405,21 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 				p.Holds = append(p.Holds, h)
 			}
 		}
-		return h
+		if h == nil {
+			return ""
+		}
+		return h.Wait
 	}
 	for _, d := range docs {
 		v := s.newDocumentView(d, now, tr)
 		if d.Status.Sendable() {
-			if h := hold(d.Env, d.RUC); h != nil {
-				v.Held = h.Wait
-			}
+			v.Held = held(d.Env, d.RUC)
 		}
 		p.Documents = append(p.Documents, v)
 	}
 	if p.SendRUC != nil {
 		ruc := sifen.RUC{Number: p.SendRUC.RUC, DV: sifen.CheckDigit(p.SendRUC.RUC)}
-		if h := hold(sifen.Env(p.SendRUC.Env), ruc); h != nil {
-			p.SendRUC.Held = h.Wait
-		}
+		p.SendRUC.Held = held(sifen.Env(p.SendRUC.Env), ruc)
 	}
 	// While a RUC is held back, reload when its wait ends (at most every
 	// minute).

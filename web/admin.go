@@ -55,10 +55,9 @@ func (bucketsPage) templateFile() string { return "admin_buckets.html" }
 
 // lotView is one SIFEN lot waiting for its result, on the lots tab.
 type lotView struct {
-	Env, LotNumber, RUC string
-	Documents           int
-	SentAt              string
-	NextQuery           string // "next query at <instant> (in 4m)" or "next query now"
+	sifen.LotRef
+	SentAt    string
+	NextQuery string // "next query at <instant> (in 4m)" or "next query now"
 }
 
 // lotLister is what a sifenSender may add for the lots tab.
@@ -172,19 +171,15 @@ type listing struct {
 	States                 []throttle.BucketState
 	Next, Prev, First      url.Values // nil: no such page
 	Partial                bool
-	PageNumber, PageOffset int
+	PageNumber, PageOffset int // PageOffset: the rows before the page
 }
 
 // list runs lq: in key order by keyset, or sorted by reading every
 // matching bucket (at most inspect.MaxScan) and cutting a page.
 func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 	var out listing
-	base := lq.values()
 	with := func(kv ...string) url.Values {
-		v := url.Values{}
-		for k, vs := range base {
-			v[k] = slices.Clone(vs)
-		}
+		v := lq.values()
 		for i := 0; i < len(kv); i += 2 {
 			if kv[i+1] != "" {
 				v.Set(kv[i], kv[i+1])
@@ -218,7 +213,7 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 		return out, err
 	}
 	out.States, out.Partial = page.States, page.Partial
-	out.PageNumber = len(lq.Trail) + 1
+	out.PageNumber, out.PageOffset = len(lq.Trail)+1, len(lq.Trail)*lq.Filter.Limit
 	current := lq.After
 	if current == "" {
 		current = "-"
@@ -300,17 +295,16 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 
-	refreshing := r.URL.Query().Get("refresh") != ""
+	p.Refreshing = r.URL.Query().Get("refresh") != ""
 	link := func(v url.Values) string {
 		if v == nil {
 			return ""
 		}
-		if refreshing {
+		if p.Refreshing {
 			v.Set("refresh", "1")
 		}
 		return s.pathWithQuery("adminBuckets", v)
 	}
-	p.Refreshing = refreshing
 	p.NextURL, p.PrevURL, p.FirstURL = link(list.Next), link(list.Prev), link(list.First)
 	here := r.URL.Query()
 	here.Set("refresh", "1")
@@ -319,22 +313,16 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	p.NoRefreshURL = s.pathWithQuery("adminBuckets", here)
 	if len(p.Buckets) > 0 {
 		from := list.PageOffset + 1
-		if lq.Sort == inspect.SortKey {
-			from = (list.PageNumber-1)*lq.Filter.Limit + 1
-		}
 		p.PageText = tr.Sprintf("Page %d (rows %d–%d)", list.PageNumber, from, from+len(p.Buckets)-1)
 	}
 	// ?live=1 is the update in place (static/live.js) of the summary, and
 	// of the table while auto-refresh is on.
 	p.Live = s.live(r)
-	if isLive(r) {
-		ids := map[string]string{"live-summary": "summary"}
-		if refreshing && lq.Tab != "lots" {
-			ids["live-list"] = "bucketlist"
-		}
-		return s.renderLive(w, p, tr.Zoned(sum.At), ids)
+	ids := map[string]string{"live-summary": "summary"}
+	if p.Refreshing && lq.Tab != "lots" {
+		ids["live-list"] = "bucketlist"
 	}
-	return s.render(w, http.StatusOK, p)
+	return s.renderLive(w, r, p, tr.Zoned(sum.At), ids)
 }
 
 // lotViews lists the SIFEN lots waiting for their result (of env, or all
@@ -350,7 +338,7 @@ func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr 
 		if env != "" && string(l.Env) != env {
 			continue
 		}
-		v := lotView{Env: string(l.Env), LotNumber: l.LotNumber, RUC: l.RUC, Documents: l.Documents, SentAt: formatWhenIn(tr, l.SentAt, now)}
+		v := lotView{LotRef: l, SentAt: formatWhenIn(tr, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
 			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), view.FormatWait(wait))
 		} else {
@@ -381,13 +369,11 @@ func (bucketPage) templateFile() string { return "admin_bucket.html" }
 
 // ledgerView is one ledger row on the bucket page.
 type ledgerView struct {
-	At      string
-	Reason  string
-	Delta   string
-	Balance int64
-	Count   int64
-	Ref     string
-	Class   string
+	throttle.LedgerEntry
+	At     string
+	Reason string
+	Delta  string
+	Class  string
 }
 
 const ledgerPageSize = 100
@@ -464,25 +450,20 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.NewestURL = s.bucketPath("adminBucket", key)
 	}
 	p.Live = s.live(r)
-	if isLive(r) {
-		ids := map[string]string{"live-state": "state", "live-chart": "chart"}
-		if before == 0 {
-			ids["live-ledger"] = "ledger"
-		}
-		return s.renderLive(w, p, l.T.Zoned(st.At), ids)
+	ids := map[string]string{"live-state": "state", "live-chart": "chart"}
+	if before == 0 {
+		ids["live-ledger"] = "ledger"
 	}
-	return s.render(w, http.StatusOK, p)
+	return s.renderLive(w, r, p, l.T.Zoned(st.At), ids)
 }
 
 // newLedgerView is e as the bucket page shows it.
 func newLedgerView(tr *i18n.Printer, e throttle.LedgerEntry) ledgerView {
 	v := ledgerView{
-		At:      tr.Zoned(e.At),
-		Reason:  tr.Text(e.Reason.String()),
-		Delta:   tr.Sprintf("%+d", e.Delta),
-		Balance: e.Balance,
-		Count:   e.Count,
-		Ref:     e.Ref,
+		LedgerEntry: e,
+		At:          tr.Zoned(e.At),
+		Reason:      tr.Text(e.Reason.String()),
+		Delta:       tr.Sprintf("%+d", e.Delta),
 	}
 	switch {
 	case slices.Contains(throttle.RefusalReasons, e.Reason):

@@ -163,10 +163,9 @@ func (auditPage) templateFile() string { return "admin_audit.html" }
 
 // auditView is one entry as the page shows it.
 type auditView struct {
-	When, WhenUTC                         string
-	User, Action, Target, Reason, Outcome string
-	TargetURL                             string // the target's page, when the server has it
-	CLI                                   bool
+	audit.Entry
+	When, WhenUTC, Action, Target, Outcome string
+	TargetURL                              string // the target's page, when the server has it
 }
 
 // targetView renders e's target in tr's language, with a link to its page.
@@ -291,29 +290,24 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 	return strings.Join(parts, " · ")
 }
 
+// actionLabels are the actions' names on the page, in English.
+var actionLabels = map[audit.Action]string{
+	audit.ActionReset:         "Bucket reset",
+	audit.ActionShadow:        "Shadow mode",
+	audit.ActionSifenSend:     "SIFEN send",
+	audit.ActionSifenSendAll:  "SIFEN send all drafts",
+	audit.ActionSifenOverride: "SIFEN 48-hour override",
+	audit.ActionDictLookup:    "DICT lookup",
+	audit.ActionGateway:       "Gateway request",
+	audit.ActionDenied:        "Refused to a viewer",
+	deniedImport:              "DE or lot upload",
+	deniedPayment:             "DICT payment sent",
+}
+
 // actionLabel is an action's name on the page, translated.
 func actionLabel(tr *i18n.Printer, a audit.Action) string {
-	switch a {
-	case audit.ActionReset:
-		return tr.Sprintf("Bucket reset")
-	case audit.ActionShadow:
-		return tr.Sprintf("Shadow mode")
-	case audit.ActionSifenSend:
-		return tr.Sprintf("SIFEN send")
-	case audit.ActionSifenSendAll:
-		return tr.Sprintf("SIFEN send all drafts")
-	case audit.ActionSifenOverride:
-		return tr.Sprintf("SIFEN 48-hour override")
-	case audit.ActionDictLookup:
-		return tr.Sprintf("DICT lookup")
-	case audit.ActionGateway:
-		return tr.Sprintf("Gateway request")
-	case audit.ActionDenied:
-		return tr.Sprintf("Refused to a viewer")
-	case deniedImport:
-		return tr.Sprintf("DE or lot upload")
-	case deniedPayment:
-		return tr.Sprintf("DICT payment sent")
+	if label, ok := actionLabels[a]; ok {
+		return tr.Text(label)
 	}
 	return string(a)
 }
@@ -350,28 +344,17 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	now := s.now()
 	for _, e := range entries {
 		v := auditView{
+			Entry:   e,
 			When:    formatWhenIn(l.T, e.At, now),
 			WhenUTC: e.At.UTC().Format(time.RFC3339),
-			User:    e.User,
 			Action:  actionLabel(l.T, e.Action),
-			Reason:  e.Reason,
 			Outcome: outcomeView(l.T, e.Outcome),
-			CLI:     strings.HasPrefix(e.User, "cli:"),
 		}
 		v.Target, v.TargetURL = s.targetView(l.T, e)
 		p.Entries = append(p.Entries, v)
 	}
 	if len(entries) == limit {
-		next := url.Values{}
-		if query.User != "" {
-			next.Set("user", query.User)
-		}
-		if query.Action != "" {
-			next.Set("action", string(query.Action))
-		}
-		if limit != audit.DefaultLimit {
-			next.Set("limit", strconv.Itoa(limit))
-		}
+		next := listLinkQuery(q, limit, audit.DefaultLimit, "user", "action")
 		next.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
 		p.NextURL = s.pathWithQuery("adminAudit", next)
 	}

@@ -46,7 +46,7 @@ type balanceChart struct {
 
 	Width, Height         int
 	Left, Right           int
-	Top, Bottom           int
+	Top                   int
 	PlotWidth, PlotHeight int
 	LabelX                int
 	CapY, ZeroY           string
@@ -98,7 +98,7 @@ type chartPoint struct {
 func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.BucketState) balanceChart {
 	c := balanceChart{
 		Width: chartWidth, Height: chartHeight,
-		Left: chartLeft, Right: chartRight, Top: chartTop, Bottom: chartBottom,
+		Left: chartLeft, Right: chartRight, Top: chartTop,
 		PlotWidth: chartRight - chartLeft, PlotHeight: chartBottom - chartTop,
 		LabelX: chartLeft - 6, Partial: w.Partial, MaxRows: inspect.MaxWindowRows,
 	}
@@ -172,25 +172,23 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 		c.Dots = append(c.Dots, chartDot{X: num(x(maxTime(sl.First, sl.Last))), Y: num(y(sl.Close)), Label: slotLabel(tr, sl)})
 	}
 
-	// Refusals: one mark per pixel column under the plot.
+	// Refusals: one mark per pixel column under the plot; the slots are
+	// oldest first, so a column's slots are adjacent.
 	type col struct {
+		k     int
 		n     int64
 		first time.Time
 	}
-	cols := map[int]*col{}
-	var order []int
+	var cols []col
 	for _, sl := range refused {
-		k := int(math.Round(x(sl.FirstRefused)))
-		if cols[k] == nil {
-			cols[k] = &col{first: sl.FirstRefused}
-			order = append(order, k)
+		if k := int(math.Round(x(sl.FirstRefused))); len(cols) == 0 || cols[len(cols)-1].k != k {
+			cols = append(cols, col{k: k, first: sl.FirstRefused})
 		}
-		cols[k].n += sl.Refused
+		cols[len(cols)-1].n += sl.Refused
 	}
-	for _, k := range order {
-		cl := cols[k]
+	for _, cl := range cols {
 		c.Refusals = append(c.Refusals, chartMark{
-			X: num(float64(k) - 1.5), Y: num(chartBottom + 2), W: "3", H: strconv.Itoa(markHeight),
+			X: num(float64(cl.k) - 1.5), Y: num(chartBottom + 2), W: "3", H: strconv.Itoa(markHeight),
 			Label: tr.Zoned(cl.first) + ": " + tr.Sprintf("%d refused", cl.n),
 		})
 	}

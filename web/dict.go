@@ -67,14 +67,13 @@ type dictLookupPage struct {
 
 func (dictLookupPage) templateFile() string { return "dict_lookup.html" }
 
-// entryView is a GetEntryResponse on the page.
+// entryView is a GetEntryResponse on the page: the entry, its instants in
+// the page's zone.
 type entryView struct {
-	Key, KeyType                                    string
-	Participant, Branch, AccountNumber, AccountType string
-	OpeningDate                                     string
-	OwnerType, OwnerTaxID, OwnerName, TradeName     string
-	CreationDate, KeyOwnershipDate, OpenClaim       string
-	ResponseTime, CorrelationID                     string
+	dict.Entry
+	OpeningDate                               string
+	CreationDate, KeyOwnershipDate, OpenClaim string
+	ResponseTime, CorrelationID               string
 	// StatisticsUpdated and Counters are the entry's Statistics.
 	StatisticsUpdated string
 	Counters          []dict.Counter
@@ -82,7 +81,7 @@ type entryView struct {
 
 // refusalView is a lookup the local mirror refused: it was not sent.
 type refusalView struct {
-	Policy, Env, Identifier string
+	throttle.Key
 	// Whose is "payer" or "participant".
 	Whose     string
 	Reason    string
@@ -109,10 +108,8 @@ type paymentView struct {
 }
 
 type creditRow struct {
-	Policy, Identifier string
-	Applied, Balance   int64
-	Duplicate          bool
-	BucketURL          string
+	throttle.Adjusted
+	BucketURL string
 }
 
 // showDictLookup is GET /dict/lookup: the lookup form.
@@ -173,7 +170,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		outcome.Set("e2e", res.EndToEndID)
 	}
 	if p.Refusal != nil {
-		outcome.Set("refused", p.Refusal.Policy+"/"+p.Refusal.Env+"/"+p.Refusal.Identifier)
+		outcome.Set("refused", p.Refusal.Key.String())
 	}
 	requestInfoFrom(r.Context()).outcome = outcome.Encode()
 	key, kerr := dict.ParseKey(p.Key)
@@ -210,17 +207,8 @@ func newEntryView(e *dict.GetEntryResponse, tr *i18n.Printer) *entryView {
 	}
 	en := e.Entry
 	v := &entryView{
-		Key:              en.Key,
-		KeyType:          string(en.KeyType),
-		Participant:      en.Account.Participant,
-		Branch:           en.Account.Branch,
-		AccountNumber:    en.Account.AccountNumber,
-		AccountType:      en.Account.AccountType,
+		Entry:            en,
 		OpeningDate:      ts(&en.Account.OpeningDate),
-		OwnerType:        en.Owner.Type,
-		OwnerTaxID:       en.Owner.TaxIDNumber,
-		OwnerName:        en.Owner.Name,
-		TradeName:        en.Owner.TradeName,
 		CreationDate:     ts(en.CreationDate),
 		KeyOwnershipDate: ts(en.KeyOwnershipDate),
 		OpenClaim:        ts(en.OpenClaimCreationDate),
@@ -238,13 +226,11 @@ func newEntryView(e *dict.GetEntryResponse, tr *i18n.Printer) *entryView {
 func (s *Server) newRefusalView(d throttle.Decision, payer string, tr *i18n.Printer) *refusalView {
 	k := d.Key
 	v := &refusalView{
-		Policy:     k.Policy,
-		Env:        k.Env,
-		Identifier: k.Identifier,
-		Whose:      "participant",
-		Reason:     tr.Text(d.Reason.String()),
-		RetryIn:    waitIn(tr, d.RetryAfter),
-		BucketURL:  s.bucketPath("adminBucket", k),
+		Key:       k,
+		Whose:     "participant",
+		Reason:    tr.Text(d.Reason.String()),
+		RetryIn:   waitIn(tr, d.RetryAfter),
+		BucketURL: s.bucketPath("adminBucket", k),
 	}
 	if k.Identifier == payer {
 		v.Whose = "payer"
@@ -284,11 +270,7 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 		pv.PaidAt = formatWhenIn(p.T, pc.Lookup.PaidAt, s.now())
 	}
 	for _, a := range pc.Adjusted {
-		pv.Rows = append(pv.Rows, creditRow{
-			Policy: a.Key.Policy, Identifier: a.Key.Identifier,
-			Applied: a.Applied, Balance: a.Balance, Duplicate: a.Duplicate,
-			BucketURL: s.bucketPath("adminBucket", a.Key),
-		})
+		pv.Rows = append(pv.Rows, creditRow{Adjusted: a, BucketURL: s.bucketPath("adminBucket", a.Key)})
 	}
 	p.Payment = pv
 	s.Logger.Info("dict payment credited", slog.String("end_to_end_id", e2e), slog.Bool("duplicate", pc.Duplicate),

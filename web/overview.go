@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
@@ -26,8 +27,8 @@ func (overviewPage) templateFile() string { return "admin_overview.html" }
 // decisionsView is one policy's line of the overview.
 type decisionsView struct {
 	Policy      string
-	PolicyParts []string
-	ListURL     string // the policy's buckets, worst first
+	PolicyParts []string // split at "_", for line breaks
+	ListURL     string   // the policy's buckets, worst first
 	Admitted    string
 	Refused     string
 	Share       string // refused share, "39,3 %"
@@ -68,10 +69,7 @@ func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Total = s.newDecisionsView(l.T, total)
 	p.Live = s.live(r)
-	if isLive(r) {
-		return s.renderLive(w, p, l.T.Zoned(at), map[string]string{"live-overview": "overview"})
-	}
-	return s.render(w, http.StatusOK, p)
+	return s.renderLive(w, r, p, l.T.Zoned(at), map[string]string{"live-overview": "overview"})
 }
 
 // newDecisionsView renders d in tr's language.
@@ -86,7 +84,7 @@ func (s *Server) newDecisionsView(tr *i18n.Printer, d inspect.PolicyDecisions) d
 		Blocked:  tr.Int(d.Refused[throttle.LedgerRefusedBlocked]),
 	}
 	if d.Policy != "" {
-		v.PolicyParts = splitPolicy(d.Policy)
+		v.PolicyParts = strings.Split(d.Policy, "_")
 		v.ListURL = s.pathWithQuery("adminBuckets", url.Values{"policy": {d.Policy}, "tab": {"all"}, "sort": {string(inspect.SortSeverity)}})
 	}
 	switch pm := d.RefusedPerMille(); {

@@ -65,8 +65,6 @@ func (s *Server) writeDictXML(w http.ResponseWriter, v any) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", dict.ContentTypeXML)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	writeBody(w, http.StatusOK, dict.ContentTypeXML, data)
 	return nil
 }

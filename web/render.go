@@ -77,29 +77,36 @@ func parsePagesFS(fsys fs.FS, declared []string) (map[string]*template.Template,
 	return pages, nil
 }
 
-// template is p's parsed template.
-func (s *Server) template(p page) (*template.Template, error) {
-	if t, ok := s.pages[p.templateFile()]; ok {
-		return t, nil
+// execute runs the template name of p's page into memory, so that an
+// error writes nothing (never half a page).
+func (s *Server) execute(p page, name string) ([]byte, error) {
+	t, ok := s.pages[p.templateFile()]
+	if !ok {
+		return nil, fmt.Errorf("web: render: page %s is not declared", p.templateFile())
 	}
-	return nil, fmt.Errorf("web: render: page %s is not declared", p.templateFile())
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, p); err != nil {
+		return nil, fmt.Errorf("web: render %s %s: %w", p.templateFile(), name, err)
+	}
+	return buf.Bytes(), nil
 }
 
-// render executes p's template into a buffer and writes it with status. A
-// template error writes nothing and is returned (never half a page).
+// render writes p with status; a template error writes nothing and is
+// returned.
 func (s *Server) render(w http.ResponseWriter, status int, p page) error {
-	t, err := s.template(p)
+	body, err := s.execute(p, "base")
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "base", p); err != nil {
-		return fmt.Errorf("web: render %s: %w", p.templateFile(), err)
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	writeBody(w, status, "text/html; charset=utf-8", body)
 	return nil
+}
+
+// writeBody writes a response of status with its body.
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // layout is the part of every page that layout.html and the navigation use.
@@ -136,9 +143,6 @@ func (s *Server) live(r *http.Request) *liveUpdate {
 	return &liveUpdate{URL: s.BasePath + u.RequestURI(), ScriptURL: s.path("static") + "live.js", Every: liveEverySeconds}
 }
 
-// isLive reports whether r asks for a page's live fragments (live=1).
-func isLive(r *http.Request) bool { return r.URL.Query().Get("live") == "1" }
-
 // liveFragments is the JSON answer of a live update: HTML by element id,
 // and when it was rendered.
 type liveFragments struct {
@@ -146,28 +150,26 @@ type liveFragments struct {
 	At        string            `json:"at"`
 }
 
-// renderLive writes, for a live update of p, the templates named in ids
-// (by element id) as JSON; an error writes nothing, as render's.
-func (s *Server) renderLive(w http.ResponseWriter, p page, at string, ids map[string]string) error {
-	t, err := s.template(p)
-	if err != nil {
-		return err
+// renderLive renders p, or for its live update (?live=1) the templates
+// named in ids (by element id) as JSON; an error writes nothing, as
+// render's.
+func (s *Server) renderLive(w http.ResponseWriter, r *http.Request, p page, at string, ids map[string]string) error {
+	if r.URL.Query().Get("live") != "1" {
+		return s.render(w, http.StatusOK, p)
 	}
 	out := liveFragments{Fragments: make(map[string]string, len(ids)), At: at}
 	for id, name := range ids {
-		var buf bytes.Buffer
-		if err := t.ExecuteTemplate(&buf, name, p); err != nil {
-			return fmt.Errorf("web: render %s %s: %w", p.templateFile(), name, err)
+		frag, err := s.execute(p, name)
+		if err != nil {
+			return err
 		}
-		out.Fragments[id] = buf.String()
+		out.Fragments[id] = string(frag)
 	}
 	body, err := json.Marshal(out)
 	if err != nil {
 		return fmt.Errorf("web: render live %s: %w", p.templateFile(), err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	writeBody(w, http.StatusOK, "application/json", body)
 	return nil
 }
 

@@ -112,30 +112,22 @@ var documentStatuses = []sifen.Status{
 	sifen.StatusApproved, sifen.StatusRejected, sifen.StatusError,
 }
 
-// documentView is one document as the pages show it.
+// documentView is one document as the pages show it: the document, and
+// its cells in the page's language.
 type documentView struct {
-	ID           int64
-	Env          string
-	RUC          string
-	CDC          string
-	Type         string
-	Status       string
-	StatusClass  string
-	Message      string
-	LotNumber    string
-	LotHash      string
-	ResponseCode string
-	Result       string // SIFEN's dEstRes
-	AuthNumber   string // dProtAut
+	sifen.Document
+	Type        string
+	Status      string
+	StatusClass string
+	Message     string
+	LotHash     string
 	// Wait is the local refusal while it lasts ("retry in 9m21s"), apart
 	// from Message, the last answer.
-	Wait string
-	// NotQueued: SIFEN answered 0301 to the document's last lot.
-	NotQueued bool
-	Created   string
-	Updated   string
-	Sent      string
-	Sendable  bool
+	Wait     string
+	Created  string
+	Updated  string
+	Sent     string
+	Sendable bool
 	// Held is the wait of the RUC's gate while it refuses: the Send
 	// button is off, and says it.
 	Held string
@@ -149,24 +141,17 @@ type documentView struct {
 func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Printer) documentView {
 	id := strconv.FormatInt(d.ID, 10)
 	v := documentView{
-		ID:           d.ID,
-		Env:          string(d.Env),
-		RUC:          d.RUC.String(),
-		CDC:          d.CDC,
-		Type:         documentType(d.Type),
-		Status:       tr.Text(string(d.Status)),
-		StatusClass:  statusClass(d.Status),
-		Message:      documentMessageIn(tr, d.Message),
-		LotNumber:    d.LotNumber,
-		ResponseCode: d.ResponseCode,
-		Result:       d.Result,
-		AuthNumber:   d.AuthNumber,
-		Created:      formatWhenIn(tr, d.CreatedAt, now),
-		Updated:      formatWhenIn(tr, d.UpdatedAt, now),
-		Sent:         formatWhenIn(tr, d.SentAt, now),
-		Sendable:     d.Status.Sendable(),
-		URL:          s.path("document", "id", id),
-		SendURL:      s.path("sendDocument", "id", id),
+		Document:    d,
+		Type:        documentType(d.Type),
+		Status:      tr.Text(string(d.Status)),
+		StatusClass: statusClass(d.Status),
+		Message:     documentMessageIn(tr, d.Message),
+		Created:     formatWhenIn(tr, d.CreatedAt, now),
+		Updated:     formatWhenIn(tr, d.UpdatedAt, now),
+		Sent:        formatWhenIn(tr, d.SentAt, now),
+		Sendable:    d.Status.Sendable(),
+		URL:         s.path("document", "id", id),
+		SendURL:     s.path("sendDocument", "id", id),
 	}
 	if len(d.LotHash) > 16 {
 		v.LotHash = d.LotHash[:16]
@@ -178,7 +163,6 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		v.Wait = tr.Sprintf("retry in %s", waitText(wait))
 	}
 	if notQueued(d) {
-		v.NotQueued = true
 		v.Status = tr.Sprintf(notQueuedLabel)
 	}
 	if d.Status == sifen.StatusApproved && d.Result == sifen.ResultApprovedWithObs {
@@ -274,20 +258,17 @@ func documentType(t int) string {
 	return strconv.Itoa(t)
 }
 
-// statusClass colours a document status like a severity.
-func statusClass(st sifen.Status) string {
-	switch st {
-	case sifen.StatusSent, sifen.StatusApproved:
-		return "sev-healthy"
-	case sifen.StatusSending:
-		return "sev-medium"
-	case sifen.StatusError:
-		return "sev-high"
-	case sifen.StatusRejected:
-		return "sev-critical"
-	}
-	return "sev-unknown"
+// statusSeverities colour document statuses like severities.
+var statusSeverities = map[sifen.Status]throttle.Severity{
+	sifen.StatusSent:     throttle.SeverityHealthy,
+	sifen.StatusApproved: throttle.SeverityHealthy,
+	sifen.StatusSending:  throttle.SeverityMedium,
+	sifen.StatusError:    throttle.SeverityHigh,
+	sifen.StatusRejected: throttle.SeverityCritical,
 }
+
+// statusClass colours a document status like a severity.
+func statusClass(st sifen.Status) string { return severityClass(statusSeverities[st]) }
 
 // documentsPage is sifen_documents.html.
 type documentsPage struct {
@@ -312,10 +293,13 @@ type documentsPage struct {
 	Upload  uploadForm // the upload form as sent, when it was refused
 }
 
-// uploadForm is a refused upload, shown again with why it was refused.
+// uploadForm is the upload form as read (Env: the env field as sent), and
+// when it was refused, why: the page shows it again.
 type uploadForm struct {
 	Env, File, Error string
-	Replace          bool
+	Replace          bool // the "replace" box: a draft of the same CDC takes this content
+	data             []byte
+	env              sifen.Env
 }
 
 // sendRUCForm is the "Send all drafts of RUC …" button; Held, the wait of
@@ -411,7 +395,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	}
 	// The gate of every RUC with a listed draft, read once per RUC.
 	holds := map[string]*rucHold{}
-	hold := func(env sifen.Env, ruc sifen.RUC) *rucHold {
+	held := func(env sifen.Env, ruc sifen.RUC) string {
 		k := string(env) + "/" + ruc.Number
 		h, seen := holds[k]
 		if !seen {
@@ -421,22 +405,21 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 				p.Holds = append(p.Holds, h)
 			}
 		}
-		return h
+		if h == nil {
+			return ""
+		}
+		return h.Wait
 	}
 	for _, d := range docs {
 		v := s.newDocumentView(d, now, tr)
 		if d.Status.Sendable() {
-			if h := hold(d.Env, d.RUC); h != nil {
-				v.Held = h.Wait
-			}
+			v.Held = held(d.Env, d.RUC)
 		}
 		p.Documents = append(p.Documents, v)
 	}
 	if p.SendRUC != nil {
 		ruc := sifen.RUC{Number: p.SendRUC.RUC, DV: sifen.CheckDigit(p.SendRUC.RUC)}
-		if h := hold(sifen.Env(p.SendRUC.Env), ruc); h != nil {
-			p.SendRUC.Held = h.Wait
-		}
+		p.SendRUC.Held = held(sifen.Env(p.SendRUC.Env), ruc)
 	}
 	// While a RUC is held back, reload when its wait ends (at most every
 	// minute).
@@ -447,15 +430,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	}
 
 	// Links keep the filter; the pager changes only ?before=.
-	base := url.Values{}
-	for _, name := range []string{"ruc", "env", "status"} {
-		if v := q.Get(name); v != "" {
-			base.Set(name, v)
-		}
-	}
-	if limit != documentsPageSize {
-		base.Set("limit", strconv.Itoa(limit))
-	}
+	base := listLinkQuery(q, limit, documentsPageSize, "ruc", "env", "status")
 	if f.BeforeID > 0 {
 		p.FirstURL = s.pathWithQuery("documents", base)
 	}
@@ -523,7 +498,7 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	up, err := s.readUpload(w, r)
 	if err == nil {
 		importer := s.Sifen.Import
-		if rp, ok := s.Sifen.(sifenReplacer); ok && up.replace {
+		if rp, ok := s.Sifen.(sifenReplacer); ok && up.Replace {
 			importer = rp.ImportReplacing
 		}
 		var docs []sifen.Document
@@ -552,7 +527,8 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 		msg = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
 			taken.CDC, taken.Document.ID)
 	}
-	p.Upload = uploadForm{Env: up.envText, File: up.fileName, Replace: up.replace, Error: msg}
+	up.Error = msg
+	p.Upload = up
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
 
@@ -564,19 +540,10 @@ type sifenReplacer interface {
 
 var _ sifenReplacer = (*sifen.Sender)(nil)
 
-// upload is the upload form as read.
-type upload struct {
-	data     []byte
-	env      sifen.Env
-	envText  string // the env field as sent
-	fileName string
-	replace  bool // the "replace" box: a draft of the same CDC takes this content
-}
-
 // readUpload reads the multipart upload form; what could be read comes
 // back with an error too, to show the form again.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, error) {
-	var up upload
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (uploadForm, error) {
+	var up uploadForm
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
 		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", errBadRequest)
@@ -594,14 +561,14 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (upload, err
 		return up, fmt.Errorf("%w: %v", errBadRequest, strings.TrimPrefix(err.Error(), "http: "))
 	}
 	defer r.MultipartForm.RemoveAll()
-	up.envText = r.PostFormValue("env")
-	up.replace = r.PostFormValue("replace") != ""
+	up.Env = r.PostFormValue("env")
+	up.Replace = r.PostFormValue("replace") != ""
 	file, hdr, ferr := r.FormFile("file")
 	if ferr == nil {
 		defer file.Close()
-		up.fileName = hdr.Filename
+		up.File = hdr.Filename
 	}
-	env, err := sifen.ParseEnv(up.envText)
+	env, err := sifen.ParseEnv(up.Env)
 	if err != nil {
 		return up, err
 	}

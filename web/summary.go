@@ -82,18 +82,7 @@ func (s *Server) currentSummary(ctx context.Context) (*summary, error) {
 	v, took := c.val, c.took
 	c.mu.Unlock()
 	if v == nil || took < s.SummaryFresh {
-		start := time.Now()
-		v, err := s.computeSummary(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		c.took = time.Since(start)
-		if c.val == nil || c.val.At.Before(v.At) {
-			c.val = v
-		}
-		c.mu.Unlock()
-		return v, nil
+		return s.recount(ctx)
 	}
 	if s.now().Sub(v.At) < s.SummaryTTL {
 		return v, nil
@@ -146,24 +135,30 @@ func (s *Server) refreshSummaryInBackground() <-chan struct{} {
 	s.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.bgCtx, time.Minute)
 		defer cancel()
-		start := time.Now()
-		v, err := s.computeSummary(ctx)
+		if _, err := s.recount(ctx); err != nil && s.bgCtx.Err() == nil {
+			s.Logger.Warn("admin summary", slog.Any("error", err))
+		}
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		defer close(done)
 		c.done = nil
-		c.took = time.Since(start)
-		if err != nil {
-			if s.bgCtx.Err() == nil {
-				s.Logger.Warn("admin summary", slog.Any("error", err))
-			}
-			return
-		}
-		if c.val == nil || c.val.At.Before(v.At) {
-			c.val = v
-		}
+		c.mu.Unlock()
+		close(done)
 	})
 	return done
+}
+
+// recount computes the summary and keeps it unless a newer one is kept,
+// and how long it took, failed or not.
+func (s *Server) recount(ctx context.Context) (*summary, error) {
+	start := time.Now()
+	v, err := s.computeSummary(ctx)
+	c := &s.summary
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.took = time.Since(start)
+	if err == nil && (c.val == nil || c.val.At.Before(v.At)) {
+		c.val = v
+	}
+	return v, err
 }
 
 // computeSummary counts every stored bucket by severity and the refusals

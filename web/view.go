@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,18 +13,14 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// bucketView is one bucket as the admin pages show it.
+// bucketView is one bucket as the admin pages show it: the state, and its
+// cells in the page's language.
 type bucketView struct {
-	Key         throttle.Key
+	throttle.BucketState
 	PolicyParts []string // the policy name split at "_", for line breaks
 	Scope       string
-	Stored      bool
-	Orphan      bool
-	Shadow      bool // the policy is in shadow mode
 
-	Tokens   int64
 	Negative bool
-	Capacity int64
 	// TokensText, CapacityText and SendsText are in the page's language.
 	TokensText, CapacityText, SendsText string
 	FillPercent                         int64  // 0..100, for the fill bar
@@ -39,7 +37,6 @@ type bucketView struct {
 	LastSent                            string
 	LastSentAgo                         string // "4.8s ago", "never": the list's short form
 	LastSentAt                          string // the instant in UTC (and the zone), "" for never
-	SendCount                           int64
 
 	DetailURL    string // "" for orphans (their policy is unknown)
 	DocumentsURL string // for a SIFEN RUC's gate: the RUC's documents
@@ -49,19 +46,13 @@ type bucketView struct {
 func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) bucketView {
 	now := st.At
 	v := bucketView{
-		Key:         st.Key,
-		PolicyParts: splitPolicy(st.Key.Policy),
-		Stored:      st.Stored,
-		Orphan:      st.Orphan,
-		Shadow:      st.Shadow,
-		Tokens:      st.Tokens,
+		BucketState: st,
+		PolicyParts: strings.Split(st.Key.Policy, "_"),
 		Negative:    st.Tokens < 0,
-		Capacity:    st.Policy.Capacity,
 		TokensText:  tr.Int(st.Tokens),
 		SendsText:   tr.Int(st.SendCount),
 		Severity:    tr.Sprintf(st.Severity.String()),
 		SevClass:    severityClass(st.Severity),
-		SendCount:   st.SendCount,
 		LastSent:    formatWhenIn(tr, st.LastSentAt, now),
 	}
 	if s.Scope != nil {
@@ -103,9 +94,20 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 	return v
 }
 
-// splitPolicy splits a policy name at "_", so that a list can offer a line
-// break after each underscore.
-func splitPolicy(name string) []string { return strings.Split(name, "_") }
+// listLinkQuery is what the pager links of a list keep of its query q:
+// the named filters that are set, and the page size unless it is def.
+func listLinkQuery(q url.Values, limit, def int, filters ...string) url.Values {
+	out := url.Values{}
+	for _, name := range filters {
+		if v := q.Get(name); v != "" {
+			out.Set(name, v)
+		}
+	}
+	if limit != def {
+		out.Set("limit", strconv.Itoa(limit))
+	}
+	return out
+}
 
 // bucketPath builds the URL of a per-bucket route.
 func (s *Server) bucketPath(name string, k throttle.Key) string {
@@ -114,17 +116,10 @@ func (s *Server) bucketPath(name string, k throttle.Key) string {
 
 // severityClass is the CSS class of a severity level.
 func severityClass(sev throttle.Severity) string {
-	switch sev {
-	case throttle.SeverityHealthy:
-		return "sev-healthy"
-	case throttle.SeverityMedium:
-		return "sev-medium"
-	case throttle.SeverityHigh:
-		return "sev-high"
-	case throttle.SeverityCritical:
-		return "sev-critical"
+	if !slices.Contains(throttle.Severities, sev) {
+		return "sev-unknown"
 	}
-	return "sev-unknown"
+	return "sev-" + strings.ToLower(sev.String())
 }
 
 // fillPercent is tokens as a whole percentage of capacity, rounded to the

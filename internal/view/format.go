@@ -63,16 +63,10 @@ func FormatBucketWaitIn(tr *i18n.Printer, st throttle.BucketState) string {
 	case st.CooldownLeft > 0:
 		waits = append(waits, tr.Sprintf("cooldown %s", FormatWait(st.CooldownLeft)))
 	}
-	if refillsIn(st) {
+	if !st.Orphan && st.RetryAfter > max(st.BlockLeft, st.CooldownLeft) { // refill is the longest wait
 		waits = append(waits, tr.Sprintf("refills in %s", FormatWait(st.RetryAfter)))
 	}
 	return strings.Join(waits, ", ")
-}
-
-// refillsIn tells whether st's next admission waits for refill longer
-// than for any block or cooldown.
-func refillsIn(st throttle.BucketState) bool {
-	return !st.Orphan && st.RetryAfter > max(st.BlockLeft, st.CooldownLeft)
 }
 
 // FormatWait renders a wait for people: "4m12s", "8s", "0.35s".

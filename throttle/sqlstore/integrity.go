@@ -74,20 +74,8 @@ func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) (err err
 			err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
 		}
 	}()
-	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(10)`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return err
-		}
-		problems = append(problems, line)
-	}
-	if err := rows.Err(); err != nil || len(problems) == 1 && problems[0] == "ok" {
+	problems, err := queryAll(ctx, db, `PRAGMA quick_check(10)`, nil, scan1[string])
+	if err != nil || len(problems) == 1 && problems[0] == "ok" {
 		return err
 	}
 	return fmt.Errorf("%w: %s: quick_check: %s", ErrDatabaseCorrupt, path, strings.Join(problems, "; "))

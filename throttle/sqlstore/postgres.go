@@ -47,16 +47,7 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 		return nil, nil
 	}
 	ids, envs, identifiers := keyArrays(keys)
-	rows, err := tx.QueryContext(ctx, pgLoadSQL, ids, envs, identifiers)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []bucketRow
-	if err := collect(rows, &out, scanLockedBucketRow); err != nil {
-		return nil, err
-	}
-	return out, rows.Err()
+	return queryAll(ctx, tx, pgLoadSQL, []any{ids, envs, identifiers}, scanLockedBucketRow)
 }
 
 // headMinutes reads the minutes loadBuckets joined (one round trip fewer
@@ -78,16 +69,7 @@ func creditArrays(refs []creditKey) []any {
 }
 
 func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
-	rows, err := tx.QueryContext(ctx, pgCreditsSQL, creditArrays(refs)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var found []creditKey
-	if err := collect(rows, &found, scanCredit); err != nil {
-		return nil, err
-	}
-	return found, rows.Err()
+	return queryAll(ctx, tx, pgCreditsSQL, creditArrays(refs), scanCredit)
 }
 
 func scanCredit(sc scanner) (c creditKey, err error) {
@@ -105,6 +87,28 @@ func collect[T any](rs driverkit.Rows, out *[]T, scan func(scanner) (T, error)) 
 		*out = append(*out, v)
 	}
 	return nil
+}
+
+// queryAll runs query on q and reads every row with scan.
+func queryAll[T any](ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args []any, scan func(scanner) (T, error)) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	if err := collect(rows, &out, scan); err != nil {
+		return nil, err
+	}
+	return out, rows.Err()
+}
+
+// scan1 reads a row of one column.
+func scan1[T any](sc scanner) (v T, err error) {
+	err = sc.Scan(&v)
+	return v, err
 }
 
 // bucketUnnest is the SQL of the rows x(bucketColumns) that PostgreSQL

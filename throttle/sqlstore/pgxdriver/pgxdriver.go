@@ -132,8 +132,3 @@ func OpenDB(ctx context.Context, db *sql.DB, opts sqlstore.Options) (*sqlstore.S
 	opts.Driver = pgDriver{}
 	return sqlstore.OpenDB(ctx, db, opts)
 }
-
-// Migrate is sqlstore.Migrate on PostgreSQL.
-func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
-	return sqlstore.Migrate(ctx, dsn, pgDriver{}, fn)
-}

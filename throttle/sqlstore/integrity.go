@@ -41,23 +41,22 @@ const (
 	DefaultIntegrityEvery = 5 * time.Minute
 )
 
-// checkSQLiteFile refuses an empty file at path; a missing one is left to
+// checkSQLiteFile refuses an empty file at path, or one that is not a
+// regular file; a missing one is os.Stat's error (fs.ErrNotExist), left to
 // the caller.
-func checkSQLiteFile(path string) (exists bool, err error) {
+func checkSQLiteFile(path string) error {
 	fi, err := os.Stat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
 	case err != nil:
-		return false, err
+		return err
 	case fi.Size() == 0:
-		return true, fmt.Errorf("%w: %s is empty (0 bytes): a truncated copy or a failed restore? "+
+		return fmt.Errorf("%w: %s is empty (0 bytes): a truncated copy or a failed restore? "+
 			"balde will not turn it into a new, empty database (penalties, blocks and documents in flight would be lost); "+
 			"restore the file, or remove it and start anew with --create", ErrDatabaseRefused, path)
 	case !fi.Mode().IsRegular():
-		return true, fmt.Errorf("%w: %s is not a regular file", ErrDatabaseRefused, path)
+		return fmt.Errorf("%w: %s is not a regular file", ErrDatabaseRefused, path)
 	}
-	return true, nil
+	return nil
 }
 
 // quickCheck runs PRAGMA quick_check on db (SQLite) until ctx ends: every

@@ -55,41 +55,34 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if d == nil {
 		return nil, checkDriver("OpenDB", d, "")
 	}
-	engine := d.Engine()
-	switch engine {
-	case SQLite:
-	case Postgres:
-		if err := d.CheckPool(db); err != nil {
-			return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
+	if err := d.CheckPool(db); err != nil {
+		return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
 	}
 	// Retried like Open's (a new SQLite file another instance is switching
 	// to WAL answers SQLITE_BUSY at once; Up is idempotent).
 	err := retryOpen(ctx, "open", opts, func() error {
 		err := checkSQLitePool(ctx, d, db)
 		if err == nil && opts.Migrate {
-			err = MigrateDB(ctx, db, d, opts.up)
+			err = migrateDB(ctx, db, d, opts.up)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(engine, opts)
+	s := newStore(d.Engine(), opts)
 	s.shared = true
-	if engine == SQLite {
-		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
+	s.rw = postgresWriter{}
+	// sqlx binds "$1" for the driver name "pgx", "?" for "sqlite3"; the name
+	// does nothing else.
+	s.write = sqlx.NewDb(db, "pgx")
+	if s.engine == SQLite {
 		s.write = sqlx.NewDb(db, "sqlite3")
 		w, err := newSQLiteWriter(ctx, db)
 		if err != nil {
 			return nil, formatError("open (is the database migrated?)", err)
 		}
 		s.rw = w
-	} else {
-		s.write = sqlx.NewDb(db, "pgx") // sqlx binds "$1" for the driver name "pgx"
-		s.rw = postgresWriter{}
 	}
 	s.read = s.write
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
@@ -99,13 +92,13 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// MigrateDB runs fn with a Migrator on an application's pool, which stays
+// migrateDB runs fn with a Migrator on an application's pool, which stays
 // open (migrations.NewShared), under the lock every migration of the
 // database takes (SQLite: lockSQLite on the pool's file, none in memory;
 // PostgreSQL: golang-migrate's advisory lock), so instances starting
-// together migrate it once (docs/decisions/0127). d is the engine's Driver.
-func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
-	if d != nil && d.Engine() == SQLite {
+// together migrate it once (docs/decisions/0127).
+func migrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
+	if d.Engine() == SQLite {
 		path, pathErr := sqliteFile(ctx, db)
 		if pathErr != nil {
 			return formatError("migrate", pathErr)

@@ -59,29 +59,37 @@ const lockedBucketsFrom = `balde_buckets AS b LEFT JOIN balde_token_ledger AS h 
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanBucketRow(sc scanner) (bucketRow, error) {
-	var r bucketRow
-	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
+// dest returns prefix followed by pointers to r's state columns, in
+// sqliteStateColumns order, with room for one more.
+func (r *bucketRow) dest(prefix ...any) []any {
+	return append(append(make([]any, 0, len(prefix)+13), prefix...), &r.tokens, &r.carry, &r.refilledAt,
 		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
+}
+
+// scanBucketRow scans bucketColumns.
+func scanBucketRow(sc scanner) (r bucketRow, err error) {
+	err = sc.Scan(r.dest(&r.key.policyID, &r.key.env, &r.key.identifier)...)
+	return r, err
+}
+
+// scanLockedBucketRow scans lockedBucketColumns.
+func scanLockedBucketRow(sc scanner) (r bucketRow, err error) {
+	err = sc.Scan(append(r.dest(&r.key.policyID, &r.key.env, &r.key.identifier), &r.headMinute)...)
 	return r, err
 }
 
 // scanBucketState scans sqliteStateColumns of key's row.
-func scanBucketState(sc scanner, key rowKey) (bucketRow, error) {
-	r := bucketRow{key: key}
-	err := sc.Scan(&r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
+func scanBucketState(sc scanner, key rowKey) (r bucketRow, err error) {
+	r.key = key
+	err = sc.Scan(r.dest()...)
 	return r, err
 }
 
 // scanNumberedBucketState scans the number of a key in keys followed by
 // sqliteStateColumns (SQLite's load of several keys).
-func scanNumberedBucketState(sc scanner, keys []rowKey) (bucketRow, error) {
+func scanNumberedBucketState(sc scanner, keys []rowKey) (r bucketRow, err error) {
 	var i int64
-	var r bucketRow
-	err := sc.Scan(&i, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
-	if err != nil {
+	if err := sc.Scan(r.dest(&i)...); err != nil {
 		return r, err
 	}
 	if i < 0 || i >= int64(len(keys)) {
@@ -107,13 +115,6 @@ func nullString(n sql.NullString) any {
 		return nil
 	}
 	return n.String
-}
-
-func scanLockedBucketRow(sc scanner) (bucketRow, error) {
-	var r bucketRow
-	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel, &r.headMinute)
-	return r, err
 }
 
 func (r bucketRow) bucket(key throttle.Key) (throttle.Bucket, error) {

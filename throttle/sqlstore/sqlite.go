@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,12 +20,13 @@ type sqliteWriter struct {
 	// ledger INSERT that lets SQLite number the row.
 	update1, ledger1, headMinute *sql.Stmt
 
-	// Read-only after newSQLiteWriter.
-	loads   map[int]*sql.Stmt // by number of keys
-	upsert  map[int]*sql.Stmt // by number of rows
-	updates map[int]*sql.Stmt // by number of rows
-	ledger  map[int]*sql.Stmt // by number of rows
+	// By number of keys or rows; read-only after newSQLiteWriter.
+	loads, upsert, updates, ledger sizedStmts
 }
+
+// sizedStmts holds a statement for each number of rows, 1 to
+// maxRowsPerStatement.
+type sizedStmts [maxRowsPerStatement + 1]*sql.Stmt
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
 // size is prepared at open: inside a transaction it would need a second
@@ -32,7 +34,7 @@ type sqliteWriter struct {
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
-	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, updates: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
+	w := &sqliteWriter{}
 	stmts := []struct {
 		dst  **sql.Stmt
 		text string
@@ -74,27 +76,18 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 	}
 	for n := 1; n <= maxRowsPerStatement; n++ {
 		for _, c := range []struct {
-			cache map[int]*sql.Stmt
+			stmts *sizedStmts
 			text  func(int) string
-		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.updates, updateSQL}, {w.ledger, ledgerSQL}} {
+		}{{&w.loads, loadSQL}, {&w.upsert, upsertSQL}, {&w.updates, updateSQL}, {&w.ledger, ledgerSQL}} {
 			st, err := db.PrepareContext(ctx, c.text(n))
 			if err != nil {
 				w.close()
 				return nil, fmt.Errorf("prepare: %w", err)
 			}
-			c.cache[n] = st
+			c.stmts[n] = st
 		}
 	}
 	return w, nil
-}
-
-// prepared returns the statement of cache for n rows, prepared at open.
-func prepared(cache map[int]*sql.Stmt, n int) (*sql.Stmt, error) {
-	st, ok := cache[n]
-	if !ok {
-		return nil, fmt.Errorf("no statement for %d rows", n)
-	}
-	return st, nil
 }
 
 // tuples returns n comma-separated groups of k placeholders.
@@ -162,12 +155,8 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute}
-	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.updates, w.ledger} {
-		for _, st := range cache {
-			all = append(all, st)
-		}
-	}
+	all := slices.Concat([]*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute},
+		w.loads[:], w.upsert[:], w.updates[:], w.ledger[:])
 	for _, st := range all {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -192,15 +181,11 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 	}
 	out := make([]bucketRow, 0, len(keys))
 	err := chunks(len(keys), func(lo, hi int) error {
-		st, err := prepared(w.loads, hi-lo)
-		if err != nil {
-			return err
-		}
 		args := make([]any, 0, 3*(hi-lo))
 		for _, k := range keys[lo:hi] {
 			args = append(args, k.policyID, k.env, k.identifier)
 		}
-		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		rows, err := tx.StmtContext(ctx, w.loads[hi-lo]).QueryContext(ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -272,17 +257,14 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
-	return execChunks(ctx, tx, w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })
+	return execChunks(ctx, tx, &w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })
 }
 
-// execChunks runs the statement of cache on consecutive chunks of n rows
+// execChunks runs the statements of stmts on consecutive chunks of n rows
 // (chunks), args giving each chunk's arguments.
-func execChunks(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stmt, n int, args func(lo, hi int) []any) error {
+func execChunks(ctx context.Context, tx *sql.Tx, stmts *sizedStmts, n int, args func(lo, hi int) []any) error {
 	return chunks(n, func(lo, hi int) error {
-		st, err := prepared(cache, hi-lo)
-		if err == nil {
-			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args(lo, hi)...)
-		}
+		_, err := tx.StmtContext(ctx, stmts[hi-lo]).ExecContext(ctx, args(lo, hi)...)
 		return err
 	})
 }
@@ -352,7 +334,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
-	if err := execChunks(ctx, tx, w.upsert, len(ws.inserts), func(lo, hi int) []any { return bucketArgs(ws.inserts[lo:hi]) }); err != nil {
+	if err := execChunks(ctx, tx, &w.upsert, len(ws.inserts), func(lo, hi int) []any { return bucketArgs(ws.inserts[lo:hi]) }); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
 	return w.deleteBuckets(ctx, tx, ws.deletes)
@@ -360,7 +342,7 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 
 // insertLedger inserts rows, numbered and linked.
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	return execChunks(ctx, tx, w.ledger, len(rows), func(lo, hi int) []any {
+	return execChunks(ctx, tx, &w.ledger, len(rows), func(lo, hi int) []any {
 		args := make([]any, 0, 11*(hi-lo))
 		for _, r := range rows[lo:hi] {
 			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,

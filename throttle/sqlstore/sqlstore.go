@@ -25,7 +25,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -139,9 +138,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := checkDriver("open", d, engine); err != nil {
 		return nil, err
 	}
-	// Every refusal names the file: SQLite may first find it corrupt
-	// anywhere (a pragma, the ping, the first read).
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
 	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
 		if err := retryOpen(ctx, "migrate up", opts, func() error { return migrate(ctx, dsn, opts, opts.up) }); err != nil {
@@ -149,6 +145,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 	}
 	s := newStore(engine, opts)
+	path := SQLitePath(driverDSN)
+	// fail closes s; every refusal names the file: SQLite may first find
+	// it corrupt anywhere (a pragma, the ping, the first read).
+	fail := func(op string, err error) (*Store, error) {
+		s.Close()
+		return nil, formatError(op, namedCorrupt(d, path, err))
+	}
 	maxConns := cmp.Or(max(opts.MaxConns, 0), 16)
 	switch engine {
 	case SQLite:
@@ -158,38 +161,36 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if !strings.Contains(driverDSN, "mode=") {
 			driverDSN += "&mode=rw"
 		}
-		if _, err := os.Stat(SQLitePath(driverDSN)); errors.Is(err, fs.ErrNotExist) {
-			return nil, formatError("open (is the database migrated?)", err)
-		}
-		if _, err := checkSQLiteFile(SQLitePath(driverDSN)); err != nil {
-			return nil, formatError("open", err)
+		if err := checkSQLiteFile(path); errors.Is(err, fs.ErrNotExist) {
+			return fail("open (is the database migrated?)", err)
+		} else if err != nil {
+			return fail("open", err)
 		}
 		writerDSN, own := ownCheckpoints(dsn, driverDSN+"&_txlock=immediate")
 		w, err := sql.Open(d.SQLName(), writerDSN)
 		if err != nil {
-			return nil, formatError("open", err)
+			return fail("open", err)
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write = sqlx.NewDb(w, "sqlite3")
 		r, err := sql.Open(d.SQLName(), driverDSN+"&_pragma=query_only(1)")
-		if err == nil {
-			r.SetMaxOpenConns(maxConns)
-			r.SetMaxIdleConns(maxConns)
-			s.read = sqlx.NewDb(r, "sqlite3")
-		}
-		if err == nil && own {
-			s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger)
-		}
 		if err != nil {
-			s.Close()
-			return nil, formatError("open", err)
+			return fail("open", err)
+		}
+		r.SetMaxOpenConns(maxConns)
+		r.SetMaxIdleConns(maxConns)
+		s.read = sqlx.NewDb(r, "sqlite3")
+		if own {
+			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
+				return fail("open", err)
+			}
 		}
 	case Postgres:
 		db, err := sql.Open(d.SQLName(), driverDSN)
 		if err != nil {
-			return nil, formatError("open", err)
+			return fail("open", err)
 		}
 		db.SetMaxOpenConns(maxConns)
 		db.SetMaxIdleConns(maxConns)
@@ -200,15 +201,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	// The first round trips are retried like any other (retry.go).
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
-		s.Close()
-		return nil, formatError("open", err)
+		return fail("open", err)
 	}
-	if engine == SQLite {
-		path := SQLitePath(driverDSN)
+	if engine == Postgres {
+		s.rw = postgresWriter{}
+	} else {
 		if !opts.Migrate { // migrate checked it already
 			if err := checkAtOpen(ctx, d, s.read.DB, path, opts.IntegrityTimeout, s.logger); err != nil {
-				s.Close()
-				return nil, formatError("open", err)
+				return fail("open", err)
 			}
 		}
 		s.integrity = newIntegrity(path, opts)
@@ -216,16 +216,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		// would not be nil for Close.
 		w, err := newSQLiteWriter(ctx, s.write.DB)
 		if err != nil {
-			s.Close()
-			return nil, formatError("open (is the database migrated?)", err)
+			return fail("open (is the database migrated?)", err)
 		}
 		s.rw = w
-	} else {
-		s.rw = postgresWriter{}
 	}
 	if err := s.withRetry(ctx, "open: identity", func() error { return s.loadIdentity(ctx, driverDSN) }); err != nil {
-		s.Close()
-		return nil, formatError("open: identity", err)
+		return fail("open: identity", err)
 	}
 	return s, nil
 }
@@ -311,15 +307,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err := checkDriver("migrate", d, engine); err != nil {
 		return err
 	}
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
-	created := false
+	path := SQLitePath(driverDSN)
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, path, err)) }
+	inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
+	check := false // a SQLite file that existed: quick_check it
 	if engine == Postgres {
 		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
 			return err
 		}
 	} else {
-		path := SQLitePath(driverDSN)
-		inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
 		if !inMemory {
 			// Other processes migrating the same file wait (lockSQLite).
 			release, lockErr := lockSQLite(ctx, path)
@@ -328,15 +324,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 			}
 			defer func() { release(err) }()
 		}
-		exists, err := checkSQLiteFile(path)
-		if err != nil {
-			return formatError("migrate", err)
-		}
-		if !exists && !inMemory {
+		switch err := checkSQLiteFile(path); {
+		case errors.Is(err, fs.ErrNotExist) && !inMemory:
 			if err := createSQLite(ctx, d, path, driverDSN); err != nil {
 				return formatError("migrate: create "+path, err)
 			}
-			created = true
+		case err == nil:
+			check = !inMemory
+		case !errors.Is(err, fs.ErrNotExist):
+			return formatError("migrate", err)
 		}
 		driverDSN += "&_txlock=immediate"
 	}
@@ -348,8 +344,8 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		db.Close()
 		return formatError("migrate", err)
 	}
-	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
-		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
+	if check {
+		if err := checkAtOpen(ctx, d, db, path, opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
 			db.Close()
 			return formatError("migrate", err)
 		}
@@ -518,7 +514,9 @@ func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits 
 			return ae.err
 		case errors.Is(err, ErrCommitInDoubt):
 			// Never re-run: it may have been applied (decision 0020).
-		case retryable(s.driver, err) && attempt < maxAttempts && ctx.Err() == nil:
+		case s.driver.Classify(err)&driverkit.ClassLostRace != 0 && attempt < maxAttempts && ctx.Err() == nil:
+			// A serialization failure, a deadlock, or a unique violation
+			// from two transactions inserting the same new bucket.
 			s.logger.Debug("retrying a transaction that lost a race", slog.Int("attempt", attempt), slog.Any("error", err))
 			continue
 		case transient.again(ctx, err):

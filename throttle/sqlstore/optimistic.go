@@ -299,21 +299,12 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 	if lock {
 		return false, nil
 	}
-	t, head, err := s.newTx(rows, nil, byRow)
+	ws, err := s.decide(rows, nil, byRow, apply, func() (map[rowKey]int64, error) { return headMinutesOf(rows), nil })
 	if err != nil {
-		return false, nil // a row this process cannot read back: lock it
-	}
-	if err := apply(t); err != nil {
-		// The rows may be stale: the locking path gives the answer.
+		// A row this process cannot read back, or apply failed: the rows
+		// may be stale, the locking path gives the answer.
 		return false, nil
 	}
-	headMinute := make(map[rowKey]int64)
-	for _, r := range rows {
-		if r.headMinute.Valid {
-			headMinute[r.key] = r.headMinute.Int64
-		}
-	}
-	ws := s.writeSet(t, head, headMinute)
 	if len(ws.deletes)+len(ws.ledger)+len(ws.merges) > 0 || len(ws.inserts) != len(unknown) {
 		// Every key not remembered must be inserted: its absence is
 		// checked only by the insert's unique index.

@@ -60,21 +60,10 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 		Scan: func(i int, r driverkit.Rows) error { return scans[i](r) },
 		Write: func() ([]driverkit.Query, error) {
 			loaded = true
-			t, head, err := s.newTx(rows, found, byRow)
-			if err != nil {
-				return nil, err
-			}
-			if err := apply(t); err != nil {
-				return nil, applyError{err}
-			}
-			var headMinute map[rowKey]int64
-			if _, aggregated := t.LedgerRows(); len(aggregated) > 0 {
-				headMinute, _ = postgresWriter{}.headMinutes(ctx, nil, rows)
-			}
-			ws := s.writeSet(t, head, headMinute)
+			ws, err := s.decide(rows, found, byRow, apply, func() (map[rowKey]int64, error) { return headMinutesOf(rows), nil })
 			written = ws
-			if ws.empty() {
-				return nil, nil
+			if err != nil || ws.empty() {
+				return nil, err
 			}
 			return []driverkit.Query{{SQL: writeSQL, Args: writeArgs(ws)}}, nil
 		},

@@ -53,13 +53,18 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 // headMinutes reads the minutes loadBuckets joined (one round trip fewer
 // than asking again).
 func (postgresWriter) headMinutes(_ context.Context, _ *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
+	return headMinutesOf(rows), nil
+}
+
+// headMinutesOf returns the headMinute of rows that have one.
+func headMinutesOf(rows []bucketRow) map[rowKey]int64 {
 	out := make(map[rowKey]int64)
 	for _, r := range rows {
 		if r.headMinute.Valid {
 			out[r.key] = r.headMinute.Int64
 		}
 	}
-	return out, nil
+	return out
 }
 
 // creditArrays splits refs into the four arrays of pgCreditsSQL.

@@ -563,22 +563,11 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 			return fmt.Errorf("load credits: %w", err)
 		}
 	}
-	t, head, err := s.newTx(rows, found, byRow)
+	ws, err := s.decide(rows, found, byRow, apply, func() (map[rowKey]int64, error) { return s.rw.headMinutes(ctx, tx, rows) })
 	if err != nil {
 		return err
 	}
-
-	if err := apply(t); err != nil {
-		return applyError{err}
-	}
-
-	var headMinute map[rowKey]int64
-	if _, aggregated := t.LedgerRows(); len(aggregated) > 0 {
-		if headMinute, err = s.rw.headMinutes(ctx, tx, rows); err != nil {
-			return fmt.Errorf("load head rows: %w", err)
-		}
-	}
-	if err := s.rw.write(ctx, tx, s.writeSet(t, head, headMinute)); err != nil {
+	if err := s.rw.write(ctx, tx, ws); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return s.CommitError(tx.Commit())
@@ -603,32 +592,49 @@ func (s *Store) rowKeys(keys []throttle.Key, credits []throttle.CreditRef) (map[
 	return byRow, rowKeys, refs
 }
 
-// newTx reads the clock (the locks are held) and builds the Tx of the
-// loaded rows and credits, with each bucket's latest ledger row (head).
-func (s *Store) newTx(rows []bucketRow, found []creditKey, byRow map[rowKey]throttle.Key) (*throttle.Tx, map[rowKey]sql.NullInt64, error) {
+// decide reads the clock (the locks are held), builds the Tx of the loaded
+// rows and credits, with each bucket's latest ledger row (head), runs apply
+// on it and returns what it writes back. The aggregated take rows of the
+// minute a bucket's head row already aggregates are added to that row
+// (merges); headMinutes, asked only when the transaction aggregates takes,
+// returns those minutes.
+func (s *Store) decide(rows []bucketRow, found []creditKey, byRow map[rowKey]throttle.Key, apply func(*throttle.Tx) error,
+	headMinutes func() (map[rowKey]int64, error)) (*writeSet, error) {
 	t := throttle.NewTx(s.now())
-	head := make(map[rowKey]sql.NullInt64, len(rows))
+	ws := &writeSet{heads: make(map[rowKey]sql.NullInt64, len(rows))}
 	for _, r := range rows {
 		b, err := r.bucket(byRow[r.key])
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		t.Load(b)
-		head[r.key] = r.lastEntry
+		ws.heads[r.key] = r.lastEntry
 	}
 	for _, f := range found {
 		t.LoadCredit(throttle.CreditRef{Key: byRow[f.rowKey], Ref: f.ref})
 	}
-	return t, head, nil
-}
-
-// writeSet is what t writes back, given each bucket's head before it.
-func (s *Store) writeSet(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinute map[rowKey]int64) *writeSet {
-	ws := &writeSet{heads: head}
-	ws.ledger, ws.merges = s.ledgerRows(t, head, headMinute)
+	if err := apply(t); err != nil {
+		return nil, applyError{err}
+	}
+	entries, aggregated := t.LedgerRows()
+	ws.ledger = s.toLedgerRows(entries, false)
+	if len(aggregated) > 0 {
+		headMinute, err := headMinutes()
+		if err != nil {
+			return nil, fmt.Errorf("load head rows: %w", err)
+		}
+		for _, r := range s.toLedgerRows(aggregated, true) {
+			if m, ok := headMinute[r.key]; ok && m == r.at {
+				r.id = ws.heads[r.key].Int64
+				ws.merges = append(ws.merges, r)
+			} else {
+				ws.ledger = append(ws.ledger, r)
+			}
+		}
+	}
 	for _, w := range t.BucketWrites() {
 		row := s.toBucketRow(w.Bucket)
-		row.lastEntry = head[row.key] // the writer advances it past new rows
+		row.lastEntry = ws.heads[row.key] // the writer advances it past new rows
 		switch {
 		case w.Delete:
 			ws.deletes = append(ws.deletes, row.key)
@@ -638,24 +644,7 @@ func (s *Store) writeSet(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinu
 			ws.updates = append(ws.updates, row)
 		}
 	}
-	return ws
-}
-
-// ledgerRows returns the ledger rows to insert, in order, and the
-// aggregated take rows to add to their bucket's latest row: those of the
-// minute that row already aggregates (headMinute, loaded with the bucket).
-func (s *Store) ledgerRows(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinute map[rowKey]int64) (rows, merges []ledgerRow) {
-	entries, aggregated := t.LedgerRows()
-	rows = s.toLedgerRows(entries, false)
-	for _, r := range s.toLedgerRows(aggregated, true) {
-		if m, ok := headMinute[r.key]; ok && m == r.at {
-			r.id = head[r.key].Int64
-			merges = append(merges, r)
-			continue
-		}
-		rows = append(rows, r)
-	}
-	return rows, merges
+	return ws, nil
 }
 
 // link gives rows the ids, in order, links each to the previous row of its

@@ -237,7 +237,7 @@ func (in *integrity) close() {
 // latest version, so that no process ever sees a partial one: it is built
 // at path+".new", synced and linked to path, which must not exist. A
 // process killed at any instant leaves no file at path or a complete
-// database. The caller holds the migration lock (flockMigrations).
+// database. The caller holds the migration lock (lockSQLite).
 func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {

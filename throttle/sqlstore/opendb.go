@@ -3,11 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 
 	"github.com/jmoiron/sqlx"
 
@@ -117,29 +114,6 @@ func migrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 	}
 	defer m.Close()
 	return fn(m)
-}
-
-// lockSQLite takes the migration lock of the SQLite database at path
-// (flockMigrations). release(err) gives it back, and removes the lock file
-// this call created when err refuses the database or none exists at path.
-func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
-	lockFile := path + migrateLockSuffix
-	_, statErr := os.Stat(lockFile)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	unlock, err := flockMigrations(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return func(err error) {
-		unlock()
-		if !created {
-			return
-		}
-		_, dbErr := os.Stat(path)
-		if errors.Is(err, ErrDatabaseRefused) || errors.Is(err, ErrDatabaseCorrupt) || errors.Is(dbErr, fs.ErrNotExist) {
-			_ = os.Remove(lockFile)
-		}
-	}, nil
 }
 
 // sqliteFile is the file of an application's SQLite pool db, "" for an

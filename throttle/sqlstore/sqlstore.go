@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -260,18 +259,14 @@ func (s *Store) ReadDB() *sqlx.DB { return s.read }
 // prepared (the application's pool stays open).
 func (s *Store) Close() error {
 	s.integrity.close()
-	var errs []error
-	errs = append(errs, s.checkpoints.close())
+	errs := []error{s.checkpoints.close()}
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
 	}
-	if s.shared {
-		return errors.Join(errs...)
-	}
-	if s.read != nil && s.read != s.write {
+	if s.read != nil && s.read != s.write && !s.shared {
 		errs = append(errs, s.read.Close())
 	}
-	if s.write != nil {
+	if s.write != nil && !s.shared {
 		errs = append(errs, s.write.Close())
 	}
 	return errors.Join(errs...)
@@ -312,7 +307,7 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
 	check := false // a SQLite file that existed: quick_check it
 	if engine == Postgres {
-		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
+		if driverDSN, err = postgresDSN(dsn, "0"); err != nil {
 			return err
 		}
 	} else {
@@ -415,26 +410,6 @@ func (o Options) up(m *migrations.Migrator) error {
 func retryOpen(ctx context.Context, op string, opts Options, fn func() error) error {
 	r := &retrier{op: op, driver: opts.Driver, logger: cmp.Or(opts.Logger, discard), start: time.Now()}
 	return r.run(ctx, fn)
-}
-
-// withoutStatementTimeout lifts ParseDSN's default statement_timeout from
-// a PostgreSQL driver DSN for migrations, unless the user's dsn set it.
-func withoutStatementTimeout(dsn, driverDSN string) (string, error) {
-	orig, err := url.Parse(dsn)
-	if err != nil {
-		return "", err
-	}
-	if orig.Query().Has("statement_timeout") {
-		return driverDSN, nil
-	}
-	u, err := url.Parse(driverDSN)
-	if err != nil {
-		return "", err
-	}
-	q := u.Query()
-	q.Set("statement_timeout", "0")
-	u.RawQuery = q.Encode()
-	return u.String(), nil
 }
 
 // rowKey is a Key as stored: the policy name interned.

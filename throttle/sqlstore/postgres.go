@@ -194,18 +194,7 @@ var writeSQL = `
 	),
 	u AS (
 		UPDATE balde_buckets AS b
-		SET tokens = x.tokens,
-		    carry = x.carry,
-		    refilled_at = x.refilled_at,
-		    send_count = x.send_count,
-		    severity = x.severity,
-		    last_sent_at = x.last_sent_at,
-		    last_entry = COALESCE(h.last, x.last_entry),
-		    blocked_until = x.blocked_until,
-		    spent = x.spent,
-		    next_at = x.next_at,
-		    held_until = x.held_until,
-		    block_level = x.block_level
+		SET ` + setState("x") + `, last_entry = COALESCE(h.last, x.last_entry)
 		FROM ` + bucketUnnest(11) + `
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
@@ -40,6 +41,18 @@ type bucketRow struct {
 
 // bucketColumns lists the columns of bucketRow in scan order.
 const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
+
+// setState is the SET list of a bucket's state columns but last_entry,
+// each from the row from ("x", "excluded").
+func setState(from string) string {
+	var sets []string
+	for _, c := range strings.Split(bucketColumns, ", ")[3:] {
+		if c != "last_entry" {
+			sets = append(sets, c+" = "+from+"."+c)
+		}
+	}
+	return strings.Join(sets, ", ")
+}
 
 // sqliteStateColumns are bucketColumns without the key, in scan order, as
 // one-letter aliases of expressions (unary plus is a no-op):

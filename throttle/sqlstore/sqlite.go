@@ -121,18 +121,7 @@ func upsertSQL(n int) string {
 		INSERT INTO balde_buckets (` + bucketColumns + `)
 		VALUES ` + tuples(n, 15) + `
 		ON CONFLICT (policy_id, env, identifier) DO UPDATE
-		SET tokens = excluded.tokens,
-		    carry = excluded.carry,
-		    refilled_at = excluded.refilled_at,
-		    send_count = excluded.send_count,
-		    severity = excluded.severity,
-		    last_sent_at = excluded.last_sent_at,
-		    last_entry = excluded.last_entry,
-		    blocked_until = excluded.blocked_until,
-		    spent = excluded.spent,
-		    next_at = excluded.next_at,
-		    held_until = excluded.held_until,
-		    block_level = excluded.block_level`
+		SET ` + setState("excluded") + `, last_entry = excluded.last_entry`
 }
 
 // updateSQL writes n rows that exist by primary key (an upsert would try

@@ -556,13 +556,10 @@ func (s *Store) rowKeys(keys []throttle.Key, credits []throttle.CreditRef) (map[
 		rowKeys[i] = s.rowKey(k)
 		byRow[rowKeys[i]] = k
 	}
-	var refs []creditKey
-	if len(credits) > 0 {
-		refs = make([]creditKey, len(credits))
-		for i, c := range credits {
-			refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
-			byRow[refs[i].rowKey] = c.Key
-		}
+	refs := make([]creditKey, len(credits))
+	for i, c := range credits {
+		refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
+		byRow[refs[i].rowKey] = c.Key
 	}
 	return byRow, rowKeys, refs
 }

@@ -267,15 +267,12 @@ type OptimisticStats struct {
 // OptimisticStats returns the counts of NonDurable's batches so far; zero
 // on SQLite and before NonDurable is first called.
 func (s *Store) OptimisticStats() OptimisticStats {
-	c := s.rows()
+	c := s.fast.Load()
 	if c == nil {
 		return OptimisticStats{}
 	}
 	return OptimisticStats{OneTrip: c.oneTrip.Load(), Conflicts: c.conflicts.Load(), Locked: c.locked.Load()}
 }
-
-// rows returns the store's row cache, nil when NonDurable never made one.
-func (s *Store) rows() *rowCache { return s.fast.Load() }
 
 // updateOptimistic runs a non-durable batch of keys in one round trip on
 // remembered rows (see rowCache), a key not remembered inserted as a full

@@ -25,9 +25,9 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	}
 	defer conn.Close()
 
-	cache := s.rows()
-	if durable {
-		cache = nil
+	var cache *rowCache // nil when NonDurable never made one
+	if !durable {
+		cache = s.fast.Load()
 	}
 	if cache != nil && len(credits) == 0 {
 		if done, err := s.updateOptimistic(ctx, p, conn, cache, keys, apply); done {

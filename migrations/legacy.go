@@ -114,19 +114,15 @@ type queryer interface {
 // tableExists reports whether a table named name is visible: in the main
 // database on SQLite, in the first schema of the search_path on PostgreSQL.
 func tableExists(ctx context.Context, q queryer, engine Engine, name string) (bool, error) {
-	query := `SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1`
+	query := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
 	if engine == Postgres {
-		query = `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
+		query = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
 	}
-	var one int
-	err := q.QueryRowContext(ctx, query, name).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
+	var n int
+	if err := q.QueryRowContext(ctx, query, name).Scan(&n); err != nil {
 		return false, fmt.Errorf("look for table %s: %w", name, err)
 	}
-	return true, nil
+	return n > 0, nil
 }
 
 // legacyIndexName finds the name in an index's CREATE statement as SQLite

@@ -40,9 +40,10 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		text string
 	}{
 		{&w.credit, `
-			SELECT 1
-			FROM balde_token_ledger
-			WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?`},
+			SELECT EXISTS (
+				SELECT 1
+				FROM balde_token_ledger
+				WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?)`},
 		{&w.del, `
 			DELETE FROM balde_buckets
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
@@ -58,8 +59,9 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		{&w.ledger1, `
 			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		// NULL unless the row aggregates takes.
 		{&w.headMinute, `
-			SELECT at FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
+			SELECT MAX(at) FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
 		{&w.add, `
 			UPDATE balde_token_ledger
 			SET delta = delta + ?,
@@ -207,15 +209,13 @@ func (w *sqliteWriter) headMinutes(ctx context.Context, tx *sql.Tx, rows []bucke
 		if !r.lastEntry.Valid {
 			continue
 		}
-		var at int64
-		err := st.QueryRowContext(ctx, r.lastEntry.Int64).Scan(&at)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // not an aggregated row
-		}
-		if err != nil {
+		var at sql.NullInt64
+		if err := st.QueryRowContext(ctx, r.lastEntry.Int64).Scan(&at); err != nil {
 			return nil, err
 		}
-		out[r.key] = at
+		if at.Valid {
+			out[r.key] = at.Int64
+		}
 	}
 	return out, nil
 }
@@ -224,15 +224,13 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 	st := tx.StmtContext(ctx, w.credit)
 	var found []creditKey
 	for _, c := range refs {
-		var one int
-		err := st.QueryRowContext(ctx, c.policyID, c.env, c.identifier, c.ref).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		var exists bool
+		if err := st.QueryRowContext(ctx, c.policyID, c.env, c.identifier, c.ref).Scan(&exists); err != nil {
 			return nil, err
 		}
-		found = append(found, c)
+		if exists {
+			found = append(found, c)
+		}
 	}
 	return found, nil
 }

@@ -63,19 +63,15 @@ func checkSQLiteFile(path string) error {
 // page and B-tree, without integrity_check's cross-check of indexes. It
 // returns an error wrapping ErrDatabaseCorrupt naming path when the check
 // fails, ctx's error when it was cut short, and other errors as they come.
-func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) (err error) {
-	defer func() {
-		switch {
-		case err == nil || errors.Is(err, ErrDatabaseCorrupt):
-		case ctx.Err() != nil:
-			err = ctx.Err()
-		case isCorrupt(d, err):
-			err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
-		}
-	}()
+func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 	problems, err := queryAll(ctx, db, `PRAGMA quick_check(10)`, nil, scan1[string])
-	if err != nil || len(problems) == 1 && problems[0] == "ok" {
-		return err
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return namedCorrupt(d, path, err)
+	case len(problems) == 1 && problems[0] == "ok":
+		return nil
 	}
 	return fmt.Errorf("%w: %s: quick_check: %s", ErrDatabaseCorrupt, path, strings.Join(problems, "; "))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -200,7 +201,7 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery) (c conds
 		c.reasons(q.Reasons)
 	}
 	if !q.Since.IsZero() {
-		c.add("at >= ?", nanos(q.Since))
+		c.add("at >= ?", sqltime.Nanos(q.Since))
 	}
 	if q.BeforeID > 0 {
 		c.add("id < ?", q.BeforeID)
@@ -265,7 +266,7 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int,
 	since := ""
 	var sinceArgs []any
 	if !q.Since.IsZero() {
-		since, sinceArgs = " AND at >= ?", []any{nanos(q.Since)}
+		since, sinceArgs = " AND at >= ?", []any{sqltime.Nanos(q.Since)}
 	}
 	var reasons conds
 	if len(q.Reasons) > 0 {
@@ -324,7 +325,7 @@ func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit i
 		return 0, err
 	}
 	defer tx.Rollback()
-	cutoff, groupCutoff := nanos(before), nanos(before.Add(throttle.RefusalGroupSpan))
+	cutoff, groupCutoff := sqltime.Nanos(before), sqltime.Nanos(before.Add(throttle.RefusalGroupSpan))
 	// "reason NOT IN (1, 10)" repeats the partial index's predicate so that
 	// both engines use it.
 	var late []struct {
@@ -387,7 +388,7 @@ func (s *Store) pruneLedgerRun(ctx context.Context, before time.Time, limit int)
 		LIMIT ?`), limit); err != nil {
 		return 0, err
 	}
-	cutoff := nanos(before)
+	cutoff := sqltime.Nanos(before)
 	n := 0
 	for n < len(rows) && rows[n].At < cutoff {
 		n++

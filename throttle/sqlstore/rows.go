@@ -9,15 +9,8 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Stored times are integer nanoseconds, NULL for "never" (internal/sqltime).
-var (
-	nanos         = sqltime.Nanos
-	nullNanos     = sqltime.NullNanos
-	fromNanos     = sqltime.Time
-	fromNullNanos = sqltime.NullTime
-)
-
-// bucketRow is a row of the buckets table.
+// bucketRow is a row of the buckets table; times are stored as
+// internal/sqltime says.
 type bucketRow struct {
 	key          rowKey
 	tokens       int64
@@ -139,13 +132,13 @@ func (r bucketRow) bucket(key throttle.Key) (throttle.Bucket, error) {
 		Key:          key,
 		Tokens:       r.tokens,
 		Carry:        r.carry,
-		RefilledAt:   fromNanos(r.refilledAt),
+		RefilledAt:   sqltime.Time(r.refilledAt),
 		Spent:        spent,
-		LastSentAt:   fromNullNanos(r.lastSentAt),
+		LastSentAt:   sqltime.NullTime(r.lastSentAt),
 		SendCount:    r.sendCount,
-		BlockedUntil: fromNullNanos(r.blockedUntil),
-		NextAt:       fromNullNanos(r.nextAt),
-		HeldUntil:    fromNullNanos(r.heldUntil),
+		BlockedUntil: sqltime.NullTime(r.blockedUntil),
+		NextAt:       sqltime.NullTime(r.nextAt),
+		HeldUntil:    sqltime.NullTime(r.heldUntil),
 		BlockLevel:   r.blockLevel,
 		Severity:     throttle.Severity(r.severity),
 	}, nil
@@ -156,14 +149,14 @@ func (s *Store) toBucketRow(b throttle.Bucket) bucketRow {
 		key:          s.rowKey(b.Key),
 		tokens:       b.Tokens,
 		carry:        b.Carry,
-		refilledAt:   nanos(b.RefilledAt),
+		refilledAt:   sqltime.Nanos(b.RefilledAt),
 		sendCount:    b.SendCount,
 		severity:     int64(b.Severity),
-		lastSentAt:   nullNanos(b.LastSentAt),
-		blockedUntil: nullNanos(b.BlockedUntil),
+		lastSentAt:   sqltime.NullNanos(b.LastSentAt),
+		blockedUntil: sqltime.NullNanos(b.BlockedUntil),
 		spent:        encodeSpent(b.Spent),
-		nextAt:       nullNanos(b.NextAt),
-		heldUntil:    nullNanos(b.HeldUntil),
+		nextAt:       sqltime.NullNanos(b.NextAt),
+		heldUntil:    sqltime.NullNanos(b.HeldUntil),
 		blockLevel:   b.BlockLevel,
 	}
 }
@@ -207,7 +200,7 @@ func (s *Store) toLedgerRows(es []throttle.LedgerEntry, aggregated bool) []ledge
 			reason = reasonMinuteOfTakes
 		}
 		out[i] = ledgerRow{
-			key: s.rowKey(e.Key), at: nanos(e.At), reason: reason,
+			key: s.rowKey(e.Key), at: sqltime.Nanos(e.At), reason: reason,
 			delta: e.Delta, balance: e.Balance, n: max(e.Count, 1),
 			ref: sql.NullString{String: e.Ref, Valid: e.Ref != ""},
 		}
@@ -221,7 +214,7 @@ func (r ledgerRow) entry(key throttle.Key) throttle.LedgerEntry {
 		reason = throttle.LedgerTake
 	}
 	return throttle.LedgerEntry{
-		ID: r.id, Key: key, At: fromNanos(r.at), Delta: r.delta, Balance: r.balance,
+		ID: r.id, Key: key, At: sqltime.Time(r.at), Delta: r.delta, Balance: r.balance,
 		Reason: reason, Ref: r.ref.String, Count: r.n,
 	}
 }

@@ -45,8 +45,7 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 		scans = append(scans, func(driverkit.Rows) error { return nil })
 	}
 	if len(rowKeys) > 0 {
-		ids, envs, identifiers := keyArrays(rowKeys)
-		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})
+		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: keyArrays(rowKeys)})
 		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &rows, scanLockedBucketRow) })
 	}
 	if len(refs) > 0 {

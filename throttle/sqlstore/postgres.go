@@ -19,9 +19,9 @@ type postgresWriter struct{}
 func (postgresWriter) close() error { return nil }
 
 // keyArrays splits keys into the three parallel arrays unnest takes.
-func keyArrays(keys []rowKey) (ids []int64, envs, identifiers []string) {
-	return column(keys, func(k *rowKey) int64 { return k.policyID }), column(keys, func(k *rowKey) string { return k.env }),
-		column(keys, func(k *rowKey) string { return k.identifier })
+func keyArrays(keys []rowKey) []any {
+	return []any{column(keys, func(k *rowKey) int64 { return k.policyID }), column(keys, func(k *rowKey) string { return k.env }),
+		column(keys, func(k *rowKey) string { return k.identifier })}
 }
 
 // pgLoadSQL locks and reads the bucket rows of three key arrays, in key
@@ -46,8 +46,7 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	ids, envs, identifiers := keyArrays(keys)
-	return queryAll(ctx, tx, pgLoadSQL, []any{ids, envs, identifiers}, scanLockedBucketRow)
+	return queryAll(ctx, tx, pgLoadSQL, keyArrays(keys), scanLockedBucketRow)
 }
 
 // headMinutes reads the minutes loadBuckets joined (one round trip fewer
@@ -239,8 +238,7 @@ func writeArgs(ws *writeSet) []any {
 	args := ledgerArrays(ws.ledger, ws.heads)
 	args = append(args, bucketArrays(ws.updates)...)
 	args = append(args, bucketArrays(ws.inserts)...)
-	ids, envs, identifiers := keyArrays(ws.deletes)
-	args = append(args, ids, envs, identifiers)
+	args = append(args, keyArrays(ws.deletes)...)
 	return append(args,
 		column(ws.merges, func(m *ledgerRow) int64 { return m.id }),
 		column(ws.merges, func(m *ledgerRow) int64 { return m.delta }),

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,6 +21,8 @@ type sqliteWriter struct {
 
 	// By number of keys or rows; read-only after newSQLiteWriter.
 	loads, upsert, updates, ledger sizedStmts
+
+	all []*sql.Stmt // for close
 }
 
 // sizedStmts holds a statement for each number of rows, 1 to
@@ -35,10 +36,11 @@ const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 	w := &sqliteWriter{}
-	stmts := []struct {
+	type stmt struct {
 		dst  **sql.Stmt
 		text string
-	}{
+	}
+	stmts := []stmt{
 		{&w.credit, `
 			SELECT EXISTS (
 				SELECT 1
@@ -69,6 +71,10 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			    balance = ?
 			WHERE id = ?`},
 	}
+	for n := 1; n <= maxRowsPerStatement; n++ {
+		stmts = append(stmts, stmt{&w.loads[n], loadSQL(n)}, stmt{&w.upsert[n], upsertSQL(n)},
+			stmt{&w.updates[n], updateSQL(n)}, stmt{&w.ledger[n], ledgerSQL(n)})
+	}
 	for _, s := range stmts {
 		st, err := db.PrepareContext(ctx, s.text)
 		if err != nil {
@@ -76,19 +82,7 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
 		*s.dst = st
-	}
-	for n := 1; n <= maxRowsPerStatement; n++ {
-		for _, c := range []struct {
-			stmts *sizedStmts
-			text  func(int) string
-		}{{&w.loads, loadSQL}, {&w.upsert, upsertSQL}, {&w.updates, updateSQL}, {&w.ledger, ledgerSQL}} {
-			st, err := db.PrepareContext(ctx, c.text(n))
-			if err != nil {
-				w.close()
-				return nil, fmt.Errorf("prepare: %w", err)
-			}
-			c.stmts[n] = st
-		}
+		w.all = append(w.all, st)
 	}
 	return w, nil
 }
@@ -147,12 +141,8 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := slices.Concat([]*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute},
-		w.loads[:], w.upsert[:], w.updates[:], w.ledger[:])
-	for _, st := range all {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
+	for _, st := range w.all {
+		errs = append(errs, st.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -105,26 +105,15 @@ type retrier struct {
 	op      string
 	driver  Driver
 	logger  *slog.Logger
-	flush   func() // after a broken connection; nil before the store is open
+	s       *Store // flushes its pool after a broken connection; nil before the store is open
 	attempt int
 	waited  time.Duration
 	start   time.Time // of the first attempt
 }
 
 // newRetrier returns the retrier of an operation of s starting now.
-func newRetrier(s *Store, op string) *retrier {
-	return &retrier{op: op, driver: s.driver, logger: s.logger, flush: s.flushIdle, start: time.Now()}
-}
-
-// run runs fn until it returns nil or again declines its error, which it
-// returns as is.
-func (r *retrier) run(ctx context.Context, fn func() error) error {
-	for {
-		err := fn()
-		if err == nil || !r.again(ctx, err) {
-			return err
-		}
-	}
+func newRetrier(s *Store, op string) retrier {
+	return retrier{op: op, driver: s.driver, logger: s.logger, s: s, start: time.Now()}
 }
 
 // again reports whether the operation should run again after err, having
@@ -140,8 +129,8 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if r.waited+d > transientBudget || time.Since(r.start)+d > transientElapsedBudget {
 		return false
 	}
-	if r.flush != nil && brokenConn(r.driver, err) {
-		r.flush()
+	if r.s != nil && brokenConn(r.driver, err) {
+		r.s.flushIdle()
 	}
 	r.logger.Warn("retrying after a transient store error", slog.String("op", r.op),
 		slog.Int("attempt", r.attempt), slog.Duration("backoff", d), slog.Any("error", err))
@@ -187,7 +176,13 @@ func (s *Store) withRetry(ctx context.Context, op string, fn func() error) error
 	if err := s.corruptErr(); err != nil {
 		return formatError(op, err)
 	}
-	return newRetrier(s, op).run(ctx, func() error { return s.noteCorrupt(fn()) })
+	r := newRetrier(s, op)
+	for {
+		err := s.noteCorrupt(fn())
+		if err == nil || !r.again(ctx, err) {
+			return err
+		}
+	}
 }
 
 // Retry runs fn again after transient store errors, as the store's own

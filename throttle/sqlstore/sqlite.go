@@ -52,12 +52,11 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		// The writer holds the database's write lock: the largest id cannot
 		// change under it.
 		{&w.maxID, `SELECT COALESCE(MAX(id), 0) FROM balde_token_ledger`},
-		// The parameters of bucketArgs.
 		{&w.update1, `
 			UPDATE balde_buckets
-			SET tokens = ?4, carry = ?5, refilled_at = ?6, send_count = ?7, severity = ?8, last_sent_at = ?9,
-			    last_entry = ?10, blocked_until = ?11, spent = ?12, next_at = ?13, held_until = ?14, block_level = ?15
-			WHERE policy_id = ?1 AND env = ?2 AND identifier = ?3`},
+			SET tokens = ?, carry = ?, refilled_at = ?, send_count = ?, severity = ?,
+			    last_sent_at = ?, last_entry = ?, blocked_until = ?, spent = ?, next_at = ?, held_until = ?, block_level = ?
+			WHERE policy_id = ? AND env = ? AND identifier = ?`},
 		{&w.ledger1, `
 			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
@@ -229,7 +228,10 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 // key, several in one UPDATE ... FROM (VALUES ...) per chunk.
 func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []bucketRow) error {
 	if len(rows) == 1 {
-		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, bucketArgs(rows)...)
+		r := rows[0]
+		_, err := tx.StmtContext(ctx, w.update1).ExecContext(ctx, r.tokens, r.carry, r.refilledAt, r.sendCount, r.severity,
+			nullInt(r.lastSentAt), nullInt(r.lastEntry), nullInt(r.blockedUntil), r.spent, nullInt(r.nextAt), nullInt(r.heldUntil),
+			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
 	return execChunks(ctx, tx, &w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })

@@ -79,7 +79,7 @@ func (d *atomicDriver) Run(migration io.Reader) error {
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			return &database.Error{OrigErr: err, Query: body}
 		}
-		if err := writeVersion(ctx, tx, d.engine, d.target); err != nil {
+		if err := writeVersion(ctx, tx, d.target); err != nil {
 			return err
 		}
 		if d.beforeCommit != nil {
@@ -119,18 +119,14 @@ func (d *atomicDriver) lockAndCheck(ctx context.Context, tx *sql.Tx) (landed boo
 
 // writeVersion records version (database.NilVersion: none) as the clean
 // schema version inside tx, as golang-migrate's drivers do.
-func writeVersion(ctx context.Context, tx *sql.Tx, engine Engine, version int) error {
+func writeVersion(ctx context.Context, tx *sql.Tx, version int) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM `+VersionTable); err != nil {
 		return &database.Error{OrigErr: err, Err: "clear the schema version"}
 	}
 	if version < 0 {
 		return nil
 	}
-	insert := `INSERT INTO ` + VersionTable + ` (version, dirty) VALUES (?, ?)`
-	if engine == Postgres {
-		insert = `INSERT INTO ` + VersionTable + ` (version, dirty) VALUES ($1, $2)`
-	}
-	if _, err := tx.ExecContext(ctx, insert, version, false); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+VersionTable+` (version, dirty) VALUES ($1, $2)`, version, false); err != nil {
 		return &database.Error{OrigErr: err, Err: fmt.Sprintf("record schema version %d", version)}
 	}
 	return nil

@@ -42,6 +42,10 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 	if err := tx.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty); err != nil {
 		return fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
 	}
+	prefix := prefixSQLiteIndexes
+	if engine == Postgres {
+		prefix = prefixPostgresObjects
+	}
 	for _, table := range legacyTables {
 		if table.version > version {
 			continue // not created yet by balde: a table of that name is the application's
@@ -57,23 +61,16 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s RENAME TO balde_%s`, name, name)); err != nil {
 			return fmt.Errorf("adopt legacy schema: rename %s: %w", name, err)
 		}
-		prefix := prefixSQLiteIndexes
-		if engine == Postgres {
-			prefix = prefixPostgresObjects
-		}
 		if err := prefix(ctx, tx, "balde_"+name); err != nil {
 			return fmt.Errorf("adopt legacy schema: %s: %w", name, err)
 		}
 	}
-	for _, st := range []struct {
-		query string
-		args  []any
-	}{
-		{fmt.Sprintf(`CREATE TABLE %s (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`, VersionTable), nil},
-		{fmt.Sprintf(`INSERT INTO %s (version, dirty) VALUES ($1, $2)`, VersionTable), []any{version, dirty}},
-		{`DROP TABLE schema_migrations`, nil},
+	for _, st := range []string{
+		fmt.Sprintf(`CREATE TABLE %s (version BIGINT NOT NULL PRIMARY KEY, dirty BOOLEAN NOT NULL)`, VersionTable),
+		fmt.Sprintf(`INSERT INTO %s (version, dirty) VALUES (%d, %t)`, VersionTable, version, dirty),
+		`DROP TABLE schema_migrations`,
 	} {
-		if _, err := tx.ExecContext(ctx, st.query, st.args...); err != nil {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
 			return fmt.Errorf("adopt legacy schema: %w", err)
 		}
 	}
@@ -117,19 +114,15 @@ type queryer interface {
 // tableExists reports whether a table named name is visible: in the main
 // database on SQLite, in the first schema of the search_path on PostgreSQL.
 func tableExists(ctx context.Context, q queryer, engine Engine, name string) (bool, error) {
-	query := `SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1`
+	query := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
 	if engine == Postgres {
-		query = `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
+		query = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
 	}
-	var one int
-	err := q.QueryRowContext(ctx, query, name).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
+	var n int
+	if err := q.QueryRowContext(ctx, query, name).Scan(&n); err != nil {
 		return false, fmt.Errorf("look for table %s: %w", name, err)
 	}
-	return true, nil
+	return n > 0, nil
 }
 
 // legacyIndexName finds the name in an index's CREATE statement as SQLite

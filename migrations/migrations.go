@@ -185,14 +185,18 @@ func (g *Migrator) Version() (version uint, dirty bool, err error) {
 // Latest returns the highest version in the engine's folder: the version a
 // database is at when it is current.
 func Latest(engine Engine) (uint, error) {
-	ups, err := upMigrations(engine)
-	if err == nil && len(ups) == 0 {
-		err = fs.ErrNotExist
+	src, err := iofs.New(sqlFiles, string(engine))
+	var v uint
+	if err == nil {
+		v, err = src.First()
 	}
-	if err != nil {
+	for next := v; err == nil; next, err = src.Next(v) {
+		v = next
+	}
+	if v == 0 || !errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("migrations: %s: %w", engine, err)
 	}
-	return ups[len(ups)-1].version, nil
+	return v, nil
 }
 
 // Close closes the migrator and its database handle.

@@ -6,12 +6,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
 // ErrDirty means the schema is marked dirty at a version whose migration
@@ -86,52 +88,30 @@ func (g *Migrator) repair(ctx context.Context) (repairResult, error) {
 	return rep, nil
 }
 
-// upFileName matches a migration file and captures its version.
-var upFileName = regexp.MustCompile(`^(\d+)_[^.]+\.up\.sql$`)
-
-// upMigration is an up migration file of an engine's folder.
-type upMigration struct {
-	version uint
-	name    string
-}
-
-// upMigrations lists engine's up migrations, oldest first.
-func upMigrations(engine Engine) ([]upMigration, error) {
-	entries, err := fs.ReadDir(sqlFiles, string(engine))
-	if err != nil {
-		return nil, err
-	}
-	var out []upMigration
-	for _, e := range entries {
-		if m := upFileName.FindStringSubmatch(e.Name()); m != nil {
-			if v, err := strconv.ParseUint(m[1], 10, 64); err == nil {
-				out = append(out, upMigration{uint(v), e.Name()})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b upMigration) int { return cmp.Compare(a.version, b.version) })
-	return out, nil
-}
-
 // upFile returns the up migration of version and the version before it
 // (-1 when it is the first).
 func upFile(engine Engine, version uint) (body string, prev int, err error) {
-	ups, err := upMigrations(engine)
+	src, err := iofs.New(sqlFiles, string(engine))
+	if err != nil {
+		return "", 0, err
+	}
+	r, _, err := src.ReadUp(version)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return "", 0, err
 	}
 	prev = -1
-	for _, u := range ups {
-		if u.version == version {
-			b, err := fs.ReadFile(sqlFiles, string(engine)+"/"+u.name)
-			if err != nil {
-				return "", 0, err
-			}
-			return string(b), prev, nil
-		}
-		prev = int(u.version)
+	if p, err := src.Prev(version); err == nil {
+		prev = int(p)
 	}
-	return "", 0, fmt.Errorf("no migration %d in this balde (the database is newer?)", version)
+	return string(b), prev, nil
 }
 
 // schemaObject is a table, index or column a migration creates, or a

@@ -16,23 +16,19 @@ import (
 	_ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 )
 
-// For returns the Driver of engine.
-func For(engine sqlstore.Engine) (sqlstore.Driver, error) {
-	return sqlstore.DriverOf(engine) // both registered by the imports
-}
-
-// ForDSN returns the Driver of the engine dsn names (see sqlstore.ParseDSN).
-func ForDSN(dsn string) (sqlstore.Driver, error) {
+// forDSN returns the Driver of the engine dsn names (see sqlstore.ParseDSN);
+// both are registered by the imports.
+func forDSN(dsn string) (sqlstore.Driver, error) {
 	engine, _, err := sqlstore.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return For(engine)
+	return sqlstore.DriverOf(engine)
 }
 
 // Open is sqlstore.Open with the Driver of the engine dsn names.
 func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Store, error) {
-	d, err := ForDSN(dsn)
+	d, err := forDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +38,7 @@ func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Sto
 
 // Migrate is sqlstore.Migrate with the Driver of the engine dsn names.
 func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
-	d, err := ForDSN(dsn)
+	d, err := forDSN(dsn)
 	if err != nil {
 		return err
 	}
@@ -51,19 +47,10 @@ func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) erro
 
 // OpenDB is sqlstore.OpenDB on an application's pool of engine.
 func OpenDB(ctx context.Context, db *sql.DB, engine sqlstore.Engine, opts sqlstore.Options) (*sqlstore.Store, error) {
-	d, err := For(engine)
+	d, err := sqlstore.DriverOf(engine)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
 	}
 	opts.Driver = d
 	return sqlstore.OpenDB(ctx, db, opts)
-}
-
-// MigrateDB is sqlstore.MigrateDB on an application's pool of engine.
-func MigrateDB(ctx context.Context, db *sql.DB, engine sqlstore.Engine, fn func(*migrations.Migrator) error) error {
-	d, err := For(engine)
-	if err != nil {
-		return err
-	}
-	return sqlstore.MigrateDB(ctx, db, d, fn)
 }

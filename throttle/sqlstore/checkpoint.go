@@ -49,9 +49,9 @@ type checkpointer struct {
 	every  time.Duration
 	limit  int64 // bytes of WAL past which a TRUNCATE runs
 	logger *slog.Logger
-	stop   chan struct{}
+	done   context.Context // ends at close
+	stop   context.CancelFunc
 	wg     sync.WaitGroup
-	once   sync.Once
 }
 
 // startCheckpointer opens the checkpoint connection and starts its goroutine.
@@ -61,8 +61,9 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", logger: logger, stop: make(chan struct{}),
+	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", logger: logger,
 		every: cmp.Or(max(opts.CheckpointEvery, 0), defaultCheckpointEvery), limit: cmp.Or(max(opts.WALLimit, 0), defaultWALLimit)}
+	c.done, c.stop = context.WithCancel(context.Background())
 	c.wg.Go(c.run)
 	return c, nil
 }
@@ -94,12 +95,7 @@ func (c *checkpointer) run() {
 		caughtUp          int64          // frames in the WAL at the last catch-up; 0: none pending
 		copied            int64     = -1 // frames copied by the last pass in a row; -1: none
 	)
-	for {
-		select {
-		case <-c.stop:
-			return
-		default:
-		}
+	for c.done.Err() == nil {
 		busy, frames, done, err := c.checkpoint(ctx, c.db, "PASSIVE")
 		if caughtUp > 0 && err == nil {
 			if frames >= caughtUp {
@@ -142,8 +138,7 @@ func (c *checkpointer) run() {
 			continue
 		}
 		select {
-		case <-c.stop:
-			return
+		case <-c.done.Done():
 		case <-time.After(c.every):
 		}
 	}
@@ -242,7 +237,7 @@ func (c *checkpointer) close() error {
 	if c == nil {
 		return nil
 	}
-	c.once.Do(func() { close(c.stop) })
+	c.stop()
 	c.wg.Wait()
 	_, _, _, err := c.checkpoint(context.Background(), c.db, "PASSIVE")
 	return errors.Join(err, c.db.Close())

@@ -46,25 +46,11 @@ func ParseDSN(dsn string) (Engine, string, error) {
 	case dsn == "":
 		return "", "", fmt.Errorf("sqlstore: empty DSN")
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		u, err := url.Parse(dsn)
+		driverDSN, err := postgresDSN(dsn, defaultStatementTimeout)
 		if err != nil {
-			return "", "", fmt.Errorf("sqlstore: bad PostgreSQL DSN: %w", err)
+			return "", "", err
 		}
-		// balde's statements are prepared once per connection (pgx) and
-		// their best plan does not depend on the values: a generic plan
-		// saves re-planning the write statement (~1.3 ms) on every call.
-		q := u.Query()
-		for _, p := range [][2]string{
-			{"plan_cache_mode", "force_generic_plan"},
-			{"lock_timeout", defaultLockTimeout},
-			{"statement_timeout", defaultStatementTimeout},
-		} {
-			if !q.Has(p[0]) {
-				q.Set(p[0], p[1])
-			}
-		}
-		u.RawQuery = q.Encode()
-		return Postgres, u.String(), nil
+		return Postgres, driverDSN, nil
 	}
 	path := dsn
 	switch {
@@ -90,6 +76,30 @@ const (
 	defaultLockTimeout      = "5s"
 	defaultStatementTimeout = "30s"
 )
+
+// postgresDSN returns the PostgreSQL dsn with balde's run-time parameters
+// (statement_timeout: statementTimeout), each unless dsn sets it.
+func postgresDSN(dsn, statementTimeout string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: bad PostgreSQL DSN: %w", err)
+	}
+	// balde's statements are prepared once per connection (pgx) and
+	// their best plan does not depend on the values: a generic plan
+	// saves re-planning the write statement (~1.3 ms) on every call.
+	q := u.Query()
+	for _, p := range [][2]string{
+		{"plan_cache_mode", "force_generic_plan"},
+		{"lock_timeout", defaultLockTimeout},
+		{"statement_timeout", statementTimeout},
+	} {
+		if !q.Has(p[0]) {
+			q.Set(p[0], p[1])
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
 
 // sqlitePragmas are balde's connection settings for SQLite, in the order
 // they are listed (the driver runs them sorted).

@@ -23,14 +23,6 @@ func formatError(op string, err error) error {
 	return fmt.Errorf("sqlstore: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
 }
 
-// retryable reports whether a transaction lost a race and may be run
-// again from the start: on PostgreSQL a serialization failure, a deadlock,
-// or a unique violation from two transactions inserting the same new
-// bucket (ClassLostRace).
-func retryable(d Driver, err error) bool {
-	return d.Classify(err)&driverkit.ClassLostRace != 0
-}
-
 // formatError is formatError for an error of the store's driver: a wait the
 // engine bounds and gave up (PostgreSQL's statement_timeout, 57014, or
 // lock_timeout, 55P03; SQLite's write lock still busy once the retries'

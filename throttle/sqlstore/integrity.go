@@ -41,54 +41,37 @@ const (
 	DefaultIntegrityEvery = 5 * time.Minute
 )
 
-// checkSQLiteFile refuses an empty file at path; a missing one is left to
+// checkSQLiteFile refuses an empty file at path, or one that is not a
+// regular file; a missing one is os.Stat's error (fs.ErrNotExist), left to
 // the caller.
-func checkSQLiteFile(path string) (exists bool, err error) {
+func checkSQLiteFile(path string) error {
 	fi, err := os.Stat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
 	case err != nil:
-		return false, err
+		return err
 	case fi.Size() == 0:
-		return true, fmt.Errorf("%w: %s is empty (0 bytes): a truncated copy or a failed restore? "+
+		return fmt.Errorf("%w: %s is empty (0 bytes): a truncated copy or a failed restore? "+
 			"balde will not turn it into a new, empty database (penalties, blocks and documents in flight would be lost); "+
 			"restore the file, or remove it and start anew with --create", ErrDatabaseRefused, path)
 	case !fi.Mode().IsRegular():
-		return true, fmt.Errorf("%w: %s is not a regular file", ErrDatabaseRefused, path)
+		return fmt.Errorf("%w: %s is not a regular file", ErrDatabaseRefused, path)
 	}
-	return true, nil
+	return nil
 }
 
 // quickCheck runs PRAGMA quick_check on db (SQLite) until ctx ends: every
 // page and B-tree, without integrity_check's cross-check of indexes. It
 // returns an error wrapping ErrDatabaseCorrupt naming path when the check
 // fails, ctx's error when it was cut short, and other errors as they come.
-func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) (err error) {
-	defer func() {
-		switch {
-		case err == nil || errors.Is(err, ErrDatabaseCorrupt):
-		case ctx.Err() != nil:
-			err = ctx.Err()
-		case isCorrupt(d, err):
-			err = fmt.Errorf("%w: %s: %w", ErrDatabaseCorrupt, path, err)
-		}
-	}()
-	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(10)`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return err
-		}
-		problems = append(problems, line)
-	}
-	if err := rows.Err(); err != nil || len(problems) == 1 && problems[0] == "ok" {
-		return err
+func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
+	problems, err := queryAll(ctx, db, `PRAGMA quick_check(10)`, nil, scan1[string])
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return namedCorrupt(d, path, err)
+	case len(problems) == 1 && problems[0] == "ok":
+		return nil
 	}
 	return fmt.Errorf("%w: %s: quick_check: %s", ErrDatabaseCorrupt, path, strings.Join(problems, "; "))
 }
@@ -250,7 +233,7 @@ func (in *integrity) close() {
 // latest version, so that no process ever sees a partial one: it is built
 // at path+".new", synced and linked to path, which must not exist. A
 // process killed at any instant leaves no file at path or a complete
-// database. The caller holds the migration lock (flockMigrations).
+// database. The caller holds the migration lock (lockSQLite).
 func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	tmp := path + ".new"
 	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {

@@ -4,27 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
 )
 
 // migrateLockSuffix names the file beside a SQLite database that
-// flockMigrations locks: "balde.db" is locked through
+// lockSQLite locks: "balde.db" is locked through
 // "balde.db.migrate-lock".
 const migrateLockSuffix = ".migrate-lock"
 
-// flockMigrations takes the cross-process lock under which balde migrates the
-// SQLite database at path, waiting for it until ctx ends, and returns the
-// function that releases it.
+// lockSQLite takes the cross-process lock under which balde migrates the
+// SQLite database at path, waiting for it until ctx ends. release(err)
+// gives it back, and removes the lock file this call created when err
+// refuses the database or none exists at path.
 //
 // golang-migrate's SQLite driver locks within one process only; this is the
 // equivalent of PostgreSQL's advisory lock: an exclusive flock(2) on a file
 // beside the database (not the database itself, on which each migration's
 // own transaction would wait), released by the kernel when the process
 // dies. See docs/decisions/0021.
-func flockMigrations(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path+migrateLockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
+func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
+	lockFile := path + migrateLockSuffix
+	_, statErr := os.Stat(lockFile)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	f, err := os.OpenFile(lockFile, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: lock %s: %w", path, err)
 	}
@@ -46,8 +51,14 @@ func flockMigrations(ctx context.Context, path string) (unlock func(), err error
 		case <-t.C:
 		}
 	}
-	return func() {
+	return func(err error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
+		if !created {
+			return
+		}
+		if _, dbErr := os.Stat(path); errors.Is(err, ErrDatabaseRefused) || errors.Is(dbErr, fs.ErrNotExist) {
+			_ = os.Remove(lockFile)
+		}
 	}, nil
 }

@@ -3,11 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 
 	"github.com/jmoiron/sqlx"
 
@@ -55,31 +52,24 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if d == nil {
 		return nil, checkDriver("OpenDB", d, "")
 	}
-	engine := d.Engine()
-	switch engine {
-	case SQLite:
-	case Postgres:
-		if err := d.CheckPool(db); err != nil {
-			return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("sqlstore: OpenDB: unknown engine %q", engine)
+	if err := d.CheckPool(db); err != nil {
+		return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
 	}
 	// Retried like Open's (a new SQLite file another instance is switching
 	// to WAL answers SQLITE_BUSY at once; Up is idempotent).
 	err := retryOpen(ctx, "open", opts, func() error {
 		err := checkSQLitePool(ctx, d, db)
 		if err == nil && opts.Migrate {
-			err = MigrateDB(ctx, db, d, opts.up)
+			err = migrateDB(ctx, db, d, opts.up)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := newStore(engine, opts)
+	s := newStore(d.Engine(), opts)
 	s.shared = true
-	if engine == SQLite {
+	if s.engine == SQLite {
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write = sqlx.NewDb(db, "sqlite3")
 		w, err := newSQLiteWriter(ctx, db)
@@ -99,13 +89,13 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// MigrateDB runs fn with a Migrator on an application's pool, which stays
+// migrateDB runs fn with a Migrator on an application's pool, which stays
 // open (migrations.NewShared), under the lock every migration of the
 // database takes (SQLite: lockSQLite on the pool's file, none in memory;
 // PostgreSQL: golang-migrate's advisory lock), so instances starting
-// together migrate it once (docs/decisions/0127). d is the engine's Driver.
-func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
-	if d != nil && d.Engine() == SQLite {
+// together migrate it once (docs/decisions/0127).
+func migrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
+	if d.Engine() == SQLite {
 		path, pathErr := sqliteFile(ctx, db)
 		if pathErr != nil {
 			return formatError("migrate", pathErr)
@@ -124,29 +114,6 @@ func MigrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 	}
 	defer m.Close()
 	return fn(m)
-}
-
-// lockSQLite takes the migration lock of the SQLite database at path
-// (flockMigrations). release(err) gives it back, and removes the lock file
-// this call created when err refuses the database or none exists at path.
-func lockSQLite(ctx context.Context, path string) (release func(err error), err error) {
-	lockFile := path + migrateLockSuffix
-	_, statErr := os.Stat(lockFile)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	unlock, err := flockMigrations(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return func(err error) {
-		unlock()
-		if !created {
-			return
-		}
-		_, dbErr := os.Stat(path)
-		if errors.Is(err, ErrDatabaseRefused) || errors.Is(err, ErrDatabaseCorrupt) || errors.Is(dbErr, fs.ErrNotExist) {
-			_ = os.Remove(lockFile)
-		}
-	}, nil
 }
 
 // sqliteFile is the file of an application's SQLite pool db, "" for an

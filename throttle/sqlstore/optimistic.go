@@ -12,15 +12,10 @@ import (
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
-// The optimistic write of Store.NonDurable on PostgreSQL (decision 0116):
-// a batch whose every bucket row this process wrote last, and remembers, is
-// decided on the remembered rows and sent in one round trip whose check
-// locks the rows in key order and fails, rolling back with nothing applied,
-// unless each still holds the remembered state; the batch then runs on the
-// locking path (pipeline.go). The result is the one the locking path would
-// have had at that instant. A key not remembered is taken for one without a
-// row, whose insert fails if a row exists. Credits, deletes and ledger rows
-// take the locking path.
+// The optimistic write of Store.NonDurable on PostgreSQL: a batch on rows
+// this process remembers is sent in one round trip that commits only if
+// they still hold the remembered state, else the batch runs on the locking
+// path (pipeline.go); see docs/decisions/0116-optimistic-inbound-write-postgres.md.
 
 // optimisticRows bounds the rows a store remembers: the 10,000 active
 // client IPs the inbound limiter is sized for, several times over.
@@ -28,9 +23,8 @@ const optimisticRows = 1 << 16
 
 // rowCache is the bounded memory of the bucket rows the store's
 // non-durable transactions last committed (or read under lock), with the
-// minute of each one's latest ledger row. Safe for concurrent use. Two
-// generations bound it: when the current one holds max/2 rows it becomes
-// the old one; a row found in the old one moves to the current one.
+// minute of each one's latest ledger row, in two generations of max/2 rows
+// (decision 0116). Safe for concurrent use.
 //
 // A key whose remembered row another process changed is contended: it takes
 // the locking path until that path found its row as this process left it
@@ -273,15 +267,12 @@ type OptimisticStats struct {
 // OptimisticStats returns the counts of NonDurable's batches so far; zero
 // on SQLite and before NonDurable is first called.
 func (s *Store) OptimisticStats() OptimisticStats {
-	c := s.rows()
+	c := s.fast.Load()
 	if c == nil {
 		return OptimisticStats{}
 	}
 	return OptimisticStats{OneTrip: c.oneTrip.Load(), Conflicts: c.conflicts.Load(), Locked: c.locked.Load()}
 }
-
-// rows returns the store's row cache, nil when NonDurable never made one.
-func (s *Store) rows() *rowCache { return s.fast.Load() }
 
 // updateOptimistic runs a non-durable batch of keys in one round trip on
 // remembered rows (see rowCache), a key not remembered inserted as a full
@@ -299,21 +290,12 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 	if lock {
 		return false, nil
 	}
-	t, head, err := s.newTx(rows, nil, byRow)
+	ws, err := s.decide(rows, nil, byRow, apply, func() (map[rowKey]int64, error) { return headMinutesOf(rows), nil })
 	if err != nil {
-		return false, nil // a row this process cannot read back: lock it
-	}
-	if err := apply(t); err != nil {
-		// The rows may be stale: the locking path gives the answer.
+		// A row this process cannot read back, or apply failed: the rows
+		// may be stale, the locking path gives the answer.
 		return false, nil
 	}
-	headMinute := make(map[rowKey]int64)
-	for _, r := range rows {
-		if r.headMinute.Valid {
-			headMinute[r.key] = r.headMinute.Int64
-		}
-	}
-	ws := s.writeSet(t, head, headMinute)
 	if len(ws.deletes)+len(ws.ledger)+len(ws.merges) > 0 || len(ws.inserts) != len(unknown) {
 		// Every key not remembered must be inserted: its absence is
 		// checked only by the insert's unique index.
@@ -413,17 +395,7 @@ var optimisticCheckSQL = `
 var optimisticWriteSQL = `
 	WITH u AS (
 		UPDATE balde_buckets AS b
-		SET tokens = x.tokens,
-		    carry = x.carry,
-		    refilled_at = x.refilled_at,
-		    send_count = x.send_count,
-		    severity = x.severity,
-		    last_sent_at = x.last_sent_at,
-		    blocked_until = x.blocked_until,
-		    spent = x.spent,
-		    next_at = x.next_at,
-		    held_until = x.held_until,
-		    block_level = x.block_level
+		SET ` + setState("x") + `
 		FROM ` + bucketUnnest(1) + `
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
 	)

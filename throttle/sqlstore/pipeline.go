@@ -25,9 +25,9 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	}
 	defer conn.Close()
 
-	cache := s.rows()
-	if durable {
-		cache = nil
+	var cache *rowCache // nil when NonDurable never made one
+	if !durable {
+		cache = s.fast.Load()
 	}
 	if cache != nil && len(credits) == 0 {
 		if done, err := s.updateOptimistic(ctx, p, conn, cache, keys, apply); done {
@@ -45,8 +45,7 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 		scans = append(scans, func(driverkit.Rows) error { return nil })
 	}
 	if len(rowKeys) > 0 {
-		ids, envs, identifiers := keyArrays(rowKeys)
-		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: []any{ids, envs, identifiers}})
+		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: keyArrays(rowKeys)})
 		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &rows, scanLockedBucketRow) })
 	}
 	if len(refs) > 0 {
@@ -60,21 +59,10 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 		Scan: func(i int, r driverkit.Rows) error { return scans[i](r) },
 		Write: func() ([]driverkit.Query, error) {
 			loaded = true
-			t, head, err := s.newTx(rows, found, byRow)
-			if err != nil {
-				return nil, err
-			}
-			if err := apply(t); err != nil {
-				return nil, applyError{err}
-			}
-			var headMinute map[rowKey]int64
-			if _, aggregated := t.LedgerRows(); len(aggregated) > 0 {
-				headMinute, _ = postgresWriter{}.headMinutes(ctx, nil, rows)
-			}
-			ws := s.writeSet(t, head, headMinute)
+			ws, err := s.decide(rows, found, byRow, apply, func() (map[rowKey]int64, error) { return headMinutesOf(rows), nil })
 			written = ws
-			if ws.empty() {
-				return nil, nil
+			if err != nil || ws.empty() {
+				return nil, err
 			}
 			return []driverkit.Query{{SQL: writeSQL, Args: writeArgs(ws)}}, nil
 		},

@@ -19,9 +19,9 @@ type postgresWriter struct{}
 func (postgresWriter) close() error { return nil }
 
 // keyArrays splits keys into the three parallel arrays unnest takes.
-func keyArrays(keys []rowKey) (ids []int64, envs, identifiers []string) {
-	return column(keys, func(k *rowKey) int64 { return k.policyID }), column(keys, func(k *rowKey) string { return k.env }),
-		column(keys, func(k *rowKey) string { return k.identifier })
+func keyArrays(keys []rowKey) []any {
+	return []any{column(keys, func(k *rowKey) int64 { return k.policyID }), column(keys, func(k *rowKey) string { return k.env }),
+		column(keys, func(k *rowKey) string { return k.identifier })}
 }
 
 // pgLoadSQL locks and reads the bucket rows of three key arrays, in key
@@ -46,29 +46,24 @@ func (postgresWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	ids, envs, identifiers := keyArrays(keys)
-	rows, err := tx.QueryContext(ctx, pgLoadSQL, ids, envs, identifiers)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []bucketRow
-	if err := collect(rows, &out, scanLockedBucketRow); err != nil {
-		return nil, err
-	}
-	return out, rows.Err()
+	return queryAll(ctx, tx, pgLoadSQL, keyArrays(keys), scanLockedBucketRow)
 }
 
 // headMinutes reads the minutes loadBuckets joined (one round trip fewer
 // than asking again).
 func (postgresWriter) headMinutes(_ context.Context, _ *sql.Tx, rows []bucketRow) (map[rowKey]int64, error) {
+	return headMinutesOf(rows), nil
+}
+
+// headMinutesOf returns the headMinute of rows that have one.
+func headMinutesOf(rows []bucketRow) map[rowKey]int64 {
 	out := make(map[rowKey]int64)
 	for _, r := range rows {
 		if r.headMinute.Valid {
 			out[r.key] = r.headMinute.Int64
 		}
 	}
-	return out, nil
+	return out
 }
 
 // creditArrays splits refs into the four arrays of pgCreditsSQL.
@@ -78,16 +73,7 @@ func creditArrays(refs []creditKey) []any {
 }
 
 func (postgresWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []creditKey) ([]creditKey, error) {
-	rows, err := tx.QueryContext(ctx, pgCreditsSQL, creditArrays(refs)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var found []creditKey
-	if err := collect(rows, &found, scanCredit); err != nil {
-		return nil, err
-	}
-	return found, rows.Err()
+	return queryAll(ctx, tx, pgCreditsSQL, creditArrays(refs), scanCredit)
 }
 
 func scanCredit(sc scanner) (c creditKey, err error) {
@@ -105,6 +91,28 @@ func collect[T any](rs driverkit.Rows, out *[]T, scan func(scanner) (T, error)) 
 		*out = append(*out, v)
 	}
 	return nil
+}
+
+// queryAll runs query on q and reads every row with scan.
+func queryAll[T any](ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args []any, scan func(scanner) (T, error)) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	if err := collect(rows, &out, scan); err != nil {
+		return nil, err
+	}
+	return out, rows.Err()
+}
+
+// scan1 reads a row of one column.
+func scan1[T any](sc scanner) (v T, err error) {
+	err = sc.Scan(&v)
+	return v, err
 }
 
 // bucketUnnest is the SQL of the rows x(bucketColumns) that PostgreSQL
@@ -185,18 +193,7 @@ var writeSQL = `
 	),
 	u AS (
 		UPDATE balde_buckets AS b
-		SET tokens = x.tokens,
-		    carry = x.carry,
-		    refilled_at = x.refilled_at,
-		    send_count = x.send_count,
-		    severity = x.severity,
-		    last_sent_at = x.last_sent_at,
-		    last_entry = COALESCE(h.last, x.last_entry),
-		    blocked_until = x.blocked_until,
-		    spent = x.spent,
-		    next_at = x.next_at,
-		    held_until = x.held_until,
-		    block_level = x.block_level
+		SET ` + setState("x") + `, last_entry = COALESCE(h.last, x.last_entry)
 		FROM ` + bucketUnnest(11) + `
 		LEFT JOIN h ON h.policy_id = x.policy_id AND h.env = x.env AND h.identifier = x.identifier
 		WHERE b.policy_id = x.policy_id AND b.env = x.env AND b.identifier = x.identifier
@@ -241,8 +238,7 @@ func writeArgs(ws *writeSet) []any {
 	args := ledgerArrays(ws.ledger, ws.heads)
 	args = append(args, bucketArrays(ws.updates)...)
 	args = append(args, bucketArrays(ws.inserts)...)
-	ids, envs, identifiers := keyArrays(ws.deletes)
-	args = append(args, ids, envs, identifiers)
+	args = append(args, keyArrays(ws.deletes)...)
 	return append(args,
 		column(ws.merges, func(m *ledgerRow) int64 { return m.id }),
 		column(ws.merges, func(m *ledgerRow) int64 { return m.delta }),

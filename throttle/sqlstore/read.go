@@ -6,10 +6,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -44,53 +46,81 @@ func (s *Store) buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bu
 	return out, nil
 }
 
+// conds is a WHERE clause being built: conditions joined by AND, with
+// their arguments in order.
+type conds struct {
+	sql  []string
+	args []any
+}
+
+func (c *conds) add(cond string, args ...any) {
+	c.sql = append(c.sql, cond)
+	c.args = append(c.args, args...)
+}
+
+// reasons adds the condition "reason IN (?, ...)" of rs, a take's including
+// the aggregated take rows.
+func (c *conds) reasons(rs []throttle.LedgerReason) {
+	var in []string
+	for _, r := range rs {
+		in, c.args = append(in, "?"), append(c.args, int64(r))
+		if r == throttle.LedgerTake {
+			in, c.args = append(in, "?"), append(c.args, int64(reasonMinuteOfTakes))
+		}
+	}
+	c.sql = append(c.sql, "reason IN ("+strings.Join(in, ", ")+")")
+}
+
+// where is the clause, "" without conditions.
+func (c *conds) where() string {
+	if len(c.sql) == 0 {
+		return ""
+	}
+	return "WHERE " + strings.Join(c.sql, " AND ")
+}
+
 // where builds the WHERE clause of a bucket filter. ok is false when the
 // filter names a policy that was never stored (nothing can match).
-func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (clause string, args []any, ok bool, err error) {
-	var conds []string
+func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (c conds, ok bool, err error) {
 	if f.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, f.Policy)
 		if err != nil || !known {
-			return "", nil, false, err
+			return c, false, err
 		}
-		conds, args = append(conds, "policy_id = ?"), append(args, id)
+		c.add("policy_id = ?", id)
 	}
 	if f.Env != "" {
-		conds, args = append(conds, "env = ?"), append(args, f.Env)
+		c.add("env = ?", f.Env)
 	}
 	for _, name := range f.ExcludePolicies {
 		id, known, err := s.lookupPolicy(ctx, name)
 		if err != nil {
-			return "", nil, false, err
+			return c, false, err
 		}
 		if known {
-			conds, args = append(conds, "policy_id <> ?"), append(args, id)
+			c.add("policy_id <> ?", id)
 		}
 	}
 	if f.MinSeverity > throttle.SeverityUnknown {
-		conds, args = append(conds, "severity >= ?"), append(args, int64(f.MinSeverity))
+		c.add("severity >= ?", int64(f.MinSeverity))
 	}
 	if f.IdentifierPrefix != "" {
-		conds, args = append(conds, "identifier >= ?"), append(args, f.IdentifierPrefix)
+		c.add("identifier >= ?", f.IdentifierPrefix)
 		if upper, ok := prefixEnd(f.IdentifierPrefix); ok {
-			conds, args = append(conds, "identifier < ?"), append(args, upper)
+			c.add("identifier < ?", upper)
 		}
 	}
 	if withCursor && f.After != (throttle.Key{}) {
 		id, known, err := s.lookupPolicy(ctx, f.After.Policy)
 		if err != nil {
-			return "", nil, false, err
+			return c, false, err
 		}
 		if !known {
-			return "", nil, false, fmt.Errorf("%w: cursor names unknown policy %q", throttle.ErrInvalidKey, f.After.Policy)
+			return c, false, fmt.Errorf("%w: cursor names unknown policy %q", throttle.ErrInvalidKey, f.After.Policy)
 		}
-		conds = append(conds, "(policy_id, env, identifier) > (?, ?, ?)")
-		args = append(args, id, f.After.Env, f.After.Identifier)
+		c.add("(policy_id, env, identifier) > (?, ?, ?)", id, f.After.Env, f.After.Identifier)
 	}
-	if len(conds) == 0 {
-		return "", nil, true, nil
-	}
-	return "WHERE " + strings.Join(conds, " AND "), args, true, nil
+	return c, true, nil
 }
 
 // prefixEnd returns the smallest string greater than every string with the
@@ -108,27 +138,22 @@ func prefixEnd(p string) (string, bool) {
 
 // list is List without its retries; List implements inspect.Store, in (policy id, env, identifier) order.
 func (s *Store) list(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
-	where, args, ok, err := s.where(ctx, f, true)
+	c, ok, err := s.where(ctx, f, true)
 	if err != nil || !ok {
 		return nil, err
 	}
 	limit := cmp.Or(max(f.Limit, 0), inspect.DefaultPageSize)
-	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
+	rows, err := queryAll(ctx, s.read, s.read.Rebind(`
 		SELECT `+bucketColumns+`
 		FROM balde_buckets
-		`+where+`
+		`+c.where()+`
 		ORDER BY policy_id, env, identifier
-		LIMIT ?`), append(args, limit)...)
+		LIMIT ?`), append(c.args, limit), scanBucketRow)
 	if err != nil {
 		return nil, formatError("list buckets", err)
 	}
-	defer rows.Close()
-	var out []throttle.Bucket
-	for rows.Next() {
-		r, err := scanBucketRow(rows)
-		if err != nil {
-			return nil, formatError("list buckets", err)
-		}
+	out := make([]throttle.Bucket, 0, len(rows))
+	for _, r := range rows {
 		name, err := s.nameOf(ctx, r.key.policyID)
 		if err != nil {
 			return nil, err
@@ -139,126 +164,115 @@ func (s *Store) list(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, 
 		}
 		out = append(out, b)
 	}
-	return out, formatError("list buckets", rows.Err())
+	return out, nil
 }
 
 // countBySeverity is CountBySeverity without its retries; CountBySeverity implements inspect.Store.
 func (s *Store) countBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
-	where, args, ok, err := s.where(ctx, f, false)
+	c, ok, err := s.where(ctx, f, false)
 	out := make(map[throttle.Severity]int64)
 	if err != nil || !ok {
 		return out, err
 	}
-	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
-		SELECT severity, count(*)
+	var rows []struct{ Severity, N int64 }
+	if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`
+		SELECT severity, count(*) AS n
 		FROM balde_buckets
-		`+where+`
-		GROUP BY severity`), args...)
-	if err != nil {
+		`+c.where()+`
+		GROUP BY severity`), c.args...); err != nil {
 		return nil, formatError("count buckets", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var sev, n int64
-		if err := rows.Scan(&sev, &n); err != nil {
-			return nil, formatError("count buckets", err)
-		}
-		out[throttle.Severity(sev)] = n
+	for _, r := range rows {
+		out[throttle.Severity(r.Severity)] = r.N
 	}
-	return out, formatError("count buckets", rows.Err())
+	return out, nil
 }
 
 // ledgerWhere builds the WHERE clause of a ledger query.
-func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery, withCursor bool) (string, []any, bool, error) {
-	var conds []string
-	var args []any
-	if policy := q.Policy; policy != "" {
-		id, known, err := s.lookupPolicy(ctx, policy)
+func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery) (c conds, ok bool, err error) {
+	if q.Policy != "" {
+		id, known, err := s.lookupPolicy(ctx, q.Policy)
 		if err != nil || !known {
-			return "", nil, false, err
+			return c, false, err
 		}
-		conds, args = append(conds, "policy_id = ?"), append(args, id)
+		c.add("policy_id = ?", id)
 	}
 	if len(q.Reasons) > 0 {
-		var in string
-		in, args = reasonsIn(q.Reasons, args)
-		conds = append(conds, in)
+		c.reasons(q.Reasons)
 	}
 	if !q.Since.IsZero() {
-		conds, args = append(conds, "at >= ?"), append(args, nanos(q.Since))
+		c.add("at >= ?", sqltime.Nanos(q.Since))
 	}
-	if withCursor && q.BeforeID > 0 {
-		conds, args = append(conds, "id < ?"), append(args, q.BeforeID)
+	if q.BeforeID > 0 {
+		c.add("id < ?", q.BeforeID)
 	}
-	if len(conds) == 0 {
-		return "", nil, true, nil
+	return c, true, nil
+}
+
+// ledgerQuery returns the query selecting sel from the rows q asks for, and
+// its arguments: along the bucket's chain (walkChain, at most depth rows)
+// when q names a key, else by ledgerWhere's conditions followed by tail.
+func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth int, sel, tail string) (string, []any, bool, error) {
+	if q.Key != nil {
+		return s.walkChain(ctx, q, depth, sel)
 	}
-	return "WHERE " + strings.Join(conds, " AND "), args, true, nil
+	c, ok, err := s.ledgerWhere(ctx, q)
+	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.where() + tail, c.args, ok, err
 }
 
 // ledger is Ledger without its retries; Ledger implements inspect.Store.
 func (s *Store) ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
 	limit := cmp.Or(max(q.Limit, 0), inspect.DefaultPageSize)
-	if q.Key != nil {
-		return s.bucketLedger(ctx, q, limit)
+	depth := limit // without a filter on reasons, a walk is exactly the page
+	if len(q.Reasons) > 0 {
+		depth = maxWalk
 	}
-	where, args, ok, err := s.ledgerWhere(ctx, q, true)
+	query, args, ok, err := s.ledgerQuery(ctx, q, depth, ledgerColumns, ` ORDER BY id DESC`)
 	if err != nil || !ok {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, s.read.Rebind(`
-		SELECT `+ledgerColumns+`
-		FROM balde_token_ledger
-		`+where+`
-		ORDER BY id DESC
-		LIMIT ?`), append(args, limit)...)
+	rows, err := queryAll(ctx, s.read, s.read.Rebind(query+` LIMIT ?`), append(args, limit), scanLedgerRow)
 	if err != nil {
 		return nil, formatError("read ledger", err)
 	}
-	return s.scanLedger(ctx, rows)
-}
-
-func (s *Store) scanLedger(ctx context.Context, rows *sql.Rows) ([]throttle.LedgerEntry, error) {
-	defer rows.Close()
-	var out []throttle.LedgerEntry
-	for rows.Next() {
-		r, err := scanLedgerRow(rows)
-		if err != nil {
-			return nil, formatError("read ledger", err)
-		}
+	out := make([]throttle.LedgerEntry, 0, len(rows))
+	for _, r := range rows {
 		name, err := s.nameOf(ctx, r.key.policyID)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r.entry(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier}))
 	}
-	return out, formatError("read ledger", rows.Err())
+	return out, nil
 }
 
 // maxWalk bounds how many rows of one bucket's chain a read walks.
 const maxWalk = 1_000_000
 
-// walkChain returns the SQL of a walk along one bucket's ledger rows, newest
-// first, from its latest row (or the row before BeforeID), stopping at
-// Since, at another bucket's row or after depth rows, and the filter on
-// reasons for the outer query.
-func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int) (cte, reasons string, args, reasonArgs []any, ok bool, err error) {
+// walkChain returns the query selecting sel from a walk along one bucket's
+// ledger rows, newest first, from its latest row (or the row before
+// BeforeID), stopping at Since, at another bucket's row or after depth
+// rows, keeping the rows of q's reasons.
+func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int, sel string) (query string, args []any, ok bool, err error) {
 	id, known, err := s.lookupPolicy(ctx, q.Key.Policy)
 	if err != nil || !known {
-		return "", "", nil, nil, false, err
+		return "", nil, false, err
 	}
 	k := []any{id, q.Key.Env, q.Key.Identifier}
-	start := `(SELECT last_entry FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?)`
-	startArgs := k
+	start, startArgs := `(SELECT last_entry FROM balde_buckets WHERE policy_id = ? AND env = ? AND identifier = ?)`, k
 	if q.BeforeID > 0 {
 		start, startArgs = `(SELECT prev FROM balde_token_ledger WHERE id = ?)`, []any{q.BeforeID}
 	}
 	since := ""
 	var sinceArgs []any
 	if !q.Since.IsZero() {
-		since, sinceArgs = " AND at >= ?", []any{nanos(q.Since)}
+		since, sinceArgs = " AND at >= ?", []any{sqltime.Nanos(q.Since)}
 	}
-	cte = `WITH RECURSIVE chain AS (
+	var reasons conds
+	if len(q.Reasons) > 0 {
+		reasons.reasons(q.Reasons)
+	}
+	query = `WITH RECURSIVE chain AS (
 			SELECT ` + ledgerColumns + `, 1 AS depth
 			FROM balde_token_ledger
 			WHERE id = ` + start + ` AND policy_id = ? AND env = ? AND identifier = ?` + since + `
@@ -267,74 +281,22 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int)
 			FROM balde_token_ledger AS l
 			JOIN chain AS c ON l.id = c.prev
 			WHERE l.policy_id = ? AND l.env = ? AND l.identifier = ? AND c.depth < ?` + strings.ReplaceAll(since, "at", "l.at") + `
-		)`
-	args = append(append(append(append(append(args, startArgs...), k...), sinceArgs...), k...), depth)
-	args = append(args, sinceArgs...)
-	if len(q.Reasons) > 0 {
-		reasons, reasonArgs = reasonsIn(q.Reasons, nil)
-		reasons = "WHERE " + reasons
-	}
-	return cte, reasons, args, reasonArgs, true, nil
-}
-
-// reasonsIn is the condition "reason IN (?, ...)" of reasons, a take's
-// including the aggregated take rows, and args with its arguments.
-func reasonsIn(reasons []throttle.LedgerReason, args []any) (string, []any) {
-	var in []string
-	for _, r := range reasons {
-		in, args = append(in, "?"), append(args, int64(r))
-		if r == throttle.LedgerTake {
-			in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
-		}
-	}
-	return "reason IN (" + strings.Join(in, ", ") + ")", args
-}
-
-// bucketLedger reads one bucket's latest rows by walking its chain.
-func (s *Store) bucketLedger(ctx context.Context, q inspect.LedgerQuery, limit int) ([]throttle.LedgerEntry, error) {
-	depth := limit // without a filter on reasons, the walk is exactly the page
-	if len(q.Reasons) > 0 {
-		depth = maxWalk
-	}
-	cte, reasons, args, reasonArgs, ok, err := s.walkChain(ctx, q, depth)
-	if err != nil || !ok {
-		return nil, err
-	}
-	rows, err := s.read.QueryContext(ctx, s.read.Rebind(cte+`
-		SELECT `+ledgerColumns+`
+		)
+		SELECT ` + sel + `
 		FROM chain
-		`+reasons+`
-		LIMIT ?`), append(append(args, reasonArgs...), limit)...)
-	if err != nil {
-		return nil, formatError("read ledger", err)
-	}
-	return s.scanLedger(ctx, rows)
+		` + reasons.where()
+	return query, slices.Concat(startArgs, k, sinceArgs, k, []any{depth}, sinceArgs, reasons.args), true, nil
 }
 
 // countLedger is CountLedger without its retries; CountLedger implements inspect.Store.
 func (s *Store) countLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
-	if q.Key != nil {
-		q.BeforeID = 0
-		cte, reasons, args, reasonArgs, ok, err := s.walkChain(ctx, q, maxWalk)
-		if err != nil || !ok {
-			return 0, err
-		}
-		var n int64
-		err = s.read.QueryRowContext(ctx, s.read.Rebind(cte+`
-			SELECT COALESCE(SUM(n), 0)
-			FROM chain
-			`+reasons), append(args, reasonArgs...)...).Scan(&n)
-		return n, formatError("count ledger", err)
-	}
-	where, args, ok, err := s.ledgerWhere(ctx, q, false)
+	q.BeforeID = 0
+	query, args, ok, err := s.ledgerQuery(ctx, q, maxWalk, `COALESCE(SUM(n), 0)`, "")
 	if err != nil || !ok {
 		return 0, err
 	}
 	var n int64
-	err = s.read.QueryRowContext(ctx, s.read.Rebind(`
-		SELECT COALESCE(SUM(n), 0)
-		FROM balde_token_ledger
-		`+where), args...).Scan(&n)
+	err = s.read.QueryRowContext(ctx, s.read.Rebind(query), args...).Scan(&n)
 	return n, formatError("count ledger", err)
 }
 
@@ -345,11 +307,12 @@ func (s *Store) countLedger(ctx context.Context, q inspect.LedgerQuery) (int64, 
 // time that lie after a younger row (pruneLateRefusals).
 func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
 	n, err := s.pruneLedgerRun(ctx, before, limit)
-	if err != nil || n >= int64(limit) {
-		return n, err
+	if err == nil && n < int64(limit) {
+		var late int64
+		late, err = s.pruneLateRefusals(ctx, before, limit-int(n))
+		n += late
 	}
-	late, err := s.pruneLateRefusals(ctx, before, limit-int(n))
-	return n + late, err
+	return n, formatError("prune ledger", err)
 }
 
 // pruneLateRefusals deletes up to limit refusal rows expired by their own
@@ -359,38 +322,26 @@ func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (i
 func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {
-		return 0, formatError("prune ledger", err)
+		return 0, err
 	}
 	defer tx.Rollback()
-	type lateRow struct {
-		id, policyID    int64
-		env, identifier string
-	}
-	cutoff, groupCutoff := nanos(before), nanos(before.Add(throttle.RefusalGroupSpan))
+	cutoff, groupCutoff := sqltime.Nanos(before), sqltime.Nanos(before.Add(throttle.RefusalGroupSpan))
 	// "reason NOT IN (1, 10)" repeats the partial index's predicate so that
 	// both engines use it.
-	rows, err := tx.QueryContext(ctx, s.write.Rebind(`
+	var late []struct {
+		ID         int64
+		PolicyID   int64 `db:"policy_id"`
+		Env        string
+		Identifier string
+	}
+	if err := tx.SelectContext(ctx, &late, s.write.Rebind(`
 		SELECT id, policy_id, env, identifier
 		FROM balde_token_ledger
 		WHERE reason IN (`+refusalReasonsSQL()+`) AND reason NOT IN (1, 10)
 			AND at < ? AND (at < ? OR n > 1)
 		ORDER BY id
-		LIMIT ?`), groupCutoff, cutoff, limit)
-	if err != nil {
-		return 0, formatError("prune ledger", err)
-	}
-	var late []lateRow
-	for rows.Next() {
-		var r lateRow
-		if err := rows.Scan(&r.id, &r.policyID, &r.env, &r.identifier); err != nil {
-			rows.Close()
-			return 0, formatError("prune ledger", err)
-		}
-		late = append(late, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, formatError("prune ledger", err)
+		LIMIT ?`), groupCutoff, cutoff, limit); err != nil {
+		return 0, err
 	}
 	if len(late) == 0 {
 		return 0, nil
@@ -405,59 +356,48 @@ func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit i
 	for _, r := range late {
 		// Read now: the row before may itself have been deleted above.
 		var prev sql.NullInt64
-		if err := tx.QueryRowContext(ctx, readPrev, r.id).Scan(&prev); err != nil {
-			return 0, formatError("prune ledger", err)
+		err := tx.QueryRowContext(ctx, readPrev, r.ID).Scan(&prev)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, relinkBucket, r.ID, prev, r.PolicyID, r.Env, r.Identifier)
 		}
-		if _, err := tx.ExecContext(ctx, relinkBucket, r.id, prev, r.policyID, r.env, r.identifier); err != nil {
-			return 0, formatError("prune ledger", err)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, relinkNext, prev, r.ID, r.ID)
 		}
-		if _, err := tx.ExecContext(ctx, relinkNext, prev, r.id, r.id); err != nil {
-			return 0, formatError("prune ledger", err)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, remove, r.ID)
 		}
-		if _, err := tx.ExecContext(ctx, remove, r.id); err != nil {
-			return 0, formatError("prune ledger", err)
+		if err != nil {
+			return 0, err
 		}
 	}
-	return int64(len(late)), formatError("prune ledger", tx.Commit())
+	return int64(len(late)), tx.Commit()
 }
 
 // pruneLedgerRun deletes the run of oldest ids (see pruneLedger).
 func (s *Store) pruneLedgerRun(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {
-		return 0, formatError("prune ledger", err)
+		return 0, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, s.write.Rebind(`
+	var rows []struct{ ID, At int64 }
+	if err := tx.SelectContext(ctx, &rows, s.write.Rebind(`
 		SELECT id, at
 		FROM balde_token_ledger
 		ORDER BY id
-		LIMIT ?`), limit)
-	if err != nil {
-		return 0, formatError("prune ledger", err)
+		LIMIT ?`), limit); err != nil {
+		return 0, err
 	}
-	var n, last int64
-	cutoff := nanos(before)
-	for rows.Next() {
-		var id, at int64
-		if err := rows.Scan(&id, &at); err != nil {
-			rows.Close()
-			return 0, formatError("prune ledger", err)
-		}
-		if at >= cutoff {
-			break
-		}
-		n, last = n+1, id
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, formatError("prune ledger", err)
+	cutoff := sqltime.Nanos(before)
+	n := 0
+	for n < len(rows) && rows[n].At < cutoff {
+		n++
 	}
 	if n == 0 {
 		return 0, nil
 	}
-	if _, err := tx.ExecContext(ctx, s.write.Rebind(`DELETE FROM balde_token_ledger WHERE id <= ?`), last); err != nil {
-		return 0, formatError("prune ledger", err)
+	if _, err := tx.ExecContext(ctx, s.write.Rebind(`DELETE FROM balde_token_ledger WHERE id <= ?`), rows[n-1].ID); err != nil {
+		return 0, err
 	}
-	return n, formatError("prune ledger", tx.Commit())
+	return int64(n), tx.Commit()
 }

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -103,17 +102,19 @@ func backoff(n int) time.Duration {
 // retrier counts the transient failures of one operation and waits between
 // its attempts.
 type retrier struct {
-	s       *Store       // nil before the store is open
-	logger  *slog.Logger // before the store is open (Options.Logger); nil discards
-	driver  Driver       // before the store is open (Options.Driver)
 	op      string
+	driver  Driver
+	logger  *slog.Logger
+	s       *Store // flushes its pool after a broken connection; nil before the store is open
 	attempt int
 	waited  time.Duration
-	start   time.Time // of the first attempt; zero: the first failure
+	start   time.Time // of the first attempt
 }
 
-// newRetrier returns the retrier of an operation starting now.
-func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, start: time.Now()} }
+// newRetrier returns the retrier of an operation of s starting now.
+func newRetrier(s *Store, op string) retrier {
+	return retrier{op: op, driver: s.driver, logger: s.logger, s: s, start: time.Now()}
+}
 
 // again reports whether the operation should run again after err, having
 // waited the backoff: false when err is not transient, the attempts or the
@@ -121,28 +122,17 @@ func newRetrier(s *Store, op string) retrier { return retrier{s: s, op: op, star
 // pool's idle connections first.
 func (r *retrier) again(ctx context.Context, err error) bool {
 	r.attempt++
-	drv := r.driver
-	if r.s != nil {
-		drv = r.s.driver
-	}
-	if !transient(drv, err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
+	if !transient(r.driver, err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
 		return false
-	}
-	if r.start.IsZero() {
-		r.start = time.Now()
 	}
 	d := backoff(r.attempt)
 	if r.waited+d > transientBudget || time.Since(r.start)+d > transientElapsedBudget {
 		return false
 	}
-	logger := cmp.Or(r.logger, discard)
-	if r.s != nil {
-		logger = r.s.logger
-		if brokenConn(drv, err) {
-			r.s.flushIdle()
-		}
+	if r.s != nil && brokenConn(r.driver, err) {
+		r.s.flushIdle()
 	}
-	logger.Warn("retrying after a transient store error", slog.String("op", r.op),
+	r.logger.Warn("retrying after a transient store error", slog.String("op", r.op),
 		slog.Int("attempt", r.attempt), slog.Duration("backoff", d), slog.Any("error", err))
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -3,20 +3,14 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// Stored times are integer nanoseconds, NULL for "never" (internal/sqltime).
-var (
-	nanos         = sqltime.Nanos
-	nullNanos     = sqltime.NullNanos
-	fromNanos     = sqltime.Time
-	fromNullNanos = sqltime.NullTime
-)
-
-// bucketRow is a row of the buckets table.
+// bucketRow is a row of the buckets table; times are stored as
+// internal/sqltime says.
 type bucketRow struct {
 	key          rowKey
 	tokens       int64
@@ -41,6 +35,18 @@ type bucketRow struct {
 // bucketColumns lists the columns of bucketRow in scan order.
 const bucketColumns = `policy_id, env, identifier, tokens, carry, refilled_at, send_count, severity, last_sent_at, last_entry, blocked_until, spent, next_at, held_until, block_level`
 
+// setState is the SET list of a bucket's state columns but last_entry,
+// each from the row from ("x", "excluded").
+func setState(from string) string {
+	var sets []string
+	for _, c := range strings.Split(bucketColumns, ", ")[3:] {
+		if c != "last_entry" {
+			sets = append(sets, c+" = "+from+"."+c)
+		}
+	}
+	return strings.Join(sets, ", ")
+}
+
 // sqliteStateColumns are bucketColumns without the key, in scan order, as
 // one-letter aliases of expressions (unary plus is a no-op):
 // modernc.org/sqlite allocates for a table column's name and declared type
@@ -59,29 +65,37 @@ const lockedBucketsFrom = `balde_buckets AS b LEFT JOIN balde_token_ledger AS h 
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanBucketRow(sc scanner) (bucketRow, error) {
-	var r bucketRow
-	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
+// dest returns prefix followed by pointers to r's state columns, in
+// sqliteStateColumns order, with room for one more.
+func (r *bucketRow) dest(prefix ...any) []any {
+	return append(append(make([]any, 0, len(prefix)+13), prefix...), &r.tokens, &r.carry, &r.refilledAt,
 		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
+}
+
+// scanBucketRow scans bucketColumns.
+func scanBucketRow(sc scanner) (r bucketRow, err error) {
+	err = sc.Scan(r.dest(&r.key.policyID, &r.key.env, &r.key.identifier)...)
+	return r, err
+}
+
+// scanLockedBucketRow scans lockedBucketColumns.
+func scanLockedBucketRow(sc scanner) (r bucketRow, err error) {
+	err = sc.Scan(append(r.dest(&r.key.policyID, &r.key.env, &r.key.identifier), &r.headMinute)...)
 	return r, err
 }
 
 // scanBucketState scans sqliteStateColumns of key's row.
-func scanBucketState(sc scanner, key rowKey) (bucketRow, error) {
-	r := bucketRow{key: key}
-	err := sc.Scan(&r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
+func scanBucketState(sc scanner, key rowKey) (r bucketRow, err error) {
+	r.key = key
+	err = sc.Scan(r.dest()...)
 	return r, err
 }
 
 // scanNumberedBucketState scans the number of a key in keys followed by
 // sqliteStateColumns (SQLite's load of several keys).
-func scanNumberedBucketState(sc scanner, keys []rowKey) (bucketRow, error) {
+func scanNumberedBucketState(sc scanner, keys []rowKey) (r bucketRow, err error) {
 	var i int64
-	var r bucketRow
-	err := sc.Scan(&i, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel)
-	if err != nil {
+	if err := sc.Scan(r.dest(&i)...); err != nil {
 		return r, err
 	}
 	if i < 0 || i >= int64(len(keys)) {
@@ -109,13 +123,6 @@ func nullString(n sql.NullString) any {
 	return n.String
 }
 
-func scanLockedBucketRow(sc scanner) (bucketRow, error) {
-	var r bucketRow
-	err := sc.Scan(&r.key.policyID, &r.key.env, &r.key.identifier, &r.tokens, &r.carry, &r.refilledAt,
-		&r.sendCount, &r.severity, &r.lastSentAt, &r.lastEntry, &r.blockedUntil, &r.spent, &r.nextAt, &r.heldUntil, &r.blockLevel, &r.headMinute)
-	return r, err
-}
-
 func (r bucketRow) bucket(key throttle.Key) (throttle.Bucket, error) {
 	spent, err := decodeSpent(r.spent)
 	if err != nil {
@@ -125,13 +132,13 @@ func (r bucketRow) bucket(key throttle.Key) (throttle.Bucket, error) {
 		Key:          key,
 		Tokens:       r.tokens,
 		Carry:        r.carry,
-		RefilledAt:   fromNanos(r.refilledAt),
+		RefilledAt:   sqltime.Time(r.refilledAt),
 		Spent:        spent,
-		LastSentAt:   fromNullNanos(r.lastSentAt),
+		LastSentAt:   sqltime.NullTime(r.lastSentAt),
 		SendCount:    r.sendCount,
-		BlockedUntil: fromNullNanos(r.blockedUntil),
-		NextAt:       fromNullNanos(r.nextAt),
-		HeldUntil:    fromNullNanos(r.heldUntil),
+		BlockedUntil: sqltime.NullTime(r.blockedUntil),
+		NextAt:       sqltime.NullTime(r.nextAt),
+		HeldUntil:    sqltime.NullTime(r.heldUntil),
 		BlockLevel:   r.blockLevel,
 		Severity:     throttle.Severity(r.severity),
 	}, nil
@@ -142,14 +149,14 @@ func (s *Store) toBucketRow(b throttle.Bucket) bucketRow {
 		key:          s.rowKey(b.Key),
 		tokens:       b.Tokens,
 		carry:        b.Carry,
-		refilledAt:   nanos(b.RefilledAt),
+		refilledAt:   sqltime.Nanos(b.RefilledAt),
 		sendCount:    b.SendCount,
 		severity:     int64(b.Severity),
-		lastSentAt:   nullNanos(b.LastSentAt),
-		blockedUntil: nullNanos(b.BlockedUntil),
+		lastSentAt:   sqltime.NullNanos(b.LastSentAt),
+		blockedUntil: sqltime.NullNanos(b.BlockedUntil),
 		spent:        encodeSpent(b.Spent),
-		nextAt:       nullNanos(b.NextAt),
-		heldUntil:    nullNanos(b.HeldUntil),
+		nextAt:       sqltime.NullNanos(b.NextAt),
+		heldUntil:    sqltime.NullNanos(b.HeldUntil),
 		blockLevel:   b.BlockLevel,
 	}
 }
@@ -193,7 +200,7 @@ func (s *Store) toLedgerRows(es []throttle.LedgerEntry, aggregated bool) []ledge
 			reason = reasonMinuteOfTakes
 		}
 		out[i] = ledgerRow{
-			key: s.rowKey(e.Key), at: nanos(e.At), reason: reason,
+			key: s.rowKey(e.Key), at: sqltime.Nanos(e.At), reason: reason,
 			delta: e.Delta, balance: e.Balance, n: max(e.Count, 1),
 			ref: sql.NullString{String: e.Ref, Valid: e.Ref != ""},
 		}
@@ -207,7 +214,7 @@ func (r ledgerRow) entry(key throttle.Key) throttle.LedgerEntry {
 		reason = throttle.LedgerTake
 	}
 	return throttle.LedgerEntry{
-		ID: r.id, Key: key, At: fromNanos(r.at), Delta: r.delta, Balance: r.balance,
+		ID: r.id, Key: key, At: sqltime.Time(r.at), Delta: r.delta, Balance: r.balance,
 		Reason: reason, Ref: r.ref.String, Count: r.n,
 	}
 }

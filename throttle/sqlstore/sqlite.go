@@ -19,12 +19,15 @@ type sqliteWriter struct {
 	// ledger INSERT that lets SQLite number the row.
 	update1, ledger1, headMinute *sql.Stmt
 
-	// Read-only after newSQLiteWriter.
-	loads   map[int]*sql.Stmt // by number of keys
-	upsert  map[int]*sql.Stmt // by number of rows
-	updates map[int]*sql.Stmt // by number of rows
-	ledger  map[int]*sql.Stmt // by number of rows
+	// By number of keys or rows; read-only after newSQLiteWriter.
+	loads, upsert, updates, ledger sizedStmts
+
+	all []*sql.Stmt // for close
 }
+
+// sizedStmts holds a statement for each number of rows, 1 to
+// maxRowsPerStatement.
+type sizedStmts [maxRowsPerStatement + 1]*sql.Stmt
 
 // maxRowsPerStatement bounds the rows of one multi-row statement. Every
 // size is prepared at open: inside a transaction it would need a second
@@ -32,15 +35,17 @@ type sqliteWriter struct {
 const maxRowsPerStatement = 32
 
 func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
-	w := &sqliteWriter{loads: map[int]*sql.Stmt{}, upsert: map[int]*sql.Stmt{}, updates: map[int]*sql.Stmt{}, ledger: map[int]*sql.Stmt{}}
-	stmts := []struct {
+	w := &sqliteWriter{}
+	type stmt struct {
 		dst  **sql.Stmt
 		text string
-	}{
+	}
+	stmts := []stmt{
 		{&w.credit, `
-			SELECT 1
-			FROM balde_token_ledger
-			WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?`},
+			SELECT EXISTS (
+				SELECT 1
+				FROM balde_token_ledger
+				WHERE policy_id = ? AND env = ? AND identifier = ? AND reason = 4 AND ref = ?)`},
 		{&w.del, `
 			DELETE FROM balde_buckets
 			WHERE policy_id = ? AND env = ? AND identifier = ?`},
@@ -55,14 +60,19 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 		{&w.ledger1, `
 			INSERT INTO balde_token_ledger (policy_id, env, identifier, at, reason, delta, balance, n, prev, ref)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		// NULL unless the row aggregates takes.
 		{&w.headMinute, `
-			SELECT at FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
+			SELECT MAX(at) FROM balde_token_ledger WHERE id = ? AND reason = ` + reasonMinuteOfTakesSQL},
 		{&w.add, `
 			UPDATE balde_token_ledger
 			SET delta = delta + ?,
 			    n = n + ?,
 			    balance = ?
 			WHERE id = ?`},
+	}
+	for n := 1; n <= maxRowsPerStatement; n++ {
+		stmts = append(stmts, stmt{&w.loads[n], loadSQL(n)}, stmt{&w.upsert[n], upsertSQL(n)},
+			stmt{&w.updates[n], updateSQL(n)}, stmt{&w.ledger[n], ledgerSQL(n)})
 	}
 	for _, s := range stmts {
 		st, err := db.PrepareContext(ctx, s.text)
@@ -71,30 +81,9 @@ func newSQLiteWriter(ctx context.Context, db *sql.DB) (*sqliteWriter, error) {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
 		*s.dst = st
-	}
-	for n := 1; n <= maxRowsPerStatement; n++ {
-		for _, c := range []struct {
-			cache map[int]*sql.Stmt
-			text  func(int) string
-		}{{w.loads, loadSQL}, {w.upsert, upsertSQL}, {w.updates, updateSQL}, {w.ledger, ledgerSQL}} {
-			st, err := db.PrepareContext(ctx, c.text(n))
-			if err != nil {
-				w.close()
-				return nil, fmt.Errorf("prepare: %w", err)
-			}
-			c.cache[n] = st
-		}
+		w.all = append(w.all, st)
 	}
 	return w, nil
-}
-
-// prepared returns the statement of cache for n rows, prepared at open.
-func prepared(cache map[int]*sql.Stmt, n int) (*sql.Stmt, error) {
-	st, ok := cache[n]
-	if !ok {
-		return nil, fmt.Errorf("no statement for %d rows", n)
-	}
-	return st, nil
 }
 
 // tuples returns n comma-separated groups of k placeholders.
@@ -128,18 +117,7 @@ func upsertSQL(n int) string {
 		INSERT INTO balde_buckets (` + bucketColumns + `)
 		VALUES ` + tuples(n, 15) + `
 		ON CONFLICT (policy_id, env, identifier) DO UPDATE
-		SET tokens = excluded.tokens,
-		    carry = excluded.carry,
-		    refilled_at = excluded.refilled_at,
-		    send_count = excluded.send_count,
-		    severity = excluded.severity,
-		    last_sent_at = excluded.last_sent_at,
-		    last_entry = excluded.last_entry,
-		    blocked_until = excluded.blocked_until,
-		    spent = excluded.spent,
-		    next_at = excluded.next_at,
-		    held_until = excluded.held_until,
-		    block_level = excluded.block_level`
+		SET ` + setState("excluded") + `, last_entry = excluded.last_entry`
 }
 
 // updateSQL writes n rows that exist by primary key (an upsert would try
@@ -162,16 +140,8 @@ func ledgerSQL(n int) string {
 
 func (w *sqliteWriter) close() error {
 	var errs []error
-	all := []*sql.Stmt{w.credit, w.del, w.maxID, w.add, w.update1, w.ledger1, w.headMinute}
-	for _, cache := range []map[int]*sql.Stmt{w.loads, w.upsert, w.updates, w.ledger} {
-		for _, st := range cache {
-			all = append(all, st)
-		}
-	}
-	for _, st := range all {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
+	for _, st := range w.all {
+		errs = append(errs, st.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -192,15 +162,11 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 	}
 	out := make([]bucketRow, 0, len(keys))
 	err := chunks(len(keys), func(lo, hi int) error {
-		st, err := prepared(w.loads, hi-lo)
-		if err != nil {
-			return err
-		}
 		args := make([]any, 0, 3*(hi-lo))
 		for _, k := range keys[lo:hi] {
 			args = append(args, k.policyID, k.env, k.identifier)
 		}
-		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		rows, err := tx.StmtContext(ctx, w.loads[hi-lo]).QueryContext(ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -232,15 +198,13 @@ func (w *sqliteWriter) headMinutes(ctx context.Context, tx *sql.Tx, rows []bucke
 		if !r.lastEntry.Valid {
 			continue
 		}
-		var at int64
-		err := st.QueryRowContext(ctx, r.lastEntry.Int64).Scan(&at)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // not an aggregated row
-		}
-		if err != nil {
+		var at sql.NullInt64
+		if err := st.QueryRowContext(ctx, r.lastEntry.Int64).Scan(&at); err != nil {
 			return nil, err
 		}
-		out[r.key] = at
+		if at.Valid {
+			out[r.key] = at.Int64
+		}
 	}
 	return out, nil
 }
@@ -249,15 +213,13 @@ func (w *sqliteWriter) loadCredits(ctx context.Context, tx *sql.Tx, refs []credi
 	st := tx.StmtContext(ctx, w.credit)
 	var found []creditKey
 	for _, c := range refs {
-		var one int
-		err := st.QueryRowContext(ctx, c.policyID, c.env, c.identifier, c.ref).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		var exists bool
+		if err := st.QueryRowContext(ctx, c.policyID, c.env, c.identifier, c.ref).Scan(&exists); err != nil {
 			return nil, err
 		}
-		found = append(found, c)
+		if exists {
+			found = append(found, c)
+		}
 	}
 	return found, nil
 }
@@ -272,17 +234,14 @@ func (w *sqliteWriter) updateBuckets(ctx context.Context, tx *sql.Tx, rows []buc
 			r.blockLevel, r.key.policyID, r.key.env, r.key.identifier)
 		return err
 	}
-	return execChunks(ctx, tx, w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })
+	return execChunks(ctx, tx, &w.updates, len(rows), func(lo, hi int) []any { return bucketArgs(rows[lo:hi]) })
 }
 
-// execChunks runs the statement of cache on consecutive chunks of n rows
+// execChunks runs the statements of stmts on consecutive chunks of n rows
 // (chunks), args giving each chunk's arguments.
-func execChunks(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stmt, n int, args func(lo, hi int) []any) error {
+func execChunks(ctx context.Context, tx *sql.Tx, stmts *sizedStmts, n int, args func(lo, hi int) []any) error {
 	return chunks(n, func(lo, hi int) error {
-		st, err := prepared(cache, hi-lo)
-		if err == nil {
-			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args(lo, hi)...)
-		}
+		_, err := tx.StmtContext(ctx, stmts[hi-lo]).ExecContext(ctx, args(lo, hi)...)
 		return err
 	})
 }
@@ -296,19 +255,6 @@ func bucketArgs(rows []bucketRow) []any {
 			nullInt(r.nextAt), nullInt(r.heldUntil), r.blockLevel)
 	}
 	return args
-}
-
-func (w *sqliteWriter) deleteBuckets(ctx context.Context, tx *sql.Tx, keys []rowKey) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	st := tx.StmtContext(ctx, w.del)
-	for _, k := range keys {
-		if _, err := st.ExecContext(ctx, k.policyID, k.env, k.identifier); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // write numbers the ledger rows after the largest id (the write lock is
@@ -352,15 +298,20 @@ func (w *sqliteWriter) write(ctx context.Context, tx *sql.Tx, ws *writeSet) erro
 	if err := w.updateBuckets(ctx, tx, ws.updates); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
-	if err := execChunks(ctx, tx, w.upsert, len(ws.inserts), func(lo, hi int) []any { return bucketArgs(ws.inserts[lo:hi]) }); err != nil {
+	if err := execChunks(ctx, tx, &w.upsert, len(ws.inserts), func(lo, hi int) []any { return bucketArgs(ws.inserts[lo:hi]) }); err != nil {
 		return fmt.Errorf("write buckets: %w", err)
 	}
-	return w.deleteBuckets(ctx, tx, ws.deletes)
+	for _, k := range ws.deletes {
+		if _, err := tx.StmtContext(ctx, w.del).ExecContext(ctx, k.policyID, k.env, k.identifier); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // insertLedger inserts rows, numbered and linked.
 func (w *sqliteWriter) insertLedger(ctx context.Context, tx *sql.Tx, rows []ledgerRow) error {
-	return execChunks(ctx, tx, w.ledger, len(rows), func(lo, hi int) []any {
+	return execChunks(ctx, tx, &w.ledger, len(rows), func(lo, hi int) []any {
 		args := make([]any, 0, 11*(hi-lo))
 		for _, r := range rows[lo:hi] {
 			args = append(args, r.id, r.key.policyID, r.key.env, r.key.identifier, r.at, r.reason,

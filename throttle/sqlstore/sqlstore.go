@@ -24,8 +24,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -139,9 +137,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := checkDriver("open", d, engine); err != nil {
 		return nil, err
 	}
-	// Every refusal names the file: SQLite may first find it corrupt
-	// anywhere (a pragma, the ping, the first read).
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
 	if opts.Migrate && !postgresCurrent(ctx, d, driverDSN, opts.Logger) {
 		// Up is idempotent: retried after a transient error (retry.go).
 		if err := retryOpen(ctx, "migrate up", opts, func() error { return migrate(ctx, dsn, opts, opts.up) }); err != nil {
@@ -149,6 +144,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 	}
 	s := newStore(engine, opts)
+	path := SQLitePath(driverDSN)
+	// fail closes s; every refusal names the file: SQLite may first find
+	// it corrupt anywhere (a pragma, the ping, the first read).
+	fail := func(op string, err error) (*Store, error) {
+		s.Close()
+		return nil, formatError(op, namedCorrupt(d, path, err))
+	}
 	maxConns := cmp.Or(max(opts.MaxConns, 0), 16)
 	switch engine {
 	case SQLite:
@@ -158,38 +160,36 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if !strings.Contains(driverDSN, "mode=") {
 			driverDSN += "&mode=rw"
 		}
-		if _, err := os.Stat(SQLitePath(driverDSN)); errors.Is(err, fs.ErrNotExist) {
-			return nil, formatError("open (is the database migrated?)", err)
-		}
-		if _, err := checkSQLiteFile(SQLitePath(driverDSN)); err != nil {
-			return nil, formatError("open", err)
+		if err := checkSQLiteFile(path); errors.Is(err, fs.ErrNotExist) {
+			return fail("open (is the database migrated?)", err)
+		} else if err != nil {
+			return fail("open", err)
 		}
 		writerDSN, own := ownCheckpoints(dsn, driverDSN+"&_txlock=immediate")
 		w, err := sql.Open(d.SQLName(), writerDSN)
 		if err != nil {
-			return nil, formatError("open", err)
+			return fail("open", err)
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
 		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
 		s.write = sqlx.NewDb(w, "sqlite3")
 		r, err := sql.Open(d.SQLName(), driverDSN+"&_pragma=query_only(1)")
-		if err == nil {
-			r.SetMaxOpenConns(maxConns)
-			r.SetMaxIdleConns(maxConns)
-			s.read = sqlx.NewDb(r, "sqlite3")
-		}
-		if err == nil && own {
-			s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger)
-		}
 		if err != nil {
-			s.Close()
-			return nil, formatError("open", err)
+			return fail("open", err)
+		}
+		r.SetMaxOpenConns(maxConns)
+		r.SetMaxIdleConns(maxConns)
+		s.read = sqlx.NewDb(r, "sqlite3")
+		if own {
+			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
+				return fail("open", err)
+			}
 		}
 	case Postgres:
 		db, err := sql.Open(d.SQLName(), driverDSN)
 		if err != nil {
-			return nil, formatError("open", err)
+			return fail("open", err)
 		}
 		db.SetMaxOpenConns(maxConns)
 		db.SetMaxIdleConns(maxConns)
@@ -200,15 +200,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	// The first round trips are retried like any other (retry.go).
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
-		s.Close()
-		return nil, formatError("open", err)
+		return fail("open", err)
 	}
-	if engine == SQLite {
-		path := SQLitePath(driverDSN)
+	if engine == Postgres {
+		s.rw = postgresWriter{}
+	} else {
 		if !opts.Migrate { // migrate checked it already
 			if err := checkAtOpen(ctx, d, s.read.DB, path, opts.IntegrityTimeout, s.logger); err != nil {
-				s.Close()
-				return nil, formatError("open", err)
+				return fail("open", err)
 			}
 		}
 		s.integrity = newIntegrity(path, opts)
@@ -216,16 +215,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		// would not be nil for Close.
 		w, err := newSQLiteWriter(ctx, s.write.DB)
 		if err != nil {
-			s.Close()
-			return nil, formatError("open (is the database migrated?)", err)
+			return fail("open (is the database migrated?)", err)
 		}
 		s.rw = w
-	} else {
-		s.rw = postgresWriter{}
 	}
 	if err := s.withRetry(ctx, "open: identity", func() error { return s.loadIdentity(ctx, driverDSN) }); err != nil {
-		s.Close()
-		return nil, formatError("open: identity", err)
+		return fail("open: identity", err)
 	}
 	return s, nil
 }
@@ -264,18 +259,14 @@ func (s *Store) ReadDB() *sqlx.DB { return s.read }
 // prepared (the application's pool stays open).
 func (s *Store) Close() error {
 	s.integrity.close()
-	var errs []error
-	errs = append(errs, s.checkpoints.close())
+	errs := []error{s.checkpoints.close()}
 	if s.rw != nil {
 		errs = append(errs, s.rw.close())
 	}
-	if s.shared {
-		return errors.Join(errs...)
-	}
-	if s.read != nil && s.read != s.write {
+	if s.read != nil && s.read != s.write && !s.shared {
 		errs = append(errs, s.read.Close())
 	}
-	if s.write != nil {
+	if s.write != nil && !s.shared {
 		errs = append(errs, s.write.Close())
 	}
 	return errors.Join(errs...)
@@ -311,15 +302,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err := checkDriver("migrate", d, engine); err != nil {
 		return err
 	}
-	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, SQLitePath(driverDSN), err)) }
-	created := false
+	path := SQLitePath(driverDSN)
+	formatError := func(op string, err error) error { return formatError(op, namedCorrupt(d, path, err)) }
+	inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
+	check := false // a SQLite file that existed: quick_check it
 	if engine == Postgres {
-		if driverDSN, err = withoutStatementTimeout(dsn, driverDSN); err != nil {
+		if driverDSN, err = postgresDSN(dsn, "0"); err != nil {
 			return err
 		}
 	} else {
-		path := SQLitePath(driverDSN)
-		inMemory := path == ":memory:" || strings.Contains(driverDSN, "mode=memory")
 		if !inMemory {
 			// Other processes migrating the same file wait (lockSQLite).
 			release, lockErr := lockSQLite(ctx, path)
@@ -328,15 +319,15 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 			}
 			defer func() { release(err) }()
 		}
-		exists, err := checkSQLiteFile(path)
-		if err != nil {
-			return formatError("migrate", err)
-		}
-		if !exists && !inMemory {
+		switch err := checkSQLiteFile(path); {
+		case errors.Is(err, fs.ErrNotExist) && !inMemory:
 			if err := createSQLite(ctx, d, path, driverDSN); err != nil {
 				return formatError("migrate: create "+path, err)
 			}
-			created = true
+		case err == nil:
+			check = !inMemory
+		case !errors.Is(err, fs.ErrNotExist):
+			return formatError("migrate", err)
 		}
 		driverDSN += "&_txlock=immediate"
 	}
@@ -348,8 +339,8 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 		db.Close()
 		return formatError("migrate", err)
 	}
-	if engine == SQLite && !created && !strings.Contains(driverDSN, "mode=memory") && SQLitePath(driverDSN) != ":memory:" {
-		if err := checkAtOpen(ctx, d, db, SQLitePath(driverDSN), opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
+	if check {
+		if err := checkAtOpen(ctx, d, db, path, opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
 			db.Close()
 			return formatError("migrate", err)
 		}
@@ -417,33 +408,13 @@ func (o Options) up(m *migrations.Migrator) error {
 // retryOpen runs fn, a step of opening a store, again after transient
 // errors (retrier.again), logging to opts.Logger.
 func retryOpen(ctx context.Context, op string, opts Options, fn func() error) error {
-	r := retrier{op: op, logger: opts.Logger, driver: opts.Driver, start: time.Now()}
+	r := retrier{op: op, driver: opts.Driver, logger: cmp.Or(opts.Logger, discard), start: time.Now()}
 	for {
 		err := fn()
 		if err == nil || !r.again(ctx, err) {
 			return err
 		}
 	}
-}
-
-// withoutStatementTimeout lifts ParseDSN's default statement_timeout from
-// a PostgreSQL driver DSN for migrations, unless the user's dsn set it.
-func withoutStatementTimeout(dsn, driverDSN string) (string, error) {
-	orig, err := url.Parse(dsn)
-	if err != nil {
-		return "", err
-	}
-	if orig.Query().Has("statement_timeout") {
-		return driverDSN, nil
-	}
-	u, err := url.Parse(driverDSN)
-	if err != nil {
-		return "", err
-	}
-	q := u.Query()
-	q.Set("statement_timeout", "0")
-	u.RawQuery = q.Encode()
-	return u.String(), nil
 }
 
 // rowKey is a Key as stored: the policy name interned.
@@ -523,7 +494,9 @@ func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits 
 			return ae.err
 		case errors.Is(err, ErrCommitInDoubt):
 			// Never re-run: it may have been applied (decision 0020).
-		case retryable(s.driver, err) && attempt < maxAttempts && ctx.Err() == nil:
+		case s.driver.Classify(err)&driverkit.ClassLostRace != 0 && attempt < maxAttempts && ctx.Err() == nil:
+			// A serialization failure, a deadlock, or a unique violation
+			// from two transactions inserting the same new bucket.
 			s.logger.Debug("retrying a transaction that lost a race", slog.Int("attempt", attempt), slog.Any("error", err))
 			continue
 		case transient.again(ctx, err):
@@ -570,22 +543,11 @@ func (s *Store) update(ctx context.Context, keys []throttle.Key, credits []throt
 			return fmt.Errorf("load credits: %w", err)
 		}
 	}
-	t, head, err := s.newTx(rows, found, byRow)
+	ws, err := s.decide(rows, found, byRow, apply, func() (map[rowKey]int64, error) { return s.rw.headMinutes(ctx, tx, rows) })
 	if err != nil {
 		return err
 	}
-
-	if err := apply(t); err != nil {
-		return applyError{err}
-	}
-
-	var headMinute map[rowKey]int64
-	if _, aggregated := t.LedgerRows(); len(aggregated) > 0 {
-		if headMinute, err = s.rw.headMinutes(ctx, tx, rows); err != nil {
-			return fmt.Errorf("load head rows: %w", err)
-		}
-	}
-	if err := s.rw.write(ctx, tx, s.writeSet(t, head, headMinute)); err != nil {
+	if err := s.rw.write(ctx, tx, ws); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return s.CommitError(tx.Commit())
@@ -599,43 +561,57 @@ func (s *Store) rowKeys(keys []throttle.Key, credits []throttle.CreditRef) (map[
 		rowKeys[i] = s.rowKey(k)
 		byRow[rowKeys[i]] = k
 	}
-	var refs []creditKey
-	if len(credits) > 0 {
-		refs = make([]creditKey, len(credits))
-		for i, c := range credits {
-			refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
-			byRow[refs[i].rowKey] = c.Key
-		}
+	refs := make([]creditKey, len(credits))
+	for i, c := range credits {
+		refs[i] = creditKey{rowKey: s.rowKey(c.Key), ref: c.Ref}
+		byRow[refs[i].rowKey] = c.Key
 	}
 	return byRow, rowKeys, refs
 }
 
-// newTx reads the clock (the locks are held) and builds the Tx of the
-// loaded rows and credits, with each bucket's latest ledger row (head).
-func (s *Store) newTx(rows []bucketRow, found []creditKey, byRow map[rowKey]throttle.Key) (*throttle.Tx, map[rowKey]sql.NullInt64, error) {
+// decide reads the clock (the locks are held), builds the Tx of the loaded
+// rows and credits, with each bucket's latest ledger row (head), runs apply
+// on it and returns what it writes back. The aggregated take rows of the
+// minute a bucket's head row already aggregates are added to that row
+// (merges); headMinutes, asked only when the transaction aggregates takes,
+// returns those minutes.
+func (s *Store) decide(rows []bucketRow, found []creditKey, byRow map[rowKey]throttle.Key, apply func(*throttle.Tx) error,
+	headMinutes func() (map[rowKey]int64, error)) (*writeSet, error) {
 	t := throttle.NewTx(s.now())
-	head := make(map[rowKey]sql.NullInt64, len(rows))
+	ws := &writeSet{heads: make(map[rowKey]sql.NullInt64, len(rows))}
 	for _, r := range rows {
 		b, err := r.bucket(byRow[r.key])
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		t.Load(b)
-		head[r.key] = r.lastEntry
+		ws.heads[r.key] = r.lastEntry
 	}
 	for _, f := range found {
 		t.LoadCredit(throttle.CreditRef{Key: byRow[f.rowKey], Ref: f.ref})
 	}
-	return t, head, nil
-}
-
-// writeSet is what t writes back, given each bucket's head before it.
-func (s *Store) writeSet(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinute map[rowKey]int64) *writeSet {
-	ws := &writeSet{heads: head}
-	ws.ledger, ws.merges = s.ledgerRows(t, head, headMinute)
+	if err := apply(t); err != nil {
+		return nil, applyError{err}
+	}
+	entries, aggregated := t.LedgerRows()
+	ws.ledger = s.toLedgerRows(entries, false)
+	if len(aggregated) > 0 {
+		headMinute, err := headMinutes()
+		if err != nil {
+			return nil, fmt.Errorf("load head rows: %w", err)
+		}
+		for _, r := range s.toLedgerRows(aggregated, true) {
+			if m, ok := headMinute[r.key]; ok && m == r.at {
+				r.id = ws.heads[r.key].Int64
+				ws.merges = append(ws.merges, r)
+			} else {
+				ws.ledger = append(ws.ledger, r)
+			}
+		}
+	}
 	for _, w := range t.BucketWrites() {
 		row := s.toBucketRow(w.Bucket)
-		row.lastEntry = head[row.key] // the writer advances it past new rows
+		row.lastEntry = ws.heads[row.key] // the writer advances it past new rows
 		switch {
 		case w.Delete:
 			ws.deletes = append(ws.deletes, row.key)
@@ -645,24 +621,7 @@ func (s *Store) writeSet(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinu
 			ws.updates = append(ws.updates, row)
 		}
 	}
-	return ws
-}
-
-// ledgerRows returns the ledger rows to insert, in order, and the
-// aggregated take rows to add to their bucket's latest row: those of the
-// minute that row already aggregates (headMinute, loaded with the bucket).
-func (s *Store) ledgerRows(t *throttle.Tx, head map[rowKey]sql.NullInt64, headMinute map[rowKey]int64) (rows, merges []ledgerRow) {
-	entries, aggregated := t.LedgerRows()
-	rows = s.toLedgerRows(entries, false)
-	for _, r := range s.toLedgerRows(aggregated, true) {
-		if m, ok := headMinute[r.key]; ok && m == r.at {
-			r.id = head[r.key].Int64
-			merges = append(merges, r)
-			continue
-		}
-		rows = append(rows, r)
-	}
-	return rows, merges
+	return ws, nil
 }
 
 // link gives rows the ids, in order, links each to the previous row of its

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -138,7 +139,7 @@ func (s *Store) ledgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (
 	if err != nil {
 		return w, formatError("read ledger window", err)
 	}
-	stop := nanos(q.From.Add(-aggregateLag))
+	stop := sqltime.Nanos(q.From.Add(-aggregateLag))
 	walk := append(append(append([]any{head.Int64}, k...), stop, windowSample), k...)
 	var sampled, oldest int64
 	err = s.read.QueryRowContext(ctx, s.read.Rebind(walkCTE+`
@@ -206,7 +207,7 @@ func (s *Store) ledgerIDAt(ctx context.Context, t, head int64) (int64, error) {
 // depth maxDepth means the walk stopped before the window's start.
 func (s *Store) foldWindow(ctx context.Context, q inspect.LedgerWindowQuery, cte string, cteArgs []any, maxDepth int) (inspect.LedgerWindow, error) {
 	w := inspect.LedgerWindow{Query: q}
-	from, to, width := nanos(q.From), nanos(q.To), int64(q.Width())
+	from, to, width := sqltime.Nanos(q.From), sqltime.Nanos(q.To), int64(q.Width())
 	args := append(cteArgs, from, to, q.Slots-1, from, width, to)
 	rows, err := s.read.QueryContext(ctx, s.read.Rebind(ledgerWindowSQL(cte)), args...)
 	if err != nil {
@@ -237,11 +238,11 @@ func (s *Store) foldWindow(ctx context.Context, q inspect.LedgerWindowQuery, cte
 			Refused: refused,
 		}
 		if firstRefused.Valid {
-			sl.FirstRefused = fromNanos(firstRefused.Int64)
+			sl.FirstRefused = sqltime.Time(firstRefused.Int64)
 		}
 		if changes > 0 {
-			sl.First, sl.Open = fromNanos(firstAt.Int64), open.Int64
-			sl.Last, sl.Close = fromNanos(lastAt.Int64), closeBal.Int64
+			sl.First, sl.Open = sqltime.Time(firstAt.Int64), open.Int64
+			sl.Last, sl.Close = sqltime.Time(lastAt.Int64), closeBal.Int64
 			sl.Min, sl.Max = minBal.Int64, maxBal.Int64
 			sl.LastReason = throttle.LedgerReason(lastReason.Int64)
 			if lastReason.Int64 == reasonMinuteOfTakes {

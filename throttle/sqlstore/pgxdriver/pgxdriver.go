@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4/database"
@@ -89,20 +90,15 @@ func (pgDriver) CheckPool(db *sql.DB) error {
 func (pgDriver) Classify(err error) driverkit.ErrorClass {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		c := driverkit.ClassServer
 		code := pe.Code
-		switch {
-		case code == "57P01", code == "57P02", code == "57P03",
-			code == "40001", code == "40P01", code == "53300",
-			strings.HasPrefix(code, "08"):
+		c := driverkit.ClassServer
+		if slices.Contains([]string{"57P01", "57P02", "57P03", "40001", "40P01", "53300"}, code) || strings.HasPrefix(code, "08") {
 			c |= driverkit.ClassTransient
 		}
-		switch code {
-		case "40001", "40P01", "23505":
+		if slices.Contains([]string{"40001", "40P01", "23505"}, code) {
 			c |= driverkit.ClassLostRace
 		}
-		switch code {
-		case "55P03", "57014":
+		if code == "55P03" || code == "57014" {
 			c |= driverkit.ClassTimeout
 		}
 		if strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "08") {
@@ -131,9 +127,4 @@ func Open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.Sto
 func OpenDB(ctx context.Context, db *sql.DB, opts sqlstore.Options) (*sqlstore.Store, error) {
 	opts.Driver = pgDriver{}
 	return sqlstore.OpenDB(ctx, db, opts)
-}
-
-// Migrate is sqlstore.Migrate on PostgreSQL.
-func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) error) error {
-	return sqlstore.Migrate(ctx, dsn, pgDriver{}, fn)
 }

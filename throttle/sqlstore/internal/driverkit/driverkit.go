@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/balde-throttle/balde/migrations"
 )
@@ -93,22 +92,18 @@ type Engined interface {
 	Engine() migrations.Engine
 }
 
-// registered are the drivers of Register, by engine.
-var (
-	registeredMu sync.RWMutex
-	registered   = map[migrations.Engine]Engined{}
-)
+// registered are the drivers of Register, by engine; written only by
+// package initialization, which runs before any read.
+var registered = map[migrations.Engine]Engined{}
 
 // Register makes d the sqlstore.Driver of its engine for sqlstore.DriverOf.
-// The engine's driver package calls it in its init, so that a blank import
-// chooses the engine an application links:
+// The engine's driver package calls it in its init (and nothing else may),
+// so that a blank import chooses the engine an application links:
 //
 //	import _ "github.com/balde-throttle/balde/throttle/sqlstore/sqlitedriver"
 //
 // Registering another driver for an engine that has one panics.
 func Register(d Engined) {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
 	if old, ok := registered[d.Engine()]; ok && old != d {
 		panic(fmt.Sprintf("sqlstore: Register: a second Driver for %s", d.Engine()))
 	}
@@ -117,8 +112,6 @@ func Register(d Engined) {
 
 // Registered returns the driver Register made the one of engine.
 func Registered(engine migrations.Engine) (Engined, bool) {
-	registeredMu.RLock()
-	defer registeredMu.RUnlock()
 	d, ok := registered[engine]
 	return d, ok
 }

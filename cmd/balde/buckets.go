@@ -141,7 +141,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := eng.limiter.Policy(key); err != nil {
+	if _, err := eng.Limiter().Policy(key); err != nil {
 		return UsageError("buckets %s: %s: %v", action, key, err)
 	}
 	if action == "show" {
@@ -173,7 +173,7 @@ func requireDatabase(dsn string) error {
 // limiter's too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not
 // shown as orphans — and the DICT category a reconciliation recorded. clock is the engine's time
 // (nil: the system clock).
-func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
+func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*balde.Engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*en
 		}
 		resolvers = append(resolvers, in.Policies())
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: clock})
+	eng, err := openEngine(ctx, cfg, balde.Config{Resolvers: resolvers, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func keyUsage(action string, err error) error {
 // bucketsCmd runs one buckets action, printing with out.
 type bucketsCmd struct {
 	m   *Main
-	eng *engine
+	eng *balde.Engine
 	out report.Buckets
 }
 
@@ -254,7 +254,7 @@ func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
 // show prints one bucket (a key with no row is a full bucket) and its most
 // recent ledger rows.
 func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
-	st, err := b.eng.limiter.State(ctx, key)
+	st, err := b.eng.Limiter().State(ctx, key)
 	if err != nil {
 		return err
 	}

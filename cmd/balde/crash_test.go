@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/balde-throttle/balde"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -166,7 +167,7 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 // bucket's entries, oldest first.
 func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.LedgerEntry {
 	t.Helper()
-	eng, err := openEngine(context.Background(), cfg, engineOptions{Logger: discardLogger})
+	eng, err := openEngine(context.Background(), cfg, balde.Config{Logger: discardLogger})
 	require.NoError(t, err)
 	defer eng.Close(context.Background())
 	ctx := context.Background()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/balde-throttle/balde"
 	"io"
 	"os"
 
@@ -74,7 +75,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 
 	clock := m.batchClock()
 	dc := cfg.DictConfig(cfg.DictURL)
-	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Dict: &dc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: clock.Now, Dict: &dc})
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 // (reused while fresh: POLICIES_LIST allows 6 a minute); a DICT that cannot
 // be asked leaves the one recorded, else --dict-category, else the
 // strictest (H). Only a database that cannot answer is an error.
-func learnCategory(ctx context.Context, eng *engine) error {
+func learnCategory(ctx context.Context, eng *balde.Engine) error {
 	if _, err := eng.Dict().LearnCategory(ctx, dict.CategoryFresh); errors.Is(err, throttle.ErrStoreUnavailable) {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/balde-throttle/balde"
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/report"
@@ -28,7 +29,7 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	dc := cfg.DictConfig(cfg.DictURL)
 	dc.LearnCategory = false // the reconciliation asks the DICT itself
-	eng, err := openEngine(ctx, *cfg, engineOptions{Dict: &dc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Dict: &dc})
 	if err != nil {
 		return err
 	}

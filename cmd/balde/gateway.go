@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/balde-throttle/balde"
 	"log/slog"
 	"net/http"
 
@@ -65,7 +66,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		return UsageError("gateway dict: --addr %q: %v", g.addr, err)
 	}
 	dc := cfg.DictConfig(cfg.DictURL)
-	e, err := g.open(ctx, m, engineOptions{Dict: &dc})
+	e, err := g.open(ctx, m, balde.Config{Dict: &dc})
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups .
 // the engine of opts (the DICT client, the SIFEN sender) with the inbound
 // limiter charging each client its own bucket, the metrics and the
 // background work.
-func (g *gatewayCmd) open(ctx context.Context, m *Main, opts engineOptions) (*engine, error) {
+func (g *gatewayCmd) open(ctx context.Context, m *Main, opts balde.Config) (*balde.Engine, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	var err error
 	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
@@ -134,7 +135,7 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, opts engineOptions) (*en
 // reloaded) on the address, over TLS when configured (balde.Engine.Serve:
 // the engine's background work, then the server, until ctx ends), and
 // prints the banner of the address once listening.
-func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *engine, api http.Handler, banner func(addr string) string) error {
+func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *balde.Engine, api http.Handler, banner func(addr string) string) error {
 	ops, err := e.OpsHandler(g.cfg.MetricsToken)
 	if err != nil {
 		return err
@@ -194,13 +195,12 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
 	}
-	client, err := sifenClient(*cfg, cfg.SifenURL)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	e, err := g.open(ctx, m, engineOptions{Sifen: &sc})
+	e, err := g.open(ctx, m, balde.Config{Sifen: sc})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/balde-throttle/balde"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -39,14 +39,10 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
-		return err
+	for _, err := range []error{cfg.CheckSifenBlock(), cfg.CheckDictURLs(), cfg.CheckDictClient()} {
+		if err := settingUsage(err); err != nil {
+			return err
+		}
 	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
 		if err := settings.CheckListenAddr(a.addr); a.addr != "" && err != nil {
@@ -58,9 +54,9 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
-	var client *sifen.Client
+	var sc *balde.SifenConfig
 	if cfg.SifenURL != "" {
-		if client, err = sifenClient(*cfg, cfg.SifenURL); err != nil {
+		if sc, err = sifenConfig(*cfg, cfg.SifenURL); err != nil {
 			return err
 		}
 	}
@@ -73,7 +69,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	} else if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	a, err := openApp(ctx, *cfg, client, logger)
+	a, err := openApp(ctx, *cfg, sc, logger)
 	if err != nil {
 		return err
 	}
@@ -97,7 +93,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 // app is what serve runs: the simulators, the engine (with the DICT client
 // and the SIFEN sender) and the web server's handler over them.
 type app struct {
-	engine  *engine
+	engine  *balde.Engine
 	sims    *devsims.Simulators
 	server  *web.Server
 	handler http.Handler
@@ -109,7 +105,7 @@ type app struct {
 // policies, DICT client, SIFEN sender; the database checked writable) →
 // the web server as serve configures it (settings.Settings.Server). The
 // engine's background work starts with balde.Engine.Serve.
-func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
+func openApp(ctx context.Context, cfg Config, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)
 	if err != nil {
@@ -131,23 +127,22 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 			a.close()
 		}
 	}()
-	if sifenClient == nil {
-		if sifenClient, err = cfg.SifenClient(sims.SifenURL); err != nil {
-			return nil, UsageError("--sifen-url: %v", err)
-		}
-	}
 	dc := cfg.DictConfig(sims.DictURL)
 	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
-	sc := cfg.SifenConfig(sifenClient)
-	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
-		Dict: &dc, Sifen: &sc, Jobs: cfg.Jobs()})
+	if sc == nil {
+		if sc, err = sifenConfig(cfg, sims.SifenURL); err != nil {
+			return nil, err
+		}
+	}
+	a.engine, err = openEngine(ctx, cfg, balde.Config{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
+		Dict: &dc, Sifen: sc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return nil, err
 	}
 	if err := checkWritable(ctx, a.engine.Store()); err != nil {
 		return nil, err
 	}
-	if a.server, a.login, err = cfg.Server(a.engine.Engine); err != nil {
+	if a.server, a.login, err = cfg.Server(a.engine); err != nil {
 		return nil, settingUsage(err)
 	}
 	if a.handler, err = a.server.Handler(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/balde-throttle/balde"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestBucketsShadow(t *testing.T) {
 		ipKey := throttle.Key{Policy: web.PolicyInboundIP, Env: web.DefaultInboundEnv, Identifier: "203.0.113.7"}
 		cfg := DefaultConfig()
 		cfg.DB = db
-		eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Inbound: &web.InboundConfig{IPLimit: 120}})
+		eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Inbound: &web.InboundConfig{IPLimit: 120}})
 		require.NoError(t, err)
 		_, err = eng.Inbound().Limiter.Take(ctx, "", throttle.Charge{Key: ipKey, Cost: 1})
 		require.NoError(t, err)

@@ -57,12 +57,11 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return err
 	}
-	client, err := sifenClient(*cfg, cfg.SifenURL)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: m.Clock, Sifen: sc})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/balde-throttle/balde"
 
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
@@ -75,13 +76,12 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
-	client, err := sifenClient(*cfg, cfg.SifenURL)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: clock.Now, Sifen: sc})
 	if err != nil {
 		return err
 	}

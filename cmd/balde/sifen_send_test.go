@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/balde-throttle/balde"
 	"net/http"
 	"net/url"
 	"os"
@@ -388,10 +389,9 @@ func TestSifenSendRejected(t *testing.T) {
 	clock.Advance(sifen.DefaultConsultaInterval)
 	cfg := DefaultConfig()
 	cfg.DB = db
-	client, err := sifenClient(cfg, sim.URL)
+	sc, err := sifenConfig(cfg, sim.URL)
 	require.NoError(t, err)
-	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Sifen: sc})
 	require.NoError(t, err)
 	_, err = eng.Sifen().Poll(ctx)
 	require.NoError(t, err)

@@ -50,7 +50,7 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	tr := m.printerIn(cfg)
 	q := whatif.Query{Policies: strings.Split(*policies, ","), Scenario: sc}
-	if q.To, err = report.ParseWhen(*to, eng.limiter.Now(), tr.Location()); err != nil {
+	if q.To, err = report.ParseWhen(*to, eng.Limiter().Now(), tr.Location()); err != nil {
 		return UsageError("whatif: --to: %v", err)
 	}
 	if q.From, err = report.ParseWhen(*from, q.To.Add(-24*time.Hour), tr.Location()); err != nil {
@@ -61,7 +61,7 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 			return UsageError("whatif: unknown policy %q (known: %s)", p, strings.Join(eng.PolicyNames(), ", "))
 		}
 	}
-	rep, err := whatif.Run(ctx, whatif.Config{Source: eng.Store(), Limiter: eng.limiter, Dict: eng.DictCatalog(),
+	rep, err := whatif.Run(ctx, whatif.Config{Source: eng.Store(), Limiter: eng.Limiter(), Dict: eng.DictCatalog(),
 		Sifen: sifen.SenderConfig{RemoteBlock: cfg.SifenBlockStep, RemoteBlockMax: cfg.SifenBlockMax}}, q)
 	if errors.Is(err, whatif.ErrInvalid) {
 		return UsageError("%v", err)

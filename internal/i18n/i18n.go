@@ -14,6 +14,7 @@
 package i18n
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -79,9 +80,6 @@ func New(tag language.Tag, zone *time.Location) *Printer {
 // Accept-Language header ("" or garbage: English).
 func FromAcceptLanguage(header string, zone *time.Location) *Printer {
 	tags, _, _ := language.ParseAcceptLanguage(header)
-	if len(tags) == 0 {
-		return New(English, zone)
-	}
 	_, i, _ := matcher.Match(tags...)
 	return New(supported[i], zone)
 }
@@ -164,12 +162,9 @@ func Keys() []string {
 
 // keys are the catalog's keys.
 var keys = func() map[string]bool {
-	m := make(map[string]bool, len(messages)+len(plurals))
-	for _, msg := range messages {
-		m[msg[0]] = true
-	}
-	for _, pm := range plurals {
-		m[pm.key] = true
+	m := map[string]bool{}
+	for _, k := range Keys() {
+		m[k] = true
 	}
 	return m
 }()
@@ -215,13 +210,13 @@ const ZonedLayout = "2006-01-02 15:04:05 MST"
 // operator reads in their own time: "2026-03-02 09:00:00 -03" in
 // America/Asuncion, "2026-03-02 12:00:00 UTC" when the zone is UTC or nil.
 func (p *Printer) Zoned(t time.Time) string {
-	return t.In(p.zone()).Format(ZonedLayout)
+	return t.In(p.Location()).Format(ZonedLayout)
 }
 
 // ZoneName names the printer's zone for a page's "times in" note:
 // "America/Asuncion (-03)", or "UTC".
 func (p *Printer) ZoneName(at time.Time) string {
-	z := p.zone()
+	z := p.Location()
 	abbr, _ := at.In(z).Zone()
 	name := z.String()
 	if name == "Local" {
@@ -235,11 +230,4 @@ func (p *Printer) ZoneName(at time.Time) string {
 }
 
 // Location is the zone Zoned shows times in (UTC when none was given).
-func (p *Printer) Location() *time.Location { return p.zone() }
-
-func (p *Printer) zone() *time.Location {
-	if p.Zone == nil {
-		return time.UTC
-	}
-	return p.Zone
-}
+func (p *Printer) Location() *time.Location { return cmp.Or(p.Zone, time.UTC) }

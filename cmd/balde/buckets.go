@@ -23,16 +23,13 @@ import (
 func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	// Of the DICT's settings, those that shape its buckets' keys and
 	// capacities, not its URLs.
-	cfg, fs, err := m.newCommand("buckets",
+	cfg, fs, parse := m.newCommand("buckets",
 		"buckets list|show|reset|shadow [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID | POLICY on|off]",
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
 			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678\n"+
 			"  balde buckets shadow --actor alice --reason new-limit-watched INBOUND_IP on", storeFlags, []string{"dict-participant", "dict-category", "dict-env"}, policyFlags)
-	if err != nil {
-		return err
-	}
 	policy := fs.String("policy", "", "policy name (list: a filter; show, reset: part of the key)")
 	env := fs.String("env", "", "env: prod, test, ... (list: a filter; show, reset: part of the key)")
 	id := fs.String("id", "", "identifier (list: a prefix; show, reset: exact)")
@@ -51,7 +48,7 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if !flagGiven(fs, "actor") {

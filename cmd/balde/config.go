@@ -53,17 +53,21 @@ func (m *Main) envConfig() (Config, error) {
 }
 
 // newCommand starts a command: its settings (envConfig) with the flags of
-// groups registered on its FlagSet (newFlagSet).
-func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*Config, *flag.FlagSet, error) {
-	cfg, err := m.envConfig()
-	if err != nil {
-		return nil, nil, err
-	}
+// groups registered on its FlagSet (newFlagSet), and parse, which parses
+// the command line (parseFlags) once the command has added its own flags;
+// a bad environment variable is parse's error.
+func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*Config, *flag.FlagSet, func(args []string) error) {
+	cfg, envErr := m.envConfig()
 	fs := m.newFlagSet(name, synopsis, example)
 	for _, g := range groups {
 		cfg.AddFlags(fs, g...)
 	}
-	return &cfg, fs, nil
+	return &cfg, fs, func(args []string) error {
+		if envErr != nil {
+			return envErr
+		}
+		return parseFlags(fs, args)
+	}
 }
 
 // checkDict refuses a missing DICT URL (noURL, the command's usage

@@ -21,12 +21,9 @@ import (
 // mirror would admit it and asks again (other payers go on meanwhile),
 // with --no-wait it is reported and the run goes on.
 func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("dict-lookup",
+	cfg, fs, parse := m.newCommand("dict-lookup",
 		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv", storeFlags, dictFlags, policyFlags)
-	if err != nil {
-		return err
-	}
 	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
 	var wf report.WaitFlags
 	wf.Add(fs)
@@ -34,7 +31,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	outPath := fs.String("out", "", "write the results to FILE (CSV, or JSON with --format json or a .json name)")
 	format := fs.String("format", "", "format of --out: csv or json (default: from the file name, else csv)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per key, then a summary object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	wait, maxWait, err := waitOf(wf, "dict-lookup")

@@ -28,32 +28,32 @@ const DefaultSifenGatewayAddr = "127.0.0.1:8082"
 // inbound limiter, serving the clients of --clients only. It shares the
 // database (and so the buckets) with serve and the batch commands.
 func runGateway(ctx context.Context, m *Main, args []string) error {
-	if len(args) > 0 && args[0] == "sifen" {
-		return runSifenGateway(ctx, m, args[1:])
+	var service string
+	if len(args) > 0 {
+		service, args = args[0], args[1:]
 	}
-	if len(args) == 0 || args[0] != "dict" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(m.Stdout, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
-				"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
-				"  sifen  a SOAP endpoint for SIFEN's services, lots and single DEs through the RUC gate (balde gateway sifen --help)\n"+
-				"\nExample:\n  balde gateway dict --help\n")
-			return nil
-		}
-		return UsageError("gateway: want \"gateway dict\" or \"gateway sifen\"")
+	switch service {
+	case "dict":
+		return runDictGateway(ctx, m, args)
+	case "sifen":
+		return runSifenGateway(ctx, m, args)
+	case "-h", "--help":
+		fmt.Fprint(m.Stdout, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
+			"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
+			"  sifen  a SOAP endpoint for SIFEN's services, lots and single DEs through the RUC gate (balde gateway sifen --help)\n"+
+			"\nExample:\n  balde gateway dict --help\n")
+		return nil
 	}
-	return runDictGateway(ctx, m, args[1:])
+	return UsageError("gateway: want \"gateway dict\" or \"gateway sifen\"")
 }
 
 func runDictGateway(ctx context.Context, m *Main, args []string) error {
-	g, fs, err := m.newGateway("gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
+	g, fs, parse := m.newGateway("gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
 		"gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"",
 		dictFlags)
-	if err != nil {
-		return err
-	}
 	cfg := g.cfg
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -94,19 +94,16 @@ type gatewayCmd struct {
 // gateways take: --addr (over the variable addrEnv, else def), the
 // clients and TLS, the store, policies and background work, the trusted
 // proxies and the inbound limiter; and those of groups.
-func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, error) {
-	cfg, fs, err := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
+func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, func([]string) error) {
+	cfg, fs, parse := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
 		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})...)
-	if err != nil {
-		return nil, nil, err
-	}
 	g := &gatewayCmd{cfg: cfg, addr: def}
 	if v := m.Getenv(addrEnv); v != "" {
 		g.addr = v
 	}
 	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
 	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
-	return g, fs, nil
+	return g, fs, parse
 }
 
 // open loads the clients and TLS (settings.Gateway.GatewayAccess: a
@@ -159,18 +156,15 @@ func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *balde.Engine, api ht
 // front of SIFEN (or a simulator), sharing the RUC gates of serve and
 // sifen-send through the database.
 func runSifenGateway(ctx context.Context, m *Main, args []string) error {
-	g, fs, err := m.newGateway("gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
+	g, fs, parse := m.newGateway("gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
 		"gateway sifen [--addr HOST:PORT] [--db DSN] --clients FILE --sifen-url URL [--env test|prod] [--hold D] [flags]",
 		"balde gateway sifen --addr 127.0.0.1:8082 --clients /etc/balde/clients --db postgres://balde@db/balde --sifen-url official --env prod",
 		sifenFlags)
-	if err != nil {
-		return err
-	}
 	cfg := g.cfg
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot or DE is held for its RUC's gate, in order of arrival, before a fault with Retry-After is answered; clients' timeouts must exceed it by SIFEN's answer time; 0 never holds")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

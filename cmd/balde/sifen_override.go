@@ -23,16 +23,13 @@ import (
 // answer or none, not confirmed, the document not left in sending); 2: bad
 // input, nothing asked.
 func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("sifen-override",
+	cfg, fs, parse := m.newCommand("sifen-override",
 		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
 		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1", storeFlags, sifenFlags)
-	if err != nil {
-		return err
-	}
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "who overrides, recorded in the audit trail as cli:ACTOR (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "why (required), recorded in the audit trail")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

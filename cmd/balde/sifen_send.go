@@ -25,12 +25,9 @@ import (
 // poller does (each lot queried when its schedule says it is due); with no
 // FILE it only does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("sifen-send",
+	cfg, fs, parse := m.newCommand("sifen-send",
 		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
 		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db", storeFlags, sifenFlags)
-	if err != nil {
-		return err
-	}
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
 	var wf report.WaitFlags
 	wf.Add(fs)
@@ -38,7 +35,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
 	replace := fs.Bool("replace", false, "a draft or error of the database holding a FILE's CDC with other content takes the FILE's content (without it, that DE is reported invalid and not sent)")
 	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, each lot when due: 10 min after its send, then every interval), until each document is approved or rejected; with no FILE, only that")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	env, err := sifen.ParseEnv(*envName)

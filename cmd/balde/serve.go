@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"time"
 
 	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
@@ -72,7 +73,11 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, a.close()) }()
 	err = a.engine.Serve(ctx, cfg.Addr, a.handler, func(addr string) {
-		logDatabase(a.engine.Store(), creating, logger)
+		msg, level := "database opened", slog.LevelInfo
+		if creating {
+			msg, level = "created a new, empty database", slog.LevelWarn
+		}
+		logger.Log(ctx, level, msg, slog.String("identity", a.engine.Store().Identity().String()))
 		report.WriteServeBanners(m.Stdout, cfg.Settings, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -136,8 +141,12 @@ func openApp(ctx context.Context, cfg Config, sc *balde.SifenConfig, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	if err := checkWritable(ctx, a.engine.Store()); err != nil {
-		return nil, err
+	// serve refuses a database it cannot write (a read-only or immutable
+	// file, a read-only PostgreSQL session).
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.engine.Store().CheckWrite(wctx); err != nil {
+		return nil, fmt.Errorf("serve: the database cannot be written, refusing to start: %w", err)
 	}
 	if a.server, a.login, err = cfg.Server(a.engine); err != nil {
 		return nil, settingUsage(err)

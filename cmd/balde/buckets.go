@@ -54,19 +54,10 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if !flagGiven(fs, "actor") {
 		*actor = settings.DefaultActor(m.Getenv)
 	}
-	pos := fs.Args()
-	var action string
-	var rest []string
-	if len(pos) > 0 {
-		action, rest = pos[0], pos[1:]
-	}
-	if action != "list" && action != "show" && action != "reset" && action != "shadow" {
-		if action == "" {
-			return UsageError("buckets: want an action: list, show, reset or shadow")
-		}
-		return UsageError("buckets: unknown action %q (want list, show, reset or shadow)", action)
-	}
-	if action == "shadow" {
+	action, rest := fs.Arg(0), fs.Args()[min(1, fs.NArg()):]
+	switch action {
+	case "list", "show", "reset":
+	case "shadow":
 		if len(rest) != 2 || (rest[1] != "on" && rest[1] != "off") {
 			return UsageError("buckets shadow: want POLICY on or POLICY off")
 		}
@@ -76,6 +67,10 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if strings.TrimSpace(*actor) == "" {
 			return UsageError("buckets shadow: --actor is empty")
 		}
+	case "":
+		return UsageError("buckets: want an action: list, show, reset or shadow")
+	default:
+		return UsageError("buckets: unknown action %q (want list, show, reset or shadow)", action)
 	}
 	if *limit < 0 || *limit > inspect.MaxPageSize {
 		return UsageError("buckets: --limit %d: want 1..%d", *limit, inspect.MaxPageSize)

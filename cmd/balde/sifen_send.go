@@ -10,20 +10,12 @@ import (
 )
 
 // runSifenSend is "balde sifen-send": it imports DE and lot XML files as
-// documents and sends them with sifen.SendDocuments — the same send path,
-// throttle and documents table as serve's "Send all drafts" button — on the
-// database it shares with serve, drawing its progress and printing one
-// result per document.
-//
-// A rerun, or a run after a crash, never sends a document twice: documents
-// left in "sending" are resolved first (Sender.Resolve), documents already
-// sent are skipped (Import refuses their CDC), and only drafts and errors
-// are grouped and sent.
-//
-// With --follow it then fetches the results of every lot of the database
-// still "sent" — this run's and any earlier run's or serve's — as serve's
-// poller does (each lot queried when its schedule says it is due); with no
-// FILE it only does that.
+// documents and sends them (report.SifenSend) by the send path, throttle
+// and documents table of serve's "Send all drafts", printing one result
+// per document. A rerun, or a run after a crash, never sends a document
+// twice. With --follow it then fetches the results of every lot of the
+// database still "sent", as serve's poller does; with no FILE it only
+// does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	cfg, fs, parse := m.newCommand("sifen-send",
 		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",

@@ -3,9 +3,7 @@
 // picks a language from an Accept-Language header or a LANG variable.
 //
 // It is built on golang.org/x/text/message (catalogs, plural rules, number
-// formatting per language) and golang.org/x/text/language (matching
-// Accept-Language against the supported tags), the Go team's own i18n
-// packages, rather than hand-rolled maps.
+// formatting) and golang.org/x/text/language (matching).
 //
 // Adding a message: write it in English where it is used
 // (p.Sprintf("Bucket states")) and add one line per language to the

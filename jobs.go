@@ -1,6 +1,7 @@
 package balde
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -96,10 +97,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	// job runs fn(period) on a goroutine of its own when on and not Off.
 	job := func(on bool, every, def time.Duration, fn func(time.Duration)) {
-		if every == 0 {
-			every = def
-		}
-		if on && every > 0 {
+		if every = cmp.Or(every, def); on && every > 0 {
 			wg.Go(func() { fn(every) })
 		}
 	}

@@ -16,13 +16,9 @@ var settingNames = map[string]string{"DictCategory": "--dict-category: ", "Sifen
 // settings with what the command adds in opts (Resolvers, Inbound,
 // Observer, Logger, Clock, Dict, Sifen, Jobs; the rest of opts is
 // ignored), pending migrations applied, severity changes logged. Bad
-// settings are usage errors, found before the database is touched.
+// settings are usage errors, found before the database is touched (the
+// DICT client's checked first by the caller: checkDict).
 func openEngine(ctx context.Context, cfg Config, opts balde.Config) (*balde.Engine, error) {
-	if opts.Dict != nil {
-		if err := settingUsage(cfg.CheckDictClient()); err != nil {
-			return nil, err
-		}
-	}
 	bc := cfg.Config()
 	bc.Migrate, bc.Clock, bc.LogSeverity = true, opts.Clock, true
 	bc.Dict, bc.Sifen, bc.Jobs = opts.Dict, opts.Sifen, opts.Jobs
@@ -36,8 +32,12 @@ func openEngine(ctx context.Context, cfg Config, opts balde.Config) (*balde.Engi
 }
 
 // sifenConfig is settings.Settings.SifenConfig with the client of baseURL
-// (settings.Settings.SifenClient), a bad URL or certificate a usage error.
+// (settings.Settings.SifenClient): bad block settings, URL or certificate
+// a usage error.
 func sifenConfig(cfg Config, baseURL string) (*balde.SifenConfig, error) {
+	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
+		return nil, err
+	}
 	client, err := cfg.SifenClient(baseURL)
 	if err != nil {
 		return nil, UsageError("--sifen-url: %v", err)

@@ -183,9 +183,6 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if cfg.SifenURL == "" {
 		return UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
 	}

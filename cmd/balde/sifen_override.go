@@ -45,9 +45,6 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if strings.TrimSpace(*actor) == "" {
 		return UsageError("sifen-override: --actor is empty")
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
 	if cfg.SifenURL == "" {
 		return UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
 	}

@@ -37,9 +37,6 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if *allowUnsigned && env != sifen.EnvTest {
 		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
 	wait, maxWait, err := waitOf(wf, "sifen-send")
 	if err != nil {
 		return err

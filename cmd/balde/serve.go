@@ -78,7 +78,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 			msg, level = "created a new, empty database", slog.LevelWarn
 		}
 		logger.Log(ctx, level, msg, slog.String("identity", a.engine.Store().Identity().String()))
-		report.WriteServeBanners(m.Stdout, cfg.Settings, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
+		report.WriteServeBanners(m.Stdout, *cfg, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.

@@ -81,20 +81,21 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if *output != "table" && *output != "wide" && *output != "json" {
 		return UsageError("buckets: -o %q: want table, wide or json", *output)
 	}
-	var lo listOptions
+	var filter inspect.Filter
 	if *severity != "" {
 		sev, err := throttle.ParseSeverity(*severity)
 		if err != nil {
 			return UsageError("buckets: --severity %q: want healthy, medium, high or critical", *severity)
 		}
-		lo.filter.Severity = sev
+		filter.Severity = sev
 	}
 	cond, err := inspect.ParseCondition(*state)
 	if err != nil {
 		return UsageError("buckets: --state %q: want blocked, cooling or negative", *state)
 	}
-	lo.filter.Condition = cond
-	if lo.sort, err = inspect.ParseSortBy(*sortBy); err != nil {
+	filter.Condition = cond
+	order, err := inspect.ParseSortBy(*sortBy)
+	if err != nil {
 		return UsageError("buckets: --sort %q: want key, severity, last_send or tokens", *sortBy)
 	}
 	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
@@ -122,12 +123,20 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if *policy != "" && !slices.Contains(b.eng.PolicyNames(), *policy) {
 			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.eng.PolicyNames(), ", "))
 		}
-		lo.filter.Policy, lo.filter.Env, lo.filter.IdentifierPrefix = *policy, *env, *id
-		lo.filter.After, lo.filter.Limit = cursor, *limit
-		if *watch > 0 {
-			return b.watch(ctx, lo, *watch)
+		filter.Policy, filter.Env, filter.IdentifierPrefix = *policy, *env, *id
+		filter.After, filter.Limit = cursor, *limit
+		// One page of stored buckets, refilled to now.
+		list := func() error {
+			page, err := eng.Reader().ListBy(ctx, filter, order)
+			if err != nil {
+				return err
+			}
+			return b.out.List(page)
 		}
-		return b.list(ctx, lo)
+		if *watch > 0 { // redrawn every period until Ctrl-C: exit 0
+			return report.Watch(ctx, m.Stdout, b.out.Tr, m.batchClock(), *watch, list)
+		}
+		return list()
 	}
 	key, err := bucketKey(action, rest, *policy, *env, *id)
 	if err != nil {
@@ -221,26 +230,6 @@ type bucketsCmd struct {
 	m   *Main
 	eng *balde.Engine
 	out report.Buckets
-}
-
-// listOptions are a listing's filter and order.
-type listOptions struct {
-	filter inspect.Filter
-	sort   inspect.SortBy
-}
-
-// watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
-func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
-	return report.Watch(ctx, b.m.Stdout, b.out.Tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
-}
-
-// list prints one page of stored buckets, refilled to now.
-func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
-	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
-	if err != nil {
-		return err
-	}
-	return b.out.List(page)
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most

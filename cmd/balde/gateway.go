@@ -106,10 +106,9 @@ func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups .
 	return g, fs, parse
 }
 
-// open loads the clients and TLS (settings.Gateway.GatewayAccess: a
-// gateway with no client configured is a usage error, exit 2), and opens
-// the engine of opts (the DICT client, the SIFEN sender) with the inbound
-// limiter charging each client its own bucket, the metrics and the
+// open loads the clients and TLS (settings.Gateway.GatewayAccess: none
+// configured is a usage error) and opens the engine of opts with the
+// inbound limiter charging each client its own bucket, the metrics and the
 // background work.
 func (g *gatewayCmd) open(ctx context.Context, m *Main, opts balde.Config) (*balde.Engine, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
@@ -127,11 +126,9 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, opts balde.Config) (*bal
 	return openEngine(ctx, *g.cfg, opts)
 }
 
-// serve serves api as web.GatewayHandler has it (the inbound limiter,
-// /metrics behind cfg's token and the probes beside it, the clients
-// reloaded) on the address, over TLS when configured (balde.Engine.Serve:
-// the engine's background work, then the server, until ctx ends), and
-// prints the banner of the address once listening.
+// serve serves api as web.GatewayHandler has it on the address, over TLS
+// when configured, with the engine's background work (balde.Engine.Serve)
+// until ctx ends, printing the banner of the address once listening.
 func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *balde.Engine, api http.Handler, banner func(addr string) string) error {
 	ops, err := e.OpsHandler(g.cfg.MetricsToken)
 	if err != nil {

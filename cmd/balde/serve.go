@@ -18,13 +18,9 @@ import (
 	"github.com/balde-throttle/balde/web"
 )
 
-// runServe is "balde serve": the web app. It starts the DICT and SIFEN
-// simulators when no endpoint is configured, opens the engine (the store,
-// pending migrations applied, the DICT client and the SIFEN sender), runs
-// its background work (balde.Engine.Run: SIFEN documents a crashed send
-// left in "sending" settled before the server opens, then lot polling,
-// re-grading, reconciliation, pruning), serves until the context ends
-// (Ctrl-C, SIGTERM), and shuts down gracefully.
+// runServe is "balde serve": the web app (openApp) with the engine's
+// background work (balde.Engine.Serve) until the context ends (Ctrl-C,
+// SIGTERM), then a graceful shutdown.
 func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	cfg, fs, parse := m.newCommand("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
 		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
@@ -102,11 +98,9 @@ type app struct {
 	login   settings.AdminLogin
 }
 
-// openApp wires serve: simulators (when no endpoint is configured) →
-// engine (store, group commit, limiter with the inbound, DICT and SIFEN
-// policies, DICT client, SIFEN sender; the database checked writable) →
-// the web server as serve configures it (settings.Settings.Server). The
-// engine's background work starts with balde.Engine.Serve.
+// openApp wires serve: simulators (when no endpoint is configured), the
+// engine (the database checked writable), then the web server
+// (settings.Settings.Server). sc nil is the SIFEN simulator's.
 func openApp(ctx context.Context, cfg Config, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)

@@ -14,6 +14,7 @@ package i18n
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,10 +140,7 @@ type Share int64
 func (s Share) String() string { return fmt.Sprintf("%d.%d %%", int64(s)/10, int64(s)%10) }
 
 // Has reports whether key is in the catalog (has translations).
-func Has(key string) bool {
-	_, ok := keys[key]
-	return ok
-}
+func Has(key string) bool { return slices.Contains(Keys(), key) }
 
 // Keys returns the catalog's keys, the English texts, in the order of the
 // catalog: what a test of a Portuguese or Spanish page looks for to find
@@ -157,15 +155,6 @@ func Keys() []string {
 	}
 	return out
 }
-
-// keys are the catalog's keys.
-var keys = func() map[string]bool {
-	m := map[string]bool{}
-	for _, k := range Keys() {
-		m[k] = true
-	}
-	return m
-}()
 
 // Lang is the language's BCP 47 tag, for <html lang>.
 func (p *Printer) Lang() string { return p.Tag.String() }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/balde-throttle/balde"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict/dictsql"
 )
 

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/balde-throttle/balde"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
 )

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -239,9 +240,7 @@ func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error
 	if err != nil {
 		return err
 	}
-	if limit == 0 {
-		limit = 20
-	}
+	limit = cmp.Or(limit, 20)
 	entries, err := b.eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &key, Limit: limit})
 	if err != nil {
 		return err

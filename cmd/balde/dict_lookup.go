@@ -80,7 +80,6 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err := learnCategory(ctx, eng); err != nil {
 		return err
 	}
-	client := eng.Dict()
 
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
@@ -89,7 +88,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if out != nil {
 		lookup.Out = out
 	}
-	batch := dict.Batch{Client: client, Wait: wait, MaxWait: maxWait, Senders: *senders, Sleep: clock.BaseSleep(), Progress: lookup.Progress}
+	batch := dict.Batch{Client: eng.Dict(), Wait: wait, MaxWait: maxWait, Senders: *senders, Sleep: clock.BaseSleep(), Progress: lookup.Progress}
 	sum, err := lookup.Finish(ctx, len(reqs), batch.Run(ctx, reqs, lookup.Print))
 	var oe *report.OutputError
 	if errors.As(err, &oe) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle"
@@ -48,12 +47,11 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	opts := throttle.PruneOptions{Retention: retention, Batch: *batch, SkipBuckets: *skipBuckets}
-	var res balde.PruneResult
+	prune := eng.Prune
 	if *dryRun {
-		res, err = eng.CountPrune(ctx, opts)
-	} else {
-		res, err = eng.Prune(ctx, opts)
+		prune = eng.CountPrune
 	}
+	res, err := prune(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -72,9 +72,8 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
-	sender := eng.Sifen()
 	b := &report.SifenSend{
-		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
+		Sender: eng.Sifen(), Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
 		Reporter: report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), Warn: m.Stderr,
 	}
 	b.Reporter.Progress = wf.ProgressTo(m.Stderr, mode)

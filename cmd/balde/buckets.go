@@ -171,10 +171,10 @@ func requireDatabase(dsn string) error {
 }
 
 // openAdminEngine opens the engine of an existing database
-// (requireDatabase) with every policy serve knows — the inbound
-// limiter's too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not
-// shown as orphans — and the DICT category a reconciliation recorded. clock is the engine's time
-// (nil: the system clock).
+// (requireDatabase) with every policy serve knows — the inbound limiter's
+// too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not shown as
+// orphans — and the DICT category a reconciliation recorded; clock nil is
+// the system clock.
 func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*balde.Engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err

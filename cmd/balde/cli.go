@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -49,20 +50,13 @@ type Main struct {
 // LC_ALL, LC_MESSAGES or LANG (English when none names pt_BR or es_PY),
 // with times in the local zone next to UTC.
 func (m *Main) printer() *i18n.Printer {
-	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
-		if l := m.Getenv(v); l != "" {
-			return i18n.FromLocale(l, time.Local)
-		}
-	}
-	return i18n.New(i18n.English, time.Local)
+	return i18n.FromLocale(cmp.Or(m.Getenv("LC_ALL"), m.Getenv("LC_MESSAGES"), m.Getenv("LANG")), time.Local)
 }
 
 // printerIn is printer with times in cfg's BALDE_TIME_ZONE, when set.
 func (m *Main) printerIn(cfg *Config) *i18n.Printer {
 	tr := m.printer()
-	if cfg.TimeZone != nil {
-		tr.Zone = cfg.TimeZone
-	}
+	tr.Zone = cmp.Or(cfg.TimeZone, tr.Zone)
 	return tr
 }
 

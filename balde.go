@@ -144,12 +144,10 @@ type Engine struct {
 	started     chan struct{} // closed when Run's start work is done
 }
 
-// Open builds the engine: it checks the configuration (a *ConfigError
-// before any database is touched), opens the store (migrating it when
-// asked), starts group commit, builds the limiter over the application's
-// resolvers, the DICT catalog and the SIFEN policies, then the DICT client
-// (its category restored from the database) and the SIFEN sender when
-// configured. Nothing is sent, and no background work starts, before Run.
+// Open builds the engine (see the package doc). A bad setting is a
+// *ConfigError returned before any database is touched; the DICT client's
+// category is restored from the database. Nothing is sent, and no
+// background work starts, before Run.
 func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	catalog := dict.NewCatalog(cfg.DictEnv)
 	if cfg.DictCategory != "" {

@@ -1,6 +1,7 @@
 package balde
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -64,19 +65,15 @@ func DefaultJobs() Jobs {
 	}
 }
 
-// Run does the engine's background work (balde serve's) until ctx ends,
-// each job at its period of Config.Jobs, logging to Config.Logger. At
+// Run does the engine's background work (balde serve's) until ctx ends:
+// each job of Config.Jobs at its period, logging to Config.Logger. At
 // start it learns the DICT category (Config.Dict with LearnCategory; a
 // DICT that cannot be asked is logged and the strictest category applies)
 // and settles the documents a crashed send left in "sending"
-// (Config.Sifen), then closes Started. Then it grades severities again
-// (also at once), polls SIFEN lot results, settles "sending" documents,
-// reconciles the DICT, applies the retention and reports a SQLite file
-// deleted or replaced under the process (Jobs). A failed job is logged
-// and tried again at its next period. Run returns an error only when the
-// start work cannot be done (the database cannot answer), and nil once
-// ctx ends and every job has stopped. Call it once; let it return before
-// Close.
+// (Config.Sifen), then closes Started. A failed job is logged and tried
+// again at its next period. Run returns an error only when the start work
+// cannot be done (the database cannot answer), and nil once ctx ends and
+// every job has stopped. Call it once; let it return before Close.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("balde: Engine.Run called twice")
@@ -100,10 +97,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	// job runs fn(period) on a goroutine of its own when on and not Off.
 	job := func(on bool, every, def time.Duration, fn func(time.Duration)) {
-		if every == 0 {
-			every = def
-		}
-		if on && every > 0 {
+		if every = cmp.Or(every, def); on && every > 0 {
 			wg.Go(func() { fn(every) })
 		}
 	}

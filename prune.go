@@ -58,28 +58,22 @@ func (e *Engine) Prune(ctx context.Context, opts throttle.PruneOptions) (PruneRe
 func (e *Engine) CountPrune(ctx context.Context, opts throttle.PruneOptions) (PruneResult, error) {
 	res := e.pruneResult(opts)
 	db := e.store.ReadDB()
-	// Rows, as the prune deletes them: oldest id first, up to the first
-	// row younger than the retention.
-	if err := db.QueryRowContext(ctx, db.Rebind(`
-		SELECT count(*)
-		FROM balde_token_ledger
-		WHERE id < COALESCE(
+	for _, c := range []struct {
+		what, query string
+		n           *int64
+	}{
+		// Ledger rows as the prune deletes them: oldest id first, up to the
+		// first row younger than the retention.
+		{"ledger rows", `SELECT count(*) FROM balde_token_ledger WHERE id < COALESCE(
 			(SELECT min(id) FROM balde_token_ledger WHERE at >= ?),
 			(SELECT max(id) + 1 FROM balde_token_ledger),
-			0)`), res.Before.UnixNano()).Scan(&res.LedgerRows); err != nil {
-		return res, fmt.Errorf("balde: count ledger rows to prune: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, db.Rebind(`
-		SELECT count(*)
-		FROM balde_dict_lookups
-		WHERE looked_up_at < ?`), res.Before.UnixNano()).Scan(&res.DictLookups); err != nil {
-		return res, fmt.Errorf("balde: count DICT lookups to prune: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, db.Rebind(`
-		SELECT count(*)
-		FROM balde_audit
-		WHERE at < ?`), res.Before.UnixNano()).Scan(&res.AuditRows); err != nil {
-		return res, fmt.Errorf("balde: count audit entries to prune: %w", err)
+			0)`, &res.LedgerRows},
+		{"DICT lookups", `SELECT count(*) FROM balde_dict_lookups WHERE looked_up_at < ?`, &res.DictLookups},
+		{"audit entries", `SELECT count(*) FROM balde_audit WHERE at < ?`, &res.AuditRows},
+	} {
+		if err := db.QueryRowContext(ctx, db.Rebind(c.query), res.Before.UnixNano()).Scan(c.n); err != nil {
+			return res, fmt.Errorf("balde: count %s to prune: %w", c.what, err)
+		}
 	}
 	if opts.SkipBuckets {
 		return res, nil

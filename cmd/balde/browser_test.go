@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/view"
@@ -234,26 +235,26 @@ func seedOperatorBuckets(t *testing.T, db string) (critical, negative, participa
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB = db
-	eng, err := openEngine(ctx, cfg, engineOptions{})
+	eng, err := openEngine(ctx, cfg, balde.Config{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	critical = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: payerCPF}
 	negative = throttle.Key{Policy: "ENTRIES_READ_USER_ANTISCAN", Env: "prod", Identifier: "11144477735"}
 	participant = throttle.Key{Policy: dict.PolicyEntriesReadParticipantAntiscan, Env: "prod", Identifier: "12345678"}
 	for _, c := range []throttle.Charge{{Key: critical, Cost: 100}, {Key: negative, Cost: 100}, {Key: seededRUC, Cost: 1}} {
-		d, err := eng.limiter.Take(ctx, "seed", c)
+		d, err := eng.Limiter().Take(ctx, "seed", c)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	ahead, err := openEngine(ctx, cfg, engineOptions{Clock: func() time.Time { return time.Now().Add(10 * time.Minute) }})
+	ahead, err := openEngine(ctx, cfg, balde.Config{Clock: func() time.Time { return time.Now().Add(10 * time.Minute) }})
 	require.NoError(t, err)
-	d, err := ahead.limiter.Take(ctx, "seed", throttle.Charge{Key: participant, Cost: 5})
+	d, err := ahead.Limiter().Take(ctx, "seed", throttle.Charge{Key: participant, Cost: 5})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	require.NoError(t, ahead.Close(ctx))
-	_, err = eng.limiter.Adjust(ctx, throttle.Adjustment{Key: negative, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "seed-404"})
+	_, err = eng.Limiter().Adjust(ctx, throttle.Adjustment{Key: negative, Delta: -20, Reason: throttle.LedgerPenalty, Ref: "seed-404"})
 	require.NoError(t, err)
-	st, err := eng.limiter.State(ctx, participant)
+	st, err := eng.Limiter().State(ctx, participant)
 	require.NoError(t, err)
 	require.Equal(t, throttle.SeverityHealthy, st.Bucket.Severity, "stored Healthy: 45 of 50")
 	return critical, negative, participant

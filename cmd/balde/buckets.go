@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -23,16 +24,13 @@ import (
 func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	// Of the DICT's settings, those that shape its buckets' keys and
 	// capacities, not its URLs.
-	cfg, fs, err := m.newCommand("buckets",
+	cfg, fs, parse := m.newCommand("buckets",
 		"buckets list|show|reset|shadow [--policy P] [--env E] [--id ID] [--severity S] [--state S] [--sort BY] [-o table|wide|json] [--watch D] [--limit N] [--after CURSOR] [--yes] [--actor NAME] [--reason WHY] [POLICY/ENV/ID | POLICY on|off]",
 		"balde buckets list --severity critical --sort severity\n"+
 			"  balde buckets list --policy ENTRIES_READ_USER_ANTISCAN --id 111 --limit 20 -o wide\n"+
 			"  balde buckets show SIFEN_RECEPCION_LOTE/test/80069563\n"+
 			"  balde buckets reset --yes --actor alice --reason key-fixed ENTRIES_READ_PARTICIPANT_ANTISCAN/prod/12345678\n"+
 			"  balde buckets shadow --actor alice --reason new-limit-watched INBOUND_IP on", storeFlags, []string{"dict-participant", "dict-category", "dict-env"}, policyFlags)
-	if err != nil {
-		return err
-	}
 	policy := fs.String("policy", "", "policy name (list: a filter; show, reset: part of the key)")
 	env := fs.String("env", "", "env: prod, test, ... (list: a filter; show, reset: part of the key)")
 	id := fs.String("id", "", "identifier (list: a prefix; show, reset: exact)")
@@ -51,25 +49,16 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 
 	// Flags may come before or after the action and the key
 	// ("buckets list --policy X", "buckets --policy X list").
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if !flagGiven(fs, "actor") {
 		*actor = settings.DefaultActor(m.Getenv)
 	}
-	pos := fs.Args()
-	var action string
-	var rest []string
-	if len(pos) > 0 {
-		action, rest = pos[0], pos[1:]
-	}
-	if action != "list" && action != "show" && action != "reset" && action != "shadow" {
-		if action == "" {
-			return UsageError("buckets: want an action: list, show, reset or shadow")
-		}
-		return UsageError("buckets: unknown action %q (want list, show, reset or shadow)", action)
-	}
-	if action == "shadow" {
+	action, rest := fs.Arg(0), fs.Args()[min(1, fs.NArg()):]
+	switch action {
+	case "list", "show", "reset":
+	case "shadow":
 		if len(rest) != 2 || (rest[1] != "on" && rest[1] != "off") {
 			return UsageError("buckets shadow: want POLICY on or POLICY off")
 		}
@@ -79,6 +68,10 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if strings.TrimSpace(*actor) == "" {
 			return UsageError("buckets shadow: --actor is empty")
 		}
+	case "":
+		return UsageError("buckets: want an action: list, show, reset or shadow")
+	default:
+		return UsageError("buckets: unknown action %q (want list, show, reset or shadow)", action)
 	}
 	if *limit < 0 || *limit > inspect.MaxPageSize {
 		return UsageError("buckets: --limit %d: want 1..%d", *limit, inspect.MaxPageSize)
@@ -89,20 +82,21 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 	if *output != "table" && *output != "wide" && *output != "json" {
 		return UsageError("buckets: -o %q: want table, wide or json", *output)
 	}
-	var lo listOptions
+	var filter inspect.Filter
 	if *severity != "" {
 		sev, err := throttle.ParseSeverity(*severity)
 		if err != nil {
 			return UsageError("buckets: --severity %q: want healthy, medium, high or critical", *severity)
 		}
-		lo.filter.Severity = sev
+		filter.Severity = sev
 	}
 	cond, err := inspect.ParseCondition(*state)
 	if err != nil {
 		return UsageError("buckets: --state %q: want blocked, cooling or negative", *state)
 	}
-	lo.filter.Condition = cond
-	if lo.sort, err = inspect.ParseSortBy(*sortBy); err != nil {
+	filter.Condition = cond
+	order, err := inspect.ParseSortBy(*sortBy)
+	if err != nil {
 		return UsageError("buckets: --sort %q: want key, severity, last_send or tokens", *sortBy)
 	}
 	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
@@ -130,18 +124,26 @@ func runBuckets(ctx context.Context, m *Main, args []string) (err error) {
 		if *policy != "" && !slices.Contains(b.eng.PolicyNames(), *policy) {
 			return UsageError("buckets list: unknown policy %q (known: %s)", *policy, strings.Join(b.eng.PolicyNames(), ", "))
 		}
-		lo.filter.Policy, lo.filter.Env, lo.filter.IdentifierPrefix = *policy, *env, *id
-		lo.filter.After, lo.filter.Limit = cursor, *limit
-		if *watch > 0 {
-			return b.watch(ctx, lo, *watch)
+		filter.Policy, filter.Env, filter.IdentifierPrefix = *policy, *env, *id
+		filter.After, filter.Limit = cursor, *limit
+		// One page of stored buckets, refilled to now.
+		list := func() error {
+			page, err := eng.Reader().ListBy(ctx, filter, order)
+			if err != nil {
+				return err
+			}
+			return b.out.List(page)
 		}
-		return b.list(ctx, lo)
+		if *watch > 0 { // redrawn every period until Ctrl-C: exit 0
+			return report.Watch(ctx, m.Stdout, b.out.Tr, m.batchClock(), *watch, list)
+		}
+		return list()
 	}
 	key, err := bucketKey(action, rest, *policy, *env, *id)
 	if err != nil {
 		return err
 	}
-	if _, err := eng.limiter.Policy(key); err != nil {
+	if _, err := eng.Limiter().Policy(key); err != nil {
 		return UsageError("buckets %s: %s: %v", action, key, err)
 	}
 	if action == "show" {
@@ -169,11 +171,11 @@ func requireDatabase(dsn string) error {
 }
 
 // openAdminEngine opens the engine of an existing database
-// (requireDatabase) with every policy serve knows — the inbound
-// limiter's too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not
-// shown as orphans — and the DICT category a reconciliation recorded. clock is the engine's time
-// (nil: the system clock).
-func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*engine, error) {
+// (requireDatabase) with every policy serve knows — the inbound limiter's
+// too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not shown as
+// orphans — and the DICT category a reconciliation recorded; clock nil is
+// the system clock.
+func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*balde.Engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
 	}
@@ -189,7 +191,7 @@ func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*en
 		}
 		resolvers = append(resolvers, in.Policies())
 	}
-	eng, err := openEngine(ctx, cfg, engineOptions{Resolvers: resolvers, Clock: clock})
+	eng, err := openEngine(ctx, cfg, balde.Config{Resolvers: resolvers, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -227,40 +229,18 @@ func keyUsage(action string, err error) error {
 // bucketsCmd runs one buckets action, printing with out.
 type bucketsCmd struct {
 	m   *Main
-	eng *engine
+	eng *balde.Engine
 	out report.Buckets
-}
-
-// listOptions are a listing's filter and order.
-type listOptions struct {
-	filter inspect.Filter
-	sort   inspect.SortBy
-}
-
-// watch redraws the list every period until ctx ends (Ctrl-C): exit 0.
-func (b bucketsCmd) watch(ctx context.Context, lo listOptions, every time.Duration) error {
-	return report.Watch(ctx, b.m.Stdout, b.out.Tr, b.m.batchClock(), every, func() error { return b.list(ctx, lo) })
-}
-
-// list prints one page of stored buckets, refilled to now.
-func (b bucketsCmd) list(ctx context.Context, lo listOptions) error {
-	page, err := b.eng.Reader().ListBy(ctx, lo.filter, lo.sort)
-	if err != nil {
-		return err
-	}
-	return b.out.List(page)
 }
 
 // show prints one bucket (a key with no row is a full bucket) and its most
 // recent ledger rows.
 func (b bucketsCmd) show(ctx context.Context, key throttle.Key, limit int) error {
-	st, err := b.eng.limiter.State(ctx, key)
+	st, err := b.eng.Limiter().State(ctx, key)
 	if err != nil {
 		return err
 	}
-	if limit == 0 {
-		limit = 20
-	}
+	limit = cmp.Or(limit, 20)
 	entries, err := b.eng.Reader().Ledger(ctx, inspect.LedgerQuery{Key: &key, Limit: limit})
 	if err != nil {
 		return err

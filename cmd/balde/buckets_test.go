@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/internal/audit"
@@ -40,7 +41,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB = db
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	for _, c := range []struct {
@@ -48,7 +49,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 		cost int64
 		ref  string
 	}{{seededParticipant, 5, "seed-participant"}, {seededUser, 3, "seed-user"}, {seededRUC, 1, "doc:1"}} {
-		d, err := eng.limiter.Take(ctx, c.ref, throttle.Charge{Key: c.key, Cost: c.cost})
+		d, err := eng.Limiter().Take(ctx, c.ref, throttle.Charge{Key: c.key, Cost: c.cost})
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
@@ -65,7 +66,7 @@ func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB = db
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	entries, err := eng.Audit().List(ctx, audit.Query{})
@@ -297,7 +298,7 @@ func TestBucketsScope(t *testing.T) {
 	eng, err := openAdminEngine(ctx, cfg, clock.Now)
 	require.NoError(t, err)
 	inbound := throttle.Key{Policy: web.PolicyInboundIP, Env: web.DefaultInboundEnv, Identifier: "192.0.2.7"}
-	d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: inbound, Cost: 1})
+	d, err := eng.Limiter().Take(ctx, "", throttle.Charge{Key: inbound, Cost: 1})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	require.NoError(t, eng.Close(ctx))
@@ -421,10 +422,10 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB, cfg.Ledger = db, throttle.LedgerAggregateTakes
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	for range 3 { // one aggregated row for three takes
-		d, err := eng.limiter.Take(ctx, "", throttle.Charge{Key: seededUser, Cost: 1})
+		d, err := eng.Limiter().Take(ctx, "", throttle.Charge{Key: seededUser, Cost: 1})
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
@@ -488,10 +489,10 @@ func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB = db
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	// Five mistyped keys and a penalty: the bucket at -11/100.
-	_, err = eng.limiter.Sync(ctx, throttle.SyncTarget{Key: seededUser, Tokens: -11, Ref: "mistyped-keys"})
+	_, err = eng.Limiter().Sync(ctx, throttle.SyncTarget{Key: seededUser, Tokens: -11, Ref: "mistyped-keys"})
 	require.NoError(t, err)
 	require.NoError(t, eng.Close(ctx))
 	env := map[string]string{"BALDE_DB": db, "BALDE_TIME_ZONE": "UTC"}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -49,20 +50,13 @@ type Main struct {
 // LC_ALL, LC_MESSAGES or LANG (English when none names pt_BR or es_PY),
 // with times in the local zone next to UTC.
 func (m *Main) printer() *i18n.Printer {
-	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
-		if l := m.Getenv(v); l != "" {
-			return i18n.FromLocale(l, time.Local)
-		}
-	}
-	return i18n.New(i18n.English, time.Local)
+	return i18n.FromLocale(cmp.Or(m.Getenv("LC_ALL"), m.Getenv("LC_MESSAGES"), m.Getenv("LANG")), time.Local)
 }
 
 // printerIn is printer with times in cfg's BALDE_TIME_ZONE, when set.
 func (m *Main) printerIn(cfg *Config) *i18n.Printer {
 	tr := m.printer()
-	if cfg.TimeZone != nil {
-		tr.Zone = cfg.TimeZone
-	}
+	tr.Zone = cmp.Or(cfg.TimeZone, tr.Zone)
 	return tr
 }
 
@@ -147,31 +141,26 @@ func (m *Main) usage(w io.Writer) {
 // (internal/i18n); the words quoted from elsewhere (a flag parser's, a
 // database's) stay as they were.
 func (m *Main) exit(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	msg, code := err.Error(), ExitFailed
 	var ee *ExitError
 	switch {
-	case err == nil:
-		return ExitOK
-	case errors.Is(err, flag.ErrHelp):
-		return ExitOK
 	case errors.As(err, &ee):
-		if ee.Err != nil {
-			msg := ee.Err.Error()
-			if tr := m.printer(); ee.format != "" && i18n.Has(ee.format) && tr.Tag != i18n.English {
-				msg = tr.Sprintf(ee.format, ee.args...)
-			}
-			fmt.Fprintln(m.Stderr, "balde:", report.OneLine(msg))
+		msg, code = ee.Err.Error(), ee.Code
+		if tr := m.printer(); ee.format != "" && i18n.Has(ee.format) && tr.Tag != i18n.English {
+			msg = tr.Sprintf(ee.format, ee.args...)
 		}
-		return ee.Code
 	case errors.Is(err, throttle.ErrStoreUnavailable):
-		fmt.Fprintln(m.Stderr, "balde:", report.OneLine(err.Error()))
-		return ExitUnavailable
-	default:
-		fmt.Fprintln(m.Stderr, "balde:", report.OneLine(err.Error()))
-		return ExitFailed
+		code = ExitUnavailable
 	}
+	fmt.Fprintln(m.Stderr, "balde:", report.OneLine(msg))
+	return code
 }
 
-// ExitError carries an exit code chosen by a command.
+// ExitError carries an exit code chosen by a command and its message
+// (Err, not nil).
 type ExitError struct {
 	Code int
 	Err  error
@@ -181,12 +170,7 @@ type ExitError struct {
 	args   []any
 }
 
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit %d", e.Code)
-	}
-	return e.Err.Error()
-}
+func (e *ExitError) Error() string { return e.Err.Error() }
 
 func (e *ExitError) Unwrap() error { return e.Err }
 

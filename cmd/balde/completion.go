@@ -73,32 +73,26 @@ var flagLine = regexp.MustCompile(`(?m)^\s+-(\w[\w-]*)( \w+)?`)
 // completeFiles) for a flag taking a path and the file arguments of the
 // commands without actions.
 func runComplete(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		var names []string
+	var words []string
+	switch {
+	case len(args) == 0:
 		for _, c := range commands() {
 			if !strings.HasPrefix(c.Name, "__") {
-				names = append(names, c.Name)
+				words = append(words, c.Name)
 			}
 		}
-		slices.Sort(names)
-		fmt.Fprintln(m.Stdout, strings.Join(names, " "))
-		return nil
+		slices.Sort(words)
+	case len(args) == 1:
+		words = actions[args[0]]
+	case args[1] == "next" && len(args) == 3:
+		words = completeNext(ctx, args[0], args[2])
+	default:
+		for name := range commandFlags(ctx, args[0]) {
+			words = append(words, "--"+name)
+		}
+		slices.Sort(words)
 	}
-	if len(args) == 1 {
-		fmt.Fprintln(m.Stdout, strings.Join(actions[args[0]], " "))
-		return nil
-	}
-	command := args[0]
-	if args[1] == "next" && len(args) == 3 {
-		fmt.Fprintln(m.Stdout, strings.Join(completeNext(ctx, command, args[2]), " "))
-		return nil
-	}
-	var flags []string
-	for name := range commandFlags(ctx, command) {
-		flags = append(flags, "--"+name)
-	}
-	slices.Sort(flags)
-	fmt.Fprintln(m.Stdout, strings.Join(flags, " "))
+	fmt.Fprintln(m.Stdout, strings.Join(words, " "))
 	return nil
 }
 
@@ -113,12 +107,10 @@ func completeNext(ctx context.Context, command, prev string) []string {
 			return []string{completeFiles} // --db, --policies, --output: a path, often
 		}
 	}
-	if prev == command {
-		if as, ok := actions[command]; ok {
+	if as, ok := actions[command]; ok {
+		if prev == command {
 			return as
 		}
-	}
-	if _, ok := actions[command]; ok {
 		return nil // after the action: a key or a version, not a file
 	}
 	return []string{completeFiles}
@@ -128,16 +120,14 @@ func completeNext(ctx context.Context, command, prev string) []string {
 // takes a value.
 func commandFlags(ctx context.Context, command string) map[string]bool {
 	flags := map[string]bool{}
-	for _, c := range commands() {
-		if c.Name != command || strings.HasPrefix(c.Name, "__") || c.Name == "completion" {
-			continue
-		}
-		var help bytes.Buffer
-		sub := &Main{Stdin: strings.NewReader(""), Stdout: &help, Stderr: &bytes.Buffer{}, Getenv: func(string) string { return "" }}
-		_ = c.Run(ctx, sub, []string{"--help"})
-		for _, f := range flagLine.FindAllStringSubmatch(help.String(), -1) {
-			flags[f[1]] = f[2] != ""
-		}
+	i := slices.IndexFunc(commands(), func(c Command) bool { return c.Name == command })
+	if i < 0 || strings.HasPrefix(command, "__") || command == "completion" {
+		return flags
+	}
+	var help bytes.Buffer
+	_ = commands()[i].Run(ctx, NewMain(strings.NewReader(""), &help, &bytes.Buffer{}, func(string) string { return "" }), []string{"--help"})
+	for _, f := range flagLine.FindAllStringSubmatch(help.String(), -1) {
+		flags[f[1]] = f[2] != ""
 	}
 	return flags
 }

@@ -7,17 +7,15 @@ import (
 	"github.com/balde-throttle/balde/internal/settings"
 )
 
-// Config is the configuration shared by every command: settings.Settings
-// (defaults, then the environment variables), then flags, registered here:
-// a flag always wins. The guides (docs/guides) list every field with its flag and
+// Config is the configuration shared by every command: the defaults, then
+// the environment variables, then flags (registered by newCommand): a flag
+// always wins. The guides (docs/guides) list every field with its flag and
 // variable.
-type Config struct {
-	settings.Settings
-}
+type Config = settings.Settings
 
 // DefaultConfig returns the configuration of "make run": SQLite in the
 // working directory, simulators in-process.
-func DefaultConfig() Config { return Config{settings.Default()} }
+func DefaultConfig() Config { return settings.Default() }
 
 // settingUsage turns a *settings.Error into a usage error translated as
 // its English format is (internal/i18n); nil stays nil.
@@ -42,28 +40,24 @@ var (
 		"inbound-ip-limit", "inbound-window", "inbound-block"}
 )
 
-// envConfig is the settings every command starts from: the defaults, then
-// the environment; a bad variable is a usage error (exit 2) naming it.
-func (m *Main) envConfig() (Config, error) {
+// newCommand starts a command: its settings, the defaults then the
+// environment, with the flags of groups registered on its FlagSet
+// (newFlagSet), and parse, which parses the command line (parseFlags) once
+// the command has added its own flags. A bad environment variable is
+// parse's error, a usage error (exit 2) naming it.
+func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*Config, *flag.FlagSet, func(args []string) error) {
 	cfg := DefaultConfig()
-	if err := cfg.ParseEnv(m.Getenv); err != nil {
-		return cfg, UsageError("%v", err)
-	}
-	return cfg, nil
-}
-
-// newCommand starts a command: its settings (envConfig) with the flags of
-// groups registered on its FlagSet (newFlagSet).
-func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*Config, *flag.FlagSet, error) {
-	cfg, err := m.envConfig()
-	if err != nil {
-		return nil, nil, err
-	}
+	envErr := cfg.ParseEnv(m.Getenv)
 	fs := m.newFlagSet(name, synopsis, example)
 	for _, g := range groups {
 		cfg.AddFlags(fs, g...)
 	}
-	return &cfg, fs, nil
+	return &cfg, fs, func(args []string) error {
+		if envErr != nil {
+			return UsageError("%v", envErr)
+		}
+		return parseFlags(fs, args)
+	}
 }
 
 // checkDict refuses a missing DICT URL (noURL, the command's usage

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
@@ -166,7 +167,7 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 // bucket's entries, oldest first.
 func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.LedgerEntry {
 	t.Helper()
-	eng, err := openEngine(context.Background(), cfg, engineOptions{Logger: discardLogger})
+	eng, err := openEngine(context.Background(), cfg, balde.Config{Logger: discardLogger})
 	require.NoError(t, err)
 	defer eng.Close(context.Background())
 	ctx := context.Background()

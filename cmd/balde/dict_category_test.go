@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict/dictsql"
 )
 
@@ -25,7 +26,7 @@ func TestBucketsListReadsTheLearnedCategory(t *testing.T) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB = db
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	require.NoError(t, dictsql.NewRecords(eng.Store().DB(), eng.Store().ReadDB()).SaveCategory(ctx, "prod", "60701190", "F", clock.Now()))
 	require.NoError(t, eng.Close(ctx))

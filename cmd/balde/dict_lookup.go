@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
@@ -20,12 +21,9 @@ import (
 // mirror would admit it and asks again (other payers go on meanwhile),
 // with --no-wait it is reported and the run goes on.
 func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("dict-lookup",
+	cfg, fs, parse := m.newCommand("dict-lookup",
 		"dict-lookup [--payer CPF|CNPJ] [--wait|--no-wait] [--max-wait D] [--senders N] [--out FILE] [--format csv|json] [--json] [--db DSN] [--dict-url URL] FILE.csv",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-lookup --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --payer 11144477735 --out results.csv keys.csv", storeFlags, dictFlags, policyFlags)
-	if err != nil {
-		return err
-	}
 	payer := fs.String("payer", "", "CPF or CNPJ of the payer, for lines that do not name one")
 	var wf report.WaitFlags
 	wf.Add(fs)
@@ -33,7 +31,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	outPath := fs.String("out", "", "write the results to FILE (CSV, or JSON with --format json or a .json name)")
 	format := fs.String("format", "", "format of --out: csv or json (default: from the file name, else csv)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per key, then a summary object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	wait, maxWait, err := waitOf(wf, "dict-lookup")
@@ -74,7 +72,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 
 	clock := m.batchClock()
 	dc := cfg.DictConfig(cfg.DictURL)
-	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Dict: &dc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: clock.Now, Dict: &dc})
 	if err != nil {
 		return err
 	}
@@ -82,7 +80,6 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if err := learnCategory(ctx, eng); err != nil {
 		return err
 	}
-	client := eng.Dict()
 
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
@@ -91,7 +88,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	if out != nil {
 		lookup.Out = out
 	}
-	batch := dict.Batch{Client: client, Wait: wait, MaxWait: maxWait, Senders: *senders, Sleep: clock.BaseSleep(), Progress: lookup.Progress}
+	batch := dict.Batch{Client: eng.Dict(), Wait: wait, MaxWait: maxWait, Senders: *senders, Sleep: clock.BaseSleep(), Progress: lookup.Progress}
 	sum, err := lookup.Finish(ctx, len(reqs), batch.Run(ctx, reqs, lookup.Print))
 	var oe *report.OutputError
 	if errors.As(err, &oe) {
@@ -106,7 +103,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 // (reused while fresh: POLICIES_LIST allows 6 a minute); a DICT that cannot
 // be asked leaves the one recorded, else --dict-category, else the
 // strictest (H). Only a database that cannot answer is an error.
-func learnCategory(ctx context.Context, eng *engine) error {
+func learnCategory(ctx context.Context, eng *balde.Engine) error {
 	if _, err := eng.Dict().LearnCategory(ctx, dict.CategoryFresh); errors.Is(err, throttle.ErrStoreUnavailable) {
 		return err
 	}

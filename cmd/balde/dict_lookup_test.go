@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict/dictsim"
 
 	"github.com/stretchr/testify/require"
@@ -506,16 +507,16 @@ func TestDictLookupBadInput(t *testing.T) {
 func TestDictCategoryLearnedAtStart(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, "", DefaultConfig().DictCategory, "no category until learned")
-	participantCapacity := func(eng *engine) int64 {
+	participantCapacity := func(eng *balde.Engine) int64 {
 		p, err := eng.DictCatalog().Resolve(eng.DictCatalog().Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
 		require.NoError(t, err)
 		return p.Capacity
 	}
-	open := func(t *testing.T, db, url string) *engine {
+	open := func(t *testing.T, db, url string) *balde.Engine {
 		cfg := DefaultConfig()
 		cfg.DB = db
 		dc := cfg.DictConfig(url)
-		eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
+		eng, err := openEngine(ctx, cfg, balde.Config{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, eng.Close(ctx)) })
 		require.NoError(t, learnCategory(ctx, eng))
@@ -606,10 +607,10 @@ func TestDictLookupKilledMidRequest(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DB = db
 	ctx := context.Background()
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: throttle.NewManualClock(testEpoch).Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: throttle.NewManualClock(testEpoch).Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.Close(ctx)) }()
-	st, err := eng.limiter.State(ctx, eng.DictCatalog().Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
+	st, err := eng.Limiter().State(ctx, eng.DictCatalog().Key(dict.PolicyEntriesReadUserAntiscan, payerCPF))
 	require.NoError(t, err)
 	remote, _ := sim.Balance("ENTRIES_READ_USER_ANTISCAN", payerCPF)
 	require.LessOrEqual(t, st.Tokens, remote, "the mirror is never more generous than the DICT")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/report"
 )
@@ -12,12 +13,9 @@ import (
 // runDictReconcile is "balde dict-reconcile": one reconciliation of the
 // local DICT buckets with the DICT's GET /api/v2/policies/.
 func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("dict-reconcile", "dict-reconcile [--db DSN] [--dict-url URL] [--dict-participant ISPB] [--dict-category C] [--dict-env ENV] [--policies FILE]",
+	cfg, fs, parse := m.newCommand("dict-reconcile", "dict-reconcile [--db DSN] [--dict-url URL] [--dict-participant ISPB] [--dict-category C] [--dict-env ENV] [--policies FILE]",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde dict-reconcile --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde", storeFlags, dictFlags, policyFlags)
-	if err != nil {
-		return err
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -28,7 +26,7 @@ func runDictReconcile(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	dc := cfg.DictConfig(cfg.DictURL)
 	dc.LearnCategory = false // the reconciliation asks the DICT itself
-	eng, err := openEngine(ctx, *cfg, engineOptions{Dict: &dc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Dict: &dc})
 	if err != nil {
 		return err
 	}

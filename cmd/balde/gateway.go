@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
@@ -27,32 +28,32 @@ const DefaultSifenGatewayAddr = "127.0.0.1:8082"
 // inbound limiter, serving the clients of --clients only. It shares the
 // database (and so the buckets) with serve and the batch commands.
 func runGateway(ctx context.Context, m *Main, args []string) error {
-	if len(args) > 0 && args[0] == "sifen" {
-		return runSifenGateway(ctx, m, args[1:])
+	var service string
+	if len(args) > 0 {
+		service, args = args[0], args[1:]
 	}
-	if len(args) == 0 || args[0] != "dict" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(m.Stdout, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
-				"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
-				"  sifen  a SOAP endpoint for SIFEN's services, lots and single DEs through the RUC gate (balde gateway sifen --help)\n"+
-				"\nExample:\n  balde gateway dict --help\n")
-			return nil
-		}
-		return UsageError("gateway: want \"gateway dict\" or \"gateway sifen\"")
+	switch service {
+	case "dict":
+		return runDictGateway(ctx, m, args)
+	case "sifen":
+		return runSifenGateway(ctx, m, args)
+	case "-h", "--help":
+		fmt.Fprint(m.Stdout, "Usage: balde gateway SERVICE [flags]\n\nServices:\n"+
+			"  dict   a throttled reverse proxy for the DICT API (its flags: balde gateway dict --help)\n"+
+			"  sifen  a SOAP endpoint for SIFEN's services, lots and single DEs through the RUC gate (balde gateway sifen --help)\n"+
+			"\nExample:\n  balde gateway dict --help\n")
+		return nil
 	}
-	return runDictGateway(ctx, m, args[1:])
+	return UsageError("gateway: want \"gateway dict\" or \"gateway sifen\"")
 }
 
 func runDictGateway(ctx context.Context, m *Main, args []string) error {
-	g, fs, err := m.newGateway("gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
+	g, fs, parse := m.newGateway("gateway dict", "BALDE_GATEWAY_ADDR", DefaultGatewayAddr,
 		"gateway dict [--addr HOST:PORT] [--db DSN] --clients FILE --dict-url URL --dict-participant ISPB [flags]",
 		"BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem balde gateway dict --addr 127.0.0.1:8081 --clients /etc/balde/clients --db postgres://balde@db/balde --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\"",
 		dictFlags)
-	if err != nil {
-		return err
-	}
 	cfg := g.cfg
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -65,7 +66,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 		return UsageError("gateway dict: --addr %q: %v", g.addr, err)
 	}
 	dc := cfg.DictConfig(cfg.DictURL)
-	e, err := g.open(ctx, m, engineOptions{Dict: &dc})
+	e, err := g.open(ctx, m, balde.Config{Dict: &dc})
 	if err != nil {
 		return err
 	}
@@ -93,27 +94,23 @@ type gatewayCmd struct {
 // gateways take: --addr (over the variable addrEnv, else def), the
 // clients and TLS, the store, policies and background work, the trusted
 // proxies and the inbound limiter; and those of groups.
-func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, error) {
-	cfg, fs, err := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
+func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, func([]string) error) {
+	cfg, fs, parse := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
 		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})...)
-	if err != nil {
-		return nil, nil, err
-	}
 	g := &gatewayCmd{cfg: cfg, addr: def}
 	if v := m.Getenv(addrEnv); v != "" {
 		g.addr = v
 	}
 	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
 	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
-	return g, fs, nil
+	return g, fs, parse
 }
 
-// open loads the clients and TLS (settings.Gateway.GatewayAccess: a
-// gateway with no client configured is a usage error, exit 2), and opens
-// the engine of opts (the DICT client, the SIFEN sender) with the inbound
-// limiter charging each client its own bucket, the metrics and the
+// open loads the clients and TLS (settings.Gateway.GatewayAccess: none
+// configured is a usage error) and opens the engine of opts with the
+// inbound limiter charging each client its own bucket, the metrics and the
 // background work.
-func (g *gatewayCmd) open(ctx context.Context, m *Main, opts engineOptions) (*engine, error) {
+func (g *gatewayCmd) open(ctx context.Context, m *Main, opts balde.Config) (*balde.Engine, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	var err error
 	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
@@ -129,12 +126,10 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, opts engineOptions) (*en
 	return openEngine(ctx, *g.cfg, opts)
 }
 
-// serve serves api as web.GatewayHandler has it (the inbound limiter,
-// /metrics behind cfg's token and the probes beside it, the clients
-// reloaded) on the address, over TLS when configured (balde.Engine.Serve:
-// the engine's background work, then the server, until ctx ends), and
-// prints the banner of the address once listening.
-func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *engine, api http.Handler, banner func(addr string) string) error {
+// serve serves api as web.GatewayHandler has it on the address, over TLS
+// when configured, with the engine's background work (balde.Engine.Serve)
+// until ctx ends, printing the banner of the address once listening.
+func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *balde.Engine, api http.Handler, banner func(addr string) string) error {
 	ops, err := e.OpsHandler(g.cfg.MetricsToken)
 	if err != nil {
 		return err
@@ -158,18 +153,15 @@ func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *engine, api http.Han
 // front of SIFEN (or a simulator), sharing the RUC gates of serve and
 // sifen-send through the database.
 func runSifenGateway(ctx context.Context, m *Main, args []string) error {
-	g, fs, err := m.newGateway("gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
+	g, fs, parse := m.newGateway("gateway sifen", "BALDE_SIFEN_GATEWAY_ADDR", DefaultSifenGatewayAddr,
 		"gateway sifen [--addr HOST:PORT] [--db DSN] --clients FILE --sifen-url URL [--env test|prod] [--hold D] [flags]",
 		"balde gateway sifen --addr 127.0.0.1:8082 --clients /etc/balde/clients --db postgres://balde@db/balde --sifen-url official --env prod",
 		sifenFlags)
-	if err != nil {
-		return err
-	}
 	cfg := g.cfg
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment the gateway stands for: test or prod")
 	hold := fs.Duration("hold", web.DefaultSifenGatewayHold, "longest time a lot or DE is held for its RUC's gate, in order of arrival, before a fault with Retry-After is answered; clients' timeouts must exceed it by SIFEN's answer time; 0 never holds")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs and events without a signature (test environment only; SIFEN rejects them)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -188,19 +180,15 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if cfg.SifenURL == "" {
 		return UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
 	}
-	client, err := sifenClient(*cfg, cfg.SifenURL)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	e, err := g.open(ctx, m, engineOptions{Sifen: &sc})
+	e, err := g.open(ctx, m, balde.Config{Sifen: sc})
 	if err != nil {
 		return err
 	}

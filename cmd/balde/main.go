@@ -19,12 +19,10 @@ import (
 var Version = "dev"
 
 // stopGrace is how long balde has to stop by itself after SIGTERM or
-// Ctrl-C before it exits anyway: whatever a command waits on (a database
-// lock held by a stopped process, a remote that does not answer), a signal
-// ends the process within about 4 s (with a PostgreSQL row held
-// FOR UPDATE, SIGTERM did not end balde until the lock was released). What
-// an exit cut short leaves is what a kill leaves, which the crash tests
-// cover: a claim the next run settles, a hold refunded later.
+// Ctrl-C before it exits anyway, whatever a command waits on (a database
+// lock held by a stopped process, a remote that does not answer). An exit
+// cut short leaves what a kill leaves, which the crash tests cover: a
+// claim the next run settles, a hold refunded later.
 const stopGrace = 4 * time.Second
 
 func main() {

@@ -18,12 +18,9 @@ import (
 // warning on stderr, since forcing a version the schema does not match
 // makes every later migration run against the wrong schema.
 func runMigrate(ctx context.Context, m *Main, args []string) error {
-	cfg, fs, err := m.newCommand("migrate", "migrate up|down|version|force VERSION [--db DSN]",
+	cfg, fs, parse := m.newCommand("migrate", "migrate up|down|version|force VERSION [--db DSN]",
 		"balde migrate up --db postgres://balde@127.0.0.1:5432/balde", storeFlags)
-	if err != nil {
-		return err
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	op := fs.Arg(0)

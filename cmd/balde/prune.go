@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle"
@@ -17,11 +16,8 @@ import (
 // and may run while serve and the batch commands work. --dry-run counts
 // what would go and deletes nothing.
 func runPrune(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("prune", "prune [--retention D] [--dry-run] [--force] [--batch N] [--skip-buckets] [--json] [--db DSN]",
+	cfg, fs, parse := m.newCommand("prune", "prune [--retention D] [--dry-run] [--force] [--batch N] [--skip-buckets] [--json] [--db DSN]",
 		"balde prune --dry-run --retention 720h --db sqlite://balde.db", storeFlags, dictFlags, policyFlags)
-	if err != nil {
-		return err
-	}
 	retention := cfg.LedgerRetention
 	fs.Var(settings.FlagOf(&retention, settings.ParseDuration, nil), "retention", "keep ledger rows and DICT lookups younger than this (env BALDE_LEDGER_RETENTION); under 24h needs --force")
 	batch := fs.Int("batch", 1000, "most rows deleted per transaction")
@@ -29,7 +25,7 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	dryRun := fs.Bool("dry-run", false, "count what would be removed; remove nothing")
 	force := fs.Bool("force", false, "accept a retention under 24h (the ledger is the audit trail)")
 	jsonOut := fs.Bool("json", false, "write one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -51,12 +47,11 @@ func runPrune(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	opts := throttle.PruneOptions{Retention: retention, Batch: *batch, SkipBuckets: *skipBuckets}
-	var res balde.PruneResult
+	prune := eng.Prune
 	if *dryRun {
-		res, err = eng.CountPrune(ctx, opts)
-	} else {
-		res, err = eng.Prune(ctx, opts)
+		prune = eng.CountPrune
 	}
+	res, err := prune(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -8,45 +8,35 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"time"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/devsims"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
-	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
 )
 
-// runServe is "balde serve": the web app. It starts the DICT and SIFEN
-// simulators when no endpoint is configured, opens the engine (the store,
-// pending migrations applied, the DICT client and the SIFEN sender), runs
-// its background work (balde.Engine.Run: SIFEN documents a crashed send
-// left in "sending" settled before the server opens, then lot polling,
-// re-grading, reconciliation, pruning), serves until the context ends
-// (Ctrl-C, SIGTERM), and shuts down gracefully.
+// runServe is "balde serve": the web app (openApp) with the engine's
+// background work (balde.Engine.Serve) until the context ends (Ctrl-C,
+// SIGTERM), then a graceful shutdown.
 func runServe(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
+	cfg, fs, parse := m.newCommand("serve", "serve [--addr HOST:PORT] [--db DSN] [--dict-url URL] [--sifen-url URL] [flags]",
 		"BALDE_ADMIN_PASSWORD=... balde serve --addr 127.0.0.1:8080 --db sqlite://balde.db\n"+
 			"  BALDE_DICT_CERT=/etc/balde/dict-client.pem BALDE_DICT_KEY=/etc/balde/dict-client.key BALDE_DICT_CA=/etc/balde/rsfn-ca.pem BALDE_DICT_VERIFY_CERT=/etc/balde/dict-answers.pem "+
 			"BALDE_ADMIN_PASSWORD=... balde serve --dict-url https://dict.pi.rsfn.net.br:16422 --dict-policies-url https://dict-ratelimit.pi.rsfn.net.br:16422 --dict-participant \"$ISPB\" --db postgres://balde@127.0.0.1:5432/balde", storeFlags, webFlags, dictFlags, sifenFlags, policyFlags, backgroundFlags)
-	if err != nil {
-		return err
-	}
 	create := fs.Bool("create", false, "create the SQLite database if its file does not exist (without it, only the default path is created)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictURLs()); err != nil {
-		return err
-	}
-	if err := settingUsage(cfg.CheckDictClient()); err != nil {
-		return err
+	for _, err := range []error{cfg.CheckSifenBlock(), cfg.CheckDictURLs(), cfg.CheckDictClient()} {
+		if err := settingUsage(err); err != nil {
+			return err
+		}
 	}
 	for _, a := range []struct{ flag, addr string }{{"--addr", cfg.Addr}, {"--dict-sim-addr", cfg.DictSimAddr}, {"--sifen-sim-addr", cfg.SifenSimAddr}} {
 		if err := settings.CheckListenAddr(a.addr); a.addr != "" && err != nil {
@@ -58,9 +48,9 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
-	var client *sifen.Client
+	var sc *balde.SifenConfig
 	if cfg.SifenURL != "" {
-		if client, err = sifenClient(*cfg, cfg.SifenURL); err != nil {
+		if sc, err = sifenConfig(*cfg, cfg.SifenURL); err != nil {
 			return err
 		}
 	}
@@ -73,14 +63,18 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	} else if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	a, err := openApp(ctx, *cfg, client, logger)
+	a, err := openApp(ctx, *cfg, sc, logger)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, a.close()) }()
 	err = a.engine.Serve(ctx, cfg.Addr, a.handler, func(addr string) {
-		logDatabase(a.engine.Store(), creating, logger)
-		report.WriteServeBanners(m.Stdout, cfg.Settings, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
+		msg, level := "database opened", slog.LevelInfo
+		if creating {
+			msg, level = "created a new, empty database", slog.LevelWarn
+		}
+		logger.Log(ctx, level, msg, slog.String("identity", a.engine.Store().Identity().String()))
+		report.WriteServeBanners(m.Stdout, *cfg, a.sims, a.engine.DictCatalog().Category(), "http://"+addr, a.login)
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// The operator must choose another --addr: bad input, nothing done.
@@ -97,19 +91,17 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 // app is what serve runs: the simulators, the engine (with the DICT client
 // and the SIFEN sender) and the web server's handler over them.
 type app struct {
-	engine  *engine
+	engine  *balde.Engine
 	sims    *devsims.Simulators
 	server  *web.Server
 	handler http.Handler
 	login   settings.AdminLogin
 }
 
-// openApp wires serve: simulators (when no endpoint is configured) →
-// engine (store, group commit, limiter with the inbound, DICT and SIFEN
-// policies, DICT client, SIFEN sender; the database checked writable) →
-// the web server as serve configures it (settings.Settings.Server). The
-// engine's background work starts with balde.Engine.Serve.
-func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger *slog.Logger) (_ *app, err error) {
+// openApp wires serve: simulators (when no endpoint is configured), the
+// engine (the database checked writable), then the web server
+// (settings.Settings.Server). sc nil is the SIFEN simulator's.
+func openApp(ctx context.Context, cfg Config, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)
 	if err != nil {
@@ -131,23 +123,26 @@ func openApp(ctx context.Context, cfg Config, sifenClient *sifen.Client, logger 
 			a.close()
 		}
 	}()
-	if sifenClient == nil {
-		if sifenClient, err = cfg.SifenClient(sims.SifenURL); err != nil {
-			return nil, UsageError("--sifen-url: %v", err)
-		}
-	}
 	dc := cfg.DictConfig(sims.DictURL)
 	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
-	sc := cfg.SifenConfig(sifenClient)
-	a.engine, err = openEngine(ctx, cfg, engineOptions{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
-		Dict: &dc, Sifen: &sc, Jobs: cfg.Jobs()})
+	if sc == nil {
+		if sc, err = sifenConfig(cfg, sims.SifenURL); err != nil {
+			return nil, err
+		}
+	}
+	a.engine, err = openEngine(ctx, cfg, balde.Config{Inbound: inbound, Observer: web.NewMetrics().SetVersion(Version), Logger: logger,
+		Dict: &dc, Sifen: sc, Jobs: cfg.Jobs()})
 	if err != nil {
 		return nil, err
 	}
-	if err := checkWritable(ctx, a.engine.Store()); err != nil {
-		return nil, err
+	// serve refuses a database it cannot write (a read-only or immutable
+	// file, a read-only PostgreSQL session).
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.engine.Store().CheckWrite(wctx); err != nil {
+		return nil, fmt.Errorf("serve: the database cannot be written, refusing to start: %w", err)
 	}
-	if a.server, a.login, err = cfg.Server(a.engine.Engine); err != nil {
+	if a.server, a.login, err = cfg.Server(a.engine); err != nil {
 		return nil, settingUsage(err)
 	}
 	if a.handler, err = a.server.Handler(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/webhook"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -128,10 +129,10 @@ func TestServePostsTheRecovery(t *testing.T) {
 	// Emptied before serve starts: Critical, stored so.
 	cfg := DefaultConfig()
 	cfg.DB, cfg.PolicyFile = db, policies
-	eng, err := openEngine(context.Background(), cfg, engineOptions{})
+	eng, err := openEngine(context.Background(), cfg, balde.Config{})
 	require.NoError(t, err)
 	k := throttle.Key{Policy: "FAST", Env: "prod", Identifier: "entity-1"}
-	d, err := eng.limiter.Take(context.Background(), "", throttle.Charge{Key: k, Cost: 10})
+	d, err := eng.Limiter().Take(context.Background(), "", throttle.Charge{Key: k, Cost: 10})
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	require.NoError(t, eng.Close(context.Background()))

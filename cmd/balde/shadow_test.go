@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -29,7 +30,7 @@ func TestBucketsShadow(t *testing.T) {
 		ipKey := throttle.Key{Policy: web.PolicyInboundIP, Env: web.DefaultInboundEnv, Identifier: "203.0.113.7"}
 		cfg := DefaultConfig()
 		cfg.DB = db
-		eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Inbound: &web.InboundConfig{IPLimit: 120}})
+		eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Inbound: &web.InboundConfig{IPLimit: 120}})
 		require.NoError(t, err)
 		_, err = eng.Inbound().Limiter.Take(ctx, "", throttle.Charge{Key: ipKey, Cost: 1})
 		require.NoError(t, err)

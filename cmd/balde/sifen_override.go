@@ -23,16 +23,13 @@ import (
 // answer or none, not confirmed, the document not left in sending); 2: bad
 // input, nothing asked.
 func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("sifen-override",
+	cfg, fs, parse := m.newCommand("sifen-override",
 		"sifen-override --reason WHY [--actor NAME] [--yes] [--db DSN] [--sifen-url URL] DOCUMENT_ID",
 		"balde sifen-override --db sqlite://balde.db --sifen-url official --yes --actor alice --reason customer-waiting 1", storeFlags, sifenFlags)
-	if err != nil {
-		return err
-	}
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	actor := fs.String("actor", settings.DefaultActor(m.Getenv), "who overrides, recorded in the audit trail as cli:ACTOR (default $USER@hostname, or \"cli\" without $USER)")
 	reason := fs.String("reason", "", "why (required), recorded in the audit trail")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -48,21 +45,17 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if strings.TrimSpace(*actor) == "" {
 		return UsageError("sifen-override: --actor is empty")
 	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
-	}
 	if cfg.SifenURL == "" {
 		return UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
 	}
 	if err := requireDatabase(cfg.DB); err != nil {
 		return err
 	}
-	client, err := sifenClient(*cfg, cfg.SifenURL)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: m.Clock, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: m.Clock, Sifen: sc})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
@@ -158,7 +159,7 @@ func seedSendingDocument(t *testing.T, db, simURL string, clock *fakeTime) {
 	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: simURL})
 	require.NoError(t, err)
 	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Sifen: &sc})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	docs, err := eng.Sifen().Import(ctx, sifentest.Doc{RUC: "88888801", Number: 99}.File(), sifen.EnvTest)

@@ -4,32 +4,22 @@ import (
 	"context"
 	"errors"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/sifen"
 )
 
 // runSifenSend is "balde sifen-send": it imports DE and lot XML files as
-// documents and sends them with sifen.SendDocuments — the same send path,
-// throttle and documents table as serve's "Send all drafts" button — on the
-// database it shares with serve, drawing its progress and printing one
-// result per document.
-//
-// A rerun, or a run after a crash, never sends a document twice: documents
-// left in "sending" are resolved first (Sender.Resolve), documents already
-// sent are skipped (Import refuses their CDC), and only drafts and errors
-// are grouped and sent.
-//
-// With --follow it then fetches the results of every lot of the database
-// still "sent" — this run's and any earlier run's or serve's — as serve's
-// poller does (each lot queried when its schedule says it is due); with no
-// FILE it only does that.
+// documents and sends them (report.SifenSend) by the send path, throttle
+// and documents table of serve's "Send all drafts", printing one result
+// per document. A rerun, or a run after a crash, never sends a document
+// twice. With --follow it then fetches the results of every lot of the
+// database still "sent", as serve's poller does; with no FILE it only
+// does that.
 func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
-	cfg, fs, err := m.newCommand("sifen-send",
+	cfg, fs, parse := m.newCommand("sifen-send",
 		"sifen-send [--env test|prod] [--db DSN] [--sifen-url URL] [--wait|--no-wait] [--max-wait D] [--follow] [--replace] [--allow-unsigned] [--json] FILE|DIR...\n       balde sifen-send --follow [--db DSN] [--sifen-url URL] [--json]",
 		"balde sifen-send --env test --sifen-url official --db sqlite://balde.db invoices/2026-01/ extra/lote-17.xml\n  balde sifen-send --follow --sifen-url official --db sqlite://balde.db", storeFlags, sifenFlags)
-	if err != nil {
-		return err
-	}
 	envName := fs.String("env", string(sifen.EnvTest), "SIFEN environment: test or prod")
 	var wf report.WaitFlags
 	wf.Add(fs)
@@ -37,7 +27,7 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept DEs without a signature (test environment only; SIFEN rejects them)")
 	replace := fs.Bool("replace", false, "a draft or error of the database holding a FILE's CDC with other content takes the FILE's content (without it, that DE is reported invalid and not sent)")
 	follow := fs.Bool("follow", false, "after sending, query the result of every lot of the database still sent, this run's and earlier ones' (siConsLoteDE, each lot when due: 10 min after its send, then every interval), until each document is approved or rejected; with no FILE, only that")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	env, err := sifen.ParseEnv(*envName)
@@ -46,9 +36,6 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	if *allowUnsigned && env != sifen.EnvTest {
 		return UsageError("sifen-send: --allow-unsigned is for the test environment only")
-	}
-	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
-		return err
 	}
 	wait, maxWait, err := waitOf(wf, "sifen-send")
 	if err != nil {
@@ -75,20 +62,18 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
-	client, err := sifenClient(*cfg, cfg.SifenURL)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL)
 	if err != nil {
 		return err
 	}
-	sc := cfg.SifenConfig(client)
 	sc.AllowUnsigned = *allowUnsigned
-	eng, err := openEngine(ctx, *cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: clock.Now, Sifen: sc})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
-	sender := eng.Sifen()
 	b := &report.SifenSend{
-		Sender: sender, Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
+		Sender: eng.Sifen(), Env: env, Wait: wait, MaxWait: maxWait, Clock: clock, Replace: *replace,
 		Reporter: report.New(m.Stdout, mode, len(items), "sifen-send", clock, m.printer()), Warn: m.Stderr,
 	}
 	b.Reporter.Progress = wf.ProgressTo(m.Stderr, mode)

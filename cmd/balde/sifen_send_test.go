@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/waitfor"
@@ -388,10 +389,9 @@ func TestSifenSendRejected(t *testing.T) {
 	clock.Advance(sifen.DefaultConsultaInterval)
 	cfg := DefaultConfig()
 	cfg.DB = db
-	client, err := sifenClient(cfg, sim.URL)
+	sc, err := sifenConfig(cfg, sim.URL)
 	require.NoError(t, err)
-	sc := cfg.SifenConfig(client)
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now, Sifen: &sc})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Sifen: sc})
 	require.NoError(t, err)
 	_, err = eng.Sifen().Poll(ctx)
 	require.NoError(t, err)

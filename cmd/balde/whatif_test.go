@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 )
 
@@ -23,7 +24,7 @@ func seedLookups(t *testing.T, db string, clock *fakeTime) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.DB, cfg.DictCategory = db, "C"
-	eng, err := openEngine(ctx, cfg, engineOptions{Clock: clock.Now})
+	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, eng.Close(ctx)) }()
 	status := http.StatusOK
@@ -31,7 +32,7 @@ func seedLookups(t *testing.T, db string, clock *fakeTime) {
 		return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 	})
 	client := &http.Client{Transport: &dict.Transport{Base: dictAnswer,
-		Meter: dict.Meter{Limiter: eng.limiter, Catalog: eng.DictCatalog()}, Participant: "12345678"}}
+		Meter: dict.Meter{Limiter: eng.Limiter(), Catalog: eng.DictCatalog()}, Participant: "12345678"}}
 	start := clock.Now()
 	for i := range 200 {
 		at := time.Duration(i) * time.Minute

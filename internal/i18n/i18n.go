@@ -3,9 +3,7 @@
 // picks a language from an Accept-Language header or a LANG variable.
 //
 // It is built on golang.org/x/text/message (catalogs, plural rules, number
-// formatting per language) and golang.org/x/text/language (matching
-// Accept-Language against the supported tags), the Go team's own i18n
-// packages, rather than hand-rolled maps.
+// formatting) and golang.org/x/text/language (matching).
 //
 // Adding a message: write it in English where it is used
 // (p.Sprintf("Bucket states")) and add one line per language to the
@@ -14,7 +12,9 @@
 package i18n
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,9 +79,6 @@ func New(tag language.Tag, zone *time.Location) *Printer {
 // Accept-Language header ("" or garbage: English).
 func FromAcceptLanguage(header string, zone *time.Location) *Printer {
 	tags, _, _ := language.ParseAcceptLanguage(header)
-	if len(tags) == 0 {
-		return New(English, zone)
-	}
 	_, i, _ := matcher.Match(tags...)
 	return New(supported[i], zone)
 }
@@ -143,10 +140,7 @@ type Share int64
 func (s Share) String() string { return fmt.Sprintf("%d.%d %%", int64(s)/10, int64(s)%10) }
 
 // Has reports whether key is in the catalog (has translations).
-func Has(key string) bool {
-	_, ok := keys[key]
-	return ok
-}
+func Has(key string) bool { return slices.Contains(Keys(), key) }
 
 // Keys returns the catalog's keys, the English texts, in the order of the
 // catalog: what a test of a Portuguese or Spanish page looks for to find
@@ -161,18 +155,6 @@ func Keys() []string {
 	}
 	return out
 }
-
-// keys are the catalog's keys.
-var keys = func() map[string]bool {
-	m := make(map[string]bool, len(messages)+len(plurals))
-	for _, msg := range messages {
-		m[msg[0]] = true
-	}
-	for _, pm := range plurals {
-		m[pm.key] = true
-	}
-	return m
-}()
 
 // Lang is the language's BCP 47 tag, for <html lang>.
 func (p *Printer) Lang() string { return p.Tag.String() }
@@ -215,13 +197,13 @@ const ZonedLayout = "2006-01-02 15:04:05 MST"
 // operator reads in their own time: "2026-03-02 09:00:00 -03" in
 // America/Asuncion, "2026-03-02 12:00:00 UTC" when the zone is UTC or nil.
 func (p *Printer) Zoned(t time.Time) string {
-	return t.In(p.zone()).Format(ZonedLayout)
+	return t.In(p.Location()).Format(ZonedLayout)
 }
 
 // ZoneName names the printer's zone for a page's "times in" note:
 // "America/Asuncion (-03)", or "UTC".
 func (p *Printer) ZoneName(at time.Time) string {
-	z := p.zone()
+	z := p.Location()
 	abbr, _ := at.In(z).Zone()
 	name := z.String()
 	if name == "Local" {
@@ -235,11 +217,4 @@ func (p *Printer) ZoneName(at time.Time) string {
 }
 
 // Location is the zone Zoned shows times in (UTC when none was given).
-func (p *Printer) Location() *time.Location { return p.zone() }
-
-func (p *Printer) zone() *time.Location {
-	if p.Zone == nil {
-		return time.UTC
-	}
-	return p.Zone
-}
+func (p *Printer) Location() *time.Location { return cmp.Or(p.Zone, time.UTC) }

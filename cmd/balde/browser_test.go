@@ -22,6 +22,7 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
@@ -233,7 +234,7 @@ func browserOptions(t *testing.T, chromium string) []chromedp.ExecAllocatorOptio
 func seedOperatorBuckets(t *testing.T, db string) (critical, negative, participant throttle.Key) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, balde.Config{})
 	require.NoError(t, err)

@@ -175,7 +175,7 @@ func requireDatabase(dsn string) error {
 // too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not shown as
 // orphans — and the DICT category a reconciliation recorded; clock nil is
 // the system clock.
-func openAdminEngine(ctx context.Context, cfg Config, clock throttle.Clock) (*balde.Engine, error) {
+func openAdminEngine(ctx context.Context, cfg settings.Settings, clock throttle.Clock) (*balde.Engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
 	}

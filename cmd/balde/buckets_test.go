@@ -19,6 +19,7 @@ import (
 	"github.com/balde-throttle/balde/dict/dictsql"
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
@@ -39,7 +40,7 @@ var (
 func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
@@ -64,7 +65,7 @@ func seedBuckets(t *testing.T, db string, clock *fakeTime) {
 func auditTrail(t *testing.T, db string, clock *fakeTime) []audit.Entry {
 	t.Helper()
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
@@ -293,7 +294,7 @@ func TestBucketsScope(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	seedBuckets(t, db, clock)
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	eng, err := openAdminEngine(ctx, cfg, clock.Now)
 	require.NoError(t, err)
@@ -420,7 +421,7 @@ func TestPruneDryRunCountsRows(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	seedBuckets(t, db, clock)
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB, cfg.Ledger = db, throttle.LedgerAggregateTakes
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)
@@ -487,7 +488,7 @@ func TestBucketsListSaysWhenANegativeBucketAdmitsAgain(t *testing.T) {
 	db := "sqlite://" + filepath.Join(t.TempDir(), "balde.db")
 	clock := newFakeTime(testEpoch)
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)

@@ -54,7 +54,7 @@ func (m *Main) printer() *i18n.Printer {
 }
 
 // printerIn is printer with times in cfg's BALDE_TIME_ZONE, when set.
-func (m *Main) printerIn(cfg *Config) *i18n.Printer {
+func (m *Main) printerIn(cfg *settings.Settings) *i18n.Printer {
 	tr := m.printer()
 	tr.Zone = cmp.Or(cfg.TimeZone, tr.Zone)
 	return tr

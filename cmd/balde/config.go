@@ -7,16 +7,6 @@ import (
 	"github.com/balde-throttle/balde/internal/settings"
 )
 
-// Config is the configuration shared by every command: the defaults, then
-// the environment variables, then flags (registered by newCommand): a flag
-// always wins. The guides (docs/guides) list every field with its flag and
-// variable.
-type Config = settings.Settings
-
-// DefaultConfig returns the configuration of "make run": SQLite in the
-// working directory, simulators in-process.
-func DefaultConfig() Config { return settings.Default() }
-
 // settingUsage turns a *settings.Error into a usage error translated as
 // its English format is (internal/i18n); nil stays nil.
 func settingUsage(err error) error {
@@ -45,8 +35,8 @@ var (
 // (newFlagSet), and parse, which parses the command line (parseFlags) once
 // the command has added its own flags. A bad environment variable is
 // parse's error, a usage error (exit 2) naming it.
-func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*Config, *flag.FlagSet, func(args []string) error) {
-	cfg := DefaultConfig()
+func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*settings.Settings, *flag.FlagSet, func(args []string) error) {
+	cfg := settings.Default()
 	envErr := cfg.ParseEnv(m.Getenv)
 	fs := m.newFlagSet(name, synopsis, example)
 	for _, g := range groups {
@@ -62,7 +52,7 @@ func (m *Main) newCommand(name, synopsis, example string, groups ...[]string) (*
 
 // checkDict refuses a missing DICT URL (noURL, the command's usage
 // error), then bad DICT URLs or client settings.
-func checkDict(cfg Config, noURL error) error {
+func checkDict(cfg settings.Settings, noURL error) error {
 	if cfg.DictURL == "" {
 		return noURL
 	}

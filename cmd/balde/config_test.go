@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -20,7 +21,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"BALDE_DICT_PARTICIPANT":    "87654321",
 		"BALDE_DICT_POLICIES_URL":   "https://dict-ratelimit.example:16422/api/v1",
 	}
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	require.NoError(t, cfg.ParseEnv(func(k string) string { return env[k] }))
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -38,7 +39,7 @@ func TestConfigPrecedence(t *testing.T) {
 	require.Equal(t, "https://dict-ratelimit.example:16422/api/v1", cfg.DictPoliciesURL)
 
 	// The policies host: unset by default, the flag over the env.
-	require.Equal(t, "", DefaultConfig().DictPoliciesURL)
+	require.Equal(t, "", settings.Default().DictPoliciesURL)
 	require.NoError(t, fs.Parse([]string{"--dict-policies-url", "https://flag.example/api/v1"}))
 	require.Equal(t, "https://flag.example/api/v1", cfg.DictPoliciesURL)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/internal/dictlookup"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -160,7 +161,7 @@ func crashDictLookup(t *testing.T, senders int) {
 		require.Equal(t, keys, sum.Sent, "rerun: every key looked up (none failed, none refused): %+v\n%s", sum, stderr)
 
 		// Every bucket's balance is explained by its ledger.
-		cfg := DefaultConfig()
+		cfg := settings.Default()
 		cfg.DB, cfg.DictParticipant, cfg.DictCategory = db, "12345678", "A"
 		ledgers := replayAllLedgers(t, cfg)
 		require.NotEmpty(t, ledgers)

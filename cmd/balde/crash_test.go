@@ -21,6 +21,7 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
@@ -156,7 +157,7 @@ func TestCrashSifenSend(t *testing.T) {
 // runs had) and returns how many it checked.
 func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	cfg.SifenThrottle = sifenThrottle
 	return len(replayAllLedgers(t, cfg))
@@ -165,7 +166,7 @@ func replayAllBuckets(t *testing.T, db string, sifenThrottle time.Duration) int 
 // replayAllLedgers replays the whole ledger of every bucket of cfg.DB
 // against its policy as cfg resolves it (throttle.Replay) and returns each
 // bucket's entries, oldest first.
-func replayAllLedgers(t *testing.T, cfg Config) map[throttle.Key][]throttle.LedgerEntry {
+func replayAllLedgers(t *testing.T, cfg settings.Settings) map[throttle.Key][]throttle.LedgerEntry {
 	t.Helper()
 	eng, err := openEngine(context.Background(), cfg, balde.Config{Logger: discardLogger})
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict/dictsql"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 // "buckets list" and "show" size the participant's anti-scan bucket by the
@@ -24,7 +25,7 @@ func TestBucketsListReadsTheLearnedCategory(t *testing.T) {
 	clock := newFakeTime(testEpoch)
 	seedBuckets(t, db, clock)
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/dictlookup"
 	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -506,14 +507,14 @@ func TestDictLookupBadInput(t *testing.T) {
 // defaulted to A (50,000 tokens) and never asked.
 func TestDictCategoryLearnedAtStart(t *testing.T) {
 	ctx := context.Background()
-	require.Equal(t, "", DefaultConfig().DictCategory, "no category until learned")
+	require.Equal(t, "", settings.Default().DictCategory, "no category until learned")
 	participantCapacity := func(eng *balde.Engine) int64 {
 		p, err := eng.DictCatalog().Resolve(eng.DictCatalog().Key(dict.PolicyEntriesReadParticipantAntiscan, "12345678"))
 		require.NoError(t, err)
 		return p.Capacity
 	}
 	open := func(t *testing.T, db, url string) *balde.Engine {
-		cfg := DefaultConfig()
+		cfg := settings.Default()
 		cfg.DB = db
 		dc := cfg.DictConfig(url)
 		eng, err := openEngine(ctx, cfg, balde.Config{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
@@ -604,7 +605,7 @@ func TestDictLookupKilledMidRequest(t *testing.T) {
 		t.Fatal("the killed process did not exit within 10 s")
 	}
 
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	ctx := context.Background()
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: throttle.NewManualClock(testEpoch).Now})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/dictlookup"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 // writeCertPair writes a self-signed RSA certificate and its key as PEM
@@ -46,8 +47,8 @@ func TestDictSigningConfig(t *testing.T) {
 	signCert, signKey := writeCertPair(t, dir, "sign")
 	body := []byte(dict.XMLHeader + "<DeleteEntryRequest>\n    <Signature></Signature>\n    <Key>+5561988880000</Key>\n</DeleteEntryRequest>\n")
 
-	parse := func(t *testing.T, env map[string]string) Config {
-		cfg := DefaultConfig()
+	parse := func(t *testing.T, env map[string]string) settings.Settings {
+		cfg := settings.Default()
 		require.NoError(t, cfg.ParseEnv(func(k string) string { return env[k] }))
 		return cfg
 	}
@@ -126,7 +127,7 @@ func TestDictLookupVerifiesAnswers(t *testing.T) {
 
 // dictSigning is settings.Settings.DictSigning with its error as the
 // commands report it (a usage error).
-func dictSigning(cfg Config) (dict.Signer, dict.Verifier, error) {
+func dictSigning(cfg settings.Settings) (dict.Signer, dict.Verifier, error) {
 	s, v, err := cfg.DictSigning()
 	return s, v, settingUsage(err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 // settingNames are the flags of balde.Config's settings, for messages.
@@ -18,7 +19,7 @@ var settingNames = map[string]string{"DictCategory": "--dict-category: ", "Sifen
 // ignored), pending migrations applied, severity changes logged. Bad
 // settings are usage errors, found before the database is touched (the
 // DICT client's checked first by the caller: checkDict).
-func openEngine(ctx context.Context, cfg Config, opts balde.Config) (*balde.Engine, error) {
+func openEngine(ctx context.Context, cfg settings.Settings, opts balde.Config) (*balde.Engine, error) {
 	bc := cfg.Config()
 	bc.Migrate, bc.Clock, bc.LogSeverity = true, opts.Clock, true
 	bc.Dict, bc.Sifen, bc.Jobs = opts.Dict, opts.Sifen, opts.Jobs
@@ -34,7 +35,7 @@ func openEngine(ctx context.Context, cfg Config, opts balde.Config) (*balde.Engi
 // sifenConfig is settings.Settings.SifenConfig with the client of baseURL
 // (settings.Settings.SifenClient): bad block settings, URL or certificate
 // a usage error.
-func sifenConfig(cfg Config, baseURL string) (*balde.SifenConfig, error) {
+func sifenConfig(cfg settings.Settings, baseURL string) (*balde.SifenConfig, error) {
 	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func runDictGateway(ctx context.Context, m *Main, args []string) error {
 // (reloaded on SIGHUP and when their file changes, or anyone on loopback
 // with --no-client-auth) and TLS (with --tls-cert).
 type gatewayCmd struct {
-	cfg    *Config
+	cfg    *settings.Settings
 	addr   string
 	noAuth *bool
 	access settings.GatewayAccess

@@ -101,7 +101,7 @@ type app struct {
 // openApp wires serve: simulators (when no endpoint is configured), the
 // engine (the database checked writable), then the web server
 // (settings.Settings.Server). sc nil is the SIFEN simulator's.
-func openApp(ctx context.Context, cfg Config, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
+func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
 	inbound, err := newInboundConfig(cfg)
 	if err != nil {
@@ -153,7 +153,7 @@ func openApp(ctx context.Context, cfg Config, sc *balde.SifenConfig, logger *slo
 
 // newInboundConfig is settings.Settings.InboundConfig, a bad tokens file a
 // usage error.
-func newInboundConfig(cfg Config) (*web.InboundConfig, error) {
+func newInboundConfig(cfg settings.Settings) (*web.InboundConfig, error) {
 	ic, err := cfg.InboundConfig()
 	if err != nil {
 		return nil, UsageError("%v", err)

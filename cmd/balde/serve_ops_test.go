@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/webhook"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -127,7 +128,7 @@ func TestServePostsTheRecovery(t *testing.T) {
 	db := "sqlite://" + filepath.Join(dir, "b.db")
 
 	// Emptied before serve starts: Critical, stored so.
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB, cfg.PolicyFile = db, policies
 	eng, err := openEngine(context.Background(), cfg, balde.Config{})
 	require.NoError(t, err)

@@ -272,7 +272,7 @@ func TestBackgroundConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := settings.Default()
 			err := cfg.ParseEnv(func(k string) string { return tt.env[k] })
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -28,7 +29,7 @@ func TestBucketsShadow(t *testing.T) {
 		seedBuckets(t, db, clock)
 		ctx := context.Background()
 		ipKey := throttle.Key{Policy: web.PolicyInboundIP, Env: web.DefaultInboundEnv, Identifier: "203.0.113.7"}
-		cfg := DefaultConfig()
+		cfg := settings.Default()
 		cfg.DB = db
 		eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Inbound: &web.InboundConfig{IPLimit: 120}})
 		require.NoError(t, err)

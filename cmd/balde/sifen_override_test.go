@@ -13,6 +13,7 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
 	"github.com/balde-throttle/balde/sifen/sifentest"
@@ -154,7 +155,7 @@ func TestSifenOverride(t *testing.T) {
 func seedSendingDocument(t *testing.T, db, simURL string, clock *fakeTime) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	client, err := sifen.NewClient(sifen.ClientConfig{BaseURL: simURL})
 	require.NoError(t, err)

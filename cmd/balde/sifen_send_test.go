@@ -22,6 +22,7 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/internal/report"
+	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/waitfor"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifensim"
@@ -387,7 +388,7 @@ func TestSifenSendRejected(t *testing.T) {
 
 	// What serve does in the background: query the lot once it is due.
 	clock.Advance(sifen.DefaultConsultaInterval)
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB = db
 	sc, err := sifenConfig(cfg, sim.URL)
 	require.NoError(t, err)

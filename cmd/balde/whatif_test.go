@@ -14,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/settings"
 )
 
 // seedLookups records two hours of a category C participant's lookups
@@ -22,7 +23,7 @@ import (
 func seedLookups(t *testing.T, db string, clock *fakeTime) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := settings.Default()
 	cfg.DB, cfg.DictCategory = db, "C"
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now})
 	require.NoError(t, err)

@@ -83,8 +83,8 @@ func ExampleEngine_DictGateway() {
 	}
 	defer eng.Close(context.Background())
 	// The gateway's clients, each with its bearer token's SHA-256 (or a
-	// client certificate's CN); web.GatewayHandler rereads it on SIGHUP and
-	// when it changes.
+	// client certificate's CN); web.GatewayHandler rereads it when it
+	// changes (and on a reload channel: balde gateway passes its SIGHUP).
 	sum := sha256.Sum256([]byte("s3cret-token"))
 	clientsFile := filepath.Join(dir, "clients")
 	_ = os.WriteFile(clientsFile, []byte("erp sha256:"+hex.EncodeToString(sum[:])+"\n"), 0o600)

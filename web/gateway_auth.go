@@ -10,12 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/audit"
@@ -26,7 +24,8 @@ import (
 // (LoadGatewayClients): each a name with one or more credentials (a bearer
 // token kept as its SHA-256, or a client certificate's subject CN); a name
 // on several lines is how a credential is rotated. GatewayHandler takes
-// the file again on SIGHUP and when it changes (docs/decisions/0165). Safe
+// the file again when it changes and on its reload channel (balde
+// gateway: SIGHUP; docs/decisions/0165). Safe
 // for concurrent use.
 type GatewayClients struct {
 	path   string
@@ -88,9 +87,11 @@ func (c *GatewayClients) reload() error {
 
 // GatewayHandler is a gateway as balde gateway serves it: api behind in
 // (nil: no inbound limit), and ops at /metrics, /healthz, /readyz and
-// /livez. With clients, it takes their file again on SIGHUP and when it
-// changes (looked at every 2 s) until ctx ends.
-func GatewayHandler(ctx context.Context, api, ops http.Handler, in *Inbound, clients *GatewayClients) http.Handler {
+// /livez. With clients, it takes their file again when it changes (looked
+// at every 2 s) and on each value of reload (nil: never; balde gateway
+// passes its SIGHUP), until ctx ends. It registers for no signal: what a
+// signal does to the process stays the application's choice.
+func GatewayHandler(ctx context.Context, api, ops http.Handler, in *Inbound, clients *GatewayClients, reload <-chan os.Signal) http.Handler {
 	if in != nil {
 		api = in.Middleware(api)
 	}
@@ -100,12 +101,7 @@ func GatewayHandler(ctx context.Context, api, ops http.Handler, in *Inbound, cli
 		mux.Handle(p, ops)
 	}
 	if clients != nil {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		go func() {
-			defer signal.Stop(hup)
-			clients.watch(ctx, clientsCheckEvery, hup)
-		}()
+		go clients.watch(ctx, clientsCheckEvery, reload)
 	}
 	return mux
 }

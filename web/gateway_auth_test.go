@@ -21,6 +21,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -415,4 +416,31 @@ func TestAuditPageShowsGatewayRequests(t *testing.T) {
 	}
 	href, _ := page.Find("tbody tr a").First().Attr("href")
 	require.Contains(t, href, "ruc=80069563")
+}
+
+// An application that mounts a gateway keeps what SIGHUP means to its
+// process: GatewayHandler registers for no signal (balde gateway passes
+// its own SIGHUP as the reload channel). The child process mounts a
+// gateway with clients and sends itself SIGHUP: it must die of it, as any
+// Go program that asked for no signal does.
+func TestGatewayHandlerLeavesSIGHUPToTheApplication(t *testing.T) {
+	if os.Getenv("BALDE_TEST_SIGHUP_CHILD") == "1" {
+		clients, err := web.LoadGatewayClients(clientsFile(t, "erp sha256:"+strings.Repeat("ab", 32)+"\n"), nil)
+		require.NoError(t, err)
+		web.GatewayHandler(context.Background(), http.NotFoundHandler(), http.NotFoundHandler(), nil, clients, nil)
+		require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+		time.Sleep(10 * time.Second) // only reached when SIGHUP was caught
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestGatewayHandlerLeavesSIGHUPToTheApplication$")
+	cmd.Env = append(os.Environ(), "BALDE_TEST_SIGHUP_CHILD=1")
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the process that mounted a gateway survived SIGHUP")
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, status.Signaled(), "the child exited with %v instead of dying of SIGHUP", err)
+	require.Equal(t, syscall.SIGHUP, status.Signal())
 }

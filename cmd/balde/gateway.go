@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/settings"
@@ -136,7 +139,10 @@ func (g *gatewayCmd) serve(ctx context.Context, m *Main, e *balde.Engine, api ht
 	}
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	h := web.GatewayHandler(watchCtx, api, ops, e.Inbound(), g.access.Clients)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // the clients file is reread on SIGHUP (systemctl reload)
+	defer signal.Stop(hup)
+	h := web.GatewayHandler(watchCtx, api, ops, e.Inbound(), g.access.Clients, hup)
 	listening := func(at string) { fmt.Fprintln(m.Stdout, "balde: "+banner(at)) }
 	if g.access.TLS != nil {
 		err = e.ServeTLS(ctx, g.addr, h, g.access.TLS, listening)

@@ -177,18 +177,14 @@ func (p *pass) failed(key throttle.Key, err error) error {
 
 // hour returns policy's counts of the hour of at.
 func (p *pass) hour(policy string, at time.Time) *Hour {
-	hs := p.hours[policy]
-	if hs == nil {
-		hs = make(map[time.Time]*Hour)
-		p.hours[policy] = hs
+	if p.hours[policy] == nil {
+		p.hours[policy] = make(map[time.Time]*Hour)
 	}
 	start := at.Truncate(time.Hour)
-	h := hs[start]
-	if h == nil {
-		h = &Hour{Start: start}
-		hs[start] = h
+	if p.hours[policy][start] == nil {
+		p.hours[policy][start] = &Hour{Start: start}
 	}
-	return h
+	return p.hours[policy][start]
 }
 
 // count adds a replayed request to its policies' hours.

@@ -329,15 +329,13 @@ func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 // fill writes the pass's counts into rep; best is the pass at the best
 // unobserved outcomes (or p).
 func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
-	names := slices.AppendSeq(slices.Clone(chosen), maps.Keys(p.hours))
-	rank := func(name string) int { // the chosen first, in their order
-		if i := slices.Index(chosen, name); i >= 0 {
-			return i
+	var names []string // the chosen first, in their order, then by name
+	for _, name := range slices.Concat(chosen, slices.Sorted(maps.Keys(p.hours))) {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
-		return len(chosen)
 	}
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
-	for _, name := range slices.Compact(names) {
+	for _, name := range names {
 		pr := PolicyReport{Policy: name, Chosen: slices.Contains(chosen, name)}
 		if k, ok := p.m.first[name]; ok {
 			pol := res.get(k)

@@ -227,27 +227,16 @@ func SortStates(states []throttle.BucketState, by SortBy) {
 		return s.Tokens * 1000 / s.Policy.Capacity
 	}
 	slices.SortStableFunc(states, func(a, b throttle.BucketState) int {
+		var c int
 		switch by {
 		case SortSeverity:
-			if a.Severity != b.Severity {
-				return int(b.Severity) - int(a.Severity)
-			}
-			if c := a.Condition(); c != b.Condition() {
-				return int(b.Condition()) - int(c)
-			}
-			if fa, fb := fill(a), fill(b); fa != fb {
-				return cmp.Compare(fa, fb)
-			}
+			c = cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(b.Condition(), a.Condition()), cmp.Compare(fill(a), fill(b)))
 		case SortLastSend:
-			if c := b.LastSentAt.Compare(a.LastSentAt); c != 0 {
-				return c
-			}
+			c = b.LastSentAt.Compare(a.LastSentAt)
 		case SortTokens:
-			if fa, fb := fill(a), fill(b); fa != fb {
-				return cmp.Compare(fa, fb)
-			}
+			c = cmp.Compare(fill(a), fill(b))
 		}
-		return a.Key.Compare(b.Key)
+		return cmp.Or(c, a.Key.Compare(b.Key))
 	})
 }
 
@@ -368,13 +357,10 @@ func (r *Reader) Ledger(ctx context.Context, q LedgerQuery) ([]throttle.LedgerEn
 // NextLedgerCursor returns the LedgerQuery.BeforeID of the page after page,
 // a page Reader.Ledger returned: its smallest ID (0 for an empty page).
 func NextLedgerCursor(page []throttle.LedgerEntry) int64 {
-	var next int64
-	for _, e := range page {
-		if next == 0 || e.ID < next {
-			next = e.ID
-		}
+	if len(page) == 0 {
+		return 0
 	}
-	return next
+	return slices.MinFunc(page, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) }).ID
 }
 
 // CountLedger counts ledger events matching q.
@@ -409,8 +395,7 @@ func (r *Reader) ListBy(ctx context.Context, f Filter, by SortBy) (Page, error) 
 		return Page{}, err
 	}
 	SortStates(all, by)
-	limit := pageSize(f.Limit)
-	return Page{States: all[:min(limit, len(all))], Partial: partial}, nil
+	return Page{States: all[:min(pageSize(f.Limit), len(all))], Partial: partial}, nil
 }
 
 // ErrKeyForm is ParseKey's error for a string that is not

@@ -87,17 +87,14 @@ func FoldLedger(entries []throttle.LedgerEntry, q LedgerWindowQuery) LedgerWindo
 	slices.SortStableFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
 	w := LedgerWindow{Query: q}
 	width := q.Width()
-	byIndex := map[int]int{}
 	for _, e := range es {
 		if e.At.Before(q.From) || e.At.After(q.To) {
 			continue
 		}
 		i := min(int(e.At.Sub(q.From)/width), q.Slots-1)
-		k, ok := byIndex[i]
+		k, ok := slices.BinarySearchFunc(w.Slots, i, func(s LedgerSlot, i int) int { return s.Index - i })
 		if !ok {
-			k = len(w.Slots)
-			byIndex[i] = k
-			w.Slots = append(w.Slots, LedgerSlot{Index: i, Start: q.From.Add(time.Duration(i) * width)})
+			w.Slots = slices.Insert(w.Slots, k, LedgerSlot{Index: i, Start: q.From.Add(time.Duration(i) * width)})
 		}
 		s := &w.Slots[k]
 		n := max(e.Count, 1)
@@ -117,6 +114,5 @@ func FoldLedger(entries []throttle.LedgerEntry, q LedgerWindowQuery) LedgerWindo
 		s.Last, s.Close, s.LastReason = e.At, e.Balance, e.Reason
 		s.Min, s.Max = min(s.Min, e.Balance), max(s.Max, e.Balance)
 	}
-	slices.SortFunc(w.Slots, func(a, b LedgerSlot) int { return a.Index - b.Index })
 	return w
 }

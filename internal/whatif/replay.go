@@ -177,18 +177,14 @@ func (p *pass) failed(key throttle.Key, err error) error {
 
 // hour returns policy's counts of the hour of at.
 func (p *pass) hour(policy string, at time.Time) *Hour {
-	hs := p.hours[policy]
-	if hs == nil {
-		hs = make(map[time.Time]*Hour)
-		p.hours[policy] = hs
+	if p.hours[policy] == nil {
+		p.hours[policy] = make(map[time.Time]*Hour)
 	}
 	start := at.Truncate(time.Hour)
-	h := hs[start]
-	if h == nil {
-		h = &Hour{Start: start}
-		hs[start] = h
+	if p.hours[policy][start] == nil {
+		p.hours[policy][start] = &Hour{Start: start}
 	}
-	return h
+	return p.hours[policy][start]
 }
 
 // count adds a replayed request to its policies' hours.
@@ -333,15 +329,13 @@ func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 // fill writes the pass's counts into rep; best is the pass at the best
 // unobserved outcomes (or p).
 func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
-	names := slices.AppendSeq(slices.Clone(chosen), maps.Keys(p.hours))
-	rank := func(name string) int { // the chosen first, in their order
-		if i := slices.Index(chosen, name); i >= 0 {
-			return i
+	var names []string // the chosen first, in their order, then by name
+	for _, name := range slices.Concat(chosen, slices.Sorted(maps.Keys(p.hours))) {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
-		return len(chosen)
 	}
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
-	for _, name := range slices.Compact(names) {
+	for _, name := range names {
 		pr := PolicyReport{Policy: name, Chosen: slices.Contains(chosen, name)}
 		if k, ok := p.m.first[name]; ok {
 			pol := res.get(k)

@@ -422,7 +422,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, w := range chartWindows {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
-			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
+			URL: s.bucketPath("adminBucket", key) + "?" + url.Values{"window": {w.Name}}.Encode()})
 	}
 	if s.Shadows != nil && s.Shadows.CheckShadow(key.Policy) == nil {
 		p.ShadowURL, p.NeedReason = s.path("adminShadow", "policy", key.Policy), s.Audit != nil
@@ -443,8 +443,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.Ledger = append(p.Ledger, newLedgerView(l.T, e))
 	}
 	if len(entries) == ledgerPageSize {
-		p.OlderURL = s.pathWithQuery("adminBucket", url.Values{"before": {strconv.FormatInt(inspect.NextLedgerCursor(entries), 10)}},
-			"policy", key.Policy, "env", key.Env, "identifier", key.Identifier)
+		p.OlderURL = s.bucketPath("adminBucket", key) + "?before=" + strconv.FormatInt(inspect.NextLedgerCursor(entries), 10)
 	}
 	if before != 0 {
 		p.NewestURL = s.bucketPath("adminBucket", key)
@@ -539,8 +538,7 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 	}
 	info.outcome = audit.ResetOutcome(before.Tokens, after.Tokens)
 	s.Logger.Info("bucket reset", slog.String("key", key.String()), slog.String("user", info.user), slog.String("reason", reason))
-	http.Redirect(w, r, s.pathWithQuery("adminBucket", url.Values{"reset": {"1"}},
-		"policy", key.Policy, "env", key.Env, "identifier", key.Identifier), http.StatusSeeOther)
+	http.Redirect(w, r, s.bucketPath("adminBucket", key)+"?reset=1", http.StatusSeeOther)
 	return nil
 }
 

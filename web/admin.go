@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -132,9 +133,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 	}
 	if t := q.Get("trail"); t != "" {
 		lq.Trail = strings.Split(t, ",")
-		if len(lq.Trail) > maxTrail {
-			lq.Trail = lq.Trail[len(lq.Trail)-maxTrail:]
-		}
+		lq.Trail = lq.Trail[max(0, len(lq.Trail)-maxTrail):]
 	}
 	switch lq.Tab {
 	case "", "all", "lots":
@@ -214,15 +213,8 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 	}
 	out.States, out.Partial = page.States, page.Partial
 	out.PageNumber, out.PageOffset = len(lq.Trail)+1, len(lq.Trail)*lq.Filter.Limit
-	current := lq.After
-	if current == "" {
-		current = "-"
-	}
 	if page.Next != "" {
-		trail := append(slices.Clone(lq.Trail), current)
-		if len(trail) > maxTrail {
-			trail = trail[len(trail)-maxTrail:]
-		}
+		trail := append(slices.Clone(lq.Trail[max(0, len(lq.Trail)-maxTrail+1):]), cmp.Or(lq.After, "-"))
 		out.Next = with("after", page.Next, "trail", strings.Join(trail, ","))
 	}
 	if lq.After != "" {

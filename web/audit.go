@@ -129,10 +129,10 @@ func (s *Server) recordAudit(w *statusWriter, r *http.Request, rt route, err err
 		Outcome: info.outcome,
 	}
 	switch {
-	case err != nil && e.Outcome == "":
+	case e.Outcome != "":
+	case err != nil:
 		p := problemOf(r, err)
 		e.Outcome = url.Values{"status": {strconv.Itoa(p.status)}, "error": {p.message}}.Encode()
-	case e.Outcome != "":
 	default:
 		e.Outcome = url.Values{"status": {strconv.Itoa(w.status)}}.Encode()
 		if loc, perr := url.Parse(w.Header().Get("Location")); perr == nil && loc.Query().Get("result") != "" {

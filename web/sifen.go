@@ -625,11 +625,8 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 			"ruc": {d.RUC.Number}, "env": {string(d.Env)},
 		}),
 	}
-	xml := d.XML
-	if len(xml) > xmlShownBytes {
-		xml, p.XMLTruncated = xml[:xmlShownBytes], true
-	}
-	p.XML = strings.ToValidUTF8(string(xml), "\uFFFD")
+	p.XML = strings.ToValidUTF8(string(d.XML[:min(len(d.XML), xmlShownBytes)]), "\uFFFD")
+	p.XMLTruncated = len(d.XML) > xmlShownBytes
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		p.Refresh = int(min(ceilSeconds(wait)+1, 60))
 	}

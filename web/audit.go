@@ -219,12 +219,10 @@ func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string)
 	return e.Target, ""
 }
 
-// resultLabels are SIFEN's send results (sifen.LotSendStatus) in words.
+// resultLabels are SIFEN's send results (sifen.LotSendStatus) in words,
+// where the words are not the value itself (sent, blocked, failed).
 var resultLabels = map[string]string{
-	"sent":       "sent",
-	"blocked":    "blocked",
 	"not_queued": "not queued",
-	"failed":     "failed",
 	"unknown":    "no answer",
 	"overridden": "overridden: sendable again",
 	"found":      "found at SIFEN: approved, not overridden",

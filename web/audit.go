@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"mime"
@@ -22,18 +23,14 @@ func auditTarget(r *http.Request, action audit.Action) string {
 		if k, err := bucketKey(r); err == nil {
 			return k.String()
 		}
-	case audit.ActionSifenSend, audit.ActionSifenOverride:
+	case audit.ActionSifenSend, audit.ActionSifenOverride, audit.ActionShadow:
 		if vars, err := pathVars(r); err == nil {
-			return vars["id"]
+			return cmp.Or(vars["id"], vars["policy"]) // a document's route, or a policy's
 		}
 	case audit.ActionSifenSendAll:
 		return url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}}.Encode()
 	case audit.ActionDictLookup:
 		return r.PostFormValue("payer_id")
-	case audit.ActionShadow:
-		if vars, err := pathVars(r); err == nil {
-			return vars["policy"]
-		}
 	}
 	return r.URL.Path
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -132,9 +133,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 	}
 	if t := q.Get("trail"); t != "" {
 		lq.Trail = strings.Split(t, ",")
-		if len(lq.Trail) > maxTrail {
-			lq.Trail = lq.Trail[len(lq.Trail)-maxTrail:]
-		}
+		lq.Trail = lq.Trail[max(0, len(lq.Trail)-maxTrail):]
 	}
 	switch lq.Tab {
 	case "", "all", "lots":
@@ -214,15 +213,8 @@ func (s *Server) list(ctx context.Context, lq listQuery) (listing, error) {
 	}
 	out.States, out.Partial = page.States, page.Partial
 	out.PageNumber, out.PageOffset = len(lq.Trail)+1, len(lq.Trail)*lq.Filter.Limit
-	current := lq.After
-	if current == "" {
-		current = "-"
-	}
 	if page.Next != "" {
-		trail := append(slices.Clone(lq.Trail), current)
-		if len(trail) > maxTrail {
-			trail = trail[len(trail)-maxTrail:]
-		}
+		trail := append(slices.Clone(lq.Trail[max(0, len(lq.Trail)-maxTrail+1):]), cmp.Or(lq.After, "-"))
 		out.Next = with("after", page.Next, "trail", strings.Join(trail, ","))
 	}
 	if lq.After != "" {
@@ -422,7 +414,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, w := range chartWindows {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
-			URL: s.pathWithQuery("adminBucket", url.Values{"window": {w.Name}}, "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)})
+			URL: s.bucketPath("adminBucket", key) + "?" + url.Values{"window": {w.Name}}.Encode()})
 	}
 	if s.Shadows != nil && s.Shadows.CheckShadow(key.Policy) == nil {
 		p.ShadowURL, p.NeedReason = s.path("adminShadow", "policy", key.Policy), s.Audit != nil
@@ -443,8 +435,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		p.Ledger = append(p.Ledger, newLedgerView(l.T, e))
 	}
 	if len(entries) == ledgerPageSize {
-		p.OlderURL = s.pathWithQuery("adminBucket", url.Values{"before": {strconv.FormatInt(inspect.NextLedgerCursor(entries), 10)}},
-			"policy", key.Policy, "env", key.Env, "identifier", key.Identifier)
+		p.OlderURL = s.bucketPath("adminBucket", key) + "?before=" + strconv.FormatInt(inspect.NextLedgerCursor(entries), 10)
 	}
 	if before != 0 {
 		p.NewestURL = s.bucketPath("adminBucket", key)
@@ -539,8 +530,7 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 	}
 	info.outcome = audit.ResetOutcome(before.Tokens, after.Tokens)
 	s.Logger.Info("bucket reset", slog.String("key", key.String()), slog.String("user", info.user), slog.String("reason", reason))
-	http.Redirect(w, r, s.pathWithQuery("adminBucket", url.Values{"reset": {"1"}},
-		"policy", key.Policy, "env", key.Env, "identifier", key.Identifier), http.StatusSeeOther)
+	http.Redirect(w, r, s.bucketPath("adminBucket", key)+"?reset=1", http.StatusSeeOther)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"mime"
@@ -22,18 +23,14 @@ func auditTarget(r *http.Request, action audit.Action) string {
 		if k, err := bucketKey(r); err == nil {
 			return k.String()
 		}
-	case audit.ActionSifenSend, audit.ActionSifenOverride:
+	case audit.ActionSifenSend, audit.ActionSifenOverride, audit.ActionShadow:
 		if vars, err := pathVars(r); err == nil {
-			return vars["id"]
+			return cmp.Or(vars["id"], vars["policy"]) // a document's route, or a policy's
 		}
 	case audit.ActionSifenSendAll:
 		return url.Values{"ruc": {r.PostFormValue("ruc")}, "env": {r.PostFormValue("env")}}.Encode()
 	case audit.ActionDictLookup:
 		return r.PostFormValue("payer_id")
-	case audit.ActionShadow:
-		if vars, err := pathVars(r); err == nil {
-			return vars["policy"]
-		}
 	}
 	return r.URL.Path
 }
@@ -129,10 +126,10 @@ func (s *Server) recordAudit(w *statusWriter, r *http.Request, rt route, err err
 		Outcome: info.outcome,
 	}
 	switch {
-	case err != nil && e.Outcome == "":
+	case e.Outcome != "":
+	case err != nil:
 		p := problemOf(r, err)
 		e.Outcome = url.Values{"status": {strconv.Itoa(p.status)}, "error": {p.message}}.Encode()
-	case e.Outcome != "":
 	default:
 		e.Outcome = url.Values{"status": {strconv.Itoa(w.status)}}.Encode()
 		if loc, perr := url.Parse(w.Header().Get("Location")); perr == nil && loc.Query().Get("result") != "" {
@@ -219,12 +216,10 @@ func (s *Server) targetView(tr *i18n.Printer, e audit.Entry) (text, link string)
 	return e.Target, ""
 }
 
-// resultLabels are SIFEN's send results (sifen.LotSendStatus) in words.
+// resultLabels are SIFEN's send results (sifen.LotSendStatus) in words,
+// where the words are not the value itself (sent, blocked, failed).
 var resultLabels = map[string]string{
-	"sent":       "sent",
-	"blocked":    "blocked",
 	"not_queued": "not queued",
-	"failed":     "failed",
 	"unknown":    "no answer",
 	"overridden": "overridden: sendable again",
 	"found":      "found at SIFEN: approved, not overridden",

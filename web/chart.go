@@ -197,10 +197,8 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 	placed := []float64{}
 	addY := func(v int64) {
 		py := y(v)
-		for _, q := range placed {
-			if math.Abs(q-py) < 12 {
-				return
-			}
+		if slices.ContainsFunc(placed, func(q float64) bool { return math.Abs(q-py) < 12 }) {
+			return
 		}
 		placed = append(placed, py)
 		c.YLabels = append(c.YLabels, chartLabel{X: strconv.Itoa(c.LabelX), Y: num(py + 4), Text: strconv.FormatInt(v, 10), Anchor: "end"})
@@ -210,8 +208,8 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 	if lo < 0 {
 		addY(lo)
 	}
-	if mid := hi / 2; hi >= 4 {
-		addY(mid)
+	if hi >= 4 {
+		addY(hi / 2)
 	}
 
 	// The axis is in the reader's zone (i18n.Printer.Zoned), its ends
@@ -300,16 +298,14 @@ func thin(pts []chartPoint, x func(time.Time) float64) []chartPoint {
 	var out []chartPoint
 	for i := 0; i < len(pts); {
 		k := int(x(pts[i].at))
-		j := i
-		lo, hi := i, i
-		for j < len(pts) && int(x(pts[j].at)) == k {
+		j, lo, hi := i, i, i
+		for ; j < len(pts) && int(x(pts[j].at)) == k; j++ {
 			if pts[j].balance < pts[lo].balance {
 				lo = j
 			}
 			if pts[j].balance > pts[hi].balance {
 				hi = j
 			}
-			j++
 		}
 		keep := []int{i, lo, hi, j - 1}
 		slices.Sort(keep)

@@ -358,10 +358,8 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	}
 	if f.RUC != "" {
 		env := f.Env
-		for _, d := range docs {
-			if env == "" && d.RUC.Number == f.RUC {
-				env = d.Env
-			}
+		if i := slices.IndexFunc(docs, func(d sifen.Document) bool { return d.RUC.Number == f.RUC }); env == "" && i >= 0 {
+			env = docs[i].Env
 		}
 		if env == "" {
 			env = sifen.EnvTest
@@ -393,7 +391,9 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if n, err := strconv.Atoi(q.Get("later")); err == nil && n > 0 && q.Get("result") != "" {
 		p.Flash += " " + tr.Sprintf("%d more draft(s) wait for the RUC (its interval between lots, or a block): press the button again in %s.", n, waitParam(q.Get("later_wait")))
 	}
-	// The gate of every RUC with a listed draft, read once per RUC.
+	// The gate of every RUC with a listed draft, read once per RUC. While
+	// a RUC is held back, the page reloads when its wait ends (at most
+	// every minute).
 	holds := map[string]*rucHold{}
 	held := func(env sifen.Env, ruc sifen.RUC) string {
 		k := string(env) + "/" + ruc.Number
@@ -403,6 +403,9 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 			holds[k] = h
 			if h != nil {
 				p.Holds = append(p.Holds, h)
+				if refresh := int(min(h.Seconds+1, 60)); p.Refresh == 0 || refresh < p.Refresh {
+					p.Refresh = refresh
+				}
 			}
 		}
 		if h == nil {
@@ -420,13 +423,6 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	if p.SendRUC != nil {
 		ruc := sifen.RUC{Number: p.SendRUC.RUC, DV: sifen.CheckDigit(p.SendRUC.RUC)}
 		p.SendRUC.Held = held(sifen.Env(p.SendRUC.Env), ruc)
-	}
-	// While a RUC is held back, reload when its wait ends (at most every
-	// minute).
-	for _, h := range p.Holds {
-		if refresh := int(min(h.Seconds+1, 60)); p.Refresh == 0 || refresh < p.Refresh {
-			p.Refresh = refresh
-		}
 	}
 
 	// Links keep the filter; the pager changes only ?before=.
@@ -629,11 +625,8 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 			"ruc": {d.RUC.Number}, "env": {string(d.Env)},
 		}),
 	}
-	xml := d.XML
-	if len(xml) > xmlShownBytes {
-		xml, p.XMLTruncated = xml[:xmlShownBytes], true
-	}
-	p.XML = strings.ToValidUTF8(string(xml), "\uFFFD")
+	p.XML = strings.ToValidUTF8(string(d.XML[:min(len(d.XML), xmlShownBytes)]), "\uFFFD")
+	p.XMLTruncated = len(d.XML) > xmlShownBytes
 	if wait := d.RetryAt.Sub(now); d.Status.Sendable() && wait > 0 {
 		p.Refresh = int(min(ceilSeconds(wait)+1, 60))
 	}
@@ -744,10 +737,8 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 	var first *sifen.Event
 	results, err := sifen.SendDocuments(r.Context(), s.Sifen, docs, sifen.BatchConfig{Clock: s.now,
 		Progress: func(e sifen.Event) {
-			switch {
-			case e.Kind == sifen.EventLotSent && (first == nil || first.Kind != sifen.EventLotSent):
-				first = &e
-			case e.Kind == sifen.EventRefused && first == nil:
+			if (e.Kind == sifen.EventLotSent && (first == nil || first.Kind != sifen.EventLotSent)) ||
+				(e.Kind == sifen.EventRefused && first == nil) {
 				first = &e
 			}
 		}})
@@ -785,14 +776,10 @@ func (s *Server) sendRUCDrafts(w http.ResponseWriter, r *http.Request) error {
 // RUC's gate refused, other than those of the first event's lot and those
 // the first lot left out by size, with the shortest wait among them.
 func refusedLater(results []sifen.DocResult, first *sifen.Event) (int, *sifen.Blocked) {
-	in := make(map[int64]bool, len(first.IDs))
-	for _, id := range first.IDs {
-		in[id] = true
-	}
 	n := -first.TooBig
 	var soonest *sifen.Blocked
 	for _, r := range results {
-		if r.Result != sifen.BatchBlocked || r.Blocked == nil || in[r.DocumentID] {
+		if r.Result != sifen.BatchBlocked || r.Blocked == nil || slices.Contains(first.IDs, r.DocumentID) {
 			continue
 		}
 		n++

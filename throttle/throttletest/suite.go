@@ -25,39 +25,72 @@ type OpenStore func(t *testing.T, clock throttle.Clock) FullStore
 // opened by open. Every Store implementation must pass it: that is what makes
 // the in-memory, SQLite and PostgreSQL stores interchangeable.
 func TestStore(t *testing.T, open OpenStore) {
+	// A test without fn plays steps on keyA of a fresh store with policy.
 	tests := []struct {
-		name string
-		fn   func(t *testing.T, open OpenStore)
+		name   string
+		fn     func(t *testing.T, open OpenStore)
+		policy throttle.Policy
+		steps  []Step
 	}{
-		{"PenaltyRetryAfterIsExact", testPenaltyRetryAfter},
-		{"PessimisticReservation", testPessimisticReservation},
-		{"RefillModes", testRefillModes},
-		{"CarryIsNeverLost", testCarryIsNeverLost},
-		{"BackwardsClockCreatesNoTokens", testBackwardsClock},
-		{"CreditCappedAndIdempotent", testCredits},
-		{"MultiKeyAllOrNothing", testMultiKey},
-		{"Cooldown", testCooldown},
-		{"BlockAfterRefusal", testBlock},
-		{"RollingWindow", testRolling},
-		{"SeverityChanges", testSeverity},
-		{"SeverityNow", testSeverityNow},
-		{"Sync", testSync},
-		{"AdjustAndSyncIsOneTransaction", testAdjustAndSync},
-		{"Reset", testReset},
-		{"HoldUntilTheAnswer", testHoldUntilTheAnswer},
-		{"EscalatingBlock", testEscalatingBlock},
-		{"LedgerExplainsBalance", testLedgerReplay},
-		{"LedgerAggregatesTakes", testLedgerAggregate},
-		{"LedgerGranularityPerPolicy", testLedgerPerPolicy},
-		{"LedgerPerBucketPages", testLedgerPerBucket},
-		{"LedgerWindowFoldsSlots", testLedgerWindow},
-		{"ListAndPaginate", testList},
-		{"PruneKeepsResults", testPrune},
-		{"PruneRemovesEveryRefusalByItsOwnTime", testPruneRefusals},
-		{"BadInputChangesNothing", testBadInput},
+		{name: "PenaltyRetryAfterIsExact", fn: testPenaltyRetryAfter},
+		{name: "PessimisticReservation", fn: testPessimisticReservation},
+		{name: "RefillModes", fn: testRefillModes},
+		{name: "CarryIsNeverLost", fn: testCarryIsNeverLost},
+		{name: "BackwardsClockCreatesNoTokens", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}, steps: []Step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			// The clock steps back 10 s: no token appears, and the wait is
+			// counted from the latest instant the bucket has seen.
+			{Advance: -10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 11 * time.Second},
+			{Advance: 10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: time.Second},
+			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{name: "CreditCappedAndIdempotent", fn: testCredits},
+		{name: "MultiKeyAllOrNothing", fn: testMultiKey},
+		{name: "Cooldown", fn: testCooldown},
+		{name: "BlockAfterRefusal", policy: throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}, steps: []Step{
+			{Cost: 1, WantAllowed: true, WantRemaining: 1},
+			{Cost: 1, WantAllowed: true, WantRemaining: 0},
+			// Over the limit: blocked for 5 minutes, even though tokens come
+			// back sooner.
+			{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 5 * time.Minute},
+			{Advance: time.Minute, Cost: 1, WantReason: throttle.ReasonBlocked, WantRemaining: 2, WantRetry: 4 * time.Minute},
+			{Advance: 4 * time.Minute, Cost: 1, WantAllowed: true, WantRemaining: 1},
+		}},
+		{name: "RollingWindow", policy: throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}, steps: []Step{
+			{Cost: 1, WantAllowed: true, WantRemaining: 2},
+			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
+			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+			// At most 3 in any 10 s: the first comes back at 10 s.
+			{Advance: time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 7 * time.Second},
+			{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+			{Advance: 500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 500 * time.Millisecond},
+			{Advance: 500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{name: "SeverityChanges", fn: testSeverity},
+		{name: "SeverityNow", fn: testSeverityNow},
+		{name: "Sync", fn: testSync},
+		{name: "AdjustAndSyncIsOneTransaction", fn: testAdjustAndSync},
+		{name: "Reset", fn: testReset},
+		{name: "HoldUntilTheAnswer", fn: testHoldUntilTheAnswer},
+		{name: "EscalatingBlock", fn: testEscalatingBlock},
+		{name: "LedgerExplainsBalance", fn: testLedgerReplay},
+		{name: "LedgerAggregatesTakes", fn: testLedgerAggregate},
+		{name: "LedgerGranularityPerPolicy", fn: testLedgerPerPolicy},
+		{name: "LedgerPerBucketPages", fn: testLedgerPerBucket},
+		{name: "LedgerWindowFoldsSlots", fn: testLedgerWindow},
+		{name: "ListAndPaginate", fn: testList},
+		{name: "PruneKeepsResults", fn: testPrune},
+		{name: "PruneRemovesEveryRefusalByItsOwnTime", fn: testPruneRefusals},
+		{name: "BadInputChangesNothing", fn: testBadInput},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open) })
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.fn == nil {
+				env(t, open, tt.policy).Run(keyA, tt.steps)
+				return
+			}
+			tt.fn(t, open)
+		})
 	}
 }
 
@@ -347,18 +380,6 @@ func testCarryIsNeverLost(t *testing.T, open OpenStore) {
 	require.Equal(t, f.RetryAfter, s.RetryAfter)
 }
 
-func testBackwardsClock(t *testing.T, open OpenStore) {
-	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second})
-	e.Run(keyA, []Step{
-		{Cost: 10, WantAllowed: true, WantRemaining: 0},
-		// The clock steps back 10 s: no token appears, and the wait is
-		// counted from the latest instant the bucket has seen.
-		{Advance: -10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 11 * time.Second},
-		{Advance: 10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: time.Second},
-		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
-	})
-}
-
 func testCredits(t *testing.T, open OpenStore) {
 	e := env(t, open, pf(throttle.RefillStepwise))
 	require.True(t, e.Take(keyA, 1).Allowed)
@@ -411,33 +432,6 @@ func testCooldown(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(2), s.SendCount)
 	require.Equal(t, Epoch.Add(10*time.Second), s.LastSentAt.UTC())
 	require.Equal(t, 10*time.Second, s.CooldownLeft)
-}
-
-func testBlock(t *testing.T, open OpenStore) {
-	e := env(t, open, throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute})
-	e.Run(keyA, []Step{
-		{Cost: 1, WantAllowed: true, WantRemaining: 1},
-		{Cost: 1, WantAllowed: true, WantRemaining: 0},
-		// Over the limit: blocked for 5 minutes, even though tokens come back
-		// sooner.
-		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 5 * time.Minute},
-		{Advance: time.Minute, Cost: 1, WantReason: throttle.ReasonBlocked, WantRemaining: 2, WantRetry: 4 * time.Minute},
-		{Advance: 4 * time.Minute, Cost: 1, WantAllowed: true, WantRemaining: 1},
-	})
-}
-
-func testRolling(t *testing.T, open OpenStore) {
-	e := env(t, open, throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling})
-	e.Run(keyA, []Step{
-		{Cost: 1, WantAllowed: true, WantRemaining: 2},
-		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
-		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
-		// At most 3 in any 10 s: the first comes back at 10 s.
-		{Advance: time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 7 * time.Second},
-		{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
-		{Advance: 500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 500 * time.Millisecond},
-		{Advance: 500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
-	})
 }
 
 func testSeverity(t *testing.T, open OpenStore) {

@@ -3,7 +3,6 @@ package throttletest
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -841,7 +840,6 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 }
 
 func testList(t *testing.T, open OpenStore) {
-	ctx := context.Background()
 	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
 		throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour})
 	var want []throttle.Key
@@ -858,7 +856,7 @@ func testList(t *testing.T, open OpenStore) {
 	f := inspect.Filter{Limit: 5}
 	pages := 0
 	for {
-		page := must(e.Reader.List(ctx, f))(t)
+		page := must(e.Reader.List(context.Background(), f))(t)
 		pages++
 		for _, s := range page.States {
 			require.Equal(t, int64(9), s.Tokens)
@@ -1058,7 +1056,7 @@ func TestFailModes(t *testing.T) {
 
 	// Mixed: one closed policy makes the request fail closed.
 	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyB, Cost: 1})
-	require.True(t, errors.Is(err, throttle.ErrStoreUnavailable))
+	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 	require.Equal(t, int64(1), obs.failedOpen.Load())
 }
 

@@ -170,19 +170,15 @@ func (e *Env) list(f inspect.Filter) []throttle.BucketState {
 	return must(e.Reader.List(context.Background(), f))(e.T).States
 }
 
+// ledger reads q's rows: one page, or with q.Limit set, its pages of
+// q.Limit rows to the last.
 func (e *Env) ledger(q inspect.LedgerQuery) []throttle.LedgerEntry {
-	e.T.Helper()
-	return must(e.Reader.Ledger(context.Background(), q))(e.T)
-}
-
-// ledgerPages reads q's pages of q.Limit rows to the last.
-func (e *Env) ledgerPages(q inspect.LedgerQuery) []throttle.LedgerEntry {
 	e.T.Helper()
 	var all []throttle.LedgerEntry
 	for {
-		page := e.ledger(q)
+		page := must(e.Reader.Ledger(context.Background(), q))(e.T)
 		all = append(all, page...)
-		if len(page) < q.Limit {
+		if q.Limit == 0 || len(page) < q.Limit {
 			return all
 		}
 		q.BeforeID = inspect.NextLedgerCursor(page)
@@ -641,7 +637,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 // younger rows (decision 0007).
 func (e *Env) written(k throttle.Key) []throttle.LedgerEntry {
 	e.T.Helper()
-	es := e.ledgerPages(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
+	es := e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
 	return es
 }
@@ -745,7 +741,7 @@ func testLedgerPerBucket(t *testing.T, open OpenStore) {
 	}
 	// keyA: 7 single takes and 3 joint ones; pages of 4, newest first.
 	var balances []int64
-	for _, en := range e.ledgerPages(inspect.LedgerQuery{Key: &keyA, Limit: 4}) {
+	for _, en := range e.ledger(inspect.LedgerQuery{Key: &keyA, Limit: 4}) {
 		require.Equal(t, keyA, en.Key)
 		balances = append(balances, en.Balance)
 	}

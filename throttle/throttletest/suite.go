@@ -29,13 +29,13 @@ func TestStore(t *testing.T, open OpenStore) {
 		name   string
 		fn     func(t *testing.T, open OpenStore)
 		policy throttle.Policy
-		steps  []Step
+		steps  []step
 	}{
 		{name: "PenaltyRetryAfterIsExact", fn: testPenaltyRetryAfter},
 		{name: "PessimisticReservation", fn: testPessimisticReservation},
 		{name: "RefillModes", fn: testRefillModes},
 		{name: "CarryIsNeverLost", fn: testCarryIsNeverLost},
-		{name: "BackwardsClockCreatesNoTokens", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}, steps: []Step{
+		{name: "BackwardsClockCreatesNoTokens", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}, steps: []step{
 			{Cost: 10, WantAllowed: true, WantRemaining: 0},
 			// The clock steps back 10 s: no token appears, and the wait is
 			// counted from the latest instant the bucket has seen.
@@ -46,7 +46,7 @@ func TestStore(t *testing.T, open OpenStore) {
 		{name: "CreditCappedAndIdempotent", fn: testCredits},
 		{name: "MultiKeyAllOrNothing", fn: testMultiKey},
 		{name: "Cooldown", fn: testCooldown},
-		{name: "BlockAfterRefusal", policy: throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}, steps: []Step{
+		{name: "BlockAfterRefusal", policy: throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}, steps: []step{
 			{Cost: 1, WantAllowed: true, WantRemaining: 1},
 			{Cost: 1, WantAllowed: true, WantRemaining: 0},
 			// Over the limit: blocked for 5 minutes, even though tokens come
@@ -55,7 +55,7 @@ func TestStore(t *testing.T, open OpenStore) {
 			{Advance: time.Minute, Cost: 1, WantReason: throttle.ReasonBlocked, WantRemaining: 2, WantRetry: 4 * time.Minute},
 			{Advance: 4 * time.Minute, Cost: 1, WantAllowed: true, WantRemaining: 1},
 		}},
-		{name: "RollingWindow", policy: throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}, steps: []Step{
+		{name: "RollingWindow", policy: throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}, steps: []step{
 			{Cost: 1, WantAllowed: true, WantRemaining: 2},
 			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
 			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
@@ -85,7 +85,7 @@ func TestStore(t *testing.T, open OpenStore) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.fn == nil {
-				env(t, open, tt.policy).Run(keyA, tt.steps)
+				env(t, open, tt.policy).play(keyA, tt.steps)
 				return
 			}
 			tt.fn(t, open)
@@ -208,9 +208,9 @@ func (r *Recorder) Notify(_ context.Context, c throttle.SeverityChange) {
 	r.Changes = append(r.Changes, c)
 }
 
-// Step is one request of a step table: after moving the clock by Advance,
+// step is one request of a step table: after moving the clock by Advance,
 // take Cost from the key and expect the decision.
-type Step struct {
+type step struct {
 	Advance       time.Duration
 	Cost          int64
 	WantAllowed   bool
@@ -219,13 +219,13 @@ type Step struct {
 	WantRetry     time.Duration
 }
 
-// Run plays steps against key and reports the index of a failing step.
-func (e *Env) Run(key throttle.Key, steps []Step) {
+// play plays steps against key and reports the index of a failing step.
+func (e *Env) play(key throttle.Key, steps []step) {
 	e.T.Helper()
 	for i, s := range steps {
 		e.Clock.Advance(s.Advance)
 		d := e.Take(key, s.Cost)
-		got := Step{Advance: s.Advance, Cost: s.Cost, WantAllowed: d.Allowed, WantReason: d.Reason, WantRemaining: d.Remaining, WantRetry: d.RetryAfter}
+		got := step{Advance: s.Advance, Cost: s.Cost, WantAllowed: d.Allowed, WantReason: d.Reason, WantRemaining: d.Remaining, WantRetry: d.RetryAfter}
 		require.Equal(e.T, s, got, "step %d", i)
 	}
 }
@@ -268,13 +268,13 @@ func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			e := env(t, open, pf(tt.mode))
-			e.Run(keyA, []Step{
+			e.play(keyA, []step{
 				{Cost: 95, WantAllowed: true, WantRemaining: 5},
 				{Cost: 1, WantAllowed: true, WantRemaining: 4}, // the lookup is reserved
 			})
 			// It returned 404: 20 in all, 19 more than reserved.
 			require.Equal(t, int64(-15), e.adjust(throttle.Adjustment{Key: keyA, Delta: -19, Reason: throttle.LedgerPenalty, Ref: "404"})[0].Balance)
-			e.Run(keyA, []Step{
+			e.play(keyA, []step{
 				{Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: -15, WantRetry: 8 * time.Minute},
 				{Advance: 8*time.Minute - time.Nanosecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: tt.wantJustBefore, WantRetry: time.Nanosecond},
 				{Advance: time.Nanosecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
@@ -291,7 +291,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	hold := func(e *Env) throttle.Decision { return e.take("E2E", throttle.Charge{Key: keyA, Cost: 20, Admit: 1}) }
 	t.Run("404KeepsTheHold", func(t *testing.T) {
 		e := env(t, open, pf(throttle.RefillContinuous))
-		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
+		e.play(keyA, []step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		d := hold(e)
 		require.True(t, d.Allowed)
 		require.Equal(t, int64(-15), d.Remaining)
@@ -305,7 +305,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	})
 	t.Run("200RefundsTheDifference", func(t *testing.T) {
 		e := env(t, open, pf(throttle.RefillStepwise))
-		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
+		e.play(keyA, []step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		require.Equal(t, int64(-15), hold(e).Remaining)
 		require.Equal(t, int64(4), e.adjust(throttle.Adjustment{Key: keyA, Delta: 19, Reason: throttle.LedgerRefund, Ref: "E2E"})[0].Balance)
 	})
@@ -328,15 +328,15 @@ func testRefillModes(t *testing.T, open OpenStore) {
 	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second}
 	tests := []struct {
 		mode  throttle.RefillMode
-		steps []Step
+		steps []step
 	}{
-		{throttle.RefillContinuous, []Step{
+		{throttle.RefillContinuous, []step{
 			{Cost: 10, WantAllowed: true, WantRemaining: 0},
 			{Advance: 1500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0}, // 1.5 tokens accrued, 0.5 carried
 			{Advance: 400 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 100 * time.Millisecond},
 			{Advance: 100 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
 		}},
-		{throttle.RefillStepwise, []Step{
+		{throttle.RefillStepwise, []step{
 			{Cost: 10, WantAllowed: true, WantRemaining: 0},
 			{Advance: 1500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 8500 * time.Millisecond},
 			{Advance: 8500 * time.Millisecond, Cost: 10, WantAllowed: true, WantRemaining: 0}, // the whole step at once
@@ -347,7 +347,7 @@ func testRefillModes(t *testing.T, open OpenStore) {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			p.Refill = tt.mode
 			e := env(t, open, p)
-			e.Run(keyA, tt.steps)
+			e.play(keyA, tt.steps)
 		})
 	}
 }
@@ -418,7 +418,7 @@ func testMultiKey(t *testing.T, open OpenStore) {
 
 func testCooldown(t *testing.T, open OpenStore) {
 	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second})
-	e.Run(keyA, []Step{
+	e.play(keyA, []step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 99},
 		{Advance: 3 * time.Second, Cost: 1, WantReason: throttle.ReasonCooldown, WantRemaining: 99, WantRetry: 7 * time.Second},
 		{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 98},
@@ -460,7 +460,7 @@ func testSync(t *testing.T, open OpenStore) {
 	require.Equal(t, throttle.Adjusted{Key: keyA, Balance: 30}, e.sync(throttle.SyncTarget{Key: keyA, Tokens: 50})[0])
 	// A remote 429 with Retry-After 90 s: empty and blocked for 90 s.
 	e.sync(throttle.SyncTarget{Key: keyA, Tokens: 0, BlockFor: 90 * time.Second, Ref: "429"})
-	e.Run(keyA, []Step{
+	e.play(keyA, []step{
 		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 90 * time.Second},
 		// 90 s of stepwise refill is one step of 2 tokens.
 		{Advance: 90 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},

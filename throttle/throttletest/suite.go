@@ -33,7 +33,18 @@ func TestStore(t *testing.T, open OpenStore) {
 	}{
 		{name: "PenaltyRetryAfterIsExact", fn: testPenaltyRetryAfter},
 		{name: "PessimisticReservation", fn: testPessimisticReservation},
-		{name: "RefillModes", fn: testRefillModes},
+		{name: "RefillModes/continuous", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second, Refill: throttle.RefillContinuous}, steps: []step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			{Advance: 1500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0}, // 1.5 tokens accrued, 0.5 carried
+			{Advance: 400 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 100 * time.Millisecond},
+			{Advance: 100 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{name: "RefillModes/stepwise", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second, Refill: throttle.RefillStepwise}, steps: []step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			{Advance: 1500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 8500 * time.Millisecond},
+			{Advance: 8500 * time.Millisecond, Cost: 10, WantAllowed: true, WantRemaining: 0}, // the whole step at once
+			{Advance: 9 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: time.Second},
+		}},
 		{name: "CarryIsNeverLost", fn: testCarryIsNeverLost},
 		{name: "BackwardsClockCreatesNoTokens", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}, steps: []step{
 			{Cost: 10, WantAllowed: true, WantRemaining: 0},
@@ -322,34 +333,6 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 		// A refusal answered from memory uses the same admission rule.
 		require.False(t, hold(e).Allowed)
 	})
-}
-
-func testRefillModes(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second}
-	tests := []struct {
-		mode  throttle.RefillMode
-		steps []step
-	}{
-		{throttle.RefillContinuous, []step{
-			{Cost: 10, WantAllowed: true, WantRemaining: 0},
-			{Advance: 1500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0}, // 1.5 tokens accrued, 0.5 carried
-			{Advance: 400 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 100 * time.Millisecond},
-			{Advance: 100 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
-		}},
-		{throttle.RefillStepwise, []step{
-			{Cost: 10, WantAllowed: true, WantRemaining: 0},
-			{Advance: 1500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 8500 * time.Millisecond},
-			{Advance: 8500 * time.Millisecond, Cost: 10, WantAllowed: true, WantRemaining: 0}, // the whole step at once
-			{Advance: 9 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: time.Second},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.mode.String(), func(t *testing.T) {
-			p.Refill = tt.mode
-			e := env(t, open, p)
-			e.play(keyA, tt.steps)
-		})
-	}
 }
 
 func testCarryIsNeverLost(t *testing.T, open OpenStore) {

@@ -60,25 +60,24 @@ func (s *MemStore) Update(ctx context.Context, keys []throttle.Key, credits []th
 			s.buckets[w.Bucket.Key] = cloneBucket(w.Bucket)
 		}
 	}
+	// An aggregated row adds to its bucket's row of the minute, or is new.
 	rows, aggregated := tx.LedgerRows()
-	for _, e := range rows {
-		s.nextID++
-		e.ID = s.nextID
-		s.ledger = append(s.ledger, e)
-	}
 	for _, e := range aggregated {
 		i := slices.IndexFunc(s.ledger, func(o throttle.LedgerEntry) bool {
 			return o.Key == e.Key && o.Reason == throttle.LedgerTake && o.At.Equal(e.At)
 		})
 		if i < 0 {
-			s.nextID++
-			e.ID = s.nextID
-			s.ledger = append(s.ledger, e)
+			rows = append(rows, e)
 			continue
 		}
 		s.ledger[i].Delta += e.Delta
 		s.ledger[i].Count += e.Count
 		s.ledger[i].Balance = e.Balance
+	}
+	for _, e := range rows {
+		s.nextID++
+		e.ID = s.nextID
+		s.ledger = append(s.ledger, e)
 	}
 	return nil
 }

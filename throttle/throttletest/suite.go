@@ -3,7 +3,6 @@ package throttletest
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -25,39 +24,83 @@ type OpenStore func(t *testing.T, clock throttle.Clock) FullStore
 // opened by open. Every Store implementation must pass it: that is what makes
 // the in-memory, SQLite and PostgreSQL stores interchangeable.
 func TestStore(t *testing.T, open OpenStore) {
+	// A test without fn plays steps on keyA of a fresh store with policy.
 	tests := []struct {
-		name string
-		fn   func(t *testing.T, open OpenStore)
+		name   string
+		fn     func(t *testing.T, open OpenStore)
+		policy throttle.Policy
+		steps  []step
 	}{
-		{"PenaltyRetryAfterIsExact", testPenaltyRetryAfter},
-		{"PessimisticReservation", testPessimisticReservation},
-		{"RefillModes", testRefillModes},
-		{"CarryIsNeverLost", testCarryIsNeverLost},
-		{"BackwardsClockCreatesNoTokens", testBackwardsClock},
-		{"CreditCappedAndIdempotent", testCredits},
-		{"MultiKeyAllOrNothing", testMultiKey},
-		{"Cooldown", testCooldown},
-		{"BlockAfterRefusal", testBlock},
-		{"RollingWindow", testRolling},
-		{"SeverityChanges", testSeverity},
-		{"SeverityNow", testSeverityNow},
-		{"Sync", testSync},
-		{"AdjustAndSyncIsOneTransaction", testAdjustAndSync},
-		{"Reset", testReset},
-		{"HoldUntilTheAnswer", testHoldUntilTheAnswer},
-		{"EscalatingBlock", testEscalatingBlock},
-		{"LedgerExplainsBalance", testLedgerReplay},
-		{"LedgerAggregatesTakes", testLedgerAggregate},
-		{"LedgerGranularityPerPolicy", testLedgerPerPolicy},
-		{"LedgerPerBucketPages", testLedgerPerBucket},
-		{"LedgerWindowFoldsSlots", testLedgerWindow},
-		{"ListAndPaginate", testList},
-		{"PruneKeepsResults", testPrune},
-		{"PruneRemovesEveryRefusalByItsOwnTime", testPruneRefusals},
-		{"BadInputChangesNothing", testBadInput},
+		{name: "PenaltyRetryAfterIsExact", fn: testPenaltyRetryAfter},
+		{name: "PessimisticReservation", fn: testPessimisticReservation},
+		{name: "RefillModes/continuous", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second, Refill: throttle.RefillContinuous}, steps: []step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			{Advance: 1500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0}, // 1.5 tokens accrued, 0.5 carried
+			{Advance: 400 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 100 * time.Millisecond},
+			{Advance: 100 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{name: "RefillModes/stepwise", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second, Refill: throttle.RefillStepwise}, steps: []step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			{Advance: 1500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 8500 * time.Millisecond},
+			{Advance: 8500 * time.Millisecond, Cost: 10, WantAllowed: true, WantRemaining: 0}, // the whole step at once
+			{Advance: 9 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: time.Second},
+		}},
+		{name: "CarryIsNeverLost", fn: testCarryIsNeverLost},
+		{name: "BackwardsClockCreatesNoTokens", policy: throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second}, steps: []step{
+			{Cost: 10, WantAllowed: true, WantRemaining: 0},
+			// The clock steps back 10 s: no token appears, and the wait is
+			// counted from the latest instant the bucket has seen.
+			{Advance: -10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 11 * time.Second},
+			{Advance: 10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: time.Second},
+			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{name: "CreditCappedAndIdempotent", fn: testCredits},
+		{name: "MultiKeyAllOrNothing", fn: testMultiKey},
+		{name: "Cooldown", fn: testCooldown},
+		{name: "BlockAfterRefusal", policy: throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute}, steps: []step{
+			{Cost: 1, WantAllowed: true, WantRemaining: 1},
+			{Cost: 1, WantAllowed: true, WantRemaining: 0},
+			// Over the limit: blocked for 5 minutes, even though tokens come
+			// back sooner.
+			{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 5 * time.Minute},
+			{Advance: time.Minute, Cost: 1, WantReason: throttle.ReasonBlocked, WantRemaining: 2, WantRetry: 4 * time.Minute},
+			{Advance: 4 * time.Minute, Cost: 1, WantAllowed: true, WantRemaining: 1},
+		}},
+		{name: "RollingWindow", policy: throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling}, steps: []step{
+			{Cost: 1, WantAllowed: true, WantRemaining: 2},
+			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
+			{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+			// At most 3 in any 10 s: the first comes back at 10 s.
+			{Advance: time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 7 * time.Second},
+			{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
+			{Advance: 500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 500 * time.Millisecond},
+			{Advance: 500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
+		}},
+		{name: "SeverityChanges", fn: testSeverity},
+		{name: "SeverityNow", fn: testSeverityNow},
+		{name: "Sync", fn: testSync},
+		{name: "AdjustAndSyncIsOneTransaction", fn: testAdjustAndSync},
+		{name: "Reset", fn: testReset},
+		{name: "HoldUntilTheAnswer", fn: testHoldUntilTheAnswer},
+		{name: "EscalatingBlock", fn: testEscalatingBlock},
+		{name: "LedgerExplainsBalance", fn: testLedgerReplay},
+		{name: "LedgerAggregatesTakes", fn: testLedgerAggregate},
+		{name: "LedgerGranularityPerPolicy", fn: testLedgerPerPolicy},
+		{name: "LedgerPerBucketPages", fn: testLedgerPerBucket},
+		{name: "LedgerWindowFoldsSlots", fn: testLedgerWindow},
+		{name: "ListAndPaginate", fn: testList},
+		{name: "PruneKeepsResults", fn: testPrune},
+		{name: "PruneRemovesEveryRefusalByItsOwnTime", fn: testPruneRefusals},
+		{name: "BadInputChangesNothing", fn: testBadInput},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open) })
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.fn == nil {
+				env(t, open, tt.policy).play(keyA, tt.steps)
+				return
+			}
+			tt.fn(t, open)
+		})
 	}
 }
 
@@ -138,19 +181,15 @@ func (e *Env) list(f inspect.Filter) []throttle.BucketState {
 	return must(e.Reader.List(context.Background(), f))(e.T).States
 }
 
+// ledger reads q's rows: one page, or with q.Limit set, its pages of
+// q.Limit rows to the last.
 func (e *Env) ledger(q inspect.LedgerQuery) []throttle.LedgerEntry {
-	e.T.Helper()
-	return must(e.Reader.Ledger(context.Background(), q))(e.T)
-}
-
-// ledgerPages reads q's pages of q.Limit rows to the last.
-func (e *Env) ledgerPages(q inspect.LedgerQuery) []throttle.LedgerEntry {
 	e.T.Helper()
 	var all []throttle.LedgerEntry
 	for {
-		page := e.ledger(q)
+		page := must(e.Reader.Ledger(context.Background(), q))(e.T)
 		all = append(all, page...)
-		if len(page) < q.Limit {
+		if q.Limit == 0 || len(page) < q.Limit {
 			return all
 		}
 		q.BeforeID = inspect.NextLedgerCursor(page)
@@ -180,9 +219,9 @@ func (r *Recorder) Notify(_ context.Context, c throttle.SeverityChange) {
 	r.Changes = append(r.Changes, c)
 }
 
-// Step is one request of a step table: after moving the clock by Advance,
+// step is one request of a step table: after moving the clock by Advance,
 // take Cost from the key and expect the decision.
-type Step struct {
+type step struct {
 	Advance       time.Duration
 	Cost          int64
 	WantAllowed   bool
@@ -191,13 +230,13 @@ type Step struct {
 	WantRetry     time.Duration
 }
 
-// Run plays steps against key and reports the index of a failing step.
-func (e *Env) Run(key throttle.Key, steps []Step) {
+// play plays steps against key and reports the index of a failing step.
+func (e *Env) play(key throttle.Key, steps []step) {
 	e.T.Helper()
 	for i, s := range steps {
 		e.Clock.Advance(s.Advance)
 		d := e.Take(key, s.Cost)
-		got := Step{Advance: s.Advance, Cost: s.Cost, WantAllowed: d.Allowed, WantReason: d.Reason, WantRemaining: d.Remaining, WantRetry: d.RetryAfter}
+		got := step{Advance: s.Advance, Cost: s.Cost, WantAllowed: d.Allowed, WantReason: d.Reason, WantRemaining: d.Remaining, WantRetry: d.RetryAfter}
 		require.Equal(e.T, s, got, "step %d", i)
 	}
 }
@@ -240,13 +279,13 @@ func testPenaltyRetryAfter(t *testing.T, open OpenStore) {
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			e := env(t, open, pf(tt.mode))
-			e.Run(keyA, []Step{
+			e.play(keyA, []step{
 				{Cost: 95, WantAllowed: true, WantRemaining: 5},
 				{Cost: 1, WantAllowed: true, WantRemaining: 4}, // the lookup is reserved
 			})
 			// It returned 404: 20 in all, 19 more than reserved.
 			require.Equal(t, int64(-15), e.adjust(throttle.Adjustment{Key: keyA, Delta: -19, Reason: throttle.LedgerPenalty, Ref: "404"})[0].Balance)
-			e.Run(keyA, []Step{
+			e.play(keyA, []step{
 				{Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: -15, WantRetry: 8 * time.Minute},
 				{Advance: 8*time.Minute - time.Nanosecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: tt.wantJustBefore, WantRetry: time.Nanosecond},
 				{Advance: time.Nanosecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
@@ -263,7 +302,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	hold := func(e *Env) throttle.Decision { return e.take("E2E", throttle.Charge{Key: keyA, Cost: 20, Admit: 1}) }
 	t.Run("404KeepsTheHold", func(t *testing.T) {
 		e := env(t, open, pf(throttle.RefillContinuous))
-		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
+		e.play(keyA, []step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		d := hold(e)
 		require.True(t, d.Allowed)
 		require.Equal(t, int64(-15), d.Remaining)
@@ -277,7 +316,7 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 	})
 	t.Run("200RefundsTheDifference", func(t *testing.T) {
 		e := env(t, open, pf(throttle.RefillStepwise))
-		e.Run(keyA, []Step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
+		e.play(keyA, []step{{Cost: 95, WantAllowed: true, WantRemaining: 5}})
 		require.Equal(t, int64(-15), hold(e).Remaining)
 		require.Equal(t, int64(4), e.adjust(throttle.Adjustment{Key: keyA, Delta: 19, Reason: throttle.LedgerRefund, Ref: "E2E"})[0].Balance)
 	})
@@ -294,34 +333,6 @@ func testPessimisticReservation(t *testing.T, open OpenStore) {
 		// A refusal answered from memory uses the same admission rule.
 		require.False(t, hold(e).Allowed)
 	})
-}
-
-func testRefillModes(t *testing.T, open OpenStore) {
-	p := throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 10, RefillPeriod: 10 * time.Second}
-	tests := []struct {
-		mode  throttle.RefillMode
-		steps []Step
-	}{
-		{throttle.RefillContinuous, []Step{
-			{Cost: 10, WantAllowed: true, WantRemaining: 0},
-			{Advance: 1500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0}, // 1.5 tokens accrued, 0.5 carried
-			{Advance: 400 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 100 * time.Millisecond},
-			{Advance: 100 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
-		}},
-		{throttle.RefillStepwise, []Step{
-			{Cost: 10, WantAllowed: true, WantRemaining: 0},
-			{Advance: 1500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: 8500 * time.Millisecond},
-			{Advance: 8500 * time.Millisecond, Cost: 10, WantAllowed: true, WantRemaining: 0}, // the whole step at once
-			{Advance: 9 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRemaining: 0, WantRetry: time.Second},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.mode.String(), func(t *testing.T) {
-			p.Refill = tt.mode
-			e := env(t, open, p)
-			e.Run(keyA, tt.steps)
-		})
-	}
 }
 
 func testCarryIsNeverLost(t *testing.T, open OpenStore) {
@@ -345,18 +356,6 @@ func testCarryIsNeverLost(t *testing.T, open OpenStore) {
 	require.Equal(t, f.Carry, s.Carry)
 	require.Equal(t, int64(5000-3000-1000+2), s.Tokens) // 7/3 tokens per second, 1 s
 	require.Equal(t, f.RetryAfter, s.RetryAfter)
-}
-
-func testBackwardsClock(t *testing.T, open OpenStore) {
-	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Second})
-	e.Run(keyA, []Step{
-		{Cost: 10, WantAllowed: true, WantRemaining: 0},
-		// The clock steps back 10 s: no token appears, and the wait is
-		// counted from the latest instant the bucket has seen.
-		{Advance: -10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 11 * time.Second},
-		{Advance: 10 * time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: time.Second},
-		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
-	})
 }
 
 func testCredits(t *testing.T, open OpenStore) {
@@ -402,7 +401,7 @@ func testMultiKey(t *testing.T, open OpenStore) {
 
 func testCooldown(t *testing.T, open OpenStore) {
 	e := env(t, open, throttle.Policy{Name: "P", Capacity: 100, RefillTokens: 1, RefillPeriod: time.Hour, MinInterval: 10 * time.Second})
-	e.Run(keyA, []Step{
+	e.play(keyA, []step{
 		{Cost: 1, WantAllowed: true, WantRemaining: 99},
 		{Advance: 3 * time.Second, Cost: 1, WantReason: throttle.ReasonCooldown, WantRemaining: 99, WantRetry: 7 * time.Second},
 		{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 98},
@@ -411,33 +410,6 @@ func testCooldown(t *testing.T, open OpenStore) {
 	require.Equal(t, int64(2), s.SendCount)
 	require.Equal(t, Epoch.Add(10*time.Second), s.LastSentAt.UTC())
 	require.Equal(t, 10*time.Second, s.CooldownLeft)
-}
-
-func testBlock(t *testing.T, open OpenStore) {
-	e := env(t, open, throttle.Policy{Name: "P", Capacity: 2, RefillTokens: 2, RefillPeriod: time.Minute, BlockFor: 5 * time.Minute})
-	e.Run(keyA, []Step{
-		{Cost: 1, WantAllowed: true, WantRemaining: 1},
-		{Cost: 1, WantAllowed: true, WantRemaining: 0},
-		// Over the limit: blocked for 5 minutes, even though tokens come back
-		// sooner.
-		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 5 * time.Minute},
-		{Advance: time.Minute, Cost: 1, WantReason: throttle.ReasonBlocked, WantRemaining: 2, WantRetry: 4 * time.Minute},
-		{Advance: 4 * time.Minute, Cost: 1, WantAllowed: true, WantRemaining: 1},
-	})
-}
-
-func testRolling(t *testing.T, open OpenStore) {
-	e := env(t, open, throttle.Policy{Name: "P", Capacity: 3, RefillTokens: 3, RefillPeriod: 10 * time.Second, Refill: throttle.RefillRolling})
-	e.Run(keyA, []Step{
-		{Cost: 1, WantAllowed: true, WantRemaining: 2},
-		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
-		{Advance: time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
-		// At most 3 in any 10 s: the first comes back at 10 s.
-		{Advance: time.Second, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 7 * time.Second},
-		{Advance: 7 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 0},
-		{Advance: 500 * time.Millisecond, Cost: 1, WantReason: throttle.ReasonEmpty, WantRetry: 500 * time.Millisecond},
-		{Advance: 500 * time.Millisecond, Cost: 1, WantAllowed: true, WantRemaining: 0},
-	})
 }
 
 func testSeverity(t *testing.T, open OpenStore) {
@@ -471,7 +443,7 @@ func testSync(t *testing.T, open OpenStore) {
 	require.Equal(t, throttle.Adjusted{Key: keyA, Balance: 30}, e.sync(throttle.SyncTarget{Key: keyA, Tokens: 50})[0])
 	// A remote 429 with Retry-After 90 s: empty and blocked for 90 s.
 	e.sync(throttle.SyncTarget{Key: keyA, Tokens: 0, BlockFor: 90 * time.Second, Ref: "429"})
-	e.Run(keyA, []Step{
+	e.play(keyA, []step{
 		{Cost: 1, WantReason: throttle.ReasonBlocked, WantRetry: 90 * time.Second},
 		// 90 s of stepwise refill is one step of 2 tokens.
 		{Advance: 90 * time.Second, Cost: 1, WantAllowed: true, WantRemaining: 1},
@@ -648,7 +620,7 @@ func testLedgerReplay(t *testing.T, open OpenStore) {
 // younger rows (decision 0007).
 func (e *Env) written(k throttle.Key) []throttle.LedgerEntry {
 	e.T.Helper()
-	es := e.ledgerPages(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
+	es := e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
 	slices.SortFunc(es, func(a, b throttle.LedgerEntry) int { return cmp.Compare(a.ID, b.ID) })
 	return es
 }
@@ -752,7 +724,7 @@ func testLedgerPerBucket(t *testing.T, open OpenStore) {
 	}
 	// keyA: 7 single takes and 3 joint ones; pages of 4, newest first.
 	var balances []int64
-	for _, en := range e.ledgerPages(inspect.LedgerQuery{Key: &keyA, Limit: 4}) {
+	for _, en := range e.ledger(inspect.LedgerQuery{Key: &keyA, Limit: 4}) {
 		require.Equal(t, keyA, en.Key)
 		balances = append(balances, en.Balance)
 	}
@@ -847,7 +819,6 @@ func testLedgerWindow(t *testing.T, open OpenStore) {
 }
 
 func testList(t *testing.T, open OpenStore) {
-	ctx := context.Background()
 	e := env(t, open, throttle.Policy{Name: "P", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour},
 		throttle.Policy{Name: "Q", Capacity: 10, RefillTokens: 1, RefillPeriod: time.Hour})
 	var want []throttle.Key
@@ -864,7 +835,7 @@ func testList(t *testing.T, open OpenStore) {
 	f := inspect.Filter{Limit: 5}
 	pages := 0
 	for {
-		page := must(e.Reader.List(ctx, f))(t)
+		page := must(e.Reader.List(context.Background(), f))(t)
 		pages++
 		for _, s := range page.States {
 			require.Equal(t, int64(9), s.Tokens)
@@ -935,9 +906,6 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	take := func(k throttle.Key, ref string) throttle.Decision {
 		return e.take(ref, throttle.Charge{Key: k, Cost: 1})
 	}
-	rowsOf := func(k throttle.Key) []throttle.LedgerEntry {
-		return e.ledger(inspect.LedgerQuery{Key: &k, Limit: inspect.MaxPageSize})
-	}
 
 	// history refuses keyA 24 times from memory; at day 20 it writes
 	// keyBRows rows of another bucket; then, at day 40, keyA again: its
@@ -975,13 +943,13 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	require.Zero(t, e.countLedger(refusals), "no refusal of day 0 survives")
 
 	// The chain of keyA is whole: its day-40 take is there and readable.
-	rows := rowsOf(keyA)
+	rows := e.written(keyA)
 	require.Len(t, rows, 1)
 	require.Equal(t, "E2E-40", rows[0].Ref)
-	require.Len(t, rowsOf(keyB), 3, "younger rows stay")
+	require.Len(t, e.written(keyB), 3, "younger rows stay")
 	take(keyA, "E2E-41")
-	rows = rowsOf(keyA)
-	require.Equal(t, "E2E-40", rows[len(rows)-1].Ref, "a row written after the prune links to the kept rows")
+	rows = e.written(keyA)
+	require.Equal(t, "E2E-40", rows[0].Ref, "a row written after the prune links to the kept rows")
 	wq := inspect.LedgerWindowQuery{Key: keyA, From: e.Clock.Now().Add(-time.Hour), To: e.Clock.Now(), Slots: 10}
 	require.Equal(t, inspect.FoldLedger(rows, wq), e.window(wq))
 
@@ -990,8 +958,8 @@ func testPruneRefusals(t *testing.T, open OpenStore) {
 	history(1)
 	must(e.Limiter.Prune(ctx, throttle.PruneOptions{Retention: 30 * 24 * time.Hour, SkipBuckets: true}))(t)
 	require.Zero(t, e.countLedger(refusals), "a 40-day-old refusal row does not survive a 30-day prune")
-	require.Len(t, rowsOf(keyB), 1)
-	require.Len(t, rowsOf(keyA), 1)
+	require.Len(t, e.written(keyB), 1)
+	require.Len(t, e.written(keyA), 1)
 }
 
 func testBadInput(t *testing.T, open OpenStore) {
@@ -1064,7 +1032,7 @@ func TestFailModes(t *testing.T) {
 
 	// Mixed: one closed policy makes the request fail closed.
 	_, err = lim.Take(context.Background(), "", throttle.Charge{Key: keyA, Cost: 1}, throttle.Charge{Key: keyB, Cost: 1})
-	require.True(t, errors.Is(err, throttle.ErrStoreUnavailable))
+	require.ErrorIs(t, err, throttle.ErrStoreUnavailable)
 	require.Equal(t, int64(1), obs.failedOpen.Load())
 }
 

@@ -366,7 +366,7 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now}); err != nil {
 		// Nothing left: the hold ends now (the take's own interval stays).
 		c.interval = 0
-		s.answered(c, "claim failed:"+c.packed.Hash[:16], false)
+		s.answered(c, RefClaimFailed+c.packed.Hash[:16], false)
 		return claimed{}, err
 	}
 	return c, nil
@@ -395,6 +395,12 @@ func (s *Sender) gate(ctx context.Context, c *claimed, env Env, ids []int64) (ti
 	c.bg = context.WithoutCancel(ctx)
 	return now, nil
 }
+
+// RefClaimFailed begins the ledger ref of the answer a Sender records on a
+// RUC's gate when a lot's documents could not be claimed: the lot never
+// left, so the hold ends with no interval from that answer (the take's own
+// interval still runs). What-if reads it to replay such a lot alike.
+const RefClaimFailed = "claim failed:"
 
 // answered records on the RUC's bucket that c's request ended now: the hold
 // ends and the next lot waits c.interval; after a 0301 (notQueued) the RUC is

@@ -88,7 +88,7 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 	if err != nil {
 		// Nothing left: the hold ends now (the take's own interval stays).
 		c.interval = 0
-		s.answered(c, "claim failed:"+c.packed.Hash[:16], false)
+		s.answered(c, RefClaimFailed+c.packed.Hash[:16], false)
 		if ids != nil {
 			s.logger.Warn("a lot imported for a send could not be claimed: its documents stay drafts", slog.Any("ids", ids), slog.Any("error", err))
 		}

@@ -315,7 +315,7 @@ func (p *pass) answered(u *ruc, l *lot, now time.Time) error {
 	pol := p.res.get(u.key)
 	t := throttle.SyncTarget{Key: u.key, Tokens: throttle.MaxTokens, Cooldown: pol.now.MinInterval, Hold: l.held, Ref: l.answer}
 	switch {
-	case strings.HasPrefix(l.answer, "claim failed:"), strings.HasPrefix(l.answer, "not claimed:"): // "not claimed:": the ref earlier versions of SendNew wrote
+	case strings.HasPrefix(l.answer, sifen.RefClaimFailed), strings.HasPrefix(l.answer, "not claimed:"): // "not claimed:": the ref earlier versions of SendNew wrote
 		t.Cooldown = 0
 	case strings.HasPrefix(l.answer, sifen.CodeLotNotQueued+":"):
 		c := p.cfg.Sifen

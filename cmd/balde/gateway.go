@@ -183,15 +183,12 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if *hold < 0 {
 		return UsageError("gateway sifen: --hold %s: want 0 or more", *hold)
 	}
-	if cfg.SifenURL == "" {
-		return UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL, UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`))
+	if err != nil {
+		return err
 	}
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
-	}
-	sc, err := sifenConfig(*cfg, cfg.SifenURL)
-	if err != nil {
-		return err
 	}
 	sc.AllowUnsigned = *allowUnsigned
 	e, err := g.open(ctx, m, balde.Config{Sifen: sc})

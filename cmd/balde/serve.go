@@ -50,7 +50,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	// one the simulator's client is built once it listens.
 	var sc *balde.SifenConfig
 	if cfg.SifenURL != "" {
-		if sc, err = sifenConfig(*cfg, cfg.SifenURL); err != nil {
+		if sc, err = sifenConfig(*cfg, cfg.SifenURL, nil); err != nil {
 			return err
 		}
 	}
@@ -126,7 +126,7 @@ func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, 
 	dc := cfg.DictConfig(sims.DictURL)
 	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
 	if sc == nil {
-		if sc, err = sifenConfig(cfg, sims.SifenURL); err != nil {
+		if sc, err = sifenConfig(cfg, sims.SifenURL, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -45,14 +45,11 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if strings.TrimSpace(*actor) == "" {
 		return UsageError("sifen-override: --actor is empty")
 	}
-	if cfg.SifenURL == "" {
-		return UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
-	}
-	if err := requireDatabase(cfg.DB); err != nil {
+	sc, err := sifenConfig(*cfg, cfg.SifenURL, UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`))
+	if err != nil {
 		return err
 	}
-	sc, err := sifenConfig(*cfg, cfg.SifenURL)
-	if err != nil {
+	if err := requireDatabase(cfg.DB); err != nil {
 		return err
 	}
 	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: m.Clock, Sifen: sc})

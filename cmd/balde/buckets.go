@@ -264,12 +264,12 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 	if !yes {
 		report.WriteBucket(b.m.Stdout, b.out.Tr, st, b.out.Scope)
 		fmt.Fprint(b.m.Stdout, b.out.Tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
-		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
+		ok, err := report.Confirm(ctx, b.m.Stdin)
 		if err != nil {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("buckets reset: reset cancelled: %s unchanged", key)}
 		}
-		if !report.Confirmed(answer) {
+		if !ok {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
 		}

@@ -67,12 +67,12 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	if !*yes {
 		report.WriteOverridePrompt(m.Stdout, tr, d, *actor)
-		answer, err := report.ReadAnswer(ctx, m.Stdin)
+		ok, err := report.Confirm(ctx, m.Stdin)
 		if err != nil {
 			fmt.Fprintln(m.Stdout)
 			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("sifen-override: cancelled: document %d unchanged", id)}
 		}
-		if !report.Confirmed(answer) {
+		if !ok {
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("sifen-override: not confirmed: document %d unchanged", id)}
 		}
 	}

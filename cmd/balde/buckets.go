@@ -262,7 +262,7 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if !yes {
-		report.WriteBucket(b.m.Stdout, b.out.Tr, st, b.out.Scope)
+		b.out.Bucket(st)
 		fmt.Fprint(b.m.Stdout, b.out.Tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
 		ok, err := report.Confirm(ctx, b.m.Stdin)
 		if err != nil {

@@ -157,7 +157,7 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 			it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			it.Said = tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 		}
-		if it.Result == Skipped && taken.OtherContent && b.Reporter.Mode() == Bar {
+		if it.Result == Skipped && taken.OtherContent && b.Reporter.mode == Bar {
 			b.Reporter.Note(it.Line()) // a bar shows no skipped line: this one must be read
 		}
 	default:
@@ -217,8 +217,8 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 		},
 	})
 	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
-	if b.Reporter.Mode() == JSON {
-		WriteJSONLine(b.Reporter.Writer(), map[string]FollowSummary{"follow": sum})
+	if b.Reporter.mode == JSON {
+		WriteJSONLine(b.Reporter.w, map[string]FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
 		return &InterruptedFollowError{Left: len(left), msg: b.Reporter.Tr.Sprintf(
@@ -237,8 +237,8 @@ func (b *SifenSend) drawFollow(e sifen.Event) {
 	case sifen.EventResult:
 		r := NewLotResult(*e.Document)
 		b.Reporter.Note(r.String())
-		if b.Reporter.Mode() == JSON {
-			WriteJSONLine(b.Reporter.Writer(), map[string]LotResult{"lot_result": r})
+		if b.Reporter.mode == JSON {
+			WriteJSONLine(b.Reporter.w, map[string]LotResult{"lot_result": r})
 		}
 	}
 }

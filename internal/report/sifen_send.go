@@ -56,15 +56,6 @@ type SifenSend struct {
 	done int // items reported
 }
 
-// InterruptedFollowError is Follow stopped by its context with Left
-// documents still sent; its message is in the Reporter's language.
-type InterruptedFollowError struct {
-	Left int
-	msg  string
-}
-
-func (e *InterruptedFollowError) Error() string { return e.msg }
-
 // finish reports it.
 func (b *SifenSend) finish(it *SifenItem) {
 	b.done++
@@ -198,7 +189,8 @@ func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
 
 // Follow fetches and reports the results of every document still sent
 // (sifen.FollowDocuments), ending JSON with {"follow": {...}}; an ended ctx
-// stops it with an *InterruptedFollowError.
+// stops it with an error, in the Reporter's language, counting the
+// documents left sent.
 func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 	var ids []int64
 	for _, it := range items {
@@ -221,8 +213,8 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 		WriteJSONLine(b.Reporter.w, map[string]FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
-		return &InterruptedFollowError{Left: len(left), msg: b.Reporter.Tr.Sprintf(
-			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left))}
+		return errors.New(b.Reporter.Tr.Sprintf(
+			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left)))
 	}
 	return err
 }

@@ -218,9 +218,9 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	// The DICT lookups and the audit trail live in the store's database,
 	// each statement retried like the store's own after a transient failure.
 	e := &Engine{store: store, catalog: catalog, records: dictsql.NewRecords(store.DB(), store.ReadDB()),
-		audit: auditsql.New(store.DB(), store.ReadDB(), store.Now), inbound: inbound, observer: cfg.Observer,
+		audit: auditsql.New(store), inbound: inbound, observer: cfg.Observer,
 		logger: logger, jobs: cfg.Jobs, started: make(chan struct{})}
-	e.records.Retry, e.audit.Retry = store.Retry, store.Retry
+	e.records.Retry = store.Retry
 	defer func() {
 		if err != nil {
 			e.Close(ctx)

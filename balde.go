@@ -378,19 +378,6 @@ func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 // own operator actions.
 func (e *Engine) Audit() *auditsql.Store { return e.audit }
 
-// policyNames lists the inbound, DICT and SIFEN policies, for the filters
-// of the admin pages.
-func (e *Engine) policyNames() []string {
-	var names []string
-	if e.inbound != nil {
-		names = append(names, web.InboundPolicyNames()...)
-	}
-	for _, s := range e.catalog.Specs() {
-		names = append(names, s.Name)
-	}
-	return append(names, sifen.PolicyRecepcionLote)
-}
-
 // CheckHealth reports whether the database answers and its schema is at
 // balde's latest migration, not dirty (the web server's /healthz).
 func (e *Engine) CheckHealth(ctx context.Context) error {
@@ -424,7 +411,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
 	s.Limiter, s.Reader, s.Inbound, s.Metrics = e.limiter, e.reader, e.inbound, e.metrics()
 	s.HealthCheck, s.Audit, s.Shadows = e.CheckHealth, e.audit, e
-	s.Logger, s.Policies, s.Scope = e.logger.WithGroup("web"), e.policyNames(), web.Scopes(e.catalog)
+	s.Logger, s.Policies, s.Scope = e.logger.WithGroup("web"), e.PolicyNames(), web.Scopes(e.catalog)
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(e.catalog, participant),
 		web.AntiScanPanel(e.records.Monitors, e.store.Now),

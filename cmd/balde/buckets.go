@@ -179,9 +179,9 @@ func openAdminEngine(ctx context.Context, cfg settings.Settings, clock throttle.
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
 	}
-	ic, err := newInboundConfig(cfg)
+	ic, err := cfg.InboundConfig()
 	if err != nil {
-		return nil, err
+		return nil, settingUsage(err)
 	}
 	var resolvers throttle.Resolvers
 	if ic != nil {

@@ -119,8 +119,8 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, opts balde.Config) (*bal
 	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
 		return nil, settingUsage(err)
 	}
-	if opts.Inbound, err = newInboundConfig(*g.cfg); err != nil {
-		return nil, err
+	if opts.Inbound, err = g.cfg.InboundConfig(); err != nil {
+		return nil, settingUsage(err)
 	}
 	if opts.Inbound != nil {
 		opts.Inbound.Client = g.access.Authenticate

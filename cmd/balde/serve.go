@@ -103,9 +103,9 @@ type app struct {
 // (settings.Settings.Server). sc nil is the SIFEN simulator's.
 func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
-	inbound, err := newInboundConfig(cfg)
+	inbound, err := cfg.InboundConfig()
 	if err != nil {
-		return nil, err
+		return nil, settingUsage(err)
 	}
 	if cfg.DictCategory != "" {
 		if err := dict.ValidateCategory(cfg.DictCategory); err != nil {
@@ -149,16 +149,6 @@ func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, 
 		return nil, settingUsage(err)
 	}
 	return a, nil
-}
-
-// newInboundConfig is settings.Settings.InboundConfig, a bad tokens file a
-// usage error.
-func newInboundConfig(cfg settings.Settings) (*web.InboundConfig, error) {
-	ic, err := cfg.InboundConfig()
-	if err != nil {
-		return nil, UsageError("%v", err)
-	}
-	return ic, nil
 }
 
 // close stops the server's background work, the simulators, then the

@@ -3,7 +3,7 @@ package settings
 import "github.com/balde-throttle/balde/web"
 
 // InboundConfig is the inbound limiter's configuration, nil when off, with
-// the tokens of InboundTokensFile read now.
+// the tokens of InboundTokensFile read now (a *Error when they cannot be).
 func (c Settings) InboundConfig() (*web.InboundConfig, error) {
 	if c.InboundIPLimit == 0 {
 		return nil, nil

@@ -33,7 +33,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	for _, err := range []error{cfg.CheckSifenBlock(), cfg.CheckDictURLs(), cfg.CheckDictClient()} {
+	for _, err := range []error{cfg.CheckSifenBlock(), cfg.CheckDictURLs(), cfg.CheckDictClient(), cfg.CheckServe()} {
 		if err := settingUsage(err); err != nil {
 			return err
 		}
@@ -42,9 +42,6 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 		if err := settings.CheckListenAddr(a.addr); a.addr != "" && err != nil {
 			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
 		}
-	}
-	if err := settingUsage(cfg.CheckServe()); err != nil {
-		return err
 	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.

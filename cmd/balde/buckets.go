@@ -174,7 +174,7 @@ func requireDatabase(dsn string) error {
 // (requireDatabase) with every policy serve knows — the inbound limiter's
 // too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not shown as
 // orphans — and the DICT category a reconciliation recorded; clock nil is
-// the system clock.
+// the system clock. Its inbound limiter decides nothing.
 func openAdminEngine(ctx context.Context, cfg settings.Settings, clock throttle.Clock) (*balde.Engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
@@ -183,15 +183,7 @@ func openAdminEngine(ctx context.Context, cfg settings.Settings, clock throttle.
 	if err != nil {
 		return nil, settingUsage(err)
 	}
-	var resolvers throttle.Resolvers
-	if ic != nil {
-		in, err := web.NewInbound(*ic)
-		if err != nil {
-			return nil, UsageError("inbound limiter: %v", err)
-		}
-		resolvers = append(resolvers, in.Policies())
-	}
-	eng, err := openEngine(ctx, cfg, balde.Config{Resolvers: resolvers, Clock: clock})
+	eng, err := openEngine(ctx, cfg, balde.Config{Inbound: ic, Clock: clock})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -100,10 +101,7 @@ type gatewayCmd struct {
 func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, func([]string) error) {
 	cfg, fs, parse := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
 		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})...)
-	g := &gatewayCmd{cfg: cfg, addr: def}
-	if v := m.Getenv(addrEnv); v != "" {
-		g.addr = v
-	}
+	g := &gatewayCmd{cfg: cfg, addr: cmp.Or(m.Getenv(addrEnv), def)}
 	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
 	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
 	return g, fs, parse

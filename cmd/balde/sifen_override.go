@@ -78,8 +78,6 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	o, err := eng.OverrideSifen(ctx, id, *actor, *reason)
 	switch {
-	case errors.Is(err, balde.ErrNoReason):
-		return UsageError("sifen-override: --reason is required (it is recorded in the audit trail)")
 	case err != nil:
 		return fmt.Errorf("sifen-override: %w", err)
 	case !o.Done:

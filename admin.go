@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/web"
 )
 
@@ -34,11 +35,15 @@ func (e *Engine) RestoreDictCategory(ctx context.Context, participant string) er
 }
 
 // PolicyNames are the names of every policy whose buckets an operator
-// may see in this engine's database, sorted: the DICT's, SIFEN's and the
-// inbound limiter's (web.InboundPolicyNames), whose buckets serve and the
-// gateways write even when this engine has no inbound limiter.
+// may see in this engine's database, sorted (the admin pages' filters):
+// the DICT's, SIFEN's and the inbound limiter's (web.InboundPolicyNames),
+// whose buckets serve and the gateways write even when this engine has no
+// inbound limiter.
 func (e *Engine) PolicyNames() []string {
-	names := append(e.policyNames(), web.InboundPolicyNames()...)
+	names := append(web.InboundPolicyNames(), sifen.PolicyRecepcionLote)
+	for _, s := range e.catalog.Specs() {
+		names = append(names, s.Name)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }

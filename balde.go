@@ -218,9 +218,9 @@ func Open(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	// The DICT lookups and the audit trail live in the store's database,
 	// each statement retried like the store's own after a transient failure.
 	e := &Engine{store: store, catalog: catalog, records: dictsql.NewRecords(store.DB(), store.ReadDB()),
-		audit: auditsql.New(store.DB(), store.ReadDB(), store.Now), inbound: inbound, observer: cfg.Observer,
+		audit: auditsql.New(store), inbound: inbound, observer: cfg.Observer,
 		logger: logger, jobs: cfg.Jobs, started: make(chan struct{})}
-	e.records.Retry, e.audit.Retry = store.Retry, store.Retry
+	e.records.Retry = store.Retry
 	defer func() {
 		if err != nil {
 			e.Close(ctx)
@@ -378,19 +378,6 @@ func (e *Engine) DictRecords() *dictsql.Records { return e.records }
 // own operator actions.
 func (e *Engine) Audit() *auditsql.Store { return e.audit }
 
-// policyNames lists the inbound, DICT and SIFEN policies, for the filters
-// of the admin pages.
-func (e *Engine) policyNames() []string {
-	var names []string
-	if e.inbound != nil {
-		names = append(names, web.InboundPolicyNames()...)
-	}
-	for _, s := range e.catalog.Specs() {
-		names = append(names, s.Name)
-	}
-	return append(names, sifen.PolicyRecepcionLote)
-}
-
 // CheckHealth reports whether the database answers and its schema is at
 // balde's latest migration, not dirty (the web server's /healthz).
 func (e *Engine) CheckHealth(ctx context.Context) error {
@@ -424,7 +411,7 @@ func (e *Engine) NewServer(participant string) *web.Server {
 	s := web.NewServer()
 	s.Limiter, s.Reader, s.Inbound, s.Metrics = e.limiter, e.reader, e.inbound, e.metrics()
 	s.HealthCheck, s.Audit, s.Shadows = e.CheckHealth, e.audit, e
-	s.Logger, s.Policies, s.Scope = e.logger.WithGroup("web"), e.policyNames(), web.Scopes(e.catalog)
+	s.Logger, s.Policies, s.Scope = e.logger.WithGroup("web"), e.PolicyNames(), web.Scopes(e.catalog)
 	s.Panels = []web.PanelFunc{
 		web.DictCategoryPanel(e.catalog, participant),
 		web.AntiScanPanel(e.records.Monitors, e.store.Now),

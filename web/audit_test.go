@@ -25,7 +25,7 @@ import (
 func withAudit(t *testing.T, into **auditsql.Store) option {
 	return func(e *env) {
 		st := sqlstoretest.MustOpen(t, sqlstore.SQLite, e.clock.Now)
-		a := auditsql.New(st.DB(), st.ReadDB(), e.clock.Now)
+		a := auditsql.New(st)
 		*into = a
 		e.configure = append(e.configure, func(s *web.Server) { s.Audit = a })
 	}

@@ -319,7 +319,7 @@ func TestGatewayClientsInAuditMetricsAndLogs(t *testing.T) {
 
 	w := newSifenGatewayWorld(t, sqlstore.SQLite, -1)
 	store := sqlstoretest.MustOpenDSN(t, w.dsn, w.now)
-	trail := auditsql.New(store.DB(), store.ReadDB(), w.now)
+	trail := auditsql.New(store)
 	w.configure = func(c *web.SifenGatewayConfig) {
 		c.Authenticate, c.Audit, c.Metrics, c.Logger = clients.Authenticate, trail, metrics, logger
 	}

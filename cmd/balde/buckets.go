@@ -174,24 +174,16 @@ func requireDatabase(dsn string) error {
 // (requireDatabase) with every policy serve knows — the inbound limiter's
 // too (BALDE_INBOUND_TOKENS_FILE read), so its buckets are not shown as
 // orphans — and the DICT category a reconciliation recorded; clock nil is
-// the system clock.
+// the system clock. Its inbound limiter decides nothing.
 func openAdminEngine(ctx context.Context, cfg settings.Settings, clock throttle.Clock) (*balde.Engine, error) {
 	if err := requireDatabase(cfg.DB); err != nil {
 		return nil, err
 	}
-	ic, err := newInboundConfig(cfg)
+	ic, err := cfg.InboundConfig()
 	if err != nil {
-		return nil, err
+		return nil, settingUsage(err)
 	}
-	var resolvers throttle.Resolvers
-	if ic != nil {
-		in, err := web.NewInbound(*ic)
-		if err != nil {
-			return nil, UsageError("inbound limiter: %v", err)
-		}
-		resolvers = append(resolvers, in.Policies())
-	}
-	eng, err := openEngine(ctx, cfg, balde.Config{Resolvers: resolvers, Clock: clock})
+	eng, err := openEngine(ctx, cfg, balde.Config{Inbound: ic, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +254,14 @@ func (b bucketsCmd) reset(ctx context.Context, key throttle.Key, actor, reason s
 		return err
 	}
 	if !yes {
-		report.WriteBucket(b.m.Stdout, b.out.Tr, st, b.out.Scope)
+		b.out.Bucket(st)
 		fmt.Fprint(b.m.Stdout, b.out.Tr.Sprintf("Reset %s to %s tokens and clear its cooldown and block, as %s? [y/N] ", key, strconv.FormatInt(st.Policy.Capacity, 10), strconv.Quote(actor)))
-		answer, err := report.ReadAnswer(ctx, b.m.Stdin)
+		ok, err := report.Confirm(ctx, b.m.Stdin)
 		if err != nil {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("buckets reset: reset cancelled: %s unchanged", key)}
 		}
-		if !report.Confirmed(answer) {
+		if !ok {
 			fmt.Fprintln(b.m.Stdout)
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("buckets reset: not confirmed: %s unchanged", key)}
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/dictlookup"
+	"github.com/balde-throttle/balde/internal/jobs"
 	"github.com/balde-throttle/balde/internal/report"
-	"github.com/balde-throttle/balde/throttle"
 )
 
 // runDictLookup is "balde dict-lookup": it looks up Pix keys (getEntry)
@@ -77,7 +77,9 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
-	if err := learnCategory(ctx, eng); err != nil {
+	// A DICT that cannot be asked leaves the category recorded, else
+	// --dict-category, else the strictest (H).
+	if err := jobs.LearnCategory(ctx, eng.Dict(), eng.Logger()); err != nil {
 		return err
 	}
 
@@ -97,17 +99,6 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 		return err
 	}
 	return batchExit("dict-lookup", sum, rep.Tr)
-}
-
-// learnCategory sets the engine's DICT category as the DICT reports it
-// (reused while fresh: POLICIES_LIST allows 6 a minute); a DICT that cannot
-// be asked leaves the one recorded, else --dict-category, else the
-// strictest (H). Only a database that cannot answer is an error.
-func learnCategory(ctx context.Context, eng *balde.Engine) error {
-	if _, err := eng.Dict().LearnCategory(ctx, dict.CategoryFresh); errors.Is(err, throttle.ErrStoreUnavailable) {
-		return err
-	}
-	return nil
 }
 
 // readLookups reads path ("-" is stdin) with dictlookup.ReadLookupRequests;

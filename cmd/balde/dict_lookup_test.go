@@ -24,6 +24,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/dictlookup"
+	"github.com/balde-throttle/balde/internal/jobs"
 	"github.com/balde-throttle/balde/internal/report"
 	"github.com/balde-throttle/balde/internal/settings"
 	"github.com/balde-throttle/balde/internal/waitfor"
@@ -520,7 +521,7 @@ func TestDictCategoryLearnedAtStart(t *testing.T) {
 		eng, err := openEngine(ctx, cfg, balde.Config{Clock: throttle.NewManualClock(testEpoch).Now, Dict: &dc})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, eng.Close(ctx)) })
-		require.NoError(t, learnCategory(ctx, eng))
+		require.NoError(t, jobs.LearnCategory(ctx, eng.Dict(), eng.Logger()))
 		return eng
 	}
 

@@ -33,9 +33,12 @@ func openEngine(ctx context.Context, cfg settings.Settings, opts balde.Config) (
 }
 
 // sifenConfig is settings.Settings.SifenConfig with the client of baseURL
-// (settings.Settings.SifenClient): bad block settings, URL or certificate
-// a usage error.
-func sifenConfig(cfg settings.Settings, baseURL string) (*balde.SifenConfig, error) {
+// (settings.Settings.SifenClient): no baseURL is noURL (the command's usage
+// error), bad block settings, URL or certificate a usage error.
+func sifenConfig(cfg settings.Settings, baseURL string, noURL error) (*balde.SifenConfig, error) {
+	if baseURL == "" {
+		return nil, noURL
+	}
 	if err := settingUsage(cfg.CheckSifenBlock()); err != nil {
 		return nil, err
 	}

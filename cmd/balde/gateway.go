@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -100,10 +101,7 @@ type gatewayCmd struct {
 func (m *Main) newGateway(name, addrEnv, def, synopsis, example string, groups ...[]string) (*gatewayCmd, *flag.FlagSet, func([]string) error) {
 	cfg, fs, parse := m.newCommand(name, synopsis, example, append(groups, storeFlags, policyFlags, backgroundFlags,
 		[]string{"clients", "tls-cert", "tls-key", "client-ca", "trusted-proxies", "inbound-ip-limit", "inbound-client-limit", "inbound-window"})...)
-	g := &gatewayCmd{cfg: cfg, addr: def}
-	if v := m.Getenv(addrEnv); v != "" {
-		g.addr = v
-	}
+	g := &gatewayCmd{cfg: cfg, addr: cmp.Or(m.Getenv(addrEnv), def)}
 	fs.StringVar(&g.addr, "addr", g.addr, "address the gateway listens on, HOST:PORT (env "+addrEnv+")")
 	g.noAuth = fs.Bool("no-client-auth", false, "development only: serve without client credentials; --addr must then be a loopback address")
 	return g, fs, parse
@@ -119,8 +117,8 @@ func (g *gatewayCmd) open(ctx context.Context, m *Main, opts balde.Config) (*bal
 	if g.access, err = g.cfg.GatewayAccess(g.addr, *g.noAuth, logger); err != nil {
 		return nil, settingUsage(err)
 	}
-	if opts.Inbound, err = newInboundConfig(*g.cfg); err != nil {
-		return nil, err
+	if opts.Inbound, err = g.cfg.InboundConfig(); err != nil {
+		return nil, settingUsage(err)
 	}
 	if opts.Inbound != nil {
 		opts.Inbound.Client = g.access.Authenticate
@@ -183,15 +181,12 @@ func runSifenGateway(ctx context.Context, m *Main, args []string) error {
 	if *hold < 0 {
 		return UsageError("gateway sifen: --hold %s: want 0 or more", *hold)
 	}
-	if cfg.SifenURL == "" {
-		return UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL, UsageError(`gateway sifen: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`))
+	if err != nil {
+		return err
 	}
 	if err := settings.CheckListenAddr(g.addr); err != nil {
 		return UsageError("gateway sifen: --addr %q: %v", g.addr, err)
-	}
-	sc, err := sifenConfig(*cfg, cfg.SifenURL)
-	if err != nil {
-		return err
 	}
 	sc.AllowUnsigned = *allowUnsigned
 	e, err := g.open(ctx, m, balde.Config{Sifen: sc})

@@ -60,5 +60,5 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if op == "force" && force > int(latest) {
 		return UsageError("migrate: force: version %d does not exist (the latest is %d)", force, latest)
 	}
-	return report.Migrate(ctx, m.Stdout, m.Stderr, cfg.DB, op, force)
+	return report.Migrate(ctx, m.Stdout, m.Stderr, cfg.DB, engine, latest, op, force)
 }

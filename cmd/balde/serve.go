@@ -33,7 +33,7 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() != 0 {
 		return UsageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	for _, err := range []error{cfg.CheckSifenBlock(), cfg.CheckDictURLs(), cfg.CheckDictClient()} {
+	for _, err := range []error{cfg.CheckSifenBlock(), cfg.CheckDictURLs(), cfg.CheckDictClient(), cfg.CheckServe()} {
 		if err := settingUsage(err); err != nil {
 			return err
 		}
@@ -43,14 +43,11 @@ func runServe(ctx context.Context, m *Main, args []string) (err error) {
 			return UsageError("serve: %s %q: %v", a.flag, a.addr, err)
 		}
 	}
-	if err := settingUsage(cfg.CheckServe()); err != nil {
-		return err
-	}
 	// A configured SIFEN is checked before the database is touched; without
 	// one the simulator's client is built once it listens.
 	var sc *balde.SifenConfig
 	if cfg.SifenURL != "" {
-		if sc, err = sifenConfig(*cfg, cfg.SifenURL); err != nil {
+		if sc, err = sifenConfig(*cfg, cfg.SifenURL, nil); err != nil {
 			return err
 		}
 	}
@@ -103,9 +100,9 @@ type app struct {
 // (settings.Settings.Server). sc nil is the SIFEN simulator's.
 func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, logger *slog.Logger) (_ *app, err error) {
 	// Bad configuration is found before the database is touched.
-	inbound, err := newInboundConfig(cfg)
+	inbound, err := cfg.InboundConfig()
 	if err != nil {
-		return nil, err
+		return nil, settingUsage(err)
 	}
 	if cfg.DictCategory != "" {
 		if err := dict.ValidateCategory(cfg.DictCategory); err != nil {
@@ -126,7 +123,7 @@ func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, 
 	dc := cfg.DictConfig(sims.DictURL)
 	dc.Simulator = sims.Dict != nil // automatic reconciliation stays off against it
 	if sc == nil {
-		if sc, err = sifenConfig(cfg, sims.SifenURL); err != nil {
+		if sc, err = sifenConfig(cfg, sims.SifenURL, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -149,16 +146,6 @@ func openApp(ctx context.Context, cfg settings.Settings, sc *balde.SifenConfig, 
 		return nil, settingUsage(err)
 	}
 	return a, nil
-}
-
-// newInboundConfig is settings.Settings.InboundConfig, a bad tokens file a
-// usage error.
-func newInboundConfig(cfg settings.Settings) (*web.InboundConfig, error) {
-	ic, err := cfg.InboundConfig()
-	if err != nil {
-		return nil, UsageError("%v", err)
-	}
-	return ic, nil
 }
 
 // close stops the server's background work, the simulators, then the

@@ -45,14 +45,11 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	if strings.TrimSpace(*actor) == "" {
 		return UsageError("sifen-override: --actor is empty")
 	}
-	if cfg.SifenURL == "" {
-		return UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
-	}
-	if err := requireDatabase(cfg.DB); err != nil {
+	sc, err := sifenConfig(*cfg, cfg.SifenURL, UsageError(`sifen-override: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`))
+	if err != nil {
 		return err
 	}
-	sc, err := sifenConfig(*cfg, cfg.SifenURL)
-	if err != nil {
+	if err := requireDatabase(cfg.DB); err != nil {
 		return err
 	}
 	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: m.Clock, Sifen: sc})
@@ -70,19 +67,17 @@ func runSifenOverride(ctx context.Context, m *Main, args []string) (err error) {
 	}
 	if !*yes {
 		report.WriteOverridePrompt(m.Stdout, tr, d, *actor)
-		answer, err := report.ReadAnswer(ctx, m.Stdin)
+		ok, err := report.Confirm(ctx, m.Stdin)
 		if err != nil {
 			fmt.Fprintln(m.Stdout)
 			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("sifen-override: cancelled: document %d unchanged", id)}
 		}
-		if !report.Confirmed(answer) {
+		if !ok {
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("sifen-override: not confirmed: document %d unchanged", id)}
 		}
 	}
 	o, err := eng.OverrideSifen(ctx, id, *actor, *reason)
 	switch {
-	case errors.Is(err, balde.ErrNoReason):
-		return UsageError("sifen-override: --reason is required (it is recorded in the audit trail)")
 	case err != nil:
 		return fmt.Errorf("sifen-override: %w", err)
 	case !o.Done:

@@ -44,9 +44,11 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 	if fs.NArg() == 0 && !*follow {
 		return UsageError("sifen-send: no FILE or DIR to send, and no --follow (see balde sifen-send --help)")
 	}
-	if cfg.SifenURL == "" {
-		return UsageError(`sifen-send: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`)
+	sc, err := sifenConfig(*cfg, cfg.SifenURL, UsageError(`sifen-send: no SIFEN URL configured (set --sifen-url or BALDE_SIFEN_URL; "official" for SIFEN's endpoints)`))
+	if err != nil {
+		return err
 	}
+	sc.AllowUnsigned = *allowUnsigned
 
 	// Every file is read and parsed before anything is stored or sent:
 	// bad input changes nothing.
@@ -62,11 +64,6 @@ func runSifenSend(ctx context.Context, m *Main, args []string) (err error) {
 		return UsageError("sifen-send: %d invalid document(s), nothing sent: %s", len(bad), bad[0].Message)
 	}
 
-	sc, err := sifenConfig(*cfg, cfg.SifenURL)
-	if err != nil {
-		return err
-	}
-	sc.AllowUnsigned = *allowUnsigned
 	eng, err := openEngine(ctx, *cfg, balde.Config{Clock: clock.Now, Sifen: sc})
 	if err != nil {
 		return err

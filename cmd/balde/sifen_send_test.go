@@ -390,7 +390,7 @@ func TestSifenSendRejected(t *testing.T) {
 	clock.Advance(sifen.DefaultConsultaInterval)
 	cfg := settings.Default()
 	cfg.DB = db
-	sc, err := sifenConfig(cfg, sim.URL)
+	sc, err := sifenConfig(cfg, sim.URL, nil)
 	require.NoError(t, err)
 	eng, err := openEngine(ctx, cfg, balde.Config{Clock: clock.Now, Sifen: sc})
 	require.NoError(t, err)

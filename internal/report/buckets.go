@@ -15,29 +15,45 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// WriteBuckets writes one page of stored buckets as "balde buckets list"
-// prints it: a table of 100 columns, or with wide every column, then
-// whether the page is partial and the next page's cursor. scope names
-// whom a key's bucket belongs to (web.Scopes).
-func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, scope func(throttle.Key) string) error {
+// Buckets is what "balde buckets" prints to W, in Tr's language or as the
+// JSON of /api/buckets; Scope names whom a key's bucket belongs to
+// (web.Scopes).
+type Buckets struct {
+	W          io.Writer
+	Tr         *i18n.Printer
+	JSON, Wide bool
+	Scope      func(throttle.Key) string
+}
+
+// List prints one page of stored buckets: a table of 100 columns, or with
+// Wide every column, then whether the page is partial and the next page's
+// cursor.
+func (b Buckets) List(page inspect.Page) error {
+	if b.JSON {
+		out := view.NewAPIBucketList(page.States, b.Scope)
+		out.Next, out.Partial = page.Next, page.Partial
+		WriteJSONLine(b.W, out)
+		return nil
+	}
+	w, tr := b.W, b.Tr
 	if len(page.States) == 0 {
 		fmt.Fprintln(w, tr.Sprintf("no stored bucket matches (a key with no row is a full bucket)"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if wide {
+	if b.Wide {
 		fmt.Fprintln(tw, tr.Sprintf("POLICY\tSCOPE\tIDENTIFIER\tENV\tTOKENS\tCAPACITY\tREFILL\tSEVERITY\tCOOLDOWN/BLOCK\tLAST SEND\tSENDS"))
 	} else {
 		fmt.Fprintln(tw, tr.Sprintf("POLICY\tIDENTIFIER\tENV\tTOKENS\tSEVERITY\tSTATE\tLAST SEND"))
 	}
 	for _, st := range page.States {
-		v := view.ViewBucket(tr, st, scope)
+		v := view.ViewBucket(tr, st, b.Scope)
 		policy := st.Key.Policy
 		if st.Shadow {
 			// docs/decisions/0200: refusals recorded, requests admitted.
 			policy += " [" + tr.Sprintf("shadow") + "]"
 		}
-		if wide {
+		if b.Wide {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", policy, v.Scope, st.Key.Identifier, st.Key.Env,
 				st.Tokens, v.Capacity, v.Refill, v.Severity, v.Wait, v.LastSend, st.SendCount)
 			continue
@@ -61,26 +77,33 @@ func WriteBuckets(w io.Writer, tr *i18n.Printer, page inspect.Page, wide bool, s
 	return nil
 }
 
-// WriteLedger writes a bucket's ledger rows, newest first, at most limit.
-func WriteLedger(w io.Writer, tr *i18n.Printer, entries []throttle.LedgerEntry, limit int) error {
-	fmt.Fprintln(w, "\n"+tr.Sprintf("ledger (newest first, at most %d):", limit))
-	if len(entries) == 0 {
-		fmt.Fprintln(w, "  "+tr.Sprintf("no rows"))
+// Show prints one bucket (Bucket) and its most recent ledger rows, newest
+// first, at most limit.
+func (b Buckets) Show(st throttle.BucketState, entries []throttle.LedgerEntry, limit int) error {
+	if b.JSON {
+		WriteJSONLine(b.W, view.NewAPIBucketDetail(st, entries, b.Scope))
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  "+tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
+	b.Bucket(st)
+	fmt.Fprintln(b.W, "\n"+b.Tr.Sprintf("ledger (newest first, at most %d):", limit))
+	if len(entries) == 0 {
+		fmt.Fprintln(b.W, "  "+b.Tr.Sprintf("no rows"))
+		return nil
+	}
+	tw := tabwriter.NewWriter(b.W, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+b.Tr.Sprintf("ID\tAT\tREASON\tDELTA\tBALANCE\tCOUNT\tREF"))
 	for _, e := range entries {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, tr.Time(e.At), tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%+d\t%d\t%d\t%s\n", e.ID, b.Tr.Time(e.At), b.Tr.Text(e.Reason.String()), e.Delta, e.Balance, max(e.Count, 1), e.Ref)
 	}
 	return tw.Flush()
 }
 
-// WriteBucket writes a bucket as "field: value" lines ("balde buckets
-// show", and the reset prompt).
-func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) {
-	v := view.ViewBucket(tr, st, scope)
-	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+// Bucket prints a bucket as "field: value" lines (Show, and the reset
+// prompt), in Tr's language.
+func (b Buckets) Bucket(st throttle.BucketState) {
+	tr := b.Tr
+	v := view.ViewBucket(tr, st, b.Scope)
+	w := tabwriter.NewWriter(b.W, 0, 0, 1, ' ', 0)
 	stored := tr.Sprintf("yes")
 	if !st.Stored {
 		stored = tr.Sprintf("no (a key with no row is a full bucket)")
@@ -113,36 +136,6 @@ func WriteBucket(out io.Writer, tr *i18n.Printer, st throttle.BucketState, scope
 		fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
 	}
 	_ = w.Flush()
-}
-
-// Buckets is what "balde buckets" prints to W, in Tr's language or as the
-// JSON of /api/buckets.
-type Buckets struct {
-	W          io.Writer
-	Tr         *i18n.Printer
-	JSON, Wide bool
-	Scope      func(throttle.Key) string
-}
-
-// List prints one page of stored buckets.
-func (b Buckets) List(page inspect.Page) error {
-	if b.JSON {
-		out := view.NewAPIBucketList(page.States, b.Scope)
-		out.Next, out.Partial = page.Next, page.Partial
-		WriteJSONLine(b.W, out)
-		return nil
-	}
-	return WriteBuckets(b.W, b.Tr, page, b.Wide, b.Scope)
-}
-
-// Show prints one bucket and its most recent ledger rows, at most limit.
-func (b Buckets) Show(st throttle.BucketState, entries []throttle.LedgerEntry, limit int) error {
-	if b.JSON {
-		WriteJSONLine(b.W, view.NewAPIBucketDetail(st, entries, b.Scope))
-		return nil
-	}
-	WriteBucket(b.W, b.Tr, st, b.Scope)
-	return WriteLedger(b.W, b.Tr, entries, limit)
 }
 
 // Reset prints a reset of key done by actor.

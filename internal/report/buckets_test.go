@@ -21,7 +21,7 @@ func testBucket(at time.Time) throttle.BucketState {
 		Policy: p, At: at, Stored: true, UntilFull: 7 * time.Second}
 }
 
-// WriteBuckets is buckets list's table: narrow (a shortened identifier) or
+// Buckets.List is buckets list's table: narrow (a shortened identifier) or
 // wide (every column), the empty page said as such, and the partial and
 // next-page lines.
 func TestWriteBuckets(t *testing.T) {
@@ -43,7 +43,7 @@ func TestWriteBuckets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			require.NoError(t, report.WriteBuckets(&b, tr, tt.page, tt.wide, scope))
+			require.NoError(t, report.Buckets{W: &b, Tr: tr, Wide: tt.wide, Scope: scope}.List(tt.page))
 			for _, w := range tt.want {
 				require.Contains(t, b.String(), w)
 			}
@@ -54,28 +54,29 @@ func TestWriteBuckets(t *testing.T) {
 	}
 }
 
-// WriteBucket is buckets show's "field: value" lines; WriteLedger its
+// Buckets.Bucket is buckets show's "field: value" lines; Show adds its
 // ledger, "no rows" when empty.
 func TestWriteBucketAndLedger(t *testing.T) {
 	tr := i18n.New(i18n.English, time.UTC)
 	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	st := testBucket(at)
 	var b bytes.Buffer
-	report.WriteBucket(&b, tr, st, func(throttle.Key) string { return "account" })
-	out := b.String()
-	require.Contains(t, out, "bucket:")
-	require.Contains(t, out, st.Key.String())
-	require.Contains(t, out, "3 of 10")
-	require.Contains(t, out, "full:")
-	require.Contains(t, out, "in 7s")
-	require.Contains(t, out, "sends:")
-	require.Equal(t, 12, strings.Count(out, "\n"), "one line per field")
+	out := report.Buckets{W: &b, Tr: tr, Scope: func(throttle.Key) string { return "account" }}
+	out.Bucket(st)
+	bucket := b.String()
+	require.Contains(t, bucket, "bucket:")
+	require.Contains(t, bucket, st.Key.String())
+	require.Contains(t, bucket, "3 of 10")
+	require.Contains(t, bucket, "full:")
+	require.Contains(t, bucket, "in 7s")
+	require.Contains(t, bucket, "sends:")
+	require.Equal(t, 12, strings.Count(bucket, "\n"), "one line per field")
 
 	b.Reset()
-	require.NoError(t, report.WriteLedger(&b, tr, nil, 20))
-	require.Equal(t, "\nledger (newest first, at most 20):\n  no rows\n", b.String())
+	require.NoError(t, out.Show(st, nil, 20))
+	require.Equal(t, bucket+"\nledger (newest first, at most 20):\n  no rows\n", b.String())
 	b.Reset()
-	require.NoError(t, report.WriteLedger(&b, tr, []throttle.LedgerEntry{{ID: 9, Key: st.Key, At: at, Delta: -1, Balance: 3, Reason: throttle.LedgerTake, Ref: "sms 1"}}, 5))
+	require.NoError(t, out.Show(st, []throttle.LedgerEntry{{ID: 9, Key: st.Key, At: at, Delta: -1, Balance: 3, Reason: throttle.LedgerTake, Ref: "sms 1"}}, 5))
 	require.Contains(t, b.String(), "at most 5")
 	require.Regexp(t, `  9 +\S.* +-1 +3 +1 +sms 1\n$`, b.String())
 }

@@ -11,19 +11,12 @@ import (
 )
 
 // Migrate runs "balde migrate" op (up, down, version, or force to version
-// force, with a warning to warn) on dsn and prints SchemaState to w.
-func Migrate(ctx context.Context, w, warn io.Writer, dsn, op string, force int) error {
-	engine, _, err := sqlstore.ParseDSN(dsn)
-	if err != nil {
-		return err
-	}
-	latest, err := migrations.Latest(engine)
-	if err != nil {
-		return err
-	}
+// force, with a warning to warn) on dsn, a database of engine whose latest
+// migration is latest, and prints SchemaState to w.
+func Migrate(ctx context.Context, w, warn io.Writer, dsn string, engine sqlstore.Engine, latest uint, op string, force int) error {
 	var version uint
 	var dirty bool
-	err = alldrivers.Migrate(ctx, dsn, func(mg *migrations.Migrator) error {
+	err := alldrivers.Migrate(ctx, dsn, func(mg *migrations.Migrator) (err error) {
 		switch op {
 		case "up":
 			err = mg.Up()

@@ -11,9 +11,10 @@ import (
 	"github.com/balde-throttle/balde/internal/i18n"
 )
 
-// ReadAnswer reads one line from r ("" at its end), or returns ctx.Err()
-// as soon as ctx ends; the read's goroutine ends with the input.
-func ReadAnswer(ctx context.Context, r io.Reader) (string, error) {
+// Confirm reads one line from r and reports whether it is "y" or "yes", in
+// any case (the end of the input is no), or returns ctx.Err() as soon as
+// ctx ends; the read's goroutine ends with the input.
+func Confirm(ctx context.Context, r io.Reader) (bool, error) {
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
@@ -21,16 +22,11 @@ func ReadAnswer(ctx context.Context, r io.Reader) (string, error) {
 	}()
 	select {
 	case s := <-line:
-		return s, nil
+		a := strings.ToLower(strings.TrimSpace(s))
+		return a == "y" || a == "yes", nil
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return false, ctx.Err()
 	}
-}
-
-// Confirmed reports whether answer is "y" or "yes", in any case.
-func Confirmed(answer string) bool {
-	a := strings.ToLower(strings.TrimSpace(answer))
-	return a == "y" || a == "yes"
 }
 
 // Shorten cuts s to n characters with an ellipsis in the middle.

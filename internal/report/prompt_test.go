@@ -15,14 +15,14 @@ import (
 	"github.com/balde-throttle/balde/internal/report"
 )
 
-func TestReadAnswer(t *testing.T) {
-	got, err := report.ReadAnswer(context.Background(), stringsReader("yes\nno\n"))
+func TestConfirmReadsOneLine(t *testing.T) {
+	got, err := report.Confirm(context.Background(), stringsReader("yes\nno\n"))
 	require.NoError(t, err)
-	require.Equal(t, "yes\n", got)
+	require.True(t, got, "the first line only")
 
-	got, err = report.ReadAnswer(context.Background(), stringsReader(""))
+	got, err = report.Confirm(context.Background(), stringsReader(""))
 	require.NoError(t, err)
-	require.Empty(t, got, "the end of the input is the empty answer")
+	require.False(t, got, "the end of the input is the empty answer")
 
 	// Ctrl-C while nothing is typed: the prompt ends at once.
 	pr, pw := io.Pipe()
@@ -30,7 +30,7 @@ func TestReadAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = report.ReadAnswer(ctx, pr)
+	_, err = report.Confirm(ctx, pr)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 10*time.Second)
 }
@@ -48,7 +48,9 @@ func TestConfirmed(t *testing.T) {
 	for answer, want := range map[string]bool{
 		"y\n": true, "YES\n": true, "  yes ": true, "": false, "\n": false, "n\n": false, "yess\n": false, "sim\n": false,
 	} {
-		require.Equal(t, want, report.Confirmed(answer), "%q", answer)
+		got, err := report.Confirm(context.Background(), stringsReader(answer))
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%q", answer)
 	}
 }
 

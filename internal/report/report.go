@@ -232,12 +232,6 @@ func New(w io.Writer, mode Mode, total int, what string, clock Clock, tr *i18n.P
 	return r
 }
 
-// Mode is how r writes.
-func (r *Reporter) Mode() Mode { return r.mode }
-
-// Writer is where r writes (for a caller's own JSON lines).
-func (r *Reporter) Writer() io.Writer { return r.w }
-
 // AddWait adds d, waited with Clock.BaseSleep, to the time waited.
 func (r *Reporter) AddWait(d time.Duration) {
 	r.waitd += d

@@ -56,15 +56,6 @@ type SifenSend struct {
 	done int // items reported
 }
 
-// InterruptedFollowError is Follow stopped by its context with Left
-// documents still sent; its message is in the Reporter's language.
-type InterruptedFollowError struct {
-	Left int
-	msg  string
-}
-
-func (e *InterruptedFollowError) Error() string { return e.msg }
-
 // finish reports it.
 func (b *SifenSend) finish(it *SifenItem) {
 	b.done++
@@ -157,7 +148,7 @@ func (b *SifenSend) imported(it *SifenItem, im *sifen.Imported, byID map[int64]*
 			it.Message = fmt.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 			it.Said = tr.Sprintf("rejected by SIFEN (%s); correct the document to send it again", taken.Document.Message)
 		}
-		if it.Result == Skipped && taken.OtherContent && b.Reporter.Mode() == Bar {
+		if it.Result == Skipped && taken.OtherContent && b.Reporter.mode == Bar {
 			b.Reporter.Note(it.Line()) // a bar shows no skipped line: this one must be read
 		}
 	default:
@@ -198,7 +189,8 @@ func (b *SifenSend) result(it *SifenItem, r *sifen.DocResult) {
 
 // Follow fetches and reports the results of every document still sent
 // (sifen.FollowDocuments), ending JSON with {"follow": {...}}; an ended ctx
-// stops it with an *InterruptedFollowError.
+// stops it with an error, in the Reporter's language, counting the
+// documents left sent.
 func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 	var ids []int64
 	for _, it := range items {
@@ -217,12 +209,12 @@ func (b *SifenSend) Follow(ctx context.Context, items []*SifenItem) error {
 		},
 	})
 	sum.Pending, sum.Interrupted = len(left), ctx.Err() != nil
-	if b.Reporter.Mode() == JSON {
-		WriteJSONLine(b.Reporter.Writer(), map[string]FollowSummary{"follow": sum})
+	if b.Reporter.mode == JSON {
+		WriteJSONLine(b.Reporter.w, map[string]FollowSummary{"follow": sum})
 	}
 	if sum.Interrupted {
-		return &InterruptedFollowError{Left: len(left), msg: b.Reporter.Tr.Sprintf(
-			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left))}
+		return errors.New(b.Reporter.Tr.Sprintf(
+			"sifen-send: interrupted while following %d document(s): they stay sent; balde sifen-send --follow fetches their results (so does balde serve on this database)", len(left)))
 	}
 	return err
 }
@@ -237,8 +229,8 @@ func (b *SifenSend) drawFollow(e sifen.Event) {
 	case sifen.EventResult:
 		r := NewLotResult(*e.Document)
 		b.Reporter.Note(r.String())
-		if b.Reporter.Mode() == JSON {
-			WriteJSONLine(b.Reporter.Writer(), map[string]LotResult{"lot_result": r})
+		if b.Reporter.mode == JSON {
+			WriteJSONLine(b.Reporter.w, map[string]LotResult{"lot_result": r})
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // AddFlags registers on fs the flags named ("db", "dict-url", ...), each
 // accepting what its variable does, its current value the default: call it
-// after FromEnv or ParseEnv. A name FlagNames does not list panics.
+// after ParseEnv. A name FlagNames does not list panics.
 func (s *Settings) AddFlags(fs *flag.FlagSet, names ...string) {
 	all := s.settings()
 	for _, n := range names {

@@ -38,12 +38,12 @@ func TestSettingsAddFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := settings.FromEnv(func(k string) string { return env[k] })
-			require.NoError(t, err)
+			s := settings.Default()
+			require.NoError(t, s.ParseEnv(func(k string) string { return env[k] }))
 			fs := flag.NewFlagSet("x", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			s.AddFlags(fs, settings.FlagNames()...)
-			err = fs.Parse(tt.args)
+			err := fs.Parse(tt.args)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

@@ -7,6 +7,7 @@ package settings
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net/netip"
 	"os"
@@ -148,15 +149,6 @@ func Default() Settings {
 		PruneEvery:         jobs.PruneEvery,
 		SeverityEvery:      jobs.SeverityEvery,
 	}
-}
-
-// FromEnv is Default read over by the variables of getenv (ParseEnv).
-func FromEnv(getenv func(string) string) (Settings, error) {
-	s := Default()
-	if err := s.ParseEnv(getenv); err != nil {
-		return Settings{}, err
-	}
-	return s, nil
 }
 
 // ParseEnv reads the variables through getenv: an empty one keeps the
@@ -460,18 +452,9 @@ func parseReconcileEvery(s string) (time.Duration, error) {
 // AllUsers is Users and those of UsersFile; a file that cannot be read, or
 // a name given twice or as the admin's, is a *Error.
 func (c Settings) AllUsers() ([]web.Credentials, error) {
-	users := slices.Clip(c.Users)
-	if c.UsersFile != "" {
-		f, err := os.Open(c.UsersFile)
-		if err != nil {
-			return nil, errorf("BALDE_USERS_FILE: %v", err)
-		}
-		more, err := web.ParseUsers(f)
-		f.Close()
-		if err != nil {
-			return nil, errorf("BALDE_USERS_FILE %s: %v", c.UsersFile, err)
-		}
-		users = append(users, more...)
+	users, err := withFile(c.Users, "BALDE_USERS_FILE", c.UsersFile, web.ParseUsers)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{c.AdminUser: true}
 	for _, u := range users {
@@ -481,4 +464,22 @@ func (c Settings) AllUsers() ([]web.Credentials, error) {
 		seen[u.User] = true
 	}
 	return users, nil
+}
+
+// withFile is inline and the entries of file read with parse, when file is
+// set; a file that cannot be read or parsed is a *Error naming variable.
+func withFile[T any](inline []T, variable, file string, parse func(io.Reader) ([]T, error)) ([]T, error) {
+	if file == "" {
+		return inline, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, errorf(variable+": %v", err)
+	}
+	defer f.Close()
+	more, err := parse(f)
+	if err != nil {
+		return nil, errorf(variable+" %s: %v", file, err)
+	}
+	return append(slices.Clip(inline), more...), nil
 }

@@ -101,8 +101,8 @@ func TestEnvSettings(t *testing.T) {
 		"BALDE_LEDGER":                "minute",
 		"BALDE_DICT_CATEGORY":         "C",
 	}
-	s, err := settings.FromEnv(func(k string) string { return env[k] })
-	require.NoError(t, err)
+	s := settings.Default()
+	require.NoError(t, s.ParseEnv(func(k string) string { return env[k] }))
 	require.Equal(t, "sqlite://app.db", s.DB)
 	require.Equal(t, settings.ReconcileAuto, s.DictReconcileEvery, "unset: the default stays")
 	cfg := s.Config()
@@ -117,15 +117,16 @@ func TestEnvSettings(t *testing.T) {
 		SeverityEvery: def.SeverityEvery, DictReconcileEvery: 0, PruneEvery: def.PruneEvery,
 		Retention: throttle.DefaultRetention}, cfg.Jobs, "reconciliation automatic")
 
-	off, err := settings.FromEnv(func(k string) string {
+	off := settings.Default()
+	require.NoError(t, off.ParseEnv(func(k string) string {
 		return map[string]string{"BALDE_PRUNE_EVERY": "off", "BALDE_DICT_RECONCILE_EVERY": "off", "BALDE_SEVERITY_EVERY": "0"}[k]
-	})
-	require.NoError(t, err)
+	}))
 	jobs := off.Jobs()
 	require.Equal(t, []time.Duration{balde.Off, balde.Off, balde.Off, balde.Off},
 		[]time.Duration{jobs.PruneEvery, jobs.SifenResolveEvery, jobs.DictReconcileEvery, jobs.SeverityEvery})
 
-	_, err = settings.FromEnv(func(k string) string {
+	bad := settings.Default()
+	err := bad.ParseEnv(func(k string) string {
 		if k == "BALDE_INBOUND_WINDOW" {
 			return "soon"
 		}
@@ -158,7 +159,8 @@ func TestSettingsUsers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := settings.FromEnv(func(k string) string { return tt.env[k] })
+			s := settings.Default()
+			err := s.ParseEnv(func(k string) string { return tt.env[k] })
 			require.NoError(t, err)
 			got, err := s.AllUsers()
 			if tt.wantErr != "" {
@@ -169,6 +171,7 @@ func TestSettingsUsers(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
-	_, err := settings.FromEnv(func(k string) string { return map[string]string{"BALDE_USERS": "x:root:pw"}[k] })
+	s := settings.Default()
+	err := s.ParseEnv(func(k string) string { return map[string]string{"BALDE_USERS": "x:root:pw"}[k] })
 	require.ErrorContains(t, err, `BALDE_USERS: web: users: line 1: user "x": web: role "root" (want viewer or admin)`)
 }

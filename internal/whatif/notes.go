@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // Notes are the report's findings in words, in tr's language, for the
@@ -14,7 +15,7 @@ import (
 func (r *Report) Notes(tr *i18n.Printer) []string {
 	var out []string
 	for _, p := range r.Policies {
-		if !p.Participant() || p.Total.Requests == 0 {
+		if !isParticipant(throttle.Key{Policy: p.Policy}) || p.Total.Requests == 0 {
 			continue
 		}
 		if p.Sufficed() {

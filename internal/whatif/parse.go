@@ -190,24 +190,19 @@ func parse(rows []throttle.LedgerEntry, res *resolver, cfg Config) (*model, erro
 	return m, nil
 }
 
-// see checks each policy's first row (checkPolicy) and records a bucket
-// its first row shows was not full as that many tokens short of the
-// what-if's capacity.
+// see checks each bucket's first row (checkPolicy), records its policy's
+// first key, and records a bucket its first row shows was not full as that
+// many tokens short of the what-if's capacity.
 func (m *model) see(e throttle.LedgerEntry, res *resolver) error {
-	if _, ok := m.first[e.Key.Policy]; !ok {
-		if err := checkPolicy(e.Key, res); err != nil {
-			return err
-		}
-		m.first[e.Key.Policy] = e.Key
-	}
 	if m.seen[e.Key] {
 		return nil
 	}
 	m.seen[e.Key] = true
-	p := res.get(e.Key)
-	if p.err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalid, e.Key, p.err)
+	if err := checkPolicy(e.Key, res); err != nil {
+		return err
 	}
+	m.first[e.Key.Policy] = cmp.Or(m.first[e.Key.Policy], e.Key)
+	p := res.get(e.Key)
 	if before := e.Balance - e.Delta; before < p.then.Capacity {
 		tokens := max(p.now.Capacity-(p.then.Capacity-before), -throttle.MaxTokens)
 		m.start[e.Key] = throttle.Bucket{Key: e.Key, Tokens: tokens, RefilledAt: e.At}

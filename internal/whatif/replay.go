@@ -35,8 +35,7 @@ type pass struct {
 // replay runs one pass over m.
 func replay(ctx context.Context, cfg Config, res *resolver, m *model, best bool) (*pass, error) {
 	p := &pass{ctx: ctx, cfg: cfg, res: res, m: m, best: best,
-		store: &memStore{buckets: make(map[throttle.Key]throttle.Bucket), start: maps.Clone(m.start),
-			credited: make(map[throttle.CreditRef]bool)},
+		store: &memStore{buckets: maps.Clone(m.start), credited: make(map[throttle.CreditRef]bool)},
 		hours: make(map[string]map[time.Time]*Hour), lowest: make(map[string][2]int64),
 		first: make(map[string]time.Time)}
 	var err error
@@ -379,11 +378,10 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 }
 
 // memStore is a throttle.Store in memory for one replay, one goroutine: no
-// ledger but the credits applied, a part-empty bucket loaded from start.
+// ledger but the credits applied; buckets start as the part-empty ones.
 type memStore struct {
 	now      time.Time
 	buckets  map[throttle.Key]throttle.Bucket
-	start    map[throttle.Key]throttle.Bucket
 	credited map[throttle.CreditRef]bool
 }
 
@@ -395,14 +393,7 @@ func (s *memStore) clock() time.Time { return s.now }
 func (s *memStore) Update(_ context.Context, keys []throttle.Key, credits []throttle.CreditRef, apply func(*throttle.Tx) error) error {
 	tx := throttle.NewTx(s.now)
 	for _, k := range keys {
-		b, ok := s.buckets[k]
-		if !ok {
-			if b, ok = s.start[k]; ok {
-				delete(s.start, k)
-				s.buckets[k] = b
-			}
-		}
-		if ok {
+		if b, ok := s.buckets[k]; ok {
 			tx.Load(b)
 		}
 	}

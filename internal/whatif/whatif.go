@@ -119,11 +119,6 @@ type PolicyReport struct {
 	BestRefused int64
 }
 
-// Participant reports whether p is the DICT participant's anti-scan policy.
-func (p PolicyReport) Participant() bool {
-	return p.Policy == dict.PolicyEntriesReadParticipantAntiscan
-}
-
 // Sufficed reports whether the replay refused none of the policy's requests.
 func (p PolicyReport) Sufficed() bool { return p.Total.RefusedNow == 0 }
 

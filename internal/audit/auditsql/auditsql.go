@@ -3,7 +3,6 @@
 package auditsql
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -13,29 +12,25 @@ import (
 
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Store is audit.Store over the store's database. Safe for concurrent use.
 type Store struct {
-	db   *sqlx.DB
-	read *sqlx.DB
-	now  func() time.Time
-	// Retry, when set, runs each statement again after a transient failure
-	// (sqlstore.Store.Retry): an insert whose answer was lost may record an
-	// entry twice, as a trail with a duplicate beats one with a gap.
-	Retry func(ctx context.Context, op string, fn func() error) error
+	store *sqlstore.Store
+	db    *sqlx.DB
+	read  *sqlx.DB
 }
 
 var _ audit.Store = (*Store)(nil)
 
-// New returns a Store over the migrated database's write and read handles
-// (read nil: db) stamping entries with now (nil: time.Now).
-func New(db, read *sqlx.DB, now func() time.Time) *Store {
-	read = cmp.Or(read, db)
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{db: db, read: read, now: now}
+// New returns a Store over store's migrated database (its write and read
+// handles), stamping entries with its clock. Each statement is run again
+// after a transient failure (sqlstore.Store.Retry): an insert whose answer
+// was lost may record an entry twice, as a trail with a duplicate beats
+// one with a gap.
+func New(store *sqlstore.Store) *Store {
+	return &Store{store: store, db: store.DB(), read: store.ReadDB()}
 }
 
 type row struct {
@@ -54,11 +49,11 @@ func (s *Store) Record(ctx context.Context, e audit.Entry) (audit.Entry, error) 
 		return e, err
 	}
 	if e.At.IsZero() {
-		e.At = s.now()
+		e.At = s.store.Now()
 	}
 	e.At = e.At.UTC()
 	e.Target, e.Outcome = audit.Clip(e.Target), audit.Clip(e.Outcome)
-	err := s.run(ctx, func() error {
+	err := s.store.Retry(ctx, "audit", func() error {
 		return s.db.GetContext(ctx, &e.ID, s.db.Rebind(`
 			INSERT INTO balde_audit (at, user_name, action, target, reason, outcome)
 			VALUES (?, ?, ?, ?, ?, ?)
@@ -100,7 +95,7 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 		LIMIT ?`
 	args = append(args, q.Limit)
 	var rows []row
-	if err := s.run(ctx, func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(query), args...) }); err != nil {
+	if err := s.store.Retry(ctx, "audit", func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(query), args...) }); err != nil {
 		return nil, fmt.Errorf("audit: list: %w", storeError(err))
 	}
 	out := make([]audit.Entry, len(rows))
@@ -117,7 +112,7 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 // the index on at.
 func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, error) {
 	var n int64
-	err := s.run(ctx, func() error {
+	err := s.store.Retry(ctx, "audit", func() error {
 		res, err := s.db.ExecContext(ctx, s.db.Rebind(`
 			DELETE FROM balde_audit
 			WHERE id IN (SELECT id FROM balde_audit WHERE at < ? ORDER BY at LIMIT ?)`), before.UnixNano(), limit)
@@ -131,14 +126,6 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, 
 		return 0, fmt.Errorf("audit: prune: %w", storeError(err))
 	}
 	return n, nil
-}
-
-// run runs fn through s.Retry, or once without it.
-func (s *Store) run(ctx context.Context, fn func() error) error {
-	if s.Retry == nil {
-		return fn()
-	}
-	return s.Retry(ctx, "audit", fn)
 }
 
 // storeError marks a database error as throttle.ErrStoreUnavailable.

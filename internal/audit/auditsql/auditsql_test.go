@@ -20,7 +20,7 @@ func mustStore(t *testing.T, engine sqlstore.Engine) (*auditsql.Store, *throttle
 	t.Helper()
 	clock := throttle.NewManualClock(throttletest.Epoch)
 	s := sqlstoretest.MustOpen(t, engine, clock.Now)
-	return auditsql.New(s.DB(), s.ReadDB(), clock.Now), clock
+	return auditsql.New(s), clock
 }
 
 func targets(es []audit.Entry) []string {

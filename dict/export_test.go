@@ -57,8 +57,8 @@ var (
 	ParsePolicyFile         = parsePolicyFile
 	ParseRetryAfter         = parseRetryAfter
 	PolicyFromState         = policyFromState
-	ValidateCNPJ            = validateCNPJ
-	ValidateCPF             = validateCPF
+	ValidateCNPJ            = func(s string) error { return validateTaxID(personPJ, s) }
+	ValidateCPF             = func(s string) error { return validateTaxID(personPF, s) }
 )
 
 // ListPolicies and GetPolicy are LocalPolicies and LocalPolicy of a client of participant on lim and cat.

@@ -18,7 +18,7 @@ type Meter struct {
 	Limiter  *throttle.Limiter
 	Catalog  *Catalog
 	holds    *holds    // this process's requests in flight (nil: none counted)
-	readings *readings // the participant readings after remote 429s (nil: none asked)
+	readings *readings // the participant readings after remote 429s
 }
 
 // reservation is what reserve took: Reserved[i] tokens (the worst case)

@@ -384,9 +384,6 @@ type reading struct {
 
 // arrive numbers a remote 429 as it arrives.
 func (rs *readings) arrive() uint64 {
-	if rs == nil {
-		return 0
-	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.seen++
@@ -395,9 +392,6 @@ func (rs *readings) arrive() uint64 {
 
 // loweredSoFar counts the readings that found a participant empty or failed.
 func (rs *readings) loweredSoFar() uint64 {
-	if rs == nil {
-		return 0
-	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.lowered
@@ -432,9 +426,6 @@ func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant stri
 // await returns once no reading of participant's bucket is in flight, or
 // with ctx's error.
 func (rs *readings) await(ctx context.Context, participant string) error {
-	if rs == nil {
-		return nil
-	}
 	for {
 		rs.mu.Lock()
 		c := rs.busy[participant]
@@ -458,9 +449,6 @@ func (rs *readings) await(ctx context.Context, participant string) error {
 func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.Request, key throttle.Key, participant string, mine uint64) (available int64, ok bool, release func()) {
 	rs := m.readings
 	nothing := func() {}
-	if rs == nil {
-		return 0, false, nothing
-	}
 	deadline := time.NewTimer(readingTimeout)
 	defer deadline.Stop()
 	rs.mu.Lock()

@@ -82,7 +82,6 @@ type Client struct {
 	participant string
 	signer      Signer
 	verifier    Verifier
-	loopback    bool
 	notice      string
 	meter       Meter
 	records     Records
@@ -104,7 +103,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Limiter == nil || cfg.Catalog == nil {
 		return nil, errors.New("dict: client needs a Limiter and a Catalog")
 	}
-	api, host, err := apiBase(cfg.BaseURL)
+	api, err := apiBase(cfg.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("dict: client base URL: %w", err)
 	}
@@ -114,7 +113,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
-		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
 		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
 		records:     cfg.Records,
@@ -128,7 +126,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	t := &Transport{Base: hc.Transport, Meter: c.meter, Participant: c.participant, Logger: c.logger}
 	if cfg.PoliciesURL != "" {
-		if c.policiesAPI, _, err = apiBase(cfg.PoliciesURL); err != nil {
+		if c.policiesAPI, err = apiBase(cfg.PoliciesURL); err != nil {
 			return nil, fmt.Errorf("dict: client policies URL: %w", err)
 		}
 		t.PoliciesURL = c.policiesAPI
@@ -150,22 +148,28 @@ func isNil(v any) bool {
 }
 
 // apiBase parses the http(s) base URL of the DICT's API and returns it
-// ending in its API prefix (APIPrefix when it has none), and its host.
-func apiBase(s string) (api, host string, err error) {
+// ending in its API prefix (APIPrefix when it has none).
+func apiBase(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSuffix(s, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", fmt.Errorf("%q is not an http(s) URL", s)
+		return "", fmt.Errorf("%q is not an http(s) URL", s)
 	}
 	if !apiPrefix.MatchString(u.Path) {
 		u.Path += APIPrefix
 	}
-	return u.String(), u.Hostname(), nil
+	return u.String(), nil
 }
 
-// isLoopback reports whether host is a loopback address (a simulator's).
-func isLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
+// IsLoopbackURL reports whether the URL s points at a loopback address (a
+// simulator's): a write goes unsigned only there, and dictsetup notices the
+// simulator's payments.
+func IsLoopbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return u.Hostname() == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // Participant returns the client's ISPB.
@@ -263,7 +267,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 		if body, err = c.signer.Sign(ctx, rt.Op, body); err != nil {
 			return res, fmt.Errorf("dict: %s: sign: %w", rt.Op, err)
 		}
-	case !c.loopback:
+	case !IsLoopbackURL(c.api):
 		return res, fmt.Errorf("%w: %s to %s", ErrUnsigned, rt.Op, c.api)
 	}
 	if c.timeout > 0 {

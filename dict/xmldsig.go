@@ -228,16 +228,16 @@ func (v *XMLVerifier) Verify(_ context.Context, op string, body []byte) error {
 	if root == nil {
 		return bad("no root element")
 	}
-	sigEl := signatureChild(root)
+	sigEl := root.FindElement("./Signature[namespace-uri()='" + signatureNamespace + "']")
 	if sigEl == nil || len(sigEl.ChildElements()) == 0 {
 		return bad("not signed")
 	}
 	// The profile: what goxmldsig would also accept (RSA-SHA1, C14N 1.1)
 	// is refused here.
-	if m := attrOf(sigEl, "SignedInfo", "SignatureMethod"); m != signatureMethodRSASHA256 {
+	if m := algorithm(sigEl, "./SignedInfo/SignatureMethod"); m != signatureMethodRSASHA256 {
 		return bad("signature method %q, want %s", m, signatureMethodRSASHA256)
 	}
-	if m := attrOf(sigEl, "SignedInfo", "CanonicalizationMethod"); m != canonicalizationExcC14N {
+	if m := algorithm(sigEl, "./SignedInfo/CanonicalizationMethod"); m != canonicalizationExcC14N {
 		return bad("canonicalization %q, want %s", m, canonicalizationExcC14N)
 	}
 	cert, err := keyInfoCertificate(sigEl)
@@ -268,22 +268,11 @@ func (v *XMLVerifier) trusts(cert *x509.Certificate, now time.Time) bool {
 	return err == nil
 }
 
-// signatureChild returns the XMLDSig Signature child of root, or nil.
-func signatureChild(root *etree.Element) *etree.Element {
-	for _, c := range root.ChildElements() {
-		if c.Tag == "Signature" && c.NamespaceURI() == signatureNamespace {
-			return c
-		}
-	}
-	return nil
-}
-
-// attrOf returns the Algorithm attribute of the element at path under el.
-func attrOf(el *etree.Element, path ...string) string {
-	for _, p := range path {
-		if el = el.SelectElement(p); el == nil {
-			return ""
-		}
+// algorithm returns the Algorithm attribute of the element at path under
+// el, or "".
+func algorithm(el *etree.Element, path string) string {
+	if el = el.FindElement(path); el == nil {
+		return ""
 	}
 	return el.SelectAttrValue("Algorithm", "")
 }

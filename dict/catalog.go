@@ -261,11 +261,10 @@ func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n, ok := s.Costs[outcome]; ok {
-		return n, nil
-	}
-	if n, ok := s.Costs[outcomeDefault]; ok {
-		return n, nil
+	for _, o := range []string{outcome, outcomeDefault} {
+		if n, ok := s.Costs[o]; ok {
+			return n, nil
+		}
 	}
 	return s.Reserve, nil
 }
@@ -281,11 +280,10 @@ func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n, ok := lim.Credits[event]; ok {
-		return n, nil
-	}
-	if n, ok := s.Credits[event]; ok {
-		return n, nil
+	for _, credits := range []map[string]int64{lim.Credits, s.Credits} {
+		if n, ok := credits[event]; ok {
+			return n, nil
+		}
 	}
 	return 0, fmt.Errorf("%w: %s does not credit %q", errUnknownOutcome, key.Policy, event)
 }

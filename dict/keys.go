@@ -36,6 +36,7 @@ var (
 	e2eRE      = regexp.MustCompile(`^E[0-9]{8}[0-9]{12}[a-zA-Z0-9]{11}$`)
 	digitsRE   = regexp.MustCompile(`^[0-9]+$`)
 	categoryRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,16}$`)
+	wordRE     = regexp.MustCompile(`\w+`) // a whole word of a problem's detail (Problem.Names)
 )
 
 // ParseKey validates s as a Pix key and infers its type: a leading "+" is a

@@ -219,12 +219,9 @@ func (t *Transport) learnCategory(ctx context.Context, participant, category str
 		_ = m.Catalog.SetCategory(category) // valid: checked above
 	}
 	if !isNil(t.Records) {
-		err := retry(false, func() error {
+		t.retry(false, func() error {
 			return t.Records.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now())
-		})
-		if err != nil {
-			t.logger().Error("dict: category not saved", slog.String("category", category), slog.Any("error", err))
-		}
+		}, "dict: category not saved", slog.String("category", category))
 	}
 }
 
@@ -233,13 +230,17 @@ func (t *Transport) logger() *slog.Logger { return cmp.Or(t.Logger, nowhere) }
 // retry runs f again after a store failure, backing off from 25 ms to 1 s,
 // eight attempts in all, so that an outcome lands through a database blip. A
 // change the store may have applied (throttle.ErrOutcomeUnknown) is run
-// again only when it is idempotent.
-func retry(idempotent bool, f func() error) error {
+// again only when it is idempotent. The error that remains is logged as
+// failed, with args.
+func (t *Transport) retry(idempotent bool, f func() error, failed string, args ...any) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := f()
-		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 ||
-			!idempotent && errors.Is(err, throttle.ErrOutcomeUnknown) {
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 || !idempotent && errors.Is(err, throttle.ErrOutcomeUnknown) {
+			t.logger().Error(failed, append(args, slog.Any("error", err))...)
 			return err
 		}
 		time.Sleep(wait)
@@ -251,15 +252,11 @@ func retry(idempotent bool, f func() error) error {
 // loses only a refund.
 func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string, targets ...throttle.SyncTarget) error {
 	defer r.landed()
-	err := retry(false, func() error {
+	return t.retry(false, func() error {
 		_, err := m.settle(ctx, r, outcome, targets...)
 		return err
-	})
-	if err != nil {
-		t.logger().Error("dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
-			slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r), slog.Any("error", err))
-	}
-	return err
+	}, "dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
+		slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r))
 }
 
 // holdAttr lists what r holds, "KEY=N" per bucket, for an operator.
@@ -272,10 +269,8 @@ func holdAttr(r reservation) slog.Attr {
 }
 
 func (t *Transport) record(ctx context.Context, l Lookup) {
-	err := retry(false, func() error { return t.Records.RecordLookup(ctx, l) })
-	if err != nil {
-		t.logger().Error("dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", l.EndToEndID), slog.Any("error", err))
-	}
+	t.retry(false, func() error { return t.Records.RecordLookup(ctx, l) },
+		"dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", l.EndToEndID))
 }
 
 // settleAfter429 settles r as a 429 and, in the same transaction, empties
@@ -344,14 +339,11 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	if t.settle(ctx, m, r, outcomeOf(http.StatusTooManyRequests), targets...) != nil {
 		// The sync alone, whatever became of the settle: a sync never
 		// raises a balance, so running it again is harmless.
-		err := retry(true, func() error {
+		t.retry(true, func() error {
 			_, err := m.Limiter.Sync(ctx, targets...)
 			return err
-		})
-		if err != nil {
-			t.logger().Error("dict: sync after a remote 429 failed: the empty bucket is not blocked locally",
-				slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Any("error", err))
-		}
+		}, "dict: sync after a remote 429 failed: the empty bucket is not blocked locally",
+			slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()))
 	}
 	m.Limiter.RemoteRefused("dict", targets[0].Key.Policy, "429") // balde_remote_refusals_total: the mirror drifted
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",

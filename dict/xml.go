@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -296,7 +296,8 @@ type Violation struct {
 }
 
 // Names reports whether the problem names policy: a violation whose value
-// or property is policy, or the detail mentioning it as a whole word.
+// or property is policy, or the detail mentioning it as a whole word (a run
+// of ASCII letters, digits and _, as every DICT policy name is).
 func (p *Problem) Names(policy string) bool {
 	if p.Violations != nil {
 		for _, v := range p.Violations.Violation {
@@ -305,7 +306,7 @@ func (p *Problem) Names(policy string) bool {
 			}
 		}
 	}
-	return regexp.MustCompile(`(?:^|\W)` + regexp.QuoteMeta(policy) + `(?:\W|$)`).MatchString(p.Detail)
+	return slices.Contains(wordRE.FindAllString(p.Detail, -1), policy)
 }
 
 // NewProblem returns a problem of the given type (e.g. problemEntryNotFound).

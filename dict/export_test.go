@@ -50,15 +50,14 @@ var (
 )
 
 var (
-	NewListPoliciesResponse = newListPoliciesResponse
-	NewXMLSigner            = newXMLSigner
-	NewXMLVerifier          = newXMLVerifier
-	ParseKeyAs              = parseKeyAs
-	ParsePolicyFile         = parsePolicyFile
-	ParseRetryAfter         = parseRetryAfter
-	PolicyFromState         = policyFromState
-	ValidateCNPJ            = func(s string) error { return validateTaxID(personPJ, s) }
-	ValidateCPF             = func(s string) error { return validateTaxID(personPF, s) }
+	NewXMLSigner    = newXMLSigner
+	NewXMLVerifier  = newXMLVerifier
+	ParseKeyAs      = parseKeyAs
+	ParsePolicyFile = parsePolicyFile
+	ParseRetryAfter = parseRetryAfter
+	PolicyFromState = policyFromState
+	ValidateCNPJ    = func(s string) error { return validateTaxID(personPJ, s) }
+	ValidateCPF     = func(s string) error { return validateTaxID(personPF, s) }
 )
 
 // ListPolicies and GetPolicy are LocalPolicies and LocalPolicy of a client of participant on lim and cat.

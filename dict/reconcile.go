@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -31,7 +32,7 @@ type ReconcileResult struct {
 }
 
 // Reconcile reads the participant's buckets at the DICT (ListBucketStates),
-// records the participant's category (catalog and Records), and lowers every
+// whose category the Transport records (catalog and Records), and lowers every
 // local PSP bucket to the DICT's balance less this process's holds in flight
 // (never raising one). A refusal is res.Decision with a nil error. Errors: as
 // ListBucketStates; throttle.ErrStoreUnavailable.
@@ -49,18 +50,13 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		res.At = c.meter.Limiter.Now()
 	}
 
-	// The category first (SetCategory validates it): it sizes the buckets synced below.
-	switch err := c.meter.Catalog.SetCategory(remote.Category); {
+	// The Transport set a usable category before it answered: it sizes the buckets synced below.
+	switch err := ValidateCategory(remote.Category); {
 	case remote.Category == "":
 	case err != nil:
 		c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
 	default:
 		res.CategoryChanged = before != remote.Category
-		if c.records != nil {
-			if err := c.records.SaveCategory(ctx, c.meter.Catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
-				return res, err
-			}
-		}
 	}
 
 	targets, unknown := c.meter.policyTargets(c.participant, remote.Policies, held, "reconcile "+remote.CorrelationID)
@@ -147,7 +143,7 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		return
 	}
 	defer func() { c.checkedAt = now }()
-	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.meter.Catalog.SetCategory(cat) == nil {
+	if _, ok, err := c.restore(ctx, c.recheck); ok && err == nil {
 		return
 	}
 	key := c.meter.Catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
@@ -181,12 +177,8 @@ type LearnedCategory struct {
 // catalog keeps its category and the error says why: a refusal is a
 // *throttle.RefusedError (decision 0010), or a remote error, a store failure.
 func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
-	cat, at, ok, err := c.stored(ctx)
-	if err != nil {
-		return LearnedCategory{}, err
-	}
-	if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
-		return LearnedCategory{Category: cat, Source: "stored", At: at}, c.meter.Catalog.SetCategory(cat)
+	if l, ok, err := c.restore(ctx, maxAge); ok || err != nil {
+		return l, err
 	}
 	res, err := c.Reconcile(ctx)
 	if err != nil {
@@ -204,19 +196,22 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 // RestoreCategory sets the catalog's category from Records and reports
 // whether one was recorded.
 func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
-	cat, _, ok, err := c.stored(ctx)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, c.meter.Catalog.SetCategory(cat)
+	_, ok, err := c.restore(ctx, math.MaxInt64)
+	return ok, err
 }
 
-// stored is the category recorded in Records (ok false without one).
-func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok bool, err error) {
+// restore sets the catalog's category to the one recorded in Records when
+// learned less than maxAge ago; ok reports whether one was (err is then
+// SetCategory's).
+func (c *Client) restore(ctx context.Context, maxAge time.Duration) (l LearnedCategory, ok bool, err error) {
 	if c.records == nil {
-		return "", time.Time{}, false, nil
+		return l, false, nil
 	}
-	return c.records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
+	cat, at, ok, err := c.records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
+	if err != nil || !ok || c.meter.Limiter.Now().Sub(at) >= maxAge {
+		return l, false, err
+	}
+	return LearnedCategory{Category: cat, Source: "stored", At: at}, true, c.meter.Catalog.SetCategory(cat)
 }
 
 // LocalPolicies reports the participant's buckets in the local mirror as
@@ -230,7 +225,13 @@ func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, erro
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return newListPoliciesResponse(c.participant, c.meter.Catalog.CategoryInEffect(), states, c.meter.Limiter.Now()), nil
+	now := c.meter.Limiter.Now()
+	r := &ListPoliciesResponse{CorrelationID: NewCorrelationID(c.participant, now), ResponseTime: Timestamp{Time: now.UTC()},
+		Category: c.meter.Catalog.CategoryInEffect(), Policies: make([]Policy, len(states))}
+	for i, s := range states {
+		r.Policies[i] = policyFromState(s)
+	}
+	return r, nil
 }
 
 // LocalPolicy reports one of the participant's buckets in the local mirror

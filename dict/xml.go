@@ -381,20 +381,6 @@ func policyFromState(s throttle.BucketState) Policy {
 	}
 }
 
-// newListPoliciesResponse is participant's listBucketStates answer, stamped now.
-func newListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
-	r := &ListPoliciesResponse{
-		CorrelationID: NewCorrelationID(participant, now),
-		ResponseTime:  Timestamp{Time: now.UTC()},
-		Category:      category,
-		Policies:      make([]Policy, len(states)),
-	}
-	for i, s := range states {
-		r.Policies[i] = policyFromState(s)
-	}
-	return r
-}
-
 // brasilia is the DICT's local time, in which correlation ids are stamped.
 var brasilia = time.FixedZone("BRT", -3*60*60)
 

@@ -84,10 +84,8 @@ type Client struct {
 	verifier    Verifier
 	notice      string
 	meter       Meter
-	records     Records
-	transport   *Transport
+	transport   *Transport    // with the client's Meter, Participant, Records and Logger
 	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
-	logger      *slog.Logger
 
 	recheck   time.Duration
 	checkMu   sync.Mutex // held by the category check in progress
@@ -107,6 +105,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dict: client base URL: %w", err)
 	}
+	hc := http.Client{Timeout: 30 * time.Second}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	m := Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}}
 	c := &Client{
 		api:         api,
 		policiesAPI: api,
@@ -114,27 +117,21 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
-		records:     cfg.Records,
-		logger:      cmp.Or(cfg.Logger, nowhere),
+		meter:       m,
+		transport:   &Transport{Base: hc.Transport, Meter: m, Participant: cfg.Participant, Logger: cmp.Or(cfg.Logger, nowhere)},
+		timeout:     hc.Timeout,
 		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
 		checkedAt:   cfg.Limiter.Now(),
 	}
-	hc := http.Client{Timeout: 30 * time.Second}
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient
-	}
-	t := &Transport{Base: hc.Transport, Meter: c.meter, Participant: c.participant, Logger: c.logger}
 	if cfg.PoliciesURL != "" {
 		if c.policiesAPI, err = apiBase(cfg.PoliciesURL); err != nil {
 			return nil, fmt.Errorf("dict: client policies URL: %w", err)
 		}
-		t.PoliciesURL = c.policiesAPI
+		c.transport.PoliciesURL = c.policiesAPI
 	}
-	if isNil(cfg.Records) { // a nil *dictsql.Records in the interface is none
-		c.records = nil
+	if !isNil(cfg.Records) { // a nil *dictsql.Records in the interface is none
+		c.transport.Records = cfg.Records
 	}
-	t.Records, c.transport, c.timeout = c.records, t, hc.Timeout
 	return c, nil
 }
 
@@ -424,10 +421,10 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err := ValidateEndToEndID(endToEndID); err != nil {
 		return PaymentCredit{}, err
 	}
-	if c.records == nil {
+	if c.transport.Records == nil {
 		return PaymentCredit{}, errNoRecords
 	}
-	l, err := c.records.FindLookup(ctx, endToEndID)
+	l, err := c.transport.Records.FindLookup(ctx, endToEndID)
 	if err != nil {
 		return PaymentCredit{}, err
 	}
@@ -446,7 +443,7 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	adjusted, err := m.credit(ctx, l.EndToEndID, EventPayment,
 		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
 	if err == nil {
-		err = c.records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now())
+		err = c.transport.Records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now())
 	}
 	if err != nil {
 		return pc, err

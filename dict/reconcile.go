@@ -54,7 +54,7 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	switch err := ValidateCategory(remote.Category); {
 	case remote.Category == "":
 	case err != nil:
-		c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
+		c.transport.Logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
 	default:
 		res.CategoryChanged = before != remote.Category
 	}
@@ -111,11 +111,11 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 		res, err := c.Reconcile(ctx)
 		switch {
 		case err != nil:
-			c.logger.Warn("dict: reconcile failed", slog.Any("error", err))
+			c.transport.Logger.Warn("dict: reconcile failed", slog.Any("error", err))
 		case !res.Decision.Allowed:
-			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", res.Decision.RetryAfter))
+			c.transport.Logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", res.Decision.RetryAfter))
 		default:
-			c.logger.Info("dict: reconciled", slog.String("category", res.Category),
+			c.transport.Logger.Info("dict: reconciled", slog.String("category", res.Category),
 				slog.Int("lowered", len(res.Lowered)), slog.Int("mismatched", len(res.Mismatched)))
 		}
 		if report != nil {
@@ -152,15 +152,15 @@ func (c *Client) recheckCategory(ctx context.Context) {
 	res, err := c.GetBucketState(ctx, key.Policy)
 	switch {
 	case err != nil:
-		c.logger.Warn("dict: category re-check failed", slog.Any("error", err))
+		c.transport.Logger.Warn("dict: category re-check failed", slog.Any("error", err))
 		return
 	case !res.Decision.Allowed:
-		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
+		c.transport.Logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
 		return
 	}
 	tokens := res.Response.Policy.AvailableTokens - held.held(key)
 	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
-		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
+		c.transport.Logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
 	}
 }
 
@@ -204,10 +204,10 @@ func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
 // learned less than maxAge ago; ok reports whether one was (err is then
 // SetCategory's).
 func (c *Client) restore(ctx context.Context, maxAge time.Duration) (l LearnedCategory, ok bool, err error) {
-	if c.records == nil {
+	if c.transport.Records == nil {
 		return l, false, nil
 	}
-	cat, at, ok, err := c.records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
+	cat, at, ok, err := c.transport.Records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
 	if err != nil || !ok || c.meter.Limiter.Now().Sub(at) >= maxAge {
 		return l, false, err
 	}

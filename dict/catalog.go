@@ -155,7 +155,7 @@ func (c *Catalog) Spec(name string) (Spec, bool) {
 	if !ok {
 		return Spec{}, false
 	}
-	return c.effective(s), true
+	return cloneSpec(c.effective(s)), true
 }
 
 // Specs returns every policy, the DICT's in the manual's order, then those a
@@ -165,17 +165,18 @@ func (c *Catalog) Specs() []Spec {
 	defer c.mu.RUnlock()
 	out := make([]Spec, len(c.order))
 	for i, name := range c.order {
-		out[i] = c.effective(c.specs[name])
+		out[i] = cloneSpec(c.effective(c.specs[name]))
 	}
 	return out
 }
 
-// effective is a copy of s with the refill mode in effect; c.mu held.
+// effective is s with the refill mode in effect (its maps still the
+// stored ones); c.mu held.
 func (c *Catalog) effective(s Spec) Spec {
 	if !s.RefillSet {
 		s.Refill = c.refill
 	}
-	return cloneSpec(s)
+	return s
 }
 
 func (c *Catalog) define(s Spec) {
@@ -185,23 +186,23 @@ func (c *Catalog) define(s Spec) {
 	c.specs[s.Name] = s
 }
 
-// find returns the stored spec of policy (read-only) with the category and
-// refill mode in effect.
-func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
+// find returns the stored spec of policy (read-only) with its refill mode
+// in effect, and the category in effect.
+func (c *Catalog) find(policy string) (s Spec, category string, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	s, ok := c.specs[policy]
 	if !ok {
-		return Spec{}, "", 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, policy)
+		return Spec{}, "", fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, policy)
 	}
-	return s, c.category, c.refill, nil
+	return c.effective(s), c.category, nil
 }
 
 // Resolve implements throttle.Resolver. Errors: throttle.ErrUnknownPolicy;
 // throttle.ErrInvalidKey (with ErrInvalidPayerID or ErrInvalidISPB) for a key
 // in another env or whose identifier does not fit the policy's scope.
 func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
-	s, category, refill, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return throttle.Policy{}, err
 	}
@@ -212,16 +213,12 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	if err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key.Policy, err)
 	}
-	mode := refill
-	if s.RefillSet {
-		mode = s.Refill
-	}
 	return throttle.Policy{
 		Name:         s.Name,
 		Capacity:     lim.Capacity,
 		RefillTokens: lim.RefillTokens,
 		RefillPeriod: lim.RefillPeriod,
-		Refill:       mode,
+		Refill:       s.Refill,
 		MinInterval:  s.MinInterval,
 		BlockFor:     s.BlockFor,
 		FailMode:     s.FailMode,
@@ -230,7 +227,7 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 
 // Admission is what key's bucket must hold to admit a request (Spec.Reserve).
 func (c *Catalog) Admission(key throttle.Key) (int64, error) {
-	s, _, _, err := c.find(key.Policy)
+	s, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
@@ -240,7 +237,7 @@ func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 // Hold is a request's worst-case cost to key's bucket, held until its
 // outcome is known: the largest of its costs and reserve, at most capacity.
 func (c *Catalog) Hold(key throttle.Key) (int64, error) {
-	s, category, _, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
@@ -257,7 +254,7 @@ func (c *Catalog) Hold(key throttle.Key) (int64, error) {
 // cost is a request's total cost to key's bucket given outcome:
 // Costs[outcome], else Costs[outcomeDefault], else the reserve.
 func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
-	s, _, _, err := c.find(key.Policy)
+	s, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
@@ -272,7 +269,7 @@ func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 // Credit is what event gives back to key's bucket: the class's Credit,
 // else the policy's, else errUnknownOutcome.
 func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
-	s, category, _, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}

@@ -87,15 +87,14 @@ func (w *watch) held(key throttle.Key) int64 {
 
 // heldBut is held without r's own hold.
 func (w *watch) heldBut(key throttle.Key, r reservation) int64 {
-	return max(w.held(key)-r.flight.heldBy(key), 0)
+	return max(w.held(key)-r.heldBy(key), 0)
 }
 
-// flight is one request's entry in holds, removed once.
+// flight is one request's entry in holds (its reservation's Reserved
+// from Keys), removed once.
 type flight struct {
-	holds    *holds
-	keys     []throttle.Key
-	reserved []int64
-	removed  bool // under holds.mu
+	holds   *holds
+	removed bool // under holds.mu
 }
 
 func (h *holds) inFlight(key throttle.Key) int64 {
@@ -120,12 +119,13 @@ func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
 	for i, k := range keys {
 		h.held[k] += reserved[i]
 	}
-	return &flight{holds: h, keys: keys, reserved: reserved}
+	return &flight{holds: h}
 }
 
-// land removes f's holds, once. The running watches count kept[i], what the
-// settle charged keys[i], or the whole hold when kept is nil.
-func (f *flight) land(kept []int64) {
+// land removes r's holds from flight, once. The running watches count
+// kept[i], what the settle charged Keys[i], or the whole hold when kept is nil.
+func (r reservation) land(kept []int64) {
+	f := r.flight
 	if f == nil {
 		return
 	}
@@ -136,11 +136,11 @@ func (f *flight) land(kept []int64) {
 		return
 	}
 	f.removed = true
-	for i, k := range f.keys {
-		if h.held[k] -= f.reserved[i]; h.held[k] <= 0 {
+	for i, k := range r.Keys {
+		if h.held[k] -= r.Reserved[i]; h.held[k] <= 0 {
 			delete(h.held, k)
 		}
-		n := f.reserved[i]
+		n := r.Reserved[i]
 		if kept != nil {
 			n = max(kept[i], 0)
 		}
@@ -150,24 +150,25 @@ func (f *flight) land(kept []int64) {
 	}
 }
 
-// heldBy returns what f still holds from key.
-func (f *flight) heldBy(key throttle.Key) int64 {
+// heldBy returns what r still holds in flight from key.
+func (r reservation) heldBy(key throttle.Key) int64 {
+	f := r.flight
 	if f == nil {
 		return 0
 	}
 	f.holds.mu.Lock()
 	defer f.holds.mu.Unlock()
 	var n int64
-	for i, k := range f.keys {
+	for i, k := range r.Keys {
 		if k == key && !f.removed {
-			n += f.reserved[i]
+			n += r.Reserved[i]
 		}
 	}
 	return n
 }
 
 // landed takes r out of flight for good, its whole hold counted landed.
-func (r reservation) landed() { r.flight.land(nil) }
+func (r reservation) landed() { r.land(nil) }
 
 // policyTargets returns the syncs of participant's PSP buckets to the
 // balances of an answer of GET /policies/, less what held counts;
@@ -192,7 +193,7 @@ func (m *Meter) policyTargets(participant string, policies []Policy, held *watch
 
 // inFlightBut is the holds in flight on key but r's.
 func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
-	return max(m.holds.inFlight(key)-r.flight.heldBy(key), 0)
+	return max(m.holds.inFlight(key)-r.heldBy(key), 0)
 }
 
 // outcomeOf names an HTTP status as an outcome of the counting rules ("404").
@@ -308,14 +309,14 @@ func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targe
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {
-		r.flight.land(kept)
+		r.land(kept)
 		return nil, nil
 	}
 	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}
-	r.flight.land(kept)
+	r.land(kept)
 	return out, nil
 }
 

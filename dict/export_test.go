@@ -145,7 +145,7 @@ func (c *Catalog) Define(s Spec) error {
 // Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
 // the category in effect for a categorised PSP policy, "" otherwise.
 func (c *Catalog) Class(key throttle.Key) (string, error) {
-	s, category, _, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return "", err
 	}

@@ -190,10 +190,12 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 	if rt.Op == OpGetEntry && !isNil(t.Records) {
 		lookedUp, _ := ParseKey(params["Key"])
-		t.record(ctx, Lookup{
+		l := Lookup{
 			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: lookedUp.Type,
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
-		})
+		}
+		t.retry(false, func() error { return t.Records.RecordLookup(ctx, l) },
+			"dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", ref))
 	}
 	return resp, d, op, nil
 }
@@ -266,11 +268,6 @@ func holdAttr(r reservation) slog.Attr {
 		held[i] = fmt.Sprintf("%s=%d", k, r.Reserved[i])
 	}
 	return slog.String("held", strings.Join(held, " "))
-}
-
-func (t *Transport) record(ctx context.Context, l Lookup) {
-	t.retry(false, func() error { return t.Records.RecordLookup(ctx, l) },
-		"dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", l.EndToEndID))
 }
 
 // settleAfter429 settles r as a 429 and, in the same transaction, empties

@@ -17,7 +17,7 @@ import (
 type Meter struct {
 	Limiter  *throttle.Limiter
 	Catalog  *Catalog
-	holds    *holds    // this process's requests in flight (nil: none counted)
+	holds    *holds    // this process's requests in flight
 	readings *readings // the participant readings after remote 429s
 }
 
@@ -53,9 +53,6 @@ type watch struct {
 
 // watch starts a watch; stop it once the sync is done.
 func (h *holds) watch() *watch {
-	if h == nil {
-		return nil
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := &watch{holds: h, landed: make(map[throttle.Key]int64)}
@@ -98,9 +95,6 @@ type flight struct {
 }
 
 func (h *holds) inFlight(key throttle.Key) int64 {
-	if h == nil {
-		return 0
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.held[key]
@@ -108,9 +102,6 @@ func (h *holds) inFlight(key throttle.Key) int64 {
 
 // add counts a request's holds before its take.
 func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
-	if h == nil {
-		return nil
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.held == nil {
@@ -126,9 +117,6 @@ func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
 // kept[i], what the settle charged Keys[i], or the whole hold when kept is nil.
 func (r reservation) land(kept []int64) {
 	f := r.flight
-	if f == nil {
-		return
-	}
 	h := f.holds
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -153,9 +141,6 @@ func (r reservation) land(kept []int64) {
 // heldBy returns what r still holds in flight from key.
 func (r reservation) heldBy(key throttle.Key) int64 {
 	f := r.flight
-	if f == nil {
-		return 0
-	}
 	f.holds.mu.Lock()
 	defer f.holds.mu.Unlock()
 	var n int64

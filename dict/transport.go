@@ -483,10 +483,7 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	base := t.PoliciesURL
 	if base == "" {
-		u := *orig.URL
-		u.RawQuery, u.Fragment = "", ""
-		u.Path = apiPrefix.FindString(u.Path)
-		u.RawPath = ""
+		u := url.URL{Scheme: orig.URL.Scheme, User: orig.URL.User, Host: orig.URL.Host, Path: apiPrefix.FindString(orig.URL.Path)}
 		base = u.String()
 	}
 	target := strings.TrimSuffix(base, "/") + "/policies/" + url.PathEscape(key.Policy)

@@ -86,11 +86,7 @@ func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
 	if !ok {
 		return nil, fmt.Errorf("dict: signing key is a %T, not a signer", pair.PrivateKey)
 	}
-	cert, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return nil, fmt.Errorf("dict: signing certificate: %w", err)
-	}
-	return newXMLSigner(key, cert)
+	return newXMLSigner(key, pair.Leaf) // parsed by LoadX509KeyPair
 }
 
 // Sign returns body with its Signature child of the root (an empty

@@ -372,6 +372,15 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 	if s.BlockFor < 0 {
 		return bad("block_for", "negative")
 	}
+	// counts checks a map of costs or credits: each at least least, want says so.
+	counts := func(field string, m map[string]int64, least int64, want string) *specError {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if n := m[k]; n < least || n > throttle.MaxTokens {
+				return bad(field+k, "%d is not %s", n, want)
+			}
+		}
+		return nil
+	}
 	check := func(prefix string, l limits) *specError {
 		switch {
 		case l.Capacity <= 0 || l.Capacity > throttle.MaxTokens:
@@ -388,12 +397,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 		if err := p.Validate(); err != nil {
 			return bad("refill", "%s refill of %s: %v", mode, prefix+"limits", err)
 		}
-		for event, n := range l.Credits {
-			if n <= 0 || n > throttle.MaxTokens {
-				return bad(prefix+"credits."+event, "%d is not a positive number of tokens", n)
-			}
-		}
-		return nil
+		return counts(prefix+"credits.", l.Credits, 1, "a positive number of tokens")
 	}
 	if len(s.Classes) == 0 {
 		if err := check("", s.Limits); err != nil {
@@ -422,17 +426,10 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 			}
 		}
 	}
-	for _, outcome := range slices.Sorted(maps.Keys(s.Costs)) {
-		if n := s.Costs[outcome]; n < 0 || n > throttle.MaxTokens {
-			return bad("costs."+outcome, "%d is not a number of tokens >= 0", n)
-		}
+	if err := counts("costs.", s.Costs, 0, "a number of tokens >= 0"); err != nil {
+		return err
 	}
-	for _, event := range slices.Sorted(maps.Keys(s.Credits)) {
-		if n := s.Credits[event]; n <= 0 || n > throttle.MaxTokens {
-			return bad("credits."+event, "%d is not a positive number of tokens", n)
-		}
-	}
-	return nil
+	return counts("credits.", s.Credits, 1, "a positive number of tokens")
 }
 
 func cloneSpec(s Spec) Spec {

@@ -64,11 +64,9 @@ func (h *holds) watch() *watch {
 }
 
 func (w *watch) stop() {
-	if w != nil {
-		w.holds.mu.Lock()
-		defer w.holds.mu.Unlock()
-		delete(w.holds.watches, w)
-	}
+	w.holds.mu.Lock()
+	defer w.holds.mu.Unlock()
+	delete(w.holds.watches, w)
 }
 
 // held is what a sync of key to a balance read during w leaves out: the

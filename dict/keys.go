@@ -34,7 +34,6 @@ var (
 	evpRE      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	ispbRE     = regexp.MustCompile(`^[0-9]{8}$`)
 	e2eRE      = regexp.MustCompile(`^E[0-9]{8}[0-9]{12}[a-zA-Z0-9]{11}$`)
-	digitsRE   = regexp.MustCompile(`^[0-9]+$`)
 	categoryRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,16}$`)
 	wordRE     = regexp.MustCompile(`\w+`) // a whole word of a problem's detail (Problem.Names)
 )
@@ -52,7 +51,7 @@ func ParseKey(s string) (Key, error) {
 		t = KeyEmail
 	case len(s) == 36 && strings.Count(s, "-") == 4:
 		t = KeyEVP
-	case len(s) == 11 && digitsRE.MatchString(s):
+	case taxIDs[personPF].shape.MatchString(s): // 11 digits
 		t = KeyCPF
 	case len(s) == 14:
 		t = keyCNPJ

@@ -137,18 +137,17 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 	// From here the reservation is settled whatever happens to req's context.
 	ctx := context.WithoutCancel(req.Context())
-	if err := req.Context().Err(); err != nil { // the take committed after the deadline
-		t.settle(ctx, m, r, outcomeNotSent)
-		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+	sentAt := m.Limiter.Now()
+	if err = req.Context().Err(); err == nil { // else the take committed after the deadline
+		sent = true
+		resp, err = cmp.Or(t.Base, http.DefaultTransport).RoundTrip(req)
 	}
-	sentAt, sent := m.Limiter.Now(), true
-	resp, err = cmp.Or(t.Base, http.DefaultTransport).RoundTrip(req)
 	var arrival uint64 // a 429's number among those the readings attribute
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
 		arrival = m.readings.arrive()
 	}
 	if err != nil {
-		if notSent(err) {
+		if !sent || notSent(err) {
 			t.settle(ctx, m, r, outcomeNotSent)
 			return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 		}

@@ -3,7 +3,6 @@ package dict
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"sync"
 	"time"
@@ -242,24 +241,19 @@ func (r reservation) gradePending(key throttle.Key) bool {
 // request cost something: the DICT refills a full bucket only from its
 // charge, so settle charges it back (decision 0067).
 func (m *Meter) flightRefill(r reservation, i int, cost int64, now time.Time) int64 {
-	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
+	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] {
 		return 0
 	}
 	p, err := m.Catalog.Resolve(r.Keys[i])
-	if err != nil || p.RefillPeriod <= 0 || p.Refill != throttle.RefillContinuous {
+	if err != nil || p.Refill != throttle.RefillContinuous {
 		return 0
 	}
-	elapsed := now.Sub(r.takenAt)
-	hi, lo := bits.Mul64(uint64(elapsed), uint64(p.RefillTokens))
-	period := uint64(p.RefillPeriod)
-	if hi >= period {
-		return p.Capacity // a flight longer than the bucket's whole refill
+	b := throttle.Bucket{RefilledAt: r.takenAt} // empty at the take: Refill counts what came since, capped
+	b.Refill(p, now)
+	if b.Carry > 0 { // part of a token
+		b.Tokens++
 	}
-	q, rem := bits.Div64(hi, lo, period)
-	if rem > 0 {
-		q++
-	}
-	return int64(min(q, uint64(p.Capacity)))
+	return b.Tokens
 }
 
 // settle gives back the difference between the hold and the cost of outcome

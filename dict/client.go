@@ -109,7 +109,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
 	}
-	m := Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}}
+	t := &Transport{Base: hc.Transport, Meter: Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog}, Participant: cfg.Participant,
+		Logger: cmp.Or(cfg.Logger, nowhere)}
 	c := &Client{
 		api:         api,
 		policiesAPI: api,
@@ -117,8 +118,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
 		notice:      cfg.PaymentNoticeURL,
-		meter:       m,
-		transport:   &Transport{Base: hc.Transport, Meter: m, Participant: cfg.Participant, Logger: cmp.Or(cfg.Logger, nowhere)},
+		meter:       t.meter(), // with the holds and readings of t
+		transport:   t,
 		timeout:     hc.Timeout,
 		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
 		checkedAt:   cfg.Limiter.Now(),

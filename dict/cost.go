@@ -34,8 +34,8 @@ type reservation struct {
 }
 
 // holds counts, per bucket, the tokens held by this process's requests in
-// flight, which a sync to the DICT's balance leaves out (decision 0067). The
-// zero value is ready; safe for concurrent use.
+// flight, which a sync to the DICT's balance leaves out (decision 0067);
+// Transport.meter makes it. Safe for concurrent use.
 type holds struct {
 	mu      sync.Mutex
 	held    map[throttle.Key]int64
@@ -55,9 +55,6 @@ func (h *holds) watch() *watch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := &watch{holds: h, landed: make(map[throttle.Key]int64)}
-	if h.watches == nil {
-		h.watches = make(map[*watch]struct{})
-	}
 	h.watches[w] = struct{}{}
 	return w
 }
@@ -101,9 +98,6 @@ func (h *holds) inFlight(key throttle.Key) int64 {
 func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.held == nil {
-		h.held = make(map[throttle.Key]int64)
-	}
 	for i, k := range keys {
 		h.held[k] += reserved[i]
 	}

@@ -80,7 +80,7 @@ func (c *Catalog) Apply(f *policyFile) error { return c.apply(f) }
 
 func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (reservation, error) {
 	if m.holds == nil { // as a Client or a Transport gives its Meter
-		m.holds = &holds{}
+		*m = (&Transport{Meter: *m}).meter()
 	}
 	return m.reserve(ctx, op, ref, keys...)
 }

@@ -70,7 +70,10 @@ var _ http.RoundTripper = (*Transport)(nil)
 // when the Meter has none (a Meter from Client.Meter shares the client's).
 func (t *Transport) meter() Meter {
 	m := t.Meter
-	t.holdsOnce.Do(func() { t.holds, t.readings = &holds{}, &readings{} })
+	t.holdsOnce.Do(func() {
+		t.holds = &holds{held: map[throttle.Key]int64{}, watches: map[*watch]struct{}{}}
+		t.readings = &readings{busy: map[string]*reading{}}
+	})
 	m.holds, m.readings = cmp.Or(m.holds, t.holds), cmp.Or(m.readings, t.readings)
 	return m
 }
@@ -353,8 +356,8 @@ const readingTimeout = 10 * time.Second
 // readings coordinates the readings of a participant's anti-scan bucket
 // after remote 429s that named no bucket (decision 0180): a reading stands
 // only for the 429s that arrived before it was sent, and at most one is in
-// flight per participant, shared by every Transport on one Meter. The zero
-// value is ready; safe for concurrent use.
+// flight per participant, shared by every Transport on one Meter. Safe for
+// concurrent use.
 type readings struct {
 	mu      sync.Mutex
 	seen    uint64              // the 429s counted so far
@@ -457,9 +460,6 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 		rs.mu.Lock() // it was sent before this 429: ask again
 	}
 	c := &reading{after: rs.seen, done: make(chan struct{})}
-	if rs.busy == nil {
-		rs.busy = make(map[string]*reading)
-	}
 	rs.busy[participant] = c
 	rs.mu.Unlock()
 

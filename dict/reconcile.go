@@ -102,10 +102,9 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
 		case <-t.C:
 		}
-		if ctx.Err() != nil { // a tick ready with the cancellation: no pass
+		if ctx.Err() != nil { // also when a tick was ready with the cancellation: no pass
 			return ctx.Err()
 		}
 		res, err := c.Reconcile(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -77,15 +78,11 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, erro
 	if err != nil {
 		return dict.Lookup{}, fmt.Errorf("dict: find lookup %s: %w", e2e, storeError(err))
 	}
-	l := dict.Lookup{
+	return dict.Lookup{
 		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: dict.KeyType(row.KeyType),
 		Policy: row.Policy, Participant: row.Participant, Status: row.Status,
-		LookedUpAt: time.Unix(0, row.LookedUpAt).UTC(),
-	}
-	if row.PaidAt.Valid {
-		l.PaidAt = time.Unix(0, row.PaidAt.Int64).UTC()
-	}
-	return l, nil
+		LookedUpAt: sqltime.Time(row.LookedUpAt), PaidAt: sqltime.NullTime(row.PaidAt),
+	}, nil
 }
 
 // MarkPaid implements dict.Records.
@@ -116,7 +113,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 	if err != nil {
 		return "", time.Time{}, false, fmt.Errorf("dictsql: load category of %s: %w", participant, storeError(err))
 	}
-	return row.Category, time.Unix(0, row.UpdatedAt).UTC(), true, nil
+	return row.Category, sqltime.Time(row.UpdatedAt), true, nil
 }
 
 // LearnedCategories returns the category recorded for each participant in env.

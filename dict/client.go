@@ -233,10 +233,9 @@ type Result[T any] struct {
 }
 
 // call is one request to the DICT: method, the path after APIPrefix
-// (segments escaped), and its query, headers and body.
+// (segments escaped, with its query if any), and its headers and body.
 type call struct {
 	method, path string
-	query        url.Values
 	header       http.Header
 	body         any
 }
@@ -245,13 +244,11 @@ type call struct {
 // decodes the answer with status want into res.Response.
 func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[T], err error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
-	rt, _, _ := MatchRoute(cl.method, APIPrefix+cl.path)
+	path, _, _ := strings.Cut(cl.path, "?")
+	rt, _, _ := MatchRoute(cl.method, APIPrefix+path)
 	api := c.api
 	if rt.Op == OpListBucketStates || rt.Op == opGetBucketState {
 		api = c.policiesAPI
-	}
-	if len(cl.query) > 0 {
-		cl.path += "?" + cl.query.Encode()
 	}
 	var body []byte
 	if cl.body != nil {
@@ -386,7 +383,7 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 	set("ModifiedAfter", !f.ModifiedAfter.IsZero(), formatTimestamp(f.ModifiedAfter))
 	set("ModifiedBefore", !f.ModifiedBefore.IsZero(), formatTimestamp(f.ModifiedBefore))
 	set("Limit", f.Limit > 0, strconv.Itoa(f.Limit))
-	return send[ListClaimsResponse](ctx, c, call{method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
+	return send[ListClaimsResponse](ctx, c, call{method: http.MethodGet, path: "/claims/?" + q.Encode()}, http.StatusOK)
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT

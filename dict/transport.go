@@ -283,7 +283,6 @@ func holdAttr(r reservation) slog.Attr {
 func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string, arrival uint64) {
 	defer r.landed()
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
-	ref := req.Header.Get(HeaderEndToEndID)
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
 		for _, k := range keys {
@@ -308,7 +307,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
-		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: ref}
+		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: r.Ref}
 	}
 	var targets []throttle.SyncTarget
 	for _, k := range named {
@@ -322,14 +321,14 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 		// No reading after the 429: whichever bucket was empty, both
 		// wait out the Retry-After and keep their balances.
 		for _, k := range keys[:2] {
-			targets = append(targets, throttle.SyncTarget{Key: k, Tokens: throttle.MaxTokens, BlockFor: wait, Ref: ref})
+			targets = append(targets, throttle.SyncTarget{Key: k, Tokens: throttle.MaxTokens, BlockFor: wait, Ref: r.Ref})
 		}
 	default:
 		pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
 		if available < 1 {
 			// The participant's bucket was the empty one: the payer
 			// is left as the DICT has it.
-			pt.BlockFor, pt.Ref = wait, ref
+			pt.BlockFor, pt.Ref = wait, r.Ref
 		} else {
 			targets = append(targets, empty(keys[0]))
 		}

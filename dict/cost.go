@@ -3,6 +3,7 @@ package dict
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -222,12 +223,7 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 
 // gradePending reports whether the take of r left key's grading to the settle.
 func (r reservation) gradePending(key throttle.Key) bool {
-	for _, b := range r.Decision.Buckets {
-		if b.Key == key {
-			return b.GradePending
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Decision.Buckets, func(b throttle.BucketDecision) bool { return b.Key == key && b.GradePending })
 }
 
 // flightRefill is what Keys[i]'s bucket refilled (whole tokens, rounded up)

@@ -299,14 +299,9 @@ type Violation struct {
 // or property is policy, or the detail mentioning it as a whole word (a run
 // of ASCII letters, digits and _, as every DICT policy name is).
 func (p *Problem) Names(policy string) bool {
-	if p.Violations != nil {
-		for _, v := range p.Violations.Violation {
-			if v.Value == policy || v.Property == policy {
-				return true
-			}
-		}
-	}
-	return slices.Contains(wordRE.FindAllString(p.Detail, -1), policy)
+	named := func(v Violation) bool { return v.Value == policy || v.Property == policy }
+	return p.Violations != nil && slices.ContainsFunc(p.Violations.Violation, named) ||
+		slices.Contains(wordRE.FindAllString(p.Detail, -1), policy)
 }
 
 // NewProblem returns a problem of the given type (e.g. problemEntryNotFound).

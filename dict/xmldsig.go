@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,10 +256,8 @@ func (v *XMLVerifier) Verify(_ context.Context, op string, body []byte) error {
 // trusts reports whether cert is a trusted certificate, or issued by one
 // and valid at now.
 func (v *XMLVerifier) trusts(cert *x509.Certificate, now time.Time) bool {
-	for _, t := range v.trusted {
-		if t.Equal(cert) {
-			return true
-		}
+	if slices.ContainsFunc(v.trusted, cert.Equal) {
+		return true
 	}
 	_, err := cert.Verify(x509.VerifyOptions{Roots: v.pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	return err == nil

@@ -210,12 +210,9 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r.Decision = d
 	if d.Allowed && !d.FailOpen {
 		r.fullAtTake = make([]bool, len(keys))
-		for _, b := range d.Buckets {
-			for i, k := range keys {
-				if k == b.Key && b.Remaining+r.Reserved[i] >= b.Policy.Capacity {
-					r.fullAtTake[i] = true
-				}
-			}
+		for i, k := range keys {
+			j := slices.IndexFunc(d.Buckets, func(b throttle.BucketDecision) bool { return b.Key == k })
+			r.fullAtTake[i] = j >= 0 && d.Buckets[j].Remaining+r.Reserved[i] >= d.Buckets[j].Policy.Capacity
 		}
 	}
 	return r, nil

@@ -81,11 +81,7 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("dict: reconcile: %w", err)
 	}
-	for _, a := range adjusted {
-		if a.Applied < 0 {
-			res.Lowered = append(res.Lowered, a)
-		}
-	}
+	res.Lowered = slices.DeleteFunc(adjusted, func(a throttle.Adjusted) bool { return a.Applied >= 0 })
 	return res, nil
 }
 

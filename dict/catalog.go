@@ -437,13 +437,10 @@ func cloneSpec(s Spec) Spec {
 	s.Costs = maps.Clone(s.Costs)
 	s.Credits = maps.Clone(s.Credits)
 	s.Limits.Credits = maps.Clone(s.Limits.Credits)
-	if s.Classes != nil {
-		classes := make(map[string]limits, len(s.Classes))
-		for k, l := range s.Classes {
-			l.Credits = maps.Clone(l.Credits)
-			classes[k] = l
-		}
-		s.Classes = classes
+	s.Classes = maps.Clone(s.Classes)
+	for k, l := range s.Classes {
+		l.Credits = maps.Clone(l.Credits)
+		s.Classes[k] = l
 	}
 	return s
 }

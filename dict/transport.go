@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -147,7 +148,7 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 	var arrival uint64 // a 429's number among those the readings attribute
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		arrival = m.readings.arrive()
+		arrival = m.readings.seen.Add(1)
 	}
 	if err != nil {
 		if !sent || notSent(err) {
@@ -358,10 +359,10 @@ const readingTimeout = 10 * time.Second
 // flight per participant, shared by every Transport on one Meter. Safe for
 // concurrent use.
 type readings struct {
+	seen    atomic.Uint64 // the 429s numbered so far, each as it arrives
+	lowered atomic.Uint64 // the readings that found the participant empty or failed
 	mu      sync.Mutex
-	seen    uint64              // the 429s counted so far
-	lowered uint64              // the readings that found the participant empty or failed
-	busy    map[string]*reading // per participant, the reading in flight
+	busy    map[string]*reading // per participant, the reading in flight, under mu
 }
 
 // reading is one GET /policies/{policy} about the participant's bucket.
@@ -370,21 +371,6 @@ type reading struct {
 	done      chan struct{}
 	available int64
 	ok        bool
-}
-
-// arrive numbers a remote 429 as it arrives.
-func (rs *readings) arrive() uint64 {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.seen++
-	return rs.seen
-}
-
-// loweredSoFar counts the readings that found a participant empty or failed.
-func (rs *readings) loweredSoFar() uint64 {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.lowered
 }
 
 // maxHoldAttempts bounds the holds a getEntry asks again because a
@@ -404,9 +390,9 @@ func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant stri
 				return reservation{}, fmt.Errorf("dict: %s: not sent: %w", op, err)
 			}
 		}
-		before := m.readings.loweredSoFar()
+		before := m.readings.lowered.Load()
 		r, err := m.reserve(ctx, op, ref, keys...)
-		if err != nil || !gated || !r.Decision.Allowed || attempt == maxHoldAttempts || m.readings.loweredSoFar() == before {
+		if err != nil || !gated || !r.Decision.Allowed || attempt == maxHoldAttempts || m.readings.lowered.Load() == before {
 			return r, err
 		}
 		t.settle(context.WithoutCancel(ctx), m, r, outcomeNotSent)
@@ -458,7 +444,7 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 		}
 		rs.mu.Lock() // it was sent before this 429: ask again
 	}
-	c := &reading{after: rs.seen, done: make(chan struct{})}
+	c := &reading{after: rs.seen.Load(), done: make(chan struct{})}
 	rs.busy[participant] = c
 	rs.mu.Unlock()
 
@@ -469,7 +455,7 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 		rs.mu.Lock()
 		delete(rs.busy, participant)
 		if !c.ok || c.available < 1 {
-			rs.lowered++
+			rs.lowered.Add(1)
 		}
 		rs.mu.Unlock()
 		close(c.done)

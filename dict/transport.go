@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,11 +287,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
-		for _, k := range keys {
-			if p.Names(k.Policy) {
-				named = append(named, k)
-			}
-		}
+		named = slices.DeleteFunc(slices.Clone(keys), func(k throttle.Key) bool { return !p.Names(k.Policy) })
 	}
 	// Asked outside syncMu (a round trip); held leaves out what lands meanwhile.
 	attribute := len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1

@@ -155,7 +155,7 @@ func (c *Catalog) Spec(name string) (Spec, bool) {
 	if !ok {
 		return Spec{}, false
 	}
-	return c.effective(s), true
+	return cloneSpec(c.effective(s)), true
 }
 
 // Specs returns every policy, the DICT's in the manual's order, then those a
@@ -165,17 +165,18 @@ func (c *Catalog) Specs() []Spec {
 	defer c.mu.RUnlock()
 	out := make([]Spec, len(c.order))
 	for i, name := range c.order {
-		out[i] = c.effective(c.specs[name])
+		out[i] = cloneSpec(c.effective(c.specs[name]))
 	}
 	return out
 }
 
-// effective is a copy of s with the refill mode in effect; c.mu held.
+// effective is s with the refill mode in effect (its maps still the
+// stored ones); c.mu held.
 func (c *Catalog) effective(s Spec) Spec {
 	if !s.RefillSet {
 		s.Refill = c.refill
 	}
-	return cloneSpec(s)
+	return s
 }
 
 func (c *Catalog) define(s Spec) {
@@ -185,23 +186,23 @@ func (c *Catalog) define(s Spec) {
 	c.specs[s.Name] = s
 }
 
-// find returns the stored spec of policy (read-only) with the category and
-// refill mode in effect.
-func (c *Catalog) find(policy string) (s Spec, category string, refill throttle.RefillMode, err error) {
+// find returns the stored spec of policy (read-only) with its refill mode
+// in effect, and the category in effect.
+func (c *Catalog) find(policy string) (s Spec, category string, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	s, ok := c.specs[policy]
 	if !ok {
-		return Spec{}, "", 0, fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, policy)
+		return Spec{}, "", fmt.Errorf("%w: %q is not in the DICT catalog", throttle.ErrUnknownPolicy, policy)
 	}
-	return s, c.category, c.refill, nil
+	return c.effective(s), c.category, nil
 }
 
 // Resolve implements throttle.Resolver. Errors: throttle.ErrUnknownPolicy;
 // throttle.ErrInvalidKey (with ErrInvalidPayerID or ErrInvalidISPB) for a key
 // in another env or whose identifier does not fit the policy's scope.
 func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
-	s, category, refill, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return throttle.Policy{}, err
 	}
@@ -212,16 +213,12 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 	if err != nil {
 		return throttle.Policy{}, fmt.Errorf("%w: %s: %w", throttle.ErrInvalidKey, key.Policy, err)
 	}
-	mode := refill
-	if s.RefillSet {
-		mode = s.Refill
-	}
 	return throttle.Policy{
 		Name:         s.Name,
 		Capacity:     lim.Capacity,
 		RefillTokens: lim.RefillTokens,
 		RefillPeriod: lim.RefillPeriod,
-		Refill:       mode,
+		Refill:       s.Refill,
 		MinInterval:  s.MinInterval,
 		BlockFor:     s.BlockFor,
 		FailMode:     s.FailMode,
@@ -230,7 +227,7 @@ func (c *Catalog) Resolve(key throttle.Key) (throttle.Policy, error) {
 
 // Admission is what key's bucket must hold to admit a request (Spec.Reserve).
 func (c *Catalog) Admission(key throttle.Key) (int64, error) {
-	s, _, _, err := c.find(key.Policy)
+	s, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
@@ -240,7 +237,7 @@ func (c *Catalog) Admission(key throttle.Key) (int64, error) {
 // Hold is a request's worst-case cost to key's bucket, held until its
 // outcome is known: the largest of its costs and reserve, at most capacity.
 func (c *Catalog) Hold(key throttle.Key) (int64, error) {
-	s, category, _, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
@@ -257,15 +254,14 @@ func (c *Catalog) Hold(key throttle.Key) (int64, error) {
 // cost is a request's total cost to key's bucket given outcome:
 // Costs[outcome], else Costs[outcomeDefault], else the reserve.
 func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
-	s, _, _, err := c.find(key.Policy)
+	s, _, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
-	if n, ok := s.Costs[outcome]; ok {
-		return n, nil
-	}
-	if n, ok := s.Costs[outcomeDefault]; ok {
-		return n, nil
+	for _, o := range []string{outcome, outcomeDefault} {
+		if n, ok := s.Costs[o]; ok {
+			return n, nil
+		}
 	}
 	return s.Reserve, nil
 }
@@ -273,7 +269,7 @@ func (c *Catalog) cost(key throttle.Key, outcome string) (int64, error) {
 // Credit is what event gives back to key's bucket: the class's Credit,
 // else the policy's, else errUnknownOutcome.
 func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
-	s, category, _, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return 0, err
 	}
@@ -281,11 +277,10 @@ func (c *Catalog) Credit(key throttle.Key, event string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n, ok := lim.Credits[event]; ok {
-		return n, nil
-	}
-	if n, ok := s.Credits[event]; ok {
-		return n, nil
+	for _, credits := range []map[string]int64{lim.Credits, s.Credits} {
+		if n, ok := credits[event]; ok {
+			return n, nil
+		}
 	}
 	return 0, fmt.Errorf("%w: %s does not credit %q", errUnknownOutcome, key.Policy, event)
 }
@@ -377,6 +372,15 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 	if s.BlockFor < 0 {
 		return bad("block_for", "negative")
 	}
+	// counts checks a map of costs or credits: each at least least, want says so.
+	counts := func(field string, m map[string]int64, least int64, want string) *specError {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if n := m[k]; n < least || n > throttle.MaxTokens {
+				return bad(field+k, "%d is not %s", n, want)
+			}
+		}
+		return nil
+	}
 	check := func(prefix string, l limits) *specError {
 		switch {
 		case l.Capacity <= 0 || l.Capacity > throttle.MaxTokens:
@@ -393,12 +397,7 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 		if err := p.Validate(); err != nil {
 			return bad("refill", "%s refill of %s: %v", mode, prefix+"limits", err)
 		}
-		for event, n := range l.Credits {
-			if n <= 0 || n > throttle.MaxTokens {
-				return bad(prefix+"credits."+event, "%d is not a positive number of tokens", n)
-			}
-		}
-		return nil
+		return counts(prefix+"credits.", l.Credits, 1, "a positive number of tokens")
 	}
 	if len(s.Classes) == 0 {
 		if err := check("", s.Limits); err != nil {
@@ -427,17 +426,10 @@ func validateSpec(s Spec, mode throttle.RefillMode) *specError {
 			}
 		}
 	}
-	for _, outcome := range slices.Sorted(maps.Keys(s.Costs)) {
-		if n := s.Costs[outcome]; n < 0 || n > throttle.MaxTokens {
-			return bad("costs."+outcome, "%d is not a number of tokens >= 0", n)
-		}
+	if err := counts("costs.", s.Costs, 0, "a number of tokens >= 0"); err != nil {
+		return err
 	}
-	for _, event := range slices.Sorted(maps.Keys(s.Credits)) {
-		if n := s.Credits[event]; n <= 0 || n > throttle.MaxTokens {
-			return bad("credits."+event, "%d is not a positive number of tokens", n)
-		}
-	}
-	return nil
+	return counts("credits.", s.Credits, 1, "a positive number of tokens")
 }
 
 func cloneSpec(s Spec) Spec {
@@ -445,13 +437,10 @@ func cloneSpec(s Spec) Spec {
 	s.Costs = maps.Clone(s.Costs)
 	s.Credits = maps.Clone(s.Credits)
 	s.Limits.Credits = maps.Clone(s.Limits.Credits)
-	if s.Classes != nil {
-		classes := make(map[string]limits, len(s.Classes))
-		for k, l := range s.Classes {
-			l.Credits = maps.Clone(l.Credits)
-			classes[k] = l
-		}
-		s.Classes = classes
+	s.Classes = maps.Clone(s.Classes)
+	for k, l := range s.Classes {
+		l.Credits = maps.Clone(l.Credits)
+		s.Classes[k] = l
 	}
 	return s
 }

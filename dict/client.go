@@ -82,13 +82,10 @@ type Client struct {
 	participant string
 	signer      Signer
 	verifier    Verifier
-	loopback    bool
 	notice      string
 	meter       Meter
-	records     Records
-	transport   *Transport
+	transport   *Transport    // with the client's Meter, Participant, Records and Logger
 	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
-	logger      *slog.Logger
 
 	recheck   time.Duration
 	checkMu   sync.Mutex // held by the category check in progress
@@ -104,39 +101,38 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Limiter == nil || cfg.Catalog == nil {
 		return nil, errors.New("dict: client needs a Limiter and a Catalog")
 	}
-	api, host, err := apiBase(cfg.BaseURL)
+	api, err := apiBase(cfg.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("dict: client base URL: %w", err)
 	}
+	hc := http.Client{Timeout: 30 * time.Second}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	t := &Transport{Base: hc.Transport, Meter: Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog}, Participant: cfg.Participant,
+		Logger: cmp.Or(cfg.Logger, nowhere)}
 	c := &Client{
 		api:         api,
 		policiesAPI: api,
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
-		loopback:    isLoopback(host),
 		notice:      cfg.PaymentNoticeURL,
-		meter:       Meter{Limiter: cfg.Limiter, Catalog: cfg.Catalog, holds: &holds{}, readings: &readings{}},
-		records:     cfg.Records,
-		logger:      cmp.Or(cfg.Logger, nowhere),
+		meter:       t.meter(), // with the holds and readings of t
+		transport:   t,
+		timeout:     hc.Timeout,
 		recheck:     cmp.Or(cfg.CategoryRecheck, defaultCategoryRecheck),
 		checkedAt:   cfg.Limiter.Now(),
 	}
-	hc := http.Client{Timeout: 30 * time.Second}
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient
-	}
-	t := &Transport{Base: hc.Transport, Meter: c.meter, Participant: c.participant, Logger: c.logger}
 	if cfg.PoliciesURL != "" {
-		if c.policiesAPI, _, err = apiBase(cfg.PoliciesURL); err != nil {
+		if c.policiesAPI, err = apiBase(cfg.PoliciesURL); err != nil {
 			return nil, fmt.Errorf("dict: client policies URL: %w", err)
 		}
-		t.PoliciesURL = c.policiesAPI
+		c.transport.PoliciesURL = c.policiesAPI
 	}
-	if isNil(cfg.Records) { // a nil *dictsql.Records in the interface is none
-		c.records = nil
+	if !isNil(cfg.Records) { // a nil *dictsql.Records in the interface is none
+		c.transport.Records = cfg.Records
 	}
-	t.Records, c.transport, c.timeout = c.records, t, hc.Timeout
 	return c, nil
 }
 
@@ -150,22 +146,28 @@ func isNil(v any) bool {
 }
 
 // apiBase parses the http(s) base URL of the DICT's API and returns it
-// ending in its API prefix (APIPrefix when it has none), and its host.
-func apiBase(s string) (api, host string, err error) {
+// ending in its API prefix (APIPrefix when it has none).
+func apiBase(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSuffix(s, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", fmt.Errorf("%q is not an http(s) URL", s)
+		return "", fmt.Errorf("%q is not an http(s) URL", s)
 	}
 	if !apiPrefix.MatchString(u.Path) {
 		u.Path += APIPrefix
 	}
-	return u.String(), u.Hostname(), nil
+	return u.String(), nil
 }
 
-// isLoopback reports whether host is a loopback address (a simulator's).
-func isLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
+// IsLoopbackURL reports whether the URL s points at a loopback address (a
+// simulator's): a write goes unsigned only there, and dictsetup notices the
+// simulator's payments.
+func IsLoopbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return u.Hostname() == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // Participant returns the client's ISPB.
@@ -231,10 +233,9 @@ type Result[T any] struct {
 }
 
 // call is one request to the DICT: method, the path after APIPrefix
-// (segments escaped), and its query, headers and body.
+// (segments escaped, with its query if any), and its headers and body.
 type call struct {
 	method, path string
-	query        url.Values
 	header       http.Header
 	body         any
 }
@@ -243,13 +244,11 @@ type call struct {
 // decodes the answer with status want into res.Response.
 func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[T], err error) {
 	// Build the request first: nothing is taken for a request that cannot be built.
-	rt, _, _ := MatchRoute(cl.method, APIPrefix+cl.path)
+	path, _, _ := strings.Cut(cl.path, "?")
+	rt, _, _ := MatchRoute(cl.method, APIPrefix+path)
 	api := c.api
 	if rt.Op == OpListBucketStates || rt.Op == opGetBucketState {
 		api = c.policiesAPI
-	}
-	if len(cl.query) > 0 {
-		cl.path += "?" + cl.query.Encode()
 	}
 	var body []byte
 	if cl.body != nil {
@@ -263,7 +262,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 		if body, err = c.signer.Sign(ctx, rt.Op, body); err != nil {
 			return res, fmt.Errorf("dict: %s: sign: %w", rt.Op, err)
 		}
-	case !c.loopback:
+	case !IsLoopbackURL(c.api):
 		return res, fmt.Errorf("%w: %s to %s", ErrUnsigned, rt.Op, c.api)
 	}
 	if c.timeout > 0 {
@@ -384,7 +383,7 @@ func (c *Client) ListClaims(ctx context.Context, f ClaimsFilter) (Result[ListCla
 	set("ModifiedAfter", !f.ModifiedAfter.IsZero(), formatTimestamp(f.ModifiedAfter))
 	set("ModifiedBefore", !f.ModifiedBefore.IsZero(), formatTimestamp(f.ModifiedBefore))
 	set("Limit", f.Limit > 0, strconv.Itoa(f.Limit))
-	return send[ListClaimsResponse](ctx, c, call{method: http.MethodGet, path: "/claims/", query: q}, http.StatusOK)
+	return send[ListClaimsResponse](ctx, c, call{method: http.MethodGet, path: "/claims/?" + q.Encode()}, http.StatusOK)
 }
 
 // GetBucketState reads one of the participant's buckets at the DICT
@@ -420,10 +419,10 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	if err := ValidateEndToEndID(endToEndID); err != nil {
 		return PaymentCredit{}, err
 	}
-	if c.records == nil {
+	if c.transport.Records == nil {
 		return PaymentCredit{}, errNoRecords
 	}
-	l, err := c.records.FindLookup(ctx, endToEndID)
+	l, err := c.transport.Records.FindLookup(ctx, endToEndID)
 	if err != nil {
 		return PaymentCredit{}, err
 	}
@@ -442,7 +441,7 @@ func (c *Client) CreditPayment(ctx context.Context, endToEndID string) (PaymentC
 	adjusted, err := m.credit(ctx, l.EndToEndID, EventPayment,
 		m.Catalog.Key(l.Policy, l.PayerID), m.Catalog.Key(PolicyEntriesReadParticipantAntiscan, l.Participant))
 	if err == nil {
-		err = c.records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now())
+		err = c.transport.Records.MarkPaid(ctx, l.EndToEndID, m.Limiter.Now())
 	}
 	if err != nil {
 		return pc, err

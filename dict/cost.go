@@ -3,7 +3,7 @@ package dict
 import (
 	"context"
 	"fmt"
-	"math/bits"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -17,8 +17,8 @@ import (
 type Meter struct {
 	Limiter  *throttle.Limiter
 	Catalog  *Catalog
-	holds    *holds    // this process's requests in flight (nil: none counted)
-	readings *readings // the participant readings after remote 429s (nil: none asked)
+	holds    *holds    // this process's requests in flight
+	readings *readings // the participant readings after remote 429s
 }
 
 // reservation is what reserve took: Reserved[i] tokens (the worst case)
@@ -35,8 +35,8 @@ type reservation struct {
 }
 
 // holds counts, per bucket, the tokens held by this process's requests in
-// flight, which a sync to the DICT's balance leaves out (decision 0067). The
-// zero value is ready; safe for concurrent use.
+// flight, which a sync to the DICT's balance leaves out (decision 0067);
+// Transport.meter makes it. Safe for concurrent use.
 type holds struct {
 	mu      sync.Mutex
 	held    map[throttle.Key]int64
@@ -53,25 +53,17 @@ type watch struct {
 
 // watch starts a watch; stop it once the sync is done.
 func (h *holds) watch() *watch {
-	if h == nil {
-		return nil
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := &watch{holds: h, landed: make(map[throttle.Key]int64)}
-	if h.watches == nil {
-		h.watches = make(map[*watch]struct{})
-	}
 	h.watches[w] = struct{}{}
 	return w
 }
 
 func (w *watch) stop() {
-	if w != nil {
-		w.holds.mu.Lock()
-		defer w.holds.mu.Unlock()
-		delete(w.holds.watches, w)
-	}
+	w.holds.mu.Lock()
+	defer w.holds.mu.Unlock()
+	delete(w.holds.watches, w)
 }
 
 // held is what a sync of key to a balance read during w leaves out: the
@@ -87,21 +79,17 @@ func (w *watch) held(key throttle.Key) int64 {
 
 // heldBut is held without r's own hold.
 func (w *watch) heldBut(key throttle.Key, r reservation) int64 {
-	return max(w.held(key)-r.flight.heldBy(key), 0)
+	return max(w.held(key)-r.heldBy(key), 0)
 }
 
-// flight is one request's entry in holds, removed once.
+// flight is one request's entry in holds (its reservation's Reserved
+// from Keys), removed once.
 type flight struct {
-	holds    *holds
-	keys     []throttle.Key
-	reserved []int64
-	removed  bool // under holds.mu
+	holds   *holds
+	removed bool // under holds.mu
 }
 
 func (h *holds) inFlight(key throttle.Key) int64 {
-	if h == nil {
-		return 0
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.held[key]
@@ -109,26 +97,18 @@ func (h *holds) inFlight(key throttle.Key) int64 {
 
 // add counts a request's holds before its take.
 func (h *holds) add(keys []throttle.Key, reserved []int64) *flight {
-	if h == nil {
-		return nil
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.held == nil {
-		h.held = make(map[throttle.Key]int64)
-	}
 	for i, k := range keys {
 		h.held[k] += reserved[i]
 	}
-	return &flight{holds: h, keys: keys, reserved: reserved}
+	return &flight{holds: h}
 }
 
-// land removes f's holds, once. The running watches count kept[i], what the
-// settle charged keys[i], or the whole hold when kept is nil.
-func (f *flight) land(kept []int64) {
-	if f == nil {
-		return
-	}
+// land removes r's holds from flight, once. The running watches count
+// kept[i], what the settle charged Keys[i], or the whole hold when kept is nil.
+func (r reservation) land(kept []int64) {
+	f := r.flight
 	h := f.holds
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -136,11 +116,11 @@ func (f *flight) land(kept []int64) {
 		return
 	}
 	f.removed = true
-	for i, k := range f.keys {
-		if h.held[k] -= f.reserved[i]; h.held[k] <= 0 {
+	for i, k := range r.Keys {
+		if h.held[k] -= r.Reserved[i]; h.held[k] <= 0 {
 			delete(h.held, k)
 		}
-		n := f.reserved[i]
+		n := r.Reserved[i]
 		if kept != nil {
 			n = max(kept[i], 0)
 		}
@@ -150,24 +130,22 @@ func (f *flight) land(kept []int64) {
 	}
 }
 
-// heldBy returns what f still holds from key.
-func (f *flight) heldBy(key throttle.Key) int64 {
-	if f == nil {
-		return 0
-	}
+// heldBy returns what r still holds in flight from key.
+func (r reservation) heldBy(key throttle.Key) int64 {
+	f := r.flight
 	f.holds.mu.Lock()
 	defer f.holds.mu.Unlock()
 	var n int64
-	for i, k := range f.keys {
+	for i, k := range r.Keys {
 		if k == key && !f.removed {
-			n += f.reserved[i]
+			n += r.Reserved[i]
 		}
 	}
 	return n
 }
 
 // landed takes r out of flight for good, its whole hold counted landed.
-func (r reservation) landed() { r.flight.land(nil) }
+func (r reservation) landed() { r.land(nil) }
 
 // policyTargets returns the syncs of participant's PSP buckets to the
 // balances of an answer of GET /policies/, less what held counts;
@@ -192,7 +170,7 @@ func (m *Meter) policyTargets(participant string, policies []Policy, held *watch
 
 // inFlightBut is the holds in flight on key but r's.
 func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
-	return max(m.holds.inFlight(key)-r.flight.heldBy(key), 0)
+	return max(m.holds.inFlight(key)-r.heldBy(key), 0)
 }
 
 // outcomeOf names an HTTP status as an outcome of the counting rules ("404").
@@ -232,12 +210,9 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r.Decision = d
 	if d.Allowed && !d.FailOpen {
 		r.fullAtTake = make([]bool, len(keys))
-		for _, b := range d.Buckets {
-			for i, k := range keys {
-				if k == b.Key && b.Remaining+r.Reserved[i] >= b.Policy.Capacity {
-					r.fullAtTake[i] = true
-				}
-			}
+		for i, k := range keys {
+			j := slices.IndexFunc(d.Buckets, func(b throttle.BucketDecision) bool { return b.Key == k })
+			r.fullAtTake[i] = j >= 0 && d.Buckets[j].Remaining+r.Reserved[i] >= d.Buckets[j].Policy.Capacity
 		}
 	}
 	return r, nil
@@ -245,12 +220,7 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 
 // gradePending reports whether the take of r left key's grading to the settle.
 func (r reservation) gradePending(key throttle.Key) bool {
-	for _, b := range r.Decision.Buckets {
-		if b.Key == key {
-			return b.GradePending
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Decision.Buckets, func(b throttle.BucketDecision) bool { return b.Key == key && b.GradePending })
 }
 
 // flightRefill is what Keys[i]'s bucket refilled (whole tokens, rounded up)
@@ -258,24 +228,19 @@ func (r reservation) gradePending(key throttle.Key) bool {
 // request cost something: the DICT refills a full bucket only from its
 // charge, so settle charges it back (decision 0067).
 func (m *Meter) flightRefill(r reservation, i int, cost int64, now time.Time) int64 {
-	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] || !now.After(r.takenAt) {
+	if cost <= 0 || i >= len(r.fullAtTake) || !r.fullAtTake[i] {
 		return 0
 	}
 	p, err := m.Catalog.Resolve(r.Keys[i])
-	if err != nil || p.RefillPeriod <= 0 || p.Refill != throttle.RefillContinuous {
+	if err != nil || p.Refill != throttle.RefillContinuous {
 		return 0
 	}
-	elapsed := now.Sub(r.takenAt)
-	hi, lo := bits.Mul64(uint64(elapsed), uint64(p.RefillTokens))
-	period := uint64(p.RefillPeriod)
-	if hi >= period {
-		return p.Capacity // a flight longer than the bucket's whole refill
+	b := throttle.Bucket{RefilledAt: r.takenAt} // empty at the take: Refill counts what came since, capped
+	b.Refill(p, now)
+	if b.Carry > 0 { // part of a token
+		b.Tokens++
 	}
-	q, rem := bits.Div64(hi, lo, period)
-	if rem > 0 {
-		q++
-	}
-	return int64(min(q, uint64(p.Capacity)))
+	return b.Tokens
 }
 
 // settle gives back the difference between the hold and the cost of outcome
@@ -308,14 +273,14 @@ func (m *Meter) settle(ctx context.Context, r reservation, outcome string, targe
 		}
 	}
 	if len(adjs) == 0 && len(targets) == 0 {
-		r.flight.land(kept)
+		r.land(kept)
 		return nil, nil
 	}
 	out, err := m.Limiter.AdjustAndSync(ctx, adjs, targets)
 	if err != nil {
 		return nil, fmt.Errorf("dict: settle %s as %s: %w", r.Op, outcome, err)
 	}
-	r.flight.land(kept)
+	r.land(kept)
 	return out, nil
 }
 

@@ -50,15 +50,14 @@ var (
 )
 
 var (
-	NewListPoliciesResponse = newListPoliciesResponse
-	NewXMLSigner            = newXMLSigner
-	NewXMLVerifier          = newXMLVerifier
-	ParseKeyAs              = parseKeyAs
-	ParsePolicyFile         = parsePolicyFile
-	ParseRetryAfter         = parseRetryAfter
-	PolicyFromState         = policyFromState
-	ValidateCNPJ            = validateCNPJ
-	ValidateCPF             = validateCPF
+	NewXMLSigner    = newXMLSigner
+	NewXMLVerifier  = newXMLVerifier
+	ParseKeyAs      = parseKeyAs
+	ParsePolicyFile = parsePolicyFile
+	ParseRetryAfter = parseRetryAfter
+	PolicyFromState = policyFromState
+	ValidateCNPJ    = func(s string) error { return validateTaxID(personPJ, s) }
+	ValidateCPF     = func(s string) error { return validateTaxID(personPF, s) }
 )
 
 // ListPolicies and GetPolicy are LocalPolicies and LocalPolicy of a client of participant on lim and cat.
@@ -80,6 +79,9 @@ func (c *Catalog) ParticipantKeys(participant string) ([]throttle.Key, error) {
 func (c *Catalog) Apply(f *policyFile) error { return c.apply(f) }
 
 func (m *Meter) Reserve(ctx context.Context, op, ref string, keys ...throttle.Key) (reservation, error) {
+	if m.holds == nil { // as a Client or a Transport gives its Meter
+		*m = (&Transport{Meter: *m}).meter()
+	}
 	return m.reserve(ctx, op, ref, keys...)
 }
 
@@ -146,7 +148,7 @@ func (c *Catalog) Define(s Spec) error {
 // Class returns the class of key's bucket: "PF" or "PJ" for a USER policy,
 // the category in effect for a categorised PSP policy, "" otherwise.
 func (c *Catalog) Class(key throttle.Key) (string, error) {
-	s, category, _, err := c.find(key.Policy)
+	s, category, err := c.find(key.Policy)
 	if err != nil {
 		return "", err
 	}

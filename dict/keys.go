@@ -25,9 +25,6 @@ type Key struct {
 	Value string
 }
 
-// String returns the key as the DICT writes it.
-func (k Key) String() string { return k.Value }
-
 const maxEmailLen = 77 // DICT API 2.6.1
 
 var (
@@ -35,11 +32,10 @@ var (
 	// emailRE is the DICT's pattern for EMAIL keys: lowercase only.
 	emailRE    = regexp.MustCompile("^[a-z0-9.!#$&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")
 	evpRE      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	cnpjRE     = regexp.MustCompile(`^[A-Z0-9]{12}[0-9]{2}$`)
 	ispbRE     = regexp.MustCompile(`^[0-9]{8}$`)
 	e2eRE      = regexp.MustCompile(`^E[0-9]{8}[0-9]{12}[a-zA-Z0-9]{11}$`)
-	digitsRE   = regexp.MustCompile(`^[0-9]+$`)
 	categoryRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,16}$`)
+	wordRE     = regexp.MustCompile(`\w+`) // a whole word of a problem's detail (Problem.Names)
 )
 
 // ParseKey validates s as a Pix key and infers its type: a leading "+" is a
@@ -55,7 +51,7 @@ func ParseKey(s string) (Key, error) {
 		t = KeyEmail
 	case len(s) == 36 && strings.Count(s, "-") == 4:
 		t = KeyEVP
-	case len(s) == 11 && digitsRE.MatchString(s):
+	case taxIDs[personPF].shape.MatchString(s): // 11 digits
 		t = KeyCPF
 	case len(s) == 14:
 		t = keyCNPJ
@@ -70,9 +66,9 @@ func parseKeyAs(t KeyType, s string) (Key, error) {
 	var err error
 	switch t {
 	case KeyCPF:
-		err = validateCPF(s)
+		err = validateTaxID(personPF, s)
 	case keyCNPJ:
-		err = validateCNPJ(s)
+		err = validateTaxID(personPJ, s)
 	case KeyPhone:
 		if !phoneRE.MatchString(s) {
 			err = fmt.Errorf("%w: %q is not E.164 (+ then 2 to 15 digits, no leading 0)", errInvalidPhone, truncate(s))
@@ -99,34 +95,32 @@ func parseKeyAs(t KeyType, s string) (Key, error) {
 	return Key{Type: t, Value: s}, nil
 }
 
-// validateCPF reports whether s is a CPF: 11 digits, not all the same, the
-// last two the mod-11 check digits (weights 2..11 from the right). The error
-// wraps errInvalidCPF.
-func validateCPF(s string) error {
-	switch {
-	case len(s) != 11 || !digitsRE.MatchString(s):
-		return fmt.Errorf("%w: %q is not 11 digits", errInvalidCPF, truncate(s))
-	case strings.Count(s, s[:1]) == len(s):
-		return fmt.Errorf("%w: %q has all digits equal", errInvalidCPF, s)
-	case !checkDigitsOK(s, 11):
-		return fmt.Errorf("%w: %q has wrong check digits", errInvalidCPF, s)
-	}
-	return nil
+// taxIDs are the rules of a CPF (PF) and a CNPJ (PJ): its shape, then not
+// one repeated character, then the last two characters the mod-11 check
+// digits of the others (checkDigitsOK), weighted 2..11 for a CPF and 2..9
+// for a CNPJ. A CNPJ is numeric or alphanumeric (^[A-Z0-9]{12}[0-9]{2}$,
+// "A" valued 17): "12ABC34501DE35" is valid.
+var taxIDs = map[personType]struct {
+	shape        *regexp.Regexp
+	maxWeight    int
+	err          error
+	want, digits string
+}{
+	personPF: {regexp.MustCompile(`^[0-9]{11}$`), 11, errInvalidCPF, "11 digits", "digits"},
+	personPJ: {regexp.MustCompile(`^[A-Z0-9]{12}[0-9]{2}$`), 9, errInvalidCNPJ, "12 digits or capital letters followed by 2 check digits", "characters"},
 }
 
-// validateCNPJ reports whether s is a CNPJ, numeric or alphanumeric
-// (^[A-Z0-9]{12}[0-9]{2}$), not one repeated character: the last two digits
-// are the mod-11 check digits of the others, each valued as its ASCII code
-// minus 48 ("A" is 17), weights 2..9 from the right; "12ABC34501DE35" is
-// valid. The error wraps errInvalidCNPJ.
-func validateCNPJ(s string) error {
+// validateTaxID reports whether s is a CPF (p is personPF) or a CNPJ
+// (personPJ) by taxIDs. The error wraps errInvalidCPF or errInvalidCNPJ.
+func validateTaxID(p personType, s string) error {
+	t := taxIDs[p]
 	switch {
-	case !cnpjRE.MatchString(s):
-		return fmt.Errorf("%w: %q is not 12 digits or capital letters followed by 2 check digits", errInvalidCNPJ, truncate(s))
+	case !t.shape.MatchString(s):
+		return fmt.Errorf("%w: %q is not %s", t.err, truncate(s), t.want)
 	case strings.Count(s, s[:1]) == len(s):
-		return fmt.Errorf("%w: %q has all characters equal", errInvalidCNPJ, s)
-	case !checkDigitsOK(s, 9):
-		return fmt.Errorf("%w: %q has wrong check digits", errInvalidCNPJ, s)
+		return fmt.Errorf("%w: %q has all %s equal", t.err, s, t.digits)
+	case !checkDigitsOK(s, t.maxWeight):
+		return fmt.Errorf("%w: %q has wrong check digits", t.err, s)
 	}
 	return nil
 }
@@ -178,19 +172,18 @@ func ValidatePayerID(s string) error {
 // parsePayerID is ValidatePayerID telling PF from PJ; the error also wraps
 // errInvalidCPF or errInvalidCNPJ.
 func parsePayerID(s string) (personType, error) {
+	p := personPJ
 	if len(s) == 11 {
-		if err := validateCPF(s); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
-		}
-		return personPF, nil
+		p = personPF
 	}
-	if err := validateCNPJ(s); err != nil {
-		if len(s) != 14 {
-			err = fmt.Errorf("%w or %w: %q is neither 11 nor 14 characters", errInvalidCPF, errInvalidCNPJ, truncate(s))
-		}
+	err := validateTaxID(p, s)
+	if err != nil && len(s) != 11 && len(s) != 14 {
+		err = fmt.Errorf("%w or %w: %q is neither 11 nor 14 characters", errInvalidCPF, errInvalidCNPJ, truncate(s))
+	}
+	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidPayerID, err)
 	}
-	return personPJ, nil
+	return p, nil
 }
 
 // NewEndToEndID returns a fresh Pix EndToEndId for a payment initiated by

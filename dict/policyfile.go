@@ -82,6 +82,19 @@ func parseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
+// parseSet stores parse(*s) in *to when s is given; the error names field.
+func parseSet[T any](field string, s *string, parse func(string) (T, error), to *T) error {
+	if s == nil {
+		return nil
+	}
+	v, err := parse(*s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	*to = v
+	return nil
+}
+
 const policyFileSection = "dict"
 
 // parsePolicyFile returns the DICT section of a policy file (nil without
@@ -149,12 +162,8 @@ func (c *Catalog) apply(f *policyFile) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	mode := c.refill
-	if f.Refill != nil {
-		m, err := throttle.ParseRefillMode(*f.Refill)
-		if err != nil {
-			return fmt.Errorf("%w: dict.refill: %v", errInvalidPolicyFile, err)
-		}
-		mode = m
+	if err := parseSet("dict.refill", f.Refill, throttle.ParseRefillMode, &mode); err != nil {
+		return fmt.Errorf("%w: %v", errInvalidPolicyFile, err)
 	}
 	merged := make(map[string]Spec, len(f.Policies))
 	for _, name := range slices.Sorted(maps.Keys(f.Policies)) {
@@ -223,13 +232,10 @@ func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error)
 	if e.Operations != nil {
 		s.Operations = slices.Clone(e.Operations)
 	}
-	if e.Refill != nil {
-		m, err := throttle.ParseRefillMode(*e.Refill)
-		if err != nil {
-			return Spec{}, fmt.Errorf("refill: %v", err)
-		}
-		s.Refill, s.RefillSet = m, true
+	if err := parseSet("refill", e.Refill, throttle.ParseRefillMode, &s.Refill); err != nil {
+		return Spec{}, err
 	}
+	s.RefillSet = s.RefillSet || e.Refill != nil
 	if e.Capacity != nil || e.RefillTokens != nil || e.RefillPeriod != nil {
 		if len(s.Classes) > 0 {
 			return Spec{}, fmt.Errorf("capacity: %s is sized by class; override \"classes\" instead", name)
@@ -261,18 +267,11 @@ func mergeEntry(name string, old Spec, exists bool, e policyEntry) (Spec, error)
 		s.Reserve = *e.Reserve
 	}
 	s.Costs, s.Credits = mergeCounts(s.Costs, e.Costs), mergeCounts(s.Credits, e.Credits)
-	for _, d := range []struct {
-		field string
-		from  *string
-		to    *time.Duration
-	}{{"min_interval", e.MinInterval, &s.MinInterval}, {"block_for", e.BlockFor, &s.BlockFor}} {
-		if d.from != nil {
-			v, err := parseDuration(*d.from)
-			if err != nil {
-				return Spec{}, fmt.Errorf("%s: %w", d.field, err)
-			}
-			*d.to = v
-		}
+	if err := parseSet("min_interval", e.MinInterval, parseDuration, &s.MinInterval); err != nil {
+		return Spec{}, err
+	}
+	if err := parseSet("block_for", e.BlockFor, parseDuration, &s.BlockFor); err != nil {
+		return Spec{}, err
 	}
 	if e.FailOpen != nil {
 		s.FailMode = throttle.FailClosed
@@ -290,12 +289,8 @@ func mergeLimits(l limits, e limitsEntry) (limits, error) {
 	if e.RefillTokens != nil {
 		l.RefillTokens = *e.RefillTokens
 	}
-	if e.RefillPeriod != nil {
-		d, err := parseDuration(*e.RefillPeriod)
-		if err != nil {
-			return l, fmt.Errorf("refill_period: %w", err)
-		}
-		l.RefillPeriod = d
+	if err := parseSet("refill_period", e.RefillPeriod, parseDuration, &l.RefillPeriod); err != nil {
+		return l, err
 	}
 	l.Credits = mergeCounts(l.Credits, e.Credits)
 	return l, nil

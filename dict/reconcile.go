@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -31,7 +32,7 @@ type ReconcileResult struct {
 }
 
 // Reconcile reads the participant's buckets at the DICT (ListBucketStates),
-// records the participant's category (catalog and Records), and lowers every
+// whose category the Transport records (catalog and Records), and lowers every
 // local PSP bucket to the DICT's balance less this process's holds in flight
 // (never raising one). A refusal is res.Decision with a nil error. Errors: as
 // ListBucketStates; throttle.ErrStoreUnavailable.
@@ -49,18 +50,13 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		res.At = c.meter.Limiter.Now()
 	}
 
-	// The category first (SetCategory validates it): it sizes the buckets synced below.
-	switch err := c.meter.Catalog.SetCategory(remote.Category); {
+	// The Transport set a usable category before it answered: it sizes the buckets synced below.
+	switch err := ValidateCategory(remote.Category); {
 	case remote.Category == "":
 	case err != nil:
-		c.logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
+		c.transport.Logger.Warn("dict: reconcile: the DICT reported an unusable category", slog.Any("error", err))
 	default:
 		res.CategoryChanged = before != remote.Category
-		if c.records != nil {
-			if err := c.records.SaveCategory(ctx, c.meter.Catalog.Env(), c.participant, remote.Category, c.meter.Limiter.Now()); err != nil {
-				return res, err
-			}
-		}
 	}
 
 	targets, unknown := c.meter.policyTargets(c.participant, remote.Policies, held, "reconcile "+remote.CorrelationID)
@@ -85,11 +81,7 @@ func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("dict: reconcile: %w", err)
 	}
-	for _, a := range adjusted {
-		if a.Applied < 0 {
-			res.Lowered = append(res.Lowered, a)
-		}
-	}
+	res.Lowered = slices.DeleteFunc(adjusted, func(a throttle.Adjusted) bool { return a.Applied >= 0 })
 	return res, nil
 }
 
@@ -106,20 +98,19 @@ func (c *Client) RunReconcile(ctx context.Context, every time.Duration, report f
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
 		case <-t.C:
 		}
-		if ctx.Err() != nil { // a tick ready with the cancellation: no pass
+		if ctx.Err() != nil { // also when a tick was ready with the cancellation: no pass
 			return ctx.Err()
 		}
 		res, err := c.Reconcile(ctx)
 		switch {
 		case err != nil:
-			c.logger.Warn("dict: reconcile failed", slog.Any("error", err))
+			c.transport.Logger.Warn("dict: reconcile failed", slog.Any("error", err))
 		case !res.Decision.Allowed:
-			c.logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", res.Decision.RetryAfter))
+			c.transport.Logger.Info("dict: reconcile deferred: POLICIES_LIST bucket empty", slog.Duration("retry_after", res.Decision.RetryAfter))
 		default:
-			c.logger.Info("dict: reconciled", slog.String("category", res.Category),
+			c.transport.Logger.Info("dict: reconciled", slog.String("category", res.Category),
 				slog.Int("lowered", len(res.Lowered)), slog.Int("mismatched", len(res.Mismatched)))
 		}
 		if report != nil {
@@ -147,7 +138,7 @@ func (c *Client) recheckCategory(ctx context.Context) {
 		return
 	}
 	defer func() { c.checkedAt = now }()
-	if cat, at, ok, err := c.stored(ctx); err == nil && ok && now.Sub(at) < c.recheck && c.meter.Catalog.SetCategory(cat) == nil {
+	if _, ok, err := c.restore(ctx, c.recheck); ok && err == nil {
 		return
 	}
 	key := c.meter.Catalog.Key(PolicyEntriesReadParticipantAntiscan, c.participant)
@@ -156,15 +147,15 @@ func (c *Client) recheckCategory(ctx context.Context) {
 	res, err := c.GetBucketState(ctx, key.Policy)
 	switch {
 	case err != nil:
-		c.logger.Warn("dict: category re-check failed", slog.Any("error", err))
+		c.transport.Logger.Warn("dict: category re-check failed", slog.Any("error", err))
 		return
 	case !res.Decision.Allowed:
-		c.logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
+		c.transport.Logger.Info("dict: category re-check deferred: POLICIES_READ empty locally", slog.Duration("retry_after", res.Decision.RetryAfter))
 		return
 	}
 	tokens := res.Response.Policy.AvailableTokens - held.held(key)
 	if _, err := c.meter.Limiter.Sync(ctx, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: "GET /policies/" + key.Policy}); err != nil {
-		c.logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
+		c.transport.Logger.Warn("dict: category re-check: sync failed", slog.Any("error", err))
 	}
 }
 
@@ -181,12 +172,8 @@ type LearnedCategory struct {
 // catalog keeps its category and the error says why: a refusal is a
 // *throttle.RefusedError (decision 0010), or a remote error, a store failure.
 func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (LearnedCategory, error) {
-	cat, at, ok, err := c.stored(ctx)
-	if err != nil {
-		return LearnedCategory{}, err
-	}
-	if ok && c.meter.Limiter.Now().Sub(at) < maxAge {
-		return LearnedCategory{Category: cat, Source: "stored", At: at}, c.meter.Catalog.SetCategory(cat)
+	if l, ok, err := c.restore(ctx, maxAge); ok || err != nil {
+		return l, err
 	}
 	res, err := c.Reconcile(ctx)
 	if err != nil {
@@ -204,19 +191,22 @@ func (c *Client) LearnCategory(ctx context.Context, maxAge time.Duration) (Learn
 // RestoreCategory sets the catalog's category from Records and reports
 // whether one was recorded.
 func (c *Client) RestoreCategory(ctx context.Context) (bool, error) {
-	cat, _, ok, err := c.stored(ctx)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, c.meter.Catalog.SetCategory(cat)
+	_, ok, err := c.restore(ctx, math.MaxInt64)
+	return ok, err
 }
 
-// stored is the category recorded in Records (ok false without one).
-func (c *Client) stored(ctx context.Context) (category string, at time.Time, ok bool, err error) {
-	if c.records == nil {
-		return "", time.Time{}, false, nil
+// restore sets the catalog's category to the one recorded in Records when
+// learned less than maxAge ago; ok reports whether one was (err is then
+// SetCategory's).
+func (c *Client) restore(ctx context.Context, maxAge time.Duration) (l LearnedCategory, ok bool, err error) {
+	if c.transport.Records == nil {
+		return l, false, nil
 	}
-	return c.records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
+	cat, at, ok, err := c.transport.Records.LearnedCategory(ctx, c.meter.Catalog.Env(), c.participant)
+	if err != nil || !ok || c.meter.Limiter.Now().Sub(at) >= maxAge {
+		return l, false, err
+	}
+	return LearnedCategory{Category: cat, Source: "stored", At: at}, true, c.meter.Catalog.SetCategory(cat)
 }
 
 // LocalPolicies reports the participant's buckets in the local mirror as
@@ -230,7 +220,13 @@ func (c *Client) LocalPolicies(ctx context.Context) (*ListPoliciesResponse, erro
 	if err != nil {
 		return nil, fmt.Errorf("dict: list policies: %w", err)
 	}
-	return newListPoliciesResponse(c.participant, c.meter.Catalog.CategoryInEffect(), states, c.meter.Limiter.Now()), nil
+	now := c.meter.Limiter.Now()
+	r := &ListPoliciesResponse{CorrelationID: NewCorrelationID(c.participant, now), ResponseTime: Timestamp{Time: now.UTC()},
+		Category: c.meter.Catalog.CategoryInEffect(), Policies: make([]Policy, len(states))}
+	for i, s := range states {
+		r.Policies[i] = policyFromState(s)
+	}
+	return r, nil
 }
 
 // LocalPolicy reports one of the participant's buckets in the local mirror

@@ -12,9 +12,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -70,7 +72,10 @@ var _ http.RoundTripper = (*Transport)(nil)
 // when the Meter has none (a Meter from Client.Meter shares the client's).
 func (t *Transport) meter() Meter {
 	m := t.Meter
-	t.holdsOnce.Do(func() { t.holds, t.readings = &holds{}, &readings{} })
+	t.holdsOnce.Do(func() {
+		t.holds = &holds{held: map[throttle.Key]int64{}, watches: map[*watch]struct{}{}}
+		t.readings = &readings{busy: map[string]*reading{}}
+	})
 	m.holds, m.readings = cmp.Or(m.holds, t.holds), cmp.Or(m.readings, t.readings)
 	return m
 }
@@ -137,18 +142,17 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 	// From here the reservation is settled whatever happens to req's context.
 	ctx := context.WithoutCancel(req.Context())
-	if err := req.Context().Err(); err != nil { // the take committed after the deadline
-		t.settle(ctx, m, r, outcomeNotSent)
-		return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
+	sentAt := m.Limiter.Now()
+	if err = req.Context().Err(); err == nil { // else the take committed after the deadline
+		sent = true
+		resp, err = cmp.Or(t.Base, http.DefaultTransport).RoundTrip(req)
 	}
-	sentAt, sent := m.Limiter.Now(), true
-	resp, err = cmp.Or(t.Base, http.DefaultTransport).RoundTrip(req)
 	var arrival uint64 // a 429's number among those the readings attribute
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		arrival = m.readings.arrive()
+		arrival = m.readings.seen.Add(1)
 	}
 	if err != nil {
-		if notSent(err) {
+		if !sent || notSent(err) {
 			t.settle(ctx, m, r, outcomeNotSent)
 			return nil, d, op, fmt.Errorf("dict: %s: not sent, the hold is refunded: %w", rt.Op, err)
 		}
@@ -190,10 +194,12 @@ func (t *Transport) exchange(req *http.Request) (resp *http.Response, d throttle
 	}
 	if rt.Op == OpGetEntry && !isNil(t.Records) {
 		lookedUp, _ := ParseKey(params["Key"])
-		t.record(ctx, Lookup{
+		l := Lookup{
 			EndToEndID: ref, Env: m.Catalog.Env(), PayerID: req.Header.Get(HeaderPayerID), KeyType: lookedUp.Type,
 			Policy: keys[0].Policy, Participant: participant, Status: resp.StatusCode, LookedUpAt: sentAt,
-		})
+		}
+		t.retry(false, func() error { return t.Records.RecordLookup(ctx, l) },
+			"dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", ref))
 	}
 	return resp, d, op, nil
 }
@@ -219,12 +225,9 @@ func (t *Transport) learnCategory(ctx context.Context, participant, category str
 		_ = m.Catalog.SetCategory(category) // valid: checked above
 	}
 	if !isNil(t.Records) {
-		err := retry(false, func() error {
+		t.retry(false, func() error {
 			return t.Records.SaveCategory(ctx, m.Catalog.Env(), participant, category, m.Limiter.Now())
-		})
-		if err != nil {
-			t.logger().Error("dict: category not saved", slog.String("category", category), slog.Any("error", err))
-		}
+		}, "dict: category not saved", slog.String("category", category))
 	}
 }
 
@@ -233,13 +236,17 @@ func (t *Transport) logger() *slog.Logger { return cmp.Or(t.Logger, nowhere) }
 // retry runs f again after a store failure, backing off from 25 ms to 1 s,
 // eight attempts in all, so that an outcome lands through a database blip. A
 // change the store may have applied (throttle.ErrOutcomeUnknown) is run
-// again only when it is idempotent.
-func retry(idempotent bool, f func() error) error {
+// again only when it is idempotent. The error that remains is logged as
+// failed, with args.
+func (t *Transport) retry(idempotent bool, f func() error, failed string, args ...any) error {
 	wait := 25 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := f()
-		if err == nil || !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 ||
-			!idempotent && errors.Is(err, throttle.ErrOutcomeUnknown) {
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, throttle.ErrStoreUnavailable) || attempt == 7 || !idempotent && errors.Is(err, throttle.ErrOutcomeUnknown) {
+			t.logger().Error(failed, append(args, slog.Any("error", err))...)
 			return err
 		}
 		time.Sleep(wait)
@@ -251,15 +258,11 @@ func retry(idempotent bool, f func() error) error {
 // loses only a refund.
 func (t *Transport) settle(ctx context.Context, m Meter, r reservation, outcome string, targets ...throttle.SyncTarget) error {
 	defer r.landed()
-	err := retry(false, func() error {
+	return t.retry(false, func() error {
 		_, err := m.settle(ctx, r, outcome, targets...)
 		return err
-	})
-	if err != nil {
-		t.logger().Error("dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
-			slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r), slog.Any("error", err))
-	}
-	return err
+	}, "dict: settle failed: the hold stays (the mirror is stricter than the DICT until it refills)",
+		slog.String("op", r.Op), slog.String("ref", r.Ref), slog.String("outcome", outcome), holdAttr(r))
 }
 
 // holdAttr lists what r holds, "KEY=N" per bucket, for an operator.
@@ -269,13 +272,6 @@ func holdAttr(r reservation) slog.Attr {
 		held[i] = fmt.Sprintf("%s=%d", k, r.Reserved[i])
 	}
 	return slog.String("held", strings.Join(held, " "))
-}
-
-func (t *Transport) record(ctx context.Context, l Lookup) {
-	err := retry(false, func() error { return t.Records.RecordLookup(ctx, l) })
-	if err != nil {
-		t.logger().Error("dict: lookup not recorded: a payment will not be credited", slog.String("end_to_end_id", l.EndToEndID), slog.Any("error", err))
-	}
 }
 
 // settleAfter429 settles r as a 429 and, in the same transaction, empties
@@ -289,14 +285,9 @@ func (t *Transport) record(ctx context.Context, l Lookup) {
 func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, req *http.Request, rt Route, keys []throttle.Key, resp *http.Response, body []byte, participant string, arrival uint64) {
 	defer r.landed()
 	wait := parseRetryAfter(resp.Header.Get("Retry-After"), m.Limiter.Now())
-	ref := req.Header.Get(HeaderEndToEndID)
 	var named []throttle.Key
 	if p, err := DecodeProblem(body); err == nil {
-		for _, k := range keys {
-			if p.Names(k.Policy) {
-				named = append(named, k)
-			}
-		}
+		named = slices.DeleteFunc(slices.Clone(keys), func(k throttle.Key) bool { return !p.Names(k.Policy) })
 	}
 	// Asked outside syncMu (a round trip); held leaves out what lands meanwhile.
 	attribute := len(named) == 0 && (rt.Op == OpGetEntry || rt.Op == opGetEntryInitiator) && len(keys) > 1
@@ -314,7 +305,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
-		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: ref}
+		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: r.Ref}
 	}
 	var targets []throttle.SyncTarget
 	for _, k := range named {
@@ -328,14 +319,14 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 		// No reading after the 429: whichever bucket was empty, both
 		// wait out the Retry-After and keep their balances.
 		for _, k := range keys[:2] {
-			targets = append(targets, throttle.SyncTarget{Key: k, Tokens: throttle.MaxTokens, BlockFor: wait, Ref: ref})
+			targets = append(targets, throttle.SyncTarget{Key: k, Tokens: throttle.MaxTokens, BlockFor: wait, Ref: r.Ref})
 		}
 	default:
 		pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
 		if available < 1 {
 			// The participant's bucket was the empty one: the payer
 			// is left as the DICT has it.
-			pt.BlockFor, pt.Ref = wait, ref
+			pt.BlockFor, pt.Ref = wait, r.Ref
 		} else {
 			targets = append(targets, empty(keys[0]))
 		}
@@ -344,14 +335,11 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	if t.settle(ctx, m, r, outcomeOf(http.StatusTooManyRequests), targets...) != nil {
 		// The sync alone, whatever became of the settle: a sync never
 		// raises a balance, so running it again is harmless.
-		err := retry(true, func() error {
+		t.retry(true, func() error {
 			_, err := m.Limiter.Sync(ctx, targets...)
 			return err
-		})
-		if err != nil {
-			t.logger().Error("dict: sync after a remote 429 failed: the empty bucket is not blocked locally",
-				slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()), slog.Any("error", err))
-		}
+		}, "dict: sync after a remote 429 failed: the empty bucket is not blocked locally",
+			slog.String("op", rt.Op), slog.String("bucket", targets[0].Key.String()))
 	}
 	m.Limiter.RemoteRefused("dict", targets[0].Key.Policy, "429") // balde_remote_refusals_total: the mirror drifted
 	t.logger().Warn("dict: remote 429: the empty bucket was synced",
@@ -365,13 +353,13 @@ const readingTimeout = 10 * time.Second
 // readings coordinates the readings of a participant's anti-scan bucket
 // after remote 429s that named no bucket (decision 0180): a reading stands
 // only for the 429s that arrived before it was sent, and at most one is in
-// flight per participant, shared by every Transport on one Meter. The zero
-// value is ready; safe for concurrent use.
+// flight per participant, shared by every Transport on one Meter. Safe for
+// concurrent use.
 type readings struct {
+	seen    atomic.Uint64 // the 429s numbered so far, each as it arrives
+	lowered atomic.Uint64 // the readings that found the participant empty or failed
 	mu      sync.Mutex
-	seen    uint64              // the 429s counted so far
-	lowered uint64              // the readings that found the participant empty or failed
-	busy    map[string]*reading // per participant, the reading in flight
+	busy    map[string]*reading // per participant, the reading in flight, under mu
 }
 
 // reading is one GET /policies/{policy} about the participant's bucket.
@@ -380,27 +368,6 @@ type reading struct {
 	done      chan struct{}
 	available int64
 	ok        bool
-}
-
-// arrive numbers a remote 429 as it arrives.
-func (rs *readings) arrive() uint64 {
-	if rs == nil {
-		return 0
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.seen++
-	return rs.seen
-}
-
-// loweredSoFar counts the readings that found a participant empty or failed.
-func (rs *readings) loweredSoFar() uint64 {
-	if rs == nil {
-		return 0
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.lowered
 }
 
 // maxHoldAttempts bounds the holds a getEntry asks again because a
@@ -420,9 +387,9 @@ func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant stri
 				return reservation{}, fmt.Errorf("dict: %s: not sent: %w", op, err)
 			}
 		}
-		before := m.readings.loweredSoFar()
+		before := m.readings.lowered.Load()
 		r, err := m.reserve(ctx, op, ref, keys...)
-		if err != nil || !gated || !r.Decision.Allowed || attempt == maxHoldAttempts || m.readings.loweredSoFar() == before {
+		if err != nil || !gated || !r.Decision.Allowed || attempt == maxHoldAttempts || m.readings.lowered.Load() == before {
 			return r, err
 		}
 		t.settle(context.WithoutCancel(ctx), m, r, outcomeNotSent)
@@ -432,9 +399,6 @@ func (t *Transport) hold(ctx context.Context, m Meter, op, ref, participant stri
 // await returns once no reading of participant's bucket is in flight, or
 // with ctx's error.
 func (rs *readings) await(ctx context.Context, participant string) error {
-	if rs == nil {
-		return nil
-	}
 	for {
 		rs.mu.Lock()
 		c := rs.busy[participant]
@@ -458,9 +422,6 @@ func (rs *readings) await(ctx context.Context, participant string) error {
 func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.Request, key throttle.Key, participant string, mine uint64) (available int64, ok bool, release func()) {
 	rs := m.readings
 	nothing := func() {}
-	if rs == nil {
-		return 0, false, nothing
-	}
 	deadline := time.NewTimer(readingTimeout)
 	defer deadline.Stop()
 	rs.mu.Lock()
@@ -480,10 +441,7 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 		}
 		rs.mu.Lock() // it was sent before this 429: ask again
 	}
-	c := &reading{after: rs.seen, done: make(chan struct{})}
-	if rs.busy == nil {
-		rs.busy = make(map[string]*reading)
-	}
+	c := &reading{after: rs.seen.Load(), done: make(chan struct{})}
 	rs.busy[participant] = c
 	rs.mu.Unlock()
 
@@ -494,7 +452,7 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 		rs.mu.Lock()
 		delete(rs.busy, participant)
 		if !c.ok || c.available < 1 {
-			rs.lowered++
+			rs.lowered.Add(1)
 		}
 		rs.mu.Unlock()
 		close(c.done)
@@ -506,10 +464,7 @@ func (t *Transport) participantBucket(ctx context.Context, m Meter, orig *http.R
 func (t *Transport) fetchParticipantBucket(ctx context.Context, orig *http.Request, key throttle.Key, participant string) (int64, bool) {
 	base := t.PoliciesURL
 	if base == "" {
-		u := *orig.URL
-		u.RawQuery, u.Fragment = "", ""
-		u.Path = apiPrefix.FindString(u.Path)
-		u.RawPath = ""
+		u := url.URL{Scheme: orig.URL.Scheme, User: orig.URL.User, Host: orig.URL.Host, Path: apiPrefix.FindString(orig.URL.Path)}
 		base = u.String()
 	}
 	target := strings.TrimSuffix(base, "/") + "/policies/" + url.PathEscape(key.Policy)

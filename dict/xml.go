@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -296,16 +296,12 @@ type Violation struct {
 }
 
 // Names reports whether the problem names policy: a violation whose value
-// or property is policy, or the detail mentioning it as a whole word.
+// or property is policy, or the detail mentioning it as a whole word (a run
+// of ASCII letters, digits and _, as every DICT policy name is).
 func (p *Problem) Names(policy string) bool {
-	if p.Violations != nil {
-		for _, v := range p.Violations.Violation {
-			if v.Value == policy || v.Property == policy {
-				return true
-			}
-		}
-	}
-	return regexp.MustCompile(`(?:^|\W)` + regexp.QuoteMeta(policy) + `(?:\W|$)`).MatchString(p.Detail)
+	named := func(v Violation) bool { return v.Value == policy || v.Property == policy }
+	return p.Violations != nil && slices.ContainsFunc(p.Violations.Violation, named) ||
+		slices.Contains(wordRE.FindAllString(p.Detail, -1), policy)
 }
 
 // NewProblem returns a problem of the given type (e.g. problemEntryNotFound).
@@ -378,20 +374,6 @@ func policyFromState(s throttle.BucketState) Policy {
 		RefillPeriodSec: int64((s.Policy.RefillPeriod + time.Second - 1) / time.Second),
 		Name:            s.Key.Policy,
 	}
-}
-
-// newListPoliciesResponse is participant's listBucketStates answer, stamped now.
-func newListPoliciesResponse(participant, category string, states []throttle.BucketState, now time.Time) *ListPoliciesResponse {
-	r := &ListPoliciesResponse{
-		CorrelationID: NewCorrelationID(participant, now),
-		ResponseTime:  Timestamp{Time: now.UTC()},
-		Category:      category,
-		Policies:      make([]Policy, len(states)),
-	}
-	for i, s := range states {
-		r.Policies[i] = policyFromState(s)
-	}
-	return r
 }
 
 // brasilia is the DICT's local time, in which correlation ids are stamped.

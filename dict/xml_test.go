@@ -11,6 +11,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/throttletest"
 )
 
 // TestGoldenRoundTrip decodes the XML of seed 001 (copied unchanged into
@@ -99,8 +100,18 @@ func TestPolicyFromState(t *testing.T) {
 	}
 	require.Equal(t, dict.Policy{AvailableTokens: -3, Capacity: 70, RefillTokens: 70, RefillPeriodSec: 60, Name: "KEYS_CHECK"}, dict.PolicyFromState(s))
 
+	// LocalPolicies stamps its answer with the limiter's clock and reports every bucket so.
 	now := time.Date(2022, 9, 2, 13, 19, 25, 833e6, time.UTC)
-	r := dict.NewListPoliciesResponse("12345678", "H", []throttle.BucketState{s}, now)
+	catalog := dict.NewCatalog("prod")
+	clock := func() time.Time { return now }
+	lim, err := throttle.NewLimiter(throttletest.NewMemStore(clock), catalog, throttle.Config{Clock: clock})
+	require.NoError(t, err)
+	_, err = lim.Take(t.Context(), "x", throttle.Charge{Key: s.Key, Cost: 70})
+	require.NoError(t, err)
+	_, err = lim.Adjust(t.Context(), throttle.Adjustment{Key: s.Key, Delta: -3, Reason: throttle.LedgerPenalty, Ref: "x"})
+	require.NoError(t, err)
+	r, err := dict.ListPolicies(t.Context(), lim, catalog, "12345678")
+	require.NoError(t, err)
 	data, err := dict.Marshal(r)
 	require.NoError(t, err)
 	require.Contains(t, string(data), "<ResponseTime>2022-09-02T13:19:25.833Z</ResponseTime>")

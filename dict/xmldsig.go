@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,11 +87,7 @@ func LoadXMLSigner(certFile, keyFile string) (*XMLSigner, error) {
 	if !ok {
 		return nil, fmt.Errorf("dict: signing key is a %T, not a signer", pair.PrivateKey)
 	}
-	cert, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return nil, fmt.Errorf("dict: signing certificate: %w", err)
-	}
-	return newXMLSigner(key, cert)
+	return newXMLSigner(key, pair.Leaf) // parsed by LoadX509KeyPair
 }
 
 // Sign returns body with its Signature child of the root (an empty
@@ -228,16 +225,16 @@ func (v *XMLVerifier) Verify(_ context.Context, op string, body []byte) error {
 	if root == nil {
 		return bad("no root element")
 	}
-	sigEl := signatureChild(root)
+	sigEl := root.FindElement("./Signature[namespace-uri()='" + signatureNamespace + "']")
 	if sigEl == nil || len(sigEl.ChildElements()) == 0 {
 		return bad("not signed")
 	}
 	// The profile: what goxmldsig would also accept (RSA-SHA1, C14N 1.1)
 	// is refused here.
-	if m := attrOf(sigEl, "SignedInfo", "SignatureMethod"); m != signatureMethodRSASHA256 {
+	if m := algorithm(sigEl, "./SignedInfo/SignatureMethod"); m != signatureMethodRSASHA256 {
 		return bad("signature method %q, want %s", m, signatureMethodRSASHA256)
 	}
-	if m := attrOf(sigEl, "SignedInfo", "CanonicalizationMethod"); m != canonicalizationExcC14N {
+	if m := algorithm(sigEl, "./SignedInfo/CanonicalizationMethod"); m != canonicalizationExcC14N {
 		return bad("canonicalization %q, want %s", m, canonicalizationExcC14N)
 	}
 	cert, err := keyInfoCertificate(sigEl)
@@ -259,31 +256,18 @@ func (v *XMLVerifier) Verify(_ context.Context, op string, body []byte) error {
 // trusts reports whether cert is a trusted certificate, or issued by one
 // and valid at now.
 func (v *XMLVerifier) trusts(cert *x509.Certificate, now time.Time) bool {
-	for _, t := range v.trusted {
-		if t.Equal(cert) {
-			return true
-		}
+	if slices.ContainsFunc(v.trusted, cert.Equal) {
+		return true
 	}
 	_, err := cert.Verify(x509.VerifyOptions{Roots: v.pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	return err == nil
 }
 
-// signatureChild returns the XMLDSig Signature child of root, or nil.
-func signatureChild(root *etree.Element) *etree.Element {
-	for _, c := range root.ChildElements() {
-		if c.Tag == "Signature" && c.NamespaceURI() == signatureNamespace {
-			return c
-		}
-	}
-	return nil
-}
-
-// attrOf returns the Algorithm attribute of the element at path under el.
-func attrOf(el *etree.Element, path ...string) string {
-	for _, p := range path {
-		if el = el.SelectElement(p); el == nil {
-			return ""
-		}
+// algorithm returns the Algorithm attribute of the element at path under
+// el, or "".
+func algorithm(el *etree.Element, path string) string {
+	if el = el.FindElement(path); el == nil {
+		return ""
 	}
 	return el.SelectAttrValue("Algorithm", "")
 }

@@ -16,10 +16,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (dict.AntiScan,
 	const counts = `COUNT(*) AS lookups, SUM(CASE WHEN status = 404 THEN 1 ELSE 0 END) AS not_found
 		FROM balde_dict_lookups
 		WHERE looked_up_at >= ? AND status IN (200, 404)`
-	err := r.get(ctx, &a.Lookups, r.read.Rebind(`SELECT COUNT(*) FROM balde_dict_lookups WHERE looked_up_at >= ? AND status IN (200, 404)`), from)
-	if err == nil {
-		err = r.get(ctx, &a.Payments, r.read.Rebind(`SELECT COUNT(*) FROM balde_dict_lookups WHERE paid_at >= ?`), from)
-	}
+	err := r.get(ctx, &a.Payments, r.read.Rebind(`SELECT COUNT(*) FROM balde_dict_lookups WHERE paid_at >= ?`), from)
 	if err == nil {
 		err = r.selectAll(ctx, &a.Participants, r.read.Rebind(`SELECT participant AS id, `+counts+`
 		GROUP BY participant
@@ -36,6 +33,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (dict.AntiScan,
 		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
 	}
 	for i, p := range a.Participants {
+		a.Lookups += p.Lookups // every lookup in the window is one participant's
 		a.Participants[i].Suspicious = p.NotFound*1000 > dict.ParticipantNotFoundLimit*p.Lookups
 	}
 	for i, p := range a.Payers {

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -49,8 +50,7 @@ type lookupRow struct {
 	PaidAt      sql.NullInt64 `db:"paid_at"`
 }
 
-// RecordLookup stores l, replacing an earlier lookup with the same
-// EndToEndId (keeping its payment, if any).
+// RecordLookup implements dict.Records.
 func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 	_, err := r.exec(ctx, r.db.Rebind(`
 		INSERT INTO balde_dict_lookups (end_to_end_id, env, payer_id, key_type, policy, participant, status, looked_up_at)
@@ -65,8 +65,7 @@ func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 	return nil
 }
 
-// FindLookup returns the lookup with EndToEndId e2e, or an error wrapping
-// dict.ErrUnknownEndToEndID.
+// FindLookup implements dict.Records.
 func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, error) {
 	var row lookupRow
 	err := r.get(ctx, &row, r.read.Rebind(`
@@ -79,18 +78,14 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, erro
 	if err != nil {
 		return dict.Lookup{}, fmt.Errorf("dict: find lookup %s: %w", e2e, storeError(err))
 	}
-	l := dict.Lookup{
+	return dict.Lookup{
 		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: dict.KeyType(row.KeyType),
 		Policy: row.Policy, Participant: row.Participant, Status: row.Status,
-		LookedUpAt: time.Unix(0, row.LookedUpAt).UTC(),
-	}
-	if row.PaidAt.Valid {
-		l.PaidAt = time.Unix(0, row.PaidAt.Int64).UTC()
-	}
-	return l, nil
+		LookedUpAt: sqltime.Time(row.LookedUpAt), PaidAt: sqltime.NullTime(row.PaidAt),
+	}, nil
 }
 
-// MarkPaid records that the lookup e2e was paid at, unless it already was.
+// MarkPaid implements dict.Records.
 func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error {
 	_, err := r.exec(ctx, r.db.Rebind(`
 		UPDATE balde_dict_lookups
@@ -102,8 +97,7 @@ func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error 
 	return nil
 }
 
-// LearnedCategory returns the category recorded for participant in env and
-// when it was recorded; ok is false when none was.
+// LearnedCategory implements dict.Records.
 func (r *Records) LearnedCategory(ctx context.Context, env, participant string) (category string, at time.Time, ok bool, err error) {
 	var row struct {
 		Category  string `db:"category"`
@@ -119,7 +113,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 	if err != nil {
 		return "", time.Time{}, false, fmt.Errorf("dictsql: load category of %s: %w", participant, storeError(err))
 	}
-	return row.Category, time.Unix(0, row.UpdatedAt).UTC(), true, nil
+	return row.Category, sqltime.Time(row.UpdatedAt), true, nil
 }
 
 // LearnedCategories returns the category recorded for each participant in env.
@@ -142,7 +136,7 @@ func (r *Records) LearnedCategories(ctx context.Context, env string) (map[string
 	return out, nil
 }
 
-// SaveCategory records participant's category in env.
+// SaveCategory implements dict.Records.
 func (r *Records) SaveCategory(ctx context.Context, env, participant, category string, at time.Time) error {
 	_, err := r.exec(ctx, r.db.Rebind(`
 		INSERT INTO balde_dict_participants (env, participant, category, updated_at)

@@ -4,7 +4,6 @@ package dictsetup
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,7 +58,7 @@ func (c Config) NewClient(cc dict.ClientConfig) (*dict.Client, error) {
 	cc.BaseURL, cc.PoliciesURL, cc.Participant = c.BaseURL, c.PoliciesURL, c.Participant
 	cc.HTTPClient, _ = c.HTTP()
 	cc.Signer, cc.Verifier = c.Signer, c.Verifier
-	if c.loopback() {
+	if dict.IsLoopbackURL(c.BaseURL) {
 		cc.PaymentNoticeURL = strings.TrimSuffix(c.BaseURL, "/") + "/sim/payments"
 	}
 	return dict.NewClient(cc)
@@ -68,15 +67,5 @@ func (c Config) NewClient(cc dict.ClientConfig) (*dict.Client, error) {
 // Unverified reports whether c takes the answers of a DICT that is not a
 // simulator without a Verifier (docs/decisions/0181).
 func (c Config) Unverified() bool {
-	return c.Verifier == nil && !c.Simulator && !c.loopback()
-}
-
-// loopback reports whether c.BaseURL's host is a loopback address.
-func (c Config) loopback() bool {
-	u, err := url.Parse(c.BaseURL)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(u.Hostname())
-	return u.Hostname() == "localhost" || ip != nil && ip.IsLoopback()
+	return c.Verifier == nil && !c.Simulator && !dict.IsLoopbackURL(c.BaseURL)
 }

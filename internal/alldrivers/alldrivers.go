@@ -7,8 +7,6 @@ package alldrivers
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -43,14 +41,4 @@ func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) erro
 		return err
 	}
 	return sqlstore.Migrate(ctx, dsn, d, fn)
-}
-
-// OpenDB is sqlstore.OpenDB on an application's pool of engine.
-func OpenDB(ctx context.Context, db *sql.DB, engine sqlstore.Engine, opts sqlstore.Options) (*sqlstore.Store, error) {
-	d, err := sqlstore.DriverOf(engine)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
-	}
-	opts.Driver = d
-	return sqlstore.OpenDB(ctx, db, opts)
 }

@@ -236,19 +236,14 @@ func (s *Store) foldWindow(ctx context.Context, q inspect.LedgerWindowQuery, cte
 			Index:   int(slot),
 			Start:   q.From.Add(time.Duration(slot) * q.Width()),
 			Changes: changes, Events: events,
-			Refused: refused,
-		}
-		if firstRefused.Valid {
-			sl.FirstRefused = sqltime.Time(firstRefused.Int64)
+			Refused:      refused,
+			FirstRefused: sqltime.NullTime(firstRefused),
 		}
 		if changes > 0 {
 			sl.First, sl.Open = sqltime.Time(firstAt.Int64), open.Int64
 			sl.Last, sl.Close = sqltime.Time(lastAt.Int64), closeBal.Int64
 			sl.Min, sl.Max = minBal.Int64, maxBal.Int64
-			sl.LastReason = throttle.LedgerReason(lastReason.Int64)
-			if lastReason.Int64 == reasonMinuteOfTakes {
-				sl.LastReason = throttle.LedgerTake
-			}
+			sl.LastReason = readReason(lastReason.Int64)
 		}
 		w.Slots = append(w.Slots, sl)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
@@ -69,19 +67,16 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	}
 	s := newStore(d.Engine(), opts)
 	s.shared = true
+	s.write = s.handle(db)
+	s.read = s.write
+	s.rw = postgresWriter{}
 	if s.engine == SQLite {
-		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
-		s.write = sqlx.NewDb(db, "sqlite3")
 		w, err := newSQLiteWriter(ctx, db)
 		if err != nil {
 			return nil, formatError("open (is the database migrated?)", err)
 		}
 		s.rw = w
-	} else {
-		s.write = sqlx.NewDb(db, "pgx") // sqlx binds "$1" for the driver name "pgx"
-		s.rw = postgresWriter{}
 	}
-	s.read = s.write
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()
 		return nil, formatError("open", err)

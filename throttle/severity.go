@@ -149,10 +149,7 @@ const (
 
 // String returns "", "cooling down", "blocked" or "negative".
 func (c Condition) String() string {
-	if names := []string{"", "cooling down", "blocked", "negative"}; int(c) < len(names) {
-		return names[c]
-	}
-	return ""
+	return name([]string{"", "cooling down", "blocked", "negative"}, c, "Condition")
 }
 
 // Param is the condition's name in URLs and flags: "cooling", "blocked",

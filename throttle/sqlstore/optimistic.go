@@ -301,26 +301,24 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		// checked only by the insert's unique index.
 		return false, nil
 	}
+	// checked: the remembered rows passed the check (its row came back).
+	checked := len(rows) == 0
 	load := []driverkit.Query{{SQL: optimisticSettingsSQL}}
 	if len(rows) > 0 {
-		load = append(load, driverkit.Query{SQL: optimisticCheckSQL, Args: append(bucketArrays(rows), int64(len(rows)))})
+		load = append(load, driverkit.Query{SQL: optimisticCheckSQL, Args: append(bucketArrays(rows), int64(len(rows))),
+			Scan: func(r driverkit.Rows) error {
+				for r.Next() {
+					checked = true
+				}
+				return nil
+			}})
 	}
 	if !ws.empty() {
 		load = append(load, driverkit.Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
 	}
-	// checked: the remembered rows passed the check (its row came back).
-	checked := len(rows) == 0
 	conflict := false
 	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
 		Load: load,
-		Scan: func(i int, r driverkit.Rows) error {
-			if i == 1 && len(rows) > 0 {
-				for r.Next() {
-					checked = true
-				}
-			}
-			return nil
-		},
 		Outcome: func(writeErr, commitErr, closeErr error) error {
 			class := s.driver.Classify(writeErr)
 			switch {

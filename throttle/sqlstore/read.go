@@ -194,12 +194,19 @@ func (s *Store) CountBySeverity(ctx context.Context, f inspect.Filter) (map[thro
 	})
 }
 
-// ledgerWhere builds the WHERE clause of a ledger query.
-func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery) (c conds, ok bool, err error) {
+// ledgerQuery returns the query selecting sel from the rows q asks for, and
+// its arguments: along the bucket's chain (walkChain, at most depth rows)
+// when q names a key, else by q's other conditions followed by tail. ok is
+// false when q names a policy that was never stored (nothing can match).
+func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth int, sel, tail string) (query string, args []any, ok bool, err error) {
+	if q.Key != nil {
+		return s.walkChain(ctx, q, depth, sel)
+	}
+	var c conds
 	if q.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, q.Policy)
 		if err != nil || !known {
-			return c, false, err
+			return "", nil, false, err
 		}
 		c.add("policy_id = ?", id)
 	}
@@ -212,18 +219,7 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery) (c conds
 	if q.BeforeID > 0 {
 		c.add("id < ?", q.BeforeID)
 	}
-	return c, true, nil
-}
-
-// ledgerQuery returns the query selecting sel from the rows q asks for, and
-// its arguments: along the bucket's chain (walkChain, at most depth rows)
-// when q names a key, else by ledgerWhere's conditions followed by tail.
-func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth int, sel, tail string) (string, []any, bool, error) {
-	if q.Key != nil {
-		return s.walkChain(ctx, q, depth, sel)
-	}
-	c, ok, err := s.ledgerWhere(ctx, q)
-	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.where() + tail, c.args, ok, err
+	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.where() + tail, c.args, true, nil
 }
 
 // Ledger implements inspect.Store.

@@ -246,11 +246,10 @@ func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	if err != nil {
 		return err
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return err
+	var m *migrations.Migrator
+	if err = db.PingContext(ctx); err == nil {
+		m, err = migrations.New(db, d)
 	}
-	m, err := migrations.New(db, d)
 	if err != nil {
 		db.Close()
 		return err

@@ -328,17 +328,14 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err != nil {
 		return formatError("migrate", err)
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return formatError("migrate", err)
+	err = db.PingContext(ctx)
+	if err == nil && check {
+		err = checkAtOpen(ctx, d, db, path, opts.IntegrityTimeout, cmp.Or(opts.Logger, discard))
 	}
-	if check {
-		if err := checkAtOpen(ctx, d, db, path, opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
-			db.Close()
-			return formatError("migrate", err)
-		}
+	var m *migrations.Migrator
+	if err == nil {
+		m, err = migrations.New(db, d)
 	}
-	m, err := migrations.New(db, d)
 	if err != nil {
 		db.Close()
 		return formatError("migrate", err)

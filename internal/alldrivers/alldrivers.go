@@ -1,6 +1,6 @@
-// Package alldrivers chooses balde's engine from a DSN or an engine name,
-// and so links both: SQLite (sqlitedriver) and PostgreSQL (pgxdriver). It
-// is for programs that take either engine at run time, like cmd/balde; an
+// Package alldrivers chooses balde's engine from a DSN, and so links
+// both: SQLite (sqlitedriver) and PostgreSQL (pgxdriver). It is for
+// programs that take either engine at run time, like cmd/balde; an
 // application on one engine imports that engine's package instead and
 // links only it (for balde.Open, a blank import registers it).
 package alldrivers

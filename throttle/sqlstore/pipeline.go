@@ -70,7 +70,7 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	if cache != nil && !errors.Is(err, driverkit.ErrNoPipeline) {
 		cache.locked.Add(1)
 		if err == nil && written != nil {
-			cache.remember(rows, written, true, rowKeys)
+			cache.remember(rows, written, rowKeys)
 		} else {
 			cache.forget(rowKeys)
 		}

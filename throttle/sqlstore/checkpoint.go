@@ -45,7 +45,6 @@ type checkpointer struct {
 	writer *sql.DB // the store's writer (one connection)
 	driver Driver  // classifies its errors
 	path   string  // the database file's path
-	wal    string  // the WAL file's path
 	every  time.Duration
 	limit  int64 // bytes of WAL past which a TRUNCATE runs
 	logger *slog.Logger
@@ -61,7 +60,7 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", logger: logger,
+	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), logger: logger,
 		every: cmp.Or(max(opts.CheckpointEvery, 0), defaultCheckpointEvery), limit: cmp.Or(max(opts.WALLimit, 0), defaultWALLimit)}
 	c.done, c.stop = context.WithCancel(context.Background())
 	c.wg.Go(c.run)
@@ -166,7 +165,7 @@ const (
 // walSize returns the size of the WAL file, which stays at its largest
 // until a TRUNCATE checkpoint (or journal_size_limit at a restart) cuts it.
 func (c *checkpointer) walSize() int64 {
-	fi, err := os.Stat(c.wal)
+	fi, err := os.Stat(c.path + "-wal")
 	if err != nil {
 		return 0
 	}

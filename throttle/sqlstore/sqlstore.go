@@ -407,13 +407,8 @@ func (o Options) up(m *migrations.Migrator) error {
 // retryOpen runs fn, a step of opening a store, again after transient
 // errors (retrier.again), logging to opts.Logger.
 func retryOpen(ctx context.Context, op string, opts Options, fn func() error) error {
-	r := retrier{op: op, driver: opts.Driver, logger: cmp.Or(opts.Logger, discard), start: time.Now()}
-	for {
-		err := fn()
-		if err == nil || !r.again(ctx, err) {
-			return err
-		}
-	}
+	// A store without pools: no pool to flush, no file found corrupt.
+	return newStore("", opts).withRetry(ctx, op, fn)
 }
 
 // rowKey is a Key as stored: the policy name interned.

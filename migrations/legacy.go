@@ -51,7 +51,7 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 			continue // not created yet by balde: a table of that name is the application's
 		}
 		name := table.name
-		exists, err := tableExists(ctx, tx, engine, name)
+		exists, err := schemaObject{kind: "table", name: name}.exists(ctx, tx, engine)
 		if err != nil {
 			return fmt.Errorf("adopt legacy schema: %w", err)
 		}
@@ -89,7 +89,7 @@ func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
 		name string
 		want bool
 	}{{VersionTable, false}, {"schema_migrations", true}, {"buckets", true}, {"token_ledger", true}} {
-		exists, err := tableExists(ctx, db, engine, probe.name)
+		exists, err := schemaObject{kind: "table", name: probe.name}.exists(ctx, db, engine)
 		if err != nil {
 			return false, fmt.Errorf("adopt legacy schema: %w", err)
 		}
@@ -105,24 +105,6 @@ func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
 		return false, fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
 	}
 	return version >= 1 && version <= legacyLatest, nil
-}
-
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// tableExists reports whether a table named name is visible: in the main
-// database on SQLite, in the first schema of the search_path on PostgreSQL.
-func tableExists(ctx context.Context, q queryer, engine Engine, name string) (bool, error) {
-	query := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
-	if engine == Postgres {
-		query = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
-	}
-	var n int
-	if err := q.QueryRowContext(ctx, query, name).Scan(&n); err != nil {
-		return false, fmt.Errorf("look for table %s: %w", name, err)
-	}
-	return n > 0, nil
 }
 
 // legacyIndexName finds the name in an index's CREATE statement as SQLite

@@ -176,9 +176,14 @@ func createdObjects(body string) []schemaObject {
 	return out
 }
 
-// exists reports whether o is in the database: the main database on
-// SQLite, the first schema of the search_path on PostgreSQL.
-func (o schemaObject) exists(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// exists reports whether o is in the database, read through q (a pool or a
+// transaction): the main database on SQLite, the first schema of the
+// search_path on PostgreSQL.
+func (o schemaObject) exists(ctx context.Context, q queryer, engine Engine) (bool, error) {
 	var query string
 	var args []any
 	switch {
@@ -194,7 +199,7 @@ func (o schemaObject) exists(ctx context.Context, db *sql.DB, engine Engine) (bo
 			WHERE n.nspname = current_schema() AND c.relname = $1`, []any{o.name}
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
 		return false, fmt.Errorf("look for %s: %w", o, err)
 	}
 	return n > 0, nil

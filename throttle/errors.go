@@ -39,5 +39,3 @@ var (
 	// errClosed is returned by Updates on a closed GroupCommit.
 	errClosed = errors.New("throttle: group commit closed")
 )
-
-func isUnknownPolicy(err error) bool { return errors.Is(err, ErrUnknownPolicy) }

@@ -1,6 +1,9 @@
 package throttle
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Resolver finds the Policy that applies to a key. Several keys under one
 // policy name may resolve to different Policies (the DICT's PF and PJ users
@@ -35,7 +38,7 @@ type Resolvers []Resolver
 func (rs Resolvers) Resolve(key Key) (Policy, error) {
 	for _, r := range rs {
 		p, err := r.Resolve(key)
-		if err == nil || !isUnknownPolicy(err) {
+		if err == nil || !errors.Is(err, ErrUnknownPolicy) {
 			return p, err
 		}
 	}

@@ -149,10 +149,7 @@ const (
 
 // String returns "", "cooling down", "blocked" or "negative".
 func (c Condition) String() string {
-	if names := []string{"", "cooling down", "blocked", "negative"}; int(c) < len(names) {
-		return names[c]
-	}
-	return ""
+	return name([]string{"", "cooling down", "blocked", "negative"}, c, "Condition")
 }
 
 // Param is the condition's name in URLs and flags: "cooling", "blocked",
@@ -215,28 +212,20 @@ const scanPage = 1000
 // writes the better levels refill brought them to, delivering each recovery
 // once to the Notifier and the Observer like any transition (lazy refill
 // writes nothing on its own). When the Limiter is not Trusted it runs a
-// full regrade instead. It returns the number of buckets whose stored level
-// changed.
+// full regrade instead: every stored bucket, each level that differs
+// written in either direction; once it completes the Limiter is Trusted
+// under the definitions read at its start. It returns the number of
+// buckets whose stored level changed.
 func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
-	if !l.Trusted() {
-		return l.regradeAll(ctx)
+	if l.Trusted() {
+		return l.regrade(ctx, SeverityMedium)
 	}
-	return l.regrade(ctx, SeverityMedium)
-}
-
-// regradeAll grades every stored bucket again under the policies in effect,
-// a page of scanPage at a time, and writes each level that differs, in
-// either direction, through the same transactions as any change. Once it
-// completes the Limiter is Trusted under the definitions read at its start.
-// It returns the number of buckets whose stored level changed.
-func (l *Limiter) regradeAll(ctx context.Context) (int, error) {
 	defs := l.defs()
 	changed, err := l.regrade(ctx, SeverityUnknown)
-	if err != nil {
-		return changed, err
+	if err == nil {
+		l.trusted.Store(&defs)
 	}
-	l.trusted.Store(&defs)
-	return changed, nil
+	return changed, err
 }
 
 // regrade re-grades every stored row stored at least atLeast, a page of

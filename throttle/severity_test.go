@@ -115,7 +115,7 @@ func TestCapacityChangeRegradesRowsStoredHealthy(t *testing.T) {
 			}, res, throttle.Config{Definitions: func() string { return fmt.Sprint(capacity) }})
 			require.True(t, e.Take(k, 5).Allowed) // 45 of 50: Healthy
 			if tc.regradeBefore {
-				_, err := throttle.RegradeAll(e.Limiter, ctx)
+				_, err := e.Limiter.Reevaluate(ctx) // not Trusted yet: a full regrade
 				require.NoError(t, err)
 				require.True(t, e.Limiter.Trusted())
 			}

@@ -1,14 +1,12 @@
-// Package alldrivers chooses balde's engine from a DSN or an engine name,
-// and so links both: SQLite (sqlitedriver) and PostgreSQL (pgxdriver). It
-// is for programs that take either engine at run time, like cmd/balde; an
+// Package alldrivers chooses balde's engine from a DSN, and so links
+// both: SQLite (sqlitedriver) and PostgreSQL (pgxdriver). It is for
+// programs that take either engine at run time, like cmd/balde; an
 // application on one engine imports that engine's package instead and
 // links only it (for balde.Open, a blank import registers it).
 package alldrivers
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -43,14 +41,4 @@ func Migrate(ctx context.Context, dsn string, fn func(*migrations.Migrator) erro
 		return err
 	}
 	return sqlstore.Migrate(ctx, dsn, d, fn)
-}
-
-// OpenDB is sqlstore.OpenDB on an application's pool of engine.
-func OpenDB(ctx context.Context, db *sql.DB, engine sqlstore.Engine, opts sqlstore.Options) (*sqlstore.Store, error) {
-	d, err := sqlstore.DriverOf(engine)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: OpenDB: %w", err)
-	}
-	opts.Driver = d
-	return sqlstore.OpenDB(ctx, db, opts)
 }

@@ -21,7 +21,7 @@ import (
 // 0114-sqlite-wal-restarts-in-place.md). A Store opened by Open on a SQLite
 // file turns wal_autocheckpoint off on its writer and runs PASSIVE
 // checkpoints on a connection of its own, in a goroutine. When the WAL
-// holds half of WALLimit it has the writer catch up (catchUp) so that the
+// holds half of WALLimit it has the writer catch up (onWriter) so that the
 // WAL starts again in place; a TRUNCATE runs only past the limit. Several
 // processes on one file each run their own; SQLite runs one at a time.
 
@@ -45,7 +45,6 @@ type checkpointer struct {
 	writer *sql.DB // the store's writer (one connection)
 	driver Driver  // classifies its errors
 	path   string  // the database file's path
-	wal    string  // the WAL file's path
 	every  time.Duration
 	limit  int64 // bytes of WAL past which a TRUNCATE runs
 	logger *slog.Logger
@@ -61,7 +60,7 @@ func startCheckpointer(d Driver, driverDSN string, writer *sql.DB, opts Options,
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), wal: SQLitePath(driverDSN) + "-wal", logger: logger,
+	c := &checkpointer{db: db, writer: writer, driver: d, path: SQLitePath(driverDSN), logger: logger,
 		every: cmp.Or(max(opts.CheckpointEvery, 0), defaultCheckpointEvery), limit: cmp.Or(max(opts.WALLimit, 0), defaultWALLimit)}
 	c.done, c.stop = context.WithCancel(context.Background())
 	c.wg.Go(c.run)
@@ -109,7 +108,7 @@ func (c *checkpointer) run() {
 		case err != nil:
 		case (frames*frameSize > c.limit || c.walSize() > c.limit) && !time.Now().Before(notBefore):
 			flushFile(c.path) // as before a catch-up
-			if busy, err = c.truncate(ctx); busy {
+			if busy, err = c.onWriter(ctx, "TRUNCATE"); busy {
 				// A reader holds an old snapshot: try again in a second.
 				notBefore = time.Now().Add(truncateBackoff)
 			}
@@ -122,7 +121,7 @@ func (c *checkpointer) run() {
 			}
 			// The copied pages are flushed before the writer waits.
 			flushFile(c.path)
-			if busy, err = c.catchUp(ctx); err == nil && !busy {
+			if busy, err = c.onWriter(ctx, "PASSIVE"); err == nil && !busy {
 				caughtUp = frames
 			}
 			copied = -1
@@ -142,20 +141,6 @@ func (c *checkpointer) run() {
 		case <-time.After(c.every):
 		}
 	}
-}
-
-// catchUp runs a PASSIVE checkpoint on the store's write connection,
-// holding it, so the WAL ends fully copied and the writer's next
-// transaction starts it again in place (decision 0114). It reports busy
-// when another checkpoint was running.
-func (c *checkpointer) catchUp(ctx context.Context) (busy bool, err error) {
-	conn, err := c.writer.Conn(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close()
-	busy, _, _, err = c.checkpoint(ctx, conn, "PASSIVE")
-	return busy, err
 }
 
 const (
@@ -180,24 +165,30 @@ const (
 // walSize returns the size of the WAL file, which stays at its largest
 // until a TRUNCATE checkpoint (or journal_size_limit at a restart) cuts it.
 func (c *checkpointer) walSize() int64 {
-	fi, err := os.Stat(c.wal)
+	fi, err := os.Stat(c.path + "-wal")
 	if err != nil {
 		return 0
 	}
 	return fi.Size()
 }
 
-// truncate runs a TRUNCATE checkpoint on the store's write connection,
-// holding it (from another connection it would wait for a moment with no
-// writer, which a busy process never leaves). It waits at most
-// truncateBusyTimeout for readers, and reports busy when they kept it from
-// resetting the WAL.
-func (c *checkpointer) truncate(ctx context.Context) (busy bool, err error) {
+// onWriter runs a checkpoint of mode on the store's write connection,
+// holding it, and reports busy when another checkpoint or readers kept it
+// from completing. A PASSIVE one is the writer catching up: the WAL ends
+// fully copied and the writer's next transaction starts it again in place
+// (decision 0114). A TRUNCATE one (from another connection it would wait
+// for a moment with no writer, which a busy process never leaves) waits at
+// most truncateBusyTimeout for readers.
+func (c *checkpointer) onWriter(ctx context.Context, mode string) (busy bool, err error) {
 	conn, err := c.writer.Conn(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close()
+	if mode == "PASSIVE" {
+		busy, _, _, err = c.checkpoint(ctx, conn, mode)
+		return busy, err
+	}
 	var timeout int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
 		return false, err

@@ -8,7 +8,7 @@ func (s *Store) CatchUpWAL(ctx context.Context) (ran, busy bool, err error) {
 	if s.checkpoints == nil {
 		return false, false, nil
 	}
-	busy, err = s.checkpoints.catchUp(ctx)
+	busy, err = s.checkpoints.onWriter(ctx, "PASSIVE")
 	return true, busy, err
 }
 

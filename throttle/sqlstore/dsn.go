@@ -52,13 +52,11 @@ func ParseDSN(dsn string) (Engine, string, error) {
 		}
 		return Postgres, driverDSN, nil
 	}
-	path := dsn
-	switch {
-	case strings.HasPrefix(dsn, "sqlite://"):
-		path = strings.TrimPrefix(dsn, "sqlite://")
-	case strings.HasPrefix(dsn, "file:"):
-		path = strings.TrimPrefix(dsn, "file:")
-	case strings.Contains(dsn, "://"):
+	path, ok := strings.CutPrefix(dsn, "sqlite://")
+	if !ok {
+		path, ok = strings.CutPrefix(dsn, "file:")
+	}
+	if !ok && strings.Contains(dsn, "://") {
 		return "", "", fmt.Errorf("sqlstore: unsupported DSN scheme in %q (want sqlite://, postgres:// or a file path)", dsn)
 	}
 	path, query, _ := strings.Cut(path, "?")

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
@@ -64,7 +66,8 @@ func checkSQLiteFile(path string) error {
 // returns an error wrapping ErrDatabaseCorrupt naming path when the check
 // fails, ctx's error when it was cut short, and other errors as they come.
 func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
-	problems, err := queryAll(ctx, db, `PRAGMA quick_check(10)`, nil, scan1[string])
+	var problems []string
+	err := sqlx.SelectContext(ctx, sqlx.NewDb(db, "sqlite3"), &problems, `PRAGMA quick_check(10)`)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
@@ -246,11 +249,10 @@ func createSQLite(ctx context.Context, d Driver, path, driverDSN string) error {
 	if err != nil {
 		return err
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return err
+	var m *migrations.Migrator
+	if err = db.PingContext(ctx); err == nil {
+		m, err = migrations.New(db, d)
 	}
-	m, err := migrations.New(db, d)
 	if err != nil {
 		db.Close()
 		return err

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
@@ -58,9 +56,9 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	// Retried like Open's (a new SQLite file another instance is switching
 	// to WAL answers SQLITE_BUSY at once; Up is idempotent).
 	err := retryOpen(ctx, "open", opts, func() error {
-		err := checkSQLitePool(ctx, d, db)
+		file, err := checkSQLitePool(ctx, d, db)
 		if err == nil && opts.Migrate {
-			err = migrateDB(ctx, db, d, opts.up)
+			err = migrateDB(ctx, db, d, file, opts.up)
 		}
 		return err
 	})
@@ -69,19 +67,16 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	}
 	s := newStore(d.Engine(), opts)
 	s.shared = true
+	s.write = s.handle(db)
+	s.read = s.write
+	s.rw = postgresWriter{}
 	if s.engine == SQLite {
-		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
-		s.write = sqlx.NewDb(db, "sqlite3")
 		w, err := newSQLiteWriter(ctx, db)
 		if err != nil {
 			return nil, formatError("open (is the database migrated?)", err)
 		}
 		s.rw = w
-	} else {
-		s.write = sqlx.NewDb(db, "pgx") // sqlx binds "$1" for the driver name "pgx"
-		s.rw = postgresWriter{}
 	}
-	s.read = s.write
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		s.Close()
 		return nil, formatError("open", err)
@@ -91,22 +86,16 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 
 // migrateDB runs fn with a Migrator on an application's pool, which stays
 // open (migrations.NewShared), under the lock every migration of the
-// database takes (SQLite: lockSQLite on the pool's file, none in memory;
-// PostgreSQL: golang-migrate's advisory lock), so instances starting
-// together migrate it once (docs/decisions/0127).
-func migrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Migrator) error) (err error) {
-	if d.Engine() == SQLite {
-		path, pathErr := sqliteFile(ctx, db)
-		if pathErr != nil {
-			return formatError("migrate", pathErr)
+// database takes (SQLite: lockSQLite on the pool's file, none in memory,
+// where file is ""; PostgreSQL: golang-migrate's advisory lock), so
+// instances starting together migrate it once (docs/decisions/0127).
+func migrateDB(ctx context.Context, db *sql.DB, d Driver, file string, fn func(*migrations.Migrator) error) (err error) {
+	if file != "" {
+		release, lockErr := lockSQLite(ctx, file)
+		if lockErr != nil {
+			return formatError("migrate", lockErr)
 		}
-		if path != "" {
-			release, lockErr := lockSQLite(ctx, path)
-			if lockErr != nil {
-				return formatError("migrate", lockErr)
-			}
-			defer func() { release(err) }()
-		}
+		defer func() { release(err) }()
 	}
 	m, err := migrations.NewShared(ctx, db, d)
 	if err != nil {
@@ -116,58 +105,48 @@ func migrateDB(ctx context.Context, db *sql.DB, d Driver, fn func(*migrations.Mi
 	return fn(m)
 }
 
-// sqliteFile is the file of an application's SQLite pool db, "" for an
-// in-memory database.
-func sqliteFile(ctx context.Context, db *sql.DB) (string, error) {
-	var seq int
-	var name, file string
-	if err := db.QueryRowContext(ctx, `PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
-		return "", err
-	}
-	return file, nil
-}
-
 // checkSQLitePool verifies that an application's SQLite pool takes the
 // write lock at BEGIN and waits for it: with a transaction open on db it
-// tries to take the lock from its own connection without waiting. An
-// in-memory database, or another engine, is not checked.
-func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) error {
+// tries to take the lock from its own connection without waiting, and
+// returns the pool's file. An in-memory database (file ""), or another
+// engine, is not checked.
+func checkSQLitePool(ctx context.Context, d Driver, db *sql.DB) (file string, err error) {
 	if d.Engine() != SQLite {
-		return nil
+		return "", nil
 	}
-	var timeout int64
+	var timeout, seq int64
+	var name string
 	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
-		return formatError("open", err)
+		return "", formatError("open", err)
 	}
-	file, err := sqliteFile(ctx, db)
-	if err != nil {
-		return formatError("open", err)
+	if err := db.QueryRowContext(ctx, `PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
+		return "", formatError("open", err)
 	}
 	if file == "" {
-		return nil
+		return "", nil
 	}
 	const fix = "open it with sqlstore.SQLiteDSN(path)"
 	if timeout <= 0 {
-		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool has no busy_timeout (writers of other processes would fail with SQLITE_BUSY instead of waiting): %s", fix)
+		return "", fmt.Errorf("sqlstore: OpenDB: the SQLite pool has no busy_timeout (writers of other processes would fail with SQLITE_BUSY instead of waiting): %s", fix)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return formatError("open", err)
+		return "", formatError("open", err)
 	}
 	defer tx.Rollback()
 	probe, err := sql.Open(d.SQLName(), "file:"+(&url.URL{Path: file}).EscapedPath()+"?_pragma=busy_timeout(0)")
 	if err != nil {
-		return formatError("open", err)
+		return "", formatError("open", err)
 	}
 	defer probe.Close()
 	probe.SetMaxOpenConns(1) // BEGIN and ROLLBACK on one connection
 	_, err = probe.ExecContext(ctx, `BEGIN IMMEDIATE`)
 	if err == nil {
 		_, _ = probe.ExecContext(ctx, `ROLLBACK`)
-		return fmt.Errorf("sqlstore: OpenDB: the SQLite pool's transactions do not take the write lock at BEGIN (_txlock=immediate is missing; a transaction that loses a race would fail with SQLITE_BUSY): %s", fix)
+		return "", fmt.Errorf("sqlstore: OpenDB: the SQLite pool's transactions do not take the write lock at BEGIN (_txlock=immediate is missing; a transaction that loses a race would fail with SQLITE_BUSY): %s", fix)
 	}
 	if d.Classify(err)&driverkit.ClassBusy == 0 {
-		return formatError("open", err)
+		return "", formatError("open", err)
 	}
-	return nil
+	return file, nil
 }

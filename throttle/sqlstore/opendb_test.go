@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/balde-throttle/balde/internal/alldrivers"
 	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 	"github.com/balde-throttle/balde/throttle/sqlstore/sqlstoretest"
@@ -56,11 +55,18 @@ func requireAppUntouched(t *testing.T, db *sql.DB) {
 	require.Equal(t, "the app's own", title)
 }
 
+// driverOf is the registered Driver of engine.
+func driverOf(t *testing.T, engine sqlstore.Engine) sqlstore.Driver {
+	d, err := sqlstore.DriverOf(engine)
+	require.NoError(t, err)
+	return d
+}
+
 func TestOpenDBSharesTheApplicationsPool(t *testing.T) {
 	sqlstoretest.ForEachEngine(t, func(t *testing.T, engine sqlstore.Engine) {
 		db := appDB(t, engine)
 		clock := throttle.NewManualClock(throttletest.Epoch)
-		store, err := alldrivers.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
+		store, err := sqlstore.OpenDB(t.Context(), db, sqlstore.Options{Driver: driverOf(t, engine), Migrate: true, Clock: clock.Now})
 		require.NoError(t, err)
 
 		p := throttle.PerMinute("P", 2, 2)
@@ -82,7 +88,7 @@ func TestOpenDBSharesTheApplicationsPool(t *testing.T) {
 		requireAppUntouched(t, db)
 
 		// Opening again (migrations current) changes nothing either.
-		store, err = alldrivers.OpenDB(t.Context(), db, engine, sqlstore.Options{Migrate: true, Clock: clock.Now})
+		store, err = sqlstore.OpenDB(t.Context(), db, sqlstore.Options{Driver: driverOf(t, engine), Migrate: true, Clock: clock.Now})
 		require.NoError(t, err)
 		lim, err = throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: store.Now})
 		require.NoError(t, err)
@@ -110,7 +116,7 @@ func TestOpenDBRefusesASQLitePoolThatWouldFailUnderContention(t *testing.T) {
 			defer db.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			_, err = alldrivers.OpenDB(ctx, db, sqlstore.SQLite, sqlstore.Options{Migrate: true})
+			_, err = sqlstore.OpenDB(ctx, db, sqlstore.Options{Driver: driverOf(t, sqlstore.SQLite), Migrate: true})
 			require.ErrorContains(t, err, tt.want)
 			require.ErrorContains(t, err, "sqlstore.SQLiteDSN")
 		})
@@ -121,6 +127,6 @@ func TestOpenDBPostgresNeedsPgx(t *testing.T) {
 	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN(filepath.Join(t.TempDir(), "app.db")))
 	require.NoError(t, err)
 	defer db.Close()
-	_, err = alldrivers.OpenDB(t.Context(), db, sqlstore.Postgres, sqlstore.Options{})
+	_, err = sqlstore.OpenDB(t.Context(), db, sqlstore.Options{Driver: driverOf(t, sqlstore.Postgres)})
 	require.ErrorContains(t, err, "pgx")
 }

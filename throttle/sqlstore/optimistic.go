@@ -104,28 +104,14 @@ func (c *rowCache) lookupLocked(k rowKey) (cachedRow, bool) {
 	return e, ok
 }
 
-// newcomers counts keys not remembered that had a row (found) or none
-// (absent).
-func (c *rowCache) newcomers(found, absent int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.newcomersLocked(found, absent)
-}
-
-func (c *rowCache) newcomersLocked(found, absent int) {
-	c.found += int64(found)
-	c.absent += int64(absent)
-	if c.found+c.absent >= newcomersDecayAt {
-		c.found, c.absent = c.found/2, c.absent/2
-	}
-}
-
 // remember stores the rows of a committed transaction that loaded rows
-// (under lock when locked) and wrote ws: each written row as written, each
-// other as loaded; a row with new ledger rows or deleted is forgotten, a
-// contended key keeps its mark. After a locking read it counts the
-// newcomers among keys and the calm of contended keys.
-func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, locked bool, keys []rowKey) {
+// (under lock, or remembered) and wrote ws: each written row as written,
+// each other as loaded; a row with new ledger rows or deleted is
+// forgotten, a contended key keeps its mark. Among keys (a locking read's,
+// or the keys an optimistic write inserted) it counts the newcomers, keys
+// not remembered that had a row (found: loaded) or none (absent), and the
+// calm of contended keys.
+func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, keys []rowKey) {
 	byKey := make(map[rowKey]bucketRow, len(loaded))
 	for _, r := range loaded {
 		byKey[r.key] = r
@@ -139,28 +125,30 @@ func (c *rowCache) remember(loaded []bucketRow, ws *writeSet, locked bool, keys 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if locked {
-		found, absent := 0, 0
-		for _, k := range keys {
-			e, ok := c.lookupLocked(k)
-			l, loadedOK := byKey[k]
-			switch {
-			case !ok && loadedOK:
-				found++
-			case !ok:
-				absent++
-			case e.contended && loadedOK && e.known && sameState(e.row, l):
-				e.calm++
-				if e.calm >= e.calmNeeded() {
-					e.contended, e.calm = false, 0
-				}
-				c.putLocked(k, e)
-			case e.contended:
-				e.calm = 0
-				c.putLocked(k, e)
+	found, absent := 0, 0
+	for _, k := range keys {
+		e, ok := c.lookupLocked(k)
+		l, loadedOK := byKey[k]
+		switch {
+		case !ok && loadedOK:
+			found++
+		case !ok:
+			absent++
+		case e.contended && loadedOK && e.known && sameState(e.row, l):
+			e.calm++
+			if e.calm >= e.calmNeeded() {
+				e.contended, e.calm = false, 0
 			}
+			c.putLocked(k, e)
+		case e.contended:
+			e.calm = 0
+			c.putLocked(k, e)
 		}
-		c.newcomersLocked(found, absent)
+	}
+	c.found += int64(found)
+	c.absent += int64(absent)
+	if c.found+c.absent >= newcomersDecayAt {
+		c.found, c.absent = c.found/2, c.absent/2
 	}
 	put := func(r bucketRow) {
 		e, _ := c.lookupLocked(r.key)
@@ -301,26 +289,24 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		// checked only by the insert's unique index.
 		return false, nil
 	}
+	// checked: the remembered rows passed the check (its row came back).
+	checked := len(rows) == 0
 	load := []driverkit.Query{{SQL: optimisticSettingsSQL}}
 	if len(rows) > 0 {
-		load = append(load, driverkit.Query{SQL: optimisticCheckSQL, Args: append(bucketArrays(rows), int64(len(rows)))})
+		load = append(load, driverkit.Query{SQL: optimisticCheckSQL, Args: append(bucketArrays(rows), int64(len(rows))),
+			Scan: func(r driverkit.Rows) error {
+				for r.Next() {
+					checked = true
+				}
+				return nil
+			}})
 	}
 	if !ws.empty() {
 		load = append(load, driverkit.Query{SQL: optimisticWriteSQL, Args: append(bucketArrays(ws.updates), bucketArrays(ws.inserts)...)})
 	}
-	// checked: the remembered rows passed the check (its row came back).
-	checked := len(rows) == 0
 	conflict := false
 	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
 		Load: load,
-		Scan: func(i int, r driverkit.Rows) error {
-			if i == 1 && len(rows) > 0 {
-				for r.Next() {
-					checked = true
-				}
-			}
-			return nil
-		},
 		Outcome: func(writeErr, commitErr, closeErr error) error {
 			class := s.driver.Classify(writeErr)
 			switch {
@@ -358,8 +344,7 @@ func (s *Store) updateOptimistic(ctx context.Context, p driverkit.Pipeliner, con
 		return true, err
 	}
 	c.oneTrip.Add(1)
-	c.newcomers(0, len(unknown))
-	c.remember(rows, ws, false, nil)
+	c.remember(rows, ws, unknown)
 	return true, nil
 }
 

@@ -39,24 +39,21 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	var load []driverkit.Query
 	var rows []bucketRow
 	var found []creditKey
-	var scans []func(driverkit.Rows) error
 	if !durable {
 		load = append(load, driverkit.Query{SQL: asyncCommitSQL})
-		scans = append(scans, func(driverkit.Rows) error { return nil })
 	}
 	if len(rowKeys) > 0 {
-		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: keyArrays(rowKeys)})
-		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &rows, scanLockedBucketRow) })
+		load = append(load, driverkit.Query{SQL: pgLoadSQL, Args: keyArrays(rowKeys),
+			Scan: func(r driverkit.Rows) error { return collect(r, &rows, scanLockedBucketRow) }})
 	}
 	if len(refs) > 0 {
-		load = append(load, driverkit.Query{SQL: pgCreditsSQL, Args: creditArrays(refs)})
-		scans = append(scans, func(r driverkit.Rows) error { return collect(r, &found, scanCredit) })
+		load = append(load, driverkit.Query{SQL: pgCreditsSQL, Args: creditArrays(refs),
+			Scan: func(r driverkit.Rows) error { return collect(r, &found, scanCredit) }})
 	}
 	loaded := false
 	var written *writeSet
 	err = p.Pipeline(ctx, conn, &driverkit.Pipeline{
 		Load: load,
-		Scan: func(i int, r driverkit.Rows) error { return scans[i](r) },
 		Write: func() ([]driverkit.Query, error) {
 			loaded = true
 			ws, err := s.decide(rows, found, byRow, apply, func() (map[rowKey]int64, error) { return headMinutesOf(rows), nil })
@@ -73,7 +70,7 @@ func (s *Store) updatePipelined(ctx context.Context, p driverkit.Pipeliner, keys
 	if cache != nil && !errors.Is(err, driverkit.ErrNoPipeline) {
 		cache.locked.Add(1)
 		if err == nil && written != nil {
-			cache.remember(rows, written, true, rowKeys)
+			cache.remember(rows, written, rowKeys)
 		} else {
 			cache.forget(rowKeys)
 		}

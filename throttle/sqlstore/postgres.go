@@ -109,12 +109,6 @@ func queryAll[T any](ctx context.Context, q interface {
 	return out, rows.Err()
 }
 
-// scan1 reads a row of one column.
-func scan1[T any](sc scanner) (v T, err error) {
-	err = sc.Scan(&v)
-	return v, err
-}
-
 // bucketUnnest is the SQL of the rows x(bucketColumns) that PostgreSQL
 // unnests from the arrays of bucketArrays, bound as the parameters from
 // $first on (first, first+1, …, first+14).

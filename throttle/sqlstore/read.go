@@ -15,35 +15,37 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// buckets is Buckets without its retries; Buckets implements throttle.Store.
-func (s *Store) buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
-	q := s.read.Rebind(`
-		SELECT ` + bucketColumns + `
-		FROM balde_buckets
-		WHERE policy_id = ? AND env = ? AND identifier = ?`)
-	var out []throttle.Bucket
-	for _, k := range keys {
-		id, ok, err := s.lookupPolicy(ctx, k.Policy)
-		if err != nil {
-			return nil, err
+// Buckets implements throttle.Store.
+func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bucket, error) {
+	return retried(ctx, s, "buckets", func() ([]throttle.Bucket, error) {
+		q := s.read.Rebind(`
+			SELECT ` + bucketColumns + `
+			FROM balde_buckets
+			WHERE policy_id = ? AND env = ? AND identifier = ?`)
+		var out []throttle.Bucket
+		for _, k := range keys {
+			id, ok, err := s.lookupPolicy(ctx, k.Policy)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			r, err := scanBucketRow(s.read.QueryRowContext(ctx, q, id, k.Env, k.Identifier))
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return nil, formatError("read bucket", err)
+			}
+			b, err := r.bucket(k)
+			if err != nil {
+				return nil, formatError("read bucket", err)
+			}
+			out = append(out, b)
 		}
-		if !ok {
-			continue
-		}
-		r, err := scanBucketRow(s.read.QueryRowContext(ctx, q, id, k.Env, k.Identifier))
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, formatError("read bucket", err)
-		}
-		b, err := r.bucket(k)
-		if err != nil {
-			return nil, formatError("read bucket", err)
-		}
-		out = append(out, b)
-	}
-	return out, nil
+		return out, nil
+	})
 }
 
 // conds is a WHERE clause being built: conditions joined by AND, with
@@ -136,64 +138,75 @@ func prefixEnd(p string) (string, bool) {
 	return "", false
 }
 
-// list is List without its retries; List implements inspect.Store, in (policy id, env, identifier) order.
-func (s *Store) list(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
-	c, ok, err := s.where(ctx, f, true)
-	if err != nil || !ok {
-		return nil, err
-	}
-	limit := cmp.Or(max(f.Limit, 0), inspect.DefaultPageSize)
-	rows, err := queryAll(ctx, s.read, s.read.Rebind(`
-		SELECT `+bucketColumns+`
-		FROM balde_buckets
-		`+c.where()+`
-		ORDER BY policy_id, env, identifier
-		LIMIT ?`), append(c.args, limit), scanBucketRow)
-	if err != nil {
-		return nil, formatError("list buckets", err)
-	}
-	out := make([]throttle.Bucket, 0, len(rows))
-	for _, r := range rows {
-		name, err := s.nameOf(ctx, r.key.policyID)
-		if err != nil {
+// List implements inspect.Store, in (policy id, env, identifier) order.
+func (s *Store) List(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, error) {
+	return retried(ctx, s, "list", func() ([]throttle.Bucket, error) {
+		c, ok, err := s.where(ctx, f, true)
+		if err != nil || !ok {
 			return nil, err
 		}
-		b, err := r.bucket(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier})
+		limit := cmp.Or(max(f.Limit, 0), inspect.DefaultPageSize)
+		rows, err := queryAll(ctx, s.read, s.read.Rebind(`
+			SELECT `+bucketColumns+`
+			FROM balde_buckets
+			`+c.where()+`
+			ORDER BY policy_id, env, identifier
+			LIMIT ?`), append(c.args, limit), scanBucketRow)
 		if err != nil {
 			return nil, formatError("list buckets", err)
 		}
-		out = append(out, b)
-	}
-	return out, nil
+		out := make([]throttle.Bucket, 0, len(rows))
+		for _, r := range rows {
+			name, err := s.nameOf(ctx, r.key.policyID)
+			if err != nil {
+				return nil, err
+			}
+			b, err := r.bucket(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier})
+			if err != nil {
+				return nil, formatError("list buckets", err)
+			}
+			out = append(out, b)
+		}
+		return out, nil
+	})
 }
 
-// countBySeverity is CountBySeverity without its retries; CountBySeverity implements inspect.Store.
-func (s *Store) countBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
-	c, ok, err := s.where(ctx, f, false)
-	out := make(map[throttle.Severity]int64)
-	if err != nil || !ok {
-		return out, err
-	}
-	var rows []struct{ Severity, N int64 }
-	if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`
-		SELECT severity, count(*) AS n
-		FROM balde_buckets
-		`+c.where()+`
-		GROUP BY severity`), c.args...); err != nil {
-		return nil, formatError("count buckets", err)
-	}
-	for _, r := range rows {
-		out[throttle.Severity(r.Severity)] = r.N
-	}
-	return out, nil
+// CountBySeverity implements inspect.Store.
+func (s *Store) CountBySeverity(ctx context.Context, f inspect.Filter) (map[throttle.Severity]int64, error) {
+	return retried(ctx, s, "count by severity", func() (map[throttle.Severity]int64, error) {
+		c, ok, err := s.where(ctx, f, false)
+		out := make(map[throttle.Severity]int64)
+		if err != nil || !ok {
+			return out, err
+		}
+		var rows []struct{ Severity, N int64 }
+		if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`
+			SELECT severity, count(*) AS n
+			FROM balde_buckets
+			`+c.where()+`
+			GROUP BY severity`), c.args...); err != nil {
+			return nil, formatError("count buckets", err)
+		}
+		for _, r := range rows {
+			out[throttle.Severity(r.Severity)] = r.N
+		}
+		return out, nil
+	})
 }
 
-// ledgerWhere builds the WHERE clause of a ledger query.
-func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery) (c conds, ok bool, err error) {
+// ledgerQuery returns the query selecting sel from the rows q asks for, and
+// its arguments: along the bucket's chain (walkChain, at most depth rows)
+// when q names a key, else by q's other conditions followed by tail. ok is
+// false when q names a policy that was never stored (nothing can match).
+func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth int, sel, tail string) (query string, args []any, ok bool, err error) {
+	if q.Key != nil {
+		return s.walkChain(ctx, q, depth, sel)
+	}
+	var c conds
 	if q.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, q.Policy)
 		if err != nil || !known {
-			return c, false, err
+			return "", nil, false, err
 		}
 		c.add("policy_id = ?", id)
 	}
@@ -206,44 +219,35 @@ func (s *Store) ledgerWhere(ctx context.Context, q inspect.LedgerQuery) (c conds
 	if q.BeforeID > 0 {
 		c.add("id < ?", q.BeforeID)
 	}
-	return c, true, nil
+	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.where() + tail, c.args, true, nil
 }
 
-// ledgerQuery returns the query selecting sel from the rows q asks for, and
-// its arguments: along the bucket's chain (walkChain, at most depth rows)
-// when q names a key, else by ledgerWhere's conditions followed by tail.
-func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth int, sel, tail string) (string, []any, bool, error) {
-	if q.Key != nil {
-		return s.walkChain(ctx, q, depth, sel)
-	}
-	c, ok, err := s.ledgerWhere(ctx, q)
-	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.where() + tail, c.args, ok, err
-}
-
-// ledger is Ledger without its retries; Ledger implements inspect.Store.
-func (s *Store) ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
-	limit := cmp.Or(max(q.Limit, 0), inspect.DefaultPageSize)
-	depth := limit // without a filter on reasons, a walk is exactly the page
-	if len(q.Reasons) > 0 {
-		depth = maxWalk
-	}
-	query, args, ok, err := s.ledgerQuery(ctx, q, depth, ledgerColumns, ` ORDER BY id DESC`)
-	if err != nil || !ok {
-		return nil, err
-	}
-	rows, err := queryAll(ctx, s.read, s.read.Rebind(query+` LIMIT ?`), append(args, limit), scanLedgerRow)
-	if err != nil {
-		return nil, formatError("read ledger", err)
-	}
-	out := make([]throttle.LedgerEntry, 0, len(rows))
-	for _, r := range rows {
-		name, err := s.nameOf(ctx, r.key.policyID)
-		if err != nil {
+// Ledger implements inspect.Store.
+func (s *Store) Ledger(ctx context.Context, q inspect.LedgerQuery) ([]throttle.LedgerEntry, error) {
+	return retried(ctx, s, "ledger", func() ([]throttle.LedgerEntry, error) {
+		limit := cmp.Or(max(q.Limit, 0), inspect.DefaultPageSize)
+		depth := limit // without a filter on reasons, a walk is exactly the page
+		if len(q.Reasons) > 0 {
+			depth = maxWalk
+		}
+		query, args, ok, err := s.ledgerQuery(ctx, q, depth, ledgerColumns, ` ORDER BY id DESC`)
+		if err != nil || !ok {
 			return nil, err
 		}
-		out = append(out, r.entry(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier}))
-	}
-	return out, nil
+		rows, err := queryAll(ctx, s.read, s.read.Rebind(query+` LIMIT ?`), append(args, limit), scanLedgerRow)
+		if err != nil {
+			return nil, formatError("read ledger", err)
+		}
+		out := make([]throttle.LedgerEntry, 0, len(rows))
+		for _, r := range rows {
+			name, err := s.nameOf(ctx, r.key.policyID)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r.entry(throttle.Key{Policy: name, Env: r.key.env, Identifier: r.key.identifier}))
+		}
+		return out, nil
+	})
 }
 
 // maxWalk bounds how many rows of one bucket's chain a read walks.
@@ -288,31 +292,38 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int,
 	return query, slices.Concat(startArgs, k, sinceArgs, k, []any{depth}, sinceArgs, reasons.args), true, nil
 }
 
-// countLedger is CountLedger without its retries; CountLedger implements inspect.Store.
-func (s *Store) countLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
-	q.BeforeID = 0
-	query, args, ok, err := s.ledgerQuery(ctx, q, maxWalk, `COALESCE(SUM(n), 0)`, "")
-	if err != nil || !ok {
-		return 0, err
-	}
-	var n int64
-	err = s.read.QueryRowContext(ctx, s.read.Rebind(query), args...).Scan(&n)
-	return n, formatError("count ledger", err)
+// CountLedger implements inspect.Store.
+func (s *Store) CountLedger(ctx context.Context, q inspect.LedgerQuery) (int64, error) {
+	return retried(ctx, s, "count ledger", func() (int64, error) {
+		q.BeforeID = 0
+		query, args, ok, err := s.ledgerQuery(ctx, q, maxWalk, `COALESCE(SUM(n), 0)`, "")
+		if err != nil || !ok {
+			return 0, err
+		}
+		var n int64
+		err = s.read.QueryRowContext(ctx, s.read.Rebind(query), args...).Scan(&n)
+		return n, formatError("count ledger", err)
+	})
 }
 
-// pruneLedger is PruneLedger without its retries: it deletes the longest
-// run of oldest ids (insertion order) whose rows are all older than before,
-// up to limit, stopping at the first younger row so its cost is bounded by
-// limit; then, within the same limit, the refusal rows expired by their own
-// time that lie after a younger row (pruneLateRefusals).
-func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
-	n, err := s.pruneLedgerRun(ctx, before, limit)
-	if err == nil && n < int64(limit) {
-		var late int64
-		late, err = s.pruneLateRefusals(ctx, before, limit-int(n))
-		n += late
-	}
-	return n, formatError("prune ledger", err)
+// PruneLedger implements throttle.Store: it deletes the longest run of
+// oldest ids (insertion order) whose rows are all older than before, up to
+// limit, stopping at the first younger row so its cost is bounded by limit;
+// then, within the same limit, the refusal rows expired by their own time
+// that lie after a younger row (pruneLateRefusals). A retried prune whose
+// first try committed unseen deletes a further run of rows that are all
+// older than before: as the caller asked, only the count it reports misses
+// the first run.
+func (s *Store) PruneLedger(ctx context.Context, before time.Time, limit int) (int64, error) {
+	return retried(ctx, s, "prune ledger", func() (int64, error) {
+		n, err := s.pruneLedgerRun(ctx, before, limit)
+		if err == nil && n < int64(limit) {
+			var late int64
+			late, err = s.pruneLateRefusals(ctx, before, limit-int(n))
+			n += late
+		}
+		return n, formatError("prune ledger", err)
+	})
 }
 
 // pruneLateRefusals deletes up to limit refusal rows expired by their own
@@ -373,7 +384,7 @@ func (s *Store) pruneLateRefusals(ctx context.Context, before time.Time, limit i
 	return int64(len(late)), tx.Commit()
 }
 
-// pruneLedgerRun deletes the run of oldest ids (see pruneLedger).
+// pruneLedgerRun deletes the run of oldest ids (see PruneLedger).
 func (s *Store) pruneLedgerRun(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tx, err := s.write.BeginTxx(ctx, nil)
 	if err != nil {

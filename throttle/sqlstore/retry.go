@@ -103,9 +103,7 @@ func backoff(n int) time.Duration {
 // its attempts.
 type retrier struct {
 	op      string
-	driver  Driver
-	logger  *slog.Logger
-	s       *Store // flushes its pool after a broken connection; nil before the store is open
+	s       *Store // its driver classifies errors, its logger logs retries
 	attempt int
 	waited  time.Duration
 	start   time.Time // of the first attempt
@@ -113,7 +111,7 @@ type retrier struct {
 
 // newRetrier returns the retrier of an operation of s starting now.
 func newRetrier(s *Store, op string) retrier {
-	return retrier{op: op, driver: s.driver, logger: s.logger, s: s, start: time.Now()}
+	return retrier{op: op, s: s, start: time.Now()}
 }
 
 // again reports whether the operation should run again after err, having
@@ -122,17 +120,17 @@ func newRetrier(s *Store, op string) retrier {
 // pool's idle connections first.
 func (r *retrier) again(ctx context.Context, err error) bool {
 	r.attempt++
-	if !transient(r.driver, err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
+	if !transient(r.s.driver, err) || r.attempt >= transientMaxAttempts || ctx.Err() != nil {
 		return false
 	}
 	d := backoff(r.attempt)
 	if r.waited+d > transientBudget || time.Since(r.start)+d > transientElapsedBudget {
 		return false
 	}
-	if r.s != nil && brokenConn(r.driver, err) {
+	if brokenConn(r.s.driver, err) {
 		r.s.flushIdle()
 	}
-	r.logger.Warn("retrying after a transient store error", slog.String("op", r.op),
+	r.s.logger.Warn("retrying after a transient store error", slog.String("op", r.op),
 		slog.Int("attempt", r.attempt), slog.Duration("backoff", d), slog.Any("error", err))
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -209,12 +209,17 @@ func (s *Store) toLedgerRows(es []throttle.LedgerEntry, aggregated bool) []ledge
 }
 
 func (r ledgerRow) entry(key throttle.Key) throttle.LedgerEntry {
-	reason := throttle.LedgerReason(r.reason)
-	if r.reason == reasonMinuteOfTakes {
-		reason = throttle.LedgerTake
-	}
 	return throttle.LedgerEntry{
 		ID: r.id, Key: key, At: sqltime.Time(r.at), Delta: r.delta, Balance: r.balance,
-		Reason: reason, Ref: r.ref.String, Count: r.n,
+		Reason: readReason(r.reason), Ref: r.ref.String, Count: r.n,
 	}
+}
+
+// readReason is the LedgerReason of a stored reason: LedgerTake for an
+// aggregated take row.
+func readReason(stored int64) throttle.LedgerReason {
+	if stored == reasonMinuteOfTakes {
+		return throttle.LedgerTake
+	}
+	return throttle.LedgerReason(stored)
 }

@@ -3,8 +3,8 @@ package sqlstore
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
 
+	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -41,7 +41,7 @@ func decodeSpent(buf []byte) ([]throttle.Spend, error) {
 		}
 		buf = buf[m:]
 		prev += d
-		out = append(out, throttle.Spend{At: time.Unix(0, prev).UTC(), N: int64(c)})
+		out = append(out, throttle.Spend{At: sqltime.Time(prev), N: int64(c)})
 	}
 	return out, nil
 }

@@ -162,6 +162,12 @@ func (w *sqliteWriter) loadBuckets(ctx context.Context, tx *sql.Tx, keys []rowKe
 	}
 	out := make([]bucketRow, 0, len(keys))
 	err := chunks(len(keys), func(lo, hi int) error {
+		if hi == lo+1 {
+			// A last chunk of one key: loads[1] is loadBucket's (no key number).
+			rows, err := w.loadBucket(ctx, tx, keys[lo])
+			out = append(out, rows...)
+			return err
+		}
 		args := make([]any, 0, 3*(hi-lo))
 		for _, k := range keys[lo:hi] {
 			args = append(args, k.policyID, k.env, k.identifier)

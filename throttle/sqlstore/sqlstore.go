@@ -81,7 +81,7 @@ type Store struct {
 	read        *sqlx.DB // SQLite: a read-only pool; PostgreSQL: the same pool
 	rw          rowWriter
 	now         throttle.Clock
-	maxConns    int      // the PostgreSQL pool's size (flushIdle); 0 for OpenDB's
+	maxConns    int      // the size of the pool Open made (flushIdle); 0 for OpenDB's
 	identity    Identity // which database Open opened (identity.go)
 	logger      *slog.Logger
 	shared      bool          // OpenDB's: the pool is the application's
@@ -151,9 +151,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, formatError(op, namedCorrupt(d, path, err))
 	}
-	maxConns := cmp.Or(max(opts.MaxConns, 0), 16)
-	switch engine {
-	case SQLite:
+	// PostgreSQL reads and writes through one pool, SQLite reads through
+	// a read-only one.
+	s.maxConns = cmp.Or(max(opts.MaxConns, 0), 16)
+	readDSN := driverDSN
+	if engine == SQLite {
 		// The file must exist (Migrate creates it): a connection opened
 		// again after the file was deleted must fail, not create an empty
 		// database in its place (identity.go).
@@ -172,39 +174,30 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
-		// sqlx binds "?" for the driver name "sqlite3"; the name does nothing else.
-		s.write = sqlx.NewDb(w, "sqlite3")
-		r, err := sql.Open(d.SQLName(), driverDSN+"&_pragma=query_only(1)")
-		if err != nil {
-			return fail("open", err)
-		}
-		r.SetMaxOpenConns(maxConns)
-		r.SetMaxIdleConns(maxConns)
-		s.read = sqlx.NewDb(r, "sqlite3")
+		s.write = s.handle(w)
 		if own {
 			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
 				return fail("open", err)
 			}
 		}
-	case Postgres:
-		db, err := sql.Open(d.SQLName(), driverDSN)
-		if err != nil {
-			return fail("open", err)
-		}
-		db.SetMaxOpenConns(maxConns)
-		db.SetMaxIdleConns(maxConns)
-		s.maxConns = maxConns
-		// sqlx binds "$1" for the driver name "pgx".
-		s.write = sqlx.NewDb(db, "pgx")
-		s.read = s.write
+		readDSN = driverDSN + "&_pragma=query_only(1)"
+	}
+	r, err := sql.Open(d.SQLName(), readDSN)
+	if err != nil {
+		return fail("open", err)
+	}
+	r.SetMaxOpenConns(s.maxConns)
+	r.SetMaxIdleConns(s.maxConns)
+	s.read = s.handle(r)
+	if s.write == nil {
+		s.write = s.read
 	}
 	// The first round trips are retried like any other (retry.go).
 	if err := s.withRetry(ctx, "open", func() error { return s.write.PingContext(ctx) }); err != nil {
 		return fail("open", err)
 	}
-	if engine == Postgres {
-		s.rw = postgresWriter{}
-	} else {
+	s.rw = postgresWriter{}
+	if engine == SQLite {
 		if !opts.Migrate { // migrate checked it already
 			if err := checkAtOpen(ctx, d, s.read.DB, path, opts.IntegrityTimeout, s.logger); err != nil {
 				return fail("open", err)
@@ -335,17 +328,14 @@ func migrate(ctx context.Context, dsn string, opts Options, fn func(*migrations.
 	if err != nil {
 		return formatError("migrate", err)
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return formatError("migrate", err)
+	err = db.PingContext(ctx)
+	if err == nil && check {
+		err = checkAtOpen(ctx, d, db, path, opts.IntegrityTimeout, cmp.Or(opts.Logger, discard))
 	}
-	if check {
-		if err := checkAtOpen(ctx, d, db, path, opts.IntegrityTimeout, cmp.Or(opts.Logger, discard)); err != nil {
-			db.Close()
-			return formatError("migrate", err)
-		}
+	var m *migrations.Migrator
+	if err == nil {
+		m, err = migrations.New(db, d)
 	}
-	m, err := migrations.New(db, d)
 	if err != nil {
 		db.Close()
 		return formatError("migrate", err)
@@ -397,6 +387,15 @@ func newStore(engine Engine, opts Options) *Store {
 	return s
 }
 
+// handle is db for sqlx, which binds "?" for the driver name "sqlite3" and
+// "$1" for "pgx" (the name does nothing else).
+func (s *Store) handle(db *sql.DB) *sqlx.DB {
+	if s.engine == SQLite {
+		return sqlx.NewDb(db, "sqlite3")
+	}
+	return sqlx.NewDb(db, "pgx")
+}
+
 // up runs m's pending migrations, logging to o.Logger when set.
 func (o Options) up(m *migrations.Migrator) error {
 	if o.Logger != nil {
@@ -408,13 +407,8 @@ func (o Options) up(m *migrations.Migrator) error {
 // retryOpen runs fn, a step of opening a store, again after transient
 // errors (retrier.again), logging to opts.Logger.
 func retryOpen(ctx context.Context, op string, opts Options, fn func() error) error {
-	r := retrier{op: op, driver: opts.Driver, logger: cmp.Or(opts.Logger, discard), start: time.Now()}
-	for {
-		err := fn()
-		if err == nil || !r.again(ctx, err) {
-			return err
-		}
-	}
+	// A store without pools: no pool to flush, no file found corrupt.
+	return newStore("", opts).withRetry(ctx, op, fn)
 }
 
 // rowKey is a Key as stored: the policy name interned.

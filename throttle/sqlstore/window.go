@@ -118,52 +118,53 @@ func refusalReasonsSQL() string {
 	return strings.Join(in, ", ")
 }
 
-// ledgerWindow is LedgerWindow without its retries; LedgerWindow implements
-// throttle.Store. It walks the bucket's chain, or reads the window's id
-// range when the bucket is busy (see walkCTE).
-func (s *Store) ledgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
-	w := inspect.LedgerWindow{Query: q}
-	policyID, known, err := s.lookupPolicy(ctx, q.Key.Policy)
-	if err != nil || !known {
+// LedgerWindow implements inspect.Store: it walks the bucket's chain, or
+// reads the window's id range when the bucket is busy (see walkCTE).
+func (s *Store) LedgerWindow(ctx context.Context, q inspect.LedgerWindowQuery) (inspect.LedgerWindow, error) {
+	return retried(ctx, s, "ledger window", func() (inspect.LedgerWindow, error) {
+		w := inspect.LedgerWindow{Query: q}
+		policyID, known, err := s.lookupPolicy(ctx, q.Key.Policy)
+		if err != nil || !known {
+			return w, err
+		}
+		k := []any{policyID, q.Key.Env, q.Key.Identifier}
+		var head sql.NullInt64
+		err = s.read.QueryRowContext(ctx, s.read.Rebind(`
+			SELECT last_entry
+			FROM balde_buckets
+			WHERE policy_id = ? AND env = ? AND identifier = ?`), k...).Scan(&head)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && !head.Valid {
+			return w, nil
+		}
+		if err != nil {
+			return w, formatError("read ledger window", err)
+		}
+		stop := sqltime.Nanos(q.From.Add(-aggregateLag))
+		walk := append(append(append([]any{head.Int64}, k...), stop, windowSample), k...)
+		var sampled, oldest int64
+		err = s.read.QueryRowContext(ctx, s.read.Rebind(walkCTE+`
+			SELECT COUNT(*), COALESCE(MIN(id), 0) FROM chain`), walk...).Scan(&sampled, &oldest)
+		if err != nil {
+			return w, formatError("read ledger window", err)
+		}
+		if sampled < windowSample || sampled*10 < head.Int64-oldest+1 {
+			// A quiet bucket (or a window of few rows): walk its chain.
+			walk[len(walk)-4] = inspect.MaxWindowRows
+			return s.foldWindow(ctx, q, walkCTE, walk, inspect.MaxWindowRows)
+		}
+		// A busy bucket: read the window's id range, at most MaxWindowRows ids.
+		first, err := s.ledgerIDAt(ctx, stop, head.Int64)
+		if err != nil {
+			return w, err
+		}
+		partial := head.Int64-first+1 > inspect.MaxWindowRows
+		if partial {
+			first = head.Int64 - inspect.MaxWindowRows + 1
+		}
+		w, err = s.foldWindow(ctx, q, rangeCTE, append([]any{first, head.Int64}, k...), inspect.MaxWindowRows)
+		w.Partial = w.Partial || partial
 		return w, err
-	}
-	k := []any{policyID, q.Key.Env, q.Key.Identifier}
-	var head sql.NullInt64
-	err = s.read.QueryRowContext(ctx, s.read.Rebind(`
-		SELECT last_entry
-		FROM balde_buckets
-		WHERE policy_id = ? AND env = ? AND identifier = ?`), k...).Scan(&head)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && !head.Valid {
-		return w, nil
-	}
-	if err != nil {
-		return w, formatError("read ledger window", err)
-	}
-	stop := sqltime.Nanos(q.From.Add(-aggregateLag))
-	walk := append(append(append([]any{head.Int64}, k...), stop, windowSample), k...)
-	var sampled, oldest int64
-	err = s.read.QueryRowContext(ctx, s.read.Rebind(walkCTE+`
-		SELECT COUNT(*), COALESCE(MIN(id), 0) FROM chain`), walk...).Scan(&sampled, &oldest)
-	if err != nil {
-		return w, formatError("read ledger window", err)
-	}
-	if sampled < windowSample || sampled*10 < head.Int64-oldest+1 {
-		// A quiet bucket (or a window of few rows): walk its chain.
-		walk[len(walk)-4] = inspect.MaxWindowRows
-		return s.foldWindow(ctx, q, walkCTE, walk, inspect.MaxWindowRows)
-	}
-	// A busy bucket: read the window's id range, at most MaxWindowRows ids.
-	first, err := s.ledgerIDAt(ctx, stop, head.Int64)
-	if err != nil {
-		return w, err
-	}
-	partial := head.Int64-first+1 > inspect.MaxWindowRows
-	if partial {
-		first = head.Int64 - inspect.MaxWindowRows + 1
-	}
-	w, err = s.foldWindow(ctx, q, rangeCTE, append([]any{first, head.Int64}, k...), inspect.MaxWindowRows)
-	w.Partial = w.Partial || partial
-	return w, err
+	})
 }
 
 // ledgerIDAt returns the smallest ledger id, at most head, of a row at or
@@ -235,19 +236,14 @@ func (s *Store) foldWindow(ctx context.Context, q inspect.LedgerWindowQuery, cte
 			Index:   int(slot),
 			Start:   q.From.Add(time.Duration(slot) * q.Width()),
 			Changes: changes, Events: events,
-			Refused: refused,
-		}
-		if firstRefused.Valid {
-			sl.FirstRefused = sqltime.Time(firstRefused.Int64)
+			Refused:      refused,
+			FirstRefused: sqltime.NullTime(firstRefused),
 		}
 		if changes > 0 {
 			sl.First, sl.Open = sqltime.Time(firstAt.Int64), open.Int64
 			sl.Last, sl.Close = sqltime.Time(lastAt.Int64), closeBal.Int64
 			sl.Min, sl.Max = minBal.Int64, maxBal.Int64
-			sl.LastReason = throttle.LedgerReason(lastReason.Int64)
-			if lastReason.Int64 == reasonMinuteOfTakes {
-				sl.LastReason = throttle.LedgerTake
-			}
+			sl.LastReason = readReason(lastReason.Int64)
 		}
 		w.Slots = append(w.Slots, sl)
 	}

@@ -85,12 +85,14 @@ func readLoads(br pgx.BatchResults, p *driverkit.Pipeline) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
-	for i := range p.Load {
+	for _, q := range p.Load {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		err = p.Scan(i, rows)
+		if q.Scan != nil {
+			err = q.Scan(rows)
+		}
 		rows.Close()
 		if err != nil {
 			return err

@@ -40,10 +40,12 @@ const (
 	ClassTimeout
 )
 
-// Query is one statement of a Pipeline with its arguments.
+// Query is one statement of a Pipeline with its arguments; Scan, when
+// set, reads the rows of a Load query.
 type Query struct {
 	SQL  string
 	Args []any
+	Scan func(Rows) error
 }
 
 // Rows are the rows of one Load query of a Pipeline.
@@ -58,10 +60,8 @@ type Rows interface {
 // Pipeline without Write is one round trip: BEGIN, Load and COMMIT in one
 // batch (the optimistic write of optimistic.go).
 type Pipeline struct {
-	// Load are the queries sent after BEGIN.
+	// Load are the queries sent after BEGIN, their rows read in order.
 	Load []Query
-	// Scan reads the rows of Load[i], in order.
-	Scan func(i int, rows Rows) error
 	// Write, called once the first round trip is read, returns the
 	// statements to send before COMMIT; its error rolls back and is
 	// returned as is. Nil: COMMIT goes in the first round trip.

@@ -61,13 +61,6 @@ type lotView struct {
 	NextQuery string // "next query at <instant> (in 4m)" or "next query now"
 }
 
-// lotLister is what a sifenSender may add for the lots tab.
-type lotLister interface {
-	Lots(ctx context.Context) ([]sifen.LotRef, error)
-}
-
-var _ lotLister = (*sifen.Sender)(nil)
-
 // listQuery is a bucket listing's query, shared by the admin page and the
 // JSON API.
 type listQuery struct {
@@ -80,6 +73,7 @@ type listQuery struct {
 	After string
 	Trail []string
 	Tab   string // "" or "all" (buckets), or "lots"
+	query url.Values
 }
 
 // maxTrail bounds the pages "previous" can walk back.
@@ -114,6 +108,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 		After:    q.Get("after"),
 		Tab:      q.Get("tab"),
 		Page:     1,
+		query:    q,
 	}
 	if lq.Severity != "" {
 		if lq.Filter.Severity, err = throttle.ParseSeverity(lq.Severity); err != nil {
@@ -146,23 +141,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 // values is the query of lq without its position (after, trail, page):
 // what a link to another page of the same listing keeps.
 func (lq listQuery) values() url.Values {
-	q := url.Values{}
-	f := lq.Filter
-	for name, v := range map[string]string{
-		"policy": f.Policy, "env": f.Env, "identifier": f.IdentifierPrefix,
-		"severity": lq.Severity, "state": lq.State, "tab": lq.Tab,
-	} {
-		if v != "" {
-			q.Set(name, v)
-		}
-	}
-	if lq.Sort != inspect.SortKey {
-		q.Set("sort", string(lq.Sort))
-	}
-	if f.Limit != inspect.DefaultPageSize {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	return q
+	return listLinkQuery(lq.query, lq.Filter.Limit, inspect.DefaultPageSize, "policy", "env", "identifier", "severity", "state", "sort", "tab")
 }
 
 // listing is one page of a listing and the links around it.
@@ -278,10 +257,10 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	mainTab := lq.values()
 	mainTab.Del("tab")
 	p.Tabs = []navLink{{Label: tr.Sprintf("Buckets"), URL: s.pathWithQuery("adminBuckets", mainTab), Current: lq.Tab != "lots"}}
-	if lister, ok := s.Sifen.(lotLister); ok {
+	if s.Sifen != nil {
 		p.Tabs = append(p.Tabs, navLink{Label: tr.Sprintf("SIFEN lots"), URL: s.pathWithQuery("adminBuckets", url.Values{"tab": {"lots"}}), Current: lq.Tab == "lots"})
 		if lq.Tab == "lots" {
-			if p.Lots, err = s.lotViews(r.Context(), lister, lq.Filter.Env, tr); err != nil {
+			if p.Lots, err = s.lotViews(r.Context(), lq.Filter.Env, tr); err != nil {
 				return err
 			}
 		}
@@ -319,8 +298,8 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 
 // lotViews lists the SIFEN lots waiting for their result (of env, or all
 // when ""), with when each is queried next.
-func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr *i18n.Printer) ([]lotView, error) {
-	lots, err := lister.Lots(ctx)
+func (s *Server) lotViews(ctx context.Context, env string, tr *i18n.Printer) ([]lotView, error) {
+	lots, err := s.Sifen.Lots(ctx)
 	if err != nil {
 		return nil, err
 	}

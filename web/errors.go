@@ -246,9 +246,7 @@ func (p problem) write(w http.ResponseWriter, contentType string, body []byte) {
 		w.WriteHeader(p.status)
 		return
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(p.status)
-	_, _ = w.Write(body)
+	writeBody(w, p.status, contentType, body)
 }
 
 // setHeaders sets Retry-After when there is a wait, HeaderLocalRefusal on
@@ -395,9 +393,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		}
 		body = []byte(`{"status":500,"error":"internal error"}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeBody(w, status, "application/json; charset=utf-8", body)
 }
 
 // indentedJSON is v as balde's JSON answers write it: indented, ending in

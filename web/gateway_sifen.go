@@ -400,7 +400,5 @@ func writeAnswer(w http.ResponseWriter, body sifenElement) {
 	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)
 	body.write(&b, ` xmlns:ns2="`+sifen.Namespace+`"`)
 	b.WriteString(`</env:Body></env:Envelope>`)
-	w.Header().Set("Content-Type", sifen.SOAPContentType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
+	writeBody(w, http.StatusOK, sifen.SOAPContentType, b.Bytes())
 }

@@ -163,8 +163,8 @@ func (g *sifenGateway) serve(w http.ResponseWriter, r *http.Request) {
 
 // receiveLot is siRecepLoteDE.
 func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
-	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLote](data)
-	if err != nil || fault != nil {
+	req, err := soapBody[sifen.EnvioLote](data)
+	if err != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", errBadRequest))
 		return
 	}
@@ -330,8 +330,8 @@ func (ls *rucLines) wait(ctx context.Context, key throttle.Key, deadline time.Ti
 
 // queryLot is siResultLoteDE.
 func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
-	req, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLote](data)
-	if err != nil || fault != nil {
+	req, err := soapBody[sifen.ConsultaLote](data)
+	if err != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", errBadRequest))
 		return
 	}

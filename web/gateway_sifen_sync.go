@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,8 +14,8 @@ import (
 // receiveDE is siRecepDE: one DE, gated and held as a lot of one
 // (sifen.Sender.SendNewDE), SIFEN's protocol answered as rRetEnviDe.
 func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
-	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
-	if err != nil || fault != nil {
+	req, err := soapBody[sifen.EnvioDE](data)
+	if err != nil {
 		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest))
 		return
 	}
@@ -26,7 +27,7 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	// namespace around it lets the parser make it standalone.
 	var doc bytes.Buffer
 	doc.WriteString(`<rLoteDE xmlns="` + sifen.Namespace + `">`)
-	doc.Write(stripXMLDecl(req.XDE.Inner))
+	doc.Write(bytes.TrimSpace(sifen.StripXMLDecl(req.XDE.Inner)))
 	doc.WriteString(`</rLoteDE>`)
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {
@@ -64,16 +65,6 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	writeAnswer(w, sifenEl("rRetEnviDe", prot))
 }
 
-func stripXMLDecl(b []byte) []byte {
-	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			return bytes.TrimSpace(b[i+2:])
-		}
-	}
-	return b
-}
-
 // passThrough forwards a request of a service balde does not gate
 // (docs/decisions/0121) byte for byte to SIFEN once check accepts it, and
 // SIFEN's answer byte for byte back.
@@ -103,27 +94,20 @@ func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data 
 
 const digits = "0123456789"
 
-// soapBody decodes the body of a SOAP 1.2 envelope into v.
-func soapBody(data []byte, v any) error {
-	var env struct {
-		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
-		Body    struct {
-			Inner []byte `xml:",innerxml"`
-		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
+// soapBody decodes a SOAP 1.2 envelope whose body holds a T
+// (sifen.UnmarshalSOAP); a fault is no request.
+func soapBody[T any](data []byte) (*T, error) {
+	req, fault, err := sifen.UnmarshalSOAP[T](data)
+	if err == nil && fault != nil {
+		err = errors.New("the body holds a SOAP fault")
 	}
-	if err := xml.Unmarshal(data, &env); err != nil {
-		return fmt.Errorf("not a SOAP 1.2 envelope: %w", err)
-	}
-	if err := xml.Unmarshal(env.Body.Inner, v); err != nil {
-		return fmt.Errorf("body: %w", err)
-	}
-	return nil
+	return req, err
 }
 
 // checkConsultaDE accepts rEnviConsDeRequest naming a 44-digit CDC.
 func checkConsultaDE(data []byte) error {
-	var req sifen.ConsultaDE
-	if err := soapBody(data, &req); err != nil {
+	req, err := soapBody[sifen.ConsultaDE](data)
+	if err != nil {
 		return err
 	}
 	if cdc := strings.TrimSpace(req.CDC); len(cdc) != 44 || strings.Trim(cdc, digits) != "" {
@@ -135,11 +119,11 @@ func checkConsultaDE(data []byte) error {
 // checkConsultaRUC accepts rEnviConsRUC naming a RUC of 5 to 8 digits
 // without check digit (manual técnico v150, Schema XML 15, RSch03).
 func checkConsultaRUC(data []byte) error {
-	var req struct {
+	req, err := soapBody[struct {
 		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsRUC"`
 		RUC     string   `xml:"dRUCCons"`
-	}
-	if err := soapBody(data, &req); err != nil {
+	}](data)
+	if err != nil {
 		return err
 	}
 	if ruc := strings.TrimSpace(req.RUC); len(ruc) < 5 || len(ruc) > 8 || strings.Trim(ruc, digits) != "" {
@@ -151,7 +135,7 @@ func checkConsultaRUC(data []byte) error {
 // checkEvento accepts rEnviEventoDe holding at least one event (rGesEve),
 // each signed (ds:Signature), unless unsigned events are allowed (test).
 func (g *sifenGateway) checkEvento(data []byte) error {
-	var req struct {
+	req, err := soapBody[struct {
 		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviEventoDe"`
 		Events  []struct {
 			Eve struct {
@@ -159,8 +143,8 @@ func (g *sifenGateway) checkEvento(data []byte) error {
 			} `xml:"http://ekuatia.set.gov.py/sifen/xsd rEve"`
 			Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
 		} `xml:"dEvReg>gGroupGesEve>rGesEve"`
-	}
-	if err := soapBody(data, &req); err != nil {
+	}](data)
+	if err != nil {
 		return err
 	}
 	if len(req.Events) == 0 {

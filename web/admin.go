@@ -309,7 +309,7 @@ func (s *Server) lotViews(ctx context.Context, env string, tr *i18n.Printer) ([]
 		if env != "" && string(l.Env) != env {
 			continue
 		}
-		v := lotView{LotRef: l, SentAt: formatWhenIn(tr, l.SentAt, now)}
+		v := lotView{LotRef: l, SentAt: view.WhenIn(tr, tr.Zoned, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
 			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), view.FormatWait(wait))
 		} else {

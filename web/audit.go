@@ -14,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 )
 
 // auditTarget is what an audited request acts on (audit.Entry.Target).
@@ -340,7 +341,7 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range entries {
 		v := auditView{
 			Entry:   e,
-			When:    formatWhenIn(l.T, e.At, now),
+			When:    view.WhenIn(l.T, l.T.Zoned, e.At, now),
 			WhenUTC: e.At.UTC().Format(time.RFC3339),
 			Action:  actionLabel(l.T, e.Action),
 			Outcome: outcomeView(l.T, e.Outcome),

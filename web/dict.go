@@ -267,7 +267,7 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 	p.PayerID = pc.Lookup.PayerID
 	pv := &paymentView{EndToEndID: e2e, Duplicate: pc.Duplicate}
 	if !pc.Lookup.PaidAt.IsZero() {
-		pv.PaidAt = formatWhenIn(p.T, pc.Lookup.PaidAt, s.now())
+		pv.PaidAt = view.WhenIn(p.T, p.T.Zoned, pc.Lookup.PaidAt, s.now())
 	}
 	for _, a := range pc.Adjusted {
 		pv.Rows = append(pv.Rows, creditRow{Adjusted: a, BucketURL: s.bucketPath("adminBucket", a.Key)})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) confirmOverride(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, http.StatusOK, overridePage{
 		layout:      l,
 		Doc:         s.newDocumentView(d, s.now(), l.T),
-		Claimed:     formatWhenIn(l.T, d.ClaimedAt, s.now()),
+		Claimed:     view.WhenIn(l.T, l.T.Zoned, d.ClaimedAt, s.now()),
 		ListURL:     s.path("documents"),
 		DetailURL:   s.path("document", "id", ids),
 		OverrideURL: s.path("overrideDocument", "id", ids),

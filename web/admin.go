@@ -52,8 +52,6 @@ type option struct {
 	Selected     bool
 }
 
-func (bucketsPage) templateFile() string { return "admin_buckets.html" }
-
 // lotView is one SIFEN lot waiting for its result, on the lots tab.
 type lotView struct {
 	sifen.LotRef
@@ -226,7 +224,7 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	}
 
 	p := bucketsPage{
-		layout:    s.layout(r, "adminBuckets"),
+		layout:    s.layout(r, "adminBuckets", "admin_buckets.html"),
 		Summary:   sum,
 		Query:     lq,
 		Policies:  slices.Sorted(slices.Values(s.Policies)),
@@ -336,8 +334,6 @@ type bucketPage struct {
 	NeedReason bool
 }
 
-func (bucketPage) templateFile() string { return "admin_bucket.html" }
-
 // ledgerView is one ledger row on the bucket page.
 type ledgerView struct {
 	throttle.LedgerEntry
@@ -383,7 +379,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	l := s.layout(r, "adminBuckets")
+	l := s.layout(r, "adminBuckets", "admin_bucket.html")
 	p := bucketPage{
 		layout:   l,
 		Bucket:   s.newBucketViewIn(st, l.T),
@@ -456,8 +452,6 @@ type resetPage struct {
 	NeedReason                   bool
 }
 
-func (resetPage) templateFile() string { return "admin_reset.html" }
-
 // confirmReset is GET …/reset: the confirmation form.
 func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	key, err := bucketKey(r)
@@ -468,7 +462,7 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := s.layout(r, "adminBuckets")
+	l := s.layout(r, "adminBuckets", "admin_reset.html")
 	p := resetPage{
 		layout:     l,
 		Bucket:     s.newBucketViewIn(st, l.T),

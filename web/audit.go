@@ -157,8 +157,6 @@ type auditPage struct {
 	NextURL string // the older page ("" on the last)
 }
 
-func (auditPage) templateFile() string { return "admin_audit.html" }
-
 // auditView is one entry as the page shows it.
 type auditView struct {
 	audit.Entry
@@ -331,7 +329,7 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := s.layout(r, "adminAudit")
+	l := s.layout(r, "adminAudit", "admin_audit.html")
 	p := auditPage{layout: l, Users: query.User, Action: string(query.Action), ListURL: s.path("adminAudit")}
 	p.Actions = append(p.Actions, option{Value: "", Label: l.T.Sprintf("any"), Selected: query.Action == ""})
 	for _, a := range audit.Actions {

@@ -65,8 +65,6 @@ type dictLookupPage struct {
 	PaymentURL string
 }
 
-func (dictLookupPage) templateFile() string { return "dict_lookup.html" }
-
 // entryView is a GetEntryResponse on the page: the entry, its instants in
 // the page's zone.
 type entryView struct {
@@ -119,7 +117,7 @@ func (s *Server) showDictLookup(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) newDictLookupPage(r *http.Request) dictLookupPage {
 	return dictLookupPage{
-		layout:      s.layout(r, "dictLookup"),
+		layout:      s.layout(r, "dictLookup", "dict_lookup.html"),
 		Participant: s.Dict.Participant(),
 		Category:    s.Dict.Catalog().CategoryInEffect(),
 		Status:      http.StatusOK,

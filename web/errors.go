@@ -325,7 +325,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 		p.write(w, "", nil)
 		return
 	}
-	l := s.layout(r, "")
+	l := s.layout(r, "", "error.html")
 	page := errorPage{
 		layout:     l,
 		Status:     p.status,
@@ -380,8 +380,6 @@ type errorPage struct {
 	RetryAfter string
 	RetryURL   string // on a 429, the refused page: the only link shown
 }
-
-func (errorPage) templateFile() string { return "error.html" }
 
 // writeJSON encodes v whole before writing: an encoding error is a 500.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {

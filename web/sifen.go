@@ -304,8 +304,6 @@ type sendRUCForm struct {
 	URL, RUC, Env, Held string
 }
 
-func (documentsPage) templateFile() string { return "sifen_documents.html" }
-
 // listDocuments is GET /documents: the upload form and one page of
 // documents, newest first, filtered (parseDocumentFilter) and paged by
 // keyset (?before=).
@@ -336,7 +334,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 
 	now := s.now()
 	p := documentsPage{
-		layout:    s.layout(r, "documents"),
+		layout:    s.layout(r, "documents", "sifen_documents.html"),
 		RUC:       q.Get("ruc"),
 		Env:       q.Get("env"),
 		Status:    q.Get("status"),
@@ -583,8 +581,6 @@ type documentPage struct {
 	RUCListURL string
 }
 
-func (documentPage) templateFile() string { return "sifen_document.html" }
-
 // banner is the box at the top of a document page that says how its last
 // send ended; Class is "ok", "warning" or "error".
 type banner struct {
@@ -603,7 +599,7 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 	if dec, held := s.rucRefusal(r.Context(), d.Env, d.RUC); d.Status.Sendable() && held && dec.RetryAfter > 0 && now.Add(dec.RetryAfter).After(d.RetryAt) {
 		d.RetryAt = now.Add(dec.RetryAfter) // the RUC is held back, whatever the document says
 	}
-	l := s.layout(r, "documents")
+	l := s.layout(r, "documents", "sifen_document.html")
 	p := documentPage{
 		layout:  l,
 		Doc:     s.newDocumentView(d, now, l.T),

@@ -56,23 +56,6 @@ const (
 	deniedPayment = "dict-payment"
 )
 
-// deniedAction names the action a viewer attempted on the write route rt.
-func deniedAction(rt route) string {
-	switch {
-	case rt.audit != "":
-		return string(rt.audit)
-	case rt.name == "adminResetConfirm":
-		return string(audit.ActionReset)
-	case rt.name == "overrideConfirm":
-		return string(audit.ActionSifenOverride)
-	case rt.name == "importDocuments":
-		return deniedImport
-	case rt.name == "dictPayment":
-		return deniedPayment
-	}
-	return rt.name
-}
-
 // recordDenied records a viewer's attempt at the write route rt, refused
 // with errReadOnly (docs/decisions/0141). Only an urlencoded form is read
 // for the target and reason.
@@ -86,10 +69,10 @@ func (s *Server) recordDenied(w http.ResponseWriter, r *http.Request, rt route) 
 	if r.PostForm == nil {
 		r.PostForm = url.Values{} // so that auditTarget reads no other body
 	}
-	action := deniedAction(rt)
-	target := url.Values{"action": {action}}
-	if a := audit.Action(action); slices.Contains(audit.Actions, a) {
-		target.Set("target", auditTarget(r, a))
+	action := cmp.Or(rt.audit, rt.attempt, audit.Action(rt.name))
+	target := url.Values{"action": {string(action)}}
+	if slices.Contains(audit.Actions, action) {
+		target.Set("target", auditTarget(r, action))
 	}
 	p := problemOf(r, errReadOnly)
 	s.record(r, audit.Entry{

@@ -36,7 +36,10 @@ type route struct {
 	admin  bool         // requires a user (any role)
 	write  bool         // changes state: needs RoleAdmin, a viewer gets a 403
 	audit  audit.Action // when set, each request is recorded (recordAudit)
-	probe  bool         // skips the inbound limiter and logs at debug
+	// attempt is, on a write route without audit, what a viewer's attempt
+	// is recorded as (recordDenied; default: the route's name).
+	attempt audit.Action
+	probe   bool // skips the inbound limiter and logs at debug
 	// needs, when set, says whether the server has the route's feature:
 	// without it the route is a 404.
 	needs  func(*Server) bool
@@ -56,7 +59,7 @@ func (s *Server) routes() []route {
 		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
 		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
-		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
+		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, attempt: audit.ActionReset, handle: s.confirmReset},
 		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
 		{name: "adminWhatif", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
 		{name: "adminShadow", method: http.MethodPost, path: "/admin/policies/{policy}/shadow", format: formatHTML, admin: true, write: true, audit: audit.ActionShadow, form: true, needs: hasShadows, handle: s.switchShadow},
@@ -74,17 +77,17 @@ func (s *Server) routes() []route {
 		// document, its Send to SIFEN button, and the override of SIFEN's
 		// 48 hours for a document left sending (override.go).
 		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, needs: hasSifen, handle: s.listDocuments},
-		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, needs: hasSifen, handle: s.importDocuments},
+		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, attempt: deniedImport, needs: hasSifen, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, needs: hasSifen, handle: s.showDocument},
 		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, form: true, needs: hasSifen, handle: s.sendDocument},
-		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, needs: hasSifen, handle: s.confirmOverride},
+		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, attempt: audit.ActionSifenOverride, needs: hasSifen, handle: s.confirmOverride},
 		{name: "overrideDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenOverride, form: true, needs: hasSifen, handle: s.overrideDocument},
 		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, form: true, needs: hasSifen, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
 		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, needs: hasDict, handle: s.showDictLookup},
 		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, audit: audit.ActionDictLookup, form: true, needs: hasDict, handle: s.lookupDictKey},
-		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, form: true, needs: hasDict, handle: s.creditDictPayment},
+		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, attempt: deniedPayment, form: true, needs: hasDict, handle: s.creditDictPayment},
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.

@@ -200,11 +200,11 @@ func (s *Server) layout(r *http.Request, current, file string) layout {
 	if s.Limiter != nil {
 		l.ZoneName = tr.ZoneName(s.now())
 	}
-	for _, n := range navItems {
-		if n.shown != nil && !n.shown(s) {
-			continue
+	for _, rt := range s.nav {
+		if rt.needs != nil && !rt.needs(s) {
+			continue // a link whose feature is not configured
 		}
-		l.Nav = append(l.Nav, navLink{Label: tr.Sprintf(n.label), URL: s.path(n.route), Current: n.route == current})
+		l.Nav = append(l.Nav, navLink{Label: tr.Sprintf(rt.nav), URL: s.path(rt.name), Current: rt.name == current})
 	}
 	return l
 }

@@ -27,6 +27,7 @@ const (
 // route is one entry of the route table.
 type route struct {
 	name   string // URLs are built from it (Server.path)
+	nav    string // the label of its link in the top navigation, in table order
 	method string // GET routes also answer HEAD
 	// path is a gorilla/mux template. Variables match one path segment,
 	// path-escaped in URLs and unescaped by pathVars.
@@ -56,12 +57,11 @@ func (s *Server) routes() []route {
 		{name: "favicon", method: http.MethodGet, path: "/favicon.ico", format: formatHTML, handle: s.serveFavicon},
 
 		// Admin pages (admin.go).
-		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
+		{name: "adminBuckets", nav: "Buckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
-		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
+		{name: "adminOverview", nav: "Decisions", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
 		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, attempt: audit.ActionReset, handle: s.confirmReset},
-		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
-		{name: "adminWhatif", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
+		{name: "adminWhatif", nav: "What if", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
 		{name: "adminShadow", method: http.MethodPost, path: "/admin/policies/{policy}/shadow", format: formatHTML, admin: true, write: true, audit: audit.ActionShadow, form: true, needs: hasShadows, handle: s.switchShadow},
 		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, form: true, handle: s.resetBucket},
 
@@ -76,7 +76,7 @@ func (s *Server) routes() []route {
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, its Send to SIFEN button, and the override of SIFEN's
 		// 48 hours for a document left sending (override.go).
-		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, needs: hasSifen, handle: s.listDocuments},
+		{name: "documents", nav: "Documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, needs: hasSifen, handle: s.listDocuments},
 		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, attempt: deniedImport, needs: hasSifen, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, needs: hasSifen, handle: s.showDocument},
 		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, form: true, needs: hasSifen, handle: s.sendDocument},
@@ -85,7 +85,7 @@ func (s *Server) routes() []route {
 		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, form: true, needs: hasSifen, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
-		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, needs: hasDict, handle: s.showDictLookup},
+		{name: "dictLookup", nav: "DICT lookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, needs: hasDict, handle: s.showDictLookup},
 		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, audit: audit.ActionDictLookup, form: true, needs: hasDict, handle: s.lookupDictKey},
 		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, attempt: deniedPayment, form: true, needs: hasDict, handle: s.creditDictPayment},
 
@@ -93,21 +93,10 @@ func (s *Server) routes() []route {
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
 		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.listPolicies},
 		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.getPolicy},
-	}
-}
 
-// navItems are the links of the top navigation, by route name; a link
-// whose feature is not configured (shown false) is left out.
-var navItems = []struct {
-	label, route string
-	shown        func(*Server) bool
-}{
-	{"Buckets", "adminBuckets", nil},
-	{"Decisions", "adminOverview", nil},
-	{"What if", "adminWhatif", nil},
-	{"Documents", "documents", hasSifen},
-	{"DICT lookup", "dictLookup", hasDict},
-	{"Audit", "adminAudit", hasAudit},
+		// The audit trail (audit.go).
+		{name: "adminAudit", nav: "Audit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
+	}
 }
 
 func hasSifen(s *Server) bool   { return s.Sifen != nil }
@@ -149,6 +138,9 @@ func (s *Server) newRouter() *mux.Router {
 			methods = append(methods, http.MethodHead)
 		}
 		m.Methods(methods...).Name(rt.name).Handler(s.chain(rt))
+		if rt.nav != "" {
+			s.nav = append(s.nav, rt)
+		}
 	}
 	r.NotFoundHandler = s.chain(notFoundRoute)
 	r.MethodNotAllowedHandler = s.chain(methodNotAllowedRoute)

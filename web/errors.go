@@ -340,7 +340,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 		// retry, and reload once the wait is over.
 		page.Nav = nil
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			page.RetryURL = s.requestURL(r)
+			page.RetryURL = s.BasePath + r.URL.RequestURI() // as the client sees it
 			page.HomeURL = page.RetryURL
 			page.Refresh = int(ceilSeconds(p.retryAfter))
 		}

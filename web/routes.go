@@ -259,11 +259,6 @@ func (s *Server) path(name string, pairs ...string) string {
 	return s.BasePath + u.Path
 }
 
-// requestURL is the URL of r as the client sees it (path and query).
-func (s *Server) requestURL(r *http.Request) string {
-	return s.BasePath + r.URL.RequestURI()
-}
-
 // pathWithQuery is path plus an encoded query (omitted when empty).
 func (s *Server) pathWithQuery(name string, q url.Values, pairs ...string) string {
 	p := s.path(name, pairs...)

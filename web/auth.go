@@ -197,12 +197,12 @@ func (acc *account) cheap(user, password string) bool {
 }
 
 // known is check without bcrypt (see cheap), for the inbound limiter to
-// charge a user's own bucket before a slow check.
-func (a *authenticator) known(user, password string) (string, bool) {
+// charge a user's own bucket before a slow check: the user, or "".
+func (a *authenticator) known(user, password string) string {
 	if acc := a.match(user); acc != nil && acc.cheap(user, password) {
-		return acc.name, true
+		return acc.name
 	}
-	return "", false
+	return ""
 }
 
 // pairDigest binds a user and a password in one digest (length-prefixed so

@@ -94,10 +94,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 	template := cmp.Or(rt.path, "unmatched")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw, ok := w.(*statusWriter)
-		if !ok {
-			sw = &statusWriter{ResponseWriter: w}
-		}
+		sw := w.(*statusWriter) // recoverPanics's
 		next.ServeHTTP(sw, r)
 		status := sw.code()
 		elapsed := time.Since(start)
@@ -186,17 +183,16 @@ func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// knownAdmin returns the user that sent r when that is cheap to tell, for
-// the inbound limiter to charge the user's own bucket.
-func (s *Server) knownAdmin(r *http.Request) (string, bool) {
+// knownAdmin returns the user that sent r when that is cheap to tell (""
+// otherwise), for the inbound limiter to charge the user's own bucket.
+func (s *Server) knownAdmin(r *http.Request) string {
 	if s.Authenticate != nil {
-		user, ok := s.Authenticate(r)
-		return user, ok && user != ""
+		if user, ok := s.Authenticate(r); ok {
+			return user
+		}
+		return ""
 	}
-	user, pass, ok := r.BasicAuth()
-	if !ok {
-		return "", false
-	}
+	user, pass, _ := r.BasicAuth()
 	return s.auth.known(user, pass)
 }
 

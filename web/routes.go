@@ -69,9 +69,9 @@ func (s *Server) routes() []route {
 		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
 		{name: "apiBucket", method: http.MethodGet, path: "/api/buckets" + bucket, format: formatJSON, admin: true, handle: s.getAPIBucket},
 		{name: "metrics", method: http.MethodGet, path: "/metrics", format: formatJSON, handle: s.serveMetrics},
-		{name: "livez", method: http.MethodGet, path: "/livez", format: formatJSON, probe: true, handle: s.checkLive},
-		{name: "readyz", method: http.MethodGet, path: "/readyz", format: formatJSON, probe: true, handle: s.checkReady},
-		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, probe: true, handle: s.checkReady},
+		{name: "livez", method: http.MethodGet, path: "/livez", format: formatJSON, probe: true, handle: s.checkHealth},
+		{name: "readyz", method: http.MethodGet, path: "/readyz", format: formatJSON, probe: true, handle: s.checkHealth},
+		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, probe: true, handle: s.checkHealth},
 
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, its Send to SIFEN button, and the override of SIFEN's
@@ -150,7 +150,7 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		aw := &statusWriter{ResponseWriter: w}
+		aw := w.(*statusWriter) // recoverPanics's: the status the handler wrote
 		err := s.handle(aw, r, rt)
 		if err != nil {
 			s.Error(aw, r, err)

@@ -349,7 +349,7 @@ const ledgerPageSize = 100
 // bucket's state, a chart of its balance and its ledger (?before= pages).
 // An unknown policy is a 404.
 func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
+	key, st, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}
@@ -361,10 +361,6 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	window, err := chartWindowOf(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.Limiter.State(r.Context(), key)
 	if err != nil {
 		return err
 	}
@@ -454,11 +450,7 @@ type resetPage struct {
 
 // confirmReset is GET …/reset: the confirmation form.
 func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.Limiter.State(r.Context(), key)
+	key, st, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}
@@ -481,7 +473,7 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 // the audit trail): throttle.Limiter.Reset in the admin's name, then 303
 // to the bucket's page.
 func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
+	key, before, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}
@@ -493,10 +485,6 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: a reset needs a reason, recorded in the audit trail", errBadRequest)
 	}
 	info := requestInfoFrom(r.Context())
-	before, err := s.Limiter.State(r.Context(), key)
-	if err != nil {
-		return err
-	}
 	after, err := s.Limiter.Reset(r.Context(), key, info.user)
 	if err != nil {
 		return err
@@ -516,4 +504,15 @@ func bucketKey(r *http.Request) (throttle.Key, error) {
 	}
 	k := throttle.Key{Policy: vars["policy"], Env: vars["env"], Identifier: vars["identifier"]}
 	return k, k.Validate()
+}
+
+// routeBucket is the key a per-bucket route names and its state now: a
+// bad request for an invalid key, 404 for an unknown policy.
+func (s *Server) routeBucket(r *http.Request) (throttle.Key, throttle.BucketState, error) {
+	key, err := bucketKey(r)
+	if err != nil {
+		return key, throttle.BucketState{}, err
+	}
+	st, err := s.Limiter.State(r.Context(), key)
+	return key, st, err
 }

@@ -155,21 +155,19 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
-		user, role, known := "", RoleAdmin, false
+		user, role := "", RoleAdmin
 		if s.Authenticate != nil {
-			user, known = s.Authenticate(r)
-			known = known && user != ""
-			if known && s.RoleOf != nil {
+			if user = s.knownAdmin(r); user != "" && s.RoleOf != nil {
 				role = s.RoleOf(r, user)
 			}
 		} else if name, pass, ok := r.BasicAuth(); ok {
-			if user, role, known = s.auth.check(name, pass); !known {
+			if user, role = s.auth.check(name, pass); user == "" {
 				s.Logger.Warn("admin authentication failed",
 					slog.String("request_id", info.id),
 					slog.String("client", info.clientIP.String()))
 			}
 		}
-		if !known {
+		if user == "" {
 			s.Error(w, r, errUnauthorized)
 			return
 		}

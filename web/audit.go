@@ -117,13 +117,7 @@ func (s *Server) recordAudit(w *statusWriter, r *http.Request, rt route, err err
 	default:
 		e.Outcome = url.Values{"status": {strconv.Itoa(w.status)}}.Encode()
 		if loc, perr := url.Parse(w.Header().Get("Location")); perr == nil && loc.Query().Get("result") != "" {
-			out := url.Values{}
-			for _, k := range []string{"result", "wait", "n"} {
-				if v := loc.Query().Get(k); v != "" {
-					out.Set(k, v)
-				}
-			}
-			e.Outcome = out.Encode()
+			e.Outcome = listLinkQuery(loc.Query(), 0, 0, "result", "wait", "n").Encode()
 		}
 	}
 	s.record(r, e)

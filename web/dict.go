@@ -154,7 +154,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
-	case isDictInputError(err):
+	case isAny(err, dictInputErrors):
 		p.InputError = dictInputErrorIn(p.T, err)
 	default:
 		// The store or the network failed: the error page says so.

@@ -191,10 +191,6 @@ func isAny(err error, errs []error) bool {
 	return slices.ContainsFunc(errs, func(e error) bool { return errors.Is(err, e) })
 }
 
-// isDictInputError reports whether err is bad input to a DICT lookup or
-// payment (a 400).
-func isDictInputError(err error) bool { return isAny(err, dictInputErrors) }
-
 // upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
 // or 504 when the answer was lost. msg is what the client reads; err,
 // logged, is why.

@@ -225,11 +225,12 @@ type gateway struct {
 	handle       http.HandlerFunc                   // the request of a known client
 }
 
-func newGateway(name string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gateway, error) {
+func newGateway(name string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger,
+	handle http.HandlerFunc, write func(problem, http.ResponseWriter)) (gateway, error) {
 	if authenticate == nil {
 		return gateway{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", name)
 	}
-	return gateway{name: name, authenticate: authenticate, audit: trail, metrics: m, logger: cmp.Or(logger, nowhere)}, nil
+	return gateway{name: name, authenticate: authenticate, audit: trail, metrics: m, logger: cmp.Or(logger, nowhere), handle: handle, write: write}, nil
 }
 
 // fail answers err (problemOf) in the gateway's format.

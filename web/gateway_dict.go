@@ -120,12 +120,10 @@ func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 		}
 	}
 	g := &dictGateway{target: target, policies: policies, participant: cfg.Participant, payments: cfg.Payments, signer: cfg.Signer}
-	if g.gateway, err = newGateway("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
-		return nil, err
-	}
-	g.handle = g.serve
-	g.write = func(p problem, w http.ResponseWriter) {
+	if g.gateway, err = newGateway("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger, g.serve, func(p problem, w http.ResponseWriter) {
 		p.writeXML(w, dict.NewCorrelationID(cfg.Participant, cfg.Meter.Limiter.Now()))
+	}); err != nil {
+		return nil, err
 	}
 	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
 	if cfg.PoliciesURL != "" {

@@ -121,10 +121,9 @@ func NewSifenGateway(cfg SifenGatewayConfig) (http.Handler, error) {
 		hold: cmp.Or(cfg.Hold, DefaultSifenGatewayHold), sleep: cfg.Sleep,
 		parsing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	var err error
-	if g.gateway, err = newGateway("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
+	if g.gateway, err = newGateway("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger, g.serve, problem.writeSOAPFault); err != nil {
 		return nil, err
 	}
-	g.handle, g.write = g.serve, problem.writeSOAPFault
 	if g.sleep == nil {
 		g.sleep = throttle.SleepContext
 	}

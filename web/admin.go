@@ -108,15 +108,13 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 		Page:     1,
 		query:    q,
 	}
+	var sevErr, condErr, sortErr error
 	if lq.Severity != "" {
-		if lq.Filter.Severity, err = throttle.ParseSeverity(lq.Severity); err != nil {
-			return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
-		}
+		lq.Filter.Severity, sevErr = throttle.ParseSeverity(lq.Severity)
 	}
-	if lq.Filter.Condition, err = inspect.ParseCondition(lq.State); err != nil {
-		return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
-	}
-	if lq.Sort, err = inspect.ParseSortBy(q.Get("sort")); err != nil {
+	lq.Filter.Condition, condErr = inspect.ParseCondition(lq.State)
+	lq.Sort, sortErr = inspect.ParseSortBy(q.Get("sort"))
+	if err := cmp.Or(sevErr, condErr, sortErr); err != nil {
 		return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	if p := q.Get("page"); p != "" {

@@ -147,7 +147,7 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		// Refused by the mirror, the limiter's Decision as it decided
 		// (decision 0130): nothing was sent. 429 with the exact wait.
 		p.Refusal = s.newRefusalView(res.Decision, p.PayerID, p.T)
-		p.Status = s.prepare(w, r, refusalProblem("dict "+dict.OpGetEntry, res.Decision), nil).status
+		p.Status = s.prepareError(w, r, &throttle.RefusedError{Op: "dict " + dict.OpGetEntry, Decision: res.Decision}).status
 	case err == nil:
 		p.Entry = newEntryView(res.Response, p.T)
 		p.EndToEndID = res.EndToEndID

@@ -93,19 +93,10 @@ func newProblem(status int, message string, retryAfter time.Duration) problem {
 	return problem{status: status, message: message, retryAfter: retryAfter}
 }
 
-// refusalProblem is a local refusal d of op ("dict getEntry"): 429 with
-// the limiter's bucket, reason and wait (docs/decisions/0130).
-func refusalProblem(op string, d throttle.Decision) problem {
-	p := newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s refused locally: bucket %s is %s, retry in %s; nothing was sent, send again after %d s",
-		op, d.Key, d.Reason, view.FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
-	p.refused = &d
-	return p
-}
-
 // problemOf maps err to what the client reads: status, public message,
-// Retry-After and DICT problem type. With refusalProblem it is balde's only
-// mapping from errors to statuses (docs/decisions/0131): every handler and
-// both gateways render its result. Keep it complete and ordered.
+// Retry-After and DICT problem type. It is balde's only mapping from errors
+// to statuses (docs/decisions/0131): every handler and both gateways render
+// its result. Keep it complete and ordered.
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *rateLimitError
@@ -119,7 +110,13 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.As(err, &rl):
 		return newProblem(http.StatusTooManyRequests, msg, rl.RetryAfter)
 	case errors.As(err, &refused):
-		return refusalProblem(refused.Op, refused.Decision)
+		// A local refusal: the limiter's bucket, reason and wait
+		// (docs/decisions/0130).
+		d := refused.Decision
+		p := newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s refused locally: bucket %s is %s, retry in %s; nothing was sent, send again after %d s",
+			refused.Op, d.Key, d.Reason, view.FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
+		p.refused = &d
+		return p
 	case errors.As(err, &notDue):
 		return newProblem(http.StatusTooManyRequests, msg, notDue.wait)
 
@@ -349,16 +346,11 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 	}
 }
 
-// prepareError maps err (problemOf) and prepares its answer, for a handler
-// that renders its own page for an error.
+// prepareError maps err (problemOf), logs a 5xx and sets the headers of
+// its answer (setHeaders, and the basic-auth challenge on a 401), for Error
+// and for a handler that renders its own page for an error.
 func (s *Server) prepareError(w http.ResponseWriter, r *http.Request, err error) problem {
-	return s.prepare(w, r, problemOf(r, err), err)
-}
-
-// prepare logs a 5xx and sets the headers of an error answer (setHeaders,
-// and the basic-auth challenge on a 401).
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, p problem, err error) problem {
-	info := requestInfoFrom(r.Context())
+	p, info := problemOf(r, err), requestInfoFrom(r.Context())
 	logProblem(s.Logger, r, p, err, slog.String("request_id", info.id))
 	p.setHeaders(w.Header())
 	if p.status == http.StatusUnauthorized && s.Authenticate == nil && info.route.name != "metrics" {

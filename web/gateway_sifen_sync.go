@@ -13,15 +13,13 @@ import (
 
 // receiveDE is siRecepDE: one DE, gated and held as a lot of one
 // (sifen.Sender.SendNewDE), SIFEN's protocol answered as rRetEnviDe.
-func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
+func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) error {
 	req, err := soapBody[sifen.EnvioDE](data)
 	if err != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest))
-		return
+		return fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest)
 	}
 	if err := sifen.CheckMessageSize(len(data)); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: %w", errBadRequest, err))
-		return
+		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	// The rDE may take SIFEN's namespace from rEnviDe: an rLoteDE in that
 	// namespace around it lets the parser make it standalone.
@@ -32,22 +30,20 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {
 	case err != nil:
-		g.fail(w, r, fmt.Errorf("%w: xDE: %w", errBadRequest, err))
-		return
+		return fmt.Errorf("%w: xDE: %w", errBadRequest, err)
 	case len(lot.DEs) != 1:
-		g.fail(w, r, fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", errBadRequest, len(lot.DEs)))
-		return
+		return fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", errBadRequest, len(lot.DEs))
 	}
 	call := callOf(r)
 	call.target = lotTarget(sifen.ServiceRecepcionDE, g.env, lot)
 	var sent sifen.DESend
-	out, ok := g.admit(w, r, func() (sifen.LotSend, error) {
+	out, err := g.admit(r, func() (sifen.LotSend, error) {
 		var err error
 		sent, err = g.sender.SendNewDE(r.Context(), g.env, lot.DEs[0])
 		return sent.LotSend, err
 	})
-	if !ok {
-		return
+	if err != nil {
+		return err
 	}
 	p := sent.Prot
 	call.outcome.Set("state", p.State())
@@ -63,33 +59,32 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 		prot.children = append(prot.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
 	}
 	writeAnswer(w, sifenEl("rRetEnviDe", prot))
+	return nil
 }
 
 // passThrough forwards a request of a service balde does not gate
 // (docs/decisions/0121) byte for byte to SIFEN once check accepts it, and
 // SIFEN's answer byte for byte back.
-func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
+func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) error {
 	if g.client == nil {
-		g.fail(w, r, fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service))
-		return
+		return fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service)
 	}
 	if service == sifen.ServiceEvento {
 		callOf(r).target = "service=" + service + "&env=" + string(g.env)
 	}
 	if err := check(data); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a %s request: %v", errBadRequest, service, err))
-		return
+		return fmt.Errorf("%w: not a %s request: %v", errBadRequest, service, err)
 	}
 	ans, err := g.client.Forward(r.Context(), g.env, path, r.Header.Get("Content-Type"), data)
 	if err != nil {
-		g.fail(w, r, upstream("SIFEN did not answer "+service, false, err))
-		return
+		return upstream("SIFEN did not answer "+service, false, err)
 	}
 	if ans.ContentType != "" {
 		w.Header().Set("Content-Type", ans.ContentType)
 	}
 	w.WriteHeader(ans.StatusCode)
 	_, _ = w.Write(ans.Body)
+	return nil
 }
 
 const digits = "0123456789"

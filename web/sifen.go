@@ -142,15 +142,13 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		Status:      tr.Text(string(d.Status)),
 		StatusClass: statusClass(d.Status),
 		Message:     documentMessageIn(tr, d.Message),
+		LotHash:     d.LotHash[:min(len(d.LotHash), 16)],
 		Created:     view.WhenIn(tr, tr.Zoned, d.CreatedAt, now),
 		Updated:     view.WhenIn(tr, tr.Zoned, d.UpdatedAt, now),
 		Sent:        view.WhenIn(tr, tr.Zoned, d.SentAt, now),
 		Sendable:    d.Status.Sendable(),
 		URL:         s.path("document", "id", id),
 		SendURL:     s.path("sendDocument", "id", id),
-	}
-	if len(d.LotHash) > 16 {
-		v.LotHash = d.LotHash[:16]
 	}
 	if d.Status == sifen.StatusSending {
 		v.OverrideURL = s.path("overrideConfirm", "id", id)

@@ -49,7 +49,7 @@ var _ deReceiver = (*Client)(nil)
 // protocol of it (rProtDe). Errors as RecepcionLote's.
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
 	req := EnvioDE{ID: newRequestID()}
-	req.XDE.Inner = bytes.TrimSpace(stripXMLDecl(rde))
+	req.XDE.Inner = bytes.TrimSpace(StripXMLDecl(rde))
 	status, data, err := c.soap(ctx, env, ServiceRecepcionDE, RecepcionDEPath, req)
 	if err != nil {
 		return ProtDE{}, err
@@ -109,8 +109,8 @@ func (c *Client) post(ctx context.Context, env Env, service, path, contentType s
 	return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
 }
 
-// stripXMLDecl drops a leading XML declaration and byte order mark.
-func stripXMLDecl(b []byte) []byte {
+// StripXMLDecl drops a leading XML declaration and byte order mark.
+func StripXMLDecl(b []byte) []byte {
 	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
 	if bytes.HasPrefix(b, []byte("<?xml")) {
 		if i := bytes.Index(b, []byte("?>")); i >= 0 {

@@ -52,21 +52,12 @@ type option struct {
 	Selected     bool
 }
 
-func (bucketsPage) templateFile() string { return "admin_buckets.html" }
-
 // lotView is one SIFEN lot waiting for its result, on the lots tab.
 type lotView struct {
 	sifen.LotRef
 	SentAt    string
 	NextQuery string // "next query at <instant> (in 4m)" or "next query now"
 }
-
-// lotLister is what a sifenSender may add for the lots tab.
-type lotLister interface {
-	Lots(ctx context.Context) ([]sifen.LotRef, error)
-}
-
-var _ lotLister = (*sifen.Sender)(nil)
 
 // listQuery is a bucket listing's query, shared by the admin page and the
 // JSON API.
@@ -80,6 +71,7 @@ type listQuery struct {
 	After string
 	Trail []string
 	Tab   string // "" or "all" (buckets), or "lots"
+	query url.Values
 }
 
 // maxTrail bounds the pages "previous" can walk back.
@@ -114,16 +106,15 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 		After:    q.Get("after"),
 		Tab:      q.Get("tab"),
 		Page:     1,
+		query:    q,
 	}
+	var sevErr, condErr, sortErr error
 	if lq.Severity != "" {
-		if lq.Filter.Severity, err = throttle.ParseSeverity(lq.Severity); err != nil {
-			return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
-		}
+		lq.Filter.Severity, sevErr = throttle.ParseSeverity(lq.Severity)
 	}
-	if lq.Filter.Condition, err = inspect.ParseCondition(lq.State); err != nil {
-		return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
-	}
-	if lq.Sort, err = inspect.ParseSortBy(q.Get("sort")); err != nil {
+	lq.Filter.Condition, condErr = inspect.ParseCondition(lq.State)
+	lq.Sort, sortErr = inspect.ParseSortBy(q.Get("sort"))
+	if err := cmp.Or(sevErr, condErr, sortErr); err != nil {
 		return listQuery{}, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	if p := q.Get("page"); p != "" {
@@ -146,23 +137,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 // values is the query of lq without its position (after, trail, page):
 // what a link to another page of the same listing keeps.
 func (lq listQuery) values() url.Values {
-	q := url.Values{}
-	f := lq.Filter
-	for name, v := range map[string]string{
-		"policy": f.Policy, "env": f.Env, "identifier": f.IdentifierPrefix,
-		"severity": lq.Severity, "state": lq.State, "tab": lq.Tab,
-	} {
-		if v != "" {
-			q.Set(name, v)
-		}
-	}
-	if lq.Sort != inspect.SortKey {
-		q.Set("sort", string(lq.Sort))
-	}
-	if f.Limit != inspect.DefaultPageSize {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	return q
+	return listLinkQuery(lq.query, lq.Filter.Limit, inspect.DefaultPageSize, "policy", "env", "identifier", "severity", "state", "sort", "tab")
 }
 
 // listing is one page of a listing and the links around it.
@@ -247,7 +222,7 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	}
 
 	p := bucketsPage{
-		layout:    s.layout(r, "adminBuckets"),
+		layout:    s.layout(r, "adminBuckets", "admin_buckets.html"),
 		Summary:   sum,
 		Query:     lq,
 		Policies:  slices.Sorted(slices.Values(s.Policies)),
@@ -278,10 +253,10 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 	mainTab := lq.values()
 	mainTab.Del("tab")
 	p.Tabs = []navLink{{Label: tr.Sprintf("Buckets"), URL: s.pathWithQuery("adminBuckets", mainTab), Current: lq.Tab != "lots"}}
-	if lister, ok := s.Sifen.(lotLister); ok {
+	if s.Sifen != nil {
 		p.Tabs = append(p.Tabs, navLink{Label: tr.Sprintf("SIFEN lots"), URL: s.pathWithQuery("adminBuckets", url.Values{"tab": {"lots"}}), Current: lq.Tab == "lots"})
 		if lq.Tab == "lots" {
-			if p.Lots, err = s.lotViews(r.Context(), lister, lq.Filter.Env, tr); err != nil {
+			if p.Lots, err = s.lotViews(r.Context(), lq.Filter.Env, tr); err != nil {
 				return err
 			}
 		}
@@ -319,8 +294,8 @@ func (s *Server) showAdminBuckets(w http.ResponseWriter, r *http.Request) error 
 
 // lotViews lists the SIFEN lots waiting for their result (of env, or all
 // when ""), with when each is queried next.
-func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr *i18n.Printer) ([]lotView, error) {
-	lots, err := lister.Lots(ctx)
+func (s *Server) lotViews(ctx context.Context, env string, tr *i18n.Printer) ([]lotView, error) {
+	lots, err := s.Sifen.Lots(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +305,7 @@ func (s *Server) lotViews(ctx context.Context, lister lotLister, env string, tr 
 		if env != "" && string(l.Env) != env {
 			continue
 		}
-		v := lotView{LotRef: l, SentAt: formatWhenIn(tr, l.SentAt, now)}
+		v := lotView{LotRef: l, SentAt: view.WhenIn(tr, tr.Zoned, l.SentAt, now)}
 		if wait := l.NextQueryAt.Sub(now); wait > 0 {
 			v.NextQuery = tr.Sprintf("next query at %s (in %s)", tr.Zoned(l.NextQueryAt), view.FormatWait(wait))
 		} else {
@@ -357,8 +332,6 @@ type bucketPage struct {
 	NeedReason bool
 }
 
-func (bucketPage) templateFile() string { return "admin_bucket.html" }
-
 // ledgerView is one ledger row on the bucket page.
 type ledgerView struct {
 	throttle.LedgerEntry
@@ -374,7 +347,7 @@ const ledgerPageSize = 100
 // bucket's state, a chart of its balance and its ledger (?before= pages).
 // An unknown policy is a 404.
 func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
+	key, st, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}
@@ -389,10 +362,6 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.Limiter.State(r.Context(), key)
-	if err != nil {
-		return err
-	}
 	entries, err := s.Reader.Ledger(r.Context(), inspect.LedgerQuery{Key: &key, BeforeID: before, Limit: ledgerPageSize})
 	if err != nil {
 		return err
@@ -404,7 +373,7 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	l := s.layout(r, "adminBuckets")
+	l := s.layout(r, "adminBuckets", "admin_bucket.html")
 	p := bucketPage{
 		layout:   l,
 		Bucket:   s.newBucketViewIn(st, l.T),
@@ -477,19 +446,13 @@ type resetPage struct {
 	NeedReason                   bool
 }
 
-func (resetPage) templateFile() string { return "admin_reset.html" }
-
 // confirmReset is GET …/reset: the confirmation form.
 func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
+	key, st, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}
-	st, err := s.Limiter.State(r.Context(), key)
-	if err != nil {
-		return err
-	}
-	l := s.layout(r, "adminBuckets")
+	l := s.layout(r, "adminBuckets", "admin_reset.html")
 	p := resetPage{
 		layout:     l,
 		Bucket:     s.newBucketViewIn(st, l.T),
@@ -508,7 +471,7 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 // the audit trail): throttle.Limiter.Reset in the admin's name, then 303
 // to the bucket's page.
 func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
+	key, before, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}
@@ -520,10 +483,6 @@ func (s *Server) resetBucket(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: a reset needs a reason, recorded in the audit trail", errBadRequest)
 	}
 	info := requestInfoFrom(r.Context())
-	before, err := s.Limiter.State(r.Context(), key)
-	if err != nil {
-		return err
-	}
 	after, err := s.Limiter.Reset(r.Context(), key, info.user)
 	if err != nil {
 		return err
@@ -543,4 +502,15 @@ func bucketKey(r *http.Request) (throttle.Key, error) {
 	}
 	k := throttle.Key{Policy: vars["policy"], Env: vars["env"], Identifier: vars["identifier"]}
 	return k, k.Validate()
+}
+
+// routeBucket is the key a per-bucket route names and its state now: a
+// bad request for an invalid key, 404 for an unknown policy.
+func (s *Server) routeBucket(r *http.Request) (throttle.Key, throttle.BucketState, error) {
+	key, err := bucketKey(r)
+	if err != nil {
+		return key, throttle.BucketState{}, err
+	}
+	st, err := s.Limiter.State(r.Context(), key)
+	return key, st, err
 }

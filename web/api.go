@@ -37,11 +37,7 @@ func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
 // state. A key with no row is a full bucket
 // ("stored": false); an unknown policy is a 404.
 func (s *Server) getAPIBucket(w http.ResponseWriter, r *http.Request) error {
-	key, err := bucketKey(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.Limiter.State(r.Context(), key)
+	_, st, err := s.routeBucket(r)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/i18n"
+	"github.com/balde-throttle/balde/internal/view"
 )
 
 // auditTarget is what an audited request acts on (audit.Entry.Target).
@@ -55,23 +56,6 @@ const (
 	deniedPayment = "dict-payment"
 )
 
-// deniedAction names the action a viewer attempted on the write route rt.
-func deniedAction(rt route) string {
-	switch {
-	case rt.audit != "":
-		return string(rt.audit)
-	case rt.name == "adminResetConfirm":
-		return string(audit.ActionReset)
-	case rt.name == "overrideConfirm":
-		return string(audit.ActionSifenOverride)
-	case rt.name == "importDocuments":
-		return deniedImport
-	case rt.name == "dictPayment":
-		return deniedPayment
-	}
-	return rt.name
-}
-
 // recordDenied records a viewer's attempt at the write route rt, refused
 // with errReadOnly (docs/decisions/0141). Only an urlencoded form is read
 // for the target and reason.
@@ -85,10 +69,10 @@ func (s *Server) recordDenied(w http.ResponseWriter, r *http.Request, rt route) 
 	if r.PostForm == nil {
 		r.PostForm = url.Values{} // so that auditTarget reads no other body
 	}
-	action := deniedAction(rt)
-	target := url.Values{"action": {action}}
-	if a := audit.Action(action); slices.Contains(audit.Actions, a) {
-		target.Set("target", auditTarget(r, a))
+	action := cmp.Or(rt.audit, rt.attempt, audit.Action(rt.name))
+	target := url.Values{"action": {string(action)}}
+	if slices.Contains(audit.Actions, action) {
+		target.Set("target", auditTarget(r, action))
 	}
 	p := problemOf(r, errReadOnly)
 	s.record(r, audit.Entry{
@@ -133,13 +117,7 @@ func (s *Server) recordAudit(w *statusWriter, r *http.Request, rt route, err err
 	default:
 		e.Outcome = url.Values{"status": {strconv.Itoa(w.status)}}.Encode()
 		if loc, perr := url.Parse(w.Header().Get("Location")); perr == nil && loc.Query().Get("result") != "" {
-			out := url.Values{}
-			for _, k := range []string{"result", "wait", "n"} {
-				if v := loc.Query().Get(k); v != "" {
-					out.Set(k, v)
-				}
-			}
-			e.Outcome = out.Encode()
+			e.Outcome = listLinkQuery(loc.Query(), 0, 0, "result", "wait", "n").Encode()
 		}
 	}
 	s.record(r, e)
@@ -155,8 +133,6 @@ type auditPage struct {
 	ListURL string
 	NextURL string // the older page ("" on the last)
 }
-
-func (auditPage) templateFile() string { return "admin_audit.html" }
 
 // auditView is one entry as the page shows it.
 type auditView struct {
@@ -330,7 +306,7 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := s.layout(r, "adminAudit")
+	l := s.layout(r, "adminAudit", "admin_audit.html")
 	p := auditPage{layout: l, Users: query.User, Action: string(query.Action), ListURL: s.path("adminAudit")}
 	p.Actions = append(p.Actions, option{Value: "", Label: l.T.Sprintf("any"), Selected: query.Action == ""})
 	for _, a := range audit.Actions {
@@ -340,7 +316,7 @@ func (s *Server) showAudit(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range entries {
 		v := auditView{
 			Entry:   e,
-			When:    formatWhenIn(l.T, e.At, now),
+			When:    view.WhenIn(l.T, l.T.Zoned, e.At, now),
 			WhenUTC: e.At.UTC().Format(time.RFC3339),
 			Action:  actionLabel(l.T, e.Action),
 			Outcome: outcomeView(l.T, e.Outcome),

@@ -165,23 +165,24 @@ func (a *authenticator) match(user string) *account {
 }
 
 // check returns the user and role when user and password are a configured
-// user's, in a time that tells nothing about how much of either matched.
-func (a *authenticator) check(user, password string) (string, Role, bool) {
+// user's (else ""), in a time that tells nothing about how much of either
+// matched.
+func (a *authenticator) check(user, password string) (string, Role) {
 	acc := a.match(user)
 	if acc == nil {
 		if a.decoy != nil {
 			_ = bcrypt.CompareHashAndPassword(a.decoy, []byte(password))
 		}
-		return "", 0, false
+		return "", 0
 	}
 	if !acc.cheap(user, password) {
 		if acc.hash == nil || bcrypt.CompareHashAndPassword(acc.hash, []byte(password)) != nil {
-			return "", 0, false
+			return "", 0
 		}
 		pair := pairDigest(user, password)
 		acc.accepted.Store(&pair)
 	}
-	return acc.name, acc.role, true
+	return acc.name, acc.role
 }
 
 // cheap reports whether password is acc's when that is cheap to tell (in
@@ -197,12 +198,12 @@ func (acc *account) cheap(user, password string) bool {
 }
 
 // known is check without bcrypt (see cheap), for the inbound limiter to
-// charge a user's own bucket before a slow check.
-func (a *authenticator) known(user, password string) (string, bool) {
+// charge a user's own bucket before a slow check: the user, or "".
+func (a *authenticator) known(user, password string) string {
 	if acc := a.match(user); acc != nil && acc.cheap(user, password) {
-		return acc.name, true
+		return acc.name
 	}
-	return "", false
+	return ""
 }
 
 // pairDigest binds a user and a password in one digest (length-prefixed so

@@ -165,10 +165,7 @@ func newBalanceChart(tr *i18n.Printer, w inspect.LedgerWindow, st throttle.Bucke
 		lastX, lastY = px, py
 	}
 	c.Points = b.String()
-	if len(changed) > maxDots {
-		changed = changed[len(changed)-maxDots:]
-	}
-	for _, sl := range changed {
+	for _, sl := range changed[max(0, len(changed)-maxDots):] {
 		c.Dots = append(c.Dots, chartDot{X: num(x(maxTime(sl.First, sl.Last))), Y: num(y(sl.Close)), Label: slotLabel(tr, sl)})
 	}
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/inspect"
-	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -49,7 +48,7 @@ func TestBalanceChartStepsWindowAndLabels(t *testing.T) {
 	require.Contains(t, c.Refusals[0].Label, "3 refused")
 
 	// The x axis spans the window, not the rows.
-	require.Equal(t, from.UTC().Format(view.TimeLayout), c.FromText)
+	require.Equal(t, from.UTC().Format(i18n.TimeLayout), c.FromText)
 	require.Equal(t, "11:00 UTC", c.XLabels[0].Text)
 	require.Equal(t, "12:00 UTC", c.XLabels[2].Text)
 

@@ -65,8 +65,6 @@ type dictLookupPage struct {
 	PaymentURL string
 }
 
-func (dictLookupPage) templateFile() string { return "dict_lookup.html" }
-
 // entryView is a GetEntryResponse on the page: the entry, its instants in
 // the page's zone.
 type entryView struct {
@@ -119,7 +117,7 @@ func (s *Server) showDictLookup(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) newDictLookupPage(r *http.Request) dictLookupPage {
 	return dictLookupPage{
-		layout:      s.layout(r, "dictLookup"),
+		layout:      s.layout(r, "dictLookup", "dict_lookup.html"),
 		Participant: s.Dict.Participant(),
 		Category:    s.Dict.Catalog().CategoryInEffect(),
 		Status:      http.StatusOK,
@@ -149,14 +147,14 @@ func (s *Server) lookupDictKey(w http.ResponseWriter, r *http.Request) error {
 		// Refused by the mirror, the limiter's Decision as it decided
 		// (decision 0130): nothing was sent. 429 with the exact wait.
 		p.Refusal = s.newRefusalView(res.Decision, p.PayerID, p.T)
-		p.Status = s.prepare(w, r, refusalProblem("dict "+dict.OpGetEntry, res.Decision), nil).status
+		p.Status = s.prepareError(w, r, &throttle.RefusedError{Op: "dict " + dict.OpGetEntry, Decision: res.Decision}).status
 	case err == nil:
 		p.Entry = newEntryView(res.Response, p.T)
 		p.EndToEndID = res.EndToEndID
 	case errors.As(err, &remote):
 		p.Remote = newRemoteView(remote)
 		p.EndToEndID = res.EndToEndID
-	case isDictInputError(err):
+	case isAny(err, dictInputErrors):
 		p.InputError = dictInputErrorIn(p.T, err)
 	default:
 		// The store or the network failed: the error page says so.
@@ -267,7 +265,7 @@ func (s *Server) creditDictPayment(w http.ResponseWriter, r *http.Request) error
 	p.PayerID = pc.Lookup.PayerID
 	pv := &paymentView{EndToEndID: e2e, Duplicate: pc.Duplicate}
 	if !pc.Lookup.PaidAt.IsZero() {
-		pv.PaidAt = formatWhenIn(p.T, pc.Lookup.PaidAt, s.now())
+		pv.PaidAt = view.WhenIn(p.T, p.T.Zoned, pc.Lookup.PaidAt, s.now())
 	}
 	for _, a := range pc.Adjusted {
 		pv.Rows = append(pv.Rows, creditRow{Adjusted: a, BucketURL: s.bucketPath("adminBucket", a.Key)})

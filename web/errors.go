@@ -93,19 +93,10 @@ func newProblem(status int, message string, retryAfter time.Duration) problem {
 	return problem{status: status, message: message, retryAfter: retryAfter}
 }
 
-// refusalProblem is a local refusal d of op ("dict getEntry"): 429 with
-// the limiter's bucket, reason and wait (docs/decisions/0130).
-func refusalProblem(op string, d throttle.Decision) problem {
-	p := newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s refused locally: bucket %s is %s, retry in %s; nothing was sent, send again after %d s",
-		op, d.Key, d.Reason, view.FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
-	p.refused = &d
-	return p
-}
-
 // problemOf maps err to what the client reads: status, public message,
-// Retry-After and DICT problem type. With refusalProblem it is balde's only
-// mapping from errors to statuses (docs/decisions/0131): every handler and
-// both gateways render its result. Keep it complete and ordered.
+// Retry-After and DICT problem type. It is balde's only mapping from errors
+// to statuses (docs/decisions/0131): every handler and both gateways render
+// its result. Keep it complete and ordered.
 func problemOf(r *http.Request, err error) problem {
 	var (
 		rl      *rateLimitError
@@ -119,7 +110,13 @@ func problemOf(r *http.Request, err error) problem {
 	case errors.As(err, &rl):
 		return newProblem(http.StatusTooManyRequests, msg, rl.RetryAfter)
 	case errors.As(err, &refused):
-		return refusalProblem(refused.Op, refused.Decision)
+		// A local refusal: the limiter's bucket, reason and wait
+		// (docs/decisions/0130).
+		d := refused.Decision
+		p := newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s refused locally: bucket %s is %s, retry in %s; nothing was sent, send again after %d s",
+			refused.Op, d.Key, d.Reason, view.FormatWait(d.RetryAfter), ceilSeconds(max(d.RetryAfter, time.Second))), d.RetryAfter)
+		p.refused = &d
+		return p
 	case errors.As(err, &notDue):
 		return newProblem(http.StatusTooManyRequests, msg, notDue.wait)
 
@@ -191,10 +188,6 @@ func isAny(err error, errs []error) bool {
 	return slices.ContainsFunc(errs, func(e error) bool { return errors.Is(err, e) })
 }
 
-// isDictInputError reports whether err is bad input to a DICT lookup or
-// payment (a 400).
-func isDictInputError(err error) bool { return isAny(err, dictInputErrors) }
-
 // upstreamError is a failure of the DICT or SIFEN behind a gateway: 502,
 // or 504 when the answer was lost. msg is what the client reads; err,
 // logged, is why.
@@ -246,9 +239,7 @@ func (p problem) write(w http.ResponseWriter, contentType string, body []byte) {
 		w.WriteHeader(p.status)
 		return
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(p.status)
-	_, _ = w.Write(body)
+	writeBody(w, p.status, contentType, body)
 }
 
 // setHeaders sets Retry-After when there is a wait, HeaderLocalRefusal on
@@ -327,7 +318,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 		p.write(w, "", nil)
 		return
 	}
-	l := s.layout(r, "")
+	l := s.layout(r, "", "error.html")
 	page := errorPage{
 		layout:     l,
 		Status:     p.status,
@@ -342,7 +333,7 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 		// retry, and reload once the wait is over.
 		page.Nav = nil
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			page.RetryURL = s.requestURL(r)
+			page.RetryURL = s.BasePath + r.URL.RequestURI() // as the client sees it
 			page.HomeURL = page.RetryURL
 			page.Refresh = int(ceilSeconds(p.retryAfter))
 		}
@@ -355,16 +346,11 @@ func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, p proble
 	}
 }
 
-// prepareError maps err (problemOf) and prepares its answer, for a handler
-// that renders its own page for an error.
+// prepareError maps err (problemOf), logs a 5xx and sets the headers of
+// its answer (setHeaders, and the basic-auth challenge on a 401), for Error
+// and for a handler that renders its own page for an error.
 func (s *Server) prepareError(w http.ResponseWriter, r *http.Request, err error) problem {
-	return s.prepare(w, r, problemOf(r, err), err)
-}
-
-// prepare logs a 5xx and sets the headers of an error answer (setHeaders,
-// and the basic-auth challenge on a 401).
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, p problem, err error) problem {
-	info := requestInfoFrom(r.Context())
+	p, info := problemOf(r, err), requestInfoFrom(r.Context())
 	logProblem(s.Logger, r, p, err, slog.String("request_id", info.id))
 	p.setHeaders(w.Header())
 	if p.status == http.StatusUnauthorized && s.Authenticate == nil && info.route.name != "metrics" {
@@ -383,8 +369,6 @@ type errorPage struct {
 	RetryURL   string // on a 429, the refused page: the only link shown
 }
 
-func (errorPage) templateFile() string { return "error.html" }
-
 // writeJSON encodes v whole before writing: an encoding error is a 500.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := indentedJSON(v)
@@ -395,9 +379,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		}
 		body = []byte(`{"status":500,"error":"internal error"}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeBody(w, status, "application/json; charset=utf-8", body)
 }
 
 // indentedJSON is v as balde's JSON answers write it: indented, ending in

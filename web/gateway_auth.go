@@ -222,25 +222,23 @@ type gateway struct {
 	metrics      *Metrics
 	logger       *slog.Logger
 	write        func(problem, http.ResponseWriter) // a problem in the gateway's format
-	handle       http.HandlerFunc                   // the request of a known client
+	// handle answers the request of a known client; an error is answered
+	// as a problem (fail).
+	handle func(http.ResponseWriter, *http.Request) error
 }
 
-func newGateway(name string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger) (gateway, error) {
+func newGateway(name string, authenticate func(*http.Request) (string, bool), trail audit.Store, m *Metrics, logger *slog.Logger,
+	handle func(http.ResponseWriter, *http.Request) error, write func(problem, http.ResponseWriter)) (gateway, error) {
 	if authenticate == nil {
 		return gateway{}, fmt.Errorf("web: the %s gateway needs Authenticate (GatewayClients.Authenticate, or the application's own): a gateway serves its clients, not anyone who reaches it", name)
 	}
-	return gateway{name: name, authenticate: authenticate, audit: trail, metrics: m, logger: cmp.Or(logger, nowhere)}, nil
+	return gateway{name: name, authenticate: authenticate, audit: trail, metrics: m, logger: cmp.Or(logger, nowhere), handle: handle, write: write}, nil
 }
 
-// fail answers err (problemOf) in the gateway's format.
+// fail answers err (problemOf) in the gateway's format, recorded as r's
+// answer and logged when it is a server error.
 func (g *gateway) fail(w http.ResponseWriter, r *http.Request, err error) {
-	g.answer(w, r, problemOf(r, err), err)
-}
-
-// answer records p as r's answer, logs it when it is a server error and
-// writes it.
-func (g *gateway) answer(w http.ResponseWriter, r *http.Request, p problem, err error) {
-	call := callOf(r)
+	p, call := problemOf(r, err), callOf(r)
 	call.message = p.message
 	logProblem(g.logger, r, p, err, slog.String("gateway", g.name), slog.String("client", call.client))
 	g.write(p, w)
@@ -276,7 +274,9 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(ctx, gatewayCallKey{}, call))
 	if client, ok := g.authenticate(r); ok {
 		call.client = client
-		g.handle(sw, r)
+		if err := g.handle(sw, r); err != nil {
+			g.fail(sw, r, err)
+		}
 	} else {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="balde `+g.name+` gateway"`)
 		g.fail(sw, r, fmt.Errorf("%w: a gateway client's credential (a bearer token or a client certificate) is required", errUnauthorized))

@@ -120,12 +120,10 @@ func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 		}
 	}
 	g := &dictGateway{target: target, policies: policies, participant: cfg.Participant, payments: cfg.Payments, signer: cfg.Signer}
-	if g.gateway, err = newGateway("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
-		return nil, err
-	}
-	g.handle = g.serve
-	g.write = func(p problem, w http.ResponseWriter) {
+	if g.gateway, err = newGateway("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger, g.serve, func(p problem, w http.ResponseWriter) {
 		p.writeXML(w, dict.NewCorrelationID(cfg.Participant, cfg.Meter.Limiter.Now()))
+	}); err != nil {
+		return nil, err
 	}
 	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
 	if cfg.PoliciesURL != "" {
@@ -154,15 +152,13 @@ func gatewayBaseURL(s string) (*url.URL, error) {
 }
 
 // serve answers the request of a known client.
-func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) {
+func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Path == dictGatewayPaymentsPath {
-		g.creditPayment(w, r)
-		return
+		return g.creditPayment(w, r)
 	}
 	rt, _, ok := dict.MatchRoute(r.Method, r.URL.Path)
 	if !ok {
-		g.fail(w, r, fmt.Errorf("%w: not a DICT operation: %s %s", errNotFound, r.Method, r.URL.Path))
-		return
+		return fmt.Errorf("%w: not a DICT operation: %s %s", errNotFound, r.Method, r.URL.Path)
 	}
 	if rt.Write {
 		callOf(r).target = "op=" + rt.Op
@@ -171,19 +167,16 @@ func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "":
 		r.Header.Set(dict.HeaderRequestingParticipant, g.participant)
 	case p != g.participant:
-		g.fail(w, r, fmt.Errorf("%w: %s %s is not this gateway's participant", errForbidden, dict.HeaderRequestingParticipant, p))
-		return
+		return fmt.Errorf("%w: %s %s is not this gateway's participant", errForbidden, dict.HeaderRequestingParticipant, p)
 	}
 	// The body is read whole before anything is reserved.
 	body, err := readDictBody(r)
 	if err != nil {
-		g.fail(w, r, err)
-		return
+		return err
 	}
 	if rt.Write && g.signer != nil {
 		if body, err = g.signer.Sign(r.Context(), rt.Op, body); err != nil {
-			g.fail(w, r, fmt.Errorf("web: DICT gateway: sign %s: %w", rt.Op, err))
-			return
+			return fmt.Errorf("web: DICT gateway: sign %s: %w", rt.Op, err)
 		}
 	}
 	if body != nil {
@@ -192,6 +185,7 @@ func (g *dictGateway) serve(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	g.proxy.ServeHTTP(w, r)
+	return nil
 }
 
 // readDictBody reads r's body: nil for none, errTooLarge (413) past
@@ -235,22 +229,19 @@ type gatewayCredit struct {
 }
 
 // creditPayment is POST DictGatewayPaymentsPath?endToEndId=E2E.
-func (g *dictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
+func (g *dictGateway) creditPayment(w http.ResponseWriter, r *http.Request) error {
 	if g.payments == nil {
-		g.fail(w, r, fmt.Errorf("%w: payments are not configured", errNotFound))
-		return
+		return fmt.Errorf("%w: payments are not configured", errNotFound)
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.fail(w, r, fmt.Errorf("%w: POST %s?endToEndId=E2E", errMethodNotAllowed, dictGatewayPaymentsPath))
-		return
+		return fmt.Errorf("%w: POST %s?endToEndId=E2E", errMethodNotAllowed, dictGatewayPaymentsPath)
 	}
 	e2e := r.URL.Query().Get("endToEndId")
 	callOf(r).target = "op=creditPayment&endToEndId=" + url.QueryEscape(e2e)
 	pc, err := g.payments.CreditPayment(r.Context(), e2e)
 	if err != nil {
-		g.fail(w, r, err)
-		return
+		return err
 	}
 	out := struct {
 		EndToEndID string          `json:"endToEndId"`
@@ -260,7 +251,7 @@ func (g *dictGateway) creditPayment(w http.ResponseWriter, r *http.Request) {
 	for _, a := range pc.Adjusted {
 		out.Credited = append(out.Credited, gatewayCredit{Policy: a.Key.Policy, Applied: a.Applied, Balance: a.Balance, Duplicate: a.Duplicate})
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(out)
+	body, _ := json.Marshal(out) // strings, numbers and booleans always encode
+	writeBody(w, http.StatusOK, "application/json", append(body, '\n'))
+	return nil
 }

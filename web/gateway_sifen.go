@@ -121,10 +121,9 @@ func NewSifenGateway(cfg SifenGatewayConfig) (http.Handler, error) {
 		hold: cmp.Or(cfg.Hold, DefaultSifenGatewayHold), sleep: cfg.Sleep,
 		parsing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	var err error
-	if g.gateway, err = newGateway("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger); err != nil {
+	if g.gateway, err = newGateway("sifen", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger, g.serve, problem.writeSOAPFault); err != nil {
 		return nil, err
 	}
-	g.handle, g.write = g.serve, problem.writeSOAPFault
 	if g.sleep == nil {
 		g.sleep = throttle.SleepContext
 	}
@@ -132,62 +131,55 @@ func NewSifenGateway(cfg SifenGatewayConfig) (http.Handler, error) {
 }
 
 // serve answers the request of a known client.
-func (g *sifenGateway) serve(w http.ResponseWriter, r *http.Request) {
+func (g *sifenGateway) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.fail(w, r, fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", errMethodNotAllowed))
-		return
+		return fmt.Errorf("%w: SIFEN services are SOAP 1.2 over POST", errMethodNotAllowed)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, sifenGatewayMaxRequest+1))
 	if err != nil || len(data) > sifenGatewayMaxRequest {
-		g.fail(w, r, fmt.Errorf("%w: the request could not be read whole (a lot's message is at most 1,000,000 bytes)", errTooLarge))
-		return
+		return fmt.Errorf("%w: the request could not be read whole (a lot's message is at most 1,000,000 bytes)", errTooLarge)
 	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, sifen.RecepcionPath):
-		g.receiveLot(w, r, data)
+		return g.receiveLot(w, r, data)
 	case strings.HasSuffix(r.URL.Path, sifen.ConsultaLotePath):
-		g.queryLot(w, r, data)
+		return g.queryLot(w, r, data)
 	case strings.HasSuffix(r.URL.Path, sifen.RecepcionDEPath):
-		g.receiveDE(w, r, data)
+		return g.receiveDE(w, r, data)
 	case strings.HasSuffix(r.URL.Path, sifen.ConsultaPath):
-		g.passThrough(w, r, data, sifen.ServiceConsultaDE, sifen.ConsultaPath, checkConsultaDE)
+		return g.passThrough(w, r, data, sifen.ServiceConsultaDE, sifen.ConsultaPath, checkConsultaDE)
 	case strings.HasSuffix(r.URL.Path, sifen.ConsultaRUCPath):
-		g.passThrough(w, r, data, sifen.ServiceConsultaRUC, sifen.ConsultaRUCPath, checkConsultaRUC)
+		return g.passThrough(w, r, data, sifen.ServiceConsultaRUC, sifen.ConsultaRUCPath, checkConsultaRUC)
 	case strings.HasSuffix(r.URL.Path, sifen.EventoPath):
-		g.passThrough(w, r, data, sifen.ServiceEvento, sifen.EventoPath, g.checkEvento)
-	default:
-		g.fail(w, r, fmt.Errorf("%w: %s is not a SIFEN service", errNotImplemented, r.URL.Path))
+		return g.passThrough(w, r, data, sifen.ServiceEvento, sifen.EventoPath, g.checkEvento)
 	}
+	return fmt.Errorf("%w: %s is not a SIFEN service", errNotImplemented, r.URL.Path)
 }
 
 // receiveLot is siRecepLoteDE.
-func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) {
-	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioLote](data)
-	if err != nil || fault != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", errBadRequest))
-		return
+func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data []byte) error {
+	req, err := soapBody[sifen.EnvioLote](data)
+	if err != nil {
+		return fmt.Errorf("%w: not a siRecepLoteDE request (rEnvioLote)", errBadRequest)
 	}
 	call := callOf(r)
 	call.target = "service=" + sifen.ServiceRecepcionLote
 	zipped, err := base64.StdEncoding.DecodeString(strings.TrimSpace(req.XDE))
 	if err != nil {
-		g.fail(w, r, fmt.Errorf("%w: xDE is not base64", errBadRequest))
-		return
+		return fmt.Errorf("%w: xDE is not base64", errBadRequest)
 	}
 	if err := sifen.CheckMessageSize(len(zipped)); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: %w", errBadRequest, err))
-		return
+		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	lot, err := g.parseLot(r.Context(), zipped)
 	if err != nil {
-		g.fail(w, r, fmt.Errorf("%w: xDE: %w", errBadRequest, err))
-		return
+		return fmt.Errorf("%w: xDE: %w", errBadRequest, err)
 	}
 	call.target = lotTarget(sifen.ServiceRecepcionLote, g.env, lot)
-	out, ok := g.admit(w, r, func() (sifen.LotSend, error) { return g.sender.SendNew(r.Context(), g.env, lot) })
-	if !ok {
-		return
+	out, err := g.admit(r, func() (sifen.LotSend, error) { return g.sender.SendNew(r.Context(), g.env, lot) })
+	if err != nil {
+		return err
 	}
 	call.outcome.Set("code", out.Code)
 	answer := sifenEl("rResEnviLoteDe", sifenText("dFecProc", formatSifenTime(out.ProcessedAt)),
@@ -197,6 +189,7 @@ func (g *sifenGateway) receiveLot(w http.ResponseWriter, r *http.Request, data [
 		call.outcome.Set("lot", out.LotNumber)
 	}
 	writeAnswer(w, answer)
+	return nil
 }
 
 // parseLot parses the zipped lot of xDE (sifen.ParseLoteZip), at most
@@ -223,9 +216,9 @@ func lotTarget(service string, env sifen.Env, lot sifen.Lote) string {
 
 // admit runs send (one try through the RUC's gate) until the gate admits
 // it, holding the request while the gate says wait (at most g.hold, in
-// order of arrival per RUC), and returns SIFEN's answer. When there is no
-// answer to pass on it writes the fault itself and returns false.
-func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, bool) {
+// order of arrival per RUC), and returns SIFEN's answer, or the error to
+// answer when there is none to pass on.
+func (g *sifenGateway) admit(r *http.Request, send func() (sifen.LotSend, error)) (sifen.LotSend, error) {
 	deadline := time.Now().Add(g.hold)
 	var leave func() // of the RUC's line, once joined
 	defer func() {
@@ -236,44 +229,39 @@ func (g *sifenGateway) admit(w http.ResponseWriter, r *http.Request, send func()
 	for {
 		out, err := send()
 		if err != nil {
-			g.fail(w, r, err)
-			return out, false
+			return out, err
 		}
 		switch out.Status {
 		case sifen.OutcomeBlocked:
 			b := out.Blocked()
 			if g.hold < 0 || time.Until(deadline) < b.Wait || b.Reason == throttle.ReasonBlocked {
-				g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number, *out.Decision), nil)
-				return out, false
+				return out, &throttle.RefusedError{Op: "sifen lot of RUC " + out.RUC.Number, Decision: *out.Decision}
 			}
 			if leave == nil {
 				// Wait for this request's turn, then try at once.
 				if leave, err = g.lines.wait(r.Context(), sifen.RecepcionKey(out.Env, out.RUC), deadline); err != nil {
 					if r.Context().Err() == nil {
-						g.answer(w, r, refusalProblem("sifen lot of RUC "+out.RUC.Number+" (held behind the RUC's other lots)", *out.Decision), nil)
+						return out, &throttle.RefusedError{Op: "sifen lot of RUC " + out.RUC.Number + " (held behind the RUC's other lots)", Decision: *out.Decision}
 					}
-					return out, false // or the client went away: nothing was stored
+					return out, err // the client went away: nothing was stored
 				}
 				continue
 			}
 			if err := g.sleep(r.Context(), b.Wait); err != nil {
-				return out, false // the client went away: nothing was stored
+				return out, err // the client went away: nothing was stored
 			}
 		case sifen.OutcomeSent:
-			return out, true
+			return out, nil
 		case sifen.OutcomeNotQueued:
 			if out.Code == "" {
 				// A SOAP fault or an unreadable answer of SIFEN: no code to pass on.
-				g.fail(w, r, upstream("SIFEN did not take the request: "+out.Message, false, nil))
-				return out, false
+				return out, upstream("SIFEN did not take the request: "+out.Message, false, nil)
 			}
-			return out, true
+			return out, nil
 		case sifen.OutcomeFailed:
-			g.fail(w, r, upstream("SIFEN could not be reached, nothing was sent: "+out.Message, false, nil))
-			return out, false
+			return out, upstream("SIFEN could not be reached, nothing was sent: "+out.Message, false, nil)
 		default: // OutcomeUnknown
-			g.fail(w, r, upstream("SIFEN's answer was lost; it may have been received and is resolved by balde (do not send it again): "+out.Message, true, nil))
-			return out, false
+			return out, upstream("SIFEN's answer was lost; it may have been received and is resolved by balde (do not send it again): "+out.Message, true, nil)
 		}
 	}
 }
@@ -329,21 +317,20 @@ func (ls *rucLines) wait(ctx context.Context, key throttle.Key, deadline time.Ti
 }
 
 // queryLot is siResultLoteDE.
-func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) {
-	req, fault, err := sifen.UnmarshalSOAP[sifen.ConsultaLote](data)
-	if err != nil || fault != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", errBadRequest))
-		return
+func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []byte) error {
+	req, err := soapBody[sifen.ConsultaLote](data)
+	if err != nil {
+		return fmt.Errorf("%w: not a siResultLoteDE request (rEnviConsLoteDe)", errBadRequest)
 	}
 	lo, err := g.sender.QueryLot(r.Context(), g.env, strings.TrimSpace(req.LotNumber))
 	switch {
 	case err != nil:
-		g.fail(w, r, err)
+		return err
 	case lo.NotDue:
 		// DNIT's schedule of lot queries: nothing was asked.
-		g.fail(w, r, &notDueError{what: "the next query of lot " + lo.LotNumber, wait: lo.Wait})
+		return &notDueError{what: "the next query of lot " + lo.LotNumber, wait: lo.Wait}
 	case lo.Code == "":
-		g.fail(w, r, upstream("SIFEN did not answer: "+lo.Message, false, nil))
+		return upstream("SIFEN did not answer: "+lo.Message, false, nil)
 	default:
 		answer := sifenEl("rResEnviConsLoteDe", sifenText("dFecProc", formatSifenTime(time.Now())),
 			sifenText("dCodResLot", lo.Code), sifenText("dMsgResLot", lo.Message))
@@ -358,6 +345,7 @@ func (g *sifenGateway) queryLot(w http.ResponseWriter, r *http.Request, data []b
 			answer.children = append(answer.children, res)
 		}
 		writeAnswer(w, answer)
+		return nil
 	}
 }
 
@@ -400,7 +388,5 @@ func writeAnswer(w http.ResponseWriter, body sifenElement) {
 	b.WriteString(`<env:Envelope xmlns:env="` + sifen.SOAPNamespace + `"><env:Header/><env:Body>`)
 	body.write(&b, ` xmlns:ns2="`+sifen.Namespace+`"`)
 	b.WriteString(`</env:Body></env:Envelope>`)
-	w.Header().Set("Content-Type", sifen.SOAPContentType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
+	writeBody(w, http.StatusOK, sifen.SOAPContentType, b.Bytes())
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,41 +13,37 @@ import (
 
 // receiveDE is siRecepDE: one DE, gated and held as a lot of one
 // (sifen.Sender.SendNewDE), SIFEN's protocol answered as rRetEnviDe.
-func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) {
-	req, fault, err := sifen.UnmarshalSOAP[sifen.EnvioDE](data)
-	if err != nil || fault != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest))
-		return
+func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []byte) error {
+	req, err := soapBody[sifen.EnvioDE](data)
+	if err != nil {
+		return fmt.Errorf("%w: not a siRecepDE request (rEnviDe)", errBadRequest)
 	}
 	if err := sifen.CheckMessageSize(len(data)); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: %w", errBadRequest, err))
-		return
+		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	// The rDE may take SIFEN's namespace from rEnviDe: an rLoteDE in that
 	// namespace around it lets the parser make it standalone.
 	var doc bytes.Buffer
 	doc.WriteString(`<rLoteDE xmlns="` + sifen.Namespace + `">`)
-	doc.Write(stripXMLDecl(req.XDE.Inner))
+	doc.Write(bytes.TrimSpace(sifen.StripXMLDecl(req.XDE.Inner)))
 	doc.WriteString(`</rLoteDE>`)
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {
 	case err != nil:
-		g.fail(w, r, fmt.Errorf("%w: xDE: %w", errBadRequest, err))
-		return
+		return fmt.Errorf("%w: xDE: %w", errBadRequest, err)
 	case len(lot.DEs) != 1:
-		g.fail(w, r, fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", errBadRequest, len(lot.DEs)))
-		return
+		return fmt.Errorf("%w: xDE holds %d DEs; siRecepDE takes one (send a lot with siRecepLoteDE)", errBadRequest, len(lot.DEs))
 	}
 	call := callOf(r)
 	call.target = lotTarget(sifen.ServiceRecepcionDE, g.env, lot)
 	var sent sifen.DESend
-	out, ok := g.admit(w, r, func() (sifen.LotSend, error) {
+	out, err := g.admit(r, func() (sifen.LotSend, error) {
 		var err error
 		sent, err = g.sender.SendNewDE(r.Context(), g.env, lot.DEs[0])
 		return sent.LotSend, err
 	})
-	if !ok {
-		return
+	if err != nil {
+		return err
 	}
 	p := sent.Prot
 	call.outcome.Set("state", p.State())
@@ -62,68 +59,50 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 		prot.children = append(prot.children, sifenEl("gResProc", sifenText("dCodRes", m.Code), sifenText("dMsgRes", m.Message)))
 	}
 	writeAnswer(w, sifenEl("rRetEnviDe", prot))
-}
-
-func stripXMLDecl(b []byte) []byte {
-	b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xef\xbb\xbf"))
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			return bytes.TrimSpace(b[i+2:])
-		}
-	}
-	return b
+	return nil
 }
 
 // passThrough forwards a request of a service balde does not gate
 // (docs/decisions/0121) byte for byte to SIFEN once check accepts it, and
 // SIFEN's answer byte for byte back.
-func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) {
+func (g *sifenGateway) passThrough(w http.ResponseWriter, r *http.Request, data []byte, service, path string, check func([]byte) error) error {
 	if g.client == nil {
-		g.fail(w, r, fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service))
-		return
+		return fmt.Errorf("%w: %s is not passed through by this gateway (no SIFEN client configured)", errNotImplemented, service)
 	}
 	if service == sifen.ServiceEvento {
 		callOf(r).target = "service=" + service + "&env=" + string(g.env)
 	}
 	if err := check(data); err != nil {
-		g.fail(w, r, fmt.Errorf("%w: not a %s request: %v", errBadRequest, service, err))
-		return
+		return fmt.Errorf("%w: not a %s request: %v", errBadRequest, service, err)
 	}
 	ans, err := g.client.Forward(r.Context(), g.env, path, r.Header.Get("Content-Type"), data)
 	if err != nil {
-		g.fail(w, r, upstream("SIFEN did not answer "+service, false, err))
-		return
+		return upstream("SIFEN did not answer "+service, false, err)
 	}
 	if ans.ContentType != "" {
 		w.Header().Set("Content-Type", ans.ContentType)
 	}
 	w.WriteHeader(ans.StatusCode)
 	_, _ = w.Write(ans.Body)
+	return nil
 }
 
 const digits = "0123456789"
 
-// soapBody decodes the body of a SOAP 1.2 envelope into v.
-func soapBody(data []byte, v any) error {
-	var env struct {
-		XMLName xml.Name `xml:"http://www.w3.org/2003/05/soap-envelope Envelope"`
-		Body    struct {
-			Inner []byte `xml:",innerxml"`
-		} `xml:"http://www.w3.org/2003/05/soap-envelope Body"`
+// soapBody decodes a SOAP 1.2 envelope whose body holds a T
+// (sifen.UnmarshalSOAP); a fault is no request.
+func soapBody[T any](data []byte) (*T, error) {
+	req, fault, err := sifen.UnmarshalSOAP[T](data)
+	if err == nil && fault != nil {
+		err = errors.New("the body holds a SOAP fault")
 	}
-	if err := xml.Unmarshal(data, &env); err != nil {
-		return fmt.Errorf("not a SOAP 1.2 envelope: %w", err)
-	}
-	if err := xml.Unmarshal(env.Body.Inner, v); err != nil {
-		return fmt.Errorf("body: %w", err)
-	}
-	return nil
+	return req, err
 }
 
 // checkConsultaDE accepts rEnviConsDeRequest naming a 44-digit CDC.
 func checkConsultaDE(data []byte) error {
-	var req sifen.ConsultaDE
-	if err := soapBody(data, &req); err != nil {
+	req, err := soapBody[sifen.ConsultaDE](data)
+	if err != nil {
 		return err
 	}
 	if cdc := strings.TrimSpace(req.CDC); len(cdc) != 44 || strings.Trim(cdc, digits) != "" {
@@ -135,11 +114,11 @@ func checkConsultaDE(data []byte) error {
 // checkConsultaRUC accepts rEnviConsRUC naming a RUC of 5 to 8 digits
 // without check digit (manual técnico v150, Schema XML 15, RSch03).
 func checkConsultaRUC(data []byte) error {
-	var req struct {
+	req, err := soapBody[struct {
 		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviConsRUC"`
 		RUC     string   `xml:"dRUCCons"`
-	}
-	if err := soapBody(data, &req); err != nil {
+	}](data)
+	if err != nil {
 		return err
 	}
 	if ruc := strings.TrimSpace(req.RUC); len(ruc) < 5 || len(ruc) > 8 || strings.Trim(ruc, digits) != "" {
@@ -151,7 +130,7 @@ func checkConsultaRUC(data []byte) error {
 // checkEvento accepts rEnviEventoDe holding at least one event (rGesEve),
 // each signed (ds:Signature), unless unsigned events are allowed (test).
 func (g *sifenGateway) checkEvento(data []byte) error {
-	var req struct {
+	req, err := soapBody[struct {
 		XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviEventoDe"`
 		Events  []struct {
 			Eve struct {
@@ -159,8 +138,8 @@ func (g *sifenGateway) checkEvento(data []byte) error {
 			} `xml:"http://ekuatia.set.gov.py/sifen/xsd rEve"`
 			Signature *struct{} `xml:"http://www.w3.org/2000/09/xmldsig# Signature"`
 		} `xml:"dEvReg>gGroupGesEve>rGesEve"`
-	}
-	if err := soapBody(data, &req); err != nil {
+	}](data)
+	if err != nil {
 		return err
 	}
 	if len(req.Events) == 0 {

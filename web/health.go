@@ -13,17 +13,12 @@ const healthTimeout = 3 * time.Second
 // The probes match their exact paths only, need no credential and are not
 // counted by the inbound limiter.
 
-// checkLive is GET /livez: always 200 {"status":"ok"}, touching nothing.
-func (s *Server) checkLive(w http.ResponseWriter, r *http.Request) error {
-	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
-}
-
-// checkReady is GET /readyz and GET /healthz: 200 {"status":"ok"} when
-// Server.HealthCheck passes within healthTimeout, 503 with Retry-After
-// otherwise (the log has the detail).
-func (s *Server) checkReady(w http.ResponseWriter, r *http.Request) error {
-	if s.HealthCheck != nil {
+// checkHealth is GET /livez, always 200 {"status":"ok"} touching nothing,
+// and GET /readyz and /healthz: the same when Server.HealthCheck passes
+// within healthTimeout, 503 with Retry-After otherwise (the log has the
+// detail).
+func (s *Server) checkHealth(w http.ResponseWriter, r *http.Request) error {
+	if s.HealthCheck != nil && requestInfoFrom(r.Context()).route.name != "livez" {
 		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 		defer cancel()
 		if err := s.HealthCheck(ctx); err != nil {

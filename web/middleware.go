@@ -94,10 +94,7 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 	template := cmp.Or(rt.path, "unmatched")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw, ok := w.(*statusWriter)
-		if !ok {
-			sw = &statusWriter{ResponseWriter: w}
-		}
+		sw := w.(*statusWriter) // recoverPanics's
 		next.ServeHTTP(sw, r)
 		status := sw.code()
 		elapsed := time.Since(start)
@@ -158,21 +155,19 @@ func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
 func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
-		user, role, known := "", RoleAdmin, false
+		user, role := "", RoleAdmin
 		if s.Authenticate != nil {
-			user, known = s.Authenticate(r)
-			known = known && user != ""
-			if known && s.RoleOf != nil {
+			if user = s.knownAdmin(r); user != "" && s.RoleOf != nil {
 				role = s.RoleOf(r, user)
 			}
 		} else if name, pass, ok := r.BasicAuth(); ok {
-			if user, role, known = s.auth.check(name, pass); !known {
+			if user, role = s.auth.check(name, pass); user == "" {
 				s.Logger.Warn("admin authentication failed",
 					slog.String("request_id", info.id),
 					slog.String("client", info.clientIP.String()))
 			}
 		}
-		if !known {
+		if user == "" {
 			s.Error(w, r, errUnauthorized)
 			return
 		}
@@ -186,17 +181,16 @@ func (s *Server) authenticate(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// knownAdmin returns the user that sent r when that is cheap to tell, for
-// the inbound limiter to charge the user's own bucket.
-func (s *Server) knownAdmin(r *http.Request) (string, bool) {
+// knownAdmin returns the user that sent r when that is cheap to tell (""
+// otherwise), for the inbound limiter to charge the user's own bucket.
+func (s *Server) knownAdmin(r *http.Request) string {
 	if s.Authenticate != nil {
-		user, ok := s.Authenticate(r)
-		return user, ok && user != ""
+		if user, ok := s.Authenticate(r); ok {
+			return user
+		}
+		return ""
 	}
-	user, pass, ok := r.BasicAuth()
-	if !ok {
-		return "", false
-	}
+	user, pass, _ := r.BasicAuth()
 	return s.auth.known(user, pass)
 }
 

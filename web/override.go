@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/sifen"
 )
 
@@ -25,8 +26,6 @@ type overridePage struct {
 	OverrideURL string
 }
 
-func (overridePage) templateFile() string { return "sifen_override.html" }
-
 // confirmOverride is GET /documents/{id}/override: it states what the
 // override does and its risk, and asks for a reason; the form posts to the
 // same path. A document that is not in sending is a 409.
@@ -38,12 +37,12 @@ func (s *Server) confirmOverride(w http.ResponseWriter, r *http.Request) error {
 	if d.Status != sifen.StatusSending {
 		return fmt.Errorf("%w: document %d is %s: only a document left in sending waits for SIFEN's 48 hours", sifen.ErrNotSendable, d.ID, d.Status)
 	}
-	l := s.layout(r, "documents")
+	l := s.layout(r, "documents", "sifen_override.html")
 	ids := strconv.FormatInt(d.ID, 10)
 	return s.render(w, http.StatusOK, overridePage{
 		layout:      l,
 		Doc:         s.newDocumentView(d, s.now(), l.T),
-		Claimed:     formatWhenIn(l.T, d.ClaimedAt, s.now()),
+		Claimed:     view.WhenIn(l.T, l.T.Zoned, d.ClaimedAt, s.now()),
 		ListURL:     s.path("documents"),
 		DetailURL:   s.path("document", "id", ids),
 		OverrideURL: s.path("overrideDocument", "id", ids),

@@ -22,8 +22,6 @@ type overviewPage struct {
 	Total decisionsView
 }
 
-func (overviewPage) templateFile() string { return "admin_overview.html" }
-
 // decisionsView is one policy's line of the overview.
 type decisionsView struct {
 	Policy      string
@@ -53,7 +51,7 @@ func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := s.layout(r, "adminOverview")
+	l := s.layout(r, "adminOverview", "admin_overview.html")
 	p := overviewPage{layout: l}
 	for _, cw := range chartWindows {
 		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(cw.Label), Current: cw == window,

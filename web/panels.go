@@ -116,11 +116,7 @@ func SifenDocumentsPanel(sender sifenSender) PanelFunc {
 		}
 		p := Panel{Title: "SIFEN documents"}
 		row := func(label string, n int64, class string) {
-			r := PanelRow{Label: label, Value: "%d", ValueArgs: []any{n}}
-			if n > 0 {
-				r.Class = class
-			}
-			p.Rows = append(p.Rows, r)
+			p.Rows = append(p.Rows, PanelRow{Label: label, Value: "%d", ValueArgs: []any{n}, Class: countClass(n, class)})
 		}
 		for _, st := range documentStatuses {
 			switch st {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/internal/view"
+	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/sifen/sifentest"
 	"github.com/balde-throttle/balde/throttle"
@@ -205,5 +205,5 @@ func TestAdminBucketsScopeColumn(t *testing.T) {
 	lot := lots.Find(`table.lots tbody tr`)
 	require.Equal(t, 1, lot.Length())
 	require.Equal(t, e.doc(ids[0]).LotNumber, lot.Find("td.id").Text())
-	require.Equal(t, "next query at "+e.clock.Now().Add(sifen.DefaultConsultaInterval).UTC().Format(view.TimeLayout)+" (in 10m0s)", lot.Find("td.next-query").Text())
+	require.Equal(t, "next query at "+e.clock.Now().Add(sifen.DefaultConsultaInterval).UTC().Format(i18n.TimeLayout)+" (in 10m0s)", lot.Find("td.next-query").Text())
 }

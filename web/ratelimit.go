@@ -35,7 +35,7 @@ func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 		}
 		var admin string
 		if rt.admin {
-			admin, _ = s.knownAdmin(r)
+			admin = s.knownAdmin(r)
 		}
 		in.charge(w, r, requestInfoFrom(r.Context()).clientIP, admin, s.Error, next)
 	})
@@ -56,8 +56,7 @@ func (s *Server) mountInbound() {
 		if !s.router.Match(s.relative(r), &m) || m.Route == nil || !adminRoutes[m.Route.GetName()] {
 			return ""
 		}
-		admin, _ := s.knownAdmin(r)
-		return admin
+		return s.knownAdmin(r)
 	})
 }
 

@@ -32,7 +32,7 @@ var pageFiles = []string{
 	"sifen_override.html",
 }
 
-// page is the data of one page template.
+// page is the data of one page template: a struct embedding its layout.
 type page interface {
 	templateFile() string
 }
@@ -123,7 +123,10 @@ type layout struct {
 	Refresh   int         // when > 0, reload every Refresh seconds
 	Live      *liveUpdate // when set, parts of the page update in place
 	ZoneName  string      // of the page's times ("America/Asuncion (-03)")
+	file      string      // the page's template
 }
+
+func (l layout) templateFile() string { return l.file }
 
 // liveUpdate is how a page updates in place: every Every seconds
 // static/live.js fetches URL, the fragments of Server.renderLive.
@@ -179,8 +182,8 @@ type navLink struct {
 }
 
 // layout fills the common page data for r; current is the route name of
-// the navigation entry to highlight.
-func (s *Server) layout(r *http.Request, current string) layout {
+// the navigation entry to highlight, file the page's template.
+func (s *Server) layout(r *http.Request, current, file string) layout {
 	info := requestInfoFrom(r.Context())
 	tr := s.printer(r.Header.Get("Accept-Language"))
 	l := layout{
@@ -191,16 +194,17 @@ func (s *Server) layout(r *http.Request, current string) layout {
 		User:      info.user,
 		ReadOnly:  info.user != "" && info.role != RoleAdmin,
 		RequestID: info.id,
+		file:      file,
 	}
 	l.ZoneName = tr.ZoneName(time.Now()) // in force now; an error page may come before the Limiter
 	if s.Limiter != nil {
 		l.ZoneName = tr.ZoneName(s.now())
 	}
-	for _, n := range navItems {
-		if n.shown != nil && !n.shown(s) {
-			continue
+	for _, rt := range s.nav {
+		if rt.needs != nil && !rt.needs(s) {
+			continue // a link whose feature is not configured
 		}
-		l.Nav = append(l.Nav, navLink{Label: tr.Sprintf(n.label), URL: s.path(n.route), Current: n.route == current})
+		l.Nav = append(l.Nav, navLink{Label: tr.Sprintf(rt.nav), URL: s.path(rt.name), Current: rt.name == current})
 	}
 	return l
 }

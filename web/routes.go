@@ -27,6 +27,7 @@ const (
 // route is one entry of the route table.
 type route struct {
 	name   string // URLs are built from it (Server.path)
+	nav    string // the label of its link in the top navigation, in table order
 	method string // GET routes also answer HEAD
 	// path is a gorilla/mux template. Variables match one path segment,
 	// path-escaped in URLs and unescaped by pathVars.
@@ -36,7 +37,10 @@ type route struct {
 	admin  bool         // requires a user (any role)
 	write  bool         // changes state: needs RoleAdmin, a viewer gets a 403
 	audit  audit.Action // when set, each request is recorded (recordAudit)
-	probe  bool         // skips the inbound limiter and logs at debug
+	// attempt is, on a write route without audit, what a viewer's attempt
+	// is recorded as (recordDenied; default: the route's name).
+	attempt audit.Action
+	probe   bool // skips the inbound limiter and logs at debug
 	// needs, when set, says whether the server has the route's feature:
 	// without it the route is a 404.
 	needs  func(*Server) bool
@@ -53,12 +57,11 @@ func (s *Server) routes() []route {
 		{name: "favicon", method: http.MethodGet, path: "/favicon.ico", format: formatHTML, handle: s.serveFavicon},
 
 		// Admin pages (admin.go).
-		{name: "adminBuckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
+		{name: "adminBuckets", nav: "Buckets", method: http.MethodGet, path: "/admin/buckets", format: formatHTML, admin: true, handle: s.showAdminBuckets},
 		{name: "adminBucket", method: http.MethodGet, path: "/admin/buckets" + bucket, format: formatHTML, admin: true, handle: s.showAdminBucket},
-		{name: "adminOverview", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
-		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, handle: s.confirmReset},
-		{name: "adminAudit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
-		{name: "adminWhatif", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
+		{name: "adminOverview", nav: "Decisions", method: http.MethodGet, path: "/admin/overview", format: formatHTML, admin: true, handle: s.showOverview},
+		{name: "adminResetConfirm", method: http.MethodGet, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, attempt: audit.ActionReset, handle: s.confirmReset},
+		{name: "adminWhatif", nav: "What if", method: http.MethodGet, path: "/admin/whatif", format: formatHTML, admin: true, handle: s.showWhatif},
 		{name: "adminShadow", method: http.MethodPost, path: "/admin/policies/{policy}/shadow", format: formatHTML, admin: true, write: true, audit: audit.ActionShadow, form: true, needs: hasShadows, handle: s.switchShadow},
 		{name: "adminReset", method: http.MethodPost, path: "/admin/buckets" + bucket + "/reset", format: formatHTML, admin: true, write: true, audit: audit.ActionReset, form: true, handle: s.resetBucket},
 
@@ -66,45 +69,34 @@ func (s *Server) routes() []route {
 		{name: "apiBuckets", method: http.MethodGet, path: "/api/buckets", format: formatJSON, admin: true, handle: s.listAPIBuckets},
 		{name: "apiBucket", method: http.MethodGet, path: "/api/buckets" + bucket, format: formatJSON, admin: true, handle: s.getAPIBucket},
 		{name: "metrics", method: http.MethodGet, path: "/metrics", format: formatJSON, handle: s.serveMetrics},
-		{name: "livez", method: http.MethodGet, path: "/livez", format: formatJSON, probe: true, handle: s.checkLive},
-		{name: "readyz", method: http.MethodGet, path: "/readyz", format: formatJSON, probe: true, handle: s.checkReady},
-		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, probe: true, handle: s.checkReady},
+		{name: "livez", method: http.MethodGet, path: "/livez", format: formatJSON, probe: true, handle: s.checkHealth},
+		{name: "readyz", method: http.MethodGet, path: "/readyz", format: formatJSON, probe: true, handle: s.checkHealth},
+		{name: "healthz", method: http.MethodGet, path: "/healthz", format: formatJSON, probe: true, handle: s.checkHealth},
 
 		// SIFEN documents (sifen.go): the list with the upload form, one
 		// document, its Send to SIFEN button, and the override of SIFEN's
 		// 48 hours for a document left sending (override.go).
-		{name: "documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, needs: hasSifen, handle: s.listDocuments},
-		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, needs: hasSifen, handle: s.importDocuments},
+		{name: "documents", nav: "Documents", method: http.MethodGet, path: "/documents", format: formatHTML, admin: true, needs: hasSifen, handle: s.listDocuments},
+		{name: "importDocuments", method: http.MethodPost, path: "/documents", format: formatHTML, admin: true, write: true, attempt: deniedImport, needs: hasSifen, handle: s.importDocuments},
 		{name: "document", method: http.MethodGet, path: "/documents/{id:[0-9]+}", format: formatHTML, admin: true, needs: hasSifen, handle: s.showDocument},
 		{name: "sendDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/send", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSend, form: true, needs: hasSifen, handle: s.sendDocument},
-		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, needs: hasSifen, handle: s.confirmOverride},
+		{name: "overrideConfirm", method: http.MethodGet, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, attempt: audit.ActionSifenOverride, needs: hasSifen, handle: s.confirmOverride},
 		{name: "overrideDocument", method: http.MethodPost, path: "/documents/{id:[0-9]+}/override", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenOverride, form: true, needs: hasSifen, handle: s.overrideDocument},
 		{name: "sendRUCDrafts", method: http.MethodPost, path: "/documents/send-ruc", format: formatHTML, admin: true, write: true, audit: audit.ActionSifenSendAll, form: true, needs: hasSifen, handle: s.sendRUCDrafts},
 
 		// DICT lookup (dict.go): the form, the lookup, the payment button.
-		{name: "dictLookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, needs: hasDict, handle: s.showDictLookup},
+		{name: "dictLookup", nav: "DICT lookup", method: http.MethodGet, path: "/dict/lookup", format: formatHTML, admin: true, needs: hasDict, handle: s.showDictLookup},
 		{name: "dictLookupSend", method: http.MethodPost, path: "/dict/lookup", format: formatHTML, admin: true, write: true, audit: audit.ActionDictLookup, form: true, needs: hasDict, handle: s.lookupDictKey},
-		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, form: true, needs: hasDict, handle: s.creditDictPayment},
+		{name: "dictPayment", method: http.MethodPost, path: "/dict/payments", format: formatHTML, admin: true, write: true, attempt: deniedPayment, form: true, needs: hasDict, handle: s.creditDictPayment},
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
 		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.listPolicies},
 		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.getPolicy},
-	}
-}
 
-// navItems are the links of the top navigation, by route name; a link
-// whose feature is not configured (shown false) is left out.
-var navItems = []struct {
-	label, route string
-	shown        func(*Server) bool
-}{
-	{"Buckets", "adminBuckets", nil},
-	{"Decisions", "adminOverview", nil},
-	{"What if", "adminWhatif", nil},
-	{"Documents", "documents", hasSifen},
-	{"DICT lookup", "dictLookup", hasDict},
-	{"Audit", "adminAudit", hasAudit},
+		// The audit trail (audit.go).
+		{name: "adminAudit", nav: "Audit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
+	}
 }
 
 func hasSifen(s *Server) bool   { return s.Sifen != nil }
@@ -146,6 +138,9 @@ func (s *Server) newRouter() *mux.Router {
 			methods = append(methods, http.MethodHead)
 		}
 		m.Methods(methods...).Name(rt.name).Handler(s.chain(rt))
+		if rt.nav != "" {
+			s.nav = append(s.nav, rt)
+		}
 	}
 	r.NotFoundHandler = s.chain(notFoundRoute)
 	r.MethodNotAllowedHandler = s.chain(methodNotAllowedRoute)
@@ -155,7 +150,7 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		aw := &statusWriter{ResponseWriter: w}
+		aw := w.(*statusWriter) // recoverPanics's: the status the handler wrote
 		err := s.handle(aw, r, rt)
 		if err != nil {
 			s.Error(aw, r, err)
@@ -262,11 +257,6 @@ func (s *Server) path(name string, pairs ...string) string {
 	}
 	// u.Path holds the escaped text as built: use it as is.
 	return s.BasePath + u.Path
-}
-
-// requestURL is the URL of r as the client sees it (path and query).
-func (s *Server) requestURL(r *http.Request) string {
-	return s.BasePath + r.URL.RequestURI()
 }
 
 // pathWithQuery is path plus an encoded query (omitted when empty).

@@ -115,6 +115,7 @@ type Server struct {
 	SummaryFresh time.Duration
 
 	router         *mux.Router
+	nav            []route // the routes of the top navigation
 	metricsHandler http.Handler
 	pages          map[string]*template.Template
 	cop            *http.CrossOriginProtection

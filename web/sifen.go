@@ -24,8 +24,11 @@ import (
 // *sifen.Sender: the very Send the batch command calls, so the throttle of
 // a RUC is one whoever sends.
 type sifenSender interface {
-	// Import stores the DEs of a DE or lot XML as drafts of env.
+	// Import stores the DEs of a DE or lot XML as drafts of env;
+	// ImportReplacing also replaces the content of a draft or error
+	// holding an uploaded CDC.
 	Import(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
+	ImportReplacing(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
 	// Get returns one document with its XML (sifen.ErrNotFound).
 	Get(ctx context.Context, id int64) (sifen.Document, error)
 	// List returns documents newest first, without their XML.
@@ -39,26 +42,19 @@ type sifenSender interface {
 	// Override asks SIFEN for a document left sending and, on 0420, makes
 	// it sendable again before SIFEN's 48 hours.
 	Override(ctx context.Context, id int64) (sifen.Overridden, error)
+	// RUCWait is the decision of the gate of ruc in env now, so that pages
+	// never say "may be sent" while the RUC is held back.
+	RUCWait(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, error)
+	// Lots lists the lots waiting for their result, for the lots tab.
+	Lots(ctx context.Context) ([]sifen.LotRef, error)
 }
 
 var _ sifenSender = (*sifen.Sender)(nil)
 
-// rucWaiter is what a sifenSender may add so that pages never say "may be
-// sent" while the RUC is held back.
-type rucWaiter interface {
-	RUCWait(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, error)
-}
-
-var _ rucWaiter = (*sifen.Sender)(nil)
-
 // rucRefusal is the refusal of the gate of ruc in env now (Sender.RUCWait),
 // or false when the RUC may send or the sender cannot tell.
 func (s *Server) rucRefusal(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, bool) {
-	w, ok := s.Sifen.(rucWaiter)
-	if !ok {
-		return throttle.Decision{}, false
-	}
-	dec, err := w.RUCWait(ctx, env, ruc)
+	dec, err := s.Sifen.RUCWait(ctx, env, ruc)
 	return dec, err == nil && !dec.Allowed
 }
 
@@ -146,15 +142,13 @@ func (s *Server) newDocumentView(d sifen.Document, now time.Time, tr *i18n.Print
 		Status:      tr.Text(string(d.Status)),
 		StatusClass: statusClass(d.Status),
 		Message:     documentMessageIn(tr, d.Message),
-		Created:     formatWhenIn(tr, d.CreatedAt, now),
-		Updated:     formatWhenIn(tr, d.UpdatedAt, now),
-		Sent:        formatWhenIn(tr, d.SentAt, now),
+		LotHash:     d.LotHash[:min(len(d.LotHash), 16)],
+		Created:     view.WhenIn(tr, tr.Zoned, d.CreatedAt, now),
+		Updated:     view.WhenIn(tr, tr.Zoned, d.UpdatedAt, now),
+		Sent:        view.WhenIn(tr, tr.Zoned, d.SentAt, now),
 		Sendable:    d.Status.Sendable(),
 		URL:         s.path("document", "id", id),
 		SendURL:     s.path("sendDocument", "id", id),
-	}
-	if len(d.LotHash) > 16 {
-		v.LotHash = d.LotHash[:16]
 	}
 	if d.Status == sifen.StatusSending {
 		v.OverrideURL = s.path("overrideConfirm", "id", id)
@@ -308,8 +302,6 @@ type sendRUCForm struct {
 	URL, RUC, Env, Held string
 }
 
-func (documentsPage) templateFile() string { return "sifen_documents.html" }
-
 // listDocuments is GET /documents: the upload form and one page of
 // documents, newest first, filtered (parseDocumentFilter) and paged by
 // keyset (?before=).
@@ -340,7 +332,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 
 	now := s.now()
 	p := documentsPage{
-		layout:    s.layout(r, "documents"),
+		layout:    s.layout(r, "documents", "sifen_documents.html"),
 		RUC:       q.Get("ruc"),
 		Env:       q.Get("env"),
 		Status:    q.Get("status"),
@@ -494,8 +486,8 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	up, err := s.readUpload(w, r)
 	if err == nil {
 		importer := s.Sifen.Import
-		if rp, ok := s.Sifen.(sifenReplacer); ok && up.Replace {
-			importer = rp.ImportReplacing
+		if up.Replace {
+			importer = s.Sifen.ImportReplacing
 		}
 		var docs []sifen.Document
 		if docs, err = importer(r.Context(), up.data, up.env); err == nil {
@@ -527,14 +519,6 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	p.Upload = up
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
-
-// sifenReplacer is what a sifenSender may add to replace the content of a
-// draft or error holding an uploaded CDC.
-type sifenReplacer interface {
-	ImportReplacing(ctx context.Context, data []byte, env sifen.Env) ([]sifen.Document, error)
-}
-
-var _ sifenReplacer = (*sifen.Sender)(nil)
 
 // readUpload reads the multipart upload form; what could be read comes
 // back with an error too, to show the form again.
@@ -595,8 +579,6 @@ type documentPage struct {
 	RUCListURL string
 }
 
-func (documentPage) templateFile() string { return "sifen_document.html" }
-
 // banner is the box at the top of a document page that says how its last
 // send ended; Class is "ok", "warning" or "error".
 type banner struct {
@@ -615,7 +597,7 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 	if dec, held := s.rucRefusal(r.Context(), d.Env, d.RUC); d.Status.Sendable() && held && dec.RetryAfter > 0 && now.Add(dec.RetryAfter).After(d.RetryAt) {
 		d.RetryAt = now.Add(dec.RetryAfter) // the RUC is held back, whatever the document says
 	}
-	l := s.layout(r, "documents")
+	l := s.layout(r, "documents", "sifen_document.html")
 	p := documentPage{
 		layout:  l,
 		Doc:     s.newDocumentView(d, now, l.T),

@@ -53,7 +53,7 @@ func (s *Server) newBucketViewIn(st throttle.BucketState, tr *i18n.Printer) buck
 		SendsText:   tr.Int(st.SendCount),
 		Severity:    tr.Sprintf(st.Severity.String()),
 		SevClass:    severityClass(st.Severity),
-		LastSent:    formatWhenIn(tr, st.LastSentAt, now),
+		LastSent:    view.WhenIn(tr, tr.Zoned, st.LastSentAt, now),
 	}
 	if s.Scope != nil {
 		v.Scope = s.Scope(st.Key)
@@ -133,18 +133,6 @@ func fillPercent(tokens, capacity int64) int64 {
 		return 100
 	}
 	return min(max((tokens*200+capacity)/(2*capacity), 1), 99)
-}
-
-// formatWhenIn is an instant in tr's language and zone, and how long ago.
-func formatWhenIn(tr *i18n.Printer, t, now time.Time) string {
-	if t.IsZero() {
-		return tr.Sprintf("never")
-	}
-	s := tr.Zoned(t)
-	if ago := now.Sub(t); ago >= 0 {
-		s += " (" + tr.Sprintf("%s ago", view.FormatWait(ago)) + ")"
-	}
-	return s
 }
 
 // waitIn is FormatWaitOrNow in tr's language: "in 8s", "now".

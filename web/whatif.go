@@ -27,8 +27,6 @@ type whatifPage struct {
 	Report                                         *whatifReport
 }
 
-func (whatifPage) templateFile() string { return "admin_whatif.html" }
-
 // whatifReport is a replay rendered for the page.
 type whatifReport struct {
 	Summary  string
@@ -58,7 +56,7 @@ const whatifLayout = "2006-01-02T15:04"
 // cannot be answered is a 400 with the reason on the form.
 func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	l := s.layout(r, "adminWhatif")
+	l := s.layout(r, "adminWhatif", "admin_whatif.html")
 	zone := l.T.Location()
 	p := whatifPage{layout: l, FormURL: s.path("adminWhatif"), Capacity: q.Get("capacity"), RefillTokens: q.Get("refill_tokens"),
 		RefillPeriod: q.Get("refill_period"), Interval: q.Get("interval")}

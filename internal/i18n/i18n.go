@@ -186,9 +186,6 @@ func (p *Printer) PerMille(pm int64) string {
 	return p.p.Sprintf("%.1f %%", float64(pm)/10)
 }
 
-// Percent renders a whole percentage: "45 %".
-func (p *Printer) Percent(n int64) string { return p.p.Sprintf("%d %%", n) }
-
 // ZonedLayout is how Zoned shows an instant: the date and time in the
 // printer's zone and the zone's abbreviation ("-03", "UTC").
 const ZonedLayout = "2006-01-02 15:04:05 MST"

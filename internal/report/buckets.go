@@ -126,7 +126,7 @@ func (b Buckets) Bucket(st throttle.BucketState) {
 		{tr.Sprintf("cooldown/block"), v.Wait},
 		{tr.Sprintf("next admitted"), wait(st.RetryAfter)},
 		{tr.Sprintf("full"), wait(st.UntilFull)},
-		{tr.Sprintf("last send"), view.FormatLastSendIn(tr, st)},
+		{tr.Sprintf("last send"), view.WhenIn(tr, tr.Time, st.LastSentAt, st.At)},
 		{tr.Sprintf("sends"), fmt.Sprint(st.SendCount)},
 	}
 	if st.Shadow {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/balde-throttle/balde"
 	"github.com/balde-throttle/balde/internal/i18n"
-	"github.com/balde-throttle/balde/internal/view"
 )
 
 // PruneRecord is what "balde prune --json" prints.
@@ -35,7 +34,7 @@ func WritePrune(w io.Writer, tr *i18n.Printer, r PruneRecord, retention time.Dur
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	fmt.Fprintln(w, tr.Sprintf("%s %s ledger rows and %s DICT lookups older than %s (before %s)",
-		verb, n(r.LedgerRows), n(r.DictLookups), retention.String(), r.Before.UTC().Format(view.TimeLayout)))
+		verb, n(r.LedgerRows), n(r.DictLookups), retention.String(), r.Before.UTC().Format(i18n.TimeLayout)))
 	if r.AuditRows > 0 {
 		fmt.Fprintln(w, tr.Sprintf("%s %s audit entries older than %s", verb, n(r.AuditRows), retention.String()))
 	}

@@ -151,13 +151,11 @@ type BucketView struct {
 func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) BucketView {
 	v := BucketView{
 		Scope: "-", Capacity: fmt.Sprint(st.Policy.Capacity), Refill: FormatRefillIn(tr, st.Policy),
-		Policy: FormatPolicyIn(tr, st.Policy), Severity: tr.Sprintf(st.Severity.String()), Wait: "-", LastSend: tr.Sprintf("never"),
+		Policy: FormatPolicyIn(tr, st.Policy), Severity: tr.Sprintf(st.Severity.String()), Wait: "-",
+		LastSend: WhenIn(tr, func(t time.Time) string { return t.UTC().Format(i18n.TimeLayout) }, st.LastSentAt, st.At),
 	}
 	if scope != nil && scope(st.Key) != "" {
 		v.Scope = scope(st.Key)
-	}
-	if !st.LastSentAt.IsZero() {
-		v.LastSend = st.LastSentAt.UTC().Format(TimeLayout) + agoIn(tr, st)
 	}
 	if st.Orphan {
 		v.Capacity, v.Refill = "?", "?"
@@ -167,21 +165,4 @@ func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.K
 		v.Wait = w
 	}
 	return v
-}
-
-// FormatLastSendIn is a bucket's last send in tr's zone and how long
-// before the state it was, or "never"; lists show UTC only.
-func FormatLastSendIn(tr *i18n.Printer, st throttle.BucketState) string {
-	if st.LastSentAt.IsZero() {
-		return tr.Sprintf("never")
-	}
-	return tr.Time(st.LastSentAt) + agoIn(tr, st)
-}
-
-// agoIn is " (4s ago)", how long before the state the last send was.
-func agoIn(tr *i18n.Printer, st throttle.BucketState) string {
-	if ago := st.At.Sub(st.LastSentAt); ago >= 0 {
-		return " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
-	}
-	return ""
 }

@@ -50,13 +50,13 @@ func TestViewBucket(t *testing.T) {
 	require.Equal(t, "1", v.Capacity)
 	require.Equal(t, "2026-03-02 11:59:53 UTC (7s ago)", v.LastSend)
 	require.Equal(t, "cooldown 3s", v.Wait)
-	require.Equal(t, "2026-03-02 11:59:53 UTC (7s ago)", view.FormatLastSendIn(en, st))
+	require.Equal(t, "2026-03-02 11:59:53 UTC (7s ago)", view.WhenIn(en, en.Time, st.LastSentAt, st.At))
 
 	idle := st
 	idle.LastSentAt, idle.CooldownLeft = time.Time{}, 0
 	v = view.ViewBucket(en, idle, nil)
 	require.Equal(t, [3]string{"-", "-", "never"}, [3]string{v.Scope, v.Wait, v.LastSend})
-	require.Equal(t, "never", view.FormatLastSendIn(en, idle))
+	require.Equal(t, "never", view.WhenIn(en, en.Time, idle.LastSentAt, idle.At))
 
 	orphan := st
 	orphan.Orphan = true

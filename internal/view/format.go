@@ -80,8 +80,17 @@ func FormatWait(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// TimeLayout is how instants are shown (always UTC).
-const TimeLayout = "2006-01-02 15:04:05 UTC"
+// WhenIn is t shown by show (tr.Zoned, tr.Time) and how long before now
+// it was, in tr's language: "… (4s ago)"; "never" for the zero time.
+func WhenIn(tr *i18n.Printer, show func(time.Time) string, t, now time.Time) string {
+	if t.IsZero() {
+		return tr.Sprintf("never")
+	}
+	if ago := now.Sub(t); ago >= 0 {
+		return show(t) + " (" + tr.Sprintf("%s ago", FormatWait(ago)) + ")"
+	}
+	return show(t)
+}
 
 // Seconds is d in seconds, rounded to the millisecond, for JSON.
 func Seconds(d time.Duration) float64 {

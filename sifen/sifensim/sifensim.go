@@ -250,17 +250,12 @@ func NewServer(cfg Config) (*Server, error) {
 		nextAut: 1_000_000_001,
 		stats:   make(map[Count]int64),
 	}
-	for path, h := range map[string]http.HandlerFunc{
-		RecepcionPath:    s.recepcionLote,
-		consultaLotePath: s.consultaLote,
-		consultaPath:     s.consultaDE,
-		RecepcionDEPath:  s.recepcionDE,
-		EventoPath:       s.recepcionEvento,
-		ConsultaRUCPath:  s.consultaRUC,
-	} {
-		s.mux.HandleFunc("POST "+path, h)
-		s.mux.HandleFunc("POST /{env}"+path, h)
-	}
+	route(s, RecepcionPath, ServiceRecepcionLote, s.recepcionLote)
+	route(s, consultaLotePath, ServiceConsultaLote, s.consultaLote)
+	route(s, consultaPath, ServiceConsultaDE, s.consultaDE)
+	route(s, RecepcionDEPath, ServiceRecepcionDE, s.recepcionDE)
+	route(s, EventoPath, ServiceEvento, s.recepcionEvento)
+	route(s, ConsultaRUCPath, ServiceConsultaRUC, s.consultaRUC)
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Stats()) })
 	s.mux.HandleFunc("GET /sim/clock", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{"now": s.cfg.Clock().Format(time.RFC3339Nano), "fake": s.cfg.Advance != nil})
@@ -296,31 +291,36 @@ func (s *Server) Close() error {
 	return err
 }
 
-// readRequest reads a SOAP 1.2 request holding a T, answering a fault
-// itself when it cannot. It returns the body's size too.
-func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, service string) (string, *T, int, bool) {
-	env := cmp.Or(r.PathValue("env"), s.cfg.Env) // Config.Env is test or prod
-	if env != "test" && env != "prod" {
-		s.count(service, "", "", "404")
-		http.NotFound(w, r)
-		return "", nil, 0, false
+// route serves service at path, also under /test and /prod: serve gets
+// the request's environment, its SOAP 1.2 body's T and the body's size;
+// a request that is not one gets a fault or 0160 here.
+func route[T any](s *Server, path, service string, serve func(w http.ResponseWriter, r *http.Request, env string, req *T, size int)) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		env := cmp.Or(r.PathValue("env"), s.cfg.Env) // Config.Env is test or prod
+		if env != "test" && env != "prod" {
+			s.count(service, "", "", "404")
+			http.NotFound(w, r)
+			return
+		}
+		ct := strings.ToLower(r.Header.Get("Content-Type"))
+		if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
+			s.fault(w, service, env, http.StatusUnsupportedMediaType, "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)")
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+		if err != nil {
+			s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
+			return
+		}
+		var req reqEnvelope[T]
+		if err := xml.Unmarshal(body, &req); err != nil || req.Body.Content == nil {
+			s.malformed(w, service, env)
+			return
+		}
+		serve(w, r, env, req.Body.Content, len(body))
 	}
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
-		s.fault(w, service, env, http.StatusUnsupportedMediaType, "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)")
-		return "", nil, 0, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
-	if err != nil {
-		s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
-		return "", nil, 0, false
-	}
-	var req reqEnvelope[T]
-	if err := xml.Unmarshal(body, &req); err != nil || req.Body.Content == nil {
-		s.malformed(w, service, env)
-		return "", nil, 0, false
-	}
-	return env, req.Body.Content, len(body), true
+	s.mux.HandleFunc("POST "+path, h)
+	s.mux.HandleFunc("POST /{env}"+path, h)
 }
 
 // malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
@@ -340,12 +340,8 @@ func writeXML(w http.ResponseWriter, status int, b []byte) {
 func formatTime(t time.Time) string { return t.Format(timeLayout) }
 
 // recepcionLote serves siRecepLoteDE.
-func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
+func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request, env string, req *envioLote, size int) {
 	const service = ServiceRecepcionLote
-	env, req, size, ok := readRequest[envioLote](s, w, r, service)
-	if !ok {
-		return
-	}
 	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
 		s.count(service, env, "", CodeLotNotQueued)
@@ -537,12 +533,7 @@ func (s *Server) process(l *lot) {
 }
 
 // consultaLote serves siConsLoteDE.
-func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceConsultaLote
-	env, req, _, ok := readRequest[consLote](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) consultaLote(w http.ResponseWriter, _ *http.Request, env string, req *consLote, _ int) {
 	now := s.lockDue()
 	l := s.lots[strings.TrimSpace(req.LotNumber)]
 	ruc, code, msg := "", CodeLotUnknown, "Número de Lote inexistente"
@@ -560,18 +551,13 @@ func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	s.count(service, env, ruc, code)
+	s.count(ServiceConsultaLote, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe",
 		append([]el{t("dFecProc", formatTime(now)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
 }
 
 // consultaDE serves siConsDE.
-func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceConsultaDE
-	env, req, _, ok := readRequest[consDE](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) consultaDE(w http.ResponseWriter, _ *http.Request, env string, req *consDE, _ int) {
 	now := s.lockDue()
 	c := s.cdcs[key{env, strings.TrimSpace(req.CDC)}]
 	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
@@ -586,7 +572,7 @@ func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
 		content = []el{t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>")}
 	}
 	s.mu.Unlock()
-	s.count(service, env, ruc, code)
+	s.count(ServiceConsultaDE, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
 		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
 }

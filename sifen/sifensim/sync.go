@@ -53,12 +53,8 @@ type gesEve struct {
 // service carries them) and processed at once, answered in rRetEnviDe/rProtDe.
 // A DE the RUC rules refuse is Rechazado with 0301 and the reason (no code is
 // published for it).
-func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
+func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string, req *envioDE, size int) {
 	const service = ServiceRecepcionDE
-	env, req, size, ok := readRequest[envioDE](s, w, r, service)
-	if !ok {
-		return
-	}
 	des, err := readLot(slices.Concat([]byte(`<rLoteDE xmlns="`+nsSIFEN+`">`), stripDecl(req.XDE.Inner), []byte(`</rLoteDE>`)))
 	if err != nil || len(des) != 1 {
 		s.malformed(w, service, env)
@@ -93,12 +89,7 @@ func stripDecl(b []byte) []byte {
 // taxpayers: a RUC of 5 to 8 digits (without check digit, Schema XML 15)
 // is found (0502), active (ACT) and an electronic issuer; any other
 // value is 0500.
-func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceConsultaRUC
-	env, req, _, ok := readRequest[consRUC](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) consultaRUC(w http.ResponseWriter, _ *http.Request, env string, req *consRUC, _ int) {
 	ruc, code, fields := "", CodeRUCNotFound, []el{t("dCodRes", CodeRUCNotFound), t("dMsgRes", "RUC no existe")}
 	if v := strings.TrimSpace(req.RUC); len(v) >= 5 && len(v) <= 8 && allDigits(v) {
 		ruc, code = v, CodeRUCFound
@@ -106,7 +97,7 @@ func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
 			t("dRUCCons", ruc), t("dRazCons", "CONTRIBUYENTE DE PRUEBA "+ruc), t("dCodEstCons", "ACT"),
 			t("dDesEstCons", "ACTIVO"), t("dRUCFactElec", "S"))}
 	}
-	s.count(service, env, ruc, code)
+	s.count(ServiceConsultaRUC, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsRUC", fields...)))
 }
 
@@ -114,12 +105,8 @@ func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
 // registered (0600, a dProtAut) unless it names a DE not approved in the
 // environment (CodeEventCDCNotFound) or is unsigned in prod (0141). Events
 // change nothing else: a cancelled DE is still found by siConsDE.
-func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
+func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env string, req *envioEvento, _ int) {
 	const service = ServiceEvento
-	env, req, _, ok := readRequest[envioEvento](s, w, r, service)
-	if !ok {
-		return
-	}
 	events := req.Reg.Group.Events
 	if len(events) == 0 {
 		s.malformed(w, service, env)

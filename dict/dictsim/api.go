@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -129,10 +130,12 @@ func fail(status int, typ, title, detail string) (int, any) {
 
 // write encodes doc and counts the response under op.
 func (s *Server) write(w http.ResponseWriter, op string, status int, doc any) {
-	data, err := encodeXML(doc)
+	data, err := xml.MarshalIndent(doc, "", "    ")
 	if err != nil {
 		s.cfg.Logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
 		status, data = http.StatusInternalServerError, nil
+	} else {
+		data = fmt.Appendf(nil, "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n%s\n", data)
 	}
 	s.mu.Lock()
 	if s.stats[op] == nil {
@@ -211,24 +214,20 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	e, found := s.entries[key]
-	status := http.StatusNotFound
+	status, doc := fail(http.StatusNotFound, "EntryNotFound", "Entry not found", "")
 	if found {
-		status = http.StatusOK
+		stats := statistics{LastUpdated: stamp(c.at)}
+		for _, t := range []string{"SETTLEMENTS", "REPORTED_FRAUDS", "CONFIRMED_FRAUDS", "REJECTED"} {
+			for _, by := range []string{"KEY", "OWNER", "ACCOUNT"} {
+				stats.Counters = append(stats.Counters, counter{Type: t, By: by})
+			}
+		}
+		status, doc = http.StatusOK, &getEntryResponse{head: c.head(), Entry: e, Statistics: stats}
 	}
 	// Kept before the answer: the payment that may follow needs it.
 	s.lookups[e2e] = &lookup{payer: payer, participant: participant, userPolicy: user, status: status}
 	s.mu.Unlock()
-	if !found {
-		s.answer(w, r, c, status, newProblem("EntryNotFound", status, "Entry not found", ""))
-		return
-	}
-	stats := statistics{LastUpdated: stamp(c.at)}
-	for _, t := range []string{"SETTLEMENTS", "REPORTED_FRAUDS", "CONFIRMED_FRAUDS", "REJECTED"} {
-		for _, by := range []string{"KEY", "OWNER", "ACCOUNT"} {
-			stats.Counters = append(stats.Counters, counter{Type: t, By: by})
-		}
-	}
-	s.answer(w, r, c, status, &getEntryResponse{head: c.head(), Entry: e, Statistics: stats})
+	s.answer(w, r, c, status, doc)
 }
 
 // createEntry handles "POST /api/v2/entries/" (ENTRIES_WRITE).

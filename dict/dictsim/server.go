@@ -90,16 +90,15 @@ type lookup struct {
 func NewServer(_ context.Context, cfg Config) (*Server, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
-		cfg:      cfg,
-		category: cmp.Or(cfg.Category, "A"),
-		now:      cmp.Or(cfg.Start, time.Now().UTC()),
-		entries:  make(map[string]Entry),
-		buckets:  make(map[bucketKey]*bucket),
-		lookups:  make(map[string]*lookup),
-		stats:    make(Stats),
+		cfg:     cfg,
+		now:     cmp.Or(cfg.Start, time.Now().UTC()),
+		entries: make(map[string]Entry),
+		buckets: make(map[bucketKey]*bucket),
+		lookups: make(map[string]*lookup),
+		stats:   make(Stats),
 	}
-	if _, ok := categoryLimits[s.category]; !ok {
-		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
+	if err := s.SetCategory(cmp.Or(cfg.Category, "A")); err != nil {
+		return nil, err
 	}
 	if cfg.Latency < 0 {
 		return nil, fmt.Errorf("dictsim: negative latency %s", cfg.Latency)

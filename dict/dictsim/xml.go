@@ -3,7 +3,6 @@ package dictsim
 import (
 	"bytes"
 	"encoding/xml"
-	"fmt"
 	"time"
 )
 
@@ -172,15 +171,3 @@ type violations struct {
 }
 
 const problemPrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
-
-func encodeXML(v any) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8" ?>` + "\n")
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "    ")
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("dictsim: encode %T: %w", v, err)
-	}
-	b.WriteByte('\n')
-	return b.Bytes(), nil
-}

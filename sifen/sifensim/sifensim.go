@@ -501,12 +501,12 @@ func (s *Server) newAut() string {
 func (s *Server) process(l *lot) {
 	l.verdicts = make([]verdict, 0, len(l.des))
 	for _, de := range l.des {
-		c := s.cdcs[key{l.env, de.CDC}]
+		c := cmp.Or(s.cdcs[key{l.env, de.CDC}], &cdcState{})
 		v := verdict{cdc: de.CDC, status: ResultApproved, code: "0260", msg: "Autorización del DE satisfactoria"}
 		rejected := func(cd, m string) { v.status, v.code, v.msg = ResultRejected, cd, m }
 		if cd, m := deProblem(de); cd != "" {
 			rejected(cd, m)
-		} else if c != nil && c.approved && c.lot != l.number {
+		} else if c.approved && c.lot != l.number {
 			rejected("1001", "CDC duplicado")
 		} else if l.env == "prod" && !de.Signed {
 			rejected("0141", "Firma digital ausente")
@@ -524,9 +524,7 @@ func (s *Server) process(l *lot) {
 		}
 		if v.status != ResultRejected {
 			v.aut = s.newAut()
-			if c != nil {
-				c.approved, c.aut = true, v.aut
-			}
+			c.approved, c.aut = true, v.aut
 		}
 		l.verdicts = append(l.verdicts, v)
 	}
@@ -559,20 +557,17 @@ func (s *Server) consultaLote(w http.ResponseWriter, _ *http.Request, env string
 // consultaDE serves siConsDE.
 func (s *Server) consultaDE(w http.ResponseWriter, _ *http.Request, env string, req *consDE, _ int) {
 	now := s.lockDue()
-	c := s.cdcs[key{env, strings.TrimSpace(req.CDC)}]
-	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
+	c := cmp.Or(s.cdcs[key{env, strings.TrimSpace(req.CDC)}], &cdcState{})
+	code, msg := CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
 	var content []el
-	if c != nil {
-		ruc = c.ruc
-	}
-	if c != nil && c.approved {
+	if c.approved {
 		// xContenDE as SIFEN sends it: escaped text of the DE (rDE) with
 		// its authorisation (dProtAut) and events (xContEv) beside it.
 		code, msg = CodeDEFound, "CDC encontrado"
 		content = []el{t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>")}
 	}
 	s.mu.Unlock()
-	s.count(ServiceConsultaDE, env, ruc, code)
+	s.count(ServiceConsultaDE, env, c.ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
 		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
 }

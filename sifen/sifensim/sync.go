@@ -6,6 +6,7 @@ package sifensim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"net/http"
 	"slices"
@@ -122,22 +123,18 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env str
 				break
 			}
 		}
-		v, ruc := verdict{status: ResultRejected}, ""
-		c := s.cdcs[key{env, cdc}]
-		if c != nil {
-			ruc = c.ruc
-		}
+		v, c := verdict{status: ResultRejected}, cmp.Or(s.cdcs[key{env, cdc}], &cdcState{})
 		switch {
 		case env == "prod" && ev.Signature == nil:
 			v.code, v.msg = "0141", "Firma digital ausente"
-		case cdc != "" && (c == nil || !c.approved):
+		case cdc != "" && !c.approved:
 			v.code, v.msg = CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
 		default:
 			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: s.newAut()}
 		}
 		res := v.fields()
 		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))
-		s.stats[Count{Service: service, Env: env, RUC: ruc, Code: v.code}]++
+		s.stats[Count{Service: service, Env: env, RUC: c.ruc, Code: v.code}]++
 	}
 	s.mu.Unlock()
 	writeXML(w, http.StatusOK, answer(g("rRetEnviEventoDe", fields...)))

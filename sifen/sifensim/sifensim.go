@@ -328,7 +328,7 @@ func route[T any](s *Server, path, service string, serve func(w http.ResponseWri
 func (s *Server) malformed(w http.ResponseWriter, service, env string) {
 	s.count(service, env, "", codeXMLMalformed)
 	writeXML(w, http.StatusBadRequest, answer(g("rRetEnviDe", g("rProtDe", verdict{status: ResultRejected,
-		code: codeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
+		code: codeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", s.cfg.Clock().Format(timeLayout)))...))))
 }
 
 func writeXML(w http.ResponseWriter, status int, b []byte) {
@@ -337,15 +337,13 @@ func writeXML(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-func formatTime(t time.Time) string { return t.Format(timeLayout) }
-
 // recepcionLote serves siRecepLoteDE.
 func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request, env string, req *envioLote, size int) {
 	const service = ServiceRecepcionLote
 	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
 		s.count(service, env, "", CodeLotNotQueued)
-		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(s.cfg.Clock())),
+		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", s.cfg.Clock().Format(timeLayout)),
 			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
 	}
@@ -367,7 +365,7 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request, env strin
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
 	s.count(service, env, ruc, code)
 	now := s.release(r, number, &rec)
-	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
+	fields := []el{t("dFecProc", now.Format(timeLayout)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {
 		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
 	}
@@ -425,7 +423,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), ""
 	}
 	if now.Before(st.blockedUntil) {
-		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), ""
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, st.blockedUntil.Format(timeLayout))), ""
 	}
 	seen := make(map[string]bool, len(des))
 	for i, de := range des {
@@ -551,7 +549,7 @@ func (s *Server) consultaLote(w http.ResponseWriter, _ *http.Request, env string
 	s.mu.Unlock()
 	s.count(ServiceConsultaLote, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe",
-		append([]el{t("dFecProc", formatTime(now)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
+		append([]el{t("dFecProc", now.Format(timeLayout)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
 }
 
 // consultaDE serves siConsDE.
@@ -569,7 +567,7 @@ func (s *Server) consultaDE(w http.ResponseWriter, _ *http.Request, env string, 
 	s.mu.Unlock()
 	s.count(ServiceConsultaDE, env, c.ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
-		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
+		append([]el{t("dFecProc", now.Format(timeLayout)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
 }
 
 // advanceClock serves POST /sim/clock?advance=DURATION.

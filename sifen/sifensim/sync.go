@@ -75,7 +75,7 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string,
 	}
 	s.count(service, env, de.RUC, v.code)
 	now := s.release(r, number, nil)
-	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", formatTime(now)))...))))
+	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", now.Format(timeLayout)))...))))
 }
 
 func stripDecl(b []byte) []byte {
@@ -114,7 +114,7 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env str
 		return
 	}
 	now := s.lockDue()
-	fields := []el{t("dFecProc", formatTime(now))}
+	fields := []el{t("dFecProc", now.Format(timeLayout))}
 	for _, ev := range events {
 		cdc := ""
 		for _, a := range ev.Eve.Types.Any {

@@ -78,7 +78,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant s
 	if empty != nil {
 		p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "")
 		if s.cfg.NameEmptyBucket {
-			p.Violations = &violations{List: empty}
+			p.Violations = &empty
 		}
 		w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
 		s.write(w, op, http.StatusTooManyRequests, p)

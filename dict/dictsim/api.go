@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -262,17 +261,14 @@ func (s *Server) deleteEntry(r *http.Request, c call) (int, any) {
 // checkKeys handles "POST /api/v2/keys/check" (KEYS_CHECK): 1 to 200 keys.
 func (s *Server) checkKeys(r *http.Request, c call) (int, any) {
 	var req checkKeysRequest
-	err := decode(r, &req)
-	switch {
-	case err == nil && (len(req.Keys) == 0 || len(req.Keys) > maxCheckKeys):
-		err = errors.New("want 1 to 200 keys")
-	case err == nil:
-		if i := slices.IndexFunc(req.Keys, func(k string) bool { return keyType(k) == "" }); i >= 0 {
-			err = errors.New("malformed key " + strconv.Quote(req.Keys[i]))
-		}
-	}
-	if err != nil {
+	if err := decode(r, &req); err != nil {
 		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
+	}
+	if len(req.Keys) == 0 || len(req.Keys) > maxCheckKeys {
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", "want 1 to 200 keys")
+	}
+	if i := slices.IndexFunc(req.Keys, func(k string) bool { return keyType(k) == "" }); i >= 0 {
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", "malformed key "+strconv.Quote(req.Keys[i]))
 	}
 	out := &checkKeysResponse{head: c.head()}
 	s.mu.Lock()

@@ -273,9 +273,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Open listens on addr, a loopback address only (the simulator serves
-// made-up data without authentication; port 0 picks a free port), and serves
-// in the background until Close. Call it once, before URL.
+// Open listens on addr, a loopback address only (port 0 picks a free
+// port), and serves in the background until Close. Call it once, before URL.
 func (s *Server) Open(addr string) error { return s.l.Open("sifensim", addr, s, s.logger) }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients
@@ -339,10 +338,9 @@ func writeXML(w http.ResponseWriter, status int, b []byte) {
 
 // recepcionLote serves siRecepLoteDE.
 func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request, env string, req *envioLote, size int) {
-	const service = ServiceRecepcionLote
 	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
-		s.count(service, env, "", CodeLotNotQueued)
+		s.count(ServiceRecepcionLote, env, "", CodeLotNotQueued)
 		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", s.cfg.Clock().Format(timeLayout)),
 			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
@@ -356,14 +354,14 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request, env strin
 	}
 	if s.cfg.BeforeRecepcion != nil {
 		if err := s.cfg.BeforeRecepcion(r.Context(), rec); err != nil {
-			s.count(service, env, ruc, "dropped")
+			s.count(ServiceRecepcionLote, env, ruc, "dropped")
 			http.Error(w, "sifensim: request dropped: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 	}
 	code, msg, number := s.decide(env, des, hash, size)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
-	s.count(service, env, ruc, code)
+	s.count(ServiceRecepcionLote, env, ruc, code)
 	now := s.release(r, number, &rec)
 	fields := []el{t("dFecProc", now.Format(timeLayout)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {

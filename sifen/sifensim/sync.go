@@ -55,10 +55,9 @@ type gesEve struct {
 // A DE the RUC rules refuse is Rechazado with 0301 and the reason (no code is
 // published for it).
 func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string, req *envioDE, size int) {
-	const service = ServiceRecepcionDE
 	des, err := readLot(slices.Concat([]byte(`<rLoteDE xmlns="`+nsSIFEN+`">`), stripDecl(req.XDE.Inner), []byte(`</rLoteDE>`)))
 	if err != nil || len(des) != 1 {
-		s.malformed(w, service, env)
+		s.malformed(w, ServiceRecepcionDE, env)
 		return
 	}
 	de := des[0]
@@ -73,7 +72,7 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string,
 		v = l.verdicts[0]
 		s.mu.Unlock()
 	}
-	s.count(service, env, de.RUC, v.code)
+	s.count(ServiceRecepcionDE, env, de.RUC, v.code)
 	now := s.release(r, number, nil)
 	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", now.Format(timeLayout)))...))))
 }
@@ -107,10 +106,9 @@ func (s *Server) consultaRUC(w http.ResponseWriter, _ *http.Request, env string,
 // environment (CodeEventCDCNotFound) or is unsigned in prod (0141). Events
 // change nothing else: a cancelled DE is still found by siConsDE.
 func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env string, req *envioEvento, _ int) {
-	const service = ServiceEvento
 	events := req.Reg.Group.Events
 	if len(events) == 0 {
-		s.malformed(w, service, env)
+		s.malformed(w, ServiceEvento, env)
 		return
 	}
 	now := s.lockDue()
@@ -134,7 +132,7 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env str
 		}
 		res := v.fields()
 		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))
-		s.stats[Count{Service: service, Env: env, RUC: c.ruc, Code: v.code}]++
+		s.stats[Count{Service: ServiceEvento, Env: env, RUC: c.ruc, Code: v.code}]++
 	}
 	s.mu.Unlock()
 	writeXML(w, http.StatusOK, answer(g("rRetEnviEventoDe", fields...)))

@@ -457,8 +457,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 			return block(fmt.Sprintf("envíos demasiado frecuentes (%s desde la respuesta al lote anterior, mínimo %s)", since, s.cfg.Interval))
 		}
 	}
-	number = strconv.FormatUint(s.nextLot, 10)
-	s.nextLot++
+	number = next(&s.nextLot)
 	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
 	if hash != "" {
 		s.hashes[key{env, hash}] = number
@@ -487,10 +486,10 @@ func (s *Server) lockDue() time.Time {
 	return now
 }
 
-// newAut returns the next dProtAut. s.mu is held.
-func (s *Server) newAut() string {
-	s.nextAut++
-	return strconv.FormatUint(s.nextAut-1, 10)
+// next returns *n, a lot number or dProtAut, and counts it up; s.mu is held.
+func next(n *uint64) string {
+	*n++
+	return strconv.FormatUint(*n-1, 10)
 }
 
 // process decides each DE of a lot. s.mu is held.
@@ -519,7 +518,7 @@ func (s *Server) process(l *lot) {
 			}
 		}
 		if v.status != ResultRejected {
-			v.aut = s.newAut()
+			v.aut = next(&s.nextAut)
 			c.approved, c.aut = true, v.aut
 		}
 		l.verdicts = append(l.verdicts, v)

@@ -128,7 +128,7 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env str
 		case cdc != "" && !c.approved:
 			v.code, v.msg = CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
 		default:
-			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: s.newAut()}
+			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: next(&s.nextAut)}
 		}
 		res := v.fields()
 		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))

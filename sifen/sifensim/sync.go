@@ -60,9 +60,8 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string,
 		s.malformed(w, ServiceRecepcionDE, env)
 		return
 	}
-	de := des[0]
 	code, msg, number := s.decide(env, des, "", size)
-	v := verdict{cdc: de.CDC, status: ResultRejected, code: code, msg: msg}
+	v := verdict{cdc: des[0].CDC, status: ResultRejected, code: code, msg: msg}
 	if number != "" {
 		s.mu.Lock()
 		l := s.lots[number]
@@ -72,7 +71,7 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string,
 		v = l.verdicts[0]
 		s.mu.Unlock()
 	}
-	s.count(ServiceRecepcionDE, env, de.RUC, v.code)
+	s.count(ServiceRecepcionDE, env, des[0].RUC, v.code)
 	now := s.release(r, number, nil)
 	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", now.Format(timeLayout)))...))))
 }

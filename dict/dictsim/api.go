@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/xml"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -44,20 +44,24 @@ func (s *Server) bucket(name, identifier string) (*bucket, limit, bool) {
 	return b, l, true
 }
 
-// call is an admitted request: what it is charged to when answered.
+// call is an admitted request.
 type call struct {
-	op, participant string
-	keys            []bucketKey
-	at              time.Time
+	participant string
+	at          time.Time
 }
 
 // head is the start of the entry, key and claim responses.
 func (c call) head() head { return head{ResponseTime: stamp(c.at), CorrelationID: correlationID()} }
 
-// admit decides a request that needs the buckets of keys: admitted while
-// every one holds a positive balance (nothing is charged yet), otherwise
-// answered 429 with Retry-After and charged nothing; ok is false then.
-func (s *Server) admit(w http.ResponseWriter, op, participant string, keys ...bucketKey) (call, bool) {
+// admit decides a request that needs the buckets of keys. While every one
+// holds a positive balance it is admitted (nothing is charged yet) and,
+// the configured latency later, charged by the status serve returns and
+// answered with serve's document (a func() any is called after the charge,
+// under s.mu, to build it). Charging at the answer is the DICT's counting:
+// lookups in flight, all admitted while a bucket was positive, can take it
+// below zero together; a client that went away during the latency is still
+// charged. Otherwise it is answered 429 with Retry-After and charged nothing.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, op, participant string, serve func(*http.Request, call) (int, any), keys ...bucketKey) {
 	s.mu.Lock()
 	var wait time.Duration
 	var empty []violation
@@ -68,50 +72,21 @@ func (s *Server) admit(w http.ResponseWriter, op, participant string, keys ...bu
 			empty = append(empty, violation{Reason: "no tokens left", Property: "policy", Value: k.policy})
 		}
 	}
-	now := s.clock()
+	c := call{participant: participant, at: s.clock()}
 	s.mu.Unlock()
-	if empty == nil {
-		return call{op: op, participant: participant, keys: keys, at: now}, true
-	}
-	p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "")
-	if s.cfg.NameEmptyBucket {
-		p.Violations = &violations{List: empty}
-	}
-	w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
-	s.write(w, op, http.StatusTooManyRequests, p)
-	return call{}, false
-}
-
-// admitted is the handler of op: it validates PI-RequestingParticipant
-// (answering 400, or 403 on the policy endpoints, uncharged), admits the
-// request to the participant's bucket of policy and answers the status and
-// document serve returns (see answer).
-func (s *Server) admitted(op, policy string, serve func(*http.Request, call) (int, any)) http.HandlerFunc {
-	invalid := http.StatusBadRequest
-	if policy == policiesList || policy == policiesRead {
-		invalid = http.StatusForbidden
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		participant, ok := s.requester(w, r, op, invalid)
-		if !ok {
-			return
+	if empty != nil {
+		p := newProblem("RateLimited", http.StatusTooManyRequests, "Rate limited", "")
+		if s.cfg.NameEmptyBucket {
+			p.Violations = &empty
 		}
-		if c, ok := s.admit(w, op, participant, bucketKey{policy, participant}); ok {
-			status, doc := serve(r, c)
-			s.answer(w, r, c, status, doc)
-		}
+		w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
+		s.write(w, op, http.StatusTooManyRequests, p)
+		return
 	}
-}
-
-// answer waits the configured latency, then charges c's buckets by status
-// and writes doc (a func() any is called after the charge, under s.mu, to
-// build it). Charging at the answer is the DICT's counting: lookups in
-// flight, all admitted while a bucket was positive, can take it below zero
-// together. A client that went away during the latency is still charged.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status int, doc any) {
+	status, doc := serve(r, c)
 	simkit.Sleep(r.Context(), s.cfg.Latency)
 	s.mu.Lock()
-	for _, k := range c.keys {
+	for _, k := range keys {
 		b, l, _ := s.bucket(k.policy, k.identifier)
 		b.add(l, -cost(k.policy, status))
 	}
@@ -119,7 +94,22 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, c call, status i
 		doc = build()
 	}
 	s.mu.Unlock()
-	s.write(w, c.op, status, doc)
+	s.write(w, op, status, doc)
+}
+
+// admitted is the handler of op: it validates PI-RequestingParticipant
+// (answering 400, or 403 on the policy endpoints, uncharged) and admits the
+// request to the participant's bucket of policy, answered by serve.
+func (s *Server) admitted(op, policy string, serve func(*http.Request, call) (int, any)) http.HandlerFunc {
+	invalid := http.StatusBadRequest
+	if policy == policiesList || policy == policiesRead {
+		invalid = http.StatusForbidden
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if participant, ok := s.requester(w, r, op, invalid); ok {
+			s.admit(w, r, op, participant, serve, bucketKey{policy, participant})
+		}
+	}
 }
 
 // fail is status with its problem, as an admitted request's answer.
@@ -129,10 +119,12 @@ func fail(status int, typ, title, detail string) (int, any) {
 
 // write encodes doc and counts the response under op.
 func (s *Server) write(w http.ResponseWriter, op string, status int, doc any) {
-	data, err := encodeXML(doc)
+	data, err := xml.MarshalIndent(doc, "", "    ")
 	if err != nil {
 		s.cfg.Logger.Error("dictsim: encode", slog.String("op", op), slog.Any("error", err))
 		status, data = http.StatusInternalServerError, nil
+	} else {
+		data = fmt.Appendf(nil, "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n%s\n", data)
 	}
 	s.mu.Lock()
 	if s.stats[op] == nil {
@@ -205,30 +197,24 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
 	if typ == "EMAIL" || typ == "PHONE" {
 		user = userAntiscan
 	}
-	c, ok := s.admit(w, op, participant, bucketKey{user, payer}, bucketKey{participantAntiscan, participant})
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	e, found := s.entries[key]
-	status := http.StatusNotFound
-	if found {
-		status = http.StatusOK
-	}
-	// Kept before the answer: the payment that may follow needs it.
-	s.lookups[e2e] = &lookup{payer: payer, participant: participant, userPolicy: user, status: status}
-	s.mu.Unlock()
-	if !found {
-		s.answer(w, r, c, status, newProblem("EntryNotFound", status, "Entry not found", ""))
-		return
-	}
-	stats := statistics{LastUpdated: stamp(c.at)}
-	for _, t := range []string{"SETTLEMENTS", "REPORTED_FRAUDS", "CONFIRMED_FRAUDS", "REJECTED"} {
-		for _, by := range []string{"KEY", "OWNER", "ACCOUNT"} {
-			stats.Counters = append(stats.Counters, counter{Type: t, By: by})
+	s.admit(w, r, op, participant, func(_ *http.Request, c call) (int, any) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e, found := s.entries[key]
+		status, doc := fail(http.StatusNotFound, "EntryNotFound", "Entry not found", "")
+		if found {
+			stats := statistics{LastUpdated: stamp(c.at)}
+			for _, t := range []string{"SETTLEMENTS", "REPORTED_FRAUDS", "CONFIRMED_FRAUDS", "REJECTED"} {
+				for _, by := range []string{"KEY", "OWNER", "ACCOUNT"} {
+					stats.Counters = append(stats.Counters, counter{Type: t, By: by})
+				}
+			}
+			status, doc = http.StatusOK, &getEntryResponse{head: c.head(), Entry: e, Statistics: stats}
 		}
-	}
-	s.answer(w, r, c, status, &getEntryResponse{head: c.head(), Entry: e, Statistics: stats})
+		// Kept before the answer: the payment that may follow needs it.
+		s.lookups[e2e] = &lookup{payer: payer, participant: participant, userPolicy: user, status: status}
+		return status, doc
+	}, bucketKey{user, payer}, bucketKey{participantAntiscan, participant})
 }
 
 // createEntry handles "POST /api/v2/entries/" (ENTRIES_WRITE).
@@ -275,17 +261,14 @@ func (s *Server) deleteEntry(r *http.Request, c call) (int, any) {
 // checkKeys handles "POST /api/v2/keys/check" (KEYS_CHECK): 1 to 200 keys.
 func (s *Server) checkKeys(r *http.Request, c call) (int, any) {
 	var req checkKeysRequest
-	err := decode(r, &req)
-	switch {
-	case err == nil && (len(req.Keys) == 0 || len(req.Keys) > maxCheckKeys):
-		err = errors.New("want 1 to 200 keys")
-	case err == nil:
-		if i := slices.IndexFunc(req.Keys, func(k string) bool { return keyType(k) == "" }); i >= 0 {
-			err = errors.New("malformed key " + strconv.Quote(req.Keys[i]))
-		}
-	}
-	if err != nil {
+	if err := decode(r, &req); err != nil {
 		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", err.Error())
+	}
+	if len(req.Keys) == 0 || len(req.Keys) > maxCheckKeys {
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", "want 1 to 200 keys")
+	}
+	if i := slices.IndexFunc(req.Keys, func(k string) bool { return keyType(k) == "" }); i >= 0 {
+		return fail(http.StatusBadRequest, "BadRequest", "Bad Request", "malformed key "+strconv.Quote(req.Keys[i]))
 	}
 	out := &checkKeysResponse{head: c.head()}
 	s.mu.Lock()

@@ -90,16 +90,15 @@ type lookup struct {
 func NewServer(_ context.Context, cfg Config) (*Server, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
-		cfg:      cfg,
-		category: cmp.Or(cfg.Category, "A"),
-		now:      cmp.Or(cfg.Start, time.Now().UTC()),
-		entries:  make(map[string]Entry),
-		buckets:  make(map[bucketKey]*bucket),
-		lookups:  make(map[string]*lookup),
-		stats:    make(Stats),
+		cfg:     cfg,
+		now:     cmp.Or(cfg.Start, time.Now().UTC()),
+		entries: make(map[string]Entry),
+		buckets: make(map[bucketKey]*bucket),
+		lookups: make(map[string]*lookup),
+		stats:   make(Stats),
 	}
-	if _, ok := categoryLimits[s.category]; !ok {
-		return nil, fmt.Errorf("dictsim: category %q is not A..H", cfg.Category)
+	if err := s.SetCategory(cmp.Or(cfg.Category, "A")); err != nil {
+		return nil, err
 	}
 	if cfg.Latency < 0 {
 		return nil, fmt.Errorf("dictsim: negative latency %s", cfg.Latency)
@@ -131,10 +130,10 @@ func NewServer(_ context.Context, cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET "+api+"/claims/{$}", s.listClaims)
 	s.mux.HandleFunc("GET "+api+"/policies/{$}", s.admitted("listBucketStates", policiesList, s.listPolicies))
 	s.mux.HandleFunc("GET "+api+"/policies/{policy}", s.admitted("getBucketState", policiesRead, s.getPolicy))
-	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
-	s.mux.HandleFunc("POST /sim/payments", s.receivePayment)
-	s.mux.HandleFunc("POST /sim/clock", s.advanceClock)
-	s.mux.HandleFunc("POST /sim/category", s.changeCategory)
+	s.mux.Handle("GET /sim/stats", jsonHandler(func(*http.Request) (int, any) { return http.StatusOK, s.Stats() }))
+	s.mux.Handle("POST /sim/payments", jsonHandler(s.receivePayment))
+	s.mux.Handle("POST /sim/clock", jsonHandler(s.advanceClock))
+	s.mux.Handle("POST /sim/category", jsonHandler(s.changeCategory))
 	return s, nil
 }
 
@@ -198,13 +197,12 @@ func (s *Server) SetCategory(category string) error {
 }
 
 // changeCategory handles "POST /sim/category?category=H".
-func (s *Server) changeCategory(w http.ResponseWriter, r *http.Request) {
+func (s *Server) changeCategory(r *http.Request) (int, any) {
 	category := r.URL.Query().Get("category")
 	if err := s.SetCategory(category); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
+		return http.StatusBadRequest, map[string]string{"error": err.Error()}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"category": category})
+	return http.StatusOK, map[string]string{"category": category}
 }
 
 // Balance returns the whole tokens in the bucket of policy for identifier
@@ -247,18 +245,16 @@ func (s *Server) Stats() Stats {
 }
 
 // advanceClock handles "POST /sim/clock?advance=DURATION".
-func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
+func (s *Server) advanceClock(r *http.Request) (int, any) {
 	d, err := time.ParseDuration(r.URL.Query().Get("advance"))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "advance: want a duration such as 8m"})
-		return
+		return http.StatusBadRequest, map[string]string{"error": "advance: want a duration such as 8m"}
 	}
 	now, err := s.Advance(d)
 	if err != nil {
-		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-		return
+		return http.StatusConflict, map[string]string{"error": err.Error()}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"now": now.Format(time.RFC3339Nano)})
+	return http.StatusOK, map[string]string{"now": now.Format(time.RFC3339Nano)}
 }
 
 // credited is what a payment gave one bucket.
@@ -280,22 +276,19 @@ type PaymentResult struct {
 // payment order after a lookup that found its key, whose buckets are credited
 // once (+1 PF / +2 PJ, +1 participant, capped at capacity); 404 for an
 // unknown EndToEndId, 409 for a lookup that did not end in 200.
-func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
+func (s *Server) receivePayment(r *http.Request) (int, any) {
 	e2e := r.URL.Query().Get("endToEndId")
 	if !e2eFormat.MatchString(e2e) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "endToEndId: not an EndToEndId"})
-		return
+		return http.StatusBadRequest, map[string]string{"error": "endToEndId: not an EndToEndId"}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.lookups[e2e]
 	switch {
 	case !ok:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no lookup with EndToEndId " + e2e})
-		return
+		return http.StatusNotFound, map[string]string{"error": "no lookup with EndToEndId " + e2e}
 	case l.status != http.StatusOK:
-		writeJSON(w, http.StatusConflict, map[string]string{"error": "the lookup ended in " + strconv.Itoa(l.status)})
-		return
+		return http.StatusConflict, map[string]string{"error": "the lookup ended in " + strconv.Itoa(l.status)}
 	}
 	res := PaymentResult{EndToEndID: e2e, Duplicate: l.paid}
 	if !l.paid {
@@ -306,10 +299,15 @@ func (s *Server) receivePayment(w http.ResponseWriter, r *http.Request) {
 			res.Credited = append(res.Credited, credited{Policy: k.policy, Identifier: k.identifier, Applied: applied, Balance: b.tokens(lim)})
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	return http.StatusOK, res
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// jsonHandler serves a /sim/ endpoint: the status and JSON document its
+// function returns.
+type jsonHandler func(*http.Request) (int, any)
+
+func (h jsonHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	status, v := h(r)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

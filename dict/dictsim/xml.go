@@ -3,7 +3,6 @@ package dictsim
 import (
 	"bytes"
 	"encoding/xml"
-	"fmt"
 	"time"
 )
 
@@ -158,29 +157,13 @@ type violation struct {
 
 // problem is an RFC 7807 problem as the DICT writes it.
 type problem struct {
-	XMLName       xml.Name    `xml:"urn:ietf:rfc:7807 problem"`
-	Type          string      `xml:"type"`
-	Title         string      `xml:"title"`
-	Status        int         `xml:"status"`
-	Detail        string      `xml:"detail,omitempty"`
-	CorrelationID string      `xml:"correlationId,omitempty"`
-	Violations    *violations `xml:"violations,omitempty"`
-}
-
-type violations struct {
-	List []violation `xml:"violation"`
+	XMLName       xml.Name     `xml:"urn:ietf:rfc:7807 problem"`
+	Type          string       `xml:"type"`
+	Title         string       `xml:"title"`
+	Status        int          `xml:"status"`
+	Detail        string       `xml:"detail,omitempty"`
+	CorrelationID string       `xml:"correlationId,omitempty"`
+	Violations    *[]violation `xml:"violations>violation"` // nil: no violations element
 }
 
 const problemPrefix = "https://dict.pi.rsfn.net.br/api/v2/error/"
-
-func encodeXML(v any) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8" ?>` + "\n")
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "    ")
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("dictsim: encode %T: %w", v, err)
-	}
-	b.WriteByte('\n')
-	return b.Bytes(), nil
-}

@@ -250,17 +250,12 @@ func NewServer(cfg Config) (*Server, error) {
 		nextAut: 1_000_000_001,
 		stats:   make(map[Count]int64),
 	}
-	for path, h := range map[string]http.HandlerFunc{
-		RecepcionPath:    s.recepcionLote,
-		consultaLotePath: s.consultaLote,
-		consultaPath:     s.consultaDE,
-		RecepcionDEPath:  s.recepcionDE,
-		EventoPath:       s.recepcionEvento,
-		ConsultaRUCPath:  s.consultaRUC,
-	} {
-		s.mux.HandleFunc("POST "+path, h)
-		s.mux.HandleFunc("POST /{env}"+path, h)
-	}
+	route(s, RecepcionPath, ServiceRecepcionLote, s.recepcionLote)
+	route(s, consultaLotePath, ServiceConsultaLote, s.consultaLote)
+	route(s, consultaPath, ServiceConsultaDE, s.consultaDE)
+	route(s, RecepcionDEPath, ServiceRecepcionDE, s.recepcionDE)
+	route(s, EventoPath, ServiceEvento, s.recepcionEvento)
+	route(s, ConsultaRUCPath, ServiceConsultaRUC, s.consultaRUC)
 	s.mux.HandleFunc("GET /sim/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Stats()) })
 	s.mux.HandleFunc("GET /sim/clock", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{"now": s.cfg.Clock().Format(time.RFC3339Nano), "fake": s.cfg.Advance != nil})
@@ -278,9 +273,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Open listens on addr, a loopback address only (the simulator serves
-// made-up data without authentication; port 0 picks a free port), and serves
-// in the background until Close. Call it once, before URL.
+// Open listens on addr, a loopback address only (port 0 picks a free
+// port), and serves in the background until Close. Call it once, before URL.
 func (s *Server) Open(addr string) error { return s.l.Open("sifensim", addr, s, s.logger) }
 
 // URL returns "http://ADDR" of an opened server ("" before Open). Clients
@@ -296,31 +290,36 @@ func (s *Server) Close() error {
 	return err
 }
 
-// readRequest reads a SOAP 1.2 request holding a T, answering a fault
-// itself when it cannot. It returns the body's size too.
-func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, service string) (string, *T, int, bool) {
-	env := cmp.Or(r.PathValue("env"), s.cfg.Env) // Config.Env is test or prod
-	if env != "test" && env != "prod" {
-		s.count(service, "", "", "404")
-		http.NotFound(w, r)
-		return "", nil, 0, false
+// route serves service at path, also under /test and /prod: serve gets
+// the request's environment, its SOAP 1.2 body's T and the body's size;
+// a request that is not one gets a fault or 0160 here.
+func route[T any](s *Server, path, service string, serve func(w http.ResponseWriter, r *http.Request, env string, req *T, size int)) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		env := cmp.Or(r.PathValue("env"), s.cfg.Env) // Config.Env is test or prod
+		if env != "test" && env != "prod" {
+			s.count(service, "", "", "404")
+			http.NotFound(w, r)
+			return
+		}
+		ct := strings.ToLower(r.Header.Get("Content-Type"))
+		if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
+			s.fault(w, service, env, http.StatusUnsupportedMediaType, "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)")
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+		if err != nil {
+			s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
+			return
+		}
+		var req reqEnvelope[T]
+		if err := xml.Unmarshal(body, &req); err != nil || req.Body.Content == nil {
+			s.malformed(w, service, env)
+			return
+		}
+		serve(w, r, env, req.Body.Content, len(body))
 	}
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	if !strings.HasPrefix(ct, "application/soap+xml") && !strings.HasPrefix(ct, "application/xml") {
-		s.fault(w, service, env, http.StatusUnsupportedMediaType, "Content-Type "+strconv.Quote(ct)+" (application/soap+xml o application/xml)")
-		return "", nil, 0, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
-	if err != nil {
-		s.fault(w, service, env, http.StatusRequestEntityTooLarge, "request body: "+err.Error())
-		return "", nil, 0, false
-	}
-	var req reqEnvelope[T]
-	if err := xml.Unmarshal(body, &req); err != nil || req.Body.Content == nil {
-		s.malformed(w, service, env)
-		return "", nil, 0, false
-	}
-	return env, req.Body.Content, len(body), true
+	s.mux.HandleFunc("POST "+path, h)
+	s.mux.HandleFunc("POST /{env}"+path, h)
 }
 
 // malformed answers a request SIFEN cannot read: its generic rRetEnviDe,
@@ -328,7 +327,7 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, servi
 func (s *Server) malformed(w http.ResponseWriter, service, env string) {
 	s.count(service, env, "", codeXMLMalformed)
 	writeXML(w, http.StatusBadRequest, answer(g("rRetEnviDe", g("rProtDe", verdict{status: ResultRejected,
-		code: codeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", formatTime(s.cfg.Clock())))...))))
+		code: codeXMLMalformed, msg: "XML Mal Formado."}.fields(t("dFecProc", s.cfg.Clock().Format(timeLayout)))...))))
 }
 
 func writeXML(w http.ResponseWriter, status int, b []byte) {
@@ -337,19 +336,12 @@ func writeXML(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-func formatTime(t time.Time) string { return t.Format(timeLayout) }
-
 // recepcionLote serves siRecepLoteDE.
-func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceRecepcionLote
-	env, req, size, ok := readRequest[envioLote](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request, env string, req *envioLote, size int) {
 	des, hash, err := unpackLot(req.XDE)
 	if err != nil {
-		s.count(service, env, "", CodeLotNotQueued)
-		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", formatTime(s.cfg.Clock())),
+		s.count(ServiceRecepcionLote, env, "", CodeLotNotQueued)
+		writeXML(w, http.StatusOK, answer(g("rResEnviLoteDe", t("dFecProc", s.cfg.Clock().Format(timeLayout)),
 			t("dCodRes", CodeLotNotQueued), t("dMsgRes", notQueued(err.Error())))))
 		return
 	}
@@ -362,16 +354,16 @@ func (s *Server) recepcionLote(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.BeforeRecepcion != nil {
 		if err := s.cfg.BeforeRecepcion(r.Context(), rec); err != nil {
-			s.count(service, env, ruc, "dropped")
+			s.count(ServiceRecepcionLote, env, ruc, "dropped")
 			http.Error(w, "sifensim: request dropped: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 	}
 	code, msg, number := s.decide(env, des, hash, size)
 	rec.Code, rec.Message, rec.LotNumber = code, msg, number
-	s.count(service, env, ruc, code)
+	s.count(ServiceRecepcionLote, env, ruc, code)
 	now := s.release(r, number, &rec)
-	fields := []el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}
+	fields := []el{t("dFecProc", now.Format(timeLayout)), t("dCodRes", code), t("dMsgRes", msg)}
 	if number != "" {
 		fields = append(fields, t("dProtConsLote", number), t("dTpoProces", strconv.Itoa(int(s.cfg.Processing/time.Second))))
 	}
@@ -429,7 +421,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 		return CodeLotNotQueued, notQueued(fmt.Sprintf("%s; RUC %s bloqueado por %s", why, ruc, d)), ""
 	}
 	if now.Before(st.blockedUntil) {
-		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, formatTime(st.blockedUntil))), ""
+		return CodeLotNotQueued, notQueued(fmt.Sprintf("RUC %s bloqueado hasta %s", ruc, st.blockedUntil.Format(timeLayout))), ""
 	}
 	seen := make(map[string]bool, len(des))
 	for i, de := range des {
@@ -465,8 +457,7 @@ func (s *Server) decide(env string, des []DE, hash string, size int) (code, msg,
 			return block(fmt.Sprintf("envíos demasiado frecuentes (%s desde la respuesta al lote anterior, mínimo %s)", since, s.cfg.Interval))
 		}
 	}
-	number = strconv.FormatUint(s.nextLot, 10)
-	s.nextLot++
+	number = next(&s.nextLot)
 	s.lots[number] = &lot{number: number, env: env, ruc: ruc, des: des, queuedAt: now}
 	if hash != "" {
 		s.hashes[key{env, hash}] = number
@@ -495,22 +486,22 @@ func (s *Server) lockDue() time.Time {
 	return now
 }
 
-// newAut returns the next dProtAut. s.mu is held.
-func (s *Server) newAut() string {
-	s.nextAut++
-	return strconv.FormatUint(s.nextAut-1, 10)
+// next returns *n, a lot number or dProtAut, and counts it up; s.mu is held.
+func next(n *uint64) string {
+	*n++
+	return strconv.FormatUint(*n-1, 10)
 }
 
 // process decides each DE of a lot. s.mu is held.
 func (s *Server) process(l *lot) {
 	l.verdicts = make([]verdict, 0, len(l.des))
 	for _, de := range l.des {
-		c := s.cdcs[key{l.env, de.CDC}]
+		c := cmp.Or(s.cdcs[key{l.env, de.CDC}], &cdcState{})
 		v := verdict{cdc: de.CDC, status: ResultApproved, code: "0260", msg: "Autorización del DE satisfactoria"}
 		rejected := func(cd, m string) { v.status, v.code, v.msg = ResultRejected, cd, m }
 		if cd, m := deProblem(de); cd != "" {
 			rejected(cd, m)
-		} else if c != nil && c.approved && c.lot != l.number {
+		} else if c.approved && c.lot != l.number {
 			rejected("1001", "CDC duplicado")
 		} else if l.env == "prod" && !de.Signed {
 			rejected("0141", "Firma digital ausente")
@@ -527,22 +518,15 @@ func (s *Server) process(l *lot) {
 			}
 		}
 		if v.status != ResultRejected {
-			v.aut = s.newAut()
-			if c != nil {
-				c.approved, c.aut = true, v.aut
-			}
+			v.aut = next(&s.nextAut)
+			c.approved, c.aut = true, v.aut
 		}
 		l.verdicts = append(l.verdicts, v)
 	}
 }
 
 // consultaLote serves siConsLoteDE.
-func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceConsultaLote
-	env, req, _, ok := readRequest[consLote](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) consultaLote(w http.ResponseWriter, _ *http.Request, env string, req *consLote, _ int) {
 	now := s.lockDue()
 	l := s.lots[strings.TrimSpace(req.LotNumber)]
 	ruc, code, msg := "", CodeLotUnknown, "Número de Lote inexistente"
@@ -560,35 +544,27 @@ func (s *Server) consultaLote(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	s.count(service, env, ruc, code)
+	s.count(ServiceConsultaLote, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsLoteDe",
-		append([]el{t("dFecProc", formatTime(now)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
+		append([]el{t("dFecProc", now.Format(timeLayout)), t("dCodResLot", code), t("dMsgResLot", msg)}, results...)...)))
 }
 
 // consultaDE serves siConsDE.
-func (s *Server) consultaDE(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceConsultaDE
-	env, req, _, ok := readRequest[consDE](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) consultaDE(w http.ResponseWriter, _ *http.Request, env string, req *consDE, _ int) {
 	now := s.lockDue()
-	c := s.cdcs[key{env, strings.TrimSpace(req.CDC)}]
-	ruc, code, msg := "", CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
+	c := cmp.Or(s.cdcs[key{env, strings.TrimSpace(req.CDC)}], &cdcState{})
+	code, msg := CodeDENotFound, "Documento No Existe en SIFEN o ha sido Rechazado"
 	var content []el
-	if c != nil {
-		ruc = c.ruc
-	}
-	if c != nil && c.approved {
+	if c.approved {
 		// xContenDE as SIFEN sends it: escaped text of the DE (rDE) with
 		// its authorisation (dProtAut) and events (xContEv) beside it.
 		code, msg = CodeDEFound, "CDC encontrado"
 		content = []el{t("xContenDE", `<?xml version="1.0" encoding="UTF-8"?>`+string(c.xml)+"<dProtAut>"+c.aut+"</dProtAut><xContEv></xContEv>")}
 	}
 	s.mu.Unlock()
-	s.count(service, env, ruc, code)
+	s.count(ServiceConsultaDE, env, c.ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rEnviConsDeResponse",
-		append([]el{t("dFecProc", formatTime(now)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
+		append([]el{t("dFecProc", now.Format(timeLayout)), t("dCodRes", code), t("dMsgRes", msg)}, content...)...)))
 }
 
 // advanceClock serves POST /sim/clock?advance=DURATION.

@@ -6,6 +6,7 @@ package sifensim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"net/http"
 	"slices"
@@ -53,20 +54,14 @@ type gesEve struct {
 // service carries them) and processed at once, answered in rRetEnviDe/rProtDe.
 // A DE the RUC rules refuse is Rechazado with 0301 and the reason (no code is
 // published for it).
-func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceRecepcionDE
-	env, req, size, ok := readRequest[envioDE](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request, env string, req *envioDE, size int) {
 	des, err := readLot(slices.Concat([]byte(`<rLoteDE xmlns="`+nsSIFEN+`">`), stripDecl(req.XDE.Inner), []byte(`</rLoteDE>`)))
 	if err != nil || len(des) != 1 {
-		s.malformed(w, service, env)
+		s.malformed(w, ServiceRecepcionDE, env)
 		return
 	}
-	de := des[0]
 	code, msg, number := s.decide(env, des, "", size)
-	v := verdict{cdc: de.CDC, status: ResultRejected, code: code, msg: msg}
+	v := verdict{cdc: des[0].CDC, status: ResultRejected, code: code, msg: msg}
 	if number != "" {
 		s.mu.Lock()
 		l := s.lots[number]
@@ -76,9 +71,9 @@ func (s *Server) recepcionDE(w http.ResponseWriter, r *http.Request) {
 		v = l.verdicts[0]
 		s.mu.Unlock()
 	}
-	s.count(service, env, de.RUC, v.code)
+	s.count(ServiceRecepcionDE, env, des[0].RUC, v.code)
 	now := s.release(r, number, nil)
-	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", formatTime(now)))...))))
+	writeXML(w, http.StatusOK, answer(g("rRetEnviDe", g("rProtDe", v.fields(t("id", v.cdc), t("dFecProc", now.Format(timeLayout)))...))))
 }
 
 func stripDecl(b []byte) []byte {
@@ -93,12 +88,7 @@ func stripDecl(b []byte) []byte {
 // taxpayers: a RUC of 5 to 8 digits (without check digit, Schema XML 15)
 // is found (0502), active (ACT) and an electronic issuer; any other
 // value is 0500.
-func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceConsultaRUC
-	env, req, _, ok := readRequest[consRUC](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) consultaRUC(w http.ResponseWriter, _ *http.Request, env string, req *consRUC, _ int) {
 	ruc, code, fields := "", CodeRUCNotFound, []el{t("dCodRes", CodeRUCNotFound), t("dMsgRes", "RUC no existe")}
 	if v := strings.TrimSpace(req.RUC); len(v) >= 5 && len(v) <= 8 && allDigits(v) {
 		ruc, code = v, CodeRUCFound
@@ -106,7 +96,7 @@ func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
 			t("dRUCCons", ruc), t("dRazCons", "CONTRIBUYENTE DE PRUEBA "+ruc), t("dCodEstCons", "ACT"),
 			t("dDesEstCons", "ACTIVO"), t("dRUCFactElec", "S"))}
 	}
-	s.count(service, env, ruc, code)
+	s.count(ServiceConsultaRUC, env, ruc, code)
 	writeXML(w, http.StatusOK, answer(g("rResEnviConsRUC", fields...)))
 }
 
@@ -114,19 +104,14 @@ func (s *Server) consultaRUC(w http.ResponseWriter, r *http.Request) {
 // registered (0600, a dProtAut) unless it names a DE not approved in the
 // environment (CodeEventCDCNotFound) or is unsigned in prod (0141). Events
 // change nothing else: a cancelled DE is still found by siConsDE.
-func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
-	const service = ServiceEvento
-	env, req, _, ok := readRequest[envioEvento](s, w, r, service)
-	if !ok {
-		return
-	}
+func (s *Server) recepcionEvento(w http.ResponseWriter, _ *http.Request, env string, req *envioEvento, _ int) {
 	events := req.Reg.Group.Events
 	if len(events) == 0 {
-		s.malformed(w, service, env)
+		s.malformed(w, ServiceEvento, env)
 		return
 	}
 	now := s.lockDue()
-	fields := []el{t("dFecProc", formatTime(now))}
+	fields := []el{t("dFecProc", now.Format(timeLayout))}
 	for _, ev := range events {
 		cdc := ""
 		for _, a := range ev.Eve.Types.Any {
@@ -135,22 +120,18 @@ func (s *Server) recepcionEvento(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		v, ruc := verdict{status: ResultRejected}, ""
-		c := s.cdcs[key{env, cdc}]
-		if c != nil {
-			ruc = c.ruc
-		}
+		v, c := verdict{status: ResultRejected}, cmp.Or(s.cdcs[key{env, cdc}], &cdcState{})
 		switch {
 		case env == "prod" && ev.Signature == nil:
 			v.code, v.msg = "0141", "Firma digital ausente"
-		case cdc != "" && (c == nil || !c.approved):
+		case cdc != "" && !c.approved:
 			v.code, v.msg = CodeEventCDCNotFound, "CDC "+cdc+" inexistente o no aprobado"
 		default:
-			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: s.newAut()}
+			v = verdict{status: ResultApproved, code: CodeEventRegistered, msg: "Evento registrado correctamente", aut: next(&s.nextAut)}
 		}
 		res := v.fields()
 		fields = append(fields, g("gResProcEVe", slices.Insert(res, len(res)-1, t("id", strings.TrimSpace(ev.Eve.ID)))...))
-		s.stats[Count{Service: service, Env: env, RUC: ruc, Code: v.code}]++
+		s.stats[Count{Service: ServiceEvento, Env: env, RUC: c.ruc, Code: v.code}]++
 	}
 	s.mu.Unlock()
 	writeXML(w, http.StatusOK, answer(g("rRetEnviEventoDe", fields...)))

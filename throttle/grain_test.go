@@ -143,3 +143,46 @@ func TestRollingGrainReturnsTokensWithinAGrainOfTheWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestALeaseAdmitsAfterItsKeyIsRememberedAsRefused: a process that holds a
+// lease's token and was then refused on the key by the store (a take of
+// several charges, or one in flight while the lease was granted) admits from the
+// lease: the token is spent already, and answering from the refusal memory
+// instead would leave it unused while the other processes are refused for
+// want of it. Two processes then admit the capacity, no more, no less.
+func TestALeaseAdmitsAfterItsKeyIsRememberedAsRefused(t *testing.T) {
+	clock := throttle.NewManualClock(throttletest.Epoch)
+	store := throttletest.NewMemStore(clock.Now)
+	p := grainPolicy(40, time.Second, 0)
+	newLimiter := func() *throttle.Limiter {
+		lim, err := throttle.NewLimiter(store, throttle.Policies{p.Name: p}, throttle.Config{Clock: clock.Now, Lease: time.Second})
+		require.NoError(t, err)
+		return lim
+	}
+	a, b := newLimiter(), newLimiter()
+	key := throttle.Key{Identifier: "192.0.2.7", Env: "prod", Policy: p.Name}
+	take := func(lim *throttle.Limiter, cost int64) bool {
+		d, err := lim.Take(context.Background(), "", throttle.Charge{Key: key, Cost: cost})
+		require.NoError(t, err)
+		return d.Allowed
+	}
+	admitted := 0
+	for range 2 { // the second take of a key seen before leases a token
+		require.True(t, take(a, 1))
+		admitted++
+	}
+	for take(b, 1) {
+		admitted++
+	}
+	require.Equal(t, 39, admitted, "a's two takes and b's 37: a's lease holds the 40th token")
+	// A take of two charges is never leased: the store decides it and
+	// refuses it on key, which a then remembers as refused.
+	other := key
+	other.Identifier = "192.0.2.8"
+	d, err := a.Take(context.Background(), "", throttle.Charge{Key: key, Cost: 1}, throttle.Charge{Key: other, Cost: 1})
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	require.True(t, take(a, 1), "a admits from its lease although the key is remembered as refused")
+	require.False(t, take(a, 1), "the lease is spent")
+	require.False(t, take(b, 1))
+}

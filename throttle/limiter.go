@@ -149,6 +149,16 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 	if err != nil {
 		return Decision{}, err
 	}
+	// A lease's tokens are spent already: they admit before the refusal
+	// cache answers, or a refusal remembered while a lease was being taken
+	// would strand them (docs/decisions/0221).
+	leased := l.leases.leasable(ps)
+	if leased {
+		if d, ok := l.leases.use(ps[0], l.clock()); ok {
+			l.observer.Decided(d, time.Since(start))
+			return d, nil
+		}
+	}
 	// A take under a policy in shadow mode is decided by the store, never
 	// from the refusal cache, so that its would-be refusal is recorded.
 	if !slices.ContainsFunc(ps, func(p priced) bool { return l.rules.shadow(p.policy.Name) }) {
@@ -161,18 +171,12 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 			return d, nil
 		}
 	}
-	leased := l.leases.leasable(ps)
 	var back, want int64
 	var backAt time.Time
 	for leased {
-		now := l.clock()
-		if d, ok := l.leases.use(ps[0], now); ok {
-			l.observer.Decided(d, time.Since(start))
-			return d, nil
-		}
 		var wait <-chan struct{}
 		var lead bool
-		back, backAt, want, lead, wait = l.leases.pending(ps[0].Key, now)
+		back, backAt, want, lead, wait = l.leases.pending(ps[0].Key, l.clock())
 		if wait == nil {
 			if lead {
 				defer l.leases.taken(ps[0].Key)
@@ -183,6 +187,10 @@ func (l *Limiter) Take(ctx context.Context, ref string, charges ...Charge) (Deci
 		case <-wait:
 		case <-ctx.Done():
 			return Decision{}, fmt.Errorf("throttle: take %s: %w", ps[0].Key, ctx.Err())
+		}
+		if d, ok := l.leases.use(ps[0], l.clock()); ok {
+			l.observer.Decided(d, time.Since(start))
+			return d, nil
 		}
 	}
 	// Refusals answered from memory whose groups are due ride along.

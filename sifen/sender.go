@@ -161,7 +161,7 @@ func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
 
 // Import stores the DEs of data (one rDE or an rLoteDE) as draft documents
 // of env, all or none, and returns them in input order. A CDC already stored
-// in env is imported again when Reimportable allows it; otherwise the import
+// in env is imported again when CheckReimport allows it; otherwise the import
 // fails with a *CDCError naming the document that holds it.
 //
 // Errors: ErrInvalidEnv, ParseLote's, ErrUnfit, ErrLotTooBig, *CDCError

@@ -108,10 +108,10 @@ func (s *Sender) checkCDCs(ctx context.Context, env Env, des []DE) error {
 		byCDC[d.CDC] = d
 	}
 	for _, de := range des {
-		if d, ok := byCDC[de.CDC]; ok && !Reimportable(d, de, false) {
-			other := string(d.XML) != string(de.XML)
-			d.XML = nil
-			return &CDCError{CDC: de.CDC, Document: d, Now: s.clock(), OtherContent: other}
+		if d, ok := byCDC[de.CDC]; ok {
+			if err := CheckReimport(d, de, false, s.clock()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

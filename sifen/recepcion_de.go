@@ -28,9 +28,7 @@ const (
 type EnvioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
 	ID      string   `xml:"dId"`
-	XDE     struct {
-		Inner []byte `xml:",innerxml"`
-	} `xml:"xDE"`
+	XDE     innerXML `xml:"xDE"`
 }
 
 // ErrNoRecepcionDE is the error of a single-DE send when the Sender's
@@ -48,8 +46,7 @@ var _ deReceiver = (*Client)(nil)
 // RecepcionDE sends one signed rDE to siRecepDE and returns SIFEN's
 // protocol of it (rProtDe). Errors as RecepcionLote's.
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
-	req := EnvioDE{ID: newRequestID()}
-	req.XDE.Inner = bytes.TrimSpace(stripXMLDecl(rde))
+	req := EnvioDE{ID: newRequestID(), XDE: innerXML(bytes.TrimSpace(stripXMLDecl(rde)))}
 	// rRetEnviDe is the answer, on HTTP 200, or on 400 for a request SIFEN
 	// refused before reading it (0160): either way SIFEN's protocol.
 	_, err := call[struct{}](ctx, c, env, ServiceRecepcionDE, RecepcionDEPath, req)

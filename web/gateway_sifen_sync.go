@@ -26,7 +26,7 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	// namespace around it lets the parser make it standalone.
 	var doc bytes.Buffer
 	doc.WriteString(`<rLoteDE xmlns="` + sifen.Namespace + `">`)
-	doc.Write(stripXMLDecl(req.XDE.Inner))
+	doc.Write(stripXMLDecl([]byte(req.XDE)))
 	doc.WriteString(`</rLoteDE>`)
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {

@@ -470,31 +470,23 @@ func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 			missing = append(missing, in)
 		}
 	}
-	out := bytes.Clone(raw)
 	if len(missing) == 0 {
-		return out
+		return bytes.Clone(raw)
 	}
 	// The element name ends at the first space, '/' or '>'.
-	i := 1
-	for i < len(raw) && !isXMLSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
-		i++
-	}
+	i := bytes.IndexAny(raw, " \t\n\r/>")
 	var decl bytes.Buffer
 	for _, a := range missing {
-		decl.WriteByte(' ')
+		name := "xmlns"
 		if a.Name.Space == "xmlns" {
-			decl.WriteString("xmlns:" + a.Name.Local)
-		} else {
-			decl.WriteString("xmlns")
+			name += ":" + a.Name.Local
 		}
-		decl.WriteString(`="`)
+		decl.WriteString(" " + name + `="`)
 		_ = xml.EscapeText(&decl, []byte(a.Value))
 		decl.WriteByte('"')
 	}
-	return append(out[:i:i], append(decl.Bytes(), raw[i:]...)...)
+	return append(append(raw[:i:i], decl.Bytes()...), raw[i:]...)
 }
-
-func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // validate applies the lot rules but size: 1 to maxLotDEs DEs, no CDC twice,
 // one type, one issuer (ErrLotEmpty, ErrLotTooManyDEs, ErrLotDuplicateCDC,
@@ -601,13 +593,10 @@ func ZipLote(doc []byte) ([]byte, error) {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	w, err := zw.CreateHeader(&zip.FileHeader{Name: lotFileName, Method: zip.Deflate})
-	if err != nil {
-		return nil, fmt.Errorf("sifen: zip lot: %w", err)
+	if err == nil {
+		_, err = w.Write(doc)
 	}
-	if _, err := w.Write(doc); err != nil {
-		return nil, fmt.Errorf("sifen: zip lot: %w", err)
-	}
-	if err := zw.Close(); err != nil {
+	if err := cmp.Or(err, zw.Close()); err != nil {
 		return nil, fmt.Errorf("sifen: zip lot: %w", err)
 	}
 	return b.Bytes(), nil

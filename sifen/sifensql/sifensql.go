@@ -125,7 +125,7 @@ func (s *store) selectDocs(ctx context.Context, op, q string, args ...any) ([]si
 }
 
 // exec runs q (its IN lists expanded, rebound) on tx and returns the rows it
-// affected; a failure is a store failure.
+// affected.
 func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error) {
 	q, args, err := sqlx.In(q, args...)
 	if err != nil {
@@ -133,10 +133,9 @@ func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error
 	}
 	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
 	if err != nil {
-		return 0, wrapDB(err)
+		return 0, err
 	}
-	n, err := res.RowsAffected()
-	return n, wrapDB(err)
+	return res.RowsAffected()
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -155,8 +154,7 @@ func dbError(op string, err error) error {
 
 // inTx runs fn in one write transaction, all again after a transient failure
 // before the COMMIT (fn must do nothing but its statements on tx). A rule's
-// error (one fn returns not wrapped by wrapDB) is returned as is, and a
-// commit in doubt (sqlstore.ErrCommitInDoubt) is never retried. It returns
+// error (one fn returns as a rule) is returned as is, and a commit in doubt (sqlstore.ErrCommitInDoubt) is never retried. It returns
 // what fn returned in the transaction committed.
 func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) (T, error)) (T, error) {
 	var out, zero T
@@ -169,11 +167,11 @@ func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) 
 		}
 		defer tx.Rollback()
 		if out, err = fn(tx); err != nil {
-			var se storeErr
-			if errors.As(err, &se) {
-				return se.err
+			r := rule{}
+			if !errors.As(err, &r) {
+				return err
 			}
-			ruleErr = err
+			ruleErr = r.error
 			return nil // rolled back by the defer; not a store failure
 		}
 		return s.commitError(tx.Commit())
@@ -184,17 +182,8 @@ func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) 
 	return out, nil
 }
 
-// storeErr marks a database failure inside inTx (as opposed to a rule).
-type storeErr struct{ err error }
-
-func (e storeErr) Error() string { return e.err.Error() }
-
-func wrapDB(err error) error {
-	if err == nil {
-		return nil
-	}
-	return storeErr{err}
-}
+// rule marks an error of inTx's fn that is a rule's, not a database failure.
+type rule struct{ error }
 
 // Documents implements sifen.DocumentStore.
 func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
@@ -287,7 +276,7 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	for range 2 {
 		var existing []docRow
 		if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC); err != nil {
-			return 0, wrapDB(err)
+			return 0, err
 		}
 		if len(existing) > 0 {
 			return reimportDocument(ctx, tx, existing[0].document(), de, replace, now)
@@ -298,14 +287,14 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 		}
 	}
 	// Inserted by another transaction, then gone before this one read it.
-	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
+	return 0, fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env)
 }
 
 // reimportDocument turns ex, the document holding de's CDC, into a draft of
 // de when sifen.CheckReimport allows it, else returns its *sifen.CDCError.
 func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, replace bool, now time.Time) (int64, error) {
 	if err := sifen.CheckReimport(ex, de, replace, now); err != nil {
-		return 0, err
+		return 0, rule{err}
 	}
 	note := "imported again (was " + string(ex.Status) + ")"
 	if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
@@ -336,7 +325,7 @@ func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
-	return id, err == nil, wrapDB(err)
+	return id, err == nil, err
 }
 
 // Claim implements sifen.DocumentStore: one transaction registers the lot
@@ -352,7 +341,7 @@ func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 		if err != nil {
 			return 0, err
 		} else if n == 0 {
-			return 0, fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)
+			return 0, rule{fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)}
 		}
 		for _, d := range c.Docs {
 			n, err := exec(ctx, tx, `
@@ -364,7 +353,7 @@ func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 			if err != nil {
 				return 0, err
 			} else if n != 1 {
-				return 0, fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)
+				return 0, rule{fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)}
 			}
 		}
 		return len(c.Docs), nil
@@ -503,7 +492,7 @@ func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string
 		err = tx.GetContext(ctx, &n, tx.Rebind(`
 			SELECT CASE WHEN EXISTS (SELECT 1 FROM balde_document_lots WHERE env = ? AND lot_number = ?) THEN 0 ELSE 1 END`),
 			string(env), lotNumber)
-		return n > 0, wrapDB(err)
+		return n > 0, err
 	})
 }
 

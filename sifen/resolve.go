@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -168,21 +169,15 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	}
 	switch resp.Code {
 	case codeLotDone:
-		byCDC := make(map[string]DEResult, len(resp.Results))
-		for _, r := range resp.Results {
-			byCDC[r.CDC] = r
-		}
 		for _, doc := range docs {
-			res, ok := byCDC[doc.CDC]
-			if !ok {
+			i := slices.IndexFunc(resp.Results, func(r DEResult) bool { return r.CDC == doc.CDC })
+			if i < 0 {
 				continue
 			}
-			st, changes := lotResultSettle(doc, res)
-			if !changes {
-				continue
-			}
-			if err := finish(doc, st); err != nil {
-				return err
+			if st, changes := lotResultSettle(doc, resp.Results[i]); changes {
+				if err := finish(doc, st); err != nil {
+					return err
+				}
 			}
 		}
 	case codeLotUnknown, codeLotTooLate:

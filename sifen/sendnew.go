@@ -103,13 +103,9 @@ func (s *Sender) checkCDCs(ctx context.Context, env Env, des []DE) error {
 	if err != nil {
 		return err
 	}
-	byCDC := make(map[string]Document, len(stored))
-	for _, d := range stored {
-		byCDC[d.CDC] = d
-	}
 	for _, de := range des {
-		if d, ok := byCDC[de.CDC]; ok {
-			if err := CheckReimport(d, de, false, s.clock()); err != nil {
+		if i := slices.IndexFunc(stored, func(d Document) bool { return d.CDC == de.CDC }); i >= 0 {
+			if err := CheckReimport(stored[i], de, false, s.clock()); err != nil {
 				return err
 			}
 		}

@@ -215,13 +215,9 @@ func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, err
 			where, args = append(where, cond), append(args, arg)
 		}
 	}
-	statuses := make([]string, len(f.Statuses))
-	for i, st := range f.Statuses {
-		statuses[i] = string(st)
-	}
 	and(f.Env != "", "env = ?", string(f.Env))
 	and(f.RUC != "", "ruc = ?", f.RUC)
-	and(len(statuses) > 0, "status IN (?)", statuses)
+	and(len(f.Statuses) > 0, "status IN (?)", f.Statuses)
 	and(f.LotNumber != "", "lot_number = ?", f.LotNumber)
 	and(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
 	and(f.BeforeID > 0, "id < ?", f.BeforeID)

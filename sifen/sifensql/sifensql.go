@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -195,12 +196,8 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 	if err != nil {
 		return nil, err
 	}
-	found := make(map[int64]bool, len(docs))
-	for _, d := range docs {
-		found[d.ID] = true
-	}
 	for _, id := range ids {
-		if !found[id] {
+		if !slices.ContainsFunc(docs, func(d sifen.Document) bool { return d.ID == id }) {
 			return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
 		}
 	}

@@ -498,13 +498,11 @@ func (l Lote) validate() error {
 	case len(l.DEs) > maxLotDEs:
 		return fmt.Errorf("%w: %d DEs", ErrLotTooManyDEs, len(l.DEs))
 	}
-	seen := make(map[string]bool, len(l.DEs))
 	first := l.DEs[0]
 	for i, de := range l.DEs {
-		if seen[de.CDC] {
+		if slices.ContainsFunc(l.DEs[:i], func(o DE) bool { return o.CDC == de.CDC }) {
 			return fmt.Errorf("%w: %s", ErrLotDuplicateCDC, de.CDC)
 		}
-		seen[de.CDC] = true
 		if de.Type != first.Type {
 			return fmt.Errorf("%w: DE 1 is of type %d, DE %d of type %d", ErrLotMixedTypes, first.Type, i+1, de.Type)
 		}

@@ -78,7 +78,7 @@ type Filter struct {
 // Otherwise it is the refusal at now, a *CDCError.
 func CheckReimport(d Document, de DE, replace bool, now time.Time) error {
 	same := string(d.XML) == string(de.XML)
-	if d.Status.Sendable() && (same || replace) || d.Status == StatusRejected && !same {
+	if (d.Status.Sendable() && (same || replace)) || (d.Status == StatusRejected && !same) {
 		return nil
 	}
 	d.XML = nil

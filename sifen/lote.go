@@ -464,19 +464,11 @@ func isDigits(s string) bool { return s != "" && strings.TrimLeft(s, "0123456789
 // standalone adds to raw's start tag the inherited namespace declarations it
 // does not make itself.
 func standalone(raw []byte, own, inherited []xml.Attr) []byte {
-	var missing []xml.Attr
-	for _, in := range inherited {
-		if !slices.ContainsFunc(nsDecls(own), func(a xml.Attr) bool { return a.Name == in.Name }) {
-			missing = append(missing, in)
-		}
-	}
-	if len(missing) == 0 {
-		return bytes.Clone(raw)
-	}
-	// The element name ends at the first space, '/' or '>'.
-	i := bytes.IndexAny(raw, " \t\n\r/>")
 	var decl bytes.Buffer
-	for _, a := range missing {
+	for _, a := range inherited {
+		if slices.ContainsFunc(own, func(o xml.Attr) bool { return o.Name == a.Name }) {
+			continue // an inherited declaration's name is one only a declaration has
+		}
 		name := "xmlns"
 		if a.Name.Space == "xmlns" {
 			name += ":" + a.Name.Local
@@ -485,6 +477,11 @@ func standalone(raw []byte, own, inherited []xml.Attr) []byte {
 		_ = xml.EscapeText(&decl, []byte(a.Value))
 		decl.WriteByte('"')
 	}
+	if decl.Len() == 0 {
+		return bytes.Clone(raw)
+	}
+	// The element name ends at the first space, '/' or '>'.
+	i := bytes.IndexAny(raw, " \t\n\r/>")
 	return append(append(raw[:i:i], decl.Bytes()...), raw[i:]...)
 }
 

@@ -52,10 +52,8 @@ func readResult(status string, codes ...string) verdict {
 	case "rechazado":
 		return verdictRejected
 	}
-	for _, c := range codes {
-		if strings.TrimSpace(c) == codeAuthorized {
-			return verdictApproved
-		}
+	if slices.ContainsFunc(codes, func(c string) bool { return strings.TrimSpace(c) == codeAuthorized }) {
+		return verdictApproved
 	}
 	return verdictUnknown
 }

@@ -86,10 +86,8 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	if err != nil {
 		return LotOutcome{}, err
 	}
-	for _, l := range lots {
-		if l.Env == env && l.LotNumber == lotNumber {
-			return s.queryLot(ctx, l)
-		}
+	if i := slices.IndexFunc(lots, func(l LotRef) bool { return l.Env == env && l.LotNumber == lotNumber }); i >= 0 {
+		return s.queryLot(ctx, lots[i])
 	}
 	// No document of it waits for its result: ask anyway (nothing is due
 	// or scheduled for such a lot).

@@ -514,14 +514,11 @@ func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, n
 // ShareInterval implements sifen.DocumentStore: the stored interval only
 // grows, in one statement; a process storing nothing only reads.
 func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
-	before, err := selectAll[int64](ctx, s, "read the SIFEN interval", `SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`, string(env))
+	before, err := selectAll[int64](ctx, s, "read the SIFEN interval", `SELECT COALESCE(MAX(interval_ns), 0) FROM balde_sifen_settings WHERE env = ?`, string(env))
 	if err != nil {
 		return 0, err
 	}
-	var stored time.Duration
-	if len(before) > 0 {
-		stored = time.Duration(before[0])
-	}
+	stored := time.Duration(before[0])
 	if d <= stored {
 		return stored, nil
 	}

@@ -119,13 +119,13 @@ type DESend struct {
 func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
+	res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber(), Messages: prot.Results}
 	var unusable string
-	if sendErr == nil && readResult(prot.State(), code) == verdictUnknown {
+	if sendErr == nil && res.verdict() == verdictUnknown {
 		unusable = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
 		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
-		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber(), Messages: prot.Results}
 		st, _ := lotResultSettle(Document{}, res)
 		st.Sent = true
 		log.Info("DE answered", slog.String("result", st.Result), slog.String("code", code))

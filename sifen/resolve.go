@@ -187,7 +187,11 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 				continue
 			}
 			st := Settle{Status: StatusError, ResponseCode: r.Code, Message: "lot " + resp.Code + " " + resp.Message + "; DE not at SIFEN (" + r.Code + "): it may be sent again"}
-			switch sent := sentAt(doc); {
+			sent := doc.SentAt
+			if sent.IsZero() {
+				sent = doc.ClaimedAt // its send not recorded: its claim
+			}
+			switch {
 			case r.Code == codeDEFound:
 				st = r.found("lot " + resp.Code + "; DE found: ")
 			case resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter:
@@ -250,14 +254,6 @@ func (s *Sender) askDE(ctx context.Context, doc Document) (ConsultaDEResponse, e
 		return r, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message)
 	}
 	return r, nil
-}
-
-// sentAt is when doc's lot left: SentAt, or its claim when not recorded.
-func sentAt(doc Document) time.Time {
-	if doc.SentAt.IsZero() {
-		return doc.ClaimedAt
-	}
-	return doc.SentAt
 }
 
 // resultText renders a DE's result: "Aprobado: 0260 Autorización del DE satisfactoria".

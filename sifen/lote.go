@@ -107,7 +107,11 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 	if err := ctx.Err(); err != nil {
 		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
 	}
-	w := &window{r: skipBOM(r), limit: limit}
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3) // a UTF-8 byte order mark
+	}
+	w := &window{r: br, limit: limit}
 	d := &decoder{Decoder: xml.NewDecoder(w), ctx: ctx, src: w}
 	tok, off, err := d.next("before the root element")
 	root, ok := tok.(xml.StartElement)
@@ -141,15 +145,6 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 		return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
 	}
 	return l, nil
-}
-
-// skipBOM returns r without a UTF-8 byte order mark at its start.
-func skipBOM(r io.Reader) io.Reader {
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xef\xbb\xbf")) {
-		_, _ = br.Discard(3)
-	}
-	return br
 }
 
 // errInflated is window's error past its limit.
@@ -410,9 +405,10 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 	if err != nil {
 		return DE{}, err
 	}
-	typ, err := parseType(values[pathType])
-	if err != nil {
-		return DE{}, err
+	s := values[pathType]
+	typ, err := strconv.Atoi(s)
+	if err != nil || typ < 1 || len(s) > 2 || !isDigits(s) {
+		return DE{}, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
 	}
 	if !hasCDC {
 		return DE{}, fmt.Errorf("%w: DE has no Id attribute", ErrInvalidCDC)
@@ -421,14 +417,6 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 		return DE{}, err
 	}
 	return DE{RUC: ruc, Type: typ, CDC: cdc, XML: raw}, nil
-}
-
-func parseType(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || len(s) > 2 || !isDigits(s) {
-		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
-	}
-	return n, nil
 }
 
 // validateCDC checks a CDC against its DE: 44 digits, laid out as

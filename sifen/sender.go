@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -389,7 +388,7 @@ func (s *Sender) admit(ctx context.Context, c claimed, env Env, ids []int64, cla
 	c.bg = context.WithoutCancel(ctx)
 
 	// 3. Claim the documents.
-	c.token = newClaim()
+	c.token = rand.Text()
 	if c.out.DocumentIDs, err = claim(&c, now); err != nil {
 		// Nothing left: the hold ends now (the take's own interval stays).
 		c.interval = 0
@@ -516,12 +515,6 @@ func ledgerRef(ids []int64, hash string) string {
 		return "doc:" + strconv.FormatInt(ids[0], 10)
 	}
 	return "lot:" + hash[:16]
-}
-
-func newClaim() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // RUCWait says whether a lot of ruc in env would be admitted now, without

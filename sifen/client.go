@@ -40,9 +40,6 @@ type ClientConfig struct {
 	// TestURL and ProdURL default to this package's.
 	BaseURL          string
 	TestURL, ProdURL string
-	// RecepcionPath, ConsultaLotePath and ConsultaPath override the services'
-	// paths.
-	RecepcionPath, ConsultaLotePath, ConsultaPath string
 	// CertFile and KeyFile are the PEM client certificate and key for mutual
 	// TLS; CAFile the PEM roots to trust (default: the system's).
 	CertFile, KeyFile, CAFile string
@@ -55,9 +52,8 @@ type ClientConfig struct {
 // Client is the bare SOAP transport to SIFEN's three services. It does not
 // throttle and keeps no state: use Sender to send. Safe for concurrent use.
 type Client struct {
-	http  *http.Client
-	cfg   ClientConfig
-	paths map[string]string // a service's default path → the configured one
+	http *http.Client
+	cfg  ClientConfig
 }
 
 // NewClient returns a Client for cfg, loading the certificate files. A base
@@ -81,12 +77,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		tr.TLSClientConfig = tlsConfig
 		hc = &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	}
-	paths := map[string]string{
-		RecepcionPath:    cmp.Or(cfg.RecepcionPath, RecepcionPath),
-		ConsultaLotePath: cmp.Or(cfg.ConsultaLotePath, ConsultaLotePath),
-		ConsultaPath:     cmp.Or(cfg.ConsultaPath, ConsultaPath),
-	}
-	return &Client{http: hc, cfg: cfg, paths: paths}, nil
+	return &Client{http: hc, cfg: cfg}, nil
 }
 
 // checkBaseURL accepts "" and an absolute http(s) URL with a host.
@@ -128,10 +119,8 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 	return conf, nil
 }
 
-// url returns the endpoint of a service path in env, an overridden path
-// going to the configured one.
+// url returns the endpoint of a service path in env.
 func (c *Client) url(env Env, path string) string {
-	path = cmp.Or(c.paths[path], path)
 	base := c.cfg.TestURL
 	if env == EnvProd {
 		base = c.cfg.ProdURL
@@ -178,40 +167,31 @@ func (c *Client) ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaD
 	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, ConsultaPath, req)
 }
 
-// call posts one SOAP request and reads the answer.
+// call posts body in a SOAP envelope to the service at path in env and
+// reads the answer.
 func call[T any](ctx context.Context, c *Client, env Env, service, path string, body any) (T, error) {
 	var zero T
-	status, data, err := c.soap(ctx, env, service, path, body)
+	payload, err := MarshalSOAP(body)
 	if err != nil {
 		return zero, err
 	}
-	out, fault, err := UnmarshalSOAP[T](data)
+	ans, err := c.post(ctx, env, service, path, SOAPContentType, payload)
+	if err != nil {
+		return zero, err
+	}
+	out, fault, err := UnmarshalSOAP[T](ans.Body)
 	var refused *RemoteError
 	switch {
 	case fault != nil:
-		return zero, fault.remote(service, status)
+		return zero, &RemoteError{Service: service, StatusCode: ans.StatusCode, Fault: fault.String(), FaultCode: fault.Code}
 	case errors.As(err, &refused):
 		// rRetEnviDe, on HTTP 200 or 400 alike: SIFEN's own refusal.
-		refused.Service, refused.StatusCode = service, status
+		refused.Service, refused.StatusCode = service, ans.StatusCode
 		return zero, refused
-	case err != nil || status != http.StatusOK:
-		return zero, &RemoteError{Service: service, StatusCode: status, Body: snippet(data)}
+	case err != nil || ans.StatusCode != http.StatusOK:
+		return zero, &RemoteError{Service: service, StatusCode: ans.StatusCode, Body: snippet(ans.Body)}
 	}
 	return *out, nil
-}
-
-// soap posts body in a SOAP envelope to the service at path in env and
-// returns the answer's status and body.
-func (c *Client) soap(ctx context.Context, env Env, service, path string, body any) (int, []byte, error) {
-	if err := env.Validate(); err != nil {
-		return 0, nil, err
-	}
-	payload, err := MarshalSOAP(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	status, _, data, err := c.post(ctx, env, service, path, SOAPContentType, payload)
-	return status, data, err
 }
 
 func snippet(b []byte) string {

@@ -40,6 +40,9 @@ type ClientConfig struct {
 	// TestURL and ProdURL default to this package's.
 	BaseURL          string
 	TestURL, ProdURL string
+	// RecepcionPath, ConsultaLotePath and ConsultaPath override the services'
+	// paths.
+	RecepcionPath, ConsultaLotePath, ConsultaPath string
 	// CertFile and KeyFile are the PEM client certificate and key for mutual
 	// TLS; CAFile the PEM roots to trust (default: the system's).
 	CertFile, KeyFile, CAFile string
@@ -52,8 +55,9 @@ type ClientConfig struct {
 // Client is the bare SOAP transport to SIFEN's three services. It does not
 // throttle and keeps no state: use Sender to send. Safe for concurrent use.
 type Client struct {
-	http *http.Client
-	cfg  ClientConfig
+	http  *http.Client
+	cfg   ClientConfig
+	paths map[string]string // a service's default path → the configured one
 }
 
 // NewClient returns a Client for cfg, loading the certificate files. A base
@@ -77,7 +81,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		tr.TLSClientConfig = tlsConfig
 		hc = &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	}
-	return &Client{http: hc, cfg: cfg}, nil
+	paths := map[string]string{
+		RecepcionPath:    cmp.Or(cfg.RecepcionPath, RecepcionPath),
+		ConsultaLotePath: cmp.Or(cfg.ConsultaLotePath, ConsultaLotePath),
+		ConsultaPath:     cmp.Or(cfg.ConsultaPath, ConsultaPath),
+	}
+	return &Client{http: hc, cfg: cfg, paths: paths}, nil
 }
 
 // checkBaseURL accepts "" and an absolute http(s) URL with a host.
@@ -119,8 +128,10 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 	return conf, nil
 }
 
-// url returns the endpoint of a service path in env.
+// url returns the endpoint of a service path in env, an overridden path
+// going to the configured one.
 func (c *Client) url(env Env, path string) string {
+	path = cmp.Or(c.paths[path], path)
 	base := c.cfg.TestURL
 	if env == EnvProd {
 		base = c.cfg.ProdURL

@@ -146,7 +146,7 @@ func TestClientURLs(t *testing.T) {
 	require.Equal(t, "https://sifen.set.gov.py/de/ws/consultas/consulta-lote.wsdl", c.URL(sifen.EnvProd, sifen.ConsultaLotePath))
 	require.Equal(t, "https://sifen.set.gov.py/de/ws/consultas/consulta.wsdl", c.URL(sifen.EnvProd, sifen.ConsultaPath))
 
-	c, err = sifen.NewClient(sifen.ClientConfig{BaseURL: "http://127.0.0.1:8282/{env}/"})
+	c, err = sifen.NewClient(sifen.ClientConfig{BaseURL: "http://127.0.0.1:8282/{env}/", ConsultaPath: "/other.wsdl"})
 	require.NoError(t, err)
 	require.Equal(t, "http://127.0.0.1:8282/prod/other.wsdl", c.URL(sifen.EnvProd, "/other.wsdl"))
 

@@ -67,9 +67,10 @@ type answer struct {
 // Forward posts body, a SOAP request the caller built, to the service at
 // path in env over the client's connection and returns the answer as it
 // came, for the services balde passes through (siConsDE, siConsRUC,
-// siRecepEvento). An error means no answer came.
+// siRecepEvento); an overridden path goes to the configured one. An error
+// means no answer came.
 func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (answer, error) {
-	return c.post(ctx, env, "forward "+path, path, cmp.Or(contentType, SOAPContentType), body)
+	return c.post(ctx, env, "forward "+cmp.Or(c.paths[path], path), path, cmp.Or(contentType, SOAPContentType), body)
 }
 
 // post sends one request to the service at path in env and returns the

@@ -49,11 +49,11 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	}
 	query := whatif.Query{Policies: chosen, Scenario: whatif.Scenario{Category: category}}
 	var err error
-	if query.To, err = formTime(q.Get("to"), s.now(), zone); err != nil {
-		return err
+	if query.To, err = whatif.ParseWhen(q.Get("to"), s.now(), zone); err != nil {
+		return errors.Join(errBadRequest, err)
 	}
-	if query.From, err = formTime(q.Get("from"), query.To.Add(-24*time.Hour), zone); err != nil {
-		return err
+	if query.From, err = whatif.ParseWhen(q.Get("from"), query.To.Add(-24*time.Hour), zone); err != nil {
+		return errors.Join(errBadRequest, err)
 	}
 	p.From, p.To = query.From.In(zone).Format(whatifLayout), query.To.In(zone).Format(whatifLayout)
 	sc := &query.Scenario
@@ -91,16 +91,4 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Report = view.NewWhatif(l.T, rep)
 	return s.render(w, http.StatusOK, p)
-}
-
-// formTime reads a datetime-local field in zone; "" is def.
-func formTime(v string, def time.Time, zone *time.Location) (time.Time, error) {
-	if v == "" {
-		return def, nil
-	}
-	t, err := time.ParseInLocation(whatifLayout, v, zone)
-	if err != nil {
-		return time.Time{}, errors.Join(errBadRequest, err)
-	}
-	return t, nil
 }

@@ -4,28 +4,11 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/internal/whatif"
 )
-
-// ParseWhen reads a time of whatif's --from or --to in zone; "" is def.
-func ParseWhen(s string, def time.Time, zone *time.Location) (time.Time, error) {
-	if s == "" {
-		return def, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, zone); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time (2026-01-05, 2026-01-05T14:00 or RFC 3339)", s)
-}
 
 // WriteWhatif prints a replay: per policy a table of the period and its
 // hours, then the findings and the policies without a decision.

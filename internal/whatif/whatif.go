@@ -265,6 +265,23 @@ func withCompanions(policies []string, cat *dict.Catalog) []string {
 	return out
 }
 
+// ParseWhen reads a bound of the period (the command's --from and --to,
+// the page's from and to) in zone; "" is def.
+func ParseWhen(s string, def time.Time, zone *time.Location) (time.Time, error) {
+	if s == "" {
+		return def, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, zone); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (2026-01-05, 2026-01-05T14:00 or RFC 3339)", s)
+}
+
 // pageSize is how many ledger rows one read asks for (a Source may cap it).
 const pageSize = 10_000
 

@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg Config, q Query) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := &Report{Query: q, Rows: int64(len(rows)), Unobserved: m.unobserved,
+	rep := &Report{Query: q, Rows: int64(len(rows)), Requests: m.requests, Unobserved: m.unobserved,
 		Syncs: m.syncs, Orphans: m.orphans, PartEmpty: int64(len(m.start))}
 	worst, err := replay(ctx, cfg, res, m, false)
 	if err != nil {
@@ -396,9 +396,7 @@ func (r *resolver) admission(k throttle.Key) (n int64, ok bool) {
 		return n, n > 0
 	}
 	if r.cfg.Dict != nil {
-		if _, found := r.cfg.Dict.Spec(k.Policy); found {
-			n, _ = r.cfg.Dict.Admission(k)
-		}
+		n, _ = r.cfg.Dict.Admission(k) // 0 for a policy not in the catalog
 	}
 	r.admit[k.Policy] = n
 	return n, n > 0

@@ -355,18 +355,12 @@ func (r *resolver) scenario(k throttle.Key, p throttle.Policy) (throttle.Policy,
 		}
 	}
 	if slices.Contains(r.chosen, k.Policy) {
-		if r.sc.Capacity > 0 {
-			p.Capacity = r.sc.Capacity
-			if p.Refill == throttle.RefillRolling {
-				p.RefillTokens = p.Capacity
-			}
+		p.Capacity = cmp.Or(r.sc.Capacity, p.Capacity)
+		if p.Refill == throttle.RefillRolling {
+			p.RefillTokens = p.Capacity // a rolling window refills its capacity
 		}
-		if r.sc.RefillTokens > 0 {
-			p.RefillTokens = r.sc.RefillTokens
-		}
-		if r.sc.RefillPeriod > 0 {
-			p.RefillPeriod = r.sc.RefillPeriod
-		}
+		p.RefillTokens = cmp.Or(r.sc.RefillTokens, p.RefillTokens)
+		p.RefillPeriod = cmp.Or(r.sc.RefillPeriod, p.RefillPeriod)
 	}
 	if r.sc.Interval > 0 && k.Policy == sifen.PolicyRecepcionLote {
 		pc := sifen.PolicyConfig{Interval: r.sc.Interval}

@@ -126,7 +126,8 @@ func (s *Server) newRouter() *mux.Router {
 	// split it, and do not clean paths: an identifier may be "..".
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	for _, rt := range s.routes() {
+	s.table = s.routes()
+	for _, rt := range s.table {
 		var m *mux.Route
 		if rt.prefix {
 			m = r.PathPrefix(rt.path)
@@ -138,9 +139,6 @@ func (s *Server) newRouter() *mux.Router {
 			methods = append(methods, http.MethodHead)
 		}
 		m.Methods(methods...).Name(rt.name).Handler(s.chain(rt))
-		if rt.nav != "" {
-			s.nav = append(s.nav, rt)
-		}
 	}
 	r.NotFoundHandler = s.chain(notFoundRoute)
 	r.MethodNotAllowedHandler = s.chain(methodNotAllowedRoute)

@@ -20,6 +20,7 @@ import (
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/storebound"
+	"github.com/balde-throttle/balde/internal/templates"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -115,7 +116,7 @@ type Server struct {
 	SummaryFresh time.Duration
 
 	router         *mux.Router
-	nav            []route // the routes of the top navigation
+	table          []route // routes(), in table order
 	metricsHandler http.Handler
 	pages          map[string]*template.Template
 	cop            *http.CrossOriginProtection
@@ -205,11 +206,13 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
 		s.TrustedProxies = s.Inbound.cfg.TrustedProxies
 	}
-	if s.pages, err = parsePages(); err != nil {
+	if s.pages, err = parsePages(templates.FS, pageFiles); err != nil {
 		return nil, err
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
-	s.mountInbound()
+	if s.Inbound != nil {
+		s.Inbound.mount(s)
+	}
 	s.ready = true
 	s.refreshSummaryInBackground()
 	return http.HandlerFunc(s.serveMounted), nil

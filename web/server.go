@@ -298,11 +298,8 @@ func (s *Server) URL() string {
 	if s.ln == nil {
 		return ""
 	}
-	ap, err := netip.ParseAddrPort(s.ln.Addr().String())
-	if err != nil {
-		return "http://" + s.ln.Addr().String()
-	}
-	host := ap.Addr().String()
+	ap := s.ln.Addr().(*net.TCPAddr).AddrPort() // Open listens on TCP
+	host := ap.Addr().Unmap().String()
 	if ap.Addr().IsUnspecified() {
 		host = "localhost"
 	}

@@ -91,8 +91,8 @@ func (s *Server) routes() []route {
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
-		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.listPolicies},
-		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.getPolicy},
+		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.servePolicies},
+		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.servePolicies},
 
 		// The audit trail (audit.go).
 		{name: "adminAudit", nav: "Audit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},

@@ -157,12 +157,8 @@ func (s *Server) chain(rt route) http.Handler {
 			s.recordAudit(aw, r, rt, err)
 		}
 	})
-	h = s.checkCrossOrigin(h)
 	if rt.admin {
 		h = s.authenticate(h, rt)
-	}
-	if rt.name == "metrics" {
-		h = s.requireMetricsToken(h)
 	}
 	if !rt.probe {
 		h = s.limitInbound(h, rt)
@@ -174,13 +170,20 @@ func (s *Server) chain(rt route) http.Handler {
 	return s.withRequestInfo(h, rt)
 }
 
-// handle runs rt's handler, after its feature check and its form.
+// handle runs rt's handler after the checks: CSRF (state-changing requests
+// from another origin are refused: http.CrossOriginProtection,
+// docs/decisions/0004-csrf.md), its feature, the metrics token, its form.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, rt route) error {
+	if err := s.cop.Check(r); err != nil {
+		return fmt.Errorf("%w: %v", errCrossOrigin, err)
+	}
 	switch {
 	case rt.name == notFoundRoute.name, rt.needs != nil && !rt.needs(s):
 		return errNotFound
 	case rt.name == methodNotAllowedRoute.name:
 		return errMethodNotAllowed
+	case rt.name == "metrics" && !s.metricsTokenOK(r):
+		return fmt.Errorf("%w: /metrics needs its bearer token", errUnauthorized)
 	}
 	if rt.form {
 		if err := parseForm(w, r); err != nil {

@@ -72,22 +72,6 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // kept.
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
-// assignRequestID gives every request an id, echoed in X-Request-Id, shown
-// on error pages and in every log line about the request.
-func (s *Server) assignRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		requestInfoFrom(r.Context()).id = id
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r)
-	})
-}
-
 // logRequests records the HTTP metrics by route template ("unmatched" for
 // none) and, with Server.LogRequests, logs one line per request.
 func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
@@ -126,11 +110,21 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 	"script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// secureHeaders sets the security headers of every response. Admin and API
-// answers are never cached; static files may be, briefly.
-func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
+// startResponse gives every request an id, echoed in X-Request-Id, shown
+// on error pages and in every log line about the request, and sets the
+// security headers of every response. Admin and API answers are never
+// cached; static files may be, briefly.
+func (s *Server) startResponse(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDPattern.MatchString(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		requestInfoFrom(r.Context()).id = id
 		h := w.Header()
+		h.Set("X-Request-Id", id)
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")

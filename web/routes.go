@@ -114,7 +114,7 @@ var (
 // newRouter builds the mux from the route table. The middleware of every
 // route, outermost first:
 //
-//	recover → request id → log → security headers → inbound limit → auth → CSRF → handler
+//	recover → request id and security headers → log → inbound limit → auth → CSRF → handler
 //
 // recover comes first so a panic anywhere becomes a clean 500; the request
 // id before the log so every log line has it; the inbound limit before
@@ -163,9 +163,8 @@ func (s *Server) chain(rt route) http.Handler {
 	if !rt.probe {
 		h = s.limitInbound(h, rt)
 	}
-	h = s.secureHeaders(h, rt)
 	h = s.logRequests(h, rt)
-	h = s.assignRequestID(h)
+	h = s.startResponse(h, rt)
 	h = s.recoverPanics(h)
 	return s.withRequestInfo(h, rt)
 }

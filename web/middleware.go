@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -45,10 +46,14 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // code is the status written, 200 when none was.
 func (w *statusWriter) code() int { return cmp.Or(w.status, http.StatusOK) }
 
-// recoverPanics turns a panic into a logged 500 (when nothing was written
-// yet). http.ErrAbortHandler is re-raised: it is net/http's way to abort.
-func (s *Server) recoverPanics(next http.Handler) http.Handler {
+// recoverPanics puts the request's info (route rt) in its context, records
+// its status in a statusWriter, and turns a panic into a logged 500 (when
+// nothing was written yet). http.ErrAbortHandler is re-raised: it is
+// net/http's way to abort.
+func (s *Server) recoverPanics(next http.Handler, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			v := recover()
@@ -58,7 +63,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.Logger.Error("panic", slog.String("request_id", requestInfoFrom(r.Context()).id),
+			s.Logger.Error("panic", slog.String("request_id", info.id),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if sw.status == 0 {
 				s.Error(sw, r, fmt.Errorf("web: panic: %v", v))

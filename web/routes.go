@@ -165,8 +165,7 @@ func (s *Server) chain(rt route) http.Handler {
 	}
 	h = s.logRequests(h, rt)
 	h = s.startResponse(h, rt)
-	h = s.recoverPanics(h)
-	return s.withRequestInfo(h, rt)
+	return s.recoverPanics(h, rt)
 }
 
 // handle runs rt's handler after the checks: CSRF (state-changing requests
@@ -204,13 +203,6 @@ type requestInfo struct {
 }
 
 type requestInfoKey struct{}
-
-func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
-	})
-}
 
 // requestInfoFrom returns the request's info (an empty one outside the
 // middleware).

@@ -46,11 +46,14 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // code is the status written, 200 when none was.
 func (w *statusWriter) code() int { return cmp.Or(w.status, http.StatusOK) }
 
-// recoverPanics puts the request's info (route rt) in its context, records
-// its status in a statusWriter, and turns a panic into a logged 500 (when
-// nothing was written yet). http.ErrAbortHandler is re-raised: it is
-// net/http's way to abort.
-func (s *Server) recoverPanics(next http.Handler, rt route) http.Handler {
+// observe is the outermost middleware of route rt: it puts the request's
+// info in its context, records its status and size (statusWriter), turns a
+// panic into a logged 500 (when nothing was written yet;
+// http.ErrAbortHandler is re-raised: it is net/http's way to abort),
+// records the HTTP metrics by route template ("unmatched" for none) and,
+// with Server.LogRequests, logs one line per request.
+func (s *Server) observe(next http.Handler, rt route) http.Handler {
+	template := cmp.Or(rt.path, "unmatched")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
 		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
@@ -69,25 +72,10 @@ func (s *Server) recoverPanics(next http.Handler, rt route) http.Handler {
 				s.Error(sw, r, fmt.Errorf("web: panic: %v", v))
 			}
 		}()
-		next.ServeHTTP(sw, r)
-	})
-}
-
-// requestIDPattern is what an incoming X-Request-Id must look like to be
-// kept.
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-
-// logRequests records the HTTP metrics by route template ("unmatched" for
-// none) and, with Server.LogRequests, logs one line per request.
-func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
-	template := cmp.Or(rt.path, "unmatched")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := w.(*statusWriter) // recoverPanics's
 		next.ServeHTTP(sw, r)
 		status := sw.code()
 		elapsed := time.Since(start)
-		info := requestInfoFrom(r.Context())
 		s.Metrics.observeHTTP(template, r.Method, status, elapsed)
 		if !s.LogRequests {
 			return
@@ -108,6 +96,10 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 			slog.String("user", info.user))
 	})
 }
+
+// requestIDPattern is what an incoming X-Request-Id must look like to be
+// kept.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // contentSecurityPolicy allows nothing but balde's own static files and
 // forms posting to itself.

@@ -114,10 +114,10 @@ var (
 // newRouter builds the mux from the route table. The middleware of every
 // route, outermost first:
 //
-//	recover → request id and security headers → log → inbound limit → auth → CSRF → handler
+//	observe (recover, log) → request id and security headers → inbound limit → auth → CSRF → handler
 //
-// recover comes first so a panic anywhere becomes a clean 500; the request
-// id before the log so every log line has it; the inbound limit before
+// observe comes first so a panic anywhere becomes a clean 500 and the log
+// line, written last, has the request id; the inbound limit before
 // auth so that guessing the admin password is rate limited too; CSRF after
 // auth (a cross-origin POST without the credential is a 401 either way).
 func (s *Server) newRouter() *mux.Router {
@@ -148,7 +148,7 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		aw := w.(*statusWriter) // recoverPanics's: the status the handler wrote
+		aw := w.(*statusWriter) // observe's: the status the handler wrote
 		err := s.handle(aw, r, rt)
 		if err != nil {
 			s.Error(aw, r, err)
@@ -163,9 +163,8 @@ func (s *Server) chain(rt route) http.Handler {
 	if !rt.probe {
 		h = s.limitInbound(h, rt)
 	}
-	h = s.logRequests(h, rt)
 	h = s.startResponse(h, rt)
-	return s.recoverPanics(h, rt)
+	return s.observe(h, rt)
 }
 
 // handle runs rt's handler after the checks: CSRF (state-changing requests

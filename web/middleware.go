@@ -47,7 +47,9 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (w *statusWriter) code() int { return cmp.Or(w.status, http.StatusOK) }
 
 // observe is the outermost middleware of route rt: it puts the request's
-// info in its context, records its status and size (statusWriter), turns a
+// info in its context, gives the request an id, echoed in X-Request-Id,
+// shown on error pages and in every log line about the request, sets the
+// security headers, records the status and size (statusWriter), turns a
 // panic into a logged 500 (when nothing was written yet;
 // http.ErrAbortHandler is re-raised: it is net/http's way to abort),
 // records the HTTP metrics by route template ("unmatched" for none) and,
@@ -55,8 +57,15 @@ func (w *statusWriter) code() int { return cmp.Or(w.status, http.StatusOK) }
 func (s *Server) observe(next http.Handler, rt route) http.Handler {
 	template := cmp.Or(rt.path, "unmatched")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
+		info := &requestInfo{route: &rt, id: r.Header.Get("X-Request-Id"), clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
+		if !requestIDPattern.MatchString(info.id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			info.id = hex.EncodeToString(b[:])
+		}
 		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+		w.Header().Set("X-Request-Id", info.id)
+		setSecurityHeaders(w.Header(), r, rt)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			v := recover()
@@ -107,37 +116,23 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 	"script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// startResponse gives every request an id, echoed in X-Request-Id, shown
-// on error pages and in every log line about the request, and sets the
-// security headers of every response. Admin and API answers are never
-// cached; static files may be, briefly.
-func (s *Server) startResponse(next http.Handler, rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		requestInfoFrom(r.Context()).id = id
-		h := w.Header()
-		h.Set("X-Request-Id", id)
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if r.TLS != nil {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
-		}
-		if rt.name == "static" || rt.name == "favicon" {
-			h.Set("Cache-Control", "public, max-age=3600")
-		} else {
-			h.Set("Cache-Control", "no-store")
-		}
-		next.ServeHTTP(w, r)
-	})
+// setSecurityHeaders sets the security headers of every response to r.
+// Admin and API answers are never cached; static files may be, briefly.
+func setSecurityHeaders(h http.Header, r *http.Request, rt route) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if r.TLS != nil {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	if rt.name == "static" || rt.name == "favicon" {
+		h.Set("Cache-Control", "public, max-age=3600")
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
 }
 
 // authenticate requires a user (Server.Authenticate, else HTTP basic) and

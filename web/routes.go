@@ -114,10 +114,10 @@ var (
 // newRouter builds the mux from the route table. The middleware of every
 // route, outermost first:
 //
-//	observe (recover, log) → request id and security headers → inbound limit → auth → CSRF → handler
+//	observe (request id, security headers, recover, log) → inbound limit → auth → CSRF → handler
 //
-// observe comes first so a panic anywhere becomes a clean 500 and the log
-// line, written last, has the request id; the inbound limit before
+// observe comes first so a panic anywhere becomes a clean 500 and every
+// log line has the request id; the inbound limit before
 // auth so that guessing the admin password is rate limited too; CSRF after
 // auth (a cross-origin POST without the credential is a 401 either way).
 func (s *Server) newRouter() *mux.Router {
@@ -163,7 +163,6 @@ func (s *Server) chain(rt route) http.Handler {
 	if !rt.probe {
 		h = s.limitInbound(h, rt)
 	}
-	h = s.startResponse(h, rt)
 	return s.observe(h, rt)
 }
 

@@ -177,7 +177,7 @@ func NewServer() *Server {
 // same handler.
 func (s *Server) Handler() (http.Handler, error) {
 	if s.ready {
-		return http.HandlerFunc(s.serveMounted), nil
+		return s, nil
 	}
 	if s.Limiter == nil {
 		return nil, fmt.Errorf("web: server needs a Limiter")
@@ -215,15 +215,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	s.ready = true
 	s.refreshSummaryInBackground()
-	return http.HandlerFunc(s.serveMounted), nil
-}
-
-// serveMounted serves r relative to BasePath, its store writes bounded
-// to storebound.Request in all (docs/decisions/0190).
-func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
-	ctx, release := storebound.With(r.Context(), storebound.Request)
-	defer release()
-	s.router.ServeHTTP(w, s.relative(r.WithContext(ctx)))
+	return s, nil
 }
 
 // relative returns r with its path relative to BasePath (r itself when
@@ -306,14 +298,17 @@ func (s *Server) URL() string {
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(ap.Port())))
 }
 
-// ServeHTTP serves r as the Handler does; before Open or Handler it
-// answers 500.
+// ServeHTTP serves r relative to BasePath, its store writes bounded to
+// storebound.Request in all (docs/decisions/0190); before Open or Handler
+// it answers 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.ready {
 		http.Error(w, "web: the server is not set up: call Open or Handler first", http.StatusInternalServerError)
 		return
 	}
-	s.serveMounted(w, r)
+	ctx, release := storebound.With(r.Context(), storebound.Request)
+	defer release()
+	s.router.ServeHTTP(w, s.relative(r.WithContext(ctx)))
 }
 
 // now is the time of the pages: the Limiter's clock.

@@ -220,11 +220,7 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 	case q.Get("shadow") == "off":
 		parts = append(parts, tr.Sprintf("enforcing again"))
 	case q.Has("result"):
-		label, ok := resultLabels[q.Get("result")]
-		if !ok {
-			label = q.Get("result")
-		}
-		parts = append(parts, tr.Sprintf(label))
+		parts = append(parts, tr.Sprintf(cmp.Or(resultLabels[q.Get("result")], q.Get("result"))))
 		if n := q.Get("n"); n != "" {
 			parts = append(parts, tr.Sprintf("%s document(s)", n))
 		}

@@ -344,10 +344,7 @@ func under(path, base string) (string, bool) {
 	if !ok || (rest != "" && rest[0] != '/') {
 		return "", false
 	}
-	if rest == "" {
-		rest = "/"
-	}
-	return rest, true
+	return cmp.Or(rest, "/"), true
 }
 
 // mount records a Server using in, so that Middleware charges its admin's

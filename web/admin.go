@@ -126,9 +126,7 @@ func bucketQuery(r *http.Request) (listQuery, error) {
 		lq.Trail = strings.Split(t, ",")
 		lq.Trail = lq.Trail[max(0, len(lq.Trail)-maxTrail):]
 	}
-	switch lq.Tab {
-	case "", "all", "lots":
-	default:
+	if !slices.Contains([]string{"", "all", "lots"}, lq.Tab) {
 		return listQuery{}, fmt.Errorf("%w: tab %q (want lots or all)", errBadRequest, lq.Tab)
 	}
 	return lq, nil

@@ -39,15 +39,8 @@ func auditTarget(r *http.Request, action audit.Action) string {
 // skipAudit reports whether a request that ended with err was refused
 // before the action was tried (bad input, not found, not allowed).
 func skipAudit(r *http.Request, err error) bool {
-	if err == nil {
-		return false
-	}
-	switch problemOf(r, err).status {
-	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
-		http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, statusClientClosed:
-		return true
-	}
-	return false
+	return err != nil && slices.Contains([]int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, statusClientClosed}, problemOf(r, err).status)
 }
 
 // Names, in a denied entry's target, of write routes with no audit action.
@@ -220,11 +213,7 @@ func outcomeView(tr *i18n.Printer, outcome string) string {
 	case q.Get("shadow") == "off":
 		parts = append(parts, tr.Sprintf("enforcing again"))
 	case q.Has("result"):
-		label, ok := resultLabels[q.Get("result")]
-		if !ok {
-			label = q.Get("result")
-		}
-		parts = append(parts, tr.Sprintf(label))
+		parts = append(parts, tr.Sprintf(cmp.Or(resultLabels[q.Get("result")], q.Get("result"))))
 		if n := q.Get("n"); n != "" {
 			parts = append(parts, tr.Sprintf("%s document(s)", n))
 		}

@@ -30,13 +30,12 @@ func (r Role) String() string {
 	return "viewer"
 }
 
-// parseRole is the inverse of String.
+// parseRole is the inverse of String, ignoring case and spaces around.
 func parseRole(s string) (Role, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "viewer":
-		return RoleViewer, nil
-	case "admin":
-		return RoleAdmin, nil
+	for _, r := range []Role{RoleViewer, RoleAdmin} {
+		if strings.EqualFold(strings.TrimSpace(s), r.String()) {
+			return r, nil
+		}
 	}
 	return 0, fmt.Errorf("web: role %q (want viewer or admin)", s)
 }

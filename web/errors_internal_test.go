@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/templates"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -24,7 +25,7 @@ import (
 func TestOneErrorMapperEveryFormat(t *testing.T) {
 	s := NewServer()
 	s.Logger = slog.New(slog.DiscardHandler)
-	pages, err := parsePages()
+	pages, err := parsePages(templates.FS, pageFiles)
 	require.NoError(t, err)
 	s.pages = pages
 	bucket := throttle.Key{Policy: dict.PolicyEntriesReadUserAntiscan, Env: "prod", Identifier: "11144477735"}

@@ -113,11 +113,12 @@ func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: DICT gateway target: %w", err)
 	}
-	policies := target
+	policies, policiesAPI := target, "" // policiesAPI: the Transport's PoliciesURL
 	if cfg.PoliciesURL != "" {
 		if policies, err = gatewayBaseURL(cfg.PoliciesURL); err != nil {
 			return nil, fmt.Errorf("web: DICT gateway policies URL: %w", err)
 		}
+		policiesAPI = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
 	}
 	g := &dictGateway{target: target, policies: policies, participant: cfg.Participant, payments: cfg.Payments, signer: cfg.Signer}
 	if g.gateway, err = newGateway("dict", cfg.Authenticate, cfg.Audit, cfg.Metrics, cfg.Logger, g.serve, func(p problem, w http.ResponseWriter) {
@@ -125,10 +126,7 @@ func NewDictGateway(cfg DictGatewayConfig) (http.Handler, error) {
 	}); err != nil {
 		return nil, err
 	}
-	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, Logger: g.logger}
-	if cfg.PoliciesURL != "" {
-		t.PoliciesURL = strings.TrimSuffix(policies.String(), "/") + dict.APIPrefix
-	}
+	t := &dict.Transport{Base: cfg.Base, Meter: cfg.Meter, Participant: cfg.Participant, Records: cfg.Records, Reconcile: true, PoliciesURL: policiesAPI, Logger: g.logger}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:   g.rewrite,
 		Transport: t,

@@ -196,7 +196,7 @@ type Inbound struct {
 	defaultExempt bool
 
 	mu     sync.RWMutex
-	mounts []inboundMount // Servers using this limiter (see mount)
+	mounts []*Server // Servers using this limiter (see mount)
 }
 
 // NewInbound validates cfg and returns the limiter (without its
@@ -321,7 +321,7 @@ func (in *Inbound) applies(path string) bool {
 	if in.defaultExempt {
 		in.mu.RLock()
 		for _, m := range in.mounts {
-			if rest, ok := under(path, m.base); ok && exempted(defaultInboundExempt, rest) {
+			if rest, ok := under(path, m.BasePath); ok && exempted(defaultInboundExempt, rest) {
 				in.mu.RUnlock()
 				return false
 			}
@@ -344,26 +344,16 @@ func under(path, base string) (string, bool) {
 	if !ok || (rest != "" && rest[0] != '/') {
 		return "", false
 	}
-	if rest == "" {
-		rest = "/"
-	}
-	return rest, true
-}
-
-// inboundMount is a Server using this limiter: requests under base are its
-// own; admin names the admin a request to its admin routes carries.
-type inboundMount struct {
-	base  string
-	admin func(*http.Request) string
+	return cmp.Or(rest, "/"), true
 }
 
 // mount records a Server using in, so that Middleware charges its admin's
 // requests as the Server would and the default exemptions apply under its
 // BasePath. It stays registered for the life of the Inbound.
-func (in *Inbound) mount(base string, admin func(*http.Request) string) {
+func (in *Inbound) mount(s *Server) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.mounts = append(in.mounts, inboundMount{base: base, admin: admin})
+	in.mounts = append(in.mounts, s)
 }
 
 // mountedAdmin returns the admin a request to a mounted Server's admin
@@ -372,9 +362,9 @@ func (in *Inbound) mountedAdmin(r *http.Request) string {
 	in.mu.RLock()
 	mounts := in.mounts
 	in.mu.RUnlock()
-	for _, m := range mounts {
-		if _, ok := under(r.URL.Path, m.base); ok {
-			if admin := m.admin(r); admin != "" {
+	for _, s := range mounts {
+		if _, ok := under(r.URL.Path, s.BasePath); ok {
+			if admin := s.routedAdmin(r); admin != "" {
 				return admin
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -285,10 +286,8 @@ func (m *Metrics) SeverityChanged(c throttle.SeverityChange) {
 
 // observeHTTP records one served request.
 func (m *Metrics) observeHTTP(route, method string, status int, elapsed time.Duration) {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodOptions:
-	default:
+	if !slices.Contains([]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions}, method) {
 		method = "other" // a client may send any token as a method
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()

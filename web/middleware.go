@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -45,10 +46,26 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // code is the status written, 200 when none was.
 func (w *statusWriter) code() int { return cmp.Or(w.status, http.StatusOK) }
 
-// recoverPanics turns a panic into a logged 500 (when nothing was written
-// yet). http.ErrAbortHandler is re-raised: it is net/http's way to abort.
-func (s *Server) recoverPanics(next http.Handler) http.Handler {
+// observe is the outermost middleware of route rt: it puts the request's
+// info in its context, gives the request an id, echoed in X-Request-Id,
+// shown on error pages and in every log line about the request, sets the
+// security headers, records the status and size (statusWriter), turns a
+// panic into a logged 500 (when nothing was written yet;
+// http.ErrAbortHandler is re-raised: it is net/http's way to abort),
+// records the HTTP metrics by route template ("unmatched" for none) and,
+// with Server.LogRequests, logs one line per request.
+func (s *Server) observe(next http.Handler, rt route) http.Handler {
+	template := cmp.Or(rt.path, "unmatched")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := &requestInfo{route: &rt, id: r.Header.Get("X-Request-Id"), clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
+		if !requestIDPattern.MatchString(info.id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			info.id = hex.EncodeToString(b[:])
+		}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+		w.Header().Set("X-Request-Id", info.id)
+		setSecurityHeaders(w.Header(), r, rt)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			v := recover()
@@ -58,47 +75,16 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.Logger.Error("panic", slog.String("request_id", requestInfoFrom(r.Context()).id),
+			s.Logger.Error("panic", slog.String("request_id", info.id),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if sw.status == 0 {
 				s.Error(sw, r, fmt.Errorf("web: panic: %v", v))
 			}
 		}()
-		next.ServeHTTP(sw, r)
-	})
-}
-
-// requestIDPattern is what an incoming X-Request-Id must look like to be
-// kept.
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-
-// assignRequestID gives every request an id, echoed in X-Request-Id, shown
-// on error pages and in every log line about the request.
-func (s *Server) assignRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		requestInfoFrom(r.Context()).id = id
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// logRequests records the HTTP metrics by route template ("unmatched" for
-// none) and, with Server.LogRequests, logs one line per request.
-func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
-	template := cmp.Or(rt.path, "unmatched")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := w.(*statusWriter) // recoverPanics's
 		next.ServeHTTP(sw, r)
 		status := sw.code()
 		elapsed := time.Since(start)
-		info := requestInfoFrom(r.Context())
 		s.Metrics.observeHTTP(template, r.Method, status, elapsed)
 		if !s.LogRequests {
 			return
@@ -120,33 +106,33 @@ func (s *Server) logRequests(next http.Handler, rt route) http.Handler {
 	})
 }
 
+// requestIDPattern is what an incoming X-Request-Id must look like to be
+// kept.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
 // contentSecurityPolicy allows nothing but balde's own static files and
 // forms posting to itself.
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
 	"script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// secureHeaders sets the security headers of every response. Admin and API
-// answers are never cached; static files may be, briefly.
-func (s *Server) secureHeaders(next http.Handler, rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if r.TLS != nil {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
-		}
-		if rt.name == "static" || rt.name == "favicon" {
-			h.Set("Cache-Control", "public, max-age=3600")
-		} else {
-			h.Set("Cache-Control", "no-store")
-		}
-		next.ServeHTTP(w, r)
-	})
+// setSecurityHeaders sets the security headers of every response to r.
+// Admin and API answers are never cached; static files may be, briefly.
+func setSecurityHeaders(h http.Header, r *http.Request, rt route) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if r.TLS != nil {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	if rt.name == "static" || rt.name == "favicon" {
+		h.Set("Cache-Control", "public, max-age=3600")
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
 }
 
 // authenticate requires a user (Server.Authenticate, else HTTP basic) and
@@ -194,35 +180,17 @@ func (s *Server) knownAdmin(r *http.Request) string {
 	return s.auth.known(user, pass)
 }
 
-// requireMetricsToken guards /metrics when Server.MetricsToken is set: the
-// scrape must send "Authorization: Bearer <token>" (constant-time compare).
-func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.MetricsToken == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		want := sha256.Sum256([]byte(s.MetricsToken))
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			s.Error(w, r, fmt.Errorf("%w: /metrics needs its bearer token", errUnauthorized))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// checkCrossOrigin refuses state-changing requests from another origin
-// (http.CrossOriginProtection, docs/decisions/0004-csrf.md).
-func (s *Server) checkCrossOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.cop.Check(r); err != nil {
-			s.Error(w, r, fmt.Errorf("%w: %v", errCrossOrigin, err))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// metricsTokenOK reports whether r may scrape /metrics: Server.MetricsToken
+// is empty, or r sends "Authorization: Bearer <token>" (constant-time
+// compare).
+func (s *Server) metricsTokenOK(r *http.Request) bool {
+	if s.MetricsToken == "" {
+		return true
+	}
+	want := sha256.Sum256([]byte(s.MetricsToken))
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got := sha256.Sum256([]byte(token))
+	return ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 const maxFormBytes = 64 << 10

@@ -7,29 +7,18 @@ import (
 	"github.com/balde-throttle/balde/dict"
 )
 
-// listPolicies is GET /policies/: the participant's PSP buckets in the
-// local mirror, in the DICT's ListPoliciesResponse (the DICT manual, chapter 19: CorrelationId,
-// ResponseTime, Category, one Policy per bucket with its AvailableTokens,
-// which may be negative after a penalty). Code written against the DICT's
-// own endpoint can read the mirror instead, without spending its 6 a
+// servePolicies is the DICT's GET /policies/ over the local mirror: the
+// participant's PSP buckets in a ListPoliciesResponse (the DICT manual,
+// chapter 19: CorrelationId, ResponseTime, Category, one Policy per bucket
+// with its AvailableTokens, which may be negative after a penalty), and GET
+// /policies/{policy}: one of them in a GetPolicyResponse, a 404 problem for
+// a name that is not a PSP policy of the catalog. Code written against the
+// DICT's own endpoint can read the mirror instead, without spending its 6 a
 // minute. It requires PI-RequestingParticipant, equal to the configured
 // participant (403 problem otherwise); a store that cannot answer is a 503
-// problem with Retry-After. Nothing is taken from any bucket.
-func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
-	if err := s.checkRequestingParticipant(r); err != nil {
-		return err
-	}
-	resp, err := s.Dict.LocalPolicies(r.Context())
-	if err != nil {
-		return err
-	}
-	return s.writeDictXML(w, resp)
-}
-
-// getPolicy is GET /policies/{policy}: one PSP bucket in the DICT's
-// GetPolicyResponse; as listPolicies, and a 404 problem for a name that is
-// not a PSP policy of the catalog.
-func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
+// problem with Retry-After. Nothing is taken from any bucket. The document
+// is encoded into memory first, so an encoding error is a clean 500.
+func (s *Server) servePolicies(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkRequestingParticipant(r); err != nil {
 		return err
 	}
@@ -37,11 +26,21 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	resp, err := s.Dict.LocalPolicy(r.Context(), vars["policy"])
+	var resp any
+	if policy, ok := vars["policy"]; ok {
+		resp, err = s.Dict.LocalPolicy(r.Context(), policy)
+	} else {
+		resp, err = s.Dict.LocalPolicies(r.Context())
+	}
 	if err != nil {
 		return err
 	}
-	return s.writeDictXML(w, resp)
+	data, err := dict.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	writeBody(w, http.StatusOK, dict.ContentTypeXML, data)
+	return nil
 }
 
 // checkRequestingParticipant requires the PI-RequestingParticipant header
@@ -55,16 +54,5 @@ func (s *Server) checkRequestingParticipant(r *http.Request) error {
 	if p != s.Dict.Participant() {
 		return fmt.Errorf("%w: %s is not the participant this mirror serves", errForbidden, dict.HeaderRequestingParticipant)
 	}
-	return nil
-}
-
-// writeDictXML writes v as a DICT document (200, application/xml), encoded
-// into memory first so an encoding error is a clean 500.
-func (s *Server) writeDictXML(w http.ResponseWriter, v any) error {
-	data, err := dict.Marshal(v)
-	if err != nil {
-		return err
-	}
-	writeBody(w, http.StatusOK, dict.ContentTypeXML, data)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 
 	"github.com/gorilla/mux"
 
@@ -41,23 +42,15 @@ func (s *Server) limitInbound(next http.Handler, rt route) http.Handler {
 	})
 }
 
-// mountInbound tells the inbound limiter about this server, and which
-// admin an application's request to one of its admin routes is charged to.
-func (s *Server) mountInbound() {
-	if s.Inbound == nil {
-		return
+// routedAdmin returns the admin an application's request to one of s's
+// admin routes carries, or "" (for Inbound.Middleware).
+func (s *Server) routedAdmin(r *http.Request) string {
+	var m mux.RouteMatch
+	if !s.router.Match(s.relative(r), &m) || m.Route == nil ||
+		!slices.ContainsFunc(s.table, func(rt route) bool { return rt.admin && rt.name == m.Route.GetName() }) {
+		return ""
 	}
-	adminRoutes := make(map[string]bool)
-	for _, rt := range s.routes() {
-		adminRoutes[rt.name] = rt.admin
-	}
-	s.Inbound.mount(s.BasePath, func(r *http.Request) string {
-		var m mux.RouteMatch
-		if !s.router.Match(s.relative(r), &m) || m.Route == nil || !adminRoutes[m.Route.GetName()] {
-			return ""
-		}
-		return s.knownAdmin(r)
-	})
+	return s.knownAdmin(r)
 }
 
 // Middleware is the inbound limiter for any router: every request under

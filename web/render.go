@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/i18n"
-	"github.com/balde-throttle/balde/internal/templates"
 )
 
 // pageFiles declares every page template in package templates; parsePages
@@ -37,13 +36,9 @@ type page interface {
 	templateFile() string
 }
 
-// parsePages parses layout.html and partials/*.html once, then each
-// declared page on a clone of them.
-func parsePages() (map[string]*template.Template, error) {
-	return parsePagesFS(templates.FS, pageFiles)
-}
-
-func parsePagesFS(fsys fs.FS, declared []string) (map[string]*template.Template, error) {
+// parsePages parses fsys's layout.html and partials/*.html once, then each
+// declared page on a clone of them (Handler: templates.FS and pageFiles).
+func parsePages(fsys fs.FS, declared []string) (map[string]*template.Template, error) {
 	found, err := fs.Glob(fsys, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -200,9 +195,9 @@ func (s *Server) layout(r *http.Request, current, file string) layout {
 	if s.Limiter != nil {
 		l.ZoneName = tr.ZoneName(s.now())
 	}
-	for _, rt := range s.nav {
-		if rt.needs != nil && !rt.needs(s) {
-			continue // a link whose feature is not configured
+	for _, rt := range s.table {
+		if rt.nav == "" || (rt.needs != nil && !rt.needs(s)) {
+			continue // not in the navigation, or its feature is not configured
 		}
 		l.Nav = append(l.Nav, navLink{Label: tr.Sprintf(rt.nav), URL: s.path(rt.name), Current: rt.name == current})
 	}

@@ -10,6 +10,8 @@ import (
 	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/balde-throttle/balde/internal/templates"
 )
 
 func pagesFS(pages map[string]string) fstest.MapFS {
@@ -39,12 +41,12 @@ func TestParsePages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parsePagesFS(pagesFS(tt.files), tt.declared)
+			_, err := parsePages(pagesFS(tt.files), tt.declared)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
 	// The real templates parse.
-	_, err := parsePages()
+	_, err := parsePages(templates.FS, pageFiles)
 	require.NoError(t, err)
 }
 
@@ -55,7 +57,7 @@ func (brokenPage) templateFile() string { return "broken.html" }
 func TestRenderErrorWritesNothing(t *testing.T) {
 	// The page calls a method the data lacks: an execution error after
 	// some output was produced.
-	pages, err := parsePagesFS(pagesFS(map[string]string{
+	pages, err := parsePages(pagesFS(map[string]string{
 		"broken.html": `{{define "title"}}t{{end}}{{define "content"}}{{.Message}} and {{.Missing}}{{end}}`,
 	}), []string{"broken.html"})
 	require.NoError(t, err)

@@ -91,8 +91,8 @@ func (s *Server) routes() []route {
 
 		// The DICT's own GET /policies/ endpoints over the local mirror
 		// (policies.go): for machines, identified by PI-RequestingParticipant.
-		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.listPolicies},
-		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.getPolicy},
+		{name: "policies", method: http.MethodGet, path: "/policies/", format: formatXML, needs: hasDict, handle: s.servePolicies},
+		{name: "policy", method: http.MethodGet, path: "/policies/{policy}", format: formatXML, needs: hasDict, handle: s.servePolicies},
 
 		// The audit trail (audit.go).
 		{name: "adminAudit", nav: "Audit", method: http.MethodGet, path: "/admin/audit", format: formatHTML, admin: true, needs: hasAudit, handle: s.showAudit},
@@ -114,10 +114,10 @@ var (
 // newRouter builds the mux from the route table. The middleware of every
 // route, outermost first:
 //
-//	recover → request id → log → security headers → inbound limit → auth → CSRF → handler
+//	observe (request id, security headers, recover, log) → inbound limit → auth → CSRF → handler
 //
-// recover comes first so a panic anywhere becomes a clean 500; the request
-// id before the log so every log line has it; the inbound limit before
+// observe comes first so a panic anywhere becomes a clean 500 and every
+// log line has the request id; the inbound limit before
 // auth so that guessing the admin password is rate limited too; CSRF after
 // auth (a cross-origin POST without the credential is a 401 either way).
 func (s *Server) newRouter() *mux.Router {
@@ -126,7 +126,8 @@ func (s *Server) newRouter() *mux.Router {
 	// split it, and do not clean paths: an identifier may be "..".
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	for _, rt := range s.routes() {
+	s.table = s.routes()
+	for _, rt := range s.table {
 		var m *mux.Route
 		if rt.prefix {
 			m = r.PathPrefix(rt.path)
@@ -138,9 +139,6 @@ func (s *Server) newRouter() *mux.Router {
 			methods = append(methods, http.MethodHead)
 		}
 		m.Methods(methods...).Name(rt.name).Handler(s.chain(rt))
-		if rt.nav != "" {
-			s.nav = append(s.nav, rt)
-		}
 	}
 	r.NotFoundHandler = s.chain(notFoundRoute)
 	r.MethodNotAllowedHandler = s.chain(methodNotAllowedRoute)
@@ -150,7 +148,7 @@ func (s *Server) newRouter() *mux.Router {
 // chain wraps a route's handler in its middleware (see newRouter).
 func (s *Server) chain(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		aw := w.(*statusWriter) // recoverPanics's: the status the handler wrote
+		aw := w.(*statusWriter) // observe's: the status the handler wrote
 		err := s.handle(aw, r, rt)
 		if err != nil {
 			s.Error(aw, r, err)
@@ -159,30 +157,29 @@ func (s *Server) chain(rt route) http.Handler {
 			s.recordAudit(aw, r, rt, err)
 		}
 	})
-	h = s.checkCrossOrigin(h)
 	if rt.admin {
 		h = s.authenticate(h, rt)
-	}
-	if rt.name == "metrics" {
-		h = s.requireMetricsToken(h)
 	}
 	if !rt.probe {
 		h = s.limitInbound(h, rt)
 	}
-	h = s.secureHeaders(h, rt)
-	h = s.logRequests(h, rt)
-	h = s.assignRequestID(h)
-	h = s.recoverPanics(h)
-	return s.withRequestInfo(h, rt)
+	return s.observe(h, rt)
 }
 
-// handle runs rt's handler, after its feature check and its form.
+// handle runs rt's handler after the checks: CSRF (state-changing requests
+// from another origin are refused: http.CrossOriginProtection,
+// docs/decisions/0004-csrf.md), its feature, the metrics token, its form.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, rt route) error {
+	if err := s.cop.Check(r); err != nil {
+		return fmt.Errorf("%w: %v", errCrossOrigin, err)
+	}
 	switch {
 	case rt.name == notFoundRoute.name, rt.needs != nil && !rt.needs(s):
 		return errNotFound
 	case rt.name == methodNotAllowedRoute.name:
 		return errMethodNotAllowed
+	case rt.name == "metrics" && !s.metricsTokenOK(r):
+		return fmt.Errorf("%w: /metrics needs its bearer token", errUnauthorized)
 	}
 	if rt.form {
 		if err := parseForm(w, r); err != nil {
@@ -204,13 +201,6 @@ type requestInfo struct {
 }
 
 type requestInfoKey struct{}
-
-func (s *Server) withRequestInfo(next http.Handler, rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := &requestInfo{route: &rt, clientIP: clientIP(r, s.TrustedProxies, "X-Forwarded-For")}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
-	})
-}
 
 // requestInfoFrom returns the request's info (an empty one outside the
 // middleware).

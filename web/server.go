@@ -20,6 +20,7 @@ import (
 	"github.com/balde-throttle/balde/internal/audit"
 	"github.com/balde-throttle/balde/internal/inspect"
 	"github.com/balde-throttle/balde/internal/storebound"
+	"github.com/balde-throttle/balde/internal/templates"
 	"github.com/balde-throttle/balde/throttle"
 )
 
@@ -115,7 +116,7 @@ type Server struct {
 	SummaryFresh time.Duration
 
 	router         *mux.Router
-	nav            []route // the routes of the top navigation
+	table          []route // routes(), in table order
 	metricsHandler http.Handler
 	pages          map[string]*template.Template
 	cop            *http.CrossOriginProtection
@@ -176,7 +177,7 @@ func NewServer() *Server {
 // same handler.
 func (s *Server) Handler() (http.Handler, error) {
 	if s.ready {
-		return http.HandlerFunc(s.serveMounted), nil
+		return s, nil
 	}
 	if s.Limiter == nil {
 		return nil, fmt.Errorf("web: server needs a Limiter")
@@ -205,22 +206,16 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.Inbound != nil && len(s.TrustedProxies) == 0 {
 		s.TrustedProxies = s.Inbound.cfg.TrustedProxies
 	}
-	if s.pages, err = parsePages(); err != nil {
+	if s.pages, err = parsePages(templates.FS, pageFiles); err != nil {
 		return nil, err
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
-	s.mountInbound()
+	if s.Inbound != nil {
+		s.Inbound.mount(s)
+	}
 	s.ready = true
 	s.refreshSummaryInBackground()
-	return http.HandlerFunc(s.serveMounted), nil
-}
-
-// serveMounted serves r relative to BasePath, its store writes bounded
-// to storebound.Request in all (docs/decisions/0190).
-func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
-	ctx, release := storebound.With(r.Context(), storebound.Request)
-	defer release()
-	s.router.ServeHTTP(w, s.relative(r.WithContext(ctx)))
+	return s, nil
 }
 
 // relative returns r with its path relative to BasePath (r itself when
@@ -295,25 +290,25 @@ func (s *Server) URL() string {
 	if s.ln == nil {
 		return ""
 	}
-	ap, err := netip.ParseAddrPort(s.ln.Addr().String())
-	if err != nil {
-		return "http://" + s.ln.Addr().String()
-	}
-	host := ap.Addr().String()
+	ap := s.ln.Addr().(*net.TCPAddr).AddrPort() // Open listens on TCP
+	host := ap.Addr().Unmap().String()
 	if ap.Addr().IsUnspecified() {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(ap.Port())))
 }
 
-// ServeHTTP serves r as the Handler does; before Open or Handler it
-// answers 500.
+// ServeHTTP serves r relative to BasePath, its store writes bounded to
+// storebound.Request in all (docs/decisions/0190); before Open or Handler
+// it answers 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.ready {
 		http.Error(w, "web: the server is not set up: call Open or Handler first", http.StatusInternalServerError)
 		return
 	}
-	s.serveMounted(w, r)
+	ctx, release := storebound.With(r.Context(), storebound.Request)
+	defer release()
+	s.router.ServeHTTP(w, s.relative(r.WithContext(ctx)))
 }
 
 // now is the time of the pages: the Limiter's clock.

@@ -34,14 +34,11 @@ func (s *Server) switchShadow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	policy := vars["policy"]
-	var on bool
-	switch r.PostForm.Get("shadow") {
-	case "on":
-		on = true
-	case "off":
-	default:
+	shadow := r.PostForm.Get("shadow")
+	if shadow != "on" && shadow != "off" {
 		return fmt.Errorf("%w: shadow must be on or off", errBadRequest)
 	}
+	on := shadow == "on"
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if s.Audit != nil && reason == "" {
 		return fmt.Errorf("%w: a shadow switch needs a reason, recorded in the audit trail", errBadRequest)
@@ -58,7 +55,7 @@ func (s *Server) switchShadow(w http.ResponseWriter, r *http.Request) error {
 		slog.String("user", info.user), slog.String("reason", reason))
 	back := s.pathWithQuery("adminBuckets", url.Values{"policy": {policy}})
 	if k := (throttle.Key{Policy: policy, Env: r.PostForm.Get("env"), Identifier: r.PostForm.Get("identifier")}); k.Validate() == nil {
-		back = s.pathWithQuery("adminBucket", url.Values{"shadow": {r.PostForm.Get("shadow")}},
+		back = s.pathWithQuery("adminBucket", url.Values{"shadow": {shadow}},
 			"policy", k.Policy, "env", k.Env, "identifier", k.Identifier)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)

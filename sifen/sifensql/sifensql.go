@@ -16,7 +16,6 @@ import (
 
 	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
@@ -110,7 +109,7 @@ func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) 
 		rows = rows[:0]
 		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
 	})
-	return rows, dbError(op, err)
+	return rows, sqlstore.StoreError("sifen", op, err)
 }
 
 // selectDocs runs the read q (rebound) and returns its documents.
@@ -140,18 +139,6 @@ func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// dbError wraps a database failure as the throttle engine does: a context
-// error stays itself, anything else is throttle.ErrStoreUnavailable.
-func dbError(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("sifen: %s: %w", op, err)
-	}
-	return fmt.Errorf("sifen: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
-}
-
 // inTx runs fn in one write transaction, all again after a transient failure
 // before the COMMIT (fn must do nothing but its statements on tx). A rule's
 // error (one fn returns not wrapped by wrapDB) is returned as is, and a
@@ -178,7 +165,7 @@ func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 	if ruleErr != nil {
 		return ruleErr
 	}
-	return dbError(op, err)
+	return sqlstore.StoreError("sifen", op, err)
 }
 
 // storeErr marks a database failure inside inTx (as opposed to a rule).

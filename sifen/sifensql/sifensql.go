@@ -23,11 +23,7 @@ import (
 // transactions run again after a transient failure (the throttle store's
 // Retry), never a COMMIT in doubt (docs/decisions/0020).
 type store struct {
-	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
-	read  *sqlx.DB
-	retry func(ctx context.Context, op string, fn func() error) error
-	// commitError is the store's CommitError.
-	commitError func(error) error
+	db *sqlstore.Store // on SQLite, its DB() is a single write connection (BEGIN IMMEDIATE)
 }
 
 var _ sifen.DocumentStore = (*store)(nil)
@@ -35,7 +31,7 @@ var _ sifen.DocumentStore = (*store)(nil)
 // New returns the documents store of s's database (migrated to 0006 or
 // later). It shares s's connections and retries as s does (s.Retry).
 func New(s *sqlstore.Store) sifen.DocumentStore {
-	return &store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
+	return &store{db: s}
 }
 
 // docRow is a balde_documents row.
@@ -105,9 +101,9 @@ func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) 
 		return nil, fmt.Errorf("sifen: %s: %w", op, err)
 	}
 	var rows []T
-	err = s.retry(ctx, op, func() error {
+	err = s.db.Retry(ctx, op, func() error {
 		rows = rows[:0]
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
+		return s.db.ReadDB().SelectContext(ctx, &rows, s.db.ReadDB().Rebind(q), args...)
 	})
 	return rows, sqlstore.StoreError("sifen", op, err)
 }
@@ -145,9 +141,9 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 // commit in doubt (sqlstore.ErrCommitInDoubt) is never retried.
 func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
 	var ruleErr error
-	err := s.retry(ctx, op, func() error {
+	err := s.db.Retry(ctx, op, func() error {
 		ruleErr = nil
-		tx, err := s.write.BeginTxx(ctx, nil)
+		tx, err := s.db.DB().BeginTxx(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -160,7 +156,7 @@ func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 			ruleErr = err
 			return nil // rolled back by the defer; not a store failure
 		}
-		return s.commitError(tx.Commit())
+		return s.db.CommitError(tx.Commit())
 	})
 	if ruleErr != nil {
 		return ruleErr

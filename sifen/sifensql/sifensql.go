@@ -313,28 +313,19 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 // insertDocument inserts de as a new draft of env; inserted is false when
 // another transaction committed its CDC first, and nothing was written.
 func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (id int64, inserted bool, err error) {
-	// RETURNING rows are drained (rows.Next to the end): an unfinished
+	// SelectContext reads the RETURNING rows to the end: an unfinished
 	// statement would stop SQLite's WAL checkpoints.
-	rows, err := tx.QueryContext(ctx, tx.Rebind(`
+	var ids []int64
+	err = tx.SelectContext(ctx, &ids, tx.Rebind(`
 		INSERT INTO balde_documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
 		ON CONFLICT (env, cdc) DO NOTHING
 		RETURNING id`),
 		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), sqltime.Nanos(now), sqltime.Nanos(now))
-	if err != nil {
+	if err != nil || len(ids) == 0 {
 		return 0, false, wrapDB(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
-			return 0, false, wrapDB(err)
-		}
-		inserted = true
-	}
-	if err := rows.Err(); err != nil {
-		return 0, false, wrapDB(err)
-	}
-	return id, inserted, wrapDB(rows.Close())
+	return ids[0], true, nil
 }
 
 // Claim implements sifen.DocumentStore: one transaction registers the lot

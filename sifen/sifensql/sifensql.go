@@ -200,28 +200,23 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 
 // List implements sifen.DocumentStore.
 func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
-	where, args := []string{"1 = 1"}, []any{}
-	and := func(set bool, cond string, arg any) {
-		if set {
-			where, args = append(where, cond), append(args, arg)
-		}
-	}
+	var c sqlstore.Conds
 	statuses := make([]string, len(f.Statuses))
 	for i, st := range f.Statuses {
 		statuses[i] = string(st)
 	}
-	and(f.Env != "", "env = ?", string(f.Env))
-	and(f.RUC != "", "ruc = ?", f.RUC)
-	and(len(statuses) > 0, "status IN (?)", statuses)
-	and(f.LotNumber != "", "lot_number = ?", f.LotNumber)
-	and(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
-	and(f.BeforeID > 0, "id < ?", f.BeforeID)
+	c.And(f.Env != "", "env = ?", string(f.Env))
+	c.And(f.RUC != "", "ruc = ?", f.RUC)
+	c.And(len(statuses) > 0, "status IN (?)", statuses)
+	c.And(f.LotNumber != "", "lot_number = ?", f.LotNumber)
+	c.And(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
+	c.And(f.BeforeID > 0, "id < ?", f.BeforeID)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	return s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`,
-		append(args, min(limit, 1000))...)
+	return s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents `+c.Where()+` ORDER BY id DESC LIMIT ?`,
+		append(c.Args, min(limit, 1000))...)
 }
 
 // CountByStatus implements sifen.DocumentStore.

@@ -5,7 +5,6 @@ package auditsql
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/balde-throttle/balde/internal/audit"
@@ -65,27 +64,17 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	if q.User != "" {
-		where, args = append(where, "user_name = ?"), append(args, q.User)
-	}
-	if q.Action != "" {
-		where, args = append(where, "action = ?"), append(args, string(q.Action))
-	}
-	if q.Before > 0 {
-		where, args = append(where, "id < ?"), append(args, q.Before)
-	}
+	var c sqlstore.Conds
+	c.And(q.User != "", "user_name = ?", q.User)
+	c.And(q.Action != "", "action = ?", string(q.Action))
+	c.And(q.Before > 0, "id < ?", q.Before)
 	query := `
 		SELECT id, at, user_name, action, target, reason, outcome
-		FROM balde_audit`
-	if len(where) > 0 {
-		query += "\n\t\tWHERE " + strings.Join(where, " AND ")
-	}
-	query += `
+		FROM balde_audit
+		` + c.Where() + `
 		ORDER BY id DESC
 		LIMIT ?`
-	args = append(args, q.Limit)
+	args := append(c.Args, q.Limit)
 	var rows []row
 	read := s.store.ReadDB()
 	if err := s.store.Retry(ctx, "audit", func() error { return read.SelectContext(ctx, &rows, read.Rebind(query), args...) }); err != nil {

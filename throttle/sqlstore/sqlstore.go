@@ -226,11 +226,7 @@ func (s *Store) Now() time.Time { return s.now() }
 // whether the last migration failed half-way (dirty); 0 for a database
 // never migrated.
 func (s *Store) SchemaVersion(ctx context.Context) (version uint, dirty bool, err error) {
-	var v int64
-	err = s.read.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&v, &dirty)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
+	v, dirty, err := migrations.ReadVersion(ctx, s.read, migrations.VersionTable)
 	if err != nil {
 		return 0, false, formatError("schema version", err)
 	}
@@ -368,8 +364,9 @@ func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *sl
 	defer db.Close()
 	var version int64
 	var dirty bool
-	err = retryOpen(ctx, "schema version", Options{Driver: d, Logger: logger}, func() error {
-		return db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
+	err = retryOpen(ctx, "schema version", Options{Driver: d, Logger: logger}, func() (err error) {
+		version, dirty, err = migrations.ReadVersion(ctx, db, migrations.VersionTable)
+		return err
 	})
 	return err == nil && version == int64(latest) && !dirty
 }

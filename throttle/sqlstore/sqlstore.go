@@ -174,7 +174,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
-		s.write = s.handle(w)
+		s.write = sqlx.NewDb(w, d.SQLName())
 		if own {
 			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
 				return fail("open", err)
@@ -188,7 +188,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(s.maxConns)
 	r.SetMaxIdleConns(s.maxConns)
-	s.read = s.handle(r)
+	s.read = sqlx.NewDb(r, d.SQLName())
 	if s.write == nil {
 		s.write = s.read
 	}
@@ -382,15 +382,6 @@ func newStore(engine Engine, opts Options) *Store {
 		s.now = throttle.SystemClock
 	}
 	return s
-}
-
-// handle is db for sqlx, which binds "?" for the driver name "sqlite3" and
-// "$1" for "pgx" (the name does nothing else).
-func (s *Store) handle(db *sql.DB) *sqlx.DB {
-	if s.engine == SQLite {
-		return sqlx.NewDb(db, "sqlite3")
-	}
-	return sqlx.NewDb(db, "pgx")
 }
 
 // up runs m's pending migrations, logging to o.Logger when set.

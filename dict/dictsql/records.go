@@ -32,9 +32,6 @@ var _ dict.Records = (*Records)(nil)
 // NewRecords returns Records over the store's write and read handles
 // (sqlstore.Store.DB and ReadDB); the database must be migrated.
 func NewRecords(db, read *sqlx.DB) *Records {
-	if read == nil {
-		read = db
-	}
 	return &Records{db: db, read: read}
 }
 

@@ -100,9 +100,8 @@ func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) 
 	if err != nil {
 		return nil, fmt.Errorf("sifen: %s: %w", op, err)
 	}
-	var rows []T
+	var rows []T // SelectContext empties it before each try
 	err = s.db.Retry(ctx, op, func() error {
-		rows = rows[:0]
 		return s.db.ReadDB().SelectContext(ctx, &rows, s.db.ReadDB().Rebind(q), args...)
 	})
 	return rows, sqlstore.StoreError("sifen", op, err)

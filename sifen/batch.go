@@ -232,10 +232,6 @@ func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig
 		cfg.Sleep = throttle.SleepContext
 	}
 	b := &batch{s: s, cfg: cfg, docs: make(map[int64]*batchDoc)}
-	type gateKey struct {
-		env Env
-		ruc string
-	}
 	byID := make(map[int64]Document, len(docs))
 	unique := make([]Document, 0, len(docs))
 	for _, d := range docs {
@@ -245,9 +241,9 @@ func newBatch(ctx context.Context, s lotSender, docs []Document, cfg BatchConfig
 		}
 		b.docs[d.ID] = &batchDoc{}
 	}
-	index := make(map[gateKey]*batchGate)
+	index := make(map[[2]string]*batchGate) // by environment and RUC
 	gate := func(d Document) *batchGate {
-		k := gateKey{d.Env, d.RUC.Number}
+		k := [2]string{string(d.Env), d.RUC.Number}
 		if index[k] == nil {
 			index[k] = &batchGate{}
 			b.gates = append(b.gates, index[k])

@@ -40,7 +40,7 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 		pending[id] = true
 	}
 	// stop returns the pending ids with ctx's error, else err.
-	stop := func(err error) ([]int64, error) { return keys(pending), cmp.Or(ctx.Err(), err) }
+	stop := func(err error) ([]int64, error) { return slices.Sorted(maps.Keys(pending)), cmp.Or(ctx.Err(), err) }
 	for flt := (Filter{Statuses: []Status{StatusSent}, Limit: 1000}); ; {
 		docs, err := f.List(ctx, flt)
 		if ctx.Err() != nil || err != nil {
@@ -62,7 +62,7 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 		if err != nil {
 			emit(Event{Kind: EventPollFailed, Err: err})
 		}
-		for _, id := range keys(pending) {
+		for _, id := range slices.Sorted(maps.Keys(pending)) {
 			d, err := f.Get(ctx, id)
 			if ctx.Err() != nil || err != nil {
 				return stop(err)
@@ -89,18 +89,11 @@ func FollowDocuments(ctx context.Context, f follower, ids []int64, cfg BatchConf
 		if wait <= 0 {
 			wait = followIdle
 		}
-		left := keys(pending)
+		left := slices.Sorted(maps.Keys(pending))
 		emit(Event{Kind: EventWaiting, IDs: left, Wait: wait})
 		if err := cfg.Sleep(ctx, wait); err != nil {
 			return left, err
 		}
 	}
 	return nil, nil
-}
-
-// keys returns m's ids in order.
-func keys(m map[int64]bool) []int64 {
-	out := slices.AppendSeq(make([]int64, 0, len(m)), maps.Keys(m))
-	slices.Sort(out)
-	return out
 }

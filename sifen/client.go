@@ -178,40 +178,31 @@ func (c *Client) ConsultaDE(ctx context.Context, env Env, cdc string) (ConsultaD
 	return call[ConsultaDEResponse](ctx, c, env, ServiceConsultaDE, ConsultaPath, req)
 }
 
-// call posts one SOAP request and reads the answer.
+// call posts body in a SOAP envelope to the service at path in env and
+// reads the answer.
 func call[T any](ctx context.Context, c *Client, env Env, service, path string, body any) (T, error) {
 	var zero T
-	status, data, err := c.soap(ctx, env, service, path, body)
+	payload, err := MarshalSOAP(body)
 	if err != nil {
 		return zero, err
 	}
-	out, fault, err := UnmarshalSOAP[T](data)
+	ans, err := c.post(ctx, env, service, path, SOAPContentType, payload)
+	if err != nil {
+		return zero, err
+	}
+	out, fault, err := UnmarshalSOAP[T](ans.Body)
 	var refused *RemoteError
 	switch {
 	case fault != nil:
-		return zero, fault.remote(service, status)
+		return zero, &RemoteError{Service: service, StatusCode: ans.StatusCode, Fault: fault.String(), FaultCode: fault.Code}
 	case errors.As(err, &refused):
 		// rRetEnviDe, on HTTP 200 or 400 alike: SIFEN's own refusal.
-		refused.Service, refused.StatusCode = service, status
+		refused.Service, refused.StatusCode = service, ans.StatusCode
 		return zero, refused
-	case err != nil || status != http.StatusOK:
-		return zero, &RemoteError{Service: service, StatusCode: status, Body: snippet(data)}
+	case err != nil || ans.StatusCode != http.StatusOK:
+		return zero, &RemoteError{Service: service, StatusCode: ans.StatusCode, Body: snippet(ans.Body)}
 	}
 	return *out, nil
-}
-
-// soap posts body in a SOAP envelope to the service at path in env and
-// returns the answer's status and body.
-func (c *Client) soap(ctx context.Context, env Env, service, path string, body any) (int, []byte, error) {
-	if err := env.Validate(); err != nil {
-		return 0, nil, err
-	}
-	payload, err := MarshalSOAP(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	status, _, data, err := c.post(ctx, env, service, path, SOAPContentType, payload)
-	return status, data, err
 }
 
 func snippet(b []byte) string {

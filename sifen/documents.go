@@ -72,18 +72,17 @@ type Filter struct {
 	Limit    int
 }
 
-// Reimportable reports whether a DE may be imported under the CDC of the
+// CheckReimport is nil when a DE may be imported under the CDC of the
 // stored document d (with its XML): d in draft or error and de the same XML,
 // or other XML with replace; or d rejected and de corrected (other XML).
-func Reimportable(d Document, de DE, replace bool) bool {
+// Otherwise it is the refusal at now, a *CDCError.
+func CheckReimport(d Document, de DE, replace bool, now time.Time) error {
 	same := string(d.XML) == string(de.XML)
-	switch {
-	case d.Status.Sendable():
-		return same || replace
-	case d.Status == StatusRejected:
-		return !same
+	if (d.Status.Sendable() && (same || replace)) || (d.Status == StatusRejected && !same) {
+		return nil
 	}
-	return false
+	d.XML = nil
+	return &CDCError{CDC: de.CDC, Document: d, Now: now, OtherContent: !same}
 }
 
 // GroupLots splits the sendable documents into lots SIFEN accepts by count

@@ -71,6 +71,8 @@ type RemoteError struct {
 	Fault, FaultCode string
 	// Body is the start of the body, for the log.
 	Body string
+	// prot is the rRetEnviDe's protocol, siRecepDE's answer.
+	prot *ProtDE
 }
 
 func (e *RemoteError) Error() string {

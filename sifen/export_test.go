@@ -28,7 +28,14 @@ var NotSent = notSent
 
 var ParseLoteContext = parseLoteContext
 
-var ReadResult = readResult
+// ReadResult is DEResult.verdict of a result with status and codes.
+func ReadResult(status string, codes ...string) Verdict {
+	r := DEResult{Status: status}
+	for _, c := range codes {
+		r.Messages = append(r.Messages, ResultMessage{Code: c})
+	}
+	return r.verdict()
+}
 
 var ValidateCDC = validateCDC
 

@@ -107,7 +107,11 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 	if err := ctx.Err(); err != nil {
 		return Lote{}, fmt.Errorf("sifen: parse lot: %w", err)
 	}
-	w := &window{r: skipBOM(r), limit: limit}
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3) // a UTF-8 byte order mark
+	}
+	w := &window{r: br, limit: limit}
 	d := &decoder{Decoder: xml.NewDecoder(w), ctx: ctx, src: w}
 	tok, off, err := d.next("before the root element")
 	root, ok := tok.(xml.StartElement)
@@ -141,15 +145,6 @@ func parseLoteFrom(ctx context.Context, r io.Reader, limit int64) (Lote, error) 
 		return Lote{}, fmt.Errorf("%w: more than one root element", ErrMalformedXML)
 	}
 	return l, nil
-}
-
-// skipBOM returns r without a UTF-8 byte order mark at its start.
-func skipBOM(r io.Reader) io.Reader {
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xef\xbb\xbf")) {
-		_, _ = br.Discard(3)
-	}
-	return br
 }
 
 // errInflated is window's error past its limit.
@@ -410,9 +405,10 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 	if err != nil {
 		return DE{}, err
 	}
-	typ, err := parseType(values[pathType])
-	if err != nil {
-		return DE{}, err
+	s := values[pathType]
+	typ, err := strconv.Atoi(s)
+	if err != nil || typ < 1 || len(s) > 2 || !isDigits(s) {
+		return DE{}, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
 	}
 	if !hasCDC {
 		return DE{}, fmt.Errorf("%w: DE has no Id attribute", ErrInvalidCDC)
@@ -421,14 +417,6 @@ func newDE(raw []byte, values map[string]string, cdc string, hasCDC bool) (DE, e
 		return DE{}, err
 	}
 	return DE{RUC: ruc, Type: typ, CDC: cdc, XML: raw}, nil
-}
-
-func parseType(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || len(s) > 2 || !isDigits(s) {
-		return 0, fmt.Errorf("%w: iTiDE %q", ErrInvalidType, s)
-	}
-	return n, nil
 }
 
 // validateCDC checks a CDC against its DE: 44 digits, laid out as
@@ -464,37 +452,26 @@ func isDigits(s string) bool { return s != "" && strings.TrimLeft(s, "0123456789
 // standalone adds to raw's start tag the inherited namespace declarations it
 // does not make itself.
 func standalone(raw []byte, own, inherited []xml.Attr) []byte {
-	var missing []xml.Attr
-	for _, in := range inherited {
-		if !slices.ContainsFunc(nsDecls(own), func(a xml.Attr) bool { return a.Name == in.Name }) {
-			missing = append(missing, in)
-		}
-	}
-	out := bytes.Clone(raw)
-	if len(missing) == 0 {
-		return out
-	}
-	// The element name ends at the first space, '/' or '>'.
-	i := 1
-	for i < len(raw) && !isXMLSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
-		i++
-	}
 	var decl bytes.Buffer
-	for _, a := range missing {
-		decl.WriteByte(' ')
-		if a.Name.Space == "xmlns" {
-			decl.WriteString("xmlns:" + a.Name.Local)
-		} else {
-			decl.WriteString("xmlns")
+	for _, a := range inherited {
+		if slices.ContainsFunc(own, func(o xml.Attr) bool { return o.Name == a.Name }) {
+			continue // an inherited declaration's name is one only a declaration has
 		}
-		decl.WriteString(`="`)
+		name := "xmlns"
+		if a.Name.Space == "xmlns" {
+			name += ":" + a.Name.Local
+		}
+		decl.WriteString(" " + name + `="`)
 		_ = xml.EscapeText(&decl, []byte(a.Value))
 		decl.WriteByte('"')
 	}
-	return append(out[:i:i], append(decl.Bytes(), raw[i:]...)...)
+	if decl.Len() == 0 {
+		return bytes.Clone(raw)
+	}
+	// The element name ends at the first space, '/' or '>'.
+	i := bytes.IndexAny(raw, " \t\n\r/>")
+	return append(append(raw[:i:i], decl.Bytes()...), raw[i:]...)
 }
-
-func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // validate applies the lot rules but size: 1 to maxLotDEs DEs, no CDC twice,
 // one type, one issuer (ErrLotEmpty, ErrLotTooManyDEs, ErrLotDuplicateCDC,
@@ -506,13 +483,11 @@ func (l Lote) validate() error {
 	case len(l.DEs) > maxLotDEs:
 		return fmt.Errorf("%w: %d DEs", ErrLotTooManyDEs, len(l.DEs))
 	}
-	seen := make(map[string]bool, len(l.DEs))
 	first := l.DEs[0]
 	for i, de := range l.DEs {
-		if seen[de.CDC] {
+		if slices.ContainsFunc(l.DEs[:i], func(o DE) bool { return o.CDC == de.CDC }) {
 			return fmt.Errorf("%w: %s", ErrLotDuplicateCDC, de.CDC)
 		}
-		seen[de.CDC] = true
 		if de.Type != first.Type {
 			return fmt.Errorf("%w: DE 1 is of type %d, DE %d of type %d", ErrLotMixedTypes, first.Type, i+1, de.Type)
 		}
@@ -601,13 +576,10 @@ func ZipLote(doc []byte) ([]byte, error) {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	w, err := zw.CreateHeader(&zip.FileHeader{Name: lotFileName, Method: zip.Deflate})
-	if err != nil {
-		return nil, fmt.Errorf("sifen: zip lot: %w", err)
+	if err == nil {
+		_, err = w.Write(doc)
 	}
-	if _, err := w.Write(doc); err != nil {
-		return nil, fmt.Errorf("sifen: zip lot: %w", err)
-	}
-	if err := zw.Close(); err != nil {
+	if err := cmp.Or(err, zw.Close()); err != nil {
 		return nil, fmt.Errorf("sifen: zip lot: %w", err)
 	}
 	return b.Bytes(), nil

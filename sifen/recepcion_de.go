@@ -28,9 +28,7 @@ const (
 type EnvioDE struct {
 	XMLName xml.Name `xml:"http://ekuatia.set.gov.py/sifen/xsd rEnviDe"`
 	ID      string   `xml:"dId"`
-	XDE     struct {
-		Inner []byte `xml:",innerxml"`
-	} `xml:"xDE"`
+	XDE     innerXML `xml:"xDE"`
 }
 
 // ErrNoRecepcionDE is the error of a single-DE send when the Sender's
@@ -48,27 +46,19 @@ var _ deReceiver = (*Client)(nil)
 // RecepcionDE sends one signed rDE to siRecepDE and returns SIFEN's
 // protocol of it (rProtDe). Errors as RecepcionLote's.
 func (c *Client) RecepcionDE(ctx context.Context, env Env, rde []byte) (ProtDE, error) {
-	req := EnvioDE{ID: newRequestID()}
-	req.XDE.Inner = bytes.TrimSpace(StripXMLDecl(rde))
-	status, data, err := c.soap(ctx, env, ServiceRecepcionDE, RecepcionDEPath, req)
-	if err != nil {
-		return ProtDE{}, err
+	req := EnvioDE{ID: newRequestID(), XDE: innerXML(bytes.TrimSpace(StripXMLDecl(rde)))}
+	// rRetEnviDe is the answer, on HTTP 200, or on 400 for a request SIFEN
+	// refused before reading it (0160): either way SIFEN's protocol.
+	_, err := call[struct{}](ctx, c, env, ServiceRecepcionDE, RecepcionDEPath, req)
+	var re *RemoteError
+	if errors.As(err, &re) && re.prot != nil {
+		return *re.prot, nil
 	}
-	var answer envelope[struct{}] // a body holding a fault or rRetEnviDe only
-	err = xml.Unmarshal(data, &answer)
-	switch {
-	case err == nil && answer.Body.Fault != nil:
-		return ProtDE{}, answer.Body.Fault.remote(ServiceRecepcionDE, status)
-	case err != nil || answer.Body.Rejection == nil:
-		return ProtDE{}, &RemoteError{Service: ServiceRecepcionDE, StatusCode: status, Body: snippet(data)}
-	}
-	// rRetEnviDe is the answer, on HTTP 200, or on 400 for a request
-	// SIFEN refused before reading it (0160): either way SIFEN's protocol.
-	return answer.Body.Rejection.Prot, nil
+	return ProtDE{}, err
 }
 
-// forwarded is SIFEN's answer to a forwarded request, as it came.
-type forwarded struct {
+// answer is SIFEN's answer to a request, as it came.
+type answer struct {
 	StatusCode  int
 	ContentType string
 	Body        []byte
@@ -79,34 +69,31 @@ type forwarded struct {
 // came, for the services balde passes through (siConsDE, siConsRUC,
 // siRecepEvento); an overridden path goes to the configured one. An error
 // means no answer came.
-func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (forwarded, error) {
-	if err := env.Validate(); err != nil {
-		return forwarded{}, err
-	}
-	status, ct, data, err := c.post(ctx, env, "forward "+cmp.Or(c.paths[path], path), path, cmp.Or(contentType, SOAPContentType), body)
-	if err != nil {
-		return forwarded{}, err
-	}
-	return forwarded{StatusCode: status, ContentType: ct, Body: data}, nil
+func (c *Client) Forward(ctx context.Context, env Env, path, contentType string, body []byte) (answer, error) {
+	return c.post(ctx, env, "forward "+cmp.Or(c.paths[path], path), path, cmp.Or(contentType, SOAPContentType), body)
 }
 
-// post sends one request and returns the answer's status, type and body.
-func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (int, string, []byte, error) {
+// post sends one request to the service at path in env and returns the
+// answer.
+func (c *Client) post(ctx context.Context, env Env, service, path, contentType string, body []byte) (answer, error) {
+	if err := env.Validate(); err != nil {
+		return answer{}, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(env, path), bytes.NewReader(body))
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
+		return answer{}, fmt.Errorf("sifen: %s: %w", service, err)
 	}
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("sifen: %s: %w", service, err)
+		return answer{}, fmt.Errorf("sifen: %s: %w", service, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
+		return answer{}, fmt.Errorf("sifen: %s: reading the answer: %w", service, err)
 	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), data, nil
+	return answer{StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}, nil
 }
 
 // StripXMLDecl drops a leading XML declaration and byte order mark.
@@ -133,13 +120,13 @@ type DESend struct {
 func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	prot, sendErr := recv.RecepcionDE(c.bg, c.out.Env, c.lot.DEs[0].XML)
 	code, msg := prot.Code()
+	res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber(), Messages: prot.Results}
 	var unusable string
-	if sendErr == nil && readResult(prot.State(), code) == verdictUnknown {
+	if sendErr == nil && res.verdict() == verdictUnknown {
 		unusable = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {
 		out.Status, out.Code, out.Message, out.ProcessedAt = OutcomeSent, code, msg, parseTime(prot.ProcessedAt)
-		res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber(), Messages: prot.Results}
 		st, _ := lotResultSettle(Document{}, res)
 		st.Sent = true
 		log.Info("DE answered", slog.String("result", st.Result), slog.String("code", code))

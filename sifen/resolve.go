@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -85,10 +86,8 @@ func (s *Sender) QueryLot(ctx context.Context, env Env, lotNumber string) (LotOu
 	if err != nil {
 		return LotOutcome{}, err
 	}
-	for _, l := range lots {
-		if l.Env == env && l.LotNumber == lotNumber {
-			return s.queryLot(ctx, l)
-		}
+	if i := slices.IndexFunc(lots, func(l LotRef) bool { return l.Env == env && l.LotNumber == lotNumber }); i >= 0 {
+		return s.queryLot(ctx, lots[i])
 	}
 	// No document of it waits for its result: ask anyway (nothing is due
 	// or scheduled for such a lot).
@@ -168,21 +167,15 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 	}
 	switch resp.Code {
 	case codeLotDone:
-		byCDC := make(map[string]DEResult, len(resp.Results))
-		for _, r := range resp.Results {
-			byCDC[r.CDC] = r
-		}
 		for _, doc := range docs {
-			res, ok := byCDC[doc.CDC]
-			if !ok {
+			i := slices.IndexFunc(resp.Results, func(r DEResult) bool { return r.CDC == doc.CDC })
+			if i < 0 {
 				continue
 			}
-			st, changes := lotResultSettle(doc, res)
-			if !changes {
-				continue
-			}
-			if err := finish(doc, st); err != nil {
-				return err
+			if st, changes := lotResultSettle(doc, resp.Results[i]); changes {
+				if err := finish(doc, st); err != nil {
+					return err
+				}
 			}
 		}
 	case codeLotUnknown, codeLotTooLate:
@@ -194,7 +187,11 @@ func (s *Sender) askLot(ctx context.Context, out *LotOutcome) error {
 				continue
 			}
 			st := Settle{Status: StatusError, ResponseCode: r.Code, Message: "lot " + resp.Code + " " + resp.Message + "; DE not at SIFEN (" + r.Code + "): it may be sent again"}
-			switch sent := sentAt(doc); {
+			sent := doc.SentAt
+			if sent.IsZero() {
+				sent = doc.ClaimedAt // its send not recorded: its claim
+			}
+			switch {
 			case r.Code == codeDEFound:
 				st = r.found("lot " + resp.Code + "; DE found: ")
 			case resp.Code == codeLotUnknown && s.clock().Sub(sent) < s.cfg.NotFoundAfter:
@@ -257,14 +254,6 @@ func (s *Sender) askDE(ctx context.Context, doc Document) (ConsultaDEResponse, e
 		return r, fmt.Errorf("%w: document %d: siConsDE answered %s %s", ErrRemote, doc.ID, r.Code, r.Message)
 	}
 	return r, nil
-}
-
-// sentAt is when doc's lot left: SentAt, or its claim when not recorded.
-func sentAt(doc Document) time.Time {
-	if doc.SentAt.IsZero() {
-		return doc.ClaimedAt
-	}
-	return doc.SentAt
 }
 
 // resultText renders a DE's result: "Aprobado: 0260 Autorización del DE satisfactoria".

@@ -39,12 +39,12 @@ func (v verdict) Result() string {
 	return [...]string{verdictApproved: resultApproved, verdictApprovedWithObs: ResultApprovedWithObs, verdictRejected: resultRejected}[v]
 }
 
-// readResult reads a DE's result as DNIT writes it: dEstRes without regard
-// to case, accents, spacing or plural. When dEstRes is none of the three,
-// codeAuthorized approves; anything else is verdictUnknown, never a silent
-// rejection (a resend of an approved CDC draws 1001).
-func readResult(status string, codes ...string) verdict {
-	switch foldResult(status) {
+// verdict reads r as DNIT writes it: dEstRes without regard to case,
+// accents, spacing or plural. When dEstRes is none of the three,
+// codeAuthorized among its codes approves; anything else is verdictUnknown,
+// never a silent rejection (a resend of an approved CDC draws 1001).
+func (r DEResult) verdict() verdict {
+	switch foldResult(r.Status) {
 	case "aprobado":
 		return verdictApproved
 	case "aprobado con observacion", "aprobado con observaciones":
@@ -52,10 +52,8 @@ func readResult(status string, codes ...string) verdict {
 	case "rechazado":
 		return verdictRejected
 	}
-	for _, c := range codes {
-		if strings.TrimSpace(c) == codeAuthorized {
-			return verdictApproved
-		}
+	if slices.ContainsFunc(r.Messages, func(m ResultMessage) bool { return strings.TrimSpace(m.Code) == codeAuthorized }) {
+		return verdictApproved
 	}
 	return verdictUnknown
 }
@@ -70,15 +68,6 @@ func foldResult(s string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
-}
-
-// verdict reads r (see readResult).
-func (r DEResult) verdict() verdict {
-	codes := make([]string, len(r.Messages))
-	for i, m := range r.Messages {
-		codes[i] = m.Code
-	}
-	return readResult(r.Status, codes...)
 }
 
 // lotResultSettle is what a processed lot's result r says of doc, and whether

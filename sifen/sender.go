@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -161,7 +160,7 @@ func (s *Sender) shareInterval(ctx context.Context) ([]string, error) {
 
 // Import stores the DEs of data (one rDE or an rLoteDE) as draft documents
 // of env, all or none, and returns them in input order. A CDC already stored
-// in env is imported again when Reimportable allows it; otherwise the import
+// in env is imported again when CheckReimport allows it; otherwise the import
 // fails with a *CDCError naming the document that holds it.
 //
 // Errors: ErrInvalidEnv, ParseLote's, ErrUnfit, ErrLotTooBig, *CDCError
@@ -328,7 +327,7 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 	}
 	// 1. Check: one environment, sendable, the XML still valid, the lot rules.
 	env := rows[0].Env
-	var c claimed
+	var lot Lote
 	for _, r := range rows {
 		if r.Env != env {
 			return claimed{}, fmt.Errorf("%w: document %d is in %s, document %d in %s", ErrLotMixedEnv, rows[0].ID, env, r.ID, r.Env)
@@ -343,57 +342,60 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 		if err := s.fit(env, de); err != nil {
 			return claimed{}, fmt.Errorf("document %d: %w", r.ID, err)
 		}
-		c.lot.DEs = append(c.lot.DEs, de)
+		lot.DEs = append(lot.DEs, de)
 	}
-	if c.packed, err = c.lot.Pack(); err != nil {
+	packed, err := lot.Pack()
+	if err != nil {
 		return claimed{}, err
 	}
-	now, err := s.gate(ctx, &c, env, ids)
-	if err != nil {
-		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), s.clock()); ferr != nil {
+	return s.admit(ctx, claimed{lot: lot, packed: packed}, env, ids, func(c *claimed, now time.Time) ([]int64, error) {
+		return ids, s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now})
+	})
+}
+
+// admit runs steps 2 and 3 of the protocol for c's checked lot of env: one
+// take on the RUC's bucket, holding the RUC while the lot is on the wire
+// (refused, c.out is OutcomeBlocked with the Decision), then claim, which
+// claims the documents, stored (ids) or not yet (nil), and returns their
+// ids. Stored documents also get the gate's failure or refusal.
+func (s *Sender) admit(ctx context.Context, c claimed, env Env, ids []int64, claim func(c *claimed, now time.Time) ([]int64, error)) (claimed, error) {
+	ruc := c.lot.DEs[0].RUC
+	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
+	c.key = RecepcionKey(env, ruc)
+	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
+	now := s.clock()
+	switch {
+	case err != nil && ids == nil:
+		return claimed{}, fmt.Errorf("sifen: send lot %.16s: %w", c.packed.Hash, err)
+	case err != nil:
+		if ferr := s.docs.Fail(ctx, ids, "not sent: throttle unavailable: "+err.Error(), now); ferr != nil {
 			s.logger.Error("recording a throttle failure on the documents", slog.Any("ids", ids), slog.Any("error", ferr))
 		}
 		return claimed{}, fmt.Errorf("sifen: send %v: %w", ids, err)
-	}
-	if d := c.out.Decision; d != nil {
+	case !d.Allowed:
+		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
+		c.out.Message = fmt.Sprintf("blocked: %s, wait %d s", d.Reason, c.out.Blocked().WaitSeconds())
+		if ids == nil {
+			return c, nil
+		}
 		s.logger.Info("lot held back", slog.String("key", d.Key.String()),
 			slog.String("reason", d.Reason.String()), slog.Duration("wait", d.RetryAfter))
 		return c, s.docs.Hold(ctx, ids, c.out.Message, c.out.Blocked().Until, now)
 	}
+	// The interval runs from the answer; the take's policy says how long.
+	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
+	// From here on the hold must be ended whatever the caller does with ctx.
+	c.bg = context.WithoutCancel(ctx)
 
 	// 3. Claim the documents.
-	c.token = newClaim()
-	if err := s.docs.Claim(ctx, Claim{Docs: rows, Token: c.token, Lot: c.packed, Env: env, RUC: c.out.RUC, Now: now}); err != nil {
+	c.token = rand.Text()
+	if c.out.DocumentIDs, err = claim(&c, now); err != nil {
 		// Nothing left: the hold ends now (the take's own interval stays).
 		c.interval = 0
 		s.answered(c, RefClaimFailed+c.packed.Hash[:16], false)
 		return claimed{}, err
 	}
 	return c, nil
-}
-
-// gate is step 2 of the protocol for c's lot: one take on the RUC's bucket,
-// holding the RUC while the lot is on the wire. Refused, c.out is
-// OutcomeBlocked with the Decision. It returns the instant of the decision.
-func (s *Sender) gate(ctx context.Context, c *claimed, env Env, ids []int64) (time.Time, error) {
-	ruc := c.lot.DEs[0].RUC
-	c.out = LotSend{DocumentIDs: ids, Env: env, RUC: ruc, LotHash: c.packed.Hash}
-	c.key = RecepcionKey(env, ruc)
-	d, err := s.limiter.Take(ctx, ledgerRef(ids, c.packed.Hash), throttle.Charge{Key: c.key, Cost: 1, HoldFor: s.cfg.InFlightFor})
-	if err != nil {
-		return time.Time{}, err
-	}
-	now := s.clock()
-	if !d.Allowed {
-		c.out.Status, c.out.Decision, c.out.DecidedAt = OutcomeBlocked, &d, now
-		c.out.Message = fmt.Sprintf("blocked: %s, wait %d s", d.Reason, c.out.Blocked().WaitSeconds())
-		return now, nil
-	}
-	// The interval runs from the answer; the take's policy says how long.
-	c.held, c.interval = d.Buckets[0].HeldUntil, d.Buckets[0].Policy.MinInterval
-	// From here on the hold must be ended whatever the caller does with ctx.
-	c.bg = context.WithoutCancel(ctx)
-	return now, nil
 }
 
 // RefClaimFailed begins the ledger ref of the answer a Sender records on a
@@ -513,12 +515,6 @@ func ledgerRef(ids []int64, hash string) string {
 		return "doc:" + strconv.FormatInt(ids[0], 10)
 	}
 	return "lot:" + hash[:16]
-}
-
-func newClaim() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // RUCWait says whether a lot of ruc in env would be admitted now, without

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 )
 
 // SendNew sends lot, DEs not stored yet (a gateway's siRecepLoteDE), as one
@@ -51,30 +52,22 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 			return claimed{}, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
-	c := claimed{lot: lot}
-	var err error
-	if c.packed, err = lot.Pack(); err != nil {
+	packed, err := lot.Pack()
+	if err != nil {
 		return claimed{}, err
 	}
 	if err := s.checkCDCs(ctx, env, lot.DEs); err != nil {
 		return claimed{}, err
 	}
-	// 2. The RUC's gate.
-	now, err := s.gate(ctx, &c, env, nil)
-	if err != nil {
-		return claimed{}, fmt.Errorf("sifen: send lot %.16s: %w", c.packed.Hash, err)
-	}
-	if c.out.Status == OutcomeBlocked {
-		return c, nil
-	}
-
-	// 3. Import and claim. Nobody else can claim the new drafts while the
-	// gate holds the RUC, but a send refused by it records its wait on
-	// them (a new version): the claim reads them again.
-	ids, err := s.docs.Import(c.bg, env, lot.DEs, false, now)
-	if err == nil {
+	// 2. The RUC's gate, then 3. import and claim. Nobody else can claim the
+	// new drafts while the gate holds the RUC, but a send refused by it
+	// records its wait on them (a new version): the claim reads them again.
+	return s.admit(ctx, claimed{lot: lot, packed: packed}, env, nil, func(c *claimed, now time.Time) ([]int64, error) {
+		ids, err := s.docs.Import(c.bg, env, lot.DEs, false, now)
+		if err != nil {
+			return nil, err
+		}
 		ids = slices.Sorted(slices.Values(ids))
-		c.token = newClaim()
 		for range 3 {
 			var rows []Document
 			if rows, err = s.docs.Documents(c.bg, ids, false); err == nil {
@@ -84,18 +77,11 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 				break
 			}
 		}
-	}
-	if err != nil {
-		// Nothing left: the hold ends now (the take's own interval stays).
-		c.interval = 0
-		s.answered(c, RefClaimFailed+c.packed.Hash[:16], false)
-		if ids != nil {
+		if err != nil {
 			s.logger.Warn("a lot imported for a send could not be claimed: its documents stay drafts", slog.Any("ids", ids), slog.Any("error", err))
 		}
-		return claimed{}, err
-	}
-	c.out.DocumentIDs = ids
-	return c, nil
+		return ids, err
+	})
 }
 
 // checkCDCs refuses (*CDCError) a DE whose CDC a document of env holds that
@@ -117,15 +103,11 @@ func (s *Sender) checkCDCs(ctx context.Context, env Env, des []DE) error {
 	if err != nil {
 		return err
 	}
-	byCDC := make(map[string]Document, len(stored))
-	for _, d := range stored {
-		byCDC[d.CDC] = d
-	}
 	for _, de := range des {
-		if d, ok := byCDC[de.CDC]; ok && !Reimportable(d, de, false) {
-			other := string(d.XML) != string(de.XML)
-			d.XML = nil
-			return &CDCError{CDC: de.CDC, Document: d, Now: s.clock(), OtherContent: other}
+		if i := slices.IndexFunc(stored, func(d Document) bool { return d.CDC == de.CDC }); i >= 0 {
+			if err := CheckReimport(stored[i], de, false, s.clock()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

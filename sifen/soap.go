@@ -212,11 +212,6 @@ type soapFault struct {
 
 func (f *soapFault) String() string { return strings.TrimSpace(f.Code + ": " + f.Reason) }
 
-// remote is the error of f in an answer of service on HTTP status.
-func (f *soapFault) remote(service string, status int) *RemoteError {
-	return &RemoteError{Service: service, StatusCode: status, Fault: f.String(), FaultCode: f.Code}
-}
-
 // faultReceiver is the SOAP 1.2 fault code blaming the receiver (SOAP 1.2
 // Part 1, §5.4.6), as faultKind returns it.
 const faultReceiver = "Receiver"
@@ -270,7 +265,7 @@ func UnmarshalSOAP[T any](data []byte) (*T, *soapFault, error) {
 		p := env.Body.Rejection.Prot
 		code, msg := p.Code()
 		if code != "" {
-			return nil, nil, &RemoteError{Code: code, Message: msg, State: p.State(), ProcessedAt: strings.TrimSpace(p.ProcessedAt)}
+			return nil, nil, &RemoteError{Code: code, Message: msg, State: p.State(), ProcessedAt: strings.TrimSpace(p.ProcessedAt), prot: &p}
 		}
 	}
 	if env.Body.Content == nil {

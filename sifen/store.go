@@ -25,7 +25,7 @@ var _ SOAPServices = (*Client)(nil)
 // context stays itself.
 type DocumentStore interface {
 	// Import stores des as drafts of env, all or none, and returns their ids in
-	// order. A stored CDC is taken again when Reimportable says so
+	// order. A stored CDC is taken again when CheckReimport says so
 	// (docs/decisions/0057), else the error is a *CDCError with Now set.
 	Import(ctx context.Context, env Env, des []DE, replace bool, now time.Time) ([]int64, error)
 	// Documents returns the documents ids in id order, with their XML when

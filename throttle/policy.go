@@ -60,12 +60,7 @@ const (
 )
 
 // String returns "closed" or "open".
-func (m FailMode) String() string {
-	if m == FailOpen {
-		return "open"
-	}
-	return "closed"
-}
+func (m FailMode) String() string { return name([]string{"closed", "open"}, m, "FailMode") }
 
 // Policy describes one kind of bucket: how big it is, how fast it refills,
 // and the extra rules (cooldown, block) that apply to every key under it.

@@ -58,16 +58,7 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 	if opts.SkipBuckets {
 		return res, nil
 	}
-	var after Key
-	for {
-		rows, err := l.store.Rows(ctx, after, SeverityUnknown, opts.BucketBatch)
-		if err != nil {
-			return res, fmt.Errorf("throttle: prune buckets: %w", err)
-		}
-		if len(rows) == 0 {
-			return res, nil
-		}
-		after = rows[len(rows)-1].Key
+	err := l.pages(ctx, SeverityUnknown, opts.BucketBatch, func(rows []Bucket) error {
 		// Candidates are checked again inside the transaction: a decision
 		// may have touched them since they were listed.
 		now := l.clock()
@@ -84,7 +75,7 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 			}
 			visible, err := l.store.LedgerSince(ctx, b.Key, before)
 			if err != nil {
-				return res, fmt.Errorf("throttle: prune buckets: %w", err)
+				return err
 			}
 			if visible {
 				continue // its ledger is still within the retention
@@ -92,24 +83,27 @@ func (l *Limiter) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 			keys = append(keys, b.Key)
 			policies[b.Key] = p
 		}
-		if len(keys) > 0 {
-			var n int64
-			err := l.update(ctx, keys, nil, func(tx *Tx) error {
-				n = 0
-				for _, k := range keys {
-					if tx.collect(k, policies[k]) {
-						n++
-					}
+		if len(keys) == 0 {
+			return nil
+		}
+		var n int64
+		err := l.update(ctx, keys, nil, func(tx *Tx) error {
+			n = 0 // the store may run this again on a fresh Tx
+			for _, k := range keys {
+				if tx.collect(k, policies[k]) {
+					n++
 				}
-				return nil
-			})
-			if err != nil {
-				return res, fmt.Errorf("throttle: prune buckets: %w", err)
 			}
-			res.Buckets += n
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if len(rows) < opts.BucketBatch {
-			return res, nil
-		}
+		res.Buckets += n
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("throttle: prune buckets: %w", err)
 	}
+	return res, nil
 }

@@ -234,12 +234,7 @@ func (l *Limiter) Reevaluate(ctx context.Context) (int, error) {
 // changed.
 func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 	changed := 0
-	var after Key
-	for {
-		rows, err := l.store.Rows(ctx, after, atLeast, scanPage)
-		if err != nil {
-			return changed, fmt.Errorf("throttle: regrade: %w", err)
-		}
+	err := l.pages(ctx, atLeast, scanPage, func(rows []Bucket) error {
 		now := l.clock()
 		var stale []BucketState
 		for _, b := range rows {
@@ -262,12 +257,29 @@ func (l *Limiter) regrade(ctx context.Context, atLeast Severity) (int, error) {
 				return nil
 			})
 			if err != nil {
-				return changed, fmt.Errorf("throttle: regrade: %w", err)
+				return err
 			}
 			changed += n
 		}
-		if len(rows) < scanPage {
-			return changed, nil
+		return nil
+	})
+	if err != nil {
+		return changed, fmt.Errorf("throttle: regrade: %w", err)
+	}
+	return changed, nil
+}
+
+// pages calls fn with each page of up to size stored rows stored at least
+// atLeast, in key order, until fn fails or the rows run out.
+func (l *Limiter) pages(ctx context.Context, atLeast Severity, size int, fn func([]Bucket) error) error {
+	var after Key
+	for {
+		rows, err := l.store.Rows(ctx, after, atLeast, size)
+		if err == nil && len(rows) > 0 {
+			err = fn(rows)
+		}
+		if err != nil || len(rows) < size {
+			return err
 		}
 		after = rows[len(rows)-1].Key
 	}

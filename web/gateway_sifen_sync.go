@@ -25,7 +25,7 @@ func (g *sifenGateway) receiveDE(w http.ResponseWriter, r *http.Request, data []
 	// namespace around it lets the parser make it standalone.
 	var doc bytes.Buffer
 	doc.WriteString(`<rLoteDE xmlns="` + sifen.Namespace + `">`)
-	doc.Write(bytes.TrimSpace(sifen.StripXMLDecl(req.XDE.Inner)))
+	doc.Write(bytes.TrimSpace(sifen.StripXMLDecl([]byte(req.XDE))))
 	doc.WriteString(`</rLoteDE>`)
 	lot, err := sifen.ParseLote(doc.Bytes())
 	switch {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/internal/i18n"
 	"github.com/balde-throttle/balde/internal/view"
 	"github.com/balde-throttle/balde/internal/whatif"
 )
@@ -24,28 +23,7 @@ type whatifPage struct {
 	// The other numbers, as typed.
 	Capacity, RefillTokens, RefillPeriod, Interval string
 	Error                                          string // why the question cannot be answered (a 400)
-	Report                                         *whatifReport
-}
-
-// whatifReport is a replay rendered for the page.
-type whatifReport struct {
-	Summary  string
-	Policies []whatifPolicy
-	Notes    []string
-	Lots     []whatifLot
-}
-
-type whatifPolicy struct {
-	Policy, Recorded string // Recorded is empty when the numbers are the same
-	Rows             []whatifRow
-}
-
-type whatifRow struct {
-	Label, Requests, RefusedThen, RefusedNow, Worse, Better, LongestWait, FirstBite string
-}
-
-type whatifLot struct {
-	Ref, RUC, Arrived, Sent, ReplaySent, Answered, ReplayAnswered string
+	Report                                         *view.Whatif
 }
 
 const whatifLayout = "2006-01-02T15:04"
@@ -71,11 +49,11 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	}
 	query := whatif.Query{Policies: chosen, Scenario: whatif.Scenario{Category: category}}
 	var err error
-	if query.To, err = formTime(q.Get("to"), s.now(), zone); err != nil {
-		return err
+	if query.To, err = whatif.ParseWhen(q.Get("to"), s.now(), zone); err != nil {
+		return errors.Join(errBadRequest, err)
 	}
-	if query.From, err = formTime(q.Get("from"), query.To.Add(-24*time.Hour), zone); err != nil {
-		return err
+	if query.From, err = whatif.ParseWhen(q.Get("from"), query.To.Add(-24*time.Hour), zone); err != nil {
+		return errors.Join(errBadRequest, err)
 	}
 	p.From, p.To = query.From.In(zone).Format(whatifLayout), query.To.In(zone).Format(whatifLayout)
 	sc := &query.Scenario
@@ -111,57 +89,6 @@ func (s *Server) showWhatif(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.Report = newWhatifReport(l.T, rep)
+	p.Report = view.NewWhatif(l.T, rep)
 	return s.render(w, http.StatusOK, p)
-}
-
-// formTime reads a datetime-local field in zone; "" is def.
-func formTime(v string, def time.Time, zone *time.Location) (time.Time, error) {
-	if v == "" {
-		return def, nil
-	}
-	t, err := time.ParseInLocation(whatifLayout, v, zone)
-	if err != nil {
-		return time.Time{}, errors.Join(errBadRequest, err)
-	}
-	return t, nil
-}
-
-// newWhatifReport renders rep in tr's language.
-func newWhatifReport(tr *i18n.Printer, rep *whatif.Report) *whatifReport {
-	out := &whatifReport{Summary: tr.Sprintf("What if, from %s to %s: %s ledger rows, %s requests replayed.",
-		tr.Zoned(rep.Query.From), tr.Zoned(rep.Query.To), tr.Int(rep.Rows), tr.Int(rep.Requests)), Notes: rep.Notes(tr)}
-	row := func(label string, h whatif.Hour) whatifRow {
-		v := whatifRow{Label: label, Requests: tr.Int(h.Requests), RefusedThen: tr.Int(h.RefusedThen), RefusedNow: tr.Int(h.RefusedNow),
-			Worse: tr.Int(h.Worse), Better: tr.Int(h.Better), LongestWait: view.FormatWait(h.LongestWait)}
-		if !h.FirstBite.IsZero() {
-			v.FirstBite = tr.Zoned(h.FirstBite)
-		}
-		return v
-	}
-	for _, p := range rep.Policies {
-		if p.Total.Requests == 0 {
-			out.Notes = append(out.Notes, tr.Sprintf("%s: no decision recorded in the period.", p.Policy))
-			continue
-		}
-		v := whatifPolicy{Policy: view.FormatPolicyIn(tr, p.Replayed), Rows: []whatifRow{row(tr.Sprintf("period"), p.Total)}}
-		if p.Recorded != p.Replayed {
-			v.Recorded = tr.Sprintf("recorded under %s", view.FormatPolicyIn(tr, p.Recorded))
-		}
-		for _, h := range p.Hours {
-			v.Rows = append(v.Rows, row(h.Start.In(tr.Location()).Format("2006-01-02 15:04"), h))
-		}
-		out.Policies = append(out.Policies, v)
-	}
-	at := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.In(tr.Location()).Format("15:04:05.0")
-	}
-	for _, l := range rep.Lots {
-		out.Lots = append(out.Lots, whatifLot{Ref: l.Ref, RUC: l.Key.Identifier, Arrived: at(l.Arrived), Sent: at(l.Sent),
-			ReplaySent: at(l.ReplaySent), Answered: at(l.Answered), ReplayAnswered: at(l.ReplayAnswered)})
-	}
-	return out
 }

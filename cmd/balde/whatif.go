@@ -47,10 +47,10 @@ func runWhatif(ctx context.Context, m *Main, args []string) (err error) {
 	defer func() { err = errors.Join(err, eng.Close(ctx)) }()
 	tr := m.printerIn(cfg)
 	q := whatif.Query{Policies: strings.Split(*policies, ","), Scenario: sc}
-	if q.To, err = report.ParseWhen(*to, eng.Limiter().Now(), tr.Location()); err != nil {
+	if q.To, err = whatif.ParseWhen(*to, eng.Limiter().Now(), tr.Location()); err != nil {
 		return UsageError("whatif: --to: %v", err)
 	}
-	if q.From, err = report.ParseWhen(*from, q.To.Add(-24*time.Hour), tr.Location()); err != nil {
+	if q.From, err = whatif.ParseWhen(*from, q.To.Add(-24*time.Hour), tr.Location()); err != nil {
 		return UsageError("whatif: --from: %v", err)
 	}
 	for _, p := range q.Policies {

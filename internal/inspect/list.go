@@ -108,17 +108,12 @@ func DecodeCursor(s string) (throttle.Key, error) {
 }
 
 // ParseCondition is the inverse of throttle.Condition.Param; it also
-// accepts "cooldown" and "cooling down".
+// accepts its String ("cooling down"), "cooldown" and "cooling-down".
 func ParseCondition(s string) (throttle.Condition, error) {
-	switch s {
-	case "":
-		return throttle.ConditionAny, nil
-	case "cooling", "cooldown", "cooling down", "cooling-down":
-		return throttle.ConditionCoolingDown, nil
-	case "blocked":
-		return throttle.ConditionBlocked, nil
-	case "negative":
-		return throttle.ConditionNegative, nil
+	for _, c := range []throttle.Condition{throttle.ConditionAny, throttle.ConditionCoolingDown, throttle.ConditionBlocked, throttle.ConditionNegative} {
+		if s == c.Param() || s == c.String() || c == throttle.ConditionCoolingDown && (s == "cooldown" || s == "cooling-down") {
+			return c, nil
+		}
 	}
 	return 0, fmt.Errorf("throttle: unknown state %q (want blocked, cooling or negative)", s)
 }

@@ -26,6 +26,8 @@ type model struct {
 	unobserved     int64
 	unobservedDict bool
 	syncs, orphans int64
+	// requests counts the requests (one each, whatever it charges).
+	requests int64
 }
 
 // request is one request: the keys it charges (in the order of its rows),
@@ -231,6 +233,7 @@ func isParticipant(k throttle.Key) bool { return k.Policy == dict.PolicyEntriesR
 // request starts the request of row e, its take event first.
 func (m *model) request(e throttle.LedgerEntry, admitted bool) *request {
 	r := &request{ref: e.Ref, at: e.At, admitted: admitted}
+	m.requests++
 	m.events = append(m.events, event{kind: evTake, at: e.At, req: r})
 	return r
 }

@@ -355,12 +355,6 @@ func (p *pass) fill(rep *Report, best *pass, chosen []string, res *resolver) {
 		}
 		rep.Policies = append(rep.Policies, pr)
 	}
-	// A request charges several policies: count its take once.
-	for _, ev := range p.m.events {
-		if ev.kind == evTake {
-			rep.Requests++
-		}
-	}
 	// The lots are as the last pass left them: both passes send them alike.
 	for _, u := range p.m.rucs {
 		r := RUC{Key: u.key, Lots: len(u.lots)}

@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg Config, q Query) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := &Report{Query: q, Rows: int64(len(rows)), Unobserved: m.unobserved,
+	rep := &Report{Query: q, Rows: int64(len(rows)), Requests: m.requests, Unobserved: m.unobserved,
 		Syncs: m.syncs, Orphans: m.orphans, PartEmpty: int64(len(m.start))}
 	worst, err := replay(ctx, cfg, res, m, false)
 	if err != nil {
@@ -263,6 +263,23 @@ func withCompanions(policies []string, cat *dict.Catalog) []string {
 		}
 	}
 	return out
+}
+
+// ParseWhen reads a bound of the period (the command's --from and --to,
+// the page's from and to) in zone; "" is def.
+func ParseWhen(s string, def time.Time, zone *time.Location) (time.Time, error) {
+	if s == "" {
+		return def, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, zone); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (2026-01-05, 2026-01-05T14:00 or RFC 3339)", s)
 }
 
 // pageSize is how many ledger rows one read asks for (a Source may cap it).
@@ -338,18 +355,12 @@ func (r *resolver) scenario(k throttle.Key, p throttle.Policy) (throttle.Policy,
 		}
 	}
 	if slices.Contains(r.chosen, k.Policy) {
-		if r.sc.Capacity > 0 {
-			p.Capacity = r.sc.Capacity
-			if p.Refill == throttle.RefillRolling {
-				p.RefillTokens = p.Capacity
-			}
+		p.Capacity = cmp.Or(r.sc.Capacity, p.Capacity)
+		if p.Refill == throttle.RefillRolling {
+			p.RefillTokens = p.Capacity // a rolling window refills its capacity
 		}
-		if r.sc.RefillTokens > 0 {
-			p.RefillTokens = r.sc.RefillTokens
-		}
-		if r.sc.RefillPeriod > 0 {
-			p.RefillPeriod = r.sc.RefillPeriod
-		}
+		p.RefillTokens = cmp.Or(r.sc.RefillTokens, p.RefillTokens)
+		p.RefillPeriod = cmp.Or(r.sc.RefillPeriod, p.RefillPeriod)
 	}
 	if r.sc.Interval > 0 && k.Policy == sifen.PolicyRecepcionLote {
 		pc := sifen.PolicyConfig{Interval: r.sc.Interval}
@@ -379,9 +390,7 @@ func (r *resolver) admission(k throttle.Key) (n int64, ok bool) {
 		return n, n > 0
 	}
 	if r.cfg.Dict != nil {
-		if _, found := r.cfg.Dict.Spec(k.Policy); found {
-			n, _ = r.cfg.Dict.Admission(k)
-		}
+		n, _ = r.cfg.Dict.Admission(k) // 0 for a policy not in the catalog
 	}
 	r.admit[k.Policy] = n
 	return n, n > 0

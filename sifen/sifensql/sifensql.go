@@ -5,10 +5,12 @@
 package sifensql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,7 +120,7 @@ func (s *store) selectDocs(ctx context.Context, op, q string, args ...any) ([]si
 }
 
 // exec runs q (its IN lists expanded, rebound) on tx and returns the rows it
-// affected; a failure is a store failure.
+// affected.
 func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error) {
 	q, args, err := sqlx.In(q, args...)
 	if err != nil {
@@ -126,19 +128,19 @@ func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error
 	}
 	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
 	if err != nil {
-		return 0, wrapDB(err)
+		return 0, err
 	}
-	n, err := res.RowsAffected()
-	return n, wrapDB(err)
+	return res.RowsAffected()
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // inTx runs fn in one write transaction, all again after a transient failure
 // before the COMMIT (fn must do nothing but its statements on tx). A rule's
-// error (one fn returns not wrapped by wrapDB) is returned as is, and a
-// commit in doubt (sqlstore.ErrCommitInDoubt) is never retried.
-func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
+// error (one fn returns as a rule) is returned as is, and a commit in doubt (sqlstore.ErrCommitInDoubt) is never retried. It returns
+// what fn returned in the transaction committed.
+func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) (T, error)) (T, error) {
+	var out, zero T
 	var ruleErr error
 	err := s.db.Retry(ctx, op, func() error {
 		ruleErr = nil
@@ -147,33 +149,24 @@ func (s *store) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error)
 			return err
 		}
 		defer tx.Rollback()
-		if err := fn(tx); err != nil {
-			var se storeErr
-			if errors.As(err, &se) {
-				return se.err
+		if out, err = fn(tx); err != nil {
+			r := rule{}
+			if !errors.As(err, &r) {
+				return err
 			}
-			ruleErr = err
+			ruleErr = r.error
 			return nil // rolled back by the defer; not a store failure
 		}
 		return s.db.CommitError(tx.Commit())
 	})
-	if ruleErr != nil {
-		return ruleErr
+	if err = cmp.Or(ruleErr, sqlstore.StoreError("sifen", op, err)); err != nil {
+		return zero, err
 	}
-	return sqlstore.StoreError("sifen", op, err)
+	return out, nil
 }
 
-// storeErr marks a database failure inside inTx (as opposed to a rule).
-type storeErr struct{ err error }
-
-func (e storeErr) Error() string { return e.err.Error() }
-
-func wrapDB(err error) error {
-	if err == nil {
-		return nil
-	}
-	return storeErr{err}
-}
+// rule marks an error of inTx's fn that is a rule's, not a database failure.
+type rule struct{ error }
 
 // Documents implements sifen.DocumentStore.
 func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sifen.Document, error) {
@@ -185,12 +178,8 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 	if err != nil {
 		return nil, err
 	}
-	found := make(map[int64]bool, len(docs))
-	for _, d := range docs {
-		found[d.ID] = true
-	}
 	for _, id := range ids {
-		if !found[id] {
+		if !slices.ContainsFunc(docs, func(d sifen.Document) bool { return d.ID == id }) {
 			return nil, fmt.Errorf("%w: %d", sifen.ErrNotFound, id)
 		}
 	}
@@ -200,13 +189,9 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 // List implements sifen.DocumentStore.
 func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
 	var c sqlstore.Conds
-	statuses := make([]string, len(f.Statuses))
-	for i, st := range f.Statuses {
-		statuses[i] = string(st)
-	}
 	c.And(f.Env != "", "env = ?", string(f.Env))
 	c.And(f.RUC != "", "ruc = ?", f.RUC)
-	c.And(len(statuses) > 0, "status IN (?)", statuses)
+	c.And(len(f.Statuses) > 0, "status IN (?)", f.Statuses)
 	c.And(f.LotNumber != "", "lot_number = ?", f.LotNumber)
 	c.And(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
 	c.And(f.BeforeID > 0, "id < ?", f.BeforeID)
@@ -236,24 +221,20 @@ func (s *store) CountByStatus(ctx context.Context, env sifen.Env) (map[sifen.Sta
 
 // Import implements sifen.DocumentStore.
 func (s *store) Import(ctx context.Context, env sifen.Env, des []sifen.DE, replace bool, now time.Time) ([]int64, error) {
-	ids := make([]int64, len(des))
-	err := s.inTx(ctx, "import documents", func(tx *sqlx.Tx) error {
+	return inTx(ctx, s, "import documents", func(tx *sqlx.Tx) ([]int64, error) {
+		ids := make([]int64, len(des))
 		for i, de := range des {
 			var err error
 			if ids[i], err = s.importDE(ctx, tx, env, de, replace, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return ids, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
 }
 
 // importDE inserts de, or turns the document holding its CDC back into a
-// draft when sifen.Reimportable allows it. A CDC another import committed
+// draft when sifen.CheckReimport allows it. A CDC another import committed
 // meanwhile is read again like any stored CDC (docs/decisions/0057). On
 // PostgreSQL the row read stays locked until the transaction ends, so a
 // claim committed meanwhile is seen, never overwritten.
@@ -265,7 +246,7 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 	for range 2 {
 		var existing []docRow
 		if err := tx.SelectContext(ctx, &existing, tx.Rebind(q), string(env), de.CDC); err != nil {
-			return 0, wrapDB(err)
+			return 0, err
 		}
 		if len(existing) > 0 {
 			return reimportDocument(ctx, tx, existing[0].document(), de, replace, now)
@@ -276,16 +257,14 @@ func (s *store) importDE(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sif
 		}
 	}
 	// Inserted by another transaction, then gone before this one read it.
-	return 0, wrapDB(fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env))
+	return 0, fmt.Errorf("CDC %s of %s changed under the import twice", de.CDC, env)
 }
 
 // reimportDocument turns ex, the document holding de's CDC, into a draft of
-// de when sifen.Reimportable allows it, else returns a *sifen.CDCError.
+// de when sifen.CheckReimport allows it, else returns its *sifen.CDCError.
 func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de sifen.DE, replace bool, now time.Time) (int64, error) {
-	if !sifen.Reimportable(ex, de, replace) {
-		other := string(ex.XML) != string(de.XML)
-		ex.XML = nil
-		return 0, &sifen.CDCError{CDC: de.CDC, Document: ex, Now: now, OtherContent: other}
+	if err := sifen.CheckReimport(ex, de, replace, now); err != nil {
+		return 0, rule{err}
 	}
 	note := "imported again (was " + string(ex.Status) + ")"
 	if ex.Status.Sendable() && string(ex.XML) != string(de.XML) {
@@ -307,35 +286,32 @@ func reimportDocument(ctx context.Context, tx *sqlx.Tx, ex sifen.Document, de si
 // insertDocument inserts de as a new draft of env; inserted is false when
 // another transaction committed its CDC first, and nothing was written.
 func insertDocument(ctx context.Context, tx *sqlx.Tx, env sifen.Env, de sifen.DE, now time.Time) (id int64, inserted bool, err error) {
-	// SelectContext reads the RETURNING rows to the end: an unfinished
-	// statement would stop SQLite's WAL checkpoints.
-	var ids []int64
-	err = tx.SelectContext(ctx, &ids, tx.Rebind(`
+	err = tx.GetContext(ctx, &id, tx.Rebind(`
 		INSERT INTO balde_documents (env, ruc, dv, cdc, de_type, xml, status, message, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'draft', '', ?, ?)
 		ON CONFLICT (env, cdc) DO NOTHING
 		RETURNING id`),
 		string(env), de.RUC.Number, de.RUC.DV, de.CDC, de.Type, string(de.XML), sqltime.Nanos(now), sqltime.Nanos(now))
-	if err != nil || len(ids) == 0 {
-		return 0, false, wrapDB(err)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
 	}
-	return ids[0], true, nil
+	return id, err == nil, err
 }
 
 // Claim implements sifen.DocumentStore: one transaction registers the lot
 // (a lot is never sent twice) and moves every document to sending, each
 // conditional on the version read; any change meanwhile aborts it all.
 func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
-	return s.inTx(ctx, "claim documents", func(tx *sqlx.Tx) error {
+	_, err := inTx(ctx, s, "claim documents", func(tx *sqlx.Tx) (int, error) {
 		n, err := exec(ctx, tx, `
 			INSERT INTO balde_document_lots (env, hash, ruc, status, created_at)
 			VALUES (?, ?, ?, 'sending', ?)
 			ON CONFLICT (env, hash) DO NOTHING`,
 			string(c.Env), c.Lot.Hash, c.RUC.Number, sqltime.Nanos(c.Now))
 		if err != nil {
-			return err
+			return 0, err
 		} else if n == 0 {
-			return fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)
+			return 0, rule{fmt.Errorf("%w: lot %.16s of %s in %s", sifen.ErrLotAlreadySent, c.Lot.Hash, c.RUC, c.Env)}
 		}
 		for _, d := range c.Docs {
 			n, err := exec(ctx, tx, `
@@ -345,26 +321,25 @@ func (s *store) Claim(ctx context.Context, c sifen.Claim) error {
 				WHERE id = ? AND version = ? AND status IN ('draft', 'error')`,
 				c.Token, sqltime.Nanos(c.Now), c.Lot.Hash, sqltime.Nanos(c.Now), d.ID, d.Version)
 			if err != nil {
-				return err
+				return 0, err
 			} else if n != 1 {
-				return fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)
+				return 0, rule{fmt.Errorf("%w: document %d changed or was claimed by another send", sifen.ErrNotSendable, d.ID)}
 			}
 		}
-		return nil
+		return len(c.Docs), nil
 	})
+	return err
 }
 
 // Release implements sifen.DocumentStore: the settle goes to the documents
 // still held by r.Token, and the lot is updated (updateLot).
 func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
-	var n int64
 	var sentAt sql.NullInt64
 	if r.St.Sent {
 		sentAt = sqltime.NullNanos(r.Now)
 	}
-	err := s.inTx(ctx, "record send", func(tx *sqlx.Tx) error {
-		var err error
-		if n, err = exec(ctx, tx, `
+	return inTx(ctx, s, "record send", func(tx *sqlx.Tx) (int64, error) {
+		n, err := exec(ctx, tx, `
 			UPDATE balde_documents SET
 				status = ?, message = ?, response_code = ?, lot_number = ?, retry_at = ?,
 				result = ?, auth_number = ?,
@@ -373,12 +348,12 @@ func (s *store) Release(ctx context.Context, r sifen.Release) (int64, error) {
 			WHERE id IN (?) AND status = 'sending' AND claim = ?`,
 			string(r.St.Status), r.St.Message, nullString(r.St.ResponseCode), nullString(r.St.LotNumber), sqltime.NullNanos(r.St.RetryAt),
 			nullString(r.St.Result), nullString(r.St.AuthNumber),
-			sentAt, sqltime.Nanos(r.Now), r.IDs, r.Token); err != nil {
-			return err
+			sentAt, sqltime.Nanos(r.Now), r.IDs, r.Token)
+		if err != nil {
+			return 0, err
 		}
-		return updateLot(ctx, tx, r.Env, r.Hash, r.St)
+		return n, updateLot(ctx, tx, r.Env, r.Hash, r.St)
 	})
-	return n, err
 }
 
 // updateLot records what is known of a lot after a send or a resolve.
@@ -428,10 +403,10 @@ func (s *store) Fail(ctx context.Context, ids []int64, message string, now time.
 
 // update runs one statement (its IN lists expanded) in a write transaction.
 func (s *store) update(ctx context.Context, op, q string, args ...any) error {
-	return s.inTx(ctx, op, func(tx *sqlx.Tx) error {
-		_, err := exec(ctx, tx, q, args...)
-		return err
+	_, err := inTx(ctx, s, op, func(tx *sqlx.Tx) (int64, error) {
+		return exec(ctx, tx, q, args...)
 	})
+	return err
 }
 
 // Stale implements sifen.DocumentStore.
@@ -475,21 +450,20 @@ func (s *store) SentLots(ctx context.Context) ([]sifen.LotRef, error) {
 // next_query_at: a concurrent writer's commit makes its condition false
 // (SQLite: one writer; PostgreSQL READ COMMITTED rechecks the updated row).
 func (s *store) ScheduleLot(ctx context.Context, env sifen.Env, lotNumber string, dueBy, at time.Time) (bool, error) {
-	var n int64
-	err := s.inTx(ctx, "schedule lot query", func(tx *sqlx.Tx) error {
-		var err error
-		if n, err = exec(ctx, tx, `
+	return inTx(ctx, s, "schedule lot query", func(tx *sqlx.Tx) (bool, error) {
+		n, err := exec(ctx, tx, `
 			UPDATE balde_document_lots SET next_query_at = ?
 			WHERE env = ? AND lot_number = ? AND (next_query_at IS NULL OR next_query_at <= ?)`,
-			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy)); err != nil || n > 0 {
-			return err
+			sqltime.Nanos(at), string(env), lotNumber, sqltime.Nanos(dueBy))
+		if err != nil || n > 0 {
+			return n > 0, err
 		}
 		// Nothing moved: another process did, unless the lot has no row.
-		return wrapDB(tx.GetContext(ctx, &n, tx.Rebind(`
+		err = tx.GetContext(ctx, &n, tx.Rebind(`
 			SELECT CASE WHEN EXISTS (SELECT 1 FROM balde_document_lots WHERE env = ? AND lot_number = ?) THEN 0 ELSE 1 END`),
-			string(env), lotNumber))
+			string(env), lotNumber)
+		return n > 0, err
 	})
-	return n > 0, err
 }
 
 // LotDocuments implements sifen.DocumentStore.
@@ -500,36 +474,28 @@ func (s *store) LotDocuments(ctx context.Context, env sifen.Env, lotNumber strin
 
 // Finish implements sifen.DocumentStore.
 func (s *store) Finish(ctx context.Context, d sifen.Document, st sifen.Settle, now time.Time) (bool, error) {
-	var n int64
-	err := s.inTx(ctx, "record lot result", func(tx *sqlx.Tx) error {
-		var err error
-		if n, err = exec(ctx, tx, `
+	return inTx(ctx, s, "record lot result", func(tx *sqlx.Tx) (bool, error) {
+		n, err := exec(ctx, tx, `
 			UPDATE balde_documents SET status = ?, message = ?, response_code = ?, result = ?, auth_number = ?,
 				version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? AND status = 'sent'`,
 			string(st.Status), st.Message, nullString(st.ResponseCode), nullString(st.Result), nullString(st.AuthNumber),
-			sqltime.Nanos(now), d.ID, d.Version); err != nil {
-			return err
+			sqltime.Nanos(now), d.ID, d.Version)
+		if err != nil || n != 1 || d.LotHash == "" {
+			return n == 1, err
 		}
-		if n == 1 && d.LotHash != "" {
-			return updateLot(ctx, tx, d.Env, d.LotHash, st)
-		}
-		return nil
+		return true, updateLot(ctx, tx, d.Env, d.LotHash, st)
 	})
-	return n == 1, err
 }
 
 // ShareInterval implements sifen.DocumentStore: the stored interval only
 // grows, in one statement; a process storing nothing only reads.
 func (s *store) ShareInterval(ctx context.Context, env sifen.Env, d time.Duration, now time.Time) (time.Duration, error) {
-	before, err := selectAll[int64](ctx, s, "read the SIFEN interval", `SELECT interval_ns FROM balde_sifen_settings WHERE env = ?`, string(env))
+	before, err := selectAll[int64](ctx, s, "read the SIFEN interval", `SELECT COALESCE(MAX(interval_ns), 0) FROM balde_sifen_settings WHERE env = ?`, string(env))
 	if err != nil {
 		return 0, err
 	}
-	var stored time.Duration
-	if len(before) > 0 {
-		stored = time.Duration(before[0])
-	}
+	stored := time.Duration(before[0])
 	if d <= stored {
 		return stored, nil
 	}

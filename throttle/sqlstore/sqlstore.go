@@ -486,7 +486,14 @@ func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits 
 			// past the busy timeout: the transaction did not commit.
 			continue
 		}
-		return s.formatError("update", err)
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+			s.driver.Classify(err)&(driverkit.ClassTimeout|driverkit.ClassBusy) != 0 {
+			// A wait the engine bounds and gave up (57014, 55P03, SQLite's
+			// write lock still busy once the retries' time was spent):
+			// overloaded or locked, not unreachable (docs/decisions/0220).
+			err = fmt.Errorf("%w: %w", throttle.ErrStoreTimeout, err)
+		}
+		return formatError("update", err)
 	}
 }
 

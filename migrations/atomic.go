@@ -3,7 +3,6 @@ package migrations
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 
@@ -105,16 +104,11 @@ func (d *atomicDriver) lockAndCheck(ctx context.Context, tx *sql.Tx) (landed boo
 		return false, &database.Error{OrigErr: err, Err: "take the migration's transaction lock"}
 	}
 	// A new statement in READ COMMITTED sees what the lock waited for.
-	var version int
-	var dirty bool
-	err = tx.QueryRowContext(ctx, `SELECT version, dirty FROM `+VersionTable+` LIMIT 1`).Scan(&version, &dirty)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+	version, dirty, err := ReadVersion(ctx, tx, VersionTable)
 	if err != nil {
 		return false, &database.Error{OrigErr: err, Err: "read the schema version under the lock"}
 	}
-	return version == d.target && !dirty, nil
+	return int(version) == d.target && !dirty, nil
 }
 
 // writeVersion records version (database.NilVersion: none) as the clean

@@ -37,9 +37,8 @@ func adoptLegacy(db *sql.DB, engine Engine) error {
 		return fmt.Errorf("adopt legacy schema: %w", err)
 	}
 	defer tx.Rollback()
-	var version int64
-	var dirty bool
-	if err := tx.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty); err != nil {
+	version, dirty, err := ReadVersion(ctx, tx, "schema_migrations")
+	if err != nil {
 		return fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
 	}
 	prefix := prefixSQLiteIndexes
@@ -97,11 +96,8 @@ func isLegacy(ctx context.Context, db *sql.DB, engine Engine) (bool, error) {
 			return false, nil
 		}
 	}
-	var version int64
-	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_migrations`).Scan(&version); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return false, nil
-		}
+	version, _, err := ReadVersion(ctx, db, "schema_migrations")
+	if err != nil {
 		return false, fmt.Errorf("adopt legacy schema: read schema_migrations: %w", err)
 	}
 	return version >= 1 && version <= legacyLatest, nil

@@ -35,6 +35,17 @@ const (
 // may keep for its own history.
 const VersionTable = "balde_schema_migrations"
 
+// ReadVersion reads the version and dirty flag recorded in table
+// (VersionTable, or an old balde's schema_migrations) through q, a pool or
+// a transaction; 0 and clean when no version is recorded.
+func ReadVersion(ctx context.Context, q queryer, table string) (version int64, dirty bool, err error) {
+	err = q.QueryRowContext(ctx, `SELECT version, dirty FROM `+table+` LIMIT 1`).Scan(&version, &dirty)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return version, dirty, err
+}
+
 // Migrator applies the migrations of one engine to one database. It owns the
 // *sql.DB it was given and closes it in Close (golang-migrate's drivers do).
 type Migrator struct {

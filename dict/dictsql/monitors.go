@@ -2,10 +2,10 @@ package dictsql
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Monitors computes the anti-scan monitors over the lookups made at or after
@@ -30,7 +30,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (dict.AntiScan,
 		LIMIT ?`), from, dict.PayerMinLookups, dict.MaxMonitoredPayers)
 	}
 	if err != nil {
-		return a, fmt.Errorf("dict: monitors: %w", storeError(err))
+		return a, sqlstore.StoreError("dict", "monitors", err)
 	}
 	for i, p := range a.Participants {
 		a.Lookups += p.Lookups // every lookup in the window is one participant's

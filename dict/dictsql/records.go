@@ -14,7 +14,7 @@ import (
 
 	"github.com/balde-throttle/balde/dict"
 	"github.com/balde-throttle/balde/internal/sqltime"
-	"github.com/balde-throttle/balde/throttle"
+	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Records keeps the lookups, one row per EndToEndId, and the participants'
@@ -32,9 +32,6 @@ var _ dict.Records = (*Records)(nil)
 // NewRecords returns Records over the store's write and read handles
 // (sqlstore.Store.DB and ReadDB); the database must be migrated.
 func NewRecords(db, read *sqlx.DB) *Records {
-	if read == nil {
-		read = db
-	}
 	return &Records{db: db, read: read}
 }
 
@@ -59,10 +56,7 @@ func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 			env = excluded.env, payer_id = excluded.payer_id, key_type = excluded.key_type, policy = excluded.policy,
 			participant = excluded.participant, status = excluded.status, looked_up_at = excluded.looked_up_at`),
 		l.EndToEndID, l.Env, l.PayerID, string(l.KeyType), l.Policy, l.Participant, l.Status, l.LookedUpAt.UnixNano())
-	if err != nil {
-		return fmt.Errorf("dict: record lookup %s: %w", l.EndToEndID, storeError(err))
-	}
-	return nil
+	return sqlstore.StoreError("dict", "record lookup "+l.EndToEndID, err)
 }
 
 // FindLookup implements dict.Records.
@@ -76,7 +70,7 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, erro
 		return dict.Lookup{}, fmt.Errorf("%w: %s", dict.ErrUnknownEndToEndID, e2e)
 	}
 	if err != nil {
-		return dict.Lookup{}, fmt.Errorf("dict: find lookup %s: %w", e2e, storeError(err))
+		return dict.Lookup{}, sqlstore.StoreError("dict", "find lookup "+e2e, err)
 	}
 	return dict.Lookup{
 		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: dict.KeyType(row.KeyType),
@@ -91,10 +85,7 @@ func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error 
 		UPDATE balde_dict_lookups
 		SET paid_at = ?
 		WHERE end_to_end_id = ? AND paid_at IS NULL`), at.UnixNano(), e2e)
-	if err != nil {
-		return fmt.Errorf("dict: mark %s paid: %w", e2e, storeError(err))
-	}
-	return nil
+	return sqlstore.StoreError("dict", "mark "+e2e+" paid", err)
 }
 
 // LearnedCategory implements dict.Records.
@@ -111,7 +102,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 		return "", time.Time{}, false, nil
 	}
 	if err != nil {
-		return "", time.Time{}, false, fmt.Errorf("dictsql: load category of %s: %w", participant, storeError(err))
+		return "", time.Time{}, false, sqlstore.StoreError("dictsql", "load category of "+participant, err)
 	}
 	return row.Category, sqltime.Time(row.UpdatedAt), true, nil
 }
@@ -127,7 +118,7 @@ func (r *Records) LearnedCategories(ctx context.Context, env string) (map[string
 		FROM balde_dict_participants
 		WHERE env = ?`), env)
 	if err != nil {
-		return nil, fmt.Errorf("dictsql: load categories: %w", storeError(err))
+		return nil, sqlstore.StoreError("dictsql", "load categories", err)
 	}
 	out := make(map[string]string, len(rows))
 	for _, row := range rows {
@@ -145,15 +136,13 @@ func (r *Records) SaveCategory(ctx context.Context, env, participant, category s
 			category = excluded.category,
 			updated_at = excluded.updated_at`),
 		env, participant, category, at.UnixNano())
-	if err != nil {
-		return fmt.Errorf("dict: save category of %s: %w", participant, storeError(err))
-	}
-	return nil
+	return sqlstore.StoreError("dict", "save category of "+participant, err)
 }
 
 // PruneLookups deletes up to limit lookups made before before, oldest first,
 // and returns how many it deleted.
 func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int) (int64, error) {
+	var n int64
 	res, err := r.exec(ctx, r.db.Rebind(`
 		DELETE FROM balde_dict_lookups
 		WHERE end_to_end_id IN (
@@ -163,14 +152,10 @@ func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int)
 			ORDER BY looked_up_at
 			LIMIT ?
 		)`), before.UnixNano(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("dict: prune lookups: %w", storeError(err))
+	if err == nil {
+		n, err = res.RowsAffected()
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("dict: prune lookups: %w", storeError(err))
-	}
-	return n, nil
+	return n, sqlstore.StoreError("dict", "prune lookups", err)
 }
 
 // run runs fn through r.Retry, or once without it.
@@ -193,10 +178,4 @@ func (r *Records) get(ctx context.Context, dest any, query string, args ...any) 
 // selectAll is SelectContext, retried (sqlx empties dest before each try).
 func (r *Records) selectAll(ctx context.Context, dest any, query string, args ...any) error {
 	return r.run(ctx, "dict records", func() error { return r.read.SelectContext(ctx, dest, query, args...) })
-}
-
-// storeError marks a database error as throttle.ErrStoreUnavailable, the
-// engine's word for a store that could not answer.
-func storeError(err error) error {
-	return fmt.Errorf("%w: %w", throttle.ErrStoreUnavailable, err)
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/sifen"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
@@ -26,11 +25,7 @@ import (
 // transactions run again after a transient failure (the throttle store's
 // Retry), never a COMMIT in doubt (docs/decisions/0020).
 type store struct {
-	write *sqlx.DB // on SQLite: the store's single write connection (BEGIN IMMEDIATE)
-	read  *sqlx.DB
-	retry func(ctx context.Context, op string, fn func() error) error
-	// commitError is the store's CommitError.
-	commitError func(error) error
+	db *sqlstore.Store // on SQLite, its DB() is a single write connection (BEGIN IMMEDIATE)
 }
 
 var _ sifen.DocumentStore = (*store)(nil)
@@ -38,7 +33,7 @@ var _ sifen.DocumentStore = (*store)(nil)
 // New returns the documents store of s's database (migrated to 0006 or
 // later). It shares s's connections and retries as s does (s.Retry).
 func New(s *sqlstore.Store) sifen.DocumentStore {
-	return &store{write: s.DB(), read: s.ReadDB(), retry: s.Retry, commitError: s.CommitError}
+	return &store{db: s}
 }
 
 // docRow is a balde_documents row.
@@ -107,12 +102,11 @@ func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) 
 	if err != nil {
 		return nil, fmt.Errorf("sifen: %s: %w", op, err)
 	}
-	var rows []T
-	err = s.retry(ctx, op, func() error {
-		rows = rows[:0]
-		return s.read.SelectContext(ctx, &rows, s.read.Rebind(q), args...)
+	var rows []T // SelectContext empties it before each try
+	err = s.db.Retry(ctx, op, func() error {
+		return s.db.ReadDB().SelectContext(ctx, &rows, s.db.ReadDB().Rebind(q), args...)
 	})
-	return rows, dbError(op, err)
+	return rows, sqlstore.StoreError("sifen", op, err)
 }
 
 // selectDocs runs the read q (rebound) and returns its documents.
@@ -141,18 +135,6 @@ func exec(ctx context.Context, tx *sqlx.Tx, q string, args ...any) (int64, error
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// dbError wraps a database failure as the throttle engine does: a context
-// error stays itself, anything else is throttle.ErrStoreUnavailable.
-func dbError(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("sifen: %s: %w", op, err)
-	}
-	return fmt.Errorf("sifen: %s: %w: %w", op, throttle.ErrStoreUnavailable, err)
-}
-
 // inTx runs fn in one write transaction, all again after a transient failure
 // before the COMMIT (fn must do nothing but its statements on tx). A rule's
 // error (one fn returns as a rule) is returned as is, and a commit in doubt (sqlstore.ErrCommitInDoubt) is never retried. It returns
@@ -160,9 +142,9 @@ func dbError(op string, err error) error {
 func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) (T, error)) (T, error) {
 	var out, zero T
 	var ruleErr error
-	err := s.retry(ctx, op, func() error {
+	err := s.db.Retry(ctx, op, func() error {
 		ruleErr = nil
-		tx, err := s.write.BeginTxx(ctx, nil)
+		tx, err := s.db.DB().BeginTxx(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -175,9 +157,9 @@ func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) 
 			ruleErr = r.error
 			return nil // rolled back by the defer; not a store failure
 		}
-		return s.commitError(tx.Commit())
+		return s.db.CommitError(tx.Commit())
 	})
-	if err = cmp.Or(ruleErr, dbError(op, err)); err != nil {
+	if err = cmp.Or(ruleErr, sqlstore.StoreError("sifen", op, err)); err != nil {
 		return zero, err
 	}
 	return out, nil
@@ -206,24 +188,19 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 
 // List implements sifen.DocumentStore.
 func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
-	where, args := []string{"1 = 1"}, []any{}
-	and := func(set bool, cond string, arg any) {
-		if set {
-			where, args = append(where, cond), append(args, arg)
-		}
-	}
-	and(f.Env != "", "env = ?", string(f.Env))
-	and(f.RUC != "", "ruc = ?", f.RUC)
-	and(len(f.Statuses) > 0, "status IN (?)", f.Statuses)
-	and(f.LotNumber != "", "lot_number = ?", f.LotNumber)
-	and(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
-	and(f.BeforeID > 0, "id < ?", f.BeforeID)
+	var c sqlstore.Conds
+	c.And(f.Env != "", "env = ?", string(f.Env))
+	c.And(f.RUC != "", "ruc = ?", f.RUC)
+	c.And(len(f.Statuses) > 0, "status IN (?)", f.Statuses)
+	c.And(f.LotNumber != "", "lot_number = ?", f.LotNumber)
+	c.And(len(f.CDCs) > 0, "cdc IN (?)", f.CDCs)
+	c.And(f.BeforeID > 0, "id < ?", f.BeforeID)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	return s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`,
-		append(args, min(limit, 1000))...)
+	return s.selectDocs(ctx, "list documents", `SELECT `+listColumns+` FROM balde_documents `+c.Where()+` ORDER BY id DESC LIMIT ?`,
+		append(c.Args, min(limit, 1000))...)
 }
 
 // CountByStatus implements sifen.DocumentStore.

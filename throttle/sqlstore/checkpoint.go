@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
 
@@ -136,10 +137,7 @@ func (c *checkpointer) run() {
 		if again {
 			continue
 		}
-		select {
-		case <-c.done.Done():
-		case <-time.After(c.every):
-		}
+		_ = throttle.SleepContext(c.done, c.every)
 	}
 }
 

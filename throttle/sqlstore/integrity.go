@@ -67,7 +67,7 @@ func checkSQLiteFile(path string) error {
 // fails, ctx's error when it was cut short, and other errors as they come.
 func quickCheck(ctx context.Context, d Driver, db *sql.DB, path string) error {
 	var problems []string
-	err := sqlx.SelectContext(ctx, sqlx.NewDb(db, "sqlite3"), &problems, `PRAGMA quick_check(10)`)
+	err := sqlx.SelectContext(ctx, sqlx.NewDb(db, d.SQLName()), &problems, `PRAGMA quick_check(10)`)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/balde-throttle/balde/throttle"
 )
 
 // migrateLockSuffix names the file beside a SQLite database that
@@ -42,13 +44,9 @@ func lockSQLite(ctx context.Context, path string) (release func(err error), err 
 			f.Close()
 			return nil, fmt.Errorf("migrations: lock %s: %w", path, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if err := throttle.SleepContext(ctx, wait); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("migrations: waiting for another process migrating %s: %w", path, ctx.Err())
-		case <-t.C:
+			return nil, fmt.Errorf("migrations: waiting for another process migrating %s: %w", path, err)
 		}
 	}
 	return func(err error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/balde-throttle/balde/migrations"
 	"github.com/balde-throttle/balde/throttle/sqlstore/internal/driverkit"
 )
@@ -67,7 +69,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	}
 	s := newStore(d.Engine(), opts)
 	s.shared = true
-	s.write = s.handle(db)
+	s.write = sqlx.NewDb(db, d.SQLName())
 	s.read = s.write
 	s.rw = postgresWriter{}
 	if s.engine == SQLite {

@@ -48,33 +48,37 @@ func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bu
 	})
 }
 
-// conds is a WHERE clause being built: conditions joined by AND, with
-// their arguments in order.
-type conds struct {
+// Conds is a WHERE clause being built: conditions joined by AND, with
+// their arguments in order; the zero value has none. For packages that
+// query the store's database themselves.
+type Conds struct {
 	sql  []string
-	args []any
+	Args []any
 }
 
-func (c *conds) add(cond string, args ...any) {
-	c.sql = append(c.sql, cond)
-	c.args = append(c.args, args...)
+// And adds cond, with its arguments, when set is true.
+func (c *Conds) And(set bool, cond string, args ...any) {
+	if set {
+		c.sql = append(c.sql, cond)
+		c.Args = append(c.Args, args...)
+	}
 }
 
 // reasons adds the condition "reason IN (?, ...)" of rs, a take's including
 // the aggregated take rows.
-func (c *conds) reasons(rs []throttle.LedgerReason) {
+func (c *Conds) reasons(rs []throttle.LedgerReason) {
 	var in []string
 	for _, r := range rs {
-		in, c.args = append(in, "?"), append(c.args, int64(r))
+		in, c.Args = append(in, "?"), append(c.Args, int64(r))
 		if r == throttle.LedgerTake {
-			in, c.args = append(in, "?"), append(c.args, int64(reasonMinuteOfTakes))
+			in, c.Args = append(in, "?"), append(c.Args, int64(reasonMinuteOfTakes))
 		}
 	}
 	c.sql = append(c.sql, "reason IN ("+strings.Join(in, ", ")+")")
 }
 
-// where is the clause, "" without conditions.
-func (c *conds) where() string {
+// Where is the clause, "" without conditions.
+func (c *Conds) Where() string {
 	if len(c.sql) == 0 {
 		return ""
 	}
@@ -83,34 +87,27 @@ func (c *conds) where() string {
 
 // where builds the WHERE clause of a bucket filter. ok is false when the
 // filter names a policy that was never stored (nothing can match).
-func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (c conds, ok bool, err error) {
+func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (c Conds, ok bool, err error) {
 	if f.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, f.Policy)
 		if err != nil || !known {
 			return c, false, err
 		}
-		c.add("policy_id = ?", id)
+		c.And(true, "policy_id = ?", id)
 	}
-	if f.Env != "" {
-		c.add("env = ?", f.Env)
-	}
+	c.And(f.Env != "", "env = ?", f.Env)
 	for _, name := range f.ExcludePolicies {
 		id, known, err := s.lookupPolicy(ctx, name)
 		if err != nil {
 			return c, false, err
 		}
-		if known {
-			c.add("policy_id <> ?", id)
-		}
+		c.And(known, "policy_id <> ?", id)
 	}
-	if f.MinSeverity > throttle.SeverityUnknown {
-		c.add("severity >= ?", int64(f.MinSeverity))
-	}
+	c.And(f.MinSeverity > throttle.SeverityUnknown, "severity >= ?", int64(f.MinSeverity))
 	if f.IdentifierPrefix != "" {
-		c.add("identifier >= ?", f.IdentifierPrefix)
-		if upper, ok := prefixEnd(f.IdentifierPrefix); ok {
-			c.add("identifier < ?", upper)
-		}
+		c.And(true, "identifier >= ?", f.IdentifierPrefix)
+		upper, ok := prefixEnd(f.IdentifierPrefix)
+		c.And(ok, "identifier < ?", upper)
 	}
 	if withCursor && f.After != (throttle.Key{}) {
 		id, known, err := s.lookupPolicy(ctx, f.After.Policy)
@@ -120,7 +117,7 @@ func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (c
 		if !known {
 			return c, false, fmt.Errorf("%w: cursor names unknown policy %q", throttle.ErrInvalidKey, f.After.Policy)
 		}
-		c.add("(policy_id, env, identifier) > (?, ?, ?)", id, f.After.Env, f.After.Identifier)
+		c.And(true, "(policy_id, env, identifier) > (?, ?, ?)", id, f.After.Env, f.After.Identifier)
 	}
 	return c, true, nil
 }
@@ -149,9 +146,9 @@ func (s *Store) List(ctx context.Context, f inspect.Filter) ([]throttle.Bucket, 
 		rows, err := queryAll(ctx, s.read, s.read.Rebind(`
 			SELECT `+bucketColumns+`
 			FROM balde_buckets
-			`+c.where()+`
+			`+c.Where()+`
 			ORDER BY policy_id, env, identifier
-			LIMIT ?`), append(c.args, limit), scanBucketRow)
+			LIMIT ?`), append(c.Args, limit), scanBucketRow)
 		if err != nil {
 			return nil, formatError("list buckets", err)
 		}
@@ -183,8 +180,8 @@ func (s *Store) CountBySeverity(ctx context.Context, f inspect.Filter) (map[thro
 		if err := s.read.SelectContext(ctx, &rows, s.read.Rebind(`
 			SELECT severity, count(*) AS n
 			FROM balde_buckets
-			`+c.where()+`
-			GROUP BY severity`), c.args...); err != nil {
+			`+c.Where()+`
+			GROUP BY severity`), c.Args...); err != nil {
 			return nil, formatError("count buckets", err)
 		}
 		for _, r := range rows {
@@ -202,24 +199,20 @@ func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth in
 	if q.Key != nil {
 		return s.walkChain(ctx, q, depth, sel)
 	}
-	var c conds
+	var c Conds
 	if q.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, q.Policy)
 		if err != nil || !known {
 			return "", nil, false, err
 		}
-		c.add("policy_id = ?", id)
+		c.And(true, "policy_id = ?", id)
 	}
 	if len(q.Reasons) > 0 {
 		c.reasons(q.Reasons)
 	}
-	if !q.Since.IsZero() {
-		c.add("at >= ?", sqltime.Nanos(q.Since))
-	}
-	if q.BeforeID > 0 {
-		c.add("id < ?", q.BeforeID)
-	}
-	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.where() + tail, c.args, true, nil
+	c.And(!q.Since.IsZero(), "at >= ?", sqltime.Nanos(q.Since))
+	c.And(q.BeforeID > 0, "id < ?", q.BeforeID)
+	return `SELECT ` + sel + ` FROM balde_token_ledger ` + c.Where() + tail, c.Args, true, nil
 }
 
 // Ledger implements inspect.Store.
@@ -272,7 +265,7 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int,
 	if !q.Since.IsZero() {
 		since, sinceArgs = " AND at >= ?", []any{sqltime.Nanos(q.Since)}
 	}
-	var reasons conds
+	var reasons Conds
 	if len(q.Reasons) > 0 {
 		reasons.reasons(q.Reasons)
 	}
@@ -288,8 +281,8 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int,
 		)
 		SELECT ` + sel + `
 		FROM chain
-		` + reasons.where()
-	return query, slices.Concat(startArgs, k, sinceArgs, k, []any{depth}, sinceArgs, reasons.args), true, nil
+		` + reasons.Where()
+	return query, slices.Concat(startArgs, k, sinceArgs, k, []any{depth}, sinceArgs, reasons.Args), true, nil
 }
 
 // CountLedger implements inspect.Store.

@@ -8,11 +8,9 @@ import (
 	"github.com/balde-throttle/balde/throttle"
 )
 
-// retried runs read again after a transient error (withRetry: a broken or
-// terminated connection, SQLITE_BUSY past the busy timeout), with backoff,
-// within about 4.5 s. Every read of throttle.Store and inspect.Store goes
-// through it (a read changes nothing: running it twice is harmless), and
-// PruneLedger.
+// retried is withRetry for a read that returns a value (running a read
+// twice is harmless): every read of throttle.Store and inspect.Store, and
+// PruneLedger, goes through it.
 func retried[T any](ctx context.Context, s *Store, op string, read func() (T, error)) (v T, err error) {
 	err = s.withRetry(ctx, op, func() error { v, err = read(); return err })
 	return v, err

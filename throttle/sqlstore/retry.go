@@ -132,12 +132,8 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	}
 	r.s.logger.Warn("retrying after a transient store error", slog.String("op", r.op),
 		slog.Int("attempt", r.attempt), slog.Duration("backoff", d), slog.Any("error", err))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if throttle.SleepContext(ctx, d) != nil {
 		return false
-	case <-t.C:
 	}
 	r.waited += d
 	return true

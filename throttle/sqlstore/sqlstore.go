@@ -174,7 +174,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		w.SetMaxOpenConns(1)
 		w.SetConnMaxIdleTime(0)
-		s.write = s.handle(w)
+		s.write = sqlx.NewDb(w, d.SQLName())
 		if own {
 			if s.checkpoints, err = startCheckpointer(d, driverDSN, w, opts, s.logger); err != nil {
 				return fail("open", err)
@@ -188,7 +188,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(s.maxConns)
 	r.SetMaxIdleConns(s.maxConns)
-	s.read = s.handle(r)
+	s.read = sqlx.NewDb(r, d.SQLName())
 	if s.write == nil {
 		s.write = s.read
 	}
@@ -226,11 +226,7 @@ func (s *Store) Now() time.Time { return s.now() }
 // whether the last migration failed half-way (dirty); 0 for a database
 // never migrated.
 func (s *Store) SchemaVersion(ctx context.Context) (version uint, dirty bool, err error) {
-	var v int64
-	err = s.read.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&v, &dirty)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
+	v, dirty, err := migrations.ReadVersion(ctx, s.read, migrations.VersionTable)
 	if err != nil {
 		return 0, false, formatError("schema version", err)
 	}
@@ -368,8 +364,9 @@ func postgresCurrent(ctx context.Context, d Driver, driverDSN string, logger *sl
 	defer db.Close()
 	var version int64
 	var dirty bool
-	err = retryOpen(ctx, "schema version", Options{Driver: d, Logger: logger}, func() error {
-		return db.QueryRowContext(ctx, `SELECT version, dirty FROM `+migrations.VersionTable).Scan(&version, &dirty)
+	err = retryOpen(ctx, "schema version", Options{Driver: d, Logger: logger}, func() (err error) {
+		version, dirty, err = migrations.ReadVersion(ctx, db, migrations.VersionTable)
+		return err
 	})
 	return err == nil && version == int64(latest) && !dirty
 }
@@ -385,15 +382,6 @@ func newStore(engine Engine, opts Options) *Store {
 		s.now = throttle.SystemClock
 	}
 	return s
-}
-
-// handle is db for sqlx, which binds "?" for the driver name "sqlite3" and
-// "$1" for "pgx" (the name does nothing else).
-func (s *Store) handle(db *sql.DB) *sqlx.DB {
-	if s.engine == SQLite {
-		return sqlx.NewDb(db, "sqlite3")
-	}
-	return sqlx.NewDb(db, "pgx")
 }
 
 // up runs m's pending migrations, logging to o.Logger when set.
@@ -498,7 +486,14 @@ func (s *Store) updateRetried(ctx context.Context, keys []throttle.Key, credits 
 			// past the busy timeout: the transaction did not commit.
 			continue
 		}
-		return s.formatError("update", err)
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+			s.driver.Classify(err)&(driverkit.ClassTimeout|driverkit.ClassBusy) != 0 {
+			// A wait the engine bounds and gave up (57014, 55P03, SQLite's
+			// write lock still busy once the retries' time was spent):
+			// overloaded or locked, not unreachable (docs/decisions/0220).
+			err = fmt.Errorf("%w: %w", throttle.ErrStoreTimeout, err)
+		}
+		return formatError("update", err)
 	}
 }
 

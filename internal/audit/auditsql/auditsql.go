@@ -5,21 +5,15 @@ package auditsql
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/balde-throttle/balde/internal/audit"
-	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Store is audit.Store over the store's database. Safe for concurrent use.
 type Store struct {
 	store *sqlstore.Store
-	db    *sqlx.DB
-	read  *sqlx.DB
 }
 
 var _ audit.Store = (*Store)(nil)
@@ -30,7 +24,7 @@ var _ audit.Store = (*Store)(nil)
 // was lost may record an entry twice, as a trail with a duplicate beats
 // one with a gap.
 func New(store *sqlstore.Store) *Store {
-	return &Store{store: store, db: store.DB(), read: store.ReadDB()}
+	return &Store{store: store}
 }
 
 type row struct {
@@ -54,16 +48,13 @@ func (s *Store) Record(ctx context.Context, e audit.Entry) (audit.Entry, error) 
 	e.At = e.At.UTC()
 	e.Target, e.Outcome = audit.Clip(e.Target), audit.Clip(e.Outcome)
 	err := s.store.Retry(ctx, "audit", func() error {
-		return s.db.GetContext(ctx, &e.ID, s.db.Rebind(`
+		return s.store.DB().GetContext(ctx, &e.ID, s.store.DB().Rebind(`
 			INSERT INTO balde_audit (at, user_name, action, target, reason, outcome)
 			VALUES (?, ?, ?, ?, ?, ?)
 			RETURNING id`),
 			e.At.UnixNano(), e.User, string(e.Action), e.Target, e.Reason, e.Outcome)
 	})
-	if err != nil {
-		return e, fmt.Errorf("audit: record %s by %s: %w", e.Action, e.User, storeError(err))
-	}
-	return e, nil
+	return e, sqlstore.StoreError("audit", fmt.Sprintf("record %s by %s", e.Action, e.User), err)
 }
 
 // List implements audit.Store. Each filter reads its own index (user,
@@ -73,30 +64,21 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	if q.User != "" {
-		where, args = append(where, "user_name = ?"), append(args, q.User)
-	}
-	if q.Action != "" {
-		where, args = append(where, "action = ?"), append(args, string(q.Action))
-	}
-	if q.Before > 0 {
-		where, args = append(where, "id < ?"), append(args, q.Before)
-	}
+	var c sqlstore.Conds
+	c.And(q.User != "", "user_name = ?", q.User)
+	c.And(q.Action != "", "action = ?", string(q.Action))
+	c.And(q.Before > 0, "id < ?", q.Before)
 	query := `
 		SELECT id, at, user_name, action, target, reason, outcome
-		FROM balde_audit`
-	if len(where) > 0 {
-		query += "\n\t\tWHERE " + strings.Join(where, " AND ")
-	}
-	query += `
+		FROM balde_audit
+		` + c.Where() + `
 		ORDER BY id DESC
 		LIMIT ?`
-	args = append(args, q.Limit)
+	args := append(c.Args, q.Limit)
 	var rows []row
-	if err := s.store.Retry(ctx, "audit", func() error { return s.read.SelectContext(ctx, &rows, s.read.Rebind(query), args...) }); err != nil {
-		return nil, fmt.Errorf("audit: list: %w", storeError(err))
+	read := s.store.ReadDB()
+	if err := s.store.Retry(ctx, "audit", func() error { return read.SelectContext(ctx, &rows, read.Rebind(query), args...) }); err != nil {
+		return nil, sqlstore.StoreError("audit", "list", err)
 	}
 	out := make([]audit.Entry, len(rows))
 	for i, r := range rows {
@@ -113,7 +95,7 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, error) {
 	var n int64
 	err := s.store.Retry(ctx, "audit", func() error {
-		res, err := s.db.ExecContext(ctx, s.db.Rebind(`
+		res, err := s.store.DB().ExecContext(ctx, s.store.DB().Rebind(`
 			DELETE FROM balde_audit
 			WHERE id IN (SELECT id FROM balde_audit WHERE at < ? ORDER BY at LIMIT ?)`), before.UnixNano(), limit)
 		if err != nil {
@@ -122,13 +104,5 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, 
 		n, err = res.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("audit: prune: %w", storeError(err))
-	}
-	return n, nil
-}
-
-// storeError marks a database error as throttle.ErrStoreUnavailable.
-func storeError(err error) error {
-	return fmt.Errorf("%w: %w", throttle.ErrStoreUnavailable, err)
+	return n, sqlstore.StoreError("audit", "prune", err)
 }

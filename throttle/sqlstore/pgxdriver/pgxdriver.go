@@ -69,10 +69,7 @@ func (pgDriver) OwnConn(ctx context.Context, db *sql.DB) (*sql.DB, bool, error) 
 		own = stdlib.OpenDB(*c.Conn().Config())
 		return nil
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	return own, false, nil
+	return own, false, err // own is nil after an error
 }
 
 // CheckPool returns an error unless db is a pgx pool: the store binds Go

@@ -17,6 +17,7 @@ import (
 
 	"github.com/golang-migrate/migrate/v4/database"
 	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -31,8 +32,11 @@ type sqliteDriver struct{}
 var _ sqlstore.Driver = sqliteDriver{}
 
 // Importing the package registers the driver (driverkit.Register): a blank
-// import chooses SQLite for balde.Open.
-func init() { driverkit.Register(sqliteDriver{}) }
+// import chooses SQLite for balde.Open. sqlx learns that "sqlite" binds "?".
+func init() {
+	driverkit.Register(sqliteDriver{})
+	sqlx.BindDriver("sqlite", sqlx.QUESTION)
+}
 
 // Engine returns sqlstore.SQLite.
 func (sqliteDriver) Engine() migrations.Engine { return migrations.SQLite }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/dict"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
+	"github.com/balde-throttle/balde/internal/sqlkit"
 )
 
 // Monitors computes the anti-scan monitors over the lookups made at or after
@@ -30,7 +30,7 @@ func (r *Records) Monitors(ctx context.Context, since time.Time) (dict.AntiScan,
 		LIMIT ?`), from, dict.PayerMinLookups, dict.MaxMonitoredPayers)
 	}
 	if err != nil {
-		return a, sqlstore.StoreError("dict", "monitors", err)
+		return a, sqlkit.StoreError("dict", "monitors", err)
 	}
 	for i, p := range a.Participants {
 		a.Lookups += p.Lookups // every lookup in the window is one participant's

@@ -13,8 +13,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/balde-throttle/balde/dict"
+	"github.com/balde-throttle/balde/internal/sqlkit"
 	"github.com/balde-throttle/balde/internal/sqltime"
-	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
 // Records keeps the lookups, one row per EndToEndId, and the participants'
@@ -56,7 +56,7 @@ func (r *Records) RecordLookup(ctx context.Context, l dict.Lookup) error {
 			env = excluded.env, payer_id = excluded.payer_id, key_type = excluded.key_type, policy = excluded.policy,
 			participant = excluded.participant, status = excluded.status, looked_up_at = excluded.looked_up_at`),
 		l.EndToEndID, l.Env, l.PayerID, string(l.KeyType), l.Policy, l.Participant, l.Status, l.LookedUpAt.UnixNano())
-	return sqlstore.StoreError("dict", "record lookup "+l.EndToEndID, err)
+	return sqlkit.StoreError("dict", "record lookup "+l.EndToEndID, err)
 }
 
 // FindLookup implements dict.Records.
@@ -70,7 +70,7 @@ func (r *Records) FindLookup(ctx context.Context, e2e string) (dict.Lookup, erro
 		return dict.Lookup{}, fmt.Errorf("%w: %s", dict.ErrUnknownEndToEndID, e2e)
 	}
 	if err != nil {
-		return dict.Lookup{}, sqlstore.StoreError("dict", "find lookup "+e2e, err)
+		return dict.Lookup{}, sqlkit.StoreError("dict", "find lookup "+e2e, err)
 	}
 	return dict.Lookup{
 		EndToEndID: row.EndToEndID, Env: row.Env, PayerID: row.PayerID, KeyType: dict.KeyType(row.KeyType),
@@ -85,7 +85,7 @@ func (r *Records) MarkPaid(ctx context.Context, e2e string, at time.Time) error 
 		UPDATE balde_dict_lookups
 		SET paid_at = ?
 		WHERE end_to_end_id = ? AND paid_at IS NULL`), at.UnixNano(), e2e)
-	return sqlstore.StoreError("dict", "mark "+e2e+" paid", err)
+	return sqlkit.StoreError("dict", "mark "+e2e+" paid", err)
 }
 
 // LearnedCategory implements dict.Records.
@@ -102,7 +102,7 @@ func (r *Records) LearnedCategory(ctx context.Context, env, participant string) 
 		return "", time.Time{}, false, nil
 	}
 	if err != nil {
-		return "", time.Time{}, false, sqlstore.StoreError("dictsql", "load category of "+participant, err)
+		return "", time.Time{}, false, sqlkit.StoreError("dictsql", "load category of "+participant, err)
 	}
 	return row.Category, sqltime.Time(row.UpdatedAt), true, nil
 }
@@ -118,7 +118,7 @@ func (r *Records) LearnedCategories(ctx context.Context, env string) (map[string
 		FROM balde_dict_participants
 		WHERE env = ?`), env)
 	if err != nil {
-		return nil, sqlstore.StoreError("dictsql", "load categories", err)
+		return nil, sqlkit.StoreError("dictsql", "load categories", err)
 	}
 	out := make(map[string]string, len(rows))
 	for _, row := range rows {
@@ -136,7 +136,7 @@ func (r *Records) SaveCategory(ctx context.Context, env, participant, category s
 			category = excluded.category,
 			updated_at = excluded.updated_at`),
 		env, participant, category, at.UnixNano())
-	return sqlstore.StoreError("dict", "save category of "+participant, err)
+	return sqlkit.StoreError("dict", "save category of "+participant, err)
 }
 
 // PruneLookups deletes up to limit lookups made before before, oldest first,
@@ -155,7 +155,7 @@ func (r *Records) PruneLookups(ctx context.Context, before time.Time, limit int)
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
-	return n, sqlstore.StoreError("dict", "prune lookups", err)
+	return n, sqlkit.StoreError("dict", "prune lookups", err)
 }
 
 // run runs fn through r.Retry, or once without it.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/balde-throttle/balde/internal/sqlkit"
 	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/sifen"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
@@ -106,7 +107,7 @@ func selectAll[T any](ctx context.Context, s *store, op, q string, args ...any) 
 	err = s.db.Retry(ctx, op, func() error {
 		return s.db.ReadDB().SelectContext(ctx, &rows, s.db.ReadDB().Rebind(q), args...)
 	})
-	return rows, sqlstore.StoreError("sifen", op, err)
+	return rows, sqlkit.StoreError("sifen", op, err)
 }
 
 // selectDocs runs the read q (rebound) and returns its documents.
@@ -159,7 +160,7 @@ func inTx[T any](ctx context.Context, s *store, op string, fn func(tx *sqlx.Tx) 
 		}
 		return s.db.CommitError(tx.Commit())
 	})
-	if err = cmp.Or(ruleErr, sqlstore.StoreError("sifen", op, err)); err != nil {
+	if err = cmp.Or(ruleErr, sqlkit.StoreError("sifen", op, err)); err != nil {
 		return zero, err
 	}
 	return out, nil
@@ -188,7 +189,7 @@ func (s *store) Documents(ctx context.Context, ids []int64, withXML bool) ([]sif
 
 // List implements sifen.DocumentStore.
 func (s *store) List(ctx context.Context, f sifen.Filter) ([]sifen.Document, error) {
-	var c sqlstore.Conds
+	var c sqlkit.Conds
 	c.And(f.Env != "", "env = ?", string(f.Env))
 	c.And(f.RUC != "", "ruc = ?", f.RUC)
 	c.And(len(f.Statuses) > 0, "status IN (?)", f.Statuses)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/inspect"
+	"github.com/balde-throttle/balde/internal/sqlkit"
 	"github.com/balde-throttle/balde/internal/sqltime"
 	"github.com/balde-throttle/balde/throttle"
 )
@@ -48,46 +49,23 @@ func (s *Store) Buckets(ctx context.Context, keys []throttle.Key) ([]throttle.Bu
 	})
 }
 
-// Conds is a WHERE clause being built: conditions joined by AND, with
-// their arguments in order; the zero value has none. For packages that
-// query the store's database themselves.
-type Conds struct {
-	sql  []string
-	Args []any
-}
-
-// And adds cond, with its arguments, when set is true.
-func (c *Conds) And(set bool, cond string, args ...any) {
-	if set {
-		c.sql = append(c.sql, cond)
-		c.Args = append(c.Args, args...)
-	}
-}
-
-// reasons adds the condition "reason IN (?, ...)" of rs, a take's including
-// the aggregated take rows.
-func (c *Conds) reasons(rs []throttle.LedgerReason) {
+// reasons adds to c the condition "reason IN (?, ...)" of rs, a take's
+// including the aggregated take rows.
+func reasons(c *sqlkit.Conds, rs []throttle.LedgerReason) {
 	var in []string
+	var args []any
 	for _, r := range rs {
-		in, c.Args = append(in, "?"), append(c.Args, int64(r))
+		in, args = append(in, "?"), append(args, int64(r))
 		if r == throttle.LedgerTake {
-			in, c.Args = append(in, "?"), append(c.Args, int64(reasonMinuteOfTakes))
+			in, args = append(in, "?"), append(args, int64(reasonMinuteOfTakes))
 		}
 	}
-	c.sql = append(c.sql, "reason IN ("+strings.Join(in, ", ")+")")
-}
-
-// Where is the clause, "" without conditions.
-func (c *Conds) Where() string {
-	if len(c.sql) == 0 {
-		return ""
-	}
-	return "WHERE " + strings.Join(c.sql, " AND ")
+	c.And(true, "reason IN ("+strings.Join(in, ", ")+")", args...)
 }
 
 // where builds the WHERE clause of a bucket filter. ok is false when the
 // filter names a policy that was never stored (nothing can match).
-func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (c Conds, ok bool, err error) {
+func (s *Store) where(ctx context.Context, f inspect.Filter, withCursor bool) (c sqlkit.Conds, ok bool, err error) {
 	if f.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, f.Policy)
 		if err != nil || !known {
@@ -199,7 +177,7 @@ func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth in
 	if q.Key != nil {
 		return s.walkChain(ctx, q, depth, sel)
 	}
-	var c Conds
+	var c sqlkit.Conds
 	if q.Policy != "" {
 		id, known, err := s.lookupPolicy(ctx, q.Policy)
 		if err != nil || !known {
@@ -208,7 +186,7 @@ func (s *Store) ledgerQuery(ctx context.Context, q inspect.LedgerQuery, depth in
 		c.And(true, "policy_id = ?", id)
 	}
 	if len(q.Reasons) > 0 {
-		c.reasons(q.Reasons)
+		reasons(&c, q.Reasons)
 	}
 	c.And(!q.Since.IsZero(), "at >= ?", sqltime.Nanos(q.Since))
 	c.And(q.BeforeID > 0, "id < ?", q.BeforeID)
@@ -265,9 +243,9 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int,
 	if !q.Since.IsZero() {
 		since, sinceArgs = " AND at >= ?", []any{sqltime.Nanos(q.Since)}
 	}
-	var reasons Conds
+	var rc sqlkit.Conds
 	if len(q.Reasons) > 0 {
-		reasons.reasons(q.Reasons)
+		reasons(&rc, q.Reasons)
 	}
 	query = `WITH RECURSIVE chain AS (
 			SELECT ` + ledgerColumns + `, 1 AS depth
@@ -281,8 +259,8 @@ func (s *Store) walkChain(ctx context.Context, q inspect.LedgerQuery, depth int,
 		)
 		SELECT ` + sel + `
 		FROM chain
-		` + reasons.Where()
-	return query, slices.Concat(startArgs, k, sinceArgs, k, []any{depth}, sinceArgs, reasons.Args), true, nil
+		` + rc.Where()
+	return query, slices.Concat(startArgs, k, sinceArgs, k, []any{depth}, sinceArgs, rc.Args), true, nil
 }
 
 // CountLedger implements inspect.Store.

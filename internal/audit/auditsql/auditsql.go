@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/audit"
+	"github.com/balde-throttle/balde/internal/sqlkit"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
@@ -54,7 +55,7 @@ func (s *Store) Record(ctx context.Context, e audit.Entry) (audit.Entry, error) 
 			RETURNING id`),
 			e.At.UnixNano(), e.User, string(e.Action), e.Target, e.Reason, e.Outcome)
 	})
-	return e, sqlstore.StoreError("audit", fmt.Sprintf("record %s by %s", e.Action, e.User), err)
+	return e, sqlkit.StoreError("audit", fmt.Sprintf("record %s by %s", e.Action, e.User), err)
 }
 
 // List implements audit.Store. Each filter reads its own index (user,
@@ -64,7 +65,7 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 	if err != nil {
 		return nil, err
 	}
-	var c sqlstore.Conds
+	var c sqlkit.Conds
 	c.And(q.User != "", "user_name = ?", q.User)
 	c.And(q.Action != "", "action = ?", string(q.Action))
 	c.And(q.Before > 0, "id < ?", q.Before)
@@ -78,7 +79,7 @@ func (s *Store) List(ctx context.Context, q audit.Query) ([]audit.Entry, error) 
 	var rows []row
 	read := s.store.ReadDB()
 	if err := s.store.Retry(ctx, "audit", func() error { return read.SelectContext(ctx, &rows, read.Rebind(query), args...) }); err != nil {
-		return nil, sqlstore.StoreError("audit", "list", err)
+		return nil, sqlkit.StoreError("audit", "list", err)
 	}
 	out := make([]audit.Entry, len(rows))
 	for i, r := range rows {
@@ -104,5 +105,5 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int64, 
 		n, err = res.RowsAffected()
 		return err
 	})
-	return n, sqlstore.StoreError("audit", "prune", err)
+	return n, sqlkit.StoreError("audit", "prune", err)
 }

@@ -77,11 +77,6 @@ func (w *watch) held(key throttle.Key) int64 {
 	return w.holds.held[key] + w.landed[key]
 }
 
-// heldBut is held without r's own hold.
-func (w *watch) heldBut(key throttle.Key, r reservation) int64 {
-	return max(w.held(key)-r.heldBy(key), 0)
-}
-
 // flight is one request's entry in holds (its reservation's Reserved
 // from Keys), removed once.
 type flight struct {
@@ -130,18 +125,17 @@ func (r reservation) land(kept []int64) {
 	}
 }
 
-// heldBy returns what r still holds in flight from key.
-func (r reservation) heldBy(key throttle.Key) int64 {
+// but is n, held on key, less what r still holds in flight from key (at least 0).
+func (r reservation) but(key throttle.Key, n int64) int64 {
 	f := r.flight
 	f.holds.mu.Lock()
 	defer f.holds.mu.Unlock()
-	var n int64
 	for i, k := range r.Keys {
 		if k == key && !f.removed {
-			n += r.Reserved[i]
+			n -= r.Reserved[i]
 		}
 	}
-	return n
+	return max(n, 0)
 }
 
 // landed takes r out of flight for good, its whole hold counted landed.
@@ -166,11 +160,6 @@ func (m *Meter) policyTargets(participant string, policies []Policy, held *watch
 		targets = append(targets, throttle.SyncTarget{Key: key, Tokens: tokens, Ref: ref})
 	}
 	return targets, unknown
-}
-
-// inFlightBut is the holds in flight on key but r's.
-func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
-	return max(m.holds.inFlight(key)-r.heldBy(key), 0)
 }
 
 // outcomeOf names an HTTP status as an outcome of the counting rules ("404").

@@ -21,10 +21,8 @@ type DictLookup struct {
 	Reporter *Reporter
 	Wait     bool
 	MaxWait  time.Duration
-	Out      interface {
-		Write(dictlookup.LookupRecord) error
-	}
-	printed int
+	Out      *dictlookup.LookupWriter
+	printed  int
 
 	mu      sync.Mutex        // Progress runs on the lookups' goroutines
 	waiting map[int]time.Time // when each lookup's current wait began

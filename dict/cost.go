@@ -172,14 +172,11 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r := reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		admit, err := m.Catalog.Admission(k)
-		if err != nil {
-			return r, err
-		}
 		hold, err := m.Catalog.Hold(k)
 		if err != nil {
 			return r, err
 		}
+		admit, _ := m.Catalog.Admission(k) // a policy Hold found stays in the catalog
 		r.Reserved[i] = hold
 		charges[i] = throttle.Charge{Key: k, Cost: hold}
 		if admit < hold {

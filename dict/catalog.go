@@ -149,13 +149,8 @@ func (c *Catalog) SetCategory(category string) error {
 // Spec returns the policy named name, with Refill set to the mode in
 // effect; ok is false when the catalog has no such policy.
 func (c *Catalog) Spec(name string) (Spec, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	s, ok := c.specs[name]
-	if !ok {
-		return Spec{}, false
-	}
-	return cloneSpec(c.effective(s)), true
+	s, _, err := c.find(name)
+	return cloneSpec(s), err == nil
 }
 
 // Specs returns every policy, the DICT's in the manual's order, then those a

@@ -78,13 +78,12 @@ type Signer interface {
 // holds, refuses, settles and handles remote 429s. Safe for concurrent use.
 type Client struct {
 	api         string // the base URL and APIPrefix, e.g. https://dict.pi.rsfn.net.br:16422/api/v2
-	policiesAPI string // the base of GET /policies/
 	participant string
 	signer      Signer
 	verifier    Verifier
 	notice      string
 	meter       Meter
-	transport   *Transport    // with the client's Meter, Participant, Records and Logger
+	transport   *Transport    // with the client's Meter, Participant, PoliciesURL, Records and Logger
 	timeout     time.Duration // of one request, hold to answer (HTTPClient.Timeout)
 
 	recheck   time.Duration
@@ -113,7 +112,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Logger: cmp.Or(cfg.Logger, nowhere)}
 	c := &Client{
 		api:         api,
-		policiesAPI: api,
 		participant: cfg.Participant,
 		signer:      cfg.Signer,
 		verifier:    cfg.Verifier,
@@ -125,10 +123,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		checkedAt:   cfg.Limiter.Now(),
 	}
 	if cfg.PoliciesURL != "" {
-		if c.policiesAPI, err = apiBase(cfg.PoliciesURL); err != nil {
+		if t.PoliciesURL, err = apiBase(cfg.PoliciesURL); err != nil {
 			return nil, fmt.Errorf("dict: client policies URL: %w", err)
 		}
-		c.transport.PoliciesURL = c.policiesAPI
 	}
 	if !isNil(cfg.Records) { // a nil *dictsql.Records in the interface is none
 		c.transport.Records = cfg.Records
@@ -248,7 +245,7 @@ func send[T any](ctx context.Context, c *Client, cl call, want int) (res Result[
 	rt, _, _ := MatchRoute(cl.method, APIPrefix+path)
 	api := c.api
 	if rt.Op == OpListBucketStates || rt.Op == opGetBucketState {
-		api = c.policiesAPI
+		api = cmp.Or(c.transport.PoliciesURL, c.api)
 	}
 	var body []byte
 	if cl.body != nil {

@@ -77,11 +77,6 @@ func (w *watch) held(key throttle.Key) int64 {
 	return w.holds.held[key] + w.landed[key]
 }
 
-// heldBut is held without r's own hold.
-func (w *watch) heldBut(key throttle.Key, r reservation) int64 {
-	return max(w.held(key)-r.heldBy(key), 0)
-}
-
 // flight is one request's entry in holds (its reservation's Reserved
 // from Keys), removed once.
 type flight struct {
@@ -130,18 +125,17 @@ func (r reservation) land(kept []int64) {
 	}
 }
 
-// heldBy returns what r still holds in flight from key.
-func (r reservation) heldBy(key throttle.Key) int64 {
+// but is n, held on key, less what r still holds in flight from key (at least 0).
+func (r reservation) but(key throttle.Key, n int64) int64 {
 	f := r.flight
 	f.holds.mu.Lock()
 	defer f.holds.mu.Unlock()
-	var n int64
 	for i, k := range r.Keys {
 		if k == key && !f.removed {
-			n += r.Reserved[i]
+			n -= r.Reserved[i]
 		}
 	}
-	return n
+	return max(n, 0)
 }
 
 // landed takes r out of flight for good, its whole hold counted landed.
@@ -168,11 +162,6 @@ func (m *Meter) policyTargets(participant string, policies []Policy, held *watch
 	return targets, unknown
 }
 
-// inFlightBut is the holds in flight on key but r's.
-func (m *Meter) inFlightBut(key throttle.Key, r reservation) int64 {
-	return max(m.holds.inFlight(key)-r.heldBy(key), 0)
-}
-
 // outcomeOf names an HTTP status as an outcome of the counting rules ("404").
 func outcomeOf(status int) string { return strconv.Itoa(status) }
 
@@ -183,14 +172,11 @@ func (m *Meter) reserve(ctx context.Context, op, ref string, keys ...throttle.Ke
 	r := reservation{Op: op, Ref: ref, Keys: keys, Reserved: make([]int64, len(keys))}
 	charges := make([]throttle.Charge, len(keys))
 	for i, k := range keys {
-		admit, err := m.Catalog.Admission(k)
-		if err != nil {
-			return r, err
-		}
 		hold, err := m.Catalog.Hold(k)
 		if err != nil {
 			return r, err
 		}
+		admit, _ := m.Catalog.Admission(k) // a policy Hold found stays in the catalog
 		r.Reserved[i] = hold
 		charges[i] = throttle.Charge{Key: k, Cost: hold}
 		if admit < hold {

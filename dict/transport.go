@@ -305,7 +305,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	empty := func(k throttle.Key) throttle.SyncTarget {
-		return throttle.SyncTarget{Key: k, Tokens: -m.inFlightBut(k, r), BlockFor: wait, Ref: r.Ref}
+		return throttle.SyncTarget{Key: k, Tokens: -r.but(k, m.holds.inFlight(k)), BlockFor: wait, Ref: r.Ref}
 	}
 	var targets []throttle.SyncTarget
 	for _, k := range named {
@@ -322,7 +322,7 @@ func (t *Transport) settleAfter429(ctx context.Context, m Meter, r reservation, 
 			targets = append(targets, throttle.SyncTarget{Key: k, Tokens: throttle.MaxTokens, BlockFor: wait, Ref: r.Ref})
 		}
 	default:
-		pt := throttle.SyncTarget{Key: keys[1], Tokens: available - held.heldBut(keys[1], r), Ref: "GET /policies/" + keys[1].Policy}
+		pt := throttle.SyncTarget{Key: keys[1], Tokens: available - r.but(keys[1], held.held(keys[1])), Ref: "GET /policies/" + keys[1].Policy}
 		if available < 1 {
 			// The participant's bucket was the empty one: the payer
 			// is left as the DICT has it.

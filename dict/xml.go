@@ -65,6 +65,13 @@ func (t *Timestamp) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// answer opens every signed answer of the DICT but the policy ones.
+type answer struct {
+	Signature     Signature
+	ResponseTime  Timestamp
+	CorrelationID string `xml:"CorrelationId"`
+}
+
 // Policy is the state of one bucket as the DICT reports it.
 type Policy struct {
 	AvailableTokens int64
@@ -124,12 +131,10 @@ type Entry struct {
 
 // GetEntryResponse is the answer of getEntry (GET /api/v2/entries/{Key}).
 type GetEntryResponse struct {
-	XMLName       xml.Name `xml:"GetEntryResponse"`
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
-	Statistics    *Statistics `xml:",omitempty"`
+	XMLName xml.Name `xml:"GetEntryResponse"`
+	answer
+	Entry      Entry
+	Statistics *Statistics `xml:",omitempty"`
 }
 
 // Statistics are the anti-fraud counters of an entry (OpenAPI 1.8.0), over
@@ -167,11 +172,9 @@ type KeyCheck struct {
 
 // CheckKeysResponse is the answer of checkKeys.
 type CheckKeysResponse struct {
-	XMLName       xml.Name `xml:"CheckKeysResponse"`
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string     `xml:"CorrelationId"`
-	Keys          []KeyCheck `xml:"Keys>Key"`
+	XMLName xml.Name `xml:"CheckKeysResponse"`
+	answer
+	Keys []KeyCheck `xml:"Keys>Key"`
 }
 
 // CreateEntryRequest is the body of createEntry (POST /api/v2/entries/).
@@ -186,11 +189,9 @@ type CreateEntryRequest struct {
 
 // CreateEntryResponse is the answer of createEntry.
 type CreateEntryResponse struct {
-	XMLName       xml.Name `xml:"CreateEntryResponse"`
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	Entry         Entry
+	XMLName xml.Name `xml:"CreateEntryResponse"`
+	answer
+	Entry Entry
 }
 
 // deleteEntryRequest is the body of deleteEntry (POST /api/v2/entries/{Key}/delete).
@@ -204,11 +205,9 @@ type deleteEntryRequest struct {
 
 // DeleteEntryResponse is the answer of deleteEntry.
 type DeleteEntryResponse struct {
-	XMLName       xml.Name `xml:"DeleteEntryResponse"`
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-	Key           string
+	XMLName xml.Name `xml:"DeleteEntryResponse"`
+	answer
+	Key string
 }
 
 // Claim is a claim of a key (portability or ownership). The fields the DICT
@@ -232,10 +231,8 @@ type Claim struct {
 
 // ListClaimsResponse is the answer of listClaims (GET /api/v2/claims/).
 type ListClaimsResponse struct {
-	XMLName         xml.Name `xml:"ListClaimsResponse"`
-	Signature       Signature
-	ResponseTime    Timestamp
-	CorrelationID   string `xml:"CorrelationId"`
+	XMLName xml.Name `xml:"ListClaimsResponse"`
+	answer
 	HasMoreElements bool
 	Claims          []Claim `xml:"Claims>Claim"`
 }

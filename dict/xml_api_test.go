@@ -9,13 +9,6 @@ import "encoding/xml"
 // no tag serves the operations its comment names and keeps the root element
 // it was decoded from.
 
-// answer opens every signed answer of the DICT.
-type answer struct {
-	Signature     Signature
-	ResponseTime  Timestamp
-	CorrelationID string `xml:"CorrelationId"`
-}
-
 // updateEntryRequest and updateEntryResponse are updateEntry's (PUT /api/v2/entries/{Key}).
 type updateEntryRequest struct {
 	XMLName   xml.Name `xml:"UpdateEntryRequest"`

@@ -86,10 +86,7 @@ func runDictLookup(ctx context.Context, m *Main, args []string) (err error) {
 	mode := report.ChooseMode(m.Stdout, *jsonOut)
 	rep := report.New(m.Stdout, mode, len(reqs), "dict-lookup", clock, m.printer())
 	rep.Progress = wf.ProgressTo(m.Stderr, mode)
-	lookup := &report.DictLookup{Reporter: rep, Wait: wait, MaxWait: maxWait}
-	if out != nil {
-		lookup.Out = out
-	}
+	lookup := &report.DictLookup{Reporter: rep, Wait: wait, MaxWait: maxWait, Out: out}
 	batch := dict.Batch{Client: eng.Dict(), Wait: wait, MaxWait: maxWait, Senders: *senders, Sleep: clock.BaseSleep(), Progress: lookup.Progress}
 	sum, err := lookup.Finish(ctx, len(reqs), batch.Run(ctx, reqs, lookup.Print))
 	var oe *report.OutputError

@@ -50,7 +50,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 // first bad line stops it: a *LineError, a *csv.ParseError, ErrNoLookups
 // or r's error.
 func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) {
-	lr := &lineLimitReader{r: r, max: MaxLookupLine}
+	lr := &lineLimitReader{r: r}
 	cr := csv.NewReader(lr)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
@@ -96,10 +96,9 @@ func ReadLookupRequests(r io.Reader, defaultPayer string) ([]LookupLine, error) 
 }
 
 // lineLimitReader fails with ErrLineTooLong once a line is longer than
-// max bytes; tooLong is then its number (1-based).
+// MaxLookupLine bytes; tooLong is then its number (1-based).
 type lineLimitReader struct {
 	r       io.Reader
-	max     int
 	line    int // the current line's number, 0-based
 	n       int // bytes of the current line so far
 	tooLong int
@@ -116,7 +115,7 @@ func (l *lineLimitReader) Read(p []byte) (int, error) {
 			l.n = 0
 			continue
 		}
-		if l.n++; l.n > l.max {
+		if l.n++; l.n > MaxLookupLine {
 			l.tooLong = l.line + 1
 			return i, ErrLineTooLong
 		}

@@ -110,13 +110,13 @@ var LookupColumns = []string{"key", "payer", "status", "reason", "retry_after_s"
 type LookupWriter struct {
 	w    io.Writer
 	csv  *csv.Writer // nil: a JSON array
-	n    int
-	file *os.File // CreateLookupFile's, closed by Close
+	sep  string      // before the next JSON record
+	file *os.File    // CreateLookupFile's, closed by Close
 }
 
 // NewLookupWriter starts a file on w: the CSV header, or "[" with asJSON.
 func NewLookupWriter(w io.Writer, asJSON bool) (*LookupWriter, error) {
-	lw := &LookupWriter{w: w}
+	lw := &LookupWriter{w: w, sep: "\n"}
 	var err error
 	if asJSON {
 		_, err = io.WriteString(w, "[")
@@ -141,17 +141,13 @@ func (lw *LookupWriter) writeRow(row []string) error {
 
 // Write writes one record.
 func (lw *LookupWriter) Write(r LookupRecord) error {
-	defer func() { lw.n++ }()
 	if lw.csv == nil {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
-		sep := ",\n"
-		if lw.n == 0 {
-			sep = "\n"
-		}
-		_, err = io.WriteString(lw.w, sep+string(b))
+		_, err = io.WriteString(lw.w, lw.sep+string(b))
+		lw.sep = ",\n"
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

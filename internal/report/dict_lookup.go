@@ -21,10 +21,8 @@ type DictLookup struct {
 	Reporter *Reporter
 	Wait     bool
 	MaxWait  time.Duration
-	Out      interface {
-		Write(dictlookup.LookupRecord) error
-	}
-	printed int
+	Out      *dictlookup.LookupWriter
+	printed  int
 
 	mu      sync.Mutex        // Progress runs on the lookups' goroutines
 	waiting map[int]time.Time // when each lookup's current wait began
@@ -56,7 +54,7 @@ func (l *DictLookup) Progress(ev dict.BatchEvent) {
 // *OutputError on failure).
 func (l *DictLookup) Print(res dict.BatchResult) error {
 	rep := l.Reporter
-	rec := lookupRecordOf(res, l.Wait, l.MaxWait, rep)
+	rec, said := lookupRecordOf(res, l.Wait, l.MaxWait, rep)
 	l.printed++
 	waited := res.Waited
 	l.mu.Lock()
@@ -67,9 +65,9 @@ func (l *DictLookup) Print(res dict.BatchResult) error {
 	delete(l.waiting, res.Index)
 	l.mu.Unlock()
 	rep.AddWait(waited)
-	rep.Item(Result(rec.Result), rec.line(), rec.LookupRecord)
+	rep.Item(Result(rec.Result), lookupLine(rec, said), rec)
 	if l.Out != nil {
-		if err := l.Out.Write(rec.LookupRecord); err != nil {
+		if err := l.Out.Write(rec); err != nil {
 			return &OutputError{Err: err}
 		}
 	}
@@ -92,15 +90,9 @@ func (l *DictLookup) Finish(ctx context.Context, total int, err error) (Summary,
 	return sum, nil
 }
 
-// lookupRecord is a lookup's record with its message in the reader's
-// language.
-type lookupRecord struct {
-	dictlookup.LookupRecord
-	said string
-}
-
-// line renders the record for the plain output.
-func (r lookupRecord) line() string {
+// lookupLine renders a record for the plain output, with said, its message
+// in the reader's language, when set.
+func lookupLine(r dictlookup.LookupRecord, said string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-7s %s payer=%s status=%d", r.Result, r.Key, r.Payer, r.Status)
 	if r.Reason != "" {
@@ -115,26 +107,26 @@ func (r lookupRecord) line() string {
 	if r.OwnerName != "" {
 		fmt.Fprintf(&b, " owner=%q participant=%s", r.OwnerName, r.Participant)
 	}
-	if m := cmp.Or(r.said, r.Message); m != "" {
+	if m := cmp.Or(said, r.Message); m != "" {
 		fmt.Fprintf(&b, " %q", m)
 	}
 	return b.String()
 }
 
 // lookupRecordOf is res's record, naming --max-wait when a refusal's wait
-// was beyond it.
-func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *Reporter) lookupRecord {
-	rec := lookupRecord{LookupRecord: dictlookup.NewLookupRecord(res)}
+// was beyond it, and its message in the reader's language ("" when not translated).
+func lookupRecordOf(res dict.BatchResult, wait bool, maxWait time.Duration, rep *Reporter) (rec dictlookup.LookupRecord, said string) {
+	rec = dictlookup.NewLookupRecord(res)
 	tr := rep.Tr
 	switch {
 	case rec.Message == dictlookup.MsgLookupInterrupted, rec.Message == dictlookup.MsgNoEntry:
-		rec.said = tr.Sprintf(rec.Message)
+		said = tr.Sprintf(rec.Message)
 	case rec.Result == dictlookup.LookupBlocked:
-		rec.said = tr.Sprintf(dictlookup.MsgLookupRefused, res.Decision.Key)
+		said = tr.Sprintf(dictlookup.MsgLookupRefused, res.Decision.Key)
 		if wait {
 			rec.Message += fmt.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
-			rec.said += tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
+			said += tr.Sprintf(" (the wait is beyond --max-wait %s)", maxWait)
 		}
 	}
-	return rec
+	return rec, said
 }

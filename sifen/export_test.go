@@ -28,13 +28,13 @@ var NotSent = notSent
 
 var ParseLoteContext = parseLoteContext
 
-// ReadResult is DEResult.verdict of a result with status and codes.
+// ReadResult is DEResult.result of a result with status and codes.
 func ReadResult(status string, codes ...string) Verdict {
 	r := DEResult{Status: status}
 	for _, c := range codes {
 		r.Messages = append(r.Messages, ResultMessage{Code: c})
 	}
-	return r.verdict()
+	return r.result()
 }
 
 var ValidateCDC = validateCDC
@@ -57,15 +57,15 @@ func UnzipLote(z []byte) ([]byte, error) {
 	return w.buf, nil
 }
 
-const VerdictUnknown = verdictUnknown
+const VerdictUnknown = ""
 
-const VerdictApproved = verdictApproved
+const VerdictApproved = resultApproved
 
-const VerdictApprovedWithObs = verdictApprovedWithObs
+const VerdictApprovedWithObs = ResultApprovedWithObs
 
-const VerdictRejected = verdictRejected
+const VerdictRejected = resultRejected
 
-type Verdict = verdict
+type Verdict = string
 
 func (c *Client) URL(env Env, path string) string { return c.url(env, path) }
 
@@ -75,7 +75,7 @@ func (l Lote) XML() []byte { return l.document() }
 
 func (r RUC) Validate() error { return r.validate() }
 
-func (r DEResult) Verdict() Verdict { return r.verdict() }
+func (r DEResult) Verdict() Verdict { return r.result() }
 
 var ImportFilesWith = importFiles
 

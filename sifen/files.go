@@ -88,16 +88,15 @@ func (e *fileError) Error() string {
 func (e *fileError) Unwrap() error { return e.Err }
 
 // ReadFiles reads every file (at most maxFileSize bytes each) and returns its
-// DEs in order, one FileDE per DE or per file that gave none, and how many
-// have an Err. It stores and sends nothing. An unsigned DE is fit only when
+// DEs in order, one FileDE per DE or per file that gave none. It stores and
+// sends nothing. An unsigned DE is fit only when
 // allowUnsigned and env is EnvTest (checkFit).
-func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool) (des []FileDE, bad int) {
+func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool) (des []FileDE) {
 	where := make(map[string]string) // CDC → file
 	for _, f := range files {
 		lot, err := readLotFile(ctx, f)
 		if err != nil {
 			des = append(des, FileDE{File: f, Err: &fileError{File: f, Err: err}})
-			bad++
 			continue
 		}
 		for _, de := range lot.DEs {
@@ -109,13 +108,10 @@ func ReadFiles(ctx context.Context, files []string, env Env, allowUnsigned bool)
 			} else {
 				where[de.CDC] = f
 			}
-			if fd.Err != nil {
-				bad++
-			}
 			des = append(des, fd)
 		}
 	}
-	return des, bad
+	return des
 }
 
 // readLotFile reads and parses one file of at most maxFileSize bytes.

@@ -122,7 +122,7 @@ func (s *Sender) sendDE(recv deReceiver, c claimed) (DESend, error) {
 	code, msg := prot.Code()
 	res := DEResult{CDC: prot.CDC, Status: prot.State(), AuthNumber: prot.authNumber(), Messages: prot.Results}
 	var unusable string
-	if sendErr == nil && res.verdict() == verdictUnknown {
+	if sendErr == nil && res.result() == "" {
 		unusable = fmt.Sprintf("SIFEN answered a protocol balde cannot read (%q %s %s): Resolve will ask SIFEN before any resend", prot.State(), code, msg)
 	}
 	out, err := s.record(c, sendErr, unusable, func(out *LotSend, log *slog.Logger) Settle {

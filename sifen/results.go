@@ -10,53 +10,35 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// verdict is what SIFEN's result for one DE means for its document.
-type verdict int
-
-const (
-	// verdictUnknown: a result balde cannot read. The document stays sent, its
-	// lot queried again; once SIFEN no longer answers for it (0364) its CDC is
-	// asked for (siConsDE) instead (docs/decisions/0055).
-	verdictUnknown verdict = iota
-	// verdictApproved: "Aprobado", or no readable dEstRes but code 0260.
-	verdictApproved
-	// verdictApprovedWithObs: "Aprobado con observación", in any case, with or
-	// without accents, singular or plural.
-	verdictApprovedWithObs
-	// verdictRejected: "Rechazado".
-	verdictRejected
-)
-
 // codeAuthorized is an approved DE's dCodRes (manual técnico v150, §12.3.1.3).
 const codeAuthorized = "0260"
 
-// Approved reports whether v approves the DE (with or without observations).
-func (v verdict) approved() bool { return v == verdictApproved || v == verdictApprovedWithObs }
-
-// Result is the canonical dEstRes of v ("Aprobado", ResultApprovedWithObs,
-// "Rechazado"), "" for verdictUnknown.
-func (v verdict) Result() string {
-	return [...]string{verdictApproved: resultApproved, verdictApprovedWithObs: ResultApprovedWithObs, verdictRejected: resultRejected}[v]
-}
-
-// verdict reads r as DNIT writes it: dEstRes without regard to case,
-// accents, spacing or plural. When dEstRes is none of the three,
-// codeAuthorized among its codes approves; anything else is verdictUnknown,
-// never a silent rejection (a resend of an approved CDC draws 1001).
-func (r DEResult) verdict() verdict {
+// result reads r as DNIT writes it, dEstRes without regard to case, accents,
+// spacing or plural, and returns the canonical dEstRes: resultApproved,
+// ResultApprovedWithObs or resultRejected. When dEstRes is none of the
+// three, codeAuthorized among its codes approves; anything else is "", a
+// result balde cannot read, never a silent rejection (a resend of an
+// approved CDC draws 1001): the document stays sent, its lot queried again;
+// once SIFEN no longer answers for it (0364) its CDC is asked for (siConsDE)
+// instead (docs/decisions/0055).
+func (r DEResult) result() string {
 	switch foldResult(r.Status) {
 	case "aprobado":
-		return verdictApproved
+		return resultApproved
 	case "aprobado con observacion", "aprobado con observaciones":
-		return verdictApprovedWithObs
+		return ResultApprovedWithObs
 	case "rechazado":
-		return verdictRejected
+		return resultRejected
 	}
 	if slices.ContainsFunc(r.Messages, func(m ResultMessage) bool { return strings.TrimSpace(m.Code) == codeAuthorized }) {
-		return verdictApproved
+		return resultApproved
 	}
-	return verdictUnknown
+	return ""
 }
+
+// approved reports whether a canonical dEstRes approves the DE (with or
+// without observations).
+func approved(result string) bool { return result == resultApproved || result == ResultApprovedWithObs }
 
 // foldResult lowercases s, removes its accents and collapses its spaces.
 func foldResult(s string) string {
@@ -75,15 +57,15 @@ func foldResult(s string) string {
 // rejected (SIFEN's codes and messages), or, unreadable, still sent with a
 // message (false when doc has that message already).
 func lotResultSettle(doc Document, r DEResult) (Settle, bool) {
-	v := r.verdict()
-	st := Settle{Status: StatusRejected, Message: resultText(r), Result: v.Result()}
+	res := r.result()
+	st := Settle{Status: StatusRejected, Message: resultText(r), Result: res}
 	if len(r.Messages) > 0 {
 		st.ResponseCode = r.Messages[0].Code
 	}
 	switch {
-	case v.approved():
+	case approved(res):
 		st.Status, st.AuthNumber = StatusApproved, strings.TrimSpace(r.AuthNumber)
-	case v == verdictUnknown:
+	case res == "":
 		st.Status = StatusSent
 		st.Message = fmt.Sprintf("SIFEN answered a result balde cannot read (%s): not taken as approved or rejected; the lot is queried again, and once SIFEN no longer answers for it (48 h) the DE is asked for by CDC",
 			resultText(r))

@@ -37,7 +37,7 @@ func TestReadResult(t *testing.T) {
 			require.Equal(t, tc.want, sifen.ReadResult(tc.status, tc.codes...))
 		})
 	}
-	require.Equal(t, sifen.ResultApprovedWithObs, sifen.ReadResult("APROBADO CON OBSERVACIÓN").Result(), "stored as the canonical text")
+	require.Equal(t, sifen.ResultApprovedWithObs, sifen.ReadResult("APROBADO CON OBSERVACIÓN"), "stored as the canonical text")
 }
 
 // Issue 22 item 5: the dProtAut of a 0422 answer, wherever xContenDE

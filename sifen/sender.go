@@ -187,7 +187,7 @@ func (s *Sender) importDEs(ctx context.Context, data []byte, env Env, replace bo
 		// A DE too big even for a lot of its own would, as its RUC's oldest
 		// draft, hold back every lot after it (ErrLotTooBig).
 		_, tooBig := Lote{DEs: []DE{de}}.pack()
-		if err := cmp.Or(s.fit(env, de), tooBig); err != nil {
+		if err := cmp.Or(checkFit(env, de, s.cfg.AllowUnsigned), tooBig); err != nil {
 			return nil, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}
@@ -339,7 +339,7 @@ func (s *Sender) claim(ctx context.Context, ids []int64) (claimed, error) {
 		if err != nil {
 			return claimed{}, err
 		}
-		if err := s.fit(env, de); err != nil {
+		if err := checkFit(env, de, s.cfg.AllowUnsigned); err != nil {
 			return claimed{}, fmt.Errorf("document %d: %w", r.ID, err)
 		}
 		lot.DEs = append(lot.DEs, de)
@@ -460,9 +460,6 @@ func (s *Sender) record(c claimed, sendErr error, unusable string, answer func(o
 	return out, nil
 }
 
-// fit refuses a DE that may not go to env (checkFit).
-func (s *Sender) fit(env Env, de DE) error { return checkFit(env, de, s.cfg.AllowUnsigned) }
-
 // checkFit refuses (ErrUnfit) a DE that may not go to env: unsigned (unless
 // allowUnsigned and env is test), or a test DE meant for prod.
 func checkFit(env Env, de DE, allowUnsigned bool) error {
@@ -518,23 +515,13 @@ func ledgerRef(ids []int64, hash string) string {
 }
 
 // RUCWait says whether a lot of ruc in env would be admitted now, without
-// taking anything: a Decision read from the RUC's gate, the one a Send now
-// would get.
+// taking anything: the Decision a Send now would get from the RUC's gate,
+// admitted, or refused with the reason of the longest wait (a block wins a
+// tie, then the cooldown).
 func (s *Sender) RUCWait(ctx context.Context, env Env, ruc RUC) (throttle.Decision, error) {
-	key := RecepcionKey(env, ruc)
-	bs, err := s.limiter.State(ctx, key)
-	if err != nil {
-		return throttle.Decision{}, err
-	}
-	return waitOf(bs), nil
-}
-
-// waitOf is the decision a take of one token would get from bs: admitted,
-// or refused with the reason of the longest wait (a block wins a tie, then
-// the cooldown).
-func waitOf(bs throttle.BucketState) throttle.Decision {
-	if bs.RetryAfter <= 0 {
-		return throttle.Decision{Allowed: true, Key: bs.Key}
+	bs, err := s.limiter.State(ctx, RecepcionKey(env, ruc))
+	if err != nil || bs.RetryAfter <= 0 {
+		return throttle.Decision{Allowed: err == nil, Key: bs.Key}, err
 	}
 	reason := throttle.ReasonEmpty
 	switch {
@@ -543,5 +530,5 @@ func waitOf(bs throttle.BucketState) throttle.Decision {
 	case bs.CooldownLeft >= bs.RetryAfter:
 		reason = throttle.ReasonCooldown
 	}
-	return throttle.Decision{Key: bs.Key, Reason: reason, RetryAfter: bs.RetryAfter}
+	return throttle.Decision{Key: bs.Key, Reason: reason, RetryAfter: bs.RetryAfter}, nil
 }

@@ -48,7 +48,7 @@ func (s *Sender) admitNew(ctx context.Context, env Env, lot Lote) (claimed, erro
 	}
 	// 1. Check.
 	for i, de := range lot.DEs {
-		if err := s.fit(env, de); err != nil {
+		if err := checkFit(env, de, s.cfg.AllowUnsigned); err != nil {
 			return claimed{}, fmt.Errorf("DE %d (%s): %w", i+1, de.CDC, err)
 		}
 	}

@@ -103,7 +103,7 @@ type DEResult struct {
 
 // Approved reports whether the DE was approved (with or without
 // observations), reading dEstRes as DNIT writes it.
-func (r DEResult) Approved() bool { return r.verdict().approved() }
+func (r DEResult) Approved() bool { return approved(r.result()) }
 
 // ResultMessage is one gResProc. Status and AuthNumber are dEstRes and
 // dProtAut where the manual's example of rProtDe writes them (see ProtDE).

@@ -18,8 +18,7 @@ import (
 // ReadSifenFiles reads the files' DEs as items, in order; bad lists those
 // that cannot be sent (sifen.ReadFiles' errors).
 func ReadSifenFiles(ctx context.Context, files []string, env sifen.Env, allowUnsigned bool) (items, bad []*SifenItem) {
-	des, _ := sifen.ReadFiles(ctx, files, env, allowUnsigned)
-	for _, fd := range des {
+	for _, fd := range sifen.ReadFiles(ctx, files, env, allowUnsigned) {
 		it := &SifenItem{File: fd.File, Env: env, DE: fd.DE}
 		items = append(items, it)
 		if fd.Err != nil {

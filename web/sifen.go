@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -522,10 +523,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (uploadForm,
 	if mt != "multipart/form-data" {
 		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", errBadRequest)
 	}
-	limit := s.UploadLimit
-	if limit <= 0 {
-		limit = defaultUploadLimit
-	}
+	limit := cmp.Or(max(s.UploadLimit, 0), defaultUploadLimit)
 	r.Body = http.MaxBytesReader(w, r.Body, limit+maxFormBytes)
 	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
 		var mbe *http.MaxBytesError

@@ -18,13 +18,9 @@ import (
 func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 	return func(context.Context) (Panel, error) {
 		p := Panel{Title: "DICT participant"}
-		category := catalog.Category()
-		if category == "" {
-			category = "none known (the strictest, H, applies)"
-		}
 		p.Rows = append(p.Rows,
 			PanelRow{Label: "ISPB", Value: participant},
-			PanelRow{Label: "Category", Value: category})
+			PanelRow{Label: "Category", Value: cmp.Or(catalog.Category(), "none known (the strictest, H, applies)")})
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",

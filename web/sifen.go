@@ -72,20 +72,21 @@ func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr
 		return nil
 	}
 	h := &rucHold{RUC: ruc.String(), Env: string(env), wait: dec.RetryAfter}
+	// The wait as a bucket's wait is said, from the reason alone.
+	st := throttle.BucketState{RetryAfter: dec.RetryAfter}
 	switch dec.Reason {
 	case throttle.ReasonBlocked:
 		h.Blocked = true
-		h.Wait = tr.Sprintf("blocked %s", view.FormatWait(dec.RetryAfter))
+		st = throttle.BucketState{BlockLeft: dec.RetryAfter}
 		if s.Limiter != nil {
-			if st, err := s.Limiter.State(ctx, sifen.RecepcionKey(env, ruc)); err == nil && st.BlockLevel > 0 {
-				h.Wait = tr.Sprintf("blocked %s (block %d in a row)", view.FormatWait(dec.RetryAfter), st.BlockLevel)
+			if cur, err := s.Limiter.State(ctx, sifen.RecepcionKey(env, ruc)); err == nil {
+				st.BlockLevel = cur.BlockLevel
 			}
 		}
 	case throttle.ReasonCooldown:
-		h.Wait = tr.Sprintf("cooldown %s", view.FormatWait(dec.RetryAfter))
-	default:
-		h.Wait = tr.Sprintf("refills in %s", view.FormatWait(dec.RetryAfter))
+		st = throttle.BucketState{CooldownLeft: dec.RetryAfter}
 	}
+	h.Wait = view.FormatBucketWaitIn(tr, st)
 	return h
 }
 

@@ -439,9 +439,9 @@ type resetPage struct {
 	layout
 	Bucket bucketView
 	// RemoteNote says, for a SIFEN RUC's gate, what the reset does not do.
-	RemoteNote                   string
-	ListURL, DetailURL, ResetURL string
-	NeedReason                   bool
+	RemoteNote        string
+	ListURL, ResetURL string
+	NeedReason        bool
 }
 
 // confirmReset is GET …/reset: the confirmation form.
@@ -455,7 +455,6 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 		layout:     l,
 		Bucket:     s.newBucketViewIn(st, l.T),
 		ListURL:    s.path("adminBuckets"),
-		DetailURL:  s.bucketPath("adminBucket", key),
 		ResetURL:   s.bucketPath("adminReset", key),
 		NeedReason: s.Audit != nil,
 	}

@@ -391,9 +391,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 			holds[k] = h
 			if h != nil {
 				p.Holds = append(p.Holds, h)
-				if refresh := int(min(ceilSeconds(h.wait)+1, 60)); p.Refresh == 0 || refresh < p.Refresh {
-					p.Refresh = refresh
-				}
+				p.Refresh = min(cmp.Or(p.Refresh, 60), int(ceilSeconds(h.wait)+1))
 			}
 		}
 		if h == nil {
@@ -505,13 +503,12 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if perr != nil {
 		return err
 	}
-	msg := strings.TrimSuffix(pr.message, ".")
+	up.Error = strings.TrimSuffix(pr.message, ".")
 	var taken *sifen.CDCError
 	if errors.As(err, &taken) && taken.Document.Status.Sendable() {
-		msg = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
+		up.Error = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
 			taken.CDC, taken.Document.ID)
 	}
-	up.Error = msg
 	p.Upload = up
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }

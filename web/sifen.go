@@ -120,9 +120,9 @@ type documentView struct {
 	Updated  string
 	Sent     string
 	Sendable bool
-	// Held is the wait of the RUC's gate while it refuses: the Send
-	// button is off, and says it.
-	Held string
+	// Held is the RUC's gate while it refuses: the Send button is off,
+	// and says its wait.
+	Held *rucHold
 
 	URL, SendURL string
 	OverrideURL  string // for a document left in sending
@@ -292,10 +292,11 @@ type uploadForm struct {
 	env              sifen.Env
 }
 
-// sendRUCForm is the "Send all drafts of RUC …" button; Held, the wait of
-// the RUC's gate while it refuses.
+// sendRUCForm is the "Send all drafts of RUC …" button; Held, the RUC's
+// gate while it refuses.
 type sendRUCForm struct {
-	URL, RUC, Env, Held string
+	URL, RUC, Env string
+	Held          *rucHold
 }
 
 // listDocuments is GET /documents: the upload form and one page of
@@ -349,10 +350,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		if i := slices.IndexFunc(docs, func(d sifen.Document) bool { return d.RUC.Number == f.RUC }); env == "" && i >= 0 {
 			env = docs[i].Env
 		}
-		if env == "" {
-			env = sifen.EnvTest
-		}
-		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(env)}
+		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(cmp.Or(env, sifen.EnvTest))}
 	}
 	p.FlashClass = "flash"
 	switch q.Get("result") {
@@ -383,7 +381,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	// a RUC is held back, the page reloads when its wait ends (at most
 	// every minute).
 	holds := map[string]*rucHold{}
-	held := func(env sifen.Env, ruc sifen.RUC) string {
+	held := func(env sifen.Env, ruc sifen.RUC) *rucHold {
 		k := string(env) + "/" + ruc.Number
 		h, seen := holds[k]
 		if !seen {
@@ -394,10 +392,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 				p.Refresh = min(cmp.Or(p.Refresh, 60), int(ceilSeconds(h.wait)+1))
 			}
 		}
-		if h == nil {
-			return ""
-		}
-		return h.Wait
+		return h
 	}
 	for _, d := range docs {
 		v := s.newDocumentView(d, now, tr)

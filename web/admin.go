@@ -356,7 +356,8 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: before %q is not a ledger entry id", errBadRequest, b)
 		}
 	}
-	window, err := chartWindowOf(r)
+	l := s.layout(r, "adminBuckets", "admin_bucket.html")
+	window, windows, err := s.chartWindowOf(r, l.T, "adminBucket", "policy", key.Policy, "env", key.Env, "identifier", key.Identifier)
 	if err != nil {
 		return err
 	}
@@ -371,17 +372,13 @@ func (s *Server) showAdminBucket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	l := s.layout(r, "adminBuckets", "admin_bucket.html")
 	p := bucketPage{
 		layout:   l,
 		Bucket:   s.newBucketViewIn(st, l.T),
 		Chart:    newBalanceChart(l.T, folded, st),
+		Windows:  windows,
 		ListURL:  s.path("adminBuckets"),
 		ResetURL: s.bucketPath("adminResetConfirm", key),
-	}
-	for _, w := range chartWindows {
-		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(w.Label), Current: w == window,
-			URL: s.bucketPath("adminBucket", key) + "?" + url.Values{"window": {w.Name}}.Encode()})
 	}
 	if s.Shadows != nil && s.Shadows.CheckShadow(key.Policy) == nil {
 		p.ShadowURL, p.NeedReason = s.path("adminShadow", "policy", key.Policy), s.Audit != nil
@@ -439,9 +436,9 @@ type resetPage struct {
 	layout
 	Bucket bucketView
 	// RemoteNote says, for a SIFEN RUC's gate, what the reset does not do.
-	RemoteNote                   string
-	ListURL, DetailURL, ResetURL string
-	NeedReason                   bool
+	RemoteNote        string
+	ListURL, ResetURL string
+	NeedReason        bool
 }
 
 // confirmReset is GET …/reset: the confirmation form.
@@ -455,7 +452,6 @@ func (s *Server) confirmReset(w http.ResponseWriter, r *http.Request) error {
 		layout:     l,
 		Bucket:     s.newBucketViewIn(st, l.T),
 		ListURL:    s.path("adminBuckets"),
-		DetailURL:  s.bucketPath("adminBucket", key),
 		ResetURL:   s.bucketPath("adminReset", key),
 		NeedReason: s.Audit != nil,
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/balde-throttle/balde/internal/view"
@@ -22,10 +23,7 @@ func (s *Server) listAPIBuckets(w http.ResponseWriter, r *http.Request) error {
 	out := view.NewAPIBucketList(list.States, s.Scope)
 	out.Partial = list.Partial
 	if list.Next != nil {
-		out.Next = list.Next.Get("after")
-		if out.Next == "" {
-			out.Next = list.Next.Get("page")
-		}
+		out.Next = cmp.Or(list.Next.Get("after"), list.Next.Get("page"))
 		list.Next.Del("trail")
 		out.NextURL = s.pathWithQuery("apiBuckets", list.Next)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -39,7 +40,8 @@ type decisionsView struct {
 // ?window= (default hour), read from the ledger: admitted, refused, the
 // refused share and the refusals by reason.
 func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
-	window, err := chartWindowOf(r)
+	l := s.layout(r, "adminOverview", "admin_overview.html")
+	window, windows, err := s.chartWindowOf(r, l.T, "adminOverview")
 	if err != nil {
 		return err
 	}
@@ -51,12 +53,7 @@ func (s *Server) showOverview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := s.layout(r, "adminOverview", "admin_overview.html")
-	p := overviewPage{layout: l}
-	for _, cw := range chartWindows {
-		p.Windows = append(p.Windows, navLink{Label: l.T.Sprintf(cw.Label), Current: cw == window,
-			URL: s.pathWithQuery("adminOverview", url.Values{"window": {cw.Name}})})
-	}
+	p := overviewPage{layout: l, Windows: windows}
 	total := inspect.PolicyDecisions{Refused: map[throttle.LedgerReason]int64{}}
 	for _, d := range decisions {
 		p.Policies = append(p.Policies, s.newDecisionsView(l.T, d))
@@ -94,15 +91,19 @@ func (s *Server) newDecisionsView(tr *i18n.Printer, d inspect.PolicyDecisions) d
 	return v
 }
 
-// chartWindowOf reads ?window= (defaultChartWindow when absent).
-func chartWindowOf(r *http.Request) (chartWindow, error) {
+// chartWindowOf reads ?window= (defaultChartWindow when absent), and links
+// every window on the route named with pairs (Server.path), in tr's
+// language, the one read marked current.
+func (s *Server) chartWindowOf(r *http.Request, tr *i18n.Printer, route string, pairs ...string) (chartWindow, []navLink, error) {
 	w := r.URL.Query().Get("window")
-	if w == "" {
-		return defaultChartWindow, nil
-	}
-	i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == w })
+	i := slices.IndexFunc(chartWindows, func(c chartWindow) bool { return c.Name == cmp.Or(w, defaultChartWindow.Name) })
 	if i < 0 {
-		return chartWindow{}, fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", errBadRequest, w)
+		return chartWindow{}, nil, fmt.Errorf("%w: window %q (want 5m, 15m, hour, day or week)", errBadRequest, w)
 	}
-	return chartWindows[i], nil
+	var links []navLink
+	for _, c := range chartWindows {
+		links = append(links, navLink{Label: tr.Sprintf(c.Label), Current: c == chartWindows[i],
+			URL: s.pathWithQuery(route, url.Values{"window": {c.Name}}, pairs...)})
+	}
+	return chartWindows[i], links, nil
 }

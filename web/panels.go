@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"time"
@@ -17,13 +18,9 @@ import (
 func DictCategoryPanel(catalog *dict.Catalog, participant string) PanelFunc {
 	return func(context.Context) (Panel, error) {
 		p := Panel{Title: "DICT participant"}
-		category := catalog.Category()
-		if category == "" {
-			category = "none known (the strictest, H, applies)"
-		}
 		p.Rows = append(p.Rows,
 			PanelRow{Label: "ISPB", Value: participant},
-			PanelRow{Label: "Category", Value: category})
+			PanelRow{Label: "Category", Value: cmp.Or(catalog.Category(), "none known (the strictest, H, applies)")})
 		key := catalog.Key(dict.PolicyEntriesReadParticipantAntiscan, participant)
 		if pol, err := catalog.Resolve(key); err == nil {
 			p.Rows = append(p.Rows, PanelRow{Label: "Anti-scan bucket",
@@ -67,7 +64,7 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 		for _, c := range a.Participants {
 			p.Rows = append(p.Rows, scanRow("404 share, participant %s", c))
 		}
-		suspicious := 0
+		var suspicious int64
 		for _, c := range a.Payers {
 			if c.Suspicious {
 				suspicious++
@@ -77,12 +74,8 @@ func AntiScanPanel(monitors func(ctx context.Context, since time.Time) (dict.Ant
 		if len(a.Payers) == dict.MaxMonitoredPayers {
 			watched += "+"
 		}
-		class := "sev-healthy"
-		if suspicious > 0 {
-			class = "sev-critical"
-		}
 		p.Rows = append(p.Rows, PanelRow{Label: "Payers with ≥ %d lookups", LabelArgs: []any{dict.PayerMinLookups},
-			Value: "%s (%d suspicious)", ValueArgs: []any{watched, suspicious}, Class: class})
+			Value: "%s (%d suspicious)", ValueArgs: []any{watched, suspicious}, Class: cmp.Or(countClass(suspicious, "sev-critical"), "sev-healthy")})
 		for _, c := range a.Payers[:min(len(a.Payers), maxPanelPayers)] {
 			p.Rows = append(p.Rows, scanRow("404 share, payer %s", c))
 		}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,13 +52,6 @@ type sifenSender interface {
 
 var _ sifenSender = (*sifen.Sender)(nil)
 
-// rucRefusal is the refusal of the gate of ruc in env now (Sender.RUCWait),
-// or false when the RUC may send or the sender cannot tell.
-func (s *Server) rucRefusal(ctx context.Context, env sifen.Env, ruc sifen.RUC) (throttle.Decision, bool) {
-	dec, err := s.Sifen.RUCWait(ctx, env, ruc)
-	return dec, err == nil && !dec.Allowed
-}
-
 // rucHold is a RUC's gate refusing now, as the documents list says it.
 // Wait is the reason and the wait in the page's language ("blocked 9m21s
 // (block 1 in a row)", "cooldown 7s"); Blocked is set for a block after a
@@ -66,31 +60,33 @@ type rucHold struct {
 	RUC, Env string
 	Wait     string
 	Blocked  bool
-	Seconds  int64
+	wait     time.Duration
 }
 
-// rucHoldIn is the refusal of the gate of ruc in env, or nil. A block says
-// its level, read from the same bucket when the server has the limiter.
+// rucHoldIn is the refusal of the gate of ruc in env now (Sender.RUCWait),
+// or nil when the RUC may send or the sender cannot tell. A block says its
+// level, read from the same bucket when the server has the limiter.
 func (s *Server) rucHoldIn(ctx context.Context, env sifen.Env, ruc sifen.RUC, tr *i18n.Printer) *rucHold {
-	dec, refused := s.rucRefusal(ctx, env, ruc)
-	if !refused || dec.RetryAfter <= 0 {
+	dec, err := s.Sifen.RUCWait(ctx, env, ruc)
+	if err != nil || dec.Allowed || dec.RetryAfter <= 0 {
 		return nil
 	}
-	h := &rucHold{RUC: ruc.String(), Env: string(env), Seconds: ceilSeconds(dec.RetryAfter)}
+	h := &rucHold{RUC: ruc.String(), Env: string(env), wait: dec.RetryAfter}
+	// The wait as a bucket's wait is said, from the reason alone.
+	st := throttle.BucketState{RetryAfter: dec.RetryAfter}
 	switch dec.Reason {
 	case throttle.ReasonBlocked:
 		h.Blocked = true
-		h.Wait = tr.Sprintf("blocked %s", view.FormatWait(dec.RetryAfter))
+		st = throttle.BucketState{BlockLeft: dec.RetryAfter}
 		if s.Limiter != nil {
-			if st, err := s.Limiter.State(ctx, sifen.RecepcionKey(env, ruc)); err == nil && st.BlockLevel > 0 {
-				h.Wait = tr.Sprintf("blocked %s (block %d in a row)", view.FormatWait(dec.RetryAfter), st.BlockLevel)
+			if cur, err := s.Limiter.State(ctx, sifen.RecepcionKey(env, ruc)); err == nil {
+				st.BlockLevel = cur.BlockLevel
 			}
 		}
 	case throttle.ReasonCooldown:
-		h.Wait = tr.Sprintf("cooldown %s", view.FormatWait(dec.RetryAfter))
-	default:
-		h.Wait = tr.Sprintf("refills in %s", view.FormatWait(dec.RetryAfter))
+		st = throttle.BucketState{CooldownLeft: dec.RetryAfter}
 	}
+	h.Wait = view.FormatBucketWaitIn(tr, st)
 	return h
 }
 
@@ -124,9 +120,9 @@ type documentView struct {
 	Updated  string
 	Sent     string
 	Sendable bool
-	// Held is the wait of the RUC's gate while it refuses: the Send
-	// button is off, and says it.
-	Held string
+	// Held is the RUC's gate while it refuses: the Send button is off,
+	// and says its wait.
+	Held *rucHold
 
 	URL, SendURL string
 	OverrideURL  string // for a document left in sending
@@ -296,10 +292,11 @@ type uploadForm struct {
 	env              sifen.Env
 }
 
-// sendRUCForm is the "Send all drafts of RUC …" button; Held, the wait of
-// the RUC's gate while it refuses.
+// sendRUCForm is the "Send all drafts of RUC …" button; Held, the RUC's
+// gate while it refuses.
 type sendRUCForm struct {
-	URL, RUC, Env, Held string
+	URL, RUC, Env string
+	Held          *rucHold
 }
 
 // listDocuments is GET /documents: the upload form and one page of
@@ -353,10 +350,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 		if i := slices.IndexFunc(docs, func(d sifen.Document) bool { return d.RUC.Number == f.RUC }); env == "" && i >= 0 {
 			env = docs[i].Env
 		}
-		if env == "" {
-			env = sifen.EnvTest
-		}
-		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(env)}
+		p.SendRUC = &sendRUCForm{URL: s.path("sendRUCDrafts"), RUC: f.RUC, Env: string(cmp.Or(env, sifen.EnvTest))}
 	}
 	p.FlashClass = "flash"
 	switch q.Get("result") {
@@ -387,7 +381,7 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 	// a RUC is held back, the page reloads when its wait ends (at most
 	// every minute).
 	holds := map[string]*rucHold{}
-	held := func(env sifen.Env, ruc sifen.RUC) string {
+	held := func(env sifen.Env, ruc sifen.RUC) *rucHold {
 		k := string(env) + "/" + ruc.Number
 		h, seen := holds[k]
 		if !seen {
@@ -395,15 +389,10 @@ func (s *Server) newDocumentsPage(r *http.Request, q url.Values) (documentsPage,
 			holds[k] = h
 			if h != nil {
 				p.Holds = append(p.Holds, h)
-				if refresh := int(min(h.Seconds+1, 60)); p.Refresh == 0 || refresh < p.Refresh {
-					p.Refresh = refresh
-				}
+				p.Refresh = min(cmp.Or(p.Refresh, 60), int(ceilSeconds(h.wait)+1))
 			}
 		}
-		if h == nil {
-			return ""
-		}
-		return h.Wait
+		return h
 	}
 	for _, d := range docs {
 		v := s.newDocumentView(d, now, tr)
@@ -509,13 +498,12 @@ func (s *Server) importDocuments(w http.ResponseWriter, r *http.Request) error {
 	if perr != nil {
 		return err
 	}
-	msg := strings.TrimSuffix(pr.message, ".")
+	up.Error = strings.TrimSuffix(pr.message, ".")
 	var taken *sifen.CDCError
 	if errors.As(err, &taken) && taken.Document.Status.Sendable() {
-		msg = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
+		up.Error = p.T.Sprintf("CDC %s is already document %d, a draft (or an error) with other content: nothing was imported. To replace its content with this file, tick \"Replace a draft of the same CDC\" and upload it again",
 			taken.CDC, taken.Document.ID)
 	}
-	up.Error = msg
 	p.Upload = up
 	return s.render(w, s.prepareError(w, r, err).status, p)
 }
@@ -528,10 +516,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (uploadForm,
 	if mt != "multipart/form-data" {
 		return up, fmt.Errorf("%w: upload a file with a multipart/form-data form (fields file and env)", errBadRequest)
 	}
-	limit := s.UploadLimit
-	if limit <= 0 {
-		limit = defaultUploadLimit
-	}
+	limit := cmp.Or(max(s.UploadLimit, 0), defaultUploadLimit)
 	r.Body = http.MaxBytesReader(w, r.Body, limit+maxFormBytes)
 	if err := r.ParseMultipartForm(limit + maxFormBytes); err != nil {
 		var mbe *http.MaxBytesError
@@ -594,10 +579,10 @@ func (s *Server) showDocument(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
-	if dec, held := s.rucRefusal(r.Context(), d.Env, d.RUC); d.Status.Sendable() && held && dec.RetryAfter > 0 && now.Add(dec.RetryAfter).After(d.RetryAt) {
-		d.RetryAt = now.Add(dec.RetryAfter) // the RUC is held back, whatever the document says
-	}
 	l := s.layout(r, "documents", "sifen_document.html")
+	if h := s.rucHoldIn(r.Context(), d.Env, d.RUC, l.T); d.Status.Sendable() && h != nil && now.Add(h.wait).After(d.RetryAt) {
+		d.RetryAt = now.Add(h.wait) // the RUC is held back, whatever the document says
+	}
 	p := documentPage{
 		layout:  l,
 		Doc:     s.newDocumentView(d, now, l.T),
@@ -631,39 +616,36 @@ func documentBanner(d sifen.Document, now time.Time, tr *i18n.Printer) *banner {
 			Text:   tr.Sprintf("Blocked for RUC %s in env %s, retry in %s.", d.RUC, d.Env, waitText(wait)),
 			Detail: detail}
 	}
-	if notQueued(d) {
-		return &banner{Class: "warning", Text: tr.Sprintf("Not queued (0301): the RUC's block is over, it may be sent again."), Detail: d.Message}
-	}
-	if d.Status.Sendable() && !d.RetryAt.IsZero() {
-		return &banner{Class: "warning", Text: tr.Sprintf("The throttle refused the last send; the wait is over: it may be sent now."), Detail: d.Message}
-	}
+	b := &banner{Detail: d.Message}
 	switch {
+	case notQueued(d):
+		b.Class, b.Text = "warning", tr.Sprintf("Not queued (0301): the RUC's block is over, it may be sent again.")
+	case d.Status.Sendable() && !d.RetryAt.IsZero():
+		b.Class, b.Text = "warning", tr.Sprintf("The throttle refused the last send; the wait is over: it may be sent now.")
 	case d.Status == sifen.StatusError:
-		return &banner{Class: "error", Text: tr.Sprintf("The last send did not succeed; the document may be sent again."), Detail: d.Message}
+		b.Class, b.Text = "error", tr.Sprintf("The last send did not succeed; the document may be sent again.")
 	case d.Status == sifen.StatusSent:
-		return &banner{Class: "ok",
-			Text:   tr.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode),
-			Detail: d.Message}
+		b.Class, b.Text = "ok", tr.Sprintf("Sent: SIFEN queued lot %s (response code %s).", d.LotNumber, d.ResponseCode)
 	case d.Status == sifen.StatusSending:
-		return &banner{Class: "warning", Text: tr.Sprintf("Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve)."), Detail: d.Message}
+		b.Class, b.Text = "warning", tr.Sprintf("Being sent, or the last send got no answer: it cannot be sent again until SIFEN is asked (Resolve).")
 	case d.Status == sifen.StatusApproved:
-		text := tr.Sprintf("Approved by SIFEN.")
+		b.Class, b.Text = "ok", tr.Sprintf("Approved by SIFEN.")
 		switch obs := d.Result == sifen.ResultApprovedWithObs; {
 		case obs && d.AuthNumber != "":
-			text = tr.Sprintf("Approved by SIFEN with observations (dProtAut %s).", d.AuthNumber)
+			b.Text = tr.Sprintf("Approved by SIFEN with observations (dProtAut %s).", d.AuthNumber)
 		case obs:
-			text = tr.Sprintf("Approved by SIFEN with observations.")
+			b.Text = tr.Sprintf("Approved by SIFEN with observations.")
 		case d.AuthNumber != "":
-			text = tr.Sprintf("Approved by SIFEN (dProtAut %s).", d.AuthNumber)
+			b.Text = tr.Sprintf("Approved by SIFEN (dProtAut %s).", d.AuthNumber)
 		}
-		return &banner{Class: "ok", Text: text, Detail: d.Message}
 	case d.Status == sifen.StatusRejected:
-		return &banner{Class: "error", Text: tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it."), Detail: d.Message}
-	}
-	if d.Message != "" {
+		b.Class, b.Text = "error", tr.Sprintf("Rejected by SIFEN: correct the DE and import it again (same CDC) to send it.")
+	case d.Message != "":
 		return &banner{Class: "warning", Text: d.Message} // a draft with a message: something did not succeed
+	default:
+		return nil
 	}
-	return nil
+	return b
 }
 
 // sendDocument is POST /documents/{id}/send: it sends the document as a

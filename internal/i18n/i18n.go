@@ -136,9 +136,6 @@ func (p *Printer) Format(key string, args []any) string {
 // renders it in the reader's language.
 type Share int64
 
-// String renders the share in English: "39.3 %".
-func (s Share) String() string { return fmt.Sprintf("%d.%d %%", int64(s)/10, int64(s)%10) }
-
 // Has reports whether key is in the catalog (has translations).
 func Has(key string) bool { return slices.Contains(Keys(), key) }
 

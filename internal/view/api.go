@@ -3,6 +3,7 @@
 package view
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -151,7 +152,7 @@ type BucketView struct {
 func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.Key) string) BucketView {
 	v := BucketView{
 		Scope: "-", Capacity: fmt.Sprint(st.Policy.Capacity), Refill: FormatRefillIn(tr, st.Policy),
-		Policy: FormatPolicyIn(tr, st.Policy), Severity: tr.Sprintf(st.Severity.String()), Wait: "-",
+		Policy: FormatPolicyIn(tr, st.Policy), Severity: tr.Sprintf(st.Severity.String()), Wait: cmp.Or(FormatBucketWaitIn(tr, st), "-"),
 		LastSend: WhenIn(tr, func(t time.Time) string { return t.UTC().Format(i18n.TimeLayout) }, st.LastSentAt, st.At),
 	}
 	if scope != nil && scope(st.Key) != "" {
@@ -160,9 +161,6 @@ func ViewBucket(tr *i18n.Printer, st throttle.BucketState, scope func(throttle.K
 	if st.Orphan {
 		v.Capacity, v.Refill = "?", "?"
 		v.Policy, v.Severity = tr.Sprintf("unknown policy"), tr.Sprintf("unknown policy")
-	}
-	if w := FormatBucketWaitIn(tr, st); w != "" {
-		v.Wait = w
 	}
 	return v
 }

@@ -30,7 +30,9 @@ func TestMakeRunMovesTheSimulators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command("make", append([]string{"-s", "-n", "-C", "../..", "run"}, tt.args...)...)
+			// --no-print-directory: under a make of its own (make
+			// test-under-load) make would print "Entering directory" first.
+			cmd := exec.Command("make", append([]string{"-s", "-n", "--no-print-directory", "-C", "../..", "run"}, tt.args...)...)
 			cmd.Env = append(os.Environ(), tt.env...)
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)

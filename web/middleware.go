@@ -67,43 +67,48 @@ func (s *Server) observe(next http.Handler, rt route) http.Handler {
 		w.Header().Set("X-Request-Id", info.id)
 		setSecurityHeaders(w.Header(), r, rt)
 		sw := &statusWriter{ResponseWriter: w}
-		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			s.Logger.Error("panic", slog.String("request_id", info.id),
-				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			if sw.status == 0 {
-				s.Error(sw, r, fmt.Errorf("web: panic: %v", v))
-			}
-		}()
 		start := time.Now()
+		// Deferred, so that a panic is answered, counted and logged as the
+		// 500 it became.
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Logger.Error("panic", slog.String("request_id", info.id),
+					slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+				if sw.status == 0 {
+					s.Error(sw, r, fmt.Errorf("web: panic: %v", v))
+				}
+			}
+			s.observed(r, rt, template, info, sw, time.Since(start))
+		}()
 		next.ServeHTTP(sw, r)
-		status := sw.code()
-		elapsed := time.Since(start)
-		s.Metrics.observeHTTP(template, r.Method, status, elapsed)
-		if !s.LogRequests {
-			return
-		}
-		level := slog.LevelInfo
-		if rt.probe || rt.name == "metrics" || rt.name == "static" || rt.name == "favicon" {
-			level = slog.LevelDebug // probes and scrapes would drown the log
-		}
-		s.Logger.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", info.id),
-			slog.String("method", r.Method),
-			slog.String("route", template),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
-			slog.Int64("bytes", sw.bytes),
-			slog.Duration("duration", elapsed),
-			slog.String("client", info.clientIP.String()),
-			slog.String("user", info.user))
 	})
+}
+
+// observed counts a request's answer in the HTTP metrics and, when
+// LogRequests is set, logs it.
+func (s *Server) observed(r *http.Request, rt route, template string, info *requestInfo, sw *statusWriter, elapsed time.Duration) {
+	status := sw.code()
+	s.Metrics.observeHTTP(template, r.Method, status, elapsed)
+	if !s.LogRequests {
+		return
+	}
+	level := slog.LevelInfo
+	if rt.probe || rt.name == "metrics" || rt.name == "static" || rt.name == "favicon" {
+		level = slog.LevelDebug // probes and scrapes would drown the log
+	}
+	s.Logger.LogAttrs(r.Context(), level, "request",
+		slog.String("request_id", info.id),
+		slog.String("method", r.Method),
+		slog.String("route", template),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.Int64("bytes", sw.bytes),
+		slog.Duration("duration", elapsed),
+		slog.String("client", info.clientIP.String()),
+		slog.String("user", info.user))
 }
 
 // requestIDPattern is what an incoming X-Request-Id must look like to be

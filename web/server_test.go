@@ -344,6 +344,8 @@ func TestPanicIsACleanError(t *testing.T) {
 	b := body(t, resp)
 	require.Contains(t, b, "internal error")
 	require.NotContains(t, b, "scope exploded", "a panic's detail stays in the log")
+	require.Contains(t, body(t, e.get("/metrics")),
+		`balde_http_requests_total{code="500",method="GET",route="/admin/buckets"} 1`, "the panic is counted as the 500 it became")
 
 	// The server goes on serving.
 	require.Equal(t, http.StatusOK, e.get("/healthz").StatusCode)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/balde-throttle/balde/internal/sqltime"
+	"github.com/balde-throttle/balde/throttle"
 	"github.com/balde-throttle/balde/throttle/sqlstore"
 )
 
@@ -53,10 +54,8 @@ func (t *Turns) Every(ctx context.Context, job string, period time.Duration, fn 
 			}
 			continue
 		}
-		select {
-		case <-ctx.Done():
+		if throttle.SleepContext(ctx, wait) != nil {
 			return
-		case <-time.After(wait):
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,9 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/balde-throttle/balde/internal/tlsfiles"
 )
 
 // The real endpoints (manual técnico v150).
@@ -73,13 +73,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		tlsConfig, err := cfg.tlsConfig()
-		if err != nil {
-			return nil, err
+		var err error
+		if hc, err = tlsfiles.Client(cfg.CertFile, cfg.KeyFile, cfg.CAFile, cfg.Timeout); err != nil {
+			return nil, fmt.Errorf("sifen: %w", err)
 		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tlsConfig
-		hc = &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	}
 	paths := map[string]string{
 		RecepcionPath:    cmp.Or(cfg.RecepcionPath, RecepcionPath),
@@ -99,33 +96,6 @@ func checkBaseURL(base string) error {
 		return fmt.Errorf("sifen: client base URL %q is not an http(s) URL", base)
 	}
 	return nil
-}
-
-// tlsConfig builds the TLS settings of mutual TLS from the PEM files.
-func (c ClientConfig) tlsConfig() (*tls.Config, error) {
-	conf := &tls.Config{MinVersion: tls.VersionTLS12}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		return nil, fmt.Errorf("sifen: client certificate: set both the certificate and the key file")
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("sifen: client certificate: %w", err)
-		}
-		conf.Certificates = []tls.Certificate{cert}
-	}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("sifen: CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("sifen: CA file %s holds no PEM certificate", c.CAFile)
-		}
-		conf.RootCAs = pool
-	}
-	return conf, nil
 }
 
 // url returns the endpoint of a service path in env, an overridden path
